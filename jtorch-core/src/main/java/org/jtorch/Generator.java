@@ -1,0 +1,86 @@
+package org.jtorch;
+
+/**
+ * A seeded, counter-based random number generator (Philox4x32-10, as cuRAND and PyTorch's CUDA
+ * generator use). The state is a 64-bit seed and a 64-bit offset counting consumed 128-bit blocks, so
+ * any element of a random fill can be computed independently: fills run in parallel and give the same
+ * values whatever the thread count, and the same stream can later be produced on a GPU.
+ *
+ * <p>Thread safety: {@link #reserve} is synchronised; each fill reserves its own range of blocks.
+ */
+public final class Generator {
+    private static final int M0 = 0xD2511F53;
+    private static final int M1 = 0xCD9E8D57;
+    private static final int W0 = 0x9E3779B9;
+    private static final int W1 = 0xBB67AE85;
+
+    private static final Generator DEFAULT = new Generator(67280421310721L);
+
+    private long seed;
+    private long offset;
+
+    public Generator(long seed) {
+        this.seed = seed;
+    }
+
+    /** The process-wide generator that {@link Torch#manualSeed} seeds. */
+    public static Generator defaultGenerator() {
+        return DEFAULT;
+    }
+
+    public synchronized Generator manualSeed(long newSeed) {
+        this.seed = newSeed;
+        this.offset = 0;
+        return this;
+    }
+
+    public synchronized long initialSeed() {
+        return seed;
+    }
+
+    /** State for checkpoints: {seed, offset}. */
+    public synchronized long[] getState() {
+        return new long[] {seed, offset};
+    }
+
+    public synchronized void setState(long[] state) {
+        if (state.length != 2) throw new IllegalArgumentException("Generator.setState: expected {seed, offset}");
+        seed = state[0];
+        offset = state[1];
+    }
+
+    /** Reserves {@code blocks} consecutive 128-bit blocks; returns {seed, first block}. */
+    public synchronized long[] reserve(long blocks) {
+        long start = offset;
+        offset += blocks;
+        return new long[] {seed, start};
+    }
+
+    /** Writes the 4 random 32-bit words of block {@code counter} under {@code seed} into {@code out}. */
+    public static void philox(long seed, long counter, int[] out) {
+        int c0 = (int) counter;
+        int c1 = (int) (counter >>> 32);
+        int c2 = 0;
+        int c3 = 0;
+        int k0 = (int) seed;
+        int k1 = (int) (seed >>> 32);
+        for (int r = 0; r < 10; r++) {
+            long p0 = (M0 & 0xffffffffL) * (c0 & 0xffffffffL);
+            long p1 = (M1 & 0xffffffffL) * (c2 & 0xffffffffL);
+            int hi0 = (int) (p0 >>> 32);
+            int lo0 = (int) p0;
+            int hi1 = (int) (p1 >>> 32);
+            int lo1 = (int) p1;
+            c0 = hi1 ^ c1 ^ k0;
+            c1 = lo1;
+            c2 = hi0 ^ c3 ^ k1;
+            c3 = lo0;
+            k0 += W0;
+            k1 += W1;
+        }
+        out[0] = c0;
+        out[1] = c1;
+        out[2] = c2;
+        out[3] = c3;
+    }
+}

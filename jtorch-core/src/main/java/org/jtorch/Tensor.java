@@ -1,0 +1,1018 @@
+package org.jtorch;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import org.jtorch.backend.Backends;
+import org.jtorch.backend.cpu.ElementIO;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.memory.Storage;
+import org.jtorch.ops.BinaryOp;
+import org.jtorch.ops.Elementwise;
+import org.jtorch.ops.Shapes;
+import org.jtorch.ops.UnaryOp;
+
+/**
+ * A strided n-dimensional array on one device, with PyTorch's semantics: views share storage,
+ * operations broadcast and promote dtypes, in-place operations end in {@code _}.
+ *
+ * <p>Ownership: a tensor holds one reference to its {@link Storage}. {@link #close()} releases it;
+ * the memory goes back to the allocator when the last tensor viewing it is closed. Tensors created
+ * inside a {@link MemoryScope} are closed with it. A tensor never closed is released by the garbage
+ * collector and counted as a leak. Using a closed tensor throws {@link IllegalStateException}.
+ *
+ * <p>Thread safety: a tensor may be read from several threads; writes (in-place ops, close) need
+ * external synchronisation, as in PyTorch.
+ */
+public final class Tensor implements AutoCloseable {
+    private final Storage storage;
+    private final DType dtype;
+    private final long[] shape;
+    private final long[] strides;
+    private final long offset;
+    private final boolean borrowed;
+    private boolean closed;
+    private boolean wrappedNumber;
+    private MemoryScope scope;
+
+    private Tensor(Storage storage, DType dtype, long[] shape, long[] strides, long offset) {
+        this(storage, dtype, shape, strides, offset, false);
+    }
+
+    /** {@code borrowed} tensors hold no storage reference and are never tracked or released (kernel arguments). */
+    private Tensor(Storage storage, DType dtype, long[] shape, long[] strides, long offset, boolean borrowed) {
+        this.storage = storage;
+        this.dtype = dtype;
+        this.shape = shape;
+        this.strides = strides;
+        this.offset = offset;
+        this.borrowed = borrowed;
+        if (!borrowed) {
+            MemoryScope s = MemoryScope.current();
+            if (s != null) s.track(this);
+        }
+    }
+
+    /**
+     * Low-level constructor over an existing storage, taking ownership of one reference to it (the
+     * caller either created the storage or called {@link Storage#retain()}). Arrays are not copied.
+     */
+    public static Tensor fromStorage(Storage storage, DType dtype, long[] shape, long[] strides, long offset) {
+        return new Tensor(storage, dtype, shape, strides, offset);
+    }
+
+    /** A new contiguous tensor with uninitialised contents. */
+    public static Tensor empty(long[] shape, DType dtype, Device device) {
+        for (long s : shape) {
+            if (s < 0) throw new IllegalArgumentException("empty: negative dimension in shape " + Shapes.format(shape));
+        }
+        long bytes = Shapes.numel(shape) * dtype.byteSize();
+        Storage storage = Backends.of(device).allocate(device, bytes);
+        return new Tensor(storage, dtype, shape.clone(), Shapes.contiguousStrides(shape), 0);
+    }
+
+    private Tensor view(long[] newShape, long[] newStrides, long newOffset) {
+        storage.retain();
+        return new Tensor(storage, dtype, newShape, newStrides, newOffset);
+    }
+
+    // ------------------------------------------------------------------ metadata
+
+    public DType dtype() {
+        return dtype;
+    }
+
+    public Device device() {
+        return storage.device();
+    }
+
+    /** The shape (a copy). */
+    public long[] shape() {
+        return shape.clone();
+    }
+
+    /** Size of dimension {@code dim} (negative counts from the end). */
+    public long size(int dim) {
+        return shape[Shapes.wrapDim("size", dim, shape.length)];
+    }
+
+    /** Strides in elements (a copy). */
+    public long[] strides() {
+        return strides.clone();
+    }
+
+    public long stride(int dim) {
+        return strides[Shapes.wrapDim("stride", dim, shape.length)];
+    }
+
+    /** Offset of the first element in the storage, in elements. */
+    public long storageOffset() {
+        return offset;
+    }
+
+    public int dim() {
+        return shape.length;
+    }
+
+    public long numel() {
+        return Shapes.numel(shape);
+    }
+
+    public Storage storage() {
+        return storage;
+    }
+
+    public boolean isContiguous() {
+        return Shapes.isContiguous(shape, strides);
+    }
+
+    /** Counter bumped by every in-place write to this tensor or a view of it. */
+    public int version() {
+        return storage.version();
+    }
+
+    /** Records an in-place write (called by in-place ops). */
+    public void bumpVersion() {
+        storage.bumpVersion();
+    }
+
+    /** True for the zero-dimensional tensors that wrap Java scalars in mixed ops (lowest promotion priority). */
+    public boolean isWrappedNumber() {
+        return wrappedNumber;
+    }
+
+    /** Marks a zero-dimensional tensor as a wrapped Java scalar for type promotion. */
+    public void markWrappedNumber() {
+        if (shape.length != 0) throw new IllegalStateException("only 0-d tensors can wrap numbers");
+        wrappedNumber = true;
+    }
+
+    // ------------------------------------------------------------------ lifetime
+
+    /** Releases this tensor's reference to its storage. Idempotent. */
+    @Override
+    public void close() {
+        if (closed || borrowed) return;
+        closed = true;
+        storage.release();
+    }
+
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /** The scope this tensor belongs to, or null (for {@link MemoryScope}). */
+    public MemoryScope scope() {
+        return scope;
+    }
+
+    /** Moves the tensor to a scope (for {@link MemoryScope}). */
+    public void setScope(MemoryScope scope) {
+        this.scope = scope;
+    }
+
+    /** Throws a clear exception if this tensor was closed; {@code op} names the operation attempted. */
+    public void checkOpen(String op) {
+        if (closed || storage.isReleased()) {
+            throw new IllegalStateException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
+                    + " was used after close()");
+        }
+    }
+
+    // ------------------------------------------------------------------ views
+
+    /** A view with a new shape (one dimension may be -1); fails if the strides do not allow it, as PyTorch's {@code view}. */
+    public Tensor view(long... newShape) {
+        checkOpen("view");
+        long[] s = Shapes.inferSize("view", newShape, numel(), shape);
+        long[] st = Shapes.viewStrides(shape, strides, s);
+        if (st == null) {
+            throw new IllegalArgumentException("view: size " + Shapes.format(s) + " is not compatible with the input's size "
+                    + Shapes.format(shape) + " and strides " + Shapes.format(strides)
+                    + " (at least one dimension spans two contiguous subspaces); use reshape() instead");
+        }
+        return view(s, st, offset);
+    }
+
+    /** A view when possible, otherwise a contiguous copy with the new shape. */
+    public Tensor reshape(long... newShape) {
+        checkOpen("reshape");
+        long[] s = Shapes.inferSize("reshape", newShape, numel(), shape);
+        long[] st = Shapes.viewStrides(shape, strides, s);
+        if (st != null) return view(s, st, offset);
+        try (Tensor c = contiguous()) {
+            return c.view(s);
+        }
+    }
+
+    /** Reorders dimensions: {@code dims} is a permutation of {@code 0..dim()-1} (negative allowed). */
+    public Tensor permute(int... dims) {
+        checkOpen("permute");
+        if (dims.length != shape.length) {
+            throw new IllegalArgumentException("permute: number of dims " + dims.length + " doesn't match the tensor's "
+                    + shape.length + " (shape " + Shapes.format(shape) + ")");
+        }
+        long[] s = new long[dims.length];
+        long[] st = new long[dims.length];
+        boolean[] seen = new boolean[dims.length];
+        for (int i = 0; i < dims.length; i++) {
+            int d = Shapes.wrapDim("permute", dims[i], shape.length);
+            if (seen[d]) throw new IllegalArgumentException("permute: repeated dim " + dims[i] + " in " + Arrays.toString(dims));
+            seen[d] = true;
+            s[i] = shape[d];
+            st[i] = strides[d];
+        }
+        return view(s, st, offset);
+    }
+
+    public Tensor transpose(int dim0, int dim1) {
+        checkOpen("transpose");
+        int a = Shapes.wrapDim("transpose", dim0, shape.length);
+        int b = Shapes.wrapDim("transpose", dim1, shape.length);
+        long[] s = shape.clone();
+        long[] st = strides.clone();
+        s[a] = shape[b];
+        s[b] = shape[a];
+        st[a] = strides[b];
+        st[b] = strides[a];
+        return view(s, st, offset);
+    }
+
+    /** Transpose of a matrix; 0-d and 1-d tensors are returned as views unchanged, as PyTorch's {@code t()}. */
+    public Tensor t() {
+        if (shape.length > 2) {
+            throw new IllegalArgumentException("t: expects a tensor with <= 2 dimensions, but got " + shape.length
+                    + " (shape " + Shapes.format(shape) + ")");
+        }
+        return shape.length < 2 ? view(shape, strides, offset) : transpose(0, 1);
+    }
+
+    /** Transposes the last two dimensions ({@code mT}). */
+    public Tensor mT() {
+        if (shape.length < 2) throw new IllegalArgumentException("mT: expected a tensor with >= 2 dimensions, got shape "
+                + Shapes.format(shape));
+        return transpose(-2, -1);
+    }
+
+    /** Removes every dimension of size 1. */
+    public Tensor squeeze() {
+        checkOpen("squeeze");
+        int n = 0;
+        for (long s : shape) if (s != 1) n++;
+        long[] s = new long[n];
+        long[] st = new long[n];
+        for (int i = 0, j = 0; i < shape.length; i++) {
+            if (shape[i] != 1) {
+                s[j] = shape[i];
+                st[j++] = strides[i];
+            }
+        }
+        return view(s, st, offset);
+    }
+
+    /** Removes dimension {@code dim} if its size is 1 (otherwise returns a view unchanged). */
+    public Tensor squeeze(int dim) {
+        checkOpen("squeeze");
+        if (shape.length == 0) {
+            Shapes.wrapDim("squeeze", dim, 0);
+            return view(shape, strides, offset);
+        }
+        int d = Shapes.wrapDim("squeeze", dim, shape.length);
+        if (shape[d] != 1) return view(shape, strides, offset);
+        return view(remove(shape, d), remove(strides, d), offset);
+    }
+
+    /** Inserts a dimension of size 1 at {@code dim} (in {@code [-dim()-1, dim()]}). */
+    public Tensor unsqueeze(int dim) {
+        checkOpen("unsqueeze");
+        int d = Shapes.wrapDim("unsqueeze", dim, shape.length + 1);
+        long newStride = d < shape.length ? shape[d] * strides[d] : 1;
+        return view(insert(shape, d, 1), insert(strides, d, newStride), offset);
+    }
+
+    /** Broadcasts size-1 dimensions to larger sizes without copying (-1 keeps a size). */
+    public Tensor expand(long... sizes) {
+        checkOpen("expand");
+        if (sizes.length < shape.length) {
+            throw new IllegalArgumentException("expand: the number of sizes provided (" + sizes.length
+                    + ") must be greater or equal to the number of dimensions in the tensor (" + shape.length + ")");
+        }
+        long[] s = new long[sizes.length];
+        long[] st = new long[sizes.length];
+        int lead = sizes.length - shape.length;
+        for (int i = sizes.length - 1; i >= 0; i--) {
+            int j = i - lead;
+            long want = sizes[i];
+            if (j < 0) {
+                if (want < 0) throw new IllegalArgumentException("expand: -1 is not allowed in a leading, non-existing dimension "
+                        + i + " (sizes " + Shapes.format(sizes) + ")");
+                s[i] = want;
+                st[i] = 0;
+            } else if (want == -1 || want == shape[j]) {
+                s[i] = shape[j];
+                st[i] = strides[j];
+            } else if (shape[j] == 1) {
+                s[i] = want;
+                st[i] = 0;
+            } else {
+                throw new IllegalArgumentException("expand: the expanded size of the tensor (" + want
+                        + ") must match the existing size (" + shape[j] + ") at non-singleton dimension " + i
+                        + ". Target sizes: " + Shapes.format(sizes) + ". Tensor sizes: " + Shapes.format(shape));
+            }
+        }
+        return view(s, st, offset);
+    }
+
+    public Tensor expandAs(Tensor other) {
+        return expand(other.shape);
+    }
+
+    /**
+     * A broadcast view with {@code target}'s shape, for kernels. Returns {@code this} when the shape
+     * already matches; callers must not close the result in that case unless it differs from {@code this}.
+     */
+    public Tensor broadcastTo(long[] target) {
+        if (Arrays.equals(shape, target)) return this;
+        // A borrowed view: no storage reference, only valid while this tensor is open.
+        return new Tensor(storage, dtype, target, Shapes.broadcastStrides(shape, strides, target), offset, true);
+    }
+
+    /** Elements {@code [start, start+length)} of dimension {@code dim}, as a view. */
+    public Tensor narrow(int dim, long start, long length) {
+        checkOpen("narrow");
+        if (shape.length == 0) throw new IllegalArgumentException("narrow: cannot be applied to a 0-dim tensor");
+        int d = Shapes.wrapDim("narrow", dim, shape.length);
+        long size = shape[d];
+        if (start < 0) start += size;
+        if (start < 0 || start > size || length < 0 || start + length > size) {
+            throw new IndexOutOfBoundsException("narrow: start (" + start + ") + length (" + length
+                    + ") exceeds dimension size (" + size + ") of dimension " + dim + " (shape " + Shapes.format(shape) + ")");
+        }
+        long[] s = shape.clone();
+        s[d] = length;
+        return view(s, strides.clone(), offset + start * strides[d]);
+    }
+
+    /** Python-style slice {@code [start:end:step]} of dimension {@code dim}; bounds are clamped, negative values count from the end. */
+    public Tensor slice(int dim, long start, long end, long step) {
+        checkOpen("slice");
+        if (step <= 0) throw new IllegalArgumentException("slice: step must be positive, got " + step);
+        int d = Shapes.wrapDim("slice", dim, shape.length);
+        long size = shape[d];
+        if (start < 0) start += size;
+        if (end < 0) end += size;
+        start = Math.min(Math.max(start, 0), size);
+        end = Math.min(Math.max(end, start), size);
+        long[] s = shape.clone();
+        long[] st = strides.clone();
+        s[d] = (end - start + step - 1) / step;
+        st[d] = strides[d] * step;
+        return view(s, st, offset + start * strides[d]);
+    }
+
+    /** Removes dimension {@code dim} by taking index {@code index} (negative counts from the end). */
+    public Tensor select(int dim, long index) {
+        checkOpen("select");
+        if (shape.length == 0) throw new IllegalArgumentException("select: cannot be applied to a 0-dim tensor");
+        int d = Shapes.wrapDim("select", dim, shape.length);
+        long size = shape[d];
+        if (index < -size || index >= size) {
+            throw new IndexOutOfBoundsException("select: index " + index + " out of range for tensor of size "
+                    + Shapes.format(shape) + " at dimension " + dim);
+        }
+        if (index < 0) index += size;
+        return view(remove(shape, d), remove(strides, d), offset + index * strides[d]);
+    }
+
+    public Tensor flatten() {
+        return flatten(0, -1);
+    }
+
+    /** Merges dimensions {@code startDim..endDim} into one (a view when the strides allow it). */
+    public Tensor flatten(int startDim, int endDim) {
+        checkOpen("flatten");
+        if (shape.length == 0) return reshape(1);
+        int a = Shapes.wrapDim("flatten", startDim, shape.length);
+        int b = Shapes.wrapDim("flatten", endDim, shape.length);
+        if (a > b) throw new IllegalArgumentException("flatten: start_dim (" + startDim + ") cannot come after end_dim (" + endDim + ")");
+        long[] s = new long[shape.length - (b - a)];
+        int j = 0;
+        for (int i = 0; i < a; i++) s[j++] = shape[i];
+        long m = 1;
+        for (int i = a; i <= b; i++) m *= shape[i];
+        s[j++] = m;
+        for (int i = b + 1; i < shape.length; i++) s[j++] = shape[i];
+        return reshape(s);
+    }
+
+    /** Splits dimension {@code dim} into {@code sizes} (one may be -1). */
+    public Tensor unflatten(int dim, long... sizes) {
+        checkOpen("unflatten");
+        int d = Shapes.wrapDim("unflatten", dim, shape.length);
+        long[] inner = Shapes.inferSize("unflatten", sizes, shape[d], new long[] {shape[d]});
+        long[] s = new long[shape.length - 1 + inner.length];
+        int j = 0;
+        for (int i = 0; i < d; i++) s[j++] = shape[i];
+        for (long v : inner) s[j++] = v;
+        for (int i = d + 1; i < shape.length; i++) s[j++] = shape[i];
+        return view(s);
+    }
+
+    /** All windows of {@code size} elements taken every {@code step} along {@code dim}, as a new last dimension (a view). */
+    public Tensor unfold(int dim, long size, long step) {
+        checkOpen("unfold");
+        int d = shape.length == 0 ? 0 : Shapes.wrapDim("unfold", dim, shape.length);
+        long dimSize = shape.length == 0 ? 1 : shape[d];
+        if (size < 0 || size > dimSize) {
+            throw new IllegalArgumentException("unfold: maximum size for tensor at dimension " + d + " is " + dimSize
+                    + " but size is " + size);
+        }
+        if (step <= 0) throw new IllegalArgumentException("unfold: step is " + step + " but must be > 0");
+        long[] s = new long[shape.length + 1];
+        long[] st = new long[shape.length + 1];
+        for (int i = 0; i < shape.length; i++) {
+            s[i] = shape[i];
+            st[i] = strides[i];
+        }
+        if (shape.length > 0) {
+            s[d] = (dimSize - size) / step + 1;
+            st[d] = step * strides[d];
+            st[shape.length] = strides[d];
+        } else {
+            st[0] = 1;
+        }
+        s[shape.length] = size;
+        return view(s, st, offset);
+    }
+
+    /** A view with explicit sizes, strides and storage offset (in elements), as {@code torch.as_strided}. */
+    public Tensor asStrided(long[] size, long[] stride, long storageOffset) {
+        checkOpen("asStrided");
+        if (size.length != stride.length) {
+            throw new IllegalArgumentException("asStrided: mismatch in length of strides and shape (" + size.length
+                    + " vs " + stride.length + ")");
+        }
+        long maxIndex = storageOffset;
+        for (int i = 0; i < size.length; i++) {
+            if (size[i] < 0 || stride[i] < 0) throw new IllegalArgumentException("asStrided: negative size or stride");
+            if (size[i] == 0) {
+                maxIndex = -1;
+                break;
+            }
+            maxIndex += (size[i] - 1) * stride[i];
+        }
+        if (maxIndex >= 0 && (maxIndex + 1) * dtype.byteSize() > storage.byteSize()) {
+            throw new IndexOutOfBoundsException("asStrided: size " + Shapes.format(size) + " with stride " + Shapes.format(stride)
+                    + " and offset " + storageOffset + " is out of bounds for a storage of " + storage.byteSize() / dtype.byteSize()
+                    + " elements");
+        }
+        return view(size.clone(), stride.clone(), storageOffset);
+    }
+
+    public Tensor asStrided(long[] size, long[] stride) {
+        return asStrided(size, stride, offset);
+    }
+
+    /** This tensor if it is contiguous (a new reference), else a contiguous copy. */
+    public Tensor contiguous() {
+        checkOpen("contiguous");
+        if (isContiguous()) return view(shape, strides, offset);
+        return clone();
+    }
+
+    /** A contiguous copy with the same dtype and device. */
+    public Tensor clone() {
+        checkOpen("clone");
+        Tensor r = Tensor.empty(shape, dtype, device());
+        Backends.of(device()).copy(this, r);
+        return r;
+    }
+
+    /** A new view of the same data that holds its own storage reference (closing it leaves this tensor open). */
+    public Tensor alias() {
+        checkOpen("alias");
+        return view(shape, strides, offset);
+    }
+
+    // ------------------------------------------------------------------ copies and conversions
+
+    /** Copies {@code src} into this tensor, broadcasting it and converting its dtype. */
+    public Tensor copy_(Tensor src) {
+        checkOpen("copy_");
+        src.checkOpen("copy_");
+        long[] b = Shapes.broadcast("copy_", shape, src.shape);
+        if (!Arrays.equals(b, shape)) {
+            throw new IllegalArgumentException("copy_: source of shape " + Shapes.format(src.shape)
+                    + " cannot be broadcast to the destination's shape " + Shapes.format(shape));
+        }
+        Tensor s = src.broadcastTo(shape);
+        if (device().equals(src.device())) {
+            Backends.of(device()).copy(s, this);
+        } else {
+            Backends.of(device().isCpu() ? src.device() : device()).copy(s, this);
+        }
+        bumpVersion();
+        return this;
+    }
+
+    /** This tensor converted to {@code dtype}: a new reference to the same data when the dtype already matches. */
+    public Tensor to(DType target) {
+        checkOpen("to");
+        if (target == dtype) return alias();
+        Tensor r = Tensor.empty(shape, target, device());
+        Backends.of(device()).copy(this, r);
+        return r;
+    }
+
+    /** This tensor moved to {@code target}: a new reference when it is already there. */
+    public Tensor to(Device target) {
+        checkOpen("to");
+        if (target.equals(device())) return alias();
+        Tensor r = Tensor.empty(shape, dtype, target);
+        r.copy_(this);
+        return r;
+    }
+
+    public Tensor to(Device target, DType targetType) {
+        try (Tensor moved = to(target)) {
+            return moved.to(targetType);
+        }
+    }
+
+    public Tensor cpu() {
+        return to(Device.cpu());
+    }
+
+    /** Sets every element to {@code value}. */
+    public Tensor fill_(double value) {
+        checkOpen("fill_");
+        Backends.of(device()).fill(this, value, (long) value);
+        bumpVersion();
+        return this;
+    }
+
+    /** Sets every element to {@code value}; exact for 64-bit integers. */
+    public Tensor fill_(long value) {
+        checkOpen("fill_");
+        Backends.of(device()).fill(this, value, value);
+        bumpVersion();
+        return this;
+    }
+
+    public Tensor zero_() {
+        return fill_(0L);
+    }
+
+    /** The value of a one-element tensor, as a double. */
+    public double item() {
+        checkOpen("item");
+        if (numel() != 1) {
+            throw new IllegalArgumentException("item: a tensor with " + numel() + " elements (shape " + Shapes.format(shape)
+                    + ") cannot be converted to a scalar");
+        }
+        try (Tensor host = cpu()) {
+            return ElementIO.getDouble(dtype, host.storage.segment(), host.offset * dtype.byteSize());
+        }
+    }
+
+    /** The value of a one-element tensor, as a long (exact for int64). */
+    public long itemLong() {
+        checkOpen("item");
+        if (numel() != 1) {
+            throw new IllegalArgumentException("itemLong: a tensor with " + numel() + " elements (shape " + Shapes.format(shape)
+                    + ") cannot be converted to a scalar");
+        }
+        try (Tensor host = cpu()) {
+            return ElementIO.getLong(dtype, host.storage.segment(), host.offset * dtype.byteSize());
+        }
+    }
+
+    public float[] toFloatArray() {
+        float[] a = new float[Math.toIntExact(numel())];
+        copyOut(DType.FLOAT32, MemorySegment.ofArray(a));
+        return a;
+    }
+
+    public double[] toDoubleArray() {
+        double[] a = new double[Math.toIntExact(numel())];
+        copyOut(DType.FLOAT64, MemorySegment.ofArray(a));
+        return a;
+    }
+
+    public long[] toLongArray() {
+        long[] a = new long[Math.toIntExact(numel())];
+        copyOut(DType.INT64, MemorySegment.ofArray(a));
+        return a;
+    }
+
+    public int[] toIntArray() {
+        int[] a = new int[Math.toIntExact(numel())];
+        copyOut(DType.INT32, MemorySegment.ofArray(a));
+        return a;
+    }
+
+    public boolean[] toBooleanArray() {
+        byte[] b = new byte[Math.toIntExact(numel())];
+        copyOut(DType.BOOL, MemorySegment.ofArray(b));
+        boolean[] a = new boolean[b.length];
+        for (int i = 0; i < b.length; i++) a[i] = b[i] != 0;
+        return a;
+    }
+
+    /** Copies the elements in row-major order, converted to {@code type}, into a heap segment. */
+    private void copyOut(DType type, MemorySegment dst) {
+        checkOpen("toArray");
+        try (Tensor host = cpu()) {
+            Tensor out = Tensor.fromStorage(Storage.wrapHeap(dst), type, shape.clone(), Shapes.contiguousStrides(shape), 0);
+            Backends.of(Device.cpu()).copy(host, out);
+            out.close();
+        }
+    }
+
+    // ------------------------------------------------------------------ elementwise: arithmetic
+
+    public Tensor add(Tensor other) {
+        return Elementwise.binary(BinaryOp.ADD, this, other, 1);
+    }
+
+    /** {@code this + alpha * other} */
+    public Tensor add(Tensor other, double alpha) {
+        return Elementwise.binary(BinaryOp.ADD, this, other, alpha);
+    }
+
+    public Tensor add(double value) {
+        return Elementwise.binaryScalar(BinaryOp.ADD, this, value, (long) value, DType.FLOAT64, false, 1);
+    }
+
+    public Tensor add(long value) {
+        return Elementwise.binaryScalar(BinaryOp.ADD, this, value, value, DType.INT64, false, 1);
+    }
+
+    public Tensor add_(Tensor other) {
+        return Elementwise.binaryInPlace(BinaryOp.ADD, this, other, 1);
+    }
+
+    public Tensor add_(Tensor other, double alpha) {
+        return Elementwise.binaryInPlace(BinaryOp.ADD, this, other, alpha);
+    }
+
+    public Tensor add_(double value) {
+        return Elementwise.binaryScalarInPlace(BinaryOp.ADD, this, value, (long) value, DType.FLOAT64, 1);
+    }
+
+    public Tensor add_(long value) {
+        return Elementwise.binaryScalarInPlace(BinaryOp.ADD, this, value, value, DType.INT64, 1);
+    }
+
+    public Tensor sub(Tensor other) {
+        return Elementwise.binary(BinaryOp.SUB, this, other, 1);
+    }
+
+    /** {@code this - alpha * other} */
+    public Tensor sub(Tensor other, double alpha) {
+        return Elementwise.binary(BinaryOp.SUB, this, other, alpha);
+    }
+
+    public Tensor sub(double value) {
+        return Elementwise.binaryScalar(BinaryOp.SUB, this, value, (long) value, DType.FLOAT64, false, 1);
+    }
+
+    public Tensor sub(long value) {
+        return Elementwise.binaryScalar(BinaryOp.SUB, this, value, value, DType.INT64, false, 1);
+    }
+
+    /** {@code value - this} ({@code torch.rsub}). */
+    public Tensor rsub(double value) {
+        return Elementwise.binaryScalar(BinaryOp.SUB, this, value, (long) value, DType.FLOAT64, true, 1);
+    }
+
+    public Tensor sub_(Tensor other) {
+        return Elementwise.binaryInPlace(BinaryOp.SUB, this, other, 1);
+    }
+
+    public Tensor sub_(Tensor other, double alpha) {
+        return Elementwise.binaryInPlace(BinaryOp.SUB, this, other, alpha);
+    }
+
+    public Tensor sub_(double value) {
+        return Elementwise.binaryScalarInPlace(BinaryOp.SUB, this, value, (long) value, DType.FLOAT64, 1);
+    }
+
+    public Tensor mul(Tensor other) {
+        return Elementwise.binary(BinaryOp.MUL, this, other, 1);
+    }
+
+    public Tensor mul(double value) {
+        return Elementwise.binaryScalar(BinaryOp.MUL, this, value, (long) value, DType.FLOAT64, false, 1);
+    }
+
+    public Tensor mul(long value) {
+        return Elementwise.binaryScalar(BinaryOp.MUL, this, value, value, DType.INT64, false, 1);
+    }
+
+    public Tensor mul_(Tensor other) {
+        return Elementwise.binaryInPlace(BinaryOp.MUL, this, other, 1);
+    }
+
+    public Tensor mul_(double value) {
+        return Elementwise.binaryScalarInPlace(BinaryOp.MUL, this, value, (long) value, DType.FLOAT64, 1);
+    }
+
+    /** True division: integer inputs give a floating result. */
+    public Tensor div(Tensor other) {
+        return Elementwise.binary(BinaryOp.DIV, this, other, 1);
+    }
+
+    public Tensor div(double value) {
+        return Elementwise.binaryScalar(BinaryOp.DIV, this, value, (long) value, DType.FLOAT64, false, 1);
+    }
+
+    /** Division with a rounding mode: {@code "trunc"}, {@code "floor"}, or null for true division. */
+    public Tensor div(Tensor other, String roundingMode) {
+        return Elementwise.binary(roundingOp(roundingMode), this, other, 1);
+    }
+
+    public Tensor div(double value, String roundingMode) {
+        return Elementwise.binaryScalar(roundingOp(roundingMode), this, value, (long) value, DType.FLOAT64, false, 1);
+    }
+
+    public Tensor div(long value, String roundingMode) {
+        return Elementwise.binaryScalar(roundingOp(roundingMode), this, value, value, DType.INT64, false, 1);
+    }
+
+    private static BinaryOp roundingOp(String mode) {
+        if (mode == null) return BinaryOp.DIV;
+        return switch (mode) {
+            case "trunc" -> BinaryOp.DIV_TRUNC;
+            case "floor" -> BinaryOp.DIV_FLOOR;
+            default -> throw new IllegalArgumentException("div: expected rounding_mode to be one of null, 'trunc', or 'floor' but found '"
+                    + mode + "'");
+        };
+    }
+
+    public Tensor div_(Tensor other) {
+        return Elementwise.binaryInPlace(BinaryOp.DIV, this, other, 1);
+    }
+
+    public Tensor div_(double value) {
+        return Elementwise.binaryScalarInPlace(BinaryOp.DIV, this, value, (long) value, DType.FLOAT64, 1);
+    }
+
+    /** Python's modulus: the result has the divisor's sign. */
+    public Tensor remainder(Tensor other) {
+        return Elementwise.binary(BinaryOp.REMAINDER, this, other, 1);
+    }
+
+    public Tensor remainder(double value) {
+        return Elementwise.binaryScalar(BinaryOp.REMAINDER, this, value, (long) value, DType.FLOAT64, false, 1);
+    }
+
+    public Tensor remainder(long value) {
+        return Elementwise.binaryScalar(BinaryOp.REMAINDER, this, value, value, DType.INT64, false, 1);
+    }
+
+    public Tensor pow(Tensor exponent) {
+        return Elementwise.binary(BinaryOp.POW, this, exponent, 1);
+    }
+
+    public Tensor pow(double exponent) {
+        DType out = new org.jtorch.ops.TypePromotion.State().add(this).addScalar(DType.FLOAT64).result();
+        if (out == dtype) return Elementwise.unary(UnaryOp.POW_SCALAR, this, exponent, 0);
+        try (Tensor converted = to(out)) {
+            return Elementwise.unary(UnaryOp.POW_SCALAR, converted, exponent, 0);
+        }
+    }
+
+    public Tensor pow(long exponent) {
+        if (!dtype.isFloatingPoint() && exponent < 0) {
+            throw new IllegalArgumentException("pow: integers to negative integer powers are not allowed (tensor dtype "
+                    + dtype + ", exponent " + exponent + ")");
+        }
+        return Elementwise.unary(UnaryOp.POW_SCALAR, this, exponent, 0);
+    }
+
+    public Tensor pow_(double exponent) {
+        return Elementwise.unaryInPlace(UnaryOp.POW_SCALAR, this, exponent, 0);
+    }
+
+    public Tensor maximum(Tensor other) {
+        return Elementwise.binary(BinaryOp.MAXIMUM, this, other, 1);
+    }
+
+    public Tensor minimum(Tensor other) {
+        return Elementwise.binary(BinaryOp.MINIMUM, this, other, 1);
+    }
+
+    // ------------------------------------------------------------------ elementwise: comparisons and logic
+
+    public Tensor eq(Tensor other) {
+        return Elementwise.binary(BinaryOp.EQ, this, other, 1);
+    }
+
+    public Tensor eq(double value) {
+        return Elementwise.binaryScalar(BinaryOp.EQ, this, value, (long) value, DType.FLOAT64, false, 1);
+    }
+
+    public Tensor ne(Tensor other) {
+        return Elementwise.binary(BinaryOp.NE, this, other, 1);
+    }
+
+    public Tensor ne(double value) {
+        return Elementwise.binaryScalar(BinaryOp.NE, this, value, (long) value, DType.FLOAT64, false, 1);
+    }
+
+    public Tensor lt(Tensor other) {
+        return Elementwise.binary(BinaryOp.LT, this, other, 1);
+    }
+
+    public Tensor lt(double value) {
+        return Elementwise.binaryScalar(BinaryOp.LT, this, value, (long) value, DType.FLOAT64, false, 1);
+    }
+
+    public Tensor le(Tensor other) {
+        return Elementwise.binary(BinaryOp.LE, this, other, 1);
+    }
+
+    public Tensor le(double value) {
+        return Elementwise.binaryScalar(BinaryOp.LE, this, value, (long) value, DType.FLOAT64, false, 1);
+    }
+
+    public Tensor gt(Tensor other) {
+        return Elementwise.binary(BinaryOp.GT, this, other, 1);
+    }
+
+    public Tensor gt(double value) {
+        return Elementwise.binaryScalar(BinaryOp.GT, this, value, (long) value, DType.FLOAT64, false, 1);
+    }
+
+    public Tensor ge(Tensor other) {
+        return Elementwise.binary(BinaryOp.GE, this, other, 1);
+    }
+
+    public Tensor ge(double value) {
+        return Elementwise.binaryScalar(BinaryOp.GE, this, value, (long) value, DType.FLOAT64, false, 1);
+    }
+
+    public Tensor logicalAnd(Tensor other) {
+        return Elementwise.binary(BinaryOp.LOGICAL_AND, this, other, 1);
+    }
+
+    public Tensor logicalOr(Tensor other) {
+        return Elementwise.binary(BinaryOp.LOGICAL_OR, this, other, 1);
+    }
+
+    public Tensor logicalXor(Tensor other) {
+        return Elementwise.binary(BinaryOp.LOGICAL_XOR, this, other, 1);
+    }
+
+    public Tensor logicalNot() {
+        return Elementwise.unary(UnaryOp.LOGICAL_NOT, this, 0, 0);
+    }
+
+    public Tensor bitwiseAnd(Tensor other) {
+        return Elementwise.binary(BinaryOp.BITWISE_AND, this, other, 1);
+    }
+
+    public Tensor bitwiseOr(Tensor other) {
+        return Elementwise.binary(BinaryOp.BITWISE_OR, this, other, 1);
+    }
+
+    public Tensor bitwiseXor(Tensor other) {
+        return Elementwise.binary(BinaryOp.BITWISE_XOR, this, other, 1);
+    }
+
+    public Tensor bitwiseNot() {
+        return Elementwise.unary(UnaryOp.BITWISE_NOT, this, 0, 0);
+    }
+
+    public Tensor bitwiseLeftShift(Tensor other) {
+        return Elementwise.binary(BinaryOp.BITWISE_LEFT_SHIFT, this, other, 1);
+    }
+
+    public Tensor bitwiseRightShift(Tensor other) {
+        return Elementwise.binary(BinaryOp.BITWISE_RIGHT_SHIFT, this, other, 1);
+    }
+
+    public Tensor isnan() {
+        return Elementwise.unary(UnaryOp.ISNAN, this, 0, 0);
+    }
+
+    public Tensor isinf() {
+        return Elementwise.unary(UnaryOp.ISINF, this, 0, 0);
+    }
+
+    public Tensor isfinite() {
+        return Elementwise.unary(UnaryOp.ISFINITE, this, 0, 0);
+    }
+
+    /** {@code where(condition, this, other)} */
+    public Tensor where(Tensor condition, Tensor other) {
+        return Elementwise.where(condition, this, other);
+    }
+
+    // ------------------------------------------------------------------ elementwise: unary math
+
+    public Tensor neg() { return Elementwise.unary(UnaryOp.NEG, this, 0, 0); }
+    public Tensor neg_() { return Elementwise.unaryInPlace(UnaryOp.NEG, this, 0, 0); }
+    public Tensor abs() { return Elementwise.unary(UnaryOp.ABS, this, 0, 0); }
+    public Tensor abs_() { return Elementwise.unaryInPlace(UnaryOp.ABS, this, 0, 0); }
+    public Tensor sign() { return Elementwise.unary(UnaryOp.SIGN, this, 0, 0); }
+    public Tensor exp() { return Elementwise.unary(UnaryOp.EXP, this, 0, 0); }
+    public Tensor exp_() { return Elementwise.unaryInPlace(UnaryOp.EXP, this, 0, 0); }
+    public Tensor log() { return Elementwise.unary(UnaryOp.LOG, this, 0, 0); }
+    public Tensor log_() { return Elementwise.unaryInPlace(UnaryOp.LOG, this, 0, 0); }
+    public Tensor log1p() { return Elementwise.unary(UnaryOp.LOG1P, this, 0, 0); }
+    public Tensor expm1() { return Elementwise.unary(UnaryOp.EXPM1, this, 0, 0); }
+    public Tensor sqrt() { return Elementwise.unary(UnaryOp.SQRT, this, 0, 0); }
+    public Tensor sqrt_() { return Elementwise.unaryInPlace(UnaryOp.SQRT, this, 0, 0); }
+    public Tensor rsqrt() { return Elementwise.unary(UnaryOp.RSQRT, this, 0, 0); }
+    public Tensor reciprocal() { return Elementwise.unary(UnaryOp.RECIPROCAL, this, 0, 0); }
+    public Tensor sin() { return Elementwise.unary(UnaryOp.SIN, this, 0, 0); }
+    public Tensor cos() { return Elementwise.unary(UnaryOp.COS, this, 0, 0); }
+    public Tensor tanh() { return Elementwise.unary(UnaryOp.TANH, this, 0, 0); }
+    public Tensor tanh_() { return Elementwise.unaryInPlace(UnaryOp.TANH, this, 0, 0); }
+    public Tensor sigmoid() { return Elementwise.unary(UnaryOp.SIGMOID, this, 0, 0); }
+    public Tensor sigmoid_() { return Elementwise.unaryInPlace(UnaryOp.SIGMOID, this, 0, 0); }
+    public Tensor relu() { return Elementwise.unary(UnaryOp.RELU, this, 0, 0); }
+    public Tensor relu_() { return Elementwise.unaryInPlace(UnaryOp.RELU, this, 0, 0); }
+    public Tensor silu() { return Elementwise.unary(UnaryOp.SILU, this, 0, 0); }
+    public Tensor erf() { return Elementwise.unary(UnaryOp.ERF, this, 0, 0); }
+    public Tensor floor() { return Elementwise.unary(UnaryOp.FLOOR, this, 0, 0); }
+    public Tensor ceil() { return Elementwise.unary(UnaryOp.CEIL, this, 0, 0); }
+    /** Rounds half to even, as {@code torch.round}. */
+    public Tensor round() { return Elementwise.unary(UnaryOp.ROUND, this, 0, 0); }
+    public Tensor trunc() { return Elementwise.unary(UnaryOp.TRUNC, this, 0, 0); }
+
+    /** GELU with the exact normal CDF ({@code approximate='none'}). */
+    public Tensor gelu() {
+        return gelu("none");
+    }
+
+    /** GELU; {@code approximate} is {@code "none"} or {@code "tanh"}. */
+    public Tensor gelu(String approximate) {
+        UnaryOp op = switch (approximate) {
+            case "none" -> UnaryOp.GELU;
+            case "tanh" -> UnaryOp.GELU_TANH;
+            default -> throw new IllegalArgumentException("gelu: approximate must be 'none' or 'tanh', got '" + approximate + "'");
+        };
+        return Elementwise.unary(op, this, 0, 0);
+    }
+
+    public Tensor leakyRelu(double negativeSlope) {
+        return Elementwise.unary(UnaryOp.LEAKY_RELU, this, negativeSlope, 0);
+    }
+
+    /** {@code softplus(x) = log(1 + exp(beta x)) / beta}, linear where {@code beta x > threshold}. */
+    public Tensor softplus(double beta, double threshold) {
+        return Elementwise.unary(UnaryOp.SOFTPLUS, this, beta, threshold);
+    }
+
+    public Tensor softplus() {
+        return softplus(1, 20);
+    }
+
+    /** Clamps into {@code [min, max]}; pass {@code Double.NaN} for an absent bound. */
+    public Tensor clamp(double min, double max) {
+        if (min == min && max == max && min > max) {
+            // PyTorch sets everything to max in this case; keep that semantics.
+            min = max;
+        }
+        return Elementwise.unary(UnaryOp.CLAMP, this, min, max);
+    }
+
+    public Tensor clamp_(double min, double max) {
+        return Elementwise.unaryInPlace(UnaryOp.CLAMP, this, min, max);
+    }
+
+    public Tensor clampMin(double min) {
+        return clamp(min, Double.NaN);
+    }
+
+    public Tensor clampMax(double max) {
+        return clamp(Double.NaN, max);
+    }
+
+    // ------------------------------------------------------------------ printing
+
+    @Override
+    public String toString() {
+        if (closed || storage.isReleased()) return "tensor(<closed>, shape=" + Shapes.format(shape) + ", dtype=" + dtype + ")";
+        return TensorFormatter.format(this);
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private static long[] remove(long[] a, int i) {
+        long[] r = new long[a.length - 1];
+        System.arraycopy(a, 0, r, 0, i);
+        System.arraycopy(a, i + 1, r, i, a.length - i - 1);
+        return r;
+    }
+
+    private static long[] insert(long[] a, int i, long v) {
+        long[] r = new long[a.length + 1];
+        System.arraycopy(a, 0, r, 0, i);
+        r[i] = v;
+        System.arraycopy(a, i, r, i + 1, a.length - i);
+        return r;
+    }
+}

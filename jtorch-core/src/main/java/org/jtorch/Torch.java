@@ -1,0 +1,360 @@
+package org.jtorch;
+
+import java.lang.foreign.MemorySegment;
+import org.jtorch.backend.Backends;
+import org.jtorch.backend.cpu.Parallel;
+import org.jtorch.memory.MemoryStats;
+import org.jtorch.ops.Elementwise;
+import org.jtorch.ops.Shapes;
+
+/**
+ * Static entry points, as the {@code torch} namespace: tensor factories, global settings (default
+ * dtype, threads, seed) and functional forms of tensor methods.
+ */
+public final class Torch {
+    private static volatile DType defaultDtype = DType.FLOAT32;
+
+    private Torch() {}
+
+    // ------------------------------------------------------------------ settings
+
+    /** The dtype of floating factories and of integer-to-float promotion ({@code float32} unless changed). */
+    public static DType defaultDtype() {
+        return defaultDtype;
+    }
+
+    public static void setDefaultDtype(DType dtype) {
+        if (!dtype.isFloatingPoint()) {
+            throw new IllegalArgumentException("setDefaultDtype: only floating-point types are supported as the default type, got " + dtype);
+        }
+        defaultDtype = dtype;
+    }
+
+    /** Seeds the default generator, as {@code torch.manual_seed}. */
+    public static Generator manualSeed(long seed) {
+        return Generator.defaultGenerator().manualSeed(seed);
+    }
+
+    public static void setNumThreads(int n) {
+        Parallel.setNumThreads(n);
+    }
+
+    public static int getNumThreads() {
+        return Parallel.numThreads();
+    }
+
+    /** Memory counters of a device's allocator. */
+    public static MemoryStats memoryStats(Device device) {
+        return Backends.of(device).allocator(device).stats();
+    }
+
+    /** Returns a device's cached, unused memory to the system. */
+    public static void emptyCache(Device device) {
+        Backends.of(device).allocator(device).emptyCache();
+    }
+
+    // ------------------------------------------------------------------ factories
+
+    public static Tensor empty(long... shape) {
+        return Tensor.empty(shape, defaultDtype, Device.cpu());
+    }
+
+    public static Tensor empty(long[] shape, DType dtype, Device device) {
+        return Tensor.empty(shape, dtype, device);
+    }
+
+    public static Tensor zeros(long... shape) {
+        return zeros(shape, defaultDtype, Device.cpu());
+    }
+
+    public static Tensor zeros(long[] shape, DType dtype, Device device) {
+        return Tensor.empty(shape, dtype, device).zero_();
+    }
+
+    public static Tensor ones(long... shape) {
+        return ones(shape, defaultDtype, Device.cpu());
+    }
+
+    public static Tensor ones(long[] shape, DType dtype, Device device) {
+        return Tensor.empty(shape, dtype, device).fill_(1L);
+    }
+
+    /** A tensor filled with {@code value}, of the default dtype. */
+    public static Tensor full(long[] shape, double value) {
+        return full(shape, value, defaultDtype, Device.cpu());
+    }
+
+    /** A tensor filled with {@code value}, of int64 (as PyTorch infers from an integer fill value). */
+    public static Tensor full(long[] shape, long value) {
+        return full(shape, value, DType.INT64, Device.cpu());
+    }
+
+    public static Tensor full(long[] shape, double value, DType dtype, Device device) {
+        return Tensor.empty(shape, dtype, device).fill_(value);
+    }
+
+    public static Tensor full(long[] shape, long value, DType dtype, Device device) {
+        return Tensor.empty(shape, dtype, device).fill_(value);
+    }
+
+    public static Tensor emptyLike(Tensor t) {
+        return Tensor.empty(t.shape(), t.dtype(), t.device());
+    }
+
+    public static Tensor zerosLike(Tensor t) {
+        return zeros(t.shape(), t.dtype(), t.device());
+    }
+
+    public static Tensor onesLike(Tensor t) {
+        return ones(t.shape(), t.dtype(), t.device());
+    }
+
+    public static Tensor fullLike(Tensor t, double value) {
+        return full(t.shape(), value, t.dtype(), t.device());
+    }
+
+    public static Tensor randLike(Tensor t) {
+        return rand(t.shape(), t.dtype(), t.device(), Generator.defaultGenerator());
+    }
+
+    public static Tensor randnLike(Tensor t) {
+        return randn(t.shape(), t.dtype(), t.device(), Generator.defaultGenerator());
+    }
+
+    /** {@code [0, end)} as int64. */
+    public static Tensor arange(long end) {
+        return arange(0, end, 1);
+    }
+
+    /** {@code [start, end)} with an integer step, as int64. */
+    public static Tensor arange(long start, long end, long step) {
+        if (step == 0) throw new IllegalArgumentException("arange: step must be nonzero");
+        long n = Math.max(0, ceilDiv(end - start, step));
+        long[] values = new long[Math.toIntExact(n)];
+        for (int i = 0; i < n; i++) values[i] = start + i * step;
+        return tensor(values);
+    }
+
+    /** {@code [start, end)} with a floating step, of the default dtype. */
+    public static Tensor arange(double start, double end, double step) {
+        return arange(start, end, step, defaultDtype, Device.cpu());
+    }
+
+    public static Tensor arange(double start, double end, double step, DType dtype, Device device) {
+        if (step == 0) throw new IllegalArgumentException("arange: step must be nonzero");
+        if ((end - start) / step < 0) {
+            throw new IllegalArgumentException("arange: upper bound and larger bound inconsistent with step sign");
+        }
+        long n = (long) Math.ceil((end - start) / step);
+        double[] values = new double[Math.toIntExact(n)];
+        for (int i = 0; i < n; i++) values[i] = start + i * step;
+        try (Tensor d = tensor(values)) {
+            return d.to(device, dtype);
+        }
+    }
+
+    /** {@code steps} evenly spaced values from {@code start} to {@code end} inclusive, as {@code torch.linspace}. */
+    public static Tensor linspace(double start, double end, long steps) {
+        return linspace(start, end, steps, defaultDtype, Device.cpu());
+    }
+
+    public static Tensor linspace(double start, double end, long steps, DType dtype, Device device) {
+        if (steps < 0) throw new IllegalArgumentException("linspace: number of steps must be non-negative, got " + steps);
+        double[] values = new double[Math.toIntExact(steps)];
+        double step = steps > 1 ? (end - start) / (steps - 1) : 0;
+        // Symmetric evaluation from both ends, as ATen does, so the end point is exact.
+        long half = steps / 2;
+        for (int i = 0; i < steps; i++) values[i] = i < half ? start + step * i : end - step * (steps - 1 - i);
+        try (Tensor d = tensor(values)) {
+            return d.to(device, dtype);
+        }
+    }
+
+    public static Tensor eye(long n) {
+        return eye(n, n, defaultDtype, Device.cpu());
+    }
+
+    public static Tensor eye(long n, long m, DType dtype, Device device) {
+        Tensor r = zeros(new long[] {n, m}, dtype, device);
+        try (Tensor diag = r.asStrided(new long[] {Math.min(n, m)}, new long[] {m + 1}, 0)) {
+            diag.fill_(1L);
+        }
+        return r;
+    }
+
+    // ------------------------------------------------------------------ random
+
+    /** Uniform in {@code [0, 1)}, of the default dtype. */
+    public static Tensor rand(long... shape) {
+        return rand(shape, defaultDtype, Device.cpu(), Generator.defaultGenerator());
+    }
+
+    public static Tensor rand(long[] shape, DType dtype, Device device, Generator gen) {
+        requireFloating("rand", dtype);
+        Tensor r = Tensor.empty(shape, dtype, device);
+        long[] st = gen.reserve(ceilDiv(r.numel(), dtype == DType.FLOAT64 ? 2 : 4));
+        Backends.of(device).random().uniform(r, 0, 1, st[0], st[1]);
+        return r;
+    }
+
+    /** Standard normal samples, of the default dtype. */
+    public static Tensor randn(long... shape) {
+        return randn(shape, defaultDtype, Device.cpu(), Generator.defaultGenerator());
+    }
+
+    public static Tensor randn(long[] shape, DType dtype, Device device, Generator gen) {
+        requireFloating("randn", dtype);
+        Tensor r = Tensor.empty(shape, dtype, device);
+        long[] st = gen.reserve(ceilDiv(r.numel(), 4));
+        Backends.of(device).random().normal(r, 0, 1, st[0], st[1]);
+        return r;
+    }
+
+    /** Integers uniform in {@code [low, high)}, as int64. */
+    public static Tensor randint(long low, long high, long... shape) {
+        return randint(low, high, shape, DType.INT64, Device.cpu(), Generator.defaultGenerator());
+    }
+
+    public static Tensor randint(long low, long high, long[] shape, DType dtype, Device device, Generator gen) {
+        if (high <= low) {
+            throw new IllegalArgumentException("randint: expects 'low' < 'high', but got low=" + low + " and high=" + high);
+        }
+        Tensor r = Tensor.empty(shape, dtype, device);
+        long[] st = gen.reserve(ceilDiv(r.numel(), 2));
+        Backends.of(device).random().randint(r, low, high, st[0], st[1]);
+        return r;
+    }
+
+    /** A random permutation of {@code 0..n-1}, as int64. */
+    public static Tensor randperm(long n) {
+        return randperm(n, Generator.defaultGenerator());
+    }
+
+    public static Tensor randperm(long n, Generator gen) {
+        if (n < 0) throw new IllegalArgumentException("randperm: n must be non-negative, got " + n);
+        long[] perm = new long[Math.toIntExact(n)];
+        for (int i = 0; i < n; i++) perm[i] = i;
+        long[] st = gen.reserve(Math.max(1, ceilDiv(n, 2)));
+        int[] w = new int[4];
+        // Fisher-Yates; step i draws 64 bits from half of block i/2.
+        for (int i = (int) n - 1; i > 0; i--) {
+            Generator.philox(st[0], st[1] + i / 2, w);
+            int k = (i & 1) * 2;
+            long bits = ((long) w[k] << 32) | (w[k + 1] & 0xffffffffL);
+            int j = (int) Long.remainderUnsigned(bits, i + 1L);
+            long tmp = perm[i];
+            perm[i] = perm[j];
+            perm[j] = tmp;
+        }
+        return tensor(perm);
+    }
+
+    // ------------------------------------------------------------------ from Java arrays
+
+    /** A 1-d float32 tensor copying {@code data}. */
+    public static Tensor tensor(float... data) {
+        return fromHeap(MemorySegment.ofArray(data), DType.FLOAT32, new long[] {data.length});
+    }
+
+    /** A float32 tensor of {@code shape} copying {@code data} (row-major). */
+    public static Tensor tensor(float[] data, long... shape) {
+        return fromHeap(MemorySegment.ofArray(data), DType.FLOAT32, checkShape(data.length, shape));
+    }
+
+    public static Tensor tensor(double... data) {
+        return fromHeap(MemorySegment.ofArray(data), DType.FLOAT64, new long[] {data.length});
+    }
+
+    public static Tensor tensor(double[] data, long... shape) {
+        return fromHeap(MemorySegment.ofArray(data), DType.FLOAT64, checkShape(data.length, shape));
+    }
+
+    public static Tensor tensor(long... data) {
+        return fromHeap(MemorySegment.ofArray(data), DType.INT64, new long[] {data.length});
+    }
+
+    public static Tensor tensor(long[] data, long... shape) {
+        return fromHeap(MemorySegment.ofArray(data), DType.INT64, checkShape(data.length, shape));
+    }
+
+    public static Tensor tensor(int... data) {
+        return fromHeap(MemorySegment.ofArray(data), DType.INT32, new long[] {data.length});
+    }
+
+    public static Tensor tensor(int[] data, long... shape) {
+        return fromHeap(MemorySegment.ofArray(data), DType.INT32, checkShape(data.length, shape));
+    }
+
+    public static Tensor tensor(boolean... data) {
+        byte[] b = new byte[data.length];
+        for (int i = 0; i < b.length; i++) b[i] = data[i] ? (byte) 1 : 0;
+        return fromHeap(MemorySegment.ofArray(b), DType.BOOL, new long[] {data.length});
+    }
+
+    public static Tensor tensor(boolean[] data, long... shape) {
+        try (Tensor flat = tensor(data)) {
+            return flat.reshape(checkShape(data.length, shape));
+        }
+    }
+
+    /** A 2-d float32 tensor from a rectangular array. */
+    public static Tensor tensor(float[][] rows) {
+        int cols = rows.length == 0 ? 0 : rows[0].length;
+        float[] flat = new float[rows.length * cols];
+        for (int i = 0; i < rows.length; i++) {
+            if (rows[i].length != cols) throw new IllegalArgumentException("tensor: ragged rows (row " + i + " has "
+                    + rows[i].length + " elements, expected " + cols + ")");
+            System.arraycopy(rows[i], 0, flat, i * cols, cols);
+        }
+        return tensor(flat, rows.length, cols);
+    }
+
+    /** A 0-d tensor of the default dtype. */
+    public static Tensor scalar(double value) {
+        return full(new long[0], value);
+    }
+
+    /** A 0-d int64 tensor. */
+    public static Tensor scalar(long value) {
+        return full(new long[0], value);
+    }
+
+    /** A tensor of a given dtype from a double array (converted). */
+    public static Tensor tensor(double[] data, DType dtype, long... shape) {
+        try (Tensor d = tensor(data, shape)) {
+            return d.to(dtype);
+        }
+    }
+
+    private static Tensor fromHeap(MemorySegment heap, DType dtype, long[] shape) {
+        Tensor r = Tensor.empty(shape, dtype, Device.cpu());
+        MemorySegment.copy(heap, 0, r.storage().segment(), 0, heap.byteSize());
+        return r;
+    }
+
+    private static long[] checkShape(long length, long[] shape) {
+        long n = Shapes.numel(shape);
+        if (n != length) {
+            throw new IllegalArgumentException("tensor: shape " + Shapes.format(shape) + " holds " + n
+                    + " elements but the data has " + length);
+        }
+        return shape;
+    }
+
+    // ------------------------------------------------------------------ functional forms
+
+    /** {@code condition ? a : b}, broadcast. */
+    public static Tensor where(Tensor condition, Tensor a, Tensor b) {
+        return Elementwise.where(condition, a, b);
+    }
+
+    private static void requireFloating(String op, DType dtype) {
+        if (!dtype.isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": expected a floating point dtype, got " + dtype);
+        }
+    }
+
+    private static long ceilDiv(long a, long b) {
+        return Math.floorDiv(a + b - (b > 0 ? 1 : -1), b);
+    }
+}

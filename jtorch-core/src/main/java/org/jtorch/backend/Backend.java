@@ -1,0 +1,67 @@
+package org.jtorch.backend;
+
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.memory.Allocator;
+import org.jtorch.memory.Storage;
+import org.jtorch.ops.BinaryOp;
+import org.jtorch.ops.UnaryOp;
+
+/**
+ * The kernels of one device type. The front end ({@code org.jtorch.ops}) validates arguments,
+ * broadcasts, promotes dtypes and allocates outputs; a backend only computes. Every tensor passed in
+ * is on this backend's device and already has the output's shape (inputs broadcast with zero
+ * strides), so kernels need no shape logic beyond strides.
+ *
+ * <p>Op families beyond elementwise live in their own interfaces so that each stays small; a backend
+ * lacking a kernel throws {@link UnsupportedOperationException} naming the op and device.
+ *
+ * <p>Backends other than the CPU's are found with {@link java.util.ServiceLoader}; core never
+ * imports them.
+ */
+public interface Backend {
+    Device.Type deviceType();
+
+    /** Whether the backend can run here (libraries found, devices present). */
+    boolean isAvailable();
+
+    /** Why the backend is unavailable, naming what was looked for and where; empty when available. */
+    String unavailableReason();
+
+    /** One line per library or feature found, for {@code jtorch info}. */
+    default String describe() {
+        return deviceType().name().toLowerCase();
+    }
+
+    Allocator allocator(Device device);
+
+    /** A new uninitialised storage of {@code bytes} bytes on {@code device}. */
+    Storage allocate(Device device, long bytes);
+
+    /** {@code dst.copy_(src)} for same-shaped tensors on this backend, converting dtypes. */
+    void copy(Tensor src, Tensor dst);
+
+    /** Sets every element of {@code dst} to {@code value} (as a double; integral dtypes also get {@code longValue}). */
+    void fill(Tensor dst, double value, long longValue);
+
+    /**
+     * {@code out = op(x)} elementwise; {@code compute} is the dtype the op is evaluated in (the input
+     * converts to it on load, the result converts to {@code out}'s dtype on store).
+     */
+    void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1);
+
+    /** {@code out = op(a, b)} elementwise, with {@code a} and {@code b} already broadcast to {@code out}'s shape. */
+    void binary(BinaryOp op, Tensor a, Tensor b, Tensor out, DType compute, double alpha);
+
+    /** {@code out = cond ? a : b}, all broadcast to {@code out}'s shape; {@code cond} is bool. */
+    void where(Tensor cond, Tensor a, Tensor b, Tensor out);
+
+    ReductionKernels reductions();
+
+    IndexKernels indexing();
+
+    LinalgKernels linalg();
+
+    RandomKernels random();
+}

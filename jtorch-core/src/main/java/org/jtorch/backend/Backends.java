@@ -1,0 +1,62 @@
+package org.jtorch.backend;
+
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.ServiceLoader;
+import org.jtorch.Device;
+import org.jtorch.backend.cpu.CpuBackend;
+
+/**
+ * Finds the backend for a device. The CPU backend is built in; others (CUDA) are discovered once with
+ * {@link ServiceLoader} through {@link BackendProvider}.
+ */
+public final class Backends {
+    private static volatile Map<Device.Type, Backend> discovered;
+
+    private Backends() {}
+
+    /** The backend serving {@code device}; throws with the backend's reason when it is unavailable. */
+    public static Backend of(Device device) {
+        if (device.isCpu()) return CpuBackend.get();
+        Backend b = all().get(device.type());
+        if (b == null) {
+            throw new IllegalStateException("device " + device + " is not available: no " + device.type().name().toLowerCase()
+                    + " backend on the class path (add the jtorch-cuda module)");
+        }
+        if (!b.isAvailable()) {
+            throw new IllegalStateException("device " + device + " is not available: " + b.unavailableReason());
+        }
+        return b;
+    }
+
+    /** Every backend found, available or not. */
+    public static Map<Device.Type, Backend> all() {
+        Map<Device.Type, Backend> m = discovered;
+        if (m == null) {
+            synchronized (Backends.class) {
+                if (discovered == null) {
+                    Map<Device.Type, Backend> found = new EnumMap<>(Device.Type.class);
+                    found.put(Device.Type.CPU, CpuBackend.get());
+                    for (BackendProvider p : ServiceLoader.load(BackendProvider.class)) {
+                        Backend b = p.create();
+                        found.putIfAbsent(b.deviceType(), b);
+                    }
+                    discovered = found;
+                }
+                m = discovered;
+            }
+        }
+        return m;
+    }
+
+    /** Descriptions of every backend, for {@code jtorch info}. */
+    public static List<String> describeAll() {
+        List<String> lines = new ArrayList<>();
+        for (Backend b : all().values()) {
+            lines.add(b.isAvailable() ? b.describe() : b.deviceType().name().toLowerCase() + ": unavailable (" + b.unavailableReason() + ")");
+        }
+        return lines;
+    }
+}

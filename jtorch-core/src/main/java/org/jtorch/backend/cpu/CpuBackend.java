@@ -1,0 +1,108 @@
+package org.jtorch.backend.cpu;
+
+import jdk.incubator.vector.FloatVector;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.backend.Backend;
+import org.jtorch.backend.IndexKernels;
+import org.jtorch.backend.LinalgKernels;
+import org.jtorch.backend.RandomKernels;
+import org.jtorch.backend.ReductionKernels;
+import org.jtorch.memory.Allocator;
+import org.jtorch.memory.CpuCachingAllocator;
+import org.jtorch.memory.Storage;
+import org.jtorch.ops.BinaryOp;
+import org.jtorch.ops.UnaryOp;
+
+/** The pure-Java CPU backend: Vector API kernels over off-heap memory, multi-threaded with {@link Parallel}. */
+public final class CpuBackend implements Backend {
+    private static final CpuBackend INSTANCE = new CpuBackend();
+
+    private final ReductionKernels reductions = new CpuReductionKernels();
+    private final IndexKernels indexing = new CpuIndexKernels();
+    private final LinalgKernels linalg = new CpuLinalgKernels();
+    private final RandomKernels random = new CpuRandomKernels();
+
+    private CpuBackend() {}
+
+    public static CpuBackend get() {
+        return INSTANCE;
+    }
+
+    @Override
+    public Device.Type deviceType() {
+        return Device.Type.CPU;
+    }
+
+    @Override
+    public boolean isAvailable() {
+        return true;
+    }
+
+    @Override
+    public String unavailableReason() {
+        return "";
+    }
+
+    @Override
+    public String describe() {
+        return "cpu: pure Java, Vector API " + FloatVector.SPECIES_PREFERRED.vectorBitSize() + "-bit ("
+                + FloatVector.SPECIES_PREFERRED.length() + " float lanes), " + Parallel.numThreads() + " threads";
+    }
+
+    @Override
+    public Allocator allocator(Device device) {
+        return CpuCachingAllocator.get();
+    }
+
+    @Override
+    public Storage allocate(Device device, long bytes) {
+        return Storage.allocateCpu(bytes);
+    }
+
+    @Override
+    public void copy(Tensor src, Tensor dst) {
+        ElementwiseKernels.copy(src, dst);
+    }
+
+    @Override
+    public void fill(Tensor dst, double value, long longValue) {
+        ElementwiseKernels.fill(dst, value, longValue);
+    }
+
+    @Override
+    public void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1) {
+        ElementwiseKernels.unary(op, x, out, compute, p0, p1);
+    }
+
+    @Override
+    public void binary(BinaryOp op, Tensor a, Tensor b, Tensor out, DType compute, double alpha) {
+        ElementwiseKernels.binary(op, a, b, out, compute, alpha);
+    }
+
+    @Override
+    public void where(Tensor cond, Tensor a, Tensor b, Tensor out) {
+        ElementwiseKernels.where(cond, a, b, out);
+    }
+
+    @Override
+    public ReductionKernels reductions() {
+        return reductions;
+    }
+
+    @Override
+    public IndexKernels indexing() {
+        return indexing;
+    }
+
+    @Override
+    public LinalgKernels linalg() {
+        return linalg;
+    }
+
+    @Override
+    public RandomKernels random() {
+        return random;
+    }
+}

@@ -1,0 +1,326 @@
+package org.jtorch.backend.cpu;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.ops.BinaryOp;
+import org.jtorch.ops.UnaryOp;
+
+/**
+ * CPU elementwise kernels: copy, fill, unary, binary and where over strided tensors of any dtype.
+ *
+ * <p>Two paths. The fast path handles float32 rows with unit or zero (broadcast) stride using the
+ * Vector API, for the ops training spends its time in. The generic path handles everything else by
+ * converting a row, a block at a time, into double (floating compute) or long (integral compute)
+ * buffers, applying the op's scalar definition, and converting back; its results are the reference.
+ */
+final class ElementwiseKernels {
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
+    private static final int FL = FS.length();
+    private static final ByteOrder LE = ByteOrder.nativeOrder();
+    /** Elements per block in the generic path: buffers stay in L1. */
+    private static final int BLOCK = 256;
+    /** Minimum elements per thread before an op goes parallel (~ a few microseconds of work). */
+    static final long GRAIN = 32_768;
+
+    private ElementwiseKernels() {}
+
+    // ---------------------------------------------------------------- copy and fill
+
+    static void copy(Tensor src, Tensor dst) {
+        DType st = src.dtype();
+        DType dt = dst.dtype();
+        MemorySegment ss = src.storage().segment();
+        MemorySegment ds = dst.storage().segment();
+        ElementwiseIteration it = new ElementwiseIteration(dst, src);
+        boolean sameType = st == dt;
+        boolean integral = !st.isFloatingPoint() && !dt.isFloatingPoint();
+        long es = dt.byteSize();
+        boolean bulk = sameType && it.innerByteStride(0) == es && it.innerByteStride(1) == es;
+        Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
+            double[] dbuf = integral ? null : new double[(int) Math.min(BLOCK, end - begin)];
+            long[] lbuf = integral ? new long[(int) Math.min(BLOCK, end - begin)] : null;
+            long dStride = it.innerByteStride(0);
+            long sStride = it.innerByteStride(1);
+            it.forEachRow(begin, end, (off, len) -> {
+                if (bulk) {
+                    MemorySegment.copy(ss, off[1], ds, off[0], len * es);
+                    return;
+                }
+                for (long done = 0; done < len; done += BLOCK) {
+                    int n = (int) Math.min(BLOCK, len - done);
+                    long so = off[1] + done * sStride;
+                    long d0 = off[0] + done * dStride;
+                    if (integral) {
+                        ElementIO.load(st, ss, so, sStride, n, lbuf);
+                        ElementIO.store(dt, ds, d0, dStride, n, lbuf);
+                    } else {
+                        ElementIO.load(st, ss, so, sStride, n, dbuf);
+                        ElementIO.store(dt, ds, d0, dStride, n, dbuf);
+                    }
+                }
+            });
+        });
+    }
+
+    static void fill(Tensor dst, double value, long longValue) {
+        DType dt = dst.dtype();
+        MemorySegment ds = dst.storage().segment();
+        ElementwiseIteration it = new ElementwiseIteration(dst);
+        long es = dt.byteSize();
+        boolean zeroBits = dt.isFloatingPoint() ? Double.doubleToRawLongBits(value) == 0 : longValue == 0;
+        boolean contiguous = it.innerByteStride(0) == es;
+        Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
+            long stride = it.innerByteStride(0);
+            it.forEachRow(begin, end, (off, len) -> {
+                if (zeroBits && contiguous) {
+                    ds.asSlice(off[0], len * es).fill((byte) 0);
+                } else if (dt == DType.FLOAT32 && contiguous) {
+                    fillF32(ds, off[0], len, (float) value);
+                } else if (dt.isFloatingPoint()) {
+                    for (long i = 0; i < len; i++) ElementIO.setDouble(dt, ds, off[0] + i * stride, value);
+                } else {
+                    for (long i = 0; i < len; i++) ElementIO.setLong(dt, ds, off[0] + i * stride, longValue);
+                }
+            });
+        });
+    }
+
+    private static void fillF32(MemorySegment s, long off, long n, float v) {
+        FloatVector vv = FloatVector.broadcast(FS, v);
+        long i = 0;
+        for (long upper = n - n % FL; i < upper; i += FL) vv.intoMemorySegment(s, off + i * 4, LE);
+        for (; i < n; i++) s.set(ElementIO.F32, off + i * 4, v);
+    }
+
+    // ---------------------------------------------------------------- unary
+
+    static void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1) {
+        MemorySegment xs = x.storage().segment();
+        MemorySegment os = out.storage().segment();
+        DType xt = x.dtype();
+        DType ot = out.dtype();
+        ElementwiseIteration it = new ElementwiseIteration(out, x);
+        boolean fast = xt == DType.FLOAT32 && ot == DType.FLOAT32 && compute == DType.FLOAT32
+                && it.innerByteStride(0) == 4 && it.innerByteStride(1) == 4 && hasFastUnary(op);
+        boolean floating = compute.isFloatingPoint();
+        long lp0 = (long) p0;
+        long lp1 = (long) p1;
+        Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
+            int cap = (int) Math.min(BLOCK, end - begin);
+            double[] dbuf = !fast && floating ? new double[cap] : null;
+            long[] lbuf = !fast && !floating ? new long[cap] : null;
+            long oStride = it.innerByteStride(0);
+            long xStride = it.innerByteStride(1);
+            it.forEachRow(begin, end, (off, len) -> {
+                if (fast) {
+                    unaryF32(op, xs, off[1], os, off[0], len, (float) p0, (float) p1);
+                    return;
+                }
+                for (long done = 0; done < len; done += BLOCK) {
+                    int n = (int) Math.min(BLOCK, len - done);
+                    long xo = off[1] + done * xStride;
+                    long oo = off[0] + done * oStride;
+                    if (floating) {
+                        ElementIO.load(xt, xs, xo, xStride, n, dbuf);
+                        if (compute != DType.FLOAT64) roundTo(compute, dbuf, n);
+                        for (int i = 0; i < n; i++) dbuf[i] = op.apply(dbuf[i], p0, p1);
+                        ElementIO.store(ot, os, oo, oStride, n, dbuf);
+                    } else {
+                        ElementIO.load(xt, xs, xo, xStride, n, lbuf);
+                        for (int i = 0; i < n; i++) lbuf[i] = op.applyLong(lbuf[i], lp0, lp1);
+                        ElementIO.store(ot, os, oo, oStride, n, lbuf);
+                    }
+                }
+            });
+        });
+    }
+
+    /** Rounds inputs to the compute dtype's precision, as if converted to it before the op (e.g. f64 input, f32 compute). */
+    private static void roundTo(DType compute, double[] buf, int n) {
+        if (compute == DType.FLOAT32) {
+            for (int i = 0; i < n; i++) buf[i] = (float) buf[i];
+        }
+    }
+
+    private static boolean hasFastUnary(UnaryOp op) {
+        return switch (op) {
+            case NEG, ABS, RELU, EXP, LOG, SQRT, RSQRT, RECIPROCAL, TANH, SIGMOID, SIN, COS, SILU, GELU_TANH,
+                 CLAMP, LOG1P, EXPM1, LEAKY_RELU -> true;
+            default -> false;
+        };
+    }
+
+    private static void unaryF32(UnaryOp op, MemorySegment xs, long xo, MemorySegment os, long oo, long n,
+                                 float p0, float p1) {
+        long i = 0;
+        for (long upper = n - n % FL; i < upper; i += FL) {
+            FloatVector x = FloatVector.fromMemorySegment(FS, xs, xo + i * 4, LE);
+            unaryF32Vector(op, x, p0, p1).intoMemorySegment(os, oo + i * 4, LE);
+        }
+        if (i < n) {
+            VectorMask<Float> m = FS.indexInRange(0, n - i);
+            FloatVector x = FloatVector.fromMemorySegment(FS, xs, xo + i * 4, LE, m);
+            unaryF32Vector(op, x, p0, p1).intoMemorySegment(os, oo + i * 4, LE, m);
+        }
+    }
+
+    private static FloatVector unaryF32Vector(UnaryOp op, FloatVector x, float p0, float p1) {
+        return switch (op) {
+            case NEG -> x.neg();
+            case ABS -> x.abs();
+            case RELU -> x.max(0f).blend(x, x.test(VectorOperators.IS_NAN));
+            case LEAKY_RELU -> x.blend(x.mul(p0), x.compare(VectorOperators.LE, 0f));
+            case EXP -> x.lanewise(VectorOperators.EXP);
+            case LOG -> x.lanewise(VectorOperators.LOG);
+            case LOG1P -> x.lanewise(VectorOperators.LOG1P);
+            case EXPM1 -> x.lanewise(VectorOperators.EXPM1);
+            case SQRT -> x.sqrt();
+            case RSQRT -> FloatVector.broadcast(FS, 1f).div(x.sqrt());
+            case RECIPROCAL -> FloatVector.broadcast(FS, 1f).div(x);
+            case TANH -> x.lanewise(VectorOperators.TANH);
+            case SIN -> x.lanewise(VectorOperators.SIN);
+            case COS -> x.lanewise(VectorOperators.COS);
+            case SIGMOID -> FloatVector.broadcast(FS, 1f).div(x.neg().lanewise(VectorOperators.EXP).add(1f));
+            case SILU -> x.div(x.neg().lanewise(VectorOperators.EXP).add(1f));
+            case GELU_TANH -> {
+                FloatVector inner = x.mul(x).mul(x).mul(0.044715f).add(x).mul((float) Math.sqrt(2.0 / Math.PI));
+                yield x.mul(0.5f).mul(inner.lanewise(VectorOperators.TANH).add(1f));
+            }
+            case CLAMP -> {
+                FloatVector r = x;
+                if (p0 == p0) r = r.max(p0);
+                if (p1 == p1) r = r.min(p1);
+                yield r.blend(x, x.test(VectorOperators.IS_NAN));
+            }
+            default -> throw new IllegalStateException("no vector form for " + op);
+        };
+    }
+
+    // ---------------------------------------------------------------- binary
+
+    static void binary(BinaryOp op, Tensor a, Tensor b, Tensor out, DType compute, double alpha) {
+        MemorySegment as = a.storage().segment();
+        MemorySegment bs = b.storage().segment();
+        MemorySegment os = out.storage().segment();
+        DType at = a.dtype();
+        DType bt = b.dtype();
+        DType ot = out.dtype();
+        ElementwiseIteration it = new ElementwiseIteration(out, a, b);
+        long sa = it.innerByteStride(1);
+        long sb = it.innerByteStride(2);
+        boolean fast = at == DType.FLOAT32 && bt == DType.FLOAT32 && ot == DType.FLOAT32 && compute == DType.FLOAT32
+                && it.innerByteStride(0) == 4 && (sa == 4 || sa == 0) && (sb == 4 || sb == 0) && hasFastBinary(op);
+        boolean floating = compute.isFloatingPoint();
+        long lalpha = (long) alpha;
+        Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
+            int cap = (int) Math.min(BLOCK, end - begin);
+            double[] da = !fast && floating ? new double[cap] : null;
+            double[] db = !fast && floating ? new double[cap] : null;
+            long[] la = !fast && !floating ? new long[cap] : null;
+            long[] lb = !fast && !floating ? new long[cap] : null;
+            long so = it.innerByteStride(0);
+            it.forEachRow(begin, end, (off, len) -> {
+                if (fast) {
+                    binaryF32(op, as, off[1], sa == 0, bs, off[2], sb == 0, os, off[0], len, (float) alpha);
+                    return;
+                }
+                for (long done = 0; done < len; done += BLOCK) {
+                    int n = (int) Math.min(BLOCK, len - done);
+                    long ao = off[1] + done * sa;
+                    long bo = off[2] + done * sb;
+                    long oo = off[0] + done * so;
+                    if (floating) {
+                        ElementIO.load(at, as, ao, sa, n, da);
+                        ElementIO.load(bt, bs, bo, sb, n, db);
+                        if (compute != DType.FLOAT64) {
+                            roundTo(compute, da, n);
+                            roundTo(compute, db, n);
+                        }
+                        for (int i = 0; i < n; i++) da[i] = op.apply(da[i], db[i], alpha);
+                        ElementIO.store(ot, os, oo, so, n, da);
+                    } else {
+                        ElementIO.load(at, as, ao, sa, n, la);
+                        ElementIO.load(bt, bs, bo, sb, n, lb);
+                        for (int i = 0; i < n; i++) la[i] = op.applyLong(la[i], lb[i], lalpha);
+                        ElementIO.store(ot, os, oo, so, n, la);
+                    }
+                }
+            });
+        });
+    }
+
+    private static boolean hasFastBinary(BinaryOp op) {
+        return switch (op) {
+            case ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM -> true;
+            default -> false;
+        };
+    }
+
+    private static void binaryF32(BinaryOp op, MemorySegment as, long ao, boolean aBroadcast, MemorySegment bs,
+                                  long bo, boolean bBroadcast, MemorySegment os, long oo, long n, float alpha) {
+        FloatVector aConst = aBroadcast ? FloatVector.broadcast(FS, as.get(ElementIO.F32, ao)) : null;
+        FloatVector bConst = bBroadcast ? FloatVector.broadcast(FS, bs.get(ElementIO.F32, bo)) : null;
+        long aStep = aBroadcast ? 0 : 4;
+        long bStep = bBroadcast ? 0 : 4;
+        long i = 0;
+        for (long upper = n - n % FL; i < upper; i += FL) {
+            FloatVector a = aBroadcast ? aConst : FloatVector.fromMemorySegment(FS, as, ao + i * aStep, LE);
+            FloatVector b = bBroadcast ? bConst : FloatVector.fromMemorySegment(FS, bs, bo + i * bStep, LE);
+            binaryF32Vector(op, a, b, alpha).intoMemorySegment(os, oo + i * 4, LE);
+        }
+        if (i < n) {
+            VectorMask<Float> m = FS.indexInRange(0, n - i);
+            FloatVector a = aBroadcast ? aConst : FloatVector.fromMemorySegment(FS, as, ao + i * aStep, LE, m);
+            FloatVector b = bBroadcast ? bConst : FloatVector.fromMemorySegment(FS, bs, bo + i * bStep, LE, m);
+            binaryF32Vector(op, a, b, alpha).intoMemorySegment(os, oo + i * 4, LE, m);
+        }
+    }
+
+    private static FloatVector binaryF32Vector(BinaryOp op, FloatVector a, FloatVector b, float alpha) {
+        return switch (op) {
+            case ADD -> alpha == 1f ? a.add(b) : a.add(b.mul(alpha));
+            case SUB -> alpha == 1f ? a.sub(b) : a.sub(b.mul(alpha));
+            case MUL -> a.mul(b);
+            case DIV -> a.div(b);
+            case MAXIMUM -> a.max(b);
+            case MINIMUM -> a.min(b);
+            default -> throw new IllegalStateException("no vector form for " + op);
+        };
+    }
+
+    // ---------------------------------------------------------------- where
+
+    static void where(Tensor cond, Tensor a, Tensor b, Tensor out) {
+        MemorySegment cs = cond.storage().segment();
+        MemorySegment as = a.storage().segment();
+        MemorySegment bs = b.storage().segment();
+        MemorySegment os = out.storage().segment();
+        DType ot = out.dtype();
+        DType at = a.dtype();
+        DType bt = b.dtype();
+        boolean floating = ot.isFloatingPoint();
+        ElementwiseIteration it = new ElementwiseIteration(out, cond, a, b);
+        Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
+            long so = it.innerByteStride(0);
+            long sc = it.innerByteStride(1);
+            long sa = it.innerByteStride(2);
+            long sb = it.innerByteStride(3);
+            it.forEachRow(begin, end, (off, len) -> {
+                for (long i = 0; i < len; i++) {
+                    boolean c = cs.get(ElementIO.I8, off[1] + i * sc) != 0;
+                    long src = c ? off[2] + i * sa : off[3] + i * sb;
+                    DType st = c ? at : bt;
+                    MemorySegment ss = c ? as : bs;
+                    if (floating) ElementIO.setDouble(ot, os, off[0] + i * so, ElementIO.getDouble(st, ss, src));
+                    else ElementIO.setLong(ot, os, off[0] + i * so, ElementIO.getLong(st, ss, src));
+                }
+            });
+        });
+    }
+}

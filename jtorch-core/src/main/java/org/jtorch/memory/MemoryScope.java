@@ -1,0 +1,81 @@
+package org.jtorch.memory;
+
+import java.util.ArrayList;
+import java.util.function.Supplier;
+import org.jtorch.Tensor;
+
+/**
+ * Releases, on close, every tensor created inside it on this thread, except those passed to
+ * {@link #keep} (which move to the enclosing scope, or to no scope).
+ *
+ * <pre>{@code
+ * Tensor y;
+ * try (var scope = new MemoryScope()) {
+ *     Tensor h = x.matmul(w).relu();     // closed when the scope closes
+ *     y = scope.keep(h.sum());            // survives
+ * }
+ * }</pre>
+ *
+ * Scopes nest and are thread-confined: a scope must be closed on the thread that opened it, in
+ * reverse order of opening.
+ */
+public final class MemoryScope implements AutoCloseable {
+    private static final ThreadLocal<MemoryScope> CURRENT = new ThreadLocal<>();
+
+    private final MemoryScope parent;
+    private final Thread owner;
+    private final ArrayList<Tensor> tracked = new ArrayList<>();
+    private boolean closed;
+
+    public MemoryScope() {
+        this.parent = CURRENT.get();
+        this.owner = Thread.currentThread();
+        CURRENT.set(this);
+    }
+
+    /** The innermost open scope of this thread, or null. */
+    public static MemoryScope current() {
+        return CURRENT.get();
+    }
+
+    /** Runs {@code body} in a new scope and keeps its result. */
+    public static <T extends Tensor> T run(Supplier<T> body) {
+        try (MemoryScope scope = new MemoryScope()) {
+            return scope.keep(body.get());
+        }
+    }
+
+    /** Called by tensor constructors: the tensor now belongs to this scope. */
+    public void track(Tensor t) {
+        tracked.add(t);
+        t.setScope(this);
+    }
+
+    /** Excludes {@code t} from this scope's release; it moves to the enclosing scope if there is one. */
+    public <T extends Tensor> T keep(T t) {
+        if (t == null) return null;
+        if (t.scope() == this) {
+            if (parent != null) parent.track(t);
+            else t.setScope(null);
+        }
+        return t;
+    }
+
+    @Override
+    public void close() {
+        if (closed) return;
+        if (Thread.currentThread() != owner) {
+            throw new IllegalStateException("MemoryScope closed on thread " + Thread.currentThread().getName()
+                    + " but opened on " + owner.getName());
+        }
+        if (CURRENT.get() != this) {
+            throw new IllegalStateException("MemoryScope closed out of order: an inner scope is still open");
+        }
+        closed = true;
+        CURRENT.set(parent);
+        for (Tensor t : tracked) {
+            if (t.scope() == this) t.close();
+        }
+        tracked.clear();
+    }
+}

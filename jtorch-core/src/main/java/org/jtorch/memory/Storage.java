@@ -1,0 +1,132 @@
+package org.jtorch.memory;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.ref.Cleaner;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.jtorch.Device;
+
+/**
+ * The bytes behind one or more tensors (a tensor and its views share one storage).
+ *
+ * <p>Ownership: every tensor that refers to a storage holds one reference ({@link #retain()} when a
+ * view is made, {@link #release()} when the tensor is closed). The block goes back to its allocator
+ * when the count reaches zero. A storage that becomes unreachable without being released is returned
+ * by a {@link Cleaner} and counted as a leak in {@link MemoryStats#leakedStorages()}.
+ *
+ * <p>After release, {@link #segment()} throws instead of exposing freed memory: use after close is an
+ * exception, never a crash. The version counter is shared by all views, as PyTorch's.
+ */
+public final class Storage {
+    private static final Cleaner CLEANER = Cleaner.create();
+
+    private final Device device;
+    private final long byteSize;
+    private final AtomicInteger refCount = new AtomicInteger(1);
+    private final Release release;
+    private final Cleaner.Cleanable cleanable;
+    private volatile MemorySegment segment;
+    private int version;
+
+    /** Returns the block when released explicitly, or counts a leak when run by the Cleaner. */
+    private static final class Release implements Runnable {
+        private final Allocator allocator;
+        private final MemoryBlock block;
+        volatile boolean explicit;
+
+        Release(Allocator allocator, MemoryBlock block) {
+            this.allocator = allocator;
+            this.block = block;
+        }
+
+        @Override
+        public void run() {
+            if (!explicit) allocator.recordLeak();
+            allocator.free(block);
+        }
+    }
+
+    private Storage(Device device, long byteSize, MemorySegment segment, Allocator allocator, MemoryBlock block) {
+        this.device = device;
+        this.byteSize = byteSize;
+        this.segment = segment;
+        if (allocator != null) {
+            this.release = new Release(allocator, block);
+            this.cleanable = CLEANER.register(this, release);
+        } else {
+            this.release = null;
+            this.cleanable = null;
+        }
+    }
+
+    /** A new CPU storage of {@code byteSize} bytes from the CPU caching allocator; contents undefined. */
+    public static Storage allocateCpu(long byteSize) {
+        CpuCachingAllocator allocator = CpuCachingAllocator.get();
+        MemoryBlock block = allocator.allocate(byteSize);
+        MemorySegment seg = MemorySegment.ofAddress(block.address()).reinterpret(byteSize);
+        return new Storage(Device.cpu(), byteSize, seg, allocator, block);
+    }
+
+    /** A storage for device memory obtained from another backend's allocator. */
+    public static Storage ofBlock(Device device, long byteSize, Allocator allocator, MemoryBlock block,
+                                  MemorySegment hostView) {
+        return new Storage(device, byteSize, hostView, allocator, block);
+    }
+
+    /** A CPU storage over a heap segment (small constants); the garbage collector owns its memory. */
+    public static Storage wrapHeap(MemorySegment heapSegment) {
+        return new Storage(Device.cpu(), heapSegment.byteSize(), heapSegment, null, null);
+    }
+
+    public Device device() {
+        return device;
+    }
+
+    public long byteSize() {
+        return byteSize;
+    }
+
+    /** The memory, for CPU kernels. Throws {@link IllegalStateException} once released. */
+    public MemorySegment segment() {
+        MemorySegment s = segment;
+        if (s == null) throw new IllegalStateException("storage used after its tensors were closed");
+        return s;
+    }
+
+    /** Device address of the first byte (CUDA and FFM callers). */
+    public long address() {
+        return segment().address();
+    }
+
+    public boolean isReleased() {
+        return segment == null;
+    }
+
+    /** Adds a reference for a new view. */
+    public void retain() {
+        int prev;
+        do {
+            prev = refCount.get();
+            if (prev <= 0) throw new IllegalStateException("storage used after its tensors were closed");
+        } while (!refCount.compareAndSet(prev, prev + 1));
+    }
+
+    /** Drops a reference; the last one returns the memory to its allocator. */
+    public void release() {
+        if (refCount.decrementAndGet() == 0) {
+            segment = null;
+            if (release != null) {
+                release.explicit = true;
+                cleanable.clean();
+            }
+        }
+    }
+
+    /** Version counter shared by all views; bumped by every in-place write. */
+    public int version() {
+        return version;
+    }
+
+    public void bumpVersion() {
+        version++;
+    }
+}

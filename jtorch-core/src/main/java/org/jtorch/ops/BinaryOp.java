@@ -1,0 +1,187 @@
+package org.jtorch.ops;
+
+import org.jtorch.DType;
+
+/**
+ * The elementwise binary primitives, with broadcasting and PyTorch's type promotion done by
+ * {@link Elementwise}. Each declares its name, result kind and scalar definitions in double and long
+ * (the reference for every backend). {@code ADD} and {@code SUB} take PyTorch's {@code alpha}.
+ */
+public enum BinaryOp {
+    ADD("add", Result.PROMOTED) {
+        public double apply(double a, double b, double alpha) { return a + alpha * b; }
+        public long applyLong(long a, long b, long alpha) { return a + alpha * b; }
+    },
+    SUB("sub", Result.PROMOTED) {
+        public double apply(double a, double b, double alpha) { return a - alpha * b; }
+        public long applyLong(long a, long b, long alpha) { return a - alpha * b; }
+    },
+    MUL("mul", Result.PROMOTED) {
+        public double apply(double a, double b, double alpha) { return a * b; }
+        public long applyLong(long a, long b, long alpha) { return a * b; }
+    },
+    /** True division: integer inputs give the default float dtype. */
+    DIV("div", Result.FLOAT) {
+        public double apply(double a, double b, double alpha) { return a / b; }
+    },
+    /** {@code div(rounding_mode='trunc')} */
+    DIV_TRUNC("div_trunc", Result.PROMOTED) {
+        public double apply(double a, double b, double alpha) {
+            double q = a / b;
+            return q < 0 ? Math.ceil(q) : Math.floor(q);
+        }
+        public long applyLong(long a, long b, long alpha) { return a / checkDivisor(b); }
+    },
+    /** {@code div(rounding_mode='floor')} */
+    DIV_FLOOR("div_floor", Result.PROMOTED) {
+        public double apply(double a, double b, double alpha) { return Math.floor(a / b); }
+        public long applyLong(long a, long b, long alpha) { return Math.floorDiv(a, checkDivisor(b)); }
+    },
+    /** Python's modulus: the result takes the divisor's sign ({@code torch.remainder}). */
+    REMAINDER("remainder", Result.PROMOTED) {
+        public double apply(double a, double b, double alpha) {
+            double r = a % b;
+            return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+        }
+        public long applyLong(long a, long b, long alpha) { return Math.floorMod(a, checkDivisor(b)); }
+    },
+    POW("pow", Result.PROMOTED) {
+        public double apply(double a, double b, double alpha) { return Math.pow(a, b); }
+        public long applyLong(long a, long b, long alpha) { return intPow(a, b); }
+    },
+    /** NaN-propagating maximum ({@code torch.maximum}). */
+    MAXIMUM("maximum", Result.PROMOTED) {
+        public double apply(double a, double b, double alpha) { return a != a || b != b ? Double.NaN : Math.max(a, b); }
+        public long applyLong(long a, long b, long alpha) { return Math.max(a, b); }
+    },
+    MINIMUM("minimum", Result.PROMOTED) {
+        public double apply(double a, double b, double alpha) { return a != a || b != b ? Double.NaN : Math.min(a, b); }
+        public long applyLong(long a, long b, long alpha) { return Math.min(a, b); }
+    },
+    EQ("eq", Result.BOOL) {
+        public double apply(double a, double b, double alpha) { return a == b ? 1 : 0; }
+        public long applyLong(long a, long b, long alpha) { return a == b ? 1 : 0; }
+    },
+    NE("ne", Result.BOOL) {
+        public double apply(double a, double b, double alpha) { return a != b ? 1 : 0; }
+        public long applyLong(long a, long b, long alpha) { return a != b ? 1 : 0; }
+    },
+    LT("lt", Result.BOOL) {
+        public double apply(double a, double b, double alpha) { return a < b ? 1 : 0; }
+        public long applyLong(long a, long b, long alpha) { return a < b ? 1 : 0; }
+    },
+    LE("le", Result.BOOL) {
+        public double apply(double a, double b, double alpha) { return a <= b ? 1 : 0; }
+        public long applyLong(long a, long b, long alpha) { return a <= b ? 1 : 0; }
+    },
+    GT("gt", Result.BOOL) {
+        public double apply(double a, double b, double alpha) { return a > b ? 1 : 0; }
+        public long applyLong(long a, long b, long alpha) { return a > b ? 1 : 0; }
+    },
+    GE("ge", Result.BOOL) {
+        public double apply(double a, double b, double alpha) { return a >= b ? 1 : 0; }
+        public long applyLong(long a, long b, long alpha) { return a >= b ? 1 : 0; }
+    },
+    LOGICAL_AND("logical_and", Result.BOOL) {
+        public double apply(double a, double b, double alpha) { return a != 0 && b != 0 ? 1 : 0; }
+        public long applyLong(long a, long b, long alpha) { return a != 0 && b != 0 ? 1 : 0; }
+    },
+    LOGICAL_OR("logical_or", Result.BOOL) {
+        public double apply(double a, double b, double alpha) { return a != 0 || b != 0 ? 1 : 0; }
+        public long applyLong(long a, long b, long alpha) { return a != 0 || b != 0 ? 1 : 0; }
+    },
+    LOGICAL_XOR("logical_xor", Result.BOOL) {
+        public double apply(double a, double b, double alpha) { return (a != 0) != (b != 0) ? 1 : 0; }
+        public long applyLong(long a, long b, long alpha) { return (a != 0) != (b != 0) ? 1 : 0; }
+    },
+    BITWISE_AND("bitwise_and", Result.INTEGRAL_OR_BOOL) {
+        public long applyLong(long a, long b, long alpha) { return a & b; }
+    },
+    BITWISE_OR("bitwise_or", Result.INTEGRAL_OR_BOOL) {
+        public long applyLong(long a, long b, long alpha) { return a | b; }
+    },
+    BITWISE_XOR("bitwise_xor", Result.INTEGRAL_OR_BOOL) {
+        public long applyLong(long a, long b, long alpha) { return a ^ b; }
+    },
+    BITWISE_LEFT_SHIFT("bitwise_left_shift", Result.INTEGRAL_OR_BOOL) {
+        public long applyLong(long a, long b, long alpha) { return b >= 64 || b < 0 ? 0 : a << b; }
+    },
+    BITWISE_RIGHT_SHIFT("bitwise_right_shift", Result.INTEGRAL_OR_BOOL) {
+        public long applyLong(long a, long b, long alpha) { return a >> Math.min(Math.max(b, 0), 63); }
+    };
+
+    /** How the result dtype follows from the promoted input dtype. */
+    public enum Result {
+        /** The promoted dtype. */
+        PROMOTED,
+        /** The promoted dtype if floating, else the default float dtype. */
+        FLOAT,
+        /** A bool tensor (comparisons, logical ops); computed in the promoted dtype. */
+        BOOL,
+        /** The promoted dtype, which must be integral or bool. */
+        INTEGRAL_OR_BOOL
+    }
+
+    private final String pyName;
+    private final Result result;
+
+    BinaryOp(String pyName, Result result) {
+        this.pyName = pyName;
+        this.result = result;
+    }
+
+    public String pyName() {
+        return pyName;
+    }
+
+    public Result result() {
+        return result;
+    }
+
+    public double apply(double a, double b, double alpha) {
+        throw new UnsupportedOperationException(pyName + " is not defined for floating-point inputs");
+    }
+
+    public long applyLong(long a, long b, long alpha) {
+        throw new UnsupportedOperationException(pyName + " is not defined for integer inputs");
+    }
+
+    /** The dtype computation happens in, given the promoted input dtype. */
+    public DType computeType(DType promoted, DType defaultFloat) {
+        if (result == Result.FLOAT && !promoted.isFloatingPoint()) return defaultFloat;
+        if (result == Result.INTEGRAL_OR_BOOL && promoted.isFloatingPoint()) {
+            throw new IllegalArgumentException(pyName + ": not supported for " + promoted + " inputs (integral or bool only)");
+        }
+        if (promoted == DType.BOOL && (this == SUB)) {
+            throw new IllegalArgumentException("sub: subtraction of bool tensors is not supported; use logical_xor() instead");
+        }
+        return promoted;
+    }
+
+    /** The result dtype, given the compute dtype. */
+    public DType resultType(DType compute) {
+        return result == Result.BOOL ? DType.BOOL : compute;
+    }
+
+    static long checkDivisor(long b) {
+        if (b == 0) throw new ArithmeticException("integer division by zero");
+        return b;
+    }
+
+    /** Integer power by squaring; negative exponents give 0 except for bases 1 and -1 (as PyTorch). */
+    static long intPow(long base, long exp) {
+        if (exp < 0) {
+            if (base == 1) return 1;
+            if (base == -1) return (exp & 1) == 0 ? 1 : -1;
+            if (base == 0) throw new ArithmeticException("pow: integers to negative integer powers are not allowed");
+            return 0;
+        }
+        long result = 1;
+        while (exp > 0) {
+            if ((exp & 1) != 0) result *= base;
+            base *= base;
+            exp >>= 1;
+        }
+        return result;
+    }
+}

@@ -1,0 +1,154 @@
+package org.jtorch.ops;
+
+import java.util.Arrays;
+
+/** Shape arithmetic shared by every op: broadcasting, contiguous strides, dimension wrapping. */
+public final class Shapes {
+    private Shapes() {}
+
+    public static long numel(long[] shape) {
+        long n = 1;
+        for (long s : shape) n *= s;
+        return n;
+    }
+
+    /** Row-major strides (in elements) of a contiguous tensor of this shape. */
+    public static long[] contiguousStrides(long[] shape) {
+        long[] strides = new long[shape.length];
+        long s = 1;
+        for (int i = shape.length - 1; i >= 0; i--) {
+            strides[i] = s;
+            s *= Math.max(shape[i], 1);
+        }
+        return strides;
+    }
+
+    /** The broadcast shape of two shapes, by NumPy's rules; {@code op} names the op in the error. */
+    public static long[] broadcast(String op, long[] a, long[] b) {
+        if (Arrays.equals(a, b)) return a;
+        int n = Math.max(a.length, b.length);
+        long[] out = new long[n];
+        for (int i = 0; i < n; i++) {
+            long da = i < n - a.length ? 1 : a[i - (n - a.length)];
+            long db = i < n - b.length ? 1 : b[i - (n - b.length)];
+            if (da == db || db == 1) out[i] = da;
+            else if (da == 1) out[i] = db;
+            else {
+                throw new IllegalArgumentException(op + ": shapes " + format(a) + " and " + format(b)
+                        + " cannot be broadcast (size " + da + " != " + db + " at dimension " + i + ")");
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Strides that view a tensor of {@code shape}/{@code strides} as {@code target}: size-1 and missing
+     * leading dimensions get stride 0. Assumes {@code shape} broadcasts to {@code target}.
+     */
+    public static long[] broadcastStrides(long[] shape, long[] strides, long[] target) {
+        long[] out = new long[target.length];
+        int lead = target.length - shape.length;
+        for (int i = 0; i < target.length; i++) {
+            int j = i - lead;
+            out[i] = j < 0 || shape[j] == 1 && target[i] != 1 ? 0 : strides[j];
+        }
+        return out;
+    }
+
+    /** Wraps a possibly negative dimension index into {@code [0, rank)}, as PyTorch's {@code maybe_wrap_dim}. */
+    public static int wrapDim(String op, long dim, int rank) {
+        int r = Math.max(rank, 1); // a 0-d tensor accepts dim 0 and -1
+        if (dim < -r || dim >= r) {
+            throw new IndexOutOfBoundsException(op + ": dimension " + dim + " out of range for a tensor of "
+                    + rank + " dimension" + (rank == 1 ? "" : "s") + " (expected to be in [" + (-r) + ", " + (r - 1) + "])");
+        }
+        return (int) (dim < 0 ? dim + r : dim);
+    }
+
+    /** {@code [2, 3]} */
+    public static String format(long[] shape) {
+        StringBuilder sb = new StringBuilder("[");
+        for (int i = 0; i < shape.length; i++) {
+            if (i > 0) sb.append(", ");
+            sb.append(shape[i]);
+        }
+        return sb.append(']').toString();
+    }
+
+    /** Whether these strides describe a row-major contiguous layout of {@code shape} (size-1 dims ignored). */
+    public static boolean isContiguous(long[] shape, long[] strides) {
+        long expected = 1;
+        for (int i = shape.length - 1; i >= 0; i--) {
+            if (shape[i] == 1) continue;
+            if (shape[i] == 0) return true;
+            if (strides[i] != expected) return false;
+            expected *= shape[i];
+        }
+        return true;
+    }
+
+    /**
+     * Infers one {@code -1} entry of a requested shape from the element count, as {@code view}/{@code reshape}.
+     */
+    public static long[] inferSize(String op, long[] requested, long numel, long[] original) {
+        long[] shape = requested.clone();
+        int infer = -1;
+        long known = 1;
+        for (int i = 0; i < shape.length; i++) {
+            if (shape[i] == -1) {
+                if (infer >= 0) throw new IllegalArgumentException(op + ": only one dimension can be inferred, got "
+                        + format(requested));
+                infer = i;
+            } else if (shape[i] < 0) {
+                throw new IllegalArgumentException(op + ": invalid shape dimension " + shape[i] + " in " + format(requested));
+            } else {
+                known *= shape[i];
+            }
+        }
+        if (infer >= 0) {
+            if (known == 0 || numel % known != 0) {
+                throw new IllegalArgumentException(op + ": shape " + format(requested) + " is invalid for input of size "
+                        + numel + " (shape " + format(original) + ")");
+            }
+            shape[infer] = numel / known;
+        } else if (known != numel) {
+            throw new IllegalArgumentException(op + ": shape " + format(requested) + " is invalid for input of size "
+                    + numel + " (shape " + format(original) + ")");
+        }
+        return shape;
+    }
+
+    /**
+     * Strides for viewing a tensor with {@code oldShape}/{@code oldStrides} as {@code newShape} without a
+     * copy, or null when impossible (ATen's {@code computeStride}).
+     */
+    public static long[] viewStrides(long[] oldShape, long[] oldStrides, long[] newShape) {
+        long numel = numel(oldShape);
+        long[] newStrides = new long[newShape.length];
+        if (numel == 0) {
+            return Arrays.equals(oldShape, newShape) ? oldStrides.clone() : contiguousStrides(newShape);
+        }
+        int viewD = newShape.length - 1;
+        long chunkBaseStride = oldStrides.length > 0 ? oldStrides[oldStrides.length - 1] : 1;
+        long tensorNumel = 1;
+        long viewNumel = 1;
+        for (int tensorD = oldShape.length - 1; tensorD >= 0; tensorD--) {
+            tensorNumel *= oldShape[tensorD];
+            if (tensorD == 0 || (oldShape[tensorD - 1] != 1 && oldStrides[tensorD - 1] != tensorNumel * chunkBaseStride)) {
+                while (viewD >= 0 && (viewNumel < tensorNumel || newShape[viewD] == 1)) {
+                    newStrides[viewD] = viewNumel * chunkBaseStride;
+                    viewNumel *= newShape[viewD];
+                    viewD--;
+                }
+                if (viewNumel != tensorNumel) return null;
+                if (tensorD > 0) {
+                    chunkBaseStride = oldStrides[tensorD - 1];
+                    tensorNumel = 1;
+                    viewNumel = 1;
+                }
+            }
+        }
+        if (viewD != -1) return null;
+        return newStrides;
+    }
+}

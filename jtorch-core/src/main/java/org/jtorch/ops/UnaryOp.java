@@ -1,0 +1,206 @@
+package org.jtorch.ops;
+
+import org.jtorch.DType;
+
+/**
+ * The elementwise unary primitives. Each declares its PyTorch name, how its result dtype follows from
+ * the input's, and its scalar definition in double (floating inputs) and, where integers are
+ * accepted, in long. Backends may vectorise the common ones; the scalar forms are the reference.
+ * Parameterised ops ({@code CLAMP}, {@code POW_SCALAR}, {@code SOFTPLUS}, {@code LEAKY_RELU}) read
+ * {@code p0}, {@code p1}.
+ */
+public enum UnaryOp {
+    NEG("neg", Result.SAME_NO_BOOL) {
+        public double apply(double x, double p0, double p1) { return -x; }
+        public long applyLong(long x, long p0, long p1) { return -x; }
+    },
+    ABS("abs", Result.SAME_NO_BOOL) {
+        public double apply(double x, double p0, double p1) { return Math.abs(x); }
+        public long applyLong(long x, long p0, long p1) { return Math.abs(x); }
+    },
+    SIGN("sign", Result.SAME) {
+        public double apply(double x, double p0, double p1) { return x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x; }
+        public long applyLong(long x, long p0, long p1) { return Long.signum(x); }
+    },
+    FLOOR("floor", Result.SAME_NO_BOOL) {
+        public double apply(double x, double p0, double p1) { return Math.floor(x); }
+        public long applyLong(long x, long p0, long p1) { return x; }
+    },
+    CEIL("ceil", Result.SAME_NO_BOOL) {
+        public double apply(double x, double p0, double p1) { return Math.ceil(x); }
+        public long applyLong(long x, long p0, long p1) { return x; }
+    },
+    /** Round half to even, as {@code torch.round}. */
+    ROUND("round", Result.SAME_NO_BOOL) {
+        public double apply(double x, double p0, double p1) { return Math.rint(x); }
+        public long applyLong(long x, long p0, long p1) { return x; }
+    },
+    TRUNC("trunc", Result.SAME_NO_BOOL) {
+        public double apply(double x, double p0, double p1) { return x < 0 ? Math.ceil(x) : Math.floor(x); }
+        public long applyLong(long x, long p0, long p1) { return x; }
+    },
+    RELU("relu", Result.SAME_NO_BOOL) {
+        public double apply(double x, double p0, double p1) { return x > 0 ? x : x == x ? 0 : x; }
+        public long applyLong(long x, long p0, long p1) { return Math.max(x, 0); }
+    },
+    /** {@code leaky_relu(x, negative_slope=p0)} */
+    LEAKY_RELU("leaky_relu", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return x > 0 ? x : x * p0; }
+    },
+    /** {@code clamp(x, min=p0, max=p1)}; NaN bounds mean "no bound". NaN inputs stay NaN. */
+    CLAMP("clamp", Result.SAME_NO_BOOL) {
+        public double apply(double x, double p0, double p1) {
+            if (x != x) return x;
+            if (p0 == p0 && x < p0) x = p0;
+            if (p1 == p1 && x > p1) x = p1;
+            return x;
+        }
+        public long applyLong(long x, long p0, long p1) { return Math.min(Math.max(x, p0), p1); }
+    },
+    EXP("exp", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return Math.exp(x); }
+    },
+    LOG("log", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return Math.log(x); }
+    },
+    LOG1P("log1p", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return Math.log1p(x); }
+    },
+    EXPM1("expm1", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return Math.expm1(x); }
+    },
+    SQRT("sqrt", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return Math.sqrt(x); }
+    },
+    RSQRT("rsqrt", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return 1.0 / Math.sqrt(x); }
+    },
+    RECIPROCAL("reciprocal", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return 1.0 / x; }
+    },
+    SIN("sin", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return Math.sin(x); }
+    },
+    COS("cos", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return Math.cos(x); }
+    },
+    TANH("tanh", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return Math.tanh(x); }
+    },
+    SIGMOID("sigmoid", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return 1.0 / (1.0 + Math.exp(-x)); }
+    },
+    /** {@code x * Phi(x)} with the exact normal CDF (PyTorch's default {@code approximate='none'}). */
+    GELU("gelu", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return 0.5 * x * (1.0 + SpecialFunctions.erf(x / Math.sqrt(2.0))); }
+    },
+    /** GELU's tanh approximation ({@code approximate='tanh'}). */
+    GELU_TANH("gelu_tanh", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) {
+            double inner = Math.sqrt(2.0 / Math.PI) * (x + 0.044715 * x * x * x);
+            return 0.5 * x * (1.0 + Math.tanh(inner));
+        }
+    },
+    SILU("silu", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return x / (1.0 + Math.exp(-x)); }
+    },
+    /** {@code softplus(x, beta=p0, threshold=p1)}: linear above the threshold, as PyTorch. */
+    SOFTPLUS("softplus", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) {
+            return x * p0 > p1 ? x : Math.log1p(Math.exp(x * p0)) / p0;
+        }
+    },
+    ERF("erf", Result.FLOAT) {
+        public double apply(double x, double p0, double p1) { return SpecialFunctions.erf(x); }
+    },
+    /** {@code pow(x, exponent=p0)} with a scalar exponent. */
+    POW_SCALAR("pow", Result.SAME_NO_BOOL) {
+        public double apply(double x, double p0, double p1) { return Math.pow(x, p0); }
+        public long applyLong(long x, long p0, long p1) { return BinaryOp.intPow(x, p0); }
+    },
+    LOGICAL_NOT("logical_not", Result.BOOL) {
+        public double apply(double x, double p0, double p1) { return x == 0 ? 1 : 0; }
+        public long applyLong(long x, long p0, long p1) { return x == 0 ? 1 : 0; }
+    },
+    BITWISE_NOT("bitwise_not", Result.INTEGRAL_OR_BOOL) {
+        public long applyLong(long x, long p0, long p1) { return ~x; }
+    },
+    ISNAN("isnan", Result.BOOL) {
+        public double apply(double x, double p0, double p1) { return x != x ? 1 : 0; }
+        public long applyLong(long x, long p0, long p1) { return 0; }
+    },
+    ISINF("isinf", Result.BOOL) {
+        public double apply(double x, double p0, double p1) { return Double.isInfinite(x) ? 1 : 0; }
+        public long applyLong(long x, long p0, long p1) { return 0; }
+    },
+    ISFINITE("isfinite", Result.BOOL) {
+        public double apply(double x, double p0, double p1) { return Double.isFinite(x) ? 1 : 0; }
+        public long applyLong(long x, long p0, long p1) { return 1; }
+    };
+
+    /** How the result dtype follows from the input dtype. */
+    public enum Result {
+        /** Same dtype as the input, any dtype. */
+        SAME,
+        /** Same dtype; bool rejected (as PyTorch for neg, abs, floor, ...). */
+        SAME_NO_BOOL,
+        /** Floating inputs keep their dtype; integers and bool compute in the default float dtype. */
+        FLOAT,
+        /** A bool mask. */
+        BOOL,
+        /** Integral and bool inputs only. */
+        INTEGRAL_OR_BOOL
+    }
+
+    private final String pyName;
+    private final Result result;
+
+    UnaryOp(String pyName, Result result) {
+        this.pyName = pyName;
+        this.result = result;
+    }
+
+    public String pyName() {
+        return pyName;
+    }
+
+    public Result result() {
+        return result;
+    }
+
+    /** Scalar definition for floating compute. */
+    public double apply(double x, double p0, double p1) {
+        throw new UnsupportedOperationException(pyName + " is not defined for floating-point inputs");
+    }
+
+    /** Scalar definition for integral and bool compute. */
+    public long applyLong(long x, long p0, long p1) {
+        throw new UnsupportedOperationException(pyName + " is not defined for integer inputs");
+    }
+
+    /** Result dtype for an input dtype, or an exception naming the op and dtype. */
+    public DType resultType(DType in, DType defaultFloat) {
+        return switch (result) {
+            case SAME -> in;
+            case SAME_NO_BOOL -> {
+                if (in == DType.BOOL && this != RELU) {
+                    throw new IllegalArgumentException(pyName + ": not supported for bool tensors"
+                            + (this == NEG ? "; use logical_not() instead" : ""));
+                }
+                yield in;
+            }
+            case FLOAT -> in.isFloatingPoint() ? in : defaultFloat;
+            case BOOL -> DType.BOOL;
+            case INTEGRAL_OR_BOOL -> {
+                if (in.isFloatingPoint()) throw new IllegalArgumentException(pyName + ": not supported for " + in
+                        + " tensors (integral or bool only)");
+                yield in;
+            }
+        };
+    }
+
+    /** The dtype the kernel computes in: the result's, except for predicates, which compute in the input's. */
+    public DType computeType(DType in, DType out) {
+        return result == Result.BOOL ? in : out;
+    }
+}
