@@ -31,7 +31,7 @@ public final class Fixtures {
             return decode(inputs.get(i).getAsJsonObject());
         }
 
-        public List<Tensor> inputs() {
+        public List<Tensor> inputTensors() {
             List<Tensor> list = new ArrayList<>();
             for (int i = 0; i < inputs.size(); i++) list.add(input(i));
             return list;
