@@ -170,28 +170,48 @@ final class ElementwiseKernels {
         }
     }
 
+    // The per-op switch is split into small methods so that C2 inlines each into the loop; one large
+    // switch exceeds the inlining budget and every vector would then be boxed on the heap.
     private static FloatVector unaryF32Vector(UnaryOp op, FloatVector x, float p0, float p1) {
+        return switch (op) {
+            case EXP, LOG, LOG1P, EXPM1, TANH, SIN, COS -> transcendentalF32(op, x);
+            case SIGMOID, SILU, GELU_TANH -> activationF32(op, x);
+            default -> arithmeticF32(op, x, p0, p1);
+        };
+    }
+
+    private static FloatVector transcendentalF32(UnaryOp op, FloatVector x) {
+        return switch (op) {
+            case EXP -> x.lanewise(VectorOperators.EXP);
+            case LOG -> x.lanewise(VectorOperators.LOG);
+            case LOG1P -> x.lanewise(VectorOperators.LOG1P);
+            case EXPM1 -> x.lanewise(VectorOperators.EXPM1);
+            case TANH -> x.lanewise(VectorOperators.TANH);
+            case SIN -> x.lanewise(VectorOperators.SIN);
+            default -> x.lanewise(VectorOperators.COS);
+        };
+    }
+
+    private static FloatVector activationF32(UnaryOp op, FloatVector x) {
+        return switch (op) {
+            case SIGMOID -> FloatVector.broadcast(FS, 1f).div(x.neg().lanewise(VectorOperators.EXP).add(1f));
+            case SILU -> x.div(x.neg().lanewise(VectorOperators.EXP).add(1f));
+            default -> {
+                FloatVector inner = x.mul(x).mul(x).mul(0.044715f).add(x).mul((float) Math.sqrt(2.0 / Math.PI));
+                yield x.mul(0.5f).mul(inner.lanewise(VectorOperators.TANH).add(1f));
+            }
+        };
+    }
+
+    private static FloatVector arithmeticF32(UnaryOp op, FloatVector x, float p0, float p1) {
         return switch (op) {
             case NEG -> x.neg();
             case ABS -> x.abs();
             case RELU -> x.max(0f).blend(x, x.test(VectorOperators.IS_NAN));
             case LEAKY_RELU -> x.blend(x.mul(p0), x.compare(VectorOperators.LE, 0f));
-            case EXP -> x.lanewise(VectorOperators.EXP);
-            case LOG -> x.lanewise(VectorOperators.LOG);
-            case LOG1P -> x.lanewise(VectorOperators.LOG1P);
-            case EXPM1 -> x.lanewise(VectorOperators.EXPM1);
             case SQRT -> x.sqrt();
             case RSQRT -> FloatVector.broadcast(FS, 1f).div(x.sqrt());
             case RECIPROCAL -> FloatVector.broadcast(FS, 1f).div(x);
-            case TANH -> x.lanewise(VectorOperators.TANH);
-            case SIN -> x.lanewise(VectorOperators.SIN);
-            case COS -> x.lanewise(VectorOperators.COS);
-            case SIGMOID -> FloatVector.broadcast(FS, 1f).div(x.neg().lanewise(VectorOperators.EXP).add(1f));
-            case SILU -> x.div(x.neg().lanewise(VectorOperators.EXP).add(1f));
-            case GELU_TANH -> {
-                FloatVector inner = x.mul(x).mul(x).mul(0.044715f).add(x).mul((float) Math.sqrt(2.0 / Math.PI));
-                yield x.mul(0.5f).mul(inner.lanewise(VectorOperators.TANH).add(1f));
-            }
             case CLAMP -> {
                 FloatVector r = x;
                 if (p0 == p0) r = r.max(p0);
@@ -264,21 +284,48 @@ final class ElementwiseKernels {
 
     private static void binaryF32(BinaryOp op, MemorySegment as, long ao, boolean aBroadcast, MemorySegment bs,
                                   long bo, boolean bBroadcast, MemorySegment os, long oo, long n, float alpha) {
-        FloatVector aConst = aBroadcast ? FloatVector.broadcast(FS, as.get(ElementIO.F32, ao)) : null;
-        FloatVector bConst = bBroadcast ? FloatVector.broadcast(FS, bs.get(ElementIO.F32, bo)) : null;
-        long aStep = aBroadcast ? 0 : 4;
-        long bStep = bBroadcast ? 0 : 4;
+        // One loop per broadcast pattern: a loop-invariant choice between a load and a constant keeps
+        // C2 from proving the vectors unboxed.
+        if (bBroadcast && !aBroadcast) {
+            binaryF32VectorScalar(op, as, ao, bs.get(ElementIO.F32, bo), os, oo, n, alpha, false);
+        } else if (aBroadcast && !bBroadcast) {
+            binaryF32VectorScalar(op, bs, bo, as.get(ElementIO.F32, ao), os, oo, n, alpha, true);
+        } else if (!aBroadcast) {
+            long i = 0;
+            for (long upper = n - n % FL; i < upper; i += FL) {
+                FloatVector a = FloatVector.fromMemorySegment(FS, as, ao + i * 4, LE);
+                FloatVector b = FloatVector.fromMemorySegment(FS, bs, bo + i * 4, LE);
+                binaryF32Vector(op, a, b, alpha).intoMemorySegment(os, oo + i * 4, LE);
+            }
+            if (i < n) {
+                VectorMask<Float> m = FS.indexInRange(0, n - i);
+                FloatVector a = FloatVector.fromMemorySegment(FS, as, ao + i * 4, LE, m);
+                FloatVector b = FloatVector.fromMemorySegment(FS, bs, bo + i * 4, LE, m);
+                binaryF32Vector(op, a, b, alpha).intoMemorySegment(os, oo + i * 4, LE, m);
+            }
+        } else {
+            float a = as.get(ElementIO.F32, ao);
+            float b = bs.get(ElementIO.F32, bo);
+            FloatVector r = binaryF32Vector(op, FloatVector.broadcast(FS, a), FloatVector.broadcast(FS, b), alpha);
+            for (long i = 0; i < n; i++) os.set(ElementIO.F32, oo + i * 4, r.lane(0));
+        }
+    }
+
+    /** {@code op(x[i], c)}, or {@code op(c, x[i])} when {@code scalarFirst}. */
+    private static void binaryF32VectorScalar(BinaryOp op, MemorySegment xs, long xo, float c, MemorySegment os, long oo,
+                                              long n, float alpha, boolean scalarFirst) {
+        FloatVector cv = FloatVector.broadcast(FS, c);
         long i = 0;
         for (long upper = n - n % FL; i < upper; i += FL) {
-            FloatVector a = aBroadcast ? aConst : FloatVector.fromMemorySegment(FS, as, ao + i * aStep, LE);
-            FloatVector b = bBroadcast ? bConst : FloatVector.fromMemorySegment(FS, bs, bo + i * bStep, LE);
-            binaryF32Vector(op, a, b, alpha).intoMemorySegment(os, oo + i * 4, LE);
+            FloatVector x = FloatVector.fromMemorySegment(FS, xs, xo + i * 4, LE);
+            FloatVector r = scalarFirst ? binaryF32Vector(op, cv, x, alpha) : binaryF32Vector(op, x, cv, alpha);
+            r.intoMemorySegment(os, oo + i * 4, LE);
         }
         if (i < n) {
             VectorMask<Float> m = FS.indexInRange(0, n - i);
-            FloatVector a = aBroadcast ? aConst : FloatVector.fromMemorySegment(FS, as, ao + i * aStep, LE, m);
-            FloatVector b = bBroadcast ? bConst : FloatVector.fromMemorySegment(FS, bs, bo + i * bStep, LE, m);
-            binaryF32Vector(op, a, b, alpha).intoMemorySegment(os, oo + i * 4, LE, m);
+            FloatVector x = FloatVector.fromMemorySegment(FS, xs, xo + i * 4, LE, m);
+            FloatVector r = scalarFirst ? binaryF32Vector(op, cv, x, alpha) : binaryF32Vector(op, x, cv, alpha);
+            r.intoMemorySegment(os, oo + i * 4, LE, m);
         }
     }
 

@@ -1,0 +1,31 @@
+package org.jtorch.bench;
+
+import java.util.Arrays;
+import java.util.Map;
+
+/** {@code jtorch bench}: prints benchmark results as {@code name value} lines, one per measurement. */
+public final class BenchMain {
+    private BenchMain() {}
+
+    public static void main(String[] args) {
+        String what = args.length > 0 ? args[0] : "--help";
+        boolean quick = Arrays.asList(args).contains("--quick");
+        switch (what) {
+            case "core" -> print(CoreBench.run(quick));
+            case "--help", "-h", "help" -> System.out.println("""
+                    usage: jtorch bench <suite> [--quick]
+
+                    suites:
+                      core   eager overhead, elementwise bandwidth, machine copy bandwidth
+                    Prints 'name value' lines; scripts/bench-core runs PyTorch side by side and writes a table.""");
+            default -> {
+                System.err.println("jtorch bench: unknown suite '" + what + "'");
+                System.exit(2);
+            }
+        }
+    }
+
+    static void print(Map<String, Double> results) {
+        results.forEach((k, v) -> System.out.printf("%s %.4f%n", k, v));
+    }
+}

@@ -1,0 +1,56 @@
+package org.jtorch.bench;
+
+import java.lang.foreign.MemorySegment;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.backend.cpu.Parallel;
+
+/**
+ * Core CPU measurements: eager dispatch overhead, elementwise and reduction bandwidth, and the
+ * machine's own copy bandwidth as the hardware limit. Prints {@code name value unit} lines that
+ * {@code scripts/bench-core} joins with PyTorch's.
+ */
+final class CoreBench {
+    private static final int BIG = 1 << 24; // 16M floats, 64 MiB: far beyond the caches
+
+    private CoreBench() {}
+
+    static Map<String, Double> run(boolean quick) {
+        Map<String, Double> r = new LinkedHashMap<>();
+        int reps = quick ? 5 : 15;
+        // Eager overhead: a.add(b) on one-element tensors, result closed each time (the allocator reuses the block).
+        try (Tensor a = Torch.ones(1); Tensor b = Torch.ones(1)) {
+            double s = Timing.medianPerIteration(reps * 4, 200_000, () -> a.add(b).close());
+            r.put("eager_add_1elem_us", s * 1e6);
+        }
+        try (Tensor a = Torch.rand(BIG); Tensor b = Torch.rand(BIG); Tensor out = Torch.empty(BIG)) {
+            double copy = Timing.median(12, reps, () -> out.copy_(a));
+            r.put("copy_16M_f32_GBps", 2.0 * 4 * BIG / copy / 1e9);
+            double add = Timing.median(12, reps, () -> a.add(b).close());
+            r.put("add_16M_f32_GBps", 3.0 * 4 * BIG / add / 1e9);
+            r.put("add_16M_f32_ms", add * 1e3);
+            double mul = Timing.median(12, reps, () -> a.mul(2.0).close());
+            r.put("mul_scalar_16M_f32_GBps", 2.0 * 4 * BIG / mul / 1e9);
+            double relu = Timing.median(12, reps, () -> a.relu().close());
+            r.put("relu_16M_f32_GBps", 2.0 * 4 * BIG / relu / 1e9);
+            double exp = Timing.median(12, reps, () -> a.exp().close());
+            r.put("exp_16M_f32_GBps", 2.0 * 4 * BIG / exp / 1e9);
+        }
+        r.put("machine_copy_GBps", machineCopyBandwidth(reps));
+        return r;
+    }
+
+    /** Bulk copy between two 64 MiB buffers split across the intra-op threads: the bandwidth ceiling. */
+    static double machineCopyBandwidth(int reps) {
+        try (Tensor a = Torch.rand(BIG); Tensor b = Torch.empty(BIG)) {
+            MemorySegment src = a.storage().segment();
+            MemorySegment dst = b.storage().segment();
+            long bytes = 4L * BIG;
+            double t = Timing.median(12, reps, () -> Parallel.forRange(bytes / 4096, 1, (begin, end) ->
+                    MemorySegment.copy(src, begin * 4096, dst, begin * 4096, (end - begin) * 4096)));
+            return 2.0 * bytes / t / 1e9;
+        }
+    }
+}

@@ -1,0 +1,28 @@
+package org.jtorch.bench;
+
+import java.util.Arrays;
+
+/** Wall-clock timing with warm-up and medians: benchmarks on a shared 2-core machine are noisy. */
+final class Timing {
+    private Timing() {}
+
+    /** Median seconds per call of {@code body} over {@code reps} timed runs after {@code warmup} runs. */
+    static double median(int warmup, int reps, Runnable body) {
+        for (int i = 0; i < warmup; i++) body.run();
+        double[] t = new double[reps];
+        for (int i = 0; i < reps; i++) {
+            long t0 = System.nanoTime();
+            body.run();
+            t[i] = (System.nanoTime() - t0) * 1e-9;
+        }
+        Arrays.sort(t);
+        return t[reps / 2];
+    }
+
+    /** Median seconds per iteration, timing batches of {@code inner} iterations (for sub-microsecond ops). */
+    static double medianPerIteration(int batches, int inner, Runnable body) {
+        return median(Math.max(3, batches / 4), batches, () -> {
+            for (int i = 0; i < inner; i++) body.run();
+        }) / inner;
+    }
+}

@@ -1,0 +1,40 @@
+package org.jtorch.cli;
+
+import java.util.Arrays;
+
+/** The {@code jtorch} command: dispatches to its subcommands. */
+public final class Main {
+    private Main() {}
+
+    public static void main(String[] args) {
+        int status = run(args);
+        if (status != 0) System.exit(status);
+    }
+
+    static int run(String[] args) {
+        if (args.length == 0 || args[0].equals("--help") || args[0].equals("-h") || args[0].equals("help")) {
+            printUsage();
+            return args.length == 0 ? 1 : 0;
+        }
+        String[] rest = Arrays.copyOfRange(args, 1, args.length);
+        return switch (args[0]) {
+            case "info" -> InfoCommand.run(rest);
+            default -> {
+                System.err.println("jtorch: unknown command '" + args[0] + "'");
+                printUsage();
+                yield 2;
+            }
+        };
+    }
+
+    static void printUsage() {
+        System.out.println("""
+                usage: jtorch <command> [options]
+
+                commands:
+                  info     the Java runtime, Vector API species, CPU features, threads and backends found
+                  bench    benchmarks side by side with PyTorch (see jtorch bench --help)
+
+                'jtorch <command> --help' describes a command's options.""");
+    }
+}
