@@ -8,6 +8,7 @@ import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.Storage;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.Elementwise;
+import org.jtorch.ops.Linalg;
 import org.jtorch.ops.Shapes;
 import org.jtorch.ops.UnaryOp;
 
@@ -626,6 +627,33 @@ public final class Tensor implements AutoCloseable {
             Backends.of(Device.cpu()).copy(host, out);
             out.close();
         }
+    }
+
+    // ------------------------------------------------------------------ linear algebra (ops/Linalg.java)
+
+    /** {@code torch.matmul}: dot, matrix-vector, matrix or batched product with broadcast batch dims. */
+    public Tensor matmul(Tensor other) {
+        return Linalg.matmul(this, other);
+    }
+
+    public Tensor mm(Tensor other) {
+        return Linalg.mm(this, other);
+    }
+
+    public Tensor bmm(Tensor other) {
+        return Linalg.bmm(this, other);
+    }
+
+    public Tensor mv(Tensor vector) {
+        return Linalg.mv(this, vector);
+    }
+
+    public Tensor dot(Tensor other) {
+        return Linalg.dot(this, other);
+    }
+
+    public Tensor outer(Tensor other) {
+        return Linalg.outer(this, other);
     }
 
     // ------------------------------------------------------------------ elementwise: arithmetic

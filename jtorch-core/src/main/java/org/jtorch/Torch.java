@@ -4,7 +4,9 @@ import java.lang.foreign.MemorySegment;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.cpu.Parallel;
 import org.jtorch.memory.MemoryStats;
+import org.jtorch.ops.Einsum;
 import org.jtorch.ops.Elementwise;
+import org.jtorch.ops.Linalg;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -339,6 +341,52 @@ public final class Torch {
                     + " elements but the data has " + length);
         }
         return shape;
+    }
+
+    // ------------------------------------------------------------------ linear algebra (ops/Linalg.java)
+
+    public static Tensor matmul(Tensor a, Tensor b) {
+        return Linalg.matmul(a, b);
+    }
+
+    public static Tensor mm(Tensor a, Tensor b) {
+        return Linalg.mm(a, b);
+    }
+
+    public static Tensor bmm(Tensor a, Tensor b) {
+        return Linalg.bmm(a, b);
+    }
+
+    /** {@code beta * input + alpha * (m1 @ m2)} */
+    public static Tensor addmm(Tensor input, Tensor m1, Tensor m2, double beta, double alpha) {
+        return Linalg.addmm(input, m1, m2, beta, alpha);
+    }
+
+    public static Tensor addmm(Tensor input, Tensor m1, Tensor m2) {
+        return Linalg.addmm(input, m1, m2, 1, 1);
+    }
+
+    /** {@code beta * input + alpha * bmm(b1, b2)} */
+    public static Tensor baddbmm(Tensor input, Tensor b1, Tensor b2, double beta, double alpha) {
+        return Linalg.baddbmm(input, b1, b2, beta, alpha);
+    }
+
+    /** {@code x @ weight.T + bias}; {@code bias} may be null. */
+    public static Tensor linear(Tensor x, Tensor weight, Tensor bias) {
+        return Linalg.linear(x, weight, bias);
+    }
+
+    public static Tensor outer(Tensor a, Tensor b) {
+        return Linalg.outer(a, b);
+    }
+
+    public static Tensor dot(Tensor a, Tensor b) {
+        return Linalg.dot(a, b);
+    }
+
+    /** {@code torch.einsum} with explicit labels, e.g. {@code einsum("bij,bjk->bik", a, b)}. */
+    public static Tensor einsum(String equation, Tensor... operands) {
+        return Einsum.einsum(equation, operands);
     }
 
     // ------------------------------------------------------------------ functional forms

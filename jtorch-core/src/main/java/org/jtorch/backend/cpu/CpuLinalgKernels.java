@@ -1,7 +1,91 @@
 package org.jtorch.backend.cpu;
 
+import java.lang.foreign.MemorySegment;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
 import org.jtorch.backend.LinalgKernels;
 
-/** CPU implementation of {@link LinalgKernels}. */
+/**
+ * CPU matrix products: float32 and float64 through the packed {@link Gemm} kernels; float16 and
+ * bfloat16 by converting the operands to float32 (f32 accumulation, one rounding of the result, as
+ * PyTorch's CPU path); integers with an exact long accumulation.
+ */
 final class CpuLinalgKernels implements LinalgKernels {
+
+    @Override
+    public void bmm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
+        DType t = out.dtype();
+        switch (t) {
+            case FLOAT32, FLOAT64 -> gemm(a, b, out, alpha, beta);
+            case FLOAT16, BFLOAT16 -> {
+                try (Tensor a32 = a.to(DType.FLOAT32); Tensor b32 = b.to(DType.FLOAT32);
+                     Tensor o32 = beta != 0 ? out.to(DType.FLOAT32) : Tensor.empty(out.shape(), DType.FLOAT32, out.device())) {
+                    gemm(a32, b32, o32, alpha, beta);
+                    ElementwiseKernels.copy(o32, out);
+                }
+            }
+            default -> integerBmm(a, b, out, (long) alpha, (long) beta);
+        }
+    }
+
+    private static void gemm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
+        int batch = Math.toIntExact(out.size(0));
+        int m = Math.toIntExact(out.size(1));
+        int n = Math.toIntExact(out.size(2));
+        int k = Math.toIntExact(a.size(2));
+        long[] as = a.strides();
+        long[] bs = b.strides();
+        long[] os = out.strides();
+        if (os[2] != 1 && n > 1) throw new IllegalStateException("bmm: output needs unit column stride, got strides "
+                + java.util.Arrays.toString(os));
+        MemorySegment aSeg = a.storage().segment();
+        MemorySegment bSeg = b.storage().segment();
+        MemorySegment oSeg = out.storage().segment();
+        long ldc = m > 1 ? os[1] : n;
+        if (out.dtype() == DType.FLOAT32) {
+            Gemm.sgemmBatched(batch, m, n, k, (float) alpha,
+                    aSeg, a.storageOffset(), as[0], as[1], as[2],
+                    bSeg, b.storageOffset(), bs[0], bs[1], bs[2],
+                    (float) beta, oSeg, out.storageOffset(), os[0], ldc);
+        } else {
+            for (int t = 0; t < batch; t++) {
+                Gemm.dgemm(m, n, k, alpha, aSeg, a.storageOffset() + t * as[0], as[1], as[2],
+                        bSeg, b.storageOffset() + t * bs[0], bs[1], bs[2], beta, oSeg, out.storageOffset() + t * os[0], ldc);
+            }
+        }
+    }
+
+    private static void integerBmm(Tensor a, Tensor b, Tensor out, long alpha, long beta) {
+        DType at = a.dtype();
+        DType ot = out.dtype();
+        long batch = out.size(0);
+        long m = out.size(1);
+        long n = out.size(2);
+        long k = a.size(2);
+        long[] as = a.strides();
+        long[] bs = b.strides();
+        long[] os = out.strides();
+        MemorySegment aSeg = a.storage().segment();
+        MemorySegment bSeg = b.storage().segment();
+        MemorySegment oSeg = out.storage().segment();
+        long ae = at.byteSize();
+        long oe = ot.byteSize();
+        Parallel.forRange(batch * m, Math.max(1, 4096 / Math.max(1, n * k)), (begin, end) -> {
+            for (long row = begin; row < end; row++) {
+                long t = row / m;
+                long i = row % m;
+                for (long j = 0; j < n; j++) {
+                    long acc = 0;
+                    for (long p = 0; p < k; p++) {
+                        long x = ElementIO.getLong(at, aSeg, (a.storageOffset() + t * as[0] + i * as[1] + p * as[2]) * ae);
+                        long y = ElementIO.getLong(at, bSeg, (b.storageOffset() + t * bs[0] + p * bs[1] + j * bs[2]) * ae);
+                        acc += x * y;
+                    }
+                    long o = (out.storageOffset() + t * os[0] + i * os[1] + j * os[2]) * oe;
+                    long prev = beta == 0 ? 0 : ElementIO.getLong(ot, oSeg, o);
+                    ElementIO.setLong(ot, oSeg, o, beta * prev + alpha * acc);
+                }
+            }
+        });
+    }
 }

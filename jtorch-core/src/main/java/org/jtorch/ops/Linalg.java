@@ -1,0 +1,256 @@
+package org.jtorch.ops;
+
+import java.util.Arrays;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.backend.Backends;
+
+/**
+ * The matmul family: {@code mm}, {@code bmm}, {@code mv}, {@code dot}, {@code matmul} (NumPy rules with
+ * broadcast batch dimensions), {@code addmm}, {@code baddbmm}, {@code linear} and {@code outer}. All
+ * reduce to the backend's batched GEMM over strided views, so transposed operands are never copied.
+ */
+public final class Linalg {
+    private Linalg() {}
+
+    public static Tensor mm(Tensor a, Tensor b) {
+        check2d("mm", a, b);
+        checkInner("mm", a, b, a.size(1), b.size(0));
+        Device device = sameDeviceAndType("mm", a, b);
+        Tensor out = Tensor.empty(new long[] {a.size(0), b.size(1)}, a.dtype(), device);
+        gemm(a, b, out, 1, 0);
+        return out;
+    }
+
+    public static Tensor bmm(Tensor a, Tensor b) {
+        if (a.dim() != 3 || b.dim() != 3) {
+            throw new IllegalArgumentException("bmm: expected 3-D tensors, got shapes " + Shapes.format(a.shape()) + " and "
+                    + Shapes.format(b.shape()));
+        }
+        if (a.size(0) != b.size(0)) {
+            throw new IllegalArgumentException("bmm: batch sizes differ: shapes " + Shapes.format(a.shape()) + " and "
+                    + Shapes.format(b.shape()) + " (" + a.size(0) + " != " + b.size(0) + ")");
+        }
+        checkInner("bmm", a, b, a.size(2), b.size(1));
+        Device device = sameDeviceAndType("bmm", a, b);
+        Tensor out = Tensor.empty(new long[] {a.size(0), a.size(1), b.size(2)}, a.dtype(), device);
+        Backends.of(device).linalg().bmm(a, b, out, 1, 0);
+        return out;
+    }
+
+    public static Tensor mv(Tensor m, Tensor v) {
+        if (m.dim() != 2 || v.dim() != 1) {
+            throw new IllegalArgumentException("mv: expected a 2-D matrix and a 1-D vector, got shapes " + Shapes.format(m.shape())
+                    + " and " + Shapes.format(v.shape()));
+        }
+        checkInner("mv", m, v, m.size(1), v.size(0));
+        sameDeviceAndType("mv", m, v);
+        try (Tensor col = v.unsqueeze(1); Tensor r = mm(m, col)) {
+            return r.squeeze(1);
+        }
+    }
+
+    public static Tensor dot(Tensor a, Tensor b) {
+        if (a.dim() != 1 || b.dim() != 1) {
+            throw new IllegalArgumentException("dot: expected 1-D tensors, got shapes " + Shapes.format(a.shape()) + " and "
+                    + Shapes.format(b.shape()));
+        }
+        if (a.size(0) != b.size(0)) {
+            throw new IllegalArgumentException("dot: inconsistent tensor size, expected tensor [" + a.size(0)
+                    + "] and src [" + b.size(0) + "] to have the same number of elements");
+        }
+        sameDeviceAndType("dot", a, b);
+        try (Tensor row = a.unsqueeze(0); Tensor col = b.unsqueeze(1); Tensor r = mm(row, col)) {
+            return r.reshape();
+        }
+    }
+
+    /** {@code torch.matmul}: dot, mv, mm or batched matmul with broadcast batch dimensions, by rank. */
+    public static Tensor matmul(Tensor a, Tensor b) {
+        int da = a.dim();
+        int db = b.dim();
+        if (da == 0 || db == 0) {
+            throw new IllegalArgumentException("matmul: both arguments need at least 1 dimension, got shapes "
+                    + Shapes.format(a.shape()) + " and " + Shapes.format(b.shape()));
+        }
+        if (da == 1 && db == 1) return dot(a, b);
+        if (da == 2 && db == 1) return mv(a, b);
+        if (da == 1 && db == 2) {
+            checkInner("matmul", a, b, a.size(0), b.size(0));
+            try (Tensor row = a.unsqueeze(0); Tensor r = mm(row, b)) {
+                return r.squeeze(0);
+            }
+        }
+        if (da == 2 && db == 2) {
+            checkInner("matmul", a, b, a.size(1), b.size(0));
+            return mm(a, b);
+        }
+        Device device = sameDeviceAndType("matmul", a, b);
+        // Promote vectors to matrices, broadcast the batch dims, run one batched GEMM, drop the added dims.
+        try (Tensor am = da == 1 ? a.unsqueeze(0) : a.alias(); Tensor bm = db == 1 ? b.unsqueeze(1) : b.alias()) {
+            long m = am.size(-2);
+            long k = am.size(-1);
+            long k2 = bm.size(-2);
+            long n = bm.size(-1);
+            if (k != k2) {
+                throw new IllegalArgumentException("matmul: shapes " + Shapes.format(a.shape()) + " and " + Shapes.format(b.shape())
+                        + " cannot be multiplied (" + k + " != " + k2 + ")");
+            }
+            long[] batchA = Arrays.copyOf(am.shape(), am.dim() - 2);
+            long[] batchB = Arrays.copyOf(bm.shape(), bm.dim() - 2);
+            long[] batch = Shapes.broadcast("matmul", batchA, batchB);
+            long nb = Shapes.numel(batch);
+            // [..., M, K] @ [K, N]: fold the batch into M when A's batch dims are contiguous rows.
+            if (bm.dim() == 2) {
+                try (Tensor flat = am.reshape(-1, k); Tensor r = mm(flat, bm)) {
+                    return r.reshape(resultShape(batch, da == 1 ? -1 : m, db == 1 ? -1 : n));
+                }
+            }
+            try (Tensor ae = am.expand(concat(batch, m, k)); Tensor be = bm.expand(concat(batch, k, n));
+                 Tensor a3 = ae.reshape(nb, m, k); Tensor b3 = be.reshape(nb, k, n)) {
+                Tensor out = Tensor.empty(new long[] {nb, m, n}, a.dtype(), device);
+                try (out) {
+                    Backends.of(device).linalg().bmm(a3, b3, out, 1, 0);
+                    return out.reshape(resultShape(batch, da == 1 ? -1 : m, db == 1 ? -1 : n));
+                }
+            }
+        }
+    }
+
+    /** {@code beta * input + alpha * (m1 @ m2)}, input broadcast to {@code [M, N]}. */
+    public static Tensor addmm(Tensor input, Tensor m1, Tensor m2, double beta, double alpha) {
+        check2d("addmm", m1, m2);
+        checkInner("addmm", m1, m2, m1.size(1), m2.size(0));
+        Device device = sameDeviceAndType("addmm", m1, m2);
+        sameDeviceAndType("addmm", input, m1);
+        long[] shape = {m1.size(0), m2.size(1)};
+        checkBroadcastsTo("addmm", input, shape);
+        Tensor out = Tensor.empty(shape, m1.dtype(), device);
+        if (beta != 0) out.copy_(input);
+        gemm(m1, m2, out, alpha, beta);
+        return out;
+    }
+
+    /** {@code beta * input + alpha * bmm(b1, b2)}, input broadcast to {@code [B, M, N]}. */
+    public static Tensor baddbmm(Tensor input, Tensor b1, Tensor b2, double beta, double alpha) {
+        if (b1.dim() != 3 || b2.dim() != 3) {
+            throw new IllegalArgumentException("baddbmm: expected 3-D batch tensors, got shapes " + Shapes.format(b1.shape())
+                    + " and " + Shapes.format(b2.shape()));
+        }
+        if (b1.size(0) != b2.size(0)) {
+            throw new IllegalArgumentException("baddbmm: batch sizes differ (" + b1.size(0) + " != " + b2.size(0) + ")");
+        }
+        checkInner("baddbmm", b1, b2, b1.size(2), b2.size(1));
+        Device device = sameDeviceAndType("baddbmm", b1, b2);
+        sameDeviceAndType("baddbmm", input, b1);
+        long[] shape = {b1.size(0), b1.size(1), b2.size(2)};
+        checkBroadcastsTo("baddbmm", input, shape);
+        Tensor out = Tensor.empty(shape, b1.dtype(), device);
+        if (beta != 0) out.copy_(input);
+        Backends.of(device).linalg().bmm(b1, b2, out, alpha, beta);
+        return out;
+    }
+
+    /** {@code x @ weight.T + bias} over the last dimension of {@code x}; {@code bias} may be null. */
+    public static Tensor linear(Tensor x, Tensor weight, Tensor bias) {
+        if (weight.dim() != 2) {
+            throw new IllegalArgumentException("linear: expected a 2-D weight [out_features, in_features], got shape "
+                    + Shapes.format(weight.shape()));
+        }
+        if (x.dim() == 0) throw new IllegalArgumentException("linear: input must have at least 1 dimension");
+        long in = weight.size(1);
+        long outFeatures = weight.size(0);
+        if (x.size(-1) != in) {
+            throw new IllegalArgumentException("linear: input shape " + Shapes.format(x.shape()) + " and weight shape "
+                    + Shapes.format(weight.shape()) + " cannot be multiplied (" + x.size(-1) + " != " + in + ")");
+        }
+        Device device = sameDeviceAndType("linear", x, weight);
+        if (bias != null) {
+            sameDeviceAndType("linear", x, bias);
+            checkBroadcastsTo("linear", bias, new long[] {outFeatures});
+        }
+        long[] outShape = x.shape();
+        outShape[outShape.length - 1] = outFeatures;
+        try (Tensor x2 = x.reshape(-1, in); Tensor wt = weight.t()) {
+            Tensor out = Tensor.empty(new long[] {x2.size(0), outFeatures}, x.dtype(), device);
+            try (out) {
+                if (bias != null) out.copy_(bias);
+                gemm(x2, wt, out, 1, bias != null ? 1 : 0);
+                return out.view(outShape);
+            }
+        }
+    }
+
+    /** Outer product of two vectors, with type promotion. */
+    public static Tensor outer(Tensor a, Tensor b) {
+        if (a.dim() != 1 || b.dim() != 1) {
+            throw new IllegalArgumentException("outer: expected 1-D tensors, got shapes " + Shapes.format(a.shape()) + " and "
+                    + Shapes.format(b.shape()));
+        }
+        try (Tensor col = a.unsqueeze(1); Tensor row = b.unsqueeze(0)) {
+            return col.mul(row);
+        }
+    }
+
+    /** One 2-D GEMM as a batch of one. */
+    private static void gemm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
+        try (Tensor a3 = a.unsqueeze(0); Tensor b3 = b.unsqueeze(0); Tensor o3 = out.unsqueeze(0)) {
+            Backends.of(out.device()).linalg().bmm(a3, b3, o3, alpha, beta);
+        }
+    }
+
+    private static void check2d(String op, Tensor a, Tensor b) {
+        if (a.dim() != 2 || b.dim() != 2) {
+            throw new IllegalArgumentException(op + ": expected 2-D tensors, got shapes " + Shapes.format(a.shape()) + " and "
+                    + Shapes.format(b.shape()));
+        }
+    }
+
+    private static void checkInner(String op, Tensor a, Tensor b, long ka, long kb) {
+        if (ka != kb) {
+            throw new IllegalArgumentException(op + ": shapes " + Shapes.format(a.shape()) + " and " + Shapes.format(b.shape())
+                    + " cannot be multiplied (" + ka + " != " + kb + ")");
+        }
+    }
+
+    private static Device sameDeviceAndType(String op, Tensor a, Tensor b) {
+        a.checkOpen(op);
+        b.checkOpen(op);
+        if (!a.device().equals(b.device())) {
+            throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + a.device()
+                    + " and " + b.device());
+        }
+        if (a.dtype() != b.dtype()) {
+            throw new IllegalArgumentException(op + ": expected both operands to have the same dtype, but got " + a.dtype()
+                    + " and " + b.dtype());
+        }
+        if (a.dtype() == DType.BOOL) throw new IllegalArgumentException(op + ": not implemented for bool tensors");
+        return a.device();
+    }
+
+    private static void checkBroadcastsTo(String op, Tensor t, long[] shape) {
+        long[] b = Shapes.broadcast(op, t.shape(), shape);
+        if (!Arrays.equals(b, shape)) {
+            throw new IllegalArgumentException(op + ": input of shape " + Shapes.format(t.shape())
+                    + " cannot be broadcast to the result shape " + Shapes.format(shape));
+        }
+    }
+
+    private static long[] concat(long[] batch, long x, long y) {
+        long[] r = Arrays.copyOf(batch, batch.length + 2);
+        r[batch.length] = x;
+        r[batch.length + 1] = y;
+        return r;
+    }
+
+    /** Batch dims then M and N, where -1 marks a dimension dropped because that operand was a vector. */
+    private static long[] resultShape(long[] batch, long m, long n) {
+        int extra = (m >= 0 ? 1 : 0) + (n >= 0 ? 1 : 0);
+        long[] r = Arrays.copyOf(batch, batch.length + extra);
+        int i = batch.length;
+        if (m >= 0) r[i++] = m;
+        if (n >= 0) r[i] = n;
+        return r;
+    }
+}
