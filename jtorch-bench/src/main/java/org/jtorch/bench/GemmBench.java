@@ -13,10 +13,10 @@ import org.jtorch.backend.cpu.Parallel;
 /**
  * SGEMM throughput of jtorch's {@link Gemm} against OpenBLAS, side by side in one process.
  *
- * <p>For each shape and thread count, runs alternate between the two libraries (one timed rep of
- * each, repeatedly) so both see the same machine load; each rep runs the call enough times to
- * last about {@code --rep-ms} and the table shows the median rep. Usage:
- * {@code GemmBench [--threads 1,2] [--reps 7] [--rep-ms 30] [--shapes square,mlp] [--openblas-timeout-sleep-ms 0]}.
+ * <p>For each shape and thread count, the two libraries run in adjacent blocks (so both see about
+ * the same machine load); each rep runs the call enough times to last about {@code --rep-ms} and
+ * the table shows the median rep. Usage:
+ * {@code GemmBench [--threads 1,2] [--reps 7] [--rep-ms 30] [--shapes square,mlp]}.
  */
 public final class GemmBench {
     record Shape(String name, boolean transA, boolean transB, int m, int n, int k) {
@@ -62,7 +62,7 @@ public final class GemmBench {
         System.out.printf("OpenBLAS core: %s, OPENBLAS_CORETYPE=%s, OPENBLAS_THREAD_TIMEOUT=%s, cpus=%d%n",
                 OpenBlas.coreName(), System.getenv("OPENBLAS_CORETYPE"), System.getenv("OPENBLAS_THREAD_TIMEOUT"),
                 Runtime.getRuntime().availableProcessors());
-        System.out.printf("median of %d reps of ~%.0f ms each, runs alternating between the two libraries%n", reps, repMs);
+        System.out.printf("median of %d reps of ~%.0f ms each; per shape a jtorch block, then an OpenBLAS block%n", reps, repMs);
         List<Shape> list = shapes(which);
         // Let C2 compile every path (packing variants, edge kernels) before anything is timed.
         for (Shape s : list) run(s, 1, 1, false);
@@ -85,23 +85,36 @@ public final class GemmBench {
             MemorySegment c2 = arena.allocate((long) s.m * s.n * 4, 64);
             Runnable jt = () -> Gemm.sgemm(s.transA, s.transB, s.m, s.n, s.k, 1f, a, 0, aCols, b, 0, bCols, 0f, c1, 0, s.n);
             Runnable ob = () -> OpenBlas.sgemm(s.transA, s.transB, s.m, s.n, s.k, 1f, a, (int) aCols, b, (int) bCols, 0f, c2, s.n);
-            // Warm up (JIT compilation, pack buffers, OpenBLAS threads) and size the reps.
-            int itersJ = calibrate(jt, repMs), itersO = calibrate(ob, repMs);
+            // Warm up (JIT compilation, pack buffers, thread pools) and size the reps. The two libraries
+            // run in adjacent blocks rather than interleaved: OpenBLAS's idle workers spin (yielding)
+            // for ~2^28 cycles after a call, which would steal a core from jtorch's next call.
+            int itersJ = calibrate(jt, repMs);
             double[] gj = new double[reps], go = new double[reps];
-            for (int r = 0; r < reps; r++) {
-                gj[r] = s.flops() * itersJ / time(jt, itersJ);
-                go[r] = s.flops() * itersO / time(ob, itersO);
-            }
+            for (int r = 0; r < reps; r++) gj[r] = s.flops() * itersJ / time(jt, itersJ);
+            int itersO = calibrate(ob, repMs);
+            for (int r = 0; r < reps; r++) go[r] = s.flops() * itersO / time(ob, itersO);
+            sleepMs(OPENBLAS_IDLE_MS);
             double err = maxRelErr(c1, c2, (long) s.m * s.n);
             double mj = median(gj), mo = median(go);
             if (print) System.out.printf("%-34s %12.1f %12.1f %7.2f %10.1e%n", s.name, mj, mo, mj / mo, err);
         }
     }
 
+    /** Long enough for OpenBLAS's worker threads to stop spinning and block. */
+    static final long OPENBLAS_IDLE_MS = 250;
+
+    static void sleepMs(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     static int calibrate(Runnable r, double repMs) {
         long t0 = System.nanoTime();
         int n = 0;
-        while (System.nanoTime() - t0 < 300_000_000L || n < 3) {
+        while (System.nanoTime() - t0 < 150_000_000L || n < 3) {
             r.run();
             n++;
         }
