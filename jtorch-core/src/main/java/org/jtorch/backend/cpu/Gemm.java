@@ -176,6 +176,17 @@ public final class Gemm {
                 int kc = Math.min(KC, k - pc);
                 packB(b, bOff + pc * brs + jc * bcs, brs, bcs, kc, nc, bp, ws.scratch);
                 float betaHere = pc == 0 ? beta : 1f;
+                if (nc <= L) {
+                    // One narrow strip: every element of A is used by one micro-kernel call only, so
+                    // packing it would cost more than it saves; read it in place.
+                    for (int ir = i0; ir < i1; ir += MR) {
+                        int mr = Math.min(MR, i1 - ir);
+                        kernelHalfDirect(kc, a, (aOff + ir * ars + pc * acs) * Float.BYTES, ars * Float.BYTES,
+                                acs * Float.BYTES, mr, bp, tile);
+                        updateC(tile, c, (cOff + (long) ir * ldc + jc) * Float.BYTES, ldcBytes, mr, nc, alpha, betaHere);
+                    }
+                    continue;
+                }
                 for (int ic = i0; ic < i1; ic += MC) {
                     int mc = Math.min(MC, i1 - ic);
                     packA(a, aOff + ic * ars + pc * acs, ars, acs, mc, kc, ap, ws.scratch);
@@ -360,6 +371,42 @@ public final class Gemm {
             c5 = b0.fma(FloatVector.broadcast(FS, ap[ai + 5]), c5);
             c6 = b0.fma(FloatVector.broadcast(FS, ap[ai + 6]), c6);
             c7 = b0.fma(FloatVector.broadcast(FS, ap[ai + 7]), c7);
+        }
+        c0.intoArray(tile, 0);
+        c1.intoArray(tile, NR);
+        c2.intoArray(tile, 2 * NR);
+        c3.intoArray(tile, 3 * NR);
+        c4.intoArray(tile, 4 * NR);
+        c5.intoArray(tile, 5 * NR);
+        c6.intoArray(tile, 6 * NR);
+        c7.intoArray(tile, 7 * NR);
+    }
+
+    /**
+     * As {@link #kernelHalf} with A read in place through byte strides; rows at or past {@code mr}
+     * repeat row {@code mr - 1} (never out of bounds; updateC ignores them).
+     */
+    private static void kernelHalfDirect(int kc, MemorySegment a, long aByte, long rsB, long csB, int mr,
+                                         float[] bp, float[] tile) {
+        long r0 = aByte, r1 = aByte + Math.min(1, mr - 1) * rsB, r2 = aByte + Math.min(2, mr - 1) * rsB;
+        long r3 = aByte + Math.min(3, mr - 1) * rsB, r4 = aByte + Math.min(4, mr - 1) * rsB;
+        long r5 = aByte + Math.min(5, mr - 1) * rsB, r6 = aByte + Math.min(6, mr - 1) * rsB;
+        long r7 = aByte + Math.min(7, mr - 1) * rsB;
+        FloatVector c0 = FloatVector.zero(FS), c1 = FloatVector.zero(FS);
+        FloatVector c2 = FloatVector.zero(FS), c3 = FloatVector.zero(FS);
+        FloatVector c4 = FloatVector.zero(FS), c5 = FloatVector.zero(FS);
+        FloatVector c6 = FloatVector.zero(FS), c7 = FloatVector.zero(FS);
+        for (int p = 0; p < kc; p++) {
+            long q = p * csB;
+            FloatVector b0 = FloatVector.fromArray(FS, bp, p * NR);
+            c0 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r0 + q)), c0);
+            c1 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r1 + q)), c1);
+            c2 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r2 + q)), c2);
+            c3 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r3 + q)), c3);
+            c4 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r4 + q)), c4);
+            c5 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r5 + q)), c5);
+            c6 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r6 + q)), c6);
+            c7 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r7 + q)), c7);
         }
         c0.intoArray(tile, 0);
         c1.intoArray(tile, NR);
