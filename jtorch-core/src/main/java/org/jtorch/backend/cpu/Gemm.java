@@ -226,8 +226,11 @@ public final class Gemm {
             if (rs == 1) {
                 // Columns contiguous (transposed B): bulk-copy them, then interleave from the heap.
                 for (int j = 0; j < nr; j++) MemorySegment.copy(b, F32, (src + j * cs) * Float.BYTES, scratch, j * kc, kc);
-                for (int p = 0; p < kc; p++) {
-                    for (int j = 0; j < nr; j++) dst[base + p * NR + j] = scratch[j * kc + p];
+                // p innermost: both indices are then affine in the loop variable with constant scale,
+                // so C2 removes the bounds checks.
+                for (int j = 0; j < nr; j++) {
+                    int from = j * kc, to = base + j;
+                    for (int p = 0; p < kc; p++) dst[to + p * NR] = scratch[from + p];
                 }
             } else {
                 for (int p = 0; p < kc; p++) {
