@@ -1,0 +1,539 @@
+package org.jtorch.backend.cpu;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * General matrix multiply on the CPU: {@code C = alpha * op(A) * op(B) + beta * C}.
+ *
+ * <p>All matrices are addressed in elements: {@code op(A)[i][p]} is the element at
+ * {@code aOffset + i * aRowStride + p * aColStride}, likewise for B, and C is row-major with
+ * leading dimension {@code ldc} ({@code C[i][j]} at {@code cOffset + i * ldc + j}). Strides may be
+ * anything, so transposed and non-contiguous views need no copy: packing reads through them.
+ * C must not overlap A or B.
+ *
+ * <p>As in BLAS, {@code beta == 0} ignores the old contents of C (NaN in C does not propagate) and
+ * {@code alpha == 0} or {@code k == 0} leaves {@code C = beta * C} without reading A or B.
+ *
+ * <p>The single-precision kernel is Goto/BLIS style: op(B) is packed into {@code NR}-wide strips,
+ * op(A) into {@code MR}-tall strips, and a register-blocked Vector API micro-kernel computes an
+ * {@code MR x NR} tile of C per call. Pack buffers are heap arrays cached per thread, so a call
+ * allocates nothing after the first one of its size on that thread. Large problems are split over
+ * {@link Parallel}'s threads; each thread works on its own rows or columns of C, so results do
+ * not depend on the thread count.
+ *
+ * <p>Thread safety: calls from different threads are independent (each uses its own buffers).
+ */
+public final class Gemm {
+    private static final VectorSpecies<Float> FS =
+            FloatVector.SPECIES_PREFERRED.length() >= 16 ? FloatVector.SPECIES_512 : FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Double> DS =
+            DoubleVector.SPECIES_PREFERRED.length() >= 8 ? DoubleVector.SPECIES_512 : DoubleVector.SPECIES_PREFERRED;
+    /** MR lanes, for packing MR consecutive rows of a transposed A with one load. */
+    private static final VectorSpecies<Float> FS_MR = FloatVector.SPECIES_256;
+    private static final ByteOrder NO = ByteOrder.nativeOrder();
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED;
+
+    /** Lanes of one float vector. */
+    static final int L = FS.length();
+    /** Rows of the register tile. */
+    static final int MR = 8;
+    /** Columns of the register tile: two vectors. */
+    static final int NR = 2 * L;
+    /** Depth of a packed block: one B strip (KC x NR floats) stays in L1 while A strips stream past it. */
+    static final int KC = 256;
+    /** Rows of a packed A block (MC x KC floats, kept in L2). */
+    static final int MC = 192;
+    /** Columns of a packed B block. */
+    static final int NC = 2048;
+    /** Below this many multiply-adds a call runs on the calling thread only. */
+    static final long PARALLEL_MIN_WORK = 64L * 64 * 64;
+
+    private Gemm() {}
+
+    /** Per-thread pack buffers, grown on demand and then reused. */
+    private static final class Workspace {
+        float[] a = new float[0];
+        float[] b = new float[0];
+        final float[] tile = new float[MR * NR];
+        final float[] scratch = new float[Math.max(MR, NR) * KC];
+        double[] d = new double[0];
+        double[] row = new double[0];
+
+        float[] a(int size) {
+            if (a.length < size) a = new float[size];
+            return a;
+        }
+
+        float[] b(int size) {
+            if (b.length < size) b = new float[size];
+            return b;
+        }
+    }
+
+    private static final ThreadLocal<Workspace> WORKSPACE = ThreadLocal.withInitial(Workspace::new);
+
+    // ------------------------------------------------------------------------------------------
+    // Single precision
+    // ------------------------------------------------------------------------------------------
+
+    /**
+     * BLAS-style entry point: {@code op(X)} is X or its transpose; A, B and C are row-major with
+     * leading dimensions {@code lda}, {@code ldb}, {@code ldc}. op(A) is {@code m x k}, op(B) is
+     * {@code k x n}.
+     */
+    public static void sgemm(boolean transA, boolean transB, int m, int n, int k, float alpha,
+                             MemorySegment a, long aOffset, long lda,
+                             MemorySegment b, long bOffset, long ldb, float beta,
+                             MemorySegment c, long cOffset, long ldc) {
+        sgemm(m, n, k, alpha,
+                a, aOffset, transA ? 1 : lda, transA ? lda : 1,
+                b, bOffset, transB ? 1 : ldb, transB ? ldb : 1,
+                beta, c, cOffset, ldc);
+    }
+
+    /** General-stride form: {@code op(A)[i][p] = a[aOffset + i*aRowStride + p*aColStride]}, same for B. */
+    public static void sgemm(int m, int n, int k, float alpha,
+                             MemorySegment a, long aOffset, long aRowStride, long aColStride,
+                             MemorySegment b, long bOffset, long bRowStride, long bColStride, float beta,
+                             MemorySegment c, long cOffset, long ldc) {
+        checkDims("sgemm", m, n, k);
+        if (m == 0 || n == 0) return;
+        if (k == 0 || alpha == 0f) {
+            scaleF(m, n, beta, c, cOffset, ldc);
+            return;
+        }
+        long work = (long) m * n * k;
+        int threads = Parallel.numThreads();
+        if (threads == 1 || work < PARALLEL_MIN_WORK || Parallel.inParallelRegion()) {
+            sgemmBlock(0, m, 0, n, k, alpha, a, aOffset, aRowStride, aColStride,
+                    b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc);
+            return;
+        }
+        int mTiles = (m + MR - 1) / MR;
+        int nTiles = (n + NR - 1) / NR;
+        // Each thread packs its own copy of the operand it does not split, so split the side whose
+        // other operand is cheaper to pack twice, as long as it has a tile per thread.
+        boolean splitN = nTiles >= threads && (m <= n || mTiles < threads);
+        if (splitN) {
+            Parallel.forRange(nTiles, 1, (t0, t1) -> sgemmBlock(0, m, (int) t0 * NR, (int) Math.min(n, t1 * NR), k,
+                    alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc));
+        } else {
+            Parallel.forRange(mTiles, 1, (t0, t1) -> sgemmBlock((int) t0 * MR, (int) Math.min(m, t1 * MR), 0, n, k,
+                    alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc));
+        }
+    }
+
+    /**
+     * Batched general-stride sgemm: matrix {@code t} of the batch starts at {@code aOffset + t*aBatchStride}
+     * (likewise B and C). Small matrices are spread over threads by batch entry; large ones run one
+     * after another, each using every thread.
+     */
+    public static void sgemmBatched(int batch, int m, int n, int k, float alpha,
+                                    MemorySegment a, long aOffset, long aBatchStride, long aRowStride, long aColStride,
+                                    MemorySegment b, long bOffset, long bBatchStride, long bRowStride, long bColStride,
+                                    float beta, MemorySegment c, long cOffset, long cBatchStride, long ldc) {
+        if (batch < 0) throw new IllegalArgumentException("sgemmBatched: negative batch " + batch);
+        checkDims("sgemmBatched", m, n, k);
+        long work = (long) m * n * Math.max(k, 1);
+        if (batch > 1 && work < 4 * PARALLEL_MIN_WORK && Parallel.numThreads() > 1) {
+            long grain = Math.max(1, PARALLEL_MIN_WORK / work);
+            Parallel.forRange(batch, grain, (t0, t1) -> {
+                for (long t = t0; t < t1; t++) {
+                    sgemm(m, n, k, alpha, a, aOffset + t * aBatchStride, aRowStride, aColStride,
+                            b, bOffset + t * bBatchStride, bRowStride, bColStride, beta, c, cOffset + t * cBatchStride, ldc);
+                }
+            });
+        } else {
+            for (long t = 0; t < batch; t++) {
+                sgemm(m, n, k, alpha, a, aOffset + t * aBatchStride, aRowStride, aColStride,
+                        b, bOffset + t * bBatchStride, bRowStride, bColStride, beta, c, cOffset + t * cBatchStride, ldc);
+            }
+        }
+    }
+
+    /** Computes rows {@code [i0, i1)} and columns {@code [j0, j1)} of C on the calling thread. */
+    private static void sgemmBlock(int i0, int i1, int j0, int j1, int k, float alpha,
+                                   MemorySegment a, long aOff, long ars, long acs,
+                                   MemorySegment b, long bOff, long brs, long bcs, float beta,
+                                   MemorySegment c, long cOff, long ldc) {
+        Workspace ws = WORKSPACE.get();
+        int kcMax = Math.min(KC, k);
+        int ncMax = Math.min(NC, roundUp(j1 - j0, NR));
+        int mcMax = Math.min(MC, roundUp(i1 - i0, MR));
+        float[] bp = ws.b(kcMax * ncMax);
+        float[] ap = ws.a(kcMax * mcMax);
+        float[] tile = ws.tile;
+        long ldcBytes = ldc * Float.BYTES;
+        for (int jc = j0; jc < j1; jc += NC) {
+            int nc = Math.min(NC, j1 - jc);
+            for (int pc = 0; pc < k; pc += KC) {
+                int kc = Math.min(KC, k - pc);
+                packB(b, bOff + pc * brs + jc * bcs, brs, bcs, kc, nc, bp, ws.scratch);
+                float betaHere = pc == 0 ? beta : 1f;
+                if (nc <= L) {
+                    // One narrow strip: every element of A is used by one micro-kernel call only, so
+                    // packing it would cost more than it saves; read it in place.
+                    for (int ir = i0; ir < i1; ir += MR) {
+                        int mr = Math.min(MR, i1 - ir);
+                        kernelHalfDirect(kc, a, (aOff + ir * ars + pc * acs) * Float.BYTES, ars * Float.BYTES,
+                                acs * Float.BYTES, mr, bp, tile);
+                        updateC(tile, c, (cOff + (long) ir * ldc + jc) * Float.BYTES, ldcBytes, mr, nc, alpha, betaHere);
+                    }
+                    continue;
+                }
+                for (int ic = i0; ic < i1; ic += MC) {
+                    int mc = Math.min(MC, i1 - ic);
+                    packA(a, aOff + ic * ars + pc * acs, ars, acs, mc, kc, ap, ws.scratch);
+                    for (int jr = 0; jr < nc; jr += NR) {
+                        int nr = Math.min(NR, nc - jr);
+                        for (int ir = 0; ir < mc; ir += MR) {
+                            int mr = Math.min(MR, mc - ir);
+                            long cByte = (cOff + (long) (ic + ir) * ldc + jc + jr) * Float.BYTES;
+                            if (nr <= L) kernelHalf(kc, ap, ir * kc, bp, jr * kc, tile);
+                            else kernel(kc, ap, ir * kc, bp, jr * kc, tile);
+                            updateC(tile, c, cByte, ldcBytes, mr, nr, alpha, betaHere);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * Packs the {@code kc x nc} block of op(B) starting at element {@code off} into strips of NR
+     * columns: strip s holds {@code dst[s*NR*kc + p*NR + j]}; columns past nc are zero.
+     */
+    private static void packB(MemorySegment b, long off, long rs, long cs, int kc, int nc, float[] dst, float[] scratch) {
+        for (int jr = 0; jr < nc; jr += NR) {
+            int nr = Math.min(NR, nc - jr);
+            int base = jr * kc;
+            long src = off + jr * cs;
+            if (cs == 1 && nr == NR) {
+                // Rows of B contiguous: two vector loads per row of the strip.
+                for (int p = 0; p < kc; p++) {
+                    long byteOff = (src + p * rs) * Float.BYTES;
+                    FloatVector.fromMemorySegment(FS, b, byteOff, NO).intoArray(dst, base + p * NR);
+                    FloatVector.fromMemorySegment(FS, b, byteOff + (long) L * Float.BYTES, NO).intoArray(dst, base + p * NR + L);
+                }
+                continue;
+            }
+            if (rs == 1) {
+                // Columns contiguous (transposed B): bulk-copy them, then interleave from the heap.
+                for (int j = 0; j < nr; j++) MemorySegment.copy(b, F32, (src + j * cs) * Float.BYTES, scratch, j * kc, kc);
+                // p innermost: both indices are then affine in the loop variable with constant scale,
+                // so C2 removes the bounds checks.
+                for (int j = 0; j < nr; j++) {
+                    int from = j * kc, to = base + j;
+                    for (int p = 0; p < kc; p++) dst[to + p * NR] = scratch[from + p];
+                }
+            } else {
+                for (int p = 0; p < kc; p++) {
+                    long row = (src + p * rs) * Float.BYTES;
+                    for (int j = 0; j < nr; j++) dst[base + p * NR + j] = b.get(F32, row + j * cs * Float.BYTES);
+                }
+            }
+            if (nr < NR) {
+                for (int p = 0; p < kc; p++) java.util.Arrays.fill(dst, base + p * NR + nr, base + (p + 1) * NR, 0f);
+            }
+        }
+    }
+
+    /**
+     * Packs the {@code mc x kc} block of op(A) starting at element {@code off} into strips of MR
+     * rows: strip s holds {@code dst[s*MR*kc + p*MR + r]}; rows past mc are zero.
+     */
+    private static void packA(MemorySegment a, long off, long rs, long cs, int mc, int kc, float[] dst, float[] scratch) {
+        for (int ir = 0; ir < mc; ir += MR) {
+            int mr = Math.min(MR, mc - ir);
+            int base = ir * kc;
+            long src = off + ir * rs;
+            if (rs == 1 && mr == MR) {
+                // Columns contiguous (transposed A): one MR-lane vector per p.
+                for (int p = 0; p < kc; p++) {
+                    FloatVector.fromMemorySegment(FS_MR, a, (src + p * cs) * Float.BYTES, NO).intoArray(dst, base + p * MR);
+                }
+                continue;
+            }
+            if (cs == 1) {
+                // Rows contiguous (plain A): bulk-copy them, then interleave from the heap.
+                for (int r = 0; r < mr; r++) MemorySegment.copy(a, F32, (src + r * rs) * Float.BYTES, scratch, r * kc, kc);
+                if (mr == MR) {
+                    for (int p = 0; p < kc; p++) {
+                        int d = base + p * MR;
+                        dst[d] = scratch[p];
+                        dst[d + 1] = scratch[kc + p];
+                        dst[d + 2] = scratch[2 * kc + p];
+                        dst[d + 3] = scratch[3 * kc + p];
+                        dst[d + 4] = scratch[4 * kc + p];
+                        dst[d + 5] = scratch[5 * kc + p];
+                        dst[d + 6] = scratch[6 * kc + p];
+                        dst[d + 7] = scratch[7 * kc + p];
+                    }
+                } else {
+                    for (int p = 0; p < kc; p++) {
+                        for (int r = 0; r < mr; r++) dst[base + p * MR + r] = scratch[r * kc + p];
+                    }
+                }
+            } else {
+                for (int p = 0; p < kc; p++) {
+                    long col = (src + p * cs) * Float.BYTES;
+                    for (int r = 0; r < mr; r++) dst[base + p * MR + r] = a.get(F32, col + r * rs * Float.BYTES);
+                }
+            }
+            if (mr < MR) {
+                for (int p = 0; p < kc; p++) java.util.Arrays.fill(dst, base + p * MR + mr, base + (p + 1) * MR, 0f);
+            }
+        }
+    }
+
+    /**
+     * MR x NR micro-kernel: accumulates {@code tile[r*NR + j] = sum_p A[r][p] * B[p][j]} over a packed
+     * A strip and a packed B strip in 16 vector registers. The accumulators leave through a heap tile
+     * rather than as arguments: vectors passed to a call C2 does not inline would be boxed, and
+     * inlining the C update here made C2 give up intrinsifying the stores.
+     */
+    private static void kernel(int kc, float[] ap, int aBase, float[] bp, int bBase,
+                               float[] tile) {
+        FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS);
+        FloatVector c10 = FloatVector.zero(FS), c11 = FloatVector.zero(FS);
+        FloatVector c20 = FloatVector.zero(FS), c21 = FloatVector.zero(FS);
+        FloatVector c30 = FloatVector.zero(FS), c31 = FloatVector.zero(FS);
+        FloatVector c40 = FloatVector.zero(FS), c41 = FloatVector.zero(FS);
+        FloatVector c50 = FloatVector.zero(FS), c51 = FloatVector.zero(FS);
+        FloatVector c60 = FloatVector.zero(FS), c61 = FloatVector.zero(FS);
+        FloatVector c70 = FloatVector.zero(FS), c71 = FloatVector.zero(FS);
+        for (int p = 0; p < kc; p++) {
+            int bi = bBase + p * NR;
+            int ai = aBase + p * MR;
+            FloatVector b0 = FloatVector.fromArray(FS, bp, bi);
+            FloatVector b1 = FloatVector.fromArray(FS, bp, bi + L);
+            FloatVector av = FloatVector.broadcast(FS, ap[ai]);
+            c00 = b0.fma(av, c00);
+            c01 = b1.fma(av, c01);
+            av = FloatVector.broadcast(FS, ap[ai + 1]);
+            c10 = b0.fma(av, c10);
+            c11 = b1.fma(av, c11);
+            av = FloatVector.broadcast(FS, ap[ai + 2]);
+            c20 = b0.fma(av, c20);
+            c21 = b1.fma(av, c21);
+            av = FloatVector.broadcast(FS, ap[ai + 3]);
+            c30 = b0.fma(av, c30);
+            c31 = b1.fma(av, c31);
+            av = FloatVector.broadcast(FS, ap[ai + 4]);
+            c40 = b0.fma(av, c40);
+            c41 = b1.fma(av, c41);
+            av = FloatVector.broadcast(FS, ap[ai + 5]);
+            c50 = b0.fma(av, c50);
+            c51 = b1.fma(av, c51);
+            av = FloatVector.broadcast(FS, ap[ai + 6]);
+            c60 = b0.fma(av, c60);
+            c61 = b1.fma(av, c61);
+            av = FloatVector.broadcast(FS, ap[ai + 7]);
+            c70 = b0.fma(av, c70);
+            c71 = b1.fma(av, c71);
+        }
+        c00.intoArray(tile, 0);
+        c01.intoArray(tile, L);
+        c10.intoArray(tile, NR);
+        c11.intoArray(tile, NR + L);
+        c20.intoArray(tile, 2 * NR);
+        c21.intoArray(tile, 2 * NR + L);
+        c30.intoArray(tile, 3 * NR);
+        c31.intoArray(tile, 3 * NR + L);
+        c40.intoArray(tile, 4 * NR);
+        c41.intoArray(tile, 4 * NR + L);
+        c50.intoArray(tile, 5 * NR);
+        c51.intoArray(tile, 5 * NR + L);
+        c60.intoArray(tile, 6 * NR);
+        c61.intoArray(tile, 6 * NR + L);
+        c70.intoArray(tile, 7 * NR);
+        c71.intoArray(tile, 7 * NR + L);
+    }
+
+    /** MR x L micro-kernel for the last strip when at most one vector of columns is left; fills {@code tile[r*NR + j]}, j < L. */
+    private static void kernelHalf(int kc, float[] ap, int aBase, float[] bp, int bBase,
+                                   float[] tile) {
+        FloatVector c0 = FloatVector.zero(FS), c1 = FloatVector.zero(FS);
+        FloatVector c2 = FloatVector.zero(FS), c3 = FloatVector.zero(FS);
+        FloatVector c4 = FloatVector.zero(FS), c5 = FloatVector.zero(FS);
+        FloatVector c6 = FloatVector.zero(FS), c7 = FloatVector.zero(FS);
+        for (int p = 0; p < kc; p++) {
+            int ai = aBase + p * MR;
+            FloatVector b0 = FloatVector.fromArray(FS, bp, bBase + p * NR);
+            c0 = b0.fma(FloatVector.broadcast(FS, ap[ai]), c0);
+            c1 = b0.fma(FloatVector.broadcast(FS, ap[ai + 1]), c1);
+            c2 = b0.fma(FloatVector.broadcast(FS, ap[ai + 2]), c2);
+            c3 = b0.fma(FloatVector.broadcast(FS, ap[ai + 3]), c3);
+            c4 = b0.fma(FloatVector.broadcast(FS, ap[ai + 4]), c4);
+            c5 = b0.fma(FloatVector.broadcast(FS, ap[ai + 5]), c5);
+            c6 = b0.fma(FloatVector.broadcast(FS, ap[ai + 6]), c6);
+            c7 = b0.fma(FloatVector.broadcast(FS, ap[ai + 7]), c7);
+        }
+        c0.intoArray(tile, 0);
+        c1.intoArray(tile, NR);
+        c2.intoArray(tile, 2 * NR);
+        c3.intoArray(tile, 3 * NR);
+        c4.intoArray(tile, 4 * NR);
+        c5.intoArray(tile, 5 * NR);
+        c6.intoArray(tile, 6 * NR);
+        c7.intoArray(tile, 7 * NR);
+    }
+
+    /**
+     * As {@link #kernelHalf} with A read in place through byte strides; rows at or past {@code mr}
+     * repeat row {@code mr - 1} (never out of bounds; updateC ignores them).
+     */
+    private static void kernelHalfDirect(int kc, MemorySegment a, long aByte, long rsB, long csB, int mr,
+                                         float[] bp, float[] tile) {
+        long r0 = aByte, r1 = aByte + Math.min(1, mr - 1) * rsB, r2 = aByte + Math.min(2, mr - 1) * rsB;
+        long r3 = aByte + Math.min(3, mr - 1) * rsB, r4 = aByte + Math.min(4, mr - 1) * rsB;
+        long r5 = aByte + Math.min(5, mr - 1) * rsB, r6 = aByte + Math.min(6, mr - 1) * rsB;
+        long r7 = aByte + Math.min(7, mr - 1) * rsB;
+        FloatVector c0 = FloatVector.zero(FS), c1 = FloatVector.zero(FS);
+        FloatVector c2 = FloatVector.zero(FS), c3 = FloatVector.zero(FS);
+        FloatVector c4 = FloatVector.zero(FS), c5 = FloatVector.zero(FS);
+        FloatVector c6 = FloatVector.zero(FS), c7 = FloatVector.zero(FS);
+        for (int p = 0; p < kc; p++) {
+            long q = p * csB;
+            FloatVector b0 = FloatVector.fromArray(FS, bp, p * NR);
+            c0 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r0 + q)), c0);
+            c1 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r1 + q)), c1);
+            c2 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r2 + q)), c2);
+            c3 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r3 + q)), c3);
+            c4 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r4 + q)), c4);
+            c5 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r5 + q)), c5);
+            c6 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r6 + q)), c6);
+            c7 = b0.fma(FloatVector.broadcast(FS, a.get(F32, r7 + q)), c7);
+        }
+        c0.intoArray(tile, 0);
+        c1.intoArray(tile, NR);
+        c2.intoArray(tile, 2 * NR);
+        c3.intoArray(tile, 3 * NR);
+        c4.intoArray(tile, 4 * NR);
+        c5.intoArray(tile, 5 * NR);
+        c6.intoArray(tile, 6 * NR);
+        c7.intoArray(tile, 7 * NR);
+    }
+
+    /** {@code C[r][j] = alpha * tile[r*NR + j] + beta * C[r][j]} for the {@code mr x nr} corner; beta == 0 does not read C. */
+    private static void updateC(float[] tile, MemorySegment c, long cByte, long ldcBytes, int mr, int nr,
+                                float alpha, float beta) {
+        FloatVector av = FloatVector.broadcast(FS, alpha);
+        FloatVector bv = FloatVector.broadcast(FS, beta);
+        for (int r = 0; r < mr; r++) {
+            long off = cByte + r * ldcBytes;
+            int j = 0;
+            for (; j + L <= nr; j += L) {
+                long at = off + (long) j * Float.BYTES;
+                FloatVector t = FloatVector.fromArray(FS, tile, r * NR + j).mul(av);
+                if (beta != 0f) t = FloatVector.fromMemorySegment(FS, c, at, NO).fma(bv, t);
+                t.intoMemorySegment(c, at, NO);
+            }
+            // Scalar tail: masked segment accesses leave the intrinsic path near a segment's end.
+            for (; j < nr; j++) {
+                long at = off + (long) j * Float.BYTES;
+                float t = alpha * tile[r * NR + j];
+                c.set(F32, at, beta == 0f ? t : Math.fma(beta, c.get(F32, at), t));
+            }
+        }
+    }
+
+    /** {@code C = beta * C}, with beta == 0 writing zeros whatever C held. */
+    private static void scaleF(int m, int n, float beta, MemorySegment c, long cOff, long ldc) {
+        for (int i = 0; i < m; i++) {
+            long row = (cOff + i * ldc) * Float.BYTES;
+            if (beta == 0f) {
+                c.asSlice(row, (long) n * Float.BYTES).fill((byte) 0);
+            } else if (beta != 1f) {
+                for (int j = 0; j < n; j++) c.set(F32, row + (long) j * Float.BYTES, beta * c.get(F32, row + (long) j * Float.BYTES));
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Double precision: a simpler row-at-a-time kernel (f64 serves gradcheck; exactness first).
+    // ------------------------------------------------------------------------------------------
+
+    /** BLAS-style double-precision entry point; see {@link #sgemm(boolean, boolean, int, int, int, float, MemorySegment, long, long, MemorySegment, long, long, float, MemorySegment, long, long)}. */
+    public static void dgemm(boolean transA, boolean transB, int m, int n, int k, double alpha,
+                             MemorySegment a, long aOffset, long lda,
+                             MemorySegment b, long bOffset, long ldb, double beta,
+                             MemorySegment c, long cOffset, long ldc) {
+        dgemm(m, n, k, alpha,
+                a, aOffset, transA ? 1 : lda, transA ? lda : 1,
+                b, bOffset, transB ? 1 : ldb, transB ? ldb : 1,
+                beta, c, cOffset, ldc);
+    }
+
+    /** General-stride double-precision form, same contract as the float one. */
+    public static void dgemm(int m, int n, int k, double alpha,
+                             MemorySegment a, long aOffset, long aRowStride, long aColStride,
+                             MemorySegment b, long bOffset, long bRowStride, long bColStride, double beta,
+                             MemorySegment c, long cOffset, long ldc) {
+        checkDims("dgemm", m, n, k);
+        if (m == 0 || n == 0) return;
+        if (k == 0 || alpha == 0d) {
+            for (int i = 0; i < m; i++) {
+                long row = (cOffset + i * ldc) * Double.BYTES;
+                for (int j = 0; j < n; j++) {
+                    long at = row + (long) j * Double.BYTES;
+                    c.set(F64, at, beta == 0d ? 0d : beta * c.get(F64, at));
+                }
+            }
+            return;
+        }
+        // Pack op(B) row-major (k x n) once, into the caller's buffer; workers only read it.
+        Workspace ws = WORKSPACE.get();
+        long size = (long) k * n;
+        if (size > Integer.MAX_VALUE - 16) throw new IllegalArgumentException("dgemm: op(B) too large to pack: " + k + "x" + n);
+        if (ws.d.length < size) ws.d = new double[(int) size];
+        double[] bp = ws.d;
+        for (int p = 0; p < k; p++) {
+            long row = bOffset + p * bRowStride;
+            for (int j = 0; j < n; j++) bp[p * n + j] = b.get(F64, (row + j * bColStride) * Double.BYTES);
+        }
+        long grain = Math.max(1, PARALLEL_MIN_WORK / ((long) n * k));
+        Parallel.forRange(m, grain, (i0, i1) -> {
+            Workspace own = WORKSPACE.get();
+            if (own.row.length < n) own.row = new double[n];
+            double[] acc = own.row;
+            int vecEnd = DS.loopBound(n);
+            for (long i = i0; i < i1; i++) {
+                java.util.Arrays.fill(acc, 0, n, 0d);
+                long aRow = aOffset + i * aRowStride;
+                for (int p = 0; p < k; p++) {
+                    double aip = a.get(F64, (aRow + p * aColStride) * Double.BYTES);
+                    DoubleVector av = DoubleVector.broadcast(DS, aip);
+                    int bRow = p * n;
+                    int j = 0;
+                    for (; j < vecEnd; j += DS.length()) {
+                        DoubleVector.fromArray(DS, bp, bRow + j).fma(av, DoubleVector.fromArray(DS, acc, j)).intoArray(acc, j);
+                    }
+                    for (; j < n; j++) acc[j] = Math.fma(bp[bRow + j], aip, acc[j]);
+                }
+                long cRow = (cOffset + i * ldc) * Double.BYTES;
+                for (int j = 0; j < n; j++) {
+                    long at = cRow + (long) j * Double.BYTES;
+                    double v = alpha * acc[j];
+                    c.set(F64, at, beta == 0d ? v : Math.fma(beta, c.get(F64, at), v));
+                }
+            }
+        });
+    }
+
+    private static void checkDims(String op, int m, int n, int k) {
+        if (m < 0 || n < 0 || k < 0) {
+            throw new IllegalArgumentException(op + ": expected non-negative sizes, got m=" + m + " n=" + n + " k=" + k);
+        }
+    }
+
+    private static int roundUp(int x, int to) {
+        return (x + to - 1) / to * to;
+    }
+}

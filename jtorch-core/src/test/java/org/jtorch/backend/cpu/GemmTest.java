@@ -1,0 +1,237 @@
+package org.jtorch.backend.cpu;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Gemm against the definition {@code C[i][j] = alpha * sum_p A[i][p] * B[p][j] + beta * C[i][j]},
+ * evaluated by a naive triple loop in double. Tolerance: relative 1e-5 * sqrt(k) of the largest
+ * |term| sum (float accumulation error grows like sqrt(k) for random data).
+ */
+class GemmTest {
+    private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT;
+    private static final ValueLayout.OfDouble D = ValueLayout.JAVA_DOUBLE;
+    private final Arena arena = Arena.ofShared();
+    private final int savedThreads = Parallel.numThreads();
+
+    @AfterEach
+    void tearDown() {
+        Parallel.setNumThreads(savedThreads);
+        arena.close();
+    }
+
+    /** A strided view: element (i, j) at offset + i*rowStride + j*colStride of seg. */
+    record View(MemorySegment seg, long offset, long rowStride, long colStride) {}
+
+    /** Lays out a rows x cols matrix as: 0 row-major, 1 column-major (transposed), 2 row-major padded with offset, 3 both strides non-unit. */
+    private View randomMatrix(int rows, int cols, int layout, SplittableRandom rnd, boolean dbl) {
+        long offset, rs, cs, size;
+        switch (layout) {
+            case 0 -> { offset = 0; rs = cols; cs = 1; }
+            case 1 -> { offset = 0; rs = 1; cs = rows; }
+            case 2 -> { offset = 3; rs = cols + 5; cs = 1; }
+            default -> { offset = 2; rs = 2L * cols + 3; cs = 2; }
+        }
+        size = offset + Math.max(0, rows - 1) * rs + Math.max(0, cols - 1) * cs + 1;
+        MemorySegment seg = arena.allocate(size * (dbl ? 8 : 4), 64);
+        for (long e = 0; e < size; e++) {
+            // Fill everything (gaps too) so that reading outside the view would show up.
+            double v = rnd.nextDouble() * 2 - 1;
+            if (dbl) seg.setAtIndex(D, e, v); else seg.setAtIndex(F, e, (float) v);
+        }
+        return new View(seg, offset, rs, cs);
+    }
+
+    private static double get(View v, int i, int j, boolean dbl) {
+        long e = v.offset + i * v.rowStride + j * v.colStride;
+        return dbl ? v.seg.getAtIndex(D, e) : v.seg.getAtIndex(F, e);
+    }
+
+    /** Runs sgemm (or dgemm) and checks every element of C against the double reference, and C's padding untouched. */
+    private void check(int m, int n, int k, float alpha, float beta, int layoutA, int layoutB, long seed, boolean dbl) {
+        SplittableRandom rnd = new SplittableRandom(seed);
+        View a = randomMatrix(m, k, layoutA, rnd, dbl);
+        View b = randomMatrix(k, n, layoutB, rnd, dbl);
+        long cOff = 1, ldc = n + 2;
+        long cSize = cOff + m * ldc + 1;
+        MemorySegment c = arena.allocate(cSize * (dbl ? 8 : 4), 64);
+        double[] old = new double[(int) cSize];
+        for (int e = 0; e < cSize; e++) {
+            old[e] = rnd.nextDouble() * 2 - 1;
+            if (dbl) c.setAtIndex(D, e, old[e]); else c.setAtIndex(F, e, (float) old[e]);
+            if (!dbl) old[e] = (float) old[e];
+        }
+        if (dbl) {
+            Gemm.dgemm(m, n, k, alpha, a.seg, a.offset, a.rowStride, a.colStride,
+                    b.seg, b.offset, b.rowStride, b.colStride, beta, c, cOff, ldc);
+        } else {
+            Gemm.sgemm(m, n, k, alpha, a.seg, a.offset, a.rowStride, a.colStride,
+                    b.seg, b.offset, b.rowStride, b.colStride, beta, c, cOff, ldc);
+        }
+        double tol = (dbl ? 1e-12 : 1e-5) * Math.sqrt(Math.max(k, 1));
+        for (int i = 0; i < m; i++) {
+            for (int j = 0; j < n; j++) {
+                double sum = 0, mag = 0;
+                for (int p = 0; p < k; p++) {
+                    double t = get(a, i, p, dbl) * get(b, p, j, dbl);
+                    sum += t;
+                    mag += Math.abs(t);
+                }
+                long e = cOff + i * ldc + j;
+                double want = alpha * sum + (beta == 0 ? 0 : beta * old[(int) e]);
+                double scale = Math.abs(alpha) * mag + Math.abs(beta * old[(int) e]) + 1e-30;
+                double got = dbl ? c.getAtIndex(D, e) : c.getAtIndex(F, e);
+                if (!(Math.abs(got - want) <= tol * scale)) {
+                    fail(String.format("%s m=%d n=%d k=%d alpha=%s beta=%s layouts=%d/%d: C[%d][%d]=%s, want %s",
+                            dbl ? "dgemm" : "sgemm", m, n, k, alpha, beta, layoutA, layoutB, i, j, got, want));
+                }
+            }
+        }
+        for (int e = 0; e < cSize; e++) {
+            long col = (e - cOff) % ldc;
+            boolean inside = e >= cOff && e < cOff + m * ldc && col < n;
+            double got = dbl ? c.getAtIndex(D, e) : c.getAtIndex(F, e);
+            if (!inside) assertEquals(old[e], got, 0.0, "C element " + e + " outside the matrix was written");
+        }
+    }
+
+    @Test
+    void oneByOneByOne() {
+        check(1, 1, 1, 1f, 0f, 0, 0, 1, false);
+        check(1, 1, 1, 2f, 0.5f, 0, 0, 2, false);
+    }
+
+    @Test
+    void kZeroScalesCByBeta() {
+        check(5, 7, 0, 1f, 0.5f, 0, 0, 3, false);
+        check(5, 7, 0, 1f, 0f, 0, 0, 4, false);
+        check(5, 7, 0, 1f, 0.5f, 0, 0, 5, true);
+    }
+
+    @Test
+    void emptyMatricesAreNoOps() {
+        check(0, 7, 3, 1f, 0f, 0, 0, 6, false);
+        check(4, 0, 3, 1f, 0f, 0, 0, 7, false);
+    }
+
+    @Test
+    void oddSizesAllLayouts() {
+        int[][] sizes = {{7, 13, 5}, {257, 129, 31}, {9, 33, 300}, {17, 17, 17}, {3, 50, 1}};
+        long seed = 10;
+        for (int[] s : sizes) {
+            for (int la = 0; la < 4; la++) {
+                for (int lb = 0; lb < 4; lb++) check(s[0], s[1], s[2], 1f, 0f, la, lb, seed++, false);
+            }
+        }
+    }
+
+    @Test
+    void alphaAndBetaValues() {
+        float[][] ab = {{1, 1}, {-0.5f, 2}, {3, -1}, {0, 0.5f}, {0, 0}};
+        long seed = 100;
+        for (float[] v : ab) check(37, 45, 29, v[0], v[1], 0, 1, seed++, false);
+    }
+
+    @Test
+    void transposeFlagsMatchStridedForm() {
+        // C = op(A) op(B) through the BLAS-style entry point, for every combination of flags.
+        int m = 19, n = 37, k = 23;
+        SplittableRandom rnd = new SplittableRandom(7);
+        for (boolean ta : new boolean[] {false, true}) {
+            for (boolean tb : new boolean[] {false, true}) {
+                View a = randomMatrix(m, k, ta ? 1 : 0, rnd, false);
+                View b = randomMatrix(k, n, tb ? 1 : 0, rnd, false);
+                MemorySegment c1 = arena.allocate((long) m * n * 4), c2 = arena.allocate((long) m * n * 4);
+                Gemm.sgemm(ta, tb, m, n, k, 1f, a.seg, 0, ta ? m : k, b.seg, 0, tb ? k : n, 0f, c1, 0, n);
+                Gemm.sgemm(m, n, k, 1f, a.seg, 0, a.rowStride, a.colStride, b.seg, 0, b.rowStride, b.colStride, 0f, c2, 0, n);
+                assertArrayEquals(c2.toArray(F), c1.toArray(F), "transA=" + ta + " transB=" + tb);
+            }
+        }
+    }
+
+    @Test
+    void betaZeroIgnoresNaNInC() {
+        int m = 20, n = 40, k = 10;
+        SplittableRandom rnd = new SplittableRandom(8);
+        View a = randomMatrix(m, k, 0, rnd, false), b = randomMatrix(k, n, 0, rnd, false);
+        MemorySegment c = arena.allocate((long) m * n * 4);
+        for (int e = 0; e < m * n; e++) c.setAtIndex(F, e, Float.NaN);
+        Gemm.sgemm(false, false, m, n, k, 1f, a.seg, 0, k, b.seg, 0, n, 0f, c, 0, n);
+        for (int e = 0; e < m * n; e++) assertEquals(false, Float.isNaN(c.getAtIndex(F, e)), "NaN survived at " + e);
+        MemorySegment cd = arena.allocate((long) m * n * 8);
+        for (int e = 0; e < m * n; e++) cd.setAtIndex(D, e, Double.NaN);
+        View ad = randomMatrix(m, k, 0, rnd, true), bd = randomMatrix(k, n, 0, rnd, true);
+        Gemm.dgemm(false, false, m, n, k, 1.0, ad.seg, 0, k, bd.seg, 0, n, 0.0, cd, 0, n);
+        for (int e = 0; e < m * n; e++) assertEquals(false, Double.isNaN(cd.getAtIndex(D, e)), "NaN survived at " + e);
+    }
+
+    @Test
+    void largeAcrossCacheBlocks() {
+        // k > KC, m > MC, n > NR strips: exercises beta applied once across k blocks.
+        check(200, 300, 600, 1.5f, 0.25f, 0, 0, 200, false);
+        check(200, 70, 600, 1f, 1f, 1, 1, 201, false);
+    }
+
+    @Test
+    void multiThreadedEqualsSingleThreaded() {
+        int[][] sizes = {{300, 200, 150}, {64, 1000, 70}, {1000, 20, 90}, {128, 10, 512}};
+        SplittableRandom rnd = new SplittableRandom(9);
+        for (int[] s : sizes) {
+            int m = s[0], n = s[1], k = s[2];
+            View a = randomMatrix(m, k, 0, rnd, false), b = randomMatrix(k, n, 1, rnd, false);
+            MemorySegment c1 = arena.allocate((long) m * n * 4), c2 = arena.allocate((long) m * n * 4);
+            Parallel.setNumThreads(1);
+            Gemm.sgemm(m, n, k, 1f, a.seg, 0, a.rowStride, a.colStride, b.seg, 0, b.rowStride, b.colStride, 0f, c1, 0, n);
+            Parallel.setNumThreads(2);
+            Gemm.sgemm(m, n, k, 1f, a.seg, 0, a.rowStride, a.colStride, b.seg, 0, b.rowStride, b.colStride, 0f, c2, 0, n);
+            // Each thread computes whole tiles with the same blocking, so results are bitwise equal.
+            assertArrayEquals(c1.toArray(F), c2.toArray(F), "m=" + m + " n=" + n + " k=" + k);
+        }
+        Parallel.setNumThreads(2);
+        check(300, 200, 150, 1f, 0.5f, 0, 0, 300, false);
+        check(1000, 20, 90, 1f, 0f, 1, 0, 301, false);
+        check(300, 200, 150, 1f, 0.5f, 0, 1, 302, true);
+    }
+
+    @Test
+    void batchedMatchesLoopOfSingles() {
+        int batch = 6, m = 9, n = 21, k = 13;
+        SplittableRandom rnd = new SplittableRandom(11);
+        View a = randomMatrix(batch * m, k, 0, rnd, false), b = randomMatrix(batch * k, n, 0, rnd, false);
+        MemorySegment c1 = arena.allocate((long) batch * m * n * 4), c2 = arena.allocate((long) batch * m * n * 4);
+        Parallel.setNumThreads(2);
+        Gemm.sgemmBatched(batch, m, n, k, 1f, a.seg, 0, (long) m * k, k, 1, b.seg, 0, (long) k * n, n, 1,
+                0f, c1, 0, (long) m * n, n);
+        for (int t = 0; t < batch; t++) {
+            Gemm.sgemm(false, false, m, n, k, 1f, a.seg, (long) t * m * k, k, b.seg, (long) t * k * n, n, 0f,
+                    c2, (long) t * m * n, n);
+        }
+        assertArrayEquals(c2.toArray(F), c1.toArray(F));
+    }
+
+    @Test
+    void dgemmOddSizesAndLayouts() {
+        long seed = 400;
+        for (int[] s : new int[][] {{1, 1, 1}, {7, 13, 5}, {33, 17, 40}}) {
+            for (int la = 0; la < 4; la++) {
+                for (int lb = 0; lb < 4; lb++) check(s[0], s[1], s[2], -1.5f, 0.5f, la, lb, seed++, true);
+            }
+        }
+    }
+
+    @Test
+    void negativeSizesAreRejected() {
+        MemorySegment s = arena.allocate(64);
+        assertThrows(IllegalArgumentException.class,
+                () -> Gemm.sgemm(false, false, -1, 1, 1, 1f, s, 0, 1, s, 0, 1, 0f, s, 0, 1));
+    }
+}
