@@ -18,8 +18,9 @@ public enum UnaryOp {
         public double apply(double x, double p0, double p1) { return Math.abs(x); }
         public long applyLong(long x, long p0, long p1) { return Math.abs(x); }
     },
+    /** {@code (0 < x) - (x < 0)}, as ATen: NaN gives 0. */
     SIGN("sign", Result.SAME) {
-        public double apply(double x, double p0, double p1) { return x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x; }
+        public double apply(double x, double p0, double p1) { return x > 0 ? 1 : x < 0 ? -1 : 0; }
         public long applyLong(long x, long p0, long p1) { return Long.signum(x); }
     },
     FLOOR("floor", Result.SAME_NO_BOOL) {
