@@ -34,7 +34,16 @@ public enum BinaryOp {
     },
     /** {@code div(rounding_mode='floor')} */
     DIV_FLOOR("div_floor", Result.PROMOTED) {
-        public double apply(double a, double b, double alpha) { return Math.floor(a / b); }
+        /** ATen's {@code div_floor_floating}: from fmod, so that {@code -0.001 // inf == -1} and {@code inf // 2 == nan}, as Python. */
+        public double apply(double a, double b, double alpha) {
+            if (b == 0) return a / b;
+            double mod = a % b;
+            double div = (a - mod) / b;
+            if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+            if (div == 0) return Math.copySign(0.0, a / b);
+            double floor = Math.floor(div);
+            return div - floor > 0.5 ? floor + 1 : floor;
+        }
         public long applyLong(long a, long b, long alpha) { return Math.floorDiv(a, checkDivisor(b)); }
     },
     /** Python's modulus: the result takes the divisor's sign ({@code torch.remainder}). */
