@@ -172,8 +172,9 @@ public enum BinaryOp {
         return result == Result.BOOL ? DType.BOOL : compute;
     }
 
-    static long checkDivisor(long b) {
-        if (b == 0) throw new ArithmeticException("integer division by zero");
+    /** PyTorch raises {@code ZeroDivisionError} for integer division by zero; the message names the op. */
+    long checkDivisor(long b) {
+        if (b == 0) throw new ArithmeticException(pyName + ": integer division by zero");
         return b;
     }
 
