@@ -178,12 +178,15 @@ public enum BinaryOp {
         return b;
     }
 
-    /** Integer power by squaring; negative exponents give 0 except for bases 1 and -1 (as PyTorch). */
+    /**
+     * Integer power by squaring; negative exponents give 0 except for bases 1 and -1, as ATen's
+     * {@code powi} (0 to a negative power is 0 too). Scalar negative exponents are rejected earlier,
+     * by {@code Tensor.pow(long)}, as PyTorch's.
+     */
     static long intPow(long base, long exp) {
         if (exp < 0) {
             if (base == 1) return 1;
             if (base == -1) return (exp & 1) == 0 ? 1 : -1;
-            if (base == 0) throw new ArithmeticException("pow: integers to negative integer powers are not allowed");
             return 0;
         }
         long result = 1;
