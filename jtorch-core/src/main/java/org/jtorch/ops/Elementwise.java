@@ -19,6 +19,7 @@ public final class Elementwise {
 
     public static Tensor unary(UnaryOp op, Tensor x, double p0, double p1) {
         x.checkOpen(op.pyName());
+        op = boolForm(op, x.dtype());
         DType out = op.resultType(x.dtype(), Torch.defaultDtype());
         Tensor r = Tensor.empty(x.shape(), out, x.device());
         Backends.of(x.device()).unary(op, x, r, op.computeType(x.dtype(), out), p0, p1);
@@ -27,11 +28,17 @@ public final class Elementwise {
 
     public static Tensor unaryInPlace(UnaryOp op, Tensor x, double p0, double p1) {
         x.checkOpen(op.pyName() + "_");
+        op = boolForm(op, x.dtype());
         DType out = op.resultType(x.dtype(), Torch.defaultDtype());
         checkCast(op.pyName() + "_", out, x.dtype());
         Backends.of(x.device()).unary(op, x, x, op.computeType(x.dtype(), out), p0, p1);
         x.bumpVersion();
         return x;
+    }
+
+    /** On bool tensors {@code bitwise_not} is logical not ({@code ~True == False}); the long form would give {@code ~1 != 0}. */
+    private static UnaryOp boolForm(UnaryOp op, DType dtype) {
+        return op == UnaryOp.BITWISE_NOT && dtype == DType.BOOL ? UnaryOp.LOGICAL_NOT : op;
     }
 
     public static Tensor binary(BinaryOp op, Tensor a, Tensor b, double alpha) {
