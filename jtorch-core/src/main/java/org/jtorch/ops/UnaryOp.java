@@ -195,7 +195,7 @@ public enum UnaryOp {
         return switch (result) {
             case SAME -> in;
             case SAME_NO_BOOL -> {
-                if (in == DType.BOOL && this != RELU) {
+                if (in == DType.BOOL) {
                     throw new IllegalArgumentException(pyName + ": not supported for bool tensors"
                             + (this == NEG ? "; use logical_not() instead" : ""));
                 }
