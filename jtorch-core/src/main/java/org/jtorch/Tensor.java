@@ -787,6 +787,12 @@ public final class Tensor implements AutoCloseable {
             throw new IllegalArgumentException("pow: integers to negative integer powers are not allowed (tensor dtype "
                     + dtype + ", exponent " + exponent + ")");
         }
+        if (dtype == DType.BOOL) {
+            // An integer scalar lifts bool to int64, as PyTorch's type promotion.
+            try (Tensor converted = to(DType.INT64)) {
+                return Elementwise.unary(UnaryOp.POW_SCALAR, converted, exponent, 0);
+            }
+        }
         return Elementwise.unary(UnaryOp.POW_SCALAR, this, exponent, 0);
     }
 
