@@ -815,6 +815,12 @@ public final class Tensor implements AutoCloseable {
             throw new IllegalArgumentException("pow: integers to negative integer powers are not allowed (tensor dtype "
                     + dtype + ", exponent " + exponent + ")");
         }
+        if (dtype == DType.BOOL) {
+            // An integer scalar lifts bool to int64, as PyTorch's type promotion.
+            try (Tensor converted = to(DType.INT64)) {
+                return Elementwise.unary(UnaryOp.POW_SCALAR, converted, exponent, 0);
+            }
+        }
         return Elementwise.unary(UnaryOp.POW_SCALAR, this, exponent, 0);
     }
 
@@ -998,17 +1004,41 @@ public final class Tensor implements AutoCloseable {
         return softplus(1, 20);
     }
 
-    /** Clamps into {@code [min, max]}; pass {@code Double.NaN} for an absent bound. */
+    /**
+     * Clamps into {@code [min, max]}; pass {@code Double.NaN} for an absent bound. The bounds are
+     * Python scalars for type promotion: integer and bool tensors stay integral (bool becomes int64)
+     * unless a bound has a fractional part, which gives the default float dtype.
+     */
     public Tensor clamp(double min, double max) {
         if (min == min && max == max && min > max) {
             // PyTorch sets everything to max in this case; keep that semantics.
             min = max;
         }
-        return Elementwise.unary(UnaryOp.CLAMP, this, min, max);
+        DType out = clampType(min, max);
+        if (out == dtype) return Elementwise.unary(UnaryOp.CLAMP, this, boundOrInf(min, -1), boundOrInf(max, 1));
+        try (Tensor converted = to(out)) {
+            return Elementwise.unary(UnaryOp.CLAMP, converted, boundOrInf(min, -1), boundOrInf(max, 1));
+        }
     }
 
     public Tensor clamp_(double min, double max) {
-        return Elementwise.unaryInPlace(UnaryOp.CLAMP, this, min, max);
+        DType out = clampType(min, max);
+        if (!org.jtorch.ops.TypePromotion.canCast(out, dtype)) {
+            throw new IllegalArgumentException("clamp_: result type " + out + " can't be cast to the desired output type "
+                    + dtype);
+        }
+        return Elementwise.unaryInPlace(UnaryOp.CLAMP, this, boundOrInf(min, -1), boundOrInf(max, 1));
+    }
+
+    private DType clampType(double min, double max) {
+        boolean fractional = min == min && min != Math.rint(min) || max == max && max != Math.rint(max);
+        return new org.jtorch.ops.TypePromotion.State().add(this).addScalar(fractional ? DType.FLOAT64 : DType.INT64)
+                .result();
+    }
+
+    /** An absent (NaN) bound as an infinity, which integer kernels read as Long.MIN_VALUE/MAX_VALUE rather than 0. */
+    private static double boundOrInf(double bound, int sign) {
+        return bound == bound ? bound : sign * Double.POSITIVE_INFINITY;
     }
 
     public Tensor clampMin(double min) {

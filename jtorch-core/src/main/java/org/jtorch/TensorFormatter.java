@@ -1,11 +1,18 @@
 package org.jtorch;
 
-import java.util.Locale;
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.math.RoundingMode;
+import java.util.ArrayList;
+import java.util.List;
+import org.jtorch.ops.Shapes;
 
 /**
- * Prints tensors as PyTorch's {@code repr} does: {@code tensor([[1., 2.], [3., 4.]])} with a common
- * element width, fixed or scientific notation chosen from the value range (precision 4), summaries
- * with {@code ...} beyond 1000 elements, and the dtype named when it is not the default for its kind.
+ * Prints tensors as PyTorch's {@code repr} does (torch/_tensor_str.py, default print options):
+ * {@code tensor([[1., 2.], [3., 4.]])} with a common element width, integer, fixed or scientific
+ * notation chosen from the nonzero finite values (precision 4), summaries with {@code ...} beyond 1000
+ * elements, rows wrapped at 80 columns, and the dtype named when it is not the default for its kind.
+ * Numbers are rounded from their exact binary value, half to even, as Python's {@code format}.
  */
 final class TensorFormatter {
     private static final int PRECISION = 4;
@@ -25,11 +32,10 @@ final class TensorFormatter {
         long[] shape = t.shape();
         boolean summarize = t.numel() > THRESHOLD;
         ElementFormat fmt = new ElementFormat(t.dtype(), values, summarize ? summaryIndices(shape) : null);
-        if (t.numel() == 0 && shape.length > 0) {
+        if (t.numel() == 0) {
             sb.append("[]");
         } else {
-            long[] strides = org.jtorch.ops.Shapes.contiguousStrides(shape);
-            formatDim(sb, values, shape, strides, 0, 0, fmt, prefix.length(), summarize);
+            sb.append(formatDim(values, shape, Shapes.contiguousStrides(shape), 0, 0, fmt, prefix.length(), summarize));
         }
         String suffix = suffix(t);
         if (!suffix.isEmpty()) sb.append(", ").append(suffix);
@@ -37,54 +43,57 @@ final class TensorFormatter {
     }
 
     private static String suffix(Tensor t) {
-        StringBuilder s = new StringBuilder();
-        if (t.numel() == 0 && t.dim() != 1) s.append("size=").append(org.jtorch.ops.Shapes.format(t.shape())).append(", ");
+        List<String> s = new ArrayList<>();
+        if (t.numel() == 0 && t.dim() != 1) s.add("size=" + pythonTuple(t.shape()));
         DType d = t.dtype();
         boolean defaultType = d == Torch.defaultDtype() || d == DType.INT64 || d == DType.BOOL;
-        if (!defaultType || t.numel() == 0 && d != Torch.defaultDtype()) s.append("dtype=").append(d).append(", ");
-        if (!t.device().isCpu()) s.append("device='").append(t.device()).append("', ");
-        if (s.length() > 0) s.setLength(s.length() - 2);
-        return s.toString();
+        if (!defaultType || t.numel() == 0 && d != Torch.defaultDtype()) s.add("dtype=" + d);
+        if (!t.device().isCpu()) s.add("device='" + t.device() + "'");
+        return String.join(", ", s);
     }
 
-    private static void formatDim(StringBuilder sb, double[] v, long[] shape, long[] strides, int dim, long base,
-                                  ElementFormat fmt, int indent, boolean summarize) {
-        if (dim == shape.length) {
-            sb.append(fmt.format(v[(int) base]));
-            return;
+    private static String pythonTuple(long[] shape) {
+        StringBuilder sb = new StringBuilder("(");
+        for (int i = 0; i < shape.length; i++) {
+            if (i > 0) sb.append(", ");
+            sb.append(shape[i]);
         }
+        return sb.append(shape.length == 1 ? ",)" : ")").toString();
+    }
+
+    /** {@code _tensor_str_with_formatter}: {@code indent} is the column of this dimension's opening bracket. */
+    private static String formatDim(double[] v, long[] shape, long[] strides, int dim, long base, ElementFormat fmt,
+                                    int indent, boolean summarize) {
+        if (dim == shape.length) return fmt.format(v[(int) base]);
         long n = shape[dim];
-        sb.append('[');
-        boolean last = dim == shape.length - 1;
-        int perLine = last ? Math.max(1, (LINE_WIDTH - indent) / (fmt.width + 2)) : 1;
-        int printed = 0;
+        boolean cut = summarize && n > 2 * EDGE_ITEMS;
+        List<String> items = new ArrayList<>();
         for (long i = 0; i < n; i++) {
-            if (summarize && n > 2 * EDGE_ITEMS && i == EDGE_ITEMS) {
-                sb.append("...");
-                if (last) sb.append(", ");
-                else sb.append(",\n".repeat(shape.length - dim - 1)).append(" ".repeat(indent + dim + 1));
+            if (cut && i == EDGE_ITEMS) {
+                items.add(dim == shape.length - 1 ? " ..." : "...");
                 i = n - EDGE_ITEMS - 1;
                 continue;
             }
-            if (printed > 0 && last && printed % perLine == 0) {
-                sb.setLength(sb.length() - 1);
-                sb.append('\n').append(" ".repeat(indent + dim + 1));
-            }
-            formatDim(sb, v, shape, strides, dim + 1, base + i * strides[dim], fmt, indent, summarize);
-            printed++;
-            if (i < n - 1) {
-                if (last) sb.append(", ");
-                else sb.append(",").append("\n".repeat(shape.length - dim - 1)).append(" ".repeat(indent + dim + 1));
-            }
+            items.add(formatDim(v, shape, strides, dim + 1, base + i * strides[dim], fmt, indent + 1, summarize));
         }
-        sb.append(']');
+        if (dim == shape.length - 1) {
+            // _vector_str: as many elements per line as fit, the summary marker counting as one.
+            int perLine = Math.max(1, (LINE_WIDTH - indent) / (fmt.width + 2));
+            List<String> lines = new ArrayList<>();
+            for (int i = 0; i < items.size(); i += perLine) {
+                lines.add(String.join(", ", items.subList(i, Math.min(items.size(), i + perLine))));
+            }
+            return "[" + String.join(",\n" + " ".repeat(indent + 1), lines) + "]";
+        }
+        String sep = "," + "\n".repeat(shape.length - dim - 1) + " ".repeat(indent + 1);
+        return "[" + String.join(sep, items) + "]";
     }
 
     /** Indices of the elements a summarised print shows (to size the format from them only). */
     private static boolean[] summaryIndices(long[] shape) {
-        long n = org.jtorch.ops.Shapes.numel(shape);
+        long n = Shapes.numel(shape);
         boolean[] shown = new boolean[(int) n];
-        long[] strides = org.jtorch.ops.Shapes.contiguousStrides(shape);
+        long[] strides = Shapes.contiguousStrides(shape);
         for (int i = 0; i < n; i++) {
             boolean ok = true;
             for (int d = 0; d < shape.length; d++) {
@@ -99,44 +108,42 @@ final class TensorFormatter {
         return shown;
     }
 
-    /** Chooses integer, fixed or scientific notation and a common width, as PyTorch's _Formatter. */
+    /**
+     * PyTorch's {@code _Formatter}: for floats, the mode and width come from the nonzero finite values
+     * only (so nan, inf and zeros neither widen nor switch notation); integer-valued floats print as
+     * {@code 1.} unless their range calls for scientific notation.
+     */
     private static final class ElementFormat {
         final DType dtype;
-        boolean intMode;
+        boolean intMode = true;
         boolean sciMode;
-        int width;
+        int width = 1;
 
         ElementFormat(DType dtype, double[] values, boolean[] shown) {
             this.dtype = dtype;
             if (!dtype.isFloatingPoint()) {
                 for (int i = 0; i < values.length; i++) {
-                    if (shown == null || shown[i]) width = Math.max(width, format(values[i]).length());
+                    if (shown == null || shown[i]) width = Math.max(width, raw(values[i]).length());
                 }
                 return;
             }
-            intMode = true;
             double maxAbs = 0;
             double minAbs = Double.POSITIVE_INFINITY;
             boolean any = false;
             for (int i = 0; i < values.length; i++) {
-                if (shown != null && !shown[i]) continue;
                 double x = values[i];
-                if (!Double.isFinite(x)) continue;
-                if (x != Math.rint(x)) intMode = false;
-                double a = Math.abs(x);
-                if (a != 0) {
-                    any = true;
-                    maxAbs = Math.max(maxAbs, a);
-                    minAbs = Math.min(minAbs, a);
-                }
+                if ((shown != null && !shown[i]) || !Double.isFinite(x) || x == 0) continue;
+                any = true;
+                if (x != Math.ceil(x)) intMode = false;
+                maxAbs = Math.max(maxAbs, Math.abs(x));
+                minAbs = Math.min(minAbs, Math.abs(x));
             }
-            if (intMode) {
-                if (any && maxAbs > 1e8) sciMode = true;
-            } else if (any && (maxAbs / minAbs > 1000 || maxAbs > 1e8 || minAbs < 1e-4)) {
-                sciMode = true;
-            }
+            if (!any) return;
+            sciMode = maxAbs / minAbs > 1000 || maxAbs > 1e8 || (!intMode && minAbs < 1e-4);
             for (int i = 0; i < values.length; i++) {
-                if (shown == null || shown[i]) width = Math.max(width, raw(values[i]).length());
+                double x = values[i];
+                if ((shown != null && !shown[i]) || !Double.isFinite(x) || x == 0) continue;
+                width = Math.max(width, raw(x).length());
             }
         }
 
@@ -147,18 +154,35 @@ final class TensorFormatter {
             }
             if (Double.isNaN(x)) return "nan";
             if (Double.isInfinite(x)) return x > 0 ? "inf" : "-inf";
-            if (sciMode) {
-                String s = String.format(Locale.ROOT, "%." + PRECISION + "e", x);
-                // Java prints e+01 as e+01 already; PyTorch uses two-digit exponents too.
-                return s;
-            }
-            if (intMode) return String.format(Locale.ROOT, "%.0f", x) + ".";
-            return String.format(Locale.ROOT, "%." + PRECISION + "f", x);
+            if (sciMode) return scientific(x);
+            if (intMode) return fixed(x, 0) + ".";
+            return fixed(x, PRECISION);
         }
 
         String format(double x) {
             String s = raw(x);
             return s.length() >= width ? s : " ".repeat(width - s.length()) + s;
         }
+    }
+
+    /** Python's {@code '{:.Nf}'}: the exact value rounded half to even; the sign of -0.0 and of negatives rounding to 0 kept. */
+    static String fixed(double x, int digits) {
+        String s = new BigDecimal(Math.abs(x)).setScale(digits, RoundingMode.HALF_EVEN).toPlainString();
+        return (Double.doubleToRawLongBits(x) < 0 ? "-" : "") + s;
+    }
+
+    /** Python's {@code '{:.4e}'}: {@code 1.2346e-05}, at least two exponent digits. */
+    static String scientific(double x) {
+        String sign = Double.doubleToRawLongBits(x) < 0 ? "-" : "";
+        BigDecimal a = new BigDecimal(Math.abs(x));
+        int exponent = 0;
+        if (a.signum() != 0) {
+            a = a.round(new MathContext(PRECISION + 1, RoundingMode.HALF_EVEN));
+            exponent = a.precision() - a.scale() - 1;
+            a = a.movePointLeft(exponent);
+        }
+        String mantissa = a.setScale(PRECISION, RoundingMode.HALF_EVEN).toPlainString();
+        int e = Math.abs(exponent);
+        return sign + mantissa + "e" + (exponent < 0 ? "-" : "+") + (e < 10 ? "0" : "") + e;
     }
 }

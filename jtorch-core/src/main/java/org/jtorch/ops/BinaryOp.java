@@ -34,7 +34,16 @@ public enum BinaryOp {
     },
     /** {@code div(rounding_mode='floor')} */
     DIV_FLOOR("div_floor", Result.PROMOTED) {
-        public double apply(double a, double b, double alpha) { return Math.floor(a / b); }
+        /** ATen's {@code div_floor_floating}: from fmod, so that {@code -0.001 // inf == -1} and {@code inf // 2 == nan}, as Python. */
+        public double apply(double a, double b, double alpha) {
+            if (b == 0) return a / b;
+            double mod = a % b;
+            double div = (a - mod) / b;
+            if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+            if (div == 0) return Math.copySign(0.0, a / b);
+            double floor = Math.floor(div);
+            return div - floor > 0.5 ? floor + 1 : floor;
+        }
         public long applyLong(long a, long b, long alpha) { return Math.floorDiv(a, checkDivisor(b)); }
     },
     /** Python's modulus: the result takes the divisor's sign ({@code torch.remainder}). */
@@ -163,17 +172,21 @@ public enum BinaryOp {
         return result == Result.BOOL ? DType.BOOL : compute;
     }
 
-    static long checkDivisor(long b) {
-        if (b == 0) throw new ArithmeticException("integer division by zero");
+    /** PyTorch raises {@code ZeroDivisionError} for integer division by zero; the message names the op. */
+    long checkDivisor(long b) {
+        if (b == 0) throw new ArithmeticException(pyName + ": integer division by zero");
         return b;
     }
 
-    /** Integer power by squaring; negative exponents give 0 except for bases 1 and -1 (as PyTorch). */
+    /**
+     * Integer power by squaring; negative exponents give 0 except for bases 1 and -1, as ATen's
+     * {@code powi} (0 to a negative power is 0 too). Scalar negative exponents are rejected earlier,
+     * by {@code Tensor.pow(long)}, as PyTorch's.
+     */
     static long intPow(long base, long exp) {
         if (exp < 0) {
             if (base == 1) return 1;
             if (base == -1) return (exp & 1) == 0 ? 1 : -1;
-            if (base == 0) throw new ArithmeticException("pow: integers to negative integer powers are not allowed");
             return 0;
         }
         long result = 1;

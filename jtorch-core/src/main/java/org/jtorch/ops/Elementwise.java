@@ -19,6 +19,7 @@ public final class Elementwise {
 
     public static Tensor unary(UnaryOp op, Tensor x, double p0, double p1) {
         x.checkOpen(op.pyName());
+        op = boolForm(op, x.dtype());
         DType out = op.resultType(x.dtype(), Torch.defaultDtype());
         Tensor r = Tensor.empty(x.shape(), out, x.device());
         Backends.of(x.device()).unary(op, x, r, op.computeType(x.dtype(), out), p0, p1);
@@ -27,11 +28,17 @@ public final class Elementwise {
 
     public static Tensor unaryInPlace(UnaryOp op, Tensor x, double p0, double p1) {
         x.checkOpen(op.pyName() + "_");
+        op = boolForm(op, x.dtype());
         DType out = op.resultType(x.dtype(), Torch.defaultDtype());
         checkCast(op.pyName() + "_", out, x.dtype());
         Backends.of(x.device()).unary(op, x, x, op.computeType(x.dtype(), out), p0, p1);
         x.bumpVersion();
         return x;
+    }
+
+    /** On bool tensors {@code bitwise_not} is logical not ({@code ~True == False}); the long form would give {@code ~1 != 0}. */
+    private static UnaryOp boolForm(UnaryOp op, DType dtype) {
+        return op == UnaryOp.BITWISE_NOT && dtype == DType.BOOL ? UnaryOp.LOGICAL_NOT : op;
     }
 
     public static Tensor binary(BinaryOp op, Tensor a, Tensor b, double alpha) {
@@ -41,6 +48,7 @@ public final class Elementwise {
         Device device = commonDevice(name, a, b);
         long[] shape = Shapes.broadcast(name, a.shape(), b.shape());
         DType compute = op.computeType(TypePromotion.resultType(a, b), Torch.defaultDtype());
+        checkOperands(op, a, b, compute, alpha);
         Tensor r = Tensor.empty(shape, op.resultType(compute), device);
         Backends.of(device).binary(op, a.broadcastTo(shape), b.broadcastTo(shape), r, compute, alpha);
         return r;
@@ -57,6 +65,7 @@ public final class Elementwise {
                     + " doesn't match the broadcast shape " + Shapes.format(shape));
         }
         DType compute = op.computeType(TypePromotion.resultType(self, b), Torch.defaultDtype());
+        checkOperands(op, self, b, compute, alpha);
         checkCast(name, op.resultType(compute), self.dtype());
         Backends.of(device).binary(op, self, b.broadcastTo(shape), self, compute, alpha);
         self.bumpVersion();
@@ -120,6 +129,18 @@ public final class Elementwise {
         if (db.isCpu() && b.dim() == 0) return da;
         throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + da
                 + " and " + db);
+    }
+
+    /** PyTorch's operand rules beyond promotion: no bool operand in {@code sub}, no fractional {@code alpha} for integers. */
+    static void checkOperands(BinaryOp op, Tensor a, Tensor b, DType compute, double alpha) {
+        if (op == BinaryOp.SUB && (a.dtype() == DType.BOOL || b.dtype() == DType.BOOL)) {
+            throw new IllegalArgumentException("sub: subtraction with a bool tensor (dtypes " + a.dtype() + " and "
+                    + b.dtype() + ") is not supported; use logical_xor() or bitwise_not() instead");
+        }
+        if (!compute.isFloatingPoint() && alpha != Math.rint(alpha)) {
+            throw new IllegalArgumentException(op.pyName() + ": for integral input tensors (" + compute
+                    + "), alpha must not be a floating point number, got " + alpha);
+        }
     }
 
     static void checkCast(String op, DType result, DType dest) {

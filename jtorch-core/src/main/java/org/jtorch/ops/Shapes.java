@@ -128,6 +128,8 @@ public final class Shapes {
         if (numel == 0) {
             return Arrays.equals(oldShape, newShape) ? oldStrides.clone() : contiguousStrides(newShape);
         }
+        // A 0-d tensor has one element and no strides to follow: any all-ones shape views it.
+        if (oldShape.length == 0) return contiguousStrides(newShape);
         int viewD = newShape.length - 1;
         long chunkBaseStride = oldStrides.length > 0 ? oldStrides[oldStrides.length - 1] : 1;
         long tensorNumel = 1;

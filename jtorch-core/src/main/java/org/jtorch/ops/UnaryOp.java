@@ -18,8 +18,9 @@ public enum UnaryOp {
         public double apply(double x, double p0, double p1) { return Math.abs(x); }
         public long applyLong(long x, long p0, long p1) { return Math.abs(x); }
     },
+    /** {@code (0 < x) - (x < 0)}, as ATen: NaN gives 0. */
     SIGN("sign", Result.SAME) {
-        public double apply(double x, double p0, double p1) { return x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x; }
+        public double apply(double x, double p0, double p1) { return x > 0 ? 1 : x < 0 ? -1 : 0; }
         public long applyLong(long x, long p0, long p1) { return Long.signum(x); }
     },
     FLOOR("floor", Result.SAME_NO_BOOL) {
@@ -113,9 +114,20 @@ public enum UnaryOp {
     ERF("erf", Result.FLOAT) {
         public double apply(double x, double p0, double p1) { return SpecialFunctions.erf(x); }
     },
-    /** {@code pow(x, exponent=p0)} with a scalar exponent. */
+    /**
+     * {@code pow(x, exponent=p0)} with a scalar exponent. The exponents ATen special-cases go through
+     * the same functions as ATen ({@code pow(-inf, 0.5)} is {@code sqrt(-inf) = nan}, not C's {@code inf}).
+     */
     POW_SCALAR("pow", Result.SAME_NO_BOOL) {
-        public double apply(double x, double p0, double p1) { return Math.pow(x, p0); }
+        public double apply(double x, double p0, double p1) {
+            if (p0 == 0.5) return Math.sqrt(x);
+            if (p0 == -0.5) return 1.0 / Math.sqrt(x);
+            if (p0 == 2) return x * x;
+            if (p0 == 3) return x * x * x;
+            if (p0 == -1) return 1.0 / x;
+            if (p0 == -2) return 1.0 / (x * x);
+            return Math.pow(x, p0);
+        }
         public long applyLong(long x, long p0, long p1) { return BinaryOp.intPow(x, p0); }
     },
     LOGICAL_NOT("logical_not", Result.BOOL) {
@@ -183,7 +195,7 @@ public enum UnaryOp {
         return switch (result) {
             case SAME -> in;
             case SAME_NO_BOOL -> {
-                if (in == DType.BOOL && this != RELU) {
+                if (in == DType.BOOL) {
                     throw new IllegalArgumentException(pyName + ": not supported for bool tensors"
                             + (this == NEG ? "; use logical_not() instead" : ""));
                 }
