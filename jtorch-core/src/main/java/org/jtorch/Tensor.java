@@ -1,7 +1,13 @@
 package org.jtorch;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
+import java.util.function.Consumer;
+import java.util.function.UnaryOperator;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Node;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.cpu.ElementIO;
 import org.jtorch.memory.MemoryScope;
@@ -34,6 +40,14 @@ public final class Tensor implements AutoCloseable {
     private boolean closed;
     private boolean wrappedNumber;
     private MemoryScope scope;
+    // Autograd state (see the "autograd" section).
+    private boolean requiresGrad;
+    private Tensor grad;
+    private Node gradFn;
+    private int outputNr;
+    private Node gradAccumulator;
+    private List<UnaryOperator<Tensor>> gradHooks;
+    private List<Consumer<Tensor>> postAccumulateHooks;
 
     private Tensor(Storage storage, DType dtype, long[] shape, long[] strides, long offset) {
         this(storage, dtype, shape, strides, offset, false);
@@ -155,6 +169,10 @@ public final class Tensor implements AutoCloseable {
         if (closed || borrowed) return;
         closed = true;
         storage.release();
+        if (grad != null) {
+            grad.close();
+            grad = null;
+        }
     }
 
     public boolean isClosed() {
@@ -627,6 +645,144 @@ public final class Tensor implements AutoCloseable {
             Backends.of(Device.cpu()).copy(host, out);
             out.close();
         }
+    }
+
+    // ------------------------------------------------------------------ autograd (org.jtorch.autograd)
+
+    /** Whether gradients flow to this tensor: a leaf that asked for them, or the result of an op on such tensors. */
+    public boolean requiresGrad() {
+        return requiresGrad;
+    }
+
+    /** Marks a leaf tensor as requiring gradients (floating dtypes only), as {@code requires_grad_()}. */
+    public Tensor requiresGrad_(boolean value) {
+        if (gradFn != null && !value) {
+            throw new IllegalStateException("requiresGrad_: you can only change requires_grad flags of leaf variables;"
+                    + " use detach() to get a tensor that does not require grad");
+        }
+        if (value && !dtype.isFloatingPoint()) {
+            throw new IllegalArgumentException("requiresGrad_: only tensors of floating point dtype can require gradients, got "
+                    + dtype);
+        }
+        requiresGrad = value;
+        return this;
+    }
+
+    public Tensor requiresGrad_() {
+        return requiresGrad_(true);
+    }
+
+    /** The accumulated gradient of a leaf, or null. Owned by this tensor (closed with it). */
+    public Tensor grad() {
+        return grad;
+    }
+
+    /** Replaces the gradient (the previous one is not closed: the caller owns it now). Null clears it. */
+    public void setGrad(Tensor g) {
+        if (g != null && !java.util.Arrays.equals(g.shape, shape)) {
+            throw new IllegalArgumentException("setGrad: assigned grad has shape " + Shapes.format(g.shape)
+                    + " but the tensor has shape " + Shapes.format(shape));
+        }
+        grad = g;
+    }
+
+    /** The node that produced this tensor, or null for a leaf. */
+    public Node gradFn() {
+        return gradFn;
+    }
+
+    /** Which output of {@link #gradFn()} this tensor is. */
+    public int outputNr() {
+        return outputNr;
+    }
+
+    /** Leaves are tensors not produced by a recorded op. */
+    public boolean isLeaf() {
+        return gradFn == null;
+    }
+
+    /** Records that an op produced this tensor (for op implementations). */
+    public void setGradFn(Node node, int outputNr) {
+        this.gradFn = node;
+        this.outputNr = outputNr;
+        this.requiresGrad = node != null;
+    }
+
+    /** The node that accumulates this leaf's gradient (created once, for op implementations). */
+    public Node gradAccumulator() {
+        if (gradFn != null) throw new IllegalStateException("gradAccumulator: only leaves have one");
+        if (gradAccumulator == null) gradAccumulator = Autograd.accumulatorFor(this);
+        return gradAccumulator;
+    }
+
+    /**
+     * Registers a hook called with this tensor's gradient during backward; it may return a replacement
+     * gradient or null to keep it, as {@code register_hook}.
+     */
+    public void registerHook(UnaryOperator<Tensor> hook) {
+        if (!requiresGrad) throw new IllegalStateException("registerHook: cannot register a hook on a tensor that doesn't require gradient");
+        if (gradFn != null) {
+            Autograd.addPreHook(gradFn, outputNr, hook);
+        } else {
+            if (gradHooks == null) gradHooks = new ArrayList<>();
+            gradHooks.add(hook);
+        }
+    }
+
+    /** Registers a hook called after a leaf's gradient has been accumulated (DDP starts all-reduces from it). */
+    public void registerPostAccumulateGradHook(Consumer<Tensor> hook) {
+        if (gradFn != null) {
+            throw new IllegalStateException("registerPostAccumulateGradHook: post accumulate grad hooks cannot be registered on non-leaf tensors");
+        }
+        if (postAccumulateHooks == null) postAccumulateHooks = new ArrayList<>();
+        postAccumulateHooks.add(hook);
+    }
+
+    /** Makes a non-leaf tensor keep its gradient in {@link #grad()} after backward. */
+    public void retainGrad() {
+        if (gradFn == null) return;
+        Tensor self = this;
+        Autograd.addPreHook(gradFn, outputNr, g -> {
+            Tensor old = self.grad;
+            self.grad = old == null ? g.clone() : old.add(g);
+            if (old != null) old.close();
+            return null;
+        });
+    }
+
+    public List<UnaryOperator<Tensor>> gradHooks() {
+        return gradHooks == null ? List.of() : gradHooks;
+    }
+
+    public List<Consumer<Tensor>> postAccumulateGradHooks() {
+        return postAccumulateHooks == null ? List.of() : postAccumulateHooks;
+    }
+
+    /** Backpropagates from this scalar, accumulating into the leaves' {@code .grad}. */
+    public void backward() {
+        Autograd.backward(new Tensor[] {this}, null, false, false);
+    }
+
+    /** Backpropagates with {@code gradient} as d(loss)/d(this) (required for non-scalars). */
+    public void backward(Tensor gradient) {
+        backward(gradient, false, false);
+    }
+
+    public void backward(Tensor gradient, boolean retainGraph, boolean createGraph) {
+        Autograd.backward(new Tensor[] {this}, gradient == null ? null : new Tensor[] {gradient}, retainGraph, createGraph);
+    }
+
+    /** A view of the same data outside the graph (shares storage and version counter). */
+    public Tensor detach() {
+        checkOpen("detach");
+        return view(shape, strides, offset);
+    }
+
+    /** Detaches this tensor from the graph in place. */
+    public Tensor detach_() {
+        gradFn = null;
+        requiresGrad = false;
+        return this;
     }
 
     // ------------------------------------------------------------------ linear algebra (ops/Linalg.java)

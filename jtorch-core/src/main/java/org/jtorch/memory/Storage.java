@@ -101,6 +101,11 @@ public final class Storage {
         return segment == null;
     }
 
+    /** Number of live tensors referring to this storage. */
+    public int refCount() {
+        return refCount.get();
+    }
+
     /** Adds a reference for a new view. */
     public void retain() {
         int prev;

@@ -207,7 +207,7 @@ final class ElementwiseKernels {
         return switch (op) {
             case NEG -> x.neg();
             case ABS -> x.abs();
-            case RELU -> x.max(0f).blend(x, x.test(VectorOperators.IS_NAN));
+            case RELU -> x.blend(0f, x.compare(VectorOperators.LE, 0f)); // NaN compares false: kept
             case LEAKY_RELU -> x.blend(x.mul(p0), x.compare(VectorOperators.LE, 0f));
             case SQRT -> x.sqrt();
             case RSQRT -> FloatVector.broadcast(FS, 1f).div(x.sqrt());
@@ -216,7 +216,7 @@ final class ElementwiseKernels {
                 FloatVector r = x;
                 if (p0 == p0) r = r.max(p0);
                 if (p1 == p1) r = r.min(p1);
-                yield r.blend(x, x.test(VectorOperators.IS_NAN));
+                yield r.blend(x, x.compare(VectorOperators.NE, x)); // NaN != NaN: kept
             }
             default -> throw new IllegalStateException("no vector form for " + op);
         };

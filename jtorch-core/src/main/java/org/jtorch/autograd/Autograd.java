@@ -1,0 +1,128 @@
+package org.jtorch.autograd;
+
+import java.util.List;
+import org.jtorch.Tensor;
+
+/**
+ * The autograd entry points: recording of ops (for op implementations), {@link #grad} and anomaly
+ * detection. {@link Tensor#backward()} is the usual way in.
+ */
+public final class Autograd {
+    private static final ThreadLocal<boolean[]> ANOMALY = ThreadLocal.withInitial(() -> new boolean[] {false});
+
+    private Autograd() {}
+
+    /** Whether an op with these inputs must record a node: grad mode is on and some input requires grad. */
+    public static boolean needsGrad(Tensor a) {
+        return a.requiresGrad() && Grad.isEnabled();
+    }
+
+    public static boolean needsGrad(Tensor a, Tensor b) {
+        return (a.requiresGrad() || b.requiresGrad()) && Grad.isEnabled();
+    }
+
+    public static boolean needsGrad(Tensor... inputs) {
+        if (!Grad.isEnabled()) return false;
+        for (Tensor t : inputs) if (t != null && t.requiresGrad()) return true;
+        return false;
+    }
+
+    /** The accumulator node of a leaf (called once per leaf by {@link Tensor#gradAccumulator()}). */
+    public static Node accumulatorFor(Tensor leaf) {
+        return new AccumulateGrad(leaf);
+    }
+
+    /** Adds a hook on output {@code outputNr}'s gradient of {@code node} (tensor hooks of non-leaf tensors). */
+    public static void addPreHook(Node node, int outputNr, java.util.function.UnaryOperator<Tensor> hook) {
+        node.addPreHook(outputNr, hook);
+    }
+
+    /** Saves a tensor for backward (own storage reference, version checked on use). */
+    public static SavedTensor save(Tensor t) {
+        return new SavedTensor(t);
+    }
+
+    /**
+     * Records one op: {@code outputs} get a node named {@code name} whose backward is {@code fn}, with
+     * edges to {@code inputs} (null inputs and inputs that need no gradient get no edge). The node
+     * releases {@code saved} when a backward pass through it finishes without {@code retainGraph}.
+     */
+    public static Node record(String name, Tensor[] inputs, Tensor[] outputs, BackwardFunction fn, SavedTensor... saved) {
+        Edge[] edges = new Edge[inputs.length];
+        for (int i = 0; i < inputs.length; i++) {
+            Tensor t = inputs[i];
+            if (t == null || !t.requiresGrad()) continue;
+            edges[i] = t.gradFn() != null ? new Edge(t.gradFn(), t.outputNr()) : new Edge(t.gradAccumulator(), 0);
+        }
+        long[][] shapes = new long[outputs.length][];
+        org.jtorch.DType[] types = new org.jtorch.DType[outputs.length];
+        org.jtorch.Device[] devices = new org.jtorch.Device[outputs.length];
+        for (int i = 0; i < outputs.length; i++) {
+            shapes[i] = outputs[i].shape();
+            types[i] = outputs[i].dtype();
+            devices[i] = outputs[i].device();
+        }
+        Node node = new Node(name, edges, outputs.length, fn, List.of(saved), shapes, types, devices);
+        for (int i = 0; i < outputs.length; i++) {
+            if (outputs[i].dtype().isFloatingPoint()) outputs[i].setGradFn(node, i);
+        }
+        return node;
+    }
+
+    /** Single-output convenience form of {@link #record(String, Tensor[], Tensor[], BackwardFunction, SavedTensor...)}. */
+    public static Tensor record(String name, Tensor output, BackwardFunction fn, Tensor[] inputs, SavedTensor... saved) {
+        record(name, inputs, new Tensor[] {output}, fn, saved);
+        return output;
+    }
+
+    /**
+     * Gradients of {@code outputs} with respect to {@code inputs}, as {@code torch.autograd.grad}: nothing is
+     * accumulated into {@code .grad}. {@code gradOutputs} may be null for scalar outputs. With
+     * {@code allowUnused} an input the outputs do not depend on gets null, otherwise an error.
+     */
+    public static Tensor[] grad(Tensor[] outputs, Tensor[] inputs, Tensor[] gradOutputs, boolean retainGraph,
+                                boolean createGraph, boolean allowUnused) {
+        return Engine.run(outputs, gradOutputs, retainGraph, createGraph, inputs, allowUnused);
+    }
+
+    public static Tensor[] grad(Tensor[] outputs, Tensor[] inputs) {
+        return grad(outputs, inputs, null, false, false, false);
+    }
+
+    public static Tensor grad(Tensor output, Tensor input) {
+        return grad(new Tensor[] {output}, new Tensor[] {input})[0];
+    }
+
+    /** Runs backward from {@code roots}, accumulating into the leaves' {@code .grad}. */
+    public static void backward(Tensor[] roots, Tensor[] gradRoots, boolean retainGraph, boolean createGraph) {
+        Engine.run(roots, gradRoots, retainGraph, createGraph, null, true);
+    }
+
+    /**
+     * Anomaly detection until closed: nodes remember where they were created, and the first backward
+     * formula that produces a NaN fails with the forward op's name and creation stack.
+     */
+    public static AnomalyMode detectAnomaly() {
+        return new AnomalyMode();
+    }
+
+    /** Scope of {@link #detectAnomaly()}; restores the previous setting on close. */
+    public static final class AnomalyMode implements AutoCloseable {
+        private final boolean previous;
+
+        private AnomalyMode() {
+            boolean[] flag = ANOMALY.get();
+            previous = flag[0];
+            flag[0] = true;
+        }
+
+        @Override
+        public void close() {
+            ANOMALY.get()[0] = previous;
+        }
+    }
+
+    public static boolean isAnomalyEnabled() {
+        return ANOMALY.get()[0];
+    }
+}

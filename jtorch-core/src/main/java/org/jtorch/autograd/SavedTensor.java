@@ -1,0 +1,47 @@
+package org.jtorch.autograd;
+
+import org.jtorch.Tensor;
+import org.jtorch.ops.Shapes;
+
+/**
+ * A tensor saved for backward: holds its own reference to the storage (so the user may close the
+ * original) and the version it had when saved. {@link #get()} fails, naming the node, if the tensor
+ * was modified in place since, as PyTorch does.
+ */
+public final class SavedTensor {
+    private Tensor tensor;
+    private final int version;
+    private Node owner;
+
+    SavedTensor(Tensor t) {
+        this.tensor = t.alias();
+        this.version = t.version();
+    }
+
+    void setOwner(Node owner) {
+        this.owner = owner;
+    }
+
+    /** The saved value; throws if it was modified in place or the graph was already freed. */
+    public Tensor get() {
+        if (tensor == null) {
+            throw new IllegalStateException("Trying to backward through the graph a second time (or directly access saved tensors"
+                    + " after they have already been freed) in " + (owner == null ? "a node" : owner.name())
+                    + ". Specify retainGraph=true if you need to backward through the graph a second time.");
+        }
+        if (tensor.version() != version) {
+            throw new IllegalStateException("one of the variables needed for gradient computation has been modified by an"
+                    + " inplace operation: [" + tensor.dtype() + " " + Shapes.format(tensor.shape()) + "], needed by "
+                    + (owner == null ? "a node" : owner.name()) + ", is at version " + tensor.version() + "; expected version "
+                    + version + " instead.");
+        }
+        return tensor;
+    }
+
+    void release() {
+        if (tensor != null) {
+            tensor.close();
+            tensor = null;
+        }
+    }
+}
