@@ -229,6 +229,29 @@ class IndexingTest {
     }
 
     @Test
+    void opsReleaseTheirTemporaries() {
+        try (Tensor x = Torch.randn(4, 5);
+             Tensor idx = Torch.tensor(3L, -1L);
+             Tensor zero = Torch.tensor(0L);
+             Tensor one = Torch.tensor(new long[] {1}, 1, 1);
+             Tensor value = Torch.scalar(0.0);
+             Tensor mask = x.gt(0)) {
+            long before = Torch.memoryStats(x.device()).allocatedBytes();
+            for (int i = 0; i < 3; i++) {
+                Tensor[] results = {
+                    x.index(null, idx), x.index(mask), x.index(idx, zero), x.maskedFill(mask, 1.0), x.indexFill(1, idx, 2.0),
+                    x.scatter(1, one, 3.0), x.gather(1, one), x.indexPut(new Tensor[] {mask}, value, false),
+                    Torch.stack(x, x), x.nonzero(), x.maskedSelect(mask)};
+                for (Tensor r : results) r.close();
+                Torch.where(mask).forEach(Tensor::close);
+                x.chunk(3, 1).forEach(Tensor::close);
+            }
+            long after = Torch.memoryStats(x.device()).allocatedBytes();
+            assertEquals(before, after, "bytes still allocated after every result was closed");
+        }
+    }
+
+    @Test
     void closedTensorsAreRejectedByName() {
         Tensor x = Torch.randn(3, 3);
         x.close();

@@ -172,7 +172,7 @@ final class CpuIndexKernels implements IndexKernels {
         long size = rank == 0 ? 1 : self.size(dim);
         checkIndices(op, index, size, dim, wrapNegative);
         if (source.numel() == 0) return;
-        if (accumulate && rank > 0 && dim == 0 && self.dtype() == DType.FLOAT32 && self.isContiguous()
+        if (accumulate && !wrapNegative && rank > 0 && dim == 0 && self.dtype() == DType.FLOAT32 && self.isContiguous()
                 && source.isContiguous()) {
             indexAddRowsF32(self, index, source, (float) alpha);
             return;
@@ -192,7 +192,8 @@ final class CpuIndexKernels implements IndexKernels {
     }
 
     /**
-     * {@code self[index[i]] += alpha * source[i]} over contiguous float32 rows (the embedding gradient).
+     * {@code self[index[i]] += alpha * source[i]} over contiguous float32 rows (the embedding gradient);
+     * the indices are validated and non-negative (index_add rejects negative ones).
      * Threads own disjoint column ranges of every row: no races, and each element sums in index order.
      */
     private static void indexAddRowsF32(Tensor self, Tensor index, Tensor source, float alpha) {
@@ -205,8 +206,7 @@ final class CpuIndexKernels implements IndexKernels {
         long grain = Math.max(4L * FL, GRAIN / Math.max(1, idx.length));
         Parallel.forRange(inner, grain, (c0, c1) -> {
             for (int i = 0; i < idx.length; i++) {
-                long v = idx[i] < 0 ? idx[i] + self.size(0) : idx[i];
-                axpyF32(alpha, ss, sBase + (i * inner + c0) * 4, ds, dBase + (v * inner + c0) * 4, c1 - c0);
+                axpyF32(alpha, ss, sBase + (i * inner + c0) * 4, ds, dBase + (idx[i] * inner + c0) * 4, c1 - c0);
             }
         });
     }
