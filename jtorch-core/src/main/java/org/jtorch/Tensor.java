@@ -14,6 +14,8 @@ import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.Storage;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.Elementwise;
+import org.jtorch.ops.Indexing;
+import org.jtorch.ops.Joining;
 import org.jtorch.ops.Linalg;
 import org.jtorch.ops.Shapes;
 import org.jtorch.ops.UnaryOp;
@@ -1203,6 +1205,142 @@ public final class Tensor implements AutoCloseable {
 
     public Tensor clampMax(double max) {
         return clamp(Double.NaN, max);
+    }
+
+    // ------------------------------------------------------------------ indexing and joining (ops.Indexing, ops.Joining)
+
+    /** {@code index_select}: the slices {@code index} (int32/int64 vector; no negative values) picks along {@code dim}. */
+    public Tensor indexSelect(int dim, Tensor index) {
+        return Indexing.indexSelect(this, dim, index);
+    }
+
+    /** {@code gather}: {@code out[i][j] = this[i][index[i][j]]} for {@code dim == 1}; {@code index} is int64 with this tensor's rank. */
+    public Tensor gather(int dim, Tensor index) {
+        return Indexing.gather(this, dim, index);
+    }
+
+    /** {@code scatter}: a copy with {@code out[i][index[i][j]] = src[i][j]} for {@code dim == 1}. */
+    public Tensor scatter(int dim, Tensor index, Tensor src) {
+        return Indexing.scatter("scatter", this, dim, index, src, false);
+    }
+
+    /** {@code scatter} of a scalar (converted to this tensor's dtype). */
+    public Tensor scatter(int dim, Tensor index, double value) {
+        return Indexing.scatterValue(this, dim, index, value);
+    }
+
+    public Tensor scatter_(int dim, Tensor index, Tensor src) {
+        return Indexing.scatterInPlace("scatter_", this, dim, index, src, false);
+    }
+
+    public Tensor scatter_(int dim, Tensor index, double value) {
+        return Indexing.scatterValueInPlace(this, dim, index, value);
+    }
+
+    /** {@code scatter_add}: a copy with {@code out[i][index[i][j]] += src[i][j]} for {@code dim == 1}; duplicates sum. */
+    public Tensor scatterAdd(int dim, Tensor index, Tensor src) {
+        return Indexing.scatter("scatterAdd", this, dim, index, src, true);
+    }
+
+    public Tensor scatterAdd_(int dim, Tensor index, Tensor src) {
+        return Indexing.scatterInPlace("scatterAdd_", this, dim, index, src, true);
+    }
+
+    /** {@code index_add}: a copy with {@code out.select(dim, index[i]) += alpha * source.select(dim, i)}. */
+    public Tensor indexAdd(int dim, Tensor index, Tensor source, double alpha) {
+        return Indexing.onCopy(this, r -> Indexing.indexAddInPlace(r, dim, index, source, alpha));
+    }
+
+    public Tensor indexAdd(int dim, Tensor index, Tensor source) {
+        return indexAdd(dim, index, source, 1);
+    }
+
+    public Tensor indexAdd_(int dim, Tensor index, Tensor source, double alpha) {
+        return Indexing.indexAddInPlace(this, dim, index, source, alpha);
+    }
+
+    public Tensor indexAdd_(int dim, Tensor index, Tensor source) {
+        return Indexing.indexAddInPlace(this, dim, index, source, 1);
+    }
+
+    /** {@code index_copy}: a copy with {@code out.select(dim, index[i]) = source.select(dim, i)}; {@code index} is int64. */
+    public Tensor indexCopy(int dim, Tensor index, Tensor source) {
+        return Indexing.onCopy(this, r -> Indexing.indexCopyInPlace(r, dim, index, source));
+    }
+
+    public Tensor indexCopy_(int dim, Tensor index, Tensor source) {
+        return Indexing.indexCopyInPlace(this, dim, index, source);
+    }
+
+    /** {@code index_fill}: a copy with the slices {@code index} (int64; negative values wrap) picks along {@code dim} set to {@code value}. */
+    public Tensor indexFill(int dim, Tensor index, double value) {
+        return Indexing.onCopy(this, r -> Indexing.indexFillInPlace(r, dim, index, value));
+    }
+
+    public Tensor indexFill_(int dim, Tensor index, double value) {
+        return Indexing.indexFillInPlace(this, dim, index, value);
+    }
+
+    /** {@code masked_fill}: {@code value} where the bool {@code mask} is true; shape broadcast with the mask, this dtype. */
+    public Tensor maskedFill(Tensor mask, double value) {
+        return Indexing.maskedFill(this, mask, value);
+    }
+
+    public Tensor maskedFill_(Tensor mask, double value) {
+        return Indexing.maskedFillInPlace(this, mask, value);
+    }
+
+    /** {@code masked_select}: the elements where the broadcast bool {@code mask} is true, as a 1-d tensor. */
+    public Tensor maskedSelect(Tensor mask) {
+        return Indexing.maskedSelect(this, mask);
+    }
+
+    /** {@code nonzero}: int64 {@code [n, dim()]} coordinates of the nonzero elements, in row-major order. */
+    public Tensor nonzero() {
+        return Indexing.nonzero(this);
+    }
+
+    /** {@code nonzero(as_tuple=True)}: one int64 vector of coordinates per dimension. */
+    public List<Tensor> nonzeroTuple() {
+        return Indexing.nonzeroTuple(this);
+    }
+
+    /**
+     * Advanced indexing {@code this[i0, i1, ...]}: int64 index tensors (broadcast together; negative
+     * values count from the end), bool masks (covering as many dimensions as they have), and
+     * {@code null} for a full slice {@code :}, over the leading dimensions. Returns a new tensor.
+     */
+    public Tensor index(Tensor... indices) {
+        return Indexing.index(this, indices);
+    }
+
+    /** {@code index_put_}: {@code this[indices] = values} (broadcast), or {@code +=} when {@code accumulate}. */
+    public Tensor indexPut_(Tensor[] indices, Tensor values, boolean accumulate) {
+        return Indexing.indexPutInPlace(this, indices, values, accumulate);
+    }
+
+    public Tensor indexPut(Tensor[] indices, Tensor values, boolean accumulate) {
+        return Indexing.onCopy(this, r -> Indexing.indexPutInPlace(r, indices, values, accumulate));
+    }
+
+    /** Views of {@code splitSize} elements along {@code dim} (the last may be smaller). */
+    public List<Tensor> split(long splitSize, int dim) {
+        return Joining.split(this, splitSize, dim);
+    }
+
+    /** Views of the given sizes along {@code dim} ({@code split_with_sizes}). */
+    public List<Tensor> split(long[] sizes, int dim) {
+        return Joining.split(this, sizes, dim);
+    }
+
+    /** At most {@code chunks} views of {@code ceil(size(dim) / chunks)} elements along {@code dim}. */
+    public List<Tensor> chunk(int chunks, int dim) {
+        return Joining.chunk(this, chunks, dim);
+    }
+
+    /** The slices along {@code dim}, each a view without that dimension. */
+    public List<Tensor> unbind(int dim) {
+        return Joining.unbind(this, dim);
     }
 
     // ------------------------------------------------------------------ printing

@@ -1,11 +1,14 @@
 package org.jtorch;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.cpu.Parallel;
 import org.jtorch.memory.MemoryStats;
 import org.jtorch.ops.Einsum;
 import org.jtorch.ops.Elementwise;
+import org.jtorch.ops.Indexing;
+import org.jtorch.ops.Joining;
 import org.jtorch.ops.Linalg;
 import org.jtorch.ops.Shapes;
 
@@ -394,6 +397,69 @@ public final class Torch {
     /** {@code condition ? a : b}, broadcast. */
     public static Tensor where(Tensor condition, Tensor a, Tensor b) {
         return Elementwise.where(condition, a, b);
+    }
+
+    // ------------------------------------------------------------------ indexing and joining (ops.Indexing, ops.Joining)
+
+    /** {@code torch.cat}: joins tensors along an existing dimension, promoting dtypes (1-d empty tensors are skipped). */
+    public static Tensor cat(List<Tensor> tensors, int dim) {
+        return Joining.cat(tensors, dim);
+    }
+
+    public static Tensor cat(Tensor[] tensors, int dim) {
+        return Joining.cat(List.of(tensors), dim);
+    }
+
+    /** {@code torch.cat} along dimension 0. */
+    public static Tensor cat(Tensor... tensors) {
+        return Joining.cat(List.of(tensors), 0);
+    }
+
+    /** {@code torch.stack}: joins equal-shaped tensors along a new dimension {@code dim}. */
+    public static Tensor stack(List<Tensor> tensors, int dim) {
+        return Joining.stack(tensors, dim);
+    }
+
+    public static Tensor stack(Tensor[] tensors, int dim) {
+        return Joining.stack(List.of(tensors), dim);
+    }
+
+    /** {@code torch.stack} along a new leading dimension. */
+    public static Tensor stack(Tensor... tensors) {
+        return Joining.stack(List.of(tensors), 0);
+    }
+
+    /** {@code torch.where(condition)}: the coordinates of the true (nonzero) elements, one int64 vector per dimension. */
+    public static List<Tensor> where(Tensor condition) {
+        return Indexing.nonzeroTuple(condition);
+    }
+
+    public static Tensor nonzero(Tensor t) {
+        return Indexing.nonzero(t);
+    }
+
+    public static Tensor indexSelect(Tensor t, int dim, Tensor index) {
+        return Indexing.indexSelect(t, dim, index);
+    }
+
+    public static Tensor gather(Tensor t, int dim, Tensor index) {
+        return Indexing.gather(t, dim, index);
+    }
+
+    public static Tensor maskedSelect(Tensor t, Tensor mask) {
+        return Indexing.maskedSelect(t, mask);
+    }
+
+    public static List<Tensor> split(Tensor t, long splitSize, int dim) {
+        return Joining.split(t, splitSize, dim);
+    }
+
+    public static List<Tensor> chunk(Tensor t, int chunks, int dim) {
+        return Joining.chunk(t, chunks, dim);
+    }
+
+    public static List<Tensor> unbind(Tensor t, int dim) {
+        return Joining.unbind(t, dim);
     }
 
     private static void requireFloating(String op, DType dtype) {

@@ -1,7 +1,491 @@
 package org.jtorch.backend.cpu;
 
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
 import org.jtorch.backend.IndexKernels;
 
-/** CPU implementation of {@link IndexKernels}. */
+/**
+ * CPU implementation of {@link IndexKernels}.
+ *
+ * <p>Most ops reduce to two strided loops, as ATen's index kernels: a gather {@code out[e] = src[e +
+ * sum_k index_k[e] * stride_k]} and its scatter mirror, where the source (or destination) is restrided
+ * to the iteration shape with stride 0 along the indexed dimensions. A copy needs no dtype conversion,
+ * so elements move as raw bytes of the element width; only accumulation looks at the dtype. Fast
+ * paths cover the shapes training spends its time in: row copies for embedding lookups, last-dim
+ * gathers for loss picks, and vectorised row accumulation for embedding gradients.
+ */
 final class CpuIndexKernels implements IndexKernels {
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
+    private static final int FL = FS.length();
+    private static final ByteOrder LE = ByteOrder.nativeOrder();
+    private static final long GRAIN = ElementwiseKernels.GRAIN;
+
+    // ---------------------------------------------------------------- index_select
+
+    @Override
+    public void indexSelect(Tensor self, int dim, Tensor index, Tensor out) {
+        int rank = self.dim();
+        long size = rank == 0 ? 1 : self.size(dim);
+        checkIndices("indexSelect", index, size, dim, false);
+        if (out.numel() == 0) return;
+        if (self.isContiguous() && rank > 0) {
+            selectRowsContiguous(self, dim, index, out);
+            return;
+        }
+        long[] outShape = out.shape();
+        long[] srcStrides = self.strides();
+        long[] idxStrides = new long[rank];
+        if (rank > 0) {
+            srcStrides[dim] = 0;
+            idxStrides[dim] = index.dim() == 0 ? 0 : index.stride(0);
+        }
+        try (Tensor src = self.asStrided(outShape, srcStrides, self.storageOffset());
+             Tensor idx = index.asStrided(outShape, idxStrides, index.storageOffset())) {
+            gatherCore(src, new Tensor[] {idx}, new long[] {size}, new long[] {rank == 0 ? 0 : self.stride(dim)}, out);
+        }
+    }
+
+    /** A contiguous source: each index copies one block of {@code inner} elements per outer position. */
+    private static void selectRowsContiguous(Tensor self, int dim, Tensor index, Tensor out) {
+        long[] shape = self.shape();
+        long outer = 1;
+        for (int d = 0; d < dim; d++) outer *= shape[d];
+        long inner = 1;
+        for (int d = dim + 1; d < shape.length; d++) inner *= shape[d];
+        long size = shape[dim];
+        long[] idx = readIndexVector(index);
+        int n = idx.length;
+        long es = self.dtype().byteSize();
+        long rowBytes = inner * es;
+        long srcBase = self.storageOffset() * es;
+        long outBase = out.storageOffset() * es;
+        MemorySegment ss = self.storage().segment();
+        MemorySegment os = out.storage().segment();
+        Parallel.forRange(outer * n, Math.max(1, GRAIN / Math.max(1, inner)), (begin, end) -> {
+            for (long r = begin; r < end; r++) {
+                long o = r / n;
+                int i = (int) (r - o * n);
+                MemorySegment.copy(ss, srcBase + (o * size + idx[i]) * rowBytes, os, outBase + r * rowBytes, rowBytes);
+            }
+        });
+    }
+
+    // ---------------------------------------------------------------- gather / scatter
+
+    @Override
+    public void gather(Tensor self, int dim, Tensor index, Tensor out) {
+        int rank = self.dim();
+        long size = rank == 0 ? 1 : self.size(dim);
+        checkIndices("gather", index, size, dim, false);
+        if (out.numel() == 0) return;
+        if (rank > 0 && dim == rank - 1 && self.isContiguous() && index.isContiguous() && out.isContiguous()
+                && sameLeadingShape(self, index)) {
+            gatherLastDim(self, index, out);
+            return;
+        }
+        long[] srcStrides = self.strides();
+        if (rank > 0) srcStrides[dim] = 0;
+        try (Tensor src = self.asStrided(index.shape(), srcStrides, self.storageOffset())) {
+            gatherCore(src, new Tensor[] {index}, new long[] {size}, new long[] {rank == 0 ? 0 : self.stride(dim)}, out);
+        }
+    }
+
+    /** {@code out[r, j] = self[r, index[r, j]]} over contiguous rows (cross-entropy's target picks). */
+    private static void gatherLastDim(Tensor self, Tensor index, Tensor out) {
+        long k = self.size(-1);
+        long m = index.size(-1);
+        long rows = index.numel() / m;
+        int es = self.dtype().byteSize();
+        MemorySegment ss = self.storage().segment();
+        MemorySegment is = index.storage().segment();
+        MemorySegment os = out.storage().segment();
+        long sBase = self.storageOffset() * es;
+        long iBase = index.storageOffset() * 8;
+        long oBase = out.storageOffset() * es;
+        Parallel.forRange(rows, Math.max(1, GRAIN / Math.max(1, m)), (begin, end) -> {
+            for (long r = begin; r < end; r++) {
+                long srcRow = sBase + r * k * es;
+                for (long j = 0; j < m; j++) {
+                    long e = r * m + j;
+                    long v = is.get(ElementIO.I64, iBase + e * 8);
+                    moveElement(ss, srcRow + v * es, os, oBase + e * es, es);
+                }
+            }
+        });
+    }
+
+    @Override
+    public void scatter(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
+        int rank = self.dim();
+        long size = rank == 0 ? 1 : self.size(dim);
+        checkIndices(op, index, size, dim, false);
+        if (index.numel() == 0) return;
+        if (accumulate && rank == 2 && dim == 0 && self.dtype() == DType.FLOAT32 && self.isContiguous()
+                && index.isContiguous() && src.stride(1) == 1) {
+            scatterAddRowsF32(self, index, src);
+            return;
+        }
+        long[] dstStrides = self.strides();
+        if (rank > 0) dstStrides[dim] = 0;
+        try (Tensor dst = self.asStrided(index.shape(), dstStrides, self.storageOffset())) {
+            scatterCore(dst, new Tensor[] {index}, new long[] {size}, new long[] {rank == 0 ? 0 : self.stride(dim)},
+                    src, accumulate, 1);
+        }
+    }
+
+    /**
+     * {@code self[index[i, j], j] += src[i, j]} for float32 matrices. Threads own disjoint column
+     * ranges, so no two threads ever add into the same element.
+     */
+    private static void scatterAddRowsF32(Tensor self, Tensor index, Tensor src) {
+        long rows = index.size(0);
+        long cols = index.size(1);
+        long selfCols = self.size(1);
+        long srcRowStride = src.stride(0);
+        MemorySegment ds = self.storage().segment();
+        MemorySegment is = index.storage().segment();
+        MemorySegment ss = src.storage().segment();
+        long dBase = self.storageOffset() * 4;
+        long iBase = index.storageOffset() * 8;
+        long sBase = src.storageOffset() * 4;
+        Parallel.forRange(cols, Math.max(16, GRAIN / Math.max(1, rows)), (c0, c1) -> {
+            for (long i = 0; i < rows; i++) {
+                for (long j = c0; j < c1; j++) {
+                    long v = is.get(ElementIO.I64, iBase + (i * cols + j) * 8);
+                    long d = dBase + (v * selfCols + j) * 4;
+                    ds.set(ElementIO.F32, d, ds.get(ElementIO.F32, d) + ss.get(ElementIO.F32, sBase + (i * srcRowStride + j) * 4));
+                }
+            }
+        });
+    }
+
+    // ---------------------------------------------------------------- index_add / index_copy / index_fill
+
+    @Override
+    public void indexAccumulate(String op, Tensor self, int dim, Tensor index, Tensor source, boolean accumulate,
+                                double alpha, boolean wrapNegative) {
+        int rank = self.dim();
+        long size = rank == 0 ? 1 : self.size(dim);
+        checkIndices(op, index, size, dim, wrapNegative);
+        if (source.numel() == 0) return;
+        if (accumulate && !wrapNegative && rank > 0 && dim == 0 && self.dtype() == DType.FLOAT32 && self.isContiguous()
+                && source.isContiguous()) {
+            indexAddRowsF32(self, index, source, (float) alpha);
+            return;
+        }
+        long[] shape = source.shape();
+        long[] dstStrides = self.strides();
+        long[] idxStrides = new long[rank];
+        if (rank > 0) {
+            dstStrides[dim] = 0;
+            idxStrides[dim] = index.dim() == 0 ? 0 : index.stride(0);
+        }
+        try (Tensor dst = self.asStrided(shape, dstStrides, self.storageOffset());
+             Tensor idx = index.asStrided(shape, idxStrides, index.storageOffset())) {
+            scatterCore(dst, new Tensor[] {idx}, new long[] {size}, new long[] {rank == 0 ? 0 : self.stride(dim)},
+                    source, accumulate, alpha);
+        }
+    }
+
+    /**
+     * {@code self[index[i]] += alpha * source[i]} over contiguous float32 rows (the embedding gradient);
+     * the indices are validated and non-negative (index_add rejects negative ones).
+     * Threads own disjoint column ranges of every row: no races, and each element sums in index order.
+     */
+    private static void indexAddRowsF32(Tensor self, Tensor index, Tensor source, float alpha) {
+        long[] idx = readIndexVector(index);
+        long inner = self.numel() / self.size(0);
+        MemorySegment ds = self.storage().segment();
+        MemorySegment ss = source.storage().segment();
+        long dBase = self.storageOffset() * 4;
+        long sBase = source.storageOffset() * 4;
+        long grain = Math.max(4L * FL, GRAIN / Math.max(1, idx.length));
+        Parallel.forRange(inner, grain, (c0, c1) -> {
+            for (int i = 0; i < idx.length; i++) {
+                axpyF32(alpha, ss, sBase + (i * inner + c0) * 4, ds, dBase + (idx[i] * inner + c0) * 4, c1 - c0);
+            }
+        });
+    }
+
+    /** {@code y[0..n) += a * x[0..n)} over float32 memory. */
+    private static void axpyF32(float a, MemorySegment xs, long xOff, MemorySegment ys, long yOff, long n) {
+        long i = 0;
+        if (a == 1f) {
+            for (long upper = n - n % FL; i < upper; i += FL) {
+                FloatVector y = FloatVector.fromMemorySegment(FS, ys, yOff + i * 4, LE);
+                y.add(FloatVector.fromMemorySegment(FS, xs, xOff + i * 4, LE)).intoMemorySegment(ys, yOff + i * 4, LE);
+            }
+            for (; i < n; i++) ys.set(ElementIO.F32, yOff + i * 4, ys.get(ElementIO.F32, yOff + i * 4) + xs.get(ElementIO.F32, xOff + i * 4));
+            return;
+        }
+        FloatVector av = FloatVector.broadcast(FS, a);
+        for (long upper = n - n % FL; i < upper; i += FL) {
+            FloatVector y = FloatVector.fromMemorySegment(FS, ys, yOff + i * 4, LE);
+            FloatVector x = FloatVector.fromMemorySegment(FS, xs, xOff + i * 4, LE);
+            y.add(x.mul(av)).intoMemorySegment(ys, yOff + i * 4, LE);
+        }
+        for (; i < n; i++) ys.set(ElementIO.F32, yOff + i * 4, ys.get(ElementIO.F32, yOff + i * 4) + a * xs.get(ElementIO.F32, xOff + i * 4));
+    }
+
+    // ---------------------------------------------------------------- nonzero / masked_select
+
+    @Override
+    public long countNonzero(Tensor t) {
+        if (t.numel() == 0) return 0;
+        DType dt = t.dtype();
+        MemorySegment s = t.storage().segment();
+        ElementwiseIteration it = new ElementwiseIteration(t);
+        long[] count = new long[1];
+        it.forEachRow(0, it.numel, (off, len) -> {
+            long stride = it.innerByteStride(0);
+            long c = 0;
+            for (long j = 0; j < len; j++) if (isNonzero(dt, s, off[0] + j * stride)) c++;
+            count[0] += c;
+        });
+        return count[0];
+    }
+
+    @Override
+    public void nonzero(Tensor t, Tensor out) {
+        long[] shape = t.shape();
+        long[] strides = t.strides();
+        int rank = shape.length;
+        long n = t.numel();
+        DType dt = t.dtype();
+        int es = dt.byteSize();
+        MemorySegment s = t.storage().segment();
+        MemorySegment os = out.storage().segment();
+        long[] pos = new long[rank];
+        long off = t.storageOffset() * es;
+        long o = out.storageOffset() * 8;
+        long rows = out.size(0);
+        long written = 0;
+        for (long e = 0; e < n && written < rows; e++) {
+            if (isNonzero(dt, s, off)) {
+                for (int d = 0; d < rank; d++) os.set(ElementIO.I64, o + d * 8L, pos[d]);
+                o += rank * 8L;
+                written++;
+            }
+            // Advance the multi-index and the byte offset, innermost dimension first.
+            for (int d = rank - 1; d >= 0; d--) {
+                off += strides[d] * es;
+                if (++pos[d] < shape[d]) break;
+                off -= shape[d] * strides[d] * es;
+                pos[d] = 0;
+            }
+        }
+    }
+
+    @Override
+    public void maskedSelect(Tensor self, Tensor mask, Tensor out) {
+        if (out.numel() == 0) return;
+        int es = self.dtype().byteSize();
+        MemorySegment ss = self.storage().segment();
+        MemorySegment ms = mask.storage().segment();
+        MemorySegment os = out.storage().segment();
+        long capacity = out.numel();
+        long[] o = {out.storageOffset() * es, 0};
+        ElementwiseIteration it = new ElementwiseIteration(self, mask);
+        it.forEachRow(0, it.numel, (off, len) -> {
+            long sStride = it.innerByteStride(0);
+            long mStride = it.innerByteStride(1);
+            for (long j = 0; j < len && o[1] < capacity; j++) {
+                if (ms.get(ElementIO.I8, off[1] + j * mStride) != 0) {
+                    moveElement(ss, off[0] + j * sStride, os, o[0], es);
+                    o[0] += es;
+                    o[1]++;
+                }
+            }
+        });
+    }
+
+    // ---------------------------------------------------------------- advanced indexing
+
+    @Override
+    public void advancedIndex(Tensor src, Tensor[] indices, long[] sizes, long[] strides, Tensor out) {
+        for (int k = 0; k < indices.length; k++) checkIndices("index", indices[k], sizes[k], -1, true);
+        if (out.numel() == 0) return;
+        gatherCore(src, indices, sizes, strides, out);
+    }
+
+    @Override
+    public void indexPut(Tensor dst, Tensor[] indices, long[] sizes, long[] strides, Tensor values, boolean accumulate) {
+        for (int k = 0; k < indices.length; k++) checkIndices("indexPut_", indices[k], sizes[k], -1, true);
+        if (values.numel() == 0) return;
+        scatterCore(dst, indices, sizes, strides, values, accumulate, 1);
+    }
+
+    // ---------------------------------------------------------------- shared loops
+
+    /**
+     * {@code out[e] = src[e + sum_k idx_k[e] * strides[k]]}: {@code src} and every index are restrided to
+     * {@code out}'s shape; indices are already validated, negative ones wrap by {@code sizes[k]}.
+     */
+    private static void gatherCore(Tensor src, Tensor[] idx, long[] sizes, long[] strides, Tensor out) {
+        int k = idx.length;
+        Tensor[] operands = new Tensor[2 + k];
+        operands[0] = out;
+        operands[1] = src;
+        System.arraycopy(idx, 0, operands, 2, k);
+        ElementwiseIteration it = new ElementwiseIteration(operands);
+        int es = out.dtype().byteSize();
+        MemorySegment ss = src.storage().segment();
+        MemorySegment os = out.storage().segment();
+        IndexOperands io = new IndexOperands(idx, sizes, strides, es);
+        Parallel.forRange(it.numel, GRAIN, (begin, end) -> it.forEachRow(begin, end, (off, len) -> {
+            long oStride = it.innerByteStride(0);
+            long sStride = it.innerByteStride(1);
+            for (long j = 0; j < len; j++) {
+                long so = off[1] + j * sStride + io.byteOffset(it, off, 2, j);
+                moveElement(ss, so, os, off[0] + j * oStride, es);
+            }
+        }));
+    }
+
+    /**
+     * {@code dst[e + sum_k idx_k[e] * strides[k]] (+)= values[e]}: the mirror of {@link #gatherCore}.
+     * Writes run in parallel; accumulation runs on one thread, so duplicates sum in a fixed order.
+     */
+    private static void scatterCore(Tensor dst, Tensor[] idx, long[] sizes, long[] strides, Tensor values,
+                                    boolean accumulate, double alpha) {
+        int k = idx.length;
+        Tensor[] operands = new Tensor[2 + k];
+        operands[0] = values;
+        operands[1] = dst;
+        System.arraycopy(idx, 0, operands, 2, k);
+        ElementwiseIteration it = new ElementwiseIteration(operands);
+        DType dt = dst.dtype();
+        int es = dt.byteSize();
+        MemorySegment vs = values.storage().segment();
+        MemorySegment ds = dst.storage().segment();
+        IndexOperands io = new IndexOperands(idx, sizes, strides, es);
+        long alphaLong = (long) alpha;
+        ElementwiseIteration.RowBody body = (off, len) -> {
+            long vStride = it.innerByteStride(0);
+            long dStride = it.innerByteStride(1);
+            for (long j = 0; j < len; j++) {
+                long d = off[1] + j * dStride + io.byteOffset(it, off, 2, j);
+                if (accumulate) accumulateElement(dt, vs, off[0] + j * vStride, ds, d, alpha, alphaLong);
+                else moveElement(vs, off[0] + j * vStride, ds, d, es);
+            }
+        };
+        if (accumulate) it.forEachRow(0, it.numel, body);
+        else Parallel.forRange(it.numel, GRAIN, (begin, end) -> it.forEachRow(begin, end, body));
+    }
+
+    /** Index operands of the shared loops: their memory, dtype, and the byte step per index unit. */
+    private static final class IndexOperands {
+        final int count;
+        final MemorySegment[] segments;
+        final boolean[] int32;
+        final long[] sizes;
+        final long[] byteSteps;
+
+        IndexOperands(Tensor[] idx, long[] sizes, long[] strides, int es) {
+            count = idx.length;
+            segments = new MemorySegment[count];
+            int32 = new boolean[count];
+            byteSteps = new long[count];
+            this.sizes = sizes;
+            for (int q = 0; q < count; q++) {
+                segments[q] = idx[q].storage().segment();
+                int32[q] = idx[q].dtype() == DType.INT32;
+                byteSteps[q] = strides[q] * es;
+            }
+        }
+
+        /** Byte offset selected by the indices at element {@code j} of the current row. */
+        long byteOffset(ElementwiseIteration it, long[] off, int firstOperand, long j) {
+            long r = 0;
+            for (int q = 0; q < count; q++) {
+                long at = off[firstOperand + q] + j * it.innerByteStride(firstOperand + q);
+                long v = int32[q] ? segments[q].get(ElementIO.I32, at) : segments[q].get(ElementIO.I64, at);
+                if (v < 0) v += sizes[q];
+                r += v * byteSteps[q];
+            }
+            return r;
+        }
+    }
+
+    // ---------------------------------------------------------------- element helpers
+
+    /**
+     * Throws when an index (int32 or int64) lies outside {@code [0, size)}, or {@code [-size, size)}
+     * when negative indices wrap. {@code dim < 0} leaves the dimension number out of the message.
+     */
+    static void checkIndices(String op, Tensor index, long size, int dim, boolean wrapNegative) {
+        if (index.numel() == 0) return;
+        MemorySegment s = index.storage().segment();
+        boolean int32 = index.dtype() == DType.INT32;
+        long low = wrapNegative ? -size : 0;
+        ElementwiseIteration it = new ElementwiseIteration(index);
+        it.forEachRow(0, it.numel, (off, len) -> {
+            long stride = it.innerByteStride(0);
+            for (long j = 0; j < len; j++) {
+                long v = int32 ? s.get(ElementIO.I32, off[0] + j * stride) : s.get(ElementIO.I64, off[0] + j * stride);
+                if (v < low || v >= size) {
+                    throw new IndexOutOfBoundsException(op + ": index " + v + " is out of bounds for dimension "
+                            + (dim >= 0 ? dim + " " : "") + "with size " + size);
+                }
+            }
+        });
+    }
+
+    /** A validated 1-d (or 0-d) int32/int64 index as a Java array. */
+    private static long[] readIndexVector(Tensor index) {
+        long[] r = new long[Math.toIntExact(index.numel())];
+        MemorySegment s = index.storage().segment();
+        boolean int32 = index.dtype() == DType.INT32;
+        long step = (index.dim() == 0 ? 0 : index.stride(0)) * (int32 ? 4 : 8);
+        long base = index.storageOffset() * (int32 ? 4 : 8);
+        for (int i = 0; i < r.length; i++) {
+            r[i] = int32 ? s.get(ElementIO.I32, base + i * step) : s.get(ElementIO.I64, base + i * step);
+        }
+        return r;
+    }
+
+    private static boolean sameLeadingShape(Tensor a, Tensor b) {
+        for (int d = 0; d < a.dim() - 1; d++) if (a.size(d) != b.size(d)) return false;
+        return true;
+    }
+
+    /** Copies one element of {@code es} bytes: a copy needs no dtype conversion. */
+    static void moveElement(MemorySegment src, long srcOff, MemorySegment dst, long dstOff, int es) {
+        switch (es) {
+            case 1 -> dst.set(ElementIO.I8, dstOff, src.get(ElementIO.I8, srcOff));
+            case 2 -> dst.set(ElementIO.I16, dstOff, src.get(ElementIO.I16, srcOff));
+            case 4 -> dst.set(ElementIO.I32, dstOff, src.get(ElementIO.I32, srcOff));
+            default -> dst.set(ElementIO.I64, dstOff, src.get(ElementIO.I64, srcOff));
+        }
+    }
+
+    /**
+     * {@code dst += alpha * src} for one element: float64 in double, the other floating types in float
+     * (rounded once on store), integers in exact long arithmetic, bool as logical or.
+     */
+    private static void accumulateElement(DType t, MemorySegment src, long srcOff, MemorySegment dst, long dstOff,
+                                          double alpha, long alphaLong) {
+        if (t == DType.FLOAT64) {
+            dst.set(ElementIO.F64, dstOff, dst.get(ElementIO.F64, dstOff) + alpha * src.get(ElementIO.F64, srcOff));
+        } else if (t.isFloatingPoint()) {
+            float v = (float) ElementIO.getDouble(t, dst, dstOff) + (float) alpha * (float) ElementIO.getDouble(t, src, srcOff);
+            ElementIO.setDouble(t, dst, dstOff, v);
+        } else {
+            ElementIO.setLong(t, dst, dstOff, ElementIO.getLong(t, dst, dstOff) + alphaLong * ElementIO.getLong(t, src, srcOff));
+        }
+    }
+
+    private static boolean isNonzero(DType t, MemorySegment s, long off) {
+        return switch (t) {
+            case BOOL, UINT8, INT8 -> s.get(ElementIO.I8, off) != 0;
+            case INT16 -> s.get(ElementIO.I16, off) != 0;
+            case INT32 -> s.get(ElementIO.I32, off) != 0;
+            case INT64 -> s.get(ElementIO.I64, off) != 0;
+            default -> ElementIO.getDouble(t, s, off) != 0;
+        };
+    }
 }

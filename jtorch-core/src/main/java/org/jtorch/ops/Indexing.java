@@ -1,0 +1,627 @@
+package org.jtorch.ops;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.backend.Backends;
+import org.jtorch.backend.IndexKernels;
+
+/**
+ * Front end of the indexing ops, with PyTorch's semantics: {@code index_select}, {@code gather},
+ * {@code scatter}/{@code scatter_add}, {@code index_add}/{@code index_copy}/{@code index_fill},
+ * {@code masked_fill}/{@code masked_select}, {@code nonzero}, and advanced (integer-tensor) indexing
+ * {@code t[i0, i1, ...]} with {@code index_put_}.
+ *
+ * <p>Shape and dtype rules are checked here; index values are checked by the kernels before they
+ * write, and a bad one raises {@link IndexOutOfBoundsException} naming the op, the value and the size
+ * of the dimension. Where PyTorch 1.13 accepts negative indices (advanced indexing, index_fill) they
+ * wrap; elsewhere (index_select, gather, scatter, index_add, index_copy) they are errors, as there.
+ * Out-of-place forms copy {@code self} and run the in-place form; in-place forms bump the version
+ * counter.
+ */
+public final class Indexing {
+    private Indexing() {}
+
+    // ---------------------------------------------------------------- index_select / gather
+
+    /** {@code self.index_select(dim, index)}: {@code index} is a vector (or 0-d) of int32 or int64. */
+    public static Tensor indexSelect(Tensor self, int dim, Tensor index) {
+        String op = "indexSelect";
+        checkOpen(op, self, index);
+        Device device = sameDevice(op, self, index);
+        if (index.dim() > 1) {
+            throw new IllegalArgumentException(op + ": index is supposed to be a vector, got shape " + Shapes.format(index.shape()));
+        }
+        requireIndexType(op, index, true);
+        int d = Shapes.wrapDim(op, dim, self.dim());
+        if (self.dim() == 0) {
+            if (index.numel() != 1) {
+                throw new IllegalArgumentException(op + ": index to a 0-d tensor can have only 1 value, got " + index.numel());
+            }
+            try (Tensor v = self.unsqueeze(0); Tensor r = indexSelect(v, 0, index)) {
+                return r.squeeze(0);
+            }
+        }
+        long[] shape = self.shape();
+        shape[d] = index.numel();
+        Tensor out = Tensor.empty(shape, self.dtype(), device);
+        try {
+            kernels(device).indexSelect(self, d, index, out);
+        } catch (RuntimeException e) {
+            out.close();
+            throw e;
+        }
+        return out;
+    }
+
+    /** {@code self.gather(dim, index)}: {@code out[i][j] = self[index[i][j]][j]} for dim 0; index is int64. */
+    public static Tensor gather(Tensor self, int dim, Tensor index) {
+        String op = "gather";
+        checkOpen(op, self, index);
+        Device device = sameDevice(op, self, index);
+        if (index.dtype() != DType.INT64) {
+            throw new IllegalArgumentException(op + ": expected dtype int64 for index, got " + index.dtype());
+        }
+        int d = Shapes.wrapDim(op, dim, self.dim());
+        if (self.dim() == 0 || index.dim() == 0) {
+            try (Tensor s = atLeast1d(self); Tensor i = atLeast1d(index); Tensor r = gather(s, d, i)) {
+                return r.reshape(index.shape());
+            }
+        }
+        checkSameRank(op, self, index);
+        for (int k = 0; k < self.dim(); k++) {
+            if (k != d && index.size(k) > self.size(k)) {
+                throw new IllegalArgumentException(op + ": size does not match at dimension " + k + ": expected index "
+                        + Shapes.format(index.shape()) + " to be smaller than self " + Shapes.format(self.shape())
+                        + " apart from dimension " + d);
+            }
+        }
+        Tensor out = Tensor.empty(index.shape(), self.dtype(), device);
+        try {
+            kernels(device).gather(self, d, index, out);
+        } catch (RuntimeException e) {
+            out.close();
+            throw e;
+        }
+        return out;
+    }
+
+    // ---------------------------------------------------------------- scatter
+
+    /**
+     * {@code self.scatter_(dim, index, src)} (or {@code scatter_add_} when {@code accumulate}):
+     * {@code self[index[i][j]][j] = src[i][j]} for dim 0. Only the index-shaped corner of {@code src}
+     * is read. Returns {@code self}.
+     */
+    public static Tensor scatterInPlace(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
+        checkOpen(op, self, index);
+        src.checkOpen(op);
+        Device device = sameDevice(op, self, index);
+        sameDevice(op, self, src);
+        if (self.dtype() != src.dtype()) {
+            throw new IllegalArgumentException(op + ": expected self.dtype to be equal to src.dtype, got " + self.dtype()
+                    + " and " + src.dtype());
+        }
+        checkScatterIndex(op, self, dim, index);
+        int d = Shapes.wrapDim(op, dim, self.dim());
+        if (self.dim() == 0 || index.dim() == 0 || src.dim() == 0) {
+            try (Tensor s = atLeast1d(self); Tensor i = atLeast1d(index); Tensor v = atLeast1d(src)) {
+                scatterInPlace(op, s, d, i, v, accumulate);
+            }
+            return self;
+        }
+        checkSameRank(op, self, index);
+        checkSameRank(op, src, index);
+        for (int k = 0; k < self.dim(); k++) {
+            if ((k != d && index.size(k) > self.size(k)) || index.size(k) > src.size(k)) {
+                throw new IllegalArgumentException(op + ": expected index " + Shapes.format(index.shape())
+                        + " to be smaller than self " + Shapes.format(self.shape()) + " apart from dimension " + d
+                        + " and to be smaller than src " + Shapes.format(src.shape()));
+            }
+        }
+        try (Tensor corner = src.asStrided(index.shape(), src.strides(), src.storageOffset())) {
+            kernels(device).scatter(op, self, d, index, corner, accumulate);
+        }
+        self.bumpVersion();
+        return self;
+    }
+
+    /** {@code self.scatter_(dim, index, value)}: writes a scalar (converted to self's dtype) at the indexed places. */
+    public static Tensor scatterValueInPlace(Tensor self, int dim, Tensor index, double value) {
+        String op = "scatter_";
+        checkOpen(op, self, index);
+        checkScatterIndex(op, self, dim, index);
+        try (Tensor v = scalarLike(self, value)) {
+            return scatterInPlace(op, self, dim, index, v.broadcastTo(index.shape()), false);
+        }
+    }
+
+    public static Tensor scatter(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
+        Tensor r = self.clone();
+        try {
+            return scatterInPlace(op, r, dim, index, src, accumulate);
+        } catch (RuntimeException e) {
+            r.close();
+            throw e;
+        }
+    }
+
+    public static Tensor scatterValue(Tensor self, int dim, Tensor index, double value) {
+        Tensor r = self.clone();
+        try {
+            return scatterValueInPlace(r, dim, index, value);
+        } catch (RuntimeException e) {
+            r.close();
+            throw e;
+        }
+    }
+
+    private static void checkScatterIndex(String op, Tensor self, int dim, Tensor index) {
+        if (index.dtype() != DType.INT64) {
+            throw new IllegalArgumentException(op + ": expected dtype int64 for index, got " + index.dtype());
+        }
+        sameDevice(op, self, index);
+        Shapes.wrapDim(op, dim, self.dim());
+    }
+
+    // ---------------------------------------------------------------- index_add / index_copy / index_fill
+
+    /** {@code self.index_add_(dim, index, source, alpha)}: {@code self.select(dim, index[i]) += alpha * source.select(dim, i)}. */
+    public static Tensor indexAddInPlace(Tensor self, int dim, Tensor index, Tensor source, double alpha) {
+        String op = "indexAdd_";
+        if (!self.dtype().isFloatingPoint() && alpha != Math.rint(alpha)) {
+            throw new IllegalArgumentException(op + ": for integral input tensors, alpha must not be a floating point number, got "
+                    + alpha);
+        }
+        return indexAccumulate(op, self, dim, index, source, true, alpha, true);
+    }
+
+    /** {@code self.index_copy_(dim, index, source)}: {@code self.select(dim, index[i]) = source.select(dim, i)}; index is int64. */
+    public static Tensor indexCopyInPlace(Tensor self, int dim, Tensor index, Tensor source) {
+        return indexAccumulate("indexCopy_", self, dim, index, source, false, 1, false);
+    }
+
+    /** {@code self.index_fill_(dim, index, value)}; index is int64 and negative entries wrap, as PyTorch. */
+    public static Tensor indexFillInPlace(Tensor self, int dim, Tensor index, double value) {
+        String op = "indexFill_";
+        checkOpen(op, self, index);
+        Device device = sameDevice(op, self, index);
+        if (index.dtype() != DType.INT64) {
+            throw new IllegalArgumentException(op + ": expected dtype int64 for index, got " + index.dtype());
+        }
+        if (index.dim() > 1) {
+            throw new IllegalArgumentException(op + ": index has to be a vector or a scalar, got shape " + Shapes.format(index.shape()));
+        }
+        int d = Shapes.wrapDim(op, dim, self.dim());
+        if (self.dim() == 0) {
+            try (Tensor s = self.unsqueeze(0)) {
+                indexFillInPlace(s, 0, index, value);
+            }
+            return self;
+        }
+        long[] shape = self.shape();
+        shape[d] = index.numel();
+        try (Tensor v = scalarLike(self, value); Tensor i = atLeast1d(index)) {
+            kernels(device).indexAccumulate(op, self, d, i, v.broadcastTo(shape), false, 1, true);
+        }
+        self.bumpVersion();
+        return self;
+    }
+
+    private static Tensor indexAccumulate(String op, Tensor self, int dim, Tensor index, Tensor source, boolean accumulate,
+                                          double alpha, boolean intIndexAllowed) {
+        checkOpen(op, self, index);
+        source.checkOpen(op);
+        Device device = sameDevice(op, self, index);
+        sameDevice(op, self, source);
+        if (index.dim() > 1) {
+            throw new IllegalArgumentException(op + ": index should have dimension 1 or 0, got shape " + Shapes.format(index.shape()));
+        }
+        requireIndexType(op, index, intIndexAllowed);
+        if (self.dtype() != source.dtype()) {
+            throw new IllegalArgumentException(op + ": self (" + self.dtype() + ") and source (" + source.dtype()
+                    + ") must have the same dtype");
+        }
+        int d = Shapes.wrapDim(op, dim, self.dim());
+        if (self.dim() == 0 || source.dim() == 0) {
+            try (Tensor s = atLeast1d(self); Tensor v = atLeast1d(source)) {
+                indexAccumulate(op, s, d, index, v, accumulate, alpha, intIndexAllowed);
+            }
+            return self;
+        }
+        if (source.dim() != self.dim()) {
+            throw new IllegalArgumentException(op + ": source " + Shapes.format(source.shape())
+                    + " must have the same number of dimensions as self " + Shapes.format(self.shape()));
+        }
+        if (source.size(d) != index.numel()) {
+            throw new IllegalArgumentException(op + ": number of indices (" + index.numel() + ") should be equal to source.size("
+                    + d + ") (" + source.size(d) + ")");
+        }
+        for (int k = 0; k < self.dim(); k++) {
+            if (k != d && self.size(k) != source.size(k)) {
+                throw new IllegalArgumentException(op + ": self " + Shapes.format(self.shape()) + " and source "
+                        + Shapes.format(source.shape()) + " must match in every dimension but " + d);
+            }
+        }
+        try (Tensor i = atLeast1d(index)) {
+            kernels(device).indexAccumulate(op, self, d, i, source, accumulate, alpha, false);
+        }
+        self.bumpVersion();
+        return self;
+    }
+
+    /** Out-of-place form of an in-place indexing op: runs {@code body} on a copy of {@code self}. */
+    public static Tensor onCopy(Tensor self, java.util.function.UnaryOperator<Tensor> body) {
+        Tensor r = self.clone();
+        try {
+            return body.apply(r);
+        } catch (RuntimeException e) {
+            r.close();
+            throw e;
+        }
+    }
+
+    // ---------------------------------------------------------------- masks
+
+    /** {@code self.masked_fill(mask, value)}: the result has the broadcast shape of self and mask, self's dtype. */
+    public static Tensor maskedFill(Tensor self, Tensor mask, double value) {
+        String op = "maskedFill";
+        checkOpen(op, self, mask);
+        Device device = sameDevice(op, self, mask);
+        requireMask(op, mask);
+        long[] shape = Shapes.broadcast(op, self.shape(), mask.shape());
+        Tensor out = Tensor.empty(shape, self.dtype(), device);
+        try (Tensor v = scalarLike(self, value)) {
+            Backends.of(device).where(mask.broadcastTo(shape), v.broadcastTo(shape), self.broadcastTo(shape), out);
+        } catch (RuntimeException e) {
+            out.close();
+            throw e;
+        }
+        return out;
+    }
+
+    /** {@code self.masked_fill_(mask, value)}: the mask must broadcast to self's shape. */
+    public static Tensor maskedFillInPlace(Tensor self, Tensor mask, double value) {
+        String op = "maskedFill_";
+        checkOpen(op, self, mask);
+        Device device = sameDevice(op, self, mask);
+        requireMask(op, mask);
+        long[] shape = Shapes.broadcast(op, self.shape(), mask.shape());
+        if (!Arrays.equals(shape, self.shape())) {
+            throw new IllegalArgumentException(op + ": output with shape " + Shapes.format(self.shape())
+                    + " doesn't match the broadcast shape " + Shapes.format(shape));
+        }
+        try (Tensor v = scalarLike(self, value)) {
+            Backends.of(device).where(mask.broadcastTo(shape), v.broadcastTo(shape), self, self);
+        }
+        self.bumpVersion();
+        return self;
+    }
+
+    /** {@code self.masked_select(mask)}: the elements where the broadcast mask is true, as a 1-d tensor. */
+    public static Tensor maskedSelect(Tensor self, Tensor mask) {
+        String op = "maskedSelect";
+        checkOpen(op, self, mask);
+        Device device = sameDevice(op, self, mask);
+        requireMask(op, mask);
+        long[] shape = Shapes.broadcast(op, self.shape(), mask.shape());
+        Tensor m = mask.broadcastTo(shape);
+        IndexKernels k = kernels(device);
+        Tensor out = Tensor.empty(new long[] {k.countNonzero(m)}, self.dtype(), device);
+        k.maskedSelect(self.broadcastTo(shape), m, out);
+        return out;
+    }
+
+    /** {@code self.nonzero()}: int64 {@code [n, self.dim()]}, the coordinates of nonzero elements in row-major order. */
+    public static Tensor nonzero(Tensor self) {
+        String op = "nonzero";
+        self.checkOpen(op);
+        IndexKernels k = kernels(self.device());
+        Tensor out = Tensor.empty(new long[] {k.countNonzero(self), self.dim()}, DType.INT64, self.device());
+        k.nonzero(self, out);
+        return out;
+    }
+
+    /** {@code self.nonzero(as_tuple=True)} and {@code torch.where(condition)}: one int64 vector per dimension. */
+    public static List<Tensor> nonzeroTuple(Tensor self) {
+        if (self.dim() == 0) {
+            try (Tensor v = self.unsqueeze(0)) {
+                return nonzeroTuple(v);
+            }
+        }
+        try (Tensor nz = nonzero(self)) {
+            List<Tensor> r = new ArrayList<>(self.dim());
+            for (int d = 0; d < self.dim(); d++) r.add(nz.select(1, d));
+            return r;
+        }
+    }
+
+    // ---------------------------------------------------------------- advanced indexing
+
+    /**
+     * {@code self[indices[0], indices[1], ...]} with NumPy/PyTorch advanced-indexing rules: entries
+     * index the leading dimensions; {@code null} is a full slice {@code :}; int64 tensors broadcast
+     * together and select (negative values count from the end); a bool (or uint8) tensor of k
+     * dimensions covers k dimensions and selects where it is true. When the indexed dimensions are
+     * adjacent, the broadcast index shape replaces them in place; otherwise it comes first. The
+     * result is a new tensor, never a view.
+     */
+    public static Tensor index(Tensor self, Tensor... indices) {
+        String op = "index";
+        try (AdvancedIndex ai = AdvancedIndex.of(op, self, indices)) {
+            if (ai == null) return self.clone();
+            Tensor out = Tensor.empty(ai.resultShape, self.dtype(), self.device());
+            try (Tensor src = ai.restrided(ai.self)) {
+                kernels(self.device()).advancedIndex(src, ai.indices, ai.sizes, ai.strides, out);
+            } catch (RuntimeException e) {
+                out.close();
+                throw e;
+            }
+            return out;
+        }
+    }
+
+    /**
+     * {@code self.index_put_(indices, values, accumulate)}: the places {@code self[indices]} selects
+     * get {@code values} (broadcast to their shape), or have them added when {@code accumulate}
+     * (duplicate indices then sum). {@code values} must have self's dtype.
+     */
+    public static Tensor indexPutInPlace(Tensor self, Tensor[] indices, Tensor values, boolean accumulate) {
+        String op = "indexPut_";
+        self.checkOpen(op);
+        values.checkOpen(op);
+        sameDevice(op, self, values);
+        if (values.dtype() != self.dtype()) {
+            throw new IllegalArgumentException(op + ": index put requires the source and destination dtypes match, got "
+                    + self.dtype() + " for the destination and " + values.dtype() + " for the source");
+        }
+        try (AdvancedIndex ai = AdvancedIndex.of(op, self, indices)) {
+            if (ai == null) {
+                if (accumulate) {
+                    self.add_(values);
+                } else {
+                    self.copy_(values);
+                }
+                return self;
+            }
+            long[] b = Shapes.broadcast(op, ai.resultShape, values.shape());
+            if (!Arrays.equals(b, ai.resultShape)) {
+                throw new IllegalArgumentException(op + ": shape mismatch: value tensor of shape " + Shapes.format(values.shape())
+                        + " cannot be broadcast to indexing result of shape " + Shapes.format(ai.resultShape));
+            }
+            try (Tensor dst = ai.restrided(ai.self)) {
+                kernels(self.device()).indexPut(dst, ai.indices, ai.sizes, ai.strides, values.broadcastTo(ai.resultShape),
+                        accumulate);
+            }
+        }
+        self.bumpVersion();
+        return self;
+    }
+
+    /**
+     * The geometry of one advanced-indexing call after PyTorch's normalisation: masks expanded into
+     * int64 index tensors, indices broadcast together, indexed dimensions moved to be adjacent.
+     * Holds the tensors it created (closed with it).
+     */
+    private static final class AdvancedIndex implements AutoCloseable {
+        /** Self, with the indexed dimensions adjacent (a view: possibly permuted). */
+        Tensor self;
+        /** First indexed dimension of {@link #self}. */
+        int start;
+        /** Index tensors restrided to the result shape. */
+        Tensor[] indices;
+        long[] sizes;
+        long[] strides;
+        long[] resultShape;
+        private final List<Tensor> owned = new ArrayList<>();
+
+        /** Null when no entry is a tensor (the whole tensor is selected). */
+        static AdvancedIndex of(String op, Tensor self, Tensor[] entries) {
+            self.checkOpen(op);
+            AdvancedIndex ai = new AdvancedIndex();
+            try {
+                return ai.build(op, self, entries) ? ai : closeAndNull(ai);
+            } catch (RuntimeException e) {
+                ai.close();
+                throw e;
+            }
+        }
+
+        private static AdvancedIndex closeAndNull(AdvancedIndex ai) {
+            ai.close();
+            return null;
+        }
+
+        private boolean build(String op, Tensor base, Tensor[] entries) {
+            Tensor src = own(base.alias());
+            // 1. Expand masks into int64 index tensors, one per dimension they cover.
+            List<Tensor> expanded = new ArrayList<>();
+            int consumed = 0;
+            for (int e = 0; e < entries.length; e++) {
+                Tensor t = entries[e];
+                if (t == null) {
+                    expanded.add(null);
+                    consumed++;
+                    continue;
+                }
+                t.checkOpen(op);
+                sameDevice(op, base, t);
+                if (t.dtype() == DType.BOOL || t.dtype() == DType.UINT8) {
+                    if (t.dim() == 0) {
+                        // A 0-d mask adds a dimension of size 1 and keeps (true) or drops (false) it, as PyTorch.
+                        src = own(src.unsqueeze(consumed));
+                        boolean keep = t.item() != 0;
+                        expanded.add(own(keep ? org.jtorch.Torch.zeros(new long[] {1}, DType.INT64, base.device())
+                                : Tensor.empty(new long[] {0}, DType.INT64, base.device())));
+                        consumed++;
+                        continue;
+                    }
+                    if (consumed + t.dim() > src.dim()) throw tooMany(op, base, entries);
+                    for (int k = 0; k < t.dim(); k++) {
+                        if (t.size(k) != src.size(consumed + k)) {
+                            throw new IndexOutOfBoundsException(op + ": the shape of the mask " + Shapes.format(t.shape())
+                                    + " at index " + k + " does not match the shape of the indexed tensor "
+                                    + Shapes.format(src.shape()) + " at index " + (consumed + k));
+                        }
+                    }
+                    Tensor nz = own(nonzero(t));
+                    for (int k = 0; k < t.dim(); k++) expanded.add(own(nz.select(1, k)));
+                    consumed += t.dim();
+                } else if (t.dtype() == DType.INT64) {
+                    expanded.add(t);
+                    consumed++;
+                } else {
+                    throw new IllegalArgumentException(op + ": tensors used as indices must be long, byte or bool tensors, got "
+                            + t.dtype());
+                }
+                if (consumed > src.dim()) throw tooMany(op, base, entries);
+            }
+            if (consumed > src.dim()) throw tooMany(op, base, entries);
+            while (expanded.size() < src.dim()) expanded.add(null);
+
+            // 2. Broadcast the index tensors together.
+            long[] b = null;
+            int count = 0;
+            for (Tensor t : expanded) {
+                if (t == null) continue;
+                b = b == null ? t.shape() : Shapes.broadcast(op, b, t.shape());
+                count++;
+            }
+            if (count == 0) return false;
+
+            // 3. Move the indexed dimensions to the front when they are not adjacent.
+            int first = -1;
+            int last = -1;
+            for (int d = 0; d < expanded.size(); d++) {
+                if (expanded.get(d) != null) {
+                    if (first < 0) first = d;
+                    last = d;
+                }
+            }
+            if (last - first + 1 != count) {
+                int[] perm = new int[expanded.size()];
+                List<Tensor> moved = new ArrayList<>();
+                int j = 0;
+                for (int d = 0; d < expanded.size(); d++) {
+                    if (expanded.get(d) != null) {
+                        perm[j++] = d;
+                        moved.add(expanded.get(d));
+                    }
+                }
+                for (int d = 0; d < expanded.size(); d++) {
+                    if (expanded.get(d) == null) {
+                        perm[j++] = d;
+                        moved.add(null);
+                    }
+                }
+                src = own(src.permute(perm));
+                expanded = moved;
+                first = 0;
+            }
+
+            // 4. Geometry: result = src.shape[:first] + b + src.shape[first+count:].
+            long[] sShape = src.shape();
+            long[] sStrides = src.strides();
+            int before = first;
+            int after = sShape.length - first - count;
+            resultShape = new long[before + b.length + after];
+            for (int d = 0; d < before; d++) resultShape[d] = sShape[d];
+            System.arraycopy(b, 0, resultShape, before, b.length);
+            for (int d = 0; d < after; d++) resultShape[before + b.length + d] = sShape[first + count + d];
+            indices = new Tensor[count];
+            sizes = new long[count];
+            strides = new long[count];
+            for (int k = 0; k < count; k++) {
+                Tensor t = expanded.get(first + k);
+                long[] bs = Shapes.broadcastStrides(t.shape(), t.strides(), b);
+                long[] st = new long[resultShape.length];
+                System.arraycopy(bs, 0, st, before, b.length);
+                indices[k] = own(t.asStrided(resultShape, st, t.storageOffset()));
+                sizes[k] = sShape[first + k];
+                strides[k] = sStrides[first + k];
+            }
+            self = src;
+            start = first;
+            return true;
+        }
+
+        /** {@code t} (this.self) viewed with the result shape: its own strides outside, 0 across the index dimensions. */
+        Tensor restrided(Tensor t) {
+            long[] st = t.strides();
+            int count = indices.length;
+            long[] r = new long[resultShape.length];
+            int bLen = resultShape.length - (st.length - count);
+            for (int d = 0; d < start; d++) r[d] = st[d];
+            for (int d = start + count; d < st.length; d++) r[d - count + bLen] = st[d];
+            return t.asStrided(resultShape, r, t.storageOffset());
+        }
+
+        private Tensor own(Tensor t) {
+            owned.add(t);
+            return t;
+        }
+
+        private static IndexOutOfBoundsException tooMany(String op, Tensor base, Tensor[] entries) {
+            return new IndexOutOfBoundsException(op + ": too many indices for tensor of dimension " + base.dim()
+                    + " (got " + entries.length + " index entries)");
+        }
+
+        @Override
+        public void close() {
+            for (Tensor t : owned) t.close();
+            owned.clear();
+        }
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    static IndexKernels kernels(Device device) {
+        return Backends.of(device).indexing();
+    }
+
+    private static void checkOpen(String op, Tensor a, Tensor b) {
+        a.checkOpen(op);
+        b.checkOpen(op);
+    }
+
+    private static Device sameDevice(String op, Tensor a, Tensor b) {
+        if (!a.device().equals(b.device())) {
+            throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found "
+                    + a.device() + " and " + b.device());
+        }
+        return a.device();
+    }
+
+    private static void requireIndexType(String op, Tensor index, boolean int32Allowed) {
+        if (index.dtype() == DType.INT64 || (int32Allowed && index.dtype() == DType.INT32)) return;
+        throw new IllegalArgumentException(op + ": expected " + (int32Allowed ? "int32 or int64" : "int64")
+                + " for index, got " + index.dtype());
+    }
+
+    private static void requireMask(String op, Tensor mask) {
+        if (mask.dtype() != DType.BOOL && mask.dtype() != DType.UINT8) {
+            throw new IllegalArgumentException(op + ": expected a bool mask, got " + mask.dtype());
+        }
+    }
+
+    private static void checkSameRank(String op, Tensor self, Tensor index) {
+        if (self.dim() != index.dim()) {
+            throw new IllegalArgumentException(op + ": index tensor must have the same number of dimensions as the input"
+                    + " (index " + Shapes.format(index.shape()) + ", tensor " + Shapes.format(self.shape()) + ")");
+        }
+    }
+
+    /** A 1-d view of a 0-d tensor (a new reference otherwise), since a 0-d tensor indexes as one of size 1. */
+    private static Tensor atLeast1d(Tensor t) {
+        // unsqueeze rather than view(1): Shapes.viewStrides rejects 0-d inputs.
+        return t.dim() == 0 ? t.unsqueeze(0) : t.alias();
+    }
+
+    /** A 0-d tensor of {@code like}'s dtype and device holding {@code value} converted as {@code fill_} does. */
+    private static Tensor scalarLike(Tensor like, double value) {
+        return Tensor.empty(new long[0], like.dtype(), like.device()).fill_(value);
+    }
+}
