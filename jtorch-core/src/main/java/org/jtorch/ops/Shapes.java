@@ -125,6 +125,7 @@ public final class Shapes {
     public static long[] viewStrides(long[] oldShape, long[] oldStrides, long[] newShape) {
         long numel = numel(oldShape);
         long[] newStrides = new long[newShape.length];
+        if (oldShape.length == 0) return contiguousStrides(newShape); // a 0-d tensor views as any all-ones shape
         if (numel == 0) {
             return Arrays.equals(oldShape, newShape) ? oldStrides.clone() : contiguousStrides(newShape);
         }
