@@ -498,17 +498,23 @@ final class CpuReductionKernels implements ReductionKernels {
             acc = acc.add(e, m);
         }
         float sum = acc.reduceLanes(VectorOperators.ADD);
-        if (log) {
-            FloatVector logSum = FloatVector.broadcast(FS, (float) Math.log(sum));
-            for (i = 0; i < n; i += FL) {
-                VectorMask<Float> m = FS.indexInRange(i, n);
-                FloatVector x = FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE, m);
-                x.sub(vmax).sub(logSum).intoMemorySegment(os, oo + i * 4L, LE, m);
+        // Last pass: log-softmax shifts the input, softmax scales the stored exponentials. Masks only on the tail.
+        FloatVector logSum = FloatVector.broadcast(FS, (float) Math.log(sum));
+        FloatVector inv = FloatVector.broadcast(FS, 1f / sum);
+        for (i = 0; i <= n - FL; i += FL) {
+            if (log) {
+                FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE).sub(vmax).sub(logSum)
+                        .intoMemorySegment(os, oo + i * 4L, LE);
+            } else {
+                FloatVector.fromMemorySegment(FS, os, oo + i * 4L, LE).mul(inv).intoMemorySegment(os, oo + i * 4L, LE);
             }
-        } else {
-            FloatVector inv = FloatVector.broadcast(FS, 1f / sum);
-            for (i = 0; i < n; i += FL) {
-                VectorMask<Float> m = FS.indexInRange(i, n);
+        }
+        if (i < n) {
+            VectorMask<Float> m = FS.indexInRange(i, n);
+            if (log) {
+                FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE, m).sub(vmax).sub(logSum)
+                        .intoMemorySegment(os, oo + i * 4L, LE, m);
+            } else {
                 FloatVector.fromMemorySegment(FS, os, oo + i * 4L, LE, m).mul(inv).intoMemorySegment(os, oo + i * 4L, LE, m);
             }
         }
