@@ -17,6 +17,7 @@ import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.Indexing;
 import org.jtorch.ops.Joining;
 import org.jtorch.ops.Linalg;
+import org.jtorch.ops.Reductions;
 import org.jtorch.ops.Shapes;
 import org.jtorch.ops.UnaryOp;
 
@@ -1342,6 +1343,86 @@ public final class Tensor implements AutoCloseable {
     public List<Tensor> unbind(int dim) {
         return Joining.unbind(this, dim);
     }
+
+    // ------------------------------------------------------------------ reductions (org.jtorch.ops.Reductions)
+    // dims: none = all dimensions; negative dims count from the end. See Reductions for dtype and empty-tensor rules.
+
+    /** Sum over {@code dims} (all when none), as {@code torch.sum}; bool and integer tensors sum to int64. */
+    public Tensor sum(int... dims) { return Reductions.sum(this, dims, false, null); }
+    public Tensor sum(int dim, boolean keepdim) { return Reductions.sum(this, new int[] {dim}, keepdim, null); }
+    public Tensor sum(int[] dims, boolean keepdim) { return Reductions.sum(this, dims, keepdim, null); }
+    /** Sum with the input converted to {@code dtype} first (PyTorch's {@code dtype=} argument). */
+    public Tensor sum(int[] dims, boolean keepdim, DType dtype) { return Reductions.sum(this, dims, keepdim, dtype); }
+    public Tensor sum(DType dtype) { return Reductions.sum(this, new int[0], false, dtype); }
+
+    /** Mean over {@code dims} (all when none); floating tensors only, NaN when empty. */
+    public Tensor mean(int... dims) { return Reductions.mean(this, dims, false, null); }
+    public Tensor mean(int dim, boolean keepdim) { return Reductions.mean(this, new int[] {dim}, keepdim, null); }
+    public Tensor mean(int[] dims, boolean keepdim) { return Reductions.mean(this, dims, keepdim, null); }
+    public Tensor mean(int[] dims, boolean keepdim, DType dtype) { return Reductions.mean(this, dims, keepdim, dtype); }
+
+    /** Product over {@code dims} (all when none); bool and integer tensors give int64. */
+    public Tensor prod(int... dims) { return Reductions.prod(this, dims, false, null); }
+    public Tensor prod(int dim, boolean keepdim) { return Reductions.prod(this, new int[] {dim}, keepdim, null); }
+    public Tensor prod(int[] dims, boolean keepdim, DType dtype) { return Reductions.prod(this, dims, keepdim, dtype); }
+
+    /** The maximum element (0-d); NaN propagates; throws for an empty tensor. */
+    public Tensor max() { return Reductions.max(this); }
+    public Tensor min() { return Reductions.min(this); }
+    /** Maxima along {@code dim} with the index of their first occurrence, as {@code torch.max(x, dim)}. */
+    public Reductions.ValuesIndices max(int dim) { return Reductions.max(this, dim, false); }
+    public Reductions.ValuesIndices max(int dim, boolean keepdim) { return Reductions.max(this, dim, keepdim); }
+    public Reductions.ValuesIndices min(int dim) { return Reductions.min(this, dim, false); }
+    public Reductions.ValuesIndices min(int dim, boolean keepdim) { return Reductions.min(this, dim, keepdim); }
+
+    /** Maximum over {@code dims} (all when none) without indices; NaN propagates. */
+    public Tensor amax(int... dims) { return Reductions.amax(this, dims, false); }
+    public Tensor amax(int[] dims, boolean keepdim) { return Reductions.amax(this, dims, keepdim); }
+    public Tensor amin(int... dims) { return Reductions.amin(this, dims, false); }
+    public Tensor amin(int[] dims, boolean keepdim) { return Reductions.amin(this, dims, keepdim); }
+
+    /** Index of the maximum of the flattened tensor (0-d int64); the first on ties, the first NaN if any. */
+    public Tensor argmax() { return Reductions.argmax(this); }
+    public Tensor argmax(int dim) { return Reductions.argmax(this, dim, false); }
+    public Tensor argmax(int dim, boolean keepdim) { return Reductions.argmax(this, dim, keepdim); }
+    public Tensor argmin() { return Reductions.argmin(this); }
+    public Tensor argmin(int dim) { return Reductions.argmin(this, dim, false); }
+    public Tensor argmin(int dim, boolean keepdim) { return Reductions.argmin(this, dim, keepdim); }
+
+    /** Variance over {@code dims} (all when none) with Bessel's correction (correction = 1). */
+    public Tensor var(int... dims) { return Reductions.var(this, dims, 1, false); }
+    /** {@code sum (x - mean)^2 / max(0, N - correction)} over {@code dims}. */
+    public Tensor var(int[] dims, double correction, boolean keepdim) { return Reductions.var(this, dims, correction, keepdim); }
+    public Tensor std(int... dims) { return Reductions.std(this, dims, 1, false); }
+    public Tensor std(int[] dims, double correction, boolean keepdim) { return Reductions.std(this, dims, correction, keepdim); }
+
+    /** The 2-norm of all elements. */
+    public Tensor norm() { return Reductions.norm(this, 2, new int[0], false); }
+    /** The p-norm of all elements (p = 0, 1, 2, ±inf or any real). */
+    public Tensor norm(double p) { return Reductions.norm(this, p, new int[0], false); }
+    public Tensor norm(double p, int[] dims, boolean keepdim) { return Reductions.norm(this, p, dims, keepdim); }
+
+    /** {@code log(sum(exp(x)))} over {@code dims} (all when none), computed stably. */
+    public Tensor logsumexp(int... dims) { return Reductions.logsumexp(this, dims, false); }
+    public Tensor logsumexp(int[] dims, boolean keepdim) { return Reductions.logsumexp(this, dims, keepdim); }
+
+    /** Whether any element over {@code dims} (all when none) is nonzero; bool result (uint8 for uint8 input). */
+    public Tensor any(int... dims) { return Reductions.any(this, dims, false); }
+    public Tensor any(int[] dims, boolean keepdim) { return Reductions.any(this, dims, keepdim); }
+    public Tensor all(int... dims) { return Reductions.all(this, dims, false); }
+    public Tensor all(int[] dims, boolean keepdim) { return Reductions.all(this, dims, keepdim); }
+
+    /** Cumulative sum along {@code dim}; bool and integer tensors give int64. */
+    public Tensor cumsum(int dim) { return Reductions.cumsum(this, dim, null); }
+    public Tensor cumsum(int dim, DType dtype) { return Reductions.cumsum(this, dim, dtype); }
+    public Tensor cumprod(int dim) { return Reductions.cumprod(this, dim, null); }
+    public Tensor cumprod(int dim, DType dtype) { return Reductions.cumprod(this, dim, dtype); }
+
+    /** Softmax along {@code dim}; integer input computes in the default float dtype. */
+    public Tensor softmax(int dim) { return Reductions.softmax(this, dim, null); }
+    public Tensor softmax(int dim, DType dtype) { return Reductions.softmax(this, dim, dtype); }
+    public Tensor logSoftmax(int dim) { return Reductions.logSoftmax(this, dim, null); }
+    public Tensor logSoftmax(int dim, DType dtype) { return Reductions.logSoftmax(this, dim, dtype); }
 
     // ------------------------------------------------------------------ printing
 

@@ -10,6 +10,7 @@ import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.Indexing;
 import org.jtorch.ops.Joining;
 import org.jtorch.ops.Linalg;
+import org.jtorch.ops.Reductions;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -461,6 +462,36 @@ public final class Torch {
     public static List<Tensor> unbind(Tensor t, int dim) {
         return Joining.unbind(t, dim);
     }
+
+    // ------------------------------------------------------------------ reductions (org.jtorch.ops.Reductions)
+
+    public static Tensor sum(Tensor x, int... dims) { return Reductions.sum(x, dims, false, null); }
+    public static Tensor sum(Tensor x, int[] dims, boolean keepdim, DType dtype) { return Reductions.sum(x, dims, keepdim, dtype); }
+    public static Tensor mean(Tensor x, int... dims) { return Reductions.mean(x, dims, false, null); }
+    public static Tensor mean(Tensor x, int[] dims, boolean keepdim, DType dtype) { return Reductions.mean(x, dims, keepdim, dtype); }
+    public static Tensor prod(Tensor x, int... dims) { return Reductions.prod(x, dims, false, null); }
+    public static Tensor prod(Tensor x, int[] dims, boolean keepdim, DType dtype) { return Reductions.prod(x, dims, keepdim, dtype); }
+    public static Tensor max(Tensor x) { return Reductions.max(x); }
+    public static Tensor min(Tensor x) { return Reductions.min(x); }
+    public static Reductions.ValuesIndices max(Tensor x, int dim, boolean keepdim) { return Reductions.max(x, dim, keepdim); }
+    public static Reductions.ValuesIndices min(Tensor x, int dim, boolean keepdim) { return Reductions.min(x, dim, keepdim); }
+    public static Tensor amax(Tensor x, int[] dims, boolean keepdim) { return Reductions.amax(x, dims, keepdim); }
+    public static Tensor amin(Tensor x, int[] dims, boolean keepdim) { return Reductions.amin(x, dims, keepdim); }
+    public static Tensor argmax(Tensor x) { return Reductions.argmax(x); }
+    public static Tensor argmax(Tensor x, int dim, boolean keepdim) { return Reductions.argmax(x, dim, keepdim); }
+    public static Tensor argmin(Tensor x) { return Reductions.argmin(x); }
+    public static Tensor argmin(Tensor x, int dim, boolean keepdim) { return Reductions.argmin(x, dim, keepdim); }
+    public static Tensor var(Tensor x, int[] dims, double correction, boolean keepdim) { return Reductions.var(x, dims, correction, keepdim); }
+    public static Tensor std(Tensor x, int[] dims, double correction, boolean keepdim) { return Reductions.std(x, dims, correction, keepdim); }
+    public static Tensor norm(Tensor x) { return Reductions.norm(x, 2, new int[0], false); }
+    public static Tensor norm(Tensor x, double p, int[] dims, boolean keepdim) { return Reductions.norm(x, p, dims, keepdim); }
+    public static Tensor logsumexp(Tensor x, int[] dims, boolean keepdim) { return Reductions.logsumexp(x, dims, keepdim); }
+    public static Tensor any(Tensor x, int... dims) { return Reductions.any(x, dims, false); }
+    public static Tensor all(Tensor x, int... dims) { return Reductions.all(x, dims, false); }
+    public static Tensor cumsum(Tensor x, int dim) { return Reductions.cumsum(x, dim, null); }
+    public static Tensor cumprod(Tensor x, int dim) { return Reductions.cumprod(x, dim, null); }
+    public static Tensor softmax(Tensor x, int dim) { return Reductions.softmax(x, dim, null); }
+    public static Tensor logSoftmax(Tensor x, int dim) { return Reductions.logSoftmax(x, dim, null); }
 
     private static void requireFloating(String op, DType dtype) {
         if (!dtype.isFloatingPoint()) {

@@ -1,5 +1,53 @@
 package org.jtorch.backend;
 
-/** Reductions over dimensions (sum, mean, max with indices, var, cumulative ops, softmax). */
+import org.jtorch.Tensor;
+import org.jtorch.ops.ReduceOp;
+
+/**
+ * Reductions over dimensions (sum, prod, max/min with indices, norms, var, logsumexp), cumulative
+ * scans and softmax.
+ *
+ * <p>Layout convention for reductions, as ATen's TensorIterator: an output argument has the
+ * input's shape, with stride 0 along every reduced dimension (a keepdim output broadcast back to
+ * the input's shape). Output element {@code o} therefore reduces exactly the input elements that
+ * map to it, and a kernel needs no dimension list. Outputs are freshly allocated by the front end
+ * (no stride is 0 except along reduced dimensions). Reductions over zero elements write the
+ * operator's empty value; the front end rejects the ones PyTorch rejects (max of empty).
+ */
 public interface ReductionKernels {
+    /**
+     * {@code out = op(in)} over the reduced dimensions, accumulated in double (floating input) or long
+     * (integral and bool input; not for {@link ReduceOp#NORM}), converted to {@code out}'s dtype on store.
+     * {@code p} is the norm order, ignored by other operators.
+     */
+    void reduce(ReduceOp op, Tensor in, Tensor out, double p);
+
+    /**
+     * The maximum ({@code max == true}) or minimum along {@code dim} and its index (int64), first
+     * occurrence on ties; NaN beats every number (the first NaN wins). {@code values} may be null
+     * (argmax); {@code indices} and {@code values} follow the layout convention with {@code dim}
+     * reduced; the input's size along {@code dim} is at least 1.
+     */
+    void argReduce(boolean max, Tensor in, Tensor values, Tensor indices, int dim);
+
+    /**
+     * Variance (or standard deviation when {@code sqrt}) over the reduced dimensions, computed in
+     * double: {@code sum (x - mean)^2 / max(0, N - correction)}.
+     */
+    void variance(Tensor in, Tensor out, double correction, boolean sqrt);
+
+    /** {@code log(sum(exp(x)))} over the reduced dimensions, shifted by the maximum for stability. */
+    void logsumexp(Tensor in, Tensor out);
+
+    /**
+     * Inclusive scan along {@code dim}: cumulative sum, or product when {@code prod}. {@code in} and
+     * {@code out} have the same shape and dtype; floating scans accumulate in double, integral in long.
+     */
+    void scan(boolean prod, Tensor in, Tensor out, int dim);
+
+    /**
+     * Softmax ({@code log == false}) or log-softmax along {@code dim}, stable (max subtracted). {@code in}
+     * and {@code out} have the same shape and floating dtype.
+     */
+    void softmax(Tensor in, Tensor out, int dim, boolean log);
 }

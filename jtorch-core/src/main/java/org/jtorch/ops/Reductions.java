@@ -1,0 +1,341 @@
+package org.jtorch.ops;
+
+import java.util.Arrays;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.backend.Backends;
+
+/**
+ * Front end of the reductions, scans and softmax, with PyTorch 1.13's semantics: validates dims
+ * (negative dims wrap; an empty dim list reduces everything; a 0-d tensor accepts dim 0 and -1),
+ * computes the result's shape ({@code keepdim} keeps reduced dims as size 1) and dtype, allocates it
+ * and calls the device's {@link org.jtorch.backend.ReductionKernels}.
+ *
+ * <p>Dtype rules: {@code sum}, {@code prod}, {@code cumsum}, {@code cumprod} of bool and integer
+ * tensors give int64 unless a dtype is given (the input is then converted to it first); {@code mean},
+ * {@code var}, {@code std}, {@code norm} accept floating tensors only; {@code logsumexp} and softmax
+ * compute integer inputs in the default float dtype; {@code any}/{@code all} give bool (uint8 for
+ * uint8 input, as PyTorch 1.13). Empty reductions: sum 0, prod 1, mean/var NaN, norm 0, logsumexp
+ * -inf, any false, all true; max/min/amax/amin/argmax/argmin over an empty dimension throw.
+ */
+public final class Reductions {
+    private Reductions() {}
+
+    /** The result of {@code max(dim)}/{@code min(dim)}: the extreme values and their int64 indices along the dim. Closing closes both. */
+    public record ValuesIndices(Tensor values, Tensor indices) implements AutoCloseable {
+        @Override
+        public void close() {
+            values.close();
+            indices.close();
+        }
+    }
+
+    // ---------------------------------------------------------------- sum, prod, mean
+
+    /** {@code torch.sum(x, dims, keepdim, dtype)}; {@code dtype} may be null (bool/integers then sum to int64). */
+    public static Tensor sum(Tensor x, int[] dims, boolean keepdim, DType dtype) {
+        return accumulate(ReduceOp.SUM, "sum", x, dims, keepdim, dtype);
+    }
+
+    /** {@code torch.prod(x, dims, keepdim, dtype)}; unlike PyTorch's {@code prod}, several dims may be given. */
+    public static Tensor prod(Tensor x, int[] dims, boolean keepdim, DType dtype) {
+        return accumulate(ReduceOp.PROD, "prod", x, dims, keepdim, dtype);
+    }
+
+    /** {@code torch.mean}: floating tensors only (or an explicit floating {@code dtype}); the sum divided by the count, as ATen's CPU mean. */
+    public static Tensor mean(Tensor x, int[] dims, boolean keepdim, DType dtype) {
+        x.checkOpen("mean");
+        DType t = dtype == null ? x.dtype() : dtype;
+        if (!t.isFloatingPoint()) {
+            throw new IllegalArgumentException("mean(): could not infer output dtype. Input dtype must be either a floating point"
+                    + " or complex dtype. Got: " + t);
+        }
+        boolean[] reduced = reducedDims("mean", x.shape(), dims);
+        long count = 1;
+        long[] shape = x.shape();
+        for (int d = 0; d < shape.length; d++) if (reduced[d]) count *= shape[d];
+        Tensor s = accumulate(ReduceOp.SUM, "mean", x, dims, keepdim, t);
+        return s.div_((double) count);
+    }
+
+    private static Tensor accumulate(ReduceOp op, String name, Tensor x, int[] dims, boolean keepdim, DType dtype) {
+        x.checkOpen(name);
+        DType out = dtype != null ? dtype : x.dtype().isFloatingPoint() ? x.dtype() : DType.INT64;
+        if (dtype != null && dtype != x.dtype()) {
+            try (Tensor converted = x.to(dtype)) {
+                return reduce(op, name, converted, dims, keepdim, out, 0);
+            }
+        }
+        return reduce(op, name, x, dims, keepdim, out, 0);
+    }
+
+    // ---------------------------------------------------------------- extrema
+
+    /** {@code torch.amax(x, dims, keepdim)}: NaN propagates. */
+    public static Tensor amax(Tensor x, int[] dims, boolean keepdim) {
+        return extremum(ReduceOp.MAX, "amax", x, dims, keepdim);
+    }
+
+    public static Tensor amin(Tensor x, int[] dims, boolean keepdim) {
+        return extremum(ReduceOp.MIN, "amin", x, dims, keepdim);
+    }
+
+    /** {@code torch.max(x)}: the maximum of all elements (0-d); throws for an empty tensor. */
+    public static Tensor max(Tensor x) {
+        return extremum(ReduceOp.MAX, "max", x, new int[0], false);
+    }
+
+    public static Tensor min(Tensor x) {
+        return extremum(ReduceOp.MIN, "min", x, new int[0], false);
+    }
+
+    private static Tensor extremum(ReduceOp op, String name, Tensor x, int[] dims, boolean keepdim) {
+        x.checkOpen(name);
+        checkNonEmpty(name, x, reducedDims(name, x.shape(), dims), dims.length == 0);
+        return reduce(op, name, x, dims, keepdim, x.dtype(), 0);
+    }
+
+    /** {@code torch.max(x, dim, keepdim)}: values and the index of their first occurrence (the first NaN, if any). */
+    public static ValuesIndices max(Tensor x, int dim, boolean keepdim) {
+        return withIndices(true, "max", x, dim, keepdim);
+    }
+
+    public static ValuesIndices min(Tensor x, int dim, boolean keepdim) {
+        return withIndices(false, "min", x, dim, keepdim);
+    }
+
+    private static ValuesIndices withIndices(boolean max, String name, Tensor x, int dim, boolean keepdim) {
+        x.checkOpen(name);
+        int d = Shapes.wrapDim(name, dim, x.dim());
+        boolean[] reduced = reducedDims(name, x.shape(), new int[] {dim});
+        checkNonEmpty(name, x, reduced, false);
+        Tensor values = Tensor.empty(resultShape(x.shape(), reduced, keepdim), x.dtype(), x.device());
+        Tensor indices = Tensor.empty(resultShape(x.shape(), reduced, keepdim), DType.INT64, x.device());
+        long[] keep = resultShape(x.shape(), reduced, true);
+        try (Tensor vk = keepdimView(values, keep); Tensor ik = keepdimView(indices, keep)) {
+            Backends.of(x.device()).reductions().argReduce(max, x, vk.broadcastTo(x.shape()), ik.broadcastTo(x.shape()),
+                    x.dim() == 0 ? 0 : d);
+        }
+        return new ValuesIndices(values, indices);
+    }
+
+    /** {@code torch.argmax(x)}: the index of the maximum in the flattened tensor (0-d int64). */
+    public static Tensor argmax(Tensor x) {
+        return argFlat(true, "argmax", x);
+    }
+
+    public static Tensor argmin(Tensor x) {
+        return argFlat(false, "argmin", x);
+    }
+
+    /** {@code torch.argmax(x, dim, keepdim)}. */
+    public static Tensor argmax(Tensor x, int dim, boolean keepdim) {
+        return argAlong(true, "argmax", x, dim, keepdim);
+    }
+
+    public static Tensor argmin(Tensor x, int dim, boolean keepdim) {
+        return argAlong(false, "argmin", x, dim, keepdim);
+    }
+
+    private static Tensor argFlat(boolean max, String name, Tensor x) {
+        x.checkOpen(name);
+        checkArgDtype(name, x);
+        if (x.numel() == 0) {
+            throw new IllegalArgumentException(name + "(): Expected reduction dim to be specified for input.numel() == 0.");
+        }
+        try (Tensor flat = x.dim() == 0 ? x.alias() : x.reshape(-1)) {
+            return argAlong(max, name, flat, 0, false);
+        }
+    }
+
+    private static Tensor argAlong(boolean max, String name, Tensor x, int dim, boolean keepdim) {
+        x.checkOpen(name);
+        checkArgDtype(name, x);
+        int d = Shapes.wrapDim(name, dim, x.dim());
+        boolean[] reduced = reducedDims(name, x.shape(), new int[] {dim});
+        checkNonEmpty(name, x, reduced, false);
+        Tensor indices = Tensor.empty(resultShape(x.shape(), reduced, keepdim), DType.INT64, x.device());
+        try (Tensor ik = keepdimView(indices, resultShape(x.shape(), reduced, true))) {
+            Backends.of(x.device()).reductions().argReduce(max, x, null, ik.broadcastTo(x.shape()), x.dim() == 0 ? 0 : d);
+        }
+        return indices;
+    }
+
+    private static void checkArgDtype(String name, Tensor x) {
+        if (x.dtype() == DType.BOOL) throw new IllegalArgumentException(name + ": not implemented for " + x.dtype());
+    }
+
+    private static void checkNonEmpty(String name, Tensor x, boolean[] reduced, boolean allDims) {
+        if (x.numel() != 0) return;
+        if (allDims) {
+            throw new IllegalArgumentException(name + "(): Expected reduction dim to be specified for input.numel() == 0."
+                    + " Specify the reduction dim with the 'dim' argument.");
+        }
+        long[] shape = x.shape();
+        for (int d = 0; d < shape.length; d++) {
+            if (reduced[d] && shape[d] == 0) {
+                throw new IllegalArgumentException(name + "(): Expected reduction dim " + d + " to have non-zero size"
+                        + " (input shape " + Shapes.format(shape) + ")");
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- statistics and norms
+
+    /** {@code torch.var(x, dims, correction, keepdim)}: {@code sum (x - mean)^2 / max(0, N - correction)}. */
+    public static Tensor var(Tensor x, int[] dims, double correction, boolean keepdim) {
+        return variance("var", x, dims, correction, keepdim, false);
+    }
+
+    public static Tensor std(Tensor x, int[] dims, double correction, boolean keepdim) {
+        return variance("std", x, dims, correction, keepdim, true);
+    }
+
+    private static Tensor variance(String name, Tensor x, int[] dims, double correction, boolean keepdim, boolean sqrt) {
+        x.checkOpen(name);
+        if (!x.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(name + ": std and var only support floating point dtypes, got " + x.dtype());
+        }
+        boolean[] reduced = reducedDims(name, x.shape(), dims);
+        Tensor out = Tensor.empty(resultShape(x.shape(), reduced, keepdim), x.dtype(), x.device());
+        try (Tensor k = keepdimView(out, resultShape(x.shape(), reduced, true))) {
+            Backends.of(x.device()).reductions().variance(x, k.broadcastTo(x.shape()), correction, sqrt);
+        }
+        return out;
+    }
+
+    /** {@code torch.norm(x, p, dims, keepdim)}: the vector p-norm over the dims (p may be 0, ±inf or any real); floating tensors only. */
+    public static Tensor norm(Tensor x, double p, int[] dims, boolean keepdim) {
+        x.checkOpen("norm");
+        if (!x.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException("norm(): input dtype should be either floating point or complex. Got "
+                    + x.dtype() + " instead.");
+        }
+        return reduce(ReduceOp.NORM, "norm", x, dims, keepdim, x.dtype(), p);
+    }
+
+    /** {@code torch.logsumexp(x, dims, keepdim)}: {@code log(sum(exp(x)))} computed stably; integer input gives the default float dtype. */
+    public static Tensor logsumexp(Tensor x, int[] dims, boolean keepdim) {
+        x.checkOpen("logsumexp");
+        boolean[] reduced = reducedDims("logsumexp", x.shape(), dims);
+        DType t = x.dtype().isFloatingPoint() ? x.dtype() : Torch.defaultDtype();
+        Tensor out = Tensor.empty(resultShape(x.shape(), reduced, keepdim), t, x.device());
+        try (Tensor k = keepdimView(out, resultShape(x.shape(), reduced, true))) {
+            Backends.of(x.device()).reductions().logsumexp(x, k.broadcastTo(x.shape()));
+        }
+        return out;
+    }
+
+    // ---------------------------------------------------------------- logical
+
+    /** {@code torch.any(x, dims, keepdim)}: whether any element is nonzero (NaN counts). */
+    public static Tensor any(Tensor x, int[] dims, boolean keepdim) {
+        x.checkOpen("any");
+        return reduce(ReduceOp.ANY, "any", x, dims, keepdim, x.dtype() == DType.UINT8 ? DType.UINT8 : DType.BOOL, 0);
+    }
+
+    public static Tensor all(Tensor x, int[] dims, boolean keepdim) {
+        x.checkOpen("all");
+        return reduce(ReduceOp.ALL, "all", x, dims, keepdim, x.dtype() == DType.UINT8 ? DType.UINT8 : DType.BOOL, 0);
+    }
+
+    // ---------------------------------------------------------------- scans
+
+    /** {@code torch.cumsum(x, dim, dtype)}; {@code dtype} may be null (bool/integers then give int64). */
+    public static Tensor cumsum(Tensor x, int dim, DType dtype) {
+        return scan(false, "cumsum", x, dim, dtype);
+    }
+
+    public static Tensor cumprod(Tensor x, int dim, DType dtype) {
+        return scan(true, "cumprod", x, dim, dtype);
+    }
+
+    private static Tensor scan(boolean prod, String name, Tensor x, int dim, DType dtype) {
+        x.checkOpen(name);
+        int d = Shapes.wrapDim(name, dim, x.dim());
+        DType out = dtype != null ? dtype : x.dtype().isFloatingPoint() ? x.dtype() : DType.INT64;
+        try (Tensor in = x.to(out)) {
+            Tensor r = Tensor.empty(x.shape(), out, x.device());
+            Backends.of(x.device()).reductions().scan(prod, in, r, x.dim() == 0 ? 0 : d);
+            return r;
+        }
+    }
+
+    // ---------------------------------------------------------------- softmax
+
+    /** {@code torch.softmax(x, dim, dtype)}; {@code dtype} may be null (integer input then uses the default float dtype). */
+    public static Tensor softmax(Tensor x, int dim, DType dtype) {
+        return softmax(false, "softmax", x, dim, dtype);
+    }
+
+    public static Tensor logSoftmax(Tensor x, int dim, DType dtype) {
+        return softmax(true, "log_softmax", x, dim, dtype);
+    }
+
+    private static Tensor softmax(boolean log, String name, Tensor x, int dim, DType dtype) {
+        x.checkOpen(name);
+        int d = Shapes.wrapDim(name, dim, x.dim());
+        DType out = dtype != null ? dtype : x.dtype().isFloatingPoint() ? x.dtype() : Torch.defaultDtype();
+        if (!out.isFloatingPoint()) {
+            throw new IllegalArgumentException(name + ": expected a floating point dtype, got " + out);
+        }
+        try (Tensor in = x.to(out)) {
+            Tensor r = Tensor.empty(x.shape(), out, x.device());
+            Backends.of(x.device()).reductions().softmax(in, r, x.dim() == 0 ? 0 : d, log);
+            return r;
+        }
+    }
+
+    // ---------------------------------------------------------------- shared
+
+    /** Allocates the result and runs an accumulating reduction into it. */
+    private static Tensor reduce(ReduceOp op, String name, Tensor x, int[] dims, boolean keepdim, DType out, double p) {
+        boolean[] reduced = reducedDims(name, x.shape(), dims);
+        Tensor r = Tensor.empty(resultShape(x.shape(), reduced, keepdim), out, x.device());
+        try (Tensor k = keepdimView(r, resultShape(x.shape(), reduced, true))) {
+            Backends.of(x.device()).reductions().reduce(op, x, k.broadcastTo(x.shape()), p);
+        }
+        return r;
+    }
+
+    /**
+     * A freshly allocated (contiguous) result seen with the reduced dims kept as size 1, to broadcast back
+     * to the input's shape for the kernel. Built with asStrided because a 0-d result may need a [1, 1] view.
+     */
+    private static Tensor keepdimView(Tensor result, long[] keepShape) {
+        return result.asStrided(keepShape, Shapes.contiguousStrides(keepShape), result.storageOffset());
+    }
+
+    /** Which dimensions a reduction over {@code dims} covers: all when {@code dims} is empty; duplicates are an error. */
+    static boolean[] reducedDims(String op, long[] shape, int[] dims) {
+        boolean[] reduced = new boolean[shape.length];
+        if (dims == null || dims.length == 0) {
+            Arrays.fill(reduced, true);
+            return reduced;
+        }
+        boolean[] seen = new boolean[Math.max(shape.length, 1)];
+        for (int dim : dims) {
+            int d = Shapes.wrapDim(op, dim, shape.length);
+            if (seen[d]) {
+                throw new IllegalArgumentException(op + ": dim " + d + " appears multiple times in the list of dims "
+                        + Arrays.toString(dims));
+            }
+            seen[d] = true;
+            if (shape.length > 0) reduced[d] = true;
+        }
+        return reduced;
+    }
+
+    /** The result shape: reduced dims removed, or kept as size 1 with {@code keepdim}. */
+    static long[] resultShape(long[] shape, boolean[] reduced, boolean keepdim) {
+        int n = 0;
+        for (int d = 0; d < shape.length; d++) if (keepdim || !reduced[d]) n++;
+        long[] r = new long[n];
+        for (int d = 0, j = 0; d < shape.length; d++) {
+            if (!reduced[d]) r[j++] = shape[d];
+            else if (keepdim) r[j++] = 1;
+        }
+        return r;
+    }
+}
