@@ -165,6 +165,7 @@ public final class Torch {
         // Symmetric evaluation from both ends, as ATen does, so the end point is exact.
         long half = steps / 2;
         for (int i = 0; i < steps; i++) values[i] = i < half ? start + step * i : end - step * (steps - 1 - i);
+        if (steps == 1) values[0] = start; // ATen fills a single step with start, not end
         try (Tensor d = tensor(values)) {
             return d.to(device, dtype);
         }
