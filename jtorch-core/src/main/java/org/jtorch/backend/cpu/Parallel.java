@@ -27,14 +27,30 @@ public final class Parallel {
     private static volatile int numThreads = defaultThreads();
     private static Worker[] workers = new Worker[0];
 
-    // The job being run; workers read these after seeing a new generation.
-    private static volatile RangeBody jobBody;
-    private static volatile long jobN;
-    private static volatile int jobChunks;
-    private static final AtomicInteger nextChunk = new AtomicInteger();
-    private static final AtomicInteger pendingChunks = new AtomicInteger();
-    private static volatile Throwable jobError;
-    private static volatile Thread jobOwner;
+    /**
+     * The job being run. Each job carries its own counters, so a worker that wakes late for a finished
+     * job drains that job's exhausted counter and does nothing; it can never pair an old body with the
+     * new job's chunks (which ran stale bodies over reused memory).
+     */
+    private static volatile Job currentJob;
+
+    private static final class Job {
+        final RangeBody body;
+        final long n;
+        final int chunks;
+        final Thread owner;
+        final AtomicInteger nextChunk = new AtomicInteger();
+        final AtomicInteger pendingChunks;
+        volatile Throwable error;
+
+        Job(RangeBody body, long n, int chunks, Thread owner) {
+            this.body = body;
+            this.n = n;
+            this.chunks = chunks;
+            this.owner = owner;
+            this.pendingChunks = new AtomicInteger(chunks);
+        }
+    }
 
     private Parallel() {}
 
@@ -94,28 +110,23 @@ public final class Parallel {
     }
 
     private static void runJob(long n, int chunks, RangeBody body) {
-        jobBody = body;
-        jobN = n;
-        jobChunks = chunks;
-        jobError = null;
-        jobOwner = Thread.currentThread();
-        pendingChunks.set(chunks);
-        nextChunk.set(0);
+        Job job = new Job(body, n, chunks, Thread.currentThread());
+        currentJob = job;
         for (int i = 0; i < chunks - 1; i++) workers[i].wake();
         IN_REGION.set(true);
         try {
-            drainChunks();
+            drainChunks(job);
         } finally {
             IN_REGION.set(false);
         }
         // Wait for the chunks other threads took; spin first, they are short.
         long spins = 0;
-        while (pendingChunks.get() > 0) {
+        while (job.pendingChunks.get() > 0) {
             if (++spins < 20_000) Thread.onSpinWait();
             else LockSupport.parkNanos(10_000);
         }
-        jobBody = null;
-        Throwable err = jobError;
+        currentJob = null;
+        Throwable err = job.error;
         if (err != null) {
             if (err instanceof RuntimeException re) throw re;
             if (err instanceof Error e) throw e;
@@ -123,23 +134,19 @@ public final class Parallel {
         }
     }
 
-    /** Takes chunks of the current job until none are left. */
-    private static void drainChunks() {
-        RangeBody body = jobBody;
-        long n = jobN;
-        int chunks = jobChunks;
+    /** Takes chunks of {@code job} until none are left. */
+    private static void drainChunks(Job job) {
         int c;
-        while ((c = nextChunk.getAndIncrement()) < chunks) {
-            long begin = n * c / chunks;
-            long end = n * (c + 1) / chunks;
+        while ((c = job.nextChunk.getAndIncrement()) < job.chunks) {
+            long begin = job.n * c / job.chunks;
+            long end = job.n * (c + 1) / job.chunks;
             try {
-                body.run(begin, end);
+                job.body.run(begin, end);
             } catch (Throwable t) {
-                if (jobError == null) jobError = t;
+                if (job.error == null) job.error = t;
             } finally {
-                if (pendingChunks.decrementAndGet() == 0) {
-                    Thread owner = jobOwner;
-                    if (owner != null && owner != Thread.currentThread()) LockSupport.unpark(owner);
+                if (job.pendingChunks.decrementAndGet() == 0) {
+                    if (job.owner != Thread.currentThread()) LockSupport.unpark(job.owner);
                 }
             }
         }
@@ -180,7 +187,8 @@ public final class Parallel {
                     else LockSupport.park(this);
                 }
                 signals.decrementAndGet();
-                if (jobBody != null) drainChunks();
+                Job job = currentJob;
+                if (job != null) drainChunks(job);
             }
         }
     }
