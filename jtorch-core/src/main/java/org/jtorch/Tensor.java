@@ -266,6 +266,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Transpose of a matrix; 0-d and 1-d tensors are returned as views unchanged, as PyTorch's {@code t()}. */
     public Tensor t() {
+        checkOpen("t");
         if (shape.length > 2) {
             throw new IllegalArgumentException("t: expects a tensor with <= 2 dimensions, but got " + shape.length
                     + " (shape " + Shapes.format(shape) + ")");
@@ -275,6 +276,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Transposes the last two dimensions ({@code mT}). */
     public Tensor mT() {
+        checkOpen("mT");
         if (shape.length < 2) throw new IllegalArgumentException("mT: expected a tensor with >= 2 dimensions, got shape "
                 + Shapes.format(shape));
         return transpose(-2, -1);
