@@ -283,18 +283,25 @@ public final class F {
         double scale = 1.0 / Math.sqrt(q.size(-1));
         try (MemoryScope scope = new MemoryScope()) {
             Tensor scores = q.matmul(k.transpose(-2, -1)).mul(scale);
+            // Masks are applied as additive -inf/0 tensors, so the scores' gradient flows through one add.
             if (isCausal) {
                 Tensor keep = Torch.arange(l).unsqueeze(1).ge(Torch.arange(s).unsqueeze(0));
-                scores = scores.maskedFill(keep.logicalNot(), Double.NEGATIVE_INFINITY);
+                scores = scores.add(additiveMask(keep, scores));
             }
             if (attnMask != null) {
-                scores = attnMask.dtype() == DType.BOOL ? scores.maskedFill(attnMask.logicalNot(), Double.NEGATIVE_INFINITY)
-                        : scores.add(attnMask);
+                scores = scores.add(attnMask.dtype() == DType.BOOL ? additiveMask(attnMask, scores) : attnMask);
             }
             Tensor weights = scores.softmax(-1);
             if (dropoutP > 0) weights = dropout(weights, dropoutP, true, gen);
             Tensor out = weights.matmul(v);
             return new Attention(scope.keep(out), keepWeights ? scope.keep(weights) : null);
+        }
+    }
+
+    /** 0 where {@code keep} is true, -inf elsewhere, in the scores' dtype and device. */
+    private static Tensor additiveMask(Tensor keep, Tensor scores) {
+        try (Tensor zeros = Torch.zeros(keep.shape(), scores.dtype(), scores.device()); Tensor drop = keep.logicalNot()) {
+            return zeros.maskedFill(drop, Double.NEGATIVE_INFINITY);
         }
     }
 
@@ -527,7 +534,7 @@ public final class F {
 
     /**
      * Sigmoid and binary cross entropy in one stable formula, as PyTorch 1.13:
-     * {@code (1 - t) x + lw (log(1 + exp(-|x|)) + max(-x, 0))} with {@code lw = (posWeight - 1) t + 1};
+     * {@code (1 - t) x + lw softplus(-x)} with {@code lw = (posWeight - 1) t + 1};
      * {@code weight} and {@code posWeight} (broadcast over the last dimension, one per class) may be null.
      */
     public static Tensor binaryCrossEntropyWithLogits(Tensor input, Tensor target, Tensor weight, Tensor posWeight, Reduction reduction) {
@@ -537,16 +544,13 @@ public final class F {
                     + ") must be the same as input size (" + Shapes.format(input.shape()) + ")");
         }
         return MemoryScope.run(() -> {
-            Tensor loss;
-            if (posWeight != null) {
-                Tensor logWeight = posWeight.sub(1.0).mul(target).add(1.0);
-                Tensor softplusNeg = input.abs().neg().exp().log1p().add(input.neg().clampMin(0));
-                loss = target.rsub(1.0).mul(input).add(logWeight.mul(softplusNeg));
-            } else {
-                Tensor maxVal = input.neg().clampMin(0);
-                loss = target.rsub(1.0).mul(input).add(maxVal)
-                        .add(maxVal.neg().exp().add(input.neg().sub(maxVal).exp()).log());
-            }
+            // softplus(-x) = m + log(exp(-m) + exp(-x - m)) with m = max(-x, 0): stable, and its composite
+            // gradient is exact at x = 0 (unlike log1p(exp(-|x|)) + max(-x, 0), whose pieces have kinks there).
+            Tensor maxVal = input.neg().clampMin(0);
+            Tensor softplusNeg = maxVal.add(maxVal.neg().exp().add(input.neg().sub(maxVal).exp()).log());
+            Tensor loss = posWeight != null
+                    ? target.rsub(1.0).mul(input).add(posWeight.sub(1.0).mul(target).add(1.0).mul(softplusNeg))
+                    : target.rsub(1.0).mul(input).add(softplusNeg);
             if (weight != null) loss = loss.mul(weight);
             return reduce(loss, reduction);
         });
