@@ -12,12 +12,14 @@ public final class BenchMain {
         boolean quick = Arrays.asList(args).contains("--quick");
         switch (what) {
             case "core" -> print(CoreBench.run(quick));
+            case "training" -> print(TrainingBench.run(quick));
             case "--help", "-h", "help" -> System.out.println("""
                     usage: jtorch bench <suite> [--quick]
 
                     suites:
-                      core   eager overhead, elementwise bandwidth, machine copy bandwidth
-                    Prints 'name value' lines; scripts/bench-core runs PyTorch side by side and writes a table.""");
+                      core       eager overhead, elementwise bandwidth, machine copy bandwidth
+                      training   MLP 784-512-512-10 training step (batch 128), tiny autograd graph
+                    Prints 'name value' lines; scripts/bench runs PyTorch side by side and writes a table.""");
             default -> {
                 System.err.println("jtorch bench: unknown suite '" + what + "'");
                 System.exit(2);

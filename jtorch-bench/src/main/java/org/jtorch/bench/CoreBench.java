@@ -10,7 +10,7 @@ import org.jtorch.backend.cpu.Parallel;
 /**
  * Core CPU measurements: eager dispatch overhead, elementwise and reduction bandwidth, and the
  * machine's own copy bandwidth as the hardware limit. Prints {@code name value unit} lines that
- * {@code scripts/bench-core} joins with PyTorch's.
+ * {@code scripts/bench} joins with PyTorch's.
  */
 final class CoreBench {
     private static final int BIG = 1 << 24; // 16M floats, 64 MiB: far beyond the caches

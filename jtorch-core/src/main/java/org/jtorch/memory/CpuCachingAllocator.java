@@ -38,6 +38,8 @@ public final class CpuCachingAllocator implements Allocator {
                 FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
     }
 
+    /** Free small blocks by size class (index log2(size)); large ones by exact rounded size. */
+    private final ArrayDeque<MemoryBlock>[] smallFree = newSmallClasses();
     private final Map<Long, ArrayDeque<MemoryBlock>> freeBlocks = new HashMap<>();
     private long allocatedBytes;
     private long reservedBytes;
@@ -65,7 +67,7 @@ public final class CpuCachingAllocator implements Allocator {
         long size = roundSize(bytes);
         synchronized (this) {
             allocations++;
-            ArrayDeque<MemoryBlock> cached = freeBlocks.get(size);
+            ArrayDeque<MemoryBlock> cached = freeList(size, false);
             MemoryBlock reused = cached == null ? null : cached.pollLast();
             if (reused != null) {
                 cacheHits++;
@@ -110,13 +112,38 @@ public final class CpuCachingAllocator implements Allocator {
         synchronized (this) {
             allocatedBytes -= block.size();
             activeBlocks--;
-            freeBlocks.computeIfAbsent(block.size(), s -> new ArrayDeque<>()).addLast(block);
+            freeList(block.size(), true).addLast(block);
         }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static ArrayDeque<MemoryBlock>[] newSmallClasses() {
+        ArrayDeque<MemoryBlock>[] classes = new ArrayDeque[64];
+        for (int i = 0; i < classes.length; i++) classes[i] = new ArrayDeque<>();
+        return classes;
+    }
+
+    /** The free list for a rounded size; small sizes index an array (no boxing on the hot path). */
+    private ArrayDeque<MemoryBlock> freeList(long size, boolean create) {
+        if (size <= SMALL_LIMIT) return smallFree[63 - Long.numberOfLeadingZeros(size)];
+        ArrayDeque<MemoryBlock> list = freeBlocks.get(size);
+        if (list == null && create) {
+            list = new ArrayDeque<>();
+            freeBlocks.put(size, list);
+        }
+        return list;
     }
 
     @Override
     public void emptyCache() {
         synchronized (this) {
+            for (ArrayDeque<MemoryBlock> list : smallFree) {
+                for (MemoryBlock b : list) {
+                    systemFree(b.address());
+                    reservedBytes -= b.size();
+                }
+                list.clear();
+            }
             for (ArrayDeque<MemoryBlock> list : freeBlocks.values()) {
                 for (MemoryBlock b : list) {
                     systemFree(b.address());

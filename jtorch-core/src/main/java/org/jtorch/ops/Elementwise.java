@@ -184,7 +184,14 @@ public final class Elementwise {
         }
     }
 
+    private static final java.util.Map<String, String> BACKWARD_NAMES = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** {@code threshold_backward} -> {@code ThresholdBackwardBackward0}; cached, names are built once per op. */
     static String backwardName(String pyName) {
+        return BACKWARD_NAMES.computeIfAbsent(pyName, Elementwise::buildBackwardName);
+    }
+
+    private static String buildBackwardName(String pyName) {
         StringBuilder sb = new StringBuilder();
         boolean upper = true;
         for (char c : pyName.toCharArray()) {

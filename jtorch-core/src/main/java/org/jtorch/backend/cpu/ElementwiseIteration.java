@@ -27,6 +27,22 @@ final class ElementwiseIteration {
 
     ElementwiseIteration(Tensor... tensors) {
         operands = tensors.length;
+        if (allFlat(tensors)) {
+            // Common case: every operand contiguous or a broadcast scalar: one row, no per-dimension state.
+            long n = tensors[0].numel();
+            numel = n;
+            shape = new long[] {n};
+            byteStrides = new long[operands][];
+            baseOffsets = new long[operands];
+            for (int i = 0; i < operands; i++) {
+                Tensor t = tensors[i];
+                int es = t.dtype().byteSize();
+                baseOffsets[i] = t.storageOffset() * es;
+                boolean single = t.numel() == 1 || isAllZeroStrides(t);
+                byteStrides[i] = new long[] {single ? 0 : es};
+            }
+            return;
+        }
         long[] fullShape = tensors[0].shape();
         int rank = fullShape.length;
         long n = 1;
@@ -73,6 +89,22 @@ final class ElementwiseIteration {
         shape = java.util.Arrays.copyOf(sh, r);
         byteStrides = new long[operands][];
         for (int i = 0; i < operands; i++) byteStrides[i] = java.util.Arrays.copyOf(bs[i], r);
+    }
+
+    /** Whether every operand is contiguous over the output's elements, or a single broadcast element. */
+    private static boolean allFlat(Tensor[] tensors) {
+        long n = tensors[0].numel();
+        for (Tensor t : tensors) {
+            boolean scalar = t.numel() == 1 || isAllZeroStrides(t);
+            if (scalar) continue;
+            if (t.numel() != n || !t.isContiguous()) return false;
+        }
+        return true;
+    }
+
+    private static boolean isAllZeroStrides(Tensor t) {
+        for (long st : t.strides()) if (st != 0) return false;
+        return true;
     }
 
     long innerByteStride(int operand) {

@@ -1,0 +1,68 @@
+package org.jtorch.bench;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.nn.F;
+import org.jtorch.nn.Linear;
+import org.jtorch.nn.ReLU;
+import org.jtorch.nn.Sequential;
+import org.jtorch.optim.SGD;
+
+/**
+ * Training-step measurements matching {@code python/bench_training.py}: the MLP 784-512-512-10 step
+ * (batch 128, cross entropy, SGD with momentum) and a tiny graph of 10 small ops plus backward.
+ */
+final class TrainingBench {
+    private TrainingBench() {}
+
+    static Map<String, Double> run(boolean quick) {
+        Map<String, Double> r = new LinkedHashMap<>();
+        r.put("mlp_step_ms", mlpStepSeconds(quick) * 1e3);
+        r.put("mlp_images_per_s", 128 / (r.get("mlp_step_ms") / 1e3));
+        r.put("tiny_graph_us", tinyGraphSeconds(quick) * 1e6);
+        return r;
+    }
+
+    /** Median time of one full training step, after enough steps for the JIT to compile the kernels. */
+    static double mlpStepSeconds(boolean quick) {
+        Torch.manualSeed(0);
+        Sequential model = new Sequential(new Linear(784, 512), new ReLU(), new Linear(512, 512), new ReLU(), new Linear(512, 10));
+        SGD opt = new SGD(model.parameters(), SGD.options().lr(0.01).momentum(0.9));
+        try (Tensor x = Torch.randn(128, 784); Tensor y = Torch.randint(0, 10, 128)) {
+            Runnable step = () -> {
+                try (MemoryScope scope = new MemoryScope()) {
+                    Tensor loss = F.crossEntropy(model.forward(x), y);
+                    opt.zeroGrad();
+                    loss.backward();
+                    opt.step();
+                }
+            };
+            return Timing.median(quick ? 300 : 1500, quick ? 50 : 200, step);
+        } finally {
+            model.close();
+        }
+    }
+
+    /** {@code relu(tanh(exp(sin(2x + 1) * x) - 0.5) + x).sum()} and its backward, on 16 elements. */
+    static double tinyGraphSeconds(boolean quick) {
+        Torch.manualSeed(0);
+        Tensor x = Torch.randn(16).requiresGrad_();
+        Runnable step = () -> {
+            try (MemoryScope scope = new MemoryScope()) {
+                Tensor s = x.mul(2.0).add(1.0).sin().mul(x).exp().sub(0.5).tanh().add(x).relu().sum();
+                Tensor old = x.grad();
+                if (old != null) {
+                    x.setGrad(null);
+                    old.close();
+                }
+                s.backward();
+            }
+        };
+        try (x) {
+            return Timing.medianPerIteration(quick ? 20 : 60, 2000, step);
+        }
+    }
+}
