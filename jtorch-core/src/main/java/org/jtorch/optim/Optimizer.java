@@ -281,6 +281,12 @@ public abstract class Optimizer implements AutoCloseable {
                 throw new IllegalArgumentException(name + ".loadStateDict: loaded state dict contains a parameter group that doesn't match the"
                         + " size of optimizer's group (group " + gi + ": " + ids.size() + " saved, " + params.size() + " in the optimizer)");
             }
+            for (String option : defaults.keySet()) {
+                if (!sg.containsKey(option)) {
+                    throw new IllegalArgumentException(name + ".loadStateDict: parameter group " + gi + " has no option '" + option
+                            + "' (was the state dict saved from another optimizer?)");
+                }
+            }
             for (int i = 0; i < ids.size(); i++) idMap.put(((Number) ids.get(i)).intValue(), params.get(i));
         }
         for (Map.Entry<?, ?> e : savedState.entrySet()) {
