@@ -7,6 +7,8 @@ import java.util.List;
 import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Grad;
+import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.Node;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.cpu.ElementIO;
@@ -44,6 +46,7 @@ public final class Tensor implements AutoCloseable {
     private boolean closed;
     private boolean wrappedNumber;
     private MemoryScope scope;
+    private boolean viewOfGraph;
     // Autograd state (see the "autograd" section).
     private boolean requiresGrad;
     private Tensor grad;
@@ -188,6 +191,15 @@ public final class Tensor implements AutoCloseable {
         return scope;
     }
 
+    /**
+     * Takes this tensor out of its {@link MemoryScope}: whoever stores it (a module, an optimizer, a
+     * tensor's {@code .grad}, the autograd graph) now closes it. Returns this tensor.
+     */
+    public Tensor untrack() {
+        scope = null;
+        return this;
+    }
+
     /** Moves the tensor to a scope (for {@link MemoryScope}). */
     public void setScope(MemoryScope scope) {
         this.scope = scope;
@@ -213,7 +225,7 @@ public final class Tensor implements AutoCloseable {
                     + Shapes.format(shape) + " and strides " + Shapes.format(strides)
                     + " (at least one dimension spans two contiguous subspaces); use reshape() instead");
         }
-        return view(s, st, offset);
+        return viewGrad("ViewBackward0", view(s, st, offset), g -> g.reshape(shape));
     }
 
     /** A view when possible, otherwise a contiguous copy with the new shape. */
@@ -221,7 +233,7 @@ public final class Tensor implements AutoCloseable {
         checkOpen("reshape");
         long[] s = Shapes.inferSize("reshape", newShape, numel(), shape);
         long[] st = Shapes.viewStrides(shape, strides, s);
-        if (st != null) return view(s, st, offset);
+        if (st != null) return viewGrad("ViewBackward0", view(s, st, offset), g -> g.reshape(shape));
         try (Tensor c = contiguous()) {
             return c.view(s);
         }
@@ -244,7 +256,9 @@ public final class Tensor implements AutoCloseable {
             s[i] = shape[d];
             st[i] = strides[d];
         }
-        return view(s, st, offset);
+        int[] inverse = new int[dims.length];
+        for (int i = 0; i < dims.length; i++) inverse[Shapes.wrapDim("permute", dims[i], shape.length)] = i;
+        return viewGrad("PermuteBackward0", view(s, st, offset), g -> g.permute(inverse));
     }
 
     public Tensor transpose(int dim0, int dim1) {
@@ -257,20 +271,22 @@ public final class Tensor implements AutoCloseable {
         s[b] = shape[a];
         st[a] = strides[b];
         st[b] = strides[a];
-        return view(s, st, offset);
+        return viewGrad("TransposeBackward0", view(s, st, offset), g -> g.transpose(a, b));
     }
 
     /** Transpose of a matrix; 0-d and 1-d tensors are returned as views unchanged, as PyTorch's {@code t()}. */
     public Tensor t() {
+        checkOpen("t");
         if (shape.length > 2) {
             throw new IllegalArgumentException("t: expects a tensor with <= 2 dimensions, but got " + shape.length
                     + " (shape " + Shapes.format(shape) + ")");
         }
-        return shape.length < 2 ? view(shape, strides, offset) : transpose(0, 1);
+        return shape.length < 2 ? alias() : transpose(0, 1);
     }
 
     /** Transposes the last two dimensions ({@code mT}). */
     public Tensor mT() {
+        checkOpen("mT");
         if (shape.length < 2) throw new IllegalArgumentException("mT: expected a tensor with >= 2 dimensions, got shape "
                 + Shapes.format(shape));
         return transpose(-2, -1);
@@ -289,7 +305,7 @@ public final class Tensor implements AutoCloseable {
                 st[j++] = strides[i];
             }
         }
-        return view(s, st, offset);
+        return viewGrad("SqueezeBackward0", view(s, st, offset), g -> g.reshape(shape));
     }
 
     /** Removes dimension {@code dim} if its size is 1 (otherwise returns a view unchanged). */
@@ -297,11 +313,11 @@ public final class Tensor implements AutoCloseable {
         checkOpen("squeeze");
         if (shape.length == 0) {
             Shapes.wrapDim("squeeze", dim, 0);
-            return view(shape, strides, offset);
+            return alias();
         }
         int d = Shapes.wrapDim("squeeze", dim, shape.length);
-        if (shape[d] != 1) return view(shape, strides, offset);
-        return view(remove(shape, d), remove(strides, d), offset);
+        if (shape[d] != 1) return alias();
+        return viewGrad("SqueezeBackward1", view(remove(shape, d), remove(strides, d), offset), g -> g.reshape(shape));
     }
 
     /** Inserts a dimension of size 1 at {@code dim} (in {@code [-dim()-1, dim()]}). */
@@ -309,7 +325,7 @@ public final class Tensor implements AutoCloseable {
         checkOpen("unsqueeze");
         int d = Shapes.wrapDim("unsqueeze", dim, shape.length + 1);
         long newStride = d < shape.length ? shape[d] * strides[d] : 1;
-        return view(insert(shape, d, 1), insert(strides, d, newStride), offset);
+        return viewGrad("UnsqueezeBackward0", view(insert(shape, d, 1), insert(strides, d, newStride), offset), g -> g.reshape(shape));
     }
 
     /** Broadcasts size-1 dimensions to larger sizes without copying (-1 keeps a size). */
@@ -342,7 +358,7 @@ public final class Tensor implements AutoCloseable {
                         + ". Target sizes: " + Shapes.format(sizes) + ". Tensor sizes: " + Shapes.format(shape));
             }
         }
-        return view(s, st, offset);
+        return viewGrad("ExpandBackward0", view(s, st, offset), g -> Gradients.sumTo(g, shape, dtype));
     }
 
     public Tensor expandAs(Tensor other) {
@@ -372,7 +388,8 @@ public final class Tensor implements AutoCloseable {
         }
         long[] s = shape.clone();
         s[d] = length;
-        return view(s, strides.clone(), offset + start * strides[d]);
+        long from = start;
+        return viewGrad("NarrowBackward0", view(s, strides.clone(), offset + start * strides[d]), g -> embed(g, z -> z.narrow(d, from, length)));
     }
 
     /** Python-style slice {@code [start:end:step]} of dimension {@code dim}; bounds are clamped, negative values count from the end. */
@@ -389,7 +406,9 @@ public final class Tensor implements AutoCloseable {
         long[] st = strides.clone();
         s[d] = (end - start + step - 1) / step;
         st[d] = strides[d] * step;
-        return view(s, st, offset + start * strides[d]);
+        long from = start;
+        long to = end;
+        return viewGrad("SliceBackward0", view(s, st, offset + start * strides[d]), g -> embed(g, z -> z.slice(d, from, to, step)));
     }
 
     /** Removes dimension {@code dim} by taking index {@code index} (negative counts from the end). */
@@ -403,7 +422,8 @@ public final class Tensor implements AutoCloseable {
                     + Shapes.format(shape) + " at dimension " + dim);
         }
         if (index < 0) index += size;
-        return view(remove(shape, d), remove(strides, d), offset + index * strides[d]);
+        long at = index;
+        return viewGrad("SelectBackward0", view(remove(shape, d), remove(strides, d), offset + index * strides[d]), g -> embed(g, z -> z.select(d, at)));
     }
 
     public Tensor flatten() {
@@ -464,7 +484,7 @@ public final class Tensor implements AutoCloseable {
             st[0] = 1;
         }
         s[shape.length] = size;
-        return view(s, st, offset);
+        return viewGrad("UnfoldBackward0", view(s, st, offset), g -> unfoldBackward(g, d, size, step));
     }
 
     /** A view with explicit sizes, strides and storage offset (in elements), as {@code torch.as_strided}. */
@@ -488,7 +508,7 @@ public final class Tensor implements AutoCloseable {
                     + " and offset " + storageOffset + " is out of bounds for a storage of " + storage.byteSize() / dtype.byteSize()
                     + " elements");
         }
-        return view(size.clone(), stride.clone(), storageOffset);
+        return viewGrad("AsStridedBackward0", view(size.clone(), stride.clone(), storageOffset), g -> asStridedBackward(g, size, stride, storageOffset));
     }
 
     public Tensor asStrided(long[] size, long[] stride) {
@@ -498,7 +518,7 @@ public final class Tensor implements AutoCloseable {
     /** This tensor if it is contiguous (a new reference), else a contiguous copy. */
     public Tensor contiguous() {
         checkOpen("contiguous");
-        if (isContiguous()) return view(shape, strides, offset);
+        if (isContiguous()) return alias();
         return clone();
     }
 
@@ -507,13 +527,23 @@ public final class Tensor implements AutoCloseable {
         checkOpen("clone");
         Tensor r = Tensor.empty(shape, dtype, device());
         Backends.of(device()).copy(this, r);
+        if (Autograd.needsGrad(this)) Autograd.record("CloneBackward0", r, g -> new Tensor[] {g[0]}, new Tensor[] {this});
         return r;
     }
 
     /** A new view of the same data that holds its own storage reference (closing it leaves this tensor open). */
     public Tensor alias() {
         checkOpen("alias");
-        return view(shape, strides, offset);
+        Tensor a = view(shape, strides, offset);
+        // Another handle to the same tensor: same place in the graph (a leaf's gradient still goes to this leaf).
+        if (requiresGrad) {
+            a.requiresGrad = true;
+            a.gradFn = gradFn;
+            a.outputNr = outputNr;
+            a.gradAccumulator = gradFn == null ? gradAccumulator() : null;
+        }
+        a.viewOfGraph = viewOfGraph;
+        return a;
     }
 
     // ------------------------------------------------------------------ copies and conversions
@@ -522,6 +552,7 @@ public final class Tensor implements AutoCloseable {
     public Tensor copy_(Tensor src) {
         checkOpen("copy_");
         src.checkOpen("copy_");
+        if (Autograd.needsGrad(this, src)) Elementwise.checkInPlaceAllowed("copy_", this);
         long[] b = Shapes.broadcast("copy_", shape, src.shape);
         if (!Arrays.equals(b, shape)) {
             throw new IllegalArgumentException("copy_: source of shape " + Shapes.format(src.shape)
@@ -534,6 +565,15 @@ public final class Tensor implements AutoCloseable {
             Backends.of(device().isCpu() ? src.device() : device()).copy(s, this);
         }
         bumpVersion();
+        if (Autograd.needsGrad(this, src)) {
+            long[] srcShape = src.shape;
+            DType srcType = src.dtype;
+            Device srcDevice = src.device();
+            boolean srcGrad = src.requiresGrad;
+            Autograd.record("CopyBackwards", new Tensor[] {this, src}, new Tensor[] {this}, g -> new Tensor[] {
+                    Torch.zerosLike(g[0]),
+                    srcGrad ? Gradients.sumTo(g[0], srcShape, srcType).to(srcDevice) : null});
+        }
         return this;
     }
 
@@ -543,6 +583,10 @@ public final class Tensor implements AutoCloseable {
         if (target == dtype) return alias();
         Tensor r = Tensor.empty(shape, target, device());
         Backends.of(device()).copy(this, r);
+        DType from = dtype;
+        if (Autograd.needsGrad(this) && target.isFloatingPoint()) {
+            Autograd.record("ToCopyBackward0", r, g -> new Tensor[] {g[0].to(from)}, new Tensor[] {this});
+        }
         return r;
     }
 
@@ -551,7 +595,11 @@ public final class Tensor implements AutoCloseable {
         checkOpen("to");
         if (target.equals(device())) return alias();
         Tensor r = Tensor.empty(shape, dtype, target);
-        r.copy_(this);
+        try (Grad.Mode m = Grad.noGrad()) {
+            r.copy_(this);
+        }
+        Device from = device();
+        if (Autograd.needsGrad(this)) Autograd.record("ToCopyBackward0", r, g -> new Tensor[] {g[0].to(from)}, new Tensor[] {this});
         return r;
     }
 
@@ -687,6 +735,7 @@ public final class Tensor implements AutoCloseable {
             throw new IllegalArgumentException("setGrad: assigned grad has shape " + Shapes.format(g.shape)
                     + " but the tensor has shape " + Shapes.format(shape));
         }
+        if (g != null) g.untrack();
         grad = g;
     }
 
@@ -748,7 +797,7 @@ public final class Tensor implements AutoCloseable {
         Tensor self = this;
         Autograd.addPreHook(gradFn, outputNr, g -> {
             Tensor old = self.grad;
-            self.grad = old == null ? g.clone() : old.add(g);
+            self.grad = (old == null ? g.clone() : old.add(g)).untrack();
             if (old != null) old.close();
             return null;
         });
@@ -1442,6 +1491,76 @@ public final class Tensor implements AutoCloseable {
     public String toString() {
         if (closed || storage.isReleased()) return "tensor(<closed>, shape=" + Shapes.format(shape) + ", dtype=" + dtype + ")";
         return TensorFormatter.format(this);
+    }
+
+    // ------------------------------------------------------------------ view autograd
+
+    /** Records a view op's backward when this tensor requires grad; views of graph tensors are marked (see in-place checks). */
+    private Tensor viewGrad(String name, Tensor r, UnaryOperator<Tensor> backward) {
+        if (requiresGrad) {
+            r.viewOfGraph = true;
+            if (Grad.isEnabled()) Autograd.record(name, r, g -> new Tensor[] {backward.apply(g[0])}, new Tensor[] {this});
+        } else if (viewOfGraph) {
+            r.viewOfGraph = true;
+        }
+        return r;
+    }
+
+    /** Whether this tensor is a view of a tensor that requires grad (in-place ops on it are refused under autograd). */
+    public boolean isViewOfGraphTensor() {
+        return viewOfGraph;
+    }
+
+    /** Backward of a narrowing view: the gradient placed into zeros of this tensor's shape. */
+    private Tensor embed(Tensor g, UnaryOperator<Tensor> sameView) {
+        Tensor z = Torch.zeros(shape, g.dtype(), g.device());
+        try (Tensor target = sameView.apply(z)) {
+            target.copy_(g);
+        }
+        return z;
+    }
+
+    /** Windows may overlap, so each window's gradient is added separately. */
+    private Tensor unfoldBackward(Tensor g, int d, long size, long step) {
+        Tensor z = Torch.zeros(shape, g.dtype(), g.device());
+        if (shape.length == 0) {
+            try (Tensor only = g.reshape()) {
+                z.copy_(only);
+            }
+            return z;
+        }
+        long windows = g.size(d);
+        int last = g.dim() - 1;
+        for (long w = 0; w < windows; w++) {
+            try (Tensor gw = g.select(d, w); Tensor moved = gw.movedimLastTo(d, last - 1); Tensor target = z.narrow(d, w * step, size)) {
+                target.add_(moved);
+            }
+        }
+        return z;
+    }
+
+    /** Moves the last dimension of this tensor to position {@code d}. */
+    private Tensor movedimLastTo(int d, int last) {
+        int[] perm = new int[last + 1];
+        int j = 0;
+        for (int i = 0; i <= last; i++) {
+            if (i == d) perm[i] = last;
+            else perm[i] = j++;
+        }
+        return permute(perm);
+    }
+
+    /** Scatter-adds the gradient by storage position, then reads it back through this tensor's own geometry. */
+    private Tensor asStridedBackward(Tensor g, long[] size, long[] stride, long storageOffset) {
+        long extent = storage.byteSize() / dtype.byteSize();
+        Tensor buffer = Torch.zeros(new long[] {extent}, g.dtype(), g.device());
+        try (Tensor positions = Torch.arange(extent); Tensor where = positions.asStrided(size, stride, storageOffset);
+             Tensor flatIndex = where.reshape(-1); Tensor flatGrad = g.reshape(-1)) {
+            buffer.indexAdd_(0, flatIndex, flatGrad);
+        }
+        try (buffer) {
+            return buffer.asStrided(shape, strides, offset).contiguous();
+        }
     }
 
     // ------------------------------------------------------------------ helpers

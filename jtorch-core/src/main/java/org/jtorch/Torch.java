@@ -154,6 +154,10 @@ public final class Torch {
         long n = (long) Math.ceil((end - start) / step);
         double[] values = new double[Math.toIntExact(n)];
         for (int i = 0; i < n; i++) values[i] = start + i * step;
+        if (!dtype.isFloatingPoint()) {
+            // ATen accumulates integer dtypes in int64: start and step truncate first (arange(0., 5., 1.5, int32) is 0, 1, 2, 3).
+            for (int i = 0; i < n; i++) values[i] = (long) start + i * (long) step;
+        }
         try (Tensor d = tensor(values)) {
             return d.to(device, dtype);
         }
@@ -171,6 +175,7 @@ public final class Torch {
         // Symmetric evaluation from both ends, as ATen does, so the end point is exact.
         long half = steps / 2;
         for (int i = 0; i < steps; i++) values[i] = i < half ? start + step * i : end - step * (steps - 1 - i);
+        if (steps == 1) values[0] = start; // ATen fills a single step with start, not end
         try (Tensor d = tensor(values)) {
             return d.to(device, dtype);
         }

@@ -12,6 +12,7 @@ import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -105,7 +106,12 @@ final class Engine {
                     }
                     if (capture && outs != null && !hasNeededSuccessor(node, needed)) continue;
                     fillMissing(node, grads);
-                    Tensor[] results = node.apply(grads);
+                    Tensor[] results;
+                    // Temporaries of the formula die with this scope; only its results survive.
+                    try (MemoryScope scope = new MemoryScope()) {
+                        results = node.apply(grads);
+                        for (Tensor r : results) scope.keep(r);
+                    }
                     executed.add(node);
                     if (Autograd.isAnomalyEnabled()) checkNan(node, results);
                     try {

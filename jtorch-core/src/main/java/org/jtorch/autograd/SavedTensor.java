@@ -14,7 +14,7 @@ public final class SavedTensor {
     private Node owner;
 
     SavedTensor(Tensor t) {
-        this.tensor = t.alias();
+        this.tensor = t.alias().untrack(); // owned by the graph, not by the caller's MemoryScope
         this.version = t.version();
     }
 

@@ -1,6 +1,9 @@
 package org.jtorch.ops;
 
 import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Gradients;
 
 /**
  * The elementwise binary primitives, with broadcasting and PyTorch's type promotion done by
@@ -11,18 +14,30 @@ public enum BinaryOp {
     ADD("add", Result.PROMOTED) {
         public double apply(double a, double b, double alpha) { return a + alpha * b; }
         public long applyLong(long a, long b, long alpha) { return a + alpha * b; }
+        public Tensor[] gradient(Tensor g, Tensor a, Tensor b, Tensor y, double alpha) {
+            return new Tensor[] {g, alpha == 1 ? g : g.mul(alpha)};
+        }
     },
     SUB("sub", Result.PROMOTED) {
         public double apply(double a, double b, double alpha) { return a - alpha * b; }
         public long applyLong(long a, long b, long alpha) { return a - alpha * b; }
+        public Tensor[] gradient(Tensor g, Tensor a, Tensor b, Tensor y, double alpha) {
+            return new Tensor[] {g, g.mul(-alpha)};
+        }
     },
     MUL("mul", Result.PROMOTED) {
         public double apply(double a, double b, double alpha) { return a * b; }
         public long applyLong(long a, long b, long alpha) { return a * b; }
+        public Tensor[] gradient(Tensor g, Tensor a, Tensor b, Tensor y, double alpha) {
+            return new Tensor[] {b == null ? null : g.mul(b), a == null ? null : g.mul(a)};
+        }
     },
     /** True division: integer inputs give the default float dtype. */
     DIV("div", Result.FLOAT) {
         public double apply(double a, double b, double alpha) { return a / b; }
+        public Tensor[] gradient(Tensor g, Tensor a, Tensor b, Tensor y, double alpha) {
+            return new Tensor[] {g.div(b), g.mul(y).div(b).neg()};
+        }
     },
     /** {@code div(rounding_mode='trunc')} */
     DIV_TRUNC("div_trunc", Result.PROMOTED) {
@@ -31,6 +46,9 @@ public enum BinaryOp {
             return q < 0 ? Math.ceil(q) : Math.floor(q);
         }
         public long applyLong(long a, long b, long alpha) { return a / checkDivisor(b); }
+        public Tensor[] gradient(Tensor g, Tensor a, Tensor b, Tensor y, double alpha) {
+            return new Tensor[] {Gradients.zerosLike(g), Gradients.zerosLike(g)};
+        }
     },
     /** {@code div(rounding_mode='floor')} */
     DIV_FLOOR("div_floor", Result.PROMOTED) {
@@ -45,6 +63,9 @@ public enum BinaryOp {
             return div - floor > 0.5 ? floor + 1 : floor;
         }
         public long applyLong(long a, long b, long alpha) { return Math.floorDiv(a, checkDivisor(b)); }
+        public Tensor[] gradient(Tensor g, Tensor a, Tensor b, Tensor y, double alpha) {
+            return new Tensor[] {Gradients.zerosLike(g), Gradients.zerosLike(g)};
+        }
     },
     /** Python's modulus: the result takes the divisor's sign ({@code torch.remainder}). */
     REMAINDER("remainder", Result.PROMOTED) {
@@ -53,19 +74,43 @@ public enum BinaryOp {
             return r != 0 && (r < 0) != (b < 0) ? r + b : r;
         }
         public long applyLong(long a, long b, long alpha) { return Math.floorMod(a, checkDivisor(b)); }
+        public Tensor[] gradient(Tensor g, Tensor a, Tensor b, Tensor y, double alpha) {
+            return new Tensor[] {g, g.mul(a.div(b, "floor")).neg()};
+        }
     },
     POW("pow", Result.PROMOTED) {
         public double apply(double a, double b, double alpha) { return Math.pow(a, b); }
         public long applyLong(long a, long b, long alpha) { return intPow(a, b); }
+        public Tensor[] gradient(Tensor g, Tensor a, Tensor b, Tensor y, double alpha) {
+            Tensor ga = g.mul(b).mul(a.pow(b.sub(1.0)));
+            Tensor gb = g.mul(y).mul(a.log()).maskedFill(a.eq(0.0).logicalAnd(b.ge(0.0)), 0.0);
+            return new Tensor[] {ga, gb};
+        }
     },
     /** NaN-propagating maximum ({@code torch.maximum}). */
     MAXIMUM("maximum", Result.PROMOTED) {
         public double apply(double a, double b, double alpha) { return a != a || b != b ? Double.NaN : Math.max(a, b); }
         public long applyLong(long a, long b, long alpha) { return Math.max(a, b); }
+        public Tensor[] gradient(Tensor g, Tensor a, Tensor b, Tensor y, double alpha) {
+            Tensor half = Torch.where(a.eq(b), g.div(2.0), g);
+            return new Tensor[] {half.maskedFill(a.lt(b), 0.0), half.maskedFill(a.gt(b), 0.0)};
+        }
     },
     MINIMUM("minimum", Result.PROMOTED) {
         public double apply(double a, double b, double alpha) { return a != a || b != b ? Double.NaN : Math.min(a, b); }
         public long applyLong(long a, long b, long alpha) { return Math.min(a, b); }
+        public Tensor[] gradient(Tensor g, Tensor a, Tensor b, Tensor y, double alpha) {
+            Tensor half = Torch.where(a.eq(b), g.div(2.0), g);
+            return new Tensor[] {half.maskedFill(a.gt(b), 0.0), half.maskedFill(a.lt(b), 0.0)};
+        }
+    },
+    /** {@code b > 0 ? a : 0}: ReLU's backward ({@code threshold_backward(grad, result, 0)}). */
+    THRESHOLD_BACKWARD("threshold_backward", Result.PROMOTED) {
+        public double apply(double a, double b, double alpha) { return b > 0 ? a : 0; }
+        public long applyLong(long a, long b, long alpha) { return b > 0 ? a : 0; }
+        public Tensor[] gradient(Tensor g, Tensor a, Tensor b, Tensor y, double alpha) {
+            return new Tensor[] {Elementwise.binary(THRESHOLD_BACKWARD, g, b, 1), Gradients.zerosLike(b)};
+        }
     },
     EQ("eq", Result.BOOL) {
         public double apply(double a, double b, double alpha) { return a == b ? 1 : 0; }
@@ -153,6 +198,28 @@ public enum BinaryOp {
 
     public long applyLong(long a, long b, long alpha) {
         throw new UnsupportedOperationException(pyName + " is not defined for integer inputs");
+    }
+
+    /** Whether a backward formula exists (comparisons, logical and bitwise ops have none). */
+    public boolean isDifferentiable() {
+        return result == Result.PROMOTED || result == Result.FLOAT;
+    }
+
+    /** Whether the formula reads the inputs / the result (saved by the front end). */
+    public boolean savesInputs() {
+        return this != ADD && this != SUB && this != DIV_TRUNC && this != DIV_FLOOR;
+    }
+
+    public boolean savesResult() {
+        return this == DIV || this == POW;
+    }
+
+    /**
+     * Backward formula: gradients with respect to both inputs (before summing over broadcast
+     * dimensions), given the output gradient {@code g}, the inputs and the result.
+     */
+    public Tensor[] gradient(Tensor g, Tensor a, Tensor b, Tensor y, double alpha) {
+        throw new UnsupportedOperationException(pyName + " is not differentiable");
     }
 
     /** The dtype computation happens in, given the promoted input dtype. */

@@ -7,6 +7,9 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.cpu.ElementIO;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Gradients;
+import org.jtorch.autograd.SavedTensor;
 import org.jtorch.memory.Storage;
 
 /**
@@ -23,7 +26,19 @@ public final class Elementwise {
         DType out = op.resultType(x.dtype(), Torch.defaultDtype());
         Tensor r = Tensor.empty(x.shape(), out, x.device());
         Backends.of(x.device()).unary(op, x, r, op.computeType(x.dtype(), out), p0, p1);
+        if (Autograd.needsGrad(x) && out.isFloatingPoint()) recordUnary(op, x, r, x, p0, p1);
         return r;
+    }
+
+    /** Records the backward of {@code y = op(x)}; {@code savedInput} is x's value before the op. */
+    private static void recordUnary(UnaryOp op, Tensor x, Tensor y, Tensor savedInput, double p0, double p1) {
+        UnaryOp.Saves saves = op.saves();
+        SavedTensor sx = saves == UnaryOp.Saves.INPUT ? Autograd.save(savedInput) : null;
+        SavedTensor sy = saves == UnaryOp.Saves.RESULT ? Autograd.save(y) : null;
+        DType inType = x.dtype();
+        Autograd.record(backwardName(op.pyName()), y, g -> new Tensor[] {
+                castTo(op.gradient(g[0], sx == null ? null : sx.get(), sy == null ? null : sy.get(), p0, p1), inType)},
+                new Tensor[] {x}, nonNull(sx, sy));
     }
 
     public static Tensor unaryInPlace(UnaryOp op, Tensor x, double p0, double p1) {
@@ -31,8 +46,16 @@ public final class Elementwise {
         op = boolForm(op, x.dtype());
         DType out = op.resultType(x.dtype(), Torch.defaultDtype());
         checkCast(op.pyName() + "_", out, x.dtype());
+        boolean record = Autograd.needsGrad(x);
+        if (record) checkInPlaceAllowed(op.pyName() + "_", x);
+        Tensor before = record && op.saves() == UnaryOp.Saves.INPUT ? x.clone() : null;
         Backends.of(x.device()).unary(op, x, x, op.computeType(x.dtype(), out), p0, p1);
         x.bumpVersion();
+        if (record) {
+            try (before) {
+                recordUnary(op, x, x, before, p0, p1);
+            }
+        }
         return x;
     }
 
@@ -51,7 +74,28 @@ public final class Elementwise {
         checkOperands(op, a, b, compute, alpha);
         Tensor r = Tensor.empty(shape, op.resultType(compute), device);
         Backends.of(device).binary(op, a.broadcastTo(shape), b.broadcastTo(shape), r, compute, alpha);
+        if (op.isDifferentiable() && Autograd.needsGrad(a, b)) recordBinary(op, a, b, r, a, b, alpha);
         return r;
+    }
+
+    /** Records {@code y = op(a, b)}; {@code va}, {@code vb} are the operands' values before the op. */
+    private static void recordBinary(BinaryOp op, Tensor a, Tensor b, Tensor y, Tensor va, Tensor vb, double alpha) {
+        SavedTensor sa = op.savesInputs() ? Autograd.save(va) : null;
+        SavedTensor sb = op.savesInputs() ? Autograd.save(vb) : null;
+        SavedTensor sy = op.savesResult() ? Autograd.save(y) : null;
+        long[] aShape = a.shape();
+        long[] bShape = b.shape();
+        DType aType = a.dtype();
+        DType bType = b.dtype();
+        boolean aGrad = a.requiresGrad();
+        boolean bGrad = b.requiresGrad();
+        Autograd.record(backwardName(op.pyName()), y, g -> {
+            Tensor[] grads = op.gradient(g[0], sa == null ? null : sa.get(), sb == null ? null : sb.get(),
+                    sy == null ? null : sy.get(), alpha);
+            return new Tensor[] {
+                    aGrad ? Gradients.sumTo(grads[0], aShape, aType) : null,
+                    bGrad ? Gradients.sumTo(grads[1], bShape, bType) : null};
+        }, new Tensor[] {a, b}, nonNull(sa, sb, sy));
     }
 
     public static Tensor binaryInPlace(BinaryOp op, Tensor self, Tensor b, double alpha) {
@@ -67,8 +111,16 @@ public final class Elementwise {
         DType compute = op.computeType(TypePromotion.resultType(self, b), Torch.defaultDtype());
         checkOperands(op, self, b, compute, alpha);
         checkCast(name, op.resultType(compute), self.dtype());
+        boolean record = op.isDifferentiable() && Autograd.needsGrad(self, b);
+        if (record) checkInPlaceAllowed(name, self);
+        Tensor before = record && op.savesInputs() ? self.clone() : null;
         Backends.of(device).binary(op, self, b.broadcastTo(shape), self, compute, alpha);
         self.bumpVersion();
+        if (record) {
+            try (before) {
+                recordBinary(op, self, b, self, before, b, alpha);
+            }
+        }
         return self;
     }
 
@@ -98,6 +150,65 @@ public final class Elementwise {
         DType out = TypePromotion.resultType(a, b);
         Tensor r = Tensor.empty(shape, out, device);
         Backends.of(device).where(cond.broadcastTo(shape), a.broadcastTo(shape), b.broadcastTo(shape), r);
+        if (Autograd.needsGrad(a, b)) {
+            SavedTensor sc = Autograd.save(cond);
+            long[] aShape = a.shape();
+            long[] bShape = b.shape();
+            DType aType = a.dtype();
+            DType bType = b.dtype();
+            boolean aGrad = a.requiresGrad();
+            boolean bGrad = b.requiresGrad();
+            Autograd.record("WhereBackward0", r, g -> {
+                Tensor c = sc.get();
+                return new Tensor[] {
+                        aGrad ? Gradients.sumTo(g[0].maskedFill(c.logicalNot(), 0.0), aShape, aType) : null,
+                        bGrad ? Gradients.sumTo(g[0].maskedFill(c, 0.0), bShape, bType) : null};
+            }, new Tensor[] {a, b}, sc);
+        }
+        return r;
+    }
+
+    /**
+     * In-place ops may not overwrite a leaf that requires grad (its value is the parameter itself),
+     * and jtorch does not yet rebase the graph of a view's base, so in-place ops on views of tensors
+     * that require grad are refused rather than giving wrong gradients.
+     */
+    public static void checkInPlaceAllowed(String op, Tensor self) {
+        if (self.requiresGrad() && self.isLeaf()) {
+            throw new IllegalStateException(op + ": a leaf tensor that requires grad is being used in an in-place operation;"
+                    + " wrap it in Grad.noGrad() (e.g. for initialisation or optimizer updates)");
+        }
+        if (self.isViewOfGraphTensor()) {
+            throw new IllegalStateException(op + ": in-place operation on a view of a tensor that requires grad is not supported;"
+                    + " use the out-of-place form");
+        }
+    }
+
+    static String backwardName(String pyName) {
+        StringBuilder sb = new StringBuilder();
+        boolean upper = true;
+        for (char c : pyName.toCharArray()) {
+            if (c == '_') {
+                upper = true;
+                continue;
+            }
+            sb.append(upper ? Character.toUpperCase(c) : c);
+            upper = false;
+        }
+        return sb.append("Backward0").toString();
+    }
+
+    static Tensor castTo(Tensor g, DType t) {
+        if (g == null || g.dtype() == t) return g;
+        return g.to(t);
+    }
+
+    static SavedTensor[] nonNull(SavedTensor... s) {
+        int n = 0;
+        for (SavedTensor x : s) if (x != null) n++;
+        SavedTensor[] r = new SavedTensor[n];
+        n = 0;
+        for (SavedTensor x : s) if (x != null) r[n++] = x;
         return r;
     }
 

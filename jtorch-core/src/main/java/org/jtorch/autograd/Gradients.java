@@ -1,0 +1,42 @@
+package org.jtorch.autograd;
+
+import java.util.Arrays;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+
+/** Helpers shared by backward formulas. */
+public final class Gradients {
+    private Gradients() {}
+
+    /**
+     * Sums a broadcast gradient back to an operand's shape: over the leading dimensions the operand
+     * lacked and over its size-1 dimensions, then converts to the operand's dtype. Returns {@code g}
+     * itself when nothing needs to change.
+     */
+    public static Tensor sumTo(Tensor g, long[] shape, DType dtype) {
+        long[] gs = g.shape();
+        Tensor r = g;
+        if (!Arrays.equals(gs, shape)) {
+            int lead = gs.length - shape.length;
+            int[] dims = new int[gs.length];
+            int n = 0;
+            for (int i = 0; i < gs.length; i++) {
+                if (i < lead || (shape[i - lead] == 1 && gs[i] != 1)) dims[n++] = i;
+            }
+            try (Tensor summed = n == 0 ? g.alias() : g.sum(Arrays.copyOf(dims, n), true)) {
+                r = summed.reshape(shape);
+            }
+        }
+        if (r.dtype() != dtype) {
+            Tensor c = r.to(dtype);
+            if (r != g) r.close();
+            r = c;
+        }
+        return r;
+    }
+
+    /** Zeros shaped like {@code t}. */
+    public static Tensor zerosLike(Tensor t) {
+        return org.jtorch.Torch.zerosLike(t);
+    }
+}
