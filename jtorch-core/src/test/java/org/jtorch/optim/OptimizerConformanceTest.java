@@ -45,7 +45,7 @@ class OptimizerConformanceTest {
                 if (mode == Mode.RESUMED && step == 3) {
                     Map<String, Object> sd = opt.stateDict();
                     List<Tensor> copies = new ArrayList<>();
-                    for (Tensor p : params) copies.add(p.clone().requiresGrad_(true));
+                    for (Tensor p : params) copies.add(p.detach().clone().requiresGrad_(true));
                     opt.close();
                     close(params);
                     params = copies;

@@ -254,7 +254,7 @@ class OptimizerTest {
         for (var maker : makers) {
             Generator gen = Torch.manualSeed(42);
             List<Tensor> fusedParams = List.of(Torch.randn(shape, DType.FLOAT32, Device.cpu(), gen).requiresGrad_(true));
-            List<Tensor> composedParams = List.of(fusedParams.get(0).clone().requiresGrad_(true));
+            List<Tensor> composedParams = List.of(fusedParams.get(0).detach().clone().requiresGrad_(true));
             Optimizer fused = maker.apply(fusedParams);
             Optimizer composed = maker.apply(composedParams);
             composed.useFusedKernels(false);
