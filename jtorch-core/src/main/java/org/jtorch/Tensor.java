@@ -19,6 +19,7 @@ import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.Indexing;
 import org.jtorch.ops.Joining;
 import org.jtorch.ops.Linalg;
+import org.jtorch.ops.Pointwise;
 import org.jtorch.ops.Reductions;
 import org.jtorch.ops.Shapes;
 import org.jtorch.ops.UnaryOp;
@@ -1472,6 +1473,17 @@ public final class Tensor implements AutoCloseable {
     public Tensor softmax(int dim, DType dtype) { return Reductions.softmax(this, dim, dtype); }
     public Tensor logSoftmax(int dim) { return Reductions.logSoftmax(this, dim, null); }
     public Tensor logSoftmax(int dim, DType dtype) { return Reductions.logSoftmax(this, dim, dtype); }
+
+    // ------------------------------------------------------------------ pointwise composites (ops/Pointwise.java)
+
+    /** {@code this + value * tensor1 * tensor2} */
+    public Tensor addcmul(Tensor tensor1, Tensor tensor2, double value) { return Pointwise.addcmul(this, tensor1, tensor2, value); }
+    public Tensor addcmul_(Tensor tensor1, Tensor tensor2, double value) { return Pointwise.addcmul_(this, tensor1, tensor2, value); }
+    /** {@code this + value * tensor1 / tensor2} (floating tensors) */
+    public Tensor addcdiv(Tensor tensor1, Tensor tensor2, double value) { return Pointwise.addcdiv(this, tensor1, tensor2, value); }
+    public Tensor addcdiv_(Tensor tensor1, Tensor tensor2, double value) { return Pointwise.addcdiv_(this, tensor1, tensor2, value); }
+    /** {@code this += weight * (end - this)} */
+    public Tensor lerp_(Tensor end, double weight) { return Pointwise.lerp_(this, end, weight); }
 
     // ------------------------------------------------------------------ printing
 

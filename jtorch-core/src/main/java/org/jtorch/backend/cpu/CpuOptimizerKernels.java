@@ -1,0 +1,128 @@
+package org.jtorch.backend.cpu;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * Fused optimizer updates for contiguous float32 CPU tensors: one pass over each parameter's memory,
+ * reading and writing parameter, gradient and state once, with no temporary tensors.
+ *
+ * <p>Each kernel evaluates the same float32 operations, in the same order, as the optimizer's
+ * composed tensor-op path (which follows PyTorch 1.13's single-tensor implementation), so both
+ * paths round alike. Offsets are in bytes; the segments must not overlap except where stated.
+ * Scalars arrive already rounded to float, as ATen's kernels receive them.
+ */
+public final class CpuOptimizerKernels {
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+    private static final long GRAIN = 1 << 15;
+
+    private CpuOptimizerKernels() {}
+
+    /**
+     * SGD: {@code d = ±g (+ wd*p)}; with momentum {@code buf = first ? d : buf*mu + d*(1-dampening)} and
+     * {@code d = nesterov ? d + buf*mu : buf}; then {@code p += d * negLr}. {@code buf} is unused
+     * (may be null) when {@code momentum == 0}.
+     */
+    public static void sgdF32(MemorySegment p, long po, MemorySegment g, long go, MemorySegment buf, long bo, long n,
+                              float negLr, float weightDecay, float momentum, float oneMinusDampening, boolean nesterov,
+                              boolean maximize, boolean firstStep) {
+        Parallel.forRange(n, GRAIN, (begin, end) -> sgdRange(p, po, g, go, buf, bo, begin, end, negLr, weightDecay, momentum,
+                oneMinusDampening, nesterov, maximize, firstStep));
+    }
+
+    private static void sgdRange(MemorySegment p, long po, MemorySegment g, long go, MemorySegment buf, long bo, long begin,
+                                 long end, float negLr, float wd, float mu, float oneMinusDampening, boolean nesterov,
+                                 boolean maximize, boolean first) {
+        long i = begin;
+        long upper = begin + FS.loopBound(end - begin);
+        for (; i < upper; i += FS.length()) {
+            long off = i * 4;
+            FloatVector pv = FloatVector.fromMemorySegment(FS, p, po + off, LE);
+            FloatVector d = FloatVector.fromMemorySegment(FS, g, go + off, LE);
+            if (maximize) d = d.neg();
+            if (wd != 0) d = d.add(pv.mul(wd));
+            if (mu != 0) {
+                FloatVector b = first ? d
+                        : FloatVector.fromMemorySegment(FS, buf, bo + off, LE).mul(mu).add(d.mul(oneMinusDampening));
+                b.intoMemorySegment(buf, bo + off, LE);
+                d = nesterov ? d.add(b.mul(mu)) : b;
+            }
+            pv.add(d.mul(negLr)).intoMemorySegment(p, po + off, LE);
+        }
+        for (; i < end; i++) {
+            long off = i * 4;
+            float pv = p.get(ElementIO.F32, po + off);
+            float d = g.get(ElementIO.F32, go + off);
+            if (maximize) d = -d;
+            if (wd != 0) d = d + pv * wd;
+            if (mu != 0) {
+                float b = first ? d : buf.get(ElementIO.F32, bo + off) * mu + d * oneMinusDampening;
+                buf.set(ElementIO.F32, bo + off, b);
+                d = nesterov ? d + b * mu : b;
+            }
+            p.set(ElementIO.F32, po + off, pv + d * negLr);
+        }
+    }
+
+    /**
+     * Adam and AdamW: {@code p *= paramScale} (AdamW's decoupled decay; 1 for Adam), {@code d = ±g (+ wd*p)}
+     * (Adam's L2 decay; {@code weightDecay} 0 for AdamW), {@code m = m*b1 + d*(1-b1)},
+     * {@code v = v*b2 + ((1-b2)*d)*d}, with AMSGrad {@code vmax = max(vmax, v)}, then
+     * {@code p += (negStepSize*m) / (sqrt(v or vmax)/bc2Sqrt + eps)}. {@code vmax} may be null without AMSGrad.
+     */
+    public static void adamF32(MemorySegment p, long po, MemorySegment g, long go, MemorySegment m, long mo,
+                               MemorySegment v, long vo, MemorySegment vmax, long xo, long n, float paramScale,
+                               float weightDecay, float beta1, float oneMinusBeta1, float beta2, float oneMinusBeta2,
+                               float bc2Sqrt, float eps, float negStepSize, boolean maximize, boolean amsgrad) {
+        Parallel.forRange(n, GRAIN, (begin, end) -> adamRange(p, po, g, go, m, mo, v, vo, vmax, xo, begin, end, paramScale,
+                weightDecay, beta1, oneMinusBeta1, beta2, oneMinusBeta2, bc2Sqrt, eps, negStepSize, maximize, amsgrad));
+    }
+
+    private static void adamRange(MemorySegment p, long po, MemorySegment g, long go, MemorySegment m, long mo,
+                                  MemorySegment v, long vo, MemorySegment vmax, long xo, long begin, long end,
+                                  float paramScale, float wd, float beta1, float oneMinusBeta1, float beta2,
+                                  float oneMinusBeta2, float bc2Sqrt, float eps, float negStepSize, boolean maximize,
+                                  boolean amsgrad) {
+        long i = begin;
+        long upper = begin + FS.loopBound(end - begin);
+        for (; i < upper; i += FS.length()) {
+            long off = i * 4;
+            FloatVector pv = FloatVector.fromMemorySegment(FS, p, po + off, LE);
+            if (paramScale != 1f) pv = pv.mul(paramScale);
+            FloatVector d = FloatVector.fromMemorySegment(FS, g, go + off, LE);
+            if (maximize) d = d.neg();
+            if (wd != 0) d = d.add(pv.mul(wd));
+            FloatVector mv = FloatVector.fromMemorySegment(FS, m, mo + off, LE).mul(beta1).add(d.mul(oneMinusBeta1));
+            mv.intoMemorySegment(m, mo + off, LE);
+            FloatVector vv = FloatVector.fromMemorySegment(FS, v, vo + off, LE).mul(beta2).add(d.mul(oneMinusBeta2).mul(d));
+            vv.intoMemorySegment(v, vo + off, LE);
+            if (amsgrad) {
+                vv = FloatVector.fromMemorySegment(FS, vmax, xo + off, LE).max(vv);
+                vv.intoMemorySegment(vmax, xo + off, LE);
+            }
+            FloatVector denom = vv.sqrt().div(bc2Sqrt).add(eps);
+            pv.add(mv.mul(negStepSize).div(denom)).intoMemorySegment(p, po + off, LE);
+        }
+        for (; i < end; i++) {
+            long off = i * 4;
+            float pv = p.get(ElementIO.F32, po + off);
+            if (paramScale != 1f) pv = pv * paramScale;
+            float d = g.get(ElementIO.F32, go + off);
+            if (maximize) d = -d;
+            if (wd != 0) d = d + pv * wd;
+            float mv = m.get(ElementIO.F32, mo + off) * beta1 + d * oneMinusBeta1;
+            m.set(ElementIO.F32, mo + off, mv);
+            float vv = v.get(ElementIO.F32, vo + off) * beta2 + d * oneMinusBeta2 * d;
+            v.set(ElementIO.F32, vo + off, vv);
+            if (amsgrad) {
+                vv = Math.max(vmax.get(ElementIO.F32, xo + off), vv);
+                vmax.set(ElementIO.F32, xo + off, vv);
+            }
+            float denom = (float) Math.sqrt(vv) / bc2Sqrt + eps;
+            p.set(ElementIO.F32, po + off, pv + mv * negStepSize / denom);
+        }
+    }
+}

@@ -1,0 +1,69 @@
+package org.jtorch.optim;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.jtorch.Tensor;
+
+/**
+ * Adam, as {@code torch.optim.Adam} (PyTorch 1.13): weight decay is an L2 term added to the gradient.
+ * <pre>
+ * m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g;  (AMSGrad: vmax = max(vmax, v))
+ * p -= lr / (1 - beta1^t) * m / (sqrt(v or vmax) / sqrt(1 - beta2^t) + eps)
+ * </pre>
+ * <pre>{@code
+ * var opt = new Adam(model.parameters(), Adam.options().lr(1e-3).betas(0.9, 0.999));
+ * }</pre>
+ * State per parameter: {@code step} (a 0-d float32 tensor, as PyTorch), {@code exp_avg}, {@code exp_avg_sq}
+ * and with AMSGrad {@code max_exp_avg_sq}.
+ */
+public final class Adam extends Optimizer {
+    /** Options: {@code lr} (1e-3), {@code betas} (0.9, 0.999), {@code eps} (1e-8), {@code weight_decay} (0.0), {@code amsgrad}, {@code maximize}. */
+    public static final class Options extends OptimizerOptions<Options> {
+        @Override
+        protected Map<String, Object> builtinDefaults() {
+            Map<String, Object> d = new LinkedHashMap<>();
+            d.put("lr", 1e-3);
+            d.put("betas", List.of(0.9, 0.999));
+            d.put("eps", 1e-8);
+            d.put("weight_decay", 0.0);
+            d.put("amsgrad", false);
+            d.put("maximize", false);
+            return d;
+        }
+
+        public Options betas(double beta1, double beta2) {
+            return set("betas", List.of(beta1, beta2));
+        }
+
+        public Options eps(double eps) {
+            return set("eps", eps);
+        }
+
+        public Options amsgrad(boolean amsgrad) {
+            return set("amsgrad", amsgrad);
+        }
+    }
+
+    public static Options options() {
+        return new Options();
+    }
+
+    public Adam(Iterable<Tensor> params, Options options) {
+        super("Adam", singleGroup(params), options);
+    }
+
+    public Adam(List<ParamGroup> groups, Options defaults) {
+        super("Adam", groups, defaults);
+    }
+
+    @Override
+    protected void validate(Map<String, Object> options) {
+        AdamUpdate.validate(this, options);
+    }
+
+    @Override
+    protected void updateGroup(ParamGroup group) {
+        AdamUpdate.update(this, group, false);
+    }
+}

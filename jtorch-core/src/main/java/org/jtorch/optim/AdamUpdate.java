@@ -1,0 +1,91 @@
+package org.jtorch.optim;
+
+import java.util.Map;
+import org.jtorch.Tensor;
+import org.jtorch.backend.cpu.CpuOptimizerKernels;
+
+/** The Adam/AdamW update shared by {@link Adam} and {@link AdamW} (PyTorch 1.13's {@code _single_tensor_adam(w)}). */
+final class AdamUpdate {
+    private AdamUpdate() {}
+
+    static void validate(Optimizer opt, Map<String, Object> o) {
+        double lr = Optimizer.num(o, "lr");
+        opt.require(!(lr < 0), "Invalid learning rate: " + lr);
+        opt.require(!(Optimizer.num(o, "eps") < 0), "Invalid epsilon value: " + Optimizer.num(o, "eps"));
+        Object betas = o.get("betas");
+        double b0 = betas instanceof java.util.List<?> l && l.size() == 2 ? ((Number) l.get(0)).doubleValue() : Double.NaN;
+        double b1 = betas instanceof java.util.List<?> l && l.size() == 2 ? ((Number) l.get(1)).doubleValue() : Double.NaN;
+        opt.require(0 <= b0 && b0 < 1, "Invalid beta parameter at index 0: " + b0);
+        opt.require(0 <= b1 && b1 < 1, "Invalid beta parameter at index 1: " + b1);
+        opt.require(!(Optimizer.num(o, "weight_decay") < 0), "Invalid weight_decay value: " + Optimizer.num(o, "weight_decay"));
+    }
+
+    /** {@code decoupled}: AdamW's {@code p *= 1 - lr * weight_decay} instead of Adam's L2 term in the gradient. */
+    static void update(Optimizer opt, ParamGroup group, boolean decoupled) {
+        double lr = group.lr();
+        double beta1 = group.beta(0);
+        double beta2 = group.beta(1);
+        double eps = group.getDouble("eps");
+        double weightDecay = group.getDouble("weight_decay");
+        boolean amsgrad = group.getBoolean("amsgrad");
+        boolean maximize = group.getBoolean("maximize");
+        for (Tensor p : group.params()) {
+            Tensor grad = p.grad();
+            if (grad == null) continue;
+            Map<String, Object> st = opt.stateOf(p);
+            if (st.isEmpty()) {
+                st.put("step", Optimizer.newStepCounter());
+                st.put("exp_avg", Optimizer.newState(p, 0));
+                st.put("exp_avg_sq", Optimizer.newState(p, 0));
+                if (amsgrad) st.put("max_exp_avg_sq", Optimizer.newState(p, 0));
+            }
+            Tensor expAvg = opt.stateTensor(st, "exp_avg", p);
+            Tensor expAvgSq = opt.stateTensor(st, "exp_avg_sq", p);
+            Tensor maxExpAvgSq = amsgrad ? opt.stateTensor(st, "max_exp_avg_sq", p) : null;
+            double step = opt.incrementStep(st);
+            double bias1 = 1 - Math.pow(beta1, step);
+            double bias2 = 1 - Math.pow(beta2, step);
+            double stepSize = lr / bias1;
+            double bias2Sqrt = Math.sqrt(bias2);
+            if (opt.fusable(p, grad, expAvg, expAvgSq, maxExpAvgSq)) {
+                CpuOptimizerKernels.adamF32(p.storage().segment(), p.storageOffset() * 4, grad.storage().segment(),
+                        grad.storageOffset() * 4, expAvg.storage().segment(), expAvg.storageOffset() * 4,
+                        expAvgSq.storage().segment(), expAvgSq.storageOffset() * 4,
+                        amsgrad ? maxExpAvgSq.storage().segment() : null, amsgrad ? maxExpAvgSq.storageOffset() * 4 : 0,
+                        p.numel(), decoupled ? (float) (1 - lr * weightDecay) : 1f, decoupled ? 0f : (float) weightDecay,
+                        (float) beta1, (float) (1 - beta1), (float) beta2, (float) (1 - beta2), (float) bias2Sqrt,
+                        (float) eps, (float) -stepSize, maximize, amsgrad);
+                p.bumpVersion();
+                expAvg.bumpVersion();
+                expAvgSq.bumpVersion();
+                if (amsgrad) maxExpAvgSq.bumpVersion();
+                continue;
+            }
+            Tensor g = maximize ? grad.neg() : grad.alias();
+            try {
+                if (decoupled) {
+                    p.mul_(1 - lr * weightDecay);
+                } else if (weightDecay != 0) {
+                    Tensor decayed = g.add(p, weightDecay);
+                    g.close();
+                    g = decayed;
+                }
+                expAvg.mul_(beta1).add_(g, 1 - beta1);
+                expAvgSq.mul_(beta2).addcmul_(g, g, 1 - beta2);
+                Tensor second = expAvgSq;
+                if (amsgrad) {
+                    try (Tensor max = maxExpAvgSq.maximum(expAvgSq)) {
+                        maxExpAvgSq.copy_(max);
+                    }
+                    second = maxExpAvgSq;
+                }
+                try (Tensor denom = second.sqrt()) {
+                    denom.div_(bias2Sqrt).add_(eps);
+                    p.addcdiv_(expAvg, denom, -stepSize);
+                }
+            } finally {
+                g.close();
+            }
+        }
+    }
+}

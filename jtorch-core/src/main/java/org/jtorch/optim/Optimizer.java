@@ -1,0 +1,397 @@
+package org.jtorch.optim;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Grad;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Shapes;
+
+/**
+ * Base class of the optimizers, as {@code torch.optim.Optimizer}: parameter groups with per-group
+ * options, per-parameter state, {@link #step()}, {@link #zeroGrad()} and state dicts.
+ *
+ * <p><b>Update rules</b> follow PyTorch 1.13's single-tensor (for-loop) implementations exactly.
+ * Steps run without recording a graph; parameters whose {@code grad()} is null are skipped (their
+ * state is neither created nor advanced). Contiguous float32 CPU parameters take a fused
+ * one-pass kernel where the optimizer has one (SGD, Adam, AdamW); every other case composes
+ * tensor ops, for any floating dtype and any strides.
+ *
+ * <p><b>Ownership.</b> The optimizer owns its state tensors (momentum buffers, moment estimates):
+ * they are never released by an enclosing {@link MemoryScope} and are released by {@link #close()}.
+ * Parameters and gradients stay owned by their tensors. {@link #stateDict()} returns deep copies
+ * that the caller owns (release them with {@link #closeStateDict(Map)}).
+ *
+ * <p>Not thread-safe: one thread steps an optimizer.
+ */
+public abstract class Optimizer implements AutoCloseable {
+    private final String name;
+    private final Map<String, Object> defaults;
+    private final List<ParamGroup> groups = new ArrayList<>();
+    private final IdentityHashMap<Tensor, Map<String, Object>> state = new IdentityHashMap<>();
+    private boolean fusedKernels = true;
+
+    protected Optimizer(String name, List<ParamGroup> paramGroups, OptimizerOptions<?> options) {
+        this.name = name;
+        Map<String, Object> d = options.resolved();
+        validate(d);
+        this.defaults = Collections.unmodifiableMap(d);
+        if (paramGroups.isEmpty()) throw new IllegalArgumentException(name + ": optimizer got an empty parameter list");
+        for (ParamGroup g : paramGroups) addParamGroup(g);
+    }
+
+    /** One group holding all {@code params}. */
+    protected static List<ParamGroup> singleGroup(Iterable<Tensor> params) {
+        List<Tensor> list = new ArrayList<>();
+        for (Tensor p : params) list.add(p);
+        if (list.isEmpty()) return List.of();
+        return List.of(ParamGroup.of(list));
+    }
+
+    /** Checks option values, throwing {@link IllegalArgumentException} with PyTorch's message. */
+    protected abstract void validate(Map<String, Object> options);
+
+    /** Updates the parameters of one group that have a gradient (called without graph recording). */
+    protected abstract void updateGroup(ParamGroup group);
+
+    /** Called once for each parameter of a newly added group (Adagrad initialises its state here). */
+    protected void initState(ParamGroup group, Tensor param) {}
+
+    // ------------------------------------------------------------------ groups
+
+    /** Adds a group; options it does not set take the optimizer's defaults, as {@code add_param_group}. */
+    public void addParamGroup(ParamGroup group) {
+        List<Tensor> params = group.params();
+        IdentityHashMap<Tensor, Boolean> seen = new IdentityHashMap<>();
+        for (Tensor p : params) {
+            if (p == null) throw new IllegalArgumentException(name + ": optimizer can only optimize Tensors, but one of the params is null");
+            if (!p.isLeaf()) throw new IllegalArgumentException(name + ": can't optimize a non-leaf Tensor");
+            if (seen.put(p, Boolean.TRUE) != null) {
+                throw new IllegalArgumentException(name + ": optimizer contains a parameter group with duplicate parameters");
+            }
+        }
+        for (Map.Entry<String, Object> e : defaults.entrySet()) {
+            if (e.getValue() == OptimizerOptions.REQUIRED && !group.has(e.getKey())) {
+                throw new IllegalArgumentException(name + ": parameter group didn't specify a value of required optimization parameter "
+                        + e.getKey());
+            }
+            group.putIfAbsent(e.getKey(), e.getValue());
+        }
+        validate(group.options());
+        for (ParamGroup g : groups) {
+            for (Tensor p : g.params()) {
+                if (seen.containsKey(p)) throw new IllegalArgumentException(name + ": some parameters appear in more than one parameter group");
+            }
+        }
+        groups.add(group);
+        for (Tensor p : params) initState(group, p);
+    }
+
+    /** The parameter groups (read-only list; the groups' options may be changed, as schedulers do). */
+    public List<ParamGroup> paramGroups() {
+        return Collections.unmodifiableList(groups);
+    }
+
+    /** The defaults by PyTorch option name ({@code optimizer.defaults}). */
+    public Map<String, Object> defaults() {
+        return defaults;
+    }
+
+    /** The state of one parameter (read-only view; empty before its first step). */
+    public Map<String, Object> state(Tensor param) {
+        Map<String, Object> s = state.get(param);
+        return s == null ? Map.of() : Collections.unmodifiableMap(s);
+    }
+
+    // ------------------------------------------------------------------ stepping
+
+    /** Performs one optimization step. */
+    public void step() {
+        try (var g = Grad.noGrad()) {
+            for (ParamGroup group : groups) updateGroup(group);
+        }
+    }
+
+    /** Evaluates {@code closure} with gradients enabled (it should compute the loss and call backward), then steps; returns the loss. */
+    public Tensor step(Supplier<Tensor> closure) {
+        Tensor loss;
+        try (var g = Grad.enableGrad()) {
+            loss = closure.get();
+        }
+        step();
+        return loss;
+    }
+
+    /**
+     * Clears the gradients: sets them to null and releases them. This is PyTorch 2's default
+     * ({@code set_to_none=True}); PyTorch 1.13's default was to zero them in place, which is
+     * {@link #zeroGrad(boolean) zeroGrad(false)}.
+     */
+    public void zeroGrad() {
+        zeroGrad(true);
+    }
+
+    /** With {@code setToNone} false, zeroes each gradient in place (detaching it from any graph) instead of releasing it. */
+    public void zeroGrad(boolean setToNone) {
+        for (ParamGroup group : groups) {
+            for (Tensor p : group.params()) {
+                Tensor g = p.grad();
+                if (g == null) continue;
+                if (setToNone) {
+                    p.setGrad(null);
+                    g.close();
+                } else {
+                    if (g.gradFn() != null) g.detach_();
+                    else g.requiresGrad_(false);
+                    g.zero_();
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ helpers for the update rules
+
+    /** The live state map of {@code param}, created empty on first use. */
+    protected Map<String, Object> stateOf(Tensor param) {
+        return state.computeIfAbsent(param, k -> new LinkedHashMap<>());
+    }
+
+    /** A state tensor of {@code param}'s shape, dtype and device filled with {@code value}, owned by the optimizer. */
+    protected static Tensor newState(Tensor param, double value) {
+        return own(Torch.full(param.shape(), value, param.dtype(), param.device()));
+    }
+
+    /** A 0-d float32 step counter, as PyTorch's {@code torch.tensor(0.)}. */
+    protected static Tensor newStepCounter() {
+        return own(Torch.full(new long[0], 0.0, DType.FLOAT32, org.jtorch.Device.cpu()));
+    }
+
+    /** Increments a step counter (a 0-d tensor or, from older state dicts, a number) and returns its new value. */
+    protected double incrementStep(Map<String, Object> st) {
+        Object s = st.get("step");
+        Tensor t;
+        if (s instanceof Tensor tensor) {
+            t = tensor;
+        } else {
+            t = newStepCounter();
+            if (s instanceof Number n) t.fill_(n.doubleValue());
+            st.put("step", t);
+        }
+        t.fill_(t.item() + 1);
+        return t.item();
+    }
+
+    /** A required state tensor; a clear error if a loaded state dict lacked it. */
+    protected Tensor stateTensor(Map<String, Object> st, String key, Tensor param) {
+        Object v = st.get(key);
+        if (v instanceof Tensor t) return t;
+        throw new IllegalStateException(name + ": the state of a parameter of shape " + Shapes.format(param.shape())
+                + " has no tensor '" + key + "' (state keys: " + st.keySet() + "); was a state dict of another optimizer loaded?");
+    }
+
+    /** Detaches {@code t} from every enclosing memory scope: the optimizer releases it. */
+    protected static Tensor own(Tensor t) {
+        for (MemoryScope s = t.scope(); s != null; s = t.scope()) s.keep(t);
+        return t;
+    }
+
+    /** True when the fused float32 kernels apply to all of {@code tensors} (null entries are ignored). */
+    protected boolean fusable(Tensor... tensors) {
+        if (!fusedKernels) return false;
+        for (Tensor t : tensors) {
+            if (t == null) continue;
+            if (t.dtype() != DType.FLOAT32 || !t.device().isCpu() || !t.isContiguous()) return false;
+        }
+        return true;
+    }
+
+    /** Turns the fused kernels off, to test them against the composed path. */
+    void useFusedKernels(boolean enabled) {
+        fusedKernels = enabled;
+    }
+
+    // ------------------------------------------------------------------ state dicts
+
+    /**
+     * The state as PyTorch's {@code state_dict()}: {@code "state"} maps a parameter's index (counted
+     * across groups in order) to its state ({@code Map<String, Object>} of tensors and numbers);
+     * {@code "param_groups"} lists each group's options with {@code "params"}, the list of its
+     * parameter indices. Tensors are deep copies owned by the caller.
+     */
+    public Map<String, Object> stateDict() {
+        Map<Integer, Map<String, Object>> packedState = new LinkedHashMap<>();
+        List<Map<String, Object>> packedGroups = new ArrayList<>();
+        int index = 0;
+        for (ParamGroup g : groups) {
+            Map<String, Object> packed = new LinkedHashMap<>();
+            for (Map.Entry<String, Object> e : g.options().entrySet()) packed.put(e.getKey(), deepCopy(e.getValue()));
+            List<Integer> ids = new ArrayList<>();
+            for (Tensor p : g.params()) {
+                Map<String, Object> s = state.get(p);
+                if (s != null && !s.isEmpty()) {
+                    Map<String, Object> copy = new LinkedHashMap<>();
+                    for (Map.Entry<String, Object> e : s.entrySet()) copy.put(e.getKey(), deepCopy(e.getValue()));
+                    packedState.put(index, copy);
+                }
+                ids.add(index++);
+            }
+            packed.put("params", ids);
+            packedGroups.add(packed);
+        }
+        Map<String, Object> sd = new LinkedHashMap<>();
+        sd.put("state", packedState);
+        sd.put("param_groups", packedGroups);
+        return sd;
+    }
+
+    /**
+     * Loads a state dict of the structure {@link #stateDict()} returns (deep-copying it), as PyTorch's
+     * {@code load_state_dict}: groups are matched in order and must have the same sizes; the saved
+     * options replace the groups' options; state tensors are cast to their parameter's dtype (except
+     * {@code step}). A mismatch throws {@link IllegalArgumentException} naming it, before anything changes.
+     */
+    @SuppressWarnings("unchecked")
+    public void loadStateDict(Map<String, Object> stateDict) {
+        Object rawGroups = stateDict.get("param_groups");
+        Object rawState = stateDict.get("state");
+        if (!(rawGroups instanceof List<?> savedGroups)) {
+            throw new IllegalArgumentException(name + ".loadStateDict: the state dict has no 'param_groups' list");
+        }
+        if (!(rawState instanceof Map<?, ?> savedState)) {
+            throw new IllegalArgumentException(name + ".loadStateDict: the state dict has no 'state' map");
+        }
+        if (savedGroups.size() != groups.size()) {
+            throw new IllegalArgumentException(name + ".loadStateDict: loaded state dict has a different number of parameter groups ("
+                    + savedGroups.size() + ", the optimizer has " + groups.size() + ")");
+        }
+        Map<Integer, Tensor> idMap = new LinkedHashMap<>();
+        for (int gi = 0; gi < groups.size(); gi++) {
+            if (!(savedGroups.get(gi) instanceof Map<?, ?> sg) || !(sg.get("params") instanceof List<?> ids)) {
+                throw new IllegalArgumentException(name + ".loadStateDict: parameter group " + gi + " has no 'params' list");
+            }
+            List<Tensor> params = groups.get(gi).params();
+            if (ids.size() != params.size()) {
+                throw new IllegalArgumentException(name + ".loadStateDict: loaded state dict contains a parameter group that doesn't match the"
+                        + " size of optimizer's group (group " + gi + ": " + ids.size() + " saved, " + params.size() + " in the optimizer)");
+            }
+            for (String option : defaults.keySet()) {
+                if (!sg.containsKey(option)) {
+                    throw new IllegalArgumentException(name + ".loadStateDict: parameter group " + gi + " has no option '" + option
+                            + "' (was the state dict saved from another optimizer?)");
+                }
+            }
+            for (int i = 0; i < ids.size(); i++) idMap.put(((Number) ids.get(i)).intValue(), params.get(i));
+        }
+        for (Map.Entry<?, ?> e : savedState.entrySet()) {
+            int id = ((Number) e.getKey()).intValue();
+            Tensor p = idMap.get(id);
+            if (p == null) {
+                throw new IllegalArgumentException(name + ".loadStateDict: the state dict has state for parameter " + id
+                        + " which no parameter group lists");
+            }
+            for (Map.Entry<String, Object> s : ((Map<String, Object>) e.getValue()).entrySet()) {
+                if (s.getValue() instanceof Tensor t && !s.getKey().equals("step")
+                        && !java.util.Arrays.equals(t.shape(), p.shape())) {
+                    throw new IllegalArgumentException(name + ".loadStateDict: state '" + s.getKey() + "' of parameter " + id
+                            + " has shape " + Shapes.format(t.shape()) + " but the parameter has shape " + Shapes.format(p.shape()));
+                }
+            }
+        }
+        // Validated: replace the state and the groups' options.
+        clearState();
+        for (Map.Entry<?, ?> e : savedState.entrySet()) {
+            Tensor p = idMap.get(((Number) e.getKey()).intValue());
+            Map<String, Object> s = new LinkedHashMap<>();
+            for (Map.Entry<String, Object> v : ((Map<String, Object>) e.getValue()).entrySet()) {
+                s.put(v.getKey(), castToParam(p, v.getKey(), v.getValue()));
+            }
+            state.put(p, s);
+        }
+        for (int gi = 0; gi < groups.size(); gi++) groups.get(gi).replaceOptions((Map<String, Object>) savedGroups.get(gi));
+    }
+
+    private static Object castToParam(Tensor p, String key, Object value) {
+        if (value instanceof Tensor t) {
+            if (!key.equals("step") && p.dtype().isFloatingPoint() && t.dtype() != p.dtype()) {
+                try (Tensor moved = t.to(p.device())) {
+                    return own(moved.to(p.dtype()).contiguous());
+                }
+            }
+            try (Tensor moved = t.to(key.equals("step") ? t.device() : p.device())) {
+                return own(moved.clone());
+            }
+        }
+        return deepCopy(value);
+    }
+
+    private static Object deepCopy(Object v) {
+        if (v instanceof Tensor t) return t.clone();
+        if (v instanceof List<?> l) {
+            List<Object> copy = new ArrayList<>();
+            for (Object x : l) copy.add(deepCopy(x));
+            return copy;
+        }
+        if (v instanceof Map<?, ?> m) {
+            Map<Object, Object> copy = new LinkedHashMap<>();
+            for (Map.Entry<?, ?> e : m.entrySet()) copy.put(e.getKey(), deepCopy(e.getValue()));
+            return copy;
+        }
+        return v;
+    }
+
+    /** Releases every tensor in a state dict (nested maps and lists included). */
+    public static void closeStateDict(Map<String, Object> stateDict) {
+        closeAll(stateDict);
+    }
+
+    private static void closeAll(Object v) {
+        if (v instanceof Tensor t) t.close();
+        else if (v instanceof List<?> l) l.forEach(Optimizer::closeAll);
+        else if (v instanceof Map<?, ?> m) m.values().forEach(Optimizer::closeAll);
+    }
+
+    private void clearState() {
+        for (Map<String, Object> s : state.values()) closeAll(s);
+        state.clear();
+    }
+
+    /** Releases the optimizer's state tensors (not the parameters). */
+    @Override
+    public void close() {
+        clearState();
+    }
+
+    /** The optimizer's name and its groups' options, as PyTorch's {@code repr}. */
+    @Override
+    public String toString() {
+        StringBuilder sb = new StringBuilder(name).append(" (");
+        for (int i = 0; i < groups.size(); i++) {
+            sb.append("\nParameter Group ").append(i).append('\n');
+            groups.get(i).options().entrySet().stream().sorted(Map.Entry.comparingByKey())
+                    .forEach(e -> sb.append("    ").append(e.getKey()).append(": ").append(e.getValue()).append('\n'));
+        }
+        return sb.append(')').toString();
+    }
+
+    /** A numeric option of a validated options map. */
+    protected static double num(Map<String, Object> options, String key) {
+        Object v = options.get(key);
+        return v instanceof Number n ? n.doubleValue() : Double.NaN;
+    }
+
+    /** Throws {@code IllegalArgumentException(name + ": " + message)} unless {@code ok}. */
+    protected void require(boolean ok, String message) {
+        if (!ok) throw new IllegalArgumentException(name + ": " + message);
+    }
+
+    protected String name() {
+        return name;
+    }
+}

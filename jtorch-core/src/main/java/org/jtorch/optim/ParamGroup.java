@@ -1,0 +1,96 @@
+package org.jtorch.optim;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.jtorch.Tensor;
+
+/**
+ * A parameter group, as an entry of PyTorch's {@code optimizer.param_groups}: parameters and the
+ * options that apply to them. Before it is added to an optimizer a group holds only its overrides;
+ * the optimizer then fills in its defaults. Schedulers read and write options here ({@code lr},
+ * {@code momentum}, {@code betas}) and may add their own ({@code initial_lr}), as in PyTorch.
+ *
+ * <p>Not thread-safe; a group belongs to one optimizer.
+ */
+public final class ParamGroup {
+    private final List<Tensor> params;
+    private final LinkedHashMap<String, Object> options = new LinkedHashMap<>();
+
+    private ParamGroup(List<Tensor> params, Map<String, Object> overrides) {
+        this.params = Collections.unmodifiableList(new ArrayList<>(params));
+        options.putAll(overrides);
+    }
+
+    /** A group using the optimizer's defaults. */
+    public static ParamGroup of(List<Tensor> params) {
+        return new ParamGroup(params, Map.of());
+    }
+
+    /** A group whose explicitly set options override the optimizer's defaults. */
+    public static ParamGroup of(List<Tensor> params, OptimizerOptions<?> overrides) {
+        return new ParamGroup(params, overrides.explicitValues());
+    }
+
+    public List<Tensor> params() {
+        return params;
+    }
+
+    /** The options by PyTorch name (a read-only view). */
+    public Map<String, Object> options() {
+        return Collections.unmodifiableMap(options);
+    }
+
+    public boolean has(String name) {
+        return options.containsKey(name);
+    }
+
+    public Object get(String name) {
+        Object v = options.get(name);
+        if (v == null && !options.containsKey(name)) {
+            throw new IllegalArgumentException("param group has no option '" + name + "'; it has " + options.keySet());
+        }
+        return v;
+    }
+
+    public double getDouble(String name) {
+        return ((Number) get(name)).doubleValue();
+    }
+
+    public boolean getBoolean(String name) {
+        return (Boolean) get(name);
+    }
+
+    /** The two coefficients of {@code betas}. */
+    public double beta(int index) {
+        return ((List<?>) get("betas")).get(index) instanceof Number n ? n.doubleValue() : Double.NaN;
+    }
+
+    /** Sets an option (numbers are stored as {@code Double}, pairs as {@code List<Double>}). */
+    public void set(String name, Object value) {
+        if (value instanceof Number n) value = n.doubleValue();
+        else if (value instanceof List<?> l) value = l.stream().map(x -> ((Number) x).doubleValue()).toList();
+        options.put(name, value);
+    }
+
+    public double lr() {
+        return getDouble("lr");
+    }
+
+    public void setLr(double lr) {
+        set("lr", lr);
+    }
+
+    void putIfAbsent(String name, Object value) {
+        options.putIfAbsent(name, value);
+    }
+
+    void replaceOptions(Map<String, Object> saved) {
+        options.clear();
+        for (Map.Entry<String, Object> e : saved.entrySet()) {
+            if (!e.getKey().equals("params")) set(e.getKey(), e.getValue());
+        }
+    }
+}

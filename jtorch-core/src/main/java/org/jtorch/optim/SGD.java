@@ -1,0 +1,127 @@
+package org.jtorch.optim;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.jtorch.Tensor;
+import org.jtorch.backend.cpu.CpuOptimizerKernels;
+
+/**
+ * Stochastic gradient descent with optional momentum, dampening, Nesterov momentum, weight decay and
+ * maximisation, as {@code torch.optim.SGD} (PyTorch 1.13):
+ * <pre>
+ * d = ±grad + weight_decay * p
+ * buf = d on the first step, else momentum * buf + (1 - dampening) * d
+ * d = nesterov ? d + momentum * buf : buf        (when momentum != 0)
+ * p -= lr * d
+ * </pre>
+ * <pre>{@code
+ * var opt = new SGD(model.parameters(), SGD.options().lr(0.1).momentum(0.9).nesterov(true));
+ * }</pre>
+ * The learning rate has no default. State per parameter: {@code momentum_buffer} (null without momentum).
+ */
+public final class SGD extends Optimizer {
+    /** SGD's options: {@code lr} (required), {@code momentum}, {@code dampening}, {@code weight_decay}, {@code nesterov}, {@code maximize}. */
+    public static final class Options extends OptimizerOptions<Options> {
+        @Override
+        protected Map<String, Object> builtinDefaults() {
+            Map<String, Object> d = new LinkedHashMap<>();
+            d.put("lr", REQUIRED);
+            d.put("momentum", 0.0);
+            d.put("dampening", 0.0);
+            d.put("weight_decay", 0.0);
+            d.put("nesterov", false);
+            d.put("maximize", false);
+            return d;
+        }
+
+        public Options momentum(double momentum) {
+            return set("momentum", momentum);
+        }
+
+        public Options dampening(double dampening) {
+            return set("dampening", dampening);
+        }
+
+        public Options nesterov(boolean nesterov) {
+            return set("nesterov", nesterov);
+        }
+    }
+
+    public static Options options() {
+        return new Options();
+    }
+
+    public SGD(Iterable<Tensor> params, Options options) {
+        super("SGD", singleGroup(params), options);
+    }
+
+    public SGD(List<ParamGroup> groups, Options defaults) {
+        super("SGD", groups, defaults);
+    }
+
+    @Override
+    protected void validate(Map<String, Object> o) {
+        double lr = num(o, "lr");
+        require(o.get("lr") == OptimizerOptions.REQUIRED || !(lr < 0), "Invalid learning rate: " + lr);
+        require(!(num(o, "momentum") < 0), "Invalid momentum value: " + num(o, "momentum"));
+        require(!(num(o, "weight_decay") < 0), "Invalid weight_decay value: " + num(o, "weight_decay"));
+        if (Boolean.TRUE.equals(o.get("nesterov"))) {
+            require(num(o, "momentum") > 0 && num(o, "dampening") == 0, "Nesterov momentum requires a momentum and zero dampening");
+        }
+    }
+
+    @Override
+    protected void updateGroup(ParamGroup group) {
+        double lr = group.lr();
+        double momentum = group.getDouble("momentum");
+        double dampening = group.getDouble("dampening");
+        double weightDecay = group.getDouble("weight_decay");
+        boolean nesterov = group.getBoolean("nesterov");
+        boolean maximize = group.getBoolean("maximize");
+        for (Tensor p : group.params()) {
+            Tensor grad = p.grad();
+            if (grad == null) continue;
+            Map<String, Object> st = stateOf(p);
+            Tensor buf = (Tensor) st.get("momentum_buffer");
+            if (momentum == 0) {
+                st.putIfAbsent("momentum_buffer", null);
+            }
+            boolean first = momentum != 0 && buf == null;
+            if (fusable(p, grad, buf)) {
+                if (first) {
+                    buf = newState(p, 0);
+                    st.put("momentum_buffer", buf);
+                }
+                CpuOptimizerKernels.sgdF32(p.storage().segment(), p.storageOffset() * 4, grad.storage().segment(),
+                        grad.storageOffset() * 4, buf == null ? null : buf.storage().segment(),
+                        buf == null ? 0 : buf.storageOffset() * 4, p.numel(), (float) -lr, (float) weightDecay,
+                        (float) momentum, (float) (1 - dampening), nesterov, maximize, first);
+                p.bumpVersion();
+                if (buf != null) buf.bumpVersion();
+                continue;
+            }
+            Tensor d = maximize ? grad.neg() : grad.alias();
+            try {
+                if (weightDecay != 0) d = replace(d, d.add(p, weightDecay));
+                if (momentum != 0) {
+                    if (first) {
+                        buf = own(d.clone());
+                        st.put("momentum_buffer", buf);
+                    } else {
+                        buf.mul_(momentum).add_(d, 1 - dampening);
+                    }
+                    d = replace(d, nesterov ? d.add(buf, momentum) : buf.alias());
+                }
+                p.add_(d, -lr);
+            } finally {
+                d.close();
+            }
+        }
+    }
+
+    private static Tensor replace(Tensor old, Tensor next) {
+        old.close();
+        return next;
+    }
+}

@@ -1,0 +1,39 @@
+package org.jtorch.optim.lr;
+
+import java.util.Map;
+import org.jtorch.optim.Optimizer;
+
+/** Multiplies the learning rate by {@code gamma} every epoch, as {@code torch.optim.lr_scheduler.ExponentialLR}. */
+public final class ExponentialLR extends LRScheduler {
+    private double gamma;
+
+    public ExponentialLR(Optimizer optimizer, double gamma) {
+        this(optimizer, gamma, -1);
+    }
+
+    public ExponentialLR(Optimizer optimizer, double gamma, int lastEpoch) {
+        super(optimizer, lastEpoch);
+        this.gamma = gamma;
+        initialStep();
+    }
+
+    @Override
+    protected double[] computeLr() {
+        return scaled(lastEpoch == 0 ? 1 : gamma);
+    }
+
+    @Override
+    protected double[] closedFormLr() {
+        return scaledBase(Math.pow(gamma, lastEpoch));
+    }
+
+    @Override
+    protected void saveSettings(Map<String, Object> sd) {
+        sd.put("gamma", gamma);
+    }
+
+    @Override
+    protected void loadSettings(Map<String, Object> sd) {
+        gamma = doubleOr(sd, "gamma", gamma);
+    }
+}

@@ -1,0 +1,296 @@
+package org.jtorch.optim;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Generator;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.testing.Fixtures;
+import org.junit.jupiter.api.Test;
+
+/** Optimizer behaviour beyond the update rules: options, groups, zeroGrad, state dicts, ownership, and fused-kernel agreement. */
+class OptimizerTest {
+
+    private static Tensor param(float... values) {
+        return Torch.tensor(values).requiresGrad_(true);
+    }
+
+    @Test
+    void invalidOptionsFailWithPyTorchsMessages() {
+        Tensor p = param(1f);
+        assertMessage("Invalid learning rate: -1.0", () -> new SGD(List.of(p), SGD.options().lr(-1)));
+        assertMessage("Invalid momentum value: -0.5", () -> new SGD(List.of(p), SGD.options().lr(0.1).momentum(-0.5)));
+        assertMessage("Nesterov momentum requires a momentum and zero dampening",
+                () -> new SGD(List.of(p), SGD.options().lr(0.1).nesterov(true)));
+        assertMessage("Invalid beta parameter at index 1: 1.0", () -> new Adam(List.of(p), Adam.options().betas(0.9, 1.0)));
+        assertMessage("Invalid epsilon value: -1.0E-8", () -> new AdamW(List.of(p), AdamW.options().eps(-1e-8)));
+        assertMessage("Invalid rho value: 1.5", () -> new Adadelta(List.of(p), Adadelta.options().rho(1.5)));
+        assertMessage("Invalid alpha value: -0.1", () -> new RMSprop(List.of(p), RMSprop.options().alpha(-0.1)));
+        assertMessage("Invalid lr_decay value: -1.0", () -> new Adagrad(List.of(p), Adagrad.options().lrDecay(-1)));
+        assertMessage("required optimization parameter lr", () -> new SGD(List.of(p), SGD.options()));
+        assertMessage("empty parameter list", () -> new Adam(new ArrayList<Tensor>(), Adam.options()));
+        assertMessage("unknown option 'momentum'", () -> Adam.options().set("momentum", 0.9));
+        p.close();
+    }
+
+    @Test
+    void groupsTakeTheDefaultsTheyDoNotOverride() {
+        Tensor a = param(1f);
+        Tensor b = param(2f);
+        try (SGD opt = new SGD(List.of(ParamGroup.of(List.of(a)), ParamGroup.of(List.of(b), SGD.options().lr(0.01))),
+                SGD.options().lr(0.1).momentum(0.9))) {
+            assertEquals(0.1, opt.paramGroups().get(0).lr());
+            assertEquals(0.01, opt.paramGroups().get(1).lr());
+            assertEquals(0.9, opt.paramGroups().get(1).getDouble("momentum"));
+            assertEquals(false, opt.paramGroups().get(1).getBoolean("nesterov"));
+        }
+        a.close();
+        b.close();
+    }
+
+    @Test
+    void aParameterMayBelongToOneGroupOnly() {
+        Tensor a = param(1f);
+        try (SGD opt = new SGD(List.of(a), SGD.options().lr(0.1))) {
+            assertMessage("some parameters appear in more than one parameter group", () -> opt.addParamGroup(ParamGroup.of(List.of(a))));
+            Tensor b = param(3f);
+            opt.addParamGroup(ParamGroup.of(List.of(b), SGD.options().momentum(0.5)));
+            assertEquals(2, opt.paramGroups().size());
+            assertEquals(0.1, opt.paramGroups().get(1).lr());
+            b.close();
+        }
+        a.close();
+    }
+
+    @Test
+    void nonLeafTensorsCannotBeOptimized() {
+        Tensor a = param(1f, 2f);
+        Tensor b = org.jtorch.autograd.Autograd.record("test_op", Torch.tensor(2f, 4f), grads -> grads, new Tensor[] {a});
+        assertFalse(b.isLeaf());
+        assertMessage("SGD: can't optimize a non-leaf Tensor", () -> new SGD(List.of(b), SGD.options().lr(0.1)));
+        a.close();
+        b.close();
+    }
+
+    @Test
+    void zeroGradReleasesGradientsByDefaultAndZeroesThemInPlaceOnRequest() {
+        Tensor p = param(1f, 2f);
+        try (SGD opt = new SGD(List.of(p), SGD.options().lr(0.1))) {
+            Tensor g = Torch.tensor(3f, 4f);
+            p.setGrad(g);
+            opt.zeroGrad(false);
+            assertArrayEquals(new float[] {0f, 0f}, p.grad().toFloatArray());
+            opt.zeroGrad();
+            assertNull(p.grad());
+            assertTrue(g.isClosed(), "the released gradient is closed");
+        }
+        p.close();
+    }
+
+    @Test
+    void parametersWithoutGradientAreSkippedAndGetNoState() {
+        Tensor a = param(1f);
+        Tensor b = param(2f);
+        try (Adam opt = new Adam(List.of(a, b), Adam.options().lr(0.1))) {
+            a.setGrad(Torch.tensor(1f));
+            opt.step();
+            assertEquals(2f, b.toFloatArray()[0]);
+            assertTrue(opt.state(b).isEmpty());
+            assertEquals(1.0, ((Tensor) opt.state(a).get("step")).item());
+            opt.zeroGrad();
+        }
+        a.close();
+        b.close();
+    }
+
+    @Test
+    void stateDictHasPyTorchsStructureAndIsADeepCopy() {
+        Tensor a = param(1f, 2f);
+        Tensor b = param(3f);
+        try (SGD opt = new SGD(List.of(ParamGroup.of(List.of(a)), ParamGroup.of(List.of(b), SGD.options().lr(0.5))),
+                SGD.options().lr(0.1).momentum(0.9))) {
+            a.setGrad(Torch.tensor(1f, 1f));
+            opt.step();
+            Map<String, Object> sd = opt.stateDict();
+            @SuppressWarnings("unchecked")
+            Map<Integer, Map<String, Object>> state = (Map<Integer, Map<String, Object>>) sd.get("state");
+            assertEquals(List.of(0), new ArrayList<>(state.keySet()), "only the parameter that stepped has state");
+            Tensor buf = (Tensor) state.get(0).get("momentum_buffer");
+            assertNotSame(opt.state(a).get("momentum_buffer"), buf);
+            assertArrayEquals(new float[] {1f, 1f}, buf.toFloatArray());
+            @SuppressWarnings("unchecked")
+            List<Map<String, Object>> groups = (List<Map<String, Object>>) sd.get("param_groups");
+            assertEquals(List.of(0), groups.get(0).get("params"));
+            assertEquals(List.of(1), groups.get(1).get("params"));
+            assertEquals(0.5, groups.get(1).get("lr"));
+            assertEquals(0.9, groups.get(1).get("momentum"));
+            buf.fill_(7.0);
+            assertArrayEquals(new float[] {1f, 1f}, ((Tensor) opt.state(a).get("momentum_buffer")).toFloatArray());
+            Optimizer.closeStateDict(sd);
+            assertTrue(buf.isClosed());
+            opt.zeroGrad();
+        }
+        a.close();
+        b.close();
+    }
+
+    @Test
+    void loadingAMismatchedStateDictNamesTheProblemAndChangesNothing() {
+        Tensor a = param(1f, 2f);
+        Tensor b = param(3f);
+        Tensor c = param(4f, 5f, 6f);
+        try (Adam one = new Adam(List.of(a, b), Adam.options());
+             Adam two = new Adam(List.of(ParamGroup.of(List.of(a)), ParamGroup.of(List.of(b))), Adam.options());
+             Adam shapes = new Adam(List.of(c, b), Adam.options())) {
+            a.setGrad(Torch.tensor(1f, 1f));
+            one.step();
+            Map<String, Object> sd = one.stateDict();
+            assertMessage("different number of parameter groups (1, the optimizer has 2)", () -> two.loadStateDict(sd));
+            assertMessage("state 'exp_avg' of parameter 0 has shape [2] but the parameter has shape [3]", () -> shapes.loadStateDict(sd));
+            assertTrue(shapes.state(c).isEmpty());
+            assertMessage("has no 'param_groups' list", () -> one.loadStateDict(Map.of("state", Map.of())));
+            Optimizer.closeStateDict(sd);
+            one.zeroGrad();
+        }
+        for (Tensor t : List.of(a, b, c)) t.close();
+    }
+
+    @Test
+    void loadingTheStateOfAnotherOptimizerFailsClearly() {
+        Tensor a = param(1f, 2f);
+        try (SGD sgd = new SGD(List.of(a), SGD.options().lr(0.1).momentum(0.9)); Adam adam = new Adam(List.of(a), Adam.options())) {
+            a.setGrad(Torch.tensor(1f, 1f));
+            sgd.step();
+            Map<String, Object> sd = sgd.stateDict();
+            assertMessage("Adam.loadStateDict: parameter group 0 has no option 'betas'", () -> adam.loadStateDict(sd));
+            // Options present but state of the wrong kind: the next step names the missing state.
+            @SuppressWarnings("unchecked")
+            Map<String, Object> group = ((List<Map<String, Object>>) sd.get("param_groups")).get(0);
+            group.putAll(adam.paramGroups().get(0).options());
+            adam.loadStateDict(sd);
+            Optimizer.closeStateDict(sd);
+            IllegalStateException e = assertThrows(IllegalStateException.class, adam::step);
+            assertTrue(e.getMessage().contains("Adam") && e.getMessage().contains("exp_avg"), e.getMessage());
+            sgd.zeroGrad();
+        }
+        a.close();
+    }
+
+    @Test
+    void loadedStateIsCastToTheParameterDtype() {
+        Tensor a32 = param(1f, 2f);
+        Tensor a64 = Torch.tensor(new double[] {1, 2}).requiresGrad_(true);
+        try (SGD src = new SGD(List.of(a32), SGD.options().lr(0.1).momentum(0.9));
+             SGD dst = new SGD(List.of(a64), SGD.options().lr(0.1).momentum(0.9))) {
+            a32.setGrad(Torch.tensor(0.5f, 0.25f));
+            src.step();
+            Map<String, Object> sd = src.stateDict();
+            dst.loadStateDict(sd);
+            Optimizer.closeStateDict(sd);
+            assertEquals(DType.FLOAT64, ((Tensor) dst.state(a64).get("momentum_buffer")).dtype());
+            src.zeroGrad();
+        }
+        a32.close();
+        a64.close();
+    }
+
+    @Test
+    void stateSurvivesTheMemoryScopeItWasCreatedIn() {
+        Tensor p = param(1f, 2f, 3f);
+        try (Adam opt = new Adam(List.of(p), Adam.options())) {
+            try (MemoryScope scope = new MemoryScope()) {
+                p.setGrad(Torch.tensor(1f, 1f, 1f));
+                opt.step();
+                opt.zeroGrad();
+            }
+            Tensor expAvg = (Tensor) opt.state(p).get("exp_avg");
+            assertFalse(expAvg.isClosed());
+            assertArrayEquals(new float[] {0.1f, 0.1f, 0.1f}, expAvg.toFloatArray(), 1e-7f);
+            opt.close();
+            assertTrue(expAvg.isClosed(), "close() releases the state");
+        }
+        p.close();
+    }
+
+    @Test
+    void stepWithClosureReturnsTheLoss() {
+        Tensor p = param(2f);
+        try (SGD opt = new SGD(List.of(p), SGD.options().lr(0.5))) {
+            Tensor loss = opt.step(() -> {
+                p.setGrad(Torch.tensor(4f));
+                return Torch.tensor(4f);
+            });
+            assertEquals(4f, loss.toFloatArray()[0]);
+            assertEquals(0f, p.toFloatArray()[0]);
+            loss.close();
+            opt.zeroGrad();
+        }
+        p.close();
+    }
+
+    /** The fused float32 kernels and the composed tensor ops agree on tensors that exercise vector bodies, tails and the parallel split. */
+    @Test
+    void fusedKernelsAgreeWithComposedOps() {
+        List<java.util.function.Function<List<Tensor>, Optimizer>> makers = List.of(
+                ps -> new SGD(ps, SGD.options().lr(0.1).momentum(0.9).nesterov(true).weightDecay(0.01)),
+                ps -> new SGD(ps, SGD.options().lr(0.1).momentum(0.8).dampening(0.2).maximize(true)),
+                ps -> new SGD(ps, SGD.options().lr(0.1)),
+                ps -> new Adam(ps, Adam.options().lr(0.01).weightDecay(0.1).amsgrad(true)),
+                ps -> new Adam(ps, Adam.options().lr(0.01).maximize(true)),
+                ps -> new AdamW(ps, AdamW.options().lr(0.01).amsgrad(true)));
+        long[] shape = {333, 307};   // 102231 elements: several parallel chunks and a vector tail
+        for (var maker : makers) {
+            Generator gen = Torch.manualSeed(42);
+            List<Tensor> fusedParams = List.of(Torch.randn(shape, DType.FLOAT32, Device.cpu(), gen).requiresGrad_(true));
+            List<Tensor> composedParams = List.of(fusedParams.get(0).detach().clone().requiresGrad_(true));
+            Optimizer fused = maker.apply(fusedParams);
+            Optimizer composed = maker.apply(composedParams);
+            composed.useFusedKernels(false);
+            for (int step = 0; step < 4; step++) {
+                Tensor g = Torch.randn(shape, DType.FLOAT32, Device.cpu(), gen);
+                fusedParams.get(0).setGrad(g);
+                composedParams.get(0).setGrad(g.clone());
+                fused.step();
+                composed.step();
+                Fixtures.assertClose(composedParams.get(0), fusedParams.get(0), 1e-6, 1e-7, fused + " step " + step);
+                fused.zeroGrad();
+                composed.zeroGrad();
+            }
+            fused.close();
+            composed.close();
+            fusedParams.get(0).close();
+            composedParams.get(0).close();
+        }
+    }
+
+    @Test
+    void addcmulAndAddcdivFollowTheirFormulas() {
+        try (Tensor self = Torch.tensor(1f, 2f, 3f); Tensor t1 = Torch.tensor(2f, 4f, 6f); Tensor t2 = Torch.tensor(0.5f, 2f, 3f);
+             Tensor m = self.addcmul(t1, t2, 0.5); Tensor d = self.addcdiv(t1, t2, -1)) {
+            assertArrayEquals(new float[] {1.5f, 6f, 12f}, m.toFloatArray());       // self + 0.5 * t1 * t2
+            assertArrayEquals(new float[] {-3f, 0f, 1f}, d.toFloatArray());         // self - t1 / t2
+            self.lerp_(t1, 0.25);
+            assertArrayEquals(new float[] {1.25f, 2.5f, 3.75f}, self.toFloatArray()); // self + 0.25 * (t1 - self)
+        }
+        try (Tensor i = Torch.tensor(1L, 2L)) {
+            assertMessage("addcdiv", () -> i.addcdiv(i, i, 1).close());
+        }
+    }
+
+    private static void assertMessage(String fragment, org.junit.jupiter.api.function.Executable body) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, body);
+        assertTrue(e.getMessage().contains(fragment), "message '" + e.getMessage() + "' should contain '" + fragment + "'");
+    }
+}
