@@ -17,15 +17,24 @@ final class GradcheckSupport {
         return values(shape, 0.1, 1.0, true);
     }
 
+    /** Like {@link #input} with other values (a second operand of the same shape). */
+    static Tensor other(long... shape) {
+        return values(shape, 0.1, 1.0, true, 7);
+    }
+
     /** A float64 leaf requiring grad with values in [0.5, 2]. */
     static Tensor positive(long... shape) {
         return values(shape, 0.5, 2.0, false);
     }
 
     private static Tensor values(long[] shape, double lo, double hi, boolean signed) {
+        return values(shape, lo, hi, signed, 0);
+    }
+
+    private static Tensor values(long[] shape, double lo, double hi, boolean signed, long seed) {
         long n = 1;
         for (long s : shape) n *= s;
-        Random r = new Random(31L * n + shape.length);
+        Random r = new Random(31L * n + shape.length + 1000 * seed);
         double[] v = new double[(int) n];
         for (int i = 0; i < v.length; i++) {
             double m = lo + (hi - lo) * r.nextDouble();
