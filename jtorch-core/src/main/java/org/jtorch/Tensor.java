@@ -719,12 +719,16 @@ public final class Tensor implements AutoCloseable {
         return grad;
     }
 
-    /** Replaces the gradient (the previous one is not closed: the caller owns it now). Null clears it. */
+    /**
+     * Replaces the gradient (the previous one is not closed: the caller owns it now). Null clears it.
+     * The new gradient belongs to this tensor from now on: it leaves any {@link MemoryScope}.
+     */
     public void setGrad(Tensor g) {
         if (g != null && !java.util.Arrays.equals(g.shape, shape)) {
             throw new IllegalArgumentException("setGrad: assigned grad has shape " + Shapes.format(g.shape)
                     + " but the tensor has shape " + Shapes.format(shape));
         }
+        if (g != null) g.scope = null;
         grad = g;
     }
 
@@ -786,7 +790,7 @@ public final class Tensor implements AutoCloseable {
         Tensor self = this;
         Autograd.addPreHook(gradFn, outputNr, g -> {
             Tensor old = self.grad;
-            self.grad = old == null ? g.clone() : old.add(g);
+            self.setGrad(old == null ? g.clone() : old.add(g));
             if (old != null) old.close();
             return null;
         });

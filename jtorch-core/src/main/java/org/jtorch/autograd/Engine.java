@@ -12,6 +12,7 @@ import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -22,10 +23,44 @@ import org.jtorch.ops.Shapes;
  * <p>Memory: every gradient routed to a node or leaf is an alias the engine owns; each node's inputs
  * and outputs are closed as soon as the node has run, so intermediate gradients live only as long as
  * needed. A leaf's first gradient is stolen into {@code .grad} when nothing else references its
- * storage. Saved tensors are released per node unless {@code retainGraph}.
+ * storage. Saved tensors are released per node unless {@code retainGraph}. Each backward formula and
+ * hook runs in its own {@link MemoryScope}, so the temporaries it creates are closed as soon as it
+ * returns; its results, and tensors saved by nodes it records (higher-order graphs), escape to the
+ * scope that encloses the backward call. Leaf gradients belong to their tensor, not to any scope.
  */
 final class Engine {
     private Engine() {}
+
+    /** The scope of the formula running on this thread (saved tensors created in it must outlive it). */
+    private static final ThreadLocal<MemoryScope> FORMULA_SCOPE = new ThreadLocal<>();
+
+    /** Called by {@link SavedTensor}: a tensor saved while a formula runs moves to the scope enclosing the backward call. */
+    static void escapeFormulaScope(Tensor t) {
+        MemoryScope s = FORMULA_SCOPE.get();
+        if (s != null && t.scope() == s) s.keep(t);
+    }
+
+    /** Runs {@code body} in a formula scope and keeps its results (those it created) out of it. */
+    private static Tensor[] inFormulaScope(java.util.function.Supplier<Tensor[]> body) {
+        MemoryScope previous = FORMULA_SCOPE.get();
+        try (MemoryScope scope = new MemoryScope()) {
+            FORMULA_SCOPE.set(scope);
+            Tensor[] results = body.get();
+            if (results != null) for (Tensor r : results) scope.keep(r);
+            return results;
+        } finally {
+            FORMULA_SCOPE.set(previous);
+        }
+    }
+
+    /** Applies a gradient hook; a replacement it returns becomes a new engine-owned alias, its temporaries are closed. */
+    private static Tensor applyHook(UnaryOperator<Tensor> hook, Tensor g) {
+        Tensor[] r = inFormulaScope(() -> {
+            Tensor out = hook.apply(g);
+            return new Tensor[] {out == null || out == g ? null : out.alias()};
+        });
+        return r[0];
+    }
 
     static Tensor[] run(Tensor[] roots, Tensor[] gradRoots, boolean retainGraph, boolean createGraph, Tensor[] inputs,
                         boolean allowUnused) {
@@ -105,7 +140,8 @@ final class Engine {
                     }
                     if (capture && outs != null && !hasNeededSuccessor(node, needed)) continue;
                     fillMissing(node, grads);
-                    Tensor[] results = node.apply(grads);
+                    Tensor[] gradsIn = grads;
+                    Tensor[] results = inFormulaScope(() -> node.apply(gradsIn));
                     executed.add(node);
                     if (Autograd.isAnomalyEnabled()) checkNan(node, results);
                     try {
@@ -220,9 +256,8 @@ final class Engine {
             List<UnaryOperator<Tensor>> hooks = node.preHooks[i];
             if (hooks == null || grads[i] == null) continue;
             for (UnaryOperator<Tensor> h : hooks) {
-                Tensor r = h.apply(grads[i]);
-                if (r != null && r != grads[i]) {
-                    Tensor owned = r.alias();
+                Tensor owned = applyHook(h, grads[i]);
+                if (owned != null) {
                     grads[i].close();
                     grads[i] = owned;
                 }
@@ -235,9 +270,8 @@ final class Engine {
         Tensor g = grads[0];
         if (g == null) return;
         for (UnaryOperator<Tensor> h : v.gradHooks()) {
-            Tensor r = h.apply(g);
-            if (r != null && r != g) {
-                Tensor owned = r.alias();
+            Tensor owned = applyHook(h, g);
+            if (owned != null) {
                 g.close();
                 g = owned;
                 grads[0] = g;

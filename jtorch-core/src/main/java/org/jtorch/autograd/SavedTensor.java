@@ -16,6 +16,7 @@ public final class SavedTensor {
     SavedTensor(Tensor t) {
         this.tensor = t.alias();
         this.version = t.version();
+        Engine.escapeFormulaScope(tensor);
     }
 
     void setOwner(Node owner) {
