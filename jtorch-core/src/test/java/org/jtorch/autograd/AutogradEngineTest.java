@@ -339,6 +339,37 @@ class AutogradEngineTest {
         }
     }
 
+    @Test
+    void secondDerivativeThroughAnOpThatSavesItsResult() {
+        // exp's backward reads its saved result: d2/dx2 exp(x) = exp(x) only if the saved result keeps its grad_fn
+        try (Tensor x = input(2); Tensor y = x.exp(); Tensor ones = Torch.onesLike(y)) {
+            Tensor[] g = Autograd.grad(new Tensor[] {y}, new Tensor[] {x}, new Tensor[] {ones}, true, true, false);
+            try (Tensor dy = g[0]) {
+                backwardWithOnes(dy);
+            }
+            double[] xv = values(x);
+            assertArrayEquals(new double[] {Math.exp(xv[0]), Math.exp(xv[1])}, values(x.grad()), 1e-12);
+        }
+    }
+
+    @Test
+    void gradgradcheckOfASmoothComposite() {
+        // Gradcheck of the gradient itself: second derivatives of tanh(x) * sigmoid(y) + x^2 y
+        Function<Tensor[], Tensor> grads = a -> {
+            try (Tensor t = a[0].tanh(); Tensor s = a[1].sigmoid(); Tensor p = t.mul(s); Tensor q = a[0].pow(2.0);
+                 Tensor r = q.mul(a[1]); Tensor f = p.add(r); Tensor ones = Torch.onesLike(f)) {
+                // retainGraph: the gradient's graph runs through the forward nodes again (PyTorch's default with create_graph)
+                Tensor[] g = Autograd.grad(new Tensor[] {f}, new Tensor[] {a[0], a[1]}, new Tensor[] {ones}, true, true, false);
+                try (Tensor g0 = g[0]; Tensor g1 = g[1]) {
+                    return Torch.cat(new Tensor[] {g0, g1}, 0);
+                }
+            }
+        };
+        try (Tensor x = input(3); Tensor y = GradcheckSupport.other(3)) {
+            assertTrue(Gradcheck.check(grads, x, y));
+        }
+    }
+
     // ---------------------------------------------------------------- PyTorch 1.13 composite graphs
 
     @TestFactory
