@@ -190,6 +190,15 @@ public final class Tensor implements AutoCloseable {
         return scope;
     }
 
+    /**
+     * Takes this tensor out of its {@link MemoryScope}: whoever stores it (a module, an optimizer, a
+     * tensor's {@code .grad}, the autograd graph) now closes it. Returns this tensor.
+     */
+    public Tensor untrack() {
+        scope = null;
+        return this;
+    }
+
     /** Moves the tensor to a scope (for {@link MemoryScope}). */
     public void setScope(MemoryScope scope) {
         this.scope = scope;
@@ -728,7 +737,7 @@ public final class Tensor implements AutoCloseable {
             throw new IllegalArgumentException("setGrad: assigned grad has shape " + Shapes.format(g.shape)
                     + " but the tensor has shape " + Shapes.format(shape));
         }
-        if (g != null) g.scope = null;
+        if (g != null) g.untrack();
         grad = g;
     }
 
@@ -790,7 +799,7 @@ public final class Tensor implements AutoCloseable {
         Tensor self = this;
         Autograd.addPreHook(gradFn, outputNr, g -> {
             Tensor old = self.grad;
-            self.setGrad(old == null ? g.clone() : old.add(g));
+            self.grad = (old == null ? g.clone() : old.add(g)).untrack();
             if (old != null) old.close();
             return null;
         });

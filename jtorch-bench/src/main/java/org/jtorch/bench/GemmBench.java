@@ -13,7 +13,7 @@ import org.jtorch.backend.cpu.Parallel;
 /**
  * SGEMM throughput of jtorch's {@link Gemm} against OpenBLAS, side by side in one process.
  *
- * <p>For each shape and thread count, the two libraries run in adjacent blocks (so both see about
+ * <p>For each shape and thread count, timed reps alternate between the two libraries (so both see
  * the same machine load); each rep runs the call enough times to last about {@code --rep-ms} and
  * the table shows the median rep. Usage:
  * {@code GemmBench [--threads 1,2] [--reps 7] [--rep-ms 30] [--shapes square,mlp]}.
@@ -62,7 +62,7 @@ public final class GemmBench {
         System.out.printf("OpenBLAS core: %s, OPENBLAS_CORETYPE=%s, OPENBLAS_THREAD_TIMEOUT=%s, cpus=%d%n",
                 OpenBlas.coreName(), System.getenv("OPENBLAS_CORETYPE"), System.getenv("OPENBLAS_THREAD_TIMEOUT"),
                 Runtime.getRuntime().availableProcessors());
-        System.out.printf("median of %d reps of ~%.0f ms each; per shape a jtorch block, then an OpenBLAS block%n", reps, repMs);
+        System.out.printf("median of %d reps of ~%.0f ms each, alternating jtorch / OpenBLAS (idle %d ms after each OpenBLAS rep when multithreaded)%n", reps, repMs, OPENBLAS_IDLE_MS);
         List<Shape> list = shapes(which);
         // Let C2 compile every path (packing variants, edge kernels) before anything is timed.
         for (Shape s : list) run(s, 1, 1, false);
@@ -85,15 +85,19 @@ public final class GemmBench {
             MemorySegment c2 = arena.allocate((long) s.m * s.n * 4, 64);
             Runnable jt = () -> Gemm.sgemm(s.transA, s.transB, s.m, s.n, s.k, 1f, a, 0, aCols, b, 0, bCols, 0f, c1, 0, s.n);
             Runnable ob = () -> OpenBlas.sgemm(s.transA, s.transB, s.m, s.n, s.k, 1f, a, (int) aCols, b, (int) bCols, 0f, c2, s.n);
-            // Warm up (JIT compilation, pack buffers, thread pools) and size the reps. The two libraries
-            // run in adjacent blocks rather than interleaved: OpenBLAS's idle workers spin (yielding)
-            // for ~2^28 cycles after a call, which would steal a core from jtorch's next call.
-            int itersJ = calibrate(jt, repMs);
+            // Warm up (JIT compilation, pack buffers, thread pools) and size the reps. Reps alternate
+            // between the libraries so both see the same machine load. With more than one thread,
+            // OpenBLAS's idle workers spin (yielding) for ~2^28 cycles after a call and would steal a
+            // core from jtorch's next rep, so each OpenBLAS rep is followed by an idle pause.
+            int itersJ = calibrate(jt, repMs), itersO = calibrate(ob, repMs);
+            boolean pause = Parallel.numThreads() > 1;
+            if (pause) sleepMs(OPENBLAS_IDLE_MS);
             double[] gj = new double[reps], go = new double[reps];
-            for (int r = 0; r < reps; r++) gj[r] = s.flops() * itersJ / time(jt, itersJ);
-            int itersO = calibrate(ob, repMs);
-            for (int r = 0; r < reps; r++) go[r] = s.flops() * itersO / time(ob, itersO);
-            sleepMs(OPENBLAS_IDLE_MS);
+            for (int r = 0; r < reps; r++) {
+                gj[r] = s.flops() * itersJ / time(jt, itersJ);
+                go[r] = s.flops() * itersO / time(ob, itersO);
+                if (pause) sleepMs(OPENBLAS_IDLE_MS);
+            }
             double err = maxRelErr(c1, c2, (long) s.m * s.n);
             double mj = median(gj), mo = median(go);
             if (print) System.out.printf("%-34s %12.1f %12.1f %7.2f %10.1e%n", s.name, mj, mo, mj / mo, err);

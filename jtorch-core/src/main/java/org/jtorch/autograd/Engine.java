@@ -25,41 +25,17 @@ import org.jtorch.ops.Shapes;
  * needed. A leaf's first gradient is stolen into {@code .grad} when nothing else references its
  * storage. Saved tensors are released per node unless {@code retainGraph}. Each backward formula and
  * hook runs in its own {@link MemoryScope}, so the temporaries it creates are closed as soon as it
- * returns; its results, and tensors saved by nodes it records (higher-order graphs), escape to the
- * scope that encloses the backward call. Leaf gradients belong to their tensor, not to any scope.
+ * returns; only its results survive.
  */
 final class Engine {
     private Engine() {}
 
-    /** The scope of the formula running on this thread (saved tensors created in it must outlive it). */
-    private static final ThreadLocal<MemoryScope> FORMULA_SCOPE = new ThreadLocal<>();
-
-    /** Called by {@link SavedTensor}: a tensor saved while a formula runs moves to the scope enclosing the backward call. */
-    static void escapeFormulaScope(Tensor t) {
-        MemoryScope s = FORMULA_SCOPE.get();
-        if (s != null && t.scope() == s) s.keep(t);
-    }
-
-    /** Runs {@code body} in a formula scope and keeps its results (those it created) out of it. */
-    private static Tensor[] inFormulaScope(java.util.function.Supplier<Tensor[]> body) {
-        MemoryScope previous = FORMULA_SCOPE.get();
-        try (MemoryScope scope = new MemoryScope()) {
-            FORMULA_SCOPE.set(scope);
-            Tensor[] results = body.get();
-            if (results != null) for (Tensor r : results) scope.keep(r);
-            return results;
-        } finally {
-            FORMULA_SCOPE.set(previous);
-        }
-    }
-
     /** Applies a gradient hook; a replacement it returns becomes a new engine-owned alias, its temporaries are closed. */
     private static Tensor applyHook(UnaryOperator<Tensor> hook, Tensor g) {
-        Tensor[] r = inFormulaScope(() -> {
+        try (MemoryScope scope = new MemoryScope()) {
             Tensor out = hook.apply(g);
-            return new Tensor[] {out == null || out == g ? null : out.alias()};
-        });
-        return r[0];
+            return out == null || out == g ? null : scope.keep(out.alias());
+        }
     }
 
     static Tensor[] run(Tensor[] roots, Tensor[] gradRoots, boolean retainGraph, boolean createGraph, Tensor[] inputs,
@@ -140,8 +116,12 @@ final class Engine {
                     }
                     if (capture && outs != null && !hasNeededSuccessor(node, needed)) continue;
                     fillMissing(node, grads);
-                    Tensor[] gradsIn = grads;
-                    Tensor[] results = inFormulaScope(() -> node.apply(gradsIn));
+                    Tensor[] results;
+                    // Temporaries of the formula die with this scope; only its results survive.
+                    try (MemoryScope scope = new MemoryScope()) {
+                        results = node.apply(grads);
+                        for (Tensor r : results) scope.keep(r);
+                    }
                     executed.add(node);
                     if (Autograd.isAnomalyEnabled()) checkNan(node, results);
                     try {

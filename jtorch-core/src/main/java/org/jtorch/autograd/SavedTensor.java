@@ -17,9 +17,8 @@ public final class SavedTensor {
 
     SavedTensor(Tensor t) {
         this.source = t;
-        this.tensor = t.alias();
+        this.tensor = t.alias().untrack(); // owned by the graph, not by the caller's MemoryScope
         this.version = t.version();
-        Engine.escapeFormulaScope(tensor);
     }
 
     void setOwner(Node owner) {

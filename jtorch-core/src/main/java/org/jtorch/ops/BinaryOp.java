@@ -104,6 +104,14 @@ public enum BinaryOp {
             return new Tensor[] {half.maskedFill(a.gt(b), 0.0), half.maskedFill(a.lt(b), 0.0)};
         }
     },
+    /** {@code b > 0 ? a : 0}: ReLU's backward ({@code threshold_backward(grad, result, 0)}). */
+    THRESHOLD_BACKWARD("threshold_backward", Result.PROMOTED) {
+        public double apply(double a, double b, double alpha) { return b > 0 ? a : 0; }
+        public long applyLong(long a, long b, long alpha) { return b > 0 ? a : 0; }
+        public Tensor[] gradient(Tensor g, Tensor a, Tensor b, Tensor y, double alpha) {
+            return new Tensor[] {Elementwise.binary(THRESHOLD_BACKWARD, g, b, 1), Gradients.zerosLike(b)};
+        }
+    },
     EQ("eq", Result.BOOL) {
         public double apply(double a, double b, double alpha) { return a == b ? 1 : 0; }
         public long applyLong(long a, long b, long alpha) { return a == b ? 1 : 0; }

@@ -4,6 +4,10 @@ import java.util.Arrays;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Grad;
+import org.jtorch.autograd.Gradients;
+import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
 
 /**
@@ -19,7 +23,17 @@ public final class Linalg {
         checkInner("mm", a, b, a.size(1), b.size(0));
         Device device = sameDeviceAndType("mm", a, b);
         Tensor out = Tensor.empty(new long[] {a.size(0), b.size(1)}, a.dtype(), device);
-        gemm(a, b, out, 1, 0);
+        boolean record = Autograd.needsGrad(a, b);
+        try (Grad.Mode m = record ? Grad.noGrad() : null) {
+            gemm(a, b, out, 1, 0);
+        }
+        if (record) {
+            SavedTensor sa = b.requiresGrad() ? Autograd.save(a) : null;
+            SavedTensor sb = a.requiresGrad() ? Autograd.save(b) : null;
+            Autograd.record("MmBackward0", out, g -> new Tensor[] {
+                    sb == null ? null : g[0].mm(sb.get().t()),
+                    sa == null ? null : sa.get().t().mm(g[0])}, new Tensor[] {a, b}, nonNull(sa, sb));
+        }
         return out;
     }
 
@@ -36,6 +50,13 @@ public final class Linalg {
         Device device = sameDeviceAndType("bmm", a, b);
         Tensor out = Tensor.empty(new long[] {a.size(0), a.size(1), b.size(2)}, a.dtype(), device);
         Backends.of(device).linalg().bmm(a, b, out, 1, 0);
+        if (Autograd.needsGrad(a, b)) {
+            SavedTensor sa = b.requiresGrad() ? Autograd.save(a) : null;
+            SavedTensor sb = a.requiresGrad() ? Autograd.save(b) : null;
+            Autograd.record("BmmBackward0", out, g -> new Tensor[] {
+                    sb == null ? null : g[0].bmm(sb.get().transpose(1, 2)),
+                    sa == null ? null : sa.get().transpose(1, 2).bmm(g[0])}, new Tensor[] {a, b}, nonNull(sa, sb));
+        }
         return out;
     }
 
@@ -109,9 +130,7 @@ public final class Linalg {
             }
             try (Tensor ae = am.expand(concat(batch, m, k)); Tensor be = bm.expand(concat(batch, k, n));
                  Tensor a3 = ae.reshape(nb, m, k); Tensor b3 = be.reshape(nb, k, n)) {
-                Tensor out = Tensor.empty(new long[] {nb, m, n}, a.dtype(), device);
-                try (out) {
-                    Backends.of(device).linalg().bmm(a3, b3, out, 1, 0);
+                try (Tensor out = bmm(a3, b3)) {
                     return out.reshape(resultShape(batch, da == 1 ? -1 : m, db == 1 ? -1 : n));
                 }
             }
@@ -127,8 +146,22 @@ public final class Linalg {
         long[] shape = {m1.size(0), m2.size(1)};
         checkBroadcastsTo("addmm", input, shape);
         Tensor out = Tensor.empty(shape, m1.dtype(), device);
-        if (beta != 0) out.copy_(input);
-        gemm(m1, m2, out, alpha, beta);
+        boolean record = Autograd.needsGrad(input, m1, m2);
+        try (Grad.Mode m = record ? Grad.noGrad() : null) {
+            if (beta != 0) out.copy_(input);
+            gemm(m1, m2, out, alpha, beta);
+        }
+        if (record) {
+            SavedTensor s1 = m2.requiresGrad() ? Autograd.save(m1) : null;
+            SavedTensor s2 = m1.requiresGrad() ? Autograd.save(m2) : null;
+            long[] inShape = input.shape();
+            DType inType = input.dtype();
+            boolean inGrad = input.requiresGrad();
+            Autograd.record("AddmmBackward0", out, g -> new Tensor[] {
+                    inGrad ? Gradients.sumTo(g[0].mul(beta), inShape, inType) : null,
+                    s2 == null ? null : g[0].mm(s2.get().t()).mul(alpha),
+                    s1 == null ? null : s1.get().t().mm(g[0]).mul(alpha)}, new Tensor[] {input, m1, m2}, nonNull(s1, s2));
+        }
         return out;
     }
 
@@ -147,8 +180,22 @@ public final class Linalg {
         long[] shape = {b1.size(0), b1.size(1), b2.size(2)};
         checkBroadcastsTo("baddbmm", input, shape);
         Tensor out = Tensor.empty(shape, b1.dtype(), device);
-        if (beta != 0) out.copy_(input);
-        Backends.of(device).linalg().bmm(b1, b2, out, alpha, beta);
+        boolean record = Autograd.needsGrad(input, b1, b2);
+        try (Grad.Mode m = record ? Grad.noGrad() : null) {
+            if (beta != 0) out.copy_(input);
+            Backends.of(device).linalg().bmm(b1, b2, out, alpha, beta);
+        }
+        if (record) {
+            SavedTensor s1 = b2.requiresGrad() ? Autograd.save(b1) : null;
+            SavedTensor s2 = b1.requiresGrad() ? Autograd.save(b2) : null;
+            long[] inShape = input.shape();
+            DType inType = input.dtype();
+            boolean inGrad = input.requiresGrad();
+            Autograd.record("BaddbmmBackward0", out, g -> new Tensor[] {
+                    inGrad ? Gradients.sumTo(g[0].mul(beta), inShape, inType) : null,
+                    s2 == null ? null : g[0].bmm(s2.get().transpose(1, 2)).mul(alpha),
+                    s1 == null ? null : s1.get().transpose(1, 2).bmm(g[0]).mul(alpha)}, new Tensor[] {input, b1, b2}, nonNull(s1, s2));
+        }
         return out;
     }
 
@@ -172,14 +219,32 @@ public final class Linalg {
         }
         long[] outShape = x.shape();
         outShape[outShape.length - 1] = outFeatures;
-        try (Tensor x2 = x.reshape(-1, in); Tensor wt = weight.t()) {
+        boolean record = Autograd.needsGrad(x, weight, bias);
+        Tensor result;
+        try (Grad.Mode m = record ? Grad.noGrad() : null; Tensor x2 = x.reshape(-1, in); Tensor wt = weight.t()) {
             Tensor out = Tensor.empty(new long[] {x2.size(0), outFeatures}, x.dtype(), device);
             try (out) {
                 if (bias != null) out.copy_(bias);
                 gemm(x2, wt, out, 1, bias != null ? 1 : 0);
-                return out.view(outShape);
+                result = out.view(outShape);
             }
         }
+        if (record) {
+            SavedTensor sx = weight.requiresGrad() ? Autograd.save(x) : null;
+            SavedTensor sw = x.requiresGrad() ? Autograd.save(weight) : null;
+            long[] xShape = x.shape();
+            boolean biasGrad = bias != null && bias.requiresGrad();
+            long[] biasShape = bias == null ? null : bias.shape();
+            DType biasType = bias == null ? null : bias.dtype();
+            Autograd.record("LinearBackward0", result, g -> {
+                Tensor g2 = g[0].reshape(-1, outFeatures);
+                return new Tensor[] {
+                        sw == null ? null : g2.mm(sw.get()).reshape(xShape),
+                        sx == null ? null : g2.t().mm(sx.get().reshape(-1, in)),
+                        biasGrad ? Gradients.sumTo(g2.sum(new int[] {0}, false), biasShape, biasType) : null};
+            }, new Tensor[] {x, weight, bias}, nonNull(sx, sw));
+        }
+        return result;
     }
 
     /** Outer product of two vectors, with type promotion. */
@@ -191,6 +256,10 @@ public final class Linalg {
         try (Tensor col = a.unsqueeze(1); Tensor row = b.unsqueeze(0)) {
             return col.mul(row);
         }
+    }
+
+    private static SavedTensor[] nonNull(SavedTensor... s) {
+        return java.util.Arrays.stream(s).filter(java.util.Objects::nonNull).toArray(SavedTensor[]::new);
     }
 
     /** One 2-D GEMM as a batch of one. */

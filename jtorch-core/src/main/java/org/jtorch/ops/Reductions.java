@@ -4,6 +4,9 @@ import java.util.Arrays;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Grad;
+import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
 
 /**
@@ -55,8 +58,21 @@ public final class Reductions {
         long count = 1;
         long[] shape = x.shape();
         for (int d = 0; d < shape.length; d++) if (reduced[d]) count *= shape[d];
-        Tensor s = accumulate(ReduceOp.SUM, "mean", x, dims, keepdim, t);
-        return s.div_((double) count);
+        boolean record = Autograd.needsGrad(x);
+        Tensor s;
+        try (Grad.Mode m = record ? Grad.noGrad() : null) {
+            s = accumulate(ReduceOp.SUM, "mean", x, dims, keepdim, t).div_((double) count);
+        }
+        if (record) {
+            long[] inShape = x.shape();
+            DType inType = x.dtype();
+            long n = count;
+            Autograd.record("MeanBackward1", s, g -> {
+                Tensor ge = expandBack(g[0], inShape, reduced).div((double) n);
+                return new Tensor[] {ge.dtype() == inType ? ge : ge.to(inType)};
+            }, new Tensor[] {x});
+        }
+        return s;
     }
 
     private static Tensor accumulate(ReduceOp op, String name, Tensor x, int[] dims, boolean keepdim, DType dtype) {
@@ -64,10 +80,54 @@ public final class Reductions {
         DType out = dtype != null ? dtype : x.dtype().isFloatingPoint() ? x.dtype() : DType.INT64;
         if (dtype != null && dtype != x.dtype()) {
             try (Tensor converted = x.to(dtype)) {
-                return reduce(op, name, converted, dims, keepdim, out, 0);
+                return accumulate(op, name, converted, dims, keepdim, null);
             }
         }
-        return reduce(op, name, x, dims, keepdim, out, 0);
+        Tensor r = reduce(op, name, x, dims, keepdim, out, 0);
+        if (Autograd.needsGrad(x) && out.isFloatingPoint()) {
+            boolean[] reduced = reducedDims(name, x.shape(), dims);
+            long[] inShape = x.shape();
+            if (op == ReduceOp.SUM) {
+                Autograd.record("SumBackward1", r, g -> new Tensor[] {expandBack(g[0], inShape, reduced)}, new Tensor[] {x});
+            } else {
+                SavedTensor sx = Autograd.save(x);
+                SavedTensor sr = Autograd.save(r);
+                Autograd.record("ProdBackward1", r, g -> new Tensor[] {prodBackward(g[0], sx.get(), sr.get(), reduced, dims)},
+                        new Tensor[] {x}, sx, sr);
+            }
+        }
+        return r;
+    }
+
+    /** A reduced gradient broadcast back over the reduced dimensions of the input. */
+    private static Tensor expandBack(Tensor g, long[] inShape, boolean[] reduced) {
+        try (Tensor k = g.reshape(resultShape(inShape, reduced, true))) {
+            return k.expand(inShape);
+        }
+    }
+
+    /**
+     * d prod / d x_i is the product of the other elements: result / x_i without zeros; with exactly one
+     * zero in a group, the zero's gradient is the product of the nonzero elements and the others' is 0;
+     * with two or more zeros, every gradient is 0.
+     */
+    private static Tensor prodBackward(Tensor g, Tensor x, Tensor result, boolean[] reduced, int[] dims) {
+        long[] inShape = x.shape();
+        Tensor ge = expandBack(g, inShape, reduced);
+        Tensor isZero = x.eq(0.0);
+        Tensor zeros = isZero.sum(dims.length == 0 ? allDims(inShape.length) : dims, true);
+        Tensor nonzeroProduct = Torch.where(isZero, Torch.onesLike(x), x).prod(dims.length == 0 ? allDims(inShape.length) : dims, true, null);
+        Tensor noZero = expandBack(result, inShape, reduced).div(x);
+        Tensor oneZero = Torch.where(isZero, nonzeroProduct.expand(inShape), Torch.zerosLike(x));
+        Tensor zerosE = zeros.expand(inShape);
+        Tensor local = Torch.where(zerosE.eq(0.0), noZero, Torch.where(zerosE.eq(1.0), oneZero, Torch.zerosLike(x)));
+        return ge.mul(local);
+    }
+
+    private static int[] allDims(int rank) {
+        int[] d = new int[rank];
+        for (int i = 0; i < rank; i++) d[i] = i;
+        return d;
     }
 
     // ---------------------------------------------------------------- extrema
@@ -92,8 +152,22 @@ public final class Reductions {
 
     private static Tensor extremum(ReduceOp op, String name, Tensor x, int[] dims, boolean keepdim) {
         x.checkOpen(name);
-        checkNonEmpty(name, x, reducedDims(name, x.shape(), dims), dims.length == 0);
-        return reduce(op, name, x, dims, keepdim, x.dtype(), 0);
+        boolean[] reduced = reducedDims(name, x.shape(), dims);
+        checkNonEmpty(name, x, reduced, dims.length == 0);
+        Tensor r = reduce(op, name, x, dims, keepdim, x.dtype(), 0);
+        if (Autograd.needsGrad(x)) {
+            SavedTensor sx = Autograd.save(x);
+            SavedTensor sr = Autograd.save(r);
+            long[] inShape = x.shape();
+            int[] all = dims.length == 0 ? allDims(inShape.length) : dims;
+            // The gradient is shared evenly among tied extrema, as PyTorch's evenly_distribute_backward.
+            Autograd.record(op == ReduceOp.MAX ? "AmaxBackward0" : "AminBackward0", r, g -> {
+                Tensor mask = sx.get().eq(expandBack(sr.get(), inShape, reduced)).to(g[0].dtype());
+                Tensor count = mask.sum(all, true);
+                return new Tensor[] {expandBack(g[0], inShape, reduced).mul(mask).div(count)};
+            }, new Tensor[] {x}, sx, sr);
+        }
+        return r;
     }
 
     /** {@code torch.max(x, dim, keepdim)}: values and the index of their first occurrence (the first NaN, if any). */
@@ -116,6 +190,17 @@ public final class Reductions {
         try (Tensor vk = keepdimView(values, keep); Tensor ik = keepdimView(indices, keep)) {
             Backends.of(x.device()).reductions().argReduce(max, x, vk.broadcastTo(x.shape()), ik.broadcastTo(x.shape()),
                     x.dim() == 0 ? 0 : d);
+        }
+        if (Autograd.needsGrad(x)) {
+            SavedTensor si = Autograd.save(indices);
+            long[] inShape = x.shape();
+            DType type = x.dtype();
+            Autograd.record(max ? "MaxBackward0" : "MinBackward0", values, g -> {
+                if (inShape.length == 0) return new Tensor[] {g[0].reshape()};
+                Tensor gk = g[0].reshape(keep);
+                Tensor ik = si.get().reshape(keep);
+                return new Tensor[] {Torch.zeros(inShape, type, gk.device()).scatter_(d, ik, gk)};
+            }, new Tensor[] {x}, si);
         }
         return new ValuesIndices(values, indices);
     }
@@ -202,6 +287,22 @@ public final class Reductions {
         try (Tensor k = keepdimView(out, resultShape(x.shape(), reduced, true))) {
             Backends.of(x.device()).reductions().variance(x, k.broadcastTo(x.shape()), correction, sqrt);
         }
+        if (Autograd.needsGrad(x)) {
+            SavedTensor sx = Autograd.save(x);
+            SavedTensor sr = sqrt ? Autograd.save(out) : null;
+            long[] inShape = x.shape();
+            int[] all = dims == null || dims.length == 0 ? allDims(inShape.length) : dims;
+            long n = 1;
+            for (int i = 0; i < inShape.length; i++) if (reduced[i]) n *= inShape[i];
+            double denom = Math.max(0, n - correction);
+            Autograd.record(sqrt ? "StdBackward0" : "VarBackward0", out, g -> {
+                Tensor xv = sx.get();
+                Tensor centered = xv.sub(xv.mean(all, true));
+                Tensor ge = expandBack(g[0], inShape, reduced);
+                if (!sqrt) return new Tensor[] {ge.mul(centered).mul(2.0 / denom)};
+                return new Tensor[] {ge.mul(centered).div(expandBack(sr.get(), inShape, reduced).mul(denom))};
+            }, new Tensor[] {x}, Elementwise.nonNull(sx, sr));
+        }
         return out;
     }
 
@@ -212,7 +313,35 @@ public final class Reductions {
             throw new IllegalArgumentException("norm(): input dtype should be either floating point or complex. Got "
                     + x.dtype() + " instead.");
         }
-        return reduce(ReduceOp.NORM, "norm", x, dims, keepdim, x.dtype(), p);
+        Tensor r = reduce(ReduceOp.NORM, "norm", x, dims, keepdim, x.dtype(), p);
+        if (Autograd.needsGrad(x)) {
+            boolean[] reduced = reducedDims("norm", x.shape(), dims);
+            SavedTensor sx = Autograd.save(x);
+            SavedTensor sr = Autograd.save(r);
+            long[] inShape = x.shape();
+            int[] all = dims == null || dims.length == 0 ? allDims(inShape.length) : dims;
+            Autograd.record("NormBackward1", r, g -> {
+                Tensor xv = sx.get();
+                Tensor ge = expandBack(g[0], inShape, reduced);
+                Tensor n = expandBack(sr.get(), inShape, reduced);
+                Tensor local;
+                if (p == 0) {
+                    local = Torch.zerosLike(xv);
+                } else if (p == 1) {
+                    local = xv.sign();
+                } else if (Double.isInfinite(p)) {
+                    // The gradient goes to the elements attaining the norm, shared evenly, as PyTorch.
+                    Tensor mask = xv.abs().eq(n).to(xv.dtype());
+                    local = xv.sign().mul(mask).div(mask.sum(all, true));
+                } else if (p == 2) {
+                    local = xv.div(n).maskedFill(n.eq(0.0), 0.0);
+                } else {
+                    local = xv.mul(xv.abs().pow(p - 2)).div(n.pow(p - 1)).maskedFill(n.eq(0.0), 0.0);
+                }
+                return new Tensor[] {ge.mul(local)};
+            }, new Tensor[] {x}, sx, sr);
+        }
+        return r;
     }
 
     /** {@code torch.logsumexp(x, dims, keepdim)}: {@code log(sum(exp(x)))} computed stably; integer input gives the default float dtype. */
@@ -223,6 +352,14 @@ public final class Reductions {
         Tensor out = Tensor.empty(resultShape(x.shape(), reduced, keepdim), t, x.device());
         try (Tensor k = keepdimView(out, resultShape(x.shape(), reduced, true))) {
             Backends.of(x.device()).reductions().logsumexp(x, k.broadcastTo(x.shape()));
+        }
+        if (Autograd.needsGrad(x) && x.dtype().isFloatingPoint()) {
+            SavedTensor sx = Autograd.save(x);
+            SavedTensor sr = Autograd.save(out);
+            long[] inShape = x.shape();
+            Autograd.record("LogsumexpBackward0", out, g -> new Tensor[] {
+                    expandBack(g[0], inShape, reduced).mul(sx.get().sub(expandBack(sr.get(), inShape, reduced)).exp())},
+                    new Tensor[] {x}, sx, sr);
         }
         return out;
     }
@@ -258,8 +395,47 @@ public final class Reductions {
         try (Tensor in = x.to(out)) {
             Tensor r = Tensor.empty(x.shape(), out, x.device());
             Backends.of(x.device()).reductions().scan(prod, in, r, x.dim() == 0 ? 0 : d);
+            if (Autograd.needsGrad(in) && out.isFloatingPoint()) {
+                int sd = x.dim() == 0 ? 0 : d;
+                if (!prod) {
+                    // Reverse cumulative sum: total - cumsum(g) + g.
+                    Autograd.record("CumsumBackward0", r, g -> new Tensor[] {
+                            g[0].sum(new int[] {sd}, true).sub(g[0].cumsum(sd)).add(g[0])}, new Tensor[] {in});
+                } else {
+                    SavedTensor sx = Autograd.save(in);
+                    SavedTensor sr = Autograd.save(r);
+                    Autograd.record("CumprodBackward0", r, g -> new Tensor[] {cumprodBackward(g[0], sx.get(), sr.get(), sd)},
+                            new Tensor[] {in}, sx, sr);
+                }
+            }
             return r;
         }
+    }
+
+    /**
+     * d y_j / d x_i = prod_{k<=j, k!=i} x_k for j >= i. Without zeros that is revcumsum(g*y)_i / x_i; with
+     * zeros, S_i = sum_{j>=i} g_j prod_{i<k<=j} x_k follows S_i = g_i + x_{i+1} S_{i+1}, and the gradient is
+     * (prod_{k<i} x_k) S_i, computed along the dimension one step at a time.
+     */
+    private static Tensor cumprodBackward(Tensor g, Tensor x, Tensor y, int d) {
+        if (x.dim() == 0) return g.alias();
+        if (!x.eq(0.0).any(new int[0], false).toBooleanArray()[0]) {
+            Tensor gy = g.mul(y);
+            Tensor rev = gy.sum(new int[] {d}, true).sub(gy.cumsum(d)).add(gy);
+            return rev.div(x);
+        }
+        long n = x.size(d);
+        Tensor result = Torch.zerosLike(x);
+        Tensor s = null;
+        for (long i = n - 1; i >= 0; i--) {
+            Tensor gi = g.select(d, i);
+            s = s == null ? gi.alias() : gi.add(x.select(d, i + 1).mul(s));
+            Tensor prefix = i == 0 ? Torch.onesLike(gi) : y.select(d, i - 1);
+            try (Tensor target = result.select(d, i)) {
+                target.copy_(prefix.mul(s));
+            }
+        }
+        return result;
     }
 
     // ---------------------------------------------------------------- softmax
@@ -282,7 +458,21 @@ public final class Reductions {
         }
         try (Tensor in = x.to(out)) {
             Tensor r = Tensor.empty(x.shape(), out, x.device());
-            Backends.of(x.device()).reductions().softmax(in, r, x.dim() == 0 ? 0 : d, log);
+            int sd = x.dim() == 0 ? 0 : d;
+            Backends.of(x.device()).reductions().softmax(in, r, sd, log);
+            if (Autograd.needsGrad(in)) {
+                SavedTensor sr = Autograd.save(r);
+                int[] dimArr = {sd};
+                if (log) {
+                    Autograd.record("LogSoftmaxBackward0", r, g -> new Tensor[] {
+                            g[0].sub(sr.get().exp().mul(g[0].sum(dimArr, true)))}, new Tensor[] {in}, sr);
+                } else {
+                    Autograd.record("SoftmaxBackward0", r, g -> {
+                        Tensor y = sr.get();
+                        return new Tensor[] {y.mul(g[0].sub(g[0].mul(y).sum(dimArr, true)))};
+                    }, new Tensor[] {in}, sr);
+                }
+            }
             return r;
         }
     }

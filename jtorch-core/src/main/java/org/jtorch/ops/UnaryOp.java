@@ -68,7 +68,7 @@ public enum UnaryOp {
         public double apply(double x, double p0, double p1) { return x > 0 ? x : x == x ? 0 : x; }
         public long applyLong(long x, long p0, long p1) { return Math.max(x, 0); }
         public Tensor gradient(Tensor g, Tensor x, Tensor y, double p0, double p1) {
-            return g.mul(y.gt(0.0));
+            return Elementwise.binary(BinaryOp.THRESHOLD_BACKWARD, g, y, 1);
         }
     },
     /** {@code leaky_relu(x, negative_slope=p0)} */

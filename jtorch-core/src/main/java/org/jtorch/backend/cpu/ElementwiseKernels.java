@@ -107,7 +107,7 @@ final class ElementwiseKernels {
         DType ot = out.dtype();
         ElementwiseIteration it = new ElementwiseIteration(out, x);
         boolean fast = xt == DType.FLOAT32 && ot == DType.FLOAT32 && compute == DType.FLOAT32
-                && it.innerByteStride(0) == 4 && it.innerByteStride(1) == 4 && hasFastUnary(op);
+                && it.innerByteStride(0) == 4 && it.innerByteStride(1) == 4 && VectorF32.hasUnary(op);
         boolean floating = compute.isFloatingPoint();
         long lp0 = (long) p0;
         long lp1 = (long) p1;
@@ -119,7 +119,7 @@ final class ElementwiseKernels {
             long xStride = it.innerByteStride(1);
             it.forEachRow(begin, end, (off, len) -> {
                 if (fast) {
-                    unaryF32(op, xs, off[1], os, off[0], len, (float) p0, (float) p1);
+                    VectorF32.unary(op, xs, off[1], os, off[0], len, (float) p0, (float) p1);
                     return;
                 }
                 for (long done = 0; done < len; done += BLOCK) {
@@ -148,80 +148,6 @@ final class ElementwiseKernels {
         }
     }
 
-    private static boolean hasFastUnary(UnaryOp op) {
-        return switch (op) {
-            case NEG, ABS, RELU, EXP, LOG, SQRT, RSQRT, RECIPROCAL, TANH, SIGMOID, SIN, COS, SILU, GELU_TANH,
-                 CLAMP, LOG1P, EXPM1, LEAKY_RELU -> true;
-            default -> false;
-        };
-    }
-
-    private static void unaryF32(UnaryOp op, MemorySegment xs, long xo, MemorySegment os, long oo, long n,
-                                 float p0, float p1) {
-        long i = 0;
-        for (long upper = n - n % FL; i < upper; i += FL) {
-            FloatVector x = FloatVector.fromMemorySegment(FS, xs, xo + i * 4, LE);
-            unaryF32Vector(op, x, p0, p1).intoMemorySegment(os, oo + i * 4, LE);
-        }
-        if (i < n) {
-            VectorMask<Float> m = FS.indexInRange(0, n - i);
-            FloatVector x = FloatVector.fromMemorySegment(FS, xs, xo + i * 4, LE, m);
-            unaryF32Vector(op, x, p0, p1).intoMemorySegment(os, oo + i * 4, LE, m);
-        }
-    }
-
-    // The per-op switch is split into small methods so that C2 inlines each into the loop; one large
-    // switch exceeds the inlining budget and every vector would then be boxed on the heap.
-    private static FloatVector unaryF32Vector(UnaryOp op, FloatVector x, float p0, float p1) {
-        return switch (op) {
-            case EXP, LOG, LOG1P, EXPM1, TANH, SIN, COS -> transcendentalF32(op, x);
-            case SIGMOID, SILU, GELU_TANH -> activationF32(op, x);
-            default -> arithmeticF32(op, x, p0, p1);
-        };
-    }
-
-    private static FloatVector transcendentalF32(UnaryOp op, FloatVector x) {
-        return switch (op) {
-            case EXP -> x.lanewise(VectorOperators.EXP);
-            case LOG -> x.lanewise(VectorOperators.LOG);
-            case LOG1P -> x.lanewise(VectorOperators.LOG1P);
-            case EXPM1 -> x.lanewise(VectorOperators.EXPM1);
-            case TANH -> x.lanewise(VectorOperators.TANH);
-            case SIN -> x.lanewise(VectorOperators.SIN);
-            default -> x.lanewise(VectorOperators.COS);
-        };
-    }
-
-    private static FloatVector activationF32(UnaryOp op, FloatVector x) {
-        return switch (op) {
-            case SIGMOID -> FloatVector.broadcast(FS, 1f).div(x.neg().lanewise(VectorOperators.EXP).add(1f));
-            case SILU -> x.div(x.neg().lanewise(VectorOperators.EXP).add(1f));
-            default -> {
-                FloatVector inner = x.mul(x).mul(x).mul(0.044715f).add(x).mul((float) Math.sqrt(2.0 / Math.PI));
-                yield x.mul(0.5f).mul(inner.lanewise(VectorOperators.TANH).add(1f));
-            }
-        };
-    }
-
-    private static FloatVector arithmeticF32(UnaryOp op, FloatVector x, float p0, float p1) {
-        return switch (op) {
-            case NEG -> x.neg();
-            case ABS -> x.abs();
-            case RELU -> x.blend(0f, x.compare(VectorOperators.LE, 0f)); // NaN compares false: kept
-            case LEAKY_RELU -> x.blend(x.mul(p0), x.compare(VectorOperators.LE, 0f));
-            case SQRT -> x.sqrt();
-            case RSQRT -> FloatVector.broadcast(FS, 1f).div(x.sqrt());
-            case RECIPROCAL -> FloatVector.broadcast(FS, 1f).div(x);
-            case CLAMP -> {
-                FloatVector r = x;
-                if (p0 == p0) r = r.max(p0);
-                if (p1 == p1) r = r.min(p1);
-                yield r.blend(x, x.compare(VectorOperators.NE, x)); // NaN != NaN: kept
-            }
-            default -> throw new IllegalStateException("no vector form for " + op);
-        };
-    }
-
     // ---------------------------------------------------------------- binary
 
     static void binary(BinaryOp op, Tensor a, Tensor b, Tensor out, DType compute, double alpha) {
@@ -234,20 +160,27 @@ final class ElementwiseKernels {
         ElementwiseIteration it = new ElementwiseIteration(out, a, b);
         long sa = it.innerByteStride(1);
         long sb = it.innerByteStride(2);
-        boolean fast = at == DType.FLOAT32 && bt == DType.FLOAT32 && ot == DType.FLOAT32 && compute == DType.FLOAT32
-                && it.innerByteStride(0) == 4 && (sa == 4 || sa == 0) && (sb == 4 || sb == 0) && hasFastBinary(op);
+        boolean f32Rows = at == DType.FLOAT32 && bt == DType.FLOAT32 && compute == DType.FLOAT32
+                && (sa == 4 || sa == 0) && (sb == 4 || sb == 0);
+        boolean fast = f32Rows && ot == DType.FLOAT32 && it.innerByteStride(0) == 4 && VectorF32.hasBinary(op);
+        boolean fastCompare = f32Rows && ot == DType.BOOL && it.innerByteStride(0) == 1 && VectorF32.hasComparison(op);
         boolean floating = compute.isFloatingPoint();
         long lalpha = (long) alpha;
         Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
             int cap = (int) Math.min(BLOCK, end - begin);
-            double[] da = !fast && floating ? new double[cap] : null;
-            double[] db = !fast && floating ? new double[cap] : null;
-            long[] la = !fast && !floating ? new long[cap] : null;
-            long[] lb = !fast && !floating ? new long[cap] : null;
+            boolean generic = !fast && !fastCompare;
+            double[] da = generic && floating ? new double[cap] : null;
+            double[] db = generic && floating ? new double[cap] : null;
+            long[] la = generic && !floating ? new long[cap] : null;
+            long[] lb = generic && !floating ? new long[cap] : null;
             long so = it.innerByteStride(0);
             it.forEachRow(begin, end, (off, len) -> {
                 if (fast) {
-                    binaryF32(op, as, off[1], sa == 0, bs, off[2], sb == 0, os, off[0], len, (float) alpha);
+                    VectorF32.binary(op, as, off[1], sa == 0, bs, off[2], sb == 0, os, off[0], len, (float) alpha);
+                    return;
+                }
+                if (fastCompare) {
+                    VectorF32.compare(op, as, off[1], sa == 0, bs, off[2], sb == 0, os, off[0], len);
                     return;
                 }
                 for (long done = 0; done < len; done += BLOCK) {
@@ -273,72 +206,6 @@ final class ElementwiseKernels {
                 }
             });
         });
-    }
-
-    private static boolean hasFastBinary(BinaryOp op) {
-        return switch (op) {
-            case ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM -> true;
-            default -> false;
-        };
-    }
-
-    private static void binaryF32(BinaryOp op, MemorySegment as, long ao, boolean aBroadcast, MemorySegment bs,
-                                  long bo, boolean bBroadcast, MemorySegment os, long oo, long n, float alpha) {
-        // One loop per broadcast pattern: a loop-invariant choice between a load and a constant keeps
-        // C2 from proving the vectors unboxed.
-        if (bBroadcast && !aBroadcast) {
-            binaryF32VectorScalar(op, as, ao, bs.get(ElementIO.F32, bo), os, oo, n, alpha, false);
-        } else if (aBroadcast && !bBroadcast) {
-            binaryF32VectorScalar(op, bs, bo, as.get(ElementIO.F32, ao), os, oo, n, alpha, true);
-        } else if (!aBroadcast) {
-            long i = 0;
-            for (long upper = n - n % FL; i < upper; i += FL) {
-                FloatVector a = FloatVector.fromMemorySegment(FS, as, ao + i * 4, LE);
-                FloatVector b = FloatVector.fromMemorySegment(FS, bs, bo + i * 4, LE);
-                binaryF32Vector(op, a, b, alpha).intoMemorySegment(os, oo + i * 4, LE);
-            }
-            if (i < n) {
-                VectorMask<Float> m = FS.indexInRange(0, n - i);
-                FloatVector a = FloatVector.fromMemorySegment(FS, as, ao + i * 4, LE, m);
-                FloatVector b = FloatVector.fromMemorySegment(FS, bs, bo + i * 4, LE, m);
-                binaryF32Vector(op, a, b, alpha).intoMemorySegment(os, oo + i * 4, LE, m);
-            }
-        } else {
-            float a = as.get(ElementIO.F32, ao);
-            float b = bs.get(ElementIO.F32, bo);
-            FloatVector r = binaryF32Vector(op, FloatVector.broadcast(FS, a), FloatVector.broadcast(FS, b), alpha);
-            for (long i = 0; i < n; i++) os.set(ElementIO.F32, oo + i * 4, r.lane(0));
-        }
-    }
-
-    /** {@code op(x[i], c)}, or {@code op(c, x[i])} when {@code scalarFirst}. */
-    private static void binaryF32VectorScalar(BinaryOp op, MemorySegment xs, long xo, float c, MemorySegment os, long oo,
-                                              long n, float alpha, boolean scalarFirst) {
-        FloatVector cv = FloatVector.broadcast(FS, c);
-        long i = 0;
-        for (long upper = n - n % FL; i < upper; i += FL) {
-            FloatVector x = FloatVector.fromMemorySegment(FS, xs, xo + i * 4, LE);
-            FloatVector r = scalarFirst ? binaryF32Vector(op, cv, x, alpha) : binaryF32Vector(op, x, cv, alpha);
-            r.intoMemorySegment(os, oo + i * 4, LE);
-        }
-        if (i < n) {
-            VectorMask<Float> m = FS.indexInRange(0, n - i);
-            FloatVector x = FloatVector.fromMemorySegment(FS, xs, xo + i * 4, LE, m);
-            FloatVector r = scalarFirst ? binaryF32Vector(op, cv, x, alpha) : binaryF32Vector(op, x, cv, alpha);
-            r.intoMemorySegment(os, oo + i * 4, LE, m);
-        }
-    }
-
-    private static FloatVector binaryF32Vector(BinaryOp op, FloatVector a, FloatVector b, float alpha) {
-        return switch (op) {
-            case ADD -> alpha == 1f ? a.add(b) : a.add(b.mul(alpha));
-            case SUB -> alpha == 1f ? a.sub(b) : a.sub(b.mul(alpha));
-            case MUL -> a.mul(b);
-            case DIV -> a.div(b);
-            case MAXIMUM -> a.max(b);
-            case MINIMUM -> a.min(b);
-            default -> throw new IllegalStateException("no vector form for " + op);
-        };
     }
 
     // ---------------------------------------------------------------- where

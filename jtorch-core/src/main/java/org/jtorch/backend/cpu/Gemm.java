@@ -27,6 +27,8 @@ import jdk.incubator.vector.VectorSpecies;
  * not depend on the thread count.
  *
  * <p>Thread safety: calls from different threads are independent (each uses its own buffers).
+ * Large calls read and write the segments from {@link Parallel}'s worker threads, so the segments
+ * must be accessible from any thread (global, auto or shared arenas, not confined ones).
  */
 public final class Gemm {
     private static final VectorSpecies<Float> FS =

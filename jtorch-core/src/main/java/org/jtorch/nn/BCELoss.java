@@ -1,0 +1,21 @@
+package org.jtorch.nn;
+
+import org.jtorch.Tensor;
+
+/** Binary cross entropy of probabilities, as {@code torch.nn.BCELoss}; {@code weight} (may be null) becomes buffer {@code weight}, owned by the module; see {@link F#binaryCrossEntropy}. */
+public class BCELoss extends Loss {
+
+    public BCELoss() {
+        this(null, F.Reduction.MEAN);
+    }
+
+    public BCELoss(Tensor weight, F.Reduction reduction) {
+        super(reduction);
+        registerBuffer("weight", weight);
+    }
+
+    @Override
+    public Tensor forward(Tensor input, Tensor target) {
+        return F.binaryCrossEntropy(input, target, buffer("weight"), reduction);
+    }
+}

@@ -1,0 +1,585 @@
+package org.jtorch.nn;
+
+import java.util.Arrays;
+import org.jtorch.DType;
+import org.jtorch.Generator;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Grad;
+import org.jtorch.autograd.SavedTensor;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Shapes;
+
+/**
+ * The functional forms of the layers and losses, as {@code torch.nn.functional}. Most are
+ * composites of primitive tensor ops (so their gradients come from the primitives' formulas);
+ * {@link #embedding} records its own backward, as PyTorch's {@code embedding_backward}. Every
+ * function returns a new tensor the caller owns and closes its temporaries.
+ */
+public final class F {
+    private F() {}
+
+    /** How a loss reduces its elementwise values. {@code BATCHMEAN} (sum / batch size) is for {@link #klDiv} only. */
+    public enum Reduction { NONE, MEAN, SUM, BATCHMEAN }
+
+    // ------------------------------------------------------------------ activations
+
+    public static Tensor relu(Tensor x) { return x.relu(); }
+
+    public static Tensor leakyRelu(Tensor x, double negativeSlope) { return x.leakyRelu(negativeSlope); }
+
+    public static Tensor leakyRelu(Tensor x) { return x.leakyRelu(0.01); }
+
+    /** GELU; {@code approximate} is {@code "none"} (exact normal CDF) or {@code "tanh"}. */
+    public static Tensor gelu(Tensor x, String approximate) { return x.gelu(approximate); }
+
+    public static Tensor gelu(Tensor x) { return x.gelu("none"); }
+
+    public static Tensor silu(Tensor x) { return x.silu(); }
+
+    public static Tensor tanh(Tensor x) { return x.tanh(); }
+
+    public static Tensor sigmoid(Tensor x) { return x.sigmoid(); }
+
+    public static Tensor softmax(Tensor x, int dim) { return x.softmax(dim); }
+
+    public static Tensor logSoftmax(Tensor x, int dim) { return x.logSoftmax(dim); }
+
+    /** {@code x > 0 ? x : alpha * (exp(x) - 1)} */
+    public static Tensor elu(Tensor x, double alpha) {
+        return MemoryScope.run(() -> Torch.where(x.gt(0), x, x.expm1().mul(alpha)));
+    }
+
+    public static Tensor elu(Tensor x) { return elu(x, 1.0); }
+
+    /** {@code x * min(max(x + 3, 0), 6) / 6} */
+    public static Tensor hardswish(Tensor x) {
+        return MemoryScope.run(() -> x.mul(x.add(3.0).clamp(0, 6)).div(6.0));
+    }
+
+    // ------------------------------------------------------------------ linear layers
+
+    /** {@code x @ weight.T + bias} over the last dimension; {@code bias} may be null. */
+    public static Tensor linear(Tensor x, Tensor weight, Tensor bias) {
+        return Torch.linear(x, weight, bias);
+    }
+
+    /**
+     * {@code y[..., o] = x1[..., :] @ weight[o] @ x2[..., :] + bias[o]} with {@code weight} of shape
+     * {@code [out, in1, in2]}; {@code bias} may be null.
+     */
+    public static Tensor bilinear(Tensor x1, Tensor x2, Tensor weight, Tensor bias) {
+        if (weight.dim() != 3) {
+            throw new IllegalArgumentException("bilinear: expected a 3-D weight [out, in1, in2], got shape " + Shapes.format(weight.shape()));
+        }
+        long out = weight.size(0);
+        long in1 = weight.size(1);
+        long in2 = weight.size(2);
+        if (x1.dim() == 0 || x1.size(-1) != in1 || x2.dim() == 0 || x2.size(-1) != in2) {
+            throw new IllegalArgumentException("bilinear: input shapes " + Shapes.format(x1.shape()) + " and " + Shapes.format(x2.shape())
+                    + " do not match the weight " + Shapes.format(weight.shape()) + " (expected [*, " + in1 + "] and [*, " + in2 + "])");
+        }
+        long[] lead1 = Arrays.copyOf(x1.shape(), x1.dim() - 1);
+        long[] lead2 = Arrays.copyOf(x2.shape(), x2.dim() - 1);
+        if (!Arrays.equals(lead1, lead2)) {
+            throw new IllegalArgumentException("bilinear: input batch dimensions " + Shapes.format(lead1) + " and " + Shapes.format(lead2)
+                    + " must be equal");
+        }
+        long[] outShape = Arrays.copyOf(lead1, lead1.length + 1);
+        outShape[lead1.length] = out;
+        return MemoryScope.run(() -> {
+            // t[n, o, j] = sum_i x1[n, i] w[o, i, j], then y[n, o] = sum_j t[n, o, j] x2[n, j].
+            Tensor a = x1.reshape(-1, in1);
+            Tensor b = x2.reshape(-1, in2);
+            Tensor w = weight.permute(1, 0, 2).reshape(in1, out * in2);
+            Tensor t = a.matmul(w).view(-1, out, in2);
+            Tensor y = t.mul(b.unsqueeze(1)).sum(-1);
+            if (bias != null) y = y.add(bias);
+            return y.reshape(outShape);
+        });
+    }
+
+    // ------------------------------------------------------------------ dropout
+
+    /** Dropout with the default generator. */
+    public static Tensor dropout(Tensor x, double p, boolean training) {
+        return dropout(x, p, training, Generator.defaultGenerator());
+    }
+
+    /**
+     * Zeroes each element with probability {@code p} and scales the rest by {@code 1 / (1 - p)} in
+     * training; the identity (a new reference) otherwise.
+     */
+    public static Tensor dropout(Tensor x, double p, boolean training, Generator gen) {
+        if (!(p >= 0 && p <= 1)) {
+            throw new IllegalArgumentException("dropout: dropout probability has to be between 0 and 1, but got " + p);
+        }
+        if (!training || p == 0) return x.alias();
+        if (p == 1) return x.mul(0.0);
+        return MemoryScope.run(() -> {
+            Tensor keep = Torch.rand(x.shape(), x.dtype(), x.device(), gen).lt(1 - p);
+            return x.mul(keep.to(x.dtype()).mul(1.0 / (1 - p)));
+        });
+    }
+
+    // ------------------------------------------------------------------ normalisation
+
+    /**
+     * Layer normalisation over the trailing dimensions {@code normalizedShape}: {@code (x - mean) /
+     * sqrt(var + eps) * weight + bias} with the biased variance; {@code weight} and {@code bias} may be null.
+     */
+    public static Tensor layerNorm(Tensor x, long[] normalizedShape, Tensor weight, Tensor bias, double eps) {
+        int[] dims = trailingDims("layerNorm", x, normalizedShape);
+        checkAffine("layerNorm", "weight", weight, normalizedShape);
+        checkAffine("layerNorm", "bias", bias, normalizedShape);
+        return MemoryScope.run(() -> {
+            Tensor mean = x.mean(dims, true);
+            Tensor var = x.var(dims, 0, true);
+            Tensor y = x.sub(mean).mul(var.add(eps).rsqrt());
+            if (weight != null) y = y.mul(weight);
+            if (bias != null) y = y.add(bias);
+            return y;
+        });
+    }
+
+    /**
+     * RMS normalisation, as PyTorch 2.4's {@code rms_norm}: {@code x / sqrt(mean(x^2) + eps) * weight} over
+     * {@code normalizedShape}; a null {@code eps} means the machine epsilon of {@code x}'s dtype.
+     */
+    public static Tensor rmsNorm(Tensor x, long[] normalizedShape, Tensor weight, Double eps) {
+        int[] dims = trailingDims("rmsNorm", x, normalizedShape);
+        checkAffine("rmsNorm", "weight", weight, normalizedShape);
+        double e = eps != null ? eps : machineEpsilon(x.dtype());
+        return MemoryScope.run(() -> {
+            Tensor y = x.mul(x.mul(x).mean(dims, true).add(e).rsqrt());
+            return weight != null ? y.mul(weight) : y;
+        });
+    }
+
+    /** {@code torch.finfo(dtype).eps}. */
+    static double machineEpsilon(DType dtype) {
+        return switch (dtype) {
+            case FLOAT64 -> Math.ulp(1.0);
+            case FLOAT32 -> Math.ulp(1.0f);
+            case FLOAT16 -> 0.0009765625;
+            case BFLOAT16 -> 0.0078125;
+            default -> throw new IllegalArgumentException("rmsNorm: expected a floating point input, got " + dtype);
+        };
+    }
+
+    private static int[] trailingDims(String op, Tensor x, long[] normalizedShape) {
+        int k = normalizedShape.length;
+        if (k == 0) throw new IllegalArgumentException(op + ": normalizedShape must have at least one dimension");
+        long[] s = x.shape();
+        boolean ok = s.length >= k && Arrays.equals(Arrays.copyOfRange(s, s.length - k, s.length), normalizedShape);
+        if (!ok) {
+            throw new IllegalArgumentException(op + ": given normalized_shape=" + Shapes.format(normalizedShape)
+                    + ", expected input with shape [*, " + Shapes.format(normalizedShape).substring(1) + ", but got input of size "
+                    + Shapes.format(s));
+        }
+        int[] dims = new int[k];
+        for (int i = 0; i < k; i++) dims[i] = s.length - k + i;
+        return dims;
+    }
+
+    private static void checkAffine(String op, String what, Tensor t, long[] normalizedShape) {
+        if (t != null && !Arrays.equals(t.shape(), normalizedShape)) {
+            throw new IllegalArgumentException(op + ": expected " + what + " of shape " + Shapes.format(normalizedShape) + ", got "
+                    + Shapes.format(t.shape()));
+        }
+    }
+
+    // ------------------------------------------------------------------ embedding
+
+    /** Rows of {@code weight} picked by {@code indices}: shape {@code indices.shape + [embedding_dim]}. */
+    public static Tensor embedding(Tensor indices, Tensor weight) {
+        return embedding(indices, weight, null);
+    }
+
+    /**
+     * Rows of {@code weight} ({@code [num_embeddings, embedding_dim]}) picked by the int64/int32
+     * {@code indices}. The gradient of row {@code paddingIdx} (negative counts from the end; null for
+     * none) stays zero, as PyTorch's {@code padding_idx}.
+     */
+    public static Tensor embedding(Tensor indices, Tensor weight, Long paddingIdx) {
+        if (weight.dim() != 2) {
+            throw new IllegalArgumentException("embedding: expected a 2-D weight [num_embeddings, embedding_dim], got shape "
+                    + Shapes.format(weight.shape()));
+        }
+        if (indices.dtype() != DType.INT64 && indices.dtype() != DType.INT32) {
+            throw new IllegalArgumentException("embedding: expected indices of dtype int64 or int32, got " + indices.dtype());
+        }
+        long num = weight.size(0);
+        long pad = paddingIdx == null ? -1 : paddingIdx < 0 ? paddingIdx + num : paddingIdx;
+        if (paddingIdx != null && (pad < 0 || pad >= num)) {
+            throw new IllegalArgumentException("embedding: padding_idx " + paddingIdx + " must be within num_embeddings " + num);
+        }
+        long[] outShape = Arrays.copyOf(indices.shape(), indices.dim() + 1);
+        outShape[indices.dim()] = weight.size(1);
+        Tensor out;
+        try (Grad.Mode g = Grad.noGrad(); Tensor flat = indices.reshape(-1); Tensor rows = weight.indexSelect(0, flat)) {
+            out = rows.view(outShape);
+        }
+        if (Autograd.needsGrad(weight)) {
+            long[] weightShape = weight.shape();
+            SavedTensor saved = Autograd.save(indices);
+            Autograd.record("EmbeddingBackward0", out, grads -> {
+                try (MemoryScope scope = new MemoryScope()) {
+                    Tensor idx = saved.get().reshape(-1);
+                    Tensor rowsGrad = grads[0].reshape(-1, weightShape[1]);
+                    if (pad >= 0) rowsGrad = rowsGrad.maskedFill(idx.eq((double) pad).unsqueeze(1), 0);
+                    Tensor gw = Torch.zeros(weightShape, grads[0].dtype(), grads[0].device());
+                    gw.indexAdd_(0, idx, rowsGrad);
+                    return new Tensor[] {scope.keep(gw)};
+                }
+            }, new Tensor[] {weight}, saved);
+        }
+        return out;
+    }
+
+    // ------------------------------------------------------------------ attention
+
+    /** {@link #scaledDotProductAttention(Tensor, Tensor, Tensor, Tensor, double, boolean, Generator)} with the default generator. */
+    public static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP, boolean isCausal) {
+        return scaledDotProductAttention(q, k, v, attnMask, dropoutP, isCausal, Generator.defaultGenerator());
+    }
+
+    public static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v) {
+        return scaledDotProductAttention(q, k, v, null, 0, false);
+    }
+
+    /**
+     * {@code softmax(q @ k^T / sqrt(E) + mask) @ v} over {@code [..., L, E]} queries and {@code [..., S, E]}
+     * keys, as PyTorch 2's {@code scaled_dot_product_attention}: a bool {@code attnMask} keeps the
+     * positions where it is true, a floating one is added to the scores; {@code isCausal} keeps
+     * {@code j <= i} (and excludes {@code attnMask}); dropout applies to the attention weights.
+     */
+    public static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP, boolean isCausal,
+                                                   Generator gen) {
+        if (isCausal && attnMask != null) {
+            throw new IllegalArgumentException("scaledDotProductAttention: explicit attn_mask should not be set when is_causal=True");
+        }
+        Attention a = attention(q, k, v, attnMask, dropoutP, isCausal, gen, false);
+        return a.output();
+    }
+
+    /** Output {@code [..., L, Ev]} and, when asked for, the attention weights {@code [..., L, S]} (after dropout). */
+    record Attention(Tensor output, Tensor weights) {}
+
+    static Attention attention(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP, boolean isCausal, Generator gen,
+                               boolean keepWeights) {
+        if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2) {
+            throw new IllegalArgumentException("scaledDotProductAttention: expected query, key and value with at least 2 dimensions, got "
+                    + Shapes.format(q.shape()) + ", " + Shapes.format(k.shape()) + ", " + Shapes.format(v.shape()));
+        }
+        if (q.size(-1) != k.size(-1) || k.size(-2) != v.size(-2)) {
+            throw new IllegalArgumentException("scaledDotProductAttention: query " + Shapes.format(q.shape()) + ", key "
+                    + Shapes.format(k.shape()) + " and value " + Shapes.format(v.shape())
+                    + " must agree on the embedding size (query/key) and the sequence length (key/value)");
+        }
+        long l = q.size(-2);
+        long s = k.size(-2);
+        double scale = 1.0 / Math.sqrt(q.size(-1));
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor scores = q.matmul(k.transpose(-2, -1)).mul(scale);
+            // Masks are applied as additive -inf/0 tensors, so the scores' gradient flows through one add.
+            if (isCausal) {
+                Tensor keep = Torch.arange(l).unsqueeze(1).ge(Torch.arange(s).unsqueeze(0));
+                scores = scores.add(additiveMask(keep, scores));
+            }
+            if (attnMask != null) {
+                scores = scores.add(attnMask.dtype() == DType.BOOL ? additiveMask(attnMask, scores) : attnMask);
+            }
+            Tensor weights = scores.softmax(-1);
+            if (dropoutP > 0) weights = dropout(weights, dropoutP, true, gen);
+            Tensor out = weights.matmul(v);
+            return new Attention(scope.keep(out), keepWeights ? scope.keep(weights) : null);
+        }
+    }
+
+    /** 0 where {@code keep} is true, -inf elsewhere, in the scores' dtype and device. */
+    private static Tensor additiveMask(Tensor keep, Tensor scores) {
+        try (Tensor zeros = Torch.zeros(keep.shape(), scores.dtype(), scores.device()); Tensor drop = keep.logicalNot()) {
+            return zeros.maskedFill(drop, Double.NEGATIVE_INFINITY);
+        }
+    }
+
+    // ------------------------------------------------------------------ losses
+
+    /** Cross entropy with PyTorch's defaults: no weight, ignore index -100, mean, no label smoothing. */
+    public static Tensor crossEntropy(Tensor input, Tensor target) {
+        return crossEntropy(input, target, null, -100, Reduction.MEAN, 0);
+    }
+
+    /**
+     * {@code nll_loss(log_softmax(input, 1), target)} for class-index targets (int64, shape {@code [N, d...]}
+     * for input {@code [N, C, d...]}, or 0-d for input {@code [C]}), or {@code -sum(target * log_softmax(input))}
+     * for class-probability targets (floating, the input's shape). {@code weight} ({@code [C]}, may be
+     * null) rescales classes; a weighted mean divides by the summed weights of the non-ignored targets;
+     * {@code labelSmoothing} mixes the target with the uniform distribution, as PyTorch 1.13.
+     */
+    public static Tensor crossEntropy(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction,
+                                      double labelSmoothing) {
+        checkReduction("crossEntropy", reduction);
+        if (!(labelSmoothing >= 0 && labelSmoothing <= 1)) {
+            throw new IllegalArgumentException("crossEntropy: label_smoothing must be between 0.0 and 1.0. Got: " + labelSmoothing);
+        }
+        if (input.dim() == 0) throw new IllegalArgumentException("crossEntropy: input must have at least 1 dimension (classes)");
+        int classDim = input.dim() == 1 ? 0 : 1;
+        long classes = input.size(classDim);
+        checkClassWeight("crossEntropy", weight, classes);
+        if (target.dtype().isFloatingPoint()) {
+            if (!Arrays.equals(input.shape(), target.shape())) {
+                throw new IllegalArgumentException("crossEntropy: expected class-probability target of the input's shape "
+                        + Shapes.format(input.shape()) + ", got " + Shapes.format(target.shape()));
+            }
+            return MemoryScope.run(() -> {
+                Tensor logp = input.logSoftmax(classDim);
+                Tensor t = labelSmoothing > 0 ? target.mul(1 - labelSmoothing).add(labelSmoothing / classes) : target;
+                Tensor prod = logp.mul(t);
+                if (weight != null) prod = prod.mul(weight.view(classWeightShape(input.dim(), classDim, classes)));
+                return switch (reduction) {
+                    case NONE -> prod.sum(classDim).neg();
+                    case SUM -> prod.sum().neg();
+                    default -> input.numel() == 0 ? prod.sum().mul(Double.NaN)
+                            : prod.sum().neg().div((double) (input.numel() / classes));
+                };
+            });
+        }
+        return MemoryScope.run(() -> {
+            Tensor logp = input.logSoftmax(classDim);
+            Tensor nll = nllLoss("crossEntropy", logp, target, weight, ignoreIndex, reduction);
+            if (labelSmoothing == 0) return nll;
+            Tensor ignored = target.eq((double) ignoreIndex);
+            Tensor smooth = weight != null ? logp.mul(weight.view(classWeightShape(input.dim(), classDim, classes))) : logp;
+            smooth = smooth.sum(classDim).neg().maskedFill(ignored, 0);
+            Tensor reduced = switch (reduction) {
+                case NONE -> smooth;
+                case SUM -> smooth.sum();
+                default -> {
+                    if (weight == null) yield smooth.sum().div(ignored.logicalNot().sum().to(smooth.dtype()));
+                    // Normalised by the summed weights of the non-ignored targets, as nll_loss's mean.
+                    Tensor kept = target.maskedSelect(ignored.logicalNot()).reshape(-1);
+                    yield smooth.sum().div(weight.indexSelect(0, kept).sum());
+                }
+            };
+            return nll.mul(1 - labelSmoothing).add(reduced.mul(labelSmoothing / classes));
+        });
+    }
+
+    private static long[] classWeightShape(int rank, int classDim, long classes) {
+        long[] s = new long[rank];
+        Arrays.fill(s, 1);
+        s[classDim] = classes;
+        return s;
+    }
+
+    public static Tensor nllLoss(Tensor input, Tensor target) {
+        return nllLoss(input, target, null, -100, Reduction.MEAN);
+    }
+
+    /**
+     * Negative log likelihood of log-probabilities {@code input} ({@code [N, C, d...]} or {@code [C]}) at
+     * class indices {@code target} ({@code [N, d...]} or 0-d): {@code -weight[t] * input[n, t]}, zero where
+     * {@code target == ignoreIndex}; the mean divides by the summed weights of the non-ignored targets
+     * (NaN when all are ignored), as PyTorch.
+     */
+    public static Tensor nllLoss(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction) {
+        return nllLoss("nllLoss", input, target, weight, ignoreIndex, reduction);
+    }
+
+    /** {@code op} names the caller in error messages. */
+    private static Tensor nllLoss(String op, Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction) {
+        checkReduction(op, reduction);
+        if (input.dim() == 0) throw new IllegalArgumentException(op + ": input must have at least 1 dimension (classes)");
+        if (target.dtype() != DType.INT64 && target.dtype() != DType.INT32) {
+            throw new IllegalArgumentException(op + ": expected a target of class indices (int64), got " + target.dtype());
+        }
+        boolean unbatched = input.dim() == 1;
+        long[] expectTarget = unbatched ? new long[0] : removeDim(input.shape(), 1);
+        if (!Arrays.equals(target.shape(), expectTarget)) {
+            if (!unbatched && target.dim() > 0 && target.size(0) != input.size(0)) {
+                throw new IllegalArgumentException(op + ": Expected input batch_size (" + input.size(0) + ") to match target batch_size ("
+                        + target.size(0) + ").");
+            }
+            throw new IllegalArgumentException(op + ": expected target of shape " + Shapes.format(expectTarget) + " for input of shape "
+                    + Shapes.format(input.shape()) + ", got " + Shapes.format(target.shape()));
+        }
+        long classes = input.size(unbatched ? 0 : 1);
+        checkClassWeight(op, weight, classes);
+        for (long t : target.toLongArray()) {
+            if (t != ignoreIndex && (t < 0 || t >= classes)) {
+                throw new IndexOutOfBoundsException(op + ": Target " + t + " is out of bounds (" + classes + " classes).");
+            }
+        }
+        return MemoryScope.run(() -> {
+            Tensor x = unbatched ? input.unsqueeze(0) : input;
+            Tensor t = (unbatched ? target.unsqueeze(0) : target).to(DType.INT64);
+            Tensor ignored = t.eq((double) ignoreIndex);
+            Tensor safe = t.maskedFill(ignored, 0);
+            Tensor picked = x.gather(1, safe.unsqueeze(1)).squeeze(1).maskedFill(ignored, 0);
+            Tensor w = weight == null ? ignored.logicalNot().to(x.dtype())
+                    : weight.indexSelect(0, safe.reshape(-1)).view(safe.shape()).maskedFill(ignored, 0);
+            Tensor loss = picked.mul(w).neg();
+            return switch (reduction) {
+                case NONE -> unbatched ? loss.squeeze(0) : loss;
+                case SUM -> loss.sum();
+                default -> loss.sum().div(w.sum());
+            };
+        });
+    }
+
+    private static long[] removeDim(long[] s, int d) {
+        long[] r = new long[s.length - 1];
+        for (int i = 0, j = 0; i < s.length; i++) if (i != d) r[j++] = s[i];
+        return r;
+    }
+
+    private static void checkClassWeight(String op, Tensor weight, long classes) {
+        if (weight != null && (weight.dim() != 1 || weight.size(0) != classes)) {
+            throw new IllegalArgumentException(op + ": weight tensor should be defined either for all " + classes
+                    + " classes or no classes but got weight tensor of shape: " + Shapes.format(weight.shape()));
+        }
+    }
+
+    private static void checkReduction(String op, Reduction reduction) {
+        if (reduction == Reduction.BATCHMEAN) {
+            throw new IllegalArgumentException(op + ": reduction BATCHMEAN is only defined for klDiv");
+        }
+    }
+
+    private static Tensor reduce(Tensor loss, Reduction reduction) {
+        return switch (reduction) {
+            case NONE -> loss.alias();
+            case MEAN -> loss.mean();
+            case SUM -> loss.sum();
+            case BATCHMEAN -> throw new IllegalArgumentException("reduction BATCHMEAN is only defined for klDiv");
+        };
+    }
+
+    /** Mean squared error {@code (input - target)^2}, broadcast, then reduced. */
+    public static Tensor mseLoss(Tensor input, Tensor target, Reduction reduction) {
+        checkReduction("mseLoss", reduction);
+        return MemoryScope.run(() -> {
+            Tensor d = input.sub(target);
+            return reduce(d.mul(d), reduction);
+        });
+    }
+
+    public static Tensor mseLoss(Tensor input, Tensor target) { return mseLoss(input, target, Reduction.MEAN); }
+
+    /** Mean absolute error {@code |input - target|}. */
+    public static Tensor l1Loss(Tensor input, Tensor target, Reduction reduction) {
+        checkReduction("l1Loss", reduction);
+        return MemoryScope.run(() -> reduce(input.sub(target).abs(), reduction));
+    }
+
+    public static Tensor l1Loss(Tensor input, Tensor target) { return l1Loss(input, target, Reduction.MEAN); }
+
+    /** {@code |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta}, and the L1 loss for {@code beta == 0}. */
+    public static Tensor smoothL1Loss(Tensor input, Tensor target, Reduction reduction, double beta) {
+        checkReduction("smoothL1Loss", reduction);
+        if (beta < 0) throw new IllegalArgumentException("smoothL1Loss: smooth_l1_loss does not support negative values for beta, got " + beta);
+        if (beta == 0) return l1Loss(input, target, reduction);
+        return MemoryScope.run(() -> {
+            Tensor d = input.sub(target).abs();
+            Tensor loss = Torch.where(d.lt(beta), d.mul(d).mul(0.5 / beta), d.sub(0.5 * beta));
+            return reduce(loss, reduction);
+        });
+    }
+
+    public static Tensor smoothL1Loss(Tensor input, Tensor target) { return smoothL1Loss(input, target, Reduction.MEAN, 1.0); }
+
+    /** {@code |d| < delta ? 0.5 d^2 : delta (|d| - 0.5 delta)}. */
+    public static Tensor huberLoss(Tensor input, Tensor target, Reduction reduction, double delta) {
+        checkReduction("huberLoss", reduction);
+        if (!(delta > 0)) throw new IllegalArgumentException("huberLoss: huber_loss does not support non-positive values for delta, got " + delta);
+        return MemoryScope.run(() -> {
+            Tensor d = input.sub(target).abs();
+            Tensor loss = Torch.where(d.lt(delta), d.mul(d).mul(0.5), d.sub(0.5 * delta).mul(delta));
+            return reduce(loss, reduction);
+        });
+    }
+
+    public static Tensor huberLoss(Tensor input, Tensor target) { return huberLoss(input, target, Reduction.MEAN, 1.0); }
+
+    /**
+     * {@code -weight * (t log(x) + (1 - t) log(1 - x))} for probabilities {@code input} in [0, 1], with
+     * each logarithm clamped at -100 as PyTorch; {@code weight} (broadcast) may be null.
+     */
+    public static Tensor binaryCrossEntropy(Tensor input, Tensor target, Tensor weight, Reduction reduction) {
+        checkReduction("binaryCrossEntropy", reduction);
+        if (!Arrays.equals(input.shape(), target.shape())) {
+            throw new IllegalArgumentException("binaryCrossEntropy: Using a target size (" + Shapes.format(target.shape())
+                    + ") that is different to the input size (" + Shapes.format(input.shape()) + ") is deprecated. Please ensure they have the same size.");
+        }
+        try (Tensor lo = input.lt(0.0); Tensor hi = input.gt(1.0); Tensor bad = lo.logicalOr(hi); Tensor any = bad.any()) {
+            if (any.item() != 0) {
+                throw new IllegalArgumentException("binaryCrossEntropy: all elements of input should be between 0 and 1");
+            }
+        }
+        return MemoryScope.run(() -> {
+            Tensor logX = input.log().clampMin(-100);
+            Tensor log1mX = input.neg().log1p().clampMin(-100);
+            Tensor loss = target.sub(1.0).mul(log1mX).sub(target.mul(logX));
+            if (weight != null) loss = loss.mul(weight);
+            return reduce(loss, reduction);
+        });
+    }
+
+    public static Tensor binaryCrossEntropy(Tensor input, Tensor target) {
+        return binaryCrossEntropy(input, target, null, Reduction.MEAN);
+    }
+
+    /**
+     * Sigmoid and binary cross entropy in one stable formula, as PyTorch 1.13:
+     * {@code (1 - t) x + lw softplus(-x)} with {@code lw = (posWeight - 1) t + 1};
+     * {@code weight} and {@code posWeight} (broadcast over the last dimension, one per class) may be null.
+     */
+    public static Tensor binaryCrossEntropyWithLogits(Tensor input, Tensor target, Tensor weight, Tensor posWeight, Reduction reduction) {
+        checkReduction("binaryCrossEntropyWithLogits", reduction);
+        if (!Arrays.equals(input.shape(), target.shape())) {
+            throw new IllegalArgumentException("binaryCrossEntropyWithLogits: Target size (" + Shapes.format(target.shape())
+                    + ") must be the same as input size (" + Shapes.format(input.shape()) + ")");
+        }
+        return MemoryScope.run(() -> {
+            // softplus(-x) = m + log(exp(-m) + exp(-x - m)) with m = max(-x, 0): stable, and its composite
+            // gradient is exact at x = 0 (unlike log1p(exp(-|x|)) + max(-x, 0), whose pieces have kinks there).
+            Tensor maxVal = input.neg().clampMin(0);
+            Tensor softplusNeg = maxVal.add(maxVal.neg().exp().add(input.neg().sub(maxVal).exp()).log());
+            Tensor loss = posWeight != null
+                    ? target.rsub(1.0).mul(input).add(posWeight.sub(1.0).mul(target).add(1.0).mul(softplusNeg))
+                    : target.rsub(1.0).mul(input).add(softplusNeg);
+            if (weight != null) loss = loss.mul(weight);
+            return reduce(loss, reduction);
+        });
+    }
+
+    public static Tensor binaryCrossEntropyWithLogits(Tensor input, Tensor target) {
+        return binaryCrossEntropyWithLogits(input, target, null, null, Reduction.MEAN);
+    }
+
+    /**
+     * Kullback-Leibler divergence of log-probabilities {@code input} from {@code target}: {@code
+     * target (log target - input)} (0 where {@code target == 0}), or {@code exp(target) (target - input)}
+     * when {@code logTarget}; {@code BATCHMEAN} divides the sum by the batch size (dimension 0).
+     */
+    public static Tensor klDiv(Tensor input, Tensor target, Reduction reduction, boolean logTarget) {
+        return MemoryScope.run(() -> {
+            Tensor loss;
+            if (logTarget) {
+                loss = target.exp().mul(target.sub(input));
+            } else {
+                Tensor xlogy = Torch.where(target.eq(0.0), target.mul(0.0), target.mul(target.log()));
+                loss = xlogy.sub(target.mul(input));
+            }
+            if (reduction == Reduction.BATCHMEAN) {
+                return input.dim() == 0 ? loss.sum() : loss.sum().div((double) input.size(0));
+            }
+            return reduce(loss, reduction);
+        });
+    }
+
+    public static Tensor klDiv(Tensor input, Tensor target) { return klDiv(input, target, Reduction.MEAN, false); }
+}

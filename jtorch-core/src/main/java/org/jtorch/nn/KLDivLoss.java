@@ -1,0 +1,22 @@
+package org.jtorch.nn;
+
+import org.jtorch.Tensor;
+
+/** Kullback-Leibler divergence, as {@code torch.nn.KLDivLoss}; see {@link F#klDiv}. */
+public class KLDivLoss extends Loss {
+    private final boolean logTarget;
+
+    public KLDivLoss() {
+        this(F.Reduction.MEAN, false);
+    }
+
+    public KLDivLoss(F.Reduction reduction, boolean logTarget) {
+        super(reduction);
+        this.logTarget = logTarget;
+    }
+
+    @Override
+    public Tensor forward(Tensor input, Tensor target) {
+        return F.klDiv(input, target, reduction, logTarget);
+    }
+}

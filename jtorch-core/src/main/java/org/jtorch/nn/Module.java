@@ -1,0 +1,389 @@
+package org.jtorch.nn;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Consumer;
+import java.util.function.UnaryOperator;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.autograd.Grad;
+import org.jtorch.ops.Shapes;
+
+/**
+ * Base class of neural-network layers, as {@code torch.nn.Module}: a tree of named parameters,
+ * buffers and child modules, registered explicitly and kept in insertion order, which gives
+ * PyTorch's traversal order and dotted state-dict names ({@code layers.1.bias}).
+ *
+ * <p>Ownership: a module owns its parameters and buffers; {@link #close()} releases them and those of
+ * every child. {@link #to(DType)} and {@link #to(Device)} replace the tensors (closing the old ones),
+ * so subclasses read their parameters through {@link #parameter(String)} rather than caching them.
+ * Tensors returned by {@link #stateDict()} are new views that the caller closes. A parameter is
+ * a leaf tensor that requires grad; its gradient lives in {@link Tensor#grad()}.
+ *
+ * <p>Thread safety: none; a module is configured and trained from one thread at a time.
+ */
+public abstract class Module implements AutoCloseable {
+    // Values may be null: PyTorch registers None for an absent parameter (Linear without bias), which
+    // then takes part in neither traversal nor the state dict.
+    private final LinkedHashMap<String, Tensor> parameters = new LinkedHashMap<>();
+    private final LinkedHashMap<String, Tensor> buffers = new LinkedHashMap<>();
+    private final Set<String> nonPersistentBuffers = new LinkedHashSet<>();
+    private final LinkedHashMap<String, Module> children = new LinkedHashMap<>();
+    private boolean training = true;
+
+    /** Maps one input tensor to one output; the caller owns the result. */
+    public abstract Tensor forward(Tensor input);
+
+    // ------------------------------------------------------------------ registration
+
+    /**
+     * Registers {@code tensor} (or null for an absent parameter) as parameter {@code name}; the module
+     * takes ownership and marks it as requiring grad. Replacing a parameter closes the previous tensor.
+     */
+    public Tensor registerParameter(String name, Tensor tensor) {
+        return registerParameter(name, tensor, true);
+    }
+
+    /** As {@link #registerParameter(String, Tensor)}, with {@code requiresGrad} false for a frozen parameter. */
+    public Tensor registerParameter(String name, Tensor tensor, boolean requiresGrad) {
+        checkName("registerParameter", name, parameters);
+        if (tensor != null) {
+            if (requiresGrad && !tensor.dtype().isFloatingPoint()) {
+                throw new IllegalArgumentException("registerParameter: parameter '" + name
+                        + "' must have a floating point dtype to require grad, got " + tensor.dtype());
+            }
+            if (!tensor.isLeaf()) {
+                throw new IllegalArgumentException("registerParameter: cannot assign a non-leaf tensor (the result of an op"
+                        + " that requires grad) to parameter '" + name + "'; detach() it first");
+            }
+            tensor.requiresGrad_(requiresGrad);
+        }
+        Tensor old = parameters.put(name, tensor);
+        if (old != null && old != tensor) old.close();
+        return tensor;
+    }
+
+    /**
+     * Registers a buffer: state that is not trained (running statistics, masks). Persistent buffers
+     * appear in the state dict. The module takes ownership; replacing a buffer closes the previous one.
+     */
+    public Tensor registerBuffer(String name, Tensor tensor, boolean persistent) {
+        checkName("registerBuffer", name, buffers);
+        Tensor old = buffers.put(name, tensor);
+        if (old != null && old != tensor) old.close();
+        if (persistent) nonPersistentBuffers.remove(name);
+        else nonPersistentBuffers.add(name);
+        return tensor;
+    }
+
+    public Tensor registerBuffer(String name, Tensor tensor) {
+        return registerBuffer(name, tensor, true);
+    }
+
+    /** Registers a child module under {@code name}; its parameters appear as {@code name.<param>}. */
+    public <M extends Module> M registerModule(String name, M module) {
+        checkName("registerModule", name, children);
+        if (module == this) throw new IllegalArgumentException("registerModule: a module cannot be its own child ('" + name + "')");
+        children.put(name, module);
+        return module;
+    }
+
+    private void checkName(String op, String name, Map<String, ?> own) {
+        if (name == null || name.isEmpty()) throw new IllegalArgumentException(op + ": name can't be empty");
+        if (name.contains(".")) throw new IllegalArgumentException(op + ": name can't contain \".\", got '" + name + "'");
+        boolean taken = (own != parameters && parameters.containsKey(name)) || (own != buffers && buffers.containsKey(name))
+                || (own != children && children.containsKey(name));
+        if (taken) throw new IllegalArgumentException(op + ": attribute '" + name + "' already exists");
+    }
+
+    /** The parameter registered as {@code name} in this module (not its children); null if registered as absent. */
+    public Tensor parameter(String name) {
+        if (!parameters.containsKey(name)) {
+            throw new IllegalArgumentException(getClass().getSimpleName() + " has no parameter '" + name + "'");
+        }
+        return parameters.get(name);
+    }
+
+    /** The buffer registered as {@code name} in this module; null if registered as absent. */
+    public Tensor buffer(String name) {
+        if (!buffers.containsKey(name)) {
+            throw new IllegalArgumentException(getClass().getSimpleName() + " has no buffer '" + name + "'");
+        }
+        return buffers.get(name);
+    }
+
+    /** The child registered as {@code name}. */
+    public Module child(String name) {
+        Module m = children.get(name);
+        if (m == null) throw new IllegalArgumentException(getClass().getSimpleName() + " has no submodule '" + name + "'");
+        return m;
+    }
+
+    // ------------------------------------------------------------------ traversal
+
+    /** Parameters of this module and its descendants, each once, in registration order (depth first). */
+    public List<Tensor> parameters() {
+        return new ArrayList<>(namedParameters().values());
+    }
+
+    /** Parameters by dotted name ({@code 0.weight}, {@code layers.1.bias}); a shared parameter appears once, under its first name. */
+    public Map<String, Tensor> namedParameters() {
+        Map<String, Tensor> out = new LinkedHashMap<>();
+        Set<Tensor> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (Map.Entry<String, Module> e : namedModules().entrySet()) {
+            String prefix = e.getKey().isEmpty() ? "" : e.getKey() + ".";
+            for (Map.Entry<String, Tensor> p : e.getValue().parameters.entrySet()) {
+                if (p.getValue() != null && seen.add(p.getValue())) out.put(prefix + p.getKey(), p.getValue());
+            }
+        }
+        return out;
+    }
+
+    public List<Tensor> buffers() {
+        return new ArrayList<>(namedBuffers().values());
+    }
+
+    /** Buffers (persistent or not) by dotted name. */
+    public Map<String, Tensor> namedBuffers() {
+        Map<String, Tensor> out = new LinkedHashMap<>();
+        Set<Tensor> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (Map.Entry<String, Module> e : namedModules().entrySet()) {
+            String prefix = e.getKey().isEmpty() ? "" : e.getKey() + ".";
+            for (Map.Entry<String, Tensor> b : e.getValue().buffers.entrySet()) {
+                if (b.getValue() != null && seen.add(b.getValue())) out.put(prefix + b.getKey(), b.getValue());
+            }
+        }
+        return out;
+    }
+
+    /** Direct children in registration order. */
+    public List<Module> children() {
+        return new ArrayList<>(children.values());
+    }
+
+    public Map<String, Module> namedChildren() {
+        return Collections.unmodifiableMap(new LinkedHashMap<>(children));
+    }
+
+    /** This module and all descendants, pre-order, each once. */
+    public List<Module> modules() {
+        return new ArrayList<>(namedModules().values());
+    }
+
+    /** This module (name "") and all descendants by dotted path, pre-order, each once. */
+    public Map<String, Module> namedModules() {
+        Map<String, Module> out = new LinkedHashMap<>();
+        collectModules("", this, out, Collections.newSetFromMap(new IdentityHashMap<>()));
+        return out;
+    }
+
+    private static void collectModules(String prefix, Module m, Map<String, Module> out, Set<Module> seen) {
+        if (!seen.add(m)) return;
+        out.put(prefix, m);
+        for (Map.Entry<String, Module> c : m.children.entrySet()) {
+            collectModules(prefix.isEmpty() ? c.getKey() : prefix + "." + c.getKey(), c.getValue(), out, seen);
+        }
+    }
+
+    /** Calls {@code fn} on every descendant (children first, depth first) and then on this module, as PyTorch's {@code apply}. */
+    public Module apply(Consumer<Module> fn) {
+        for (Module c : children.values()) c.apply(fn);
+        fn.accept(this);
+        return this;
+    }
+
+    // ------------------------------------------------------------------ modes
+
+    /** Sets training mode on this module and its descendants (affects Dropout, for example). */
+    public Module train(boolean mode) {
+        training = mode;
+        for (Module c : children.values()) c.train(mode);
+        return this;
+    }
+
+    public Module train() {
+        return train(true);
+    }
+
+    public Module eval() {
+        return train(false);
+    }
+
+    public boolean isTraining() {
+        return training;
+    }
+
+    /** Releases every parameter's gradient (PyTorch's {@code zero_grad(set_to_none=True)}). */
+    public void zeroGrad() {
+        for (Tensor p : parameters()) {
+            Tensor g = p.grad();
+            if (g != null) {
+                p.setGrad(null);
+                g.close();
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ conversion
+
+    /** Moves parameters, their gradients and buffers to {@code device}, replacing (and closing) the old tensors. */
+    public Module to(Device device) {
+        return convert(t -> t.to(device));
+    }
+
+    /** Casts floating-point parameters, gradients and buffers to the floating dtype {@code dtype}; others stay as they are. */
+    public Module to(DType dtype) {
+        if (!dtype.isFloatingPoint()) {
+            throw new IllegalArgumentException("Module.to: only floating point dtypes are accepted, got " + dtype);
+        }
+        return convert(t -> t.dtype().isFloatingPoint() ? t.to(dtype) : t.alias());
+    }
+
+    private Module convert(UnaryOperator<Tensor> fn) {
+        for (Module m : modules()) {
+            try (Grad.Mode g = Grad.noGrad()) {
+                for (Map.Entry<String, Tensor> e : m.parameters.entrySet()) {
+                    Tensor old = e.getValue();
+                    if (old == null) continue;
+                    Tensor moved = fn.apply(old);
+                    moved.requiresGrad_(old.requiresGrad());
+                    Tensor grad = old.grad();
+                    if (grad != null) moved.setGrad(fn.apply(grad));
+                    e.setValue(moved);
+                    old.close();
+                }
+                for (Map.Entry<String, Tensor> e : m.buffers.entrySet()) {
+                    Tensor old = e.getValue();
+                    if (old == null) continue;
+                    e.setValue(fn.apply(old));
+                    old.close();
+                }
+            }
+        }
+        return this;
+    }
+
+    // ------------------------------------------------------------------ state dict
+
+    /**
+     * Parameters and persistent buffers by dotted name, in traversal order, as detached views sharing
+     * the module's storage (writing into them changes the module). The caller closes the returned tensors.
+     */
+    public Map<String, Tensor> stateDict() {
+        Map<String, Tensor> out = new LinkedHashMap<>();
+        for (Map.Entry<String, Tensor> e : stateTensors().entrySet()) out.put(e.getKey(), e.getValue().detach());
+        return out;
+    }
+
+    /** The module's own tensors that a state dict holds, by name (not copies). */
+    private Map<String, Tensor> stateTensors() {
+        Map<String, Tensor> out = new LinkedHashMap<>();
+        collectState("", this, out, Collections.newSetFromMap(new IdentityHashMap<>()));
+        return out;
+    }
+
+    private static void collectState(String prefix, Module m, Map<String, Tensor> out, Set<Module> seen) {
+        if (!seen.add(m)) return;
+        for (Map.Entry<String, Tensor> p : m.parameters.entrySet()) {
+            if (p.getValue() != null) out.put(prefix + p.getKey(), p.getValue());
+        }
+        for (Map.Entry<String, Tensor> b : m.buffers.entrySet()) {
+            if (b.getValue() != null && !m.nonPersistentBuffers.contains(b.getKey())) out.put(prefix + b.getKey(), b.getValue());
+        }
+        for (Map.Entry<String, Module> c : m.children.entrySet()) collectState(prefix + c.getKey() + ".", c.getValue(), out, seen);
+    }
+
+    /** The keys a {@link #loadStateDict} call found missing from, or unexpected in, the given state dict. */
+    public record LoadResult(List<String> missingKeys, List<String> unexpectedKeys) {}
+
+    /**
+     * Copies {@code state} into this module's parameters and persistent buffers (converting dtype and
+     * device; without recording gradients). A shape mismatch always fails; with {@code strict},
+     * missing and unexpected keys fail too (nothing is copied then). The message lists every problem,
+     * in PyTorch's wording.
+     */
+    public LoadResult loadStateDict(Map<String, Tensor> state, boolean strict) {
+        Map<String, Tensor> own = stateTensors();
+        List<String> missing = new ArrayList<>();
+        List<String> unexpected = new ArrayList<>();
+        List<String> errors = new ArrayList<>();
+        for (Map.Entry<String, Tensor> e : own.entrySet()) {
+            Tensor src = state.get(e.getKey());
+            if (src == null) {
+                missing.add(e.getKey());
+            } else if (!Arrays.equals(src.shape(), e.getValue().shape())) {
+                errors.add("size mismatch for " + e.getKey() + ": copying a param with shape " + Shapes.format(src.shape())
+                        + " from checkpoint, the shape in current model is " + Shapes.format(e.getValue().shape()) + ".");
+            }
+        }
+        for (String k : state.keySet()) if (!own.containsKey(k)) unexpected.add(k);
+        if (strict) {
+            if (!unexpected.isEmpty()) errors.add(0, "Unexpected key(s) in state_dict: " + quoted(unexpected) + ".");
+            if (!missing.isEmpty()) errors.add(0, "Missing key(s) in state_dict: " + quoted(missing) + ".");
+        }
+        if (!errors.isEmpty()) {
+            throw new IllegalArgumentException("loadStateDict: Error(s) in loading state_dict for " + getClass().getSimpleName()
+                    + ":\n\t" + String.join("\n\t", errors));
+        }
+        try (Grad.Mode g = Grad.noGrad()) {
+            for (Map.Entry<String, Tensor> e : own.entrySet()) {
+                Tensor src = state.get(e.getKey());
+                if (src != null) e.getValue().copy_(src);
+            }
+        }
+        return new LoadResult(List.copyOf(missing), List.copyOf(unexpected));
+    }
+
+    /** Strict loading: every key must match. */
+    public LoadResult loadStateDict(Map<String, Tensor> state) {
+        return loadStateDict(state, true);
+    }
+
+    private static String quoted(List<String> keys) {
+        StringBuilder sb = new StringBuilder();
+        for (String k : keys) {
+            if (!sb.isEmpty()) sb.append(", ");
+            sb.append('"').append(k).append('"');
+        }
+        return sb.toString();
+    }
+
+    // ------------------------------------------------------------------ lifetime and printing
+
+    /** Closes every parameter and buffer of this module and its descendants. */
+    @Override
+    public void close() {
+        for (Module m : modules()) {
+            for (Tensor p : m.parameters.values()) if (p != null) p.close();
+            for (Tensor b : m.buffers.values()) if (b != null) b.close();
+        }
+    }
+
+    /** The arguments shown between the parentheses of {@link #toString()}, as PyTorch's {@code extra_repr}. */
+    protected String extraRepr() {
+        return "";
+    }
+
+    /** PyTorch's module repr: {@code Linear(in_features=4, out_features=3, bias=True)}, children indented. */
+    @Override
+    public String toString() {
+        StringBuilder sb = new StringBuilder(getClass().getSimpleName()).append('(');
+        String extra = extraRepr();
+        if (children.isEmpty()) return sb.append(extra).append(')').toString();
+        sb.append('\n');
+        if (!extra.isEmpty()) sb.append("  ").append(extra).append('\n');
+        for (Map.Entry<String, Module> c : children.entrySet()) {
+            String inner = c.getValue().toString().replace("\n", "\n  ");
+            sb.append("  (").append(c.getKey()).append("): ").append(inner).append('\n');
+        }
+        return sb.append(')').toString();
+    }
+}
