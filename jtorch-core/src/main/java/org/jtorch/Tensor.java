@@ -729,7 +729,10 @@ public final class Tensor implements AutoCloseable {
         return grad;
     }
 
-    /** Replaces the gradient (the previous one is not closed: the caller owns it now). Null clears it. */
+    /**
+     * Replaces the gradient (the previous one is not closed: the caller owns it now). Null clears it.
+     * The new gradient belongs to this tensor from now on: it leaves any {@link MemoryScope}.
+     */
     public void setGrad(Tensor g) {
         if (g != null && !java.util.Arrays.equals(g.shape, shape)) {
             throw new IllegalArgumentException("setGrad: assigned grad has shape " + Shapes.format(g.shape)

@@ -66,6 +66,7 @@ public final class Autograd {
         for (int i = 0; i < outputs.length; i++) {
             if (outputs[i].dtype().isFloatingPoint()) outputs[i].setGradFn(node, i);
         }
+        for (SavedTensor s : saved) s.recorded(node, outputs);
         return node;
     }
 

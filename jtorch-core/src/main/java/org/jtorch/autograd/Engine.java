@@ -23,10 +23,20 @@ import org.jtorch.ops.Shapes;
  * <p>Memory: every gradient routed to a node or leaf is an alias the engine owns; each node's inputs
  * and outputs are closed as soon as the node has run, so intermediate gradients live only as long as
  * needed. A leaf's first gradient is stolen into {@code .grad} when nothing else references its
- * storage. Saved tensors are released per node unless {@code retainGraph}.
+ * storage. Saved tensors are released per node unless {@code retainGraph}. Each backward formula and
+ * hook runs in its own {@link MemoryScope}, so the temporaries it creates are closed as soon as it
+ * returns; only its results survive.
  */
 final class Engine {
     private Engine() {}
+
+    /** Applies a gradient hook; a replacement it returns becomes a new engine-owned alias, its temporaries are closed. */
+    private static Tensor applyHook(UnaryOperator<Tensor> hook, Tensor g) {
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor out = hook.apply(g);
+            return out == null || out == g ? null : scope.keep(out.alias());
+        }
+    }
 
     static Tensor[] run(Tensor[] roots, Tensor[] gradRoots, boolean retainGraph, boolean createGraph, Tensor[] inputs,
                         boolean allowUnused) {
@@ -226,9 +236,8 @@ final class Engine {
             List<UnaryOperator<Tensor>> hooks = node.preHooks[i];
             if (hooks == null || grads[i] == null) continue;
             for (UnaryOperator<Tensor> h : hooks) {
-                Tensor r = h.apply(grads[i]);
-                if (r != null && r != grads[i]) {
-                    Tensor owned = r.alias();
+                Tensor owned = applyHook(h, grads[i]);
+                if (owned != null) {
                     grads[i].close();
                     grads[i] = owned;
                 }
@@ -241,9 +250,8 @@ final class Engine {
         Tensor g = grads[0];
         if (g == null) return;
         for (UnaryOperator<Tensor> h : v.gradHooks()) {
-            Tensor r = h.apply(g);
-            if (r != null && r != g) {
-                Tensor owned = r.alias();
+            Tensor owned = applyHook(h, g);
+            if (owned != null) {
                 g.close();
                 g = owned;
                 grads[0] = g;

@@ -73,11 +73,14 @@ public final class Gradcheck {
         return false;
     }
 
-    /** Central differences, perturbing {@code x} in place through a detached alias (no graph recorded). */
+    /**
+     * Central differences, perturbing {@code x} in place through a detached alias. {@code fn} runs in
+     * the caller's grad mode, so that it may itself differentiate (a gradcheck of gradients).
+     */
     private static double[][] numericalJacobian(Function<Tensor[], Tensor> fn, Tensor[] inputs, Tensor x, int nIn, int nOut,
                                                 double eps) {
         double[][] jac = new double[nOut][nIn];
-        try (Grad.Mode g = Grad.noGrad(); Tensor flat = x.detach()) {
+        try (Tensor flat = x.detach()) {
             double[] base = flat.toDoubleArray();
             long[] shape = x.shape();
             for (int k = 0; k < nIn; k++) {

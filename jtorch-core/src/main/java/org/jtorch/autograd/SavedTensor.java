@@ -12,14 +12,28 @@ public final class SavedTensor {
     private Tensor tensor;
     private final int version;
     private Node owner;
+    /** The tensor passed to save, until the node is recorded (to recognise saved outputs). */
+    private Tensor source;
 
     SavedTensor(Tensor t) {
+        this.source = t;
         this.tensor = t.alias().untrack(); // owned by the graph, not by the caller's MemoryScope
         this.version = t.version();
     }
 
     void setOwner(Node owner) {
         this.owner = owner;
+    }
+
+    /**
+     * A saved output of the node being recorded got its grad_fn after it was saved: the saved copy
+     * takes it too, so that a higher-order graph differentiates through it (as PyTorch's saved outputs).
+     */
+    void recorded(Node node, Tensor[] outputs) {
+        for (int i = 0; i < outputs.length; i++) {
+            if (outputs[i] == source && outputs[i].gradFn() == node && tensor.gradFn() != node) tensor.setGradFn(node, i);
+        }
+        source = null;
     }
 
     /** The saved value; throws if it was modified in place or the graph was already freed. */

@@ -6,6 +6,11 @@ import java.util.List;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Grad;
+import org.jtorch.autograd.Gradients;
+import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.IndexKernels;
 
@@ -21,6 +26,11 @@ import org.jtorch.backend.IndexKernels;
  * wrap; elsewhere (index_select, gather, scatter, index_add, index_copy) they are errors, as there.
  * Out-of-place forms copy {@code self} and run the in-place form; in-place forms bump the version
  * counter.
+ *
+ * <p>Autograd: each public op computes with grad mode off (internal views and recursion record
+ * nothing) and then records one node with PyTorch's formula from {@code derivatives.yaml}. Index
+ * tensors and masks get no gradient. In-place forms refuse leaves and views that require grad
+ * ({@link Elementwise#checkInPlaceAllowed}) and rebase {@code self} onto their node.
  */
 public final class Indexing {
     private Indexing() {}
@@ -29,6 +39,17 @@ public final class Indexing {
 
     /** {@code self.index_select(dim, index)}: {@code index} is a vector (or 0-d) of int32 or int64. */
     public static Tensor indexSelect(Tensor self, int dim, Tensor index) {
+        if (!Autograd.needsGrad(self)) return indexSelectImpl(self, dim, index);
+        Tensor out = withoutGrad(() -> indexSelectImpl(self, dim, index));
+        int d = Shapes.wrapDim("indexSelect", dim, Math.max(self.dim(), 1));
+        long[] shape = self.shape();
+        SavedTensor si = Autograd.save(index);
+        // self: zeros.index_add(dim, index, grad)
+        return Autograd.record("IndexSelectBackward0", out, g -> new Tensor[] {
+                zerosOf(shape, g[0]).indexAdd_(d, si.get(), g[0])}, new Tensor[] {self}, si);
+    }
+
+    private static Tensor indexSelectImpl(Tensor self, int dim, Tensor index) {
         String op = "indexSelect";
         checkOpen(op, self, index);
         Device device = sameDevice(op, self, index);
@@ -41,7 +62,7 @@ public final class Indexing {
             if (index.numel() != 1) {
                 throw new IllegalArgumentException(op + ": index to a 0-d tensor can have only 1 value, got " + index.numel());
             }
-            try (Tensor v = self.unsqueeze(0); Tensor r = indexSelect(v, 0, index)) {
+            try (Tensor v = self.unsqueeze(0); Tensor r = indexSelectImpl(v, 0, index)) {
                 return r.squeeze(0);
             }
         }
@@ -59,6 +80,17 @@ public final class Indexing {
 
     /** {@code self.gather(dim, index)}: {@code out[i][j] = self[index[i][j]][j]} for dim 0; index is int64. */
     public static Tensor gather(Tensor self, int dim, Tensor index) {
+        if (!Autograd.needsGrad(self)) return gatherImpl(self, dim, index);
+        Tensor out = withoutGrad(() -> gatherImpl(self, dim, index));
+        int d = Shapes.wrapDim("gather", dim, Math.max(self.dim(), 1));
+        long[] shape = self.shape();
+        SavedTensor si = Autograd.save(index);
+        // self: zeros.scatter_add(dim, index, grad)
+        return Autograd.record("GatherBackward0", out, g -> new Tensor[] {
+                zerosOf(shape, g[0]).scatterAdd_(d, si.get(), g[0])}, new Tensor[] {self}, si);
+    }
+
+    private static Tensor gatherImpl(Tensor self, int dim, Tensor index) {
         String op = "gather";
         checkOpen(op, self, index);
         Device device = sameDevice(op, self, index);
@@ -67,7 +99,7 @@ public final class Indexing {
         }
         int d = Shapes.wrapDim(op, dim, self.dim());
         if (self.dim() == 0 || index.dim() == 0) {
-            try (Tensor s = atLeast1d(self); Tensor i = atLeast1d(index); Tensor r = gather(s, d, i)) {
+            try (Tensor s = atLeast1d(self); Tensor i = atLeast1d(index); Tensor r = gatherImpl(s, d, i)) {
                 return r.reshape(index.shape());
             }
         }
@@ -97,6 +129,21 @@ public final class Indexing {
      * is read. Returns {@code self}.
      */
     public static Tensor scatterInPlace(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
+        boolean selfGrad = self.requiresGrad();
+        boolean srcGrad = src.requiresGrad();
+        if (!Autograd.needsGrad(self, src)) return scatterImpl(op, self, dim, index, src, accumulate);
+        Elementwise.checkInPlaceAllowed(op, self);
+        withoutGrad(() -> scatterImpl(op, self, dim, index, src, accumulate));
+        int d = Shapes.wrapDim(op, dim, Math.max(self.dim(), 1));
+        long[] srcShape = src.shape();
+        SavedTensor si = Autograd.save(index);
+        // self: grad with the written places zeroed (scatter) or grad (scatter_add); src: grad.gather(dim, index)
+        return Autograd.record(accumulate ? "ScatterAddBackward0" : "ScatterBackward0", self, g -> new Tensor[] {
+                !selfGrad ? null : accumulate ? g[0] : g[0].scatter(d, si.get(), 0.0),
+                srcGrad ? padTo(g[0].gather(d, si.get()), srcShape) : null}, new Tensor[] {self, src}, si);
+    }
+
+    private static Tensor scatterImpl(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
         checkOpen(op, self, index);
         src.checkOpen(op);
         Device device = sameDevice(op, self, index);
@@ -109,7 +156,7 @@ public final class Indexing {
         int d = Shapes.wrapDim(op, dim, self.dim());
         if (self.dim() == 0 || index.dim() == 0 || src.dim() == 0) {
             try (Tensor s = atLeast1d(self); Tensor i = atLeast1d(index); Tensor v = atLeast1d(src)) {
-                scatterInPlace(op, s, d, i, v, accumulate);
+                scatterImpl(op, s, d, i, v, accumulate);
             }
             return self;
         }
@@ -134,9 +181,17 @@ public final class Indexing {
         String op = "scatter_";
         checkOpen(op, self, index);
         checkScatterIndex(op, self, dim, index);
+        boolean record = Autograd.needsGrad(self);
+        if (record) Elementwise.checkInPlaceAllowed(op, self);
         try (Tensor v = scalarLike(self, value)) {
-            return scatterInPlace(op, self, dim, index, v.broadcastTo(index.shape()), false);
+            withoutGrad(() -> scatterImpl(op, self, dim, index, v.broadcastTo(index.shape()), false));
         }
+        if (!record) return self;
+        int d = Shapes.wrapDim(op, dim, Math.max(self.dim(), 1));
+        SavedTensor si = Autograd.save(index);
+        // self: grad with the written places zeroed
+        return Autograd.record("ScatterBackward1", self, g -> new Tensor[] {g[0].scatter(d, si.get(), 0.0)},
+                new Tensor[] {self}, si);
     }
 
     public static Tensor scatter(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
@@ -176,16 +231,52 @@ public final class Indexing {
             throw new IllegalArgumentException(op + ": for integral input tensors, alpha must not be a floating point number, got "
                     + alpha);
         }
-        return indexAccumulate(op, self, dim, index, source, true, alpha, true);
+        boolean selfGrad = self.requiresGrad();
+        boolean sourceGrad = source.requiresGrad();
+        if (!Autograd.needsGrad(self, source)) return indexAccumulate(op, self, dim, index, source, true, alpha, true);
+        Elementwise.checkInPlaceAllowed(op, self);
+        withoutGrad(() -> indexAccumulate(op, self, dim, index, source, true, alpha, true));
+        int d = Shapes.wrapDim(op, dim, Math.max(self.dim(), 1));
+        long[] sourceShape = source.shape();
+        SavedTensor si = Autograd.save(index);
+        // self: grad; source: alpha * grad.index_select(dim, index)
+        return Autograd.record("IndexAddBackward0", self, g -> new Tensor[] {
+                selfGrad ? g[0] : null,
+                sourceGrad ? reshapeTo(scaled(g[0].indexSelect(d, si.get()), alpha), sourceShape) : null},
+                new Tensor[] {self, source}, si);
     }
 
     /** {@code self.index_copy_(dim, index, source)}: {@code self.select(dim, index[i]) = source.select(dim, i)}; index is int64. */
     public static Tensor indexCopyInPlace(Tensor self, int dim, Tensor index, Tensor source) {
-        return indexAccumulate("indexCopy_", self, dim, index, source, false, 1, false);
+        String op = "indexCopy_";
+        boolean selfGrad = self.requiresGrad();
+        boolean sourceGrad = source.requiresGrad();
+        if (!Autograd.needsGrad(self, source)) return indexAccumulate(op, self, dim, index, source, false, 1, false);
+        Elementwise.checkInPlaceAllowed(op, self);
+        withoutGrad(() -> indexAccumulate(op, self, dim, index, source, false, 1, false));
+        int d = Shapes.wrapDim(op, dim, Math.max(self.dim(), 1));
+        long[] sourceShape = source.shape();
+        SavedTensor si = Autograd.save(index);
+        // self: grad.index_fill(dim, index, 0); source: grad.index_select(dim, index)
+        return Autograd.record("IndexCopyBackward0", self, g -> new Tensor[] {
+                selfGrad ? g[0].indexFill(d, si.get(), 0.0) : null,
+                sourceGrad ? reshapeTo(g[0].indexSelect(d, si.get()), sourceShape) : null},
+                new Tensor[] {self, source}, si);
     }
 
     /** {@code self.index_fill_(dim, index, value)}; index is int64 and negative entries wrap, as PyTorch. */
     public static Tensor indexFillInPlace(Tensor self, int dim, Tensor index, double value) {
+        if (!Autograd.needsGrad(self)) return indexFillImpl(self, dim, index, value);
+        Elementwise.checkInPlaceAllowed("indexFill_", self);
+        withoutGrad(() -> indexFillImpl(self, dim, index, value));
+        int d = Shapes.wrapDim("indexFill_", dim, Math.max(self.dim(), 1));
+        SavedTensor si = Autograd.save(index);
+        // self: grad.index_fill(dim, index, 0)
+        return Autograd.record("IndexFillBackward0", self, g -> new Tensor[] {g[0].indexFill(d, si.get(), 0.0)},
+                new Tensor[] {self}, si);
+    }
+
+    private static Tensor indexFillImpl(Tensor self, int dim, Tensor index, double value) {
         String op = "indexFill_";
         checkOpen(op, self, index);
         Device device = sameDevice(op, self, index);
@@ -198,7 +289,7 @@ public final class Indexing {
         int d = Shapes.wrapDim(op, dim, self.dim());
         if (self.dim() == 0) {
             try (Tensor s = self.unsqueeze(0)) {
-                indexFillInPlace(s, 0, index, value);
+                indexFillImpl(s, 0, index, value);
             }
             return self;
         }
@@ -280,7 +371,13 @@ public final class Indexing {
             out.close();
             throw e;
         }
-        return out;
+        if (!Autograd.needsGrad(self)) return out;
+        long[] selfShape = self.shape();
+        DType selfType = self.dtype();
+        SavedTensor sm = Autograd.save(mask);
+        // self: grad.masked_fill(mask, 0), summed over the dimensions the mask broadcast self to
+        return Autograd.record("MaskedFillBackward0", out, g -> new Tensor[] {
+                Gradients.sumTo(g[0].maskedFill(sm.get(), 0.0), selfShape, selfType)}, new Tensor[] {self}, sm);
     }
 
     /** {@code self.masked_fill_(mask, value)}: the mask must broadcast to self's shape. */
@@ -294,11 +391,16 @@ public final class Indexing {
             throw new IllegalArgumentException(op + ": output with shape " + Shapes.format(self.shape())
                     + " doesn't match the broadcast shape " + Shapes.format(shape));
         }
+        boolean record = Autograd.needsGrad(self);
+        if (record) Elementwise.checkInPlaceAllowed(op, self);
         try (Tensor v = scalarLike(self, value)) {
             Backends.of(device).where(mask.broadcastTo(shape), v.broadcastTo(shape), self, self);
         }
         self.bumpVersion();
-        return self;
+        if (!record) return self;
+        SavedTensor sm = Autograd.save(mask);
+        return Autograd.record("MaskedFillBackward0", self, g -> new Tensor[] {g[0].maskedFill(sm.get(), 0.0)},
+                new Tensor[] {self}, sm);
     }
 
     /** {@code self.masked_select(mask)}: the elements where the broadcast mask is true, as a 1-d tensor. */
@@ -312,7 +414,17 @@ public final class Indexing {
         IndexKernels k = kernels(device);
         Tensor out = Tensor.empty(new long[] {k.countNonzero(m)}, self.dtype(), device);
         k.maskedSelect(self.broadcastTo(shape), m, out);
-        return out;
+        if (!Autograd.needsGrad(self)) return out;
+        long[] selfShape = self.shape();
+        DType selfType = self.dtype();
+        SavedTensor sm = Autograd.save(mask);
+        // self: zeros.masked_scatter(mask, grad), summed to self's shape (written as index_put with the mask)
+        return Autograd.record("MaskedSelectBackward0", out, g -> {
+            try (Tensor fullMask = sm.get().expand(shape)) {
+                Tensor z = zerosOf(shape, g[0]).indexPut_(new Tensor[] {fullMask}, g[0], false);
+                return new Tensor[] {Gradients.sumTo(z, selfShape, selfType)};
+            }
+        }, new Tensor[] {self}, sm);
     }
 
     /** {@code self.nonzero()}: int64 {@code [n, self.dim()]}, the coordinates of nonzero elements in row-major order. */
@@ -350,6 +462,16 @@ public final class Indexing {
      * result is a new tensor, never a view.
      */
     public static Tensor index(Tensor self, Tensor... indices) {
+        if (!Autograd.needsGrad(self)) return indexImpl(self, indices);
+        Tensor out = withoutGrad(() -> indexImpl(self, indices));
+        long[] shape = self.shape();
+        SavedIndices si = new SavedIndices(indices);
+        // self: zeros.index_put_(indices, grad, accumulate=True)
+        return Autograd.record("IndexBackward0", out, g -> new Tensor[] {
+                zerosOf(shape, g[0]).indexPut_(si.get(), g[0], true)}, new Tensor[] {self}, si.saved);
+    }
+
+    private static Tensor indexImpl(Tensor self, Tensor... indices) {
         String op = "index";
         try (AdvancedIndex ai = AdvancedIndex.of(op, self, indices)) {
             if (ai == null) return self.clone();
@@ -370,6 +492,32 @@ public final class Indexing {
      * (duplicate indices then sum). {@code values} must have self's dtype.
      */
     public static Tensor indexPutInPlace(Tensor self, Tensor[] indices, Tensor values, boolean accumulate) {
+        boolean selfGrad = self.requiresGrad();
+        boolean valuesGrad = values.requiresGrad();
+        if (!Autograd.needsGrad(self, values)) return indexPutImpl(self, indices, values, accumulate);
+        Elementwise.checkInPlaceAllowed("indexPut_", self);
+        withoutGrad(() -> indexPutImpl(self, indices, values, accumulate));
+        long[] valuesShape = values.shape();
+        DType valuesType = values.dtype();
+        SavedIndices si = new SavedIndices(indices);
+        // self: grad, with the written places zeroed unless accumulate; values: grad[indices] summed to values' shape
+        return Autograd.record("IndexPutBackward0", self, g -> {
+            Tensor selfGradient = null;
+            if (selfGrad) {
+                if (accumulate) {
+                    selfGradient = g[0];
+                } else {
+                    try (Tensor zero = Torch.zeros(new long[0], g[0].dtype(), g[0].device())) {
+                        selfGradient = g[0].indexPut(si.get(), zero, false);
+                    }
+                }
+            }
+            return new Tensor[] {selfGradient,
+                    valuesGrad ? Gradients.sumTo(g[0].index(si.get()), valuesShape, valuesType) : null};
+        }, new Tensor[] {self, values}, si.saved);
+    }
+
+    private static Tensor indexPutImpl(Tensor self, Tensor[] indices, Tensor values, boolean accumulate) {
         String op = "indexPut_";
         self.checkOpen(op);
         values.checkOpen(op);
@@ -573,6 +721,72 @@ public final class Indexing {
         public void close() {
             for (Tensor t : owned) t.close();
             owned.clear();
+        }
+    }
+
+    // ---------------------------------------------------------------- autograd helpers
+
+    /** Runs a forward body with grad mode off, so that the views and recursion inside it record nothing. */
+    private static Tensor withoutGrad(java.util.function.Supplier<Tensor> body) {
+        try (Grad.Mode m = Grad.noGrad()) {
+            return body.get();
+        }
+    }
+
+    /** Zeros of {@code shape} with the gradient's dtype and device. */
+    private static Tensor zerosOf(long[] shape, Tensor g) {
+        return Torch.zeros(shape, g.dtype(), g.device());
+    }
+
+    private static Tensor scaled(Tensor t, double alpha) {
+        return alpha == 1 ? t : t.mul(alpha);
+    }
+
+    /** {@code t} with {@code shape}, which differs at most by size-1 dimensions (0-d operands indexed as 1-d). */
+    private static Tensor reshapeTo(Tensor t, long[] shape) {
+        return Arrays.equals(t.shape(), shape) ? t : t.reshape(shape);
+    }
+
+    /**
+     * The gradient of a scatter {@code src} that is larger than the index: the index-shaped gradient
+     * in the leading corner, zeros elsewhere (only the corner was read).
+     */
+    private static Tensor padTo(Tensor t, long[] shape) {
+        if (Arrays.equals(t.shape(), shape)) return t;
+        if (t.numel() == Shapes.numel(shape)) return t.reshape(shape);
+        Tensor z = zerosOf(shape, t);
+        if (t.numel() == 0) return z;
+        try (Tensor z1 = z.dim() == 0 ? z.unsqueeze(0) : z.alias(); Tensor t1 = t.dim() == 0 ? t.unsqueeze(0) : t.alias();
+             Tensor corner = z1.asStrided(t1.shape(), z1.strides(), 0)) {
+            corner.copy_(t1);
+        }
+        return z;
+    }
+
+    /** The non-null entries of an advanced index, saved for backward, and the list rebuilt from them. */
+    private static final class SavedIndices {
+        final SavedTensor[] saved;
+        private final int[] positions;
+        private final int length;
+
+        SavedIndices(Tensor[] indices) {
+            length = indices.length;
+            int n = 0;
+            for (Tensor t : indices) if (t != null) n++;
+            saved = new SavedTensor[n];
+            positions = new int[n];
+            n = 0;
+            for (int i = 0; i < indices.length; i++) {
+                if (indices[i] == null) continue;
+                positions[n] = i;
+                saved[n++] = Autograd.save(indices[i]);
+            }
+        }
+
+        Tensor[] get() {
+            Tensor[] r = new Tensor[length];
+            for (int k = 0; k < saved.length; k++) r[positions[k]] = saved[k].get();
+            return r;
         }
     }
 

@@ -6,6 +6,9 @@ import java.util.List;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Grad;
 import org.jtorch.backend.Backends;
 
 /**
@@ -15,6 +18,10 @@ import org.jtorch.backend.Backends;
  * <p>{@code cat} is composed from the backend's strided copy into slices of the output (no kernel of
  * its own): contiguous inputs then move as bulk row copies, and dtype promotion comes for free. The
  * splitting ops return views that share storage with their input; the caller owns (closes) them.
+ *
+ * <p>Autograd: {@code cat} and {@code stack} record one node that hands each input its slice of the
+ * gradient (converted back to the input's dtype); the splitting ops are differentiable through the
+ * view ops they return ({@code narrow}, {@code select}).
  */
 public final class Joining {
     private Joining() {}
@@ -81,7 +88,31 @@ public final class Joining {
             }
             at += n;
         }
-        return out;
+        Tensor[] inputs = tensors.toArray(new Tensor[0]);
+        if (!Autograd.needsGrad(inputs)) return out;
+        long[][] shapes = new long[inputs.length][];
+        DType[] inputTypes = new DType[inputs.length];
+        boolean[] wanted = new boolean[inputs.length];
+        for (int i = 0; i < inputs.length; i++) {
+            shapes[i] = inputs[i].shape();
+            inputTypes[i] = inputs[i].dtype();
+            wanted[i] = inputs[i].requiresGrad();
+        }
+        // each input: grad.narrow(dim, its offset, its size)
+        return Autograd.record("CatBackward0", out, g -> {
+            Tensor[] r = new Tensor[shapes.length];
+            long from = 0;
+            for (int i = 0; i < shapes.length; i++) {
+                boolean skipped = shapes[i].length == 1 && shapes[i][0] == 0;
+                long n = skipped ? 0 : shapes[i][d];
+                if (wanted[i]) {
+                    r[i] = skipped ? Torch.zeros(shapes[i], inputTypes[i], g[0].device())
+                            : Elementwise.castTo(g[0].narrow(d, from, n), inputTypes[i]);
+                }
+                from += n;
+            }
+            return r;
+        }, inputs);
     }
 
     private static boolean isSkipped(Tensor t) {
@@ -102,12 +133,29 @@ public final class Joining {
         }
         int d = Shapes.wrapDim(op, dim, shape.length + 1);
         List<Tensor> expanded = new ArrayList<>(tensors.size());
-        try {
+        Tensor out;
+        try (Grad.Mode m = Grad.noGrad()) {
             for (Tensor t : tensors) expanded.add(t.unsqueeze(d));
-            return cat(expanded, d);
+            out = cat(expanded, d);
         } finally {
             for (Tensor t : expanded) t.close();
         }
+        Tensor[] inputs = tensors.toArray(new Tensor[0]);
+        if (!Autograd.needsGrad(inputs)) return out;
+        DType[] types = new DType[inputs.length];
+        boolean[] wanted = new boolean[inputs.length];
+        for (int i = 0; i < inputs.length; i++) {
+            types[i] = inputs[i].dtype();
+            wanted[i] = inputs[i].requiresGrad();
+        }
+        // each input: grad.select(dim, its position)
+        return Autograd.record("StackBackward0", out, g -> {
+            Tensor[] r = new Tensor[types.length];
+            for (int i = 0; i < types.length; i++) {
+                if (wanted[i]) r[i] = Elementwise.castTo(g[0].select(d, i), types[i]);
+            }
+            return r;
+        }, inputs);
     }
 
     /** {@code self.split(splitSize, dim)}: views of {@code splitSize} along {@code dim}, the last one possibly smaller. */

@@ -1,0 +1,65 @@
+package org.jtorch.autograd;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Random;
+import java.util.function.Function;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+
+/** Inputs for gradchecks: float64 leaves with reproducible values kept away from non-differentiable points. */
+final class GradcheckSupport {
+    private GradcheckSupport() {}
+
+    /** A float64 leaf requiring grad with values in [-1, -0.1] or [0.1, 1] (never near 0), seeded by shape. */
+    static Tensor input(long... shape) {
+        return values(shape, 0.1, 1.0, true);
+    }
+
+    /** Like {@link #input} with other values (a second operand of the same shape). */
+    static Tensor other(long... shape) {
+        return values(shape, 0.1, 1.0, true, 7);
+    }
+
+    /** A float64 leaf requiring grad with values in [0.5, 2]. */
+    static Tensor positive(long... shape) {
+        return values(shape, 0.5, 2.0, false);
+    }
+
+    private static Tensor values(long[] shape, double lo, double hi, boolean signed) {
+        return values(shape, lo, hi, signed, 0);
+    }
+
+    private static Tensor values(long[] shape, double lo, double hi, boolean signed, long seed) {
+        long n = 1;
+        for (long s : shape) n *= s;
+        Random r = new Random(31L * n + shape.length + 1000 * seed);
+        double[] v = new double[(int) n];
+        for (int i = 0; i < v.length; i++) {
+            double m = lo + (hi - lo) * r.nextDouble();
+            v[i] = signed && r.nextBoolean() ? -m : m;
+        }
+        return Torch.tensor(v, shape).requiresGrad_();
+    }
+
+    static Tensor longs(long[] values, long... shape) {
+        return Torch.tensor(values, shape);
+    }
+
+    static Tensor mask(boolean[] values, long... shape) {
+        return Torch.tensor(values, shape);
+    }
+
+    /** Runs the gradcheck (which throws with the mismatching element on failure). */
+    static void gradcheck(Function<Tensor[], Tensor> fn, Tensor... inputs) {
+        assertTrue(Gradcheck.check(fn, inputs));
+    }
+
+    /** The backward node name {@code fn} gives its result, as PyTorch's {@code grad_fn} name. */
+    static void assertNode(String expected, Function<Tensor[], Tensor> fn, Tensor... inputs) {
+        try (Tensor out = fn.apply(inputs)) {
+            assertEquals(expected, out.gradFn() == null ? null : out.gradFn().name());
+        }
+    }
+}
