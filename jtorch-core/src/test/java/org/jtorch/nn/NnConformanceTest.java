@@ -18,7 +18,6 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.Fixtures.Case;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 
@@ -43,7 +42,6 @@ class NnConformanceTest {
                 .map(c -> DynamicTest.dynamicTest(c.op() + "/" + c.name(), () -> checkBackward(c)));
     }
 
-    @Disabled("needs gather and masked_fill backward on main")
     @TestFactory
     Stream<DynamicTest> classIndexLossBackwardMatchesPyTorch() {
         return CASES.stream().filter(c -> hasGradients(c) && needsIndexingBackward(c))

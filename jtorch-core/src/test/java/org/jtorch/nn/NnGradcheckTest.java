@@ -9,7 +9,6 @@ import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Gradcheck;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 /** Finite-difference checks (float64, PyTorch's gradcheck tolerances) of the nn composites' gradients. */
@@ -91,7 +90,6 @@ class NnGradcheckTest {
         }
     }
 
-    @Disabled("needs gather and masked_fill backward on main")
     @Test
     void classIndexCrossEntropy() {
         try (Tensor t = Torch.tensor(1L, -100L, 0L); Tensor w = Torch.tensor(0.5, 2.0, 1.0)) {
