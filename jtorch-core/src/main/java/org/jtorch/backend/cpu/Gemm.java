@@ -225,6 +225,18 @@ public final class Gemm {
                 }
                 continue;
             }
+            if (rs == 1 && nr == NR && L == 16) {
+                // Columns contiguous (transposed B, e.g. a Linear weight): 16x16 blocks transposed in registers.
+                int p = 0;
+                for (; p + L <= kc; p += L) {
+                    transposeBlock16(b, (src + p) * Float.BYTES, cs * Float.BYTES, dst, base + p * NR, NR);
+                    transposeBlock16(b, (src + L * cs + p) * Float.BYTES, cs * Float.BYTES, dst, base + p * NR + L, NR);
+                }
+                for (; p < kc; p++) {
+                    for (int j = 0; j < NR; j++) dst[base + p * NR + j] = b.get(F32, (src + j * cs + p) * Float.BYTES);
+                }
+                continue;
+            }
             if (rs == 1) {
                 // Columns contiguous (transposed B): bulk-copy them, then interleave from the heap.
                 for (int j = 0; j < nr; j++) MemorySegment.copy(b, F32, (src + j * cs) * Float.BYTES, scratch, j * kc, kc);
@@ -244,6 +256,103 @@ public final class Gemm {
                 for (int p = 0; p < kc; p++) java.util.Arrays.fill(dst, base + p * NR + nr, base + (p + 1) * NR, 0f);
             }
         }
+    }
+
+    /**
+     * Two-source lane selections for an in-register 16x16 transpose: round {@code s} (1, 2, 4, 8)
+     * exchanges bit {@code s} of the row index with bit {@code s} of the lane index between vector
+     * pairs {@code (i, i+s)}. Index {@code >= 16} selects from the second vector.
+     */
+    private static final FloatVector[] TRANSPOSE_LO = new FloatVector[4];
+    private static final FloatVector[] TRANSPOSE_HI = new FloatVector[4];
+
+    static {
+        if (L == 16) {
+            for (int r = 0; r < 4; r++) {
+                int sft = 1 << r;
+                float[] lo = new float[16];
+                float[] hi = new float[16];
+                for (int l = 0; l < 16; l++) {
+                    boolean low = (l & sft) == 0;
+                    lo[l] = low ? l : 16 + l - sft;
+                    hi[l] = low ? l + sft : 16 + l;
+                }
+                TRANSPOSE_LO[r] = FloatVector.fromArray(FS, lo, 0);
+                TRANSPOSE_HI[r] = FloatVector.fromArray(FS, hi, 0);
+            }
+        }
+    }
+
+    /**
+     * Reads 16 columns of 16 contiguous floats (column j at {@code srcByte + j * colStrideBytes}) and
+     * writes them transposed: row q of the result (element q of every column) at {@code dst[to + q * dstStride]}.
+     */
+    private static void transposeBlock16(MemorySegment b, long srcByte, long colStrideBytes, float[] dst, int to, int dstStride) {
+        FloatVector v0 = FloatVector.fromMemorySegment(FS, b, srcByte, NO);
+        FloatVector v1 = FloatVector.fromMemorySegment(FS, b, srcByte + colStrideBytes, NO);
+        FloatVector v2 = FloatVector.fromMemorySegment(FS, b, srcByte + 2 * colStrideBytes, NO);
+        FloatVector v3 = FloatVector.fromMemorySegment(FS, b, srcByte + 3 * colStrideBytes, NO);
+        FloatVector v4 = FloatVector.fromMemorySegment(FS, b, srcByte + 4 * colStrideBytes, NO);
+        FloatVector v5 = FloatVector.fromMemorySegment(FS, b, srcByte + 5 * colStrideBytes, NO);
+        FloatVector v6 = FloatVector.fromMemorySegment(FS, b, srcByte + 6 * colStrideBytes, NO);
+        FloatVector v7 = FloatVector.fromMemorySegment(FS, b, srcByte + 7 * colStrideBytes, NO);
+        FloatVector v8 = FloatVector.fromMemorySegment(FS, b, srcByte + 8 * colStrideBytes, NO);
+        FloatVector v9 = FloatVector.fromMemorySegment(FS, b, srcByte + 9 * colStrideBytes, NO);
+        FloatVector v10 = FloatVector.fromMemorySegment(FS, b, srcByte + 10 * colStrideBytes, NO);
+        FloatVector v11 = FloatVector.fromMemorySegment(FS, b, srcByte + 11 * colStrideBytes, NO);
+        FloatVector v12 = FloatVector.fromMemorySegment(FS, b, srcByte + 12 * colStrideBytes, NO);
+        FloatVector v13 = FloatVector.fromMemorySegment(FS, b, srcByte + 13 * colStrideBytes, NO);
+        FloatVector v14 = FloatVector.fromMemorySegment(FS, b, srcByte + 14 * colStrideBytes, NO);
+        FloatVector v15 = FloatVector.fromMemorySegment(FS, b, srcByte + 15 * colStrideBytes, NO);
+        FloatVector t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15;
+        // round s = 1: pairs (0,1) (2,3) ...
+        FloatVector lo = TRANSPOSE_LO[0], hi = TRANSPOSE_HI[0];
+        t0 = lo.selectFrom(v0, v1); t1 = hi.selectFrom(v0, v1);
+        t2 = lo.selectFrom(v2, v3); t3 = hi.selectFrom(v2, v3);
+        t4 = lo.selectFrom(v4, v5); t5 = hi.selectFrom(v4, v5);
+        t6 = lo.selectFrom(v6, v7); t7 = hi.selectFrom(v6, v7);
+        t8 = lo.selectFrom(v8, v9); t9 = hi.selectFrom(v8, v9);
+        t10 = lo.selectFrom(v10, v11); t11 = hi.selectFrom(v10, v11);
+        t12 = lo.selectFrom(v12, v13); t13 = hi.selectFrom(v12, v13);
+        t14 = lo.selectFrom(v14, v15); t15 = hi.selectFrom(v14, v15);
+        // round s = 2: pairs (0,2) (1,3) (4,6) (5,7) ...
+        lo = TRANSPOSE_LO[1]; hi = TRANSPOSE_HI[1];
+        v0 = lo.selectFrom(t0, t2); v2 = hi.selectFrom(t0, t2);
+        v1 = lo.selectFrom(t1, t3); v3 = hi.selectFrom(t1, t3);
+        v4 = lo.selectFrom(t4, t6); v6 = hi.selectFrom(t4, t6);
+        v5 = lo.selectFrom(t5, t7); v7 = hi.selectFrom(t5, t7);
+        v8 = lo.selectFrom(t8, t10); v10 = hi.selectFrom(t8, t10);
+        v9 = lo.selectFrom(t9, t11); v11 = hi.selectFrom(t9, t11);
+        v12 = lo.selectFrom(t12, t14); v14 = hi.selectFrom(t12, t14);
+        v13 = lo.selectFrom(t13, t15); v15 = hi.selectFrom(t13, t15);
+        // round s = 4: pairs (0,4) (1,5) (2,6) (3,7) (8,12) ...
+        lo = TRANSPOSE_LO[2]; hi = TRANSPOSE_HI[2];
+        t0 = lo.selectFrom(v0, v4); t4 = hi.selectFrom(v0, v4);
+        t1 = lo.selectFrom(v1, v5); t5 = hi.selectFrom(v1, v5);
+        t2 = lo.selectFrom(v2, v6); t6 = hi.selectFrom(v2, v6);
+        t3 = lo.selectFrom(v3, v7); t7 = hi.selectFrom(v3, v7);
+        t8 = lo.selectFrom(v8, v12); t12 = hi.selectFrom(v8, v12);
+        t9 = lo.selectFrom(v9, v13); t13 = hi.selectFrom(v9, v13);
+        t10 = lo.selectFrom(v10, v14); t14 = hi.selectFrom(v10, v14);
+        t11 = lo.selectFrom(v11, v15); t15 = hi.selectFrom(v11, v15);
+        // round s = 8: pairs (i, i+8)
+        lo = TRANSPOSE_LO[3]; hi = TRANSPOSE_HI[3];
+        lo.selectFrom(t0, t8).intoArray(dst, to);
+        hi.selectFrom(t0, t8).intoArray(dst, to + 8 * dstStride);
+        lo.selectFrom(t1, t9).intoArray(dst, to + dstStride);
+        hi.selectFrom(t1, t9).intoArray(dst, to + 9 * dstStride);
+        lo.selectFrom(t2, t10).intoArray(dst, to + 2 * dstStride);
+        hi.selectFrom(t2, t10).intoArray(dst, to + 10 * dstStride);
+        lo.selectFrom(t3, t11).intoArray(dst, to + 3 * dstStride);
+        hi.selectFrom(t3, t11).intoArray(dst, to + 11 * dstStride);
+        lo.selectFrom(t4, t12).intoArray(dst, to + 4 * dstStride);
+        hi.selectFrom(t4, t12).intoArray(dst, to + 12 * dstStride);
+        lo.selectFrom(t5, t13).intoArray(dst, to + 5 * dstStride);
+        hi.selectFrom(t5, t13).intoArray(dst, to + 13 * dstStride);
+        lo.selectFrom(t6, t14).intoArray(dst, to + 6 * dstStride);
+        hi.selectFrom(t6, t14).intoArray(dst, to + 14 * dstStride);
+        lo.selectFrom(t7, t15).intoArray(dst, to + 7 * dstStride);
+        hi.selectFrom(t7, t15).intoArray(dst, to + 15 * dstStride);
     }
 
     /**
