@@ -111,6 +111,10 @@ public final class Gemm {
             return;
         }
         long work = (long) m * n * k;
+        if (bColStride == 1 && n >= L && (k <= SMALL_SIDE || m <= SMALL_SIDE)) {
+            sgemmRowsDirect(m, n, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, beta, c, cOffset, ldc);
+            return;
+        }
         int threads = Parallel.numThreads();
         if (threads == 1 || work < PARALLEL_MIN_WORK || Parallel.inParallelRegion()) {
             sgemmBlock(0, m, 0, n, k, alpha, a, aOffset, aRowStride, aColStride,
@@ -157,6 +161,73 @@ public final class Gemm {
                         b, bOffset + t * bBatchStride, bRowStride, bColStride, beta, c, cOffset + t * cBatchStride, ldc);
             }
         }
+    }
+
+    /** A side at most this long (k, or m) makes packing cost more than it saves. */
+    static final int SMALL_SIDE = 16;
+
+    /**
+     * Unpacked kernel for a short side (k or m at most {@link #SMALL_SIDE}, e.g. the 10-class layer of an
+     * MLP and its gradients) with rows of B contiguous: each row of C is accumulated 64 columns at a time
+     * as {@code sum_p A[i][p] * B[p][:]}, with B's rows read in place.
+     */
+    private static void sgemmRowsDirect(int m, int n, int k, float alpha, MemorySegment a, long aOff, long ars, long acs,
+                                        MemorySegment b, long bOff, long brs, float beta, MemorySegment c, long cOff, long ldc) {
+        int chunks = (n + 4 * L - 1) / (4 * L);
+        long work = (long) m * n * k;
+        long grain = Math.max(1, (long) chunks * m * PARALLEL_MIN_WORK / Math.max(1, work));
+        Parallel.forRange((long) chunks * m, grain, (t0, t1) -> {
+            for (long t = t0; t < t1; t++) {
+                int i = (int) (t / chunks);
+                int j0 = (int) (t % chunks) * 4 * L;
+                rowChunk(i, j0, Math.min(n, j0 + 4 * L), k, alpha, a, aOff, ars, acs, b, bOff, brs, beta, c, cOff, ldc);
+            }
+        });
+    }
+
+    /** C[i][j0, j1) for one row i; up to 4 vectors of columns, then a scalar tail. */
+    private static void rowChunk(int i, int j0, int j1, int k, float alpha, MemorySegment a, long aOff, long ars, long acs,
+                                 MemorySegment b, long bOff, long brs, float beta, MemorySegment c, long cOff, long ldc) {
+        long aRow = aOff + i * ars;
+        long cRow = (cOff + (long) i * ldc) * Float.BYTES;
+        int j = j0;
+        if (j1 - j0 == 4 * L) {
+            FloatVector s0 = FloatVector.zero(FS), s1 = FloatVector.zero(FS), s2 = FloatVector.zero(FS), s3 = FloatVector.zero(FS);
+            for (int p = 0; p < k; p++) {
+                FloatVector av = FloatVector.broadcast(FS, a.get(F32, (aRow + p * acs) * Float.BYTES));
+                long bRow = (bOff + p * brs + j0) * Float.BYTES;
+                s0 = FloatVector.fromMemorySegment(FS, b, bRow, NO).fma(av, s0);
+                s1 = FloatVector.fromMemorySegment(FS, b, bRow + 4L * L, NO).fma(av, s1);
+                s2 = FloatVector.fromMemorySegment(FS, b, bRow + 8L * L, NO).fma(av, s2);
+                s3 = FloatVector.fromMemorySegment(FS, b, bRow + 12L * L, NO).fma(av, s3);
+            }
+            storeRow(s0, c, cRow + 4L * j0, alpha, beta);
+            storeRow(s1, c, cRow + 4L * (j0 + L), alpha, beta);
+            storeRow(s2, c, cRow + 4L * (j0 + 2 * L), alpha, beta);
+            storeRow(s3, c, cRow + 4L * (j0 + 3 * L), alpha, beta);
+            return;
+        }
+        for (; j + L <= j1; j += L) {
+            FloatVector s0 = FloatVector.zero(FS);
+            for (int p = 0; p < k; p++) {
+                FloatVector av = FloatVector.broadcast(FS, a.get(F32, (aRow + p * acs) * Float.BYTES));
+                s0 = FloatVector.fromMemorySegment(FS, b, (bOff + p * brs + j) * Float.BYTES, NO).fma(av, s0);
+            }
+            storeRow(s0, c, cRow + 4L * j, alpha, beta);
+        }
+        for (; j < j1; j++) {
+            float acc = 0f;
+            for (int p = 0; p < k; p++) acc = Math.fma(a.get(F32, (aRow + p * acs) * Float.BYTES), b.get(F32, (bOff + p * brs + j) * Float.BYTES), acc);
+            long at = cRow + 4L * j;
+            float t = alpha * acc;
+            c.set(F32, at, beta == 0f ? t : Math.fma(beta, c.get(F32, at), t));
+        }
+    }
+
+    private static void storeRow(FloatVector acc, MemorySegment c, long at, float alpha, float beta) {
+        FloatVector t = acc.mul(alpha);
+        if (beta != 0f) t = FloatVector.fromMemorySegment(FS, c, at, NO).fma(FloatVector.broadcast(FS, beta), t);
+        t.intoMemorySegment(c, at, NO);
     }
 
     /** Computes rows {@code [i0, i1)} and columns {@code [j0, j1)} of C on the calling thread. */
