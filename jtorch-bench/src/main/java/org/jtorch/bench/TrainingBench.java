@@ -40,7 +40,7 @@ final class TrainingBench {
                     opt.step();
                 }
             };
-            return Timing.median(quick ? 300 : 1500, quick ? 50 : 200, step);
+            return Timing.median(quick ? 300 : 4000, quick ? 50 : 300, step);
         } finally {
             model.close();
         }

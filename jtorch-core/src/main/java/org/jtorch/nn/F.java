@@ -408,10 +408,26 @@ public final class F {
         }
         long classes = input.size(unbatched ? 0 : 1);
         checkClassWeight(op, weight, classes);
+        boolean anyIgnored = false;
         for (long t : target.toLongArray()) {
-            if (t != ignoreIndex && (t < 0 || t >= classes)) {
+            if (t == ignoreIndex) {
+                anyIgnored = true;
+            } else if (t < 0 || t >= classes) {
                 throw new IndexOutOfBoundsException(op + ": Target " + t + " is out of bounds (" + classes + " classes).");
             }
+        }
+        if (weight == null && !anyIgnored && target.dtype() == DType.INT64) {
+            // The common case needs no masks or weights: pick the targets' log-probabilities.
+            return MemoryScope.run(() -> {
+                Tensor x = unbatched ? input.unsqueeze(0) : input;
+                Tensor t = unbatched ? target.unsqueeze(0) : target;
+                Tensor picked = x.gather(1, t.unsqueeze(1)).squeeze(1);
+                return switch (reduction) {
+                    case NONE -> unbatched ? picked.squeeze(0).neg() : picked.neg();
+                    case SUM -> picked.sum().neg();
+                    default -> picked.numel() == 0 ? picked.sum().mul(Double.NaN) : picked.sum().mul(-1.0 / picked.numel());
+                };
+            });
         }
         return MemoryScope.run(() -> {
             Tensor x = unbatched ? input.unsqueeze(0) : input;

@@ -89,6 +89,7 @@ class DigitsMlpTest {
             Tensor predicted = model.forward(xTest).argmax(1, false);
             accuracy = predicted.eq(yTest).sum().item() / 360.0;
         }
+        System.out.println("digits MLP test accuracy: " + accuracy);
         assertTrue(accuracy >= 0.95, "test accuracy " + accuracy);
     }
 }
