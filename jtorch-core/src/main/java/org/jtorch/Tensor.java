@@ -43,6 +43,8 @@ public final class Tensor implements AutoCloseable {
     private final long[] strides;
     private final long offset;
     private final boolean borrowed;
+    /** Created under {@link Grad#inferenceMode()}: may never join an autograd graph. */
+    private final boolean inference;
     private boolean closed;
     private boolean wrappedNumber;
     private MemoryScope scope;
@@ -68,6 +70,7 @@ public final class Tensor implements AutoCloseable {
         this.strides = strides;
         this.offset = offset;
         this.borrowed = borrowed;
+        this.inference = Grad.isInferenceMode();
         if (!borrowed) {
             MemoryScope s = MemoryScope.current();
             if (s != null) s.track(this);
@@ -707,7 +710,16 @@ public final class Tensor implements AutoCloseable {
     }
 
     /** Marks a leaf tensor as requiring gradients (floating dtypes only), as {@code requires_grad_()}. */
+    /** Whether this tensor was created in {@link Grad#inferenceMode()} (it can never require grad or be saved for backward). */
+    public boolean isInference() {
+        return inference;
+    }
+
     public Tensor requiresGrad_(boolean value) {
+        if (value && inference) {
+            throw new IllegalStateException("requiresGrad_: an inference tensor (created in Grad.inferenceMode()) cannot require"
+                    + " gradients; clone() it outside inference mode first");
+        }
         if (gradFn != null && !value) {
             throw new IllegalStateException("requiresGrad_: you can only change requires_grad flags of leaf variables;"
                     + " use detach() to get a tensor that does not require grad");

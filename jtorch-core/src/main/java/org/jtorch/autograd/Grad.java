@@ -52,7 +52,10 @@ public final class Grad {
         return new Mode(true, false);
     }
 
-    /** Like {@link #noGrad()}; tensors made inside are marked as inference tensors, which never join a graph. */
+    /**
+     * Like {@link #noGrad()}; tensors made inside are inference tensors: they can never require grad,
+     * and an op that would save one for backward fails with a clear error instead of recording.
+     */
     public static Mode inferenceMode() {
         return new Mode(false, true);
     }
