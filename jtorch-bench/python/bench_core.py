@@ -44,6 +44,13 @@ def main():
     r["relu_16M_f32_GBps"] = 2.0 * 4 * BIG / t / 1e9
     t = median(lambda: a.exp(), 12, reps)
     r["exp_16M_f32_GBps"] = 2.0 * 4 * BIG / t / 1e9
+    t = median(lambda: a.sum(), 12, reps)
+    r["sum_16M_f32_GBps"] = 4.0 * BIG / t / 1e9
+    m = a.view(4096, 4096)
+    t = median(lambda: m.sum(1), 12, reps)
+    r["sum_rows_4096x4096_GBps"] = 4.0 * BIG / t / 1e9
+    t = median(lambda: m.softmax(1), 5, reps)
+    r["softmax_rows_4096x4096_GBps"] = 2.0 * 4 * BIG / t / 1e9
     for k, v in r.items():
         print(f"{k} {v:.4f}")
 

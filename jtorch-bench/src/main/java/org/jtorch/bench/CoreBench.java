@@ -26,17 +26,25 @@ final class CoreBench {
             r.put("eager_add_1elem_us", s * 1e6);
         }
         try (Tensor a = Torch.rand(BIG); Tensor b = Torch.rand(BIG); Tensor out = Torch.empty(BIG)) {
-            double copy = Timing.median(12, reps, () -> out.copy_(a));
+            double copy = Timing.median(40, reps, () -> out.copy_(a));
             r.put("copy_16M_f32_GBps", 2.0 * 4 * BIG / copy / 1e9);
-            double add = Timing.median(12, reps, () -> a.add(b).close());
+            double add = Timing.median(40, reps, () -> a.add(b).close());
             r.put("add_16M_f32_GBps", 3.0 * 4 * BIG / add / 1e9);
             r.put("add_16M_f32_ms", add * 1e3);
-            double mul = Timing.median(12, reps, () -> a.mul(2.0).close());
+            double mul = Timing.median(40, reps, () -> a.mul(2.0).close());
             r.put("mul_scalar_16M_f32_GBps", 2.0 * 4 * BIG / mul / 1e9);
-            double relu = Timing.median(12, reps, () -> a.relu().close());
+            double relu = Timing.median(40, reps, () -> a.relu().close());
             r.put("relu_16M_f32_GBps", 2.0 * 4 * BIG / relu / 1e9);
-            double exp = Timing.median(12, reps, () -> a.exp().close());
+            double exp = Timing.median(40, reps, () -> a.exp().close());
             r.put("exp_16M_f32_GBps", 2.0 * 4 * BIG / exp / 1e9);
+            double sum = Timing.median(40, reps, () -> a.sum().close());
+            r.put("sum_16M_f32_GBps", 4.0 * BIG / sum / 1e9);
+            try (Tensor m = a.view(4096, 4096)) {
+                double rows = Timing.median(40, reps, () -> m.sum(new int[] {1}, false).close());
+                r.put("sum_rows_4096x4096_GBps", 4.0 * BIG / rows / 1e9);
+                double softmax = Timing.median(40, reps, () -> m.softmax(1).close());
+                r.put("softmax_rows_4096x4096_GBps", 2.0 * 4 * BIG / softmax / 1e9);
+            }
         }
         r.put("machine_copy_GBps", machineCopyBandwidth(reps));
         return r;
@@ -48,7 +56,7 @@ final class CoreBench {
             MemorySegment src = a.storage().segment();
             MemorySegment dst = b.storage().segment();
             long bytes = 4L * BIG;
-            double t = Timing.median(12, reps, () -> Parallel.forRange(bytes / 4096, 1, (begin, end) ->
+            double t = Timing.median(40, reps, () -> Parallel.forRange(bytes / 4096, 1, (begin, end) ->
                     MemorySegment.copy(src, begin * 4096, dst, begin * 4096, (end - begin) * 4096)));
             return 2.0 * bytes / t / 1e9;
         }

@@ -334,24 +334,19 @@ public final class Gemm {
      * exchanges bit {@code s} of the row index with bit {@code s} of the lane index between vector
      * pairs {@code (i, i+s)}. Index {@code >= 16} selects from the second vector.
      */
-    private static final FloatVector[] TRANSPOSE_LO = new FloatVector[4];
-    private static final FloatVector[] TRANSPOSE_HI = new FloatVector[4];
+    // Constants in static final fields (not array elements), so that C2 treats them as constants.
+    private static final FloatVector LO1 = transposeIndex(1, true), HI1 = transposeIndex(1, false);
+    private static final FloatVector LO2 = transposeIndex(2, true), HI2 = transposeIndex(2, false);
+    private static final FloatVector LO4 = transposeIndex(4, true), HI4 = transposeIndex(4, false);
+    private static final FloatVector LO8 = transposeIndex(8, true), HI8 = transposeIndex(8, false);
 
-    static {
-        if (L == 16) {
-            for (int r = 0; r < 4; r++) {
-                int sft = 1 << r;
-                float[] lo = new float[16];
-                float[] hi = new float[16];
-                for (int l = 0; l < 16; l++) {
-                    boolean low = (l & sft) == 0;
-                    lo[l] = low ? l : 16 + l - sft;
-                    hi[l] = low ? l + sft : 16 + l;
-                }
-                TRANSPOSE_LO[r] = FloatVector.fromArray(FS, lo, 0);
-                TRANSPOSE_HI[r] = FloatVector.fromArray(FS, hi, 0);
-            }
+    private static FloatVector transposeIndex(int sft, boolean lowHalf) {
+        float[] idx = new float[FS.length()];
+        for (int l = 0; l < idx.length; l++) {
+            boolean low = (l & sft) == 0;
+            idx[l] = lowHalf ? (low ? l : 16 + l - sft) : (low ? l + sft : 16 + l);
         }
+        return FloatVector.fromArray(FS, idx, 0);
     }
 
     /**
@@ -377,7 +372,7 @@ public final class Gemm {
         FloatVector v15 = FloatVector.fromMemorySegment(FS, b, srcByte + 15 * colStrideBytes, NO);
         FloatVector t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15;
         // round s = 1: pairs (0,1) (2,3) ...
-        FloatVector lo = TRANSPOSE_LO[0], hi = TRANSPOSE_HI[0];
+        FloatVector lo = LO1, hi = HI1;
         t0 = lo.selectFrom(v0, v1); t1 = hi.selectFrom(v0, v1);
         t2 = lo.selectFrom(v2, v3); t3 = hi.selectFrom(v2, v3);
         t4 = lo.selectFrom(v4, v5); t5 = hi.selectFrom(v4, v5);
@@ -387,7 +382,7 @@ public final class Gemm {
         t12 = lo.selectFrom(v12, v13); t13 = hi.selectFrom(v12, v13);
         t14 = lo.selectFrom(v14, v15); t15 = hi.selectFrom(v14, v15);
         // round s = 2: pairs (0,2) (1,3) (4,6) (5,7) ...
-        lo = TRANSPOSE_LO[1]; hi = TRANSPOSE_HI[1];
+        lo = LO2; hi = HI2;
         v0 = lo.selectFrom(t0, t2); v2 = hi.selectFrom(t0, t2);
         v1 = lo.selectFrom(t1, t3); v3 = hi.selectFrom(t1, t3);
         v4 = lo.selectFrom(t4, t6); v6 = hi.selectFrom(t4, t6);
@@ -397,7 +392,7 @@ public final class Gemm {
         v12 = lo.selectFrom(t12, t14); v14 = hi.selectFrom(t12, t14);
         v13 = lo.selectFrom(t13, t15); v15 = hi.selectFrom(t13, t15);
         // round s = 4: pairs (0,4) (1,5) (2,6) (3,7) (8,12) ...
-        lo = TRANSPOSE_LO[2]; hi = TRANSPOSE_HI[2];
+        lo = LO4; hi = HI4;
         t0 = lo.selectFrom(v0, v4); t4 = hi.selectFrom(v0, v4);
         t1 = lo.selectFrom(v1, v5); t5 = hi.selectFrom(v1, v5);
         t2 = lo.selectFrom(v2, v6); t6 = hi.selectFrom(v2, v6);
@@ -407,7 +402,7 @@ public final class Gemm {
         t10 = lo.selectFrom(v10, v14); t14 = hi.selectFrom(v10, v14);
         t11 = lo.selectFrom(v11, v15); t15 = hi.selectFrom(v11, v15);
         // round s = 8: pairs (i, i+8)
-        lo = TRANSPOSE_LO[3]; hi = TRANSPOSE_HI[3];
+        lo = LO8; hi = HI8;
         lo.selectFrom(t0, t8).intoArray(dst, to);
         hi.selectFrom(t0, t8).intoArray(dst, to + 8 * dstStride);
         lo.selectFrom(t1, t9).intoArray(dst, to + dstStride);
