@@ -480,43 +480,65 @@ final class CpuReductionKernels implements ReductionKernels {
         });
     }
 
-    /** Softmax of one contiguous f32 row: max, then exp(x - max) and its sum, then a scale (or a log shift). */
+    /**
+     * Softmax of one contiguous f32 row: max, then exp(x - max) and its sum, then a scale (or a log shift).
+     * Each pass is its own small method: one large method made C1 give up ("out of virtual registers"),
+     * which kept the row in slow non-intrinsic code under some JIT schedules.
+     */
     private static void softmaxRowF32(MemorySegment is, long io, MemorySegment os, long oo, int n, boolean log) {
         float max = (float) extremumF32(is, io, n, true);
+        float sum = log ? expSumF32(is, io, n, max) : expStoreSumF32(is, io, os, oo, n, max);
+        if (log) shiftF32(is, io, os, oo, n, max + (float) Math.log(sum));
+        else scaleF32(os, oo, n, 1f / sum);
+    }
+
+    /** sum(exp(x - max)), also storing the exponentials. */
+    private static float expStoreSumF32(MemorySegment is, long io, MemorySegment os, long oo, int n, float max) {
         FloatVector vmax = FloatVector.broadcast(FS, max);
         FloatVector acc = FloatVector.zero(FS);
         int i = 0;
-        for (int upper = n - FL; i <= upper; i += FL) {
+        for (int upper = n - n % FL; i < upper; i += FL) {
             FloatVector e = FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE).sub(vmax).lanewise(VectorOperators.EXP);
-            if (!log) e.intoMemorySegment(os, oo + i * 4L, LE);
+            e.intoMemorySegment(os, oo + i * 4L, LE);
             acc = acc.add(e);
         }
-        if (i < n) {
-            VectorMask<Float> m = FS.indexInRange(i, n);
-            FloatVector e = FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE, m).sub(vmax).lanewise(VectorOperators.EXP);
-            if (!log) e.intoMemorySegment(os, oo + i * 4L, LE, m);
-            acc = acc.add(e, m);
+        float sum = acc.reduceLanes(VectorOperators.ADD);
+        for (; i < n; i++) {
+            float e = (float) Math.exp(is.get(ElementIO.F32, io + i * 4L) - max);
+            os.set(ElementIO.F32, oo + i * 4L, e);
+            sum += e;
+        }
+        return sum;
+    }
+
+    /** sum(exp(x - max)) without storing. */
+    private static float expSumF32(MemorySegment is, long io, int n, float max) {
+        FloatVector vmax = FloatVector.broadcast(FS, max);
+        FloatVector acc = FloatVector.zero(FS);
+        int i = 0;
+        for (int upper = n - n % FL; i < upper; i += FL) {
+            acc = acc.add(FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE).sub(vmax).lanewise(VectorOperators.EXP));
         }
         float sum = acc.reduceLanes(VectorOperators.ADD);
-        // Last pass: log-softmax shifts the input, softmax scales the stored exponentials. Masks only on the tail.
-        FloatVector logSum = FloatVector.broadcast(FS, (float) Math.log(sum));
-        FloatVector inv = FloatVector.broadcast(FS, 1f / sum);
-        for (i = 0; i <= n - FL; i += FL) {
-            if (log) {
-                FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE).sub(vmax).sub(logSum)
-                        .intoMemorySegment(os, oo + i * 4L, LE);
-            } else {
-                FloatVector.fromMemorySegment(FS, os, oo + i * 4L, LE).mul(inv).intoMemorySegment(os, oo + i * 4L, LE);
-            }
+        for (; i < n; i++) sum += (float) Math.exp(is.get(ElementIO.F32, io + i * 4L) - max);
+        return sum;
+    }
+
+    /** out = out * scale, in place. */
+    private static void scaleF32(MemorySegment os, long oo, int n, float scale) {
+        int i = 0;
+        for (int upper = n - n % FL; i < upper; i += FL) {
+            FloatVector.fromMemorySegment(FS, os, oo + i * 4L, LE).mul(scale).intoMemorySegment(os, oo + i * 4L, LE);
         }
-        if (i < n) {
-            VectorMask<Float> m = FS.indexInRange(i, n);
-            if (log) {
-                FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE, m).sub(vmax).sub(logSum)
-                        .intoMemorySegment(os, oo + i * 4L, LE, m);
-            } else {
-                FloatVector.fromMemorySegment(FS, os, oo + i * 4L, LE, m).mul(inv).intoMemorySegment(os, oo + i * 4L, LE, m);
-            }
+        for (; i < n; i++) os.set(ElementIO.F32, oo + i * 4L, os.get(ElementIO.F32, oo + i * 4L) * scale);
+    }
+
+    /** out = x - shift (log-softmax: shift = max + log(sum)). */
+    private static void shiftF32(MemorySegment is, long io, MemorySegment os, long oo, int n, float shift) {
+        int i = 0;
+        for (int upper = n - n % FL; i < upper; i += FL) {
+            FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE).sub(shift).intoMemorySegment(os, oo + i * 4L, LE);
         }
+        for (; i < n; i++) os.set(ElementIO.F32, oo + i * 4L, is.get(ElementIO.F32, io + i * 4L) - shift);
     }
 }
