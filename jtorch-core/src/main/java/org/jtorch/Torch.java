@@ -123,6 +123,11 @@ public final class Torch {
         return rand(t.shape(), t.dtype(), t.device(), Generator.defaultGenerator());
     }
 
+    /** Integers uniform in {@code [low, high)} with {@code t}'s shape, dtype and device. */
+    public static Tensor randintLike(Tensor t, long low, long high) {
+        return randint(low, high, t.shape(), t.dtype(), t.device(), Generator.defaultGenerator());
+    }
+
     public static Tensor randnLike(Tensor t) {
         return randn(t.shape(), t.dtype(), t.device(), Generator.defaultGenerator());
     }
