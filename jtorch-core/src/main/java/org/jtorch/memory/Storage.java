@@ -77,6 +77,14 @@ public final class Storage {
         return new Storage(Device.cpu(), heapSegment.byteSize(), heapSegment, null, null);
     }
 
+    /**
+     * A CPU storage over memory owned elsewhere (a file mapping whose arena a loader closes): never
+     * freed by this storage. Once the owner closes the memory, access throws instead of crashing.
+     */
+    public static Storage wrapExternal(MemorySegment segment) {
+        return new Storage(Device.cpu(), segment.byteSize(), segment, null, null);
+    }
+
     public Device device() {
         return device;
     }
