@@ -15,6 +15,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
@@ -145,6 +146,7 @@ public final class SafeTensors {
         Path tmp = Files.createTempFile(dir, "." + target.getFileName() + ".", ".tmp");
         boolean done = false;
         try {
+            keepPermissions(tmp, target);
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
                 ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, header.length);
                 writeFully(ch, len);
@@ -258,6 +260,19 @@ public final class SafeTensors {
             for (long off = 0; off < n; off += COPY_CHUNK) {
                 writeFully(ch, src.asSlice(off, Math.min(COPY_CHUNK, n - off)).asByteBuffer());
             }
+        }
+    }
+
+    /**
+     * Temporary files are created owner-only; give the new file the replaced file's permissions, or
+     * {@code rw-r--r--} (a usual umask's result) for a new one. No-op where POSIX permissions are unknown.
+     */
+    private static void keepPermissions(Path tmp, Path target) throws IOException {
+        try {
+            Files.setPosixFilePermissions(tmp, Files.exists(target)
+                    ? Files.getPosixFilePermissions(target) : PosixFilePermissions.fromString("rw-r--r--"));
+        } catch (UnsupportedOperationException ignored) {
+            // not a POSIX file system
         }
     }
 

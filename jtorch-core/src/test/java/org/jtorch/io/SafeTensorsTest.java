@@ -296,6 +296,20 @@ class SafeTensorsTest {
     }
 
     @Test
+    void newFilesAreWorldReadableAndReplacedFilesKeepTheirPermissions() throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                java.nio.file.FileSystems.getDefault().supportedFileAttributeViews().contains("posix"));
+        Path p = dir.resolve("perm.safetensors");
+        try (Tensor t = Torch.tensor(new float[] {1})) {
+            SafeTensors.save(p, Map.of("t", t));
+            assertEquals("rw-r--r--", java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(p)));
+            Files.setPosixFilePermissions(p, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw----"));
+            SafeTensors.save(p, Map.of("t", t));
+            assertEquals("rw-rw----", java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(p)));
+        }
+    }
+
+    @Test
     void invalidNamesAreRejectedBeforeWriting() {
         try (Tensor t = Torch.tensor(new float[] {1})) {
             Path p = dir.resolve("x.safetensors");
