@@ -274,6 +274,11 @@ public final class Gemm {
                         for (int ir = 0; ir < mc; ir += MR) {
                             int mr = Math.min(MR, mc - ir);
                             long cByte = (cOff + (long) (ic + ir) * ldc + jc + jr) * Float.BYTES;
+                            if (mr == MR && nr == NR) {
+                                if (betaHere == 0f) kernelStore(kc, ap, ir * kc, bp, jr * kc, c, cByte, ldcBytes, alpha);
+                                else kernelUpdate(kc, ap, ir * kc, bp, jr * kc, c, cByte, ldcBytes, alpha, betaHere);
+                                continue;
+                            }
                             if (nr <= L) kernelHalf(kc, ap, ir * kc, bp, jr * kc, tile);
                             else kernel(kc, ap, ir * kc, bp, jr * kc, tile);
                             updateC(tile, c, cByte, ldcBytes, mr, nr, alpha, betaHere);
@@ -479,7 +484,9 @@ public final class Gemm {
      * MR x NR micro-kernel: accumulates {@code tile[r*NR + j] = sum_p A[r][p] * B[p][j]} over a packed
      * A strip and a packed B strip in 16 vector registers. The accumulators leave through a heap tile
      * rather than as arguments: vectors passed to a call C2 does not inline would be boxed, and
-     * inlining the C update here made C2 give up intrinsifying the stores.
+     * inlining the (looping, edge-handling) C update here made C2 give up intrinsifying the stores.
+     * Full tiles instead use {@link #kernelStore} / {@link #kernelUpdate}, whose straight-line
+     * stores to C do stay intrinsic; skipping the tile round trip is worth ~5% at k = 256.
      */
     private static void kernel(int kc, float[] ap, int aBase, float[] bp, int bBase,
                                float[] tile) {
@@ -537,6 +544,129 @@ public final class Gemm {
         c61.intoArray(tile, 6 * NR + L);
         c70.intoArray(tile, 7 * NR);
         c71.intoArray(tile, 7 * NR + L);
+    }
+
+    /**
+     * As {@link #kernel}, for a full tile with beta == 0: the accumulators go straight to C (scaled
+     * by alpha), skipping the heap tile and {@link #updateC}.
+     */
+    private static void kernelStore(int kc, float[] ap, int aBase, float[] bp, int bBase,
+                                    MemorySegment c, long cByte, long ldcBytes, float alpha) {
+        FloatVector alv = FloatVector.broadcast(FS, alpha);
+        FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS);
+        FloatVector c10 = FloatVector.zero(FS), c11 = FloatVector.zero(FS);
+        FloatVector c20 = FloatVector.zero(FS), c21 = FloatVector.zero(FS);
+        FloatVector c30 = FloatVector.zero(FS), c31 = FloatVector.zero(FS);
+        FloatVector c40 = FloatVector.zero(FS), c41 = FloatVector.zero(FS);
+        FloatVector c50 = FloatVector.zero(FS), c51 = FloatVector.zero(FS);
+        FloatVector c60 = FloatVector.zero(FS), c61 = FloatVector.zero(FS);
+        FloatVector c70 = FloatVector.zero(FS), c71 = FloatVector.zero(FS);
+        for (int p = 0; p < kc; p++) {
+            int bi = bBase + p * NR;
+            int ai = aBase + p * MR;
+            FloatVector b0 = FloatVector.fromArray(FS, bp, bi);
+            FloatVector b1 = FloatVector.fromArray(FS, bp, bi + L);
+            FloatVector av = FloatVector.broadcast(FS, ap[ai]);
+            c00 = b0.fma(av, c00);
+            c01 = b1.fma(av, c01);
+            av = FloatVector.broadcast(FS, ap[ai + 1]);
+            c10 = b0.fma(av, c10);
+            c11 = b1.fma(av, c11);
+            av = FloatVector.broadcast(FS, ap[ai + 2]);
+            c20 = b0.fma(av, c20);
+            c21 = b1.fma(av, c21);
+            av = FloatVector.broadcast(FS, ap[ai + 3]);
+            c30 = b0.fma(av, c30);
+            c31 = b1.fma(av, c31);
+            av = FloatVector.broadcast(FS, ap[ai + 4]);
+            c40 = b0.fma(av, c40);
+            c41 = b1.fma(av, c41);
+            av = FloatVector.broadcast(FS, ap[ai + 5]);
+            c50 = b0.fma(av, c50);
+            c51 = b1.fma(av, c51);
+            av = FloatVector.broadcast(FS, ap[ai + 6]);
+            c60 = b0.fma(av, c60);
+            c61 = b1.fma(av, c61);
+            av = FloatVector.broadcast(FS, ap[ai + 7]);
+            c70 = b0.fma(av, c70);
+            c71 = b1.fma(av, c71);
+        }
+        c00.mul(alv).intoMemorySegment(c, cByte, NO);
+        c01.mul(alv).intoMemorySegment(c, cByte + 4L * L, NO);
+        c10.mul(alv).intoMemorySegment(c, cByte + 1 * ldcBytes, NO);
+        c11.mul(alv).intoMemorySegment(c, cByte + 1 * ldcBytes + 4L * L, NO);
+        c20.mul(alv).intoMemorySegment(c, cByte + 2 * ldcBytes, NO);
+        c21.mul(alv).intoMemorySegment(c, cByte + 2 * ldcBytes + 4L * L, NO);
+        c30.mul(alv).intoMemorySegment(c, cByte + 3 * ldcBytes, NO);
+        c31.mul(alv).intoMemorySegment(c, cByte + 3 * ldcBytes + 4L * L, NO);
+        c40.mul(alv).intoMemorySegment(c, cByte + 4 * ldcBytes, NO);
+        c41.mul(alv).intoMemorySegment(c, cByte + 4 * ldcBytes + 4L * L, NO);
+        c50.mul(alv).intoMemorySegment(c, cByte + 5 * ldcBytes, NO);
+        c51.mul(alv).intoMemorySegment(c, cByte + 5 * ldcBytes + 4L * L, NO);
+        c60.mul(alv).intoMemorySegment(c, cByte + 6 * ldcBytes, NO);
+        c61.mul(alv).intoMemorySegment(c, cByte + 6 * ldcBytes + 4L * L, NO);
+        c70.mul(alv).intoMemorySegment(c, cByte + 7 * ldcBytes, NO);
+        c71.mul(alv).intoMemorySegment(c, cByte + 7 * ldcBytes + 4L * L, NO);
+    }
+
+    /** As {@link #kernel}, for a full tile with beta != 0: {@code C = alpha * acc + beta * C} straight from the accumulators. */
+    private static void kernelUpdate(int kc, float[] ap, int aBase, float[] bp, int bBase,
+                                     MemorySegment c, long cByte, long ldcBytes, float alpha, float beta) {
+        FloatVector alv = FloatVector.broadcast(FS, alpha), bev = FloatVector.broadcast(FS, beta);
+        FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS);
+        FloatVector c10 = FloatVector.zero(FS), c11 = FloatVector.zero(FS);
+        FloatVector c20 = FloatVector.zero(FS), c21 = FloatVector.zero(FS);
+        FloatVector c30 = FloatVector.zero(FS), c31 = FloatVector.zero(FS);
+        FloatVector c40 = FloatVector.zero(FS), c41 = FloatVector.zero(FS);
+        FloatVector c50 = FloatVector.zero(FS), c51 = FloatVector.zero(FS);
+        FloatVector c60 = FloatVector.zero(FS), c61 = FloatVector.zero(FS);
+        FloatVector c70 = FloatVector.zero(FS), c71 = FloatVector.zero(FS);
+        for (int p = 0; p < kc; p++) {
+            int bi = bBase + p * NR;
+            int ai = aBase + p * MR;
+            FloatVector b0 = FloatVector.fromArray(FS, bp, bi);
+            FloatVector b1 = FloatVector.fromArray(FS, bp, bi + L);
+            FloatVector av = FloatVector.broadcast(FS, ap[ai]);
+            c00 = b0.fma(av, c00);
+            c01 = b1.fma(av, c01);
+            av = FloatVector.broadcast(FS, ap[ai + 1]);
+            c10 = b0.fma(av, c10);
+            c11 = b1.fma(av, c11);
+            av = FloatVector.broadcast(FS, ap[ai + 2]);
+            c20 = b0.fma(av, c20);
+            c21 = b1.fma(av, c21);
+            av = FloatVector.broadcast(FS, ap[ai + 3]);
+            c30 = b0.fma(av, c30);
+            c31 = b1.fma(av, c31);
+            av = FloatVector.broadcast(FS, ap[ai + 4]);
+            c40 = b0.fma(av, c40);
+            c41 = b1.fma(av, c41);
+            av = FloatVector.broadcast(FS, ap[ai + 5]);
+            c50 = b0.fma(av, c50);
+            c51 = b1.fma(av, c51);
+            av = FloatVector.broadcast(FS, ap[ai + 6]);
+            c60 = b0.fma(av, c60);
+            c61 = b1.fma(av, c61);
+            av = FloatVector.broadcast(FS, ap[ai + 7]);
+            c70 = b0.fma(av, c70);
+            c71 = b1.fma(av, c71);
+        }
+        FloatVector.fromMemorySegment(FS, c, cByte, NO).fma(bev, c00.mul(alv)).intoMemorySegment(c, cByte, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 4L * L, NO).fma(bev, c01.mul(alv)).intoMemorySegment(c, cByte + 4L * L, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 1 * ldcBytes, NO).fma(bev, c10.mul(alv)).intoMemorySegment(c, cByte + 1 * ldcBytes, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 1 * ldcBytes + 4L * L, NO).fma(bev, c11.mul(alv)).intoMemorySegment(c, cByte + 1 * ldcBytes + 4L * L, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 2 * ldcBytes, NO).fma(bev, c20.mul(alv)).intoMemorySegment(c, cByte + 2 * ldcBytes, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 2 * ldcBytes + 4L * L, NO).fma(bev, c21.mul(alv)).intoMemorySegment(c, cByte + 2 * ldcBytes + 4L * L, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 3 * ldcBytes, NO).fma(bev, c30.mul(alv)).intoMemorySegment(c, cByte + 3 * ldcBytes, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 3 * ldcBytes + 4L * L, NO).fma(bev, c31.mul(alv)).intoMemorySegment(c, cByte + 3 * ldcBytes + 4L * L, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 4 * ldcBytes, NO).fma(bev, c40.mul(alv)).intoMemorySegment(c, cByte + 4 * ldcBytes, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 4 * ldcBytes + 4L * L, NO).fma(bev, c41.mul(alv)).intoMemorySegment(c, cByte + 4 * ldcBytes + 4L * L, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 5 * ldcBytes, NO).fma(bev, c50.mul(alv)).intoMemorySegment(c, cByte + 5 * ldcBytes, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 5 * ldcBytes + 4L * L, NO).fma(bev, c51.mul(alv)).intoMemorySegment(c, cByte + 5 * ldcBytes + 4L * L, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 6 * ldcBytes, NO).fma(bev, c60.mul(alv)).intoMemorySegment(c, cByte + 6 * ldcBytes, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 6 * ldcBytes + 4L * L, NO).fma(bev, c61.mul(alv)).intoMemorySegment(c, cByte + 6 * ldcBytes + 4L * L, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 7 * ldcBytes, NO).fma(bev, c70.mul(alv)).intoMemorySegment(c, cByte + 7 * ldcBytes, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 7 * ldcBytes + 4L * L, NO).fma(bev, c71.mul(alv)).intoMemorySegment(c, cByte + 7 * ldcBytes + 4L * L, NO);
     }
 
     /** MR x L micro-kernel for the last strip when at most one vector of columns is left; fills {@code tile[r*NR + j]}, j < L. */
