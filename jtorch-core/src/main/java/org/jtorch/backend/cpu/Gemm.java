@@ -432,6 +432,57 @@ public final class Gemm {
         hi.selectFrom(t7, t15).intoArray(dst, to + 15 * dstStride);
     }
 
+    /** Last round for {@link #transposeA8x16}: the s = 8 exchange with lanes reordered from (r, c0) to (c0, r). */
+    private static final FloatVector LO8A = interleaveIndex(true), HI8A = interleaveIndex(false);
+
+    private static FloatVector interleaveIndex(boolean lowHalf) {
+        float[] base = new float[FS.length()];
+        LO8.intoArray(base, 0);
+        if (!lowHalf) HI8.intoArray(base, 0);
+        float[] idx = new float[FS.length()];
+        for (int l = 0; l < idx.length; l++) idx[l] = base[((l & 7) << 1) | (l >> 3)];
+        return FloatVector.fromArray(FS, idx, 0);
+    }
+
+    /**
+     * Reads 8 rows of 16 contiguous floats (row r at {@code srcByte + r * rowStrideBytes}) and writes
+     * them in MR = 8 packed order: {@code dst[to + q*8 + r] = row r, element q}. Three rounds of
+     * exchanges move the row bits into the lanes and the column bits (but the lowest) into the
+     * vector index.
+     */
+    private static void transposeA8x16(MemorySegment a, long srcByte, long rowStrideBytes, float[] dst, int to) {
+        FloatVector v0 = FloatVector.fromMemorySegment(FS, a, srcByte, NO);
+        FloatVector v1 = FloatVector.fromMemorySegment(FS, a, srcByte + rowStrideBytes, NO);
+        FloatVector v2 = FloatVector.fromMemorySegment(FS, a, srcByte + 2 * rowStrideBytes, NO);
+        FloatVector v3 = FloatVector.fromMemorySegment(FS, a, srcByte + 3 * rowStrideBytes, NO);
+        FloatVector v4 = FloatVector.fromMemorySegment(FS, a, srcByte + 4 * rowStrideBytes, NO);
+        FloatVector v5 = FloatVector.fromMemorySegment(FS, a, srcByte + 5 * rowStrideBytes, NO);
+        FloatVector v6 = FloatVector.fromMemorySegment(FS, a, srcByte + 6 * rowStrideBytes, NO);
+        FloatVector v7 = FloatVector.fromMemorySegment(FS, a, srcByte + 7 * rowStrideBytes, NO);
+        // vector bit 0 (row bit 0) <-> lane bit 1
+        FloatVector lo = LO2, hi = HI2;
+        FloatVector t0 = lo.selectFrom(v0, v1), t1 = hi.selectFrom(v0, v1);
+        FloatVector t2 = lo.selectFrom(v2, v3), t3 = hi.selectFrom(v2, v3);
+        FloatVector t4 = lo.selectFrom(v4, v5), t5 = hi.selectFrom(v4, v5);
+        FloatVector t6 = lo.selectFrom(v6, v7), t7 = hi.selectFrom(v6, v7);
+        // vector bit 1 (row bit 1) <-> lane bit 2
+        lo = LO4; hi = HI4;
+        v0 = lo.selectFrom(t0, t2); v2 = hi.selectFrom(t0, t2);
+        v1 = lo.selectFrom(t1, t3); v3 = hi.selectFrom(t1, t3);
+        v4 = lo.selectFrom(t4, t6); v6 = hi.selectFrom(t4, t6);
+        v5 = lo.selectFrom(t5, t7); v7 = hi.selectFrom(t5, t7);
+        // vector bit 2 (row bit 2) <-> lane bit 3, then lanes (r, c0) -> (c0, r): vector j holds columns 2j, 2j+1
+        lo = LO8A; hi = HI8A;
+        lo.selectFrom(v0, v4).intoArray(dst, to);
+        hi.selectFrom(v0, v4).intoArray(dst, to + 4 * 2 * MR);
+        lo.selectFrom(v1, v5).intoArray(dst, to + 2 * MR);
+        hi.selectFrom(v1, v5).intoArray(dst, to + 5 * 2 * MR);
+        lo.selectFrom(v2, v6).intoArray(dst, to + 2 * 2 * MR);
+        hi.selectFrom(v2, v6).intoArray(dst, to + 6 * 2 * MR);
+        lo.selectFrom(v3, v7).intoArray(dst, to + 3 * 2 * MR);
+        hi.selectFrom(v3, v7).intoArray(dst, to + 7 * 2 * MR);
+    }
+
     /**
      * Packs the {@code mc x kc} block of op(A) starting at element {@code off} into strips of MR
      * rows: strip s holds {@code dst[s*MR*kc + p*MR + r]}; rows past mc are zero.
@@ -445,6 +496,15 @@ public final class Gemm {
                 // Columns contiguous (transposed A): one MR-lane vector per p.
                 for (int p = 0; p < kc; p++) {
                     FloatVector.fromMemorySegment(FS_MR, a, (src + p * cs) * Float.BYTES, NO).intoArray(dst, base + p * MR);
+                }
+                continue;
+            }
+            if (cs == 1 && mr == MR && MR == 8 && L == 16) {
+                // Rows contiguous (plain A): 8x16 blocks transposed in registers.
+                int p = 0;
+                for (; p + L <= kc; p += L) transposeA8x16(a, (src + p) * Float.BYTES, rs * Float.BYTES, dst, base + p * MR);
+                for (; p < kc; p++) {
+                    for (int r = 0; r < MR; r++) dst[base + p * MR + r] = a.get(F32, (src + r * rs + p) * Float.BYTES);
                 }
                 continue;
             }
