@@ -47,10 +47,16 @@ public final class Gemm {
     static final int MR = 8;
     /** Columns of the register tile: two vectors. */
     static final int NR = 2 * L;
-    /** Depth of a packed block: one B strip (KC x NR floats) stays in L1 while A strips stream past it. */
-    static final int KC = 256;
+    /**
+     * Depth of a packed block. Deep blocks pay off more than an L1-resident B strip: every block
+     * adds one pass of C updates (through the heap tile) and one set of micro-kernel calls, and at
+     * KC = 256 those cost ~10% on Zen 5; at 1024 the B strip (128 KB) streams from L2 with the A
+     * block (MC x KC = 512 KB) and square 512-2048 single-thread SGEMM rose from ~0.80-0.87 to
+     * ~0.93-0.98 of OpenBLAS's AVX-512 kernels.
+     */
+    static final int KC = 1024;
     /** Rows of a packed A block (MC x KC floats, kept in L2). */
-    static final int MC = 192;
+    static final int MC = 128;
     /** Columns of a packed B block. */
     static final int NC = 2048;
     /** Below this many multiply-adds a call runs on the calling thread only. */
@@ -268,6 +274,11 @@ public final class Gemm {
                         for (int ir = 0; ir < mc; ir += MR) {
                             int mr = Math.min(MR, mc - ir);
                             long cByte = (cOff + (long) (ic + ir) * ldc + jc + jr) * Float.BYTES;
+                            if (mr == MR && nr == NR) {
+                                if (betaHere == 0f) kernelStore(kc, ap, ir * kc, bp, jr * kc, c, cByte, ldcBytes, alpha);
+                                else kernelUpdate(kc, ap, ir * kc, bp, jr * kc, c, cByte, ldcBytes, alpha, betaHere);
+                                continue;
+                            }
                             if (nr <= L) kernelHalf(kc, ap, ir * kc, bp, jr * kc, tile);
                             else kernel(kc, ap, ir * kc, bp, jr * kc, tile);
                             updateC(tile, c, cByte, ldcBytes, mr, nr, alpha, betaHere);
@@ -421,6 +432,57 @@ public final class Gemm {
         hi.selectFrom(t7, t15).intoArray(dst, to + 15 * dstStride);
     }
 
+    /** Last round for {@link #transposeA8x16}: the s = 8 exchange with lanes reordered from (r, c0) to (c0, r). */
+    private static final FloatVector LO8A = interleaveIndex(true), HI8A = interleaveIndex(false);
+
+    private static FloatVector interleaveIndex(boolean lowHalf) {
+        float[] base = new float[FS.length()];
+        LO8.intoArray(base, 0);
+        if (!lowHalf) HI8.intoArray(base, 0);
+        float[] idx = new float[FS.length()];
+        for (int l = 0; l < idx.length; l++) idx[l] = base[((l & 7) << 1) | (l >> 3)];
+        return FloatVector.fromArray(FS, idx, 0);
+    }
+
+    /**
+     * Reads 8 rows of 16 contiguous floats (row r at {@code srcByte + r * rowStrideBytes}) and writes
+     * them in MR = 8 packed order: {@code dst[to + q*8 + r] = row r, element q}. Three rounds of
+     * exchanges move the row bits into the lanes and the column bits (but the lowest) into the
+     * vector index.
+     */
+    private static void transposeA8x16(MemorySegment a, long srcByte, long rowStrideBytes, float[] dst, int to) {
+        FloatVector v0 = FloatVector.fromMemorySegment(FS, a, srcByte, NO);
+        FloatVector v1 = FloatVector.fromMemorySegment(FS, a, srcByte + rowStrideBytes, NO);
+        FloatVector v2 = FloatVector.fromMemorySegment(FS, a, srcByte + 2 * rowStrideBytes, NO);
+        FloatVector v3 = FloatVector.fromMemorySegment(FS, a, srcByte + 3 * rowStrideBytes, NO);
+        FloatVector v4 = FloatVector.fromMemorySegment(FS, a, srcByte + 4 * rowStrideBytes, NO);
+        FloatVector v5 = FloatVector.fromMemorySegment(FS, a, srcByte + 5 * rowStrideBytes, NO);
+        FloatVector v6 = FloatVector.fromMemorySegment(FS, a, srcByte + 6 * rowStrideBytes, NO);
+        FloatVector v7 = FloatVector.fromMemorySegment(FS, a, srcByte + 7 * rowStrideBytes, NO);
+        // vector bit 0 (row bit 0) <-> lane bit 1
+        FloatVector lo = LO2, hi = HI2;
+        FloatVector t0 = lo.selectFrom(v0, v1), t1 = hi.selectFrom(v0, v1);
+        FloatVector t2 = lo.selectFrom(v2, v3), t3 = hi.selectFrom(v2, v3);
+        FloatVector t4 = lo.selectFrom(v4, v5), t5 = hi.selectFrom(v4, v5);
+        FloatVector t6 = lo.selectFrom(v6, v7), t7 = hi.selectFrom(v6, v7);
+        // vector bit 1 (row bit 1) <-> lane bit 2
+        lo = LO4; hi = HI4;
+        v0 = lo.selectFrom(t0, t2); v2 = hi.selectFrom(t0, t2);
+        v1 = lo.selectFrom(t1, t3); v3 = hi.selectFrom(t1, t3);
+        v4 = lo.selectFrom(t4, t6); v6 = hi.selectFrom(t4, t6);
+        v5 = lo.selectFrom(t5, t7); v7 = hi.selectFrom(t5, t7);
+        // vector bit 2 (row bit 2) <-> lane bit 3, then lanes (r, c0) -> (c0, r): vector j holds columns 2j, 2j+1
+        lo = LO8A; hi = HI8A;
+        lo.selectFrom(v0, v4).intoArray(dst, to);
+        hi.selectFrom(v0, v4).intoArray(dst, to + 4 * 2 * MR);
+        lo.selectFrom(v1, v5).intoArray(dst, to + 2 * MR);
+        hi.selectFrom(v1, v5).intoArray(dst, to + 5 * 2 * MR);
+        lo.selectFrom(v2, v6).intoArray(dst, to + 2 * 2 * MR);
+        hi.selectFrom(v2, v6).intoArray(dst, to + 6 * 2 * MR);
+        lo.selectFrom(v3, v7).intoArray(dst, to + 3 * 2 * MR);
+        hi.selectFrom(v3, v7).intoArray(dst, to + 7 * 2 * MR);
+    }
+
     /**
      * Packs the {@code mc x kc} block of op(A) starting at element {@code off} into strips of MR
      * rows: strip s holds {@code dst[s*MR*kc + p*MR + r]}; rows past mc are zero.
@@ -434,6 +496,15 @@ public final class Gemm {
                 // Columns contiguous (transposed A): one MR-lane vector per p.
                 for (int p = 0; p < kc; p++) {
                     FloatVector.fromMemorySegment(FS_MR, a, (src + p * cs) * Float.BYTES, NO).intoArray(dst, base + p * MR);
+                }
+                continue;
+            }
+            if (cs == 1 && mr == MR && MR == 8 && L == 16) {
+                // Rows contiguous (plain A): 8x16 blocks transposed in registers.
+                int p = 0;
+                for (; p + L <= kc; p += L) transposeA8x16(a, (src + p) * Float.BYTES, rs * Float.BYTES, dst, base + p * MR);
+                for (; p < kc; p++) {
+                    for (int r = 0; r < MR; r++) dst[base + p * MR + r] = a.get(F32, (src + r * rs + p) * Float.BYTES);
                 }
                 continue;
             }
@@ -473,7 +544,9 @@ public final class Gemm {
      * MR x NR micro-kernel: accumulates {@code tile[r*NR + j] = sum_p A[r][p] * B[p][j]} over a packed
      * A strip and a packed B strip in 16 vector registers. The accumulators leave through a heap tile
      * rather than as arguments: vectors passed to a call C2 does not inline would be boxed, and
-     * inlining the C update here made C2 give up intrinsifying the stores.
+     * inlining the (looping, edge-handling) C update here made C2 give up intrinsifying the stores.
+     * Full tiles instead use {@link #kernelStore} / {@link #kernelUpdate}, whose straight-line
+     * stores to C do stay intrinsic; skipping the tile round trip is worth ~5% at k = 256.
      */
     private static void kernel(int kc, float[] ap, int aBase, float[] bp, int bBase,
                                float[] tile) {
@@ -531,6 +604,129 @@ public final class Gemm {
         c61.intoArray(tile, 6 * NR + L);
         c70.intoArray(tile, 7 * NR);
         c71.intoArray(tile, 7 * NR + L);
+    }
+
+    /**
+     * As {@link #kernel}, for a full tile with beta == 0: the accumulators go straight to C (scaled
+     * by alpha), skipping the heap tile and {@link #updateC}.
+     */
+    private static void kernelStore(int kc, float[] ap, int aBase, float[] bp, int bBase,
+                                    MemorySegment c, long cByte, long ldcBytes, float alpha) {
+        FloatVector alv = FloatVector.broadcast(FS, alpha);
+        FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS);
+        FloatVector c10 = FloatVector.zero(FS), c11 = FloatVector.zero(FS);
+        FloatVector c20 = FloatVector.zero(FS), c21 = FloatVector.zero(FS);
+        FloatVector c30 = FloatVector.zero(FS), c31 = FloatVector.zero(FS);
+        FloatVector c40 = FloatVector.zero(FS), c41 = FloatVector.zero(FS);
+        FloatVector c50 = FloatVector.zero(FS), c51 = FloatVector.zero(FS);
+        FloatVector c60 = FloatVector.zero(FS), c61 = FloatVector.zero(FS);
+        FloatVector c70 = FloatVector.zero(FS), c71 = FloatVector.zero(FS);
+        for (int p = 0; p < kc; p++) {
+            int bi = bBase + p * NR;
+            int ai = aBase + p * MR;
+            FloatVector b0 = FloatVector.fromArray(FS, bp, bi);
+            FloatVector b1 = FloatVector.fromArray(FS, bp, bi + L);
+            FloatVector av = FloatVector.broadcast(FS, ap[ai]);
+            c00 = b0.fma(av, c00);
+            c01 = b1.fma(av, c01);
+            av = FloatVector.broadcast(FS, ap[ai + 1]);
+            c10 = b0.fma(av, c10);
+            c11 = b1.fma(av, c11);
+            av = FloatVector.broadcast(FS, ap[ai + 2]);
+            c20 = b0.fma(av, c20);
+            c21 = b1.fma(av, c21);
+            av = FloatVector.broadcast(FS, ap[ai + 3]);
+            c30 = b0.fma(av, c30);
+            c31 = b1.fma(av, c31);
+            av = FloatVector.broadcast(FS, ap[ai + 4]);
+            c40 = b0.fma(av, c40);
+            c41 = b1.fma(av, c41);
+            av = FloatVector.broadcast(FS, ap[ai + 5]);
+            c50 = b0.fma(av, c50);
+            c51 = b1.fma(av, c51);
+            av = FloatVector.broadcast(FS, ap[ai + 6]);
+            c60 = b0.fma(av, c60);
+            c61 = b1.fma(av, c61);
+            av = FloatVector.broadcast(FS, ap[ai + 7]);
+            c70 = b0.fma(av, c70);
+            c71 = b1.fma(av, c71);
+        }
+        c00.mul(alv).intoMemorySegment(c, cByte, NO);
+        c01.mul(alv).intoMemorySegment(c, cByte + 4L * L, NO);
+        c10.mul(alv).intoMemorySegment(c, cByte + 1 * ldcBytes, NO);
+        c11.mul(alv).intoMemorySegment(c, cByte + 1 * ldcBytes + 4L * L, NO);
+        c20.mul(alv).intoMemorySegment(c, cByte + 2 * ldcBytes, NO);
+        c21.mul(alv).intoMemorySegment(c, cByte + 2 * ldcBytes + 4L * L, NO);
+        c30.mul(alv).intoMemorySegment(c, cByte + 3 * ldcBytes, NO);
+        c31.mul(alv).intoMemorySegment(c, cByte + 3 * ldcBytes + 4L * L, NO);
+        c40.mul(alv).intoMemorySegment(c, cByte + 4 * ldcBytes, NO);
+        c41.mul(alv).intoMemorySegment(c, cByte + 4 * ldcBytes + 4L * L, NO);
+        c50.mul(alv).intoMemorySegment(c, cByte + 5 * ldcBytes, NO);
+        c51.mul(alv).intoMemorySegment(c, cByte + 5 * ldcBytes + 4L * L, NO);
+        c60.mul(alv).intoMemorySegment(c, cByte + 6 * ldcBytes, NO);
+        c61.mul(alv).intoMemorySegment(c, cByte + 6 * ldcBytes + 4L * L, NO);
+        c70.mul(alv).intoMemorySegment(c, cByte + 7 * ldcBytes, NO);
+        c71.mul(alv).intoMemorySegment(c, cByte + 7 * ldcBytes + 4L * L, NO);
+    }
+
+    /** As {@link #kernel}, for a full tile with beta != 0: {@code C = alpha * acc + beta * C} straight from the accumulators. */
+    private static void kernelUpdate(int kc, float[] ap, int aBase, float[] bp, int bBase,
+                                     MemorySegment c, long cByte, long ldcBytes, float alpha, float beta) {
+        FloatVector alv = FloatVector.broadcast(FS, alpha), bev = FloatVector.broadcast(FS, beta);
+        FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS);
+        FloatVector c10 = FloatVector.zero(FS), c11 = FloatVector.zero(FS);
+        FloatVector c20 = FloatVector.zero(FS), c21 = FloatVector.zero(FS);
+        FloatVector c30 = FloatVector.zero(FS), c31 = FloatVector.zero(FS);
+        FloatVector c40 = FloatVector.zero(FS), c41 = FloatVector.zero(FS);
+        FloatVector c50 = FloatVector.zero(FS), c51 = FloatVector.zero(FS);
+        FloatVector c60 = FloatVector.zero(FS), c61 = FloatVector.zero(FS);
+        FloatVector c70 = FloatVector.zero(FS), c71 = FloatVector.zero(FS);
+        for (int p = 0; p < kc; p++) {
+            int bi = bBase + p * NR;
+            int ai = aBase + p * MR;
+            FloatVector b0 = FloatVector.fromArray(FS, bp, bi);
+            FloatVector b1 = FloatVector.fromArray(FS, bp, bi + L);
+            FloatVector av = FloatVector.broadcast(FS, ap[ai]);
+            c00 = b0.fma(av, c00);
+            c01 = b1.fma(av, c01);
+            av = FloatVector.broadcast(FS, ap[ai + 1]);
+            c10 = b0.fma(av, c10);
+            c11 = b1.fma(av, c11);
+            av = FloatVector.broadcast(FS, ap[ai + 2]);
+            c20 = b0.fma(av, c20);
+            c21 = b1.fma(av, c21);
+            av = FloatVector.broadcast(FS, ap[ai + 3]);
+            c30 = b0.fma(av, c30);
+            c31 = b1.fma(av, c31);
+            av = FloatVector.broadcast(FS, ap[ai + 4]);
+            c40 = b0.fma(av, c40);
+            c41 = b1.fma(av, c41);
+            av = FloatVector.broadcast(FS, ap[ai + 5]);
+            c50 = b0.fma(av, c50);
+            c51 = b1.fma(av, c51);
+            av = FloatVector.broadcast(FS, ap[ai + 6]);
+            c60 = b0.fma(av, c60);
+            c61 = b1.fma(av, c61);
+            av = FloatVector.broadcast(FS, ap[ai + 7]);
+            c70 = b0.fma(av, c70);
+            c71 = b1.fma(av, c71);
+        }
+        FloatVector.fromMemorySegment(FS, c, cByte, NO).fma(bev, c00.mul(alv)).intoMemorySegment(c, cByte, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 4L * L, NO).fma(bev, c01.mul(alv)).intoMemorySegment(c, cByte + 4L * L, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 1 * ldcBytes, NO).fma(bev, c10.mul(alv)).intoMemorySegment(c, cByte + 1 * ldcBytes, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 1 * ldcBytes + 4L * L, NO).fma(bev, c11.mul(alv)).intoMemorySegment(c, cByte + 1 * ldcBytes + 4L * L, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 2 * ldcBytes, NO).fma(bev, c20.mul(alv)).intoMemorySegment(c, cByte + 2 * ldcBytes, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 2 * ldcBytes + 4L * L, NO).fma(bev, c21.mul(alv)).intoMemorySegment(c, cByte + 2 * ldcBytes + 4L * L, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 3 * ldcBytes, NO).fma(bev, c30.mul(alv)).intoMemorySegment(c, cByte + 3 * ldcBytes, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 3 * ldcBytes + 4L * L, NO).fma(bev, c31.mul(alv)).intoMemorySegment(c, cByte + 3 * ldcBytes + 4L * L, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 4 * ldcBytes, NO).fma(bev, c40.mul(alv)).intoMemorySegment(c, cByte + 4 * ldcBytes, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 4 * ldcBytes + 4L * L, NO).fma(bev, c41.mul(alv)).intoMemorySegment(c, cByte + 4 * ldcBytes + 4L * L, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 5 * ldcBytes, NO).fma(bev, c50.mul(alv)).intoMemorySegment(c, cByte + 5 * ldcBytes, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 5 * ldcBytes + 4L * L, NO).fma(bev, c51.mul(alv)).intoMemorySegment(c, cByte + 5 * ldcBytes + 4L * L, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 6 * ldcBytes, NO).fma(bev, c60.mul(alv)).intoMemorySegment(c, cByte + 6 * ldcBytes, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 6 * ldcBytes + 4L * L, NO).fma(bev, c61.mul(alv)).intoMemorySegment(c, cByte + 6 * ldcBytes + 4L * L, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 7 * ldcBytes, NO).fma(bev, c70.mul(alv)).intoMemorySegment(c, cByte + 7 * ldcBytes, NO);
+        FloatVector.fromMemorySegment(FS, c, cByte + 7 * ldcBytes + 4L * L, NO).fma(bev, c71.mul(alv)).intoMemorySegment(c, cByte + 7 * ldcBytes + 4L * L, NO);
     }
 
     /** MR x L micro-kernel for the last strip when at most one vector of columns is left; fills {@code tile[r*NR + j]}, j < L. */

@@ -177,8 +177,9 @@ class GemmTest {
     @Test
     void largeAcrossCacheBlocks() {
         // k > KC, m > MC, n > NR strips: exercises beta applied once across k blocks.
-        check(200, 300, 600, 1.5f, 0.25f, 0, 0, 200, false);
-        check(200, 70, 600, 1f, 1f, 1, 1, 201, false);
+        // Sizes follow the blocking constants so the test keeps covering several k and m blocks.
+        check(Gemm.MC + 72, 300, 2 * Gemm.KC + 88, 1.5f, 0.25f, 0, 0, 200, false);
+        check(Gemm.MC + 72, 70, Gemm.KC + 88, 1f, 1f, 1, 1, 201, false);
     }
 
     @Test
