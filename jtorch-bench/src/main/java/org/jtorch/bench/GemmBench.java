@@ -89,6 +89,11 @@ public final class GemmBench {
             // between the libraries so both see the same machine load. With more than one thread,
             // OpenBLAS's idle workers spin (yielding) for ~2^28 cycles after a call and would steal a
             // core from jtorch's next rep, so each OpenBLAS rep is followed by an idle pause.
+            // jtorch first runs for a while on its own: each GEMM path (tile kernels, narrow dot-product
+            // kernel, small-side row kernel) needs its own calls before C2 compiles it with the Vector API
+            // intrinsics; measuring earlier times the JIT's interim code.
+            long until = System.nanoTime() + JIT_WARMUP_NANOS;
+            while (System.nanoTime() < until) jt.run();
             int itersJ = calibrate(jt, repMs), itersO = calibrate(ob, repMs);
             boolean pause = Parallel.numThreads() > 1;
             if (pause) sleepMs(OPENBLAS_IDLE_MS);
@@ -103,6 +108,9 @@ public final class GemmBench {
             if (print) System.out.printf("%-34s %12.1f %12.1f %7.2f %10.1e%n", s.name, mj, mo, mj / mo, err);
         }
     }
+
+    /** Per shape and thread count, before timing jtorch. */
+    static final long JIT_WARMUP_NANOS = 1_500_000_000L;
 
     /** Long enough for OpenBLAS's worker threads to stop spinning and block. */
     static final long OPENBLAS_IDLE_MS = 250;

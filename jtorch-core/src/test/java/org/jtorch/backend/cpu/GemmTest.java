@@ -125,7 +125,9 @@ class GemmTest {
 
     @Test
     void oddSizesAllLayouts() {
-        int[][] sizes = {{7, 13, 5}, {257, 129, 31}, {9, 33, 300}, {17, 17, 17}, {3, 50, 1}};
+        // Includes narrow shapes (n < 16 with k >= 32: the dot-product path), odd m for its row pairs.
+        int[][] sizes = {{7, 13, 5}, {257, 129, 31}, {9, 33, 300}, {17, 17, 17}, {3, 50, 1}, {37, 10, 300}, {128, 10, 512},
+                {33, 3, 40}, {18, 15, 33}};
         long seed = 10;
         for (int[] s : sizes) {
             for (int la = 0; la < 4; la++) {
