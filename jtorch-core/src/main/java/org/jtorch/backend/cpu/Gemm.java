@@ -547,6 +547,8 @@ public final class Gemm {
      * inlining the (looping, edge-handling) C update here made C2 give up intrinsifying the stores.
      * Full tiles instead use {@link #kernelStore} / {@link #kernelUpdate}, whose straight-line
      * stores to C do stay intrinsic; skipping the tile round trip is worth ~5% at k = 256.
+     * The three keep separate copies of the same loop on purpose: one kernel with a beta branch and a
+     * shared store helper in its epilogue measured 0.79-0.88 of OpenBLAS on squares against 0.97-1.03.
      */
     private static void kernel(int kc, float[] ap, int aBase, float[] bp, int bBase,
                                float[] tile) {
