@@ -1,6 +1,5 @@
 package org.jtorch.optim;
 
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
@@ -19,29 +18,9 @@ import org.jtorch.Tensor;
  */
 public final class Adam extends Optimizer {
     /** Options: {@code lr} (1e-3), {@code betas} (0.9, 0.999), {@code eps} (1e-8), {@code weight_decay} (0.0), {@code amsgrad}, {@code maximize}. */
-    public static final class Options extends OptimizerOptions<Options> {
-        @Override
-        protected Map<String, Object> builtinDefaults() {
-            Map<String, Object> d = new LinkedHashMap<>();
-            d.put("lr", 1e-3);
-            d.put("betas", List.of(0.9, 0.999));
-            d.put("eps", 1e-8);
-            d.put("weight_decay", 0.0);
-            d.put("amsgrad", false);
-            d.put("maximize", false);
-            return d;
-        }
-
-        public Options betas(double beta1, double beta2) {
-            return set("betas", List.of(beta1, beta2));
-        }
-
-        public Options eps(double eps) {
-            return set("eps", eps);
-        }
-
-        public Options amsgrad(boolean amsgrad) {
-            return set("amsgrad", amsgrad);
+    public static final class Options extends AdamFamilyOptions<Options> {
+        public Options() {
+            super(0.0);
         }
     }
 
