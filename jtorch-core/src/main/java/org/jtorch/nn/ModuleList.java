@@ -19,7 +19,10 @@ public class ModuleList extends Module implements Iterable<Module> {
     public Module get(int index) {
         int n = size();
         int i = index < 0 ? index + n : index;
-        if (i < 0 || i >= n) throw new IndexOutOfBoundsException("ModuleList: index " + index + " is out of range for " + n + " modules");
+        if (i < 0 || i >= n) {
+            throw new IndexOutOfBoundsException(getClass().getSimpleName() + ": index " + index + " is out of range for " + n
+                    + " modules");
+        }
         return children().get(i);
     }
 

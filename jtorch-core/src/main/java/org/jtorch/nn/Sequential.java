@@ -1,37 +1,18 @@
 package org.jtorch.nn;
 
-import java.util.Iterator;
 import org.jtorch.Tensor;
 
 /** Modules applied in order, each to the previous one's output; children are named {@code 0, 1, ...} as in PyTorch. */
-public class Sequential extends Module implements Iterable<Module> {
-    private int count;
-
+public class Sequential extends ModuleList {
     public Sequential(Module... modules) {
-        for (Module m : modules) add(m);
+        super(modules);
     }
 
     /** Appends a module (named by its position). */
-    public Sequential add(Module module) {
-        registerModule(Integer.toString(count++), module);
-        return this;
-    }
-
-    /** The module at {@code index} (negative counts from the end). */
-    public Module get(int index) {
-        int n = size();
-        int i = index < 0 ? index + n : index;
-        if (i < 0 || i >= n) throw new IndexOutOfBoundsException("Sequential: index " + index + " is out of range for " + n + " modules");
-        return children().get(i);
-    }
-
-    public int size() {
-        return count;
-    }
-
     @Override
-    public Iterator<Module> iterator() {
-        return children().iterator();
+    public Sequential add(Module module) {
+        super.add(module);
+        return this;
     }
 
     /** Runs the modules in order; intermediate results are closed as soon as the next module has consumed them. */
