@@ -64,4 +64,10 @@ public interface Backend {
     LinalgKernels linalg();
 
     RandomKernels random();
+
+    ConvolutionKernels convolution();
+
+    SpatialKernels spatial();
+
+    NormalizationKernels normalization();
 }

@@ -5,10 +5,13 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.backend.Backend;
+import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.IndexKernels;
 import org.jtorch.backend.LinalgKernels;
+import org.jtorch.backend.NormalizationKernels;
 import org.jtorch.backend.RandomKernels;
 import org.jtorch.backend.ReductionKernels;
+import org.jtorch.backend.SpatialKernels;
 import org.jtorch.memory.Allocator;
 import org.jtorch.memory.CpuCachingAllocator;
 import org.jtorch.memory.Storage;
@@ -23,6 +26,9 @@ public final class CpuBackend implements Backend {
     private final IndexKernels indexing = new CpuIndexKernels();
     private final LinalgKernels linalg = new CpuLinalgKernels();
     private final RandomKernels random = new CpuRandomKernels();
+    private final ConvolutionKernels convolution = new CpuConvolutionKernels();
+    private final SpatialKernels spatial = new CpuSpatialKernels();
+    private final NormalizationKernels normalization = new CpuNormalizationKernels();
 
     private CpuBackend() {}
 
@@ -104,5 +110,20 @@ public final class CpuBackend implements Backend {
     @Override
     public RandomKernels random() {
         return random;
+    }
+
+    @Override
+    public ConvolutionKernels convolution() {
+        return convolution;
+    }
+
+    @Override
+    public SpatialKernels spatial() {
+        return spatial;
+    }
+
+    @Override
+    public NormalizationKernels normalization() {
+        return normalization;
     }
 }

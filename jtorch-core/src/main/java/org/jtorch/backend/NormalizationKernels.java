@@ -1,0 +1,4 @@
+package org.jtorch.backend;
+
+/** Normalisation kernels (batch, group, instance norm): statistics, forward and backward. */
+public interface NormalizationKernels {}

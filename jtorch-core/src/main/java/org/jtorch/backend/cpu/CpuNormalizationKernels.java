@@ -1,0 +1,6 @@
+package org.jtorch.backend.cpu;
+
+import org.jtorch.backend.NormalizationKernels;
+
+/** The CPU's {@link NormalizationKernels}. */
+final class CpuNormalizationKernels implements NormalizationKernels {}

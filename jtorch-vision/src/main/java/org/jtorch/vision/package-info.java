@@ -1,0 +1,2 @@
+/** Computer vision on jtorch: the model zoo ({@code models}), image datasets ({@code datasets}) and transforms. */
+package org.jtorch.vision;
