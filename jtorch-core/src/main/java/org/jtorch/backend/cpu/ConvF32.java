@@ -42,6 +42,8 @@ final class ConvF32 {
         int[] runSrc = new int[0];
         int[] runDst = new int[0];
         int[] runLen = new int[0];
+        float[] gy = new float[0];
+        float[] ap = new float[0];
         /** Which (image, group) {@link #pad} holds, to skip re-padding; -1 when none. */
         long padded = -1;
     }
@@ -226,6 +228,136 @@ final class ConvF32 {
             } else {
                 for (int j = 0; j < nr; j++) out.set(F32, row + 4L * j, out.get(F32, row + 4L * j) + b);
             }
+        }
+    }
+
+    // ------------------------------------------------------------------ weight gradient
+
+    /** Whether {@link #weightGrad} applies: the forward path's conditions, stride 1. */
+    static boolean handlesWeightGrad(Geometry g) {
+        return handles(g) && g.sh() == 1 && g.sw() == 1;
+    }
+
+    /**
+     * {@code gw = sum_n gy[n] @ col(x[n])^T} as an implicit GEMM over the padded grid: with pixels counted
+     * over the padded width ({@code p = oy * wpad + ox}) and {@code gy} widened with zero columns, kernel
+     * tap {@code (c, ki, kj)} reads the padded image at {@code base(c, ki, kj) + p}, an affine function of
+     * p. Columns are ordered {@code (ki, kj, c)} so that 16 consecutive ones are 16 channels at a fixed
+     * stride, which Gemm's in-register 16x16 transpose packs straight into B strips. The zero columns of
+     * gy make the extra pixels (about {@code wpad / ow - 1} more work) contribute nothing. Each chunk of images
+     * accumulates into its own buffer; the partial sums are added in chunk order.
+     */
+    static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, MemorySegment gw, long gwOff, Geometry g) {
+        int kg = g.kg();
+        int cout = g.cout();
+        int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
+        float[][] partial = new float[chunks][];
+        Parallel.forRange(chunks, 1, (c0, c1) -> {
+            for (long c = c0; c < c1; c++) {
+                // One buffer per chunk, not per thread: a thread may run several chunks.
+                Work wk = WORK.get();
+                float[] acc = new float[cout * kg];
+                long n0 = c * g.n() / chunks, n1 = (c + 1) * g.n() / chunks;
+                for (long n = n0; n < n1; n++) {
+                    for (int gi = 0; gi < g.groups(); gi++) weightGradImage(gy, gyOff, x, xOff, (int) n, gi, g, wk, acc);
+                }
+                partial[(int) c] = acc;
+            }
+        });
+        // Sum the partials in chunk order and reorder the columns from (ki, kj, c) to (c, ki, kj).
+        int cinG = g.cinG(), kk = g.kh() * g.kw();
+        for (int co = 0; co < cout; co++) {
+            for (int ci = 0; ci < cinG; ci++) {
+                for (int t = 0; t < kk; t++) {
+                    int col = co * kg + t * cinG + ci;
+                    float v = partial[0][col];
+                    for (int c = 1; c < chunks; c++) v += partial[c][col];
+                    gw.set(F32, (gwOff + ((long) co * cinG + ci) * kk + t) * Float.BYTES, v);
+                }
+            }
+        }
+    }
+
+    private static void weightGradImage(MemorySegment gy, long gyOff, MemorySegment x, long xOff, int n, int gi, Geometry g,
+                                        Work wk, float[] acc) {
+        int coutG = g.coutG(), cinG = g.cinG(), kg = g.kg();
+        int oh = g.oh(), ow = g.ow();
+        int hp = paddedHeight(g), wpad = paddedWidth(g);
+        pad(x, xOff + ((long) n * g.cin() + (long) gi * cinG) * g.h() * g.w(), cinG, g, wk);
+        // Slack after the last channel: the widest tap reads up to wpad + 16 floats past its rows.
+        int padLen = cinG * hp * wpad;
+        if (wk.pad.length < padLen + wpad + 32) wk.pad = java.util.Arrays.copyOf(wk.pad, padLen + wpad + 32);
+        java.util.Arrays.fill(wk.pad, padLen, padLen + wpad + 32, 0f);
+        int pixels = oh * wpad;
+        float[] gyp = wk.gy = grow(wk.gy, coutG * pixels);
+        long gyImage = gyOff + ((long) n * g.cout() + (long) gi * coutG) * oh * ow;
+        for (int co = 0; co < coutG; co++) {
+            for (int oy = 0; oy < oh; oy++) {
+                int row = (co * oh + oy) * wpad;
+                MemorySegment.copy(gy, F32, (gyImage + ((long) co * oh + oy) * ow) * Float.BYTES, gyp, row, ow);
+                java.util.Arrays.fill(gyp, row + ow, row + wpad, 0f);
+            }
+        }
+        MemorySegment gySeg = MemorySegment.ofArray(gyp);
+        MemorySegment padSeg = MemorySegment.ofArray(wk.pad);
+        MemorySegment accSeg = MemorySegment.ofArray(acc);
+        int blocks = (pixels + KMAX - 1) / KMAX;
+        int kc0 = (pixels + blocks - 1) / blocks;
+        int mPad = roundUp(coutG, MR);
+        float[] ap = wk.ap = grow(wk.ap, mPad * kc0);
+        float[] scratch = wk.scratch = grow(wk.scratch, MR * kc0);
+        float[] bp = wk.bp = grow(wk.bp, kc0 * NR);
+        float[] tile = wk.tile;
+        long ldcBytes = (long) kg * Float.BYTES;
+        for (int kb = 0; kb < blocks; kb++) {
+            int p0 = kb * kc0, kc = Math.min(kc0, pixels - p0);
+            Gemm.packA(gySeg, p0, pixels, 1, coutG, kc, ap, scratch);
+            for (int j0 = 0; j0 < kg; j0 += NR) {
+                int nr = Math.min(NR, kg - j0);
+                packTaps(padSeg, wk.pad, g, hp, wpad, p0, kc, j0, nr, bp);
+                for (int ir = 0; ir < coutG; ir += MR) {
+                    int mr = Math.min(MR, coutG - ir);
+                    long cByte = ((long) (gi * coutG + ir) * kg + j0) * Float.BYTES;
+                    if (mr == MR && nr == NR) {
+                        Gemm.kernelUpdate(kc, ap, ir * kc, bp, 0, accSeg, cByte, ldcBytes, 1f, 1f);
+                    } else {
+                        Gemm.kernel(kc, ap, ir * kc, bp, 0, tile);
+                        Gemm.updateC(tile, accSeg, cByte, ldcBytes, mr, nr, 1f, 1f);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * Packs taps (columns) {@code [j0, j0 + nr)} in {@code (ki, kj, c)} order over padded-grid pixels
+     * {@code [p0, p0 + kc)}: {@code bp[(p - p0) * NR + j] = pad[base(j) + p]}, zero past nr.
+     */
+    private static void packTaps(MemorySegment padSeg, float[] pad, Geometry g, int hp, int wpad, int p0, int kc, int j0, int nr,
+                                 float[] bp) {
+        int cinG = g.cinG(), kw = g.kw();
+        int chStride = hp * wpad;
+        for (int jj = 0; jj < nr; ) {
+            int j = j0 + jj;
+            int tap = j / cinG, c = j % cinG;
+            int base = (c * hp + (tap / kw) * g.dh()) * wpad + (tap % kw) * g.dw();
+            if (jj + 16 <= nr && c + 16 <= cinG && jj % 16 == 0) {
+                // 16 channels of one tap: a fixed stride, so 16x16 blocks transpose in registers.
+                int p = 0;
+                for (; p + 16 <= kc; p += 16) {
+                    Gemm.transposeBlock16(padSeg, (long) (base + p0 + p) * Float.BYTES, (long) chStride * Float.BYTES, bp, p * NR + jj, NR);
+                }
+                for (; p < kc; p++) {
+                    for (int t = 0; t < 16; t++) bp[p * NR + jj + t] = pad[base + t * chStride + p0 + p];
+                }
+                jj += 16;
+            } else {
+                for (int p = 0; p < kc; p++) bp[p * NR + jj] = pad[base + p0 + p];
+                jj++;
+            }
+        }
+        if (nr < NR) {
+            for (int p = 0; p < kc; p++) java.util.Arrays.fill(bp, p * NR + nr, (p + 1) * NR, 0f);
         }
     }
 

@@ -144,6 +144,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     @Override
     public void conv2dBackwardWeight(Tensor gradOut, Tensor input, Tensor gradWeight, Geometry g) {
         boolean f32 = gradWeight.dtype() == DType.FLOAT32;
+        if (f32 && ConvF32.handlesWeightGrad(g)) {
+            ConvF32.weightGrad(seg(gradOut), gradOut.storageOffset(), seg(input), input.storageOffset(), seg(gradWeight),
+                    gradWeight.storageOffset(), g);
+            return;
+        }
         int esz = f32 ? 4 : 8;
         MemorySegment go = seg(gradOut), x = seg(input), gw = seg(gradWeight);
         long goOff = gradOut.storageOffset(), xOff = input.storageOffset(), gwOff = gradWeight.storageOffset();
