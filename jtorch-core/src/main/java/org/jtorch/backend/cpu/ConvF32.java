@@ -241,9 +241,9 @@ final class ConvF32 {
     /**
      * {@code gw = sum_n gy[n] @ col(x[n])^T} as an implicit GEMM over the padded grid: with pixels counted
      * over the padded width ({@code p = oy * wpad + ox}) and {@code gy} widened with zero columns, kernel
-     * tap {@code (c, ki, kj)} reads the padded image at {@code base(c, ki, kj) + p}, an affine function of
-     * p. Columns are ordered {@code (ki, kj, c)} so that 16 consecutive ones are 16 channels at a fixed
-     * stride, which Gemm's in-register 16x16 transpose packs straight into B strips. The zero columns of
+     * tap {@code (c, ki, kj)} reads the padded image at pixel {@code p + ki * dh * wpad + kj * dw}. The padded image is stored channels-last and the columns are ordered {@code (ki, kj, c)}, so 16
+     * consecutive columns at one pixel are one contiguous vector: B strips pack without transposes (the
+     * one transpose is the image's, 1/(kh*kw) of the column matrix). The zero columns of
      * gy make the extra pixels (about {@code wpad / ow - 1} more work) contribute nothing. Each chunk of images
      * accumulates into its own buffer; the partial sums are added in chunk order.
      */
@@ -283,11 +283,7 @@ final class ConvF32 {
         int coutG = g.coutG(), cinG = g.cinG(), kg = g.kg();
         int oh = g.oh(), ow = g.ow();
         int hp = paddedHeight(g), wpad = paddedWidth(g);
-        pad(x, xOff + ((long) n * g.cin() + (long) gi * cinG) * g.h() * g.w(), cinG, g, wk);
-        // Slack after the last channel: the widest tap reads up to wpad + 16 floats past its rows.
-        int padLen = cinG * hp * wpad;
-        if (wk.pad.length < padLen + wpad + 32) wk.pad = java.util.Arrays.copyOf(wk.pad, padLen + wpad + 32);
-        java.util.Arrays.fill(wk.pad, padLen, padLen + wpad + 32, 0f);
+        padChannelsLast(x, xOff + ((long) n * g.cin() + (long) gi * cinG) * g.h() * g.w(), cinG, g, hp, wpad, wk);
         int pixels = oh * wpad;
         float[] gyp = wk.gy = grow(wk.gy, coutG * pixels);
         long gyImage = gyOff + ((long) n * g.cout() + (long) gi * coutG) * oh * ow;
@@ -299,7 +295,6 @@ final class ConvF32 {
             }
         }
         MemorySegment gySeg = MemorySegment.ofArray(gyp);
-        MemorySegment padSeg = MemorySegment.ofArray(wk.pad);
         MemorySegment accSeg = MemorySegment.ofArray(acc);
         int blocks = (pixels + KMAX - 1) / KMAX;
         int kc0 = (pixels + blocks - 1) / blocks;
@@ -314,7 +309,7 @@ final class ConvF32 {
             Gemm.packA(gySeg, p0, pixels, 1, coutG, kc, ap, scratch);
             for (int j0 = 0; j0 < kg; j0 += NR) {
                 int nr = Math.min(NR, kg - j0);
-                packTaps(padSeg, wk.pad, g, hp, wpad, p0, kc, j0, nr, bp);
+                packTaps(wk.pad, g, wpad, p0, kc, j0, nr, bp);
                 for (int ir = 0; ir < coutG; ir += MR) {
                     int mr = Math.min(MR, coutG - ir);
                     long cByte = ((long) (gi * coutG + ir) * kg + j0) * Float.BYTES;
@@ -330,29 +325,40 @@ final class ConvF32 {
     }
 
     /**
-     * Packs taps (columns) {@code [j0, j0 + nr)} in {@code (ki, kj, c)} order over padded-grid pixels
-     * {@code [p0, p0 + kc)}: {@code bp[(p - p0) * NR + j] = pad[base(j) + p]}, zero past nr.
+     * Copies {@code channels} channels of one image into {@code wk.pad} channels-last,
+     * {@code pad[(y * wpad + x) * channels + c]}, with the zero border and zero slack after the last row
+     * (the deepest tap reads up to wpad + 16 pixels past the padded grid).
      */
-    private static void packTaps(MemorySegment padSeg, float[] pad, Geometry g, int hp, int wpad, int p0, int kc, int j0, int nr,
-                                 float[] bp) {
+    private static void padChannelsLast(MemorySegment x, long xOff, int channels, Geometry g, int hp, int wpad, Work wk) {
+        int h = g.h(), w = g.w(), ph = g.ph(), pw = g.pw();
+        int size = (hp * wpad + wpad + 16) * channels;
+        float[] p = wk.pad = grow(wk.pad, size);
+        java.util.Arrays.fill(p, 0, size, 0f);
+        for (int c = 0; c < channels; c++) {
+            for (int y = 0; y < h; y++) {
+                long src = (xOff + ((long) c * h + y) * w) * Float.BYTES;
+                int dst = ((ph + y) * wpad + pw) * channels + c;
+                for (int i = 0; i < w; i++) p[dst + i * channels] = x.get(F32, src + 4L * i);
+            }
+        }
+    }
+
+    /**
+     * Packs taps (columns) {@code [j0, j0 + nr)} in {@code (ki, kj, c)} order over padded-grid pixels
+     * {@code [p0, p0 + kc)}: {@code bp[(p - p0) * NR + j] = pad[(p + offset(ki, kj)) * cinG + c]}, zero past nr.
+     * The padded image is channels-last, so 16 channels of one tap are one contiguous vector.
+     */
+    private static void packTaps(float[] pad, Geometry g, int wpad, int p0, int kc, int j0, int nr, float[] bp) {
         int cinG = g.cinG(), kw = g.kw();
-        int chStride = hp * wpad;
         for (int jj = 0; jj < nr; ) {
             int j = j0 + jj;
             int tap = j / cinG, c = j % cinG;
-            int base = (c * hp + (tap / kw) * g.dh()) * wpad + (tap % kw) * g.dw();
-            if (jj + 16 <= nr && c + 16 <= cinG && jj % 16 == 0) {
-                // 16 channels of one tap: a fixed stride, so 16x16 blocks transpose in registers.
-                int p = 0;
-                for (; p + 16 <= kc; p += 16) {
-                    Gemm.transposeBlock16(padSeg, (long) (base + p0 + p) * Float.BYTES, (long) chStride * Float.BYTES, bp, p * NR + jj, NR);
-                }
-                for (; p < kc; p++) {
-                    for (int t = 0; t < 16; t++) bp[p * NR + jj + t] = pad[base + t * chStride + p0 + p];
-                }
+            int src = ((tap / kw) * g.dh() * wpad + (tap % kw) * g.dw() + p0) * cinG + c;
+            if (jj + 16 <= nr && c + 16 <= cinG) {
+                for (int p = 0; p < kc; p++) FloatVector.fromArray(FS, pad, src + p * cinG).intoArray(bp, p * NR + jj);
                 jj += 16;
             } else {
-                for (int p = 0; p < kc; p++) bp[p * NR + jj] = pad[base + p0 + p];
+                for (int p = 0; p < kc; p++) bp[p * NR + jj] = pad[src + p * cinG];
                 jj++;
             }
         }
