@@ -42,7 +42,6 @@ final class ConvF32 {
         int[] runSrc = new int[0];
         int[] runDst = new int[0];
         int[] runLen = new int[0];
-        float[] gy = new float[0];
         float[] ap = new float[0];
         /** Which (image, group) {@link #pad} holds, to skip re-padding; -1 when none. */
         long padded = -1;
@@ -233,25 +232,30 @@ final class ConvF32 {
 
     // ------------------------------------------------------------------ weight gradient
 
-    /** Whether {@link #weightGrad} applies: the forward path's conditions, stride 1. */
+    /** Whether {@link #weightGrad} applies: the forward path's conditions. */
     static boolean handlesWeightGrad(Geometry g) {
-        return handles(g) && g.sh() == 1 && g.sw() == 1;
+        return handles(g);
     }
 
     /**
-     * {@code gw = sum_n gy[n] @ col(x[n])^T} as an implicit GEMM over the padded grid: with pixels counted
-     * over the padded width ({@code p = oy * wpad + ox}) and {@code gy} widened with zero columns, kernel
-     * tap {@code (c, ki, kj)} reads the padded image at pixel {@code p + ki * dh * wpad + kj * dw}. The padded image is stored channels-last and the columns are ordered {@code (ki, kj, c)}, so 16
-     * consecutive columns at one pixel are one contiguous vector: B strips pack without transposes (the
-     * one transpose is the image's, 1/(kh*kw) of the column matrix). The zero columns of
-     * gy make the extra pixels (about {@code wpad / ow - 1} more work) contribute nothing. Each chunk of images
-     * accumulates into its own buffer; the partial sums are added in chunk order.
+     * {@code gw = sum_n gy[n] @ col(x[n])^T} as an implicit GEMM: A is gy (rows: output channels,
+     * depth: output pixels) packed by Gemm, B the column matrix transposed (depth: pixels, columns: kernel
+     * taps), packed straight from a channels-last zero-padded copy of the image with columns ordered
+     * {@code (ki, kj, c)}: the 16 columns of one tap at one pixel are then one contiguous vector, so B
+     * strips pack without transposes (the one transpose is the image's, 1/(kh*kw) of the column matrix).
+     * Each chunk of images accumulates into its own buffer; the partial sums are added in chunk order.
      */
     static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, MemorySegment gw, long gwOff, Geometry g) {
         int kg = g.kg();
         int cout = g.cout();
         int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
         float[][] partial = new float[chunks][];
+        int wpad = paddedWidth(g);
+        // Offset (in floats, channels-last) of each output pixel's window corner in the padded image.
+        int[] pixOff = new int[g.oh() * g.ow()];
+        for (int oy = 0; oy < g.oh(); oy++) {
+            for (int ox = 0; ox < g.ow(); ox++) pixOff[oy * g.ow() + ox] = (oy * g.sh() * wpad + ox * g.sw()) * g.cinG();
+        }
         Parallel.forRange(chunks, 1, (c0, c1) -> {
             for (long c = c0; c < c1; c++) {
                 // One buffer per chunk, not per thread: a thread may run several chunks.
@@ -259,7 +263,7 @@ final class ConvF32 {
                 float[] acc = new float[cout * kg];
                 long n0 = c * g.n() / chunks, n1 = (c + 1) * g.n() / chunks;
                 for (long n = n0; n < n1; n++) {
-                    for (int gi = 0; gi < g.groups(); gi++) weightGradImage(gy, gyOff, x, xOff, (int) n, gi, g, wk, acc);
+                    for (int gi = 0; gi < g.groups(); gi++) weightGradImage(gy, gyOff, x, xOff, (int) n, gi, g, pixOff, wk, acc);
                 }
                 partial[(int) c] = acc;
             }
@@ -279,22 +283,12 @@ final class ConvF32 {
     }
 
     private static void weightGradImage(MemorySegment gy, long gyOff, MemorySegment x, long xOff, int n, int gi, Geometry g,
-                                        Work wk, float[] acc) {
+                                        int[] pixOff, Work wk, float[] acc) {
         int coutG = g.coutG(), cinG = g.cinG(), kg = g.kg();
-        int oh = g.oh(), ow = g.ow();
         int hp = paddedHeight(g), wpad = paddedWidth(g);
         padChannelsLast(x, xOff + ((long) n * g.cin() + (long) gi * cinG) * g.h() * g.w(), cinG, g, hp, wpad, wk);
-        int pixels = oh * wpad;
-        float[] gyp = wk.gy = grow(wk.gy, coutG * pixels);
-        long gyImage = gyOff + ((long) n * g.cout() + (long) gi * coutG) * oh * ow;
-        for (int co = 0; co < coutG; co++) {
-            for (int oy = 0; oy < oh; oy++) {
-                int row = (co * oh + oy) * wpad;
-                MemorySegment.copy(gy, F32, (gyImage + ((long) co * oh + oy) * ow) * Float.BYTES, gyp, row, ow);
-                java.util.Arrays.fill(gyp, row + ow, row + wpad, 0f);
-            }
-        }
-        MemorySegment gySeg = MemorySegment.ofArray(gyp);
+        int pixels = g.oh() * g.ow();
+        long gyImage = gyOff + ((long) n * g.cout() + (long) gi * coutG) * pixels;
         MemorySegment accSeg = MemorySegment.ofArray(acc);
         int blocks = (pixels + KMAX - 1) / KMAX;
         int kc0 = (pixels + blocks - 1) / blocks;
@@ -306,10 +300,10 @@ final class ConvF32 {
         long ldcBytes = (long) kg * Float.BYTES;
         for (int kb = 0; kb < blocks; kb++) {
             int p0 = kb * kc0, kc = Math.min(kc0, pixels - p0);
-            Gemm.packA(gySeg, p0, pixels, 1, coutG, kc, ap, scratch);
+            Gemm.packA(gy, gyImage + p0, pixels, 1, coutG, kc, ap, scratch);
             for (int j0 = 0; j0 < kg; j0 += NR) {
                 int nr = Math.min(NR, kg - j0);
-                packTaps(wk.pad, g, wpad, p0, kc, j0, nr, bp);
+                packTaps(wk.pad, g, wpad, pixOff, p0, kc, j0, nr, bp);
                 for (int ir = 0; ir < coutG; ir += MR) {
                     int mr = Math.min(MR, coutG - ir);
                     long cByte = ((long) (gi * coutG + ir) * kg + j0) * Float.BYTES;
@@ -326,12 +320,11 @@ final class ConvF32 {
 
     /**
      * Copies {@code channels} channels of one image into {@code wk.pad} channels-last,
-     * {@code pad[(y * wpad + x) * channels + c]}, with the zero border and zero slack after the last row
-     * (the deepest tap reads up to wpad + 16 pixels past the padded grid).
+     * {@code pad[(y * wpad + x) * channels + c]}, with the convolution's zero border.
      */
     private static void padChannelsLast(MemorySegment x, long xOff, int channels, Geometry g, int hp, int wpad, Work wk) {
         int h = g.h(), w = g.w(), ph = g.ph(), pw = g.pw();
-        int size = (hp * wpad + wpad + 16) * channels;
+        int size = hp * wpad * channels;
         float[] p = wk.pad = grow(wk.pad, size);
         java.util.Arrays.fill(p, 0, size, 0f);
         for (int c = 0; c < channels; c++) {
@@ -344,21 +337,21 @@ final class ConvF32 {
     }
 
     /**
-     * Packs taps (columns) {@code [j0, j0 + nr)} in {@code (ki, kj, c)} order over padded-grid pixels
-     * {@code [p0, p0 + kc)}: {@code bp[(p - p0) * NR + j] = pad[(p + offset(ki, kj)) * cinG + c]}, zero past nr.
-     * The padded image is channels-last, so 16 channels of one tap are one contiguous vector.
+     * Packs taps (columns) {@code [j0, j0 + nr)} in {@code (ki, kj, c)} order over output pixels
+     * {@code [p0, p0 + kc)}: {@code bp[(p - p0) * NR + j] = pad[pixOff[p] + offset(ki, kj) * cinG + c]},
+     * zero past nr. The padded image is channels-last, so 16 channels of one tap are one contiguous vector.
      */
-    private static void packTaps(float[] pad, Geometry g, int wpad, int p0, int kc, int j0, int nr, float[] bp) {
+    private static void packTaps(float[] pad, Geometry g, int wpad, int[] pixOff, int p0, int kc, int j0, int nr, float[] bp) {
         int cinG = g.cinG(), kw = g.kw();
         for (int jj = 0; jj < nr; ) {
             int j = j0 + jj;
             int tap = j / cinG, c = j % cinG;
-            int src = ((tap / kw) * g.dh() * wpad + (tap % kw) * g.dw() + p0) * cinG + c;
+            int src = ((tap / kw) * g.dh() * wpad + (tap % kw) * g.dw()) * cinG + c;
             if (jj + 16 <= nr && c + 16 <= cinG) {
-                for (int p = 0; p < kc; p++) FloatVector.fromArray(FS, pad, src + p * cinG).intoArray(bp, p * NR + jj);
+                for (int p = 0; p < kc; p++) FloatVector.fromArray(FS, pad, src + pixOff[p0 + p]).intoArray(bp, p * NR + jj);
                 jj += 16;
             } else {
-                for (int p = 0; p < kc; p++) bp[p * NR + jj] = pad[src + p * cinG];
+                for (int p = 0; p < kc; p++) bp[p * NR + jj] = pad[src + pixOff[p0 + p]];
                 jj++;
             }
         }
