@@ -49,6 +49,9 @@ public interface ConvolutionKernels {
     /** {@code gradWeight = sum over images of gradOut (x) im2col(input)}. */
     void conv2dBackwardWeight(Tensor gradOut, Tensor input, Tensor gradWeight, Geometry g);
 
+    /** {@code gradBias[c] = sum over n, y, x of gradOut[n, c, y, x]} for {@code gradOut [N, C, H, W]}. */
+    void conv2dBackwardBias(Tensor gradOut, Tensor gradBias);
+
     /** {@code col[N, cin*kh*kw, oh*ow]} of {@code input[N, cin, h, w]} (groups ignored). */
     void im2col(Tensor input, Tensor col, Geometry g);
 

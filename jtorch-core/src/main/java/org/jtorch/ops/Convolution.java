@@ -396,10 +396,19 @@ public final class Convolution {
         return out;
     }
 
-    /** Sum of {@code g} over all but the channel dimension, after viewing it as {@code [N, C, H, W]}. */
+    /**
+     * Sum of {@code g} over all but the channel dimension, after viewing it as {@code [N, C, H, W]}: the
+     * backend's kernel, or a differentiable sum when the gradient itself is being recorded (createGraph).
+     */
     private static Tensor biasGrad(Tensor g, long[] shape4) {
         try (Tensor g4 = g.reshape(shape4)) {
-            return g4.sum(new int[] {0, 2, 3}, false);
+            DType type = g.dtype();
+            if (Grad.isEnabled() || (type != DType.FLOAT32 && type != DType.FLOAT64)) return g4.sum(new int[] {0, 2, 3}, false);
+            try (Tensor c = g4.contiguous()) {
+                Tensor out = Tensor.empty(new long[] {shape4[1]}, type, g.device());
+                Backends.of(g.device()).convolution().conv2dBackwardBias(c, out);
+                return out;
+            }
         }
     }
 

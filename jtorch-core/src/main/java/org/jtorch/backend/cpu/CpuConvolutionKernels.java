@@ -181,6 +181,42 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         }
     }
 
+    @Override
+    public void conv2dBackwardBias(Tensor gradOut, Tensor gradBias) {
+        boolean f32 = gradBias.dtype() == DType.FLOAT32;
+        int n = (int) gradOut.size(0), channels = (int) gradOut.size(1);
+        long l = gradOut.size(2) * gradOut.size(3);
+        MemorySegment g = seg(gradOut), b = seg(gradBias);
+        long gOff = gradOut.storageOffset(), bOff = gradBias.storageOffset();
+        // Channels in parallel; each channel's rows summed in image order (vector lanes within a row).
+        Parallel.forRange(channels, Math.max(1, 32768 / Math.max(1, n * l)), (c0, c1) -> {
+            for (long c = c0; c < c1; c++) {
+                double total = 0;
+                for (int i = 0; i < n; i++) {
+                    long row = gOff + ((long) i * channels + c) * l;
+                    total += f32 ? sumRowF32(g, row * 4, l) : sumRowF64(g, row * 8, l);
+                }
+                if (f32) b.set(F32, (bOff + c) * 4, (float) total);
+                else b.set(F64, (bOff + c) * 8, total);
+            }
+        });
+    }
+
+    private static double sumRowF32(MemorySegment s, long byteOff, long n) {
+        FloatVector acc = FloatVector.zero(FS);
+        long i = 0;
+        for (; i + FS.length() <= n; i += FS.length()) acc = acc.add(FloatVector.fromMemorySegment(FS, s, byteOff + 4 * i, NO));
+        double r = acc.reduceLanes(jdk.incubator.vector.VectorOperators.ADD);
+        for (; i < n; i++) r += s.get(F32, byteOff + 4 * i);
+        return r;
+    }
+
+    private static double sumRowF64(MemorySegment s, long byteOff, long n) {
+        double r = 0;
+        for (long i = 0; i < n; i++) r += s.get(F64, byteOff + 8 * i);
+        return r;
+    }
+
     /** Adds the weight gradient of images {@code [n0, n1)} into {@code dst} (already initialised). */
     private static void weightGradImages(boolean f32, MemorySegment go, long goOff, MemorySegment x, long xOff, long n0, long n1,
                                          MemorySegment dst, long dstOff, Geometry g, boolean pointwise, int esz,
