@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.zip.GZIPInputStream;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.data.Sample;
 import org.jtorch.vision.transforms.Transform;
 
 /**

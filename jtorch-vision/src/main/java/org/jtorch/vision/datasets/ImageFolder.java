@@ -15,6 +15,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Stream;
 import org.jtorch.Torch;
+import org.jtorch.data.Sample;
 import org.jtorch.vision.Images;
 import org.jtorch.vision.transforms.Transform;
 

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.data.Sample;
 import org.jtorch.vision.Images;
 import org.jtorch.vision.transforms.Transform;
 

@@ -2,6 +2,7 @@ package org.jtorch.vision.datasets;
 
 import org.jtorch.Tensor;
 import org.jtorch.data.Dataset;
+import org.jtorch.data.Sample;
 import org.jtorch.vision.transforms.Transform;
 
 /**
