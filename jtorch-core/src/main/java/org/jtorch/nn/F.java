@@ -598,4 +598,64 @@ public final class F {
     }
 
     public static Tensor klDiv(Tensor input, Tensor target) { return klDiv(input, target, Reduction.MEAN, false); }
+
+    // ------------------------------------------------------------------ convolution (org.jtorch.ops.Convolution)
+    // Arguments as torch.nn.functional's, in its order; int[] arguments take one value for every
+    // spatial dimension or one per dimension.
+
+    public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, int padding, int dilation, int groups) {
+        return org.jtorch.ops.Convolution.conv1d(input, weight, bias, stride, padding, dilation, groups);
+    }
+
+    /** {@code padding} is "valid" or "same". */
+    public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, String padding, int dilation, int groups) {
+        return org.jtorch.ops.Convolution.conv1d(input, weight, bias, stride, padding, dilation, groups);
+    }
+
+    public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias) {
+        return conv1d(input, weight, bias, 1, 0, 1, 1);
+    }
+
+    public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding, int[] dilation, int groups) {
+        return org.jtorch.ops.Convolution.conv2d(input, weight, bias, stride, padding, dilation, groups);
+    }
+
+    /** {@code padding} is "valid" or "same". */
+    public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, String padding, int[] dilation, int groups) {
+        return org.jtorch.ops.Convolution.conv2d(input, weight, bias, stride, padding, dilation, groups);
+    }
+
+    /** Square stride and padding, no dilation, one group. */
+    public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int stride, int padding) {
+        return conv2d(input, weight, bias, new int[] {stride}, new int[] {padding}, new int[] {1}, 1);
+    }
+
+    public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias) {
+        return conv2d(input, weight, bias, 1, 0);
+    }
+
+    public static Tensor convTranspose2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding,
+                                         int[] outputPadding, int groups, int[] dilation) {
+        return org.jtorch.ops.Convolution.convTranspose2d(input, weight, bias, stride, padding, outputPadding, groups, dilation);
+    }
+
+    public static Tensor convTranspose2d(Tensor input, Tensor weight, Tensor bias, int stride, int padding) {
+        return convTranspose2d(input, weight, bias, new int[] {stride}, new int[] {padding}, new int[] {0}, 1, new int[] {1});
+    }
+
+    public static Tensor unfold(Tensor input, int[] kernelSize, int[] dilation, int[] padding, int[] stride) {
+        return org.jtorch.ops.Convolution.unfold(input, kernelSize, dilation, padding, stride);
+    }
+
+    public static Tensor unfold(Tensor input, int... kernelSize) {
+        return unfold(input, kernelSize, new int[] {1}, new int[] {0}, new int[] {1});
+    }
+
+    public static Tensor fold(Tensor input, int[] outputSize, int[] kernelSize, int[] dilation, int[] padding, int[] stride) {
+        return org.jtorch.ops.Convolution.fold(input, outputSize, kernelSize, dilation, padding, stride);
+    }
+
+    public static Tensor fold(Tensor input, int[] outputSize, int[] kernelSize) {
+        return fold(input, outputSize, kernelSize, new int[] {1}, new int[] {0}, new int[] {1});
+    }
 }
