@@ -658,4 +658,17 @@ public final class F {
     public static Tensor fold(Tensor input, int[] outputSize, int[] kernelSize) {
         return fold(input, outputSize, kernelSize, new int[] {1}, new int[] {0}, new int[] {1});
     }
+
+    // ------------------------------------------------------------------ normalisation layers (org.jtorch.ops.Normalization)
+
+    /** {@code F.batch_norm}; see {@link org.jtorch.ops.Normalization#batchNorm}. */
+    public static Tensor batchNorm(Tensor input, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias,
+                                   boolean training, double momentum, double eps) {
+        return org.jtorch.ops.Normalization.batchNorm(input, runningMean, runningVar, weight, bias, training, momentum, eps);
+    }
+
+    /** {@code F.batch_norm} with PyTorch's defaults: evaluation mode, no affine parameters, momentum 0.1, eps 1e-5. */
+    public static Tensor batchNorm(Tensor input, Tensor runningMean, Tensor runningVar) {
+        return batchNorm(input, runningMean, runningVar, null, null, false, 0.1, 1e-5);
+    }
 }
