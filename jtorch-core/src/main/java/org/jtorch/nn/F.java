@@ -9,6 +9,8 @@ import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Pooling;
+import org.jtorch.ops.Reductions.ValuesIndices;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -670,5 +672,93 @@ public final class F {
     /** {@code F.batch_norm} with PyTorch's defaults: evaluation mode, no affine parameters, momentum 0.1, eps 1e-5. */
     public static Tensor batchNorm(Tensor input, Tensor runningMean, Tensor runningVar) {
         return batchNorm(input, runningMean, runningVar, null, null, false, 0.1, 1e-5);
+    }
+
+    // ================================================================== spatial (pooling, padding, resampling)
+    // Pooling over (N, C, L) / (C, L) or (N, C, H, W) / (C, H, W); see org.jtorch.ops.Pooling for the rules.
+    // Sizes are 1 or 2 ints; a null or empty stride means the kernel size.
+
+    public static Tensor maxPool2d(Tensor x, int kernelSize) {
+        return Pooling.maxPool2d(x, new int[] {kernelSize}, null, new int[] {0}, new int[] {1}, false);
+    }
+
+    public static Tensor maxPool2d(Tensor x, int kernelSize, int stride, int padding) {
+        return Pooling.maxPool2d(x, new int[] {kernelSize}, new int[] {stride}, new int[] {padding}, new int[] {1}, false);
+    }
+
+    public static Tensor maxPool2d(Tensor x, int[] kernelSize, int[] stride, int[] padding, int[] dilation, boolean ceilMode) {
+        return Pooling.maxPool2d(x, kernelSize, stride, padding, dilation, ceilMode);
+    }
+
+    /** {@code max_pool2d(..., return_indices=True)}. */
+    public static ValuesIndices maxPool2dWithIndices(Tensor x, int[] kernelSize, int[] stride, int[] padding, int[] dilation,
+                                                     boolean ceilMode) {
+        return Pooling.maxPool2dWithIndices(x, kernelSize, stride, padding, dilation, ceilMode);
+    }
+
+    public static Tensor maxPool1d(Tensor x, int kernelSize) {
+        return Pooling.maxPool1d(x, kernelSize, 0, 0, 1, false);
+    }
+
+    /** A non-positive stride means the kernel size. */
+    public static Tensor maxPool1d(Tensor x, int kernelSize, int stride, int padding, int dilation, boolean ceilMode) {
+        return Pooling.maxPool1d(x, kernelSize, stride, padding, dilation, ceilMode);
+    }
+
+    public static ValuesIndices maxPool1dWithIndices(Tensor x, int kernelSize, int stride, int padding, int dilation, boolean ceilMode) {
+        return Pooling.maxPool1dWithIndices(x, kernelSize, stride, padding, dilation, ceilMode);
+    }
+
+    public static Tensor maxUnpool2d(Tensor x, Tensor indices, int[] kernelSize, int[] stride, int[] padding, long[] outputSize) {
+        return Pooling.maxUnpool2d(x, indices, kernelSize, stride, padding, outputSize);
+    }
+
+    public static Tensor avgPool2d(Tensor x, int kernelSize) {
+        return Pooling.avgPool2d(x, new int[] {kernelSize}, null, new int[] {0}, false, true, 0);
+    }
+
+    public static Tensor avgPool2d(Tensor x, int kernelSize, int stride, int padding) {
+        return Pooling.avgPool2d(x, new int[] {kernelSize}, new int[] {stride}, new int[] {padding}, false, true, 0);
+    }
+
+    /** A positive {@code divisorOverride} replaces the window size as divisor (0: none). */
+    public static Tensor avgPool2d(Tensor x, int[] kernelSize, int[] stride, int[] padding, boolean ceilMode, boolean countIncludePad,
+                                   long divisorOverride) {
+        return Pooling.avgPool2d(x, kernelSize, stride, padding, ceilMode, countIncludePad, divisorOverride);
+    }
+
+    public static Tensor avgPool1d(Tensor x, int kernelSize) {
+        return Pooling.avgPool1d(x, kernelSize, 0, 0, false, true);
+    }
+
+    /** A non-positive stride means the kernel size. */
+    public static Tensor avgPool1d(Tensor x, int kernelSize, int stride, int padding, boolean ceilMode, boolean countIncludePad) {
+        return Pooling.avgPool1d(x, kernelSize, stride, padding, ceilMode, countIncludePad);
+    }
+
+    /** Output size as 1 or 2 sizes; a negative size keeps the input's (PyTorch's None). */
+    public static Tensor adaptiveAvgPool2d(Tensor x, long... outputSize) {
+        return Pooling.adaptiveAvgPool2d(x, outputSize);
+    }
+
+    public static Tensor adaptiveAvgPool1d(Tensor x, long outputSize) {
+        return Pooling.adaptiveAvgPool1d(x, outputSize);
+    }
+
+    /** {@code adaptive_max_pool2d}: values only. */
+    public static Tensor adaptiveMaxPool2d(Tensor x, long... outputSize) {
+        ValuesIndices r = Pooling.adaptiveMaxPool2d(x, outputSize);
+        r.indices().close();
+        return r.values();
+    }
+
+    public static ValuesIndices adaptiveMaxPool2dWithIndices(Tensor x, long... outputSize) {
+        return Pooling.adaptiveMaxPool2d(x, outputSize);
+    }
+
+    public static Tensor adaptiveMaxPool1d(Tensor x, long outputSize) {
+        ValuesIndices r = Pooling.adaptiveMaxPool1d(x, outputSize);
+        r.indices().close();
+        return r.values();
     }
 }
