@@ -31,8 +31,8 @@ import org.junit.jupiter.api.TestFactory;
 /**
  * The models against PyTorch 1.13 / torchvision 0.14 ({@code tools/fixtures/gen_vision_models.py}):
  * state-dict keys, order and shapes as torchvision's resnet18/34/50 (and the script's reference LeNet5
- * and CIFAR ResNets), parameter counts, and forward outputs in eval and train mode, with the running
- * statistics a train-mode forward leaves, for LeNet5 and ResNet-20 with PyTorch's weights.
+ * and CIFAR ResNets), parameter counts, and forward outputs in eval and train mode, the running
+ * statistics a train-mode forward leaves and the gradients of a weighted sum of its output, for LeNet5 and ResNet-20 with PyTorch's weights.
  */
 class ModelsTest {
 
@@ -105,7 +105,7 @@ class ModelsTest {
     }
 
     @TestFactory
-    Stream<DynamicTest> forwardMatchesPyTorchWithItsWeights() {
+    Stream<DynamicTest> forwardAndBackwardMatchPyTorchWithItsWeights() {
         return Stream.of("lenet5", "resnet20").map(name -> DynamicTest.dynamicTest(name, () -> checkForward(name)));
     }
 
@@ -119,9 +119,22 @@ class ModelsTest {
             try (var noGrad = Grad.noGrad()) {
                 model.eval();
                 Fixtures.assertClose(ref.get("eval_out"), model.forward(x), 1e-4, 1e-5, name + " eval");
-                model.train();
-                Fixtures.assertClose(ref.get("train_out"), model.forward(x), 1e-4, 1e-5, name + " train");
             }
+            model.train();
+            x.requiresGrad_(true);
+            Tensor out = model.forward(x);
+            Fixtures.assertClose(ref.get("train_out"), out, 1e-4, 1e-5, name + " train");
+            out.mul(ref.get("loss_weights")).sum().backward();
+            Map<String, Tensor> params = model.namedParameters();
+            int grads = 0;
+            for (Map.Entry<String, Tensor> e : ref.entrySet()) {
+                if (!e.getKey().startsWith("grad.")) continue;
+                String key = e.getKey().substring("grad.".length());
+                Tensor g = key.equals("x") ? x.grad() : params.get(key).grad();
+                Fixtures.assertClose(e.getValue(), g, 1e-3, 1e-5, name + " gradient of " + key);
+                grads++;
+            }
+            assertTrue(grads >= 5, name + ": gradients checked " + grads);
             Map<String, Tensor> after = model.stateDict();
             int checked = 0;
             for (Map.Entry<String, Tensor> e : ref.entrySet()) {
