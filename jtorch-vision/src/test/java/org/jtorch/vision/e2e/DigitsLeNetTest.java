@@ -35,9 +35,9 @@ class DigitsLeNetTest {
         Torch.manualSeed(0);
         Digits digits = new Digits(new Compose(new ToTensor(), new Resize(28), new Normalize(new double[] {0.3}, new double[] {0.4})), null);
         List<Subset<Sample>> split = Datasets.randomSplit(digits, new int[] {1437, 360}, new Generator(1));
-        DataLoader<Sample> train = DataLoader.builder((org.jtorch.data.Dataset<Sample>) split.get(0))
+        DataLoader<Sample> train = DataLoader.builder(split.get(0))
                 .batchSize(32).shuffle(true).generator(new Generator(2)).numWorkers(2).build();
-        DataLoader<Sample> test = DataLoader.builder((org.jtorch.data.Dataset<Sample>) split.get(1)).batchSize(120).numWorkers(2).build();
+        DataLoader<Sample> test = DataLoader.builder(split.get(1)).batchSize(120).numWorkers(2).build();
 
         LeNet5 model = new LeNet5();
         Adam opt = new Adam(model.parameters(), Adam.options().lr(5e-3));
