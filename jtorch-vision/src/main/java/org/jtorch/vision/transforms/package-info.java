@@ -12,8 +12,8 @@
  * new Compose(new ToTensor(), new RandomCrop(32, 4), new RandomHorizontalFlip(),
  *         new Normalize(new double[] {0.4914, 0.4822, 0.4465}, new double[] {0.2470, 0.2435, 0.2616}))
  * }</pre>
- * which gives the same images as torchvision's {@code [RandomCrop(32, 4), RandomHorizontalFlip(),
- * ToTensor(), Normalize(...)]} on PIL images (zero padding and cropping commute with scaling to [0, 1]).
+ * the equivalent of torchvision's {@code [RandomCrop(32, 4), RandomHorizontalFlip(), ToTensor(),
+ * Normalize(...)]} on PIL images: zero padding, cropping and flipping commute with scaling to [0, 1].
  *
  * <p>Random transforms draw from an {@link org.jtorch.Generator} (the default one unless given), whose
  * draws are synchronised, so one transform may serve several DataLoader workers.

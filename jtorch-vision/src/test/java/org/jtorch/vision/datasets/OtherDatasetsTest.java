@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.awt.image.BufferedImage;
 import java.io.IOException;
@@ -93,6 +94,17 @@ class OtherDatasetsTest {
         Files.write(tmp.resolve("test_batch.bin"), new byte[3074]);
         var b = assertThrows(UncheckedIOException.class, () -> new CIFAR10(tmp, false, null, null));
         assertTrue(b.getMessage().contains("3073-byte records"), b.getMessage());
+    }
+
+    @Test
+    void realCifar10HasTheKnownSizes() {
+        assumeTrue(DataRoot.find("cifar10") != null, "CIFAR-10 not found in .data/cifar10 (binary version from https://www.cs.toronto.edu/~kriz/cifar.html)");
+        assertEquals(50000, new CIFAR10(true).size());
+        CIFAR10 test = new CIFAR10(false);
+        assertEquals(10000, test.size());
+        try (Sample s = test.get(0)) {
+            assertEquals(3, s.target().itemLong());   // the first test image is a cat
+        }
     }
 
     private static void png(Path file, int w, int h, int rgb, int type) throws IOException {
