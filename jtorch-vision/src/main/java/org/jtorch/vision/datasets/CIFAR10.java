@@ -11,6 +11,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.data.Sample;
 import org.jtorch.vision.Images;
+import org.jtorch.vision.transforms.Normalize;
 import org.jtorch.vision.transforms.Transform;
 
 /**
@@ -28,6 +29,11 @@ import org.jtorch.vision.transforms.Transform;
 public final class CIFAR10 extends VisionDataset {
     public static final List<String> CLASSES = List.of(
             "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck");
+    /** A {@code Normalize} by the per-channel mean and standard deviation of the training pixels in [0, 1]. */
+    public static Normalize normalize() {
+        return new Normalize(new double[] {0.4914, 0.4822, 0.4465}, new double[] {0.2470, 0.2435, 0.2616});
+    }
+
     private static final int PIXELS = 32 * 32 * 3;
     private static final int RECORD = 1 + PIXELS;
 

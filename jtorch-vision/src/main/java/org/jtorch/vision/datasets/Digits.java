@@ -10,6 +10,7 @@ import java.util.zip.GZIPInputStream;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.data.Sample;
+import org.jtorch.vision.transforms.Normalize;
 import org.jtorch.vision.transforms.Transform;
 
 /**
@@ -24,6 +25,11 @@ import org.jtorch.vision.transforms.Transform;
  */
 public final class Digits extends VisionDataset {
     public static final int SIZE = 1797;
+    /** A {@code Normalize} by the mean and standard deviation of all pixels in [0, 1]. */
+    public static Normalize normalize() {
+        return new Normalize(new double[] {0.3053}, new double[] {0.3760});
+    }
+
     private static final String RESOURCE = "digits.csv.gz";
 
     private final float[] pixels;

@@ -2,6 +2,7 @@ package org.jtorch.vision.datasets;
 
 import java.nio.file.Path;
 import java.util.List;
+import org.jtorch.vision.transforms.Normalize;
 import org.jtorch.vision.transforms.Transform;
 
 /**
@@ -13,6 +14,10 @@ import org.jtorch.vision.transforms.Transform;
 public class FashionMNIST extends MNIST {
     public static final List<String> CLASSES = List.of(
             "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot");
+    /** A {@code Normalize} by the mean and standard deviation of the training pixels in [0, 1]. */
+    public static Normalize normalize() {
+        return new Normalize(new double[] {0.2860}, new double[] {0.3530});
+    }
 
     public FashionMNIST(boolean train) {
         this(null, train, null, null);

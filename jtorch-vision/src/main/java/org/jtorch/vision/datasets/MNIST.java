@@ -10,6 +10,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.data.Sample;
 import org.jtorch.vision.Images;
+import org.jtorch.vision.transforms.Normalize;
 import org.jtorch.vision.transforms.Transform;
 
 /**
@@ -27,6 +28,10 @@ import org.jtorch.vision.transforms.Transform;
 public class MNIST extends VisionDataset {
     public static final List<String> CLASSES = List.of(
             "0 - zero", "1 - one", "2 - two", "3 - three", "4 - four", "5 - five", "6 - six", "7 - seven", "8 - eight", "9 - nine");
+    /** A {@code Normalize} by the mean and standard deviation of the training pixels in [0, 1]. */
+    public static Normalize normalize() {
+        return new Normalize(new double[] {0.1307}, new double[] {0.3081});
+    }
 
     private final boolean train;
     private final byte[] pixels;
