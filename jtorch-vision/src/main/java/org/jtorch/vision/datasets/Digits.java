@@ -21,28 +21,59 @@ import org.jtorch.vision.transforms.Transform;
  * <p>Sample {@code i} is the image as a float32 HWC tensor {@code [8, 8, 1]} with values
  * {@code pixel / 16} in [0, 1] (so {@link org.jtorch.vision.transforms.ToTensor} turns it into
  * {@code [1, 8, 8]} without rescaling, as torchvision's ToTensor does for float arrays) and its class
- * as a 0-d int64 tensor. The set has no official train/test split.
+ * as a 0-d int64 tensor.
+ *
+ * <p>The set has no official train/test split; {@link #Digits(boolean, Transform, Transform)} offers a
+ * fixed one: every fifth image (file rows 4, 9, 14, ...) is a test image (359), the others train
+ * (1,438), so both parts mix all writers and classes.
  */
 public final class Digits extends VisionDataset {
+    /** The number of images in the whole set. */
     public static final int SIZE = 1797;
+    private static final String RESOURCE = "digits.csv.gz";
+
+    private final float[] pixels;   // the selected rows, 64 values each
+    private final long[] labels;
+
     /** A {@code Normalize} by the mean and standard deviation of all pixels in [0, 1]. */
     public static Normalize normalize() {
         return new Normalize(new double[] {0.3053}, new double[] {0.3760});
     }
 
-    private static final String RESOURCE = "digits.csv.gz";
-
-    private final float[] pixels;
-    private final long[] labels;
-
+    /** All 1,797 images, without transforms. */
     public Digits() {
         this(null, null);
     }
 
+    /** All 1,797 images. */
     public Digits(Transform transform, Transform targetTransform) {
         super(transform, targetTransform);
-        pixels = new float[SIZE * 64];
-        labels = new long[SIZE];
+        float[] px = new float[SIZE * 64];
+        long[] y = new long[SIZE];
+        read(px, y);
+        pixels = px;
+        labels = y;
+    }
+
+    /** The fixed training part (1,438 images, rows {@code i % 5 != 4}) or test part (359, rows {@code i % 5 == 4}). */
+    public Digits(boolean train, Transform transform, Transform targetTransform) {
+        super(transform, targetTransform);
+        float[] px = new float[SIZE * 64];
+        long[] y = new long[SIZE];
+        read(px, y);
+        int n = 0;
+        for (int i = 0; i < SIZE; i++) if ((i % 5 == 4) != train) n++;
+        pixels = new float[n * 64];
+        labels = new long[n];
+        int k = 0;
+        for (int i = 0; i < SIZE; i++) {
+            if ((i % 5 == 4) == train) continue;
+            System.arraycopy(px, i * 64, pixels, k * 64, 64);
+            labels[k++] = y[i];
+        }
+    }
+
+    private static void read(float[] pixels, long[] labels) {
         int n = 0;
         try (InputStream in = Digits.class.getResourceAsStream(RESOURCE)) {
             if (in == null) throw new IOException("resource " + RESOURCE + " is missing from the class path");
@@ -65,7 +96,7 @@ public final class Digits extends VisionDataset {
 
     @Override
     public int size() {
-        return SIZE;
+        return labels.length;
     }
 
     @Override
@@ -76,12 +107,12 @@ public final class Digits extends VisionDataset {
         return sample(Torch.tensor(px, 8, 8, 1), Torch.scalar(labels[index]));
     }
 
-    /** All images as a new float32 tensor {@code [1797, 8, 8]} in [0, 1]; the caller owns it. */
+    /** The images as a new float32 tensor {@code [n, 8, 8]} in [0, 1]; the caller owns it. */
     public Tensor data() {
-        return Torch.tensor(pixels.clone(), SIZE, 8, 8);
+        return Torch.tensor(pixels.clone(), labels.length, 8, 8);
     }
 
-    /** All labels as a new int64 tensor {@code [1797]}; the caller owns it. */
+    /** The labels as a new int64 tensor {@code [n]}; the caller owns it. */
     public Tensor targets() {
         return Torch.tensor(labels.clone());
     }

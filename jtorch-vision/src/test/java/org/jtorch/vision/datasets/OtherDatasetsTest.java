@@ -44,6 +44,20 @@ class OtherDatasetsTest {
     }
 
     @Test
+    void digitsSplitEveryFifthImageIntoTheTestPart() {
+        Digits all = new Digits();
+        Digits train = new Digits(true, null, null);
+        Digits test = new Digits(false, null, null);
+        assertEquals(1438, train.size());
+        assertEquals(359, test.size());
+        try (Sample t = test.get(1); Sample a = all.get(9); Sample r = train.get(4); Sample b = all.get(5)) {
+            assertArrayEquals(a.input().toFloatArray(), t.input().toFloatArray());
+            assertEquals(a.target().itemLong(), t.target().itemLong());
+            assertArrayEquals(b.input().toFloatArray(), r.input().toFloatArray());
+        }
+    }
+
+    @Test
     void digitsThroughToTensorAreChwWithoutRescaling() {
         Digits ds = new Digits(new ToTensor(), null);
         try (Sample s = ds.get(0)) {
