@@ -169,7 +169,8 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         double[] is = channels(invstd, cc, 1);
         double[] w = channels(weight, cc, 1);
         double[] b = channels(bias, cc, 0);
-        // y = x * scale + shift, with scale = invstd * weight and shift = bias - mean * scale (as PyTorch's CPU kernel).
+        // y = x * scale + shift with scale = invstd * weight and shift = bias - mean * scale (as PyTorch's CPU kernel) in
+        // double; float32 subtracts the mean first.
         double[] scale = new double[cc];
         double[] shift = new double[cc];
         for (int i = 0; i < cc; i++) {
@@ -188,7 +189,7 @@ final class CpuNormalizationKernels implements NormalizationKernels {
             for (long p = begin; p < end; p++) {
                 int ch = (int) (p % c);
                 if (fast) {
-                    applyF32(xs, xb + p * s * 4, os, ob + p * s * 4, s, (float) scale[ch], (float) shift[ch]);
+                    applyF32(xs, xb + p * s * 4, os, ob + p * s * 4, s, (float) m[ch], (float) scale[ch], (float) b[ch]);
                 } else {
                     long xes = xt.byteSize();
                     long oes = ot.byteSize();
@@ -203,11 +204,13 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         });
     }
 
-    private static void applyF32(MemorySegment xs, long xo, MemorySegment os, long oo, long len, float scale, float shift) {
+    /** {@code (x - mean) * scale + bias}: subtracting first keeps float32 exact when the mean is large against the spread. */
+    private static void applyF32(MemorySegment xs, long xo, MemorySegment os, long oo, long len, float mean, float scale,
+                                 float bias) {
         long upper = len - len % FL;
         long j = 0;
-        for (; j < upper; j += FL) ld(xs, xo + 4 * j).fma(scale, shift).intoMemorySegment(os, oo + 4 * j, LE);
-        for (; j < len; j++) os.set(ElementIO.F32, oo + 4 * j, Math.fma(xs.get(ElementIO.F32, xo + 4 * j), scale, shift));
+        for (; j < upper; j += FL) ld(xs, xo + 4 * j).sub(mean).fma(scale, bias).intoMemorySegment(os, oo + 4 * j, LE);
+        for (; j < len; j++) os.set(ElementIO.F32, oo + 4 * j, Math.fma(xs.get(ElementIO.F32, xo + 4 * j) - mean, scale, bias));
     }
 
     // ---------------------------------------------------------------- backward
