@@ -1,0 +1,38 @@
+package org.jtorch.bench;
+
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.nn.BatchNorm2d;
+
+/**
+ * BatchNorm2d in training mode, forward and forward+backward, on the ResNet shapes; prints
+ * {@code name milliseconds} lines (median) to compare with {@code jtorch-bench/python/bench_norm.py}.
+ * Run: {@code java -cp ... org.jtorch.bench.NormBench [--quick]}.
+ */
+public final class NormBench {
+    private NormBench() {}
+
+    public static void main(String[] args) {
+        boolean quick = args.length > 0 && args[0].equals("--quick");
+        int reps = quick ? 7 : 15;
+        long[][] shapes = {{128, 64, 32, 32}, {128, 16, 32, 32}, {128, 32, 16, 16}, {128, 64, 8, 8}};
+        for (long[] s : shapes) {
+            String name = s[0] + "x" + s[1] + "x" + s[2] + "x" + s[3];
+            try (BatchNorm2d bn = new BatchNorm2d(s[1]); Tensor x = Torch.randn(s); Tensor g = Torch.randn(s)) {
+                double fwd = Timing.median(5, reps, () -> bn.forward(x).close());
+                System.out.printf("bn2d_fwd_%s_ms %.4f%n", name, fwd * 1e3);
+                x.requiresGrad_(true);
+                double fb = Timing.median(5, reps, () -> {
+                    try (Tensor y = bn.forward(x)) {
+                        y.backward(g);
+                    }
+                    Tensor xg = x.grad();
+                    x.setGrad(null);
+                    xg.close();
+                    bn.zeroGrad();
+                });
+                System.out.printf("bn2d_fwdbwd_%s_ms %.4f%n", name, fb * 1e3);
+            }
+        }
+    }
+}
