@@ -19,6 +19,8 @@ def median(fn, warmup, reps):
 
 def main():
     reps = 7 if "--quick" in sys.argv else 15
+    if "--threads" in sys.argv:
+        torch.set_num_threads(int(sys.argv[sys.argv.index("--threads") + 1]))
     for s in [(128, 64, 32, 32), (128, 16, 32, 32), (128, 32, 16, 16), (128, 64, 8, 8)]:
         name = "x".join(map(str, s))
         bn = torch.nn.BatchNorm2d(s[1])

@@ -7,13 +7,16 @@ import org.jtorch.nn.BatchNorm2d;
 /**
  * BatchNorm2d in training mode, forward and forward+backward, on the ResNet shapes; prints
  * {@code name milliseconds} lines (median) to compare with {@code jtorch-bench/python/bench_norm.py}.
- * Run: {@code java -cp ... org.jtorch.bench.NormBench [--quick]}.
+ * Run: {@code java -cp ... org.jtorch.bench.NormBench [--quick] [--threads N]}.
  */
 public final class NormBench {
     private NormBench() {}
 
     public static void main(String[] args) {
-        boolean quick = args.length > 0 && args[0].equals("--quick");
+        java.util.List<String> a = java.util.List.of(args);
+        boolean quick = a.contains("--quick");
+        int t = a.indexOf("--threads");
+        if (t >= 0) org.jtorch.backend.cpu.Parallel.setNumThreads(Integer.parseInt(a.get(t + 1)));
         int reps = quick ? 7 : 15;
         long[][] shapes = {{128, 64, 32, 32}, {128, 16, 32, 32}, {128, 32, 16, 16}, {128, 64, 8, 8}};
         for (long[] s : shapes) {
