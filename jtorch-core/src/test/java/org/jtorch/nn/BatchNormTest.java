@@ -72,6 +72,31 @@ class BatchNormTest {
     }
 
     @Test
+    void evalGradientOfTheGradientMatchesFiniteDifferences() {
+        try (Tensor w = randn(2, 3, 4); Tensor rm = randn(3); Tensor rv = Torch.rand(new long[] {3}, DType.FLOAT64, Device.cpu(), GEN).add(0.5)) {
+            Function<Tensor[], Tensor> gradOfSum = x -> {
+                try (Tensor y = F.batchNorm(x[0], rm, rv, x[1], x[2], false, 0.1, 1e-5); Tensor yw = y.mul(y).mul(w);
+                     Tensor loss = yw.sum()) {
+                    Tensor[] g = Autograd.grad(new Tensor[] {loss}, new Tensor[] {x[0], x[1]}, null, true, true, false);
+                    try (Tensor a = g[0]; Tensor b = g[1]; Tensor a2 = a.mul(a); Tensor s1 = a2.sum(); Tensor b2 = b.mul(b);
+                         Tensor s2 = b2.sum()) {
+                        return s1.add(s2);
+                    }
+                }
+            };
+            gradcheck(gradOfSum, randn(2, 3, 4).requiresGrad_(), randn(3).requiresGrad_(), randn(3).requiresGrad_());
+        }
+    }
+
+    @Test
+    void nonContiguousInputGradientsMatchFiniteDifferences() {
+        try (Tensor base = randn(4, 3)) {
+            gradcheck(x -> F.batchNorm(x[0], null, null, x[1], x[2], true, 0.1, 1e-5),
+                    base.t().requiresGrad_(), randn(4).requiresGrad_(), randn(4).requiresGrad_());
+        }
+    }
+
+    @Test
     void trainingStepUpdatesRunningStatisticsWithMomentumAndUnbiasedVariance() {
         try (BatchNorm2d bn = new BatchNorm2d(2, 1e-5, 0.1, true, true, DType.FLOAT64, Device.cpu());
              Tensor x = randn(3, 2, 2, 2); Tensor y = bn.forward(x)) {
