@@ -126,18 +126,22 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         float k = xs.get(ElementIO.F32, xb + ch * s * 4);
         double sum = 0;
         double sq = 0;
+        // Vector accumulators live across planes and are reduced once per SUM_BLOCK elements: reducing per plane
+        // costs more than the plane itself for 8x8 feature maps. Two pairs: one add chain alone is latency-bound.
+        FloatVector acc = FloatVector.zero(FS);
+        FloatVector acc2 = FloatVector.zero(FS);
+        FloatVector accB = FloatVector.zero(FS);
+        FloatVector acc2B = FloatVector.zero(FS);
+        float ts = 0;
+        float tq = 0;
+        long pending = 0;
         for (long i = 0; i < n; i++) {
             long off = xb + (i * c + ch) * s * 4;
             for (long j0 = 0; j0 < s; j0 += SUM_BLOCK) {
                 long len = Math.min(SUM_BLOCK, s - j0);
                 long upper = len - len % FL;
-                long o = off + j0 * 4;
-                // Two accumulator pairs: one add chain alone is latency-bound below memory bandwidth.
-                FloatVector acc = FloatVector.zero(FS);
-                FloatVector acc2 = FloatVector.zero(FS);
-                FloatVector accB = FloatVector.zero(FS);
-                FloatVector acc2B = FloatVector.zero(FS);
                 long upper2 = len - len % (2 * FL);
+                long o = off + j0 * 4;
                 long j = 0;
                 for (; j < upper2; j += 2 * FL) {
                     FloatVector d = ld(xs, o + 4 * j).sub(k);
@@ -152,17 +156,27 @@ final class CpuNormalizationKernels implements NormalizationKernels {
                     acc = acc.add(d);
                     acc2 = d.fma(d, acc2);
                 }
-                float ps = acc.add(accB).reduceLanes(VectorOperators.ADD);
-                float pq = acc2.add(acc2B).reduceLanes(VectorOperators.ADD);
                 for (; j < len; j++) {
                     float d = xs.get(ElementIO.F32, o + 4 * j) - k;
-                    ps += d;
-                    pq += d * d;
+                    ts += d;
+                    tq += d * d;
                 }
-                sum += ps;
-                sq += pq;
+                pending += len;
+                if (pending >= SUM_BLOCK) {
+                    sum += acc.add(accB).reduceLanes(VectorOperators.ADD) + (double) ts;
+                    sq += acc2.add(acc2B).reduceLanes(VectorOperators.ADD) + (double) tq;
+                    acc = FloatVector.zero(FS);
+                    acc2 = FloatVector.zero(FS);
+                    accB = FloatVector.zero(FS);
+                    acc2B = FloatVector.zero(FS);
+                    ts = 0;
+                    tq = 0;
+                    pending = 0;
+                }
             }
         }
+        sum += acc.add(accB).reduceLanes(VectorOperators.ADD) + (double) ts;
+        sq += acc2.add(acc2B).reduceLanes(VectorOperators.ADD) + (double) tq;
         finishStats(k, sum, sq, (double) n * s, ch, m, v);
     }
 
@@ -401,22 +415,26 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         });
     }
 
+    /** As {@link #statsF32}: accumulators across planes, reduced once per {@value #SUM_BLOCK} elements. */
     private static void sumsF32(MemorySegment gs, long gb, MemorySegment xs, long xb, long n, long c, long s, long ch,
                                 float mean, double[] sumG, double[] sumGXmu) {
         double sg = 0;
         double sgx = 0;
+        FloatVector acc = FloatVector.zero(FS);
+        FloatVector acc2 = FloatVector.zero(FS);
+        FloatVector accB = FloatVector.zero(FS);
+        FloatVector acc2B = FloatVector.zero(FS);
+        float ts = 0;
+        float tq = 0;
+        long pending = 0;
         for (long i = 0; i < n; i++) {
             long plane = (i * c + ch) * s * 4;
             for (long j0 = 0; j0 < s; j0 += SUM_BLOCK) {
                 long len = Math.min(SUM_BLOCK, s - j0);
                 long upper = len - len % FL;
+                long upper2 = len - len % (2 * FL);
                 long go = gb + plane + j0 * 4;
                 long xo = xb + plane + j0 * 4;
-                FloatVector acc = FloatVector.zero(FS);
-                FloatVector acc2 = FloatVector.zero(FS);
-                FloatVector accB = FloatVector.zero(FS);
-                FloatVector acc2B = FloatVector.zero(FS);
-                long upper2 = len - len % (2 * FL);
                 long j = 0;
                 for (; j < upper2; j += 2 * FL) {
                     FloatVector g = ld(gs, go + 4 * j);
@@ -431,17 +449,27 @@ final class CpuNormalizationKernels implements NormalizationKernels {
                     acc = acc.add(g);
                     acc2 = g.fma(ld(xs, xo + 4 * j).sub(mean), acc2);
                 }
-                float ps = acc.add(accB).reduceLanes(VectorOperators.ADD);
-                float pq = acc2.add(acc2B).reduceLanes(VectorOperators.ADD);
                 for (; j < len; j++) {
                     float g = gs.get(ElementIO.F32, go + 4 * j);
-                    ps += g;
-                    pq += g * (xs.get(ElementIO.F32, xo + 4 * j) - mean);
+                    ts += g;
+                    tq += g * (xs.get(ElementIO.F32, xo + 4 * j) - mean);
                 }
-                sg += ps;
-                sgx += pq;
+                pending += len;
+                if (pending >= SUM_BLOCK) {
+                    sg += acc.add(accB).reduceLanes(VectorOperators.ADD) + (double) ts;
+                    sgx += acc2.add(acc2B).reduceLanes(VectorOperators.ADD) + (double) tq;
+                    acc = FloatVector.zero(FS);
+                    acc2 = FloatVector.zero(FS);
+                    accB = FloatVector.zero(FS);
+                    acc2B = FloatVector.zero(FS);
+                    ts = 0;
+                    tq = 0;
+                    pending = 0;
+                }
             }
         }
+        sg += acc.add(accB).reduceLanes(VectorOperators.ADD) + (double) ts;
+        sgx += acc2.add(acc2B).reduceLanes(VectorOperators.ADD) + (double) tq;
         sumG[(int) ch] = sg;
         sumGXmu[(int) ch] = sgx;
     }
