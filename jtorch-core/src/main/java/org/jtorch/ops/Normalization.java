@@ -70,6 +70,7 @@ public final class Normalization {
         if (!training && (runningMean == null || runningVar == null)) {
             throw new IllegalArgumentException(op + ": running_mean and running_var must be defined in evaluation mode");
         }
+        if (input.numel() == 0) return emptyBatchNorm(input, weight, bias);
         NormalizationKernels k = Backends.of(device).normalization();
         DType statsType = input.dtype() == DType.FLOAT64 ? DType.FLOAT64 : DType.FLOAT32;
         long[] cShape = {c};
@@ -263,6 +264,22 @@ public final class Normalization {
             for (int j = 1; j < size; j++) sum = sum.add(padded.narrow(1, j, c));
             Tensor div = sum.div((double) size).mul(alpha).add(k).pow(beta);
             return input.div(div);
+        });
+    }
+
+    /**
+     * An empty input gives an empty output and leaves the running statistics alone, as PyTorch; written
+     * with tensor ops so that the weight and bias still get (zero) gradients.
+     */
+    private static Tensor emptyBatchNorm(Tensor input, Tensor weight, Tensor bias) {
+        long[] affineShape = new long[input.dim()];
+        Arrays.fill(affineShape, 1);
+        affineShape[1] = input.size(1);
+        return MemoryScope.run(() -> {
+            Tensor y = input.mul(1.0);
+            if (weight != null) y = y.mul(weight.reshape(affineShape));
+            if (bias != null) y = y.add(bias.reshape(affineShape));
+            return y;
         });
     }
 
