@@ -15,9 +15,11 @@ public final class NormBench {
 
     private NormBench() {}
 
+    /** Runs {@code body} for a second first: C2 needs many calls to compile every kernel path (longer on a loaded machine). */
     private static double median(boolean cpuTime, int reps, Runnable body) {
-        if (!cpuTime) return Timing.median(5, reps, body);
-        for (int i = 0; i < 5; i++) body.run();
+        long warm = System.nanoTime() + 1_000_000_000L;
+        while (System.nanoTime() < warm) body.run();
+        if (!cpuTime) return Timing.median(0, reps, body);
         double[] t = new double[reps];
         for (int i = 0; i < reps; i++) {
             long t0 = THREADS.getCurrentThreadCpuTime();
