@@ -102,14 +102,16 @@ public final class Nvrtc {
                 headerSources.setAtIndex(ADDRESS, i, arena.allocateFrom(h.getValue()));
                 i++;
             }
+            MemorySegment sources = n == 0 ? MemorySegment.NULL : headerSources;
+            MemorySegment includeNames = n == 0 ? MemorySegment.NULL : headerNames;
             check("nvrtcCreateProgram", (int) nvrtcCreateProgram.invokeExact(program, arena.allocateFrom(source), arena.allocateFrom(name), n,
-                    n == 0 ? MemorySegment.NULL : headerSources, n == 0 ? MemorySegment.NULL : headerNames));
+                    sources, includeNames));
             MemorySegment prog = program.get(ADDRESS, 0);
             try {
                 MemorySegment opts = arena.allocate(ADDRESS, Math.max(1, options.size()));
                 for (int k = 0; k < options.size(); k++) opts.setAtIndex(ADDRESS, k, arena.allocateFrom(options.get(k)));
                 int rc = (int) nvrtcCompileProgram.invokeExact(prog, options.size(), opts);
-                String log = read(arena, prog, nvrtcGetProgramLogSize, nvrtcGetProgramLog, "nvrtcGetProgramLog", true);
+                String log = readText(arena, prog, nvrtcGetProgramLogSize, nvrtcGetProgramLog, "nvrtcGetProgramLog");
                 if (rc != NVRTC_SUCCESS) throw new NvrtcCompileException(name, rc, errorName(rc), options, log);
                 byte[] image = output == Output.PTX
                         ? readBytes(arena, prog, nvrtcGetPTXSize, nvrtcGetPTX, "nvrtcGetPTX")
@@ -118,14 +120,15 @@ public final class Nvrtc {
                                 nvrtcGetCUBIN.orElseThrow(), "nvrtcGetCUBIN");
                 return new Compiled(output, image, log);
             } finally {
-                nvrtcDestroyProgram.invokeExact(program);
+                int rc = (int) nvrtcDestroyProgram.invokeExact(program);
+                check("nvrtcDestroyProgram", rc);
             }
         } catch (Throwable t) {
             throw rethrow(t);
         }
     }
 
-    private String read(Arena arena, MemorySegment prog, MethodHandle size, MethodHandle get, String call, boolean text) throws Throwable {
+    private String readText(Arena arena, MemorySegment prog, MethodHandle size, MethodHandle get, String call) throws Throwable {
         byte[] b = readBytes(arena, prog, size, get, call);
         int len = b.length;
         while (len > 0 && b[len - 1] == 0) len--;
