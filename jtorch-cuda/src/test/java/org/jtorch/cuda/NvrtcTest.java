@@ -67,6 +67,19 @@ class NvrtcTest {
     }
 
     @Test
+    void jtSelectCompilesOneElementwiseOpForEveryDtype() {
+        List<String> options = new ArrayList<>(KernelSources.options(9, 0, true));
+        options.addAll(List.of("-DJT_SELECT", "-DJT_SELECT_add"));
+        String ptx = new String(nvrtc.compile("elementwise.cu", KernelSources.read("elementwise.cu"), KernelSources.headers(),
+                options, Nvrtc.Output.PTX).image(), StandardCharsets.US_ASCII);
+        for (String dtype : List.of("f16", "bf16", "f32", "f64", "u8", "i8", "i16", "i32", "i64")) {
+            assertTrue(ptx.contains(".entry jt_binary_add_" + dtype + "("), "add " + dtype);
+        }
+        assertTrue(ptx.contains(".entry jt_binary_add_strided_f32("));
+        assertTrue(!ptx.contains("jt_binary_mul_"), "only the selected op");
+    }
+
+    @Test
     void cubinForARealArchitecture() {
         String src = "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }";
         Nvrtc.Compiled c = nvrtc.compile("k.cu", src, Map.of(), List.of("--gpu-architecture=sm_90"), Nvrtc.Output.CUBIN);
