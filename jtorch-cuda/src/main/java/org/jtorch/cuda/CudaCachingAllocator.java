@@ -27,7 +27,9 @@ import org.jtorch.memory.OutOfMemoryException;
  *       more than 1 MiB (large pool). Freed blocks merge with free neighbours of the same segment.</li>
  *   <li>Per-stream reuse: a block freed on stream A is reused by requests on A at once (stream order
  *       makes it safe). Requests on another stream may take it only after an event recorded on A when
- *       it was freed has completed, i.e. once A's kernels that used it are done.</li>
+ *       it was freed has completed, i.e. once A's kernels that used it are done. (So once a second
+ *       stream has allocated, each free records one event; PyTorch instead never shares blocks
+ *       between streams until {@code emptyCache}.)</li>
  *   <li>{@link #recordStream}: a block used by other streams too is held back at free time until events
  *       recorded on each of those streams complete.</li>
  *   <li>Out of memory: wait for the streams using cached blocks, coalesce, release every wholly free

@@ -1,6 +1,7 @@
 package org.jtorch.cuda.driver;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -68,8 +69,7 @@ public final class CudaDriver {
         cuMemcpyHtoDAsync = library.downcall(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG), "cuMemcpyHtoDAsync_v2");
         cuMemcpyDtoHAsync = library.downcall(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG), "cuMemcpyDtoHAsync_v2");
         cuMemcpyDtoDAsync = library.downcall(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG), "cuMemcpyDtoDAsync_v2");
-        // unsigned char is passed as a C int-promoted byte; JAVA_BYTE keeps the C signature exact.
-        cuMemsetD8Async = library.downcall(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, java.lang.foreign.ValueLayout.JAVA_BYTE, JAVA_LONG, JAVA_LONG), "cuMemsetD8Async");
+        cuMemsetD8Async = library.downcall(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_BYTE, JAVA_LONG, JAVA_LONG), "cuMemsetD8Async");
         cuMemsetD32Async = library.downcall(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG), "cuMemsetD32Async");
         cuStreamCreate = library.downcall(I_AI, "cuStreamCreate");
         cuStreamDestroy = library.downcall(I_L, "cuStreamDestroy_v2");
