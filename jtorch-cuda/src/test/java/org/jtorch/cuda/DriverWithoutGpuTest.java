@@ -42,8 +42,9 @@ class DriverWithoutGpuTest {
 
     @Test
     void driverVersionIsReadBeforeInit() {
-        assertEquals(12000, driver.driverGetVersion()); // the 525 driver supports CUDA 12.0
-        assertEquals("12.0", libraries.status(CudaLibraries.Kind.DRIVER).version());
+        int v = driver.driverGetVersion(); // 12000 for the 525 driver (CUDA 12.0)
+        assertTrue(v >= 11000, "driver version " + v);
+        assertEquals(v / 1000 + "." + (v % 1000) / 10, libraries.status(CudaLibraries.Kind.DRIVER).version());
     }
 
     @Test
@@ -78,7 +79,9 @@ class DriverWithoutGpuTest {
         CudaRuntime rt = CudaRuntime.probe(libraries);
         assertFalse(rt.available());
         Path lib = libraries.status(CudaLibraries.Kind.DRIVER).path();
-        assertEquals("cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected) (driver " + lib + ", CUDA 12.0)", rt.reason());
+        String version = libraries.status(CudaLibraries.Kind.DRIVER).version();
+        assertEquals("cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected) (driver " + lib + ", CUDA " + version + ")",
+                rt.reason());
         assertEquals(0, rt.devices().size());
         assertEquals("CUDA is not available: " + rt.reason(), assertThrows(IllegalStateException.class, rt::driver).getMessage());
     }

@@ -46,7 +46,9 @@ class NvrtcTest {
 
     @Test
     void versionIsTheLibrarysOwn() {
-        assertArrayEquals(new int[] {11, 8}, nvrtc.version());
+        int[] v = nvrtc.version(); // 11.8 for Debian bookworm's libnvrtc11.2
+        assertTrue(v[0] >= 11 && v[1] >= 0, v[0] + "." + v[1]);
+        assertEquals(v[0] + "." + v[1], new CudaLibraries(List.of(TestLibraries.nvrtcDir().get())).status(CudaLibraries.Kind.NVRTC).version());
     }
 
     private static final Pattern ENTRY = Pattern.compile("extern \"C\" __global__ void (\\w+)\\(");
