@@ -128,43 +128,41 @@ public final class CudaCachingAllocator implements Allocator {
     public MemoryBlock allocate(long bytes, long stream) {
         if (bytes < 0) throw new IllegalArgumentException("allocate: negative size " + bytes);
         long size = roundSize(bytes);
-        Block block;
+        // A block is marked allocated in the same critical section that takes it, so a concurrent
+        // free never sees it as a free neighbour to merge with.
         synchronized (this) {
             allocations++;
             streamsSeen.add(stream);
             processEvents();
-            block = takeCached(size, stream);
+            Block block = takeCached(size, stream);
             if (block != null) {
                 cacheHits++;
-            } else {
+                return handOut(block, size, bytes, stream);
+            }
+            block = newSegment(size, stream);
+            if (block == null) {
+                retries++;
+                synchronizeAndCoalesce();
+                releaseCachedSegments();
                 block = newSegment(size, stream);
-                if (block == null) {
-                    retries++;
-                    synchronizeAndCoalesce();
-                    releaseCachedSegments();
-                    block = newSegment(size, stream);
-                }
             }
+            if (block != null) return handOut(block, size, bytes, stream);
         }
-        if (block == null) {
-            garbageCollection.run();
-            synchronized (this) {
-                processEvents();
-                block = takeCached(size, stream);
-                if (block == null) {
-                    synchronizeAndCoalesce();
-                    releaseCachedSegments();
-                    block = newSegment(size, stream);
-                }
-                if (block == null) {
-                    ooms++;
-                    throw new OutOfMemoryException(device.name() + " out of memory: tried to allocate "
-                            + MemoryStats.formatBytes(size) + " (after freeing the cache and one garbage collection)\n"
-                            + memorySummary());
-                }
-            }
-        }
+        garbageCollection.run(); // outside the lock: Cleaners free blocks through it
         synchronized (this) {
+            processEvents();
+            Block block = takeCached(size, stream);
+            if (block == null) {
+                synchronizeAndCoalesce();
+                releaseCachedSegments();
+                block = newSegment(size, stream);
+            }
+            if (block == null) {
+                ooms++;
+                throw new OutOfMemoryException(device.name() + " out of memory: tried to allocate "
+                        + MemoryStats.formatBytes(size) + " (after freeing the cache and one garbage collection)\n"
+                        + memorySummary());
+            }
             return handOut(block, size, bytes, stream);
         }
     }

@@ -265,6 +265,37 @@ class CudaCachingAllocatorTest {
     }
 
     @Test
+    void concurrentAllocationsAndFreesFromManyThreadsKeepTheBooksBalanced() throws Exception {
+        SimulatedDevice device = new SimulatedDevice(4096 * MiB);
+        CudaCachingAllocator allocator = new CudaCachingAllocator(device, () -> A, gcRuns::incrementAndGet);
+        java.util.concurrent.ConcurrentLinkedQueue<Long> addresses = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        List<Thread> threads = new java.util.ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+            long stream = t % 2 == 0 ? A : B;
+            java.util.Random rnd = new java.util.Random(t);
+            threads.add(Thread.ofPlatform().start(() -> {
+                java.util.ArrayDeque<Long> mine = new java.util.ArrayDeque<>();
+                for (int i = 0; i < 3000; i++) {
+                    if (mine.isEmpty() || rnd.nextInt(3) > 0) {
+                        long a = allocator.allocate(1 + rnd.nextInt(rnd.nextBoolean() ? 8192 : 3 * 1024 * 1024), stream).address();
+                        mine.add(a);
+                        addresses.add(a);
+                    } else {
+                        allocator.free(rnd.nextBoolean() ? mine.pollFirst() : mine.pollLast());
+                    }
+                }
+                for (long a : mine) allocator.free(a);
+            }));
+        }
+        for (Thread t : threads) t.join();
+        assertEquals(0, allocator.stats().allocatedBytes());
+        assertEquals(0, allocator.stats().activeBlocks());
+        allocator.emptyCache();
+        assertEquals(0, allocator.stats().reservedBytes());
+        assertTrue(device.live.isEmpty());
+    }
+
+    @Test
     void manyRandomAllocationsAndFreesKeepTheBooksBalanced() {
         SimulatedDevice device = new SimulatedDevice(1024 * MiB);
         CudaCachingAllocator allocator = new CudaCachingAllocator(device, () -> A, gcRuns::incrementAndGet);
