@@ -89,10 +89,8 @@ public final class Pooling {
                     .scatterAdd(1, indices.reshape(planes, outPlane), grad.reshape(planes, outPlane)).reshape(inShape));
         }
         try (Tensor idx = indices.reshape(planes, 1, outPlane)) {
-            return runPlanes(grad, planes, 1, outPlane, inShape, 1, inPlane, (go, gi) -> {
-                gi.zero_();
-                Backends.of(grad.device()).spatial().maxPoolBackward(go, idx, gi);
-            });
+            return runPlanes(grad, planes, 1, outPlane, inShape, 1, inPlane,
+                    (go, gi) -> Backends.of(grad.device()).spatial().maxPoolBackward(go, idx, gi));
         }
     }
 
@@ -252,6 +250,51 @@ public final class Pooling {
             }
             return MemoryScope.run(() -> Torch.zeros(new long[] {planes, outH * outW}, x.dtype(), x.device())
                     .scatter(1, idx, x.reshape(planes, inH * inW)).reshape(outShape));
+        }
+    }
+
+    // ------------------------------------------------------------------ backward ops (aten's *_backward)
+
+    /** {@code max_pool2d_with_indices_backward}: {@code grad} scattered to the flat {@code indices} of each input plane. */
+    public static Tensor maxPool2dBackward(Tensor grad, Tensor indices, long[] inputShape) {
+        checkBackward("maxPool2dBackward", grad, indices.shape());
+        long planes = inputShape.length < 2 ? 1 : Shapes.numel(inputShape) / (inputShape[inputShape.length - 1] * inputShape[inputShape.length - 2]);
+        return scatterToPlanes(grad, indices, inputShape, planes);
+    }
+
+    /** {@code avg_pool2d_backward} for an input of {@code inputShape} with these pooling arguments. */
+    public static Tensor avgPool2dBackward(Tensor grad, long[] inputShape, int[] kernel, int[] stride, int[] padding, boolean ceilMode,
+                                           boolean countIncludePad, long divisorOverride) {
+        long[] ones = new long[inputShape.length];
+        Arrays.fill(ones, 1);
+        // The geometry checks read only shape and dtype: a broadcast view stands in for the input.
+        try (Tensor probe = Tensor.empty(ones, grad.dtype(), grad.device()); Tensor input = probe.expand(inputShape)) {
+            Geometry geo = geometry("avgPool2dBackward", input, 2, kernel, stride, padding, new int[] {1}, ceilMode, false);
+            checkBackward("avgPool2dBackward", grad, geo.outShape);
+            return avgPoolGrad(grad, geo.g, inputShape, countIncludePad, divisorOverride);
+        }
+    }
+
+    /** {@code _adaptive_avg_pool2d_backward} for an input of {@code inputShape}. */
+    public static Tensor adaptiveAvgPool2dBackward(Tensor grad, long[] inputShape) {
+        int r = inputShape.length;
+        if (r != 3 && r != 4 || grad.dim() != r) {
+            throw new IllegalArgumentException("adaptiveAvgPool2dBackward: expected a 3-D or 4-D input shape and a gradient of the same rank, got "
+                    + Shapes.format(inputShape) + " and " + Shapes.format(grad.shape()));
+        }
+        long inH = inputShape[r - 2];
+        long inW = inputShape[r - 1];
+        long planes = Shapes.numel(inputShape) / (inH * inW);
+        return adaptiveAvgGrad(grad, planes, inH, inW, grad.size(-2), grad.size(-1), inputShape);
+    }
+
+    private static void checkBackward(String op, Tensor grad, long[] outShape) {
+        if (!Arrays.equals(grad.shape(), outShape)) {
+            throw new IllegalArgumentException(op + ": expected a gradient of shape " + Shapes.format(outShape) + ", got "
+                    + Shapes.format(grad.shape()));
+        }
+        if (!grad.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": expected a floating-point gradient, got " + grad.dtype());
         }
     }
 
