@@ -258,7 +258,13 @@ public final class Pooling {
     /** {@code max_pool2d_with_indices_backward}: {@code grad} scattered to the flat {@code indices} of each input plane. */
     public static Tensor maxPool2dBackward(Tensor grad, Tensor indices, long[] inputShape) {
         checkBackward("maxPool2dBackward", grad, indices.shape());
-        long planes = inputShape.length < 2 ? 1 : Shapes.numel(inputShape) / (inputShape[inputShape.length - 1] * inputShape[inputShape.length - 2]);
+        int r = inputShape.length;
+        if (r != 3 && r != 4 || grad.dim() != r || indices.dtype() != DType.INT64) {
+            throw new IllegalArgumentException("maxPool2dBackward: expected a 3-D or 4-D input shape, and a gradient and int64 indices"
+                    + " of the same rank, got " + Shapes.format(inputShape) + ", " + Shapes.format(grad.shape()) + " and "
+                    + indices.dtype());
+        }
+        long planes = Shapes.numel(inputShape) / Math.max(1, inputShape[r - 1] * inputShape[r - 2]);
         return scatterToPlanes(grad, indices, inputShape, planes);
     }
 
