@@ -439,10 +439,19 @@ public final class Pooling {
     private static Tensor runPlanes(Tensor src, long planes, long srcH, long srcW, long[] dstShape, long dstH, long dstW,
                                     BiConsumer<Tensor, Tensor> kernel) {
         DType ct = computeType(src.dtype());
-        try (Grad.Mode m = Grad.noGrad(); Tensor in = planesOf(src, ct, planes, srcH, srcW);
-             Tensor out = Tensor.empty(new long[] {planes, dstH, dstW}, ct, src.device()); Tensor shaped = out.reshape(dstShape)) {
-            kernel.accept(in, out);
-            return shaped.to(src.dtype());
+        try (Grad.Mode m = Grad.noGrad(); Tensor in = planesOf(src, ct, planes, srcH, srcW)) {
+            if (ct == src.dtype()) {
+                // Allocated in its final shape: the kernel sees a [planes, dstH, dstW] view of it.
+                Tensor out = Tensor.empty(dstShape, ct, src.device());
+                try (Tensor view = out.reshape(planes, dstH, dstW)) {
+                    kernel.accept(in, view);
+                }
+                return out;
+            }
+            try (Tensor out = Tensor.empty(new long[] {planes, dstH, dstW}, ct, src.device()); Tensor shaped = out.reshape(dstShape)) {
+                kernel.accept(in, out);
+                return shaped.to(src.dtype());
+            }
         }
     }
 
