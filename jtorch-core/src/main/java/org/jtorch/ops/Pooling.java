@@ -209,7 +209,7 @@ public final class Pooling {
      */
     public static Tensor maxUnpool2d(Tensor x, Tensor indices, int[] kernel, int[] stride, int[] padding, long[] outputSize) {
         String op = "maxUnpool2d";
-        checkRank(op, x, 2);
+        checkRank(op, x, 2, false);
         if (indices.dtype() != DType.INT64) {
             throw new IllegalArgumentException(op + ": expected indices of dtype int64, got " + indices.dtype());
         }
@@ -313,7 +313,7 @@ public final class Pooling {
     /** Checks a pooling call as PyTorch's {@code pool2d_shape_check} and computes its geometry. */
     private static Geometry geometry(String op, Tensor x, int dims, int[] kernel, int[] stride, int[] padding, int[] dilation,
                                      boolean ceilMode, boolean isMax) {
-        checkRank(op, x, dims);
+        checkRank(op, x, dims, !isMax);
         int[] k = dims == 2 ? pair(op, "kernel_size", kernel, null) : new int[] {1, single(op, "kernel_size", kernel)};
         int[] s = dims == 2 ? pair(op, "stride", stride, k) : new int[] {1, stride == null || stride.length == 0 ? k[1] : single(op, "stride", stride)};
         int[] p = dims == 2 ? pair(op, "padding", padding, new int[] {0, 0}) : new int[] {0, single(op, "padding", padding)};
@@ -360,7 +360,7 @@ public final class Pooling {
     }
 
     private static Adaptive adaptive(String op, Tensor x, int dims, long[] outputSize) {
-        checkRank(op, x, dims);
+        checkRank(op, x, dims, false);
         if (outputSize == null || outputSize.length < 1 || outputSize.length > dims) {
             throw new IllegalArgumentException(op + ": output_size must be " + (dims == 2 ? "1 or 2 sizes" : "1 size") + ", got "
                     + Arrays.toString(outputSize));
@@ -381,10 +381,11 @@ public final class Pooling {
     }
 
     /**
-     * Floating dtype, and {@code (C, spatial...)} or {@code (N, C, spatial...)} with non-empty non-batch
-     * dimensions (the batch may be empty), as PyTorch's checks.
+     * Floating dtype (or int64 where {@code int64Ok}: average pooling, which divides with truncation as PyTorch's),
+     * and {@code (C, spatial...)} or {@code (N, C, spatial...)} with non-empty non-batch dimensions (the batch may
+     * be empty), as PyTorch's checks.
      */
-    private static void checkRank(String op, Tensor x, int dims) {
+    private static void checkRank(String op, Tensor x, int dims, boolean int64Ok) {
         x.checkOpen(op);
         if (x.dim() != dims + 1 && x.dim() != dims + 2) {
             throw new IllegalArgumentException(op + ": expected a " + (dims + 1) + "-D (unbatched) or " + (dims + 2)
@@ -396,8 +397,9 @@ public final class Pooling {
                         + Shapes.format(x.shape()));
             }
         }
-        if (!x.dtype().isFloatingPoint()) {
-            throw new IllegalArgumentException(op + ": expected a floating-point input, got " + x.dtype());
+        if (!x.dtype().isFloatingPoint() && !(int64Ok && x.dtype() == DType.INT64)) {
+            throw new IllegalArgumentException(op + ": expected a floating-point" + (int64Ok ? " or int64" : "") + " input, got "
+                    + x.dtype());
         }
     }
 
@@ -426,9 +428,9 @@ public final class Pooling {
 
     // ------------------------------------------------------------------ running kernels
 
-    /** float64 stays float64; every other floating dtype computes in float32. */
+    /** float64 and int64 compute in float64 (exact for int64 sums below 2^53); the other floating dtypes in float32. */
     private static DType computeType(DType t) {
-        return t == DType.FLOAT64 ? DType.FLOAT64 : DType.FLOAT32;
+        return t == DType.FLOAT64 || t == DType.INT64 ? DType.FLOAT64 : DType.FLOAT32;
     }
 
     /**

@@ -84,8 +84,10 @@ public final class Resampling {
         }
         boolean align = alignCorners != null && alignCorners;
         boolean f64 = x.dtype() == DType.FLOAT64;
+        // float16 / bfloat16 mix in float32 and round once at the end (PyTorch 1.13 rounds every bfloat16 step).
+        boolean widen = linear && x.dtype() != DType.FLOAT32 && !f64;
         return MemoryScope.run(() -> {
-            Tensor cur = x;
+            Tensor cur = widen ? x.to(DType.FLOAT32) : x;
             for (int i = spatial - 1; i >= 0; i--) {
                 int d = 2 + i;
                 if (nearest) {
@@ -98,7 +100,7 @@ public final class Resampling {
                     cur = linear(cur, d, in[i], out[i], scales[i], align, f64);
                 }
             }
-            return cur == x ? x.clone() : cur;
+            return widen ? cur.to(x.dtype()) : cur;
         });
     }
 
