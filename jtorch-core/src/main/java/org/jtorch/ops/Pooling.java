@@ -32,42 +32,45 @@ public final class Pooling {
 
     /** {@code max_pool2d}: kernel, stride (null or empty: the kernel), padding and dilation as 1 or 2 ints. */
     public static Tensor maxPool2d(Tensor x, int[] kernel, int[] stride, int[] padding, int[] dilation, boolean ceilMode) {
-        return valuesOnly(maxPool("maxPool2d", x, 2, kernel, stride, padding, dilation, ceilMode));
+        return valuesOnly(maxPool("maxPool2d", x, 2, kernel, stride, padding, dilation, ceilMode, false));
     }
 
     /** {@code max_pool2d(..., return_indices=True)}: values and int64 flat indices {@code h * W + w} into each plane. */
     public static ValuesIndices maxPool2dWithIndices(Tensor x, int[] kernel, int[] stride, int[] padding, int[] dilation,
                                                      boolean ceilMode) {
-        return maxPool("maxPool2d", x, 2, kernel, stride, padding, dilation, ceilMode);
+        return maxPool("maxPool2d", x, 2, kernel, stride, padding, dilation, ceilMode, true);
     }
 
     /** {@code max_pool1d} over the last dimension of {@code (N, C, L)} or {@code (C, L)}. */
     public static Tensor maxPool1d(Tensor x, int kernel, int stride, int padding, int dilation, boolean ceilMode) {
-        return valuesOnly(maxPool1dWithIndices(x, kernel, stride, padding, dilation, ceilMode));
+        return valuesOnly(maxPool("maxPool1d", x, 1, new int[] {kernel}, stride <= 0 ? null : new int[] {stride}, new int[] {padding},
+                new int[] {dilation}, ceilMode, false));
     }
 
     /** {@code max_pool1d(..., return_indices=True)}; a non-positive stride means the kernel size. */
     public static ValuesIndices maxPool1dWithIndices(Tensor x, int kernel, int stride, int padding, int dilation, boolean ceilMode) {
         return maxPool("maxPool1d", x, 1, new int[] {kernel}, stride <= 0 ? null : new int[] {stride}, new int[] {padding},
-                new int[] {dilation}, ceilMode);
+                new int[] {dilation}, ceilMode, true);
     }
 
+    /** Values, and indices when asked for or needed by backward (else null: inference skips writing them). */
     private static ValuesIndices maxPool(String op, Tensor x, int dims, int[] kernel, int[] stride, int[] padding, int[] dilation,
-                                         boolean ceilMode) {
+                                         boolean ceilMode, boolean wantIndices) {
         Geometry geo = geometry(op, x, dims, kernel, stride, padding, dilation, ceilMode, true);
         Pool2d g = geo.g;
+        boolean indexed = wantIndices || Autograd.needsGrad(x);
         Tensor[] indices = new Tensor[1];
         Tensor out = runPlanes(x, g.planes(), g.inH(), g.inW(), geo.outShape, g.outH(), g.outW(), (in, o) -> {
-            indices[0] = Tensor.empty(geo.outShape, DType.INT64, x.device());
+            if (indexed) indices[0] = Tensor.empty(geo.outShape, DType.INT64, x.device());
             Backends.of(x.device()).spatial().maxPool2d(in, o, indices[0], g);
         });
         recordMaxBackward("MaxPool2DWithIndicesBackward0", x, out, indices[0], g.planes());
         return new ValuesIndices(out, indices[0]);
     }
 
-    /** The values; the indices are released (backward keeps its own reference). */
+    /** The values; the indices, if any, are released (backward keeps its own reference). */
     private static Tensor valuesOnly(ValuesIndices r) {
-        r.indices().close();
+        if (r.indices() != null) r.indices().close();
         return r.values();
     }
 

@@ -53,6 +53,17 @@ class PoolingPathsTest {
     }
 
     @Test
+    void maxPoolWithoutIndicesGivesTheSameValues() {
+        for (DType t : new DType[] {DType.FLOAT32, DType.FLOAT64}) {
+            try (Tensor x64 = tricky(9, 2, 3, 19, 37); Tensor x = x64.to(t);
+                 Tensor plain = Pooling.maxPool2d(x, new int[] {3}, new int[] {2}, new int[] {1}, new int[] {1}, true);
+                 ValuesIndices r = Pooling.maxPool2dWithIndices(x, new int[] {3}, new int[] {2}, new int[] {1}, new int[] {1}, true)) {
+                assertArrayEquals(r.values().toDoubleArray(), plain.toDoubleArray(), t.toString());
+            }
+        }
+    }
+
+    @Test
     void maxPoolGradientScattersToTheSameElements() {
         try (Tensor x64 = tricky(5, 2, 2, 17, 33); Tensor x32 = x64.to(DType.FLOAT32);
              ValuesIndices a = Pooling.maxPool2dWithIndices(x32, new int[] {3}, new int[] {2}, new int[] {1}, new int[] {1}, false);
