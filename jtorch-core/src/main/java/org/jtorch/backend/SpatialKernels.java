@@ -24,7 +24,7 @@ public interface SpatialKernels {
 
     /**
      * {@code gradIn[p, indices[p, j]] += gradOut[p, j]} for planes {@code [planes, n]} of {@code gradOut} and
-     * {@code indices} into {@code [planes, m]} of {@code gradIn}, which the caller zeroed: the gradient of
+     * {@code indices} into {@code [planes, m]} of {@code gradIn}, which the kernel zeroes first: the gradient of
      * max pooling (fixed and adaptive).
      */
     void maxPoolBackward(Tensor gradOut, Tensor indices, Tensor gradIn);

@@ -9,7 +9,9 @@ import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Padding;
 import org.jtorch.ops.Pooling;
+import org.jtorch.ops.Resampling;
 import org.jtorch.ops.Reductions.ValuesIndices;
 import org.jtorch.ops.Shapes;
 
@@ -790,5 +792,100 @@ public final class F {
         ValuesIndices r = Pooling.adaptiveMaxPool1d(x, outputSize);
         r.indices().close();
         return r.values();
+    }
+
+    /** {@code F.pad} with zeros (constant mode); pads are {@code (left, right)} pairs from the last dimension backwards. */
+    public static Tensor pad(Tensor x, long... pads) {
+        return Padding.pad(x, pads, Padding.Mode.CONSTANT, 0);
+    }
+
+    /** {@code F.pad}: mode {@code "constant"}, {@code "reflect"}, {@code "replicate"} or {@code "circular"}. */
+    public static Tensor pad(Tensor x, long[] pads, String mode) {
+        return Padding.pad(x, pads, mode, 0);
+    }
+
+    /** {@code F.pad} with a value (constant mode only; other modes reject a non-zero value as PyTorch). */
+    public static Tensor pad(Tensor x, long[] pads, String mode, double value) {
+        return Padding.pad(x, pads, mode, value);
+    }
+
+    /** {@code F.interpolate(x, size=...)}; {@code alignCorners} may be null (false, linear modes only). */
+    public static Tensor interpolate(Tensor x, long[] size, String mode, Boolean alignCorners) {
+        return Resampling.interpolate(x, size, null, mode, alignCorners, false);
+    }
+
+    /** {@code F.interpolate(x, scale_factor=...)}; the source index uses {@code 1 / scale} (recompute_scale_factor=False). */
+    public static Tensor interpolate(Tensor x, double[] scaleFactor, String mode, Boolean alignCorners) {
+        return Resampling.interpolate(x, null, scaleFactor, mode, alignCorners, false);
+    }
+
+    /** {@code F.interpolate} with every argument; exactly one of {@code size} and {@code scaleFactor} is non-null. */
+    public static Tensor interpolate(Tensor x, long[] size, double[] scaleFactor, String mode, Boolean alignCorners,
+                                     boolean recomputeScaleFactor) {
+        return Resampling.interpolate(x, size, scaleFactor, mode, alignCorners, recomputeScaleFactor);
+    }
+
+    public static Tensor pixelShuffle(Tensor x, int upscaleFactor) {
+        return Resampling.pixelShuffle(x, upscaleFactor);
+    }
+
+    public static Tensor pixelUnshuffle(Tensor x, int downscaleFactor) {
+        return Resampling.pixelUnshuffle(x, downscaleFactor);
+    }
+
+    /** Channel dropout of {@code (N, C, L)} or {@code (C, L)} with the default generator. */
+    public static Tensor dropout1d(Tensor x, double p, boolean training) {
+        return dropout1d(x, p, training, Generator.defaultGenerator());
+    }
+
+    /**
+     * {@code F.dropout1d}: in training zeroes whole channels (each {@code L} row) with probability {@code p} and
+     * scales the rest by {@code 1 / (1 - p)}; the identity (a new reference) otherwise.
+     */
+    public static Tensor dropout1d(Tensor x, double p, boolean training, Generator gen) {
+        if (x.dim() != 2 && x.dim() != 3) {
+            throw new IllegalArgumentException("dropout1d: expected 2D or 3D input, but received a " + x.dim() + "D input of shape "
+                    + Shapes.format(x.shape()) + ". Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
+                    + "spatial dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).");
+        }
+        if (x.dim() == 3) return featureDropout("dropout1d", x, p, training, gen);
+        try (Tensor b = x.unsqueeze(0); Tensor r = featureDropout("dropout1d", b, p, training, gen)) {
+            return r.squeeze(0);
+        }
+    }
+
+    /** Channel dropout of {@code (N, C, H, W)} with the default generator. */
+    public static Tensor dropout2d(Tensor x, double p, boolean training) {
+        return dropout2d(x, p, training, Generator.defaultGenerator());
+    }
+
+    /**
+     * {@code F.dropout2d}: in training zeroes whole channels ({@code x[n, c]}) with probability {@code p} and scales
+     * the rest by {@code 1 / (1 - p)}. As PyTorch 1.13, a 3-D input is read as {@code (N, C, L)} (channel-wise 1-D
+     * behaviour), not as an unbatched image.
+     */
+    public static Tensor dropout2d(Tensor x, double p, boolean training, Generator gen) {
+        return featureDropout("dropout2d", x, p, training, gen);
+    }
+
+    /** Dropout with one Bernoulli draw per {@code (n, c)}, broadcast over the remaining dimensions. */
+    private static Tensor featureDropout(String op, Tensor x, double p, boolean training, Generator gen) {
+        if (!(p >= 0 && p <= 1)) {
+            throw new IllegalArgumentException(op + ": dropout probability has to be between 0 and 1, but got " + p);
+        }
+        if (x.dim() < 2) {
+            throw new IllegalArgumentException(op + ": feature dropout requires at least 2 dimensions in the input, got shape "
+                    + Shapes.format(x.shape()));
+        }
+        if (!training || p == 0) return x.alias();
+        if (p == 1) return x.mul(0.0);
+        long[] maskShape = new long[x.dim()];
+        Arrays.fill(maskShape, 1);
+        maskShape[0] = x.size(0);
+        maskShape[1] = x.size(1);
+        return MemoryScope.run(() -> {
+            Tensor keep = Torch.rand(maskShape, x.dtype(), x.device(), gen).lt(1 - p);
+            return x.mul(keep.to(x.dtype()).mul(1.0 / (1 - p)));
+        });
     }
 }

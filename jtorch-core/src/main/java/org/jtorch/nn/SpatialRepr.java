@@ -8,7 +8,7 @@ final class SpatialRepr {
         if (v.length == 1) return String.valueOf(v[0]);
         StringBuilder b = new StringBuilder("(");
         for (int i = 0; i < v.length; i++) b.append(i == 0 ? "" : ", ").append(v[i]);
-        return b.append(v.length == 1 ? ",)" : ")").toString();
+        return b.append(")").toString();
     }
 
     static String of(long[] v) {

@@ -32,42 +32,45 @@ public final class Pooling {
 
     /** {@code max_pool2d}: kernel, stride (null or empty: the kernel), padding and dilation as 1 or 2 ints. */
     public static Tensor maxPool2d(Tensor x, int[] kernel, int[] stride, int[] padding, int[] dilation, boolean ceilMode) {
-        return valuesOnly(maxPool("maxPool2d", x, 2, kernel, stride, padding, dilation, ceilMode));
+        return valuesOnly(maxPool("maxPool2d", x, 2, kernel, stride, padding, dilation, ceilMode, false));
     }
 
     /** {@code max_pool2d(..., return_indices=True)}: values and int64 flat indices {@code h * W + w} into each plane. */
     public static ValuesIndices maxPool2dWithIndices(Tensor x, int[] kernel, int[] stride, int[] padding, int[] dilation,
                                                      boolean ceilMode) {
-        return maxPool("maxPool2d", x, 2, kernel, stride, padding, dilation, ceilMode);
+        return maxPool("maxPool2d", x, 2, kernel, stride, padding, dilation, ceilMode, true);
     }
 
     /** {@code max_pool1d} over the last dimension of {@code (N, C, L)} or {@code (C, L)}. */
     public static Tensor maxPool1d(Tensor x, int kernel, int stride, int padding, int dilation, boolean ceilMode) {
-        return valuesOnly(maxPool1dWithIndices(x, kernel, stride, padding, dilation, ceilMode));
+        return valuesOnly(maxPool("maxPool1d", x, 1, new int[] {kernel}, stride <= 0 ? null : new int[] {stride}, new int[] {padding},
+                new int[] {dilation}, ceilMode, false));
     }
 
     /** {@code max_pool1d(..., return_indices=True)}; a non-positive stride means the kernel size. */
     public static ValuesIndices maxPool1dWithIndices(Tensor x, int kernel, int stride, int padding, int dilation, boolean ceilMode) {
         return maxPool("maxPool1d", x, 1, new int[] {kernel}, stride <= 0 ? null : new int[] {stride}, new int[] {padding},
-                new int[] {dilation}, ceilMode);
+                new int[] {dilation}, ceilMode, true);
     }
 
+    /** Values, and indices when asked for or needed by backward (else null: inference skips writing them). */
     private static ValuesIndices maxPool(String op, Tensor x, int dims, int[] kernel, int[] stride, int[] padding, int[] dilation,
-                                         boolean ceilMode) {
+                                         boolean ceilMode, boolean wantIndices) {
         Geometry geo = geometry(op, x, dims, kernel, stride, padding, dilation, ceilMode, true);
         Pool2d g = geo.g;
+        boolean indexed = wantIndices || Autograd.needsGrad(x);
         Tensor[] indices = new Tensor[1];
         Tensor out = runPlanes(x, g.planes(), g.inH(), g.inW(), geo.outShape, g.outH(), g.outW(), (in, o) -> {
-            indices[0] = Tensor.empty(geo.outShape, DType.INT64, x.device());
+            if (indexed) indices[0] = Tensor.empty(geo.outShape, DType.INT64, x.device());
             Backends.of(x.device()).spatial().maxPool2d(in, o, indices[0], g);
         });
         recordMaxBackward("MaxPool2DWithIndicesBackward0", x, out, indices[0], g.planes());
         return new ValuesIndices(out, indices[0]);
     }
 
-    /** The values; the indices are released (backward keeps its own reference). */
+    /** The values; the indices, if any, are released (backward keeps its own reference). */
     private static Tensor valuesOnly(ValuesIndices r) {
-        r.indices().close();
+        if (r.indices() != null) r.indices().close();
         return r.values();
     }
 
@@ -89,10 +92,8 @@ public final class Pooling {
                     .scatterAdd(1, indices.reshape(planes, outPlane), grad.reshape(planes, outPlane)).reshape(inShape));
         }
         try (Tensor idx = indices.reshape(planes, 1, outPlane)) {
-            return runPlanes(grad, planes, 1, outPlane, inShape, 1, inPlane, (go, gi) -> {
-                gi.zero_();
-                Backends.of(grad.device()).spatial().maxPoolBackward(go, idx, gi);
-            });
+            return runPlanes(grad, planes, 1, outPlane, inShape, 1, inPlane,
+                    (go, gi) -> Backends.of(grad.device()).spatial().maxPoolBackward(go, idx, gi));
         }
     }
 
@@ -211,7 +212,7 @@ public final class Pooling {
      */
     public static Tensor maxUnpool2d(Tensor x, Tensor indices, int[] kernel, int[] stride, int[] padding, long[] outputSize) {
         String op = "maxUnpool2d";
-        checkRank(op, x, 2);
+        checkRank(op, x, 2, false);
         if (indices.dtype() != DType.INT64) {
             throw new IllegalArgumentException(op + ": expected indices of dtype int64, got " + indices.dtype());
         }
@@ -255,6 +256,57 @@ public final class Pooling {
         }
     }
 
+    // ------------------------------------------------------------------ backward ops (aten's *_backward)
+
+    /** {@code max_pool2d_with_indices_backward}: {@code grad} scattered to the flat {@code indices} of each input plane. */
+    public static Tensor maxPool2dBackward(Tensor grad, Tensor indices, long[] inputShape) {
+        checkBackward("maxPool2dBackward", grad, indices.shape());
+        int r = inputShape.length;
+        if (r != 3 && r != 4 || grad.dim() != r || indices.dtype() != DType.INT64) {
+            throw new IllegalArgumentException("maxPool2dBackward: expected a 3-D or 4-D input shape, and a gradient and int64 indices"
+                    + " of the same rank, got " + Shapes.format(inputShape) + ", " + Shapes.format(grad.shape()) + " and "
+                    + indices.dtype());
+        }
+        long planes = Shapes.numel(inputShape) / Math.max(1, inputShape[r - 1] * inputShape[r - 2]);
+        return scatterToPlanes(grad, indices, inputShape, planes);
+    }
+
+    /** {@code avg_pool2d_backward} for an input of {@code inputShape} with these pooling arguments. */
+    public static Tensor avgPool2dBackward(Tensor grad, long[] inputShape, int[] kernel, int[] stride, int[] padding, boolean ceilMode,
+                                           boolean countIncludePad, long divisorOverride) {
+        long[] ones = new long[inputShape.length];
+        Arrays.fill(ones, 1);
+        // The geometry checks read only shape and dtype: a broadcast view stands in for the input.
+        try (Tensor probe = Tensor.empty(ones, grad.dtype(), grad.device()); Tensor input = probe.expand(inputShape)) {
+            Geometry geo = geometry("avgPool2dBackward", input, 2, kernel, stride, padding, new int[] {1}, ceilMode, false);
+            checkBackward("avgPool2dBackward", grad, geo.outShape);
+            return avgPoolGrad(grad, geo.g, inputShape, countIncludePad, divisorOverride);
+        }
+    }
+
+    /** {@code _adaptive_avg_pool2d_backward} for an input of {@code inputShape}. */
+    public static Tensor adaptiveAvgPool2dBackward(Tensor grad, long[] inputShape) {
+        int r = inputShape.length;
+        if (r != 3 && r != 4 || grad.dim() != r) {
+            throw new IllegalArgumentException("adaptiveAvgPool2dBackward: expected a 3-D or 4-D input shape and a gradient of the same rank, got "
+                    + Shapes.format(inputShape) + " and " + Shapes.format(grad.shape()));
+        }
+        long inH = inputShape[r - 2];
+        long inW = inputShape[r - 1];
+        long planes = Shapes.numel(inputShape) / (inH * inW);
+        return adaptiveAvgGrad(grad, planes, inH, inW, grad.size(-2), grad.size(-1), inputShape);
+    }
+
+    private static void checkBackward(String op, Tensor grad, long[] outShape) {
+        if (!Arrays.equals(grad.shape(), outShape)) {
+            throw new IllegalArgumentException(op + ": expected a gradient of shape " + Shapes.format(outShape) + ", got "
+                    + Shapes.format(grad.shape()));
+        }
+        if (!grad.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": expected a floating-point gradient, got " + grad.dtype());
+        }
+    }
+
     // ------------------------------------------------------------------ geometry
 
     private record Geometry(Pool2d g, long[] outShape) {}
@@ -264,7 +316,7 @@ public final class Pooling {
     /** Checks a pooling call as PyTorch's {@code pool2d_shape_check} and computes its geometry. */
     private static Geometry geometry(String op, Tensor x, int dims, int[] kernel, int[] stride, int[] padding, int[] dilation,
                                      boolean ceilMode, boolean isMax) {
-        checkRank(op, x, dims);
+        checkRank(op, x, dims, !isMax);
         int[] k = dims == 2 ? pair(op, "kernel_size", kernel, null) : new int[] {1, single(op, "kernel_size", kernel)};
         int[] s = dims == 2 ? pair(op, "stride", stride, k) : new int[] {1, stride == null || stride.length == 0 ? k[1] : single(op, "stride", stride)};
         int[] p = dims == 2 ? pair(op, "padding", padding, new int[] {0, 0}) : new int[] {0, single(op, "padding", padding)};
@@ -311,7 +363,7 @@ public final class Pooling {
     }
 
     private static Adaptive adaptive(String op, Tensor x, int dims, long[] outputSize) {
-        checkRank(op, x, dims);
+        checkRank(op, x, dims, false);
         if (outputSize == null || outputSize.length < 1 || outputSize.length > dims) {
             throw new IllegalArgumentException(op + ": output_size must be " + (dims == 2 ? "1 or 2 sizes" : "1 size") + ", got "
                     + Arrays.toString(outputSize));
@@ -332,10 +384,11 @@ public final class Pooling {
     }
 
     /**
-     * Floating dtype, and {@code (C, spatial...)} or {@code (N, C, spatial...)} with non-empty non-batch
-     * dimensions (the batch may be empty), as PyTorch's checks.
+     * Floating dtype (or int64 where {@code int64Ok}: average pooling, which divides with truncation as PyTorch's),
+     * and {@code (C, spatial...)} or {@code (N, C, spatial...)} with non-empty non-batch dimensions (the batch may
+     * be empty), as PyTorch's checks.
      */
-    private static void checkRank(String op, Tensor x, int dims) {
+    private static void checkRank(String op, Tensor x, int dims, boolean int64Ok) {
         x.checkOpen(op);
         if (x.dim() != dims + 1 && x.dim() != dims + 2) {
             throw new IllegalArgumentException(op + ": expected a " + (dims + 1) + "-D (unbatched) or " + (dims + 2)
@@ -347,8 +400,9 @@ public final class Pooling {
                         + Shapes.format(x.shape()));
             }
         }
-        if (!x.dtype().isFloatingPoint()) {
-            throw new IllegalArgumentException(op + ": expected a floating-point input, got " + x.dtype());
+        if (!x.dtype().isFloatingPoint() && !(int64Ok && x.dtype() == DType.INT64)) {
+            throw new IllegalArgumentException(op + ": expected a floating-point" + (int64Ok ? " or int64" : "") + " input, got "
+                    + x.dtype());
         }
     }
 
@@ -377,9 +431,9 @@ public final class Pooling {
 
     // ------------------------------------------------------------------ running kernels
 
-    /** float64 stays float64; every other floating dtype computes in float32. */
+    /** float64 and int64 compute in float64 (exact for int64 sums below 2^53); the other floating dtypes in float32. */
     private static DType computeType(DType t) {
-        return t == DType.FLOAT64 ? DType.FLOAT64 : DType.FLOAT32;
+        return t == DType.FLOAT64 || t == DType.INT64 ? DType.FLOAT64 : DType.FLOAT32;
     }
 
     /**
@@ -390,10 +444,19 @@ public final class Pooling {
     private static Tensor runPlanes(Tensor src, long planes, long srcH, long srcW, long[] dstShape, long dstH, long dstW,
                                     BiConsumer<Tensor, Tensor> kernel) {
         DType ct = computeType(src.dtype());
-        try (Grad.Mode m = Grad.noGrad(); Tensor in = planesOf(src, ct, planes, srcH, srcW);
-             Tensor out = Tensor.empty(new long[] {planes, dstH, dstW}, ct, src.device()); Tensor shaped = out.reshape(dstShape)) {
-            kernel.accept(in, out);
-            return shaped.to(src.dtype());
+        try (Grad.Mode m = Grad.noGrad(); Tensor in = planesOf(src, ct, planes, srcH, srcW)) {
+            if (ct == src.dtype()) {
+                // Allocated in its final shape: the kernel sees a [planes, dstH, dstW] view of it.
+                Tensor out = Tensor.empty(dstShape, ct, src.device());
+                try (Tensor view = out.reshape(planes, dstH, dstW)) {
+                    kernel.accept(in, view);
+                }
+                return out;
+            }
+            try (Tensor out = Tensor.empty(new long[] {planes, dstH, dstW}, ct, src.device()); Tensor shaped = out.reshape(dstShape)) {
+                kernel.accept(in, out);
+                return shaped.to(src.dtype());
+            }
         }
     }
 

@@ -97,6 +97,12 @@ class SpatialConformanceTest {
             case "adaptive_max_pool1d" -> both(Pooling.adaptiveMaxPool1d(x, c.longsArg("output_size")[0]));
             case "max_unpool2d" -> List.of(F.maxUnpool2d(x, in.get(1), ints(c, "kernel_size"), ints(c, "stride"), ints(c, "padding"),
                     c.longsArg("output_size")));
+            case "pad" -> List.of(F.pad(x, c.longsArg("pad"), c.stringArg("mode", "constant"), c.doubleArg("value", 0)));
+            case "interpolate" -> List.of(F.interpolate(x, c.longsArg("size"), doubles(c, "scale_factor"), c.stringArg("mode", "nearest"),
+                    c.args().has("align_corners") ? c.boolArg("align_corners", false) : null,
+                    c.boolArg("recompute_scale_factor", false)));
+            case "pixel_shuffle" -> List.of(F.pixelShuffle(x, (int) c.longArg("factor", 1)));
+            case "pixel_unshuffle" -> List.of(F.pixelUnshuffle(x, (int) c.longArg("factor", 1)));
             default -> throw new IllegalStateException("no Java call for " + c);
         };
     }
@@ -113,6 +119,14 @@ class SpatialConformanceTest {
         l.add(r.values());
         l.add(r.indices());
         return l;
+    }
+
+    private static double[] doubles(Case c, String key) {
+        if (!c.args().has(key)) return null;
+        JsonArray a = c.args().getAsJsonArray(key);
+        double[] r = new double[a.size()];
+        for (int i = 0; i < r.length; i++) r[i] = a.get(i).getAsDouble();
+        return r;
     }
 
     private static int[] ints(Case c, String key) {

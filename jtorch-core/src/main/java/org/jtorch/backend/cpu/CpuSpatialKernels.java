@@ -54,10 +54,11 @@ final class CpuSpatialKernels implements SpatialKernels {
         MemorySegment xs = indices == null ? null : seg(indices);
         long inPlane = g.inH() * g.inW();
         long outPlane = g.outH() * g.outW();
-        boolean fast = f32 && SpatialF32.hasMaxPool(g);
+        boolean fast = f32 && SpatialF32.fits(g);
         Parallel.forRange(g.planes(), grain(outPlane * g.kH() * g.kW()), (b, e) -> {
+            SpatialF32.Buffers buf = fast ? new SpatialF32.Buffers(g, xs != null) : null;
             for (long p = b; p < e; p++) {
-                if (fast) SpatialF32.maxPool(is, p * inPlane, os, xs, p * outPlane, g);
+                if (fast) SpatialF32.maxPool(is, p * inPlane, os, xs, p * outPlane, g, buf);
                 else maxPlane(is, os, xs, f32, p * inPlane, p * outPlane, g);
             }
         });
@@ -102,10 +103,17 @@ final class CpuSpatialKernels implements SpatialKernels {
         long planes = gradOut.size(0);
         long n = gradOut.numel() / Math.max(1, planes);
         long m = gradIn.numel() / Math.max(1, planes);
-        Parallel.forRange(planes, grain(n), (b, e) -> {
+        if (f32 && m <= SpatialF32.MAX_PLANE && n <= SpatialF32.MAX_PLANE) {
+            Parallel.forRange(planes, grain(n + m), (b, e) -> {
+                for (long p = b; p < e; p++) SpatialF32.maxPoolBackward(gs, xs, p * n, (int) n, is, p * m, (int) m);
+            });
+            return;
+        }
+        Parallel.forRange(planes, grain(n + m), (b, e) -> {
             for (long p = b; p < e; p++) {
                 long gb = p * n;
                 long ib = p * m;
+                for (long i = 0; i < m; i++) st(is, f32, ib + i, 0);
                 if (f32) {
                     for (long j = 0; j < n; j++) {
                         long at = ib + xs.getAtIndex(I64, gb + j);
@@ -130,8 +138,13 @@ final class CpuSpatialKernels implements SpatialKernels {
         MemorySegment os = seg(out);
         long inPlane = g.inH() * g.inW();
         long outPlane = g.outH() * g.outW();
+        boolean fast = f32 && SpatialF32.fits(g);
         Parallel.forRange(g.planes(), grain(outPlane * g.kH() * g.kW()), (b, e) -> {
-            for (long p = b; p < e; p++) avgPlane(is, os, f32, p * inPlane, p * outPlane, g, countIncludePad, divisorOverride, false);
+            SpatialF32.Buffers buf = fast ? new SpatialF32.Buffers(g, false) : null;
+            for (long p = b; p < e; p++) {
+                if (fast) SpatialF32.avgPool(is, p * inPlane, os, p * outPlane, g, countIncludePad, divisorOverride, buf);
+                else avgPlane(is, os, f32, p * inPlane, p * outPlane, g, countIncludePad, divisorOverride, false);
+            }
         });
     }
 
@@ -142,8 +155,14 @@ final class CpuSpatialKernels implements SpatialKernels {
         MemorySegment is = seg(gradIn);
         long inPlane = g.inH() * g.inW();
         long outPlane = g.outH() * g.outW();
+        boolean fast = f32 && SpatialF32.fits(g);
         Parallel.forRange(g.planes(), grain(outPlane * g.kH() * g.kW()), (b, e) -> {
+            SpatialF32.Buffers buf = fast ? new SpatialF32.Buffers(g, false) : null;
             for (long p = b; p < e; p++) {
+                if (fast) {
+                    SpatialF32.avgPoolBackward(gs, p * outPlane, is, p * inPlane, g, countIncludePad, divisorOverride, buf);
+                    continue;
+                }
                 for (long i = 0; i < inPlane; i++) st(is, f32, p * inPlane + i, 0);
                 avgPlane(is, gs, f32, p * inPlane, p * outPlane, g, countIncludePad, divisorOverride, true);
             }
