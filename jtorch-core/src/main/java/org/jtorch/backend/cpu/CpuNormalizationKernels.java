@@ -163,8 +163,8 @@ final class CpuNormalizationKernels implements NormalizationKernels {
                 }
                 pending += len;
                 if (pending >= SUM_BLOCK) {
-                    sum += acc.add(accB).reduceLanes(VectorOperators.ADD) + (double) ts;
-                    sq += acc2.add(acc2B).reduceLanes(VectorOperators.ADD) + (double) tq;
+                    sum += VectorF32.sumLanes(acc.add(accB)) + (double) ts;
+                    sq += VectorF32.sumLanes(acc2.add(acc2B)) + (double) tq;
                     acc = FloatVector.zero(FS);
                     acc2 = FloatVector.zero(FS);
                     accB = FloatVector.zero(FS);
@@ -175,8 +175,8 @@ final class CpuNormalizationKernels implements NormalizationKernels {
                 }
             }
         }
-        sum += acc.add(accB).reduceLanes(VectorOperators.ADD) + (double) ts;
-        sq += acc2.add(acc2B).reduceLanes(VectorOperators.ADD) + (double) tq;
+        sum += VectorF32.sumLanes(acc.add(accB)) + (double) ts;
+        sq += VectorF32.sumLanes(acc2.add(acc2B)) + (double) tq;
         finishStats(k, sum, sq, (double) n * s, ch, m, v);
     }
 
@@ -456,8 +456,8 @@ final class CpuNormalizationKernels implements NormalizationKernels {
                 }
                 pending += len;
                 if (pending >= SUM_BLOCK) {
-                    sg += acc.add(accB).reduceLanes(VectorOperators.ADD) + (double) ts;
-                    sgx += acc2.add(acc2B).reduceLanes(VectorOperators.ADD) + (double) tq;
+                    sg += VectorF32.sumLanes(acc.add(accB)) + (double) ts;
+                    sgx += VectorF32.sumLanes(acc2.add(acc2B)) + (double) tq;
                     acc = FloatVector.zero(FS);
                     acc2 = FloatVector.zero(FS);
                     accB = FloatVector.zero(FS);
@@ -468,8 +468,8 @@ final class CpuNormalizationKernels implements NormalizationKernels {
                 }
             }
         }
-        sg += acc.add(accB).reduceLanes(VectorOperators.ADD) + (double) ts;
-        sgx += acc2.add(acc2B).reduceLanes(VectorOperators.ADD) + (double) tq;
+        sg += VectorF32.sumLanes(acc.add(accB)) + (double) ts;
+        sgx += VectorF32.sumLanes(acc2.add(acc2B)) + (double) tq;
         sumG[(int) ch] = sg;
         sumGXmu[(int) ch] = sgx;
     }

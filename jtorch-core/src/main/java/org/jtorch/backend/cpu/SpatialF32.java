@@ -236,7 +236,7 @@ final class SpatialF32 {
         long i = 0;
         long off = base * 4;
         for (; i + FL <= n; i += FL) acc = acc.add(FloatVector.fromMemorySegment(FS, s, off + i * 4, LE));
-        double r = acc.reduceLanes(VectorOperators.ADD);
+        double r = VectorF32.sumLanes(acc);
         for (; i < n; i++) r += s.getAtIndex(F32, base + i);
         return r;
     }
