@@ -29,7 +29,10 @@ public interface Backend {
     /** Why the backend is unavailable, naming what was looked for and where; empty when available. */
     String unavailableReason();
 
-    /** One line per library or feature found, for {@code jtorch info}. */
+    /**
+     * For {@code jtorch info}: a first line naming the backend, then (optionally) one line per device or
+     * library found or looked for, separated by {@code \n}.
+     */
     default String describe() {
         return deviceType().name().toLowerCase();
     }

@@ -51,11 +51,20 @@ public final class Backends {
         return m;
     }
 
-    /** Descriptions of every backend, for {@code jtorch info}. */
+    /**
+     * Descriptions of every backend, for {@code jtorch info}: {@link Backend#describe()}'s lines; for an
+     * unavailable backend its reason first, then the detail lines of its description (e.g. libraries searched).
+     */
     public static List<String> describeAll() {
         List<String> lines = new ArrayList<>();
         for (Backend b : all().values()) {
-            lines.add(b.isAvailable() ? b.describe() : b.deviceType().name().toLowerCase() + ": unavailable (" + b.unavailableReason() + ")");
+            List<String> described = List.of(b.describe().split("\n"));
+            if (b.isAvailable()) {
+                lines.addAll(described);
+            } else {
+                lines.add(b.deviceType().name().toLowerCase() + ": unavailable (" + b.unavailableReason() + ")");
+                lines.addAll(described.subList(1, described.size()));
+            }
         }
         return lines;
     }

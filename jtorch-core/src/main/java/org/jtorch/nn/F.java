@@ -9,6 +9,10 @@ import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Padding;
+import org.jtorch.ops.Pooling;
+import org.jtorch.ops.Resampling;
+import org.jtorch.ops.Reductions.ValuesIndices;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -657,5 +661,231 @@ public final class F {
 
     public static Tensor fold(Tensor input, int[] outputSize, int[] kernelSize) {
         return fold(input, outputSize, kernelSize, new int[] {1}, new int[] {0}, new int[] {1});
+    }
+
+    // ------------------------------------------------------------------ normalisation layers (org.jtorch.ops.Normalization)
+
+    /** {@code F.batch_norm}; see {@link org.jtorch.ops.Normalization#batchNorm}. */
+    public static Tensor batchNorm(Tensor input, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias,
+                                   boolean training, double momentum, double eps) {
+        return org.jtorch.ops.Normalization.batchNorm(input, runningMean, runningVar, weight, bias, training, momentum, eps);
+    }
+
+    /** {@code F.batch_norm} with PyTorch's defaults: evaluation mode, no affine parameters, momentum 0.1, eps 1e-5. */
+    public static Tensor batchNorm(Tensor input, Tensor runningMean, Tensor runningVar) {
+        return batchNorm(input, runningMean, runningVar, null, null, false, 0.1, 1e-5);
+    }
+
+    /** {@code F.instance_norm}; see {@link org.jtorch.ops.Normalization#instanceNorm}. */
+    public static Tensor instanceNorm(Tensor input, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias,
+                                      boolean useInputStats, double momentum, double eps) {
+        return org.jtorch.ops.Normalization.instanceNorm(input, runningMean, runningVar, weight, bias, useInputStats, momentum, eps);
+    }
+
+    /** {@code F.instance_norm(input)}: input statistics, no running statistics or affine parameters, eps 1e-5. */
+    public static Tensor instanceNorm(Tensor input) {
+        return instanceNorm(input, null, null, null, null, true, 0.1, 1e-5);
+    }
+
+    /** {@code F.group_norm}; see {@link org.jtorch.ops.Normalization#groupNorm}. */
+    public static Tensor groupNorm(Tensor input, long numGroups, Tensor weight, Tensor bias, double eps) {
+        return org.jtorch.ops.Normalization.groupNorm(input, numGroups, weight, bias, eps);
+    }
+
+    public static Tensor groupNorm(Tensor input, long numGroups) {
+        return groupNorm(input, numGroups, null, null, 1e-5);
+    }
+
+    /** {@code F.local_response_norm}; see {@link org.jtorch.ops.Normalization#localResponseNorm}. */
+    public static Tensor localResponseNorm(Tensor input, int size, double alpha, double beta, double k) {
+        return org.jtorch.ops.Normalization.localResponseNorm(input, size, alpha, beta, k);
+    }
+
+    /** {@code F.local_response_norm} with PyTorch's defaults alpha 1e-4, beta 0.75, k 1. */
+    public static Tensor localResponseNorm(Tensor input, int size) {
+        return localResponseNorm(input, size, 1e-4, 0.75, 1.0);
+    }
+
+    // ================================================================== spatial (pooling, padding, resampling)
+    // Pooling over (N, C, L) / (C, L) or (N, C, H, W) / (C, H, W); see org.jtorch.ops.Pooling for the rules.
+    // Sizes are 1 or 2 ints; a null or empty stride means the kernel size.
+
+    public static Tensor maxPool2d(Tensor x, int kernelSize) {
+        return Pooling.maxPool2d(x, new int[] {kernelSize}, null, new int[] {0}, new int[] {1}, false);
+    }
+
+    public static Tensor maxPool2d(Tensor x, int kernelSize, int stride, int padding) {
+        return Pooling.maxPool2d(x, new int[] {kernelSize}, new int[] {stride}, new int[] {padding}, new int[] {1}, false);
+    }
+
+    public static Tensor maxPool2d(Tensor x, int[] kernelSize, int[] stride, int[] padding, int[] dilation, boolean ceilMode) {
+        return Pooling.maxPool2d(x, kernelSize, stride, padding, dilation, ceilMode);
+    }
+
+    /** {@code max_pool2d(..., return_indices=True)}. */
+    public static ValuesIndices maxPool2dWithIndices(Tensor x, int[] kernelSize, int[] stride, int[] padding, int[] dilation,
+                                                     boolean ceilMode) {
+        return Pooling.maxPool2dWithIndices(x, kernelSize, stride, padding, dilation, ceilMode);
+    }
+
+    public static Tensor maxPool1d(Tensor x, int kernelSize) {
+        return Pooling.maxPool1d(x, kernelSize, 0, 0, 1, false);
+    }
+
+    /** A non-positive stride means the kernel size. */
+    public static Tensor maxPool1d(Tensor x, int kernelSize, int stride, int padding, int dilation, boolean ceilMode) {
+        return Pooling.maxPool1d(x, kernelSize, stride, padding, dilation, ceilMode);
+    }
+
+    public static ValuesIndices maxPool1dWithIndices(Tensor x, int kernelSize, int stride, int padding, int dilation, boolean ceilMode) {
+        return Pooling.maxPool1dWithIndices(x, kernelSize, stride, padding, dilation, ceilMode);
+    }
+
+    public static Tensor maxUnpool2d(Tensor x, Tensor indices, int[] kernelSize, int[] stride, int[] padding, long[] outputSize) {
+        return Pooling.maxUnpool2d(x, indices, kernelSize, stride, padding, outputSize);
+    }
+
+    public static Tensor avgPool2d(Tensor x, int kernelSize) {
+        return Pooling.avgPool2d(x, new int[] {kernelSize}, null, new int[] {0}, false, true, 0);
+    }
+
+    public static Tensor avgPool2d(Tensor x, int kernelSize, int stride, int padding) {
+        return Pooling.avgPool2d(x, new int[] {kernelSize}, new int[] {stride}, new int[] {padding}, false, true, 0);
+    }
+
+    /** A positive {@code divisorOverride} replaces the window size as divisor (0: none). */
+    public static Tensor avgPool2d(Tensor x, int[] kernelSize, int[] stride, int[] padding, boolean ceilMode, boolean countIncludePad,
+                                   long divisorOverride) {
+        return Pooling.avgPool2d(x, kernelSize, stride, padding, ceilMode, countIncludePad, divisorOverride);
+    }
+
+    public static Tensor avgPool1d(Tensor x, int kernelSize) {
+        return Pooling.avgPool1d(x, kernelSize, 0, 0, false, true);
+    }
+
+    /** A non-positive stride means the kernel size. */
+    public static Tensor avgPool1d(Tensor x, int kernelSize, int stride, int padding, boolean ceilMode, boolean countIncludePad) {
+        return Pooling.avgPool1d(x, kernelSize, stride, padding, ceilMode, countIncludePad);
+    }
+
+    /** Output size as 1 or 2 sizes; a negative size keeps the input's (PyTorch's None). */
+    public static Tensor adaptiveAvgPool2d(Tensor x, long... outputSize) {
+        return Pooling.adaptiveAvgPool2d(x, outputSize);
+    }
+
+    public static Tensor adaptiveAvgPool1d(Tensor x, long outputSize) {
+        return Pooling.adaptiveAvgPool1d(x, outputSize);
+    }
+
+    /** {@code adaptive_max_pool2d}: values only. */
+    public static Tensor adaptiveMaxPool2d(Tensor x, long... outputSize) {
+        ValuesIndices r = Pooling.adaptiveMaxPool2d(x, outputSize);
+        r.indices().close();
+        return r.values();
+    }
+
+    public static ValuesIndices adaptiveMaxPool2dWithIndices(Tensor x, long... outputSize) {
+        return Pooling.adaptiveMaxPool2d(x, outputSize);
+    }
+
+    public static Tensor adaptiveMaxPool1d(Tensor x, long outputSize) {
+        ValuesIndices r = Pooling.adaptiveMaxPool1d(x, outputSize);
+        r.indices().close();
+        return r.values();
+    }
+
+    /** {@code F.pad} with zeros (constant mode); pads are {@code (left, right)} pairs from the last dimension backwards. */
+    public static Tensor pad(Tensor x, long... pads) {
+        return Padding.pad(x, pads, Padding.Mode.CONSTANT, 0);
+    }
+
+    /** {@code F.pad}: mode {@code "constant"}, {@code "reflect"}, {@code "replicate"} or {@code "circular"}. */
+    public static Tensor pad(Tensor x, long[] pads, String mode) {
+        return Padding.pad(x, pads, mode, 0);
+    }
+
+    /** {@code F.pad} with a value (constant mode only; other modes reject a non-zero value as PyTorch). */
+    public static Tensor pad(Tensor x, long[] pads, String mode, double value) {
+        return Padding.pad(x, pads, mode, value);
+    }
+
+    /** {@code F.interpolate(x, size=...)}; {@code alignCorners} may be null (false, linear modes only). */
+    public static Tensor interpolate(Tensor x, long[] size, String mode, Boolean alignCorners) {
+        return Resampling.interpolate(x, size, null, mode, alignCorners, false);
+    }
+
+    /** {@code F.interpolate(x, scale_factor=...)}; the source index uses {@code 1 / scale} (recompute_scale_factor=False). */
+    public static Tensor interpolate(Tensor x, double[] scaleFactor, String mode, Boolean alignCorners) {
+        return Resampling.interpolate(x, null, scaleFactor, mode, alignCorners, false);
+    }
+
+    /** {@code F.interpolate} with every argument; exactly one of {@code size} and {@code scaleFactor} is non-null. */
+    public static Tensor interpolate(Tensor x, long[] size, double[] scaleFactor, String mode, Boolean alignCorners,
+                                     boolean recomputeScaleFactor) {
+        return Resampling.interpolate(x, size, scaleFactor, mode, alignCorners, recomputeScaleFactor);
+    }
+
+    public static Tensor pixelShuffle(Tensor x, int upscaleFactor) {
+        return Resampling.pixelShuffle(x, upscaleFactor);
+    }
+
+    public static Tensor pixelUnshuffle(Tensor x, int downscaleFactor) {
+        return Resampling.pixelUnshuffle(x, downscaleFactor);
+    }
+
+    /** Channel dropout of {@code (N, C, L)} or {@code (C, L)} with the default generator. */
+    public static Tensor dropout1d(Tensor x, double p, boolean training) {
+        return dropout1d(x, p, training, Generator.defaultGenerator());
+    }
+
+    /**
+     * {@code F.dropout1d}: in training zeroes whole channels (each {@code L} row) with probability {@code p} and
+     * scales the rest by {@code 1 / (1 - p)}; the identity (a new reference) otherwise.
+     */
+    public static Tensor dropout1d(Tensor x, double p, boolean training, Generator gen) {
+        if (x.dim() != 2 && x.dim() != 3) {
+            throw new IllegalArgumentException("dropout1d: expected 2D or 3D input, but received a " + x.dim() + "D input of shape "
+                    + Shapes.format(x.shape()) + ". Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
+                    + "spatial dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).");
+        }
+        if (x.dim() == 3) return featureDropout("dropout1d", x, p, training, gen);
+        try (Tensor b = x.unsqueeze(0); Tensor r = featureDropout("dropout1d", b, p, training, gen)) {
+            return r.squeeze(0);
+        }
+    }
+
+    /** Channel dropout of {@code (N, C, H, W)} with the default generator. */
+    public static Tensor dropout2d(Tensor x, double p, boolean training) {
+        return dropout2d(x, p, training, Generator.defaultGenerator());
+    }
+
+    /**
+     * {@code F.dropout2d}: in training zeroes whole channels ({@code x[n, c]}) with probability {@code p} and scales
+     * the rest by {@code 1 / (1 - p)}. As PyTorch 1.13, a 3-D input is read as {@code (N, C, L)} (channel-wise 1-D
+     * behaviour), not as an unbatched image.
+     */
+    public static Tensor dropout2d(Tensor x, double p, boolean training, Generator gen) {
+        return featureDropout("dropout2d", x, p, training, gen);
+    }
+
+    /** Dropout with one Bernoulli draw per {@code (n, c)}, broadcast over the remaining dimensions. */
+    private static Tensor featureDropout(String op, Tensor x, double p, boolean training, Generator gen) {
+        if (!(p >= 0 && p <= 1)) {
+            throw new IllegalArgumentException(op + ": dropout probability has to be between 0 and 1, but got " + p);
+        }
+        if (x.dim() < 2) {
+            throw new IllegalArgumentException(op + ": feature dropout requires at least 2 dimensions in the input, got shape "
+                    + Shapes.format(x.shape()));
+        }
+        if (!training || p == 0) return x.alias();
+        if (p == 1) return x.mul(0.0);
+        long[] maskShape = new long[x.dim()];
+        Arrays.fill(maskShape, 1);
+        maskShape[0] = x.size(0);
+        maskShape[1] = x.size(1);
+        return MemoryScope.run(() -> {
+            Tensor keep = Torch.rand(maskShape, x.dtype(), x.device(), gen).lt(1 - p);
+            return x.mul(keep.to(x.dtype()).mul(1.0 / (1 - p)));
+        });
     }
 }

@@ -1,0 +1,207 @@
+package org.jtorch.io;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import org.jtorch.Generator;
+import org.jtorch.Tensor;
+import org.jtorch.nn.Module;
+import org.jtorch.optim.Optimizer;
+import org.jtorch.optim.lr.LRScheduler;
+
+/**
+ * A training checkpoint: the state of a model, its optimizers, schedulers, random generators and any
+ * other component, with the epoch and step, in one safetensors file written atomically (temporary
+ * file, fsync, rename), so a crash during {@link #save} leaves the previous checkpoint intact.
+ *
+ * <pre>{@code
+ * var ckpt = new Checkpoint()
+ *         .model(model).optimizer(optimizer).scheduler(scheduler)
+ *         .generator("default", Generator.defaultGenerator());
+ * ckpt.save(path, epoch, step);
+ * ...
+ * Checkpoint.Position at = ckpt.load(path);   // restores everything registered; returns epoch and step
+ * }</pre>
+ *
+ * <p>File layout: every tensor of component {@code c} is stored under {@code c/<path>} (a model's
+ * under {@code model/<state-dict key>}, so the file is also a readable safetensors state dict); the
+ * rest of each component's state (numbers, lists, option maps) is JSON in the metadata entry
+ * {@code jtorch.checkpoint}, with tensors referenced by name. Loading validates every component before
+ * it changes any: a checkpoint from another model or optimizer fails with the component's own error
+ * and leaves the registered objects as they were where the component allows it.
+ */
+public final class Checkpoint {
+    /** Metadata key of the JSON state; also marks a file as a jtorch checkpoint. */
+    public static final String METADATA_KEY = "jtorch.checkpoint";
+    static final int FORMAT_VERSION = 1;
+
+    /** Where training stood when the checkpoint was written. */
+    public record Position(long epoch, long step) {}
+
+    private record Component(Supplier<Map<String, Object>> save, Consumer<Map<String, Object>> load, Runnable release) {}
+
+    private final Map<String, Component> components = new LinkedHashMap<>();
+
+    /** Registers {@code model} as component {@code "model"}. */
+    public Checkpoint model(Module model) {
+        return model("model", model);
+    }
+
+    public Checkpoint model(String name, Module model) {
+        Objects.requireNonNull(model, "model");
+        Map<String, Tensor>[] last = newHolder();
+        return component(name, () -> {
+            last[0] = model.stateDict();
+            return new LinkedHashMap<>(last[0]);
+        }, state -> {
+            Map<String, Tensor> tensors = new LinkedHashMap<>();
+            for (Map.Entry<String, Object> e : state.entrySet()) {
+                if (!(e.getValue() instanceof Tensor t)) {
+                    throw new IllegalArgumentException("Checkpoint: model entry '" + e.getKey() + "' is not a tensor");
+                }
+                tensors.put(e.getKey(), t);
+            }
+            model.loadStateDict(tensors, true);
+        }, () -> {
+            if (last[0] != null) last[0].values().forEach(Tensor::close);
+            last[0] = null;
+        });
+    }
+
+    /** Registers {@code optimizer} as component {@code "optimizer"}. */
+    public Checkpoint optimizer(Optimizer optimizer) {
+        return optimizer("optimizer", optimizer);
+    }
+
+    public Checkpoint optimizer(String name, Optimizer optimizer) {
+        Objects.requireNonNull(optimizer, "optimizer");
+        List<Map<String, Object>> last = new ArrayList<>(1);
+        return component(name, () -> {
+            Map<String, Object> sd = optimizer.stateDict();
+            last.add(sd);
+            return sd;
+        }, optimizer::loadStateDict, () -> {
+            last.forEach(Optimizer::closeStateDict);
+            last.clear();
+        });
+    }
+
+    /** Registers {@code scheduler} as component {@code "scheduler"}. */
+    public Checkpoint scheduler(LRScheduler scheduler) {
+        return scheduler("scheduler", scheduler);
+    }
+
+    public Checkpoint scheduler(String name, LRScheduler scheduler) {
+        Objects.requireNonNull(scheduler, "scheduler");
+        return component(name, scheduler::stateDict, scheduler::loadStateDict, () -> {});
+    }
+
+    /** Registers a random generator under {@code "rng/<name>"}: its seed and position in the stream. */
+    public Checkpoint generator(String name, Generator generator) {
+        Objects.requireNonNull(generator, "generator");
+        return component("rng/" + name, () -> {
+            long[] s = generator.getState();
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("seed", s[0]);
+            m.put("offset", s[1]);
+            return m;
+        }, m -> {
+            if (!(m.get("seed") instanceof Number seed) || !(m.get("offset") instanceof Number offset)) {
+                throw new IllegalArgumentException("Checkpoint: generator state needs 'seed' and 'offset', got " + m.keySet());
+            }
+            generator.setState(new long[] {seed.longValue(), offset.longValue()});
+        }, () -> {});
+    }
+
+    /**
+     * Registers any component by its state functions: {@code save} returns a map of tensors, numbers,
+     * booleans, strings, lists and maps (string or integer keys); {@code load} receives the same
+     * structure (tensors are read-only views valid during the call: copy what you keep).
+     */
+    public Checkpoint component(String name, Supplier<Map<String, Object>> save, Consumer<Map<String, Object>> load) {
+        return component(name, save, load, () -> {});
+    }
+
+    private Checkpoint component(String name, Supplier<Map<String, Object>> save, Consumer<Map<String, Object>> load, Runnable release) {
+        if (name == null || name.isEmpty() || name.contains("$")) {
+            throw new IllegalArgumentException("Checkpoint: invalid component name '" + name + "'");
+        }
+        if (components.containsKey(name)) throw new IllegalArgumentException("Checkpoint: component '" + name + "' registered twice");
+        components.put(name, new Component(save, load, release));
+        return this;
+    }
+
+    /** Writes every registered component with {@code epoch} and {@code step} to {@code path}, atomically. */
+    public void save(Path path, long epoch, long step) throws IOException {
+        Map<String, Tensor> tensors = new LinkedHashMap<>();
+        Map<String, Object> json = new LinkedHashMap<>();
+        json.put("format", FORMAT_VERSION);
+        json.put("epoch", epoch);
+        json.put("step", step);
+        Map<String, Object> states = new LinkedHashMap<>();
+        try {
+            for (Map.Entry<String, Component> c : components.entrySet()) {
+                Map<String, Object> state = c.getValue().save.get();
+                states.put(c.getKey(), StateCodec.encode(state, c.getKey(), tensors));
+            }
+            json.put("components", states);
+            StringBuilder sb = new StringBuilder();
+            StateCodec.writeJson(sb, json);
+            SafeTensors.save(path, tensors, Map.of(METADATA_KEY, sb.toString()));
+        } finally {
+            for (Component c : components.values()) c.release.run();
+        }
+    }
+
+    /**
+     * Restores every registered component from {@code path} and returns the saved epoch and step.
+     * A registered component missing from the file is an error naming it (components in the file that
+     * are not registered are ignored, so a checkpoint can be read partially by registering less).
+     */
+    public Position load(Path path) throws IOException {
+        try (SafeTensors.Loaded file = SafeTensors.load(path)) {
+            String text = file.metadata().get(METADATA_KEY);
+            if (text == null) {
+                throw new SafeTensors.FormatException(path + ": not a jtorch checkpoint (no '" + METADATA_KEY + "' metadata)");
+            }
+            Map<String, Object> json;
+            try {
+                json = asMap(Json.parse(text), "checkpoint metadata");
+            } catch (IllegalArgumentException ex) {
+                throw new SafeTensors.FormatException(path + ": corrupt checkpoint metadata: " + ex.getMessage());
+            }
+            if (!(json.get("format") instanceof Number f) || f.intValue() != FORMAT_VERSION) {
+                throw new SafeTensors.FormatException(path + ": unsupported checkpoint format " + json.get("format"));
+            }
+            Map<String, Object> states = asMap(json.get("components"), "components");
+            for (String name : components.keySet()) {
+                if (!states.containsKey(name)) {
+                    throw new IllegalArgumentException("Checkpoint.load: " + path + " has no component '" + name
+                            + "' (it has " + states.keySet() + ")");
+                }
+            }
+            for (Map.Entry<String, Component> c : components.entrySet()) {
+                Object decoded = StateCodec.decode(states.get(c.getKey()), file);
+                c.getValue().load.accept(asMap(decoded, c.getKey()));
+            }
+            return new Position(((Number) json.get("epoch")).longValue(), ((Number) json.get("step")).longValue());
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> asMap(Object o, String what) {
+        if (!(o instanceof Map<?, ?> m)) throw new IllegalArgumentException("Checkpoint: '" + what + "' is not a map");
+        return (Map<String, Object>) m;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Tensor>[] newHolder() {
+        return (Map<String, Tensor>[]) new Map[1];
+    }
+}

@@ -1,0 +1,17 @@
+package org.jtorch.nn;
+
+import org.jtorch.ops.Padding;
+
+/**
+ * Zero padding of the last two dimensions, as {@code torch.nn.ZeroPad2d}. The padding is one int (every side)
+ * or 4 ints {@code (left, right, top, bottom)}; negative values crop.
+ */
+public class ZeroPad2d extends PadModule {
+    public ZeroPad2d(long padding) {
+        super(Padding.Mode.CONSTANT, expand(padding, 4), 0, false);
+    }
+
+    public ZeroPad2d(long[] padding) {
+        super(Padding.Mode.CONSTANT, checked("ZeroPad2d", padding, 4), 0, false);
+    }
+}

@@ -1,0 +1,349 @@
+package org.jtorch.ops;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Grad;
+import org.jtorch.autograd.SavedTensor;
+import org.jtorch.backend.Backends;
+import org.jtorch.backend.NormalizationKernels;
+import org.jtorch.memory.MemoryScope;
+
+/**
+ * The normalisation family, as {@code torch.nn.functional}: {@code batchNorm} (one fused kernel
+ * forward and one backward, as PyTorch's {@code native_batch_norm}), and {@code instanceNorm} (batch
+ * norm over a {@code [1, N*C, ...]} view, as PyTorch does it), {@code groupNorm} and
+ * {@code localResponseNorm} composed from tensor ops.
+ *
+ * <p>Inputs are {@code [N, C, *]}. Float16 and bfloat16 inputs are normalised with float32
+ * statistics and rounded once; PyTorch 1.13's CPU batch norm accepts bfloat16 but not float16,
+ * which jtorch accepts as well.
+ */
+public final class Normalization {
+    private Normalization() {}
+
+    // ------------------------------------------------------------------ batch norm
+
+    /**
+     * {@code torch.nn.functional.batch_norm}: {@code (x - mean) / sqrt(var + eps) * weight + bias} per
+     * channel (dimension 1). In training the statistics are the batch's (biased variance), and the
+     * running statistics, when given, are updated in place: {@code running = (1 - momentum) * running +
+     * momentum * batch} with the unbiased batch variance. In evaluation the running statistics are used.
+     * {@code weight}, {@code bias} and (in training) the running statistics may be null.
+     *
+     * <p>Backward (derivatives.yaml's {@code native_batch_norm_backward}): with {@code xhat = (x - mean)
+     * * invstd}, {@code grad_bias = sum(g)}, {@code grad_weight = sum(g * xhat)}, and {@code grad_input
+     * = weight * invstd * (g - mean(g) - xhat * mean(g * xhat))} in training ({@code weight * invstd * g}
+     * in evaluation), sums and means over all dimensions but 1. One fused kernel computes all three;
+     * under {@code createGraph} the same formula runs as differentiable tensor ops (double backward).
+     */
+    public static Tensor batchNorm(Tensor input, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias,
+                                   boolean training, double momentum, double eps) {
+        final String op = "batchNorm";
+        input.checkOpen(op);
+        if (input.dim() < 2) {
+            throw new IllegalArgumentException(op + ": expected an input of at least 2 dimensions [N, C, *], got shape "
+                    + Shapes.format(input.shape()));
+        }
+        if (!input.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": \"batch_norm\" not implemented for '" + input.dtype()
+                    + "': expected a floating point input");
+        }
+        long n = input.size(0);
+        long c = input.size(1);
+        long s = 1;
+        for (int d = 2; d < input.dim(); d++) s *= input.size(d);
+        Device device = input.device();
+        checkChannels(op, "running_mean", runningMean, c, device);
+        checkChannels(op, "running_var", runningVar, c, device);
+        checkChannels(op, "weight", weight, c, device);
+        checkChannels(op, "bias", bias, c, device);
+        if (training && n * s == 1) {
+            throw new IllegalArgumentException(op + ": Expected more than 1 value per channel when training, got input size "
+                    + Shapes.format(input.shape()));
+        }
+        if (!training && (runningMean == null || runningVar == null)) {
+            throw new IllegalArgumentException(op + ": running_mean and running_var must be defined in evaluation mode");
+        }
+        if (input.numel() == 0) return emptyBatchNorm(input, weight, bias);
+        NormalizationKernels k = Backends.of(device).normalization();
+        DType statsType = input.dtype() == DType.FLOAT64 ? DType.FLOAT64 : DType.FLOAT32;
+        long[] cShape = {c};
+        boolean record = Autograd.needsGrad(input, weight, bias);
+        // Made with grad mode as the caller has it, so that the saved copy is part of the graph (double backward).
+        Tensor x = input.contiguous();
+        Tensor mean;
+        Tensor invstd;
+        Tensor out = Tensor.empty(input.shape(), input.dtype(), device);
+        try (Grad.Mode g = Grad.noGrad()) {
+            if (training) {
+                mean = Tensor.empty(cShape, statsType, device);
+                try (Tensor var = Tensor.empty(cShape, statsType, device)) {
+                    k.batchNormStats(x, n, c, s, mean, var);
+                    invstd = invstd(var, eps);
+                    long count = n * s;
+                    if (runningMean != null) runningMean.mul_(1 - momentum).add_(mean, momentum);
+                    if (runningVar != null) {
+                        double unbias = count > 1 ? (double) count / (count - 1) : Double.NaN;
+                        runningVar.mul_(1 - momentum).add_(var, momentum * unbias);
+                    }
+                }
+            } else {
+                mean = runningMean.to(statsType);
+                try (Tensor rv = runningVar.to(statsType)) {
+                    invstd = invstd(rv, eps);
+                }
+            }
+            k.batchNormApply(x, n, c, s, mean, invstd, weight, bias, out);
+        }
+        if (!record) {
+            x.close();
+            mean.close();
+            invstd.close();
+            return out;
+        }
+        boolean needInput = input.requiresGrad();
+        boolean needWeight = weight != null && weight.requiresGrad();
+        boolean needBias = bias != null && bias.requiresGrad();
+        SavedTensor sx = Autograd.save(x);
+        SavedTensor sw = weight != null ? Autograd.save(weight) : null;
+        SavedTensor sm = Autograd.save(mean);
+        SavedTensor si = Autograd.save(invstd);
+        x.close();
+        mean.close();
+        invstd.close();
+        long[] shape = input.shape();
+        DType inType = input.dtype();
+        DType wType = weight != null ? weight.dtype() : null;
+        DType bType = bias != null ? bias.dtype() : null;
+        final long fc = c;
+        final long fs = s;
+        List<SavedTensor> saved = new ArrayList<>(List.of(sx, sm, si));
+        if (sw != null) saved.add(sw);
+        Autograd.record("NativeBatchNormBackward0", out, gr -> {
+            Tensor w = sw == null ? null : sw.get();
+            if (Grad.isEnabled()) {
+                return batchNormBackwardComposite(gr[0], sx.get(), w, sm.get(), si.get(), training, eps, needInput, needWeight,
+                        needBias, inType);
+            }
+            Tensor gi = needInput ? Tensor.empty(shape, inType, device) : null;
+            Tensor gw = needWeight ? Tensor.empty(new long[] {fc}, wType, device) : null;
+            Tensor gb = needBias ? Tensor.empty(new long[] {fc}, bType, device) : null;
+            try (Tensor go = gr[0].contiguous()) {
+                Backends.of(device).normalization().batchNormBackward(go, sx.get(), n, fc, fs, sm.get(), si.get(), w, training,
+                        gi, gw, gb);
+            }
+            return new Tensor[] {gi, gw, gb};
+        }, new Tensor[] {input, weight, bias}, saved.toArray(new SavedTensor[0]));
+        return out;
+    }
+
+    // ------------------------------------------------------------------ instance, group and local response norm
+
+    /**
+     * {@code torch.nn.functional.instance_norm}: batch norm of each (sample, channel) plane on its own,
+     * computed as PyTorch does, by batch norm over the {@code [1, N*C, *]} view with weight, bias and
+     * running statistics repeated N times; the running statistics (when given and {@code useInputStats})
+     * then take the mean over the batch of the N updated copies.
+     */
+    public static Tensor instanceNorm(Tensor input, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias,
+                                      boolean useInputStats, double momentum, double eps) {
+        final String op = "instanceNorm";
+        input.checkOpen(op);
+        if (input.dim() < 2) {
+            throw new IllegalArgumentException(op + ": expected an input of at least 2 dimensions [N, C, *], got shape "
+                    + Shapes.format(input.shape()));
+        }
+        long n = input.size(0);
+        long c = input.size(1);
+        if (useInputStats && input.numel() / Math.max(1, n * c) == 1 && n * c > 0) {
+            throw new IllegalArgumentException(op + ": Expected more than 1 spatial element when training, got input size "
+                    + Shapes.format(input.shape()));
+        }
+        checkChannels(op, "running_mean", runningMean, c, input.device());
+        checkChannels(op, "running_var", runningVar, c, input.device());
+        checkChannels(op, "weight", weight, c, input.device());
+        checkChannels(op, "bias", bias, c, input.device());
+        long[] flat = input.shape().clone();
+        flat[0] = 1;
+        flat[1] = n * c;
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor x = input.reshape(flat);
+            Tensor w = weight == null ? null : weight.unsqueeze(0).expand(n, c).reshape(n * c);
+            Tensor b = bias == null ? null : bias.unsqueeze(0).expand(n, c).reshape(n * c);
+            Tensor rm;
+            Tensor rv;
+            try (Grad.Mode g = Grad.noGrad()) {
+                rm = runningMean == null ? null : runningMean.unsqueeze(0).expand(n, c).contiguous().reshape(n * c);
+                rv = runningVar == null ? null : runningVar.unsqueeze(0).expand(n, c).contiguous().reshape(n * c);
+            }
+            Tensor out = batchNorm(x, rm, rv, w, b, useInputStats, momentum, eps).reshape(input.shape());
+            if (useInputStats) {
+                try (Grad.Mode g = Grad.noGrad()) {
+                    if (runningMean != null) runningMean.copy_(rm.view(n, c).mean(0));
+                    if (runningVar != null) runningVar.copy_(rv.view(n, c).mean(0));
+                }
+            }
+            return scope.keep(out);
+        }
+    }
+
+    /**
+     * {@code torch.nn.functional.group_norm}: the channels are split into {@code numGroups} groups and
+     * each (sample, group) is normalised to zero mean and unit biased variance, then scaled by {@code
+     * weight} and shifted by {@code bias} per channel. Composed of tensor ops (so differentiable to any
+     * order); float16 and bfloat16 inputs are computed in float32.
+     */
+    public static Tensor groupNorm(Tensor input, long numGroups, Tensor weight, Tensor bias, double eps) {
+        final String op = "groupNorm";
+        input.checkOpen(op);
+        if (input.dim() < 2) {
+            throw new IllegalArgumentException(op + ": Expected at least 2 dimensions for input tensor but received " + input.dim());
+        }
+        if (!input.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": expected a floating point input, got " + input.dtype());
+        }
+        long n = input.size(0);
+        long c = input.size(1);
+        if (numGroups <= 0 || c % numGroups != 0) {
+            throw new IllegalArgumentException(op + ": Expected number of channels in input to be divisible by num_groups, but got"
+                    + " input of shape " + Shapes.format(input.shape()) + " and num_groups=" + numGroups);
+        }
+        long spatial = input.numel() / Math.max(1, n * c);
+        if (n * (c / numGroups) * spatial == 1) {
+            throw new IllegalArgumentException(op + ": Expected more than 1 value per channel when training, got input size "
+                    + Shapes.format(input.shape()) + " with num_groups=" + numGroups);
+        }
+        checkChannels(op, "weight", weight, c, input.device());
+        checkChannels(op, "bias", bias, c, input.device());
+        long[] affineShape = new long[input.dim()];
+        Arrays.fill(affineShape, 1);
+        affineShape[1] = c;
+        DType low = input.dtype() == DType.FLOAT16 || input.dtype() == DType.BFLOAT16 ? input.dtype() : null;
+        return MemoryScope.run(() -> {
+            Tensor x = low != null ? input.to(DType.FLOAT32) : input;
+            Tensor g = x.reshape(n, numGroups, c / numGroups * spatial);
+            Tensor mean = g.mean(new int[] {2}, true);
+            Tensor invstd = g.var(new int[] {2}, 0, true).add(eps).rsqrt();
+            Tensor y = g.sub(mean).mul(invstd).reshape(input.shape());
+            if (weight != null) y = y.mul(weight.reshape(affineShape));
+            if (bias != null) y = y.add(bias.reshape(affineShape));
+            return low != null ? y.to(low) : y;
+        });
+    }
+
+    /**
+     * {@code torch.nn.functional.local_response_norm}: {@code x / (k + alpha / size * sum(x^2))^beta},
+     * the sum over a window of {@code size} neighbouring channels ({@code size / 2} before, {@code
+     * (size - 1) / 2} after, zero-padded), as PyTorch's average-pool formulation.
+     */
+    public static Tensor localResponseNorm(Tensor input, int size, double alpha, double beta, double k) {
+        final String op = "localResponseNorm";
+        input.checkOpen(op);
+        if (input.dim() < 3) {
+            throw new IllegalArgumentException(op + ": Expected 3D or higher dimensionality input (got " + input.dim()
+                    + " dimensions)");
+        }
+        if (size <= 0) throw new IllegalArgumentException(op + ": size must be positive, got " + size);
+        if (input.numel() == 0) return input.alias();
+        long c = input.size(1);
+        return MemoryScope.run(() -> {
+            Tensor sq = input.mul(input);
+            long[] before = input.shape().clone();
+            before[1] = size / 2;
+            long[] after = input.shape().clone();
+            after[1] = (size - 1) / 2;
+            Tensor padded = Torch.cat(List.of(Torch.zeros(before, sq.dtype(), sq.device()), sq,
+                    Torch.zeros(after, sq.dtype(), sq.device())), 1);
+            Tensor sum = padded.narrow(1, 0, c);
+            for (int j = 1; j < size; j++) sum = sum.add(padded.narrow(1, j, c));
+            Tensor div = sum.div((double) size).mul(alpha).add(k).pow(beta);
+            return input.div(div);
+        });
+    }
+
+    /**
+     * An empty input gives an empty output and leaves the running statistics alone, as PyTorch; written
+     * with tensor ops so that the weight and bias still get (zero) gradients.
+     */
+    private static Tensor emptyBatchNorm(Tensor input, Tensor weight, Tensor bias) {
+        long[] affineShape = new long[input.dim()];
+        Arrays.fill(affineShape, 1);
+        affineShape[1] = input.size(1);
+        return MemoryScope.run(() -> {
+            Tensor y = input.mul(1.0);
+            if (weight != null) y = y.mul(weight.reshape(affineShape));
+            if (bias != null) y = y.add(bias.reshape(affineShape));
+            return y;
+        });
+    }
+
+    /** {@code 1 / sqrt(var + eps)}, computed in double per channel. */
+    private static Tensor invstd(Tensor var, double eps) {
+        double[] v = var.toDoubleArray();
+        for (int i = 0; i < v.length; i++) v[i] = 1 / Math.sqrt(v[i] + eps);
+        if (var.device().equals(Device.cpu())) return Torch.tensor(v, var.dtype(), var.shape());
+        try (Tensor host = Torch.tensor(v, var.dtype(), var.shape())) {
+            return host.to(var.device());
+        }
+    }
+
+    /** The batch-norm backward formula as differentiable tensor ops, for gradients of gradients. */
+    private static Tensor[] batchNormBackwardComposite(Tensor gradOut, Tensor x, Tensor weight, Tensor mean, Tensor invstd,
+                                                       boolean training, double eps, boolean needInput, boolean needWeight,
+                                                       boolean needBias, DType inType) {
+        long n = x.size(0);
+        long c = x.size(1);
+        long count = x.numel() / Math.max(1, c);
+        int[] dims = {0, 2};
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor x3 = x.reshape(n, c, -1);
+            Tensor g3 = gradOut.reshape(n, c, -1);
+            Tensor m3;
+            Tensor is3;
+            if (training) {
+                m3 = x3.mean(dims, true);
+                is3 = x3.var(dims, 0, true).add(eps).rsqrt();
+            } else {
+                m3 = mean.reshape(1, c, 1);
+                is3 = invstd.reshape(1, c, 1);
+            }
+            Tensor xhat = x3.sub(m3).mul(is3);
+            Tensor sumG = g3.sum(dims, true);
+            Tensor sumGX = g3.mul(xhat).sum(dims, true);
+            Tensor gi = null;
+            if (needInput) {
+                Tensor scale = weight != null ? is3.mul(weight.reshape(1, c, 1)) : is3;
+                gi = training ? g3.sub(sumG.div((double) count)).sub(xhat.mul(sumGX.div((double) count))).mul(scale) : g3.mul(scale);
+                gi = gi.reshape(x.shape());
+                if (gi.dtype() != inType) gi = gi.to(inType);
+            }
+            Tensor gw = needWeight ? sumGX.reshape(c).to(weight.dtype()) : null;
+            Tensor gb = needBias ? sumG.reshape(c) : null;
+            return new Tensor[] {scope.keep(gi), scope.keep(gw), scope.keep(gb)};
+        }
+    }
+
+    private static void checkChannels(String op, String name, Tensor t, long c, Device device) {
+        if (t == null) return;
+        t.checkOpen(op);
+        if (t.numel() != c) {
+            throw new IllegalArgumentException(op + ": " + name + " should contain " + c + " elements not " + t.numel());
+        }
+        if (t.dim() != 1) {
+            throw new IllegalArgumentException(op + ": " + name + " should be 1-D of " + c + " elements, got shape "
+                    + Shapes.format(t.shape()));
+        }
+        if (!t.device().equals(device)) {
+            throw new IllegalArgumentException(op + ": " + name + " is on " + t.device() + " but the input is on " + device);
+        }
+        if (!t.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": " + name + " must have a floating point dtype, got " + t.dtype());
+        }
+    }
+}

@@ -1,0 +1,159 @@
+package org.jtorch.ops;
+
+import java.util.Arrays;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Grad;
+import org.jtorch.memory.MemoryScope;
+
+/**
+ * {@code torch.nn.functional.pad}. Pads are given as PyTorch's: pairs {@code (left, right)} from the last
+ * dimension backwards. {@code constant} pads any number of dimensions with {@code value} (cast to the dtype) and
+ * crops where a pad is negative; {@code reflect} (mirror without repeating the edge), {@code replicate} (repeat
+ * the edge) and {@code circular} (wrap around, over the cropped extent when the other side crops) pad 1 to 3 dimensions of an input with one or two more (batch,
+ * channel) dimensions, and also crop on negative pads.
+ *
+ * <p>The non-constant modes are gathers along each padded dimension ({@code indexSelect} with the mode's source
+ * index), so their gradient is the index-add of the primitive. Constant padding's gradient is the constant
+ * padding of the gradient with negated pads, as PyTorch's {@code constant_pad_nd} backward.
+ */
+public final class Padding {
+    private Padding() {}
+
+    /** The padding modes of {@code F.pad}. */
+    public enum Mode {
+        CONSTANT, REFLECT, REPLICATE, CIRCULAR;
+
+        /** Parses PyTorch's spelling ({@code "constant"}, {@code "reflect"}, {@code "replicate"}, {@code "circular"}). */
+        public static Mode parse(String name) {
+            return switch (name) {
+                case "constant" -> CONSTANT;
+                case "reflect" -> REFLECT;
+                case "replicate" -> REPLICATE;
+                case "circular" -> CIRCULAR;
+                default -> throw new IllegalArgumentException("pad: unrecognised padding mode " + name
+                        + " (expected constant, reflect, replicate or circular)");
+            };
+        }
+
+        String pyName() {
+            return name().toLowerCase();
+        }
+    }
+
+    public static Tensor pad(Tensor x, long[] pads, String mode, double value) {
+        return pad(x, pads, Mode.parse(mode), value);
+    }
+
+    public static Tensor pad(Tensor x, long[] pads, Mode mode, double value) {
+        x.checkOpen("pad");
+        if (pads.length % 2 != 0) {
+            throw new IllegalArgumentException("pad: padding length must be divisible by 2, got " + Arrays.toString(pads));
+        }
+        if (pads.length / 2 > x.dim()) {
+            throw new IllegalArgumentException("pad: padding length too large: " + pads.length + " pads for an input of shape "
+                    + Shapes.format(x.shape()));
+        }
+        if (mode == Mode.CONSTANT) return constantPad(x, pads, value);
+        if (value != 0) {
+            throw new IllegalArgumentException("pad: padding mode \"" + mode.pyName() + "\" doesn't take in value argument");
+        }
+        int k = pads.length / 2;
+        if (k < 1 || k > 3 || x.dim() < k + 1 || x.dim() > k + 2) {
+            throw new IllegalArgumentException("pad: " + mode.pyName() + " padding of " + k + " dimension(s) needs a " + (k + 1)
+                    + "-D or " + (k + 2) + "-D input (only 1-3 padded dimensions are supported), got shape " + Shapes.format(x.shape()));
+        }
+        long[] shape = x.shape();
+        for (int i = 0; i < k; i++) {
+            int d = x.dim() - 1 - i;
+            long n = shape[d];
+            long l = pads[2 * i];
+            long r = pads[2 * i + 1];
+            if (mode == Mode.REFLECT && (l >= n || r >= n)) {
+                throw new IllegalArgumentException("pad: reflect padding size should be less than the corresponding input dimension, but"
+                        + " got padding (" + l + ", " + r + ") at dimension " + d + " of input " + Shapes.format(shape));
+            }
+            if (mode == Mode.CIRCULAR && (l > n || r > n)) {
+                throw new IllegalArgumentException("pad: circular padding (" + l + ", " + r + ") at dimension " + d + " of input "
+                        + Shapes.format(shape) + " causes wrapping around more than once");
+            }
+            if (n == 0 || n + l + r < 1 || n - Math.max(-l, 0) - Math.max(-r, 0) < 1) {
+                throw new IllegalArgumentException("pad: " + mode.pyName() + " padding (" + l + ", " + r + ") at dimension " + d
+                        + " of input " + Shapes.format(shape) + " needs a non-empty input, crop and output");
+            }
+        }
+        return MemoryScope.run(() -> {
+            Tensor cur = x;
+            for (int i = 0; i < k; i++) {
+                int d = x.dim() - 1 - i;
+                long[] src = sourceIndex(mode, shape[d], pads[2 * i], pads[2 * i + 1]);
+                cur = cur.indexSelect(d, Torch.tensor(src));
+            }
+            return cur == x ? x.alias() : cur;
+        });
+    }
+
+    /** For each output position {@code j} of a dimension of size {@code n} padded by {@code (l, r)}: its input position. */
+    static long[] sourceIndex(Mode mode, long n, long l, long r) {
+        long[] idx = new long[Math.toIntExact(n + l + r)];
+        for (int j = 0; j < idx.length; j++) {
+            long i = j - l;
+            idx[j] = switch (mode) {
+                case REFLECT -> {
+                    long a = Math.abs(i);
+                    yield a >= n ? 2 * (n - 1) - a : a;
+                }
+                case REPLICATE -> Math.min(Math.max(i, 0), n - 1);
+                case CIRCULAR -> {
+                    // PyTorch crops first, then wraps around the cropped extent.
+                    long start = Math.max(-l, 0);
+                    long kept = n - start - Math.max(-r, 0);
+                    yield start + Math.floorMod(j - Math.max(l, 0), kept);
+                }
+                case CONSTANT -> throw new IllegalStateException();
+            };
+        }
+        return idx;
+    }
+
+    // backward: constant_pad_nd(grad, -pads)
+    private static Tensor constantPad(Tensor x, long[] pads, double value) {
+        long[] shape = x.shape();
+        long[] outShape = shape.clone();
+        int k = pads.length / 2;
+        for (int i = 0; i < k; i++) {
+            int d = x.dim() - 1 - i;
+            outShape[d] = shape[d] + pads[2 * i] + pads[2 * i + 1];
+            if (outShape[d] < 0) {
+                throw new IllegalArgumentException("pad: the input size " + shape[d] + ", plus negative padding " + pads[2 * i] + " and "
+                        + pads[2 * i + 1] + " resulted in a negative output size, which is invalid. Check dimension " + d
+                        + " of your input of shape " + Shapes.format(shape));
+            }
+        }
+        Tensor out = Torch.full(outShape, value, x.dtype(), x.device());
+        try (Grad.Mode m = Grad.noGrad()) {
+            MemoryScope.run(() -> {
+                Tensor src = x;
+                Tensor dst = out;
+                for (int i = 0; i < k; i++) {
+                    int d = x.dim() - 1 - i;
+                    long l = pads[2 * i];
+                    long r = pads[2 * i + 1];
+                    long len = shape[d] - Math.max(0, -l) - Math.max(0, -r);
+                    if (len <= 0) return null;
+                    src = src.narrow(d, Math.max(0, -l), len);
+                    dst = dst.narrow(d, Math.max(0, l), len);
+                }
+                if (dst.numel() > 0) dst.copy_(src);
+                return null;
+            });
+        }
+        if (Autograd.needsGrad(x)) {
+            long[] negated = new long[pads.length];
+            for (int i = 0; i < pads.length; i++) negated[i] = -pads[i];
+            Autograd.record("ConstantPadNdBackward0", out, g -> new Tensor[] {constantPad(g[0], negated, 0)}, new Tensor[] {x});
+        }
+        return out;
+    }
+}

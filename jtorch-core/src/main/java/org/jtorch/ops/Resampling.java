@@ -1,0 +1,235 @@
+package org.jtorch.ops;
+
+import java.util.Arrays;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.memory.MemoryScope;
+
+/**
+ * Resampling of {@code (N, C, spatial...)} images: {@code interpolate} (nearest, nearest-exact, linear, bilinear,
+ * trilinear) and {@code pixel_shuffle} / {@code pixel_unshuffle}.
+ *
+ * <p>Interpolation is separable: each spatial dimension, last first, is resampled on its own with PyTorch's
+ * source indices and weights (computed in float32 for every input but float64, which computes in float64, as
+ * PyTorch's CPU kernels). Nearest modes gather ({@code indexSelect}); linear modes mix two gathers,
+ * {@code x[i0] * l0 + x[i1] * l1}; the gradients are those of these primitives. Resampling the last dimension
+ * first evaluates the same products and sums as PyTorch's kernel ({@code sum_h wh * (sum_w ww * x)}).
+ */
+public final class Resampling {
+    private Resampling() {}
+
+    /**
+     * {@code F.interpolate}: exactly one of {@code size} and {@code scaleFactor} (one value for every spatial
+     * dimension or one per dimension). With a scale factor the output size is {@code floor(in * scale)}, and the
+     * source index uses {@code 1 / scale} unless {@code recomputeScaleFactor} (then {@code in / out}, as with a size).
+     * {@code alignCorners} (null: false) is for the linear modes only.
+     */
+    public static Tensor interpolate(Tensor x, long[] size, double[] scaleFactor, String mode, Boolean alignCorners,
+                                     boolean recomputeScaleFactor) {
+        String op = "interpolate";
+        x.checkOpen(op);
+        int spatial = x.dim() - 2;
+        boolean linear = mode.equals("linear") || mode.equals("bilinear") || mode.equals("trilinear");
+        boolean nearest = mode.equals("nearest") || mode.equals("nearest-exact");
+        if (!linear && !nearest) {
+            throw new IllegalArgumentException(op + ": unsupported mode '" + mode
+                    + "' (expected nearest, nearest-exact, linear, bilinear or trilinear)");
+        }
+        if (spatial < 1 || spatial > 3) {
+            throw new IllegalArgumentException(op + ": only 3-D, 4-D and 5-D input tensors are supported (got shape "
+                    + Shapes.format(x.shape()) + ") for the mode " + mode);
+        }
+        if (alignCorners != null && !linear) {
+            throw new IllegalArgumentException(op + ": align_corners option can only be set with the interpolating modes: "
+                    + "linear | bilinear | trilinear (got " + mode + ")");
+        }
+        int needed = mode.equals("linear") ? 1 : mode.equals("bilinear") ? 2 : mode.equals("trilinear") ? 3 : spatial;
+        if (needed != spatial) {
+            throw new IllegalArgumentException(op + ": got " + x.dim() + "-D input of shape " + Shapes.format(x.shape()) + ", but "
+                    + mode + " mode needs " + (needed + 2) + "-D input");
+        }
+        if (linear && !x.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": " + mode + " mode needs a floating-point input, got " + x.dtype());
+        }
+        if ((size == null) == (scaleFactor == null)) {
+            throw new IllegalArgumentException(op + ": " + (size == null ? "either size or scale_factor should be defined"
+                    : "only one of size or scale_factor should be defined"));
+        }
+        long[] in = Arrays.copyOfRange(x.shape(), 2, x.dim());
+        long[] out = new long[spatial];
+        double[] scales = new double[spatial]; // 0: none
+        if (size != null) {
+            if (size.length != 1 && size.length != spatial) {
+                throw new IllegalArgumentException(op + ": size shape must match input shape. Input is " + spatial + "D, size is "
+                        + size.length);
+            }
+            for (int i = 0; i < spatial; i++) out[i] = size[size.length == 1 ? 0 : i];
+        } else {
+            if (scaleFactor.length != 1 && scaleFactor.length != spatial) {
+                throw new IllegalArgumentException(op + ": scale_factor shape must match input shape. Input is " + spatial
+                        + "D, scale_factor is " + scaleFactor.length);
+            }
+            for (int i = 0; i < spatial; i++) {
+                double s = scaleFactor[scaleFactor.length == 1 ? 0 : i];
+                out[i] = (long) Math.floor(in[i] * s);
+                scales[i] = recomputeScaleFactor ? 0 : s;
+            }
+        }
+        for (int i = 0; i < spatial; i++) {
+            if (in[i] <= 0 || out[i] <= 0) {
+                throw new IllegalArgumentException(op + ": input and output sizes should be greater than 0, but got input "
+                        + Arrays.toString(in) + " and output " + Arrays.toString(out));
+            }
+        }
+        boolean align = alignCorners != null && alignCorners;
+        boolean f64 = x.dtype() == DType.FLOAT64;
+        // float16 / bfloat16 mix in float32 and round once at the end (PyTorch 1.13 rounds every bfloat16 step).
+        boolean widen = linear && x.dtype() != DType.FLOAT32 && !f64;
+        return MemoryScope.run(() -> {
+            Tensor cur = widen ? x.to(DType.FLOAT32) : x;
+            for (int i = spatial - 1; i >= 0; i--) {
+                int d = 2 + i;
+                if (nearest) {
+                    long[] idx = new long[(int) out[i]];
+                    for (int j = 0; j < idx.length; j++) {
+                        idx[j] = mode.equals("nearest") ? nearestIndex(j, in[i], out[i], scales[i]) : nearestExactIndex(j, in[i], out[i], scales[i]);
+                    }
+                    cur = cur.indexSelect(d, Torch.tensor(idx));
+                } else {
+                    cur = linear(cur, d, in[i], out[i], scales[i], align, f64);
+                }
+            }
+            return widen ? cur.to(x.dtype()) : cur;
+        });
+    }
+
+    /** PyTorch's {@code compute_scales_value<float>}: {@code 1 / scale} when given, else {@code in / out}. */
+    private static float scaleF(long in, long out, double scale) {
+        return scale > 0 ? (float) (1.0 / scale) : (float) in / out;
+    }
+
+    /** PyTorch's {@code nearest_idx}, with its special cases for equal and doubled sizes. */
+    static long nearestIndex(long j, long in, long out, double scale) {
+        if (out == in) return j;
+        if (out == 2 * in) return j >> 1;
+        float s = scaleF(in, out, scale);
+        return Math.min((long) Math.floor((float) j * s), in - 1);
+    }
+
+    /** PyTorch's {@code nearest_exact_idx}: {@code floor((j + 0.5) * scale)}. */
+    static long nearestExactIndex(long j, long in, long out, double scale) {
+        float s = scaleF(in, out, scale);
+        return Math.min((long) Math.floor((float) ((j + 0.5) * s)), in - 1);
+    }
+
+    /** Linear resampling of dimension {@code d}: PyTorch's {@code area_pixel_compute_source_index} and weights. */
+    private static Tensor linear(Tensor x, int d, long in, long out, double scale, boolean align, boolean f64) {
+        long[] i0 = new long[(int) out];
+        long[] i1 = new long[(int) out];
+        double[] l0 = new double[(int) out];
+        double[] l1 = new double[(int) out];
+        for (int j = 0; j < out; j++) {
+            double src;
+            if (f64) {
+                double s = align ? (out > 1 ? (double) (in - 1) / (out - 1) : 0) : scale > 0 ? 1.0 / scale : (double) in / out;
+                src = align ? s * j : Math.max(s * (j + 0.5) - 0.5, 0);
+            } else {
+                float s = align ? (out > 1 ? (float) (in - 1) / (out - 1) : 0f) : scaleF(in, out, scale);
+                float f = align ? s * j : s * (j + 0.5f) - 0.5f;
+                src = f < 0 ? 0 : f;
+            }
+            i0[j] = (long) src;
+            i1[j] = i0[j] + (i0[j] < in - 1 ? 1 : 0);
+            if (f64) {
+                l1[j] = src - i0[j];
+                l0[j] = 1 - l1[j];
+            } else {
+                float lf = (float) src - i0[j];
+                l1[j] = lf;
+                l0[j] = 1f - lf;
+            }
+        }
+        long[] wshape = new long[x.dim() - d];
+        Arrays.fill(wshape, 1);
+        wshape[0] = out;
+        DType wt = x.dtype();
+        Tensor w0 = Torch.tensor(l0, wshape).to(wt);
+        Tensor w1 = Torch.tensor(l1, wshape).to(wt);
+        return x.indexSelect(d, Torch.tensor(i0)).mul(w0).add(x.indexSelect(d, Torch.tensor(i1)).mul(w1));
+    }
+
+    // ------------------------------------------------------------------ pixel shuffle
+
+    /** {@code pixel_shuffle}: {@code (*, C r^2, H, W) -> (*, C, H r, W r)}. */
+    public static Tensor pixelShuffle(Tensor x, int upscaleFactor) {
+        String op = "pixelShuffle";
+        x.checkOpen(op);
+        if (x.dim() < 3) {
+            throw new IllegalArgumentException(op + ": expects input to have at least 3 dimensions, but got input of shape "
+                    + Shapes.format(x.shape()));
+        }
+        if (upscaleFactor <= 0) throw new IllegalArgumentException(op + ": upscale_factor must be greater than 0, got " + upscaleFactor);
+        long r = upscaleFactor;
+        int n = x.dim();
+        long c = x.size(-3);
+        if (c % (r * r) != 0) {
+            throw new IllegalArgumentException(op + ": expects its input's 'channel' dimension to be divisible by the square of "
+                    + "upscale_factor, but input.size(-3)=" + c + " is not divisible by " + r * r + " (input shape "
+                    + Shapes.format(x.shape()) + ")");
+        }
+        long h = x.size(-2);
+        long w = x.size(-1);
+        long[] batch = Arrays.copyOf(x.shape(), n - 3);
+        return MemoryScope.run(() -> {
+            Tensor t = x.reshape(concat(batch, c / (r * r), r, r, h, w));
+            int b = batch.length;
+            // (*, C, r, r, H, W) -> (*, C, H, r, W, r)
+            Tensor p = t.permute(perm(b, b, b + 3, b + 1, b + 4, b + 2));
+            return p.reshape(concat(batch, c / (r * r), h * r, w * r));
+        });
+    }
+
+    /** {@code pixel_unshuffle}: {@code (*, C, H r, W r) -> (*, C r^2, H, W)}. */
+    public static Tensor pixelUnshuffle(Tensor x, int downscaleFactor) {
+        String op = "pixelUnshuffle";
+        x.checkOpen(op);
+        if (x.dim() < 3) {
+            throw new IllegalArgumentException(op + ": expects input to have at least 3 dimensions, but got input of shape "
+                    + Shapes.format(x.shape()));
+        }
+        if (downscaleFactor <= 0) {
+            throw new IllegalArgumentException(op + ": downscale_factor must be greater than 0, got " + downscaleFactor);
+        }
+        long r = downscaleFactor;
+        int n = x.dim();
+        long c = x.size(-3);
+        long h = x.size(-2);
+        long w = x.size(-1);
+        if (h % r != 0 || w % r != 0) {
+            throw new IllegalArgumentException(op + ": expects height and width to be divisible by downscale_factor, but input "
+                    + Shapes.format(x.shape()) + " is not divisible by " + r);
+        }
+        long[] batch = Arrays.copyOf(x.shape(), n - 3);
+        return MemoryScope.run(() -> {
+            Tensor t = x.reshape(concat(batch, c, h / r, r, w / r, r));
+            int b = batch.length;
+            // (*, C, H, r, W, r) -> (*, C, r, r, H, W)
+            Tensor p = t.permute(perm(b, b, b + 2, b + 4, b + 1, b + 3));
+            return p.reshape(concat(batch, c * r * r, h / r, w / r));
+        });
+    }
+
+    private static long[] concat(long[] batch, long... rest) {
+        long[] r = Arrays.copyOf(batch, batch.length + rest.length);
+        System.arraycopy(rest, 0, r, batch.length, rest.length);
+        return r;
+    }
+
+    private static int[] perm(int b, int... tail) {
+        int[] r = new int[b + tail.length];
+        for (int i = 0; i < b; i++) r[i] = i;
+        System.arraycopy(tail, 0, r, b, tail.length);
+        return r;
+    }
+}

@@ -1,0 +1,125 @@
+package org.jtorch.nn;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.function.Function;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Generator;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Gradcheck;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Finite-difference checks (float64, PyTorch's gradcheck tolerances) of the spatial ops' gradients: pooling
+ * kernels' own backward formulas (and their backwards, for double backward) and the composites' primitives.
+ * Random normal inputs have no ties, so max pooling is differentiable at them.
+ */
+class SpatialGradcheckTest {
+    private static final Generator GEN = new Generator(11);
+
+    private static Tensor rand(long... shape) {
+        return Torch.randn(shape, DType.FLOAT64, Device.cpu(), GEN).requiresGrad_(true);
+    }
+
+    private static void check(Function<Tensor[], Tensor> fn, Tensor... inputs) {
+        try {
+            assertTrue(Gradcheck.check(fn, inputs));
+        } finally {
+            for (Tensor t : inputs) t.close();
+        }
+    }
+
+    /**
+     * {@code w -> d sum(fn(x) * w) / dx} at a fixed {@code x}, built with createGraph: checking its gradient
+     * with respect to {@code w} checks the double backward (the backward formula's own backward).
+     */
+    private static Function<Tensor[], Tensor> inputGradient(Function<Tensor, Tensor> fn, Tensor x) {
+        return w -> {
+            Tensor y = fn.apply(x);
+            return Autograd.grad(new Tensor[] {y}, new Tensor[] {x}, new Tensor[] {w[0]}, true, true, false)[0];
+        };
+    }
+
+    @Test
+    void maxPool2d() {
+        check(x -> F.maxPool2d(x[0], new int[] {3}, new int[] {2}, new int[] {1}, new int[] {1}, false), rand(2, 2, 7, 6));
+        check(x -> F.maxPool2d(x[0], new int[] {2, 3}, new int[] {1, 2}, new int[] {1, 0}, new int[] {2, 1}, true), rand(1, 2, 6, 7));
+        check(x -> F.maxPool2d(x[0], 2), rand(3, 4, 4));
+    }
+
+    @Test
+    void maxPool1d() {
+        check(x -> F.maxPool1d(x[0], 3, 2, 1, 1, true), rand(2, 3, 9));
+    }
+
+    @Test
+    void avgPool2d() {
+        check(x -> F.avgPool2d(x[0], new int[] {3}, new int[] {2}, new int[] {1}, true, false, 0), rand(2, 2, 7, 6));
+        check(x -> F.avgPool2d(x[0], new int[] {2, 3}, new int[] {1, 2}, new int[] {1, 1}, false, true, 5), rand(1, 2, 5, 6));
+    }
+
+    @Test
+    void avgPool1d() {
+        check(x -> F.avgPool1d(x[0], 3, 2, 1, true, false), rand(2, 9));
+    }
+
+    @Test
+    void adaptivePooling() {
+        check(x -> F.adaptiveAvgPool2d(x[0], 3, 4), rand(2, 2, 7, 6));
+        check(x -> F.adaptiveAvgPool2d(x[0], 1), rand(2, 3, 5, 5));
+        check(x -> F.adaptiveAvgPool1d(x[0], 4), rand(2, 3, 7));
+        check(x -> F.adaptiveMaxPool2d(x[0], 3, 2), rand(2, 2, 7, 6));
+        check(x -> F.adaptiveMaxPool1d(x[0], 3), rand(3, 8));
+    }
+
+    @Test
+    void maxUnpool2d() {
+        try (Tensor x = rand(1, 2, 6, 6); var r = F.maxPool2dWithIndices(x, new int[] {2}, null, new int[] {0}, new int[] {1}, false)) {
+            Tensor idx = r.indices();
+            check(v -> F.maxUnpool2d(v[0], idx, new int[] {2}, null, new int[] {0}, null), rand(1, 2, 3, 3));
+        }
+    }
+
+    @Test
+    void poolingBackwardsHaveBackwards() {
+        try (Tensor x = rand(1, 2, 5, 5)) {
+            check(inputGradient(v -> F.avgPool2d(v, new int[] {3}, new int[] {2}, new int[] {1}, false, true, 0), x), rand(1, 2, 3, 3));
+            check(inputGradient(v -> F.adaptiveAvgPool2d(v, 2, 3), x), rand(1, 2, 2, 3));
+            check(inputGradient(v -> F.maxPool2d(v, new int[] {3}, new int[] {2}, new int[] {1}, new int[] {1}, false), x),
+                    rand(1, 2, 3, 3));
+            check(inputGradient(v -> F.adaptiveMaxPool2d(v, 2, 2), x), rand(1, 2, 2, 2));
+        }
+    }
+
+    @Test
+    void padding() {
+        check(x -> F.pad(x[0], new long[] {1, 2, -1, 1}, "constant", 0.5), rand(2, 3, 4));
+        check(x -> F.pad(x[0], new long[] {2, 1, 1, 3}, "reflect"), rand(1, 2, 4, 5));
+        check(x -> F.pad(x[0], new long[] {3, 1}, "replicate"), rand(2, 4));
+        check(x -> F.pad(x[0], new long[] {2, -1, 1, 2}, "circular"), rand(1, 2, 3, 4));
+    }
+
+    @Test
+    void interpolation() {
+        check(x -> F.interpolate(x[0], new long[] {5, 7}, "bilinear", false), rand(1, 2, 3, 4));
+        check(x -> F.interpolate(x[0], new double[] {1.5, 2.5}, "bilinear", true), rand(1, 2, 3, 4));
+        check(x -> F.interpolate(x[0], new long[] {7}, "linear", null), rand(2, 2, 4));
+        check(x -> F.interpolate(x[0], new double[] {1.7}, "nearest", null), rand(1, 2, 5));
+        check(x -> F.interpolate(x[0], new long[] {3, 5}, "nearest-exact", null), rand(1, 1, 4, 4));
+    }
+
+    @Test
+    void pixelShuffle() {
+        check(x -> F.pixelShuffle(x[0], 2), rand(1, 8, 2, 3));
+        check(x -> F.pixelUnshuffle(x[0], 2), rand(2, 4, 6));
+    }
+
+    @Test
+    void channelDropout() {
+        check(x -> F.dropout2d(x[0], 0.4, true, new Generator(3)), rand(2, 4, 3, 3));
+        check(x -> F.dropout1d(x[0], 0.4, true, new Generator(3)), rand(4, 5));
+    }
+}

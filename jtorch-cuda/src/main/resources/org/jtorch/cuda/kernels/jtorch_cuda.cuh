@@ -1,0 +1,194 @@
+// Shared definitions of jtorch's CUDA kernels: fixed-width integers, the dtype codes, 16-bit float
+// storage types, per-dtype load/store in the compute type, strided indexing and Philox.
+//
+// Self-contained on purpose: NVRTC has no system headers, and the cuda_fp16.h of one CUDA release does
+// not compile under another release's NVRTC (CUDA 13's needs <nv/target> macros NVRTC 11.8 lacks). So
+// half and bfloat16 are our own 2-byte structs converted with PTX instructions (as cuda_fp16 does).
+// The Java side passes this file to NVRTC as a named header; nvcc finds it beside the .cu file.
+#pragma once
+
+typedef signed char jt_i8;
+typedef unsigned char jt_u8;
+typedef short jt_i16;
+typedef int jt_i32;
+typedef long long jt_i64;
+typedef unsigned int jt_u32;
+typedef unsigned long long jt_u64;
+
+// Dtype codes: the ordinals of org.jtorch.DType (checked by KernelSourcesTest).
+#define JT_DTYPE_BOOL 0
+#define JT_DTYPE_UINT8 1
+#define JT_DTYPE_INT8 2
+#define JT_DTYPE_INT16 3
+#define JT_DTYPE_INT32 4
+#define JT_DTYPE_INT64 5
+#define JT_DTYPE_FLOAT16 6
+#define JT_DTYPE_BFLOAT16 7
+#define JT_DTYPE_FLOAT32 8
+#define JT_DTYPE_FLOAT64 9
+
+// Most dimensions a strided (non-contiguous) kernel handles; the Java side coalesces dimensions first.
+#define JT_MAX_DIMS 8
+
+namespace jt {
+
+struct alignas(2) half { unsigned short bits; };
+struct alignas(2) bfloat16 { unsigned short bits; };
+
+__device__ __forceinline__ float half_to_float(half h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
+    return f;
+}
+
+__device__ __forceinline__ half float_to_half(float f) {
+    half h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
+    return h;
+}
+
+__device__ __forceinline__ float bfloat16_to_float(bfloat16 b) {
+    return __uint_as_float(((unsigned int)b.bits) << 16);
+}
+
+// Round to nearest even; NaN stays a (quiet) NaN. Same rule as PyTorch's c10::BFloat16.
+__device__ __forceinline__ bfloat16 float_to_bfloat16(float f) {
+    unsigned int u = __float_as_uint(f);
+    bfloat16 b;
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        b.bits = 0x7fc0;
+        return b;
+    }
+    u += 0x7fffu + ((u >> 16) & 1u);
+    b.bits = (unsigned short)(u >> 16);
+    return b;
+}
+
+// Scalar<T>: the compute type ("acc") of storage type T, and the conversions to and from it.
+// 16-bit floats compute in float and round once on store, as on the CPU backend.
+template <typename T> struct Scalar {
+    typedef T acc;
+    __device__ __forceinline__ static acc load(T x) { return x; }
+    template <typename A> __device__ __forceinline__ static T store(A a) { return (T)a; }
+};
+template <> struct Scalar<half> {
+    typedef float acc;
+    __device__ __forceinline__ static float load(half x) { return half_to_float(x); }
+    template <typename A> __device__ __forceinline__ static half store(A a) { return float_to_half((float)a); }
+};
+template <> struct Scalar<bfloat16> {
+    typedef float acc;
+    __device__ __forceinline__ static float load(bfloat16 x) { return bfloat16_to_float(x); }
+    template <typename A> __device__ __forceinline__ static bfloat16 store(A a) { return float_to_bfloat16((float)a); }
+};
+template <> struct Scalar<bool> {
+    typedef bool acc;
+    __device__ __forceinline__ static bool load(bool x) { return x; }
+    template <typename A> __device__ __forceinline__ static bool store(A a) { return a != A(0); }
+};
+
+__device__ __forceinline__ int dtype_size(int dtype) {
+    switch (dtype) {
+        case JT_DTYPE_INT16: case JT_DTYPE_FLOAT16: case JT_DTYPE_BFLOAT16: return 2;
+        case JT_DTYPE_INT32: case JT_DTYPE_FLOAT32: return 4;
+        case JT_DTYPE_INT64: case JT_DTYPE_FLOAT64: return 8;
+        default: return 1;
+    }
+}
+
+// Loads element `p` of runtime dtype `dtype` converted to compute type C (the "dynamic cast" path
+// for operands whose dtypes differ from the compute dtype).
+template <typename C> __device__ __forceinline__ C load_as(const char* p, int dtype) {
+    switch (dtype) {
+        case JT_DTYPE_BOOL: return (C)(*(const bool*)p);
+        case JT_DTYPE_UINT8: return (C)(*(const jt_u8*)p);
+        case JT_DTYPE_INT8: return (C)(*(const jt_i8*)p);
+        case JT_DTYPE_INT16: return (C)(*(const jt_i16*)p);
+        case JT_DTYPE_INT32: return (C)(*(const jt_i32*)p);
+        case JT_DTYPE_INT64: return (C)(*(const jt_i64*)p);
+        case JT_DTYPE_FLOAT16: return (C)half_to_float(*(const half*)p);
+        case JT_DTYPE_BFLOAT16: return (C)bfloat16_to_float(*(const bfloat16*)p);
+        case JT_DTYPE_FLOAT32: return (C)(*(const float*)p);
+        default: return (C)(*(const double*)p);
+    }
+}
+
+template <typename C> __device__ __forceinline__ void store_as(char* p, int dtype, C v) {
+    switch (dtype) {
+        case JT_DTYPE_BOOL: *(bool*)p = v != C(0); break;
+        case JT_DTYPE_UINT8: *(jt_u8*)p = (jt_u8)(jt_i64)v; break;
+        case JT_DTYPE_INT8: *(jt_i8*)p = (jt_i8)(jt_i64)v; break;
+        case JT_DTYPE_INT16: *(jt_i16*)p = (jt_i16)(jt_i64)v; break;
+        case JT_DTYPE_INT32: *(jt_i32*)p = (jt_i32)(jt_i64)v; break;
+        case JT_DTYPE_INT64: *(jt_i64*)p = (jt_i64)v; break;
+        case JT_DTYPE_FLOAT16: *(half*)p = float_to_half((float)v); break;
+        case JT_DTYPE_BFLOAT16: *(bfloat16*)p = float_to_bfloat16((float)v); break;
+        case JT_DTYPE_FLOAT32: *(float*)p = (float)v; break;
+        default: *(double*)p = (double)v; break;
+    }
+}
+
+// Shape and per-operand element strides of a strided launch, passed by value (operand 0 is the output).
+struct Strided {
+    int ndim;
+    int dtype[3];
+    jt_i64 size[JT_MAX_DIMS];
+    jt_i64 stride[3][JT_MAX_DIMS];
+};
+
+// Element offsets of linear index `i` (row-major over `size`) for `operands` operands.
+template <int OPERANDS> __device__ __forceinline__ void strided_offsets(const Strided& s, jt_i64 i, jt_i64 (&off)[OPERANDS]) {
+    #pragma unroll
+    for (int k = 0; k < OPERANDS; k++) off[k] = 0;
+    for (int d = s.ndim - 1; d >= 0; d--) {
+        jt_i64 idx = i % s.size[d];
+        i /= s.size[d];
+        #pragma unroll
+        for (int k = 0; k < OPERANDS; k++) off[k] += idx * s.stride[k][d];
+    }
+}
+
+// A 16-byte vector of T for the contiguous fast paths (one LDG.128 / STG.128 per thread and step).
+template <typename T> struct alignas(16) Vec16 {
+    static const int N = 16 / sizeof(T);
+    T v[N];
+};
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+    return (((jt_u64)p) & 15u) == 0;
+}
+
+__device__ __forceinline__ jt_i64 global_thread() {
+    return (jt_i64)blockIdx.x * blockDim.x + threadIdx.x;
+}
+
+__device__ __forceinline__ jt_i64 grid_threads() {
+    return (jt_i64)gridDim.x * blockDim.x;
+}
+
+// PyTorch's NaN-propagating max and min.
+template <typename A> __device__ __forceinline__ A nan_max(A a, A b) { return (a != a || a > b) ? a : b; }
+template <typename A> __device__ __forceinline__ A nan_min(A a, A b) { return (a != a || a < b) ? a : b; }
+
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11): a counter-based
+// generator, so element i's numbers depend only on (seed, offset, i), not on the launch shape.
+struct U32x4 { jt_u32 x, y, z, w; };
+
+__host__ __device__ __forceinline__ jt_u32 mulhi32(jt_u32 a, jt_u32 b) {
+    return (jt_u32)(((jt_u64)a * (jt_u64)b) >> 32);
+}
+
+__host__ __device__ __forceinline__ U32x4 philox4x32_10(U32x4 ctr, jt_u32 k0, jt_u32 k1) {
+    #pragma unroll
+    for (int round = 0; round < 10; round++) {
+        jt_u32 hi0 = mulhi32(0xD2511F53u, ctr.x), lo0 = 0xD2511F53u * ctr.x;
+        jt_u32 hi1 = mulhi32(0xCD9E8D57u, ctr.z), lo1 = 0xCD9E8D57u * ctr.z;
+        U32x4 next = {hi1 ^ ctr.y ^ k0, lo1, hi0 ^ ctr.w ^ k1, lo0};
+        ctr = next;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    return ctr;
+}
+
+}  // namespace jt
