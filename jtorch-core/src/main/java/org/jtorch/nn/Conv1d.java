@@ -23,6 +23,12 @@ public class Conv1d extends ConvNd {
 
     @Override
     public Tensor forward(Tensor input) {
+        Tensor padded = paddedInput(input);
+        if (padded != null) {
+            try (padded) {
+                return F.conv1d(padded, weight(), bias(), stride[0], 0, dilation[0], groups);
+            }
+        }
         if (paddingString != null) return F.conv1d(input, weight(), bias(), stride[0], paddingString, dilation[0], groups);
         return F.conv1d(input, weight(), bias(), stride[0], padding[0], dilation[0], groups);
     }

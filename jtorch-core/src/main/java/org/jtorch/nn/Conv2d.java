@@ -29,6 +29,12 @@ public class Conv2d extends ConvNd {
 
     @Override
     public Tensor forward(Tensor input) {
+        Tensor padded = paddedInput(input);
+        if (padded != null) {
+            try (padded) {
+                return F.conv2d(padded, weight(), bias(), stride, new int[] {0}, dilation, groups);
+            }
+        }
         if (paddingString != null) return F.conv2d(input, weight(), bias(), stride, paddingString, dilation, groups);
         return F.conv2d(input, weight(), bias(), stride, padding, dilation, groups);
     }

@@ -34,8 +34,6 @@ abstract class ConvNd extends Module {
             if (!Arrays.asList("reflect", "replicate", "circular").contains(o.paddingMode)) {
                 throw new IllegalArgumentException(name + ": padding_mode must be one of zeros, reflect, replicate or circular, got \"" + o.paddingMode + "\"");
             }
-            throw new UnsupportedOperationException(name + ": padding_mode \"" + o.paddingMode
-                    + "\" needs a padding op (F.pad), which jtorch does not have yet; only \"zeros\" is supported");
         }
         if (o.paddingString != null) {
             if (transposed) throw new IllegalArgumentException(name + ": padding must be numbers, got \"" + o.paddingString + "\"");
@@ -89,6 +87,29 @@ abstract class ConvNd extends Module {
             double bound = fanIn > 0 ? 1 / Math.sqrt(fanIn) : 0;
             Init.uniform_(bias(), -bound, bound, gen);
         }
+    }
+
+    /**
+     * For padding modes other than "zeros", as PyTorch's {@code _conv_forward}: the input padded by
+     * {@code F.pad(input, reversed padding repeated twice, mode)} (for "same", the total {@code d * (k - 1)}
+     * split with the extra element at the end), to be convolved without padding. Null for "zeros".
+     */
+    protected Tensor paddedInput(Tensor input) {
+        if (paddingMode.equals("zeros")) return null;
+        int dims = kernelSize.length;
+        long[] pads = new long[2 * dims];
+        for (int i = 0; i < dims; i++) {
+            int d = dims - 1 - i;
+            long before = padding[d], after = padding[d];
+            if ("same".equals(paddingString)) {
+                long total = (long) dilation[d] * (kernelSize[d] - 1);
+                before = total / 2;
+                after = total - before;
+            }
+            pads[2 * i] = before;
+            pads[2 * i + 1] = after;
+        }
+        return F.pad(input, pads, paddingMode);
     }
 
     @Override

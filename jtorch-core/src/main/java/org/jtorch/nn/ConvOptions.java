@@ -66,8 +66,8 @@ public final class ConvOptions {
     }
 
     /**
-     * "zeros" (the only mode supported so far). "reflect", "replicate" and "circular" need a padding op,
-     * which jtorch does not have yet: they are rejected when the module is built.
+     * "zeros" (default), "reflect", "replicate" or "circular": the last three pad the input with
+     * {@code F.pad} before an unpadded convolution, as PyTorch (transposed convolutions: "zeros" only).
      */
     public ConvOptions paddingMode(String paddingMode) {
         this.paddingMode = paddingMode;

@@ -137,6 +137,11 @@ class ConvolutionConformanceTest {
             case "Conv2d/groups_dilation_pairs" -> new Conv2d(4, 6, new int[] {3, 2},
                     Conv2d.options().stride(1, 2).padding(2, 1).dilation(2, 1).groups(2));
             case "Conv2d/same" -> new Conv2d(2, 3, 4, Conv2d.options().padding("same"));
+            case "Conv2d/reflect" -> new Conv2d(2, 3, 3, Conv2d.options().padding(1).paddingMode("reflect"));
+            case "Conv2d/replicate_pairs" -> new Conv2d(2, 3, 3, Conv2d.options().padding(2, 1).paddingMode("replicate"));
+            case "Conv2d/circular_stride2" -> new Conv2d(2, 2, 3, Conv2d.options().stride(2).padding(1).paddingMode("circular"));
+            case "Conv2d/same_reflect_even" -> new Conv2d(2, 2, 4, Conv2d.options().padding("same").paddingMode("reflect").bias(false));
+            case "Conv1d/circular" -> new Conv1d(2, 3, 3, Conv1d.options().padding(2).paddingMode("circular"));
             case "Conv1d/defaults" -> new Conv1d(3, 4, 3);
             case "Conv1d/options" -> new Conv1d(4, 2, 2, Conv1d.options().stride(2).padding(1).dilation(2).groups(2).bias(false));
             case "ConvTranspose2d/defaults" -> new ConvTranspose2d(3, 2, 3);
