@@ -70,9 +70,12 @@ class TrainCommandTest {
         train(concat(common, "--epochs", "1", "--checkpoint", ckpt.toString()));
         List<Trainer.EpochResult> resumed = train(concat(common, "--epochs", "3", "--resume", ckpt.toString())).history();
         assertEquals(3, resumed.size());
+        // Separate JVMs repeat a run bit for bit. Within one JVM, the vectorised exp and log that C2 compiles
+        // (SVML) can differ by an ulp from the interpreter's, so runs at different stages of compilation
+        // agree to about 1e-8 only; core's CheckpointTest checks the restored state itself bit for bit.
         for (int e = 0; e < 3; e++) {
-            assertEquals(straight.get(e).trainLoss(), resumed.get(e).trainLoss(), "train loss of epoch " + (e + 1));
-            assertEquals(straight.get(e).testLoss(), resumed.get(e).testLoss(), "test loss of epoch " + (e + 1));
+            assertEquals(straight.get(e).trainLoss(), resumed.get(e).trainLoss(), 1e-6 * straight.get(e).trainLoss(), "train loss of epoch " + (e + 1));
+            assertEquals(straight.get(e).testLoss(), resumed.get(e).testLoss(), 1e-6 * straight.get(e).testLoss(), "test loss of epoch " + (e + 1));
             assertEquals(straight.get(e).lr(), resumed.get(e).lr(), "lr of epoch " + (e + 1));
         }
     }
