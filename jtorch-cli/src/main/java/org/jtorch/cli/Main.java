@@ -19,6 +19,7 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
         return switch (args[0]) {
             case "info" -> InfoCommand.run(rest);
+            case "train" -> TrainCommand.run(rest);
             default -> {
                 System.err.println("jtorch: unknown command '" + args[0] + "'");
                 printUsage();
@@ -33,6 +34,7 @@ public final class Main {
 
                 commands:
                   info     the Java runtime, Vector API species, CPU features, threads and backends found
+                  train    trains an image classifier (LeNet-5 on MNIST by default) with progress, summary and plots
                   bench    benchmarks side by side with PyTorch (see jtorch bench --help)
 
                 'jtorch <command> --help' describes a command's options.""");

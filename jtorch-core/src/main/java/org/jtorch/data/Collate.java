@@ -124,6 +124,7 @@ public final class Collate {
         if (a instanceof Map) return b instanceof Map;
         if (a instanceof List) return b instanceof List;
         if (a instanceof CharSequence) return b instanceof CharSequence;
+        if (a instanceof Float || a instanceof Double) return b instanceof Float || b instanceof Double;
         if (a instanceof Byte || a instanceof Short || a instanceof Integer || a instanceof Long) {
             return b instanceof Byte || b instanceof Short || b instanceof Integer || b instanceof Long;
         }

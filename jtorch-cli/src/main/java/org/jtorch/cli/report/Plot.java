@@ -97,20 +97,22 @@ public final class Plot {
 
         int px = x0 + LEFT;
         int py = TOP;
-        for (double t : ticks(yMin, yMax)) {
+        List<Double> yTicks = ticks(yMin, yMax);
+        for (double t : yTicks) {
             int y = py + plotH - (int) Math.round((t - yMin) / (yMax - yMin) * plotH);
             g.setColor(new Color(230, 230, 230));
             g.drawLine(px, y, px + plotW, y);
             g.setColor(Color.DARK_GRAY);
-            String label = format(t);
+            String label = format(t, yTicks);
             g.drawString(label, px - 6 - fm.stringWidth(label), y + fm.getAscent() / 2 - 1);
         }
-        for (double t : ticks(xMin, xMax)) {
+        List<Double> xTicks = ticks(xMin, xMax);
+        for (double t : xTicks) {
             int x = px + (int) Math.round((t - xMin) / (xMax - xMin) * plotW);
             g.setColor(new Color(230, 230, 230));
             g.drawLine(x, py, x, py + plotH);
             g.setColor(Color.DARK_GRAY);
-            String label = format(t);
+            String label = format(t, xTicks);
             g.drawString(label, x - fm.stringWidth(label) / 2, py + plotH + fm.getAscent() + 4);
         }
         g.setColor(Color.BLACK);
@@ -156,8 +158,10 @@ public final class Plot {
         return out;
     }
 
-    private static String format(double v) {
-        if (v == Math.rint(v) && Math.abs(v) < 1e6) return Long.toString((long) v);
-        return String.format(Locale.ROOT, "%.3g", v);
+    /** {@code v} with as many decimals as the tick spacing needs (none for whole-number steps). */
+    static String format(double v, List<Double> ticks) {
+        double step = ticks.size() > 1 ? ticks.get(1) - ticks.get(0) : 1;
+        int decimals = (int) Math.max(0, Math.ceil(-Math.log10(step) - 1e-9));
+        return String.format(Locale.ROOT, "%." + decimals + "f", v);
     }
 }

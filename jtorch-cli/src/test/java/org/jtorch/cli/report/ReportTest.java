@@ -80,5 +80,8 @@ class ReportTest {
     void ticksAreRoundNumbers() {
         assertEquals(List.of(0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0), Plot.ticks(0, 1));
         assertEquals(List.of(0.0, 20.0, 40.0, 60.0, 80.0, 100.0), Plot.ticks(-3, 101));
+        assertEquals("0.6", Plot.format(0.6000000000000001, Plot.ticks(0, 1)));
+        assertEquals("40", Plot.format(40, Plot.ticks(-3, 101)));
+        assertEquals("2.304", Plot.format(2.304, Plot.ticks(2.3, 2.31)));
     }
 }

@@ -1,0 +1,253 @@
+package org.jtorch.cli.train;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.jtorch.Device;
+import org.jtorch.Generator;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Grad;
+import org.jtorch.backend.Backends;
+import org.jtorch.cli.report.ProgressBar;
+import org.jtorch.data.DataLoader;
+import org.jtorch.data.Sample;
+import org.jtorch.io.Checkpoint;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.nn.F;
+import org.jtorch.nn.Flatten;
+import org.jtorch.nn.Linear;
+import org.jtorch.nn.Module;
+import org.jtorch.nn.ReLU;
+import org.jtorch.nn.Sequential;
+import org.jtorch.optim.Adadelta;
+import org.jtorch.optim.Adagrad;
+import org.jtorch.optim.Adam;
+import org.jtorch.optim.AdamW;
+import org.jtorch.optim.Optimizer;
+import org.jtorch.optim.RMSprop;
+import org.jtorch.optim.SGD;
+import org.jtorch.optim.lr.CosineAnnealingLR;
+import org.jtorch.optim.lr.LRScheduler;
+import org.jtorch.optim.lr.MultiStepLR;
+import org.jtorch.optim.lr.OneCycleLR;
+import org.jtorch.optim.lr.StepLR;
+import org.jtorch.vision.models.Models;
+
+/**
+ * The training loop of {@code jtorch train}: builds the model, optimizer, scheduler and data loaders
+ * from a {@link TrainConfig}, trains with cross entropy, evaluates after every epoch, and keeps the
+ * history that the summary table, the plot and the metrics file are made from.
+ */
+public final class Trainer {
+    public static final List<String> MODELS = List.of("mlp", "lenet", "resnet20", "resnet32", "resnet56", "resnet18", "resnet34", "resnet50");
+    public static final List<String> OPTIMIZERS = List.of("sgd", "adam", "adamw", "adadelta", "rmsprop", "adagrad");
+    public static final List<String> SCHEDULERS = List.of("none", "step", "multistep", "cosine", "onecycle");
+
+    /** One epoch's figures. */
+    public record EpochResult(int epoch, double trainLoss, double trainAccuracy, double testLoss, double testAccuracy,
+                              double seconds, double imagesPerSecond, double lr) {}
+
+    private final TrainConfig config;
+    private final PrintStream out;
+    private final boolean terminal;
+    private final List<EpochResult> history = new ArrayList<>();
+    private TrainData data;
+    private Module model;
+    private long peakBytes;
+
+    public Trainer(TrainConfig config, PrintStream out, boolean terminal) {
+        this.config = config;
+        this.out = out;
+        this.terminal = terminal;
+    }
+
+    public List<EpochResult> history() {
+        return history;
+    }
+
+    public TrainData data() {
+        return data;
+    }
+
+    public Module model() {
+        return model;
+    }
+
+    /** Peak bytes allocated on the training device during the run. */
+    public long peakBytes() {
+        return peakBytes;
+    }
+
+    /** Trains for the configured epochs (continuing from {@code --resume}); {@code defaultDataset} allows the digits fallback. */
+    public void run(boolean defaultDataset) throws IOException {
+        Torch.manualSeed(config.seed());
+        Generator shuffle = new Generator(config.seed() + 1);
+        Generator augmentation = new Generator(config.seed() + 2);
+        data = TrainData.load(config, defaultDataset, augmentation);
+        if (!data.note().isEmpty()) out.println("note: " + data.note());
+
+        Device device = config.device();
+        model = createModel(config.model(), data);
+        model.to(device); // before the optimizer: to() replaces the parameter tensors
+        Optimizer optimizer = createOptimizer(model);
+        DataLoader<Sample> trainLoader = DataLoader.builder(data.train()).batchSize(config.batchSize()).shuffle(true)
+                .generator(shuffle).numWorkers(config.workers()).pinMemory(config.pinMemory()).build();
+        DataLoader<Sample> testLoader = DataLoader.builder(data.test()).batchSize(Math.max(config.batchSize(), 256))
+                .numWorkers(config.workers()).pinMemory(config.pinMemory()).build();
+        LRScheduler scheduler = createScheduler(optimizer, trainLoader.size());
+
+        Checkpoint checkpoint = new Checkpoint().model(model).optimizer(optimizer)
+                .generator("shuffle", shuffle).generator("augmentation", augmentation).generator("default", Generator.defaultGenerator())
+                .component("history", this::historyState, this::loadHistory);
+        if (scheduler != null) checkpoint.scheduler(scheduler);
+        int startEpoch = 0;
+        if (config.resume() != null) {
+            startEpoch = (int) checkpoint.load(config.resume()).epoch();
+            out.println("resumed from " + config.resume() + " after epoch " + startEpoch);
+        }
+
+        out.printf(Locale.ROOT, "training %s on %s (%d train / %d test images) on %s: %d epochs, batch %d, %s lr %s%n",
+                config.model(), data.description(), data.train().size(), data.test().size(), device, config.epochs(),
+                config.batchSize(), config.optimizer(), formatLr(optimizer.paramGroups().get(0).getDouble("lr")));
+        Backends.of(device).allocator(device).resetPeakStats();
+        try (trainLoader; testLoader) {
+            for (int epoch = startEpoch; epoch < config.epochs(); epoch++) {
+                double lr = optimizer.paramGroups().get(0).getDouble("lr");
+                long start = System.nanoTime();
+                double[] train = trainEpoch(epoch, trainLoader, optimizer, scheduler instanceof OneCycleLR ? scheduler : null, device);
+                double seconds = (System.nanoTime() - start) / 1e9;
+                if (scheduler != null && !(scheduler instanceof OneCycleLR)) scheduler.step();
+                double[] test = evaluate(testLoader, device);
+                history.add(new EpochResult(epoch + 1, train[0], train[1], test[0], test[1], seconds, train[2] / seconds, lr));
+                out.printf(Locale.ROOT, "epoch %d/%d: train loss %.4f, train accuracy %.2f%%, test loss %.4f, test accuracy %.2f%% (%.1f s, %.0f images/s)%n",
+                        epoch + 1, config.epochs(), train[0], 100 * train[1], test[0], 100 * test[1], seconds, train[2] / seconds);
+                if (config.checkpoint() != null) checkpoint.save(config.checkpoint(), epoch + 1, (long) (epoch + 1) * trainLoader.size());
+            }
+        }
+        peakBytes = Torch.memoryStats(device).peakAllocatedBytes();
+    }
+
+    /** Returns {mean loss, accuracy, images}. */
+    private double[] trainEpoch(int epoch, DataLoader<Sample> loader, Optimizer optimizer, LRScheduler perStep, Device device) {
+        model.train();
+        ProgressBar bar = new ProgressBar(out, String.format(Locale.ROOT, "epoch %d/%d", epoch + 1, config.epochs()), loader.size(), terminal);
+        double lossSum = 0;
+        long correct = 0;
+        long seen = 0;
+        int step = 0;
+        for (Sample batch : loader) {
+            try (MemoryScope scope = new MemoryScope()) {
+                Tensor x = batch.input().to(device);
+                Tensor y = batch.target().to(device);
+                Tensor logits = model.forward(x);
+                Tensor loss = F.crossEntropy(logits, y);
+                optimizer.zeroGrad();
+                loss.backward();
+                optimizer.step();
+                if (perStep != null) perStep.step();
+                long n = y.size(0);
+                double l = loss.item();
+                lossSum += l * n;
+                try (var g = Grad.noGrad()) {
+                    correct += (long) logits.argmax(1, false).eq(y).sum().item();
+                }
+                seen += n;
+                step++;
+                bar.update(step, String.format(Locale.ROOT, "loss %.4f", l));
+            }
+        }
+        bar.finish();
+        return new double[] {lossSum / Math.max(seen, 1), (double) correct / Math.max(seen, 1), seen};
+    }
+
+    /** Returns {mean loss, accuracy}. */
+    private double[] evaluate(DataLoader<Sample> loader, Device device) {
+        model.eval();
+        double lossSum = 0;
+        long correct = 0;
+        long seen = 0;
+        try (var g = Grad.noGrad()) {
+            for (Sample batch : loader) {
+                try (MemoryScope scope = new MemoryScope()) {
+                    Tensor x = batch.input().to(device);
+                    Tensor y = batch.target().to(device);
+                    Tensor logits = model.forward(x);
+                    lossSum += F.crossEntropy(logits, y).item() * y.size(0);
+                    correct += (long) logits.argmax(1, false).eq(y).sum().item();
+                    seen += y.size(0);
+                }
+            }
+        }
+        return new double[] {lossSum / Math.max(seen, 1), (double) correct / Math.max(seen, 1)};
+    }
+
+    static Module createModel(String name, TrainData data) {
+        if (name.equals("mlp")) {
+            try (Sample s = data.train().get(0)) {
+                long features = s.input().numel();
+                return new Sequential(new Flatten(), new Linear(features, 512), new ReLU(), new Linear(512, 512), new ReLU(),
+                        new Linear(512, data.numClasses()));
+            }
+        }
+        return Models.create(name.equals("lenet") ? "lenet5" : name, data.numClasses(), data.inChannels());
+    }
+
+    private Optimizer createOptimizer(Module model) {
+        double lr = config.lr();
+        double wd = Double.isNaN(config.weightDecay()) ? 0 : config.weightDecay(); // NaN: the optimizer's default
+        return switch (config.optimizer()) {
+            case "sgd" -> new SGD(model.parameters(), SGD.options().lr(Double.isNaN(lr) ? 0.05 : lr).momentum(config.momentum()).weightDecay(wd));
+            case "adam" -> new Adam(model.parameters(), Adam.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(wd));
+            case "adamw" -> new AdamW(model.parameters(), AdamW.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(Double.isNaN(config.weightDecay()) ? 0.01 : wd));
+            case "adadelta" -> new Adadelta(model.parameters(), Adadelta.options().lr(Double.isNaN(lr) ? 1.0 : lr).weightDecay(wd));
+            case "rmsprop" -> new RMSprop(model.parameters(), RMSprop.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(wd));
+            case "adagrad" -> new Adagrad(model.parameters(), Adagrad.options().lr(Double.isNaN(lr) ? 1e-2 : lr).weightDecay(wd));
+            default -> throw new IllegalArgumentException("unknown optimizer '" + config.optimizer() + "'");
+        };
+    }
+
+    private LRScheduler createScheduler(Optimizer optimizer, int stepsPerEpoch) {
+        int epochs = config.epochs();
+        return switch (config.scheduler()) {
+            case "none" -> null;
+            case "step" -> new StepLR(optimizer, Math.max(1, epochs / 3), 0.1);
+            case "multistep" -> new MultiStepLR(optimizer, new int[] {Math.max(1, epochs / 2), Math.max(2, epochs * 3 / 4)}, 0.1);
+            case "cosine" -> new CosineAnnealingLR(optimizer, epochs);
+            case "onecycle" -> new OneCycleLR(optimizer, OneCycleLR.options(optimizer.paramGroups().get(0).getDouble("lr"))
+                    .epochs(epochs).stepsPerEpoch(stepsPerEpoch));
+            default -> throw new IllegalArgumentException("unknown scheduler '" + config.scheduler() + "'");
+        };
+    }
+
+    private Map<String, Object> historyState() {
+        List<Object> rows = new ArrayList<>();
+        for (EpochResult r : history) {
+            rows.add(List.of(r.epoch(), r.trainLoss(), r.trainAccuracy(), r.testLoss(), r.testAccuracy(), r.seconds(), r.imagesPerSecond(), r.lr()));
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("epochs", rows);
+        return m;
+    }
+
+    private void loadHistory(Map<String, Object> state) {
+        history.clear();
+        if (!(state.get("epochs") instanceof List<?> rows)) return;
+        for (Object row : rows) {
+            List<?> v = (List<?>) row;
+            history.add(new EpochResult(((Number) v.get(0)).intValue(), d(v.get(1)), d(v.get(2)), d(v.get(3)), d(v.get(4)), d(v.get(5)), d(v.get(6)), d(v.get(7))));
+        }
+    }
+
+    private static double d(Object o) {
+        return ((Number) o).doubleValue();
+    }
+
+    static String formatLr(double lr) {
+        return String.format(Locale.ROOT, "%.4g", lr).replaceAll("\\.?0+$", "");
+    }
+}
