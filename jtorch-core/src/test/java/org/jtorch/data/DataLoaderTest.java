@@ -473,6 +473,30 @@ class DataLoaderTest {
         }
     }
 
+    @Test
+    void theWorkersOfALoaderDroppedWithoutCloseStopAfterGarbageCollection() throws Exception {
+        Squares d = squares(40);
+        for (int persistentWorkers = 0; persistentWorkers < 2; persistentWorkers++) {
+            breakOutOfAFreshLoader(d, persistentWorkers == 1);
+        }
+        assertEquals(4, workers(d.threads).size());
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (workers(d.threads).stream().anyMatch(Thread::isAlive) && System.nanoTime() < deadline) {
+            System.gc();
+            Thread.sleep(50);
+        }
+        assertAllStopped(d.threads);
+    }
+
+    /** A loader whose plain for loop breaks, then dropped without close(). */
+    private static void breakOutOfAFreshLoader(Squares d, boolean persistentWorkers) {
+        var loader = DataLoader.builder(d).batchSize(2).numWorkers(2).persistentWorkers(persistentWorkers).build();
+        for (Sample b : loader) {
+            assertEquals(2, b.target().numel());
+            break;
+        }
+    }
+
     @ParameterizedTest(name = "{0} workers")
     @ValueSource(ints = {0, 2})
     void fiveEpochsLeaveNoMemoryBehind(int numWorkers) {
