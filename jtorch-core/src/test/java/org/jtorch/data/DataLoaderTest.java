@@ -604,6 +604,36 @@ class DataLoaderTest {
     }
 
     @Test
+    void workersLoadBatchesConcurrently() {
+        // Batches 0 and 1 go to workers 0 and 1; each waits for the other inside get(), which only
+        // completes if the two loads run at the same time.
+        var barrier = new java.util.concurrent.CyclicBarrier(2);
+        Dataset<Integer> meeting = new Dataset<>() {
+            @Override
+            public Integer get(int index) {
+                if (index < 2) {
+                    try {
+                        barrier.await(10, java.util.concurrent.TimeUnit.SECONDS);
+                    } catch (Exception e) {
+                        throw new IllegalStateException("sample " + index + " was loaded alone", e);
+                    }
+                }
+                return index;
+            }
+
+            @Override
+            public int size() {
+                return 4;
+            }
+        };
+        try (var loader = DataLoader.builder(meeting).batchSize(1).collate(Collate.toTensor()).numWorkers(2).build()) {
+            List<Long> got = new ArrayList<>();
+            for (Tensor t : loader) got.add(t.itemLong());
+            assertEquals(List.of(0L, 1L, 2L, 3L), got);
+        }
+    }
+
+    @Test
     void prefetchFactorBoundsTheBatchesInFlight() throws Exception {
         Squares d = squares(100);
         try (var loader = DataLoader.builder(d).batchSize(1).numWorkers(2).prefetchFactor(2).build(); var it = loader.iterator()) {
