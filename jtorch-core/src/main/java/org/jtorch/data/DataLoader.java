@@ -112,7 +112,12 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
          */
         B keep();
 
-        /** Stops the workers of this epoch (joined on return) and releases every batch it still owns. Idempotent. */
+        /**
+         * Stops the workers of this epoch and releases every batch it still owns. Batches being loaded
+         * are finished first (a worker stuck longer than 10 s in user code is interrupted); the threads
+         * have ended when this returns. Persistent workers are only told to drop this epoch's work.
+         * Idempotent.
+         */
         @Override
         void close();
     }
@@ -652,7 +657,14 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
                 }
                 return loading.load(epoch, seq, indices, -1);
             }
-            if (stream == null) stream = iterableDataset.iterator();
+            if (stream == null) {
+                try {
+                    stream = iterableDataset.iterator();
+                } catch (Throwable e) {
+                    return Result.failure(epoch, seq, -1, new DataLoaderException(where(-1)
+                            + " failed to create the IterableDataset's iterator: " + describe(e), e, -1, -1, null));
+                }
+            }
             Result r = loading.loadIterable(epoch, seq, stream, -1);
             return r.exhausted ? null : r;
         }

@@ -702,6 +702,17 @@ class DataLoaderTest {
         }
     }
 
+    @ParameterizedTest(name = "{0} workers")
+    @ValueSource(ints = {0, 2})
+    void aFailingIterableDatasetIsReported(int numWorkers) {
+        IterableDataset<Tensor> broken = () -> { throw new java.io.UncheckedIOException(new java.io.IOException("disk gone")); };
+        try (var loader = DataLoader.builder(broken).batchSize(2).numWorkers(numWorkers).build()) {
+            var e = assertThrows(DataLoaderException.class, () -> loader.iterator().next());
+            assertTrue(e.getMessage().contains("IterableDataset's iterator"), e.getMessage());
+            assertInstanceOf(java.io.UncheckedIOException.class, e.getCause());
+        }
+    }
+
     @Test
     void iterableDatasetWithoutShardingIsRepeatedByEachWorker() {
         try (var loader = DataLoader.builder(stream(10, false, false)).batchSize(3).numWorkers(2).build()) {
