@@ -11,7 +11,10 @@ import org.jtorch.data.Sample;
 /**
  * DataLoader throughput with an expensive per-sample transform: each {@code get} spends about 1 ms of
  * real CPU work (a synthetic 3x32x32 image computed pixel by pixel, not a sleep), batch 32. Reports
- * batches/s without workers and with 2 worker threads, measured alternately, medians of the rounds.
+ * batches/s without workers and with 2 worker threads, measured alternately, medians of the rounds,
+ * with the cores the process kept busy and the CPU time per batch (on a machine busy with other
+ * processes, the kernel's autogroup scheduling caps the process's share whatever its thread count, so
+ * batches/s alone cannot show the workers' speedup there).
  */
 final class DataBench {
     private DataBench() {}
@@ -87,6 +90,9 @@ final class DataBench {
         // Cores this process kept busy (about 1 and 2 on an idle 2-core machine): tells a busy machine from serialised loading.
         r.put("data_cores_busy_0_workers", median(cpu0));
         r.put("data_cores_busy_2_workers", median(cpu2));
+        // CPU time per batch: equal for both means the workers add no work, so the speedup is the cores they get.
+        r.put("data_cpu_ms_per_batch_0_workers", 1e3 * median(cpu0) / median(w0));
+        r.put("data_cpu_ms_per_batch_2_workers", 1e3 * median(cpu2) / median(w2));
         return r;
     }
 
