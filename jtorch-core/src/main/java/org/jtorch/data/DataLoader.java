@@ -1,5 +1,6 @@
 package org.jtorch.data;
 
+import java.lang.ref.Cleaner;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -59,6 +60,9 @@ import org.jtorch.memory.MemoryScope;
  * <pre>{@code
  * try (var it = loader.iterator()) { while (it.hasNext()) { var b = it.next(); if (done(b)) break; } }
  * }</pre>
+ * As a safety net, the workers of a loader dropped without either are stopped once the garbage
+ * collector finds it unreachable (its last batch is then left to the collector and counted as a leak
+ * in the allocator's statistics).
  *
  * <h2>Threads and failures</h2>
  * A loader and its iterators are used from one thread. Worker threads are daemon threads named
@@ -75,6 +79,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
     private static final AtomicBoolean PIN_MEMORY_WARNED = new AtomicBoolean();
     private static final AtomicInteger PIN_MEMORY_WARNINGS = new AtomicInteger();
     private static final Task STOP = new Task(-1, -1, null);
+    private static final Cleaner CLEANER = Cleaner.create();
 
     private final Dataset<?> dataset;
     private final IterableDataset<?> iterableDataset;
@@ -91,10 +96,11 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
     private final Duration timeout;
     private final Consumer<WorkerInfo> workerInitFn;
     private final Generator generator;
+    private final Loading loading;
 
     private long epochs;
     private LoaderIterator active;
-    private WorkerPool persistentPool;
+    private final PoolHolder persistent = new PoolHolder();
     private boolean closed;
 
     /** An iterator over one epoch's batches; see the class comment for who owns the batches. */
@@ -106,7 +112,12 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
          */
         B keep();
 
-        /** Stops the workers of this epoch (joined on return) and releases every batch it still owns. Idempotent. */
+        /**
+         * Stops the workers of this epoch and releases every batch it still owns. Batches being loaded
+         * are finished first (a worker stuck longer than 10 s in user code is interrupted); the threads
+         * have ended when this returns. Persistent workers are only told to drop this epoch's work.
+         * Idempotent.
+         */
         @Override
         void close();
     }
@@ -138,6 +149,9 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
             this.batchSampler = null;
         }
         this.pinner = pinMemory ? findPinner() : null;
+        CLEANER.register(this, persistent);
+        this.loading = new Loading(dataset, iterableDataset, batchSize, dropLast, batchSize != null || batchSampler != null,
+                collate, pinner, workerInitFn, numWorkers);
     }
 
     /** A builder for a loader over a map-style dataset; batches have the sample's type under the default collate. */
@@ -194,10 +208,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         if (closed) return;
         closed = true;
         if (active != null) active.close();
-        if (persistentPool != null) {
-            persistentPool.shutdown();
-            persistentPool = null;
-        }
+        persistent.run();
     }
 
     /** How many times the pin-memory warning was logged in this JVM (0 or 1). */
@@ -257,69 +268,99 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         return e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage());
     }
 
-    /** Loads the batch of {@code indices} from the map-style dataset. */
-    private Result load(long epoch, long seq, int[] indices, int worker) {
-        try (MemoryScope scope = new MemoryScope()) {
-            List<Object> samples = new ArrayList<>(indices.length);
-            for (int index : indices) {
-                try {
-                    samples.add(dataset.get(index));
-                } catch (Throwable e) {
-                    return Result.failure(epoch, seq, worker, new DataLoaderException(where(worker) + " failed to load dataset index "
-                            + index + " (batch indices " + Arrays.toString(indices) + "): " + describe(e), e, worker, index, indices));
+    /**
+     * What worker threads need to load batches. Workers reference only this (never the loader or an
+     * iterator), so that an abandoned loader or iterator can be garbage collected and its workers stopped.
+     */
+    private static final class Loading {
+        final Dataset<?> dataset;
+        final IterableDataset<?> iterableDataset;
+        final Integer batchSize;
+        final boolean dropLast;
+        final boolean batching;
+        final CollateFn<Object, Object> collate;
+        final MemoryPinner pinner;
+        final Consumer<WorkerInfo> workerInitFn;
+        final int numWorkers;
+
+        Loading(Dataset<?> dataset, IterableDataset<?> iterableDataset, Integer batchSize, boolean dropLast, boolean batching,
+                CollateFn<Object, Object> collate, MemoryPinner pinner, Consumer<WorkerInfo> workerInitFn, int numWorkers) {
+            this.dataset = dataset;
+            this.iterableDataset = iterableDataset;
+            this.batchSize = batchSize;
+            this.dropLast = dropLast;
+            this.batching = batching;
+            this.collate = collate;
+            this.pinner = pinner;
+            this.workerInitFn = workerInitFn;
+            this.numWorkers = numWorkers;
+        }
+
+        /** Loads the batch of {@code indices} from the map-style dataset. */
+        private Result load(long epoch, long seq, int[] indices, int worker) {
+            try (MemoryScope scope = new MemoryScope()) {
+                List<Object> samples = new ArrayList<>(indices.length);
+                for (int index : indices) {
+                    try {
+                        samples.add(dataset.get(index));
+                    } catch (Throwable e) {
+                        return Result.failure(epoch, seq, worker, new DataLoaderException(where(worker) + " failed to load dataset index "
+                                + index + " (batch indices " + Arrays.toString(indices) + "): " + describe(e), e, worker, index, indices));
+                    }
                 }
+                return finish(scope, epoch, seq, worker, samples, indices);
             }
-            return finish(scope, epoch, seq, worker, samples, indices);
         }
-    }
 
-    /** Loads the next batch of a worker's stream; {@code exhausted} when the stream has no full batch left. */
-    private Result loadIterable(long epoch, long seq, Iterator<?> it, int worker) {
-        try (MemoryScope scope = new MemoryScope()) {
-            int want = batchSize == null ? 1 : batchSize;
-            List<Object> samples = new ArrayList<>(want);
+        /** Loads the next batch of a worker's stream; {@code exhausted} when the stream has no full batch left. */
+        private Result loadIterable(long epoch, long seq, Iterator<?> it, int worker) {
+            try (MemoryScope scope = new MemoryScope()) {
+                int want = batchSize == null ? 1 : batchSize;
+                List<Object> samples = new ArrayList<>(want);
+                try {
+                    while (samples.size() < want && it.hasNext()) samples.add(it.next());
+                } catch (Throwable e) {
+                    return Result.failure(epoch, seq, worker, new DataLoaderException(where(worker) + " failed while iterating the "
+                            + "IterableDataset (sample " + samples.size() + " of batch " + seq + "): " + describe(e), e, worker, -1, null));
+                }
+                if (samples.isEmpty() || (samples.size() < want && dropLast)) return Result.exhausted(epoch, seq, worker);
+                return finish(scope, epoch, seq, worker, samples, null);
+            }
+        }
+
+        /** Collates and pins inside {@code scope}; the batch's tensors created there leave it and become the loader's. */
+        private Result finish(MemoryScope scope, long epoch, long seq, int worker, List<Object> samples, int[] indices) {
+            Object batch;
             try {
-                while (samples.size() < want && it.hasNext()) samples.add(it.next());
+                batch = !batching ? samples.get(0) : collate.collate(samples);
+                if (pinner != null) batch = pinner.pin(batch);
             } catch (Throwable e) {
-                return Result.failure(epoch, seq, worker, new DataLoaderException(where(worker) + " failed while iterating the "
-                        + "IterableDataset (sample " + samples.size() + " of batch " + seq + "): " + describe(e), e, worker, -1, null));
+                String what = indices != null ? "batch indices " + Arrays.toString(indices) : "batch " + seq;
+                return Result.failure(epoch, seq, worker, new DataLoaderException(where(worker) + " failed to collate " + what
+                        + ": " + describe(e), e, worker, -1, indices));
             }
-            if (samples.isEmpty() || (samples.size() < want && dropLast)) return Result.exhausted(epoch, seq, worker);
-            return finish(scope, epoch, seq, worker, samples, null);
+            List<Tensor> owned = new ArrayList<>();
+            Collate.forEachTensor(batch, t -> {
+                if (t.scope() == scope) {
+                    t.untrack();
+                    owned.add(t);
+                }
+            });
+            return new Result(epoch, seq, worker, batch, owned, null, false);
         }
-    }
-
-    /** Collates and pins inside {@code scope}; the batch's tensors created there leave it and become the loader's. */
-    private Result finish(MemoryScope scope, long epoch, long seq, int worker, List<Object> samples, int[] indices) {
-        Object batch;
-        try {
-            batch = batchSize == null && batchSampler == null ? samples.get(0) : collate.collate(samples);
-            if (pinner != null) batch = pinner.pin(batch);
-        } catch (Throwable e) {
-            String what = indices != null ? "batch indices " + Arrays.toString(indices) : "batch " + seq;
-            return Result.failure(epoch, seq, worker, new DataLoaderException(where(worker) + " failed to collate " + what
-                    + ": " + describe(e), e, worker, -1, indices));
-        }
-        List<Tensor> owned = new ArrayList<>();
-        Collate.forEachTensor(batch, t -> {
-            if (t.scope() == scope) {
-                t.untrack();
-                owned.add(t);
-            }
-        });
-        return new Result(epoch, seq, worker, batch, owned, null, false);
     }
 
     // ------------------------------------------------------------------ workers
 
     /** Worker threads with one task queue each and a shared result queue. */
-    private final class WorkerPool {
+    private static final class WorkerPool {
         final List<Worker> workers;
         final BlockingQueue<Result> results = new LinkedBlockingQueue<>();
 
-        WorkerPool(long baseSeed) {
-            workers = new ArrayList<>(numWorkers);
-            for (int i = 0; i < numWorkers; i++) workers.add(new Worker(new WorkerInfo(i, numWorkers, baseSeed + i), this));
+        WorkerPool(Loading loading, long baseSeed) {
+            int n = loading.numWorkers;
+            workers = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) workers.add(new Worker(loading, new WorkerInfo(i, n, baseSeed + i), this));
             for (Worker w : workers) w.thread.start();
         }
 
@@ -346,7 +387,8 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         }
     }
 
-    private final class Worker implements Runnable {
+    private static final class Worker implements Runnable {
+        final Loading loading;
         final WorkerInfo info;
         final WorkerPool pool;
         final BlockingQueue<Task> tasks = new LinkedBlockingQueue<>();
@@ -355,7 +397,8 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         long streamEpoch = -1;
         boolean streamDone;
 
-        Worker(WorkerInfo info, WorkerPool pool) {
+        Worker(Loading loading, WorkerInfo info, WorkerPool pool) {
+            this.loading = loading;
             this.info = info;
             this.pool = pool;
             this.thread = new Thread(this, "jtorch-dataloader-worker-" + info.id());
@@ -367,9 +410,9 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
             WorkerInfo.setCurrent(info);
             Throwable initError = null;
             try {
-                if (workerInitFn != null) {
+                if (loading.workerInitFn != null) {
                     try {
-                        workerInitFn.accept(info);
+                        loading.workerInitFn.accept(info);
                     } catch (Throwable e) {
                         initError = e;
                     }
@@ -394,12 +437,12 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         }
 
         private Result process(Task t) {
-            if (dataset != null) return load(t.epoch, t.seq, t.indices, info.id());
+            if (loading.dataset != null) return loading.load(t.epoch, t.seq, t.indices, info.id());
             if (streamEpoch != t.epoch) {
                 streamEpoch = t.epoch;
                 streamDone = false;
                 try {
-                    stream = iterableDataset.iterator();
+                    stream = loading.iterableDataset.iterator();
                 } catch (Throwable e) {
                     streamDone = true;
                     return Result.failure(t.epoch, t.seq, info.id(), new DataLoaderException(where(info.id())
@@ -407,9 +450,49 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
                 }
             }
             if (streamDone) return Result.exhausted(t.epoch, t.seq, info.id());
-            Result r = loadIterable(t.epoch, t.seq, stream, info.id());
+            Result r = loading.loadIterable(t.epoch, t.seq, stream, info.id());
             if (r.exhausted) streamDone = true;
             return r;
+        }
+    }
+
+    /**
+     * Batches an epoch loaded but has not handed out, and the workers it started. Also the cleaning
+     * action of an iterator dropped without {@code close()}: its workers are stopped when the garbage
+     * collector finds it unreachable (the batch it last returned is left alone: the caller may still hold it).
+     */
+    private static final class EpochState implements Runnable {
+        final WorkerPool ownPool;
+        final Map<Long, Result> reorder = new HashMap<>();
+        Result pending;
+
+        EpochState(WorkerPool ownPool) {
+            this.ownPool = ownPool;
+        }
+
+        void releaseUndelivered() {
+            if (pending != null) pending.release();
+            pending = null;
+            for (Result r : reorder.values()) r.release();
+            reorder.clear();
+        }
+
+        @Override
+        public void run() {
+            releaseUndelivered();
+            if (ownPool != null) ownPool.shutdown();
+        }
+    }
+
+    /** The persistent workers; also the cleaning action of a loader dropped without {@code close()}. */
+    private static final class PoolHolder implements Runnable {
+        volatile WorkerPool pool;
+
+        @Override
+        public void run() {
+            WorkerPool p = pool;
+            pool = null;
+            if (p != null) p.shutdown();
         }
     }
 
@@ -420,7 +503,8 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         private final Iterator<int[]> batches;        // map-style batches of indices (null for iterable datasets)
         private final Iterator<Integer> singles;      // map-style without batching
         private final WorkerPool pool;
-        private final Map<Long, Result> reorder = new HashMap<>();
+        private final EpochState state;
+        private final Cleaner.Cleanable cleanable;
         private final boolean[] activeWorkers;
         private Iterator<?> stream;                   // iterable dataset without workers
         private long sent;
@@ -428,7 +512,6 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         private long next;                            // sequence number of the next batch to return
         private int nextWorker;
         private Result current;
-        private Result pending;
         private boolean finished;
 
         LoaderIterator(long epoch) {
@@ -447,29 +530,31 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
                 activeWorkers = null;
             } else {
                 if (persistentWorkers) {
-                    if (persistentPool == null) persistentPool = new WorkerPool(baseSeed);
-                    pool = persistentPool;
+                    if (persistent.pool == null) persistent.pool = new WorkerPool(loading, baseSeed);
+                    pool = persistent.pool;
                 } else {
-                    pool = new WorkerPool(baseSeed);
+                    pool = new WorkerPool(loading, baseSeed);
                 }
                 activeWorkers = new boolean[numWorkers];
                 Arrays.fill(activeWorkers, true);
             }
+            state = new EpochState(pool != null && !persistentWorkers ? pool : null);
+            cleanable = CLEANER.register(this, state);
         }
 
         @Override
         public boolean hasNext() {
             if (finished) return false;
-            if (pending == null) {
+            if (state.pending == null) {
                 try {
-                    pending = advance();
+                    state.pending = advance();
                 } catch (RuntimeException | Error e) {
                     close();
                     throw e;
                 }
-                if (pending == null) close();
+                if (state.pending == null) close();
             }
-            return pending != null;
+            return state.pending != null;
         }
 
         @Override
@@ -477,8 +562,8 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         public B next() {
             if (!hasNext()) throw new NoSuchElementException("DataLoader: no more batches in this epoch");
             if (current != null) current.release();
-            current = pending;
-            pending = null;
+            current = state.pending;
+            state.pending = null;
             if (current.error != null) {
                 DataLoaderException e = current.error;
                 close();
@@ -501,21 +586,12 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
             if (finished) return;
             finished = true;
             if (current != null) current.release();
-            if (pending != null) pending.release();
             current = null;
-            pending = null;
-            for (Result r : reorder.values()) r.release();
-            reorder.clear();
-            if (pool != null) {
-                if (pool == persistentPool) {
-                    if (!drain()) {
-                        persistentPool.shutdown();
-                        persistentPool = null;
-                    }
-                } else {
-                    pool.shutdown();
-                }
+            if (pool != null && pool == persistent.pool) {
+                state.releaseUndelivered();
+                if (!drain()) persistent.run();
             }
+            cleanable.clean(); // releases undelivered batches and stops this epoch's own workers
             if (active == this) active = null;
         }
 
@@ -547,13 +623,13 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
             if (pool == null) return loadHere();
             while (true) {
                 fill();
-                Result r = reorder.remove(next);
+                Result r = state.reorder.remove(next);
                 if (r == null) {
                     if (next == sent) return null;
                     r = poll();
                     received++;
                     if (r.seq != next) {
-                        reorder.put(r.seq, r);
+                        state.reorder.put(r.seq, r);
                         continue;
                     }
                 }
@@ -579,10 +655,17 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
                     if (!singles.hasNext()) return null;
                     indices = new int[] {singles.next()};
                 }
-                return load(epoch, seq, indices, -1);
+                return loading.load(epoch, seq, indices, -1);
             }
-            if (stream == null) stream = iterableDataset.iterator();
-            Result r = loadIterable(epoch, seq, stream, -1);
+            if (stream == null) {
+                try {
+                    stream = iterableDataset.iterator();
+                } catch (Throwable e) {
+                    return Result.failure(epoch, seq, -1, new DataLoaderException(where(-1)
+                            + " failed to create the IterableDataset's iterator: " + describe(e), e, -1, -1, null));
+                }
+            }
+            Result r = loading.loadIterable(epoch, seq, stream, -1);
             return r.exhausted ? null : r;
         }
 

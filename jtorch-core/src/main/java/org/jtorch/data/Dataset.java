@@ -18,4 +18,24 @@ public interface Dataset<T> {
     T get(int index);
 
     int size();
+
+    /**
+     * This dataset with {@code transform} applied to each sample when it is read (lazily, on the
+     * loading thread). Intermediate tensors and the untransformed sample's tensors made while loading
+     * are released by the {@link DataLoader} like any others.
+     */
+    default <U> Dataset<U> map(java.util.function.Function<? super T, ? extends U> transform) {
+        Dataset<T> source = this;
+        return new Dataset<>() {
+            @Override
+            public U get(int index) {
+                return transform.apply(source.get(index));
+            }
+
+            @Override
+            public int size() {
+                return source.size();
+            }
+        };
+    }
 }

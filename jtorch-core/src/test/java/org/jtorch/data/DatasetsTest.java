@@ -86,6 +86,13 @@ class DatasetsTest {
     }
 
     @Test
+    void mapAppliesTheTransformWhenASampleIsRead() {
+        Dataset<String> d = range(3).map(i -> "#" + i);
+        assertEquals(3, d.size());
+        assertEquals(List.of("#0", "#1", "#2"), all(d));
+    }
+
+    @Test
     void subsetMapsIndices() {
         Subset<Integer> s = new Subset<>(range(10), new int[] {7, 2, 5});
         assertEquals(List.of(7, 2, 5), all(s));
