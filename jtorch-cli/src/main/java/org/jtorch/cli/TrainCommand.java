@@ -38,7 +38,7 @@ final class TrainCommand {
                 .option("data-dir", "DIR", null, "where datasets are (default: $JTORCH_DATA, else .data)")
                 .option("epochs", "N", "3", "passes over the training set")
                 .option("batch-size", "N", "64", "samples per step")
-                .option("lr", "RATE", null, "learning rate (default: sgd 0.05, adam/adamw/rmsprop 0.001, adadelta 1, adagrad 0.01)")
+                .option("lr", "RATE", null, "learning rate (default: sgd 0.01, adam/adamw/rmsprop 0.001, adadelta 1, adagrad 0.01)")
                 .option("optimizer", "NAME", "sgd", "sgd, adam, adamw, adadelta, rmsprop, adagrad")
                 .option("momentum", "M", "0.9", "SGD momentum")
                 .option("weight-decay", "W", null, "weight decay (default: 0; adamw 0.01)")
