@@ -203,6 +203,7 @@ public final class Autocast implements AutoCloseable {
             case LOWER_PRECISION -> lower;
             case FP32, FP32_SET_OPT_DTYPE -> DType.FLOAT32;
             case PROMOTE -> promoteType(op, lower, device.type(), args);
+            case AS_IS -> null;
             case BANNED -> throw new IllegalArgumentException(op + ": torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss"
                     + " are unsafe to autocast. Many models use a sigmoid layer right before the binary cross entropy layer. In"
                     + " this case, combine the two layers using binaryCrossEntropyWithLogits or BCEWithLogitsLoss."
@@ -215,7 +216,7 @@ public final class Autocast implements AutoCloseable {
         try {
             for (int i = 0; i < args.length; i++) {
                 Tensor t = args[i];
-                if (!eligible(t, device.type()) || t.dtype() == target) {
+                if (target == null || !eligible(t, device.type()) || t.dtype() == target) {
                     cast[i] = t;
                 } else {
                     Tensor cached = cachedCast(s, t, target, lower);

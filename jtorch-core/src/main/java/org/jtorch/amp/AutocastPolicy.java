@@ -35,7 +35,14 @@ public final class AutocastPolicy {
         /** Cast to the widest eligible input type: float32 if any input is float32, else the autocast dtype. */
         PROMOTE,
         /** Refused under autocast (CUDA {@code binary_cross_entropy}: unsafe in float16). */
-        BANNED
+        BANNED,
+        /**
+         * Not a PyTorch policy: inputs untouched and autocast suspended inside, for ops that PyTorch runs as
+         * one kernel but jtorch composes from covered ops (CPU {@code mv} and {@code dot}: jtorch's call
+         * {@code mm}; CUDA {@code elu}: jtorch's uses {@code expm1}), so their results keep PyTorch's dtype
+         * and precision.
+         */
+        AS_IS
     }
 
     /**
@@ -58,7 +65,8 @@ public final class AutocastPolicy {
                     logsumexp norm""",
             Policy.FP32_SET_OPT_DTYPE, "prod softmax log_softmax cumprod cumsum sum",
             Policy.PROMOTE, "addcdiv addcmul atan2 bilinear cross dot grid_sampler index_put tensordot scatter_add",
-            Policy.BANNED, "binary_cross_entropy");
+            Policy.BANNED, "binary_cross_entropy",
+            Policy.AS_IS, "elu");
 
     /**
      * PyTorch 1.13, {@code KERNEL_CPU} entries (bfloat16 only). {@code scaled_dot_product_attention} is
@@ -84,7 +92,8 @@ public final class AutocastPolicy {
                     multilabel_margin_loss_forward linalg_qr linalg_cholesky_ex linalg_svd linalg_eig linalg_eigh
                     linalg_lstsq linalg_inv_ex linalg_matrix_norm grid_sampler_2d _grid_sampler_2d_cpu_fallback
                     grid_sampler_3d""",
-            Policy.PROMOTE, "stack cat index_copy");
+            Policy.PROMOTE, "stack cat index_copy",
+            Policy.AS_IS, "mv dot");
 
     /** The policy of {@code op} on {@code deviceType}, or null when autocast leaves the op untouched there. */
     public static Policy of(String op, Device.Type deviceType) {

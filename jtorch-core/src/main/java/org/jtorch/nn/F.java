@@ -49,6 +49,10 @@ public final class F {
 
     /** {@code x > 0 ? x : alpha * (exp(x) - 1)} */
     public static Tensor elu(Tensor x, double alpha) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("elu", t -> elu(t[0], alpha), x);
+            if (r != null) return r;
+        }
         return MemoryScope.run(() -> Torch.where(x.gt(0), x, x.expm1().mul(alpha)));
     }
 
