@@ -42,7 +42,12 @@ final class ElementwiseKernels {
         boolean integral = !st.isFloatingPoint() && !dt.isFloatingPoint();
         long es = dt.byteSize();
         boolean bulk = sameType && it.innerByteStride(0) == es && it.innerByteStride(1) == es;
+        boolean half = HalfConversion.supports(st, dt) && it.innerByteStride(0) == es && it.innerByteStride(1) == st.byteSize();
         Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
+            if (half) {
+                it.forEachRow(begin, end, (off, len) -> HalfConversion.convert(st, ss, off[1], dt, ds, off[0], len));
+                return;
+            }
             double[] dbuf = integral ? null : new double[(int) Math.min(BLOCK, end - begin)];
             long[] lbuf = integral ? new long[(int) Math.min(BLOCK, end - begin)] : null;
             long dStride = it.innerByteStride(0);
