@@ -512,4 +512,19 @@ public final class Torch {
     private static long ceilDiv(long a, long b) {
         return Math.floorDiv(a + b - (b > 0 ? 1 : -1), b);
     }
+
+    // ------------------------------------------------------------------ convolution (org.jtorch.ops.Convolution)
+
+    public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, int padding, int dilation, int groups) {
+        return org.jtorch.ops.Convolution.conv1d(input, weight, bias, stride, padding, dilation, groups);
+    }
+
+    public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding, int[] dilation, int groups) {
+        return org.jtorch.ops.Convolution.conv2d(input, weight, bias, stride, padding, dilation, groups);
+    }
+
+    public static Tensor convTranspose2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding,
+                                         int[] outputPadding, int groups, int[] dilation) {
+        return org.jtorch.ops.Convolution.convTranspose2d(input, weight, bias, stride, padding, outputPadding, groups, dilation);
+    }
 }

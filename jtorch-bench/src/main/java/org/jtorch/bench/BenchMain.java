@@ -13,12 +13,14 @@ public final class BenchMain {
         switch (what) {
             case "core" -> print(CoreBench.run(quick));
             case "training" -> print(TrainingBench.run(quick));
+            case "cnn" -> print(CnnBench.run(quick));
             case "--help", "-h", "help" -> System.out.println("""
                     usage: jtorch bench <suite> [--quick]
 
                     suites:
                       core       eager overhead, elementwise bandwidth, machine copy bandwidth
                       training   MLP 784-512-512-10 training step (batch 128), tiny autograd graph
+                      cnn        ResNet-20 (CIFAR shape, batch 128) and LeNet-5 (MNIST shape, batch 64) training steps
                     Prints 'name value' lines; scripts/bench runs PyTorch side by side and writes a table.""");
             default -> {
                 System.err.println("jtorch bench: unknown suite '" + what + "'");

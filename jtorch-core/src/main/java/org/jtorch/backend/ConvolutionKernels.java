@@ -1,4 +1,57 @@
 package org.jtorch.backend;
 
-/** Convolution kernels (conv1d/2d, transposed convolution, im2col/col2im): forward and the two backwards. */
-public interface ConvolutionKernels {}
+import org.jtorch.Tensor;
+
+/**
+ * Convolution kernels (conv1d/2d, transposed convolution, im2col/col2im): forward and the two backwards.
+ *
+ * <p>Every kernel works on contiguous NCHW tensors of one floating dtype (float32 or float64; the front
+ * end converts float16/bfloat16 to float32) described by one {@link Geometry}. The front end validates;
+ * kernels only compute, and write every element of their output.
+ */
+public interface ConvolutionKernels {
+
+    /**
+     * The geometry of a 2-D convolution {@code out[N, cout, oh, ow] = conv(in[N, cin, h, w], weight[cout, cin/groups, kh, kw])}.
+     * {@code ph}, {@code pw} are the top/left paddings; the bottom/right paddings are implied by
+     * {@code oh}, {@code ow} (so asymmetric "same" padding needs no separate field). A transposed
+     * convolution is described by the geometry of the convolution it transposes.
+     */
+    record Geometry(int n, int cin, int h, int w, int cout, int kh, int kw, int sh, int sw, int ph, int pw,
+                    int dh, int dw, int groups, int oh, int ow) {
+        /** Input channels per group. */
+        public int cinG() {
+            return cin / groups;
+        }
+
+        /** Output channels per group. */
+        public int coutG() {
+            return cout / groups;
+        }
+
+        /** Rows of one group's im2col matrix: {@code cinG * kh * kw}. */
+        public int kg() {
+            return cinG() * kh * kw;
+        }
+
+        /** Whether the convolution is a plain matrix product per image (1x1, stride 1, no padding). */
+        public boolean isPointwise() {
+            return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0 && oh == h && ow == w;
+        }
+    }
+
+    /** {@code out = conv(input, weight) + bias}; {@code bias} may be null. */
+    void conv2d(Tensor input, Tensor weight, Tensor bias, Tensor out, Geometry g);
+
+    /** {@code gradInput = conv^T(gradOut, weight)}: the input gradient, which is also the transposed convolution's forward. */
+    void conv2dBackwardInput(Tensor gradOut, Tensor weight, Tensor gradInput, Geometry g);
+
+    /** {@code gradWeight = sum over images of gradOut (x) im2col(input)}. */
+    void conv2dBackwardWeight(Tensor gradOut, Tensor input, Tensor gradWeight, Geometry g);
+
+    /** {@code col[N, cin*kh*kw, oh*ow]} of {@code input[N, cin, h, w]} (groups ignored). */
+    void im2col(Tensor input, Tensor col, Geometry g);
+
+    /** {@code out[N, cin, h, w]} = the sum of the columns of {@code col[N, cin*kh*kw, oh*ow]} at their positions. */
+    void col2im(Tensor col, Tensor out, Geometry g);
+}

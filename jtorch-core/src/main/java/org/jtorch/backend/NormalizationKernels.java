@@ -1,4 +1,31 @@
 package org.jtorch.backend;
 
-/** Normalisation kernels (batch, group, instance norm): statistics, forward and backward. */
-public interface NormalizationKernels {}
+import org.jtorch.Tensor;
+
+/**
+ * Normalisation kernels (batch, group, instance norm): statistics, forward and backward.
+ *
+ * <p>Batch-norm kernels see the input as a contiguous {@code [n, c, s]} block (batch, channels,
+ * spatial size); the front end makes it so. Per-channel tensors ({@code mean}, {@code invstd},
+ * {@code weight}, {@code bias}, the gradients of weight and bias) are 1-D of length {@code c}, may be
+ * strided and of any floating dtype; {@code weight}, {@code bias} and the outputs a caller does not
+ * need may be null (a null weight is 1, a null bias 0). Statistics are accumulated in double (or in
+ * float32 blocks summed into doubles), whatever the input's dtype.
+ */
+public interface NormalizationKernels {
+    /** Per-channel mean and biased variance of {@code x} viewed as {@code [n, c, s]}, written into {@code mean} and {@code var}. */
+    void batchNormStats(Tensor x, long n, long c, long s, Tensor mean, Tensor var);
+
+    /** {@code out = (x - mean[ch]) * invstd[ch] * weight[ch] + bias[ch]}; {@code out} is contiguous like {@code x}. */
+    void batchNormApply(Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight, Tensor bias, Tensor out);
+
+    /**
+     * The fused backward of batch norm (PyTorch's {@code native_batch_norm_backward}) from the saved
+     * {@code mean} and {@code invstd}. With {@code train} the statistics are functions of the input:
+     * {@code gradInput = (g - mean(g) - xhat * mean(g * xhat)) * invstd * weight}; otherwise they are
+     * constants and {@code gradInput = g * invstd * weight}. {@code gradWeight = sum(g * xhat)},
+     * {@code gradBias = sum(g)} per channel. {@code gradOut} is contiguous {@code [n, c, s]}.
+     */
+    void batchNormBackward(Tensor gradOut, Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight,
+                           boolean train, Tensor gradInput, Tensor gradWeight, Tensor gradBias);
+}

@@ -10,6 +10,8 @@ import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Pooling;
+import org.jtorch.ops.Reductions.ValuesIndices;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -651,4 +653,165 @@ public final class F {
     }
 
     public static Tensor klDiv(Tensor input, Tensor target) { return klDiv(input, target, Reduction.MEAN, false); }
+
+    // ------------------------------------------------------------------ convolution (org.jtorch.ops.Convolution)
+    // Arguments as torch.nn.functional's, in its order; int[] arguments take one value for every
+    // spatial dimension or one per dimension.
+
+    public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, int padding, int dilation, int groups) {
+        return org.jtorch.ops.Convolution.conv1d(input, weight, bias, stride, padding, dilation, groups);
+    }
+
+    /** {@code padding} is "valid" or "same". */
+    public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, String padding, int dilation, int groups) {
+        return org.jtorch.ops.Convolution.conv1d(input, weight, bias, stride, padding, dilation, groups);
+    }
+
+    public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias) {
+        return conv1d(input, weight, bias, 1, 0, 1, 1);
+    }
+
+    public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding, int[] dilation, int groups) {
+        return org.jtorch.ops.Convolution.conv2d(input, weight, bias, stride, padding, dilation, groups);
+    }
+
+    /** {@code padding} is "valid" or "same". */
+    public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, String padding, int[] dilation, int groups) {
+        return org.jtorch.ops.Convolution.conv2d(input, weight, bias, stride, padding, dilation, groups);
+    }
+
+    /** Square stride and padding, no dilation, one group. */
+    public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int stride, int padding) {
+        return conv2d(input, weight, bias, new int[] {stride}, new int[] {padding}, new int[] {1}, 1);
+    }
+
+    public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias) {
+        return conv2d(input, weight, bias, 1, 0);
+    }
+
+    public static Tensor convTranspose2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding,
+                                         int[] outputPadding, int groups, int[] dilation) {
+        return org.jtorch.ops.Convolution.convTranspose2d(input, weight, bias, stride, padding, outputPadding, groups, dilation);
+    }
+
+    public static Tensor convTranspose2d(Tensor input, Tensor weight, Tensor bias, int stride, int padding) {
+        return convTranspose2d(input, weight, bias, new int[] {stride}, new int[] {padding}, new int[] {0}, 1, new int[] {1});
+    }
+
+    public static Tensor unfold(Tensor input, int[] kernelSize, int[] dilation, int[] padding, int[] stride) {
+        return org.jtorch.ops.Convolution.unfold(input, kernelSize, dilation, padding, stride);
+    }
+
+    public static Tensor unfold(Tensor input, int... kernelSize) {
+        return unfold(input, kernelSize, new int[] {1}, new int[] {0}, new int[] {1});
+    }
+
+    public static Tensor fold(Tensor input, int[] outputSize, int[] kernelSize, int[] dilation, int[] padding, int[] stride) {
+        return org.jtorch.ops.Convolution.fold(input, outputSize, kernelSize, dilation, padding, stride);
+    }
+
+    public static Tensor fold(Tensor input, int[] outputSize, int[] kernelSize) {
+        return fold(input, outputSize, kernelSize, new int[] {1}, new int[] {0}, new int[] {1});
+    }
+
+    // ------------------------------------------------------------------ normalisation layers (org.jtorch.ops.Normalization)
+
+    /** {@code F.batch_norm}; see {@link org.jtorch.ops.Normalization#batchNorm}. */
+    public static Tensor batchNorm(Tensor input, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias,
+                                   boolean training, double momentum, double eps) {
+        return org.jtorch.ops.Normalization.batchNorm(input, runningMean, runningVar, weight, bias, training, momentum, eps);
+    }
+
+    /** {@code F.batch_norm} with PyTorch's defaults: evaluation mode, no affine parameters, momentum 0.1, eps 1e-5. */
+    public static Tensor batchNorm(Tensor input, Tensor runningMean, Tensor runningVar) {
+        return batchNorm(input, runningMean, runningVar, null, null, false, 0.1, 1e-5);
+    }
+
+    // ================================================================== spatial (pooling, padding, resampling)
+    // Pooling over (N, C, L) / (C, L) or (N, C, H, W) / (C, H, W); see org.jtorch.ops.Pooling for the rules.
+    // Sizes are 1 or 2 ints; a null or empty stride means the kernel size.
+
+    public static Tensor maxPool2d(Tensor x, int kernelSize) {
+        return Pooling.maxPool2d(x, new int[] {kernelSize}, null, new int[] {0}, new int[] {1}, false);
+    }
+
+    public static Tensor maxPool2d(Tensor x, int kernelSize, int stride, int padding) {
+        return Pooling.maxPool2d(x, new int[] {kernelSize}, new int[] {stride}, new int[] {padding}, new int[] {1}, false);
+    }
+
+    public static Tensor maxPool2d(Tensor x, int[] kernelSize, int[] stride, int[] padding, int[] dilation, boolean ceilMode) {
+        return Pooling.maxPool2d(x, kernelSize, stride, padding, dilation, ceilMode);
+    }
+
+    /** {@code max_pool2d(..., return_indices=True)}. */
+    public static ValuesIndices maxPool2dWithIndices(Tensor x, int[] kernelSize, int[] stride, int[] padding, int[] dilation,
+                                                     boolean ceilMode) {
+        return Pooling.maxPool2dWithIndices(x, kernelSize, stride, padding, dilation, ceilMode);
+    }
+
+    public static Tensor maxPool1d(Tensor x, int kernelSize) {
+        return Pooling.maxPool1d(x, kernelSize, 0, 0, 1, false);
+    }
+
+    /** A non-positive stride means the kernel size. */
+    public static Tensor maxPool1d(Tensor x, int kernelSize, int stride, int padding, int dilation, boolean ceilMode) {
+        return Pooling.maxPool1d(x, kernelSize, stride, padding, dilation, ceilMode);
+    }
+
+    public static ValuesIndices maxPool1dWithIndices(Tensor x, int kernelSize, int stride, int padding, int dilation, boolean ceilMode) {
+        return Pooling.maxPool1dWithIndices(x, kernelSize, stride, padding, dilation, ceilMode);
+    }
+
+    public static Tensor maxUnpool2d(Tensor x, Tensor indices, int[] kernelSize, int[] stride, int[] padding, long[] outputSize) {
+        return Pooling.maxUnpool2d(x, indices, kernelSize, stride, padding, outputSize);
+    }
+
+    public static Tensor avgPool2d(Tensor x, int kernelSize) {
+        return Pooling.avgPool2d(x, new int[] {kernelSize}, null, new int[] {0}, false, true, 0);
+    }
+
+    public static Tensor avgPool2d(Tensor x, int kernelSize, int stride, int padding) {
+        return Pooling.avgPool2d(x, new int[] {kernelSize}, new int[] {stride}, new int[] {padding}, false, true, 0);
+    }
+
+    /** A positive {@code divisorOverride} replaces the window size as divisor (0: none). */
+    public static Tensor avgPool2d(Tensor x, int[] kernelSize, int[] stride, int[] padding, boolean ceilMode, boolean countIncludePad,
+                                   long divisorOverride) {
+        return Pooling.avgPool2d(x, kernelSize, stride, padding, ceilMode, countIncludePad, divisorOverride);
+    }
+
+    public static Tensor avgPool1d(Tensor x, int kernelSize) {
+        return Pooling.avgPool1d(x, kernelSize, 0, 0, false, true);
+    }
+
+    /** A non-positive stride means the kernel size. */
+    public static Tensor avgPool1d(Tensor x, int kernelSize, int stride, int padding, boolean ceilMode, boolean countIncludePad) {
+        return Pooling.avgPool1d(x, kernelSize, stride, padding, ceilMode, countIncludePad);
+    }
+
+    /** Output size as 1 or 2 sizes; a negative size keeps the input's (PyTorch's None). */
+    public static Tensor adaptiveAvgPool2d(Tensor x, long... outputSize) {
+        return Pooling.adaptiveAvgPool2d(x, outputSize);
+    }
+
+    public static Tensor adaptiveAvgPool1d(Tensor x, long outputSize) {
+        return Pooling.adaptiveAvgPool1d(x, outputSize);
+    }
+
+    /** {@code adaptive_max_pool2d}: values only. */
+    public static Tensor adaptiveMaxPool2d(Tensor x, long... outputSize) {
+        ValuesIndices r = Pooling.adaptiveMaxPool2d(x, outputSize);
+        r.indices().close();
+        return r.values();
+    }
+
+    public static ValuesIndices adaptiveMaxPool2dWithIndices(Tensor x, long... outputSize) {
+        return Pooling.adaptiveMaxPool2d(x, outputSize);
+    }
+
+    public static Tensor adaptiveMaxPool1d(Tensor x, long outputSize) {
+        ValuesIndices r = Pooling.adaptiveMaxPool1d(x, outputSize);
+        r.indices().close();
+        return r.values();
+    }
 }

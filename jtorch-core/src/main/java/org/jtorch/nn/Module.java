@@ -254,6 +254,11 @@ public abstract class Module implements AutoCloseable {
                     Tensor old = e.getValue();
                     if (old == null) continue;
                     Tensor moved = fn.apply(old);
+                    if (moved == old || moved.storage() == old.storage()) {
+                        // Already on that device and dtype: keep the parameter itself (an alias would not be the autograd leaf).
+                        if (moved != old) moved.close();
+                        continue;
+                    }
                     moved.requiresGrad_(old.requiresGrad());
                     Tensor grad = old.grad();
                     if (grad != null) moved.setGrad(fn.apply(grad));
@@ -263,7 +268,12 @@ public abstract class Module implements AutoCloseable {
                 for (Map.Entry<String, Tensor> e : m.buffers.entrySet()) {
                     Tensor old = e.getValue();
                     if (old == null) continue;
-                    e.setValue(fn.apply(old));
+                    Tensor moved = fn.apply(old);
+                    if (moved == old || moved.storage() == old.storage()) {
+                        if (moved != old) moved.close();
+                        continue;
+                    }
+                    e.setValue(moved);
                     old.close();
                 }
             }

@@ -3,6 +3,7 @@ package org.jtorch.nn;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -14,6 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.DType;
+import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.junit.jupiter.api.Test;
@@ -141,6 +143,21 @@ class ModuleTest {
             assertArrayEquals(values, newWeight.toDoubleArray(), 1e-7);
             assertEquals(DType.FLOAT64, net.namedBuffers().get("cache").dtype());
             assertThrows(IllegalArgumentException.class, () -> net.to(DType.INT32));
+        }
+    }
+
+    @Test
+    void toTheDeviceOrDtypeItIsAlreadyOnKeepsTheParametersSoTheyStillTrain() {
+        try (Linear l = new Linear(3, 2)) {
+            Tensor weight = l.weight();
+            l.to(Device.cpu());
+            l.to(DType.FLOAT32);
+            assertSame(weight, l.weight(), "no copy was needed, so the parameter stays the same autograd leaf");
+            assertFalse(weight.isClosed());
+            try (Tensor x = Torch.ones(4, 3); Tensor loss = l.forward(x).sum()) {
+                loss.backward();
+            }
+            assertNotNull(l.weight().grad(), "gradients reach the parameter after to()");
         }
     }
 

@@ -1,6 +1,333 @@
 package org.jtorch.backend.cpu;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
 import org.jtorch.backend.ConvolutionKernels;
 
-/** The CPU's {@link ConvolutionKernels}. */
-final class CpuConvolutionKernels implements ConvolutionKernels {}
+/**
+ * The CPU's {@link ConvolutionKernels}: per image, im2col into a reused per-thread buffer and one
+ * {@link Gemm} per group, with images spread over {@link Parallel}'s threads (each GEMM then runs on
+ * its thread alone). 1x1 stride-1 convolutions skip im2col: the image already is the column matrix.
+ * The weight gradient is accumulated per thread and the partial sums are
+ * added in a fixed order, so results do not depend on scheduling.
+ */
+final class CpuConvolutionKernels implements ConvolutionKernels {
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED;
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Double> DS = DoubleVector.SPECIES_PREFERRED;
+    private static final ByteOrder NO = ByteOrder.nativeOrder();
+
+    /** A per-thread buffer, grown on demand and then reused: fresh memory costs a page fault per 4 KiB here. */
+    static final class Scratch {
+        private MemorySegment segment = MemorySegment.NULL;
+
+        MemorySegment get(long bytes) {
+            if (segment.byteSize() < bytes) segment = Arena.ofAuto().allocate(Math.max(bytes, segment.byteSize() * 5 / 4), 64);
+            return segment;
+        }
+    }
+
+    private static final ThreadLocal<Scratch> COL = ThreadLocal.withInitial(Scratch::new);
+
+    @Override
+    public void conv2d(Tensor input, Tensor weight, Tensor bias, Tensor out, Geometry g) {
+        boolean f32 = out.dtype() == DType.FLOAT32;
+        int esz = f32 ? 4 : 8;
+        MemorySegment x = seg(input), wt = seg(weight), o = seg(out);
+        long xOff = input.storageOffset(), wOff = weight.storageOffset(), oOff = out.storageOffset();
+        long l = (long) g.oh() * g.ow();
+        int kg = g.kg();
+        long inImage = (long) g.cin() * g.h() * g.w();
+        long outImage = g.cout() * l;
+        boolean pointwise = g.isPointwise();
+        forImages(g.n(), (n0, n1) -> {
+            MemorySegment col = pointwise ? null : COL.get().get(kg * l * esz);
+            for (long n = n0; n < n1; n++) {
+                for (int gi = 0; gi < g.groups(); gi++) {
+                    long xImage = xOff + n * inImage + (long) gi * g.cinG() * g.h() * g.w();
+                    MemorySegment b = x;
+                    long bOff = xImage;
+                    if (!pointwise) {
+                        im2colImage(x, xImage, g.cinG(), g, col, 0, esz);
+                        b = col;
+                        bOff = 0;
+                    }
+                    gemm(f32, g.coutG(), (int) l, kg, wt, wOff + (long) gi * g.coutG() * kg, kg, 1, b, bOff, l, 1, 0,
+                            o, oOff + n * outImage + gi * g.coutG() * l, l);
+                }
+                if (bias != null) addBias(f32, seg(bias), bias.storageOffset(), o, oOff + n * outImage, g.cout(), l);
+            }
+        });
+    }
+
+    @Override
+    public void conv2dBackwardInput(Tensor gradOut, Tensor weight, Tensor gradInput, Geometry g) {
+        boolean f32 = gradInput.dtype() == DType.FLOAT32;
+        int esz = f32 ? 4 : 8;
+        MemorySegment go = seg(gradOut), wt = seg(weight), gi = seg(gradInput);
+        long goOff = gradOut.storageOffset(), wOff = weight.storageOffset(), giOff = gradInput.storageOffset();
+        long l = (long) g.oh() * g.ow();
+        int kg = g.kg();
+        long hw = (long) g.h() * g.w();
+        long inImage = g.cin() * hw;
+        long outImage = g.cout() * l;
+        boolean pointwise = g.isPointwise();
+        forImages(g.n(), (n0, n1) -> {
+            MemorySegment col = pointwise ? null : COL.get().get(kg * l * esz);
+            for (long n = n0; n < n1; n++) {
+                long giImage = giOff + n * inImage;
+                if (!pointwise) gi.asSlice(giImage * esz, inImage * esz).fill((byte) 0);
+                for (int grp = 0; grp < g.groups(); grp++) {
+                    long wG = wOff + (long) grp * g.coutG() * kg;
+                    long goG = goOff + n * outImage + grp * g.coutG() * l;
+                    long giG = giImage + grp * g.cinG() * hw;
+                    // col = W_g^T @ gradOut_g: [kg, coutG] x [coutG, l].
+                    if (pointwise) {
+                        gemm(f32, kg, (int) l, g.coutG(), wt, wG, 1, kg, go, goG, l, 1, 0, gi, giG, l);
+                    } else {
+                        gemm(f32, kg, (int) l, g.coutG(), wt, wG, 1, kg, go, goG, l, 1, 0, col, 0, l);
+                        col2imImage(f32, col, 0, g.cinG(), g, gi, giG);
+                    }
+                }
+            }
+        });
+    }
+
+    @Override
+    public void conv2dBackwardWeight(Tensor gradOut, Tensor input, Tensor gradWeight, Geometry g) {
+        boolean f32 = gradWeight.dtype() == DType.FLOAT32;
+        int esz = f32 ? 4 : 8;
+        MemorySegment go = seg(gradOut), x = seg(input), gw = seg(gradWeight);
+        long goOff = gradOut.storageOffset(), xOff = input.storageOffset(), gwOff = gradWeight.storageOffset();
+        long l = (long) g.oh() * g.ow();
+        int kg = g.kg();
+        long inImage = (long) g.cin() * g.h() * g.w();
+        long outImage = g.cout() * l;
+        long wSize = (long) g.cout() * kg;
+        boolean pointwise = g.isPointwise();
+        int chunks = (int) Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads());
+        if (g.n() == 0 || chunks <= 1) {
+            gw.asSlice(gwOff * esz, wSize * esz).fill((byte) 0);
+            weightGradImages(f32, go, goOff, x, xOff, 0, g.n(), gw, gwOff, g, pointwise, esz, inImage, outImage);
+            return;
+        }
+        // Chunk 0 accumulates into gradWeight itself, chunk c > 0 into row c - 1 of a partial buffer.
+        try (Tensor partial = Tensor.empty(new long[] {chunks - 1, wSize}, gradWeight.dtype(), gradWeight.device())) {
+            MemorySegment p = seg(partial);
+            long pOff = partial.storageOffset();
+            Parallel.forRange(chunks, 1, (c0, c1) -> {
+                for (long c = c0; c < c1; c++) {
+                    long n0 = c * g.n() / chunks, n1 = (c + 1) * g.n() / chunks;
+                    MemorySegment dst = c == 0 ? gw : p;
+                    long dstOff = c == 0 ? gwOff : pOff + (c - 1) * wSize;
+                    dst.asSlice(dstOff * esz, wSize * esz).fill((byte) 0);
+                    weightGradImages(f32, go, goOff, x, xOff, n0, n1, dst, dstOff, g, pointwise, esz, inImage, outImage);
+                }
+            });
+            for (int c = 1; c < chunks; c++) addInto(f32, p, pOff + (c - 1) * wSize, gw, gwOff, wSize);
+        }
+    }
+
+    /** Adds the weight gradient of images {@code [n0, n1)} into {@code dst} (already initialised). */
+    private static void weightGradImages(boolean f32, MemorySegment go, long goOff, MemorySegment x, long xOff, long n0, long n1,
+                                         MemorySegment dst, long dstOff, Geometry g, boolean pointwise, int esz,
+                                         long inImage, long outImage) {
+        long l = (long) g.oh() * g.ow();
+        int kg = g.kg();
+        MemorySegment col = pointwise ? null : COL.get().get(kg * l * esz);
+        for (long n = n0; n < n1; n++) {
+            for (int grp = 0; grp < g.groups(); grp++) {
+                long xG = xOff + n * inImage + (long) grp * g.cinG() * g.h() * g.w();
+                long goG = goOff + n * outImage + grp * g.coutG() * l;
+                MemorySegment b = x;
+                long bOff = xG;
+                if (!pointwise) {
+                    im2colImage(x, xG, g.cinG(), g, col, 0, esz);
+                    b = col;
+                    bOff = 0;
+                }
+                // gW_g += gradOut_g @ col^T: [coutG, l] x [l, kg].
+                gemm(f32, g.coutG(), kg, (int) l, go, goG, l, 1, b, bOff, 1, l, 1, dst, dstOff + (long) grp * g.coutG() * kg, kg);
+            }
+        }
+    }
+
+    @Override
+    public void im2col(Tensor input, Tensor col, Geometry g) {
+        int esz = (int) input.dtype().byteSize();
+        MemorySegment x = seg(input), c = seg(col);
+        long xOff = input.storageOffset(), cOff = col.storageOffset();
+        long inImage = (long) g.cin() * g.h() * g.w();
+        long colImage = (long) g.cin() * g.kh() * g.kw() * g.oh() * g.ow();
+        forImages(g.n(), (n0, n1) -> {
+            for (long n = n0; n < n1; n++) im2colImage(x, xOff + n * inImage, g.cin(), g, c, cOff + n * colImage, esz);
+        });
+    }
+
+    @Override
+    public void col2im(Tensor col, Tensor out, Geometry g) {
+        boolean f32 = out.dtype() == DType.FLOAT32;
+        int esz = f32 ? 4 : 8;
+        MemorySegment c = seg(col), o = seg(out);
+        long cOff = col.storageOffset(), oOff = out.storageOffset();
+        long outImage = (long) g.cin() * g.h() * g.w();
+        long colImage = (long) g.cin() * g.kh() * g.kw() * g.oh() * g.ow();
+        forImages(g.n(), (n0, n1) -> {
+            for (long n = n0; n < n1; n++) {
+                o.asSlice((oOff + n * outImage) * esz, outImage * esz).fill((byte) 0);
+                col2imImage(f32, c, cOff + n * colImage, g.cin(), g, o, oOff + n * outImage);
+            }
+        });
+    }
+
+    // ------------------------------------------------------------------ building blocks
+
+    private static MemorySegment seg(Tensor t) {
+        return t.storage().segment();
+    }
+
+    /** Images in parallel when there are several; a single image runs on the caller and its GEMMs use every thread. */
+    private static void forImages(long n, Parallel.RangeBody body) {
+        if (n > 1) Parallel.forRange(n, 1, body);
+        else body.run(0, n);
+    }
+
+    private static void gemm(boolean f32, int m, int n, int k, MemorySegment a, long aOff, long ars, long acs,
+                             MemorySegment b, long bOff, long brs, long bcs, double beta, MemorySegment c, long cOff, long ldc) {
+        if (f32) Gemm.sgemm(m, n, k, 1f, a, aOff, ars, acs, b, bOff, brs, bcs, (float) beta, c, cOff, ldc);
+        else Gemm.dgemm(m, n, k, 1d, a, aOff, ars, acs, b, bOff, brs, bcs, beta, c, cOff, ldc);
+    }
+
+    /**
+     * Writes the {@code [channels*kh*kw, oh*ow]} column matrix of {@code channels} channels of one image
+     * (elements from {@code xOff}) at element {@code dOff} of {@code dst}. Any dtype of {@code esz} bytes:
+     * it only moves bytes.
+     */
+    static void im2colImage(MemorySegment x, long xOff, int channels, Geometry g, MemorySegment dst, long dOff, int esz) {
+        int oh = g.oh(), ow = g.ow(), h = g.h(), w = g.w();
+        long l = (long) oh * ow;
+        for (int c = 0; c < channels; c++) {
+            for (int ki = 0; ki < g.kh(); ki++) {
+                for (int kj = 0; kj < g.kw(); kj++) {
+                    long row = dOff + (((long) c * g.kh() + ki) * g.kw() + kj) * l;
+                    int ix0 = kj * g.dw() - g.pw();
+                    // Output columns whose input column lies inside the image: ox in [lo, hi).
+                    int lo = Math.min(ow, ceilDiv(Math.max(0, -ix0), g.sw()));
+                    int hi = Math.max(lo, Math.min(ow, ceilDiv(w - ix0, g.sw())));
+                    for (int oy = 0; oy < oh; oy++) {
+                        int iy = oy * g.sh() - g.ph() + ki * g.dh();
+                        long d = (row + (long) oy * ow) * esz;
+                        if (iy < 0 || iy >= h) {
+                            dst.asSlice(d, (long) ow * esz).fill((byte) 0);
+                            continue;
+                        }
+                        long src = xOff + ((long) c * h + iy) * w + ix0;
+                        if (lo > 0) dst.asSlice(d, (long) lo * esz).fill((byte) 0);
+                        if (g.sw() == 1) {
+                            MemorySegment.copy(x, (src + lo) * esz, dst, d + (long) lo * esz, (long) (hi - lo) * esz);
+                        } else if (esz == 4) {
+                            for (int ox = lo; ox < hi; ox++) dst.set(F32, d + ox * 4L, x.get(F32, (src + (long) ox * g.sw()) * 4));
+                        } else if (esz == 8) {
+                            for (int ox = lo; ox < hi; ox++) dst.set(F64, d + ox * 8L, x.get(F64, (src + (long) ox * g.sw()) * 8));
+                        } else {
+                            for (int ox = lo; ox < hi; ox++) MemorySegment.copy(x, (src + (long) ox * g.sw()) * esz, dst, d + (long) ox * esz, esz);
+                        }
+                        if (hi < ow) dst.asSlice(d + (long) hi * esz, (long) (ow - hi) * esz).fill((byte) 0);
+                    }
+                }
+            }
+        }
+    }
+
+    /** Adds the column matrix of {@code channels} channels at {@code cOff} into the image at {@code oOff} (the transpose of im2col). */
+    static void col2imImage(boolean f32, MemorySegment col, long cOff, int channels, Geometry g, MemorySegment out, long oOff) {
+        int oh = g.oh(), ow = g.ow(), h = g.h(), w = g.w();
+        long l = (long) oh * ow;
+        for (int c = 0; c < channels; c++) {
+            for (int ki = 0; ki < g.kh(); ki++) {
+                for (int kj = 0; kj < g.kw(); kj++) {
+                    long row = cOff + (((long) c * g.kh() + ki) * g.kw() + kj) * l;
+                    int ix0 = kj * g.dw() - g.pw();
+                    int lo = Math.min(ow, ceilDiv(Math.max(0, -ix0), g.sw()));
+                    int hi = Math.max(lo, Math.min(ow, ceilDiv(w - ix0, g.sw())));
+                    for (int oy = 0; oy < oh; oy++) {
+                        int iy = oy * g.sh() - g.ph() + ki * g.dh();
+                        if (iy < 0 || iy >= h) continue;
+                        long src = row + (long) oy * ow;
+                        long dst = oOff + ((long) c * h + iy) * w + ix0;
+                        if (f32 && g.sw() == 1) {
+                            addRowF32(col, (src + lo) * 4, out, (dst + lo) * 4, hi - lo);
+                        } else if (f32) {
+                            for (int ox = lo; ox < hi; ox++) {
+                                long at = (dst + (long) ox * g.sw()) * 4;
+                                out.set(F32, at, out.get(F32, at) + col.get(F32, (src + ox) * 4));
+                            }
+                        } else {
+                            for (int ox = lo; ox < hi; ox++) {
+                                long at = (dst + (long) ox * g.sw()) * 8;
+                                out.set(F64, at, out.get(F64, at) + col.get(F64, (src + ox) * 8));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /** {@code out[0, n) += src[0, n)} over float32 bytes. */
+    static void addRowF32(MemorySegment src, long sByte, MemorySegment out, long oByte, int n) {
+        int i = 0;
+        for (; i + FS.length() <= n; i += FS.length()) {
+            long o = oByte + 4L * i;
+            FloatVector.fromMemorySegment(FS, out, o, NO).add(FloatVector.fromMemorySegment(FS, src, sByte + 4L * i, NO))
+                    .intoMemorySegment(out, o, NO);
+        }
+        for (; i < n; i++) out.set(F32, oByte + 4L * i, out.get(F32, oByte + 4L * i) + src.get(F32, sByte + 4L * i));
+    }
+
+    private static void addInto(boolean f32, MemorySegment src, long sOff, MemorySegment dst, long dOff, long n) {
+        if (f32) {
+            addRowF32(src, sOff * 4, dst, dOff * 4, Math.toIntExact(n));
+            return;
+        }
+        int i = 0;
+        for (; i + DS.length() <= n; i += DS.length()) {
+            long o = (dOff + i) * 8;
+            DoubleVector.fromMemorySegment(DS, dst, o, NO).add(DoubleVector.fromMemorySegment(DS, src, (sOff + i) * 8, NO))
+                    .intoMemorySegment(dst, o, NO);
+        }
+        for (; i < n; i++) dst.set(F64, (dOff + i) * 8, dst.get(F64, (dOff + i) * 8) + src.get(F64, (sOff + i) * 8));
+    }
+
+    /** Adds {@code bias[c]} to row c of a {@code [channels, l]} block. */
+    static void addBias(boolean f32, MemorySegment bias, long bOff, MemorySegment out, long oOff, int channels, long l) {
+        for (int c = 0; c < channels; c++) {
+            long row = oOff + c * l;
+            if (f32) {
+                float b = bias.get(F32, (bOff + c) * 4);
+                FloatVector bv = FloatVector.broadcast(FS, b);
+                long i = 0;
+                for (; i + FS.length() <= l; i += FS.length()) {
+                    long o = (row + i) * 4;
+                    FloatVector.fromMemorySegment(FS, out, o, NO).add(bv).intoMemorySegment(out, o, NO);
+                }
+                for (; i < l; i++) out.set(F32, (row + i) * 4, out.get(F32, (row + i) * 4) + b);
+            } else {
+                double b = bias.get(F64, (bOff + c) * 8);
+                for (long i = 0; i < l; i++) out.set(F64, (row + i) * 8, out.get(F64, (row + i) * 8) + b);
+            }
+        }
+    }
+
+    private static int ceilDiv(int a, int b) {
+        return Math.floorDiv(a + b - 1, b);
+    }
+}

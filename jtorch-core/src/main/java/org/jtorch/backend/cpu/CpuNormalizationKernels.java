@@ -1,6 +1,374 @@
 package org.jtorch.backend.cpu;
 
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
 import org.jtorch.backend.NormalizationKernels;
 
-/** The CPU's {@link NormalizationKernels}. */
-final class CpuNormalizationKernels implements NormalizationKernels {}
+/**
+ * The CPU's {@link NormalizationKernels}.
+ *
+ * <p>Batch norm reads its input at most twice in each direction: forward computes the statistics in
+ * one pass (sums shifted by the channel's first element, so that a large mean does not cancel the
+ * variance) and applies {@code x * scale + shift} in a second; backward sums {@code g} and
+ * {@code g * (x - mean)} per channel in one pass and writes the input gradient in a second. Float32
+ * planes of at least one vector get Vector API loops whose f32 lane sums are flushed into doubles
+ * every {@value #SUM_BLOCK} elements; every other case (float64, bfloat16, float16, tiny planes) loads
+ * blocks into doubles with {@link ElementIO}. Statistics are parallel over channels, elementwise passes
+ * over the {@code n * c} planes; each channel's sums run in a fixed order, so results do not depend on
+ * the thread count.
+ */
+final class CpuNormalizationKernels implements NormalizationKernels {
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
+    private static final int FL = FS.length();
+    private static final ByteOrder LE = ByteOrder.nativeOrder();
+    /** Elements per block of the generic path (double buffers stay in L1). */
+    private static final int BLOCK = 256;
+    /** Elements of a plane summed in f32 lanes before the partial sums join double totals. */
+    private static final int SUM_BLOCK = 2048;
+    /** Minimum elements of work per thread before a kernel goes parallel. */
+    private static final long GRAIN = 32_768;
+
+    private static long grain(long workPerItem) {
+        return Math.max(1, GRAIN / Math.max(1, workPerItem));
+    }
+
+    private static boolean fastF32(Tensor x, long s) {
+        return x.dtype() == DType.FLOAT32 && s >= FL;
+    }
+
+    private static long base(Tensor t) {
+        return t.storageOffset() * t.dtype().byteSize();
+    }
+
+    /** A per-channel tensor's values as doubles ({@code fallback} everywhere when it is null). */
+    private static double[] channels(Tensor t, int c, double fallback) {
+        double[] v = new double[c];
+        if (t == null) {
+            java.util.Arrays.fill(v, fallback);
+            return v;
+        }
+        MemorySegment seg = t.storage().segment();
+        long es = t.dtype().byteSize();
+        long stride = t.dim() == 0 ? 0 : t.stride(0) * es;
+        long b = base(t);
+        for (int i = 0; i < c; i++) v[i] = ElementIO.getDouble(t.dtype(), seg, b + i * stride);
+        return v;
+    }
+
+    private static void storeChannels(Tensor t, double[] v) {
+        if (t == null) return;
+        MemorySegment seg = t.storage().segment();
+        long es = t.dtype().byteSize();
+        long stride = t.stride(0) * es;
+        long b = base(t);
+        for (int i = 0; i < v.length; i++) ElementIO.setDouble(t.dtype(), seg, b + i * stride, v[i]);
+    }
+
+    private static FloatVector ld(MemorySegment s, long off) {
+        return FloatVector.fromMemorySegment(FS, s, off, LE);
+    }
+
+    // ---------------------------------------------------------------- statistics
+
+    @Override
+    public void batchNormStats(Tensor x, long n, long c, long s, Tensor mean, Tensor var) {
+        int cc = Math.toIntExact(c);
+        double[] m = new double[cc];
+        double[] v = new double[cc];
+        MemorySegment xs = x.storage().segment();
+        long xb = base(x);
+        boolean fast = fastF32(x, s);
+        DType dt = x.dtype();
+        Parallel.forRange(c, grain(n * s), (begin, end) -> {
+            double[] buf = fast ? null : new double[BLOCK];
+            for (long ch = begin; ch < end; ch++) {
+                if (fast) statsF32(xs, xb, n, c, s, ch, m, v);
+                else statsGeneric(dt, xs, xb, n, c, s, ch, buf, m, v);
+            }
+        });
+        storeChannels(mean, m);
+        storeChannels(var, v);
+    }
+
+    private static void statsF32(MemorySegment xs, long xb, long n, long c, long s, long ch, double[] m, double[] v) {
+        float k = xs.get(ElementIO.F32, xb + ch * s * 4);
+        double sum = 0;
+        double sq = 0;
+        for (long i = 0; i < n; i++) {
+            long off = xb + (i * c + ch) * s * 4;
+            for (long j0 = 0; j0 < s; j0 += SUM_BLOCK) {
+                long len = Math.min(SUM_BLOCK, s - j0);
+                long upper = len - len % FL;
+                long o = off + j0 * 4;
+                FloatVector acc = FloatVector.zero(FS);
+                FloatVector acc2 = FloatVector.zero(FS);
+                long j = 0;
+                for (; j < upper; j += FL) {
+                    FloatVector d = ld(xs, o + 4 * j).sub(k);
+                    acc = acc.add(d);
+                    acc2 = d.fma(d, acc2);
+                }
+                float ps = acc.reduceLanes(VectorOperators.ADD);
+                float pq = acc2.reduceLanes(VectorOperators.ADD);
+                for (; j < len; j++) {
+                    float d = xs.get(ElementIO.F32, o + 4 * j) - k;
+                    ps += d;
+                    pq += d * d;
+                }
+                sum += ps;
+                sq += pq;
+            }
+        }
+        finishStats(k, sum, sq, (double) n * s, ch, m, v);
+    }
+
+    private static void statsGeneric(DType dt, MemorySegment xs, long xb, long n, long c, long s, long ch, double[] buf,
+                                     double[] m, double[] v) {
+        long es = dt.byteSize();
+        double k = ElementIO.getDouble(dt, xs, xb + ch * s * es);
+        double sum = 0;
+        double sq = 0;
+        for (long i = 0; i < n; i++) {
+            long off = xb + (i * c + ch) * s * es;
+            for (long j0 = 0; j0 < s; j0 += BLOCK) {
+                int len = (int) Math.min(BLOCK, s - j0);
+                ElementIO.load(dt, xs, off + j0 * es, es, len, buf);
+                for (int j = 0; j < len; j++) {
+                    double d = buf[j] - k;
+                    sum += d;
+                    sq += d * d;
+                }
+            }
+        }
+        finishStats(k, sum, sq, (double) n * s, ch, m, v);
+    }
+
+    private static void finishStats(double k, double sum, double sq, double count, long ch, double[] m, double[] v) {
+        if (count == 0) {
+            m[(int) ch] = Double.NaN;
+            v[(int) ch] = Double.NaN;
+            return;
+        }
+        double d = sum / count;
+        m[(int) ch] = k + d;
+        v[(int) ch] = Math.max(0, sq / count - d * d);
+    }
+
+    // ---------------------------------------------------------------- forward
+
+    @Override
+    public void batchNormApply(Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight, Tensor bias,
+                               Tensor out) {
+        int cc = Math.toIntExact(c);
+        double[] m = channels(mean, cc, 0);
+        double[] is = channels(invstd, cc, 1);
+        double[] w = channels(weight, cc, 1);
+        double[] b = channels(bias, cc, 0);
+        // y = x * scale + shift, with scale = invstd * weight and shift = bias - mean * scale (as PyTorch's CPU kernel).
+        double[] scale = new double[cc];
+        double[] shift = new double[cc];
+        for (int i = 0; i < cc; i++) {
+            scale[i] = is[i] * w[i];
+            shift[i] = b[i] - m[i] * scale[i];
+        }
+        MemorySegment xs = x.storage().segment();
+        MemorySegment os = out.storage().segment();
+        long xb = base(x);
+        long ob = base(out);
+        DType xt = x.dtype();
+        DType ot = out.dtype();
+        boolean fast = fastF32(x, s) && ot == DType.FLOAT32;
+        Parallel.forRange(n * c, grain(s), (begin, end) -> {
+            double[] buf = fast ? null : new double[BLOCK];
+            for (long p = begin; p < end; p++) {
+                int ch = (int) (p % c);
+                if (fast) {
+                    applyF32(xs, xb + p * s * 4, os, ob + p * s * 4, s, (float) scale[ch], (float) shift[ch]);
+                } else {
+                    long xes = xt.byteSize();
+                    long oes = ot.byteSize();
+                    for (long j0 = 0; j0 < s; j0 += BLOCK) {
+                        int len = (int) Math.min(BLOCK, s - j0);
+                        ElementIO.load(xt, xs, xb + (p * s + j0) * xes, xes, len, buf);
+                        for (int j = 0; j < len; j++) buf[j] = buf[j] * scale[ch] + shift[ch];
+                        ElementIO.store(ot, os, ob + (p * s + j0) * oes, oes, len, buf);
+                    }
+                }
+            }
+        });
+    }
+
+    private static void applyF32(MemorySegment xs, long xo, MemorySegment os, long oo, long len, float scale, float shift) {
+        long upper = len - len % FL;
+        long j = 0;
+        for (; j < upper; j += FL) ld(xs, xo + 4 * j).fma(scale, shift).intoMemorySegment(os, oo + 4 * j, LE);
+        for (; j < len; j++) os.set(ElementIO.F32, oo + 4 * j, Math.fma(xs.get(ElementIO.F32, xo + 4 * j), scale, shift));
+    }
+
+    // ---------------------------------------------------------------- backward
+
+    @Override
+    public void batchNormBackward(Tensor gradOut, Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight,
+                                  boolean train, Tensor gradInput, Tensor gradWeight, Tensor gradBias) {
+        int cc = Math.toIntExact(c);
+        double[] m = channels(mean, cc, 0);
+        double[] is = channels(invstd, cc, 1);
+        double[] w = channels(weight, cc, 1);
+        double[] sumG = new double[cc];
+        double[] sumGXmu = new double[cc];
+        MemorySegment gs = gradOut.storage().segment();
+        MemorySegment xs = x.storage().segment();
+        long gb = base(gradOut);
+        long xb = base(x);
+        DType gt = gradOut.dtype();
+        DType xt = x.dtype();
+        boolean fast = fastF32(x, s) && gt == DType.FLOAT32;
+        double count = (double) n * s;
+        boolean needSums = gradWeight != null || gradBias != null || (train && gradInput != null);
+        if (needSums) {
+            Parallel.forRange(c, grain(2 * n * s), (begin, end) -> {
+                double[] gbuf = fast ? null : new double[BLOCK];
+                double[] xbuf = fast ? null : new double[BLOCK];
+                for (long ch = begin; ch < end; ch++) {
+                    int k = (int) ch;
+                    if (fast) sumsF32(gs, gb, xs, xb, n, c, s, ch, (float) m[k], sumG, sumGXmu);
+                    else sumsGeneric(gt, gs, gb, xt, xs, xb, n, c, s, ch, m[k], gbuf, xbuf, sumG, sumGXmu);
+                }
+            });
+        }
+        if (gradBias != null) storeChannels(gradBias, sumG);
+        if (gradWeight != null) {
+            double[] gw = new double[cc];
+            for (int i = 0; i < cc; i++) gw[i] = sumGXmu[i] * is[i];
+            storeChannels(gradWeight, gw);
+        }
+        if (gradInput == null) return;
+        // gradInput = (g - (x - mean) * k - meanG) * a with a = invstd * weight; in eval k = meanG = 0.
+        double[] a = new double[cc];
+        double[] kk = new double[cc];
+        double[] mg = new double[cc];
+        for (int i = 0; i < cc; i++) {
+            a[i] = is[i] * w[i];
+            if (train && count > 0) {
+                kk[i] = sumGXmu[i] / count * is[i] * is[i];
+                mg[i] = sumG[i] / count;
+            }
+        }
+        MemorySegment ds = gradInput.storage().segment();
+        long db = base(gradInput);
+        DType dt = gradInput.dtype();
+        boolean fastOut = fast && dt == DType.FLOAT32;
+        Parallel.forRange(n * c, grain(s), (begin, end) -> {
+            double[] gbuf = fastOut ? null : new double[BLOCK];
+            double[] xbuf = fastOut ? null : new double[BLOCK];
+            for (long p = begin; p < end; p++) {
+                int ch = (int) (p % c);
+                if (fastOut) {
+                    if (train) {
+                        gradInputTrainF32(gs, gb + p * s * 4, xs, xb + p * s * 4, ds, db + p * s * 4, s, (float) m[ch],
+                                (float) kk[ch], (float) mg[ch], (float) a[ch]);
+                    } else {
+                        scaleF32(gs, gb + p * s * 4, ds, db + p * s * 4, s, (float) a[ch]);
+                    }
+                } else {
+                    long ges = gt.byteSize();
+                    long xes = xt.byteSize();
+                    long des = dt.byteSize();
+                    for (long j0 = 0; j0 < s; j0 += BLOCK) {
+                        int len = (int) Math.min(BLOCK, s - j0);
+                        ElementIO.load(gt, gs, gb + (p * s + j0) * ges, ges, len, gbuf);
+                        if (train) {
+                            ElementIO.load(xt, xs, xb + (p * s + j0) * xes, xes, len, xbuf);
+                            for (int j = 0; j < len; j++) gbuf[j] = (gbuf[j] - (xbuf[j] - m[ch]) * kk[ch] - mg[ch]) * a[ch];
+                        } else {
+                            for (int j = 0; j < len; j++) gbuf[j] *= a[ch];
+                        }
+                        ElementIO.store(dt, ds, db + (p * s + j0) * des, des, len, gbuf);
+                    }
+                }
+            }
+        });
+    }
+
+    private static void sumsF32(MemorySegment gs, long gb, MemorySegment xs, long xb, long n, long c, long s, long ch,
+                                float mean, double[] sumG, double[] sumGXmu) {
+        double sg = 0;
+        double sgx = 0;
+        for (long i = 0; i < n; i++) {
+            long plane = (i * c + ch) * s * 4;
+            for (long j0 = 0; j0 < s; j0 += SUM_BLOCK) {
+                long len = Math.min(SUM_BLOCK, s - j0);
+                long upper = len - len % FL;
+                long go = gb + plane + j0 * 4;
+                long xo = xb + plane + j0 * 4;
+                FloatVector acc = FloatVector.zero(FS);
+                FloatVector acc2 = FloatVector.zero(FS);
+                long j = 0;
+                for (; j < upper; j += FL) {
+                    FloatVector g = ld(gs, go + 4 * j);
+                    acc = acc.add(g);
+                    acc2 = g.fma(ld(xs, xo + 4 * j).sub(mean), acc2);
+                }
+                float ps = acc.reduceLanes(VectorOperators.ADD);
+                float pq = acc2.reduceLanes(VectorOperators.ADD);
+                for (; j < len; j++) {
+                    float g = gs.get(ElementIO.F32, go + 4 * j);
+                    ps += g;
+                    pq += g * (xs.get(ElementIO.F32, xo + 4 * j) - mean);
+                }
+                sg += ps;
+                sgx += pq;
+            }
+        }
+        sumG[(int) ch] = sg;
+        sumGXmu[(int) ch] = sgx;
+    }
+
+    private static void sumsGeneric(DType gt, MemorySegment gs, long gb, DType xt, MemorySegment xs, long xb, long n, long c,
+                                    long s, long ch, double mean, double[] gbuf, double[] xbuf, double[] sumG, double[] sumGXmu) {
+        long ges = gt.byteSize();
+        long xes = xt.byteSize();
+        double sg = 0;
+        double sgx = 0;
+        for (long i = 0; i < n; i++) {
+            long plane = (i * c + ch) * s;
+            for (long j0 = 0; j0 < s; j0 += BLOCK) {
+                int len = (int) Math.min(BLOCK, s - j0);
+                ElementIO.load(gt, gs, gb + (plane + j0) * ges, ges, len, gbuf);
+                ElementIO.load(xt, xs, xb + (plane + j0) * xes, xes, len, xbuf);
+                for (int j = 0; j < len; j++) {
+                    sg += gbuf[j];
+                    sgx += gbuf[j] * (xbuf[j] - mean);
+                }
+            }
+        }
+        sumG[(int) ch] = sg;
+        sumGXmu[(int) ch] = sgx;
+    }
+
+    private static void gradInputTrainF32(MemorySegment gs, long go, MemorySegment xs, long xo, MemorySegment ds, long dO,
+                                          long len, float mean, float k, float meanG, float a) {
+        long upper = len - len % FL;
+        long j = 0;
+        for (; j < upper; j += FL) {
+            FloatVector proj = ld(xs, xo + 4 * j).sub(mean).mul(k);
+            ld(gs, go + 4 * j).sub(proj).sub(meanG).mul(a).intoMemorySegment(ds, dO + 4 * j, LE);
+        }
+        for (; j < len; j++) {
+            float proj = (xs.get(ElementIO.F32, xo + 4 * j) - mean) * k;
+            ds.set(ElementIO.F32, dO + 4 * j, (gs.get(ElementIO.F32, go + 4 * j) - proj - meanG) * a);
+        }
+    }
+
+    private static void scaleF32(MemorySegment gs, long go, MemorySegment ds, long dO, long len, float a) {
+        long upper = len - len % FL;
+        long j = 0;
+        for (; j < upper; j += FL) ld(gs, go + 4 * j).mul(a).intoMemorySegment(ds, dO + 4 * j, LE);
+        for (; j < len; j++) ds.set(ElementIO.F32, dO + 4 * j, gs.get(ElementIO.F32, go + 4 * j) * a);
+    }
+}

@@ -185,7 +185,7 @@ final class CpuReductionKernels implements ReductionKernels {
                 a1 = a1.add(FloatVector.fromMemorySegment(FS, s, off + i * 4, LE, m));
                 i = blockEnd;
             }
-            total += a0.add(a1).add(a2.add(a3)).reduceLanes(VectorOperators.ADD);
+            total += VectorF32.sumLanes(a0.add(a1).add(a2.add(a3)));
         }
         return total;
     }
@@ -502,7 +502,7 @@ final class CpuReductionKernels implements ReductionKernels {
             e.intoMemorySegment(os, oo + i * 4L, LE);
             acc = acc.add(e);
         }
-        float sum = acc.reduceLanes(VectorOperators.ADD);
+        float sum = VectorF32.sumLanes(acc);
         for (; i < n; i++) {
             float e = (float) Math.exp(is.get(ElementIO.F32, io + i * 4L) - max);
             os.set(ElementIO.F32, oo + i * 4L, e);
@@ -519,7 +519,7 @@ final class CpuReductionKernels implements ReductionKernels {
         for (int upper = n - n % FL; i < upper; i += FL) {
             acc = acc.add(FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE).sub(vmax).lanewise(VectorOperators.EXP));
         }
-        float sum = acc.reduceLanes(VectorOperators.ADD);
+        float sum = VectorF32.sumLanes(acc);
         for (; i < n; i++) sum += (float) Math.exp(is.get(ElementIO.F32, io + i * 4L) - max);
         return sum;
     }

@@ -1,6 +1,327 @@
 package org.jtorch.backend.cpu;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
 import org.jtorch.backend.SpatialKernels;
 
-/** The CPU's {@link SpatialKernels}. */
-final class CpuSpatialKernels implements SpatialKernels {}
+/**
+ * The CPU's {@link SpatialKernels}, parallel over planes. The scalar loops serve float32 and float64
+ * alike (the dtype test is loop-invariant, so C2 unswitches it); the float32 shapes that sit in a
+ * ResNet training step have Vector API paths in {@link SpatialF32}.
+ */
+final class CpuSpatialKernels implements SpatialKernels {
+    static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED;
+    static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED;
+
+    /** Elements of work per parallel chunk (below this, threads cost more than they save). */
+    private static final long GRAIN_ELEMENTS = 1 << 15;
+
+    /** The tensor's elements from its storage offset on. */
+    static MemorySegment seg(Tensor t) {
+        return t.storage().segment().asSlice(t.storageOffset() * t.dtype().byteSize());
+    }
+
+    static double ld(MemorySegment s, boolean f32, long i) {
+        return f32 ? s.getAtIndex(F32, i) : s.getAtIndex(F64, i);
+    }
+
+    static void st(MemorySegment s, boolean f32, long i, double v) {
+        if (f32) s.setAtIndex(F32, i, (float) v);
+        else s.setAtIndex(F64, i, v);
+    }
+
+    private static boolean isF32(Tensor t) {
+        if (t.dtype() != DType.FLOAT32 && t.dtype() != DType.FLOAT64) {
+            throw new IllegalArgumentException("spatial kernels take float32 or float64, got " + t.dtype());
+        }
+        return t.dtype() == DType.FLOAT32;
+    }
+
+    private static long grain(long workPerPlane) {
+        return Math.max(1, GRAIN_ELEMENTS / Math.max(1, workPerPlane));
+    }
+
+    // ------------------------------------------------------------------ max pooling
+
+    @Override
+    public void maxPool2d(Tensor in, Tensor out, Tensor indices, Pool2d g) {
+        boolean f32 = isF32(in);
+        MemorySegment is = seg(in);
+        MemorySegment os = seg(out);
+        MemorySegment xs = indices == null ? null : seg(indices);
+        long inPlane = g.inH() * g.inW();
+        long outPlane = g.outH() * g.outW();
+        boolean fast = f32 && SpatialF32.hasMaxPool(g);
+        Parallel.forRange(g.planes(), grain(outPlane * g.kH() * g.kW()), (b, e) -> {
+            for (long p = b; p < e; p++) {
+                if (fast) SpatialF32.maxPool(is, p * inPlane, os, xs, p * outPlane, g);
+                else maxPlane(is, os, xs, f32, p * inPlane, p * outPlane, g);
+            }
+        });
+    }
+
+    private static void maxPlane(MemorySegment is, MemorySegment os, MemorySegment xs, boolean f32, long ib, long ob, Pool2d g) {
+        long inH = g.inH();
+        long inW = g.inW();
+        for (long oh = 0; oh < g.outH(); oh++) {
+            long h0 = oh * g.sH() - g.pH();
+            long h1 = Math.min(h0 + (long) (g.kH() - 1) * g.dH() + 1, inH);
+            while (h0 < 0) h0 += g.dH();
+            for (long ow = 0; ow < g.outW(); ow++) {
+                long w0 = ow * g.sW() - g.pW();
+                long w1 = Math.min(w0 + (long) (g.kW() - 1) * g.dW() + 1, inW);
+                while (w0 < 0) w0 += g.dW();
+                long maxIndex = h0 * inW + w0;
+                double max = Double.NEGATIVE_INFINITY;
+                for (long ih = h0; ih < h1; ih += g.dH()) {
+                    for (long iw = w0; iw < w1; iw += g.dW()) {
+                        long index = ih * inW + iw;
+                        double v = ld(is, f32, ib + index);
+                        if (v > max || Double.isNaN(v)) {
+                            max = v;
+                            maxIndex = index;
+                        }
+                    }
+                }
+                long o = ob + oh * g.outW() + ow;
+                st(os, f32, o, max);
+                if (xs != null) xs.setAtIndex(I64, o, maxIndex);
+            }
+        }
+    }
+
+    @Override
+    public void maxPoolBackward(Tensor gradOut, Tensor indices, Tensor gradIn) {
+        boolean f32 = isF32(gradOut);
+        MemorySegment gs = seg(gradOut);
+        MemorySegment xs = seg(indices);
+        MemorySegment is = seg(gradIn);
+        long planes = gradOut.size(0);
+        long n = gradOut.numel() / Math.max(1, planes);
+        long m = gradIn.numel() / Math.max(1, planes);
+        Parallel.forRange(planes, grain(n), (b, e) -> {
+            for (long p = b; p < e; p++) {
+                long gb = p * n;
+                long ib = p * m;
+                if (f32) {
+                    for (long j = 0; j < n; j++) {
+                        long at = ib + xs.getAtIndex(I64, gb + j);
+                        is.setAtIndex(F32, at, is.getAtIndex(F32, at) + gs.getAtIndex(F32, gb + j));
+                    }
+                } else {
+                    for (long j = 0; j < n; j++) {
+                        long at = ib + xs.getAtIndex(I64, gb + j);
+                        is.setAtIndex(F64, at, is.getAtIndex(F64, at) + gs.getAtIndex(F64, gb + j));
+                    }
+                }
+            }
+        });
+    }
+
+    // ------------------------------------------------------------------ average pooling
+
+    @Override
+    public void avgPool2d(Tensor in, Tensor out, Pool2d g, boolean countIncludePad, long divisorOverride) {
+        boolean f32 = isF32(in);
+        MemorySegment is = seg(in);
+        MemorySegment os = seg(out);
+        long inPlane = g.inH() * g.inW();
+        long outPlane = g.outH() * g.outW();
+        Parallel.forRange(g.planes(), grain(outPlane * g.kH() * g.kW()), (b, e) -> {
+            for (long p = b; p < e; p++) avgPlane(is, os, f32, p * inPlane, p * outPlane, g, countIncludePad, divisorOverride, false);
+        });
+    }
+
+    @Override
+    public void avgPool2dBackward(Tensor gradOut, Tensor gradIn, Pool2d g, boolean countIncludePad, long divisorOverride) {
+        boolean f32 = isF32(gradOut);
+        MemorySegment gs = seg(gradOut);
+        MemorySegment is = seg(gradIn);
+        long inPlane = g.inH() * g.inW();
+        long outPlane = g.outH() * g.outW();
+        Parallel.forRange(g.planes(), grain(outPlane * g.kH() * g.kW()), (b, e) -> {
+            for (long p = b; p < e; p++) {
+                for (long i = 0; i < inPlane; i++) st(is, f32, p * inPlane + i, 0);
+                avgPlane(is, gs, f32, p * inPlane, p * outPlane, g, countIncludePad, divisorOverride, true);
+            }
+        });
+    }
+
+    /** One plane of average pooling, or of its gradient when {@code backward} ({@code os} then holds the gradient). */
+    private static void avgPlane(MemorySegment is, MemorySegment os, boolean f32, long ib, long ob, Pool2d g,
+                                 boolean countIncludePad, long divisorOverride, boolean backward) {
+        long inH = g.inH();
+        long inW = g.inW();
+        for (long oh = 0; oh < g.outH(); oh++) {
+            long h0 = oh * g.sH() - g.pH();
+            long h1 = Math.min(h0 + g.kH(), inH + g.pH());
+            long poolH = h1 - h0;
+            h0 = Math.max(h0, 0);
+            h1 = Math.min(h1, inH);
+            for (long ow = 0; ow < g.outW(); ow++) {
+                long w0 = ow * g.sW() - g.pW();
+                long w1 = Math.min(w0 + g.kW(), inW + g.pW());
+                long poolSize = poolH * (w1 - w0);
+                w0 = Math.max(w0, 0);
+                w1 = Math.min(w1, inW);
+                long o = ob + oh * g.outW() + ow;
+                if (h0 >= h1 || w0 >= w1) {
+                    if (!backward) st(os, f32, o, 0);
+                    continue;
+                }
+                long divisor = divisorOverride > 0 ? divisorOverride : countIncludePad ? poolSize : (h1 - h0) * (w1 - w0);
+                if (backward) {
+                    double share = ld(os, f32, o) / divisor;
+                    for (long ih = h0; ih < h1; ih++) {
+                        for (long iw = w0; iw < w1; iw++) {
+                            long at = ib + ih * inW + iw;
+                            st(is, f32, at, ld(is, f32, at) + share);
+                        }
+                    }
+                } else {
+                    double sum = 0;
+                    for (long ih = h0; ih < h1; ih++) {
+                        for (long iw = w0; iw < w1; iw++) sum += ld(is, f32, ib + ih * inW + iw);
+                    }
+                    st(os, f32, o, sum / divisor);
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ adaptive pooling
+
+    static long start(long o, long in, long out) {
+        return Math.floorDiv(o * in, out);
+    }
+
+    static long end(long o, long in, long out) {
+        return -Math.floorDiv(-(o + 1) * in, out);
+    }
+
+    @Override
+    public void adaptiveAvgPool2d(Tensor in, Tensor out) {
+        boolean f32 = isF32(in);
+        MemorySegment is = seg(in);
+        MemorySegment os = seg(out);
+        long planes = in.size(0);
+        long inH = in.size(1);
+        long inW = in.size(2);
+        long outH = out.size(1);
+        long outW = out.size(2);
+        long inPlane = inH * inW;
+        long outPlane = outH * outW;
+        if (f32 && outPlane == 1) {
+            // Global pooling (the ResNet head): one mean over each contiguous plane.
+            Parallel.forRange(planes, grain(inPlane), (b, e) -> {
+                for (long p = b; p < e; p++) os.setAtIndex(F32, p, (float) (SpatialF32.sum(is, p * inPlane, inPlane) / inPlane));
+            });
+            return;
+        }
+        Parallel.forRange(planes, grain(Math.max(inPlane, outPlane)), (b, e) -> {
+            for (long p = b; p < e; p++) {
+                long ib = p * inPlane;
+                for (long oh = 0; oh < outH; oh++) {
+                    long h0 = start(oh, inH, outH);
+                    long h1 = end(oh, inH, outH);
+                    for (long ow = 0; ow < outW; ow++) {
+                        long w0 = start(ow, inW, outW);
+                        long w1 = end(ow, inW, outW);
+                        double sum = 0;
+                        for (long ih = h0; ih < h1; ih++) {
+                            for (long iw = w0; iw < w1; iw++) sum += ld(is, f32, ib + ih * inW + iw);
+                        }
+                        st(os, f32, p * outPlane + oh * outW + ow, sum / ((h1 - h0) * (w1 - w0)));
+                    }
+                }
+            }
+        });
+    }
+
+    @Override
+    public void adaptiveAvgPool2dBackward(Tensor gradOut, Tensor gradIn) {
+        boolean f32 = isF32(gradOut);
+        MemorySegment gs = seg(gradOut);
+        MemorySegment is = seg(gradIn);
+        long planes = gradIn.size(0);
+        long inH = gradIn.size(1);
+        long inW = gradIn.size(2);
+        long outH = gradOut.size(1);
+        long outW = gradOut.size(2);
+        long inPlane = inH * inW;
+        long outPlane = outH * outW;
+        if (f32 && outPlane == 1) {
+            Parallel.forRange(planes, grain(inPlane), (b, e) -> {
+                for (long p = b; p < e; p++) SpatialF32.fill(is, p * inPlane, inPlane, gs.getAtIndex(F32, p) / inPlane);
+            });
+            return;
+        }
+        Parallel.forRange(planes, grain(Math.max(inPlane, outPlane)), (b, e) -> {
+            for (long p = b; p < e; p++) {
+                long ib = p * inPlane;
+                for (long i = 0; i < inPlane; i++) st(is, f32, ib + i, 0);
+                for (long oh = 0; oh < outH; oh++) {
+                    long h0 = start(oh, inH, outH);
+                    long h1 = end(oh, inH, outH);
+                    for (long ow = 0; ow < outW; ow++) {
+                        long w0 = start(ow, inW, outW);
+                        long w1 = end(ow, inW, outW);
+                        double share = ld(gs, f32, p * outPlane + oh * outW + ow) / ((h1 - h0) * (w1 - w0));
+                        for (long ih = h0; ih < h1; ih++) {
+                            for (long iw = w0; iw < w1; iw++) {
+                                long at = ib + ih * inW + iw;
+                                st(is, f32, at, ld(is, f32, at) + share);
+                            }
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    @Override
+    public void adaptiveMaxPool2d(Tensor in, Tensor out, Tensor indices) {
+        boolean f32 = isF32(in);
+        MemorySegment is = seg(in);
+        MemorySegment os = seg(out);
+        MemorySegment xs = seg(indices);
+        long planes = in.size(0);
+        long inH = in.size(1);
+        long inW = in.size(2);
+        long outH = out.size(1);
+        long outW = out.size(2);
+        long inPlane = inH * inW;
+        long outPlane = outH * outW;
+        Parallel.forRange(planes, grain(Math.max(inPlane, outPlane)), (b, e) -> {
+            for (long p = b; p < e; p++) {
+                long ib = p * inPlane;
+                for (long oh = 0; oh < outH; oh++) {
+                    long h0 = start(oh, inH, outH);
+                    long h1 = end(oh, inH, outH);
+                    for (long ow = 0; ow < outW; ow++) {
+                        long w0 = start(ow, inW, outW);
+                        long w1 = end(ow, inW, outW);
+                        long maxIndex = h0 * inW + w0;
+                        double max = Double.NEGATIVE_INFINITY;
+                        for (long ih = h0; ih < h1; ih++) {
+                            for (long iw = w0; iw < w1; iw++) {
+                                long index = ih * inW + iw;
+                                double v = ld(is, f32, ib + index);
+                                if (v > max || Double.isNaN(v)) {
+                                    max = v;
+                                    maxIndex = index;
+                                }
+                            }
+                        }
+                        long o = p * outPlane + oh * outW + ow;
+                        st(os, f32, o, max);
+                        xs.setAtIndex(I64, o, maxIndex);
+                    }
+                }
+            }
+        });
+    }
+}

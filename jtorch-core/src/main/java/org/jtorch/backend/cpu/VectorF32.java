@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.UnaryOp;
@@ -32,7 +33,31 @@ final class VectorF32 {
         }
     }
 
+    /** Shuffles pairing lane i with lane i ^ (FL/2), i ^ (FL/4), ..., i ^ 1: the folds of {@link #sumLanes}. */
+    private static final VectorShuffle<Float>[] FOLDS = folds();
+
     private VectorF32() {}
+
+    @SuppressWarnings("unchecked")
+    private static VectorShuffle<Float>[] folds() {
+        int steps = Integer.numberOfTrailingZeros(FL);
+        VectorShuffle<Float>[] f = new VectorShuffle[steps];
+        for (int k = 0; k < steps; k++) {
+            int half = FL >> (k + 1);
+            f[k] = VectorShuffle.fromOp(FS, i -> i ^ half);
+        }
+        return f;
+    }
+
+    /**
+     * The sum of {@code v}'s lanes in a fixed pairwise order. {@code reduceLanes(ADD)} leaves the order
+     * unspecified, and C2's intrinsic and the interpreter's fallback do differ, so results would change
+     * as code gets compiled; this keeps training runs bit-for-bit reproducible within a JVM.
+     */
+    static float sumLanes(FloatVector v) {
+        for (VectorShuffle<Float> fold : FOLDS) v = v.add(v.rearrange(fold));
+        return v.lane(0);
+    }
 
     private static FloatVector ld(MemorySegment s, long off) {
         return FloatVector.fromMemorySegment(FS, s, off, LE);

@@ -1,11 +1,10 @@
-package org.jtorch.e2e;
+package org.jtorch.vision.e2e;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.io.IOException;
-import java.nio.file.Path;
+import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
@@ -14,7 +13,8 @@ import org.jtorch.nn.Linear;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
 import org.jtorch.optim.Adam;
-import org.jtorch.testing.Idx;
+import org.jtorch.vision.datasets.DataRoot;
+import org.jtorch.vision.datasets.MNIST;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -24,13 +24,14 @@ import org.junit.jupiter.api.Test;
 class MnistMlpTest {
 
     @Test
-    void mlpReachesNinetySevenAndAHalfPercentInThreeEpochs() throws IOException {
-        Path dir = Idx.dataset("mnist");
-        assumeTrue(dir != null, "MNIST not found: run scripts/fetch-data mnist (or set JTORCH_DATA)");
-        Tensor xTrain = Idx.images(dir.resolve("train-images-idx3-ubyte"));
-        Tensor yTrain = Idx.labels(dir.resolve("train-labels-idx1-ubyte"));
-        Tensor xTest = Idx.images(dir.resolve("t10k-images-idx3-ubyte"));
-        Tensor yTest = Idx.labels(dir.resolve("t10k-labels-idx1-ubyte"));
+    void mlpReachesNinetySevenAndAHalfPercentInThreeEpochs() {
+        assumeTrue(DataRoot.find("mnist") != null, "MNIST not found: run scripts/fetch-data mnist (or set JTORCH_DATA)");
+        MNIST train = new MNIST(true);
+        MNIST test = new MNIST(false);
+        Tensor xTrain = flatPixels(train);
+        Tensor yTrain = train.targets();
+        Tensor xTest = flatPixels(test);
+        Tensor yTest = test.targets();
         assertEquals(60000, xTrain.size(0));
         assertEquals(10000, xTest.size(0));
 
@@ -58,5 +59,12 @@ class MnistMlpTest {
         }
         System.out.println("MNIST MLP test accuracy after 3 epochs: " + accuracy);
         assertTrue(accuracy >= 0.975, "MNIST test accuracy " + accuracy);
+    }
+
+    /** The images as float32 {@code [n, 784]} in [0, 1]. */
+    private static Tensor flatPixels(MNIST ds) {
+        try (Tensor u8 = ds.data(); Tensor f = u8.to(DType.FLOAT32); Tensor flat = f.reshape(ds.size(), 784)) {
+            return flat.div(255.0);
+        }
     }
 }

@@ -1,0 +1,49 @@
+package org.jtorch.bench;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.nn.F;
+import org.jtorch.nn.Module;
+import org.jtorch.optim.SGD;
+import org.jtorch.vision.models.Models;
+
+/**
+ * Convolutional training steps matching {@code python/bench_cnn.py}: ResNet-20 (CIFAR shape, batch 128)
+ * and LeNet-5 (MNIST shape, batch 64), cross entropy and SGD with momentum and weight decay.
+ */
+final class CnnBench {
+    private CnnBench() {}
+
+    static Map<String, Double> run(boolean quick) {
+        Map<String, Double> r = new LinkedHashMap<>();
+        double resnet = stepSeconds("resnet20", 3, 32, 128, quick ? 5 : 10, quick ? 5 : 15);
+        r.put("resnet20_step_ms", resnet * 1e3);
+        r.put("resnet20_images_per_s", 128 / resnet);
+        double lenet = stepSeconds("lenet5", 1, 28, 64, quick ? 100 : 400, quick ? 50 : 200);
+        r.put("lenet_step_ms", lenet * 1e3);
+        r.put("lenet_images_per_s", 64 / lenet);
+        return r;
+    }
+
+    /** Median seconds of one training step; the warm-up lets C2 compile the kernels first. */
+    static double stepSeconds(String name, int channels, int size, int batch, int warmup, int reps) {
+        Torch.manualSeed(0);
+        Module model = Models.create(name, 10, channels);
+        SGD opt = new SGD(model.parameters(), SGD.options().lr(0.05).momentum(0.9).weightDecay(5e-4));
+        try (Tensor x = Torch.randn(batch, channels, size, size); Tensor y = Torch.randint(0, 10, batch)) {
+            return Timing.median(warmup, reps, () -> {
+                try (MemoryScope scope = new MemoryScope()) {
+                    Tensor loss = F.crossEntropy(model.forward(x), y);
+                    opt.zeroGrad();
+                    loss.backward();
+                    opt.step();
+                }
+            });
+        } finally {
+            model.close();
+        }
+    }
+}

@@ -1,0 +1,797 @@
+package org.jtorch.data;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.Objects;
+import java.util.ServiceLoader;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import org.jtorch.Generator;
+import org.jtorch.Tensor;
+import org.jtorch.memory.MemoryScope;
+
+/**
+ * Batches of samples from a {@link Dataset} or an {@link IterableDataset}, as
+ * {@code torch.utils.data.DataLoader}: sampling, batching, collation, worker threads with prefetching,
+ * persistent workers and pinned memory.
+ *
+ * <pre>{@code
+ * var loader = DataLoader.builder(trainSet).batchSize(64).shuffle(true).generator(new Generator(0))
+ *         .numWorkers(2).build();
+ * for (int epoch = 0; epoch < 5; epoch++) {
+ *     for (Sample batch : loader) {                 // batch.input(): [64, ...], batch.target(): [64]
+ *         try (var scope = new MemoryScope()) { step(batch.input(), batch.target()); }
+ *     }
+ * }
+ * }</pre>
+ *
+ * <h2>Order</h2>
+ * Batches come out in the sampler's order whatever the number of workers: worker {@code k % numWorkers}
+ * loads batch {@code k} and a reorder buffer releases them in order. With {@code shuffle}, every epoch
+ * draws a new permutation from the generator (the default generator, seeded by
+ * {@code Torch.manualSeed}, when none is given), so the same seed repeats the same epochs.
+ *
+ * <h2>Ownership of batches</h2>
+ * Samples are loaded and collated inside a {@link MemoryScope} on the loading thread: tensors made by
+ * {@code Dataset.get}, by transforms and by collation are released there, except those in the batch.
+ * The batch's tensors are owned by the iterator that returned it and are closed when the next batch is
+ * requested ({@code next()}), when the iteration ends ({@code hasNext()} returns false) or when the
+ * iterator is closed. To keep a batch beyond that, take it with {@link BatchIterator#keep()} (the
+ * caller closes it then) or copy what you need ({@code batch.input().clone()}). Tensors that a dataset
+ * returns from its own storage, not created while loading, are never closed by the loader.
+ *
+ * <h2>Stopping early</h2>
+ * Iterators are {@link AutoCloseable}: closing stops the workers (their threads have ended when
+ * {@code close()} returns) and releases every batch in flight. A plain {@code for} loop that runs to
+ * the end needs nothing else. After a {@code break} out of a plain {@code for} loop, the loader still
+ * holds the last batch and its workers until its next {@code iterator()} (the next epoch) or
+ * {@link #close()}; to release them at once, iterate with try-with-resources:
+ * <pre>{@code
+ * try (var it = loader.iterator()) { while (it.hasNext()) { var b = it.next(); if (done(b)) break; } }
+ * }</pre>
+ *
+ * <h2>Threads and failures</h2>
+ * A loader and its iterators are used from one thread. Worker threads are daemon threads named
+ * {@code jtorch-dataloader-worker-<id>}; they call {@code Dataset.get} concurrently. An exception in a
+ * worker (or in {@code get} on the consuming thread without workers) is re-thrown from {@code next()}
+ * as a {@link DataLoaderException} naming the dataset index, with the original exception as its cause;
+ * the iterator is closed then. With a {@code timeout}, waiting longer than that for a worker's batch
+ * throws a {@code DataLoaderException}.
+ *
+ * @param <B> the batch type
+ */
+public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
+    private static final System.Logger LOG = System.getLogger("org.jtorch.data");
+    private static final AtomicBoolean PIN_MEMORY_WARNED = new AtomicBoolean();
+    private static final AtomicInteger PIN_MEMORY_WARNINGS = new AtomicInteger();
+    private static final Task STOP = new Task(-1, -1, null);
+
+    private final Dataset<?> dataset;
+    private final IterableDataset<?> iterableDataset;
+    private final Sampler sampler;
+    private final BatchSampler batchSampler;
+    private final Integer batchSize;
+    private final boolean dropLast;
+    private final CollateFn<Object, Object> collate;
+    private final int numWorkers;
+    private final int prefetchFactor;
+    private final boolean persistentWorkers;
+    private final boolean pinMemory;
+    private final MemoryPinner pinner;
+    private final Duration timeout;
+    private final Consumer<WorkerInfo> workerInitFn;
+    private final Generator generator;
+
+    private long epochs;
+    private LoaderIterator active;
+    private WorkerPool persistentPool;
+    private boolean closed;
+
+    /** An iterator over one epoch's batches; see the class comment for who owns the batches. */
+    public interface BatchIterator<B> extends Iterator<B>, AutoCloseable {
+        /**
+         * Takes the batch last returned by {@code next()} away from the loader: it will not be closed
+         * by the iterator, and the caller closes its tensors (e.g. {@link Sample#close()} or
+         * {@link Collate#closeTensors}). Returns it.
+         */
+        B keep();
+
+        /** Stops the workers of this epoch (joined on return) and releases every batch it still owns. Idempotent. */
+        @Override
+        void close();
+    }
+
+    @SuppressWarnings("unchecked")
+    private DataLoader(Builder<?, ?> b) {
+        this.dataset = b.dataset;
+        this.iterableDataset = b.iterable;
+        this.batchSize = b.batchSize;
+        this.dropLast = b.dropLast;
+        this.numWorkers = b.numWorkers;
+        this.prefetchFactor = b.prefetchFactor;
+        this.persistentWorkers = b.persistentWorkers;
+        this.pinMemory = b.pinMemory;
+        this.timeout = b.timeout;
+        this.workerInitFn = b.workerInitFn;
+        this.generator = b.generator;
+        this.collate = (CollateFn<Object, Object>) (b.collate != null ? b.collate : defaultCollate());
+        if (dataset != null) {
+            Sampler s = b.sampler;
+            if (s == null) {
+                s = b.shuffle ? new RandomSampler(dataset.size(), false, null, b.generator) : new SequentialSampler(dataset.size());
+            }
+            this.sampler = b.batchSampler != null ? null : s;
+            this.batchSampler = b.batchSampler != null ? b.batchSampler
+                    : batchSize == null ? null : new BatchSampler(s, batchSize, dropLast);
+        } else {
+            this.sampler = null;
+            this.batchSampler = null;
+        }
+        this.pinner = pinMemory ? findPinner() : null;
+    }
+
+    /** A builder for a loader over a map-style dataset; batches have the sample's type under the default collate. */
+    public static <T> Builder<T, T> builder(Dataset<T> dataset) {
+        return new Builder<>(Objects.requireNonNull(dataset, "dataset"), null);
+    }
+
+    /** A builder for a loader over an iterable dataset. */
+    public static <T> Builder<T, T> builder(IterableDataset<T> dataset) {
+        return new Builder<>(null, Objects.requireNonNull(dataset, "dataset"));
+    }
+
+    /**
+     * Number of batches per epoch ({@code len(loader)}): the batch sampler's size, or for an iterable
+     * dataset of known size the number of batches it makes. Throws {@link UnsupportedOperationException}
+     * for an iterable dataset of unknown size.
+     */
+    public int size() {
+        if (dataset != null) return batchSampler != null ? batchSampler.size() : sampler.size();
+        int n = iterableDataset.size();
+        if (n < 0) throw new UnsupportedOperationException("DataLoader.size: the IterableDataset does not know its size");
+        if (batchSize == null) return n;
+        return dropLast ? n / batchSize : (n + batchSize - 1) / batchSize;
+    }
+
+    public int numWorkers() {
+        return numWorkers;
+    }
+
+    public Integer batchSize() {
+        return batchSize;
+    }
+
+    /** Whether batches are pinned (false when {@code pinMemory} was requested but no pinner is available). */
+    public boolean pinsMemory() {
+        return pinner != null;
+    }
+
+    /**
+     * Starts an epoch. A previous iterator of this loader that is still open is closed first (its
+     * batch is released): a loader runs one epoch at a time.
+     */
+    @Override
+    public BatchIterator<B> iterator() {
+        if (closed) throw new IllegalStateException("DataLoader: iterator() after close()");
+        if (active != null) active.close();
+        active = new LoaderIterator(epochs++);
+        return active;
+    }
+
+    /** Closes the open iterator, if any, and stops persistent workers. Idempotent. */
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        if (active != null) active.close();
+        if (persistentPool != null) {
+            persistentPool.shutdown();
+            persistentPool = null;
+        }
+    }
+
+    /** How many times the pin-memory warning was logged in this JVM (0 or 1). */
+    static int pinMemoryWarnings() {
+        return PIN_MEMORY_WARNINGS.get();
+    }
+
+    private static MemoryPinner findPinner() {
+        for (MemoryPinner p : ServiceLoader.load(MemoryPinner.class)) {
+            if (p.isAvailable()) return p;
+        }
+        if (PIN_MEMORY_WARNED.compareAndSet(false, true)) {
+            PIN_MEMORY_WARNINGS.incrementAndGet();
+            LOG.log(System.Logger.Level.WARNING, "DataLoader: 'pinMemory' is set but no accelerator is found, so pinned memory "
+                    + "will not be used");
+        }
+        return null;
+    }
+
+    private static CollateFn<Object, Object> defaultCollate() {
+        return samples -> {
+            Object first = samples.get(0);
+            if (first instanceof Number || first instanceof Boolean || first instanceof CharSequence) {
+                throw new IllegalStateException("DataLoader: the default collate turns " + first.getClass().getSimpleName()
+                        + " samples into a " + (first instanceof CharSequence ? "List<String>" : "Tensor")
+                        + ", not a batch of the sample's type; build the loader with .collate(Collate.toTensor()) or another collate");
+            }
+            return Collate.defaultCollate(samples);
+        };
+    }
+
+    // ------------------------------------------------------------------ loading (any thread)
+
+    private record Task(long epoch, long seq, int[] indices) {}
+
+    /** A loaded batch (with the tensors the loader owns), a failure, or an exhausted iterable worker. */
+    private record Result(long epoch, long seq, int worker, Object batch, List<Tensor> owned, DataLoaderException error,
+                          boolean exhausted) {
+        static Result exhausted(long epoch, long seq, int worker) {
+            return new Result(epoch, seq, worker, null, List.of(), null, true);
+        }
+
+        static Result failure(long epoch, long seq, int worker, DataLoaderException e) {
+            return new Result(epoch, seq, worker, null, List.of(), e, false);
+        }
+
+        void release() {
+            for (Tensor t : owned) t.close();
+        }
+    }
+
+    private static String where(int worker) {
+        return worker < 0 ? "DataLoader (no workers)" : "DataLoader worker " + worker;
+    }
+
+    private static String describe(Throwable e) {
+        return e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage());
+    }
+
+    /** Loads the batch of {@code indices} from the map-style dataset. */
+    private Result load(long epoch, long seq, int[] indices, int worker) {
+        try (MemoryScope scope = new MemoryScope()) {
+            List<Object> samples = new ArrayList<>(indices.length);
+            for (int index : indices) {
+                try {
+                    samples.add(dataset.get(index));
+                } catch (Throwable e) {
+                    return Result.failure(epoch, seq, worker, new DataLoaderException(where(worker) + " failed to load dataset index "
+                            + index + " (batch indices " + Arrays.toString(indices) + "): " + describe(e), e, worker, index, indices));
+                }
+            }
+            return finish(scope, epoch, seq, worker, samples, indices);
+        }
+    }
+
+    /** Loads the next batch of a worker's stream; {@code exhausted} when the stream has no full batch left. */
+    private Result loadIterable(long epoch, long seq, Iterator<?> it, int worker) {
+        try (MemoryScope scope = new MemoryScope()) {
+            int want = batchSize == null ? 1 : batchSize;
+            List<Object> samples = new ArrayList<>(want);
+            try {
+                while (samples.size() < want && it.hasNext()) samples.add(it.next());
+            } catch (Throwable e) {
+                return Result.failure(epoch, seq, worker, new DataLoaderException(where(worker) + " failed while iterating the "
+                        + "IterableDataset (sample " + samples.size() + " of batch " + seq + "): " + describe(e), e, worker, -1, null));
+            }
+            if (samples.isEmpty() || (samples.size() < want && dropLast)) return Result.exhausted(epoch, seq, worker);
+            return finish(scope, epoch, seq, worker, samples, null);
+        }
+    }
+
+    /** Collates and pins inside {@code scope}; the batch's tensors created there leave it and become the loader's. */
+    private Result finish(MemoryScope scope, long epoch, long seq, int worker, List<Object> samples, int[] indices) {
+        Object batch;
+        try {
+            batch = batchSize == null && batchSampler == null ? samples.get(0) : collate.collate(samples);
+            if (pinner != null) batch = pinner.pin(batch);
+        } catch (Throwable e) {
+            String what = indices != null ? "batch indices " + Arrays.toString(indices) : "batch " + seq;
+            return Result.failure(epoch, seq, worker, new DataLoaderException(where(worker) + " failed to collate " + what
+                    + ": " + describe(e), e, worker, -1, indices));
+        }
+        List<Tensor> owned = new ArrayList<>();
+        Collate.forEachTensor(batch, t -> {
+            if (t.scope() == scope) {
+                t.untrack();
+                owned.add(t);
+            }
+        });
+        return new Result(epoch, seq, worker, batch, owned, null, false);
+    }
+
+    // ------------------------------------------------------------------ workers
+
+    /** Worker threads with one task queue each and a shared result queue. */
+    private final class WorkerPool {
+        final List<Worker> workers;
+        final BlockingQueue<Result> results = new LinkedBlockingQueue<>();
+
+        WorkerPool(long baseSeed) {
+            workers = new ArrayList<>(numWorkers);
+            for (int i = 0; i < numWorkers; i++) workers.add(new Worker(new WorkerInfo(i, numWorkers, baseSeed + i), this));
+            for (Worker w : workers) w.thread.start();
+        }
+
+        /** Cancels queued tasks, stops and joins the threads, and releases every undelivered batch. */
+        void shutdown() {
+            for (Worker w : workers) {
+                w.tasks.clear();
+                w.tasks.add(STOP);
+            }
+            for (Worker w : workers) {
+                try {
+                    w.thread.join(10_000);
+                    if (w.thread.isAlive()) {
+                        w.thread.interrupt();
+                        w.thread.join(1_000);
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+            Result r;
+            while ((r = results.poll()) != null) r.release();
+        }
+    }
+
+    private final class Worker implements Runnable {
+        final WorkerInfo info;
+        final WorkerPool pool;
+        final BlockingQueue<Task> tasks = new LinkedBlockingQueue<>();
+        final Thread thread;
+        Iterator<?> stream;
+        long streamEpoch = -1;
+        boolean streamDone;
+
+        Worker(WorkerInfo info, WorkerPool pool) {
+            this.info = info;
+            this.pool = pool;
+            this.thread = new Thread(this, "jtorch-dataloader-worker-" + info.id());
+            thread.setDaemon(true);
+        }
+
+        @Override
+        public void run() {
+            WorkerInfo.setCurrent(info);
+            Throwable initError = null;
+            try {
+                if (workerInitFn != null) {
+                    try {
+                        workerInitFn.accept(info);
+                    } catch (Throwable e) {
+                        initError = e;
+                    }
+                }
+                while (true) {
+                    Task t = tasks.take();
+                    if (t == STOP) return;
+                    Result r;
+                    if (initError != null) {
+                        r = Result.failure(t.epoch, t.seq, info.id(), new DataLoaderException(where(info.id())
+                                + " failed in its workerInitFn: " + describe(initError), initError, info.id(), -1, t.indices));
+                    } else {
+                        r = process(t);
+                    }
+                    pool.results.put(r);
+                }
+            } catch (InterruptedException e) {
+                // shutdown of a worker stuck in user code; nothing left to deliver
+            } finally {
+                WorkerInfo.setCurrent(null);
+            }
+        }
+
+        private Result process(Task t) {
+            if (dataset != null) return load(t.epoch, t.seq, t.indices, info.id());
+            if (streamEpoch != t.epoch) {
+                streamEpoch = t.epoch;
+                streamDone = false;
+                try {
+                    stream = iterableDataset.iterator();
+                } catch (Throwable e) {
+                    streamDone = true;
+                    return Result.failure(t.epoch, t.seq, info.id(), new DataLoaderException(where(info.id())
+                            + " failed to create the IterableDataset's iterator: " + describe(e), e, info.id(), -1, null));
+                }
+            }
+            if (streamDone) return Result.exhausted(t.epoch, t.seq, info.id());
+            Result r = loadIterable(t.epoch, t.seq, stream, info.id());
+            if (r.exhausted) streamDone = true;
+            return r;
+        }
+    }
+
+    // ------------------------------------------------------------------ the iterator
+
+    private final class LoaderIterator implements BatchIterator<B> {
+        private final long epoch;
+        private final Iterator<int[]> batches;        // map-style batches of indices (null for iterable datasets)
+        private final Iterator<Integer> singles;      // map-style without batching
+        private final WorkerPool pool;
+        private final Map<Long, Result> reorder = new HashMap<>();
+        private final boolean[] activeWorkers;
+        private Iterator<?> stream;                   // iterable dataset without workers
+        private long sent;
+        private long received;                        // results taken from the queue
+        private long next;                            // sequence number of the next batch to return
+        private int nextWorker;
+        private Result current;
+        private Result pending;
+        private boolean finished;
+
+        LoaderIterator(long epoch) {
+            this.epoch = epoch;
+            // Drawn for every epoch whatever the worker count, so that worker counts do not change the shuffle order.
+            long baseSeed = RandomDraws.seed(generator == null ? Generator.defaultGenerator() : generator);
+            if (dataset != null) {
+                this.batches = batchSampler != null ? batchSampler.iterator() : null;
+                this.singles = batchSampler == null ? sampler.iterator() : null;
+            } else {
+                this.batches = null;
+                this.singles = null;
+            }
+            if (numWorkers == 0) {
+                pool = null;
+                activeWorkers = null;
+            } else {
+                if (persistentWorkers) {
+                    if (persistentPool == null) persistentPool = new WorkerPool(baseSeed);
+                    pool = persistentPool;
+                } else {
+                    pool = new WorkerPool(baseSeed);
+                }
+                activeWorkers = new boolean[numWorkers];
+                Arrays.fill(activeWorkers, true);
+            }
+        }
+
+        @Override
+        public boolean hasNext() {
+            if (finished) return false;
+            if (pending == null) {
+                try {
+                    pending = advance();
+                } catch (RuntimeException | Error e) {
+                    close();
+                    throw e;
+                }
+                if (pending == null) close();
+            }
+            return pending != null;
+        }
+
+        @Override
+        @SuppressWarnings("unchecked")
+        public B next() {
+            if (!hasNext()) throw new NoSuchElementException("DataLoader: no more batches in this epoch");
+            if (current != null) current.release();
+            current = pending;
+            pending = null;
+            if (current.error != null) {
+                DataLoaderException e = current.error;
+                close();
+                throw e;
+            }
+            return (B) current.batch;
+        }
+
+        @Override
+        @SuppressWarnings("unchecked")
+        public B keep() {
+            if (current == null || current.batch == null) throw new IllegalStateException("DataLoader: keep() before next()");
+            Result r = current;
+            current = new Result(r.epoch, r.seq, r.worker, r.batch, List.of(), null, false);
+            return (B) r.batch;
+        }
+
+        @Override
+        public void close() {
+            if (finished) return;
+            finished = true;
+            if (current != null) current.release();
+            if (pending != null) pending.release();
+            current = null;
+            pending = null;
+            for (Result r : reorder.values()) r.release();
+            reorder.clear();
+            if (pool != null) {
+                if (pool == persistentPool) {
+                    if (!drain()) {
+                        persistentPool.shutdown();
+                        persistentPool = null;
+                    }
+                } else {
+                    pool.shutdown();
+                }
+            }
+            if (active == this) active = null;
+        }
+
+        /** Persistent workers: cancels this epoch's queued tasks and releases the batches still being loaded. */
+        private boolean drain() {
+            long cancelled = 0;
+            for (Worker w : pool.workers) {
+                List<Task> removed = new ArrayList<>();
+                w.tasks.drainTo(removed);
+                cancelled += removed.size();
+            }
+            long deadline = System.nanoTime() + (timeout.isZero() ? TimeUnit.SECONDS.toNanos(60) : timeout.toNanos());
+            while (received + cancelled < sent) {
+                try {
+                    Result r = pool.results.poll(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                    if (r == null) return false;
+                    received++;
+                    r.release();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** The next result in order, or null at the end of the epoch. */
+        private Result advance() {
+            if (pool == null) return loadHere();
+            while (true) {
+                fill();
+                Result r = reorder.remove(next);
+                if (r == null) {
+                    if (next == sent) return null;
+                    r = poll();
+                    received++;
+                    if (r.seq != next) {
+                        reorder.put(r.seq, r);
+                        continue;
+                    }
+                }
+                next++;
+                if (r.exhausted) {
+                    activeWorkers[r.worker] = false;
+                    continue;
+                }
+                fill();
+                return r;
+            }
+        }
+
+        /** Without workers: loads the next batch on this thread. */
+        private Result loadHere() {
+            long seq = next++;
+            if (dataset != null) {
+                int[] indices;
+                if (batches != null) {
+                    if (!batches.hasNext()) return null;
+                    indices = batches.next();
+                } else {
+                    if (!singles.hasNext()) return null;
+                    indices = new int[] {singles.next()};
+                }
+                return load(epoch, seq, indices, -1);
+            }
+            if (stream == null) stream = iterableDataset.iterator();
+            Result r = loadIterable(epoch, seq, stream, -1);
+            return r.exhausted ? null : r;
+        }
+
+        /** Keeps {@code prefetchFactor * numWorkers} batches in flight, dealt to the workers in turn. */
+        private void fill() {
+            while (sent - next < (long) prefetchFactor * numWorkers) {
+                int[] indices = null;
+                if (dataset != null) {
+                    if (batches != null) {
+                        if (!batches.hasNext()) return;
+                        indices = batches.next();
+                    } else {
+                        if (!singles.hasNext()) return;
+                        indices = new int[] {singles.next()};
+                    }
+                }
+                int w = nextActiveWorker();
+                if (w < 0) return;
+                pool.workers.get(w).tasks.add(new Task(epoch, sent++, indices));
+            }
+        }
+
+        private int nextActiveWorker() {
+            for (int k = 0; k < numWorkers; k++) {
+                int w = nextWorker;
+                nextWorker = (nextWorker + 1) % numWorkers;
+                if (activeWorkers[w]) return w;
+            }
+            return -1;
+        }
+
+        /** Waits for a worker's result, checking the timeout and that the workers are alive. */
+        private Result poll() {
+            long start = System.nanoTime();
+            while (true) {
+                long waitNanos = timeout.isZero() ? TimeUnit.MILLISECONDS.toNanos(100)
+                        : timeout.toNanos() - (System.nanoTime() - start);
+                Result r;
+                try {
+                    r = waitNanos > 0 ? pool.results.poll(waitNanos, TimeUnit.NANOSECONDS) : pool.results.poll();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new DataLoaderException("DataLoader: interrupted while waiting for batch " + next, e, -1, -1, null);
+                }
+                if (r != null) {
+                    if (r.epoch != epoch) { // a batch of an earlier epoch that closing did not wait for
+                        r.release();
+                        continue;
+                    }
+                    return r;
+                }
+                if (!timeout.isZero() && System.nanoTime() - start >= timeout.toNanos()) {
+                    throw new DataLoaderException(String.format("DataLoader timed out after %.3f s waiting for batch %d",
+                            timeout.toNanos() * 1e-9, next), null, -1, -1, null);
+                }
+                for (Worker w : pool.workers) {
+                    if (!w.thread.isAlive()) {
+                        throw new DataLoaderException("DataLoader worker " + w.info.id() + " exited unexpectedly", null,
+                                w.info.id(), -1, null);
+                    }
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ builder
+
+    /**
+     * Options of a {@link DataLoader}, named as PyTorch's keyword arguments.
+     *
+     * @param <T> the sample type
+     * @param <B> the batch type (the sample type under the default collate; set by {@link #collate})
+     */
+    public static final class Builder<T, B> {
+        private final Dataset<T> dataset;
+        private final IterableDataset<T> iterable;
+        private Integer batchSize = 1;
+        private boolean batchSizeSet;
+        private boolean shuffle;
+        private Sampler sampler;
+        private BatchSampler batchSampler;
+        private boolean dropLast;
+        private CollateFn<? super T, ?> collate;
+        private int numWorkers;
+        private int prefetchFactor = 2;
+        private boolean prefetchFactorSet;
+        private boolean persistentWorkers;
+        private boolean pinMemory;
+        private Duration timeout = Duration.ZERO;
+        private Consumer<WorkerInfo> workerInitFn;
+        private Generator generator;
+
+        private Builder(Dataset<T> dataset, IterableDataset<T> iterable) {
+            this.dataset = dataset;
+            this.iterable = iterable;
+        }
+
+        /** Samples per batch (default 1); null disables batching: each sample is returned as it is, uncollated. */
+        public Builder<T, B> batchSize(Integer batchSize) {
+            if (batchSize != null && batchSize <= 0) {
+                throw new IllegalArgumentException("DataLoader: batchSize should be a positive integer value, but got batchSize=" + batchSize);
+            }
+            this.batchSize = batchSize;
+            this.batchSizeSet = true;
+            return this;
+        }
+
+        /** A new random order every epoch, drawn from {@link #generator}. */
+        public Builder<T, B> shuffle(boolean shuffle) {
+            this.shuffle = shuffle;
+            return this;
+        }
+
+        public Builder<T, B> sampler(Sampler sampler) {
+            this.sampler = sampler;
+            return this;
+        }
+
+        /** Yields the indices of each batch; excludes batchSize, shuffle, sampler and dropLast. */
+        public Builder<T, B> batchSampler(BatchSampler batchSampler) {
+            this.batchSampler = batchSampler;
+            return this;
+        }
+
+        /** Drops the last batch when it is smaller than batchSize. */
+        public Builder<T, B> dropLast(boolean dropLast) {
+            this.dropLast = dropLast;
+            return this;
+        }
+
+        /** Replaces the default collate; the batch type becomes {@code C}. */
+        @SuppressWarnings("unchecked")
+        public <C> Builder<T, C> collate(CollateFn<? super T, C> collate) {
+            this.collate = Objects.requireNonNull(collate, "collate");
+            return (Builder<T, C>) this;
+        }
+
+        /** Worker threads loading batches in parallel (0: load on the consuming thread). */
+        public Builder<T, B> numWorkers(int numWorkers) {
+            if (numWorkers < 0) {
+                throw new IllegalArgumentException("DataLoader: numWorkers option should be non-negative; use numWorkers=0 to disable workers");
+            }
+            this.numWorkers = numWorkers;
+            return this;
+        }
+
+        /** Batches loaded in advance by each worker (default 2). */
+        public Builder<T, B> prefetchFactor(int prefetchFactor) {
+            if (prefetchFactor < 1) throw new IllegalArgumentException("DataLoader: prefetchFactor must be at least 1, got " + prefetchFactor);
+            this.prefetchFactor = prefetchFactor;
+            this.prefetchFactorSet = true;
+            return this;
+        }
+
+        /** Keeps the worker threads between epochs (until {@link DataLoader#close()}). */
+        public Builder<T, B> persistentWorkers(boolean persistentWorkers) {
+            this.persistentWorkers = persistentWorkers;
+            return this;
+        }
+
+        /**
+         * Copies batches into pinned host memory for fast transfers to an accelerator, through a
+         * {@link MemoryPinner}; without one (no accelerator) the option is accepted and does nothing.
+         */
+        public Builder<T, B> pinMemory(boolean pinMemory) {
+            this.pinMemory = pinMemory;
+            return this;
+        }
+
+        /** Longest wait for a worker's batch; zero (default) waits indefinitely. */
+        public Builder<T, B> timeout(Duration timeout) {
+            if (timeout.isNegative()) throw new IllegalArgumentException("DataLoader: timeout option should be non-negative");
+            this.timeout = timeout;
+            return this;
+        }
+
+        /** Called first in each worker thread (which {@link WorkerInfo#current()} also describes). */
+        public Builder<T, B> workerInitFn(Consumer<WorkerInfo> workerInitFn) {
+            this.workerInitFn = workerInitFn;
+            return this;
+        }
+
+        /** Source of shuffle orders and worker seeds (default: the default generator). */
+        public Builder<T, B> generator(Generator generator) {
+            this.generator = generator;
+            return this;
+        }
+
+        public DataLoader<B> build() {
+            if (numWorkers == 0 && persistentWorkers) {
+                throw new IllegalArgumentException("DataLoader: persistentWorkers option needs numWorkers > 0");
+            }
+            if (numWorkers == 0 && prefetchFactorSet) {
+                throw new IllegalArgumentException("DataLoader: prefetchFactor option could only be specified with numWorkers > 0");
+            }
+            if (iterable != null) {
+                if (shuffle) throw new IllegalArgumentException("DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle=true");
+                if (sampler != null) throw new IllegalArgumentException("DataLoader with IterableDataset: expected unspecified sampler option");
+                if (batchSampler != null) throw new IllegalArgumentException("DataLoader with IterableDataset: expected unspecified batchSampler option");
+            }
+            if (sampler != null && shuffle) throw new IllegalArgumentException("DataLoader: sampler option is mutually exclusive with shuffle");
+            if (batchSampler != null && (batchSizeSet || shuffle || sampler != null || dropLast)) {
+                throw new IllegalArgumentException("DataLoader: batchSampler option is mutually exclusive with batchSize, shuffle, sampler, and dropLast");
+            }
+            if (batchSize == null && batchSampler == null) {
+                if (dropLast) throw new IllegalArgumentException("DataLoader: batchSize=null option disables auto-batching and is mutually exclusive with dropLast");
+                if (collate != null) throw new IllegalArgumentException("DataLoader: batchSize=null returns samples uncollated; a collate function needs batches");
+            }
+            return new DataLoader<>(this);
+        }
+    }
+}

@@ -1,0 +1,520 @@
+package org.jtorch.ops;
+
+import java.util.Arrays;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Grad;
+import org.jtorch.autograd.SavedTensor;
+import org.jtorch.backend.Backends;
+import org.jtorch.backend.ConvolutionKernels.Geometry;
+
+/**
+ * The convolution family, as {@code torch.nn.functional}: {@code conv1d}, {@code conv2d} (stride,
+ * padding as numbers or "same"/"valid", dilation, groups, optional bias), {@code convTranspose2d},
+ * {@code unfold} (im2col) and {@code fold} (col2im). Inputs are batched ({@code [N, C, ...]}) or
+ * unbatched ({@code [C, ...]}).
+ *
+ * <p>Every op reduces to three kernels over one {@link Geometry}: the convolution, its input gradient
+ * (which is the transposed convolution) and its weight gradient. Each is a differentiable op whose
+ * backward is written with the other two, so gradients of gradients work as well:
+ * <pre>
+ *   y  = conv(x, w) + b        dx = convT(dy, w)      dw = wgrad(dy, x)    db = sum(dy, [N, H, W])
+ *   x  = convT(y, w) + b       dy = conv(dx, w)       dw = wgrad(dx, y)    db = sum(dx, [N, H, W])
+ *   w' = wgrad(dy, x)          d(dy) = conv(x, dw')   dx = convT(dy, dw')
+ * </pre>
+ * float32 and float64 compute natively; bfloat16 computes in float32 and rounds once; integer
+ * convolutions (conv1d/conv2d only, as PyTorch's CPU) compute in float64, exact while the sums stay
+ * below 2^53. float16 convolutions are rejected as by PyTorch 1.13's CPU backend; float16
+ * unfold/fold are accepted.
+ */
+public final class Convolution {
+    private Convolution() {}
+
+    // ------------------------------------------------------------------ public ops
+
+    public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding, int[] dilation, int groups) {
+        return conv("conv2d", 2, input, weight, bias, pair("conv2d", "stride", stride, 2), pair("conv2d", "padding", padding, 2),
+                null, pair("conv2d", "dilation", dilation, 2), groups);
+    }
+
+    /** {@code padding} is "valid" (none) or "same" (output size = input size; stride 1 only). */
+    public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, String padding, int[] dilation, int groups) {
+        return conv("conv2d", 2, input, weight, bias, pair("conv2d", "stride", stride, 2), null, padding,
+                pair("conv2d", "dilation", dilation, 2), groups);
+    }
+
+    public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, int padding, int dilation, int groups) {
+        return conv("conv1d", 1, input, weight, bias, new int[] {stride}, new int[] {padding}, null, new int[] {dilation}, groups);
+    }
+
+    /** {@code padding} is "valid" (none) or "same" (output length = input length; stride 1 only). */
+    public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, String padding, int dilation, int groups) {
+        return conv("conv1d", 1, input, weight, bias, new int[] {stride}, null, padding, new int[] {dilation}, groups);
+    }
+
+    /**
+     * {@code torch.nn.functional.conv_transpose2d}: the gradient of {@code conv2d} with respect to its input.
+     * {@code weight} is {@code [in_channels, out_channels / groups, kH, kW]}; the output's size is
+     * {@code (H - 1) * stride - 2 * padding + dilation * (k - 1) + outputPadding + 1}.
+     */
+    public static Tensor convTranspose2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding,
+                                         int[] outputPadding, int groups, int[] dilation) {
+        String op = "conv_transpose2d";
+        int[] s = pair(op, "stride", stride, 2);
+        int[] p = pair(op, "padding", padding, 2);
+        int[] op2 = pair(op, "output_padding", outputPadding, 2);
+        int[] d = pair(op, "dilation", dilation, 2);
+        checkOperands(op, 2, input, weight, bias, groups);
+        for (int i = 0; i < 2; i++) {
+            if (s[i] <= 0) throw new IllegalArgumentException(op + ": stride must be positive, got " + Arrays.toString(s));
+            if (d[i] <= 0) throw new IllegalArgumentException(op + ": dilation must be positive, got " + Arrays.toString(d));
+            if (p[i] < 0) throw new IllegalArgumentException(op + ": negative padding is not supported, got " + Arrays.toString(p));
+            if (op2[i] < 0 || (op2[i] >= s[i] && op2[i] >= d[i])) {
+                throw new IllegalArgumentException(op + ": output padding must be smaller than either stride or dilation, got output_padding="
+                        + Arrays.toString(op2) + ", stride=" + Arrays.toString(s) + ", dilation=" + Arrays.toString(d));
+            }
+        }
+        boolean batched = input.dim() == 4;
+        long n = batched ? input.size(0) : 1;
+        long cin = input.size(batched ? 1 : 0);
+        long h = input.size(-2), w = input.size(-1);
+        if (weight.size(0) != cin) {
+            throw new IllegalArgumentException(op + ": given groups=" + groups + ", weight of shape " + Shapes.format(weight.shape())
+                    + " expects input of shape " + Shapes.format(input.shape()) + " to have " + weight.size(0) + " channels, but got "
+                    + cin + " channels");
+        }
+        if (cin % groups != 0) {
+            throw new IllegalArgumentException(op + ": input channels (" + cin + ") must be divisible by groups (" + groups + ")");
+        }
+        long cout = weight.size(1) * groups;
+        long kh = weight.size(2), kw = weight.size(3);
+        long hOut = (h - 1) * s[0] - 2L * p[0] + d[0] * (kh - 1) + op2[0] + 1;
+        long wOut = (w - 1) * s[1] - 2L * p[1] + d[1] * (kw - 1) + op2[1] + 1;
+        if (hOut <= 0 || wOut <= 0) {
+            throw new IllegalArgumentException(op + ": input of shape " + Shapes.format(input.shape()) + " with weight of shape "
+                    + Shapes.format(weight.shape()) + " gives a non-positive output size (" + hOut + " x " + wOut + ")");
+        }
+        checkBias(op, bias, cout);
+        // The convolution this one transposes maps the output [N, cout, hOut, wOut] to the input.
+        Geometry geo = geometry(n, cout, hOut, wOut, cin, kh, kw, s[0], s[1], p[0], p[1], d[0], d[1], groups, h, w);
+        long[] outShape = batched ? new long[] {n, cout, hOut, wOut} : new long[] {cout, hOut, wOut};
+        return convT(input, weight, bias, geo, outShape);
+    }
+
+    /**
+     * {@code torch.nn.functional.unfold} (im2col): {@code [N, C, H, W] -> [N, C * kH * kW, L]}, each column
+     * one sliding block of the zero-padded input.
+     */
+    public static Tensor unfold(Tensor input, int[] kernelSize, int[] dilation, int[] padding, int[] stride) {
+        String op = "unfold";
+        input.checkOpen(op);
+        int[] k = pair(op, "kernel_size", kernelSize, 2), d = pair(op, "dilation", dilation, 2);
+        int[] p = pair(op, "padding", padding, 2), s = pair(op, "stride", stride, 2);
+        if (input.dim() != 4 && input.dim() != 3) {
+            throw new IllegalArgumentException(op + ": expected a 3-D (unbatched) or 4-D (batched) input, got shape "
+                    + Shapes.format(input.shape()));
+        }
+        checkFoldDtype(op, input.dtype());
+        checkWindow(op, k, d, p, s);
+        boolean batched = input.dim() == 4;
+        long n = batched ? input.size(0) : 1;
+        long c = input.size(batched ? 1 : 0), h = input.size(-2), w = input.size(-1);
+        long oh = (h + 2L * p[0] - d[0] * (k[0] - 1L) - 1) / s[0] + 1;
+        long ow = (w + 2L * p[1] - d[1] * (k[1] - 1L) - 1) / s[1] + 1;
+        if (h + 2L * p[0] < d[0] * (k[0] - 1L) + 1 || w + 2L * p[1] < d[1] * (k[1] - 1L) + 1 || oh <= 0 || ow <= 0) {
+            throw new IllegalArgumentException(op + ": input of shape " + Shapes.format(input.shape()) + " with padding "
+                    + Arrays.toString(p) + " is too small for kernel " + Arrays.toString(k) + " with dilation " + Arrays.toString(d));
+        }
+        Geometry geo = geometry(n, c, h, w, c, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], 1, oh, ow);
+        long[] outShape = batched ? new long[] {n, c * k[0] * k[1], oh * ow} : new long[] {c * k[0] * k[1], oh * ow};
+        return im2col(input, geo, outShape);
+    }
+
+    /**
+     * {@code torch.nn.functional.fold} (col2im): {@code [N, C * kH * kW, L] -> [N, C, H, W]}, summing the
+     * values that overlapping blocks put at the same position.
+     */
+    public static Tensor fold(Tensor input, int[] outputSize, int[] kernelSize, int[] dilation, int[] padding, int[] stride) {
+        String op = "fold";
+        input.checkOpen(op);
+        int[] o = pair(op, "output_size", outputSize, 2), k = pair(op, "kernel_size", kernelSize, 2);
+        int[] d = pair(op, "dilation", dilation, 2), p = pair(op, "padding", padding, 2), s = pair(op, "stride", stride, 2);
+        if (input.dim() != 3 && input.dim() != 2) {
+            throw new IllegalArgumentException(op + ": expected a 2-D (unbatched) or 3-D (batched) input, got shape "
+                    + Shapes.format(input.shape()));
+        }
+        checkFoldDtype(op, input.dtype());
+        checkWindow(op, k, d, p, s);
+        if (o[0] <= 0 || o[1] <= 0) {
+            throw new IllegalArgumentException(op + ": output_size must be positive, got " + Arrays.toString(o));
+        }
+        boolean batched = input.dim() == 3;
+        long n = batched ? input.size(0) : 1;
+        long rows = input.size(-2), l = input.size(-1);
+        long kk = (long) k[0] * k[1];
+        if (rows % kk != 0) {
+            throw new IllegalArgumentException(op + ": expected size of input's dimension 1 to be divisible by the product of kernel_size ("
+                    + kk + "), but got input of shape " + Shapes.format(input.shape()));
+        }
+        long oh = (o[0] + 2L * p[0] - d[0] * (k[0] - 1L) - 1) / s[0] + 1;
+        long ow = (o[1] + 2L * p[1] - d[1] * (k[1] - 1L) - 1) / s[1] + 1;
+        if (oh <= 0 || ow <= 0 || oh * ow != l) {
+            throw new IllegalArgumentException(op + ": given output_size=" + Arrays.toString(o) + ", kernel_size=" + Arrays.toString(k)
+                    + ", dilation=" + Arrays.toString(d) + ", padding=" + Arrays.toString(p) + ", stride=" + Arrays.toString(s)
+                    + ", expected size of input's dimension 2 to be " + Math.max(0, oh) * Math.max(0, ow) + " blocks, but got input of shape "
+                    + Shapes.format(input.shape()));
+        }
+        long c = rows / kk;
+        Geometry geo = geometry(n, c, o[0], o[1], c, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], 1, oh, ow);
+        long[] outShape = batched ? new long[] {n, c, o[0], o[1]} : new long[] {c, o[0], o[1]};
+        return col2im(input, geo, outShape);
+    }
+
+    // ------------------------------------------------------------------ validation
+
+    /** conv1d / conv2d: validates, builds the geometry and runs {@link #conv}. */
+    private static Tensor conv(String op, int dims, Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding,
+                               String paddingMode, int[] dilation, int groups) {
+        checkOperands(op, dims, input, weight, bias, groups);
+        boolean batched = input.dim() == dims + 2;
+        long n = batched ? input.size(0) : 1;
+        long cin = input.size(batched ? 1 : 0);
+        long cout = weight.size(0);
+        if (cout % groups != 0) {
+            throw new IllegalArgumentException(op + ": weight of shape " + Shapes.format(weight.shape()) + " has " + cout
+                    + " output channels, which is not divisible by groups=" + groups);
+        }
+        if (weight.size(1) * groups != cin) {
+            throw new IllegalArgumentException(op + ": given groups=" + groups + ", weight of shape " + Shapes.format(weight.shape())
+                    + " expects input of shape " + Shapes.format(input.shape()) + " to have " + weight.size(1) * groups
+                    + " channels, but got " + cin + " channels");
+        }
+        checkBias(op, bias, cout);
+        for (int i = 0; i < dims; i++) {
+            if (stride[i] <= 0) throw new IllegalArgumentException(op + ": stride must be positive, got " + Arrays.toString(stride));
+            if (dilation[i] <= 0) throw new IllegalArgumentException(op + ": dilation must be positive, got " + Arrays.toString(dilation));
+        }
+        // Spatial sizes as 2-D: a 1-D convolution is a 2-D one of height 1.
+        long h = dims == 2 ? input.size(-2) : 1, w = input.size(-1);
+        long kh = dims == 2 ? weight.size(2) : 1, kw = weight.size(-1);
+        int sh = dims == 2 ? stride[0] : 1, sw = stride[dims - 1];
+        int dh = dims == 2 ? dilation[0] : 1, dw = dilation[dims - 1];
+        long ph, pw, oh, ow;
+        if (paddingMode != null) {
+            switch (paddingMode) {
+                case "valid" -> {
+                    ph = 0;
+                    pw = 0;
+                }
+                case "same" -> {
+                    for (int s : stride) {
+                        if (s != 1) throw new IllegalArgumentException(op + ": padding='same' is not supported for strided convolutions");
+                    }
+                    // Total padding d * (k - 1); an odd total puts the extra row/column at the bottom/right, as PyTorch.
+                    ph = dh * (kh - 1) / 2;
+                    pw = dw * (kw - 1) / 2;
+                }
+                default -> throw new IllegalArgumentException(op + ": invalid padding string '" + paddingMode
+                        + "', should be one of 'valid' or 'same'");
+            }
+        } else {
+            for (int p : padding) {
+                if (p < 0) throw new IllegalArgumentException(op + ": negative padding is not supported, got " + Arrays.toString(padding));
+            }
+            ph = dims == 2 ? padding[0] : 0;
+            pw = padding[dims - 1];
+        }
+        boolean same = "same".equals(paddingMode);
+        long extH = same ? dh * (kh - 1) : 2 * ph, extW = same ? dw * (kw - 1) : 2 * pw;
+        if (h + extH < dh * (kh - 1) + 1 || w + extW < dw * (kw - 1) + 1) {
+            String size = dims == 2 ? (h + extH) + " x " + (w + extW) : String.valueOf(w + extW);
+            String kernel = dims == 2 ? (dh * (kh - 1) + 1) + " x " + (dw * (kw - 1) + 1) : String.valueOf(dw * (kw - 1) + 1);
+            throw new IllegalArgumentException(op + ": padded input size per channel (" + size + ") is smaller than the (dilated) kernel size ("
+                    + kernel + "): input of shape " + Shapes.format(input.shape()) + ", weight of shape " + Shapes.format(weight.shape()));
+        }
+        oh = (h + extH - dh * (kh - 1) - 1) / sh + 1;
+        ow = (w + extW - dw * (kw - 1) - 1) / sw + 1;
+        Geometry geo = geometry(n, cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh, ow);
+        long[] outShape;
+        if (dims == 2) outShape = batched ? new long[] {n, cout, oh, ow} : new long[] {cout, oh, ow};
+        else outShape = batched ? new long[] {n, cout, ow} : new long[] {cout, ow};
+        return conv(input, weight, bias, geo, outShape);
+    }
+
+    private static void checkOperands(String op, int dims, Tensor input, Tensor weight, Tensor bias, int groups) {
+        input.checkOpen(op);
+        weight.checkOpen(op);
+        if (bias != null) bias.checkOpen(op);
+        if (input.dim() != dims + 1 && input.dim() != dims + 2) {
+            throw new IllegalArgumentException(op + ": expected " + (dims + 1) + "-D (unbatched) or " + (dims + 2)
+                    + "-D (batched) input, but got input of shape " + Shapes.format(input.shape()));
+        }
+        if (weight.dim() != dims + 2) {
+            throw new IllegalArgumentException(op + ": expected a " + (dims + 2) + "-D weight, but got weight of shape "
+                    + Shapes.format(weight.shape()));
+        }
+        if (groups <= 0) throw new IllegalArgumentException(op + ": groups must be positive, got " + groups);
+        Device device = input.device();
+        for (Tensor t : new Tensor[] {weight, bias}) {
+            if (t == null) continue;
+            if (!t.device().equals(device)) {
+                throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + device + " and " + t.device());
+            }
+            if (t.dtype() != input.dtype()) {
+                throw new IllegalArgumentException(op + ": input type (" + input.dtype() + ") and " + (t == weight ? "weight" : "bias")
+                        + " type (" + t.dtype() + ") should be the same");
+            }
+        }
+        DType t = input.dtype();
+        if (t == DType.FLOAT16 || t == DType.BOOL || (t.isIntegral() && op.startsWith("conv_transpose"))) {
+            throw new IllegalArgumentException(op + ": not implemented for " + t + " on the CPU");
+        }
+        for (long s : weight.shape()) {
+            if (s == 0) throw new IllegalArgumentException(op + ": weight of shape " + Shapes.format(weight.shape()) + " has a zero dimension");
+        }
+        for (int i = input.dim() - dims - 1; i < input.dim(); i++) {
+            if (input.size(i) == 0) {
+                throw new IllegalArgumentException(op + ": expected input of shape " + Shapes.format(input.shape())
+                        + " to have non-zero channel and spatial sizes");
+            }
+        }
+    }
+
+    private static void checkBias(String op, Tensor bias, long cout) {
+        if (bias != null && (bias.dim() != 1 || bias.size(0) != cout)) {
+            throw new IllegalArgumentException(op + ": expected a bias of shape [" + cout + "], but got bias of shape " + Shapes.format(bias.shape()));
+        }
+    }
+
+    private static void checkFoldDtype(String op, DType t) {
+        if (!t.isFloatingPoint()) throw new IllegalArgumentException(op + ": not implemented for " + t + " (floating dtypes only)");
+    }
+
+    private static void checkWindow(String op, int[] k, int[] d, int[] p, int[] s) {
+        for (int i = 0; i < 2; i++) {
+            if (k[i] <= 0) throw new IllegalArgumentException(op + ": kernel_size must be positive, got " + Arrays.toString(k));
+            if (d[i] <= 0) throw new IllegalArgumentException(op + ": dilation must be positive, got " + Arrays.toString(d));
+            if (s[i] <= 0) throw new IllegalArgumentException(op + ": stride must be positive, got " + Arrays.toString(s));
+            if (p[i] < 0) throw new IllegalArgumentException(op + ": padding must be non-negative, got " + Arrays.toString(p));
+        }
+    }
+
+    /** One value for every spatial dimension, or one per dimension. */
+    private static int[] pair(String op, String what, int[] v, int dims) {
+        if (v == null || (v.length != 1 && v.length != dims)) {
+            throw new IllegalArgumentException(op + ": " + what + " needs 1 or " + dims + " values, got "
+                    + (v == null ? "null" : Arrays.toString(v)));
+        }
+        if (v.length == dims) return v.clone();
+        int[] r = new int[dims];
+        Arrays.fill(r, v[0]);
+        return r;
+    }
+
+    private static Geometry geometry(long n, long cin, long h, long w, long cout, long kh, long kw, long sh, long sw,
+                                     long ph, long pw, long dh, long dw, long groups, long oh, long ow) {
+        return new Geometry(Math.toIntExact(n), Math.toIntExact(cin), Math.toIntExact(h), Math.toIntExact(w), Math.toIntExact(cout),
+                Math.toIntExact(kh), Math.toIntExact(kw), Math.toIntExact(sh), Math.toIntExact(sw), Math.toIntExact(ph),
+                Math.toIntExact(pw), Math.toIntExact(dh), Math.toIntExact(dw), Math.toIntExact(groups), Math.toIntExact(oh),
+                Math.toIntExact(ow));
+    }
+
+    // ------------------------------------------------------------------ differentiable primitives
+
+    private static long[] inShape(Geometry g) {
+        return new long[] {g.n(), g.cin(), g.h(), g.w()};
+    }
+
+    private static long[] outShape(Geometry g) {
+        return new long[] {g.n(), g.cout(), g.oh(), g.ow()};
+    }
+
+    private static long[] weightShape(Geometry g) {
+        return new long[] {g.cout(), g.cinG(), g.kh(), g.kw()};
+    }
+
+    /** {@code conv(x, w) + b} with the result shaped {@code outShape} (x and w may be 1-D-convolution or unbatched shapes). */
+    static Tensor conv(Tensor x, Tensor w, Tensor b, Geometry geo, long[] outShape) {
+        boolean record = Autograd.needsGrad(x, w, b);
+        Tensor out;
+        try (Grad.Mode m = record ? Grad.noGrad() : null) {
+            out = run(x, w, b, geo, outShape, Kind.CONV);
+        }
+        if (record) {
+            SavedTensor sx = w.requiresGrad() ? Autograd.save(x) : null;
+            SavedTensor sw = x.requiresGrad() ? Autograd.save(w) : null;
+            long[] xShape = x.shape();
+            long[] wShape = w.shape();
+            boolean biasGrad = b != null && b.requiresGrad();
+            Autograd.record("ConvolutionBackward0", out, g -> new Tensor[] {
+                    sw == null ? null : convT(g[0], sw.get(), null, geo, xShape),
+                    sx == null ? null : weightGrad(g[0], sx.get(), geo, wShape),
+                    biasGrad ? biasGrad(g[0], outShape(geo)) : null}, new Tensor[] {x, w, b}, nonNull(sx, sw));
+        }
+        return out;
+    }
+
+    /** The transpose of {@code conv} over {@code geo} (its forward maps conv-output space to conv-input space) plus {@code b}. */
+    static Tensor convT(Tensor x, Tensor w, Tensor b, Geometry geo, long[] outShape) {
+        boolean record = Autograd.needsGrad(x, w, b);
+        Tensor out;
+        try (Grad.Mode m = record ? Grad.noGrad() : null) {
+            out = run(x, w, b, geo, outShape, Kind.CONV_T);
+        }
+        if (record) {
+            SavedTensor sx = w.requiresGrad() ? Autograd.save(x) : null;
+            SavedTensor sw = x.requiresGrad() ? Autograd.save(w) : null;
+            long[] xShape = x.shape();
+            long[] wShape = w.shape();
+            boolean biasGrad = b != null && b.requiresGrad();
+            Autograd.record("ConvolutionBackward0", out, g -> new Tensor[] {
+                    sw == null ? null : conv(g[0], sw.get(), null, geo, xShape),
+                    sx == null ? null : weightGrad(sx.get(), g[0], geo, wShape),
+                    biasGrad ? biasGrad(g[0], inShape(geo)) : null}, new Tensor[] {x, w, b}, nonNull(sx, sw));
+        }
+        return out;
+    }
+
+    /** The weight gradient {@code sum_n dy[n] (x) im2col(x[n])} of {@code conv} over {@code geo}, shaped {@code wShape}. */
+    static Tensor weightGrad(Tensor dy, Tensor x, Geometry geo, long[] wShape) {
+        boolean record = Autograd.needsGrad(dy, x);
+        Tensor out;
+        try (Grad.Mode m = record ? Grad.noGrad() : null) {
+            out = run(dy, x, null, geo, wShape, Kind.WEIGHT_GRAD);
+        }
+        if (record) {
+            SavedTensor sdy = x.requiresGrad() ? Autograd.save(dy) : null;
+            SavedTensor sx = dy.requiresGrad() ? Autograd.save(x) : null;
+            long[] dyShape = dy.shape();
+            long[] xShape = x.shape();
+            Autograd.record("ConvolutionBackwardBackward0", out, g -> new Tensor[] {
+                    sx == null ? null : conv(sx.get(), g[0], null, geo, dyShape),
+                    sdy == null ? null : convT(sdy.get(), g[0], null, geo, xShape)}, new Tensor[] {dy, x}, nonNull(sdy, sx));
+        }
+        return out;
+    }
+
+    /** Sum of {@code g} over all but the channel dimension, after viewing it as {@code [N, C, H, W]}. */
+    private static Tensor biasGrad(Tensor g, long[] shape4) {
+        try (Tensor g4 = g.reshape(shape4)) {
+            return g4.sum(new int[] {0, 2, 3}, false);
+        }
+    }
+
+    static Tensor im2col(Tensor x, Geometry geo, long[] outShape) {
+        Tensor out;
+        boolean record = Autograd.needsGrad(x);
+        try (Grad.Mode m = record ? Grad.noGrad() : null) {
+            out = run(x, null, null, geo, outShape, Kind.IM2COL);
+        }
+        if (record) {
+            long[] xShape = x.shape();
+            Autograd.record("Im2ColBackward0", out, g -> new Tensor[] {col2im(g[0], geo, xShape)}, new Tensor[] {x});
+        }
+        return out;
+    }
+
+    static Tensor col2im(Tensor x, Geometry geo, long[] outShape) {
+        Tensor out;
+        boolean record = Autograd.needsGrad(x);
+        try (Grad.Mode m = record ? Grad.noGrad() : null) {
+            out = run(x, null, null, geo, outShape, Kind.COL2IM);
+        }
+        if (record) {
+            long[] xShape = x.shape();
+            Autograd.record("Col2ImBackward0", out, g -> new Tensor[] {im2col(g[0], geo, xShape)}, new Tensor[] {x});
+        }
+        return out;
+    }
+
+    private enum Kind { CONV, CONV_T, WEIGHT_GRAD, IM2COL, COL2IM }
+
+    /**
+     * Runs one kernel: converts the operands to the compute dtype (float32 for bfloat16/float16, float64
+     * for integers) as contiguous 4-D/3-D views, and converts the result back (one rounding).
+     */
+    private static Tensor run(Tensor a, Tensor b, Tensor bias, Geometry geo, long[] resultShape, Kind kind) {
+        DType type = a.dtype();
+        DType compute = switch (type) {
+            case FLOAT32, FLOAT64 -> type;
+            case FLOAT16, BFLOAT16 -> DType.FLOAT32;
+            default -> DType.FLOAT64;
+        };
+        // im2col only moves elements, so it runs in the input's own dtype.
+        if (kind == Kind.IM2COL) compute = type;
+        Device device = a.device();
+        long[] aShape, bShape = null, outShape;
+        long kk = (long) geo.kh() * geo.kw();
+        switch (kind) {
+            case CONV -> {
+                aShape = inShape(geo);
+                bShape = weightShape(geo);
+                outShape = outShape(geo);
+            }
+            case CONV_T -> {
+                aShape = outShape(geo);
+                bShape = weightShape(geo);
+                outShape = inShape(geo);
+            }
+            case WEIGHT_GRAD -> {
+                aShape = outShape(geo);
+                bShape = inShape(geo);
+                outShape = weightShape(geo);
+            }
+            case IM2COL -> {
+                aShape = inShape(geo);
+                outShape = new long[] {geo.n(), geo.cin() * kk, (long) geo.oh() * geo.ow()};
+            }
+            default -> {
+                aShape = new long[] {geo.n(), geo.cin() * kk, (long) geo.oh() * geo.ow()};
+                outShape = inShape(geo);
+            }
+        }
+        try (Tensor ac = operand(a, compute, aShape); Tensor bc = b == null ? null : operand(b, compute, bShape);
+             Tensor biasC = bias == null ? null : operand(bias, compute, bias.shape())) {
+            Tensor out = Tensor.empty(outShape, compute, device);
+            var kernels = Backends.of(device).convolution();
+            switch (kind) {
+                case CONV -> kernels.conv2d(ac, bc, biasC, out, geo);
+                case CONV_T -> {
+                    kernels.conv2dBackwardInput(ac, bc, out, geo);
+                    if (biasC != null) addChannelBias(out, biasC);
+                }
+                case WEIGHT_GRAD -> kernels.conv2dBackwardWeight(ac, bc, out, geo);
+                case IM2COL -> kernels.im2col(ac, out, geo);
+                case COL2IM -> kernels.col2im(ac, out, geo);
+            }
+            Tensor shaped;
+            try (out) {
+                shaped = out.view(resultShape);
+            }
+            if (compute == type) return shaped;
+            try (shaped) {
+                if (type.isIntegral()) {
+                    try (Tensor r = shaped.round()) {
+                        return r.to(type);
+                    }
+                }
+                return shaped.to(type);
+            }
+        }
+    }
+
+    private static Tensor operand(Tensor t, DType compute, long[] shape) {
+        try (Tensor converted = t.to(compute); Tensor c = converted.contiguous()) {
+            return c.view(shape);
+        }
+    }
+
+    private static void addChannelBias(Tensor out, Tensor bias) {
+        try (Tensor b = bias.view(1, bias.size(0), 1, 1)) {
+            out.add_(b);
+        }
+    }
+
+    private static SavedTensor[] nonNull(SavedTensor... s) {
+        return Arrays.stream(s).filter(java.util.Objects::nonNull).toArray(SavedTensor[]::new);
+    }
+}

@@ -1,0 +1,410 @@
+package org.jtorch.ops;
+
+import java.util.Arrays;
+import java.util.function.BiConsumer;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Grad;
+import org.jtorch.autograd.SavedTensor;
+import org.jtorch.backend.Backends;
+import org.jtorch.backend.SpatialKernels;
+import org.jtorch.backend.SpatialKernels.Pool2d;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Reductions.ValuesIndices;
+
+/**
+ * Pooling over the last one or two dimensions of {@code (N, C, L)} / {@code (C, L)} or {@code (N, C, H, W)} /
+ * {@code (C, H, W)} floating-point inputs, with PyTorch's output-size rules, window clipping, NaN propagation and
+ * index layout. 1-D pooling is 2-D pooling of a height-1 image. The backend kernels see contiguous float32 or
+ * float64 planes: other floating dtypes compute in float32 and round once, strided inputs (channels-last) are
+ * copied first.
+ *
+ * <p>Gradients: max pooling scatters the output gradient to the saved indices; average and adaptive average
+ * pooling are linear, so their backward is the adjoint kernel, which records the forward kernel as its own
+ * backward (double backward works).
+ */
+public final class Pooling {
+    private Pooling() {}
+
+    // ------------------------------------------------------------------ max pooling
+
+    /** {@code max_pool2d}: kernel, stride (null or empty: the kernel), padding and dilation as 1 or 2 ints. */
+    public static Tensor maxPool2d(Tensor x, int[] kernel, int[] stride, int[] padding, int[] dilation, boolean ceilMode) {
+        return valuesOnly(maxPool("maxPool2d", x, 2, kernel, stride, padding, dilation, ceilMode));
+    }
+
+    /** {@code max_pool2d(..., return_indices=True)}: values and int64 flat indices {@code h * W + w} into each plane. */
+    public static ValuesIndices maxPool2dWithIndices(Tensor x, int[] kernel, int[] stride, int[] padding, int[] dilation,
+                                                     boolean ceilMode) {
+        return maxPool("maxPool2d", x, 2, kernel, stride, padding, dilation, ceilMode);
+    }
+
+    /** {@code max_pool1d} over the last dimension of {@code (N, C, L)} or {@code (C, L)}. */
+    public static Tensor maxPool1d(Tensor x, int kernel, int stride, int padding, int dilation, boolean ceilMode) {
+        return valuesOnly(maxPool1dWithIndices(x, kernel, stride, padding, dilation, ceilMode));
+    }
+
+    /** {@code max_pool1d(..., return_indices=True)}; a non-positive stride means the kernel size. */
+    public static ValuesIndices maxPool1dWithIndices(Tensor x, int kernel, int stride, int padding, int dilation, boolean ceilMode) {
+        return maxPool("maxPool1d", x, 1, new int[] {kernel}, stride <= 0 ? null : new int[] {stride}, new int[] {padding},
+                new int[] {dilation}, ceilMode);
+    }
+
+    private static ValuesIndices maxPool(String op, Tensor x, int dims, int[] kernel, int[] stride, int[] padding, int[] dilation,
+                                         boolean ceilMode) {
+        Geometry geo = geometry(op, x, dims, kernel, stride, padding, dilation, ceilMode, true);
+        Pool2d g = geo.g;
+        Tensor[] indices = new Tensor[1];
+        Tensor out = runPlanes(x, g.planes(), g.inH(), g.inW(), geo.outShape, g.outH(), g.outW(), (in, o) -> {
+            indices[0] = Tensor.empty(geo.outShape, DType.INT64, x.device());
+            Backends.of(x.device()).spatial().maxPool2d(in, o, indices[0], g);
+        });
+        recordMaxBackward("MaxPool2DWithIndicesBackward0", x, out, indices[0], g.planes());
+        return new ValuesIndices(out, indices[0]);
+    }
+
+    /** The values; the indices are released (backward keeps its own reference). */
+    private static Tensor valuesOnly(ValuesIndices r) {
+        r.indices().close();
+        return r.values();
+    }
+
+    /** {@code out}'s backward: the output gradient scattered to {@code indices} (flat positions in each input plane). */
+    private static void recordMaxBackward(String name, Tensor x, Tensor out, Tensor indices, long planes) {
+        if (!Autograd.needsGrad(x)) return;
+        long[] inShape = x.shape();
+        SavedTensor si = Autograd.save(indices);
+        Autograd.record(name, out, g -> new Tensor[] {scatterToPlanes(g[0], si.get(), inShape, planes)}, new Tensor[] {x}, si);
+    }
+
+    /** {@code zeros(inShape)} with each plane's {@code grad[j]} added at {@code indices[j]}. */
+    static Tensor scatterToPlanes(Tensor grad, Tensor indices, long[] inShape, long planes) {
+        long inPlane = planes == 0 ? 0 : Shapes.numel(inShape) / planes;
+        long outPlane = planes == 0 ? 0 : grad.numel() / planes;
+        if (Grad.isEnabled() && grad.requiresGrad()) {
+            // create_graph: the differentiable form (its backward gathers at the indices).
+            return MemoryScope.run(() -> Torch.zeros(new long[] {planes, inPlane}, grad.dtype(), grad.device())
+                    .scatterAdd(1, indices.reshape(planes, outPlane), grad.reshape(planes, outPlane)).reshape(inShape));
+        }
+        try (Tensor idx = indices.reshape(planes, 1, outPlane)) {
+            return runPlanes(grad, planes, 1, outPlane, inShape, 1, inPlane, (go, gi) -> {
+                gi.zero_();
+                Backends.of(grad.device()).spatial().maxPoolBackward(go, idx, gi);
+            });
+        }
+    }
+
+    // ------------------------------------------------------------------ average pooling
+
+    /**
+     * {@code avg_pool2d}: kernel, stride (null or empty: the kernel) and padding as 1 or 2 ints; a positive
+     * {@code divisorOverride} replaces the window size as divisor.
+     */
+    public static Tensor avgPool2d(Tensor x, int[] kernel, int[] stride, int[] padding, boolean ceilMode, boolean countIncludePad,
+                                   long divisorOverride) {
+        if (divisorOverride < 0) {
+            throw new IllegalArgumentException("avgPool2d: divisor must be not zero, got " + divisorOverride);
+        }
+        Geometry geo = geometry("avgPool2d", x, 2, kernel, stride, padding, new int[] {1}, ceilMode, false);
+        return avgPool(x, geo.g, geo.outShape, countIncludePad, divisorOverride);
+    }
+
+    /** {@code avg_pool1d} over the last dimension; a non-positive stride means the kernel size. */
+    public static Tensor avgPool1d(Tensor x, int kernel, int stride, int padding, boolean ceilMode, boolean countIncludePad) {
+        Geometry geo = geometry("avgPool1d", x, 1, new int[] {kernel}, stride <= 0 ? null : new int[] {stride}, new int[] {padding},
+                new int[] {1}, ceilMode, false);
+        return avgPool(x, geo.g, geo.outShape, countIncludePad, 0);
+    }
+
+    // backward: the adjoint kernel, whose own backward is this forward (both are linear).
+    private static Tensor avgPool(Tensor x, Pool2d g, long[] outShape, boolean countIncludePad, long divisor) {
+        Tensor out = runPlanes(x, g.planes(), g.inH(), g.inW(), outShape, g.outH(), g.outW(),
+                (in, o) -> Backends.of(x.device()).spatial().avgPool2d(in, o, g, countIncludePad, divisor));
+        if (Autograd.needsGrad(x)) {
+            long[] inShape = x.shape();
+            Autograd.record("AvgPool2DBackward0", out, gr -> new Tensor[] {avgPoolGrad(gr[0], g, inShape, countIncludePad, divisor)},
+                    new Tensor[] {x});
+        }
+        return out;
+    }
+
+    private static Tensor avgPoolGrad(Tensor grad, Pool2d g, long[] inShape, boolean countIncludePad, long divisor) {
+        Tensor r = runPlanes(grad, g.planes(), g.outH(), g.outW(), inShape, g.inH(), g.inW(),
+                (go, gi) -> Backends.of(grad.device()).spatial().avgPool2dBackward(go, gi, g, countIncludePad, divisor));
+        if (Autograd.needsGrad(grad)) {
+            long[] outShape = grad.shape();
+            Autograd.record("AvgPool2DBackwardBackward0", r, gg -> new Tensor[] {avgPool(gg[0], g, outShape, countIncludePad, divisor)},
+                    new Tensor[] {grad});
+        }
+        return r;
+    }
+
+    // ------------------------------------------------------------------ adaptive pooling
+
+    /**
+     * {@code adaptive_avg_pool2d} to {@code outputSize} (1 or 2 sizes; a negative size keeps the input's, as
+     * PyTorch's None). Output cell {@code o} averages input {@code [floor(o * I / O), ceil((o + 1) * I / O))}.
+     */
+    public static Tensor adaptiveAvgPool2d(Tensor x, long... outputSize) {
+        Adaptive a = adaptive("adaptiveAvgPool2d", x, 2, outputSize);
+        return adaptiveAvg(x, a.planes, a.inH, a.inW, a.outH, a.outW, a.outShape);
+    }
+
+    /** {@code adaptive_avg_pool1d} of {@code (N, C, L)} or {@code (C, L)} to length {@code outputSize}. */
+    public static Tensor adaptiveAvgPool1d(Tensor x, long outputSize) {
+        Adaptive a = adaptive("adaptiveAvgPool1d", x, 1, new long[] {outputSize});
+        return adaptiveAvg(x, a.planes, a.inH, a.inW, a.outH, a.outW, a.outShape);
+    }
+
+    private static Tensor adaptiveAvg(Tensor x, long planes, long inH, long inW, long outH, long outW, long[] outShape) {
+        Tensor out = runPlanes(x, planes, inH, inW, outShape, outH, outW,
+                (in, o) -> Backends.of(x.device()).spatial().adaptiveAvgPool2d(in, o));
+        if (Autograd.needsGrad(x)) {
+            long[] inShape = x.shape();
+            Autograd.record("AdaptiveAvgPool2DBackward0", out,
+                    g -> new Tensor[] {adaptiveAvgGrad(g[0], planes, inH, inW, outH, outW, inShape)}, new Tensor[] {x});
+        }
+        return out;
+    }
+
+    private static Tensor adaptiveAvgGrad(Tensor grad, long planes, long inH, long inW, long outH, long outW, long[] inShape) {
+        Tensor r = runPlanes(grad, planes, outH, outW, inShape, inH, inW,
+                (go, gi) -> Backends.of(grad.device()).spatial().adaptiveAvgPool2dBackward(go, gi));
+        if (Autograd.needsGrad(grad)) {
+            long[] outShape = grad.shape();
+            Autograd.record("AdaptiveAvgPool2DBackwardBackward0", r,
+                    gg -> new Tensor[] {adaptiveAvg(gg[0], planes, inH, inW, outH, outW, outShape)}, new Tensor[] {grad});
+        }
+        return r;
+    }
+
+    /** {@code adaptive_max_pool2d} with indices (flat {@code h * W + w} per plane); sizes as {@link #adaptiveAvgPool2d}. */
+    public static ValuesIndices adaptiveMaxPool2d(Tensor x, long... outputSize) {
+        return adaptiveMax("adaptiveMaxPool2d", x, 2, outputSize);
+    }
+
+    /** {@code adaptive_max_pool1d} with indices into the last dimension. */
+    public static ValuesIndices adaptiveMaxPool1d(Tensor x, long outputSize) {
+        return adaptiveMax("adaptiveMaxPool1d", x, 1, new long[] {outputSize});
+    }
+
+    private static ValuesIndices adaptiveMax(String op, Tensor x, int dims, long[] outputSize) {
+        Adaptive a = adaptive(op, x, dims, outputSize);
+        Tensor[] indices = new Tensor[1];
+        Tensor out = runPlanes(x, a.planes, a.inH, a.inW, a.outShape, a.outH, a.outW, (in, o) -> {
+            indices[0] = Tensor.empty(a.outShape, DType.INT64, x.device());
+            try (Tensor idx = indices[0].reshape(a.planes, a.outH, a.outW)) {
+                Backends.of(x.device()).spatial().adaptiveMaxPool2d(in, o, idx);
+            }
+        });
+        recordMaxBackward("AdaptiveMaxPool2DBackward0", x, out, indices[0], a.planes);
+        return new ValuesIndices(out, indices[0]);
+    }
+
+    // ------------------------------------------------------------------ max unpooling
+
+    /**
+     * {@code max_unpool2d}: places each value of {@code x} at its index (from {@link #maxPool2dWithIndices}) in a
+     * zero plane of size {@code outputSize} (2 ints; null: {@code (in - 1) * stride - 2 * padding + kernel}).
+     */
+    public static Tensor maxUnpool2d(Tensor x, Tensor indices, int[] kernel, int[] stride, int[] padding, long[] outputSize) {
+        String op = "maxUnpool2d";
+        checkRank(op, x, 2);
+        if (indices.dtype() != DType.INT64) {
+            throw new IllegalArgumentException(op + ": expected indices of dtype int64, got " + indices.dtype());
+        }
+        if (!Arrays.equals(x.shape(), indices.shape())) {
+            throw new IllegalArgumentException(op + ": expected input and indices of the same shape, got " + Shapes.format(x.shape())
+                    + " and " + Shapes.format(indices.shape()));
+        }
+        int[] k = pair(op, "kernel_size", kernel, null);
+        int[] s = pair(op, "stride", stride, k);
+        int[] p = pair(op, "padding", padding, new int[] {0, 0});
+        long inH = x.size(-2);
+        long inW = x.size(-1);
+        long outH;
+        long outW;
+        if (outputSize == null) {
+            outH = (inH - 1) * s[0] - 2L * p[0] + k[0];
+            outW = (inW - 1) * s[1] - 2L * p[1] + k[1];
+        } else {
+            long[] o = outputSize.length > 2 ? Arrays.copyOfRange(outputSize, outputSize.length - 2, outputSize.length) : outputSize;
+            if (o.length != 2) {
+                throw new IllegalArgumentException(op + ": output_size must have 2 trailing sizes, got " + Arrays.toString(outputSize));
+            }
+            outH = o[0];
+            outW = o[1];
+        }
+        long[] outShape = x.shape();
+        outShape[outShape.length - 2] = outH;
+        outShape[outShape.length - 1] = outW;
+        long planes = x.numel() / Math.max(1, inH * inW);
+        try (Tensor idx = indices.reshape(planes, inH * inW)) {
+            if (idx.numel() > 0) {
+                long max = idx.max().itemLong();
+                long min = idx.min().itemLong();
+                if (min < 0 || max >= outH * outW) {
+                    throw new IndexOutOfBoundsException(op + ": found an invalid max index " + (min < 0 ? min : max)
+                            + " (output volumes are of size " + outH + "x" + outW + ")");
+                }
+            }
+            return MemoryScope.run(() -> Torch.zeros(new long[] {planes, outH * outW}, x.dtype(), x.device())
+                    .scatter(1, idx, x.reshape(planes, inH * inW)).reshape(outShape));
+        }
+    }
+
+    // ------------------------------------------------------------------ geometry
+
+    private record Geometry(Pool2d g, long[] outShape) {}
+
+    private record Adaptive(long planes, long inH, long inW, long outH, long outW, long[] outShape) {}
+
+    /** Checks a pooling call as PyTorch's {@code pool2d_shape_check} and computes its geometry. */
+    private static Geometry geometry(String op, Tensor x, int dims, int[] kernel, int[] stride, int[] padding, int[] dilation,
+                                     boolean ceilMode, boolean isMax) {
+        checkRank(op, x, dims);
+        int[] k = dims == 2 ? pair(op, "kernel_size", kernel, null) : new int[] {1, single(op, "kernel_size", kernel)};
+        int[] s = dims == 2 ? pair(op, "stride", stride, k) : new int[] {1, stride == null || stride.length == 0 ? k[1] : single(op, "stride", stride)};
+        int[] p = dims == 2 ? pair(op, "padding", padding, new int[] {0, 0}) : new int[] {0, single(op, "padding", padding)};
+        int[] d = dims == 2 ? pair(op, "dilation", dilation, new int[] {1, 1}) : new int[] {1, single(op, "dilation", dilation)};
+        if (k[0] <= 0 || k[1] <= 0) {
+            throw new IllegalArgumentException(op + ": kernel size should be greater than zero, but got " + sizes(k, dims));
+        }
+        if (s[0] <= 0 || s[1] <= 0) {
+            throw new IllegalArgumentException(op + ": stride should be greater than zero, but got " + sizes(s, dims));
+        }
+        if (d[0] <= 0 || d[1] <= 0) {
+            throw new IllegalArgumentException(op + ": dilation should be greater than zero, but got " + sizes(d, dims));
+        }
+        if (p[0] < 0 || p[1] < 0 || p[0] > k[0] / 2 || p[1] > k[1] / 2) {
+            throw new IllegalArgumentException(op + ": pad should be at least zero and at most half of kernel size, but got padding "
+                    + sizes(p, dims) + " for kernel size " + sizes(k, dims));
+        }
+        long[] shape = x.shape();
+        int r = shape.length;
+        long inH = dims == 2 ? shape[r - 2] : 1;
+        long inW = shape[r - 1];
+        long outH = outSize(inH, k[0], s[0], p[0], d[0], ceilMode);
+        long outW = outSize(inW, k[1], s[1], p[1], d[1], ceilMode);
+        if (outH < 1 || outW < 1) {
+            long[] out = shape.clone();
+            if (dims == 2) out[r - 2] = outH;
+            out[r - 1] = outW;
+            throw new IllegalArgumentException(op + ": input of shape " + Shapes.format(shape) + " with kernel size " + sizes(k, dims)
+                    + ", stride " + sizes(s, dims) + ", padding " + sizes(p, dims) + (isMax ? ", dilation " + sizes(d, dims) : "")
+                    + " gives output size " + Shapes.format(out) + ", which is too small");
+        }
+        long[] outShape = shape.clone();
+        if (dims == 2) outShape[r - 2] = outH;
+        outShape[r - 1] = outW;
+        long planes = Shapes.numel(shape) / (inH * inW);
+        return new Geometry(new Pool2d(planes, inH, inW, outH, outW, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1]), outShape);
+    }
+
+    /** PyTorch's {@code pooling_output_shape}: floor (or ceil) division, and no window may start in the right padding. */
+    static long outSize(long in, int k, int s, int p, int d, boolean ceilMode) {
+        long o = Math.floorDiv(in + 2L * p - (long) d * (k - 1) - 1 + (ceilMode ? s - 1 : 0), s) + 1;
+        if (ceilMode && (o - 1) * s >= in + p) o--;
+        return o;
+    }
+
+    private static Adaptive adaptive(String op, Tensor x, int dims, long[] outputSize) {
+        checkRank(op, x, dims);
+        if (outputSize == null || outputSize.length < 1 || outputSize.length > dims) {
+            throw new IllegalArgumentException(op + ": output_size must be " + (dims == 2 ? "1 or 2 sizes" : "1 size") + ", got "
+                    + Arrays.toString(outputSize));
+        }
+        long[] shape = x.shape();
+        int r = shape.length;
+        long inH = dims == 2 ? shape[r - 2] : 1;
+        long inW = shape[r - 1];
+        long outH = dims == 2 ? outputSize[0] : 1;
+        long outW = outputSize[outputSize.length - 1];
+        if (dims == 2 && outH < 0) outH = inH;
+        if (outW < 0) outW = inW;
+        long[] outShape = shape.clone();
+        if (dims == 2) outShape[r - 2] = outH;
+        outShape[r - 1] = outW;
+        long planes = Shapes.numel(shape) / (inH * inW);
+        return new Adaptive(planes, inH, inW, outH, outW, outShape);
+    }
+
+    /**
+     * Floating dtype, and {@code (C, spatial...)} or {@code (N, C, spatial...)} with non-empty non-batch
+     * dimensions (the batch may be empty), as PyTorch's checks.
+     */
+    private static void checkRank(String op, Tensor x, int dims) {
+        x.checkOpen(op);
+        if (x.dim() != dims + 1 && x.dim() != dims + 2) {
+            throw new IllegalArgumentException(op + ": expected a " + (dims + 1) + "-D (unbatched) or " + (dims + 2)
+                    + "-D (batched) input, got shape " + Shapes.format(x.shape()));
+        }
+        for (int i = x.dim() - dims - 1; i < x.dim(); i++) {
+            if (x.size(i) == 0) {
+                throw new IllegalArgumentException(op + ": expected an input with non-zero sizes in its non-batch dimensions, got shape "
+                        + Shapes.format(x.shape()));
+            }
+        }
+        if (!x.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": expected a floating-point input, got " + x.dtype());
+        }
+    }
+
+    /** One or two ints as a pair; null or empty gives {@code fallback} (an error when there is none). */
+    static int[] pair(String op, String what, int[] v, int[] fallback) {
+        if (v == null || v.length == 0) {
+            if (fallback == null) throw new IllegalArgumentException(op + ": " + what + " must be given");
+            return fallback;
+        }
+        if (v.length == 1) return new int[] {v[0], v[0]};
+        if (v.length == 2) return v.clone();
+        throw new IllegalArgumentException(op + ": " + what + " must either be a single int, or a tuple of two ints, got "
+                + Arrays.toString(v));
+    }
+
+    private static int single(String op, String what, int[] v) {
+        if (v == null || v.length != 1) {
+            throw new IllegalArgumentException(op + ": " + what + " must be a single int, got " + Arrays.toString(v));
+        }
+        return v[0];
+    }
+
+    private static String sizes(int[] v, int dims) {
+        return dims == 2 ? "[" + v[0] + ", " + v[1] + "]" : String.valueOf(v[1]);
+    }
+
+    // ------------------------------------------------------------------ running kernels
+
+    /** float64 stays float64; every other floating dtype computes in float32. */
+    private static DType computeType(DType t) {
+        return t == DType.FLOAT64 ? DType.FLOAT64 : DType.FLOAT32;
+    }
+
+    /**
+     * Runs {@code kernel(in, out)} on {@code src} as contiguous {@code [planes, srcH, srcW]} planes of the compute
+     * dtype into a new {@code [planes, dstH, dstW]}, returned reshaped to {@code dstShape} in {@code src}'s dtype.
+     * No graph is recorded (callers record their own node).
+     */
+    private static Tensor runPlanes(Tensor src, long planes, long srcH, long srcW, long[] dstShape, long dstH, long dstW,
+                                    BiConsumer<Tensor, Tensor> kernel) {
+        DType ct = computeType(src.dtype());
+        try (Grad.Mode m = Grad.noGrad(); Tensor in = planesOf(src, ct, planes, srcH, srcW);
+             Tensor out = Tensor.empty(new long[] {planes, dstH, dstW}, ct, src.device()); Tensor shaped = out.reshape(dstShape)) {
+            kernel.accept(in, out);
+            return shaped.to(src.dtype());
+        }
+    }
+
+    private static Tensor planesOf(Tensor src, DType ct, long planes, long h, long w) {
+        if (src.dtype() == ct && src.isContiguous()) return src.reshape(planes, h, w);
+        try (Tensor c = src.to(ct); Tensor cc = c.contiguous()) {
+            return cc.reshape(planes, h, w);
+        }
+    }
+
+    static SpatialKernels kernels(Tensor t) {
+        return Backends.of(t.device()).spatial();
+    }
+}

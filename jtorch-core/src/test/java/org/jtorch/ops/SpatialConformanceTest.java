@@ -1,0 +1,163 @@
+package org.jtorch.ops;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.google.gson.JsonArray;
+import com.google.gson.JsonObject;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.nn.F;
+import org.jtorch.ops.Reductions.ValuesIndices;
+import org.jtorch.testing.Fixtures;
+import org.jtorch.testing.Fixtures.Case;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
+
+/**
+ * Pooling, unpooling, padding, interpolation and pixel (un)shuffle against PyTorch 1.13 reference values
+ * ({@code tools/fixtures/gen_spatial.py}): outputs (and max-pool indices) and the input gradient of
+ * {@code sum(output * w)} with {@code w[i] = sin(0.7 i + 0.3)}; error cases must throw naming the op.
+ */
+class SpatialConformanceTest {
+    private static final List<Case> CASES = Fixtures.load("spatial");
+
+    @TestFactory
+    Stream<DynamicTest> forwardMatchesPyTorch() {
+        return CASES.stream().map(c -> DynamicTest.dynamicTest(c.op() + "/" + c.name(), () -> checkForward(c)));
+    }
+
+    @TestFactory
+    Stream<DynamicTest> inputGradientMatchesPyTorch() {
+        return CASES.stream().filter(c -> c.boolArg("grad", false))
+                .map(c -> DynamicTest.dynamicTest(c.op() + "/" + c.name(), () -> checkBackward(c)));
+    }
+
+    private static void checkForward(Case c) {
+        List<Tensor> in = c.inputTensors();
+        try {
+            if (c.expectsError()) {
+                RuntimeException e = assertThrows(RuntimeException.class, () -> closeAll(run(c, in)), c.toString());
+                assertTrue(e.getMessage().toLowerCase().contains(javaName(c.op()).toLowerCase()),
+                        c + ": message should name the op: " + e.getMessage());
+                return;
+            }
+            List<Tensor> outs = run(c, in);
+            try {
+                int n = (int) c.longArg("outputs", 1);
+                assertEquals(n, outs.size(), c + ": outputs");
+                for (int i = 0; i < n; i++) assertClose(c.expectedTensor(i), outs.get(i), c + " output " + i);
+            } finally {
+                closeAll(outs);
+            }
+        } finally {
+            closeAll(in);
+        }
+    }
+
+    private static void checkBackward(Case c) {
+        List<Tensor> in = c.inputTensors();
+        try {
+            Tensor x = in.get(0).requiresGrad_(true);
+            List<Tensor> outs = run(c, in);
+            try (Tensor w = upstream(outs.get(0))) {
+                outs.get(0).backward(w);
+            } finally {
+                closeAll(outs);
+            }
+            assertNotNull(x.grad(), c + ": no gradient");
+            assertClose(c.expectedTensor((int) c.longArg("outputs", 1)), x.grad(), c + " input gradient");
+        } finally {
+            closeAll(in);
+        }
+    }
+
+    /** The Java call for a case; max-pool style ops return values then indices. */
+    private static List<Tensor> run(Case c, List<Tensor> in) {
+        Tensor x = in.get(0);
+        boolean ceil = c.boolArg("ceil_mode", false);
+        return switch (c.op()) {
+            case "max_pool2d" -> both(F.maxPool2dWithIndices(x, ints(c, "kernel_size"), ints(c, "stride"), ints(c, "padding"),
+                    ints(c, "dilation"), ceil));
+            case "max_pool1d" -> both(F.maxPool1dWithIndices(x, (int) c.longArg("kernel_size", 0), (int) c.longArg("stride", 0),
+                    (int) c.longArg("padding", 0), (int) c.longArg("dilation", 1), ceil));
+            case "avg_pool2d" -> List.of(F.avgPool2d(x, ints(c, "kernel_size"), ints(c, "stride"), ints(c, "padding"), ceil,
+                    c.boolArg("count_include_pad", true), divisor(c)));
+            case "avg_pool1d" -> List.of(F.avgPool1d(x, (int) c.longArg("kernel_size", 0), (int) c.longArg("stride", 0),
+                    (int) c.longArg("padding", 0), ceil, c.boolArg("count_include_pad", true)));
+            case "adaptive_avg_pool2d" -> List.of(F.adaptiveAvgPool2d(x, c.longsArg("output_size")));
+            case "adaptive_avg_pool1d" -> List.of(F.adaptiveAvgPool1d(x, c.longsArg("output_size")[0]));
+            case "adaptive_max_pool2d" -> both(F.adaptiveMaxPool2dWithIndices(x, c.longsArg("output_size")));
+            case "adaptive_max_pool1d" -> both(Pooling.adaptiveMaxPool1d(x, c.longsArg("output_size")[0]));
+            case "max_unpool2d" -> List.of(F.maxUnpool2d(x, in.get(1), ints(c, "kernel_size"), ints(c, "stride"), ints(c, "padding"),
+                    c.longsArg("output_size")));
+            default -> throw new IllegalStateException("no Java call for " + c);
+        };
+    }
+
+    private static long divisor(Case c) {
+        // PyTorch's divisor_override=0 is an error; Java's 0 means "none", so the error case passes -1.
+        if (!c.args().has("divisor_override")) return 0;
+        long d = c.longArg("divisor_override", 0);
+        return d == 0 ? -1 : d;
+    }
+
+    private static List<Tensor> both(ValuesIndices r) {
+        List<Tensor> l = new ArrayList<>();
+        l.add(r.values());
+        l.add(r.indices());
+        return l;
+    }
+
+    private static int[] ints(Case c, String key) {
+        long[] v = c.longsArg(key);
+        if (v == null) return null;
+        int[] r = new int[v.length];
+        for (int i = 0; i < v.length; i++) r[i] = (int) v[i];
+        return r;
+    }
+
+    /** {@code max_pool2d} -> {@code maxPool2d}. */
+    private static String javaName(String op) {
+        StringBuilder b = new StringBuilder();
+        boolean up = false;
+        for (char ch : op.toCharArray()) {
+            if (ch == '_') {
+                up = true;
+            } else {
+                b.append(up ? Character.toUpperCase(ch) : ch);
+                up = false;
+            }
+        }
+        return b.toString();
+    }
+
+    private static void assertClose(JsonObject expected, Tensor actual, String what) {
+        DType dtype = DType.parse(expected.get("dtype").getAsString());
+        double tol = switch (dtype) {
+            case FLOAT64 -> 1e-10;
+            case BFLOAT16 -> 1e-2;
+            default -> 2e-5;
+        };
+        Fixtures.assertMatches(expected, actual, tol, tol, what);
+    }
+
+    /** {@code w[i] = sin(0.7 i + 0.3)} in the output's shape and dtype. */
+    private static Tensor upstream(Tensor out) {
+        double[] w = new double[Math.toIntExact(out.numel())];
+        for (int i = 0; i < w.length; i++) w[i] = Math.sin(0.7 * i + 0.3);
+        try (Tensor t = Torch.tensor(w, out.shape())) {
+            return t.to(out.dtype());
+        }
+    }
+
+    private static void closeAll(List<Tensor> ts) {
+        for (Tensor t : ts) t.close();
+    }
+}
