@@ -14,6 +14,7 @@ public final class BenchMain {
             case "core" -> print(CoreBench.run(quick));
             case "training" -> print(TrainingBench.run(quick));
             case "cnn" -> print(CnnBench.run(quick));
+            case "conv" -> print(ConvBench.run(quick));
             case "--help", "-h", "help" -> System.out.println("""
                     usage: jtorch bench <suite> [--quick]
 
@@ -21,6 +22,7 @@ public final class BenchMain {
                       core       eager overhead, elementwise bandwidth, machine copy bandwidth
                       training   MLP 784-512-512-10 training step (batch 128), tiny autograd graph
                       cnn        ResNet-20 (CIFAR shape, batch 128) and LeNet-5 (MNIST shape, batch 64) training steps
+                      conv       conv2d forward and forward+backward: 128x64x32x32 3x3, ResNet-20 shapes
                     Prints 'name value' lines; scripts/bench runs PyTorch side by side and writes a table.""");
             default -> {
                 System.err.println("jtorch bench: unknown suite '" + what + "'");

@@ -40,6 +40,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     @Override
     public void conv2d(Tensor input, Tensor weight, Tensor bias, Tensor out, Geometry g) {
         boolean f32 = out.dtype() == DType.FLOAT32;
+        if (f32 && ConvF32.handles(g)) {
+            ConvF32.forward(seg(input), input.storageOffset(), seg(weight), weight.storageOffset(),
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.storageOffset(), seg(out), out.storageOffset(), g);
+            return;
+        }
         int esz = f32 ? 4 : 8;
         MemorySegment x = seg(input), wt = seg(weight), o = seg(out);
         long xOff = input.storageOffset(), wOff = weight.storageOffset(), oOff = out.storageOffset();
@@ -71,6 +76,13 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     @Override
     public void conv2dBackwardInput(Tensor gradOut, Tensor weight, Tensor gradInput, Geometry g) {
         boolean f32 = gradInput.dtype() == DType.FLOAT32;
+        if (f32 && flipsToConvolution(g)) {
+            // Stride 1: the input gradient is a convolution of gradOut with the flipped, channel-transposed
+            // weight and padding d * (k - 1) - p, which takes the implicit-GEMM forward path.
+            ConvF32.forward(seg(gradOut), gradOut.storageOffset(), MemorySegment.ofArray(flippedWeight(weight, g)), 0, null, 0,
+                    seg(gradInput), gradInput.storageOffset(), flippedGeometry(g));
+            return;
+        }
         int esz = f32 ? 4 : 8;
         MemorySegment go = seg(gradOut), wt = seg(weight), gi = seg(gradInput);
         long goOff = gradOut.storageOffset(), wOff = weight.storageOffset(), giOff = gradInput.storageOffset();
@@ -101,9 +113,42 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         });
     }
 
+    private static boolean flipsToConvolution(Geometry g) {
+        return ConvF32.handles(g) && g.sh() == 1 && g.sw() == 1 && g.ph() <= g.dh() * (g.kh() - 1) && g.pw() <= g.dw() * (g.kw() - 1);
+    }
+
+    /** The stride-1 convolution that maps gradOut to gradInput: roles of input and output swapped. */
+    private static Geometry flippedGeometry(Geometry g) {
+        return new Geometry(g.n(), g.cout(), g.oh(), g.ow(), g.cin(), g.kh(), g.kw(), 1, 1, g.dh() * (g.kh() - 1) - g.ph(),
+                g.dw() * (g.kw() - 1) - g.pw(), g.dh(), g.dw(), g.groups(), g.h(), g.w());
+    }
+
+    /** {@code w'[g*cinG + ci][co][kh-1-i][kw-1-j] = w[g*coutG + co][ci][i][j]}: the weight of {@link #flippedGeometry}. */
+    private static float[] flippedWeight(Tensor weight, Geometry g) {
+        MemorySegment w = seg(weight);
+        long off = weight.storageOffset();
+        int kh = g.kh(), kw = g.kw(), kk = kh * kw, cinG = g.cinG(), coutG = g.coutG();
+        float[] r = new float[g.cin() * coutG * kk];
+        for (int grp = 0; grp < g.groups(); grp++) {
+            for (int co = 0; co < coutG; co++) {
+                for (int ci = 0; ci < cinG; ci++) {
+                    long src = off + (((long) grp * coutG + co) * cinG + ci) * kk;
+                    int dst = (((grp * cinG + ci) * coutG) + co) * kk;
+                    for (int t = 0; t < kk; t++) r[dst + kk - 1 - t] = w.get(F32, (src + t) * 4);
+                }
+            }
+        }
+        return r;
+    }
+
     @Override
     public void conv2dBackwardWeight(Tensor gradOut, Tensor input, Tensor gradWeight, Geometry g) {
         boolean f32 = gradWeight.dtype() == DType.FLOAT32;
+        if (f32 && ConvF32.handlesWeightGrad(g)) {
+            ConvF32.weightGrad(seg(gradOut), gradOut.storageOffset(), seg(input), input.storageOffset(), seg(gradWeight),
+                    gradWeight.storageOffset(), g);
+            return;
+        }
         int esz = f32 ? 4 : 8;
         MemorySegment go = seg(gradOut), x = seg(input), gw = seg(gradWeight);
         long goOff = gradOut.storageOffset(), xOff = input.storageOffset(), gwOff = gradWeight.storageOffset();

@@ -364,7 +364,7 @@ public final class Gemm {
      * Reads 16 columns of 16 contiguous floats (column j at {@code srcByte + j * colStrideBytes}) and
      * writes them transposed: row q of the result (element q of every column) at {@code dst[to + q * dstStride]}.
      */
-    private static void transposeBlock16(MemorySegment b, long srcByte, long colStrideBytes, float[] dst, int to, int dstStride) {
+    static void transposeBlock16(MemorySegment b, long srcByte, long colStrideBytes, float[] dst, int to, int dstStride) {
         FloatVector v0 = FloatVector.fromMemorySegment(FS, b, srcByte, NO);
         FloatVector v1 = FloatVector.fromMemorySegment(FS, b, srcByte + colStrideBytes, NO);
         FloatVector v2 = FloatVector.fromMemorySegment(FS, b, srcByte + 2 * colStrideBytes, NO);
@@ -487,7 +487,7 @@ public final class Gemm {
      * Packs the {@code mc x kc} block of op(A) starting at element {@code off} into strips of MR
      * rows: strip s holds {@code dst[s*MR*kc + p*MR + r]}; rows past mc are zero.
      */
-    private static void packA(MemorySegment a, long off, long rs, long cs, int mc, int kc, float[] dst, float[] scratch) {
+    static void packA(MemorySegment a, long off, long rs, long cs, int mc, int kc, float[] dst, float[] scratch) {
         for (int ir = 0; ir < mc; ir += MR) {
             int mr = Math.min(MR, mc - ir);
             int base = ir * kc;
@@ -550,7 +550,7 @@ public final class Gemm {
      * The three keep separate copies of the same loop on purpose: one kernel with a beta branch and a
      * shared store helper in its epilogue measured 0.79-0.88 of OpenBLAS on squares against 0.97-1.03.
      */
-    private static void kernel(int kc, float[] ap, int aBase, float[] bp, int bBase,
+    static void kernel(int kc, float[] ap, int aBase, float[] bp, int bBase,
                                float[] tile) {
         FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS);
         FloatVector c10 = FloatVector.zero(FS), c11 = FloatVector.zero(FS);
@@ -612,7 +612,7 @@ public final class Gemm {
      * As {@link #kernel}, for a full tile with beta == 0: the accumulators go straight to C (scaled
      * by alpha), skipping the heap tile and {@link #updateC}.
      */
-    private static void kernelStore(int kc, float[] ap, int aBase, float[] bp, int bBase,
+    static void kernelStore(int kc, float[] ap, int aBase, float[] bp, int bBase,
                                     MemorySegment c, long cByte, long ldcBytes, float alpha) {
         FloatVector alv = FloatVector.broadcast(FS, alpha);
         FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS);
@@ -672,7 +672,7 @@ public final class Gemm {
     }
 
     /** As {@link #kernel}, for a full tile with beta != 0: {@code C = alpha * acc + beta * C} straight from the accumulators. */
-    private static void kernelUpdate(int kc, float[] ap, int aBase, float[] bp, int bBase,
+    static void kernelUpdate(int kc, float[] ap, int aBase, float[] bp, int bBase,
                                      MemorySegment c, long cByte, long ldcBytes, float alpha, float beta) {
         FloatVector alv = FloatVector.broadcast(FS, alpha), bev = FloatVector.broadcast(FS, beta);
         FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS);
@@ -732,7 +732,7 @@ public final class Gemm {
     }
 
     /** MR x L micro-kernel for the last strip when at most one vector of columns is left; fills {@code tile[r*NR + j]}, j < L. */
-    private static void kernelHalf(int kc, float[] ap, int aBase, float[] bp, int bBase,
+    static void kernelHalf(int kc, float[] ap, int aBase, float[] bp, int bBase,
                                    float[] tile) {
         FloatVector c0 = FloatVector.zero(FS), c1 = FloatVector.zero(FS);
         FloatVector c2 = FloatVector.zero(FS), c3 = FloatVector.zero(FS);
@@ -797,7 +797,7 @@ public final class Gemm {
     }
 
     /** {@code C[r][j] = alpha * tile[r*NR + j] + beta * C[r][j]} for the {@code mr x nr} corner; beta == 0 does not read C. */
-    private static void updateC(float[] tile, MemorySegment c, long cByte, long ldcBytes, int mr, int nr,
+    static void updateC(float[] tile, MemorySegment c, long cByte, long ldcBytes, int mr, int nr,
                                 float alpha, float beta) {
         FloatVector av = FloatVector.broadcast(FS, alpha);
         FloatVector bv = FloatVector.broadcast(FS, beta);

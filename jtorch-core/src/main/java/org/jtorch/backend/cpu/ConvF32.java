@@ -1,0 +1,375 @@
+package org.jtorch.backend.cpu;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.backend.ConvolutionKernels.Geometry;
+
+/**
+ * float32 convolution as an implicit GEMM: {@code out[n] (cout x pixels) = W (cout x cin*kh*kw) @ col(x[n])}
+ * without materialising the column matrix. The weight is packed once per call into {@link Gemm}'s
+ * MR-row strips (shared read-only by every thread); each thread copies one image into a zero-padded
+ * heap buffer (so the packing needs no bounds checks) and packs the columns of NR output pixels at a
+ * time straight into Gemm's NR-wide B-strip format, then runs Gemm's register-blocked micro-kernel over
+ * every MR-row strip of the weight, writing the output tile in place and adding the bias while the tile
+ * is still in L1. Compared with im2col + GEMM this skips writing and re-reading the column matrix
+ * (9x the image for a 3x3 kernel), which on these cores costs as much as the arithmetic.
+ *
+ * <p>Work is split over images (and over pixel strips when there are fewer images than threads); each
+ * output element is written by one thread, so results do not depend on the thread count.
+ */
+final class ConvF32 {
+    private static final int MR = Gemm.MR;
+    private static final int NR = Gemm.NR;
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_512;
+    private static final VectorSpecies<Float> FS8 = FloatVector.SPECIES_256;
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    private static final ByteOrder NO = ByteOrder.nativeOrder();
+    /** Deepest packed block (as Gemm's KC): deeper reductions are split into balanced blocks. */
+    private static final int KMAX = 1024;
+
+    private ConvF32() {}
+
+    /** Per-thread buffers, grown on demand and then reused. */
+    private static final class Work {
+        float[] pad = new float[0];
+        float[] bp = new float[0];
+        float[] weights = new float[0];
+        float[] scratch = new float[0];
+        final float[] tile = new float[MR * NR];
+        int[] runSrc = new int[0];
+        int[] runDst = new int[0];
+        int[] runLen = new int[0];
+        float[] gy = new float[0];
+        float[] ap = new float[0];
+        /** Which (image, group) {@link #pad} holds, to skip re-padding; -1 when none. */
+        long padded = -1;
+    }
+
+    private static final ThreadLocal<Work> WORK = ThreadLocal.withInitial(Work::new);
+
+    /** Whether this path applies: 512-bit vectors (Gemm's 8x32 tile) and a kernel larger than 1x1 or a stride/padding. */
+    static boolean handles(Geometry g) {
+        return Gemm.L == 16 && !g.isPointwise();
+    }
+
+    /**
+     * {@code out = conv(x, w) + bias} for contiguous float32 tensors given as segments and element offsets
+     * ({@code bias} may be null).
+     */
+    static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment bias, long bOff,
+                        MemorySegment out, long oOff, Geometry g) {
+        int kg = g.kg();
+        int coutG = g.coutG();
+        int mPad = roundUp(coutG, MR);
+        int blocks = (kg + KMAX - 1) / KMAX;
+        int kc0 = (kg + blocks - 1) / blocks;
+        // Weights: group gi, depth block kb packed at gi * mPad * kg + mPad * kb * kc0, as Gemm's A strips.
+        Work caller = WORK.get();
+        float[] wp = caller.weights = grow(caller.weights, g.groups() * mPad * kg);
+        float[] tmp = new float[mPad * kc0];
+        float[] scratch = new float[MR * kc0];
+        for (int gi = 0; gi < g.groups(); gi++) {
+            for (int kb = 0; kb < blocks; kb++) {
+                int k0 = kb * kc0, kc = Math.min(kc0, kg - k0);
+                Gemm.packA(w, wOff + (long) gi * coutG * kg + k0, kg, 1, coutG, kc, tmp, scratch);
+                System.arraycopy(tmp, 0, wp, gi * mPad * kg + mPad * k0, mPad * kc);
+            }
+        }
+        long pixels = (long) g.oh() * g.ow();
+        int strips = (int) ((pixels + NR - 1) / NR);
+        int threads = Parallel.inParallelRegion() ? 1 : Parallel.numThreads();
+        // Few images: split each image's strips too, so every thread has work.
+        int split = g.n() >= 2L * threads ? 1 : Math.min(strips, 2 * threads);
+        long tasks = (long) g.n() * g.groups() * split;
+        Parallel.forRange(tasks, 1, (t0, t1) -> {
+            Work wk = WORK.get();
+            wk.padded = -1;
+            for (long t = t0; t < t1; t++) {
+                long image = t / split;
+                int part = (int) (t % split);
+                int n = (int) (image / g.groups());
+                int gi = (int) (image % g.groups());
+                int s0 = (int) ((long) part * strips / split), s1 = (int) ((long) (part + 1) * strips / split);
+                if (wk.padded != image) {
+                    pad(x, xOff + ((long) n * g.cin() + (long) gi * g.cinG()) * g.h() * g.w(), g.cinG(), g, wk);
+                    wk.padded = image;
+                }
+                long outBase = oOff + ((long) n * g.cout() + (long) gi * coutG) * pixels;
+                strips(wp, gi * mPad * kg, mPad, kc0, blocks, g, wk, s0, s1, bias, bOff + (long) gi * coutG, out, outBase);
+            }
+        });
+    }
+
+    /** Copies {@code channels} channels of one image into {@code wk.pad} with the convolution's zero border. */
+    private static void pad(MemorySegment x, long xOff, int channels, Geometry g, Work wk) {
+        int hp = paddedHeight(g), wpad = paddedWidth(g);
+        int h = g.h(), w = g.w(), ph = g.ph(), pw = g.pw();
+        float[] p = wk.pad = grow(wk.pad, channels * hp * wpad);
+        for (int c = 0; c < channels; c++) {
+            int base = c * hp * wpad;
+            java.util.Arrays.fill(p, base, base + ph * wpad, 0f);
+            for (int y = 0; y < h; y++) {
+                int row = base + (ph + y) * wpad;
+                java.util.Arrays.fill(p, row, row + pw, 0f);
+                MemorySegment.copy(x, F32, (xOff + ((long) c * h + y) * w) * Float.BYTES, p, row + pw, w);
+                java.util.Arrays.fill(p, row + pw + w, row + wpad, 0f);
+            }
+            java.util.Arrays.fill(p, base + (ph + h) * wpad, base + hp * wpad, 0f);
+        }
+    }
+
+    /** Rows the padded image needs: the top padding, the image, and whatever the last window reaches below it. */
+    private static int paddedHeight(Geometry g) {
+        return Math.max(g.ph() + g.h(), (g.oh() - 1) * g.sh() + g.dh() * (g.kh() - 1) + 1);
+    }
+
+    private static int paddedWidth(Geometry g) {
+        return Math.max(g.pw() + g.w(), (g.ow() - 1) * g.sw() + g.dw() * (g.kw() - 1) + 1);
+    }
+
+    /** Output pixel strips {@code [s0, s1)} of one image and group. */
+    private static void strips(float[] wp, int wBase, int mPad, int kc0, int blocks, Geometry g, Work wk, int s0, int s1,
+                               MemorySegment bias, long bOff, MemorySegment out, long outBase) {
+        int kg = g.kg();
+        int coutG = g.coutG();
+        long pixels = (long) g.oh() * g.ow();
+        long ldcBytes = pixels * Float.BYTES;
+        float[] bp = wk.bp = grow(wk.bp, kc0 * NR);
+        float[] tile = wk.tile;
+        for (int s = s0; s < s1; s++) {
+            int j0 = s * NR;
+            int nr = (int) Math.min(NR, pixels - j0);
+            for (int kb = 0; kb < blocks; kb++) {
+                int k0 = kb * kc0, kc = Math.min(kc0, kg - k0);
+                packColumns(wk.pad, g, k0, kc, j0, nr, bp, wk);
+                int aBase = wBase + mPad * k0;
+                for (int ir = 0; ir < coutG; ir += MR) {
+                    int mr = Math.min(MR, coutG - ir);
+                    long cByte = (outBase + (long) ir * pixels + j0) * Float.BYTES;
+                    if (mr == MR && nr == NR) {
+                        if (kb == 0) Gemm.kernelStore(kc, wp, aBase + ir * kc, bp, 0, out, cByte, ldcBytes, 1f);
+                        else Gemm.kernelUpdate(kc, wp, aBase + ir * kc, bp, 0, out, cByte, ldcBytes, 1f, 1f);
+                    } else {
+                        Gemm.kernel(kc, wp, aBase + ir * kc, bp, 0, tile);
+                        Gemm.updateC(tile, out, cByte, ldcBytes, mr, nr, 1f, kb == 0 ? 0f : 1f);
+                    }
+                }
+            }
+            if (bias != null) addBias(bias, bOff, out, outBase + j0, pixels, coutG, nr);
+        }
+    }
+
+    /**
+     * Packs rows {@code [k0, k0 + kc)} of the column matrix, columns (output pixels) {@code [j0, j0 + nr)},
+     * as one NR-wide B strip: {@code bp[p * NR + j]}, zero past nr.
+     */
+    private static void packColumns(float[] pad, Geometry g, int k0, int kc, int j0, int nr, float[] bp, Work wk) {
+        int ow = g.ow(), kh = g.kh(), kw = g.kw(), sh = g.sh(), sw = g.sw(), dh = g.dh(), dw = g.dw();
+        int hp = paddedHeight(g), wpad = paddedWidth(g);
+        // The strip's pixels as runs along output rows: run r reads from base + runSrc[r] into strip column runDst[r].
+        int firstRow = j0 / ow, lastRow = (j0 + nr - 1) / ow;
+        int runs = lastRow - firstRow + 1;
+        int[] runSrc = wk.runSrc = growInts(wk.runSrc, runs), runDst = wk.runDst = growInts(wk.runDst, runs);
+        int[] runLen = wk.runLen = growInts(wk.runLen, runs);
+        for (int r = 0; r < runs; r++) {
+            int oy = firstRow + r;
+            int q0 = Math.max(j0, oy * ow), q1 = Math.min(j0 + nr, (oy + 1) * ow);
+            runSrc[r] = oy * sh * wpad + (q0 - oy * ow) * sw;
+            runDst[r] = q0 - j0;
+            runLen[r] = q1 - q0;
+        }
+        boolean fullRow = runs == 1 && nr == NR && sw == 1;
+        int kk = kh * kw;
+        int c = k0 / kk, ki = (k0 / kw) % kh, kj = k0 % kw;
+        for (int p = 0; p < kc; p++) {
+            int base = (c * hp + ki * dh) * wpad + kj * dw;
+            int dst = p * NR;
+            if (fullRow) {
+                int src = base + runSrc[0];
+                FloatVector.fromArray(FS, pad, src).intoArray(bp, dst);
+                FloatVector.fromArray(FS, pad, src + 16).intoArray(bp, dst + 16);
+            } else {
+                for (int r = 0; r < runs; r++) copyRun(pad, base + runSrc[r], sw, bp, dst + runDst[r], runLen[r]);
+                if (nr < NR) java.util.Arrays.fill(bp, dst + nr, dst + NR, 0f);
+            }
+            if (++kj == kw) {
+                kj = 0;
+                if (++ki == kh) {
+                    ki = 0;
+                    c++;
+                }
+            }
+        }
+    }
+
+    private static void copyRun(float[] pad, int src, int sw, float[] bp, int d, int len) {
+        if (sw == 1) {
+            int t = 0;
+            for (; t + 16 <= len; t += 16) FloatVector.fromArray(FS, pad, src + t).intoArray(bp, d + t);
+            for (; t + 8 <= len; t += 8) FloatVector.fromArray(FS8, pad, src + t).intoArray(bp, d + t);
+            for (; t < len; t++) bp[d + t] = pad[src + t];
+        } else {
+            for (int t = 0; t < len; t++) bp[d + t] = pad[src + t * sw];
+        }
+    }
+
+    /** Adds {@code bias[c]} to the {@code rows x nr} block at {@code at} (row stride {@code ld}). */
+    private static void addBias(MemorySegment bias, long bOff, MemorySegment out, long at, long ld, int rows, int nr) {
+        for (int r = 0; r < rows; r++) {
+            float b = bias.get(F32, (bOff + r) * Float.BYTES);
+            long row = (at + r * ld) * Float.BYTES;
+            if (nr == NR) {
+                FloatVector bv = FloatVector.broadcast(FS, b);
+                FloatVector.fromMemorySegment(FS, out, row, NO).add(bv).intoMemorySegment(out, row, NO);
+                FloatVector.fromMemorySegment(FS, out, row + 64, NO).add(bv).intoMemorySegment(out, row + 64, NO);
+            } else {
+                for (int j = 0; j < nr; j++) out.set(F32, row + 4L * j, out.get(F32, row + 4L * j) + b);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ weight gradient
+
+    /** Whether {@link #weightGrad} applies: the forward path's conditions, stride 1. */
+    static boolean handlesWeightGrad(Geometry g) {
+        return handles(g) && g.sh() == 1 && g.sw() == 1;
+    }
+
+    /**
+     * {@code gw = sum_n gy[n] @ col(x[n])^T} as an implicit GEMM over the padded grid: with pixels counted
+     * over the padded width ({@code p = oy * wpad + ox}) and {@code gy} widened with zero columns, kernel
+     * tap {@code (c, ki, kj)} reads the padded image at {@code base(c, ki, kj) + p}, an affine function of
+     * p. Columns are ordered {@code (ki, kj, c)} so that 16 consecutive ones are 16 channels at a fixed
+     * stride, which Gemm's in-register 16x16 transpose packs straight into B strips. The zero columns of
+     * gy make the extra pixels (about {@code wpad / ow - 1} more work) contribute nothing. Each chunk of images
+     * accumulates into its own buffer; the partial sums are added in chunk order.
+     */
+    static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, MemorySegment gw, long gwOff, Geometry g) {
+        int kg = g.kg();
+        int cout = g.cout();
+        int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
+        float[][] partial = new float[chunks][];
+        Parallel.forRange(chunks, 1, (c0, c1) -> {
+            for (long c = c0; c < c1; c++) {
+                // One buffer per chunk, not per thread: a thread may run several chunks.
+                Work wk = WORK.get();
+                float[] acc = new float[cout * kg];
+                long n0 = c * g.n() / chunks, n1 = (c + 1) * g.n() / chunks;
+                for (long n = n0; n < n1; n++) {
+                    for (int gi = 0; gi < g.groups(); gi++) weightGradImage(gy, gyOff, x, xOff, (int) n, gi, g, wk, acc);
+                }
+                partial[(int) c] = acc;
+            }
+        });
+        // Sum the partials in chunk order and reorder the columns from (ki, kj, c) to (c, ki, kj).
+        int cinG = g.cinG(), kk = g.kh() * g.kw();
+        for (int co = 0; co < cout; co++) {
+            for (int ci = 0; ci < cinG; ci++) {
+                for (int t = 0; t < kk; t++) {
+                    int col = co * kg + t * cinG + ci;
+                    float v = partial[0][col];
+                    for (int c = 1; c < chunks; c++) v += partial[c][col];
+                    gw.set(F32, (gwOff + ((long) co * cinG + ci) * kk + t) * Float.BYTES, v);
+                }
+            }
+        }
+    }
+
+    private static void weightGradImage(MemorySegment gy, long gyOff, MemorySegment x, long xOff, int n, int gi, Geometry g,
+                                        Work wk, float[] acc) {
+        int coutG = g.coutG(), cinG = g.cinG(), kg = g.kg();
+        int oh = g.oh(), ow = g.ow();
+        int hp = paddedHeight(g), wpad = paddedWidth(g);
+        pad(x, xOff + ((long) n * g.cin() + (long) gi * cinG) * g.h() * g.w(), cinG, g, wk);
+        // Slack after the last channel: the widest tap reads up to wpad + 16 floats past its rows.
+        int padLen = cinG * hp * wpad;
+        if (wk.pad.length < padLen + wpad + 32) wk.pad = java.util.Arrays.copyOf(wk.pad, padLen + wpad + 32);
+        java.util.Arrays.fill(wk.pad, padLen, padLen + wpad + 32, 0f);
+        int pixels = oh * wpad;
+        float[] gyp = wk.gy = grow(wk.gy, coutG * pixels);
+        long gyImage = gyOff + ((long) n * g.cout() + (long) gi * coutG) * oh * ow;
+        for (int co = 0; co < coutG; co++) {
+            for (int oy = 0; oy < oh; oy++) {
+                int row = (co * oh + oy) * wpad;
+                MemorySegment.copy(gy, F32, (gyImage + ((long) co * oh + oy) * ow) * Float.BYTES, gyp, row, ow);
+                java.util.Arrays.fill(gyp, row + ow, row + wpad, 0f);
+            }
+        }
+        MemorySegment gySeg = MemorySegment.ofArray(gyp);
+        MemorySegment padSeg = MemorySegment.ofArray(wk.pad);
+        MemorySegment accSeg = MemorySegment.ofArray(acc);
+        int blocks = (pixels + KMAX - 1) / KMAX;
+        int kc0 = (pixels + blocks - 1) / blocks;
+        int mPad = roundUp(coutG, MR);
+        float[] ap = wk.ap = grow(wk.ap, mPad * kc0);
+        float[] scratch = wk.scratch = grow(wk.scratch, MR * kc0);
+        float[] bp = wk.bp = grow(wk.bp, kc0 * NR);
+        float[] tile = wk.tile;
+        long ldcBytes = (long) kg * Float.BYTES;
+        for (int kb = 0; kb < blocks; kb++) {
+            int p0 = kb * kc0, kc = Math.min(kc0, pixels - p0);
+            Gemm.packA(gySeg, p0, pixels, 1, coutG, kc, ap, scratch);
+            for (int j0 = 0; j0 < kg; j0 += NR) {
+                int nr = Math.min(NR, kg - j0);
+                packTaps(padSeg, wk.pad, g, hp, wpad, p0, kc, j0, nr, bp);
+                for (int ir = 0; ir < coutG; ir += MR) {
+                    int mr = Math.min(MR, coutG - ir);
+                    long cByte = ((long) (gi * coutG + ir) * kg + j0) * Float.BYTES;
+                    if (mr == MR && nr == NR) {
+                        Gemm.kernelUpdate(kc, ap, ir * kc, bp, 0, accSeg, cByte, ldcBytes, 1f, 1f);
+                    } else {
+                        Gemm.kernel(kc, ap, ir * kc, bp, 0, tile);
+                        Gemm.updateC(tile, accSeg, cByte, ldcBytes, mr, nr, 1f, 1f);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * Packs taps (columns) {@code [j0, j0 + nr)} in {@code (ki, kj, c)} order over padded-grid pixels
+     * {@code [p0, p0 + kc)}: {@code bp[(p - p0) * NR + j] = pad[base(j) + p]}, zero past nr.
+     */
+    private static void packTaps(MemorySegment padSeg, float[] pad, Geometry g, int hp, int wpad, int p0, int kc, int j0, int nr,
+                                 float[] bp) {
+        int cinG = g.cinG(), kw = g.kw();
+        int chStride = hp * wpad;
+        for (int jj = 0; jj < nr; ) {
+            int j = j0 + jj;
+            int tap = j / cinG, c = j % cinG;
+            int base = (c * hp + (tap / kw) * g.dh()) * wpad + (tap % kw) * g.dw();
+            if (jj + 16 <= nr && c + 16 <= cinG && jj % 16 == 0) {
+                // 16 channels of one tap: a fixed stride, so 16x16 blocks transpose in registers.
+                int p = 0;
+                for (; p + 16 <= kc; p += 16) {
+                    Gemm.transposeBlock16(padSeg, (long) (base + p0 + p) * Float.BYTES, (long) chStride * Float.BYTES, bp, p * NR + jj, NR);
+                }
+                for (; p < kc; p++) {
+                    for (int t = 0; t < 16; t++) bp[p * NR + jj + t] = pad[base + t * chStride + p0 + p];
+                }
+                jj += 16;
+            } else {
+                for (int p = 0; p < kc; p++) bp[p * NR + jj] = pad[base + p0 + p];
+                jj++;
+            }
+        }
+        if (nr < NR) {
+            for (int p = 0; p < kc; p++) java.util.Arrays.fill(bp, p * NR + nr, (p + 1) * NR, 0f);
+        }
+    }
+
+    private static float[] grow(float[] a, int size) {
+        return a.length >= size ? a : new float[size];
+    }
+
+    private static int[] growInts(int[] a, int size) {
+        return a.length >= size ? a : new int[size];
+    }
+
+    private static int roundUp(int x, int to) {
+        return (x + to - 1) / to * to;
+    }
+}

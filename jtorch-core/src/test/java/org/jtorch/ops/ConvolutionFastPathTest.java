@@ -1,0 +1,77 @@
+package org.jtorch.ops;
+
+import java.util.List;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.nn.F;
+import org.jtorch.testing.Fixtures;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The float32 fast paths (implicit GEMM forward, flipped-weight input gradient, per-thread weight
+ * gradients) on shapes the small fixtures do not reach: reductions deeper than one packed block
+ * (cin*kh*kw > 1024), channel counts that are not multiples of the 8-row tile, pixel counts that are
+ * not multiples of the 32-column strip, single images split across threads. Reference: the same
+ * convolution in float64, which runs the im2col + GEMM path.
+ */
+class ConvolutionFastPathTest {
+
+    private static void compare(long[] xShape, long[] wShape, int[] stride, int[] padding, int[] dilation, int groups) {
+        try (Tensor x64 = Torch.randn(xShape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(11));
+             Tensor w64 = Torch.randn(wShape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(12));
+             Tensor b64 = Torch.randn(new long[] {wShape[0]}, DType.FLOAT64, Device.cpu(), Torch.manualSeed(13));
+             Tensor x32 = x64.to(DType.FLOAT32); Tensor w32 = w64.to(DType.FLOAT32); Tensor b32 = b64.to(DType.FLOAT32)) {
+            List<Tensor> in64 = List.of(x64, w64, b64), in32 = List.of(x32, w32, b32);
+            in64.forEach(t -> t.requiresGrad_(true));
+            in32.forEach(t -> t.requiresGrad_(true));
+            try (Tensor y64 = F.conv2d(x64, w64, b64, stride, padding, dilation, groups);
+                 Tensor y32 = F.conv2d(x32, w32, b32, stride, padding, dilation, groups);
+                 Tensor u64 = Torch.randn(y64.shape(), DType.FLOAT64, Device.cpu(), Torch.manualSeed(14));
+                 Tensor u32 = u64.to(DType.FLOAT32)) {
+                assertClose(y64, y32, "output");
+                Tensor[] g64 = Autograd.grad(new Tensor[] {y64}, in64.toArray(new Tensor[0]), new Tensor[] {u64}, false, false, false);
+                Tensor[] g32 = Autograd.grad(new Tensor[] {y32}, in32.toArray(new Tensor[0]), new Tensor[] {u32}, false, false, false);
+                String[] names = {"input gradient", "weight gradient", "bias gradient"};
+                for (int i = 0; i < 3; i++) assertClose(g64[i], g32[i], names[i]);
+            }
+        }
+    }
+
+    /** float32 sums of a few thousand products against float64: relative 1e-4 of the values' scale. */
+    private static void assertClose(Tensor expected, Tensor actual, String what) {
+        double scale;
+        try (Tensor a = expected.abs(); Tensor m = a.max()) {
+            scale = Math.max(1, m.item());
+        }
+        try (Tensor a32 = actual.to(DType.FLOAT64)) {
+            Fixtures.assertClose(expected, a32, 0, 1e-4 * scale, what);
+        }
+    }
+
+    @Test
+    void deepReductionSplitsIntoBlocks() {
+        compare(new long[] {2, 130, 7, 9}, new long[] {20, 130, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    @Test
+    void singleImageWithRaggedTiles() {
+        compare(new long[] {1, 5, 13, 11}, new long[] {11, 5, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    @Test
+    void resnetShapesAtSmallBatch() {
+        compare(new long[] {4, 16, 32, 32}, new long[] {16, 16, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {4, 16, 16, 16}, new long[] {32, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 64, 8, 8}, new long[] {64, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 32, 8, 8}, new long[] {64, 32, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
+    }
+
+    @Test
+    void groupsDilationAndAsymmetricPadding() {
+        compare(new long[] {3, 12, 10, 9}, new long[] {18, 4, 3, 2}, new int[] {1}, new int[] {2, 0}, new int[] {2, 1}, 3);
+        compare(new long[] {2, 8, 9, 9}, new long[] {8, 1, 5, 5}, new int[] {1}, new int[] {2}, new int[] {1}, 8);
+    }
+}
