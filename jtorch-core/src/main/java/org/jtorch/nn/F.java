@@ -727,6 +727,36 @@ public final class F {
         return batchNorm(input, runningMean, runningVar, null, null, false, 0.1, 1e-5);
     }
 
+    /** {@code F.instance_norm}; see {@link org.jtorch.ops.Normalization#instanceNorm}. */
+    public static Tensor instanceNorm(Tensor input, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias,
+                                      boolean useInputStats, double momentum, double eps) {
+        return org.jtorch.ops.Normalization.instanceNorm(input, runningMean, runningVar, weight, bias, useInputStats, momentum, eps);
+    }
+
+    /** {@code F.instance_norm(input)}: input statistics, no running statistics or affine parameters, eps 1e-5. */
+    public static Tensor instanceNorm(Tensor input) {
+        return instanceNorm(input, null, null, null, null, true, 0.1, 1e-5);
+    }
+
+    /** {@code F.group_norm}; see {@link org.jtorch.ops.Normalization#groupNorm}. */
+    public static Tensor groupNorm(Tensor input, long numGroups, Tensor weight, Tensor bias, double eps) {
+        return org.jtorch.ops.Normalization.groupNorm(input, numGroups, weight, bias, eps);
+    }
+
+    public static Tensor groupNorm(Tensor input, long numGroups) {
+        return groupNorm(input, numGroups, null, null, 1e-5);
+    }
+
+    /** {@code F.local_response_norm}; see {@link org.jtorch.ops.Normalization#localResponseNorm}. */
+    public static Tensor localResponseNorm(Tensor input, int size, double alpha, double beta, double k) {
+        return org.jtorch.ops.Normalization.localResponseNorm(input, size, alpha, beta, k);
+    }
+
+    /** {@code F.local_response_norm} with PyTorch's defaults alpha 1e-4, beta 0.75, k 1. */
+    public static Tensor localResponseNorm(Tensor input, int size) {
+        return localResponseNorm(input, size, 1e-4, 0.75, 1.0);
+    }
+
     // ================================================================== spatial (pooling, padding, resampling)
     // Pooling over (N, C, L) / (C, L) or (N, C, H, W) / (C, H, W); see org.jtorch.ops.Pooling for the rules.
     // Sizes are 1 or 2 ints; a null or empty stride means the kernel size.

@@ -70,6 +70,7 @@ public final class Normalization {
         if (!training && (runningMean == null || runningVar == null)) {
             throw new IllegalArgumentException(op + ": running_mean and running_var must be defined in evaluation mode");
         }
+        if (input.numel() == 0) return emptyBatchNorm(input, weight, bias);
         NormalizationKernels k = Backends.of(device).normalization();
         DType statsType = input.dtype() == DType.FLOAT64 ? DType.FLOAT64 : DType.FLOAT32;
         long[] cShape = {c};
@@ -140,6 +141,146 @@ public final class Normalization {
             return new Tensor[] {gi, gw, gb};
         }, new Tensor[] {input, weight, bias}, saved.toArray(new SavedTensor[0]));
         return out;
+    }
+
+    // ------------------------------------------------------------------ instance, group and local response norm
+
+    /**
+     * {@code torch.nn.functional.instance_norm}: batch norm of each (sample, channel) plane on its own,
+     * computed as PyTorch does, by batch norm over the {@code [1, N*C, *]} view with weight, bias and
+     * running statistics repeated N times; the running statistics (when given and {@code useInputStats})
+     * then take the mean over the batch of the N updated copies.
+     */
+    public static Tensor instanceNorm(Tensor input, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias,
+                                      boolean useInputStats, double momentum, double eps) {
+        final String op = "instanceNorm";
+        input.checkOpen(op);
+        if (input.dim() < 2) {
+            throw new IllegalArgumentException(op + ": expected an input of at least 2 dimensions [N, C, *], got shape "
+                    + Shapes.format(input.shape()));
+        }
+        long n = input.size(0);
+        long c = input.size(1);
+        if (useInputStats && input.numel() / Math.max(1, n * c) == 1 && n * c > 0) {
+            throw new IllegalArgumentException(op + ": Expected more than 1 spatial element when training, got input size "
+                    + Shapes.format(input.shape()));
+        }
+        checkChannels(op, "running_mean", runningMean, c, input.device());
+        checkChannels(op, "running_var", runningVar, c, input.device());
+        checkChannels(op, "weight", weight, c, input.device());
+        checkChannels(op, "bias", bias, c, input.device());
+        long[] flat = input.shape().clone();
+        flat[0] = 1;
+        flat[1] = n * c;
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor x = input.reshape(flat);
+            Tensor w = weight == null ? null : weight.unsqueeze(0).expand(n, c).reshape(n * c);
+            Tensor b = bias == null ? null : bias.unsqueeze(0).expand(n, c).reshape(n * c);
+            Tensor rm;
+            Tensor rv;
+            try (Grad.Mode g = Grad.noGrad()) {
+                rm = runningMean == null ? null : runningMean.unsqueeze(0).expand(n, c).contiguous().reshape(n * c);
+                rv = runningVar == null ? null : runningVar.unsqueeze(0).expand(n, c).contiguous().reshape(n * c);
+            }
+            Tensor out = batchNorm(x, rm, rv, w, b, useInputStats, momentum, eps).reshape(input.shape());
+            if (useInputStats) {
+                try (Grad.Mode g = Grad.noGrad()) {
+                    if (runningMean != null) runningMean.copy_(rm.view(n, c).mean(0));
+                    if (runningVar != null) runningVar.copy_(rv.view(n, c).mean(0));
+                }
+            }
+            return scope.keep(out);
+        }
+    }
+
+    /**
+     * {@code torch.nn.functional.group_norm}: the channels are split into {@code numGroups} groups and
+     * each (sample, group) is normalised to zero mean and unit biased variance, then scaled by {@code
+     * weight} and shifted by {@code bias} per channel. Composed of tensor ops (so differentiable to any
+     * order); float16 and bfloat16 inputs are computed in float32.
+     */
+    public static Tensor groupNorm(Tensor input, long numGroups, Tensor weight, Tensor bias, double eps) {
+        final String op = "groupNorm";
+        input.checkOpen(op);
+        if (input.dim() < 2) {
+            throw new IllegalArgumentException(op + ": Expected at least 2 dimensions for input tensor but received " + input.dim());
+        }
+        if (!input.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": expected a floating point input, got " + input.dtype());
+        }
+        long n = input.size(0);
+        long c = input.size(1);
+        if (numGroups <= 0 || c % numGroups != 0) {
+            throw new IllegalArgumentException(op + ": Expected number of channels in input to be divisible by num_groups, but got"
+                    + " input of shape " + Shapes.format(input.shape()) + " and num_groups=" + numGroups);
+        }
+        long spatial = input.numel() / Math.max(1, n * c);
+        if (n * (c / numGroups) * spatial == 1) {
+            throw new IllegalArgumentException(op + ": Expected more than 1 value per channel when training, got input size "
+                    + Shapes.format(input.shape()) + " with num_groups=" + numGroups);
+        }
+        checkChannels(op, "weight", weight, c, input.device());
+        checkChannels(op, "bias", bias, c, input.device());
+        long[] affineShape = new long[input.dim()];
+        Arrays.fill(affineShape, 1);
+        affineShape[1] = c;
+        DType low = input.dtype() == DType.FLOAT16 || input.dtype() == DType.BFLOAT16 ? input.dtype() : null;
+        return MemoryScope.run(() -> {
+            Tensor x = low != null ? input.to(DType.FLOAT32) : input;
+            Tensor g = x.reshape(n, numGroups, c / numGroups * spatial);
+            Tensor mean = g.mean(new int[] {2}, true);
+            Tensor invstd = g.var(new int[] {2}, 0, true).add(eps).rsqrt();
+            Tensor y = g.sub(mean).mul(invstd).reshape(input.shape());
+            if (weight != null) y = y.mul(weight.reshape(affineShape));
+            if (bias != null) y = y.add(bias.reshape(affineShape));
+            return low != null ? y.to(low) : y;
+        });
+    }
+
+    /**
+     * {@code torch.nn.functional.local_response_norm}: {@code x / (k + alpha / size * sum(x^2))^beta},
+     * the sum over a window of {@code size} neighbouring channels ({@code size / 2} before, {@code
+     * (size - 1) / 2} after, zero-padded), as PyTorch's average-pool formulation.
+     */
+    public static Tensor localResponseNorm(Tensor input, int size, double alpha, double beta, double k) {
+        final String op = "localResponseNorm";
+        input.checkOpen(op);
+        if (input.dim() < 3) {
+            throw new IllegalArgumentException(op + ": Expected 3D or higher dimensionality input (got " + input.dim()
+                    + " dimensions)");
+        }
+        if (size <= 0) throw new IllegalArgumentException(op + ": size must be positive, got " + size);
+        if (input.numel() == 0) return input.alias();
+        long c = input.size(1);
+        return MemoryScope.run(() -> {
+            Tensor sq = input.mul(input);
+            long[] before = input.shape().clone();
+            before[1] = size / 2;
+            long[] after = input.shape().clone();
+            after[1] = (size - 1) / 2;
+            Tensor padded = Torch.cat(List.of(Torch.zeros(before, sq.dtype(), sq.device()), sq,
+                    Torch.zeros(after, sq.dtype(), sq.device())), 1);
+            Tensor sum = padded.narrow(1, 0, c);
+            for (int j = 1; j < size; j++) sum = sum.add(padded.narrow(1, j, c));
+            Tensor div = sum.div((double) size).mul(alpha).add(k).pow(beta);
+            return input.div(div);
+        });
+    }
+
+    /**
+     * An empty input gives an empty output and leaves the running statistics alone, as PyTorch; written
+     * with tensor ops so that the weight and bias still get (zero) gradients.
+     */
+    private static Tensor emptyBatchNorm(Tensor input, Tensor weight, Tensor bias) {
+        long[] affineShape = new long[input.dim()];
+        Arrays.fill(affineShape, 1);
+        affineShape[1] = input.size(1);
+        return MemoryScope.run(() -> {
+            Tensor y = input.mul(1.0);
+            if (weight != null) y = y.mul(weight.reshape(affineShape));
+            if (bias != null) y = y.add(bias.reshape(affineShape));
+            return y;
+        });
     }
 
     /** {@code 1 / sqrt(var + eps)}, computed in double per channel. */

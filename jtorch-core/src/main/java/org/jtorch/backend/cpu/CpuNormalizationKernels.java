@@ -17,7 +17,8 @@ import org.jtorch.backend.NormalizationKernels;
  * variance) and applies {@code x * scale + shift} in a second; backward sums {@code g} and
  * {@code g * (x - mean)} per channel in one pass and writes the input gradient in a second. Float32
  * planes of at least one vector get Vector API loops whose f32 lane sums are flushed into doubles
- * every {@value #SUM_BLOCK} elements; every other case (float64, bfloat16, float16, tiny planes) loads
+ * every {@value #SUM_BLOCK} elements; float32 {@code [n, c]} inputs (one element per plane, BatchNorm1d)
+ * run vectors across channels instead; every other case (float64, bfloat16, float16, small planes) loads
  * blocks into doubles with {@link ElementIO}. Statistics are parallel over channels, elementwise passes
  * over the {@code n * c} planes; each channel's sums run in a fixed order, so results do not depend on
  * the thread count.
@@ -30,6 +31,8 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     private static final int BLOCK = 256;
     /** Elements of a plane summed in f32 lanes before the partial sums join double totals. */
     private static final int SUM_BLOCK = 2048;
+    /** Rows of a {@code [n, c]} block summed in f32 lanes before the partial sums join double totals. */
+    private static final int ROW_FLUSH = 256;
     /** Minimum elements of work per thread before a kernel goes parallel. */
     private static final long GRAIN = 32_768;
 
@@ -39,6 +42,22 @@ final class CpuNormalizationKernels implements NormalizationKernels {
 
     private static boolean fastF32(Tensor x, long s) {
         return x.dtype() == DType.FLOAT32 && s >= FL;
+    }
+
+    /** Float32 {@code [n, c]} (one element per plane) with at least one vector of channels: vectors run across channels. */
+    private static boolean rowsF32(Tensor x, long s, long c) {
+        return x.dtype() == DType.FLOAT32 && s == 1 && c >= FL;
+    }
+
+    /** Chunks of {@link #FL} channels, the last one possibly partial. */
+    private static long chunks(long c) {
+        return (c + FL - 1) / FL;
+    }
+
+    private static float[] floats(double[] v) {
+        float[] f = new float[v.length];
+        for (int i = 0; i < v.length; i++) f[i] = (float) v[i];
+        return f;
     }
 
     private static long base(Tensor t) {
@@ -82,6 +101,14 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         double[] v = new double[cc];
         MemorySegment xs = x.storage().segment();
         long xb = base(x);
+        if (rowsF32(x, s, c)) {
+            Parallel.forRange(chunks(c), grain(n * FL), (begin, end) -> {
+                for (long k = begin; k < end; k++) rowStatsF32(xs, xb, n, cc, (int) k * FL, m, v);
+            });
+            storeChannels(mean, m);
+            storeChannels(var, v);
+            return;
+        }
         boolean fast = fastF32(x, s);
         DType dt = x.dtype();
         Parallel.forRange(c, grain(n * s), (begin, end) -> {
@@ -99,31 +126,57 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         float k = xs.get(ElementIO.F32, xb + ch * s * 4);
         double sum = 0;
         double sq = 0;
+        // Vector accumulators live across planes and are reduced once per SUM_BLOCK elements: reducing per plane
+        // costs more than the plane itself for 8x8 feature maps. Two pairs: one add chain alone is latency-bound.
+        FloatVector acc = FloatVector.zero(FS);
+        FloatVector acc2 = FloatVector.zero(FS);
+        FloatVector accB = FloatVector.zero(FS);
+        FloatVector acc2B = FloatVector.zero(FS);
+        float ts = 0;
+        float tq = 0;
+        long pending = 0;
         for (long i = 0; i < n; i++) {
             long off = xb + (i * c + ch) * s * 4;
             for (long j0 = 0; j0 < s; j0 += SUM_BLOCK) {
                 long len = Math.min(SUM_BLOCK, s - j0);
                 long upper = len - len % FL;
+                long upper2 = len - len % (2 * FL);
                 long o = off + j0 * 4;
-                FloatVector acc = FloatVector.zero(FS);
-                FloatVector acc2 = FloatVector.zero(FS);
                 long j = 0;
+                for (; j < upper2; j += 2 * FL) {
+                    FloatVector d = ld(xs, o + 4 * j).sub(k);
+                    FloatVector e = ld(xs, o + 4 * (j + FL)).sub(k);
+                    acc = acc.add(d);
+                    acc2 = d.fma(d, acc2);
+                    accB = accB.add(e);
+                    acc2B = e.fma(e, acc2B);
+                }
                 for (; j < upper; j += FL) {
                     FloatVector d = ld(xs, o + 4 * j).sub(k);
                     acc = acc.add(d);
                     acc2 = d.fma(d, acc2);
                 }
-                float ps = acc.reduceLanes(VectorOperators.ADD);
-                float pq = acc2.reduceLanes(VectorOperators.ADD);
                 for (; j < len; j++) {
                     float d = xs.get(ElementIO.F32, o + 4 * j) - k;
-                    ps += d;
-                    pq += d * d;
+                    ts += d;
+                    tq += d * d;
                 }
-                sum += ps;
-                sq += pq;
+                pending += len;
+                if (pending >= SUM_BLOCK) {
+                    sum += acc.add(accB).reduceLanes(VectorOperators.ADD) + (double) ts;
+                    sq += acc2.add(acc2B).reduceLanes(VectorOperators.ADD) + (double) tq;
+                    acc = FloatVector.zero(FS);
+                    acc2 = FloatVector.zero(FS);
+                    accB = FloatVector.zero(FS);
+                    acc2B = FloatVector.zero(FS);
+                    ts = 0;
+                    tq = 0;
+                    pending = 0;
+                }
             }
         }
+        sum += acc.add(accB).reduceLanes(VectorOperators.ADD) + (double) ts;
+        sq += acc2.add(acc2B).reduceLanes(VectorOperators.ADD) + (double) tq;
         finishStats(k, sum, sq, (double) n * s, ch, m, v);
     }
 
@@ -148,6 +201,35 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         finishStats(k, sum, sq, (double) n * s, ch, m, v);
     }
 
+    /**
+     * Statistics of channels {@code [c0, c0 + FL)} of a float32 {@code [n, c]} block: lanes are channels,
+     * sums shifted by row 0 and flushed into doubles every {@value #ROW_FLUSH} rows. The last chunk
+     * overlaps the previous one when {@code c % FL != 0} (it recomputes some channels, identically).
+     */
+    private static void rowStatsF32(MemorySegment xs, long xb, long n, int c, int c0, double[] m, double[] v) {
+        int start = Math.min(c0, c - FL);
+        FloatVector k = ld(xs, xb + 4L * start);
+        double[] sum = new double[FL];
+        double[] sq = new double[FL];
+        float[] lane = new float[FL];
+        for (long i0 = 0; i0 < n; i0 += ROW_FLUSH) {
+            long end = Math.min(n, i0 + ROW_FLUSH);
+            FloatVector acc = FloatVector.zero(FS);
+            FloatVector acc2 = FloatVector.zero(FS);
+            for (long i = i0; i < end; i++) {
+                FloatVector d = ld(xs, xb + 4L * (i * c + start)).sub(k);
+                acc = acc.add(d);
+                acc2 = d.fma(d, acc2);
+            }
+            acc.intoArray(lane, 0);
+            for (int l = 0; l < FL; l++) sum[l] += lane[l];
+            acc2.intoArray(lane, 0);
+            for (int l = 0; l < FL; l++) sq[l] += lane[l];
+        }
+        k.intoArray(lane, 0);
+        for (int l = 0; l < FL; l++) finishStats(lane[l], sum[l], sq[l], n, start + l, m, v);
+    }
+
     private static void finishStats(double k, double sum, double sq, double count, long ch, double[] m, double[] v) {
         if (count == 0) {
             m[(int) ch] = Double.NaN;
@@ -169,7 +251,8 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         double[] is = channels(invstd, cc, 1);
         double[] w = channels(weight, cc, 1);
         double[] b = channels(bias, cc, 0);
-        // y = x * scale + shift, with scale = invstd * weight and shift = bias - mean * scale (as PyTorch's CPU kernel).
+        // y = x * scale + shift with scale = invstd * weight and shift = bias - mean * scale (as PyTorch's CPU kernel) in
+        // double; float32 subtracts the mean first.
         double[] scale = new double[cc];
         double[] shift = new double[cc];
         for (int i = 0; i < cc; i++) {
@@ -182,13 +265,22 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         long ob = base(out);
         DType xt = x.dtype();
         DType ot = out.dtype();
+        if (rowsF32(x, s, c) && ot == DType.FLOAT32) {
+            float[] mf = floats(m);
+            float[] sf = floats(scale);
+            float[] bf = floats(b);
+            Parallel.forRange(n, grain(c), (begin, end) -> {
+                for (long i = begin; i < end; i++) applyRowF32(xs, xb + 4 * i * c, os, ob + 4 * i * c, cc, mf, sf, bf);
+            });
+            return;
+        }
         boolean fast = fastF32(x, s) && ot == DType.FLOAT32;
         Parallel.forRange(n * c, grain(s), (begin, end) -> {
             double[] buf = fast ? null : new double[BLOCK];
             for (long p = begin; p < end; p++) {
                 int ch = (int) (p % c);
                 if (fast) {
-                    applyF32(xs, xb + p * s * 4, os, ob + p * s * 4, s, (float) scale[ch], (float) shift[ch]);
+                    applyF32(xs, xb + p * s * 4, os, ob + p * s * 4, s, (float) m[ch], (float) scale[ch], (float) b[ch]);
                 } else {
                     long xes = xt.byteSize();
                     long oes = ot.byteSize();
@@ -203,11 +295,24 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         });
     }
 
-    private static void applyF32(MemorySegment xs, long xo, MemorySegment os, long oo, long len, float scale, float shift) {
+    /** {@code (x - mean) * scale + bias}: subtracting first keeps float32 exact when the mean is large against the spread. */
+    private static void applyF32(MemorySegment xs, long xo, MemorySegment os, long oo, long len, float mean, float scale,
+                                 float bias) {
         long upper = len - len % FL;
         long j = 0;
-        for (; j < upper; j += FL) ld(xs, xo + 4 * j).fma(scale, shift).intoMemorySegment(os, oo + 4 * j, LE);
-        for (; j < len; j++) os.set(ElementIO.F32, oo + 4 * j, Math.fma(xs.get(ElementIO.F32, xo + 4 * j), scale, shift));
+        for (; j < upper; j += FL) ld(xs, xo + 4 * j).sub(mean).fma(scale, bias).intoMemorySegment(os, oo + 4 * j, LE);
+        for (; j < len; j++) os.set(ElementIO.F32, oo + 4 * j, Math.fma(xs.get(ElementIO.F32, xo + 4 * j) - mean, scale, bias));
+    }
+
+    private static void applyRowF32(MemorySegment xs, long xo, MemorySegment os, long oo, int c, float[] m, float[] scale,
+                                    float[] bias) {
+        int upper = c - c % FL;
+        int j = 0;
+        for (; j < upper; j += FL) {
+            ld(xs, xo + 4L * j).sub(FloatVector.fromArray(FS, m, j)).fma(FloatVector.fromArray(FS, scale, j), FloatVector.fromArray(FS, bias, j))
+                    .intoMemorySegment(os, oo + 4L * j, LE);
+        }
+        for (; j < c; j++) os.set(ElementIO.F32, oo + 4L * j, Math.fma(xs.get(ElementIO.F32, xo + 4L * j) - m[j], scale[j], bias[j]));
     }
 
     // ---------------------------------------------------------------- backward
@@ -230,7 +335,12 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         boolean fast = fastF32(x, s) && gt == DType.FLOAT32;
         double count = (double) n * s;
         boolean needSums = gradWeight != null || gradBias != null || (train && gradInput != null);
-        if (needSums) {
+        boolean rows = rowsF32(x, s, c) && gt == DType.FLOAT32;
+        if (needSums && rows) {
+            Parallel.forRange(chunks(c), grain(2 * n * FL), (begin, end) -> {
+                for (long k = begin; k < end; k++) rowSumsF32(gs, gb, xs, xb, n, cc, (int) k * FL, m, sumG, sumGXmu);
+            });
+        } else if (needSums) {
             Parallel.forRange(c, grain(2 * n * s), (begin, end) -> {
                 double[] gbuf = fast ? null : new double[BLOCK];
                 double[] xbuf = fast ? null : new double[BLOCK];
@@ -262,6 +372,16 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         MemorySegment ds = gradInput.storage().segment();
         long db = base(gradInput);
         DType dt = gradInput.dtype();
+        if (rows && dt == DType.FLOAT32) {
+            float[] mf = floats(m);
+            float[] kf = floats(kk);
+            float[] gf = floats(mg);
+            float[] af = floats(a);
+            Parallel.forRange(n, grain(2 * c), (begin, end) -> {
+                for (long i = begin; i < end; i++) gradInputRowF32(gs, gb + 4 * i * c, xs, xb + 4 * i * c, ds, db + 4 * i * c, cc, mf, kf, gf, af);
+            });
+            return;
+        }
         boolean fastOut = fast && dt == DType.FLOAT32;
         Parallel.forRange(n * c, grain(s), (begin, end) -> {
             double[] gbuf = fastOut ? null : new double[BLOCK];
@@ -295,38 +415,107 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         });
     }
 
+    /** As {@link #statsF32}: accumulators across planes, reduced once per {@value #SUM_BLOCK} elements. */
     private static void sumsF32(MemorySegment gs, long gb, MemorySegment xs, long xb, long n, long c, long s, long ch,
                                 float mean, double[] sumG, double[] sumGXmu) {
         double sg = 0;
         double sgx = 0;
+        FloatVector acc = FloatVector.zero(FS);
+        FloatVector acc2 = FloatVector.zero(FS);
+        FloatVector accB = FloatVector.zero(FS);
+        FloatVector acc2B = FloatVector.zero(FS);
+        float ts = 0;
+        float tq = 0;
+        long pending = 0;
         for (long i = 0; i < n; i++) {
             long plane = (i * c + ch) * s * 4;
             for (long j0 = 0; j0 < s; j0 += SUM_BLOCK) {
                 long len = Math.min(SUM_BLOCK, s - j0);
                 long upper = len - len % FL;
+                long upper2 = len - len % (2 * FL);
                 long go = gb + plane + j0 * 4;
                 long xo = xb + plane + j0 * 4;
-                FloatVector acc = FloatVector.zero(FS);
-                FloatVector acc2 = FloatVector.zero(FS);
                 long j = 0;
+                for (; j < upper2; j += 2 * FL) {
+                    FloatVector g = ld(gs, go + 4 * j);
+                    FloatVector h = ld(gs, go + 4 * (j + FL));
+                    acc = acc.add(g);
+                    acc2 = g.fma(ld(xs, xo + 4 * j).sub(mean), acc2);
+                    accB = accB.add(h);
+                    acc2B = h.fma(ld(xs, xo + 4 * (j + FL)).sub(mean), acc2B);
+                }
                 for (; j < upper; j += FL) {
                     FloatVector g = ld(gs, go + 4 * j);
                     acc = acc.add(g);
                     acc2 = g.fma(ld(xs, xo + 4 * j).sub(mean), acc2);
                 }
-                float ps = acc.reduceLanes(VectorOperators.ADD);
-                float pq = acc2.reduceLanes(VectorOperators.ADD);
                 for (; j < len; j++) {
                     float g = gs.get(ElementIO.F32, go + 4 * j);
-                    ps += g;
-                    pq += g * (xs.get(ElementIO.F32, xo + 4 * j) - mean);
+                    ts += g;
+                    tq += g * (xs.get(ElementIO.F32, xo + 4 * j) - mean);
                 }
-                sg += ps;
-                sgx += pq;
+                pending += len;
+                if (pending >= SUM_BLOCK) {
+                    sg += acc.add(accB).reduceLanes(VectorOperators.ADD) + (double) ts;
+                    sgx += acc2.add(acc2B).reduceLanes(VectorOperators.ADD) + (double) tq;
+                    acc = FloatVector.zero(FS);
+                    acc2 = FloatVector.zero(FS);
+                    accB = FloatVector.zero(FS);
+                    acc2B = FloatVector.zero(FS);
+                    ts = 0;
+                    tq = 0;
+                    pending = 0;
+                }
             }
         }
+        sg += acc.add(accB).reduceLanes(VectorOperators.ADD) + (double) ts;
+        sgx += acc2.add(acc2B).reduceLanes(VectorOperators.ADD) + (double) tq;
         sumG[(int) ch] = sg;
         sumGXmu[(int) ch] = sgx;
+    }
+
+    /** {@link #sumsF32} for channels {@code [c0, c0 + FL)} of a float32 {@code [n, c]} block (lanes are channels). */
+    private static void rowSumsF32(MemorySegment gs, long gb, MemorySegment xs, long xb, long n, int c, int c0, double[] mean,
+                                   double[] sumG, double[] sumGXmu) {
+        int start = Math.min(c0, c - FL);
+        float[] lane = new float[FL];
+        for (int l = 0; l < FL; l++) lane[l] = (float) mean[start + l];
+        FloatVector mv = FloatVector.fromArray(FS, lane, 0);
+        double[] sg = new double[FL];
+        double[] sgx = new double[FL];
+        for (long i0 = 0; i0 < n; i0 += ROW_FLUSH) {
+            long end = Math.min(n, i0 + ROW_FLUSH);
+            FloatVector acc = FloatVector.zero(FS);
+            FloatVector acc2 = FloatVector.zero(FS);
+            for (long i = i0; i < end; i++) {
+                FloatVector g = ld(gs, gb + 4L * (i * c + start));
+                acc = acc.add(g);
+                acc2 = g.fma(ld(xs, xb + 4L * (i * c + start)).sub(mv), acc2);
+            }
+            acc.intoArray(lane, 0);
+            for (int l = 0; l < FL; l++) sg[l] += lane[l];
+            acc2.intoArray(lane, 0);
+            for (int l = 0; l < FL; l++) sgx[l] += lane[l];
+        }
+        for (int l = 0; l < FL; l++) {
+            sumG[start + l] = sg[l];
+            sumGXmu[start + l] = sgx[l];
+        }
+    }
+
+    private static void gradInputRowF32(MemorySegment gs, long go, MemorySegment xs, long xo, MemorySegment ds, long dO, int c,
+                                        float[] mean, float[] k, float[] meanG, float[] a) {
+        int upper = c - c % FL;
+        int j = 0;
+        for (; j < upper; j += FL) {
+            FloatVector proj = ld(xs, xo + 4L * j).sub(FloatVector.fromArray(FS, mean, j)).mul(FloatVector.fromArray(FS, k, j));
+            ld(gs, go + 4L * j).sub(proj).sub(FloatVector.fromArray(FS, meanG, j)).mul(FloatVector.fromArray(FS, a, j))
+                    .intoMemorySegment(ds, dO + 4L * j, LE);
+        }
+        for (; j < c; j++) {
+            float proj = (xs.get(ElementIO.F32, xo + 4L * j) - mean[j]) * k[j];
+            ds.set(ElementIO.F32, dO + 4L * j, (gs.get(ElementIO.F32, go + 4L * j) - proj - meanG[j]) * a[j]);
+        }
     }
 
     private static void sumsGeneric(DType gt, MemorySegment gs, long gb, DType xt, MemorySegment xs, long xb, long n, long c,

@@ -1,0 +1,21 @@
+package org.jtorch.nn;
+
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Torch;
+
+/** {@code torch.nn.InstanceNorm3d}: {@link InstanceNorm} over inputs {@code [N, C, D, H, W]} (or {@code [C, D, H, W]}). */
+public class InstanceNorm3d extends InstanceNorm {
+    public InstanceNorm3d(long numFeatures) {
+        this(numFeatures, 1e-5, 0.1, false, false);
+    }
+
+    public InstanceNorm3d(long numFeatures, double eps, double momentum, boolean affine, boolean trackRunningStats) {
+        this(numFeatures, eps, momentum, affine, trackRunningStats, Torch.defaultDtype(), Device.cpu());
+    }
+
+    public InstanceNorm3d(long numFeatures, double eps, double momentum, boolean affine, boolean trackRunningStats,
+                          DType dtype, Device device) {
+        super(3, numFeatures, eps, momentum, affine, trackRunningStats, dtype, device);
+    }
+}
