@@ -15,6 +15,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
+import org.jtorch.ops.Convolution;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.Fixtures.Case;
 import org.junit.jupiter.api.DynamicTest;
@@ -87,6 +88,14 @@ class AutocastConformanceTest {
             case "cat" -> Torch.cat(List.of(x[0], x[1]), 0);
             case "stack" -> Torch.stack(List.of(x[0], x[1]), 0);
             case "index_copy" -> x[0].indexCopy(0, Torch.tensor(new long[] {2, 0}), x[1]);
+            case "conv2d" -> Convolution.conv2d(x[0], x[1], x[2], new int[] {1}, new int[] {1}, new int[] {1}, 1);
+            case "conv1d" -> Convolution.conv1d(x[0], x[1], x[2], 1, 0, 1, 1);
+            case "conv_transpose2d" -> Convolution.convTranspose2d(x[0], x[1], x[2], new int[] {2}, new int[] {0}, new int[] {0}, 1,
+                    new int[] {1});
+            case "conv_batch_norm" -> F.batchNorm(Convolution.conv2d(x[0], x[1], x[2], new int[] {1}, new int[] {0}, new int[] {1}, 1),
+                    x[5], x[6], x[3], x[4], true, 0.1, 1e-5);
+            case "group_norm" -> F.groupNorm(x[0], 2);
+            case "max_unpool2d" -> F.maxUnpool2d(x[0], x[1], new int[] {2}, null, new int[] {0}, null);
             default -> throw new IllegalArgumentException("no runner for " + op);
         };
     }
