@@ -59,6 +59,7 @@ public final class GradScaler {
     private float scale;
     private int growthTracker;
     private Tensor scaleTensor;
+    private float scaleTensorValue;
     private final Map<Optimizer, OptimizerState> perOptimizer = new IdentityHashMap<>();
 
     /** PyTorch's defaults: initial scale 65536, growth 2.0, backoff 0.5, growth interval 2000, enabled. */
@@ -96,9 +97,12 @@ public final class GradScaler {
         if (scaleTensor == null || !scaleTensor.device().equals(loss.device())) {
             if (scaleTensor != null) scaleTensor.close();
             scaleTensor = Torch.full(new long[] {1}, scale, DType.FLOAT32, loss.device()).untrack();
-        } else {
+        } else if (scaleTensorValue != scale) {
+            // Refilled only when update() changed the scale, as PyTorch's in-place update: losses scaled
+            // since the last update share one unmodified tensor, so their graphs stay valid together.
             scaleTensor.fill_(scale);
         }
+        scaleTensorValue = scale;
         return loss.mul(scaleTensor);
     }
 

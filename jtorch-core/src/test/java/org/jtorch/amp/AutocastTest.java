@@ -191,6 +191,21 @@ class AutocastTest {
         }
     }
 
+    /** PyTorch 2.x lists scaled_dot_product_attention as lower precision; a float mask is cast with q, k, v. */
+    @Test
+    void attentionRunsInBf16WithFloatAndCausalMasks() {
+        try (MemoryScope s = new MemoryScope(); Autocast ac = Autocast.enable(Device.cpu())) {
+            Tensor q = Torch.randn(2, 3, 4);
+            Tensor k = Torch.randn(2, 5, 4);
+            Tensor v = Torch.randn(2, 5, 6);
+            Tensor mask = Torch.randn(3, 5);
+            Tensor out = F.scaledDotProductAttention(q, k, v, mask, 0, false);
+            assertEquals(DType.BFLOAT16, out.dtype());
+            assertArrayEquals(new long[] {2, 3, 6}, out.shape());
+            assertEquals(DType.BFLOAT16, F.scaledDotProductAttention(q, k.narrow(1, 0, 3), v.narrow(1, 0, 3), null, 0, true).dtype());
+        }
+    }
+
     @Test
     void cudaTableFollowsPyTorch113() {
         Device.Type cuda = Device.Type.CUDA;

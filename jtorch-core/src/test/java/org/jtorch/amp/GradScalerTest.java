@@ -212,6 +212,23 @@ class GradScalerTest {
     }
 
     @Test
+    void lossesScaledBeforeOneBackwardShareTheScale() {
+        Tensor p = param(1f);
+        SGD opt = new SGD(List.of(p), SGD.options().lr(1.0));
+        GradScaler scaler = new GradScaler(4.0, 2.0, 0.5, 2000, true);
+        try (MemoryScope s = new MemoryScope()) {
+            Tensor a = scaler.scale(p.mul(2.0).sum());
+            Tensor b = scaler.scale(p.mul(3.0).sum());
+            a.add(b).backward();
+        }
+        assertArrayEquals(new float[] {20f}, p.grad().toFloatArray());
+        assertTrue(scaler.step(opt));
+        scaler.update();
+        assertArrayEquals(new float[] {-4f}, p.toFloatArray());
+        p.close();
+    }
+
+    @Test
     void disabledScalerIsTransparent() {
         Tensor p = param(1f);
         SGD opt = new SGD(List.of(p), SGD.options().lr(1.0));
