@@ -52,4 +52,36 @@ class HalfConversionTest {
             }
         }
     }
+
+    /**
+     * Contiguous bf16/f16 unary and binary ops (f32 kernel between two conversions) agree with the generic
+     * path (taken by a transposed copy of the same values) within one rounding of the half type.
+     */
+    @Test
+    void halfElementwiseFastPathAgreesWithTheGenericPath() {
+        for (DType dt : new DType[] {DType.BFLOAT16, DType.FLOAT16}) {
+            double ulp = dt == DType.BFLOAT16 ? 1.0 / 128 : 1.0 / 1024;
+            try (org.jtorch.memory.MemoryScope scope = new org.jtorch.memory.MemoryScope()) {
+                Tensor a = Torch.randn(67, 33).to(dt);
+                Tensor b = Torch.randn(67, 33).to(dt);
+                Tensor aStrided = a.t().contiguous().t();
+                Tensor bStrided = b.t().contiguous().t();
+                Tensor[][] pairs = {
+                        {a.relu(), aStrided.relu()}, {a.exp(), aStrided.exp()}, {a.tanh(), aStrided.tanh()},
+                        {a.sigmoid(), aStrided.sigmoid()}, {a.add(b), aStrided.add(bStrided)}, {a.mul(b), aStrided.mul(bStrided)},
+                        {a.sub(b.select(0, 3)), aStrided.sub(bStrided.select(0, 3))}, {a.div(b), aStrided.div(bStrided)}};
+                for (Tensor[] p : pairs) {
+                    assertEquals(dt, p[0].dtype());
+                    float[] fast = p[0].toFloatArray();
+                    float[] generic = p[1].toFloatArray();
+                    for (int i = 0; i < fast.length; i++) {
+                        double tol = ulp * Math.max(Math.abs(generic[i]), 1e-3) + 1e-6;
+                        if (!(Float.isNaN(fast[i]) && Float.isNaN(generic[i]))) {
+                            assertEquals(generic[i], fast[i], tol, dt + " element " + i);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
