@@ -123,7 +123,7 @@ final class ElementwiseKernels {
             int cap = (int) Math.min(BLOCK, end - begin);
             double[] dbuf = !fast && !half && floating ? new double[cap] : null;
             long[] lbuf = !fast && !half && !floating ? new long[cap] : null;
-            MemorySegment fbuf = half ? MemorySegment.ofArray(new byte[cap * 4]) : null; // the Vector API needs byte[]-backed heap segments
+            MemorySegment fbuf = half ? halfScratch(0) : null;
             long oStride = it.innerByteStride(0);
             long xStride = it.innerByteStride(1);
             it.forEachRow(begin, end, (off, len) -> {
@@ -157,6 +157,17 @@ final class ElementwiseKernels {
                 }
             });
         });
+    }
+
+    /**
+     * Per-thread off-heap f32 buffers of BLOCK floats for the half-precision paths (Vector API loads from
+     * heap segments were ~10x slower here); freed with the thread.
+     */
+    private static final ThreadLocal<MemorySegment> HALF_SCRATCH =
+            ThreadLocal.withInitial(() -> java.lang.foreign.Arena.ofAuto().allocate(3L * BLOCK * 4, 64));
+
+    private static MemorySegment halfScratch(int i) {
+        return HALF_SCRATCH.get().asSlice(i * BLOCK * 4L, BLOCK * 4L);
     }
 
     private static boolean isHalf(DType t) {
@@ -193,9 +204,9 @@ final class ElementwiseKernels {
         Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
             int cap = (int) Math.min(BLOCK, end - begin);
             boolean generic = !fast && !fastCompare && !half;
-            MemorySegment fa = half ? MemorySegment.ofArray(new byte[cap * 4]) : null;
-            MemorySegment fb = half ? MemorySegment.ofArray(new byte[cap * 4]) : null;
-            MemorySegment fo = half ? MemorySegment.ofArray(new byte[cap * 4]) : null;
+            MemorySegment fa = half ? halfScratch(0) : null;
+            MemorySegment fb = half ? halfScratch(1) : null;
+            MemorySegment fo = half ? halfScratch(2) : null;
             double[] da = generic && floating ? new double[cap] : null;
             double[] db = generic && floating ? new double[cap] : null;
             long[] la = generic && !floating ? new long[cap] : null;
