@@ -1305,6 +1305,10 @@ public final class Tensor implements AutoCloseable {
 
     /** {@code scatter_add}: a copy with {@code out[i][index[i][j]] += src[i][j]} for {@code dim == 1}; duplicates sum. */
     public Tensor scatterAdd(int dim, Tensor index, Tensor src) {
+        if (org.jtorch.amp.Autocast.isActive()) {
+            Tensor r = org.jtorch.amp.Autocast.run("scatter_add", t -> t[0].scatterAdd(dim, index, t[1]), this, src);
+            if (r != null) return r;
+        }
         return Indexing.scatter("scatterAdd", this, dim, index, src, true);
     }
 
@@ -1331,6 +1335,10 @@ public final class Tensor implements AutoCloseable {
 
     /** {@code index_copy}: a copy with {@code out.select(dim, index[i]) = source.select(dim, i)}; {@code index} is int64. */
     public Tensor indexCopy(int dim, Tensor index, Tensor source) {
+        if (org.jtorch.amp.Autocast.isActive()) {
+            Tensor r = org.jtorch.amp.Autocast.run("index_copy", t -> t[0].indexCopy(dim, index, t[1]), this, source);
+            if (r != null) return r;
+        }
         return Indexing.onCopy(this, r -> Indexing.indexCopyInPlace(r, dim, index, source));
     }
 
@@ -1386,6 +1394,10 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor indexPut(Tensor[] indices, Tensor values, boolean accumulate) {
+        if (org.jtorch.amp.Autocast.isActive()) {
+            Tensor r = org.jtorch.amp.Autocast.run("index_put", t -> t[0].indexPut(indices, t[1], accumulate), this, values);
+            if (r != null) return r;
+        }
         return Indexing.onCopy(this, r -> Indexing.indexPutInPlace(r, indices, values, accumulate));
     }
 

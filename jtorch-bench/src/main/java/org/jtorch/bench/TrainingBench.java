@@ -2,8 +2,11 @@ package org.jtorch.bench;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.jtorch.DType;
+import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.amp.Autocast;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.nn.Linear;
@@ -13,7 +16,7 @@ import org.jtorch.optim.SGD;
 
 /**
  * Training-step measurements matching {@code python/bench_training.py}: the MLP 784-512-512-10 step
- * (batch 128, cross entropy, SGD with momentum) and a tiny graph of 10 small ops plus backward.
+ * (batch 128, cross entropy, SGD with momentum; in f32 and with bf16 autocast) and a tiny graph of 10 small ops plus backward.
  */
 final class TrainingBench {
     private TrainingBench() {}
@@ -23,18 +26,27 @@ final class TrainingBench {
         r.put("mlp_step_ms", mlpStepSeconds(quick) * 1e3);
         r.put("mlp_images_per_s", 128 / (r.get("mlp_step_ms") / 1e3));
         r.put("tiny_graph_us", tinyGraphSeconds(quick) * 1e6);
+        r.put("mlp_step_bf16_autocast_ms", mlpStepSeconds(quick, true) * 1e3);
         return r;
     }
 
     /** Median time of one full training step, after enough steps for the JIT to compile the kernels. */
     static double mlpStepSeconds(boolean quick) {
+        return mlpStepSeconds(quick, false);
+    }
+
+    /** With {@code amp}, the forward and loss run under CPU bf16 autocast (no GradScaler: bf16 needs none). */
+    static double mlpStepSeconds(boolean quick, boolean amp) {
         Torch.manualSeed(0);
         Sequential model = new Sequential(new Linear(784, 512), new ReLU(), new Linear(512, 512), new ReLU(), new Linear(512, 10));
         SGD opt = new SGD(model.parameters(), SGD.options().lr(0.01).momentum(0.9));
         try (Tensor x = Torch.randn(128, 784); Tensor y = Torch.randint(0, 10, 128)) {
             Runnable step = () -> {
                 try (MemoryScope scope = new MemoryScope()) {
-                    Tensor loss = F.crossEntropy(model.forward(x), y);
+                    Tensor loss;
+                    try (Autocast ac = Autocast.scope(Device.cpu(), DType.BFLOAT16, amp, true)) {
+                        loss = F.crossEntropy(model.forward(x), y);
+                    }
                     opt.zeroGrad();
                     loss.backward();
                     opt.step();

@@ -1,6 +1,7 @@
 package org.jtorch.ops;
 
 import java.util.Arrays;
+import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
@@ -35,22 +36,38 @@ public final class Convolution {
     // ------------------------------------------------------------------ public ops
 
     public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding, int[] dilation, int groups) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("conv2d", t -> conv2d(t[0], t[1], t[2], stride, padding, dilation, groups), input, weight, bias);
+            if (r != null) return r;
+        }
         return conv("conv2d", 2, input, weight, bias, pair("conv2d", "stride", stride, 2), pair("conv2d", "padding", padding, 2),
                 null, pair("conv2d", "dilation", dilation, 2), groups);
     }
 
     /** {@code padding} is "valid" (none) or "same" (output size = input size; stride 1 only). */
     public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, String padding, int[] dilation, int groups) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("conv2d", t -> conv2d(t[0], t[1], t[2], stride, padding, dilation, groups), input, weight, bias);
+            if (r != null) return r;
+        }
         return conv("conv2d", 2, input, weight, bias, pair("conv2d", "stride", stride, 2), null, padding,
                 pair("conv2d", "dilation", dilation, 2), groups);
     }
 
     public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, int padding, int dilation, int groups) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("conv1d", t -> conv1d(t[0], t[1], t[2], stride, padding, dilation, groups), input, weight, bias);
+            if (r != null) return r;
+        }
         return conv("conv1d", 1, input, weight, bias, new int[] {stride}, new int[] {padding}, null, new int[] {dilation}, groups);
     }
 
     /** {@code padding} is "valid" (none) or "same" (output length = input length; stride 1 only). */
     public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, String padding, int dilation, int groups) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("conv1d", t -> conv1d(t[0], t[1], t[2], stride, padding, dilation, groups), input, weight, bias);
+            if (r != null) return r;
+        }
         return conv("conv1d", 1, input, weight, bias, new int[] {stride}, null, padding, new int[] {dilation}, groups);
     }
 
@@ -61,6 +78,10 @@ public final class Convolution {
      */
     public static Tensor convTranspose2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding,
                                          int[] outputPadding, int groups, int[] dilation) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("conv_transpose2d", t -> convTranspose2d(t[0], t[1], t[2], stride, padding, outputPadding, groups, dilation), input, weight, bias);
+            if (r != null) return r;
+        }
         String op = "conv_transpose2d";
         int[] s = pair(op, "stride", stride, 2);
         int[] p = pair(op, "padding", padding, 2);

@@ -3,6 +3,7 @@ package org.jtorch.ops;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.jtorch.amp.Autocast;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 
@@ -16,6 +17,10 @@ public final class Einsum {
     private Einsum() {}
 
     public static Tensor einsum(String equation, Tensor... operands) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("einsum", t -> einsum(equation, t), operands);
+            if (r != null) return r;
+        }
         String eq = equation.replace(" ", "");
         if (eq.contains(".")) {
             throw new IllegalArgumentException("einsum: ellipsis ('...') is not supported yet in '" + equation + "'");

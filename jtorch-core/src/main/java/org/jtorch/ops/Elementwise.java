@@ -1,6 +1,7 @@
 package org.jtorch.ops;
 
 import java.lang.foreign.MemorySegment;
+import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
@@ -21,6 +22,11 @@ public final class Elementwise {
     private Elementwise() {}
 
     public static Tensor unary(UnaryOp op, Tensor x, double p0, double p1) {
+        if (Autocast.isActive()) {
+            UnaryOp u = op;
+            Tensor r = Autocast.run(u.pyName(), t -> unary(u, t[0], p0, p1), x);
+            if (r != null) return r;
+        }
         x.checkOpen(op.pyName());
         op = boolForm(op, x.dtype());
         DType out = op.resultType(x.dtype(), Torch.defaultDtype());
@@ -65,6 +71,10 @@ public final class Elementwise {
     }
 
     public static Tensor binary(BinaryOp op, Tensor a, Tensor b, double alpha) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run(op.pyName(), t -> binary(op, t[0], t[1], alpha), a, b);
+            if (r != null) return r;
+        }
         String name = op.pyName();
         a.checkOpen(name);
         b.checkOpen(name);

@@ -3,6 +3,7 @@ package org.jtorch.ops;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
@@ -32,6 +33,10 @@ public final class Joining {
      * 1-d tensors with no elements are skipped whatever their shape elsewhere.
      */
     public static Tensor cat(List<Tensor> tensors, int dim) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("cat", t -> cat(List.of(t), dim), tensors.toArray(new Tensor[0]));
+            if (r != null) return r;
+        }
         String op = "cat";
         if (tensors.isEmpty()) throw new IllegalArgumentException(op + ": expected a non-empty list of tensors");
         TypePromotion.State types = new TypePromotion.State();
@@ -121,6 +126,10 @@ public final class Joining {
 
     /** {@code torch.stack(tensors, dim)}: equal-shaped inputs joined along a new dimension {@code dim}. */
     public static Tensor stack(List<Tensor> tensors, int dim) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("stack", t -> stack(List.of(t), dim), tensors.toArray(new Tensor[0]));
+            if (r != null) return r;
+        }
         String op = "stack";
         if (tensors.isEmpty()) throw new IllegalArgumentException(op + ": expected a non-empty list of tensors");
         long[] shape = tensors.get(0).shape();

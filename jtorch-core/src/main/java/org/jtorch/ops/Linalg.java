@@ -1,6 +1,7 @@
 package org.jtorch.ops;
 
 import java.util.Arrays;
+import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
@@ -19,6 +20,10 @@ public final class Linalg {
     private Linalg() {}
 
     public static Tensor mm(Tensor a, Tensor b) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("mm", t -> mm(t[0], t[1]), a, b);
+            if (r != null) return r;
+        }
         check2d("mm", a, b);
         checkInner("mm", a, b, a.size(1), b.size(0));
         Device device = sameDeviceAndType("mm", a, b);
@@ -38,6 +43,10 @@ public final class Linalg {
     }
 
     public static Tensor bmm(Tensor a, Tensor b) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("bmm", t -> bmm(t[0], t[1]), a, b);
+            if (r != null) return r;
+        }
         if (a.dim() != 3 || b.dim() != 3) {
             throw new IllegalArgumentException("bmm: expected 3-D tensors, got shapes " + Shapes.format(a.shape()) + " and "
                     + Shapes.format(b.shape()));
@@ -61,6 +70,10 @@ public final class Linalg {
     }
 
     public static Tensor mv(Tensor m, Tensor v) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("mv", t -> mv(t[0], t[1]), m, v);
+            if (r != null) return r;
+        }
         if (m.dim() != 2 || v.dim() != 1) {
             throw new IllegalArgumentException("mv: expected a 2-D matrix and a 1-D vector, got shapes " + Shapes.format(m.shape())
                     + " and " + Shapes.format(v.shape()));
@@ -73,6 +86,10 @@ public final class Linalg {
     }
 
     public static Tensor dot(Tensor a, Tensor b) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("dot", t -> dot(t[0], t[1]), a, b);
+            if (r != null) return r;
+        }
         if (a.dim() != 1 || b.dim() != 1) {
             throw new IllegalArgumentException("dot: expected 1-D tensors, got shapes " + Shapes.format(a.shape()) + " and "
                     + Shapes.format(b.shape()));
@@ -89,6 +106,10 @@ public final class Linalg {
 
     /** {@code torch.matmul}: dot, mv, mm or batched matmul with broadcast batch dimensions, by rank. */
     public static Tensor matmul(Tensor a, Tensor b) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("matmul", t -> matmul(t[0], t[1]), a, b);
+            if (r != null) return r;
+        }
         int da = a.dim();
         int db = b.dim();
         if (da == 0 || db == 0) {
@@ -139,6 +160,10 @@ public final class Linalg {
 
     /** {@code beta * input + alpha * (m1 @ m2)}, input broadcast to {@code [M, N]}. */
     public static Tensor addmm(Tensor input, Tensor m1, Tensor m2, double beta, double alpha) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("addmm", t -> addmm(t[0], t[1], t[2], beta, alpha), input, m1, m2);
+            if (r != null) return r;
+        }
         check2d("addmm", m1, m2);
         checkInner("addmm", m1, m2, m1.size(1), m2.size(0));
         Device device = sameDeviceAndType("addmm", m1, m2);
@@ -167,6 +192,10 @@ public final class Linalg {
 
     /** {@code beta * input + alpha * bmm(b1, b2)}, input broadcast to {@code [B, M, N]}. */
     public static Tensor baddbmm(Tensor input, Tensor b1, Tensor b2, double beta, double alpha) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("baddbmm", t -> baddbmm(t[0], t[1], t[2], beta, alpha), input, b1, b2);
+            if (r != null) return r;
+        }
         if (b1.dim() != 3 || b2.dim() != 3) {
             throw new IllegalArgumentException("baddbmm: expected 3-D batch tensors, got shapes " + Shapes.format(b1.shape())
                     + " and " + Shapes.format(b2.shape()));
@@ -201,6 +230,10 @@ public final class Linalg {
 
     /** {@code x @ weight.T + bias} over the last dimension of {@code x}; {@code bias} may be null. */
     public static Tensor linear(Tensor x, Tensor weight, Tensor bias) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("linear", t -> linear(t[0], t[1], t[2]), x, weight, bias);
+            if (r != null) return r;
+        }
         if (weight.dim() != 2) {
             throw new IllegalArgumentException("linear: expected a 2-D weight [out_features, in_features], got shape "
                     + Shapes.format(weight.shape()));

@@ -3,6 +3,7 @@ package org.jtorch.ops;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
@@ -200,6 +201,10 @@ public final class Normalization {
      * order); float16 and bfloat16 inputs are computed in float32.
      */
     public static Tensor groupNorm(Tensor input, long numGroups, Tensor weight, Tensor bias, double eps) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("group_norm", t -> groupNorm(t[0], numGroups, t[1], t[2], eps), input, weight, bias);
+            if (r != null) return r;
+        }
         final String op = "groupNorm";
         input.checkOpen(op);
         if (input.dim() < 2) {

@@ -1,5 +1,6 @@
 package org.jtorch.ops;
 
+import org.jtorch.amp.Autocast;
 import org.jtorch.Tensor;
 
 /**
@@ -13,6 +14,10 @@ public final class Pointwise {
 
     /** {@code self + value * tensor1 * tensor2} */
     public static Tensor addcmul(Tensor self, Tensor tensor1, Tensor tensor2, double value) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("addcmul", t -> addcmul(t[0], t[1], t[2], value), self, tensor1, tensor2);
+            if (r != null) return r;
+        }
         try (Tensor product = scaledProduct("addcmul", tensor1, tensor2, value, false)) {
             return self.add(product);
         }
@@ -26,6 +31,10 @@ public final class Pointwise {
 
     /** {@code self + value * tensor1 / tensor2}; integer division is rejected, as in PyTorch. */
     public static Tensor addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, double value) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("addcdiv", t -> addcdiv(t[0], t[1], t[2], value), self, tensor1, tensor2);
+            if (r != null) return r;
+        }
         try (Tensor quotient = scaledProduct("addcdiv", tensor1, tensor2, value, true)) {
             return self.add(quotient);
         }

@@ -2,6 +2,7 @@ package org.jtorch.ops;
 
 import java.util.Arrays;
 import java.util.function.BiConsumer;
+import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
@@ -211,6 +212,10 @@ public final class Pooling {
      * zero plane of size {@code outputSize} (2 ints; null: {@code (in - 1) * stride - 2 * padding + kernel}).
      */
     public static Tensor maxUnpool2d(Tensor x, Tensor indices, int[] kernel, int[] stride, int[] padding, long[] outputSize) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("max_unpool2d", t -> maxUnpool2d(t[0], indices, kernel, stride, padding, outputSize), x);
+            if (r != null) return r;
+        }
         String op = "maxUnpool2d";
         checkRank(op, x, 2, false);
         if (indices.dtype() != DType.INT64) {

@@ -1,6 +1,7 @@
 package org.jtorch.ops;
 
 import java.util.Arrays;
+import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
@@ -38,11 +39,19 @@ public final class Reductions {
 
     /** {@code torch.sum(x, dims, keepdim, dtype)}; {@code dtype} may be null (bool/integers then sum to int64). */
     public static Tensor sum(Tensor x, int[] dims, boolean keepdim, DType dtype) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("sum", dtype != null, t -> sum(t[0], dims, keepdim, dtype), x);
+            if (r != null) return r;
+        }
         return accumulate(ReduceOp.SUM, "sum", x, dims, keepdim, dtype);
     }
 
     /** {@code torch.prod(x, dims, keepdim, dtype)}; unlike PyTorch's {@code prod}, several dims may be given. */
     public static Tensor prod(Tensor x, int[] dims, boolean keepdim, DType dtype) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("prod", dtype != null, t -> prod(t[0], dims, keepdim, dtype), x);
+            if (r != null) return r;
+        }
         return accumulate(ReduceOp.PROD, "prod", x, dims, keepdim, dtype);
     }
 
@@ -308,6 +317,10 @@ public final class Reductions {
 
     /** {@code torch.norm(x, p, dims, keepdim)}: the vector p-norm over the dims (p may be 0, ±inf or any real); floating tensors only. */
     public static Tensor norm(Tensor x, double p, int[] dims, boolean keepdim) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("norm", t -> norm(t[0], p, dims, keepdim), x);
+            if (r != null) return r;
+        }
         x.checkOpen("norm");
         if (!x.dtype().isFloatingPoint()) {
             throw new IllegalArgumentException("norm(): input dtype should be either floating point or complex. Got "
@@ -346,6 +359,10 @@ public final class Reductions {
 
     /** {@code torch.logsumexp(x, dims, keepdim)}: {@code log(sum(exp(x)))} computed stably; integer input gives the default float dtype. */
     public static Tensor logsumexp(Tensor x, int[] dims, boolean keepdim) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("logsumexp", t -> logsumexp(t[0], dims, keepdim), x);
+            if (r != null) return r;
+        }
         x.checkOpen("logsumexp");
         boolean[] reduced = reducedDims("logsumexp", x.shape(), dims);
         DType t = x.dtype().isFloatingPoint() ? x.dtype() : Torch.defaultDtype();
@@ -381,10 +398,18 @@ public final class Reductions {
 
     /** {@code torch.cumsum(x, dim, dtype)}; {@code dtype} may be null (bool/integers then give int64). */
     public static Tensor cumsum(Tensor x, int dim, DType dtype) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("cumsum", dtype != null, t -> cumsum(t[0], dim, dtype), x);
+            if (r != null) return r;
+        }
         return scan(false, "cumsum", x, dim, dtype);
     }
 
     public static Tensor cumprod(Tensor x, int dim, DType dtype) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("cumprod", dtype != null, t -> cumprod(t[0], dim, dtype), x);
+            if (r != null) return r;
+        }
         return scan(true, "cumprod", x, dim, dtype);
     }
 
@@ -442,10 +467,18 @@ public final class Reductions {
 
     /** {@code torch.softmax(x, dim, dtype)}; {@code dtype} may be null (integer input then uses the default float dtype). */
     public static Tensor softmax(Tensor x, int dim, DType dtype) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("softmax", dtype != null, t -> softmax(t[0], dim, dtype), x);
+            if (r != null) return r;
+        }
         return softmax(false, "softmax", x, dim, dtype);
     }
 
     public static Tensor logSoftmax(Tensor x, int dim, DType dtype) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("log_softmax", dtype != null, t -> logSoftmax(t[0], dim, dtype), x);
+            if (r != null) return r;
+        }
         return softmax(true, "log_softmax", x, dim, dtype);
     }
 

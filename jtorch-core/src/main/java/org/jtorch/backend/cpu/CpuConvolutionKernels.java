@@ -206,7 +206,7 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         FloatVector acc = FloatVector.zero(FS);
         long i = 0;
         for (; i + FS.length() <= n; i += FS.length()) acc = acc.add(FloatVector.fromMemorySegment(FS, s, byteOff + 4 * i, NO));
-        double r = acc.reduceLanes(jdk.incubator.vector.VectorOperators.ADD);
+        double r = VectorF32.sumLanes(acc);
         for (; i < n; i++) r += s.get(F32, byteOff + 4 * i);
         return r;
     }

@@ -3,6 +3,7 @@ package org.jtorch.backend.cpu;
 import java.lang.foreign.MemorySegment;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
+import org.jtorch.autograd.Grad;
 import org.jtorch.backend.LinalgKernels;
 
 /**
@@ -18,13 +19,27 @@ final class CpuLinalgKernels implements LinalgKernels {
         switch (t) {
             case FLOAT32, FLOAT64 -> gemm(a, b, out, alpha, beta);
             case FLOAT16, BFLOAT16 -> {
-                try (Tensor a32 = a.to(DType.FLOAT32); Tensor b32 = b.to(DType.FLOAT32);
+                try (Grad.Mode g = Grad.noGrad(); Tensor a32 = toF32(a); Tensor b32 = toF32(b);
                      Tensor o32 = beta != 0 ? out.to(DType.FLOAT32) : Tensor.empty(out.shape(), DType.FLOAT32, out.device())) {
                     gemm(a32, b32, o32, alpha, beta);
                     ElementwiseKernels.copy(o32, out);
                 }
             }
             default -> integerBmm(a, b, out, (long) alpha, (long) beta);
+        }
+    }
+
+    /**
+     * A float32 copy in the operand's own layout: a transposed operand (a weight's {@code t()}) converts
+     * its memory in order, on the vectorised contiguous path, and the GEMM reads the copy transposed.
+     */
+    private static Tensor toF32(Tensor t) {
+        if (t.isContiguous() || t.dim() < 2) return t.to(DType.FLOAT32);
+        try (Tensor tt = t.transpose(-1, -2)) {
+            if (!tt.isContiguous()) return t.to(DType.FLOAT32);
+            try (Tensor c = tt.to(DType.FLOAT32)) {
+                return c.transpose(-1, -2);
+            }
         }
     }
 

@@ -125,4 +125,57 @@ public final class CpuOptimizerKernels {
             p.set(ElementIO.F32, po + off, pv + mv * negStepSize / denom);
         }
     }
+
+    // ------------------------------------------------------------------ GradScaler (org.jtorch.amp)
+
+    /**
+     * The GradScaler's fused unscale and inf/NaN check over one contiguous gradient of {@code n} elements
+     * of {@code dtype} at byte offset {@code off}: {@code g *= invScale} in place (every element, finite
+     * or not, as ATen's {@code _amp_foreach_non_finite_check_and_unscale_}), in one pass that also reports
+     * whether any element was infinite or NaN before scaling. float16/bfloat16 multiply in float32 and
+     * round once; float64 multiplies in double.
+     */
+    public static boolean unscaleAndCheckFinite(org.jtorch.DType dtype, MemorySegment g, long off, long n, float invScale) {
+        java.util.concurrent.atomic.AtomicBoolean found = new java.util.concurrent.atomic.AtomicBoolean();
+        Parallel.forRange(n, GRAIN, (begin, end) -> {
+            boolean bad = dtype == org.jtorch.DType.FLOAT32 ? unscaleF32(g, off, begin, end, invScale)
+                    : unscaleGeneric(dtype, g, off, begin, end, invScale);
+            if (bad) found.set(true);
+        });
+        return found.get();
+    }
+
+    /** Non-finite detection rides along: {@code 0 * x} is NaN exactly when {@code x} is infinite or NaN. */
+    private static boolean unscaleF32(MemorySegment g, long off, long begin, long end, float invScale) {
+        FloatVector acc = FloatVector.zero(FS);
+        long i = begin;
+        long upper = begin + FS.loopBound(end - begin);
+        for (; i < upper; i += FS.length()) {
+            long o = off + i * 4;
+            FloatVector v = FloatVector.fromMemorySegment(FS, g, o, LE);
+            acc = acc.add(v.mul(0f));
+            v.mul(invScale).intoMemorySegment(g, o, LE);
+        }
+        float tail = 0f;
+        for (; i < end; i++) {
+            long o = off + i * 4;
+            float v = g.get(ElementIO.F32, o);
+            tail += v * 0f;
+            g.set(ElementIO.F32, o, v * invScale);
+        }
+        return Float.isNaN(acc.reduceLanes(jdk.incubator.vector.VectorOperators.ADD) + tail);
+    }
+
+    private static boolean unscaleGeneric(org.jtorch.DType dtype, MemorySegment g, long off, long begin, long end, float invScale) {
+        long es = dtype.byteSize();
+        boolean wide = dtype == org.jtorch.DType.FLOAT64;
+        boolean bad = false;
+        for (long i = begin; i < end; i++) {
+            long o = off + i * es;
+            double v = ElementIO.getDouble(dtype, g, o);
+            if (!Double.isFinite(v)) bad = true;
+            ElementIO.setDouble(dtype, g, o, wide ? v * invScale : (double) ((float) v * invScale));
+        }
+        return bad;
+    }
 }

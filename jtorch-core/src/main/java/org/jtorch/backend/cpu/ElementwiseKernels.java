@@ -42,7 +42,12 @@ final class ElementwiseKernels {
         boolean integral = !st.isFloatingPoint() && !dt.isFloatingPoint();
         long es = dt.byteSize();
         boolean bulk = sameType && it.innerByteStride(0) == es && it.innerByteStride(1) == es;
+        boolean half = HalfConversion.supports(st, dt) && it.innerByteStride(0) == es && it.innerByteStride(1) == st.byteSize();
         Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
+            if (half) {
+                it.forEachRow(begin, end, (off, len) -> HalfConversion.convert(st, ss, off[1], dt, ds, off[0], len));
+                return;
+            }
             double[] dbuf = integral ? null : new double[(int) Math.min(BLOCK, end - begin)];
             long[] lbuf = integral ? new long[(int) Math.min(BLOCK, end - begin)] : null;
             long dStride = it.innerByteStride(0);
@@ -108,18 +113,31 @@ final class ElementwiseKernels {
         ElementwiseIteration it = new ElementwiseIteration(out, x);
         boolean fast = xt == DType.FLOAT32 && ot == DType.FLOAT32 && compute == DType.FLOAT32
                 && it.innerByteStride(0) == 4 && it.innerByteStride(1) == 4 && VectorF32.hasUnary(op);
+        // bf16/f16 in and out, computed in f32: converted a block at a time through an f32 buffer into the f32 kernel.
+        boolean half = isHalf(xt) && ot == xt && compute == xt && it.innerByteStride(0) == 2
+                && it.innerByteStride(1) == 2 && VectorF32.hasUnary(op);
         boolean floating = compute.isFloatingPoint();
         long lp0 = (long) p0;
         long lp1 = (long) p1;
         Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
             int cap = (int) Math.min(BLOCK, end - begin);
-            double[] dbuf = !fast && floating ? new double[cap] : null;
-            long[] lbuf = !fast && !floating ? new long[cap] : null;
+            double[] dbuf = !fast && !half && floating ? new double[cap] : null;
+            long[] lbuf = !fast && !half && !floating ? new long[cap] : null;
+            MemorySegment fbuf = half ? halfScratch(0) : null;
             long oStride = it.innerByteStride(0);
             long xStride = it.innerByteStride(1);
             it.forEachRow(begin, end, (off, len) -> {
                 if (fast) {
                     VectorF32.unary(op, xs, off[1], os, off[0], len, (float) p0, (float) p1);
+                    return;
+                }
+                if (half) {
+                    for (long done = 0; done < len; done += BLOCK) {
+                        int n = (int) Math.min(BLOCK, len - done);
+                        HalfConversion.convert(xt, xs, off[1] + done * 2, DType.FLOAT32, fbuf, 0, n);
+                        VectorF32.unary(op, fbuf, 0, fbuf, 0, n, (float) p0, (float) p1);
+                        HalfConversion.convert(DType.FLOAT32, fbuf, 0, ot, os, off[0] + done * 2, n);
+                    }
                     return;
                 }
                 for (long done = 0; done < len; done += BLOCK) {
@@ -139,6 +157,21 @@ final class ElementwiseKernels {
                 }
             });
         });
+    }
+
+    /**
+     * Per-thread off-heap f32 buffers of BLOCK floats for the half-precision paths (Vector API loads from
+     * heap segments were ~10x slower here); freed with the thread.
+     */
+    private static final ThreadLocal<MemorySegment> HALF_SCRATCH =
+            ThreadLocal.withInitial(() -> java.lang.foreign.Arena.ofAuto().allocate(3L * BLOCK * 4, 64));
+
+    private static MemorySegment halfScratch(int i) {
+        return HALF_SCRATCH.get().asSlice(i * BLOCK * 4L, BLOCK * 4L);
+    }
+
+    private static boolean isHalf(DType t) {
+        return t == DType.BFLOAT16 || t == DType.FLOAT16;
     }
 
     /** Rounds inputs to the compute dtype's precision, as if converted to it before the op (e.g. f64 input, f32 compute). */
@@ -164,11 +197,16 @@ final class ElementwiseKernels {
                 && (sa == 4 || sa == 0) && (sb == 4 || sb == 0);
         boolean fast = f32Rows && ot == DType.FLOAT32 && it.innerByteStride(0) == 4 && VectorF32.hasBinary(op);
         boolean fastCompare = f32Rows && ot == DType.BOOL && it.innerByteStride(0) == 1 && VectorF32.hasComparison(op);
+        boolean half = isHalf(ot) && at == ot && bt == ot && compute == ot && it.innerByteStride(0) == 2
+                && (sa == 2 || sa == 0) && (sb == 2 || sb == 0) && VectorF32.hasBinary(op);
         boolean floating = compute.isFloatingPoint();
         long lalpha = (long) alpha;
         Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
             int cap = (int) Math.min(BLOCK, end - begin);
-            boolean generic = !fast && !fastCompare;
+            boolean generic = !fast && !fastCompare && !half;
+            MemorySegment fa = half ? halfScratch(0) : null;
+            MemorySegment fb = half ? halfScratch(1) : null;
+            MemorySegment fo = half ? halfScratch(2) : null;
             double[] da = generic && floating ? new double[cap] : null;
             double[] db = generic && floating ? new double[cap] : null;
             long[] la = generic && !floating ? new long[cap] : null;
@@ -181,6 +219,16 @@ final class ElementwiseKernels {
                 }
                 if (fastCompare) {
                     VectorF32.compare(op, as, off[1], sa == 0, bs, off[2], sb == 0, os, off[0], len);
+                    return;
+                }
+                if (half) {
+                    for (long done = 0; done < len; done += BLOCK) {
+                        int n = (int) Math.min(BLOCK, len - done);
+                        HalfConversion.convert(at, as, off[1] + done * sa, DType.FLOAT32, fa, 0, sa == 0 ? 1 : n);
+                        HalfConversion.convert(bt, bs, off[2] + done * sb, DType.FLOAT32, fb, 0, sb == 0 ? 1 : n);
+                        VectorF32.binary(op, fa, 0, sa == 0, fb, 0, sb == 0, fo, 0, n, (float) alpha);
+                        HalfConversion.convert(DType.FLOAT32, fo, 0, ot, os, off[0] + done * 2, n);
+                    }
                     return;
                 }
                 for (long done = 0; done < len; done += BLOCK) {

@@ -1,0 +1,291 @@
+package org.jtorch.amp;
+
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Grad;
+import org.jtorch.backend.cpu.CpuOptimizerKernels;
+import org.jtorch.optim.Optimizer;
+import org.jtorch.optim.ParamGroup;
+
+/**
+ * Dynamic loss scaling, as PyTorch 1.13's {@code torch.cuda.amp.GradScaler}: multiply the loss by a
+ * large scale so that small float16 gradients do not flush to zero, unscale the gradients before the
+ * optimizer uses them, skip steps whose gradients overflowed, and adapt the scale.
+ *
+ * <pre>{@code
+ * var scaler = new GradScaler();
+ * for (var batch : loader) {
+ *     optimizer.zeroGrad();
+ *     Tensor loss;
+ *     try (var ac = Autocast.enable(Device.cuda(), DType.FLOAT16)) {
+ *         loss = lossFn.apply(model.forward(batch.input()), batch.target());
+ *     }
+ *     scaler.scale(loss).backward();
+ *     scaler.unscale_(optimizer);                     // optional: to clip the true gradients
+ *     ClipGrad.clipGradNorm_(model.parameters(), 1.0);
+ *     scaler.step(optimizer);                         // skipped if a gradient is inf or NaN
+ *     scaler.update();
+ * }
+ * }</pre>
+ *
+ * <p>Update rule ({@code _amp_update_scale_}): after a step with an inf/NaN gradient the scale is
+ * multiplied by {@code backoffFactor} and the growth tracker reset; after {@code growthInterval}
+ * consecutive clean steps it is multiplied by {@code growthFactor} (kept only if finite) and the
+ * tracker reset. The scale is a float32 value, as PyTorch's.
+ *
+ * <p>Each optimizer may be unscaled once and stepped once between {@link #update()}s; with gradient
+ * accumulation, call {@code scale(loss).backward()} for each micro-batch and step/update once.
+ * Unlike PyTorch 1.13 (whose {@code torch.cuda.amp.GradScaler} disables itself without CUDA), the scaler
+ * works on CPU tensors too. Not thread-safe: one training loop uses it.
+ */
+public final class GradScaler {
+    private enum Stage { READY, UNSCALED, STEPPED }
+
+    private static final class OptimizerState {
+        Stage stage = Stage.READY;
+        /** Null until unscale_ has checked this optimizer's gradients (PyTorch's empty found_inf_per_device). */
+        Boolean foundInf;
+    }
+
+    private final boolean enabled;
+    private double growthFactor;
+    private double backoffFactor;
+    private int growthInterval;
+    /** The scale as a float32 value (PyTorch keeps it in a float32 tensor). */
+    private float scale;
+    private int growthTracker;
+    private Tensor scaleTensor;
+    private float scaleTensorValue;
+    private final Map<Optimizer, OptimizerState> perOptimizer = new IdentityHashMap<>();
+
+    /** PyTorch's defaults: initial scale 65536, growth 2.0, backoff 0.5, growth interval 2000, enabled. */
+    public GradScaler() {
+        this(65536.0, 2.0, 0.5, 2000, true);
+    }
+
+    /** A disabled scaler is a no-op: {@code scale} returns the loss, {@code step} just steps. */
+    public GradScaler(boolean enabled) {
+        this(65536.0, 2.0, 0.5, 2000, enabled);
+    }
+
+    public GradScaler(double initScale, double growthFactor, double backoffFactor, int growthInterval, boolean enabled) {
+        if (!(growthFactor > 1.0)) throw new IllegalArgumentException("GradScaler: the growth factor must be > 1.0, got " + growthFactor);
+        if (!(backoffFactor < 1.0)) throw new IllegalArgumentException("GradScaler: the backoff factor must be < 1.0, got " + backoffFactor);
+        if (growthInterval <= 0) throw new IllegalArgumentException("GradScaler: growth_interval must be positive, got " + growthInterval);
+        this.enabled = enabled;
+        this.scale = (float) initScale;
+        this.growthFactor = growthFactor;
+        this.backoffFactor = backoffFactor;
+        this.growthInterval = growthInterval;
+    }
+
+    public boolean isEnabled() {
+        return enabled;
+    }
+
+    /**
+     * {@code loss * scale}, with the scale a float32 tensor of shape {@code [1]} as PyTorch's (so a
+     * float16 loss is scaled in float32 and cannot overflow here); the caller owns the result. When
+     * disabled, a new reference to {@code loss}.
+     */
+    public Tensor scale(Tensor loss) {
+        if (!enabled) return loss.alias();
+        if (scaleTensor == null || !scaleTensor.device().equals(loss.device())) {
+            if (scaleTensor != null) scaleTensor.close();
+            scaleTensor = Torch.full(new long[] {1}, scale, DType.FLOAT32, loss.device()).untrack();
+        } else if (scaleTensorValue != scale) {
+            // Refilled only when update() changed the scale, as PyTorch's in-place update: losses scaled
+            // since the last update share one unmodified tensor, so their graphs stay valid together.
+            scaleTensor.fill_(scale);
+        }
+        scaleTensorValue = scale;
+        return loss.mul(scaleTensor);
+    }
+
+    /**
+     * Divides {@code optimizer}'s gradients by the scale in place and records whether any was infinite
+     * or NaN, in one pass per gradient. Call it before clipping gradients; {@link #step} then does not
+     * unscale again.
+     *
+     * @throws IllegalStateException when called twice for one optimizer, or after {@code step}, before {@link #update()}
+     * @throws IllegalArgumentException for float16 gradients (PyTorch refuses them: keep float32 master weights)
+     */
+    public void unscale_(Optimizer optimizer) {
+        if (!enabled) return;
+        OptimizerState st = perOptimizer.computeIfAbsent(optimizer, o -> new OptimizerState());
+        if (st.stage == Stage.UNSCALED) {
+            throw new IllegalStateException("unscale_() has already been called on this optimizer since the last update().");
+        }
+        if (st.stage == Stage.STEPPED) throw new IllegalStateException("unscale_() is being called after step().");
+        // PyTorch: inv_scale = scale.double().reciprocal().float()
+        float invScale = (float) (1.0 / (double) scale);
+        boolean found = false;
+        boolean any = false;
+        try (Grad.Mode g = Grad.noGrad()) {
+            for (ParamGroup group : optimizer.paramGroups()) {
+                for (Tensor p : group.params()) {
+                    Tensor grad = p.grad();
+                    if (grad == null) continue;
+                    if (grad.dtype() == DType.FLOAT16) throw new IllegalArgumentException("unscale_: Attempting to unscale FP16 gradients.");
+                    any = true;
+                    found |= unscaleGrad(grad, invScale);
+                }
+            }
+        }
+        st.foundInf = any ? found : null;
+        st.stage = Stage.UNSCALED;
+    }
+
+    /** Unscales one gradient in place; whether it held an inf or NaN. */
+    static boolean unscaleGrad(Tensor grad, float invScale) {
+        if (grad.device().isCpu() && grad.isContiguous()) {
+            return CpuOptimizerKernels.unscaleAndCheckFinite(grad.dtype(), grad.storage().segment(),
+                    grad.storageOffset() * grad.dtype().byteSize(), grad.numel(), invScale);
+        }
+        boolean bad;
+        try (Tensor finite = grad.isfinite(); Tensor all = finite.all()) {
+            bad = all.item() == 0;
+        }
+        grad.mul_(invScale);
+        return bad;
+    }
+
+    /**
+     * Unscales {@code optimizer}'s gradients if {@link #unscale_} was not called, then steps it unless a
+     * gradient was infinite or NaN. Returns whether the optimizer stepped. When disabled, just steps.
+     *
+     * @throws IllegalStateException when called twice before {@link #update()}, or when no parameter has a gradient
+     */
+    public boolean step(Optimizer optimizer) {
+        if (!enabled) {
+            optimizer.step();
+            return true;
+        }
+        OptimizerState st = perOptimizer.computeIfAbsent(optimizer, o -> new OptimizerState());
+        if (st.stage == Stage.STEPPED) throw new IllegalStateException("step() has already been called since the last update().");
+        if (st.stage == Stage.READY) unscale_(optimizer);
+        if (st.foundInf == null) throw new IllegalStateException("step: No inf checks were recorded for this optimizer.");
+        boolean stepped = !st.foundInf;
+        if (stepped) optimizer.step();
+        st.stage = Stage.STEPPED;
+        return stepped;
+    }
+
+    /**
+     * Adapts the scale from the inf/NaN checks of every optimizer since the last update (backoff if any
+     * found one, growth after {@code growthInterval} clean updates), and readies the scaler for the next
+     * iteration.
+     *
+     * @throws IllegalStateException when no optimizer was unscaled or stepped since the last update
+     */
+    public void update() {
+        if (!enabled) return;
+        boolean recorded = false;
+        boolean foundInf = false;
+        for (OptimizerState st : perOptimizer.values()) {
+            if (st.foundInf != null) {
+                recorded = true;
+                foundInf |= st.foundInf;
+            }
+        }
+        if (!recorded) throw new IllegalStateException("update: No inf checks were recorded prior to update.");
+        if (foundInf) {
+            scale = (float) (scale * backoffFactor);
+            growthTracker = 0;
+        } else {
+            int successful = growthTracker + 1;
+            if (successful == growthInterval) {
+                float grown = (float) (scale * growthFactor);
+                if (Float.isFinite(grown)) scale = grown;
+                growthTracker = 0;
+            } else {
+                growthTracker = successful;
+            }
+        }
+        perOptimizer.clear();
+    }
+
+    /** Sets the scale to {@code newScale} and readies the scaler for the next iteration (the growth tracker is kept, as PyTorch). */
+    public void update(double newScale) {
+        if (!enabled) return;
+        scale = (float) newScale;
+        perOptimizer.clear();
+    }
+
+    /** The current scale (1.0 when disabled). */
+    public double getScale() {
+        return enabled ? scale : 1.0;
+    }
+
+    public double getGrowthFactor() {
+        return growthFactor;
+    }
+
+    public void setGrowthFactor(double growthFactor) {
+        this.growthFactor = growthFactor;
+    }
+
+    public double getBackoffFactor() {
+        return backoffFactor;
+    }
+
+    public void setBackoffFactor(double backoffFactor) {
+        this.backoffFactor = backoffFactor;
+    }
+
+    public int getGrowthInterval() {
+        return growthInterval;
+    }
+
+    public void setGrowthInterval(int growthInterval) {
+        this.growthInterval = growthInterval;
+    }
+
+    /** Consecutive clean updates since the last growth or backoff. */
+    public int getGrowthTracker() {
+        return growthTracker;
+    }
+
+    /**
+     * PyTorch's keys: {@code scale}, {@code growth_factor}, {@code backoff_factor}, {@code growth_interval},
+     * {@code _growth_tracker}; empty when disabled.
+     */
+    public Map<String, Object> stateDict() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        if (!enabled) return m;
+        m.put("scale", (double) scale);
+        m.put("growth_factor", growthFactor);
+        m.put("backoff_factor", backoffFactor);
+        m.put("growth_interval", growthInterval);
+        m.put("_growth_tracker", growthTracker);
+        return m;
+    }
+
+    /**
+     * Restores a {@link #stateDict()}.
+     *
+     * @throws IllegalArgumentException when {@code stateDict} is empty (saved from a disabled scaler) or lacks a key
+     */
+    public void loadStateDict(Map<String, Object> stateDict) {
+        if (!enabled) return;
+        if (stateDict.isEmpty()) {
+            throw new IllegalArgumentException("loadStateDict: The source state dict is empty, possibly because it was saved from a"
+                    + " disabled instance of GradScaler.");
+        }
+        scale = (float) number(stateDict, "scale").doubleValue();
+        growthFactor = number(stateDict, "growth_factor").doubleValue();
+        backoffFactor = number(stateDict, "backoff_factor").doubleValue();
+        growthInterval = number(stateDict, "growth_interval").intValue();
+        growthTracker = number(stateDict, "_growth_tracker").intValue();
+    }
+
+    private static Number number(Map<String, Object> m, String key) {
+        Object v = m.get(key);
+        if (!(v instanceof Number n)) throw new IllegalArgumentException("loadStateDict: missing or non-numeric '" + key + "'");
+        return n;
+    }
+}
