@@ -201,7 +201,7 @@ public final class Trainer {
         double lr = config.lr();
         double wd = Double.isNaN(config.weightDecay()) ? 0 : config.weightDecay(); // NaN: the optimizer's default
         return switch (config.optimizer()) {
-            case "sgd" -> new SGD(model.parameters(), SGD.options().lr(Double.isNaN(lr) ? 0.01 : lr).momentum(config.momentum()).weightDecay(wd));
+            case "sgd" -> new SGD(model.parameters(), SGD.options().lr(Double.isNaN(lr) ? (config.scheduler().equals("onecycle") ? 0.05 : 0.01) : lr).momentum(config.momentum()).weightDecay(wd));
             case "adam" -> new Adam(model.parameters(), Adam.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(wd));
             case "adamw" -> new AdamW(model.parameters(), AdamW.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(Double.isNaN(config.weightDecay()) ? 0.01 : wd));
             case "adadelta" -> new Adadelta(model.parameters(), Adadelta.options().lr(Double.isNaN(lr) ? 1.0 : lr).weightDecay(wd));
