@@ -5,6 +5,7 @@ import org.jtorch.DType;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.amp.Autocast;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.SavedTensor;
@@ -52,6 +53,10 @@ public final class F {
 
     /** {@code x > 0 ? x : alpha * (exp(x) - 1)} */
     public static Tensor elu(Tensor x, double alpha) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("elu", t -> elu(t[0], alpha), x);
+            if (r != null) return r;
+        }
         return MemoryScope.run(() -> Torch.where(x.gt(0), x, x.expm1().mul(alpha)));
     }
 
@@ -74,6 +79,10 @@ public final class F {
      * {@code [out, in1, in2]}; {@code bias} may be null.
      */
     public static Tensor bilinear(Tensor x1, Tensor x2, Tensor weight, Tensor bias) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("bilinear", t -> bilinear(t[0], t[1], t[2], t[3]), x1, x2, weight, bias);
+            if (r != null) return r;
+        }
         if (weight.dim() != 3) {
             throw new IllegalArgumentException("bilinear: expected a 3-D weight [out, in1, in2], got shape " + Shapes.format(weight.shape()));
         }
@@ -134,6 +143,10 @@ public final class F {
      * sqrt(var + eps) * weight + bias} with the biased variance; {@code weight} and {@code bias} may be null.
      */
     public static Tensor layerNorm(Tensor x, long[] normalizedShape, Tensor weight, Tensor bias, double eps) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("layer_norm", t -> layerNorm(t[0], normalizedShape, t[1], t[2], eps), x, weight, bias);
+            if (r != null) return r;
+        }
         int[] dims = trailingDims("layerNorm", x, normalizedShape);
         checkAffine("layerNorm", "weight", weight, normalizedShape);
         checkAffine("layerNorm", "bias", bias, normalizedShape);
@@ -261,6 +274,10 @@ public final class F {
      */
     public static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP, boolean isCausal,
                                                    Generator gen) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("scaled_dot_product_attention", t -> scaledDotProductAttention(t[0], t[1], t[2], t[3], dropoutP, isCausal, gen), q, k, v, attnMask);
+            if (r != null) return r;
+        }
         if (isCausal && attnMask != null) {
             throw new IllegalArgumentException("scaledDotProductAttention: explicit attn_mask should not be set when is_causal=True");
         }
@@ -325,6 +342,10 @@ public final class F {
      */
     public static Tensor crossEntropy(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction,
                                       double labelSmoothing) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("cross_entropy_loss", t -> crossEntropy(t[0], t[1], t[2], ignoreIndex, reduction, labelSmoothing), input, target, weight);
+            if (r != null) return r;
+        }
         checkReduction("crossEntropy", reduction);
         if (!(labelSmoothing >= 0 && labelSmoothing <= 1)) {
             throw new IllegalArgumentException("crossEntropy: label_smoothing must be between 0.0 and 1.0. Got: " + labelSmoothing);
@@ -390,6 +411,10 @@ public final class F {
      * (NaN when all are ignored), as PyTorch.
      */
     public static Tensor nllLoss(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("nll_loss", t -> nllLoss(t[0], t[1], t[2], ignoreIndex, reduction), input, target, weight);
+            if (r != null) return r;
+        }
         return nllLoss("nllLoss", input, target, weight, ignoreIndex, reduction);
     }
 
@@ -480,6 +505,10 @@ public final class F {
 
     /** Mean squared error {@code (input - target)^2}, broadcast, then reduced. */
     public static Tensor mseLoss(Tensor input, Tensor target, Reduction reduction) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("mse_loss", t -> mseLoss(t[0], t[1], reduction), input, target);
+            if (r != null) return r;
+        }
         checkReduction("mseLoss", reduction);
         return MemoryScope.run(() -> {
             Tensor d = input.sub(target);
@@ -491,6 +520,10 @@ public final class F {
 
     /** Mean absolute error {@code |input - target|}. */
     public static Tensor l1Loss(Tensor input, Tensor target, Reduction reduction) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("l1_loss", t -> l1Loss(t[0], t[1], reduction), input, target);
+            if (r != null) return r;
+        }
         checkReduction("l1Loss", reduction);
         return MemoryScope.run(() -> reduce(input.sub(target).abs(), reduction));
     }
@@ -499,6 +532,10 @@ public final class F {
 
     /** {@code |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta}, and the L1 loss for {@code beta == 0}. */
     public static Tensor smoothL1Loss(Tensor input, Tensor target, Reduction reduction, double beta) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("smooth_l1_loss", t -> smoothL1Loss(t[0], t[1], reduction, beta), input, target);
+            if (r != null) return r;
+        }
         checkReduction("smoothL1Loss", reduction);
         if (beta < 0) throw new IllegalArgumentException("smoothL1Loss: smooth_l1_loss does not support negative values for beta, got " + beta);
         if (beta == 0) return l1Loss(input, target, reduction);
@@ -513,6 +550,10 @@ public final class F {
 
     /** {@code |d| < delta ? 0.5 d^2 : delta (|d| - 0.5 delta)}. */
     public static Tensor huberLoss(Tensor input, Tensor target, Reduction reduction, double delta) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("huber_loss", t -> huberLoss(t[0], t[1], reduction, delta), input, target);
+            if (r != null) return r;
+        }
         checkReduction("huberLoss", reduction);
         if (!(delta > 0)) throw new IllegalArgumentException("huberLoss: huber_loss does not support non-positive values for delta, got " + delta);
         return MemoryScope.run(() -> {
@@ -529,6 +570,10 @@ public final class F {
      * each logarithm clamped at -100 as PyTorch; {@code weight} (broadcast) may be null.
      */
     public static Tensor binaryCrossEntropy(Tensor input, Tensor target, Tensor weight, Reduction reduction) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("binary_cross_entropy", t -> binaryCrossEntropy(t[0], t[1], t[2], reduction), input, target, weight);
+            if (r != null) return r;
+        }
         checkReduction("binaryCrossEntropy", reduction);
         if (!Arrays.equals(input.shape(), target.shape())) {
             throw new IllegalArgumentException("binaryCrossEntropy: Using a target size (" + Shapes.format(target.shape())
@@ -558,6 +603,10 @@ public final class F {
      * {@code weight} and {@code posWeight} (broadcast over the last dimension, one per class) may be null.
      */
     public static Tensor binaryCrossEntropyWithLogits(Tensor input, Tensor target, Tensor weight, Tensor posWeight, Reduction reduction) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("binary_cross_entropy_with_logits", t -> binaryCrossEntropyWithLogits(t[0], t[1], t[2], t[3], reduction), input, target, weight, posWeight);
+            if (r != null) return r;
+        }
         checkReduction("binaryCrossEntropyWithLogits", reduction);
         if (!Arrays.equals(input.shape(), target.shape())) {
             throw new IllegalArgumentException("binaryCrossEntropyWithLogits: Target size (" + Shapes.format(target.shape())
@@ -586,6 +635,10 @@ public final class F {
      * when {@code logTarget}; {@code BATCHMEAN} divides the sum by the batch size (dimension 0).
      */
     public static Tensor klDiv(Tensor input, Tensor target, Reduction reduction, boolean logTarget) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("kl_div", t -> klDiv(t[0], t[1], reduction, logTarget), input, target);
+            if (r != null) return r;
+        }
         return MemoryScope.run(() -> {
             Tensor loss;
             if (logTarget) {
