@@ -46,7 +46,7 @@ class MnistAccuracyTest {
         assumeTrue(present(false), "MNIST is absent (scripts/fetch-data mnist)");
         double acc = testAccuracy("--model", "lenet", "--dataset", "mnist", "--epochs", "1", "--limit-train", "12000",
                 "--limit-test", "2000", "--plot", "none", "--no-fetch");
-        assertTrue(acc >= 0.96, "LeNet-5, 1 epoch on 12,000 MNIST images: test accuracy " + acc);
+        assertTrue(acc >= 0.93, "LeNet-5, 1 epoch on 12,000 MNIST images: test accuracy " + acc);
     }
 
     @Test

@@ -39,7 +39,7 @@ class TrainCommandTest {
         System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
         try {
             status = Main.run(new String[] {"train", "--model", "mlp", "--dataset", "digits", "--epochs", "4", "--batch-size", "32",
-                    "--metrics-json", metrics.toString(), "--plot", plot.toString()});
+                    "--lr", "0.05", "--scheduler", "none", "--metrics-json", metrics.toString(), "--plot", plot.toString()});
         } finally {
             System.setOut(saved);
         }

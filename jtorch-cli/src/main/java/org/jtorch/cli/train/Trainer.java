@@ -99,6 +99,7 @@ public final class Trainer {
                 .generator(shuffle).numWorkers(config.workers()).pinMemory(config.pinMemory()).build();
         DataLoader<Sample> testLoader = DataLoader.builder(data.test()).batchSize(Math.max(config.batchSize(), 256))
                 .numWorkers(config.workers()).pinMemory(config.pinMemory()).build();
+        double peakLr = optimizer.paramGroups().get(0).getDouble("lr"); // before a one-cycle schedule lowers it for warm-up
         LRScheduler scheduler = createScheduler(optimizer, trainLoader.size());
 
         Checkpoint checkpoint = new Checkpoint().model(model).optimizer(optimizer)
@@ -111,9 +112,9 @@ public final class Trainer {
             out.println("resumed from " + config.resume() + " after epoch " + startEpoch);
         }
 
-        out.printf(Locale.ROOT, "training %s on %s (%d train / %d test images) on %s: %d epochs, batch %d, %s lr %s%n",
+        out.printf(Locale.ROOT, "training %s on %s (%d train / %d test images) on %s: %d epochs, batch %d, %s lr %s%s%n",
                 config.model(), data.description(), data.train().size(), data.test().size(), device, config.epochs(),
-                config.batchSize(), config.optimizer(), formatLr(optimizer.paramGroups().get(0).getDouble("lr")));
+                config.batchSize(), config.optimizer(), formatLr(peakLr), scheduler == null ? "" : ", " + config.scheduler() + " schedule");
         Backends.of(device).allocator(device).resetPeakStats();
         try (trainLoader; testLoader) {
             for (int epoch = startEpoch; epoch < config.epochs(); epoch++) {
