@@ -53,6 +53,7 @@ final class TrainCommand {
                 .option("resume", "FILE", null, "continue from a checkpoint (same options as the run that wrote it)")
                 .option("metrics-json", "FILE", null, "write the final metrics as JSON")
                 .option("plot", "FILE", "jtorch-train.png", "PNG of the loss and accuracy curves ('none' for no plot)")
+                .option("amp", "MODE", "off", "mixed precision: off, bf16 (autocast), fp16 (autocast and a GradScaler; CUDA only)")
                 .flag("no-fetch", "never download datasets");
     }
 
@@ -103,7 +104,8 @@ final class TrainCommand {
                 path(cl.get("resume")),
                 path(cl.get("metrics-json")),
                 "none".equals(cl.get("plot")) ? null : path(cl.get("plot")),
-                !cl.flag("no-fetch"));
+                !cl.flag("no-fetch"),
+                cl.choice("amp", Trainer.PRECISIONS));
     }
 
     private static int positive(CommandLine cl, String name) {
@@ -199,7 +201,7 @@ final class TrainCommand {
         m.put("model", config.model());
         m.put("dataset", trainer.data().description());
         m.put("device", config.device().toString());
-        m.put("precision", "fp32");
+        m.put("precision", config.amp().equals("off") ? "fp32" : config.amp() + " autocast");
         m.put("epochs", h.size());
         m.put("batch_size", config.batchSize());
         m.put("optimizer", config.optimizer());

@@ -81,6 +81,16 @@ class TrainCommandTest {
     }
 
     @Test
+    void bf16AutocastTrainsTheMlpAndFp16IsRefusedOnTheCpu() throws IOException {
+        Trainer t = train("--model", "mlp", "--dataset", "digits", "--epochs", "3", "--amp", "bf16", "--plot", "none");
+        double accuracy = t.history().get(2).testAccuracy();
+        assertTrue(accuracy >= 0.9, "MLP on digits under bf16 autocast: test accuracy " + accuracy);
+        var ex = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> train("--model", "mlp", "--dataset", "digits", "--epochs", "1", "--amp", "fp16", "--plot", "none"));
+        assertTrue(ex.getMessage().contains("--amp fp16 needs a CUDA device"), ex.getMessage());
+    }
+
+    @Test
     void mistakesAreReportedWithStatusTwo() {
         var err = new ByteArrayOutputStream();
         PrintStream saved = System.err;

@@ -14,6 +14,7 @@ import org.jtorch.Device;
  * @param resume a checkpoint to continue from, or null
  * @param metricsJson where the final metrics go, or null
  * @param plot where the PNG of the curves goes, or null for none
+ * @param amp mixed precision: {@code off}, {@code fp16} (autocast with a GradScaler) or {@code bf16} (autocast)
  */
 public record TrainConfig(
         String model,
@@ -36,4 +37,5 @@ public record TrainConfig(
         Path resume,
         Path metricsJson,
         Path plot,
-        boolean fetch) {}
+        boolean fetch,
+        String amp) {}

@@ -7,10 +7,13 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.amp.Autocast;
+import org.jtorch.amp.GradScaler;
 import org.jtorch.autograd.Grad;
 import org.jtorch.backend.Backends;
 import org.jtorch.cli.report.ProgressBar;
@@ -47,6 +50,7 @@ public final class Trainer {
     public static final List<String> MODELS = List.of("mlp", "lenet", "resnet20", "resnet32", "resnet56", "resnet18", "resnet34", "resnet50");
     public static final List<String> OPTIMIZERS = List.of("sgd", "adam", "adamw", "adadelta", "rmsprop", "adagrad");
     public static final List<String> SCHEDULERS = List.of("none", "step", "multistep", "cosine", "onecycle");
+    public static final List<String> PRECISIONS = List.of("off", "fp16", "bf16");
 
     /** One epoch's figures. */
     public record EpochResult(int epoch, double trainLoss, double trainAccuracy, double testLoss, double testAccuracy,
@@ -59,6 +63,7 @@ public final class Trainer {
     private TrainData data;
     private Module model;
     private long peakBytes;
+    private GradScaler scaler;
 
     public Trainer(TrainConfig config, PrintStream out, boolean terminal) {
         this.config = config;
@@ -95,6 +100,10 @@ public final class Trainer {
         model = createModel(config.model(), data);
         model.to(device); // before the optimizer: to() replaces the parameter tensors
         Optimizer optimizer = createOptimizer(model);
+        if (config.amp().equals("fp16") && device.isCpu()) {
+            throw new IllegalArgumentException("--amp fp16 needs a CUDA device (CPU autocast computes in bf16: use --amp bf16)");
+        }
+        scaler = config.amp().equals("fp16") ? new GradScaler() : null; // bf16 has f32's range: no loss scaling needed
         DataLoader<Sample> trainLoader = DataLoader.builder(data.train()).batchSize(config.batchSize()).shuffle(true)
                 .generator(shuffle).numWorkers(config.workers()).pinMemory(config.pinMemory()).build();
         DataLoader<Sample> testLoader = DataLoader.builder(data.test()).batchSize(Math.max(config.batchSize(), 256))
@@ -106,6 +115,7 @@ public final class Trainer {
                 .generator("shuffle", shuffle).generator("augmentation", augmentation).generator("default", Generator.defaultGenerator())
                 .component("history", this::historyState, this::loadHistory);
         if (scheduler != null) checkpoint.scheduler(scheduler);
+        if (scaler != null) checkpoint.component("scaler", scaler::stateDict, scaler::loadStateDict);
         int startEpoch = 0;
         if (config.resume() != null) {
             startEpoch = (int) checkpoint.load(config.resume()).epoch();
@@ -145,11 +155,21 @@ public final class Trainer {
             try (MemoryScope scope = new MemoryScope()) {
                 Tensor x = batch.input().to(device);
                 Tensor y = batch.target().to(device);
-                Tensor logits = model.forward(x);
-                Tensor loss = F.crossEntropy(logits, y);
+                Tensor logits;
+                Tensor loss;
+                try (Autocast ac = autocast(device)) {
+                    logits = model.forward(x);
+                    loss = F.crossEntropy(logits, y);
+                }
                 optimizer.zeroGrad();
-                loss.backward();
-                optimizer.step();
+                if (scaler != null) {
+                    scaler.scale(loss).backward();
+                    scaler.step(optimizer);
+                    scaler.update();
+                } else {
+                    loss.backward();
+                    optimizer.step();
+                }
                 if (perStep != null) perStep.step();
                 long n = y.size(0);
                 double l = loss.item();
@@ -177,14 +197,26 @@ public final class Trainer {
                 try (MemoryScope scope = new MemoryScope()) {
                     Tensor x = batch.input().to(device);
                     Tensor y = batch.target().to(device);
-                    Tensor logits = model.forward(x);
-                    lossSum += F.crossEntropy(logits, y).item() * y.size(0);
+                    Tensor logits;
+                    try (Autocast ac = autocast(device)) {
+                        logits = model.forward(x);
+                        lossSum += F.crossEntropy(logits, y).item() * y.size(0);
+                    }
                     correct += (long) logits.argmax(1, false).eq(y).sum().item();
                     seen += y.size(0);
                 }
             }
         }
         return new double[] {lossSum / Math.max(seen, 1), (double) correct / Math.max(seen, 1)};
+    }
+
+    /** An autocast scope for {@code --amp}; null when it is off (try-with-resources skips a null resource). */
+    private Autocast autocast(Device device) {
+        return switch (config.amp()) {
+            case "bf16" -> Autocast.enable(device, DType.BFLOAT16);
+            case "fp16" -> Autocast.enable(device, DType.FLOAT16);
+            default -> null;
+        };
     }
 
     static Module createModel(String name, TrainData data) {
