@@ -1,22 +1,11 @@
 """PyTorch side of `jtorch bench cnn`: ResNet-20 (CIFAR, option A shortcuts) and LeNet-5 training steps."""
 import sys
-import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-def median(fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    ts.sort()
-    return ts[len(ts) // 2]
+from timing import median
 
 
 class Block(nn.Module):

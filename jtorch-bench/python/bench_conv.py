@@ -1,9 +1,10 @@
 """PyTorch side of `jtorch bench conv`: the same measurements, printed as 'name value' lines."""
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
+
+from timing import median
 
 SHAPES = [
     ("conv2d_128x64x32x32_k3", 128, 64, 64, 32, 3, 1, 1),
@@ -13,18 +14,6 @@ SHAPES = [
     ("resnet20_16to32c_s2", 128, 16, 32, 32, 3, 2, 1),
     ("resnet20_32to64c_s2", 128, 32, 64, 16, 3, 2, 1),
 ]
-
-
-def median(fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 def main():

@@ -1,22 +1,11 @@
 """PyTorch side of `jtorch bench core`: the same measurements, printed as 'name value' lines."""
 import sys
-import time
 
 import torch
 
+from timing import median
+
 BIG = 1 << 24
-
-
-def median(fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 def per_iteration(fn, batches, inner):

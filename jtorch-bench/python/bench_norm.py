@@ -5,20 +5,10 @@ import time
 
 import torch
 
+import timing
+
 
 CLOCK = time.thread_time if "--cputime" in sys.argv else time.perf_counter
-
-
-def median(fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = CLOCK()
-        fn()
-        ts.append(CLOCK() - t0)
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 def main():
@@ -30,7 +20,7 @@ def main():
         bn = torch.nn.BatchNorm2d(s[1])
         x = torch.randn(*s)
         g = torch.randn(*s)
-        print(f"bn2d_fwd_{name}_ms {median(lambda: bn(x), 5, reps) * 1e3:.4f}")
+        print(f"bn2d_fwd_{name}_ms {timing.median(lambda: bn(x), 5, reps, clock=CLOCK) * 1e3:.4f}")
         x.requires_grad_(True)
 
         def step():
@@ -38,7 +28,7 @@ def main():
             x.grad = None
             bn.weight.grad = None
             bn.bias.grad = None
-        print(f"bn2d_fwdbwd_{name}_ms {median(step, 5, reps) * 1e3:.4f}")
+        print(f"bn2d_fwdbwd_{name}_ms {timing.median(step, 5, reps, clock=CLOCK) * 1e3:.4f}")
 
 
 if __name__ == "__main__":

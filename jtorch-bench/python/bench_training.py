@@ -1,21 +1,10 @@
 """PyTorch side of `jtorch bench training`: MLP training step (f32, and with bf16 autocast) and a tiny autograd graph."""
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
-
-def median(fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    ts.sort()
-    return ts[len(ts) // 2]
+from timing import median
 
 
 def mlp_step(quick, amp=False):

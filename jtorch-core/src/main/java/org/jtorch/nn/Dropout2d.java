@@ -7,10 +7,7 @@ import org.jtorch.Tensor;
  * Channel dropout of {@code (N, C, H, W)}, as {@code torch.nn.Dropout2d}: in training zeroes each whole channel with
  * probability {@code p} (default 0.5) and scales the rest by {@code 1 / (1 - p)}; the identity in evaluation mode.
  */
-public class Dropout2d extends Module {
-    private final double p;
-    private final Generator gen;
-
+public class Dropout2d extends DropoutNd {
     public Dropout2d() {
         this(0.5);
     }
@@ -19,26 +16,13 @@ public class Dropout2d extends Module {
         this(p, Generator.defaultGenerator());
     }
 
-    /** Channel dropout drawing its masks from {@code gen}. */
+    /** Dropout2d drawing its masks from {@code gen}. */
     public Dropout2d(double p, Generator gen) {
-        if (!(p >= 0 && p <= 1)) {
-            throw new IllegalArgumentException("Dropout2d: dropout probability has to be between 0 and 1, but got " + p);
-        }
-        this.p = p;
-        this.gen = gen;
-    }
-
-    public double p() {
-        return p;
+        super("Dropout2d", p, gen);
     }
 
     @Override
     public Tensor forward(Tensor input) {
-        return F.dropout2d(input, p, isTraining(), gen);
-    }
-
-    @Override
-    protected String extraRepr() {
-        return "p=" + p + ", inplace=False";
+        return F.dropout2d(input, p(), isTraining(), generator());
     }
 }

@@ -1,0 +1,33 @@
+package org.jtorch.nn;
+
+import org.jtorch.Generator;
+
+/**
+ * What the dropout modules share, as PyTorch's {@code _DropoutNd}: the probability {@code p}, checked
+ * to lie in [0, 1], the generator masks are drawn from, and the printed form.
+ */
+public abstract class DropoutNd extends Module {
+    private final double p;
+    private final Generator gen;
+
+    protected DropoutNd(String name, double p, Generator gen) {
+        if (!(p >= 0 && p <= 1)) {
+            throw new IllegalArgumentException(name + ": dropout probability has to be between 0 and 1, but got " + p);
+        }
+        this.p = p;
+        this.gen = gen;
+    }
+
+    public double p() {
+        return p;
+    }
+
+    protected Generator generator() {
+        return gen;
+    }
+
+    @Override
+    protected String extraRepr() {
+        return "p=" + p + ", inplace=False";
+    }
+}
