@@ -96,6 +96,15 @@ final class CommandLine {
         }
     }
 
+    long getLong(String name) {
+        String v = get(name);
+        try {
+            return Long.parseLong(v);
+        } catch (NumberFormatException ex) {
+            throw new UsageException("option '--" + name + "' needs an integer, got '" + v + "'");
+        }
+    }
+
     /** An integer, or null when absent. */
     Integer getIntOrNull(String name) {
         return get(name) == null ? null : getInt(name);

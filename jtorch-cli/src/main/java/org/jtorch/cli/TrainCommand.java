@@ -98,7 +98,7 @@ final class TrainCommand {
                 cl.flag("pin-memory"),
                 cl.get("limit-train") == null ? 0 : positive(cl, "limit-train"),
                 cl.get("limit-test") == null ? 0 : positive(cl, "limit-test"),
-                Long.parseLong(cl.get("seed")),
+                cl.getLong("seed"),
                 path(cl.get("data-dir")),
                 path(cl.get("checkpoint")),
                 path(cl.get("resume")),

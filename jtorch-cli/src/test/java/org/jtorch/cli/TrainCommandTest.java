@@ -99,6 +99,7 @@ class TrainCommandTest {
             assertEquals(2, Main.run(new String[] {"train", "--model", "vgg"}));
             assertEquals(2, Main.run(new String[] {"train", "--device", "cuda:0"}));
             assertEquals(2, Main.run(new String[] {"train", "--epochs", "0"}));
+            assertEquals(2, Main.run(new String[] {"train", "--seed", "x1"}));
         } finally {
             System.setErr(saved);
         }
@@ -106,6 +107,7 @@ class TrainCommandTest {
         assertTrue(text.contains("option '--model' must be one of mlp, lenet"), text);
         assertTrue(text.contains("device cuda:0 is not available"), text);
         assertTrue(text.contains("option '--epochs' must be positive, got 0"), text);
+        assertTrue(text.contains("option '--seed' needs an integer, got 'x1'"), text);
     }
 
     private static String[] concat(String[] a, String... b) {
