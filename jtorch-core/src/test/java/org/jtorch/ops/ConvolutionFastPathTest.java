@@ -74,4 +74,16 @@ class ConvolutionFastPathTest {
         compare(new long[] {3, 12, 10, 9}, new long[] {18, 4, 3, 2}, new int[] {1}, new int[] {2, 0}, new int[] {2, 1}, 3);
         compare(new long[] {2, 8, 9, 9}, new long[] {8, 1, 5, 5}, new int[] {1}, new int[] {2}, new int[] {1}, 8);
     }
+
+    /**
+     * The weight gradient's channels-last copy of the image transposes whole 16x16 blocks of (channels,
+     * pixels) with vectors and the rest element by element: channel counts and widths on both sides of 16,
+     * with strides, dilation, groups and kernels that are not square.
+     */
+    @Test
+    void channelsLastCopiesInWholeAndPartialBlocks() {
+        compare(new long[] {2, 32, 9, 11}, new long[] {16, 16, 2, 3}, new int[] {2, 1}, new int[] {1, 2}, new int[] {1, 2}, 2);
+        compare(new long[] {3, 64, 7, 6}, new long[] {8, 32, 5, 1}, new int[] {1}, new int[] {2, 0}, new int[] {1}, 2);
+        compare(new long[] {2, 32, 17, 16}, new long[] {8, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+    }
 }

@@ -326,8 +326,30 @@ final class ConvF32 {
         int h = g.h(), w = g.w(), ph = g.ph(), pw = g.pw();
         int size = hp * wpad * channels;
         float[] p = wk.pad = grow(wk.pad, size);
-        java.util.Arrays.fill(p, 0, size, 0f);
-        for (int c = 0; c < channels; c++) {
+        // Zero only the border: the rows above and below the image, and each image row's left and right margins.
+        java.util.Arrays.fill(p, 0, ph * wpad * channels, 0f);
+        java.util.Arrays.fill(p, (ph + h) * wpad * channels, size, 0f);
+        for (int y = 0; y < h; y++) {
+            int row = (ph + y) * wpad * channels;
+            java.util.Arrays.fill(p, row, row + pw * channels, 0f);
+            java.util.Arrays.fill(p, row + (pw + w) * channels, row + wpad * channels, 0f);
+        }
+        int c0 = 0;
+        for (; c0 + L <= channels; c0 += L) {
+            for (int y = 0; y < h; y++) {
+                int x0 = 0;
+                for (; x0 + L <= w; x0 += L) {
+                    Gemm.transposeBlock16(x, (xOff + ((long) c0 * h + y) * w + x0) * Float.BYTES, (long) h * w * Float.BYTES,
+                            p, ((ph + y) * wpad + pw + x0) * channels + c0, channels);
+                }
+                for (int c = c0; c < c0 + L; c++) {
+                    long src = (xOff + ((long) c * h + y) * w) * Float.BYTES;
+                    int dst = ((ph + y) * wpad + pw) * channels + c;
+                    for (int i = x0; i < w; i++) p[dst + i * channels] = x.get(F32, src + 4L * i);
+                }
+            }
+        }
+        for (int c = c0; c < channels; c++) {
             for (int y = 0; y < h; y++) {
                 long src = (xOff + ((long) c * h + y) * w) * Float.BYTES;
                 int dst = ((ph + y) * wpad + pw) * channels + c;
@@ -359,6 +381,9 @@ final class ConvF32 {
             for (int p = 0; p < kc; p++) java.util.Arrays.fill(bp, p * NR + nr, (p + 1) * NR, 0f);
         }
     }
+
+    /** Vector length in floats (the 16x16 transposes). */
+    private static final int L = 16;
 
     private static float[] grow(float[] a, int size) {
         return a.length >= size ? a : new float[size];

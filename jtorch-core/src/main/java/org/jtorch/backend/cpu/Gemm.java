@@ -364,7 +364,7 @@ public final class Gemm {
      * Reads 16 columns of 16 contiguous floats (column j at {@code srcByte + j * colStrideBytes}) and
      * writes them transposed: row q of the result (element q of every column) at {@code dst[to + q * dstStride]}.
      */
-    private static void transposeBlock16(MemorySegment b, long srcByte, long colStrideBytes, float[] dst, int to, int dstStride) {
+    static void transposeBlock16(MemorySegment b, long srcByte, long colStrideBytes, float[] dst, int to, int dstStride) {
         FloatVector v0 = FloatVector.fromMemorySegment(FS, b, srcByte, NO);
         FloatVector v1 = FloatVector.fromMemorySegment(FS, b, srcByte + colStrideBytes, NO);
         FloatVector v2 = FloatVector.fromMemorySegment(FS, b, srcByte + 2 * colStrideBytes, NO);
