@@ -86,4 +86,12 @@ class ConvolutionFastPathTest {
         compare(new long[] {3, 64, 7, 6}, new long[] {8, 32, 5, 1}, new int[] {1}, new int[] {2, 0}, new int[] {1}, 2);
         compare(new long[] {2, 32, 17, 16}, new long[] {8, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
     }
+
+    /** Strides 2 and 3 with padding, dilation, groups, and one image split across threads. */
+    @Test
+    void stridedConvolutions() {
+        compare(new long[] {3, 16, 32, 32}, new long[] {32, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 6, 23, 29}, new long[] {10, 3, 3, 4}, new int[] {3}, new int[] {2, 1}, new int[] {2, 1}, 2);
+        compare(new long[] {2, 4, 17, 18}, new long[] {8, 4, 5, 5}, new int[] {2}, new int[] {2}, new int[] {1}, 1);
+    }
 }
