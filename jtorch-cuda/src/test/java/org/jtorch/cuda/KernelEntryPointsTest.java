@@ -22,6 +22,7 @@ import org.jtorch.cuda.kernels.ElementwisePlan;
 import org.jtorch.cuda.kernels.ElementwisePlan.Launch;
 import org.jtorch.cuda.kernels.ElementwisePlan.Operand;
 import org.jtorch.cuda.kernels.KernelArgs;
+import org.jtorch.cuda.nvrtc.Nvrtc;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.UnaryOp;
 import org.junit.jupiter.api.DynamicTest;
@@ -31,26 +32,48 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * What the backend launches exists with the signature it packs: for every op wired to CUDA, the file
  * compiled as {@link CudaKernels} compiles it ({@code -DJT_SELECT -DJT_SELECT_<op>}, here with
- * {@code nvcc -arch=sm_90 --ptx} instead of NVRTC) contains every entry point {@link ElementwisePlan}
- * can choose for every dtype, on both paths, no entry of another op, and each entry's PTX parameter
- * sizes equal the sizes {@link KernelArgs} packs. Skipped, saying so, without nvcc.
+ * {@code nvcc -arch=sm_90 --ptx}, and with NVRTC and the launcher's own options) contains every entry
+ * point {@link ElementwisePlan} can choose for every dtype, on both paths, no entry of another op, and
+ * each entry's PTX parameter sizes equal the sizes {@link KernelArgs} packs. Each compiler's cases are
+ * skipped, saying so, where it is missing.
  */
 class KernelEntryPointsTest {
     private static final Pattern ENTRY = Pattern.compile("\\.entry (\\w+)\\(([^)]*)\\)");
     private static final Pattern PARAM = Pattern.compile("\\.param (?:\\.align \\d+ )?\\.(u64|f64|u32|b8) \\w+?(?:\\[(\\d+)\\])?\\s*(?:,|$)");
 
-    /** Entry name -> parameter byte sizes, from nvcc's PTX of {@code file} with {@code options}. */
-    private static Map<String, long[]> entries(Path nvcc, Path out, String file, List<String> options) throws Exception {
-        Path dir = Path.of(KernelSources.class.getResource("kernels/" + file).toURI()).getParent();
-        Path ptx = out.resolve(file + String.join("", options) + ".ptx");
-        List<String> cmd = new ArrayList<>(List.of(nvcc.toString(), "-arch=sm_90", "--ptx", "-std=c++17", "-o", ptx.toString()));
-        cmd.addAll(options);
-        cmd.add(dir.resolve(file).toString());
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertEquals(0, p.waitFor(), "nvcc " + cmd + ":\n" + log);
+    /** Compiles kernel file {@code file} with the extra {@code options} to PTX text. */
+    private interface Compiler {
+        String ptx(String file, List<String> options) throws Exception;
+    }
+
+    private static Compiler nvcc(Path nvcc, Path out) {
+        return (file, options) -> {
+            Path dir = Path.of(KernelSources.class.getResource("kernels/" + file).toURI()).getParent();
+            Path ptx = out.resolve(file + String.join("", options) + ".ptx");
+            List<String> cmd = new ArrayList<>(List.of(nvcc.toString(), "-arch=sm_90", "--ptx", "-std=c++17", "-o", ptx.toString()));
+            cmd.addAll(options);
+            cmd.add(dir.resolve(file).toString());
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertEquals(0, p.waitFor(), "nvcc " + cmd + ":\n" + log);
+            return Files.readString(ptx);
+        };
+    }
+
+    /** NVRTC with exactly the launcher's options for an sm_90 device ({@code KernelSources.options} + the op's select options). */
+    private static Compiler nvrtc(Nvrtc nvrtc) {
+        return (file, options) -> {
+            List<String> all = new ArrayList<>(KernelSources.options(9, 0, true));
+            all.addAll(options);
+            Nvrtc.Compiled c = nvrtc.compile(file, KernelSources.read(file), KernelSources.headers(), all, Nvrtc.Output.PTX);
+            return new String(c.image(), 0, c.image().length - 1, StandardCharsets.US_ASCII);
+        };
+    }
+
+    /** Entry name -> parameter byte sizes, from PTX text. */
+    private static Map<String, long[]> entries(Compiler compiler, String file, List<String> options) throws Exception {
         Map<String, long[]> r = new HashMap<>();
-        Matcher m = ENTRY.matcher(Files.readString(ptx));
+        Matcher m = ENTRY.matcher(compiler.ptx(file, options));
         while (m.find()) {
             List<Long> sizes = new ArrayList<>();
             Matcher pm = PARAM.matcher(m.group(2).trim());
@@ -84,15 +107,37 @@ class KernelEntryPointsTest {
     }
 
     @TestFactory
-    List<DynamicTest> everyWiredOpCompilesWithItsEntriesAndSignatures(@TempDir Path out) {
+    List<DynamicTest> withNvcc(@TempDir Path out) {
         Optional<Path> nvcc = KernelSourcesTest.nvcc();
+        return cases(nvcc.isPresent(), "nvcc not found on PATH or in /usr/local/cuda/bin",
+                () -> nvcc(nvcc.get(), out));
+    }
+
+    /** The same with Debian's NVRTC 11.8 ({@code scripts/fetch-cuda-libs}), compiled as the launcher compiles. */
+    @TestFactory
+    List<DynamicTest> withNvrtc() {
+        Optional<Path> dir = TestLibraries.nvrtcDir();
+        return cases(dir.isPresent(), TestLibraries.SKIP,
+                () -> nvrtc(new Nvrtc(new CudaLibraries(List.of(dir.get())).load(CudaLibraries.Kind.NVRTC))));
+    }
+
+    private interface CompilerSource {
+        Compiler get();
+    }
+
+    private static List<DynamicTest> cases(boolean present, String skipReason, CompilerSource source) {
+        Compiler[] compiler = new Compiler[1];
+        CompilerSource lazy = () -> {
+            if (compiler[0] == null) compiler[0] = source.get();
+            return compiler[0];
+        };
         List<DynamicTest> tests = new ArrayList<>();
         for (UnaryOp op : UnaryOp.values()) {
             String name = ElementwisePlan.kernelName(op);
             if (name == null) continue;
             tests.add(DynamicTest.dynamicTest("unary/" + name, () -> {
-                assumeTrue(nvcc.isPresent(), "nvcc not found on PATH or in /usr/local/cuda/bin");
-                Map<String, long[]> e = entries(nvcc.get(), out, "elementwise.cu", CudaKernels.selectOptions(name));
+                assumeTrue(present, skipReason);
+                Map<String, long[]> e = entries(lazy.get(), "elementwise.cu", CudaKernels.selectOptions(name));
                 try (Arena arena = Arena.ofConfined()) {
                     for (DType compute : DType.values()) {
                         if (!ElementwisePlan.supports(op, compute)) continue;
@@ -110,8 +155,8 @@ class KernelEntryPointsTest {
             String name = ElementwisePlan.kernelName(op);
             if (name == null) continue;
             tests.add(DynamicTest.dynamicTest("binary/" + name, () -> {
-                assumeTrue(nvcc.isPresent(), "nvcc not found on PATH or in /usr/local/cuda/bin");
-                Map<String, long[]> e = entries(nvcc.get(), out, "elementwise.cu", CudaKernels.selectOptions(name));
+                assumeTrue(present, skipReason);
+                Map<String, long[]> e = entries(lazy.get(), "elementwise.cu", CudaKernels.selectOptions(name));
                 try (Arena arena = Arena.ofConfined()) {
                     for (DType compute : DType.values()) {
                         if (!ElementwisePlan.supports(op, compute)) continue;
@@ -125,8 +170,8 @@ class KernelEntryPointsTest {
             }));
         }
         tests.add(DynamicTest.dynamicTest("where", () -> {
-            assumeTrue(nvcc.isPresent(), "nvcc not found on PATH or in /usr/local/cuda/bin");
-            Map<String, long[]> e = entries(nvcc.get(), out, "elementwise.cu", CudaKernels.selectOptions("where"));
+            assumeTrue(present, skipReason);
+            Map<String, long[]> e = entries(lazy.get(), "elementwise.cu", CudaKernels.selectOptions("where"));
             assertEquals(1, e.size(), e.keySet().toString());
             try (Arena arena = Arena.ofConfined()) {
                 Launch w = ElementwisePlan.where(SHAPE, t(DType.BOOL), c(DType.FLOAT32), c(DType.FLOAT32));
@@ -134,8 +179,8 @@ class KernelEntryPointsTest {
             }
         }));
         tests.add(DynamicTest.dynamicTest("copy.cu (fill, copy)", () -> {
-            assumeTrue(nvcc.isPresent(), "nvcc not found on PATH or in /usr/local/cuda/bin");
-            Map<String, long[]> e = entries(nvcc.get(), out, "copy.cu", CudaKernels.selectOptions(null));
+            assumeTrue(present, skipReason);
+            Map<String, long[]> e = entries(lazy.get(), "copy.cu", CudaKernels.selectOptions(null));
             try (Arena arena = Arena.ofConfined()) {
                 for (DType t : DType.values()) {
                     assertEntry(e, new Launch(ElementwisePlan.fillEntry(t), true, 20, null), KernelArgs.fill(arena, 1, 20, 0, 0));
