@@ -22,8 +22,12 @@ import org.junit.jupiter.api.Test;
 class CrossDeviceTest {
     /** A [2, 3] float32 tensor labelled cuda:0 over host memory. */
     private static Tensor labelledCuda() {
+        return labelledCuda(0);
+    }
+
+    private static Tensor labelledCuda(int index) {
         long[] shape = {2, 3};
-        Storage s = Storage.ofBlock(Device.cuda(0), 24, null, null, MemorySegment.ofArray(new float[6]));
+        Storage s = Storage.ofBlock(Device.cuda(index), 24, null, null, MemorySegment.ofArray(new float[6]));
         return Tensor.fromStorage(s, DType.FLOAT32, shape, Shapes.contiguousStrides(shape), 0);
     }
 
@@ -36,6 +40,14 @@ class CrossDeviceTest {
                     assertThrows(IllegalArgumentException.class, () -> g.mul(c)).getMessage());
             assertEquals("add_: expected all tensors to be on the same device, but found cpu and cuda:0",
                     assertThrows(IllegalArgumentException.class, () -> c.add_(g)).getMessage());
+        }
+    }
+
+    @Test
+    void twoCudaDevicesAreDifferentDevices() {
+        try (Tensor g0 = labelledCuda(0); Tensor g1 = labelledCuda(1)) {
+            assertEquals("maximum: expected all tensors to be on the same device, but found cuda:0 and cuda:1",
+                    assertThrows(IllegalArgumentException.class, () -> g0.maximum(g1)).getMessage());
         }
     }
 
