@@ -20,10 +20,10 @@ import org.jtorch.ops.UnaryOp;
 
 /**
  * The CUDA backend, found by {@link java.util.ServiceLoader} through {@link CudaBackendProvider}.
- * Today it provides availability, device memory (the caching allocator) and the library report; the
- * op kernels exist as CUDA sources (resources {@code org/jtorch/cuda/kernels}) but are not yet wired
- * to the op families, so every kernel entry point throws {@link UnsupportedOperationException} naming
- * the op and device rather than computing anything on the host.
+ * It provides availability, device memory (the caching allocator), the library report, copies between
+ * host and devices, fill, and the elementwise ops of {@code elementwise.cu} ({@link CudaKernels});
+ * every other op throws {@link UnsupportedOperationException} naming the op and device rather than
+ * computing anything on the host.
  */
 public final class CudaBackend implements Backend {
     private static final CudaBackend INSTANCE = new CudaBackend();
@@ -103,29 +103,50 @@ public final class CudaBackend implements Backend {
         return new UnsupportedOperationException(op + ": no CUDA kernel is wired to this op yet (device cuda)");
     }
 
+    private volatile CudaKernels kernels;
+
+    /** The launcher, once CUDA is known to be available; otherwise {@link IllegalStateException} with the reason. */
+    private CudaKernels kernels() {
+        CudaRuntime rt = CudaRuntime.system();
+        rt.requireAvailable();
+        CudaKernels k = kernels;
+        if (k == null) {
+            synchronized (this) {
+                if (kernels == null) kernels = new CudaKernels(rt);
+                k = kernels;
+            }
+        }
+        return k;
+    }
+
+    /** Copies between any pair of devices at least one of which is CUDA (host reads synchronise), converting dtypes. */
     @Override
     public void copy(Tensor src, Tensor dst) {
-        throw missing("copy");
+        kernels().copy(src, dst);
     }
 
     @Override
     public void fill(Tensor dst, double value, long longValue) {
-        throw missing("fill");
+        kernels().fill(dst, value, longValue);
     }
 
+    /** The ops of {@code elementwise.cu} (neg, abs, relu, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid); others throw. */
     @Override
     public void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1) {
-        throw missing(op.name().toLowerCase());
+        if (!org.jtorch.cuda.kernels.ElementwisePlan.supports(op, compute)) throw missing(op.pyName());
+        kernels().unary(op, x, out, compute);
     }
 
+    /** The ops of {@code elementwise.cu} (add, sub, mul, div, maximum, minimum); others throw. */
     @Override
     public void binary(BinaryOp op, Tensor a, Tensor b, Tensor out, DType compute, double alpha) {
-        throw missing(op.name().toLowerCase());
+        if (!org.jtorch.cuda.kernels.ElementwisePlan.supports(op, compute)) throw missing(op.pyName());
+        kernels().binary(op, a, b, out, compute, alpha);
     }
 
     @Override
     public void where(Tensor cond, Tensor a, Tensor b, Tensor out) {
-        throw missing("where");
+        kernels().where(cond, a, b, out);
     }
 
     /** A family whose every method throws {@link UnsupportedOperationException} naming the method and device. */

@@ -5,6 +5,8 @@
 //    (when the pointers are 16-byte aligned) plus a scalar tail. Entry: jt_<unary|binary>_<op>_<dtype>.
 //  - strided: any strides (broadcast = stride 0) and any operand dtypes, converted to and from the
 //    compute type C on load and store. Entry: jt_<unary|binary>_<op>_strided_<f32|f64|i64>.
+// And where (jt_where_strided): out = cond ? a : b, any strides and dtypes for cond, a, b, into a
+// contiguous out.
 // The op functors compute in Scalar<T>::acc (float for half and bfloat16).
 // Compiling everything takes NVRTC ~25 s on two cores, so the backend compiles one op at a time:
 // -DJT_SELECT -DJT_SELECT_add instantiates only add (all dtypes); without JT_SELECT, every op.
@@ -178,4 +180,26 @@ JT_NUMERIC_BINARY(maximum, MaximumOp)
 #endif
 #if !defined(JT_SELECT) || defined(JT_SELECT_minimum)
 JT_NUMERIC_BINARY(minimum, MinimumOp)
+#endif
+
+// out[i] = cond ? a : b for a contiguous out of dtype out_dtype; Strided operands: 0 = cond (bool),
+// 1 = a, 2 = b. Integral outputs go through int64 (exact), the others through double (exact for the
+// promoted dtypes of a and b).
+#if !defined(JT_SELECT) || defined(JT_SELECT_where)
+extern "C" __global__ void jt_where_strided(char* out, const char* cond, const char* a, const char* b, jt_i64 n,
+                                            int out_dtype, Strided s) {
+    const int so = dtype_size(out_dtype), sa = dtype_size(s.dtype[1]), sb = dtype_size(s.dtype[2]);
+    const bool integral = out_dtype <= JT_DTYPE_INT64;
+    for (jt_i64 i = global_thread(); i < n; i += grid_threads()) {
+        jt_i64 off[3];
+        strided_offsets<3>(s, i, off);
+        const bool c = *(const bool*)(cond + off[0]);
+        char* o = out + i * so;
+        if (integral) {
+            store_as<jt_i64>(o, out_dtype, c ? load_as<jt_i64>(a + off[1] * sa, s.dtype[1]) : load_as<jt_i64>(b + off[2] * sb, s.dtype[2]));
+        } else {
+            store_as<double>(o, out_dtype, c ? load_as<double>(a + off[1] * sa, s.dtype[1]) : load_as<double>(b + off[2] * sb, s.dtype[2]));
+        }
+    }
+}
 #endif

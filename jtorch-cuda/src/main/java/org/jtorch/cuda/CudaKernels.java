@@ -1,0 +1,330 @@
+package org.jtorch.cuda;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.backend.Backends;
+import org.jtorch.cuda.driver.CudaDriver;
+import org.jtorch.cuda.kernels.ElementwisePlan;
+import org.jtorch.cuda.kernels.ElementwisePlan.Launch;
+import org.jtorch.cuda.kernels.ElementwisePlan.Operand;
+import org.jtorch.cuda.kernels.KernelArgs;
+import org.jtorch.cuda.kernels.LaunchGeometry;
+import org.jtorch.cuda.nvrtc.KernelCache;
+import org.jtorch.cuda.nvrtc.Nvrtc;
+import org.jtorch.ops.BinaryOp;
+import org.jtorch.ops.UnaryOp;
+
+/**
+ * Runs the elementwise, fill and copy kernels on a device: compiles each kernel file with NVRTC for
+ * the device's compute capability (one op at a time with {@code -DJT_SELECT -DJT_SELECT_<op>}, PTX
+ * cached on disk by {@link KernelCache}), loads one {@code CUmodule} per (file, op, device) and caches
+ * the {@code CUfunction}s by name, then launches on the device's current stream. Host-to-device and
+ * device-to-host copies go through {@code cuMemcpy*Async} on the current stream and synchronise it
+ * before returning (the host memory may be reused or freed right after). The choices (entry point,
+ * contiguous or strided, coalesced strides, grid size, argument bytes) are made by the plain classes of
+ * {@code org.jtorch.cuda.kernels}, tested without a GPU.
+ */
+final class CudaKernels {
+    private final CudaRuntime rt;
+    private final ConcurrentHashMap<String, Long> modules = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Long> functions = new ConcurrentHashMap<>();
+    private volatile KernelCache cache;
+
+    CudaKernels(CudaRuntime rt) {
+        this.rt = rt;
+    }
+
+    /** The NVRTC options that select one op of {@code elementwise.cu} (none for {@code copy.cu}, which is compiled whole). */
+    static List<String> selectOptions(String op) {
+        return op == null ? List.of() : List.of("-DJT_SELECT", "-DJT_SELECT_" + op);
+    }
+
+    private KernelCache cache() {
+        KernelCache c = cache;
+        if (c == null) {
+            synchronized (this) {
+                if (cache == null) {
+                    Nvrtc nvrtc = new Nvrtc(rt.libraries().load(CudaLibraries.Kind.NVRTC));
+                    int[] v = nvrtc.version();
+                    cache = new KernelCache(KernelCache.defaultDirectory(System.getenv(), Path.of(System.getProperty("user.home"))),
+                            v[0] + "." + v[1], nvrtc::compile);
+                }
+                c = cache;
+            }
+        }
+        return c;
+    }
+
+    /** The function {@code entry} of {@code file} (compiled with {@code op} selected) on device {@code ordinal}, whose context is current. */
+    private long function(int ordinal, String file, String op, String entry) {
+        String moduleKey = file + "/" + op + "@" + ordinal;
+        return functions.computeIfAbsent(moduleKey + "#" + entry, k -> {
+            long module = modules.computeIfAbsent(moduleKey, mk -> {
+                CudaRuntime.DeviceInfo info = rt.devices().get(ordinal);
+                List<String> options = new ArrayList<>(KernelSources.options(info.major(), info.minor(), true));
+                options.addAll(selectOptions(op));
+                byte[] ptx = cache().get(file, KernelSources.read(file), KernelSources.headers(), options, Nvrtc.Output.PTX);
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment image = arena.allocate(ptx.length + 1);
+                    image.copyFrom(MemorySegment.ofArray(ptx));
+                    return rt.driver().moduleLoadData(image);
+                }
+            });
+            return rt.driver().moduleGetFunction(module, entry);
+        });
+    }
+
+    private static long address(Tensor t) {
+        return t.storage().address() + t.storageOffset() * t.dtype().byteSize();
+    }
+
+    private static Operand operand(Tensor t) {
+        return new Operand(t.dtype(), t.strides(), t.isContiguous());
+    }
+
+    private long stream(Device device) {
+        rt.makeCurrent(device.index());
+        return Cuda.currentStream(device).handle();
+    }
+
+    private void launch(Device device, long stream, String file, String op, Launch l, int perItem, KernelArgs args) {
+        int blocks = LaunchGeometry.blocks(l.n(), perItem, rt.devices().get(device.index()).multiprocessors());
+        if (blocks == 0) return;
+        long fn = function(device.index(), file, op, l.entry());
+        rt.driver().launchKernel(fn, blocks, 1, 1, LaunchGeometry.THREADS, 1, 1, 0, stream, args.build());
+    }
+
+    /** A CPU zero-dim operand (allowed next to device tensors, as in PyTorch) copied to {@code device} and broadcast to {@code shape}. */
+    private Tensor onDevice(Tensor t, Device device, long[] shape, List<Tensor> temps) {
+        if (t.device().equals(device)) return t;
+        for (long st : t.strides()) {
+            if (st != 0) throw new IllegalArgumentException("expected a zero-dim CPU tensor broadcast to " + java.util.Arrays.toString(shape)
+                    + ", got strides " + java.util.Arrays.toString(t.strides()));
+        }
+        Tensor d = Tensor.empty(new long[0], t.dtype(), device);
+        temps.add(d);
+        // t is a 0-d tensor broadcast to the op's shape (all strides zero): its one element is at storageOffset.
+        try (Tensor scalar = t.asStrided(new long[0], new long[0], t.storageOffset())) {
+            hostToDevice(scalar, d);
+        }
+        return d.broadcastTo(shape);
+    }
+
+    // ------------------------------------------------------------------ elementwise
+
+    void unary(UnaryOp op, Tensor x, Tensor out, DType compute) {
+        Device device = out.device();
+        long[] shape = out.shape();
+        Launch l = ElementwisePlan.unary(op, compute, shape, operand(out), operand(x));
+        long s = stream(device);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = KernelArgs.unary(arena, l, address(x), address(out));
+            launch(device, s, "elementwise.cu", ElementwisePlan.kernelName(op), l,
+                    l.contiguous() ? LaunchGeometry.vectorWidth(compute.byteSize()) : 1, args);
+        }
+    }
+
+    void binary(BinaryOp op, Tensor a, Tensor b, Tensor out, DType compute, double alpha) {
+        Device device = out.device();
+        long[] shape = out.shape();
+        List<Tensor> temps = new ArrayList<>();
+        try {
+            a = onDevice(a, device, shape, temps);
+            b = onDevice(b, device, shape, temps);
+            Launch l = ElementwisePlan.binary(op, compute, shape, operand(out), operand(a), operand(b));
+            long s = stream(device);
+            try (Arena arena = Arena.ofConfined()) {
+                KernelArgs args = KernelArgs.binary(arena, l, address(a), address(b), address(out), alpha);
+                launch(device, s, "elementwise.cu", ElementwisePlan.kernelName(op), l,
+                        l.contiguous() ? LaunchGeometry.vectorWidth(compute.byteSize()) : 1, args);
+            }
+        } finally {
+            for (Tensor t : temps) t.close();
+        }
+    }
+
+    void where(Tensor cond, Tensor a, Tensor b, Tensor out) {
+        Device device = out.device();
+        long[] shape = out.shape();
+        List<Tensor> temps = new ArrayList<>();
+        try {
+            cond = onDevice(cond, device, shape, temps);
+            a = onDevice(a, device, shape, temps);
+            b = onDevice(b, device, shape, temps);
+            Tensor target = out;
+            if (!out.isContiguous()) {
+                target = Tensor.empty(shape, out.dtype(), device);
+                temps.add(target);
+            }
+            Launch l = ElementwisePlan.where(shape, operand(cond), operand(a), operand(b));
+            long s = stream(device);
+            try (Arena arena = Arena.ofConfined()) {
+                KernelArgs args = KernelArgs.where(arena, l, address(target), address(cond), address(a), address(b),
+                        out.dtype().ordinal());
+                launch(device, s, "elementwise.cu", "where", l, 1, args);
+            }
+            if (target != out) deviceCopy(target, out);
+        } finally {
+            for (Tensor t : temps) t.close();
+        }
+    }
+
+    // ------------------------------------------------------------------ fill
+
+    void fill(Tensor dst, double value, long longValue) {
+        Device device = dst.device();
+        long n = dst.numel();
+        if (n == 0) return;
+        long s = stream(device);
+        if (dst.isContiguous() && Double.doubleToRawLongBits(value) == 0 && longValue == 0) {
+            rt.driver().memsetD8Async(address(dst), (byte) 0, n * dst.dtype().byteSize(), s);
+            return;
+        }
+        if (dst.isContiguous()) {
+            fillContiguous(device, s, address(dst), n, dst.dtype(), value, longValue);
+            return;
+        }
+        // Non-contiguous: fill one element, then broadcast-copy it (same dtype: exact) into dst.
+        try (Tensor one = Tensor.empty(new long[0], dst.dtype(), device)) {
+            fillContiguous(device, s, address(one), 1, dst.dtype(), value, longValue);
+            deviceCopy(one.broadcastTo(dst.shape()), dst);
+        }
+    }
+
+    private void fillContiguous(Device device, long s, long address, long n, DType t, double value, long longValue) {
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = KernelArgs.fill(arena, address, n, value, longValue);
+            launch(device, s, "copy.cu", null, new Launch(ElementwisePlan.fillEntry(t), true, n, null),
+                    LaunchGeometry.vectorWidth(t.byteSize()), args);
+        }
+    }
+
+    // ------------------------------------------------------------------ copies
+
+    /** {@code dst = src} for same-shaped tensors, at least one of them on a CUDA device. */
+    void copy(Tensor src, Tensor dst) {
+        if (dst.numel() == 0) return;
+        boolean srcCpu = src.device().isCpu(), dstCpu = dst.device().isCpu();
+        if (srcCpu && !dstCpu) {
+            hostToDevice(src, dst);
+        } else if (!srcCpu && dstCpu) {
+            deviceToHost(src, dst);
+        } else if (src.device().equals(dst.device())) {
+            deviceCopy(src, dst);
+        } else {
+            peerCopy(src, dst);
+        }
+    }
+
+    /** On one device: {@code cuMemcpyDtoDAsync} for contiguous same-dtype tensors, else the strided cast kernel. */
+    private void deviceCopy(Tensor src, Tensor dst) {
+        Device device = dst.device();
+        long s = stream(device);
+        long n = dst.numel();
+        if (src.isContiguous() && dst.isContiguous() && src.dtype() == dst.dtype()) {
+            rt.driver().memcpyDtoDAsync(address(dst), address(src), n * dst.dtype().byteSize(), s);
+            return;
+        }
+        Launch l = ElementwisePlan.copy(dst.shape(), operand(dst), operand(src));
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = KernelArgs.copy(arena, l, address(dst), address(src));
+            launch(device, s, "copy.cu", null, l, 1, args);
+        }
+    }
+
+    /** Host memory of {@code t} when it is contiguous, in native memory and of dtype {@code type}; else null. */
+    private static MemorySegment hostSlice(Tensor t, DType type) {
+        if (!t.isContiguous() || t.dtype() != type) return null;
+        MemorySegment seg = t.storage().segment();
+        if (!seg.isNative()) return null;
+        return seg.asSlice(t.storageOffset() * type.byteSize(), t.numel() * type.byteSize());
+    }
+
+    private void hostToDevice(Tensor src, Tensor dst) {
+        Device device = dst.device();
+        DType type = dst.dtype();
+        long bytes = dst.numel() * type.byteSize();
+        Tensor staging = null, devTemp = null;
+        try {
+            MemorySegment host = hostSlice(src, type);
+            if (host == null) {
+                // Strided, converting or heap-backed source: the CPU backend lays it out as dst's dtype first.
+                staging = Tensor.empty(dst.shape(), type, Device.cpu());
+                Backends.of(Device.cpu()).copy(src, staging);
+                host = hostSlice(staging, type);
+            }
+            Tensor target = dst;
+            if (!dst.isContiguous()) {
+                devTemp = Tensor.empty(dst.shape(), type, device);
+                target = devTemp;
+            }
+            long s = stream(device);
+            rt.driver().memcpyHtoDAsync(address(target), host, bytes, s);
+            if (target != dst) deviceCopy(target, dst);
+            rt.driver().streamSynchronize(s); // the host memory may be written or freed once we return
+        } finally {
+            if (staging != null) staging.close();
+            if (devTemp != null) devTemp.close();
+        }
+    }
+
+    private void deviceToHost(Tensor src, Tensor dst) {
+        Device device = src.device();
+        DType type = src.dtype();
+        long bytes = src.numel() * type.byteSize();
+        Tensor staging = null, devTemp = null;
+        try {
+            Tensor from = src;
+            if (!src.isContiguous()) {
+                devTemp = Tensor.empty(src.shape(), type, device);
+                deviceCopy(src, devTemp);
+                from = devTemp;
+            }
+            MemorySegment host = hostSlice(dst, type);
+            if (host == null) {
+                staging = Tensor.empty(src.shape(), type, Device.cpu());
+                host = hostSlice(staging, type);
+            }
+            long s = stream(device);
+            rt.driver().memcpyDtoHAsync(host, address(from), bytes, s);
+            rt.driver().streamSynchronize(s); // a host read: the data must have arrived
+            if (staging != null) Backends.of(Device.cpu()).copy(staging, dst);
+        } finally {
+            if (staging != null) staging.close();
+            if (devTemp != null) devTemp.close();
+        }
+    }
+
+    /** Between two CUDA devices: contiguous on the source device, {@code cuMemcpyDtoDAsync} (unified addressing), then laid out on the destination. */
+    private void peerCopy(Tensor src, Tensor dst) {
+        Tensor srcTemp = null, dstTemp = null;
+        try {
+            Tensor from = src;
+            if (!src.isContiguous()) {
+                srcTemp = Tensor.empty(src.shape(), src.dtype(), src.device());
+                deviceCopy(src, srcTemp);
+                from = srcTemp;
+            }
+            rt.driver().streamSynchronize(stream(src.device()));
+            Tensor target = dst;
+            if (!dst.isContiguous() || dst.dtype() != src.dtype()) {
+                dstTemp = Tensor.empty(src.shape(), src.dtype(), dst.device());
+                target = dstTemp;
+            }
+            long s = stream(dst.device());
+            rt.driver().memcpyDtoDAsync(address(target), address(from), from.numel() * from.dtype().byteSize(), s);
+            if (target != dst) deviceCopy(target, dst);
+            rt.driver().streamSynchronize(s);
+        } finally {
+            if (srcTemp != null) srcTemp.close();
+            if (dstTemp != null) dstTemp.close();
+        }
+    }
+}

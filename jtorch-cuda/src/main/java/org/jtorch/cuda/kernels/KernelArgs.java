@@ -1,0 +1,124 @@
+package org.jtorch.cuda.kernels;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import org.jtorch.cuda.KernelStructs;
+
+/**
+ * The {@code void** kernelParams} array of {@code cuLaunchKernel}: one pointer per kernel parameter,
+ * each to a copy of that parameter's value (device pointers and {@code jt_i64} as 8 bytes, {@code int}
+ * as 4, {@code double} as 8, {@code jt::Strided} as its {@link KernelStructs#STRIDED} bytes), all
+ * allocated in the caller's arena, which must outlive the launch call (the driver copies the values
+ * when the call enqueues the kernel).
+ */
+public final class KernelArgs {
+    private final Arena arena;
+    private final List<MemorySegment> values = new ArrayList<>();
+
+    // ---- the parameter lists of the entry points (checked against nvcc's PTX by KernelArgsTest) ----
+
+    /** {@code jt_unary_<op>_<T>(const T* x, T* y, jt_i64 n)}, strided form {@code (..., Strided s)}. */
+    public static KernelArgs unary(Arena arena, ElementwisePlan.Launch l, long x, long out) {
+        KernelArgs a = new KernelArgs(arena).pointer(x).pointer(out).i64(l.n());
+        return l.contiguous() ? a : a.strided(l.strided());
+    }
+
+    /** {@code jt_binary_<op>_<T>(const T* a, const T* b, T* out, jt_i64 n, double alpha)}, strided form {@code (..., Strided s)}. */
+    public static KernelArgs binary(Arena arena, ElementwisePlan.Launch l, long a, long b, long out, double alpha) {
+        KernelArgs k = new KernelArgs(arena).pointer(a).pointer(b).pointer(out).i64(l.n()).f64(alpha);
+        return l.contiguous() ? k : k.strided(l.strided());
+    }
+
+    /** {@code jt_where_strided(char* out, const char* cond, const char* a, const char* b, jt_i64 n, int out_dtype, Strided s)}. */
+    public static KernelArgs where(Arena arena, ElementwisePlan.Launch l, long out, long cond, long a, long b, int outDtype) {
+        return new KernelArgs(arena).pointer(out).pointer(cond).pointer(a).pointer(b).i64(l.n()).i32(outDtype).strided(l.strided());
+    }
+
+    /** {@code jt_fill_<T>(T* out, jt_i64 n, double value, jt_i64 long_value)}. */
+    public static KernelArgs fill(Arena arena, long out, long n, double value, long longValue) {
+        return new KernelArgs(arena).pointer(out).i64(n).f64(value).i64(longValue);
+    }
+
+    /** {@code jt_copy_strided(char* dst, const char* src, jt_i64 n, Strided s)}. */
+    public static KernelArgs copy(Arena arena, ElementwisePlan.Launch l, long dst, long src) {
+        return new KernelArgs(arena).pointer(dst).pointer(src).i64(l.n()).strided(l.strided());
+    }
+
+    /** The byte size of each parameter value, in order. */
+    public long[] sizes() {
+        long[] r = new long[values.size()];
+        for (int i = 0; i < r.length; i++) r[i] = values.get(i).byteSize();
+        return r;
+    }
+
+    /** Parameter {@code i}'s value bytes. */
+    public MemorySegment value(int i) {
+        return values.get(i);
+    }
+
+    public KernelArgs(Arena arena) {
+        this.arena = arena;
+    }
+
+    /** A device pointer ({@code T*} / {@code char*}). */
+    public KernelArgs pointer(long address) {
+        values.add(arena.allocateFrom(JAVA_LONG, address));
+        return this;
+    }
+
+    public KernelArgs i64(long v) {
+        values.add(arena.allocateFrom(JAVA_LONG, v));
+        return this;
+    }
+
+    public KernelArgs i32(int v) {
+        values.add(arena.allocateFrom(JAVA_INT, v));
+        return this;
+    }
+
+    public KernelArgs f64(double v) {
+        values.add(arena.allocateFrom(JAVA_DOUBLE, v));
+        return this;
+    }
+
+    public KernelArgs strided(ElementwisePlan.Strided s) {
+        values.add(packStrided(arena, s));
+        return this;
+    }
+
+    /** The pointer array to pass as {@code kernelParams}. */
+    public MemorySegment build() {
+        MemorySegment params = arena.allocate(ADDRESS, Math.max(1, values.size()));
+        for (int i = 0; i < values.size(); i++) params.setAtIndex(ADDRESS, i, values.get(i));
+        return params;
+    }
+
+    public int count() {
+        return values.size();
+    }
+
+    /** {@code jt::Strided} bytes: ndim, dtype[3], size[8], stride[3][8]; unused entries zero. */
+    public static MemorySegment packStrided(Arena arena, ElementwisePlan.Strided s) {
+        MemorySegment m = arena.allocate(KernelStructs.STRIDED);
+        m.fill((byte) 0);
+        long dtypeOff = KernelStructs.STRIDED.byteOffset(java.lang.foreign.MemoryLayout.PathElement.groupElement("dtype"));
+        long sizeOff = KernelStructs.STRIDED.byteOffset(java.lang.foreign.MemoryLayout.PathElement.groupElement("size"));
+        long strideOff = KernelStructs.STRIDED.byteOffset(java.lang.foreign.MemoryLayout.PathElement.groupElement("stride"));
+        m.set(JAVA_INT, 0, s.ndim());
+        for (int o = 0; o < s.dtypes().length; o++) m.set(JAVA_INT, dtypeOff + 4L * o, s.dtypes()[o]);
+        for (int d = 0; d < s.ndim(); d++) m.set(JAVA_LONG, sizeOff + 8L * d, s.sizes()[d]);
+        for (int o = 0; o < s.strides().length; o++) {
+            for (int d = 0; d < s.ndim(); d++) {
+                m.set(JAVA_LONG, strideOff + 8L * (o * KernelStructs.MAX_DIMS + d), s.strides()[o][d]);
+            }
+        }
+        return m;
+    }
+}
