@@ -104,9 +104,12 @@ public enum BinaryOp {
             return new Tensor[] {half.maskedFill(a.gt(b), 0.0), half.maskedFill(a.lt(b), 0.0)};
         }
     },
-    /** {@code b > 0 ? a : 0}: ReLU's backward ({@code threshold_backward(grad, result, 0)}). */
+    /**
+     * {@code b <= 0 ? 0 : a}: ReLU's backward ({@code threshold_backward(grad, result, 0)}); a NaN {@code b} keeps the
+     * gradient, as PyTorch (and as the float32 vector loops).
+     */
     THRESHOLD_BACKWARD("threshold_backward", Result.PROMOTED) {
-        public double apply(double a, double b, double alpha) { return b > 0 ? a : 0; }
+        public double apply(double a, double b, double alpha) { return b <= 0 ? 0 : a; }
         public long applyLong(long a, long b, long alpha) { return b > 0 ? a : 0; }
         public Tensor[] gradient(Tensor g, Tensor a, Tensor b, Tensor y, double alpha) {
             return new Tensor[] {Elementwise.binary(THRESHOLD_BACKWARD, g, b, 1), Gradients.zerosLike(b)};

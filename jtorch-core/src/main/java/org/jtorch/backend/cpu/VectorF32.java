@@ -3,6 +3,7 @@ package org.jtorch.backend.cpu;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
@@ -73,66 +74,136 @@ final class VectorF32 {
 
     /** {@code out[i] = op(x[i])} over {@code n} contiguous floats. */
     static void unary(UnaryOp op, MemorySegment xs, long xo, MemorySegment os, long oo, long n, float p0, float p1) {
-        long i = 0;
         long upper = n - n % FL;
-        final float one = 1f;
         switch (op) {
-            case NEG -> { for (; i < upper; i += FL) ld(xs, xo + 4 * i).neg().intoMemorySegment(os, oo + 4 * i, LE); }
-            case ABS -> { for (; i < upper; i += FL) ld(xs, xo + 4 * i).abs().intoMemorySegment(os, oo + 4 * i, LE); }
-            case RELU -> {
-                // NaN compares false and is kept, as PyTorch.
-                for (; i < upper; i += FL) {
-                    FloatVector x = ld(xs, xo + 4 * i);
-                    x.blend(0f, x.compare(VectorOperators.LE, 0f)).intoMemorySegment(os, oo + 4 * i, LE);
-                }
-            }
-            case LEAKY_RELU -> {
-                for (; i < upper; i += FL) {
-                    FloatVector x = ld(xs, xo + 4 * i);
-                    x.blend(x.mul(p0), x.compare(VectorOperators.LE, 0f)).intoMemorySegment(os, oo + 4 * i, LE);
-                }
-            }
-            case CLAMP -> {
-                float lo = p0 == p0 ? p0 : Float.NEGATIVE_INFINITY;
-                float hi = p1 == p1 ? p1 : Float.POSITIVE_INFINITY;
-                for (; i < upper; i += FL) {
-                    FloatVector x = ld(xs, xo + 4 * i);
-                    x.max(lo).min(hi).blend(x, x.compare(VectorOperators.NE, x)).intoMemorySegment(os, oo + 4 * i, LE);
-                }
-            }
-            case EXP -> { for (; i < upper; i += FL) ld(xs, xo + 4 * i).lanewise(VectorOperators.EXP).intoMemorySegment(os, oo + 4 * i, LE); }
-            case LOG -> { for (; i < upper; i += FL) ld(xs, xo + 4 * i).lanewise(VectorOperators.LOG).intoMemorySegment(os, oo + 4 * i, LE); }
-            case LOG1P -> { for (; i < upper; i += FL) ld(xs, xo + 4 * i).lanewise(VectorOperators.LOG1P).intoMemorySegment(os, oo + 4 * i, LE); }
-            case EXPM1 -> { for (; i < upper; i += FL) ld(xs, xo + 4 * i).lanewise(VectorOperators.EXPM1).intoMemorySegment(os, oo + 4 * i, LE); }
-            case TANH -> { for (; i < upper; i += FL) ld(xs, xo + 4 * i).lanewise(VectorOperators.TANH).intoMemorySegment(os, oo + 4 * i, LE); }
-            case SIN -> { for (; i < upper; i += FL) ld(xs, xo + 4 * i).lanewise(VectorOperators.SIN).intoMemorySegment(os, oo + 4 * i, LE); }
-            case COS -> { for (; i < upper; i += FL) ld(xs, xo + 4 * i).lanewise(VectorOperators.COS).intoMemorySegment(os, oo + 4 * i, LE); }
-            case SQRT -> { for (; i < upper; i += FL) ld(xs, xo + 4 * i).sqrt().intoMemorySegment(os, oo + 4 * i, LE); }
-            case RSQRT -> { for (; i < upper; i += FL) FloatVector.broadcast(FS, one).div(ld(xs, xo + 4 * i).sqrt()).intoMemorySegment(os, oo + 4 * i, LE); }
-            case RECIPROCAL -> { for (; i < upper; i += FL) FloatVector.broadcast(FS, one).div(ld(xs, xo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE); }
-            case SIGMOID -> {
-                for (; i < upper; i += FL) {
-                    FloatVector e = ld(xs, xo + 4 * i).neg().lanewise(VectorOperators.EXP);
-                    FloatVector.broadcast(FS, one).div(e.add(one)).intoMemorySegment(os, oo + 4 * i, LE);
-                }
-            }
-            case SILU -> {
-                for (; i < upper; i += FL) {
-                    FloatVector x = ld(xs, xo + 4 * i);
-                    x.div(x.neg().lanewise(VectorOperators.EXP).add(one)).intoMemorySegment(os, oo + 4 * i, LE);
-                }
-            }
-            case GELU_TANH -> {
-                float beta = (float) Math.sqrt(2.0 / Math.PI);
-                for (; i < upper; i += FL) {
-                    FloatVector x = ld(xs, xo + 4 * i);
-                    FloatVector inner = x.mul(x).mul(x).mul(0.044715f).add(x).mul(beta);
-                    x.mul(0.5f).mul(inner.lanewise(VectorOperators.TANH).add(one)).intoMemorySegment(os, oo + 4 * i, LE);
-                }
-            }
+            case NEG -> neg(xs, xo, os, oo, upper);
+            case ABS -> abs(xs, xo, os, oo, upper);
+            case RELU -> relu(xs, xo, os, oo, upper);
+            case LEAKY_RELU -> leakyRelu(xs, xo, os, oo, upper, p0);
+            case CLAMP -> clamp(xs, xo, os, oo, upper, p0 == p0 ? p0 : Float.NEGATIVE_INFINITY, p1 == p1 ? p1 : Float.POSITIVE_INFINITY);
+            case EXP -> exp(xs, xo, os, oo, upper);
+            case LOG -> log(xs, xo, os, oo, upper);
+            case LOG1P -> log1p(xs, xo, os, oo, upper);
+            case EXPM1 -> expm1(xs, xo, os, oo, upper);
+            case TANH -> tanh(xs, xo, os, oo, upper);
+            case SIN -> sin(xs, xo, os, oo, upper);
+            case COS -> cos(xs, xo, os, oo, upper);
+            case SQRT -> sqrt(xs, xo, os, oo, upper);
+            case RSQRT -> rsqrt(xs, xo, os, oo, upper);
+            case RECIPROCAL -> reciprocal(xs, xo, os, oo, upper);
+            case SIGMOID -> sigmoid(xs, xo, os, oo, upper);
+            case SILU -> silu(xs, xo, os, oo, upper);
+            case GELU_TANH -> geluTanh(xs, xo, os, oo, upper);
             default -> throw new IllegalStateException("no vector form for " + op);
         }
-        for (; i < n; i++) os.set(ElementIO.F32, oo + 4 * i, (float) op.apply(xs.get(ElementIO.F32, xo + 4 * i), p0, p1));
+        if (upper < n) unaryTail(op, xs, xo, os, oo, upper, n, p0, p1);
+    }
+
+    /** Elements {@code [from, n)} with the op's scalar definition. */
+    private static void unaryTail(UnaryOp op, MemorySegment xs, long xo, MemorySegment os, long oo, long from, long n, float p0,
+                                  float p1) {
+        for (long i = from; i < n; i++) os.set(ElementIO.F32, oo + 4 * i, (float) op.apply(xs.get(ElementIO.F32, xo + 4 * i), p0, p1));
+    }
+
+    // One small method per op (the switch above only dispatches): each compiles on its own with every Vector API call
+    // inlined and intrinsified. In one big method C2 ran out of inlining budget in mixed workloads and the vector ops
+    // fell back to their boxed Java implementations (FloatVector.bTest & co. in profiles).
+
+    private static void neg(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        for (long i = 0; i < upper; i += FL) ld(xs, xo + 4 * i).neg().intoMemorySegment(os, oo + 4 * i, LE);
+    }
+
+    private static void abs(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        for (long i = 0; i < upper; i += FL) ld(xs, xo + 4 * i).abs().intoMemorySegment(os, oo + 4 * i, LE);
+    }
+
+    /** NaN compares false and is kept, as PyTorch. */
+    private static void relu(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        for (long i = 0; i < upper; i += FL) {
+            FloatVector x = ld(xs, xo + 4 * i);
+            x.blend(0f, x.compare(VectorOperators.LE, 0f)).intoMemorySegment(os, oo + 4 * i, LE);
+        }
+    }
+
+    private static void leakyRelu(MemorySegment xs, long xo, MemorySegment os, long oo, long upper, float slope) {
+        for (long i = 0; i < upper; i += FL) {
+            FloatVector x = ld(xs, xo + 4 * i);
+            x.blend(x.mul(slope), x.compare(VectorOperators.LE, 0f)).intoMemorySegment(os, oo + 4 * i, LE);
+        }
+    }
+
+    /** {@code lo}/{@code hi} with NaN bounds already replaced by infinities; NaN inputs are kept. */
+    private static void clamp(MemorySegment xs, long xo, MemorySegment os, long oo, long upper, float lo, float hi) {
+        for (long i = 0; i < upper; i += FL) {
+            FloatVector x = ld(xs, xo + 4 * i);
+            x.max(lo).min(hi).blend(x, x.compare(VectorOperators.NE, x)).intoMemorySegment(os, oo + 4 * i, LE);
+        }
+    }
+
+    private static void exp(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        for (long i = 0; i < upper; i += FL) ld(xs, xo + 4 * i).lanewise(VectorOperators.EXP).intoMemorySegment(os, oo + 4 * i, LE);
+    }
+
+    private static void log(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        for (long i = 0; i < upper; i += FL) ld(xs, xo + 4 * i).lanewise(VectorOperators.LOG).intoMemorySegment(os, oo + 4 * i, LE);
+    }
+
+    private static void log1p(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        for (long i = 0; i < upper; i += FL) ld(xs, xo + 4 * i).lanewise(VectorOperators.LOG1P).intoMemorySegment(os, oo + 4 * i, LE);
+    }
+
+    private static void expm1(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        for (long i = 0; i < upper; i += FL) ld(xs, xo + 4 * i).lanewise(VectorOperators.EXPM1).intoMemorySegment(os, oo + 4 * i, LE);
+    }
+
+    private static void tanh(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        for (long i = 0; i < upper; i += FL) ld(xs, xo + 4 * i).lanewise(VectorOperators.TANH).intoMemorySegment(os, oo + 4 * i, LE);
+    }
+
+    private static void sin(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        for (long i = 0; i < upper; i += FL) ld(xs, xo + 4 * i).lanewise(VectorOperators.SIN).intoMemorySegment(os, oo + 4 * i, LE);
+    }
+
+    private static void cos(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        for (long i = 0; i < upper; i += FL) ld(xs, xo + 4 * i).lanewise(VectorOperators.COS).intoMemorySegment(os, oo + 4 * i, LE);
+    }
+
+    private static void sqrt(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        for (long i = 0; i < upper; i += FL) ld(xs, xo + 4 * i).sqrt().intoMemorySegment(os, oo + 4 * i, LE);
+    }
+
+    private static void rsqrt(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        FloatVector one = FloatVector.broadcast(FS, 1f);
+        for (long i = 0; i < upper; i += FL) one.div(ld(xs, xo + 4 * i).sqrt()).intoMemorySegment(os, oo + 4 * i, LE);
+    }
+
+    private static void reciprocal(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        FloatVector one = FloatVector.broadcast(FS, 1f);
+        for (long i = 0; i < upper; i += FL) one.div(ld(xs, xo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
+    }
+
+    private static void sigmoid(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        FloatVector one = FloatVector.broadcast(FS, 1f);
+        for (long i = 0; i < upper; i += FL) {
+            FloatVector e = ld(xs, xo + 4 * i).neg().lanewise(VectorOperators.EXP);
+            one.div(e.add(1f)).intoMemorySegment(os, oo + 4 * i, LE);
+        }
+    }
+
+    private static void silu(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        for (long i = 0; i < upper; i += FL) {
+            FloatVector x = ld(xs, xo + 4 * i);
+            x.div(x.neg().lanewise(VectorOperators.EXP).add(1f)).intoMemorySegment(os, oo + 4 * i, LE);
+        }
+    }
+
+    private static void geluTanh(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
+        float beta = (float) Math.sqrt(2.0 / Math.PI);
+        for (long i = 0; i < upper; i += FL) {
+            FloatVector x = ld(xs, xo + 4 * i);
+            FloatVector inner = x.mul(x).mul(x).mul(0.044715f).add(x).mul(beta);
+            x.mul(0.5f).mul(inner.lanewise(VectorOperators.TANH).add(1f)).intoMemorySegment(os, oo + 4 * i, LE);
+        }
     }
 
     static boolean hasBinary(BinaryOp op) {
@@ -155,46 +226,39 @@ final class VectorF32 {
      */
     static void binary(BinaryOp op, MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst,
                        MemorySegment os, long oo, long n, float alpha) {
-        long sa = aConst ? 0 : 4;
-        long sb = bConst ? 0 : 4;
         if (aConst && bConst) {
             float r = (float) op.apply(as.get(ElementIO.F32, ao), bs.get(ElementIO.F32, bo), alpha);
             for (long i = 0; i < n; i++) os.set(ElementIO.F32, oo + 4 * i, r);
             return;
         }
-        // A broadcast operand becomes a constant vector; the loop-invariant choice is unswitched by C2.
-        FloatVector ac = FloatVector.broadcast(FS, aConst ? as.get(ElementIO.F32, ao) : 0f);
-        FloatVector bc = FloatVector.broadcast(FS, bConst ? bs.get(ElementIO.F32, bo) : 0f);
-        long i = 0;
         long upper = n - n % FL;
+        // Each op's loops are a method of their own, with the broadcast operand chosen outside the loop (a constant
+        // vector, loaded once): the loops themselves hold no branches.
         switch (op) {
             case ADD -> {
-                if (alpha == 1f) {
-                    for (; i < upper; i += FL) a(aConst, ac, as, ao + 4 * i).add(a(bConst, bc, bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
-                } else {
-                    for (; i < upper; i += FL) a(aConst, ac, as, ao + 4 * i).add(a(bConst, bc, bs, bo + 4 * i).mul(alpha)).intoMemorySegment(os, oo + 4 * i, LE);
-                }
+                if (alpha == 1f) add(as, ao, aConst, bs, bo, bConst, os, oo, upper);
+                else addScaled(as, ao, aConst, bs, bo, bConst, os, oo, upper, alpha);
             }
             case SUB -> {
-                if (alpha == 1f) {
-                    for (; i < upper; i += FL) a(aConst, ac, as, ao + 4 * i).sub(a(bConst, bc, bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
-                } else {
-                    for (; i < upper; i += FL) a(aConst, ac, as, ao + 4 * i).sub(a(bConst, bc, bs, bo + 4 * i).mul(alpha)).intoMemorySegment(os, oo + 4 * i, LE);
-                }
+                if (alpha == 1f) sub(as, ao, aConst, bs, bo, bConst, os, oo, upper);
+                else subScaled(as, ao, aConst, bs, bo, bConst, os, oo, upper, alpha);
             }
-            case MUL -> { for (; i < upper; i += FL) a(aConst, ac, as, ao + 4 * i).mul(a(bConst, bc, bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE); }
-            case DIV -> { for (; i < upper; i += FL) a(aConst, ac, as, ao + 4 * i).div(a(bConst, bc, bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE); }
-            case MAXIMUM -> { for (; i < upper; i += FL) a(aConst, ac, as, ao + 4 * i).max(a(bConst, bc, bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE); }
-            case MINIMUM -> { for (; i < upper; i += FL) a(aConst, ac, as, ao + 4 * i).min(a(bConst, bc, bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE); }
-            case THRESHOLD_BACKWARD -> {
-                for (; i < upper; i += FL) {
-                    FloatVector b = a(bConst, bc, bs, bo + 4 * i);
-                    a(aConst, ac, as, ao + 4 * i).blend(0f, b.compare(VectorOperators.LE, 0f)).intoMemorySegment(os, oo + 4 * i, LE);
-                }
-            }
+            case MUL -> mul(as, ao, aConst, bs, bo, bConst, os, oo, upper);
+            case DIV -> div(as, ao, aConst, bs, bo, bConst, os, oo, upper);
+            case MAXIMUM -> max(as, ao, aConst, bs, bo, bConst, os, oo, upper);
+            case MINIMUM -> min(as, ao, aConst, bs, bo, bConst, os, oo, upper);
+            case THRESHOLD_BACKWARD -> thresholdBackward(as, ao, aConst, bs, bo, bConst, os, oo, upper);
             default -> throw new IllegalStateException("no vector form for " + op);
         }
-        for (; i < n; i++) {
+        if (upper < n) binaryTail(op, as, ao, aConst, bs, bo, bConst, os, oo, upper, n, alpha);
+    }
+
+    /** Elements {@code [from, n)} with {@link #scalar}. */
+    private static void binaryTail(BinaryOp op, MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst,
+                                   MemorySegment os, long oo, long from, long n, float alpha) {
+        long sa = aConst ? 0 : 4;
+        long sb = bConst ? 0 : 4;
+        for (long i = from; i < n; i++) {
             float x = as.get(ElementIO.F32, ao + sa * i);
             float y = bs.get(ElementIO.F32, bo + sb * i);
             os.set(ElementIO.F32, oo + 4 * i, scalar(op, x, y, alpha));
@@ -212,42 +276,215 @@ final class VectorF32 {
         };
     }
 
-    /** Loads a vector, or returns the broadcast constant. Small enough to be inlined everywhere. */
-    private static FloatVector a(boolean isConst, FloatVector c, MemorySegment s, long off) {
-        return isConst ? c : FloatVector.fromMemorySegment(FS, s, off, LE);
+    /** The broadcast value at {@code off} in every lane. */
+    private static FloatVector splat(MemorySegment s, long off) {
+        return FloatVector.broadcast(FS, s.get(ElementIO.F32, off));
+    }
+
+    // The binary loops: at most one operand is broadcast (both are handled by binary itself).
+
+    private static void add(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst, MemorySegment os,
+                            long oo, long upper) {
+        if (aConst) {
+            FloatVector a = splat(as, ao);
+            for (long i = 0; i < upper; i += FL) a.add(ld(bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
+        } else if (bConst) {
+            FloatVector b = splat(bs, bo);
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).add(b).intoMemorySegment(os, oo + 4 * i, LE);
+        } else {
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).add(ld(bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
+        }
+    }
+
+    private static void addScaled(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst,
+                                  MemorySegment os, long oo, long upper, float alpha) {
+        if (aConst) {
+            FloatVector a = splat(as, ao);
+            for (long i = 0; i < upper; i += FL) a.add(ld(bs, bo + 4 * i).mul(alpha)).intoMemorySegment(os, oo + 4 * i, LE);
+        } else if (bConst) {
+            FloatVector b = splat(bs, bo).mul(alpha);
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).add(b).intoMemorySegment(os, oo + 4 * i, LE);
+        } else {
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).add(ld(bs, bo + 4 * i).mul(alpha)).intoMemorySegment(os, oo + 4 * i, LE);
+        }
+    }
+
+    private static void sub(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst, MemorySegment os,
+                            long oo, long upper) {
+        if (aConst) {
+            FloatVector a = splat(as, ao);
+            for (long i = 0; i < upper; i += FL) a.sub(ld(bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
+        } else if (bConst) {
+            FloatVector b = splat(bs, bo);
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).sub(b).intoMemorySegment(os, oo + 4 * i, LE);
+        } else {
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).sub(ld(bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
+        }
+    }
+
+    private static void subScaled(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst,
+                                  MemorySegment os, long oo, long upper, float alpha) {
+        if (aConst) {
+            FloatVector a = splat(as, ao);
+            for (long i = 0; i < upper; i += FL) a.sub(ld(bs, bo + 4 * i).mul(alpha)).intoMemorySegment(os, oo + 4 * i, LE);
+        } else if (bConst) {
+            FloatVector b = splat(bs, bo).mul(alpha);
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).sub(b).intoMemorySegment(os, oo + 4 * i, LE);
+        } else {
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).sub(ld(bs, bo + 4 * i).mul(alpha)).intoMemorySegment(os, oo + 4 * i, LE);
+        }
+    }
+
+    private static void mul(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst, MemorySegment os,
+                            long oo, long upper) {
+        if (aConst) {
+            FloatVector a = splat(as, ao);
+            for (long i = 0; i < upper; i += FL) a.mul(ld(bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
+        } else if (bConst) {
+            FloatVector b = splat(bs, bo);
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).mul(b).intoMemorySegment(os, oo + 4 * i, LE);
+        } else {
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).mul(ld(bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
+        }
+    }
+
+    private static void div(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst, MemorySegment os,
+                            long oo, long upper) {
+        if (aConst) {
+            FloatVector a = splat(as, ao);
+            for (long i = 0; i < upper; i += FL) a.div(ld(bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
+        } else if (bConst) {
+            FloatVector b = splat(bs, bo);
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).div(b).intoMemorySegment(os, oo + 4 * i, LE);
+        } else {
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).div(ld(bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
+        }
+    }
+
+    private static void max(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst, MemorySegment os,
+                            long oo, long upper) {
+        if (aConst) {
+            FloatVector a = splat(as, ao);
+            for (long i = 0; i < upper; i += FL) a.max(ld(bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
+        } else if (bConst) {
+            FloatVector b = splat(bs, bo);
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).max(b).intoMemorySegment(os, oo + 4 * i, LE);
+        } else {
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).max(ld(bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
+        }
+    }
+
+    private static void min(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst, MemorySegment os,
+                            long oo, long upper) {
+        if (aConst) {
+            FloatVector a = splat(as, ao);
+            for (long i = 0; i < upper; i += FL) a.min(ld(bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
+        } else if (bConst) {
+            FloatVector b = splat(bs, bo);
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).min(b).intoMemorySegment(os, oo + 4 * i, LE);
+        } else {
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).min(ld(bs, bo + 4 * i)).intoMemorySegment(os, oo + 4 * i, LE);
+        }
+    }
+
+    /** {@code b <= 0 ? 0 : a} (ReLU's backward: {@code a} the gradient, {@code b} the result); NaN in {@code b} keeps {@code a}. */
+    private static void thresholdBackward(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst,
+                                          MemorySegment os, long oo, long upper) {
+        if (aConst) {
+            FloatVector a = splat(as, ao);
+            for (long i = 0; i < upper; i += FL) a.blend(0f, ld(bs, bo + 4 * i).compare(VectorOperators.LE, 0f)).intoMemorySegment(os, oo + 4 * i, LE);
+        } else if (bConst) {
+            VectorMask<Float> zero = splat(bs, bo).compare(VectorOperators.LE, 0f);
+            for (long i = 0; i < upper; i += FL) ld(as, ao + 4 * i).blend(0f, zero).intoMemorySegment(os, oo + 4 * i, LE);
+        } else {
+            for (long i = 0; i < upper; i += FL) {
+                ld(as, ao + 4 * i).blend(0f, ld(bs, bo + 4 * i).compare(VectorOperators.LE, 0f)).intoMemorySegment(os, oo + 4 * i, LE);
+            }
+        }
     }
 
     /** {@code out[i] = a[i] op b[i]} as bool bytes (0/1); NaN compares false except for {@code ne}. */
     static void compare(BinaryOp op, MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst,
                         MemorySegment os, long oo, long n) {
+        long upper = FL % 8 == 0 ? n - n % FL : 0;
+        switch (op) {
+            case EQ -> eq(as, ao, aConst, bs, bo, bConst, os, oo, upper);
+            case NE -> ne(as, ao, aConst, bs, bo, bConst, os, oo, upper);
+            case LT -> lt(as, ao, aConst, bs, bo, bConst, os, oo, upper);
+            case LE -> le(as, ao, aConst, bs, bo, bConst, os, oo, upper);
+            case GT -> gt(as, ao, aConst, bs, bo, bConst, os, oo, upper);
+            case GE -> ge(as, ao, aConst, bs, bo, bConst, os, oo, upper);
+            default -> throw new IllegalStateException("no vector form for " + op);
+        }
         long sa = aConst ? 0 : 4;
         long sb = bConst ? 0 : 4;
-        FloatVector ac = FloatVector.broadcast(FS, aConst ? as.get(ElementIO.F32, ao) : 0f);
-        FloatVector bc = FloatVector.broadcast(FS, bConst ? bs.get(ElementIO.F32, bo) : 0f);
-        long i = 0;
-        long upper = FL % 8 == 0 ? n - n % FL : 0;
-        VectorOperators.Comparison cmp = switch (op) {
-            case EQ -> VectorOperators.EQ;
-            case NE -> VectorOperators.NE;
-            case LT -> VectorOperators.LT;
-            case LE -> VectorOperators.LE;
-            case GT -> VectorOperators.GT;
-            default -> VectorOperators.GE;
-        };
-        switch (op) {
-            case EQ -> { for (; i < upper; i += FL) storeBits(os, oo + i, a(aConst, ac, as, ao + 4 * i).compare(VectorOperators.EQ, a(bConst, bc, bs, bo + 4 * i)).toLong()); }
-            case NE -> { for (; i < upper; i += FL) storeBits(os, oo + i, a(aConst, ac, as, ao + 4 * i).compare(VectorOperators.NE, a(bConst, bc, bs, bo + 4 * i)).toLong()); }
-            case LT -> { for (; i < upper; i += FL) storeBits(os, oo + i, a(aConst, ac, as, ao + 4 * i).compare(VectorOperators.LT, a(bConst, bc, bs, bo + 4 * i)).toLong()); }
-            case LE -> { for (; i < upper; i += FL) storeBits(os, oo + i, a(aConst, ac, as, ao + 4 * i).compare(VectorOperators.LE, a(bConst, bc, bs, bo + 4 * i)).toLong()); }
-            case GT -> { for (; i < upper; i += FL) storeBits(os, oo + i, a(aConst, ac, as, ao + 4 * i).compare(VectorOperators.GT, a(bConst, bc, bs, bo + 4 * i)).toLong()); }
-            case GE -> { for (; i < upper; i += FL) storeBits(os, oo + i, a(aConst, ac, as, ao + 4 * i).compare(VectorOperators.GE, a(bConst, bc, bs, bo + 4 * i)).toLong()); }
-            default -> throw new IllegalStateException("no vector form for " + op + " (" + cmp + ")");
-        }
-        for (; i < n; i++) {
+        for (long i = upper; i < n; i++) {
             double x = as.get(ElementIO.F32, ao + sa * i);
             double y = bs.get(ElementIO.F32, bo + sb * i);
             os.set(ElementIO.I8, oo + i, op.apply(x, y, 1) != 0 ? (byte) 1 : 0);
         }
+    }
+
+    // The comparison loops, one method per operator (a constant operator in each, so the compare is intrinsified);
+    // comparisons are not on the training path, so a broadcast operand is picked inside the loop.
+
+    private static void eq(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst, MemorySegment os,
+                           long oo, long upper) {
+        FloatVector ac = FloatVector.broadcast(FS, aConst ? as.get(ElementIO.F32, ao) : 0f);
+        FloatVector bc = FloatVector.broadcast(FS, bConst ? bs.get(ElementIO.F32, bo) : 0f);
+        for (long i = 0; i < upper; i += FL) {
+            storeBits(os, oo + i, pick(aConst, ac, as, ao + 4 * i).compare(VectorOperators.EQ, pick(bConst, bc, bs, bo + 4 * i)).toLong());
+        }
+    }
+
+    private static void ne(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst, MemorySegment os,
+                           long oo, long upper) {
+        FloatVector ac = FloatVector.broadcast(FS, aConst ? as.get(ElementIO.F32, ao) : 0f);
+        FloatVector bc = FloatVector.broadcast(FS, bConst ? bs.get(ElementIO.F32, bo) : 0f);
+        for (long i = 0; i < upper; i += FL) {
+            storeBits(os, oo + i, pick(aConst, ac, as, ao + 4 * i).compare(VectorOperators.NE, pick(bConst, bc, bs, bo + 4 * i)).toLong());
+        }
+    }
+
+    private static void lt(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst, MemorySegment os,
+                           long oo, long upper) {
+        FloatVector ac = FloatVector.broadcast(FS, aConst ? as.get(ElementIO.F32, ao) : 0f);
+        FloatVector bc = FloatVector.broadcast(FS, bConst ? bs.get(ElementIO.F32, bo) : 0f);
+        for (long i = 0; i < upper; i += FL) {
+            storeBits(os, oo + i, pick(aConst, ac, as, ao + 4 * i).compare(VectorOperators.LT, pick(bConst, bc, bs, bo + 4 * i)).toLong());
+        }
+    }
+
+    private static void le(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst, MemorySegment os,
+                           long oo, long upper) {
+        FloatVector ac = FloatVector.broadcast(FS, aConst ? as.get(ElementIO.F32, ao) : 0f);
+        FloatVector bc = FloatVector.broadcast(FS, bConst ? bs.get(ElementIO.F32, bo) : 0f);
+        for (long i = 0; i < upper; i += FL) {
+            storeBits(os, oo + i, pick(aConst, ac, as, ao + 4 * i).compare(VectorOperators.LE, pick(bConst, bc, bs, bo + 4 * i)).toLong());
+        }
+    }
+
+    private static void gt(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst, MemorySegment os,
+                           long oo, long upper) {
+        FloatVector ac = FloatVector.broadcast(FS, aConst ? as.get(ElementIO.F32, ao) : 0f);
+        FloatVector bc = FloatVector.broadcast(FS, bConst ? bs.get(ElementIO.F32, bo) : 0f);
+        for (long i = 0; i < upper; i += FL) {
+            storeBits(os, oo + i, pick(aConst, ac, as, ao + 4 * i).compare(VectorOperators.GT, pick(bConst, bc, bs, bo + 4 * i)).toLong());
+        }
+    }
+
+    private static void ge(MemorySegment as, long ao, boolean aConst, MemorySegment bs, long bo, boolean bConst, MemorySegment os,
+                           long oo, long upper) {
+        FloatVector ac = FloatVector.broadcast(FS, aConst ? as.get(ElementIO.F32, ao) : 0f);
+        FloatVector bc = FloatVector.broadcast(FS, bConst ? bs.get(ElementIO.F32, bo) : 0f);
+        for (long i = 0; i < upper; i += FL) {
+            storeBits(os, oo + i, pick(aConst, ac, as, ao + 4 * i).compare(VectorOperators.GE, pick(bConst, bc, bs, bo + 4 * i)).toLong());
+        }
+    }
+
+    /** Loads a vector, or returns the broadcast constant. Small enough to be inlined everywhere. */
+    private static FloatVector pick(boolean isConst, FloatVector c, MemorySegment s, long off) {
+        return isConst ? c : ld(s, off);
     }
 
     /** Writes the low {@code FL} bits of {@code bits} as {@code FL} bool bytes, 8 at a time. */
