@@ -19,6 +19,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
+import org.jtorch.backend.cpu.Parallel;
 import org.jtorch.memory.MemoryScope;
 
 /**
@@ -66,7 +67,9 @@ import org.jtorch.memory.MemoryScope;
  *
  * <h2>Threads and failures</h2>
  * A loader and its iterators are used from one thread. Worker threads are daemon threads named
- * {@code jtorch-dataloader-worker-<id>}; they call {@code Dataset.get} concurrently. An exception in a
+ * {@code jtorch-dataloader-worker-<id>}; they call {@code Dataset.get} concurrently, with intra-op
+ * parallelism off on their threads (ops inside them run single-threaded, as in PyTorch's workers; a
+ * {@code workerInitFn} may turn it back on with {@code Parallel.setSerialOnThisThread(false)}). An exception in a
  * worker (or in {@code get} on the consuming thread without workers) is re-thrown from {@code next()}
  * as a {@link DataLoaderException} naming the dataset index, with the original exception as its cause;
  * the iterator is closed then. With a {@code timeout}, waiting longer than that for a worker's batch
@@ -408,6 +411,10 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         @Override
         public void run() {
             WorkerInfo.setCurrent(info);
+            // Workers already load in parallel: their ops run single-threaded, as PyTorch's workers
+            // (torch.set_num_threads(1)), instead of queueing for the intra-op pool and waking its threads.
+            // Set before workerInitFn, which may turn it back on.
+            Parallel.setSerialOnThisThread(true);
             Throwable initError = null;
             try {
                 if (loading.workerInitFn != null) {
@@ -432,6 +439,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
             } catch (InterruptedException e) {
                 // shutdown of a worker stuck in user code; nothing left to deliver
             } finally {
+                Parallel.setSerialOnThisThread(false);
                 WorkerInfo.setCurrent(null);
             }
         }

@@ -17,6 +17,7 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -25,6 +26,7 @@ import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.backend.cpu.Parallel;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.MemoryStats;
 import org.junit.jupiter.api.AfterEach;
@@ -639,6 +641,53 @@ class DataLoaderTest {
             List<Long> got = new ArrayList<>();
             for (Tensor t : loader) got.add(t.itemLong());
             assertEquals(List.of(0L, 1L, 2L, 3L), got);
+        }
+    }
+
+    @Test
+    void workersRunOpsSingleThreadedAsPyTorchWorkersDo() {
+        // PyTorch's workers call torch.set_num_threads(1): a parallel loop inside get() runs inline, as
+        // one call over its whole range on the worker's own thread; a workerInitFn can turn parallelism
+        // back on, and the consuming thread keeps it.
+        int saved = Parallel.numThreads();
+        Parallel.setNumThreads(2);
+        try {
+            for (boolean reenable : new boolean[] {false, true}) {
+                Map<Integer, List<String>> calls = new ConcurrentHashMap<>();
+                Dataset<Integer> d = new Dataset<>() {
+                    @Override
+                    public Integer get(int index) {
+                        List<String> seen = Collections.synchronizedList(new ArrayList<>());
+                        Thread loader = Thread.currentThread();
+                        Parallel.forChunks(2, (b, e) -> seen.add(b + ".." + e + (Thread.currentThread() == loader ? " inline" : "")));
+                        calls.put(index, seen);
+                        return Parallel.serialOnThisThread() ? 1 : 0;
+                    }
+
+                    @Override
+                    public int size() {
+                        return 6;
+                    }
+                };
+                var b = DataLoader.builder(d).batchSize(1).collate(Collate.toTensor()).numWorkers(2);
+                if (reenable) b.workerInitFn(w -> Parallel.setSerialOnThisThread(false));
+                try (var loader = b.build()) {
+                    for (Tensor t : loader) assertEquals(reenable ? 0 : 1, t.itemLong(), "serial inside the worker");
+                }
+                assertEquals(6, calls.size());
+                for (var e : calls.entrySet()) {
+                    List<String> got = new ArrayList<>(e.getValue());
+                    Collections.sort(got);
+                    if (reenable) {
+                        assertEquals(2, got.size(), "sample " + e.getKey() + ": two chunks with parallelism back on: " + got);
+                    } else {
+                        assertEquals(List.of("0..2 inline"), got, "sample " + e.getKey());
+                    }
+                }
+            }
+            assertFalse(Parallel.inParallelRegion(), "the consuming thread keeps its parallelism");
+        } finally {
+            Parallel.setNumThreads(saved);
         }
     }
 

@@ -12,6 +12,11 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Thread safety: {@link #forRange} may be called from any thread; calls from different threads are
  * serialised (one parallel region at a time), and a nested call from inside a body runs inline.
+ *
+ * <p>A thread can turn intra-op parallelism off for itself ({@link #setSerialOnThisThread}): its
+ * regions then run inline. DataLoader workers do (as PyTorch's workers call {@code torch.set_num_threads(1)}):
+ * several threads that load data at once would otherwise queue for the one pool, and wake its threads to
+ * compete with them for the cores.
  */
 public final class Parallel {
     /** Body of a parallel loop: process indices {@code [begin, end)}. Must not throw checked exceptions. */
@@ -21,7 +26,17 @@ public final class Parallel {
     }
 
     private static final long SPIN_NANOS = 200_000;
-    private static final ThreadLocal<Boolean> IN_REGION = ThreadLocal.withInitial(() -> false);
+    /** Per-thread state: inside a parallel region (pool workers always are), or parallelism turned off. */
+    private static final class ThreadState {
+        boolean inRegion;
+        boolean serial;
+
+        boolean runsInline() {
+            return inRegion || serial;
+        }
+    }
+
+    private static final ThreadLocal<ThreadState> STATE = ThreadLocal.withInitial(ThreadState::new);
     private static final Object REGION_LOCK = new Object();
 
     private static volatile int numThreads = defaultThreads();
@@ -80,9 +95,27 @@ public final class Parallel {
         }
     }
 
-    /** True when called from inside a parallel region (nested regions run inline). */
+    /**
+     * True when a parallel region started on this thread would run inline: inside a parallel region
+     * (nested regions run inline), or on a thread whose intra-op parallelism is off
+     * ({@link #setSerialOnThisThread}). Kernels that choose their own thread count use 1 then.
+     */
     public static boolean inParallelRegion() {
-        return IN_REGION.get();
+        return STATE.get().runsInline();
+    }
+
+    /**
+     * Turns intra-op parallelism off ({@code true}) or back on for the calling thread only: while off,
+     * {@link #forRange} runs its body inline on this thread and {@link #inParallelRegion()} is true.
+     * Other threads, and {@link #numThreads()}, are unaffected.
+     */
+    public static void setSerialOnThisThread(boolean serial) {
+        STATE.get().serial = serial;
+    }
+
+    /** Whether {@link #setSerialOnThisThread} turned intra-op parallelism off for the calling thread. */
+    public static boolean serialOnThisThread() {
+        return STATE.get().serial;
     }
 
     /**
@@ -94,13 +127,14 @@ public final class Parallel {
         if (n <= 0) return;
         int threads = numThreads;
         long chunksWanted = Math.min(threads, Math.max(1, n / Math.max(1, grain)));
-        if (chunksWanted <= 1 || IN_REGION.get()) {
+        ThreadState state = STATE.get();
+        if (chunksWanted <= 1 || state.runsInline()) {
             body.run(0, n);
             return;
         }
         synchronized (REGION_LOCK) {
             ensureWorkers((int) chunksWanted - 1);
-            runJob(n, (int) chunksWanted, body);
+            runJob(n, (int) chunksWanted, body, state);
         }
     }
 
@@ -109,15 +143,15 @@ public final class Parallel {
         forRange(chunks, 1, body);
     }
 
-    private static void runJob(long n, int chunks, RangeBody body) {
+    private static void runJob(long n, int chunks, RangeBody body, ThreadState state) {
         Job job = new Job(body, n, chunks, Thread.currentThread());
         currentJob = job;
         for (int i = 0; i < chunks - 1; i++) workers[i].wake();
-        IN_REGION.set(true);
+        state.inRegion = true;
         try {
             drainChunks(job);
         } finally {
-            IN_REGION.set(false);
+            state.inRegion = false;
         }
         // Wait for the chunks other threads took; spin first, they are short.
         long spins = 0;
@@ -179,7 +213,7 @@ public final class Parallel {
 
         @Override
         public void run() {
-            IN_REGION.set(true);
+            STATE.get().inRegion = true;
             while (true) {
                 long idleSince = System.nanoTime();
                 while (signals.get() == 0) {

@@ -1,11 +1,20 @@
 package org.jtorch.backend.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Arrays;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
-/** {@link Parallel#forRange} runs each job's own body over exactly its range, once, before returning. */
+/**
+ * {@link Parallel#forRange} runs each job's own body over exactly its range, once, before returning; a
+ * thread can turn its own parallelism off.
+ */
 class ParallelTest {
     @Test
     void everyChunkRunsTheCurrentJobsBodyBeforeForRangeReturns() {
@@ -26,6 +35,46 @@ class ParallelTest {
                     }
                 }
             }
+        } finally {
+            Parallel.setNumThreads(saved);
+        }
+    }
+
+    @Test
+    void aThreadCanTurnItsOwnParallelismOff() throws Exception {
+        int saved = Parallel.numThreads();
+        Parallel.setNumThreads(2);
+        try {
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Thread serial = new Thread(() -> {
+                try {
+                    Parallel.setSerialOnThisThread(true);
+                    assertTrue(Parallel.serialOnThisThread());
+                    assertTrue(Parallel.inParallelRegion(), "kernels choosing their thread count see 1 thread");
+                    Thread self = Thread.currentThread();
+                    int[] chunks = new int[1];
+                    Parallel.forChunks(2, (b, e) -> {
+                        assertSame(self, Thread.currentThread(), "the body runs inline");
+                        assertEquals(0, b);
+                        assertEquals(2, e);
+                        chunks[0]++;
+                    });
+                    assertEquals(1, chunks[0], "one inline call over the whole range");
+                    Parallel.setSerialOnThisThread(false);
+                    assertFalse(Parallel.inParallelRegion());
+                } catch (Throwable e) {
+                    failure.set(e);
+                }
+            });
+            serial.start();
+            serial.join();
+            if (failure.get() != null) throw new AssertionError("on the serial thread", failure.get());
+            // Other threads keep their parallelism: two chunks, two calls.
+            assertFalse(Parallel.serialOnThisThread());
+            assertFalse(Parallel.inParallelRegion());
+            Set<String> ranges = ConcurrentHashMap.newKeySet();
+            Parallel.forChunks(2, (b, e) -> ranges.add(b + ".." + e));
+            assertEquals(Set.of("0..1", "1..2"), ranges);
         } finally {
             Parallel.setNumThreads(saved);
         }
