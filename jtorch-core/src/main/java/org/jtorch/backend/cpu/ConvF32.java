@@ -404,8 +404,33 @@ final class ConvF32 {
             for (; t + 8 <= len; t += 8) FloatVector.fromArray(FS8, pad, src + t).intoArray(bp, d + t);
             for (; t < len; t++) bp[d + t] = pad[src + t];
         } else {
-            for (int t = 0; t < len; t++) bp[d + t] = pad[src + t * sw];
+            int t = 0;
+            if (sw == 2) {
+                // 16 outputs from 32 consecutive floats: one two-vector permute picks the even lanes.
+                for (; t + 16 <= len && src + 2 * t + 32 <= pad.length; t += 16) {
+                    FloatVector a = FloatVector.fromArray(FS, pad, src + 2 * t);
+                    FloatVector b = FloatVector.fromArray(FS, pad, src + 2 * t + 16);
+                    EVEN_LANES.selectFrom(a, b).intoArray(bp, d + t);
+                }
+                if (t + 8 <= len && src + 2 * t + 16 <= pad.length) {
+                    FloatVector a = FloatVector.fromArray(FS, pad, src + 2 * t);
+                    EVEN_LANES.selectFrom(a, a).intoArray(bp, d + t, FIRST_8);
+                    t += 8;
+                }
+            }
+            for (; t < len; t++) bp[d + t] = pad[src + t * sw];
         }
+    }
+
+    /** Lane i holds 2i: with {@code selectFrom(a, b)}, the even lanes of the 32 floats a:b. */
+    private static final FloatVector EVEN_LANES = evenLanes();
+    /** The first 8 lanes: stores the 8 even lanes of one vector. */
+    private static final jdk.incubator.vector.VectorMask<Float> FIRST_8 = FS.indexInRange(0, 8);
+
+    private static FloatVector evenLanes() {
+        float[] idx = new float[16];
+        for (int l = 0; l < 16; l++) idx[l] = 2 * l;
+        return FloatVector.fromArray(FS, idx, 0);
     }
 
     /** Adds {@code bias[c]} to the {@code rows x nr} block at {@code at} (row stride {@code ld}). */
