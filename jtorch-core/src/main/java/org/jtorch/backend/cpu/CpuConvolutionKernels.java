@@ -6,6 +6,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
@@ -346,6 +347,8 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
                         long dst = oOff + ((long) c * h + iy) * w + ix0;
                         if (f32 && g.sw() == 1) {
                             addRowF32(col, (src + lo) * 4, out, (dst + lo) * 4, hi - lo);
+                        } else if (f32 && g.sw() == 2) {
+                            addRowStride2F32(col, (src + lo) * 4, out, (dst + 2L * lo) * 4, hi - lo);
                         } else if (f32) {
                             for (int ox = lo; ox < hi; ox++) {
                                 long at = (dst + (long) ox * g.sw()) * 4;
@@ -364,6 +367,37 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     }
 
     /** {@code out[0, n) += src[0, n)} over float32 bytes. */
+    /** Lane l of the first (second) half of 32 interleaved floats: element l / 2 (8 + l / 2) of the row, or the filler. */
+    private static final FloatVector ZIP_LO = zipIndex(0), ZIP_HI = zipIndex(8);
+    /** Lanes 0-14: the second half's last lane is the element after the run, which this call must not write. */
+    private static final VectorMask<Float> FIRST_15 = FS.indexInRange(0, 15);
+
+    private static FloatVector zipIndex(int from) {
+        float[] idx = new float[FS.length()];
+        for (int l = 0; l < idx.length; l++) idx[l] = l % 2 == 0 ? from + l / 2 : FS.length();
+        return FloatVector.fromArray(FS, idx, 0);
+    }
+
+    /**
+     * {@code out[2i] += src[i]} for {@code i < n} (floats, byte offsets): 16 at a time, spread over two
+     * vectors with -0.0 in the odd lanes (x + -0.0 is x for every x, -0.0 included). The element after
+     * the run is never written: it may belong to another image, which another thread is writing.
+     */
+    static void addRowStride2F32(MemorySegment src, long sByte, MemorySegment out, long oByte, int n) {
+        int i = 0;
+        if (FS.length() == 16) {
+            FloatVector filler = FloatVector.broadcast(FS, -0.0f);
+            for (; i + 16 <= n && oByte + 8L * i + 128 <= out.byteSize(); i += 16) {
+                FloatVector v = FloatVector.fromMemorySegment(FS, src, sByte + 4L * i, NO);
+                long o = oByte + 8L * i;
+                FloatVector.fromMemorySegment(FS, out, o, NO).add(ZIP_LO.selectFrom(v, filler)).intoMemorySegment(out, o, NO);
+                FloatVector.fromMemorySegment(FS, out, o + 64, NO).add(ZIP_HI.selectFrom(v, filler))
+                        .intoMemorySegment(out, o + 64, NO, FIRST_15);
+            }
+        }
+        for (; i < n; i++) out.set(F32, oByte + 8L * i, out.get(F32, oByte + 8L * i) + src.get(F32, sByte + 4L * i));
+    }
+
     static void addRowF32(MemorySegment src, long sByte, MemorySegment out, long oByte, int n) {
         int i = 0;
         for (; i + FS.length() <= n; i += FS.length()) {
