@@ -37,7 +37,9 @@ final class ConvBench {
                  Tensor w = Torch.randn(new long[] {s.cout(), s.cin(), s.k(), s.k()}, DType.FLOAT32, Device.cpu(), Torch.manualSeed(2));
                  Tensor b = Torch.randn(new long[] {s.cout()}, DType.FLOAT32, Device.cpu(), Torch.manualSeed(3))) {
                 int[] st = {s.stride()}, pd = {s.pad()}, dl = {1};
-                double fwd = Timing.median(main ? 5 : 10, reps, () -> F.conv2d(x, w, b, st, pd, dl, 1).close());
+                // The small shapes warm up for 30 calls: a kernel path a shape is first to use (the stride-2
+                // col2im, say) is still being compiled by C2 after 6-10.
+                double fwd = Timing.median(main ? 5 : 30, reps, () -> F.conv2d(x, w, b, st, pd, dl, 1).close());
                 r.put(s.name() + "_fwd_ms", fwd * 1e3);
                 x.requiresGrad_(true);
                 w.requiresGrad_(true);
@@ -53,7 +55,7 @@ final class ConvBench {
                     b.grad().close();
                     b.setGrad(null);
                 };
-                double fb = Timing.median(main ? 3 : 6, reps, step);
+                double fb = Timing.median(main ? 3 : 30, reps, step);
                 r.put(s.name() + "_fwd_bwd_ms", fb * 1e3);
             }
         }
