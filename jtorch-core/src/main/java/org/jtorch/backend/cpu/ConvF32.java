@@ -43,7 +43,7 @@ final class ConvF32 {
         int[] runDst = new int[0];
         int[] runLen = new int[0];
         float[] ap = new float[0];
-        /** The pitched forward's virtual outputs (see {@link #forwardPitched}). */
+        /** The pitched forward's virtual outputs (see {@link Pitch}). */
         float[] vout = new float[0];
         /** Which (image, group) {@link #pad} holds, to skip re-padding; -1 when none. */
         long padded = -1;
