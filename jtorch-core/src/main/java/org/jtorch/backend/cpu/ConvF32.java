@@ -45,6 +45,8 @@ final class ConvF32 {
         float[] ap = new float[0];
         /** The pitched forward's virtual outputs (see {@link Pitch}). */
         float[] vout = new float[0];
+        /** One 16x16 block of {@link #padChannelsLast}'s transposes. */
+        final float[] block = new float[16 * 16];
         /** Which (image, group) {@link #pad} holds, to skip re-padding; -1 when none. */
         long padded = -1;
     }
@@ -552,18 +554,23 @@ final class ConvF32 {
             java.util.Arrays.fill(p, row, row + pw * channels, 0f);
             java.util.Arrays.fill(p, row + (pw + w) * channels, row + wpad * channels, 0f);
         }
+        // 16 channels x 16 pixels at a time, the pixels taken in the image's flat order (so rows narrower
+        // than 16 transpose with vectors too): into a scratch block, then each pixel's 16 channels to its place.
+        float[] block = wk.block;
+        int hw = h * w;
         int c0 = 0;
         for (; c0 + L <= channels; c0 += L) {
-            for (int y = 0; y < h; y++) {
-                int x0 = 0;
-                for (; x0 + L <= w; x0 += L) {
-                    Gemm.transposeBlock16(x, (xOff + ((long) c0 * h + y) * w + x0) * Float.BYTES, (long) h * w * Float.BYTES,
-                            p, ((ph + y) * wpad + pw + x0) * channels + c0, channels);
+            int q0 = 0;
+            for (; q0 + L <= hw; q0 += L) {
+                Gemm.transposeBlock16(x, (xOff + (long) c0 * hw + q0) * Float.BYTES, (long) hw * Float.BYTES, block, 0, L);
+                for (int q = 0; q < L; q++) {
+                    int pix = q0 + q;
+                    FloatVector.fromArray(FS, block, q * L).intoArray(p, ((ph + pix / w) * wpad + pw + pix % w) * channels + c0);
                 }
-                for (int c = c0; c < c0 + L; c++) {
-                    long src = (xOff + ((long) c * h + y) * w) * Float.BYTES;
-                    int dst = ((ph + y) * wpad + pw) * channels + c;
-                    for (int i = x0; i < w; i++) p[dst + i * channels] = x.get(F32, src + 4L * i);
+            }
+            for (int c = c0; c < c0 + L; c++) {
+                for (int pix = q0; pix < hw; pix++) {
+                    p[((ph + pix / w) * wpad + pw + pix % w) * channels + c] = x.get(F32, (xOff + (long) c * hw + pix) * Float.BYTES);
                 }
             }
         }
