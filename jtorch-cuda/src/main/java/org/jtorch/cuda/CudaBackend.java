@@ -106,7 +106,7 @@ public final class CudaBackend implements Backend {
     private volatile CudaKernels kernels;
 
     /** The launcher, once CUDA is known to be available; otherwise {@link IllegalStateException} with the reason. */
-    private CudaKernels kernels() {
+    CudaKernels kernels() {
         CudaRuntime rt = CudaRuntime.system();
         rt.requireAvailable();
         CudaKernels k = kernels;
@@ -164,7 +164,7 @@ public final class CudaBackend implements Backend {
     private final ReductionKernels reductions = missingFamily(ReductionKernels.class);
     private final IndexKernels indexing = missingFamily(IndexKernels.class);
     private final LinalgKernels linalg = missingFamily(LinalgKernels.class);
-    private final RandomKernels random = missingFamily(RandomKernels.class);
+    private final RandomKernels random = new CudaRandomKernels(this::kernels);
     private final ConvolutionKernels convolution = missingFamily(ConvolutionKernels.class);
     private final SpatialKernels spatial = missingFamily(SpatialKernels.class);
     private final NormalizationKernels normalization = missingFamily(NormalizationKernels.class);

@@ -16,6 +16,7 @@ import org.jtorch.cuda.kernels.ElementwisePlan.Launch;
 import org.jtorch.cuda.kernels.ElementwisePlan.Operand;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
+import org.jtorch.cuda.kernels.RandomPlan;
 import org.jtorch.cuda.nvrtc.KernelCache;
 import org.jtorch.cuda.nvrtc.Nvrtc;
 import org.jtorch.ops.BinaryOp;
@@ -325,6 +326,38 @@ final class CudaKernels {
         } finally {
             if (srcTemp != null) srcTemp.close();
             if (dstTemp != null) dstTemp.close();
+        }
+    }
+
+    // ------------------------------------------------------------------ random (random.cu)
+
+    /**
+     * Fills contiguous {@code out} from the Philox blocks {@code firstBlock, firstBlock + 1, ...} of
+     * {@code seed}, as the CPU backend does: uniform in [a, b), normal (mean a, std b), randint in
+     * [la, lb). One thread per Philox block ({@link RandomPlan}).
+     */
+    void random(RandomPlan.Fill fill, Tensor out, long seed, long firstBlock, double a, double b, long la, long lb) {
+        random(fill, out, seed, firstBlock, a, b, la, lb, 0);
+    }
+
+    /** As above on a grid of {@code grid} blocks ({@code 0}: {@link LaunchGeometry#blocks}), to test that the grid does not matter. */
+    void random(RandomPlan.Fill fill, Tensor out, long seed, long firstBlock, double a, double b, long la, long lb, int grid) {
+        if (!out.isContiguous()) {
+            throw new IllegalArgumentException(RandomPlan.name(fill) + ": the CUDA kernel fills contiguous tensors, got strides "
+                    + java.util.Arrays.toString(out.strides()));
+        }
+        RandomPlan.Launch l = RandomPlan.plan(fill, out.dtype(), out.numel());
+        Device device = out.device();
+        int blocks = LaunchGeometry.blocks(l.philoxBlocks(), 1, rt.devices().get(device.index()).multiprocessors());
+        if (blocks == 0) return;
+        if (grid > 0) blocks = grid;
+        long s = stream(device);
+        long fn = function(device.index(), "random.cu", null, l.entry());
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = fill == RandomPlan.Fill.RANDINT
+                    ? KernelArgs.randint(arena, l, address(out), seed, firstBlock, la, lb)
+                    : KernelArgs.random(arena, l, address(out), seed, firstBlock, a, b);
+            rt.driver().launchKernel(fn, blocks, 1, 1, LaunchGeometry.THREADS, 1, 1, 0, s, args.build());
         }
     }
 }

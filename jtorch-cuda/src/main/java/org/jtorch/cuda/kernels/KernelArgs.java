@@ -51,6 +51,19 @@ public final class KernelArgs {
         return new KernelArgs(arena).pointer(dst).pointer(src).i64(l.n()).strided(l.strided());
     }
 
+    /**
+     * {@code jt_random_<uniform|normal>_<T>(T* out, jt_i64 n, jt_u64 seed, jt_u64 first_block, double a, double b)}
+     * ({@code a, b} = low, high or mean, std).
+     */
+    public static KernelArgs random(Arena arena, RandomPlan.Launch l, long out, long seed, long firstBlock, double a, double b) {
+        return new KernelArgs(arena).pointer(out).i64(l.n()).i64(seed).i64(firstBlock).f64(a).f64(b);
+    }
+
+    /** {@code jt_random_randint_<T>(T* out, jt_i64 n, jt_u64 seed, jt_u64 first_block, jt_i64 low, jt_i64 high)}. */
+    public static KernelArgs randint(Arena arena, RandomPlan.Launch l, long out, long seed, long firstBlock, long low, long high) {
+        return new KernelArgs(arena).pointer(out).i64(l.n()).i64(seed).i64(firstBlock).i64(low).i64(high);
+    }
+
     /** The byte size of each parameter value, in order. */
     public long[] sizes() {
         long[] r = new long[values.size()];
