@@ -10,6 +10,7 @@ import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.IndexKernels;
 import org.jtorch.backend.LinalgKernels;
 import org.jtorch.backend.NormalizationKernels;
+import org.jtorch.backend.OptimizerKernels;
 import org.jtorch.backend.RandomKernels;
 import org.jtorch.backend.ReductionKernels;
 import org.jtorch.backend.SpatialKernels;
@@ -202,5 +203,15 @@ public final class CudaBackend implements Backend {
     @Override
     public NormalizationKernels normalization() {
         return normalization;
+    }
+
+    // ------------------------------------------------------------------ fused optimizer steps
+
+    private final OptimizerKernels optimizers = new CudaOptimizerKernels(this::kernels);
+
+    /** The multi-tensor SGD and Adam/AdamW steps of {@code optim.cu}. */
+    @Override
+    public OptimizerKernels optimizers() {
+        return optimizers;
     }
 }
