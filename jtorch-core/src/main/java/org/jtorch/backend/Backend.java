@@ -73,4 +73,7 @@ public interface Backend {
     SpatialKernels spatial();
 
     NormalizationKernels normalization();
+
+    /** Fused optimizer steps over contiguous float32 tensors of this backend's device. */
+    OptimizerKernels optimizers();
 }

@@ -2,7 +2,6 @@ package org.jtorch.optim;
 
 import java.util.Map;
 import org.jtorch.Tensor;
-import org.jtorch.backend.cpu.CpuOptimizerKernels;
 
 /** The Adam/AdamW update shared by {@link Adam} and {@link AdamW} (PyTorch 1.13's {@code _single_tensor_adam(w)}). */
 final class AdamUpdate {
@@ -29,6 +28,7 @@ final class AdamUpdate {
         double weightDecay = group.getDouble("weight_decay");
         boolean amsgrad = group.getBoolean("amsgrad");
         boolean maximize = group.getBoolean("maximize");
+        FusedBatches fused = new FusedBatches();
         for (Tensor p : group.params()) {
             Tensor grad = p.grad();
             if (grad == null) continue;
@@ -48,17 +48,7 @@ final class AdamUpdate {
             double stepSize = lr / bias1;
             double bias2Sqrt = Math.sqrt(bias2);
             if (opt.fusable(p, grad, expAvg, expAvgSq, maxExpAvgSq)) {
-                CpuOptimizerKernels.adamF32(p.storage().segment(), p.storageOffset() * 4, grad.storage().segment(),
-                        grad.storageOffset() * 4, expAvg.storage().segment(), expAvg.storageOffset() * 4,
-                        expAvgSq.storage().segment(), expAvgSq.storageOffset() * 4,
-                        amsgrad ? maxExpAvgSq.storage().segment() : null, amsgrad ? maxExpAvgSq.storageOffset() * 4 : 0,
-                        p.numel(), decoupled ? (float) (1 - lr * weightDecay) : 1f, decoupled ? 0f : (float) weightDecay,
-                        (float) beta1, (float) (1 - beta1), (float) beta2, (float) (1 - beta2), (float) bias2Sqrt,
-                        (float) eps, (float) -stepSize, maximize, amsgrad);
-                p.bumpVersion();
-                expAvg.bumpVersion();
-                expAvgSq.bumpVersion();
-                if (amsgrad) maxExpAvgSq.bumpVersion();
+                fused.add(p.device(), step, p, grad, expAvg, expAvgSq, maxExpAvgSq);
                 continue;
             }
             Tensor g = maximize ? grad.neg() : grad.alias();
@@ -87,5 +77,17 @@ final class AdamUpdate {
                 g.close();
             }
         }
+        // Scalars as the composed path computes them for that step count, rounded to float once.
+        fused.run((kernels, stepCount, l) -> {
+            double step = (Double) stepCount;
+            double bias1 = 1 - Math.pow(beta1, step);
+            double bias2 = 1 - Math.pow(beta2, step);
+            double stepSize = lr / bias1;
+            double bias2Sqrt = Math.sqrt(bias2);
+            kernels.adam(l.get(0), l.get(1), l.get(2), l.get(3), amsgrad ? l.get(4) : null,
+                    decoupled ? (float) (1 - lr * weightDecay) : 1f, decoupled ? 0f : (float) weightDecay, (float) beta1,
+                    (float) (1 - beta1), (float) beta2, (float) (1 - beta2), (float) bias2Sqrt, (float) eps, (float) -stepSize,
+                    maximize, amsgrad);
+        });
     }
 }

@@ -202,12 +202,18 @@ public abstract class Optimizer implements AutoCloseable {
         return t;
     }
 
-    /** True when the fused float32 kernels apply to all of {@code tensors} (null entries are ignored). */
+    /**
+     * True when the fused float32 kernels ({@link org.jtorch.backend.OptimizerKernels} of the tensors'
+     * backend) apply to all of {@code tensors}: contiguous float32 on one device (null entries are ignored).
+     */
     protected boolean fusable(Tensor... tensors) {
         if (!fusedKernels) return false;
+        org.jtorch.Device device = null;
         for (Tensor t : tensors) {
             if (t == null) continue;
-            if (t.dtype() != DType.FLOAT32 || !t.device().isCpu() || !t.isContiguous()) return false;
+            if (t.dtype() != DType.FLOAT32 || !t.isContiguous()) return false;
+            if (device == null) device = t.device();
+            else if (!device.equals(t.device())) return false;
         }
         return true;
     }

@@ -4,7 +4,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
-import org.jtorch.backend.cpu.CpuOptimizerKernels;
 
 /**
  * Stochastic gradient descent with optional momentum, dampening, Nesterov momentum, weight decay and
@@ -79,6 +78,7 @@ public final class SGD extends Optimizer {
         double weightDecay = group.getDouble("weight_decay");
         boolean nesterov = group.getBoolean("nesterov");
         boolean maximize = group.getBoolean("maximize");
+        FusedBatches fused = new FusedBatches();
         for (Tensor p : group.params()) {
             Tensor grad = p.grad();
             if (grad == null) continue;
@@ -93,12 +93,7 @@ public final class SGD extends Optimizer {
                     buf = newState(p, 0);
                     st.put("momentum_buffer", buf);
                 }
-                CpuOptimizerKernels.sgdF32(p.storage().segment(), p.storageOffset() * 4, grad.storage().segment(),
-                        grad.storageOffset() * 4, buf == null ? null : buf.storage().segment(),
-                        buf == null ? 0 : buf.storageOffset() * 4, p.numel(), (float) -lr, (float) weightDecay,
-                        (float) momentum, (float) (1 - dampening), nesterov, maximize, first);
-                p.bumpVersion();
-                if (buf != null) buf.bumpVersion();
+                fused.add(p.device(), first, p, grad, buf);
                 continue;
             }
             Tensor d = maximize ? grad.neg() : grad.alias();
@@ -118,6 +113,8 @@ public final class SGD extends Optimizer {
                 d.close();
             }
         }
+        fused.run((kernels, first, l) -> kernels.sgd(l.get(0), l.get(1), momentum != 0 ? l.get(2) : null, (float) -lr,
+                (float) weightDecay, (float) momentum, (float) (1 - dampening), nesterov, maximize, (Boolean) first));
     }
 
     private static Tensor replace(Tensor old, Tensor next) {

@@ -10,6 +10,7 @@ import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.IndexKernels;
 import org.jtorch.backend.LinalgKernels;
 import org.jtorch.backend.NormalizationKernels;
+import org.jtorch.backend.OptimizerKernels;
 import org.jtorch.backend.RandomKernels;
 import org.jtorch.backend.ReductionKernels;
 import org.jtorch.backend.SpatialKernels;
@@ -106,7 +107,7 @@ public final class CudaBackend implements Backend {
     private volatile CudaKernels kernels;
 
     /** The launcher, once CUDA is known to be available; otherwise {@link IllegalStateException} with the reason. */
-    private CudaKernels kernels() {
+    CudaKernels kernels() {
         CudaRuntime rt = CudaRuntime.system();
         rt.requireAvailable();
         CudaKernels k = kernels;
@@ -164,7 +165,7 @@ public final class CudaBackend implements Backend {
     private final ReductionKernels reductions = missingFamily(ReductionKernels.class);
     private final IndexKernels indexing = missingFamily(IndexKernels.class);
     private final LinalgKernels linalg = missingFamily(LinalgKernels.class);
-    private final RandomKernels random = missingFamily(RandomKernels.class);
+    private final RandomKernels random = new CudaRandomKernels(this::kernels);
     private final ConvolutionKernels convolution = missingFamily(ConvolutionKernels.class);
     private final SpatialKernels spatial = missingFamily(SpatialKernels.class);
     private final NormalizationKernels normalization = missingFamily(NormalizationKernels.class);
@@ -202,5 +203,15 @@ public final class CudaBackend implements Backend {
     @Override
     public NormalizationKernels normalization() {
         return normalization;
+    }
+
+    // ------------------------------------------------------------------ fused optimizer steps
+
+    private final OptimizerKernels optimizers = new CudaOptimizerKernels(this::kernels);
+
+    /** The multi-tensor SGD and Adam/AdamW steps of {@code optim.cu}. */
+    @Override
+    public OptimizerKernels optimizers() {
+        return optimizers;
     }
 }

@@ -16,6 +16,8 @@ import org.jtorch.cuda.kernels.ElementwisePlan.Launch;
 import org.jtorch.cuda.kernels.ElementwisePlan.Operand;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
+import org.jtorch.cuda.kernels.MultiTensorPlan;
+import org.jtorch.cuda.kernels.RandomPlan;
 import org.jtorch.cuda.nvrtc.KernelCache;
 import org.jtorch.cuda.nvrtc.Nvrtc;
 import org.jtorch.ops.BinaryOp;
@@ -326,5 +328,100 @@ final class CudaKernels {
             if (srcTemp != null) srcTemp.close();
             if (dstTemp != null) dstTemp.close();
         }
+    }
+
+    // ------------------------------------------------------------------ random (random.cu)
+
+    /**
+     * Fills contiguous {@code out} from the Philox blocks {@code firstBlock, firstBlock + 1, ...} of
+     * {@code seed}, as the CPU backend does: uniform in [a, b), normal (mean a, std b), randint in
+     * [la, lb). One thread per Philox block ({@link RandomPlan}).
+     */
+    void random(RandomPlan.Fill fill, Tensor out, long seed, long firstBlock, double a, double b, long la, long lb) {
+        random(fill, out, seed, firstBlock, a, b, la, lb, 0);
+    }
+
+    /** As above on a grid of {@code grid} blocks ({@code 0}: {@link LaunchGeometry#blocks}), to test that the grid does not matter. */
+    void random(RandomPlan.Fill fill, Tensor out, long seed, long firstBlock, double a, double b, long la, long lb, int grid) {
+        if (!out.isContiguous()) {
+            throw new IllegalArgumentException(RandomPlan.name(fill) + ": the CUDA kernel fills contiguous tensors, got strides "
+                    + java.util.Arrays.toString(out.strides()));
+        }
+        RandomPlan.Launch l = RandomPlan.plan(fill, out.dtype(), out.numel());
+        Device device = out.device();
+        int blocks = LaunchGeometry.blocks(l.philoxBlocks(), 1, rt.devices().get(device.index()).multiprocessors());
+        if (blocks == 0) return;
+        if (grid > 0) blocks = grid;
+        long s = stream(device);
+        long fn = function(device.index(), "random.cu", null, l.entry());
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = fill == RandomPlan.Fill.RANDINT
+                    ? KernelArgs.randint(arena, l, address(out), seed, firstBlock, la, lb)
+                    : KernelArgs.random(arena, l, address(out), seed, firstBlock, a, b);
+            rt.driver().launchKernel(fn, blocks, 1, 1, LaunchGeometry.THREADS, 1, 1, 0, s, args.build());
+        }
+    }
+
+    // ------------------------------------------------------------------ fused optimizer steps (optim.cu)
+
+    /** The device of a multi-tensor step, after checking every tensor is contiguous float32 on it. */
+    private static Device optimizerDevice(String op, List<List<Tensor>> lists) {
+        Device device = lists.get(0).get(0).device();
+        for (List<Tensor> list : lists) {
+            if (list == null) continue;
+            for (Tensor t : list) {
+                if (t.dtype() != DType.FLOAT32 || !t.isContiguous() || !t.device().equals(device)) {
+                    throw new IllegalArgumentException(op + ": the fused CUDA step takes contiguous float32 tensors on " + device
+                            + ", got " + t.dtype() + " on " + t.device() + (t.isContiguous() ? "" : " (not contiguous)"));
+                }
+            }
+        }
+        return device;
+    }
+
+    /** The (list x tensor) device addresses of {@code lists} (null lists stay null) and the tensors' sizes. */
+    private static long[][] addresses(List<List<Tensor>> lists) {
+        long[][] a = new long[lists.size()][];
+        for (int k = 0; k < a.length; k++) {
+            List<Tensor> list = lists.get(k);
+            if (list == null) continue;
+            a[k] = new long[list.size()];
+            for (int i = 0; i < a[k].length; i++) a[k][i] = address(list.get(i));
+        }
+        return a;
+    }
+
+    /** Launches {@code entry} of {@code optim.cu} once per {@link MultiTensorPlan} launch over {@code lists}. */
+    private void multiTensor(String op, String entry, List<List<Tensor>> lists,
+                             java.util.function.BiFunction<Arena, MemorySegment, KernelArgs> args) {
+        List<Tensor> params = lists.get(0);
+        if (params.isEmpty()) return;
+        Device device = optimizerDevice(op, lists);
+        long[] numels = new long[params.size()];
+        for (int i = 0; i < numels.length; i++) numels[i] = params.get(i).numel();
+        long[][] addresses = addresses(lists);
+        long s = stream(device);
+        long fn = function(device.index(), "optim.cu", null, entry);
+        for (MultiTensorPlan.Launch l : MultiTensorPlan.plan(numels)) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment chunks = KernelArgs.packTensorChunks(arena, l, addresses, numels);
+                rt.driver().launchKernel(fn, l.blocks(), 1, 1, LaunchGeometry.THREADS, 1, 1, 0, s, args.apply(arena, chunks).build());
+            }
+        }
+    }
+
+    void sgd(List<Tensor> params, List<Tensor> grads, List<Tensor> buffers, float negLr, float weightDecay, float momentum,
+             float oneMinusDampening, boolean nesterov, boolean maximize, boolean firstStep) {
+        multiTensor("sgd", "jt_sgd_step_f32", java.util.Arrays.asList(params, grads, momentum != 0 ? buffers : null),
+                (arena, chunks) -> KernelArgs.sgd(arena, chunks, negLr, weightDecay, momentum, oneMinusDampening, nesterov,
+                        maximize, firstStep));
+    }
+
+    void adam(List<Tensor> params, List<Tensor> grads, List<Tensor> expAvgs, List<Tensor> expAvgSqs, List<Tensor> maxExpAvgSqs,
+              float paramScale, float weightDecay, float beta1, float oneMinusBeta1, float beta2, float oneMinusBeta2,
+              float bc2Sqrt, float eps, float negStepSize, boolean maximize, boolean amsgrad) {
+        multiTensor("adam", "jt_adam_step_f32", java.util.Arrays.asList(params, grads, expAvgs, expAvgSqs, amsgrad ? maxExpAvgSqs : null),
+                (arena, chunks) -> KernelArgs.adam(arena, chunks, paramScale, weightDecay, beta1, oneMinusBeta1, beta2,
+                        oneMinusBeta2, bc2Sqrt, eps, negStepSize, maximize, amsgrad));
     }
 }

@@ -16,7 +16,8 @@ public final class KernelStructs {
 
     /** {@code JT_MAX_DIMS} of {@code jtorch_cuda.cuh}. */
     public static final int MAX_DIMS = 8;
-    /** {@code JT_MT_TENSORS}, {@code JT_MT_BLOCKS}, {@code JT_MT_CHUNK} of {@code optim.cu}. */
+    /** {@code JT_MT_LISTS}, {@code JT_MT_TENSORS}, {@code JT_MT_BLOCKS}, {@code JT_MT_CHUNK} of {@code optim.cu}. */
+    public static final int MT_LISTS = 5;
     public static final int MT_TENSORS = 24;
     public static final int MT_BLOCKS = 320;
     public static final int MT_CHUNK = 65536;
@@ -28,9 +29,9 @@ public final class KernelStructs {
             MemoryLayout.sequenceLayout(MAX_DIMS, JAVA_LONG).withName("size"),
             MemoryLayout.sequenceLayout(3, MemoryLayout.sequenceLayout(MAX_DIMS, JAVA_LONG)).withName("stride"));
 
-    /** {@code jt::TensorChunks}: u64 lists[4][24]; i64 numel[24]; int block_tensor[320]; int block_chunk[320]. */
+    /** {@code jt::TensorChunks}: u64 lists[5][24]; i64 numel[24]; int block_tensor[320]; int block_chunk[320]. */
     public static final StructLayout TENSOR_CHUNKS = MemoryLayout.structLayout(
-            MemoryLayout.sequenceLayout(4, MemoryLayout.sequenceLayout(MT_TENSORS, JAVA_LONG)).withName("lists"),
+            MemoryLayout.sequenceLayout(MT_LISTS, MemoryLayout.sequenceLayout(MT_TENSORS, JAVA_LONG)).withName("lists"),
             MemoryLayout.sequenceLayout(MT_TENSORS, JAVA_LONG).withName("numel"),
             MemoryLayout.sequenceLayout(MT_BLOCKS, JAVA_INT).withName("block_tensor"),
             MemoryLayout.sequenceLayout(MT_BLOCKS, JAVA_INT).withName("block_chunk"));

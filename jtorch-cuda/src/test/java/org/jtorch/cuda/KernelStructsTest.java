@@ -28,6 +28,7 @@ class KernelStructsTest {
     @Test
     void constantsMatchTheSources() {
         assertEquals(define(KernelSources.HEADER, "JT_MAX_DIMS"), KernelStructs.MAX_DIMS);
+        assertEquals(define("optim.cu", "JT_MT_LISTS"), KernelStructs.MT_LISTS);
         assertEquals(define("optim.cu", "JT_MT_TENSORS"), KernelStructs.MT_TENSORS);
         assertEquals(define("optim.cu", "JT_MT_BLOCKS"), KernelStructs.MT_BLOCKS);
         assertEquals(define("optim.cu", "JT_MT_CHUNK"), KernelStructs.MT_CHUNK);
@@ -38,7 +39,7 @@ class KernelStructsTest {
         assertEquals(4, KernelStructs.STRIDED.byteOffset(MemoryLayout.PathElement.groupElement("dtype")));
         assertEquals(16, KernelStructs.STRIDED.byteOffset(MemoryLayout.PathElement.groupElement("size")));
         assertEquals(80, KernelStructs.STRIDED.byteOffset(MemoryLayout.PathElement.groupElement("stride")));
-        assertEquals(8 * 4 * 24 + 8 * 24, KernelStructs.TENSOR_CHUNKS.byteOffset(MemoryLayout.PathElement.groupElement("block_tensor")));
+        assertEquals(8 * 5 * 24 + 8 * 24, KernelStructs.TENSOR_CHUNKS.byteOffset(MemoryLayout.PathElement.groupElement("block_tensor")));
     }
 
     private static long ptxParamBytes(String ptx, String param) {

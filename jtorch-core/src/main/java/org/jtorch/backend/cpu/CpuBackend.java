@@ -9,6 +9,7 @@ import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.IndexKernels;
 import org.jtorch.backend.LinalgKernels;
 import org.jtorch.backend.NormalizationKernels;
+import org.jtorch.backend.OptimizerKernels;
 import org.jtorch.backend.RandomKernels;
 import org.jtorch.backend.ReductionKernels;
 import org.jtorch.backend.SpatialKernels;
@@ -29,6 +30,7 @@ public final class CpuBackend implements Backend {
     private final ConvolutionKernels convolution = new CpuConvolutionKernels();
     private final SpatialKernels spatial = new CpuSpatialKernels();
     private final NormalizationKernels normalization = new CpuNormalizationKernels();
+    private final OptimizerKernels optimizers = new CpuOptimizerKernels();
 
     private CpuBackend() {}
 
@@ -125,5 +127,10 @@ public final class CpuBackend implements Backend {
     @Override
     public NormalizationKernels normalization() {
         return normalization;
+    }
+
+    @Override
+    public OptimizerKernels optimizers() {
+        return optimizers;
     }
 }

@@ -2,8 +2,11 @@ package org.jtorch.backend.cpu;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
+import java.util.List;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.Tensor;
+import org.jtorch.backend.OptimizerKernels;
 
 /**
  * Fused optimizer updates for contiguous float32 CPU tensors: one pass over each parameter's memory,
@@ -13,13 +16,50 @@ import jdk.incubator.vector.VectorSpecies;
  * composed tensor-op path (which follows PyTorch 1.13's single-tensor implementation), so both
  * paths round alike. Offsets are in bytes; the segments must not overlap except where stated.
  * Scalars arrive already rounded to float, as ATen's kernels receive them.
+ *
+ * <p>An instance is the CPU backend's {@link OptimizerKernels}: the lists are updated one tensor after
+ * another by the static kernels.
  */
-public final class CpuOptimizerKernels {
+public final class CpuOptimizerKernels implements OptimizerKernels {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final long GRAIN = 1 << 15;
 
-    private CpuOptimizerKernels() {}
+    CpuOptimizerKernels() {}
+
+    private static MemorySegment seg(Tensor t) {
+        return t == null ? null : t.storage().segment();
+    }
+
+    private static long off(Tensor t) {
+        return t == null ? 0 : t.storageOffset() * 4;
+    }
+
+    private static Tensor at(List<Tensor> list, int i) {
+        return list == null ? null : list.get(i);
+    }
+
+    @Override
+    public void sgd(List<Tensor> params, List<Tensor> grads, List<Tensor> momentumBuffers, float negLr, float weightDecay,
+                    float momentum, float oneMinusDampening, boolean nesterov, boolean maximize, boolean firstStep) {
+        for (int i = 0; i < params.size(); i++) {
+            Tensor p = params.get(i), g = grads.get(i), b = at(momentumBuffers, i);
+            sgdF32(seg(p), off(p), seg(g), off(g), seg(b), off(b), p.numel(), negLr, weightDecay, momentum, oneMinusDampening,
+                    nesterov, maximize, firstStep);
+        }
+    }
+
+    @Override
+    public void adam(List<Tensor> params, List<Tensor> grads, List<Tensor> expAvgs, List<Tensor> expAvgSqs,
+                     List<Tensor> maxExpAvgSqs, float paramScale, float weightDecay, float beta1, float oneMinusBeta1,
+                     float beta2, float oneMinusBeta2, float bc2Sqrt, float eps, float negStepSize, boolean maximize,
+                     boolean amsgrad) {
+        for (int i = 0; i < params.size(); i++) {
+            Tensor p = params.get(i), g = grads.get(i), m = expAvgs.get(i), v = expAvgSqs.get(i), x = at(maxExpAvgSqs, i);
+            adamF32(seg(p), off(p), seg(g), off(g), seg(m), off(m), seg(v), off(v), seg(x), off(x), p.numel(), paramScale,
+                    weightDecay, beta1, oneMinusBeta1, beta2, oneMinusBeta2, bc2Sqrt, eps, negStepSize, maximize, amsgrad);
+        }
+    }
 
     /**
      * SGD: {@code d = ±g (+ wd*p)}; with momentum {@code buf = first ? d : buf*mu + d*(1-dampening)} and

@@ -2,6 +2,7 @@ package org.jtorch.cuda.kernels;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -51,6 +52,69 @@ public final class KernelArgs {
         return new KernelArgs(arena).pointer(dst).pointer(src).i64(l.n()).strided(l.strided());
     }
 
+    /**
+     * {@code jt_random_<uniform|normal>_<T>(T* out, jt_i64 n, jt_u64 seed, jt_u64 first_block, double a, double b)}
+     * ({@code a, b} = low, high or mean, std).
+     */
+    public static KernelArgs random(Arena arena, RandomPlan.Launch l, long out, long seed, long firstBlock, double a, double b) {
+        return new KernelArgs(arena).pointer(out).i64(l.n()).i64(seed).i64(firstBlock).f64(a).f64(b);
+    }
+
+    /** {@code jt_random_randint_<T>(T* out, jt_i64 n, jt_u64 seed, jt_u64 first_block, jt_i64 low, jt_i64 high)}. */
+    public static KernelArgs randint(Arena arena, RandomPlan.Launch l, long out, long seed, long firstBlock, long low, long high) {
+        return new KernelArgs(arena).pointer(out).i64(l.n()).i64(seed).i64(firstBlock).i64(low).i64(high);
+    }
+
+    /**
+     * {@code jt_sgd_step_f32(TensorChunks chunks, float neg_lr, float weight_decay, float momentum,
+     * float one_minus_dampening, int nesterov, int maximize, int first_step)}.
+     */
+    public static KernelArgs sgd(Arena arena, MemorySegment chunks, float negLr, float weightDecay, float momentum,
+                                 float oneMinusDampening, boolean nesterov, boolean maximize, boolean firstStep) {
+        return new KernelArgs(arena).struct(chunks).f32(negLr).f32(weightDecay).f32(momentum).f32(oneMinusDampening)
+                .i32(nesterov ? 1 : 0).i32(maximize ? 1 : 0).i32(firstStep ? 1 : 0);
+    }
+
+    /**
+     * {@code jt_adam_step_f32(TensorChunks chunks, float param_scale, float weight_decay, float beta1, float one_minus_beta1,
+     * float beta2, float one_minus_beta2, float bc2_sqrt, float eps, float neg_step_size, int maximize, int amsgrad)}.
+     */
+    public static KernelArgs adam(Arena arena, MemorySegment chunks, float paramScale, float weightDecay, float beta1,
+                                  float oneMinusBeta1, float beta2, float oneMinusBeta2, float bc2Sqrt, float eps,
+                                  float negStepSize, boolean maximize, boolean amsgrad) {
+        return new KernelArgs(arena).struct(chunks).f32(paramScale).f32(weightDecay).f32(beta1).f32(oneMinusBeta1).f32(beta2)
+                .f32(oneMinusBeta2).f32(bc2Sqrt).f32(eps).f32(negStepSize).i32(maximize ? 1 : 0).i32(amsgrad ? 1 : 0);
+    }
+
+    /**
+     * {@code jt::TensorChunks} bytes for launch {@code l}: {@code lists[k][slot]} = {@code addresses[k][l.tensors()[slot]]}
+     * (a missing list, or {@code addresses[k] == null}, stays zero), {@code numel[slot]}, and the block table; unused
+     * entries zero.
+     */
+    public static MemorySegment packTensorChunks(Arena arena, MultiTensorPlan.Launch l, long[][] addresses, long[] numels) {
+        if (addresses.length > KernelStructs.MT_LISTS) {
+            throw new IllegalArgumentException("jt::TensorChunks holds at most " + KernelStructs.MT_LISTS + " lists, got " + addresses.length);
+        }
+        MemorySegment m = arena.allocate(KernelStructs.TENSOR_CHUNKS);
+        m.fill((byte) 0);
+        long numelOff = KernelStructs.TENSOR_CHUNKS.byteOffset(java.lang.foreign.MemoryLayout.PathElement.groupElement("numel"));
+        long tensorOff = KernelStructs.TENSOR_CHUNKS.byteOffset(java.lang.foreign.MemoryLayout.PathElement.groupElement("block_tensor"));
+        long chunkOff = KernelStructs.TENSOR_CHUNKS.byteOffset(java.lang.foreign.MemoryLayout.PathElement.groupElement("block_chunk"));
+        int[] tensors = l.tensors();
+        for (int k = 0; k < addresses.length; k++) {
+            if (addresses[k] == null) continue;
+            for (int slot = 0; slot < tensors.length; slot++) {
+                m.set(JAVA_LONG, 8L * (k * KernelStructs.MT_TENSORS + slot), addresses[k][tensors[slot]]);
+            }
+        }
+        for (int slot = 0; slot < tensors.length; slot++) m.set(JAVA_LONG, numelOff + 8L * slot, numels[tensors[slot]]);
+        for (int b = 0; b < l.blocks(); b++) {
+            m.set(JAVA_INT, tensorOff + 4L * b, l.blockTensor()[b]);
+            m.set(JAVA_INT, chunkOff + 4L * b, l.blockChunk()[b]);
+        }
+        return m;
+    }
+
     /** The byte size of each parameter value, in order. */
     public long[] sizes() {
         long[] r = new long[values.size()];
@@ -85,6 +149,17 @@ public final class KernelArgs {
 
     public KernelArgs f64(double v) {
         values.add(arena.allocateFrom(JAVA_DOUBLE, v));
+        return this;
+    }
+
+    public KernelArgs f32(float v) {
+        values.add(arena.allocateFrom(JAVA_FLOAT, v));
+        return this;
+    }
+
+    /** A struct passed by value (its bytes, e.g. {@link #packTensorChunks}). */
+    public KernelArgs struct(MemorySegment bytes) {
+        values.add(bytes);
         return this;
     }
 

@@ -1,73 +1,94 @@
 // Fused multi-tensor optimizer steps (one launch updates many parameters, as PyTorch's
-// _foreach / fused optimizers). The host packs up to JT_MT_TENSORS tensors and a block -> (tensor,
-// chunk) table of up to JT_MT_BLOCKS blocks into TensorChunks, passed by value (under the 4 KiB
-// kernel-parameter limit); each block updates one chunk of JT_MT_CHUNK elements, grid-stride inside.
-// Parameters, gradients and states share the dtype T (float or double); update rules are PyTorch 1.13's.
+// _foreach / fused optimizers). The host (MultiTensorPlan) packs up to JT_MT_TENSORS tensors and a
+// block -> (tensor, chunk) table of up to JT_MT_BLOCKS blocks into TensorChunks, passed by value (under
+// the 4 KiB kernel-parameter limit); each block updates one chunk of JT_MT_CHUNK elements, a
+// block-stride loop inside.
+//
+// float32, contiguous. The update rules are PyTorch 1.13's; the arithmetic is CpuOptimizerKernels'
+// exactly: the same float operations in the same order, each rounded on its own (__fmul_rn,
+// __fadd_rn, __fdiv_rn, __fsqrt_rn are never contracted into FMAs), with the scalars precomputed and
+// rounded to float by the host as for the CPU kernels, so both backends give the same bits.
 #include "jtorch_cuda.cuh"
 
+#define JT_MT_LISTS 5
 #define JT_MT_TENSORS 24
 #define JT_MT_BLOCKS 320
 #define JT_MT_CHUNK 65536
 
 namespace jt {
 
-// lists[0] = params, lists[1] = grads, lists[2..] = optimizer states (momentum; exp_avg, exp_avg_sq).
+// lists[0] = params, lists[1] = grads, lists[2..4] = optimizer states (SGD: momentum buffer;
+// Adam: exp_avg, exp_avg_sq, max_exp_avg_sq). Unused lists are zero.
 struct TensorChunks {
-    jt_u64 lists[4][JT_MT_TENSORS];
+    jt_u64 lists[JT_MT_LISTS][JT_MT_TENSORS];
     jt_i64 numel[JT_MT_TENSORS];
     int block_tensor[JT_MT_BLOCKS];
     int block_chunk[JT_MT_BLOCKS];
 };
 
-template <typename T, typename Step>
-__device__ __forceinline__ void for_chunk(const TensorChunks& c, Step step) {
+template <typename Step>
+__device__ __forceinline__ void for_chunk(const TensorChunks& c, const Step& step) {
     const int t = c.block_tensor[blockIdx.x];
     const jt_i64 begin = (jt_i64)c.block_chunk[blockIdx.x] * JT_MT_CHUNK;
     jt_i64 end = begin + JT_MT_CHUNK;
     if (end > c.numel[t]) end = c.numel[t];
-    T* p = (T*)c.lists[0][t];
-    const T* g = (const T*)c.lists[1][t];
-    T* s0 = (T*)c.lists[2][t];
-    T* s1 = (T*)c.lists[3][t];
-    for (jt_i64 i = begin + threadIdx.x; i < end; i += blockDim.x) step(p, g, s0, s1, i);
+    float* p = (float*)c.lists[0][t];
+    const float* g = (const float*)c.lists[1][t];
+    float* s0 = (float*)c.lists[2][t];
+    float* s1 = (float*)c.lists[3][t];
+    float* s2 = (float*)c.lists[4][t];
+    for (jt_i64 i = begin + threadIdx.x; i < end; i += blockDim.x) step(p, g, s0, s1, s2, i);
 }
 
-// torch.optim.SGD: d = g + wd * p; buf = first ? d : momentum * buf + (1 - dampening) * d;
-// d = nesterov ? d + momentum * buf : buf; p -= lr * d. (momentum == 0: no buffer, lists[2] unused.)
-template <typename T> struct SgdStep {
-    T lr, momentum, dampening, weight_decay;
-    bool nesterov, first_step, maximize;
-    __device__ void operator()(T* p, const T* g, T* buf, T*, jt_i64 i) const {
-        T d = maximize ? -g[i] : g[i];
-        if (weight_decay != T(0)) d += weight_decay * p[i];
-        if (momentum != T(0)) {
-            T b = first_step ? d : momentum * buf[i] + (T(1) - dampening) * d;
+// Java's Math.max(float, float): NaN if either is NaN, +0 over -0.
+__device__ __forceinline__ float java_max(float a, float b) {
+    if (a != a) return a;
+    if (b != b) return b;
+    if (a == 0.0f && b == 0.0f) return __int_as_float(__float_as_int(a) & __float_as_int(b));
+    return a > b ? a : b;
+}
+
+// CpuOptimizerKernels.sgdF32: d = ±g (+ p*wd); with momentum buf = first ? d : buf*mu + d*(1-dampening),
+// d = nesterov ? d + buf*mu : buf; p = p + d*negLr. (momentum == 0: no buffer, lists[2] unused.)
+struct SgdStep {
+    float neg_lr, weight_decay, momentum, one_minus_dampening;
+    bool nesterov, maximize, first_step;
+    __device__ __forceinline__ void operator()(float* p, const float* g, float* buf, float*, float*, jt_i64 i) const {
+        float pv = p[i];
+        float d = g[i];
+        if (maximize) d = -d;
+        if (weight_decay != 0.0f) d = __fadd_rn(d, __fmul_rn(pv, weight_decay));
+        if (momentum != 0.0f) {
+            float b = first_step ? d : __fadd_rn(__fmul_rn(buf[i], momentum), __fmul_rn(d, one_minus_dampening));
             buf[i] = b;
-            d = nesterov ? d + momentum * b : b;
+            d = nesterov ? __fadd_rn(d, __fmul_rn(b, momentum)) : b;
         }
-        p[i] -= lr * d;
+        p[i] = __fadd_rn(pv, __fmul_rn(d, neg_lr));
     }
 };
 
-// torch.optim.Adam / AdamW (amsgrad off): Adam adds wd * p to the gradient, AdamW decays p by
-// (1 - lr * wd) first. m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
-// p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps), bc_k = 1 - beta_k^step (computed on the host).
-template <typename T> struct AdamStep {
-    T lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2_sqrt;
-    bool decoupled, maximize;
-    __device__ void operator()(T* p, const T* g, T* m, T* v, jt_i64 i) const {
-        T grad = maximize ? -g[i] : g[i];
-        T param = p[i];
-        if (weight_decay != T(0)) {
-            if (decoupled) param *= T(1) - lr * weight_decay;
-            else grad += weight_decay * param;
+// CpuOptimizerKernels.adamF32 (Adam and AdamW): p *= paramScale (AdamW's 1 - lr*wd), d = ±g (+ p*wd, Adam),
+// m = m*b1 + d*(1-b1), v = v*b2 + (d*(1-b2))*d, AMSGrad vmax = max(vmax, v),
+// p = p + (m*negStepSize) / (sqrt(v or vmax)/bc2Sqrt + eps).
+struct AdamStep {
+    float param_scale, weight_decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step_size;
+    bool maximize, amsgrad;
+    __device__ __forceinline__ void operator()(float* p, const float* g, float* m, float* v, float* vmax, jt_i64 i) const {
+        float pv = p[i];
+        if (param_scale != 1.0f) pv = __fmul_rn(pv, param_scale);
+        float d = g[i];
+        if (maximize) d = -d;
+        if (weight_decay != 0.0f) d = __fadd_rn(d, __fmul_rn(pv, weight_decay));
+        float mv = __fadd_rn(__fmul_rn(m[i], beta1), __fmul_rn(d, one_minus_beta1));
+        m[i] = mv;
+        float vv = __fadd_rn(__fmul_rn(v[i], beta2), __fmul_rn(__fmul_rn(d, one_minus_beta2), d));
+        v[i] = vv;
+        if (amsgrad) {
+            vv = java_max(vmax[i], vv);
+            vmax[i] = vv;
         }
-        T mi = beta1 * m[i] + (T(1) - beta1) * grad;
-        T vi = beta2 * v[i] + (T(1) - beta2) * grad * grad;
-        m[i] = mi;
-        v[i] = vi;
-        T denom = sqrt(vi) / bias_correction2_sqrt + eps;
-        p[i] = param - (lr / bias_correction1) * mi / denom;
+        float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vv), bc2_sqrt), eps);
+        p[i] = __fadd_rn(pv, __fdiv_rn(__fmul_rn(mv, neg_step_size), denom));
     }
 };
 
@@ -75,15 +96,16 @@ template <typename T> struct AdamStep {
 
 using namespace jt;
 
-#define JT_OPTIM(T, suffix) \
-    extern "C" __global__ void jt_sgd_step_##suffix(TensorChunks chunks, T lr, T momentum, T dampening, T weight_decay, \
-                                                     int nesterov, int first_step, int maximize) { \
-        SgdStep<T> s = {lr, momentum, dampening, weight_decay, nesterov != 0, first_step != 0, maximize != 0}; \
-        for_chunk<T>(chunks, s); } \
-    extern "C" __global__ void jt_adam_step_##suffix(TensorChunks chunks, T lr, T beta1, T beta2, T eps, T weight_decay, \
-                                                      T bias_correction1, T bias_correction2_sqrt, int decoupled, int maximize) { \
-        AdamStep<T> s = {lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2_sqrt, decoupled != 0, maximize != 0}; \
-        for_chunk<T>(chunks, s); }
+extern "C" __global__ void jt_sgd_step_f32(TensorChunks chunks, float neg_lr, float weight_decay, float momentum,
+                                           float one_minus_dampening, int nesterov, int maximize, int first_step) {
+    SgdStep s = {neg_lr, weight_decay, momentum, one_minus_dampening, nesterov != 0, maximize != 0, first_step != 0};
+    for_chunk(chunks, s);
+}
 
-JT_OPTIM(float, f32)
-JT_OPTIM(double, f64)
+extern "C" __global__ void jt_adam_step_f32(TensorChunks chunks, float param_scale, float weight_decay, float beta1,
+                                            float one_minus_beta1, float beta2, float one_minus_beta2, float bc2_sqrt,
+                                            float eps, float neg_step_size, int maximize, int amsgrad) {
+    AdamStep s = {param_scale, weight_decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step_size,
+                  maximize != 0, amsgrad != 0};
+    for_chunk(chunks, s);
+}

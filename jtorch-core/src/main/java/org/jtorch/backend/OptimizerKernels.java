@@ -1,0 +1,34 @@
+package org.jtorch.backend;
+
+import java.util.List;
+import org.jtorch.Tensor;
+
+/**
+ * Fused optimizer steps over lists of contiguous float32 tensors on this backend's device: entry
+ * {@code i} of every list belongs to one parameter, and a backend may update all of them at once (the
+ * CUDA backend in one multi-tensor launch per few dozen tensors). Parameters and states are updated in
+ * place; the caller bumps their versions.
+ *
+ * <p>Every backend evaluates the same float32 operations in the same order as
+ * {@code CpuOptimizerKernels} (PyTorch 1.13's single-tensor rules), so the results are the same bits on
+ * every device. Scalars arrive already rounded to float, as ATen's kernels receive them.
+ */
+public interface OptimizerKernels {
+    /**
+     * SGD: {@code d = ±g (+ p*weightDecay)}; with momentum {@code buf = firstStep ? d : buf*momentum +
+     * d*oneMinusDampening} and {@code d = nesterov ? d + buf*momentum : buf}; then {@code p += d*negLr}.
+     * {@code momentumBuffers} is null when {@code momentum == 0}.
+     */
+    void sgd(List<Tensor> params, List<Tensor> grads, List<Tensor> momentumBuffers, float negLr, float weightDecay,
+             float momentum, float oneMinusDampening, boolean nesterov, boolean maximize, boolean firstStep);
+
+    /**
+     * Adam and AdamW: {@code p *= paramScale} (AdamW's decoupled decay; 1 for Adam), {@code d = ±g (+ p*weightDecay)}
+     * (Adam's L2 decay; 0 for AdamW), {@code m = m*beta1 + d*oneMinusBeta1}, {@code v = v*beta2 + (d*oneMinusBeta2)*d},
+     * with AMSGrad {@code vmax = max(vmax, v)}, then {@code p += (m*negStepSize) / (sqrt(v or vmax)/bc2Sqrt + eps)}.
+     * {@code maxExpAvgSqs} is null without AMSGrad.
+     */
+    void adam(List<Tensor> params, List<Tensor> grads, List<Tensor> expAvgs, List<Tensor> expAvgSqs, List<Tensor> maxExpAvgSqs,
+              float paramScale, float weightDecay, float beta1, float oneMinusBeta1, float beta2, float oneMinusBeta2,
+              float bc2Sqrt, float eps, float negStepSize, boolean maximize, boolean amsgrad);
+}
