@@ -42,11 +42,11 @@ class KernelEntryPointsTest {
     private static final Pattern PARAM = Pattern.compile("\\.param (?:\\.align \\d+ )?\\.(u64|f64|u32|b8) \\w+?(?:\\[(\\d+)\\])?\\s*(?:,|$)");
 
     /** Compiles kernel file {@code file} with the extra {@code options} to PTX text. */
-    private interface Compiler {
+    interface Compiler {
         String ptx(String file, List<String> options) throws Exception;
     }
 
-    private static Compiler nvcc(Path nvcc, Path out) {
+    static Compiler nvcc(Path nvcc, Path out) {
         return (file, options) -> {
             Path dir = Path.of(KernelSources.class.getResource("kernels/" + file).toURI()).getParent();
             Path ptx = out.resolve(file + String.join("", options) + ".ptx");
@@ -61,7 +61,7 @@ class KernelEntryPointsTest {
     }
 
     /** NVRTC with exactly the launcher's options for an sm_90 device ({@code KernelSources.options} + the op's select options). */
-    private static Compiler nvrtc(Nvrtc nvrtc) {
+    static Compiler nvrtc(Nvrtc nvrtc) {
         return (file, options) -> {
             List<String> all = new ArrayList<>(KernelSources.options(9, 0, true));
             all.addAll(options);
@@ -71,7 +71,7 @@ class KernelEntryPointsTest {
     }
 
     /** Entry name -> parameter byte sizes, from PTX text. */
-    private static Map<String, long[]> entries(Compiler compiler, String file, List<String> options) throws Exception {
+    static Map<String, long[]> entries(Compiler compiler, String file, List<String> options) throws Exception {
         Map<String, long[]> r = new HashMap<>();
         Matcher m = ENTRY.matcher(compiler.ptx(file, options));
         while (m.find()) {

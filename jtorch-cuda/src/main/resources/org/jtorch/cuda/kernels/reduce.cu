@@ -128,6 +128,11 @@ JT_REDUCE_MEAN(double, f64)
 
 namespace jt {
 
+// +infinity without <math.h>'s INFINITY (NVRTC has no standard headers).
+template <typename A> __device__ __forceinline__ A infinity();
+template <> __device__ __forceinline__ float infinity<float>() { return __int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ double infinity<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
+
 struct ProdReduce {
     template <typename A> __device__ static A combine(A a, A b) { return a * b; }
 };
@@ -164,7 +169,7 @@ __device__ __forceinline__ void reduce_norm_rows(const T* __restrict__ x, T* __r
     const A pa = (A)p;
     for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {
         const T* row = x + r * row_length;
-        A acc = is_min ? (A)INFINITY : A(0);
+        A acc = is_min ? infinity<A>() : A(0);
         for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) {
             A a = fabs((A)Scalar<T>::load(row[i]));
             if (is_max) acc = nan_max(acc, a);
@@ -240,7 +245,7 @@ __device__ __forceinline__ void arg_reduce_rows(const T* __restrict__ x, T* __re
 // The row maximum (NaN propagates; -inf for an empty row) in every thread.
 template <typename T, typename A>
 __device__ __forceinline__ A row_max(const T* __restrict__ row, jt_i64 row_length, A* shared, A* result) {
-    A m = (A)-INFINITY;
+    A m = -infinity<A>();
     for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) m = nan_max(m, (A)Scalar<T>::load(row[i]));
     return block_all_reduce<A, MaxReduce>(m, shared, result);
 }
