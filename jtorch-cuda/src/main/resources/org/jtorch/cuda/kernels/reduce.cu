@@ -21,14 +21,19 @@ template <> struct SumResult<jt_i8> { typedef jt_i64 type; };
 template <> struct SumResult<jt_i16> { typedef jt_i64 type; };
 template <> struct SumResult<jt_i32> { typedef jt_i64 type; };
 
+// combine: the reduction; pad: what a lane without a warp result contributes in block_reduce's second
+// stage (the identity for sums and products; any real value, here the first warp's, for max and min).
 struct SumReduce {
     template <typename A> __device__ static A combine(A a, A b) { return a + b; }
+    template <typename A> __device__ static A pad(A) { return A(0); }
 };
 struct MaxReduce {
     template <typename A> __device__ static A combine(A a, A b) { return nan_max(a, b); }
+    template <typename A> __device__ static A pad(A first) { return first; }
 };
 struct MinReduce {
     template <typename A> __device__ static A combine(A a, A b) { return nan_min(a, b); }
+    template <typename A> __device__ static A pad(A first) { return first; }
 };
 
 template <typename A, typename R> __device__ __forceinline__ A warp_reduce(A v) {
@@ -44,7 +49,7 @@ template <typename A, typename R> __device__ __forceinline__ A block_reduce(A v,
     if (lane == 0) shared[warp] = v;
     __syncthreads();
     if (warp == 0) {
-        v = lane < warps ? shared[lane] : shared[0];
+        v = lane < warps ? shared[lane] : R::pad(shared[0]);
         v = warp_reduce<A, R>(v);
     }
     __syncthreads();
@@ -135,6 +140,7 @@ template <> __device__ __forceinline__ double infinity<double>() { return __long
 
 struct ProdReduce {
     template <typename A> __device__ static A combine(A a, A b) { return a * b; }
+    template <typename A> __device__ static A pad(A) { return A(1); }
 };
 
 template <typename T, typename Out>
