@@ -161,7 +161,7 @@ public final class CudaBackend implements Backend {
         }));
     }
 
-    /** The reduction family of {@code reduce.cu} ({@link CudaReductions}; any/all throw). */
+    /** The reduction family of {@code reduce.cu} ({@link CudaReductions}). */
     private final ReductionKernels reductions = new CudaReductions(this::kernels);
     private final IndexKernels indexing = missingFamily(IndexKernels.class);
     private final LinalgKernels linalg = missingFamily(LinalgKernels.class);

@@ -14,13 +14,12 @@ import org.jtorch.ops.ReduceOp;
 
 /**
  * The reduction family on CUDA: the row kernels of {@code reduce.cu} (sum, prod, amax/amin, p-norms,
- * argmax/argmin with values, logsumexp, var/std, softmax/log-softmax, cumsum/cumprod). The layout
+ * argmax/argmin with values, any/all, logsumexp, var/std, softmax/log-softmax, cumsum/cumprod). The layout
  * ({@link ReductionPlan}: which dimensions reduce, rows x row length, staging) is decided on the host;
  * an input that is not already {@code rows x rowLength} row-major in the kernel's dtype is first laid
  * out on the device by the strided copy kernel (bool is read as uint8, integer inputs of logsumexp in the
  * output's floating dtype), and a result whose layout or dtype differs from the kernel's is written to a
- * contiguous temporary and copied (converting) into place. {@code any}/{@code all} have no kernel and
- * throw {@link UnsupportedOperationException} naming the op and device.
+ * contiguous temporary and copied (converting) into place.
  */
 final class CudaReductions implements ReductionKernels {
     private final Supplier<CudaKernels> kernels;
@@ -45,7 +44,7 @@ final class CudaReductions implements ReductionKernels {
 
     /** A contiguous temporary of the kernel's output dtype when {@code out} cannot be written directly; else null. */
     private static Tensor rowsOutput(Tensor out, boolean direct, long[] shape, DType type) {
-        return direct && out.dtype() == type ? null : Tensor.empty(shape, type, out.device());
+        return direct && ReductionPlan.writesAs(type, out.dtype()) ? null : Tensor.empty(shape, type, out.device());
     }
 
     /** Copies a reduction's temporary result into {@code out}'s kept dimensions. */
@@ -226,6 +225,6 @@ final class CudaReductions implements ReductionKernels {
 
     @Override
     public String toString() {
-        return "CUDA ReductionKernels (reduce.cu: sum, prod, amax, amin, norm, argmax/argmin, var/std, logsumexp, softmax, cumsum/cumprod)";
+        return "CUDA ReductionKernels (reduce.cu: sum, prod, amax, amin, any, all, norm, argmax/argmin, var/std, logsumexp, softmax, cumsum/cumprod)";
     }
 }

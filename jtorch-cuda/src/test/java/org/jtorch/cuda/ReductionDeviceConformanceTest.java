@@ -236,6 +236,8 @@ class ReductionDeviceConformanceTest {
                         case "mean" -> Reductions.mean(x, dims, keepdim, null);
                         case "amax" -> Reductions.amax(x, dims, keepdim);
                         case "amin" -> Reductions.amin(x, dims, keepdim);
+                        case "any" -> Reductions.any(x, dims, keepdim);
+                        case "all" -> Reductions.all(x, dims, keepdim);
                         default -> Reductions.norm(x, p, dims, keepdim);
                     };
                     return new Tensor[] {r};
@@ -244,7 +246,8 @@ class ReductionDeviceConformanceTest {
             try (Tensor xc = in.on(Device.cpu())) {
                 boolean[] reduced = reducedDims(xc.dim(), dims);
                 double[][] rows = rows(xc, reduced);
-                DType out = (op == ReduceOp.SUM || op == ReduceOp.PROD) && !in.t().isFloatingPoint() ? DType.INT64 : in.t();
+                DType out = (op == ReduceOp.SUM || op == ReduceOp.PROD) && !in.t().isFloatingPoint() ? DType.INT64
+                        : op == ReduceOp.ANY || op == ReduceOp.ALL ? (in.t() == DType.UINT8 ? DType.UINT8 : DType.BOOL) : in.t();
                 double[] ref = new double[rows.length];
                 for (int i = 0; i < rows.length; i++) ref[i] = mean ? fold(op, rows[i], p) / rows[i].length : fold(op, rows[i], p);
                 long rowLength = rows.length == 0 ? 0 : rows[0].length;
@@ -284,6 +287,22 @@ class ReductionDeviceConformanceTest {
                         new int[] {1}, false);
             }
         }
+        // any / all: zeros and NaN (nonzero) placed so that rows differ; uint8 gives uint8, as PyTorch 1.13.
+        double[] zerosAndNaN = {0, 0, 0, 0, 0, Double.NaN, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+        for (DType t : new DType[] {DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16}) {
+            reduceCase(tests, "any", ReduceOp.ANY, 0, false, new In(t, new long[] {3, 5}, Layout.CONTIGUOUS, 0, 1, zerosAndNaN), new int[] {1}, false);
+            reduceCase(tests, "all", ReduceOp.ALL, 0, false, new In(t, new long[] {3, 5}, Layout.CONTIGUOUS, 0, 1, zerosAndNaN), new int[] {1}, true);
+        }
+        for (DType t : new DType[] {DType.BOOL, DType.UINT8, DType.INT32, DType.INT64, DType.INT8}) {
+            for (Layout l : Layout.values()) {
+                reduceCase(tests, "any", ReduceOp.ANY, 0, false, new In(t, new long[] {4, 6}, l, 0, 1.2), new int[] {0}, false);
+                reduceCase(tests, "all", ReduceOp.ALL, 0, false, new In(t, new long[] {4, 6}, l, 0, 8), new int[] {-1}, false);
+            }
+        }
+        reduceCase(tests, "any", ReduceOp.ANY, 0, false, new In(DType.FLOAT32, new long[] {3, 0}, Layout.CONTIGUOUS, -4, 4), new int[] {1}, false);
+        reduceCase(tests, "all", ReduceOp.ALL, 0, false, new In(DType.BOOL, new long[] {3, 0}, Layout.CONTIGUOUS, 0, 2), new int[] {1}, false);
+        reduceCase(tests, "all", ReduceOp.ALL, 0, false, new In(DType.INT32, new long[] {36963}, Layout.CONTIGUOUS, 1, 9), new int[0], false);
+        reduceCase(tests, "any", ReduceOp.ANY, 0, false, new In(DType.UINT8, new long[] {2, 3, 4}, Layout.TRANSPOSED, 0, 1.1), new int[0], true);
         // Every dim, several dims, zero-dim, empty, many rows, a long row, NaN.
         reduceCase(tests, "sum", ReduceOp.SUM, 0, false, new In(DType.FLOAT32, new long[] {2, 3, 4}, Layout.TRANSPOSED, -4, 4), new int[0], false);
         reduceCase(tests, "sum", ReduceOp.SUM, 0, false, new In(DType.INT32, new long[] {2, 3, 4}, Layout.CONTIGUOUS, -50, 50), new int[] {0, 2}, true);

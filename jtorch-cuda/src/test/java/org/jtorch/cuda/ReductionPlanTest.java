@@ -134,10 +134,15 @@ class ReductionPlanTest {
         assertEquals("jt_argreduce_min_u8", ReductionPlan.argReduceEntry(false, DType.BOOL));
         assertEquals("jt_logsumexp_bf16", ReductionPlan.floatingEntry("logsumexp", DType.BFLOAT16));
         assertEquals("jt_scan_prod_i16", ReductionPlan.scanEntry(true, DType.INT16));
-        UnsupportedOperationException any = assertThrows(UnsupportedOperationException.class,
-                () -> ReductionPlan.reduceEntry(ReduceOp.ANY, DType.FLOAT32));
-        assertEquals("any: no CUDA kernel is wired to this op for torch.float32 yet (device cuda)", any.getMessage());
-        assertThrows(UnsupportedOperationException.class, () -> ReductionPlan.reduceEntry(ReduceOp.NORM, DType.INT32));
+        assertEquals("jt_reduce_any_f16", ReductionPlan.reduceEntry(ReduceOp.ANY, DType.FLOAT16));
+        assertEquals("jt_reduce_all_u8", ReductionPlan.reduceEntry(ReduceOp.ALL, DType.BOOL));
+        assertEquals(DType.BOOL, ReductionPlan.reduceOutput(ReduceOp.ANY, DType.FLOAT64));
+        assertTrue(ReductionPlan.writesAs(DType.BOOL, DType.UINT8), "any/all bytes 0/1 are valid uint8 results");
+        assertFalse(ReductionPlan.writesAs(DType.INT64, DType.FLOAT32));
+        assertFalse(ReductionPlan.writesAs(DType.UINT8, DType.BOOL), "amax of bool input read as uint8 is copied back to bool");
+        UnsupportedOperationException norm = assertThrows(UnsupportedOperationException.class,
+                () -> ReductionPlan.reduceEntry(ReduceOp.NORM, DType.INT32));
+        assertEquals("norm: no CUDA kernel is wired to this op for torch.int32 yet (device cuda)", norm.getMessage());
         assertThrows(UnsupportedOperationException.class, () -> ReductionPlan.floatingEntry("softmax", DType.INT64));
         assertThrows(UnsupportedOperationException.class, () -> ReductionPlan.scanEntry(false, DType.BOOL));
     }
@@ -182,13 +187,13 @@ class ReductionPlanTest {
     }
 
     @Test
-    void anyAndAllOnCudaSayThatNoKernelIsWired() {
+    void aNormOfIntegersOnCudaSaysThatNoKernelIsWired() {
         long[] shape = {2, 3};
-        Storage s = Storage.ofBlock(Device.cuda(0), 24, null, null, MemorySegment.ofArray(new float[6]));
-        try (Tensor g = Tensor.fromStorage(s, DType.FLOAT32, shape, c(shape), 0)) {
+        Storage s = Storage.ofBlock(Device.cuda(0), 24, null, null, MemorySegment.ofArray(new int[6]));
+        try (Tensor g = Tensor.fromStorage(s, DType.INT32, shape, c(shape), 0)) {
             UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
-                    () -> CudaBackend.get().reductions().reduce(ReduceOp.ALL, g, g, 0));
-            assertEquals("all: no CUDA kernel is wired to this op yet (device cuda:0)", e.getMessage());
+                    () -> CudaBackend.get().reductions().reduce(ReduceOp.NORM, g, g, 2));
+            assertEquals("norm: no CUDA kernel is wired to this op yet (device cuda:0)", e.getMessage());
         }
     }
 }

@@ -119,16 +119,24 @@ public final class ReductionPlan {
     /** Whether {@code reduce.cu} has the accumulating reduction {@code op} for input dtype {@code in} (after {@link #kernelInput}). */
     public static boolean supports(ReduceOp op, DType in) {
         return switch (op) {
-            case SUM, PROD, MAX, MIN -> true;
+            case SUM, PROD, MAX, MIN, ANY, ALL -> true;
             case NORM -> in.isFloatingPoint();
-            case ANY, ALL -> false;
         };
     }
 
-    /** The dtype {@code jt_reduce_<op>} writes for input dtype {@code in}: int64 for integral sums and products, else {@code in}. */
+    /**
+     * The dtype {@code jt_reduce_<op>} writes for input dtype {@code in}: int64 for integral sums and products, bool
+     * (bytes 0 / 1) for any / all, else {@code in} as the kernel reads it.
+     */
     public static DType reduceOutput(ReduceOp op, DType in) {
+        if (op == ReduceOp.ANY || op == ReduceOp.ALL) return DType.BOOL;
         DType k = kernelInput(in);
         return (op == ReduceOp.SUM || op == ReduceOp.PROD) && !k.isFloatingPoint() ? DType.INT64 : k;
+    }
+
+    /** Whether the kernel's {@code kernelOut} bytes are valid values of {@code out} (same dtype, or any/all's 0 / 1 bytes into bool or uint8). */
+    public static boolean writesAs(DType kernelOut, DType out) {
+        return kernelOut == out || (kernelOut == DType.BOOL && out == DType.UINT8);
     }
 
     public static String reduceEntry(ReduceOp op, DType in) {
@@ -142,7 +150,8 @@ public final class ReductionPlan {
             case MAX -> "max";
             case MIN -> "min";
             case NORM -> "norm";
-            default -> throw new AssertionError(op);
+            case ANY -> "any";
+            case ALL -> "all";
         };
         return "jt_reduce_" + name + "_" + ElementwisePlan.suffix(k);
     }

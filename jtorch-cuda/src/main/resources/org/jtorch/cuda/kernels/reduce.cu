@@ -119,6 +119,8 @@ JT_REDUCE_MEAN(double, f64)
 // The rest of the reduction family, same row layout (rows x row_length, contiguous rows, one block a
 // row, grid-stride over rows; blockDim.x a multiple of 32, at most 1024):
 //   jt_reduce_prod_<dtype>(x, out, rows, row_length)             integral products write int64
+//   jt_reduce_<any|all>_<dtype>(x, jt_u8* out, rows, row_length)   1 / 0 bytes (valid bool and uint8); NaN is nonzero;
+//                                        empty rows: any 0, all 1
 //   jt_reduce_norm_<f16|bf16|f32|f64>(x, out, rows, row_length, double p)
 //                                        (sum |x|^p)^(1/p); p = +-inf max / min |x|; p = 0 count of nonzeros; empty rows 0
 //   jt_argreduce_<max|min>_<dtype>(x, values, indices, rows, row_length)
@@ -153,6 +155,22 @@ __device__ __forceinline__ void reduce_prod_rows(const T* __restrict__ x, Out* _
         for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) acc *= (A)Scalar<T>::load(row[i]);
         acc = block_reduce<A, ProdReduce>(acc, shared);
         if (threadIdx.x == 0) out[r] = Scalar<Out>::store(acc);
+    }
+}
+
+// any (ALL false) / all of x != 0 over each row, as bytes 0 / 1.
+template <typename T, bool ALL>
+__device__ __forceinline__ void reduce_logical_rows(const T* __restrict__ x, jt_u8* __restrict__ out, jt_i64 rows, jt_i64 row_length) {
+    __shared__ int shared[32];
+    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* row = x + r * row_length;
+        int acc = ALL ? 1 : 0;
+        for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) {
+            const int nonzero = Scalar<T>::load(row[i]) != 0 ? 1 : 0;  // NaN != 0
+            acc = ALL ? (acc & nonzero) : (acc | nonzero);
+        }
+        acc = ALL ? block_reduce<int, MinReduce>(acc, shared) : block_reduce<int, MaxReduce>(acc, shared);
+        if (threadIdx.x == 0) out[r] = (jt_u8)acc;
     }
 }
 
@@ -340,6 +358,10 @@ __device__ __forceinline__ void scan_rows(const T* __restrict__ x, T* __restrict
 #define JT_REDUCE_MORE(T, suffix) \
     extern "C" __global__ void jt_reduce_prod_##suffix(const T* x, SumResult<T>::type* out, jt_i64 rows, jt_i64 row_length) { \
         reduce_prod_rows<T, SumResult<T>::type>(x, out, rows, row_length); } \
+    extern "C" __global__ void jt_reduce_any_##suffix(const T* x, jt_u8* out, jt_i64 rows, jt_i64 row_length) { \
+        reduce_logical_rows<T, false>(x, out, rows, row_length); } \
+    extern "C" __global__ void jt_reduce_all_##suffix(const T* x, jt_u8* out, jt_i64 rows, jt_i64 row_length) { \
+        reduce_logical_rows<T, true>(x, out, rows, row_length); } \
     extern "C" __global__ void jt_argreduce_max_##suffix(const T* x, T* values, jt_i64* indices, jt_i64 rows, jt_i64 row_length) { \
         arg_reduce_rows<T, true>(x, values, indices, rows, row_length); } \
     extern "C" __global__ void jt_argreduce_min_##suffix(const T* x, T* values, jt_i64* indices, jt_i64 rows, jt_i64 row_length) { \
