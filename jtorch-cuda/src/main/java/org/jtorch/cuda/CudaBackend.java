@@ -162,7 +162,8 @@ public final class CudaBackend implements Backend {
         }));
     }
 
-    private final ReductionKernels reductions = missingFamily(ReductionKernels.class);
+    /** The reduction family of {@code reduce.cu} ({@link CudaReductions}). */
+    private final ReductionKernels reductions = new CudaReductions(this::kernels);
     private final IndexKernels indexing = missingFamily(IndexKernels.class);
     private final LinalgKernels linalg = missingFamily(LinalgKernels.class);
     private final RandomKernels random = new CudaRandomKernels(this::kernels);

@@ -178,6 +178,36 @@ final class CudaKernels {
         }
     }
 
+    // ------------------------------------------------------------------ reductions (used by CudaReductions)
+
+    /** The function {@code entry} of {@code reduce.cu} (compiled whole) on {@code device}, after making its context current. */
+    long reduceFunction(Device device, String entry) {
+        return function(device.index(), "reduce.cu", null, entry);
+    }
+
+    /** The device's current stream, its context made current. */
+    long currentStream(Device device) {
+        return stream(device);
+    }
+
+    int multiprocessors(Device device) {
+        return rt.devices().get(device.index()).multiprocessors();
+    }
+
+    void launchRows(long function, int blocks, int threads, long stream, KernelArgs args) {
+        if (blocks == 0) return;
+        rt.driver().launchKernel(function, blocks, 1, 1, threads, 1, 1, 0, stream, args.build());
+    }
+
+    /** {@code dst = src} on one device, converting dtypes, any strides. */
+    void copyOnDevice(Tensor src, Tensor dst) {
+        if (dst.numel() != 0) deviceCopy(src, dst);
+    }
+
+    static long deviceAddress(Tensor t) {
+        return address(t);
+    }
+
     // ------------------------------------------------------------------ fill
 
     void fill(Tensor dst, double value, long longValue) {

@@ -21,14 +21,19 @@ template <> struct SumResult<jt_i8> { typedef jt_i64 type; };
 template <> struct SumResult<jt_i16> { typedef jt_i64 type; };
 template <> struct SumResult<jt_i32> { typedef jt_i64 type; };
 
+// combine: the reduction; pad: what a lane without a warp result contributes in block_reduce's second
+// stage (the identity for sums and products; any real value, here the first warp's, for max and min).
 struct SumReduce {
     template <typename A> __device__ static A combine(A a, A b) { return a + b; }
+    template <typename A> __device__ static A pad(A) { return A(0); }
 };
 struct MaxReduce {
     template <typename A> __device__ static A combine(A a, A b) { return nan_max(a, b); }
+    template <typename A> __device__ static A pad(A first) { return first; }
 };
 struct MinReduce {
     template <typename A> __device__ static A combine(A a, A b) { return nan_min(a, b); }
+    template <typename A> __device__ static A pad(A first) { return first; }
 };
 
 template <typename A, typename R> __device__ __forceinline__ A warp_reduce(A v) {
@@ -44,7 +49,7 @@ template <typename A, typename R> __device__ __forceinline__ A block_reduce(A v,
     if (lane == 0) shared[warp] = v;
     __syncthreads();
     if (warp == 0) {
-        v = lane < warps ? shared[lane] : shared[0];
+        v = lane < warps ? shared[lane] : R::pad(shared[0]);
         v = warp_reduce<A, R>(v);
     }
     __syncthreads();
@@ -109,3 +114,282 @@ JT_REDUCE_MEAN(half, f16)
 JT_REDUCE_MEAN(bfloat16, bf16)
 JT_REDUCE_MEAN(float, f32)
 JT_REDUCE_MEAN(double, f64)
+
+// ---------------------------------------------------------------------------------------------------
+// The rest of the reduction family, same row layout (rows x row_length, contiguous rows, one block a
+// row, grid-stride over rows; blockDim.x a multiple of 32, at most 1024):
+//   jt_reduce_prod_<dtype>(x, out, rows, row_length)             integral products write int64
+//   jt_reduce_<any|all>_<dtype>(x, jt_u8* out, rows, row_length)   1 / 0 bytes (valid bool and uint8); NaN is nonzero;
+//                                        empty rows: any 0, all 1
+//   jt_reduce_norm_<f16|bf16|f32|f64>(x, out, rows, row_length, double p)
+//                                        (sum |x|^p)^(1/p); p = +-inf max / min |x|; p = 0 count of nonzeros; empty rows 0
+//   jt_argreduce_<max|min>_<dtype>(x, values, indices, rows, row_length)
+//                                        first occurrence on ties, the first NaN beats every number; values may be null
+//   jt_logsumexp_<f16|bf16|f32|f64>(x, out, rows, row_length)   shifted by the row maximum unless it is infinite; empty -inf
+//   jt_variance_<f16|bf16|f32|f64>(x, out, rows, row_length, double correction, int sqrt)
+//                                        two passes in double: (sum d^2 - (sum d)^2 / N) / max(0, N - correction)
+//   jt_softmax_<f16|bf16|f32|f64>(x, out, rows, row_length, int log)   out has x's row layout
+//   jt_scan_<sum|prod>_<dtype>(x, out, rows, row_length)       inclusive scan of each row, one thread a row,
+//                                        in the dtype's accumulator (float for 16/32-bit floats, int64 for integers)
+// ---------------------------------------------------------------------------------------------------
+
+namespace jt {
+
+// +infinity without <math.h>'s INFINITY (NVRTC has no standard headers).
+template <typename A> __device__ __forceinline__ A infinity();
+template <> __device__ __forceinline__ float infinity<float>() { return __int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ double infinity<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
+
+struct ProdReduce {
+    template <typename A> __device__ static A combine(A a, A b) { return a * b; }
+    template <typename A> __device__ static A pad(A) { return A(1); }
+};
+
+template <typename T, typename Out>
+__device__ __forceinline__ void reduce_prod_rows(const T* __restrict__ x, Out* __restrict__ out, jt_i64 rows, jt_i64 row_length) {
+    typedef typename Accumulate<T>::type A;
+    __shared__ A shared[32];
+    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* row = x + r * row_length;
+        A acc = A(1);
+        for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) acc *= (A)Scalar<T>::load(row[i]);
+        acc = block_reduce<A, ProdReduce>(acc, shared);
+        if (threadIdx.x == 0) out[r] = Scalar<Out>::store(acc);
+    }
+}
+
+// any (ALL false) / all of x != 0 over each row, as bytes 0 / 1.
+template <typename T, bool ALL>
+__device__ __forceinline__ void reduce_logical_rows(const T* __restrict__ x, jt_u8* __restrict__ out, jt_i64 rows, jt_i64 row_length) {
+    __shared__ int shared[32];
+    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* row = x + r * row_length;
+        int acc = ALL ? 1 : 0;
+        for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) {
+            const int nonzero = Scalar<T>::load(row[i]) != 0 ? 1 : 0;  // NaN != 0
+            acc = ALL ? (acc & nonzero) : (acc | nonzero);
+        }
+        acc = ALL ? block_reduce<int, MinReduce>(acc, shared) : block_reduce<int, MaxReduce>(acc, shared);
+        if (threadIdx.x == 0) out[r] = (jt_u8)acc;
+    }
+}
+
+// The row's value of `v` in every thread (block_reduce leaves it in thread 0 only).
+template <typename A, typename R> __device__ __forceinline__ A block_all_reduce(A v, A* shared, A* result) {
+    v = block_reduce<A, R>(v, shared);
+    if (threadIdx.x == 0) *result = v;
+    __syncthreads();
+    v = *result;
+    __syncthreads();
+    return v;
+}
+
+template <typename T>
+__device__ __forceinline__ void reduce_norm_rows(const T* __restrict__ x, T* __restrict__ out, jt_i64 rows, jt_i64 row_length,
+                                                 double p) {
+    typedef typename Scalar<T>::acc A;
+    __shared__ A shared[32];
+    const bool is_max = isinf(p) && p > 0, is_min = isinf(p) && p < 0;
+    const A pa = (A)p;
+    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* row = x + r * row_length;
+        A acc = is_min ? infinity<A>() : A(0);
+        for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) {
+            A a = fabs((A)Scalar<T>::load(row[i]));
+            if (is_max) acc = nan_max(acc, a);
+            else if (is_min) acc = nan_min(acc, a);
+            else if (p == 2) acc += a * a;
+            else if (p == 1) acc += a;
+            else if (p == 0) acc += a != A(0) ? A(1) : A(0);
+            else acc += pow(a, pa);
+        }
+        if (is_max) acc = block_reduce<A, MaxReduce>(acc, shared);
+        else if (is_min) acc = block_reduce<A, MinReduce>(acc, shared);
+        else acc = block_reduce<A, SumReduce>(acc, shared);
+        if (threadIdx.x == 0) {
+            A result = row_length == 0 ? A(0)
+                     : p == 2 ? sqrt(acc)
+                     : (p == 1 || p == 0 || is_max || is_min) ? acc
+                     : pow(acc, A(1) / pa);
+            out[r] = Scalar<T>::store(result);
+        }
+    }
+}
+
+// Whether (a, ia) beats (b, ib) for argmax (MAX) / argmin: a NaN beats a number, the lower index wins ties.
+template <typename A, bool MAX> __device__ __forceinline__ bool arg_better(A a, jt_i64 ia, A b, jt_i64 ib) {
+    const bool an = a != a, bn = b != b;
+    if (an || bn) return an && bn ? ia < ib : an;
+    if (a == b) return ia < ib;
+    return MAX ? a > b : a < b;
+}
+
+template <typename T, bool MAX>
+__device__ __forceinline__ void arg_reduce_rows(const T* __restrict__ x, T* __restrict__ values, jt_i64* __restrict__ indices,
+                                                jt_i64 rows, jt_i64 row_length) {
+    typedef typename Accumulate<T>::type A;
+    __shared__ A shared_v[32];
+    __shared__ jt_i64 shared_i[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* row = x + r * row_length;
+        // Threads without an element start from element 0, a real candidate.
+        jt_i64 idx = threadIdx.x < row_length ? (jt_i64)threadIdx.x : 0;
+        A v = (A)Scalar<T>::load(row[idx]);
+        for (jt_i64 i = threadIdx.x + blockDim.x; i < row_length; i += blockDim.x) {
+            A c = (A)Scalar<T>::load(row[i]);
+            if (arg_better<A, MAX>(c, i, v, idx)) { v = c; idx = i; }
+        }
+        #pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            A ov = (A)__shfl_down_sync(0xffffffffu, v, offset);
+            jt_i64 oi = (jt_i64)__shfl_down_sync(0xffffffffu, (long long)idx, offset);
+            if (arg_better<A, MAX>(ov, oi, v, idx)) { v = ov; idx = oi; }
+        }
+        if (lane == 0) { shared_v[warp] = v; shared_i[warp] = idx; }
+        __syncthreads();
+        if (warp == 0) {
+            v = lane < warps ? shared_v[lane] : shared_v[0];
+            idx = lane < warps ? shared_i[lane] : shared_i[0];
+            #pragma unroll
+            for (int offset = 16; offset > 0; offset >>= 1) {
+                A ov = (A)__shfl_down_sync(0xffffffffu, v, offset);
+                jt_i64 oi = (jt_i64)__shfl_down_sync(0xffffffffu, (long long)idx, offset);
+                if (arg_better<A, MAX>(ov, oi, v, idx)) { v = ov; idx = oi; }
+            }
+            if (lane == 0) {
+                indices[r] = idx;
+                if (values != nullptr) values[r] = row[idx];
+            }
+        }
+        __syncthreads();
+    }
+}
+
+// The row maximum (NaN propagates; -inf for an empty row) in every thread.
+template <typename T, typename A>
+__device__ __forceinline__ A row_max(const T* __restrict__ row, jt_i64 row_length, A* shared, A* result) {
+    A m = -infinity<A>();
+    for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) m = nan_max(m, (A)Scalar<T>::load(row[i]));
+    return block_all_reduce<A, MaxReduce>(m, shared, result);
+}
+
+template <typename T>
+__device__ __forceinline__ void logsumexp_rows(const T* __restrict__ x, T* __restrict__ out, jt_i64 rows, jt_i64 row_length) {
+    typedef typename Scalar<T>::acc A;
+    __shared__ A shared[32];
+    __shared__ A result;
+    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* row = x + r * row_length;
+        A m = row_max<T, A>(row, row_length, shared, &result);
+        const A shift = isinf(m) ? A(0) : m;  // inf - inf would be NaN, as PyTorch
+        A s = A(0);
+        for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) s += exp((A)Scalar<T>::load(row[i]) - shift);
+        s = block_reduce<A, SumReduce>(s, shared);
+        if (threadIdx.x == 0) out[r] = Scalar<T>::store(log(s) + shift);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void variance_rows(const T* __restrict__ x, T* __restrict__ out, jt_i64 rows, jt_i64 row_length,
+                                              double correction, int take_sqrt) {
+    __shared__ double shared[32];
+    __shared__ double result;
+    const double count = (double)row_length;
+    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* row = x + r * row_length;
+        double s = 0;
+        for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) s += (double)Scalar<T>::load(row[i]);
+        const double mean = block_all_reduce<double, SumReduce>(s, shared, &result) / count;
+        double m2 = 0, sd = 0;
+        for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) {
+            const double d = (double)Scalar<T>::load(row[i]) - mean;
+            m2 += d * d;
+            sd += d;
+        }
+        m2 = block_reduce<double, SumReduce>(m2, shared);
+        sd = block_reduce<double, SumReduce>(sd, shared);
+        if (threadIdx.x == 0) {
+            const double divisor = count - correction > 0 ? count - correction : 0.0;
+            const double var = (m2 - sd * sd / count) / divisor;
+            out[r] = Scalar<T>::store(take_sqrt ? sqrt(var) : var);
+        }
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void softmax_rows(const T* __restrict__ x, T* __restrict__ out, jt_i64 rows, jt_i64 row_length, int log_softmax) {
+    typedef typename Scalar<T>::acc A;
+    __shared__ A shared[32];
+    __shared__ A result;
+    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* row = x + r * row_length;
+        T* orow = out + r * row_length;
+        const A m = row_max<T, A>(row, row_length, shared, &result);
+        A s = A(0);
+        for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) s += exp((A)Scalar<T>::load(row[i]) - m);
+        s = block_all_reduce<A, SumReduce>(s, shared, &result);
+        if (log_softmax) {
+            const A shift = m + log(s);
+            for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) orow[i] = Scalar<T>::store((A)Scalar<T>::load(row[i]) - shift);
+        } else {
+            for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) orow[i] = Scalar<T>::store(exp((A)Scalar<T>::load(row[i]) - m) / s);
+        }
+    }
+}
+
+template <typename T, bool PROD>
+__device__ __forceinline__ void scan_rows(const T* __restrict__ x, T* __restrict__ out, jt_i64 rows, jt_i64 row_length) {
+    typedef typename Accumulate<T>::type A;
+    for (jt_i64 r = (jt_i64)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (jt_i64)gridDim.x * blockDim.x) {
+        const T* row = x + r * row_length;
+        T* orow = out + r * row_length;
+        A acc = PROD ? A(1) : A(0);
+        for (jt_i64 i = 0; i < row_length; i++) {
+            const A v = (A)Scalar<T>::load(row[i]);
+            acc = PROD ? acc * v : acc + v;
+            orow[i] = Scalar<T>::store(acc);
+        }
+    }
+}
+
+}  // namespace jt
+
+#define JT_REDUCE_MORE(T, suffix) \
+    extern "C" __global__ void jt_reduce_prod_##suffix(const T* x, SumResult<T>::type* out, jt_i64 rows, jt_i64 row_length) { \
+        reduce_prod_rows<T, SumResult<T>::type>(x, out, rows, row_length); } \
+    extern "C" __global__ void jt_reduce_any_##suffix(const T* x, jt_u8* out, jt_i64 rows, jt_i64 row_length) { \
+        reduce_logical_rows<T, false>(x, out, rows, row_length); } \
+    extern "C" __global__ void jt_reduce_all_##suffix(const T* x, jt_u8* out, jt_i64 rows, jt_i64 row_length) { \
+        reduce_logical_rows<T, true>(x, out, rows, row_length); } \
+    extern "C" __global__ void jt_argreduce_max_##suffix(const T* x, T* values, jt_i64* indices, jt_i64 rows, jt_i64 row_length) { \
+        arg_reduce_rows<T, true>(x, values, indices, rows, row_length); } \
+    extern "C" __global__ void jt_argreduce_min_##suffix(const T* x, T* values, jt_i64* indices, jt_i64 rows, jt_i64 row_length) { \
+        arg_reduce_rows<T, false>(x, values, indices, rows, row_length); } \
+    extern "C" __global__ void jt_scan_sum_##suffix(const T* x, T* out, jt_i64 rows, jt_i64 row_length) { \
+        scan_rows<T, false>(x, out, rows, row_length); } \
+    extern "C" __global__ void jt_scan_prod_##suffix(const T* x, T* out, jt_i64 rows, jt_i64 row_length) { \
+        scan_rows<T, true>(x, out, rows, row_length); }
+#define JT_REDUCE_FLOATING(T, suffix) \
+    extern "C" __global__ void jt_reduce_norm_##suffix(const T* x, T* out, jt_i64 rows, jt_i64 row_length, double p) { \
+        reduce_norm_rows<T>(x, out, rows, row_length, p); } \
+    extern "C" __global__ void jt_logsumexp_##suffix(const T* x, T* out, jt_i64 rows, jt_i64 row_length) { \
+        logsumexp_rows<T>(x, out, rows, row_length); } \
+    extern "C" __global__ void jt_variance_##suffix(const T* x, T* out, jt_i64 rows, jt_i64 row_length, double correction, int take_sqrt) { \
+        variance_rows<T>(x, out, rows, row_length, correction, take_sqrt); } \
+    extern "C" __global__ void jt_softmax_##suffix(const T* x, T* out, jt_i64 rows, jt_i64 row_length, int log_softmax) { \
+        softmax_rows<T>(x, out, rows, row_length, log_softmax); }
+
+JT_REDUCE_MORE(half, f16)
+JT_REDUCE_MORE(bfloat16, bf16)
+JT_REDUCE_MORE(float, f32)
+JT_REDUCE_MORE(double, f64)
+JT_REDUCE_MORE(jt_u8, u8)
+JT_REDUCE_MORE(jt_i8, i8)
+JT_REDUCE_MORE(jt_i16, i16)
+JT_REDUCE_MORE(jt_i32, i32)
+JT_REDUCE_MORE(jt_i64, i64)
+JT_REDUCE_FLOATING(half, f16)
+JT_REDUCE_FLOATING(bfloat16, bf16)
+JT_REDUCE_FLOATING(float, f32)
+JT_REDUCE_FLOATING(double, f64)

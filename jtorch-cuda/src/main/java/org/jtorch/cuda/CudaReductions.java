@@ -1,0 +1,230 @@
+package org.jtorch.cuda;
+
+import java.lang.foreign.Arena;
+import java.util.function.Supplier;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.backend.ReductionKernels;
+import org.jtorch.cuda.kernels.KernelArgs;
+import org.jtorch.cuda.kernels.LaunchGeometry;
+import org.jtorch.cuda.kernels.ReductionPlan;
+import org.jtorch.cuda.kernels.ReductionPlan.Rows;
+import org.jtorch.ops.ReduceOp;
+
+/**
+ * The reduction family on CUDA: the row kernels of {@code reduce.cu} (sum, prod, amax/amin, p-norms,
+ * argmax/argmin with values, any/all, logsumexp, var/std, softmax/log-softmax, cumsum/cumprod). The layout
+ * ({@link ReductionPlan}: which dimensions reduce, rows x row length, staging) is decided on the host;
+ * an input that is not already {@code rows x rowLength} row-major in the kernel's dtype is first laid
+ * out on the device by the strided copy kernel (bool is read as uint8, integer inputs of logsumexp in the
+ * output's floating dtype), and a result whose layout or dtype differs from the kernel's is written to a
+ * contiguous temporary and copied (converting) into place.
+ */
+final class CudaReductions implements ReductionKernels {
+    private final Supplier<CudaKernels> kernels;
+
+    CudaReductions(Supplier<CudaKernels> kernels) {
+        this.kernels = kernels;
+    }
+
+    private static UnsupportedOperationException missing(String op, Device device) {
+        return new UnsupportedOperationException(op + ": no CUDA kernel is wired to this op yet (device " + device + ")");
+    }
+
+    /** The input as the kernel reads it: itself, or a row-major device copy in {@code type} (closed by the caller). */
+    private static Tensor rowsInput(CudaKernels k, Tensor in, Rows r, DType type) {
+        if (in.numel() == 0 || (r.inputRows() && in.dtype() == type)) return null;
+        Tensor staged = Tensor.empty(r.permutedShape(), type, in.device());
+        try (Tensor view = in.permute(r.permutation())) {
+            k.copyOnDevice(view, staged);
+        }
+        return staged;
+    }
+
+    /** A contiguous temporary of the kernel's output dtype when {@code out} cannot be written directly; else null. */
+    private static Tensor rowsOutput(Tensor out, boolean direct, long[] shape, DType type) {
+        return direct && ReductionPlan.writesAs(type, out.dtype()) ? null : Tensor.empty(shape, type, out.device());
+    }
+
+    /** Copies a reduction's temporary result into {@code out}'s kept dimensions. */
+    private static void storeReduced(CudaKernels k, Tensor temp, Tensor out, Rows r) {
+        if (temp == null) return;
+        try (Tensor view = out.asStrided(r.keptShape(), r.keptOutStrides(), out.storageOffset())) {
+            k.copyOnDevice(temp, view);
+        }
+    }
+
+    private static long addr(Tensor primary, Tensor fallback) {
+        return CudaKernels.deviceAddress(primary != null ? primary : fallback);
+    }
+
+    private static void close(Tensor... ts) {
+        for (Tensor t : ts) if (t != null) t.close();
+    }
+
+    /** One block a row over the {@code rows x rowLength} layout. */
+    private static void launchRows(CudaKernels k, Device device, String entry, Rows r, KernelArgs args) {
+        long stream = k.currentStream(device);
+        int threads = ReductionPlan.threads(r.rowLength());
+        int blocks = ReductionPlan.blocks(r.rows(), threads, k.multiprocessors(device));
+        if (blocks == 0) return;
+        k.launchRows(k.reduceFunction(device, entry), blocks, threads, stream, args);
+    }
+
+    // ------------------------------------------------------------------ accumulating reductions
+
+    @Override
+    public void reduce(ReduceOp op, Tensor in, Tensor out, double p) {
+        Device device = in.device();
+        DType kin = ReductionPlan.kernelInput(in.dtype());
+        if (!ReductionPlan.supports(op, kin)) throw missing(op.pyName(), device);
+        Rows r = ReductionPlan.reduction(in.shape(), in.strides(), out.strides());
+        if (r.rows() == 0) return;
+        if ((op == ReduceOp.MAX || op == ReduceOp.MIN) && r.rowLength() == 0) {
+            throw new IllegalArgumentException(op.pyName() + ": reduction over zero elements (input shape "
+                    + java.util.Arrays.toString(in.shape()) + ")");
+        }
+        String entry = ReductionPlan.reduceEntry(op, in.dtype());
+        DType kout = ReductionPlan.reduceOutput(op, in.dtype());
+        CudaKernels k = kernels.get();
+        Tensor x = null, o = null;
+        try {
+            x = rowsInput(k, in, r, kin);
+            o = rowsOutput(out, r.outputRows(), r.keptShape(), kout);
+            try (Arena arena = Arena.ofConfined()) {
+                KernelArgs args = op == ReduceOp.NORM
+                        ? ReductionPlan.normArgs(arena, addr(x, in), addr(o, out), r, p)
+                        : ReductionPlan.rowArgs(arena, addr(x, in), addr(o, out), r);
+                launchRows(k, device, entry, r, args);
+            }
+            storeReduced(k, o, out, r);
+        } finally {
+            close(x, o);
+        }
+    }
+
+    @Override
+    public void argReduce(boolean max, Tensor in, Tensor values, Tensor indices, int dim) {
+        Device device = in.device();
+        Rows r = ReductionPlan.reduction(in.shape(), in.strides(), indices.strides());
+        if (r.rows() == 0) return;
+        if (r.rowLength() == 0) {
+            throw new IllegalArgumentException((max ? "argmax" : "argmin") + ": reduction over zero elements (input shape "
+                    + java.util.Arrays.toString(in.shape()) + ")");
+        }
+        DType kin = ReductionPlan.kernelInput(in.dtype());
+        String entry = ReductionPlan.argReduceEntry(max, in.dtype());
+        CudaKernels k = kernels.get();
+        Tensor x = null, v = null, i = null;
+        try {
+            x = rowsInput(k, in, r, kin);
+            if (values != null) {
+                boolean direct = ReductionPlan.reduction(in.shape(), in.strides(), values.strides()).outputRows();
+                v = rowsOutput(values, direct, r.keptShape(), kin);
+            }
+            i = rowsOutput(indices, r.outputRows(), r.keptShape(), DType.INT64);
+            try (Arena arena = Arena.ofConfined()) {
+                long vAddr = values == null ? 0 : addr(v, values);
+                launchRows(k, device, entry, r, ReductionPlan.argArgs(arena, addr(x, in), vAddr, addr(i, indices), r));
+            }
+            if (values != null) storeReduced(k, v, values, r);
+            storeReduced(k, i, indices, r);
+        } finally {
+            close(x, v, i);
+        }
+    }
+
+    @Override
+    public void variance(Tensor in, Tensor out, double correction, boolean sqrt) {
+        Device device = in.device();
+        DType t = out.dtype();
+        String entry = ReductionPlan.floatingEntry("variance", t);
+        Rows r = ReductionPlan.reduction(in.shape(), in.strides(), out.strides());
+        if (r.rows() == 0) return;
+        CudaKernels k = kernels.get();
+        Tensor x = null, o = null;
+        try {
+            x = rowsInput(k, in, r, t);
+            o = rowsOutput(out, r.outputRows(), r.keptShape(), t);
+            try (Arena arena = Arena.ofConfined()) {
+                launchRows(k, device, entry, r, ReductionPlan.varianceArgs(arena, addr(x, in), addr(o, out), r, correction, sqrt));
+            }
+            storeReduced(k, o, out, r);
+        } finally {
+            close(x, o);
+        }
+    }
+
+    @Override
+    public void logsumexp(Tensor in, Tensor out) {
+        Device device = in.device();
+        DType t = out.dtype();
+        String entry = ReductionPlan.floatingEntry("logsumexp", t);
+        Rows r = ReductionPlan.reduction(in.shape(), in.strides(), out.strides());
+        if (r.rows() == 0) return;
+        CudaKernels k = kernels.get();
+        Tensor x = null, o = null;
+        try {
+            x = rowsInput(k, in, r, t);
+            o = rowsOutput(out, r.outputRows(), r.keptShape(), t);
+            try (Arena arena = Arena.ofConfined()) {
+                launchRows(k, device, entry, r, ReductionPlan.rowArgs(arena, addr(x, in), addr(o, out), r));
+            }
+            storeReduced(k, o, out, r);
+        } finally {
+            close(x, o);
+        }
+    }
+
+    // ------------------------------------------------------------------ along one dimension
+
+    /** Softmax or scan along {@code dim}: rows with {@code dim} last, output laid out the same way (or staged and copied back). */
+    private void along(Tensor in, Tensor out, int dim, String entry, boolean scan, java.util.function.BiFunction<Arena, long[], KernelArgs> args,
+                       Rows r) {
+        if (r.rows() == 0 || r.rowLength() == 0) return;
+        Device device = out.device();
+        CudaKernels k = kernels.get();
+        Tensor x = null, o = null;
+        try {
+            x = rowsInput(k, in, r, out.dtype());
+            o = rowsOutput(out, r.outputRows(), r.permutedShape(), out.dtype());
+            try (Arena arena = Arena.ofConfined()) {
+                KernelArgs a = args.apply(arena, new long[] {addr(x, in), addr(o, out)});
+                if (scan) {
+                    long stream = k.currentStream(device);
+                    int blocks = ReductionPlan.scanBlocks(r.rows(), k.multiprocessors(device));
+                    k.launchRows(k.reduceFunction(device, entry), blocks, LaunchGeometry.THREADS, stream, a);
+                } else {
+                    launchRows(k, device, entry, r, a);
+                }
+            }
+            if (o != null) {
+                try (Tensor view = out.permute(r.permutation())) {
+                    k.copyOnDevice(o, view);
+                }
+            }
+        } finally {
+            close(x, o);
+        }
+    }
+
+    @Override
+    public void scan(boolean prod, Tensor in, Tensor out, int dim) {
+        String entry = ReductionPlan.scanEntry(prod, out.dtype());
+        Rows r = ReductionPlan.line(in.shape(), dim, in.strides(), out.strides());
+        along(in, out, dim, entry, true, (arena, p) -> ReductionPlan.rowArgs(arena, p[0], p[1], r), r);
+    }
+
+    @Override
+    public void softmax(Tensor in, Tensor out, int dim, boolean log) {
+        String entry = ReductionPlan.floatingEntry("softmax", out.dtype());
+        Rows r = ReductionPlan.line(in.shape(), dim, in.strides(), out.strides());
+        along(in, out, dim, entry, false, (arena, p) -> ReductionPlan.softmaxArgs(arena, p[0], p[1], r, log), r);
+    }
+
+    @Override
+    public String toString() {
+        return "CUDA ReductionKernels (reduce.cu: sum, prod, amax, amin, any, all, norm, argmax/argmin, var/std, logsumexp, softmax, cumsum/cumprod)";
+    }
+}

@@ -1,0 +1,95 @@
+package org.jtorch.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.lang.foreign.Arena;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.jtorch.DType;
+import org.jtorch.cuda.kernels.KernelArgs;
+import org.jtorch.cuda.kernels.ReductionPlan;
+import org.jtorch.cuda.kernels.ReductionPlan.Rows;
+import org.jtorch.cuda.nvrtc.Nvrtc;
+import org.jtorch.ops.ReduceOp;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What {@link CudaReductions} launches exists in {@code reduce.cu} with the signature it packs: for
+ * every dtype, every entry {@link ReductionPlan} can name (accumulating reductions, arg reductions,
+ * logsumexp, variance, softmax, scans) is in the PTX of {@code reduce.cu} compiled whole, as the
+ * launcher compiles it (with {@code nvcc -arch=sm_90 --ptx}, and with NVRTC and the launcher's own
+ * options for an sm_90 device), and its PTX parameter sizes equal what {@link ReductionPlan} packs. Each
+ * compiler's case is skipped, saying so, where it is missing.
+ */
+class ReductionEntryPointsTest {
+    @TestFactory
+    List<DynamicTest> withNvcc(@TempDir Path out) {
+        Optional<Path> nvcc = KernelSourcesTest.nvcc();
+        return List.of(DynamicTest.dynamicTest("reduce.cu with nvcc", () -> {
+            assumeTrue(nvcc.isPresent(), "nvcc not found on PATH or in /usr/local/cuda/bin");
+            check(KernelEntryPointsTest.entries(KernelEntryPointsTest.nvcc(nvcc.get(), out), "reduce.cu", CudaKernels.selectOptions(null)));
+        }));
+    }
+
+    @TestFactory
+    List<DynamicTest> withNvrtc() {
+        Optional<Path> dir = TestLibraries.nvrtcDir();
+        return List.of(DynamicTest.dynamicTest("reduce.cu with NVRTC", () -> {
+            assumeTrue(dir.isPresent(), TestLibraries.SKIP);
+            Nvrtc nvrtc = new Nvrtc(new CudaLibraries(List.of(dir.get())).load(CudaLibraries.Kind.NVRTC));
+            check(KernelEntryPointsTest.entries(KernelEntryPointsTest.nvrtc(nvrtc), "reduce.cu", CudaKernels.selectOptions(null)));
+        }));
+    }
+
+    private static void expect(Map<String, long[]> entries, Set<String> seen, String entry, KernelArgs args) {
+        long[] params = entries.get(entry);
+        assertNotNull(params, entry + " missing; entries: " + entries.keySet());
+        assertEquals(Arrays.toString(params), Arrays.toString(args.sizes()), "parameter sizes of " + entry);
+        seen.add(entry);
+    }
+
+    private static void check(Map<String, long[]> e) {
+        Rows r = ReductionPlan.reduction(new long[] {4, 5}, new long[] {5, 1}, new long[] {1, 0});
+        Set<String> seen = new HashSet<>();
+        List<String> mean = new ArrayList<>();
+        try (Arena arena = Arena.ofConfined()) {
+            for (DType t : DType.values()) {
+                for (ReduceOp op : ReduceOp.values()) {
+                    if (!ReductionPlan.supports(op, ReductionPlan.kernelInput(t))) continue;
+                    KernelArgs args = op == ReduceOp.NORM ? ReductionPlan.normArgs(arena, 1, 2, r, 2.0) : ReductionPlan.rowArgs(arena, 1, 2, r);
+                    expect(e, seen, ReductionPlan.reduceEntry(op, t), args);
+                }
+                for (boolean max : new boolean[] {true, false}) {
+                    expect(e, seen, ReductionPlan.argReduceEntry(max, t), ReductionPlan.argArgs(arena, 1, 2, 3, r));
+                }
+                if (t != DType.BOOL) {
+                    for (boolean prod : new boolean[] {true, false}) {
+                        expect(e, seen, ReductionPlan.scanEntry(prod, t), ReductionPlan.rowArgs(arena, 1, 2, r));
+                    }
+                }
+                if (t.isFloatingPoint()) {
+                    expect(e, seen, ReductionPlan.floatingEntry("logsumexp", t), ReductionPlan.rowArgs(arena, 1, 2, r));
+                    expect(e, seen, ReductionPlan.floatingEntry("variance", t), ReductionPlan.varianceArgs(arena, 1, 2, r, 1, false));
+                    expect(e, seen, ReductionPlan.floatingEntry("softmax", t), ReductionPlan.softmaxArgs(arena, 1, 2, r, true));
+                    mean.add("jt_reduce_mean_" + org.jtorch.cuda.kernels.ElementwisePlan.suffix(t));
+                }
+            }
+        }
+        // Every entry of the file is one the planner names, except the mean kernels (the front end's mean is sum / count).
+        Set<String> unused = new HashSet<>(e.keySet());
+        unused.removeAll(seen);
+        unused.removeAll(mean);
+        assertEquals(Set.of(), unused, "entries of reduce.cu that no launch uses");
+        assertEquals(106, seen.size(), "entries the planner names");
+    }
+}
