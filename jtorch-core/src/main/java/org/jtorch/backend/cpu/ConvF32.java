@@ -47,6 +47,8 @@ final class ConvF32 {
         float[] vout = new float[0];
         /** One 16x16 block of {@link #padChannelsLast}'s transposes. */
         final float[] block = new float[16 * 16];
+        /** One image's packed gy when {@link #weightGradImages} packs several. */
+        float[] imageA = new float[0];
         /** Which (image, group) {@link #pad} holds, to skip re-padding; -1 when none. */
         long padded = -1;
     }
@@ -476,14 +478,18 @@ final class ConvF32 {
         for (int oy = 0; oy < g.oh(); oy++) {
             for (int ox = 0; ox < g.ow(); ox++) pixOff[oy * g.ow() + ox] = (oy * g.sh() * wpad + ox * g.sw()) * g.cinG();
         }
+        // Small images: several images' pixels make one GEMM depth, so that each packed block and each
+        // micro-kernel call covers up to KMAX pixels rather than one small image's.
+        int imagesPerBlock = Math.max(1, KMAX / (g.oh() * g.ow()));
         Parallel.forRange(chunks, 1, (c0, c1) -> {
             for (long c = c0; c < c1; c++) {
                 // One buffer per chunk, not per thread: a thread may run several chunks.
                 Work wk = WORK.get();
                 float[] acc = new float[cout * kg];
                 long n0 = c * g.n() / chunks, n1 = (c + 1) * g.n() / chunks;
-                for (long n = n0; n < n1; n++) {
-                    for (int gi = 0; gi < g.groups(); gi++) weightGradImage(gy, gyOff, x, xOff, (int) n, gi, g, pixOff, wk, acc);
+                for (long n = n0; n < n1; n += imagesPerBlock) {
+                    int count = (int) Math.min(imagesPerBlock, n1 - n);
+                    for (int gi = 0; gi < g.groups(); gi++) weightGradImages(gy, gyOff, x, xOff, (int) n, count, gi, g, pixOff, wk, acc);
                 }
                 partial[(int) c] = acc;
             }
@@ -502,28 +508,55 @@ final class ConvF32 {
         }
     }
 
-    private static void weightGradImage(MemorySegment gy, long gyOff, MemorySegment x, long xOff, int n, int gi, Geometry g,
-                                        int[] pixOff, Work wk, float[] acc) {
+    /**
+     * Adds the weight gradient of images {@code [n0, n0 + count)} (group gi) into {@code acc}. Their
+     * pixels, one image after another, are the GEMM's depth: A is gy (output channels x pixels), B the
+     * taps of each pixel's window, both packed image by image into one block; one image's pixels are
+     * split into blocks of at most KMAX when there are more ({@code count} is 1 then).
+     */
+    private static void weightGradImages(MemorySegment gy, long gyOff, MemorySegment x, long xOff, int n0, int count, int gi,
+                                         Geometry g, int[] pixOff, Work wk, float[] acc) {
         int coutG = g.coutG(), cinG = g.cinG(), kg = g.kg();
         int hp = paddedHeight(g), wpad = paddedWidth(g);
-        padChannelsLast(x, xOff + ((long) n * g.cin() + (long) gi * cinG) * g.h() * g.w(), cinG, g, hp, wpad, wk);
+        int padSize = hp * wpad * cinG;
+        float[] pads = wk.pad = grow(wk.pad, count * padSize);
+        for (int i = 0; i < count; i++) {
+            padChannelsLast(x, xOff + ((long) (n0 + i) * g.cin() + (long) gi * cinG) * g.h() * g.w(), cinG, g, hp, wpad,
+                    pads, i * padSize, wk.block);
+        }
         int pixels = g.oh() * g.ow();
-        long gyImage = gyOff + ((long) n * g.cout() + (long) gi * coutG) * pixels;
+        int depth = count * pixels;
         MemorySegment accSeg = MemorySegment.ofArray(acc);
-        int blocks = (pixels + KMAX - 1) / KMAX;
-        int kc0 = (pixels + blocks - 1) / blocks;
+        int blocks = (depth + KMAX - 1) / KMAX;
+        int kc0 = (depth + blocks - 1) / blocks;
         int mPad = roundUp(coutG, MR);
         float[] ap = wk.ap = grow(wk.ap, mPad * kc0);
         float[] scratch = wk.scratch = grow(wk.scratch, MR * kc0);
+        float[] one = count == 1 ? null : (wk.imageA = grow(wk.imageA, mPad * pixels));
         float[] bp = wk.bp = grow(wk.bp, kc0 * NR);
         float[] tile = wk.tile;
         long ldcBytes = (long) kg * Float.BYTES;
         for (int kb = 0; kb < blocks; kb++) {
-            int p0 = kb * kc0, kc = Math.min(kc0, pixels - p0);
-            Gemm.packA(gy, gyImage + p0, pixels, 1, coutG, kc, ap, scratch);
+            int p0 = kb * kc0, kc = Math.min(kc0, depth - p0);
+            if (count == 1) {
+                Gemm.packA(gy, gyOff + ((long) n0 * g.cout() + (long) gi * coutG) * pixels + p0, pixels, 1, coutG, kc, ap, scratch);
+            } else {
+                // Each image packed on its own, then each strip's rows placed at the image's depth.
+                for (int i = 0; i < count; i++) {
+                    Gemm.packA(gy, gyOff + ((long) (n0 + i) * g.cout() + (long) gi * coutG) * pixels, pixels, 1, coutG, pixels,
+                            one, scratch);
+                    for (int st = 0; st < mPad / MR; st++) {
+                        System.arraycopy(one, st * MR * pixels, ap, st * MR * kc + i * pixels * MR, MR * pixels);
+                    }
+                }
+            }
             for (int j0 = 0; j0 < kg; j0 += NR) {
                 int nr = Math.min(NR, kg - j0);
-                packTaps(wk.pad, g, wpad, pixOff, p0, kc, j0, nr, bp);
+                if (count == 1) {
+                    packTaps(pads, 0, g, wpad, pixOff, p0, kc, j0, nr, bp, 0);
+                } else {
+                    for (int i = 0; i < count; i++) packTaps(pads, i * padSize, g, wpad, pixOff, 0, pixels, j0, nr, bp, i * pixels * NR);
+                }
                 for (int ir = 0; ir < coutG; ir += MR) {
                     int mr = Math.min(MR, coutG - ir);
                     long cByte = ((long) (gi * coutG + ir) * kg + j0) * Float.BYTES;
@@ -539,24 +572,24 @@ final class ConvF32 {
     }
 
     /**
-     * Copies {@code channels} channels of one image into {@code wk.pad} channels-last,
-     * {@code pad[(y * wpad + x) * channels + c]}, with the convolution's zero border.
+     * Copies {@code channels} channels of one image into {@code p} from {@code base} on, channels-last,
+     * {@code p[base + (y * wpad + x) * channels + c]}, with the convolution's zero border; {@code block}
+     * is 16x16 floats of scratch.
      */
-    private static void padChannelsLast(MemorySegment x, long xOff, int channels, Geometry g, int hp, int wpad, Work wk) {
+    private static void padChannelsLast(MemorySegment x, long xOff, int channels, Geometry g, int hp, int wpad, float[] p,
+                                        int base, float[] block) {
         int h = g.h(), w = g.w(), ph = g.ph(), pw = g.pw();
         int size = hp * wpad * channels;
-        float[] p = wk.pad = grow(wk.pad, size);
         // Zero only the border: the rows above and below the image, and each image row's left and right margins.
-        java.util.Arrays.fill(p, 0, ph * wpad * channels, 0f);
-        java.util.Arrays.fill(p, (ph + h) * wpad * channels, size, 0f);
+        java.util.Arrays.fill(p, base, base + ph * wpad * channels, 0f);
+        java.util.Arrays.fill(p, base + (ph + h) * wpad * channels, base + size, 0f);
         for (int y = 0; y < h; y++) {
-            int row = (ph + y) * wpad * channels;
+            int row = base + (ph + y) * wpad * channels;
             java.util.Arrays.fill(p, row, row + pw * channels, 0f);
             java.util.Arrays.fill(p, row + (pw + w) * channels, row + wpad * channels, 0f);
         }
         // 16 channels x 16 pixels at a time, the pixels taken in the image's flat order (so rows narrower
         // than 16 transpose with vectors too): into a scratch block, then each pixel's 16 channels to its place.
-        float[] block = wk.block;
         int hw = h * w;
         int c0 = 0;
         for (; c0 + L <= channels; c0 += L) {
@@ -565,19 +598,19 @@ final class ConvF32 {
                 Gemm.transposeBlock16(x, (xOff + (long) c0 * hw + q0) * Float.BYTES, (long) hw * Float.BYTES, block, 0, L);
                 for (int q = 0; q < L; q++) {
                     int pix = q0 + q;
-                    FloatVector.fromArray(FS, block, q * L).intoArray(p, ((ph + pix / w) * wpad + pw + pix % w) * channels + c0);
+                    FloatVector.fromArray(FS, block, q * L).intoArray(p, base + ((ph + pix / w) * wpad + pw + pix % w) * channels + c0);
                 }
             }
             for (int c = c0; c < c0 + L; c++) {
                 for (int pix = q0; pix < hw; pix++) {
-                    p[((ph + pix / w) * wpad + pw + pix % w) * channels + c] = x.get(F32, (xOff + (long) c * hw + pix) * Float.BYTES);
+                    p[base + ((ph + pix / w) * wpad + pw + pix % w) * channels + c] = x.get(F32, (xOff + (long) c * hw + pix) * Float.BYTES);
                 }
             }
         }
         for (int c = c0; c < channels; c++) {
             for (int y = 0; y < h; y++) {
                 long src = (xOff + ((long) c * h + y) * w) * Float.BYTES;
-                int dst = ((ph + y) * wpad + pw) * channels + c;
+                int dst = base + ((ph + y) * wpad + pw) * channels + c;
                 for (int i = 0; i < w; i++) p[dst + i * channels] = x.get(F32, src + 4L * i);
             }
         }
@@ -585,25 +618,27 @@ final class ConvF32 {
 
     /**
      * Packs taps (columns) {@code [j0, j0 + nr)} in {@code (ki, kj, c)} order over output pixels
-     * {@code [p0, p0 + kc)}: {@code bp[(p - p0) * NR + j] = pad[pixOff[p] + offset(ki, kj) * cinG + c]},
-     * zero past nr. The padded image is channels-last, so 16 channels of one tap are one contiguous vector.
+     * {@code [p0, p0 + kc)} of the image at {@code padBase}:
+     * {@code bp[bBase + (p - p0) * NR + j] = pad[padBase + pixOff[p] + offset(ki, kj) * cinG + c]}, zero past
+     * nr. The padded image is channels-last, so 16 channels of one tap are one contiguous vector.
      */
-    private static void packTaps(float[] pad, Geometry g, int wpad, int[] pixOff, int p0, int kc, int j0, int nr, float[] bp) {
+    private static void packTaps(float[] pad, int padBase, Geometry g, int wpad, int[] pixOff, int p0, int kc, int j0, int nr,
+                                 float[] bp, int bBase) {
         int cinG = g.cinG(), kw = g.kw();
         for (int jj = 0; jj < nr; ) {
             int j = j0 + jj;
             int tap = j / cinG, c = j % cinG;
-            int src = ((tap / kw) * g.dh() * wpad + (tap % kw) * g.dw()) * cinG + c;
+            int src = padBase + ((tap / kw) * g.dh() * wpad + (tap % kw) * g.dw()) * cinG + c;
             if (jj + 16 <= nr && c + 16 <= cinG) {
-                for (int p = 0; p < kc; p++) FloatVector.fromArray(FS, pad, src + pixOff[p0 + p]).intoArray(bp, p * NR + jj);
+                for (int p = 0; p < kc; p++) FloatVector.fromArray(FS, pad, src + pixOff[p0 + p]).intoArray(bp, bBase + p * NR + jj);
                 jj += 16;
             } else {
-                for (int p = 0; p < kc; p++) bp[p * NR + jj] = pad[src + pixOff[p0 + p]];
+                for (int p = 0; p < kc; p++) bp[bBase + p * NR + jj] = pad[src + pixOff[p0 + p]];
                 jj++;
             }
         }
         if (nr < NR) {
-            for (int p = 0; p < kc; p++) java.util.Arrays.fill(bp, p * NR + nr, (p + 1) * NR, 0f);
+            for (int p = 0; p < kc; p++) java.util.Arrays.fill(bp, bBase + p * NR + nr, bBase + (p + 1) * NR, 0f);
         }
     }
 
