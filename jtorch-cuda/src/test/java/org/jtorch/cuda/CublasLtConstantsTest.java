@@ -6,11 +6,17 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.jtorch.cuda.cublaslt.CublasLtConstants.*;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemoryLayout.PathElement;
 import java.lang.foreign.StructLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -62,6 +68,26 @@ class CublasLtConstantsTest {
                 CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES).size());
         assertEquals(5, Set.of(CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, CUBLASLT_MATMUL_DESC_SCALE_TYPE,
                 CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_MATMUL_DESC_TRANSA, CUBLASLT_MATMUL_DESC_TRANSB).size());
+    }
+
+    /** {@code cudaDataType_t} against the toolkit's {@code library_types.h} where one is installed (text parsed). */
+    @Test
+    void dataTypesMatchLibraryTypesHeader() throws Exception {
+        Path h = null;
+        for (String dir : new String[] {System.getenv("CUDA_HOME"), "/usr/local/cuda", "/usr"}) {
+            if (dir != null && Files.isRegularFile(Path.of(dir, "include", "library_types.h"))) {
+                h = Path.of(dir, "include", "library_types.h");
+                break;
+            }
+        }
+        assumeTrue(h != null, "no library_types.h in $CUDA_HOME/include, /usr/local/cuda/include or /usr/include");
+        String text = Files.readString(h);
+        for (Map.Entry<String, Integer> e : Map.of("CUDA_R_32F", CUDA_R_32F, "CUDA_R_64F", CUDA_R_64F, "CUDA_R_16F", CUDA_R_16F,
+                "CUDA_R_16BF", CUDA_R_16BF).entrySet()) {
+            Matcher m = Pattern.compile("\\b" + e.getKey() + "\\s*=\\s*(\\d+)").matcher(text);
+            assertTrue(m.find(), e.getKey() + " not declared in " + h);
+            assertEquals(Integer.parseInt(m.group(1)), e.getValue(), e.getKey() + " in " + h);
+        }
     }
 
     @Test
