@@ -101,8 +101,10 @@ final class CudaLinalgKernels implements LinalgKernels {
                 MatmulSettings.allowTf32());
         if (plan.needsCopy()) {
             // cuBLASLt "A" is the core's b, "B" the core's a.
-            try (Grad.Mode g = Grad.noGrad(); Tensor ac = a.contiguous(); Tensor bc = b.contiguous()) {
-                bmm(plan.b().needsCopy() ? ac : a, plan.a().needsCopy() ? bc : b, out, alpha, beta);
+            try (Grad.Mode g = Grad.noGrad();
+                 Tensor ac = plan.b().needsCopy() ? a.contiguous() : a.alias();
+                 Tensor bc = plan.a().needsCopy() ? b.contiguous() : b.alias()) {
+                bmm(ac, bc, out, alpha, beta);
             }
             return;
         }
