@@ -22,8 +22,9 @@ import org.jtorch.ops.UnaryOp;
 /**
  * The CUDA backend, found by {@link java.util.ServiceLoader} through {@link CudaBackendProvider}.
  * It provides availability, device memory (the caching allocator), the library report, copies between
- * host and devices, fill, and the elementwise ops of {@code elementwise.cu} ({@link CudaKernels});
- * every other op throws {@link UnsupportedOperationException} naming the op and device rather than
+ * host and devices, fill, and the elementwise ops of {@code elementwise.cu} ({@link CudaKernels}), the
+ * reductions, random fills and fused optimizer steps, and the matmul family through cuBLASLt
+ * ({@link CudaLinalgKernels}, not yet run on a GPU); every other op throws {@link UnsupportedOperationException} naming the op and device rather than
  * computing anything on the host.
  */
 public final class CudaBackend implements Backend {
@@ -165,7 +166,8 @@ public final class CudaBackend implements Backend {
     /** The reduction family of {@code reduce.cu} ({@link CudaReductions}). */
     private final ReductionKernels reductions = new CudaReductions(this::kernels);
     private final IndexKernels indexing = missingFamily(IndexKernels.class);
-    private final LinalgKernels linalg = missingFamily(LinalgKernels.class);
+    /** The matmul family through cuBLASLt ({@link CudaLinalgKernels}; not yet run on a GPU). */
+    private final LinalgKernels linalg = new CudaLinalgKernels(this::kernels, this);
     private final RandomKernels random = new CudaRandomKernels(this::kernels);
     private final ConvolutionKernels convolution = missingFamily(ConvolutionKernels.class);
     private final SpatialKernels spatial = missingFamily(SpatialKernels.class);

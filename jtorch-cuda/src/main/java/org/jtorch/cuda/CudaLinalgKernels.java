@@ -1,0 +1,209 @@
+package org.jtorch.cuda;
+
+import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.ALGO_SIZE;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATMUL_DESC_TRANSA;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATMUL_DESC_TRANSB;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUDA_R_64F;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.HEURISTIC_ALGO_OFFSET;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.HEURISTIC_WORKSPACE_SIZE_OFFSET;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.autograd.Grad;
+import org.jtorch.backend.LinalgKernels;
+import org.jtorch.backend.MatmulSettings;
+import org.jtorch.cuda.cublaslt.CublasLt;
+import org.jtorch.cuda.kernels.MatmulPlan;
+import org.jtorch.cuda.kernels.MatmulPlan.Operand;
+import org.jtorch.cuda.kernels.MatmulPlan.Plan;
+import org.jtorch.memory.MemoryBlock;
+
+/**
+ * {@link LinalgKernels} on a CUDA device through cuBLASLt: one strided-batched {@code cublasLtMatmul} per
+ * {@code bmm}, planned by {@link MatmulPlan} (column-major {@code C^T = B^T A^T}, transposed views passed
+ * as {@code CUBLAS_OP_T}, other layouts made contiguous first), on the device's current stream, with a
+ * workspace from the caching allocator and the heuristic's first algorithm cached per plan and device.
+ *
+ * <p>NOT RUN ON A GPU YET: written against {@code cublasLt.h}; {@code MatmulDeviceConformanceTest}
+ * (part of {@code scripts/gpu-check device}) is the check that has to pass on a machine with one.
+ */
+final class CudaLinalgKernels implements LinalgKernels {
+    /** Workspace offered to the heuristic (PyTorch offers 1 MiB to 32 MiB depending on the architecture). */
+    static final long WORKSPACE_BYTES = 8L << 20;
+
+    private final Supplier<CudaKernels> kernels;
+    private final CudaBackend backend;
+    private volatile CublasLt lt;
+    private final long[] handles = new long[64];
+    private final Map<Key, Algo> algos = new ConcurrentHashMap<>();
+
+    private record Key(int device, Plan plan, int alignA, int alignB, int alignD) {}
+
+    private record Algo(byte[] bytes, long workspaceBytes) {}
+
+    CudaLinalgKernels(Supplier<CudaKernels> kernels, CudaBackend backend) {
+        this.kernels = kernels;
+        this.backend = backend;
+    }
+
+    private CublasLt lt() {
+        CublasLt l = lt;
+        if (l == null) {
+            synchronized (this) {
+                if (lt == null) lt = new CublasLt(CudaRuntime.system().libraries().load(CudaLibraries.Kind.CUBLASLT));
+                l = lt;
+            }
+        }
+        return l;
+    }
+
+    /** The device's handle, created with the device's context current. */
+    private synchronized long handle(Device device) {
+        int i = device.index();
+        if (handles[i] == 0) handles[i] = lt().create();
+        return handles[i];
+    }
+
+    private static long address(Tensor t) {
+        return t.storage().address() + t.storageOffset() * t.dtype().byteSize();
+    }
+
+    @Override
+    public void bmm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
+        DType dtype = out.dtype();
+        if (!MatmulPlan.supports(dtype)) MatmulPlan.dataType(dtype); // throws, naming the dtype
+        long batch = out.size(0), m = out.size(1), n = out.size(2), k = a.size(2);
+        if (batch == 0 || m == 0 || n == 0) return;
+        if (k == 0) { // an empty sum: out = beta * out
+            try (Grad.Mode g = Grad.noGrad()) {
+                if (beta == 0) out.zero_();
+                else if (beta != 1) out.mul_(beta);
+            }
+            return;
+        }
+        Plan plan = MatmulPlan.plan(dtype, a.shape(), a.strides(), b.shape(), b.strides(), out.shape(), out.strides(),
+                MatmulSettings.allowTf32());
+        if (plan.needsCopy()) {
+            // cuBLASLt "A" is the core's b, "B" the core's a.
+            try (Grad.Mode g = Grad.noGrad();
+                 Tensor ac = plan.b().needsCopy() ? a.contiguous() : a.alias();
+                 Tensor bc = plan.a().needsCopy() ? b.contiguous() : b.alias()) {
+                bmm(ac, bc, out, alpha, beta);
+            }
+            return;
+        }
+        if (plan.outputNeedsTemp()) {
+            try (Grad.Mode g = Grad.noGrad(); Tensor tmp = Tensor.empty(out.shape(), dtype, out.device())) {
+                if (beta != 0) tmp.copy_(out);
+                bmm(a, b, tmp, alpha, beta);
+                out.copy_(tmp);
+            }
+            return;
+        }
+        run(out.device(), plan, address(b), address(a), address(out), alpha, beta);
+    }
+
+    private void run(Device device, Plan plan, long aPtr, long bPtr, long dPtr, double alpha, double beta) {
+        long stream = kernels.get().currentStream(device); // also makes the device's context current
+        CublasLt l = lt();
+        long handle = handle(device);
+        long desc = 0, aDesc = 0, bDesc = 0, dDesc = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            desc = l.matmulDescCreate(plan.computeType(), plan.scaleType());
+            l.matmulDescSetInt(desc, CUBLASLT_MATMUL_DESC_TRANSA, plan.a().op());
+            l.matmulDescSetInt(desc, CUBLASLT_MATMUL_DESC_TRANSB, plan.b().op());
+            aDesc = layout(l, plan.dataType(), plan.a(), plan.batch());
+            bDesc = layout(l, plan.dataType(), plan.b(), plan.batch());
+            dDesc = layout(l, plan.dataType(), new Operand(false, 0, plan.rows(), plan.cols(), plan.ldd(), plan.batchStrideD()),
+                    plan.batch());
+            Key key = new Key(device.index(), plan, MatmulPlan.alignment(aPtr), MatmulPlan.alignment(bPtr),
+                    MatmulPlan.alignment(dPtr));
+            Algo algo = algo(l, handle, key, desc, aDesc, bDesc, dDesc);
+            MemorySegment algoSeg = arena.allocate(ALGO_SIZE, 8);
+            MemorySegment.copy(MemorySegment.ofArray(algo.bytes()), 0, algoSeg, 0, ALGO_SIZE);
+            ValueLayout scale = plan.scaleType() == CUDA_R_64F ? JAVA_DOUBLE : JAVA_FLOAT;
+            MemorySegment alphaSeg = arena.allocate(scale);
+            MemorySegment betaSeg = arena.allocate(scale);
+            if (scale == JAVA_DOUBLE) {
+                alphaSeg.set(JAVA_DOUBLE, 0, alpha);
+                betaSeg.set(JAVA_DOUBLE, 0, beta);
+            } else {
+                alphaSeg.set(JAVA_FLOAT, 0, (float) alpha);
+                betaSeg.set(JAVA_FLOAT, 0, (float) beta);
+            }
+            CudaCachingAllocator allocator = backend.allocator(device);
+            MemoryBlock workspace = algo.workspaceBytes() > 0 ? allocator.allocate(algo.workspaceBytes(), stream) : null;
+            try {
+                l.matmul(handle, desc, alphaSeg, aPtr, aDesc, bPtr, bDesc, betaSeg, dPtr, dDesc, dPtr, dDesc, algoSeg,
+                        workspace == null ? 0 : workspace.address(), algo.workspaceBytes(), stream);
+            } finally {
+                // Stream-ordered: a later allocation on this stream runs after the matmul.
+                if (workspace != null) allocator.free(workspace);
+            }
+        } finally {
+            if (dDesc != 0) l.matrixLayoutDestroy(dDesc);
+            if (bDesc != 0) l.matrixLayoutDestroy(bDesc);
+            if (aDesc != 0) l.matrixLayoutDestroy(aDesc);
+            if (desc != 0) l.matmulDescDestroy(desc);
+        }
+    }
+
+    private static long layout(CublasLt l, int dataType, Operand o, int batch) {
+        long desc = l.matrixLayoutCreate(dataType, o.rows(), o.cols(), o.ld());
+        try {
+            l.matrixLayoutSetInt(desc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, batch);
+            l.matrixLayoutSetLong(desc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, o.batchStride());
+            return desc;
+        } catch (RuntimeException e) {
+            l.matrixLayoutDestroy(desc);
+            throw e;
+        }
+    }
+
+    /** The heuristic's first algorithm for this plan on this device, asked once and cached. */
+    private Algo algo(CublasLt l, long handle, Key key, long desc, long aDesc, long bDesc, long dDesc) {
+        Algo cached = algos.get(key);
+        if (cached != null) return cached;
+        long pref = l.preferenceCreate();
+        try (Arena arena = Arena.ofConfined()) {
+            l.preferenceSetLong(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, WORKSPACE_BYTES);
+            l.preferenceSetInt(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.alignA());
+            l.preferenceSetInt(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.alignB());
+            l.preferenceSetInt(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.alignD());
+            l.preferenceSetInt(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.alignD());
+            MemorySegment results = CublasLt.allocateHeuristicResults(arena, 1);
+            int found = l.algoGetHeuristic(handle, desc, aDesc, bDesc, dDesc, dDesc, pref, 1, results);
+            if (found < 1) {
+                throw new CudaException("cublasLtMatmulAlgoGetHeuristic found no algorithm for bmm " + key, null);
+            }
+            byte[] bytes = results.asSlice(HEURISTIC_ALGO_OFFSET, ALGO_SIZE).toArray(ValueLayout.JAVA_BYTE);
+            long ws = results.get(ValueLayout.JAVA_LONG, HEURISTIC_WORKSPACE_SIZE_OFFSET);
+            Algo algo = new Algo(bytes, ws);
+            algos.put(key, algo);
+            return algo;
+        } finally {
+            l.preferenceDestroy(pref);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "CUDA LinalgKernels (cuBLASLt)";
+    }
+}
