@@ -86,17 +86,28 @@ final class CudaReductions implements ReductionKernels {
                     + java.util.Arrays.toString(in.shape()) + ")");
         }
         String entry = ReductionPlan.reduceEntry(op, in.dtype());
-        DType kout = ReductionPlan.reduceOutput(op, in.dtype());
+        rowReduction(in, out, r, entry, kin, ReductionPlan.reduceOutput(op, in.dtype()), (arena, x, o) -> op == ReduceOp.NORM
+                ? ReductionPlan.normArgs(arena, x, o, r, p)
+                : ReductionPlan.rowArgs(arena, x, o, r));
+    }
+
+    /** The arguments of a row kernel reading rows at {@code x} and writing one value a row at {@code o}. */
+    private interface RowArgs {
+        KernelArgs build(Arena arena, long x, long o);
+    }
+
+    /**
+     * One value a row: stages the input as rows of {@code kin} and the output as {@code kout} where their
+     * layouts or dtypes differ from the kernel's, launches {@code entry}, and copies the result into place.
+     */
+    private void rowReduction(Tensor in, Tensor out, Rows r, String entry, DType kin, DType kout, RowArgs args) {
         CudaKernels k = kernels.get();
         Tensor x = null, o = null;
         try {
             x = rowsInput(k, in, r, kin);
             o = rowsOutput(out, r.outputRows(), r.keptShape(), kout);
             try (Arena arena = Arena.ofConfined()) {
-                KernelArgs args = op == ReduceOp.NORM
-                        ? ReductionPlan.normArgs(arena, addr(x, in), addr(o, out), r, p)
-                        : ReductionPlan.rowArgs(arena, addr(x, in), addr(o, out), r);
-                launchRows(k, device, entry, r, args);
+                launchRows(k, in.device(), entry, r, args.build(arena, addr(x, in), addr(o, out)));
             }
             storeReduced(k, o, out, r);
         } finally {
@@ -137,44 +148,20 @@ final class CudaReductions implements ReductionKernels {
 
     @Override
     public void variance(Tensor in, Tensor out, double correction, boolean sqrt) {
-        Device device = in.device();
         DType t = out.dtype();
-        String entry = ReductionPlan.floatingEntry("variance", t);
         Rows r = ReductionPlan.reduction(in.shape(), in.strides(), out.strides());
         if (r.rows() == 0) return;
-        CudaKernels k = kernels.get();
-        Tensor x = null, o = null;
-        try {
-            x = rowsInput(k, in, r, t);
-            o = rowsOutput(out, r.outputRows(), r.keptShape(), t);
-            try (Arena arena = Arena.ofConfined()) {
-                launchRows(k, device, entry, r, ReductionPlan.varianceArgs(arena, addr(x, in), addr(o, out), r, correction, sqrt));
-            }
-            storeReduced(k, o, out, r);
-        } finally {
-            close(x, o);
-        }
+        rowReduction(in, out, r, ReductionPlan.floatingEntry("variance", t), t, t,
+                (arena, x, o) -> ReductionPlan.varianceArgs(arena, x, o, r, correction, sqrt));
     }
 
     @Override
     public void logsumexp(Tensor in, Tensor out) {
-        Device device = in.device();
         DType t = out.dtype();
-        String entry = ReductionPlan.floatingEntry("logsumexp", t);
         Rows r = ReductionPlan.reduction(in.shape(), in.strides(), out.strides());
         if (r.rows() == 0) return;
-        CudaKernels k = kernels.get();
-        Tensor x = null, o = null;
-        try {
-            x = rowsInput(k, in, r, t);
-            o = rowsOutput(out, r.outputRows(), r.keptShape(), t);
-            try (Arena arena = Arena.ofConfined()) {
-                launchRows(k, device, entry, r, ReductionPlan.rowArgs(arena, addr(x, in), addr(o, out), r));
-            }
-            storeReduced(k, o, out, r);
-        } finally {
-            close(x, o);
-        }
+        rowReduction(in, out, r, ReductionPlan.floatingEntry("logsumexp", t), t, t,
+                (arena, x, o) -> ReductionPlan.rowArgs(arena, x, o, r));
     }
 
     // ------------------------------------------------------------------ along one dimension

@@ -3,7 +3,6 @@ package org.jtorch.cuda;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -33,10 +32,10 @@ import org.junit.jupiter.api.TestFactory;
  * (misaligned) and broadcast operands; empty, zero-dim and multi-block sizes; mixed dtypes.
  */
 class ElementwiseDeviceConformanceTest {
-    private static final Device CUDA = Device.cuda(0);
+    private static final Device CUDA = DeviceCases.CUDA;
 
     private static List<Device> devices() {
-        return List.of(Device.cpu(), CUDA);
+        return DeviceCases.DEVICES;
     }
 
     private interface Body {
@@ -46,7 +45,7 @@ class ElementwiseDeviceConformanceTest {
     private static void add(List<DynamicTest> tests, String name, Body body) {
         for (Device d : devices()) {
             tests.add(DynamicTest.dynamicTest(d + "/" + name, () -> {
-                if (d.isCuda()) assumeTrue(Cuda.isAvailable(), "cuda:0 unavailable: " + Cuda.unavailableReason());
+                DeviceCases.assumeAvailable(d);
                 body.run(d);
             }));
         }
@@ -55,7 +54,7 @@ class ElementwiseDeviceConformanceTest {
     /** Cases that only mean something across devices (on the CPU, {@code to(cpu)} is the same tensor): cuda:0 only. */
     private static void addCrossDevice(List<DynamicTest> tests, String name, Body body) {
         tests.add(DynamicTest.dynamicTest(CUDA + "/" + name, () -> {
-            assumeTrue(Cuda.isAvailable(), "cuda:0 unavailable: " + Cuda.unavailableReason());
+            DeviceCases.assumeAvailable(CUDA);
             body.run(CUDA);
         }));
     }

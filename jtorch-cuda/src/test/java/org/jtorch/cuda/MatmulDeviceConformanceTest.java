@@ -3,7 +3,6 @@ package org.jtorch.cuda;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -33,7 +32,7 @@ import org.junit.jupiter.api.TestFactory;
  * that bound).
  */
 class MatmulDeviceConformanceTest {
-    private static final Device CUDA = Device.cuda(0);
+    private static final Device CUDA = DeviceCases.CUDA;
     private static final List<DType> DTYPES = List.of(DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16);
 
     enum Layout { CONTIGUOUS, TRANSPOSED, SLICED, OFFSET }
@@ -148,9 +147,9 @@ class MatmulDeviceConformanceTest {
 
     private static void add(List<DynamicTest> tests, String name, DType t, long[] aShape, Layout la, long[] bShape, Layout lb,
             BinaryOperator<Tensor> op) {
-        for (Device d : List.of(Device.cpu(), CUDA)) {
+        for (Device d : DeviceCases.DEVICES) {
             tests.add(DynamicTest.dynamicTest(d + "/" + name + "/" + t.pyName() + "/a=" + la + "/b=" + lb, () -> {
-                if (d.isCuda()) assumeTrue(Cuda.isAvailable(), "cuda:0 unavailable: " + Cuda.unavailableReason());
+                DeviceCases.assumeAvailable(d);
                 try (Tensor a = make(d, t, aShape, la, 1); Tensor b = make(d, t, bShape, lb, 7); Tensor r = op.apply(a, b)) {
                     Ref ref = reference(a, b, t);
                     check(r, ref, t, d, 1, name + " vs the definition");
@@ -194,9 +193,9 @@ class MatmulDeviceConformanceTest {
     List<DynamicTest> addmmScalesBothTerms() {
         List<DynamicTest> tests = new ArrayList<>();
         for (DType t : DTYPES) {
-            for (Device d : List.of(Device.cpu(), CUDA)) {
+            for (Device d : DeviceCases.DEVICES) {
                 tests.add(DynamicTest.dynamicTest(d + "/addmm/" + t.pyName(), () -> {
-                    if (d.isCuda()) assumeTrue(Cuda.isAvailable(), "cuda:0 unavailable: " + Cuda.unavailableReason());
+                    DeviceCases.assumeAvailable(d);
                     try (Tensor in = make(d, t, new long[] {4, 5}, Layout.CONTIGUOUS, 3);
                          Tensor m1 = make(d, t, new long[] {4, 6}, Layout.TRANSPOSED, 1);
                          Tensor m2 = make(d, t, new long[] {6, 5}, Layout.CONTIGUOUS, 7);

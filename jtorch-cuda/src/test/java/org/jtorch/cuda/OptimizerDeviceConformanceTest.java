@@ -2,7 +2,6 @@ package org.jtorch.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -32,7 +31,7 @@ import org.junit.jupiter.api.TestFactory;
  * tensor of more than 320 chunks (two launches).
  */
 class OptimizerDeviceConformanceTest {
-    private static final Device CUDA = Device.cuda(0);
+    private static final Device CUDA = DeviceCases.CUDA;
     private static final int STEPS = 3;
 
     private interface Body {
@@ -40,9 +39,9 @@ class OptimizerDeviceConformanceTest {
     }
 
     private static void add(List<DynamicTest> tests, String name, Body body) {
-        for (Device d : List.of(Device.cpu(), CUDA)) {
+        for (Device d : DeviceCases.DEVICES) {
             tests.add(DynamicTest.dynamicTest(d + "/" + name, () -> {
-                if (d.isCuda()) assumeTrue(Cuda.isAvailable(), "cuda:0 unavailable: " + Cuda.unavailableReason());
+                DeviceCases.assumeAvailable(d);
                 body.run(d);
             }));
         }
@@ -269,7 +268,7 @@ class OptimizerDeviceConformanceTest {
         AdamConfig c = ADAMS[2];
         String name = "adam/one tensor of 325 chunks";
         tests.add(DynamicTest.dynamicTest(CUDA + "/" + name, () -> {
-            assumeTrue(Cuda.isAvailable(), "cuda:0 unavailable: " + Cuda.unavailableReason());
+            DeviceCases.assumeAvailable(CUDA);
             run(CUDA, big, false, ps -> adam(ps, c), (r, g, step) -> adamRef(r, g, c, step),
                     new String[] {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}, name);
         }));

@@ -2,7 +2,6 @@ package org.jtorch.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -28,7 +27,7 @@ import org.junit.jupiter.api.TestFactory;
  * is also launched on grids of 1 and 7 blocks, which must give the same tensor as the automatic grid.
  */
 class RandomDeviceConformanceTest {
-    private static final Device CUDA = Device.cuda(0);
+    private static final Device CUDA = DeviceCases.CUDA;
     private static final DType[] FLOATS = {DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16};
 
     private interface Body {
@@ -36,9 +35,9 @@ class RandomDeviceConformanceTest {
     }
 
     private static void add(List<DynamicTest> tests, String name, Body body) {
-        for (Device d : List.of(Device.cpu(), CUDA)) {
+        for (Device d : DeviceCases.DEVICES) {
             tests.add(DynamicTest.dynamicTest(d + "/" + name, () -> {
-                if (d.isCuda()) assumeTrue(Cuda.isAvailable(), "cuda:0 unavailable: " + Cuda.unavailableReason());
+                DeviceCases.assumeAvailable(d);
                 body.run(d);
             }));
         }

@@ -3,7 +3,6 @@ package org.jtorch.cuda;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -35,16 +34,16 @@ import org.junit.jupiter.api.TestFactory;
  * multi-block (36,963-element rows, 999 rows) sizes; NaN and infinities where the op defines them.
  */
 class ReductionDeviceConformanceTest {
-    private static final Device CUDA = Device.cuda(0);
+    private static final Device CUDA = DeviceCases.CUDA;
 
     private interface Body {
         void run(Device d);
     }
 
     private static void add(List<DynamicTest> tests, String name, Body body) {
-        for (Device d : List.of(Device.cpu(), CUDA)) {
+        for (Device d : DeviceCases.DEVICES) {
             tests.add(DynamicTest.dynamicTest(d + "/" + name, () -> {
-                if (d.isCuda()) assumeTrue(Cuda.isAvailable(), "cuda:0 unavailable: " + Cuda.unavailableReason());
+                DeviceCases.assumeAvailable(d);
                 body.run(d);
             }));
         }

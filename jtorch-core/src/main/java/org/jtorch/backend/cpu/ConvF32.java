@@ -183,7 +183,10 @@ final class ConvF32 {
     /**
      * {@code vout[8 rows at vBase, ldv apart][32]} (=, or += when {@code accumulate}) the product of the
      * MR-row weight strip at {@code aBase} and the taps {@code [k0, k0 + kc)} of virtual outputs
-     * {@code [q0, q0 + 32)}, read from the padded image at {@code offs[k] + q}.
+     * {@code [q0, q0 + 32)}, read from the padded image at {@code offs[k] + q}. This is Gemm's 8x32
+     * micro-kernel with the B rows addressed through {@code offs} instead of a packed panel; one kernel for
+     * both would take the row addressing as a call, and a vector passed through a call C2 does not inline
+     * is boxed (see {@link VectorF32}).
      */
     private static void pitchedTile(int kc, float[] ap, int aBase, float[] pad, int[] offs, int k0, int q0,
                                     float[] vout, int vBase, int ldv, boolean accumulate) {
