@@ -253,6 +253,15 @@ class IndexPlanTest {
     }
 
     @Test
+    void checksReadABroadcastIndexOnce() {
+        try (Tensor base = longs(new long[] {4, 9, 6}, 3); Tensor index = base.asStrided(new long[] {5, 3, 7}, new long[] {0, 1, 0}, 0)) {
+            Check c = IndexPlan.check("index", index, -1, 5, true);
+            assertEquals(3, c.n(), "the two broadcast dims are left out");
+            for (int p = 0; p < 3; p++) assertEquals(base.toLongArray()[p], element(index, IndexPlan.elementOffset(c, p)));
+        }
+    }
+
+    @Test
     void outOfBoundsMessagesEqualTheCpuBackends() {
         try (Tensor self = values(3, 4); Tensor index = longs(new long[] {1, 7}, 2); Tensor neg = longs(new long[] {-5}, 1)) {
             IndexOutOfBoundsException cpu = assertThrows(IndexOutOfBoundsException.class, () -> self.indexSelect(0, index));

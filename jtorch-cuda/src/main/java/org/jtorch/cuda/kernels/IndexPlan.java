@@ -138,13 +138,13 @@ public final class IndexPlan {
     /** gather: iteration shape = {@code index}'s; dense side {@code out}. */
     public static Geometry gather(Tensor self, int dim, Tensor index, Tensor out) {
         return build("gather", index.shape(), out.strides(), zeroAt(self, dim),
-                new Index(index.strides(), false, dimSize(self, dim), dimStride(self, dim)));
+                new Index(index.strides(), index.dtype() == DType.INT32, dimSize(self, dim), dimStride(self, dim)));
     }
 
     /** scatter / scatter_add: iteration shape = {@code index}'s; dense side {@code src}, indexed side {@code self}. */
     public static Geometry scatter(String op, Tensor self, int dim, Tensor index, Tensor src) {
         return build(op, index.shape(), src.strides(), zeroAt(self, dim),
-                new Index(index.strides(), false, dimSize(self, dim), dimStride(self, dim)));
+                new Index(index.strides(), index.dtype() == DType.INT32, dimSize(self, dim), dimStride(self, dim)));
     }
 
     /** index_copy / index_fill / index_add: iteration shape = {@code source}'s; {@code index} along {@code dim}. */
@@ -296,11 +296,25 @@ public final class IndexPlan {
      */
     public record Check(String op, int dim, long size, long low, long high, DType dtype, long n, ElementwisePlan.Strided strided) {}
 
+    /**
+     * The check of {@code index}. Broadcast dimensions (stride 0, as advanced indexing's restrided indices have)
+     * are left out, so each stored value is read once; the first bad value in the remaining row-major order is
+     * also the first one met in the full tensor's.
+     */
     public static Check check(String op, Tensor index, int dim, long size, boolean wrapNegative) {
-        ElementwisePlan.Strided s = ElementwisePlan.coalesce(index.shape(),
-                new ElementwisePlan.Operand(index.dtype(), index.strides(), index.isContiguous()));
         checkEntry(index.dtype());
-        return new Check(op, dim, size, wrapNegative ? -size : 0, size, index.dtype(), index.numel(), s);
+        long[] shape = index.shape(), strides = index.strides();
+        int kept = 0;
+        for (int d = 0; d < shape.length; d++) {
+            if (strides[d] == 0 && shape[d] > 1) continue;
+            shape[kept] = shape[d];
+            strides[kept] = strides[d];
+            kept++;
+        }
+        shape = Arrays.copyOf(shape, kept);
+        strides = Arrays.copyOf(strides, kept);
+        ElementwisePlan.Strided s = ElementwisePlan.coalesce(shape, new ElementwisePlan.Operand(index.dtype(), strides, false));
+        return new Check(op, dim, size, wrapNegative ? -size : 0, size, index.dtype(), ElementwisePlan.numel(shape), s);
     }
 
     /** {@code jt_index_check_<I>(const I* index, jt_i64 n, Strided s, jt_i64 low, jt_i64 high, jt_u64* first_bad)}. */

@@ -23,6 +23,7 @@
 //  - jt_index_masked_select_<T>(self, mask, n, Strided, chunk, block_counts, out, capacity) does the same
 //    with the self element where the uint8/bool mask (operand 1) is nonzero.
 // Launch with blockDim.x == 256 (JT_INDEX_THREADS) for the compaction kernels; the others take any grid.
+// The scatters take no __restrict__: a user may scatter a tensor into itself (x.index_add_(0, i, x)).
 #include "jtorch_cuda.cuh"
 
 // Most index tensors one launch reads (advanced indexing indexes at most JT_MAX_DIMS dimensions).
@@ -79,7 +80,7 @@ __device__ __forceinline__ void index_gather(T* __restrict__ out, const T* __res
 }
 
 template <typename T>
-__device__ __forceinline__ void index_scatter(T* __restrict__ dst, const T* __restrict__ values, jt_i64 n, const IndexGeometry& g) {
+__device__ __forceinline__ void index_scatter(T* dst, const T* values, jt_i64 n, const IndexGeometry& g) {
     for (jt_i64 i = global_thread(); i < n; i += grid_threads()) {
         jt_i64 off[2];
         index_offsets(g, i, off);
@@ -161,7 +162,7 @@ template <> struct AtomicAdd<jt_i64> {
 };
 
 template <typename T>
-__device__ __forceinline__ void index_scatter_add(T* dst, const T* __restrict__ values, jt_i64 n, const IndexGeometry& g,
+__device__ __forceinline__ void index_scatter_add(T* dst, const T* values, jt_i64 n, const IndexGeometry& g,
                                                   double alpha, jt_i64 alpha_long) {
     for (jt_i64 i = global_thread(); i < n; i += grid_threads()) {
         jt_i64 off[2];
