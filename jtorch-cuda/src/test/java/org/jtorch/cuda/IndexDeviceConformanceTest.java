@@ -366,6 +366,60 @@ class IndexDeviceConformanceTest {
         return tests;
     }
 
+    /**
+     * Many threads adding into few elements: on CUDA the atomics under contention, for 8/16-bit dtypes the
+     * compare-and-swap on a 32-bit word whose neighbouring elements other threads update at the same time.
+     */
+    @TestFactory
+    List<DynamicTest> accumulationUnderContention() {
+        List<DynamicTest> tests = new ArrayList<>();
+        for (DType t : DTYPES) {
+            add(tests, "scatterAdd/" + t + "/100 rows of ones into 2 rows", d -> {
+                int rows = 100, cols = 16;
+                long[] idx = new long[rows * cols];
+                double[] expected = new double[2 * cols];
+                for (int i = 0; i < rows; i++) {
+                    for (int j = 0; j < cols; j++) {
+                        idx[i * cols + j] = ((long) i * j + i) % 2;
+                        expected[(int) (idx[i * cols + j] * cols + j)] += 1;
+                    }
+                }
+                if (t == DType.BOOL) for (int k = 0; k < expected.length; k++) expected[k] = expected[k] != 0 ? 1 : 0;
+                try (Tensor x = Torch.zeros(new long[] {2, cols}, t, d); Tensor i = longs(d, idx, rows, cols);
+                     Tensor ones = Torch.ones(new long[] {rows, cols}, t, d)) {
+                    x.scatterAdd_(0, i, ones);
+                    assertArrayEquals(expected, host(x));
+                }
+            });
+        }
+        add(tests, "indexAdd/float32/20000 fractional rows into 7 rows, alpha -0.5", d -> {
+            int rows = 20_000, cols = 33;
+            long[] idx = new long[rows];
+            double[] src = new double[rows * cols];
+            double[] expected = new double[7 * cols];
+            double[] magnitude = new double[7 * cols];
+            for (int i = 0; i < rows; i++) {
+                idx[i] = (i * 5L) % 7;
+                for (int j = 0; j < cols; j++) {
+                    src[i * cols + j] = ((i * 0.6180339887498949 + j * 0.4142135623730951) % 1.0) - 0.25;
+                    expected[(int) (idx[i] * cols + j)] += -0.5 * (float) src[i * cols + j];
+                    magnitude[(int) (idx[i] * cols + j)] += Math.abs(0.5 * src[i * cols + j]);
+                }
+            }
+            try (Tensor x = Torch.zeros(new long[] {7, cols}, DType.FLOAT32, d); Tensor i = longs(d, idx, rows);
+                 Tensor hs = Torch.tensor(src, DType.FLOAT32, rows, cols); Tensor s = hs.to(d)) {
+                x.indexAdd_(0, i, s, -0.5);
+                double[] actual = host(x);
+                // float accumulation in any order: within (terms) float roundings of the sum of magnitudes
+                for (int k = 0; k < actual.length; k++) {
+                    double bound = (rows / 7.0 + 1) * Math.ulp((float) magnitude[k]);
+                    assertEquals(expected[k], actual[k], bound, "element " + k);
+                }
+            }
+        });
+        return tests;
+    }
+
     @TestFactory
     List<DynamicTest> nonzeroAndMaskedSelect() {
         List<DynamicTest> tests = new ArrayList<>();
