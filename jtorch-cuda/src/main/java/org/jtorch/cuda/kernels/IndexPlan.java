@@ -313,7 +313,7 @@ public final class IndexPlan {
         }
         shape = Arrays.copyOf(shape, kept);
         strides = Arrays.copyOf(strides, kept);
-        ElementwisePlan.Strided s = ElementwisePlan.coalesce(shape, new ElementwisePlan.Operand(index.dtype(), strides, false));
+        ElementwisePlan.Strided s = coalesce(op, shape, new ElementwisePlan.Operand(index.dtype(), strides, false));
         return new Check(op, dim, size, wrapNegative ? -size : 0, size, index.dtype(), ElementwisePlan.numel(shape), s);
     }
 
@@ -371,14 +371,23 @@ public final class IndexPlan {
 
     /** {@code jt::Strided} of masked_select: operand 0 {@code self}, operand 1 {@code mask}, coalesced together. */
     public static ElementwisePlan.Strided maskedSelectLayout(Tensor self, Tensor mask) {
-        return ElementwisePlan.coalesce(self.shape(),
+        return coalesce("maskedSelect", self.shape(),
                 new ElementwisePlan.Operand(self.dtype(), self.strides(), self.isContiguous()),
                 new ElementwisePlan.Operand(mask.dtype(), mask.strides(), mask.isContiguous()));
     }
 
     /** {@code jt::Strided} of a count over {@code t} alone (operand 0), coalesced: same row-major order as its shape. */
     public static ElementwisePlan.Strided countLayout(Tensor t) {
-        return ElementwisePlan.coalesce(t.shape(), new ElementwisePlan.Operand(t.dtype(), t.strides(), t.isContiguous()));
+        return coalesce("countNonzero", t.shape(), new ElementwisePlan.Operand(t.dtype(), t.strides(), t.isContiguous()));
+    }
+
+    /** {@link ElementwisePlan#coalesce}, its refusal of more than 8 dimensions naming {@code op}. */
+    private static ElementwisePlan.Strided coalesce(String op, long[] shape, ElementwisePlan.Operand... operands) {
+        try {
+            return ElementwisePlan.coalesce(shape, operands);
+        } catch (UnsupportedOperationException e) {
+            throw new UnsupportedOperationException(op + ": " + e.getMessage(), e);
+        }
     }
 
     /** {@code jt_index_count_nonzero_<T>(const T* x, jt_i64 n, Strided s, jt_i64 chunk, jt_i64* block_counts)}. */
