@@ -165,7 +165,8 @@ public final class CudaBackend implements Backend {
 
     /** The reduction family of {@code reduce.cu} ({@link CudaReductions}). */
     private final ReductionKernels reductions = new CudaReductions(this::kernels);
-    private final IndexKernels indexing = missingFamily(IndexKernels.class);
+    /** The indexing family of {@code index.cu} ({@link CudaIndexKernels}). */
+    private final IndexKernels indexing = new CudaIndexKernels(this::kernels);
     /** The matmul family through cuBLASLt ({@link CudaLinalgKernels}; not yet run on a GPU). */
     private final LinalgKernels linalg = new CudaLinalgKernels(this::kernels, this);
     private final RandomKernels random = new CudaRandomKernels(this::kernels);

@@ -185,6 +185,11 @@ final class CudaKernels {
         return function(device.index(), "reduce.cu", null, entry);
     }
 
+    /** The function {@code entry} of {@code index.cu} (compiled whole) on {@code device}, after making its context current. */
+    long indexFunction(Device device, String entry) {
+        return function(device.index(), "index.cu", null, entry);
+    }
+
     /** The device's current stream, its context made current. */
     long currentStream(Device device) {
         return stream(device);
