@@ -249,6 +249,31 @@ class ElementwiseDeviceConformanceTest {
         unaryCase(tests, UnaryOp.LOGICAL_NOT, DType.INT16, new long[] {1001}, Layout.OFFSET);
         unaryCase(tests, UnaryOp.GELU, DType.BFLOAT16, new long[] {999, 37}, Layout.CONTIGUOUS);
         unaryCase(tests, UnaryOp.CLAMP, DType.INT8, new long[] {1001}, Layout.OFFSET, -3, 7);
+        // In place (output = input): the contiguous kernel reads and writes the same elements, the strided one a view.
+        for (Layout l : new Layout[] {Layout.CONTIGUOUS, Layout.TRANSPOSED}) {
+            add(tests, "clamp_/in-place/float32[37,29]/" + l.name().toLowerCase(), d -> {
+                Function<Device, Tensor> run = dev -> {
+                    try (Tensor x = input(dev, DType.FLOAT32, new long[] {37, 29}, l, -4, 4)) {
+                        x.clamp_(-1.5, Double.NaN);
+                        return x.alias();
+                    }
+                };
+                try (Tensor y = run.apply(d); Tensor xc = input(Device.cpu(), DType.FLOAT32, new long[] {37, 29}, l, -4, 4)) {
+                    check(d, y, unaryReference(UnaryOp.CLAMP, xc, DType.FLOAT32, -1.5, Double.POSITIVE_INFINITY), run, "clamp_");
+                }
+            });
+            add(tests, "pow_/in-place/float64[37,29]/" + l.name().toLowerCase(), d -> {
+                Function<Device, Tensor> run = dev -> {
+                    try (Tensor x = input(dev, DType.FLOAT64, new long[] {37, 29}, l, 0.25, 4)) {
+                        x.pow_(1.5);
+                        return x.alias();
+                    }
+                };
+                try (Tensor y = run.apply(d); Tensor xc = input(Device.cpu(), DType.FLOAT64, new long[] {37, 29}, l, 0.25, 4)) {
+                    check(d, y, unaryReference(UnaryOp.POW_SCALAR, xc, DType.FLOAT64, 1.5, 0), run, "pow_");
+                }
+            });
+        }
         return tests;
     }
 
