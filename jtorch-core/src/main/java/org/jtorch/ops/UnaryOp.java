@@ -172,7 +172,8 @@ public enum UnaryOp {
     GELU_TANH("gelu_tanh", Result.FLOAT) {
         public double apply(double x, double p0, double p1) {
             double inner = Math.sqrt(2.0 / Math.PI) * (x + 0.044715 * x * x * x);
-            return 0.5 * x * (1.0 + Math.tanh(inner));
+            // 0.5 x (1 + tanh z) written as x / (1 + exp(-2z)), which does not cancel for negative x.
+            return x / (1.0 + Math.exp(-2.0 * inner));
         }
         public Tensor gradient(Tensor g, Tensor x, Tensor y, double p0, double p1) {
             double beta = Math.sqrt(2.0 / Math.PI);

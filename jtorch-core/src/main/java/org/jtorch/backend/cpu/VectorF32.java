@@ -202,7 +202,8 @@ final class VectorF32 {
         for (long i = 0; i < upper; i += FL) {
             FloatVector x = ld(xs, xo + 4 * i);
             FloatVector inner = x.mul(x).mul(x).mul(0.044715f).add(x).mul(beta);
-            x.mul(0.5f).mul(inner.lanewise(VectorOperators.TANH).add(1f)).intoMemorySegment(os, oo + 4 * i, LE);
+            // 0.5 x (1 + tanh z) = x / (1 + exp(-2z)): the same function without the cancellation of 1 + tanh z for negative x.
+            x.div(inner.mul(-2f).lanewise(VectorOperators.EXP).add(1f)).intoMemorySegment(os, oo + 4 * i, LE);
         }
     }
 
