@@ -30,6 +30,16 @@ public final class SpecialFunctions {
         return x < 0 ? -r : r;
     }
 
+    /**
+     * The complementary error function {@code 1 - erf(x)}, accurate in relative terms also in the right
+     * tail, where {@code 1 - erf(x)} cancels (it underflows to 0 only past x = 26.5).
+     */
+    public static double erfc(double x) {
+        if (x != x) return x;
+        if (x >= 2.0) return erfcContinuedFraction(x);
+        return 1.0 - erf(x);
+    }
+
     /** erfc(x) for x >= 2 by the continued fraction erfc(x) = exp(-x^2)/sqrt(pi) * 1/(x + 1/2/(x + 1/(x + 3/2/(x + ...)))). */
     private static double erfcContinuedFraction(double x) {
         final double tiny = 1e-300;

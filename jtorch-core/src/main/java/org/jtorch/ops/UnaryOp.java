@@ -161,7 +161,8 @@ public enum UnaryOp {
     },
     /** {@code x * Phi(x)} with the exact normal CDF (PyTorch's default {@code approximate='none'}). */
     GELU("gelu", Result.FLOAT) {
-        public double apply(double x, double p0, double p1) { return 0.5 * x * (1.0 + SpecialFunctions.erf(x / Math.sqrt(2.0))); }
+        // 1 + erf(t) = erfc(-t): the complement does not cancel for negative x.
+        public double apply(double x, double p0, double p1) { return 0.5 * x * SpecialFunctions.erfc(-x / Math.sqrt(2.0)); }
         public Tensor gradient(Tensor g, Tensor x, Tensor y, double p0, double p1) {
             Tensor cdf = x.mul(1.0 / Math.sqrt(2.0)).erf().add(1.0).mul(0.5);
             Tensor pdf = x.mul(x).mul(-0.5).exp().mul(1.0 / Math.sqrt(2.0 * Math.PI));
