@@ -351,9 +351,13 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
                     continue;
                 }
                 int algo = r.get(JAVA_INT, PERF_ALGO_OFFSET);
+                // Strict float32 stays FMA whatever the result reports (DEFAULT would let cuDNN use TF32);
+                // otherwise the descriptor takes the math type the algorithm was rated with, as PyTorch does.
+                int mathType = key.mathType() == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : math;
+                if (mathType != key.mathType()) dnn.setMathType(conv, mathType);
                 // The heuristic's memory estimate can differ from the query for the chosen algorithm; the query is authoritative.
                 long workspace = dnn.workspaceBytes(key.direction(), handle, d1, d2, conv, d3, algo);
-                Algo chosen = new Algo(algo, math, workspace);
+                Algo chosen = new Algo(algo, mathType, workspace);
                 algos.put(key, chosen);
                 return chosen;
             }
