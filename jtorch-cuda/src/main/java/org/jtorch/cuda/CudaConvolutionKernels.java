@@ -44,7 +44,8 @@ import org.jtorch.memory.MemoryBlock;
 /**
  * {@link ConvolutionKernels} on a CUDA device. With cuDNN (found by {@link CudaLibraries}): the legacy
  * convolution API, {@code cudnnConvolutionForward / BackwardData / BackwardFilter / BackwardBias} and
- * {@code cudnnAddTensor} for the bias, descriptors as {@link ConvPlan#cudnn} says, the heuristic's
+ * {@code cudnnAddTensor} for the bias ({@code conv.cu}'s bias kernels where the library lacks those two
+ * deprecated calls), descriptors as {@link ConvPlan#cudnn} says, the heuristic's
  * ({@code cudnnGet*Algorithm_v7}) first usable algorithm cached per {@link AlgoKey}, the workspace taken
  * from the caching allocator, all on the device's current stream. Without cuDNN (or with
  * {@link #forceFallback}): {@link ConvPlan#fallback}, i.e. {@code conv.cu}'s im2col/col2im kernels around
@@ -118,11 +119,12 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
         if (g.n() == 0) return;
         if (useCudnn(g)) {
             cudnnConvolve(Direction.FORWARD, g, input, weight, out);
-            if (bias != null) cudnnAddBias(out, bias, g);
         } else {
             runFallback(Direction.FORWARD, g, input, weight, out);
-            if (bias != null) launchBias("bias_add", out, bias, g.n(), g.cout(), (long) g.oh() * g.ow());
         }
+        if (bias == null) return;
+        if (useCudnn(g) && cudnn().hasBiasCalls()) cudnnAddBias(out, bias, g);
+        else launchBias("bias_add", out, bias, g.n(), g.cout(), (long) g.oh() * g.ow());
     }
 
     @Override
@@ -151,7 +153,7 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
         requireSupported("conv2d_backward_bias", gradBias);
         long n = gradOut.size(0), channels = gradOut.size(1), plane = gradOut.size(2) * gradOut.size(3);
         if (channels == 0) return;
-        if (!forceFallback && gradOut.numel() <= ConvPlan.CUDNN_MAX_ELEMENTS && n > 0 && plane > 0 && cudnn() != null) {
+        if (!forceFallback && gradOut.numel() <= ConvPlan.CUDNN_MAX_ELEMENTS && n > 0 && plane > 0 && cudnn() != null && cudnn.hasBiasCalls()) {
             cudnnBiasGrad(gradOut, gradBias, (int) n, (int) channels, (int) gradOut.size(2), (int) gradOut.size(3));
             return;
         }

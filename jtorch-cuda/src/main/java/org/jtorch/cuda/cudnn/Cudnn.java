@@ -62,7 +62,9 @@ public final class Cudnn {
     private final MethodHandle createConv, destroyConv, setConv2d, setGroupCount, setMathType, forwardOutputDim;
     private final MethodHandle forwardAlgos, backwardDataAlgos, backwardFilterAlgos;
     private final MethodHandle forwardWorkspace, backwardDataWorkspace, backwardFilterWorkspace;
-    private final MethodHandle forward, backwardData, backwardFilter, backwardBias, addTensor;
+    private final MethodHandle forward, backwardData, backwardFilter;
+    /** Optional: deprecated helpers whose absence only sends the bias to {@code conv.cu}'s kernels. */
+    private final Optional<MethodHandle> backwardBias, addTensor;
 
     /** Binds every function from {@code library} (the shim) or its sub-libraries; throws {@link CudaException} naming a missing symbol. */
     public Cudnn(NativeLibrary library) {
@@ -101,8 +103,8 @@ public final class Cudnn {
         forward = bind(CONVOLVE, "cudnnConvolutionForward");               // (handle, alpha, xDesc, x, wDesc, w, conv, algo, ws, wsBytes, beta, yDesc, y)
         backwardData = bind(CONVOLVE, "cudnnConvolutionBackwardData");     // (handle, alpha, wDesc, w, dyDesc, dy, conv, algo, ws, wsBytes, beta, dxDesc, dx)
         backwardFilter = bind(CONVOLVE, "cudnnConvolutionBackwardFilter"); // (handle, alpha, xDesc, x, dyDesc, dy, conv, algo, ws, wsBytes, beta, dwDesc, dw)
-        backwardBias = bind(I_LALLALL, "cudnnConvolutionBackwardBias");    // (handle, alpha, dyDesc, dy, beta, dbDesc, db)
-        addTensor = bind(I_LALLALL, "cudnnAddTensor");                     // (handle, alpha, aDesc, A, beta, cDesc, C): C = alpha A + beta C, A broadcast
+        backwardBias = optional(I_LALLALL, "cudnnConvolutionBackwardBias"); // (handle, alpha, dyDesc, dy, beta, dbDesc, db)
+        addTensor = optional(I_LALLALL, "cudnnAddTensor");                  // (handle, alpha, aDesc, A, beta, cDesc, C): C = alpha A + beta C, A broadcast
     }
 
     public NativeLibrary library() {
@@ -111,14 +113,24 @@ public final class Cudnn {
 
     /** The handle for {@code symbol} from the shim, else from a sub-library beside it ({@code libcudnn_cnn.so.9}, ...). */
     private MethodHandle bind(FunctionDescriptor descriptor, String symbol) {
+        return optional(descriptor, symbol).orElseThrow(() ->
+                new CudaException(library.path() + " (and its sub-libraries " + subLibraries + ") exports no " + symbol, null));
+    }
+
+    private Optional<MethodHandle> optional(FunctionDescriptor descriptor, String symbol) {
         Optional<MethodHandle> h = library.optionalDowncall(descriptor, symbol);
-        if (h.isPresent()) return h.get();
+        if (h.isPresent()) return h;
         if (subLibraries.isEmpty()) openSubLibraries();
         for (NativeLibrary sub : subLibraries) {
             h = sub.optionalDowncall(descriptor, symbol);
-            if (h.isPresent()) return h.get();
+            if (h.isPresent()) return h;
         }
-        throw new CudaException(library.path() + " (and its sub-libraries " + subLibraries + ") exports no " + symbol, null);
+        return Optional.empty();
+    }
+
+    /** Whether {@code cudnnConvolutionBackwardBias} and {@code cudnnAddTensor} are exported (deprecated in cuDNN 9). */
+    public boolean hasBiasCalls() {
+        return backwardBias.isPresent() && addTensor.isPresent();
     }
 
     /** cuDNN 9's sub-libraries with the shim's version suffix, where present beside it. */
@@ -339,7 +351,8 @@ public final class Cudnn {
     /** {@code cudnnConvolutionBackwardBias}: {@code db = alpha * sum over n, h, w of dy + beta * db}. */
     public void backwardBias(long handle, MemorySegment alpha, long dyDesc, long dy, MemorySegment beta, long dbDesc, long db) {
         try {
-            check("cudnnConvolutionBackwardBias", (int) backwardBias.invokeExact(handle, alpha, dyDesc, dy, beta, dbDesc, db));
+            check("cudnnConvolutionBackwardBias", (int) present(backwardBias, "cudnnConvolutionBackwardBias")
+                    .invokeExact(handle, alpha, dyDesc, dy, beta, dbDesc, db));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -348,10 +361,14 @@ public final class Cudnn {
     /** {@code cudnnAddTensor}: {@code c = alpha * a + beta * c}, {@code a} broadcast along its size-1 dims (a bias {@code [1, C, 1, 1]}). */
     public void addTensor(long handle, MemorySegment alpha, long aDesc, long a, MemorySegment beta, long cDesc, long c) {
         try {
-            check("cudnnAddTensor", (int) addTensor.invokeExact(handle, alpha, aDesc, a, beta, cDesc, c));
+            check("cudnnAddTensor", (int) present(addTensor, "cudnnAddTensor").invokeExact(handle, alpha, aDesc, a, beta, cDesc, c));
         } catch (Throwable t) {
             throw rethrow(t);
         }
+    }
+
+    private MethodHandle present(Optional<MethodHandle> h, String symbol) {
+        return h.orElseThrow(() -> new CudaException(library.path() + " exports no " + symbol, null));
     }
 
     /** The three convolutions and the names of their C calls. */
