@@ -29,59 +29,69 @@ struct ConvShape {
     int oh, ow;
 };
 
-template <typename T>
-__device__ __forceinline__ void im2col(const T* __restrict__ x, T* __restrict__ col, jt_i64 images, const ConvShape s) {
+// The index arithmetic is __host__ __device__ so that scripts/check-kernels can test it on the host
+// (src/test/cuda/conv_index_test.cu) against a scatter written from the definition.
+
+// The input element (within the chunk's images) that column element e reads, or -1 in the padding.
+__host__ __device__ __forceinline__ jt_i64 im2col_source(jt_i64 e, const ConvShape& s) {
     const jt_i64 plane = (jt_i64)s.oh * s.ow;
     const jt_i64 rows = (jt_i64)s.channels * s.kh * s.kw;
-    const jt_i64 total = images * rows * plane;
-    for (jt_i64 e = global_thread(); e < total; e += grid_threads()) {
-        const jt_i64 p = e % plane;
-        const jt_i64 r = (e / plane) % rows;
-        const jt_i64 n = e / (plane * rows);
-        const int oy = (int)(p / s.ow), ox = (int)(p % s.ow);
-        const int j = (int)(r % s.kw), i = (int)((r / s.kw) % s.kh), c = (int)(r / ((jt_i64)s.kw * s.kh));
-        const int y = oy * s.sh - s.ph + i * s.dh;
-        const int xx = ox * s.sw - s.pw + j * s.dw;
-        T v;
-        if (y >= 0 && y < s.h && xx >= 0 && xx < s.w) {
-            v = x[((n * s.channels + c) * s.h + y) * s.w + xx];
-        } else {
-            v = Scalar<T>::store(0.0f);
+    const jt_i64 p = e % plane;
+    const jt_i64 r = (e / plane) % rows;
+    const jt_i64 n = e / (plane * rows);
+    const int oy = (int)(p / s.ow), ox = (int)(p % s.ow);
+    const int j = (int)(r % s.kw), i = (int)((r / s.kw) % s.kh), c = (int)(r / ((jt_i64)s.kw * s.kh));
+    const int y = oy * s.sh - s.ph + i * s.dh;
+    const int x = ox * s.sw - s.pw + j * s.dw;
+    if (y < 0 || y >= s.h || x < 0 || x >= s.w) return -1;
+    return ((n * s.channels + c) * s.h + y) * s.w + x;
+}
+
+// Calls visit(k) for every column element k that im2col copied from input element e: the kernel tap
+// (i, j) read (y, x) for the output position with oy*sh = y + ph - i*dh (and likewise for x), when that
+// is a whole multiple of the stride inside the output.
+template <typename Visit>
+__host__ __device__ __forceinline__ void col2im_sources(jt_i64 e, const ConvShape& s, Visit visit) {
+    const jt_i64 plane = (jt_i64)s.oh * s.ow;
+    const jt_i64 rows = (jt_i64)s.channels * s.kh * s.kw;
+    const int x = (int)(e % s.w);
+    const int y = (int)((e / s.w) % s.h);
+    const jt_i64 nc = e / ((jt_i64)s.w * s.h);
+    const int c = (int)(nc % s.channels);
+    const jt_i64 image = (nc / s.channels) * rows * plane;
+    for (int i = 0; i < s.kh; i++) {
+        const int ty = y + s.ph - i * s.dh;
+        if (ty < 0 || ty % s.sh != 0) continue;
+        const int oy = ty / s.sh;
+        if (oy >= s.oh) continue;
+        for (int j = 0; j < s.kw; j++) {
+            const int tx = x + s.pw - j * s.dw;
+            if (tx < 0 || tx % s.sw != 0) continue;
+            const int ox = tx / s.sw;
+            if (ox >= s.ow) continue;
+            const jt_i64 r = ((jt_i64)c * s.kh + i) * s.kw + j;
+            visit(image + r * plane + (jt_i64)oy * s.ow + ox);
         }
-        col[e] = v;
     }
 }
 
 template <typename T>
+__device__ __forceinline__ void im2col(const T* __restrict__ x, T* __restrict__ col, jt_i64 images, const ConvShape s) {
+    const jt_i64 total = images * s.channels * s.kh * s.kw * ((jt_i64)s.oh * s.ow);
+    for (jt_i64 e = global_thread(); e < total; e += grid_threads()) {
+        const jt_i64 src = im2col_source(e, s);
+        col[e] = src >= 0 ? x[src] : Scalar<T>::store(0.0f);
+    }
+}
+
+// A gather: one thread an input element, so no atomics and a result that does not depend on scheduling.
+template <typename T>
 __device__ __forceinline__ void col2im(const T* __restrict__ col, T* __restrict__ x, jt_i64 images, const ConvShape s) {
     typedef typename Scalar<T>::acc A;
-    const jt_i64 plane = (jt_i64)s.oh * s.ow;
-    const jt_i64 rows = (jt_i64)s.channels * s.kh * s.kw;
     const jt_i64 total = images * s.channels * (jt_i64)s.h * s.w;
     for (jt_i64 e = global_thread(); e < total; e += grid_threads()) {
-        const int xx = (int)(e % s.w);
-        const int y = (int)((e / s.w) % s.h);
-        const jt_i64 nc = e / ((jt_i64)s.w * s.h);
-        const int c = (int)(nc % s.channels);
-        const jt_i64 n = nc / s.channels;
-        const T* image = col + n * rows * plane;
         A sum = A(0);
-        // Kernel tap (i, j) reads (y, xx) for the output position with oy*sh = y + ph - i*dh (and likewise
-        // for x), when that is a whole multiple of the stride inside the output.
-        for (int i = 0; i < s.kh; i++) {
-            const int ty = y + s.ph - i * s.dh;
-            if (ty < 0 || ty % s.sh != 0) continue;
-            const int oy = ty / s.sh;
-            if (oy >= s.oh) continue;
-            for (int j = 0; j < s.kw; j++) {
-                const int tx = xx + s.pw - j * s.dw;
-                if (tx < 0 || tx % s.sw != 0) continue;
-                const int ox = tx / s.sw;
-                if (ox >= s.ow) continue;
-                const jt_i64 r = ((jt_i64)c * s.kh + i) * s.kw + j;
-                sum += Scalar<T>::load(image[r * plane + (jt_i64)oy * s.ow + ox]);
-            }
-        }
+        col2im_sources(e, s, [&](jt_i64 k) { sum += Scalar<T>::load(col[k]); });
         x[e] = Scalar<T>::store(sum);
     }
 }
