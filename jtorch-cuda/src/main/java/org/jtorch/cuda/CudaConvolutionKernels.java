@@ -52,6 +52,10 @@ import org.jtorch.memory.MemoryBlock;
  * cuBLASLt GEMMs of the linalg family, and {@code conv.cu}'s bias kernels. {@code im2col}/{@code col2im}
  * always use {@code conv.cu}.
  *
+ * <p>One cuDNN handle per device, whose stream is set before each call: the cuDNN calls hold this
+ * object's lock from {@code cudnnSetStream} to the last enqueue, so that threads with different current
+ * streams do not race on it (the calls only enqueue work, so the lock is held briefly).
+ *
  * <p>Operands are contiguous NCHW float32/float64 (the front end converts 16-bit floats; the kernels also
  * take float16/bfloat16). NOT RUN ON A GPU YET: {@code ConvolutionDeviceConformanceTest} (in
  * {@code scripts/gpu-check device}) runs both paths on cuda:0.
@@ -254,7 +258,7 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
     // ------------------------------------------------------------------ cuDNN
 
     /** One direction through cuDNN in calls of {@link CudnnPlan#imagesPerCall()} images; backward filter sums the calls with beta = 1. */
-    private void cudnnConvolve(Direction direction, Geometry g, Tensor x, Tensor w, Tensor y) {
+    private synchronized void cudnnConvolve(Direction direction, Geometry g, Tensor x, Tensor w, Tensor y) {
         DType dtype = x.dtype();
         Device device = x.device();
         CudnnPlan plan = ConvPlan.cudnn(g, dtype, MatmulSettings.allowTf32());
@@ -369,7 +373,7 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
     }
 
     /** {@code out += bias} broadcast over images and positions ({@code cudnnAddTensor}, bias as {@code [1, C, 1, 1]}). */
-    private void cudnnAddBias(Tensor out, Tensor bias, Geometry g) {
+    private synchronized void cudnnAddBias(Tensor out, Tensor bias, Geometry g) {
         DType dtype = out.dtype();
         Device device = out.device();
         Cudnn dnn = cudnn();
@@ -396,7 +400,7 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
     }
 
     /** {@code gradBias = sum over n, h, w of gradOut} ({@code cudnnConvolutionBackwardBias}); gradOut below 2^31 elements. */
-    private void cudnnBiasGrad(Tensor gradOut, Tensor gradBias, int n, int channels, int h, int w) {
+    private synchronized void cudnnBiasGrad(Tensor gradOut, Tensor gradBias, int n, int channels, int h, int w) {
         DType dtype = gradBias.dtype();
         Device device = gradBias.device();
         Cudnn dnn = cudnn();
