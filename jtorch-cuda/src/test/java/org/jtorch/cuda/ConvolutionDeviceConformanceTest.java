@@ -3,6 +3,7 @@ package org.jtorch.cuda;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -22,8 +23,8 @@ import org.junit.jupiter.api.TestFactory;
  * twice, through cuDNN and through the fallback (im2col/col2im of {@code conv.cu} and cuBLASLt GEMMs,
  * forced with {@link CudaConvolutionKernels#forceFallback}); each cuda case is skipped with CUDA's
  * unavailability reason where there is no GPU (never passed). Ops: {@code F.conv2d} forward and the
- * gradients of input, weight and bias (strides, asymmetric padding, "same" padding with an even kernel,
- * dilation, groups, depthwise with and without a channel multiplier, 1x1 pointwise and strided, a
+ * gradients of input, weight and bias (float16 too on cuda:0, refused on the cpu; strides, asymmetric
+ * padding, "same" padding with an even kernel, dilation, groups, depthwise with and without a channel multiplier, 1x1 pointwise and strided, a
  * multi-block size), {@code F.conv1d}, {@code F.convTranspose2d} (output padding, groups) with its three
  * gradients, {@code F.unfold} (float16/bfloat16 too: it only moves elements) and {@code F.fold}; float32
  * and float64.
@@ -69,6 +70,17 @@ class ConvolutionDeviceConformanceTest {
         for (Path p : Path.values()) {
             for (DType t : DTYPES) {
                 for (Conv c : CONVS) tests.add(DynamicTest.dynamicTest(p + "/" + t + "/" + c.name(), () -> on(p, () -> conv2d(p.device, t, c))));
+            }
+            // float16 (autocast's dtype on CUDA) computes in float32 there; the CPU refuses it, as PyTorch 1.13's.
+            for (Conv c : List.of(CONVS.get(0), CONVS.get(3), CONVS.get(4))) {
+                tests.add(DynamicTest.dynamicTest(p + "/" + DType.FLOAT16 + "/" + c.name(), () -> on(p, () -> {
+                    if (p == Path.CPU) {
+                        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> conv2d(p.device, DType.FLOAT16, c));
+                        assertTrue(e.getMessage().contains("not implemented for"), e.getMessage());
+                    } else {
+                        conv2d(p.device, DType.FLOAT16, c);
+                    }
+                })));
             }
         }
         return tests;
@@ -275,8 +287,10 @@ class ConvolutionDeviceConformanceTest {
         double largest = 0;
         for (double m : magnitude) largest = Math.max(largest, m);
         double eps = t == DType.FLOAT64 ? 0x1p-52 : 0x1p-23;
+        // float16 results are float32 results rounded once (half an ulp: 2^-11 relative).
+        double rounding = t == DType.FLOAT16 ? 0x1p-11 : 0;
         for (int i = 0; i < got.length; i++) {
-            double bound = 32 * eps * (magnitude[i] + largest);
+            double bound = 32 * eps * (magnitude[i] + largest) + rounding * Math.abs(want[i]);
             if (!(Math.abs(got[i] - want[i]) <= bound)) {
                 throw new AssertionError(what + " on " + d + " (" + t + ") element " + i + ": expected " + want[i] + " +- " + bound
                         + " but was " + got[i]);
