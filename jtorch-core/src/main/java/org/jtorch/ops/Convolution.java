@@ -27,8 +27,8 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * </pre>
  * float32 and float64 compute natively; bfloat16 computes in float32 and rounds once; integer
  * convolutions (conv1d/conv2d only, as PyTorch's CPU) compute in float64, exact while the sums stay
- * below 2^53. float16 convolutions are rejected as by PyTorch 1.13's CPU backend; float16
- * unfold/fold are accepted.
+ * below 2^53. float16 convolutions compute in float32 and round once on CUDA, and are rejected on the
+ * CPU as by PyTorch 1.13's CPU backend; float16 unfold/fold are accepted everywhere.
  */
 public final class Convolution {
     private Convolution() {}
@@ -289,8 +289,9 @@ public final class Convolution {
             }
         }
         DType t = input.dtype();
-        if (t == DType.FLOAT16 || t == DType.BOOL || (t.isIntegral() && op.startsWith("conv_transpose"))) {
-            throw new IllegalArgumentException(op + ": not implemented for " + t + " on the CPU");
+        // float16 is refused on the CPU only, as by PyTorch 1.13 (CUDA has it: autocast's float16 convolutions).
+        if ((t == DType.FLOAT16 && device.isCpu()) || t == DType.BOOL || (t.isIntegral() && op.startsWith("conv_transpose"))) {
+            throw new IllegalArgumentException(op + ": not implemented for " + t + " on " + (device.isCpu() ? "the CPU" : device));
         }
         for (long s : weight.shape()) {
             if (s == 0) throw new IllegalArgumentException(op + ": weight of shape " + Shapes.format(weight.shape()) + " has a zero dimension");

@@ -178,7 +178,8 @@ public final class CudaBackend implements Backend {
     /** The matmul family through cuBLASLt ({@link CudaLinalgKernels}; not yet run on a GPU). */
     private final LinalgKernels linalg = new CudaLinalgKernels(this::kernels, this);
     private final RandomKernels random = new CudaRandomKernels(this::kernels);
-    private final ConvolutionKernels convolution = missingFamily(ConvolutionKernels.class);
+    /** Convolutions through cuDNN, else im2col + cuBLASLt ({@link CudaConvolutionKernels}; not yet run on a GPU). */
+    private final ConvolutionKernels convolution = new CudaConvolutionKernels(this::kernels, this);
     private final SpatialKernels spatial = missingFamily(SpatialKernels.class);
     private final NormalizationKernels normalization = missingFamily(NormalizationKernels.class);
 

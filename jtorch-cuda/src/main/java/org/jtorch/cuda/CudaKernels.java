@@ -210,6 +210,11 @@ final class CudaKernels {
         return function(device.index(), "index.cu", null, entry);
     }
 
+    /** The function {@code entry} of {@code conv.cu} (compiled whole) on {@code device} (used by {@link CudaConvolutionKernels}). */
+    long convFunction(Device device, String entry) {
+        return function(device.index(), "conv.cu", null, entry);
+    }
+
     /** The device's current stream, its context made current. */
     long currentStream(Device device) {
         return stream(device);
