@@ -424,9 +424,15 @@ final class CudaKernels {
     /** Launches {@code entry} of {@code optim.cu} once per {@link MultiTensorPlan} launch over {@code lists}. */
     private void multiTensor(String op, String entry, List<List<Tensor>> lists,
                              java.util.function.BiFunction<Arena, MemorySegment, KernelArgs> args) {
+        if (lists.get(0).isEmpty()) return;
+        multiTensor(optimizerDevice(op, lists), entry, lists, args);
+    }
+
+    /** As above on {@code device}, whose tensors the caller has checked (contiguous, of the entry's dtype). */
+    private void multiTensor(Device device, String entry, List<List<Tensor>> lists,
+                             java.util.function.BiFunction<Arena, MemorySegment, KernelArgs> args) {
         List<Tensor> params = lists.get(0);
         if (params.isEmpty()) return;
-        Device device = optimizerDevice(op, lists);
         long[] numels = new long[params.size()];
         for (int i = 0; i < numels.length; i++) numels[i] = params.get(i).numel();
         long[][] addresses = addresses(lists);
@@ -453,5 +459,34 @@ final class CudaKernels {
         multiTensor("adam", "jt_adam_step_f32", java.util.Arrays.asList(params, grads, expAvgs, expAvgSqs, amsgrad ? maxExpAvgSqs : null),
                 (arena, chunks) -> KernelArgs.adam(arena, chunks, paramScale, weightDecay, beta1, oneMinusBeta1, beta2,
                         oneMinusBeta2, bc2Sqrt, eps, negStepSize, maximize, amsgrad));
+    }
+
+    /**
+     * GradScaler's unscale: one {@code jt_amp_unscale_<dtype>} multi-tensor sequence per gradient dtype, all
+     * writing {@code foundInf}'s one float on the current stream. Gradients must be contiguous on
+     * {@code foundInf}'s device, float32, float64 or bfloat16; otherwise {@link IllegalArgumentException}
+     * naming the op, dtype, layout and device.
+     */
+    void ampUnscale(List<Tensor> grads, Tensor foundInf, float invScale) {
+        String op = "_amp_foreach_non_finite_check_and_unscale_";
+        Device device = foundInf.device();
+        if (foundInf.dtype() != DType.FLOAT32 || foundInf.numel() != 1 || !device.isCuda()) {
+            throw new IllegalArgumentException(op + ": found_inf must be one float32 element on a CUDA device, got "
+                    + foundInf.dtype() + " of " + foundInf.numel() + " elements on " + device);
+        }
+        java.util.Map<DType, List<Tensor>> byDtype = new java.util.EnumMap<>(DType.class);
+        for (Tensor g : grads) {
+            if (!g.device().equals(device) || !g.isContiguous() || !MultiTensorPlan.unscaleSupports(g.dtype())) {
+                throw new IllegalArgumentException(op + ": the CUDA kernel takes contiguous float32/float64/bfloat16 gradients on "
+                        + device + ", got " + g.dtype() + " of shape " + java.util.Arrays.toString(g.shape()) + " on " + g.device()
+                        + (g.isContiguous() ? "" : " (not contiguous)"));
+            }
+            byDtype.computeIfAbsent(g.dtype(), d -> new ArrayList<>()).add(g);
+        }
+        long flag = address(foundInf);
+        for (java.util.Map.Entry<DType, List<Tensor>> e : byDtype.entrySet()) {
+            multiTensor(device, MultiTensorPlan.unscaleEntry(e.getKey()), List.of(e.getValue()),
+                    (arena, chunks) -> KernelArgs.ampUnscale(arena, chunks, flag, invScale));
+        }
     }
 }
