@@ -242,9 +242,20 @@ final class CudaKernels {
 
     /** {@code dst = src} for same-shaped tensors, at least one of them on a CUDA device. */
     void copy(Tensor src, Tensor dst) {
+        copy(src, dst, false);
+    }
+
+    /**
+     * As {@link #copy(Tensor, Tensor)}; with {@code nonBlocking}, a host-to-device copy from a pinned, contiguous
+     * source of the destination's dtype into a contiguous destination is enqueued on the current stream and
+     * not waited for ({@link #hostToDeviceAsync}). Every other copy synchronises as before.
+     */
+    void copy(Tensor src, Tensor dst, boolean nonBlocking) {
         if (dst.numel() == 0) return;
         boolean srcCpu = src.device().isCpu(), dstCpu = dst.device().isCpu();
-        if (srcCpu && !dstCpu) {
+        if (srcCpu && !dstCpu && nonBlocking && src.isPinned() && dst.isContiguous() && hostSlice(src, dst.dtype()) != null) {
+            hostToDeviceAsync(src, dst);
+        } else if (srcCpu && !dstCpu) {
             hostToDevice(src, dst);
         } else if (!srcCpu && dstCpu) {
             deviceToHost(src, dst);
@@ -305,6 +316,18 @@ final class CudaKernels {
             if (staging != null) staging.close();
             if (devTemp != null) devTemp.close();
         }
+    }
+
+    /**
+     * {@code cuMemcpyHtoDAsync} from pinned host memory on the current stream, without synchronising: an event
+     * recorded after it keeps the pinned block from being reused or released until the copy has read it
+     * ({@link PinnedHostAllocator#recordUse}), however soon the source tensor is closed.
+     */
+    private void hostToDeviceAsync(Tensor src, Tensor dst) {
+        long bytes = dst.numel() * dst.dtype().byteSize();
+        long s = stream(dst.device());
+        rt.driver().memcpyHtoDAsync(address(dst), hostSlice(src, dst.dtype()), bytes, s);
+        PinnedMemory.allocator().recordUse(src.storage().address(), s);
     }
 
     private void deviceToHost(Tensor src, Tensor dst) {
