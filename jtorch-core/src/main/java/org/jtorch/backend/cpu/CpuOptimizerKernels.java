@@ -73,7 +73,7 @@ public final class CpuOptimizerKernels implements OptimizerKernels {
     }
 
     /** Unscales one CPU gradient in place; whether it held an inf or NaN. */
-    public static boolean unscaleAndCheckFinite(Tensor grad, float invScale) {
+    private static boolean unscaleAndCheckFinite(Tensor grad, float invScale) {
         if (grad.isContiguous()) {
             return unscaleAndCheckFinite(grad.dtype(), grad.storage().segment(), grad.storageOffset() * grad.dtype().byteSize(),
                     grad.numel(), invScale);
