@@ -12,6 +12,7 @@ import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.Node;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.cpu.ElementIO;
+import org.jtorch.data.MemoryPinner;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.Storage;
 import org.jtorch.ops.BinaryOp;
@@ -553,6 +554,17 @@ public final class Tensor implements AutoCloseable {
 
     /** Copies {@code src} into this tensor, broadcasting it and converting its dtype. */
     public Tensor copy_(Tensor src) {
+        return copy_(src, false);
+    }
+
+    /**
+     * Copies {@code src} into this tensor, broadcasting it and converting its dtype. With {@code nonBlocking},
+     * a host-to-device copy from pinned memory ({@link #isPinned()}) of a contiguous source of this tensor's
+     * dtype may return before the data has arrived: it is ordered on the device's current stream, so work
+     * enqueued there afterwards sees it, and the pinned block is not reused before the copy completes. Other
+     * copies are synchronous, as {@code copy_(src)}.
+     */
+    public Tensor copy_(Tensor src, boolean nonBlocking) {
         checkOpen("copy_");
         src.checkOpen("copy_");
         if (Autograd.needsGrad(this, src)) Elementwise.checkInPlaceAllowed("copy_", this);
@@ -565,7 +577,7 @@ public final class Tensor implements AutoCloseable {
         if (device().equals(src.device())) {
             Backends.of(device()).copy(s, this);
         } else {
-            Backends.of(device().isCpu() ? src.device() : device()).copy(s, this);
+            Backends.of(device().isCpu() ? src.device() : device()).copy(s, this, nonBlocking);
         }
         bumpVersion();
         if (Autograd.needsGrad(this, src)) {
@@ -595,11 +607,20 @@ public final class Tensor implements AutoCloseable {
 
     /** This tensor moved to {@code target}: a new reference when it is already there. */
     public Tensor to(Device target) {
+        return to(target, false);
+    }
+
+    /**
+     * This tensor moved to {@code target}; with {@code nonBlocking} a copy from pinned host memory to a
+     * device may still be in flight on the device's current stream when this returns (see
+     * {@link #copy_(Tensor, boolean)}). A new reference when it is already there.
+     */
+    public Tensor to(Device target, boolean nonBlocking) {
         checkOpen("to");
         if (target.equals(device())) return alias();
         Tensor r = Tensor.empty(shape, dtype, target);
         try (Grad.Mode m = Grad.noGrad()) {
-            r.copy_(this);
+            r.copy_(this, nonBlocking);
         }
         Device from = device();
         if (Autograd.needsGrad(this)) Autograd.record("ToCopyBackward0", r, g -> new Tensor[] {g[0].to(from)}, new Tensor[] {this});
@@ -614,6 +635,28 @@ public final class Tensor implements AutoCloseable {
 
     public Tensor cpu() {
         return to(Device.cpu());
+    }
+
+    /** Whether this tensor's memory is page-locked host memory (made by {@link #pinMemory()} or a pinning DataLoader). */
+    public boolean isPinned() {
+        return storage.isPinned();
+    }
+
+    /**
+     * This CPU tensor copied into page-locked host memory (contiguous), from which copies to an accelerator
+     * can be asynchronous ({@code to(device, true)}); this tensor itself (a new reference) when it is pinned
+     * already. Pinned memory comes from the accelerator backend found through {@link MemoryPinner}.
+     *
+     * @throws IllegalStateException when no accelerator with pinned memory is available, naming why
+     * @throws IllegalArgumentException for a tensor that is not on the CPU
+     */
+    public Tensor pinMemory() {
+        checkOpen("pinMemory");
+        if (!device().isCpu()) throw new IllegalArgumentException("pinMemory: cannot pin a tensor on " + device() + ", only CPU tensors");
+        if (isPinned()) return alias();
+        MemoryPinner pinner = MemoryPinner.find().orElseThrow(() -> new IllegalStateException(
+                "pinMemory: no accelerator with pinned host memory is available (" + MemoryPinner.unavailableReasons() + ")"));
+        return (Tensor) pinner.pin(this);
     }
 
     /** Sets every element to {@code value}. */

@@ -1,13 +1,16 @@
 package org.jtorch.amp;
 
+import java.util.ArrayList;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.jtorch.DType;
+import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
-import org.jtorch.backend.cpu.CpuOptimizerKernels;
+import org.jtorch.backend.Backends;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -108,7 +111,8 @@ public final class GradScaler {
 
     /**
      * Divides {@code optimizer}'s gradients by the scale in place and records whether any was infinite
-     * or NaN, in one pass per gradient. Call it before clipping gradients; {@link #step} then does not
+     * or NaN, in one pass per gradient (on CUDA one multi-tensor kernel over all of a device's gradients,
+     * then one read of its found-inf flag). Call it before clipping gradients; {@link #step} then does not
      * unscale again.
      *
      * @throws IllegalStateException when called twice for one optimizer, or after {@code step}, before {@link #update()}
@@ -123,35 +127,39 @@ public final class GradScaler {
         if (st.stage == Stage.STEPPED) throw new IllegalStateException("unscale_() is being called after step().");
         // PyTorch: inv_scale = scale.double().reciprocal().float()
         float invScale = (float) (1.0 / (double) scale);
-        boolean found = false;
-        boolean any = false;
-        try (Grad.Mode g = Grad.noGrad()) {
-            for (ParamGroup group : optimizer.paramGroups()) {
-                for (Tensor p : group.params()) {
-                    Tensor grad = p.grad();
-                    if (grad == null) continue;
-                    if (grad.dtype() == DType.FLOAT16) throw new IllegalArgumentException("unscale_: Attempting to unscale FP16 gradients.");
-                    any = true;
-                    found |= unscaleGrad(grad, invScale);
-                }
+        Map<Device, List<Tensor>> gradsByDevice = new LinkedHashMap<>();
+        for (ParamGroup group : optimizer.paramGroups()) {
+            for (Tensor p : group.params()) {
+                Tensor grad = p.grad();
+                if (grad == null) continue;
+                if (grad.dtype() == DType.FLOAT16) throw new IllegalArgumentException("unscale_: Attempting to unscale FP16 gradients.");
+                gradsByDevice.computeIfAbsent(grad.device(), d -> new ArrayList<>()).add(grad);
             }
         }
-        st.foundInf = any ? found : null;
+        boolean found = false;
+        try (Grad.Mode g = Grad.noGrad()) {
+            for (Map.Entry<Device, List<Tensor>> e : gradsByDevice.entrySet()) found |= unscaleOnDevice(e.getKey(), e.getValue(), invScale);
+        }
+        st.foundInf = gradsByDevice.isEmpty() ? null : found;
         st.stage = Stage.UNSCALED;
     }
 
-    /** Unscales one gradient in place; whether it held an inf or NaN. */
+    /**
+     * Unscales the gradients of one device with its backend's multi-tensor kernel (one pass over all of
+     * them on CUDA) and reads the device's found-inf flag. Reading it waits for the kernel, as PyTorch's
+     * {@code step} does when it sums {@code found_inf_per_device}; the scale stays a host float.
+     */
+    private static boolean unscaleOnDevice(Device device, List<Tensor> grads, float invScale) {
+        try (Tensor foundInf = Torch.zeros(new long[] {1}, DType.FLOAT32, device)) {
+            Backends.of(device).optimizers().unscaleAndCheckFinite(grads, foundInf, invScale);
+            for (Tensor grad : grads) grad.bumpVersion();
+            return foundInf.item() != 0;
+        }
+    }
+
+    /** Unscales one gradient in place through its backend; whether it held an inf or NaN. */
     static boolean unscaleGrad(Tensor grad, float invScale) {
-        if (grad.device().isCpu() && grad.isContiguous()) {
-            return CpuOptimizerKernels.unscaleAndCheckFinite(grad.dtype(), grad.storage().segment(),
-                    grad.storageOffset() * grad.dtype().byteSize(), grad.numel(), invScale);
-        }
-        boolean bad;
-        try (Tensor finite = grad.isfinite(); Tensor all = finite.all()) {
-            bad = all.item() == 0;
-        }
-        grad.mul_(invScale);
-        return bad;
+        return unscaleOnDevice(grad.device(), List.of(grad), invScale);
     }
 
     /**

@@ -45,6 +45,16 @@ public interface Backend {
     /** {@code dst.copy_(src)} for same-shaped tensors on this backend, converting dtypes. */
     void copy(Tensor src, Tensor dst);
 
+    /**
+     * {@code dst.copy_(src, nonBlocking)}: as {@link #copy(Tensor, Tensor)}, but a backend may return before
+     * a copy between host and device has finished when {@code nonBlocking} is set and the host side is
+     * pinned ({@link org.jtorch.memory.Storage#isPinned()}); the copy is then ordered on the device's
+     * current stream like a kernel. By default the copy is synchronous.
+     */
+    default void copy(Tensor src, Tensor dst, boolean nonBlocking) {
+        copy(src, dst);
+    }
+
     /** Sets every element of {@code dst} to {@code value} (as a double; integral dtypes also get {@code longValue}). */
     void fill(Tensor dst, double value, long longValue);
 

@@ -31,4 +31,15 @@ public interface OptimizerKernels {
     void adam(List<Tensor> params, List<Tensor> grads, List<Tensor> expAvgs, List<Tensor> expAvgSqs, List<Tensor> maxExpAvgSqs,
               float paramScale, float weightDecay, float beta1, float oneMinusBeta1, float beta2, float oneMinusBeta2,
               float bc2Sqrt, float eps, float negStepSize, boolean maximize, boolean amsgrad);
+
+    /**
+     * GradScaler's unscale, as ATen's {@code _amp_foreach_non_finite_check_and_unscale_}: multiplies every
+     * gradient by {@code invScale} in place and sets {@code foundInf} (a one-element float32 tensor on this
+     * device) to 1 when any element of any gradient was infinite or NaN before; otherwise leaves it as it was.
+     * Arithmetic as {@code CpuOptimizerKernels.unscaleAndCheckFinite}: float32 gradients take one float
+     * product, float64 multiply by {@code invScale} widened, 16-bit floats multiply in float32 and round once.
+     * Gradients may have any dtype GradScaler accepts; a backend refuses layouts it has no kernel for with an
+     * exception naming the op, dtype, layout and device. The caller bumps the gradients' versions.
+     */
+    void unscaleAndCheckFinite(List<Tensor> grads, Tensor foundInf, float invScale);
 }

@@ -237,6 +237,69 @@ public final class Collate {
         }
     }
 
+    /**
+     * {@code batch} with every tensor reachable through records, maps (values), lists, sets and object arrays
+     * replaced by {@code f}'s result (each distinct tensor mapped once), the containers rebuilt (maps as
+     * {@code LinkedHashMap}, lists as {@code ArrayList}, sets as {@code LinkedHashSet}, records through
+     * their canonical constructor); other objects are kept as they are.
+     */
+    public static Object mapTensors(Object batch, java.util.function.UnaryOperator<Tensor> f) {
+        return map(batch, f, new IdentityHashMap<>());
+    }
+
+    private static Object map(Object o, java.util.function.UnaryOperator<Tensor> f, Map<Tensor, Tensor> done) {
+        switch (o) {
+            case null -> {
+                return null;
+            }
+            case Tensor t -> {
+                return done.computeIfAbsent(t, f);
+            }
+            case Map<?, ?> m -> {
+                Map<Object, Object> out = new LinkedHashMap<>();
+                m.forEach((k, v) -> out.put(k, map(v, f, done)));
+                return out;
+            }
+            case List<?> l -> {
+                List<Object> out = new ArrayList<>(l.size());
+                for (Object v : l) out.add(map(v, f, done));
+                return out;
+            }
+            case Set<?> c -> {
+                Set<Object> out = new java.util.LinkedHashSet<>();
+                for (Object v : c) out.add(map(v, f, done));
+                return out;
+            }
+            case Object[] a -> {
+                Object[] out = java.util.Arrays.copyOf(a, a.length);
+                for (int i = 0; i < a.length; i++) out[i] = map(a[i], f, done);
+                return out;
+            }
+            case Record r -> {
+                RecordComponent[] comps = r.getClass().getRecordComponents();
+                Object[] values = new Object[comps.length];
+                Class<?>[] types = new Class<?>[comps.length];
+                try {
+                    for (int c = 0; c < comps.length; c++) {
+                        var acc = comps[c].getAccessor();
+                        acc.setAccessible(true);
+                        Object v = acc.invoke(r);
+                        types[c] = comps[c].getType();
+                        values[c] = types[c].isPrimitive() ? v : map(v, f, done);
+                    }
+                    Constructor<?> ctor = r.getClass().getDeclaredConstructor(types);
+                    ctor.setAccessible(true);
+                    return ctor.newInstance(values);
+                } catch (ReflectiveOperationException e) {
+                    throw new IllegalStateException("cannot rebuild record " + r.getClass().getName() + ": " + e, e);
+                }
+            }
+            default -> {
+                return o;
+            }
+        }
+    }
+
     /** Closes every tensor reachable from {@code batch} (see {@link #forEachTensor}). */
     public static void closeTensors(Object batch) {
         forEachTensor(batch, Tensor::close);

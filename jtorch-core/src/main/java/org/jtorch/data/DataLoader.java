@@ -10,13 +10,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Objects;
-import java.util.ServiceLoader;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
+import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.backend.cpu.Parallel;
@@ -96,6 +96,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
     private final boolean persistentWorkers;
     private final boolean pinMemory;
     private final MemoryPinner pinner;
+    private final Device transferDevice;
     private final Duration timeout;
     private final Consumer<WorkerInfo> workerInitFn;
     private final Generator generator;
@@ -135,6 +136,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         this.prefetchFactor = b.prefetchFactor;
         this.persistentWorkers = b.persistentWorkers;
         this.pinMemory = b.pinMemory;
+        this.transferDevice = b.transferDevice;
         this.timeout = b.timeout;
         this.workerInitFn = b.workerInitFn;
         this.generator = b.generator;
@@ -220,9 +222,8 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
     }
 
     private static MemoryPinner findPinner() {
-        for (MemoryPinner p : ServiceLoader.load(MemoryPinner.class)) {
-            if (p.isAvailable()) return p;
-        }
+        var found = MemoryPinner.find();
+        if (found.isPresent()) return found.get();
         if (PIN_MEMORY_WARNED.compareAndSet(false, true)) {
             PIN_MEMORY_WARNINGS.incrementAndGet();
             LOG.log(System.Logger.Level.WARNING, "DataLoader: 'pinMemory' is set but no accelerator is found, so pinned memory "
@@ -577,7 +578,25 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
                 close();
                 throw e;
             }
+            if (transferDevice != null && current.batch != null) current = transfer(current);
             return (B) current.batch;
+        }
+
+        /**
+         * The batch with its tensors copied to the transfer device (from pinned memory asynchronously, ordered
+         * before this thread's later work on the device's current stream); the host tensors stay owned until
+         * the next batch, as the copies may still read them.
+         */
+        private Result transfer(Result r) {
+            List<Tensor> owned = new ArrayList<>(r.owned);
+            Object moved = pinner != null ? pinner.toDevice(r.batch, transferDevice)
+                    : Collate.mapTensors(r.batch, t -> t.to(transferDevice));
+            Collate.forEachTensor(moved, t -> {
+                if (!t.device().equals(transferDevice)) return;
+                t.untrack();
+                owned.add(t);
+            });
+            return new Result(r.epoch, r.seq, r.worker, moved, owned, null, false);
         }
 
         @Override
@@ -585,7 +604,12 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         public B keep() {
             if (current == null || current.batch == null) throw new IllegalStateException("DataLoader: keep() before next()");
             Result r = current;
-            current = new Result(r.epoch, r.seq, r.worker, r.batch, List.of(), null, false);
+            // The batch's tensors go to the caller; host copies a transfer left behind stay the loader's.
+            java.util.Set<Tensor> inBatch = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+            Collate.forEachTensor(r.batch, inBatch::add);
+            List<Tensor> rest = new ArrayList<>();
+            for (Tensor t : r.owned) if (!inBatch.contains(t)) rest.add(t);
+            current = new Result(r.epoch, r.seq, r.worker, r.batch, rest, null, false);
             return (B) r.batch;
         }
 
@@ -762,6 +786,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         private boolean prefetchFactorSet;
         private boolean persistentWorkers;
         private boolean pinMemory;
+        private Device transferDevice;
         private Duration timeout = Duration.ZERO;
         private Consumer<WorkerInfo> workerInitFn;
         private Generator generator;
@@ -840,6 +865,19 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
          */
         public Builder<T, B> pinMemory(boolean pinMemory) {
             this.pinMemory = pinMemory;
+            return this;
+        }
+
+        /**
+         * Hands out batches on {@code device} instead of the CPU (jtorch's addition; PyTorch users call
+         * {@code .to(device, non_blocking=True)} on each batch): the iterator copies each batch there when
+         * {@code next()} returns it. With {@link #pinMemory} and an available pinner, the copies run from
+         * pinned memory on a side stream, without blocking the host, and the calling thread's current stream
+         * on {@code device} waits for them (an event), so the next step's kernels see the batch. The device
+         * tensors are owned like any batch tensor.
+         */
+        public Builder<T, B> transferTo(Device device) {
+            this.transferDevice = device;
             return this;
         }
 

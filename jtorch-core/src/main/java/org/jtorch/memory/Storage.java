@@ -24,6 +24,7 @@ public final class Storage {
     private final AtomicInteger refCount = new AtomicInteger(1);
     private final Release release;
     private final Cleaner.Cleanable cleanable;
+    private final boolean pinned;
     private volatile MemorySegment segment;
     private int version;
 
@@ -46,7 +47,12 @@ public final class Storage {
     }
 
     private Storage(Device device, long byteSize, MemorySegment segment, Allocator allocator, MemoryBlock block) {
+        this(device, byteSize, segment, allocator, block, false);
+    }
+
+    private Storage(Device device, long byteSize, MemorySegment segment, Allocator allocator, MemoryBlock block, boolean pinned) {
         this.device = device;
+        this.pinned = pinned;
         this.byteSize = byteSize;
         this.segment = segment;
         if (allocator != null) {
@@ -70,6 +76,16 @@ public final class Storage {
     public static Storage ofBlock(Device device, long byteSize, Allocator allocator, MemoryBlock block,
                                   MemorySegment hostView) {
         return new Storage(device, byteSize, hostView, allocator, block);
+    }
+
+    /**
+     * A CPU storage in page-locked host memory from an accelerator backend's pinned allocator (the block's
+     * address is host memory of at least {@code byteSize} bytes): CPU kernels use it as any CPU storage, and
+     * that backend may copy from it to a device asynchronously ({@link #isPinned()}).
+     */
+    public static Storage ofPinnedHost(long byteSize, Allocator allocator, MemoryBlock block) {
+        MemorySegment seg = MemorySegment.ofAddress(block.address()).reinterpret(byteSize);
+        return new Storage(Device.cpu(), byteSize, seg, allocator, block, true);
     }
 
     /** A CPU storage over a heap segment (small constants); the garbage collector owns its memory. */
@@ -103,6 +119,11 @@ public final class Storage {
     /** Device address of the first byte (CUDA and FFM callers). */
     public long address() {
         return segment().address();
+    }
+
+    /** Whether this is page-locked host memory ({@link #ofPinnedHost}). */
+    public boolean isPinned() {
+        return pinned;
     }
 
     public boolean isReleased() {

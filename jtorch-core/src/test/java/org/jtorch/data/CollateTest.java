@@ -155,4 +155,41 @@ class CollateTest {
         assertEquals(2, found.size());
         assertTrue(found.contains(a) && found.contains(b));
     }
+
+    record Nested(Tensor a, Object rest, int id) {}
+
+    @Test
+    void mapTensorsRebuildsRecordsMapsListsAndArraysAndMapsEachTensorOnce() {
+        Tensor x = Torch.tensor(new float[] {1, 2}), y = Torch.tensor(new float[] {3});
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("x", x);
+        m.put("list", List.of(y, x, "label"));
+        m.put("array", new Object[] {y});
+        Object batch = new Nested(x, m, 7);
+        List<Tensor> calls = new ArrayList<>();
+        Object out = Collate.mapTensors(batch, t -> {
+            calls.add(t);
+            return t.mul(10);
+        });
+        assertEquals(2, calls.size(), "x and y are mapped once each");
+        Nested p = assertInstanceOf(Nested.class, out);
+        assertEquals(7, p.id());
+        assertArrayEquals(new float[] {10, 20}, p.a().toFloatArray());
+        Map<?, ?> rest = assertInstanceOf(Map.class, p.rest());
+        assertTrue(rest.get("x") == p.a(), "one result per distinct tensor");
+        List<?> list = assertInstanceOf(List.class, rest.get("list"));
+        assertArrayEquals(new float[] {30}, ((Tensor) list.get(0)).toFloatArray());
+        assertEquals("label", list.get(2));
+        assertArrayEquals(new float[] {30}, ((Tensor) ((Object[]) rest.get("array"))[0]).toFloatArray());
+        assertArrayEquals(new float[] {1, 2}, x.toFloatArray(), "the input batch is unchanged");
+    }
+
+    @Test
+    void aNonBlockingCopyOnTheCpuEqualsABlockingOne() {
+        Tensor src = Torch.tensor(new float[] {1, 2, 3, 4}).reshape(2, 2).t();
+        Tensor dst = Torch.zeros(2, 2);
+        dst.copy_(src, true);
+        assertArrayEquals(new float[] {1, 3, 2, 4}, dst.toFloatArray());
+        assertTrue(!dst.isPinned());
+    }
 }

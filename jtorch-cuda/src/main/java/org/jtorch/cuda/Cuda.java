@@ -81,6 +81,18 @@ public final class Cuda {
         }
     }
 
+    /**
+     * Marks CUDA tensor {@code t}'s memory as used by {@code stream} ({@code Tensor.record_stream}): when it is
+     * freed, the allocator reuses it only after the work enqueued on {@code stream} until then has completed.
+     * Needed when a tensor allocated on one stream is used on another.
+     */
+    public static void recordStream(org.jtorch.Tensor t, Stream stream) {
+        if (!t.device().equals(stream.device())) {
+            throw new IllegalArgumentException("recordStream: tensor on " + t.device() + ", stream on " + stream.device());
+        }
+        allocator(t.device()).recordStream(t.storage().address(), stream.handle());
+    }
+
     /** The caching allocator of {@code device}. */
     public static CudaCachingAllocator allocator(Device device) {
         return CudaBackend.get().allocator(device);

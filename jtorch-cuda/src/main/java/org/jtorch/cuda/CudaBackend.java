@@ -132,6 +132,12 @@ public final class CudaBackend implements Backend {
         kernels().copy(src, dst);
     }
 
+    /** With {@code nonBlocking}, host-to-device copies from pinned memory do not wait for the device. */
+    @Override
+    public void copy(Tensor src, Tensor dst, boolean nonBlocking) {
+        kernels().copy(src, dst, nonBlocking);
+    }
+
     @Override
     public void fill(Tensor dst, double value, long longValue) {
         kernels().fill(dst, value, longValue);

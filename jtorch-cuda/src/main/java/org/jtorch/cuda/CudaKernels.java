@@ -272,9 +272,20 @@ final class CudaKernels {
 
     /** {@code dst = src} for same-shaped tensors, at least one of them on a CUDA device. */
     void copy(Tensor src, Tensor dst) {
+        copy(src, dst, false);
+    }
+
+    /**
+     * As {@link #copy(Tensor, Tensor)}; with {@code nonBlocking}, a host-to-device copy from a pinned, contiguous
+     * source of the destination's dtype into a contiguous destination is enqueued on the current stream and
+     * not waited for ({@link #hostToDeviceAsync}). Every other copy synchronises as before.
+     */
+    void copy(Tensor src, Tensor dst, boolean nonBlocking) {
         if (dst.numel() == 0) return;
         boolean srcCpu = src.device().isCpu(), dstCpu = dst.device().isCpu();
-        if (srcCpu && !dstCpu) {
+        if (srcCpu && !dstCpu && nonBlocking && src.isPinned() && dst.isContiguous() && hostSlice(src, dst.dtype()) != null) {
+            hostToDeviceAsync(src, dst);
+        } else if (srcCpu && !dstCpu) {
             hostToDevice(src, dst);
         } else if (!srcCpu && dstCpu) {
             deviceToHost(src, dst);
@@ -335,6 +346,18 @@ final class CudaKernels {
             if (staging != null) staging.close();
             if (devTemp != null) devTemp.close();
         }
+    }
+
+    /**
+     * {@code cuMemcpyHtoDAsync} from pinned host memory on the current stream, without synchronising: an event
+     * recorded after it keeps the pinned block from being reused or released until the copy has read it
+     * ({@link PinnedHostAllocator#recordUse}), however soon the source tensor is closed.
+     */
+    private void hostToDeviceAsync(Tensor src, Tensor dst) {
+        long bytes = dst.numel() * dst.dtype().byteSize();
+        long s = stream(dst.device());
+        rt.driver().memcpyHtoDAsync(address(dst), hostSlice(src, dst.dtype()), bytes, s);
+        PinnedMemory.allocator().recordUse(src.storage().address(), s);
     }
 
     private void deviceToHost(Tensor src, Tensor dst) {
@@ -454,9 +477,15 @@ final class CudaKernels {
     /** Launches {@code entry} of {@code optim.cu} once per {@link MultiTensorPlan} launch over {@code lists}. */
     private void multiTensor(String op, String entry, List<List<Tensor>> lists,
                              java.util.function.BiFunction<Arena, MemorySegment, KernelArgs> args) {
+        if (lists.get(0).isEmpty()) return;
+        multiTensor(optimizerDevice(op, lists), entry, lists, args);
+    }
+
+    /** As above on {@code device}, whose tensors the caller has checked (contiguous, of the entry's dtype). */
+    private void multiTensor(Device device, String entry, List<List<Tensor>> lists,
+                             java.util.function.BiFunction<Arena, MemorySegment, KernelArgs> args) {
         List<Tensor> params = lists.get(0);
         if (params.isEmpty()) return;
-        Device device = optimizerDevice(op, lists);
         long[] numels = new long[params.size()];
         for (int i = 0; i < numels.length; i++) numels[i] = params.get(i).numel();
         long[][] addresses = addresses(lists);
@@ -483,5 +512,34 @@ final class CudaKernels {
         multiTensor("adam", "jt_adam_step_f32", java.util.Arrays.asList(params, grads, expAvgs, expAvgSqs, amsgrad ? maxExpAvgSqs : null),
                 (arena, chunks) -> KernelArgs.adam(arena, chunks, paramScale, weightDecay, beta1, oneMinusBeta1, beta2,
                         oneMinusBeta2, bc2Sqrt, eps, negStepSize, maximize, amsgrad));
+    }
+
+    /**
+     * GradScaler's unscale: one {@code jt_amp_unscale_<dtype>} multi-tensor sequence per gradient dtype, all
+     * writing {@code foundInf}'s one float on the current stream. Gradients must be contiguous on
+     * {@code foundInf}'s device, float32, float64 or bfloat16; otherwise {@link IllegalArgumentException}
+     * naming the op, dtype, layout and device.
+     */
+    void ampUnscale(List<Tensor> grads, Tensor foundInf, float invScale) {
+        String op = "_amp_foreach_non_finite_check_and_unscale_";
+        Device device = foundInf.device();
+        if (foundInf.dtype() != DType.FLOAT32 || foundInf.numel() != 1 || !device.isCuda()) {
+            throw new IllegalArgumentException(op + ": found_inf must be one float32 element on a CUDA device, got "
+                    + foundInf.dtype() + " of " + foundInf.numel() + " elements on " + device);
+        }
+        java.util.Map<DType, List<Tensor>> byDtype = new java.util.EnumMap<>(DType.class);
+        for (Tensor g : grads) {
+            if (!g.device().equals(device) || !g.isContiguous() || !MultiTensorPlan.unscaleSupports(g.dtype())) {
+                throw new IllegalArgumentException(op + ": the CUDA kernel takes contiguous float32/float64/bfloat16 gradients on "
+                        + device + ", got " + g.dtype() + " of shape " + java.util.Arrays.toString(g.shape()) + " on " + g.device()
+                        + (g.isContiguous() ? "" : " (not contiguous)"));
+            }
+            byDtype.computeIfAbsent(g.dtype(), d -> new ArrayList<>()).add(g);
+        }
+        long flag = address(foundInf);
+        for (java.util.Map.Entry<DType, List<Tensor>> e : byDtype.entrySet()) {
+            multiTensor(device, MultiTensorPlan.unscaleEntry(e.getKey()), List.of(e.getValue()),
+                    (arena, chunks) -> KernelArgs.ampUnscale(arena, chunks, flag, invScale));
+        }
     }
 }

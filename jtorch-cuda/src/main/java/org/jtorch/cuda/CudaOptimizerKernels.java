@@ -32,6 +32,12 @@ final class CudaOptimizerKernels implements OptimizerKernels {
                 beta2, oneMinusBeta2, bc2Sqrt, eps, negStepSize, maximize, amsgrad);
     }
 
+    /** One {@code jt_amp_unscale_<dtype>} multi-tensor kernel over all gradients (per dtype), writing a device flag. */
+    @Override
+    public void unscaleAndCheckFinite(List<Tensor> grads, Tensor foundInf, float invScale) {
+        kernels.get().ampUnscale(grads, foundInf, invScale);
+    }
+
     @Override
     public String toString() {
         return "CUDA OptimizerKernels (optim.cu)";

@@ -13,6 +13,7 @@ import java.lang.foreign.MemoryLayout.PathElement;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Random;
+import org.jtorch.DType;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.MultiTensorPlan;
 import org.jtorch.cuda.kernels.MultiTensorPlan.Launch;
@@ -135,6 +136,24 @@ class MultiTensorPlanTest {
             assertEquals(1e-8f, a.value(8).get(JAVA_FLOAT, 0));
             assertEquals(-0.002f, a.value(9).get(JAVA_FLOAT, 0));
             assertEquals(1, a.value(11).get(JAVA_INT, 0));
+        }
+    }
+
+    @Test
+    void gradScalerUnscaleEntriesAndArgumentBytes() {
+        assertEquals("jt_amp_unscale_f32", MultiTensorPlan.unscaleEntry(DType.FLOAT32));
+        assertEquals("jt_amp_unscale_f64", MultiTensorPlan.unscaleEntry(DType.FLOAT64));
+        assertEquals("jt_amp_unscale_bf16", MultiTensorPlan.unscaleEntry(DType.BFLOAT16));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> MultiTensorPlan.unscaleEntry(DType.FLOAT16));
+        assertTrue(e.getMessage().contains("_amp_foreach_non_finite_check_and_unscale_") && e.getMessage().contains("float16"),
+                e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> MultiTensorPlan.unscaleEntry(DType.INT32));
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment chunks = arena.allocate(KernelStructs.TENSOR_CHUNKS);
+            KernelArgs u = KernelArgs.ampUnscale(arena, chunks, 0x7f00_0000_1000L, 0.25f);
+            assertArrayEquals(new long[] {KernelStructs.TENSOR_CHUNKS.byteSize(), 8, 4}, u.sizes());
+            assertEquals(0x7f00_0000_1000L, u.value(1).get(JAVA_LONG, 0));
+            assertEquals(0.25f, u.value(2).get(JAVA_FLOAT, 0));
         }
     }
 }

@@ -29,7 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
  * What the random and optimizer launchers launch exists with the signature they pack: {@code random.cu}
  * and {@code optim.cu} compiled whole (as {@link CudaKernels} compiles them; with {@code nvcc -arch=sm_90
  * --ptx}, and with NVRTC and the launcher's options) contain every entry {@link RandomPlan} can choose
- * for every dtype it accepts and the two optimizer steps, nothing else, and each entry's PTX parameter
+ * for every dtype it accepts, the two optimizer steps and GradScaler's unscale for float32, float64 and
+ * bfloat16 gradients ({@code jt_amp_unscale_<dtype>}), nothing else, and each entry's PTX parameter
  * sizes equal what {@link KernelArgs} packs. Each compiler's cases are skipped, saying so, where it is missing.
  */
 class RandomOptimEntryPointsTest {
@@ -83,13 +84,18 @@ class RandomOptimEntryPointsTest {
         tests.add(DynamicTest.dynamicTest("optim.cu", () -> {
             assumeTrue(present, skipReason);
             Map<String, long[]> e = KernelEntryPointsTest.entries(lazy.get(), "optim.cu", CudaKernels.selectOptions(null));
-            assertEquals(Set.of("jt_sgd_step_f32", "jt_adam_step_f32"), e.keySet());
+            Set<String> expected = new HashSet<>(Set.of("jt_sgd_step_f32", "jt_adam_step_f32"));
+            for (DType t : DType.values()) if (MultiTensorPlan.unscaleSupports(t)) expected.add(MultiTensorPlan.unscaleEntry(t));
+            assertEquals(expected, e.keySet());
             try (Arena arena = Arena.ofConfined()) {
                 MultiTensorPlan.Launch l = MultiTensorPlan.plan(new long[] {3}).get(0);
                 MemorySegment chunks = KernelArgs.packTensorChunks(arena, l, new long[][] {{1}, {2}}, new long[] {3});
                 assertSizes(e, "jt_sgd_step_f32", KernelArgs.sgd(arena, chunks, -0.1f, 0, 0.9f, 1, true, false, true));
                 assertSizes(e, "jt_adam_step_f32", KernelArgs.adam(arena, chunks, 1, 0, 0.9f, 0.1f, 0.999f, 0.001f, 1, 1e-8f, -0.001f,
                         false, true));
+                for (DType t : List.of(DType.FLOAT32, DType.FLOAT64, DType.BFLOAT16)) {
+                    assertSizes(e, MultiTensorPlan.unscaleEntry(t), KernelArgs.ampUnscale(arena, chunks, 7, 0.5f));
+                }
                 assertEquals(KernelStructs.TENSOR_CHUNKS.byteSize(), e.get("jt_adam_step_f32")[0]);
                 long total = 0;
                 for (long s : e.get("jt_adam_step_f32")) total += s;

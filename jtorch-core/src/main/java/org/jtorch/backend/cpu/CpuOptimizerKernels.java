@@ -62,6 +62,31 @@ public final class CpuOptimizerKernels implements OptimizerKernels {
     }
 
     /**
+     * Each gradient in turn: contiguous ones through {@link #unscaleAndCheckFinite(org.jtorch.DType, MemorySegment,
+     * long, long, float)} (one pass), others composed of tensor ops ({@code isfinite}, {@code all}, {@code mul_}).
+     */
+    @Override
+    public void unscaleAndCheckFinite(List<Tensor> grads, Tensor foundInf, float invScale) {
+        boolean found = false;
+        for (Tensor g : grads) found |= unscaleAndCheckFinite(g, invScale);
+        if (found) foundInf.fill_(1.0);
+    }
+
+    /** Unscales one CPU gradient in place; whether it held an inf or NaN. */
+    private static boolean unscaleAndCheckFinite(Tensor grad, float invScale) {
+        if (grad.isContiguous()) {
+            return unscaleAndCheckFinite(grad.dtype(), grad.storage().segment(), grad.storageOffset() * grad.dtype().byteSize(),
+                    grad.numel(), invScale);
+        }
+        boolean bad;
+        try (Tensor finite = grad.isfinite(); Tensor all = finite.all()) {
+            bad = all.item() == 0;
+        }
+        grad.mul_(invScale);
+        return bad;
+    }
+
+    /**
      * SGD: {@code d = ±g (+ wd*p)}; with momentum {@code buf = first ? d : buf*mu + d*(1-dampening)} and
      * {@code d = nesterov ? d + buf*mu : buf}; then {@code p += d * negLr}. {@code buf} is unused
      * (may be null) when {@code momentum == 0}.

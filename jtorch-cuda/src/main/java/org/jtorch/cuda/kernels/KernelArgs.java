@@ -89,6 +89,11 @@ public final class KernelArgs {
                 .f32(oneMinusBeta2).f32(bc2Sqrt).f32(eps).f32(negStepSize).i32(maximize ? 1 : 0).i32(amsgrad ? 1 : 0);
     }
 
+    /** {@code jt_amp_unscale_<T>(TensorChunks chunks, float* found_inf, float inv_scale)}. */
+    public static KernelArgs ampUnscale(Arena arena, MemorySegment chunks, long foundInf, float invScale) {
+        return new KernelArgs(arena).struct(chunks).pointer(foundInf).f32(invScale);
+    }
+
     /**
      * {@code jt::TensorChunks} bytes for launch {@code l}: {@code lists[k][slot]} = {@code addresses[k][l.tensors()[slot]]}
      * (a missing list, or {@code addresses[k] == null}, stays zero), {@code numel[slot]}, and the block table; unused

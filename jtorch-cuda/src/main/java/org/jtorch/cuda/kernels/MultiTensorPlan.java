@@ -3,6 +3,7 @@ package org.jtorch.cuda.kernels;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.jtorch.DType;
 import org.jtorch.cuda.KernelStructs;
 
 /**
@@ -15,6 +16,23 @@ import org.jtorch.cuda.KernelStructs;
  */
 public final class MultiTensorPlan {
     private MultiTensorPlan() {}
+
+    /** The gradient dtypes {@code jt_amp_unscale_<dtype>} exists for (float16 gradients GradScaler refuses before). */
+    public static boolean unscaleSupports(DType dtype) {
+        return dtype == DType.FLOAT32 || dtype == DType.FLOAT64 || dtype == DType.BFLOAT16;
+    }
+
+    /**
+     * The {@code optim.cu} entry unscaling gradients of {@code dtype} ({@code jt_amp_unscale_<dtype>});
+     * {@link IllegalArgumentException} naming the op and dtype for others.
+     */
+    public static String unscaleEntry(DType dtype) {
+        if (!unscaleSupports(dtype)) {
+            throw new IllegalArgumentException("_amp_foreach_non_finite_check_and_unscale_: no CUDA kernel for " + dtype
+                    + " gradients (float32, float64, bfloat16)");
+        }
+        return "jt_amp_unscale_" + ElementwisePlan.suffix(dtype);
+    }
 
     /**
      * One launch: {@code tensors[slot]} is the index (in the caller's lists) of the tensor in slot

@@ -109,3 +109,41 @@ extern "C" __global__ void jt_adam_step_f32(TensorChunks chunks, float param_sca
                   maximize != 0, amsgrad != 0};
     for_chunk(chunks, s);
 }
+
+// GradScaler's unscale, as ATen's _amp_foreach_non_finite_check_and_unscale_: lists[0] holds gradients of
+// one dtype T. Every element is multiplied by inv_scale in place in CpuOptimizerKernels.unscaleAndCheckFinite's
+// arithmetic (float32: one float product; float64: times inv_scale widened; bfloat16: in float, rounded
+// once), and *found_inf becomes 1 when an element was inf or NaN before. Non-finite is tested as the CPU
+// does: x * 0 is NaN exactly for inf and NaN (no math header needed). Several threads may store the same 1.
+namespace jt {
+
+__device__ __forceinline__ bool non_finite(float v) { return __fmul_rn(v, 0.0f) != 0.0f; }
+__device__ __forceinline__ bool non_finite(double v) { return __dmul_rn(v, 0.0) != 0.0; }
+__device__ __forceinline__ float unscaled(float v, float inv_scale) { return __fmul_rn(v, inv_scale); }
+__device__ __forceinline__ double unscaled(double v, float inv_scale) { return __dmul_rn(v, (double)inv_scale); }
+
+template <typename T>
+__device__ __forceinline__ void unscale_chunk(const TensorChunks& c, float* found_inf, float inv_scale) {
+    const int t = c.block_tensor[blockIdx.x];
+    const jt_i64 begin = (jt_i64)c.block_chunk[blockIdx.x] * JT_MT_CHUNK;
+    jt_i64 end = begin + JT_MT_CHUNK;
+    if (end > c.numel[t]) end = c.numel[t];
+    T* g = (T*)c.lists[0][t];
+    bool bad = false;
+    for (jt_i64 i = begin + threadIdx.x; i < end; i += blockDim.x) {
+        typename Scalar<T>::acc v = Scalar<T>::load(g[i]);
+        bad |= non_finite(v);
+        g[i] = Scalar<T>::store(unscaled(v, inv_scale));
+    }
+    if (bad) *found_inf = 1.0f;
+}
+
+}  // namespace jt
+
+#define JT_AMP_UNSCALE(T, suffix)                                                                          \
+    extern "C" __global__ void jt_amp_unscale_##suffix(TensorChunks chunks, float* found_inf, float inv_scale) { \
+        unscale_chunk<T>(chunks, found_inf, inv_scale);                                                    \
+    }
+JT_AMP_UNSCALE(float, f32)
+JT_AMP_UNSCALE(double, f64)
+JT_AMP_UNSCALE(bfloat16, bf16)
