@@ -185,6 +185,11 @@ final class CudaKernels {
         return function(device.index(), "reduce.cu", null, entry);
     }
 
+    /** The function {@code entry} of {@code file} (compiled whole, e.g. {@code pool.cu}, {@code norm.cu}) on {@code device}. */
+    long wholeFileFunction(Device device, String file, String entry) {
+        return function(device.index(), file, null, entry);
+    }
+
     /** The device's current stream, its context made current. */
     long currentStream(Device device) {
         return stream(device);

@@ -1,0 +1,128 @@
+package org.jtorch.cuda;
+
+import java.lang.foreign.Arena;
+import java.util.function.Supplier;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.backend.NormalizationKernels;
+import org.jtorch.cuda.kernels.KernelArgs;
+import org.jtorch.cuda.kernels.LaunchGeometry;
+import org.jtorch.cuda.kernels.NormPlan;
+import org.jtorch.cuda.kernels.NormPlan.Channel;
+import org.jtorch.cuda.kernels.NormPlan.Kernel;
+
+/**
+ * {@link NormalizationKernels} on a CUDA device: the batch-norm kernels of {@code norm.cu} (compiled whole,
+ * as PTX through the disk cache) on the device's current stream. Statistics and the backward's sums are
+ * per-channel reductions in double (one block a channel); the forward apply and the input gradient are
+ * elementwise passes. Per-channel tensors are read and written where they lie (any stride, any floating
+ * dtype, converted in the kernel); nothing is copied to the host. The training backward keeps its
+ * per-channel coefficients in a {@code 3c}-double device temporary between its two launches.
+ *
+ * <p>{@code x}, {@code gradOut}, {@code out} and {@code gradInput} must be contiguous and of one floating
+ * dtype, as the front end makes them; anything else throws naming the method.
+ */
+final class CudaNormalizationKernels implements NormalizationKernels {
+    private static final String FILE = "norm.cu";
+
+    private final Supplier<CudaKernels> kernels;
+
+    CudaNormalizationKernels(Supplier<CudaKernels> kernels) {
+        this.kernels = kernels;
+    }
+
+    /** The block tensors of one call: contiguous, of {@code x}'s dtype, on its device. */
+    private static void checkBlocks(String op, Tensor x, Tensor... blocks) {
+        for (Tensor t : blocks) {
+            if (t == null) continue;
+            if (!t.isContiguous() || t.dtype() != x.dtype() || !t.device().equals(x.device())) {
+                throw new IllegalArgumentException(op + ": the CUDA kernels take contiguous [n, c, s] blocks of one dtype on one device,"
+                        + " got " + t.dtype() + " " + java.util.Arrays.toString(t.shape()) + " strides "
+                        + java.util.Arrays.toString(t.strides()) + " on " + t.device() + " next to " + x.dtype() + " on " + x.device());
+            }
+        }
+    }
+
+    /** A per-channel tensor as the kernels read it (null stays null). */
+    private static Channel channel(String op, Tensor t, Device device) {
+        if (t == null) return null;
+        if (!t.device().equals(device) || !t.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": per-channel tensors must be floating and on " + device + ", got " + t.dtype()
+                    + " on " + t.device());
+        }
+        return new Channel(CudaKernels.deviceAddress(t), t.dim() == 0 ? 0 : t.stride(0), t.dtype());
+    }
+
+    private static long addr(Tensor t) {
+        return t == null ? 0 : CudaKernels.deviceAddress(t);
+    }
+
+    private void perChannel(Device device, String entry, long c, long count, KernelArgs args) {
+        CudaKernels k = kernels.get();
+        long stream = k.currentStream(device);
+        int blocks = NormPlan.reductionBlocks(c, k.multiprocessors(device));
+        k.launchRows(k.wholeFileFunction(device, FILE, entry), blocks, NormPlan.reductionThreads(count), stream, args);
+    }
+
+    private void elementwise(Device device, String entry, long elements, KernelArgs args) {
+        CudaKernels k = kernels.get();
+        long stream = k.currentStream(device);
+        int blocks = NormPlan.elementwiseBlocks(elements, k.multiprocessors(device));
+        k.launchRows(k.wholeFileFunction(device, FILE, entry), blocks, LaunchGeometry.THREADS, stream, args);
+    }
+
+    @Override
+    public void batchNormStats(Tensor x, long n, long c, long s, Tensor mean, Tensor var) {
+        String op = "batchNormStats";
+        String entry = NormPlan.entry(Kernel.STATS, op, x.dtype());
+        checkBlocks(op, x);
+        Device d = x.device();
+        try (Arena arena = Arena.ofConfined()) {
+            perChannel(d, entry, c, n * s, NormPlan.statsArgs(arena, addr(x), n, c, s, channel(op, mean, d), channel(op, var, d)));
+        }
+    }
+
+    @Override
+    public void batchNormApply(Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight, Tensor bias, Tensor out) {
+        String op = "batchNormApply";
+        String entry = NormPlan.entry(Kernel.APPLY, op, x.dtype());
+        checkBlocks(op, x, out);
+        Device d = x.device();
+        try (Arena arena = Arena.ofConfined()) {
+            elementwise(d, entry, n * c * s, NormPlan.applyArgs(arena, addr(x), addr(out), n, c, s, channel(op, mean, d),
+                    channel(op, invstd, d), channel(op, weight, d), channel(op, bias, d)));
+        }
+    }
+
+    @Override
+    public void batchNormBackward(Tensor gradOut, Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight,
+                                  boolean train, Tensor gradInput, Tensor gradWeight, Tensor gradBias) {
+        String op = "batchNormBackward";
+        String sums = NormPlan.entry(Kernel.BACKWARD_SUMS, op, x.dtype());
+        String input = NormPlan.entry(Kernel.BACKWARD_INPUT, op, x.dtype());
+        checkBlocks(op, x, gradOut, gradInput);
+        Device d = x.device();
+        boolean needSums = gradWeight != null || gradBias != null || (train && gradInput != null);
+        // Training's input gradient needs the channel sums: they travel as coefficients in a device temporary.
+        try (Tensor coef = train && gradInput != null ? Tensor.empty(new long[] {NormPlan.coefficients(c)}, DType.FLOAT64, d) : null;
+             Arena arena = Arena.ofConfined()) {
+            Channel m = channel(op, mean, d);
+            Channel is = channel(op, invstd, d);
+            Channel w = channel(op, weight, d);
+            if (needSums) {
+                perChannel(d, sums, c, n * s, NormPlan.backwardSumsArgs(arena, addr(gradOut), addr(x), n, c, s, m, is,
+                        channel(op, gradWeight, d), channel(op, gradBias, d), addr(coef), w));
+            }
+            if (gradInput != null) {
+                elementwise(d, input, n * c * s, NormPlan.backwardInputArgs(arena, addr(gradOut), addr(x), addr(gradInput), n, c, s, m, is,
+                        w, addr(coef)));
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "CUDA NormalizationKernels (norm.cu: batch-norm statistics, apply, backward)";
+    }
+}

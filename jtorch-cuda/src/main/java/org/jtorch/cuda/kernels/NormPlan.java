@@ -1,0 +1,127 @@
+package org.jtorch.cuda.kernels;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import org.jtorch.DType;
+
+/**
+ * Host-side choices for the batch-norm kernels of {@code norm.cu}, with no GPU involved: entry points per
+ * input dtype (float16, bfloat16, float32, float64), the per-channel reductions' block size and grid (one
+ * block a channel, grid-stride over channels), the elementwise passes' grid, and the argument bytes, with
+ * up to four per-channel tensors packed as {@code jt::ChannelTensors} (address, element stride, dtype code;
+ * address 0 for an absent tensor).
+ */
+public final class NormPlan {
+    private NormPlan() {}
+
+    /** The kernels of {@code norm.cu}. */
+    public enum Kernel {
+        STATS("stats"), APPLY("apply"), BACKWARD_SUMS("backward_sums"), BACKWARD_INPUT("backward_input");
+
+        private final String name;
+
+        Kernel(String name) {
+            this.name = name;
+        }
+    }
+
+    /** {@code JT_CHANNEL_TENSORS} of {@code norm.cu}. */
+    public static final int CHANNEL_TENSORS = 4;
+
+    /** {@code jt::ChannelTensors}: char* data[4]; i64 stride[4]; int dtype[4] (80 bytes). */
+    public static final StructLayout CHANNEL_TENSORS_LAYOUT = MemoryLayout.structLayout(
+            MemoryLayout.sequenceLayout(CHANNEL_TENSORS, JAVA_LONG).withName("data"),
+            MemoryLayout.sequenceLayout(CHANNEL_TENSORS, JAVA_LONG).withName("stride"),
+            MemoryLayout.sequenceLayout(CHANNEL_TENSORS, JAVA_INT).withName("dtype"));
+
+    /** A per-channel tensor as a kernel reads it: device address, element stride, dtype. */
+    public record Channel(long address, long stride, DType dtype) {}
+
+    /** Most threads a per-channel reduction block uses. */
+    public static final int MAX_REDUCTION_THREADS = 512;
+
+    /** {@code jt_norm_<kernel>_<f16|bf16|f32|f64>}; other dtypes throw naming the op, dtype and device. */
+    public static String entry(Kernel k, String op, DType t) {
+        if (!t.isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": the CUDA batch-norm kernels take floating dtypes, got " + t + " (device cuda)");
+        }
+        return "jt_norm_" + k.name + "_" + ElementwisePlan.suffix(t);
+    }
+
+    /** Threads of a per-channel reduction over {@code count} elements: rounded up to a warp, 32..{@value #MAX_REDUCTION_THREADS}. */
+    public static int reductionThreads(long count) {
+        long warps = Math.max(1, (count + 31) / 32);
+        return (int) Math.min(MAX_REDUCTION_THREADS, 32 * warps);
+    }
+
+    /** Blocks of a per-channel reduction: one a channel, at most {@link LaunchGeometry#BLOCKS_PER_SM} per SM (grid-stride beyond). */
+    public static int reductionBlocks(long channels, int multiprocessors) {
+        if (channels <= 0) return 0;
+        return (int) Math.min(channels, (long) multiprocessors * LaunchGeometry.BLOCKS_PER_SM);
+    }
+
+    /** Blocks of an elementwise pass over {@code n} elements, {@link LaunchGeometry#THREADS} threads each. */
+    public static int elementwiseBlocks(long n, int multiprocessors) {
+        return LaunchGeometry.blocks(n, 1, multiprocessors);
+    }
+
+    /** The bytes of {@code jt::ChannelTensors} for up to four tensors (null entries or a shorter array: absent). */
+    public static MemorySegment packChannels(Arena arena, Channel... channels) {
+        if (channels.length > CHANNEL_TENSORS) {
+            throw new IllegalArgumentException("jt::ChannelTensors holds at most " + CHANNEL_TENSORS + " tensors, got " + channels.length);
+        }
+        MemorySegment m = arena.allocate(CHANNEL_TENSORS_LAYOUT);
+        m.fill((byte) 0);
+        for (int i = 0; i < channels.length; i++) {
+            Channel c = channels[i];
+            if (c == null) continue;
+            m.set(JAVA_LONG, 8L * i, c.address());
+            m.set(JAVA_LONG, 8L * (CHANNEL_TENSORS + i), c.stride());
+            m.set(JAVA_INT, 16L * CHANNEL_TENSORS + 4L * i, c.dtype().ordinal());
+        }
+        return m;
+    }
+
+    /** {@code jt_norm_stats_T(const T* x, jt_i64 n, c, s, ChannelTensors {mean, var})}. */
+    public static KernelArgs statsArgs(Arena arena, long x, long n, long c, long s, Channel mean, Channel var) {
+        return new KernelArgs(arena).pointer(x).i64(n).i64(c).i64(s).struct(packChannels(arena, mean, var));
+    }
+
+    /** {@code jt_norm_apply_T(const T* x, T* out, jt_i64 n, c, s, ChannelTensors {mean, invstd, weight, bias})}. */
+    public static KernelArgs applyArgs(Arena arena, long x, long out, long n, long c, long s, Channel mean, Channel invstd,
+                                       Channel weight, Channel bias) {
+        return new KernelArgs(arena).pointer(x).pointer(out).i64(n).i64(c).i64(s).struct(packChannels(arena, mean, invstd, weight, bias));
+    }
+
+    /**
+     * {@code jt_norm_backward_sums_T(const T* grad, const T* x, jt_i64 n, c, s, ChannelTensors {mean, invstd, grad_weight,
+     * grad_bias}, double* coef (0: none), const char* weight (0: none), jt_i64 weight_stride, int weight_dtype)}.
+     */
+    public static KernelArgs backwardSumsArgs(Arena arena, long grad, long x, long n, long c, long s, Channel mean, Channel invstd,
+                                              Channel gradWeight, Channel gradBias, long coef, Channel weight) {
+        return new KernelArgs(arena).pointer(grad).pointer(x).i64(n).i64(c).i64(s)
+                .struct(packChannels(arena, mean, invstd, gradWeight, gradBias)).pointer(coef)
+                .pointer(weight == null ? 0 : weight.address()).i64(weight == null ? 0 : weight.stride())
+                .i32(weight == null ? DType.FLOAT32.ordinal() : weight.dtype().ordinal());
+    }
+
+    /**
+     * {@code jt_norm_backward_input_T(const T* grad, const T* x, T* grad_in, jt_i64 n, c, s, ChannelTensors {mean, invstd,
+     * weight}, const double* coef (0: evaluation, grad * invstd * weight))}.
+     */
+    public static KernelArgs backwardInputArgs(Arena arena, long grad, long x, long gradIn, long n, long c, long s, Channel mean,
+                                               Channel invstd, Channel weight, long coef) {
+        return new KernelArgs(arena).pointer(grad).pointer(x).pointer(gradIn).i64(n).i64(c).i64(s)
+                .struct(packChannels(arena, mean, invstd, weight)).pointer(coef);
+    }
+
+    /** Doubles of the training backward's coefficient workspace: (invstd * weight, k, mean(g)) per channel. */
+    public static long coefficients(long channels) {
+        return 3 * channels;
+    }
+}

@@ -1,0 +1,186 @@
+// Batch norm over a contiguous [n, c, s] block (batch, channels, spatial size) of x, with the CPU
+// backend's arithmetic (CpuNormalizationKernels): statistics in double, shifted by the channel's first
+// element x[0, ch, 0] so that a large mean does not cancel the variance; var = max(0, E[d^2] - E[d]^2);
+// an empty channel gives NaN. Per-channel tensors (mean, var, invstd, weight, bias and the gradients of
+// weight and bias) may be strided and of any floating dtype, and null where the front end passes null
+// (a null weight reads 1, a null bias 0, a null output is not written): ChannelTensors carries their
+// addresses, element strides and dtype codes.
+//
+// Statistics and the backward sums are per-channel reductions: one block a channel (grid-stride over
+// channels), each thread accumulating a strided slice of the channel's n * s elements in double, then
+// warp shuffles and one shared-memory stage. The forward apply and the input gradient are elementwise,
+// one thread an element (grid-stride), in Scalar<T>::acc (float for 16/32-bit floats, double for f64).
+// Entries (T = f16 | bf16 | f32 | f64):
+//   jt_norm_stats_T(x, n, c, s, ChannelTensors {mean, var})
+//   jt_norm_apply_T(x, out, n, c, s, ChannelTensors {mean, invstd, weight, bias})
+//   jt_norm_backward_sums_T(grad_out, x, n, c, s, ChannelTensors {mean, invstd, grad_weight, grad_bias}, coef or null,
+//                           weight or null, weight_stride, weight_dtype)
+//   jt_norm_backward_input_T(grad_out, x, grad_in, n, c, s, ChannelTensors {mean, invstd, weight, -}, coef or null)
+// coef is a double workspace of 3 c values per channel written by the sums kernel in training:
+// (a = invstd * weight, k = sum(g * (x - mean)) / count * invstd^2, mean(g)), so that the input gradient
+// is (g - (x - mean) * k - mean(g)) * a; without coef (evaluation) it is g * invstd * weight.
+#include "jtorch_cuda.cuh"
+
+#define JT_CHANNEL_TENSORS 4
+
+namespace jt {
+
+// Up to four per-channel tensors, passed by value (KernelStructs.CHANNEL_TENSORS mirrors it).
+struct ChannelTensors {
+    char* data[JT_CHANNEL_TENSORS];
+    jt_i64 stride[JT_CHANNEL_TENSORS];
+    int dtype[JT_CHANNEL_TENSORS];
+};
+
+__device__ __forceinline__ double channel_value(const ChannelTensors& t, int which, jt_i64 ch, double fallback) {
+    if (t.data[which] == nullptr) return fallback;
+    return load_as<double>(t.data[which] + ch * t.stride[which] * dtype_size(t.dtype[which]), t.dtype[which]);
+}
+
+__device__ __forceinline__ void store_channel(const ChannelTensors& t, int which, jt_i64 ch, double v) {
+    if (t.data[which] != nullptr) store_as<double>(t.data[which] + ch * t.stride[which] * dtype_size(t.dtype[which]), t.dtype[which], v);
+}
+
+// Sums two doubles across the block; the results are valid in thread 0. `shared` holds 64 values.
+__device__ __forceinline__ void block_sum2(double& a, double& b, double* shared) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    #pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        a += __shfl_down_sync(0xffffffffu, a, offset);
+        b += __shfl_down_sync(0xffffffffu, b, offset);
+    }
+    if (lane == 0) {
+        shared[warp] = a;
+        shared[32 + warp] = b;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        a = lane < warps ? shared[lane] : 0.0;
+        b = lane < warps ? shared[32 + lane] : 0.0;
+        #pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            a += __shfl_down_sync(0xffffffffu, a, offset);
+            b += __shfl_down_sync(0xffffffffu, b, offset);
+        }
+    }
+    __syncthreads();
+}
+
+// Element k (in [0, n * s)) of channel ch of an [n, c, s] block.
+__device__ __forceinline__ jt_i64 channel_element(jt_i64 k, jt_i64 ch, jt_i64 c, jt_i64 s) {
+    const jt_i64 i = k / s;
+    return (i * c + ch) * s + (k - i * s);
+}
+
+template <typename T>
+__device__ __forceinline__ void stats(const T* __restrict__ x, jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors out) {
+    __shared__ double shared[64];
+    const jt_i64 count = n * s;
+    for (jt_i64 ch = blockIdx.x; ch < c; ch += gridDim.x) {
+        const double shift = count > 0 ? (double)Scalar<T>::load(x[ch * s]) : 0.0;
+        double sum = 0.0, sq = 0.0;
+        for (jt_i64 k = threadIdx.x; k < count; k += blockDim.x) {
+            const double d = (double)Scalar<T>::load(x[channel_element(k, ch, c, s)]) - shift;
+            sum += d;
+            sq += d * d;
+        }
+        block_sum2(sum, sq, shared);
+        if (threadIdx.x == 0) {
+            const double nan = __longlong_as_double(0x7ff8000000000000LL);
+            const double d = sum / (double)count;
+            store_channel(out, 0, ch, count > 0 ? shift + d : nan);
+            store_channel(out, 1, ch, count > 0 ? fmax(0.0, sq / (double)count - d * d) : nan);
+        }
+    }
+}
+
+// out = (x - mean) * (invstd * weight) + bias.
+template <typename T>
+__device__ __forceinline__ void apply(const T* __restrict__ x, T* __restrict__ out, jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors p) {
+    typedef typename Scalar<T>::acc A;
+    const jt_i64 total = n * c * s;
+    for (jt_i64 e = global_thread(); e < total; e += grid_threads()) {
+        const jt_i64 ch = (e / s) % c;
+        const A mean = (A)channel_value(p, 0, ch, 0.0);
+        const A scale = (A)(channel_value(p, 1, ch, 1.0) * channel_value(p, 2, ch, 1.0));
+        const A bias = (A)channel_value(p, 3, ch, 0.0);
+        out[e] = Scalar<T>::store((Scalar<T>::load(x[e]) - mean) * scale + bias);
+    }
+}
+
+// Per channel: sum(g) and sum(g * (x - mean)) in double; grad_bias = sum(g), grad_weight = sum(g * (x - mean)) * invstd.
+template <typename T>
+__device__ __forceinline__ void backward_sums(const T* __restrict__ grad, const T* __restrict__ x, jt_i64 n, jt_i64 c, jt_i64 s,
+                                              ChannelTensors p, double* __restrict__ coef, const ChannelTensors weight) {
+    __shared__ double shared[64];
+    const jt_i64 count = n * s;
+    for (jt_i64 ch = blockIdx.x; ch < c; ch += gridDim.x) {
+        const double mean = channel_value(p, 0, ch, 0.0);
+        double sum_g = 0.0, sum_gx = 0.0;
+        for (jt_i64 k = threadIdx.x; k < count; k += blockDim.x) {
+            const jt_i64 e = channel_element(k, ch, c, s);
+            const double g = (double)Scalar<T>::load(grad[e]);
+            sum_g += g;
+            sum_gx += g * ((double)Scalar<T>::load(x[e]) - mean);
+        }
+        block_sum2(sum_g, sum_gx, shared);
+        if (threadIdx.x == 0) {
+            const double invstd = channel_value(p, 1, ch, 1.0);
+            store_channel(p, 2, ch, sum_gx * invstd);
+            store_channel(p, 3, ch, sum_g);
+            if (coef != nullptr) {
+                coef[3 * ch] = invstd * channel_value(weight, 0, ch, 1.0);
+                coef[3 * ch + 1] = count > 0 ? sum_gx / (double)count * invstd * invstd : 0.0;
+                coef[3 * ch + 2] = count > 0 ? sum_g / (double)count : 0.0;
+            }
+        }
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void backward_input(const T* __restrict__ grad, const T* __restrict__ x, T* __restrict__ grad_in, jt_i64 n,
+                                               jt_i64 c, jt_i64 s, ChannelTensors p, const double* __restrict__ coef) {
+    typedef typename Scalar<T>::acc A;
+    const jt_i64 total = n * c * s;
+    for (jt_i64 e = global_thread(); e < total; e += grid_threads()) {
+        const jt_i64 ch = (e / s) % c;
+        const A g = Scalar<T>::load(grad[e]);
+        if (coef != nullptr) {
+            const A mean = (A)channel_value(p, 0, ch, 0.0);
+            const A a = (A)coef[3 * ch], k = (A)coef[3 * ch + 1], mean_g = (A)coef[3 * ch + 2];
+            grad_in[e] = Scalar<T>::store((g - (Scalar<T>::load(x[e]) - mean) * k - mean_g) * a);
+        } else {
+            grad_in[e] = Scalar<T>::store(g * (A)(channel_value(p, 1, ch, 1.0) * channel_value(p, 2, ch, 1.0)));
+        }
+    }
+}
+
+// The weight alone, as slot 0 of a ChannelTensors (the sums kernel's own slots hold its outputs).
+__device__ __forceinline__ ChannelTensors weight_only(const char* data, jt_i64 stride, int dtype) {
+    ChannelTensors t = {};
+    t.data[0] = const_cast<char*>(data);
+    t.stride[0] = stride;
+    t.dtype[0] = dtype;
+    return t;
+}
+
+}  // namespace jt
+
+using namespace jt;
+
+#define JT_NORM(T, suffix) \
+    extern "C" __global__ void jt_norm_stats_##suffix(const T* x, jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors out) { \
+        stats<T>(x, n, c, s, out); } \
+    extern "C" __global__ void jt_norm_apply_##suffix(const T* x, T* out, jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors p) { \
+        apply<T>(x, out, n, c, s, p); } \
+    extern "C" __global__ void jt_norm_backward_sums_##suffix(const T* grad, const T* x, jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors p, \
+                                                             double* coef, const char* weight, jt_i64 weight_stride, int weight_dtype) { \
+        backward_sums<T>(grad, x, n, c, s, p, coef, weight_only(weight, weight_stride, weight_dtype)); } \
+    extern "C" __global__ void jt_norm_backward_input_##suffix(const T* grad, const T* x, T* grad_in, jt_i64 n, jt_i64 c, jt_i64 s, \
+                                                              ChannelTensors p, const double* coef) { \
+        backward_input<T>(grad, x, grad_in, n, c, s, p, coef); }
+
+JT_NORM(half, f16)
+JT_NORM(bfloat16, bf16)
+JT_NORM(float, f32)
+JT_NORM(double, f64)
