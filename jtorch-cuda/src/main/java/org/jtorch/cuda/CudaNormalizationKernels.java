@@ -15,8 +15,9 @@ import org.jtorch.cuda.kernels.NormPlan.Kernel;
 /**
  * {@link NormalizationKernels} on a CUDA device: the batch-norm kernels of {@code norm.cu} (compiled whole,
  * as PTX through the disk cache) on the device's current stream. Statistics and the backward's sums are
- * per-channel reductions in double (one block a channel); the forward apply and the input gradient are
- * elementwise passes. Per-channel tensors are read and written where they lie (any stride, any floating
+ * per-channel reductions in double (one block a channel, or several with a finish launch adding their partial
+ * sums when there are too few channels to fill the device: {@link NormPlan#splits}); the forward apply and
+ * the input gradient are elementwise passes. Per-channel tensors are read and written where they lie (any stride, any floating
  * dtype, converted in the kernel); nothing is copied to the host. The training backward keeps its
  * per-channel coefficients in a {@code 3c}-double device temporary between its two launches.
  *
@@ -58,10 +59,21 @@ final class CudaNormalizationKernels implements NormalizationKernels {
         return t == null ? 0 : CudaKernels.deviceAddress(t);
     }
 
-    private void perChannel(Device device, String entry, long c, long count, KernelArgs args) {
+    /** A per-channel reduction's blocks per channel on {@code device}. */
+    private int splits(Device device, long c, long count) {
+        return NormPlan.splits(c, count, kernels.get().multiprocessors(device));
+    }
+
+    /** The double workspace of a split reduction's partial sums, or null when channels are not split. */
+    private static Tensor partials(Device device, long c, int splits) {
+        long n = NormPlan.partials(c, splits);
+        return n == 0 ? null : Tensor.empty(new long[] {n}, DType.FLOAT64, device);
+    }
+
+    private void perChannel(Device device, String entry, long c, int splits, long count, KernelArgs args) {
         CudaKernels k = kernels.get();
         long stream = k.currentStream(device);
-        int blocks = NormPlan.reductionBlocks(c, k.multiprocessors(device));
+        int blocks = NormPlan.reductionBlocks(c, splits, k.multiprocessors(device));
         k.launchRows(k.wholeFileFunction(device, FILE, entry), blocks, NormPlan.reductionThreads(count), stream, args);
     }
 
@@ -78,8 +90,14 @@ final class CudaNormalizationKernels implements NormalizationKernels {
         String entry = NormPlan.entry(Kernel.STATS, op, x.dtype());
         checkBlocks(op, x);
         Device d = x.device();
-        try (Arena arena = Arena.ofConfined()) {
-            perChannel(d, entry, c, n * s, NormPlan.statsArgs(arena, addr(x), n, c, s, channel(op, mean, d), channel(op, var, d)));
+        int splits = splits(d, c, n * s);
+        try (Tensor partial = partials(d, c, splits); Arena arena = Arena.ofConfined()) {
+            Channel m = channel(op, mean, d), v = channel(op, var, d);
+            perChannel(d, entry, c, splits, n * s, NormPlan.statsArgs(arena, addr(x), n, c, s, m, v, addr(partial), splits));
+            if (partial != null) {
+                elementwise(d, NormPlan.entry(Kernel.STATS_FINISH, op, x.dtype()), c,
+                        NormPlan.statsArgs(arena, addr(x), n, c, s, m, v, addr(partial), splits));
+            }
         }
     }
 
@@ -104,15 +122,23 @@ final class CudaNormalizationKernels implements NormalizationKernels {
         checkBlocks(op, x, gradOut, gradInput);
         Device d = x.device();
         boolean needSums = gradWeight != null || gradBias != null || (train && gradInput != null);
+        int splits = needSums ? splits(d, c, n * s) : 1;
         // Training's input gradient needs the channel sums: they travel as coefficients in a device temporary.
         try (Tensor coef = train && gradInput != null ? Tensor.empty(new long[] {NormPlan.coefficients(c)}, DType.FLOAT64, d) : null;
+             Tensor partial = needSums ? partials(d, c, splits) : null;
              Arena arena = Arena.ofConfined()) {
             Channel m = channel(op, mean, d);
             Channel is = channel(op, invstd, d);
             Channel w = channel(op, weight, d);
+            Channel gw = channel(op, gradWeight, d);
+            Channel gb = channel(op, gradBias, d);
             if (needSums) {
-                perChannel(d, sums, c, n * s, NormPlan.backwardSumsArgs(arena, addr(gradOut), addr(x), n, c, s, m, is,
-                        channel(op, gradWeight, d), channel(op, gradBias, d), addr(coef), w));
+                perChannel(d, sums, c, splits, n * s, NormPlan.backwardSumsArgs(arena, addr(gradOut), addr(x), n, c, s, m, is, gw, gb,
+                        addr(coef), w, addr(partial), splits));
+                if (partial != null) {
+                    elementwise(d, NormPlan.BACKWARD_FINISH, c,
+                            NormPlan.backwardFinishArgs(arena, n, c, s, m, is, gw, gb, addr(coef), w, addr(partial), splits));
+                }
             }
             if (gradInput != null) {
                 elementwise(d, input, n * c * s, NormPlan.backwardInputArgs(arena, addr(gradOut), addr(x), addr(gradInput), n, c, s, m, is,

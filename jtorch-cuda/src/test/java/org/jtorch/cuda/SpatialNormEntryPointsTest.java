@@ -81,7 +81,7 @@ class SpatialNormEntryPointsTest {
         Set<String> unused = new HashSet<>(entries.keySet());
         unused.removeAll(seen);
         assertEquals(Set.of(), unused, "entries of " + file + " that no launch uses");
-        assertEquals(file.equals("pool.cu") ? 14 : 16, seen.size(), "entries the planner names in " + file);
+        assertEquals(file.equals("pool.cu") ? 14 : 21, seen.size(), "entries the planner names in " + file);
     }
 
     private static void expectPool(Map<String, long[]> e, Set<String> seen, Arena arena) {
@@ -101,13 +101,15 @@ class SpatialNormEntryPointsTest {
         Channel f32 = new Channel(16, 1, DType.FLOAT32);
         Channel strided = new Channel(32, 3, DType.BFLOAT16);
         for (DType t : List.of(DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.FLOAT64)) {
-            expect(e, seen, NormPlan.entry(Kernel.STATS, "batchNormStats", t), NormPlan.statsArgs(arena, 1, 2, 3, 4, f32, f32));
+            expect(e, seen, NormPlan.entry(Kernel.STATS, "batchNormStats", t), NormPlan.statsArgs(arena, 1, 2, 3, 4, f32, f32, 0, 1));
+            expect(e, seen, NormPlan.entry(Kernel.STATS_FINISH, "batchNormStats", t), NormPlan.statsArgs(arena, 1, 2, 3, 4, f32, f32, 8, 5));
             expect(e, seen, NormPlan.entry(Kernel.APPLY, "batchNormApply", t),
                     NormPlan.applyArgs(arena, 1, 2, 2, 3, 4, f32, f32, strided, null));
             expect(e, seen, NormPlan.entry(Kernel.BACKWARD_SUMS, "batchNormBackward", t),
-                    NormPlan.backwardSumsArgs(arena, 1, 2, 2, 3, 4, f32, f32, null, strided, 64, strided));
+                    NormPlan.backwardSumsArgs(arena, 1, 2, 2, 3, 4, f32, f32, null, strided, 64, strided, 0, 1));
             expect(e, seen, NormPlan.entry(Kernel.BACKWARD_INPUT, "batchNormBackward", t),
                     NormPlan.backwardInputArgs(arena, 1, 2, 3, 2, 3, 4, f32, f32, null, 0));
         }
+        expect(e, seen, NormPlan.BACKWARD_FINISH, NormPlan.backwardFinishArgs(arena, 2, 3, 4, f32, f32, f32, null, 64, null, 8, 5));
     }
 }

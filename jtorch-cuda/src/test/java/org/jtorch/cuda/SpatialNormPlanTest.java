@@ -87,10 +87,25 @@ class SpatialNormPlanTest {
         assertEquals(32, NormPlan.reductionThreads(1));
         assertEquals(64, NormPlan.reductionThreads(33));
         assertEquals(NormPlan.MAX_REDUCTION_THREADS, NormPlan.reductionThreads(1_000_000));
-        assertEquals(0, NormPlan.reductionBlocks(0, 132));
-        assertEquals(64, NormPlan.reductionBlocks(64, 132));
-        assertEquals(132 * LaunchGeometry.BLOCKS_PER_SM, NormPlan.reductionBlocks(100_000, 132));
+        assertEquals(0, NormPlan.reductionBlocks(0, 1, 132));
+        assertEquals(64, NormPlan.reductionBlocks(64, 1, 132));
+        assertEquals(64 * 9, NormPlan.reductionBlocks(64, 9, 132));
+        assertEquals(132 * LaunchGeometry.BLOCKS_PER_SM, NormPlan.reductionBlocks(100_000, 1, 132));
         assertEquals(1, NormPlan.elementwiseBlocks(5, 132));
+    }
+
+    @Test
+    void fewChannelsOverManyElementsSplitAcrossBlocks() {
+        // ResNet's first batch norm, [32, 64, 112, 112], on 132 SMs: 64 channels alone would fill half the device.
+        int splits = NormPlan.splits(64, 32L * 112 * 112, 132);
+        assertEquals(9, splits, "ceil(4 * 132 / 64) blocks a channel");
+        assertEquals(2 * 64 * 9, NormPlan.partials(64, splits));
+        assertEquals(1, NormPlan.splits(2048, 32L * 7 * 7, 132), "enough channels: one block each, no workspace");
+        assertEquals(0, NormPlan.partials(2048, 1));
+        assertEquals(1, NormPlan.splits(4, 1000, 132), "parts of fewer than MIN_ELEMENTS_PER_SPLIT elements are not worth a block");
+        assertEquals(3, NormPlan.splits(1, 3 * NormPlan.MIN_ELEMENTS_PER_SPLIT, 132));
+        assertEquals(NormPlan.MAX_SPLITS, NormPlan.splits(1, Long.MAX_VALUE / 2, 100_000));
+        assertEquals(1, NormPlan.splits(0, 0, 132));
     }
 
     private static int define(String file, String name) {
@@ -121,13 +136,18 @@ class SpatialNormPlanTest {
     void backwardSumsPassTheWeightSeparatelyAndTheCoefficientWorkspace() {
         try (Arena arena = Arena.ofConfined()) {
             Channel f32 = new Channel(0x10, 1, DType.FLOAT32);
-            KernelArgs a = NormPlan.backwardSumsArgs(arena, 1, 2, 3, 4, 5, f32, f32, null, null, 0x99, new Channel(0x50, 2, DType.FLOAT64));
-            assertArrayEquals(new long[] {8, 8, 8, 8, 8, 80, 8, 8, 8, 4}, a.sizes());
+            KernelArgs a = NormPlan.backwardSumsArgs(arena, 1, 2, 3, 4, 5, f32, f32, null, null, 0x99, new Channel(0x50, 2, DType.FLOAT64),
+                    0x77, 6);
+            assertArrayEquals(new long[] {8, 8, 8, 8, 8, 80, 8, 8, 8, 4, 8, 4}, a.sizes());
+            assertEquals(0x77, a.value(10).get(JAVA_LONG, 0));
+            assertEquals(6, a.value(11).get(JAVA_INT, 0));
             assertEquals(0x99, a.value(6).get(JAVA_LONG, 0));
             assertEquals(0x50, a.value(7).get(JAVA_LONG, 0));
             assertEquals(2, a.value(8).get(JAVA_LONG, 0));
             assertEquals(DType.FLOAT64.ordinal(), a.value(9).get(JAVA_INT, 0));
-            KernelArgs none = NormPlan.backwardSumsArgs(arena, 1, 2, 3, 4, 5, f32, f32, null, null, 0, null);
+            KernelArgs none = NormPlan.backwardSumsArgs(arena, 1, 2, 3, 4, 5, f32, f32, null, null, 0, null, 0, 1);
+            KernelArgs finish = NormPlan.backwardFinishArgs(arena, 3, 4, 5, f32, f32, null, null, 0x99, null, 0x77, 6);
+            assertArrayEquals(new long[] {8, 8, 8, 80, 8, 8, 8, 4, 8, 4}, finish.sizes());
             assertEquals(0, none.value(7).get(JAVA_LONG, 0), "no weight: a null pointer (read as 1)");
             assertEquals(9, NormPlan.coefficients(3));
         }

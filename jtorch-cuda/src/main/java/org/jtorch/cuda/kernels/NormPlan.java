@@ -11,17 +11,17 @@ import org.jtorch.DType;
 
 /**
  * Host-side choices for the batch-norm kernels of {@code norm.cu}, with no GPU involved: entry points per
- * input dtype (float16, bfloat16, float32, float64), the per-channel reductions' block size and grid (one
- * block a channel, grid-stride over channels), the elementwise passes' grid, and the argument bytes, with
- * up to four per-channel tensors packed as {@code jt::ChannelTensors} (address, element stride, dtype code;
- * address 0 for an absent tensor).
+ * input dtype (float16, bfloat16, float32, float64), the per-channel reductions' block size, how many blocks
+ * share a channel ({@link #splits}: one, unless there are too few channels to fill the device) and their grid,
+ * the elementwise passes' grid, and the argument bytes, with up to four per-channel tensors packed as
+ * {@code jt::ChannelTensors} (address, element stride, dtype code; address 0 for an absent tensor).
  */
 public final class NormPlan {
     private NormPlan() {}
 
     /** The kernels of {@code norm.cu}. */
     public enum Kernel {
-        STATS("stats"), APPLY("apply"), BACKWARD_SUMS("backward_sums"), BACKWARD_INPUT("backward_input");
+        STATS("stats"), STATS_FINISH("stats_finish"), APPLY("apply"), BACKWARD_SUMS("backward_sums"), BACKWARD_INPUT("backward_input");
 
         private final String name;
 
@@ -59,10 +59,33 @@ public final class NormPlan {
         return (int) Math.min(MAX_REDUCTION_THREADS, 32 * warps);
     }
 
-    /** Blocks of a per-channel reduction: one a channel, at most {@link LaunchGeometry#BLOCKS_PER_SM} per SM (grid-stride beyond). */
-    public static int reductionBlocks(long channels, int multiprocessors) {
+    /** Blocks of a per-channel reduction over {@code channels * splits} parts, at most {@link LaunchGeometry#BLOCKS_PER_SM} per SM (grid-stride beyond). */
+    public static int reductionBlocks(long channels, int splits, int multiprocessors) {
         if (channels <= 0) return 0;
-        return (int) Math.min(channels, (long) multiprocessors * LaunchGeometry.BLOCKS_PER_SM);
+        return (int) Math.min(channels * splits, (long) multiprocessors * LaunchGeometry.BLOCKS_PER_SM);
+    }
+
+    /** Elements a split part should at least read, so that its block's fixed cost stays small. */
+    public static final long MIN_ELEMENTS_PER_SPLIT = 8L * MAX_REDUCTION_THREADS;
+    /** Most blocks sharing one channel (the finish kernel adds this many partial sums per channel). */
+    public static final int MAX_SPLITS = 1024;
+
+    /**
+     * Blocks per channel of a reduction over {@code count} elements in each of {@code channels} channels: enough for
+     * about {@code 4 * multiprocessors} blocks in all (a full device at {@value #MAX_REDUCTION_THREADS} threads a
+     * block), but no part under {@link #MIN_ELEMENTS_PER_SPLIT} elements; 1 when the channels alone fill the device.
+     */
+    public static int splits(long channels, long count, int multiprocessors) {
+        if (channels <= 0 || count <= 0) return 1;
+        long target = 4L * multiprocessors;
+        long wanted = (target + channels - 1) / channels;
+        long worthwhile = Math.max(1, count / MIN_ELEMENTS_PER_SPLIT);
+        return (int) Math.max(1, Math.min(Math.min(wanted, worthwhile), MAX_SPLITS));
+    }
+
+    /** Doubles of the split reductions' workspace: two partial sums per channel and split (0 when not split). */
+    public static long partials(long channels, int splits) {
+        return splits == 1 ? 0 : 2 * channels * splits;
     }
 
     /** Blocks of an elementwise pass over {@code n} elements, {@link LaunchGeometry#THREADS} threads each. */
@@ -87,9 +110,12 @@ public final class NormPlan {
         return m;
     }
 
-    /** {@code jt_norm_stats_T(const T* x, jt_i64 n, c, s, ChannelTensors {mean, var})}. */
-    public static KernelArgs statsArgs(Arena arena, long x, long n, long c, long s, Channel mean, Channel var) {
-        return new KernelArgs(arena).pointer(x).i64(n).i64(c).i64(s).struct(packChannels(arena, mean, var));
+    /**
+     * {@code jt_norm_stats_T(const T* x, jt_i64 n, c, s, ChannelTensors {mean, var}, double* partial, int splits)}, and
+     * {@code jt_norm_stats_finish_T} with the same parameters.
+     */
+    public static KernelArgs statsArgs(Arena arena, long x, long n, long c, long s, Channel mean, Channel var, long partial, int splits) {
+        return new KernelArgs(arena).pointer(x).i64(n).i64(c).i64(s).struct(packChannels(arena, mean, var)).pointer(partial).i32(splits);
     }
 
     /** {@code jt_norm_apply_T(const T* x, T* out, jt_i64 n, c, s, ChannelTensors {mean, invstd, weight, bias})}. */
@@ -100,12 +126,31 @@ public final class NormPlan {
 
     /**
      * {@code jt_norm_backward_sums_T(const T* grad, const T* x, jt_i64 n, c, s, ChannelTensors {mean, invstd, grad_weight,
-     * grad_bias}, double* coef (0: none), const char* weight (0: none), jt_i64 weight_stride, int weight_dtype)}.
+     * grad_bias}, double* coef (0: none), const char* weight (0: none), jt_i64 weight_stride, int weight_dtype,
+     * double* partial, int splits)}.
      */
     public static KernelArgs backwardSumsArgs(Arena arena, long grad, long x, long n, long c, long s, Channel mean, Channel invstd,
-                                              Channel gradWeight, Channel gradBias, long coef, Channel weight) {
-        return new KernelArgs(arena).pointer(grad).pointer(x).i64(n).i64(c).i64(s)
-                .struct(packChannels(arena, mean, invstd, gradWeight, gradBias)).pointer(coef)
+                                              Channel gradWeight, Channel gradBias, long coef, Channel weight, long partial, int splits) {
+        KernelArgs a = new KernelArgs(arena).pointer(grad).pointer(x).i64(n).i64(c).i64(s);
+        return finishParameters(arena, a, mean, invstd, gradWeight, gradBias, coef, weight).pointer(partial).i32(splits);
+    }
+
+    /**
+     * {@code jt_norm_backward_finish(jt_i64 n, c, s, ChannelTensors {mean, invstd, grad_weight, grad_bias}, double* coef,
+     * const char* weight, jt_i64 weight_stride, int weight_dtype, const double* partial, int splits)} (one entry for every dtype).
+     */
+    public static KernelArgs backwardFinishArgs(Arena arena, long n, long c, long s, Channel mean, Channel invstd, Channel gradWeight,
+                                                Channel gradBias, long coef, Channel weight, long partial, int splits) {
+        KernelArgs a = new KernelArgs(arena).i64(n).i64(c).i64(s);
+        return finishParameters(arena, a, mean, invstd, gradWeight, gradBias, coef, weight).pointer(partial).i32(splits);
+    }
+
+    /** The entry of the backward's finish kernel. */
+    public static final String BACKWARD_FINISH = "jt_norm_backward_finish";
+
+    private static KernelArgs finishParameters(Arena arena, KernelArgs a, Channel mean, Channel invstd, Channel gradWeight,
+                                               Channel gradBias, long coef, Channel weight) {
+        return a.struct(packChannels(arena, mean, invstd, gradWeight, gradBias)).pointer(coef)
                 .pointer(weight == null ? 0 : weight.address()).i64(weight == null ? 0 : weight.stride())
                 .i32(weight == null ? DType.FLOAT32.ordinal() : weight.dtype().ordinal());
     }

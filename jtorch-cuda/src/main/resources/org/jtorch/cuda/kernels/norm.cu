@@ -6,17 +6,23 @@
 // (a null weight reads 1, a null bias 0, a null output is not written): ChannelTensors carries their
 // addresses, element strides and dtype codes.
 //
-// Statistics and the backward sums are per-channel reductions: one block a channel (grid-stride over
-// channels), each thread accumulating a strided slice of the channel's n * s elements in double, then
-// warp shuffles and one shared-memory stage. The forward apply and the input gradient are elementwise,
-// one thread an element (grid-stride), in Scalar<T>::acc (float for 16/32-bit floats, double for f64).
+// Statistics and the backward sums are per-channel reductions: each thread accumulates a strided slice
+// in double, then warp shuffles and one shared-memory stage combine a block's. A channel takes one block,
+// or `splits` blocks when there are too few channels to fill the device (the host decides, NormPlan);
+// split channels write partial sums to a double workspace and a finish kernel (one thread a channel)
+// adds them in order. The forward apply and the input gradient are elementwise, one thread an element
+// (grid-stride), in Scalar<T>::acc (float for 16/32-bit floats, double for f64).
 // Entries (T = f16 | bf16 | f32 | f64):
-//   jt_norm_stats_T(x, n, c, s, ChannelTensors {mean, var})
+//   jt_norm_stats_T(x, n, c, s, ChannelTensors {mean, var}, partial, splits)
+//   jt_norm_stats_finish_T(x, n, c, s, ChannelTensors {mean, var}, partial, splits)
 //   jt_norm_apply_T(x, out, n, c, s, ChannelTensors {mean, invstd, weight, bias})
 //   jt_norm_backward_sums_T(grad_out, x, n, c, s, ChannelTensors {mean, invstd, grad_weight, grad_bias}, coef or null,
-//                           weight or null, weight_stride, weight_dtype)
+//                           weight or null, weight_stride, weight_dtype, partial, splits)
+//   jt_norm_backward_finish(n, c, s, ChannelTensors {mean, invstd, grad_weight, grad_bias}, coef or null,
+//                           weight or null, weight_stride, weight_dtype, partial, splits)
 //   jt_norm_backward_input_T(grad_out, x, grad_in, n, c, s, ChannelTensors {mean, invstd, weight, -}, coef or null)
-// coef is a double workspace of 3 c values per channel written by the sums kernel in training:
+// partial (2 doubles per channel and split) is unused (null) when splits == 1.
+// coef is a double workspace of 3 c values per channel written by the sums in training:
 // (a = invstd * weight, k = sum(g * (x - mean)) / count * invstd^2, mean(g)), so that the input gradient
 // is (g - (x - mean) * k - mean(g)) * a; without coef (evaluation) it is g * invstd * weight.
 #include "jtorch_cuda.cuh"
@@ -25,7 +31,7 @@
 
 namespace jt {
 
-// Up to four per-channel tensors, passed by value (KernelStructs.CHANNEL_TENSORS mirrors it).
+// Up to four per-channel tensors, passed by value (NormPlan.CHANNEL_TENSORS_LAYOUT mirrors it).
 struct ChannelTensors {
     char* data[JT_CHANNEL_TENSORS];
     jt_i64 stride[JT_CHANNEL_TENSORS];
@@ -72,25 +78,58 @@ __device__ __forceinline__ jt_i64 channel_element(jt_i64 k, jt_i64 ch, jt_i64 c,
     return (i * c + ch) * s + (k - i * s);
 }
 
+// The value the statistics of channel ch are shifted by: its first element x[0, ch, 0] (0 for an empty channel).
+template <typename T> __device__ __forceinline__ double stats_shift(const T* x, jt_i64 ch, jt_i64 s, jt_i64 count) {
+    return count > 0 ? (double)Scalar<T>::load(x[ch * s]) : 0.0;
+}
+
+__device__ __forceinline__ void finish_stats(const ChannelTensors& out, jt_i64 ch, double shift, double sum, double sq, jt_i64 count) {
+    const double nan = __longlong_as_double(0x7ff8000000000000LL);
+    const double d = sum / (double)count;
+    store_channel(out, 0, ch, count > 0 ? shift + d : nan);
+    store_channel(out, 1, ch, count > 0 ? fmax(0.0, sq / (double)count - d * d) : nan);
+}
+
+// Block b of the reductions handles part b % splits of channel b / splits: its elements k = part * blockDim + t,
+// stepping splits * blockDim. With one part a block writes the channel's results; with more it writes its two
+// partial sums to partial[2b], partial[2b + 1], and the finish kernel adds a channel's parts in order (so the
+// result does not depend on scheduling) and writes the results.
 template <typename T>
-__device__ __forceinline__ void stats(const T* __restrict__ x, jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors out) {
+__device__ __forceinline__ void stats(const T* __restrict__ x, jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors out,
+                                      double* __restrict__ partial, int splits) {
     __shared__ double shared[64];
     const jt_i64 count = n * s;
-    for (jt_i64 ch = blockIdx.x; ch < c; ch += gridDim.x) {
-        const double shift = count > 0 ? (double)Scalar<T>::load(x[ch * s]) : 0.0;
+    for (jt_i64 b = blockIdx.x; b < c * splits; b += gridDim.x) {
+        const jt_i64 ch = b / splits, part = b % splits;
+        const double shift = stats_shift(x, ch, s, count);
         double sum = 0.0, sq = 0.0;
-        for (jt_i64 k = threadIdx.x; k < count; k += blockDim.x) {
+        for (jt_i64 k = part * blockDim.x + threadIdx.x; k < count; k += (jt_i64)splits * blockDim.x) {
             const double d = (double)Scalar<T>::load(x[channel_element(k, ch, c, s)]) - shift;
             sum += d;
             sq += d * d;
         }
         block_sum2(sum, sq, shared);
         if (threadIdx.x == 0) {
-            const double nan = __longlong_as_double(0x7ff8000000000000LL);
-            const double d = sum / (double)count;
-            store_channel(out, 0, ch, count > 0 ? shift + d : nan);
-            store_channel(out, 1, ch, count > 0 ? fmax(0.0, sq / (double)count - d * d) : nan);
+            if (splits == 1) {
+                finish_stats(out, ch, shift, sum, sq, count);
+            } else {
+                partial[2 * b] = sum;
+                partial[2 * b + 1] = sq;
+            }
         }
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void stats_finish(const T* __restrict__ x, jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors out,
+                                             const double* __restrict__ partial, int splits) {
+    for (jt_i64 ch = global_thread(); ch < c; ch += grid_threads()) {
+        double sum = 0.0, sq = 0.0;
+        for (int part = 0; part < splits; part++) {
+            sum += partial[2 * (ch * splits + part)];
+            sq += partial[2 * (ch * splits + part) + 1];
+        }
+        finish_stats(out, ch, stats_shift(x, ch, s, n * s), sum, sq, n * s);
     }
 }
 
@@ -108,16 +147,31 @@ __device__ __forceinline__ void apply(const T* __restrict__ x, T* __restrict__ o
     }
 }
 
-// Per channel: sum(g) and sum(g * (x - mean)) in double; grad_bias = sum(g), grad_weight = sum(g * (x - mean)) * invstd.
+// grad_bias = sum(g), grad_weight = sum(g * (x - mean)) * invstd, and in training the input gradient's coefficients.
+__device__ __forceinline__ void finish_backward(const ChannelTensors& p, const ChannelTensors& weight, double* coef, jt_i64 ch,
+                                                double sum_g, double sum_gx, jt_i64 count) {
+    const double invstd = channel_value(p, 1, ch, 1.0);
+    store_channel(p, 2, ch, sum_gx * invstd);
+    store_channel(p, 3, ch, sum_g);
+    if (coef != nullptr) {
+        coef[3 * ch] = invstd * channel_value(weight, 0, ch, 1.0);
+        coef[3 * ch + 1] = count > 0 ? sum_gx / (double)count * invstd * invstd : 0.0;
+        coef[3 * ch + 2] = count > 0 ? sum_g / (double)count : 0.0;
+    }
+}
+
+// Per channel: sum(g) and sum(g * (x - mean)) in double, split over blocks as the statistics are.
 template <typename T>
 __device__ __forceinline__ void backward_sums(const T* __restrict__ grad, const T* __restrict__ x, jt_i64 n, jt_i64 c, jt_i64 s,
-                                              ChannelTensors p, double* __restrict__ coef, const ChannelTensors weight) {
+                                              ChannelTensors p, double* __restrict__ coef, const ChannelTensors weight,
+                                              double* __restrict__ partial, int splits) {
     __shared__ double shared[64];
     const jt_i64 count = n * s;
-    for (jt_i64 ch = blockIdx.x; ch < c; ch += gridDim.x) {
+    for (jt_i64 b = blockIdx.x; b < c * splits; b += gridDim.x) {
+        const jt_i64 ch = b / splits, part = b % splits;
         const double mean = channel_value(p, 0, ch, 0.0);
         double sum_g = 0.0, sum_gx = 0.0;
-        for (jt_i64 k = threadIdx.x; k < count; k += blockDim.x) {
+        for (jt_i64 k = part * blockDim.x + threadIdx.x; k < count; k += (jt_i64)splits * blockDim.x) {
             const jt_i64 e = channel_element(k, ch, c, s);
             const double g = (double)Scalar<T>::load(grad[e]);
             sum_g += g;
@@ -125,15 +179,25 @@ __device__ __forceinline__ void backward_sums(const T* __restrict__ grad, const 
         }
         block_sum2(sum_g, sum_gx, shared);
         if (threadIdx.x == 0) {
-            const double invstd = channel_value(p, 1, ch, 1.0);
-            store_channel(p, 2, ch, sum_gx * invstd);
-            store_channel(p, 3, ch, sum_g);
-            if (coef != nullptr) {
-                coef[3 * ch] = invstd * channel_value(weight, 0, ch, 1.0);
-                coef[3 * ch + 1] = count > 0 ? sum_gx / (double)count * invstd * invstd : 0.0;
-                coef[3 * ch + 2] = count > 0 ? sum_g / (double)count : 0.0;
+            if (splits == 1) {
+                finish_backward(p, weight, coef, ch, sum_g, sum_gx, count);
+            } else {
+                partial[2 * b] = sum_g;
+                partial[2 * b + 1] = sum_gx;
             }
         }
+    }
+}
+
+__device__ __forceinline__ void backward_finish(jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors p, double* __restrict__ coef,
+                                                const ChannelTensors weight, const double* __restrict__ partial, int splits) {
+    for (jt_i64 ch = global_thread(); ch < c; ch += grid_threads()) {
+        double sum_g = 0.0, sum_gx = 0.0;
+        for (int part = 0; part < splits; part++) {
+            sum_g += partial[2 * (ch * splits + part)];
+            sum_gx += partial[2 * (ch * splits + part) + 1];
+        }
+        finish_backward(p, weight, coef, ch, sum_g, sum_gx, n * s);
     }
 }
 
@@ -169,16 +233,27 @@ __device__ __forceinline__ ChannelTensors weight_only(const char* data, jt_i64 s
 using namespace jt;
 
 #define JT_NORM(T, suffix) \
-    extern "C" __global__ void jt_norm_stats_##suffix(const T* x, jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors out) { \
-        stats<T>(x, n, c, s, out); } \
+    extern "C" __global__ void jt_norm_stats_##suffix(const T* x, jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors out, double* partial, \
+                                                     int splits) { \
+        stats<T>(x, n, c, s, out, partial, splits); } \
+    extern "C" __global__ void jt_norm_stats_finish_##suffix(const T* x, jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors out, \
+                                                            const double* partial, int splits) { \
+        stats_finish<T>(x, n, c, s, out, partial, splits); } \
     extern "C" __global__ void jt_norm_apply_##suffix(const T* x, T* out, jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors p) { \
         apply<T>(x, out, n, c, s, p); } \
     extern "C" __global__ void jt_norm_backward_sums_##suffix(const T* grad, const T* x, jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors p, \
-                                                             double* coef, const char* weight, jt_i64 weight_stride, int weight_dtype) { \
-        backward_sums<T>(grad, x, n, c, s, p, coef, weight_only(weight, weight_stride, weight_dtype)); } \
+                                                             double* coef, const char* weight, jt_i64 weight_stride, int weight_dtype, \
+                                                             double* partial, int splits) { \
+        backward_sums<T>(grad, x, n, c, s, p, coef, weight_only(weight, weight_stride, weight_dtype), partial, splits); } \
     extern "C" __global__ void jt_norm_backward_input_##suffix(const T* grad, const T* x, T* grad_in, jt_i64 n, jt_i64 c, jt_i64 s, \
                                                               ChannelTensors p, const double* coef) { \
         backward_input<T>(grad, x, grad_in, n, c, s, p, coef); }
+
+// The backward's finish reads no element of x or grad: one entry for every dtype.
+extern "C" __global__ void jt_norm_backward_finish(jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors p, double* coef, const char* weight,
+                                                   jt_i64 weight_stride, int weight_dtype, const double* partial, int splits) {
+    backward_finish(n, c, s, p, coef, weight_only(weight, weight_stride, weight_dtype), partial, splits);
+}
 
 JT_NORM(half, f16)
 JT_NORM(bfloat16, bf16)

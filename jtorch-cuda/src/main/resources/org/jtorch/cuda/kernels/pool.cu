@@ -21,7 +21,7 @@
 
 namespace jt {
 
-// SpatialKernels.Pool2d, passed by value (KernelStructs.POOL2D mirrors it).
+// SpatialKernels.Pool2d, passed by value (PoolPlan.POOL2D mirrors it).
 struct Pool2d {
     jt_i64 planes, in_h, in_w, out_h, out_w;
     int k_h, k_w, s_h, s_w, p_h, p_w, d_h, d_w;
