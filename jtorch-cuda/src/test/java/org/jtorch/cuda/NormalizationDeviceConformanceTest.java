@@ -253,6 +253,19 @@ class NormalizationDeviceConformanceTest {
             Arrays.fill(scale, 1);
             assertClose(ref.y(), scale, y.toDoubleArray(), 2e-3, "batchNorm large mean");
         });
+        add(tests, "batchNorm/float32/nan-channel/train", d -> {
+            // A NaN makes its channel's statistics, output and running statistics NaN, and no other channel's.
+            long[] shape = {4, 3, 5};
+            double[] x = stored(values(60, -2, 2, 0.6), DType.FLOAT32);
+            x[5 + 2] = Double.NaN;
+            Ref ref = reference(x, 4, 3, 5, (i, ch) -> ch, 3, null, null, null, null, null);
+            Tensor runningVar = tensor(d, DType.FLOAT32, new long[] {3}, new double[] {1, 1, 1});
+            Tensor y = F.batchNorm(tensor(d, DType.FLOAT32, shape, x), null, runningVar, null, null, true, MOMENTUM, EPS);
+            assertClose(ref.y(), ref.yScale(), y.toDoubleArray(), 2 * rtol(DType.FLOAT32), "batchNorm with a NaN");
+            double[] rv = runningVar.toDoubleArray();
+            assertEquals(List.of(false, true, false), List.of(Double.isNaN(rv[0]), Double.isNaN(rv[1]), Double.isNaN(rv[2])),
+                    "running var NaN only in channel 1: " + Arrays.toString(rv));
+        });
         add(tests, "batchNorm/float32/strided-affine/eval", d -> {
             // Weight and bias as stride-2 views: the kernels read per-channel tensors where they lie.
             long[] shape = {3, 4, 5};

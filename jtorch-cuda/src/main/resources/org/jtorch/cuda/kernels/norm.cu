@@ -85,9 +85,10 @@ template <typename T> __device__ __forceinline__ double stats_shift(const T* x, 
 
 __device__ __forceinline__ void finish_stats(const ChannelTensors& out, jt_i64 ch, double shift, double sum, double sq, jt_i64 count) {
     const double nan = __longlong_as_double(0x7ff8000000000000LL);
-    const double d = sum / (double)count;
+    const double d = sum / (double)count, var = sq / (double)count - d * d;
     store_channel(out, 0, ch, count > 0 ? shift + d : nan);
-    store_channel(out, 1, ch, count > 0 ? fmax(0.0, sq / (double)count - d * d) : nan);
+    // Clamped at 0 like Java's Math.max(0, var), which keeps a NaN (fmax would drop it).
+    store_channel(out, 1, ch, count > 0 ? (var < 0.0 ? 0.0 : var) : nan);
 }
 
 // Block b of the reductions handles part b % splits of channel b / splits: its elements k = part * blockDim + t,
