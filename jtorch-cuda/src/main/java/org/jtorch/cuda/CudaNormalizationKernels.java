@@ -16,8 +16,9 @@ import org.jtorch.cuda.kernels.NormPlan.Kernel;
  * {@link NormalizationKernels} on a CUDA device: the batch-norm kernels of {@code norm.cu} (compiled whole,
  * as PTX through the disk cache) on the device's current stream. Statistics and the backward's sums are
  * per-channel reductions in double (one block a channel, or several with a finish launch adding their partial
- * sums when there are too few channels to fill the device: {@link NormPlan#splits}); the forward apply and
- * the input gradient are elementwise passes. Per-channel tensors are read and written where they lie (any stride, any floating
+ * sums when there are too few channels to fill the device: {@link NormPlan#splits}; {@code [n, c]} blocks take
+ * kernels with one channel a lane, so that reads are coalesced); the forward apply and the input gradient are
+ * elementwise passes. Per-channel tensors are read and written where they lie (any stride, any floating
  * dtype, converted in the kernel); nothing is copied to the host. The training backward keeps its
  * per-channel coefficients in a {@code 3c}-double device temporary between its two launches.
  *
@@ -59,9 +60,9 @@ final class CudaNormalizationKernels implements NormalizationKernels {
         return t == null ? 0 : CudaKernels.deviceAddress(t);
     }
 
-    /** A per-channel reduction's blocks per channel on {@code device}. */
-    private int splits(Device device, long c, long count) {
-        return NormPlan.splits(c, count, kernels.get().multiprocessors(device));
+    /** A reduction's blocks per channel (or per tile of channels, for {@code [n, c]} blocks) on {@code device}. */
+    private int splits(Device device, long n, long c, long s) {
+        return NormPlan.splits(n, c, s, kernels.get().multiprocessors(device));
     }
 
     /** The double workspace of a split reduction's partial sums, or null when channels are not split. */
@@ -70,11 +71,12 @@ final class CudaNormalizationKernels implements NormalizationKernels {
         return n == 0 ? null : Tensor.empty(new long[] {n}, DType.FLOAT64, device);
     }
 
-    private void perChannel(Device device, String entry, long c, int splits, long count, KernelArgs args) {
+    /** A reduction over {@code [n, c, s]}: one block per channel (or tile of channels) and split part. */
+    private void perChannel(Device device, String entry, long n, long c, long s, int splits, KernelArgs args) {
         CudaKernels k = kernels.get();
         long stream = k.currentStream(device);
-        int blocks = NormPlan.reductionBlocks(c, splits, k.multiprocessors(device));
-        k.launchRows(k.wholeFileFunction(device, FILE, entry), blocks, NormPlan.reductionThreads(count), stream, args);
+        int blocks = NormPlan.reductionBlocks(NormPlan.reductionGroups(c, s), splits, k.multiprocessors(device));
+        k.launchRows(k.wholeFileFunction(device, FILE, entry), blocks, NormPlan.reductionThreads(n, s), stream, args);
     }
 
     private void elementwise(Device device, String entry, long elements, KernelArgs args) {
@@ -87,13 +89,16 @@ final class CudaNormalizationKernels implements NormalizationKernels {
     @Override
     public void batchNormStats(Tensor x, long n, long c, long s, Tensor mean, Tensor var) {
         String op = "batchNormStats";
-        String entry = NormPlan.entry(Kernel.STATS, op, x.dtype());
+        boolean rows = NormPlan.rows(s);
+        String entry = NormPlan.entry(rows ? Kernel.STATS_ROWS : Kernel.STATS, op, x.dtype());
         checkBlocks(op, x);
         Device d = x.device();
-        int splits = splits(d, c, n * s);
+        int splits = splits(d, n, c, s);
         try (Tensor partial = partials(d, c, splits); Arena arena = Arena.ofConfined()) {
             Channel m = channel(op, mean, d), v = channel(op, var, d);
-            perChannel(d, entry, c, splits, n * s, NormPlan.statsArgs(arena, addr(x), n, c, s, m, v, addr(partial), splits));
+            perChannel(d, entry, n, c, s, splits, rows
+                    ? NormPlan.statsRowsArgs(arena, addr(x), n, c, m, v, addr(partial), splits)
+                    : NormPlan.statsArgs(arena, addr(x), n, c, s, m, v, addr(partial), splits));
             if (partial != null) {
                 elementwise(d, NormPlan.entry(Kernel.STATS_FINISH, op, x.dtype()), c,
                         NormPlan.statsArgs(arena, addr(x), n, c, s, m, v, addr(partial), splits));
@@ -117,12 +122,13 @@ final class CudaNormalizationKernels implements NormalizationKernels {
     public void batchNormBackward(Tensor gradOut, Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight,
                                   boolean train, Tensor gradInput, Tensor gradWeight, Tensor gradBias) {
         String op = "batchNormBackward";
-        String sums = NormPlan.entry(Kernel.BACKWARD_SUMS, op, x.dtype());
+        boolean rows = NormPlan.rows(s);
+        String sums = NormPlan.entry(rows ? Kernel.BACKWARD_SUMS_ROWS : Kernel.BACKWARD_SUMS, op, x.dtype());
         String input = NormPlan.entry(Kernel.BACKWARD_INPUT, op, x.dtype());
         checkBlocks(op, x, gradOut, gradInput);
         Device d = x.device();
         boolean needSums = gradWeight != null || gradBias != null || (train && gradInput != null);
-        int splits = needSums ? splits(d, c, n * s) : 1;
+        int splits = needSums ? splits(d, n, c, s) : 1;
         // Training's input gradient needs the channel sums: they travel as coefficients in a device temporary.
         try (Tensor coef = train && gradInput != null ? Tensor.empty(new long[] {NormPlan.coefficients(c)}, DType.FLOAT64, d) : null;
              Tensor partial = needSums ? partials(d, c, splits) : null;
@@ -133,8 +139,9 @@ final class CudaNormalizationKernels implements NormalizationKernels {
             Channel gw = channel(op, gradWeight, d);
             Channel gb = channel(op, gradBias, d);
             if (needSums) {
-                perChannel(d, sums, c, splits, n * s, NormPlan.backwardSumsArgs(arena, addr(gradOut), addr(x), n, c, s, m, is, gw, gb,
-                        addr(coef), w, addr(partial), splits));
+                perChannel(d, sums, n, c, s, splits, rows
+                        ? NormPlan.backwardSumsRowsArgs(arena, addr(gradOut), addr(x), n, c, m, is, gw, gb, addr(coef), w, addr(partial), splits)
+                        : NormPlan.backwardSumsArgs(arena, addr(gradOut), addr(x), n, c, s, m, is, gw, gb, addr(coef), w, addr(partial), splits));
                 if (partial != null) {
                     elementwise(d, NormPlan.BACKWARD_FINISH, c,
                             NormPlan.backwardFinishArgs(arena, n, c, s, m, is, gw, gb, addr(coef), w, addr(partial), splits));

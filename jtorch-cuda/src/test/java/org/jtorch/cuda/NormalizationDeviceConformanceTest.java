@@ -240,6 +240,9 @@ class NormalizationDeviceConformanceTest {
         add(tests, "batchNorm/float32/float64-affine/train", d -> batchNormCase(d, DType.FLOAT32, new long[] {3, 4, 7}, DType.FLOAT64, true, true));
         add(tests, "batchNorm/float64/bfloat16-affine/eval", d -> batchNormCase(d, DType.FLOAT64, new long[] {3, 4, 7}, DType.BFLOAT16, false, true));
         add(tests, "batchNorm/float32/large/train", d -> batchNormCase(d, DType.FLOAT32, new long[] {8, 16, 32, 32}, DType.FLOAT32, true, true));
+        // [N, C] blocks take the one-channel-a-lane kernels: 70 channels = two full tiles and a partial one; 9,000 rows split.
+        add(tests, "batchNorm/float32/rows-70-channels/train", d -> batchNormCase(d, DType.FLOAT32, new long[] {300, 70}, DType.FLOAT32, true, true));
+        add(tests, "batchNorm/bfloat16/rows-many/train", d -> batchNormCase(d, DType.BFLOAT16, new long[] {9000, 40}, DType.FLOAT32, true, true));
         add(tests, "batchNorm/float32/many-channels/train", d -> batchNormCase(d, DType.FLOAT32, new long[] {2, 2000, 3}, DType.FLOAT32, true, true));
         add(tests, "batchNorm/float32/large-mean", d -> {
             // Statistics shifted by the channel's first element: a mean of 1e4 does not cancel a variance of ~1.

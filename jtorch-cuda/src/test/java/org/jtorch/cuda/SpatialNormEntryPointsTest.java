@@ -81,7 +81,7 @@ class SpatialNormEntryPointsTest {
         Set<String> unused = new HashSet<>(entries.keySet());
         unused.removeAll(seen);
         assertEquals(Set.of(), unused, "entries of " + file + " that no launch uses");
-        assertEquals(file.equals("pool.cu") ? 14 : 21, seen.size(), "entries the planner names in " + file);
+        assertEquals(file.equals("pool.cu") ? 14 : 29, seen.size(), "entries the planner names in " + file);
     }
 
     private static void expectPool(Map<String, long[]> e, Set<String> seen, Arena arena) {
@@ -103,6 +103,9 @@ class SpatialNormEntryPointsTest {
         for (DType t : List.of(DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.FLOAT64)) {
             expect(e, seen, NormPlan.entry(Kernel.STATS, "batchNormStats", t), NormPlan.statsArgs(arena, 1, 2, 3, 4, f32, f32, 0, 1));
             expect(e, seen, NormPlan.entry(Kernel.STATS_FINISH, "batchNormStats", t), NormPlan.statsArgs(arena, 1, 2, 3, 4, f32, f32, 8, 5));
+            expect(e, seen, NormPlan.entry(Kernel.STATS_ROWS, "batchNormStats", t), NormPlan.statsRowsArgs(arena, 1, 2, 3, f32, f32, 8, 5));
+            expect(e, seen, NormPlan.entry(Kernel.BACKWARD_SUMS_ROWS, "batchNormBackward", t),
+                    NormPlan.backwardSumsRowsArgs(arena, 1, 2, 2, 3, f32, f32, null, strided, 64, strided, 8, 5));
             expect(e, seen, NormPlan.entry(Kernel.APPLY, "batchNormApply", t),
                     NormPlan.applyArgs(arena, 1, 2, 2, 3, 4, f32, f32, strided, null));
             expect(e, seen, NormPlan.entry(Kernel.BACKWARD_SUMS, "batchNormBackward", t),

@@ -108,6 +108,21 @@ class SpatialNormPlanTest {
         assertEquals(1, NormPlan.splits(0, 0, 132));
     }
 
+    @Test
+    void batchNorm1dBlocksTakeTheRowKernelsOneChannelALane() {
+        assertTrue(NormPlan.rows(1));
+        assertEquals(false, NormPlan.rows(2));
+        assertEquals(define("norm.cu", "JT_ROWS_THREADS"), NormPlan.ROWS_THREADS);
+        assertEquals(3, NormPlan.reductionGroups(70, 1), "tiles of 32 channels, the last partial");
+        assertEquals(70, NormPlan.reductionGroups(70, 4));
+        assertEquals(NormPlan.ROWS_THREADS, NormPlan.reductionThreads(1_000_000, 1));
+        assertEquals(NormPlan.MAX_REDUCTION_THREADS, NormPlan.reductionThreads(1_000_000, 4));
+        // [8192, 64] on 132 SMs: 2 tiles, each part reading at least 128 rows of its 32 channels.
+        assertEquals(64, NormPlan.splits(8192, 64, 1, 132));
+        assertEquals(1, NormPlan.splits(100, 64, 1, 132), "too few rows to split");
+        assertEquals(NormPlan.splits(64, 32L * 12544, 132), NormPlan.splits(32, 64, 12544, 132), "s > 1: per channel");
+    }
+
     private static int define(String file, String name) {
         Matcher m = Pattern.compile("#define " + name + " ([0-9]+)").matcher(KernelSources.read(file));
         assertTrue(m.find(), name + " in " + file);

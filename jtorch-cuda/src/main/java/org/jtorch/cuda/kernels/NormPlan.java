@@ -21,7 +21,8 @@ public final class NormPlan {
 
     /** The kernels of {@code norm.cu}. */
     public enum Kernel {
-        STATS("stats"), STATS_FINISH("stats_finish"), APPLY("apply"), BACKWARD_SUMS("backward_sums"), BACKWARD_INPUT("backward_input");
+        STATS("stats"), STATS_FINISH("stats_finish"), STATS_ROWS("stats_rows"), APPLY("apply"), BACKWARD_SUMS("backward_sums"),
+        BACKWARD_SUMS_ROWS("backward_sums_rows"), BACKWARD_INPUT("backward_input");
 
         private final String name;
 
@@ -83,6 +84,34 @@ public final class NormPlan {
         return (int) Math.max(1, Math.min(Math.min(wanted, worthwhile), MAX_SPLITS));
     }
 
+    /** {@code JT_ROWS_THREADS} of {@code norm.cu}: the block size of the {@code [n, c]} ({@code s == 1}) reductions. */
+    public static final int ROWS_THREADS = 256;
+    /** Channels one block of the {@code [n, c]} reductions covers (one a lane). */
+    public static final int ROW_TILE = 32;
+
+    /**
+     * Whether the reductions over {@code [n, c, s]} take the {@code [n, c]} kernels ({@code *_rows}: a warp reads 32
+     * neighbouring channels of a row) rather than one channel per block, which would read with stride {@code c}.
+     */
+    public static boolean rows(long s) {
+        return s == 1;
+    }
+
+    /** The reduction's groups of channels one block (or split part) covers: channels, or tiles of {@value #ROW_TILE} for rows. */
+    public static long reductionGroups(long c, long s) {
+        return rows(s) ? (c + ROW_TILE - 1) / ROW_TILE : c;
+    }
+
+    /** Threads of the reduction blocks over {@code [n, c, s]}. */
+    public static int reductionThreads(long n, long s) {
+        return rows(s) ? ROWS_THREADS : reductionThreads(n * s);
+    }
+
+    /** Splits of the reduction over {@code [n, c, s]}: {@link #splits} of its groups, a rows tile counting its 32 channels' elements. */
+    public static int splits(long n, long c, long s, int multiprocessors) {
+        return rows(s) ? splits(reductionGroups(c, s), n * ROW_TILE, multiprocessors) : splits(c, n * s, multiprocessors);
+    }
+
     /** Doubles of the split reductions' workspace: two partial sums per channel and split (0 when not split). */
     public static long partials(long channels, int splits) {
         return splits == 1 ? 0 : 2 * channels * splits;
@@ -142,6 +171,18 @@ public final class NormPlan {
     public static KernelArgs backwardFinishArgs(Arena arena, long n, long c, long s, Channel mean, Channel invstd, Channel gradWeight,
                                                 Channel gradBias, long coef, Channel weight, long partial, int splits) {
         KernelArgs a = new KernelArgs(arena).i64(n).i64(c).i64(s);
+        return finishParameters(arena, a, mean, invstd, gradWeight, gradBias, coef, weight).pointer(partial).i32(splits);
+    }
+
+    /** {@code jt_norm_stats_rows_T(const T* x, jt_i64 n, c, ChannelTensors {mean, var}, double* partial, int splits)}. */
+    public static KernelArgs statsRowsArgs(Arena arena, long x, long n, long c, Channel mean, Channel var, long partial, int splits) {
+        return new KernelArgs(arena).pointer(x).i64(n).i64(c).struct(packChannels(arena, mean, var)).pointer(partial).i32(splits);
+    }
+
+    /** {@code jt_norm_backward_sums_rows_T}: {@link #backwardSumsArgs} without {@code s}. */
+    public static KernelArgs backwardSumsRowsArgs(Arena arena, long grad, long x, long n, long c, Channel mean, Channel invstd,
+                                                  Channel gradWeight, Channel gradBias, long coef, Channel weight, long partial, int splits) {
+        KernelArgs a = new KernelArgs(arena).pointer(grad).pointer(x).i64(n).i64(c);
         return finishParameters(arena, a, mean, invstd, gradWeight, gradBias, coef, weight).pointer(partial).i32(splits);
     }
 

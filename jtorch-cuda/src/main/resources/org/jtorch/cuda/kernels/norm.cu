@@ -21,6 +21,8 @@
 //   jt_norm_backward_finish(n, c, s, ChannelTensors {mean, invstd, grad_weight, grad_bias}, coef or null,
 //                           weight or null, weight_stride, weight_dtype, partial, splits)
 //   jt_norm_backward_input_T(grad_out, x, grad_in, n, c, s, ChannelTensors {mean, invstd, weight, -}, coef or null)
+//   jt_norm_stats_rows_T, jt_norm_backward_sums_rows_T: the two reductions for s == 1 ([n, c] blocks), without s,
+//                           launched with JT_ROWS_THREADS threads a block, one block a tile of 32 channels and split
 // partial (2 doubles per channel and split) is unused (null) when splits == 1.
 // coef is a double workspace of 3 c values per channel written by the sums in training:
 // (a = invstd * weight, k = sum(g * (x - mean)) / count * invstd^2, mean(g)), so that the input gradient
@@ -229,6 +231,85 @@ __device__ __forceinline__ ChannelTensors weight_only(const char* data, jt_i64 s
     return t;
 }
 
+// ---- [n, c] blocks (s == 1, BatchNorm1d): one channel a lane, so that a warp reads 32 neighbouring channels
+// of a row (coalesced) where the kernels above would read one channel with stride c. A block of
+// JT_ROWS_THREADS threads is one tile of 32 channels; its warps take rows part * warps + warp, stepping
+// splits * warps; the warps' sums meet in shared memory. Partial sums use the layout of the kernels above,
+// so the same finish kernels complete split channels.
+#define JT_ROWS_THREADS 256
+
+// Sums (a, b) over the block's warps lane by lane: lane l of warp 0 gets the totals of its tile's channel l.
+__device__ __forceinline__ void warps_sum2(double& a, double& b, double* shared) {
+    const int warps = blockDim.x >> 5, lane = threadIdx.x & 31;
+    shared[threadIdx.x] = a;
+    shared[JT_ROWS_THREADS + threadIdx.x] = b;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        for (int w = 1; w < warps; w++) {
+            a += shared[w * 32 + lane];
+            b += shared[JT_ROWS_THREADS + w * 32 + lane];
+        }
+    }
+    __syncthreads();
+}
+
+template <typename T>
+__device__ __forceinline__ void stats_rows(const T* __restrict__ x, jt_i64 n, jt_i64 c, ChannelTensors out, double* __restrict__ partial,
+                                           int splits) {
+    __shared__ double shared[2 * JT_ROWS_THREADS];
+    const jt_i64 tiles = (c + 31) / 32, warps = blockDim.x >> 5;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (jt_i64 b = blockIdx.x; b < tiles * splits; b += gridDim.x) {
+        const jt_i64 part = b % splits, ch = (b / splits) * 32 + lane;
+        const bool active = ch < c;
+        const double shift = active ? stats_shift(x, ch, 1, n) : 0.0;
+        double sum = 0.0, sq = 0.0;
+        for (jt_i64 i = part * warps + warp; active && i < n; i += splits * warps) {
+            const double d = (double)Scalar<T>::load(x[i * c + ch]) - shift;
+            sum += d;
+            sq += d * d;
+        }
+        warps_sum2(sum, sq, shared);
+        if (warp == 0 && active) {
+            if (splits == 1) {
+                finish_stats(out, ch, shift, sum, sq, n);
+            } else {
+                partial[2 * (ch * splits + part)] = sum;
+                partial[2 * (ch * splits + part) + 1] = sq;
+            }
+        }
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void backward_sums_rows(const T* __restrict__ grad, const T* __restrict__ x, jt_i64 n, jt_i64 c,
+                                                   ChannelTensors p, double* __restrict__ coef, const ChannelTensors weight,
+                                                   double* __restrict__ partial, int splits) {
+    __shared__ double shared[2 * JT_ROWS_THREADS];
+    const jt_i64 tiles = (c + 31) / 32, warps = blockDim.x >> 5;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (jt_i64 b = blockIdx.x; b < tiles * splits; b += gridDim.x) {
+        const jt_i64 part = b % splits, ch = (b / splits) * 32 + lane;
+        const bool active = ch < c;
+        const double mean = active ? channel_value(p, 0, ch, 0.0) : 0.0;
+        double sum_g = 0.0, sum_gx = 0.0;
+        for (jt_i64 i = part * warps + warp; active && i < n; i += splits * warps) {
+            const double g = (double)Scalar<T>::load(grad[i * c + ch]);
+            sum_g += g;
+            sum_gx += g * ((double)Scalar<T>::load(x[i * c + ch]) - mean);
+        }
+        warps_sum2(sum_g, sum_gx, shared);
+        if (warp == 0 && active) {
+            if (splits == 1) {
+                finish_backward(p, weight, coef, ch, sum_g, sum_gx, n);
+            } else {
+                partial[2 * (ch * splits + part)] = sum_g;
+                partial[2 * (ch * splits + part) + 1] = sum_gx;
+            }
+        }
+    }
+}
+
 }  // namespace jt
 
 using namespace jt;
@@ -246,6 +327,13 @@ using namespace jt;
                                                              double* coef, const char* weight, jt_i64 weight_stride, int weight_dtype, \
                                                              double* partial, int splits) { \
         backward_sums<T>(grad, x, n, c, s, p, coef, weight_only(weight, weight_stride, weight_dtype), partial, splits); } \
+    extern "C" __global__ void jt_norm_stats_rows_##suffix(const T* x, jt_i64 n, jt_i64 c, ChannelTensors out, double* partial, \
+                                                          int splits) { \
+        stats_rows<T>(x, n, c, out, partial, splits); } \
+    extern "C" __global__ void jt_norm_backward_sums_rows_##suffix(const T* grad, const T* x, jt_i64 n, jt_i64 c, ChannelTensors p, \
+                                                                  double* coef, const char* weight, jt_i64 weight_stride, \
+                                                                  int weight_dtype, double* partial, int splits) { \
+        backward_sums_rows<T>(grad, x, n, c, p, coef, weight_only(weight, weight_stride, weight_dtype), partial, splits); } \
     extern "C" __global__ void jt_norm_backward_input_##suffix(const T* grad, const T* x, T* grad_in, jt_i64 n, jt_i64 c, jt_i64 s, \
                                                               ChannelTensors p, const double* coef) { \
         backward_input<T>(grad, x, grad_in, n, c, s, p, coef); }
