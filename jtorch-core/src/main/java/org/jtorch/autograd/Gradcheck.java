@@ -114,7 +114,7 @@ public final class Gradcheck {
         for (int o = 0; o < nOut; o++) {
             double[] onehot = new double[nOut];
             onehot[o] = 1;
-            try (Tensor out = fn.apply(inputs); Tensor seed = Torch.tensor(onehot, outShape)) {
+            try (Tensor out = fn.apply(inputs); Tensor host = Torch.tensor(onehot, outShape); Tensor seed = host.to(out.device())) {
                 Tensor[] g = Autograd.grad(new Tensor[] {out}, new Tensor[] {inputs[which]}, new Tensor[] {seed}, false, false, true);
                 if (g[0] != null) {
                     double[] row = g[0].toDoubleArray();

@@ -306,7 +306,8 @@ public final class F {
             Tensor scores = q.matmul(k.transpose(-2, -1)).mul(scale);
             // Masks are applied as additive -inf/0 tensors, so the scores' gradient flows through one add.
             if (isCausal) {
-                Tensor keep = Torch.arange(l).unsqueeze(1).ge(Torch.arange(s).unsqueeze(0));
+                Tensor keep = Torch.arange(0, l, 1, DType.INT64, scores.device()).unsqueeze(1)
+                        .ge(Torch.arange(0, s, 1, DType.INT64, scores.device()).unsqueeze(0));
                 scores = scores.add(additiveMask(keep, scores));
             }
             if (attnMask != null) {

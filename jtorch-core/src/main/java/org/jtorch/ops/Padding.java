@@ -88,7 +88,7 @@ public final class Padding {
             for (int i = 0; i < k; i++) {
                 int d = x.dim() - 1 - i;
                 long[] src = sourceIndex(mode, shape[d], pads[2 * i], pads[2 * i + 1]);
-                cur = cur.indexSelect(d, Torch.tensor(src));
+                cur = cur.indexSelect(d, Torch.tensor(src).to(x.device()));
             }
             return cur == x ? x.alias() : cur;
         });

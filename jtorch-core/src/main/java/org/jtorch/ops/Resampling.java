@@ -2,6 +2,7 @@ package org.jtorch.ops;
 
 import java.util.Arrays;
 import org.jtorch.DType;
+import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
@@ -95,7 +96,7 @@ public final class Resampling {
                     for (int j = 0; j < idx.length; j++) {
                         idx[j] = mode.equals("nearest") ? nearestIndex(j, in[i], out[i], scales[i]) : nearestExactIndex(j, in[i], out[i], scales[i]);
                     }
-                    cur = cur.indexSelect(d, Torch.tensor(idx));
+                    cur = cur.indexSelect(d, Torch.tensor(idx).to(cur.device()));
                 } else {
                     cur = linear(cur, d, in[i], out[i], scales[i], align, f64);
                 }
@@ -154,9 +155,11 @@ public final class Resampling {
         Arrays.fill(wshape, 1);
         wshape[0] = out;
         DType wt = x.dtype();
-        Tensor w0 = Torch.tensor(l0, wshape).to(wt);
-        Tensor w1 = Torch.tensor(l1, wshape).to(wt);
-        return x.indexSelect(d, Torch.tensor(i0)).mul(w0).add(x.indexSelect(d, Torch.tensor(i1)).mul(w1));
+        // Indices and weights are computed on the host, then moved to the input's device.
+        Device dev = x.device();
+        Tensor w0 = Torch.tensor(l0, wshape).to(dev, wt);
+        Tensor w1 = Torch.tensor(l1, wshape).to(dev, wt);
+        return x.indexSelect(d, Torch.tensor(i0).to(dev)).mul(w0).add(x.indexSelect(d, Torch.tensor(i1).to(dev)).mul(w1));
     }
 
     // ------------------------------------------------------------------ pixel shuffle

@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.function.Function;
 import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.testing.Fixtures;
 import org.jtorch.nn.F;
 import org.junit.jupiter.api.Test;
 
@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 class GradcheckConvolutionTest {
 
     private static Tensor rand(long... shape) {
-        return Torch.randn(shape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(java.util.Arrays.hashCode(shape))).requiresGrad_();
+        return Torch.randn(shape, DType.FLOAT64, Fixtures.device(), Torch.manualSeed(java.util.Arrays.hashCode(shape))).requiresGrad_();
     }
 
     private static void check(Function<Tensor[], Tensor> fn, Tensor... inputs) {
@@ -70,7 +70,7 @@ class GradcheckConvolutionTest {
     @Test
     void conv2dDoubleBackward() {
         // Gradients of the input and weight gradients, through createGraph.
-        Tensor u = Torch.randn(new long[] {2, 4, 3, 3}, DType.FLOAT64, Device.cpu(), Torch.manualSeed(5));
+        Tensor u = Torch.randn(new long[] {2, 4, 3, 3}, DType.FLOAT64, Fixtures.device(), Torch.manualSeed(5));
         check(t -> {
             Tensor out = F.conv2d(t[0], t[1], null, a(2), a(1), a(1), 1);
             return Autograd.grad(new Tensor[] {out}, new Tensor[] {t[0]}, new Tensor[] {u}, true, true, false)[0];
@@ -83,7 +83,7 @@ class GradcheckConvolutionTest {
 
     @Test
     void convTranspose2dDoubleBackward() {
-        Tensor u = Torch.randn(new long[] {1, 2, 5, 5}, DType.FLOAT64, Device.cpu(), Torch.manualSeed(6));
+        Tensor u = Torch.randn(new long[] {1, 2, 5, 5}, DType.FLOAT64, Fixtures.device(), Torch.manualSeed(6));
         check(t -> {
             Tensor out = F.convTranspose2d(t[0], t[1], null, 2, 1);
             Tensor[] g = Autograd.grad(new Tensor[] {out}, new Tensor[] {t[0], t[1]}, new Tensor[] {u}, true, true, false);

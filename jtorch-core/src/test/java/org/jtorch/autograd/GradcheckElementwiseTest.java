@@ -1,5 +1,6 @@
 package org.jtorch.autograd;
 
+import static org.jtorch.autograd.GradcheckSupport.on;
 import static org.jtorch.autograd.GradcheckSupport.assertNode;
 import static org.jtorch.autograd.GradcheckSupport.gradcheck;
 import static org.jtorch.autograd.GradcheckSupport.input;
@@ -15,9 +16,9 @@ import java.util.List;
 import java.util.Set;
 import java.util.function.Function;
 import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.testing.Fixtures;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.UnaryOp;
@@ -172,7 +173,7 @@ class GradcheckElementwiseTest {
     @Test
     void maximumAndMinimumSplitTheGradientOnTies() {
         // PyTorch 1.13 derivatives.yaml: where(self == other, grad / 2, grad).masked_fill(self < other, 0)
-        try (Tensor a = Torch.tensor(1.0, 2.0, 3.0).requiresGrad_(); Tensor b = Torch.tensor(1.0, 5.0, 0.0).requiresGrad_();
+        try (Tensor a = on(Torch.tensor(1.0, 2.0, 3.0)).requiresGrad_(); Tensor b = on(Torch.tensor(1.0, 5.0, 0.0)).requiresGrad_();
              Tensor y = a.maximum(b); Tensor ones = Torch.onesLike(y)) {
             y.backward(ones);
             assertArrayEquals(new double[] {0.5, 0, 1}, a.grad().toDoubleArray());
@@ -182,8 +183,8 @@ class GradcheckElementwiseTest {
 
     @Test
     void gradientsOfMixedDtypeOperandsHaveEachOperandsDtype() {
-        try (Tensor f = Torch.ones(new long[] {2, 3}, DType.FLOAT32, Device.cpu()).requiresGrad_();
-             Tensor d = Torch.full(new long[] {3}, 2.0, DType.FLOAT64, Device.cpu()).requiresGrad_();
+        try (Tensor f = Torch.ones(new long[] {2, 3}, DType.FLOAT32, Fixtures.device()).requiresGrad_();
+             Tensor d = Torch.full(new long[] {3}, 2.0, DType.FLOAT64, Fixtures.device()).requiresGrad_();
              Tensor y = f.mul(d); Tensor ones = Torch.onesLike(y)) {
             assertEquals(DType.FLOAT64, y.dtype());
             y.backward(ones);
@@ -197,7 +198,7 @@ class GradcheckElementwiseTest {
 
     @Test
     void integerOperandsGetNoGradient() {
-        try (Tensor x = input(3); Tensor i = Torch.tensor(1L, 2L, 3L); Tensor y = x.mul(i); Tensor ones = Torch.onesLike(y)) {
+        try (Tensor x = input(3); Tensor i = on(Torch.tensor(1L, 2L, 3L)); Tensor y = x.mul(i); Tensor ones = Torch.onesLike(y)) {
             y.backward(ones);
             assertArrayEquals(new double[] {1, 2, 3}, x.grad().toDoubleArray());
             assertNull(i.grad());
@@ -214,7 +215,7 @@ class GradcheckElementwiseTest {
 
     @Test
     void whereBroadcastsBothBranches() {
-        try (Tensor a = input(3, 1); Tensor b = input(4); Tensor c = Torch.tensor(new boolean[] {true, false, true, true}, 4)) {
+        try (Tensor a = input(3, 1); Tensor b = input(4); Tensor c = on(Torch.tensor(new boolean[] {true, false, true, true}, 4))) {
             gradcheck(t -> Torch.where(c, t[0], t[1]), a, b);
             assertNode("WhereBackward0", t -> Torch.where(c, t[0], t[1]), a, b);
         }

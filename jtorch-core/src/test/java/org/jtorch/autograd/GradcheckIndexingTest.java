@@ -1,5 +1,6 @@
 package org.jtorch.autograd;
 
+import static org.jtorch.autograd.GradcheckSupport.on;
 import static org.jtorch.autograd.GradcheckSupport.assertNode;
 import static org.jtorch.autograd.GradcheckSupport.gradcheck;
 import static org.jtorch.autograd.GradcheckSupport.input;
@@ -39,7 +40,7 @@ class GradcheckIndexingTest {
 
     @Test
     void indexSelectWithInt32IndexAnd0dInput() {
-        try (Tensor x = input(3, 4); Tensor i = Torch.tensor(new int[] {1, 1, 3}, 3); Tensor s = input();
+        try (Tensor x = input(3, 4); Tensor i = on(Torch.tensor(new int[] {1, 1, 3}, 3)); Tensor s = input();
              Tensor zero = longs(new long[] {0}, 1)) {
             gradcheck(a -> a[0].indexSelect(-1, i), x);
             gradcheck(a -> a[0].indexSelect(0, zero), s);

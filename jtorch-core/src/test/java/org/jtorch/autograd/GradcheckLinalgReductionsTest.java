@@ -1,19 +1,20 @@
 package org.jtorch.autograd;
 
+import static org.jtorch.autograd.GradcheckSupport.on;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.function.Function;
 import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.testing.Fixtures;
 import org.junit.jupiter.api.Test;
 
 /** Finite-difference checks (float64) of the matmul-family and reduction backward formulas. */
 class GradcheckLinalgReductionsTest {
 
     private static Tensor rand(long... shape) {
-        return Torch.randn(shape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(shape.length * 31L + shape[0])).requiresGrad_();
+        return Torch.randn(shape, DType.FLOAT64, Fixtures.device(), Torch.manualSeed(shape.length * 31L + shape[0])).requiresGrad_();
     }
 
     private static void check(Function<Tensor[], Tensor> fn, Tensor... inputs) {
@@ -64,9 +65,9 @@ class GradcheckLinalgReductionsTest {
     @Test
     void prodWithZeros() {
         // One zero in the first row (its gradient is the product of the others), two in the second (all zero).
-        Tensor x = Torch.tensor(new double[] {0, 2, 3, 4, 0, 0}, 2, 3).requiresGrad_();
+        Tensor x = on(Torch.tensor(new double[] {0, 2, 3, 4, 0, 0}, 2, 3)).requiresGrad_();
         check(t -> t[0].prod(new int[] {1}, false, null), x);
-        check(t -> t[0].prod(new int[0], false, null), Torch.tensor(new double[] {1.5, 0, 2, -3}).requiresGrad_());
+        check(t -> t[0].prod(new int[0], false, null), on(Torch.tensor(new double[] {1.5, 0, 2, -3})).requiresGrad_());
     }
 
     @Test
@@ -93,7 +94,7 @@ class GradcheckLinalgReductionsTest {
 
     @Test
     void cumprodWithZeros() {
-        Tensor x = Torch.tensor(new double[] {1.5, 0, 2, -1, 0.5, 3, 0, 0}, 2, 4).requiresGrad_();
+        Tensor x = on(Torch.tensor(new double[] {1.5, 0, 2, -1, 0.5, 3, 0, 0}, 2, 4)).requiresGrad_();
         check(t -> t[0].cumprod(1), x);
     }
 }

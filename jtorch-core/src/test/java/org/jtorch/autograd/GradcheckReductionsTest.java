@@ -1,5 +1,6 @@
 package org.jtorch.autograd;
 
+import static org.jtorch.autograd.GradcheckSupport.on;
 import static org.jtorch.autograd.GradcheckSupport.gradcheck;
 import static org.jtorch.autograd.GradcheckSupport.input;
 import static org.jtorch.autograd.GradcheckSupport.positive;
@@ -59,7 +60,7 @@ class GradcheckReductionsTest {
     void tiesOfTheExtrema() {
         // PyTorch 1.13: amax/amin and the full max()/min() share the gradient evenly among ties;
         // max(dim)/min(dim) give it to the index they return (the first occurrence).
-        try (Tensor x = Torch.tensor(new double[] {1, 3, 3, 2, 0, 0}, 2, 3).requiresGrad_()) {
+        try (Tensor x = on(Torch.tensor(new double[] {1, 3, 3, 2, 0, 0}, 2, 3)).requiresGrad_()) {
             assertArrayEquals(new double[] {0, 0.5, 0.5, 0, 0, 0}, gradOf(x, t -> t.max()), 1e-12);
             assertArrayEquals(new double[] {0, 0, 0, 0, 0.5, 0.5}, gradOf(x, t -> t.min()), 1e-12);
             assertArrayEquals(new double[] {0, 0.5, 0.5, 1, 0, 0}, gradOf(x, t -> t.amax(1)), 1e-12);
@@ -71,7 +72,7 @@ class GradcheckReductionsTest {
     @Test
     void secondDerivativesOfSoftmaxLogsumexpAndVar() {
         Function<Function<Tensor, Tensor>, Function<Tensor[], Tensor>> gradientOf = f -> a -> {
-            try (Tensor y = f.apply(a[0]); Tensor w = Torch.arange(y.numel()).reshape(y.shape()).to(y.dtype());
+            try (Tensor y = f.apply(a[0]); Tensor w = Torch.arange(y.numel()).reshape(y.shape()).to(y.device(), y.dtype());
                  Tensor weighted = y.mul(w); Tensor s = weighted.sum()) {
                 return Autograd.grad(new Tensor[] {s}, new Tensor[] {a[0]}, null, true, true, false)[0];
             }

@@ -7,6 +7,7 @@ import java.util.Random;
 import java.util.function.Function;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.testing.Fixtures;
 
 /** Inputs for gradchecks: float64 leaves with reproducible values kept away from non-differentiable points. */
 final class GradcheckSupport {
@@ -40,15 +41,22 @@ final class GradcheckSupport {
             double m = lo + (hi - lo) * r.nextDouble();
             v[i] = signed && r.nextBoolean() ? -m : m;
         }
-        return Torch.tensor(v, shape).requiresGrad_();
+        return on(Torch.tensor(v, shape)).requiresGrad_();
+    }
+
+    /** {@code host} moved to the device the suites run on ({@link Fixtures#device()}, cpu by default); {@code host} is closed. */
+    static Tensor on(Tensor host) {
+        try (host) {
+            return host.to(Fixtures.device());
+        }
     }
 
     static Tensor longs(long[] values, long... shape) {
-        return Torch.tensor(values, shape);
+        return on(Torch.tensor(values, shape));
     }
 
     static Tensor mask(boolean[] values, long... shape) {
-        return Torch.tensor(values, shape);
+        return on(Torch.tensor(values, shape));
     }
 
     /** Runs the gradcheck (which throws with the mismatching element on failure). */

@@ -1,5 +1,6 @@
 package org.jtorch.autograd;
 
+import static org.jtorch.autograd.GradcheckSupport.on;
 import static org.jtorch.autograd.GradcheckSupport.assertNode;
 import static org.jtorch.autograd.GradcheckSupport.gradcheck;
 import static org.jtorch.autograd.GradcheckSupport.input;
@@ -10,9 +11,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.testing.Fixtures;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -154,7 +155,7 @@ class GradcheckViewsTest {
 
     @Test
     void conversionToFloat64AndBackGivesAFloat32Gradient() {
-        try (Tensor f = Torch.tensor(new float[] {1, 2, 3}, 3).requiresGrad_();
+        try (Tensor f = on(Torch.tensor(new float[] {1, 2, 3}, 3)).requiresGrad_();
              Tensor d = f.to(DType.FLOAT64); Tensor sq = d.mul(d); Tensor back = sq.to(DType.FLOAT32);
              Tensor ones = Torch.onesLike(back)) {
             assertEquals("ToCopyBackward0", d.gradFn().name());
@@ -183,8 +184,8 @@ class GradcheckViewsTest {
 
     @Test
     void copyFromFloat32SourceIntoFloat64Destination() {
-        try (Tensor dst = Torch.zeros(new long[] {2}, DType.FLOAT64, Device.cpu());
-             Tensor src = Torch.tensor(new float[] {1, 2}, 2).requiresGrad_()) {
+        try (Tensor dst = Torch.zeros(new long[] {2}, DType.FLOAT64, Fixtures.device());
+             Tensor src = on(Torch.tensor(new float[] {1, 2}, 2)).requiresGrad_()) {
             dst.copy_(src);
             try (Tensor y = dst.mul(3.0); Tensor ones = Torch.onesLike(y)) {
                 y.backward(ones);

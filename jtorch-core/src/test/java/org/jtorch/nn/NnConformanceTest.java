@@ -117,7 +117,7 @@ class NnConformanceTest {
         double[] w = new double[Math.toIntExact(out.numel())];
         for (int i = 0; i < w.length; i++) w[i] = Math.sin(0.7 * i + 0.3);
         try (Tensor t = Torch.tensor(w, out.shape())) {
-            return t.to(out.dtype());
+            return t.to(out.device(), out.dtype());
         }
     }
 
@@ -194,6 +194,7 @@ class NnConformanceTest {
             default -> null;
         };
         if (m != null && dtype != DType.FLOAT32) m.to(dtype);
+        if (m != null) m.to(Fixtures.device());
         return m;
     }
 

@@ -165,15 +165,15 @@ class NormalizationConformanceTest {
         Double momentum = mom == null || mom.isJsonNull() ? null : mom.getAsDouble();
         boolean affine = c.boolArg("affine", true);
         boolean track = c.boolArg("track", true);
-        Device cpu = Device.cpu();
+        Device device = Fixtures.device();
         return switch (c.op()) {
-            case "BatchNorm1d" -> new BatchNorm1d(n, eps, momentum, affine, track, dtype, cpu);
-            case "BatchNorm2d" -> new BatchNorm2d(n, eps, momentum, affine, track, dtype, cpu);
-            case "BatchNorm3d" -> new BatchNorm3d(n, eps, momentum, affine, track, dtype, cpu);
-            case "InstanceNorm1d" -> new InstanceNorm1d(n, eps, momentum, affine, track, dtype, cpu);
-            case "InstanceNorm2d" -> new InstanceNorm2d(n, eps, momentum, affine, track, dtype, cpu);
-            case "InstanceNorm3d" -> new InstanceNorm3d(n, eps, momentum, affine, track, dtype, cpu);
-            case "GroupNorm" -> new GroupNorm(c.longArg("num_groups", 1), c.longArg("num_channels", 1), eps, affine, dtype, cpu);
+            case "BatchNorm1d" -> new BatchNorm1d(n, eps, momentum, affine, track, dtype, device);
+            case "BatchNorm2d" -> new BatchNorm2d(n, eps, momentum, affine, track, dtype, device);
+            case "BatchNorm3d" -> new BatchNorm3d(n, eps, momentum, affine, track, dtype, device);
+            case "InstanceNorm1d" -> new InstanceNorm1d(n, eps, momentum, affine, track, dtype, device);
+            case "InstanceNorm2d" -> new InstanceNorm2d(n, eps, momentum, affine, track, dtype, device);
+            case "InstanceNorm3d" -> new InstanceNorm3d(n, eps, momentum, affine, track, dtype, device);
+            case "GroupNorm" -> new GroupNorm(c.longArg("num_groups", 1), c.longArg("num_channels", 1), eps, affine, dtype, device);
             case "LocalResponseNorm" -> new LocalResponseNorm((int) c.longArg("size", 1), c.doubleArg("alpha", 1e-4),
                     c.doubleArg("beta", 0.75), c.doubleArg("k", 1.0));
             default -> throw new IllegalStateException("unknown module " + c.op());
@@ -219,7 +219,7 @@ class NormalizationConformanceTest {
         double[] u = new double[Math.toIntExact(out.numel())];
         for (int i = 0; i < u.length; i++) u[i] = Math.sin(0.7 * i + 0.3);
         try (Tensor d = Torch.tensor(u, out.shape())) {
-            return d.to(out.dtype());
+            return d.to(out.device(), out.dtype());
         }
     }
 

@@ -49,6 +49,7 @@ class ConvolutionConformanceTest {
                 return;
             }
             Module module = module(c);
+            if (module != null) module.to(Fixtures.device());
             List<Tensor> wrt = new ArrayList<>();
             if (module != null) {
                 Map<String, Tensor> state = new LinkedHashMap<>();
@@ -101,7 +102,7 @@ class ConvolutionConformanceTest {
         double[] v = new double[(int) out.numel()];
         for (int i = 0; i < v.length; i++) v[i] = Math.sin(0.7 * i + 0.3);
         try (Tensor t = Torch.tensor(v, out.shape())) {
-            return t.to(out.dtype());
+            return t.to(out.device(), out.dtype());
         }
     }
 

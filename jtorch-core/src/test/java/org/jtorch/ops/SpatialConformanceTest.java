@@ -167,7 +167,7 @@ class SpatialConformanceTest {
         double[] w = new double[Math.toIntExact(out.numel())];
         for (int i = 0; i < w.length; i++) w[i] = Math.sin(0.7 * i + 0.3);
         try (Tensor t = Torch.tensor(w, out.shape())) {
-            return t.to(out.dtype());
+            return t.to(out.device(), out.dtype());
         }
     }
 

@@ -95,7 +95,7 @@ class OptimizerConformanceTest {
         opt.zeroGrad();
         for (int i = 0; i < params.size(); i++) {
             JsonElement g = row.get(i);
-            if (!g.isJsonNull()) params.get(i).setGrad(Fixtures.decode(g.getAsJsonObject()));
+            if (!g.isJsonNull()) params.get(i).setGrad(Fixtures.decode(g.getAsJsonObject(), params.get(i).device()));
         }
     }
 

@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import org.jtorch.DType;
+import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 
@@ -27,8 +28,9 @@ public final class Fixtures {
 
     /** One reference case: an op, its inputs and arguments, and PyTorch's result or error. */
     public record Case(String family, String op, String name, JsonArray inputs, JsonObject args, JsonElement expected) {
+        /** Input {@code i} on {@link #device()}, with the fixture's strides. */
         public Tensor input(int i) {
-            return decode(inputs.get(i).getAsJsonObject());
+            return decode(inputs.get(i).getAsJsonObject(), device());
         }
 
         public List<Tensor> inputTensors() {
@@ -100,23 +102,40 @@ public final class Fixtures {
         }
     }
 
+    /**
+     * The device the conformance suites run their ops on: the system property {@code jtorch.test.device}
+     * ({@code cpu} by default; {@code scripts/gpu-check} runs the PyTorch-fixture suites again with
+     * {@code cuda:0}). Inputs go there; expected values stay on the host.
+     */
+    public static Device device() {
+        return Device.parse(System.getProperty("jtorch.test.device", "cpu"));
+    }
+
     /** Builds a CPU tensor from its encoding (contiguous data, or a strided view over a storage). */
     public static Tensor decode(JsonObject t) {
+        return decode(t, Device.cpu());
+    }
+
+    /** Builds a tensor on {@code device} from its encoding; a strided encoding stays a view with the same strides. */
+    public static Tensor decode(JsonObject t, Device device) {
         DType dtype = DType.parse(t.get("dtype").getAsString());
         long[] shape = toLongs(t.getAsJsonArray("shape"));
         if (t.has("data")) {
             double[] values = toDoubles(t.getAsJsonArray("data"));
             long[] longValues = toLongsLenient(t.getAsJsonArray("data"));
-            try (Tensor d = dtype.isFloatingPoint() ? Torch.tensor(values, shape) : Torch.tensor(longValues, shape)) {
-                return d.to(dtype);
+            // Converted on the host, then moved: the conversion is not what a device case tests.
+            try (Tensor d = dtype.isFloatingPoint() ? Torch.tensor(values, shape) : Torch.tensor(longValues, shape);
+                 Tensor typed = d.to(dtype)) {
+                return typed.to(device);
             }
         }
         JsonArray storage = t.getAsJsonArray("storage");
         double[] values = toDoubles(storage);
         long[] longValues = toLongsLenient(storage);
         try (Tensor flat = dtype.isFloatingPoint() ? Torch.tensor(values) : Torch.tensor(longValues);
-             Tensor typed = flat.to(dtype)) {
-            return typed.asStrided(shape, toLongs(t.getAsJsonArray("strides")), t.get("offset").getAsLong());
+             Tensor typed = flat.to(dtype);
+             Tensor placed = typed.to(device)) {
+            return placed.asStrided(shape, toLongs(t.getAsJsonArray("strides")), t.get("offset").getAsLong());
         }
     }
 

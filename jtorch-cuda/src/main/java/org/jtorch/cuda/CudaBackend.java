@@ -105,6 +105,11 @@ public final class CudaBackend implements Backend {
         return new UnsupportedOperationException(op + ": no CUDA kernel is wired to this op yet (device cuda)");
     }
 
+    private static UnsupportedOperationException missing(String op, DType compute, Tensor out) {
+        return new UnsupportedOperationException(op + ": no CUDA kernel computes this op in " + compute + " (shape "
+                + java.util.Arrays.toString(out.shape()) + ", device " + out.device() + ")");
+    }
+
     private volatile CudaKernels kernels;
 
     /** The launcher, once CUDA is known to be available; otherwise {@link IllegalStateException} with the reason. */
@@ -132,17 +137,20 @@ public final class CudaBackend implements Backend {
         kernels().fill(dst, value, longValue);
     }
 
-    /** The ops of {@code elementwise.cu} (neg, abs, relu, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid); others throw. */
+    /**
+     * Every {@link UnaryOp} on the kernels of {@code elementwise.cu}; a compute dtype the op has no definition
+     * for (which the front end never asks) throws naming the op, dtype, shape and device.
+     */
     @Override
     public void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1) {
-        if (!org.jtorch.cuda.kernels.ElementwisePlan.supports(op, compute)) throw missing(op.pyName());
-        kernels().unary(op, x, out, compute);
+        if (!org.jtorch.cuda.kernels.ElementwisePlan.supports(op, compute)) throw missing(op.pyName(), compute, out);
+        kernels().unary(op, x, out, compute, p0, p1);
     }
 
-    /** The ops of {@code elementwise.cu} (add, sub, mul, div, maximum, minimum); others throw. */
+    /** Every {@link BinaryOp} on the kernels of {@code elementwise.cu}; integer division by zero throws as on the CPU. */
     @Override
     public void binary(BinaryOp op, Tensor a, Tensor b, Tensor out, DType compute, double alpha) {
-        if (!org.jtorch.cuda.kernels.ElementwisePlan.supports(op, compute)) throw missing(op.pyName());
+        if (!org.jtorch.cuda.kernels.ElementwisePlan.supports(op, compute)) throw missing(op.pyName(), compute, out);
         kernels().binary(op, a, b, out, compute, alpha);
     }
 
@@ -165,7 +173,8 @@ public final class CudaBackend implements Backend {
 
     /** The reduction family of {@code reduce.cu} ({@link CudaReductions}). */
     private final ReductionKernels reductions = new CudaReductions(this::kernels);
-    private final IndexKernels indexing = missingFamily(IndexKernels.class);
+    /** The indexing family of {@code index.cu} ({@link CudaIndexKernels}). */
+    private final IndexKernels indexing = new CudaIndexKernels(this::kernels);
     /** The matmul family through cuBLASLt ({@link CudaLinalgKernels}; not yet run on a GPU). */
     private final LinalgKernels linalg = new CudaLinalgKernels(this::kernels, this);
     private final RandomKernels random = new CudaRandomKernels(this::kernels);

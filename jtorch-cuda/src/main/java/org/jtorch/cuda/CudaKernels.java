@@ -21,6 +21,7 @@ import org.jtorch.cuda.kernels.RandomPlan;
 import org.jtorch.cuda.nvrtc.KernelCache;
 import org.jtorch.cuda.nvrtc.Nvrtc;
 import org.jtorch.ops.BinaryOp;
+import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.UnaryOp;
 
 /**
@@ -121,13 +122,13 @@ final class CudaKernels {
 
     // ------------------------------------------------------------------ elementwise
 
-    void unary(UnaryOp op, Tensor x, Tensor out, DType compute) {
+    void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1) {
         Device device = out.device();
         long[] shape = out.shape();
         Launch l = ElementwisePlan.unary(op, compute, shape, operand(out), operand(x));
         long s = stream(device);
         try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = KernelArgs.unary(arena, l, address(x), address(out));
+            KernelArgs args = KernelArgs.unary(arena, l, address(x), address(out), p0, p1);
             launch(device, s, "elementwise.cu", ElementwisePlan.kernelName(op), l,
                     l.contiguous() ? LaunchGeometry.vectorWidth(compute.byteSize()) : 1, args);
         }
@@ -140,6 +141,7 @@ final class CudaKernels {
         try {
             a = onDevice(a, device, shape, temps);
             b = onDevice(b, device, shape, temps);
+            if (isIntegerDivision(op, compute)) checkNoZeroDivisor(op, b);
             Launch l = ElementwisePlan.binary(op, compute, shape, operand(out), operand(a), operand(b));
             long s = stream(device);
             try (Arena arena = Arena.ofConfined()) {
@@ -149,6 +151,24 @@ final class CudaKernels {
             }
         } finally {
             for (Tensor t : temps) t.close();
+        }
+    }
+
+    /** The ops whose integer form divides ({@code BinaryOp.checkDivisor} on the CPU). */
+    static boolean isIntegerDivision(BinaryOp op, DType compute) {
+        return !compute.isFloatingPoint()
+                && (op == BinaryOp.DIV_TRUNC || op == BinaryOp.DIV_FLOOR || op == BinaryOp.REMAINDER);
+    }
+
+    /**
+     * Integer division by zero throws {@link ArithmeticException} naming the op, as on the CPU (PyTorch's
+     * {@code ZeroDivisionError}); a kernel cannot throw, so the divisor is checked on the device first: an
+     * {@code eq} and an {@code any} reduction, and one synchronising read of the flag. Nothing is written then.
+     */
+    private static void checkNoZeroDivisor(BinaryOp op, Tensor divisor) {
+        try (Tensor zero = Elementwise.binaryScalar(BinaryOp.EQ, divisor, 0, 0, DType.INT64, false, 1);
+             Tensor anyZero = zero.any()) {
+            if (anyZero.itemLong() != 0) throw new ArithmeticException(op.pyName() + ": integer division by zero");
         }
     }
 
@@ -183,6 +203,11 @@ final class CudaKernels {
     /** The function {@code entry} of {@code reduce.cu} (compiled whole) on {@code device}, after making its context current. */
     long reduceFunction(Device device, String entry) {
         return function(device.index(), "reduce.cu", null, entry);
+    }
+
+    /** The function {@code entry} of {@code index.cu} (compiled whole) on {@code device}, after making its context current. */
+    long indexFunction(Device device, String entry) {
+        return function(device.index(), "index.cu", null, entry);
     }
 
     /** The function {@code entry} of {@code file} (compiled whole, e.g. {@code pool.cu}, {@code norm.cu}) on {@code device}. */

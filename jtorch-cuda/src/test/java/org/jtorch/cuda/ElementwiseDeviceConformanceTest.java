@@ -147,64 +147,160 @@ class ElementwiseDeviceConformanceTest {
 
     // ------------------------------------------------------------------ unary
 
-    private static double[] unaryReference(UnaryOp op, Tensor x, DType out) {
-        double[] xs = x.toDoubleArray();
-        double[] r = new double[xs.length];
-        boolean floating = out.isFloatingPoint();
-        for (int i = 0; i < xs.length; i++) r[i] = floating ? op.apply(xs[i], 0, 0) : op.applyLong((long) xs[i], 0, 0);
-        try (Tensor ref = Torch.tensor(r, DType.FLOAT64, x.shape()); Tensor cast = ref.to(out)) {
+    /** The op's scalar definition on x's values in the compute dtype's form (apply or applyLong with Java's (long) params), cast to {@code out}. */
+    private static double[] unaryReference(UnaryOp op, Tensor x, DType out, double p0, double p1) {
+        if (op == UnaryOp.BITWISE_NOT && x.dtype() == DType.BOOL) op = UnaryOp.LOGICAL_NOT; // the front end's bool form: ~True == False
+        boolean floating = op.computeType(x.dtype(), out).isFloatingPoint();
+        if (floating) {
+            double[] xs = x.toDoubleArray();
+            double[] r = new double[xs.length];
+            for (int i = 0; i < xs.length; i++) r[i] = op.apply(xs[i], p0, p1);
+            try (Tensor ref = Torch.tensor(r, DType.FLOAT64, x.shape()); Tensor cast = ref.to(out)) {
+                return cast.toDoubleArray();
+            }
+        }
+        long[] xs = x.toLongArray();
+        long[] r = new long[xs.length];
+        for (int i = 0; i < xs.length; i++) r[i] = op.applyLong(xs[i], (long) p0, (long) p1);
+        try (Tensor ref = Torch.tensor(r, x.shape()); Tensor cast = ref.to(out)) {
             return cast.toDoubleArray();
         }
     }
 
+    /** The scalar parameters each parameterised op is tested with (p0, p1), others (0, 0). */
+    private static double[][] parameters(UnaryOp op) {
+        return switch (op) {
+            case LEAKY_RELU -> new double[][] {{0.01, 0}, {-1.5, 0}};
+            case CLAMP -> new double[][] {{-1.5, 2.25}, {Double.NaN, 1}, {-2, Double.NaN}, {Double.NEGATIVE_INFINITY, 0.5}};
+            case SOFTPLUS -> new double[][] {{1, 20}, {2, 3}, {0.5, -1}};
+            case POW_SCALAR -> new double[][] {{2, 0}, {3, 0}, {0.5, 0}, {-1, 0}, {2.5, 0}, {0, 0}};
+            default -> new double[][] {{0, 0}};
+        };
+    }
+
+    /** Input range of the random cases: inside each op's domain (log, sqrt, log1p; pow's exponent -1 of an integer is 0 anyway). */
+    private static double[] range(UnaryOp op, DType t) {
+        double lo = switch (op) {
+            case LOG, SQRT, RSQRT -> 0.25;
+            case LOG1P -> -0.75;
+            default -> t == DType.UINT8 || t == DType.BOOL ? 0 : -4;
+        };
+        double hi = t == DType.BOOL ? 2 : t.isFloatingPoint() ? 4 : 20;
+        return new double[] {lo, hi};
+    }
+
     private static void unaryCase(List<DynamicTest> tests, UnaryOp op, DType t, long[] shape, Layout layout) {
-        boolean positive = op == UnaryOp.LOG || op == UnaryOp.SQRT || op == UnaryOp.RSQRT;
-        double lo = positive ? 0.25 : t == DType.UINT8 ? 0 : -4, hi = t.isFloatingPoint() ? 4 : 20;
-        add(tests, op.pyName() + "/" + t + Arrays.toString(shape) + "/" + layout.name().toLowerCase(), d -> {
+        unaryCase(tests, op, t, shape, layout, 0, 0);
+    }
+
+    private static void unaryCase(List<DynamicTest> tests, UnaryOp op, DType t, long[] shape, Layout layout, double p0, double p1) {
+        double[] range = range(op, t);
+        double lo = range[0], hi = range[1];
+        String params = p0 == 0 && p1 == 0 ? "" : "(" + p0 + "," + p1 + ")";
+        add(tests, op.pyName() + params + "/" + t + Arrays.toString(shape) + "/" + layout.name().toLowerCase(), d -> {
             Function<Device, Tensor> run = dev -> {
                 try (Tensor x = input(dev, t, shape, layout, lo, hi)) {
-                    return Elementwise.unary(op, x, 0, 0);
+                    return Elementwise.unary(op, x, p0, p1);
                 }
             };
             try (Tensor y = run.apply(d); Tensor xc = input(Device.cpu(), t, shape, layout, lo, hi)) {
-                check(d, y, unaryReference(op, xc, y.dtype()), run, op.pyName());
+                check(d, y, unaryReference(op, xc, y.dtype(), p0, p1), run, op.pyName());
             }
         });
+    }
+
+    /** Whether the front end accepts {@code op} on {@code t} (e.g. not abs of bool, not bitwise_not of float). */
+    private static boolean accepts(UnaryOp op, DType t) {
+        try {
+            op.resultType(t, DType.FLOAT32);
+            return true;
+        } catch (IllegalArgumentException refused) {
+            return false;
+        }
     }
 
     @TestFactory
     List<DynamicTest> unary() {
         List<DynamicTest> tests = new ArrayList<>();
         for (UnaryOp op : UnaryOp.values()) {
-            if (ElementwisePlan.kernelName(op) == null) continue;
-            boolean numeric = ElementwisePlan.supports(op, DType.INT64);
-            List<DType> types = new ArrayList<>(List.of(DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16));
-            if (numeric) types.addAll(List.of(DType.INT32, DType.INT64, DType.INT8));
+            List<DType> types = new ArrayList<>();
+            for (DType t : List.of(DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16, DType.INT32, DType.INT64, DType.INT8,
+                    DType.UINT8, DType.BOOL)) {
+                if (accepts(op, t) && ElementwisePlan.supports(op, op.computeType(t, op.resultType(t, DType.FLOAT32)))) types.add(t);
+            }
+            boolean floatOnly = !ElementwisePlan.supports(op, DType.INT64);
+            double[][] params = parameters(op);
             for (DType t : types) {
+                if (floatOnly && !t.isFloatingPoint()) continue;
                 for (Layout l : new Layout[] {Layout.CONTIGUOUS, Layout.TRANSPOSED, Layout.SLICED}) {
-                    unaryCase(tests, op, t, new long[] {3, 5}, l);
+                    for (double[] p : params) unaryCase(tests, op, t, new long[] {3, 5}, l, p[0], p[1]);
                 }
             }
-            if (!numeric) unaryCase(tests, op, DType.INT32, new long[] {4, 3}, Layout.CONTIGUOUS); // promotes to float32
+            // Integer inputs to floating-only ops compute in the default float dtype (strided, converting).
+            if (floatOnly) unaryCase(tests, op, DType.INT32, new long[] {4, 3}, Layout.CONTIGUOUS, params[0][0], params[0][1]);
         }
         unaryCase(tests, UnaryOp.EXP, DType.FLOAT32, new long[0], Layout.CONTIGUOUS);
         unaryCase(tests, UnaryOp.NEG, DType.FLOAT32, new long[] {0}, Layout.CONTIGUOUS);
         unaryCase(tests, UnaryOp.TANH, DType.FLOAT32, new long[] {999, 37}, Layout.CONTIGUOUS);
         unaryCase(tests, UnaryOp.RELU, DType.BFLOAT16, new long[] {1001}, Layout.OFFSET);
         unaryCase(tests, UnaryOp.SIGMOID, DType.FLOAT32, new long[] {2, 3, 4, 5}, Layout.TRANSPOSED);
+        // Bool outputs from the vector kernel over several blocks, and a misaligned input (scalar loop).
+        unaryCase(tests, UnaryOp.ISFINITE, DType.FLOAT32, new long[] {999, 37}, Layout.CONTIGUOUS);
+        unaryCase(tests, UnaryOp.LOGICAL_NOT, DType.INT16, new long[] {1001}, Layout.OFFSET);
+        unaryCase(tests, UnaryOp.GELU, DType.BFLOAT16, new long[] {999, 37}, Layout.CONTIGUOUS);
+        unaryCase(tests, UnaryOp.CLAMP, DType.INT8, new long[] {1001}, Layout.OFFSET, -3, 7);
+        // In place (output = input): the contiguous kernel reads and writes the same elements, the strided one a view.
+        for (Layout l : new Layout[] {Layout.CONTIGUOUS, Layout.TRANSPOSED}) {
+            add(tests, "clamp_/in-place/float32[37,29]/" + l.name().toLowerCase(), d -> {
+                Function<Device, Tensor> run = dev -> {
+                    try (Tensor x = input(dev, DType.FLOAT32, new long[] {37, 29}, l, -4, 4)) {
+                        x.clamp_(-1.5, Double.NaN);
+                        return x.alias();
+                    }
+                };
+                try (Tensor y = run.apply(d); Tensor xc = input(Device.cpu(), DType.FLOAT32, new long[] {37, 29}, l, -4, 4)) {
+                    check(d, y, unaryReference(UnaryOp.CLAMP, xc, DType.FLOAT32, -1.5, Double.POSITIVE_INFINITY), run, "clamp_");
+                }
+            });
+            add(tests, "pow_/in-place/float64[37,29]/" + l.name().toLowerCase(), d -> {
+                Function<Device, Tensor> run = dev -> {
+                    try (Tensor x = input(dev, DType.FLOAT64, new long[] {37, 29}, l, 0.25, 4)) {
+                        x.pow_(1.5);
+                        return x.alias();
+                    }
+                };
+                try (Tensor y = run.apply(d); Tensor xc = input(Device.cpu(), DType.FLOAT64, new long[] {37, 29}, l, 0.25, 4)) {
+                    check(d, y, unaryReference(UnaryOp.POW_SCALAR, xc, DType.FLOAT64, 1.5, 0), run, "pow_");
+                }
+            });
+        }
         return tests;
     }
 
     // ------------------------------------------------------------------ binary
 
+    /**
+     * The op's scalar definition on the operands' values converted to the compute dtype (apply in double after
+     * rounding to it, as the CPU; applyLong on exact longs), cast to {@code out}.
+     */
     private static double[] binaryReference(BinaryOp op, Tensor a, Tensor b, long[] shape, DType out, double alpha) {
-        double[] as = a.broadcastTo(shape).toDoubleArray(), bs = b.broadcastTo(shape).toDoubleArray();
-        double[] r = new double[as.length];
-        boolean floating = out.isFloatingPoint();
-        for (int i = 0; i < r.length; i++) {
-            r[i] = floating ? op.apply(as[i], bs[i], alpha) : op.applyLong((long) as[i], (long) bs[i], (long) alpha);
+        DType compute = op.computeType(org.jtorch.ops.TypePromotion.resultType(a, b), Torch.defaultDtype());
+        if (compute.isFloatingPoint()) {
+            double[] as, bs;
+            try (Tensor ac = a.broadcastTo(shape).to(compute); Tensor bc = b.broadcastTo(shape).to(compute)) {
+                as = ac.toDoubleArray();
+                bs = bc.toDoubleArray();
+            }
+            double[] r = new double[as.length];
+            for (int i = 0; i < r.length; i++) r[i] = op.apply(as[i], bs[i], alpha);
+            try (Tensor ref = Torch.tensor(r, DType.FLOAT64, shape); Tensor cast = ref.to(out)) {
+                return cast.toDoubleArray();
+            }
         }
-        try (Tensor ref = Torch.tensor(r, DType.FLOAT64, shape); Tensor cast = ref.to(out)) {
+        long[] as = a.broadcastTo(shape).toLongArray(), bs = b.broadcastTo(shape).toLongArray();
+        long[] r = new long[as.length];
+        for (int i = 0; i < r.length; i++) r[i] = op.applyLong(as[i], bs[i], (long) alpha);
+        try (Tensor ref = Torch.tensor(r, shape); Tensor cast = ref.to(out)) {
             return cast.toDoubleArray();
         }
     }
@@ -212,7 +308,8 @@ class ElementwiseDeviceConformanceTest {
     private record Operand(DType t, long[] shape, Layout layout) {
         Tensor make(Device d, boolean nonZero) {
             boolean unsigned = t == DType.UINT8 || t == DType.BOOL;
-            double lo = nonZero ? 0.5 : unsigned ? 0 : -6, hi = t == DType.BOOL ? 2 : t.isFloatingPoint() ? 6 : 12;
+            // A divisor of an integer dtype starts at 1 (integer division by zero throws: its own cases).
+            double lo = nonZero ? (t.isFloatingPoint() ? 0.5 : 1) : unsigned ? 0 : -6, hi = t == DType.BOOL ? 2 : t.isFloatingPoint() ? 6 : 12;
             return input(d, t, shape, layout, lo, hi);
         }
 
@@ -223,7 +320,7 @@ class ElementwiseDeviceConformanceTest {
     }
 
     private static void binaryCase(List<DynamicTest> tests, BinaryOp op, Operand a, Operand b, double alpha) {
-        boolean divisor = op == BinaryOp.DIV;
+        boolean divisor = op == BinaryOp.DIV || op == BinaryOp.DIV_TRUNC || op == BinaryOp.DIV_FLOOR || op == BinaryOp.REMAINDER;
         add(tests, op.pyName() + "/" + a + "," + b + (alpha != 1 ? "/alpha=" + alpha : ""), d -> {
             Function<Device, Tensor> run = dev -> {
                 try (Tensor x = a.make(dev, false); Tensor y = b.make(dev, divisor)) {
@@ -241,14 +338,23 @@ class ElementwiseDeviceConformanceTest {
         List<DynamicTest> tests = new ArrayList<>();
         long[] s = {3, 5};
         for (BinaryOp op : BinaryOp.values()) {
-            if (ElementwisePlan.kernelName(op) == null) continue;
-            List<DType> types = new ArrayList<>(List.of(DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16,
-                    DType.INT32, DType.INT64, DType.UINT8));
+            boolean integral = op.result() == BinaryOp.Result.INTEGRAL_OR_BOOL;
+            List<DType> types = new ArrayList<>(integral ? List.of(DType.INT8, DType.INT16)
+                    : List.of(DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16));
+            types.addAll(List.of(DType.INT32, DType.INT64, DType.UINT8));
             if (op != BinaryOp.SUB) types.add(DType.BOOL);
             for (DType t : types) {
                 binaryCase(tests, op, new Operand(t, s, Layout.CONTIGUOUS), new Operand(t, s, Layout.CONTIGUOUS), 1);
                 binaryCase(tests, op, new Operand(t, new long[] {3, 1}, Layout.CONTIGUOUS), new Operand(t, new long[] {1, 5}, Layout.CONTIGUOUS), 1);
             }
+            if (integral) {
+                binaryCase(tests, op, new Operand(DType.INT32, s, Layout.TRANSPOSED), new Operand(DType.INT32, s, Layout.SLICED), 1);
+                binaryCase(tests, op, new Operand(DType.INT64, new long[] {1001}, Layout.OFFSET), new Operand(DType.INT8, new long[] {1001}, Layout.CONTIGUOUS), 1);
+                binaryCase(tests, op, new Operand(DType.UINT8, new long[] {999, 37}, Layout.CONTIGUOUS), new Operand(DType.UINT8, new long[] {999, 37}, Layout.CONTIGUOUS), 1);
+                binaryCase(tests, op, new Operand(DType.BOOL, s, Layout.TRANSPOSED), new Operand(DType.INT16, new long[] {5}, Layout.CONTIGUOUS), 1);
+                continue;
+            }
+            binaryCase(tests, op, new Operand(DType.INT16, s, Layout.SLICED), new Operand(DType.INT8, s, Layout.CONTIGUOUS), 1);
             binaryCase(tests, op, new Operand(DType.FLOAT32, s, Layout.TRANSPOSED), new Operand(DType.FLOAT32, s, Layout.CONTIGUOUS), 1);
             binaryCase(tests, op, new Operand(DType.FLOAT16, s, Layout.SLICED), new Operand(DType.FLOAT16, new long[] {5}, Layout.CONTIGUOUS), 1);
             binaryCase(tests, op, new Operand(DType.INT32, s, Layout.CONTIGUOUS), new Operand(DType.FLOAT32, s, Layout.TRANSPOSED), 1);
@@ -288,6 +394,231 @@ class ElementwiseDeviceConformanceTest {
                 check(d, r, Arrays.stream(e).mapToDouble(v -> v + (double) (1L << 40)).toArray(), run, "add");
             }
         });
+        return tests;
+    }
+
+    // ------------------------------------------------------------------ edge values
+
+    private static final double NAN = Double.NaN, INF = Double.POSITIVE_INFINITY;
+    /** Floating edge values: NaN, infinities, both zeros, halves (round-half-even), tiny and large magnitudes. */
+    private static final double[] FLOAT_EDGES = {NAN, INF, -INF, -0.0, 0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 1, -1, 3.75, -3.75, 7, -7,
+            1e-3, -1e-3, 1e4, -1e4};
+    private static final List<DType> FLOATS = List.of(DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16);
+    private static final List<DType> INTEGERS = List.of(DType.INT64, DType.INT32, DType.INT16, DType.INT8, DType.UINT8, DType.BOOL);
+
+    /** Integer edge values of {@code t}: its minimum and maximum, +-1, 0, small values of both signs and shift counts. */
+    private static long[] integerEdges(DType t) {
+        long min = switch (t) {
+            case INT64 -> Long.MIN_VALUE;
+            case INT32 -> Integer.MIN_VALUE;
+            case INT16 -> Short.MIN_VALUE;
+            case INT8 -> Byte.MIN_VALUE;
+            default -> 0;
+        };
+        long max = switch (t) {
+            case INT64 -> Long.MAX_VALUE;
+            case INT32 -> Integer.MAX_VALUE;
+            case INT16 -> Short.MAX_VALUE;
+            case INT8 -> Byte.MAX_VALUE;
+            case UINT8 -> 255;
+            default -> 1;
+        };
+        return java.util.stream.LongStream.of(min, max, min + 1, max - 1, 0, 1, -1, 2, -2, 3, -3, 7, -7, 8, 31, 32, 33, 63, 64, 100, -64, 200,
+                        1L << 40).filter(v -> v >= min && v <= max).distinct().toArray();
+    }
+
+    /** Results whose value is exactly determined (no transcendental function): compared bit for bit, signed zeros and NaN included. */
+    private static boolean exact(UnaryOp op) {
+        return switch (op) {
+            case NEG, ABS, SIGN, FLOOR, CEIL, ROUND, TRUNC, RELU, CLAMP, RECIPROCAL, LOGICAL_NOT, BITWISE_NOT, ISNAN, ISINF, ISFINITE -> true;
+            default -> false;
+        };
+    }
+
+    private static boolean exact(BinaryOp op) {
+        return switch (op) {
+            case DIV_TRUNC, DIV_FLOOR, REMAINDER, THRESHOLD_BACKWARD, EQ, NE, LT, LE, GT, GE, LOGICAL_AND, LOGICAL_OR,
+                 LOGICAL_XOR -> true;
+            default -> false;
+        };
+    }
+
+    private static void assertSameBits(double[] expected, double[] actual, String what) {
+        assertEquals(expected.length, actual.length, what + ": element count");
+        for (int i = 0; i < expected.length; i++) {
+            if (Double.doubleToLongBits(expected[i]) != Double.doubleToLongBits(actual[i])) {
+                fail(what + ": element " + i + " expected " + expected[i] + " but was " + actual[i] + " (bit for bit)\nexpected "
+                        + Arrays.toString(expected) + "\nactual   " + Arrays.toString(actual));
+            }
+        }
+    }
+
+    /** Compares a result with the reference: bit for bit for exact ops and integer results, else within the dtype's tolerance. */
+    private static void checkEdges(Device d, Tensor result, double[] expected, boolean exact, Function<Device, Tensor> sameOnCpu, String what) {
+        if (!exact && result.dtype().isFloatingPoint()) {
+            check(d, result, expected, sameOnCpu, what);
+            return;
+        }
+        assertEquals(d, result.device(), what + ": result device");
+        assertSameBits(expected, result.toDoubleArray(), what + " vs the scalar definition");
+        if (d.isCuda()) {
+            try (Tensor cpu = sameOnCpu.apply(Device.cpu())) {
+                assertSameBits(cpu.toDoubleArray(), result.toDoubleArray(), what + " vs the CPU backend");
+            }
+        }
+    }
+
+    /** An edge-value tensor: floating dtypes from {@link #FLOAT_EDGES}, integers exactly from {@link #integerEdges}. */
+    private static Tensor edges(DType t, Device d) {
+        if (t.isFloatingPoint()) {
+            try (Tensor host = Torch.tensor(FLOAT_EDGES, t, FLOAT_EDGES.length)) {
+                return host.to(d);
+            }
+        }
+        long[] v = integerEdges(t);
+        try (Tensor wide = Torch.tensor(v, v.length); Tensor host = wide.to(t)) {
+            return host.to(d);
+        }
+    }
+
+    /** The exact integer reference: applyLong on the operands' longs, wrapped to {@code out} by the CPU's cast. */
+    private static double[] longReference(long[] r, long[] shape, DType out) {
+        try (Tensor ref = Torch.tensor(r, shape); Tensor cast = ref.to(out)) {
+            return cast.toDoubleArray();
+        }
+    }
+
+    @TestFactory
+    List<DynamicTest> unaryEdgeValues() {
+        List<DynamicTest> tests = new ArrayList<>();
+        for (UnaryOp op : UnaryOp.values()) {
+            for (DType t : concat(FLOATS, INTEGERS)) {
+                if (!accepts(op, t)) continue;
+                DType out = op.resultType(t, DType.FLOAT32);
+                DType compute = op.computeType(t, out);
+                if (!t.isFloatingPoint() && compute.isFloatingPoint()) continue; // integer inputs of float ops: the random cases
+                for (double[] p : parameters(op)) {
+                    String params = p[0] == 0 && p[1] == 0 ? "" : "(" + p[0] + "," + p[1] + ")";
+                    add(tests, "edges/" + op.pyName() + params + "/" + t, d -> {
+                        Function<Device, Tensor> run = dev -> {
+                            try (Tensor x = edges(t, dev)) {
+                                return Elementwise.unary(op, x, p[0], p[1]);
+                            }
+                        };
+                        try (Tensor y = run.apply(d); Tensor xc = edges(t, Device.cpu())) {
+                            checkEdges(d, y, unaryReference(op, xc, y.dtype(), p[0], p[1]), exact(op), run, op.pyName());
+                        }
+                    });
+                }
+            }
+        }
+        return tests;
+    }
+
+    private static List<DType> concat(List<DType> a, List<DType> b) {
+        List<DType> r = new ArrayList<>(a);
+        r.addAll(b);
+        return r;
+    }
+
+    /**
+     * Every binary op on all pairs of edge values of one dtype: {@code a} as a column against {@code b} as a row (broadcast,
+     * strided kernel) and the same pairs as two contiguous vectors (vector kernel). Integer divisors leave out 0 (its own cases).
+     */
+    private static void binaryEdgeCase(List<DynamicTest> tests, BinaryOp op, DType t, boolean broadcast) {
+        boolean divides = op == BinaryOp.DIV_TRUNC || op == BinaryOp.DIV_FLOOR || op == BinaryOp.REMAINDER;
+        add(tests, "edges/" + op.pyName() + "/" + t + (broadcast ? "/broadcast" : "/contiguous"), d -> {
+            Function<Device, Tensor[]> operands = dev -> {
+                try (Tensor all = edges(t, dev); Tensor b = divides && !t.isFloatingPoint() ? nonZero(all) : all.alias()) {
+                    long n = all.numel(), m = b.numel();
+                    Tensor col = all.reshape(n, 1), row = b.reshape(1, m);
+                    if (broadcast) return new Tensor[] {col, row};
+                    try (col; row; Tensor ea = col.expand(n, m); Tensor eb = row.expand(n, m)) {
+                        return new Tensor[] {ea.contiguous(), eb.contiguous()};
+                    }
+                }
+            };
+            Function<Device, Tensor> run = dev -> {
+                Tensor[] ab = operands.apply(dev);
+                try (Tensor a = ab[0]; Tensor b = ab[1]) {
+                    return Elementwise.binary(op, a, b, 1);
+                }
+            };
+            Tensor[] host = operands.apply(Device.cpu());
+            try (Tensor r = run.apply(d); Tensor a = host[0]; Tensor b = host[1]) {
+                long[] shape = r.shape();
+                double[] expected;
+                if (t.isFloatingPoint()) {
+                    expected = binaryReference(op, a, b, shape, r.dtype(), 1);
+                } else {
+                    long[] as = a.broadcastTo(shape).toLongArray(), bs = b.broadcastTo(shape).toLongArray();
+                    long[] e = new long[as.length];
+                    for (int i = 0; i < e.length; i++) e[i] = op.applyLong(as[i], bs[i], 1);
+                    expected = longReference(e, shape, r.dtype());
+                }
+                checkEdges(d, r, expected, exact(op) || !r.dtype().isFloatingPoint(), run, op.pyName());
+            }
+        });
+    }
+
+    private static Tensor nonZero(Tensor t) {
+        long[] v = t.toLongArray();
+        long[] kept = Arrays.stream(v).filter(x -> x != 0).toArray();
+        try (Tensor wide = Torch.tensor(kept, kept.length); Tensor typed = wide.to(t.dtype())) {
+            return typed.to(t.device());
+        }
+    }
+
+    @TestFactory
+    List<DynamicTest> binaryEdgeValues() {
+        List<DynamicTest> tests = new ArrayList<>();
+        for (BinaryOp op : BinaryOp.values()) {
+            for (DType t : concat(FLOATS, INTEGERS)) {
+                DType compute;
+                try {
+                    compute = op.computeType(t, DType.FLOAT32);
+                } catch (IllegalArgumentException refused) {
+                    continue;
+                }
+                if (compute != t) continue; // integer true division: promoted, the random cases cover it
+                binaryEdgeCase(tests, op, t, true);
+                if (t != DType.BOOL) binaryEdgeCase(tests, op, t, false);
+            }
+        }
+        return tests;
+    }
+
+    /** Integer division by zero throws ArithmeticException naming the op on every device (PyTorch's ZeroDivisionError). */
+    @TestFactory
+    List<DynamicTest> integerDivisionByZero() {
+        List<DynamicTest> tests = new ArrayList<>();
+        for (BinaryOp op : new BinaryOp[] {BinaryOp.DIV_TRUNC, BinaryOp.DIV_FLOOR, BinaryOp.REMAINDER}) {
+            for (DType t : List.of(DType.INT64, DType.INT32, DType.UINT8, DType.BOOL)) {
+                add(tests, "division-by-zero/" + op.pyName() + "/" + t, d -> {
+                    try (Tensor a = input(d, t, new long[] {3, 5}, Layout.CONTIGUOUS, 1, 2);
+                         Tensor wide = Torch.tensor(new long[] {3, 1, 0, 2, 1}, 1, 5); Tensor typed = wide.to(t); Tensor b = typed.to(d)) {
+                        ArithmeticException e = org.junit.jupiter.api.Assertions.assertThrows(ArithmeticException.class,
+                                () -> Elementwise.binary(op, a, b, 1).close());
+                        assertEquals(op.pyName() + ": integer division by zero", e.getMessage());
+                    }
+                });
+            }
+            add(tests, "division-by-zero/" + op.pyName() + "/java-scalar", d -> {
+                try (Tensor a = input(d, DType.INT64, new long[] {4}, Layout.SLICED, -5, 5)) {
+                    ArithmeticException e = org.junit.jupiter.api.Assertions.assertThrows(ArithmeticException.class,
+                            () -> Elementwise.binaryScalar(op, a, 0, 0, DType.INT64, false, 1).close());
+                    assertEquals(op.pyName() + ": integer division by zero", e.getMessage());
+                }
+            });
+            add(tests, "division-by-zero/" + op.pyName() + "/float-is-not-an-error", d -> {
+                try (Tensor a = input(d, DType.FLOAT32, new long[] {4}, Layout.CONTIGUOUS, -5, 5); Tensor z = Torch.zeros(new long[] {4}, DType.FLOAT32, d);
+                     Tensor r = Elementwise.binary(op, a, z, 1)) {
+                    for (double v : r.toDoubleArray()) {
+                        assertEquals(true, Double.isNaN(v) || Double.isInfinite(v), op.pyName() + " by 0.0 gives inf or NaN, got " + v);
+                    }
+                }
+            });
+        }
         return tests;
     }
 

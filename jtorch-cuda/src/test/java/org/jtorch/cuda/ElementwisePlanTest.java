@@ -141,15 +141,109 @@ class ElementwisePlanTest {
     }
 
     @Test
-    void opsWithoutACudaKernelAreRefusedNamingTheOp() {
+    void computeDtypesWithoutADefinitionAreRefusedNamingTheOpDtypeAndShape() {
         long[] shape = {2};
         UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class, () -> ElementwisePlan.unary(
-                UnaryOp.SIGN, DType.FLOAT32, shape, contiguous(DType.FLOAT32, shape), contiguous(DType.FLOAT32, shape)));
-        assertTrue(e.getMessage().startsWith("sign: no CUDA kernel"), e.getMessage());
+                UnaryOp.BITWISE_NOT, DType.FLOAT32, shape, contiguous(DType.FLOAT32, shape), contiguous(DType.FLOAT32, shape)));
+        assertEquals("bitwise_not: no CUDA kernel computes this op in torch.float32 (shape [2], device cuda)", e.getMessage());
+        assertThrows(UnsupportedOperationException.class, () -> ElementwisePlan.binary(BinaryOp.DIV, DType.INT64, shape,
+                contiguous(DType.INT64, shape), contiguous(DType.INT64, shape), contiguous(DType.INT64, shape)));
         assertFalse(ElementwisePlan.supports(BinaryOp.DIV, DType.INT64), "integer div has no kernel (the front end promotes)");
         assertFalse(ElementwisePlan.supports(UnaryOp.EXP, DType.INT32));
+        assertFalse(ElementwisePlan.supports(UnaryOp.LEAKY_RELU, DType.INT32));
+        assertFalse(ElementwisePlan.supports(BinaryOp.BITWISE_AND, DType.FLOAT16));
         assertTrue(ElementwisePlan.supports(UnaryOp.ABS, DType.INT8));
-        assertNull(ElementwisePlan.kernelName(UnaryOp.CLAMP));
+        assertTrue(ElementwisePlan.supports(UnaryOp.ISNAN, DType.BOOL));
+        assertTrue(ElementwisePlan.supports(BinaryOp.BITWISE_LEFT_SHIFT, DType.UINT8));
+        assertTrue(ElementwisePlan.supports(BinaryOp.REMAINDER, DType.FLOAT16));
+    }
+
+    /** Every (op, input dtype) the front end accepts computes in a dtype the sources instantiate. */
+    @Test
+    void everyComputeDtypeTheFrontEndChoosesHasAKernel() {
+        int pairs = 0;
+        for (UnaryOp op : UnaryOp.values()) {
+            for (DType in : DType.values()) {
+                DType out;
+                try {
+                    out = op.resultType(in, DType.FLOAT32);
+                } catch (IllegalArgumentException refusedByTheFrontEnd) {
+                    continue;
+                }
+                DType compute = op.computeType(in, out);
+                assertTrue(ElementwisePlan.supports(op, compute), op + " computing in " + compute);
+                assertEquals(out, ElementwisePlan.resultType(op, compute), op + " of " + in + ": result dtype");
+                pairs++;
+            }
+        }
+        for (BinaryOp op : BinaryOp.values()) {
+            for (DType promoted : DType.values()) {
+                DType compute;
+                try {
+                    compute = op.computeType(promoted, DType.FLOAT32);
+                } catch (IllegalArgumentException refusedByTheFrontEnd) {
+                    continue;
+                }
+                assertTrue(ElementwisePlan.supports(op, compute), op + " computing in " + compute);
+                pairs++;
+            }
+        }
+        // 32 unary and 25 binary ops x 10 dtypes, less the front end's refusals: bool for the 9 SAME_NO_BOOL unary ops,
+        // the 4 floating dtypes for bitwise_not and for each of the 5 integral binary ops, and bool sub.
+        assertEquals(32 * 10 + 25 * 10 - (9 + 4 + 5 * 4 + 1), pairs);
+    }
+
+    @Test
+    void kernelNamesAreTheLowerCaseConstantsAndUniqueAcrossUnaryAndBinary() {
+        java.util.Set<String> names = new java.util.HashSet<>();
+        for (UnaryOp op : UnaryOp.values()) assertTrue(names.add(ElementwisePlan.kernelName(op)), "duplicate " + op);
+        for (BinaryOp op : BinaryOp.values()) assertTrue(names.add(ElementwisePlan.kernelName(op)), "duplicate " + op);
+        assertEquals("pow_scalar", ElementwisePlan.kernelName(UnaryOp.POW_SCALAR), "JT_SELECT_pow would also build binary pow");
+        assertEquals("pow", ElementwisePlan.kernelName(BinaryOp.POW));
+        assertEquals("gelu_tanh", ElementwisePlan.kernelName(UnaryOp.GELU_TANH));
+        assertEquals("bitwise_right_shift", ElementwisePlan.kernelName(BinaryOp.BITWISE_RIGHT_SHIFT));
+        for (UnaryOp op : UnaryOp.values()) {
+            if (op != UnaryOp.POW_SCALAR) assertEquals(op.pyName(), ElementwisePlan.kernelName(op));
+        }
+        for (BinaryOp op : BinaryOp.values()) assertEquals(op.pyName(), ElementwisePlan.kernelName(op));
+    }
+
+    @Test
+    void predicatesAndComparisonsWriteBoolFromTheVectorKernelOfTheInputDtype() {
+        long[] shape = {4, 4};
+        Launch isnan = ElementwisePlan.unary(UnaryOp.ISNAN, DType.FLOAT16, shape, contiguous(DType.BOOL, shape), contiguous(DType.FLOAT16, shape));
+        assertEquals("jt_unary_isnan_f16", isnan.entry());
+        assertTrue(isnan.contiguous());
+        Launch lt = ElementwisePlan.binary(BinaryOp.LT, DType.INT32, shape, contiguous(DType.BOOL, shape), contiguous(DType.INT32, shape),
+                contiguous(DType.INT32, shape));
+        assertEquals("jt_binary_lt_i32", lt.entry());
+        assertTrue(lt.contiguous());
+        // An output that is not the op's result dtype (an in-place or out= cast) converts on the strided path.
+        Launch cast = ElementwisePlan.binary(BinaryOp.LT, DType.INT32, shape, contiguous(DType.INT32, shape), contiguous(DType.INT32, shape),
+                contiguous(DType.INT32, shape));
+        assertEquals("jt_binary_lt_strided_i64", cast.entry());
+        // Bool compute (logical_and of bool tensors) has no vector kernel.
+        Launch and = ElementwisePlan.binary(BinaryOp.LOGICAL_AND, DType.BOOL, shape, contiguous(DType.BOOL, shape), contiguous(DType.BOOL, shape),
+                contiguous(DType.BOOL, shape));
+        assertEquals("jt_binary_logical_and_strided_i64", and.entry());
+        assertArrayEquals(new int[] {0, 0, 0}, and.strided().dtypes());
+        // clamp of float32 keeps float32; pow with a scalar exponent is its own kernel.
+        assertEquals("jt_unary_clamp_f32", ElementwisePlan.unary(UnaryOp.CLAMP, DType.FLOAT32, shape, contiguous(DType.FLOAT32, shape),
+                contiguous(DType.FLOAT32, shape)).entry());
+        assertEquals("jt_unary_pow_scalar_strided_i64", ElementwisePlan.unary(UnaryOp.POW_SCALAR, DType.INT8, shape,
+                contiguous(DType.INT8, shape), strided(DType.INT8, 1, 4)).entry());
+        assertEquals("jt_binary_bitwise_left_shift_u8", ElementwisePlan.binary(BinaryOp.BITWISE_LEFT_SHIFT, DType.UINT8, shape,
+                contiguous(DType.UINT8, shape), contiguous(DType.UINT8, shape), contiguous(DType.UINT8, shape)).entry());
+    }
+
+    @Test
+    void integerDivisionsAndOnlyThoseCheckTheirDivisorFirst() {
+        for (BinaryOp op : BinaryOp.values()) {
+            boolean divides = op == BinaryOp.DIV_TRUNC || op == BinaryOp.DIV_FLOOR || op == BinaryOp.REMAINDER;
+            for (DType t : DType.values()) {
+                assertEquals(divides && !t.isFloatingPoint(), CudaKernels.isIntegerDivision(op, t), op + " in " + t);
+            }
+        }
     }
 
     @Test

@@ -37,12 +37,14 @@ class KernelArgsTest {
              Tensor out = Tensor.empty(new long[] {4, 3}, DType.FLOAT32, Device.cpu()); Arena arena = Arena.ofConfined()) {
             Launch l = ElementwisePlan.unary(UnaryOp.EXP, DType.FLOAT32, out.shape(), of(out), of(x));
             assertEquals("jt_unary_exp_strided_f32", l.entry());
-            KernelArgs args = KernelArgs.unary(arena, l, 0x1000, 0x2000);
-            assertArrayEquals(new long[] {8, 8, 8, 272}, args.sizes(), "x, y, n, Strided");
+            KernelArgs args = KernelArgs.unary(arena, l, 0x1000, 0x2000, 0.25, -3.5);
+            assertArrayEquals(new long[] {8, 8, 8, 8, 8, 272}, args.sizes(), "x, y, n, p0, p1, Strided");
             assertEquals(0x1000, args.value(0).get(JAVA_LONG, 0));
             assertEquals(0x2000, args.value(1).get(JAVA_LONG, 0));
             assertEquals(12, args.value(2).get(JAVA_LONG, 0));
-            MemorySegment s = args.value(3);
+            assertEquals(0.25, args.value(3).get(java.lang.foreign.ValueLayout.JAVA_DOUBLE, 0), "p0");
+            assertEquals(-3.5, args.value(4).get(java.lang.foreign.ValueLayout.JAVA_DOUBLE, 0), "p1");
+            MemorySegment s = args.value(5);
             assertEquals(2, s.get(JAVA_INT, 0), "ndim");
             assertEquals(DType.FLOAT32.ordinal(), s.get(JAVA_INT, 4), "dtype[0] (out)");
             assertEquals(DType.INT64.ordinal(), s.get(JAVA_INT, 8), "dtype[1] (x)");

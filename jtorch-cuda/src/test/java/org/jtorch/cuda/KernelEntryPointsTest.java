@@ -3,6 +3,7 @@ package org.jtorch.cuda;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.lang.foreign.Arena;
@@ -134,39 +135,49 @@ class KernelEntryPointsTest {
         List<DynamicTest> tests = new ArrayList<>();
         for (UnaryOp op : UnaryOp.values()) {
             String name = ElementwisePlan.kernelName(op);
-            if (name == null) continue;
             tests.add(DynamicTest.dynamicTest("unary/" + name, () -> {
                 assumeTrue(present, skipReason);
                 Map<String, long[]> e = entries(lazy.get(), "elementwise.cu", CudaKernels.selectOptions(name));
+                java.util.Set<String> planned = new java.util.TreeSet<>();
                 try (Arena arena = Arena.ofConfined()) {
                     for (DType compute : DType.values()) {
                         if (!ElementwisePlan.supports(op, compute)) continue;
-                        Launch fast = ElementwisePlan.unary(op, compute, SHAPE, c(compute), c(compute));
-                        assertEntry(e, fast, KernelArgs.unary(arena, fast, 1, 2));
-                        Launch slow = ElementwisePlan.unary(op, compute, SHAPE, c(compute), t(compute));
+                        DType result = ElementwisePlan.resultType(op, compute);
+                        Launch fast = ElementwisePlan.unary(op, compute, SHAPE, c(result), c(compute));
+                        assertEquals(compute != DType.BOOL, fast.contiguous(), fast.entry());
+                        assertEntry(e, fast, KernelArgs.unary(arena, fast, 1, 2, 0.5, 20));
+                        Launch slow = ElementwisePlan.unary(op, compute, SHAPE, c(result), t(compute));
                         assertFalse(slow.contiguous());
-                        assertEntry(e, slow, KernelArgs.unary(arena, slow, 1, 2));
+                        assertEntry(e, slow, KernelArgs.unary(arena, slow, 1, 2, 0.5, 20));
+                        planned.add(fast.entry());
+                        planned.add(slow.entry());
                     }
                 }
-                for (String entry : e.keySet()) assertEquals(true, entry.startsWith("jt_unary_" + name + "_"), "stray " + entry);
+                assertTrue(planned.size() >= 6, "every op computes in at least 4 dtypes: " + planned);
+                assertEquals(planned, new java.util.TreeSet<>(e.keySet()), "the entries compiled are exactly those the planner names");
             }));
         }
         for (BinaryOp op : BinaryOp.values()) {
             String name = ElementwisePlan.kernelName(op);
-            if (name == null) continue;
             tests.add(DynamicTest.dynamicTest("binary/" + name, () -> {
                 assumeTrue(present, skipReason);
                 Map<String, long[]> e = entries(lazy.get(), "elementwise.cu", CudaKernels.selectOptions(name));
+                java.util.Set<String> planned = new java.util.TreeSet<>();
                 try (Arena arena = Arena.ofConfined()) {
                     for (DType compute : DType.values()) {
                         if (!ElementwisePlan.supports(op, compute)) continue;
-                        Launch fast = ElementwisePlan.binary(op, compute, SHAPE, c(compute), c(compute), c(compute));
+                        DType result = ElementwisePlan.resultType(op, compute);
+                        Launch fast = ElementwisePlan.binary(op, compute, SHAPE, c(result), c(compute), c(compute));
+                        assertEquals(compute != DType.BOOL, fast.contiguous(), fast.entry());
                         assertEntry(e, fast, KernelArgs.binary(arena, fast, 1, 2, 3, 1.0));
-                        Launch slow = ElementwisePlan.binary(op, compute, SHAPE, c(compute), t(compute), c(DType.INT8));
+                        Launch slow = ElementwisePlan.binary(op, compute, SHAPE, c(result), t(compute), c(DType.INT8));
                         assertEntry(e, slow, KernelArgs.binary(arena, slow, 1, 2, 3, 1.0));
+                        planned.add(fast.entry());
+                        planned.add(slow.entry());
                     }
                 }
-                for (String entry : e.keySet()) assertEquals(true, entry.startsWith("jt_binary_" + name + "_"), "stray " + entry);
+                assertTrue(planned.size() >= 6, "every op computes in at least 4 dtypes: " + planned);
+                assertEquals(planned, new java.util.TreeSet<>(e.keySet()), "the entries compiled are exactly those the planner names");
             }));
         }
         tests.add(DynamicTest.dynamicTest("where", () -> {

@@ -1,7 +1,6 @@
 package org.jtorch.cuda.kernels;
 
 import java.util.Arrays;
-import java.util.Set;
 import org.jtorch.DType;
 import org.jtorch.cuda.KernelStructs;
 import org.jtorch.ops.BinaryOp;
@@ -19,15 +18,6 @@ import org.jtorch.ops.UnaryOp;
  */
 public final class ElementwisePlan {
     private ElementwisePlan() {}
-
-    /** Unary ops with kernels for every numeric dtype ({@code JT_NUMERIC_UNARY}). */
-    static final Set<UnaryOp> NUMERIC_UNARY = Set.of(UnaryOp.NEG, UnaryOp.ABS, UnaryOp.RELU);
-    /** Unary ops with floating kernels only ({@code JT_FLOATING_UNARY}). */
-    static final Set<UnaryOp> FLOATING_UNARY = Set.of(UnaryOp.EXP, UnaryOp.LOG, UnaryOp.SQRT, UnaryOp.RSQRT,
-            UnaryOp.SIN, UnaryOp.COS, UnaryOp.TANH, UnaryOp.SIGMOID);
-    static final Set<BinaryOp> NUMERIC_BINARY = Set.of(BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.MAXIMUM,
-            BinaryOp.MINIMUM);
-    static final Set<BinaryOp> FLOATING_BINARY = Set.of(BinaryOp.DIV);
 
     /** The dtype suffix of the sources' entry points ({@code f32}, {@code bf16}, {@code u8}, ...). */
     public static String suffix(DType t) {
@@ -51,28 +41,47 @@ public final class ElementwisePlan {
         return compute.isFloatingPoint() ? "f32" : "i64";
     }
 
-    /** The op's name in the sources ({@code JT_SELECT_<name>}), or null when no CUDA kernel implements it. */
+    /**
+     * The op's name in the sources ({@code JT_SELECT_<name>}, {@code jt_unary_<name>_...}): the enum constant's
+     * name in lower case, which is the PyTorch name except for {@code pow_scalar} (distinct from binary {@code pow}).
+     */
     public static String kernelName(UnaryOp op) {
-        return NUMERIC_UNARY.contains(op) || FLOATING_UNARY.contains(op) ? op.pyName() : null;
+        return op.name().toLowerCase(java.util.Locale.ROOT);
     }
 
     public static String kernelName(BinaryOp op) {
-        return NUMERIC_BINARY.contains(op) || FLOATING_BINARY.contains(op) ? op.pyName() : null;
+        return op.name().toLowerCase(java.util.Locale.ROOT);
     }
 
-    /** Whether the sources instantiate {@code op} computing in {@code compute}. */
+    /**
+     * Whether the sources instantiate {@code op} computing in {@code compute}: as the op's declared result kind
+     * ({@code JT_FLOATING_UNARY} for {@link UnaryOp.Result#FLOAT}, {@code JT_INTEGRAL_UNARY} for
+     * {@link UnaryOp.Result#INTEGRAL_OR_BOOL}, {@code JT_NUMERIC_UNARY} otherwise), which is what the CPU backend
+     * defines ({@code apply} for floating compute, {@code applyLong} for integer and bool compute).
+     */
     public static boolean supports(UnaryOp op, DType compute) {
-        return NUMERIC_UNARY.contains(op) || (FLOATING_UNARY.contains(op) && compute.isFloatingPoint());
+        return switch (op.result()) {
+            case FLOAT -> compute.isFloatingPoint();
+            case INTEGRAL_OR_BOOL -> !compute.isFloatingPoint();
+            default -> true;
+        };
     }
 
     public static boolean supports(BinaryOp op, DType compute) {
-        return NUMERIC_BINARY.contains(op) || (FLOATING_BINARY.contains(op) && compute.isFloatingPoint());
+        return switch (op.result()) {
+            case FLOAT -> compute.isFloatingPoint();
+            case INTEGRAL_OR_BOOL -> !compute.isFloatingPoint();
+            default -> true;
+        };
     }
 
-    /** Whether the contiguous kernels exist for dtype {@code t} (every dtype but bool, floating ones only for floating-only ops). */
-    static boolean hasContiguousKernel(DType t, boolean floatingOnly) {
-        if (t == DType.BOOL) return false;
-        return !floatingOnly || t.isFloatingPoint();
+    /** The dtype the kernels write for {@code op} computing in {@code compute}: bool for predicates, else {@code compute}. */
+    public static DType resultType(UnaryOp op, DType compute) {
+        return op.result() == UnaryOp.Result.BOOL ? DType.BOOL : compute;
+    }
+
+    public static DType resultType(BinaryOp op, DType compute) {
+        return op.resultType(compute);
     }
 
     /** One operand as a kernel sees it: dtype, shape-aligned element strides, contiguity. */
@@ -98,28 +107,29 @@ public final class ElementwisePlan {
         }
     }
 
-    /** {@code out = op(x)}: the contiguous kernel when x, out and compute share a dtype and both are contiguous. */
+    /**
+     * {@code out = op(x)}: the contiguous kernel when x is of the compute dtype, out of the op's result dtype
+     * ({@link #resultType(UnaryOp, DType)}), both contiguous and the compute dtype is not bool.
+     */
     public static Launch unary(UnaryOp op, DType compute, long[] shape, Operand out, Operand x) {
+        if (!supports(op, compute)) throw unsupported(op.pyName(), compute, shape);
         String name = kernelName(op);
-        if (name == null || !supports(op, compute)) throw unsupported(op.pyName(), compute);
         long n = numel(shape);
-        boolean floatingOnly = FLOATING_UNARY.contains(op);
-        if (out.contiguous && x.contiguous && out.dtype == compute && x.dtype == compute
-                && hasContiguousKernel(compute, floatingOnly)) {
+        if (out.contiguous && x.contiguous && x.dtype == compute && out.dtype == resultType(op, compute)
+                && compute != DType.BOOL) {
             return new Launch("jt_unary_" + name + "_" + suffix(compute), true, n, null);
         }
         return new Launch("jt_unary_" + name + "_strided_" + stridedSuffix(compute), false, n,
                 coalesce(shape, out, x));
     }
 
-    /** {@code out = op(a, b)} with a and b broadcast to {@code shape} (zero strides). */
+    /** {@code out = op(a, b)} with a and b broadcast to {@code shape} (zero strides); the contiguous rule as {@link #unary}. */
     public static Launch binary(BinaryOp op, DType compute, long[] shape, Operand out, Operand a, Operand b) {
+        if (!supports(op, compute)) throw unsupported(op.pyName(), compute, shape);
         String name = kernelName(op);
-        if (name == null || !supports(op, compute)) throw unsupported(op.pyName(), compute);
         long n = numel(shape);
-        boolean floatingOnly = FLOATING_BINARY.contains(op);
-        if (out.contiguous && a.contiguous && b.contiguous && out.dtype == compute && a.dtype == compute
-                && b.dtype == compute && hasContiguousKernel(compute, floatingOnly)) {
+        if (out.contiguous && a.contiguous && b.contiguous && a.dtype == compute && b.dtype == compute
+                && out.dtype == resultType(op, compute) && compute != DType.BOOL) {
             return new Launch("jt_binary_" + name + "_" + suffix(compute), true, n, null);
         }
         return new Launch("jt_binary_" + name + "_strided_" + stridedSuffix(compute), false, n,
@@ -144,8 +154,10 @@ public final class ElementwisePlan {
         return "jt_fill_" + suffix(t);
     }
 
-    private static UnsupportedOperationException unsupported(String op, DType compute) {
-        return new UnsupportedOperationException(op + ": no CUDA kernel is wired to this op for " + compute + " yet (device cuda)");
+    /** An op asked to compute in a dtype it has no definition for (the CPU backend refuses it too). */
+    static UnsupportedOperationException unsupported(String op, DType compute, long[] shape) {
+        return new UnsupportedOperationException(op + ": no CUDA kernel computes this op in " + compute + " (shape "
+                + Arrays.toString(shape) + ", device cuda)");
     }
 
     static long numel(long[] shape) {

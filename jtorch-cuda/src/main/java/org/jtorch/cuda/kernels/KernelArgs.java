@@ -25,13 +25,16 @@ public final class KernelArgs {
 
     // ---- the parameter lists of the entry points (checked against nvcc's PTX by KernelArgsTest) ----
 
-    /** {@code jt_unary_<op>_<T>(const T* x, T* y, jt_i64 n)}, strided form {@code (..., Strided s)}. */
-    public static KernelArgs unary(Arena arena, ElementwisePlan.Launch l, long x, long out) {
-        KernelArgs a = new KernelArgs(arena).pointer(x).pointer(out).i64(l.n());
+    /**
+     * {@code jt_unary_<op>_<T>(const T* x, O* y, jt_i64 n, double p0, double p1)} ({@code O} is T or bool),
+     * strided form {@code (..., Strided s)}; {@code p0, p1} are the op's scalar parameters.
+     */
+    public static KernelArgs unary(Arena arena, ElementwisePlan.Launch l, long x, long out, double p0, double p1) {
+        KernelArgs a = new KernelArgs(arena).pointer(x).pointer(out).i64(l.n()).f64(p0).f64(p1);
         return l.contiguous() ? a : a.strided(l.strided());
     }
 
-    /** {@code jt_binary_<op>_<T>(const T* a, const T* b, T* out, jt_i64 n, double alpha)}, strided form {@code (..., Strided s)}. */
+    /** {@code jt_binary_<op>_<T>(const T* a, const T* b, O* out, jt_i64 n, double alpha)} ({@code O} is T or bool), strided form {@code (..., Strided s)}. */
     public static KernelArgs binary(Arena arena, ElementwisePlan.Launch l, long a, long b, long out, double alpha) {
         KernelArgs k = new KernelArgs(arena).pointer(a).pointer(b).pointer(out).i64(l.n()).f64(alpha);
         return l.contiguous() ? k : k.strided(l.strided());

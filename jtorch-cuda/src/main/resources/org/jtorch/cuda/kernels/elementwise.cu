@@ -1,78 +1,377 @@
-// Elementwise unary and binary ops.
+// Elementwise unary and binary ops: every org.jtorch.ops.UnaryOp and BinaryOp, with the CPU backend's
+// semantics (each op's scalar definition in UnaryOp/BinaryOp is the reference).
 //
 // Two paths per op, as PyTorch's:
-//  - contiguous: every operand contiguous and of the op's dtype T; grid-stride loop over 16-byte vectors
-//    (when the pointers are 16-byte aligned) plus a scalar tail. Entry: jt_<unary|binary>_<op>_<dtype>.
+//  - contiguous: every input contiguous and of the compute dtype T, the output contiguous and of the op's
+//    result dtype (T, or bool for predicates and comparisons); grid-stride loop over 16-byte vectors of T
+//    (when the pointers are aligned) plus a scalar tail. Entry: jt_<unary|binary>_<op>_<dtype of T>.
 //  - strided: any strides (broadcast = stride 0) and any operand dtypes, converted to and from the
 //    compute type C on load and store. Entry: jt_<unary|binary>_<op>_strided_<f32|f64|i64>.
 // And where (jt_where_strided): out = cond ? a : b, any strides and dtypes for cond, a, b, into a
 // contiguous out.
-// The op functors compute in Scalar<T>::acc (float for half and bfloat16).
-// Compiling everything takes NVRTC ~25 s on two cores, so the backend compiles one op at a time:
+// Unary entries take the op's two scalar parameters p0, p1 (clamp bounds, leaky_relu's slope, softplus'
+// beta and threshold, pow's exponent; ignored by the others), binary entries alpha (add, sub).
+// The op functors compute in Scalar<T>::acc (float for half and bfloat16); integer results are computed
+// in 64 bits and wrapped to T on store, as the CPU backend computes integers in long (so int32 shifts,
+// powers and clamps to out-of-range bounds agree).
+// Compiling everything (541 entries) takes nvcc ~15 s here, so the backend compiles one op at a time:
 // -DJT_SELECT -DJT_SELECT_add instantiates only add (all dtypes); without JT_SELECT, every op.
 #include "jtorch_cuda.cuh"
 
 namespace jt {
 
-// ---- op functors (p0, p1 and alpha are the op's scalar parameters) ----
-struct NegOp { template <typename A> __device__ A operator()(A x) const { return -x; } };
-struct AbsOp {
-    template <typename A> __device__ A operator()(A x) const { return x < A(0) ? -x : x; }
-    __device__ jt_u8 operator()(jt_u8 x) const { return x; }
-};
-struct ReluOp { template <typename A> __device__ A operator()(A x) const { return (x != x || x > A(0)) ? x : A(0); } };
-struct ExpOp { template <typename A> __device__ A operator()(A x) const { return exp(x); } };
-struct LogOp { template <typename A> __device__ A operator()(A x) const { return log(x); } };
-struct SqrtOp { template <typename A> __device__ A operator()(A x) const { return sqrt(x); } };
-struct RsqrtOp { template <typename A> __device__ A operator()(A x) const { return A(1) / sqrt(x); } };
-struct SinOp { template <typename A> __device__ A operator()(A x) const { return sin(x); } };
-struct CosOp { template <typename A> __device__ A operator()(A x) const { return cos(x); } };
-struct TanhOp { template <typename A> __device__ A operator()(A x) const { return tanh(x); } };
-struct SigmoidOp { template <typename A> __device__ A operator()(A x) const { return A(1) / (A(1) + exp(-x)); } };
+// ---- traits and helpers of the functors ----
 
-struct AddOp { template <typename A> __device__ A operator()(A a, A b, A alpha) const { return a + alpha * b; } };
-struct SubOp { template <typename A> __device__ A operator()(A a, A b, A alpha) const { return a - alpha * b; } };
-struct MulOp { template <typename A> __device__ A operator()(A a, A b, A) const { return a * b; } };
-struct DivOp { template <typename A> __device__ A operator()(A a, A b, A) const { return a / b; } };
-struct MaximumOp { template <typename A> __device__ A operator()(A a, A b, A) const { return nan_max(a, b); } };
-struct MinimumOp { template <typename A> __device__ A operator()(A a, A b, A) const { return nan_min(a, b); } };
+// Whether compute type A is an integer type (integer and bool compute): such ops follow UnaryOp.applyLong /
+// BinaryOp.applyLong, computed in jt_i64.
+template <typename A> struct IsIntegral { static const bool value = true; };
+template <> struct IsIntegral<float> { static const bool value = false; };
+template <> struct IsIntegral<double> { static const bool value = false; };
 
-template <typename T, typename Op>
-__device__ __forceinline__ void unary_contiguous(const T* __restrict__ x, T* __restrict__ y, jt_i64 n, Op op) {
-    typedef Scalar<T> S;
-    const int N = Vec16<T>::N;
-    const jt_i64 start = global_thread(), step = grid_threads();
-    jt_i64 vectors = (aligned16(x) && aligned16(y)) ? n / N : 0;
-    const Vec16<T>* xv = (const Vec16<T>*)x;
-    Vec16<T>* yv = (Vec16<T>*)y;
-    for (jt_i64 i = start; i < vectors; i += step) {
-        Vec16<T> a = xv[i], r;
-        #pragma unroll
-        for (int k = 0; k < N; k++) r.v[k] = S::store(op(S::load(a.v[k])));
-        yv[i] = r;
-    }
-    for (jt_i64 i = vectors * N + start; i < n; i += step) y[i] = S::store(op(S::load(x[i])));
+// The result type of a functor for compute storage type T: the same, or bool (predicates, comparisons).
+struct ToSame { template <typename T> using out = T; };
+struct ToBool { template <typename T> using out = bool; };
+
+// The scalar parameters of unary ops (UnaryOp.apply(x, p0, p1)); integer compute reads them as Java's (long) cast.
+struct UnaryParams { double p0, p1; };
+
+template <typename F> __device__ __forceinline__ F with_params(double p0, double p1) {
+    F f;
+    f.p0 = p0;
+    f.p1 = p1;
+    return f;
 }
 
-template <typename T, typename Op>
-__device__ __forceinline__ void binary_contiguous(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
+// Java's (long) of a double: NaN is 0, out-of-range values saturate (so clamp's infinite "no bound" is
+// Long.MIN_VALUE / MAX_VALUE), as the CPU backend's (long) p0.
+__device__ __forceinline__ jt_i64 java_long(double d) {
+    if (d != d) return 0;
+    if (d >= 9223372036854775807.0) return (jt_i64)0x7fffffffffffffffLL;
+    if (d <= -9223372036854775808.0) return (jt_i64)(-0x7fffffffffffffffLL - 1);
+    return (jt_i64)d;
+}
+
+template <typename A> __device__ __forceinline__ A quiet_nan();
+template <> __device__ __forceinline__ float quiet_nan<float>() { return __int_as_float(0x7fc00000); }
+template <> __device__ __forceinline__ double quiet_nan<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
+
+// x is +-inf or NaN exactly when x - x is NaN (no INFINITY constant without system headers).
+template <typename A> __device__ __forceinline__ bool is_finite(A x) { return (x - x) == (x - x); }
+
+// Java's Math.pow, which differs from C's pow: a NaN exponent gives NaN (C: pow(1, nan) = 1) and
+// |x| == 1 to an infinite power gives NaN (C: 1).
+template <typename A> __device__ __forceinline__ A java_pow(A x, A y) {
+    if (y != y) return quiet_nan<A>();
+    if ((x == A(1) || x == A(-1)) && !is_finite(y)) return quiet_nan<A>();
+    return pow(x, y);
+}
+
+// BinaryOp.intPow (ATen's powi): by squaring, wrapping; negative exponents give 0 except for bases 1 and -1.
+__device__ __forceinline__ jt_i64 int_pow(jt_i64 base, jt_i64 exp) {
+    if (exp < 0) {
+        if (base == 1) return 1;
+        if (base == -1) return (exp & 1) == 0 ? 1 : -1;
+        return 0;
+    }
+    jt_u64 result = 1, b = (jt_u64)base;
+    while (exp > 0) {
+        if (exp & 1) result *= b;
+        b *= b;
+        exp >>= 1;
+    }
+    return (jt_i64)result;
+}
+
+// Integer division as Java's long: a zero divisor never reaches a kernel (the host checks first and throws,
+// as the CPU backend); Long.MIN_VALUE / -1 wraps to Long.MIN_VALUE (C leaves it undefined).
+__device__ __forceinline__ jt_i64 java_div(jt_i64 a, jt_i64 b) {
+    if (b == 0) return 0;
+    if (b == -1) return (jt_i64)(0ull - (jt_u64)a);
+    return a / b;
+}
+
+__device__ __forceinline__ jt_i64 java_rem(jt_i64 a, jt_i64 b) {
+    if (b == 0 || b == -1) return 0;
+    return a % b;
+}
+
+// ---- op functors: unary ops read p0, p1; binary ops (a, b, alpha) ----
+struct NegOp : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return -x; } };
+// Math.abs: abs(-0.0) is +0.0 (fabs), abs(Long.MIN_VALUE) wraps to itself.
+struct AbsOp : ToSame, UnaryParams {
+    template <typename A> __device__ A operator()(A x) const {
+        if constexpr (IsIntegral<A>::value) {
+            jt_i64 v = (jt_i64)x;
+            return (A)(v < 0 ? (jt_i64)(0ull - (jt_u64)v) : v);
+        } else {
+            return fabs(x);
+        }
+    }
+};
+// (0 < x) - (x < 0): NaN and -0.0 give +0.0.
+struct SignOp : ToSame, UnaryParams {
+    template <typename A> __device__ A operator()(A x) const {
+        if constexpr (IsIntegral<A>::value) {
+            jt_i64 v = (jt_i64)x;
+            return (A)((v > 0) - (v < 0));
+        } else {
+            return x > A(0) ? A(1) : x < A(0) ? A(-1) : A(0);
+        }
+    }
+};
+// Rounding ops leave integers as they are.
+struct FloorOp : ToSame, UnaryParams {
+    template <typename A> __device__ A operator()(A x) const {
+        if constexpr (IsIntegral<A>::value) return x; else return floor(x);
+    }
+};
+struct CeilOp : ToSame, UnaryParams {
+    template <typename A> __device__ A operator()(A x) const {
+        if constexpr (IsIntegral<A>::value) return x; else return ceil(x);
+    }
+};
+// rint rounds half to even (Math.rint, torch.round).
+struct RoundOp : ToSame, UnaryParams {
+    template <typename A> __device__ A operator()(A x) const {
+        if constexpr (IsIntegral<A>::value) return x; else return rint(x);
+    }
+};
+struct TruncOp : ToSame, UnaryParams {
+    template <typename A> __device__ A operator()(A x) const {
+        if constexpr (IsIntegral<A>::value) return x; else return trunc(x);
+    }
+};
+struct ReluOp : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return (x != x || x > A(0)) ? x : A(0); } };
+// p0 = negative_slope.
+struct LeakyReluOp : ToSame, UnaryParams {
+    template <typename A> __device__ A operator()(A x) const { return x > A(0) ? x : x * A(p0); }
+};
+// clamp(min = p0, max = p1); the front end passes an absent bound as -inf / +inf (integers: Long.MIN/MAX);
+// a NaN bound is no bound, a NaN input stays NaN.
+struct ClampOp : ToSame, UnaryParams {
+    template <typename A> __device__ A operator()(A x) const {
+        if constexpr (IsIntegral<A>::value) {
+            jt_i64 v = (jt_i64)x, lo = java_long(p0), hi = java_long(p1);
+            v = v < lo ? lo : v;
+            return (A)(v > hi ? hi : v);
+        } else {
+            if (x != x) return x;
+            if (p0 == p0 && x < A(p0)) x = A(p0);
+            if (p1 == p1 && x > A(p1)) x = A(p1);
+            return x;
+        }
+    }
+};
+struct ExpOp : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return exp(x); } };
+struct LogOp : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return log(x); } };
+struct Log1pOp : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return log1p(x); } };
+struct Expm1Op : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return expm1(x); } };
+struct SqrtOp : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return sqrt(x); } };
+struct RsqrtOp : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return A(1) / sqrt(x); } };
+struct ReciprocalOp : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return A(1) / x; } };
+struct SinOp : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return sin(x); } };
+struct CosOp : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return cos(x); } };
+struct TanhOp : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return tanh(x); } };
+struct SigmoidOp : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return A(1) / (A(1) + exp(-x)); } };
+// x * Phi(x) with the exact normal CDF: 0.5 x (1 + erf(x / sqrt 2)) written with erfc, which is the same
+// function without the cancellation of 1 + erf for negative x (float keeps its relative accuracy there).
+struct GeluOp : ToSame, UnaryParams {
+    template <typename A> __device__ A operator()(A x) const { return A(0.5) * x * erfc(-x / sqrt(A(2))); }
+};
+// 0.5 x (1 + tanh(z)) = x / (1 + exp(-2z)), z = sqrt(2 / pi) (x + 0.044715 x^3): the same function without the
+// cancellation of 1 + tanh for negative x.
+struct GeluTanhOp : ToSame, UnaryParams {
+    template <typename A> __device__ A operator()(A x) const {
+        A inner = sqrt(A(2) / A(3.14159265358979323846)) * (x + A(0.044715) * x * x * x);
+        return x / (A(1) + exp(A(-2) * inner));
+    }
+};
+struct SiluOp : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return x / (A(1) + exp(-x)); } };
+// softplus(beta = p0, threshold = p1): linear above the threshold.
+struct SoftplusOp : ToSame, UnaryParams {
+    template <typename A> __device__ A operator()(A x) const {
+        const A beta = A(p0);
+        return x * beta > A(p1) ? x : log1p(exp(x * beta)) / beta;
+    }
+};
+struct ErfOp : ToSame, UnaryParams { template <typename A> __device__ A operator()(A x) const { return erf(x); } };
+// pow(x, exponent = p0): the exponents ATen special-cases through the same functions as ATen
+// (pow(-inf, 0.5) is sqrt(-inf) = nan); integers by squaring with the exponent as Java's (long) p0.
+struct PowScalarOp : ToSame, UnaryParams {
+    template <typename A> __device__ A operator()(A x) const {
+        if constexpr (IsIntegral<A>::value) {
+            return (A)int_pow((jt_i64)x, java_long(p0));
+        } else {
+            if (p0 == 0.5) return sqrt(x);
+            if (p0 == -0.5) return A(1) / sqrt(x);
+            if (p0 == 2) return x * x;
+            if (p0 == 3) return x * x * x;
+            if (p0 == -1) return A(1) / x;
+            if (p0 == -2) return A(1) / (x * x);
+            return java_pow(x, A(p0));
+        }
+    }
+};
+// Predicates: bool results, computed in the input's dtype; integers are never NaN or infinite.
+struct LogicalNotOp : ToBool, UnaryParams { template <typename A> __device__ bool operator()(A x) const { return x == A(0); } };
+struct BitwiseNotOp : ToSame, UnaryParams {
+    template <typename A> __device__ A operator()(A x) const { return (A)(~(jt_i64)x); }
+};
+struct IsnanOp : ToBool, UnaryParams {
+    template <typename A> __device__ bool operator()(A x) const {
+        if constexpr (IsIntegral<A>::value) return false; else return x != x;
+    }
+};
+struct IsinfOp : ToBool, UnaryParams {
+    template <typename A> __device__ bool operator()(A x) const {
+        if constexpr (IsIntegral<A>::value) return false; else return x == x && !is_finite(x);
+    }
+};
+struct IsfiniteOp : ToBool, UnaryParams {
+    template <typename A> __device__ bool operator()(A x) const {
+        if constexpr (IsIntegral<A>::value) return true; else return is_finite(x);
+    }
+};
+
+struct AddOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A alpha) const { return a + alpha * b; } };
+struct SubOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A alpha) const { return a - alpha * b; } };
+struct MulOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A) const { return a * b; } };
+struct DivOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A) const { return a / b; } };
+// The rounding divisions and the remainder of floating operands are computed in double whatever the dtype,
+// as the CPU backend does: their results are integers (or exact remainders) that a float quotient could
+// round across, so double keeps them equal to the CPU's bit for bit.
+struct DivTruncOp : ToSame {
+    template <typename A> __device__ A operator()(A a, A b, A) const {
+        if constexpr (IsIntegral<A>::value) {
+            return (A)java_div((jt_i64)a, (jt_i64)b);
+        } else {
+            return (A)trunc((double)a / (double)b);
+        }
+    }
+};
+// Python's floor division: ATen's div_floor_floating (from fmod, so that -0.001 // inf == -1 and
+// inf // 2 == nan); integers round the quotient towards -inf (Math.floorDiv).
+struct DivFloorOp : ToSame {
+    template <typename A> __device__ A operator()(A a, A b, A) const {
+        if constexpr (IsIntegral<A>::value) {
+            jt_i64 x = (jt_i64)a, y = (jt_i64)b, q = java_div(x, y);
+            return (A)((java_rem(x, y) != 0 && ((x ^ y) < 0)) ? q - 1 : q);
+        } else {
+            double x = (double)a, y = (double)b;
+            if (y == 0) return (A)(x / y);
+            double mod = fmod(x, y);
+            double div = (x - mod) / y;
+            if (mod != 0 && (y < 0) != (mod < 0)) div -= 1;
+            if (div == 0) return (A)copysign(0.0, x / y);
+            double fl = floor(div);
+            return (A)(div - fl > 0.5 ? fl + 1 : fl);
+        }
+    }
+};
+// Python's modulus: the result takes the divisor's sign (Math.floorMod for integers).
+struct RemainderOp : ToSame {
+    template <typename A> __device__ A operator()(A a, A b, A) const {
+        if constexpr (IsIntegral<A>::value) {
+            jt_i64 x = (jt_i64)a, y = (jt_i64)b, r = java_rem(x, y);
+            return (A)((r != 0 && ((r ^ y) < 0)) ? r + y : r);
+        } else {
+            double x = (double)a, y = (double)b, r = fmod(x, y);
+            return (A)((r != 0 && (r < 0) != (y < 0)) ? r + y : r);
+        }
+    }
+};
+struct PowOp : ToSame {
+    template <typename A> __device__ A operator()(A a, A b, A) const {
+        if constexpr (IsIntegral<A>::value) return (A)int_pow((jt_i64)a, (jt_i64)b); else return java_pow(a, b);
+    }
+};
+struct MaximumOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A) const { return nan_max(a, b); } };
+struct MinimumOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A) const { return nan_min(a, b); } };
+// ReLU's backward: b <= 0 ? 0 : a; a NaN b keeps the gradient.
+struct ThresholdBackwardOp : ToSame {
+    template <typename A> __device__ A operator()(A a, A b, A) const { return b <= A(0) ? A(0) : a; }
+};
+// Comparisons and logical ops: bool results, computed in the promoted dtype (NaN compares unequal).
+struct EqOp : ToBool { template <typename A> __device__ bool operator()(A a, A b, A) const { return a == b; } };
+struct NeOp : ToBool { template <typename A> __device__ bool operator()(A a, A b, A) const { return a != b; } };
+struct LtOp : ToBool { template <typename A> __device__ bool operator()(A a, A b, A) const { return a < b; } };
+struct LeOp : ToBool { template <typename A> __device__ bool operator()(A a, A b, A) const { return a <= b; } };
+struct GtOp : ToBool { template <typename A> __device__ bool operator()(A a, A b, A) const { return a > b; } };
+struct GeOp : ToBool { template <typename A> __device__ bool operator()(A a, A b, A) const { return a >= b; } };
+struct LogicalAndOp : ToBool { template <typename A> __device__ bool operator()(A a, A b, A) const { return a != A(0) && b != A(0); } };
+struct LogicalOrOp : ToBool { template <typename A> __device__ bool operator()(A a, A b, A) const { return a != A(0) || b != A(0); } };
+struct LogicalXorOp : ToBool { template <typename A> __device__ bool operator()(A a, A b, A) const { return (a != A(0)) != (b != A(0)); } };
+// Bitwise ops and shifts (integer and bool compute only), on the 64-bit values as Java's long.
+struct BitwiseAndOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A) const { return (A)((jt_i64)a & (jt_i64)b); } };
+struct BitwiseOrOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A) const { return (A)((jt_i64)a | (jt_i64)b); } };
+struct BitwiseXorOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A) const { return (A)((jt_i64)a ^ (jt_i64)b); } };
+// A count outside [0, 64) shifts everything out (0); shifted as unsigned so that negative values are defined.
+struct BitwiseLeftShiftOp : ToSame {
+    template <typename A> __device__ A operator()(A a, A b, A) const {
+        jt_i64 n = (jt_i64)b;
+        return (A)(n >= 64 || n < 0 ? 0 : (jt_i64)((jt_u64)(jt_i64)a << n));
+    }
+};
+// Arithmetic shift with the count clamped to [0, 63]: a negative count shifts by 0, a large one leaves the sign.
+struct BitwiseRightShiftOp : ToSame {
+    template <typename A> __device__ A operator()(A a, A b, A) const {
+        jt_i64 n = (jt_i64)b;
+        return (A)((jt_i64)a >> (n < 0 ? 0 : n > 63 ? 63 : n));
+    }
+};
+
+// N values of O, aligned to their total size: the output of a contiguous step (16 bytes when O is T,
+// N bytes of bool for a predicate or comparison).
+template <typename O, int N> struct alignas(sizeof(O) * N) Pack {
+    O v[N];
+};
+
+__device__ __forceinline__ bool aligned_to(const void* p, unsigned bytes) {
+    return (((jt_u64)p) & (bytes - 1)) == 0;
+}
+
+template <typename T, typename O, typename Op>
+__device__ __forceinline__ void unary_contiguous(const T* __restrict__ x, O* __restrict__ y, jt_i64 n, Op op) {
+    typedef Scalar<T> S;
+    typedef Scalar<O> R;
+    const int N = Vec16<T>::N;
+    typedef Pack<O, N> Out;
+    const jt_i64 start = global_thread(), step = grid_threads();
+    jt_i64 vectors = (aligned16(x) && aligned_to(y, sizeof(Out))) ? n / N : 0;
+    const Vec16<T>* xv = (const Vec16<T>*)x;
+    Out* yv = (Out*)y;
+    for (jt_i64 i = start; i < vectors; i += step) {
+        Vec16<T> a = xv[i];
+        Out r;
+        #pragma unroll
+        for (int k = 0; k < N; k++) r.v[k] = R::store(op(S::load(a.v[k])));
+        yv[i] = r;
+    }
+    for (jt_i64 i = vectors * N + start; i < n; i += step) y[i] = R::store(op(S::load(x[i])));
+}
+
+template <typename T, typename O, typename Op>
+__device__ __forceinline__ void binary_contiguous(const T* __restrict__ a, const T* __restrict__ b, O* __restrict__ out,
                                                   jt_i64 n, double alpha, Op op) {
     typedef Scalar<T> S;
+    typedef Scalar<O> R;
     typedef typename S::acc A;
     const A al = (A)alpha;
     const int N = Vec16<T>::N;
+    typedef Pack<O, N> Out;
     const jt_i64 start = global_thread(), step = grid_threads();
-    jt_i64 vectors = (aligned16(a) && aligned16(b) && aligned16(out)) ? n / N : 0;
+    jt_i64 vectors = (aligned16(a) && aligned16(b) && aligned_to(out, sizeof(Out))) ? n / N : 0;
     const Vec16<T>* av = (const Vec16<T>*)a;
     const Vec16<T>* bv = (const Vec16<T>*)b;
-    Vec16<T>* ov = (Vec16<T>*)out;
+    Out* ov = (Out*)out;
     for (jt_i64 i = start; i < vectors; i += step) {
-        Vec16<T> x = av[i], y = bv[i], r;
+        Vec16<T> x = av[i], y = bv[i];
+        Out r;
         #pragma unroll
-        for (int k = 0; k < N; k++) r.v[k] = S::store(op(S::load(x.v[k]), S::load(y.v[k]), al));
+        for (int k = 0; k < N; k++) r.v[k] = R::store(op(S::load(x.v[k]), S::load(y.v[k]), al));
         ov[i] = r;
     }
-    for (jt_i64 i = vectors * N + start; i < n; i += step) out[i] = S::store(op(S::load(a[i]), S::load(b[i]), al));
+    for (jt_i64 i = vectors * N + start; i < n; i += step) out[i] = R::store(op(S::load(a[i]), S::load(b[i]), al));
 }
 
 template <typename C, typename Op>
@@ -81,7 +380,7 @@ __device__ __forceinline__ void unary_strided(const char* x, char* y, jt_i64 n, 
     for (jt_i64 i = global_thread(); i < n; i += grid_threads()) {
         jt_i64 off[2];
         strided_offsets<2>(s, i, off);
-        store_as<C>(y + off[0] * sy, s.dtype[0], op(load_as<C>(x + off[1] * sx, s.dtype[1])));
+        store_as<C>(y + off[0] * sy, s.dtype[0], (C)op(load_as<C>(x + off[1] * sx, s.dtype[1])));
     }
 }
 
@@ -94,7 +393,7 @@ __device__ __forceinline__ void binary_strided(const char* a, const char* b, cha
         strided_offsets<3>(s, i, off);
         C va = load_as<C>(a + off[1] * sa, s.dtype[1]);
         C vb = load_as<C>(b + off[2] * sb, s.dtype[2]);
-        store_as<C>(out + off[0] * so, s.dtype[0], op(va, vb, al));
+        store_as<C>(out + off[0] * so, s.dtype[0], (C)op(va, vb, al));
     }
 }
 
@@ -103,12 +402,16 @@ __device__ __forceinline__ void binary_strided(const char* a, const char* b, cha
 using namespace jt;
 
 #define JT_UNARY(op, Functor, T, suffix) \
-    extern "C" __global__ void jt_unary_##op##_##suffix(const T* x, T* y, jt_i64 n) { unary_contiguous<T>(x, y, n, Functor()); }
+    extern "C" __global__ void jt_unary_##op##_##suffix(const T* x, typename Functor::template out<T>* y, jt_i64 n, \
+                                                        double p0, double p1) { \
+        unary_contiguous<T>(x, y, n, with_params<Functor>(p0, p1)); }
 #define JT_UNARY_STRIDED(op, Functor, C, suffix) \
-    extern "C" __global__ void jt_unary_##op##_strided_##suffix(const char* x, char* y, jt_i64 n, Strided s) { \
-        unary_strided<C>(x, y, n, s, Functor()); }
+    extern "C" __global__ void jt_unary_##op##_strided_##suffix(const char* x, char* y, jt_i64 n, double p0, double p1, \
+                                                                Strided s) { \
+        unary_strided<C>(x, y, n, s, with_params<Functor>(p0, p1)); }
 #define JT_BINARY(op, Functor, T, suffix) \
-    extern "C" __global__ void jt_binary_##op##_##suffix(const T* a, const T* b, T* out, jt_i64 n, double alpha) { \
+    extern "C" __global__ void jt_binary_##op##_##suffix(const T* a, const T* b, typename Functor::template out<T>* out, \
+                                                         jt_i64 n, double alpha) { \
         binary_contiguous<T>(a, b, out, n, alpha, Functor()); }
 #define JT_BINARY_STRIDED(op, Functor, C, suffix) \
     extern "C" __global__ void jt_binary_##op##_strided_##suffix(const char* a, const char* b, char* out, jt_i64 n, double alpha, Strided s) { \
@@ -120,14 +423,17 @@ using namespace jt;
 #define JT_FLOAT_COMPUTE(X, op, Functor) X(op, Functor, float, f32) X(op, Functor, double, f64)
 #define JT_INT_COMPUTE(X, op, Functor) X(op, Functor, jt_i64, i64)
 
-// Ops defined for every numeric dtype.
+// Which dtypes an op computes in follows its declared Result in UnaryOp / BinaryOp (ElementwisePlan.supports):
+// numeric = every dtype (bool through the strided int64 kernel); floating = Result.FLOAT (integer inputs are
+// promoted by the front end); integral = Result.INTEGRAL_OR_BOOL.
 #define JT_NUMERIC_UNARY(op, Functor) JT_FLOAT_TYPES(JT_UNARY, op, Functor) JT_INT_TYPES(JT_UNARY, op, Functor) \
     JT_FLOAT_COMPUTE(JT_UNARY_STRIDED, op, Functor) JT_INT_COMPUTE(JT_UNARY_STRIDED, op, Functor)
-// Ops defined for floating dtypes only (integer inputs are promoted by the front end).
 #define JT_FLOATING_UNARY(op, Functor) JT_FLOAT_TYPES(JT_UNARY, op, Functor) JT_FLOAT_COMPUTE(JT_UNARY_STRIDED, op, Functor)
+#define JT_INTEGRAL_UNARY(op, Functor) JT_INT_TYPES(JT_UNARY, op, Functor) JT_INT_COMPUTE(JT_UNARY_STRIDED, op, Functor)
 #define JT_NUMERIC_BINARY(op, Functor) JT_FLOAT_TYPES(JT_BINARY, op, Functor) JT_INT_TYPES(JT_BINARY, op, Functor) \
     JT_FLOAT_COMPUTE(JT_BINARY_STRIDED, op, Functor) JT_INT_COMPUTE(JT_BINARY_STRIDED, op, Functor)
 #define JT_FLOATING_BINARY(op, Functor) JT_FLOAT_TYPES(JT_BINARY, op, Functor) JT_FLOAT_COMPUTE(JT_BINARY_STRIDED, op, Functor)
+#define JT_INTEGRAL_BINARY(op, Functor) JT_INT_TYPES(JT_BINARY, op, Functor) JT_INT_COMPUTE(JT_BINARY_STRIDED, op, Functor)
 
 #if !defined(JT_SELECT) || defined(JT_SELECT_neg)
 JT_NUMERIC_UNARY(neg, NegOp)
@@ -135,8 +441,29 @@ JT_NUMERIC_UNARY(neg, NegOp)
 #if !defined(JT_SELECT) || defined(JT_SELECT_abs)
 JT_NUMERIC_UNARY(abs, AbsOp)
 #endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_sign)
+JT_NUMERIC_UNARY(sign, SignOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_floor)
+JT_NUMERIC_UNARY(floor, FloorOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_ceil)
+JT_NUMERIC_UNARY(ceil, CeilOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_round)
+JT_NUMERIC_UNARY(round, RoundOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_trunc)
+JT_NUMERIC_UNARY(trunc, TruncOp)
+#endif
 #if !defined(JT_SELECT) || defined(JT_SELECT_relu)
 JT_NUMERIC_UNARY(relu, ReluOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_leaky_relu)
+JT_FLOATING_UNARY(leaky_relu, LeakyReluOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_clamp)
+JT_NUMERIC_UNARY(clamp, ClampOp)
 #endif
 #if !defined(JT_SELECT) || defined(JT_SELECT_exp)
 JT_FLOATING_UNARY(exp, ExpOp)
@@ -144,11 +471,20 @@ JT_FLOATING_UNARY(exp, ExpOp)
 #if !defined(JT_SELECT) || defined(JT_SELECT_log)
 JT_FLOATING_UNARY(log, LogOp)
 #endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_log1p)
+JT_FLOATING_UNARY(log1p, Log1pOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_expm1)
+JT_FLOATING_UNARY(expm1, Expm1Op)
+#endif
 #if !defined(JT_SELECT) || defined(JT_SELECT_sqrt)
 JT_FLOATING_UNARY(sqrt, SqrtOp)
 #endif
 #if !defined(JT_SELECT) || defined(JT_SELECT_rsqrt)
 JT_FLOATING_UNARY(rsqrt, RsqrtOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_reciprocal)
+JT_FLOATING_UNARY(reciprocal, ReciprocalOp)
 #endif
 #if !defined(JT_SELECT) || defined(JT_SELECT_sin)
 JT_FLOATING_UNARY(sin, SinOp)
@@ -161,6 +497,39 @@ JT_FLOATING_UNARY(tanh, TanhOp)
 #endif
 #if !defined(JT_SELECT) || defined(JT_SELECT_sigmoid)
 JT_FLOATING_UNARY(sigmoid, SigmoidOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_gelu)
+JT_FLOATING_UNARY(gelu, GeluOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_gelu_tanh)
+JT_FLOATING_UNARY(gelu_tanh, GeluTanhOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_silu)
+JT_FLOATING_UNARY(silu, SiluOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_softplus)
+JT_FLOATING_UNARY(softplus, SoftplusOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_erf)
+JT_FLOATING_UNARY(erf, ErfOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_pow_scalar)
+JT_NUMERIC_UNARY(pow_scalar, PowScalarOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_logical_not)
+JT_NUMERIC_UNARY(logical_not, LogicalNotOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_bitwise_not)
+JT_INTEGRAL_UNARY(bitwise_not, BitwiseNotOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_isnan)
+JT_NUMERIC_UNARY(isnan, IsnanOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_isinf)
+JT_NUMERIC_UNARY(isinf, IsinfOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_isfinite)
+JT_NUMERIC_UNARY(isfinite, IsfiniteOp)
 #endif
 
 #if !defined(JT_SELECT) || defined(JT_SELECT_add)
@@ -175,11 +544,68 @@ JT_NUMERIC_BINARY(mul, MulOp)
 #if !defined(JT_SELECT) || defined(JT_SELECT_div)
 JT_FLOATING_BINARY(div, DivOp)
 #endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_div_trunc)
+JT_NUMERIC_BINARY(div_trunc, DivTruncOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_div_floor)
+JT_NUMERIC_BINARY(div_floor, DivFloorOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_remainder)
+JT_NUMERIC_BINARY(remainder, RemainderOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_pow)
+JT_NUMERIC_BINARY(pow, PowOp)
+#endif
 #if !defined(JT_SELECT) || defined(JT_SELECT_maximum)
 JT_NUMERIC_BINARY(maximum, MaximumOp)
 #endif
 #if !defined(JT_SELECT) || defined(JT_SELECT_minimum)
 JT_NUMERIC_BINARY(minimum, MinimumOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_threshold_backward)
+JT_NUMERIC_BINARY(threshold_backward, ThresholdBackwardOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_eq)
+JT_NUMERIC_BINARY(eq, EqOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_ne)
+JT_NUMERIC_BINARY(ne, NeOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_lt)
+JT_NUMERIC_BINARY(lt, LtOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_le)
+JT_NUMERIC_BINARY(le, LeOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_gt)
+JT_NUMERIC_BINARY(gt, GtOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_ge)
+JT_NUMERIC_BINARY(ge, GeOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_logical_and)
+JT_NUMERIC_BINARY(logical_and, LogicalAndOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_logical_or)
+JT_NUMERIC_BINARY(logical_or, LogicalOrOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_logical_xor)
+JT_NUMERIC_BINARY(logical_xor, LogicalXorOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_bitwise_and)
+JT_INTEGRAL_BINARY(bitwise_and, BitwiseAndOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_bitwise_or)
+JT_INTEGRAL_BINARY(bitwise_or, BitwiseOrOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_bitwise_xor)
+JT_INTEGRAL_BINARY(bitwise_xor, BitwiseXorOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_bitwise_left_shift)
+JT_INTEGRAL_BINARY(bitwise_left_shift, BitwiseLeftShiftOp)
+#endif
+#if !defined(JT_SELECT) || defined(JT_SELECT_bitwise_right_shift)
+JT_INTEGRAL_BINARY(bitwise_right_shift, BitwiseRightShiftOp)
 #endif
 
 // out[i] = cond ? a : b for a contiguous out of dtype out_dtype; Strided operands: 0 = cond (bool),

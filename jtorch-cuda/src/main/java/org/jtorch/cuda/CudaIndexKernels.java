@@ -1,0 +1,237 @@
+package org.jtorch.cuda;
+
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Supplier;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.backend.IndexKernels;
+import org.jtorch.cuda.kernels.ElementwisePlan;
+import org.jtorch.cuda.kernels.IndexPlan;
+import org.jtorch.cuda.kernels.IndexPlan.Check;
+import org.jtorch.cuda.kernels.IndexPlan.Compaction;
+import org.jtorch.cuda.kernels.IndexPlan.Geometry;
+import org.jtorch.cuda.kernels.IndexPlan.Kernel;
+import org.jtorch.cuda.kernels.KernelArgs;
+import org.jtorch.cuda.kernels.LaunchGeometry;
+
+/**
+ * {@link IndexKernels} on a CUDA device: the gather, scatter, atomic scatter-add and row-major compaction
+ * kernels of {@code index.cu}, laid out by {@link IndexPlan}.
+ *
+ * <p>Index validation: before any kernel writes, every index tensor of the call is checked on the device
+ * ({@code jt_index_check_*} records the first out-of-range row-major position per tensor), the positions
+ * are read back (which synchronises the stream) and a bad one becomes the CPU backend's
+ * {@link IndexOutOfBoundsException} naming the op, the value and the dimension's size; the destination
+ * is then unchanged and no device fault can occur. So every call with a non-empty index costs one
+ * device-to-host round trip, as PyTorch's {@code nonzero}/{@code masked_select} do; PyTorch's own index
+ * kernels use a device-side assert instead, which kills the context.
+ *
+ * <p>Accumulation ({@code scatter_add}, {@code index_add}, {@code index_put(accumulate=True)}) uses atomics,
+ * as PyTorch's CUDA kernels: integer results are exact and order-independent, floating-point sums over
+ * duplicate indices are added in an unspecified order (the CPU backend adds them in index order), so they
+ * may differ from the CPU's in the last bits and between runs. nonzero and masked_select are
+ * deterministic (the CPU's row-major order).
+ */
+final class CudaIndexKernels implements IndexKernels {
+    private final Supplier<CudaKernels> kernels;
+
+    CudaIndexKernels(Supplier<CudaKernels> kernels) {
+        this.kernels = kernels;
+    }
+
+    private static long addr(Tensor t) {
+        return CudaKernels.deviceAddress(t);
+    }
+
+    /**
+     * Validates each index tensor against its check; throws {@link IndexOutOfBoundsException} for the first
+     * bad value of the first failing tensor (in argument order, row-major within a tensor).
+     */
+    private static void validate(CudaKernels k, Device device, Tensor[] indices, Check[] checks) {
+        List<Integer> todo = new ArrayList<>();
+        for (int q = 0; q < checks.length; q++) if (checks[q].n() > 0) todo.add(q);
+        if (todo.isEmpty()) return;
+        long[] firstBad;
+        try (Tensor flags = Tensor.empty(new long[] {todo.size()}, DType.INT64, device)) {
+            k.fill(flags, -1, -1); // all bits set: no bad position yet (the kernel takes the unsigned minimum)
+            long stream = k.currentStream(device);
+            int sms = k.multiprocessors(device);
+            for (int j = 0; j < todo.size(); j++) {
+                Check c = checks[todo.get(j)];
+                try (Arena arena = Arena.ofConfined()) {
+                    KernelArgs args = IndexPlan.checkArgs(arena, addr(indices[todo.get(j)]), c, addr(flags) + 8L * j);
+                    k.launchRows(k.indexFunction(device, IndexPlan.checkEntry(c.dtype())), LaunchGeometry.blocks(c.n(), 1, sms),
+                            LaunchGeometry.THREADS, stream, args);
+                }
+            }
+            firstBad = flags.toLongArray();
+        }
+        for (int j = 0; j < todo.size(); j++) {
+            if (firstBad[j] == -1) continue;
+            Tensor index = indices[todo.get(j)];
+            Check c = checks[todo.get(j)];
+            long offset = index.storageOffset() + IndexPlan.elementOffset(c, firstBad[j]);
+            long value;
+            try (Tensor one = index.asStrided(new long[0], new long[0], offset)) {
+                value = one.itemLong();
+            }
+            throw IndexPlan.outOfBounds(c, value);
+        }
+    }
+
+    /** Launches {@code kernel} over {@code g} ({@code a} = out or dst, {@code b} = src or values); no launch for an empty geometry. */
+    private void run(Kernel kernel, DType dtype, Tensor a, Tensor b, Geometry g, Tensor[] indices, double alpha) {
+        if (g.n() == 0) return;
+        CudaKernels k = kernels.get();
+        Device device = a.device();
+        long[] indexAddresses = new long[indices.length];
+        for (int q = 0; q < indices.length; q++) indexAddresses[q] = addr(indices[q]);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = switch (kernel) {
+                case GATHER -> IndexPlan.gatherArgs(arena, addr(a), addr(b), g, indexAddresses);
+                case SCATTER -> IndexPlan.scatterArgs(arena, addr(a), addr(b), g, indexAddresses);
+                case SCATTER_ADD -> IndexPlan.scatterAddArgs(arena, addr(a), addr(b), g, indexAddresses, alpha);
+                default -> throw new IllegalArgumentException("run: " + kernel + " is not a gather or scatter");
+            };
+            long stream = k.currentStream(device);
+            k.launchRows(k.indexFunction(device, IndexPlan.entry(kernel, dtype)), LaunchGeometry.blocks(g.n(), 1, k.multiprocessors(device)),
+                    LaunchGeometry.THREADS, stream, args);
+        }
+    }
+
+    private static long size(Tensor self, int dim) {
+        return self.dim() == 0 ? 1 : self.size(dim);
+    }
+
+    // ------------------------------------------------------------------ gather / scatter family
+
+    @Override
+    public void indexSelect(Tensor self, int dim, Tensor index, Tensor out) {
+        validate(kernels.get(), self.device(), new Tensor[] {index},
+                new Check[] {IndexPlan.check("indexSelect", index, dim, size(self, dim), false)});
+        run(Kernel.GATHER, self.dtype(), out, self, IndexPlan.indexSelect(self, dim, index, out), new Tensor[] {index}, 1);
+    }
+
+    @Override
+    public void gather(Tensor self, int dim, Tensor index, Tensor out) {
+        validate(kernels.get(), self.device(), new Tensor[] {index},
+                new Check[] {IndexPlan.check("gather", index, dim, size(self, dim), false)});
+        run(Kernel.GATHER, self.dtype(), out, self, IndexPlan.gather(self, dim, index, out), new Tensor[] {index}, 1);
+    }
+
+    @Override
+    public void scatter(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
+        validate(kernels.get(), self.device(), new Tensor[] {index}, new Check[] {IndexPlan.check(op, index, dim, size(self, dim), false)});
+        run(accumulate ? Kernel.SCATTER_ADD : Kernel.SCATTER, self.dtype(), self, src, IndexPlan.scatter(op, self, dim, index, src),
+                new Tensor[] {index}, 1);
+    }
+
+    @Override
+    public void indexAccumulate(String op, Tensor self, int dim, Tensor index, Tensor source, boolean accumulate, double alpha,
+                                boolean wrapNegative) {
+        validate(kernels.get(), self.device(), new Tensor[] {index},
+                new Check[] {IndexPlan.check(op, index, dim, size(self, dim), wrapNegative)});
+        run(accumulate ? Kernel.SCATTER_ADD : Kernel.SCATTER, self.dtype(), self, source,
+                IndexPlan.indexAccumulate(op, self, dim, index, source), new Tensor[] {index}, alpha);
+    }
+
+    @Override
+    public void advancedIndex(Tensor src, Tensor[] indices, long[] sizes, long[] strides, Tensor out) {
+        validate(kernels.get(), src.device(), indices, advancedChecks("index", indices, sizes));
+        run(Kernel.GATHER, src.dtype(), out, src, IndexPlan.advanced("index", src, indices, sizes, strides, out), indices, 1);
+    }
+
+    @Override
+    public void indexPut(Tensor dst, Tensor[] indices, long[] sizes, long[] strides, Tensor values, boolean accumulate) {
+        validate(kernels.get(), dst.device(), indices, advancedChecks("indexPut_", indices, sizes));
+        run(accumulate ? Kernel.SCATTER_ADD : Kernel.SCATTER, dst.dtype(), dst, values,
+                IndexPlan.advanced("indexPut_", dst, indices, sizes, strides, values), indices, 1);
+    }
+
+    private static Check[] advancedChecks(String op, Tensor[] indices, long[] sizes) {
+        Check[] checks = new Check[indices.length];
+        for (int q = 0; q < indices.length; q++) checks[q] = IndexPlan.check(op, indices[q], -1, sizes[q], true);
+        return checks;
+    }
+
+    // ------------------------------------------------------------------ row-major compaction
+
+    /** Per-block counts of the nonzero elements of {@code t} over {@code c}'s chunks (a device tensor the caller closes). */
+    private static Tensor blockCounts(CudaKernels k, Tensor t, Compaction c) {
+        Device device = t.device();
+        Tensor counts = Tensor.empty(new long[] {c.blocks()}, DType.INT64, device);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = IndexPlan.countArgs(arena, addr(t), IndexPlan.countLayout(t), c, addr(counts));
+            k.launchRows(k.indexFunction(device, IndexPlan.entry(Kernel.COUNT_NONZERO, t.dtype())), c.blocks(), IndexPlan.COMPACT_THREADS,
+                    k.currentStream(device), args);
+        } catch (RuntimeException e) {
+            counts.close();
+            throw e;
+        }
+        return counts;
+    }
+
+    @Override
+    public long countNonzero(Tensor t) {
+        CudaKernels k = kernels.get();
+        Compaction c = IndexPlan.compaction(t.numel(), k.multiprocessors(t.device()));
+        if (c.blocks() == 0) return 0;
+        long total = 0;
+        try (Tensor counts = blockCounts(k, t, c)) {
+            for (long v : counts.toLongArray()) total += v;
+        }
+        return total;
+    }
+
+    /** {@code out} itself when the kernel can write it (contiguous), else a contiguous temporary to copy back. */
+    private static Tensor writable(Tensor out) {
+        return out.isContiguous() ? out : Tensor.empty(out.shape(), out.dtype(), out.device());
+    }
+
+    private static void storeBack(CudaKernels k, Tensor target, Tensor out) {
+        if (target == out) return;
+        try (target) {
+            k.copyOnDevice(target, out);
+        }
+    }
+
+    @Override
+    public void nonzero(Tensor t, Tensor out) {
+        if (t.numel() == 0 || out.numel() == 0) return;
+        CudaKernels k = kernels.get();
+        Device device = t.device();
+        ElementwisePlan.Strided layout = IndexPlan.nonzeroLayout(t);
+        Compaction c = IndexPlan.compaction(t.numel(), k.multiprocessors(device));
+        Tensor target = writable(out);
+        try (Tensor counts = blockCounts(k, t, c); Arena arena = Arena.ofConfined()) {
+            KernelArgs args = IndexPlan.nonzeroArgs(arena, addr(t), layout, c, addr(counts), addr(target), out.size(0));
+            k.launchRows(k.indexFunction(device, IndexPlan.entry(Kernel.NONZERO, t.dtype())), c.blocks(), IndexPlan.COMPACT_THREADS,
+                    k.currentStream(device), args);
+        }
+        storeBack(k, target, out);
+    }
+
+    @Override
+    public void maskedSelect(Tensor self, Tensor mask, Tensor out) {
+        if (out.numel() == 0) return;
+        CudaKernels k = kernels.get();
+        Device device = self.device();
+        Compaction c = IndexPlan.compaction(self.numel(), k.multiprocessors(device));
+        Tensor target = writable(out);
+        try (Tensor counts = blockCounts(k, mask, c); Arena arena = Arena.ofConfined()) {
+            KernelArgs args = IndexPlan.maskedSelectArgs(arena, addr(self), addr(mask), IndexPlan.maskedSelectLayout(self, mask), c,
+                    addr(counts), addr(target), out.numel());
+            k.launchRows(k.indexFunction(device, IndexPlan.entry(Kernel.MASKED_SELECT, self.dtype())), c.blocks(), IndexPlan.COMPACT_THREADS,
+                    k.currentStream(device), args);
+        }
+        storeBack(k, target, out);
+    }
+
+    @Override
+    public String toString() {
+        return "CUDA IndexKernels (index.cu: index_select, gather, scatter(_add), index_copy/fill/add, nonzero, masked_select, index, index_put)";
+    }
+}

@@ -1,0 +1,95 @@
+package org.jtorch.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.lang.foreign.Arena;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.cuda.kernels.IndexPlan;
+import org.jtorch.cuda.kernels.IndexPlan.Check;
+import org.jtorch.cuda.kernels.IndexPlan.Compaction;
+import org.jtorch.cuda.kernels.IndexPlan.Geometry;
+import org.jtorch.cuda.kernels.IndexPlan.Kernel;
+import org.jtorch.cuda.kernels.KernelArgs;
+import org.jtorch.cuda.nvrtc.Nvrtc;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What {@link CudaIndexKernels} launches exists in {@code index.cu} with the signature it packs: for every
+ * dtype, every entry {@link IndexPlan} can name (gather, scatter, scatter_add, count_nonzero, nonzero,
+ * masked_select, and the int32/int64 checks) is in the PTX of {@code index.cu} compiled whole, as the
+ * launcher compiles it (with {@code nvcc -arch=sm_90 --ptx}, and with NVRTC and the launcher's options for
+ * an sm_90 device), its PTX parameter sizes equal what {@link IndexPlan} packs (so {@code jt::IndexGeometry}
+ * is {@link IndexPlan#INDEX_GEOMETRY}'s size), and the file has no other entry. Each compiler's case is
+ * skipped, saying so, where it is missing.
+ */
+class IndexEntryPointsTest {
+    @TestFactory
+    List<DynamicTest> withNvcc(@TempDir Path out) {
+        Optional<Path> nvcc = KernelSourcesTest.nvcc();
+        return List.of(DynamicTest.dynamicTest("index.cu with nvcc", () -> {
+            assumeTrue(nvcc.isPresent(), "nvcc not found on PATH or in /usr/local/cuda/bin");
+            check(KernelEntryPointsTest.entries(KernelEntryPointsTest.nvcc(nvcc.get(), out), "index.cu", CudaKernels.selectOptions(null)));
+        }));
+    }
+
+    @TestFactory
+    List<DynamicTest> withNvrtc() {
+        Optional<Path> dir = TestLibraries.nvrtcDir();
+        return List.of(DynamicTest.dynamicTest("index.cu with NVRTC", () -> {
+            assumeTrue(dir.isPresent(), TestLibraries.SKIP);
+            Nvrtc nvrtc = new Nvrtc(new CudaLibraries(List.of(dir.get())).load(CudaLibraries.Kind.NVRTC));
+            check(KernelEntryPointsTest.entries(KernelEntryPointsTest.nvrtc(nvrtc), "index.cu", CudaKernels.selectOptions(null)));
+        }));
+    }
+
+    private static void expect(Map<String, long[]> entries, Set<String> seen, String entry, KernelArgs args) {
+        long[] params = entries.get(entry);
+        assertNotNull(params, entry + " missing; entries: " + entries.keySet());
+        assertEquals(Arrays.toString(params), Arrays.toString(args.sizes()), "parameter sizes of " + entry);
+        seen.add(entry);
+    }
+
+    private static void check(Map<String, long[]> e) {
+        Set<String> seen = new HashSet<>();
+        try (Arena arena = Arena.ofConfined(); Tensor self = Tensor.empty(new long[] {3, 4}, DType.FLOAT32, org.jtorch.Device.cpu());
+             Tensor index = Tensor.empty(new long[] {2}, DType.INT64, org.jtorch.Device.cpu());
+             Tensor out = Tensor.empty(new long[] {2, 4}, DType.FLOAT32, org.jtorch.Device.cpu())) {
+            Geometry g = IndexPlan.indexSelect(self, 0, index, out);
+            long[] one = {7};
+            Compaction c = IndexPlan.compaction(12, 132);
+            for (DType t : DType.values()) {
+                expect(e, seen, IndexPlan.entry(Kernel.GATHER, t), IndexPlan.gatherArgs(arena, 1, 2, g, one));
+                expect(e, seen, IndexPlan.entry(Kernel.SCATTER, t), IndexPlan.scatterArgs(arena, 1, 2, g, one));
+                expect(e, seen, IndexPlan.entry(Kernel.SCATTER_ADD, t), IndexPlan.scatterAddArgs(arena, 1, 2, g, one, 2.0));
+                expect(e, seen, IndexPlan.entry(Kernel.COUNT_NONZERO, t), IndexPlan.countArgs(arena, 1, IndexPlan.countLayout(self), c, 3));
+                expect(e, seen, IndexPlan.entry(Kernel.NONZERO, t),
+                        IndexPlan.nonzeroArgs(arena, 1, IndexPlan.nonzeroLayout(self), c, 3, 4, 5));
+                expect(e, seen, IndexPlan.entry(Kernel.MASKED_SELECT, t),
+                        IndexPlan.maskedSelectArgs(arena, 1, 2, IndexPlan.maskedSelectLayout(self, self), c, 3, 4, 5));
+            }
+            for (DType t : new DType[] {DType.INT32, DType.INT64}) {
+                try (Tensor idx = Tensor.empty(new long[] {5}, t, org.jtorch.Device.cpu())) {
+                    Check ck = IndexPlan.check("gather", idx, 0, 3, false);
+                    expect(e, seen, IndexPlan.checkEntry(t), IndexPlan.checkArgs(arena, 1, ck, 2));
+                }
+            }
+        }
+        assertEquals(IndexPlan.INDEX_GEOMETRY.byteSize(), e.get("jt_index_gather_f32")[3], "sizeof(jt::IndexGeometry)");
+        Set<String> unused = new HashSet<>(e.keySet());
+        unused.removeAll(seen);
+        assertEquals(Set.of(), unused, "entries of index.cu that no launch uses");
+        assertEquals(62, seen.size(), "entries the planner names: 6 kernels x 10 dtypes + 2 checks");
+    }
+}
