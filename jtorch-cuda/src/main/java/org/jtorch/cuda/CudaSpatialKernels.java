@@ -69,7 +69,7 @@ final class CudaSpatialKernels implements SpatialKernels {
     @Override
     public void maxPoolBackward(Tensor gradOut, Tensor indices, Tensor gradIn) {
         check(Op.MAX_BACKWARD, gradOut, gradOut, indices, gradIn);
-        PoolPlan.entry(Op.MAX_BACKWARD, gradOut.dtype());
+        PoolPlan.entry(Op.MAX_BACKWARD, gradOut.dtype()); // refuses other dtypes before gradIn is touched
         long planes = gradOut.size(0);
         long n = gradOut.numel() / Math.max(1, planes);
         long m = gradIn.numel() / Math.max(1, planes);
