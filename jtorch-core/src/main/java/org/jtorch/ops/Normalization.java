@@ -288,14 +288,17 @@ public final class Normalization {
         });
     }
 
-    /** {@code 1 / sqrt(var + eps)}, computed in double per channel. */
+    /**
+     * {@code 1 / sqrt(var + eps)}, computed in double per channel: on the host for CPU tensors; on other devices
+     * as float64 tensor ops there, since a round trip through the host would synchronise the device every forward.
+     */
     private static Tensor invstd(Tensor var, double eps) {
-        double[] v = var.toDoubleArray();
-        for (int i = 0; i < v.length; i++) v[i] = 1 / Math.sqrt(v[i] + eps);
-        if (var.device().equals(Device.cpu())) return Torch.tensor(v, var.dtype(), var.shape());
-        try (Tensor host = Torch.tensor(v, var.dtype(), var.shape())) {
-            return host.to(var.device());
+        if (var.device().isCpu()) {
+            double[] v = var.toDoubleArray();
+            for (int i = 0; i < v.length; i++) v[i] = 1 / Math.sqrt(v[i] + eps);
+            return Torch.tensor(v, var.dtype(), var.shape());
         }
+        return MemoryScope.run(() -> var.to(DType.FLOAT64).add(eps).rsqrt().to(var.dtype()));
     }
 
     /** The batch-norm backward formula as differentiable tensor ops, for gradients of gradients. */

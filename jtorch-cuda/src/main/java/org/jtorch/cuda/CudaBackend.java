@@ -23,7 +23,7 @@ import org.jtorch.ops.UnaryOp;
  * The CUDA backend, found by {@link java.util.ServiceLoader} through {@link CudaBackendProvider}.
  * It provides availability, device memory (the caching allocator), the library report, copies between
  * host and devices, fill, and the elementwise ops of {@code elementwise.cu} ({@link CudaKernels}), the
- * reductions, random fills and fused optimizer steps, and the matmul family through cuBLASLt
+ * reductions, random fills, fused optimizer steps, pooling and batch norm, and the matmul family through cuBLASLt
  * ({@link CudaLinalgKernels}, not yet run on a GPU); every other op throws {@link UnsupportedOperationException} naming the op and device rather than
  * computing anything on the host.
  */
@@ -186,8 +186,10 @@ public final class CudaBackend implements Backend {
     private final RandomKernels random = new CudaRandomKernels(this::kernels);
     /** Convolutions through cuDNN, else im2col + cuBLASLt ({@link CudaConvolutionKernels}; not yet run on a GPU). */
     private final ConvolutionKernels convolution = new CudaConvolutionKernels(this::kernels, this);
-    private final SpatialKernels spatial = missingFamily(SpatialKernels.class);
-    private final NormalizationKernels normalization = missingFamily(NormalizationKernels.class);
+    /** Pooling and its gradients, {@code pool.cu} ({@link CudaSpatialKernels}). */
+    private final SpatialKernels spatial = new CudaSpatialKernels(this::kernels);
+    /** Batch-norm statistics, apply and backward, {@code norm.cu} ({@link CudaNormalizationKernels}). */
+    private final NormalizationKernels normalization = new CudaNormalizationKernels(this::kernels);
 
     @Override
     public ReductionKernels reductions() {

@@ -164,7 +164,7 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
         Device device = gradBias.device();
         CudaKernels k = kernels.get();
         long stream = k.currentStream(device);
-        long fn = k.convFunction(device, ConvPlan.entry("bias_grad", gradBias.dtype()));
+        long fn = k.wholeFileFunction(device, "conv.cu", ConvPlan.entry("bias_grad", gradBias.dtype()));
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = ConvPlan.bias(arena, address(gradOut), address(gradBias), n, channels, plane);
             k.launchRows(fn, ConvPlan.biasGradBlocks(channels, k.multiprocessors(device)), ConvPlan.BIAS_GRAD_THREADS, stream, args);
@@ -192,7 +192,7 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
         int blocks = LaunchGeometry.blocks(items, 1, k.multiprocessors(device));
         if (blocks == 0) return;
         long stream = k.currentStream(device);
-        long fn = k.convFunction(device, ConvPlan.entry(op, dtype));
+        long fn = k.wholeFileFunction(device, "conv.cu", ConvPlan.entry(op, dtype));
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = ConvPlan.columns(arena, from, to, images, ConvPlan.packShape(arena, g.cin(), g));
             k.launchRows(fn, blocks, LaunchGeometry.THREADS, stream, args);
@@ -205,7 +205,7 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
         int blocks = LaunchGeometry.blocks(images * channels * plane, 1, k.multiprocessors(device));
         if (blocks == 0) return;
         long stream = k.currentStream(device);
-        long fn = k.convFunction(device, ConvPlan.entry(op, out.dtype()));
+        long fn = k.wholeFileFunction(device, "conv.cu", ConvPlan.entry(op, out.dtype()));
         try (Arena arena = Arena.ofConfined()) {
             k.launchRows(fn, blocks, LaunchGeometry.THREADS, stream, ConvPlan.bias(arena, address(out), address(bias), images, channels, plane));
         }

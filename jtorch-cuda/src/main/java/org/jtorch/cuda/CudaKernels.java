@@ -210,9 +210,9 @@ final class CudaKernels {
         return function(device.index(), "index.cu", null, entry);
     }
 
-    /** The function {@code entry} of {@code conv.cu} (compiled whole) on {@code device} (used by {@link CudaConvolutionKernels}). */
-    long convFunction(Device device, String entry) {
-        return function(device.index(), "conv.cu", null, entry);
+    /** The function {@code entry} of {@code file} (compiled whole, e.g. {@code conv.cu}, {@code pool.cu}, {@code norm.cu}) on {@code device}. */
+    long wholeFileFunction(Device device, String file, String entry) {
+        return function(device.index(), file, null, entry);
     }
 
     /** The device's current stream, its context made current. */

@@ -1,0 +1,161 @@
+package org.jtorch.cuda;
+
+import java.lang.foreign.Arena;
+import java.util.function.Supplier;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.backend.NormalizationKernels;
+import org.jtorch.cuda.kernels.KernelArgs;
+import org.jtorch.cuda.kernels.LaunchGeometry;
+import org.jtorch.cuda.kernels.NormPlan;
+import org.jtorch.cuda.kernels.NormPlan.Channel;
+import org.jtorch.cuda.kernels.NormPlan.Kernel;
+
+/**
+ * {@link NormalizationKernels} on a CUDA device: the batch-norm kernels of {@code norm.cu} (compiled whole,
+ * as PTX through the disk cache) on the device's current stream. Statistics and the backward's sums are
+ * per-channel reductions in double (one block a channel, or several with a finish launch adding their partial
+ * sums when there are too few channels to fill the device: {@link NormPlan#splits}; {@code [n, c]} blocks take
+ * kernels with one channel a lane, so that reads are coalesced); the forward apply and the input gradient are
+ * elementwise passes. Per-channel tensors are read and written where they lie (any stride, any floating
+ * dtype, converted in the kernel); nothing is copied to the host. The training backward keeps its
+ * per-channel coefficients in a {@code 3c}-double device temporary between its two launches.
+ *
+ * <p>{@code x}, {@code gradOut}, {@code out} and {@code gradInput} must be contiguous and of one floating
+ * dtype, as the front end makes them; anything else throws naming the method.
+ */
+final class CudaNormalizationKernels implements NormalizationKernels {
+    private static final String FILE = "norm.cu";
+
+    private final Supplier<CudaKernels> kernels;
+
+    CudaNormalizationKernels(Supplier<CudaKernels> kernels) {
+        this.kernels = kernels;
+    }
+
+    /** The block tensors of one call: contiguous, of {@code x}'s dtype, on its device. */
+    private static void checkBlocks(String op, Tensor x, Tensor... blocks) {
+        for (Tensor t : blocks) {
+            if (t == null) continue;
+            if (!t.isContiguous() || t.dtype() != x.dtype() || !t.device().equals(x.device())) {
+                throw new IllegalArgumentException(op + ": the CUDA kernels take contiguous [n, c, s] blocks of one dtype on one device,"
+                        + " got " + t.dtype() + " " + java.util.Arrays.toString(t.shape()) + " strides "
+                        + java.util.Arrays.toString(t.strides()) + " on " + t.device() + " next to " + x.dtype() + " on " + x.device());
+            }
+        }
+    }
+
+    /** A per-channel tensor as the kernels read it (null stays null). */
+    private static Channel channel(String op, Tensor t, Device device) {
+        if (t == null) return null;
+        if (!t.device().equals(device) || !t.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": per-channel tensors must be floating and on " + device + ", got " + t.dtype()
+                    + " on " + t.device());
+        }
+        return new Channel(CudaKernels.deviceAddress(t), t.dim() == 0 ? 0 : t.stride(0), t.dtype());
+    }
+
+    private static long addr(Tensor t) {
+        return t == null ? 0 : CudaKernels.deviceAddress(t);
+    }
+
+    /** A reduction's blocks per channel (or per tile of channels, for {@code [n, c]} blocks) on {@code device}. */
+    private int splits(Device device, long n, long c, long s) {
+        return NormPlan.splits(n, c, s, kernels.get().multiprocessors(device));
+    }
+
+    /** The double workspace of a split reduction's partial sums, or null when channels are not split. */
+    private static Tensor partials(Device device, long c, int splits) {
+        long n = NormPlan.partials(c, splits);
+        return n == 0 ? null : Tensor.empty(new long[] {n}, DType.FLOAT64, device);
+    }
+
+    /** A reduction over {@code [n, c, s]}: one block per channel (or tile of channels) and split part. */
+    private void perChannel(Device device, String entry, long n, long c, long s, int splits, KernelArgs args) {
+        CudaKernels k = kernels.get();
+        long stream = k.currentStream(device);
+        int blocks = NormPlan.reductionBlocks(NormPlan.reductionGroups(c, s), splits, k.multiprocessors(device));
+        k.launchRows(k.wholeFileFunction(device, FILE, entry), blocks, NormPlan.reductionThreads(n, s), stream, args);
+    }
+
+    private void elementwise(Device device, String entry, long elements, KernelArgs args) {
+        CudaKernels k = kernels.get();
+        long stream = k.currentStream(device);
+        int blocks = NormPlan.elementwiseBlocks(elements, k.multiprocessors(device));
+        k.launchRows(k.wholeFileFunction(device, FILE, entry), blocks, LaunchGeometry.THREADS, stream, args);
+    }
+
+    @Override
+    public void batchNormStats(Tensor x, long n, long c, long s, Tensor mean, Tensor var) {
+        String op = "batchNormStats";
+        boolean rows = NormPlan.rows(s);
+        String entry = NormPlan.entry(rows ? Kernel.STATS_ROWS : Kernel.STATS, op, x.dtype());
+        checkBlocks(op, x);
+        Device d = x.device();
+        int splits = splits(d, n, c, s);
+        try (Tensor partial = partials(d, c, splits); Arena arena = Arena.ofConfined()) {
+            Channel m = channel(op, mean, d), v = channel(op, var, d);
+            perChannel(d, entry, n, c, s, splits, rows
+                    ? NormPlan.statsRowsArgs(arena, addr(x), n, c, m, v, addr(partial), splits)
+                    : NormPlan.statsArgs(arena, addr(x), n, c, s, m, v, addr(partial), splits));
+            if (partial != null) {
+                elementwise(d, NormPlan.entry(Kernel.STATS_FINISH, op, x.dtype()), c,
+                        NormPlan.statsArgs(arena, addr(x), n, c, s, m, v, addr(partial), splits));
+            }
+        }
+    }
+
+    @Override
+    public void batchNormApply(Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight, Tensor bias, Tensor out) {
+        String op = "batchNormApply";
+        String entry = NormPlan.entry(Kernel.APPLY, op, x.dtype());
+        checkBlocks(op, x, out);
+        Device d = x.device();
+        try (Arena arena = Arena.ofConfined()) {
+            elementwise(d, entry, n * c * s, NormPlan.applyArgs(arena, addr(x), addr(out), n, c, s, channel(op, mean, d),
+                    channel(op, invstd, d), channel(op, weight, d), channel(op, bias, d)));
+        }
+    }
+
+    @Override
+    public void batchNormBackward(Tensor gradOut, Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight,
+                                  boolean train, Tensor gradInput, Tensor gradWeight, Tensor gradBias) {
+        String op = "batchNormBackward";
+        boolean rows = NormPlan.rows(s);
+        String sums = NormPlan.entry(rows ? Kernel.BACKWARD_SUMS_ROWS : Kernel.BACKWARD_SUMS, op, x.dtype());
+        String input = NormPlan.entry(Kernel.BACKWARD_INPUT, op, x.dtype());
+        checkBlocks(op, x, gradOut, gradInput);
+        Device d = x.device();
+        boolean needSums = gradWeight != null || gradBias != null || (train && gradInput != null);
+        int splits = needSums ? splits(d, n, c, s) : 1;
+        // Training's input gradient needs the channel sums: they travel as coefficients in a device temporary.
+        try (Tensor coef = train && gradInput != null ? Tensor.empty(new long[] {NormPlan.coefficients(c)}, DType.FLOAT64, d) : null;
+             Tensor partial = needSums ? partials(d, c, splits) : null;
+             Arena arena = Arena.ofConfined()) {
+            Channel m = channel(op, mean, d);
+            Channel is = channel(op, invstd, d);
+            Channel w = channel(op, weight, d);
+            Channel gw = channel(op, gradWeight, d);
+            Channel gb = channel(op, gradBias, d);
+            if (needSums) {
+                perChannel(d, sums, n, c, s, splits, rows
+                        ? NormPlan.backwardSumsRowsArgs(arena, addr(gradOut), addr(x), n, c, m, is, gw, gb, addr(coef), w, addr(partial), splits)
+                        : NormPlan.backwardSumsArgs(arena, addr(gradOut), addr(x), n, c, s, m, is, gw, gb, addr(coef), w, addr(partial), splits));
+                if (partial != null) {
+                    elementwise(d, NormPlan.BACKWARD_FINISH, c,
+                            NormPlan.backwardFinishArgs(arena, n, c, s, m, is, gw, gb, addr(coef), w, addr(partial), splits));
+                }
+            }
+            if (gradInput != null) {
+                elementwise(d, input, n * c * s, NormPlan.backwardInputArgs(arena, addr(gradOut), addr(x), addr(gradInput), n, c, s, m, is,
+                        w, addr(coef)));
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "CUDA NormalizationKernels (norm.cu: batch-norm statistics, apply, backward)";
+    }
+}

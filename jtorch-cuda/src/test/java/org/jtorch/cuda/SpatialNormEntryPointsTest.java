@@ -1,0 +1,118 @@
+package org.jtorch.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.lang.foreign.Arena;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.jtorch.DType;
+import org.jtorch.backend.SpatialKernels.Pool2d;
+import org.jtorch.cuda.kernels.KernelArgs;
+import org.jtorch.cuda.kernels.NormPlan;
+import org.jtorch.cuda.kernels.NormPlan.Channel;
+import org.jtorch.cuda.kernels.NormPlan.Kernel;
+import org.jtorch.cuda.kernels.PoolPlan;
+import org.jtorch.cuda.kernels.PoolPlan.Op;
+import org.jtorch.cuda.nvrtc.Nvrtc;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What {@link CudaSpatialKernels} and {@link CudaNormalizationKernels} launch exists with the signature they
+ * pack: {@code pool.cu} and {@code norm.cu}, compiled whole as the launcher compiles them (with
+ * {@code nvcc -arch=sm_90 --ptx}, and with NVRTC and the launcher's own options for an sm_90 device),
+ * contain every entry {@link PoolPlan} and {@link NormPlan} can name for every dtype they accept, with PTX
+ * parameter sizes equal to the bytes packed (so {@code jt::Pool2d} is 72 bytes and {@code jt::ChannelTensors}
+ * 80 in the compiler's layout too), and no entry that no launch uses. Each compiler's case is skipped,
+ * saying so, where it is missing.
+ */
+class SpatialNormEntryPointsTest {
+    private static final List<String> FILES = List.of("pool.cu", "norm.cu");
+
+    @TestFactory
+    List<DynamicTest> withNvcc(@TempDir Path out) {
+        Optional<Path> nvcc = KernelSourcesTest.nvcc();
+        List<DynamicTest> tests = new ArrayList<>();
+        for (String file : FILES) {
+            tests.add(DynamicTest.dynamicTest(file + " with nvcc", () -> {
+                assumeTrue(nvcc.isPresent(), "nvcc not found on PATH or in /usr/local/cuda/bin");
+                check(file, KernelEntryPointsTest.entries(KernelEntryPointsTest.nvcc(nvcc.get(), out), file, CudaKernels.selectOptions(null)));
+            }));
+        }
+        return tests;
+    }
+
+    @TestFactory
+    List<DynamicTest> withNvrtc() {
+        Optional<Path> dir = TestLibraries.nvrtcDir();
+        List<DynamicTest> tests = new ArrayList<>();
+        for (String file : FILES) {
+            tests.add(DynamicTest.dynamicTest(file + " with NVRTC", () -> {
+                assumeTrue(dir.isPresent(), TestLibraries.SKIP);
+                Nvrtc nvrtc = new Nvrtc(new CudaLibraries(List.of(dir.get())).load(CudaLibraries.Kind.NVRTC));
+                check(file, KernelEntryPointsTest.entries(KernelEntryPointsTest.nvrtc(nvrtc), file, CudaKernels.selectOptions(null)));
+            }));
+        }
+        return tests;
+    }
+
+    private static void expect(Map<String, long[]> entries, Set<String> seen, String entry, KernelArgs args) {
+        long[] params = entries.get(entry);
+        assertNotNull(params, entry + " missing; entries: " + entries.keySet());
+        assertEquals(Arrays.toString(params), Arrays.toString(args.sizes()), "parameter sizes of " + entry);
+        seen.add(entry);
+    }
+
+    private static void check(String file, Map<String, long[]> entries) {
+        Set<String> seen = new HashSet<>();
+        try (Arena arena = Arena.ofConfined()) {
+            if (file.equals("pool.cu")) expectPool(entries, seen, arena);
+            else expectNorm(entries, seen, arena);
+        }
+        Set<String> unused = new HashSet<>(entries.keySet());
+        unused.removeAll(seen);
+        assertEquals(Set.of(), unused, "entries of " + file + " that no launch uses");
+        assertEquals(file.equals("pool.cu") ? 14 : 29, seen.size(), "entries the planner names in " + file);
+    }
+
+    private static void expectPool(Map<String, long[]> e, Set<String> seen, Arena arena) {
+        Pool2d g = new Pool2d(6, 7, 9, 3, 4, 3, 3, 2, 2, 1, 1, 1, 1);
+        for (DType t : List.of(DType.FLOAT32, DType.FLOAT64)) {
+            expect(e, seen, PoolPlan.entry(Op.MAX, t), PoolPlan.maxArgs(arena, 1, 2, 3, g));
+            expect(e, seen, PoolPlan.entry(Op.MAX_BACKWARD, t), PoolPlan.maxBackwardArgs(arena, 1, 2, 3, 6, 12, 63));
+            expect(e, seen, PoolPlan.entry(Op.AVG, t), PoolPlan.avgArgs(arena, 1, 2, g, true, 0));
+            expect(e, seen, PoolPlan.entry(Op.AVG_BACKWARD, t), PoolPlan.avgArgs(arena, 1, 2, g, false, 5));
+            expect(e, seen, PoolPlan.entry(Op.ADAPTIVE_AVG, t), PoolPlan.adaptiveArgs(arena, 1, 2, 6, 7, 9, 3, 4));
+            expect(e, seen, PoolPlan.entry(Op.ADAPTIVE_AVG_BACKWARD, t), PoolPlan.adaptiveArgs(arena, 1, 2, 6, 7, 9, 3, 4));
+            expect(e, seen, PoolPlan.entry(Op.ADAPTIVE_MAX, t), PoolPlan.adaptiveMaxArgs(arena, 1, 2, 3, 6, 7, 9, 3, 4));
+        }
+    }
+
+    private static void expectNorm(Map<String, long[]> e, Set<String> seen, Arena arena) {
+        Channel f32 = new Channel(16, 1, DType.FLOAT32);
+        Channel strided = new Channel(32, 3, DType.BFLOAT16);
+        for (DType t : List.of(DType.FLOAT16, DType.BFLOAT16, DType.FLOAT32, DType.FLOAT64)) {
+            expect(e, seen, NormPlan.entry(Kernel.STATS, "batchNormStats", t), NormPlan.statsArgs(arena, 1, 2, 3, 4, f32, f32, 0, 1));
+            expect(e, seen, NormPlan.entry(Kernel.STATS_FINISH, "batchNormStats", t), NormPlan.statsArgs(arena, 1, 2, 3, 4, f32, f32, 8, 5));
+            expect(e, seen, NormPlan.entry(Kernel.STATS_ROWS, "batchNormStats", t), NormPlan.statsRowsArgs(arena, 1, 2, 3, f32, f32, 8, 5));
+            expect(e, seen, NormPlan.entry(Kernel.BACKWARD_SUMS_ROWS, "batchNormBackward", t),
+                    NormPlan.backwardSumsRowsArgs(arena, 1, 2, 2, 3, f32, f32, null, strided, 64, strided, 8, 5));
+            expect(e, seen, NormPlan.entry(Kernel.APPLY, "batchNormApply", t),
+                    NormPlan.applyArgs(arena, 1, 2, 2, 3, 4, f32, f32, strided, null));
+            expect(e, seen, NormPlan.entry(Kernel.BACKWARD_SUMS, "batchNormBackward", t),
+                    NormPlan.backwardSumsArgs(arena, 1, 2, 2, 3, 4, f32, f32, null, strided, 64, strided, 0, 1));
+            expect(e, seen, NormPlan.entry(Kernel.BACKWARD_INPUT, "batchNormBackward", t),
+                    NormPlan.backwardInputArgs(arena, 1, 2, 3, 2, 3, 4, f32, f32, null, 0));
+        }
+        expect(e, seen, NormPlan.BACKWARD_FINISH, NormPlan.backwardFinishArgs(arena, 2, 3, 4, f32, f32, f32, null, 64, null, 8, 5));
+    }
+}
