@@ -26,8 +26,9 @@ import org.jtorch.ops.UnaryOp;
 
 /**
  * Runs the elementwise, fill and copy kernels on a device: compiles each kernel file with NVRTC for
- * the device's compute capability (one op at a time with {@code -DJT_SELECT -DJT_SELECT_<op>}, PTX
- * cached on disk by {@link KernelCache}), loads one {@code CUmodule} per (file, op, device) and caches
+ * the device's exact architecture (one op at a time with {@code -DJT_SELECT -DJT_SELECT_<op>}; a CUBIN for
+ * {@code sm_XY}, or PTX where that NVRTC does not know the device, see {@link KernelSources#target}; cached on
+ * disk by {@link KernelCache}), loads one {@code CUmodule} per (file, op, device) and caches
  * the {@code CUfunction}s by name, then launches on the device's current stream. Host-to-device and
  * device-to-host copies go through {@code cuMemcpy*Async} on the current stream and synchronise it
  * before returning (the host memory may be reused or freed right after). The choices (entry point,
@@ -39,6 +40,8 @@ final class CudaKernels {
     private final ConcurrentHashMap<String, Long> modules = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, Long> functions = new ConcurrentHashMap<>();
     private volatile KernelCache cache;
+    /** The real architectures the NVRTC behind {@link #cache} compiles CUBIN for (set with it). */
+    private volatile int[] supportedArchs;
 
     CudaKernels(CudaRuntime rt) {
         this.rt = rt;
@@ -55,6 +58,7 @@ final class CudaKernels {
             synchronized (this) {
                 if (cache == null) {
                     Nvrtc nvrtc = new Nvrtc(rt.libraries().load(CudaLibraries.Kind.NVRTC));
+                    supportedArchs = nvrtc.supportedArchs();
                     int[] v = nvrtc.version();
                     cache = new KernelCache(KernelCache.defaultDirectory(System.getenv(), Path.of(System.getProperty("user.home"))),
                             v[0] + "." + v[1], nvrtc::compile);
@@ -71,12 +75,15 @@ final class CudaKernels {
         return functions.computeIfAbsent(moduleKey + "#" + entry, k -> {
             long module = modules.computeIfAbsent(moduleKey, mk -> {
                 CudaRuntime.DeviceInfo info = rt.devices().get(ordinal);
-                List<String> options = new ArrayList<>(KernelSources.options(info.major(), info.minor(), true));
+                KernelCache c = cache();
+                KernelSources.Target target = KernelSources.target(info.major(), info.minor(), supportedArchs);
+                List<String> options = new ArrayList<>(target.options());
                 options.addAll(selectOptions(op));
-                byte[] ptx = cache().get(file, KernelSources.read(file), KernelSources.headers(), options, Nvrtc.Output.PTX);
+                byte[] compiled = c.get(file, KernelSources.read(file), KernelSources.headers(), options, target.output());
                 try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment image = arena.allocate(ptx.length + 1);
-                    image.copyFrom(MemorySegment.ofArray(ptx));
+                    // PTX is NUL-terminated for cuModuleLoadData; a CUBIN is an ELF image and ignores the extra byte.
+                    MemorySegment image = arena.allocate(compiled.length + 1);
+                    image.copyFrom(MemorySegment.ofArray(compiled));
                     return rt.driver().moduleLoadData(image);
                 }
             });

@@ -88,16 +88,18 @@ public final class CudaSmoke {
             int[] v = nvrtc.version();
             KernelCache cache = new KernelCache(KernelCache.defaultDirectory(System.getenv(), Path.of(System.getProperty("user.home"))),
                     v[0] + "." + v[1], nvrtc::compile);
-            List<String> options = new ArrayList<>(KernelSources.options(info.major(), info.minor(), true));
+            KernelSources.Target target = KernelSources.target(info.major(), info.minor(), nvrtc.supportedArchs());
+            List<String> options = new ArrayList<>(target.options());
             options.add("-DJT_SELECT");
             options.add("-DJT_SELECT_add");
             long t0 = System.nanoTime();
-            byte[] ptx = cache.get("elementwise.cu", KernelSources.read("elementwise.cu"), KernelSources.headers(), options, Nvrtc.Output.PTX);
+            byte[] compiled = cache.get("elementwise.cu", KernelSources.read("elementwise.cu"), KernelSources.headers(), options, target.output());
             double compileMs = (System.nanoTime() - t0) / 1e6;
-            row("NVRTC compile", true, String.format("elementwise.cu (add) for sm_%d%d: %.0f ms (%s), NVRTC %d.%d",
-                    info.major(), info.minor(), compileMs, cache.hits() > 0 ? "disk cache" : "compiled", v[0], v[1]));
-            MemorySegment image = arena.allocate(ptx.length + 1);
-            image.copyFrom(MemorySegment.ofArray(ptx));
+            row("NVRTC compile", true, String.format("elementwise.cu (add) for sm_%d%d as %s for %s: %.0f ms (%s), NVRTC %d.%d",
+                    info.major(), info.minor(), target.output(), options.get(0), compileMs, cache.hits() > 0 ? "disk cache" : "compiled",
+                    v[0], v[1]));
+            MemorySegment image = arena.allocate(compiled.length + 1);
+            image.copyFrom(MemorySegment.ofArray(compiled));
             long module = d.moduleLoadData(image);
             long function = d.moduleGetFunction(module, "jt_binary_add_f32");
 

@@ -6,6 +6,7 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
+import org.jtorch.cuda.nvrtc.Nvrtc;
 
 /**
  * The CUDA C++ kernel sources shipped as resources under {@code org/jtorch/cuda/kernels/}: each
@@ -32,6 +33,39 @@ public final class KernelSources {
     /** The headers every kernel file needs, by include name. */
     public static Map<String, String> headers() {
         return Map.of(HEADER, read(HEADER));
+    }
+
+    /**
+     * How kernels are compiled for one device: {@code output} for architecture {@code arch} (compute
+     * capability times ten).
+     */
+    public record Target(Nvrtc.Output output, int arch) {
+        /** The NVRTC options: {@code sm_XY} for CUBIN, {@code compute_XY} for PTX. */
+        public List<String> options() {
+            return KernelSources.options(arch / 10, arch % 10, output == Nvrtc.Output.PTX);
+        }
+    }
+
+    /**
+     * The target for a device of compute capability {@code major.minor} given the real architectures an NVRTC
+     * supports ({@link Nvrtc#supportedArchs()}): CUBIN for the device's exact architecture when NVRTC knows it
+     * (no JIT step when a module loads); otherwise PTX for the newest architecture it knows below the device's,
+     * which the driver compiles for the device; PTX for the device's own when NVRTC cannot list its
+     * architectures (before 11.2). An NVRTC whose every architecture is newer than the device cannot serve it.
+     */
+    public static Target target(int major, int minor, int[] supportedArchs) {
+        int device = major * 10 + minor;
+        if (supportedArchs.length == 0) return new Target(Nvrtc.Output.PTX, device);
+        int best = -1;
+        for (int a : supportedArchs) {
+            if (a == device) return new Target(Nvrtc.Output.CUBIN, device);
+            if (a < device) best = Math.max(best, a);
+        }
+        if (best < 0) {
+            throw new IllegalStateException("NVRTC compiles for compute capabilities " + java.util.Arrays.toString(supportedArchs)
+                    + " (times ten), none of which a device of compute capability " + major + "." + minor + " runs");
+        }
+        return new Target(Nvrtc.Output.PTX, best);
     }
 
     /** NVRTC options for a device of compute capability {@code major.minor}. */

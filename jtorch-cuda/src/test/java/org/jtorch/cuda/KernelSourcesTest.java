@@ -1,6 +1,7 @@
 package org.jtorch.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -80,4 +81,27 @@ class KernelSourcesTest {
         return tests;
     }
 
+    @Test
+    void aDeviceNvrtcKnowsGetsACubinForItsExactArchitecture() {
+        int[] nvrtc118 = {35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90};
+        KernelSources.Target t = KernelSources.target(9, 0, nvrtc118);
+        assertEquals(new KernelSources.Target(org.jtorch.cuda.nvrtc.Nvrtc.Output.CUBIN, 90), t);
+        assertEquals(List.of("--gpu-architecture=sm_90", "-std=c++17"), t.options());
+    }
+
+    @Test
+    void aDeviceNewerThanNvrtcGetsPtxOfTheNewestArchitectureBelowIt() {
+        int[] nvrtc118 = {35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90};
+        KernelSources.Target t = KernelSources.target(10, 0, nvrtc118);
+        assertEquals(new KernelSources.Target(org.jtorch.cuda.nvrtc.Nvrtc.Output.PTX, 90), t);
+        assertEquals(List.of("--gpu-architecture=compute_90", "-std=c++17"), t.options());
+        // NVRTC before 11.2 cannot list its architectures: PTX for the device's own.
+        assertEquals(new KernelSources.Target(org.jtorch.cuda.nvrtc.Nvrtc.Output.PTX, 86), KernelSources.target(8, 6, new int[0]));
+    }
+
+    @Test
+    void aDeviceOlderThanEveryNvrtcArchitectureIsRefusedNamingBoth() {
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> KernelSources.target(6, 0, new int[] {75, 80, 90}));
+        assertTrue(e.getMessage().contains("[75, 80, 90]") && e.getMessage().contains("6.0"), e.getMessage());
+    }
 }

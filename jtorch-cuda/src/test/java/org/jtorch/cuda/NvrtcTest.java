@@ -74,6 +74,34 @@ class NvrtcTest {
         return tests;
     }
 
+    /**
+     * What the backend loads on an sm_90 device when this NVRTC knows sm_90: a CUBIN (ELF) per file, holding the
+     * file's entry points ({@code elementwise.cu} with one op selected, as the backend compiles it).
+     */
+    @TestFactory
+    List<DynamicTest> everyKernelSourceCompilesToACubinForAnSm90Device() {
+        KernelSources.Target target = KernelSources.target(9, 0, nvrtc.supportedArchs());
+        assertEquals(Nvrtc.Output.CUBIN, target.output());
+        List<DynamicTest> tests = new ArrayList<>();
+        for (String file : KernelSources.FILES) {
+            tests.add(DynamicTest.dynamicTest(file, () -> {
+                List<String> options = new ArrayList<>(target.options());
+                boolean elementwise = file.equals("elementwise.cu");
+                if (elementwise) options.addAll(List.of("-DJT_SELECT", "-DJT_SELECT_add"));
+                Nvrtc.Compiled c = nvrtc.compile(file, KernelSources.read(file), KernelSources.headers(), options, target.output());
+                byte[] image = c.image();
+                assertTrue(image.length > 4 && image[0] == 0x7f && image[1] == 'E' && image[2] == 'L' && image[3] == 'F', "an ELF image");
+                String text = new String(image, StandardCharsets.ISO_8859_1);
+                Matcher m = ENTRY.matcher(KernelSources.read(file));
+                while (m.find()) {
+                    if (!elementwise) assertTrue(text.contains(m.group(1)), m.group(1) + " in the CUBIN");
+                }
+                if (elementwise) assertTrue(text.contains("jt_binary_add_f32"), "jt_binary_add_f32 in the CUBIN");
+            }));
+        }
+        return tests;
+    }
+
     @Test
     void jtSelectCompilesOneElementwiseOpForEveryDtype() {
         List<String> options = new ArrayList<>(KernelSources.options(9, 0, true));
@@ -85,6 +113,15 @@ class NvrtcTest {
         }
         assertTrue(ptx.contains(".entry jt_binary_add_strided_f32("));
         assertTrue(!ptx.contains("jt_binary_mul_"), "only the selected op");
+    }
+
+    @Test
+    void supportedArchitecturesIncludeHopperAndAreAscending() {
+        int[] archs = nvrtc.supportedArchs();
+        assertTrue(archs.length > 0, "NVRTC 11.2+ lists its architectures");
+        assertTrue(java.util.Arrays.stream(archs).anyMatch(a -> a == 90), java.util.Arrays.toString(archs));
+        for (int i = 1; i < archs.length; i++) assertTrue(archs[i - 1] < archs[i], java.util.Arrays.toString(archs));
+        assertEquals(Nvrtc.Output.CUBIN, KernelSources.target(9, 0, archs).output());
     }
 
     @Test

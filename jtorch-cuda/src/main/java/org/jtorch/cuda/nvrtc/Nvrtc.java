@@ -33,6 +33,7 @@ public final class Nvrtc {
     private final MethodHandle nvrtcVersion, nvrtcGetErrorString, nvrtcCreateProgram, nvrtcDestroyProgram, nvrtcCompileProgram;
     private final MethodHandle nvrtcGetProgramLogSize, nvrtcGetProgramLog, nvrtcGetPTXSize, nvrtcGetPTX;
     private final Optional<MethodHandle> nvrtcGetCUBINSize, nvrtcGetCUBIN;
+    private final Optional<MethodHandle> nvrtcGetNumSupportedArchs, nvrtcGetSupportedArchs;
 
     public Nvrtc(NativeLibrary library) {
         this.library = library;
@@ -49,6 +50,9 @@ public final class Nvrtc {
         nvrtcGetPTX = library.downcall(sizeQuery, "nvrtcGetPTX");
         nvrtcGetCUBINSize = library.optionalDowncall(sizeQuery, "nvrtcGetCUBINSize"); // NVRTC 11.1+
         nvrtcGetCUBIN = library.optionalDowncall(sizeQuery, "nvrtcGetCUBIN");
+        FunctionDescriptor intsQuery = FunctionDescriptor.of(JAVA_INT, ADDRESS);
+        nvrtcGetNumSupportedArchs = library.optionalDowncall(intsQuery, "nvrtcGetNumSupportedArchs"); // NVRTC 11.2+
+        nvrtcGetSupportedArchs = library.optionalDowncall(intsQuery, "nvrtcGetSupportedArchs");
     }
 
     public NativeLibrary library() {
@@ -61,6 +65,23 @@ public final class Nvrtc {
             MemorySegment major = arena.allocate(JAVA_INT), minor = arena.allocate(JAVA_INT);
             check("nvrtcVersion", (int) nvrtcVersion.invokeExact(major, minor));
             return new int[] {major.get(JAVA_INT, 0), minor.get(JAVA_INT, 0)};
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * The real architectures this NVRTC can compile CUBIN for, as compute capabilities times ten (e.g. 90 for
+     * sm_90), ascending; empty for an NVRTC before 11.2, which cannot say.
+     */
+    public int[] supportedArchs() {
+        if (nvrtcGetNumSupportedArchs.isEmpty() || nvrtcGetSupportedArchs.isEmpty()) return new int[0];
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment count = arena.allocate(JAVA_INT);
+            check("nvrtcGetNumSupportedArchs", (int) nvrtcGetNumSupportedArchs.get().invokeExact(count));
+            MemorySegment archs = arena.allocate(JAVA_INT, Math.max(1, count.get(JAVA_INT, 0)));
+            check("nvrtcGetSupportedArchs", (int) nvrtcGetSupportedArchs.get().invokeExact(archs));
+            return archs.asSlice(0, 4L * count.get(JAVA_INT, 0)).toArray(JAVA_INT);
         } catch (Throwable t) {
             throw rethrow(t);
         }
