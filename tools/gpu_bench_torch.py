@@ -122,7 +122,8 @@ def resnet50(torch):
                          *layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2048, 1000))
 
 
-def step_seconds(torch, model, device, shape, classes, warmup, reps):
+def step_seconds(torch, model, device, shape, classes, warmup, reps, amp=None):
+    """Median training-step seconds; with amp (torch.bfloat16) the forward runs under torch.autocast."""
     model = model.to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
     x = torch.randn(*shape, device=device)
@@ -130,7 +131,8 @@ def step_seconds(torch, model, device, shape, classes, warmup, reps):
     times = []
     for i in range(warmup + reps):
         t0 = time.perf_counter()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
+        with torch.autocast(device_type=device, dtype=amp or torch.float32, enabled=amp is not None):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -148,7 +150,8 @@ def main():
     args = ap.parse_args()
     results = {}
     keys = ["matmul_%d_%s" % (n, m) for n in (4096, 8192) for m in ("f32", "tf32", "bf16")] + [
-        "add_gbs", "copy_gbs", "add_vs_copy", "resnet50_images_s", "resnet20_epoch_cpu_s", "resnet20_epoch_cuda_s",
+        "add_gbs", "copy_gbs", "add_vs_copy", "resnet50_images_s", "resnet50_peak_gib", "resnet50_bf16_images_s",
+        "resnet50_bf16_peak_gib", "resnet50_bf16_speedup", "resnet20_epoch_cpu_s", "resnet20_epoch_cuda_s",
         "resnet20_speedup"]
     results["smoke_loss"] = results["smoke_accuracy"] = "n/a (jtorch only)"
     try:
@@ -167,8 +170,18 @@ def main():
         for mode in ("f32", "tf32", "bf16"):
             part(results, [f"matmul_{n}_{mode}"], args.seconds, matmul(torch, n, mode))
     part(results, ["add_gbs", "copy_gbs", "add_vs_copy"], args.seconds, bandwidth(torch))
-    part(results, ["resnet50_images_s"], args.seconds, lambda r: r.__setitem__(
-        "resnet50_images_s", fmt(128 / step_seconds(torch, resnet50(torch), "cuda", (128, 3, 224, 224), 1000, 3, 10))))
+    def resnet50_run(key, amp):
+        def run(r):
+            torch.cuda.reset_peak_memory_stats()
+            r[f"resnet50{key}_images_s"] = fmt(128 / step_seconds(torch, resnet50(torch), "cuda", (128, 3, 224, 224), 1000, 3, 10, amp))
+            r[f"resnet50{key}_peak_gib"] = fmt(torch.cuda.max_memory_allocated() / 2 ** 30)
+        return run
+    part(results, ["resnet50_images_s", "resnet50_peak_gib"], args.seconds, resnet50_run("", None))
+    part(results, ["resnet50_bf16_images_s", "resnet50_bf16_peak_gib"], args.seconds, resnet50_run("_bf16", torch.bfloat16))
+    try:
+        results["resnet50_bf16_speedup"] = fmt(float(results["resnet50_bf16_images_s"]) / float(results["resnet50_images_s"]))
+    except ValueError:
+        results["resnet50_bf16_speedup"] = "not run: needs both ResNet-50 rates"
 
     def resnet20(device, warmup, reps):
         from bench_cnn import ResNet20

@@ -19,6 +19,8 @@ import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.amp.Autocast;
+import org.jtorch.backend.Backends;
 import org.jtorch.backend.MatmulSettings;
 import org.jtorch.cuda.Cuda;
 import org.jtorch.data.DataLoader;
@@ -77,6 +79,10 @@ public final class GpuBench {
             new Row("copy_gbs", "device-to-device copy 1 GiB", "GB/s"),
             new Row("add_vs_copy", "add / copy bandwidth", "ratio"),
             new Row("resnet50_images_s", "ResNet-50 train b128 224 f32", "img/s"),
+            new Row("resnet50_peak_gib", "ResNet-50 f32 peak allocated", "GiB"),
+            new Row("resnet50_bf16_images_s", "ResNet-50 train b128 224 bf16 autocast", "img/s"),
+            new Row("resnet50_bf16_peak_gib", "ResNet-50 bf16 autocast peak allocated", "GiB"),
+            new Row("resnet50_bf16_speedup", "ResNet-50 bf16 autocast / f32", "x"),
             new Row("resnet20_epoch_cpu_s", "ResNet-20 epoch cpu (b128)", "s"),
             new Row("resnet20_epoch_cuda_s", "ResNet-20 epoch cuda:0 (b128)", "s"),
             new Row("resnet20_speedup", "ResNet-20 cuda:0 speedup", "x"));
@@ -128,7 +134,9 @@ public final class GpuBench {
             }
         }
         part("bandwidth", this::bandwidth, "add_gbs", "copy_gbs", "add_vs_copy");
-        part("resnet50", () -> results.put("resnet50_images_s", fmt(resnet50ImagesPerSecond())), "resnet50_images_s");
+        part("resnet50", () -> resnet50("", null), "resnet50_images_s", "resnet50_peak_gib");
+        part("resnet50 bf16", () -> resnet50("_bf16", DType.BFLOAT16), "resnet50_bf16_images_s", "resnet50_bf16_peak_gib");
+        results.put("resnet50_bf16_speedup", ratio(results.get("resnet50_bf16_images_s"), results.get("resnet50_images_s")));
         part("resnet20 cpu", () -> results.put("resnet20_epoch_cpu_s", fmt(resnet20EpochSeconds(Device.cpu()))), "resnet20_epoch_cpu_s");
         part("resnet20 cuda", () -> results.put("resnet20_epoch_cuda_s", fmt(resnet20EpochSeconds(CUDA))), "resnet20_epoch_cuda_s");
         results.put("resnet20_speedup", ratio(results.get("resnet20_epoch_cpu_s"), results.get("resnet20_epoch_cuda_s")));
@@ -298,13 +306,21 @@ public final class GpuBench {
 
     /** Median seconds of a training step of {@code model} on {@code device}, random inputs, cross entropy, SGD momentum. */
     private static double stepSeconds(Module model, Device device, long[] inputShape, int classes, int warmup, int reps) {
+        return stepSeconds(model, device, inputShape, classes, warmup, reps, null);
+    }
+
+    /** As above; with {@code amp} (a lower-precision dtype) the forward and loss run under autocast. */
+    private static double stepSeconds(Module model, Device device, long[] inputShape, int classes, int warmup, int reps, DType amp) {
         model.to(device);
         SGD opt = new SGD(model.parameters(), SGD.options().lr(0.05).momentum(0.9).weightDecay(1e-4));
         try (Tensor x = Torch.randn(inputShape, DType.FLOAT32, device, Generator.defaultGenerator());
              Tensor y = Torch.randint(0, classes, new long[] {inputShape[0]}, DType.INT64, device, Generator.defaultGenerator())) {
             Runnable step = () -> {
                 try (MemoryScope scope = new MemoryScope()) {
-                    Tensor loss = F.crossEntropy(model.forward(x), y);
+                    Tensor loss;
+                    try (Autocast ac = Autocast.scope(device, amp == null ? DType.BFLOAT16 : amp, amp != null, true)) {
+                        loss = F.crossEntropy(model.forward(x), y);
+                    }
                     opt.zeroGrad();
                     loss.backward();
                     opt.step();
@@ -317,9 +333,13 @@ public final class GpuBench {
         }
     }
 
-    private static double resnet50ImagesPerSecond() {
+    /** ResNet-50 images per second and the allocator's peak (f32, or under {@code amp} autocast) into {@code results}. */
+    private void resnet50(String key, DType amp) {
         Torch.manualSeed(0);
-        return 128 / stepSeconds(ResNet.resnet50(), CUDA, new long[] {128, 3, 224, 224}, 1000, 3, 10);
+        Backends.of(CUDA).allocator(CUDA).resetPeakStats();
+        double step = stepSeconds(ResNet.resnet50(), CUDA, new long[] {128, 3, 224, 224}, 1000, 3, 10, amp);
+        results.put("resnet50" + key + "_images_s", fmt(128 / step));
+        results.put("resnet50" + key + "_peak_gib", fmt(Torch.memoryStats(CUDA).peakAllocatedBytes() / (double) (1L << 30)));
     }
 
     /** Median step x 391 steps: an epoch of 50,000 CIFAR-shaped images (synthetic: no data set is carried). */
