@@ -1,7 +1,6 @@
 package org.jtorch.cuda;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.reflect.Proxy;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
@@ -22,10 +21,11 @@ import org.jtorch.ops.UnaryOp;
 /**
  * The CUDA backend, found by {@link java.util.ServiceLoader} through {@link CudaBackendProvider}.
  * It provides availability, device memory (the caching allocator), the library report, copies between
- * host and devices, fill, and the elementwise ops of {@code elementwise.cu} ({@link CudaKernels}), the
- * reductions, random fills, fused optimizer steps, pooling and batch norm, and the matmul family through cuBLASLt
- * ({@link CudaLinalgKernels}, not yet run on a GPU); every other op throws {@link UnsupportedOperationException} naming the op and device rather than
- * computing anything on the host.
+ * host and devices, fill, and every op family: elementwise ops ({@link CudaKernels}), reductions, indexing,
+ * random fills, fused optimizer steps, pooling and batch norm on NVRTC-compiled kernels, the matmul family
+ * through cuBLASLt ({@link CudaLinalgKernels}) and convolutions through cuDNN or im2col + cuBLASLt
+ * ({@link CudaConvolutionKernels}). None of it has yet run on a GPU (docs/CUDA.md). A dtype a kernel does not
+ * serve throws {@link UnsupportedOperationException} naming the op, never computing anything on the host.
  */
 public final class CudaBackend implements Backend {
     private static final CudaBackend INSTANCE = new CudaBackend();
@@ -101,10 +101,6 @@ public final class CudaBackend implements Backend {
         return Storage.ofBlock(device, bytes, allocator, block, MemorySegment.ofAddress(block.address()));
     }
 
-    private static UnsupportedOperationException missing(String op) {
-        return new UnsupportedOperationException(op + ": no CUDA kernel is wired to this op yet (device cuda)");
-    }
-
     private static UnsupportedOperationException missing(String op, DType compute, Tensor out) {
         return new UnsupportedOperationException(op + ": no CUDA kernel computes this op in " + compute + " (shape "
                 + java.util.Arrays.toString(out.shape()) + ", device " + out.device() + ")");
@@ -163,18 +159,6 @@ public final class CudaBackend implements Backend {
     @Override
     public void where(Tensor cond, Tensor a, Tensor b, Tensor out) {
         kernels().where(cond, a, b, out);
-    }
-
-    /** A family whose every method throws {@link UnsupportedOperationException} naming the method and device. */
-    private static <T> T missingFamily(Class<T> family) {
-        return family.cast(Proxy.newProxyInstance(family.getClassLoader(), new Class<?>[] {family}, (proxy, method, args) -> {
-            switch (method.getName()) {
-                case "toString" -> { return "CUDA " + family.getSimpleName() + " (no kernels wired yet)"; }
-                case "hashCode" -> { return System.identityHashCode(proxy); }
-                case "equals" -> { return proxy == args[0]; }
-                default -> throw missing(method.getName());
-            }
-        }));
     }
 
     /** The reduction family of {@code reduce.cu} ({@link CudaReductions}). */
