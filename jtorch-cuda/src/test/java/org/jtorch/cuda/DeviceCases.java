@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.List;
 import org.jtorch.Device;
+import org.jtorch.memory.MemoryScope;
+import org.junit.jupiter.api.DynamicTest;
 
 /**
  * The devices every device conformance suite runs on: the CPU always, cuda:0 when available, its cases
@@ -14,6 +16,26 @@ final class DeviceCases {
     static final List<Device> DEVICES = List.of(Device.cpu(), CUDA);
 
     private DeviceCases() {}
+
+    /** A case's body, run once per device. */
+    interface Body {
+        void run(Device d);
+    }
+
+    /**
+     * Adds one test per device, named {@code <device>/<name>}: skipped with the reason where the device is an
+     * unavailable CUDA device, else {@code body} in a {@link MemoryScope} (its temporaries released after it).
+     */
+    static void add(List<DynamicTest> tests, String name, Body body) {
+        for (Device d : DEVICES) {
+            tests.add(DynamicTest.dynamicTest(d + "/" + name, () -> {
+                assumeAvailable(d);
+                try (MemoryScope scope = new MemoryScope()) {
+                    body.run(d);
+                }
+            }));
+        }
+    }
 
     /** Skips the calling test, naming why, when {@code d} is a CUDA device that is not available. */
     static void assumeAvailable(Device d) {

@@ -1,5 +1,6 @@
 package org.jtorch.cuda;
 
+import static org.jtorch.cuda.DeviceCases.add;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -34,25 +35,8 @@ import org.junit.jupiter.api.TestFactory;
 class ElementwiseDeviceConformanceTest {
     private static final Device CUDA = DeviceCases.CUDA;
 
-    private static List<Device> devices() {
-        return DeviceCases.DEVICES;
-    }
-
-    private interface Body {
-        void run(Device d);
-    }
-
-    private static void add(List<DynamicTest> tests, String name, Body body) {
-        for (Device d : devices()) {
-            tests.add(DynamicTest.dynamicTest(d + "/" + name, () -> {
-                DeviceCases.assumeAvailable(d);
-                body.run(d);
-            }));
-        }
-    }
-
     /** Cases that only mean something across devices (on the CPU, {@code to(cpu)} is the same tensor): cuda:0 only. */
-    private static void addCrossDevice(List<DynamicTest> tests, String name, Body body) {
+    private static void addCrossDevice(List<DynamicTest> tests, String name, DeviceCases.Body body) {
         tests.add(DynamicTest.dynamicTest(CUDA + "/" + name, () -> {
             DeviceCases.assumeAvailable(CUDA);
             body.run(CUDA);

@@ -1,5 +1,6 @@
 package org.jtorch.cuda;
 
+import static org.jtorch.cuda.DeviceCases.add;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -33,19 +34,6 @@ import org.junit.jupiter.api.TestFactory;
 class GradScalerDeviceConformanceTest {
     private static final float INV_SCALE = (float) (1.0 / 65536.0 * 3); // not a power of two: products round
     private static final long[] SIZES = {1, 7, 0, 70_001, 33};
-
-    private interface Body {
-        void run(Device d);
-    }
-
-    private static void add(List<DynamicTest> tests, String name, Body body) {
-        for (Device d : DeviceCases.DEVICES) {
-            tests.add(DynamicTest.dynamicTest(d + "/" + name, () -> {
-                DeviceCases.assumeAvailable(d);
-                body.run(d);
-            }));
-        }
-    }
 
     private static float[] values(long n, int salt) {
         float[] v = new float[Math.toIntExact(n)];

@@ -1,5 +1,6 @@
 package org.jtorch.cuda;
 
+import static org.jtorch.cuda.DeviceCases.add;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -33,19 +34,6 @@ import org.junit.jupiter.api.TestFactory;
 class OptimizerDeviceConformanceTest {
     private static final Device CUDA = DeviceCases.CUDA;
     private static final int STEPS = 3;
-
-    private interface Body {
-        void run(Device d);
-    }
-
-    private static void add(List<DynamicTest> tests, String name, Body body) {
-        for (Device d : DeviceCases.DEVICES) {
-            tests.add(DynamicTest.dynamicTest(d + "/" + name, () -> {
-                DeviceCases.assumeAvailable(d);
-                body.run(d);
-            }));
-        }
-    }
 
     private static float[] values(long n, int salt) {
         float[] v = new float[Math.toIntExact(n)];

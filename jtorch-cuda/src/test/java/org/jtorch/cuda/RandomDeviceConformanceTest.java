@@ -1,5 +1,6 @@
 package org.jtorch.cuda;
 
+import static org.jtorch.cuda.DeviceCases.add;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -29,19 +30,6 @@ import org.junit.jupiter.api.TestFactory;
 class RandomDeviceConformanceTest {
     private static final Device CUDA = DeviceCases.CUDA;
     private static final DType[] FLOATS = {DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16};
-
-    private interface Body {
-        void run(Device d);
-    }
-
-    private static void add(List<DynamicTest> tests, String name, Body body) {
-        for (Device d : DeviceCases.DEVICES) {
-            tests.add(DynamicTest.dynamicTest(d + "/" + name, () -> {
-                DeviceCases.assumeAvailable(d);
-                body.run(d);
-            }));
-        }
-    }
 
     // ------------------------------------------------------------------ the reference scheme
 

@@ -1,5 +1,6 @@
 package org.jtorch.cuda;
 
+import static org.jtorch.cuda.DeviceCases.add;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -11,7 +12,6 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.ops.Pooling;
 import org.jtorch.ops.Reductions.ValuesIndices;
@@ -35,21 +35,6 @@ import org.junit.jupiter.api.TestFactory;
  * pooling and indices are compared exactly; averages within the dtype's rounding.
  */
 class SpatialDeviceConformanceTest {
-    private interface Body {
-        void run(Device d);
-    }
-
-    private static void add(List<DynamicTest> tests, String name, Body body) {
-        for (Device d : DeviceCases.DEVICES) {
-            tests.add(DynamicTest.dynamicTest(d + "/" + name, () -> {
-                DeviceCases.assumeAvailable(d);
-                try (MemoryScope scope = new MemoryScope()) {
-                    body.run(d);
-                }
-            }));
-        }
-    }
-
     private static final List<DType> FLOATS = List.of(DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16);
 
     // ------------------------------------------------------------------ inputs
