@@ -1,16 +1,13 @@
 package org.jtorch.cuda;
 
+import static org.jtorch.cuda.KernelEntryPointsTest.expect;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.lang.foreign.Arena;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
@@ -20,7 +17,6 @@ import org.jtorch.cuda.kernels.IndexPlan.Compaction;
 import org.jtorch.cuda.kernels.IndexPlan.Geometry;
 import org.jtorch.cuda.kernels.IndexPlan.Kernel;
 import org.jtorch.cuda.kernels.KernelArgs;
-import org.jtorch.cuda.nvrtc.Nvrtc;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.io.TempDir;
@@ -36,29 +32,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class IndexEntryPointsTest {
     @TestFactory
-    List<DynamicTest> withNvcc(@TempDir Path out) {
-        Optional<Path> nvcc = KernelSourcesTest.nvcc();
-        return List.of(DynamicTest.dynamicTest("index.cu with nvcc", () -> {
-            assumeTrue(nvcc.isPresent(), "nvcc not found on PATH or in /usr/local/cuda/bin");
-            check(KernelEntryPointsTest.entries(KernelEntryPointsTest.nvcc(nvcc.get(), out), "index.cu", CudaKernels.selectOptions(null)));
-        }));
-    }
-
-    @TestFactory
-    List<DynamicTest> withNvrtc() {
-        Optional<Path> dir = TestLibraries.nvrtcDir();
-        return List.of(DynamicTest.dynamicTest("index.cu with NVRTC", () -> {
-            assumeTrue(dir.isPresent(), TestLibraries.SKIP);
-            Nvrtc nvrtc = new Nvrtc(new CudaLibraries(List.of(dir.get())).load(CudaLibraries.Kind.NVRTC));
-            check(KernelEntryPointsTest.entries(KernelEntryPointsTest.nvrtc(nvrtc), "index.cu", CudaKernels.selectOptions(null)));
-        }));
-    }
-
-    private static void expect(Map<String, long[]> entries, Set<String> seen, String entry, KernelArgs args) {
-        long[] params = entries.get(entry);
-        assertNotNull(params, entry + " missing; entries: " + entries.keySet());
-        assertEquals(Arrays.toString(params), Arrays.toString(args.sizes()), "parameter sizes of " + entry);
-        seen.add(entry);
+    List<DynamicTest> entryPoints(@TempDir Path out) {
+        return KernelEntryPointsTest.wholeFiles(List.of("index.cu"), out, (f, entries) -> check(entries));
     }
 
     private static void check(Map<String, long[]> e) {

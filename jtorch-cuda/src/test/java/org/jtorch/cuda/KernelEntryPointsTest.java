@@ -107,6 +107,42 @@ class KernelEntryPointsTest {
         return new Operand(t, TRANSPOSED, false);
     }
 
+    /** Checks the entry points of one kernel file: entry name to its PTX parameter sizes. */
+    interface EntryCheck {
+        void check(String file, Map<String, long[]> entries) throws Exception;
+    }
+
+    /**
+     * One test per file and compiler: {@code file} compiled whole, as the launcher compiles it, with {@code nvcc
+     * -arch=sm_90 --ptx} and with Debian's NVRTC 11.8 and the launcher's options; each skipped, saying so, where
+     * that compiler is missing.
+     */
+    static List<DynamicTest> wholeFiles(List<String> files, Path out, EntryCheck check) {
+        Optional<Path> nvcc = KernelSourcesTest.nvcc();
+        Optional<Path> nvrtcDir = TestLibraries.nvrtcDir();
+        List<DynamicTest> tests = new ArrayList<>();
+        for (String file : files) {
+            tests.add(DynamicTest.dynamicTest(file + " with nvcc", () -> {
+                assumeTrue(nvcc.isPresent(), "nvcc not found on PATH or in /usr/local/cuda/bin");
+                check.check(file, entries(nvcc(nvcc.get(), out), file, CudaKernels.selectOptions(null)));
+            }));
+            tests.add(DynamicTest.dynamicTest(file + " with NVRTC", () -> {
+                assumeTrue(nvrtcDir.isPresent(), TestLibraries.SKIP);
+                Nvrtc nvrtc = new Nvrtc(new CudaLibraries(List.of(nvrtcDir.get())).load(CudaLibraries.Kind.NVRTC));
+                check.check(file, entries(nvrtc(nvrtc), file, CudaKernels.selectOptions(null)));
+            }));
+        }
+        return tests;
+    }
+
+    /** Asserts that {@code entry} exists with the PTX parameter sizes {@code args} packs, and records it in {@code seen}. */
+    static void expect(Map<String, long[]> entries, java.util.Set<String> seen, String entry, KernelArgs args) {
+        long[] params = entries.get(entry);
+        assertNotNull(params, entry + " missing; entries: " + entries.keySet());
+        assertEquals(Arrays.toString(params), Arrays.toString(args.sizes()), "parameter sizes of " + entry);
+        seen.add(entry);
+    }
+
     @TestFactory
     List<DynamicTest> withNvcc(@TempDir Path out) {
         Optional<Path> nvcc = KernelSourcesTest.nvcc();

@@ -1,23 +1,19 @@
 package org.jtorch.cuda;
 
+import static org.jtorch.cuda.KernelEntryPointsTest.expect;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.lang.foreign.Arena;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import org.jtorch.DType;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.ReductionPlan;
 import org.jtorch.cuda.kernels.ReductionPlan.Rows;
-import org.jtorch.cuda.nvrtc.Nvrtc;
 import org.jtorch.ops.ReduceOp;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
@@ -33,29 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class ReductionEntryPointsTest {
     @TestFactory
-    List<DynamicTest> withNvcc(@TempDir Path out) {
-        Optional<Path> nvcc = KernelSourcesTest.nvcc();
-        return List.of(DynamicTest.dynamicTest("reduce.cu with nvcc", () -> {
-            assumeTrue(nvcc.isPresent(), "nvcc not found on PATH or in /usr/local/cuda/bin");
-            check(KernelEntryPointsTest.entries(KernelEntryPointsTest.nvcc(nvcc.get(), out), "reduce.cu", CudaKernels.selectOptions(null)));
-        }));
-    }
-
-    @TestFactory
-    List<DynamicTest> withNvrtc() {
-        Optional<Path> dir = TestLibraries.nvrtcDir();
-        return List.of(DynamicTest.dynamicTest("reduce.cu with NVRTC", () -> {
-            assumeTrue(dir.isPresent(), TestLibraries.SKIP);
-            Nvrtc nvrtc = new Nvrtc(new CudaLibraries(List.of(dir.get())).load(CudaLibraries.Kind.NVRTC));
-            check(KernelEntryPointsTest.entries(KernelEntryPointsTest.nvrtc(nvrtc), "reduce.cu", CudaKernels.selectOptions(null)));
-        }));
-    }
-
-    private static void expect(Map<String, long[]> entries, Set<String> seen, String entry, KernelArgs args) {
-        long[] params = entries.get(entry);
-        assertNotNull(params, entry + " missing; entries: " + entries.keySet());
-        assertEquals(Arrays.toString(params), Arrays.toString(args.sizes()), "parameter sizes of " + entry);
-        seen.add(entry);
+    List<DynamicTest> entryPoints(@TempDir Path out) {
+        return KernelEntryPointsTest.wholeFiles(List.of("reduce.cu"), out, (f, entries) -> check(entries));
     }
 
     private static void check(Map<String, long[]> e) {

@@ -1,17 +1,13 @@
 package org.jtorch.cuda;
 
+import static org.jtorch.cuda.KernelEntryPointsTest.expect;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.lang.foreign.Arena;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import org.jtorch.DType;
 import org.jtorch.backend.SpatialKernels.Pool2d;
@@ -21,7 +17,6 @@ import org.jtorch.cuda.kernels.NormPlan.Channel;
 import org.jtorch.cuda.kernels.NormPlan.Kernel;
 import org.jtorch.cuda.kernels.PoolPlan;
 import org.jtorch.cuda.kernels.PoolPlan.Op;
-import org.jtorch.cuda.nvrtc.Nvrtc;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.io.TempDir;
@@ -39,37 +34,8 @@ class SpatialNormEntryPointsTest {
     private static final List<String> FILES = List.of("pool.cu", "norm.cu");
 
     @TestFactory
-    List<DynamicTest> withNvcc(@TempDir Path out) {
-        Optional<Path> nvcc = KernelSourcesTest.nvcc();
-        List<DynamicTest> tests = new ArrayList<>();
-        for (String file : FILES) {
-            tests.add(DynamicTest.dynamicTest(file + " with nvcc", () -> {
-                assumeTrue(nvcc.isPresent(), "nvcc not found on PATH or in /usr/local/cuda/bin");
-                check(file, KernelEntryPointsTest.entries(KernelEntryPointsTest.nvcc(nvcc.get(), out), file, CudaKernels.selectOptions(null)));
-            }));
-        }
-        return tests;
-    }
-
-    @TestFactory
-    List<DynamicTest> withNvrtc() {
-        Optional<Path> dir = TestLibraries.nvrtcDir();
-        List<DynamicTest> tests = new ArrayList<>();
-        for (String file : FILES) {
-            tests.add(DynamicTest.dynamicTest(file + " with NVRTC", () -> {
-                assumeTrue(dir.isPresent(), TestLibraries.SKIP);
-                Nvrtc nvrtc = new Nvrtc(new CudaLibraries(List.of(dir.get())).load(CudaLibraries.Kind.NVRTC));
-                check(file, KernelEntryPointsTest.entries(KernelEntryPointsTest.nvrtc(nvrtc), file, CudaKernels.selectOptions(null)));
-            }));
-        }
-        return tests;
-    }
-
-    private static void expect(Map<String, long[]> entries, Set<String> seen, String entry, KernelArgs args) {
-        long[] params = entries.get(entry);
-        assertNotNull(params, entry + " missing; entries: " + entries.keySet());
-        assertEquals(Arrays.toString(params), Arrays.toString(args.sizes()), "parameter sizes of " + entry);
-        seen.add(entry);
+    List<DynamicTest> entryPoints(@TempDir Path out) {
+        return KernelEntryPointsTest.wholeFiles(FILES, out, SpatialNormEntryPointsTest::check);
     }
 
     private static void check(String file, Map<String, long[]> entries) {
