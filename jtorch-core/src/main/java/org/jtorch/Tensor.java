@@ -637,6 +637,16 @@ public final class Tensor implements AutoCloseable {
         return to(Device.cpu());
     }
 
+    /** This tensor on the default CUDA device, {@code cuda:0} (PyTorch's {@code tensor.cuda()}). */
+    public Tensor cuda() {
+        return to(Device.cuda());
+    }
+
+    /** This tensor on {@code cuda:index}. */
+    public Tensor cuda(int index) {
+        return to(Device.cuda(index));
+    }
+
     /** Whether this tensor's memory is page-locked host memory (made by {@link #pinMemory()} or a pinning DataLoader). */
     public boolean isPinned() {
         return storage.isPinned();

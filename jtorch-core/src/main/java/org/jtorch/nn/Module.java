@@ -239,6 +239,16 @@ public abstract class Module implements AutoCloseable {
         return convert(t -> t.to(device));
     }
 
+    /** {@code to(Device.cuda())}: parameters, gradients and buffers on {@code cuda:0}. */
+    public Module cuda() {
+        return to(Device.cuda());
+    }
+
+    /** {@code to(Device.cpu())}. */
+    public Module cpu() {
+        return to(Device.cpu());
+    }
+
     /** Casts floating-point parameters, gradients and buffers to the floating dtype {@code dtype}; others stay as they are. */
     public Module to(DType dtype) {
         if (!dtype.isFloatingPoint()) {

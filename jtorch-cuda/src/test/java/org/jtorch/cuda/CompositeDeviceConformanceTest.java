@@ -359,4 +359,27 @@ class CompositeDeviceConformanceTest {
         }
         return tests;
     }
+    /** {@code Module.cuda()} / {@code Tensor.cuda()} move to cuda:0 and {@code cpu()} back, the forward running where the module is. */
+    @TestFactory
+    List<DynamicTest> modulesAndTensorsMoveWithCudaAndCpu() {
+        List<DynamicTest> tests = new ArrayList<>();
+        for (Device d : DeviceCases.DEVICES) {
+            tests.add(DynamicTest.dynamicTest(d + "/Module.cuda() and cpu()", () -> {
+                DeviceCases.assumeAvailable(d);
+                org.jtorch.nn.Linear layer = new org.jtorch.nn.Linear(3, 2);
+                try (Tensor host = on(new double[] {1, -2, 0.5}, new long[] {1, 3}, Device.cpu()).to(DType.FLOAT32);
+                     Tensor expected = layer.forward(host)) {
+                    if (d.isCuda()) layer.cuda();
+                    assertEquals(d, layer.weight().device());
+                    try (Tensor x = d.isCuda() ? host.cuda() : host.cpu(); Tensor y = layer.forward(x)) {
+                        assertEquals(d, y.device());
+                        assertArrayEquals(expected.toDoubleArray(), y.toDoubleArray(), 1e-6);
+                    }
+                    layer.cpu();
+                    assertEquals(Device.cpu(), layer.weight().device());
+                }
+            }));
+        }
+        return tests;
+    }
 }

@@ -132,6 +132,9 @@ class CrossDeviceTest {
             assertEquals(expected, assertThrows(IllegalStateException.class, g::toFloatArray).getMessage(), "host read");
             assertEquals(expected, assertThrows(IllegalStateException.class, () -> g.fill_(1.0)).getMessage(), "fill_");
             assertEquals(expected, assertThrows(IllegalStateException.class, () -> c.to(Device.cuda())).getMessage(), "to(cuda)");
+            assertEquals(expected, assertThrows(IllegalStateException.class, c::cuda).getMessage(), "cuda()");
+            assertEquals("device cuda:1 is not available: " + Cuda.unavailableReason(),
+                    assertThrows(IllegalStateException.class, () -> c.cuda(1)).getMessage(), "cuda(1)");
             // Reached directly, the CUDA backend itself refuses with the runtime's reason.
             assertEquals("CUDA is not available: " + Cuda.unavailableReason(),
                     assertThrows(IllegalStateException.class, () -> CudaBackend.get().copy(c, g)).getMessage(), "backend copy");
