@@ -51,6 +51,16 @@ final class ConvF32 {
         float[] imageA = new float[0];
         /** Which (image, group) {@link #pad} holds, to skip re-padding; -1 when none. */
         long padded = -1;
+        /** The zero border {@link #pad} already holds (null when unknown), so that padding the next image copies only the interior. */
+        Border border;
+    }
+
+    /** A padded-image layout: its zero border (and pitched tail) stays valid while images of this layout are copied in. */
+    private record Border(float[] buffer, int channels, int hp, int wpad, int ph, int pw, int h, int w, int tail) {
+        boolean sameAs(Border b) {
+            return b != null && b.buffer == buffer && b.channels == channels && b.hp == hp && b.wpad == wpad && b.ph == ph
+                    && b.pw == pw && b.h == h && b.w == w && b.tail == tail;
+        }
     }
 
     private static final ThreadLocal<Work> WORK = ThreadLocal.withInitial(Work::new);
@@ -298,26 +308,41 @@ final class ConvF32 {
         int size = channels * paddedHeight(g) * paddedWidth(g);
         int tail = paddedWidth(g) + 2 * NR;
         if (wk.pad.length < size + tail) wk.pad = new float[size + tail];
-        pad(x, xOff, channels, g, wk);
-        java.util.Arrays.fill(wk.pad, size, size + tail, 0f);
+        pad(x, xOff, channels, g, wk, tail);
     }
 
     /** Copies {@code channels} channels of one image into {@code wk.pad} with the convolution's zero border. */
     private static void pad(MemorySegment x, long xOff, int channels, Geometry g, Work wk) {
+        pad(x, xOff, channels, g, wk, 0);
+    }
+
+    /**
+     * As above, with {@code tail} zeros after the last channel. The border (and tail) is written only when the
+     * buffer does not already hold this layout's: a thread pads image after image of one layout, and the
+     * interior copies never touch it.
+     */
+    private static void pad(MemorySegment x, long xOff, int channels, Geometry g, Work wk, int tail) {
         int hp = paddedHeight(g), wpad = paddedWidth(g);
         int h = g.h(), w = g.w(), ph = g.ph(), pw = g.pw();
-        float[] p = wk.pad = grow(wk.pad, channels * hp * wpad);
+        float[] p = wk.pad = grow(wk.pad, channels * hp * wpad + tail);
+        Border layout = new Border(p, channels, hp, wpad, ph, pw, h, w, tail);
+        if (!layout.sameAs(wk.border)) {
+            java.util.Arrays.fill(p, 0, channels * hp * wpad + tail, 0f);
+            wk.border = layout;
+        }
         for (int c = 0; c < channels; c++) {
             int base = c * hp * wpad;
-            java.util.Arrays.fill(p, base, base + ph * wpad, 0f);
             for (int y = 0; y < h; y++) {
-                int row = base + (ph + y) * wpad;
-                java.util.Arrays.fill(p, row, row + pw, 0f);
-                MemorySegment.copy(x, F32, (xOff + ((long) c * h + y) * w) * Float.BYTES, p, row + pw, w);
-                java.util.Arrays.fill(p, row + pw + w, row + wpad, 0f);
+                copyRow(x, (xOff + ((long) c * h + y) * w) * Float.BYTES, p, base + (ph + y) * wpad + pw, w);
             }
-            java.util.Arrays.fill(p, base + (ph + h) * wpad, base + hp * wpad, 0f);
         }
+    }
+
+    /** {@code n} floats from {@code x} at byte offset {@code from} into {@code p[to..]}: vectors, then a tail (rows are short, a bulk copy's set-up would dominate). */
+    private static void copyRow(MemorySegment x, long from, float[] p, int to, int n) {
+        int i = 0;
+        for (; i + 16 <= n; i += 16) FloatVector.fromMemorySegment(FS, x, from + 4L * i, NO).intoArray(p, to + i);
+        for (; i < n; i++) p[to + i] = x.get(F32, from + 4L * i);
     }
 
     /** Rows the padded image needs: the top padding, the image, and whatever the last window reaches below it. */
@@ -523,6 +548,7 @@ final class ConvF32 {
         int hp = paddedHeight(g), wpad = paddedWidth(g);
         int padSize = hp * wpad * cinG;
         float[] pads = wk.pad = grow(wk.pad, count * padSize);
+        wk.border = null; // channels-last images: not the channels-first layout pad() keeps a border for
         for (int i = 0; i < count; i++) {
             padChannelsLast(x, xOff + ((long) (n0 + i) * g.cin() + (long) gi * cinG) * g.h() * g.w(), cinG, g, hp, wpad,
                     pads, i * padSize, wk.block);
