@@ -104,10 +104,18 @@ public final class Trainer {
             throw new IllegalArgumentException("--amp fp16 needs a CUDA device (CPU autocast computes in bf16: use --amp bf16)");
         }
         scaler = config.amp().equals("fp16") ? new GradScaler() : null; // bf16 has f32's range: no loss scaling needed
-        DataLoader<Sample> trainLoader = DataLoader.builder(data.train()).batchSize(config.batchSize()).shuffle(true)
-                .generator(shuffle).numWorkers(config.workers()).pinMemory(config.pinMemory()).build();
-        DataLoader<Sample> testLoader = DataLoader.builder(data.test()).batchSize(Math.max(config.batchSize(), 256))
-                .numWorkers(config.workers()).pinMemory(config.pinMemory()).build();
+        // On a GPU the loader hands out batches already there: copied from pinned memory on a side stream with
+        // --pin-memory, overlapping the previous step's kernels.
+        var trainBuilder = DataLoader.builder(data.train()).batchSize(config.batchSize()).shuffle(true)
+                .generator(shuffle).numWorkers(config.workers()).pinMemory(config.pinMemory());
+        var testBuilder = DataLoader.builder(data.test()).batchSize(Math.max(config.batchSize(), 256))
+                .numWorkers(config.workers()).pinMemory(config.pinMemory());
+        if (device.isCuda()) {
+            trainBuilder.transferTo(device);
+            testBuilder.transferTo(device);
+        }
+        DataLoader<Sample> trainLoader = trainBuilder.build();
+        DataLoader<Sample> testLoader = testBuilder.build();
         double peakLr = optimizer.paramGroups().get(0).getDouble("lr"); // before a one-cycle schedule lowers it for warm-up
         LRScheduler scheduler = createScheduler(optimizer, trainLoader.size());
 
