@@ -94,4 +94,17 @@ class ConvolutionFastPathTest {
         compare(new long[] {1, 6, 23, 29}, new long[] {10, 3, 3, 4}, new int[] {3}, new int[] {2, 1}, new int[] {2, 1}, 2);
         compare(new long[] {2, 4, 17, 18}, new long[] {8, 4, 5, 5}, new int[] {2}, new int[] {2}, new int[] {1}, 1);
     }
+    /**
+     * Each thread keeps its padded-image buffer's zero border between images: convolutions whose layouts
+     * share one buffer (padding 1, then 2, then a weight gradient's channels-last copy, then padding 1 again)
+     * each match the float64 reference, so no layout sees another's data in its border.
+     */
+    @Test
+    void alternatingPaddingsKeepEachBorderZero() {
+        for (int round = 0; round < 2; round++) {
+            compare(new long[] {4, 16, 12, 12}, new long[] {16, 16, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+            compare(new long[] {4, 16, 12, 12}, new long[] {16, 16, 3, 3}, new int[] {1}, new int[] {2}, new int[] {1}, 1);
+            compare(new long[] {4, 16, 10, 12}, new long[] {16, 16, 3, 3}, new int[] {1}, new int[] {0, 1}, new int[] {1}, 1);
+        }
+    }
 }

@@ -55,13 +55,11 @@ final class ConvF32 {
         Border border;
     }
 
-    /** A padded-image layout: its zero border (and pitched tail) stays valid while images of this layout are copied in. */
-    private record Border(float[] buffer, int channels, int hp, int wpad, int ph, int pw, int h, int w, int tail) {
-        boolean sameAs(Border b) {
-            return b != null && b.buffer == buffer && b.channels == channels && b.hp == hp && b.wpad == wpad && b.ph == ph
-                    && b.pw == pw && b.h == h && b.w == w && b.tail == tail;
-        }
-    }
+    /**
+     * A padded-image layout: its zero border (and pitched tail) stays valid while images of this layout are
+     * copied in. Equal when every component is ({@code buffer} by identity, as records compare arrays).
+     */
+    private record Border(float[] buffer, int channels, int hp, int wpad, int ph, int pw, int h, int w, int tail) {}
 
     private static final ThreadLocal<Work> WORK = ThreadLocal.withInitial(Work::new);
 
@@ -326,7 +324,7 @@ final class ConvF32 {
         int h = g.h(), w = g.w(), ph = g.ph(), pw = g.pw();
         float[] p = wk.pad = grow(wk.pad, channels * hp * wpad + tail);
         Border layout = new Border(p, channels, hp, wpad, ph, pw, h, w, tail);
-        if (!layout.sameAs(wk.border)) {
+        if (!layout.equals(wk.border)) {
             java.util.Arrays.fill(p, 0, channels * hp * wpad + tail, 0f);
             wk.border = layout;
         }
