@@ -107,4 +107,33 @@ class ConvolutionFastPathTest {
             compare(new long[] {4, 16, 10, 12}, new long[] {16, 16, 3, 3}, new int[] {1}, new int[] {0, 1}, new int[] {1}, 1);
         }
     }
+
+    /**
+     * The direct (channels-in-lanes) forward and weight gradient: 8x32 tiles (32 and 64 output channels, rows
+     * of 8, 16 and 24 pixels), the 16x16 tile (16 channels, 16-pixel rows), strides, dilated kernel rows, a
+     * 5x3 kernel, one image split by rows, and window rows that are not whole 48-tap tiles (3 and 24 input
+     * channels: narrow tiles with masked lanes). {@code ConvolutionPathsTest} checks these shapes take the path.
+     */
+    @Test
+    void directConvolutionTiles() {
+        compare(new long[] {2, 16, 8, 8}, new long[] {32, 16, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 24, 12, 16}, new long[] {64, 24, 3, 3}, new int[] {1}, new int[] {2, 1}, new int[] {2, 1}, 1);
+        compare(new long[] {3, 3, 16, 16}, new long[] {16, 3, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 8, 20, 24}, new long[] {32, 8, 5, 3}, new int[] {2, 1}, new int[] {2, 1}, new int[] {1}, 1);
+        compare(new long[] {2, 16, 32, 32}, new long[] {32, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /**
+     * Strided input gradients as one stride-1 convolution per phase, interleaved: 3x3 and 4x4 kernels, a 1x1
+     * stride-2 kernel (half the phases receive nothing and must come out zero), stride 3 along rows (5-tap
+     * kernel rows) with a single image, and padding 0 (a phase with top padding).
+     */
+    @Test
+    void stridedInputGradientsByPhase() {
+        compare(new long[] {2, 32, 16, 16}, new long[] {64, 32, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 16, 16}, new long[] {32, 32, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 16, 16}, new long[] {64, 32, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {1, 32, 18, 16}, new long[] {32, 32, 5, 3}, new int[] {3, 2}, new int[] {2, 1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 16, 16}, new long[] {32, 32, 3, 3}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
+    }
 }

@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
 
@@ -74,6 +75,10 @@ final class ConvF32 {
      */
     static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment bias, long bOff,
                         MemorySegment out, long oOff, Geometry g) {
+        if (ConvDirectF32.handles(g)) {
+            ConvDirectF32.forward(x, xOff, w, wOff, bias, bOff, out, oOff, g);
+            return;
+        }
         int kg = g.kg();
         int coutG = g.coutG();
         int mPad = roundUp(coutG, MR);
@@ -340,15 +345,18 @@ final class ConvF32 {
     private static void copyRow(MemorySegment x, long from, float[] p, int to, int n) {
         int i = 0;
         for (; i + 16 <= n; i += 16) FloatVector.fromMemorySegment(FS, x, from + 4L * i, NO).intoArray(p, to + i);
-        for (; i < n; i++) p[to + i] = x.get(F32, from + 4L * i);
+        if (i < n) {
+            VectorMask<Float> m = FS.indexInRange(i, n);
+            FloatVector.fromMemorySegment(FS, x, from + 4L * i, NO, m).intoArray(p, to + i, m);
+        }
     }
 
     /** Rows the padded image needs: the top padding, the image, and whatever the last window reaches below it. */
-    private static int paddedHeight(Geometry g) {
+    static int paddedHeight(Geometry g) {
         return Math.max(g.ph() + g.h(), (g.oh() - 1) * g.sh() + g.dh() * (g.kh() - 1) + 1);
     }
 
-    private static int paddedWidth(Geometry g) {
+    static int paddedWidth(Geometry g) {
         return Math.max(g.pw() + g.w(), (g.ow() - 1) * g.sw() + g.dw() * (g.kw() - 1) + 1);
     }
 
@@ -494,16 +502,15 @@ final class ConvF32 {
      * Each chunk of images accumulates into its own buffer; the partial sums are added in chunk order.
      */
     static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, MemorySegment gw, long gwOff, Geometry g) {
+        if (ConvDirectF32.handlesWeightGrad(g)) {
+            ConvDirectF32.weightGrad(gy, gyOff, x, xOff, gw, gwOff, g);
+            return;
+        }
         int kg = g.kg();
         int cout = g.cout();
         int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
         float[][] partial = new float[chunks][];
-        int wpad = paddedWidth(g);
-        // Offset (in floats, channels-last) of each output pixel's window corner in the padded image.
-        int[] pixOff = new int[g.oh() * g.ow()];
-        for (int oy = 0; oy < g.oh(); oy++) {
-            for (int ox = 0; ox < g.ow(); ox++) pixOff[oy * g.ow() + ox] = (oy * g.sh() * wpad + ox * g.sw()) * g.cinG();
-        }
+        int[] pixOff = windowOffsets(g, paddedWidth(g), g.cinG());
         // Small images: several images' pixels make one GEMM depth, so that each packed block and each
         // micro-kernel call covers up to KMAX pixels rather than one small image's.
         int imagesPerBlock = Math.max(1, KMAX / (g.oh() * g.ow()));
@@ -520,14 +527,30 @@ final class ConvF32 {
                 partial[(int) c] = acc;
             }
         });
-        // Sum the partials in chunk order and reorder the columns from (ki, kj, c) to (c, ki, kj).
-        int cinG = g.cinG(), kk = g.kh() * g.kw();
+        sumPartials(partial, cout, g.cinG(), g.kh() * g.kw(), gw, gwOff);
+    }
+
+    /** Offset (in floats, channels-last with {@code channels} channels) of each output pixel's window corner in the padded image. */
+    static int[] windowOffsets(Geometry g, int wpad, int channels) {
+        int[] pixOff = new int[g.oh() * g.ow()];
+        for (int oy = 0; oy < g.oh(); oy++) {
+            for (int ox = 0; ox < g.ow(); ox++) pixOff[oy * g.ow() + ox] = (oy * g.sh() * wpad + ox * g.sw()) * channels;
+        }
+        return pixOff;
+    }
+
+    /**
+     * {@code gw[co][ci][t]} = the sum, in chunk order, of the chunks' weight gradients, whose columns are
+     * ordered (tap, channel): {@code partial[c][co * cinG * kk + t * cinG + ci]}.
+     */
+    static void sumPartials(float[][] partial, int cout, int cinG, int kk, MemorySegment gw, long gwOff) {
+        int kg = cinG * kk;
         for (int co = 0; co < cout; co++) {
             for (int ci = 0; ci < cinG; ci++) {
                 for (int t = 0; t < kk; t++) {
                     int col = co * kg + t * cinG + ci;
                     float v = partial[0][col];
-                    for (int c = 1; c < chunks; c++) v += partial[c][col];
+                    for (int c = 1; c < partial.length; c++) v += partial[c][col];
                     gw.set(F32, (gwOff + ((long) co * cinG + ci) * kk + t) * Float.BYTES, v);
                 }
             }
@@ -603,7 +626,7 @@ final class ConvF32 {
      * {@code p[base + (y * wpad + x) * channels + c]}, with the convolution's zero border; {@code block}
      * is 16x16 floats of scratch.
      */
-    private static void padChannelsLast(MemorySegment x, long xOff, int channels, Geometry g, int hp, int wpad, float[] p,
+    static void padChannelsLast(MemorySegment x, long xOff, int channels, Geometry g, int hp, int wpad, float[] p,
                                         int base, float[] block) {
         int h = g.h(), w = g.w(), ph = g.ph(), pw = g.pw();
         int size = hp * wpad * channels;

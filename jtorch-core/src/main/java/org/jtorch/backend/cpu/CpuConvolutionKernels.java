@@ -84,6 +84,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
                     seg(gradInput), gradInput.storageOffset(), flippedGeometry(g));
             return;
         }
+        if (f32 && StridedInputGradF32.applies(g)) {
+            StridedInputGradF32.backwardInput(seg(gradOut), gradOut.storageOffset(), seg(weight), weight.storageOffset(),
+                    seg(gradInput), gradInput.storageOffset(), g);
+            return;
+        }
         int esz = f32 ? 4 : 8;
         MemorySegment go = seg(gradOut), wt = seg(weight), gi = seg(gradInput);
         long goOff = gradOut.storageOffset(), wOff = weight.storageOffset(), giOff = gradInput.storageOffset();

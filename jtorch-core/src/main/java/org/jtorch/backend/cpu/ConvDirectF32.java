@@ -1,0 +1,465 @@
+package org.jtorch.backend.cpu;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.backend.ConvolutionKernels.Geometry;
+
+/**
+ * float32 convolution with output channels in the vector lanes: each image is copied once into a
+ * zero-padded channels-last buffer, and a register tile of P output pixels (along an output row) by 16 or
+ * 32 output channels accumulates {@code broadcast(x[pixel window][k]) * w[k][channels]} over the
+ * {@code kh * kw * cin} taps. One window row of a pixel ({@code kw} neighbours, all their channels) is
+ * contiguous in the channels-last buffer whatever the stride, so the reduction runs as {@code kh}
+ * contiguous stretches with no packing of the image at all, and no computed output is discarded.
+ * The finished tile is transposed in registers and stored into the NCHW output.
+ *
+ * <p>Against {@link ConvF32}'s pixels-in-lanes implicit GEMM this drops the per-strip packing (30% of
+ * a 16-channel convolution's time) and the junk outputs of the pitched path (a third of them at 8 px).
+ * It needs output channels in multiples of 16 (of 32 for 8-pixel rows) and output rows in multiples of
+ * 8 or 16 pixels; other shapes stay on {@link ConvF32}.
+ */
+final class ConvDirectF32 {
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_512;
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    private static final ByteOrder NO = ByteOrder.nativeOrder();
+    private static final VectorMask<Float> FIRST_8 = FS.indexInRange(0, 8);
+    private static final VectorMask<Float> LAST_8 = FIRST_8.not();
+
+    private ConvDirectF32() {}
+
+    /** Per-thread buffers, grown on demand and then reused. */
+    private static final class Work {
+        float[] image = new float[0];
+        float[] gy = new float[0];
+        final float[] tile = new float[16 * 16];
+        final MemorySegment tileSegment = MemorySegment.ofArray(tile);
+        final float[] block = new float[16 * 16];
+    }
+
+    private static final ThreadLocal<Work> WORK = ThreadLocal.withInitial(Work::new);
+
+    /**
+     * Which register tile a geometry uses: 8 pixels x 32 channels, 16 pixels x 16 channels, or none (0).
+     * Rows of whole 32-pixel strips stay on {@link ConvF32}'s packed path, which measured faster there
+     * (128x64x32x32: 31.8 against 34.5 ms; 32 channels at 32 px: about equal).
+     */
+    private static int tilePixels(Geometry g) {
+        if (FloatVector.SPECIES_PREFERRED.length() != 16 || g.groups() != 1 || g.dw() != 1 || g.ow() % 32 == 0) return 0;
+        if (g.cout() % 32 == 0 && g.ow() % 8 == 0) return 8;
+        if (g.cout() % 16 == 0 && g.ow() % 16 == 0) return 16;
+        return 0;
+    }
+
+    /** Whether {@link #forward} applies; 1x1 stride-1 convolutions are left to the caller's plain GEMM. */
+    static boolean handles(Geometry g) {
+        return tilePixels(g) != 0 && !g.isPointwise();
+    }
+
+    /** Whether {@link #forward} runs {@code g} on its 8-pixel x 32-channel tile (any kernel size, 1x1 included). */
+    static boolean handlesWithWideTile(Geometry g) {
+        return tilePixels(g) == 8;
+    }
+
+    /** {@code out = conv(x, w) + bias} for contiguous float32 tensors given as segments and element offsets ({@code bias} may be null). */
+    static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment bias, long bOff,
+                        MemorySegment out, long oOff, Geometry g) {
+        int p = tilePixels(g);
+        int ob = p == 8 ? 32 : 16;
+        int cin = g.cin(), cout = g.cout(), kh = g.kh(), kw = g.kw();
+        int kwc = kw * cin;
+        int k = kh * kwc;
+        // wp[block][ki][kj * cin + ic][lane] = w[block * ob + lane][ic][ki][kj]: one block's taps in reduction order.
+        float[] wp = new float[cout * k];
+        for (int oc = 0; oc < cout; oc++) {
+            int blockBase = (oc / ob) * k * ob + oc % ob;
+            for (int ic = 0; ic < cin; ic++) {
+                for (int ki = 0; ki < kh; ki++) {
+                    for (int kj = 0; kj < kw; kj++) {
+                        float v = w.get(F32, (wOff + (((long) oc * cin + ic) * kh + ki) * kw + kj) * Float.BYTES);
+                        wp[blockBase + (ki * kwc + kj * cin + ic) * ob] = v;
+                    }
+                }
+            }
+        }
+        float[] bv = new float[cout];
+        if (bias != null) {
+            for (int oc = 0; oc < cout; oc++) bv[oc] = bias.get(F32, (bOff + oc) * Float.BYTES);
+        }
+        int hp = ConvF32.paddedHeight(g), wpad = ConvF32.paddedWidth(g);
+        int oh = g.oh(), ow = g.ow();
+        long pixels = (long) oh * ow;
+        int threads = Parallel.inParallelRegion() ? 1 : Parallel.numThreads();
+        // Few images: split each image's rows too, so every thread has work.
+        int split = g.n() >= 2L * threads ? 1 : Math.min(oh, 2 * threads);
+        Parallel.forRange((long) g.n() * split, 1, (t0, t1) -> {
+            Work wk = WORK.get();
+            long padded = -1;
+            for (long t = t0; t < t1; t++) {
+                long n = t / split;
+                int part = (int) (t % split);
+                if (padded != n) {
+                    wk.image = grow(wk.image, hp * wpad * cin);
+                    ConvF32.padChannelsLast(x, xOff + n * cin * g.h() * g.w(), cin, g, hp, wpad, wk.image, 0, wk.block);
+                    padded = n;
+                }
+                int y0 = part * oh / split, y1 = (part + 1) * oh / split;
+                long outImage = oOff + n * cout * pixels;
+                rows(wk, wp, bv, g, p, ob, k, kwc, wpad, y0, y1, out, outImage, pixels);
+            }
+        });
+    }
+
+    /** Output rows {@code [y0, y1)} of the image in {@code wk.image}, every channel block. */
+    private static void rows(Work wk, float[] wp, float[] bv, Geometry g, int p, int ob, int k, int kwc, int wpad, int y0, int y1,
+                             MemorySegment out, long outImage, long pixels) {
+        int cin = g.cin();
+        int sx = g.sw() * cin;
+        int rowStride = g.dh() * wpad * cin;
+        long rsBytes = pixels * Float.BYTES;
+        float[] image = wk.image, tile = wk.tile;
+        for (int blk = 0; blk < g.cout() / ob; blk++) {
+            int wBase = blk * k * ob;
+            for (int oy = y0; oy < y1; oy++) {
+                for (int ox = 0; ox < g.ow(); ox += p) {
+                    int xBase = (oy * g.sh() * wpad + ox * g.sw()) * cin;
+                    long at = (outImage + (long) blk * ob * pixels + (long) oy * g.ow() + ox) * Float.BYTES;
+                    if (p == 8) {
+                        tile8x32(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * ob, tile);
+                        storeTransposed(wk, out, at, rsBytes, true);
+                    } else {
+                        tile16x16(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * ob, tile);
+                        storeTransposed(wk, out, at, rsBytes, false);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * 16 pixels ({@code sx} floats apart from {@code xBase}) by 16 channels: {@code tile[pixel * 16 + lane]}
+     * with the bias added. The reduction: {@code kh} stretches of {@code kwc} taps, {@code rowStride} apart.
+     */
+    static void tile16x16(float[] x, int xBase, int sx, int rowStride, int kh, int kwc, float[] wp, int wBase,
+                                  float[] bias, int c0, float[] tile) {
+        FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
+        FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS), a7 = FloatVector.zero(FS);
+        FloatVector a8 = FloatVector.zero(FS), a9 = FloatVector.zero(FS), a10 = FloatVector.zero(FS), a11 = FloatVector.zero(FS);
+        FloatVector a12 = FloatVector.zero(FS), a13 = FloatVector.zero(FS), a14 = FloatVector.zero(FS), a15 = FloatVector.zero(FS);
+        for (int ki = 0; ki < kh; ki++) {
+            int xb = xBase + ki * rowStride;
+            int wb = wBase + ki * kwc * 16;
+            for (int j = 0; j < kwc; j++) {
+                FloatVector w = FloatVector.fromArray(FS, wp, wb + j * 16);
+                int i = xb + j;
+                a0 = w.fma(FloatVector.broadcast(FS, x[i]), a0);
+                a1 = w.fma(FloatVector.broadcast(FS, x[i + sx]), a1);
+                a2 = w.fma(FloatVector.broadcast(FS, x[i + 2 * sx]), a2);
+                a3 = w.fma(FloatVector.broadcast(FS, x[i + 3 * sx]), a3);
+                a4 = w.fma(FloatVector.broadcast(FS, x[i + 4 * sx]), a4);
+                a5 = w.fma(FloatVector.broadcast(FS, x[i + 5 * sx]), a5);
+                a6 = w.fma(FloatVector.broadcast(FS, x[i + 6 * sx]), a6);
+                a7 = w.fma(FloatVector.broadcast(FS, x[i + 7 * sx]), a7);
+                a8 = w.fma(FloatVector.broadcast(FS, x[i + 8 * sx]), a8);
+                a9 = w.fma(FloatVector.broadcast(FS, x[i + 9 * sx]), a9);
+                a10 = w.fma(FloatVector.broadcast(FS, x[i + 10 * sx]), a10);
+                a11 = w.fma(FloatVector.broadcast(FS, x[i + 11 * sx]), a11);
+                a12 = w.fma(FloatVector.broadcast(FS, x[i + 12 * sx]), a12);
+                a13 = w.fma(FloatVector.broadcast(FS, x[i + 13 * sx]), a13);
+                a14 = w.fma(FloatVector.broadcast(FS, x[i + 14 * sx]), a14);
+                a15 = w.fma(FloatVector.broadcast(FS, x[i + 15 * sx]), a15);
+            }
+        }
+        FloatVector b = FloatVector.fromArray(FS, bias, c0);
+        a0.add(b).intoArray(tile, 0);
+        a1.add(b).intoArray(tile, 16);
+        a2.add(b).intoArray(tile, 32);
+        a3.add(b).intoArray(tile, 48);
+        a4.add(b).intoArray(tile, 64);
+        a5.add(b).intoArray(tile, 80);
+        a6.add(b).intoArray(tile, 96);
+        a7.add(b).intoArray(tile, 112);
+        a8.add(b).intoArray(tile, 128);
+        a9.add(b).intoArray(tile, 144);
+        a10.add(b).intoArray(tile, 160);
+        a11.add(b).intoArray(tile, 176);
+        a12.add(b).intoArray(tile, 192);
+        a13.add(b).intoArray(tile, 208);
+        a14.add(b).intoArray(tile, 224);
+        a15.add(b).intoArray(tile, 240);
+    }
+
+    /**
+     * 8 pixels by 32 channels: {@code tile[half * 128 + pixel * 16 + lane]} (channel {@code half * 16 + lane}),
+     * with the bias added; as {@link #tile16x16} otherwise.
+     */
+    static void tile8x32(float[] x, int xBase, int sx, int rowStride, int kh, int kwc, float[] wp, int wBase,
+                                 float[] bias, int c0, float[] tile) {
+        FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
+        FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS), a7 = FloatVector.zero(FS);
+        FloatVector b0 = FloatVector.zero(FS), b1 = FloatVector.zero(FS), b2 = FloatVector.zero(FS), b3 = FloatVector.zero(FS);
+        FloatVector b4 = FloatVector.zero(FS), b5 = FloatVector.zero(FS), b6 = FloatVector.zero(FS), b7 = FloatVector.zero(FS);
+        for (int ki = 0; ki < kh; ki++) {
+            int xb = xBase + ki * rowStride;
+            int wb = wBase + ki * kwc * 32;
+            for (int j = 0; j < kwc; j++) {
+                FloatVector wl = FloatVector.fromArray(FS, wp, wb + j * 32);
+                FloatVector wh = FloatVector.fromArray(FS, wp, wb + j * 32 + 16);
+                int i = xb + j;
+                FloatVector v = FloatVector.broadcast(FS, x[i]);
+                a0 = wl.fma(v, a0);
+                b0 = wh.fma(v, b0);
+                v = FloatVector.broadcast(FS, x[i + sx]);
+                a1 = wl.fma(v, a1);
+                b1 = wh.fma(v, b1);
+                v = FloatVector.broadcast(FS, x[i + 2 * sx]);
+                a2 = wl.fma(v, a2);
+                b2 = wh.fma(v, b2);
+                v = FloatVector.broadcast(FS, x[i + 3 * sx]);
+                a3 = wl.fma(v, a3);
+                b3 = wh.fma(v, b3);
+                v = FloatVector.broadcast(FS, x[i + 4 * sx]);
+                a4 = wl.fma(v, a4);
+                b4 = wh.fma(v, b4);
+                v = FloatVector.broadcast(FS, x[i + 5 * sx]);
+                a5 = wl.fma(v, a5);
+                b5 = wh.fma(v, b5);
+                v = FloatVector.broadcast(FS, x[i + 6 * sx]);
+                a6 = wl.fma(v, a6);
+                b6 = wh.fma(v, b6);
+                v = FloatVector.broadcast(FS, x[i + 7 * sx]);
+                a7 = wl.fma(v, a7);
+                b7 = wh.fma(v, b7);
+            }
+        }
+        FloatVector bl = FloatVector.fromArray(FS, bias, c0), bh = FloatVector.fromArray(FS, bias, c0 + 16);
+        a0.add(bl).intoArray(tile, 0);
+        a1.add(bl).intoArray(tile, 16);
+        a2.add(bl).intoArray(tile, 32);
+        a3.add(bl).intoArray(tile, 48);
+        a4.add(bl).intoArray(tile, 64);
+        a5.add(bl).intoArray(tile, 80);
+        a6.add(bl).intoArray(tile, 96);
+        a7.add(bl).intoArray(tile, 112);
+        b0.add(bh).intoArray(tile, 128);
+        b1.add(bh).intoArray(tile, 144);
+        b2.add(bh).intoArray(tile, 160);
+        b3.add(bh).intoArray(tile, 176);
+        b4.add(bh).intoArray(tile, 192);
+        b5.add(bh).intoArray(tile, 208);
+        b6.add(bh).intoArray(tile, 224);
+        b7.add(bh).intoArray(tile, 240);
+    }
+
+    /**
+     * Transposes the 16x16 {@code wk.tile} (rows: pixels, lanes: channels) and stores channel rows into the NCHW
+     * output, {@code rsBytes} apart from {@code at}. With {@code halves} the tile is {@link #tile8x32}'s: each
+     * transposed row holds 8 pixels of channel l and 8 of channel 16 + l.
+     */
+    private static void storeTransposed(Work wk, MemorySegment out, long at, long rsBytes, boolean halves) {
+        float[] t = wk.block;
+        Gemm.transposeBlock16(wk.tileSegment, 0, 16 * Float.BYTES, t, 0, 16);
+        for (int l = 0; l < 16; l++) {
+            FloatVector r = FloatVector.fromArray(FS, t, l * 16);
+            if (halves) {
+                r.intoMemorySegment(out, at + l * rsBytes, NO, FIRST_8);
+                // Lanes 8-15 go to channel 16 + l: a store starting 8 floats early, masked to them.
+                r.intoMemorySegment(out, at + (16 + l) * rsBytes - 32, NO, LAST_8);
+            } else {
+                r.intoMemorySegment(out, at + l * rsBytes, NO);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ weight gradient
+
+    /** Taps per register tile of {@link #weightTile}: three vectors. */
+    private static final int WJ = 48;
+
+    /** Whether {@link #weightGrad} applies: output channels in whole 8-row tiles. */
+    static boolean handlesWeightGrad(Geometry g) {
+        return FloatVector.SPECIES_PREFERRED.length() == 16 && g.groups() == 1 && g.dw() == 1 && g.cout() % 8 == 0
+                && !g.isPointwise();
+    }
+
+    /**
+     * {@code gw[oc][ic][ki][kj] = sum over images and output pixels of gy[oc][pixel] * x[ic][window(pixel, ki, kj)]}:
+     * the channels-last image's window rows are the vector operand (48 taps at a time, contiguous) and gy the
+     * broadcast one, 8 output channels per tile, the reduction running over every pixel of up to
+     * {@link #PASS_PIXELS}' worth of images. Each chunk of images accumulates into its own buffer; the
+     * partial sums are added in chunk order, so results do not depend on scheduling.
+     */
+    static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, MemorySegment gw, long gwOff, Geometry g) {
+        int cin = g.cin(), cout = g.cout(), kh = g.kh(), kw = g.kw();
+        int kwc = kw * cin, k = kh * kwc;
+        int hp = ConvF32.paddedHeight(g), wpad = ConvF32.paddedWidth(g);
+        int padSize = hp * wpad * cin;
+        int pixels = g.oh() * g.ow();
+        int[] pixOff = ConvF32.windowOffsets(g, wpad, cin);
+        int perPass = Math.max(1, PASS_PIXELS / pixels);
+        int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
+        float[][] partial = new float[chunks][];
+        Parallel.forRange(chunks, 1, (c0, c1) -> {
+            for (long c = c0; c < c1; c++) {
+                Work wk = WORK.get();
+                float[] acc = new float[cout * k];
+                long n0 = c * g.n() / chunks, n1 = (c + 1) * g.n() / chunks;
+                for (long n = n0; n < n1; n += perPass) {
+                    int count = (int) Math.min(perPass, n1 - n);
+                    // 16 floats of slack: a narrow tile's vector may read past the last window row (lanes it discards).
+                    float[] images = wk.image = grow(wk.image, count * padSize + 16);
+                    for (int i = 0; i < count; i++) {
+                        ConvF32.padChannelsLast(x, xOff + (n + i) * cin * g.h() * g.w(), cin, g, hp, wpad, images, i * padSize, wk.block);
+                    }
+                    int gySize = count * cout * pixels;
+                    float[] gyc = wk.gy = grow(wk.gy, gySize);
+                    MemorySegment.copy(gy, F32, (gyOff + n * cout * pixels) * Float.BYTES, gyc, 0, gySize);
+                    for (int oc = 0; oc < cout; oc += 8) {
+                        for (int ki = 0; ki < kh; ki++) {
+                            int j = 0;
+                            for (; j + WJ <= kwc; j += WJ) {
+                                weightTile(count, images, padSize, pixOff, gyc, oc * pixels, cout * pixels, pixels,
+                                        ki * g.dh() * wpad * cin + j, acc, oc * k + ki * kwc + j, k);
+                            }
+                            for (; j < kwc; j += 16) {
+                                weightTileNarrow(count, images, padSize, pixOff, gyc, oc * pixels, cout * pixels, pixels,
+                                        ki * g.dh() * wpad * cin + j, acc, oc * k + ki * kwc + j, k, Math.min(16, kwc - j));
+                            }
+                        }
+                    }
+                }
+                partial[(int) c] = acc;
+            }
+        });
+        // Columns ordered (ki, kj, ic): the tap-major order ConvF32's weight gradient uses too.
+        ConvF32.sumPartials(partial, cout, cin, kh * kw, gw, gwOff);
+    }
+
+    /** Pixels one weight-gradient pass reduces over at least (several small images make one pass). */
+    private static final int PASS_PIXELS = 1024;
+
+    /**
+     * {@code acc[accBase + r * ld + j] += sum over images i < count and pixels p of
+     * gy[gyBase + i * gyImage + r * pixels + p] * x[i * padSize + pixOff[p] + xOff + j]} for 8 rows r and 48 taps j.
+     */
+    static void weightTile(int count, float[] x, int padSize, int[] pixOff, float[] gy, int gyBase, int gyImage, int pixels,
+                           int xOff, float[] acc, int accBase, int ld) {
+        FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS), c02 = FloatVector.zero(FS);
+        FloatVector c10 = FloatVector.zero(FS), c11 = FloatVector.zero(FS), c12 = FloatVector.zero(FS);
+        FloatVector c20 = FloatVector.zero(FS), c21 = FloatVector.zero(FS), c22 = FloatVector.zero(FS);
+        FloatVector c30 = FloatVector.zero(FS), c31 = FloatVector.zero(FS), c32 = FloatVector.zero(FS);
+        FloatVector c40 = FloatVector.zero(FS), c41 = FloatVector.zero(FS), c42 = FloatVector.zero(FS);
+        FloatVector c50 = FloatVector.zero(FS), c51 = FloatVector.zero(FS), c52 = FloatVector.zero(FS);
+        FloatVector c60 = FloatVector.zero(FS), c61 = FloatVector.zero(FS), c62 = FloatVector.zero(FS);
+        FloatVector c70 = FloatVector.zero(FS), c71 = FloatVector.zero(FS), c72 = FloatVector.zero(FS);
+        for (int i = 0; i < count; i++) {
+            int xb = i * padSize + xOff;
+            int ab = gyBase + i * gyImage;
+            for (int p = 0; p < pixels; p++) {
+                int bi = xb + pixOff[p];
+                FloatVector b0 = FloatVector.fromArray(FS, x, bi);
+                FloatVector b1 = FloatVector.fromArray(FS, x, bi + 16);
+                FloatVector b2 = FloatVector.fromArray(FS, x, bi + 32);
+                int ai = ab + p;
+                FloatVector v = FloatVector.broadcast(FS, gy[ai]);
+                c00 = b0.fma(v, c00);
+                c01 = b1.fma(v, c01);
+                c02 = b2.fma(v, c02);
+                v = FloatVector.broadcast(FS, gy[ai + pixels]);
+                c10 = b0.fma(v, c10);
+                c11 = b1.fma(v, c11);
+                c12 = b2.fma(v, c12);
+                v = FloatVector.broadcast(FS, gy[ai + 2 * pixels]);
+                c20 = b0.fma(v, c20);
+                c21 = b1.fma(v, c21);
+                c22 = b2.fma(v, c22);
+                v = FloatVector.broadcast(FS, gy[ai + 3 * pixels]);
+                c30 = b0.fma(v, c30);
+                c31 = b1.fma(v, c31);
+                c32 = b2.fma(v, c32);
+                v = FloatVector.broadcast(FS, gy[ai + 4 * pixels]);
+                c40 = b0.fma(v, c40);
+                c41 = b1.fma(v, c41);
+                c42 = b2.fma(v, c42);
+                v = FloatVector.broadcast(FS, gy[ai + 5 * pixels]);
+                c50 = b0.fma(v, c50);
+                c51 = b1.fma(v, c51);
+                c52 = b2.fma(v, c52);
+                v = FloatVector.broadcast(FS, gy[ai + 6 * pixels]);
+                c60 = b0.fma(v, c60);
+                c61 = b1.fma(v, c61);
+                c62 = b2.fma(v, c62);
+                v = FloatVector.broadcast(FS, gy[ai + 7 * pixels]);
+                c70 = b0.fma(v, c70);
+                c71 = b1.fma(v, c71);
+                c72 = b2.fma(v, c72);
+            }
+        }
+        FloatVector.fromArray(FS, acc, accBase).add(c00).intoArray(acc, accBase);
+        FloatVector.fromArray(FS, acc, accBase + 16).add(c01).intoArray(acc, accBase + 16);
+        FloatVector.fromArray(FS, acc, accBase + 32).add(c02).intoArray(acc, accBase + 32);
+        FloatVector.fromArray(FS, acc, accBase + ld).add(c10).intoArray(acc, accBase + ld);
+        FloatVector.fromArray(FS, acc, accBase + ld + 16).add(c11).intoArray(acc, accBase + ld + 16);
+        FloatVector.fromArray(FS, acc, accBase + ld + 32).add(c12).intoArray(acc, accBase + ld + 32);
+        FloatVector.fromArray(FS, acc, accBase + 2 * ld).add(c20).intoArray(acc, accBase + 2 * ld);
+        FloatVector.fromArray(FS, acc, accBase + 2 * ld + 16).add(c21).intoArray(acc, accBase + 2 * ld + 16);
+        FloatVector.fromArray(FS, acc, accBase + 2 * ld + 32).add(c22).intoArray(acc, accBase + 2 * ld + 32);
+        FloatVector.fromArray(FS, acc, accBase + 3 * ld).add(c30).intoArray(acc, accBase + 3 * ld);
+        FloatVector.fromArray(FS, acc, accBase + 3 * ld + 16).add(c31).intoArray(acc, accBase + 3 * ld + 16);
+        FloatVector.fromArray(FS, acc, accBase + 3 * ld + 32).add(c32).intoArray(acc, accBase + 3 * ld + 32);
+        FloatVector.fromArray(FS, acc, accBase + 4 * ld).add(c40).intoArray(acc, accBase + 4 * ld);
+        FloatVector.fromArray(FS, acc, accBase + 4 * ld + 16).add(c41).intoArray(acc, accBase + 4 * ld + 16);
+        FloatVector.fromArray(FS, acc, accBase + 4 * ld + 32).add(c42).intoArray(acc, accBase + 4 * ld + 32);
+        FloatVector.fromArray(FS, acc, accBase + 5 * ld).add(c50).intoArray(acc, accBase + 5 * ld);
+        FloatVector.fromArray(FS, acc, accBase + 5 * ld + 16).add(c51).intoArray(acc, accBase + 5 * ld + 16);
+        FloatVector.fromArray(FS, acc, accBase + 5 * ld + 32).add(c52).intoArray(acc, accBase + 5 * ld + 32);
+        FloatVector.fromArray(FS, acc, accBase + 6 * ld).add(c60).intoArray(acc, accBase + 6 * ld);
+        FloatVector.fromArray(FS, acc, accBase + 6 * ld + 16).add(c61).intoArray(acc, accBase + 6 * ld + 16);
+        FloatVector.fromArray(FS, acc, accBase + 6 * ld + 32).add(c62).intoArray(acc, accBase + 6 * ld + 32);
+        FloatVector.fromArray(FS, acc, accBase + 7 * ld).add(c70).intoArray(acc, accBase + 7 * ld);
+        FloatVector.fromArray(FS, acc, accBase + 7 * ld + 16).add(c71).intoArray(acc, accBase + 7 * ld + 16);
+        FloatVector.fromArray(FS, acc, accBase + 7 * ld + 32).add(c72).intoArray(acc, accBase + 7 * ld + 32);
+    }
+
+    /**
+     * As {@link #weightTile} for the {@code width <= 16} taps left of a window row: one vector per row, its
+     * lanes past {@code width} (taps of the next window row or pixel) computed and discarded.
+     */
+    static void weightTileNarrow(int count, float[] x, int padSize, int[] pixOff, float[] gy, int gyBase, int gyImage, int pixels,
+                                 int xOff, float[] acc, int accBase, int ld, int width) {
+        FloatVector c0 = FloatVector.zero(FS), c1 = FloatVector.zero(FS), c2 = FloatVector.zero(FS), c3 = FloatVector.zero(FS);
+        FloatVector c4 = FloatVector.zero(FS), c5 = FloatVector.zero(FS), c6 = FloatVector.zero(FS), c7 = FloatVector.zero(FS);
+        for (int i = 0; i < count; i++) {
+            int xb = i * padSize + xOff;
+            int ab = gyBase + i * gyImage;
+            for (int p = 0; p < pixels; p++) {
+                FloatVector b = FloatVector.fromArray(FS, x, xb + pixOff[p]);
+                int ai = ab + p;
+                c0 = b.fma(FloatVector.broadcast(FS, gy[ai]), c0);
+                c1 = b.fma(FloatVector.broadcast(FS, gy[ai + pixels]), c1);
+                c2 = b.fma(FloatVector.broadcast(FS, gy[ai + 2 * pixels]), c2);
+                c3 = b.fma(FloatVector.broadcast(FS, gy[ai + 3 * pixels]), c3);
+                c4 = b.fma(FloatVector.broadcast(FS, gy[ai + 4 * pixels]), c4);
+                c5 = b.fma(FloatVector.broadcast(FS, gy[ai + 5 * pixels]), c5);
+                c6 = b.fma(FloatVector.broadcast(FS, gy[ai + 6 * pixels]), c6);
+                c7 = b.fma(FloatVector.broadcast(FS, gy[ai + 7 * pixels]), c7);
+            }
+        }
+        VectorMask<Float> m = FS.indexInRange(0, width);
+        FloatVector.fromArray(FS, acc, accBase, m).add(c0).intoArray(acc, accBase, m);
+        FloatVector.fromArray(FS, acc, accBase + ld, m).add(c1).intoArray(acc, accBase + ld, m);
+        FloatVector.fromArray(FS, acc, accBase + 2 * ld, m).add(c2).intoArray(acc, accBase + 2 * ld, m);
+        FloatVector.fromArray(FS, acc, accBase + 3 * ld, m).add(c3).intoArray(acc, accBase + 3 * ld, m);
+        FloatVector.fromArray(FS, acc, accBase + 4 * ld, m).add(c4).intoArray(acc, accBase + 4 * ld, m);
+        FloatVector.fromArray(FS, acc, accBase + 5 * ld, m).add(c5).intoArray(acc, accBase + 5 * ld, m);
+        FloatVector.fromArray(FS, acc, accBase + 6 * ld, m).add(c6).intoArray(acc, accBase + 6 * ld, m);
+        FloatVector.fromArray(FS, acc, accBase + 7 * ld, m).add(c7).intoArray(acc, accBase + 7 * ld, m);
+    }
+
+    private static float[] grow(float[] a, int size) {
+        return a.length >= size ? a : new float[size];
+    }
+}

@@ -1,0 +1,62 @@
+package org.jtorch.backend.cpu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import jdk.incubator.vector.FloatVector;
+import org.jtorch.backend.ConvolutionKernels.Geometry;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Which float32 convolution path each shape of {@code ConvolutionFastPathTest}'s direct and phase tests takes:
+ * those tests compare results against float64, and would pass just as well if a shape silently fell back to
+ * another path. Here the dispatch itself is checked (on 512-bit vectors, where the paths exist).
+ */
+class ConvolutionPathsTest {
+    @BeforeEach
+    void needs512BitVectors() {
+        assumeTrue(FloatVector.SPECIES_PREFERRED.length() == 16, "the direct and phase paths need 16 float lanes");
+    }
+
+    /** Geometry of a convolution of {@code x} with {@code w} ({n, c, h, w} and {cout, cin, kh, kw}), no groups. */
+    private static Geometry geometry(int[] x, int[] w, int sh, int sw, int ph, int pw, int dh) {
+        int oh = (x[2] + 2 * ph - dh * (w[2] - 1) - 1) / sh + 1, ow = (x[3] + 2 * pw - (w[3] - 1) - 1) / sw + 1;
+        return new Geometry(x[0], x[1], x[2], x[3], w[0], w[2], w[3], sh, sw, ph, pw, dh, 1, 1, oh, ow);
+    }
+
+    @Test
+    void directTilesTakeTheirShapes() {
+        // {x shape, w shape, sh, sw, ph, pw, dh} -> forward direct, 8x32 tile, weight gradient direct
+        assertPaths(geometry(new int[] {2, 16, 8, 8}, new int[] {32, 16, 3, 3}, 1, 1, 1, 1, 1), true, true);
+        assertPaths(geometry(new int[] {1, 24, 12, 16}, new int[] {64, 24, 3, 3}, 1, 1, 2, 1, 2), true, true);
+        assertPaths(geometry(new int[] {3, 3, 16, 16}, new int[] {16, 3, 3, 3}, 1, 1, 1, 1, 1), true, false);
+        assertPaths(geometry(new int[] {2, 8, 20, 24}, new int[] {32, 8, 5, 3}, 2, 1, 2, 1, 1), true, true);
+        assertPaths(geometry(new int[] {2, 16, 32, 32}, new int[] {32, 16, 3, 3}, 2, 2, 1, 1, 1), true, true);
+        // Whole 32-pixel rows stay on the packed implicit GEMM; the weight gradient is direct for any width.
+        Geometry wide = geometry(new int[] {4, 16, 32, 32}, new int[] {16, 16, 3, 3}, 1, 1, 1, 1, 1);
+        assertEquals(false, ConvDirectF32.handles(wide));
+        assertEquals(true, ConvDirectF32.handlesWeightGrad(wide));
+    }
+
+    private static void assertPaths(Geometry g, boolean direct, boolean wideTile) {
+        assertEquals(direct, ConvDirectF32.handles(g), "direct forward for " + g);
+        assertEquals(wideTile, ConvDirectF32.handlesWithWideTile(g), "8x32 tile for " + g);
+        assertEquals(true, ConvDirectF32.handlesWeightGrad(g), "direct weight gradient for " + g);
+    }
+
+    @Test
+    void stridedInputGradientsSplitIntoPhases() {
+        assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {64, 32, 3, 3}, 2, 2, 1, 1, 1)));
+        assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {32, 32, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {64, 32, 1, 1}, 2, 2, 0, 0, 1)));
+        assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {1, 32, 18, 16}, new int[] {32, 32, 5, 3}, 3, 2, 2, 1, 1)));
+        assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {32, 32, 3, 3}, 2, 2, 0, 0, 1)));
+        // 16 input channels: the phases would run on the 16x16 tile, slower than GEMM + col2im.
+        assertEquals(false, StridedInputGradF32.applies(geometry(new int[] {2, 16, 32, 32}, new int[] {32, 16, 3, 3}, 2, 2, 1, 1, 1)));
+        // Stride 3, padding 1, 3x3: phase 2 reads only output row m + 1, which would need negative padding.
+        assertEquals(false, StridedInputGradF32.applies(geometry(new int[] {1, 32, 18, 16}, new int[] {32, 32, 3, 3}, 3, 2, 1, 1, 1)));
+        // Padding 3 with a 3x3 kernel: likewise.
+        assertEquals(false, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {32, 32, 3, 3}, 2, 2, 3, 3, 1)));
+    }
+}
