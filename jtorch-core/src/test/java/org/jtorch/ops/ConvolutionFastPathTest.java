@@ -136,4 +136,18 @@ class ConvolutionFastPathTest {
         compare(new long[] {1, 32, 18, 16}, new long[] {32, 32, 5, 3}, new int[] {3, 2}, new int[] {2, 1}, new int[] {1}, 1);
         compare(new long[] {2, 32, 16, 16}, new long[] {32, 32, 3, 3}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
     }
+
+    /**
+     * Stride-1 convolutions with 3-tap kernel rows over whole 32-pixel output rows, read with lane slices
+     * from the padded rows: padding 0, 1 and 2 (with dilated kernel rows), two strips per row (64 px), groups,
+     * output channels that are not whole 8-row tiles, a 1x3 kernel, and the deepest reduction one block holds.
+     */
+    @Test
+    void rowTiledConvolutions() {
+        compare(new long[] {2, 5, 6, 34}, new long[] {11, 5, 3, 3}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {1, 4, 9, 64}, new long[] {8, 4, 3, 3}, new int[] {1}, new int[] {2, 1}, new int[] {2, 1}, 1);
+        compare(new long[] {2, 6, 5, 32}, new long[] {6, 3, 1, 3}, new int[] {1}, new int[] {0, 1}, new int[] {1}, 2);
+        compare(new long[] {2, 8, 4, 30}, new long[] {16, 8, 3, 3}, new int[] {1}, new int[] {1, 2}, new int[] {1}, 1);
+        compare(new long[] {1, 113, 3, 32}, new long[] {8, 113, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+    }
 }

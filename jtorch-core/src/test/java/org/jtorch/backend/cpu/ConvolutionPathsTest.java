@@ -59,4 +59,18 @@ class ConvolutionPathsTest {
         // Padding 3 with a 3x3 kernel: likewise.
         assertEquals(false, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {32, 32, 3, 3}, 2, 2, 3, 3, 1)));
     }
+
+    @Test
+    void rowTilesTakeWholeRowShapes() {
+        assertEquals(true, ConvF32.rowTiled(geometry(new int[] {2, 5, 6, 34}, new int[] {11, 5, 3, 3}, 1, 1, 0, 0, 1)));
+        assertEquals(true, ConvF32.rowTiled(geometry(new int[] {1, 4, 9, 64}, new int[] {8, 4, 3, 3}, 1, 1, 2, 1, 2)));
+        assertEquals(true, ConvF32.rowTiled(new Geometry(2, 6, 5, 32, 6, 1, 3, 1, 1, 0, 1, 1, 1, 2, 5, 32)));
+        assertEquals(true, ConvF32.rowTiled(geometry(new int[] {2, 8, 4, 30}, new int[] {16, 8, 3, 3}, 1, 1, 1, 2, 1)));
+        assertEquals(true, ConvF32.rowTiled(geometry(new int[] {1, 113, 3, 32}, new int[] {8, 113, 3, 3}, 1, 1, 1, 1, 1)));
+        // 114 channels: two packed depth blocks; stride 2; 5-tap rows; 16-pixel rows.
+        assertEquals(false, ConvF32.rowTiled(geometry(new int[] {1, 114, 3, 32}, new int[] {8, 114, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvF32.rowTiled(geometry(new int[] {1, 8, 64, 64}, new int[] {8, 8, 3, 3}, 2, 2, 1, 1, 1)));
+        assertEquals(false, ConvF32.rowTiled(geometry(new int[] {1, 8, 32, 32}, new int[] {8, 8, 5, 5}, 1, 1, 2, 2, 1)));
+        assertEquals(false, ConvF32.rowTiled(geometry(new int[] {1, 8, 16, 16}, new int[] {8, 8, 3, 3}, 1, 1, 1, 1, 1)));
+    }
 }
