@@ -587,7 +587,7 @@ final class ConvF32 {
     }
 
     /** Lane i holds 2i: with {@code selectFrom(a, b)}, the even lanes of the 32 floats a:b. */
-    private static final FloatVector EVEN_LANES = evenLanes();
+    static final FloatVector EVEN_LANES = evenLanes();
     /** The first 8 lanes: stores the 8 even lanes of one vector. */
     private static final jdk.incubator.vector.VectorMask<Float> FIRST_8 = FS.indexInRange(0, 8);
 
