@@ -73,15 +73,16 @@ final class ConvDirectF32 {
         int kwc = kw * cin;
         int k = kh * kwc;
         // wp[block][ki][kj * cin + ic][lane] = w[block * ob + lane][ic][ki][kj]: one block's taps in reduction order.
+        // One bulk copy to the heap first: element-wise segment reads cost more than the whole reordering.
+        float[] wh = new float[cout * k];
+        MemorySegment.copy(w, F32, wOff * Float.BYTES, wh, 0, wh.length);
         float[] wp = new float[cout * k];
         for (int oc = 0; oc < cout; oc++) {
             int blockBase = (oc / ob) * k * ob + oc % ob;
             for (int ic = 0; ic < cin; ic++) {
                 for (int ki = 0; ki < kh; ki++) {
-                    for (int kj = 0; kj < kw; kj++) {
-                        float v = w.get(F32, (wOff + (((long) oc * cin + ic) * kh + ki) * kw + kj) * Float.BYTES);
-                        wp[blockBase + (ki * kwc + kj * cin + ic) * ob] = v;
-                    }
+                    int src = ((oc * cin + ic) * kh + ki) * kw;
+                    for (int kj = 0; kj < kw; kj++) wp[blockBase + (ki * kwc + kj * cin + ic) * ob] = wh[src + kj];
                 }
             }
         }

@@ -131,16 +131,16 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
 
     /** {@code w'[g*cinG + ci][co][kh-1-i][kw-1-j] = w[g*coutG + co][ci][i][j]}: the weight of {@link #flippedGeometry}. */
     private static float[] flippedWeight(Tensor weight, Geometry g) {
-        MemorySegment w = seg(weight);
-        long off = weight.storageOffset();
         int kh = g.kh(), kw = g.kw(), kk = kh * kw, cinG = g.cinG(), coutG = g.coutG();
-        float[] r = new float[g.cin() * coutG * kk];
+        float[] w = new float[g.cin() * coutG * kk];
+        MemorySegment.copy(seg(weight), F32, weight.storageOffset() * 4, w, 0, w.length);
+        float[] r = new float[w.length];
         for (int grp = 0; grp < g.groups(); grp++) {
             for (int co = 0; co < coutG; co++) {
                 for (int ci = 0; ci < cinG; ci++) {
-                    long src = off + (((long) grp * coutG + co) * cinG + ci) * kk;
+                    int src = ((grp * coutG + co) * cinG + ci) * kk;
                     int dst = (((grp * cinG + ci) * coutG) + co) * kk;
-                    for (int t = 0; t < kk; t++) r[dst + kk - 1 - t] = w.get(F32, (src + t) * 4);
+                    for (int t = 0; t < kk; t++) r[dst + kk - 1 - t] = w[src + t];
                 }
             }
         }

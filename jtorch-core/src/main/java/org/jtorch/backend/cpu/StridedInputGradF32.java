@@ -90,6 +90,8 @@ final class StridedInputGradF32 {
             if (pg != null) total += (long) pg.n() * pg.cout() * pg.oh() * pg.ow();
         }
         MemorySegment planes = PLANES.get().get(Math.max(1, total) * Float.BYTES);
+        float[] wh = new float[cout * cin * g.kh() * g.kw()];
+        MemorySegment.copy(w, F32, wOff * Float.BYTES, wh, 0, wh.length);
         for (int i = 0; i < phases.size(); i++) {
             Phase p = phases.get(i);
             Geometry pg = p.geometry();
@@ -101,8 +103,8 @@ final class StridedInputGradF32 {
                 for (int oc = 0; oc < cout; oc++) {
                     for (int a = 0; a < ty; a++) {
                         for (int b = 0; b < tx; b++) {
-                            long src = wOff + (((long) oc * cin + ic) * g.kh() + p.rows()[a]) * g.kw() + p.cols()[b];
-                            wp[((ic * cout + oc) * ty + a) * tx + b] = w.get(F32, src * Float.BYTES);
+                            int src = ((oc * cin + ic) * g.kh() + p.rows()[a]) * g.kw() + p.cols()[b];
+                            wp[((ic * cout + oc) * ty + a) * tx + b] = wh[src];
                         }
                     }
                 }
