@@ -35,8 +35,11 @@ final class ConvDirectF32 {
     private static final class Work {
         float[] image = new float[0];
         float[] gy = new float[0];
-        final float[] tile = new float[16 * 16];
-        final MemorySegment tileSegment = MemorySegment.ofArray(tile);
+        /**
+         * One register tile, native like the tensors: a vector access site that sees both heap and native
+         * segments is compiled without the intrinsics (transposeBlock16 reads tensors too).
+         */
+        final MemorySegment tile = java.lang.foreign.Arena.ofAuto().allocate(16 * 16 * Float.BYTES, 64);
         final float[] block = new float[16 * 16];
     }
 
@@ -121,7 +124,8 @@ final class ConvDirectF32 {
         int sx = g.sw() * cin;
         int rowStride = g.dh() * wpad * cin;
         long rsBytes = pixels * Float.BYTES;
-        float[] image = wk.image, tile = wk.tile;
+        float[] image = wk.image;
+        MemorySegment tile = wk.tile;
         for (int blk = 0; blk < g.cout() / ob; blk++) {
             int wBase = blk * k * ob;
             for (int oy = y0; oy < y1; oy++) {
@@ -145,7 +149,7 @@ final class ConvDirectF32 {
      * with the bias added. The reduction: {@code kh} stretches of {@code kwc} taps, {@code rowStride} apart.
      */
     private static void tile16x16(float[] x, int xBase, int sx, int rowStride, int kh, int kwc, float[] wp, int wBase,
-                                  float[] bias, int c0, float[] tile) {
+                                  float[] bias, int c0, MemorySegment tile) {
         FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
         FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS), a7 = FloatVector.zero(FS);
         FloatVector a8 = FloatVector.zero(FS), a9 = FloatVector.zero(FS), a10 = FloatVector.zero(FS), a11 = FloatVector.zero(FS);
@@ -175,22 +179,22 @@ final class ConvDirectF32 {
             }
         }
         FloatVector b = FloatVector.fromArray(FS, bias, c0);
-        a0.add(b).intoArray(tile, 0);
-        a1.add(b).intoArray(tile, 16);
-        a2.add(b).intoArray(tile, 32);
-        a3.add(b).intoArray(tile, 48);
-        a4.add(b).intoArray(tile, 64);
-        a5.add(b).intoArray(tile, 80);
-        a6.add(b).intoArray(tile, 96);
-        a7.add(b).intoArray(tile, 112);
-        a8.add(b).intoArray(tile, 128);
-        a9.add(b).intoArray(tile, 144);
-        a10.add(b).intoArray(tile, 160);
-        a11.add(b).intoArray(tile, 176);
-        a12.add(b).intoArray(tile, 192);
-        a13.add(b).intoArray(tile, 208);
-        a14.add(b).intoArray(tile, 224);
-        a15.add(b).intoArray(tile, 240);
+        a0.add(b).intoMemorySegment(tile, 0, NO);
+        a1.add(b).intoMemorySegment(tile, 64, NO);
+        a2.add(b).intoMemorySegment(tile, 128, NO);
+        a3.add(b).intoMemorySegment(tile, 192, NO);
+        a4.add(b).intoMemorySegment(tile, 256, NO);
+        a5.add(b).intoMemorySegment(tile, 320, NO);
+        a6.add(b).intoMemorySegment(tile, 384, NO);
+        a7.add(b).intoMemorySegment(tile, 448, NO);
+        a8.add(b).intoMemorySegment(tile, 512, NO);
+        a9.add(b).intoMemorySegment(tile, 576, NO);
+        a10.add(b).intoMemorySegment(tile, 640, NO);
+        a11.add(b).intoMemorySegment(tile, 704, NO);
+        a12.add(b).intoMemorySegment(tile, 768, NO);
+        a13.add(b).intoMemorySegment(tile, 832, NO);
+        a14.add(b).intoMemorySegment(tile, 896, NO);
+        a15.add(b).intoMemorySegment(tile, 960, NO);
     }
 
     /**
@@ -198,7 +202,7 @@ final class ConvDirectF32 {
      * with the bias added; as {@link #tile16x16} otherwise.
      */
     private static void tile8x32(float[] x, int xBase, int sx, int rowStride, int kh, int kwc, float[] wp, int wBase,
-                                 float[] bias, int c0, float[] tile) {
+                                 float[] bias, int c0, MemorySegment tile) {
         FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
         FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS), a7 = FloatVector.zero(FS);
         FloatVector b0 = FloatVector.zero(FS), b1 = FloatVector.zero(FS), b2 = FloatVector.zero(FS), b3 = FloatVector.zero(FS);
@@ -237,22 +241,22 @@ final class ConvDirectF32 {
             }
         }
         FloatVector bl = FloatVector.fromArray(FS, bias, c0), bh = FloatVector.fromArray(FS, bias, c0 + 16);
-        a0.add(bl).intoArray(tile, 0);
-        a1.add(bl).intoArray(tile, 16);
-        a2.add(bl).intoArray(tile, 32);
-        a3.add(bl).intoArray(tile, 48);
-        a4.add(bl).intoArray(tile, 64);
-        a5.add(bl).intoArray(tile, 80);
-        a6.add(bl).intoArray(tile, 96);
-        a7.add(bl).intoArray(tile, 112);
-        b0.add(bh).intoArray(tile, 128);
-        b1.add(bh).intoArray(tile, 144);
-        b2.add(bh).intoArray(tile, 160);
-        b3.add(bh).intoArray(tile, 176);
-        b4.add(bh).intoArray(tile, 192);
-        b5.add(bh).intoArray(tile, 208);
-        b6.add(bh).intoArray(tile, 224);
-        b7.add(bh).intoArray(tile, 240);
+        a0.add(bl).intoMemorySegment(tile, 0, NO);
+        a1.add(bl).intoMemorySegment(tile, 64, NO);
+        a2.add(bl).intoMemorySegment(tile, 128, NO);
+        a3.add(bl).intoMemorySegment(tile, 192, NO);
+        a4.add(bl).intoMemorySegment(tile, 256, NO);
+        a5.add(bl).intoMemorySegment(tile, 320, NO);
+        a6.add(bl).intoMemorySegment(tile, 384, NO);
+        a7.add(bl).intoMemorySegment(tile, 448, NO);
+        b0.add(bh).intoMemorySegment(tile, 512, NO);
+        b1.add(bh).intoMemorySegment(tile, 576, NO);
+        b2.add(bh).intoMemorySegment(tile, 640, NO);
+        b3.add(bh).intoMemorySegment(tile, 704, NO);
+        b4.add(bh).intoMemorySegment(tile, 768, NO);
+        b5.add(bh).intoMemorySegment(tile, 832, NO);
+        b6.add(bh).intoMemorySegment(tile, 896, NO);
+        b7.add(bh).intoMemorySegment(tile, 960, NO);
     }
 
     /**
@@ -262,7 +266,7 @@ final class ConvDirectF32 {
      */
     private static void storeTransposed(Work wk, MemorySegment out, long at, long rsBytes, boolean halves) {
         float[] t = wk.block;
-        Gemm.transposeBlock16(wk.tileSegment, 0, 16 * Float.BYTES, t, 0, 16);
+        Gemm.transposeBlock16(wk.tile, 0, 16 * Float.BYTES, t, 0, 16);
         for (int l = 0; l < 16; l++) {
             FloatVector r = FloatVector.fromArray(FS, t, l * 16);
             if (halves) {

@@ -37,6 +37,7 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     }
 
     private static final ThreadLocal<Scratch> COL = ThreadLocal.withInitial(Scratch::new);
+    private static final ThreadLocal<Scratch> FLIPPED = ThreadLocal.withInitial(Scratch::new);
 
     @Override
     public void conv2d(Tensor input, Tensor weight, Tensor bias, Tensor out, Geometry g) {
@@ -80,7 +81,12 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         if (f32 && flipsToConvolution(g)) {
             // Stride 1: the input gradient is a convolution of gradOut with the flipped, channel-transposed
             // weight and padding d * (k - 1) - p, which takes the implicit-GEMM forward path.
-            ConvF32.forward(seg(gradOut), gradOut.storageOffset(), MemorySegment.ofArray(flippedWeight(weight, g)), 0, null, 0,
+            // In native memory, as tensors are: a vector access site (Gemm's packing) that sees heap segments
+            // too is compiled without the intrinsics.
+            float[] flipped = flippedWeight(weight, g);
+            MemorySegment fw = FLIPPED.get().get((long) flipped.length * 4);
+            MemorySegment.copy(flipped, 0, fw, F32, 0, flipped.length);
+            ConvF32.forward(seg(gradOut), gradOut.storageOffset(), fw, 0, null, 0,
                     seg(gradInput), gradInput.storageOffset(), flippedGeometry(g));
             return;
         }
