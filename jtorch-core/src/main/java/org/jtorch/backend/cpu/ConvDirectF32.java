@@ -20,7 +20,8 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * <p>Against {@link ConvF32}'s pixels-in-lanes implicit GEMM this drops the per-strip packing (30% of
  * a 16-channel convolution's time) and the junk outputs of the pitched path (a third of them at 8 px).
  * It needs output channels in multiples of 16 (of 32 for 8-pixel rows) and output rows in multiples of
- * 8 or 16 pixels; other shapes stay on {@link ConvF32}.
+ * 8 or 16 pixels but not of 32; other shapes stay on {@link ConvF32}. The weight gradient here takes any
+ * shape with output channels in multiples of 8.
  */
 final class ConvDirectF32 {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_512;
@@ -47,8 +48,8 @@ final class ConvDirectF32 {
 
     /**
      * Which register tile a geometry uses: 8 pixels x 32 channels, 16 pixels x 16 channels, or none (0).
-     * Rows of whole 32-pixel strips stay on {@link ConvF32}'s packed path, which measured faster there
-     * (128x64x32x32: 31.8 against 34.5 ms; 32 channels at 32 px: about equal).
+     * Rows of whole 32-pixel strips stay on {@link ConvF32}, which measured faster there (128x64x32x32:
+     * 31.8 against 34.5 ms; 32 channels at 32 px: about equal).
      */
     private static int tilePixels(Geometry g) {
         if (FloatVector.SPECIES_PREFERRED.length() != 16 || g.groups() != 1 || g.dw() != 1 || g.ow() % 32 == 0) return 0;
@@ -294,8 +295,8 @@ final class ConvDirectF32 {
      * {@code gw[oc][ic][ki][kj] = sum over images and output pixels of gy[oc][pixel] * x[ic][window(pixel, ki, kj)]}:
      * the channels-last image's window rows are the vector operand (48 taps at a time, contiguous) and gy the
      * broadcast one, 8 output channels per tile, each tile reducing over one pass of {@link #PASS_PIXELS}
-     * pixels. Each chunk of images accumulates into its own buffer; the
-     * partial sums are added in chunk order, so results do not depend on scheduling.
+     * pixels. Each chunk of images accumulates into its own buffer; the partial sums are added in chunk
+     * order, so results do not depend on scheduling.
      */
     static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, MemorySegment gw, long gwOff, Geometry g) {
         int cin = g.cin(), cout = g.cout(), kh = g.kh(), kw = g.kw();

@@ -135,7 +135,7 @@ final class ConvF32 {
      * Stride-1 convolutions with 3-tap kernel rows and output rows of whole 32-pixel strips (ResNet's 3x3
      * layers at 32 px, and their input gradients): each strip is one output row piece, and tap
      * {@code (c, ki, kj)} reads padded row {@code oy + ki} of channel c from column {@code ox0 + kj}. The
-     * micro-kernel loads the three aligned vectors covering that window once per {@code (c, ki)} and makes
+     * micro-kernel loads the three consecutive vectors covering that window once per {@code (c, ki)} and makes
      * the two shifted ones with lane slices, so nothing is packed and no output is computed twice.
      * Measured against packing each strip (16 channels, 32 px, one thread): the kernel alone 188 against
      * the packed kernel's 220 GFLOP/s, but without the packing that cost 30% of that path's time.
@@ -154,7 +154,6 @@ final class ConvF32 {
                 for (int ki = 0; ki < g.kh(); ki++) rowOff[c * g.kh() + ki] = c * chan + ki * g.dh() * pitch;
             }
         }
-
 
         /** Strips {@code [s0, s1)} (32-pixel pieces of output rows) of the image in {@code wk.pad}. */
         void strips(float[] wp, int wBase, Geometry g, Work wk, int s0, int s1, MemorySegment bias, long bOff,
