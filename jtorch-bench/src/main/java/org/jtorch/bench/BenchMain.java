@@ -14,10 +14,14 @@ public final class BenchMain {
             case "core" -> print(CoreBench.run(quick));
             case "training" -> print(TrainingBench.run(quick));
             case "conv" -> print(ConvBench.run(quick));
-            case "cnn" -> print(CnnBench.run(quick));
+            case "cnn" -> {
+                print(CnnBench.run(quick));
+                // To stderr: scripts/bench reads the measurements from stdout.
+                if (Arrays.asList(args).contains("--profile")) System.err.print(CnnBench.profileResnet20(20));
+            }
             case "data" -> print(DataBench.run(quick));
             case "--help", "-h", "help" -> System.out.println("""
-                    usage: jtorch bench <suite> [--quick]
+                    usage: jtorch bench <suite> [--quick] [--profile]
 
                     suites:
                       core       eager overhead, elementwise bandwidth, machine copy bandwidth
@@ -25,7 +29,8 @@ public final class BenchMain {
                       conv       conv2d forward and forward+backward: 128x64x32x32 3x3, ResNet-20 shapes
                       cnn        ResNet-20 (CIFAR shape, batch 128) and LeNet-5 (MNIST shape, batch 64) training steps
                       data       DataLoader batches/s, ~1 ms CPU transform per sample, batch 32: 0 vs 2 workers
-                    Prints 'name value' lines; scripts/bench runs PyTorch side by side and writes a table.""");
+                    Prints 'name value' lines; scripts/bench runs PyTorch side by side and writes a table.
+                    --profile (cnn): afterwards, each kernel's host time in a ResNet-20 step, to stderr.""");
             default -> {
                 System.err.println("jtorch bench: unknown suite '" + what + "'");
                 System.exit(2);

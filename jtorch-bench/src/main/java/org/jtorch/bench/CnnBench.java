@@ -4,6 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.backend.KernelProfiler;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.nn.Module;
@@ -32,11 +33,34 @@ final class CnnBench {
 
     /** Median seconds of one training step; the warm-up lets C2 compile the kernels first. */
     static double stepSeconds(String name, int channels, int size, int batch, int warmup, int reps) {
+        return steps(name, channels, size, batch, (model, step) -> Timing.median(warmup, reps, step));
+    }
+
+    /**
+     * For {@code jtorch bench cnn --profile}: the host time of each kernel in a ResNet-20 step (ms and calls
+     * per step, {@link KernelProfiler}), over {@code steps} steps after 40 warm-up steps.
+     */
+    static String profileResnet20(int steps) {
+        return steps("resnet20", 3, 32, 128, (model, step) -> {
+            for (int i = 0; i < 40; i++) step.run();
+            KernelProfiler.reset();
+            KernelProfiler.start();
+            try {
+                for (int i = 0; i < steps; i++) step.run();
+            } finally {
+                KernelProfiler.stop();
+            }
+            return KernelProfiler.table(steps);
+        });
+    }
+
+    /** Runs {@code body} with a model and one training step (forward, cross entropy, backward, SGD with momentum) of it. */
+    private static <T> T steps(String name, int channels, int size, int batch, java.util.function.BiFunction<Module, Runnable, T> body) {
         Torch.manualSeed(0);
         Module model = Models.create(name, 10, channels);
         SGD opt = new SGD(model.parameters(), SGD.options().lr(0.05).momentum(0.9).weightDecay(5e-4));
         try (Tensor x = Torch.randn(batch, channels, size, size); Tensor y = Torch.randint(0, 10, batch)) {
-            return Timing.median(warmup, reps, () -> {
+            return body.apply(model, () -> {
                 try (MemoryScope scope = new MemoryScope()) {
                     Tensor loss = F.crossEntropy(model.forward(x), y);
                     opt.zeroGrad();

@@ -19,7 +19,7 @@ public final class Backends {
 
     /** The backend serving {@code device}; throws with the backend's reason when it is unavailable. */
     public static Backend of(Device device) {
-        if (device.isCpu()) return CpuBackend.get();
+        if (device.isCpu()) return KernelProfiler.wrapIfActive(CpuBackend.get());
         Backend b = all().get(device.type());
         if (b == null) {
             throw new IllegalStateException("device " + device + " is not available: no " + device.type().name().toLowerCase()
@@ -28,7 +28,7 @@ public final class Backends {
         if (!b.isAvailable()) {
             throw new IllegalStateException("device " + device + " is not available: " + b.unavailableReason());
         }
-        return b;
+        return KernelProfiler.wrapIfActive(b);
     }
 
     /** Every backend found, available or not. */

@@ -1,0 +1,146 @@
+package org.jtorch.backend;
+
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.memory.Allocator;
+import org.jtorch.memory.Storage;
+import org.jtorch.ops.BinaryOp;
+import org.jtorch.ops.UnaryOp;
+
+/** A backend whose kernel calls are timed into {@link KernelProfiler}; everything else is the wrapped backend's. */
+final class ProfilingBackend implements Backend {
+    private final Backend b;
+    private final ReductionKernels reductions;
+    private final IndexKernels indexing;
+    private final LinalgKernels linalg;
+    private final RandomKernels random;
+    private final ConvolutionKernels convolution;
+    private final SpatialKernels spatial;
+    private final NormalizationKernels normalization;
+    private final OptimizerKernels optimizers;
+
+    ProfilingBackend(Backend b) {
+        this.b = b;
+        reductions = KernelProfiler.timed(ReductionKernels.class, b.reductions(), "reductions");
+        indexing = KernelProfiler.timed(IndexKernels.class, b.indexing(), "indexing");
+        linalg = KernelProfiler.timed(LinalgKernels.class, b.linalg(), "linalg");
+        random = KernelProfiler.timed(RandomKernels.class, b.random(), "random");
+        convolution = KernelProfiler.timed(ConvolutionKernels.class, b.convolution(), "convolution");
+        spatial = KernelProfiler.timed(SpatialKernels.class, b.spatial(), "spatial");
+        normalization = KernelProfiler.timed(NormalizationKernels.class, b.normalization(), "normalization");
+        optimizers = KernelProfiler.timed(OptimizerKernels.class, b.optimizers(), "optimizers");
+    }
+
+    @Override
+    public Device.Type deviceType() {
+        return b.deviceType();
+    }
+
+    @Override
+    public boolean isAvailable() {
+        return b.isAvailable();
+    }
+
+    @Override
+    public String unavailableReason() {
+        return b.unavailableReason();
+    }
+
+    @Override
+    public String describe() {
+        return b.describe();
+    }
+
+    @Override
+    public Allocator allocator(Device device) {
+        return b.allocator(device);
+    }
+
+    @Override
+    public Storage allocate(Device device, long bytes) {
+        return b.allocate(device, bytes);
+    }
+
+    @Override
+    public void copy(Tensor src, Tensor dst) {
+        long t0 = System.nanoTime();
+        b.copy(src, dst);
+        KernelProfiler.record("copy", new Object[] {dst}, System.nanoTime() - t0);
+    }
+
+    @Override
+    public void copy(Tensor src, Tensor dst, boolean nonBlocking) {
+        long t0 = System.nanoTime();
+        b.copy(src, dst, nonBlocking);
+        KernelProfiler.record("copy", new Object[] {dst}, System.nanoTime() - t0);
+    }
+
+    @Override
+    public void fill(Tensor dst, double value, long longValue) {
+        long t0 = System.nanoTime();
+        b.fill(dst, value, longValue);
+        KernelProfiler.record("fill", new Object[] {dst}, System.nanoTime() - t0);
+    }
+
+    @Override
+    public void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1) {
+        long t0 = System.nanoTime();
+        b.unary(op, x, out, compute, p0, p1);
+        KernelProfiler.record("unary " + op, new Object[] {out}, System.nanoTime() - t0);
+    }
+
+    @Override
+    public void binary(BinaryOp op, Tensor a, Tensor bt, Tensor out, DType compute, double alpha) {
+        long t0 = System.nanoTime();
+        b.binary(op, a, bt, out, compute, alpha);
+        KernelProfiler.record("binary " + op, new Object[] {out}, System.nanoTime() - t0);
+    }
+
+    @Override
+    public void where(Tensor cond, Tensor a, Tensor bt, Tensor out) {
+        long t0 = System.nanoTime();
+        b.where(cond, a, bt, out);
+        KernelProfiler.record("where", new Object[] {out}, System.nanoTime() - t0);
+    }
+
+    @Override
+    public ReductionKernels reductions() {
+        return reductions;
+    }
+
+    @Override
+    public IndexKernels indexing() {
+        return indexing;
+    }
+
+    @Override
+    public LinalgKernels linalg() {
+        return linalg;
+    }
+
+    @Override
+    public RandomKernels random() {
+        return random;
+    }
+
+    @Override
+    public ConvolutionKernels convolution() {
+        return convolution;
+    }
+
+    @Override
+    public SpatialKernels spatial() {
+        return spatial;
+    }
+
+    @Override
+    public NormalizationKernels normalization() {
+        return normalization;
+    }
+
+    @Override
+    public OptimizerKernels optimizers() {
+        return optimizers;
+    }
+}

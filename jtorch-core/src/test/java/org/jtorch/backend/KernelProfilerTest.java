@@ -1,0 +1,72 @@
+package org.jtorch.backend;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.backend.cpu.CpuBackend;
+import org.jtorch.nn.F;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class KernelProfilerTest {
+    @AfterEach
+    void stop() {
+        KernelProfiler.stop();
+        KernelProfiler.reset();
+    }
+
+    private static KernelProfiler.Entry find(String kernel) {
+        List<KernelProfiler.Entry> found = KernelProfiler.entries().stream().filter(e -> e.kernel().equals(kernel)).toList();
+        assertEquals(1, found.size(), "entries named " + kernel + " in " + KernelProfiler.entries());
+        return found.get(0);
+    }
+
+    @Test
+    void timesEachKernelByShapeWhileStarted() {
+        try (Tensor x = Torch.randn(2, 3, 8, 8); Tensor w = Torch.randn(4, 3, 3, 3)) {
+            KernelProfiler.start();
+            for (int i = 0; i < 3; i++) {
+                try (Tensor y = F.conv2d(x, w, null, new int[] {1}, new int[] {1}, new int[] {1}, 1); Tensor r = y.relu()) {
+                    assertEquals(4, r.size(1));
+                }
+            }
+            KernelProfiler.stop();
+            try (Tensor y = F.conv2d(x, w, null, new int[] {1}, new int[] {1}, new int[] {1}, 1)) {
+                assertEquals(8, y.size(2));
+            }
+        }
+        KernelProfiler.Entry conv = find("convolution.conv2d [2, 3, 8, 8] [4, 3, 3, 3]");
+        assertEquals(3, conv.calls(), "calls after stop() are not recorded");
+        assertTrue(conv.totalMillis() > 0);
+        assertEquals(3, find("unary RELU [2, 4, 8, 8]").calls());
+        assertTrue(KernelProfiler.table(3).contains("convolution.conv2d"));
+        KernelProfiler.reset();
+        assertTrue(KernelProfiler.entries().isEmpty());
+    }
+
+    @Test
+    void backendsAreWrappedOnlyWhileStarted() {
+        assertSame(CpuBackend.get(), Backends.of(Device.cpu()));
+        KernelProfiler.start();
+        Backend wrapped = Backends.of(Device.cpu());
+        assertTrue(wrapped instanceof ProfilingBackend);
+        assertSame(wrapped, Backends.of(Device.cpu()), "one wrapper per backend");
+        KernelProfiler.stop();
+        assertSame(CpuBackend.get(), Backends.of(Device.cpu()));
+    }
+
+    @Test
+    void kernelErrorsPassThroughUnchanged() {
+        KernelProfiler.start();
+        try (Tensor x = Torch.randn(4, 5); Tensor bad = Torch.tensor(new long[] {0, 7}, 2)) {
+            IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> x.indexSelect(1, bad).close());
+            assertTrue(e.getMessage().contains("7"), e.getMessage());
+        }
+    }
+}
