@@ -110,7 +110,7 @@ final class ConvDirectF32 {
                 long n = t / split;
                 int part = (int) (t % split);
                 if (padded != n) {
-                    wk.image = grow(wk.image, hp * wpad * cin);
+                    wk.image = ConvF32.grow(wk.image, hp * wpad * cin);
                     ConvF32.padChannelsLast(x, xOff + n * cin * g.h() * g.w(), cin, g, hp, wpad, wk.image, 0, wk.block);
                     padded = n;
                 }
@@ -322,18 +322,18 @@ final class ConvDirectF32 {
                 for (long n = n0; n < n1; n += perPass) {
                     int count = (int) Math.min(perPass, n1 - n);
                     // 16 floats of slack: a narrow tile's vector may read past the last window row (lanes it discards).
-                    float[] images = wk.image = grow(wk.image, count * padSize + 16);
+                    float[] images = wk.image = ConvF32.grow(wk.image, count * padSize + 16);
                     for (int i = 0; i < count; i++) {
                         ConvF32.padChannelsLast(x, xOff + (n + i) * cin * g.h() * g.w(), cin, g, hp, wpad, images, i * padSize, wk.block);
                     }
                     int gySize = count * cout * pixels;
-                    float[] gyc = wk.gy = grow(wk.gy, gySize);
+                    float[] gyc = wk.gy = ConvF32.grow(wk.gy, gySize);
                     MemorySegment.copy(gy, F32, (gyOff + n * cout * pixels) * Float.BYTES, gyc, 0, gySize);
                     for (int p0 = 0; p0 < pixels; p0 += sub) {
                         int p1 = Math.min(pixels, p0 + sub);
                         // The pass's (image, pixel) pairs as one flat list of window and gy offsets.
                         int len = count * (p1 - p0);
-                        int[] xo = wk.xo = growInts(wk.xo, len), go = wk.go = growInts(wk.go, len);
+                        int[] xo = wk.xo = ConvF32.growInts(wk.xo, len), go = wk.go = ConvF32.growInts(wk.go, len);
                         for (int i = 0, t = 0; i < count; i++) {
                             for (int p = p0; p < p1; p++, t++) {
                                 xo[t] = i * padSize + pixOff[p];
@@ -484,13 +484,5 @@ final class ConvDirectF32 {
         FloatVector.fromArray(FS, acc, accBase + 5 * ld, m).add(c5).intoArray(acc, accBase + 5 * ld, m);
         FloatVector.fromArray(FS, acc, accBase + 6 * ld, m).add(c6).intoArray(acc, accBase + 6 * ld, m);
         FloatVector.fromArray(FS, acc, accBase + 7 * ld, m).add(c7).intoArray(acc, accBase + 7 * ld, m);
-    }
-
-    private static int[] growInts(int[] a, int size) {
-        return a.length >= size ? a : new int[size];
-    }
-
-    private static float[] grow(float[] a, int size) {
-        return a.length >= size ? a : new float[size];
     }
 }

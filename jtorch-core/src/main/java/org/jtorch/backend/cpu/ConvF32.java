@@ -820,11 +820,11 @@ final class ConvF32 {
     /** Vector length in floats (the 16x16 transposes). */
     private static final int L = 16;
 
-    private static float[] grow(float[] a, int size) {
+    static float[] grow(float[] a, int size) {
         return a.length >= size ? a : new float[size];
     }
 
-    private static int[] growInts(int[] a, int size) {
+    static int[] growInts(int[] a, int size) {
         return a.length >= size ? a : new int[size];
     }
 
