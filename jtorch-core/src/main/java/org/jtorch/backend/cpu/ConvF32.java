@@ -764,16 +764,33 @@ final class ConvF32 {
             java.util.Arrays.fill(p, row + (pw + w) * channels, row + wpad * channels, 0f);
         }
         // 16 channels x 16 pixels at a time, the pixels taken in the image's flat order (so rows narrower
-        // than 16 transpose with vectors too): into a scratch block, then each pixel's 16 channels to its place.
+        // than 16 transpose with vectors too). Blocks within one image row transpose straight into place;
+        // others go through a scratch block, each pixel's 16 channels then copied to its place. (Positions
+        // are counted along, not divided out: a division per pixel cost more than the transposes.)
         int hw = h * w;
         int c0 = 0;
         for (; c0 + L <= channels; c0 += L) {
             int q0 = 0;
+            int y = 0, xq = 0; // q0's row and column
             for (; q0 + L <= hw; q0 += L) {
-                Gemm.transposeBlock16(x, (xOff + (long) c0 * hw + q0) * Float.BYTES, (long) hw * Float.BYTES, block, 0, L);
-                for (int q = 0; q < L; q++) {
-                    int pix = q0 + q;
-                    FloatVector.fromArray(FS, block, q * L).intoArray(p, base + ((ph + pix / w) * wpad + pw + pix % w) * channels + c0);
+                long src = (xOff + (long) c0 * hw + q0) * Float.BYTES;
+                int dst = base + ((ph + y) * wpad + pw + xq) * channels + c0;
+                if (xq + L <= w) {
+                    Gemm.transposeBlock16(x, src, (long) hw * Float.BYTES, p, dst, channels);
+                    xq += L;
+                } else {
+                    Gemm.transposeBlock16(x, src, (long) hw * Float.BYTES, block, 0, L);
+                    for (int q = 0; q < L; q++) {
+                        FloatVector.fromArray(FS, block, q * L).intoArray(p, base + ((ph + y) * wpad + pw + xq) * channels + c0);
+                        if (++xq == w) {
+                            xq = 0;
+                            y++;
+                        }
+                    }
+                }
+                if (xq == w) {
+                    xq = 0;
+                    y++;
                 }
             }
             for (int c = c0; c < c0 + L; c++) {
