@@ -124,6 +124,18 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * The direct weight gradient's tiles and its transposed gy: 96-tap tiles against 4 channels (twice per
+     * window row at 64 input channels), then a 48-tap tile; 49- and 90-pixel images, whose gy transposes end
+     * in partial blocks and whose passes hold two images; 24 output channels, a whole 16-channel group and
+     * a half one that is zero-filled.
+     */
+    @Test
+    void weightGradientTiles() {
+        compare(new long[] {3, 64, 7, 7}, new long[] {16, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 48, 9, 10}, new long[] {24, 48, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /**
      * Strided input gradients as one stride-1 convolution per phase, interleaved: 3x3 and 4x4 kernels, a 1x1
      * stride-2 kernel (half the phases receive nothing and must come out zero), stride 3 along rows (5-tap
      * kernel rows) with a single image, and padding 0 (a phase with top padding).

@@ -35,10 +35,9 @@ final class ConvDirectF32 {
     /** Per-thread buffers, grown on demand and then reused. */
     private static final class Work {
         float[] image = new float[0];
-        float[] gy = new float[0];
-        /** One weight-gradient pass's window (xo) and gy (go) offsets. */
+        /** One weight-gradient pass's gy, transposed ({@link #transposeGradOut}), and window offsets. */
+        float[] gradOut = new float[0];
         int[] xo = new int[0];
-        int[] go = new int[0];
         /**
          * One register tile, native like the tensors: a vector access site that sees both heap and native
          * segments is compiled without the intrinsics (transposeBlock16 reads tensors too).
@@ -285,9 +284,6 @@ final class ConvDirectF32 {
 
     // ------------------------------------------------------------------ weight gradient
 
-    /** Taps per register tile of {@link #weightTile}: three vectors. */
-    private static final int WJ = 48;
-
     /** Whether {@link #weightGrad} applies: output channels in whole 8-row tiles. */
     static boolean handlesWeightGrad(Geometry g) {
         return FloatVector.SPECIES_PREFERRED.length() == 16 && g.groups() == 1 && g.dw() == 1 && g.cout() % 8 == 0
@@ -296,10 +292,15 @@ final class ConvDirectF32 {
 
     /**
      * {@code gw[oc][ic][ki][kj] = sum over images and output pixels of gy[oc][pixel] * x[ic][window(pixel, ki, kj)]}:
-     * the channels-last image's window rows are the vector operand (48 taps at a time, contiguous) and gy the
-     * broadcast one, 8 output channels per tile, each tile reducing over one pass of {@link #PASS_PIXELS}
-     * pixels. Each chunk of images accumulates into its own buffer; the partial sums are added in chunk
-     * order, so results do not depend on scheduling.
+     * the channels-last image's window rows are the vector operand (contiguous taps) and gy the broadcast one,
+     * each register tile reducing over one pass of {@link #PASS_PIXELS} pixels. A pass's gy is transposed
+     * first, 16 channels per pixel, so that a tile's broadcasts are consecutive floats at an offset linear in
+     * its loop counter (no per-pixel offsets or bounds checks). Window rows go 96 taps at a time against 4
+     * output channels ({@link #weightTileWide}), then 48 against 8 ({@link #weightTile}), then masked
+     * 16-tap vectors ({@link #weightTileNarrow}). The tiles loop over the pass's (image, pixel) pairs as one
+     * flat list: nested image and pixel loops made whole ResNet-20 steps 6-10% slower or not depending on
+     * which shapes C2 first compiled the tile for. Each chunk of images accumulates into its own buffer; the
+     * partial sums are added in chunk order, so results do not depend on scheduling.
      */
     static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, MemorySegment gw, long gwOff, Geometry g) {
         int cin = g.cin(), cout = g.cout(), kh = g.kh(), kw = g.kw();
@@ -308,10 +309,11 @@ final class ConvDirectF32 {
         int padSize = hp * wpad * cin;
         int pixels = g.oh() * g.ow();
         int[] pixOff = ConvF32.windowOffsets(g, wpad, cin);
-        // 48 taps of a window row span 48 floats of one pixel from 48 channels on: halve the pass to keep them in L1.
-        int pass = cin >= 32 ? PASS_PIXELS / 2 : PASS_PIXELS;
+        // Wider pixels (more channels) make fewer of them fit in L1: half the pass from 32 channels on, a quarter from 64.
+        int pass = PASS_PIXELS >> Math.min(2, cin / 32);
         int perPass = Math.max(1, pass / pixels);
         int sub = Math.min(pixels, pass);
+        int groups16 = (cout + 15) / 16;
         int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
         float[][] partial = new float[chunks][];
         Parallel.forRange(chunks, 1, (c0, c1) -> {
@@ -326,32 +328,33 @@ final class ConvDirectF32 {
                     for (int i = 0; i < count; i++) {
                         ConvF32.padChannelsLast(x, xOff + (n + i) * cin * g.h() * g.w(), cin, g, hp, wpad, images, i * padSize, wk.block);
                     }
-                    int gySize = count * cout * pixels;
-                    float[] gyc = wk.gy = ConvF32.grow(wk.gy, gySize);
-                    MemorySegment.copy(gy, F32, (gyOff + n * cout * pixels) * Float.BYTES, gyc, 0, gySize);
                     for (int p0 = 0; p0 < pixels; p0 += sub) {
                         int p1 = Math.min(pixels, p0 + sub);
-                        // The pass's (image, pixel) pairs as one flat list of window and gy offsets.
+                        // The pass's (image, pixel) pairs as one flat list t of window offsets, gy transposed to match.
                         int len = count * (p1 - p0);
-                        int[] xo = wk.xo = ConvF32.growInts(wk.xo, len), go = wk.go = ConvF32.growInts(wk.go, len);
+                        int[] xo = wk.xo = ConvF32.growInts(wk.xo, len);
                         for (int i = 0, t = 0; i < count; i++) {
-                            for (int p = p0; p < p1; p++, t++) {
-                                xo[t] = i * padSize + pixOff[p];
-                                go[t] = i * cout * pixels + p;
-                            }
+                            for (int p = p0; p < p1; p++, t++) xo[t] = i * padSize + pixOff[p];
                         }
+                        float[] gt = wk.gradOut = ConvF32.grow(wk.gradOut, groups16 * len * 16);
+                        transposeGradOut(gy, gyOff + n * cout * pixels, cout, pixels, count, p0, p1, gt);
                         for (int ki = 0; ki < kh; ki++) {
+                            int xRow = ki * g.dh() * wpad * cin;
                             int j = 0;
-                            for (; j + WJ <= kwc; j += WJ) {
+                            for (; j + 96 <= kwc; j += 96) {
+                                for (int oc = 0; oc < cout; oc += 4) {
+                                    weightTileWide(len, images, xo, xRow + j, gt, (oc / 16) * len * 16 + oc % 16, acc, oc * k + ki * kwc + j, k);
+                                }
+                            }
+                            for (; j + 48 <= kwc; j += 48) {
                                 for (int oc = 0; oc < cout; oc += 8) {
-                                    weightTile(len, images, xo, ki * g.dh() * wpad * cin + j, gyc, go, oc * pixels, pixels,
-                                            acc, oc * k + ki * kwc + j, k);
+                                    weightTile(len, images, xo, xRow + j, gt, (oc / 16) * len * 16 + oc % 16, acc, oc * k + ki * kwc + j, k);
                                 }
                             }
                             for (; j < kwc; j += 16) {
                                 for (int oc = 0; oc < cout; oc += 8) {
-                                    weightTileNarrow(len, images, xo, ki * g.dh() * wpad * cin + j, gyc, go, oc * pixels, pixels,
-                                            acc, oc * k + ki * kwc + j, k, Math.min(16, kwc - j));
+                                    weightTileNarrow(len, images, xo, xRow + j, gt, (oc / 16) * len * 16 + oc % 16, acc,
+                                            oc * k + ki * kwc + j, k, Math.min(16, kwc - j));
                                 }
                             }
                         }
@@ -366,22 +369,121 @@ final class ConvDirectF32 {
 
     /**
      * Pixels one weight-gradient pass reduces over (several small images make one pass, a large image is
-     * split): for each window row chunk the tiles of every 8 output channels run back to back over the
+     * split): for each window row chunk the tiles of every output-channel block run back to back over the
      * pass, so its window rows stay in L1. Measured on ResNet-20 steps (one JVM, alternating): 256 pixels
      * 168.8 ms against 171.0 with 1024 and 178.2 with 128; then half of it from 32 input channels on,
-     * 150.8 against 153.0 ms (64: 174.8 against 171.1 for 128).
+     * 150.8 against 153.0 ms. With the 96-tap tiles a quarter from 64 channels on: isolated 64-channel 8x8
+     * weight gradients, 2.14 against 2.38 ms (3.00 against 3.26 with cold caches), a 64-pixel image and its
+     * transposed gy being 42 KB against L1's 48.
      */
     private static final int PASS_PIXELS = 256;
 
     /**
-     * {@code acc[accBase + r * ld + j] += sum over t < len of gy[go[t] + gyBase + r * pixels] * x[xo[t] + xOff + j]}
-     * for 8 rows r and 48 taps j: the pass's (image, pixel) pairs come as one flat list of offsets. (Nested
-     * image and pixel loops here made the whole ResNet-20 step 6-10% slower or not depending on which
-     * shapes C2 first compiled this method for: 164-179 ms against 154-159 when compiled for isolated
-     * weight gradients first; 150-154 ms flat, either way.)
+     * {@code gt[(grp * len + t) * 16 + c] = gy[image i][grp * 16 + c][p]} for the pass's flat list
+     * {@code t = i * (p1 - p0) + p - p0} over images {@code i < count} (from {@code gyOff} on) and pixels
+     * {@code [p0, p1)}; channels past {@code cout} in the last group are zero. 16x16 blocks go through vector
+     * transposes when whole; the rest element by element.
      */
-    private static void weightTile(int len, float[] x, int[] xo, int xOff, float[] gy, int[] go, int gyBase, int pixels,
-                                   float[] acc, int accBase, int ld) {
+    private static void transposeGradOut(MemorySegment gy, long gyOff, int cout, int pixels, int count, int p0, int p1, float[] gt) {
+        int span = p1 - p0, len = count * span;
+        long channelBytes = (long) pixels * Float.BYTES;
+        for (int grp = 0; grp * 16 < cout; grp++) {
+            int gBase = grp * len * 16;
+            int channels = Math.min(16, cout - grp * 16);
+            for (int i = 0; i < count; i++) {
+                long image = gyOff + ((long) i * cout + grp * 16) * pixels;
+                int q = 0;
+                if (channels == 16) {
+                    for (; q + 16 <= span; q += 16) {
+                        Gemm.transposeBlock16(gy, (image + p0 + q) * Float.BYTES, channelBytes, gt, gBase + (i * span + q) * 16, 16);
+                    }
+                }
+                for (; q < span; q++) {
+                    int at = gBase + (i * span + q) * 16;
+                    for (int ch = 0; ch < 16; ch++) {
+                        gt[at + ch] = ch < channels ? gy.get(F32, (image + (long) ch * pixels + p0 + q) * Float.BYTES) : 0f;
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * {@code acc[accBase + r * ld + j] += sum over t < len of gt[t * 16 + gtBase + r] * x[xo[t] + xOff + j]} for 4
+     * rows r and 96 taps j: six vectors of window row against four broadcasts, the fewest loads per FMA of
+     * the tiles that fit the registers (measured on one core: 212 against 194 GFLOP/s for {@link #weightTile}).
+     */
+    private static void weightTileWide(int len, float[] x, int[] xo, int xOff, float[] gt, int gtBase, float[] acc, int accBase, int ld) {
+        FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS), c02 = FloatVector.zero(FS), c03 = FloatVector.zero(FS), c04 = FloatVector.zero(FS), c05 = FloatVector.zero(FS);
+        FloatVector c10 = FloatVector.zero(FS), c11 = FloatVector.zero(FS), c12 = FloatVector.zero(FS), c13 = FloatVector.zero(FS), c14 = FloatVector.zero(FS), c15 = FloatVector.zero(FS);
+        FloatVector c20 = FloatVector.zero(FS), c21 = FloatVector.zero(FS), c22 = FloatVector.zero(FS), c23 = FloatVector.zero(FS), c24 = FloatVector.zero(FS), c25 = FloatVector.zero(FS);
+        FloatVector c30 = FloatVector.zero(FS), c31 = FloatVector.zero(FS), c32 = FloatVector.zero(FS), c33 = FloatVector.zero(FS), c34 = FloatVector.zero(FS), c35 = FloatVector.zero(FS);
+        for (int t = 0; t < len; t++) {
+            int bi = xo[t] + xOff;
+            FloatVector b0 = FloatVector.fromArray(FS, x, bi + 0);
+            FloatVector b1 = FloatVector.fromArray(FS, x, bi + 16);
+            FloatVector b2 = FloatVector.fromArray(FS, x, bi + 32);
+            FloatVector b3 = FloatVector.fromArray(FS, x, bi + 48);
+            FloatVector b4 = FloatVector.fromArray(FS, x, bi + 64);
+            FloatVector b5 = FloatVector.fromArray(FS, x, bi + 80);
+            int ai = t * 16 + gtBase;
+            FloatVector v = FloatVector.broadcast(FS, gt[ai]);
+            c00 = b0.fma(v, c00);
+            c01 = b1.fma(v, c01);
+            c02 = b2.fma(v, c02);
+            c03 = b3.fma(v, c03);
+            c04 = b4.fma(v, c04);
+            c05 = b5.fma(v, c05);
+            v = FloatVector.broadcast(FS, gt[ai + 1]);
+            c10 = b0.fma(v, c10);
+            c11 = b1.fma(v, c11);
+            c12 = b2.fma(v, c12);
+            c13 = b3.fma(v, c13);
+            c14 = b4.fma(v, c14);
+            c15 = b5.fma(v, c15);
+            v = FloatVector.broadcast(FS, gt[ai + 2]);
+            c20 = b0.fma(v, c20);
+            c21 = b1.fma(v, c21);
+            c22 = b2.fma(v, c22);
+            c23 = b3.fma(v, c23);
+            c24 = b4.fma(v, c24);
+            c25 = b5.fma(v, c25);
+            v = FloatVector.broadcast(FS, gt[ai + 3]);
+            c30 = b0.fma(v, c30);
+            c31 = b1.fma(v, c31);
+            c32 = b2.fma(v, c32);
+            c33 = b3.fma(v, c33);
+            c34 = b4.fma(v, c34);
+            c35 = b5.fma(v, c35);
+        }
+        FloatVector.fromArray(FS, acc, accBase).add(c00).intoArray(acc, accBase);
+        FloatVector.fromArray(FS, acc, accBase + 16).add(c01).intoArray(acc, accBase + 16);
+        FloatVector.fromArray(FS, acc, accBase + 32).add(c02).intoArray(acc, accBase + 32);
+        FloatVector.fromArray(FS, acc, accBase + 48).add(c03).intoArray(acc, accBase + 48);
+        FloatVector.fromArray(FS, acc, accBase + 64).add(c04).intoArray(acc, accBase + 64);
+        FloatVector.fromArray(FS, acc, accBase + 80).add(c05).intoArray(acc, accBase + 80);
+        FloatVector.fromArray(FS, acc, accBase + ld).add(c10).intoArray(acc, accBase + ld);
+        FloatVector.fromArray(FS, acc, accBase + ld + 16).add(c11).intoArray(acc, accBase + ld + 16);
+        FloatVector.fromArray(FS, acc, accBase + ld + 32).add(c12).intoArray(acc, accBase + ld + 32);
+        FloatVector.fromArray(FS, acc, accBase + ld + 48).add(c13).intoArray(acc, accBase + ld + 48);
+        FloatVector.fromArray(FS, acc, accBase + ld + 64).add(c14).intoArray(acc, accBase + ld + 64);
+        FloatVector.fromArray(FS, acc, accBase + ld + 80).add(c15).intoArray(acc, accBase + ld + 80);
+        FloatVector.fromArray(FS, acc, accBase + 2 * ld).add(c20).intoArray(acc, accBase + 2 * ld);
+        FloatVector.fromArray(FS, acc, accBase + 2 * ld + 16).add(c21).intoArray(acc, accBase + 2 * ld + 16);
+        FloatVector.fromArray(FS, acc, accBase + 2 * ld + 32).add(c22).intoArray(acc, accBase + 2 * ld + 32);
+        FloatVector.fromArray(FS, acc, accBase + 2 * ld + 48).add(c23).intoArray(acc, accBase + 2 * ld + 48);
+        FloatVector.fromArray(FS, acc, accBase + 2 * ld + 64).add(c24).intoArray(acc, accBase + 2 * ld + 64);
+        FloatVector.fromArray(FS, acc, accBase + 2 * ld + 80).add(c25).intoArray(acc, accBase + 2 * ld + 80);
+        FloatVector.fromArray(FS, acc, accBase + 3 * ld).add(c30).intoArray(acc, accBase + 3 * ld);
+        FloatVector.fromArray(FS, acc, accBase + 3 * ld + 16).add(c31).intoArray(acc, accBase + 3 * ld + 16);
+        FloatVector.fromArray(FS, acc, accBase + 3 * ld + 32).add(c32).intoArray(acc, accBase + 3 * ld + 32);
+        FloatVector.fromArray(FS, acc, accBase + 3 * ld + 48).add(c33).intoArray(acc, accBase + 3 * ld + 48);
+        FloatVector.fromArray(FS, acc, accBase + 3 * ld + 64).add(c34).intoArray(acc, accBase + 3 * ld + 64);
+        FloatVector.fromArray(FS, acc, accBase + 3 * ld + 80).add(c35).intoArray(acc, accBase + 3 * ld + 80);
+    }
+
+    /** As {@link #weightTileWide} for 8 rows and 48 taps: a window row of 16 channels is 48 taps. */
+    private static void weightTile(int len, float[] x, int[] xo, int xOff, float[] gt, int gtBase, float[] acc, int accBase, int ld) {
         FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS), c02 = FloatVector.zero(FS);
         FloatVector c10 = FloatVector.zero(FS), c11 = FloatVector.zero(FS), c12 = FloatVector.zero(FS);
         FloatVector c20 = FloatVector.zero(FS), c21 = FloatVector.zero(FS), c22 = FloatVector.zero(FS);
@@ -392,39 +494,39 @@ final class ConvDirectF32 {
         FloatVector c70 = FloatVector.zero(FS), c71 = FloatVector.zero(FS), c72 = FloatVector.zero(FS);
         for (int t = 0; t < len; t++) {
             int bi = xo[t] + xOff;
-            FloatVector b0 = FloatVector.fromArray(FS, x, bi);
+            FloatVector b0 = FloatVector.fromArray(FS, x, bi + 0);
             FloatVector b1 = FloatVector.fromArray(FS, x, bi + 16);
             FloatVector b2 = FloatVector.fromArray(FS, x, bi + 32);
-            int ai = go[t] + gyBase;
-            FloatVector v = FloatVector.broadcast(FS, gy[ai]);
+            int ai = t * 16 + gtBase;
+            FloatVector v = FloatVector.broadcast(FS, gt[ai]);
             c00 = b0.fma(v, c00);
             c01 = b1.fma(v, c01);
             c02 = b2.fma(v, c02);
-            v = FloatVector.broadcast(FS, gy[ai + pixels]);
+            v = FloatVector.broadcast(FS, gt[ai + 1]);
             c10 = b0.fma(v, c10);
             c11 = b1.fma(v, c11);
             c12 = b2.fma(v, c12);
-            v = FloatVector.broadcast(FS, gy[ai + 2 * pixels]);
+            v = FloatVector.broadcast(FS, gt[ai + 2]);
             c20 = b0.fma(v, c20);
             c21 = b1.fma(v, c21);
             c22 = b2.fma(v, c22);
-            v = FloatVector.broadcast(FS, gy[ai + 3 * pixels]);
+            v = FloatVector.broadcast(FS, gt[ai + 3]);
             c30 = b0.fma(v, c30);
             c31 = b1.fma(v, c31);
             c32 = b2.fma(v, c32);
-            v = FloatVector.broadcast(FS, gy[ai + 4 * pixels]);
+            v = FloatVector.broadcast(FS, gt[ai + 4]);
             c40 = b0.fma(v, c40);
             c41 = b1.fma(v, c41);
             c42 = b2.fma(v, c42);
-            v = FloatVector.broadcast(FS, gy[ai + 5 * pixels]);
+            v = FloatVector.broadcast(FS, gt[ai + 5]);
             c50 = b0.fma(v, c50);
             c51 = b1.fma(v, c51);
             c52 = b2.fma(v, c52);
-            v = FloatVector.broadcast(FS, gy[ai + 6 * pixels]);
+            v = FloatVector.broadcast(FS, gt[ai + 6]);
             c60 = b0.fma(v, c60);
             c61 = b1.fma(v, c61);
             c62 = b2.fma(v, c62);
-            v = FloatVector.broadcast(FS, gy[ai + 7 * pixels]);
+            v = FloatVector.broadcast(FS, gt[ai + 7]);
             c70 = b0.fma(v, c70);
             c71 = b1.fma(v, c71);
             c72 = b2.fma(v, c72);
@@ -459,21 +561,21 @@ final class ConvDirectF32 {
      * As {@link #weightTile} for the {@code width <= 16} taps left of a window row: one vector per row, its
      * lanes past {@code width} (taps of the next window row or pixel) computed and discarded.
      */
-    private static void weightTileNarrow(int len, float[] x, int[] xo, int xOff, float[] gy, int[] go, int gyBase, int pixels,
-                                         float[] acc, int accBase, int ld, int width) {
+    private static void weightTileNarrow(int len, float[] x, int[] xo, int xOff, float[] gt, int gtBase, float[] acc, int accBase,
+                                         int ld, int width) {
         FloatVector c0 = FloatVector.zero(FS), c1 = FloatVector.zero(FS), c2 = FloatVector.zero(FS), c3 = FloatVector.zero(FS);
         FloatVector c4 = FloatVector.zero(FS), c5 = FloatVector.zero(FS), c6 = FloatVector.zero(FS), c7 = FloatVector.zero(FS);
         for (int t = 0; t < len; t++) {
             FloatVector b = FloatVector.fromArray(FS, x, xo[t] + xOff);
-            int ai = go[t] + gyBase;
-            c0 = b.fma(FloatVector.broadcast(FS, gy[ai]), c0);
-            c1 = b.fma(FloatVector.broadcast(FS, gy[ai + pixels]), c1);
-            c2 = b.fma(FloatVector.broadcast(FS, gy[ai + 2 * pixels]), c2);
-            c3 = b.fma(FloatVector.broadcast(FS, gy[ai + 3 * pixels]), c3);
-            c4 = b.fma(FloatVector.broadcast(FS, gy[ai + 4 * pixels]), c4);
-            c5 = b.fma(FloatVector.broadcast(FS, gy[ai + 5 * pixels]), c5);
-            c6 = b.fma(FloatVector.broadcast(FS, gy[ai + 6 * pixels]), c6);
-            c7 = b.fma(FloatVector.broadcast(FS, gy[ai + 7 * pixels]), c7);
+            int ai = t * 16 + gtBase;
+            c0 = b.fma(FloatVector.broadcast(FS, gt[ai]), c0);
+            c1 = b.fma(FloatVector.broadcast(FS, gt[ai + 1]), c1);
+            c2 = b.fma(FloatVector.broadcast(FS, gt[ai + 2]), c2);
+            c3 = b.fma(FloatVector.broadcast(FS, gt[ai + 3]), c3);
+            c4 = b.fma(FloatVector.broadcast(FS, gt[ai + 4]), c4);
+            c5 = b.fma(FloatVector.broadcast(FS, gt[ai + 5]), c5);
+            c6 = b.fma(FloatVector.broadcast(FS, gt[ai + 6]), c6);
+            c7 = b.fma(FloatVector.broadcast(FS, gt[ai + 7]), c7);
         }
         VectorMask<Float> m = FS.indexInRange(0, width);
         FloatVector.fromArray(FS, acc, accBase, m).add(c0).intoArray(acc, accBase, m);
