@@ -136,6 +136,18 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * Input gradients of 3x3 stride-2 padding-1 convolutions with the four phases combined into one 2x2
+     * convolution: 16 input channels (ResNet-20's 16->32 layer), three 16-channel groups with 24 output
+     * channels and non-square images, and a single image split by rows across threads.
+     */
+    @Test
+    void stride2InputGradientsWithPhasesCombined() {
+        compare(new long[] {3, 16, 32, 32}, new long[] {32, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 48, 16, 32}, new long[] {24, 48, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 16, 8, 16}, new long[] {8, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /**
      * Strided input gradients as one stride-1 convolution per phase, interleaved: 3x3 and 4x4 kernels, a 1x1
      * stride-2 kernel (half the phases receive nothing and must come out zero), stride 3 along rows (5-tap
      * kernel rows) with a single image, and padding 0 (a phase with top padding).

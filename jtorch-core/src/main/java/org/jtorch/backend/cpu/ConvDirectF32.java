@@ -96,11 +96,26 @@ final class ConvDirectF32 {
         if (bias != null) {
             for (int oc = 0; oc < cout; oc++) bv[oc] = bias.get(F32, (bOff + oc) * Float.BYTES);
         }
+        int wpad = ConvF32.paddedWidth(g);
+        long pixels = (long) g.oh() * g.ow();
+        overPaddedImages(x, xOff, g, (wk, n, y0, y1) ->
+                rows(wk, wp, bv, g, p, ob, k, kwc, wpad, y0, y1, out, oOff + n * cout * pixels, pixels));
+    }
+
+    /** What {@link #overPaddedImages} runs: output rows {@code [y0, y1)} of image n, its padded copy in {@code wk.image}. */
+    private interface ImageRows {
+        void run(Work wk, long n, int y0, int y1);
+    }
+
+    /**
+     * Runs {@code body} over every image of {@code x} in parallel, each thread first copying its image into
+     * {@code wk.image}, channels-last with {@code g}'s zero border; with fewer images than twice the threads,
+     * each image's output rows are split too, so every thread has work.
+     */
+    private static void overPaddedImages(MemorySegment x, long xOff, Geometry g, ImageRows body) {
+        int cin = g.cin(), oh = g.oh();
         int hp = ConvF32.paddedHeight(g), wpad = ConvF32.paddedWidth(g);
-        int oh = g.oh(), ow = g.ow();
-        long pixels = (long) oh * ow;
         int threads = Parallel.inParallelRegion() ? 1 : Parallel.numThreads();
-        // Few images: split each image's rows too, so every thread has work.
         int split = g.n() >= 2L * threads ? 1 : Math.min(oh, 2 * threads);
         Parallel.forRange((long) g.n() * split, 1, (t0, t1) -> {
             Work wk = WORK.get();
@@ -113,9 +128,7 @@ final class ConvDirectF32 {
                     ConvF32.padChannelsLast(x, xOff + n * cin * g.h() * g.w(), cin, g, hp, wpad, wk.image, 0, wk.block);
                     padded = n;
                 }
-                int y0 = part * oh / split, y1 = (part + 1) * oh / split;
-                long outImage = oOff + n * cout * pixels;
-                rows(wk, wp, bv, g, p, ob, k, kwc, wpad, y0, y1, out, outImage, pixels);
+                body.run(wk, n, part * oh / split, (part + 1) * oh / split);
             }
         });
     }
@@ -279,6 +292,95 @@ final class ConvDirectF32 {
             } else {
                 r.intoMemorySegment(out, at + l * rsBytes, NO);
             }
+        }
+    }
+
+    // ------------------------------------------------------------------ stride-2 input gradient, phases combined
+
+    /**
+     * Whether {@link #stride2InputGrad} applies: 3x3 kernels at stride 2 with padding 1 (ResNet's downsampling
+     * layers), even input sizes (every phase as large as gradOut), output rows of whole 8-pixel tiles, and input
+     * channels in multiples of 16.
+     */
+    static boolean handlesStride2InputGrad(Geometry g) {
+        return FloatVector.SPECIES_PREFERRED.length() == 16 && g.groups() == 1 && g.sh() == 2 && g.sw() == 2
+                && g.kh() == 3 && g.kw() == 3 && g.ph() == 1 && g.pw() == 1 && g.dh() == 1 && g.dw() == 1
+                && g.h() == 2 * g.oh() && g.w() == 2 * g.ow() && g.ow() % 8 == 0 && g.cin() % 16 == 0;
+    }
+
+    /** Lane l of a transposed {@link #tile8x32} row (8 pixels of the even phase, then 8 of the odd one) interleaved: element l / 2, or 8 + l / 2 in odd lanes. */
+    private static final FloatVector ZIP_HALVES = zipHalves();
+
+    private static FloatVector zipHalves() {
+        float[] idx = new float[16];
+        for (int l = 0; l < 16; l++) idx[l] = (l % 2 == 0 ? 0 : 8) + l / 2;
+        return FloatVector.fromArray(FS, idx, 0);
+    }
+
+    /**
+     * {@code gi} of a 3x3, stride-2, padding-1 convolution, all four output phases as one stride-1 2x2
+     * convolution of gradOut (padded by one row and column at the end). Input pixel {@code (2a + py, 2b + px)}
+     * receives from gradOut pixels {@code (a + di, b + dj)} through kernel tap {@code (py + 1 - 2di, px + 1 - 2dj)}
+     * when that is in the kernel (one or two taps per direction): output channel {@code (py, group, px, c)} of
+     * the combined convolution is phase {@code (py, px)} of input channel {@code group * 16 + c}, its missing
+     * taps zero. Each 8x32 tile is then 8 pixels of both column phases of 16 channels, which a transpose and
+     * one permute interleave into whole 16-pixel rows of {@code gi}. The zero taps cost 7/9 more FMAs than the
+     * phases separately ({@link StridedInputGradF32}), but 16 input channels get the 8x32 tile, and there are
+     * no phase planes to interleave in a second pass.
+     */
+    static void stride2InputGrad(MemorySegment gy, long gyOff, MemorySegment w, long wOff, MemorySegment gi, long giOff, Geometry g) {
+        int cin = g.cin(), cout = g.cout(), oh = g.oh(), ow = g.ow();
+        int groups = cin / 16, blocks = 2 * groups;
+        int kwc = 2 * cout, k = 2 * kwc;
+        float[] wh = new float[cout * cin * 9];
+        MemorySegment.copy(w, F32, wOff * Float.BYTES, wh, 0, wh.length);
+        // wp[block (py, group)][di][dj * cout + co][lane (px, c)] = w[co][group * 16 + c][py + 1 - 2di][px + 1 - 2dj], or 0.
+        float[] wp = new float[blocks * k * 32];
+        for (int blk = 0; blk < blocks; blk++) {
+            int py = blk / groups, group = blk % groups;
+            for (int di = 0; di < 2; di++) {
+                int ki = py + 1 - 2 * di;
+                if (ki < 0) continue;
+                for (int dj = 0; dj < 2; dj++) {
+                    for (int lane = 0; lane < 32; lane++) {
+                        int px = lane / 16, ci = group * 16 + lane % 16;
+                        int kj = px + 1 - 2 * dj;
+                        if (kj < 0) continue;
+                        int dst = blk * k * 32 + (di * kwc + dj * cout) * 32 + lane;
+                        for (int co = 0; co < cout; co++) wp[dst + co * 32] = wh[((co * cin + ci) * 3 + ki) * 3 + kj];
+                    }
+                }
+            }
+        }
+        // gradOut as the combined convolution's input: 2x2 window, no leading padding, one zero row and column after.
+        Geometry pg = new Geometry(g.n(), cout, oh, ow, 4 * cin, 2, 2, 1, 1, 0, 0, 1, 1, 1, oh, ow);
+        int wpad = ConvF32.paddedWidth(pg);
+        float[] zeroBias = new float[32];
+        long giImage = (long) cin * g.h() * g.w();
+        long rowBytes = (long) g.w() * Float.BYTES, planeBytes = (long) g.h() * rowBytes;
+        overPaddedImages(gy, gyOff, pg, (wk, n, a0, a1) -> {
+            for (int blk = 0; blk < blocks; blk++) {
+                int py = blk / groups, group = blk % groups;
+                long channelBase = (giOff + n * giImage) * Float.BYTES + group * 16L * planeBytes;
+                for (int a = a0; a < a1; a++) {
+                    for (int b = 0; b < ow; b += 8) {
+                        tile8x32(wk.image, (a * wpad + b) * cout, cout, wpad * cout, 2, kwc, wp, blk * k * 32, zeroBias, 0, wk.tile);
+                        storeInterleaved(wk, gi, channelBase + (2L * a + py) * rowBytes + 2L * b * Float.BYTES, planeBytes);
+                    }
+                }
+            }
+        });
+    }
+
+    /**
+     * Transposes {@code wk.tile} ({@link #tile8x32}'s: 8 pixels of 16 channels' even column phase, then of their
+     * odd one) and stores channel l's 16 interleaved pixels at {@code at + l * planeBytes}.
+     */
+    private static void storeInterleaved(Work wk, MemorySegment out, long at, long planeBytes) {
+        float[] t = wk.block;
+        Gemm.transposeBlock16(wk.tile, 0, 16 * Float.BYTES, t, 0, 16);
+        for (int l = 0; l < 16; l++) {
+            ZIP_HALVES.selectFrom(FloatVector.fromArray(FS, t, l * 16)).intoMemorySegment(out, at + l * planeBytes, NO);
         }
     }
 

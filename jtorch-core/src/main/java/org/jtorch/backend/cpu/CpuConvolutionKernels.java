@@ -90,6 +90,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
                     seg(gradInput), gradInput.storageOffset(), flippedGeometry(g));
             return;
         }
+        if (f32 && ConvDirectF32.handlesStride2InputGrad(g)) {
+            ConvDirectF32.stride2InputGrad(seg(gradOut), gradOut.storageOffset(), seg(weight), weight.storageOffset(),
+                    seg(gradInput), gradInput.storageOffset(), g);
+            return;
+        }
         if (f32 && StridedInputGradF32.applies(g)) {
             StridedInputGradF32.backwardInput(seg(gradOut), gradOut.storageOffset(), seg(weight), weight.storageOffset(),
                     seg(gradInput), gradInput.storageOffset(), g);

@@ -17,7 +17,8 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * {@code (py, px)} that is a correlation of gradOut with a sub-kernel of the (transposed) weight, which
  * the stride-1 forward kernels compute at full speed into a phase plane; the planes are then interleaved
  * into the NCHW gradient. Against GEMM + col2im this skips the column matrix and its scattered adds
- * (the ResNet-20 stride-2 layers' input gradients took 6-7 ms each that way).
+ * (the ResNet-20 stride-2 layers' input gradients took 6-7 ms each that way). 3x3 stride-2 padding-1
+ * layers go to {@link ConvDirectF32#stride2InputGrad} first, which runs the four phases as one convolution.
  */
 final class StridedInputGradF32 {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_512;

@@ -61,6 +61,20 @@ class ConvolutionPathsTest {
     }
 
     @Test
+    void stride2InputGradientsCombinePhases() {
+        assertEquals(true, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {3, 16, 32, 32}, new int[] {32, 16, 3, 3}, 2, 2, 1, 1, 1)));
+        assertEquals(true, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {2, 48, 16, 32}, new int[] {24, 48, 3, 3}, 2, 2, 1, 1, 1)));
+        assertEquals(true, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {1, 16, 8, 16}, new int[] {8, 16, 3, 3}, 2, 2, 1, 1, 1)));
+        // Left to the phases (or GEMM + col2im): 4x4 and 1x1 kernels, padding 0, odd sizes, 4-pixel output rows, 8 channels.
+        assertEquals(false, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 16, 16}, new int[] {32, 32, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(false, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 16, 16}, new int[] {64, 32, 1, 1}, 2, 2, 0, 0, 1)));
+        assertEquals(false, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 16, 16}, new int[] {32, 32, 3, 3}, 2, 2, 0, 0, 1)));
+        assertEquals(false, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 17, 16}, new int[] {32, 32, 3, 3}, 2, 2, 1, 1, 1)));
+        assertEquals(false, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 8, 8}, new int[] {32, 32, 3, 3}, 2, 2, 1, 1, 1)));
+        assertEquals(false, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {2, 8, 16, 16}, new int[] {32, 8, 3, 3}, 2, 2, 1, 1, 1)));
+    }
+
+    @Test
     void rowTilesTakeWholeRowShapes() {
         assertEquals(true, ConvF32.rowTiled(geometry(new int[] {2, 5, 6, 34}, new int[] {11, 5, 3, 3}, 1, 1, 0, 0, 1)));
         assertEquals(true, ConvF32.rowTiled(geometry(new int[] {1, 4, 9, 64}, new int[] {8, 4, 3, 3}, 1, 1, 2, 1, 2)));
