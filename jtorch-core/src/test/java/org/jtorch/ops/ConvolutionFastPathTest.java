@@ -136,6 +136,17 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * Stride-1 input gradients on the direct tiles, their blocked weights gathered from the forward weight
+     * with channels swapped and the kernel rotated: the 16x16 tile (16 input channels, 16-pixel rows) and the
+     * 8x32 tile with a 3x5 kernel, whose rotation a square kernel's symmetric taps could hide.
+     */
+    @Test
+    void inputGradientsFromGatheredFlippedWeights() {
+        compare(new long[] {2, 16, 16, 16}, new long[] {32, 16, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 8, 16}, new long[] {64, 32, 3, 5}, new int[] {1}, new int[] {1, 2}, new int[] {1}, 1);
+    }
+
+    /**
      * Input gradients of 3x3 stride-2 padding-1 convolutions with the four phases combined into one 2x2
      * convolution: 16 input channels (ResNet-20's 16->32 layer), three 16-channel groups with 24 output
      * channels and non-square images, and a single image split by rows across threads.

@@ -78,6 +78,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     @Override
     public void conv2dBackwardInput(Tensor gradOut, Tensor weight, Tensor gradInput, Geometry g) {
         boolean f32 = gradInput.dtype() == DType.FLOAT32;
+        if (f32 && flipsToConvolution(g) && ConvDirectF32.handles(flippedGeometry(g))) {
+            ConvDirectF32.backwardInputFlipped(seg(gradOut), gradOut.storageOffset(), seg(weight), weight.storageOffset(),
+                    seg(gradInput), gradInput.storageOffset(), flippedGeometry(g));
+            return;
+        }
         if (f32 && flipsToConvolution(g)) {
             // Stride 1: the input gradient is a convolution of gradOut with the flipped, channel-transposed
             // weight and padding d * (k - 1) - p, which takes the implicit-GEMM forward path.
