@@ -21,7 +21,8 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * a 16-channel convolution's time) and the junk outputs of the pitched path (a third of them at 8 px).
  * It needs output channels in multiples of 16 (of 32 for 8-pixel rows) and output rows in multiples of
  * 8 or 16 pixels but not of 32; other shapes stay on {@link ConvF32}. The weight gradient here takes any
- * shape with output channels in multiples of 8.
+ * shape with output channels in multiples of 8, and the input gradient of 3x3 stride-2 layers runs its
+ * four phases as one convolution ({@link #stride2InputGrad}).
  */
 final class ConvDirectF32 {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_512;

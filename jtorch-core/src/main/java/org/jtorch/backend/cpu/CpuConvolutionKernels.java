@@ -78,21 +78,22 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     @Override
     public void conv2dBackwardInput(Tensor gradOut, Tensor weight, Tensor gradInput, Geometry g) {
         boolean f32 = gradInput.dtype() == DType.FLOAT32;
-        if (f32 && flipsToConvolution(g) && ConvDirectF32.handles(flippedGeometry(g))) {
-            ConvDirectF32.backwardInputFlipped(seg(gradOut), gradOut.storageOffset(), seg(weight), weight.storageOffset(),
-                    seg(gradInput), gradInput.storageOffset(), flippedGeometry(g));
-            return;
-        }
         if (f32 && flipsToConvolution(g)) {
             // Stride 1: the input gradient is a convolution of gradOut with the flipped, channel-transposed
-            // weight and padding d * (k - 1) - p, which takes the implicit-GEMM forward path.
-            // In native memory, as tensors are: a vector access site (Gemm's packing) that sees heap segments
-            // too is compiled without the intrinsics.
+            // weight and padding d * (k - 1) - p. The direct tiles gather that weight from the forward one
+            // themselves; the implicit-GEMM forward path takes it flipped, in native memory as tensors are:
+            // a vector access site (Gemm's packing) that sees heap segments too is compiled without the intrinsics.
+            Geometry fg = flippedGeometry(g);
+            if (ConvDirectF32.handles(fg)) {
+                ConvDirectF32.backwardInputFlipped(seg(gradOut), gradOut.storageOffset(), seg(weight), weight.storageOffset(),
+                        seg(gradInput), gradInput.storageOffset(), fg);
+                return;
+            }
             float[] flipped = flippedWeight(weight, g);
             MemorySegment fw = FLIPPED.get().get((long) flipped.length * 4);
             MemorySegment.copy(flipped, 0, fw, F32, 0, flipped.length);
             ConvF32.forward(seg(gradOut), gradOut.storageOffset(), fw, 0, null, 0,
-                    seg(gradInput), gradInput.storageOffset(), flippedGeometry(g));
+                    seg(gradInput), gradInput.storageOffset(), fg);
             return;
         }
         if (f32 && ConvDirectF32.handlesStride2InputGrad(g)) {
