@@ -1634,7 +1634,8 @@ public final class Tensor implements AutoCloseable {
     private Tensor asStridedBackward(Tensor g, long[] size, long[] stride, long storageOffset) {
         long extent = storage.byteSize() / dtype.byteSize();
         Tensor buffer = Torch.zeros(new long[] {extent}, g.dtype(), g.device());
-        try (Tensor positions = Torch.arange(extent); Tensor where = positions.asStrided(size, stride, storageOffset);
+        try (Tensor hostPositions = Torch.arange(extent); Tensor positions = hostPositions.to(g.device());
+             Tensor where = positions.asStrided(size, stride, storageOffset);
              Tensor flatIndex = where.reshape(-1); Tensor flatGrad = g.reshape(-1)) {
             buffer.indexAdd_(0, flatIndex, flatGrad);
         }
