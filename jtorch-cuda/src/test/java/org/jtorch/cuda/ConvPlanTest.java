@@ -102,6 +102,18 @@ class ConvPlanTest {
         assertThrows(IllegalArgumentException.class, () -> ConvPlan.cudnn(bigWeight, DType.FLOAT32, false));
     }
 
+    @Test
+    void outputsThatSymmetricPaddingCannotGiveGoToTheFallback() {
+        // Found on the first GPU run: cuDNN's legacy API pads both sides equally, so "same" padding of an even
+        // kernel (one more row at the bottom) and a transposed convolution's cropped output are not its sizes.
+        Geometry same = new Geometry(2, 2, 5, 6, 3, 4, 4, 1, 1, 1, 1, 1, 1, 1, 5, 6);
+        assertTrue(ConvPlan.cudnnRefusal(same).contains("5x6 where padding 1,1 on both sides gives 4x5"), ConvPlan.cudnnRefusal(same));
+        Geometry cropped = new Geometry(1, 2, 12, 12, 2, 3, 3, 1, 1, 0, 0, 3, 3, 1, 4, 4);
+        assertNotNull(ConvPlan.cudnnRefusal(cropped));
+        Geometry strided = new Geometry(1, 3, 7, 8, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 4, 4);
+        assertNull(ConvPlan.cudnnRefusal(strided));
+    }
+
     // ------------------------------------------------------------------ conv.cu entries and arguments
 
     @Test

@@ -60,8 +60,18 @@ public final class ConvPlan {
         };
     }
 
-    /** The reason cuDNN cannot take this convolution (a tensor too large for its int32 sizes), or null when it can. */
+    /**
+     * The reason cuDNN cannot take this convolution, or null when it can: a tensor too large for its int32 sizes, or
+     * an output size that equal padding on both sides does not give (the legacy API has one padding per dimension;
+     * asymmetric "same" padding of an even kernel and a transposed convolution's cropped output have other sizes).
+     */
     public static String cudnnRefusal(Geometry g) {
+        long naturalH = (g.h() + 2L * g.ph() - (long) g.dh() * (g.kh() - 1) - 1) / g.sh() + 1;
+        long naturalW = (g.w() + 2L * g.pw() - (long) g.dw() * (g.kw() - 1) - 1) / g.sw() + 1;
+        if (naturalH != g.oh() || naturalW != g.ow()) {
+            return "the output is " + g.oh() + "x" + g.ow() + " where padding " + g.ph() + "," + g.pw() + " on both sides gives "
+                    + naturalH + "x" + naturalW + " (cuDNN pads symmetrically)";
+        }
         long weight = (long) g.cout() * g.cinG() * g.kh() * g.kw();
         if (weight > CUDNN_MAX_ELEMENTS) return "the weight has " + weight + " elements (cuDNN's limit: 2^31 - 1)";
         if (perImage(g) > CUDNN_MAX_ELEMENTS) return "one image has " + perImage(g) + " elements (cuDNN's limit: 2^31 - 1)";
