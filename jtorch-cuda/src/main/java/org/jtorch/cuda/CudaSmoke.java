@@ -75,11 +75,13 @@ public final class CudaSmoke {
             row("allocator reuse", again.address() == probe.address(), "freed block handed out again on the same stream");
             allocator.free(again);
 
-            MemorySegment host = d.memAllocHost(bytes);
+            // One pinned buffer per copy: an asynchronous copy reads its source after the call returns, so refilling
+            // one buffer for the second copy raced the first (the second GPU run saw 15,950 wrong sums).
+            MemorySegment host = d.memAllocHost(bytes), hostB = d.memAllocHost(bytes);
             for (int i = 0; i < n; i++) host.setAtIndex(JAVA_FLOAT, i, i % 1000 * 0.5f);
             d.memcpyHtoDAsync(a.address(), host, bytes, s);
-            for (int i = 0; i < n; i++) host.setAtIndex(JAVA_FLOAT, i, (i % 7) - 3f);
-            d.memcpyHtoDAsync(b.address(), host, bytes, s);
+            for (int i = 0; i < n; i++) hostB.setAtIndex(JAVA_FLOAT, i, (i % 7) - 3f);
+            d.memcpyHtoDAsync(b.address(), hostB, bytes, s);
             d.memsetD32Async(out.address(), 0x7fc00000, n, s); // NaN: an unwritten element cannot pass
             stream.synchronize();
             row("host to device copies", true, MemoryStats.formatBytes(bytes) + " x2 from pinned memory");
@@ -141,6 +143,7 @@ public final class CudaSmoke {
             }
             d.moduleUnload(module);
             d.memFreeHost(host);
+            d.memFreeHost(hostB);
             allocator.free(a);
             allocator.free(b);
             allocator.free(out);
