@@ -42,6 +42,17 @@ class ConvolutionConformanceTest {
     private static void check(Case c) {
         List<Tensor> in = c.inputTensors();
         try {
+            if (c.expectsError() && c.name().endsWith("_not_on_cpu") && !Fixtures.device().isCpu()) {
+                // PyTorch's CPU refuses float16 convolutions; on CUDA they run (in float32, rounded once).
+                List<Tensor> wide = in.stream().map(t -> t.to(DType.FLOAT32)).toList();
+                try (Tensor out = run(c, in, null); Tensor outWide = out.to(DType.FLOAT32); Tensor ref = run(c, wide, null)) {
+                    assertEquals(DType.FLOAT16, out.dtype(), c + ": dtype");
+                    Fixtures.assertClose(ref, outWide, 2e-3, 2e-3, c + " against float32");
+                } finally {
+                    wide.forEach(Tensor::close);
+                }
+                return;
+            }
             if (c.expectsError()) {
                 RuntimeException e = assertThrows(RuntimeException.class, () -> run(c, in, null).close());
                 assertTrue(e.getMessage().contains(c.op().toLowerCase().replace("conv_transpose2d", "conv_transpose2d")),

@@ -28,8 +28,11 @@ import org.junit.jupiter.api.TestFactory;
 class ElementwiseConformanceTest {
     /** f32 ulps allowed from PyTorch's float32 result; values within 1e-7 of it also pass (results near zero). */
     static final int MAX_ULPS_F32 = 4;
-    /** f32 ulps allowed from the float64 reference rounded to float32. */
-    static final int MAX_ULPS_F64_REFERENCE = 2;
+    /**
+     * f32 ulps allowed from the float64 reference rounded to float32: 2 for the CPU's kernels; 4 on CUDA, whose
+     * float functions are documented to 4 ulps (erfcf, behind gelu) before the op's own multiplications.
+     */
+    static final int MAX_ULPS_F64_REFERENCE = Fixtures.device().isCuda() ? 4 : 2;
 
     @TestFactory
     Stream<DynamicTest> elementwiseMatchesPyTorch() {

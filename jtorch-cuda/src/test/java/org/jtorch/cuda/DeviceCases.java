@@ -3,6 +3,7 @@ package org.jtorch.cuda;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.List;
+import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.memory.MemoryScope;
 import org.junit.jupiter.api.DynamicTest;
@@ -16,6 +17,17 @@ final class DeviceCases {
     static final List<Device> DEVICES = List.of(Device.cpu(), CUDA);
 
     private DeviceCases() {}
+
+    /** The machine epsilon of a floating dtype (the gap between 1 and the next value). */
+    static double epsilon(DType t) {
+        return switch (t) {
+            case FLOAT64 -> 0x1p-52;
+            case FLOAT32 -> 0x1p-23;
+            case FLOAT16 -> 0x1p-10;
+            case BFLOAT16 -> 0x1p-7;
+            default -> throw new IllegalArgumentException("epsilon: " + t + " is not a floating dtype");
+        };
+    }
 
     /** A case's body, run once per device. */
     interface Body {

@@ -70,16 +70,6 @@ class MatmulDeviceConformanceTest {
         }
     }
 
-    private static double eps(DType t) {
-        return switch (t) {
-            case FLOAT64 -> 0x1p-52;
-            case FLOAT32 -> 0x1p-23;
-            case FLOAT16 -> 0x1p-10;
-            case BFLOAT16 -> 0x1p-7;
-            default -> throw new IllegalArgumentException(t.toString());
-        };
-    }
-
     /** {@code matmul}'s definition in double (1-D promotion, broadcast batch), with per-element error bounds. */
     private record Ref(long[] shape, double[] values, double[] bounds) {}
 
@@ -99,7 +89,7 @@ class MatmulDeviceConformanceTest {
         }
         long total = 1;
         for (long s : batch) total *= s;
-        double accEps = t == DType.FLOAT64 ? eps(DType.FLOAT64) : eps(DType.FLOAT32);
+        double accEps = t == DType.FLOAT64 ? DeviceCases.epsilon(DType.FLOAT64) : DeviceCases.epsilon(DType.FLOAT32);
         double[] out = new double[Math.toIntExact(total * m * n)];
         double[] bound = new double[out.length];
         for (long bi = 0; bi < total; bi++) {
@@ -121,7 +111,7 @@ class MatmulDeviceConformanceTest {
                     }
                     int o = (int) (bi * m * n + i * n + j);
                     out[o] = s;
-                    bound[o] = (k + 2) * accEps * mag + eps(t) * Math.abs(s) + 1e-300;
+                    bound[o] = (k + 2) * accEps * mag + DeviceCases.epsilon(t) * Math.abs(s) + 1e-300;
                 }
             }
         }
@@ -206,7 +196,7 @@ class MatmulDeviceConformanceTest {
                         double[] bound = new double[inv.length];
                         for (int i = 0; i < want.length; i++) {
                             want[i] = 0.5 * inv[i] - 2.0 * prod.values()[i];
-                            bound[i] = 2.0 * prod.bounds()[i] + 2 * eps(t) * (Math.abs(inv[i]) + Math.abs(want[i]));
+                            bound[i] = 2.0 * prod.bounds()[i] + 2 * DeviceCases.epsilon(t) * (Math.abs(inv[i]) + Math.abs(want[i]));
                         }
                         check(r, new Ref(prod.shape(), want, bound), t, d, 1, "addmm vs the definition");
                     }
