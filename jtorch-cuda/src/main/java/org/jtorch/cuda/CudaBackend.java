@@ -165,10 +165,10 @@ public final class CudaBackend implements Backend {
     private final ReductionKernels reductions = new CudaReductions(this::kernels);
     /** The indexing family of {@code index.cu} ({@link CudaIndexKernels}). */
     private final IndexKernels indexing = new CudaIndexKernels(this::kernels);
-    /** The matmul family through cuBLASLt ({@link CudaLinalgKernels}; not yet run on a GPU). */
+    /** The matmul family through cuBLASLt ({@link CudaLinalgKernels}). */
     private final LinalgKernels linalg = new CudaLinalgKernels(this::kernels, this);
     private final RandomKernels random = new CudaRandomKernels(this::kernels);
-    /** Convolutions through cuDNN, else im2col + cuBLASLt ({@link CudaConvolutionKernels}; not yet run on a GPU). */
+    /** Convolutions through cuDNN, else im2col + cuBLASLt ({@link CudaConvolutionKernels}). */
     private final ConvolutionKernels convolution = new CudaConvolutionKernels(this::kernels, this);
     /** Pooling and its gradients, {@code pool.cu} ({@link CudaSpatialKernels}). */
     private final SpatialKernels spatial = new CudaSpatialKernels(this::kernels);

@@ -3,7 +3,8 @@
 //
 // Self-contained on purpose: NVRTC has no system headers, and the cuda_fp16.h of one CUDA release does
 // not compile under another release's NVRTC (CUDA 13's needs <nv/target> macros NVRTC 11.8 lacks). So
-// half and bfloat16 are our own 2-byte structs converted with PTX instructions (as cuda_fp16 does).
+// half and bfloat16 are our own 2-byte structs converted with PTX instructions (as cuda_fp16 does), and
+// in software where the file is compiled for the host (the CUDA simulator, jtorch-cuda/src/sim).
 // The Java side passes this file to NVRTC as a named header; nvcc finds it beside the .cu file.
 #pragma once
 
@@ -35,24 +36,56 @@ namespace jt {
 struct alignas(2) half { unsigned short bits; };
 struct alignas(2) bfloat16 { unsigned short bits; };
 
-__device__ __forceinline__ float half_to_float(half h) {
+// On the GPU the conversions are PTX instructions; compiled for the host (the CUDA simulator), the same
+// IEEE conversions in software: round to nearest even, subnormals kept, NaN to the canonical 0x7fff.
+__host__ __device__ __forceinline__ float half_to_float(half h) {
+#ifdef __CUDA_ARCH__
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
     return f;
+#else
+    unsigned int sign = ((unsigned int)h.bits & 0x8000u) << 16, exponent = (h.bits >> 10) & 0x1fu, mantissa = h.bits & 0x3ffu;
+    if (exponent == 31) return __uint_as_float(sign | 0x7f800000u | (mantissa << 13));
+    if (exponent == 0) {
+        float magnitude = (float)mantissa * 5.9604644775390625e-8f;  // exact: mantissa * 2^-24
+        return sign ? -magnitude : magnitude;
+    }
+    return __uint_as_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
+#endif
 }
 
-__device__ __forceinline__ half float_to_half(float f) {
+__host__ __device__ __forceinline__ half float_to_half(float f) {
     half h;
+#ifdef __CUDA_ARCH__
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
+#else
+    unsigned int x = __float_as_uint(f), sign = (x >> 16) & 0x8000u;
+    x &= 0x7fffffffu;
+    if (x > 0x7f800000u) {
+        h.bits = 0x7fff;
+    } else if (x >= 0x477ff000u) {  // 65520 and up (and infinity) round to infinity
+        h.bits = (unsigned short)(sign | 0x7c00u);
+    } else if (x >= 0x38800000u) {  // normal half: rebias the exponent, round the 13 dropped bits to even
+        x += 0xfffu + ((x >> 13) & 1u);
+        h.bits = (unsigned short)(sign | ((x - 0x38000000u) >> 13));
+    } else if (x >= 0x33000001u) {  // subnormal half: units of 2^-24
+        unsigned int mantissa = (x & 0x7fffffu) | 0x800000u, shift = 126 - (x >> 23);
+        unsigned int r = mantissa >> shift, rest = mantissa & ((1u << shift) - 1), tie = 1u << (shift - 1);
+        if (rest > tie || (rest == tie && (r & 1u))) r++;
+        h.bits = (unsigned short)(sign | r);
+    } else {  // at most 2^-25: rounds to zero
+        h.bits = (unsigned short)sign;
+    }
+#endif
     return h;
 }
 
-__device__ __forceinline__ float bfloat16_to_float(bfloat16 b) {
+__host__ __device__ __forceinline__ float bfloat16_to_float(bfloat16 b) {
     return __uint_as_float(((unsigned int)b.bits) << 16);
 }
 
 // Round to nearest even; NaN stays a (quiet) NaN. Same rule as PyTorch's c10::BFloat16.
-__device__ __forceinline__ bfloat16 float_to_bfloat16(float f) {
+__host__ __device__ __forceinline__ bfloat16 float_to_bfloat16(float f) {
     unsigned int u = __float_as_uint(f);
     bfloat16 b;
     if ((u & 0x7fffffffu) > 0x7f800000u) {
