@@ -457,8 +457,11 @@ CUresult refuse_during_capture(jtsim_context* c) {
     return refused ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
-// Waits for pred, counting as a demand for the workers' deferred work meanwhile.
-template <typename Pred> void wait_for(std::unique_lock<std::mutex>& lock, Pred pred) {
+// Waits for pred, counting as a demand for the workers' deferred work meanwhile. A host thread's wait that
+// finds work still pending is a synchronisation in the statistics (one that finds none stalls nothing).
+template <typename Pred> void wait_for(std::unique_lock<std::mutex>& lock, Pred pred, bool host = true) {
+    if (pred()) return;
+    if (host) stat_syncs++;
     host_waiters++;
     progress.notify_all();
     progress.wait(lock, pred);
@@ -489,7 +492,7 @@ CUresult enqueue(jtsim_stream* s, Op op) {
         uint64_t count = w.second;
         s->queue.push_back(Op{"implicit legacy-stream order", [target, count] {
             std::unique_lock<std::mutex> lock(mu);
-            wait_for(lock, [&] { return target->completed >= count; });
+            wait_for(lock, [&] { return target->completed >= count; }, false);
         }, nullptr});
         s->enqueued++;
     }
@@ -848,7 +851,6 @@ EXPORT CUresult cuCtxSynchronize(void) {
     jtsim_context* c = context_or(&r);
     if (c == nullptr) return r;
     if ((r = refuse_during_capture(c)) != CUDA_SUCCESS) return r;
-    stat_syncs++;
     drain_context(c, lock);
     return c->sticky;
 }
@@ -897,7 +899,6 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr pointer) {
     if (c == nullptr) return r;
     auto it = allocations.find((uintptr_t)pointer);
     if (it == allocations.end() || it->second.device < 0) return CUDA_ERROR_INVALID_VALUE;
-    stat_syncs++;
     drain_context(c, lock);
     it = allocations.find((uintptr_t)pointer);
     if (it == allocations.end()) return CUDA_ERROR_INVALID_VALUE;
@@ -935,7 +936,6 @@ EXPORT CUresult cuMemFreeHost(void* pointer) {
     if (c == nullptr) return r;
     auto it = allocations.find((uintptr_t)pointer);
     if (it == allocations.end() || it->second.device >= 0) return CUDA_ERROR_INVALID_VALUE;
-    stat_syncs++;
     drain_context(c, lock);
     allocations.erase((uintptr_t)pointer);
     lock.unlock();
@@ -987,7 +987,6 @@ EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t bytes, C
     CUresult r = enqueue(s, Op{"cuMemcpyDtoHAsync", [dst, src, bytes] { memcpy(dst, (const void*)(uintptr_t)src, bytes); }, nullptr});
     if (r != CUDA_SUCCESS || pinned) return r;
     // Into pageable memory the copy completes before the call returns: a synchronisation.
-    stat_syncs++;
     drain(s, call.lock);
     return c->sticky;
 }
@@ -1030,7 +1029,6 @@ EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t bytes) 
     CUresult r = cuMemcpyHtoDAsync_v2(dst, src, bytes, nullptr);
     if (r != CUDA_SUCCESS) return r;
     std::unique_lock<std::mutex> lock(mu);
-    stat_syncs++;
     drain(current->legacy, lock);
     return current->sticky;
 }
@@ -1077,7 +1075,6 @@ EXPORT CUresult cuStreamSynchronize(CUstream stream) {
         s->capture_invalidated = true;
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
-    stat_syncs++;
     drain(s, call.lock);
     return c->sticky;
 }
@@ -1114,7 +1111,7 @@ EXPORT CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int f
     }
     return enqueue(s, Op{"cuStreamWaitEvent", [event, target] {
         std::unique_lock<std::mutex> wait(mu);
-        wait_for(wait, [&] { return event->completions >= target; });
+        wait_for(wait, [&] { return event->completions >= target; }, false);
     }, nullptr});
 }
 
@@ -1184,7 +1181,6 @@ EXPORT CUresult cuEventSynchronize(CUevent event) {
     if (events.count(event) == 0) return CUDA_ERROR_INVALID_HANDLE;
     jtsim_context* c = event->ctx;
     uint64_t target = event->records;
-    stat_syncs++;
     wait_for(lock, [&] { return event->completions >= target || c->sticky != CUDA_SUCCESS || c->destroyed; });
     return c->sticky;
 }

@@ -20,6 +20,7 @@ public final class BenchMain {
                 if (Arrays.asList(args).contains("--profile")) System.err.print(CnnBench.profileResnet20(20));
             }
             case "data" -> print(DataBench.run(quick));
+            case "gpu-sim" -> System.out.print(GpuSimBench.run());
             case "--help", "-h", "help" -> System.out.println("""
                     usage: jtorch bench <suite> [--quick] [--profile]
 
@@ -29,6 +30,8 @@ public final class BenchMain {
                       conv       conv2d forward and forward+backward: 128x64x32x32 3x3, ResNet-20 shapes
                       cnn        ResNet-20 (CIFAR shape, batch 128) and LeNet-5 (MNIST shape, batch 64) training steps
                       data       DataLoader batches/s, ~1 ms CPU transform per sample, batch 32: 0 vs 2 workers
+                      gpu-sim    per training step on the CUDA simulator (JTORCH_CUDA_PATH=$(scripts/cuda-sim build)): kernel
+                                 launches, library calls, host waits, bytes copied, allocations, peak memory
                     Prints 'name value' lines; scripts/bench runs PyTorch side by side and writes a table.
                     --profile (cnn): afterwards, each kernel's host time in a ResNet-20 step, to stderr.""");
             default -> {

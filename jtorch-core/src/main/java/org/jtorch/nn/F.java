@@ -438,6 +438,7 @@ public final class F {
         }
         long classes = input.size(unbatched ? 0 : 1);
         checkClassWeight(op, weight, classes);
+        if (!target.device().isCpu()) return nllLossOnDevice(op, input, target, weight, ignoreIndex, reduction, classes);
         boolean anyIgnored = false;
         for (long t : target.toLongArray()) {
             if (t == ignoreIndex) {
@@ -459,6 +460,26 @@ public final class F {
                 };
             });
         }
+        return maskedNllLoss(input, target, weight, ignoreIndex, reduction);
+    }
+
+    /**
+     * On an accelerator the targets are not read on the host (that would copy them and wait for the device on
+     * every call): ignored targets are masked on the device, and one out of range is caught by gather's own
+     * index check, reported here under the loss's name.
+     */
+    private static Tensor nllLossOnDevice(String op, Tensor input, Tensor target, Tensor weight, long ignoreIndex,
+                                          Reduction reduction, long classes) {
+        try {
+            return maskedNllLoss(input, target, weight, ignoreIndex, reduction);
+        } catch (IndexOutOfBoundsException e) {
+            throw new IndexOutOfBoundsException(op + ": a target is out of bounds (" + classes + " classes): " + e.getMessage());
+        }
+    }
+
+    /** The loss with ignored targets masked and per-class weights gathered: right for every target. */
+    private static Tensor maskedNllLoss(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction) {
+        boolean unbatched = input.dim() == 1;
         return MemoryScope.run(() -> {
             Tensor x = unbatched ? input.unsqueeze(0) : input;
             Tensor t = (unbatched ? target.unsqueeze(0) : target).to(DType.INT64);

@@ -1,0 +1,186 @@
+package org.jtorch.bench;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Generator;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.amp.Autocast;
+import org.jtorch.backend.Backends;
+import org.jtorch.cuda.Cuda;
+import org.jtorch.cuda.CudaException;
+import org.jtorch.cuda.CudaRuntime;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.nn.F;
+import org.jtorch.nn.Linear;
+import org.jtorch.nn.Module;
+import org.jtorch.nn.ReLU;
+import org.jtorch.nn.Sequential;
+import org.jtorch.optim.SGD;
+import org.jtorch.vision.models.CifarResNet;
+import org.jtorch.vision.models.ResNet;
+
+/**
+ * {@code jtorch bench gpu-sim}: what a training step asks of the GPU, counted exactly by the CUDA simulator
+ * (its {@code jtsim_get_stats}, jtorch-cuda/src/sim/jtsim.h): kernel launches, library calls (cuBLASLt, cuDNN),
+ * host waits, bytes copied each way, driver allocations after the second step, and peak device memory.
+ *
+ * <p>Each workload trains as a user's loop does: the batch copied from pinned host memory without blocking,
+ * forward (under bf16 autocast for the bf16 rows), loss, {@code zeroGrad}, backward, an SGD step with momentum,
+ * and {@code loss.item()} (the one synchronisation the loop asks for). Two warm-up steps, then the counts of
+ * the next {@value #STEPS} steps divided by {@value #STEPS}.
+ */
+final class GpuSimBench {
+    static final int STEPS = 3;
+    private static final Device CUDA = Device.cuda(0);
+
+    private GpuSimBench() {}
+
+    /** The simulator's counters (the fields of jtsim_stats, in order). */
+    record Counts(long kernelLaunches, long graphLaunches, long kernelsRun, long libraryCalls, long synchronizations,
+                  long bytesHostToDevice, long bytesDeviceToHost, long bytesDeviceToDevice, long deviceAllocations,
+                  long deviceFrees, long deviceBytesInUse, long deviceBytesPeak) {}
+
+    /** The simulator's statistics calls, found in the loaded driver; an error naming the need when it is a real driver. */
+    static final class Stats {
+        private final MethodHandle get, reset;
+
+        Stats() {
+            if (!Cuda.isAvailable()) {
+                throw new IllegalStateException("jtorch bench gpu-sim: CUDA is not available (" + Cuda.unavailableReason()
+                        + "); run it on the CUDA simulator: JTORCH_CUDA_PATH=$(scripts/cuda-sim build) ./jtorch bench gpu-sim");
+            }
+            var library = CudaRuntime.system().driver().library();
+            try {
+                get = library.downcall(FunctionDescriptor.ofVoid(ADDRESS), "jtsim_get_stats");
+                reset = library.downcall(FunctionDescriptor.ofVoid(), "jtsim_reset_stats");
+            } catch (CudaException e) {
+                throw new IllegalStateException("jtorch bench gpu-sim: the CUDA driver in use is not the simulator's (no jtsim_get_stats); "
+                        + "run it with JTORCH_CUDA_PATH=$(scripts/cuda-sim build)", e);
+            }
+        }
+
+        Counts read() {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment s = arena.allocate(JAVA_LONG, 12);
+                get.invokeExact(s);
+                long[] v = s.toArray(JAVA_LONG);
+                return new Counts(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]);
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        }
+
+        void reset() {
+            try {
+                reset.invokeExact();
+            } catch (Throwable t) {
+                throw new IllegalStateException(t);
+            }
+        }
+    }
+
+    /** One workload's results per step. */
+    record Row(String workload, String precision, double launches, double libraryCalls, double synchronizations,
+               double bytesHostToDevice, double bytesDeviceToHost, long allocationsAfterSecondStep, long peakDeviceBytes,
+               long peakAllocatedBytes, double stepSeconds) {}
+
+    static String run() {
+        Stats stats = new Stats();
+        List<Row> rows = new ArrayList<>();
+        for (boolean bf16 : new boolean[] {false, true}) {
+            rows.add(measureMlp(stats, bf16));
+            rows.add(measure(stats, "CIFAR ResNet-20, batch 32", () -> CifarResNet.resnet20(10), new long[] {32, 3, 32, 32}, 10, bf16));
+            rows.add(measure(stats, "ResNet-50, batch 8, 64x64", ResNet::resnet50, new long[] {8, 3, 64, 64}, 1000, bf16));
+        }
+        return table(rows);
+    }
+
+    static Row measureMlp(Stats stats, boolean bf16) {
+        return measure(stats, "digits MLP 64-128-10, batch 64", () -> new Sequential(new Linear(64, 128), new ReLU(), new Linear(128, 10)),
+                new long[] {64, 64}, 10, bf16);
+    }
+
+    private static Row measure(Stats stats, String workload, java.util.function.Supplier<Module> factory, long[] shape, int classes, boolean bf16) {
+        Torch.emptyCache(CUDA);  // the previous workload's cached segments would count in this one's peak
+        Torch.manualSeed(0);
+        Module model = factory.get().to(CUDA);
+        SGD opt = new SGD(model.parameters(), SGD.options().lr(0.01).momentum(0.9));
+        try (Tensor x = Torch.randn(shape, DType.FLOAT32, Device.cpu(), new Generator(1));
+             Tensor y = Torch.randint(0, classes, new long[] {shape[0]}, DType.INT64, Device.cpu(), new Generator(2));
+             Tensor xPinned = x.pinMemory(); Tensor yPinned = y.pinMemory()) {
+            step(model, opt, xPinned, yPinned, bf16);
+            step(model, opt, xPinned, yPinned, bf16);
+            Cuda.synchronize(CUDA);
+            Backends.of(CUDA).allocator(CUDA).resetPeakStats();
+            stats.reset();
+            long t0 = System.nanoTime();
+            for (int i = 0; i < STEPS; i++) step(model, opt, xPinned, yPinned, bf16);
+            Cuda.synchronize(CUDA);
+            double seconds = (System.nanoTime() - t0) * 1e-9 / STEPS;
+            Counts c = stats.read();
+            long peakAllocated = Torch.memoryStats(CUDA).peakAllocatedBytes();
+            return new Row(workload, bf16 ? "bf16 autocast" : "f32", (double) c.kernelLaunches() / STEPS, (double) c.libraryCalls() / STEPS,
+                    // the measuring loop's own Cuda.synchronize (after loss.item(), it finds nothing pending)
+                    (double) c.synchronizations() / STEPS, (double) c.bytesHostToDevice() / STEPS,
+                    (double) c.bytesDeviceToHost() / STEPS, c.deviceAllocations(), c.deviceBytesPeak(), peakAllocated, seconds);
+        } finally {
+            opt.close();  // its momentum buffers
+            model.close();
+        }
+    }
+
+    private static void step(Module model, SGD opt, Tensor x, Tensor y, boolean bf16) {
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor xs = x.to(CUDA, true), ys = y.to(CUDA, true);
+            Tensor loss;
+            try (Autocast ac = Autocast.scope(CUDA, DType.BFLOAT16, bf16, true)) {
+                Tensor out = model.forward(shapeFor(model, xs));
+                loss = F.crossEntropy(out, ys);
+            }
+            opt.zeroGrad();
+            loss.backward();
+            opt.step();
+            loss.item();
+        }
+    }
+
+    /** The MLP takes flat rows; the convolutional networks images. */
+    private static Tensor shapeFor(Module model, Tensor x) {
+        return model instanceof Sequential ? x.reshape(x.size(0), -1) : x;
+    }
+
+    static String table(List<Row> rows) {
+        StringBuilder b = new StringBuilder();
+        b.append(String.format(Locale.ROOT, "%-32s %-14s %9s %8s %6s %12s %10s %7s %11s %11s %8s%n", "workload", "precision",
+                "launches", "library", "syncs", "H2D bytes", "D2H bytes", "allocs", "peak dev", "peak alloc", "s/step"));
+        for (Row r : rows) {
+            b.append(String.format(Locale.ROOT, "%-32s %-14s %9.0f %8.0f %6.1f %12.0f %10.0f %7d %11s %11s %8.2f%n", r.workload(), r.precision(),
+                    r.launches(), r.libraryCalls(), r.synchronizations(), r.bytesHostToDevice(), r.bytesDeviceToHost(),
+                    r.allocationsAfterSecondStep(), mib(r.peakDeviceBytes()), mib(r.peakAllocatedBytes()), r.stepSeconds()));
+        }
+        b.append("""
+                Per training step, steady state (steps 3-5), counted by the CUDA simulator: launches = cuLaunchKernel calls
+                (jtorch's own kernels), library = cuBLASLt and cuDNN calls, syncs = host waits that found device work pending
+                (synchronisations, cuMemFree, copies into pageable memory; 1 is the loop's own loss.item()), bytes each way,
+                allocs = cuMemAlloc calls after the second step (the caching allocator should serve everything),
+                peak dev = the driver's peak of allocated segments, peak alloc = jtorch's allocator peak of live tensors.
+                s/step is the simulator's time, not a GPU's.
+                """);
+        return b.toString();
+    }
+
+    private static String mib(long bytes) {
+        return String.format(Locale.ROOT, "%.1f MiB", bytes / (1024.0 * 1024.0));
+    }
+}

@@ -1,0 +1,74 @@
+package org.jtorch.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Generator;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.cuda.Cuda;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.nn.F;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What cuda:0 is asked to do, counted by the CUDA simulator: skipped without one (a real GPU has no counters),
+ * run by {@code scripts/cuda-sim test}.
+ */
+class GpuSimBenchTest {
+    private static final Device CUDA = Device.cuda(0);
+    private GpuSimBench.Stats stats;
+
+    @BeforeEach
+    void simulator() {
+        assumeTrue(Cuda.isAvailable(), () -> "CUDA is not available: " + Cuda.unavailableReason());
+        try {
+            stats = new GpuSimBench.Stats();
+        } catch (IllegalStateException e) {
+            assumeTrue(false, "not the CUDA simulator: " + e.getMessage());
+        }
+    }
+
+    /** Regression: crossEntropy copied every target to the host to validate it, a wait on the device each call. */
+    @Test
+    void crossEntropyDoesNotReadTheTargetsBack() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor logits = Torch.randn(new long[] {64, 10}, DType.FLOAT32, CUDA, new Generator(1));
+            Tensor targets = Torch.randint(0, 10, new long[] {64}, DType.INT64, CUDA, new Generator(2));
+            Cuda.synchronize(CUDA);
+            stats.reset();
+            F.crossEntropy(logits, targets);
+            GpuSimBench.Counts c = stats.read();
+            // gather's index check reads back its 8-byte flag; the 512 bytes of targets are not copied.
+            assertTrue(c.bytesDeviceToHost() <= 8, "bytes read back: " + c);
+            assertTrue(c.synchronizations() <= 1, "host waits: " + c);
+        }
+    }
+
+    @Test
+    void anOutOfRangeTargetOnTheDeviceIsAnErrorNamingTheLoss() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor logits = Torch.zeros(new long[] {4, 10}, DType.FLOAT32, CUDA);
+            Tensor targets = Torch.tensor(new long[] {1, 2, 12, 3}).to(CUDA);
+            IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> F.crossEntropy(logits, targets));
+            assertTrue(e.getMessage().startsWith("crossEntropy: a target is out of bounds (10 classes)"), e.getMessage());
+            assertTrue(e.getMessage().contains("12"), e.getMessage());
+        }
+    }
+
+    /** The digits MLP's steady-state step: the batch up, the loss down, no driver allocation, few waits. */
+    @Test
+    void theMlpStepCopiesOnlyTheBatchAndAllocatesNothing() {
+        var rows = java.util.List.of(GpuSimBench.measureMlp(stats, false), GpuSimBench.measureMlp(stats, true));
+        for (GpuSimBench.Row r : rows) {
+            assertEquals(64 * 64 * 4 + 64 * 8, r.bytesHostToDevice(), r.toString());
+            assertEquals(0, r.allocationsAfterSecondStep(), r.toString());
+            assertTrue(r.synchronizations() <= 3, r.toString());  // loss.item() and two index checks (docs/BENCHMARKS.md)
+        }
+    }
+}
