@@ -256,6 +256,7 @@ public final class GpuBench {
         double accuracy = (double) correct / total;
         boolean pass = falls && accuracy >= 0.90;
         results.put("smoke_accuracy", String.format(Locale.ROOT, "%s %.3f (%.1f ms/step)", pass ? "PASS" : "FAIL", accuracy, stepMs));
+        opt.close();
         model.close();
         return results;
     }
@@ -329,6 +330,7 @@ public final class GpuBench {
             };
             return Timing.median(warmup, reps, step);
         } finally {
+            opt.close();  // its momentum buffers, which would count in the next part's peak
             model.close();
         }
     }
