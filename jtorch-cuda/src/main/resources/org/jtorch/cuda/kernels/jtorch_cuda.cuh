@@ -36,6 +36,27 @@ namespace jt {
 struct alignas(2) half { unsigned short bits; };
 struct alignas(2) bfloat16 { unsigned short bits; };
 
+// The bits of a float and back, on the device and in the host compilations (nvcc's host pass, the simulator).
+__host__ __device__ __forceinline__ unsigned int float_bits(float f) {
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(f);
+#else
+    unsigned int u;
+    __builtin_memcpy(&u, &f, 4);
+    return u;
+#endif
+}
+
+__host__ __device__ __forceinline__ float bits_float(unsigned int u) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+#endif
+}
+
 // On the GPU the conversions are PTX instructions; compiled for the host (the CUDA simulator), the same
 // IEEE conversions in software: round to nearest even, subnormals kept, NaN to the canonical 0x7fff.
 __host__ __device__ __forceinline__ float half_to_float(half h) {
@@ -45,12 +66,12 @@ __host__ __device__ __forceinline__ float half_to_float(half h) {
     return f;
 #else
     unsigned int sign = ((unsigned int)h.bits & 0x8000u) << 16, exponent = (h.bits >> 10) & 0x1fu, mantissa = h.bits & 0x3ffu;
-    if (exponent == 31) return __uint_as_float(sign | 0x7f800000u | (mantissa << 13));
+    if (exponent == 31) return bits_float(sign | 0x7f800000u | (mantissa << 13));
     if (exponent == 0) {
         float magnitude = (float)mantissa * 5.9604644775390625e-8f;  // exact: mantissa * 2^-24
         return sign ? -magnitude : magnitude;
     }
-    return __uint_as_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
+    return bits_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
 #endif
 }
 
@@ -59,7 +80,7 @@ __host__ __device__ __forceinline__ half float_to_half(float f) {
 #ifdef __CUDA_ARCH__
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
 #else
-    unsigned int x = __float_as_uint(f), sign = (x >> 16) & 0x8000u;
+    unsigned int x = float_bits(f), sign = (x >> 16) & 0x8000u;
     x &= 0x7fffffffu;
     if (x > 0x7f800000u) {
         h.bits = 0x7fff;
@@ -81,12 +102,12 @@ __host__ __device__ __forceinline__ half float_to_half(float f) {
 }
 
 __host__ __device__ __forceinline__ float bfloat16_to_float(bfloat16 b) {
-    return __uint_as_float(((unsigned int)b.bits) << 16);
+    return bits_float(((unsigned int)b.bits) << 16);
 }
 
 // Round to nearest even; NaN stays a (quiet) NaN. Same rule as PyTorch's c10::BFloat16.
 __host__ __device__ __forceinline__ bfloat16 float_to_bfloat16(float f) {
-    unsigned int u = __float_as_uint(f);
+    unsigned int u = float_bits(f);
     bfloat16 b;
     if ((u & 0x7fffffffu) > 0x7f800000u) {
         b.bits = 0x7fc0;
