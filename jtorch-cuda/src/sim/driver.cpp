@@ -11,7 +11,8 @@
 // - Each stream has a worker thread running its work in order, asynchronously to the caller: a missing
 //   synchronisation in jtorch shows as a wrong result. JTSIM_DEFER_MS=N holds each piece of work back until
 //   the host waits or queries, or N ms have passed, so such a race loses every time. The legacy default
-//   stream orders itself with the blocking streams of its context, as on a GPU.
+//   stream orders itself with the blocking streams of its context, as on a GPU. JTSIM_TRACE=1 prints each
+//   synchronising call.
 // - Kernels come from the simulated NVRTC (nvrtc.cpp) as shared objects; a launch runs on the stream's
 //   worker (include/jtsim_kernel.h). A kernel that faults (SIGSEGV/SIGBUS on the worker) fails the
 //   context with CUDA_ERROR_ILLEGAL_ADDRESS naming the kernel; every later call returns it (sticky),
@@ -59,6 +60,7 @@ struct Config {
     int major = 9, minor = 0;
     bool fill = true;
     double defer_ms = 0;
+    bool trace = false;
 };
 
 size_t parse_bytes(const char* s, size_t fallback) {
@@ -86,6 +88,7 @@ Config read_config() {
     }
     if (const char* s = getenv("JTSIM_FILL")) c.fill = strcmp(s, "0") != 0;
     if (const char* s = getenv("JTSIM_DEFER_MS")) c.defer_ms = std::max(0.0, atof(s));
+    if (const char* s = getenv("JTSIM_TRACE")) c.trace = strcmp(s, "0") != 0;
     return c;
 }
 
@@ -457,11 +460,15 @@ CUresult refuse_during_capture(jtsim_context* c) {
     return refused ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
-// Waits for pred, counting as a demand for the workers' deferred work meanwhile. A host thread's wait that
-// finds work still pending is a synchronisation in the statistics (one that finds none stalls nothing).
-template <typename Pred> void wait_for(std::unique_lock<std::mutex>& lock, Pred pred, bool host = true) {
+// Waits for pred, counting as a demand for the workers' deferred work meanwhile. `host_call` names the
+// synchronising call a host thread made (null for a worker's wait): each counts in the statistics, whether or
+// not work was still pending (that depends on timing; the calls do not), and JTSIM_TRACE=1 prints it.
+template <typename Pred> void wait_for(std::unique_lock<std::mutex>& lock, Pred pred, const char* host_call) {
+    if (host_call != nullptr) {
+        stat_syncs++;
+        if (config.trace) fprintf(stderr, "jtsim: %s%s\n", host_call, pred() ? "" : " (work pending)");
+    }
     if (pred()) return;
-    if (host) stat_syncs++;
     host_waiters++;
     progress.notify_all();
     progress.wait(lock, pred);
@@ -492,7 +499,7 @@ CUresult enqueue(jtsim_stream* s, Op op) {
         uint64_t count = w.second;
         s->queue.push_back(Op{"implicit legacy-stream order", [target, count] {
             std::unique_lock<std::mutex> lock(mu);
-            wait_for(lock, [&] { return target->completed >= count; }, false);
+            wait_for(lock, [&] { return target->completed >= count; }, nullptr);
         }, nullptr});
         s->enqueued++;
     }
@@ -505,12 +512,12 @@ CUresult enqueue(jtsim_stream* s, Op op) {
 }
 
 // Waits (mu held through `lock`) until everything enqueued on s so far has run.
-void drain(jtsim_stream* s, std::unique_lock<std::mutex>& lock) {
+void drain(jtsim_stream* s, std::unique_lock<std::mutex>& lock, const char* host_call) {
     uint64_t target = s->enqueued;
-    wait_for(lock, [&] { return s->completed >= target; });
+    wait_for(lock, [&] { return s->completed >= target; }, host_call);
 }
 
-void drain_context(jtsim_context* c, std::unique_lock<std::mutex>& lock) {
+void drain_context(jtsim_context* c, std::unique_lock<std::mutex>& lock, const char* host_call) {
     std::vector<std::pair<jtsim_stream*, uint64_t>> targets;
     for (jtsim_stream* s : c->streams) targets.emplace_back(s, s->enqueued);
     wait_for(lock, [&] {
@@ -518,7 +525,7 @@ void drain_context(jtsim_context* c, std::unique_lock<std::mutex>& lock) {
             if (t.first->completed < t.second) return false;
         }
         return true;
-    });
+    }, host_call);
 }
 
 WorkerStacks::~WorkerStacks() {
@@ -851,7 +858,7 @@ EXPORT CUresult cuCtxSynchronize(void) {
     jtsim_context* c = context_or(&r);
     if (c == nullptr) return r;
     if ((r = refuse_during_capture(c)) != CUDA_SUCCESS) return r;
-    drain_context(c, lock);
+    drain_context(c, lock, "cuCtxSynchronize");
     return c->sticky;
 }
 
@@ -899,7 +906,7 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr pointer) {
     if (c == nullptr) return r;
     auto it = allocations.find((uintptr_t)pointer);
     if (it == allocations.end() || it->second.device < 0) return CUDA_ERROR_INVALID_VALUE;
-    drain_context(c, lock);
+    drain_context(c, lock, "cuMemFree");
     it = allocations.find((uintptr_t)pointer);
     if (it == allocations.end()) return CUDA_ERROR_INVALID_VALUE;
     device_in_use[it->second.device] -= it->second.size;
@@ -936,7 +943,7 @@ EXPORT CUresult cuMemFreeHost(void* pointer) {
     if (c == nullptr) return r;
     auto it = allocations.find((uintptr_t)pointer);
     if (it == allocations.end() || it->second.device >= 0) return CUDA_ERROR_INVALID_VALUE;
-    drain_context(c, lock);
+    drain_context(c, lock, "cuMemFreeHost");
     allocations.erase((uintptr_t)pointer);
     lock.unlock();
     free(pointer);
@@ -987,7 +994,7 @@ EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t bytes, C
     CUresult r = enqueue(s, Op{"cuMemcpyDtoHAsync", [dst, src, bytes] { memcpy(dst, (const void*)(uintptr_t)src, bytes); }, nullptr});
     if (r != CUDA_SUCCESS || pinned) return r;
     // Into pageable memory the copy completes before the call returns: a synchronisation.
-    drain(s, call.lock);
+    drain(s, call.lock, "cuMemcpyDtoHAsync into pageable memory");
     return c->sticky;
 }
 
@@ -1029,7 +1036,7 @@ EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t bytes) 
     CUresult r = cuMemcpyHtoDAsync_v2(dst, src, bytes, nullptr);
     if (r != CUDA_SUCCESS) return r;
     std::unique_lock<std::mutex> lock(mu);
-    drain(current->legacy, lock);
+    drain(current->legacy, lock, "cuMemcpyHtoD");
     return current->sticky;
 }
 
@@ -1037,7 +1044,7 @@ EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t bytes) {
     CUresult r = cuMemcpyDtoHAsync_v2(dst, src, bytes, nullptr);
     if (r != CUDA_SUCCESS || bytes == 0) return r;
     std::unique_lock<std::mutex> lock(mu);
-    drain(current->legacy, lock);
+    drain(current->legacy, lock, "cuMemcpyDtoH");
     return current->sticky;
 }
 
@@ -1075,7 +1082,7 @@ EXPORT CUresult cuStreamSynchronize(CUstream stream) {
         s->capture_invalidated = true;
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
-    drain(s, call.lock);
+    drain(s, call.lock, "cuStreamSynchronize");
     return c->sticky;
 }
 
@@ -1111,7 +1118,7 @@ EXPORT CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int f
     }
     return enqueue(s, Op{"cuStreamWaitEvent", [event, target] {
         std::unique_lock<std::mutex> wait(mu);
-        wait_for(wait, [&] { return event->completions >= target; }, false);
+        wait_for(wait, [&] { return event->completions >= target; }, nullptr);
     }, nullptr});
 }
 
@@ -1181,7 +1188,7 @@ EXPORT CUresult cuEventSynchronize(CUevent event) {
     if (events.count(event) == 0) return CUDA_ERROR_INVALID_HANDLE;
     jtsim_context* c = event->ctx;
     uint64_t target = event->records;
-    wait_for(lock, [&] { return event->completions >= target || c->sticky != CUDA_SUCCESS || c->destroyed; });
+    wait_for(lock, [&] { return event->completions >= target || c->sticky != CUDA_SUCCESS || c->destroyed; }, "cuEventSynchronize");
     return c->sticky;
 }
 

@@ -51,8 +51,8 @@ typedef struct jtsim_stats {
     uint64_t graph_launches;          // cuGraphLaunch calls accepted
     uint64_t kernels_run;             // kernel grids executed (graph replays included)
     uint64_t library_calls;           // work enqueued by cuBLASLt, cuDNN, NCCL
-    uint64_t synchronizations;        // host waits that found device work pending: stream, context and event
-                                      // synchronizations, cuMemFree, copies into pageable host memory
+    uint64_t synchronizations;        // synchronising calls: stream, context and event synchronizations,
+                                      // cuMemFree(Host), copies into pageable host memory (JTSIM_TRACE=1 names each)
     uint64_t bytes_host_to_device;
     uint64_t bytes_device_to_host;
     uint64_t bytes_device_to_device;

@@ -131,8 +131,8 @@ final class GpuSimBench {
             Counts c = stats.read();
             long peakAllocated = Torch.memoryStats(CUDA).peakAllocatedBytes();
             return new Row(workload, bf16 ? "bf16 autocast" : "f32", (double) c.kernelLaunches() / STEPS, (double) c.libraryCalls() / STEPS,
-                    // the measuring loop's own Cuda.synchronize (after loss.item(), it finds nothing pending)
-                    (double) c.synchronizations() / STEPS, (double) c.bytesHostToDevice() / STEPS,
+                    // less the measuring loop's own Cuda.synchronize
+                    (double) (c.synchronizations() - 1) / STEPS, (double) c.bytesHostToDevice() / STEPS,
                     (double) c.bytesDeviceToHost() / STEPS, c.deviceAllocations(), c.deviceBytesPeak(), peakAllocated, seconds);
         } finally {
             opt.close();  // its momentum buffers
@@ -171,8 +171,8 @@ final class GpuSimBench {
         }
         b.append("""
                 Per training step, steady state (steps 3-5), counted by the CUDA simulator: launches = cuLaunchKernel calls
-                (jtorch's own kernels), library = cuBLASLt and cuDNN calls, syncs = host waits that found device work pending
-                (synchronisations, cuMemFree, copies into pageable memory; 1 is the loop's own loss.item()), bytes each way,
+                (jtorch's own kernels), library = cuBLASLt and cuDNN calls, syncs = synchronising calls (stream, context and
+                event synchronisations, cuMemFree, copies into pageable memory; 1 is the loop's own loss.item()), bytes each way,
                 allocs = cuMemAlloc calls after the second step (the caching allocator should serve everything),
                 peak dev = the driver's peak of allocated segments, peak alloc = jtorch's allocator peak of live tensors.
                 s/step is the simulator's time, not a GPU's.

@@ -386,7 +386,9 @@ final class CudaKernels {
             }
             long s = stream(device);
             rt.driver().memcpyDtoHAsync(host, address(from), bytes, s);
-            rt.driver().streamSynchronize(s); // a host read: the data must have arrived
+            // A host read: the data must have arrived. Into pageable memory the copy itself returns only once it
+            // has (CUDA's documented behaviour); into pinned memory it is asynchronous and needs the wait.
+            if (staging == null && dst.isPinned()) rt.driver().streamSynchronize(s);
             if (staging != null) Backends.of(Device.cpu()).copy(staging, dst);
         } finally {
             if (staging != null) staging.close();
