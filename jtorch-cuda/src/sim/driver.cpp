@@ -1241,7 +1241,8 @@ EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image) {
     close(fd);
     void* handle = written == header.size ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
     if (handle == nullptr) fprintf(stderr, "jtorch CUDA simulator: cuModuleLoadData: %s\n", dlerror());
-    unlink(path);  // mapped now; the file is not needed
+    // Mapped now; the file is not needed, except by AddressSanitizer's reports, which read the kernels' names there.
+    if (getenv("JTSIM_ASAN") == nullptr) unlink(path);
     if (handle == nullptr) return CUDA_ERROR_INVALID_IMAGE;
     std::lock_guard<std::mutex> lock(mu);
     jtsim_module* m = new jtsim_module();

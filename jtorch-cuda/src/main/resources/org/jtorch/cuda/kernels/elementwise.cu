@@ -233,8 +233,13 @@ struct IsfiniteOp : ToBool, UnaryParams {
     }
 };
 
-struct AddOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A alpha) const { return a + alpha * b; } };
-struct SubOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A alpha) const { return a - alpha * b; } };
+// a + alpha * b as one fused multiply-add for floats: what NVRTC's contraction makes of it on a GPU, and what the
+// CPU backend computes; written out so that no compiler or optimisation level rounds twice (the simulator's).
+template <typename A> __device__ __forceinline__ A mul_add(A x, A y, A z) { return x * y + z; }
+template <> __device__ __forceinline__ float mul_add<float>(float x, float y, float z) { return fmaf(x, y, z); }
+template <> __device__ __forceinline__ double mul_add<double>(double x, double y, double z) { return fma(x, y, z); }
+struct AddOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A alpha) const { return mul_add<A>(alpha, b, a); } };
+struct SubOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A alpha) const { return mul_add<A>(A(-alpha), b, a); } };
 struct MulOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A) const { return a * b; } };
 struct DivOp : ToSame { template <typename A> __device__ A operator()(A a, A b, A) const { return a / b; } };
 // The rounding divisions and the remainder of floating operands are computed in double whatever the dtype,
