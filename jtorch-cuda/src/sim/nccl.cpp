@@ -823,8 +823,8 @@ void run_work(void* arg) {
                                   [&] { return c.next_turn == w.ticket || c.aborted; });
         if (!turn) {
             lock.unlock();
-            c.fail(REMOTE_ERROR, where(w.tasks[0]) + format(": waited %g s for the communicator's earlier calls on other streams (JTSIM_NCCL_TIMEOUT_S)", c.timeout),
-                   JTSIM_ERROR_LAUNCH_FAILED);
+            std::string why = format("waited %g s for the communicator's earlier calls on other streams (JTSIM_NCCL_TIMEOUT_S)", c.timeout);
+            c.fail(REMOTE_ERROR, where(w.tasks[0]) + ": " + why, JTSIM_ERROR_LAUNCH_FAILED);
             return;
         }
     }
@@ -905,7 +905,7 @@ int launch(std::vector<Task> tasks) {
         return refuse(INVALID_USAGE, "ncclGroupEnd: the simulator captures a communicator's group on one stream only");
     }
     for (size_t i = 1; i < streams.size(); i++) {
-        if (!join_streams(streams[0], streams[i])) return refuse(UNHANDLED_CUDA_ERROR, "ncclGroupEnd: joining the group's streams failed");
+        if (!join_streams(streams[0], streams[i])) return refuse(UNHANDLED_CUDA_ERROR, "ncclGroupEnd: joining its streams failed");
     }
     const char* what = tasks.size() == 1 ? KIND_NAMES[tasks[0].kind] : "ncclGroupEnd";
     Work* w = new Work{comm, std::move(tasks), -1};
@@ -916,9 +916,9 @@ int launch(std::vector<Task> tasks) {
     }
     // On an error the driver has run finish_work already.
     int r = jtsim_stream_enqueue((uintptr_t)streams[0], what, run_work, w, finish_work);
-    if (r != JTSIM_SUCCESS) return refuse(UNHANDLED_CUDA_ERROR, format("%s: enqueueing on its stream returned CUDA error %d", what, r));
+    if (r != JTSIM_SUCCESS) return refuse(UNHANDLED_CUDA_ERROR, format("%s: enqueueing returned CUDA error %d", what, r));
     for (size_t i = 1; i < streams.size(); i++) {
-        if (!join_streams(streams[i], streams[0])) return refuse(UNHANDLED_CUDA_ERROR, "ncclGroupEnd: joining the group's streams failed");
+        if (!join_streams(streams[i], streams[0])) return refuse(UNHANDLED_CUDA_ERROR, "ncclGroupEnd: joining its streams failed");
     }
     return SUCCESS;
 }
@@ -957,7 +957,9 @@ int end_group() {
             c->async_error = r;
             c->async_message = why;
         }
-        if (r != SUCCESS && rc == SUCCESS) rc = refuse(r, format("ncclCommInitRank on rank %d of %d: %s", c->rank, c->nranks, why.c_str()));
+        if (r != SUCCESS && rc == SUCCESS) {
+            rc = refuse(r, format("ncclCommInitRank on rank %d of %d: %s", c->rank, c->nranks, why.c_str()));
+        }
     }
     if (rc != SUCCESS) return rc;  // an invalid call in the group: nothing of it is issued, as with NCCL
     while (!tasks.empty()) {

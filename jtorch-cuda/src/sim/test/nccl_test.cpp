@@ -432,9 +432,11 @@ void ring(Rank& R, ncclComm_t comm, void* send, void* recv) {
         R.put(send, v);
         int peer = 1 - R.rank;
         if (R.rank == 0) {
-            check(ncclSend(send, 3, INT32, peer, comm, R.stream) == OK && ncclRecv(recv, 3, INT32, peer, comm, R.stream) == OK, "send, recv");
+            check(ncclSend(send, 3, INT32, peer, comm, R.stream) == OK, "send");
+            check(ncclRecv(recv, 3, INT32, peer, comm, R.stream) == OK, "recv");
         } else {
-            check(ncclRecv(recv, 3, INT32, peer, comm, R.stream) == OK && ncclSend(send, 3, INT32, peer, comm, R.stream) == OK, "recv, send");
+            check(ncclRecv(recv, 3, INT32, peer, comm, R.stream) == OK, "recv");
+            check(ncclSend(send, 3, INT32, peer, comm, R.stream) == OK, "send");
         }
         std::vector<int32_t> want = {peer * 10 + 1, peer * 10 + 2, peer * 10 + 3};
         check(R.get<int32_t>(recv, 3) == want, "ungrouped send/recv pair");
@@ -768,7 +770,9 @@ void init_all(int, int, const ncclUniqueId* ids) {
     }
     // One thread drives both ranks: group calls, each enqueued on its device's stream (any current context).
     check(ncclGroupStart() == OK, "ncclGroupStart");
-    for (int i = 0; i < 2; i++) check(ncclAllReduce(send[i], recv[i], count, FLOAT32, SUM, comms[i], R[i].stream) == OK, "all-reduce %d", i);
+    for (int i = 0; i < 2; i++) {
+        check(ncclAllReduce(send[i], recv[i], count, FLOAT32, SUM, comms[i], R[i].stream) == OK, "all-reduce %d", i);
+    }
     check(ncclGroupEnd() == OK, "ncclGroupEnd");
     for (int i = 0; i < 2; i++) {
         cuCtxSetCurrent(R[i].ctx);
