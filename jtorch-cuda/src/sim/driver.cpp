@@ -575,6 +575,7 @@ void worker_main(jtsim_stream* s) {
             }
         }
         if (op.cleanup) op.cleanup();
+        op = Op{};  // released before taking the lock: it may hold the last reference to a graph's work
         lock.lock();
         s->completed++;
         progress.notify_all();
@@ -798,15 +799,18 @@ static CUresult primary_reset(CUdevice device) {
     if (c == nullptr) return CUDA_SUCCESS;
     c->destroyed = true;
     std::vector<jtsim_stream*> owned(c->streams.begin(), c->streams.end());
+    std::vector<Op> dropped;  // never run; their cleanups run after the lock (they may take it)
     for (jtsim_stream* s : owned) {
         s->stopping = true;
-        for (Op& op : s->queue) {
-            if (op.cleanup) op.cleanup();
-        }
+        for (Op& op : s->queue) dropped.push_back(std::move(op));
         s->queue.clear();
     }
     progress.notify_all();
     lock.unlock();
+    for (Op& op : dropped) {
+        if (op.cleanup) op.cleanup();
+    }
+    dropped.clear();
     for (jtsim_stream* s : owned) s->worker.join();
     lock.lock();
     for (jtsim_stream* s : owned) streams.erase(s);
@@ -1395,11 +1399,12 @@ EXPORT CUresult cuStreamBeginCapture(CUstream stream, int mode) { return begin_c
 
 EXPORT CUresult cuStreamEndCapture(CUstream stream, CUgraph* graph) {
     if (graph == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::shared_ptr<Capture> capture;  // declared first: an invalidated capture is released after the lock
     StreamCall call(stream);
     if (call.stream == nullptr) return call.error;
     jtsim_stream* s = call.stream;
     if (!s->capture) return 401;  // CUDA_ERROR_ILLEGAL_STATE: not capturing
-    std::shared_ptr<Capture> capture = std::move(s->capture);
+    capture = std::move(s->capture);
     s->capture.reset();
     if (s->capture_invalidated) {
         *graph = nullptr;
@@ -1465,16 +1470,25 @@ EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
     }, nullptr});
 }
 
+// The captured work is released after the lock: its cleanups (a launch's arguments, a library's job) take it.
 EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (graph_execs.erase(exec) == 0) return CUDA_ERROR_INVALID_HANDLE;
-    delete exec;  // queued launches hold their own reference to the captured work
+    std::shared_ptr<Capture> released;
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        if (graph_execs.erase(exec) == 0) return CUDA_ERROR_INVALID_HANDLE;
+        released = std::move(exec->capture);  // queued launches hold their own reference
+        delete exec;
+    }
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuGraphDestroy(CUgraph graph) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (graphs.erase(graph) == 0) return CUDA_ERROR_INVALID_HANDLE;
-    delete graph;
+    std::shared_ptr<Capture> released;
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        if (graphs.erase(graph) == 0) return CUDA_ERROR_INVALID_HANDLE;
+        released = std::move(graph->capture);
+        delete graph;
+    }
     return CUDA_SUCCESS;
 }
