@@ -2,8 +2,9 @@
 // (include/jtsim_kernel.h), for the simulated driver to load.
 //
 // nvrtcCompileProgram writes the source and its named headers to a temporary folder, preprocesses it
-// to find the extern "C" __global__ functions (the entries cuModuleGetFunction can name, as on CUDA),
-// and compiles the source followed by JTSIM_ENTRY(name) for each into a shared object. "PTX" and
+// with the kernel runtime to find the extern "C" __global__ functions (the entries cuModuleGetFunction can
+// name, as on CUDA) and to rewrite dynamic shared memory, and compiles that followed by JTSIM_ENTRY(name)
+// for each into a shared object. "PTX" and
 // "CUBIN" are both that image (a short header, then the shared object): the simulated driver loads
 // either, and refuses real PTX or CUBIN. A compile error returns NVRTC_ERROR_COMPILATION with g++'s
 // messages as the program log. JTSIM_ASAN=1 compiles with AddressSanitizer (the process must then
@@ -156,6 +157,47 @@ std::vector<std::string> entry_names(const std::string& text) {
     return names;
 }
 
+// `extern __shared__ T name[];` (dynamic shared memory) reads `extern static thread_local T name[];` once the
+// kernel runtime's __shared__ is expanded, which C++ rejects: it becomes a pointer to the worker's dynamic
+// shared buffer, `static thread_local T* const name = (T*)jtsim::dynamic_shared();`, valid at namespace and
+// at function scope. Attributes (__align__) stay on the declaration and are left out of the cast.
+std::string rewrite_dynamic_shared(const std::string& text) {
+    static const std::string marker = "extern static thread_local";
+    std::string out;
+    size_t from = 0;
+    for (size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, from)) {
+        size_t end = text.find(';', at), open = text.rfind('[', end);
+        size_t name_end = open;
+        while (name_end > at && isspace((unsigned char)text[name_end - 1])) name_end--;
+        size_t name_start = name_end;
+        while (name_start > at && identifier_char(text[name_start - 1])) name_start--;
+        if (end == std::string::npos || open == std::string::npos || open < at || name_start == name_end) {
+            out += text.substr(from, at + marker.size() - from);  // not a declaration this knows: left to g++
+            from = at + marker.size();
+            continue;
+        }
+        std::string type = text.substr(at + marker.size(), name_start - at - marker.size());
+        std::string name = text.substr(name_start, name_end - name_start), plain;
+        for (size_t i = 0; i < type.size();) {  // the type without __attribute__((...)) for the cast
+            if (type.compare(i, 13, "__attribute__") == 0) {
+                int depth = 0;
+                size_t j = i + 13;
+                for (; j < type.size(); j++) {
+                    if (type[j] == '(') depth++;
+                    if (type[j] == ')' && --depth == 0) break;
+                }
+                i = j + 1;
+            } else {
+                plain += type[i++];
+            }
+        }
+        out += text.substr(from, at - from) + "static thread_local " + type + "* const " + name + " = (" + plain +
+               "*)jtsim::dynamic_shared();";
+        from = end + 1;
+    }
+    return out + text.substr(from);
+}
+
 bool starts_with(const std::string& s, const char* prefix) {
     return s.compare(0, strlen(prefix), prefix) == 0;
 }
@@ -244,12 +286,14 @@ std::string compile(Program* p, const std::vector<std::string>& flags, nvrtcResu
         std::vector<std::string> pre = common;
         pre.insert(pre.end(), {"-E", "-w", source, "-o", folder + "/preprocessed.i"});
         if (run(pre, log_file) == 0 && read_file(folder + "/preprocessed.i", &text)) {
-            std::string wrapper = "#include \"" + source + "\"\n";
-            for (const std::string& entry : entry_names(text)) wrapper += "JTSIM_ENTRY(" + entry + ")\n";
-            write_file(folder + "/entries.cpp", wrapper);
+            // The preprocessed source (runtime included, dynamic shared memory rewritten), then the entries.
+            std::string unit = rewrite_dynamic_shared(text) + "\n#include \"jtsim_entry.h\"\n";
+            for (const std::string& entry : entry_names(text)) unit += "JTSIM_ENTRY(" + entry + ")\n";
+            write_file(folder + "/entries.cpp", unit);
             // AddressSanitizer at -O1: g++ takes 10x longer at -O2 with it (the kernels' names come from the
             // symbol table, so no -g either).
-            std::vector<std::string> build = common;
+            std::vector<std::string> build = {cxx, "-x", "c++", "-I" + runtime};
+            build.insert(build.end(), flags.begin(), flags.end());
             build.insert(build.end(), {asan ? "-O1" : "-O2", "-fPIC", "-shared", "-fno-strict-aliasing", "-w",
                                        folder + "/entries.cpp", "-o", folder + "/module.so"});
             if (asan) build.insert(build.end(), {"-fsanitize=address", "-fno-omit-frame-pointer"});

@@ -1,7 +1,7 @@
 // The CUDA simulator's kernel runtime: what a CUDA C++ source needs to compile for the host with g++ and
 // run under the simulated driver. The simulated NVRTC (nvrtc.cpp) force-includes this header before the
 // source, then appends JTSIM_ENTRY(name) for every __global__ function it found, which exports the
-// entry's argument packing and its grid launcher (see "Entries" at the end).
+// entry's argument packing and its grid launcher (jtsim_entry.h).
 //
 // Execution model. A launch runs on the stream's worker thread, block after block. The threads of one
 // block are fibers on that worker thread, switched by hand-written code (no system call): a fiber runs
@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmath>
@@ -43,6 +44,7 @@
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __shared__ static thread_local
+#define __align__(n) __attribute__((aligned(n)))
 #define __constant__ static const
 #define __managed__
 
@@ -145,6 +147,18 @@ struct BlockRun {
     size_t scheduler_stack_size;
 #endif
 };
+
+// Dynamic shared memory (`extern __shared__ T name[];`, which the simulated NVRTC rewrites into a pointer to
+// this): one buffer per worker thread, as large as a block may ask for, so its address never changes; like
+// static __shared__ variables, a block's fibers share it and other streams' launches have their own.
+inline void* dynamic_shared() {
+    static thread_local void* buffer = nullptr;
+    if (buffer == nullptr) {
+        buffer = aligned_alloc(256, 232448);  // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN on sm_90
+        if (buffer == nullptr) abort();
+    }
+    return buffer;
+}
 
 inline uint3 current_thread_idx() { return current->idx; }
 inline uint3 current_block_idx() { return block->block_idx; }
@@ -529,30 +543,4 @@ using std::isinf;
 using std::isnan;
 using std::signbit;
 
-// ---- entries ------------------------------------------------------------------------------------------
-
-// For kernel NAME, exports:
-//   size_t jtsim_args_size_NAME()                       bytes of its packed arguments
-//   void   jtsim_pack_NAME(void** params, void* out)    copies the launch's arguments (cuLaunchKernel's array)
-//   void   jtsim_unpack_NAME(void* packed)              destroys a packed copy
-//   int    jtsim_launch_NAME(LaunchConfig*, const void* packed)   runs the grid: 0 or a CUresult
-#define JTSIM_ENTRY(NAME)                                                                                     \
-    namespace jtsim_entry_##NAME {                                                                            \
-    using E = decltype(jtsim::entry_of(&NAME));                                                               \
-    static void body(const void* packed) { std::apply(NAME, *static_cast<const E::Args*>(packed)); }          \
-    }                                                                                                         \
-    extern "C" __attribute__((visibility("default"))) size_t jtsim_args_size_##NAME() {                       \
-        return sizeof(jtsim_entry_##NAME::E::Args);                                                           \
-    }                                                                                                         \
-    extern "C" __attribute__((visibility("default"))) void jtsim_pack_##NAME(void** params, void* out) {      \
-        jtsim_entry_##NAME::E::pack(params, out,                                                              \
-                                    std::make_index_sequence<std::tuple_size<jtsim_entry_##NAME::E::Args>::value>{}); \
-    }                                                                                                         \
-    extern "C" __attribute__((visibility("default"))) void jtsim_unpack_##NAME(void* packed) {                \
-        using Args = jtsim_entry_##NAME::E::Args;                                                             \
-        static_cast<Args*>(packed)->~Args();                                                                  \
-    }                                                                                                         \
-    extern "C" __attribute__((visibility("default"))) int jtsim_launch_##NAME(jtsim::LaunchConfig* config,    \
-                                                                              const void* packed) {           \
-        return jtsim::run_grid(config, #NAME, &jtsim_entry_##NAME::body, packed);                             \
-    }
+#include "jtsim_entry.h"

@@ -62,6 +62,16 @@ extern "C" __global__ void add_one(float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] += 1.0f;
 }
+// Dynamic shared memory at namespace scope (aligned) and in a function: each block reverses its values.
+extern __shared__ __align__(16) float staged[];
+extern "C" __global__ void reverse_blocks(float* x) {
+    extern __shared__ int unused_alias[];
+    int t = threadIdx.x, base = blockIdx.x * blockDim.x;
+    staged[t] = x[base + t];
+    __syncthreads();
+    x[base + t] = staged[blockDim.x - 1 - t];
+    if (t == 0 && (void*)unused_alias != (void*)staged) x[base] = -1.0f;  // one buffer, whatever the declaration
+}
 // Lane 0 waits at the block's barrier while lanes 1..31 wait for it at a shuffle: no thread can go on.
 extern "C" __global__ void stuck(float* x) {
     if (threadIdx.x == 0) __syncthreads();
@@ -149,6 +159,19 @@ int main() {
     expect("the legacy stream cannot be captured", cuStreamBeginCapture_v2(nullptr, CU_STREAM_CAPTURE_MODE_GLOBAL),
            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     check("the dropped work never ran", read(x, n, s)[0] == 4.0f);
+
+    // Dynamic shared memory: the launch's bytes, one buffer per block's threads.
+    CUfunction reverse;
+    expect("reverse_blocks", cuModuleGetFunction(&reverse, module, "reverse_blocks"), CUDA_SUCCESS);
+    std::vector<float> values(512);
+    for (int i = 0; i < 512; i++) values[i] = float(i);
+    cuMemcpyHtoDAsync_v2(x, values.data(), sizeof(float) * 512, s);
+    void* reverse_params[] = {&x};
+    expect("launch with dynamic shared memory", cuLaunchKernel(reverse, 2, 1, 1, 256, 1, 1, 256 * 4, s, reverse_params, nullptr),
+           CUDA_SUCCESS);
+    std::vector<float> reversed = read(x, 512, s);
+    check("block 0 reversed", reversed[0] == 255.0f && reversed[255] == 0.0f);
+    check("block 1 reversed", reversed[256] == 511.0f && reversed[511] == 256.0f);
 
     // A barrier no thread can pass fails the launch and the context, which a reset brings back.
     void* stuck_params[] = {&x};
