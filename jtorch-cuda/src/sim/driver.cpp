@@ -143,6 +143,19 @@ struct Capture {
     }
 };
 
+// One stream capture, begun on its origin stream and joined by the streams that waited on an event recorded
+// in it (fork); each of those must be waited on again after its last captured work (join) before the origin
+// ends the capture. The captured work is one list in call order: calls on different streams are ordered by
+// the events between them, so that order respects every dependency.
+struct CaptureSession {
+    std::shared_ptr<Capture> work = std::make_shared<Capture>();
+    int mode;
+    bool invalidated = false;
+    bool ended = false;
+    struct jtsim_stream* origin;
+    std::vector<struct jtsim_stream*> members;
+};
+
 }  // namespace
 
 struct jtsim_context {
@@ -163,9 +176,9 @@ struct jtsim_stream {
     uint64_t enqueued = 0, completed = 0;
     bool stopping = false;
     std::thread worker;
-    std::shared_ptr<Capture> capture;          // non-null while capturing
-    int capture_mode = 0;
-    bool capture_invalidated = false;
+    std::shared_ptr<CaptureSession> capture;   // non-null while capturing (as origin or joined)
+    uint64_t captured = 0;                     // work this stream added to the capture
+    uint64_t joined = 0;                       // of it, how much another stream of the capture has waited for
 };
 
 struct jtsim_event {
@@ -173,6 +186,9 @@ struct jtsim_event {
     unsigned int flags;
     uint64_t records = 0, completions = 0;
     double time = 0;
+    std::shared_ptr<CaptureSession> capture;   // the capture its last record was made in, if any
+    struct jtsim_stream* captured_on = nullptr;
+    uint64_t captured_at = 0;                  // the recording stream's captured work at that record
 };
 
 struct jtsim_module {
@@ -452,8 +468,8 @@ struct StreamCall {
 CUresult refuse_during_capture(jtsim_context* c) {
     bool refused = false;
     for (jtsim_stream* s : c->streams) {
-        if (s->capture && s->capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL) {
-            s->capture_invalidated = true;
+        if (s->capture && s->capture->mode == CU_STREAM_CAPTURE_MODE_GLOBAL) {
+            s->capture->invalidated = true;
             refused = true;
         }
     }
@@ -479,8 +495,9 @@ template <typename Pred> void wait_for(std::unique_lock<std::mutex>& lock, Pred 
 // before it, and blocking streams wait for the legacy stream's.
 CUresult enqueue(jtsim_stream* s, Op op) {
     if (s->capture) {
-        if (s->capture_invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-        s->capture->ops.push_back(std::move(op));
+        if (s->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        s->capture->work->ops.push_back(std::move(op));
+        s->captured++;
         return CUDA_SUCCESS;
     }
     jtsim_context* c = s->ctx;
@@ -991,7 +1008,7 @@ EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t bytes, C
     if (dst == nullptr || !device_range_ok(src, bytes)) return CUDA_ERROR_INVALID_VALUE;
     bool pinned = is_pinned(dst, bytes);
     if (!pinned && s->capture) {
-        s->capture_invalidated = true;
+        s->capture->invalidated = true;
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     stat_d2h += bytes;
@@ -1083,7 +1100,7 @@ EXPORT CUresult cuStreamSynchronize(CUstream stream) {
     jtsim_context* c = call.ctx;
     jtsim_stream* s = call.stream;
     if (s->capture) {
-        s->capture_invalidated = true;
+        s->capture->invalidated = true;
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     drain(s, call.lock, "cuStreamSynchronize");
@@ -1109,13 +1126,29 @@ EXPORT CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int f
     if (call.stream == nullptr) return call.error;
     jtsim_stream* s = call.stream;
     if (events.count(event) == 0 || flags != 0) return events.count(event) == 0 ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
+    std::shared_ptr<CaptureSession> from = event->capture && !event->capture->ended ? event->capture : nullptr;
+    if (from != nullptr) {
+        // An event recorded in a capture: the waiting stream joins it (a fork) or, already in it, has now
+        // waited for the recording stream's work up to the record (a join). Ordering is the list's.
+        if (s->capture != nullptr && s->capture != from) {
+            s->capture->invalidated = from->invalidated = true;
+            return CUDA_ERROR_STREAM_CAPTURE_MERGE;
+        }
+        if (s->capture == nullptr) {
+            s->capture = from;
+            s->captured = s->joined = 0;
+            from->members.push_back(s);
+        }
+        jtsim_stream* recorder = event->captured_on;
+        if (recorder != s) recorder->joined = std::max(recorder->joined, event->captured_at);
+        return CUDA_SUCCESS;
+    }
     uint64_t target = event->records;
     if (target == 0) return CUDA_SUCCESS;  // never recorded: nothing to wait for
     if (s->capture) {
-        // Single-stream captures only: an event recorded outside the capture would be a dependency on
-        // uncaptured work.
+        // A dependency on work outside the capture, unless that work is done.
         if (event->completions < target) {
-            s->capture_invalidated = true;
+            s->capture->invalidated = true;
             return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
         }
         return CUDA_SUCCESS;
@@ -1155,15 +1188,23 @@ EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
     jtsim_stream* s = call.stream;
     if (events.count(event) == 0) return CUDA_ERROR_INVALID_HANDLE;
     if (s->capture) {
-        // An event record node: each replay marks the event.
-        return enqueue(s, Op{"cuEventRecord", [event] {
+        // An event record node: each replay marks the event. Until the capture ends, a stream that waits on
+        // the event joins the capture (see cuStreamWaitEvent).
+        CUresult r = enqueue(s, Op{"cuEventRecord", [event] {
             std::lock_guard<std::mutex> mark(mu);
             event->records++;
             event->completions = event->records;
             event->time = now_ms();
             progress.notify_all();
         }, nullptr});
+        if (r == CUDA_SUCCESS) {
+            event->capture = s->capture;
+            event->captured_on = s;
+            event->captured_at = s->captured;
+        }
+        return r;
     }
+    event->capture = nullptr;
     uint64_t target = ++event->records;
     return enqueue(s, Op{"cuEventRecord", [event, target] {
         std::lock_guard<std::mutex> mark(mu);
@@ -1388,29 +1429,42 @@ static CUresult begin_capture(CUstream stream, int mode) {
     if (s->legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     if (s->capture) return 401;  // CUDA_ERROR_ILLEGAL_STATE
     if (mode < 0 || mode > 2) return CUDA_ERROR_INVALID_VALUE;
-    s->capture = std::make_shared<Capture>();
-    s->capture_mode = mode;
-    s->capture_invalidated = false;
+    s->capture = std::make_shared<CaptureSession>();
+    s->capture->mode = mode;
+    s->capture->origin = s;
+    s->capture->members.push_back(s);
+    s->captured = s->joined = 0;
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuStreamBeginCapture_v2(CUstream stream, int mode) { return begin_capture(stream, mode); }
 EXPORT CUresult cuStreamBeginCapture(CUstream stream, int mode) { return begin_capture(stream, mode); }
 
+// Ends the capture begun on `stream`: every stream that joined it must have been waited on after its last
+// captured work (else CUDA_ERROR_STREAM_CAPTURE_UNJOINED); all of them stop capturing either way.
 EXPORT CUresult cuStreamEndCapture(CUstream stream, CUgraph* graph) {
     if (graph == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    std::shared_ptr<Capture> capture;  // declared first: an invalidated capture is released after the lock
+    std::shared_ptr<Capture> work;  // declared first: work not made into a graph is released after the lock
     StreamCall call(stream);
     if (call.stream == nullptr) return call.error;
     jtsim_stream* s = call.stream;
     if (!s->capture) return 401;  // CUDA_ERROR_ILLEGAL_STATE: not capturing
-    capture = std::move(s->capture);
-    s->capture.reset();
-    if (s->capture_invalidated) {
-        *graph = nullptr;
-        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (s->capture->origin != s) {
+        s->capture->invalidated = true;
+        return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
     }
-    jtsim_graph* g = new jtsim_graph{capture};
+    std::shared_ptr<CaptureSession> session = s->capture;
+    bool unjoined = false;
+    for (jtsim_stream* m : session->members) {
+        if (m != s && m->captured > m->joined) unjoined = true;
+        m->capture.reset();
+    }
+    session->ended = true;
+    work = std::move(session->work);  // events recorded in the capture keep the session, not its work
+    *graph = nullptr;
+    if (session->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (unjoined) return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+    jtsim_graph* g = new jtsim_graph{work};
     graphs.insert(g);
     *graph = g;
     return CUDA_SUCCESS;
@@ -1422,7 +1476,7 @@ EXPORT CUresult cuStreamIsCapturing(CUstream stream, int* status) {
     if (call.stream == nullptr) return call.error;
     jtsim_stream* s = call.stream;
     *status = !s->capture ? CU_STREAM_CAPTURE_STATUS_NONE
-              : s->capture_invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+              : s->capture->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
     return CUDA_SUCCESS;
 }
 

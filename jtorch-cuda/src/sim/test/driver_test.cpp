@@ -21,6 +21,9 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void*, size_t, CUstream);
 CUresult cuMemcpyDtoHAsync_v2(void*, CUdeviceptr, size_t, CUstream);
 CUresult cuMemsetD32Async(CUdeviceptr, unsigned int, size_t, CUstream);
 CUresult cuStreamCreate(CUstream*, unsigned int);
+CUresult cuEventCreate(CUevent*, unsigned int);
+CUresult cuEventRecord(CUevent, CUstream);
+CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned int);
 CUresult cuStreamSynchronize(CUstream);
 CUresult cuStreamBeginCapture_v2(CUstream, int);
 CUresult cuStreamEndCapture(CUstream, CUgraph*);
@@ -159,6 +162,50 @@ int main() {
     expect("the legacy stream cannot be captured", cuStreamBeginCapture_v2(nullptr, CU_STREAM_CAPTURE_MODE_GLOBAL),
            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     check("the dropped work never ran", read(x, n, s)[0] == 4.0f);
+
+    // A capture across two streams: the side stream joins by waiting on an event of the origin (fork) and
+    // must be waited on again after its last work (join); its work replays with the origin's.
+    CUstream side;
+    cuStreamCreate(&side, CU_STREAM_NON_BLOCKING);
+    CUevent forked, done;
+    cuEventCreate(&forked, 2);
+    cuEventCreate(&done, 2);
+    CUdeviceptr z;
+    cuMemAlloc_v2(&z, sizeof(float) * n);
+    cuMemsetD32Async(z, 0, n, s);
+    cuStreamSynchronize(s);
+    void* side_params[] = {&z, &count};
+    expect("capture", cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    cuEventRecord(forked, s);
+    expect("fork", cuStreamWaitEvent(side, forked, 0), CUDA_SUCCESS);
+    cuStreamIsCapturing(side, &status);
+    check("the side stream captures", status == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    cuLaunchKernel(add_one, 4, 1, 1, 256, 1, 1, 0, s, params, nullptr);
+    cuLaunchKernel(add_one, 4, 1, 1, 256, 1, 1, 0, side, side_params, nullptr);
+    expect("ending on the side stream", cuStreamEndCapture(side, &graph), CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+    expect("end of the invalidated capture", cuStreamEndCapture(s, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    cuStreamIsCapturing(side, &status);
+    check("the side stream stopped capturing", status == CU_STREAM_CAPTURE_STATUS_NONE);
+    cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    cuEventRecord(forked, s);
+    cuStreamWaitEvent(side, forked, 0);
+    cuLaunchKernel(add_one, 4, 1, 1, 256, 1, 1, 0, side, side_params, nullptr);
+    expect("unjoined work", cuStreamEndCapture(s, &graph), CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+    cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    cuEventRecord(forked, s);
+    cuStreamWaitEvent(side, forked, 0);
+    cuLaunchKernel(add_one, 4, 1, 1, 256, 1, 1, 0, s, params, nullptr);
+    cuLaunchKernel(add_one, 4, 1, 1, 256, 1, 1, 0, side, side_params, nullptr);
+    cuLaunchKernel(add_one, 4, 1, 1, 256, 1, 1, 0, side, side_params, nullptr);
+    cuEventRecord(done, side);
+    expect("join", cuStreamWaitEvent(s, done, 0), CUDA_SUCCESS);
+    expect("end of a joined capture", cuStreamEndCapture(s, &graph), CUDA_SUCCESS);
+    expect("instantiate", cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
+    expect("replay", cuGraphLaunch(exec, s), CUDA_SUCCESS);
+    check("the origin's work replayed, nothing at capture", read(x, n, s)[5] == 5.0f);
+    check("the side stream's work replayed", read(z, n, s)[5] == 2.0f);
+    cuGraphExecDestroy(exec);
+    cuGraphDestroy(graph);
 
     // Dynamic shared memory: the launch's bytes, one buffer per block's threads.
     CUfunction reverse;
