@@ -399,17 +399,14 @@ jtsim_context* context_or(CUresult* error) {
 }
 
 // Where [address, address + bytes) lies, or null when it is not inside one live allocation.
-const Allocation* find_range(uintptr_t address, size_t bytes, uintptr_t* base_out = nullptr) {
+const Allocation* find_range(uintptr_t address, size_t bytes) {
     auto it = allocations.upper_bound(address);
     if (it == allocations.begin()) return nullptr;
     --it;
     uintptr_t base = it->first;
     const Allocation& a = it->second;
+    // An empty range may sit at the block's end.
     if (address < base || address - base > a.size || bytes > a.size - (address - base)) return nullptr;
-    if (bytes == 0 && address - base == a.size && a.size != 0) {
-        // the end of a block: fine for an empty range
-    }
-    if (base_out) *base_out = base;
     return &a;
 }
 
@@ -1398,7 +1395,15 @@ EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int gx, unsigned in
     jtsim_context* ctx = c;
     return enqueue(s, Op{f->name.c_str(), [f, ctx, packed, gx, gy, gz, bx, by, bz, shared, threads] {
         std::vector<void*>& stacks = worker_stacks.stacks;
-        while (stacks.size() < threads) stacks.push_back(new_stack());
+        while (stacks.size() < threads) {
+            void* stack = new_stack();
+            if (stack == nullptr) {
+                std::lock_guard<std::mutex> guard(mu);
+                fail_context(ctx, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, f->name + ": no memory for the block's thread stacks");
+                return;
+            }
+            stacks.push_back(stack);
+        }
         jtsim::LaunchConfig config{};
         config.grid[0] = gx, config.grid[1] = gy, config.grid[2] = gz;
         config.block[0] = bx, config.block[1] = by, config.block[2] = bz;
