@@ -15,6 +15,7 @@ final class CpuLinalgKernels implements LinalgKernels {
 
     @Override
     public void bmm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
+        if (out.numel() == 0) return;
         DType t = out.dtype();
         switch (t) {
             case FLOAT32, FLOAT64 -> gemm(a, b, out, alpha, beta);

@@ -232,6 +232,19 @@ class GemmTest {
     }
 
     @Test
+    void batchedEmptyMatricesAreNoOps() {
+        // Issue 19: with more than one thread the batched entry divided by the work of an empty matrix.
+        MemorySegment a = arena.allocate(64), b = arena.allocate(64), c = arena.allocate(64);
+        c.fill((byte) 7);
+        Parallel.setNumThreads(2);
+        for (int[] mn : new int[][] {{0, 5}, {4, 0}, {0, 0}}) {
+            Gemm.sgemmBatched(3, mn[0], mn[1], 3, 1f, a, 0, 0, 3, 1, b, 0, 0, 1, 1, 0f, c, 0, 0, 1);
+            Gemm.sgemmBatched(0, 4, 5, 3, 1f, a, 0, 0, 3, 1, b, 0, 0, 1, 1, 0f, c, 0, 0, 1);
+        }
+        for (byte x : c.toArray(ValueLayout.JAVA_BYTE)) assertEquals(7, x, "an empty product wrote into C");
+    }
+
+    @Test
     void negativeSizesAreRejected() {
         MemorySegment s = arena.allocate(64);
         assertThrows(IllegalArgumentException.class,
