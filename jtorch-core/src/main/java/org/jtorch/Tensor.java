@@ -88,11 +88,21 @@ public final class Tensor implements AutoCloseable {
 
     /** A new contiguous tensor with uninitialised contents. */
     public static Tensor empty(long[] shape, DType dtype, Device device) {
-        for (long s : shape) {
-            if (s < 0) throw new IllegalArgumentException("empty: negative dimension in shape " + Shapes.format(shape));
+        return empty("empty", shape, dtype, device);
+    }
+
+    /**
+     * {@link #empty(long[], DType, Device)} for the factory {@code op}: a negative size, or a size whose
+     * element or byte count overflows 64 bits, is an {@link IllegalArgumentException} naming it.
+     */
+    static Tensor empty(String op, long[] shape, DType dtype, Device device) {
+        long numel = Shapes.checkedNumel(op, shape);
+        int elementSize = dtype.byteSize();
+        if (numel > Long.MAX_VALUE / elementSize) {
+            throw new IllegalArgumentException(op + ": a tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
+                    + " needs more than 2^63-1 bytes");
         }
-        long bytes = Shapes.numel(shape) * dtype.byteSize();
-        Storage storage = Backends.of(device).allocate(device, bytes);
+        Storage storage = Backends.of(device).allocate(device, numel * elementSize);
         return new Tensor(storage, dtype, shape.clone(), Shapes.contiguousStrides(shape), 0);
     }
 
@@ -714,35 +724,47 @@ public final class Tensor implements AutoCloseable {
     }
 
     public float[] toFloatArray() {
-        float[] a = new float[Math.toIntExact(numel())];
+        float[] a = new float[javaArrayLength("toFloatArray")];
         copyOut(DType.FLOAT32, MemorySegment.ofArray(a));
         return a;
     }
 
     public double[] toDoubleArray() {
-        double[] a = new double[Math.toIntExact(numel())];
+        double[] a = new double[javaArrayLength("toDoubleArray")];
         copyOut(DType.FLOAT64, MemorySegment.ofArray(a));
         return a;
     }
 
     public long[] toLongArray() {
-        long[] a = new long[Math.toIntExact(numel())];
+        long[] a = new long[javaArrayLength("toLongArray")];
         copyOut(DType.INT64, MemorySegment.ofArray(a));
         return a;
     }
 
     public int[] toIntArray() {
-        int[] a = new int[Math.toIntExact(numel())];
+        int[] a = new int[javaArrayLength("toIntArray")];
         copyOut(DType.INT32, MemorySegment.ofArray(a));
         return a;
     }
 
     public boolean[] toBooleanArray() {
-        byte[] b = new byte[Math.toIntExact(numel())];
+        byte[] b = new byte[javaArrayLength("toBooleanArray")];
         copyOut(DType.BOOL, MemorySegment.ofArray(b));
         boolean[] a = new boolean[b.length];
         for (int i = 0; i < b.length; i++) a[i] = b[i] != 0;
         return a;
+    }
+
+    /** The JDK's largest safe array length ({@code ArraysSupport.SOFT_MAX_ARRAY_LENGTH}). */
+    private static final int MAX_ARRAY_LENGTH = Integer.MAX_VALUE - 8;
+
+    private int javaArrayLength(String op) {
+        long n = numel();
+        if (n > MAX_ARRAY_LENGTH) {
+            throw new IllegalArgumentException(op + ": a tensor of shape " + Shapes.format(shape) + " has " + n
+                    + " elements, more than a Java array holds (" + MAX_ARRAY_LENGTH + "); copy it out in slices (narrow())");
+        }
+        return (int) n;
     }
 
     /** Copies the elements in row-major order, converted to {@code type}, into a heap segment. */

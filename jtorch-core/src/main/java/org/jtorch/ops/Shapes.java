@@ -12,6 +12,36 @@ public final class Shapes {
         return n;
     }
 
+    /**
+     * The element count of a shape that a new tensor or view will have, validated: a negative size, or a
+     * count beyond {@code Long.MAX_VALUE} (which would wrap around to a small or zero count), is an
+     * {@link IllegalArgumentException} naming {@code op} and the shape. A shape with a zero size has no
+     * elements however large its other sizes are.
+     */
+    public static long checkedNumel(String op, long[] shape) {
+        return checkedNumel(op, shape, shape);
+    }
+
+    /** {@link #checkedNumel(String, long[])}, naming {@code shown} (the shape as the caller wrote it) in errors. */
+    private static long checkedNumel(String op, long[] shape, long[] shown) {
+        long n = 1;
+        boolean overflow = false;
+        for (long s : shape) {
+            if (s < 0) {
+                throw new IllegalArgumentException(op + ": negative dimension " + s + " in shape " + format(shown));
+            }
+            overflow |= Math.multiplyHigh(n, s) != 0;
+            n *= s;
+            overflow |= n < 0;
+        }
+        if (overflow) {
+            for (long s : shape) if (s == 0) return 0;
+            throw new IllegalArgumentException(op + ": shape " + format(shown)
+                    + " has more elements than a tensor can hold (the element count overflows a 64-bit integer)");
+        }
+        return n;
+    }
+
     /** Row-major strides (in elements) of a contiguous tensor of this shape. */
     public static long[] contiguousStrides(long[] shape) {
         long[] strides = new long[shape.length];
@@ -28,6 +58,8 @@ public final class Shapes {
         if (Arrays.equals(a, b)) return a;
         int n = Math.max(a.length, b.length);
         long[] out = new long[n];
+        long numel = 1;
+        boolean overflow = false;
         for (int i = 0; i < n; i++) {
             long da = i < n - a.length ? 1 : a[i - (n - a.length)];
             long db = i < n - b.length ? 1 : b[i - (n - b.length)];
@@ -37,7 +69,11 @@ public final class Shapes {
                 throw new IllegalArgumentException(op + ": shapes " + format(a) + " and " + format(b)
                         + " cannot be broadcast (size " + da + " != " + db + " at dimension " + i + ")");
             }
+            overflow |= Math.multiplyHigh(numel, out[i]) != 0;
+            numel *= out[i];
         }
+        // Two valid shapes can broadcast to one with more elements than int64 counts ([2^32, 1] and [1, 2^32]).
+        if (overflow || numel < 0) checkedNumel(op, out);
         return out;
     }
 
@@ -93,18 +129,17 @@ public final class Shapes {
     public static long[] inferSize(String op, long[] requested, long numel, long[] original) {
         long[] shape = requested.clone();
         int infer = -1;
-        long known = 1;
         for (int i = 0; i < shape.length; i++) {
             if (shape[i] == -1) {
                 if (infer >= 0) throw new IllegalArgumentException(op + ": only one dimension can be inferred, got "
                         + format(requested));
                 infer = i;
+                shape[i] = 1;
             } else if (shape[i] < 0) {
                 throw new IllegalArgumentException(op + ": invalid shape dimension " + shape[i] + " in " + format(requested));
-            } else {
-                known *= shape[i];
             }
         }
+        long known = checkedNumel(op, shape, requested);
         if (infer >= 0) {
             if (known == 0 || numel % known != 0) {
                 throw new IllegalArgumentException(op + ": shape " + format(requested) + " is invalid for input of size "
