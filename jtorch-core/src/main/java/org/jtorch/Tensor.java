@@ -227,6 +227,25 @@ public final class Tensor implements AutoCloseable {
         }
     }
 
+    /**
+     * Refuses a write into this tensor when several of its elements share one memory location (a
+     * dimension of size above 1 with stride 0, as {@link #expand} makes): the result would depend on the
+     * order in which a kernel writes them. This is PyTorch's {@code assert_no_internal_overlap}; like it,
+     * layouts whose overlap is too hard to tell cheaply (some {@link #asStrided} views) are let through.
+     * Costs a loop over the dimensions, no allocation. {@code op} names the in-place operation.
+     *
+     * @throws IllegalArgumentException naming {@code op}, the shape and the strides
+     */
+    public void checkNoInternalOverlap(String op) {
+        for (int i = 0; i < shape.length; i++) {
+            if (strides[i] == 0 && shape[i] > 1) {
+                throw new IllegalArgumentException(op + ": unsupported operation: more than one element of the written-to"
+                        + " tensor (shape " + Shapes.format(shape) + ", strides " + Shapes.format(strides)
+                        + ") refers to a single memory location. Please clone() the tensor before performing the operation.");
+            }
+        }
+    }
+
     // ------------------------------------------------------------------ views
 
     /** A view with a new shape (one dimension may be -1); fails if the strides do not allow it, as PyTorch's {@code view}. */
@@ -577,6 +596,7 @@ public final class Tensor implements AutoCloseable {
     public Tensor copy_(Tensor src, boolean nonBlocking) {
         checkOpen("copy_");
         src.checkOpen("copy_");
+        checkNoInternalOverlap("copy_");
         if (Autograd.needsGrad(this, src)) Elementwise.checkInPlaceAllowed("copy_", this);
         long[] b = Shapes.broadcast("copy_", shape, src.shape);
         if (!Arrays.equals(b, shape)) {

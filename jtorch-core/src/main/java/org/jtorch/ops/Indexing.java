@@ -153,6 +153,7 @@ public final class Indexing {
                     + " and " + src.dtype());
         }
         checkScatterIndex(op, self, dim, index);
+        self.checkNoInternalOverlap(op);
         int d = Shapes.wrapDim(op, dim, self.dim());
         if (self.dim() == 0 || index.dim() == 0 || src.dim() == 0) {
             try (Tensor s = atLeast1d(self); Tensor i = atLeast1d(index); Tensor v = atLeast1d(src)) {
@@ -181,6 +182,7 @@ public final class Indexing {
         String op = "scatter_";
         checkOpen(op, self, index);
         checkScatterIndex(op, self, dim, index);
+        self.checkNoInternalOverlap(op);
         boolean record = Autograd.needsGrad(self);
         if (record) Elementwise.checkInPlaceAllowed(op, self);
         try (Tensor v = scalarLike(self, value)) {
@@ -312,6 +314,7 @@ public final class Indexing {
             throw new IllegalArgumentException(op + ": index should have dimension 1 or 0, got shape " + Shapes.format(index.shape()));
         }
         requireIndexType(op, index, intIndexAllowed);
+        self.checkNoInternalOverlap(op);
         if (self.dtype() != source.dtype()) {
             throw new IllegalArgumentException(op + ": self (" + self.dtype() + ") and source (" + source.dtype()
                     + ") must have the same dtype");
