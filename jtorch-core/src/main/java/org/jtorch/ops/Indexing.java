@@ -687,7 +687,7 @@ public final class Indexing {
             strides = new long[count];
             for (int k = 0; k < count; k++) {
                 Tensor t = expanded.get(first + k);
-                long[] bs = Shapes.broadcastStrides(t.shape(), t.strides(), b);
+                long[] bs = Shapes.broadcastStrides("index", t.shape(), t.strides(), b);
                 long[] st = new long[resultShape.length];
                 System.arraycopy(bs, 0, st, before, b.length);
                 indices[k] = own(t.asStrided(resultShape, st, t.storageOffset()));

@@ -79,16 +79,28 @@ public final class Shapes {
 
     /**
      * Strides that view a tensor of {@code shape}/{@code strides} as {@code target}: size-1 and missing
-     * leading dimensions get stride 0. Assumes {@code shape} broadcasts to {@code target}.
+     * leading dimensions get stride 0. A {@code shape} that does not broadcast to {@code target} is an
+     * {@link IllegalArgumentException} naming {@code op}.
      */
-    public static long[] broadcastStrides(long[] shape, long[] strides, long[] target) {
-        long[] out = new long[target.length];
+    public static long[] broadcastStrides(String op, long[] shape, long[] strides, long[] target) {
         int lead = target.length - shape.length;
+        if (lead < 0) throw notBroadcastable(op, shape, target);
+        long[] out = new long[target.length];
         for (int i = 0; i < target.length; i++) {
             int j = i - lead;
-            out[i] = j < 0 || shape[j] == 1 && target[i] != 1 ? 0 : strides[j];
+            if (j >= 0 && shape[j] == target[i]) {
+                out[i] = strides[j];
+            } else if ((j < 0 || shape[j] == 1) && target[i] >= 0) {
+                out[i] = 0;
+            } else {
+                throw notBroadcastable(op, shape, target);
+            }
         }
         return out;
+    }
+
+    private static IllegalArgumentException notBroadcastable(String op, long[] shape, long[] target) {
+        return new IllegalArgumentException(op + ": shape " + format(shape) + " cannot be broadcast to " + format(target));
     }
 
     /** Wraps a possibly negative dimension index into {@code [0, rank)}, as PyTorch's {@code maybe_wrap_dim}. */
@@ -99,6 +111,17 @@ public final class Shapes {
                     + rank + " dimension" + (rank == 1 ? "" : "s") + " (expected to be in [" + (-r) + ", " + (r - 1) + "])");
         }
         return (int) (dim < 0 ? dim + r : dim);
+    }
+
+    /**
+     * {@link #wrapDim} for a dimension that must exist (a size, a stride, a dimension to split): a 0-d tensor
+     * has none, as PyTorch's "Dimension specified as 0 but tensor has no dimensions".
+     */
+    public static int existingDim(String op, long dim, int rank) {
+        if (rank == 0) {
+            throw new IndexOutOfBoundsException(op + ": dimension specified as " + dim + " but tensor has no dimensions");
+        }
+        return wrapDim(op, dim, rank);
     }
 
     /** {@code [2, 3]} */
