@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 /**
  * The matmul family on empty operands (issue 19). Reference: PyTorch 1.13, where an empty batch, M or N
  * gives an empty result and an empty inner dimension K gives an empty sum: zeros, or {@code beta * input}
- * for {@code baddbmm}/{@code addmm}.
+ * for {@code baddbmm}/{@code addmm}. Also the nn ops that flatten leading dimensions into rows the same way.
  */
 class LinalgEmptyTest {
     private MemoryScope scope;
@@ -104,5 +104,14 @@ class LinalgEmptyTest {
         F.linear(x, w, null).sum().backward();
         assertZeros(new long[] {3, 4}, x.grad());
         assertArrayEquals(new long[] {0, 4}, w.grad().shape());
+    }
+
+    @Test
+    void nnOpsFlatteningRowsAcceptAnEmptyLastDimension() {
+        // PyTorch 1.13: bilinear with 0 output features is [2, 0]; an embedding of width 0 has a [5, 0] gradient.
+        assertArrayEquals(new long[] {2, 0}, F.bilinear(Torch.randn(2, 2), Torch.randn(2, 3), Torch.randn(0, 2, 3), null).shape());
+        Tensor w = Torch.randn(5, 0).requiresGrad_();
+        F.embedding(Torch.tensor(1L, 2L), w).sum().backward();
+        assertArrayEquals(new long[] {5, 0}, w.grad().shape());
     }
 }
