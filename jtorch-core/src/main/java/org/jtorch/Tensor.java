@@ -246,6 +246,56 @@ public final class Tensor implements AutoCloseable {
         }
     }
 
+    /**
+     * Refuses a write into this tensor that reads {@code input} when the two share some but not all of
+     * their memory (a shifted or transposed view of the destination): the result would depend on the order
+     * of reads and writes. This is PyTorch's {@code assert_no_partial_overlap}: the same memory in the same
+     * layout ({@code x.add_(x)}) is fine, and layouts whose overlap is too hard to tell (either tensor not
+     * dense) pass. Tensors on different storages cost one comparison.
+     *
+     * @throws IllegalArgumentException naming {@code op}
+     */
+    public void checkNoPartialOverlap(String op, Tensor input) {
+        if (input.storage != storage) return;
+        if (overlapWith(input) == Overlap.PARTIAL) throw sharedWithInput(op, input);
+    }
+
+    /**
+     * {@link #checkNoPartialOverlap}, refusing the full overlap too: for ops (index_add_, scatter_, ...)
+     * whose input is read in another order than the destination is written. PyTorch's {@code assert_no_overlap}.
+     */
+    public void checkNoOverlap(String op, Tensor input) {
+        if (input.storage != storage) return;
+        Overlap o = overlapWith(input);
+        if (o == Overlap.PARTIAL || o == Overlap.FULL) throw sharedWithInput(op, input);
+    }
+
+    private enum Overlap { NONE, FULL, PARTIAL, TOO_HARD }
+
+    /** PyTorch's {@code get_overlap_status}, for two tensors on the same storage. */
+    private Overlap overlapWith(Tensor other) {
+        if (other == this) return Overlap.FULL;
+        long n = numel();
+        long m = other.numel();
+        if (n == 0 || m == 0) return Overlap.NONE;
+        if (!Shapes.isNonOverlappingAndDense(shape, strides) || !Shapes.isNonOverlappingAndDense(other.shape, other.strides)) {
+            return Overlap.TOO_HARD;
+        }
+        long begin = offset * dtype.byteSize();
+        long end = begin + n * dtype.byteSize();
+        long otherBegin = other.offset * other.dtype.byteSize();
+        long otherEnd = otherBegin + m * other.dtype.byteSize();
+        if (begin == otherBegin && end == otherEnd) return Arrays.equals(strides, other.strides) ? Overlap.FULL : Overlap.PARTIAL;
+        return begin < otherEnd && otherBegin < end ? Overlap.PARTIAL : Overlap.NONE;
+    }
+
+    private IllegalArgumentException sharedWithInput(String op, Tensor input) {
+        return new IllegalArgumentException(op + ": unsupported operation: some elements of the input tensor (shape "
+                + Shapes.format(input.shape) + ", strides " + Shapes.format(input.strides) + ", offset " + input.offset
+                + ") and the written-to tensor (shape " + Shapes.format(shape) + ", strides " + Shapes.format(strides) + ", offset "
+                + offset + ") refer to a single memory location. Please clone() the tensor before performing the operation.");
+    }
+
     // ------------------------------------------------------------------ views
 
     /** A view with a new shape (one dimension may be -1); fails if the strides do not allow it, as PyTorch's {@code view}. */
@@ -622,6 +672,7 @@ public final class Tensor implements AutoCloseable {
         checkOpen("copy_");
         src.checkOpen("copy_");
         checkNoInternalOverlap("copy_");
+        checkNoPartialOverlap("copy_", src);
         if (Autograd.needsGrad(this, src)) Elementwise.checkInPlaceAllowed("copy_", this);
         long[] b = Shapes.broadcast("copy_", shape, src.shape);
         if (!Arrays.equals(b, shape)) {

@@ -123,6 +123,7 @@ public final class Elementwise {
         checkOperands(op, self, b, compute, alpha);
         checkCast(name, op.resultType(compute), self.dtype());
         self.checkNoInternalOverlap(name);
+        self.checkNoPartialOverlap(name, b);
         boolean record = op.isDifferentiable() && Autograd.needsGrad(self, b);
         if (record) checkInPlaceAllowed(name, self);
         Tensor before = record && op.savesInputs() ? self.clone() : null;

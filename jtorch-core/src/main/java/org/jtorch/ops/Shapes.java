@@ -147,6 +147,36 @@ public final class Shapes {
     }
 
     /**
+     * Whether the elements of a tensor of this shape and these strides occupy a dense block of memory
+     * exactly once, in some order of dimensions (PyTorch's {@code is_non_overlapping_and_dense}):
+     * a permutation of a contiguous tensor. Dimensions of size 1 are ignored; an empty tensor is dense.
+     */
+    public static boolean isNonOverlappingAndDense(long[] shape, long[] strides) {
+        int[] dims = new int[shape.length];
+        int n = 0;
+        for (int i = 0; i < shape.length; i++) {
+            if (shape[i] == 0) return true;
+            if (shape[i] > 1) dims[n++] = i;
+        }
+        // Insertion sort by stride: tensors have few dimensions.
+        for (int i = 1; i < n; i++) {
+            int d = dims[i];
+            int j = i - 1;
+            while (j >= 0 && strides[dims[j]] > strides[d]) {
+                dims[j + 1] = dims[j];
+                j--;
+            }
+            dims[j + 1] = d;
+        }
+        long expected = 1;
+        for (int i = 0; i < n; i++) {
+            if (strides[dims[i]] != expected) return false;
+            expected *= shape[dims[i]];
+        }
+        return true;
+    }
+
+    /**
      * Infers one {@code -1} entry of a requested shape from the element count, as {@code view}/{@code reshape}.
      */
     public static long[] inferSize(String op, long[] requested, long numel, long[] original) {
