@@ -389,7 +389,7 @@ public final class Torch {
     }
 
     private static long[] checkShape(long length, long[] shape) {
-        long n = Shapes.numel(shape);
+        long n = Shapes.checkedNumel("tensor", shape);
         if (n != length) {
             throw new IllegalArgumentException("tensor: shape " + Shapes.format(shape) + " holds " + n
                     + " elements but the data has " + length);

@@ -50,6 +50,7 @@ class ShapeOverflowTest {
         assertRefused("rand", "[4611686018427387904, 4]", () -> Torch.rand(shape));
         assertRefused("randint", "[4611686018427387904, 4]", () -> Torch.randint(0, 5, shape));
         assertRefused("eye", "[4294967296, 4294967296]", () -> Torch.eye(TWO_32, TWO_32, DType.FLOAT32, Device.cpu()));
+        assertRefused("tensor", "[4294967296, 4294967296]", () -> Torch.tensor(new float[0], TWO_32, TWO_32));
     }
 
     @Test
