@@ -88,11 +88,21 @@ public final class Tensor implements AutoCloseable {
 
     /** A new contiguous tensor with uninitialised contents. */
     public static Tensor empty(long[] shape, DType dtype, Device device) {
-        for (long s : shape) {
-            if (s < 0) throw new IllegalArgumentException("empty: negative dimension in shape " + Shapes.format(shape));
+        return empty("empty", shape, dtype, device);
+    }
+
+    /**
+     * {@link #empty(long[], DType, Device)} for the factory {@code op}: a negative size, or a size whose
+     * element or byte count overflows 64 bits, is an {@link IllegalArgumentException} naming it.
+     */
+    static Tensor empty(String op, long[] shape, DType dtype, Device device) {
+        long numel = Shapes.checkedNumel(op, shape);
+        int elementSize = dtype.byteSize();
+        if (numel > Long.MAX_VALUE / elementSize) {
+            throw new IllegalArgumentException(op + ": a tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
+                    + " needs more than 2^63-1 bytes");
         }
-        long bytes = Shapes.numel(shape) * dtype.byteSize();
-        Storage storage = Backends.of(device).allocate(device, bytes);
+        Storage storage = Backends.of(device).allocate(device, numel * elementSize);
         return new Tensor(storage, dtype, shape.clone(), Shapes.contiguousStrides(shape), 0);
     }
 
@@ -118,7 +128,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Size of dimension {@code dim} (negative counts from the end). */
     public long size(int dim) {
-        return shape[Shapes.wrapDim("size", dim, shape.length)];
+        return shape[Shapes.existingDim("size", dim, shape.length)];
     }
 
     /** Strides in elements (a copy). */
@@ -127,7 +137,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     public long stride(int dim) {
-        return strides[Shapes.wrapDim("stride", dim, shape.length)];
+        return strides[Shapes.existingDim("stride", dim, shape.length)];
     }
 
     /** Offset of the first element in the storage, in elements. */
@@ -217,6 +227,75 @@ public final class Tensor implements AutoCloseable {
         }
     }
 
+    /**
+     * Refuses a write into this tensor when several of its elements share one memory location (a
+     * dimension of size above 1 with stride 0, as {@link #expand} makes): the result would depend on the
+     * order in which a kernel writes them. This is PyTorch's {@code assert_no_internal_overlap}; like it,
+     * layouts whose overlap is too hard to tell cheaply (some {@link #asStrided} views) are let through.
+     * Costs a loop over the dimensions, no allocation. {@code op} names the in-place operation.
+     *
+     * @throws IllegalArgumentException naming {@code op}, the shape and the strides
+     */
+    public void checkNoInternalOverlap(String op) {
+        for (int i = 0; i < shape.length; i++) {
+            if (strides[i] == 0 && shape[i] > 1) {
+                throw new IllegalArgumentException(op + ": unsupported operation: more than one element of the written-to"
+                        + " tensor (shape " + Shapes.format(shape) + ", strides " + Shapes.format(strides)
+                        + ") refers to a single memory location. Please clone() the tensor before performing the operation.");
+            }
+        }
+    }
+
+    /**
+     * Refuses a write into this tensor that reads {@code input} when the two share some but not all of
+     * their memory (a shifted or transposed view of the destination): the result would depend on the order
+     * of reads and writes. This is PyTorch's {@code assert_no_partial_overlap}: the same memory in the same
+     * layout ({@code x.add_(x)}) is fine, and layouts whose overlap is too hard to tell (either tensor not
+     * dense) pass. Tensors on different storages cost one comparison.
+     *
+     * @throws IllegalArgumentException naming {@code op}
+     */
+    public void checkNoPartialOverlap(String op, Tensor input) {
+        if (input.storage != storage) return;
+        if (overlapWith(input) == Overlap.PARTIAL) throw sharedWithInput(op, input);
+    }
+
+    /**
+     * {@link #checkNoPartialOverlap}, refusing the full overlap too: for ops (index_add_, scatter_, ...)
+     * whose input is read in another order than the destination is written. PyTorch's {@code assert_no_overlap}.
+     */
+    public void checkNoOverlap(String op, Tensor input) {
+        if (input.storage != storage) return;
+        Overlap o = overlapWith(input);
+        if (o == Overlap.PARTIAL || o == Overlap.FULL) throw sharedWithInput(op, input);
+    }
+
+    private enum Overlap { NONE, FULL, PARTIAL, TOO_HARD }
+
+    /** PyTorch's {@code get_overlap_status}, for two tensors on the same storage. */
+    private Overlap overlapWith(Tensor other) {
+        if (other == this) return Overlap.FULL;
+        long n = numel();
+        long m = other.numel();
+        if (n == 0 || m == 0) return Overlap.NONE;
+        if (!Shapes.isNonOverlappingAndDense(shape, strides) || !Shapes.isNonOverlappingAndDense(other.shape, other.strides)) {
+            return Overlap.TOO_HARD;
+        }
+        long begin = offset * dtype.byteSize();
+        long end = begin + n * dtype.byteSize();
+        long otherBegin = other.offset * other.dtype.byteSize();
+        long otherEnd = otherBegin + m * other.dtype.byteSize();
+        if (begin == otherBegin && end == otherEnd) return Arrays.equals(strides, other.strides) ? Overlap.FULL : Overlap.PARTIAL;
+        return begin < otherEnd && otherBegin < end ? Overlap.PARTIAL : Overlap.NONE;
+    }
+
+    private IllegalArgumentException sharedWithInput(String op, Tensor input) {
+        return new IllegalArgumentException(op + ": unsupported operation: some elements of the input tensor (shape "
+                + Shapes.format(input.shape) + ", strides " + Shapes.format(input.strides) + ", offset " + input.offset
+                + ") and the written-to tensor (shape " + Shapes.format(shape) + ", strides " + Shapes.format(strides) + ", offset "
+                + offset + ") refer to a single memory location. Please clone() the tensor before performing the operation.");
+    }
+
     // ------------------------------------------------------------------ views
 
     /** A view with a new shape (one dimension may be -1); fails if the strides do not allow it, as PyTorch's {@code view}. */
@@ -269,6 +348,7 @@ public final class Tensor implements AutoCloseable {
         checkOpen("transpose");
         int a = Shapes.wrapDim("transpose", dim0, shape.length);
         int b = Shapes.wrapDim("transpose", dim1, shape.length);
+        if (shape.length == 0) return alias(); // dims 0 and -1 name the 0-d tensor itself, as PyTorch
         long[] s = shape.clone();
         long[] st = strides.clone();
         s[a] = shape[b];
@@ -345,6 +425,11 @@ public final class Tensor implements AutoCloseable {
         for (int i = sizes.length - 1; i >= 0; i--) {
             int j = i - lead;
             long want = sizes[i];
+            if (want < -1) {
+                throw new IllegalArgumentException("expand: the expanded size of the tensor (" + want + ") at dimension " + i
+                        + " must be non-negative, or -1 to keep the existing size. Target sizes: " + Shapes.format(sizes)
+                        + ". Tensor sizes: " + Shapes.format(shape));
+            }
             if (j < 0) {
                 if (want < 0) throw new IllegalArgumentException("expand: -1 is not allowed in a leading, non-existing dimension "
                         + i + " (sizes " + Shapes.format(sizes) + ")");
@@ -362,6 +447,7 @@ public final class Tensor implements AutoCloseable {
                         + ". Target sizes: " + Shapes.format(sizes) + ". Tensor sizes: " + Shapes.format(shape));
             }
         }
+        Shapes.checkedNumel("expand", s);
         return viewGrad("ExpandBackward0", view(s, st, offset), g -> Gradients.sumTo(g, shape, dtype));
     }
 
@@ -376,7 +462,7 @@ public final class Tensor implements AutoCloseable {
     public Tensor broadcastTo(long[] target) {
         if (Arrays.equals(shape, target)) return this;
         // A borrowed view: no storage reference, only valid while this tensor is open.
-        return new Tensor(storage, dtype, target, Shapes.broadcastStrides(shape, strides, target), offset, true);
+        return new Tensor(storage, dtype, target, Shapes.broadcastStrides("broadcastTo", shape, strides, target), offset, true);
     }
 
     /** Elements {@code [start, start+length)} of dimension {@code dim}, as a view. */
@@ -385,20 +471,25 @@ public final class Tensor implements AutoCloseable {
         if (shape.length == 0) throw new IllegalArgumentException("narrow: cannot be applied to a 0-dim tensor");
         int d = Shapes.wrapDim("narrow", dim, shape.length);
         long size = shape[d];
-        if (start < 0) start += size;
-        if (start < 0 || start > size || length < 0 || start + length > size) {
-            throw new IndexOutOfBoundsException("narrow: start (" + start + ") + length (" + length
+        if (start < -size || start > size) {
+            throw new IndexOutOfBoundsException("narrow: start " + start + " out of range for dimension " + dim + " of size "
+                    + size + " (expected to be in [" + (-size) + ", " + size + "]; shape " + Shapes.format(shape) + ")");
+        }
+        long from = start < 0 ? start + size : start;
+        // length > size - from rather than from + length > size: the sum overflows for a huge length.
+        if (length < 0 || length > size - from) {
+            throw new IndexOutOfBoundsException("narrow: start (" + from + ") + length (" + length
                     + ") exceeds dimension size (" + size + ") of dimension " + dim + " (shape " + Shapes.format(shape) + ")");
         }
         long[] s = shape.clone();
         s[d] = length;
-        long from = start;
-        return viewGrad("NarrowBackward0", view(s, strides.clone(), offset + start * strides[d]), g -> embed(g, z -> z.narrow(d, from, length)));
+        return viewGrad("NarrowBackward0", view(s, strides.clone(), offset + from * strides[d]), g -> embed(g, z -> z.narrow(d, from, length)));
     }
 
     /** Python-style slice {@code [start:end:step]} of dimension {@code dim}; bounds are clamped, negative values count from the end. */
     public Tensor slice(int dim, long start, long end, long step) {
         checkOpen("slice");
+        if (shape.length == 0) throw new IllegalArgumentException("slice: cannot be applied to a 0-dim tensor");
         if (step <= 0) throw new IllegalArgumentException("slice: step must be positive, got " + step);
         int d = Shapes.wrapDim("slice", dim, shape.length);
         long size = shape[d];
@@ -408,8 +499,8 @@ public final class Tensor implements AutoCloseable {
         end = Math.min(Math.max(end, start), size);
         long[] s = shape.clone();
         long[] st = strides.clone();
-        s[d] = (end - start + step - 1) / step;
-        st[d] = strides[d] * step;
+        s[d] = end > start ? (end - start - 1) / step + 1 : 0; // (end - start + step - 1) / step overflows for a huge step
+        st[d] = steppedStride(strides[d], step, s[d]);
         long from = start;
         long to = end;
         return viewGrad("SliceBackward0", view(s, st, offset + start * strides[d]), g -> embed(g, z -> z.slice(d, from, to, step)));
@@ -437,7 +528,11 @@ public final class Tensor implements AutoCloseable {
     /** Merges dimensions {@code startDim..endDim} into one (a view when the strides allow it). */
     public Tensor flatten(int startDim, int endDim) {
         checkOpen("flatten");
-        if (shape.length == 0) return reshape(1);
+        if (shape.length == 0) {
+            Shapes.wrapDim("flatten", startDim, 0);
+            Shapes.wrapDim("flatten", endDim, 0);
+            return reshape(1);
+        }
         int a = Shapes.wrapDim("flatten", startDim, shape.length);
         int b = Shapes.wrapDim("flatten", endDim, shape.length);
         if (a > b) throw new IllegalArgumentException("flatten: start_dim (" + startDim + ") cannot come after end_dim (" + endDim + ")");
@@ -454,7 +549,7 @@ public final class Tensor implements AutoCloseable {
     /** Splits dimension {@code dim} into {@code sizes} (one may be -1). */
     public Tensor unflatten(int dim, long... sizes) {
         checkOpen("unflatten");
-        int d = Shapes.wrapDim("unflatten", dim, shape.length);
+        int d = Shapes.existingDim("unflatten", dim, shape.length);
         long[] inner = Shapes.inferSize("unflatten", sizes, shape[d], new long[] {shape[d]});
         long[] s = new long[shape.length - 1 + inner.length];
         int j = 0;
@@ -467,7 +562,7 @@ public final class Tensor implements AutoCloseable {
     /** All windows of {@code size} elements taken every {@code step} along {@code dim}, as a new last dimension (a view). */
     public Tensor unfold(int dim, long size, long step) {
         checkOpen("unfold");
-        int d = shape.length == 0 ? 0 : Shapes.wrapDim("unfold", dim, shape.length);
+        int d = Shapes.wrapDim("unfold", dim, shape.length);
         long dimSize = shape.length == 0 ? 1 : shape[d];
         if (size < 0 || size > dimSize) {
             throw new IllegalArgumentException("unfold: maximum size for tensor at dimension " + d + " is " + dimSize
@@ -482,12 +577,13 @@ public final class Tensor implements AutoCloseable {
         }
         if (shape.length > 0) {
             s[d] = (dimSize - size) / step + 1;
-            st[d] = step * strides[d];
+            st[d] = steppedStride(strides[d], step, s[d]);
             st[shape.length] = strides[d];
         } else {
             st[0] = 1;
         }
         s[shape.length] = size;
+        Shapes.checkedNumel("unfold", s); // windows of an expanded tensor can outnumber int64
         return viewGrad("UnfoldBackward0", view(s, st, offset), g -> unfoldBackward(g, d, size, step));
     }
 
@@ -498,19 +594,27 @@ public final class Tensor implements AutoCloseable {
             throw new IllegalArgumentException("asStrided: mismatch in length of strides and shape (" + size.length
                     + " vs " + stride.length + ")");
         }
-        long maxIndex = storageOffset;
+        if (storageOffset < 0) throw new IllegalArgumentException("asStrided: invalid storage offset " + storageOffset);
         for (int i = 0; i < size.length; i++) {
-            if (size[i] < 0 || stride[i] < 0) throw new IllegalArgumentException("asStrided: negative size or stride");
-            if (size[i] == 0) {
-                maxIndex = -1;
-                break;
+            if (size[i] < 0) throw new IllegalArgumentException("asStrided: negative size in " + Shapes.format(size));
+            if (stride[i] < 0) {
+                throw new IllegalArgumentException("asStrided: negative strides are not supported, got strides " + Shapes.format(stride));
             }
-            maxIndex += (size[i] - 1) * stride[i];
         }
-        if (maxIndex >= 0 && (maxIndex + 1) * dtype.byteSize() > storage.byteSize()) {
+        boolean empty = Shapes.checkedNumel("asStrided", size) == 0;
+        long elements = storage.byteSize() / dtype.byteSize();
+        // The last element's index, offset + sum (size - 1) * stride, in arithmetic that cannot wrap around.
+        long maxIndex = storageOffset;
+        boolean overflow = false;
+        for (int i = 0; i < size.length && !empty; i++) {
+            long extent = (size[i] - 1) * stride[i];
+            overflow |= Math.multiplyHigh(size[i] - 1, stride[i]) != 0 || extent < 0;
+            maxIndex += extent;
+            overflow |= maxIndex < 0;
+        }
+        if (!empty && (overflow || maxIndex >= elements)) {
             throw new IndexOutOfBoundsException("asStrided: size " + Shapes.format(size) + " with stride " + Shapes.format(stride)
-                    + " and offset " + storageOffset + " is out of bounds for a storage of " + storage.byteSize() / dtype.byteSize()
-                    + " elements");
+                    + " and offset " + storageOffset + " is out of bounds for a storage of " + elements + " elements");
         }
         return viewGrad("AsStridedBackward0", view(size.clone(), stride.clone(), storageOffset), g -> asStridedBackward(g, size, stride, storageOffset));
     }
@@ -567,6 +671,8 @@ public final class Tensor implements AutoCloseable {
     public Tensor copy_(Tensor src, boolean nonBlocking) {
         checkOpen("copy_");
         src.checkOpen("copy_");
+        checkNoInternalOverlap("copy_");
+        checkNoPartialOverlap("copy_", src);
         if (Autograd.needsGrad(this, src)) Elementwise.checkInPlaceAllowed("copy_", this);
         long[] b = Shapes.broadcast("copy_", shape, src.shape);
         if (!Arrays.equals(b, shape)) {
@@ -714,35 +820,47 @@ public final class Tensor implements AutoCloseable {
     }
 
     public float[] toFloatArray() {
-        float[] a = new float[Math.toIntExact(numel())];
+        float[] a = new float[javaArrayLength("toFloatArray")];
         copyOut(DType.FLOAT32, MemorySegment.ofArray(a));
         return a;
     }
 
     public double[] toDoubleArray() {
-        double[] a = new double[Math.toIntExact(numel())];
+        double[] a = new double[javaArrayLength("toDoubleArray")];
         copyOut(DType.FLOAT64, MemorySegment.ofArray(a));
         return a;
     }
 
     public long[] toLongArray() {
-        long[] a = new long[Math.toIntExact(numel())];
+        long[] a = new long[javaArrayLength("toLongArray")];
         copyOut(DType.INT64, MemorySegment.ofArray(a));
         return a;
     }
 
     public int[] toIntArray() {
-        int[] a = new int[Math.toIntExact(numel())];
+        int[] a = new int[javaArrayLength("toIntArray")];
         copyOut(DType.INT32, MemorySegment.ofArray(a));
         return a;
     }
 
     public boolean[] toBooleanArray() {
-        byte[] b = new byte[Math.toIntExact(numel())];
+        byte[] b = new byte[javaArrayLength("toBooleanArray")];
         copyOut(DType.BOOL, MemorySegment.ofArray(b));
         boolean[] a = new boolean[b.length];
         for (int i = 0; i < b.length; i++) a[i] = b[i] != 0;
         return a;
+    }
+
+    /** The JDK's largest safe array length ({@code ArraysSupport.SOFT_MAX_ARRAY_LENGTH}). */
+    private static final int MAX_ARRAY_LENGTH = Integer.MAX_VALUE - 8;
+
+    private int javaArrayLength(String op) {
+        long n = numel();
+        if (n > MAX_ARRAY_LENGTH) {
+            throw new IllegalArgumentException(op + ": a tensor of shape " + Shapes.format(shape) + " has " + n
+                    + " elements, more than a Java array holds (" + MAX_ARRAY_LENGTH + "); copy it out in slices (narrow())");
+        }
+        return (int) n;
     }
 
     /** Copies the elements in row-major order, converted to {@code type}, into a heap segment. */
@@ -1645,6 +1763,15 @@ public final class Tensor implements AutoCloseable {
     }
 
     // ------------------------------------------------------------------ helpers
+
+    /**
+     * {@code stride * step} for a dimension of {@code size} elements taken every {@code step}; with at most one
+     * element the stride is never followed, and a huge step must not wrap it around to a negative value.
+     */
+    private static long steppedStride(long stride, long step, long size) {
+        long r = stride * step;
+        return size <= 1 && (Math.multiplyHigh(stride, step) != 0 || r < 0) ? stride : r;
+    }
 
     private static long[] remove(long[] a, int i) {
         long[] r = new long[a.length - 1];

@@ -1,6 +1,7 @@
 package org.jtorch;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.List;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.cpu.Parallel;
@@ -74,7 +75,7 @@ public final class Torch {
     }
 
     public static Tensor zeros(long[] shape, DType dtype, Device device) {
-        return Tensor.empty(shape, dtype, device).zero_();
+        return Tensor.empty("zeros", shape, dtype, device).zero_();
     }
 
     public static Tensor ones(long... shape) {
@@ -82,7 +83,7 @@ public final class Torch {
     }
 
     public static Tensor ones(long[] shape, DType dtype, Device device) {
-        return Tensor.empty(shape, dtype, device).fill_(1L);
+        return Tensor.empty("ones", shape, dtype, device).fill_(1L);
     }
 
     /** A tensor filled with {@code value}, of the default dtype. */
@@ -96,11 +97,11 @@ public final class Torch {
     }
 
     public static Tensor full(long[] shape, double value, DType dtype, Device device) {
-        return Tensor.empty(shape, dtype, device).fill_(value);
+        return Tensor.empty("full", shape, dtype, device).fill_(value);
     }
 
     public static Tensor full(long[] shape, long value, DType dtype, Device device) {
-        return Tensor.empty(shape, dtype, device).fill_(value);
+        return Tensor.empty("full", shape, dtype, device).fill_(value);
     }
 
     public static Tensor emptyLike(Tensor t) {
@@ -140,10 +141,22 @@ public final class Torch {
     /** {@code [start, end)} with an integer step, as int64. */
     public static Tensor arange(long start, long end, long step) {
         if (step == 0) throw new IllegalArgumentException("arange: step must be nonzero");
-        long n = Math.max(0, ceilDiv(end - start, step));
-        long[] values = new long[Math.toIntExact(n)];
-        for (int i = 0; i < n; i++) values[i] = start + i * step;
-        return tensor(values);
+        if (step > 0 ? end < start : end > start) {
+            throw new IllegalArgumentException("arange: upper bound and larger bound inconsistent with step sign (start " + start
+                    + ", end " + end + ", step " + step + ")");
+        }
+        // |end - start| and |step| as unsigned 64-bit values: exact even for the full int64 range.
+        long span = step > 0 ? end - start : start - end;
+        long stride = step > 0 ? step : -step;
+        long n = Long.divideUnsigned(span, stride) + (Long.remainderUnsigned(span, stride) != 0 ? 1 : 0);
+        if (n < 0) {
+            throw new IllegalArgumentException("arange: invalid size, possible overflow? (start " + start + ", end " + end
+                    + ", step " + step + " give " + Long.toUnsignedString(n) + " elements)");
+        }
+        Tensor r = Tensor.empty("arange", new long[] {n}, DType.INT64, Device.cpu());
+        MemorySegment seg = r.storage().segment();
+        for (long i = 0; i < n; i++) seg.setAtIndex(ValueLayout.JAVA_LONG, i, start + i * step);
+        return r;
     }
 
     /** {@code [start, end)} with a floating step, of the default dtype. */
@@ -153,19 +166,29 @@ public final class Torch {
 
     public static Tensor arange(double start, double end, double step, DType dtype, Device device) {
         if (step == 0) throw new IllegalArgumentException("arange: step must be nonzero");
+        if (!Double.isFinite(start) || !Double.isFinite(end)) {
+            throw new IllegalArgumentException("arange: unsupported range: " + start + " -> " + end);
+        }
         if ((end - start) / step < 0) {
-            throw new IllegalArgumentException("arange: upper bound and larger bound inconsistent with step sign");
+            throw new IllegalArgumentException("arange: upper bound and larger bound inconsistent with step sign (start " + start
+                    + ", end " + end + ", step " + step + ")");
         }
-        long n = (long) Math.ceil((end - start) / step);
-        double[] values = new double[Math.toIntExact(n)];
-        for (int i = 0; i < n; i++) values[i] = start + i * step;
-        if (!dtype.isFloatingPoint()) {
+        double size = Math.ceil((end - start) / step);
+        if (!(size <= Long.MAX_VALUE)) {
+            throw new IllegalArgumentException("arange: invalid size, possible overflow? (start " + start + ", end " + end
+                    + ", step " + step + " give " + size + " elements)");
+        }
+        long n = (long) size;
+        Tensor r = Tensor.empty("arange", new long[] {n}, dtype, device);
+        Tensor d = Tensor.empty("arange", new long[] {n}, DType.FLOAT64, Device.cpu());
+        MemorySegment seg = d.storage().segment();
+        if (dtype.isFloatingPoint()) {
+            for (long i = 0; i < n; i++) seg.setAtIndex(ValueLayout.JAVA_DOUBLE, i, start + i * step);
+        } else {
             // ATen accumulates integer dtypes in int64: start and step truncate first (arange(0., 5., 1.5, int32) is 0, 1, 2, 3).
-            for (int i = 0; i < n; i++) values[i] = (long) start + i * (long) step;
+            for (long i = 0; i < n; i++) seg.setAtIndex(ValueLayout.JAVA_DOUBLE, i, (long) start + i * (long) step);
         }
-        try (Tensor d = tensor(values)) {
-            return d.to(device, dtype);
-        }
+        return copyInto(r, d);
     }
 
     /** {@code steps} evenly spaced values from {@code start} to {@code end} inclusive, as {@code torch.linspace}. */
@@ -175,15 +198,17 @@ public final class Torch {
 
     public static Tensor linspace(double start, double end, long steps, DType dtype, Device device) {
         if (steps < 0) throw new IllegalArgumentException("linspace: number of steps must be non-negative, got " + steps);
-        double[] values = new double[Math.toIntExact(steps)];
+        Tensor r = Tensor.empty("linspace", new long[] {steps}, dtype, device);
+        Tensor d = Tensor.empty("linspace", new long[] {steps}, DType.FLOAT64, Device.cpu());
+        MemorySegment seg = d.storage().segment();
         double step = steps > 1 ? (end - start) / (steps - 1) : 0;
         // Symmetric evaluation from both ends, as ATen does, so the end point is exact.
         long half = steps / 2;
-        for (int i = 0; i < steps; i++) values[i] = i < half ? start + step * i : end - step * (steps - 1 - i);
-        if (steps == 1) values[0] = start; // ATen fills a single step with start, not end
-        try (Tensor d = tensor(values)) {
-            return d.to(device, dtype);
+        for (long i = 0; i < steps; i++) {
+            seg.setAtIndex(ValueLayout.JAVA_DOUBLE, i, i < half ? start + step * i : end - step * (steps - 1 - i));
         }
+        if (steps == 1) seg.setAtIndex(ValueLayout.JAVA_DOUBLE, 0, start); // ATen fills a single step with start, not end
+        return copyInto(r, d);
     }
 
     public static Tensor eye(long n) {
@@ -191,11 +216,25 @@ public final class Torch {
     }
 
     public static Tensor eye(long n, long m, DType dtype, Device device) {
-        Tensor r = zeros(new long[] {n, m}, dtype, device);
+        if (n < 0 || m < 0) {
+            throw new IllegalArgumentException("eye: n and m must be greater or equal to 0, got n=" + n + ", m=" + m);
+        }
+        Tensor r = Tensor.empty("eye", new long[] {n, m}, dtype, device).zero_();
+        if (n == 0 || m == 0) return r;
         try (Tensor diag = r.asStrided(new long[] {Math.min(n, m)}, new long[] {m + 1}, 0)) {
             diag.fill_(1L);
         }
         return r;
+    }
+
+    /** Fills a factory's result from its float64 CPU staging copy (converting dtype and device), closing the copy. */
+    private static Tensor copyInto(Tensor result, Tensor staging) {
+        try (staging) {
+            return result.copy_(staging);
+        } catch (RuntimeException e) {
+            result.close();
+            throw e;
+        }
     }
 
     // ------------------------------------------------------------------ random
@@ -207,7 +246,7 @@ public final class Torch {
 
     public static Tensor rand(long[] shape, DType dtype, Device device, Generator gen) {
         requireFloating("rand", dtype);
-        Tensor r = Tensor.empty(shape, dtype, device);
+        Tensor r = Tensor.empty("rand", shape, dtype, device);
         long[] st = gen.reserve(ceilDiv(r.numel(), dtype == DType.FLOAT64 ? 2 : 4));
         Backends.of(device).random().uniform(r, 0, 1, st[0], st[1]);
         return r;
@@ -220,7 +259,7 @@ public final class Torch {
 
     public static Tensor randn(long[] shape, DType dtype, Device device, Generator gen) {
         requireFloating("randn", dtype);
-        Tensor r = Tensor.empty(shape, dtype, device);
+        Tensor r = Tensor.empty("randn", shape, dtype, device);
         long[] st = gen.reserve(ceilDiv(r.numel(), 4));
         Backends.of(device).random().normal(r, 0, 1, st[0], st[1]);
         return r;
@@ -235,7 +274,7 @@ public final class Torch {
         if (high <= low) {
             throw new IllegalArgumentException("randint: expects 'low' < 'high', but got low=" + low + " and high=" + high);
         }
-        Tensor r = Tensor.empty(shape, dtype, device);
+        Tensor r = Tensor.empty("randint", shape, dtype, device);
         long[] st = gen.reserve(ceilDiv(r.numel(), 2));
         Backends.of(device).random().randint(r, low, high, st[0], st[1]);
         return r;
@@ -248,21 +287,22 @@ public final class Torch {
 
     public static Tensor randperm(long n, Generator gen) {
         if (n < 0) throw new IllegalArgumentException("randperm: n must be non-negative, got " + n);
-        long[] perm = new long[Math.toIntExact(n)];
-        for (int i = 0; i < n; i++) perm[i] = i;
+        Tensor r = Tensor.empty("randperm", new long[] {n}, DType.INT64, Device.cpu());
+        MemorySegment perm = r.storage().segment();
+        for (long i = 0; i < n; i++) perm.setAtIndex(ValueLayout.JAVA_LONG, i, i);
         long[] st = gen.reserve(Math.max(1, ceilDiv(n, 2)));
         int[] w = new int[4];
         // Fisher-Yates; step i draws 64 bits from half of block i/2.
-        for (int i = (int) n - 1; i > 0; i--) {
+        for (long i = n - 1; i > 0; i--) {
             Generator.philox(st[0], st[1] + i / 2, w);
-            int k = (i & 1) * 2;
+            int k = (int) (i & 1) * 2;
             long bits = ((long) w[k] << 32) | (w[k + 1] & 0xffffffffL);
-            int j = (int) Long.remainderUnsigned(bits, i + 1L);
-            long tmp = perm[i];
-            perm[i] = perm[j];
-            perm[j] = tmp;
+            long j = Long.remainderUnsigned(bits, i + 1);
+            long tmp = perm.getAtIndex(ValueLayout.JAVA_LONG, i);
+            perm.setAtIndex(ValueLayout.JAVA_LONG, i, perm.getAtIndex(ValueLayout.JAVA_LONG, j));
+            perm.setAtIndex(ValueLayout.JAVA_LONG, j, tmp);
         }
-        return tensor(perm);
+        return r;
     }
 
     // ------------------------------------------------------------------ from Java arrays
@@ -349,7 +389,7 @@ public final class Torch {
     }
 
     private static long[] checkShape(long length, long[] shape) {
-        long n = Shapes.numel(shape);
+        long n = Shapes.checkedNumel("tensor", shape);
         if (n != length) {
             throw new IllegalArgumentException("tensor: shape " + Shapes.format(shape) + " holds " + n
                     + " elements but the data has " + length);

@@ -103,10 +103,12 @@ public final class F {
         outShape[lead1.length] = out;
         return MemoryScope.run(() -> {
             // t[n, o, j] = sum_i x1[n, i] w[o, i, j], then y[n, o] = sum_j t[n, o, j] x2[n, j].
-            Tensor a = x1.reshape(-1, in1);
-            Tensor b = x2.reshape(-1, in2);
+            // Row counts spelled out: -1 cannot be inferred next to an empty dimension.
+            long rows = Shapes.numel(lead1);
+            Tensor a = x1.reshape(rows, in1);
+            Tensor b = x2.reshape(rows, in2);
             Tensor w = weight.permute(1, 0, 2).reshape(in1, out * in2);
-            Tensor t = a.matmul(w).view(-1, out, in2);
+            Tensor t = a.matmul(w).view(rows, out, in2);
             Tensor y = t.mul(b.unsqueeze(1)).sum(-1);
             if (bias != null) y = y.add(bias);
             return y.reshape(outShape);
@@ -244,7 +246,7 @@ public final class F {
             Autograd.record("EmbeddingBackward0", out, grads -> {
                 try (MemoryScope scope = new MemoryScope()) {
                     Tensor idx = saved.get().reshape(-1);
-                    Tensor rowsGrad = grads[0].reshape(-1, weightShape[1]);
+                    Tensor rowsGrad = grads[0].reshape(idx.numel(), weightShape[1]);
                     if (pad >= 0) rowsGrad = rowsGrad.maskedFill(idx.eq((double) pad).unsqueeze(1), 0);
                     Tensor gw = Torch.zeros(weightShape, grads[0].dtype(), grads[0].device());
                     gw.indexAdd_(0, idx, rowsGrad);

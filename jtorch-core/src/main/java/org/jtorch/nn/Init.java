@@ -30,6 +30,7 @@ public final class Init {
     /** Uniform in {@code [low, high)}. */
     public static Tensor uniform_(Tensor t, double low, double high, Generator gen) {
         requireFloating("uniform_", t);
+        t.checkNoInternalOverlap("uniform_");
         try (Grad.Mode g = Grad.noGrad(); Tensor r = Tensor.empty(t.shape(), t.dtype(), t.device())) {
             long[] st = gen.reserve(ceilDiv(r.numel(), t.dtype() == DType.FLOAT64 ? 2 : 4));
             Backends.of(r.device()).random().uniform(r, low, high, st[0], st[1]);
@@ -46,6 +47,7 @@ public final class Init {
     public static Tensor normal_(Tensor t, double mean, double std, Generator gen) {
         requireFloating("normal_", t);
         if (std < 0) throw new IllegalArgumentException("normal_: expects std >= 0.0, but found std " + std);
+        t.checkNoInternalOverlap("normal_");
         try (Grad.Mode g = Grad.noGrad(); Tensor r = Tensor.empty(t.shape(), t.dtype(), t.device())) {
             long[] st = gen.reserve(ceilDiv(r.numel(), 4));
             Backends.of(r.device()).random().normal(r, mean, std, st[0], st[1]);
@@ -78,6 +80,7 @@ public final class Init {
      */
     public static Tensor truncNormal_(Tensor t, double mean, double std, double a, double b, Generator gen) {
         requireFloating("truncNormal_", t);
+        t.checkNoInternalOverlap("truncNormal_");
         if (!(a <= b)) throw new IllegalArgumentException("truncNormal_: expected a <= b, got a=" + a + ", b=" + b);
         double lo = normCdf((a - mean) / std);
         double hi = normCdf((b - mean) / std);
@@ -246,6 +249,7 @@ public final class Init {
                     + org.jtorch.ops.Shapes.format(t.shape()));
         }
         requireFloating("orthogonal_", t);
+        t.checkNoInternalOverlap("orthogonal_");
         if (t.numel() == 0) return t;
         int rows = Math.toIntExact(t.size(0));
         int cols = Math.toIntExact(t.numel() / rows);

@@ -126,7 +126,7 @@ public final class Einsum {
         Tensor x = t.tensor;
         long[] keepShape = sizes(t, keep.toString());
         long dropSize = Shapes.numel(sizes(t, drop.toString()));
-        try (Tensor p = x.permute(order(t.labels, keep.toString() + drop)); Tensor flat = p.reshape(-1, dropSize);
+        try (Tensor p = x.permute(order(t.labels, keep.toString() + drop)); Tensor flat = p.reshape(Shapes.numel(keepShape), dropSize);
              Tensor ones = Torch.ones(new long[] {dropSize}, x.dtype(), x.device()); Tensor summed = Linalg.mv(flat, ones)) {
             x.close();
             return new Term(keep.toString(), summed.reshape(keepShape));

@@ -52,6 +52,7 @@ public final class Elementwise {
         op = boolForm(op, x.dtype());
         DType out = op.resultType(x.dtype(), Torch.defaultDtype());
         checkCast(op.pyName() + "_", out, x.dtype());
+        x.checkNoInternalOverlap(op.pyName() + "_");
         boolean record = Autograd.needsGrad(x);
         if (record) checkInPlaceAllowed(op.pyName() + "_", x);
         Tensor before = record && op.saves() == UnaryOp.Saves.INPUT ? x.clone() : null;
@@ -121,6 +122,8 @@ public final class Elementwise {
         DType compute = op.computeType(TypePromotion.resultType(self, b), Torch.defaultDtype());
         checkOperands(op, self, b, compute, alpha);
         checkCast(name, op.resultType(compute), self.dtype());
+        self.checkNoInternalOverlap(name);
+        self.checkNoPartialOverlap(name, b);
         boolean record = op.isDifferentiable() && Autograd.needsGrad(self, b);
         if (record) checkInPlaceAllowed(name, self);
         Tensor before = record && op.savesInputs() ? self.clone() : null;

@@ -153,6 +153,9 @@ public final class Indexing {
                     + " and " + src.dtype());
         }
         checkScatterIndex(op, self, dim, index);
+        self.checkNoInternalOverlap(op);
+        self.checkNoOverlap(op, index);
+        self.checkNoOverlap(op, src);
         int d = Shapes.wrapDim(op, dim, self.dim());
         if (self.dim() == 0 || index.dim() == 0 || src.dim() == 0) {
             try (Tensor s = atLeast1d(self); Tensor i = atLeast1d(index); Tensor v = atLeast1d(src)) {
@@ -181,6 +184,8 @@ public final class Indexing {
         String op = "scatter_";
         checkOpen(op, self, index);
         checkScatterIndex(op, self, dim, index);
+        self.checkNoInternalOverlap(op);
+        self.checkNoOverlap(op, index);
         boolean record = Autograd.needsGrad(self);
         if (record) Elementwise.checkInPlaceAllowed(op, self);
         try (Tensor v = scalarLike(self, value)) {
@@ -286,6 +291,7 @@ public final class Indexing {
         if (index.dim() > 1) {
             throw new IllegalArgumentException(op + ": index has to be a vector or a scalar, got shape " + Shapes.format(index.shape()));
         }
+        self.checkNoOverlap(op, index);
         int d = Shapes.wrapDim(op, dim, self.dim());
         if (self.dim() == 0) {
             try (Tensor s = self.unsqueeze(0)) {
@@ -312,6 +318,9 @@ public final class Indexing {
             throw new IllegalArgumentException(op + ": index should have dimension 1 or 0, got shape " + Shapes.format(index.shape()));
         }
         requireIndexType(op, index, intIndexAllowed);
+        self.checkNoInternalOverlap(op);
+        self.checkNoOverlap(op, index);
+        self.checkNoOverlap(op, source);
         if (self.dtype() != source.dtype()) {
             throw new IllegalArgumentException(op + ": self (" + self.dtype() + ") and source (" + source.dtype()
                     + ") must have the same dtype");
@@ -386,6 +395,7 @@ public final class Indexing {
         checkOpen(op, self, mask);
         Device device = sameDevice(op, self, mask);
         requireMask(op, mask);
+        self.checkNoPartialOverlap(op, mask);
         long[] shape = Shapes.broadcast(op, self.shape(), mask.shape());
         if (!Arrays.equals(shape, self.shape())) {
             throw new IllegalArgumentException(op + ": output with shape " + Shapes.format(self.shape())
@@ -525,6 +535,10 @@ public final class Indexing {
         if (values.dtype() != self.dtype()) {
             throw new IllegalArgumentException(op + ": index put requires the source and destination dtypes match, got "
                     + self.dtype() + " for the destination and " + values.dtype() + " for the source");
+        }
+        self.checkNoOverlap(op, values);
+        for (Tensor index : indices) {
+            if (index != null) self.checkNoOverlap(op, index);
         }
         try (AdvancedIndex ai = AdvancedIndex.of(op, self, indices)) {
             if (ai == null) {
@@ -684,7 +698,7 @@ public final class Indexing {
             strides = new long[count];
             for (int k = 0; k < count; k++) {
                 Tensor t = expanded.get(first + k);
-                long[] bs = Shapes.broadcastStrides(t.shape(), t.strides(), b);
+                long[] bs = Shapes.broadcastStrides("index", t.shape(), t.strides(), b);
                 long[] st = new long[resultShape.length];
                 System.arraycopy(bs, 0, st, before, b.length);
                 indices[k] = own(t.asStrided(resultShape, st, t.storageOffset()));

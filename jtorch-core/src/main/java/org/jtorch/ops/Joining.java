@@ -179,7 +179,7 @@ public final class Joining {
             throw new IllegalArgumentException(op + ": split_size can only be 0 if dimension size is 0, but got dimension size of "
                     + size);
         }
-        long parts = splitSize == 0 ? 1 : Math.max(1, (size + splitSize - 1) / splitSize);
+        long parts = splitSize == 0 || size == 0 ? 1 : (size - 1) / splitSize + 1; // size + splitSize - 1 overflows for a huge split
         List<Tensor> r = new ArrayList<>();
         for (long i = 0; i < parts; i++) {
             long start = i * splitSize;
@@ -199,6 +199,7 @@ public final class Joining {
         for (long s : sizes) {
             if (s < 0) throw new IllegalArgumentException(op + ": split sizes must be non-negative, got " + Arrays.toString(sizes));
             sum += s;
+            if (sum < 0) sum = Long.MAX_VALUE; // an overflowing total is certainly not the dimension's size
         }
         if (sum != size) {
             throw new IllegalArgumentException(op + ": split_with_sizes expects split sizes to sum exactly to " + size

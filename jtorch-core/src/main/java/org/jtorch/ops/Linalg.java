@@ -145,7 +145,7 @@ public final class Linalg {
             long nb = Shapes.numel(batch);
             // [..., M, K] @ [K, N]: fold the batch into M when A's batch dims are contiguous rows.
             if (bm.dim() == 2) {
-                try (Tensor flat = am.reshape(-1, k); Tensor r = mm(flat, bm)) {
+                try (Tensor flat = rowsOf(am); Tensor r = mm(flat, bm)) {
                     return r.reshape(resultShape(batch, da == 1 ? -1 : m, db == 1 ? -1 : n));
                 }
             }
@@ -254,7 +254,7 @@ public final class Linalg {
         outShape[outShape.length - 1] = outFeatures;
         boolean record = Autograd.needsGrad(x, weight, bias);
         Tensor result;
-        try (Grad.Mode m = record ? Grad.noGrad() : null; Tensor x2 = x.reshape(-1, in); Tensor wt = weight.t()) {
+        try (Grad.Mode m = record ? Grad.noGrad() : null; Tensor x2 = rowsOf(x); Tensor wt = weight.t()) {
             Tensor out = Tensor.empty(new long[] {x2.size(0), outFeatures}, x.dtype(), device);
             try (out) {
                 if (bias != null) out.copy_(bias);
@@ -270,10 +270,10 @@ public final class Linalg {
             long[] biasShape = bias == null ? null : bias.shape();
             DType biasType = bias == null ? null : bias.dtype();
             Autograd.record("LinearBackward0", result, g -> {
-                Tensor g2 = g[0].reshape(-1, outFeatures);
+                Tensor g2 = rowsOf(g[0]);
                 return new Tensor[] {
                         sw == null ? null : g2.mm(sw.get()).reshape(xShape),
-                        sx == null ? null : g2.t().mm(sx.get().reshape(-1, in)),
+                        sx == null ? null : g2.t().mm(rowsOf(sx.get())),
                         biasGrad ? Gradients.sumTo(g2.sum(new int[] {0}, false), biasShape, biasType) : null};
             }, new Tensor[] {x, weight, bias}, nonNull(sx, sw));
         }
@@ -293,6 +293,17 @@ public final class Linalg {
 
     private static SavedTensor[] nonNull(SavedTensor... s) {
         return java.util.Arrays.stream(s).filter(java.util.Objects::nonNull).toArray(SavedTensor[]::new);
+    }
+
+    /**
+     * {@code t.reshape(-1, t.size(-1))} with the row count spelled out: {@code -1} cannot be inferred when the
+     * last dimension is empty (a product over an empty inner dimension is still a valid matmul).
+     */
+    static Tensor rowsOf(Tensor t) {
+        long[] shape = t.shape();
+        long rows = 1;
+        for (int i = 0; i < shape.length - 1; i++) rows *= shape[i];
+        return t.reshape(rows, shape.length == 0 ? 1 : shape[shape.length - 1]);
     }
 
     /** One 2-D GEMM as a batch of one. */

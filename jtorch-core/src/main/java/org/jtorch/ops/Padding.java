@@ -87,34 +87,41 @@ public final class Padding {
             Tensor cur = x;
             for (int i = 0; i < k; i++) {
                 int d = x.dim() - 1 - i;
-                long[] src = sourceIndex(mode, shape[d], pads[2 * i], pads[2 * i + 1]);
-                cur = cur.indexSelect(d, Torch.tensor(src).to(x.device()));
+                Tensor src = sourceIndex(mode, shape[d], pads[2 * i], pads[2 * i + 1]);
+                cur = cur.indexSelect(d, src.to(x.device()));
             }
             return cur == x ? x.alias() : cur;
         });
     }
 
-    /** For each output position {@code j} of a dimension of size {@code n} padded by {@code (l, r)}: its input position. */
-    static long[] sourceIndex(Mode mode, long n, long l, long r) {
-        long[] idx = new long[Math.toIntExact(n + l + r)];
-        for (int j = 0; j < idx.length; j++) {
-            long i = j - l;
-            idx[j] = switch (mode) {
-                case REFLECT -> {
-                    long a = Math.abs(i);
-                    yield a >= n ? 2 * (n - 1) - a : a;
-                }
-                case REPLICATE -> Math.min(Math.max(i, 0), n - 1);
-                case CIRCULAR -> {
-                    // PyTorch crops first, then wraps around the cropped extent.
-                    long start = Math.max(-l, 0);
-                    long kept = n - start - Math.max(-r, 0);
-                    yield start + Math.floorMod(j - Math.max(l, 0), kept);
-                }
-                case CONSTANT -> throw new IllegalStateException();
-            };
+    /**
+     * For each output position {@code j} of a dimension of size {@code n} padded by {@code (l, r)}: its input
+     * position, as an int64 CPU tensor (built by tensor ops, so a padded length beyond a Java array's is no
+     * special case: it fails, if at all, as an allocation of that size).
+     */
+    static Tensor sourceIndex(Mode mode, long n, long l, long r) {
+        long length;
+        try {
+            length = Math.addExact(Math.addExact(n, l), r);
+        } catch (ArithmeticException e) {
+            throw new IllegalArgumentException("pad: " + mode.pyName() + " padding (" + l + ", " + r + ") of a dimension of size "
+                    + n + " overflows a 64-bit size");
         }
-        return idx;
+        Tensor j = Torch.arange(0, length, 1);
+        return switch (mode) {
+            case REFLECT -> {
+                Tensor a = j.sub(l).abs();
+                yield a.neg().add(2 * (n - 1)).where(a.ge((double) n), a);
+            }
+            case REPLICATE -> j.sub(l).clamp(0, n - 1);
+            case CIRCULAR -> {
+                // PyTorch crops first, then wraps around the cropped extent.
+                long start = Math.max(-l, 0);
+                long kept = n - start - Math.max(-r, 0);
+                yield j.sub(Math.max(l, 0)).remainder(kept).add(start);
+            }
+            case CONSTANT -> throw new IllegalStateException();
+        };
     }
 
     // backward: constant_pad_nd(grad, -pads)

@@ -272,7 +272,8 @@ public final class Pooling {
                     + " of the same rank, got " + Shapes.format(inputShape) + ", " + Shapes.format(grad.shape()) + " and "
                     + indices.dtype());
         }
-        long planes = Shapes.numel(inputShape) / Math.max(1, inputShape[r - 1] * inputShape[r - 2]);
+        checkBackwardInput("maxPool2dBackward", grad, inputShape);
+        long planes = Shapes.numel(inputShape) / (inputShape[r - 1] * inputShape[r - 2]);
         return scatterToPlanes(grad, indices, inputShape, planes);
     }
 
@@ -296,10 +297,32 @@ public final class Pooling {
             throw new IllegalArgumentException("adaptiveAvgPool2dBackward: expected a 3-D or 4-D input shape and a gradient of the same rank, got "
                     + Shapes.format(inputShape) + " and " + Shapes.format(grad.shape()));
         }
+        checkBackwardInput("adaptiveAvgPool2dBackward", grad, inputShape);
         long inH = inputShape[r - 2];
         long inW = inputShape[r - 1];
         long planes = Shapes.numel(inputShape) / (inH * inW);
         return adaptiveAvgGrad(grad, planes, inH, inW, grad.size(-2), grad.size(-1), inputShape);
+    }
+
+    /**
+     * A backward op's input shape (3-D or 4-D, as checked by the caller): no negative size, the non-batch
+     * sizes non-zero as the forward requires, and the gradient's leading (batch, channel) sizes the same.
+     */
+    private static void checkBackwardInput(String op, Tensor grad, long[] inputShape) {
+        Shapes.checkedNumel(op, inputShape);
+        int r = inputShape.length;
+        for (int i = r - 3; i < r; i++) {
+            if (inputShape[i] == 0) {
+                throw new IllegalArgumentException(op + ": expected an input shape with non-zero sizes in its non-batch dimensions, got "
+                        + Shapes.format(inputShape));
+            }
+        }
+        for (int i = 0; i < r - 2; i++) {
+            if (grad.size(i) != inputShape[i]) {
+                throw new IllegalArgumentException(op + ": a gradient of shape " + Shapes.format(grad.shape())
+                        + " does not match the input shape " + Shapes.format(inputShape) + " in its leading (batch, channel) dimensions");
+            }
+        }
     }
 
     private static void checkBackward(String op, Tensor grad, long[] outShape) {

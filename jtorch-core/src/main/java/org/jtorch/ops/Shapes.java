@@ -12,6 +12,36 @@ public final class Shapes {
         return n;
     }
 
+    /**
+     * The element count of a shape that a new tensor or view will have, validated: a negative size, or a
+     * count beyond {@code Long.MAX_VALUE} (which would wrap around to a small or zero count), is an
+     * {@link IllegalArgumentException} naming {@code op} and the shape. A shape with a zero size has no
+     * elements however large its other sizes are.
+     */
+    public static long checkedNumel(String op, long[] shape) {
+        return checkedNumel(op, shape, shape);
+    }
+
+    /** {@link #checkedNumel(String, long[])}, naming {@code shown} (the shape as the caller wrote it) in errors. */
+    private static long checkedNumel(String op, long[] shape, long[] shown) {
+        long n = 1;
+        boolean overflow = false;
+        for (long s : shape) {
+            if (s < 0) {
+                throw new IllegalArgumentException(op + ": negative dimension " + s + " in shape " + format(shown));
+            }
+            overflow |= Math.multiplyHigh(n, s) != 0;
+            n *= s;
+            overflow |= n < 0;
+        }
+        if (overflow) {
+            for (long s : shape) if (s == 0) return 0;
+            throw new IllegalArgumentException(op + ": shape " + format(shown)
+                    + " has more elements than a tensor can hold (the element count overflows a 64-bit integer)");
+        }
+        return n;
+    }
+
     /** Row-major strides (in elements) of a contiguous tensor of this shape. */
     public static long[] contiguousStrides(long[] shape) {
         long[] strides = new long[shape.length];
@@ -28,6 +58,8 @@ public final class Shapes {
         if (Arrays.equals(a, b)) return a;
         int n = Math.max(a.length, b.length);
         long[] out = new long[n];
+        long numel = 1;
+        boolean overflow = false;
         for (int i = 0; i < n; i++) {
             long da = i < n - a.length ? 1 : a[i - (n - a.length)];
             long db = i < n - b.length ? 1 : b[i - (n - b.length)];
@@ -37,22 +69,38 @@ public final class Shapes {
                 throw new IllegalArgumentException(op + ": shapes " + format(a) + " and " + format(b)
                         + " cannot be broadcast (size " + da + " != " + db + " at dimension " + i + ")");
             }
+            overflow |= Math.multiplyHigh(numel, out[i]) != 0;
+            numel *= out[i];
         }
+        // Two valid shapes can broadcast to one with more elements than int64 counts ([2^32, 1] and [1, 2^32]).
+        if (overflow || numel < 0) checkedNumel(op, out);
         return out;
     }
 
     /**
      * Strides that view a tensor of {@code shape}/{@code strides} as {@code target}: size-1 and missing
-     * leading dimensions get stride 0. Assumes {@code shape} broadcasts to {@code target}.
+     * leading dimensions get stride 0. A {@code shape} that does not broadcast to {@code target} is an
+     * {@link IllegalArgumentException} naming {@code op}.
      */
-    public static long[] broadcastStrides(long[] shape, long[] strides, long[] target) {
-        long[] out = new long[target.length];
+    public static long[] broadcastStrides(String op, long[] shape, long[] strides, long[] target) {
         int lead = target.length - shape.length;
+        if (lead < 0) throw notBroadcastable(op, shape, target);
+        long[] out = new long[target.length];
         for (int i = 0; i < target.length; i++) {
             int j = i - lead;
-            out[i] = j < 0 || shape[j] == 1 && target[i] != 1 ? 0 : strides[j];
+            if (j >= 0 && shape[j] == target[i]) {
+                out[i] = strides[j];
+            } else if ((j < 0 || shape[j] == 1) && target[i] >= 0) {
+                out[i] = 0;
+            } else {
+                throw notBroadcastable(op, shape, target);
+            }
         }
         return out;
+    }
+
+    private static IllegalArgumentException notBroadcastable(String op, long[] shape, long[] target) {
+        return new IllegalArgumentException(op + ": shape " + format(shape) + " cannot be broadcast to " + format(target));
     }
 
     /** Wraps a possibly negative dimension index into {@code [0, rank)}, as PyTorch's {@code maybe_wrap_dim}. */
@@ -63,6 +111,17 @@ public final class Shapes {
                     + rank + " dimension" + (rank == 1 ? "" : "s") + " (expected to be in [" + (-r) + ", " + (r - 1) + "])");
         }
         return (int) (dim < 0 ? dim + r : dim);
+    }
+
+    /**
+     * {@link #wrapDim} for a dimension that must exist (a size, a stride, a dimension to split): a 0-d tensor
+     * has none, as PyTorch's "Dimension specified as 0 but tensor has no dimensions".
+     */
+    public static int existingDim(String op, long dim, int rank) {
+        if (rank == 0) {
+            throw new IndexOutOfBoundsException(op + ": dimension specified as " + dim + " but tensor has no dimensions");
+        }
+        return wrapDim(op, dim, rank);
     }
 
     /** {@code [2, 3]} */
@@ -88,23 +147,52 @@ public final class Shapes {
     }
 
     /**
+     * Whether the elements of a tensor of this shape and these strides occupy a dense block of memory
+     * exactly once, in some order of dimensions (PyTorch's {@code is_non_overlapping_and_dense}):
+     * a permutation of a contiguous tensor. Dimensions of size 1 are ignored; an empty tensor is dense.
+     */
+    public static boolean isNonOverlappingAndDense(long[] shape, long[] strides) {
+        int[] dims = new int[shape.length];
+        int n = 0;
+        for (int i = 0; i < shape.length; i++) {
+            if (shape[i] == 0) return true;
+            if (shape[i] > 1) dims[n++] = i;
+        }
+        // Insertion sort by stride: tensors have few dimensions.
+        for (int i = 1; i < n; i++) {
+            int d = dims[i];
+            int j = i - 1;
+            while (j >= 0 && strides[dims[j]] > strides[d]) {
+                dims[j + 1] = dims[j];
+                j--;
+            }
+            dims[j + 1] = d;
+        }
+        long expected = 1;
+        for (int i = 0; i < n; i++) {
+            if (strides[dims[i]] != expected) return false;
+            expected *= shape[dims[i]];
+        }
+        return true;
+    }
+
+    /**
      * Infers one {@code -1} entry of a requested shape from the element count, as {@code view}/{@code reshape}.
      */
     public static long[] inferSize(String op, long[] requested, long numel, long[] original) {
         long[] shape = requested.clone();
         int infer = -1;
-        long known = 1;
         for (int i = 0; i < shape.length; i++) {
             if (shape[i] == -1) {
                 if (infer >= 0) throw new IllegalArgumentException(op + ": only one dimension can be inferred, got "
                         + format(requested));
                 infer = i;
+                shape[i] = 1;
             } else if (shape[i] < 0) {
                 throw new IllegalArgumentException(op + ": invalid shape dimension " + shape[i] + " in " + format(requested));
-            } else {
-                known *= shape[i];
             }
         }
+        long known = checkedNumel(op, shape, requested);
         if (infer >= 0) {
             if (known == 0 || numel % known != 0) {
                 throw new IllegalArgumentException(op + ": shape " + format(requested) + " is invalid for input of size "

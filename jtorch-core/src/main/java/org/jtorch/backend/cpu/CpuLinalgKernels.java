@@ -15,6 +15,7 @@ final class CpuLinalgKernels implements LinalgKernels {
 
     @Override
     public void bmm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
+        if (out.numel() == 0) return;
         DType t = out.dtype();
         switch (t) {
             case FLOAT32, FLOAT64 -> gemm(a, b, out, alpha, beta);
@@ -44,10 +45,10 @@ final class CpuLinalgKernels implements LinalgKernels {
     }
 
     private static void gemm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
-        int batch = Math.toIntExact(out.size(0));
-        int m = Math.toIntExact(out.size(1));
-        int n = Math.toIntExact(out.size(2));
-        int k = Math.toIntExact(a.size(2));
+        int batch = gemmSize("batch", out.size(0), a, b);
+        int m = gemmSize("m", out.size(1), a, b);
+        int n = gemmSize("n", out.size(2), a, b);
+        int k = gemmSize("k", a.size(2), a, b);
         long[] as = a.strides();
         long[] bs = b.strides();
         long[] os = out.strides();
@@ -68,6 +69,16 @@ final class CpuLinalgKernels implements LinalgKernels {
                         bSeg, b.storageOffset() + t * bs[0], bs[1], bs[2], beta, oSeg, out.storageOffset() + t * os[0], ldc);
             }
         }
+    }
+
+    /** The packed GEMM counts in ints: a larger size is an error naming it, not Math.toIntExact's "integer overflow". */
+    private static int gemmSize(String what, long size, Tensor a, Tensor b) {
+        if (size > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("bmm: the CPU GEMM multiplies at most 2^31-1 along each of batch, m, n and k; got "
+                    + what + " = " + size + " for operands of shapes " + java.util.Arrays.toString(a.shape()) + " and "
+                    + java.util.Arrays.toString(b.shape()));
+        }
+        return (int) size;
     }
 
     private static void integerBmm(Tensor a, Tensor b, Tensor out, long alpha, long beta) {

@@ -152,6 +152,7 @@ public final class Gemm {
                                     float beta, MemorySegment c, long cOffset, long cBatchStride, long ldc) {
         if (batch < 0) throw new IllegalArgumentException("sgemmBatched: negative batch " + batch);
         checkDims("sgemmBatched", m, n, k);
+        if (batch == 0 || m == 0 || n == 0) return; // an empty C: nothing to write
         long work = (long) m * n * Math.max(k, 1);
         if (batch > 1 && work < 4 * PARALLEL_MIN_WORK && Parallel.numThreads() > 1) {
             long grain = Math.max(1, PARALLEL_MIN_WORK / work);

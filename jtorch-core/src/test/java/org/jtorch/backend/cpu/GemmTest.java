@@ -232,6 +232,31 @@ class GemmTest {
     }
 
     @Test
+    void batchedEmptyMatricesAreNoOps() {
+        // Issue 19: with more than one thread the batched entry divided by the work of an empty matrix.
+        MemorySegment a = arena.allocate(64), b = arena.allocate(64), c = arena.allocate(64);
+        c.fill((byte) 7);
+        Parallel.setNumThreads(2);
+        for (int[] mn : new int[][] {{0, 5}, {4, 0}, {0, 0}}) {
+            Gemm.sgemmBatched(3, mn[0], mn[1], 3, 1f, a, 0, 0, 3, 1, b, 0, 0, 1, 1, 0f, c, 0, 0, 1);
+            Gemm.sgemmBatched(0, 4, 5, 3, 1f, a, 0, 0, 3, 1, b, 0, 0, 1, 1, 0f, c, 0, 0, 1);
+        }
+        for (byte x : c.toArray(ValueLayout.JAVA_BYTE)) assertEquals(7, x, "an empty product wrote into C");
+    }
+
+    @Test
+    void cpuBmmNamesASizeBeyondTheGemmsIntCounts() {
+        // An expanded output stands in for 2^31 rows: the size is refused before any memory is touched.
+        try (org.jtorch.Tensor base = org.jtorch.Torch.zeros(1, 1, 1); org.jtorch.Tensor out = base.expand(1, 1L << 31, 1);
+             org.jtorch.Tensor a = org.jtorch.Torch.zeros(1, 1, 0); org.jtorch.Tensor ae = a.expand(1, 1L << 31, 0);
+             org.jtorch.Tensor b = org.jtorch.Torch.zeros(1, 0, 1)) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new CpuLinalgKernels().bmm(ae, b, out, 1, 0));
+            org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().startsWith("bmm:") && e.getMessage().contains("m = 2147483648"),
+                    e.getMessage());
+        }
+    }
+
+    @Test
     void negativeSizesAreRejected() {
         MemorySegment s = arena.allocate(64);
         assertThrows(IllegalArgumentException.class,
