@@ -34,8 +34,10 @@ import org.jtorch.ops.UnaryOp;
  * inside a {@link MemoryScope} are closed with it. A tensor never closed is released by the garbage
  * collector and counted as a leak. Using a closed tensor throws {@link IllegalStateException}.
  *
- * <p>Thread safety: a tensor may be read from several threads; writes (in-place ops, close) need
- * external synchronisation, as in PyTorch.
+ * <p>Thread safety: a tensor may be read from several threads; writes (in-place ops) need external
+ * synchronisation, as in PyTorch. Closing a tensor while another thread computes on it is safe: a running
+ * kernel holds its own reference to the storage, so the memory stays valid until it returns (and the op
+ * completes with the right values), while ops started after the close throw the closed-tensor error.
  */
 public final class Tensor implements AutoCloseable {
     private final Storage storage;
@@ -97,7 +99,8 @@ public final class Tensor implements AutoCloseable {
     }
 
     private Tensor view(long[] newShape, long[] newStrides, long newOffset) {
-        storage.retain();
+        // Callers checked that this tensor is open; another thread may have closed it since.
+        if (!storage.tryRetain()) throw closedError("view");
         return new Tensor(storage, dtype, newShape, newStrides, newOffset);
     }
 
@@ -211,10 +214,12 @@ public final class Tensor implements AutoCloseable {
 
     /** Throws a clear exception if this tensor was closed; {@code op} names the operation attempted. */
     public void checkOpen(String op) {
-        if (closed || storage.isReleased()) {
-            throw new IllegalStateException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
-                    + " was used after close()");
-        }
+        if (closed || storage.isReleased()) throw closedError(op);
+    }
+
+    private IllegalStateException closedError(String op) {
+        return new IllegalStateException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
+                + " was used after close()");
     }
 
     // ------------------------------------------------------------------ views
