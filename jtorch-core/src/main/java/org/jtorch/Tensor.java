@@ -1,6 +1,8 @@
 package org.jtorch;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -40,6 +42,16 @@ import org.jtorch.ops.UnaryOp;
  * completes with the right values), while ops started after the close throw the closed-tensor error.
  */
 public final class Tensor implements AutoCloseable {
+    private static final VarHandle CLOSED;
+
+    static {
+        try {
+            CLOSED = MethodHandles.lookup().findVarHandle(Tensor.class, "closed", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private final Storage storage;
     private final DType dtype;
     private final long[] shape;
@@ -48,7 +60,7 @@ public final class Tensor implements AutoCloseable {
     private final boolean borrowed;
     /** Created under {@link Grad#inferenceMode()}: may never join an autograd graph. */
     private final boolean inference;
-    private boolean closed;
+    private volatile boolean closed;
     private boolean wrappedNumber;
     private MemoryScope scope;
     private boolean viewOfGraph;
@@ -177,11 +189,10 @@ public final class Tensor implements AutoCloseable {
 
     // ------------------------------------------------------------------ lifetime
 
-    /** Releases this tensor's reference to its storage. Idempotent. */
+    /** Releases this tensor's reference to its storage. Idempotent, also when several threads close at once. */
     @Override
     public void close() {
-        if (closed || borrowed) return;
-        closed = true;
+        if (borrowed || closed || !CLOSED.compareAndSet(this, false, true)) return;
         storage.release();
         if (grad != null) {
             grad.close();
