@@ -1,6 +1,8 @@
 package org.jtorch;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -34,10 +36,22 @@ import org.jtorch.ops.UnaryOp;
  * inside a {@link MemoryScope} are closed with it. A tensor never closed is released by the garbage
  * collector and counted as a leak. Using a closed tensor throws {@link IllegalStateException}.
  *
- * <p>Thread safety: a tensor may be read from several threads; writes (in-place ops, close) need
- * external synchronisation, as in PyTorch.
+ * <p>Thread safety: a tensor may be read from several threads; writes (in-place ops) need external
+ * synchronisation, as in PyTorch. Closing a tensor while another thread computes on it is safe: a running
+ * kernel holds its own reference to the storage, so the memory stays valid until it returns (and the op
+ * completes with the right values), while ops started after the close throw the closed-tensor error.
  */
 public final class Tensor implements AutoCloseable {
+    private static final VarHandle CLOSED;
+
+    static {
+        try {
+            CLOSED = MethodHandles.lookup().findVarHandle(Tensor.class, "closed", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private final Storage storage;
     private final DType dtype;
     private final long[] shape;
@@ -46,7 +60,7 @@ public final class Tensor implements AutoCloseable {
     private final boolean borrowed;
     /** Created under {@link Grad#inferenceMode()}: may never join an autograd graph. */
     private final boolean inference;
-    private boolean closed;
+    private volatile boolean closed;
     private boolean wrappedNumber;
     private MemoryScope scope;
     private boolean viewOfGraph;
@@ -107,7 +121,8 @@ public final class Tensor implements AutoCloseable {
     }
 
     private Tensor view(long[] newShape, long[] newStrides, long newOffset) {
-        storage.retain();
+        // Callers checked that this tensor is open; another thread may have closed it since.
+        if (!storage.tryRetain()) throw closedError("view");
         return new Tensor(storage, dtype, newShape, newStrides, newOffset);
     }
 
@@ -184,11 +199,10 @@ public final class Tensor implements AutoCloseable {
 
     // ------------------------------------------------------------------ lifetime
 
-    /** Releases this tensor's reference to its storage. Idempotent. */
+    /** Releases this tensor's reference to its storage. Idempotent, also when several threads close at once. */
     @Override
     public void close() {
-        if (closed || borrowed) return;
-        closed = true;
+        if (borrowed || closed || !CLOSED.compareAndSet(this, false, true)) return;
         storage.release();
         if (grad != null) {
             grad.close();
@@ -221,10 +235,12 @@ public final class Tensor implements AutoCloseable {
 
     /** Throws a clear exception if this tensor was closed; {@code op} names the operation attempted. */
     public void checkOpen(String op) {
-        if (closed || storage.isReleased()) {
-            throw new IllegalStateException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
-                    + " was used after close()");
-        }
+        if (closed || storage.isReleased()) throw closedError(op);
+    }
+
+    private IllegalStateException closedError(String op) {
+        return new IllegalStateException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
+                + " was used after close()");
     }
 
     /**

@@ -10,17 +10,21 @@ import org.jtorch.backend.cpu.CpuBackend;
 
 /**
  * Finds the backend for a device. The CPU backend is built in; others (CUDA) are discovered once with
- * {@link ServiceLoader} through {@link BackendProvider}.
+ * {@link ServiceLoader} through {@link BackendProvider}. {@link #of} hands out backends whose kernel calls
+ * hold their operands' storages for the call ({@link HoldingBackend}): the way every kernel is invoked.
  */
 public final class Backends {
+    private static final Backend CPU = new HoldingBackend(CpuBackend.get());
     private static volatile Map<Device.Type, Backend> discovered;
+    private static volatile Map<Device.Type, Backend> holding;
 
     private Backends() {}
 
     /** The backend serving {@code device}; throws with the backend's reason when it is unavailable. */
     public static Backend of(Device device) {
-        if (device.isCpu()) return KernelProfiler.wrapIfActive(CpuBackend.get());
-        Backend b = all().get(device.type());
+        if (device.isCpu()) return KernelProfiler.wrapIfActive(CPU);
+        all();
+        Backend b = holding.get(device.type());
         if (b == null) {
             throw new IllegalStateException("device " + device + " is not available: no " + device.type().name().toLowerCase()
                     + " backend on the class path (add the jtorch-cuda module)");
@@ -31,18 +35,21 @@ public final class Backends {
         return KernelProfiler.wrapIfActive(b);
     }
 
-    /** Every backend found, available or not. */
+    /** Every backend found, available or not, as discovered: for inspection; kernels are called through {@link #of}. */
     public static Map<Device.Type, Backend> all() {
         Map<Device.Type, Backend> m = discovered;
         if (m == null) {
             synchronized (Backends.class) {
                 if (discovered == null) {
                     Map<Device.Type, Backend> found = new EnumMap<>(Device.Type.class);
+                    Map<Device.Type, Backend> held = new EnumMap<>(Device.Type.class);
                     found.put(Device.Type.CPU, CpuBackend.get());
+                    held.put(Device.Type.CPU, CPU);
                     for (BackendProvider p : ServiceLoader.load(BackendProvider.class)) {
                         Backend b = p.create();
-                        found.putIfAbsent(b.deviceType(), b);
+                        if (found.putIfAbsent(b.deviceType(), b) == null) held.put(b.deviceType(), new HoldingBackend(b));
                     }
+                    holding = held;
                     discovered = found;
                 }
                 m = discovered;

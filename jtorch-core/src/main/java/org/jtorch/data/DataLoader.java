@@ -10,7 +10,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -73,7 +75,15 @@ import org.jtorch.memory.MemoryScope;
  * worker (or in {@code get} on the consuming thread without workers) is re-thrown from {@code next()}
  * as a {@link DataLoaderException} naming the dataset index, with the original exception as its cause;
  * the iterator is closed then. With a {@code timeout}, waiting longer than that for a worker's batch
- * throws a {@code DataLoaderException}.
+ * throws a {@code DataLoaderException} naming the worker and the dataset index it is loading.
+ *
+ * <h2>Stuck workers</h2>
+ * Closing waits for the batches being loaded, each for up to the {@code timeout} (10 s without one) since
+ * its loading began; after a failure (a timeout included) it does not wait. A worker still busy then is
+ * interrupted, and one that ignores the interrupt for half a second (spinning, or blocked in native code) is
+ * abandoned: Java cannot stop a thread. A warning names the worker, the dataset index and where its thread
+ * is; the thread, a daemon, runs on until {@code get} returns, and its batch is then discarded. A dataset
+ * that may hang should bound its own blocking calls.
  *
  * @param <B> the batch type
  */
@@ -83,6 +93,12 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
     private static final AtomicInteger PIN_MEMORY_WARNINGS = new AtomicInteger();
     private static final Task STOP = new Task(-1, -1, null);
     private static final Cleaner CLEANER = Cleaner.create();
+    /** How long closing waits for a batch being loaded when the loader has no timeout. */
+    private static final long DEFAULT_GRACE_NANOS = TimeUnit.SECONDS.toNanos(10);
+    /** How long an interrupted worker has to stop before it is abandoned. */
+    private static final long INTERRUPT_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
+    /** Worker threads that did not stop and were left running; see {@link #abandonedWorkers()}. */
+    private static final Set<Thread> ABANDONED = ConcurrentHashMap.newKeySet();
 
     private final Dataset<?> dataset;
     private final IterableDataset<?> iterableDataset;
@@ -118,9 +134,10 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
 
         /**
          * Stops the workers of this epoch and releases every batch it still owns. Batches being loaded
-         * are finished first (a worker stuck longer than 10 s in user code is interrupted); the threads
-         * have ended when this returns. Persistent workers are only told to drop this epoch's work.
-         * Idempotent.
+         * are finished first, each within the {@code timeout} (10 s without one) from its start; a worker
+         * still busy then is interrupted, and one that ignores that is abandoned with a warning (see
+         * "Stuck workers" above). The other threads have ended when this returns. Persistent workers are only
+         * told to drop this epoch's work. Idempotent.
          */
         @Override
         void close();
@@ -213,12 +230,23 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         if (closed) return;
         closed = true;
         if (active != null) active.close();
-        persistent.run();
+        persistent.shutdown(graceNanos());
     }
 
     /** How many times the pin-memory warning was logged in this JVM (0 or 1). */
     static int pinMemoryWarnings() {
         return PIN_MEMORY_WARNINGS.get();
+    }
+
+    /** Worker threads abandoned because they ignored an interrupt at shutdown, and still running. */
+    static Set<Thread> abandonedWorkers() {
+        ABANDONED.removeIf(t -> !t.isAlive());
+        return Set.copyOf(ABANDONED);
+    }
+
+    /** How long closing waits for batches being loaded, measured from the start of each. */
+    private long graceNanos() {
+        return timeout.isZero() ? DEFAULT_GRACE_NANOS : timeout.toNanos();
     }
 
     private static MemoryPinner findPinner() {
@@ -300,11 +328,12 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
             this.numWorkers = numWorkers;
         }
 
-        /** Loads the batch of {@code indices} from the map-style dataset. */
-        private Result load(long epoch, long seq, int[] indices, int worker) {
+        /** Loads the batch of {@code indices} from the map-style dataset; {@code progress} (null without workers) sees each index. */
+        private Result load(long epoch, long seq, int[] indices, int worker, Worker progress) {
             try (MemoryScope scope = new MemoryScope()) {
                 List<Object> samples = new ArrayList<>(indices.length);
                 for (int index : indices) {
+                    if (progress != null) progress.index = index;
                     try {
                         samples.add(dataset.get(index));
                     } catch (Throwable e) {
@@ -360,6 +389,8 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
     private static final class WorkerPool {
         final List<Worker> workers;
         final BlockingQueue<Result> results = new LinkedBlockingQueue<>();
+        /** Set by {@link #shutdown}: a worker finishing a batch later releases it instead of delivering it. */
+        volatile boolean shutDown;
 
         WorkerPool(Loading loading, long baseSeed) {
             int n = loading.numWorkers;
@@ -368,26 +399,54 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
             for (Worker w : workers) w.thread.start();
         }
 
-        /** Cancels queued tasks, stops and joins the threads, and releases every undelivered batch. */
-        void shutdown() {
+        /**
+         * Cancels queued tasks, stops the threads and releases every undelivered batch. A worker busy with a
+         * batch may finish it within {@code graceNanos} of the batch's start; then it is interrupted, and if
+         * it does not stop within {@link #INTERRUPT_WAIT_NANOS} it is abandoned with a warning.
+         */
+        void shutdown(long graceNanos) {
+            shutDown = true;
             for (Worker w : workers) {
                 w.tasks.clear();
                 w.tasks.add(STOP);
             }
-            for (Worker w : workers) {
-                try {
-                    w.thread.join(10_000);
+            try {
+                for (Worker w : workers) {
+                    boolean busy = w.busy != null; // read before busySince, which the worker writes first
+                    long deadline = (busy ? w.busySince : System.nanoTime()) + graceNanos;
+                    join(w.thread, deadline);
+                }
+                List<Worker> stuck = new ArrayList<>();
+                for (Worker w : workers) {
                     if (w.thread.isAlive()) {
                         w.thread.interrupt();
-                        w.thread.join(1_000);
+                        stuck.add(w);
                     }
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    break;
                 }
+                long deadline = System.nanoTime() + INTERRUPT_WAIT_NANOS;
+                for (Worker w : stuck) join(w.thread, deadline);
+                for (Worker w : stuck) if (w.thread.isAlive()) abandon(w);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
             Result r;
             while ((r = results.poll()) != null) r.release();
+        }
+
+        private static void join(Thread t, long deadlineNanos) throws InterruptedException {
+            long left = deadlineNanos - System.nanoTime();
+            if (left > 0) t.join(Duration.ofNanos(left));
+        }
+
+        private static void abandon(Worker w) {
+            ABANDONED.add(w.thread);
+            StringBuilder at = new StringBuilder();
+            StackTraceElement[] stack = w.thread.getStackTrace();
+            for (int i = 0; i < Math.min(4, stack.length); i++) at.append("\n\tat ").append(stack[i]);
+            LOG.log(System.Logger.Level.WARNING, where(w.info.id()) + " (thread " + w.thread.getName() + ") did not stop: it "
+                    + w.describeBusy() + ", and it ignored an interrupt. Java cannot stop a thread, so it is abandoned: "
+                    + "it keeps running (a daemon thread, it does not keep the JVM alive) until its call returns, and "
+                    + "its batch is then discarded. Bound the blocking calls in the dataset to avoid this." + at);
         }
     }
 
@@ -400,6 +459,10 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         Iterator<?> stream;
         long streamEpoch = -1;
         boolean streamDone;
+        /** The task being loaded (null while idle), since when, and the dataset index being read (-1: none). */
+        volatile Task busy;
+        volatile long busySince;
+        volatile int index = -1;
 
         Worker(Loading loading, WorkerInfo info, WorkerPool pool) {
             this.loading = loading;
@@ -433,9 +496,24 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
                         r = Result.failure(t.epoch, t.seq, info.id(), new DataLoaderException(where(info.id())
                                 + " failed in its workerInitFn: " + describe(initError), initError, info.id(), -1, t.indices));
                     } else {
-                        r = process(t);
+                        busySince = System.nanoTime();
+                        busy = t;
+                        try {
+                            r = process(t);
+                        } finally {
+                            busy = null;
+                            index = -1;
+                        }
                     }
-                    pool.results.put(r);
+                    if (pool.shutDown) { // a batch finished after shutdown (a worker that was abandoned or interrupted)
+                        r.release();
+                        return;
+                    }
+                    pool.results.add(r);
+                    if (pool.shutDown && pool.results.remove(r)) {
+                        r.release();
+                        return;
+                    }
                 }
             } catch (InterruptedException e) {
                 // shutdown of a worker stuck in user code; nothing left to deliver
@@ -445,8 +523,19 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
             }
         }
 
+        /** What this worker is doing, for messages: "has been loading dataset index 5 (batch indices [4, 5]) for 2.0 s". */
+        String describeBusy() {
+            Task t = busy;
+            if (t == null) return "is between batches";
+            int i = index;
+            String what = t.indices == null ? "batch " + t.seq + " from the IterableDataset"
+                    : (i >= 0 ? "dataset index " + i + " (batch indices " + Arrays.toString(t.indices) + ")"
+                    : "batch indices " + Arrays.toString(t.indices));
+            return String.format("has been loading %s for %.1f s", what, (System.nanoTime() - busySince) * 1e-9);
+        }
+
         private Result process(Task t) {
-            if (loading.dataset != null) return loading.load(t.epoch, t.seq, t.indices, info.id());
+            if (loading.dataset != null) return loading.load(t.epoch, t.seq, t.indices, info.id(), this);
             if (streamEpoch != t.epoch) {
                 streamEpoch = t.epoch;
                 streamDone = false;
@@ -474,9 +563,12 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         final WorkerPool ownPool;
         final Map<Long, Result> reorder = new HashMap<>();
         Result pending;
+        /** How long stopping the workers waits for batches being loaded; 0 once the epoch failed. */
+        volatile long graceNanos;
 
-        EpochState(WorkerPool ownPool) {
+        EpochState(WorkerPool ownPool, long graceNanos) {
             this.ownPool = ownPool;
+            this.graceNanos = graceNanos;
         }
 
         void releaseUndelivered() {
@@ -489,7 +581,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         @Override
         public void run() {
             releaseUndelivered();
-            if (ownPool != null) ownPool.shutdown();
+            if (ownPool != null) ownPool.shutdown(graceNanos);
         }
     }
 
@@ -499,9 +591,13 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
 
         @Override
         public void run() {
+            shutdown(DEFAULT_GRACE_NANOS);
+        }
+
+        void shutdown(long graceNanos) {
             WorkerPool p = pool;
             pool = null;
-            if (p != null) p.shutdown();
+            if (p != null) p.shutdown(graceNanos);
         }
     }
 
@@ -547,7 +643,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
                 activeWorkers = new boolean[numWorkers];
                 Arrays.fill(activeWorkers, true);
             }
-            state = new EpochState(pool != null && !persistentWorkers ? pool : null);
+            state = new EpochState(pool != null && !persistentWorkers ? pool : null, graceNanos());
             cleanable = CLEANER.register(this, state);
         }
 
@@ -558,7 +654,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
                 try {
                     state.pending = advance();
                 } catch (RuntimeException | Error e) {
-                    close();
+                    abort();
                     throw e;
                 }
                 if (state.pending == null) close();
@@ -575,7 +671,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
             state.pending = null;
             if (current.error != null) {
                 DataLoaderException e = current.error;
-                close();
+                abort();
                 throw e;
             }
             if (transferDevice != null && current.batch != null) current = transfer(current);
@@ -615,13 +711,23 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
 
         @Override
         public void close() {
+            close(false);
+        }
+
+        /** Closes after a failure: the batches being loaded are not waited for (a timed-out worker may never finish). */
+        private void abort() {
+            close(true);
+        }
+
+        private void close(boolean failed) {
             if (finished) return;
             finished = true;
             if (current != null) current.release();
             current = null;
+            if (failed) state.graceNanos = 0;
             if (pool != null && pool == persistent.pool) {
                 state.releaseUndelivered();
-                if (!drain()) persistent.run();
+                if (failed || !drain()) persistent.shutdown(state.graceNanos);
             }
             cleanable.clean(); // releases undelivered batches and stops this epoch's own workers
             if (active == this) active = null;
@@ -687,7 +793,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
                     if (!singles.hasNext()) return null;
                     indices = new int[] {singles.next()};
                 }
-                return loading.load(epoch, seq, indices, -1);
+                return loading.load(epoch, seq, indices, -1, null);
             }
             if (stream == null) {
                 try {
@@ -729,6 +835,26 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
             return -1;
         }
 
+        /** The timeout error, naming the worker that owes batch {@code next} and what it is loading, when known. */
+        private DataLoaderException timedOut() {
+            String message = String.format("DataLoader timed out after %.3f s waiting for batch %d", timeout.toNanos() * 1e-9, next);
+            for (Worker w : pool.workers) {
+                Task t = w.busy;
+                if (t != null && t.epoch == epoch && t.seq == next) {
+                    int index = w.index;
+                    return new DataLoaderException(message + ": " + where(w.info.id()) + " " + w.describeBusy(),
+                            null, w.info.id(), index, t.indices);
+                }
+                for (Task queued : w.tasks) {
+                    if (queued.epoch == epoch && queued.seq == next) {
+                        return new DataLoaderException(message + ": it waits in the queue of " + where(w.info.id()) + ", which "
+                                + w.describeBusy(), null, w.info.id(), -1, queued.indices);
+                    }
+                }
+            }
+            return new DataLoaderException(message, null, -1, -1, null);
+        }
+
         /** Waits for a worker's result, checking the timeout and that the workers are alive. */
         private Result poll() {
             long start = System.nanoTime();
@@ -749,10 +875,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
                     }
                     return r;
                 }
-                if (!timeout.isZero() && System.nanoTime() - start >= timeout.toNanos()) {
-                    throw new DataLoaderException(String.format("DataLoader timed out after %.3f s waiting for batch %d",
-                            timeout.toNanos() * 1e-9, next), null, -1, -1, null);
-                }
+                if (!timeout.isZero() && System.nanoTime() - start >= timeout.toNanos()) throw timedOut();
                 for (Worker w : pool.workers) {
                     if (!w.thread.isAlive()) {
                         throw new DataLoaderException("DataLoader worker " + w.info.id() + " exited unexpectedly", null,

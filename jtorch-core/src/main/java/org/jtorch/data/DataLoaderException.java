@@ -17,17 +17,20 @@ public final class DataLoaderException extends RuntimeException {
         this.batchIndices = batchIndices == null ? null : batchIndices.clone();
     }
 
-    /** The worker that failed, or -1 for the consuming thread of a loader without workers. */
+    /** The worker that failed (or, for a timeout, is late), or -1 for the consuming thread of a loader without workers. */
     public int workerId() {
         return workerId;
     }
 
-    /** The dataset index whose {@code get} failed, or -1 (collation, iterable datasets, timeouts). */
+    /**
+     * The dataset index whose {@code get} failed, or for a timeout the one the late worker is loading; -1 when
+     * there is none (collation, iterable datasets).
+     */
     public int index() {
         return index;
     }
 
-    /** The indices of the batch being loaded, or null when unknown (iterable datasets, timeouts). */
+    /** The indices of the batch being loaded (for a timeout, the late batch's), or null when unknown (iterable datasets). */
     public int[] batchIndices() {
         return batchIndices == null ? null : batchIndices.clone();
     }

@@ -9,9 +9,12 @@ import org.jtorch.Device;
  * The bytes behind one or more tensors (a tensor and its views share one storage).
  *
  * <p>Ownership: every tensor that refers to a storage holds one reference ({@link #retain()} when a
- * view is made, {@link #release()} when the tensor is closed). The block goes back to its allocator
- * when the count reaches zero. A storage that becomes unreachable without being released is returned
- * by a {@link Cleaner} and counted as a leak in {@link MemoryStats#leakedStorages()}.
+ * view is made, {@link #release()} when the tensor is closed), and so does every kernel running on it
+ * (the backends take one with {@link #tryRetain()} around each kernel call). The block goes back to its
+ * allocator when the count reaches zero: a tensor closed while another thread computes on it keeps its
+ * memory until that kernel returns, as in PyTorch, where a running op holds a reference to its operands.
+ * A storage that becomes unreachable without being released is returned by a {@link Cleaner} and counted
+ * as a leak in {@link MemoryStats#leakedStorages()}.
  *
  * <p>After release, {@link #segment()} throws instead of exposing freed memory: use after close is an
  * exception, never a crash. The version counter is shared by all views, as PyTorch's.
@@ -126,6 +129,14 @@ public final class Storage {
         return pinned;
     }
 
+    /**
+     * Whether the last release frees memory (an allocator's block). Heap storages ({@link #wrapHeap}) and
+     * external ones ({@link #wrapExternal}) do not: the garbage collector or their owner frees that memory.
+     */
+    public boolean ownsMemory() {
+        return release != null;
+    }
+
     public boolean isReleased() {
         return segment == null;
     }
@@ -137,11 +148,20 @@ public final class Storage {
 
     /** Adds a reference for a new view. */
     public void retain() {
+        if (!tryRetain()) throw new IllegalStateException("storage used after its tensors were closed");
+    }
+
+    /**
+     * Adds a reference unless the storage was already released (then returns false and changes nothing).
+     * Uncontended, one compare-and-set: cheap enough to wrap every kernel call.
+     */
+    public boolean tryRetain() {
         int prev;
         do {
             prev = refCount.get();
-            if (prev <= 0) throw new IllegalStateException("storage used after its tensors were closed");
+            if (prev <= 0) return false;
         } while (!refCount.compareAndSet(prev, prev + 1));
+        return true;
     }
 
     /** Drops a reference; the last one returns the memory to its allocator. */

@@ -361,6 +361,142 @@ class DataLoaderTest {
         assertAllStopped(d.threads);
     }
 
+    /**
+     * Spins at one index, ignoring interrupts, until released: a dataset stuck in code that never checks for them
+     * (a busy loop, or a native call). Samples are 0-d int64 tensors of their index.
+     */
+    static final class SpinsAt implements Dataset<Tensor> {
+        final int stuckIndex;
+        volatile boolean released;
+
+        SpinsAt(int stuckIndex) {
+            this.stuckIndex = stuckIndex;
+        }
+
+        @Override
+        public Tensor get(int index) {
+            if (index == stuckIndex) spinUntilReleased();
+            return Torch.scalar((long) index);
+        }
+
+        private void spinUntilReleased() {
+            while (!released) Thread.onSpinWait();
+        }
+
+        @Override
+        public int size() {
+            return 8;
+        }
+    }
+
+    /** The loader's log records while {@code body} runs. */
+    private static List<java.util.logging.LogRecord> logged(ThrowingRunnable body) throws Exception {
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger("org.jtorch.data");
+        List<java.util.logging.LogRecord> records = Collections.synchronizedList(new ArrayList<>());
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                records.add(r);
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        log.addHandler(handler);
+        try {
+            body.run();
+        } finally {
+            log.removeHandler(handler);
+        }
+        return records;
+    }
+
+    interface ThrowingRunnable {
+        void run() throws Exception;
+    }
+
+    /** The abandoned worker thread of {@code worker}, after checking that it is reported and still spinning. */
+    private static Thread assertAbandoned(List<java.util.logging.LogRecord> records, int worker, int index) {
+        String name = "jtorch-dataloader-worker-" + worker;
+        List<String> warnings = records.stream().filter(r -> r.getLevel() == java.util.logging.Level.WARNING)
+                .map(java.util.logging.LogRecord::getMessage).filter(m -> m.contains(name)).toList();
+        assertEquals(1, warnings.size(), "one warning for the stuck worker: " + warnings);
+        String w = warnings.get(0);
+        assertTrue(w.startsWith("DataLoader worker " + worker + " (thread " + name + ") did not stop: it has been loading "
+                + "dataset index " + index), w);
+        assertTrue(w.contains("ignored an interrupt"), w);
+        assertTrue(w.contains("SpinsAt.spinUntilReleased"), "the warning shows where the thread is: " + w);
+        Thread t = DataLoader.abandonedWorkers().stream().filter(x -> x.getName().equals(name)).findFirst().orElseThrow();
+        assertTrue(t.isAlive());
+        return t;
+    }
+
+    /** Issue 19: a worker spinning in get made a 2 s timeout surface after 12-14 s, and survived close forever. */
+    @ParameterizedTest(name = "persistent workers: {0}")
+    @ValueSource(booleans = {false, true})
+    void aTimeoutSurfacesOnTimeWhenAWorkerIgnoresInterruptsAndTheWorkerIsAbandonedWithAWarning(boolean persistent)
+            throws Exception {
+        SpinsAt d = new SpinsAt(5);
+        Duration timeout = Duration.ofSeconds(2);
+        long[] elapsed = new long[1];
+        DataLoaderException[] error = new DataLoaderException[1];
+        List<java.util.logging.LogRecord> records = logged(() -> {
+            long start = System.nanoTime();
+            try (var loader = DataLoader.builder(d).batchSize(2).numWorkers(2).persistentWorkers(persistent)
+                    .timeout(timeout).build()) {
+                error[0] = assertThrows(DataLoaderException.class, () -> {
+                    for (Tensor batch : loader) assertEquals(2, batch.numel());
+                });
+            }
+            elapsed[0] = System.nanoTime() - start;
+        });
+        Thread stuck = null;
+        try {
+            // Batch 2 holds indices [4, 5] and goes to worker 2 % 2 = 0.
+            String message = error[0].getMessage();
+            assertTrue(message.startsWith("DataLoader timed out after 2.000 s waiting for batch 2: DataLoader worker 0 has "
+                    + "been loading dataset index 5 (batch indices [4, 5]) for "), message);
+            assertEquals(0, error[0].workerId());
+            assertEquals(5, error[0].index());
+            assertTrue(elapsed[0] < timeout.plusSeconds(2).toNanos(),
+                    "the error and close() came " + elapsed[0] / 1e9 + " s after the start, expected about 2.5 s");
+            stuck = assertAbandoned(records, 0, 5);
+        } finally {
+            d.released = true;
+        }
+        stuck.join(10_000);
+        assertFalse(stuck.isAlive(), "released, the abandoned worker discards its batch and ends");
+        assertFalse(DataLoader.abandonedWorkers().contains(stuck));
+    }
+
+    @Test
+    void closingEarlyAbandonsAWorkerStuckPastTheTimeoutWithAWarning() throws Exception {
+        SpinsAt d = new SpinsAt(5);
+        long[] closeNanos = new long[1];
+        List<java.util.logging.LogRecord> records = logged(() -> {
+            try (var loader = DataLoader.builder(d).batchSize(2).numWorkers(2).timeout(Duration.ofSeconds(1)).build();
+                 var it = loader.iterator()) {
+                assertArrayEquals(new long[] {0, 1}, it.next().toLongArray());
+                Thread.sleep(100); // worker 0 is now spinning on index 5
+                long start = System.nanoTime();
+                it.close();
+                closeNanos[0] = System.nanoTime() - start;
+            }
+        });
+        Thread stuck = null;
+        try {
+            assertTrue(closeNanos[0] < Duration.ofSeconds(3).toNanos(), "close took " + closeNanos[0] / 1e9 + " s");
+            stuck = assertAbandoned(records, 0, 5);
+        } finally {
+            d.released = true;
+        }
+        stuck.join(10_000);
+        assertFalse(stuck.isAlive());
+    }
+
     @Test
     void aGenerousTimeoutDoesNotFire() {
         Squares d = squares(8);

@@ -1,0 +1,83 @@
+package org.jtorch.testing;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * Runs a class's {@code main} in a fresh JVM with jtorch's JVM flags, for tests whose failure may be a JVM
+ * crash or a hang: the test JVM survives and reports it. A crash log ({@code hs_err}) goes to a temporary
+ * folder and is appended to the output.
+ */
+public final class ChildJvm {
+    /** How the child ended: its exit code ({@code 134} after a SIGSEGV), or -1 if it was killed at the timeout. */
+    public record Result(int exitCode, boolean timedOut, String output) {
+        public boolean crashed() {
+            return output.contains("A fatal error has been detected by the Java Runtime Environment");
+        }
+    }
+
+    private ChildJvm() {}
+
+    public static Result run(Class<?> main, Duration timeout, Map<String, String> env, String... args)
+            throws IOException, InterruptedException {
+        Path dir = Files.createTempDirectory("jtorch-child-jvm");
+        try {
+            List<String> command = new ArrayList<>();
+            command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+            command.addAll(List.of("--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
+                    "-XX:-UseProfiledLoopPredicate", "-Xmx512m", "-XX:-CreateCoredumpOnCrash",
+                    "-XX:ErrorFile=" + dir.resolve("hs_err_%p.log")));
+            command.add("-cp");
+            command.add(classPath(main, ChildJvm.class, org.jtorch.Tensor.class));
+            command.add(main.getName());
+            command.addAll(List.of(args));
+            Path log = dir.resolve("output.txt");
+            ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
+            pb.environment().putAll(env);
+            Process p = pb.start();
+            boolean finished = p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
+            if (!finished) {
+                p.destroyForcibly();
+                p.waitFor(30, TimeUnit.SECONDS);
+            }
+            StringBuilder output = new StringBuilder(Files.readString(log, StandardCharsets.UTF_8));
+            try (Stream<Path> files = Files.list(dir)) {
+                for (Path f : files.filter(f -> f.getFileName().toString().startsWith("hs_err")).toList()) {
+                    output.append("\n--- ").append(f.getFileName()).append(" ---\n")
+                            .append(Files.readString(f, StandardCharsets.ISO_8859_1).lines().limit(40)
+                                    .reduce("", (a, b) -> a + b + "\n"));
+                }
+            }
+            return new Result(finished ? p.exitValue() : -1, !finished, output.toString());
+        } finally {
+            try (Stream<Path> files = Files.walk(dir)) {
+                for (Path f : files.sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(f);
+            }
+        }
+    }
+
+    /** Where the classes are loaded from (surefire's own class path may be a manifest-only jar). */
+    private static String classPath(Class<?>... classes) {
+        List<String> entries = new ArrayList<>();
+        for (Class<?> c : classes) {
+            try {
+                String entry = Path.of(c.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
+                if (!entries.contains(entry)) entries.add(entry);
+            } catch (URISyntaxException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        return String.join(File.pathSeparator, entries);
+    }
+}
