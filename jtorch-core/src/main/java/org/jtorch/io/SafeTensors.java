@@ -13,9 +13,7 @@ import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
@@ -135,31 +133,21 @@ public final class SafeTensors {
     /**
      * Writes {@code tensors} (in iteration order) and optional string {@code metadata} (stored under
      * {@code __metadata__}; omitted when null) to {@code path}, atomically: a temporary file in the same
-     * directory is written, fsynced and renamed over {@code path}. If anything fails (an I/O error, a
-     * tensor that was closed), the temporary file is deleted and an existing {@code path} is untouched.
+     * directory ({@code <name>.jtorch-tmp-<pid>-<random>}) is written, fsynced and renamed over {@code path}.
+     * If anything fails (an I/O error, a tensor that was closed), the temporary file is deleted and an
+     * existing {@code path} is untouched; an {@link IOException} names the file. Temporary files that a
+     * killed process left for the same target are removed first. When {@code path} is a symbolic link,
+     * the file it points to is replaced and the link kept.
      */
     public static void save(Path path, Map<String, Tensor> tensors, Map<String, String> metadata) throws IOException {
         checkByteOrder();
         byte[] header = header(tensors, metadata);
-        Path target = path.toAbsolutePath();
-        Path dir = target.getParent();
-        Path tmp = Files.createTempFile(dir, "." + target.getFileName() + ".", ".tmp");
-        boolean done = false;
-        try {
-            keepPermissions(tmp, target);
-            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
-                ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, header.length);
-                writeFully(ch, len);
-                writeFully(ch, ByteBuffer.wrap(header));
-                for (Map.Entry<String, Tensor> e : tensors.entrySet()) writeData(ch, e.getKey(), e.getValue());
-                ch.force(true);
-            }
-            Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            done = true;
-        } finally {
-            if (!done) Files.deleteIfExists(tmp);
-        }
-        syncDirectory(dir);
+        AtomicFile.write("safetensors.save", path, ch -> {
+            ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, header.length);
+            writeFully(ch, len);
+            writeFully(ch, ByteBuffer.wrap(header));
+            for (Map.Entry<String, Tensor> e : tensors.entrySet()) writeData(ch, e.getKey(), e.getValue());
+        });
     }
 
     /** The serialised file as bytes (the same bytes {@link #save} writes). */
@@ -263,30 +251,8 @@ public final class SafeTensors {
         }
     }
 
-    /**
-     * Temporary files are created owner-only; give the new file the replaced file's permissions, or
-     * {@code rw-r--r--} (a usual umask's result) for a new one. No-op where POSIX permissions are unknown.
-     */
-    private static void keepPermissions(Path tmp, Path target) throws IOException {
-        try {
-            Files.setPosixFilePermissions(tmp, Files.exists(target)
-                    ? Files.getPosixFilePermissions(target) : PosixFilePermissions.fromString("rw-r--r--"));
-        } catch (UnsupportedOperationException ignored) {
-            // not a POSIX file system
-        }
-    }
-
     private static void writeFully(FileChannel ch, ByteBuffer b) throws IOException {
         while (b.hasRemaining()) ch.write(b);
-    }
-
-    /** Makes the rename durable (best effort: not every platform can fsync a directory). */
-    private static void syncDirectory(Path dir) {
-        try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-            d.force(true);
-        } catch (IOException | UnsupportedOperationException ignored) {
-            // Windows and some file systems cannot open or sync directories; the data itself is synced.
-        }
     }
 
     /** Saves {@code module}'s state dict (parameters and persistent buffers, in its order), atomically. */
@@ -317,6 +283,7 @@ public final class SafeTensors {
      */
     public static Loaded load(Path path) throws IOException {
         checkByteOrder();
+        AtomicFile.removeStaleTemporaries(path);
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             long size = ch.size();
             Header h = readHeader(path, ch, size);
