@@ -11,6 +11,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.backend.Backends;
+import org.jtorch.io.StateReader;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -276,24 +277,28 @@ public final class GradScaler {
     /**
      * Restores a {@link #stateDict()}.
      *
-     * @throws IllegalArgumentException when {@code stateDict} is empty (saved from a disabled scaler) or lacks a key
+     * @throws IllegalArgumentException when {@code stateDict} is empty (saved from a disabled scaler), lacks
+     *         a key or holds a value of the wrong kind or range (naming it); the scaler is then unchanged
      */
     public void loadStateDict(Map<String, Object> stateDict) {
         if (!enabled) return;
+        StateReader r = new StateReader("GradScaler.loadStateDict", stateDict);
         if (stateDict.isEmpty()) {
-            throw new IllegalArgumentException("loadStateDict: The source state dict is empty, possibly because it was saved from a"
+            throw new IllegalArgumentException("GradScaler.loadStateDict: The source state dict is empty, possibly because it was saved from a"
                     + " disabled instance of GradScaler.");
         }
-        scale = (float) number(stateDict, "scale").doubleValue();
-        growthFactor = number(stateDict, "growth_factor").doubleValue();
-        backoffFactor = number(stateDict, "backoff_factor").doubleValue();
-        growthInterval = number(stateDict, "growth_interval").intValue();
-        growthTracker = number(stateDict, "_growth_tracker").intValue();
-    }
-
-    private static Number number(Map<String, Object> m, String key) {
-        Object v = m.get(key);
-        if (!(v instanceof Number n)) throw new IllegalArgumentException("loadStateDict: missing or non-numeric '" + key + "'");
-        return n;
+        double newScale = r.requireDouble("scale");
+        double newGrowthFactor = r.requireDouble("growth_factor");
+        double newBackoffFactor = r.requireDouble("backoff_factor");
+        int newGrowthInterval = r.requireInt("growth_interval");
+        int newGrowthTracker = r.requireInt("_growth_tracker");
+        if (!(newGrowthFactor > 1.0)) throw r.error("growth_factor", "a number > 1.0", newGrowthFactor);
+        if (!(newBackoffFactor < 1.0)) throw r.error("backoff_factor", "a number < 1.0", newBackoffFactor);
+        if (newGrowthInterval <= 0) throw r.error("growth_interval", "a positive integer", newGrowthInterval);
+        scale = (float) newScale;
+        growthFactor = newGrowthFactor;
+        backoffFactor = newBackoffFactor;
+        growthInterval = newGrowthInterval;
+        growthTracker = newGrowthTracker;
     }
 }

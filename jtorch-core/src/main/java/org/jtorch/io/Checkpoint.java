@@ -63,7 +63,8 @@ public final class Checkpoint {
             Map<String, Tensor> tensors = new LinkedHashMap<>();
             for (Map.Entry<String, Object> e : state.entrySet()) {
                 if (!(e.getValue() instanceof Tensor t)) {
-                    throw new IllegalArgumentException("Checkpoint: model entry '" + e.getKey() + "' is not a tensor");
+                    throw new IllegalArgumentException("Checkpoint.load: model entry '" + e.getKey() + "' must be a tensor, found "
+                            + StateReader.describe(e.getValue()));
                 }
                 tensors.put(e.getKey(), t);
             }
@@ -112,10 +113,8 @@ public final class Checkpoint {
             m.put("offset", s[1]);
             return m;
         }, m -> {
-            if (!(m.get("seed") instanceof Number seed) || !(m.get("offset") instanceof Number offset)) {
-                throw new IllegalArgumentException("Checkpoint: generator state needs 'seed' and 'offset', got " + m.keySet());
-            }
-            generator.setState(new long[] {seed.longValue(), offset.longValue()});
+            StateReader r = new StateReader("Checkpoint.load: generator '" + name + "'", m);
+            generator.setState(new long[] {r.requireLong("seed"), r.requireLong("offset")});
         }, () -> {});
     }
 
@@ -170,34 +169,41 @@ public final class Checkpoint {
             if (text == null) {
                 throw new SafeTensors.FormatException(path + ": not a jtorch checkpoint (no '" + METADATA_KEY + "' metadata)");
             }
-            Map<String, Object> json;
+            Object parsed;
             try {
-                json = asMap(Json.parse(text), "checkpoint metadata");
+                parsed = Json.parse(text);
             } catch (IllegalArgumentException ex) {
                 throw new SafeTensors.FormatException(path + ": corrupt checkpoint metadata: " + ex.getMessage());
             }
-            if (!(json.get("format") instanceof Number f) || f.intValue() != FORMAT_VERSION) {
-                throw new SafeTensors.FormatException(path + ": unsupported checkpoint format " + json.get("format"));
+            if (!(parsed instanceof Map<?, ?> json)) {
+                throw new SafeTensors.FormatException(path + ": corrupt checkpoint metadata: '" + METADATA_KEY + "' must be a JSON object, found "
+                        + StateReader.describe(parsed));
             }
-            Map<String, Object> states = asMap(json.get("components"), "components");
+            StateReader r = new StateReader("Checkpoint.load(" + path + ")", json);
+            Object format = r.require("format", "the format version " + FORMAT_VERSION);
+            if (!(format instanceof Long f) || f != FORMAT_VERSION) {
+                throw new SafeTensors.FormatException(path + ": unsupported checkpoint format " + StateReader.describe(format)
+                        + " (this jtorch reads format " + FORMAT_VERSION + ")");
+            }
+            Position position = new Position(r.requireLong("epoch"), r.requireLong("step"));
+            StateReader states = r.requireMap("components");
             for (String name : components.keySet()) {
-                if (!states.containsKey(name)) {
+                if (!states.has(name)) {
                     throw new IllegalArgumentException("Checkpoint.load: " + path + " has no component '" + name
-                            + "' (it has " + states.keySet() + ")");
+                            + "' (it has " + states.entries().keySet() + ")");
                 }
             }
             for (Map.Entry<String, Component> c : components.entrySet()) {
                 Object decoded = StateCodec.decode(states.get(c.getKey()), file);
-                c.getValue().load.accept(asMap(decoded, c.getKey()));
+                c.getValue().load.accept(asMap(states.map("components." + c.getKey(), decoded)));
             }
-            return new Position(((Number) json.get("epoch")).longValue(), ((Number) json.get("step")).longValue());
+            return position;
         }
     }
 
     @SuppressWarnings("unchecked")
-    private static Map<String, Object> asMap(Object o, String what) {
-        if (!(o instanceof Map<?, ?> m)) throw new IllegalArgumentException("Checkpoint: '" + what + "' is not a map");
-        return (Map<String, Object>) m;
+    private static Map<String, Object> asMap(StateReader r) {
+        return (Map<String, Object>) r.entries();
     }
 
     @SuppressWarnings("unchecked")

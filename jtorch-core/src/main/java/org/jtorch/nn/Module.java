@@ -15,6 +15,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Grad;
+import org.jtorch.io.StateReader;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -331,12 +332,18 @@ public abstract class Module implements AutoCloseable {
      * in PyTorch's wording.
      */
     public LoadResult loadStateDict(Map<String, Tensor> state, boolean strict) {
+        if (state == null) throw new IllegalArgumentException("loadStateDict: state must not be null");
         Map<String, Tensor> own = stateTensors();
         List<String> missing = new ArrayList<>();
         List<String> unexpected = new ArrayList<>();
         List<String> errors = new ArrayList<>();
         for (Map.Entry<String, Tensor> e : own.entrySet()) {
-            Tensor src = state.get(e.getKey());
+            Object value = ((Map<?, ?>) state).get(e.getKey()); // a raw map may hold anything
+            if (value != null && !(value instanceof Tensor)) {
+                throw new IllegalArgumentException("loadStateDict: '" + e.getKey() + "' must be a tensor, found " + StateReader.describe(value));
+            }
+            Tensor src = (Tensor) value;
+            if (src != null) src.checkOpen("loadStateDict('" + e.getKey() + "')");
             if (src == null) {
                 missing.add(e.getKey());
             } else if (!Arrays.equals(src.shape(), e.getValue().shape())) {
@@ -344,7 +351,10 @@ public abstract class Module implements AutoCloseable {
                         + " from checkpoint, the shape in current model is " + Shapes.format(e.getValue().shape()) + ".");
             }
         }
-        for (String k : state.keySet()) if (!own.containsKey(k)) unexpected.add(k);
+        for (Object k : state.keySet()) {
+            if (!(k instanceof String key)) throw new IllegalArgumentException("loadStateDict: keys must be strings, found " + StateReader.describe(k));
+            if (!own.containsKey(key)) unexpected.add(key);
+        }
         if (strict) {
             if (!unexpected.isEmpty()) errors.add(0, "Unexpected key(s) in state_dict: " + quoted(unexpected) + ".");
             if (!missing.isEmpty()) errors.add(0, "Missing key(s) in state_dict: " + quoted(missing) + ".");

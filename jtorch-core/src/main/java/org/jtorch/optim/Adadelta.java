@@ -78,7 +78,7 @@ public final class Adadelta extends Optimizer {
             }
             Tensor squareAvg = stateTensor(st, "square_avg", p);
             Tensor accDelta = stateTensor(st, "acc_delta", p);
-            st.put("step", ((Number) st.get("step")).longValue() + 1);
+            incrementCount(st);
             Tensor g = maximize ? grad.neg() : grad.alias();
             try {
                 if (weightDecay != 0) {

@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
+import org.jtorch.io.StateReader;
 
 /**
  * A parameter group, as an entry of PyTorch's {@code optimizer.param_groups}: parameters and the
@@ -55,23 +56,42 @@ public final class ParamGroup {
         return v;
     }
 
+    /** A numeric option; an {@link IllegalArgumentException} names it when it holds something else. */
     public double getDouble(String name) {
-        return ((Number) get(name)).doubleValue();
+        Object v = get(name);
+        if (v instanceof Number n) return n.doubleValue();
+        throw new IllegalArgumentException("param group option '" + name + "' must be a number, found " + StateReader.describe(v));
     }
 
     public boolean getBoolean(String name) {
-        return (Boolean) get(name);
+        Object v = get(name);
+        if (v instanceof Boolean b) return b;
+        throw new IllegalArgumentException("param group option '" + name + "' must be a boolean, found " + StateReader.describe(v));
     }
 
     /** The two coefficients of {@code betas}. */
     public double beta(int index) {
-        return ((List<?>) get("betas")).get(index) instanceof Number n ? n.doubleValue() : Double.NaN;
+        Object v = get("betas");
+        if (v instanceof List<?> l && l.size() == 2 && l.get(index) instanceof Number n) return n.doubleValue();
+        throw new IllegalArgumentException("param group option 'betas' must be a list of 2 numbers, found " + StateReader.describe(v));
     }
 
     /** Sets an option (numbers are stored as {@code Double}, pairs as {@code List<Double>}). */
     public void set(String name, Object value) {
-        if (value instanceof Number n) value = n.doubleValue();
-        else if (value instanceof List<?> l) value = l.stream().map(x -> ((Number) x).doubleValue()).toList();
+        if (name == null) throw new IllegalArgumentException("ParamGroup.set: name must not be null");
+        if (value instanceof Number n) {
+            value = n.doubleValue();
+        } else if (value instanceof List<?> l) {
+            List<Double> numbers = new ArrayList<>(l.size());
+            for (Object x : l) {
+                if (!(x instanceof Number n)) {
+                    throw new IllegalArgumentException("ParamGroup.set: option '" + name + "' is a list holding " + StateReader.describe(x)
+                            + "; lists must hold numbers");
+                }
+                numbers.add(n.doubleValue());
+            }
+            value = List.copyOf(numbers);
+        }
         options.put(name, value);
     }
 

@@ -94,7 +94,7 @@ public final class RMSprop extends Optimizer {
             Tensor squareAvg = stateTensor(st, "square_avg", p);
             Tensor buf = momentum > 0 ? stateTensor(st, "momentum_buffer", p) : null;
             Tensor gradAvg = centered ? stateTensor(st, "grad_avg", p) : null;
-            st.put("step", ((Number) st.get("step")).longValue() + 1);
+            incrementCount(st);
             Tensor g = maximize ? grad.neg() : grad.alias();
             try {
                 if (weightDecay != 0) {

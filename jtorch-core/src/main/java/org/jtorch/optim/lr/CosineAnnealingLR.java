@@ -2,6 +2,7 @@ package org.jtorch.optim.lr;
 
 import java.util.List;
 import java.util.Map;
+import org.jtorch.io.StateReader;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -66,8 +67,9 @@ public final class CosineAnnealingLR extends LRScheduler {
     }
 
     @Override
-    protected void loadSettings(Map<String, Object> sd) {
-        tMax = intOr(sd, "T_max", tMax);
-        etaMin = doubleOr(sd, "eta_min", etaMin);
+    protected void loadSettings(StateReader r) {
+        int newTMax = r.intOr("T_max", tMax);
+        etaMin = r.doubleOr("eta_min", etaMin);
+        tMax = newTMax;
     }
 }

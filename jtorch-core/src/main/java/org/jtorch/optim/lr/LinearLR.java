@@ -1,6 +1,7 @@
 package org.jtorch.optim.lr;
 
 import java.util.Map;
+import org.jtorch.io.StateReader;
 import org.jtorch.optim.Optimizer;
 
 /**
@@ -56,9 +57,11 @@ public final class LinearLR extends LRScheduler {
     }
 
     @Override
-    protected void loadSettings(Map<String, Object> sd) {
-        startFactor = doubleOr(sd, "start_factor", startFactor);
-        endFactor = doubleOr(sd, "end_factor", endFactor);
-        totalIters = intOr(sd, "total_iters", totalIters);
+    protected void loadSettings(StateReader r) {
+        double newStart = r.doubleOr("start_factor", startFactor);
+        double newEnd = r.doubleOr("end_factor", endFactor);
+        totalIters = r.intOr("total_iters", totalIters);
+        startFactor = newStart;
+        endFactor = newEnd;
     }
 }

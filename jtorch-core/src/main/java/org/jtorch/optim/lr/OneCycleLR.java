@@ -3,6 +3,7 @@ package org.jtorch.optim.lr;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.jtorch.io.StateReader;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -202,7 +203,7 @@ public final class OneCycleLR extends LRScheduler {
     }
 
     @Override
-    protected void loadSettings(Map<String, Object> sd) {
-        totalSteps = intOr(sd, "total_steps", totalSteps);
+    protected void loadSettings(StateReader r) {
+        totalSteps = r.intOr("total_steps", totalSteps);
     }
 }

@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.jtorch.io.StateReader;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -184,18 +185,36 @@ public final class ReduceLROnPlateau {
         return sd;
     }
 
+    /**
+     * Restores a {@link #stateDict()}. Entries it lacks keep their values; an entry of the wrong kind
+     * throws {@link IllegalArgumentException} naming it, and leaves the scheduler as it was.
+     */
     public void loadStateDict(Map<String, Object> sd) {
-        if (sd.get("min_lrs") instanceof List<?> l) minLrs = l.stream().mapToDouble(x -> ((Number) x).doubleValue()).toArray();
-        if (sd.get("factor") instanceof Number n) factor = n.doubleValue();
-        if (sd.get("patience") instanceof Number n) patience = n.intValue();
-        if (sd.get("cooldown") instanceof Number n) cooldown = n.intValue();
-        if (sd.get("cooldown_counter") instanceof Number n) cooldownCounter = n.intValue();
-        if (sd.get("best") instanceof Number n) best = n.doubleValue();
-        if (sd.get("num_bad_epochs") instanceof Number n) numBadEpochs = n.intValue();
-        if (sd.get("eps") instanceof Number n) eps = n.doubleValue();
-        if (sd.get("last_epoch") instanceof Number n) lastEpoch = n.intValue();
-        if (sd.get("_last_lr") instanceof List<?> l) lastLr = l.stream().map(x -> ((Number) x).doubleValue()).toList();
-        initIsBetter(sd.get("mode") instanceof String s ? s : mode, sd.get("threshold") instanceof Number n ? n.doubleValue() : threshold,
-                sd.get("threshold_mode") instanceof String s ? s : thresholdMode);
+        StateReader r = new StateReader("ReduceLROnPlateau.loadStateDict", sd);
+        int groups = optimizer.paramGroups().size();
+        List<Double> newMinLrs = r.doublesOr("min_lrs", Arrays.stream(minLrs).boxed().toList(), groups);
+        double newFactor = r.doubleOr("factor", factor);
+        int newPatience = r.intOr("patience", patience);
+        int newCooldown = r.intOr("cooldown", cooldown);
+        int newCooldownCounter = r.intOr("cooldown_counter", cooldownCounter);
+        double newBest = r.doubleOr("best", best);
+        int newNumBadEpochs = r.intOr("num_bad_epochs", numBadEpochs);
+        double newEps = r.doubleOr("eps", eps);
+        int newLastEpoch = r.intOr("last_epoch", lastEpoch);
+        List<Double> newLastLr = r.doublesOr("_last_lr", lastLr, groups);
+        String newMode = r.stringOr("mode", mode);
+        double newThreshold = r.doubleOr("threshold", threshold);
+        String newThresholdMode = r.stringOr("threshold_mode", thresholdMode);
+        initIsBetter(newMode, newThreshold, newThresholdMode); // checks the modes before anything else changes
+        minLrs = newMinLrs.stream().mapToDouble(Double::doubleValue).toArray();
+        factor = newFactor;
+        patience = newPatience;
+        cooldown = newCooldown;
+        cooldownCounter = newCooldownCounter;
+        best = newBest;
+        numBadEpochs = newNumBadEpochs;
+        eps = newEps;
+        lastEpoch = newLastEpoch;
+        lastLr = newLastLr;
     }
 }
