@@ -209,11 +209,30 @@ public final class Tensor implements AutoCloseable {
         this.scope = scope;
     }
 
-    /** Throws a clear exception if this tensor was closed; {@code op} names the operation attempted. */
+    /**
+     * Throws a clear exception if this tensor was closed, or its memory can no longer be read (a view of a
+     * memory-mapped file that was closed or truncated); {@code op} names the operation attempted.
+     */
     public void checkOpen(String op) {
+        String unreadable = storage.unreadableReason();
+        if (unreadable != null) {
+            throw new IllegalStateException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype + " " + unreadable);
+        }
         if (closed || storage.isReleased()) {
             throw new IllegalStateException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
                     + " was used after close()");
+        }
+    }
+
+    /**
+     * {@link #checkOpen}, and throws {@link IllegalArgumentException} if this tensor may not be written (a
+     * read-only view of a memory-mapped file); in-place ops call it on the tensor they write.
+     */
+    public void checkWritable(String op) {
+        checkOpen(op);
+        String unwritable = storage.unwritableReason();
+        if (unwritable != null) {
+            throw new IllegalArgumentException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype + " " + unwritable);
         }
     }
 
@@ -565,7 +584,7 @@ public final class Tensor implements AutoCloseable {
      * copies are synchronous, as {@code copy_(src)}.
      */
     public Tensor copy_(Tensor src, boolean nonBlocking) {
-        checkOpen("copy_");
+        checkWritable("copy_");
         src.checkOpen("copy_");
         if (Autograd.needsGrad(this, src)) Elementwise.checkInPlaceAllowed("copy_", this);
         long[] b = Shapes.broadcast("copy_", shape, src.shape);
@@ -671,7 +690,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Sets every element to {@code value}. */
     public Tensor fill_(double value) {
-        checkOpen("fill_");
+        checkWritable("fill_");
         Backends.of(device()).fill(this, value, (long) value);
         bumpVersion();
         return this;
@@ -679,7 +698,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Sets every element to {@code value}; exact for 64-bit integers. */
     public Tensor fill_(long value) {
-        checkOpen("fill_");
+        checkWritable("fill_");
         Backends.of(device()).fill(this, value, value);
         bumpVersion();
         return this;
@@ -1569,7 +1588,7 @@ public final class Tensor implements AutoCloseable {
 
     @Override
     public String toString() {
-        if (closed || storage.isReleased()) return "tensor(<closed>, shape=" + Shapes.format(shape) + ", dtype=" + dtype + ")";
+        if (closed || storage.isReleased() || storage.unreadableReason() != null) return "tensor(<closed>, shape=" + Shapes.format(shape) + ", dtype=" + dtype + ")";
         return TensorFormatter.format(this);
     }
 

@@ -151,6 +151,7 @@ public final class GradScaler {
      * {@code step} does when it sums {@code found_inf_per_device}; the scale stays a host float.
      */
     private static boolean unscaleOnDevice(Device device, List<Tensor> grads, float invScale) {
+        for (Tensor grad : grads) grad.checkWritable("GradScaler.unscale_");
         try (Tensor foundInf = Torch.zeros(new long[] {1}, DType.FLOAT32, device)) {
             Backends.of(device).optimizers().unscaleAndCheckFinite(grads, foundInf, invScale);
             for (Tensor grad : grads) grad.bumpVersion();

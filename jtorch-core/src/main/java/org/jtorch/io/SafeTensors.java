@@ -279,22 +279,29 @@ public final class SafeTensors {
 
     /**
      * Maps {@code path} and returns its tensors as read-only views of the mapping (no copy). Writing
-     * to them throws; using them after {@link Loaded#close()} throws {@link IllegalStateException}.
+     * to them throws {@link IllegalArgumentException} (clone them for writable copies); using them after
+     * {@link Loaded#close()}, or after another program truncated the file, throws
+     * {@link IllegalStateException} naming the file. Temporary files that a killed {@link #save} of the
+     * same file left are removed.
      */
     public static Loaded load(Path path) throws IOException {
         checkByteOrder();
         AtomicFile.removeStaleTemporaries(path);
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+        FileChannel ch = FileChannel.open(path, StandardOpenOption.READ);
+        try {
             long size = ch.size();
             Header h = readHeader(path, ch, size);
             Arena arena = Arena.ofShared();
             try {
                 MemorySegment file = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
-                return new Loaded(arena, file, h);
+                return new Loaded(path.toAbsolutePath(), ch, size, arena, file, h);
             } catch (Throwable ex) {
                 arena.close();
                 throw ex;
             }
+        } catch (Throwable ex) {
+            ch.close();
+            throw ex;
         }
     }
 
@@ -312,6 +319,9 @@ public final class SafeTensors {
             } catch (RuntimeException ex) {
                 for (Tensor t : out.values()) t.close();
                 throw ex;
+            } catch (InternalError ex) { // the JVM's report of a fault reading the mapping: the file shrank meanwhile
+                for (Tensor t : out.values()) t.close();
+                throw new IOException("safetensors.loadCopy: " + path + " could not be read: it shrank while it was being read", ex);
             }
             return out;
         }
@@ -463,17 +473,57 @@ public final class SafeTensors {
 
     /**
      * A mapped safetensors file. It owns the mapping and the tensors that view it; {@link #close()}
-     * closes both, after which using one of those tensors throws {@link IllegalStateException}. The
-     * tensors are read-only: in-place writes throw. Do not close them individually. Thread-safe for
-     * reading.
+     * closes both, after which using one of those tensors (or a view of one) throws
+     * {@link IllegalStateException} naming the file. The tensors are read-only: in-place writes throw
+     * {@link IllegalArgumentException} ({@code clone()} gives a writable copy). Do not close them
+     * individually. If another program truncates the file while it is mapped, ops on its tensors throw
+     * {@link IllegalStateException} naming the file (checked at each op's start: a truncation during a
+     * kernel is reported by the JVM as an {@link InternalError}). Thread-safe for reading.
      */
     public static final class Loaded implements AutoCloseable {
+        private final Path path;
+        private final FileChannel channel;
+        private final long size;
         private final Arena arena;
         private final Map<String, TensorInfo> infos;
         private final Map<String, String> metadata;
         private final Map<String, Tensor> tensors;
 
-        private Loaded(Arena arena, MemorySegment file, Header h) {
+        /** What the tensors' storages report to ops that read or write them. */
+        private final Storage.External mapping = new Storage.External() {
+            @Override
+            public String unreadableReason() {
+                if (!arena.scope().isAlive()) return closed();
+                long now;
+                try {
+                    now = channel.size();
+                } catch (IOException ex) { // closed meanwhile, or the file system failed
+                    return arena.scope().isAlive() ? "is a view of the memory-mapped file " + path + ", whose size cannot be read ("
+                            + ex + ")" : closed();
+                }
+                if (now < size) {
+                    return "is a view of the memory-mapped file " + path + ", which shrank from " + size + " to " + now
+                            + " bytes after it was loaded (another program truncated or rewrote it in place); load it again";
+                }
+                return null;
+            }
+
+            private String closed() {
+                return "is a view of the memory-mapped file " + path + ", which was closed (SafeTensors.Loaded.close()); clone() the"
+                        + " tensors to keep before closing it";
+            }
+
+            @Override
+            public String unwritableReason() {
+                return "is a read-only view of the memory-mapped file " + path + "; clone() it for a writable copy (or read the"
+                        + " file with SafeTensors.loadCopy)";
+            }
+        };
+
+        private Loaded(Path path, FileChannel channel, long size, Arena arena, MemorySegment file, Header h) {
+            this.path = path;
+            this.channel = channel;
+            this.size = size;
             this.arena = arena;
             this.infos = h.infos;
             this.metadata = h.metadata;
@@ -482,7 +532,7 @@ public final class SafeTensors {
                 TensorInfo info = e.getValue();
                 MemorySegment slice = file.asSlice(h.dataStart + info.begin(), info.end() - info.begin());
                 long[] shape = info.shape();
-                Tensor t = Tensor.fromStorage(Storage.wrapExternal(slice), info.dtype(), shape, Shapes.contiguousStrides(shape), 0);
+                Tensor t = Tensor.fromStorage(Storage.wrapExternal(slice, mapping), info.dtype(), shape, Shapes.contiguousStrides(shape), 0);
                 ts.put(e.getKey(), t.untrack());
             }
             this.tensors = Collections.unmodifiableMap(ts);
@@ -510,12 +560,22 @@ public final class SafeTensors {
             return metadata;
         }
 
+        /** The mapped file. */
+        public Path path() {
+            return path;
+        }
+
         /** Closes the tensors and unmaps the file. Idempotent. */
         @Override
-        public void close() {
+        public synchronized void close() {
             if (!arena.scope().isAlive()) return;
             for (Tensor t : tensors.values()) t.close();
             arena.close();
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // read-only: nothing to flush
+            }
         }
     }
 }

@@ -55,6 +55,7 @@ public final class Init {
     }
 
     public static Tensor constant_(Tensor t, double value) {
+        t.checkWritable("constant_");
         try (Grad.Mode g = Grad.noGrad()) {
             return t.fill_(value);
         }
@@ -241,6 +242,7 @@ public final class Init {
      * orthogonality to double precision, on the CPU in double.
      */
     public static Tensor orthogonal_(Tensor t, double gain, Generator gen) {
+        t.checkWritable("orthogonal_");
         if (t.dim() < 2) {
             throw new IllegalArgumentException("orthogonal_: Only tensors with 2 or more dimensions are supported, got shape "
                     + org.jtorch.ops.Shapes.format(t.shape()));
@@ -293,6 +295,7 @@ public final class Init {
     }
 
     private static void requireFloating(String op, Tensor t) {
+        t.checkWritable(op);
         if (!t.dtype().isFloatingPoint()) {
             throw new IllegalArgumentException(op + ": expected a floating point tensor, got " + t.dtype());
         }

@@ -24,6 +24,7 @@ public final class Pointwise {
     }
 
     public static Tensor addcmul_(Tensor self, Tensor tensor1, Tensor tensor2, double value) {
+        self.checkWritable("addcmul_");
         try (Tensor product = scaledProduct("addcmul_", tensor1, tensor2, value, false)) {
             return self.add_(product);
         }
@@ -41,6 +42,7 @@ public final class Pointwise {
     }
 
     public static Tensor addcdiv_(Tensor self, Tensor tensor1, Tensor tensor2, double value) {
+        self.checkWritable("addcdiv_");
         try (Tensor quotient = scaledProduct("addcdiv_", tensor1, tensor2, value, true)) {
             return self.add_(quotient);
         }
@@ -48,6 +50,7 @@ public final class Pointwise {
 
     /** {@code self + weight * (end - self)}, in place. */
     public static Tensor lerp_(Tensor self, Tensor end, double weight) {
+        self.checkWritable("lerp_");
         if (!self.dtype().isFloatingPoint() || !end.dtype().isFloatingPoint()) {
             throw new IllegalArgumentException("lerp_: expected floating tensors, got " + self.dtype() + " and " + end.dtype());
         }
