@@ -12,6 +12,7 @@ import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.backend.Backends;
 import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -97,6 +98,7 @@ public final class GradScaler {
      * disabled, a new reference to {@code loss}.
      */
     public Tensor scale(Tensor loss) {
+        Arguments.nonNull("GradScaler.scale", "loss", loss);
         if (!enabled) return loss.alias();
         if (scaleTensor == null || !scaleTensor.device().equals(loss.device())) {
             if (scaleTensor != null) scaleTensor.close();
@@ -120,6 +122,7 @@ public final class GradScaler {
      * @throws IllegalArgumentException for float16 gradients (PyTorch refuses them: keep float32 master weights)
      */
     public void unscale_(Optimizer optimizer) {
+        Arguments.nonNull("GradScaler.unscale_", "optimizer", optimizer);
         if (!enabled) return;
         OptimizerState st = perOptimizer.computeIfAbsent(optimizer, o -> new OptimizerState());
         if (st.stage == Stage.UNSCALED) {
@@ -171,6 +174,7 @@ public final class GradScaler {
      * @throws IllegalStateException when called twice before {@link #update()}, or when no parameter has a gradient
      */
     public boolean step(Optimizer optimizer) {
+        Arguments.nonNull("GradScaler.step", "optimizer", optimizer);
         if (!enabled) {
             optimizer.step();
             return true;
@@ -282,6 +286,7 @@ public final class GradScaler {
      *         a key or holds a value of the wrong kind or range (naming it); the scaler is then unchanged
      */
     public void loadStateDict(Map<String, Object> stateDict) {
+        Arguments.nonNull("GradScaler.loadStateDict", "stateDict", stateDict);
         if (!enabled) return;
         StateReader r = new StateReader("GradScaler.loadStateDict", stateDict);
         if (stateDict.isEmpty()) {

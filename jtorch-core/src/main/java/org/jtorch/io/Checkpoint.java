@@ -6,12 +6,12 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.nn.Module;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.lr.LRScheduler;
 
@@ -54,7 +54,8 @@ public final class Checkpoint {
     }
 
     public Checkpoint model(String name, Module model) {
-        Objects.requireNonNull(model, "model");
+        Arguments.nonNull("Checkpoint.model", "name", name);
+        Arguments.nonNull("Checkpoint.model", "model", model);
         Map<String, Tensor>[] last = newHolder();
         return component(name, () -> {
             last[0] = model.stateDict();
@@ -81,7 +82,8 @@ public final class Checkpoint {
     }
 
     public Checkpoint optimizer(String name, Optimizer optimizer) {
-        Objects.requireNonNull(optimizer, "optimizer");
+        Arguments.nonNull("Checkpoint.optimizer", "name", name);
+        Arguments.nonNull("Checkpoint.optimizer", "optimizer", optimizer);
         List<Map<String, Object>> last = new ArrayList<>(1);
         return component(name, () -> {
             Map<String, Object> sd = optimizer.stateDict();
@@ -99,13 +101,15 @@ public final class Checkpoint {
     }
 
     public Checkpoint scheduler(String name, LRScheduler scheduler) {
-        Objects.requireNonNull(scheduler, "scheduler");
+        Arguments.nonNull("Checkpoint.scheduler", "name", name);
+        Arguments.nonNull("Checkpoint.scheduler", "scheduler", scheduler);
         return component(name, scheduler::stateDict, scheduler::loadStateDict, () -> {});
     }
 
     /** Registers a random generator under {@code "rng/<name>"}: its seed and position in the stream. */
     public Checkpoint generator(String name, Generator generator) {
-        Objects.requireNonNull(generator, "generator");
+        Arguments.nonNull("Checkpoint.generator", "name", name);
+        Arguments.nonNull("Checkpoint.generator", "generator", generator);
         return component("rng/" + name, () -> {
             long[] s = generator.getState();
             Map<String, Object> m = new LinkedHashMap<>();
@@ -124,6 +128,9 @@ public final class Checkpoint {
      * structure (tensors are read-only views valid during the call: copy what you keep).
      */
     public Checkpoint component(String name, Supplier<Map<String, Object>> save, Consumer<Map<String, Object>> load) {
+        Arguments.nonNull("Checkpoint.component", "name", name);
+        Arguments.nonNull("Checkpoint.component", "save", save);
+        Arguments.nonNull("Checkpoint.component", "load", load);
         return component(name, save, load, () -> {});
     }
 
@@ -138,6 +145,7 @@ public final class Checkpoint {
 
     /** Writes every registered component with {@code epoch} and {@code step} to {@code path}, atomically. */
     public void save(Path path, long epoch, long step) throws IOException {
+        Arguments.nonNull("Checkpoint.save", "path", path);
         Map<String, Tensor> tensors = new LinkedHashMap<>();
         Map<String, Object> json = new LinkedHashMap<>();
         json.put("format", FORMAT_VERSION);
@@ -164,6 +172,7 @@ public final class Checkpoint {
      * are not registered are ignored, so a checkpoint can be read partially by registering less).
      */
     public Position load(Path path) throws IOException {
+        Arguments.nonNull("Checkpoint.load", "path", path);
         try (SafeTensors.Loaded file = SafeTensors.load(path)) {
             String text = file.metadata().get(METADATA_KEY);
             if (text == null) {

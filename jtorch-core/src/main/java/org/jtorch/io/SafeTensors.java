@@ -25,6 +25,7 @@ import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.memory.Storage;
 import org.jtorch.nn.Module;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -73,7 +74,8 @@ public final class SafeTensors {
     /** One header entry: a tensor's dtype, shape and byte range within the data section. */
     public record TensorInfo(DType dtype, long[] shape, long begin, long end) {
         public TensorInfo {
-            shape = shape.clone();
+            Arguments.nonNull("TensorInfo", "dtype", dtype);
+            shape = Arguments.nonNull("TensorInfo", "shape", shape).clone();
         }
 
         @Override
@@ -86,6 +88,7 @@ public final class SafeTensors {
 
     /** The format's code for {@code dtype}, e.g. {@code F32} for float32. */
     public static String dtypeCode(DType dtype) {
+        Arguments.nonNull("safetensors.dtypeCode", "dtype", dtype);
         return switch (dtype) {
             case BOOL -> "BOOL";
             case UINT8 -> "U8";
@@ -140,6 +143,8 @@ public final class SafeTensors {
      * the file it points to is replaced and the link kept.
      */
     public static void save(Path path, Map<String, Tensor> tensors, Map<String, String> metadata) throws IOException {
+        Arguments.nonNull("safetensors.save", "path", path);
+        Arguments.nonNull("safetensors.save", "tensors", tensors);
         checkByteOrder();
         byte[] header = header(tensors, metadata);
         AtomicFile.write("safetensors.save", path, ch -> {
@@ -152,6 +157,7 @@ public final class SafeTensors {
 
     /** The serialised file as bytes (the same bytes {@link #save} writes). */
     public static byte[] serialize(Map<String, Tensor> tensors, Map<String, String> metadata) {
+        Arguments.nonNull("safetensors.serialize", "tensors", tensors);
         checkByteOrder();
         byte[] header = header(tensors, metadata);
         long total = 8 + header.length;
@@ -257,6 +263,8 @@ public final class SafeTensors {
 
     /** Saves {@code module}'s state dict (parameters and persistent buffers, in its order), atomically. */
     public static void saveStateDict(Path path, Module module) throws IOException {
+        Arguments.nonNull("safetensors.saveStateDict", "path", path);
+        Arguments.nonNull("safetensors.saveStateDict", "module", module);
         Map<String, Tensor> state = module.stateDict();
         try {
             save(path, state);
@@ -270,6 +278,8 @@ public final class SafeTensors {
      * semantics) straight from the mapped file.
      */
     public static Module.LoadResult loadStateDict(Path path, Module module, boolean strict) throws IOException {
+        Arguments.nonNull("safetensors.loadStateDict", "path", path);
+        Arguments.nonNull("safetensors.loadStateDict", "module", module);
         try (Loaded l = load(path)) {
             return module.loadStateDict(l.tensors(), strict);
         }
@@ -285,6 +295,7 @@ public final class SafeTensors {
      * same file left are removed.
      */
     public static Loaded load(Path path) throws IOException {
+        Arguments.nonNull("safetensors.load", "path", path);
         checkByteOrder();
         AtomicFile.removeStaleTemporaries(path);
         FileChannel ch = FileChannel.open(path, StandardOpenOption.READ);
@@ -307,6 +318,7 @@ public final class SafeTensors {
 
     /** Reads {@code path} into owned CPU tensors (in file order), which the caller closes. */
     public static Map<String, Tensor> loadCopy(Path path) throws IOException {
+        Arguments.nonNull("safetensors.loadCopy", "path", path);
         try (Loaded l = load(path)) {
             Map<String, Tensor> out = new LinkedHashMap<>();
             try {
@@ -329,6 +341,7 @@ public final class SafeTensors {
 
     /** Reads and validates only the header of {@code path}: the tensor entries in header order. */
     public static Map<String, TensorInfo> readInfo(Path path) throws IOException {
+        Arguments.nonNull("safetensors.readInfo", "path", path);
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             return readHeader(path, ch, ch.size()).infos;
         }

@@ -13,6 +13,7 @@ import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.io.StateReader;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -69,6 +70,7 @@ public abstract class Optimizer implements AutoCloseable {
 
     /** Adds a group; options it does not set take the optimizer's defaults, as {@code add_param_group}. */
     public void addParamGroup(ParamGroup group) {
+        Arguments.nonNull("Optimizer.addParamGroup", "group", group);
         List<Tensor> params = group.params();
         IdentityHashMap<Tensor, Boolean> seen = new IdentityHashMap<>();
         for (Tensor p : params) {
@@ -107,6 +109,7 @@ public abstract class Optimizer implements AutoCloseable {
 
     /** The state of one parameter (read-only view; empty before its first step). */
     public Map<String, Object> state(Tensor param) {
+        Arguments.nonNull("Optimizer.state", "param", param);
         Map<String, Object> s = state.get(param);
         return s == null ? Map.of() : Collections.unmodifiableMap(s);
     }
@@ -122,6 +125,7 @@ public abstract class Optimizer implements AutoCloseable {
 
     /** Evaluates {@code closure} with gradients enabled (it should compute the loss and call backward), then steps; returns the loss. */
     public Tensor step(Supplier<Tensor> closure) {
+        Arguments.nonNull("Optimizer.step", "closure", closure);
         Tensor loss;
         try (var g = Grad.enableGrad()) {
             loss = closure.get();
@@ -279,6 +283,7 @@ public abstract class Optimizer implements AutoCloseable {
      * {@link IllegalArgumentException} naming the entry, what was expected and what was found.
      */
     public void loadStateDict(Map<String, Object> stateDict) {
+        Arguments.nonNull(name + ".loadStateDict", "stateDict", stateDict);
         StateReader r = new StateReader(name + ".loadStateDict", stateDict);
         List<?> savedGroups = r.requireList("param_groups");
         StateReader savedState = r.requireMap("state");
@@ -435,6 +440,7 @@ public abstract class Optimizer implements AutoCloseable {
 
     /** Releases every tensor in a state dict (nested maps and lists included). */
     public static void closeStateDict(Map<String, Object> stateDict) {
+        Arguments.nonNull("Optimizer.closeStateDict", "stateDict", stateDict);
         closeAll(stateDict);
     }
 

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
 import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 
 /**
  * A parameter group, as an entry of PyTorch's {@code optimizer.param_groups}: parameters and the
@@ -27,11 +28,14 @@ public final class ParamGroup {
 
     /** A group using the optimizer's defaults. */
     public static ParamGroup of(List<Tensor> params) {
+        Arguments.nonNull("ParamGroup.of", "params", params);
         return new ParamGroup(params, Map.of());
     }
 
     /** A group whose explicitly set options override the optimizer's defaults. */
     public static ParamGroup of(List<Tensor> params, OptimizerOptions<?> overrides) {
+        Arguments.nonNull("ParamGroup.of", "params", params);
+        Arguments.nonNull("ParamGroup.of", "overrides", overrides);
         return new ParamGroup(params, overrides.explicitValues());
     }
 
@@ -45,10 +49,12 @@ public final class ParamGroup {
     }
 
     public boolean has(String name) {
+        Arguments.nonNull("ParamGroup.has", "name", name);
         return options.containsKey(name);
     }
 
     public Object get(String name) {
+        Arguments.nonNull("ParamGroup.get", "name", name);
         Object v = options.get(name);
         if (v == null && !options.containsKey(name)) {
             throw new IllegalArgumentException("param group has no option '" + name + "'; it has " + options.keySet());
@@ -58,12 +64,14 @@ public final class ParamGroup {
 
     /** A numeric option; an {@link IllegalArgumentException} names it when it holds something else. */
     public double getDouble(String name) {
+        Arguments.nonNull("ParamGroup.getDouble", "name", name);
         Object v = get(name);
         if (v instanceof Number n) return n.doubleValue();
         throw new IllegalArgumentException("param group option '" + name + "' must be a number, found " + StateReader.describe(v));
     }
 
     public boolean getBoolean(String name) {
+        Arguments.nonNull("ParamGroup.getBoolean", "name", name);
         Object v = get(name);
         if (v instanceof Boolean b) return b;
         throw new IllegalArgumentException("param group option '" + name + "' must be a boolean, found " + StateReader.describe(v));
@@ -78,7 +86,7 @@ public final class ParamGroup {
 
     /** Sets an option (numbers are stored as {@code Double}, pairs as {@code List<Double>}). */
     public void set(String name, Object value) {
-        if (name == null) throw new IllegalArgumentException("ParamGroup.set: name must not be null");
+        Arguments.nonNull("ParamGroup.set", "name", name);
         if (value instanceof Number n) {
             value = n.doubleValue();
         } else if (value instanceof List<?> l) {

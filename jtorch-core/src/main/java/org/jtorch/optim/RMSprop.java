@@ -4,6 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * RMSprop, as {@code torch.optim.RMSprop} (PyTorch 1.13):
@@ -56,10 +57,14 @@ public final class RMSprop extends Optimizer {
     }
 
     public RMSprop(Iterable<Tensor> params, Options options) {
+        Arguments.nonNull("RMSprop", "params", params);
+        Arguments.nonNull("RMSprop", "options", options);
         super("RMSprop", singleGroup(params), options);
     }
 
     public RMSprop(List<ParamGroup> groups, Options defaults) {
+        Arguments.nonNull("RMSprop", "groups", groups);
+        Arguments.nonNull("RMSprop", "defaults", defaults);
         super("RMSprop", groups, defaults);
     }
 

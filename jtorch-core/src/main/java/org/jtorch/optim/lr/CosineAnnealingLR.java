@@ -3,6 +3,7 @@ package org.jtorch.optim.lr;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -24,6 +25,7 @@ public final class CosineAnnealingLR extends LRScheduler {
     }
 
     public CosineAnnealingLR(Optimizer optimizer, int tMax, double etaMin, int lastEpoch) {
+        Arguments.nonNull("CosineAnnealingLR", "optimizer", optimizer);
         super(optimizer, lastEpoch);
         this.tMax = tMax;
         this.etaMin = etaMin;

@@ -2,6 +2,7 @@ package org.jtorch.optim.lr;
 
 import java.util.Map;
 import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 
 /** Multiplies the learning rate by {@code gamma} every epoch, as {@code torch.optim.lr_scheduler.ExponentialLR}. */
@@ -13,6 +14,7 @@ public final class ExponentialLR extends LRScheduler {
     }
 
     public ExponentialLR(Optimizer optimizer, double gamma, int lastEpoch) {
+        Arguments.nonNull("ExponentialLR", "optimizer", optimizer);
         super(optimizer, lastEpoch);
         this.gamma = gamma;
         initialStep();

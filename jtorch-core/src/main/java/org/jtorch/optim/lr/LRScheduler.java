@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -138,6 +139,7 @@ public abstract class LRScheduler {
      * groups) throws {@link IllegalArgumentException} naming it, and leaves the scheduler as it was.
      */
     public void loadStateDict(Map<String, Object> stateDict) {
+        Arguments.nonNull(getClass().getSimpleName() + ".loadStateDict", "stateDict", stateDict);
         StateReader r = new StateReader(getClass().getSimpleName() + ".loadStateDict", stateDict);
         int groups = optimizer.paramGroups().size();
         List<Double> newBaseLrs = r.doublesOr("base_lrs", baseLrs, groups);

@@ -2,6 +2,7 @@ package org.jtorch.optim.lr;
 
 import java.util.Map;
 import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 
 /**
@@ -23,6 +24,7 @@ public final class LinearLR extends LRScheduler {
     }
 
     public LinearLR(Optimizer optimizer, double startFactor, double endFactor, int totalIters, int lastEpoch) {
+        Arguments.nonNull("LinearLR", "optimizer", optimizer);
         super(optimizer, lastEpoch);
         if (startFactor > 1.0 || startFactor < 0) {
             throw new IllegalArgumentException("LinearLR: Starting multiplicative factor expected to be between 0 and 1.");

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 
 /**
@@ -20,6 +21,8 @@ public final class MultiStepLR extends LRScheduler {
     }
 
     public MultiStepLR(Optimizer optimizer, int[] milestones, double gamma, int lastEpoch) {
+        Arguments.nonNull("MultiStepLR", "optimizer", optimizer);
+        Arguments.nonNull("MultiStepLR", "milestones", milestones);
         super(optimizer, lastEpoch);
         for (int m : milestones) this.milestones.merge(m, 1, Integer::sum);
         this.gamma = gamma;

@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -36,15 +37,24 @@ public final class ReduceLROnPlateau {
         private Options() {}
 
         /** {@code "min"} or {@code "max"}. */
-        public Options mode(String mode) { this.mode = mode; return this; }
+        public Options mode(String mode) {
+            Arguments.nonNull("ReduceLROnPlateau.Options.mode", "mode", mode);
+            this.mode = mode; return this;
+        }
         public Options factor(double factor) { this.factor = factor; return this; }
         public Options patience(int patience) { this.patience = patience; return this; }
         public Options threshold(double threshold) { this.threshold = threshold; return this; }
         /** {@code "rel"} or {@code "abs"}. */
-        public Options thresholdMode(String thresholdMode) { this.thresholdMode = thresholdMode; return this; }
+        public Options thresholdMode(String thresholdMode) {
+            Arguments.nonNull("ReduceLROnPlateau.Options.thresholdMode", "thresholdMode", thresholdMode);
+            this.thresholdMode = thresholdMode; return this;
+        }
         public Options cooldown(int cooldown) { this.cooldown = cooldown; return this; }
         /** One lower bound, or one per group. */
-        public Options minLr(double... minLr) { this.minLr = minLr.clone(); return this; }
+        public Options minLr(double... minLr) {
+            Arguments.nonNull("ReduceLROnPlateau.Options.minLr", "minLr", minLr);
+            this.minLr = minLr.clone(); return this;
+        }
         public Options eps(double eps) { this.eps = eps; return this; }
     }
 
@@ -72,6 +82,8 @@ public final class ReduceLROnPlateau {
     }
 
     public ReduceLROnPlateau(Optimizer optimizer, Options o) {
+        Arguments.nonNull("ReduceLROnPlateau", "optimizer", optimizer);
+        Arguments.nonNull("ReduceLROnPlateau", "o", o);
         if (o.factor >= 1.0) throw new IllegalArgumentException("ReduceLROnPlateau: Factor should be < 1.0.");
         this.factor = o.factor;
         this.optimizer = optimizer;
@@ -189,8 +201,9 @@ public final class ReduceLROnPlateau {
      * Restores a {@link #stateDict()}. Entries it lacks keep their values; an entry of the wrong kind
      * throws {@link IllegalArgumentException} naming it, and leaves the scheduler as it was.
      */
-    public void loadStateDict(Map<String, Object> sd) {
-        StateReader r = new StateReader("ReduceLROnPlateau.loadStateDict", sd);
+    public void loadStateDict(Map<String, Object> stateDict) {
+        Arguments.nonNull("ReduceLROnPlateau.loadStateDict", "stateDict", stateDict);
+        StateReader r = new StateReader("ReduceLROnPlateau.loadStateDict", stateDict);
         int groups = optimizer.paramGroups().size();
         List<Double> newMinLrs = r.doublesOr("min_lrs", Arrays.stream(minLrs).boxed().toList(), groups);
         double newFactor = r.doubleOr("factor", factor);

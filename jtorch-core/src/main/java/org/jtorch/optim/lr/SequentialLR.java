@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -22,6 +23,9 @@ public final class SequentialLR extends LRScheduler {
     }
 
     public SequentialLR(Optimizer optimizer, List<LRScheduler> schedulers, int[] milestones, int lastEpoch) {
+        Arguments.nonNull("SequentialLR", "optimizer", optimizer);
+        Arguments.nonNull("SequentialLR", "schedulers", schedulers);
+        Arguments.nonNull("SequentialLR", "milestones", milestones);
         super(optimizer, lastEpoch);
         for (int i = 0; i < schedulers.size(); i++) {
             if (schedulers.get(i).optimizer() != optimizer) {

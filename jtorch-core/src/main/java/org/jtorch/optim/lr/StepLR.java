@@ -2,6 +2,7 @@ package org.jtorch.optim.lr;
 
 import java.util.Map;
 import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 
 /** Multiplies the learning rate by {@code gamma} every {@code stepSize} epochs, as {@code torch.optim.lr_scheduler.StepLR}. */
@@ -19,6 +20,7 @@ public final class StepLR extends LRScheduler {
     }
 
     public StepLR(Optimizer optimizer, int stepSize, double gamma, int lastEpoch) {
+        Arguments.nonNull("StepLR", "optimizer", optimizer);
         super(optimizer, lastEpoch);
         this.stepSize = stepSize;
         this.gamma = gamma;
