@@ -2,7 +2,6 @@ package org.jtorch.nn;
 
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
 
 /**
  * In training mode zeroes each element with probability {@code p} (default 0.5) and scales the rest

@@ -2,7 +2,6 @@ package org.jtorch.nn;
 
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
 
 /**
  * Channel dropout of {@code (N, C, L)} or {@code (C, L)}, as {@code torch.nn.Dropout1d}: in training zeroes each whole channel with

@@ -2,7 +2,6 @@ package org.jtorch.nn;
 
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
 
 /**
  * Channel dropout of {@code (N, C, H, W)}, as {@code torch.nn.Dropout2d}: in training zeroes each whole channel with

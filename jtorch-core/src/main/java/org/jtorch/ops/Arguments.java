@@ -1,7 +1,5 @@
 package org.jtorch.ops;
 
-import org.jtorch.Tensor;
-
 /**
  * Null checks for the public API's arguments, with messages naming the op and the parameter, as
  * {@code Objects.requireNonNull(x, "op: parameter must not be null")} would give, but without building
@@ -34,18 +32,5 @@ public final class Arguments {
             i++;
         }
         return values;
-    }
-
-    /** {@code t}, which must not be null and must be open ({@link Tensor#checkOpen}). */
-    public static Tensor open(String op, String param, Tensor t) {
-        if (t == null) throw new NullPointerException(op + ": " + param + " must not be null");
-        t.checkOpen(op);
-        return t;
-    }
-
-    /** {@link #open} for an optional tensor: null passes. */
-    public static Tensor openOrNull(String op, Tensor t) {
-        if (t != null) t.checkOpen(op);
-        return t;
     }
 }
