@@ -1,5 +1,6 @@
 package org.jtorch;
 
+import org.jtorch.ops.Arguments;
 /**
  * Element types, with PyTorch's names and type-promotion lattice.
  *
@@ -65,6 +66,7 @@ public enum DType {
 
     /** Parses a PyTorch name ({@code float32}, {@code torch.int64}, {@code float}, {@code long}, ...). */
     public static DType parse(String name) {
+        Arguments.nonNull("DType.parse", "name", name);
         String n = name.startsWith("torch.") ? name.substring(6) : name;
         return switch (n) {
             case "bool" -> BOOL;
@@ -86,6 +88,8 @@ public enum DType {
      * kind. Mixed signed/unsigned bytes widen to int16; float16 with bfloat16 gives float32.
      */
     public static DType promote(DType a, DType b) {
+        Arguments.nonNull("DType.promote", "a", a);
+        Arguments.nonNull("DType.promote", "b", b);
         if (a == b) return a;
         if (a.kind != b.kind) return a.kind.ordinal() > b.kind.ordinal() ? a : b;
         if (a.kind == Kind.FLOATING) {

@@ -1,6 +1,7 @@
 package org.jtorch;
 
 import java.util.Objects;
+import org.jtorch.ops.Arguments;
 
 /** Where a tensor's storage lives: {@code cpu} or {@code cuda:N}. Immutable. */
 public final class Device {
@@ -33,6 +34,7 @@ public final class Device {
 
     /** Parses {@code cpu}, {@code cuda} or {@code cuda:N}. */
     public static Device parse(String spec) {
+        Arguments.nonNull("Device.parse", "spec", spec);
         String s = spec.trim().toLowerCase();
         if (s.equals("cpu")) return CPU;
         if (s.equals("cuda")) return cuda();

@@ -1,5 +1,6 @@
 package org.jtorch;
 
+import org.jtorch.ops.Arguments;
 /**
  * A seeded, counter-based random number generator (Philox4x32-10, as cuRAND and PyTorch's CUDA
  * generator use). The state is a 64-bit seed and a 64-bit offset counting consumed 128-bit blocks, so
@@ -44,6 +45,7 @@ public final class Generator {
     }
 
     public synchronized void setState(long[] state) {
+        Arguments.nonNull("Generator.setState", "state", state);
         if (state.length != 2) throw new IllegalArgumentException("Generator.setState: expected {seed, offset}");
         seed = state[0];
         offset = state[1];
@@ -58,6 +60,7 @@ public final class Generator {
 
     /** Writes the 4 random 32-bit words of block {@code counter} under {@code seed} into {@code out}. */
     public static void philox(long seed, long counter, int[] out) {
+        Arguments.nonNull("Generator.philox", "out", out);
         int c0 = (int) counter;
         int c1 = (int) (counter >>> 32);
         int c2 = 0;

@@ -17,6 +17,7 @@ import org.jtorch.backend.cpu.ElementIO;
 import org.jtorch.data.MemoryPinner;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.Storage;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.Indexing;
@@ -110,6 +111,9 @@ public final class Tensor implements AutoCloseable {
      * element or byte count overflows 64 bits, is an {@link IllegalArgumentException} naming it.
      */
     static Tensor empty(String op, long[] shape, DType dtype, Device device) {
+        Arguments.nonNull(op, "shape", shape);
+        Arguments.nonNull(op, "dtype", dtype);
+        Arguments.nonNull(op, "device", device);
         long numel = Shapes.checkedNumel(op, shape);
         int elementSize = dtype.byteSize();
         if (numel > Long.MAX_VALUE / elementSize) {
@@ -233,8 +237,15 @@ public final class Tensor implements AutoCloseable {
         this.scope = scope;
     }
 
-    /** Throws a clear exception if this tensor was closed; {@code op} names the operation attempted. */
+    /**
+     * Throws a clear exception if this tensor was closed, or its memory can no longer be read (a view of a
+     * memory-mapped file that was closed or truncated); {@code op} names the operation attempted.
+     */
     public void checkOpen(String op) {
+        String unreadable = storage.unreadableReason();
+        if (unreadable != null) {
+            throw new IllegalStateException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype + " " + unreadable);
+        }
         if (closed || storage.isReleased()) throw closedError(op);
     }
 
@@ -312,10 +323,23 @@ public final class Tensor implements AutoCloseable {
                 + offset + ") refer to a single memory location. Please clone() the tensor before performing the operation.");
     }
 
+    /**
+     * {@link #checkOpen}, and throws {@link IllegalArgumentException} if this tensor may not be written (a
+     * read-only view of a memory-mapped file); in-place ops call it on the tensor they write.
+     */
+    public void checkWritable(String op) {
+        checkOpen(op);
+        String unwritable = storage.unwritableReason();
+        if (unwritable != null) {
+            throw new IllegalArgumentException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype + " " + unwritable);
+        }
+    }
+
     // ------------------------------------------------------------------ views
 
     /** A view with a new shape (one dimension may be -1); fails if the strides do not allow it, as PyTorch's {@code view}. */
     public Tensor view(long... newShape) {
+        Arguments.nonNull("view", "newShape", newShape);
         checkOpen("view");
         long[] s = Shapes.inferSize("view", newShape, numel(), shape);
         long[] st = Shapes.viewStrides(shape, strides, s);
@@ -329,6 +353,7 @@ public final class Tensor implements AutoCloseable {
 
     /** A view when possible, otherwise a contiguous copy with the new shape. */
     public Tensor reshape(long... newShape) {
+        Arguments.nonNull("reshape", "newShape", newShape);
         checkOpen("reshape");
         long[] s = Shapes.inferSize("reshape", newShape, numel(), shape);
         long[] st = Shapes.viewStrides(shape, strides, s);
@@ -340,6 +365,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Reorders dimensions: {@code dims} is a permutation of {@code 0..dim()-1} (negative allowed). */
     public Tensor permute(int... dims) {
+        Arguments.nonNull("permute", "dims", dims);
         checkOpen("permute");
         if (dims.length != shape.length) {
             throw new IllegalArgumentException("permute: number of dims " + dims.length + " doesn't match the tensor's "
@@ -430,6 +456,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Broadcasts size-1 dimensions to larger sizes without copying (-1 keeps a size). */
     public Tensor expand(long... sizes) {
+        Arguments.nonNull("expand", "sizes", sizes);
         checkOpen("expand");
         if (sizes.length < shape.length) {
             throw new IllegalArgumentException("expand: the number of sizes provided (" + sizes.length
@@ -468,6 +495,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor expandAs(Tensor other) {
+        Arguments.nonNull("expandAs", "other", other);
         return expand(other.shape);
     }
 
@@ -476,6 +504,7 @@ public final class Tensor implements AutoCloseable {
      * already matches; callers must not close the result in that case unless it differs from {@code this}.
      */
     public Tensor broadcastTo(long[] target) {
+        Arguments.nonNull("broadcastTo", "target", target);
         if (Arrays.equals(shape, target)) return this;
         // A borrowed view: no storage reference, only valid while this tensor is open.
         return new Tensor(storage, dtype, target, Shapes.broadcastStrides("broadcastTo", shape, strides, target), offset, true);
@@ -564,6 +593,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Splits dimension {@code dim} into {@code sizes} (one may be -1). */
     public Tensor unflatten(int dim, long... sizes) {
+        Arguments.nonNull("unflatten", "sizes", sizes);
         checkOpen("unflatten");
         int d = Shapes.existingDim("unflatten", dim, shape.length);
         long[] inner = Shapes.inferSize("unflatten", sizes, shape[d], new long[] {shape[d]});
@@ -605,6 +635,8 @@ public final class Tensor implements AutoCloseable {
 
     /** A view with explicit sizes, strides and storage offset (in elements), as {@code torch.as_strided}. */
     public Tensor asStrided(long[] size, long[] stride, long storageOffset) {
+        Arguments.nonNull("asStrided", "size", size);
+        Arguments.nonNull("asStrided", "stride", stride);
         checkOpen("asStrided");
         if (size.length != stride.length) {
             throw new IllegalArgumentException("asStrided: mismatch in length of strides and shape (" + size.length
@@ -685,7 +717,8 @@ public final class Tensor implements AutoCloseable {
      * copies are synchronous, as {@code copy_(src)}.
      */
     public Tensor copy_(Tensor src, boolean nonBlocking) {
-        checkOpen("copy_");
+        Arguments.nonNull("copy_", "src", src);
+        checkWritable("copy_");
         src.checkOpen("copy_");
         checkNoInternalOverlap("copy_");
         checkNoPartialOverlap("copy_", src);
@@ -716,6 +749,7 @@ public final class Tensor implements AutoCloseable {
 
     /** This tensor converted to {@code dtype}: a new reference to the same data when the dtype already matches. */
     public Tensor to(DType target) {
+        Arguments.nonNull("to", "target", target);
         checkOpen("to");
         if (target == dtype) return alias();
         Tensor r = Tensor.empty(shape, target, device());
@@ -738,6 +772,7 @@ public final class Tensor implements AutoCloseable {
      * {@link #copy_(Tensor, boolean)}). A new reference when it is already there.
      */
     public Tensor to(Device target, boolean nonBlocking) {
+        Arguments.nonNull("to", "target", target);
         checkOpen("to");
         if (target.equals(device())) return alias();
         Tensor r = Tensor.empty(shape, dtype, target);
@@ -750,6 +785,8 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor to(Device target, DType targetType) {
+        Arguments.nonNull("to", "target", target);
+        Arguments.nonNull("to", "targetType", targetType);
         try (Tensor moved = to(target)) {
             return moved.to(targetType);
         }
@@ -793,7 +830,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Sets every element to {@code value}. */
     public Tensor fill_(double value) {
-        checkOpen("fill_");
+        checkWritable("fill_");
         Backends.of(device()).fill(this, value, (long) value);
         bumpVersion();
         return this;
@@ -801,7 +838,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Sets every element to {@code value}; exact for 64-bit integers. */
     public Tensor fill_(long value) {
-        checkOpen("fill_");
+        checkWritable("fill_");
         Backends.of(device()).fill(this, value, value);
         bumpVersion();
         return this;
@@ -975,6 +1012,7 @@ public final class Tensor implements AutoCloseable {
      * gradient or null to keep it, as {@code register_hook}.
      */
     public void registerHook(UnaryOperator<Tensor> hook) {
+        Arguments.nonNull("registerHook", "hook", hook);
         if (!requiresGrad) throw new IllegalStateException("registerHook: cannot register a hook on a tensor that doesn't require gradient");
         if (gradFn != null) {
             Autograd.addPreHook(gradFn, outputNr, hook);
@@ -986,6 +1024,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Registers a hook called after a leaf's gradient has been accumulated (DDP starts all-reduces from it). */
     public void registerPostAccumulateGradHook(Consumer<Tensor> hook) {
+        Arguments.nonNull("registerPostAccumulateGradHook", "hook", hook);
         if (gradFn != null) {
             throw new IllegalStateException("registerPostAccumulateGradHook: post accumulate grad hooks cannot be registered on non-leaf tensors");
         }
@@ -1044,37 +1083,45 @@ public final class Tensor implements AutoCloseable {
 
     /** {@code torch.matmul}: dot, matrix-vector, matrix or batched product with broadcast batch dims. */
     public Tensor matmul(Tensor other) {
+        Arguments.nonNull("matmul", "other", other);
         return Linalg.matmul(this, other);
     }
 
     public Tensor mm(Tensor other) {
+        Arguments.nonNull("mm", "other", other);
         return Linalg.mm(this, other);
     }
 
     public Tensor bmm(Tensor other) {
+        Arguments.nonNull("bmm", "other", other);
         return Linalg.bmm(this, other);
     }
 
     public Tensor mv(Tensor vector) {
+        Arguments.nonNull("mv", "vector", vector);
         return Linalg.mv(this, vector);
     }
 
     public Tensor dot(Tensor other) {
+        Arguments.nonNull("dot", "other", other);
         return Linalg.dot(this, other);
     }
 
     public Tensor outer(Tensor other) {
+        Arguments.nonNull("outer", "other", other);
         return Linalg.outer(this, other);
     }
 
     // ------------------------------------------------------------------ elementwise: arithmetic
 
     public Tensor add(Tensor other) {
+        Arguments.nonNull("add", "other", other);
         return Elementwise.binary(BinaryOp.ADD, this, other, 1);
     }
 
     /** {@code this + alpha * other} */
     public Tensor add(Tensor other, double alpha) {
+        Arguments.nonNull("add", "other", other);
         return Elementwise.binary(BinaryOp.ADD, this, other, alpha);
     }
 
@@ -1087,10 +1134,12 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor add_(Tensor other) {
+        Arguments.nonNull("add_", "other", other);
         return Elementwise.binaryInPlace(BinaryOp.ADD, this, other, 1);
     }
 
     public Tensor add_(Tensor other, double alpha) {
+        Arguments.nonNull("add_", "other", other);
         return Elementwise.binaryInPlace(BinaryOp.ADD, this, other, alpha);
     }
 
@@ -1103,11 +1152,13 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor sub(Tensor other) {
+        Arguments.nonNull("sub", "other", other);
         return Elementwise.binary(BinaryOp.SUB, this, other, 1);
     }
 
     /** {@code this - alpha * other} */
     public Tensor sub(Tensor other, double alpha) {
+        Arguments.nonNull("sub", "other", other);
         return Elementwise.binary(BinaryOp.SUB, this, other, alpha);
     }
 
@@ -1125,10 +1176,12 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor sub_(Tensor other) {
+        Arguments.nonNull("sub_", "other", other);
         return Elementwise.binaryInPlace(BinaryOp.SUB, this, other, 1);
     }
 
     public Tensor sub_(Tensor other, double alpha) {
+        Arguments.nonNull("sub_", "other", other);
         return Elementwise.binaryInPlace(BinaryOp.SUB, this, other, alpha);
     }
 
@@ -1137,6 +1190,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor mul(Tensor other) {
+        Arguments.nonNull("mul", "other", other);
         return Elementwise.binary(BinaryOp.MUL, this, other, 1);
     }
 
@@ -1149,6 +1203,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor mul_(Tensor other) {
+        Arguments.nonNull("mul_", "other", other);
         return Elementwise.binaryInPlace(BinaryOp.MUL, this, other, 1);
     }
 
@@ -1158,6 +1213,7 @@ public final class Tensor implements AutoCloseable {
 
     /** True division: integer inputs give a floating result. */
     public Tensor div(Tensor other) {
+        Arguments.nonNull("div", "other", other);
         return Elementwise.binary(BinaryOp.DIV, this, other, 1);
     }
 
@@ -1167,6 +1223,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Division with a rounding mode: {@code "trunc"}, {@code "floor"}, or null for true division. */
     public Tensor div(Tensor other, String roundingMode) {
+        Arguments.nonNull("div", "other", other);
         return Elementwise.binary(roundingOp(roundingMode), this, other, 1);
     }
 
@@ -1189,6 +1246,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor div_(Tensor other) {
+        Arguments.nonNull("div_", "other", other);
         return Elementwise.binaryInPlace(BinaryOp.DIV, this, other, 1);
     }
 
@@ -1198,6 +1256,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Python's modulus: the result has the divisor's sign. */
     public Tensor remainder(Tensor other) {
+        Arguments.nonNull("remainder", "other", other);
         return Elementwise.binary(BinaryOp.REMAINDER, this, other, 1);
     }
 
@@ -1210,6 +1269,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor pow(Tensor exponent) {
+        Arguments.nonNull("pow", "exponent", exponent);
         return Elementwise.binary(BinaryOp.POW, this, exponent, 1);
     }
 
@@ -1240,16 +1300,19 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor maximum(Tensor other) {
+        Arguments.nonNull("maximum", "other", other);
         return Elementwise.binary(BinaryOp.MAXIMUM, this, other, 1);
     }
 
     public Tensor minimum(Tensor other) {
+        Arguments.nonNull("minimum", "other", other);
         return Elementwise.binary(BinaryOp.MINIMUM, this, other, 1);
     }
 
     // ------------------------------------------------------------------ elementwise: comparisons and logic
 
     public Tensor eq(Tensor other) {
+        Arguments.nonNull("eq", "other", other);
         return Elementwise.binary(BinaryOp.EQ, this, other, 1);
     }
 
@@ -1258,6 +1321,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor ne(Tensor other) {
+        Arguments.nonNull("ne", "other", other);
         return Elementwise.binary(BinaryOp.NE, this, other, 1);
     }
 
@@ -1266,6 +1330,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor lt(Tensor other) {
+        Arguments.nonNull("lt", "other", other);
         return Elementwise.binary(BinaryOp.LT, this, other, 1);
     }
 
@@ -1274,6 +1339,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor le(Tensor other) {
+        Arguments.nonNull("le", "other", other);
         return Elementwise.binary(BinaryOp.LE, this, other, 1);
     }
 
@@ -1282,6 +1348,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor gt(Tensor other) {
+        Arguments.nonNull("gt", "other", other);
         return Elementwise.binary(BinaryOp.GT, this, other, 1);
     }
 
@@ -1290,6 +1357,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor ge(Tensor other) {
+        Arguments.nonNull("ge", "other", other);
         return Elementwise.binary(BinaryOp.GE, this, other, 1);
     }
 
@@ -1298,14 +1366,17 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor logicalAnd(Tensor other) {
+        Arguments.nonNull("logicalAnd", "other", other);
         return Elementwise.binary(BinaryOp.LOGICAL_AND, this, other, 1);
     }
 
     public Tensor logicalOr(Tensor other) {
+        Arguments.nonNull("logicalOr", "other", other);
         return Elementwise.binary(BinaryOp.LOGICAL_OR, this, other, 1);
     }
 
     public Tensor logicalXor(Tensor other) {
+        Arguments.nonNull("logicalXor", "other", other);
         return Elementwise.binary(BinaryOp.LOGICAL_XOR, this, other, 1);
     }
 
@@ -1314,14 +1385,17 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor bitwiseAnd(Tensor other) {
+        Arguments.nonNull("bitwiseAnd", "other", other);
         return Elementwise.binary(BinaryOp.BITWISE_AND, this, other, 1);
     }
 
     public Tensor bitwiseOr(Tensor other) {
+        Arguments.nonNull("bitwiseOr", "other", other);
         return Elementwise.binary(BinaryOp.BITWISE_OR, this, other, 1);
     }
 
     public Tensor bitwiseXor(Tensor other) {
+        Arguments.nonNull("bitwiseXor", "other", other);
         return Elementwise.binary(BinaryOp.BITWISE_XOR, this, other, 1);
     }
 
@@ -1330,10 +1404,12 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor bitwiseLeftShift(Tensor other) {
+        Arguments.nonNull("bitwiseLeftShift", "other", other);
         return Elementwise.binary(BinaryOp.BITWISE_LEFT_SHIFT, this, other, 1);
     }
 
     public Tensor bitwiseRightShift(Tensor other) {
+        Arguments.nonNull("bitwiseRightShift", "other", other);
         return Elementwise.binary(BinaryOp.BITWISE_RIGHT_SHIFT, this, other, 1);
     }
 
@@ -1351,6 +1427,8 @@ public final class Tensor implements AutoCloseable {
 
     /** {@code where(condition, this, other)} */
     public Tensor where(Tensor condition, Tensor other) {
+        Arguments.nonNull("where", "condition", condition);
+        Arguments.nonNull("where", "other", other);
         return Elementwise.where(condition, this, other);
     }
 
@@ -1394,6 +1472,7 @@ public final class Tensor implements AutoCloseable {
 
     /** GELU; {@code approximate} is {@code "none"} or {@code "tanh"}. */
     public Tensor gelu(String approximate) {
+        Arguments.nonNull("gelu", "approximate", approximate);
         UnaryOp op = switch (approximate) {
             case "none" -> UnaryOp.GELU;
             case "tanh" -> UnaryOp.GELU_TANH;
@@ -1464,34 +1543,44 @@ public final class Tensor implements AutoCloseable {
 
     /** {@code index_select}: the slices {@code index} (int32/int64 vector; no negative values) picks along {@code dim}. */
     public Tensor indexSelect(int dim, Tensor index) {
+        Arguments.nonNull("indexSelect", "index", index);
         return Indexing.indexSelect(this, dim, index);
     }
 
     /** {@code gather}: {@code out[i][j] = this[i][index[i][j]]} for {@code dim == 1}; {@code index} is int64 with this tensor's rank. */
     public Tensor gather(int dim, Tensor index) {
+        Arguments.nonNull("gather", "index", index);
         return Indexing.gather(this, dim, index);
     }
 
     /** {@code scatter}: a copy with {@code out[i][index[i][j]] = src[i][j]} for {@code dim == 1}. */
     public Tensor scatter(int dim, Tensor index, Tensor src) {
+        Arguments.nonNull("scatter", "index", index);
+        Arguments.nonNull("scatter", "src", src);
         return Indexing.scatter("scatter", this, dim, index, src, false);
     }
 
     /** {@code scatter} of a scalar (converted to this tensor's dtype). */
     public Tensor scatter(int dim, Tensor index, double value) {
+        Arguments.nonNull("scatter", "index", index);
         return Indexing.scatterValue(this, dim, index, value);
     }
 
     public Tensor scatter_(int dim, Tensor index, Tensor src) {
+        Arguments.nonNull("scatter_", "index", index);
+        Arguments.nonNull("scatter_", "src", src);
         return Indexing.scatterInPlace("scatter_", this, dim, index, src, false);
     }
 
     public Tensor scatter_(int dim, Tensor index, double value) {
+        Arguments.nonNull("scatter_", "index", index);
         return Indexing.scatterValueInPlace(this, dim, index, value);
     }
 
     /** {@code scatter_add}: a copy with {@code out[i][index[i][j]] += src[i][j]} for {@code dim == 1}; duplicates sum. */
     public Tensor scatterAdd(int dim, Tensor index, Tensor src) {
+        Arguments.nonNull("scatterAdd", "index", index);
+        Arguments.nonNull("scatterAdd", "src", src);
         if (org.jtorch.amp.Autocast.isActive()) {
             Tensor r = org.jtorch.amp.Autocast.run("scatter_add", t -> t[0].scatterAdd(dim, index, t[1]), this, src);
             if (r != null) return r;
@@ -1500,11 +1589,15 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor scatterAdd_(int dim, Tensor index, Tensor src) {
+        Arguments.nonNull("scatterAdd_", "index", index);
+        Arguments.nonNull("scatterAdd_", "src", src);
         return Indexing.scatterInPlace("scatterAdd_", this, dim, index, src, true);
     }
 
     /** {@code index_add}: a copy with {@code out.select(dim, index[i]) += alpha * source.select(dim, i)}. */
     public Tensor indexAdd(int dim, Tensor index, Tensor source, double alpha) {
+        Arguments.nonNull("indexAdd", "index", index);
+        Arguments.nonNull("indexAdd", "source", source);
         return Indexing.onCopy(this, r -> Indexing.indexAddInPlace(r, dim, index, source, alpha));
     }
 
@@ -1513,15 +1606,21 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor indexAdd_(int dim, Tensor index, Tensor source, double alpha) {
+        Arguments.nonNull("indexAdd_", "index", index);
+        Arguments.nonNull("indexAdd_", "source", source);
         return Indexing.indexAddInPlace(this, dim, index, source, alpha);
     }
 
     public Tensor indexAdd_(int dim, Tensor index, Tensor source) {
+        Arguments.nonNull("indexAdd_", "index", index);
+        Arguments.nonNull("indexAdd_", "source", source);
         return Indexing.indexAddInPlace(this, dim, index, source, 1);
     }
 
     /** {@code index_copy}: a copy with {@code out.select(dim, index[i]) = source.select(dim, i)}; {@code index} is int64. */
     public Tensor indexCopy(int dim, Tensor index, Tensor source) {
+        Arguments.nonNull("indexCopy", "index", index);
+        Arguments.nonNull("indexCopy", "source", source);
         if (org.jtorch.amp.Autocast.isActive()) {
             Tensor r = org.jtorch.amp.Autocast.run("index_copy", t -> t[0].indexCopy(dim, index, t[1]), this, source);
             if (r != null) return r;
@@ -1530,29 +1629,36 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor indexCopy_(int dim, Tensor index, Tensor source) {
+        Arguments.nonNull("indexCopy_", "index", index);
+        Arguments.nonNull("indexCopy_", "source", source);
         return Indexing.indexCopyInPlace(this, dim, index, source);
     }
 
     /** {@code index_fill}: a copy with the slices {@code index} (int64; negative values wrap) picks along {@code dim} set to {@code value}. */
     public Tensor indexFill(int dim, Tensor index, double value) {
+        Arguments.nonNull("indexFill", "index", index);
         return Indexing.onCopy(this, r -> Indexing.indexFillInPlace(r, dim, index, value));
     }
 
     public Tensor indexFill_(int dim, Tensor index, double value) {
+        Arguments.nonNull("indexFill_", "index", index);
         return Indexing.indexFillInPlace(this, dim, index, value);
     }
 
     /** {@code masked_fill}: {@code value} where the bool {@code mask} is true; shape broadcast with the mask, this dtype. */
     public Tensor maskedFill(Tensor mask, double value) {
+        Arguments.nonNull("maskedFill", "mask", mask);
         return Indexing.maskedFill(this, mask, value);
     }
 
     public Tensor maskedFill_(Tensor mask, double value) {
+        Arguments.nonNull("maskedFill_", "mask", mask);
         return Indexing.maskedFillInPlace(this, mask, value);
     }
 
     /** {@code masked_select}: the elements where the broadcast bool {@code mask} is true, as a 1-d tensor. */
     public Tensor maskedSelect(Tensor mask) {
+        Arguments.nonNull("maskedSelect", "mask", mask);
         return Indexing.maskedSelect(this, mask);
     }
 
@@ -1572,15 +1678,20 @@ public final class Tensor implements AutoCloseable {
      * {@code null} for a full slice {@code :}, over the leading dimensions. Returns a new tensor.
      */
     public Tensor index(Tensor... indices) {
+        Arguments.nonNull("index", "indices", indices);
         return Indexing.index(this, indices);
     }
 
     /** {@code index_put_}: {@code this[indices] = values} (broadcast), or {@code +=} when {@code accumulate}. */
     public Tensor indexPut_(Tensor[] indices, Tensor values, boolean accumulate) {
+        Arguments.nonNull("indexPut_", "indices", indices);
+        Arguments.nonNull("indexPut_", "values", values);
         return Indexing.indexPutInPlace(this, indices, values, accumulate);
     }
 
     public Tensor indexPut(Tensor[] indices, Tensor values, boolean accumulate) {
+        Arguments.nonNull("indexPut", "indices", indices);
+        Arguments.nonNull("indexPut", "values", values);
         if (org.jtorch.amp.Autocast.isActive()) {
             Tensor r = org.jtorch.amp.Autocast.run("index_put", t -> t[0].indexPut(indices, t[1], accumulate), this, values);
             if (r != null) return r;
@@ -1595,6 +1706,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Views of the given sizes along {@code dim} ({@code split_with_sizes}). */
     public List<Tensor> split(long[] sizes, int dim) {
+        Arguments.nonNull("split", "sizes", sizes);
         return Joining.split(this, sizes, dim);
     }
 
@@ -1612,23 +1724,41 @@ public final class Tensor implements AutoCloseable {
     // dims: none = all dimensions; negative dims count from the end. See Reductions for dtype and empty-tensor rules.
 
     /** Sum over {@code dims} (all when none), as {@code torch.sum}; bool and integer tensors sum to int64. */
-    public Tensor sum(int... dims) { return Reductions.sum(this, dims, false, null); }
+    public Tensor sum(int... dims) {
+        return Reductions.sum(this, dims, false, null);
+    }
     public Tensor sum(int dim, boolean keepdim) { return Reductions.sum(this, new int[] {dim}, keepdim, null); }
-    public Tensor sum(int[] dims, boolean keepdim) { return Reductions.sum(this, dims, keepdim, null); }
+    public Tensor sum(int[] dims, boolean keepdim) {
+        return Reductions.sum(this, dims, keepdim, null);
+    }
     /** Sum with the input converted to {@code dtype} first (PyTorch's {@code dtype=} argument). */
-    public Tensor sum(int[] dims, boolean keepdim, DType dtype) { return Reductions.sum(this, dims, keepdim, dtype); }
-    public Tensor sum(DType dtype) { return Reductions.sum(this, new int[0], false, dtype); }
+    public Tensor sum(int[] dims, boolean keepdim, DType dtype) {
+        return Reductions.sum(this, dims, keepdim, dtype);
+    }
+    public Tensor sum(DType dtype) {
+        return Reductions.sum(this, new int[0], false, dtype);
+    }
 
     /** Mean over {@code dims} (all when none); floating tensors only, NaN when empty. */
-    public Tensor mean(int... dims) { return Reductions.mean(this, dims, false, null); }
+    public Tensor mean(int... dims) {
+        return Reductions.mean(this, dims, false, null);
+    }
     public Tensor mean(int dim, boolean keepdim) { return Reductions.mean(this, new int[] {dim}, keepdim, null); }
-    public Tensor mean(int[] dims, boolean keepdim) { return Reductions.mean(this, dims, keepdim, null); }
-    public Tensor mean(int[] dims, boolean keepdim, DType dtype) { return Reductions.mean(this, dims, keepdim, dtype); }
+    public Tensor mean(int[] dims, boolean keepdim) {
+        return Reductions.mean(this, dims, keepdim, null);
+    }
+    public Tensor mean(int[] dims, boolean keepdim, DType dtype) {
+        return Reductions.mean(this, dims, keepdim, dtype);
+    }
 
     /** Product over {@code dims} (all when none); bool and integer tensors give int64. */
-    public Tensor prod(int... dims) { return Reductions.prod(this, dims, false, null); }
+    public Tensor prod(int... dims) {
+        return Reductions.prod(this, dims, false, null);
+    }
     public Tensor prod(int dim, boolean keepdim) { return Reductions.prod(this, new int[] {dim}, keepdim, null); }
-    public Tensor prod(int[] dims, boolean keepdim, DType dtype) { return Reductions.prod(this, dims, keepdim, dtype); }
+    public Tensor prod(int[] dims, boolean keepdim, DType dtype) {
+        return Reductions.prod(this, dims, keepdim, dtype);
+    }
 
     /** The maximum element (0-d); NaN propagates; throws for an empty tensor. */
     public Tensor max() { return Reductions.max(this); }
@@ -1640,10 +1770,18 @@ public final class Tensor implements AutoCloseable {
     public Reductions.ValuesIndices min(int dim, boolean keepdim) { return Reductions.min(this, dim, keepdim); }
 
     /** Maximum over {@code dims} (all when none) without indices; NaN propagates. */
-    public Tensor amax(int... dims) { return Reductions.amax(this, dims, false); }
-    public Tensor amax(int[] dims, boolean keepdim) { return Reductions.amax(this, dims, keepdim); }
-    public Tensor amin(int... dims) { return Reductions.amin(this, dims, false); }
-    public Tensor amin(int[] dims, boolean keepdim) { return Reductions.amin(this, dims, keepdim); }
+    public Tensor amax(int... dims) {
+        return Reductions.amax(this, dims, false);
+    }
+    public Tensor amax(int[] dims, boolean keepdim) {
+        return Reductions.amax(this, dims, keepdim);
+    }
+    public Tensor amin(int... dims) {
+        return Reductions.amin(this, dims, false);
+    }
+    public Tensor amin(int[] dims, boolean keepdim) {
+        return Reductions.amin(this, dims, keepdim);
+    }
 
     /** Index of the maximum of the flattened tensor (0-d int64); the first on ties, the first NaN if any. */
     public Tensor argmax() { return Reductions.argmax(this); }
@@ -1654,56 +1792,105 @@ public final class Tensor implements AutoCloseable {
     public Tensor argmin(int dim, boolean keepdim) { return Reductions.argmin(this, dim, keepdim); }
 
     /** Variance over {@code dims} (all when none) with Bessel's correction (correction = 1). */
-    public Tensor var(int... dims) { return Reductions.var(this, dims, 1, false); }
+    public Tensor var(int... dims) {
+        return Reductions.var(this, dims, 1, false);
+    }
     /** {@code sum (x - mean)^2 / max(0, N - correction)} over {@code dims}. */
-    public Tensor var(int[] dims, double correction, boolean keepdim) { return Reductions.var(this, dims, correction, keepdim); }
-    public Tensor std(int... dims) { return Reductions.std(this, dims, 1, false); }
-    public Tensor std(int[] dims, double correction, boolean keepdim) { return Reductions.std(this, dims, correction, keepdim); }
+    public Tensor var(int[] dims, double correction, boolean keepdim) {
+        return Reductions.var(this, dims, correction, keepdim);
+    }
+    public Tensor std(int... dims) {
+        return Reductions.std(this, dims, 1, false);
+    }
+    public Tensor std(int[] dims, double correction, boolean keepdim) {
+        return Reductions.std(this, dims, correction, keepdim);
+    }
 
     /** The 2-norm of all elements. */
     public Tensor norm() { return Reductions.norm(this, 2, new int[0], false); }
     /** The p-norm of all elements (p = 0, 1, 2, ±inf or any real). */
     public Tensor norm(double p) { return Reductions.norm(this, p, new int[0], false); }
-    public Tensor norm(double p, int[] dims, boolean keepdim) { return Reductions.norm(this, p, dims, keepdim); }
+    public Tensor norm(double p, int[] dims, boolean keepdim) {
+        return Reductions.norm(this, p, dims, keepdim);
+    }
 
     /** {@code log(sum(exp(x)))} over {@code dims} (all when none), computed stably. */
-    public Tensor logsumexp(int... dims) { return Reductions.logsumexp(this, dims, false); }
-    public Tensor logsumexp(int[] dims, boolean keepdim) { return Reductions.logsumexp(this, dims, keepdim); }
+    public Tensor logsumexp(int... dims) {
+        return Reductions.logsumexp(this, dims, false);
+    }
+    public Tensor logsumexp(int[] dims, boolean keepdim) {
+        return Reductions.logsumexp(this, dims, keepdim);
+    }
 
     /** Whether any element over {@code dims} (all when none) is nonzero; bool result (uint8 for uint8 input). */
-    public Tensor any(int... dims) { return Reductions.any(this, dims, false); }
-    public Tensor any(int[] dims, boolean keepdim) { return Reductions.any(this, dims, keepdim); }
-    public Tensor all(int... dims) { return Reductions.all(this, dims, false); }
-    public Tensor all(int[] dims, boolean keepdim) { return Reductions.all(this, dims, keepdim); }
+    public Tensor any(int... dims) {
+        return Reductions.any(this, dims, false);
+    }
+    public Tensor any(int[] dims, boolean keepdim) {
+        return Reductions.any(this, dims, keepdim);
+    }
+    public Tensor all(int... dims) {
+        return Reductions.all(this, dims, false);
+    }
+    public Tensor all(int[] dims, boolean keepdim) {
+        return Reductions.all(this, dims, keepdim);
+    }
 
     /** Cumulative sum along {@code dim}; bool and integer tensors give int64. */
     public Tensor cumsum(int dim) { return Reductions.cumsum(this, dim, null); }
-    public Tensor cumsum(int dim, DType dtype) { return Reductions.cumsum(this, dim, dtype); }
+    public Tensor cumsum(int dim, DType dtype) {
+        return Reductions.cumsum(this, dim, dtype);
+    }
     public Tensor cumprod(int dim) { return Reductions.cumprod(this, dim, null); }
-    public Tensor cumprod(int dim, DType dtype) { return Reductions.cumprod(this, dim, dtype); }
+    public Tensor cumprod(int dim, DType dtype) {
+        return Reductions.cumprod(this, dim, dtype);
+    }
 
     /** Softmax along {@code dim}; integer input computes in the default float dtype. */
     public Tensor softmax(int dim) { return Reductions.softmax(this, dim, null); }
-    public Tensor softmax(int dim, DType dtype) { return Reductions.softmax(this, dim, dtype); }
+    public Tensor softmax(int dim, DType dtype) {
+        return Reductions.softmax(this, dim, dtype);
+    }
     public Tensor logSoftmax(int dim) { return Reductions.logSoftmax(this, dim, null); }
-    public Tensor logSoftmax(int dim, DType dtype) { return Reductions.logSoftmax(this, dim, dtype); }
+    public Tensor logSoftmax(int dim, DType dtype) {
+        return Reductions.logSoftmax(this, dim, dtype);
+    }
 
     // ------------------------------------------------------------------ pointwise composites (ops/Pointwise.java)
 
     /** {@code this + value * tensor1 * tensor2} */
-    public Tensor addcmul(Tensor tensor1, Tensor tensor2, double value) { return Pointwise.addcmul(this, tensor1, tensor2, value); }
-    public Tensor addcmul_(Tensor tensor1, Tensor tensor2, double value) { return Pointwise.addcmul_(this, tensor1, tensor2, value); }
+    public Tensor addcmul(Tensor tensor1, Tensor tensor2, double value) {
+        Arguments.nonNull("addcmul", "tensor1", tensor1);
+        Arguments.nonNull("addcmul", "tensor2", tensor2);
+        return Pointwise.addcmul(this, tensor1, tensor2, value);
+    }
+    public Tensor addcmul_(Tensor tensor1, Tensor tensor2, double value) {
+        Arguments.nonNull("addcmul_", "tensor1", tensor1);
+        Arguments.nonNull("addcmul_", "tensor2", tensor2);
+        return Pointwise.addcmul_(this, tensor1, tensor2, value);
+    }
     /** {@code this + value * tensor1 / tensor2} (floating tensors) */
-    public Tensor addcdiv(Tensor tensor1, Tensor tensor2, double value) { return Pointwise.addcdiv(this, tensor1, tensor2, value); }
-    public Tensor addcdiv_(Tensor tensor1, Tensor tensor2, double value) { return Pointwise.addcdiv_(this, tensor1, tensor2, value); }
+    public Tensor addcdiv(Tensor tensor1, Tensor tensor2, double value) {
+        Arguments.nonNull("addcdiv", "tensor1", tensor1);
+        Arguments.nonNull("addcdiv", "tensor2", tensor2);
+        return Pointwise.addcdiv(this, tensor1, tensor2, value);
+    }
+    public Tensor addcdiv_(Tensor tensor1, Tensor tensor2, double value) {
+        Arguments.nonNull("addcdiv_", "tensor1", tensor1);
+        Arguments.nonNull("addcdiv_", "tensor2", tensor2);
+        return Pointwise.addcdiv_(this, tensor1, tensor2, value);
+    }
     /** {@code this += weight * (end - this)} */
-    public Tensor lerp_(Tensor end, double weight) { return Pointwise.lerp_(this, end, weight); }
+    public Tensor lerp_(Tensor end, double weight) {
+        Arguments.nonNull("lerp_", "end", end);
+        return Pointwise.lerp_(this, end, weight);
+    }
 
     // ------------------------------------------------------------------ printing
 
     @Override
     public String toString() {
-        if (closed || storage.isReleased()) return "tensor(<closed>, shape=" + Shapes.format(shape) + ", dtype=" + dtype + ")";
+        if (closed || storage.isReleased() || storage.unreadableReason() != null) return "tensor(<closed>, shape=" + Shapes.format(shape) + ", dtype=" + dtype + ")";
         return TensorFormatter.format(this);
     }
 

@@ -6,6 +6,7 @@ import java.util.List;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.cpu.Parallel;
 import org.jtorch.memory.MemoryStats;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Einsum;
 import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.Indexing;
@@ -31,6 +32,7 @@ public final class Torch {
     }
 
     public static void setDefaultDtype(DType dtype) {
+        Arguments.nonNull("setDefaultDtype", "dtype", dtype);
         if (!dtype.isFloatingPoint()) {
             throw new IllegalArgumentException("setDefaultDtype: only floating-point types are supported as the default type, got " + dtype);
         }
@@ -52,21 +54,27 @@ public final class Torch {
 
     /** Memory counters of a device's allocator. */
     public static MemoryStats memoryStats(Device device) {
+        Arguments.nonNull("memoryStats", "device", device);
         return Backends.of(device).allocator(device).stats();
     }
 
     /** Returns a device's cached, unused memory to the system. */
     public static void emptyCache(Device device) {
+        Arguments.nonNull("emptyCache", "device", device);
         Backends.of(device).allocator(device).emptyCache();
     }
 
     // ------------------------------------------------------------------ factories
 
     public static Tensor empty(long... shape) {
+        Arguments.nonNull("empty", "shape", shape);
         return Tensor.empty(shape, defaultDtype, Device.cpu());
     }
 
     public static Tensor empty(long[] shape, DType dtype, Device device) {
+        Arguments.nonNull("empty", "shape", shape);
+        Arguments.nonNull("empty", "dtype", dtype);
+        Arguments.nonNull("empty", "device", device);
         return Tensor.empty(shape, dtype, device);
     }
 
@@ -105,31 +113,38 @@ public final class Torch {
     }
 
     public static Tensor emptyLike(Tensor t) {
+        Arguments.nonNull("emptyLike", "t", t);
         return Tensor.empty(t.shape(), t.dtype(), t.device());
     }
 
     public static Tensor zerosLike(Tensor t) {
+        Arguments.nonNull("zerosLike", "t", t);
         return zeros(t.shape(), t.dtype(), t.device());
     }
 
     public static Tensor onesLike(Tensor t) {
+        Arguments.nonNull("onesLike", "t", t);
         return ones(t.shape(), t.dtype(), t.device());
     }
 
     public static Tensor fullLike(Tensor t, double value) {
+        Arguments.nonNull("fullLike", "t", t);
         return full(t.shape(), value, t.dtype(), t.device());
     }
 
     public static Tensor randLike(Tensor t) {
+        Arguments.nonNull("randLike", "t", t);
         return rand(t.shape(), t.dtype(), t.device(), Generator.defaultGenerator());
     }
 
     /** Integers uniform in {@code [low, high)} with {@code t}'s shape, dtype and device. */
     public static Tensor randintLike(Tensor t, long low, long high) {
+        Arguments.nonNull("randintLike", "t", t);
         return randint(low, high, t.shape(), t.dtype(), t.device(), Generator.defaultGenerator());
     }
 
     public static Tensor randnLike(Tensor t) {
+        Arguments.nonNull("randnLike", "t", t);
         return randn(t.shape(), t.dtype(), t.device(), Generator.defaultGenerator());
     }
 
@@ -165,6 +180,8 @@ public final class Torch {
     }
 
     public static Tensor arange(double start, double end, double step, DType dtype, Device device) {
+        Arguments.nonNull("arange", "dtype", dtype);
+        Arguments.nonNull("arange", "device", device);
         if (step == 0) throw new IllegalArgumentException("arange: step must be nonzero");
         if (!Double.isFinite(start) || !Double.isFinite(end)) {
             throw new IllegalArgumentException("arange: unsupported range: " + start + " -> " + end);
@@ -197,6 +214,8 @@ public final class Torch {
     }
 
     public static Tensor linspace(double start, double end, long steps, DType dtype, Device device) {
+        Arguments.nonNull("linspace", "dtype", dtype);
+        Arguments.nonNull("linspace", "device", device);
         if (steps < 0) throw new IllegalArgumentException("linspace: number of steps must be non-negative, got " + steps);
         Tensor r = Tensor.empty("linspace", new long[] {steps}, dtype, device);
         Tensor d = Tensor.empty("linspace", new long[] {steps}, DType.FLOAT64, Device.cpu());
@@ -216,6 +235,8 @@ public final class Torch {
     }
 
     public static Tensor eye(long n, long m, DType dtype, Device device) {
+        Arguments.nonNull("eye", "dtype", dtype);
+        Arguments.nonNull("eye", "device", device);
         if (n < 0 || m < 0) {
             throw new IllegalArgumentException("eye: n and m must be greater or equal to 0, got n=" + n + ", m=" + m);
         }
@@ -245,6 +266,10 @@ public final class Torch {
     }
 
     public static Tensor rand(long[] shape, DType dtype, Device device, Generator gen) {
+        Arguments.nonNull("rand", "shape", shape);
+        Arguments.nonNull("rand", "dtype", dtype);
+        Arguments.nonNull("rand", "device", device);
+        Arguments.nonNull("rand", "gen", gen);
         requireFloating("rand", dtype);
         Tensor r = Tensor.empty("rand", shape, dtype, device);
         long[] st = gen.reserve(ceilDiv(r.numel(), dtype == DType.FLOAT64 ? 2 : 4));
@@ -258,6 +283,10 @@ public final class Torch {
     }
 
     public static Tensor randn(long[] shape, DType dtype, Device device, Generator gen) {
+        Arguments.nonNull("randn", "shape", shape);
+        Arguments.nonNull("randn", "dtype", dtype);
+        Arguments.nonNull("randn", "device", device);
+        Arguments.nonNull("randn", "gen", gen);
         requireFloating("randn", dtype);
         Tensor r = Tensor.empty("randn", shape, dtype, device);
         long[] st = gen.reserve(ceilDiv(r.numel(), 4));
@@ -271,6 +300,10 @@ public final class Torch {
     }
 
     public static Tensor randint(long low, long high, long[] shape, DType dtype, Device device, Generator gen) {
+        Arguments.nonNull("randint", "shape", shape);
+        Arguments.nonNull("randint", "dtype", dtype);
+        Arguments.nonNull("randint", "device", device);
+        Arguments.nonNull("randint", "gen", gen);
         if (high <= low) {
             throw new IllegalArgumentException("randint: expects 'low' < 'high', but got low=" + low + " and high=" + high);
         }
@@ -286,6 +319,7 @@ public final class Torch {
     }
 
     public static Tensor randperm(long n, Generator gen) {
+        Arguments.nonNull("randperm", "gen", gen);
         if (n < 0) throw new IllegalArgumentException("randperm: n must be non-negative, got " + n);
         Tensor r = Tensor.empty("randperm", new long[] {n}, DType.INT64, Device.cpu());
         MemorySegment perm = r.storage().segment();
@@ -309,45 +343,60 @@ public final class Torch {
 
     /** A 1-d float32 tensor copying {@code data}. */
     public static Tensor tensor(float... data) {
+        Arguments.nonNull("tensor", "data", data);
         return fromHeap(MemorySegment.ofArray(data), DType.FLOAT32, new long[] {data.length});
     }
 
     /** A float32 tensor of {@code shape} copying {@code data} (row-major). */
     public static Tensor tensor(float[] data, long... shape) {
+        Arguments.nonNull("tensor", "data", data);
+        Arguments.nonNull("tensor", "shape", shape);
         return fromHeap(MemorySegment.ofArray(data), DType.FLOAT32, checkShape(data.length, shape));
     }
 
     public static Tensor tensor(double... data) {
+        Arguments.nonNull("tensor", "data", data);
         return fromHeap(MemorySegment.ofArray(data), DType.FLOAT64, new long[] {data.length});
     }
 
     public static Tensor tensor(double[] data, long... shape) {
+        Arguments.nonNull("tensor", "data", data);
+        Arguments.nonNull("tensor", "shape", shape);
         return fromHeap(MemorySegment.ofArray(data), DType.FLOAT64, checkShape(data.length, shape));
     }
 
     public static Tensor tensor(long... data) {
+        Arguments.nonNull("tensor", "data", data);
         return fromHeap(MemorySegment.ofArray(data), DType.INT64, new long[] {data.length});
     }
 
     public static Tensor tensor(long[] data, long... shape) {
+        Arguments.nonNull("tensor", "data", data);
+        Arguments.nonNull("tensor", "shape", shape);
         return fromHeap(MemorySegment.ofArray(data), DType.INT64, checkShape(data.length, shape));
     }
 
     public static Tensor tensor(int... data) {
+        Arguments.nonNull("tensor", "data", data);
         return fromHeap(MemorySegment.ofArray(data), DType.INT32, new long[] {data.length});
     }
 
     public static Tensor tensor(int[] data, long... shape) {
+        Arguments.nonNull("tensor", "data", data);
+        Arguments.nonNull("tensor", "shape", shape);
         return fromHeap(MemorySegment.ofArray(data), DType.INT32, checkShape(data.length, shape));
     }
 
     public static Tensor tensor(boolean... data) {
+        Arguments.nonNull("tensor", "data", data);
         byte[] b = new byte[data.length];
         for (int i = 0; i < b.length; i++) b[i] = data[i] ? (byte) 1 : 0;
         return fromHeap(MemorySegment.ofArray(b), DType.BOOL, new long[] {data.length});
     }
 
     public static Tensor tensor(boolean[] data, long... shape) {
+        Arguments.nonNull("tensor", "data", data);
+        Arguments.nonNull("tensor", "shape", shape);
         try (Tensor flat = tensor(data)) {
             return flat.reshape(checkShape(data.length, shape));
         }
@@ -355,6 +404,7 @@ public final class Torch {
 
     /** A 2-d float32 tensor from a rectangular array. */
     public static Tensor tensor(float[][] rows) {
+        Arguments.nonNullElements("tensor", "rows", rows);
         int cols = rows.length == 0 ? 0 : rows[0].length;
         float[] flat = new float[rows.length * cols];
         for (int i = 0; i < rows.length; i++) {
@@ -377,6 +427,9 @@ public final class Torch {
 
     /** A tensor of a given dtype from a double array (converted). */
     public static Tensor tensor(double[] data, DType dtype, long... shape) {
+        Arguments.nonNull("tensor", "data", data);
+        Arguments.nonNull("tensor", "dtype", dtype);
+        Arguments.nonNull("tensor", "shape", shape);
         try (Tensor d = tensor(data, shape)) {
             return d.to(dtype);
         }
@@ -400,46 +453,69 @@ public final class Torch {
     // ------------------------------------------------------------------ linear algebra (ops/Linalg.java)
 
     public static Tensor matmul(Tensor a, Tensor b) {
+        Arguments.nonNull("matmul", "a", a);
+        Arguments.nonNull("matmul", "b", b);
         return Linalg.matmul(a, b);
     }
 
     public static Tensor mm(Tensor a, Tensor b) {
+        Arguments.nonNull("mm", "a", a);
+        Arguments.nonNull("mm", "b", b);
         return Linalg.mm(a, b);
     }
 
     public static Tensor bmm(Tensor a, Tensor b) {
+        Arguments.nonNull("bmm", "a", a);
+        Arguments.nonNull("bmm", "b", b);
         return Linalg.bmm(a, b);
     }
 
     /** {@code beta * input + alpha * (m1 @ m2)} */
     public static Tensor addmm(Tensor input, Tensor m1, Tensor m2, double beta, double alpha) {
+        Arguments.nonNull("addmm", "input", input);
+        Arguments.nonNull("addmm", "m1", m1);
+        Arguments.nonNull("addmm", "m2", m2);
         return Linalg.addmm(input, m1, m2, beta, alpha);
     }
 
     public static Tensor addmm(Tensor input, Tensor m1, Tensor m2) {
+        Arguments.nonNull("addmm", "input", input);
+        Arguments.nonNull("addmm", "m1", m1);
+        Arguments.nonNull("addmm", "m2", m2);
         return Linalg.addmm(input, m1, m2, 1, 1);
     }
 
     /** {@code beta * input + alpha * bmm(b1, b2)} */
     public static Tensor baddbmm(Tensor input, Tensor b1, Tensor b2, double beta, double alpha) {
+        Arguments.nonNull("baddbmm", "input", input);
+        Arguments.nonNull("baddbmm", "b1", b1);
+        Arguments.nonNull("baddbmm", "b2", b2);
         return Linalg.baddbmm(input, b1, b2, beta, alpha);
     }
 
     /** {@code x @ weight.T + bias}; {@code bias} may be null. */
     public static Tensor linear(Tensor x, Tensor weight, Tensor bias) {
+        Arguments.nonNull("linear", "x", x);
+        Arguments.nonNull("linear", "weight", weight);
         return Linalg.linear(x, weight, bias);
     }
 
     public static Tensor outer(Tensor a, Tensor b) {
+        Arguments.nonNull("outer", "a", a);
+        Arguments.nonNull("outer", "b", b);
         return Linalg.outer(a, b);
     }
 
     public static Tensor dot(Tensor a, Tensor b) {
+        Arguments.nonNull("dot", "a", a);
+        Arguments.nonNull("dot", "b", b);
         return Linalg.dot(a, b);
     }
 
     /** {@code torch.einsum} with explicit labels, e.g. {@code einsum("bij,bjk->bik", a, b)}. */
     public static Tensor einsum(String equation, Tensor... operands) {
+        Arguments.nonNull("einsum", "equation", equation);
+        Arguments.nonNullElements("einsum", "operands", operands);
         return Einsum.einsum(equation, operands);
     }
 
@@ -447,6 +523,9 @@ public final class Torch {
 
     /** {@code condition ? a : b}, broadcast. */
     public static Tensor where(Tensor condition, Tensor a, Tensor b) {
+        Arguments.nonNull("where", "condition", condition);
+        Arguments.nonNull("where", "a", a);
+        Arguments.nonNull("where", "b", b);
         return Elementwise.where(condition, a, b);
     }
 
@@ -454,94 +533,192 @@ public final class Torch {
 
     /** {@code torch.cat}: joins tensors along an existing dimension, promoting dtypes (1-d empty tensors are skipped). */
     public static Tensor cat(List<Tensor> tensors, int dim) {
+        Arguments.nonNullElements("cat", "tensors", tensors);
         return Joining.cat(tensors, dim);
     }
 
     public static Tensor cat(Tensor[] tensors, int dim) {
+        Arguments.nonNullElements("cat", "tensors", tensors);
         return Joining.cat(List.of(tensors), dim);
     }
 
     /** {@code torch.cat} along dimension 0. */
     public static Tensor cat(Tensor... tensors) {
+        Arguments.nonNullElements("cat", "tensors", tensors);
         return Joining.cat(List.of(tensors), 0);
     }
 
     /** {@code torch.stack}: joins equal-shaped tensors along a new dimension {@code dim}. */
     public static Tensor stack(List<Tensor> tensors, int dim) {
+        Arguments.nonNullElements("stack", "tensors", tensors);
         return Joining.stack(tensors, dim);
     }
 
     public static Tensor stack(Tensor[] tensors, int dim) {
+        Arguments.nonNullElements("stack", "tensors", tensors);
         return Joining.stack(List.of(tensors), dim);
     }
 
     /** {@code torch.stack} along a new leading dimension. */
     public static Tensor stack(Tensor... tensors) {
+        Arguments.nonNullElements("stack", "tensors", tensors);
         return Joining.stack(List.of(tensors), 0);
     }
 
     /** {@code torch.where(condition)}: the coordinates of the true (nonzero) elements, one int64 vector per dimension. */
     public static List<Tensor> where(Tensor condition) {
+        Arguments.nonNull("where", "condition", condition);
         return Indexing.nonzeroTuple(condition);
     }
 
     public static Tensor nonzero(Tensor t) {
+        Arguments.nonNull("nonzero", "t", t);
         return Indexing.nonzero(t);
     }
 
     public static Tensor indexSelect(Tensor t, int dim, Tensor index) {
+        Arguments.nonNull("indexSelect", "t", t);
+        Arguments.nonNull("indexSelect", "index", index);
         return Indexing.indexSelect(t, dim, index);
     }
 
     public static Tensor gather(Tensor t, int dim, Tensor index) {
+        Arguments.nonNull("gather", "t", t);
+        Arguments.nonNull("gather", "index", index);
         return Indexing.gather(t, dim, index);
     }
 
     public static Tensor maskedSelect(Tensor t, Tensor mask) {
+        Arguments.nonNull("maskedSelect", "t", t);
+        Arguments.nonNull("maskedSelect", "mask", mask);
         return Indexing.maskedSelect(t, mask);
     }
 
     public static List<Tensor> split(Tensor t, long splitSize, int dim) {
+        Arguments.nonNull("split", "t", t);
         return Joining.split(t, splitSize, dim);
     }
 
     public static List<Tensor> chunk(Tensor t, int chunks, int dim) {
+        Arguments.nonNull("chunk", "t", t);
         return Joining.chunk(t, chunks, dim);
     }
 
     public static List<Tensor> unbind(Tensor t, int dim) {
+        Arguments.nonNull("unbind", "t", t);
         return Joining.unbind(t, dim);
     }
 
     // ------------------------------------------------------------------ reductions (org.jtorch.ops.Reductions)
 
-    public static Tensor sum(Tensor x, int... dims) { return Reductions.sum(x, dims, false, null); }
-    public static Tensor sum(Tensor x, int[] dims, boolean keepdim, DType dtype) { return Reductions.sum(x, dims, keepdim, dtype); }
-    public static Tensor mean(Tensor x, int... dims) { return Reductions.mean(x, dims, false, null); }
-    public static Tensor mean(Tensor x, int[] dims, boolean keepdim, DType dtype) { return Reductions.mean(x, dims, keepdim, dtype); }
-    public static Tensor prod(Tensor x, int... dims) { return Reductions.prod(x, dims, false, null); }
-    public static Tensor prod(Tensor x, int[] dims, boolean keepdim, DType dtype) { return Reductions.prod(x, dims, keepdim, dtype); }
-    public static Tensor max(Tensor x) { return Reductions.max(x); }
-    public static Tensor min(Tensor x) { return Reductions.min(x); }
-    public static Reductions.ValuesIndices max(Tensor x, int dim, boolean keepdim) { return Reductions.max(x, dim, keepdim); }
-    public static Reductions.ValuesIndices min(Tensor x, int dim, boolean keepdim) { return Reductions.min(x, dim, keepdim); }
-    public static Tensor amax(Tensor x, int[] dims, boolean keepdim) { return Reductions.amax(x, dims, keepdim); }
-    public static Tensor amin(Tensor x, int[] dims, boolean keepdim) { return Reductions.amin(x, dims, keepdim); }
-    public static Tensor argmax(Tensor x) { return Reductions.argmax(x); }
-    public static Tensor argmax(Tensor x, int dim, boolean keepdim) { return Reductions.argmax(x, dim, keepdim); }
-    public static Tensor argmin(Tensor x) { return Reductions.argmin(x); }
-    public static Tensor argmin(Tensor x, int dim, boolean keepdim) { return Reductions.argmin(x, dim, keepdim); }
-    public static Tensor var(Tensor x, int[] dims, double correction, boolean keepdim) { return Reductions.var(x, dims, correction, keepdim); }
-    public static Tensor std(Tensor x, int[] dims, double correction, boolean keepdim) { return Reductions.std(x, dims, correction, keepdim); }
-    public static Tensor norm(Tensor x) { return Reductions.norm(x, 2, new int[0], false); }
-    public static Tensor norm(Tensor x, double p, int[] dims, boolean keepdim) { return Reductions.norm(x, p, dims, keepdim); }
-    public static Tensor logsumexp(Tensor x, int[] dims, boolean keepdim) { return Reductions.logsumexp(x, dims, keepdim); }
-    public static Tensor any(Tensor x, int... dims) { return Reductions.any(x, dims, false); }
-    public static Tensor all(Tensor x, int... dims) { return Reductions.all(x, dims, false); }
-    public static Tensor cumsum(Tensor x, int dim) { return Reductions.cumsum(x, dim, null); }
-    public static Tensor cumprod(Tensor x, int dim) { return Reductions.cumprod(x, dim, null); }
-    public static Tensor softmax(Tensor x, int dim) { return Reductions.softmax(x, dim, null); }
-    public static Tensor logSoftmax(Tensor x, int dim) { return Reductions.logSoftmax(x, dim, null); }
+    public static Tensor sum(Tensor x, int... dims) {
+        Arguments.nonNull("sum", "x", x);
+        return Reductions.sum(x, dims, false, null);
+    }
+    public static Tensor sum(Tensor x, int[] dims, boolean keepdim, DType dtype) {
+        Arguments.nonNull("sum", "x", x);
+        return Reductions.sum(x, dims, keepdim, dtype);
+    }
+    public static Tensor mean(Tensor x, int... dims) {
+        Arguments.nonNull("mean", "x", x);
+        return Reductions.mean(x, dims, false, null);
+    }
+    public static Tensor mean(Tensor x, int[] dims, boolean keepdim, DType dtype) {
+        Arguments.nonNull("mean", "x", x);
+        return Reductions.mean(x, dims, keepdim, dtype);
+    }
+    public static Tensor prod(Tensor x, int... dims) {
+        Arguments.nonNull("prod", "x", x);
+        return Reductions.prod(x, dims, false, null);
+    }
+    public static Tensor prod(Tensor x, int[] dims, boolean keepdim, DType dtype) {
+        Arguments.nonNull("prod", "x", x);
+        return Reductions.prod(x, dims, keepdim, dtype);
+    }
+    public static Tensor max(Tensor x) {
+        Arguments.nonNull("max", "x", x);
+        return Reductions.max(x);
+    }
+    public static Tensor min(Tensor x) {
+        Arguments.nonNull("min", "x", x);
+        return Reductions.min(x);
+    }
+    public static Reductions.ValuesIndices max(Tensor x, int dim, boolean keepdim) {
+        Arguments.nonNull("max", "x", x);
+        return Reductions.max(x, dim, keepdim);
+    }
+    public static Reductions.ValuesIndices min(Tensor x, int dim, boolean keepdim) {
+        Arguments.nonNull("min", "x", x);
+        return Reductions.min(x, dim, keepdim);
+    }
+    public static Tensor amax(Tensor x, int[] dims, boolean keepdim) {
+        Arguments.nonNull("amax", "x", x);
+        return Reductions.amax(x, dims, keepdim);
+    }
+    public static Tensor amin(Tensor x, int[] dims, boolean keepdim) {
+        Arguments.nonNull("amin", "x", x);
+        return Reductions.amin(x, dims, keepdim);
+    }
+    public static Tensor argmax(Tensor x) {
+        Arguments.nonNull("argmax", "x", x);
+        return Reductions.argmax(x);
+    }
+    public static Tensor argmax(Tensor x, int dim, boolean keepdim) {
+        Arguments.nonNull("argmax", "x", x);
+        return Reductions.argmax(x, dim, keepdim);
+    }
+    public static Tensor argmin(Tensor x) {
+        Arguments.nonNull("argmin", "x", x);
+        return Reductions.argmin(x);
+    }
+    public static Tensor argmin(Tensor x, int dim, boolean keepdim) {
+        Arguments.nonNull("argmin", "x", x);
+        return Reductions.argmin(x, dim, keepdim);
+    }
+    public static Tensor var(Tensor x, int[] dims, double correction, boolean keepdim) {
+        Arguments.nonNull("var", "x", x);
+        return Reductions.var(x, dims, correction, keepdim);
+    }
+    public static Tensor std(Tensor x, int[] dims, double correction, boolean keepdim) {
+        Arguments.nonNull("std", "x", x);
+        return Reductions.std(x, dims, correction, keepdim);
+    }
+    public static Tensor norm(Tensor x) {
+        Arguments.nonNull("norm", "x", x);
+        return Reductions.norm(x, 2, new int[0], false);
+    }
+    public static Tensor norm(Tensor x, double p, int[] dims, boolean keepdim) {
+        Arguments.nonNull("norm", "x", x);
+        return Reductions.norm(x, p, dims, keepdim);
+    }
+    public static Tensor logsumexp(Tensor x, int[] dims, boolean keepdim) {
+        Arguments.nonNull("logsumexp", "x", x);
+        return Reductions.logsumexp(x, dims, keepdim);
+    }
+    public static Tensor any(Tensor x, int... dims) {
+        Arguments.nonNull("any", "x", x);
+        return Reductions.any(x, dims, false);
+    }
+    public static Tensor all(Tensor x, int... dims) {
+        Arguments.nonNull("all", "x", x);
+        return Reductions.all(x, dims, false);
+    }
+    public static Tensor cumsum(Tensor x, int dim) {
+        Arguments.nonNull("cumsum", "x", x);
+        return Reductions.cumsum(x, dim, null);
+    }
+    public static Tensor cumprod(Tensor x, int dim) {
+        Arguments.nonNull("cumprod", "x", x);
+        return Reductions.cumprod(x, dim, null);
+    }
+    public static Tensor softmax(Tensor x, int dim) {
+        Arguments.nonNull("softmax", "x", x);
+        return Reductions.softmax(x, dim, null);
+    }
+    public static Tensor logSoftmax(Tensor x, int dim) {
+        Arguments.nonNull("logSoftmax", "x", x);
+        return Reductions.logSoftmax(x, dim, null);
+    }
 
     private static void requireFloating(String op, DType dtype) {
         if (!dtype.isFloatingPoint()) {
@@ -556,15 +733,28 @@ public final class Torch {
     // ------------------------------------------------------------------ convolution (org.jtorch.ops.Convolution)
 
     public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, int padding, int dilation, int groups) {
+        Arguments.nonNull("conv1d", "input", input);
+        Arguments.nonNull("conv1d", "weight", weight);
         return org.jtorch.ops.Convolution.conv1d(input, weight, bias, stride, padding, dilation, groups);
     }
 
     public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding, int[] dilation, int groups) {
+        Arguments.nonNull("conv2d", "input", input);
+        Arguments.nonNull("conv2d", "weight", weight);
+        Arguments.nonNull("conv2d", "stride", stride);
+        Arguments.nonNull("conv2d", "padding", padding);
+        Arguments.nonNull("conv2d", "dilation", dilation);
         return org.jtorch.ops.Convolution.conv2d(input, weight, bias, stride, padding, dilation, groups);
     }
 
     public static Tensor convTranspose2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding,
                                          int[] outputPadding, int groups, int[] dilation) {
+        Arguments.nonNull("convTranspose2d", "input", input);
+        Arguments.nonNull("convTranspose2d", "weight", weight);
+        Arguments.nonNull("convTranspose2d", "stride", stride);
+        Arguments.nonNull("convTranspose2d", "padding", padding);
+        Arguments.nonNull("convTranspose2d", "outputPadding", outputPadding);
+        Arguments.nonNull("convTranspose2d", "dilation", dilation);
         return org.jtorch.ops.Convolution.convTranspose2d(input, weight, bias, stride, padding, outputPadding, groups, dilation);
     }
 }

@@ -8,6 +8,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Grad;
+import org.jtorch.ops.Arguments;
 
 /**
  * Automatic mixed precision, as {@code torch.autocast}: inside a scope, the ops of
@@ -80,16 +81,20 @@ public final class Autocast implements AutoCloseable {
 
     /** Autocast on {@code device}'s type with its default dtype (cpu: bfloat16, cuda: float16). */
     public static Autocast enable(Device device) {
+        Arguments.nonNull("Autocast.enable", "device", device);
         return scope(device, null, true, true);
     }
 
     /** Autocast on {@code device}'s type in {@code dtype}, with the weight-cast cache. */
     public static Autocast enable(Device device, DType dtype) {
+        Arguments.nonNull("Autocast.enable", "device", device);
+        Arguments.nonNull("Autocast.enable", "dtype", dtype);
         return scope(device, dtype, true, true);
     }
 
     /** Turns autocast off for {@code device}'s type until closed (inside an enabled scope: a region in full precision). */
     public static Autocast disable(Device device) {
+        Arguments.nonNull("Autocast.disable", "device", device);
         return scope(device, null, false, true);
     }
 
@@ -101,6 +106,7 @@ public final class Autocast implements AutoCloseable {
      *     only, as PyTorch 1.13, which warns and disables instead; cuda: float16 or bfloat16)
      */
     public static Autocast scope(Device device, DType dtype, boolean enabled, boolean cacheEnabled) {
+        Arguments.nonNull("Autocast.scope", "device", device);
         Device.Type type = device.type();
         if (dtype != null) {
             boolean ok = type == Device.Type.CPU ? dtype == DType.BFLOAT16 : dtype == DType.FLOAT16 || dtype == DType.BFLOAT16;
@@ -131,15 +137,18 @@ public final class Autocast implements AutoCloseable {
 
     /** Whether autocast is on for {@code type} on this thread. */
     public static boolean isEnabled(Device.Type type) {
+        Arguments.nonNull("Autocast.isEnabled", "type", type);
         return OPEN.get() != 0 && STATE.get().enabled[type.ordinal()];
     }
 
     public static boolean isEnabled(Device device) {
+        Arguments.nonNull("Autocast.isEnabled", "device", device);
         return isEnabled(device.type());
     }
 
     /** The dtype autocast casts to on {@code type} (the default when no scope set one). */
     public static DType dtype(Device.Type type) {
+        Arguments.nonNull("Autocast.dtype", "type", type);
         return STATE.get().dtype[type.ordinal()];
     }
 

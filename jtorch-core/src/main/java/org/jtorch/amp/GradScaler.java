@@ -11,6 +11,8 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.backend.Backends;
+import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -96,6 +98,7 @@ public final class GradScaler {
      * disabled, a new reference to {@code loss}.
      */
     public Tensor scale(Tensor loss) {
+        Arguments.nonNull("GradScaler.scale", "loss", loss);
         if (!enabled) return loss.alias();
         if (scaleTensor == null || !scaleTensor.device().equals(loss.device())) {
             if (scaleTensor != null) scaleTensor.close();
@@ -119,6 +122,7 @@ public final class GradScaler {
      * @throws IllegalArgumentException for float16 gradients (PyTorch refuses them: keep float32 master weights)
      */
     public void unscale_(Optimizer optimizer) {
+        Arguments.nonNull("GradScaler.unscale_", "optimizer", optimizer);
         if (!enabled) return;
         OptimizerState st = perOptimizer.computeIfAbsent(optimizer, o -> new OptimizerState());
         if (st.stage == Stage.UNSCALED) {
@@ -150,6 +154,7 @@ public final class GradScaler {
      * {@code step} does when it sums {@code found_inf_per_device}; the scale stays a host float.
      */
     private static boolean unscaleOnDevice(Device device, List<Tensor> grads, float invScale) {
+        for (Tensor grad : grads) grad.checkWritable("GradScaler.unscale_");
         try (Tensor foundInf = Torch.zeros(new long[] {1}, DType.FLOAT32, device)) {
             Backends.of(device).optimizers().unscaleAndCheckFinite(grads, foundInf, invScale);
             for (Tensor grad : grads) grad.bumpVersion();
@@ -169,6 +174,7 @@ public final class GradScaler {
      * @throws IllegalStateException when called twice before {@link #update()}, or when no parameter has a gradient
      */
     public boolean step(Optimizer optimizer) {
+        Arguments.nonNull("GradScaler.step", "optimizer", optimizer);
         if (!enabled) {
             optimizer.step();
             return true;
@@ -276,24 +282,29 @@ public final class GradScaler {
     /**
      * Restores a {@link #stateDict()}.
      *
-     * @throws IllegalArgumentException when {@code stateDict} is empty (saved from a disabled scaler) or lacks a key
+     * @throws IllegalArgumentException when {@code stateDict} is empty (saved from a disabled scaler), lacks
+     *         a key or holds a value of the wrong kind or range (naming it); the scaler is then unchanged
      */
     public void loadStateDict(Map<String, Object> stateDict) {
+        Arguments.nonNull("GradScaler.loadStateDict", "stateDict", stateDict);
         if (!enabled) return;
+        StateReader r = new StateReader("GradScaler.loadStateDict", stateDict);
         if (stateDict.isEmpty()) {
-            throw new IllegalArgumentException("loadStateDict: The source state dict is empty, possibly because it was saved from a"
+            throw new IllegalArgumentException("GradScaler.loadStateDict: The source state dict is empty, possibly because it was saved from a"
                     + " disabled instance of GradScaler.");
         }
-        scale = (float) number(stateDict, "scale").doubleValue();
-        growthFactor = number(stateDict, "growth_factor").doubleValue();
-        backoffFactor = number(stateDict, "backoff_factor").doubleValue();
-        growthInterval = number(stateDict, "growth_interval").intValue();
-        growthTracker = number(stateDict, "_growth_tracker").intValue();
-    }
-
-    private static Number number(Map<String, Object> m, String key) {
-        Object v = m.get(key);
-        if (!(v instanceof Number n)) throw new IllegalArgumentException("loadStateDict: missing or non-numeric '" + key + "'");
-        return n;
+        double newScale = r.requireDouble("scale");
+        double newGrowthFactor = r.requireDouble("growth_factor");
+        double newBackoffFactor = r.requireDouble("backoff_factor");
+        int newGrowthInterval = r.requireInt("growth_interval");
+        int newGrowthTracker = r.requireInt("_growth_tracker");
+        if (!(newGrowthFactor > 1.0)) throw r.error("growth_factor", "a number > 1.0", newGrowthFactor);
+        if (!(newBackoffFactor < 1.0)) throw r.error("backoff_factor", "a number < 1.0", newBackoffFactor);
+        if (newGrowthInterval <= 0) throw r.error("growth_interval", "a positive integer", newGrowthInterval);
+        scale = (float) newScale;
+        growthFactor = newGrowthFactor;
+        backoffFactor = newBackoffFactor;
+        growthInterval = newGrowthInterval;
+        growthTracker = newGrowthTracker;
     }
 }

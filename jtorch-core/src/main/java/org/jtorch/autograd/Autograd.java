@@ -2,6 +2,7 @@ package org.jtorch.autograd;
 
 import java.util.List;
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * The autograd entry points: recording of ops (for op implementations), {@link #grad} and anomaly
@@ -88,6 +89,8 @@ public final class Autograd {
      */
     public static Tensor[] grad(Tensor[] outputs, Tensor[] inputs, Tensor[] gradOutputs, boolean retainGraph,
                                 boolean createGraph, boolean allowUnused) {
+        Arguments.nonNullElements("Autograd.grad", "outputs", outputs);
+        Arguments.nonNullElements("Autograd.grad", "inputs", inputs);
         return Engine.run(outputs, gradOutputs, retainGraph, createGraph, inputs, allowUnused);
     }
 
@@ -96,11 +99,14 @@ public final class Autograd {
     }
 
     public static Tensor grad(Tensor output, Tensor input) {
+        Arguments.nonNull("Autograd.grad", "output", output);
+        Arguments.nonNull("Autograd.grad", "input", input);
         return grad(new Tensor[] {output}, new Tensor[] {input})[0];
     }
 
     /** Runs backward from {@code roots}, accumulating into the leaves' {@code .grad}. */
     public static void backward(Tensor[] roots, Tensor[] gradRoots, boolean retainGraph, boolean createGraph) {
+        Arguments.nonNullElements("Autograd.backward", "roots", roots);
         Engine.run(roots, gradRoots, retainGraph, createGraph, null, true);
     }
 

@@ -4,6 +4,7 @@ import java.util.function.Function;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -30,6 +31,8 @@ public final class Gradcheck {
      * meaningless in lower precision). {@code fn} must not modify its inputs.
      */
     public static boolean check(Function<Tensor[], Tensor> fn, Tensor[] inputs, double eps, double atol, double rtol) {
+        Arguments.nonNull("Gradcheck.check", "fn", fn);
+        Arguments.nonNullElements("Gradcheck.check", "inputs", inputs);
         for (int i = 0; i < inputs.length; i++) {
             Tensor t = inputs[i];
             if (t != null && t.requiresGrad() && t.dtype() != DType.FLOAT64) {

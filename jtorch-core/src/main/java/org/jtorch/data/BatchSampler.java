@@ -4,6 +4,7 @@ import java.util.Arrays;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 import java.util.PrimitiveIterator;
+import org.jtorch.ops.Arguments;
 
 /**
  * Groups a sampler's indices into batches of {@code batchSize}, as
@@ -16,6 +17,7 @@ public class BatchSampler implements Iterable<int[]> {
     private final boolean dropLast;
 
     public BatchSampler(Sampler sampler, int batchSize, boolean dropLast) {
+        Arguments.nonNull("BatchSampler", "sampler", sampler);
         if (batchSize <= 0) {
             throw new IllegalArgumentException("BatchSampler: batchSize should be a positive integer value, but got batchSize=" + batchSize);
         }

@@ -14,6 +14,7 @@ import java.util.function.Consumer;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.ops.Arguments;
 
 /**
  * PyTorch's {@code default_collate}, for Java types. For a batch of samples that are
@@ -33,6 +34,7 @@ public final class Collate {
 
     /** The default collation of {@code samples} (see the class comment). */
     public static Object defaultCollate(List<?> samples) {
+        Arguments.nonNull("Collate.defaultCollate", "samples", samples);
         if (samples.isEmpty()) throw new IllegalArgumentException("defaultCollate: empty batch");
         Object first = samples.get(0);
         if (first == null) throw new IllegalArgumentException("defaultCollate: null sample at position 0");
@@ -209,6 +211,7 @@ public final class Collate {
      * records, maps (values), collections and object arrays.
      */
     public static void forEachTensor(Object batch, Consumer<Tensor> action) {
+        Arguments.nonNull("Collate.forEachTensor", "action", action);
         walk(batch, action, java.util.Collections.newSetFromMap(new IdentityHashMap<>()));
     }
 
@@ -244,6 +247,7 @@ public final class Collate {
      * their canonical constructor); other objects are kept as they are.
      */
     public static Object mapTensors(Object batch, java.util.function.UnaryOperator<Tensor> f) {
+        Arguments.nonNull("Collate.mapTensors", "f", f);
         return map(batch, f, new IdentityHashMap<>());
     }
 

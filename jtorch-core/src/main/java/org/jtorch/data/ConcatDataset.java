@@ -3,6 +3,7 @@ package org.jtorch.data;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import org.jtorch.ops.Arguments;
 
 /** Datasets one after another, as {@code torch.utils.data.ConcatDataset}. */
 public final class ConcatDataset<T> implements Dataset<T> {
@@ -11,6 +12,7 @@ public final class ConcatDataset<T> implements Dataset<T> {
     private final int[] cumulative;
 
     public ConcatDataset(List<? extends Dataset<? extends T>> datasets) {
+        Arguments.nonNull("ConcatDataset", "datasets", datasets);
         if (datasets.isEmpty()) throw new IllegalArgumentException("ConcatDataset: datasets should not be an empty list");
         this.datasets = List.copyOf(datasets);
         this.cumulative = new int[datasets.size()];
@@ -23,6 +25,7 @@ public final class ConcatDataset<T> implements Dataset<T> {
 
     @SafeVarargs
     public ConcatDataset(Dataset<? extends T>... datasets) {
+        Arguments.nonNull("ConcatDataset", "datasets", datasets);
         this(Arrays.asList(datasets));
     }
 

@@ -9,7 +9,6 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
-import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
@@ -23,6 +22,7 @@ import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.backend.cpu.Parallel;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Arguments;
 
 /**
  * Batches of samples from a {@link Dataset} or an {@link IterableDataset}, as
@@ -178,12 +178,12 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
 
     /** A builder for a loader over a map-style dataset; batches have the sample's type under the default collate. */
     public static <T> Builder<T, T> builder(Dataset<T> dataset) {
-        return new Builder<>(Objects.requireNonNull(dataset, "dataset"), null);
+        return new Builder<>(Arguments.nonNull("DataLoader.builder", "dataset", dataset), null);
     }
 
     /** A builder for a loader over an iterable dataset. */
     public static <T> Builder<T, T> builder(IterableDataset<T> dataset) {
-        return new Builder<>(null, Objects.requireNonNull(dataset, "dataset"));
+        return new Builder<>(null, Arguments.nonNull("DataLoader.builder", "dataset", dataset));
     }
 
     /**
@@ -955,7 +955,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         /** Replaces the default collate; the batch type becomes {@code C}. */
         @SuppressWarnings("unchecked")
         public <C> Builder<T, C> collate(CollateFn<? super T, C> collate) {
-            this.collate = Objects.requireNonNull(collate, "collate");
+            this.collate = Arguments.nonNull("DataLoader.Builder.collate", "collate", collate);
             return (Builder<T, C>) this;
         }
 

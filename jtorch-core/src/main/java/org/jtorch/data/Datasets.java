@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.jtorch.Generator;
+import org.jtorch.ops.Arguments;
 
 /** Functions over datasets. */
 public final class Datasets {
@@ -15,6 +16,8 @@ public final class Datasets {
      * generator if null) is cut into consecutive pieces.
      */
     public static <T> List<Subset<T>> randomSplit(Dataset<T> dataset, int[] lengths, Generator generator) {
+        Arguments.nonNull("Datasets.randomSplit", "dataset", dataset);
+        Arguments.nonNull("Datasets.randomSplit", "lengths", lengths);
         long sum = 0;
         for (int l : lengths) {
             if (l < 0) throw new IllegalArgumentException("randomSplit: negative length in " + Arrays.toString(lengths));
@@ -39,6 +42,8 @@ public final class Datasets {
      * remainder is dealt one by one to the splits in order, as PyTorch 1.13.
      */
     public static <T> List<Subset<T>> randomSplit(Dataset<T> dataset, double[] fractions, Generator generator) {
+        Arguments.nonNull("Datasets.randomSplit", "dataset", dataset);
+        Arguments.nonNull("Datasets.randomSplit", "fractions", fractions);
         double total = 0;
         for (double f : fractions) {
             if (!(f >= 0 && f <= 1)) throw new IllegalArgumentException("randomSplit: fraction " + f + " is not between 0 and 1");

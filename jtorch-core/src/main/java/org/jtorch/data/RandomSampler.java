@@ -3,6 +3,7 @@ package org.jtorch.data;
 import java.util.Arrays;
 import java.util.PrimitiveIterator;
 import org.jtorch.Generator;
+import org.jtorch.ops.Arguments;
 
 /**
  * Random indices into a dataset of {@code n} samples, as {@code torch.utils.data.RandomSampler}.
@@ -30,6 +31,7 @@ public final class RandomSampler implements Sampler {
 
     /** A permutation of the dataset's indices per epoch. */
     public RandomSampler(Dataset<?> dataset, Generator generator) {
+        Arguments.nonNull("RandomSampler", "dataset", dataset);
         this(dataset.size(), false, null, generator);
     }
 

@@ -2,6 +2,7 @@ package org.jtorch.data;
 
 import java.util.PrimitiveIterator;
 import java.util.stream.IntStream;
+import org.jtorch.ops.Arguments;
 
 /** Indices {@code 0..size-1} in order. */
 public final class SequentialSampler implements Sampler {
@@ -13,6 +14,7 @@ public final class SequentialSampler implements Sampler {
     }
 
     public SequentialSampler(Dataset<?> dataset) {
+        Arguments.nonNull("SequentialSampler", "dataset", dataset);
         this(dataset.size());
     }
 

@@ -1,6 +1,7 @@
 package org.jtorch.data;
 
 import java.util.Objects;
+import org.jtorch.ops.Arguments;
 
 /** The samples of a dataset at the given indices, in that order, as {@code torch.utils.data.Subset}. */
 public final class Subset<T> implements Dataset<T> {
@@ -8,7 +9,8 @@ public final class Subset<T> implements Dataset<T> {
     private final int[] indices;
 
     public Subset(Dataset<T> dataset, int[] indices) {
-        this.dataset = Objects.requireNonNull(dataset, "dataset");
+        Arguments.nonNull("Subset", "indices", indices);
+        this.dataset = Arguments.nonNull("Subset", "dataset", dataset);
         for (int i : indices) {
             if (i < 0 || i >= dataset.size()) {
                 throw new IndexOutOfBoundsException("Subset: index " + i + " out of range for a dataset of size " + dataset.size());

@@ -3,6 +3,7 @@ package org.jtorch.data;
 import java.util.Arrays;
 import java.util.PrimitiveIterator;
 import org.jtorch.Generator;
+import org.jtorch.ops.Arguments;
 
 /** The given indices in a random order per epoch, as {@code torch.utils.data.SubsetRandomSampler}. */
 public final class SubsetRandomSampler implements Sampler {
@@ -10,6 +11,7 @@ public final class SubsetRandomSampler implements Sampler {
     private final Generator generator;
 
     public SubsetRandomSampler(int[] indices, Generator generator) {
+        Arguments.nonNull("SubsetRandomSampler", "indices", indices);
         this.indices = indices.clone();
         this.generator = generator;
     }

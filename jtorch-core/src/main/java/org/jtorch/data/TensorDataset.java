@@ -2,6 +2,7 @@ package org.jtorch.data;
 
 import java.util.Arrays;
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * Tensors that share their first dimension, as {@code torch.utils.data.TensorDataset}: sample
@@ -17,6 +18,7 @@ public final class TensorDataset implements Dataset<Tensor[]> {
     private final int size;
 
     public TensorDataset(Tensor... tensors) {
+        Arguments.nonNullElements("TensorDataset", "tensors", tensors);
         if (tensors.length == 0) throw new IllegalArgumentException("TensorDataset: at least one tensor is required");
         for (Tensor t : tensors) {
             if (t.dim() == 0) throw new IllegalArgumentException("TensorDataset: tensors need a first dimension, got a 0-d tensor");

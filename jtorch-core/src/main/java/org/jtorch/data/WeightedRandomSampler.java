@@ -3,6 +3,7 @@ package org.jtorch.data;
 import java.util.Arrays;
 import java.util.PrimitiveIterator;
 import org.jtorch.Generator;
+import org.jtorch.ops.Arguments;
 
 /**
  * Indices {@code 0..weights.length-1} drawn with probability proportional to their weights, as
@@ -18,6 +19,7 @@ public final class WeightedRandomSampler implements Sampler {
     private final Generator generator;
 
     public WeightedRandomSampler(double[] weights, int numSamples, boolean replacement, Generator generator) {
+        Arguments.nonNull("WeightedRandomSampler", "weights", weights);
         if (numSamples <= 0) {
             throw new IllegalArgumentException("WeightedRandomSampler: numSamples should be a positive integer value, but got numSamples=" + numSamples);
         }

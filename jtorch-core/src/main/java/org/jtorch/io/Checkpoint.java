@@ -6,12 +6,12 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.nn.Module;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.lr.LRScheduler;
 
@@ -54,7 +54,8 @@ public final class Checkpoint {
     }
 
     public Checkpoint model(String name, Module model) {
-        Objects.requireNonNull(model, "model");
+        Arguments.nonNull("Checkpoint.model", "name", name);
+        Arguments.nonNull("Checkpoint.model", "model", model);
         Map<String, Tensor>[] last = newHolder();
         return component(name, () -> {
             last[0] = model.stateDict();
@@ -63,7 +64,8 @@ public final class Checkpoint {
             Map<String, Tensor> tensors = new LinkedHashMap<>();
             for (Map.Entry<String, Object> e : state.entrySet()) {
                 if (!(e.getValue() instanceof Tensor t)) {
-                    throw new IllegalArgumentException("Checkpoint: model entry '" + e.getKey() + "' is not a tensor");
+                    throw new IllegalArgumentException("Checkpoint.load: model entry '" + e.getKey() + "' must be a tensor, found "
+                            + StateReader.describe(e.getValue()));
                 }
                 tensors.put(e.getKey(), t);
             }
@@ -80,7 +82,8 @@ public final class Checkpoint {
     }
 
     public Checkpoint optimizer(String name, Optimizer optimizer) {
-        Objects.requireNonNull(optimizer, "optimizer");
+        Arguments.nonNull("Checkpoint.optimizer", "name", name);
+        Arguments.nonNull("Checkpoint.optimizer", "optimizer", optimizer);
         List<Map<String, Object>> last = new ArrayList<>(1);
         return component(name, () -> {
             Map<String, Object> sd = optimizer.stateDict();
@@ -98,13 +101,15 @@ public final class Checkpoint {
     }
 
     public Checkpoint scheduler(String name, LRScheduler scheduler) {
-        Objects.requireNonNull(scheduler, "scheduler");
+        Arguments.nonNull("Checkpoint.scheduler", "name", name);
+        Arguments.nonNull("Checkpoint.scheduler", "scheduler", scheduler);
         return component(name, scheduler::stateDict, scheduler::loadStateDict, () -> {});
     }
 
     /** Registers a random generator under {@code "rng/<name>"}: its seed and position in the stream. */
     public Checkpoint generator(String name, Generator generator) {
-        Objects.requireNonNull(generator, "generator");
+        Arguments.nonNull("Checkpoint.generator", "name", name);
+        Arguments.nonNull("Checkpoint.generator", "generator", generator);
         return component("rng/" + name, () -> {
             long[] s = generator.getState();
             Map<String, Object> m = new LinkedHashMap<>();
@@ -112,10 +117,8 @@ public final class Checkpoint {
             m.put("offset", s[1]);
             return m;
         }, m -> {
-            if (!(m.get("seed") instanceof Number seed) || !(m.get("offset") instanceof Number offset)) {
-                throw new IllegalArgumentException("Checkpoint: generator state needs 'seed' and 'offset', got " + m.keySet());
-            }
-            generator.setState(new long[] {seed.longValue(), offset.longValue()});
+            StateReader r = new StateReader("Checkpoint.load: generator '" + name + "'", m);
+            generator.setState(new long[] {r.requireLong("seed"), r.requireLong("offset")});
         }, () -> {});
     }
 
@@ -125,6 +128,9 @@ public final class Checkpoint {
      * structure (tensors are read-only views valid during the call: copy what you keep).
      */
     public Checkpoint component(String name, Supplier<Map<String, Object>> save, Consumer<Map<String, Object>> load) {
+        Arguments.nonNull("Checkpoint.component", "name", name);
+        Arguments.nonNull("Checkpoint.component", "save", save);
+        Arguments.nonNull("Checkpoint.component", "load", load);
         return component(name, save, load, () -> {});
     }
 
@@ -139,6 +145,7 @@ public final class Checkpoint {
 
     /** Writes every registered component with {@code epoch} and {@code step} to {@code path}, atomically. */
     public void save(Path path, long epoch, long step) throws IOException {
+        Arguments.nonNull("Checkpoint.save", "path", path);
         Map<String, Tensor> tensors = new LinkedHashMap<>();
         Map<String, Object> json = new LinkedHashMap<>();
         json.put("format", FORMAT_VERSION);
@@ -165,39 +172,47 @@ public final class Checkpoint {
      * are not registered are ignored, so a checkpoint can be read partially by registering less).
      */
     public Position load(Path path) throws IOException {
+        Arguments.nonNull("Checkpoint.load", "path", path);
         try (SafeTensors.Loaded file = SafeTensors.load(path)) {
             String text = file.metadata().get(METADATA_KEY);
             if (text == null) {
                 throw new SafeTensors.FormatException(path + ": not a jtorch checkpoint (no '" + METADATA_KEY + "' metadata)");
             }
-            Map<String, Object> json;
+            Object parsed;
             try {
-                json = asMap(Json.parse(text), "checkpoint metadata");
+                parsed = Json.parse(text);
             } catch (IllegalArgumentException ex) {
                 throw new SafeTensors.FormatException(path + ": corrupt checkpoint metadata: " + ex.getMessage());
             }
-            if (!(json.get("format") instanceof Number f) || f.intValue() != FORMAT_VERSION) {
-                throw new SafeTensors.FormatException(path + ": unsupported checkpoint format " + json.get("format"));
+            if (!(parsed instanceof Map<?, ?> json)) {
+                throw new SafeTensors.FormatException(path + ": corrupt checkpoint metadata: '" + METADATA_KEY + "' must be a JSON object, found "
+                        + StateReader.describe(parsed));
             }
-            Map<String, Object> states = asMap(json.get("components"), "components");
+            StateReader r = new StateReader("Checkpoint.load(" + path + ")", json);
+            Object format = r.require("format", "the format version " + FORMAT_VERSION);
+            if (!(format instanceof Long f) || f != FORMAT_VERSION) {
+                throw new SafeTensors.FormatException(path + ": unsupported checkpoint format " + StateReader.describe(format)
+                        + " (this jtorch reads format " + FORMAT_VERSION + ")");
+            }
+            Position position = new Position(r.requireLong("epoch"), r.requireLong("step"));
+            StateReader states = r.requireMap("components");
             for (String name : components.keySet()) {
-                if (!states.containsKey(name)) {
+                if (!states.has(name)) {
                     throw new IllegalArgumentException("Checkpoint.load: " + path + " has no component '" + name
-                            + "' (it has " + states.keySet() + ")");
+                            + "' (it has " + states.entries().keySet() + ")");
                 }
             }
             for (Map.Entry<String, Component> c : components.entrySet()) {
                 Object decoded = StateCodec.decode(states.get(c.getKey()), file);
-                c.getValue().load.accept(asMap(decoded, c.getKey()));
+                c.getValue().load.accept(asMap(states.map("components." + c.getKey(), decoded)));
             }
-            return new Position(((Number) json.get("epoch")).longValue(), ((Number) json.get("step")).longValue());
+            return position;
         }
     }
 
     @SuppressWarnings("unchecked")
-    private static Map<String, Object> asMap(Object o, String what) {
-        if (!(o instanceof Map<?, ?> m)) throw new IllegalArgumentException("Checkpoint: '" + what + "' is not a map");
-        return (Map<String, Object>) m;
+    private static Map<String, Object> asMap(StateReader r) {
+        return (Map<String, Object>) r.entries();
     }
 
     @SuppressWarnings("unchecked")

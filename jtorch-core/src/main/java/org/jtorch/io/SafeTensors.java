@@ -11,11 +11,8 @@ import java.nio.channels.FileChannel;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
@@ -27,6 +24,7 @@ import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.memory.Storage;
 import org.jtorch.nn.Module;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -75,7 +73,8 @@ public final class SafeTensors {
     /** One header entry: a tensor's dtype, shape and byte range within the data section. */
     public record TensorInfo(DType dtype, long[] shape, long begin, long end) {
         public TensorInfo {
-            shape = shape.clone();
+            Arguments.nonNull("TensorInfo", "dtype", dtype);
+            shape = Arguments.nonNull("TensorInfo", "shape", shape).clone();
         }
 
         @Override
@@ -88,6 +87,7 @@ public final class SafeTensors {
 
     /** The format's code for {@code dtype}, e.g. {@code F32} for float32. */
     public static String dtypeCode(DType dtype) {
+        Arguments.nonNull("safetensors.dtypeCode", "dtype", dtype);
         return switch (dtype) {
             case BOOL -> "BOOL";
             case UINT8 -> "U8";
@@ -135,35 +135,28 @@ public final class SafeTensors {
     /**
      * Writes {@code tensors} (in iteration order) and optional string {@code metadata} (stored under
      * {@code __metadata__}; omitted when null) to {@code path}, atomically: a temporary file in the same
-     * directory is written, fsynced and renamed over {@code path}. If anything fails (an I/O error, a
-     * tensor that was closed), the temporary file is deleted and an existing {@code path} is untouched.
+     * directory ({@code <name>.jtorch-tmp-<pid>-<random>}) is written, fsynced and renamed over {@code path}.
+     * If anything fails (an I/O error, a tensor that was closed), the temporary file is deleted and an
+     * existing {@code path} is untouched; an {@link IOException} names the file. Temporary files that a
+     * killed process left for the same target are removed first. When {@code path} is a symbolic link,
+     * the file it points to is replaced and the link kept.
      */
     public static void save(Path path, Map<String, Tensor> tensors, Map<String, String> metadata) throws IOException {
+        Arguments.nonNull("safetensors.save", "path", path);
+        Arguments.nonNull("safetensors.save", "tensors", tensors);
         checkByteOrder();
         byte[] header = header(tensors, metadata);
-        Path target = path.toAbsolutePath();
-        Path dir = target.getParent();
-        Path tmp = Files.createTempFile(dir, "." + target.getFileName() + ".", ".tmp");
-        boolean done = false;
-        try {
-            keepPermissions(tmp, target);
-            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
-                ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, header.length);
-                writeFully(ch, len);
-                writeFully(ch, ByteBuffer.wrap(header));
-                for (Map.Entry<String, Tensor> e : tensors.entrySet()) writeData(ch, e.getKey(), e.getValue());
-                ch.force(true);
-            }
-            Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            done = true;
-        } finally {
-            if (!done) Files.deleteIfExists(tmp);
-        }
-        syncDirectory(dir);
+        AtomicFile.write("safetensors.save", path, ch -> {
+            ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, header.length);
+            writeFully(ch, len);
+            writeFully(ch, ByteBuffer.wrap(header));
+            for (Map.Entry<String, Tensor> e : tensors.entrySet()) writeData(ch, e.getKey(), e.getValue());
+        });
     }
 
     /** The serialised file as bytes (the same bytes {@link #save} writes). */
     public static byte[] serialize(Map<String, Tensor> tensors, Map<String, String> metadata) {
+        Arguments.nonNull("safetensors.serialize", "tensors", tensors);
         checkByteOrder();
         byte[] header = header(tensors, metadata);
         long total = 8 + header.length;
@@ -263,34 +256,14 @@ public final class SafeTensors {
         }
     }
 
-    /**
-     * Temporary files are created owner-only; give the new file the replaced file's permissions, or
-     * {@code rw-r--r--} (a usual umask's result) for a new one. No-op where POSIX permissions are unknown.
-     */
-    private static void keepPermissions(Path tmp, Path target) throws IOException {
-        try {
-            Files.setPosixFilePermissions(tmp, Files.exists(target)
-                    ? Files.getPosixFilePermissions(target) : PosixFilePermissions.fromString("rw-r--r--"));
-        } catch (UnsupportedOperationException ignored) {
-            // not a POSIX file system
-        }
-    }
-
     private static void writeFully(FileChannel ch, ByteBuffer b) throws IOException {
         while (b.hasRemaining()) ch.write(b);
     }
 
-    /** Makes the rename durable (best effort: not every platform can fsync a directory). */
-    private static void syncDirectory(Path dir) {
-        try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-            d.force(true);
-        } catch (IOException | UnsupportedOperationException ignored) {
-            // Windows and some file systems cannot open or sync directories; the data itself is synced.
-        }
-    }
-
     /** Saves {@code module}'s state dict (parameters and persistent buffers, in its order), atomically. */
     public static void saveStateDict(Path path, Module module) throws IOException {
+        Arguments.nonNull("safetensors.saveStateDict", "path", path);
+        Arguments.nonNull("safetensors.saveStateDict", "module", module);
         Map<String, Tensor> state = module.stateDict();
         try {
             save(path, state);
@@ -304,6 +277,8 @@ public final class SafeTensors {
      * semantics) straight from the mapped file.
      */
     public static Module.LoadResult loadStateDict(Path path, Module module, boolean strict) throws IOException {
+        Arguments.nonNull("safetensors.loadStateDict", "path", path);
+        Arguments.nonNull("safetensors.loadStateDict", "module", module);
         try (Loaded l = load(path)) {
             return module.loadStateDict(l.tensors(), strict);
         }
@@ -313,26 +288,36 @@ public final class SafeTensors {
 
     /**
      * Maps {@code path} and returns its tensors as read-only views of the mapping (no copy). Writing
-     * to them throws; using them after {@link Loaded#close()} throws {@link IllegalStateException}.
+     * to them throws {@link IllegalArgumentException} (clone them for writable copies); using them after
+     * {@link Loaded#close()}, or after another program truncated the file, throws
+     * {@link IllegalStateException} naming the file. Temporary files that a killed {@link #save} of the
+     * same file left are removed.
      */
     public static Loaded load(Path path) throws IOException {
+        Arguments.nonNull("safetensors.load", "path", path);
         checkByteOrder();
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+        AtomicFile.removeStaleTemporaries(path);
+        FileChannel ch = FileChannel.open(path, StandardOpenOption.READ);
+        try {
             long size = ch.size();
             Header h = readHeader(path, ch, size);
             Arena arena = Arena.ofShared();
             try {
                 MemorySegment file = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
-                return new Loaded(arena, file, h);
+                return new Loaded(path.toAbsolutePath(), ch, size, arena, file, h);
             } catch (Throwable ex) {
                 arena.close();
                 throw ex;
             }
+        } catch (Throwable ex) {
+            ch.close();
+            throw ex;
         }
     }
 
     /** Reads {@code path} into owned CPU tensors (in file order), which the caller closes. */
     public static Map<String, Tensor> loadCopy(Path path) throws IOException {
+        Arguments.nonNull("safetensors.loadCopy", "path", path);
         try (Loaded l = load(path)) {
             Map<String, Tensor> out = new LinkedHashMap<>();
             try {
@@ -345,6 +330,9 @@ public final class SafeTensors {
             } catch (RuntimeException ex) {
                 for (Tensor t : out.values()) t.close();
                 throw ex;
+            } catch (InternalError ex) { // the JVM's report of a fault reading the mapping: the file shrank meanwhile
+                for (Tensor t : out.values()) t.close();
+                throw new IOException("safetensors.loadCopy: " + path + " could not be read: it shrank while it was being read", ex);
             }
             return out;
         }
@@ -352,6 +340,7 @@ public final class SafeTensors {
 
     /** Reads and validates only the header of {@code path}: the tensor entries in header order. */
     public static Map<String, TensorInfo> readInfo(Path path) throws IOException {
+        Arguments.nonNull("safetensors.readInfo", "path", path);
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             return readHeader(path, ch, ch.size()).infos;
         }
@@ -496,17 +485,57 @@ public final class SafeTensors {
 
     /**
      * A mapped safetensors file. It owns the mapping and the tensors that view it; {@link #close()}
-     * closes both, after which using one of those tensors throws {@link IllegalStateException}. The
-     * tensors are read-only: in-place writes throw. Do not close them individually. Thread-safe for
-     * reading.
+     * closes both, after which using one of those tensors (or a view of one) throws
+     * {@link IllegalStateException} naming the file. The tensors are read-only: in-place writes throw
+     * {@link IllegalArgumentException} ({@code clone()} gives a writable copy). Do not close them
+     * individually. If another program truncates the file while it is mapped, ops on its tensors throw
+     * {@link IllegalStateException} naming the file (checked at each op's start: a truncation during a
+     * kernel is reported by the JVM as an {@link InternalError}). Thread-safe for reading.
      */
     public static final class Loaded implements AutoCloseable {
+        private final Path path;
+        private final FileChannel channel;
+        private final long size;
         private final Arena arena;
         private final Map<String, TensorInfo> infos;
         private final Map<String, String> metadata;
         private final Map<String, Tensor> tensors;
 
-        private Loaded(Arena arena, MemorySegment file, Header h) {
+        /** What the tensors' storages report to ops that read or write them. */
+        private final Storage.External mapping = new Storage.External() {
+            @Override
+            public String unreadableReason() {
+                if (!arena.scope().isAlive()) return closed();
+                long now;
+                try {
+                    now = channel.size();
+                } catch (IOException ex) { // closed meanwhile, or the file system failed
+                    return arena.scope().isAlive() ? "is a view of the memory-mapped file " + path + ", whose size cannot be read ("
+                            + ex + ")" : closed();
+                }
+                if (now < size) {
+                    return "is a view of the memory-mapped file " + path + ", which shrank from " + size + " to " + now
+                            + " bytes after it was loaded (another program truncated or rewrote it in place); load it again";
+                }
+                return null;
+            }
+
+            private String closed() {
+                return "is a view of the memory-mapped file " + path + ", which was closed (SafeTensors.Loaded.close()); clone() the"
+                        + " tensors to keep before closing it";
+            }
+
+            @Override
+            public String unwritableReason() {
+                return "is a read-only view of the memory-mapped file " + path + "; clone() it for a writable copy (or read the"
+                        + " file with SafeTensors.loadCopy)";
+            }
+        };
+
+        private Loaded(Path path, FileChannel channel, long size, Arena arena, MemorySegment file, Header h) {
+            this.path = path;
+            this.channel = channel;
+            this.size = size;
             this.arena = arena;
             this.infos = h.infos;
             this.metadata = h.metadata;
@@ -515,7 +544,7 @@ public final class SafeTensors {
                 TensorInfo info = e.getValue();
                 MemorySegment slice = file.asSlice(h.dataStart + info.begin(), info.end() - info.begin());
                 long[] shape = info.shape();
-                Tensor t = Tensor.fromStorage(Storage.wrapExternal(slice), info.dtype(), shape, Shapes.contiguousStrides(shape), 0);
+                Tensor t = Tensor.fromStorage(Storage.wrapExternal(slice, mapping), info.dtype(), shape, Shapes.contiguousStrides(shape), 0);
                 ts.put(e.getKey(), t.untrack());
             }
             this.tensors = Collections.unmodifiableMap(ts);
@@ -543,12 +572,22 @@ public final class SafeTensors {
             return metadata;
         }
 
+        /** The mapped file. */
+        public Path path() {
+            return path;
+        }
+
         /** Closes the tensors and unmaps the file. Idempotent. */
         @Override
-        public void close() {
+        public synchronized void close() {
             if (!arena.scope().isAlive()) return;
             for (Tensor t : tensors.values()) t.close();
             arena.close();
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // read-only: nothing to flush
+            }
         }
     }
 }

@@ -3,6 +3,7 @@ package org.jtorch.memory;
 import java.util.ArrayList;
 import java.util.function.Supplier;
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * Releases, on close, every tensor created inside it on this thread, except those passed to
@@ -40,6 +41,7 @@ public final class MemoryScope implements AutoCloseable {
 
     /** Runs {@code body} in a new scope and keeps its result. */
     public static <T extends Tensor> T run(Supplier<T> body) {
+        Arguments.nonNull("MemoryScope.run", "body", body);
         try (MemoryScope scope = new MemoryScope()) {
             return scope.keep(body.get());
         }
@@ -47,6 +49,7 @@ public final class MemoryScope implements AutoCloseable {
 
     /** Called by tensor constructors: the tensor now belongs to this scope. */
     public void track(Tensor t) {
+        Arguments.nonNull("MemoryScope.track", "t", t);
         tracked.add(t);
         t.setScope(this);
     }

@@ -28,8 +28,23 @@ public final class Storage {
     private final Release release;
     private final Cleaner.Cleanable cleanable;
     private final boolean pinned;
+    private final External external;
     private volatile MemorySegment segment;
     private int version;
+
+    /**
+     * The owner of a storage's memory that lives outside the allocators (a file mapping): it says when the
+     * memory cannot be read or written, so that ops fail with a sentence about the file instead of the
+     * JDK's "Already closed" or a fault on a truncated mapping. Each reason continues "tensor of shape
+     * [...] and dtype ... ", e.g. "is a view of the memory-mapped file f, which was closed".
+     */
+    public interface External {
+        /** Null while the memory can be read; else why not. Called by every op on such a tensor: keep it cheap. */
+        String unreadableReason();
+
+        /** Null when the memory may be written; else why not and how to get a writable copy. */
+        String unwritableReason();
+    }
 
     /** Returns the block when released explicitly, or counts a leak when run by the Cleaner. */
     private static final class Release implements Runnable {
@@ -50,12 +65,14 @@ public final class Storage {
     }
 
     private Storage(Device device, long byteSize, MemorySegment segment, Allocator allocator, MemoryBlock block) {
-        this(device, byteSize, segment, allocator, block, false);
+        this(device, byteSize, segment, allocator, block, false, null);
     }
 
-    private Storage(Device device, long byteSize, MemorySegment segment, Allocator allocator, MemoryBlock block, boolean pinned) {
+    private Storage(Device device, long byteSize, MemorySegment segment, Allocator allocator, MemoryBlock block, boolean pinned,
+                    External external) {
         this.device = device;
         this.pinned = pinned;
+        this.external = external;
         this.byteSize = byteSize;
         this.segment = segment;
         if (allocator != null) {
@@ -88,7 +105,7 @@ public final class Storage {
      */
     public static Storage ofPinnedHost(long byteSize, Allocator allocator, MemoryBlock block) {
         MemorySegment seg = MemorySegment.ofAddress(block.address()).reinterpret(byteSize);
-        return new Storage(Device.cpu(), byteSize, seg, allocator, block, true);
+        return new Storage(Device.cpu(), byteSize, seg, allocator, block, true, null);
     }
 
     /** A CPU storage over a heap segment (small constants); the garbage collector owns its memory. */
@@ -98,10 +115,11 @@ public final class Storage {
 
     /**
      * A CPU storage over memory owned elsewhere (a file mapping whose arena a loader closes): never
-     * freed by this storage. Once the owner closes the memory, access throws instead of crashing.
+     * freed by this storage. {@code owner} says when the memory can no longer be read (closed, file
+     * truncated) or cannot be written; ops then fail with its reason instead of crashing.
      */
-    public static Storage wrapExternal(MemorySegment segment) {
-        return new Storage(Device.cpu(), segment.byteSize(), segment, null, null);
+    public static Storage wrapExternal(MemorySegment segment, External owner) {
+        return new Storage(Device.cpu(), segment.byteSize(), segment, null, null, false, owner);
     }
 
     public Device device() {
@@ -112,11 +130,25 @@ public final class Storage {
         return byteSize;
     }
 
-    /** The memory, for CPU kernels. Throws {@link IllegalStateException} once released. */
+    /** The memory, for CPU kernels. Throws {@link IllegalStateException} once released or no longer readable. */
     public MemorySegment segment() {
         MemorySegment s = segment;
         if (s == null) throw new IllegalStateException("storage used after its tensors were closed");
+        if (external != null) {
+            String why = external.unreadableReason();
+            if (why != null) throw new IllegalStateException("a tensor " + why);
+        }
         return s;
+    }
+
+    /** Null while the memory can be read, else why not (memory owned outside jtorch: see {@link External}). */
+    public String unreadableReason() {
+        return external == null ? null : external.unreadableReason();
+    }
+
+    /** Null when the memory may be written, else why not (a read-only file mapping). */
+    public String unwritableReason() {
+        return external == null ? null : external.unwritableReason();
     }
 
     /** Device address of the first byte (CUDA and FFM callers). */

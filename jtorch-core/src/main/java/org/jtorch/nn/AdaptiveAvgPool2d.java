@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * Adaptive average pooling of {@code (N, C, H, W)} or {@code (C, H, W)} to a fixed output size, as
@@ -11,6 +12,7 @@ public class AdaptiveAvgPool2d extends Module {
     private final long[] outputSize;
 
     public AdaptiveAvgPool2d(long... outputSize) {
+        Arguments.nonNull("AdaptiveAvgPool2d", "outputSize", outputSize);
         if (outputSize.length < 1 || outputSize.length > 2) {
             throw new IllegalArgumentException("AdaptiveAvgPool2d: output_size must be 1 or 2 sizes, got " + outputSize.length);
         }

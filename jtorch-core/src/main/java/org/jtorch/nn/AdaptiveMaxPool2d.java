@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Reductions.ValuesIndices;
 
 /**
@@ -12,6 +13,7 @@ public class AdaptiveMaxPool2d extends Module {
     private final long[] outputSize;
 
     public AdaptiveMaxPool2d(long... outputSize) {
+        Arguments.nonNull("AdaptiveMaxPool2d", "outputSize", outputSize);
         if (outputSize.length < 1 || outputSize.length > 2) {
             throw new IllegalArgumentException("AdaptiveMaxPool2d: output_size must be 1 or 2 sizes, got " + outputSize.length);
         }

@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * 2-D average pooling over {@code (N, C, H, W)} or {@code (C, H, W)}, as {@code torch.nn.AvgPool2d}. Sizes are
@@ -29,6 +30,8 @@ public class AvgPool2d extends Module {
 
     /** A null stride means the kernel size. */
     public AvgPool2d(int[] kernelSize, int[] stride, int[] padding, boolean ceilMode, boolean countIncludePad, long divisorOverride) {
+        Arguments.nonNull("AvgPool2d", "kernelSize", kernelSize);
+        Arguments.nonNull("AvgPool2d", "padding", padding);
         this.kernelSize = kernelSize.clone();
         this.stride = stride == null || stride.length == 0 ? kernelSize.clone() : stride.clone();
         this.padding = padding.clone();

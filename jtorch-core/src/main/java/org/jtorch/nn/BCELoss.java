@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /** Binary cross entropy of probabilities, as {@code torch.nn.BCELoss}; {@code weight} (may be null) becomes buffer {@code weight}, owned by the module; see {@link F#binaryCrossEntropy}. */
 public class BCELoss extends Loss {
@@ -10,6 +11,7 @@ public class BCELoss extends Loss {
     }
 
     public BCELoss(Tensor weight, F.Reduction reduction) {
+        Arguments.nonNull("BCELoss", "reduction", reduction);
         super(reduction);
         registerBuffer("weight", weight);
     }

@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /** Sigmoid plus binary cross entropy, stably, as {@code torch.nn.BCEWithLogitsLoss}; {@code weight} and {@code posWeight} (may be null) become buffers {@code weight} and {@code pos_weight}, owned by the module; see {@link F#binaryCrossEntropyWithLogits}. */
 public class BCEWithLogitsLoss extends Loss {
@@ -10,6 +11,7 @@ public class BCEWithLogitsLoss extends Loss {
     }
 
     public BCEWithLogitsLoss(Tensor weight, F.Reduction reduction, Tensor posWeight) {
+        Arguments.nonNull("BCEWithLogitsLoss", "reduction", reduction);
         super(reduction);
         registerBuffer("weight", weight);
         registerBuffer("pos_weight", posWeight);

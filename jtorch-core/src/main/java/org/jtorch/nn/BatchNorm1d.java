@@ -4,6 +4,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.ops.Arguments;
 
 /** {@code torch.nn.BatchNorm1d}: {@link BatchNorm} over inputs {@code [N, C]} or {@code [N, C, L]}. */
 public class BatchNorm1d extends BatchNorm {
@@ -18,6 +19,8 @@ public class BatchNorm1d extends BatchNorm {
 
     public BatchNorm1d(long numFeatures, double eps, Double momentum, boolean affine, boolean trackRunningStats, DType dtype,
                        Device device) {
+        Arguments.nonNull("BatchNorm1d", "dtype", dtype);
+        Arguments.nonNull("BatchNorm1d", "device", device);
         super(numFeatures, eps, momentum, affine, trackRunningStats, dtype, device);
     }
 

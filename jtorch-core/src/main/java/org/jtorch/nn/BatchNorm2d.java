@@ -4,6 +4,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.ops.Arguments;
 
 /** {@code torch.nn.BatchNorm2d}: {@link BatchNorm} over inputs {@code [N, C, H, W]}. */
 public class BatchNorm2d extends BatchNorm {
@@ -18,6 +19,8 @@ public class BatchNorm2d extends BatchNorm {
 
     public BatchNorm2d(long numFeatures, double eps, Double momentum, boolean affine, boolean trackRunningStats, DType dtype,
                        Device device) {
+        Arguments.nonNull("BatchNorm2d", "dtype", dtype);
+        Arguments.nonNull("BatchNorm2d", "device", device);
         super(numFeatures, eps, momentum, affine, trackRunningStats, dtype, device);
     }
 

@@ -5,6 +5,7 @@ import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.ops.Arguments;
 
 /**
  * {@code y[o] = x1 @ weight[o] @ x2 + bias[o]}, as {@code torch.nn.Bilinear}: {@code weight} is
@@ -21,6 +22,9 @@ public class Bilinear extends Module {
     }
 
     public Bilinear(long in1Features, long in2Features, long outFeatures, boolean bias, DType dtype, Device device, Generator gen) {
+        Arguments.nonNull("Bilinear", "dtype", dtype);
+        Arguments.nonNull("Bilinear", "device", device);
+        Arguments.nonNull("Bilinear", "gen", gen);
         this.in1 = in1Features;
         this.in2 = in2Features;
         this.out = outFeatures;

@@ -1,5 +1,6 @@
 package org.jtorch.nn;
 
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
 
 /**
@@ -12,6 +13,7 @@ public class ConstantPad1d extends PadModule {
     }
 
     public ConstantPad1d(long[] padding, double value) {
+        Arguments.nonNull("ConstantPad1d", "padding", padding);
         super(Padding.Mode.CONSTANT, checked("ConstantPad1d", padding, 2), value, true);
     }
 }

@@ -1,5 +1,6 @@
 package org.jtorch.nn;
 
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
 
 /**
@@ -12,6 +13,7 @@ public class ConstantPad2d extends PadModule {
     }
 
     public ConstantPad2d(long[] padding, double value) {
+        Arguments.nonNull("ConstantPad2d", "padding", padding);
         super(Padding.Mode.CONSTANT, checked("ConstantPad2d", padding, 4), value, true);
     }
 }

@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * 1-D convolution over {@code [N, C, L]} (or unbatched {@code [C, L]}) inputs, as {@code torch.nn.Conv1d};
@@ -14,6 +15,7 @@ public class Conv1d extends ConvNd {
     }
 
     public Conv1d(long inChannels, long outChannels, int kernelSize, ConvOptions options) {
+        Arguments.nonNull("Conv1d", "options", options);
         super("Conv1d", 1, inChannels, outChannels, new int[] {kernelSize}, options, false);
     }
 

@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * 2-D convolution over {@code [N, C, H, W]} (or unbatched {@code [C, H, W]}) inputs, as
@@ -20,6 +21,8 @@ public class Conv2d extends ConvNd {
 
     /** {@code kernelSize} is {@code {k}} or {@code {kH, kW}}. */
     public Conv2d(long inChannels, long outChannels, int[] kernelSize, ConvOptions options) {
+        Arguments.nonNull("Conv2d", "kernelSize", kernelSize);
+        Arguments.nonNull("Conv2d", "options", options);
         super("Conv2d", 2, inChannels, outChannels, kernelSize, options, false);
     }
 

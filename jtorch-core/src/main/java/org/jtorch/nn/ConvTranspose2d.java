@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * 2-D transposed convolution (the gradient of {@link Conv2d} with respect to its input), as
@@ -19,6 +20,8 @@ public class ConvTranspose2d extends ConvNd {
     }
 
     public ConvTranspose2d(long inChannels, long outChannels, int[] kernelSize, ConvOptions options) {
+        Arguments.nonNull("ConvTranspose2d", "kernelSize", kernelSize);
+        Arguments.nonNull("ConvTranspose2d", "options", options);
         super("ConvTranspose2d", 2, inChannels, outChannels, kernelSize, options, true);
     }
 

@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /** Cross entropy of logits with class-index or class-probability targets, as {@code torch.nn.CrossEntropyLoss}; {@code weight} (may be null) becomes buffer {@code weight}, owned by the module; see {@link F#crossEntropy}. */
 public class CrossEntropyLoss extends Loss {
@@ -12,6 +13,7 @@ public class CrossEntropyLoss extends Loss {
     }
 
     public CrossEntropyLoss(Tensor weight, long ignoreIndex, F.Reduction reduction, double labelSmoothing) {
+        Arguments.nonNull("CrossEntropyLoss", "reduction", reduction);
         super(reduction);
         registerBuffer("weight", weight);
         this.ignoreIndex = ignoreIndex;

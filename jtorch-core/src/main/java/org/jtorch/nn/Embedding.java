@@ -6,6 +6,7 @@ import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
+import org.jtorch.ops.Arguments;
 
 /**
  * A lookup table of {@code numEmbeddings} vectors of size {@code embeddingDim}, as
@@ -27,6 +28,9 @@ public class Embedding extends Module {
     }
 
     public Embedding(long numEmbeddings, long embeddingDim, Long paddingIdx, DType dtype, Device device, Generator gen) {
+        Arguments.nonNull("Embedding", "dtype", dtype);
+        Arguments.nonNull("Embedding", "device", device);
+        Arguments.nonNull("Embedding", "gen", gen);
         if (paddingIdx != null && (paddingIdx >= numEmbeddings || paddingIdx < -numEmbeddings)) {
             throw new IllegalArgumentException("Embedding: padding_idx must be within num_embeddings (" + numEmbeddings + "), got " + paddingIdx);
         }

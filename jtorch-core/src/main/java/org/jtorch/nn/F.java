@@ -10,6 +10,7 @@ import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
 import org.jtorch.ops.Pooling;
 import org.jtorch.ops.Resampling;
@@ -30,29 +31,61 @@ public final class F {
 
     // ------------------------------------------------------------------ activations
 
-    public static Tensor relu(Tensor x) { return x.relu(); }
+    public static Tensor relu(Tensor x) {
+        Arguments.nonNull("relu", "x", x);
+        return x.relu();
+    }
 
-    public static Tensor leakyRelu(Tensor x, double negativeSlope) { return x.leakyRelu(negativeSlope); }
+    public static Tensor leakyRelu(Tensor x, double negativeSlope) {
+        Arguments.nonNull("leakyRelu", "x", x);
+        return x.leakyRelu(negativeSlope);
+    }
 
-    public static Tensor leakyRelu(Tensor x) { return x.leakyRelu(0.01); }
+    public static Tensor leakyRelu(Tensor x) {
+        Arguments.nonNull("leakyRelu", "x", x);
+        return x.leakyRelu(0.01);
+    }
 
     /** GELU; {@code approximate} is {@code "none"} (exact normal CDF) or {@code "tanh"}. */
-    public static Tensor gelu(Tensor x, String approximate) { return x.gelu(approximate); }
+    public static Tensor gelu(Tensor x, String approximate) {
+        Arguments.nonNull("gelu", "x", x);
+        Arguments.nonNull("gelu", "approximate", approximate);
+        return x.gelu(approximate);
+    }
 
-    public static Tensor gelu(Tensor x) { return x.gelu("none"); }
+    public static Tensor gelu(Tensor x) {
+        Arguments.nonNull("gelu", "x", x);
+        return x.gelu("none");
+    }
 
-    public static Tensor silu(Tensor x) { return x.silu(); }
+    public static Tensor silu(Tensor x) {
+        Arguments.nonNull("silu", "x", x);
+        return x.silu();
+    }
 
-    public static Tensor tanh(Tensor x) { return x.tanh(); }
+    public static Tensor tanh(Tensor x) {
+        Arguments.nonNull("tanh", "x", x);
+        return x.tanh();
+    }
 
-    public static Tensor sigmoid(Tensor x) { return x.sigmoid(); }
+    public static Tensor sigmoid(Tensor x) {
+        Arguments.nonNull("sigmoid", "x", x);
+        return x.sigmoid();
+    }
 
-    public static Tensor softmax(Tensor x, int dim) { return x.softmax(dim); }
+    public static Tensor softmax(Tensor x, int dim) {
+        Arguments.nonNull("softmax", "x", x);
+        return x.softmax(dim);
+    }
 
-    public static Tensor logSoftmax(Tensor x, int dim) { return x.logSoftmax(dim); }
+    public static Tensor logSoftmax(Tensor x, int dim) {
+        Arguments.nonNull("logSoftmax", "x", x);
+        return x.logSoftmax(dim);
+    }
 
     /** {@code x > 0 ? x : alpha * (exp(x) - 1)} */
     public static Tensor elu(Tensor x, double alpha) {
+        Arguments.nonNull("elu", "x", x);
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("elu", t -> elu(t[0], alpha), x);
             if (r != null) return r;
@@ -64,6 +97,7 @@ public final class F {
 
     /** {@code x * min(max(x + 3, 0), 6) / 6} */
     public static Tensor hardswish(Tensor x) {
+        Arguments.nonNull("hardswish", "x", x);
         return MemoryScope.run(() -> x.mul(x.add(3.0).clamp(0, 6)).div(6.0));
     }
 
@@ -71,6 +105,8 @@ public final class F {
 
     /** {@code x @ weight.T + bias} over the last dimension; {@code bias} may be null. */
     public static Tensor linear(Tensor x, Tensor weight, Tensor bias) {
+        Arguments.nonNull("linear", "x", x);
+        Arguments.nonNull("linear", "weight", weight);
         return Torch.linear(x, weight, bias);
     }
 
@@ -79,6 +115,9 @@ public final class F {
      * {@code [out, in1, in2]}; {@code bias} may be null.
      */
     public static Tensor bilinear(Tensor x1, Tensor x2, Tensor weight, Tensor bias) {
+        Arguments.nonNull("bilinear", "x1", x1);
+        Arguments.nonNull("bilinear", "x2", x2);
+        Arguments.nonNull("bilinear", "weight", weight);
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("bilinear", t -> bilinear(t[0], t[1], t[2], t[3]), x1, x2, weight, bias);
             if (r != null) return r;
@@ -127,6 +166,7 @@ public final class F {
      * training; the identity (a new reference) otherwise.
      */
     public static Tensor dropout(Tensor x, double p, boolean training, Generator gen) {
+        Arguments.nonNull("dropout", "x", x);
         if (!(p >= 0 && p <= 1)) {
             throw new IllegalArgumentException("dropout: dropout probability has to be between 0 and 1, but got " + p);
         }
@@ -145,6 +185,8 @@ public final class F {
      * sqrt(var + eps) * weight + bias} with the biased variance; {@code weight} and {@code bias} may be null.
      */
     public static Tensor layerNorm(Tensor x, long[] normalizedShape, Tensor weight, Tensor bias, double eps) {
+        Arguments.nonNull("layerNorm", "x", x);
+        Arguments.nonNull("layerNorm", "normalizedShape", normalizedShape);
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("layer_norm", t -> layerNorm(t[0], normalizedShape, t[1], t[2], eps), x, weight, bias);
             if (r != null) return r;
@@ -167,6 +209,8 @@ public final class F {
      * {@code normalizedShape}; a null {@code eps} means the machine epsilon of {@code x}'s dtype.
      */
     public static Tensor rmsNorm(Tensor x, long[] normalizedShape, Tensor weight, Double eps) {
+        Arguments.nonNull("rmsNorm", "x", x);
+        Arguments.nonNull("rmsNorm", "normalizedShape", normalizedShape);
         int[] dims = trailingDims("rmsNorm", x, normalizedShape);
         checkAffine("rmsNorm", "weight", weight, normalizedShape);
         double e = eps != null ? eps : machineEpsilon(x.dtype());
@@ -222,6 +266,8 @@ public final class F {
      * none) stays zero, as PyTorch's {@code padding_idx}.
      */
     public static Tensor embedding(Tensor indices, Tensor weight, Long paddingIdx) {
+        Arguments.nonNull("embedding", "indices", indices);
+        Arguments.nonNull("embedding", "weight", weight);
         if (weight.dim() != 2) {
             throw new IllegalArgumentException("embedding: expected a 2-D weight [num_embeddings, embedding_dim], got shape "
                     + Shapes.format(weight.shape()));
@@ -276,6 +322,9 @@ public final class F {
      */
     public static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP, boolean isCausal,
                                                    Generator gen) {
+        Arguments.nonNull("scaledDotProductAttention", "q", q);
+        Arguments.nonNull("scaledDotProductAttention", "k", k);
+        Arguments.nonNull("scaledDotProductAttention", "v", v);
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("scaled_dot_product_attention", t -> scaledDotProductAttention(t[0], t[1], t[2], t[3], dropoutP, isCausal, gen), q, k, v, attnMask);
             if (r != null) return r;
@@ -345,6 +394,9 @@ public final class F {
      */
     public static Tensor crossEntropy(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction,
                                       double labelSmoothing) {
+        Arguments.nonNull("crossEntropy", "input", input);
+        Arguments.nonNull("crossEntropy", "target", target);
+        Arguments.nonNull("crossEntropy", "reduction", reduction);
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("cross_entropy_loss", t -> crossEntropy(t[0], t[1], t[2], ignoreIndex, reduction, labelSmoothing), input, target, weight);
             if (r != null) return r;
@@ -414,6 +466,9 @@ public final class F {
      * (NaN when all are ignored), as PyTorch.
      */
     public static Tensor nllLoss(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction) {
+        Arguments.nonNull("nllLoss", "input", input);
+        Arguments.nonNull("nllLoss", "target", target);
+        Arguments.nonNull("nllLoss", "reduction", reduction);
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("nll_loss", t -> nllLoss(t[0], t[1], t[2], ignoreIndex, reduction), input, target, weight);
             if (r != null) return r;
@@ -529,6 +584,9 @@ public final class F {
 
     /** Mean squared error {@code (input - target)^2}, broadcast, then reduced. */
     public static Tensor mseLoss(Tensor input, Tensor target, Reduction reduction) {
+        Arguments.nonNull("mseLoss", "input", input);
+        Arguments.nonNull("mseLoss", "target", target);
+        Arguments.nonNull("mseLoss", "reduction", reduction);
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("mse_loss", t -> mseLoss(t[0], t[1], reduction), input, target);
             if (r != null) return r;
@@ -544,6 +602,9 @@ public final class F {
 
     /** Mean absolute error {@code |input - target|}. */
     public static Tensor l1Loss(Tensor input, Tensor target, Reduction reduction) {
+        Arguments.nonNull("l1Loss", "input", input);
+        Arguments.nonNull("l1Loss", "target", target);
+        Arguments.nonNull("l1Loss", "reduction", reduction);
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("l1_loss", t -> l1Loss(t[0], t[1], reduction), input, target);
             if (r != null) return r;
@@ -556,6 +617,9 @@ public final class F {
 
     /** {@code |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta}, and the L1 loss for {@code beta == 0}. */
     public static Tensor smoothL1Loss(Tensor input, Tensor target, Reduction reduction, double beta) {
+        Arguments.nonNull("smoothL1Loss", "input", input);
+        Arguments.nonNull("smoothL1Loss", "target", target);
+        Arguments.nonNull("smoothL1Loss", "reduction", reduction);
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("smooth_l1_loss", t -> smoothL1Loss(t[0], t[1], reduction, beta), input, target);
             if (r != null) return r;
@@ -574,6 +638,9 @@ public final class F {
 
     /** {@code |d| < delta ? 0.5 d^2 : delta (|d| - 0.5 delta)}. */
     public static Tensor huberLoss(Tensor input, Tensor target, Reduction reduction, double delta) {
+        Arguments.nonNull("huberLoss", "input", input);
+        Arguments.nonNull("huberLoss", "target", target);
+        Arguments.nonNull("huberLoss", "reduction", reduction);
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("huber_loss", t -> huberLoss(t[0], t[1], reduction, delta), input, target);
             if (r != null) return r;
@@ -594,6 +661,9 @@ public final class F {
      * each logarithm clamped at -100 as PyTorch; {@code weight} (broadcast) may be null.
      */
     public static Tensor binaryCrossEntropy(Tensor input, Tensor target, Tensor weight, Reduction reduction) {
+        Arguments.nonNull("binaryCrossEntropy", "input", input);
+        Arguments.nonNull("binaryCrossEntropy", "target", target);
+        Arguments.nonNull("binaryCrossEntropy", "reduction", reduction);
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("binary_cross_entropy", t -> binaryCrossEntropy(t[0], t[1], t[2], reduction), input, target, weight);
             if (r != null) return r;
@@ -627,6 +697,9 @@ public final class F {
      * {@code weight} and {@code posWeight} (broadcast over the last dimension, one per class) may be null.
      */
     public static Tensor binaryCrossEntropyWithLogits(Tensor input, Tensor target, Tensor weight, Tensor posWeight, Reduction reduction) {
+        Arguments.nonNull("binaryCrossEntropyWithLogits", "input", input);
+        Arguments.nonNull("binaryCrossEntropyWithLogits", "target", target);
+        Arguments.nonNull("binaryCrossEntropyWithLogits", "reduction", reduction);
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("binary_cross_entropy_with_logits", t -> binaryCrossEntropyWithLogits(t[0], t[1], t[2], t[3], reduction), input, target, weight, posWeight);
             if (r != null) return r;
@@ -659,6 +732,9 @@ public final class F {
      * when {@code logTarget}; {@code BATCHMEAN} divides the sum by the batch size (dimension 0).
      */
     public static Tensor klDiv(Tensor input, Tensor target, Reduction reduction, boolean logTarget) {
+        Arguments.nonNull("klDiv", "input", input);
+        Arguments.nonNull("klDiv", "target", target);
+        Arguments.nonNull("klDiv", "reduction", reduction);
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("kl_div", t -> klDiv(t[0], t[1], reduction, logTarget), input, target);
             if (r != null) return r;
@@ -685,11 +761,16 @@ public final class F {
     // spatial dimension or one per dimension.
 
     public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, int padding, int dilation, int groups) {
+        Arguments.nonNull("conv1d", "input", input);
+        Arguments.nonNull("conv1d", "weight", weight);
         return org.jtorch.ops.Convolution.conv1d(input, weight, bias, stride, padding, dilation, groups);
     }
 
     /** {@code padding} is "valid" or "same". */
     public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, String padding, int dilation, int groups) {
+        Arguments.nonNull("conv1d", "input", input);
+        Arguments.nonNull("conv1d", "weight", weight);
+        Arguments.nonNull("conv1d", "padding", padding);
         return org.jtorch.ops.Convolution.conv1d(input, weight, bias, stride, padding, dilation, groups);
     }
 
@@ -698,11 +779,21 @@ public final class F {
     }
 
     public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding, int[] dilation, int groups) {
+        Arguments.nonNull("conv2d", "input", input);
+        Arguments.nonNull("conv2d", "weight", weight);
+        Arguments.nonNull("conv2d", "stride", stride);
+        Arguments.nonNull("conv2d", "padding", padding);
+        Arguments.nonNull("conv2d", "dilation", dilation);
         return org.jtorch.ops.Convolution.conv2d(input, weight, bias, stride, padding, dilation, groups);
     }
 
     /** {@code padding} is "valid" or "same". */
     public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, String padding, int[] dilation, int groups) {
+        Arguments.nonNull("conv2d", "input", input);
+        Arguments.nonNull("conv2d", "weight", weight);
+        Arguments.nonNull("conv2d", "stride", stride);
+        Arguments.nonNull("conv2d", "padding", padding);
+        Arguments.nonNull("conv2d", "dilation", dilation);
         return org.jtorch.ops.Convolution.conv2d(input, weight, bias, stride, padding, dilation, groups);
     }
 
@@ -717,6 +808,12 @@ public final class F {
 
     public static Tensor convTranspose2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding,
                                          int[] outputPadding, int groups, int[] dilation) {
+        Arguments.nonNull("convTranspose2d", "input", input);
+        Arguments.nonNull("convTranspose2d", "weight", weight);
+        Arguments.nonNull("convTranspose2d", "stride", stride);
+        Arguments.nonNull("convTranspose2d", "padding", padding);
+        Arguments.nonNull("convTranspose2d", "outputPadding", outputPadding);
+        Arguments.nonNull("convTranspose2d", "dilation", dilation);
         return org.jtorch.ops.Convolution.convTranspose2d(input, weight, bias, stride, padding, outputPadding, groups, dilation);
     }
 
@@ -725,6 +822,11 @@ public final class F {
     }
 
     public static Tensor unfold(Tensor input, int[] kernelSize, int[] dilation, int[] padding, int[] stride) {
+        Arguments.nonNull("unfold", "input", input);
+        Arguments.nonNull("unfold", "kernelSize", kernelSize);
+        Arguments.nonNull("unfold", "dilation", dilation);
+        Arguments.nonNull("unfold", "padding", padding);
+        Arguments.nonNull("unfold", "stride", stride);
         return org.jtorch.ops.Convolution.unfold(input, kernelSize, dilation, padding, stride);
     }
 
@@ -733,6 +835,12 @@ public final class F {
     }
 
     public static Tensor fold(Tensor input, int[] outputSize, int[] kernelSize, int[] dilation, int[] padding, int[] stride) {
+        Arguments.nonNull("fold", "input", input);
+        Arguments.nonNull("fold", "outputSize", outputSize);
+        Arguments.nonNull("fold", "kernelSize", kernelSize);
+        Arguments.nonNull("fold", "dilation", dilation);
+        Arguments.nonNull("fold", "padding", padding);
+        Arguments.nonNull("fold", "stride", stride);
         return org.jtorch.ops.Convolution.fold(input, outputSize, kernelSize, dilation, padding, stride);
     }
 
@@ -745,6 +853,7 @@ public final class F {
     /** {@code F.batch_norm}; see {@link org.jtorch.ops.Normalization#batchNorm}. */
     public static Tensor batchNorm(Tensor input, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias,
                                    boolean training, double momentum, double eps) {
+        Arguments.nonNull("batchNorm", "input", input);
         return org.jtorch.ops.Normalization.batchNorm(input, runningMean, runningVar, weight, bias, training, momentum, eps);
     }
 
@@ -756,6 +865,7 @@ public final class F {
     /** {@code F.instance_norm}; see {@link org.jtorch.ops.Normalization#instanceNorm}. */
     public static Tensor instanceNorm(Tensor input, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias,
                                       boolean useInputStats, double momentum, double eps) {
+        Arguments.nonNull("instanceNorm", "input", input);
         return org.jtorch.ops.Normalization.instanceNorm(input, runningMean, runningVar, weight, bias, useInputStats, momentum, eps);
     }
 
@@ -766,6 +876,7 @@ public final class F {
 
     /** {@code F.group_norm}; see {@link org.jtorch.ops.Normalization#groupNorm}. */
     public static Tensor groupNorm(Tensor input, long numGroups, Tensor weight, Tensor bias, double eps) {
+        Arguments.nonNull("groupNorm", "input", input);
         return org.jtorch.ops.Normalization.groupNorm(input, numGroups, weight, bias, eps);
     }
 
@@ -775,6 +886,7 @@ public final class F {
 
     /** {@code F.local_response_norm}; see {@link org.jtorch.ops.Normalization#localResponseNorm}. */
     public static Tensor localResponseNorm(Tensor input, int size, double alpha, double beta, double k) {
+        Arguments.nonNull("localResponseNorm", "input", input);
         return org.jtorch.ops.Normalization.localResponseNorm(input, size, alpha, beta, k);
     }
 
@@ -788,84 +900,110 @@ public final class F {
     // Sizes are 1 or 2 ints; a null or empty stride means the kernel size.
 
     public static Tensor maxPool2d(Tensor x, int kernelSize) {
+        Arguments.nonNull("maxPool2d", "x", x);
         return Pooling.maxPool2d(x, new int[] {kernelSize}, null, new int[] {0}, new int[] {1}, false);
     }
 
     public static Tensor maxPool2d(Tensor x, int kernelSize, int stride, int padding) {
+        Arguments.nonNull("maxPool2d", "x", x);
         return Pooling.maxPool2d(x, new int[] {kernelSize}, new int[] {stride}, new int[] {padding}, new int[] {1}, false);
     }
 
     public static Tensor maxPool2d(Tensor x, int[] kernelSize, int[] stride, int[] padding, int[] dilation, boolean ceilMode) {
+        Arguments.nonNull("maxPool2d", "x", x);
+        Arguments.nonNull("maxPool2d", "kernelSize", kernelSize);
         return Pooling.maxPool2d(x, kernelSize, stride, padding, dilation, ceilMode);
     }
 
     /** {@code max_pool2d(..., return_indices=True)}. */
     public static ValuesIndices maxPool2dWithIndices(Tensor x, int[] kernelSize, int[] stride, int[] padding, int[] dilation,
                                                      boolean ceilMode) {
+        Arguments.nonNull("maxPool2dWithIndices", "x", x);
+        Arguments.nonNull("maxPool2dWithIndices", "kernelSize", kernelSize);
         return Pooling.maxPool2dWithIndices(x, kernelSize, stride, padding, dilation, ceilMode);
     }
 
     public static Tensor maxPool1d(Tensor x, int kernelSize) {
+        Arguments.nonNull("maxPool1d", "x", x);
         return Pooling.maxPool1d(x, kernelSize, 0, 0, 1, false);
     }
 
     /** A non-positive stride means the kernel size. */
     public static Tensor maxPool1d(Tensor x, int kernelSize, int stride, int padding, int dilation, boolean ceilMode) {
+        Arguments.nonNull("maxPool1d", "x", x);
         return Pooling.maxPool1d(x, kernelSize, stride, padding, dilation, ceilMode);
     }
 
     public static ValuesIndices maxPool1dWithIndices(Tensor x, int kernelSize, int stride, int padding, int dilation, boolean ceilMode) {
+        Arguments.nonNull("maxPool1dWithIndices", "x", x);
         return Pooling.maxPool1dWithIndices(x, kernelSize, stride, padding, dilation, ceilMode);
     }
 
     public static Tensor maxUnpool2d(Tensor x, Tensor indices, int[] kernelSize, int[] stride, int[] padding, long[] outputSize) {
+        Arguments.nonNull("maxUnpool2d", "x", x);
+        Arguments.nonNull("maxUnpool2d", "indices", indices);
+        Arguments.nonNull("maxUnpool2d", "kernelSize", kernelSize);
         return Pooling.maxUnpool2d(x, indices, kernelSize, stride, padding, outputSize);
     }
 
     public static Tensor avgPool2d(Tensor x, int kernelSize) {
+        Arguments.nonNull("avgPool2d", "x", x);
         return Pooling.avgPool2d(x, new int[] {kernelSize}, null, new int[] {0}, false, true, 0);
     }
 
     public static Tensor avgPool2d(Tensor x, int kernelSize, int stride, int padding) {
+        Arguments.nonNull("avgPool2d", "x", x);
         return Pooling.avgPool2d(x, new int[] {kernelSize}, new int[] {stride}, new int[] {padding}, false, true, 0);
     }
 
     /** A positive {@code divisorOverride} replaces the window size as divisor (0: none). */
     public static Tensor avgPool2d(Tensor x, int[] kernelSize, int[] stride, int[] padding, boolean ceilMode, boolean countIncludePad,
                                    long divisorOverride) {
+        Arguments.nonNull("avgPool2d", "x", x);
+        Arguments.nonNull("avgPool2d", "kernelSize", kernelSize);
         return Pooling.avgPool2d(x, kernelSize, stride, padding, ceilMode, countIncludePad, divisorOverride);
     }
 
     public static Tensor avgPool1d(Tensor x, int kernelSize) {
+        Arguments.nonNull("avgPool1d", "x", x);
         return Pooling.avgPool1d(x, kernelSize, 0, 0, false, true);
     }
 
     /** A non-positive stride means the kernel size. */
     public static Tensor avgPool1d(Tensor x, int kernelSize, int stride, int padding, boolean ceilMode, boolean countIncludePad) {
+        Arguments.nonNull("avgPool1d", "x", x);
         return Pooling.avgPool1d(x, kernelSize, stride, padding, ceilMode, countIncludePad);
     }
 
     /** Output size as 1 or 2 sizes; a negative size keeps the input's (PyTorch's None). */
     public static Tensor adaptiveAvgPool2d(Tensor x, long... outputSize) {
+        Arguments.nonNull("adaptiveAvgPool2d", "x", x);
+        Arguments.nonNull("adaptiveAvgPool2d", "outputSize", outputSize);
         return Pooling.adaptiveAvgPool2d(x, outputSize);
     }
 
     public static Tensor adaptiveAvgPool1d(Tensor x, long outputSize) {
+        Arguments.nonNull("adaptiveAvgPool1d", "x", x);
         return Pooling.adaptiveAvgPool1d(x, outputSize);
     }
 
     /** {@code adaptive_max_pool2d}: values only. */
     public static Tensor adaptiveMaxPool2d(Tensor x, long... outputSize) {
+        Arguments.nonNull("adaptiveMaxPool2d", "x", x);
+        Arguments.nonNull("adaptiveMaxPool2d", "outputSize", outputSize);
         ValuesIndices r = Pooling.adaptiveMaxPool2d(x, outputSize);
         r.indices().close();
         return r.values();
     }
 
     public static ValuesIndices adaptiveMaxPool2dWithIndices(Tensor x, long... outputSize) {
+        Arguments.nonNull("adaptiveMaxPool2dWithIndices", "x", x);
+        Arguments.nonNull("adaptiveMaxPool2dWithIndices", "outputSize", outputSize);
         return Pooling.adaptiveMaxPool2d(x, outputSize);
     }
 
     public static Tensor adaptiveMaxPool1d(Tensor x, long outputSize) {
+        Arguments.nonNull("adaptiveMaxPool1d", "x", x);
         ValuesIndices r = Pooling.adaptiveMaxPool1d(x, outputSize);
         r.indices().close();
         return r.values();
@@ -873,40 +1011,56 @@ public final class F {
 
     /** {@code F.pad} with zeros (constant mode); pads are {@code (left, right)} pairs from the last dimension backwards. */
     public static Tensor pad(Tensor x, long... pads) {
+        Arguments.nonNull("pad", "x", x);
+        Arguments.nonNull("pad", "pads", pads);
         return Padding.pad(x, pads, Padding.Mode.CONSTANT, 0);
     }
 
     /** {@code F.pad}: mode {@code "constant"}, {@code "reflect"}, {@code "replicate"} or {@code "circular"}. */
     public static Tensor pad(Tensor x, long[] pads, String mode) {
+        Arguments.nonNull("pad", "x", x);
+        Arguments.nonNull("pad", "pads", pads);
+        Arguments.nonNull("pad", "mode", mode);
         return Padding.pad(x, pads, mode, 0);
     }
 
     /** {@code F.pad} with a value (constant mode only; other modes reject a non-zero value as PyTorch). */
     public static Tensor pad(Tensor x, long[] pads, String mode, double value) {
+        Arguments.nonNull("pad", "x", x);
+        Arguments.nonNull("pad", "pads", pads);
+        Arguments.nonNull("pad", "mode", mode);
         return Padding.pad(x, pads, mode, value);
     }
 
     /** {@code F.interpolate(x, size=...)}; {@code alignCorners} may be null (false, linear modes only). */
     public static Tensor interpolate(Tensor x, long[] size, String mode, Boolean alignCorners) {
+        Arguments.nonNull("interpolate", "x", x);
+        Arguments.nonNull("interpolate", "mode", mode);
         return Resampling.interpolate(x, size, null, mode, alignCorners, false);
     }
 
     /** {@code F.interpolate(x, scale_factor=...)}; the source index uses {@code 1 / scale} (recompute_scale_factor=False). */
     public static Tensor interpolate(Tensor x, double[] scaleFactor, String mode, Boolean alignCorners) {
+        Arguments.nonNull("interpolate", "x", x);
+        Arguments.nonNull("interpolate", "mode", mode);
         return Resampling.interpolate(x, null, scaleFactor, mode, alignCorners, false);
     }
 
     /** {@code F.interpolate} with every argument; exactly one of {@code size} and {@code scaleFactor} is non-null. */
     public static Tensor interpolate(Tensor x, long[] size, double[] scaleFactor, String mode, Boolean alignCorners,
                                      boolean recomputeScaleFactor) {
+        Arguments.nonNull("interpolate", "x", x);
+        Arguments.nonNull("interpolate", "mode", mode);
         return Resampling.interpolate(x, size, scaleFactor, mode, alignCorners, recomputeScaleFactor);
     }
 
     public static Tensor pixelShuffle(Tensor x, int upscaleFactor) {
+        Arguments.nonNull("pixelShuffle", "x", x);
         return Resampling.pixelShuffle(x, upscaleFactor);
     }
 
     public static Tensor pixelUnshuffle(Tensor x, int downscaleFactor) {
+        Arguments.nonNull("pixelUnshuffle", "x", x);
         return Resampling.pixelUnshuffle(x, downscaleFactor);
     }
 
@@ -920,6 +1074,7 @@ public final class F {
      * scales the rest by {@code 1 / (1 - p)}; the identity (a new reference) otherwise.
      */
     public static Tensor dropout1d(Tensor x, double p, boolean training, Generator gen) {
+        Arguments.nonNull("dropout1d", "x", x);
         if (x.dim() != 2 && x.dim() != 3) {
             throw new IllegalArgumentException("dropout1d: expected 2D or 3D input, but received a " + x.dim() + "D input of shape "
                     + Shapes.format(x.shape()) + ". Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
@@ -942,6 +1097,7 @@ public final class F {
      * behaviour), not as an unbatched image.
      */
     public static Tensor dropout2d(Tensor x, double p, boolean training, Generator gen) {
+        Arguments.nonNull("dropout2d", "x", x);
         return featureDropout("dropout2d", x, p, training, gen);
     }
 

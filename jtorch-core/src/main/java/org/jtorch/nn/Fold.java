@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * Combines sliding blocks into an image, summing overlaps (col2im), as {@code torch.nn.Fold}:
@@ -18,6 +19,11 @@ public class Fold extends Module {
     }
 
     public Fold(int[] outputSize, int[] kernelSize, int[] dilation, int[] padding, int[] stride) {
+        Arguments.nonNull("Fold", "outputSize", outputSize);
+        Arguments.nonNull("Fold", "kernelSize", kernelSize);
+        Arguments.nonNull("Fold", "dilation", dilation);
+        Arguments.nonNull("Fold", "padding", padding);
+        Arguments.nonNull("Fold", "stride", stride);
         this.outputSize = outputSize.clone();
         this.kernelSize = kernelSize.clone();
         this.dilation = dilation.clone();

@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /** GELU, exact ({@code "none"}, the default) or with the tanh approximation ({@code "tanh"}), as {@code torch.nn.GELU}. */
 public class GELU extends Module {
@@ -11,6 +12,7 @@ public class GELU extends Module {
     }
 
     public GELU(String approximate) {
+        Arguments.nonNull("GELU", "approximate", approximate);
         if (!approximate.equals("none") && !approximate.equals("tanh")) {
             throw new IllegalArgumentException("GELU: approximate must be 'none' or 'tanh', got '" + approximate + "'");
         }

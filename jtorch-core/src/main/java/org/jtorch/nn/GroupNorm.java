@@ -4,6 +4,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.ops.Arguments;
 
 /**
  * {@code torch.nn.GroupNorm}: normalises each of {@code numGroups} channel groups per sample (input
@@ -25,6 +26,8 @@ public class GroupNorm extends Module {
     }
 
     public GroupNorm(long numGroups, long numChannels, double eps, boolean affine, DType dtype, Device device) {
+        Arguments.nonNull("GroupNorm", "dtype", dtype);
+        Arguments.nonNull("GroupNorm", "device", device);
         if (numGroups <= 0 || numChannels % numGroups != 0) {
             throw new IllegalArgumentException("GroupNorm: num_channels must be divisible by num_groups (got num_channels="
                     + numChannels + ", num_groups=" + numGroups + ")");

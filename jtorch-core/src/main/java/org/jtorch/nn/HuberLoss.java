@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /** Huber loss with threshold {@code delta} (default 1), as {@code torch.nn.HuberLoss}; see {@link F#huberLoss}. */
 public class HuberLoss extends Loss {
@@ -11,6 +12,7 @@ public class HuberLoss extends Loss {
     }
 
     public HuberLoss(F.Reduction reduction, double delta) {
+        Arguments.nonNull("HuberLoss", "reduction", reduction);
         super(reduction);
         this.delta = delta;
     }

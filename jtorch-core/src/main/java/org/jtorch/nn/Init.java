@@ -6,6 +6,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.backend.Backends;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.SpecialFunctions;
 
 /**
@@ -29,6 +30,8 @@ public final class Init {
 
     /** Uniform in {@code [low, high)}. */
     public static Tensor uniform_(Tensor t, double low, double high, Generator gen) {
+        Arguments.nonNull("uniform_", "t", t);
+        Arguments.nonNull("uniform_", "gen", gen);
         requireFloating("uniform_", t);
         t.checkNoInternalOverlap("uniform_");
         try (Grad.Mode g = Grad.noGrad(); Tensor r = Tensor.empty(t.shape(), t.dtype(), t.device())) {
@@ -45,6 +48,8 @@ public final class Init {
 
     /** Normal(mean, std). */
     public static Tensor normal_(Tensor t, double mean, double std, Generator gen) {
+        Arguments.nonNull("normal_", "t", t);
+        Arguments.nonNull("normal_", "gen", gen);
         requireFloating("normal_", t);
         if (std < 0) throw new IllegalArgumentException("normal_: expects std >= 0.0, but found std " + std);
         t.checkNoInternalOverlap("normal_");
@@ -57,16 +62,20 @@ public final class Init {
     }
 
     public static Tensor constant_(Tensor t, double value) {
+        Arguments.nonNull("constant_", "t", t);
+        t.checkWritable("constant_");
         try (Grad.Mode g = Grad.noGrad()) {
             return t.fill_(value);
         }
     }
 
     public static Tensor zeros_(Tensor t) {
+        Arguments.nonNull("zeros_", "t", t);
         return constant_(t, 0);
     }
 
     public static Tensor ones_(Tensor t) {
+        Arguments.nonNull("ones_", "t", t);
         return constant_(t, 1);
     }
 
@@ -79,6 +88,8 @@ public final class Init {
      * by the inverse CDF of uniform samples in {@code [cdf(a), cdf(b)]}.
      */
     public static Tensor truncNormal_(Tensor t, double mean, double std, double a, double b, Generator gen) {
+        Arguments.nonNull("truncNormal_", "t", t);
+        Arguments.nonNull("truncNormal_", "gen", gen);
         requireFloating("truncNormal_", t);
         t.checkNoInternalOverlap("truncNormal_");
         if (!(a <= b)) throw new IllegalArgumentException("truncNormal_: expected a <= b, got a=" + a + ", b=" + b);
@@ -147,6 +158,7 @@ public final class Init {
      * where receptive is the product of the dimensions after the second.
      */
     public static long[] calculateFanInAndFanOut(Tensor t) {
+        Arguments.nonNull("calculateFanInAndFanOut", "t", t);
         if (t.dim() < 2) {
             throw new IllegalArgumentException("calculateFanInAndFanOut: Fan in and fan out can not be computed for tensor with fewer than 2"
                     + " dimensions (shape " + org.jtorch.ops.Shapes.format(t.shape()) + ")");
@@ -162,6 +174,7 @@ public final class Init {
      * ({@code param} is the slope, 0.01 when null), 3/4 for selu.
      */
     public static double calculateGain(String nonlinearity, Double param) {
+        Arguments.nonNull("calculateGain", "nonlinearity", nonlinearity);
         return switch (nonlinearity) {
             case "linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "sigmoid" -> 1.0;
             case "tanh" -> 5.0 / 3;
@@ -185,6 +198,8 @@ public final class Init {
 
     /** Uniform in {@code ±gain * sqrt(6 / (fan_in + fan_out))} (Glorot and Bengio, 2010). */
     public static Tensor xavierUniform_(Tensor t, double gain, Generator gen) {
+        Arguments.nonNull("xavierUniform_", "t", t);
+        Arguments.nonNull("xavierUniform_", "gen", gen);
         long[] fans = calculateFanInAndFanOut(t);
         double std = gain * Math.sqrt(2.0 / (fans[0] + fans[1]));
         double bound = Math.sqrt(3.0) * std;
@@ -197,6 +212,8 @@ public final class Init {
 
     /** Normal(0, {@code gain * sqrt(2 / (fan_in + fan_out))}). */
     public static Tensor xavierNormal_(Tensor t, double gain, Generator gen) {
+        Arguments.nonNull("xavierNormal_", "t", t);
+        Arguments.nonNull("xavierNormal_", "gen", gen);
         long[] fans = calculateFanInAndFanOut(t);
         return normal_(t, 0, gain * Math.sqrt(2.0 / (fans[0] + fans[1])), gen);
     }
@@ -210,6 +227,10 @@ public final class Init {
      * al., 2015); PyTorch's defaults are {@code a = 0, FAN_IN, "leaky_relu"}. Empty tensors are left as they are.
      */
     public static Tensor kaimingUniform_(Tensor t, double a, FanMode mode, String nonlinearity, Generator gen) {
+        Arguments.nonNull("kaimingUniform_", "t", t);
+        Arguments.nonNull("kaimingUniform_", "mode", mode);
+        Arguments.nonNull("kaimingUniform_", "nonlinearity", nonlinearity);
+        Arguments.nonNull("kaimingUniform_", "gen", gen);
         if (t.numel() == 0) return t;
         double bound = Math.sqrt(3.0) * kaimingStd(t, a, mode, nonlinearity);
         return uniform_(t, -bound, bound, gen);
@@ -221,6 +242,10 @@ public final class Init {
 
     /** Normal(0, {@code gain / sqrt(fan)}). */
     public static Tensor kaimingNormal_(Tensor t, double a, FanMode mode, String nonlinearity, Generator gen) {
+        Arguments.nonNull("kaimingNormal_", "t", t);
+        Arguments.nonNull("kaimingNormal_", "mode", mode);
+        Arguments.nonNull("kaimingNormal_", "nonlinearity", nonlinearity);
+        Arguments.nonNull("kaimingNormal_", "gen", gen);
         if (t.numel() == 0) return t;
         return normal_(t, 0, kaimingStd(t, a, mode, nonlinearity), gen);
     }
@@ -244,6 +269,9 @@ public final class Init {
      * orthogonality to double precision, on the CPU in double.
      */
     public static Tensor orthogonal_(Tensor t, double gain, Generator gen) {
+        Arguments.nonNull("orthogonal_", "t", t);
+        Arguments.nonNull("orthogonal_", "gen", gen);
+        t.checkWritable("orthogonal_");
         if (t.dim() < 2) {
             throw new IllegalArgumentException("orthogonal_: Only tensors with 2 or more dimensions are supported, got shape "
                     + org.jtorch.ops.Shapes.format(t.shape()));
@@ -297,6 +325,7 @@ public final class Init {
     }
 
     private static void requireFloating(String op, Tensor t) {
+        t.checkWritable(op);
         if (!t.dtype().isFloatingPoint()) {
             throw new IllegalArgumentException(op + ": expected a floating point tensor, got " + t.dtype());
         }

@@ -3,6 +3,7 @@ package org.jtorch.nn;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Torch;
+import org.jtorch.ops.Arguments;
 
 /** {@code torch.nn.InstanceNorm1d}: {@link InstanceNorm} over inputs {@code [N, C, L]} (or {@code [C, L]}). */
 public class InstanceNorm1d extends InstanceNorm {
@@ -16,6 +17,8 @@ public class InstanceNorm1d extends InstanceNorm {
 
     public InstanceNorm1d(long numFeatures, double eps, double momentum, boolean affine, boolean trackRunningStats,
                           DType dtype, Device device) {
+        Arguments.nonNull("InstanceNorm1d", "dtype", dtype);
+        Arguments.nonNull("InstanceNorm1d", "device", device);
         super(1, numFeatures, eps, momentum, affine, trackRunningStats, dtype, device);
     }
 }

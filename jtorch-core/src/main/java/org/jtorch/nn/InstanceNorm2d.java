@@ -3,6 +3,7 @@ package org.jtorch.nn;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Torch;
+import org.jtorch.ops.Arguments;
 
 /** {@code torch.nn.InstanceNorm2d}: {@link InstanceNorm} over inputs {@code [N, C, H, W]} (or {@code [C, H, W]}). */
 public class InstanceNorm2d extends InstanceNorm {
@@ -16,6 +17,8 @@ public class InstanceNorm2d extends InstanceNorm {
 
     public InstanceNorm2d(long numFeatures, double eps, double momentum, boolean affine, boolean trackRunningStats,
                           DType dtype, Device device) {
+        Arguments.nonNull("InstanceNorm2d", "dtype", dtype);
+        Arguments.nonNull("InstanceNorm2d", "device", device);
         super(2, numFeatures, eps, momentum, affine, trackRunningStats, dtype, device);
     }
 }

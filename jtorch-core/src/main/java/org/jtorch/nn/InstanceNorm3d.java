@@ -3,6 +3,7 @@ package org.jtorch.nn;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Torch;
+import org.jtorch.ops.Arguments;
 
 /** {@code torch.nn.InstanceNorm3d}: {@link InstanceNorm} over inputs {@code [N, C, D, H, W]} (or {@code [C, D, H, W]}). */
 public class InstanceNorm3d extends InstanceNorm {
@@ -16,6 +17,8 @@ public class InstanceNorm3d extends InstanceNorm {
 
     public InstanceNorm3d(long numFeatures, double eps, double momentum, boolean affine, boolean trackRunningStats,
                           DType dtype, Device device) {
+        Arguments.nonNull("InstanceNorm3d", "dtype", dtype);
+        Arguments.nonNull("InstanceNorm3d", "device", device);
         super(3, numFeatures, eps, momentum, affine, trackRunningStats, dtype, device);
     }
 }

@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /** Kullback-Leibler divergence, as {@code torch.nn.KLDivLoss}; see {@link F#klDiv}. */
 public class KLDivLoss extends Loss {
@@ -11,6 +12,7 @@ public class KLDivLoss extends Loss {
     }
 
     public KLDivLoss(F.Reduction reduction, boolean logTarget) {
+        Arguments.nonNull("KLDivLoss", "reduction", reduction);
         super(reduction);
         this.logTarget = logTarget;
     }

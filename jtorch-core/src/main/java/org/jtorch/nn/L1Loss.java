@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /** Mean absolute error, as {@code torch.nn.L1Loss}; see {@link F#l1Loss}. */
 public class L1Loss extends Loss {
@@ -10,6 +11,7 @@ public class L1Loss extends Loss {
     }
 
     public L1Loss(F.Reduction reduction) {
+        Arguments.nonNull("L1Loss", "reduction", reduction);
         super(reduction);
 
     }

@@ -5,6 +5,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.ops.Arguments;
 
 /**
  * Normalises over the trailing {@code normalizedShape} dimensions to zero mean and unit (biased)
@@ -24,6 +25,9 @@ public class LayerNorm extends Module {
     }
 
     public LayerNorm(long[] normalizedShape, double eps, boolean elementwiseAffine, DType dtype, Device device) {
+        Arguments.nonNull("LayerNorm", "normalizedShape", normalizedShape);
+        Arguments.nonNull("LayerNorm", "dtype", dtype);
+        Arguments.nonNull("LayerNorm", "device", device);
         this.normalizedShape = normalizedShape.clone();
         this.eps = eps;
         registerParameter("weight", elementwiseAffine ? Tensor.empty(normalizedShape, dtype, device) : null);

@@ -5,6 +5,7 @@ import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.ops.Arguments;
 
 /**
  * {@code y = x @ weight.T + bias}, as {@code torch.nn.Linear}: {@code weight} is {@code [out, in]}
@@ -25,6 +26,9 @@ public class Linear extends Module {
     }
 
     public Linear(long inFeatures, long outFeatures, boolean bias, DType dtype, Device device, Generator gen) {
+        Arguments.nonNull("Linear", "dtype", dtype);
+        Arguments.nonNull("Linear", "device", device);
+        Arguments.nonNull("Linear", "gen", gen);
         this.inFeatures = inFeatures;
         this.outFeatures = outFeatures;
         registerParameter("weight", Tensor.empty(new long[] {outFeatures, inFeatures}, dtype, device));

@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /** Mean squared error, as {@code torch.nn.MSELoss}; see {@link F#mseLoss}. */
 public class MSELoss extends Loss {
@@ -10,6 +11,7 @@ public class MSELoss extends Loss {
     }
 
     public MSELoss(F.Reduction reduction) {
+        Arguments.nonNull("MSELoss", "reduction", reduction);
         super(reduction);
 
     }

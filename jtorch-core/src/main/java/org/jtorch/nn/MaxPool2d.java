@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Reductions.ValuesIndices;
 
 /**
@@ -29,6 +30,9 @@ public class MaxPool2d extends Module {
 
     /** A null stride means the kernel size. */
     public MaxPool2d(int[] kernelSize, int[] stride, int[] padding, int[] dilation, boolean ceilMode) {
+        Arguments.nonNull("MaxPool2d", "kernelSize", kernelSize);
+        Arguments.nonNull("MaxPool2d", "padding", padding);
+        Arguments.nonNull("MaxPool2d", "dilation", dilation);
         this.kernelSize = kernelSize.clone();
         this.stride = stride == null || stride.length == 0 ? kernelSize.clone() : stride.clone();
         this.padding = padding.clone();

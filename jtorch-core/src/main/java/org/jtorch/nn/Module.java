@@ -15,6 +15,8 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Grad;
+import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -54,6 +56,7 @@ public abstract class Module implements AutoCloseable {
 
     /** As {@link #registerParameter(String, Tensor)}, with {@code requiresGrad} false for a frozen parameter. */
     public Tensor registerParameter(String name, Tensor tensor, boolean requiresGrad) {
+        Arguments.nonNull("registerParameter", "name", name);
         checkName("registerParameter", name, parameters);
         if (tensor != null) {
             if (requiresGrad && !tensor.dtype().isFloatingPoint()) {
@@ -76,6 +79,7 @@ public abstract class Module implements AutoCloseable {
      * appear in the state dict. The module takes ownership; replacing a buffer closes the previous one.
      */
     public Tensor registerBuffer(String name, Tensor tensor, boolean persistent) {
+        Arguments.nonNull("registerBuffer", "name", name);
         checkName("registerBuffer", name, buffers);
         Tensor old = buffers.put(name, tensor);
         if (old != null && old != tensor) old.close();
@@ -90,6 +94,7 @@ public abstract class Module implements AutoCloseable {
 
     /** Registers a child module under {@code name}; its parameters appear as {@code name.<param>}. */
     public <M extends Module> M registerModule(String name, M module) {
+        Arguments.nonNull("registerModule", "name", name);
         checkName("registerModule", name, children);
         if (module == this) throw new IllegalArgumentException("registerModule: a module cannot be its own child ('" + name + "')");
         children.put(name, module);
@@ -106,6 +111,7 @@ public abstract class Module implements AutoCloseable {
 
     /** The parameter registered as {@code name} in this module (not its children); null if registered as absent. */
     public Tensor parameter(String name) {
+        Arguments.nonNull("parameter", "name", name);
         if (!parameters.containsKey(name)) {
             throw new IllegalArgumentException(getClass().getSimpleName() + " has no parameter '" + name + "'");
         }
@@ -114,6 +120,7 @@ public abstract class Module implements AutoCloseable {
 
     /** The buffer registered as {@code name} in this module; null if registered as absent. */
     public Tensor buffer(String name) {
+        Arguments.nonNull("buffer", "name", name);
         if (!buffers.containsKey(name)) {
             throw new IllegalArgumentException(getClass().getSimpleName() + " has no buffer '" + name + "'");
         }
@@ -122,6 +129,7 @@ public abstract class Module implements AutoCloseable {
 
     /** The child registered as {@code name}. */
     public Module child(String name) {
+        Arguments.nonNull("child", "name", name);
         Module m = children.get(name);
         if (m == null) throw new IllegalArgumentException(getClass().getSimpleName() + " has no submodule '" + name + "'");
         return m;
@@ -195,6 +203,7 @@ public abstract class Module implements AutoCloseable {
 
     /** Calls {@code fn} on every descendant (children first, depth first) and then on this module, as PyTorch's {@code apply}. */
     public Module apply(Consumer<Module> fn) {
+        Arguments.nonNull("apply", "fn", fn);
         for (Module c : children.values()) c.apply(fn);
         fn.accept(this);
         return this;
@@ -236,6 +245,7 @@ public abstract class Module implements AutoCloseable {
 
     /** Moves parameters, their gradients and buffers to {@code device}, replacing (and closing) the old tensors. */
     public Module to(Device device) {
+        Arguments.nonNull("to", "device", device);
         return convert(t -> t.to(device));
     }
 
@@ -251,6 +261,7 @@ public abstract class Module implements AutoCloseable {
 
     /** Casts floating-point parameters, gradients and buffers to the floating dtype {@code dtype}; others stay as they are. */
     public Module to(DType dtype) {
+        Arguments.nonNull("to", "dtype", dtype);
         if (!dtype.isFloatingPoint()) {
             throw new IllegalArgumentException("Module.to: only floating point dtypes are accepted, got " + dtype);
         }
@@ -322,7 +333,12 @@ public abstract class Module implements AutoCloseable {
     }
 
     /** The keys a {@link #loadStateDict} call found missing from, or unexpected in, the given state dict. */
-    public record LoadResult(List<String> missingKeys, List<String> unexpectedKeys) {}
+    public record LoadResult(List<String> missingKeys, List<String> unexpectedKeys) {
+        public LoadResult {
+            Arguments.nonNull("LoadResult", "missingKeys", missingKeys);
+            Arguments.nonNull("LoadResult", "unexpectedKeys", unexpectedKeys);
+        }
+    }
 
     /**
      * Copies {@code state} into this module's parameters and persistent buffers (converting dtype and
@@ -331,12 +347,18 @@ public abstract class Module implements AutoCloseable {
      * in PyTorch's wording.
      */
     public LoadResult loadStateDict(Map<String, Tensor> state, boolean strict) {
+        Arguments.nonNull("loadStateDict", "state", state);
         Map<String, Tensor> own = stateTensors();
         List<String> missing = new ArrayList<>();
         List<String> unexpected = new ArrayList<>();
         List<String> errors = new ArrayList<>();
         for (Map.Entry<String, Tensor> e : own.entrySet()) {
-            Tensor src = state.get(e.getKey());
+            Object value = ((Map<?, ?>) state).get(e.getKey()); // a raw map may hold anything
+            if (value != null && !(value instanceof Tensor)) {
+                throw new IllegalArgumentException("loadStateDict: '" + e.getKey() + "' must be a tensor, found " + StateReader.describe(value));
+            }
+            Tensor src = (Tensor) value;
+            if (src != null) src.checkOpen("loadStateDict('" + e.getKey() + "')");
             if (src == null) {
                 missing.add(e.getKey());
             } else if (!Arrays.equals(src.shape(), e.getValue().shape())) {
@@ -344,7 +366,10 @@ public abstract class Module implements AutoCloseable {
                         + " from checkpoint, the shape in current model is " + Shapes.format(e.getValue().shape()) + ".");
             }
         }
-        for (String k : state.keySet()) if (!own.containsKey(k)) unexpected.add(k);
+        for (Object k : state.keySet()) {
+            if (!(k instanceof String key)) throw new IllegalArgumentException("loadStateDict: keys must be strings, found " + StateReader.describe(k));
+            if (!own.containsKey(key)) unexpected.add(key);
+        }
         if (strict) {
             if (!unexpected.isEmpty()) errors.add(0, "Unexpected key(s) in state_dict: " + quoted(unexpected) + ".");
             if (!missing.isEmpty()) errors.add(0, "Missing key(s) in state_dict: " + quoted(missing) + ".");

@@ -2,16 +2,19 @@ package org.jtorch.nn;
 
 import java.util.Iterator;
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /** A list of registered modules (named {@code 0, 1, ...}); it has no forward of its own, as PyTorch's {@code ModuleList}. */
 public class ModuleList extends Module implements Iterable<Module> {
     private int count;
 
     public ModuleList(Module... modules) {
+        Arguments.nonNullElements("ModuleList", "modules", modules);
         for (Module m : modules) add(m);
     }
 
     public ModuleList add(Module module) {
+        Arguments.nonNull("ModuleList.add", "module", module);
         registerModule(Integer.toString(count++), module);
         return this;
     }

@@ -7,6 +7,7 @@ import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -30,6 +31,10 @@ public class MultiheadAttention extends Module {
 
     /** The attention output and, when requested, the attention weights (null otherwise). Closing closes both. */
     public record Output(Tensor output, Tensor weights) implements AutoCloseable {
+        public Output {
+            Arguments.nonNull("MultiheadAttention.Output", "output", output);
+        }
+
         @Override
         public void close() {
             output.close();
@@ -47,6 +52,9 @@ public class MultiheadAttention extends Module {
 
     public MultiheadAttention(long embedDim, long numHeads, double dropout, boolean bias, boolean batchFirst, DType dtype, Device device,
                               Generator gen) {
+        Arguments.nonNull("MultiheadAttention", "dtype", dtype);
+        Arguments.nonNull("MultiheadAttention", "device", device);
+        Arguments.nonNull("MultiheadAttention", "gen", gen);
         if (numHeads <= 0 || embedDim % numHeads != 0) {
             throw new IllegalArgumentException("MultiheadAttention: embed_dim (" + embedDim + ") must be divisible by num_heads (" + numHeads + ")");
         }

@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /** Negative log likelihood, as {@code torch.nn.NLLLoss}; {@code weight} (may be null) becomes buffer {@code weight}, owned by the module; see {@link F#nllLoss}. */
 public class NLLLoss extends Loss {
@@ -11,6 +12,7 @@ public class NLLLoss extends Loss {
     }
 
     public NLLLoss(Tensor weight, long ignoreIndex, F.Reduction reduction) {
+        Arguments.nonNull("NLLLoss", "reduction", reduction);
         super(reduction);
         registerBuffer("weight", weight);
         this.ignoreIndex = ignoreIndex;

@@ -5,6 +5,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.ops.Arguments;
 
 /**
  * {@code x / sqrt(mean(x^2) + eps) * weight} over the trailing {@code normalizedShape} dimensions, as
@@ -24,6 +25,9 @@ public class RMSNorm extends Module {
     }
 
     public RMSNorm(long[] normalizedShape, Double eps, boolean elementwiseAffine, DType dtype, Device device) {
+        Arguments.nonNull("RMSNorm", "normalizedShape", normalizedShape);
+        Arguments.nonNull("RMSNorm", "dtype", dtype);
+        Arguments.nonNull("RMSNorm", "device", device);
         this.normalizedShape = normalizedShape.clone();
         this.eps = eps;
         registerParameter("weight", elementwiseAffine ? Tensor.empty(normalizedShape, dtype, device) : null);

@@ -1,5 +1,6 @@
 package org.jtorch.nn;
 
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
 
 /**
@@ -12,6 +13,7 @@ public class ReflectionPad1d extends PadModule {
     }
 
     public ReflectionPad1d(long[] padding) {
+        Arguments.nonNull("ReflectionPad1d", "padding", padding);
         super(Padding.Mode.REFLECT, checked("ReflectionPad1d", padding, 2), 0, false);
     }
 }

@@ -1,5 +1,6 @@
 package org.jtorch.nn;
 
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
 
 /**
@@ -12,6 +13,7 @@ public class ReflectionPad2d extends PadModule {
     }
 
     public ReflectionPad2d(long[] padding) {
+        Arguments.nonNull("ReflectionPad2d", "padding", padding);
         super(Padding.Mode.REFLECT, checked("ReflectionPad2d", padding, 4), 0, false);
     }
 }

@@ -1,5 +1,6 @@
 package org.jtorch.nn;
 
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
 
 /**
@@ -12,6 +13,7 @@ public class ReplicationPad1d extends PadModule {
     }
 
     public ReplicationPad1d(long[] padding) {
+        Arguments.nonNull("ReplicationPad1d", "padding", padding);
         super(Padding.Mode.REPLICATE, checked("ReplicationPad1d", padding, 2), 0, false);
     }
 }

@@ -1,5 +1,6 @@
 package org.jtorch.nn;
 
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
 
 /**
@@ -12,6 +13,7 @@ public class ReplicationPad2d extends PadModule {
     }
 
     public ReplicationPad2d(long[] padding) {
+        Arguments.nonNull("ReplicationPad2d", "padding", padding);
         super(Padding.Mode.REPLICATE, checked("ReplicationPad2d", padding, 4), 0, false);
     }
 }

@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /** Smooth L1 loss with threshold {@code beta} (default 1), as {@code torch.nn.SmoothL1Loss}; see {@link F#smoothL1Loss}. */
 public class SmoothL1Loss extends Loss {
@@ -11,6 +12,7 @@ public class SmoothL1Loss extends Loss {
     }
 
     public SmoothL1Loss(F.Reduction reduction, double beta) {
+        Arguments.nonNull("SmoothL1Loss", "reduction", reduction);
         super(reduction);
         this.beta = beta;
     }

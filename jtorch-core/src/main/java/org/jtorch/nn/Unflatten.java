@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /** Splits dimension {@code dim} into {@code sizes}, as {@code torch.nn.Unflatten}. */
 public class Unflatten extends Module {
@@ -8,6 +9,7 @@ public class Unflatten extends Module {
     private final long[] sizes;
 
     public Unflatten(int dim, long... sizes) {
+        Arguments.nonNull("Unflatten", "sizes", sizes);
         this.dim = dim;
         this.sizes = sizes.clone();
     }

@@ -1,6 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * Extracts sliding blocks (im2col), as {@code torch.nn.Unfold}: {@code [N, C, H, W] -> [N, C*kH*kW, L]}.
@@ -17,6 +18,10 @@ public class Unfold extends Module {
     }
 
     public Unfold(int[] kernelSize, int[] dilation, int[] padding, int[] stride) {
+        Arguments.nonNull("Unfold", "kernelSize", kernelSize);
+        Arguments.nonNull("Unfold", "dilation", dilation);
+        Arguments.nonNull("Unfold", "padding", padding);
+        Arguments.nonNull("Unfold", "stride", stride);
         this.kernelSize = kernelSize.clone();
         this.dilation = dilation.clone();
         this.padding = padding.clone();

@@ -2,6 +2,7 @@ package org.jtorch.nn;
 
 import java.util.Arrays;
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * Upsampling by {@link F#interpolate} with a fixed size or scale factor, as {@code torch.nn.Upsample}: modes
@@ -27,10 +28,14 @@ public class Upsample extends Module {
     }
 
     public static Upsample scale(double[] scaleFactor, String mode, Boolean alignCorners) {
+        Arguments.nonNull("Upsample.scale", "scaleFactor", scaleFactor);
+        Arguments.nonNull("Upsample.scale", "mode", mode);
         return new Upsample(null, scaleFactor.clone(), mode, alignCorners);
     }
 
     public static Upsample size(long[] size, String mode, Boolean alignCorners) {
+        Arguments.nonNull("Upsample.size", "size", size);
+        Arguments.nonNull("Upsample.size", "mode", mode);
         return new Upsample(size.clone(), null, mode, alignCorners);
     }
 

@@ -1,5 +1,6 @@
 package org.jtorch.nn;
 
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
 
 /**
@@ -12,6 +13,7 @@ public class ZeroPad2d extends PadModule {
     }
 
     public ZeroPad2d(long[] padding) {
+        Arguments.nonNull("ZeroPad2d", "padding", padding);
         super(Padding.Mode.CONSTANT, checked("ZeroPad2d", padding, 4), 0, false);
     }
 }

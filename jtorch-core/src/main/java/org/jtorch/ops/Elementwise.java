@@ -48,7 +48,7 @@ public final class Elementwise {
     }
 
     public static Tensor unaryInPlace(UnaryOp op, Tensor x, double p0, double p1) {
-        x.checkOpen(op.pyName() + "_");
+        x.checkWritable(op.pyName() + "_");
         op = boolForm(op, x.dtype());
         DType out = op.resultType(x.dtype(), Torch.defaultDtype());
         checkCast(op.pyName() + "_", out, x.dtype());
@@ -111,7 +111,7 @@ public final class Elementwise {
 
     public static Tensor binaryInPlace(BinaryOp op, Tensor self, Tensor b, double alpha) {
         String name = op.pyName() + "_";
-        self.checkOpen(name);
+        self.checkWritable(name);
         b.checkOpen(name);
         Device device = commonDevice(name, self, b);
         long[] shape = Shapes.broadcast(name, self.shape(), b.shape());

@@ -129,6 +129,7 @@ public final class Indexing {
      * is read. Returns {@code self}.
      */
     public static Tensor scatterInPlace(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
+        self.checkWritable(op);
         boolean selfGrad = self.requiresGrad();
         boolean srcGrad = src.requiresGrad();
         if (!Autograd.needsGrad(self, src)) return scatterImpl(op, self, dim, index, src, accumulate);
@@ -182,6 +183,7 @@ public final class Indexing {
     /** {@code self.scatter_(dim, index, value)}: writes a scalar (converted to self's dtype) at the indexed places. */
     public static Tensor scatterValueInPlace(Tensor self, int dim, Tensor index, double value) {
         String op = "scatter_";
+        self.checkWritable(op);
         checkOpen(op, self, index);
         checkScatterIndex(op, self, dim, index);
         self.checkNoInternalOverlap(op);
@@ -232,6 +234,7 @@ public final class Indexing {
     /** {@code self.index_add_(dim, index, source, alpha)}: {@code self.select(dim, index[i]) += alpha * source.select(dim, i)}. */
     public static Tensor indexAddInPlace(Tensor self, int dim, Tensor index, Tensor source, double alpha) {
         String op = "indexAdd_";
+        self.checkWritable(op);
         if (!self.dtype().isFloatingPoint() && alpha != Math.rint(alpha)) {
             throw new IllegalArgumentException(op + ": for integral input tensors, alpha must not be a floating point number, got "
                     + alpha);
@@ -254,6 +257,7 @@ public final class Indexing {
     /** {@code self.index_copy_(dim, index, source)}: {@code self.select(dim, index[i]) = source.select(dim, i)}; index is int64. */
     public static Tensor indexCopyInPlace(Tensor self, int dim, Tensor index, Tensor source) {
         String op = "indexCopy_";
+        self.checkWritable(op);
         boolean selfGrad = self.requiresGrad();
         boolean sourceGrad = source.requiresGrad();
         if (!Autograd.needsGrad(self, source)) return indexAccumulate(op, self, dim, index, source, false, 1, false);
@@ -271,6 +275,7 @@ public final class Indexing {
 
     /** {@code self.index_fill_(dim, index, value)}; index is int64 and negative entries wrap, as PyTorch. */
     public static Tensor indexFillInPlace(Tensor self, int dim, Tensor index, double value) {
+        self.checkWritable("indexFill_");
         if (!Autograd.needsGrad(self)) return indexFillImpl(self, dim, index, value);
         Elementwise.checkInPlaceAllowed("indexFill_", self);
         withoutGrad(() -> indexFillImpl(self, dim, index, value));
@@ -392,6 +397,7 @@ public final class Indexing {
     /** {@code self.masked_fill_(mask, value)}: the mask must broadcast to self's shape. */
     public static Tensor maskedFillInPlace(Tensor self, Tensor mask, double value) {
         String op = "maskedFill_";
+        self.checkWritable(op);
         checkOpen(op, self, mask);
         Device device = sameDevice(op, self, mask);
         requireMask(op, mask);
@@ -502,6 +508,7 @@ public final class Indexing {
      * (duplicate indices then sum). {@code values} must have self's dtype.
      */
     public static Tensor indexPutInPlace(Tensor self, Tensor[] indices, Tensor values, boolean accumulate) {
+        self.checkWritable("indexPut_");
         boolean selfGrad = self.requiresGrad();
         boolean valuesGrad = values.requiresGrad();
         if (!Autograd.needsGrad(self, values)) return indexPutImpl(self, indices, values, accumulate);

@@ -24,7 +24,7 @@ public final class Pointwise {
     }
 
     public static Tensor addcmul_(Tensor self, Tensor tensor1, Tensor tensor2, double value) {
-        checkWritable("addcmul_", self, tensor1, tensor2);
+        checkDestination("addcmul_", self, tensor1, tensor2);
         try (Tensor product = scaledProduct("addcmul_", tensor1, tensor2, value, false)) {
             return self.add_(product);
         }
@@ -42,7 +42,7 @@ public final class Pointwise {
     }
 
     public static Tensor addcdiv_(Tensor self, Tensor tensor1, Tensor tensor2, double value) {
-        checkWritable("addcdiv_", self, tensor1, tensor2);
+        checkDestination("addcdiv_", self, tensor1, tensor2);
         try (Tensor quotient = scaledProduct("addcdiv_", tensor1, tensor2, value, true)) {
             return self.add_(quotient);
         }
@@ -53,7 +53,7 @@ public final class Pointwise {
         if (!self.dtype().isFloatingPoint() || !end.dtype().isFloatingPoint()) {
             throw new IllegalArgumentException("lerp_: expected floating tensors, got " + self.dtype() + " and " + end.dtype());
         }
-        checkWritable("lerp_", self, end, end);
+        checkDestination("lerp_", self, end, end);
         try (Tensor diff = end.sub(self)) {
             return self.add_(diff, weight);
         }
@@ -75,8 +75,8 @@ public final class Pointwise {
      * Composites write through {@code add_} from a temporary, so the destination's overlap with itself and
      * with the inputs is checked here, before computing, under this op's name.
      */
-    private static void checkWritable(String op, Tensor self, Tensor input1, Tensor input2) {
-        self.checkOpen(op);
+    private static void checkDestination(String op, Tensor self, Tensor input1, Tensor input2) {
+        self.checkWritable(op);
         self.checkNoInternalOverlap(op);
         self.checkNoPartialOverlap(op, input1);
         self.checkNoPartialOverlap(op, input2);

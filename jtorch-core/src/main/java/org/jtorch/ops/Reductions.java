@@ -162,7 +162,7 @@ public final class Reductions {
     private static Tensor extremum(ReduceOp op, String name, Tensor x, int[] dims, boolean keepdim) {
         x.checkOpen(name);
         boolean[] reduced = reducedDims(name, x.shape(), dims);
-        checkNonEmpty(name, x, reduced, dims.length == 0);
+        checkNonEmpty(name, x, reduced, dims == null || dims.length == 0);
         Tensor r = reduce(op, name, x, dims, keepdim, x.dtype(), 0);
         if (Autograd.needsGrad(x)) {
             SavedTensor sx = Autograd.save(x);

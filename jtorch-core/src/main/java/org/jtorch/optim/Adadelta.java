@@ -4,6 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * Adadelta, as {@code torch.optim.Adadelta} (PyTorch 1.13):
@@ -44,10 +45,14 @@ public final class Adadelta extends Optimizer {
     }
 
     public Adadelta(Iterable<Tensor> params, Options options) {
+        Arguments.nonNull("Adadelta", "params", params);
+        Arguments.nonNull("Adadelta", "options", options);
         super("Adadelta", singleGroup(params), options);
     }
 
     public Adadelta(List<ParamGroup> groups, Options defaults) {
+        Arguments.nonNull("Adadelta", "groups", groups);
+        Arguments.nonNull("Adadelta", "defaults", defaults);
         super("Adadelta", groups, defaults);
     }
 
@@ -78,7 +83,7 @@ public final class Adadelta extends Optimizer {
             }
             Tensor squareAvg = stateTensor(st, "square_avg", p);
             Tensor accDelta = stateTensor(st, "acc_delta", p);
-            st.put("step", ((Number) st.get("step")).longValue() + 1);
+            incrementCount(st);
             Tensor g = maximize ? grad.neg() : grad.alias();
             try {
                 if (weightDecay != 0) {

@@ -4,6 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * Adagrad, as {@code torch.optim.Adagrad} (PyTorch 1.13):
@@ -50,10 +51,14 @@ public final class Adagrad extends Optimizer {
     }
 
     public Adagrad(Iterable<Tensor> params, Options options) {
+        Arguments.nonNull("Adagrad", "params", params);
+        Arguments.nonNull("Adagrad", "options", options);
         super("Adagrad", singleGroup(params), options);
     }
 
     public Adagrad(List<ParamGroup> groups, Options defaults) {
+        Arguments.nonNull("Adagrad", "groups", groups);
+        Arguments.nonNull("Adagrad", "defaults", defaults);
         super("Adagrad", groups, defaults);
     }
 

@@ -3,6 +3,7 @@ package org.jtorch.optim;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * Adam, as {@code torch.optim.Adam} (PyTorch 1.13): weight decay is an L2 term added to the gradient.
@@ -29,10 +30,14 @@ public final class Adam extends Optimizer {
     }
 
     public Adam(Iterable<Tensor> params, Options options) {
+        Arguments.nonNull("Adam", "params", params);
+        Arguments.nonNull("Adam", "options", options);
         super("Adam", singleGroup(params), options);
     }
 
     public Adam(List<ParamGroup> groups, Options defaults) {
+        Arguments.nonNull("Adam", "groups", groups);
+        Arguments.nonNull("Adam", "defaults", defaults);
         super("Adam", groups, defaults);
     }
 

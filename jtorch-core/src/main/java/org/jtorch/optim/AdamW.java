@@ -3,6 +3,7 @@ package org.jtorch.optim;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * AdamW, as {@code torch.optim.AdamW} (PyTorch 1.13): weight decay is decoupled, {@code p *= 1 - lr * weight_decay} before the Adam update (default 0.01).
@@ -29,10 +30,14 @@ public final class AdamW extends Optimizer {
     }
 
     public AdamW(Iterable<Tensor> params, Options options) {
+        Arguments.nonNull("AdamW", "params", params);
+        Arguments.nonNull("AdamW", "options", options);
         super("AdamW", singleGroup(params), options);
     }
 
     public AdamW(List<ParamGroup> groups, Options defaults) {
+        Arguments.nonNull("AdamW", "groups", groups);
+        Arguments.nonNull("AdamW", "defaults", defaults);
         super("AdamW", groups, defaults);
     }
 

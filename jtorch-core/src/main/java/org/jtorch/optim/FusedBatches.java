@@ -35,6 +35,14 @@ final class FusedBatches {
 
     /** Runs {@code step} once per (device, variant), then bumps the version of every updated tensor but the gradients (list 1). */
     void run(Step step) {
+        for (List<List<Tensor>> lists : batches.values()) {
+            for (int l = 0; l < lists.size(); l++) {
+                if (l == 1) continue;
+                for (Tensor t : lists.get(l)) {
+                    if (t != null) t.checkWritable("optimizer step");
+                }
+            }
+        }
         for (Map.Entry<Key, List<List<Tensor>>> e : batches.entrySet()) {
             List<List<Tensor>> lists = e.getValue();
             step.run(Backends.of(e.getKey().device()).optimizers(), e.getKey().variant(), lists);

@@ -11,7 +11,9 @@ import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
+import org.jtorch.io.StateReader;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Shapes;
 
 /**
@@ -68,6 +70,7 @@ public abstract class Optimizer implements AutoCloseable {
 
     /** Adds a group; options it does not set take the optimizer's defaults, as {@code add_param_group}. */
     public void addParamGroup(ParamGroup group) {
+        Arguments.nonNull("Optimizer.addParamGroup", "group", group);
         List<Tensor> params = group.params();
         IdentityHashMap<Tensor, Boolean> seen = new IdentityHashMap<>();
         for (Tensor p : params) {
@@ -106,6 +109,7 @@ public abstract class Optimizer implements AutoCloseable {
 
     /** The state of one parameter (read-only view; empty before its first step). */
     public Map<String, Object> state(Tensor param) {
+        Arguments.nonNull("Optimizer.state", "param", param);
         Map<String, Object> s = state.get(param);
         return s == null ? Map.of() : Collections.unmodifiableMap(s);
     }
@@ -121,6 +125,7 @@ public abstract class Optimizer implements AutoCloseable {
 
     /** Evaluates {@code closure} with gradients enabled (it should compute the loss and call backward), then steps; returns the loss. */
     public Tensor step(Supplier<Tensor> closure) {
+        Arguments.nonNull("Optimizer.step", "closure", closure);
         Tensor loss;
         try (var g = Grad.enableGrad()) {
             loss = closure.get();
@@ -186,6 +191,18 @@ public abstract class Optimizer implements AutoCloseable {
         }
         t.fill_(t.item() + 1);
         return t.item();
+    }
+
+    /**
+     * Increments a step kept as a number (RMSprop and Adadelta, as PyTorch 1.13; a loaded one-element
+     * tensor is converted, a missing one starts at 0) and returns its new value.
+     */
+    protected long incrementCount(Map<String, Object> st) {
+        Object s = st.get("step");
+        long next = 1 + (s instanceof Tensor t ? (long) t.item() : s instanceof Number n ? n.longValue() : 0);
+        if (s instanceof Tensor t) t.close();
+        st.put("step", next);
+        return next;
     }
 
     /** A required state tensor; a clear error if a loaded state dict lacked it. */
@@ -261,66 +278,135 @@ public abstract class Optimizer implements AutoCloseable {
      * Loads a state dict of the structure {@link #stateDict()} returns (deep-copying it), as PyTorch's
      * {@code load_state_dict}: groups are matched in order and must have the same sizes; the saved
      * options replace the groups' options; state tensors are cast to their parameter's dtype (except
-     * {@code step}). A mismatch throws {@link IllegalArgumentException} naming it, before anything changes.
+     * {@code step}). Everything is checked before anything changes: a mismatch, or an entry of the
+     * wrong kind (a string learning rate, a string parameter index), throws
+     * {@link IllegalArgumentException} naming the entry, what was expected and what was found.
      */
-    @SuppressWarnings("unchecked")
     public void loadStateDict(Map<String, Object> stateDict) {
-        Object rawGroups = stateDict.get("param_groups");
-        Object rawState = stateDict.get("state");
-        if (!(rawGroups instanceof List<?> savedGroups)) {
-            throw new IllegalArgumentException(name + ".loadStateDict: the state dict has no 'param_groups' list");
-        }
-        if (!(rawState instanceof Map<?, ?> savedState)) {
-            throw new IllegalArgumentException(name + ".loadStateDict: the state dict has no 'state' map");
-        }
+        Arguments.nonNull(name + ".loadStateDict", "stateDict", stateDict);
+        StateReader r = new StateReader(name + ".loadStateDict", stateDict);
+        List<?> savedGroups = r.requireList("param_groups");
+        StateReader savedState = r.requireMap("state");
         if (savedGroups.size() != groups.size()) {
-            throw new IllegalArgumentException(name + ".loadStateDict: loaded state dict has a different number of parameter groups ("
+            throw new IllegalArgumentException(r.op() + ": loaded state dict has a different number of parameter groups ("
                     + savedGroups.size() + ", the optimizer has " + groups.size() + ")");
         }
         Map<Integer, Tensor> idMap = new LinkedHashMap<>();
+        List<Map<String, Object>> savedOptions = new ArrayList<>();
         for (int gi = 0; gi < groups.size(); gi++) {
-            if (!(savedGroups.get(gi) instanceof Map<?, ?> sg) || !(sg.get("params") instanceof List<?> ids)) {
-                throw new IllegalArgumentException(name + ".loadStateDict: parameter group " + gi + " has no 'params' list");
-            }
+            String at = "param_groups[" + gi + "]";
+            StateReader sg = r.map(at, savedGroups.get(gi));
+            List<?> ids = sg.requireList("params");
             List<Tensor> params = groups.get(gi).params();
             if (ids.size() != params.size()) {
-                throw new IllegalArgumentException(name + ".loadStateDict: loaded state dict contains a parameter group that doesn't match the"
+                throw new IllegalArgumentException(r.op() + ": loaded state dict contains a parameter group that doesn't match the"
                         + " size of optimizer's group (group " + gi + ": " + ids.size() + " saved, " + params.size() + " in the optimizer)");
             }
             for (String option : defaults.keySet()) {
-                if (!sg.containsKey(option)) {
-                    throw new IllegalArgumentException(name + ".loadStateDict: parameter group " + gi + " has no option '" + option
+                if (!sg.has(option)) {
+                    throw new IllegalArgumentException(r.op() + ": parameter group " + gi + " has no option '" + option
                             + "' (was the state dict saved from another optimizer?)");
                 }
             }
-            for (int i = 0; i < ids.size(); i++) idMap.put(((Number) ids.get(i)).intValue(), params.get(i));
-        }
-        for (Map.Entry<?, ?> e : savedState.entrySet()) {
-            int id = ((Number) e.getKey()).intValue();
-            Tensor p = idMap.get(id);
-            if (p == null) {
-                throw new IllegalArgumentException(name + ".loadStateDict: the state dict has state for parameter " + id
-                        + " which no parameter group lists");
+            Map<String, Object> options = groupOptions(sg);
+            try {
+                validate(options);
+            } catch (IllegalArgumentException ex) {
+                throw new IllegalArgumentException(r.op() + ": parameter group " + gi + ": " + ex.getMessage(), ex);
             }
-            for (Map.Entry<String, Object> s : ((Map<String, Object>) e.getValue()).entrySet()) {
-                if (s.getValue() instanceof Tensor t && !s.getKey().equals("step")
-                        && !java.util.Arrays.equals(t.shape(), p.shape())) {
-                    throw new IllegalArgumentException(name + ".loadStateDict: state '" + s.getKey() + "' of parameter " + id
-                            + " has shape " + Shapes.format(t.shape()) + " but the parameter has shape " + Shapes.format(p.shape()));
+            savedOptions.add(options);
+            for (int i = 0; i < ids.size(); i++) {
+                int id = r.asInt(at + ".params[" + i + "]", ids.get(i));
+                if (idMap.put(id, params.get(i)) != null) {
+                    throw new IllegalArgumentException(r.op() + ": parameter index " + id + " appears twice in 'param_groups'");
                 }
             }
         }
+        Map<Tensor, Map<String, Object>> loaded = new IdentityHashMap<>();
+        for (Map.Entry<?, ?> e : savedState.entries().entrySet()) {
+            if (!(e.getKey() instanceof Integer || e.getKey() instanceof Long)) {
+                throw r.error("state", "keyed by integer parameter indices", e.getKey());
+            }
+            int id = r.asInt("state", e.getKey());
+            Tensor p = idMap.get(id);
+            if (p == null) {
+                throw new IllegalArgumentException(r.op() + ": the state dict has state for parameter " + id
+                        + " which no parameter group lists");
+            }
+            String at = "state[" + id + "]";
+            StateReader ps = r.map(at, e.getValue());
+            Map<String, Object> values = new LinkedHashMap<>();
+            for (Map.Entry<?, ?> s : ps.entries().entrySet()) {
+                if (!(s.getKey() instanceof String key)) throw r.error(at, "keyed by strings", s.getKey());
+                checkStateValue(r, id, key, s.getValue(), p);
+                values.put(key, s.getValue());
+            }
+            loaded.put(p, values);
+        }
         // Validated: replace the state and the groups' options.
         clearState();
-        for (Map.Entry<?, ?> e : savedState.entrySet()) {
-            Tensor p = idMap.get(((Number) e.getKey()).intValue());
+        for (Map.Entry<Tensor, Map<String, Object>> e : loaded.entrySet()) {
             Map<String, Object> s = new LinkedHashMap<>();
-            for (Map.Entry<String, Object> v : ((Map<String, Object>) e.getValue()).entrySet()) {
-                s.put(v.getKey(), castToParam(p, v.getKey(), v.getValue()));
-            }
-            state.put(p, s);
+            for (Map.Entry<String, Object> v : e.getValue().entrySet()) s.put(v.getKey(), castToParam(e.getKey(), v.getKey(), v.getValue()));
+            state.put(e.getKey(), s);
         }
-        for (int gi = 0; gi < groups.size(); gi++) groups.get(gi).replaceOptions((Map<String, Object>) savedGroups.get(gi));
+        for (int gi = 0; gi < groups.size(); gi++) groups.get(gi).replaceOptions(savedOptions.get(gi));
+    }
+
+    /**
+     * A saved group's options, each of the kind of this optimizer's default for it (a number, a
+     * boolean, a list of numbers of the same length); options the optimizer does not know (a scheduler's
+     * {@code initial_lr}, a user's {@code name}) may be numbers, booleans, strings, lists of numbers or null.
+     */
+    private Map<String, Object> groupOptions(StateReader sg) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (Map.Entry<?, ?> e : sg.entries().entrySet()) {
+            if (!(e.getKey() instanceof String key)) throw sg.error(sg.path(""), "keyed by strings", e.getKey());
+            if (key.equals("params")) continue;
+            Object v = e.getValue();
+            Object d = defaults.get(key);
+            String path = sg.path(key);
+            if (d instanceof Boolean || (d == null && v instanceof Boolean)) {
+                if (!(v instanceof Boolean)) throw sg.error(path, "a boolean", v);
+                out.put(key, v);
+            } else if (d instanceof List<?> l) {
+                out.put(key, sg.doubles(path, v, l.size()));
+            } else if (d != null || v instanceof Number) {
+                out.put(key, sg.asDouble(path, v));
+            } else if (v instanceof List<?>) {
+                out.put(key, sg.doubles(path, v, -1));
+            } else if (v == null || v instanceof String) {
+                out.put(key, v);
+            } else {
+                throw sg.error(path, "a number, a boolean, a string, a list of numbers or null", v);
+            }
+        }
+        return out;
+    }
+
+    /** Checks one loaded state value of {@code param} before anything changes. */
+    private void checkStateValue(StateReader r, int id, String key, Object value, Tensor param) {
+        String path = "state[" + id + "]." + key;
+        if (value instanceof Tensor t) {
+            t.checkOpen(r.op());
+            if (key.equals("step")) {
+                if (t.numel() != 1) throw r.error(path, "a number or a one-element tensor", value);
+            } else if (!java.util.Arrays.equals(t.shape(), param.shape())) {
+                throw new IllegalArgumentException(r.op() + ": state '" + key + "' of parameter " + id
+                        + " has shape " + Shapes.format(t.shape()) + " but the parameter has shape " + Shapes.format(param.shape()));
+            }
+        } else if (!acceptsStateValue(key, value)) {
+            throw r.error(path, key.equals("step") ? "a number or a one-element tensor" : "a tensor", value);
+        }
+    }
+
+    /**
+     * Whether a loaded state value that is not a tensor suits this optimizer: by default {@code step} may
+     * be a number and any other entry null (SGD's momentum buffer without momentum). Optimizers that keep
+     * other kinds of state override this.
+     */
+    protected boolean acceptsStateValue(String key, Object value) {
+        return key.equals("step") ? value instanceof Number : value == null;
     }
 
     private static Object castToParam(Tensor p, String key, Object value) {
@@ -354,6 +440,7 @@ public abstract class Optimizer implements AutoCloseable {
 
     /** Releases every tensor in a state dict (nested maps and lists included). */
     public static void closeStateDict(Map<String, Object> stateDict) {
+        Arguments.nonNull("Optimizer.closeStateDict", "stateDict", stateDict);
         closeAll(stateDict);
     }
 

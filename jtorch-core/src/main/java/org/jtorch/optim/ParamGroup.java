@@ -6,6 +6,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
+import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 
 /**
  * A parameter group, as an entry of PyTorch's {@code optimizer.param_groups}: parameters and the
@@ -26,11 +28,14 @@ public final class ParamGroup {
 
     /** A group using the optimizer's defaults. */
     public static ParamGroup of(List<Tensor> params) {
+        Arguments.nonNull("ParamGroup.of", "params", params);
         return new ParamGroup(params, Map.of());
     }
 
     /** A group whose explicitly set options override the optimizer's defaults. */
     public static ParamGroup of(List<Tensor> params, OptimizerOptions<?> overrides) {
+        Arguments.nonNull("ParamGroup.of", "params", params);
+        Arguments.nonNull("ParamGroup.of", "overrides", overrides);
         return new ParamGroup(params, overrides.explicitValues());
     }
 
@@ -44,10 +49,12 @@ public final class ParamGroup {
     }
 
     public boolean has(String name) {
+        Arguments.nonNull("ParamGroup.has", "name", name);
         return options.containsKey(name);
     }
 
     public Object get(String name) {
+        Arguments.nonNull("ParamGroup.get", "name", name);
         Object v = options.get(name);
         if (v == null && !options.containsKey(name)) {
             throw new IllegalArgumentException("param group has no option '" + name + "'; it has " + options.keySet());
@@ -55,23 +62,44 @@ public final class ParamGroup {
         return v;
     }
 
+    /** A numeric option; an {@link IllegalArgumentException} names it when it holds something else. */
     public double getDouble(String name) {
-        return ((Number) get(name)).doubleValue();
+        Arguments.nonNull("ParamGroup.getDouble", "name", name);
+        Object v = get(name);
+        if (v instanceof Number n) return n.doubleValue();
+        throw new IllegalArgumentException("param group option '" + name + "' must be a number, found " + StateReader.describe(v));
     }
 
     public boolean getBoolean(String name) {
-        return (Boolean) get(name);
+        Arguments.nonNull("ParamGroup.getBoolean", "name", name);
+        Object v = get(name);
+        if (v instanceof Boolean b) return b;
+        throw new IllegalArgumentException("param group option '" + name + "' must be a boolean, found " + StateReader.describe(v));
     }
 
     /** The two coefficients of {@code betas}. */
     public double beta(int index) {
-        return ((List<?>) get("betas")).get(index) instanceof Number n ? n.doubleValue() : Double.NaN;
+        Object v = get("betas");
+        if (v instanceof List<?> l && l.size() == 2 && l.get(index) instanceof Number n) return n.doubleValue();
+        throw new IllegalArgumentException("param group option 'betas' must be a list of 2 numbers, found " + StateReader.describe(v));
     }
 
     /** Sets an option (numbers are stored as {@code Double}, pairs as {@code List<Double>}). */
     public void set(String name, Object value) {
-        if (value instanceof Number n) value = n.doubleValue();
-        else if (value instanceof List<?> l) value = l.stream().map(x -> ((Number) x).doubleValue()).toList();
+        Arguments.nonNull("ParamGroup.set", "name", name);
+        if (value instanceof Number n) {
+            value = n.doubleValue();
+        } else if (value instanceof List<?> l) {
+            List<Double> numbers = new ArrayList<>(l.size());
+            for (Object x : l) {
+                if (!(x instanceof Number n)) {
+                    throw new IllegalArgumentException("ParamGroup.set: option '" + name + "' is a list holding " + StateReader.describe(x)
+                            + "; lists must hold numbers");
+                }
+                numbers.add(n.doubleValue());
+            }
+            value = List.copyOf(numbers);
+        }
         options.put(name, value);
     }
 

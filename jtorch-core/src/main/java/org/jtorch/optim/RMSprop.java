@@ -4,6 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * RMSprop, as {@code torch.optim.RMSprop} (PyTorch 1.13):
@@ -56,10 +57,14 @@ public final class RMSprop extends Optimizer {
     }
 
     public RMSprop(Iterable<Tensor> params, Options options) {
+        Arguments.nonNull("RMSprop", "params", params);
+        Arguments.nonNull("RMSprop", "options", options);
         super("RMSprop", singleGroup(params), options);
     }
 
     public RMSprop(List<ParamGroup> groups, Options defaults) {
+        Arguments.nonNull("RMSprop", "groups", groups);
+        Arguments.nonNull("RMSprop", "defaults", defaults);
         super("RMSprop", groups, defaults);
     }
 
@@ -94,7 +99,7 @@ public final class RMSprop extends Optimizer {
             Tensor squareAvg = stateTensor(st, "square_avg", p);
             Tensor buf = momentum > 0 ? stateTensor(st, "momentum_buffer", p) : null;
             Tensor gradAvg = centered ? stateTensor(st, "grad_avg", p) : null;
-            st.put("step", ((Number) st.get("step")).longValue() + 1);
+            incrementCount(st);
             Tensor g = maximize ? grad.neg() : grad.alias();
             try {
                 if (weightDecay != 0) {

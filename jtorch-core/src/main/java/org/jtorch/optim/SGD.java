@@ -4,6 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
+import org.jtorch.ops.Arguments;
 
 /**
  * Stochastic gradient descent with optional momentum, dampening, Nesterov momentum, weight decay and
@@ -52,10 +53,14 @@ public final class SGD extends Optimizer {
     }
 
     public SGD(Iterable<Tensor> params, Options options) {
+        Arguments.nonNull("SGD", "params", params);
+        Arguments.nonNull("SGD", "options", options);
         super("SGD", singleGroup(params), options);
     }
 
     public SGD(List<ParamGroup> groups, Options defaults) {
+        Arguments.nonNull("SGD", "groups", groups);
+        Arguments.nonNull("SGD", "defaults", defaults);
         super("SGD", groups, defaults);
     }
 

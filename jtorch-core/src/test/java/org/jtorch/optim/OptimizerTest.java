@@ -160,7 +160,7 @@ class OptimizerTest {
             assertMessage("different number of parameter groups (1, the optimizer has 2)", () -> two.loadStateDict(sd));
             assertMessage("state 'exp_avg' of parameter 0 has shape [2] but the parameter has shape [3]", () -> shapes.loadStateDict(sd));
             assertTrue(shapes.state(c).isEmpty());
-            assertMessage("has no 'param_groups' list", () -> one.loadStateDict(Map.of("state", Map.of())));
+            assertMessage("has no 'param_groups' (expected a list)", () -> one.loadStateDict(Map.of("state", Map.of())));
             Optimizer.closeStateDict(sd);
             one.zeroGrad();
         }

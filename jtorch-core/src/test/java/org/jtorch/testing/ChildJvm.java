@@ -15,9 +15,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 /**
- * Runs a class's {@code main} in a fresh JVM with jtorch's JVM flags, for tests whose failure may be a JVM
- * crash or a hang: the test JVM survives and reports it. A crash log ({@code hs_err}) goes to a temporary
- * folder and is appended to the output.
+ * Runs a class's {@code main} in a fresh JVM with jtorch's JVM flags, for tests whose subject is a process: one
+ * that may crash or hang ({@link #run}: the test JVM survives and reports it; a crash log, {@code hs_err}, goes
+ * to a temporary folder and is appended to the output), or one that is killed or runs under operating-system
+ * limits ({@link #command}).
  */
 public final class ChildJvm {
     /** How the child ended: its exit code ({@code 134} after a SIGSEGV), or -1 if it was killed at the timeout. */
@@ -65,6 +66,27 @@ public final class ChildJvm {
                 for (Path f : files.sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(f);
             }
         }
+    }
+
+    /**
+     * The command that runs {@code main} with {@code args}; {@code shellPrefix}, when not null, is a shell
+     * command run before it in the same {@code sh} (e.g. {@code ulimit -f 4096}) .
+     */
+    public static ProcessBuilder command(String shellPrefix, Class<?> main, String... args) {
+        List<String> java = new ArrayList<>();
+        java.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        java.add("--add-modules=jdk.incubator.vector");
+        java.add("--enable-native-access=ALL-UNNAMED");
+        java.add("-XX:TieredStopAtLevel=1"); // these children run briefly: start fast
+        java.add("-Xshare:auto");
+        java.add("-cp");
+        java.add(classPath(main, org.jtorch.Tensor.class));
+        java.add(main.getName());
+        java.addAll(List.of(args));
+        if (shellPrefix == null) return new ProcessBuilder(java);
+        StringBuilder sh = new StringBuilder(shellPrefix).append(" && exec");
+        for (String a : java) sh.append(" '").append(a.replace("'", "'\\''")).append('\'');
+        return new ProcessBuilder("sh", "-c", sh.toString());
     }
 
     /** Where the classes are loaded from (surefire's own class path may be a manifest-only jar). */

@@ -6,6 +6,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Arguments;
 
 /** Gradient clipping, as {@code torch.nn.utils.clip_grad_norm_} and {@code clip_grad_value_} (PyTorch 1.13). */
 public final class ClipGrad {
@@ -19,6 +20,7 @@ public final class ClipGrad {
      * 0 when no parameter has a gradient).
      */
     public static Tensor clipGradNorm_(Iterable<Tensor> parameters, double maxNorm, double normType) {
+        Arguments.nonNull("ClipGrad.clipGradNorm_", "parameters", parameters);
         List<Tensor> grads = new ArrayList<>();
         for (Tensor p : parameters) if (p.grad() != null) grads.add(p.grad());
         if (grads.isEmpty()) return Torch.scalar(0.0);
@@ -40,6 +42,7 @@ public final class ClipGrad {
 
     /** Clamps every gradient of {@code parameters} into {@code [-clipValue, clipValue]} in place. */
     public static void clipGradValue_(Iterable<Tensor> parameters, double clipValue) {
+        Arguments.nonNull("ClipGrad.clipGradValue_", "parameters", parameters);
         try (Grad.Mode g = Grad.noGrad()) {
             for (Tensor p : parameters) if (p.grad() != null) p.grad().clamp_(-clipValue, clipValue);
         }

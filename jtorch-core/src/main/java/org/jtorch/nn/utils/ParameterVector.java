@@ -6,6 +6,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Shapes;
 
 /** Flattening of parameters into one vector and back, as {@code torch.nn.utils.parameters_to_vector} / {@code vector_to_parameters}. */
@@ -14,6 +15,7 @@ public final class ParameterVector {
 
     /** The parameters flattened and concatenated in order (a new tensor; differentiable through cat and reshape). */
     public static Tensor parametersToVector(Iterable<Tensor> parameters) {
+        Arguments.nonNull("ParameterVector.parametersToVector", "parameters", parameters);
         return MemoryScope.run(() -> {
             List<Tensor> flat = new ArrayList<>();
             for (Tensor p : parameters) flat.add(p.reshape(-1));
@@ -23,6 +25,8 @@ public final class ParameterVector {
 
     /** Copies consecutive slices of the 1-d {@code vector} into the parameters, in order (without recording gradients). */
     public static void vectorToParameters(Tensor vector, Iterable<Tensor> parameters) {
+        Arguments.nonNull("ParameterVector.vectorToParameters", "vector", vector);
+        Arguments.nonNull("ParameterVector.vectorToParameters", "parameters", parameters);
         if (vector.dim() != 1) {
             throw new IllegalArgumentException("vectorToParameters: expected a 1-d vector, got shape " + Shapes.format(vector.shape()));
         }

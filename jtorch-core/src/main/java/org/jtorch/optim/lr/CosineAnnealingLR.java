@@ -2,6 +2,8 @@ package org.jtorch.optim.lr;
 
 import java.util.List;
 import java.util.Map;
+import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -23,6 +25,7 @@ public final class CosineAnnealingLR extends LRScheduler {
     }
 
     public CosineAnnealingLR(Optimizer optimizer, int tMax, double etaMin, int lastEpoch) {
+        Arguments.nonNull("CosineAnnealingLR", "optimizer", optimizer);
         super(optimizer, lastEpoch);
         this.tMax = tMax;
         this.etaMin = etaMin;
@@ -66,8 +69,9 @@ public final class CosineAnnealingLR extends LRScheduler {
     }
 
     @Override
-    protected void loadSettings(Map<String, Object> sd) {
-        tMax = intOr(sd, "T_max", tMax);
-        etaMin = doubleOr(sd, "eta_min", etaMin);
+    protected void loadSettings(StateReader r) {
+        int newTMax = r.intOr("T_max", tMax);
+        etaMin = r.doubleOr("eta_min", etaMin);
+        tMax = newTMax;
     }
 }

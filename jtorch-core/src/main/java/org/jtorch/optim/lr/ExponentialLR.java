@@ -1,6 +1,8 @@
 package org.jtorch.optim.lr;
 
 import java.util.Map;
+import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 
 /** Multiplies the learning rate by {@code gamma} every epoch, as {@code torch.optim.lr_scheduler.ExponentialLR}. */
@@ -12,6 +14,7 @@ public final class ExponentialLR extends LRScheduler {
     }
 
     public ExponentialLR(Optimizer optimizer, double gamma, int lastEpoch) {
+        Arguments.nonNull("ExponentialLR", "optimizer", optimizer);
         super(optimizer, lastEpoch);
         this.gamma = gamma;
         initialStep();
@@ -33,7 +36,7 @@ public final class ExponentialLR extends LRScheduler {
     }
 
     @Override
-    protected void loadSettings(Map<String, Object> sd) {
-        gamma = doubleOr(sd, "gamma", gamma);
+    protected void loadSettings(StateReader r) {
+        gamma = r.doubleOr("gamma", gamma);
     }
 }

@@ -4,6 +4,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -131,30 +133,33 @@ public abstract class LRScheduler {
         return sd;
     }
 
-    /** Restores a state from {@link #stateDict()} (entries it lacks keep their values). */
+    /**
+     * Restores a state from {@link #stateDict()}. Entries it lacks keep their values; an entry of the
+     * wrong kind (a string epoch, a list of learning rates of another length than the optimizer's
+     * groups) throws {@link IllegalArgumentException} naming it, and leaves the scheduler as it was.
+     */
     public void loadStateDict(Map<String, Object> stateDict) {
-        if (stateDict.get("base_lrs") instanceof List<?> l) baseLrs = doubles(l);
-        if (stateDict.get("last_epoch") instanceof Number n) lastEpoch = n.intValue();
-        if (stateDict.get("_step_count") instanceof Number n) stepCount = n.intValue();
-        if (stateDict.get("_last_lr") instanceof List<?> l) lastLr = doubles(l);
-        loadSettings(stateDict);
+        Arguments.nonNull(getClass().getSimpleName() + ".loadStateDict", "stateDict", stateDict);
+        StateReader r = new StateReader(getClass().getSimpleName() + ".loadStateDict", stateDict);
+        int groups = optimizer.paramGroups().size();
+        List<Double> newBaseLrs = r.doublesOr("base_lrs", baseLrs, groups);
+        int newLastEpoch = r.intOr("last_epoch", lastEpoch);
+        int newStepCount = r.intOr("_step_count", stepCount);
+        List<Double> newLastLr = r.doublesOr("_last_lr", lastLr, groups);
+        loadSettings(r);
+        baseLrs = newBaseLrs;
+        lastEpoch = newLastEpoch;
+        stepCount = newStepCount;
+        lastLr = newLastLr;
     }
 
     /** Adds the scheduler's own settings to a state dict. */
     protected void saveSettings(Map<String, Object> sd) {}
 
-    /** Reads the scheduler's own settings from a state dict. */
-    protected void loadSettings(Map<String, Object> sd) {}
-
-    protected static List<Double> doubles(List<?> l) {
-        return l.stream().map(x -> ((Number) x).doubleValue()).toList();
-    }
-
-    protected static double doubleOr(Map<String, Object> sd, String key, double fallback) {
-        return sd.get(key) instanceof Number n ? n.doubleValue() : fallback;
-    }
-
-    protected static int intOr(Map<String, Object> sd, String key, int fallback) {
-        return sd.get(key) instanceof Number n ? n.intValue() : fallback;
-    }
+    /**
+     * Reads the scheduler's own settings from a state dict through {@code r}, whose typed reads reject
+     * entries of the wrong kind (absent ones keep their values): all of them before setting any, so that
+     * a failed load changes nothing.
+     */
+    protected void loadSettings(StateReader r) {}
 }

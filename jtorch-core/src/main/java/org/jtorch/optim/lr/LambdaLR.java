@@ -5,6 +5,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.function.IntToDoubleFunction;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 
 /**
@@ -16,6 +17,8 @@ public final class LambdaLR extends LRScheduler {
     private final List<IntToDoubleFunction> lambdas;
 
     public LambdaLR(Optimizer optimizer, IntToDoubleFunction lambda) {
+        Arguments.nonNull("LambdaLR", "optimizer", optimizer);
+        Arguments.nonNull("LambdaLR", "lambda", lambda);
         this(optimizer, Collections.nCopies(optimizer.paramGroups().size(), lambda), -1);
     }
 
@@ -24,6 +27,8 @@ public final class LambdaLR extends LRScheduler {
     }
 
     public LambdaLR(Optimizer optimizer, List<IntToDoubleFunction> lambdas, int lastEpoch) {
+        Arguments.nonNull("LambdaLR", "optimizer", optimizer);
+        Arguments.nonNullElements("LambdaLR", "lambdas", lambdas);
         super(optimizer, lastEpoch);
         if (lambdas.size() != optimizer.paramGroups().size()) {
             throw new IllegalArgumentException("LambdaLR: Expected " + optimizer.paramGroups().size() + " lr_lambdas, but got "

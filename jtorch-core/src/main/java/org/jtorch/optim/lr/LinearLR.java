@@ -1,6 +1,8 @@
 package org.jtorch.optim.lr;
 
 import java.util.Map;
+import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 
 /**
@@ -22,6 +24,7 @@ public final class LinearLR extends LRScheduler {
     }
 
     public LinearLR(Optimizer optimizer, double startFactor, double endFactor, int totalIters, int lastEpoch) {
+        Arguments.nonNull("LinearLR", "optimizer", optimizer);
         super(optimizer, lastEpoch);
         if (startFactor > 1.0 || startFactor < 0) {
             throw new IllegalArgumentException("LinearLR: Starting multiplicative factor expected to be between 0 and 1.");
@@ -56,9 +59,11 @@ public final class LinearLR extends LRScheduler {
     }
 
     @Override
-    protected void loadSettings(Map<String, Object> sd) {
-        startFactor = doubleOr(sd, "start_factor", startFactor);
-        endFactor = doubleOr(sd, "end_factor", endFactor);
-        totalIters = intOr(sd, "total_iters", totalIters);
+    protected void loadSettings(StateReader r) {
+        double newStart = r.doubleOr("start_factor", startFactor);
+        double newEnd = r.doubleOr("end_factor", endFactor);
+        totalIters = r.intOr("total_iters", totalIters);
+        startFactor = newStart;
+        endFactor = newEnd;
     }
 }

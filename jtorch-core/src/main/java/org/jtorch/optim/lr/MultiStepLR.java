@@ -4,6 +4,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 
 /**
@@ -19,6 +21,8 @@ public final class MultiStepLR extends LRScheduler {
     }
 
     public MultiStepLR(Optimizer optimizer, int[] milestones, double gamma, int lastEpoch) {
+        Arguments.nonNull("MultiStepLR", "optimizer", optimizer);
+        Arguments.nonNull("MultiStepLR", "milestones", milestones);
         super(optimizer, lastEpoch);
         for (int m : milestones) this.milestones.merge(m, 1, Integer::sum);
         this.gamma = gamma;
@@ -52,11 +56,12 @@ public final class MultiStepLR extends LRScheduler {
     }
 
     @Override
-    protected void loadSettings(Map<String, Object> sd) {
-        if (sd.get("milestones") instanceof List<?> l) {
+    protected void loadSettings(StateReader r) {
+        List<Integer> list = r.intsOr("milestones", null);
+        gamma = r.doubleOr("gamma", gamma);
+        if (list != null) {
             milestones.clear();
-            for (Object o : l) milestones.merge(((Number) o).intValue(), 1, Integer::sum);
+            for (int m : list) milestones.merge(m, 1, Integer::sum);
         }
-        gamma = doubleOr(sd, "gamma", gamma);
     }
 }

@@ -3,6 +3,8 @@ package org.jtorch.optim.lr;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -56,6 +58,7 @@ public final class OneCycleLR extends LRScheduler {
 
     /** Settings with the peak learning rate: one value, or one per group. */
     public static Options options(double... maxLr) {
+        Arguments.nonNull("OneCycleLR.options", "maxLr", maxLr);
         return new Options(maxLr);
     }
 
@@ -68,6 +71,8 @@ public final class OneCycleLR extends LRScheduler {
     private final boolean useBeta1;
 
     public OneCycleLR(Optimizer optimizer, Options o) {
+        Arguments.nonNull("OneCycleLR", "optimizer", optimizer);
+        Arguments.nonNull("OneCycleLR", "o", o);
         super(initialLrs(optimizer, o), o.lastEpoch);
         this.totalSteps = o.totalSteps;
         this.phases = phases(o, totalSteps);
@@ -202,7 +207,7 @@ public final class OneCycleLR extends LRScheduler {
     }
 
     @Override
-    protected void loadSettings(Map<String, Object> sd) {
-        totalSteps = intOr(sd, "total_steps", totalSteps);
+    protected void loadSettings(StateReader r) {
+        totalSteps = r.intOr("total_steps", totalSteps);
     }
 }

@@ -5,6 +5,8 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -35,15 +37,24 @@ public final class ReduceLROnPlateau {
         private Options() {}
 
         /** {@code "min"} or {@code "max"}. */
-        public Options mode(String mode) { this.mode = mode; return this; }
+        public Options mode(String mode) {
+            Arguments.nonNull("ReduceLROnPlateau.Options.mode", "mode", mode);
+            this.mode = mode; return this;
+        }
         public Options factor(double factor) { this.factor = factor; return this; }
         public Options patience(int patience) { this.patience = patience; return this; }
         public Options threshold(double threshold) { this.threshold = threshold; return this; }
         /** {@code "rel"} or {@code "abs"}. */
-        public Options thresholdMode(String thresholdMode) { this.thresholdMode = thresholdMode; return this; }
+        public Options thresholdMode(String thresholdMode) {
+            Arguments.nonNull("ReduceLROnPlateau.Options.thresholdMode", "thresholdMode", thresholdMode);
+            this.thresholdMode = thresholdMode; return this;
+        }
         public Options cooldown(int cooldown) { this.cooldown = cooldown; return this; }
         /** One lower bound, or one per group. */
-        public Options minLr(double... minLr) { this.minLr = minLr.clone(); return this; }
+        public Options minLr(double... minLr) {
+            Arguments.nonNull("ReduceLROnPlateau.Options.minLr", "minLr", minLr);
+            this.minLr = minLr.clone(); return this;
+        }
         public Options eps(double eps) { this.eps = eps; return this; }
     }
 
@@ -71,6 +82,8 @@ public final class ReduceLROnPlateau {
     }
 
     public ReduceLROnPlateau(Optimizer optimizer, Options o) {
+        Arguments.nonNull("ReduceLROnPlateau", "optimizer", optimizer);
+        Arguments.nonNull("ReduceLROnPlateau", "o", o);
         if (o.factor >= 1.0) throw new IllegalArgumentException("ReduceLROnPlateau: Factor should be < 1.0.");
         this.factor = o.factor;
         this.optimizer = optimizer;
@@ -184,18 +197,37 @@ public final class ReduceLROnPlateau {
         return sd;
     }
 
-    public void loadStateDict(Map<String, Object> sd) {
-        if (sd.get("min_lrs") instanceof List<?> l) minLrs = l.stream().mapToDouble(x -> ((Number) x).doubleValue()).toArray();
-        if (sd.get("factor") instanceof Number n) factor = n.doubleValue();
-        if (sd.get("patience") instanceof Number n) patience = n.intValue();
-        if (sd.get("cooldown") instanceof Number n) cooldown = n.intValue();
-        if (sd.get("cooldown_counter") instanceof Number n) cooldownCounter = n.intValue();
-        if (sd.get("best") instanceof Number n) best = n.doubleValue();
-        if (sd.get("num_bad_epochs") instanceof Number n) numBadEpochs = n.intValue();
-        if (sd.get("eps") instanceof Number n) eps = n.doubleValue();
-        if (sd.get("last_epoch") instanceof Number n) lastEpoch = n.intValue();
-        if (sd.get("_last_lr") instanceof List<?> l) lastLr = l.stream().map(x -> ((Number) x).doubleValue()).toList();
-        initIsBetter(sd.get("mode") instanceof String s ? s : mode, sd.get("threshold") instanceof Number n ? n.doubleValue() : threshold,
-                sd.get("threshold_mode") instanceof String s ? s : thresholdMode);
+    /**
+     * Restores a {@link #stateDict()}. Entries it lacks keep their values; an entry of the wrong kind
+     * throws {@link IllegalArgumentException} naming it, and leaves the scheduler as it was.
+     */
+    public void loadStateDict(Map<String, Object> stateDict) {
+        Arguments.nonNull("ReduceLROnPlateau.loadStateDict", "stateDict", stateDict);
+        StateReader r = new StateReader("ReduceLROnPlateau.loadStateDict", stateDict);
+        int groups = optimizer.paramGroups().size();
+        List<Double> newMinLrs = r.doublesOr("min_lrs", Arrays.stream(minLrs).boxed().toList(), groups);
+        double newFactor = r.doubleOr("factor", factor);
+        int newPatience = r.intOr("patience", patience);
+        int newCooldown = r.intOr("cooldown", cooldown);
+        int newCooldownCounter = r.intOr("cooldown_counter", cooldownCounter);
+        double newBest = r.doubleOr("best", best);
+        int newNumBadEpochs = r.intOr("num_bad_epochs", numBadEpochs);
+        double newEps = r.doubleOr("eps", eps);
+        int newLastEpoch = r.intOr("last_epoch", lastEpoch);
+        List<Double> newLastLr = r.doublesOr("_last_lr", lastLr, groups);
+        String newMode = r.stringOr("mode", mode);
+        double newThreshold = r.doubleOr("threshold", threshold);
+        String newThresholdMode = r.stringOr("threshold_mode", thresholdMode);
+        initIsBetter(newMode, newThreshold, newThresholdMode); // checks the modes before anything else changes
+        minLrs = newMinLrs.stream().mapToDouble(Double::doubleValue).toArray();
+        factor = newFactor;
+        patience = newPatience;
+        cooldown = newCooldown;
+        cooldownCounter = newCooldownCounter;
+        best = newBest;
+        numBadEpochs = newNumBadEpochs;
+        eps = newEps;
+        lastEpoch = newLastEpoch;
+        lastLr = newLastLr;
     }
 }

@@ -4,6 +4,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -21,6 +23,9 @@ public final class SequentialLR extends LRScheduler {
     }
 
     public SequentialLR(Optimizer optimizer, List<LRScheduler> schedulers, int[] milestones, int lastEpoch) {
+        Arguments.nonNull("SequentialLR", "optimizer", optimizer);
+        Arguments.nonNull("SequentialLR", "schedulers", schedulers);
+        Arguments.nonNull("SequentialLR", "milestones", milestones);
         super(optimizer, lastEpoch);
         for (int i = 0; i < schedulers.size(); i++) {
             if (schedulers.get(i).optimizer() != optimizer) {
@@ -79,15 +84,29 @@ public final class SequentialLR extends LRScheduler {
         sd.put("_schedulers", states);
     }
 
+    /** Loads the wrapped schedulers' states; if one fails, those loaded before it get their old states back. */
     @Override
     @SuppressWarnings("unchecked")
-    protected void loadSettings(Map<String, Object> sd) {
-        if (sd.get("_schedulers") instanceof List<?> states) {
-            if (states.size() != schedulers.size()) {
-                throw new IllegalArgumentException("SequentialLR.loadStateDict: " + states.size() + " scheduler states for "
-                        + schedulers.size() + " schedulers");
+    protected void loadSettings(StateReader r) {
+        if (!r.has("_schedulers")) return;
+        List<?> states = r.requireList("_schedulers");
+        if (states.size() != schedulers.size()) {
+            throw new IllegalArgumentException(r.op() + ": " + states.size() + " scheduler states for " + schedulers.size() + " schedulers");
+        }
+        List<Map<String, Object>> loaded = new ArrayList<>();
+        for (int i = 0; i < states.size(); i++) {
+            r.map("_schedulers[" + i + "]", states.get(i));
+            loaded.add((Map<String, Object>) states.get(i));
+        }
+        List<Map<String, Object>> before = new ArrayList<>();
+        for (LRScheduler s : schedulers) before.add(s.stateDict());
+        for (int i = 0; i < schedulers.size(); i++) {
+            try {
+                schedulers.get(i).loadStateDict(loaded.get(i));
+            } catch (IllegalArgumentException ex) {
+                for (int j = 0; j < i; j++) schedulers.get(j).loadStateDict(before.get(j));
+                throw new IllegalArgumentException(r.op() + ": in _schedulers[" + i + "]: " + ex.getMessage(), ex);
             }
-            for (int i = 0; i < states.size(); i++) schedulers.get(i).loadStateDict((Map<String, Object>) states.get(i));
         }
     }
 }

@@ -1,6 +1,8 @@
 package org.jtorch.optim.lr;
 
 import java.util.Map;
+import org.jtorch.io.StateReader;
+import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 
 /** Multiplies the learning rate by {@code gamma} every {@code stepSize} epochs, as {@code torch.optim.lr_scheduler.StepLR}. */
@@ -18,6 +20,7 @@ public final class StepLR extends LRScheduler {
     }
 
     public StepLR(Optimizer optimizer, int stepSize, double gamma, int lastEpoch) {
+        Arguments.nonNull("StepLR", "optimizer", optimizer);
         super(optimizer, lastEpoch);
         this.stepSize = stepSize;
         this.gamma = gamma;
@@ -42,8 +45,9 @@ public final class StepLR extends LRScheduler {
     }
 
     @Override
-    protected void loadSettings(Map<String, Object> sd) {
-        stepSize = intOr(sd, "step_size", stepSize);
-        gamma = doubleOr(sd, "gamma", gamma);
+    protected void loadSettings(StateReader r) {
+        int newStepSize = r.intOr("step_size", stepSize);
+        gamma = r.doubleOr("gamma", gamma);
+        stepSize = newStepSize;
     }
 }
