@@ -1,5 +1,7 @@
 package org.jtorch.cuda;
 
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedDeque;
 import org.jtorch.Device;
 import org.jtorch.cuda.driver.CuConstants;
 
@@ -8,10 +10,15 @@ import org.jtorch.cuda.driver.CuConstants;
  * has a default stream (the legacy stream 0, which synchronises with the others); {@link #create}
  * makes a non-blocking one. Order work across streams with {@link Event}s ({@link #waitEvent}).
  *
- * <p>Ownership: a created stream is destroyed by {@link #close()} (after its pending work is
- * enqueued; the driver finishes it); the default stream cannot be closed. Any thread may enqueue work.
+ * <p>Ownership: {@link #close()} ends this handle's use of a created stream (its pending work still
+ * runs); the default stream cannot be closed. As in PyTorch, the driver's stream is never destroyed but
+ * pooled for the next {@link #create} on its device: the caching allocator keys freed memory by the
+ * stream that used it, so a tensor allocated on a stream must stay freeable after the stream's close,
+ * and a destroyed handle could be reissued to a new stream. Any thread may enqueue work.
  */
 public final class Stream implements AutoCloseable {
+    /** Closed streams' driver handles per device ordinal, reused by {@link #create}. */
+    private static final ConcurrentHashMap<Integer, ConcurrentLinkedDeque<Long>> POOL = new ConcurrentHashMap<>();
     private final Device device;
     private final long handle;
     private final boolean owned;
@@ -29,12 +36,18 @@ public final class Stream implements AutoCloseable {
         return new Stream(device, 0, false);
     }
 
-    /** A new non-blocking stream on {@code device}; throws with the reason when CUDA is unavailable. */
+    /** A non-blocking stream on {@code device} (a pooled one when a closed stream left it); throws with the reason when CUDA is unavailable. */
     public static Stream create(Device device) {
         if (!device.isCuda()) throw new IllegalArgumentException("Stream.create: " + device + " is not a CUDA device");
+        Long pooled = pool(device).poll();
+        if (pooled != null) return new Stream(device, pooled, true);
         CudaRuntime rt = CudaRuntime.system();
         rt.makeCurrent(device.index());
         return new Stream(device, rt.driver().streamCreate(CuConstants.CU_STREAM_NON_BLOCKING), true);
+    }
+
+    private static ConcurrentLinkedDeque<Long> pool(Device device) {
+        return POOL.computeIfAbsent(device.index(), i -> new ConcurrentLinkedDeque<>());
     }
 
     public Device device() {
@@ -56,6 +69,7 @@ public final class Stream implements AutoCloseable {
         CudaRuntime rt = CudaRuntime.system();
         rt.makeCurrent(device.index());
         rt.driver().streamSynchronize(handle());
+        IndexCheckLog.streamSynchronized(device, handle);
     }
 
     /** Makes later work on this stream wait until {@code event} has completed (without blocking the host). */
@@ -73,12 +87,10 @@ public final class Stream implements AutoCloseable {
     }
 
     @Override
-    public void close() {
+    public synchronized void close() {
         if (!owned || closed) return;
         closed = true;
-        CudaRuntime rt = CudaRuntime.system();
-        rt.makeCurrent(device.index());
-        rt.driver().streamDestroy(handle);
+        pool(device).push(handle);
     }
 
     @Override
