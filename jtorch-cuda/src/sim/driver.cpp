@@ -954,6 +954,18 @@ EXPORT CUresult cuMemHostAlloc(void** out, size_t bytes, unsigned int flags) {
     return host_alloc(out, bytes);
 }
 
+// With unified addressing a mapped host allocation has the same address on the device (the flags must be 0).
+EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* out, void* pointer, unsigned int flags) {
+    if (out == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> lock(mu);
+    CUresult r = CUDA_SUCCESS;
+    if (context_or(&r) == nullptr) return r;
+    const Allocation* a = find_range((uintptr_t)pointer, 1);
+    if (a == nullptr || a->device >= 0) return CUDA_ERROR_INVALID_VALUE;
+    *out = (CUdeviceptr)(uintptr_t)pointer;
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuMemFreeHost(void* pointer) {
     std::unique_lock<std::mutex> lock(mu);
     CUresult r = CUDA_SUCCESS;

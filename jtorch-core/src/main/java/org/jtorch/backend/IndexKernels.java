@@ -7,9 +7,12 @@ import org.jtorch.Tensor;
  * nonzero and advanced (integer-tensor) indexing.
  *
  * <p>The front end ({@code org.jtorch.ops.Indexing}) checks shapes and dtypes; the kernels check index
- * values, because only they read the index memory. Every kernel validates all indices before it
- * writes anything, and reports a bad one with an {@link IndexOutOfBoundsException} naming the op,
- * the index value and the size of the dimension; on that exception the destination is unchanged.
+ * values, because only they read the index memory. A bad one is reported with an
+ * {@link IndexOutOfBoundsException} naming the op, the index value and the size of the dimension. A
+ * synchronous backend (the CPU) validates all indices before it writes anything and throws from the
+ * call, the destination unchanged. An asynchronous one (CUDA) may instead report at the caller's next
+ * synchronisation with the device, as its other kernel errors, prefixed with the {@link IndexErrorContext}
+ * current at the call; it must then skip the bad elements, never fault on them.
  * Index tensors are int64 unless stated otherwise and may be strided.
  */
 public interface IndexKernels {

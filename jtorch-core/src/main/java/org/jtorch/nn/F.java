@@ -9,6 +9,7 @@ import org.jtorch.amp.Autocast;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.SavedTensor;
+import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
@@ -523,14 +524,16 @@ public final class F {
     /**
      * On an accelerator the targets are not read on the host (that would copy them and wait for the device on
      * every call): ignored targets are masked on the device, and one out of range is caught by gather's own
-     * index check, reported here under the loss's name.
+     * index check, reported under the loss's name: here when the check throws at once, or at the device's next
+     * synchronisation (CUDA's deferred index checks) through the {@link IndexErrorContext}.
      */
     private static Tensor nllLossOnDevice(String op, Tensor input, Tensor target, Tensor weight, long ignoreIndex,
                                           Reduction reduction, long classes) {
+        String outOfBounds = op + ": a target is out of bounds (" + classes + " classes): ";
         try {
-            return maskedNllLoss(input, target, weight, ignoreIndex, reduction);
+            return IndexErrorContext.run(outOfBounds, () -> maskedNllLoss(input, target, weight, ignoreIndex, reduction));
         } catch (IndexOutOfBoundsException e) {
-            throw new IndexOutOfBoundsException(op + ": a target is out of bounds (" + classes + " classes): " + e.getMessage());
+            throw new IndexOutOfBoundsException(outOfBounds + e.getMessage());
         }
     }
 

@@ -42,6 +42,17 @@ public final class Cuda {
         CudaRuntime rt = CudaRuntime.system();
         rt.makeCurrent(device.index());
         rt.driver().ctxSynchronize();
+        IndexCheckLog.deviceSynchronized(device);
+    }
+
+    /**
+     * Whether CUDA index ops check their indices synchronously (the error at the op, its destination
+     * unchanged, one round trip per op) instead of at the stream's next synchronisation (no round trip;
+     * the default). Starts as {@code JTORCH_CUDA_SYNC_INDEX_CHECKS=1} says; returns the previous setting.
+     * See {@link IndexCheckLog}.
+     */
+    public static boolean setSynchronousIndexChecks(boolean synchronous) {
+        return IndexCheckLog.setSynchronous(synchronous);
     }
 
     /** The calling thread's current stream on {@code device} (its default stream unless {@link #withStream} set another). */

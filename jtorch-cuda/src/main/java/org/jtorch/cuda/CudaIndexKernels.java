@@ -21,13 +21,14 @@ import org.jtorch.cuda.kernels.LaunchGeometry;
  * {@link IndexKernels} on a CUDA device: the gather, scatter, atomic scatter-add and row-major compaction
  * kernels of {@code index.cu}, laid out by {@link IndexPlan}.
  *
- * <p>Index validation: before any kernel writes, every index tensor of the call is checked on the device
- * ({@code jt_index_check_*} records the first out-of-range row-major position per tensor), the positions
- * are read back (which synchronises the stream) and a bad one becomes the CPU backend's
- * {@link IndexOutOfBoundsException} naming the op, the value and the dimension's size; the destination
- * is then unchanged and no device fault can occur. So every call with a non-empty index costs one
- * device-to-host round trip, as PyTorch's {@code nonzero}/{@code masked_select} do; PyTorch's own index
- * kernels use a device-side assert instead, which kills the context.
+ * <p>Index validation costs no synchronisation: every index tensor of the call is checked on the device
+ * ({@code jt_index_check_*} records the first out-of-range row-major position and its value per tensor)
+ * into an {@link IndexCheckLog} record that the host reads at its next synchronisation with the stream,
+ * where a bad index becomes the CPU backend's {@link IndexOutOfBoundsException} naming the op, the value
+ * and the dimension's size. The data kernels skip an out-of-range index (gather writes 0), so no device
+ * fault can occur. PyTorch's index kernels use a device-side assert instead, which kills the context. In
+ * synchronous mode ({@link Cuda#setSynchronousIndexChecks}) the record is read before any data kernel
+ * runs, so the error surfaces at the op and the destination is unchanged, for one round trip per op.
  *
  * <p>Accumulation ({@code scatter_add}, {@code index_add}, {@code index_put(accumulate=True)}) uses atomics,
  * as PyTorch's CUDA kernels: integer results are exact and order-independent, floating-point sums over
@@ -47,38 +48,31 @@ final class CudaIndexKernels implements IndexKernels {
     }
 
     /**
-     * Validates each index tensor against its check; throws {@link IndexOutOfBoundsException} for the first
-     * bad value of the first failing tensor (in argument order, row-major within a tensor).
+     * Checks each index tensor on the device into {@link IndexCheckLog} records: a bad value is reported at
+     * the stream's next synchronisation, or here (the first bad value of the first failing tensor, in
+     * argument order, row-major within a tensor, before any data kernel runs) in synchronous mode.
      */
     private static void validate(CudaKernels k, Device device, Tensor[] indices, Check[] checks) {
-        List<Integer> todo = new ArrayList<>();
-        for (int q = 0; q < checks.length; q++) if (checks[q].n() > 0) todo.add(q);
-        if (todo.isEmpty()) return;
-        long[] firstBad;
-        try (Tensor flags = Tensor.empty(new long[] {todo.size()}, DType.INT64, device)) {
-            k.fill(flags, -1, -1); // all bits set: no bad position yet (the kernel takes the unsigned minimum)
-            long stream = k.currentStream(device);
-            int sms = k.multiprocessors(device);
-            for (int j = 0; j < todo.size(); j++) {
-                Check c = checks[todo.get(j)];
-                try (Arena arena = Arena.ofConfined()) {
-                    KernelArgs args = IndexPlan.checkArgs(arena, addr(indices[todo.get(j)]), c, addr(flags) + 8L * j);
-                    k.launchRows(k.indexFunction(device, IndexPlan.checkEntry(c.dtype())), LaunchGeometry.blocks(c.n(), 1, sms),
-                            LaunchGeometry.THREADS, stream, args);
-                }
+        IndexCheckLog log = null;
+        long stream = 0;
+        for (int q = 0; q < checks.length; q++) {
+            Check c = checks[q];
+            if (c.n() == 0) continue;
+            if (log == null) {
+                log = IndexCheckLog.of(device);
+                stream = k.currentStream(device);
             }
-            firstBad = flags.toLongArray();
+            long record = log.claim(c, stream);
+            try (Arena arena = Arena.ofConfined()) {
+                k.launchRows(k.indexFunction(device, IndexPlan.checkEntry(c.dtype())), LaunchGeometry.blocks(c.n(), 1, k.multiprocessors(device)),
+                        LaunchGeometry.THREADS, stream, IndexPlan.checkArgs(arena, addr(indices[q]), c, record));
+                k.launchRows(k.indexFunction(device, IndexPlan.checkValueEntry(c.dtype())), 1, 1, stream,
+                        IndexPlan.checkValueArgs(arena, addr(indices[q]), c, record));
+            }
         }
-        for (int j = 0; j < todo.size(); j++) {
-            if (firstBad[j] == -1) continue;
-            Tensor index = indices[todo.get(j)];
-            Check c = checks[todo.get(j)];
-            long offset = index.storageOffset() + IndexPlan.elementOffset(c, firstBad[j]);
-            long value;
-            try (Tensor one = index.asStrided(new long[0], new long[0], offset)) {
-                value = one.itemLong();
-            }
-            throw IndexPlan.outOfBounds(c, value);
+        if (log != null && IndexCheckLog.synchronous()) {
+            CudaRuntime.system().driver().streamSynchronize(stream);
+            log.report(stream, false);
         }
     }
 
@@ -135,7 +129,7 @@ final class CudaIndexKernels implements IndexKernels {
         validate(kernels.get(), self.device(), new Tensor[] {index},
                 new Check[] {IndexPlan.check(op, index, dim, size(self, dim), wrapNegative)});
         run(accumulate ? Kernel.SCATTER_ADD : Kernel.SCATTER, self.dtype(), self, source,
-                IndexPlan.indexAccumulate(op, self, dim, index, source), new Tensor[] {index}, alpha);
+                IndexPlan.indexAccumulate(op, self, dim, index, source, wrapNegative), new Tensor[] {index}, alpha);
     }
 
     @Override

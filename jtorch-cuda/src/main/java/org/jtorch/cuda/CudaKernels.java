@@ -349,6 +349,7 @@ final class CudaKernels {
             rt.driver().memcpyHtoDAsync(address(target), host, bytes, s);
             if (target != dst) deviceCopy(target, dst);
             rt.driver().streamSynchronize(s); // the host memory may be written or freed once we return
+            IndexCheckLog.streamSynchronized(device, s);
         } finally {
             if (staging != null) staging.close();
             if (devTemp != null) devTemp.close();
@@ -390,6 +391,7 @@ final class CudaKernels {
             // has (CUDA's documented behaviour); into pinned memory it is asynchronous and needs the wait.
             if (staging == null && dst.isPinned()) rt.driver().streamSynchronize(s);
             if (staging != null) Backends.of(Device.cpu()).copy(staging, dst);
+            IndexCheckLog.streamSynchronized(device, s);
         } finally {
             if (staging != null) staging.close();
             if (devTemp != null) devTemp.close();
@@ -406,7 +408,9 @@ final class CudaKernels {
                 deviceCopy(src, srcTemp);
                 from = srcTemp;
             }
-            rt.driver().streamSynchronize(stream(src.device()));
+            long srcStream = stream(src.device());
+            rt.driver().streamSynchronize(srcStream);
+            IndexCheckLog.streamSynchronized(src.device(), srcStream);
             Tensor target = dst;
             if (!dst.isContiguous() || dst.dtype() != src.dtype()) {
                 dstTemp = Tensor.empty(src.shape(), src.dtype(), dst.device());
@@ -416,6 +420,7 @@ final class CudaKernels {
             rt.driver().memcpyDtoDAsync(address(target), address(from), from.numel() * from.dtype().byteSize(), s);
             if (target != dst) deviceCopy(target, dst);
             rt.driver().streamSynchronize(s);
+            IndexCheckLog.streamSynchronized(dst.device(), s);
         } finally {
             if (srcTemp != null) srcTemp.close();
             if (dstTemp != null) dstTemp.close();

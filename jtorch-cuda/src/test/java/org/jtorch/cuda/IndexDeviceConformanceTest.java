@@ -29,7 +29,8 @@ import org.junit.jupiter.api.TestFactory;
  * contiguous and transposed matrices (views taken on the device), int32 and stride-2 sliced indices,
  * duplicates with accumulation, negative indices where the op wraps them, empty indices and masks,
  * 0-d selections, a 300 x 257 multi-block case, and out-of-range indices (exception naming the op, the
- * value and the size; destination unchanged).
+ * value and the size; destination unchanged) with CUDA's index checks synchronous, as the CPU's are
+ * ({@link DeferredIndexCheckTest} covers the deferred default).
  */
 class IndexDeviceConformanceTest {
     private static final DType[] DTYPES = {DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16, DType.INT64, DType.INT32,
@@ -37,6 +38,16 @@ class IndexDeviceConformanceTest {
     private static final Device CPU = Device.cpu();
 
     // ------------------------------------------------------------------ inputs and references
+
+    /** Runs {@code op} with CUDA's index checks synchronous, so that a bad index fails the op itself. */
+    private static void synchronousChecks(Runnable op) {
+        boolean previous = Cuda.setSynchronousIndexChecks(true);
+        try {
+            op.run();
+        } finally {
+            Cuda.setSynchronousIndexChecks(previous);
+        }
+    }
 
     /** The logical matrix {@code M[r][c]}. */
     private static double[][] matrix(DType t, int rows, int cols) {
@@ -164,7 +175,7 @@ class IndexDeviceConformanceTest {
         });
         add(tests, "indexSelect/out of range", d -> {
             try (Tensor x = onDevice(matrix(DType.FLOAT32, 5, 6), DType.FLOAT32, false, d); Tensor i = longs(d, new long[] {1, 7, 2}, 3)) {
-                IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> x.indexSelect(0, i));
+                IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> synchronousChecks(() -> x.indexSelect(0, i)));
                 assertEquals("indexSelect: index 7 is out of bounds for dimension 0 with size 5", e.getMessage());
             }
         });
@@ -210,7 +221,7 @@ class IndexDeviceConformanceTest {
         }
         add(tests, "gather/negative index is an error", d -> {
             try (Tensor x = onDevice(matrix(DType.FLOAT32, 5, 6), DType.FLOAT32, false, d); Tensor i = longs(d, new long[] {0, -1}, 1, 2)) {
-                IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> x.gather(1, i));
+                IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> synchronousChecks(() -> x.gather(1, i)));
                 assertEquals("gather: index -1 is out of bounds for dimension 1 with size 6", e.getMessage());
             }
         });
@@ -275,7 +286,7 @@ class IndexDeviceConformanceTest {
         add(tests, "scatter/out of range leaves self unchanged", d -> {
             try (Tensor x = onDevice(matrix(DType.INT32, 5, 6), DType.INT32, false, d); Tensor i = longs(d, new long[] {0, 1, 5}, 1, 3);
                  Tensor s = onDevice(matrix(DType.INT32, 1, 3), DType.INT32, false, d)) {
-                IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> x.scatter_(0, i, s));
+                IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> synchronousChecks(() -> x.scatter_(0, i, s)));
                 assertEquals("scatter_: index 5 is out of bounds for dimension 0 with size 5", e.getMessage());
                 assertArrayEquals(flat(matrix(DType.INT32, 5, 6)), host(x));
             }
@@ -347,7 +358,7 @@ class IndexDeviceConformanceTest {
         add(tests, "indexAdd/negative index is an error", d -> {
             try (Tensor x = onDevice(matrix(DType.FLOAT32, 5, 6), DType.FLOAT32, false, d); Tensor i = longs(d, new long[] {-1}, 1);
                  Tensor s = onDevice(matrix(DType.FLOAT32, 1, 6), DType.FLOAT32, false, d)) {
-                IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> x.indexAdd_(0, i, s));
+                IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> synchronousChecks(() -> x.indexAdd_(0, i, s)));
                 assertEquals("indexAdd_: index -1 is out of bounds for dimension 0 with size 5", e.getMessage());
                 assertArrayEquals(flat(matrix(DType.FLOAT32, 5, 6)), host(x));
             }
@@ -537,14 +548,14 @@ class IndexDeviceConformanceTest {
         }
         add(tests, "index/out of range", d -> {
             try (Tensor x = onDevice(matrix(DType.FLOAT32, 5, 6), DType.FLOAT32, false, d); Tensor ri = longs(d, new long[] {0, -6}, 2)) {
-                IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> x.index(ri));
+                IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> synchronousChecks(() -> x.index(ri)));
                 assertEquals("index: index -6 is out of bounds for dimension with size 5", e.getMessage());
             }
         });
         add(tests, "indexPut/out of range in the second index leaves self unchanged", d -> {
             try (Tensor x = onDevice(matrix(DType.FLOAT64, 5, 6), DType.FLOAT64, false, d); Tensor ri = longs(d, new long[] {0, 1}, 2);
                  Tensor ci = longs(d, new long[] {2, 6}, 2); Tensor v = Torch.zeros(new long[] {2}, DType.FLOAT64, d)) {
-                IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> x.indexPut_(new Tensor[] {ri, ci}, v, true));
+                IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> synchronousChecks(() -> x.indexPut_(new Tensor[] {ri, ci}, v, true)));
                 assertEquals("indexPut_: index 6 is out of bounds for dimension with size 6", e.getMessage());
                 assertArrayEquals(flat(matrix(DType.FLOAT64, 5, 6)), host(x));
             }

@@ -58,6 +58,7 @@ class IndexEntryPointsTest {
                 try (Tensor idx = Tensor.empty(new long[] {5}, t, org.jtorch.Device.cpu())) {
                     Check ck = IndexPlan.check("gather", idx, 0, 3, false);
                     expect(e, seen, IndexPlan.checkEntry(t), IndexPlan.checkArgs(arena, 1, ck, 2));
+                    expect(e, seen, IndexPlan.checkValueEntry(t), IndexPlan.checkValueArgs(arena, 1, ck, 2));
                 }
             }
         }
@@ -65,6 +66,6 @@ class IndexEntryPointsTest {
         Set<String> unused = new HashSet<>(e.keySet());
         unused.removeAll(seen);
         assertEquals(Set.of(), unused, "entries of index.cu that no launch uses");
-        assertEquals(62, seen.size(), "entries the planner names: 6 kernels x 10 dtypes + 2 checks");
+        assertEquals(64, seen.size(), "entries the planner names: 6 kernels x 10 dtypes + 2 checks + 2 check values");
     }
 }

@@ -148,7 +148,7 @@ class IndexPlanTest {
     void indexAddWithAlphaAlongTheLastDimMatchesTheCpu() {
         try (Tensor source = values(3, 4); Tensor index = longs(new long[] {4, 1, 4, 0}, 4)) {
             try (Tensor base = values(3, 5); Tensor expected = base.indexAdd(1, index, source, 2.5)) {
-                Geometry g = IndexPlan.indexAccumulate("indexAdd_", base, 1, index, source);
+                Geometry g = IndexPlan.indexAccumulate("indexAdd_", base, 1, index, source, true);
                 scatterAdd(g, base, source, 2.5f, index);
                 assertArrayEquals(expected.toDoubleArray(), base.toDoubleArray());
             }
@@ -220,6 +220,7 @@ class IndexPlanTest {
             assertEquals(2, m.get(ValueLayout.JAVA_INT, 0), "ndim");
             assertEquals(1, m.get(ValueLayout.JAVA_INT, 4), "nindex");
             assertEquals(1, m.get(ValueLayout.JAVA_INT, 8), "int32 mask");
+            assertEquals(0, m.get(ValueLayout.JAVA_INT, 12), "wrap mask: index_select does not wrap negative indices");
             assertEquals(4, m.get(ValueLayout.JAVA_LONG, 16), "size[0]");
             assertEquals(2, m.get(ValueLayout.JAVA_LONG, 24), "size[1]");
             assertEquals(2, m.get(ValueLayout.JAVA_LONG, 80), "stride[0][0] (out)");

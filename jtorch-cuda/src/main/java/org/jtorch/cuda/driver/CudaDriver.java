@@ -38,7 +38,8 @@ public final class CudaDriver {
     private final MethodHandle cuInit, cuDriverGetVersion, cuGetErrorName, cuGetErrorString;
     private final MethodHandle cuDeviceGet, cuDeviceGetCount, cuDeviceGetName, cuDeviceGetAttribute, cuDeviceTotalMem;
     private final MethodHandle cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRelease, cuCtxSetCurrent, cuCtxSynchronize;
-    private final MethodHandle cuMemGetInfo, cuMemAlloc, cuMemFree, cuMemAllocHost, cuMemHostAlloc, cuMemFreeHost;
+    private final MethodHandle cuMemGetInfo, cuMemAlloc, cuMemFree, cuMemAllocHost, cuMemHostAlloc, cuMemFreeHost,
+            cuMemHostGetDevicePointer;
     private final MethodHandle cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuMemcpyDtoDAsync, cuMemsetD8Async, cuMemsetD32Async;
     private final MethodHandle cuStreamCreate, cuStreamDestroy, cuStreamSynchronize, cuStreamWaitEvent;
     private final MethodHandle cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsedTime, cuEventQuery, cuEventDestroy;
@@ -66,6 +67,7 @@ public final class CudaDriver {
         cuMemAllocHost = library.downcall(I_AL, "cuMemAllocHost_v2");
         cuMemHostAlloc = library.downcall(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT), "cuMemHostAlloc");
         cuMemFreeHost = library.downcall(I_A, "cuMemFreeHost");
+        cuMemHostGetDevicePointer = library.downcall(FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT), "cuMemHostGetDevicePointer_v2");
         cuMemcpyHtoDAsync = library.downcall(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG), "cuMemcpyHtoDAsync_v2");
         cuMemcpyDtoHAsync = library.downcall(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG), "cuMemcpyDtoHAsync_v2");
         cuMemcpyDtoDAsync = library.downcall(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG), "cuMemcpyDtoDAsync_v2");
@@ -305,6 +307,17 @@ public final class CudaDriver {
             MemorySegment v = arena.allocate(ADDRESS);
             check("cuMemHostAlloc", (int) cuMemHostAlloc.invokeExact(v, bytes, flags));
             return v.get(ADDRESS, 0).reinterpret(bytes);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code cuMemHostGetDevicePointer}: the device address of mapped pinned host memory ({@code CU_MEMHOSTALLOC_DEVICEMAP}). */
+    public long memHostGetDevicePointer(MemorySegment hostPointer) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocate(JAVA_LONG);
+            check("cuMemHostGetDevicePointer_v2", (int) cuMemHostGetDevicePointer.invokeExact(v, hostPointer, 0));
+            return v.get(JAVA_LONG, 0);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -41,14 +41,14 @@ public final class IndexPlan {
     public static final int COMPACT_THREADS = 256;
 
     /**
-     * {@code jt::IndexGeometry}: int ndim, nindex, int32_mask, unused; i64 size[8]; i64 stride[2][8];
+     * {@code jt::IndexGeometry}: int ndim, nindex, int32_mask, wrap_mask; i64 size[8]; i64 stride[2][8];
      * i64 index_stride[8][8]; i64 index_size[8]; i64 index_step[8]; u64 index_ptr[8].
      */
     public static final StructLayout INDEX_GEOMETRY = MemoryLayout.structLayout(
             JAVA_INT.withName("ndim"),
             JAVA_INT.withName("nindex"),
             JAVA_INT.withName("int32_mask"),
-            JAVA_INT.withName("unused"),
+            JAVA_INT.withName("wrap_mask"),
             MemoryLayout.sequenceLayout(KernelStructs.MAX_DIMS, JAVA_LONG).withName("size"),
             MemoryLayout.sequenceLayout(2, MemoryLayout.sequenceLayout(KernelStructs.MAX_DIMS, JAVA_LONG)).withName("stride"),
             MemoryLayout.sequenceLayout(INDEX_MAX, MemoryLayout.sequenceLayout(KernelStructs.MAX_DIMS, JAVA_LONG)).withName("index_stride"),
@@ -86,14 +86,14 @@ public final class IndexPlan {
 
     /**
      * An index operand: its element strides over the iteration shape (before coalescing), whether it is
-     * int32, the size of the dimension it selects in (negative values wrap by it) and the element step
-     * one index unit moves the indexed side by.
+     * int32, the size of the dimension it selects in, whether negative values wrap by it (the op's rule),
+     * and the element step one index unit moves the indexed side by.
      */
-    public record Index(long[] strides, boolean int32, long size, long step) {}
+    public record Index(long[] strides, boolean int32, long size, boolean wraps, long step) {}
 
     /** {@code jt::IndexGeometry}'s content; {@code n} is the number of iteration elements (0: no launch). */
     public record Geometry(long n, long[] sizes, long[] denseStrides, long[] indexedStrides, long[][] indexStrides,
-                           boolean[] int32, long[] indexSizes, long[] indexSteps) {
+                           boolean[] int32, long[] indexSizes, boolean[] wraps, long[] indexSteps) {
         public int ndim() {
             return sizes.length;
         }
@@ -123,34 +123,37 @@ public final class IndexPlan {
     }
 
     /** A 1-d (or 0-d) index vector laid along {@code dim} of a rank-{@code rank} iteration shape. */
-    private static Index vectorAlong(Tensor index, int dim, int rank, long size, long step) {
+    private static Index vectorAlong(Tensor index, int dim, int rank, long size, boolean wraps, long step) {
         long[] st = new long[rank];
         if (rank > 0) st[dim] = index.dim() == 0 ? 0 : index.stride(0);
-        return new Index(st, index.dtype() == DType.INT32, size, step);
+        return new Index(st, index.dtype() == DType.INT32, size, wraps, step);
     }
 
     /** index_select: iteration shape = {@code out}'s; {@code out[..., i, ...] = self[..., index[i], ...]}. */
     public static Geometry indexSelect(Tensor self, int dim, Tensor index, Tensor out) {
         return build("indexSelect", out.shape(), out.strides(), zeroAt(self, dim),
-                vectorAlong(index, dim, self.dim(), dimSize(self, dim), dimStride(self, dim)));
+                vectorAlong(index, dim, self.dim(), dimSize(self, dim), false, dimStride(self, dim)));
     }
 
     /** gather: iteration shape = {@code index}'s; dense side {@code out}. */
     public static Geometry gather(Tensor self, int dim, Tensor index, Tensor out) {
         return build("gather", index.shape(), out.strides(), zeroAt(self, dim),
-                new Index(index.strides(), index.dtype() == DType.INT32, dimSize(self, dim), dimStride(self, dim)));
+                new Index(index.strides(), index.dtype() == DType.INT32, dimSize(self, dim), false, dimStride(self, dim)));
     }
 
     /** scatter / scatter_add: iteration shape = {@code index}'s; dense side {@code src}, indexed side {@code self}. */
     public static Geometry scatter(String op, Tensor self, int dim, Tensor index, Tensor src) {
         return build(op, index.shape(), src.strides(), zeroAt(self, dim),
-                new Index(index.strides(), index.dtype() == DType.INT32, dimSize(self, dim), dimStride(self, dim)));
+                new Index(index.strides(), index.dtype() == DType.INT32, dimSize(self, dim), false, dimStride(self, dim)));
     }
 
-    /** index_copy / index_fill / index_add: iteration shape = {@code source}'s; {@code index} along {@code dim}. */
-    public static Geometry indexAccumulate(String op, Tensor self, int dim, Tensor index, Tensor source) {
+    /**
+     * index_copy / index_fill / index_add: iteration shape = {@code source}'s; {@code index} along {@code dim},
+     * negative values wrapping where the op allows them.
+     */
+    public static Geometry indexAccumulate(String op, Tensor self, int dim, Tensor index, Tensor source, boolean wrapNegative) {
         return build(op, source.shape(), source.strides(), zeroAt(self, dim),
-                vectorAlong(index, dim, self.dim(), dimSize(self, dim), dimStride(self, dim)));
+                vectorAlong(index, dim, self.dim(), dimSize(self, dim), wrapNegative, dimStride(self, dim)));
     }
 
     /**
@@ -159,7 +162,9 @@ public final class IndexPlan {
      */
     public static Geometry advanced(String op, Tensor indexed, Tensor[] indices, long[] sizes, long[] strides, Tensor dense) {
         Index[] idx = new Index[indices.length];
-        for (int k = 0; k < idx.length; k++) idx[k] = new Index(indices[k].strides(), indices[k].dtype() == DType.INT32, sizes[k], strides[k]);
+        for (int k = 0; k < idx.length; k++) {
+            idx[k] = new Index(indices[k].strides(), indices[k].dtype() == DType.INT32, sizes[k], true, strides[k]);
+        }
         return build(op, dense.shape(), dense.strides(), indexed.strides(), idx);
     }
 
@@ -186,16 +191,17 @@ public final class IndexPlan {
             throw new UnsupportedOperationException(op + ": the CUDA index kernels handle at most " + KernelStructs.MAX_DIMS
                     + " dimensions after coalescing, got " + c.sizes.length + " (iteration shape " + Arrays.toString(shape) + ")");
         }
-        boolean[] int32 = new boolean[k];
+        boolean[] int32 = new boolean[k], wraps = new boolean[k];
         long[] sizes = new long[k], steps = new long[k];
         long[][] idx = new long[k][];
         for (int q = 0; q < k; q++) {
             int32[q] = indices[q].int32();
             sizes[q] = indices[q].size();
+            wraps[q] = indices[q].wraps();
             steps[q] = indices[q].step();
             idx[q] = c.strides[2 + q];
         }
-        return new Geometry(n, c.sizes, c.strides[0], c.strides[1], idx, int32, sizes, steps);
+        return new Geometry(n, c.sizes, c.strides[0], c.strides[1], idx, int32, sizes, wraps, steps);
     }
 
     /** Sizes and per-operand strides after coalescing. */
@@ -243,11 +249,15 @@ public final class IndexPlan {
         }
         MemorySegment m = arena.allocate(INDEX_GEOMETRY);
         m.fill((byte) 0);
-        int mask = 0;
-        for (int q = 0; q < k; q++) if (g.int32()[q]) mask |= 1 << q;
+        int mask = 0, wrapMask = 0;
+        for (int q = 0; q < k; q++) {
+            if (g.int32()[q]) mask |= 1 << q;
+            if (g.wraps()[q]) wrapMask |= 1 << q;
+        }
         m.set(JAVA_INT, offset("ndim"), g.ndim());
         m.set(JAVA_INT, offset("nindex"), k);
         m.set(JAVA_INT, offset("int32_mask"), mask);
+        m.set(JAVA_INT, offset("wrap_mask"), wrapMask);
         long size = offset("size"), stride = offset("stride"), indexStride = offset("index_stride");
         int maxDims = KernelStructs.MAX_DIMS;
         for (int d = 0; d < g.ndim(); d++) {
@@ -320,6 +330,15 @@ public final class IndexPlan {
     /** {@code jt_index_check_<I>(const I* index, jt_i64 n, Strided s, jt_i64 low, jt_i64 high, jt_u64* first_bad)}. */
     public static KernelArgs checkArgs(Arena arena, long index, Check c, long firstBad) {
         return new KernelArgs(arena).pointer(index).i64(c.n()).strided(c.strided()).i64(c.low()).i64(c.high()).pointer(firstBad);
+    }
+
+    /** The kernel that copies the index value at a check's first bad position into its record's second word. */
+    public static String checkValueEntry(DType index) {
+        return checkEntry(index).replace("jt_index_check_", "jt_index_check_value_");
+    }
+
+    public static KernelArgs checkValueArgs(Arena arena, long index, Check c, long record) {
+        return new KernelArgs(arena).pointer(index).strided(c.strided()).pointer(record);
     }
 
     /** The element offset (from the tensor's first element) of row-major position {@code position} of a check. */

@@ -1,9 +1,12 @@
 // Indexing kernels (IndexKernels on CUDA). The Java side (IndexPlan) restrides every operand to one
 // iteration shape, as ATen's index kernels and the CPU backend do, so four loops cover the family:
-//  - jt_index_check_<i32|i64>(index, n, Strided, low, high, first_bad): atomicMin of the row-major
-//    position of every index outside [low, high) into *first_bad (set to ~0 by the host first). The
-//    host reads it back before any data kernel runs, so a bad index becomes a Java exception and the
-//    destination stays unchanged.
+//  - jt_index_check_<i32|i64>(index, n, Strided, low, high, record): atomicMin of the row-major
+//    position of every index outside [low, high) into record[0] (set to ~0 by the host first), then
+//    jt_index_check_value_<i32|i64>(index, Strided, record), one thread, copies the index value at that
+//    position into record[1]. The record lives in mapped pinned memory: the host reads it at its next
+//    synchronisation (or at once, in synchronous-check mode, before any data kernel runs).
+//  The data kernels below never trust an index: an element whose index lies outside its dimension (after
+//  negative wrap) is skipped (gather writes 0), so a bad index the host has not seen yet cannot fault.
 //  - jt_index_gather_<T>(out, src, n, IndexGeometry): out[e] = src[e + sum_k index_k[e] * step_k]
 //    (index_select, gather, advanced indexing).
 //  - jt_index_scatter_<T>(dst, values, n, IndexGeometry): dst[e + sum_k index_k[e] * step_k] = values[e]
@@ -35,12 +38,13 @@ namespace jt {
 // The iteration shape of a gather or scatter: operand 0 is the dense side (gather's out, scatter's
 // values), operand 1 the indexed side (gather's src, scatter's dst) with stride 0 where the indices
 // select; index k has its own strides, dtype (bit k of int32_mask: int32, else int64), the size of the
-// dimension it selects in (negative values wrap by it) and the element step it moves the indexed side by.
+// dimension it selects in (negative values wrap by it where bit k of wrap_mask is set, as the op allows)
+// and the element step it moves the indexed side by.
 struct IndexGeometry {
     int ndim;
     int nindex;
     int int32_mask;
-    int unused;
+    int wrap_mask;
     jt_i64 size[JT_MAX_DIMS];
     jt_i64 stride[2][JT_MAX_DIMS];
     jt_i64 index_stride[JT_INDEX_MAX][JT_MAX_DIMS];
@@ -50,7 +54,8 @@ struct IndexGeometry {
 };
 
 // Element offsets of iteration element i: dense side in off[0], indexed side (indices applied) in off[1].
-__device__ __forceinline__ void index_offsets(const IndexGeometry& g, jt_i64 i, jt_i64 (&off)[2]) {
+// False when an index lies outside its dimension: the element is then skipped (see the file comment).
+__device__ __forceinline__ bool index_offsets(const IndexGeometry& g, jt_i64 i, jt_i64 (&off)[2]) {
     jt_i64 index_off[JT_INDEX_MAX];
     off[0] = 0;
     off[1] = 0;
@@ -65,17 +70,19 @@ __device__ __forceinline__ void index_offsets(const IndexGeometry& g, jt_i64 i, 
     for (int k = 0; k < g.nindex; k++) {
         jt_i64 v = (g.int32_mask >> k) & 1 ? (jt_i64)((const jt_i32*)g.index_ptr[k])[index_off[k]]
                                            : ((const jt_i64*)g.index_ptr[k])[index_off[k]];
-        if (v < 0) v += g.index_size[k];
+        if (v < 0 && ((g.wrap_mask >> k) & 1)) v += g.index_size[k];
+        if ((jt_u64)v >= (jt_u64)g.index_size[k]) return false;
         off[1] += v * g.index_step[k];
     }
+    return true;
 }
 
 template <typename T>
 __device__ __forceinline__ void index_gather(T* __restrict__ out, const T* __restrict__ src, jt_i64 n, const IndexGeometry& g) {
     for (jt_i64 i = global_thread(); i < n; i += grid_threads()) {
         jt_i64 off[2];
-        index_offsets(g, i, off);
-        out[off[0]] = src[off[1]];
+        const bool valid = index_offsets(g, i, off);  // computes off[0]: sequenced before its use below
+        out[off[0]] = valid ? src[off[1]] : Scalar<T>::store(0);
     }
 }
 
@@ -83,8 +90,7 @@ template <typename T>
 __device__ __forceinline__ void index_scatter(T* dst, const T* values, jt_i64 n, const IndexGeometry& g) {
     for (jt_i64 i = global_thread(); i < n; i += grid_threads()) {
         jt_i64 off[2];
-        index_offsets(g, i, off);
-        dst[off[1]] = values[off[0]];
+        if (index_offsets(g, i, off)) dst[off[1]] = values[off[0]];
     }
 }
 
@@ -166,8 +172,7 @@ __device__ __forceinline__ void index_scatter_add(T* dst, const T* values, jt_i6
                                                   double alpha, jt_i64 alpha_long) {
     for (jt_i64 i = global_thread(); i < n; i += grid_threads()) {
         jt_i64 off[2];
-        index_offsets(g, i, off);
-        AtomicAdd<T>::apply(dst + off[1], values[off[0]], alpha, alpha_long);
+        if (index_offsets(g, i, off)) AtomicAdd<T>::apply(dst + off[1], values[off[0]], alpha, alpha_long);
     }
 }
 
@@ -182,6 +187,16 @@ __device__ __forceinline__ void index_check(const I* __restrict__ index, jt_i64 
         jt_i64 v = (jt_i64)index[off[0]];
         if (v < low || v >= high) atomicMin(first_bad, (jt_u64)i);
     }
+}
+
+// record[1] = the index at row-major position record[0], if a check found one; launched with one thread
+// after index_check on the same stream.
+template <typename I>
+__device__ __forceinline__ void index_check_value(const I* __restrict__ index, const Strided& s, jt_u64* record) {
+    if (global_thread() != 0 || record[0] == ~(jt_u64)0) return;
+    jt_i64 off[1];
+    strided_offsets<1>(s, (jt_i64)record[0], off);
+    record[1] = (jt_u64)(jt_i64)index[off[0]];
 }
 
 // ---------------------------------------------------------------- row-major compaction
@@ -331,4 +346,10 @@ extern "C" __global__ void jt_index_check_i32(const jt_i32* index, jt_i64 n, Str
 }
 extern "C" __global__ void jt_index_check_i64(const jt_i64* index, jt_i64 n, Strided s, jt_i64 low, jt_i64 high, jt_u64* first_bad) {
     index_check<jt_i64>(index, n, s, low, high, first_bad);
+}
+extern "C" __global__ void jt_index_check_value_i32(const jt_i32* index, Strided s, jt_u64* record) {
+    index_check_value<jt_i32>(index, s, record);
+}
+extern "C" __global__ void jt_index_check_value_i64(const jt_i64* index, Strided s, jt_u64* record) {
+    index_check_value<jt_i64>(index, s, record);
 }

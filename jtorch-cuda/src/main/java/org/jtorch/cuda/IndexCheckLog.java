@@ -1,0 +1,161 @@
+package org.jtorch.cuda;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import org.jtorch.Device;
+import org.jtorch.backend.IndexErrorContext;
+import org.jtorch.cuda.driver.CuConstants;
+import org.jtorch.cuda.kernels.IndexPlan;
+import org.jtorch.cuda.kernels.IndexPlan.Check;
+
+/**
+ * Where the index checks of one device's index ops report, so that checking costs no synchronisation.
+ *
+ * <p>Each check claims a record of mapped pinned memory (two words: the first bad row-major position, ~0
+ * for none, and the index found there), which its check kernels write on the op's stream. The host reads
+ * the records of a stream after it has synchronised with that stream anyway: a device-to-host copy
+ * ({@code item()}, {@code toArray()}, {@code to(cpu)}), {@link Stream#synchronize} or {@link Cuda#synchronize};
+ * a bad index then surfaces there as an {@link IndexOutOfBoundsException} naming the op, the value and the
+ * dimension. This is how CUDA reports every kernel error, and how PyTorch reports its index asserts,
+ * without PyTorch's price: the context stays usable, because the data kernels skip an index they cannot
+ * trust instead of faulting. Until then, the ops after the bad one run on unchecked values.
+ *
+ * <p>In synchronous mode ({@code JTORCH_CUDA_SYNC_INDEX_CHECKS=1}, or {@link Cuda#setSynchronousIndexChecks})
+ * each op reads its record at once, which synchronises its stream: the error surfaces at the op, with
+ * the CPU backend's message, and the destination unchanged. That mode is for debugging, as PyTorch's
+ * {@code CUDA_LAUNCH_BLOCKING=1}.
+ */
+final class IndexCheckLog {
+    /** Records in flight per device before a claim waits for the device (a training step has a few). */
+    static final int RECORDS = 256;
+    private static final long RECORD_BYTES = 16;
+    private static final long NONE = -1L;
+    private static final List<IndexCheckLog> LOGS = new ArrayList<>();
+    private static volatile boolean synchronous = "1".equals(System.getenv("JTORCH_CUDA_SYNC_INDEX_CHECKS"));
+
+    private final CudaRuntime runtime;
+    private final int ordinal;
+    private final MemorySegment records;
+    private final long deviceAddress;
+    private final Check[] checks = new Check[RECORDS];
+    /** The {@link IndexErrorContext} of each record's op. */
+    private final String[] prefixes = new String[RECORDS];
+    private final long[] streams = new long[RECORDS];
+    private final ArrayDeque<Integer> free = new ArrayDeque<>();
+    /** Claimed records, in claim order, so that the first bad op is the one reported. */
+    private final List<Integer> pending = new ArrayList<>();
+    /** {@code pending.size()}, readable without the lock: a synchronisation with nothing pending costs one read. */
+    private volatile int pendingCount;
+
+    private IndexCheckLog(CudaRuntime runtime, int ordinal) {
+        this.runtime = runtime;
+        this.ordinal = ordinal;
+        runtime.makeCurrent(ordinal);
+        this.records = runtime.driver().memHostAlloc(RECORDS * RECORD_BYTES,
+                CuConstants.CU_MEMHOSTALLOC_PORTABLE | CuConstants.CU_MEMHOSTALLOC_DEVICEMAP);
+        this.deviceAddress = runtime.driver().memHostGetDevicePointer(records);
+        for (int r = 0; r < RECORDS; r++) free.add(r);
+    }
+
+    static boolean synchronous() {
+        return synchronous;
+    }
+
+    static boolean setSynchronous(boolean on) {
+        boolean previous = synchronous;
+        synchronous = on;
+        return previous;
+    }
+
+    /** The log of {@code device}, created on first use (the process keeps it, as a device's handles). */
+    static IndexCheckLog of(Device device) {
+        synchronized (LOGS) {
+            int ordinal = device.index();
+            while (LOGS.size() <= ordinal) LOGS.add(null);
+            IndexCheckLog log = LOGS.get(ordinal);
+            if (log == null) {
+                log = new IndexCheckLog(CudaRuntime.system(), ordinal);
+                LOGS.set(ordinal, log);
+            }
+            return log;
+        }
+    }
+
+    /** The log of {@code device} if it has records in flight, else null; for the synchronisation points. */
+    private static IndexCheckLog pendingOf(Device device) {
+        synchronized (LOGS) {
+            IndexCheckLog log = device.index() < LOGS.size() ? LOGS.get(device.index()) : null;
+            return log != null && log.pendingCount > 0 ? log : null;
+        }
+    }
+
+    /**
+     * A cleared record for {@code check} on {@code stream}; returns its device address (word 0: first bad
+     * position, word 1: its value). When every record is in flight, waits for the device and reports them first.
+     */
+    synchronized long claim(Check check, long stream) {
+        if (free.isEmpty()) {
+            runtime.makeCurrent(ordinal);
+            runtime.driver().ctxSynchronize();
+            report(0, true);
+        }
+        int r = free.pop();
+        records.set(JAVA_LONG, r * RECORD_BYTES, NONE);
+        records.set(JAVA_LONG, r * RECORD_BYTES + 8, 0);
+        checks[r] = check;
+        prefixes[r] = IndexErrorContext.prefix();
+        streams[r] = stream;
+        pending.add(r);
+        pendingCount = pending.size();
+        return deviceAddress + r * RECORD_BYTES;
+    }
+
+    /** After the host has synchronised with {@code stream} of {@code device}: reports its records (throws for the first bad one). */
+    static void streamSynchronized(Device device, long stream) {
+        IndexCheckLog log = pendingOf(device);
+        if (log != null) log.report(stream, false);
+    }
+
+    /** After the host has synchronised with the whole of {@code device}. */
+    static void deviceSynchronized(Device device) {
+        IndexCheckLog log = pendingOf(device);
+        if (log != null) log.report(0, true);
+    }
+
+    /**
+     * Frees the completed records (of {@code stream}, or all) and throws the first bad index among them, in
+     * the order the ops ran, with any later ones suppressed.
+     */
+    synchronized void report(long stream, boolean all) {
+        IndexOutOfBoundsException first = null;
+        for (int i = 0; i < pending.size(); ) {
+            int r = pending.get(i);
+            if (!all && streams[r] != stream) {
+                i++;
+                continue;
+            }
+            pending.remove(i);
+            free.push(r);
+            long position = records.get(JAVA_LONG, r * RECORD_BYTES);
+            if (position == NONE) continue;
+            IndexOutOfBoundsException e = exception(checks[r], prefixes[r], records.get(JAVA_LONG, r * RECORD_BYTES + 8));
+            if (first == null) first = e;
+            else first.addSuppressed(e);
+        }
+        pendingCount = pending.size();
+        if (first != null) throw first;
+    }
+
+    /** Synchronously, the CPU backend's error (its caller adds its context); else the error with the context and how it was found. */
+    private static IndexOutOfBoundsException exception(Check check, String prefix, long value) {
+        IndexOutOfBoundsException e = IndexPlan.outOfBounds(check, value);
+        if (synchronous) return e;
+        return new IndexOutOfBoundsException(prefix + e.getMessage() + " (found by the op's CUDA index check and reported at the next"
+                + " synchronisation with its stream, so the ops after it ran on unchecked indices; set"
+                + " JTORCH_CUDA_SYNC_INDEX_CHECKS=1 or call Cuda.setSynchronousIndexChecks(true) to have it raised by the op itself)");
+    }
+}
