@@ -28,6 +28,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * The recurrent cells and layers, packed sequences and an LSTM training run against PyTorch 1.13
  * ({@code tools/fixtures/gen_rnn.py}): outputs, final states and the gradients, through time, of the input, the initial
  * states and every parameter, for {@code sum(out * w) + sum(h_n * w) + sum(c_n * w)} with {@code w[i] = sin(0.7 i + 0.3)}.
+ * Modules and inputs live on {@link Fixtures#device()} (the CUDA suites run it on {@code cuda:0}).
  */
 class RecurrentConformanceTest {
     private static final List<Case> CASES = Fixtures.load("rnn");
@@ -56,7 +57,7 @@ class RecurrentConformanceTest {
         double[] w = new double[(int) t.numel()];
         for (int i = 0; i < w.length; i++) w[i] = Math.sin(0.7 * i + 0.3);
         try (Tensor d = Torch.tensor(w, t.shape())) {
-            return d.to(t.dtype());
+            return d.to(t.device(), t.dtype());
         }
     }
 
@@ -112,6 +113,7 @@ class RecurrentConformanceTest {
             default -> new RNN(in, hidden, options(c));
         };
         m.loadStateDict(params(c));
+        m.to(Fixtures.device());
         return m;
     }
 
@@ -163,6 +165,7 @@ class RecurrentConformanceTest {
         };
         try (MemoryScope scope = new MemoryScope(); m) {
             m.loadStateDict(params(c));
+            m.to(Fixtures.device());
             List<Tensor> x = new ArrayList<>();
             for (Tensor t : c.inputTensors()) x.add(t.requiresGrad_(true));
             Tensor hy, cy = null;
@@ -268,6 +271,7 @@ class RecurrentConformanceTest {
              LSTM lstm = new LSTM(1, 24, LSTM.options().batchFirst(true)); Linear head = new Linear(24, 1)) {
             Sequential model = new Sequential(lstm, head);
             model.loadStateDict(remap(state));
+            model.to(Fixtures.device());
             Tensor x = c.input(0), y = c.input(1);
             SGD opt = new SGD(model.parameters(), SGD.options().lr(c.doubleArg("lr", 0)).momentum(c.doubleArg("momentum", 0)));
             double[] expectedLosses = Fixtures.decode(expected(c).getAsJsonObject("losses")).toDoubleArray();
