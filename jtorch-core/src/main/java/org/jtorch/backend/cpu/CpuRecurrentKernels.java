@@ -97,18 +97,10 @@ final class CpuRecurrentKernels implements RecurrentKernels {
         rows(batch, h, b -> {
             long g0 = b * 4 * h, s0 = b * h;
             long j = 0;
-            for (; j < vh; j += FL) {
-                FloatVector i = sigmoid(ig.vec(g0 + j).add(hg.vec(g0 + j)));
-                FloatVector f = sigmoid(ig.vec(g0 + h + j).add(hg.vec(g0 + h + j)));
-                FloatVector g = tanh(ig.vec(g0 + 2 * h + j).add(hg.vec(g0 + 2 * h + j)));
-                FloatVector o = sigmoid(ig.vec(g0 + 3 * h + j).add(hg.vec(g0 + 3 * h + j)));
-                FloatVector c = f.mul(c0.vec(s0 + j)).add(i.mul(g));
-                co.put(s0 + j, c);
-                ho.put(s0 + j, o.mul(tanh(c)));
-                ws.put(g0 + j, i);
-                ws.put(g0 + h + j, f);
-                ws.put(g0 + 2 * h + j, g);
-                ws.put(g0 + 3 * h + j, o);
+            if (vh > 0) {
+                for (int k = 0; k < 4; k++) gatesF32(ig, hg, ws, g0 + k * h, vh, k == 2);
+                lstmStateF32(ws, g0, h, c0, co, ho, s0, vh);
+                j = vh;
             }
             for (; j < h; j++) {
                 double i = sigmoid(ig.get(g0 + j) + hg.get(g0 + j));
@@ -136,16 +128,9 @@ final class CpuRecurrentKernels implements RecurrentKernels {
         rows(batch, h, b -> {
             long g0 = b * 4 * h, s0 = b * h;
             long j = 0;
-            for (; j < vh; j += FL) {
-                FloatVector i = ws.vec(g0 + j), f = ws.vec(g0 + h + j), g = ws.vec(g0 + 2 * h + j), o = ws.vec(g0 + 3 * h + j);
-                FloatVector tc = tanh(c1.vec(s0 + j));
-                FloatVector dh = vec(ghy, s0 + j);
-                FloatVector dc = vec(gcy, s0 + j).add(dh.mul(o).mul(tc.mul(tc).neg().add(1f)));
-                gg.put(g0 + j, dc.mul(g).mul(i).mul(i.neg().add(1f)));
-                gg.put(g0 + h + j, dc.mul(c0.vec(s0 + j)).mul(f).mul(f.neg().add(1f)));
-                gg.put(g0 + 2 * h + j, dc.mul(i).mul(g.mul(g).neg().add(1f)));
-                gg.put(g0 + 3 * h + j, dh.mul(tc).mul(o).mul(o.neg().add(1f)));
-                gcx.put(s0 + j, dc.mul(f));
+            if (vh > 0) {
+                lstmBackwardF32(ghy, gcy, c0, c1, ws, gg, gcx, g0, s0, h, vh);
+                j = vh;
             }
             for (; j < h; j++) {
                 double i = ws.get(g0 + j), f = ws.get(g0 + h + j), g = ws.get(g0 + 2 * h + j), o = ws.get(g0 + 3 * h + j);
@@ -170,16 +155,9 @@ final class CpuRecurrentKernels implements RecurrentKernels {
         rows(batch, h, b -> {
             long g0 = b * 3 * h, w0 = b * 4 * h, s0 = b * h;
             long j = 0;
-            for (; j < vh; j += FL) {
-                FloatVector r = sigmoid(ig.vec(g0 + j).add(hg.vec(g0 + j)));
-                FloatVector z = sigmoid(ig.vec(g0 + h + j).add(hg.vec(g0 + h + j)));
-                FloatVector hn = hg.vec(g0 + 2 * h + j);
-                FloatVector n = tanh(ig.vec(g0 + 2 * h + j).add(r.mul(hn)));
-                ho.put(s0 + j, n.add(z.mul(h0.vec(s0 + j).sub(n))));
-                ws.put(w0 + j, r);
-                ws.put(w0 + h + j, z);
-                ws.put(w0 + 2 * h + j, n);
-                ws.put(w0 + 3 * h + j, hn);
+            if (vh > 0) {
+                gruForwardF32(ig, hg, h0, ho, ws, g0, w0, s0, h, vh);
+                j = vh;
             }
             for (; j < h; j++) {
                 double r = sigmoid(ig.get(g0 + j) + hg.get(g0 + j));
@@ -204,19 +182,9 @@ final class CpuRecurrentKernels implements RecurrentKernels {
         rows(batch, h, b -> {
             long g0 = b * 3 * h, w0 = b * 4 * h, s0 = b * h;
             long j = 0;
-            for (; j < vh; j += FL) {
-                FloatVector r = ws.vec(w0 + j), z = ws.vec(w0 + h + j), n = ws.vec(w0 + 2 * h + j), hn = ws.vec(w0 + 3 * h + j);
-                FloatVector dh = vec(ghy, s0 + j);
-                FloatVector dn = dh.mul(z.neg().add(1f)).mul(n.mul(n).neg().add(1f));
-                FloatVector dz = dh.mul(h0.vec(s0 + j).sub(n)).mul(z).mul(z.neg().add(1f));
-                FloatVector dr = dn.mul(hn).mul(r).mul(r.neg().add(1f));
-                gi.put(g0 + j, dr);
-                gi.put(g0 + h + j, dz);
-                gi.put(g0 + 2 * h + j, dn);
-                gh.put(g0 + j, dr);
-                gh.put(g0 + h + j, dz);
-                gh.put(g0 + 2 * h + j, dn.mul(r));
-                ghx.put(s0 + j, dh.mul(z));
+            if (vh > 0) {
+                gruBackwardF32(ghy, h0, ws, gi, gh, ghx, g0, w0, s0, h, vh);
+                j = vh;
             }
             for (; j < h; j++) {
                 double r = ws.get(w0 + j), z = ws.get(w0 + h + j), n = ws.get(w0 + 2 * h + j), hn = ws.get(w0 + 3 * h + j);
@@ -233,5 +201,81 @@ final class CpuRecurrentKernels implements RecurrentKernels {
                 ghx.set(s0 + j, dh * z);
             }
         });
+    }
+
+    // ------------------------------------------------------------------ float32 vector passes
+    // Each step runs as a few short loops over one batch row (a few KiB, in L1 between them) rather than one loop
+    // with every gate in its body: C2 intrinsifies the Vector API only in what it inlines, and one long body blows
+    // its inlining budget, leaving boxed vectors (measured: slower than the composed ops).
+
+    /** {@code ws[o..o+n) = act(ig + hg)} for one gate block: sigmoid, or tanh for the cell gate. */
+    private static void gatesF32(Rows ig, Rows hg, Rows ws, long o, long n, boolean tanh) {
+        for (long j = 0; j < n; j += FL) {
+            FloatVector x = ig.vec(o + j).add(hg.vec(o + j));
+            ws.put(o + j, tanh ? tanh(x) : sigmoid(x));
+        }
+    }
+
+    /** {@code cy = f * cx + i * g}, {@code hy = o * tanh(cy)} from the activated gates at {@code g0}. */
+    private static void lstmStateF32(Rows ws, long g0, long h, Rows cx, Rows cy, Rows hy, long s0, long n) {
+        for (long j = 0; j < n; j += FL) {
+            FloatVector c = ws.vec(g0 + h + j).mul(cx.vec(s0 + j)).add(ws.vec(g0 + j).mul(ws.vec(g0 + 2 * h + j)));
+            cy.put(s0 + j, c);
+            hy.put(s0 + j, ws.vec(g0 + 3 * h + j).mul(tanh(c)));
+        }
+    }
+
+    private static void lstmBackwardF32(Rows ghy, Rows gcy, Rows cx, Rows cy, Rows ws, Rows gg, Rows gcx, long g0, long s0, long h,
+                                        long n) {
+        // dc (parked in gcx) and the output gate's gradient.
+        for (long j = 0; j < n; j += FL) {
+            FloatVector o = ws.vec(g0 + 3 * h + j), tc = tanh(cy.vec(s0 + j)), dh = vec(ghy, s0 + j);
+            gcx.put(s0 + j, vec(gcy, s0 + j).add(dh.mul(o).mul(ONE.sub(tc.mul(tc)))));
+            gg.put(g0 + 3 * h + j, dh.mul(tc).mul(o).mul(ONE.sub(o)));
+        }
+        for (long j = 0; j < n; j += FL) {
+            FloatVector dc = gcx.vec(s0 + j), i = ws.vec(g0 + j), g = ws.vec(g0 + 2 * h + j);
+            gg.put(g0 + j, dc.mul(g).mul(i).mul(ONE.sub(i)));
+            gg.put(g0 + 2 * h + j, dc.mul(i).mul(ONE.sub(g.mul(g))));
+        }
+        for (long j = 0; j < n; j += FL) {
+            FloatVector dc = gcx.vec(s0 + j), f = ws.vec(g0 + h + j);
+            gg.put(g0 + h + j, dc.mul(cx.vec(s0 + j)).mul(f).mul(ONE.sub(f)));
+            gcx.put(s0 + j, dc.mul(f));
+        }
+    }
+
+    private static void gruForwardF32(Rows ig, Rows hg, Rows hx, Rows hy, Rows ws, long g0, long w0, long s0, long h, long n) {
+        for (long j = 0; j < n; j += FL) {
+            ws.put(w0 + j, sigmoid(ig.vec(g0 + j).add(hg.vec(g0 + j))));
+            ws.put(w0 + h + j, sigmoid(ig.vec(g0 + h + j).add(hg.vec(g0 + h + j))));
+        }
+        for (long j = 0; j < n; j += FL) {
+            FloatVector hn = hg.vec(g0 + 2 * h + j);
+            FloatVector nv = tanh(ig.vec(g0 + 2 * h + j).add(ws.vec(w0 + j).mul(hn)));
+            ws.put(w0 + 2 * h + j, nv);
+            ws.put(w0 + 3 * h + j, hn);
+            hy.put(s0 + j, nv.add(ws.vec(w0 + h + j).mul(hx.vec(s0 + j).sub(nv))));
+        }
+    }
+
+    private static void gruBackwardF32(Rows ghy, Rows hx, Rows ws, Rows gi, Rows gh, Rows ghx, long g0, long w0, long s0, long h,
+                                       long n) {
+        for (long j = 0; j < n; j += FL) {
+            FloatVector z = ws.vec(w0 + h + j), nv = ws.vec(w0 + 2 * h + j), dh = vec(ghy, s0 + j);
+            FloatVector dn = dh.mul(ONE.sub(z)).mul(ONE.sub(nv.mul(nv)));
+            FloatVector dz = dh.mul(hx.vec(s0 + j).sub(nv)).mul(z).mul(ONE.sub(z));
+            gi.put(g0 + h + j, dz);
+            gh.put(g0 + h + j, dz);
+            gi.put(g0 + 2 * h + j, dn);
+            ghx.put(s0 + j, dh.mul(z));
+        }
+        for (long j = 0; j < n; j += FL) {
+            FloatVector r = ws.vec(w0 + j), dn = gi.vec(g0 + 2 * h + j);
+            FloatVector dr = dn.mul(ws.vec(w0 + 3 * h + j)).mul(r).mul(ONE.sub(r));
+            gi.put(g0 + j, dr);
+            gh.put(g0 + j, dr);
+            gh.put(g0 + 2 * h + j, dn.mul(r));
+        }
     }
 }
