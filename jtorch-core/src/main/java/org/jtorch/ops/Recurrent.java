@@ -73,7 +73,7 @@ public final class Recurrent {
         return new LstmStep(hy, cy);
     }
 
-    /** {@link #lstmCell} as tensor ops (any floating dtype; differentiable to any order). */
+    /** {@link #lstmCell} as tensor ops (any floating dtype). */
     public static LstmStep lstmCellComposed(Tensor inputGates, Tensor hiddenGates, Tensor cx) {
         checkGates("lstmCell", inputGates, hiddenGates, cx, 4);
         try (MemoryScope scope = new MemoryScope()) {
@@ -137,7 +137,7 @@ public final class Recurrent {
         return hy;
     }
 
-    /** {@link #gruCell} as tensor ops (any floating dtype; differentiable to any order). */
+    /** {@link #gruCell} as tensor ops (any floating dtype). */
     public static Tensor gruCellComposed(Tensor inputGates, Tensor hiddenGates, Tensor hx) {
         checkGates("gruCell", inputGates, hiddenGates, hx, 3);
         try (MemoryScope scope = new MemoryScope()) {
