@@ -121,6 +121,16 @@ class RecurrentConformanceTest {
         for (Map.Entry<String, Tensor> p : m.namedParameters().entrySet()) assertNamed(exp, "grad." + p.getKey(), p.getValue().grad(), c);
     }
 
+    /** The final states ({@code c_n} when given) and the gradients of the inputs ({@code input, h0, c0}) and of every parameter. */
+    private static void assertStatesAndGradients(Case c, Tensor hN, Tensor cN, List<Tensor> inputs, Module m) {
+        JsonObject exp = expected(c);
+        assertNamed(exp, "h_n", hN, c);
+        if (cN != null) assertNamed(exp, "c_n", cN, c);
+        String[] labels = {"input", "h0", "c0"};
+        for (int i = 0; i < inputs.size(); i++) assertNamed(exp, "grad." + labels[i], inputs.get(i).grad(), c);
+        assertParameterGrads(m, exp, c);
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("layers")
     void layerMatchesPyTorch(Case c) {
@@ -140,13 +150,8 @@ class RecurrentConformanceTest {
                 hN = o.hN();
             }
             loss(out, hN, cN).backward();
-            JsonObject exp = expected(c);
-            assertNamed(exp, "output", out, c);
-            assertNamed(exp, "h_n", hN, c);
-            if (cN != null) assertNamed(exp, "c_n", cN, c);
-            String[] labels = {"input", "h0", "c0"};
-            for (int i = 0; i < in.size(); i++) assertNamed(exp, "grad." + labels[i], in.get(i).grad(), c);
-            assertParameterGrads(m, exp, c);
+            assertNamed(expected(c), "output", out, c);
+            assertStatesAndGradients(c, hN, cN, in, m);
         }
     }
 
@@ -179,12 +184,7 @@ class RecurrentConformanceTest {
                 hy = ((RNNCell) m).forward(x.get(0), x.get(1));
             }
             loss(hy, cy).backward();
-            JsonObject exp = expected(c);
-            assertNamed(exp, "h_n", hy, c);
-            if (cy != null) assertNamed(exp, "c_n", cy, c);
-            String[] labels = {"input", "h0", "c0"};
-            for (int i = 0; i < x.size(); i++) assertNamed(exp, "grad." + labels[i], x.get(i).grad(), c);
-            assertParameterGrads(m, exp, c);
+            assertStatesAndGradients(c, hy, cy, x, m);
         }
     }
 
@@ -225,11 +225,7 @@ class RecurrentConformanceTest {
             try (Tensor lens = Fixtures.decode(exp.getAsJsonObject("lengths"))) {
                 assertArrayEquals(lens.toLongArray(), padded.lengths(), c + " lengths");
             }
-            assertNamed(exp, "h_n", hN, c);
-            if (cN != null) assertNamed(exp, "c_n", cN, c);
-            String[] labels = {"input", "h0", "c0"};
-            for (int i = 0; i < in.size(); i++) assertNamed(exp, "grad." + labels[i], in.get(i).grad(), c);
-            assertParameterGrads(m, exp, c);
+            assertStatesAndGradients(c, hN, cN, in, m);
         }
     }
 
