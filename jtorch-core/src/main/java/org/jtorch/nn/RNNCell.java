@@ -6,6 +6,7 @@ import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Arguments;
 
 /**
  * One Elman RNN step, as {@code torch.nn.RNNCell}: {@code h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)} (or relu).
@@ -24,6 +25,7 @@ public class RNNCell extends RNNCellBase {
 
     public RNNCell(long inputSize, long hiddenSize, boolean bias, String nonlinearity, DType dtype, Device device, Generator gen) {
         super("RNNCell", inputSize, hiddenSize, bias, 1, dtype, device, gen);
+        Arguments.nonNull("RNNCell", "nonlinearity", nonlinearity);
         this.relu = switch (nonlinearity) {
             case "tanh" -> false;
             case "relu" -> true;

@@ -67,6 +67,7 @@ public final class PackedSequence implements AutoCloseable {
 
     /** The same batch structure around new data (a recurrent layer's output). */
     public PackedSequence withData(Tensor newData) {
+        Arguments.nonNull("PackedSequence.withData", "newData", newData);
         return new PackedSequence(newData, batchSizes, sortedIndices == null ? null : sortedIndices.alias(),
                 unsortedIndices == null ? null : unsortedIndices.alias());
     }

@@ -102,6 +102,7 @@ public final class Rnn {
 
     /** As {@link #packPaddedSequence(Tensor, long[], boolean, boolean)}, with the lengths as a 1-D int64 CPU tensor. */
     public static PackedSequence packPaddedSequence(Tensor input, Tensor lengths, boolean batchFirst, boolean enforceSorted) {
+        Arguments.nonNull("packPaddedSequence", "input", input);
         Arguments.nonNull("packPaddedSequence", "lengths", lengths);
         if (lengths.dim() != 1 || lengths.dtype() != DType.INT64 || !lengths.device().equals(Device.cpu())) {
             throw new IllegalArgumentException("packPaddedSequence: 'lengths' argument should be a 1D CPU int64 tensor, but got "
