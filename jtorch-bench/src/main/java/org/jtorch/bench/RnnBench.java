@@ -15,39 +15,41 @@ import org.jtorch.ops.Recurrent;
  * Recurrent layers on the CPU: an LSTM and a GRU layer of pytorch/examples' word language model (sequence 35, batch 20,
  * 200 features in and hidden, 2 layers), forward and forward+backward; and one LSTM/GRU cell step's pointwise part
  * ({@code [20, 4*200]} gates) fused ({@link Recurrent#lstmCell}) against the same formulas as tensor ops
- * ({@link Recurrent#lstmCellComposed}), forward+backward, measured in alternating rounds.
+ * ({@link Recurrent#lstmCellComposed}), forward+backward, measured in alternating rounds. With {@code cpuTime} the layers
+ * are timed in the calling thread's CPU time (for {@code JTORCH_NUM_THREADS=1} on a loaded machine).
  */
 final class RnnBench {
     private static final int SEQ = 35, BATCH = 20, HIDDEN = 200, LAYERS = 2;
 
     private RnnBench() {}
 
-    static Map<String, Double> run(boolean quick) {
+    static Map<String, Double> run(boolean quick, boolean cpuTime) {
         Map<String, Double> r = new LinkedHashMap<>();
         int reps = quick ? 5 : 15;
         Torch.manualSeed(1);
         try (Tensor x = Torch.randn(SEQ, BATCH, HIDDEN); Tensor up = Torch.randn(SEQ, BATCH, HIDDEN)) {
             try (LSTM lstm = new LSTM(HIDDEN, HIDDEN, LSTM.options().numLayers(LAYERS))) {
-                layer(r, "lstm", lstm, x, up, reps);
+                layer(r, "lstm", lstm, x, up, reps, cpuTime);
             }
             try (GRU gru = new GRU(HIDDEN, HIDDEN, GRU.options().numLayers(LAYERS))) {
-                layer(r, "gru", gru, x, up, reps);
+                layer(r, "gru", gru, x, up, reps, cpuTime);
             }
         }
         cellSteps(r, quick ? 5 : 11);
         return r;
     }
 
-    private static void layer(Map<String, Double> r, String name, RNNBase m, Tensor x, Tensor up, int reps) {
+    private static void layer(Map<String, Double> r, String name, RNNBase m, Tensor x, Tensor up, int reps, boolean cpuTime) {
         String shape = "_35x20x200_2l_ms";
-        double fwd = Timing.median(3, reps, () -> {
-            try (MemoryScope s = new MemoryScope()) {
+        java.util.function.ToDoubleFunction<Runnable> time = body -> cpuTime ? Timing.medianCpu(3, reps, body) : Timing.median(3, reps, body);
+        double fwd = time.applyAsDouble(() -> {
+            try (MemoryScope s = new MemoryScope(); var g = org.jtorch.autograd.Grad.noGrad()) {
                 m.forward(x);
             }
         });
         r.put(name + "_fwd" + shape, fwd * 1e3);
         Tensor xg = x.alias().requiresGrad_(true);
-        double step = Timing.median(3, reps, () -> {
+        double step = time.applyAsDouble(() -> {
             try (MemoryScope s = new MemoryScope()) {
                 m.zeroGrad();
                 m.forward(xg).mul(up).sum().backward();

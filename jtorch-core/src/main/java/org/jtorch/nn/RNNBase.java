@@ -3,8 +3,6 @@ package org.jtorch.nn;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
@@ -168,6 +166,10 @@ public abstract class RNNBase extends Module {
         try (MemoryScope scope = new MemoryScope()) {
             Tensor x = batched ? (batchFirst ? input.transpose(0, 1) : input) : input.unsqueeze(1);
             long steps = x.size(0), batch = x.size(1);
+            if (steps == 0) {
+                throw new IllegalArgumentException(name + ": expected a sequence of at least one time step, got input of shape "
+                        + Shapes.format(input.shape()));
+            }
             Tensor h = h0 == null ? null : batched ? h0 : checkUnbatchedState("hx", h0).unsqueeze(1);
             Tensor c = c0 == null ? null : batched ? c0 : checkUnbatchedState("cx", c0).unsqueeze(1);
             long[] sizes = new long[(int) steps];
@@ -324,13 +326,5 @@ public abstract class RNNBase extends Module {
         if (dropout != 0) sb.append(", dropout=").append(dropout);
         if (bidirectional) sb.append(", bidirectional=True");
         return sb.toString();
-    }
-
-    DType parameterDtype() {
-        return parameter("weight_ih_l0").dtype();
-    }
-
-    Device parameterDevice() {
-        return parameter("weight_ih_l0").device();
     }
 }

@@ -267,6 +267,8 @@ class RecurrentTest {
             e = assertThrows(IllegalArgumentException.class,
                     () -> lstm.forward(Torch.randn(5, 2, 3), new LSTM.State(Torch.zeros(1, 2, 4), Torch.zeros(2, 2, 4))));
             assertEquals("LSTM: Expected hidden size [2, 2, 4], got [1, 2, 4] for hx", e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> lstm.forward(Torch.randn(0, 2, 3)));
+            assertEquals("LSTM: expected a sequence of at least one time step, got input of shape [0, 2, 3]", e.getMessage());
             e = assertThrows(IllegalArgumentException.class, () -> lstm.forward(Torch.randn(5)));
             assertTrue(e.getMessage().startsWith("LSTM: expected input to be 2-D (unbatched) or 3-D, got 1-D"), e.getMessage());
             e = assertThrows(IllegalArgumentException.class, () -> lstm.forward(Torch.randn(new long[] {5, 2, 3}, DType.FLOAT64,
