@@ -5,7 +5,6 @@ import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Recurrent;
 
 /** One GRU step, as {@code torch.nn.GRUCell} (the formulas of {@link GRU}; the fused {@link Recurrent#gruCell}). */
@@ -30,11 +29,6 @@ public class GRUCell extends RNNCellBase {
 
     /** The next hidden state from {@code hx} ({@code [N, H]} or {@code [H]}; null: zeros). */
     public Tensor forward(Tensor input, Tensor hx) {
-        try (MemoryScope scope = new MemoryScope()) {
-            Tensor x = batchedInput(input);
-            Tensor h = batchedState("hx", hx, input, x.size(0));
-            Tensor hy = Recurrent.gruCell(inputGates(x), hiddenGates(h), h);
-            return scope.keep(input.dim() == 1 ? hy.squeeze(0) : hy);
-        }
+        return hiddenStep(input, hx, (x, h) -> Recurrent.gruCell(inputGates(x), hiddenGates(h), h));
     }
 }

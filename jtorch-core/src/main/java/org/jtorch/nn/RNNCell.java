@@ -5,7 +5,6 @@ import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
 
 /**
@@ -41,13 +40,10 @@ public class RNNCell extends RNNCellBase {
 
     /** The next hidden state from {@code hx} ({@code [N, H]} or {@code [H]}; null: zeros). */
     public Tensor forward(Tensor input, Tensor hx) {
-        try (MemoryScope scope = new MemoryScope()) {
-            Tensor x = batchedInput(input);
-            Tensor h = batchedState("hx", hx, input, x.size(0));
+        return hiddenStep(input, hx, (x, h) -> {
             Tensor pre = inputGates(x).add(hiddenGates(h));
-            Tensor hy = relu ? pre.relu() : pre.tanh();
-            return scope.keep(input.dim() == 1 ? hy.squeeze(0) : hy);
-        }
+            return relu ? pre.relu() : pre.tanh();
+        });
     }
 
     @Override

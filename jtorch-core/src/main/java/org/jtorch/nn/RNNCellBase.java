@@ -1,10 +1,12 @@
 package org.jtorch.nn;
 
+import java.util.function.BinaryOperator;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Shapes;
 
@@ -87,6 +89,15 @@ public abstract class RNNCellBase extends Module {
                     + Shapes.format(input.shape()) + ", got " + Shapes.format(state.shape()));
         }
         return unbatched ? state.unsqueeze(0) : state.alias();
+    }
+
+    /** A step of a cell whose state is one tensor ({@code hx}, null: zeros): batches input and state, runs {@code step}, unbatches. */
+    Tensor hiddenStep(Tensor input, Tensor hx, BinaryOperator<Tensor> step) {
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor x = batchedInput(input);
+            Tensor hy = step.apply(x, batchedState("hx", hx, input, x.size(0)));
+            return scope.keep(input.dim() == 1 ? hy.squeeze(0) : hy);
+        }
     }
 
     @Override
