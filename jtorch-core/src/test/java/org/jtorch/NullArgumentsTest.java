@@ -85,6 +85,9 @@ class NullArgumentsTest {
             "BatchNorm3d.<init>(momentum)", "RMSNorm.<init>(eps)", "Embedding.<init>(paddingIdx)", "MaxPool2d.<init>(stride)",
             "AvgPool2d.<init>(stride)", "Dropout.<init>(gen)", "Dropout1d.<init>(gen)", "Dropout2d.<init>(gen)",
             "MultiheadAttention.Output.<init>(weights)", "Init.calculateGain(param)",
+            // recurrent layers: zero initial states, a batch given sorted, the longest length
+            "LSTM.forward(state)", "RNN.forward(h0)", "LSTMCell.forward(state)", "RNNCell.forward(hx)", "GRUCell.forward(hx)",
+            "PackedSequence.<init>(sortedIndices)", "PackedSequence.<init>(unsortedIndices)", "Rnn.padPackedSequence(totalLength)",
             // data: the default generator, all samples, unlabelled samples, batches of any structure (null leaves)
             "RandomSampler.<init>(generator)", "RandomSampler.<init>(numSamples)", "SubsetRandomSampler.<init>(generator)",
             "WeightedRandomSampler.<init>(generator)", "Datasets.randomSplit(generator)", "Sample.<init>(input)",
@@ -102,6 +105,12 @@ class NullArgumentsTest {
             Map.entry(org.jtorch.nn.Sequential.class, () -> new org.jtorch.nn.Sequential(new org.jtorch.nn.Linear(2, 2))),
             Map.entry(org.jtorch.nn.ModuleList.class, () -> new org.jtorch.nn.ModuleList(new org.jtorch.nn.Linear(2, 2))),
             Map.entry(org.jtorch.nn.ModuleDict.class, () -> new org.jtorch.nn.ModuleDict()),
+            Map.entry(org.jtorch.nn.LSTM.class, () -> new org.jtorch.nn.LSTM(2, 2)),
+            Map.entry(org.jtorch.nn.RNN.class, () -> new org.jtorch.nn.RNN(2, 2)),
+            Map.entry(org.jtorch.nn.LSTMCell.class, () -> new org.jtorch.nn.LSTMCell(2, 2)),
+            Map.entry(org.jtorch.nn.RNNCell.class, () -> new org.jtorch.nn.RNNCell(2, 2)),
+            Map.entry(org.jtorch.nn.GRUCell.class, () -> new org.jtorch.nn.GRUCell(2, 2)),
+            Map.entry(org.jtorch.nn.utils.PackedSequence.class, NullArgumentsTest::packed),
             Map.entry(org.jtorch.optim.Optimizer.class, NullArgumentsTest::optimizer),
             Map.entry(org.jtorch.optim.ParamGroup.class, () -> optimizer().paramGroups().get(0)),
             Map.entry(org.jtorch.optim.lr.LRScheduler.class, () -> new org.jtorch.optim.lr.StepLR(optimizer(), 2)),
@@ -110,6 +119,10 @@ class NullArgumentsTest {
             Map.entry(org.jtorch.io.Checkpoint.class, () -> new org.jtorch.io.Checkpoint()),
             Map.entry(org.jtorch.memory.MemoryScope.class, org.jtorch.memory.MemoryScope::new),
             Map.entry(Generator.class, () -> new Generator(0)));
+
+    private static org.jtorch.nn.utils.PackedSequence packed() {
+        return new org.jtorch.nn.utils.PackedSequence(Torch.ones(3, 2), new long[] {2, 1}, null, null);
+    }
 
     private static org.jtorch.optim.Optimizer optimizer() {
         return new org.jtorch.optim.SGD(List.of(Torch.ones(2).requiresGrad_(true)), org.jtorch.optim.SGD.options().lr(0.1));
@@ -148,6 +161,9 @@ class NullArgumentsTest {
         if (t == org.jtorch.optim.Optimizer.class) return new org.jtorch.optim.SGD(List.of(Torch.ones(2).requiresGrad_(true)),
                 org.jtorch.optim.SGD.options().lr(0.1));
         if (t == org.jtorch.nn.ConvOptions.class) return org.jtorch.nn.Conv2d.options();
+        if (t == org.jtorch.nn.RNNOptions.class) return org.jtorch.nn.LSTM.options();
+        if (t == org.jtorch.nn.utils.PackedSequence.class) return packed();
+        if (t == org.jtorch.nn.LSTM.State.class) return new org.jtorch.nn.LSTM.State(Torch.zeros(1, 2), Torch.zeros(1, 2));
         // an options class nested in its owner, made by the owner's options() (SGD.Options, OneCycleLR.Options...)
         if (t.getEnclosingClass() != null) {
             for (Method m : t.getEnclosingClass().getMethods()) {

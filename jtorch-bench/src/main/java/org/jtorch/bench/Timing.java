@@ -19,6 +19,23 @@ final class Timing {
         return t[reps / 2];
     }
 
+    /**
+     * As {@link #median}, in CPU seconds of the calling thread: on a loaded machine, with one intra-op thread
+     * ({@code JTORCH_NUM_THREADS=1}), what the work costs rather than how long it waited for a core.
+     */
+    static double medianCpu(int warmup, int reps, Runnable body) {
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        for (int i = 0; i < warmup; i++) body.run();
+        double[] t = new double[reps];
+        for (int i = 0; i < reps; i++) {
+            long t0 = mx.getCurrentThreadCpuTime();
+            body.run();
+            t[i] = (mx.getCurrentThreadCpuTime() - t0) * 1e-9;
+        }
+        Arrays.sort(t);
+        return t[reps / 2];
+    }
+
     /** Median seconds per iteration, timing batches of {@code inner} iterations (for sub-microsecond ops). */
     static double medianPerIteration(int batches, int inner, Runnable body) {
         return median(Math.max(3, batches / 4), batches, () -> {

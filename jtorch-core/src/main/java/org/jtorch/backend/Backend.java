@@ -84,6 +84,9 @@ public interface Backend {
 
     NormalizationKernels normalization();
 
+    /** Fused LSTM and GRU cell steps. */
+    RecurrentKernels recurrent();
+
     /** Fused optimizer steps over contiguous float32 tensors of this backend's device. */
     OptimizerKernels optimizers();
 }

@@ -36,6 +36,7 @@ final class HoldingBackend implements Backend {
     private final ConvolutionKernels convolution;
     private final SpatialKernels spatial;
     private final NormalizationKernels normalization;
+    private final RecurrentKernels recurrent;
     private final OptimizerKernels optimizers;
 
     HoldingBackend(Backend b) {
@@ -47,6 +48,7 @@ final class HoldingBackend implements Backend {
         convolution = new Convolution(b.convolution());
         spatial = new Spatial(b.spatial());
         normalization = new Normalization(b.normalization());
+        recurrent = new Recurrent(b.recurrent());
         optimizers = new Optimizers(b.optimizers());
     }
 
@@ -249,6 +251,11 @@ final class HoldingBackend implements Backend {
     @Override
     public NormalizationKernels normalization() {
         return normalization;
+    }
+
+    @Override
+    public RecurrentKernels recurrent() {
+        return recurrent;
     }
 
     @Override
@@ -635,6 +642,54 @@ final class HoldingBackend implements Backend {
             hold("batch_norm_backward", operands);
             try {
                 k.batchNormBackward(gradOut, x, n, c, s, mean, invstd, weight, train, gradInput, gradWeight, gradBias);
+            } finally {
+                drop(operands);
+            }
+        }
+    }
+
+    private record Recurrent(RecurrentKernels k) implements RecurrentKernels {
+        @Override
+        public void lstmCellForward(Tensor inputGates, Tensor hiddenGates, Tensor cx, Tensor hy, Tensor cy, Tensor workspace) {
+            Tensor[] operands = {inputGates, hiddenGates, cx, hy, cy, workspace};
+            hold("lstm_cell", operands);
+            try {
+                k.lstmCellForward(inputGates, hiddenGates, cx, hy, cy, workspace);
+            } finally {
+                drop(operands);
+            }
+        }
+
+        @Override
+        public void lstmCellBackward(Tensor gradHy, Tensor gradCy, Tensor cx, Tensor cy, Tensor workspace, Tensor gradGates,
+                                     Tensor gradCx) {
+            Tensor[] operands = {gradHy, gradCy, cx, cy, workspace, gradGates, gradCx};
+            hold("lstm_cell_backward", operands);
+            try {
+                k.lstmCellBackward(gradHy, gradCy, cx, cy, workspace, gradGates, gradCx);
+            } finally {
+                drop(operands);
+            }
+        }
+
+        @Override
+        public void gruCellForward(Tensor inputGates, Tensor hiddenGates, Tensor hx, Tensor hy, Tensor workspace) {
+            Tensor[] operands = {inputGates, hiddenGates, hx, hy, workspace};
+            hold("gru_cell", operands);
+            try {
+                k.gruCellForward(inputGates, hiddenGates, hx, hy, workspace);
+            } finally {
+                drop(operands);
+            }
+        }
+
+        @Override
+        public void gruCellBackward(Tensor gradHy, Tensor hx, Tensor workspace, Tensor gradInputGates, Tensor gradHiddenGates,
+                                    Tensor gradHx) {
+            Tensor[] operands = {gradHy, hx, workspace, gradInputGates, gradHiddenGates, gradHx};
+            hold("gru_cell_backward", operands);
+            try {
+                k.gruCellBackward(gradHy, hx, workspace, gradInputGates, gradHiddenGates, gradHx);
             } finally {
                 drop(operands);
             }

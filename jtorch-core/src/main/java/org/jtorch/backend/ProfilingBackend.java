@@ -18,6 +18,7 @@ final class ProfilingBackend implements Backend {
     private final ConvolutionKernels convolution;
     private final SpatialKernels spatial;
     private final NormalizationKernels normalization;
+    private final RecurrentKernels recurrent;
     private final OptimizerKernels optimizers;
 
     ProfilingBackend(Backend b) {
@@ -29,6 +30,7 @@ final class ProfilingBackend implements Backend {
         convolution = KernelProfiler.timed(ConvolutionKernels.class, b.convolution(), "convolution");
         spatial = KernelProfiler.timed(SpatialKernels.class, b.spatial(), "spatial");
         normalization = KernelProfiler.timed(NormalizationKernels.class, b.normalization(), "normalization");
+        recurrent = KernelProfiler.timed(RecurrentKernels.class, b.recurrent(), "recurrent");
         optimizers = KernelProfiler.timed(OptimizerKernels.class, b.optimizers(), "optimizers");
     }
 
@@ -137,6 +139,11 @@ final class ProfilingBackend implements Backend {
     @Override
     public NormalizationKernels normalization() {
         return normalization;
+    }
+
+    @Override
+    public RecurrentKernels recurrent() {
+        return recurrent;
     }
 
     @Override

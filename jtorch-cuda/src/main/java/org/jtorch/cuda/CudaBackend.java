@@ -9,6 +9,7 @@ import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.IndexKernels;
 import org.jtorch.backend.LinalgKernels;
 import org.jtorch.backend.NormalizationKernels;
+import org.jtorch.backend.RecurrentKernels;
 import org.jtorch.backend.OptimizerKernels;
 import org.jtorch.backend.RandomKernels;
 import org.jtorch.backend.ReductionKernels;
@@ -208,6 +209,14 @@ public final class CudaBackend implements Backend {
     @Override
     public NormalizationKernels normalization() {
         return normalization;
+    }
+
+    /** The fused LSTM and GRU cell steps of {@code recurrent.cu} ({@link CudaRecurrentKernels}). */
+    private final RecurrentKernels recurrent = new CudaRecurrentKernels(this::kernels);
+
+    @Override
+    public RecurrentKernels recurrent() {
+        return recurrent;
     }
 
     // ------------------------------------------------------------------ fused optimizer steps

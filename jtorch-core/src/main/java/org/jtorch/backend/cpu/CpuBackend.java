@@ -11,6 +11,7 @@ import org.jtorch.backend.LinalgKernels;
 import org.jtorch.backend.NormalizationKernels;
 import org.jtorch.backend.OptimizerKernels;
 import org.jtorch.backend.RandomKernels;
+import org.jtorch.backend.RecurrentKernels;
 import org.jtorch.backend.ReductionKernels;
 import org.jtorch.backend.SpatialKernels;
 import org.jtorch.memory.Allocator;
@@ -30,6 +31,7 @@ public final class CpuBackend implements Backend {
     private final ConvolutionKernels convolution = new CpuConvolutionKernels();
     private final SpatialKernels spatial = new CpuSpatialKernels();
     private final NormalizationKernels normalization = new CpuNormalizationKernels();
+    private final RecurrentKernels recurrent = new CpuRecurrentKernels();
     private final OptimizerKernels optimizers = new CpuOptimizerKernels();
 
     private CpuBackend() {}
@@ -127,6 +129,11 @@ public final class CpuBackend implements Backend {
     @Override
     public NormalizationKernels normalization() {
         return normalization;
+    }
+
+    @Override
+    public RecurrentKernels recurrent() {
+        return recurrent;
     }
 
     @Override

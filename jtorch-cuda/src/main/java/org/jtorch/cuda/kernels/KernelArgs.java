@@ -89,6 +89,16 @@ public final class KernelArgs {
                 .f32(oneMinusBeta2).f32(bc2Sqrt).f32(eps).f32(negStepSize).i32(maximize ? 1 : 0).i32(amsgrad ? 1 : 0);
     }
 
+    /**
+     * The fused cell steps of {@code recurrent.cu}, {@code jt_<lstm|gru>_cell_<forward|backward>_<T>(pointers..., jt_i64 batch,
+     * jt_i64 h)}: the tensor pointers in the order of the C declaration (0 for a null gradient), then the state's shape.
+     */
+    public static KernelArgs recurrentCell(Arena arena, long batch, long hidden, long... pointers) {
+        KernelArgs a = new KernelArgs(arena);
+        for (long p : pointers) a.pointer(p);
+        return a.i64(batch).i64(hidden);
+    }
+
     /** {@code jt_amp_unscale_<T>(TensorChunks chunks, float* found_inf, float inv_scale)}. */
     public static KernelArgs ampUnscale(Arena arena, MemorySegment chunks, long foundInf, float invScale) {
         return new KernelArgs(arena).struct(chunks).pointer(foundInf).f32(invScale);

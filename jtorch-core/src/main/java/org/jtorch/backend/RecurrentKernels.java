@@ -1,0 +1,42 @@
+package org.jtorch.backend;
+
+import org.jtorch.Tensor;
+
+/**
+ * Fused recurrent cell steps, as ATen's {@code _thnn_fused_lstm_cell} and {@code _thnn_fused_gru_cell}: the
+ * gate nonlinearities and the state update of one time step in one pass over memory, forward and backward.
+ * The matrix products that make the gates ({@code x @ W_ih^T + b_ih}, {@code h @ W_hh^T + b_hh}) stay
+ * outside, so that the front end can batch the input products of a whole sequence into one GEMM.
+ *
+ * <p>Every tensor is contiguous {@code [batch, k * hidden]} of one floating dtype (float32 or float64) on
+ * this backend's device, as the front end makes them; gate blocks are in PyTorch's order ({@code i, f, g,
+ * o} for LSTM, {@code r, z, n} for GRU). A null incoming gradient means zero. Outputs are written whole.
+ */
+public interface RecurrentKernels {
+    /**
+     * LSTM step: {@code gates = inputGates + hiddenGates}, {@code i, f, o = sigmoid}, {@code g = tanh},
+     * {@code cy = f * cx + i * g}, {@code hy = o * tanh(cy)}; {@code workspace} ({@code [b, 4h]}) receives the
+     * activated gates for the backward.
+     */
+    void lstmCellForward(Tensor inputGates, Tensor hiddenGates, Tensor cx, Tensor hy, Tensor cy, Tensor workspace);
+
+    /**
+     * LSTM step backward from the forward's {@code cx}, {@code cy} and {@code workspace}: {@code gradGates}
+     * ({@code [b, 4h]}, the gradient of both gate inputs, before the nonlinearities) and {@code gradCx}.
+     * {@code gradHy} and {@code gradCy} may be null.
+     */
+    void lstmCellBackward(Tensor gradHy, Tensor gradCy, Tensor cx, Tensor cy, Tensor workspace, Tensor gradGates, Tensor gradCx);
+
+    /**
+     * GRU step: {@code r, z = sigmoid(input + hidden)} per gate, {@code n = tanh(in + r * hn)}, {@code hy = (1 - z)
+     * * n + z * hx}; {@code workspace} ({@code [b, 4h]}) receives {@code r, z, n, hn}.
+     */
+    void gruCellForward(Tensor inputGates, Tensor hiddenGates, Tensor hx, Tensor hy, Tensor workspace);
+
+    /**
+     * GRU step backward from the forward's {@code hx} and {@code workspace}: the gradients of the input gates and
+     * of the hidden gates ({@code [b, 3h]} each; they differ in the {@code n} block, which the hidden side sees
+     * through {@code r}) and of {@code hx}. {@code gradHy} may be null.
+     */
+    void gruCellBackward(Tensor gradHy, Tensor hx, Tensor workspace, Tensor gradInputGates, Tensor gradHiddenGates, Tensor gradHx);
+}

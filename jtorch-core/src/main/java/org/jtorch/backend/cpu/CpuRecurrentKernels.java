@@ -1,0 +1,281 @@
+package org.jtorch.backend.cpu;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.backend.RecurrentKernels;
+
+/**
+ * The fused LSTM and GRU cell steps on the CPU: each batch row is one pass over its gates, reading every
+ * input and writing every output once, with no temporary tensors. Float32 rows run as Vector API loops
+ * with a scalar tail (computed in double and rounded); float64 rows run the scalar code. Rows are split
+ * between threads.
+ */
+final class CpuRecurrentKernels implements RecurrentKernels {
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
+    private static final int FL = FS.length();
+    private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
+    /** Elements of work below which a step stays on the calling thread (a step is a few µs at most). */
+    private static final long GRAIN = 1 << 14;
+
+    /** A contiguous tensor's memory and element size, or none for a null (zero) gradient. */
+    private record Rows(MemorySegment seg, long base, boolean f64) {
+        static Rows of(Tensor t) {
+            if (t == null) return null;
+            boolean f64 = t.dtype() == DType.FLOAT64;
+            return new Rows(t.storage().segment(), t.storageOffset() * (f64 ? 8 : 4), f64);
+        }
+
+        double get(long i) {
+            return f64 ? seg.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, base + 8 * i) : seg.get(ValueLayout.JAVA_FLOAT_UNALIGNED, base + 4 * i);
+        }
+
+        void set(long i, double v) {
+            if (f64) seg.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, base + 8 * i, v);
+            else seg.set(ValueLayout.JAVA_FLOAT_UNALIGNED, base + 4 * i, (float) v);
+        }
+
+        FloatVector vec(long i) {
+            return FloatVector.fromMemorySegment(FS, seg, base + 4 * i, LE);
+        }
+
+        void put(long i, FloatVector v) {
+            v.intoMemorySegment(seg, base + 4 * i, LE);
+        }
+    }
+
+    private static double get(Rows r, long i) {
+        return r == null ? 0 : r.get(i);
+    }
+
+    private static FloatVector vec(Rows r, long i) {
+        return r == null ? FloatVector.zero(FS) : r.vec(i);
+    }
+
+    private static double sigmoid(double x) {
+        return 1 / (1 + Math.exp(-x));
+    }
+
+    private static final FloatVector ONE = FloatVector.broadcast(FS, 1f);
+
+    private static FloatVector sigmoid(FloatVector x) {
+        return ONE.div(x.neg().lanewise(VectorOperators.EXP).add(1f));
+    }
+
+    private static FloatVector tanh(FloatVector x) {
+        return x.lanewise(VectorOperators.TANH);
+    }
+
+    /** The number of float32 lanes of a row of {@code h} handled by vectors ({@code 0} for float64). */
+    private static long vectorPart(Tensor t, long h) {
+        return t.dtype() == DType.FLOAT32 ? FS.loopBound(h) : 0;
+    }
+
+    private static void rows(long batch, long h, RowBody body) {
+        Parallel.forRange(batch, Math.max(1, GRAIN / Math.max(1, h)), (begin, end) -> {
+            for (long b = begin; b < end; b++) body.row(b);
+        });
+    }
+
+    @FunctionalInterface
+    private interface RowBody {
+        void row(long b);
+    }
+
+    // ------------------------------------------------------------------ LSTM
+
+    @Override
+    public void lstmCellForward(Tensor inputGates, Tensor hiddenGates, Tensor cx, Tensor hy, Tensor cy, Tensor workspace) {
+        long batch = cx.size(0), h = cx.size(1), vh = vectorPart(cx, h);
+        Rows ig = Rows.of(inputGates), hg = Rows.of(hiddenGates), c0 = Rows.of(cx), ho = Rows.of(hy), co = Rows.of(cy),
+                ws = Rows.of(workspace);
+        rows(batch, h, b -> {
+            long g0 = b * 4 * h, s0 = b * h;
+            long j = 0;
+            if (vh > 0) {
+                for (int k = 0; k < 4; k++) gatesF32(ig, hg, ws, g0 + k * h, vh, k == 2);
+                lstmStateF32(ws, g0, h, c0, co, ho, s0, vh);
+                j = vh;
+            }
+            for (; j < h; j++) {
+                double i = sigmoid(ig.get(g0 + j) + hg.get(g0 + j));
+                double f = sigmoid(ig.get(g0 + h + j) + hg.get(g0 + h + j));
+                double g = Math.tanh(ig.get(g0 + 2 * h + j) + hg.get(g0 + 2 * h + j));
+                double o = sigmoid(ig.get(g0 + 3 * h + j) + hg.get(g0 + 3 * h + j));
+                double c = f * c0.get(s0 + j) + i * g;
+                co.set(s0 + j, c);
+                // hy reads the stored cy, so that float32 rounds as the vector lanes do.
+                ho.set(s0 + j, o * Math.tanh(co.get(s0 + j)));
+                ws.set(g0 + j, i);
+                ws.set(g0 + h + j, f);
+                ws.set(g0 + 2 * h + j, g);
+                ws.set(g0 + 3 * h + j, o);
+            }
+        });
+    }
+
+    @Override
+    public void lstmCellBackward(Tensor gradHy, Tensor gradCy, Tensor cx, Tensor cy, Tensor workspace, Tensor gradGates,
+                                 Tensor gradCx) {
+        long batch = cx.size(0), h = cx.size(1), vh = vectorPart(cx, h);
+        Rows ghy = Rows.of(gradHy), gcy = Rows.of(gradCy), c0 = Rows.of(cx), c1 = Rows.of(cy), ws = Rows.of(workspace),
+                gg = Rows.of(gradGates), gcx = Rows.of(gradCx);
+        rows(batch, h, b -> {
+            long g0 = b * 4 * h, s0 = b * h;
+            long j = 0;
+            if (vh > 0) {
+                lstmBackwardF32(ghy, gcy, c0, c1, ws, gg, gcx, g0, s0, h, vh);
+                j = vh;
+            }
+            for (; j < h; j++) {
+                double i = ws.get(g0 + j), f = ws.get(g0 + h + j), g = ws.get(g0 + 2 * h + j), o = ws.get(g0 + 3 * h + j);
+                double tc = Math.tanh(c1.get(s0 + j));
+                double dh = get(ghy, s0 + j);
+                double dc = get(gcy, s0 + j) + dh * o * (1 - tc * tc);
+                gg.set(g0 + j, dc * g * i * (1 - i));
+                gg.set(g0 + h + j, dc * c0.get(s0 + j) * f * (1 - f));
+                gg.set(g0 + 2 * h + j, dc * i * (1 - g * g));
+                gg.set(g0 + 3 * h + j, dh * tc * o * (1 - o));
+                gcx.set(s0 + j, dc * f);
+            }
+        });
+    }
+
+    // ------------------------------------------------------------------ GRU
+
+    @Override
+    public void gruCellForward(Tensor inputGates, Tensor hiddenGates, Tensor hx, Tensor hy, Tensor workspace) {
+        long batch = hx.size(0), h = hx.size(1), vh = vectorPart(hx, h);
+        Rows ig = Rows.of(inputGates), hg = Rows.of(hiddenGates), h0 = Rows.of(hx), ho = Rows.of(hy), ws = Rows.of(workspace);
+        rows(batch, h, b -> {
+            long g0 = b * 3 * h, w0 = b * 4 * h, s0 = b * h;
+            long j = 0;
+            if (vh > 0) {
+                gruForwardF32(ig, hg, h0, ho, ws, g0, w0, s0, h, vh);
+                j = vh;
+            }
+            for (; j < h; j++) {
+                double r = sigmoid(ig.get(g0 + j) + hg.get(g0 + j));
+                double z = sigmoid(ig.get(g0 + h + j) + hg.get(g0 + h + j));
+                double hn = hg.get(g0 + 2 * h + j);
+                double n = Math.tanh(ig.get(g0 + 2 * h + j) + r * hn);
+                ho.set(s0 + j, n + z * (h0.get(s0 + j) - n));
+                ws.set(w0 + j, r);
+                ws.set(w0 + h + j, z);
+                ws.set(w0 + 2 * h + j, n);
+                ws.set(w0 + 3 * h + j, hn);
+            }
+        });
+    }
+
+    @Override
+    public void gruCellBackward(Tensor gradHy, Tensor hx, Tensor workspace, Tensor gradInputGates, Tensor gradHiddenGates,
+                                Tensor gradHx) {
+        long batch = hx.size(0), h = hx.size(1), vh = vectorPart(hx, h);
+        Rows ghy = Rows.of(gradHy), h0 = Rows.of(hx), ws = Rows.of(workspace), gi = Rows.of(gradInputGates),
+                gh = Rows.of(gradHiddenGates), ghx = Rows.of(gradHx);
+        rows(batch, h, b -> {
+            long g0 = b * 3 * h, w0 = b * 4 * h, s0 = b * h;
+            long j = 0;
+            if (vh > 0) {
+                gruBackwardF32(ghy, h0, ws, gi, gh, ghx, g0, w0, s0, h, vh);
+                j = vh;
+            }
+            for (; j < h; j++) {
+                double r = ws.get(w0 + j), z = ws.get(w0 + h + j), n = ws.get(w0 + 2 * h + j), hn = ws.get(w0 + 3 * h + j);
+                double dh = get(ghy, s0 + j);
+                double dn = dh * (1 - z) * (1 - n * n);
+                double dz = dh * (h0.get(s0 + j) - n) * z * (1 - z);
+                double dr = dn * hn * r * (1 - r);
+                gi.set(g0 + j, dr);
+                gi.set(g0 + h + j, dz);
+                gi.set(g0 + 2 * h + j, dn);
+                gh.set(g0 + j, dr);
+                gh.set(g0 + h + j, dz);
+                gh.set(g0 + 2 * h + j, dn * r);
+                ghx.set(s0 + j, dh * z);
+            }
+        });
+    }
+
+    // ------------------------------------------------------------------ float32 vector passes
+    // Each step runs as a few short loops over one batch row (a few KiB, in L1 between them) rather than one loop
+    // with every gate in its body: C2 intrinsifies the Vector API only in what it inlines, and one long body blows
+    // its inlining budget, leaving boxed vectors (measured: slower than the composed ops).
+
+    /** {@code ws[o..o+n) = act(ig + hg)} for one gate block: sigmoid, or tanh for the cell gate. */
+    private static void gatesF32(Rows ig, Rows hg, Rows ws, long o, long n, boolean tanh) {
+        for (long j = 0; j < n; j += FL) {
+            FloatVector x = ig.vec(o + j).add(hg.vec(o + j));
+            ws.put(o + j, tanh ? tanh(x) : sigmoid(x));
+        }
+    }
+
+    /** {@code cy = f * cx + i * g}, {@code hy = o * tanh(cy)} from the activated gates at {@code g0}. */
+    private static void lstmStateF32(Rows ws, long g0, long h, Rows cx, Rows cy, Rows hy, long s0, long n) {
+        for (long j = 0; j < n; j += FL) {
+            FloatVector c = ws.vec(g0 + h + j).mul(cx.vec(s0 + j)).add(ws.vec(g0 + j).mul(ws.vec(g0 + 2 * h + j)));
+            cy.put(s0 + j, c);
+            hy.put(s0 + j, ws.vec(g0 + 3 * h + j).mul(tanh(c)));
+        }
+    }
+
+    private static void lstmBackwardF32(Rows ghy, Rows gcy, Rows cx, Rows cy, Rows ws, Rows gg, Rows gcx, long g0, long s0, long h,
+                                        long n) {
+        // dc (parked in gcx) and the output gate's gradient.
+        for (long j = 0; j < n; j += FL) {
+            FloatVector o = ws.vec(g0 + 3 * h + j), tc = tanh(cy.vec(s0 + j)), dh = vec(ghy, s0 + j);
+            gcx.put(s0 + j, vec(gcy, s0 + j).add(dh.mul(o).mul(ONE.sub(tc.mul(tc)))));
+            gg.put(g0 + 3 * h + j, dh.mul(tc).mul(o).mul(ONE.sub(o)));
+        }
+        for (long j = 0; j < n; j += FL) {
+            FloatVector dc = gcx.vec(s0 + j), i = ws.vec(g0 + j), g = ws.vec(g0 + 2 * h + j);
+            gg.put(g0 + j, dc.mul(g).mul(i).mul(ONE.sub(i)));
+            gg.put(g0 + 2 * h + j, dc.mul(i).mul(ONE.sub(g.mul(g))));
+        }
+        for (long j = 0; j < n; j += FL) {
+            FloatVector dc = gcx.vec(s0 + j), f = ws.vec(g0 + h + j);
+            gg.put(g0 + h + j, dc.mul(cx.vec(s0 + j)).mul(f).mul(ONE.sub(f)));
+            gcx.put(s0 + j, dc.mul(f));
+        }
+    }
+
+    private static void gruForwardF32(Rows ig, Rows hg, Rows hx, Rows hy, Rows ws, long g0, long w0, long s0, long h, long n) {
+        for (long j = 0; j < n; j += FL) {
+            ws.put(w0 + j, sigmoid(ig.vec(g0 + j).add(hg.vec(g0 + j))));
+            ws.put(w0 + h + j, sigmoid(ig.vec(g0 + h + j).add(hg.vec(g0 + h + j))));
+        }
+        for (long j = 0; j < n; j += FL) {
+            FloatVector hn = hg.vec(g0 + 2 * h + j);
+            FloatVector nv = tanh(ig.vec(g0 + 2 * h + j).add(ws.vec(w0 + j).mul(hn)));
+            ws.put(w0 + 2 * h + j, nv);
+            ws.put(w0 + 3 * h + j, hn);
+            hy.put(s0 + j, nv.add(ws.vec(w0 + h + j).mul(hx.vec(s0 + j).sub(nv))));
+        }
+    }
+
+    private static void gruBackwardF32(Rows ghy, Rows hx, Rows ws, Rows gi, Rows gh, Rows ghx, long g0, long w0, long s0, long h,
+                                       long n) {
+        for (long j = 0; j < n; j += FL) {
+            FloatVector z = ws.vec(w0 + h + j), nv = ws.vec(w0 + 2 * h + j), dh = vec(ghy, s0 + j);
+            FloatVector dn = dh.mul(ONE.sub(z)).mul(ONE.sub(nv.mul(nv)));
+            FloatVector dz = dh.mul(hx.vec(s0 + j).sub(nv)).mul(z).mul(ONE.sub(z));
+            gi.put(g0 + h + j, dz);
+            gh.put(g0 + h + j, dz);
+            gi.put(g0 + 2 * h + j, dn);
+            ghx.put(s0 + j, dh.mul(z));
+        }
+        for (long j = 0; j < n; j += FL) {
+            FloatVector r = ws.vec(w0 + j), dn = gi.vec(g0 + 2 * h + j);
+            FloatVector dr = dn.mul(ws.vec(w0 + 3 * h + j)).mul(r).mul(ONE.sub(r));
+            gi.put(g0 + j, dr);
+            gh.put(g0 + j, dr);
+            gh.put(g0 + 2 * h + j, dn.mul(r));
+        }
+    }
+}

@@ -1,0 +1,34 @@
+package org.jtorch.nn;
+
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Generator;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.ops.Recurrent;
+
+/** One GRU step, as {@code torch.nn.GRUCell} (the formulas of {@link GRU}; the fused {@link Recurrent#gruCell}). */
+public class GRUCell extends RNNCellBase {
+    public GRUCell(long inputSize, long hiddenSize) {
+        this(inputSize, hiddenSize, true);
+    }
+
+    public GRUCell(long inputSize, long hiddenSize, boolean bias) {
+        this(inputSize, hiddenSize, bias, Torch.defaultDtype(), Device.cpu(), Generator.defaultGenerator());
+    }
+
+    public GRUCell(long inputSize, long hiddenSize, boolean bias, DType dtype, Device device, Generator gen) {
+        super("GRUCell", inputSize, hiddenSize, bias, 3, dtype, device, gen);
+    }
+
+    /** The next hidden state from zeros. */
+    @Override
+    public Tensor forward(Tensor input) {
+        return forward(input, null);
+    }
+
+    /** The next hidden state from {@code hx} ({@code [N, H]} or {@code [H]}; null: zeros). */
+    public Tensor forward(Tensor input, Tensor hx) {
+        return hiddenStep(input, hx, (x, h) -> Recurrent.gruCell(inputGates(x), hiddenGates(h), h));
+    }
+}

@@ -1,0 +1,28 @@
+/**
+ * Neural-network layers, as {@code torch.nn}: {@link org.jtorch.nn.Module} and its subclasses, the functional forms in
+ * {@link org.jtorch.nn.F}, initialisers in {@link org.jtorch.nn.Init}, and utilities in {@code org.jtorch.nn.utils}
+ * (gradient clipping, and {@link org.jtorch.nn.utils.Rnn}'s padding and packing of variable-length sequences).
+ *
+ * <p><b>Conventions.</b> Parameter and buffer names are PyTorch's ({@code weight}, {@code running_mean},
+ * {@code weight_ih_l0_reverse}), registered in PyTorch's order, so that state dicts, safetensors files and checkpoints
+ * move between the two. Keyword arguments beyond the positional ones come through an options object with PyTorch's
+ * defaults ({@code new LSTM(10, 20, LSTM.options().numLayers(2).batchFirst(true))}); default initialisation is
+ * PyTorch's, drawn from the options' {@link org.jtorch.Generator}.
+ *
+ * <p><b>Several inputs or outputs.</b> Every module implements the single-tensor {@link org.jtorch.nn.Module#forward(
+ * org.jtorch.Tensor)}, which {@link org.jtorch.nn.Sequential} chains. A module whose PyTorch forward takes or returns
+ * a tuple adds a typed overload whose extra inputs and outputs are records, named after PyTorch's tuple:
+ * {@link org.jtorch.nn.LSTM#forward(org.jtorch.Tensor, org.jtorch.nn.LSTM.State)} maps {@code (input, (h, c))} to
+ * {@link org.jtorch.nn.LSTM.Output}{@code (output, hN, cN)}, {@link org.jtorch.nn.RNN.Output} is {@code (output, hN)} and
+ * {@link org.jtorch.nn.MultiheadAttention.Output} {@code (output, weights)}. A null optional input means PyTorch's
+ * {@code None} (zero initial states). The single-tensor form returns the first output and closes the others, so
+ * {@code new Sequential(lstm, head)} works where the other outputs are not needed. Output records are
+ * {@link java.lang.AutoCloseable} and close all their tensors; the tensors are ordinary results that a
+ * {@link org.jtorch.memory.MemoryScope} releases too. A state carried to the next call outlives its scope with
+ * {@code scope.keep(...)}, detached first when its graph should end there ({@link org.jtorch.nn.LSTM.State#detach()},
+ * truncated backpropagation through time).
+ *
+ * <p>Ownership: a module owns its parameters and buffers (see {@link org.jtorch.nn.Module}); the caller owns what
+ * {@code forward} returns. Thread safety: none; a module is used from one thread at a time.
+ */
+package org.jtorch.nn;

@@ -1,0 +1,310 @@
+package org.jtorch.nn;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.function.Function;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Generator;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Gradcheck;
+import org.jtorch.io.SafeTensors;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.nn.utils.PackedSequence;
+import org.jtorch.nn.utils.Rnn;
+import org.jtorch.ops.Recurrent;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The recurrent layers beyond the PyTorch fixtures ({@link RecurrentConformanceTest}): finite-difference gradients in
+ * float64 (gradcheck's tolerances) through time, double backward of the fused cells, parameter names and
+ * initialisation, checkpoints, truncated backpropagation through time, dropout between layers, and the errors.
+ */
+class RecurrentTest {
+    private static final Generator GEN = new Generator(11);
+
+    private static Tensor rand(long... shape) {
+        return Torch.randn(shape, DType.FLOAT64, Device.cpu(), GEN).requiresGrad_(true);
+    }
+
+    private static RNNOptions f64() {
+        return new RNNOptions().dtype(DType.FLOAT64).generator(GEN);
+    }
+
+    private static void gradcheck(Function<Tensor[], Tensor> fn, Tensor... inputs) {
+        try (MemoryScope scope = new MemoryScope()) {
+            assertTrue(Gradcheck.check(fn, inputs));
+        }
+    }
+
+    // ------------------------------------------------------------------ gradcheck (float64: the fused kernels' scalar path)
+
+    @Test
+    void fusedCellsPassGradcheck() {
+        gradcheck(x -> {
+            Recurrent.LstmStep s = Recurrent.lstmCell(x[0], x[1], x[2]);
+            return s.hy().mul(2.0).add(s.cy());
+        }, rand(2, 12), rand(2, 12), rand(2, 3));
+        gradcheck(x -> Recurrent.gruCell(x[0], x[1], x[2]), rand(2, 9), rand(2, 9), rand(2, 3));
+    }
+
+    @Test
+    void lstmLayerPassesGradcheckThroughTimeIncludingInitialStates() {
+        try (LSTM lstm = new LSTM(3, 4, f64().numLayers(2).bidirectional(true).projSize(2))) {
+            gradcheck(x -> {
+                LSTM.Output o = lstm.forward(x[0], new LSTM.State(x[1], x[2]));
+                return Torch.cat(List.of(o.output().flatten(), o.hN().flatten(), o.cN().flatten()), 0);
+            }, rand(4, 2, 3), rand(4, 2, 2), rand(4, 2, 4));
+        }
+    }
+
+    @Test
+    void gruAndReluRnnPassGradcheck() {
+        try (GRU gru = new GRU(2, 3, f64().batchFirst(true).bidirectional(true));
+             RNN rnn = new RNN(2, 3, f64().nonlinearity("relu").numLayers(2))) {
+            gradcheck(x -> {
+                RNN.Output o = gru.forward(x[0], x[1]);
+                return Torch.cat(List.of(o.output().flatten(), o.hN().flatten()), 0);
+            }, rand(2, 3, 2), rand(2, 2, 3));
+            gradcheck(x -> rnn.forward(x[0], x[1]).hN(), rand(3, 2, 2), rand(2, 2, 3));
+        }
+    }
+
+    /** Only the first step's output: the later steps' input projections get no gradient (zeros in the split's backward). */
+    @Test
+    void stepsWithoutGradientGetZeros() {
+        try (LSTM lstm = new LSTM(2, 3, f64())) {
+            gradcheck(x -> lstm.forward(x[0], (LSTM.State) null).output().select(0, 0), rand(4, 2, 2));
+        }
+    }
+
+    @Test
+    void packedLstmPassesGradcheck() {
+        try (LSTM lstm = new LSTM(2, 3, f64().bidirectional(true))) {
+            gradcheck(x -> {
+                PackedSequence p = Rnn.packPaddedSequence(x[0], new long[] {2, 4, 1}, false, false);
+                LSTM.PackedOutput o = lstm.forward(p, new LSTM.State(x[1], x[2]));
+                return Torch.cat(List.of(Rnn.padPackedSequence(o.output(), false).padded().flatten(), o.hN().flatten(),
+                        o.cN().flatten()), 0);
+            }, rand(4, 3, 2), rand(2, 3, 3), rand(2, 3, 3));
+        }
+    }
+
+    // ------------------------------------------------------------------ double backward
+
+    /**
+     * Under createGraph the fused cells' backward runs as differentiable tensor ops: gradcheck of the first derivatives
+     * (PyTorch's gradgradcheck) checks the second derivatives against finite differences.
+     */
+    @Test
+    void fusedCellsPassGradgradcheck() {
+        gradcheck(x -> {
+            Recurrent.LstmStep s = Recurrent.lstmCell(x[0], x[1], x[2]);
+            return firstDerivatives(s.hy().mul(s.cy()).sum(), x);
+        }, rand(2, 8), rand(2, 8), rand(2, 2));
+        gradcheck(x -> firstDerivatives(Recurrent.gruCell(x[0], x[1], x[2]).pow(2.0).sum(), x), rand(2, 6), rand(2, 6), rand(2, 2));
+    }
+
+    /** The differentiable backward (createGraph) gives the fused kernels' first derivatives. */
+    @Test
+    void differentiableBackwardMatchesTheFusedKernels() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor[] lstm = {rand(2, 8), rand(2, 8), rand(2, 2)};
+            Function<Tensor[], Tensor> lstmLoss = x -> {
+                Recurrent.LstmStep s = Recurrent.lstmCell(x[0], x[1], x[2]);
+                return s.hy().mul(s.cy()).sum();
+            };
+            assertClose(Autograd.grad(new Tensor[] {lstmLoss.apply(lstm)}, lstm, null, false, false, false),
+                    Autograd.grad(new Tensor[] {lstmLoss.apply(lstm)}, lstm, null, false, true, false));
+            Tensor[] gru = {rand(2, 6), rand(2, 6), rand(2, 2)};
+            Function<Tensor[], Tensor> gruLoss = x -> Recurrent.gruCell(x[0], x[1], x[2]).pow(2.0).sum();
+            assertClose(Autograd.grad(new Tensor[] {gruLoss.apply(gru)}, gru, null, false, false, false),
+                    Autograd.grad(new Tensor[] {gruLoss.apply(gru)}, gru, null, false, true, false));
+        }
+    }
+
+    private static void assertClose(Tensor[] expected, Tensor[] actual) {
+        for (int k = 0; k < expected.length; k++) {
+            double[] e = expected[k].toDoubleArray(), a = actual[k].toDoubleArray();
+            for (int i = 0; i < e.length; i++) assertEquals(e[i], a[i], 1e-12 + 1e-10 * Math.abs(e[i]), "input " + k + " element " + i);
+        }
+    }
+
+    /** The gradients of {@code loss} with respect to each input, with their graph, flattened into one tensor. */
+    private static Tensor firstDerivatives(Tensor loss, Tensor[] inputs) {
+        Tensor[] first = Autograd.grad(new Tensor[] {loss}, inputs, null, true, true, false);
+        List<Tensor> flat = new java.util.ArrayList<>();
+        for (Tensor g : first) flat.add(g.flatten());
+        return Torch.cat(flat, 0);
+    }
+
+    /** bfloat16 runs the composed formulas (the kernels take float32 and float64) and stays near float32. */
+    @Test
+    void bfloat16LstmRunsTheComposedPathNearFloat32() {
+        try (MemoryScope scope = new MemoryScope(); LSTM lstm = new LSTM(3, 5, new RNNOptions().generator(new Generator(5)))) {
+            Tensor x = Torch.randn(new long[] {4, 2, 3}, DType.FLOAT32, Device.cpu(), new Generator(6));
+            double[] f32 = lstm.forward(x).toDoubleArray();
+            lstm.to(DType.BFLOAT16);
+            Tensor out = lstm.forward(x.to(DType.BFLOAT16));
+            assertEquals(DType.BFLOAT16, out.dtype());
+            double[] bf16 = out.toDoubleArray();
+            for (int i = 0; i < f32.length; i++) assertEquals(f32[i], bf16[i], 0.03, "element " + i);
+        }
+    }
+
+    // ------------------------------------------------------------------ parameters, initialisation, checkpoints
+
+    @Test
+    void parametersHavePyTorchsNamesAndShapes() {
+        try (LSTM lstm = new LSTM(10, 20, LSTM.options().numLayers(2).bidirectional(true).projSize(5))) {
+            assertEquals(List.of("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_hr_l0", "weight_ih_l0_reverse",
+                    "weight_hh_l0_reverse", "bias_ih_l0_reverse", "bias_hh_l0_reverse", "weight_hr_l0_reverse", "weight_ih_l1",
+                    "weight_hh_l1", "bias_ih_l1", "bias_hh_l1", "weight_hr_l1", "weight_ih_l1_reverse", "weight_hh_l1_reverse",
+                    "bias_ih_l1_reverse", "bias_hh_l1_reverse", "weight_hr_l1_reverse"), List.copyOf(lstm.namedParameters().keySet()));
+            assertEquals(List.of(80L, 10L), List.of(lstm.parameter("weight_ih_l0").shape()[0], lstm.parameter("weight_ih_l0").shape()[1]));
+            assertEquals(List.of(80L, 5L), List.of(lstm.parameter("weight_hh_l1").shape()[0], lstm.parameter("weight_hh_l1").shape()[1]));
+            assertEquals(List.of(80L, 10L), List.of(lstm.parameter("weight_ih_l1").shape()[0], lstm.parameter("weight_ih_l1").shape()[1]));
+            assertEquals(List.of(5L, 20L), List.of(lstm.parameter("weight_hr_l1_reverse").shape()[0],
+                    lstm.parameter("weight_hr_l1_reverse").shape()[1]));
+            assertEquals("LSTM(10, 20, proj_size=5, num_layers=2, bidirectional=True)", lstm.toString());
+        }
+        try (GRUCell cell = new GRUCell(3, 4, false)) {
+            assertEquals(List.of("weight_ih", "weight_hh"), List.copyOf(cell.namedParameters().keySet()));
+            assertEquals("GRUCell(3, 4, bias=False)", cell.toString());
+        }
+    }
+
+    /** PyTorch's init: every parameter U(-1/sqrt(H), 1/sqrt(H)); 4,000 draws cover the interval with the uniform's variance. */
+    @Test
+    void parametersStartUniformInPlusMinusOneOverSqrtHidden() {
+        try (GRU gru = new GRU(25, 25, GRU.options().generator(new Generator(1)))) {
+            double bound = 1 / Math.sqrt(25);
+            for (Tensor p : gru.parameters()) {
+                double[] v = p.toDoubleArray();
+                double min = Double.MAX_VALUE, max = -Double.MAX_VALUE, sq = 0;
+                for (double x : v) {
+                    min = Math.min(min, x);
+                    max = Math.max(max, x);
+                    sq += x * x;
+                }
+                assertTrue(min >= -bound && max < bound, "within the bound");
+                if (v.length > 1000) {
+                    assertTrue(max - min > 1.9 * bound, "spans the interval: " + min + " .. " + max);
+                    assertEquals(bound * bound / 3, sq / v.length, 0.1 * bound * bound / 3, "the uniform's variance");
+                }
+            }
+        }
+    }
+
+    @Test
+    void safetensorsCheckpointRoundTripsAnLstm(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("lstm.safetensors");
+        try (MemoryScope scope = new MemoryScope();
+             LSTM a = new LSTM(3, 4, LSTM.options().numLayers(2).generator(new Generator(1)));
+             LSTM b = new LSTM(3, 4, LSTM.options().numLayers(2).generator(new Generator(2)))) {
+            Tensor x = Torch.randn(5, 2, 3);
+            SafeTensors.saveStateDict(file, a);
+            assertNotEquals(a.forward(x).toDoubleArray()[0], b.forward(x).toDoubleArray()[0]);
+            SafeTensors.loadStateDict(file, b, true);
+            double[] ea = a.forward(x).toDoubleArray(), eb = b.forward(x).toDoubleArray();
+            for (int i = 0; i < ea.length; i++) assertEquals(ea[i], eb[i], 0.0);
+        }
+    }
+
+    // ------------------------------------------------------------------ usage patterns
+
+    /** The word language model's loop: the state carried across batches with its graph cut; each backward stands alone. */
+    @Test
+    void truncatedBackpropagationThroughTimeCarriesDetachedStates() {
+        try (MemoryScope scope = new MemoryScope(); LSTM lstm = new LSTM(2, 3, LSTM.options().numLayers(2))) {
+            LSTM.State state = null;
+            for (int batch = 0; batch < 3; batch++) {
+                try (MemoryScope step = new MemoryScope()) {
+                    lstm.zeroGrad();
+                    LSTM.Output out = lstm.forward(Torch.randn(4, 2, 2), state);
+                    out.output().sum().backward();
+                    assertTrue(lstm.parameter("weight_hh_l1").grad() != null);
+                    LSTM.State next = out.state().detach();
+                    state = new LSTM.State(step.keep(next.h()), step.keep(next.c()));
+                }
+            }
+            assertEquals(List.of(2L, 2L, 3L), List.of(state.h().shape()[0], state.h().shape()[1], state.h().shape()[2]));
+            assertTrue(!state.h().requiresGrad() && !state.c().requiresGrad());
+        }
+    }
+
+    /** Dropout acts between layers in training only: evaluation repeats itself, training draws new masks. */
+    @Test
+    void dropoutActsBetweenLayersInTrainingOnly() {
+        try (MemoryScope scope = new MemoryScope(); GRU gru = new GRU(3, 8, GRU.options().numLayers(2).dropout(0.5))) {
+            Tensor x = Torch.randn(5, 2, 3);
+            gru.eval();
+            double[] e1 = gru.forward(x).toDoubleArray(), e2 = gru.forward(x).toDoubleArray();
+            for (int i = 0; i < e1.length; i++) assertEquals(e1[i], e2[i], 0.0);
+            gru.train();
+            double[] t1 = gru.forward(x).toDoubleArray(), t2 = gru.forward(x).toDoubleArray();
+            double diff = 0;
+            for (int i = 0; i < t1.length; i++) diff += Math.abs(t1[i] - t2[i]) + Math.abs(t1[i] - e1[i]);
+            assertTrue(diff > 0.1, "training draws masks: " + diff);
+        }
+    }
+
+    // ------------------------------------------------------------------ errors
+
+    @Test
+    void badInputsFailNamingTheModuleAndShapes() {
+        try (MemoryScope scope = new MemoryScope(); LSTM lstm = new LSTM(3, 4, LSTM.options().numLayers(2))) {
+            var e = assertThrows(IllegalArgumentException.class, () -> lstm.forward(Torch.randn(5, 2, 7)));
+            assertEquals("LSTM: input.size(-1) must be equal to input_size. Expected 3, got 7", e.getMessage());
+            e = assertThrows(IllegalArgumentException.class,
+                    () -> lstm.forward(Torch.randn(5, 2, 3), new LSTM.State(Torch.zeros(1, 2, 4), Torch.zeros(2, 2, 4))));
+            assertEquals("LSTM: Expected hidden size [2, 2, 4], got [1, 2, 4] for hx", e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> lstm.forward(Torch.randn(0, 2, 3)));
+            assertEquals("LSTM: expected a sequence of at least one time step, got input of shape [0, 2, 3]", e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> lstm.forward(Torch.randn(5)));
+            assertTrue(e.getMessage().startsWith("LSTM: expected input to be 2-D (unbatched) or 3-D, got 1-D"), e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> lstm.forward(Torch.randn(new long[] {5, 2, 3}, DType.FLOAT64,
+                    Device.cpu(), GEN)));
+            assertTrue(e.getMessage().contains("float64") && e.getMessage().contains("float32"), e.getMessage());
+        }
+        var e = assertThrows(IllegalArgumentException.class, () -> new LSTM(3, 4, LSTM.options().projSize(4)));
+        assertEquals("LSTM: proj_size has to be smaller than hidden_size, got 4 >= 4", e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> new GRU(3, 4, GRU.options().projSize(2)));
+        assertTrue(e.getMessage().contains("proj_size argument is only supported for LSTM"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> new RNN(3, 4, RNN.options().nonlinearity("sigmoid")));
+        assertTrue(e.getMessage().contains("Unknown nonlinearity 'sigmoid'"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> new RNN(3, 4, RNN.options().dropout(1.5)));
+        assertTrue(e.getMessage().startsWith("RNN: dropout should be a number in range [0, 1]"), e.getMessage());
+        try (MemoryScope scope = new MemoryScope(); LSTMCell cell = new LSTMCell(3, 4)) {
+            e = assertThrows(IllegalArgumentException.class, () -> cell.forward(Torch.randn(2, 3), new LSTM.State(Torch.zeros(3, 4),
+                    Torch.zeros(3, 4))));
+            assertEquals("LSTMCell: expected hx of shape [2, 4] for an input of shape [2, 3], got [3, 4]", e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> Recurrent.lstmCell(Torch.zeros(2, 8), Torch.zeros(2, 6), Torch.zeros(2, 2)));
+            assertTrue(e.getMessage().startsWith("lstmCell: expected gates of shape [batch, 4 * hidden]"), e.getMessage());
+        }
+    }
+
+    @Test
+    void packingChecksItsLengths() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor x = Torch.randn(4, 3, 2);
+            var e = assertThrows(IllegalArgumentException.class, () -> Rnn.packPaddedSequence(x, new long[] {2, 4, 1}, false, true));
+            assertTrue(e.getMessage().contains("must be sorted in decreasing order"), e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> Rnn.packPaddedSequence(x, new long[] {4, 0, 0}, false, true));
+            assertTrue(e.getMessage().contains("Length of all samples has to be greater than 0"), e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> Rnn.packPaddedSequence(x, new long[] {5, 1, 1}, false, true));
+            assertTrue(e.getMessage().contains("exceeds the 4 time steps"), e.getMessage());
+            PackedSequence p = Rnn.packPaddedSequence(x, new long[] {4, 2, 1}, false, true);
+            e = assertThrows(IllegalArgumentException.class, () -> Rnn.padPackedSequence(p, false, 0, 3L));
+            assertTrue(e.getMessage().contains("total_length=3 and max sequence length being 4"), e.getMessage());
+        }
+    }
+}
