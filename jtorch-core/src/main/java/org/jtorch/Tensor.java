@@ -1011,9 +1011,10 @@ public final class Tensor implements AutoCloseable {
      * itself through its saved tensor does not count as an owner, else the node would keep itself alive.
      */
     public void setGradFnOfSavedOutput(Node node, int outputNr) {
+        Arguments.nonNull("setGradFnOfSavedOutput", "node", node);
         replaceGradFn(node, false);
         this.outputNr = outputNr;
-        this.requiresGrad = node != null;
+        this.requiresGrad = true;
     }
 
     private void replaceGradFn(Node node, boolean owns) {

@@ -38,11 +38,13 @@ public final class Autograd {
      * {@link #dropGraphOwner} (see {@link Node}'s lifetime).
      */
     public static void addGraphOwner(Node node) {
+        Arguments.nonNull("Autograd.addGraphOwner", "node", node);
         node.addOwner();
     }
 
     /** For {@link Tensor}: a tensor closed, or its {@code gradFn} changed; the node may now free its saved tensors. */
     public static void dropGraphOwner(Node node) {
+        Arguments.nonNull("Autograd.dropGraphOwner", "node", node);
         node.removeOwner();
     }
 

@@ -21,13 +21,16 @@ public final class StorageCleaner {
     private static final Cleanable LIST = new Cleanable();
     /** One collection at a time: threads that hit pressure together share one garbage collection. */
     private static final Object COLLECTING = new Object();
-    private static volatile long collections;
 
     static {
         Thread thread = Thread.ofPlatform().daemon().name("jtorch-storage-cleaner").unstarted(() -> {
             while (true) {
                 try {
-                    ((Cleanable) QUEUE.remove()).clean();
+                    Cleanable c = (Cleanable) QUEUE.remove();
+                    // Not while a collect() runs: when it returns, no block may still be on its way back.
+                    synchronized (COLLECTING) {
+                        c.clean();
+                    }
                 } catch (InterruptedException ignored) {
                     // a daemon: runs as long as the JVM
                 } catch (Throwable t) {
@@ -90,7 +93,6 @@ public final class StorageCleaner {
         synchronized (COLLECTING) {
             System.gc();
             cleanCleared();
-            collections++;
         }
     }
 
@@ -118,10 +120,5 @@ public final class StorageCleaner {
             }
         }
         for (Cleanable c : cleared) c.clean();
-    }
-
-    /** How many times {@link #collect()} ran the garbage collector (for tests and statistics). */
-    public static long collections() {
-        return collections;
     }
 }

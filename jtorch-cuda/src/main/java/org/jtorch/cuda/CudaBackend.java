@@ -84,7 +84,6 @@ public final class CudaBackend implements Backend {
         return allocators[index];
     }
 
-
     @Override
     public Storage allocate(Device device, long bytes) {
         CudaCachingAllocator allocator = allocator(device);
