@@ -69,6 +69,8 @@ public final class Tensor implements AutoCloseable {
     private boolean requiresGrad;
     private Tensor grad;
     private Node gradFn;
+    /** Whether this tensor counts as an owner of {@link #gradFn} (see {@link Node}): until closed. */
+    private boolean ownsGradFn;
     private int outputNr;
     private Node gradAccumulator;
     private List<UnaryOperator<Tensor>> gradHooks;
@@ -211,6 +213,10 @@ public final class Tensor implements AutoCloseable {
         if (grad != null) {
             grad.close();
             grad = null;
+        }
+        if (ownsGradFn) {
+            ownsGradFn = false;
+            Autograd.dropGraphOwner(gradFn); // the graph behind this tensor may now be unreachable
         }
     }
 
@@ -694,7 +700,7 @@ public final class Tensor implements AutoCloseable {
         // Another handle to the same tensor: same place in the graph (a leaf's gradient still goes to this leaf).
         if (requiresGrad) {
             a.requiresGrad = true;
-            a.gradFn = gradFn;
+            a.replaceGradFn(gradFn, true);
             a.outputNr = outputNr;
             a.gradAccumulator = gradFn == null ? gradAccumulator() : null;
         }
@@ -995,9 +1001,29 @@ public final class Tensor implements AutoCloseable {
 
     /** Records that an op produced this tensor (for op implementations). */
     public void setGradFn(Node node, int outputNr) {
-        this.gradFn = node;
+        replaceGradFn(node, !borrowed && !closed);
         this.outputNr = outputNr;
         this.requiresGrad = node != null;
+    }
+
+    /**
+     * {@link #setGradFn} for the graph's own copy of a saved output (for autograd): the node's reference to
+     * itself through its saved tensor does not count as an owner, else the node would keep itself alive.
+     */
+    public void setGradFnOfSavedOutput(Node node, int outputNr) {
+        Arguments.nonNull("setGradFnOfSavedOutput", "node", node);
+        replaceGradFn(node, false);
+        this.outputNr = outputNr;
+        this.requiresGrad = true;
+    }
+
+    private void replaceGradFn(Node node, boolean owns) {
+        Node old = gradFn;
+        boolean ownedOld = ownsGradFn;
+        if (owns && node != null) Autograd.addGraphOwner(node); // before the drop: node may be reachable only via old
+        gradFn = node;
+        ownsGradFn = owns && node != null;
+        if (ownedOld) Autograd.dropGraphOwner(old);
     }
 
     /** The node that accumulates this leaf's gradient (created once, for op implementations). */
@@ -1074,7 +1100,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Detaches this tensor from the graph in place. */
     public Tensor detach_() {
-        gradFn = null;
+        replaceGradFn(null, false);
         requiresGrad = false;
         return this;
     }

@@ -33,6 +33,21 @@ public final class Autograd {
         return new AccumulateGrad(leaf);
     }
 
+    /**
+     * For {@link Tensor}: a tensor now has {@code node} as its {@code gradFn} and keeps it alive until
+     * {@link #dropGraphOwner} (see {@link Node}'s lifetime).
+     */
+    public static void addGraphOwner(Node node) {
+        Arguments.nonNull("Autograd.addGraphOwner", "node", node);
+        node.addOwner();
+    }
+
+    /** For {@link Tensor}: a tensor closed, or its {@code gradFn} changed; the node may now free its saved tensors. */
+    public static void dropGraphOwner(Node node) {
+        Arguments.nonNull("Autograd.dropGraphOwner", "node", node);
+        node.removeOwner();
+    }
+
     /** Adds a hook on output {@code outputNr}'s gradient of {@code node} (tensor hooks of non-leaf tensors). */
     public static void addPreHook(Node node, int outputNr, java.util.function.UnaryOperator<Tensor> hook) {
         node.addPreHook(outputNr, hook);

@@ -31,7 +31,7 @@ public final class SavedTensor {
      */
     void recorded(Node node, Tensor[] outputs) {
         for (int i = 0; i < outputs.length; i++) {
-            if (outputs[i] == source && outputs[i].gradFn() == node && tensor.gradFn() != node) tensor.setGradFn(node, i);
+            if (outputs[i] == source && outputs[i].gradFn() == node && tensor.gradFn() != node) tensor.setGradFnOfSavedOutput(node, i);
         }
         source = null;
     }

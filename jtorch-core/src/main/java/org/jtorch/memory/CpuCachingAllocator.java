@@ -17,14 +17,40 @@ import java.util.Map;
  * training step frees and re-requests the same sizes every iteration. Sizes up to 1 MiB round up to a
  * power of two (at least 64 bytes); larger ones to a multiple of 2 MiB. Requests are served from the
  * free list of exactly that rounded size, so the steady state of a training loop makes no system
- * calls. On failure the cache is emptied, then the garbage collector is asked once to run the
- * Cleaners of unreachable tensors, then {@link OutOfMemoryException} is thrown with a summary.
+ * calls.
+ *
+ * <p>Reclamation. Tensors that are never closed hold their blocks until the garbage collector finds them,
+ * and the Java heap they occupy is too small to make it look. So off-heap pressure drives it: a request the
+ * cache cannot serve first runs a collection ({@link StorageCleaner#collect()}, which waits until the
+ * unreachable storages are back in the cache) when the bytes handed out have grown by more than the
+ * <em>collection threshold</em> since the last one; memory held by such a program thus stays within its
+ * live bytes plus the threshold. The threshold is {@value #THRESHOLD_VARIABLE} (or the system property
+ * {@value #THRESHOLD_PROPERTY}), by default a sixteenth of the machine's memory (or of the limit below, if
+ * lower). An optional <em>memory limit</em>, {@value #LIMIT_VARIABLE} (or {@value #LIMIT_PROPERTY}), caps
+ * the bytes reserved from the system. Sizes are bytes or a number with a unit: {@code 512m}, {@code 4g},
+ * {@code 4GiB}.
+ *
+ * <p>When a request cannot be had (the limit, or the system refusing), as PyTorch's caching allocator does:
+ * the cache is emptied and the request retried; then the garbage is collected, the cache looked at again
+ * (blocks of unreachable tensors come back there), emptied and the request retried, waiting briefly for
+ * blocks still being returned; then {@link OutOfMemoryException} is thrown with a summary.
  */
 public final class CpuCachingAllocator implements Allocator {
+    /** Environment variable of the limit on the bytes reserved from the system. */
+    public static final String LIMIT_VARIABLE = "JTORCH_CPU_MEMORY_LIMIT";
+    /** System property of the limit; wins over the environment variable. */
+    public static final String LIMIT_PROPERTY = "jtorch.cpuMemoryLimit";
+    /** Environment variable of the collection threshold. */
+    public static final String THRESHOLD_VARIABLE = "JTORCH_CPU_GC_THRESHOLD";
+    /** System property of the collection threshold; wins over the environment variable. */
+    public static final String THRESHOLD_PROPERTY = "jtorch.cpuGcThreshold";
+
     private static final CpuCachingAllocator INSTANCE = new CpuCachingAllocator();
     private static final long ALIGNMENT = 64;
     private static final long SMALL_LIMIT = 1L << 20;
     private static final long LARGE_ROUNDING = 2L << 20;
+    /** Waits in ms for blocks still being returned after a collection, before giving up on a request. */
+    private static final long[] STRAGGLER_WAITS = {1, 4, 16, 64};
 
     private static final MethodHandle ALIGNED_ALLOC;
     private static final MethodHandle FREE;
@@ -41,6 +67,8 @@ public final class CpuCachingAllocator implements Allocator {
     /** Free small blocks by size class (index log2(size)); large ones by exact rounded size. */
     private final ArrayDeque<MemoryBlock>[] smallFree = newSmallClasses();
     private final Map<Long, ArrayDeque<MemoryBlock>> freeBlocks = new HashMap<>();
+    /** Held while collecting garbage, so that threads under pressure together share one collection. */
+    private final Object collecting = new Object();
     private long allocatedBytes;
     private long reservedBytes;
     private long peakAllocatedBytes;
@@ -48,8 +76,21 @@ public final class CpuCachingAllocator implements Allocator {
     private long allocations;
     private long cacheHits;
     private volatile long leakedStorages;
+    private long memoryLimit;
+    private String limitOrigin;
+    private long collectionThreshold;
+    /** A cache miss with more than this many bytes handed out collects garbage first. */
+    private long collectionTrigger;
+    private long garbageCollections;
 
-    private CpuCachingAllocator() {}
+    private CpuCachingAllocator() {
+        memoryLimit = configuredBytes(LIMIT_PROPERTY, LIMIT_VARIABLE, Long.MAX_VALUE);
+        limitOrigin = memoryLimit == Long.MAX_VALUE ? null
+                : System.getProperty(LIMIT_PROPERTY) != null ? LIMIT_PROPERTY : LIMIT_VARIABLE;
+        collectionThreshold = configuredBytes(THRESHOLD_PROPERTY, THRESHOLD_VARIABLE,
+                Math.min(physicalMemory(), memoryLimit) / 16);
+        collectionTrigger = collectionThreshold;
+    }
 
     public static CpuCachingAllocator get() {
         return INSTANCE;
@@ -67,35 +108,82 @@ public final class CpuCachingAllocator implements Allocator {
         long size = roundSize(bytes);
         synchronized (this) {
             allocations++;
-            ArrayDeque<MemoryBlock> cached = freeList(size, false);
-            MemoryBlock reused = cached == null ? null : cached.pollLast();
-            if (reused != null) {
-                cacheHits++;
-                return handOut(new MemoryBlock(reused.address(), size, bytes));
+            MemoryBlock reused = takeCached(size, bytes);
+            if (reused != null) return reused;
+        }
+        return allocateUncached(size, bytes);
+    }
+
+    /** Under the lock: a cached block of the rounded {@code size}, or null. */
+    private MemoryBlock takeCached(long size, long bytes) {
+        ArrayDeque<MemoryBlock> cached = freeList(size, false);
+        MemoryBlock reused = cached == null ? null : cached.pollLast();
+        if (reused == null) return null;
+        cacheHits++;
+        return handOut(new MemoryBlock(reused.address(), size, bytes));
+    }
+
+    private MemoryBlock allocateUncached(long size, long bytes) {
+        if (underPressure(size)) {
+            collectGarbage(size, false);
+            synchronized (this) {
+                MemoryBlock reused = takeCached(size, bytes);
+                if (reused != null) return reused;
             }
+        }
+        MemoryBlock block = reserve(size, bytes);
+        if (block != null) return block;
+        emptyCache();
+        block = reserve(size, bytes);
+        if (block != null) return block;
+        // Unreachable tensors may still hold blocks: collect them, then look in the cache again before
+        // emptying it, since their blocks come back there.
+        collectGarbage(size, true);
+        for (int attempt = 0; ; attempt++) {
+            synchronized (this) {
+                block = takeCached(size, bytes);
+            }
+            if (block != null) return block;
+            emptyCache();
+            block = reserve(size, bytes);
+            if (block != null) return block;
+            if (attempt == STRAGGLER_WAITS.length) break;
+            StorageCleaner.awaitStragglers(STRAGGLER_WAITS[attempt]);
+        }
+        String limit = memoryLimit == Long.MAX_VALUE ? "the system refused it"
+                : "limit " + MemoryStats.formatBytes(memoryLimit) + " set by " + limitOrigin;
+        throw new OutOfMemoryException("CPU out of memory: tried to allocate " + MemoryStats.formatBytes(size) + " ("
+                + limit + ") after emptying the cache and collecting garbage; " + stats());
+    }
+
+    private synchronized boolean underPressure(long size) {
+        return allocatedBytes + size > collectionTrigger;
+    }
+
+    /** Runs a garbage collection unless another thread just ran one that relieved the pressure. */
+    private void collectGarbage(long size, boolean always) {
+        synchronized (collecting) {
+            if (!always && !underPressure(size)) return;
+            StorageCleaner.collect();
+            synchronized (this) {
+                garbageCollections++;
+                collectionTrigger = allocatedBytes + collectionThreshold;
+            }
+        }
+    }
+
+    /** A fresh block from the system within the limit, or null. */
+    private MemoryBlock reserve(long size, long bytes) {
+        synchronized (this) {
+            if (size > memoryLimit - reservedBytes) return null;
+            reservedBytes += size; // before the system call, so that concurrent requests respect the limit
         }
         long address = systemAlloc(size);
-        if (address == 0) {
-            emptyCache();
-            address = systemAlloc(size);
-        }
-        if (address == 0) {
-            // Unreachable tensors may still hold blocks: let their Cleaners return them, once.
-            System.gc();
-            try {
-                Thread.sleep(50);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            emptyCache();
-            address = systemAlloc(size);
-        }
-        if (address == 0) {
-            throw new OutOfMemoryException("CPU out of memory: tried to allocate " + MemoryStats.formatBytes(size)
-                    + "; " + stats());
-        }
         synchronized (this) {
-            reservedBytes += size;
+            if (address == 0) {
+                reservedBytes -= size;
+                return null;
+            }
             return handOut(new MemoryBlock(address, size, bytes));
         }
     }
@@ -168,6 +256,87 @@ public final class CpuCachingAllocator implements Allocator {
     @Override
     public synchronized void recordLeak() {
         leakedStorages++;
+    }
+
+    /** The cap on bytes reserved from the system ({@link Long#MAX_VALUE}: none). */
+    public synchronized long memoryLimit() {
+        return memoryLimit;
+    }
+
+    /**
+     * Caps the bytes reserved from the system (cached ones included): a request beyond it frees the cache and
+     * collects garbage, then throws {@link OutOfMemoryException}. {@link Long#MAX_VALUE} removes the cap. Blocks
+     * already reserved are kept. Overrides {@value #LIMIT_VARIABLE}.
+     */
+    public synchronized void setMemoryLimit(long bytes) {
+        if (bytes <= 0) throw new IllegalArgumentException("setMemoryLimit: the limit must be positive, got " + bytes);
+        memoryLimit = bytes;
+        limitOrigin = "setMemoryLimit";
+    }
+
+    /** Growth of the bytes handed out after which a cache miss first collects garbage (see the class comment). */
+    public synchronized long collectionThreshold() {
+        return collectionThreshold;
+    }
+
+    /** Sets the collection threshold, counted from the bytes handed out now. Overrides {@value #THRESHOLD_VARIABLE}. */
+    public synchronized void setCollectionThreshold(long bytes) {
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("setCollectionThreshold: the threshold must be positive, got " + bytes);
+        }
+        collectionThreshold = bytes;
+        collectionTrigger = allocatedBytes + bytes;
+    }
+
+    /** How many garbage collections this allocator ran, for pressure or before failing a request. */
+    public synchronized long garbageCollections() {
+        return garbageCollections;
+    }
+
+    /** The size set by the system property {@code property}, else the environment variable {@code variable}. */
+    private static long configuredBytes(String property, String variable, long fallback) {
+        String p = System.getProperty(property);
+        if (p != null) return parseBytes(property, p);
+        String v = System.getenv(variable);
+        if (v != null && !v.isBlank()) return parseBytes(variable, v);
+        return fallback;
+    }
+
+    /** Bytes from {@code 1073741824}, {@code 512m}, {@code 4g}, {@code 4GiB}, {@code 1.5GB} (binary units). */
+    static long parseBytes(String name, String text) {
+        String t = text.strip().toLowerCase(java.util.Locale.ROOT).replace("ib", "").replace("b", "");
+        long unit = 1;
+        if (!t.isEmpty()) {
+            switch (t.charAt(t.length() - 1)) {
+                case 'k' -> unit = 1L << 10;
+                case 'm' -> unit = 1L << 20;
+                case 'g' -> unit = 1L << 30;
+                case 't' -> unit = 1L << 40;
+                default -> unit = 1;
+            }
+            if (unit != 1) t = t.substring(0, t.length() - 1).strip();
+        }
+        try {
+            double value = Double.parseDouble(t);
+            if (value > 0 && value * unit < Long.MAX_VALUE) return (long) (value * unit);
+        } catch (NumberFormatException ignored) {
+            // reported below
+        }
+        throw new IllegalArgumentException(name + ": cannot read '" + text + "' as a positive size in bytes"
+                + " (examples: 1073741824, 512m, 4g, 4GiB)");
+    }
+
+    /** The machine's (or container's) memory; 16 GiB if the JVM cannot tell. */
+    private static long physicalMemory() {
+        try {
+            if (java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+                    instanceof com.sun.management.OperatingSystemMXBean os && os.getTotalMemorySize() > 0) {
+                return os.getTotalMemorySize();
+            }
+        } catch (RuntimeException | LinkageError ignored) {
+            // not available in this runtime
+        }
+        return 16L << 30;
     }
 
     private static long systemAlloc(long size) {

@@ -1,7 +1,6 @@
 package org.jtorch.memory;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.ref.Cleaner;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jtorch.Device;
 
@@ -13,20 +12,18 @@ import org.jtorch.Device;
  * (the backends take one with {@link #tryRetain()} around each kernel call). The block goes back to its
  * allocator when the count reaches zero: a tensor closed while another thread computes on it keeps its
  * memory until that kernel returns, as in PyTorch, where a running op holds a reference to its operands.
- * A storage that becomes unreachable without being released is returned by a {@link Cleaner} and counted
- * as a leak in {@link MemoryStats#leakedStorages()}.
+ * A storage that becomes unreachable without being released is returned by the {@link StorageCleaner} and
+ * counted as a leak in {@link MemoryStats#leakedStorages()}.
  *
  * <p>After release, {@link #segment()} throws instead of exposing freed memory: use after close is an
  * exception, never a crash. The version counter is shared by all views, as PyTorch's.
  */
 public final class Storage {
-    private static final Cleaner CLEANER = Cleaner.create();
-
     private final Device device;
     private final long byteSize;
     private final AtomicInteger refCount = new AtomicInteger(1);
     private final Release release;
-    private final Cleaner.Cleanable cleanable;
+    private final StorageCleaner.Cleanable cleanable;
     private final boolean pinned;
     private final External external;
     private volatile MemorySegment segment;
@@ -46,7 +43,7 @@ public final class Storage {
         String unwritableReason();
     }
 
-    /** Returns the block when released explicitly, or counts a leak when run by the Cleaner. */
+    /** Returns the block when released explicitly, or counts a leak when run for an unreachable storage. */
     private static final class Release implements Runnable {
         private final Allocator allocator;
         private final MemoryBlock block;
@@ -77,7 +74,7 @@ public final class Storage {
         this.segment = segment;
         if (allocator != null) {
             this.release = new Release(allocator, block);
-            this.cleanable = CLEANER.register(this, release);
+            this.cleanable = StorageCleaner.register(this, release);
         } else {
             this.release = null;
             this.cleanable = null;

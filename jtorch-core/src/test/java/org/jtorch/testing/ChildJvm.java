@@ -73,11 +73,16 @@ public final class ChildJvm {
      * command run before it in the same {@code sh} (e.g. {@code ulimit -f 4096}) .
      */
     public static ProcessBuilder command(String shellPrefix, Class<?> main, String... args) {
+        return command(shellPrefix, List.of("-XX:TieredStopAtLevel=1"), main, args); // these children run briefly: start fast
+    }
+
+    /** {@link #command(String, Class, String...)} with extra JVM options ({@code -Xmx256m}, {@code -Dname=value}). */
+    public static ProcessBuilder command(String shellPrefix, List<String> jvmOptions, Class<?> main, String... args) {
         List<String> java = new ArrayList<>();
         java.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         java.add("--add-modules=jdk.incubator.vector");
         java.add("--enable-native-access=ALL-UNNAMED");
-        java.add("-XX:TieredStopAtLevel=1"); // these children run briefly: start fast
+        java.addAll(jvmOptions);
         java.add("-Xshare:auto");
         java.add("-cp");
         java.add(classPath(main, org.jtorch.Tensor.class));

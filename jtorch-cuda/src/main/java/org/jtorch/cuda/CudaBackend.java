@@ -16,6 +16,7 @@ import org.jtorch.backend.ReductionKernels;
 import org.jtorch.backend.SpatialKernels;
 import org.jtorch.memory.MemoryBlock;
 import org.jtorch.memory.Storage;
+import org.jtorch.memory.StorageCleaner;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.UnaryOp;
 
@@ -79,19 +80,9 @@ public final class CudaBackend implements Backend {
         }
         if (allocators[index] == null) {
             allocators[index] = new CudaCachingAllocator(new DriverDeviceMemory(rt, index),
-                    () -> Cuda.currentStream(device).handle(), CudaBackend::collectGarbage);
+                    () -> Cuda.currentStream(device).handle(), StorageCleaner::collect);
         }
         return allocators[index];
-    }
-
-    /** Lets the Cleaners of unreachable tensors return their device blocks before an out-of-memory retry. */
-    private static void collectGarbage() {
-        System.gc();
-        try {
-            Thread.sleep(50);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
     }
 
     @Override

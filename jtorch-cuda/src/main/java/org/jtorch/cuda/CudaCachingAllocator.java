@@ -34,7 +34,8 @@ import org.jtorch.memory.OutOfMemoryException;
  *       recorded on each of those streams complete.</li>
  *   <li>Out of memory: wait for the streams using cached blocks, coalesce, release every wholly free
  *       cached segment and retry; then run the garbage
- *       collector once (the Cleaners of escaped tensors return their blocks) and retry; then throw
+ *       collector once ({@link org.jtorch.memory.StorageCleaner#collect()}: the blocks of unreachable tensors are
+ *       back when it returns), look in the cache again, release what is wholly free and retry; then throw
  *       {@link OutOfMemoryException} with {@link #memorySummary()}.</li>
  * </ul>
  * Thread-safe: every method locks the allocator (frees come from any thread, including the Cleaner's).
@@ -99,8 +100,8 @@ public final class CudaCachingAllocator implements Allocator {
 
     /**
      * @param currentStream the stream a plain {@link #allocate(long)} serves (the thread's current stream)
-     * @param garbageCollection run once on out-of-memory before the last retry ({@code System::gc} plus a
-     *     short wait for Cleaners in production; tests free blocks from it)
+     * @param garbageCollection run once on out-of-memory before the last retry ({@code StorageCleaner::collect}
+     *     in production; tests free blocks from it)
      */
     public CudaCachingAllocator(DeviceMemory device, LongSupplier currentStream, Runnable garbageCollection) {
         this.device = device;
