@@ -4,6 +4,9 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.Map;
 import org.jtorch.Device;
+import org.jtorch.op.CastPolicy;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.OpRegistry;
 
 /**
  * What autocast does to each op's floating-point inputs, per device type: the tables of PyTorch
@@ -57,7 +60,7 @@ public final class AutocastPolicy {
                     linear addbmm baddbmm bmm chain_matmul linalg_multi_dot _thnn_fused_lstm_cell _thnn_fused_gru_cell
                     lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell scaled_dot_product_attention""",
             Policy.FP32, """
-                    acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt sinh tan pow softplus
+                    acos asin cosh erfinv log10 log2 sinh tan
                     layer_norm native_layer_norm group_norm frobenius_norm nuclear_norm cosine_similarity
                     poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss kl_div l1_loss
                     smooth_l1_loss huber_loss mse_loss margin_ranking_loss multilabel_margin_loss soft_margin_loss
@@ -97,12 +100,21 @@ public final class AutocastPolicy {
 
     /** The policy of {@code op} on {@code deviceType}, or null when autocast leaves the op untouched there. */
     public static Policy of(String op, Device.Type deviceType) {
+        if (OpRegistry.declaresPyName(op)) {
+            CastPolicy declared = OpRegistry.autocast(op, deviceType);
+            return declared == null ? null : Policy.valueOf(declared.name());
+        }
         return (deviceType == Device.Type.CPU ? CPU : CUDA).get(op);
     }
 
-    /** Every covered op of {@code deviceType} with its policy (unmodifiable). */
+    /** Every covered op of {@code deviceType} with its policy, the declared ops' included (unmodifiable). */
     public static Map<String, Policy> table(Device.Type deviceType) {
-        return deviceType == Device.Type.CPU ? CPU : CUDA;
+        Map<String, Policy> m = new HashMap<>(deviceType == Device.Type.CPU ? CPU : CUDA);
+        for (OpDef op : OpRegistry.all()) {
+            CastPolicy p = op.autocast(deviceType);
+            if (p != null) m.put(op.pyName(), Policy.valueOf(p.name()));
+        }
+        return Collections.unmodifiableMap(m);
     }
 
     private static Map<String, Policy> table(Object... policyThenNames) {

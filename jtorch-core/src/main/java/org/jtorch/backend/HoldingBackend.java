@@ -8,7 +8,7 @@ import org.jtorch.memory.Allocator;
 import org.jtorch.memory.Storage;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.ReduceOp;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 import org.jtorch.ops.UnaryOp;
 
 /**

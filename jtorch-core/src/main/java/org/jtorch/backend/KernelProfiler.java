@@ -74,6 +74,11 @@ public final class KernelProfiler {
         return active ? WRAPPED.computeIfAbsent(backend, ProfilingBackend::new) : backend;
     }
 
+    /** Records one call of a registered kernel (the dispatcher's profiling layer), keyed by name and output shape. */
+    public static void recordKernel(String kernel, Tensor out, long nanos) {
+        record(kernel, new Object[] {out}, nanos);
+    }
+
     static void record(String kernel, Object[] args, long nanos) {
         Totals t = TOTALS.computeIfAbsent(key(kernel, args), k -> new Totals());
         t.calls.incrementAndGet();

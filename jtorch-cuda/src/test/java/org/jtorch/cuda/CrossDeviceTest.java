@@ -17,7 +17,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.Storage;
 import org.jtorch.nn.F;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;

@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
  */
 class ElementwisePlanTest {
     private static Operand contiguous(DType t, long... shape) {
-        return new Operand(t, org.jtorch.ops.Shapes.contiguousStrides(shape), true);
+        return new Operand(t, org.jtorch.op.Shapes.contiguousStrides(shape), true);
     }
 
     private static Operand strided(DType t, long... strides) {
