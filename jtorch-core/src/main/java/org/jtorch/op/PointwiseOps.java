@@ -181,10 +181,12 @@ public final class PointwiseOps {
     public static final OpDef FMOD = OpDef.binary("fmod").rule(SAME).integerDivision().signature(SELF, OTHER)
             .formula(Expr.math(Fn.FMOD, A, B))
             .derivatives(() -> List.of(G, neg(mul(G, Expr.call(DIV_TRUNC, A, B))))).build();
-    /** Floor division, as PyTorch 1.13's {@code floor_divide} (it rounded towards zero before 1.13). */
+    /**
+     * Floor division, as PyTorch 1.13's {@code floor_divide} (it rounded towards zero before 1.13); not
+     * differentiable (PyTorch's backward raises).
+     */
     public static final OpDef FLOOR_DIVIDE = OpDef.binary("floor_divide").kernel("div_floor").rule(SAME).integerDivision()
-            .signature(SELF, OTHER)
-            .derivatives(() -> List.of(new Expr.ZerosLike(G), new Expr.ZerosLike(G))).build();
+            .signature(SELF, OTHER).build();
     /** {@code clamp(self, min, max)} with tensor bounds, either of which may be None. */
     public static final OpDef CLAMP_TENSOR = OpDef.composite("clamp_tensor").py("clamp").rule(SAME_NO_BOOL)
             .signature(SELF, new Param("min", "Tensor?", "None"), new Param("max", "Tensor?", "None"))
@@ -194,8 +196,10 @@ public final class PointwiseOps {
                 Expr hi = Expr.in(2, "max");
                 Expr inside = new Expr.IfPresent(1, new Expr.IfPresent(2, b(logicalAnd(), ge(X, lo), le(X, hi)), ge(X, lo)),
                         le(X, hi));
-                return List.of(Expr.where(inside, G, Expr.c(0)), Expr.where(lt(X, lo), G, Expr.c(0)),
-                        Expr.where(gt(X, hi), G, Expr.c(0)));
+                // With both bounds and min > max the result is max: its gradient goes to max (as ATen's clamp_backward_min_max).
+                Expr toMin = new Expr.IfPresent(2, b(logicalAnd(), lt(X, lo), lt(lo, hi)), lt(X, lo));
+                Expr toMax = new Expr.IfPresent(1, b(logicalOr(), gt(X, hi), lt(hi, lo)), gt(X, hi));
+                return List.of(Expr.where(inside, G, Expr.c(0)), Expr.where(toMin, G, Expr.c(0)), Expr.where(toMax, G, Expr.c(0)));
             }).build();
 
     // ---------------------------------------------------------------- helpers

@@ -118,7 +118,7 @@ public final class Dispatcher {
         DType compute = op.computeType(TypePromotion.resultType(a, b), Torch.defaultDtype());
         checkOperands(op, a, b, compute, alpha);
         Tensor r = Tensor.empty(shape, op.resultType(compute), device);
-        checkDivisor(op, b, compute);
+        checkDivisor(op, b, compute, device);
         runKernel(op, r, a.broadcastTo(shape), b.broadcastTo(shape), compute, alpha, 0);
         if (TRACING.get() != 0) traced(op, r, new double[] {alpha}, a, b);
         if (op.isDifferentiable() && Autograd.needsGrad(a, b)) {
@@ -201,11 +201,11 @@ public final class Dispatcher {
 
     /**
      * Integer division by zero is an {@link ArithmeticException} naming the op on every device (PyTorch's
-     * {@code ZeroDivisionError}), raised before any element is written. Only for ops whose kernels are
-     * rendered from their formula: the hand-written ones check inside.
+     * {@code ZeroDivisionError}), raised before any element is written. The hand-written CPU kernels check
+     * inside instead (no extra pass); device kernels cannot throw, so they are always checked here.
      */
-    static void checkDivisor(OpDef op, Tensor divisor, DType compute) {
-        if (!op.integerDivision() || compute.isFloatingPoint() || op.formula() == null) return;
+    static void checkDivisor(OpDef op, Tensor divisor, DType compute, Device device) {
+        if (!op.integerDivision() || compute.isFloatingPoint() || (op.formula() == null && device.isCpu())) return;
         try (var g = Grad.noGrad();
              Tensor zero = divisor.eq(0L);
              Tensor any = zero.any()) {

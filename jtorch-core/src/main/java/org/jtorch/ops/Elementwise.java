@@ -106,7 +106,7 @@ public final class Elementwise {
         boolean record = op.isDifferentiable() && Autograd.needsGrad(self, b);
         if (record) checkInPlaceAllowed(name, self);
         Tensor before = record && readsInput(op, 0) ? self.clone() : null;
-        Dispatcher.checkDivisor(op, b, compute);
+        Dispatcher.checkDivisor(op, b, compute, device);
         Dispatcher.runKernel(op, self, self, b.broadcastTo(shape), compute, alpha, 0);
         self.bumpVersion();
         if (record) {

@@ -15,6 +15,9 @@ import org.jtorch.backend.ReductionKernels;
 import org.jtorch.backend.SpatialKernels;
 import org.jtorch.memory.MemoryBlock;
 import org.jtorch.memory.Storage;
+import org.jtorch.op.KernelRegistry;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.OpRegistry;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.UnaryOp;
 
@@ -33,6 +36,39 @@ public final class CudaBackend implements Backend {
     private final CudaCachingAllocator[] allocators = new CudaCachingAllocator[64];
 
     private CudaBackend() {}
+
+    static {
+        registerPointwiseKernels();
+    }
+
+    /**
+     * The hand-written kernels of {@code elementwise.cu} for every declared pointwise op that has one. The ops
+     * declared with a formula have no CUDA kernel yet (rendering the formula to CUDA C is the registry's next
+     * step): they fail naming the op and device. Integer division by zero is checked on the device first.
+     */
+    private static void registerPointwiseKernels() {
+        for (OpDef op : OpRegistry.all()) {
+            if (op.kind() == OpDef.Kind.COMPOSITE || op.formula() != null) continue;
+            String key = op.kernel().toUpperCase(java.util.Locale.ROOT);
+            if (op.kind() == OpDef.Kind.UNARY) {
+                UnaryOp u = UnaryOp.valueOf(key);
+                KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
+                    if (!org.jtorch.cuda.kernels.ElementwisePlan.supports(u, compute)) {
+                        throw new UnsupportedOperationException(u.pyName() + ": no CUDA kernel computes this op in " + compute);
+                    }
+                    INSTANCE.kernels().unary(u, ordinal, a, out, compute, p0, p1);
+                });
+            } else {
+                BinaryOp bo = BinaryOp.valueOf(key);
+                KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
+                    if (!org.jtorch.cuda.kernels.ElementwisePlan.supports(bo, compute)) {
+                        throw new UnsupportedOperationException(bo.pyName() + ": no CUDA kernel computes this op in " + compute);
+                    }
+                    INSTANCE.kernels().binary(bo, ordinal, a, b, out, compute, p0);
+                });
+            }
+        }
+    }
 
     public static CudaBackend get() {
         return INSTANCE;

@@ -21,6 +21,8 @@ import org.jtorch.cuda.kernels.RandomPlan;
 import org.jtorch.cuda.nvrtc.KernelCache;
 import org.jtorch.cuda.nvrtc.Nvrtc;
 import org.jtorch.ops.BinaryOp;
+import org.jtorch.ops.Dispatcher;
+import org.jtorch.op.StridedView;
 import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.UnaryOp;
 
@@ -95,6 +97,10 @@ final class CudaKernels {
         return t.storage().address() + t.storageOffset() * t.dtype().byteSize();
     }
 
+    private static Operand operand(StridedView v) {
+        return new Operand(v.dtype(), v.strides(), v.isContiguous());
+    }
+
     private static Operand operand(Tensor t) {
         return new Operand(t.dtype(), t.strides(), t.isContiguous());
     }
@@ -130,12 +136,28 @@ final class CudaKernels {
     // ------------------------------------------------------------------ elementwise
 
     void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1) {
-        Device device = out.device();
-        long[] shape = out.shape();
-        Launch l = ElementwisePlan.unary(op, compute, shape, operand(out), operand(x));
+        unary(op, out.device().index(), Dispatcher.view(x), Dispatcher.view(out), compute, p0, p1);
+    }
+
+    /** {@code out = op(x)} on device {@code ordinal}, on the kernel views the dispatcher passes. */
+    void unary(UnaryOp op, int ordinal, StridedView x, StridedView out, DType compute, double p0, double p1) {
+        Device device = Device.cuda(ordinal);
+        Launch l = ElementwisePlan.unary(op, compute, out.shape(), operand(out), operand(x));
         long s = stream(device);
         try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = KernelArgs.unary(arena, l, address(x), address(out), p0, p1);
+            KernelArgs args = KernelArgs.unary(arena, l, x.address(), out.address(), p0, p1);
+            launch(device, s, "elementwise.cu", ElementwisePlan.kernelName(op), l,
+                    l.contiguous() ? LaunchGeometry.vectorWidth(compute.byteSize()) : 1, args);
+        }
+    }
+
+    /** {@code out = op(a, b)} on device {@code ordinal}, operands on the device and broadcast to out's shape. */
+    void binary(BinaryOp op, int ordinal, StridedView a, StridedView b, StridedView out, DType compute, double alpha) {
+        Device device = Device.cuda(ordinal);
+        Launch l = ElementwisePlan.binary(op, compute, out.shape(), operand(out), operand(a), operand(b));
+        long s = stream(device);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = KernelArgs.binary(arena, l, a.address(), b.address(), out.address(), alpha);
             launch(device, s, "elementwise.cu", ElementwisePlan.kernelName(op), l,
                     l.contiguous() ? LaunchGeometry.vectorWidth(compute.byteSize()) : 1, args);
         }
@@ -149,13 +171,7 @@ final class CudaKernels {
             a = onDevice(a, device, shape, temps);
             b = onDevice(b, device, shape, temps);
             if (isIntegerDivision(op, compute)) checkNoZeroDivisor(op, b);
-            Launch l = ElementwisePlan.binary(op, compute, shape, operand(out), operand(a), operand(b));
-            long s = stream(device);
-            try (Arena arena = Arena.ofConfined()) {
-                KernelArgs args = KernelArgs.binary(arena, l, address(a), address(b), address(out), alpha);
-                launch(device, s, "elementwise.cu", ElementwisePlan.kernelName(op), l,
-                        l.contiguous() ? LaunchGeometry.vectorWidth(compute.byteSize()) : 1, args);
-            }
+            binary(op, device.index(), Dispatcher.view(a), Dispatcher.view(b), Dispatcher.view(out), compute, alpha);
         } finally {
             for (Tensor t : temps) t.close();
         }
