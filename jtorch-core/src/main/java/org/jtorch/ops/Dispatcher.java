@@ -209,7 +209,7 @@ public final class Dispatcher {
         try (var g = Grad.noGrad();
              Tensor zero = divisor.eq(0L);
              Tensor any = zero.any()) {
-            if (any.itemLong() != 0) throw new ArithmeticException(op.pyName() + ": integer division by zero");
+            if (any.itemLong() != 0) throw new ArithmeticException(op.name() + ": integer division by zero");
         }
     }
 
