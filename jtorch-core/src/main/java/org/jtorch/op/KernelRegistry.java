@@ -18,17 +18,22 @@ public final class KernelRegistry {
 
     private KernelRegistry() {}
 
+    /** Registers (or replaces) the kernel named {@code kernel} on {@code type}; ops that cached the old one look it up again. */
     public static void register(Device.Type type, String kernel, PointwiseKernel k) {
         POINTWISE.get(type).put(kernel, k);
+        for (OpDef op : OpRegistry.all()) if (op.kernel().equals(kernel)) op.kernels[type.ordinal()] = null;
     }
 
-    /** The kernel of {@code op} on {@code type}, or an exception naming both. */
+    /** The kernel of {@code op} on {@code type}, or an exception naming both; cached in the op after the first call. */
     public static PointwiseKernel pointwise(OpDef op, Device.Type type) {
-        PointwiseKernel k = POINTWISE.get(type).get(op.kernel());
+        PointwiseKernel k = op.kernels[type.ordinal()];
+        if (k != null) return k;
+        k = POINTWISE.get(type).get(op.kernel());
         if (k == null) {
             throw new UnsupportedOperationException(op.pyName() + ": no " + type.name().toLowerCase() + " kernel is registered for "
                     + op.name());
         }
+        op.kernels[type.ordinal()] = k;
         return k;
     }
 

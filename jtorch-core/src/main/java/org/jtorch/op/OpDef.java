@@ -41,6 +41,8 @@ public final class OpDef {
     private final Map<Device.Type, CastPolicy> autocast;
     private final boolean integerDivision;
     private final String doc;
+    /** The kernel per device type once looked up ({@link KernelRegistry#pointwise}): the dispatcher's hot path reads it. */
+    final PointwiseKernel[] kernels = new PointwiseKernel[Device.Type.values().length];
 
     private OpDef(Builder b) {
         name = Objects.requireNonNull(b.name);

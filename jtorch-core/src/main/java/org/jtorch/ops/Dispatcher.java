@@ -19,6 +19,7 @@ import org.jtorch.op.Expr;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.PointwiseKernel;
+import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 import org.jtorch.op.TraceHook;
@@ -189,7 +190,7 @@ public final class Dispatcher {
 
     /** PyTorch's operand rules beyond promotion: no bool operand in {@code sub}, no fractional {@code alpha} for integers. */
     static void checkOperands(OpDef op, Tensor a, Tensor b, DType compute, double alpha) {
-        if (op.name().equals("sub") && (a.dtype() == DType.BOOL || b.dtype() == DType.BOOL)) {
+        if (op == PointwiseOps.SUB && (a.dtype() == DType.BOOL || b.dtype() == DType.BOOL)) {
             throw new IllegalArgumentException("sub: subtraction with a bool tensor (dtypes " + a.dtype() + " and "
                     + b.dtype() + ") is not supported; use logical_xor() or bitwise_not() instead");
         }
