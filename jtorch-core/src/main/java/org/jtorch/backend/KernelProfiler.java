@@ -13,7 +13,9 @@ import org.jtorch.Tensor;
 /**
  * Host time spent in each backend kernel, keyed by kernel and operand shapes (the first two tensor
  * arguments): where a training step's time goes, like {@code torch.profiler}'s operator table. While
- * {@linkplain #start() started}, {@link Backends#of} hands out backends whose every kernel call is timed.
+ * {@linkplain #start() started}, {@link Backends#of} hands out backends whose every kernel call is timed,
+ * and the dispatcher times each declared op's kernel under its registry kernel name ({@code relu},
+ * {@code add}, {@code div_floor}: docs/OPS.md's kernel names) and output shape.
  * On CUDA the times are those of enqueueing: kernels run asynchronously.
  */
 public final class KernelProfiler {
