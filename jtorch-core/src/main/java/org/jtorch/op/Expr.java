@@ -215,14 +215,14 @@ public sealed interface Expr {
     // ------------------------------------------------------------------ CUDA C
 
     /**
-     * The formula as a C expression over compute type {@code A}, inputs named {@code x0, x1} and parameters
-     * {@code p0, p1} (doubles; a None parameter is NaN and takes its {@link Scalar#ifNone} value).
+     * The formula as a C expression over compute type {@code A} (a floating type, or {@code jt_i64} for integer
+     * compute), inputs named {@code x0, x1} and parameters {@code p0, p1} (doubles): what {@link #compile} and
+     * {@link #compileLong} compute, a None parameter taking its {@link Scalar#ifNone} value in floating compute.
      */
     default String toC() {
         return switch (this) {
             case In i -> "x" + i.index();
-            case Scalar s -> Double.isNaN(s.ifNone()) ? "A(p" + s.index() + ")"
-                    : "A(p" + s.index() + " != p" + s.index() + " ? " + cDouble(s.ifNone()) + " : p" + s.index() + ")";
+            case Scalar s -> "jt::scalar_param<A>(p" + s.index() + ", " + cDouble(s.ifNone()) + ")";
             case Const c -> "A(" + cDouble(c.value()) + ")";
             case Math m -> String.format(m.fn().c(), m.args().stream().map(Expr::toC).toArray());
             default -> throw new IllegalStateException(this + " is not a pointwise formula");
@@ -230,7 +230,7 @@ public sealed interface Expr {
     }
 
     private static String cDouble(double v) {
-        if (Double.isNaN(v)) return "__longlong_as_double(0x7ff8000000000000LL)";
+        if (Double.isNaN(v)) return "jt::quiet_nan<double>()";
         if (Double.isInfinite(v)) return v > 0 ? "(1.0 / 0.0)" : "(-1.0 / 0.0)";
         return Double.toString(v);
     }

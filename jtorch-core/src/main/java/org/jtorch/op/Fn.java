@@ -3,15 +3,16 @@ package org.jtorch.op;
 /**
  * The scalar math a pointwise formula ({@link Expr.Math}) is written with. Each function is defined once
  * per target: here in Java ({@link #apply}, {@link #applyLong}; the reference) and as a C expression
- * template over the compute type {@code A} for the CUDA renderer ({@link #c}). Integer compute uses
+ * template over the compute type {@code A} for the CUDA renderer ({@link #c}; the {@code jt::} helpers are in
+ * jtorch-cuda's {@code elementwise.cuh}, each computing as the Java reference for floating and integer compute). Integer compute uses
  * {@link #applyLong}; a function without an integer form throws there.
  */
 public enum Fn {
-    NEG(1, "(-%s)") {
+    NEG(1, "jt::java_neg(%s)") {
         public double apply(double a, double b, double c) { return -a; }
         public long applyLong(long a, long b, long c) { return -a; }
     },
-    ABS(1, "fabs(%s)") {
+    ABS(1, "jt::java_abs(%s)") {
         public double apply(double a, double b, double c) { return java.lang.Math.abs(a); }
         public long applyLong(long a, long b, long c) { return java.lang.Math.abs(a); }
     },
@@ -43,7 +44,7 @@ public enum Fn {
         public double apply(double a, double b, double c) { return java.lang.Math.tanh(a); }
     },
     /** NaN-propagating minimum (Java's {@code Math.min}; {@code jt::nan_min} in C). */
-    MIN(2, "nan_min(%s, %s)") {
+    MIN(2, "jt::nan_min(%s, %s)") {
         public double apply(double a, double b, double c) { return java.lang.Math.min(a, b); }
         public long applyLong(long a, long b, long c) { return java.lang.Math.min(a, b); }
     },

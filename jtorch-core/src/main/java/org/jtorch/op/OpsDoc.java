@@ -15,8 +15,9 @@ public final class OpsDoc {
         sb.append("Generated from the op registry (`org.jtorch.op.OpRegistry`) by `PointwiseOpTableTest`; do not edit by hand.\n");
         sb.append("Regenerate with `mvn -B -q -pl jtorch-core test -Dtest=PointwiseOpTableTest -Djtorch.regenerateDocs=true`.\n\n");
         sb.append("Devices: the device types whose backend registers a kernel for the op (CUDA registers when its backend loads;\n");
-        sb.append("`cuda (hand-written)` marks the kernels of `elementwise.cu`). Kernel: `formula` where every backend's kernel is\n");
-        sb.append("rendered from the declared formula, else the hand-written kernel it runs.\n\n");
+        sb.append("`cuda (hand-written)` marks the kernels of `elementwise.cu`, `cuda (generated)` the CUDA C that jtorch-cuda renders\n");
+        sb.append("from the declared formula). Kernel: `formula` where the backends' kernels come from the declared formula (the\n");
+        sb.append("CPU evaluates it, CUDA compiles its rendering), else the hand-written kernel it runs.\n\n");
         sb.append("| op | signature | dtypes | devices | differentiable | autocast (cpu / cuda) | kernel |\n");
         sb.append("|---|---|---|---|---|---|---|\n");
         for (OpDef op : OpRegistry.all()) {
@@ -38,7 +39,7 @@ public final class OpsDoc {
 
     private static String devices(OpDef op) {
         if (op.kind() == OpDef.Kind.COMPOSITE) return "every (composite)";
-        return op.formula() == null ? "cpu, cuda (hand-written)" : "cpu";
+        return op.formula() == null ? "cpu, cuda (hand-written)" : "cpu, cuda (generated)";
     }
 
     private static String policy(OpDef op, Device.Type type) {

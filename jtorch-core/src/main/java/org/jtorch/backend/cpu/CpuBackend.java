@@ -1,7 +1,6 @@
 package org.jtorch.backend.cpu;
 
 import jdk.incubator.vector.FloatVector;
-import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.backend.Backend;
@@ -22,7 +21,6 @@ import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
 import org.jtorch.op.PointwiseKernel;
 import org.jtorch.ops.BinaryOp;
-import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.UnaryOp;
 
 /** The pure-Java CPU backend: Vector API kernels over off-heap memory, multi-threaded with {@link Parallel}. */
@@ -111,16 +109,6 @@ public final class CpuBackend implements Backend {
     @Override
     public void fill(Tensor dst, double value, long longValue) {
         ElementwiseKernels.fill(dst, value, longValue);
-    }
-
-    @Override
-    public void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1) {
-        ElementwiseKernels.unary(op, Dispatcher.view(x), Dispatcher.view(out), compute, p0, p1);
-    }
-
-    @Override
-    public void binary(BinaryOp op, Tensor a, Tensor b, Tensor out, DType compute, double alpha) {
-        ElementwiseKernels.binary(op, Dispatcher.view(a), Dispatcher.view(b), Dispatcher.view(out), compute, alpha);
     }
 
     @Override
