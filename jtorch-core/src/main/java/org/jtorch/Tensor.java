@@ -1517,13 +1517,9 @@ public final class Tensor implements AutoCloseable {
         return Dispatcher.binary(PointwiseOps.FMOD, this, other, 1);
     }
 
-    public Tensor fmod(double other) {
-        return Dispatcher.binary(PointwiseOps.FMOD, this, Elementwise.scalarOperand(this, other, (long) other, DType.FLOAT64), 1);
-    }
+    public Tensor fmod(double other) { return withScalar(PointwiseOps.FMOD, other); }
 
-    public Tensor fmod(long other) {
-        return Dispatcher.binary(PointwiseOps.FMOD, this, Elementwise.scalarOperand(this, other, other, DType.INT64), 1);
-    }
+    public Tensor fmod(long other) { return withScalar(PointwiseOps.FMOD, other); }
 
     /** {@code torch.floor_divide}: rounds the quotient towards minus infinity (PyTorch 1.13). */
     public Tensor floorDivide(Tensor other) {
@@ -1531,12 +1527,17 @@ public final class Tensor implements AutoCloseable {
         return Dispatcher.binary(PointwiseOps.FLOOR_DIVIDE, this, other, 1);
     }
 
-    public Tensor floorDivide(double other) {
-        return Dispatcher.binary(PointwiseOps.FLOOR_DIVIDE, this, Elementwise.scalarOperand(this, other, (long) other, DType.FLOAT64), 1);
+    public Tensor floorDivide(double other) { return withScalar(PointwiseOps.FLOOR_DIVIDE, other); }
+
+    public Tensor floorDivide(long other) { return withScalar(PointwiseOps.FLOOR_DIVIDE, other); }
+
+    /** A declared binary op with a Java number as PyTorch's wrapped-number second operand. */
+    private Tensor withScalar(org.jtorch.op.OpDef op, double other) {
+        return Dispatcher.binary(op, this, Elementwise.scalarOperand(this, other, (long) other, DType.FLOAT64), 1);
     }
 
-    public Tensor floorDivide(long other) {
-        return Dispatcher.binary(PointwiseOps.FLOOR_DIVIDE, this, Elementwise.scalarOperand(this, other, other, DType.INT64), 1);
+    private Tensor withScalar(org.jtorch.op.OpDef op, long other) {
+        return Dispatcher.binary(op, this, Elementwise.scalarOperand(this, other, other, DType.INT64), 1);
     }
 
     /** {@code torch.clamp(self, min, max)} with tensor bounds (broadcast); either may be null (None), not both. */
