@@ -19,13 +19,15 @@ import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.Storage;
 import org.jtorch.ops.Arguments;
 import org.jtorch.ops.BinaryOp;
+import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Elementwise;
+import org.jtorch.op.PointwiseOps;
 import org.jtorch.ops.Indexing;
 import org.jtorch.ops.Joining;
 import org.jtorch.ops.Linalg;
 import org.jtorch.ops.Pointwise;
 import org.jtorch.ops.Reductions;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 import org.jtorch.ops.UnaryOp;
 
 /**
@@ -155,6 +157,16 @@ public final class Tensor implements AutoCloseable {
     /** Strides in elements (a copy). */
     public long[] strides() {
         return strides.clone();
+    }
+
+    /** The shape array itself, not a copy, for the dispatcher's kernel views: callers must not modify it. */
+    public long[] shapeArray() {
+        return shape;
+    }
+
+    /** The strides array itself, not a copy, for the dispatcher's kernel views: callers must not modify it. */
+    public long[] stridesArray() {
+        return strides;
     }
 
     public long stride(int dim) {
@@ -1505,6 +1517,61 @@ public final class Tensor implements AutoCloseable {
             default -> throw new IllegalArgumentException("gelu: approximate must be 'none' or 'tanh', got '" + approximate + "'");
         };
         return Elementwise.unary(op, this, 0, 0);
+    }
+
+    /** {@code torch.logit(self)}: {@code log(x / (1 - x))}. */
+    public Tensor logit() { return Dispatcher.unary(PointwiseOps.LOGIT, this, Double.NaN, 0); }
+
+    /** {@code torch.logit(self, eps)}: the input clamped to {@code [eps, 1 - eps]} first. */
+    public Tensor logit(double eps) { return Dispatcher.unary(PointwiseOps.LOGIT, this, eps, 0); }
+
+    /** {@code F.logsigmoid}: {@code log(sigmoid(x))}, computed without overflow. */
+    public Tensor logSigmoid() { return Dispatcher.unary(PointwiseOps.LOGSIGMOID, this, 0, 0); }
+
+    /** {@code F.hardtanh(self, min_val, max_val)} */
+    public Tensor hardtanh(double minVal, double maxVal) { return Dispatcher.unary(PointwiseOps.HARDTANH, this, minVal, maxVal); }
+
+    /** {@code F.relu6}: {@code min(max(x, 0), 6)}. */
+    public Tensor relu6() { return Dispatcher.unary(PointwiseOps.RELU6, this, 0, 0); }
+
+    /** {@code F.mish}: {@code x * tanh(softplus(x))}. */
+    public Tensor mish() { return Dispatcher.unary(PointwiseOps.MISH, this, 0, 0); }
+
+    /** {@code torch.fmod}: the remainder of truncating division (the dividend's sign). */
+    public Tensor fmod(Tensor other) {
+        Arguments.nonNull("fmod", "other", other);
+        return Dispatcher.binary(PointwiseOps.FMOD, this, other, 1);
+    }
+
+    public Tensor fmod(double other) { return withScalar(PointwiseOps.FMOD, other); }
+
+    public Tensor fmod(long other) { return withScalar(PointwiseOps.FMOD, other); }
+
+    /** {@code torch.floor_divide}: rounds the quotient towards minus infinity (PyTorch 1.13). */
+    public Tensor floorDivide(Tensor other) {
+        Arguments.nonNull("floor_divide", "other", other);
+        return Dispatcher.binary(PointwiseOps.FLOOR_DIVIDE, this, other, 1);
+    }
+
+    public Tensor floorDivide(double other) { return withScalar(PointwiseOps.FLOOR_DIVIDE, other); }
+
+    public Tensor floorDivide(long other) { return withScalar(PointwiseOps.FLOOR_DIVIDE, other); }
+
+    /** A declared binary op with a Java number as PyTorch's wrapped-number second operand. */
+    private Tensor withScalar(org.jtorch.op.OpDef op, double other) {
+        return Dispatcher.binary(op, this, Elementwise.scalarOperand(this, other, (long) other, DType.FLOAT64), 1);
+    }
+
+    private Tensor withScalar(org.jtorch.op.OpDef op, long other) {
+        return Dispatcher.binary(op, this, Elementwise.scalarOperand(this, other, other, DType.INT64), 1);
+    }
+
+    /** {@code torch.clamp(self, min, max)} with tensor bounds (broadcast); either may be null (None), not both. */
+    public Tensor clamp(Tensor min, Tensor max) {
+        if (min == null && max == null) {
+            throw new IllegalArgumentException("clamp: at least one of 'min' or 'max' must not be None");
+        }
+        return Dispatcher.call(PointwiseOps.CLAMP_TENSOR, new Tensor[] {this, min, max});
     }
 
     public Tensor leakyRelu(double negativeSlope) {

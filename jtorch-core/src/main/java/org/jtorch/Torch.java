@@ -13,7 +13,7 @@ import org.jtorch.ops.Indexing;
 import org.jtorch.ops.Joining;
 import org.jtorch.ops.Linalg;
 import org.jtorch.ops.Reductions;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 
 /**
  * Static entry points, as the {@code torch} namespace: tensor factories, global settings (default
@@ -756,5 +756,27 @@ public final class Torch {
         Arguments.nonNull("convTranspose2d", "outputPadding", outputPadding);
         Arguments.nonNull("convTranspose2d", "dilation", dilation);
         return org.jtorch.ops.Convolution.convTranspose2d(input, weight, bias, stride, padding, outputPadding, groups, dilation);
+    }
+
+    /** {@code torch.logit(input, eps=None)}; NaN {@code eps} is None. */
+    public static Tensor logit(Tensor input, double eps) {
+        Arguments.nonNull("logit", "input", input);
+        return input.logit(eps);
+    }
+
+    public static Tensor fmod(Tensor input, Tensor other) {
+        Arguments.nonNull("fmod", "input", input);
+        return input.fmod(other);
+    }
+
+    public static Tensor floorDivide(Tensor input, Tensor other) {
+        Arguments.nonNull("floor_divide", "input", input);
+        return input.floorDivide(other);
+    }
+
+    /** {@code torch.clamp(input, min, max)} with tensor bounds; either may be null. */
+    public static Tensor clamp(Tensor input, Tensor min, Tensor max) {
+        Arguments.nonNull("clamp", "input", input);
+        return input.clamp(min, max);
     }
 }

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Random;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 import org.junit.jupiter.api.Test;
 
 /**

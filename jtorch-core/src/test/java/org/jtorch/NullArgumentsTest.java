@@ -61,6 +61,8 @@ class NullArgumentsTest {
             "Torch.prod(dtype)",
             // true division; an implicit gradient of ones; no gradient
             "Tensor.div(roundingMode)", "Tensor.backward(gradient)", "Tensor.setGrad(g)",
+            // clamp's tensor bounds (None: no bound on that side; both None is refused)
+            "Tensor.clamp(min)", "Tensor.clamp(max)", "Torch.clamp(min)", "Torch.clamp(max)",
             // optional weights, biases, statistics, masks
             "Torch.linear(bias)", "Torch.conv1d(bias)", "Torch.conv2d(bias)", "Torch.convTranspose2d(bias)",
             "F.linear(bias)", "F.bilinear(bias)", "F.conv1d(bias)", "F.conv2d(bias)", "F.convTranspose2d(bias)",

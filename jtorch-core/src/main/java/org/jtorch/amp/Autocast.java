@@ -8,6 +8,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Grad;
+import org.jtorch.op.CastPolicy;
 import org.jtorch.ops.Arguments;
 
 /**
@@ -191,7 +192,7 @@ public final class Autocast implements AutoCloseable {
 
     /**
      * {@link #run(String, Function, Tensor...)} for reductions with an optional {@code dtype} argument:
-     * when {@code dtypeGiven}, a {@link AutocastPolicy.Policy#FP32_SET_OPT_DTYPE} op runs untouched.
+     * when {@code dtypeGiven}, a {@link CastPolicy#FP32_SET_OPT_DTYPE} op runs untouched.
      */
     public static Tensor run(String op, boolean dtypeGiven, Function<Tensor[], Tensor> fn, Tensor... args) {
         Device device = null;
@@ -205,8 +206,8 @@ public final class Autocast implements AutoCloseable {
         State s = STATE.get();
         int type = device.type().ordinal();
         if (!s.enabled[type]) return null;
-        AutocastPolicy.Policy policy = AutocastPolicy.of(op, device.type());
-        if (policy == null || (dtypeGiven && policy == AutocastPolicy.Policy.FP32_SET_OPT_DTYPE)) return null;
+        CastPolicy policy = AutocastPolicy.of(op, device.type());
+        if (policy == null || (dtypeGiven && policy == CastPolicy.FP32_SET_OPT_DTYPE)) return null;
         DType lower = s.dtype[type];
         DType target = switch (policy) {
             case LOWER_PRECISION -> lower;

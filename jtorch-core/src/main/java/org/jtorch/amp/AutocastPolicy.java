@@ -4,6 +4,9 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.Map;
 import org.jtorch.Device;
+import org.jtorch.op.CastPolicy;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.OpRegistry;
 
 /**
  * What autocast does to each op's floating-point inputs, per device type: the tables of PyTorch
@@ -21,62 +24,38 @@ import org.jtorch.Device;
 public final class AutocastPolicy {
     private AutocastPolicy() {}
 
-    /** The cast an op's inputs get. */
-    public enum Policy {
-        /** Cast to the autocast dtype (float16 or bfloat16): the ops tensor cores and bf16 GEMMs speed up. */
-        LOWER_PRECISION,
-        /** Cast to float32: ops whose range or accumulated error needs it. */
-        FP32,
-        /**
-         * Reductions with a {@code dtype} argument ({@code sum}, {@code prod}, {@code softmax}, {@code cumsum} ...):
-         * float32 when no dtype is given, untouched when one is (ATen's {@code fp32_set_opt_dtype}).
-         */
-        FP32_SET_OPT_DTYPE,
-        /** Cast to the widest eligible input type: float32 if any input is float32, else the autocast dtype. */
-        PROMOTE,
-        /** Refused under autocast (CUDA {@code binary_cross_entropy}: unsafe in float16). */
-        BANNED,
-        /**
-         * Not a PyTorch policy: inputs untouched and autocast suspended inside, for ops that PyTorch runs as
-         * one kernel but jtorch composes from covered ops (CPU {@code mv} and {@code dot}: jtorch's call
-         * {@code mm}; CUDA {@code elu}: jtorch's uses {@code expm1}), so their results keep PyTorch's dtype
-         * and precision.
-         */
-        AS_IS
-    }
-
     /**
      * PyTorch 1.13, {@code KERNEL_CUDA} entries. {@code scaled_dot_product_attention} is PyTorch 2.0's
-     * entry (1.13 has no such op); {@code norm}'s {@code fp32_append_dtype} is {@link Policy#FP32} here
+     * entry (1.13 has no such op); {@code norm}'s {@code fp32_append_dtype} is {@link CastPolicy#FP32} here
      * (both give a float32 result).
      */
-    private static final Map<String, Policy> CUDA = table(
-            Policy.LOWER_PRECISION, """
+    private static final Map<String, CastPolicy> CUDA = table(
+            CastPolicy.LOWER_PRECISION, """
                     _convolution conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d
                     convolution cudnn_convolution cudnn_convolution_transpose prelu addmm addmv addr matmul einsum mm mv
                     linear addbmm baddbmm bmm chain_matmul linalg_multi_dot _thnn_fused_lstm_cell _thnn_fused_gru_cell
                     lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell scaled_dot_product_attention""",
-            Policy.FP32, """
-                    acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt sinh tan pow softplus
+            CastPolicy.FP32, """
+                    acos asin cosh erfinv log10 log2 sinh tan
                     layer_norm native_layer_norm group_norm frobenius_norm nuclear_norm cosine_similarity
                     poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss kl_div l1_loss
                     smooth_l1_loss huber_loss mse_loss margin_ranking_loss multilabel_margin_loss soft_margin_loss
                     triplet_margin_loss multi_margin_loss binary_cross_entropy_with_logits dist pdist cdist renorm
                     logsumexp norm""",
-            Policy.FP32_SET_OPT_DTYPE, "prod softmax log_softmax cumprod cumsum sum",
-            Policy.PROMOTE, "addcdiv addcmul atan2 bilinear cross dot grid_sampler index_put tensordot scatter_add",
-            Policy.BANNED, "binary_cross_entropy",
-            Policy.AS_IS, "elu");
+            CastPolicy.FP32_SET_OPT_DTYPE, "prod softmax log_softmax cumprod cumsum sum",
+            CastPolicy.PROMOTE, "addcdiv addcmul atan2 bilinear cross dot grid_sampler index_put tensordot scatter_add",
+            CastPolicy.BANNED, "binary_cross_entropy",
+            CastPolicy.AS_IS, "elu");
 
     /**
      * PyTorch 1.13, {@code KERNEL_CPU} entries (bfloat16 only). {@code scaled_dot_product_attention} is
      * PyTorch 2.1's entry.
      */
-    private static final Map<String, Policy> CPU = table(
-            Policy.LOWER_PRECISION, """
+    private static final Map<String, CastPolicy> CPU = table(
+            CastPolicy.LOWER_PRECISION, """
                     conv1d conv2d conv3d bmm mm baddbmm addmm addbmm linear _convolution matmul conv_tbc
                     scaled_dot_product_attention""",
-            Policy.FP32, """
+            CastPolicy.FP32, """
                     conv_transpose1d conv_transpose2d conv_transpose3d avg_pool3d binary_cross_entropy grid_sampler polar
                     prod quantile nanquantile stft cdist trace view_as_complex cholesky cholesky_inverse cholesky_solve
                     inverse lu_solve orgqr ormqr pinverse max_pool3d max_unpool2d max_unpool3d adaptive_avg_pool3d
@@ -92,23 +71,31 @@ public final class AutocastPolicy {
                     multilabel_margin_loss_forward linalg_qr linalg_cholesky_ex linalg_svd linalg_eig linalg_eigh
                     linalg_lstsq linalg_inv_ex linalg_matrix_norm grid_sampler_2d _grid_sampler_2d_cpu_fallback
                     grid_sampler_3d""",
-            Policy.PROMOTE, "stack cat index_copy",
-            Policy.AS_IS, "mv dot");
+            CastPolicy.PROMOTE, "stack cat index_copy",
+            CastPolicy.AS_IS, "mv dot");
 
     /** The policy of {@code op} on {@code deviceType}, or null when autocast leaves the op untouched there. */
-    public static Policy of(String op, Device.Type deviceType) {
+    public static CastPolicy of(String op, Device.Type deviceType) {
+        if (OpRegistry.declaresPyName(op)) {
+            return OpRegistry.autocast(op, deviceType);
+        }
         return (deviceType == Device.Type.CPU ? CPU : CUDA).get(op);
     }
 
-    /** Every covered op of {@code deviceType} with its policy (unmodifiable). */
-    public static Map<String, Policy> table(Device.Type deviceType) {
-        return deviceType == Device.Type.CPU ? CPU : CUDA;
+    /** Every covered op of {@code deviceType} with its policy, the declared ops' included (unmodifiable). */
+    public static Map<String, CastPolicy> table(Device.Type deviceType) {
+        Map<String, CastPolicy> m = new HashMap<>(deviceType == Device.Type.CPU ? CPU : CUDA);
+        for (OpDef op : OpRegistry.all()) {
+            CastPolicy p = op.autocast(deviceType);
+            if (p != null) m.put(op.pyName(), p);
+        }
+        return Collections.unmodifiableMap(m);
     }
 
-    private static Map<String, Policy> table(Object... policyThenNames) {
-        Map<String, Policy> m = new HashMap<>();
+    private static Map<String, CastPolicy> table(Object... policyThenNames) {
+        Map<String, CastPolicy> m = new HashMap<>();
         for (int i = 0; i < policyThenNames.length; i += 2) {
-            Policy p = (Policy) policyThenNames[i];
+            CastPolicy p = (CastPolicy) policyThenNames[i];
             for (String name : ((String) policyThenNames[i + 1]).trim().split("\\s+")) {
                 if (m.put(name, p) != null) throw new IllegalStateException("autocast table lists " + name + " twice");
             }

@@ -57,7 +57,7 @@ public final class Autograd {
     public static SavedTensor save(Tensor t) {
         if (t.isInference()) {
             throw new IllegalStateException("Inference tensors cannot be saved for backward: a tensor of shape "
-                    + org.jtorch.ops.Shapes.format(t.shape()) + " made in Grad.inferenceMode() is used by an op that records a"
+                    + org.jtorch.op.Shapes.format(t.shape()) + " made in Grad.inferenceMode() is used by an op that records a"
                     + " graph; clone() it outside inference mode to use it in autograd");
         }
         return new SavedTensor(t);

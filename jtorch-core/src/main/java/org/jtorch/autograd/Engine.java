@@ -13,7 +13,7 @@ import java.util.function.UnaryOperator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 
 /**
  * Executes backward passes: finds the nodes reachable from the roots, counts their dependencies, and

@@ -5,7 +5,7 @@ import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.ops.Arguments;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 
 /**
  * Finite-difference check of backward formulas, as {@code torch.autograd.gradcheck}: compares the

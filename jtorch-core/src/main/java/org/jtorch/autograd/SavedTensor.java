@@ -1,7 +1,7 @@
 package org.jtorch.autograd;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 
 /**
  * A tensor saved for backward: holds its own reference to the storage (so the user may close the

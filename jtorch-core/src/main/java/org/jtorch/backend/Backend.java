@@ -1,12 +1,9 @@
 package org.jtorch.backend;
 
-import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.memory.Allocator;
 import org.jtorch.memory.Storage;
-import org.jtorch.ops.BinaryOp;
-import org.jtorch.ops.UnaryOp;
 
 /**
  * The kernels of one device type. The front end ({@code org.jtorch.ops}) validates arguments,
@@ -57,15 +54,6 @@ public interface Backend {
 
     /** Sets every element of {@code dst} to {@code value} (as a double; integral dtypes also get {@code longValue}). */
     void fill(Tensor dst, double value, long longValue);
-
-    /**
-     * {@code out = op(x)} elementwise; {@code compute} is the dtype the op is evaluated in (the input
-     * converts to it on load, the result converts to {@code out}'s dtype on store).
-     */
-    void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1);
-
-    /** {@code out = op(a, b)} elementwise, with {@code a} and {@code b} already broadcast to {@code out}'s shape. */
-    void binary(BinaryOp op, Tensor a, Tensor b, Tensor out, DType compute, double alpha);
 
     /** {@code out = cond ? a : b}, all broadcast to {@code out}'s shape; {@code cond} is bool. */
     void where(Tensor cond, Tensor a, Tensor b, Tensor out);

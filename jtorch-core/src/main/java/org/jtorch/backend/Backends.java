@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
 import org.jtorch.Device;
+import org.jtorch.Tensor;
 import org.jtorch.backend.cpu.CpuBackend;
 
 /**
@@ -33,6 +34,18 @@ public final class Backends {
             throw new IllegalStateException("device " + device + " is not available: " + b.unavailableReason());
         }
         return KernelProfiler.wrapIfActive(b);
+    }
+
+    /**
+     * Holds the storages of a kernel's operands (null allowed) for the duration of a kernel call that does not go
+     * through a {@link Backend} (the dispatcher's registered kernels), as {@link HoldingBackend} does for the others.
+     */
+    public static void hold(String op, Tensor a, Tensor b, Tensor c) {
+        HoldingBackend.hold(op, a, b, c);
+    }
+
+    public static void drop(Tensor a, Tensor b, Tensor c) {
+        HoldingBackend.drop(a, b, c);
     }
 
     /** Every backend found, available or not, as discovered: for inspection; kernels are called through {@link #of}. */

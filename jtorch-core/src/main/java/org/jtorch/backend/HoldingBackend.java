@@ -1,15 +1,12 @@
 package org.jtorch.backend;
 
 import java.util.List;
-import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.memory.Allocator;
 import org.jtorch.memory.Storage;
-import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.ReduceOp;
-import org.jtorch.ops.Shapes;
-import org.jtorch.ops.UnaryOp;
+import org.jtorch.op.Shapes;
 
 /**
  * A backend whose every kernel call holds a reference on each operand's {@link Storage} until the kernel
@@ -185,26 +182,6 @@ final class HoldingBackend implements Backend {
             b.fill(dst, value, longValue);
         } finally {
             drop(dst);
-        }
-    }
-
-    @Override
-    public void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1) {
-        hold(op.pyName(), x, out);
-        try {
-            b.unary(op, x, out, compute, p0, p1);
-        } finally {
-            drop(x, out);
-        }
-    }
-
-    @Override
-    public void binary(BinaryOp op, Tensor a, Tensor bt, Tensor out, DType compute, double alpha) {
-        hold(op.pyName(), a, bt, out);
-        try {
-            b.binary(op, a, bt, out, compute, alpha);
-        } finally {
-            drop(a, bt, out);
         }
     }
 

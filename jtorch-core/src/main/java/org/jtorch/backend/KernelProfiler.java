@@ -13,7 +13,9 @@ import org.jtorch.Tensor;
 /**
  * Host time spent in each backend kernel, keyed by kernel and operand shapes (the first two tensor
  * arguments): where a training step's time goes, like {@code torch.profiler}'s operator table. While
- * {@linkplain #start() started}, {@link Backends#of} hands out backends whose every kernel call is timed.
+ * {@linkplain #start() started}, {@link Backends#of} hands out backends whose every kernel call is timed,
+ * and the dispatcher times each declared op's kernel under its registry kernel name ({@code relu},
+ * {@code add}, {@code div_floor}: docs/OPS.md's kernel names) and output shape.
  * On CUDA the times are those of enqueueing: kernels run asynchronously.
  */
 public final class KernelProfiler {
@@ -72,6 +74,11 @@ public final class KernelProfiler {
 
     static Backend wrapIfActive(Backend backend) {
         return active ? WRAPPED.computeIfAbsent(backend, ProfilingBackend::new) : backend;
+    }
+
+    /** Records one call of a registered kernel (the dispatcher's profiling layer), keyed by name and output shape. */
+    public static void recordKernel(String kernel, Tensor out, long nanos) {
+        record(kernel, new Object[] {out}, nanos);
     }
 
     static void record(String kernel, Object[] args, long nanos) {

@@ -1,12 +1,9 @@
 package org.jtorch.backend;
 
-import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.memory.Allocator;
 import org.jtorch.memory.Storage;
-import org.jtorch.ops.BinaryOp;
-import org.jtorch.ops.UnaryOp;
 
 /** A backend whose kernel calls are timed into {@link KernelProfiler}; everything else is the wrapped backend's. */
 final class ProfilingBackend implements Backend {
@@ -83,20 +80,6 @@ final class ProfilingBackend implements Backend {
         long t0 = System.nanoTime();
         b.fill(dst, value, longValue);
         KernelProfiler.record("fill", new Object[] {dst}, System.nanoTime() - t0);
-    }
-
-    @Override
-    public void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1) {
-        long t0 = System.nanoTime();
-        b.unary(op, x, out, compute, p0, p1);
-        KernelProfiler.record("unary " + op, new Object[] {out}, System.nanoTime() - t0);
-    }
-
-    @Override
-    public void binary(BinaryOp op, Tensor a, Tensor bt, Tensor out, DType compute, double alpha) {
-        long t0 = System.nanoTime();
-        b.binary(op, a, bt, out, compute, alpha);
-        KernelProfiler.record("binary " + op, new Object[] {out}, System.nanoTime() - t0);
     }
 
     @Override

@@ -25,7 +25,7 @@ import org.jtorch.Tensor;
 import org.jtorch.memory.Storage;
 import org.jtorch.nn.Module;
 import org.jtorch.ops.Arguments;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 
 /**
  * Reads and writes the <a href="https://github.com/huggingface/safetensors">safetensors</a> format:

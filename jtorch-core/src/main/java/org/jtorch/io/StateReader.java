@@ -5,7 +5,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 
 /**
  * Typed reads from a loaded state dict (an optimizer's, a scheduler's, a checkpoint's), for the

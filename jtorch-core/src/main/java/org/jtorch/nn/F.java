@@ -16,7 +16,7 @@ import org.jtorch.ops.Padding;
 import org.jtorch.ops.Pooling;
 import org.jtorch.ops.Resampling;
 import org.jtorch.ops.Reductions.ValuesIndices;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 
 /**
  * The functional forms of the layers and losses, as {@code torch.nn.functional}. Most are
@@ -57,6 +57,34 @@ public final class F {
     public static Tensor gelu(Tensor x) {
         Arguments.nonNull("gelu", "x", x);
         return x.gelu("none");
+    }
+
+    /** {@code F.logsigmoid} */
+    public static Tensor logsigmoid(Tensor x) {
+        Arguments.nonNull("logsigmoid", "x", x);
+        return x.logSigmoid();
+    }
+
+    /** {@code F.hardtanh(x, min_val=-1, max_val=1)} */
+    public static Tensor hardtanh(Tensor x, double minVal, double maxVal) {
+        Arguments.nonNull("hardtanh", "x", x);
+        return x.hardtanh(minVal, maxVal);
+    }
+
+    public static Tensor hardtanh(Tensor x) {
+        return hardtanh(x, -1, 1);
+    }
+
+    /** {@code F.relu6} */
+    public static Tensor relu6(Tensor x) {
+        Arguments.nonNull("relu6", "x", x);
+        return x.relu6();
+    }
+
+    /** {@code F.mish} */
+    public static Tensor mish(Tensor x) {
+        Arguments.nonNull("mish", "x", x);
+        return x.mish();
     }
 
     public static Tensor silu(Tensor x) {

@@ -161,7 +161,7 @@ public final class Init {
         Arguments.nonNull("calculateFanInAndFanOut", "t", t);
         if (t.dim() < 2) {
             throw new IllegalArgumentException("calculateFanInAndFanOut: Fan in and fan out can not be computed for tensor with fewer than 2"
-                    + " dimensions (shape " + org.jtorch.ops.Shapes.format(t.shape()) + ")");
+                    + " dimensions (shape " + org.jtorch.op.Shapes.format(t.shape()) + ")");
         }
         long receptive = 1;
         for (int d = 2; d < t.dim(); d++) receptive *= t.size(d);
@@ -274,7 +274,7 @@ public final class Init {
         t.checkWritable("orthogonal_");
         if (t.dim() < 2) {
             throw new IllegalArgumentException("orthogonal_: Only tensors with 2 or more dimensions are supported, got shape "
-                    + org.jtorch.ops.Shapes.format(t.shape()));
+                    + org.jtorch.op.Shapes.format(t.shape()));
         }
         requireFloating("orthogonal_", t);
         t.checkNoInternalOverlap("orthogonal_");

@@ -17,7 +17,7 @@ import org.jtorch.Tensor;
 import org.jtorch.autograd.Grad;
 import org.jtorch.io.StateReader;
 import org.jtorch.ops.Arguments;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 
 /**
  * Base class of neural-network layers, as {@code torch.nn.Module}: a tree of named parameters,

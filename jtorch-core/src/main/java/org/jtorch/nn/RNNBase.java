@@ -10,7 +10,7 @@ import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.utils.PackedSequence;
 import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Recurrent;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 
 /**
  * The multi-layer recurrent layers {@link RNN}, {@link LSTM} and {@link GRU}, as PyTorch 1.13's {@code RNNBase}.

@@ -8,7 +8,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 
 /**
  * The single-step cells {@link RNNCell}, {@link LSTMCell} and {@link GRUCell}, as PyTorch 1.13's {@code RNNCellBase}:

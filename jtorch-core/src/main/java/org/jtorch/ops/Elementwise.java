@@ -1,5 +1,6 @@
 package org.jtorch.ops;
 
+import org.jtorch.op.Shapes;
 import java.lang.foreign.MemorySegment;
 import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
@@ -12,6 +13,8 @@ import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.memory.Storage;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.OpRegistry;
 
 /**
  * Front end of the elementwise ops: checks devices, broadcasts shapes, promotes dtypes, allocates the
@@ -21,49 +24,54 @@ import org.jtorch.memory.Storage;
 public final class Elementwise {
     private Elementwise() {}
 
-    public static Tensor unary(UnaryOp op, Tensor x, double p0, double p1) {
-        if (Autocast.isActive()) {
-            UnaryOp u = op;
-            Tensor r = Autocast.run(u.pyName(), t -> unary(u, t[0], p0, p1), x);
-            if (r != null) return r;
-        }
-        x.checkOpen(op.pyName());
-        op = boolForm(op, x.dtype());
-        DType out = op.resultType(x.dtype(), Torch.defaultDtype());
-        Tensor r = Tensor.empty(x.shape(), out, x.device());
-        Backends.of(x.device()).unary(op, x, r, op.computeType(x.dtype(), out), p0, p1);
-        if (Autograd.needsGrad(x) && out.isFloatingPoint()) recordUnary(op, x, r, x, p0, p1);
-        return r;
+    /** The declaration of each hand-written unary and binary op (the enums name their kernels). */
+    private static final OpDef[] UNARY = new OpDef[UnaryOp.values().length];
+    private static final OpDef[] BINARY = new OpDef[BinaryOp.values().length];
+
+    static {
+        for (UnaryOp op : UnaryOp.values()) UNARY[op.ordinal()] = OpRegistry.get(op.name().toLowerCase(java.util.Locale.ROOT));
+        for (BinaryOp op : BinaryOp.values()) BINARY[op.ordinal()] = OpRegistry.get(op.name().toLowerCase(java.util.Locale.ROOT));
     }
 
-    /** Records the backward of {@code y = op(x)}; {@code savedInput} is x's value before the op. */
-    private static void recordUnary(UnaryOp op, Tensor x, Tensor y, Tensor savedInput, double p0, double p1) {
-        UnaryOp.Saves saves = op.saves();
-        SavedTensor sx = saves == UnaryOp.Saves.INPUT ? Autograd.save(savedInput) : null;
-        SavedTensor sy = saves == UnaryOp.Saves.RESULT ? Autograd.save(y) : null;
-        DType inType = x.dtype();
-        Autograd.record(backwardName(op.pyName()), y, g -> new Tensor[] {
-                castTo(op.gradient(g[0], sx == null ? null : sx.get(), sy == null ? null : sy.get(), p0, p1), inType)},
-                new Tensor[] {x}, nonNull(sx, sy));
+    public static OpDef declaration(UnaryOp op) {
+        return UNARY[op.ordinal()];
+    }
+
+    public static OpDef declaration(BinaryOp op) {
+        return BINARY[op.ordinal()];
+    }
+
+    public static Tensor unary(UnaryOp op, Tensor x, double p0, double p1) {
+        return Dispatcher.unary(UNARY[boolForm(op, x.dtype()).ordinal()], x, p0, p1);
     }
 
     public static Tensor unaryInPlace(UnaryOp op, Tensor x, double p0, double p1) {
-        x.checkWritable(op.pyName() + "_");
-        op = boolForm(op, x.dtype());
-        DType out = op.resultType(x.dtype(), Torch.defaultDtype());
-        checkCast(op.pyName() + "_", out, x.dtype());
-        x.checkNoInternalOverlap(op.pyName() + "_");
-        boolean record = Autograd.needsGrad(x);
-        if (record) checkInPlaceAllowed(op.pyName() + "_", x);
-        Tensor before = record && op.saves() == UnaryOp.Saves.INPUT ? x.clone() : null;
-        Backends.of(x.device()).unary(op, x, x, op.computeType(x.dtype(), out), p0, p1);
+        return unaryInPlace(UNARY[boolForm(op, x.dtype()).ordinal()], x, p0, p1);
+    }
+
+    /** {@code op(x)} written into {@code x}, for any declared unary op. */
+    public static Tensor unaryInPlace(OpDef op, Tensor x, double p0, double p1) {
+        String name = op.pyName() + "_";
+        x.checkWritable(name);
+        DType compute = op.computeType(x.dtype(), Torch.defaultDtype());
+        checkCast(name, op.resultType(compute), x.dtype());
+        x.checkNoInternalOverlap(name);
+        boolean record = op.isDifferentiable() && Autograd.needsGrad(x);
+        if (record) checkInPlaceAllowed(name, x);
+        Tensor before = record && readsInput(op, 0) ? x.clone() : null;
+        Dispatcher.runKernel(op, x, x, null, compute, p0, p1);
         x.bumpVersion();
         if (record) {
             try (before) {
-                recordUnary(op, x, x, before, p0, p1);
+                Dispatcher.record(op, new Tensor[] {x}, new Tensor[] {before}, x, new double[] {p0, p1});
             }
         }
         return x;
+    }
+
+    private static boolean readsInput(OpDef op, int index) {
+        for (org.jtorch.op.Expr d : op.derivatives()) if (d != null && d.readsInput(index)) return true;
+        return false;
     }
 
     /** On bool tensors {@code bitwise_not} is logical not ({@code ~True == False}); the long form would give {@code ~1 != 0}. */
@@ -72,44 +80,15 @@ public final class Elementwise {
     }
 
     public static Tensor binary(BinaryOp op, Tensor a, Tensor b, double alpha) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run(op.pyName(), t -> binary(op, t[0], t[1], alpha), a, b);
-            if (r != null) return r;
-        }
-        String name = op.pyName();
-        a.checkOpen(name);
-        b.checkOpen(name);
-        Device device = commonDevice(name, a, b);
-        long[] shape = Shapes.broadcast(name, a.shape(), b.shape());
-        DType compute = op.computeType(TypePromotion.resultType(a, b), Torch.defaultDtype());
-        checkOperands(op, a, b, compute, alpha);
-        Tensor r = Tensor.empty(shape, op.resultType(compute), device);
-        Backends.of(device).binary(op, a.broadcastTo(shape), b.broadcastTo(shape), r, compute, alpha);
-        if (op.isDifferentiable() && Autograd.needsGrad(a, b)) recordBinary(op, a, b, r, a, b, alpha);
-        return r;
-    }
-
-    /** Records {@code y = op(a, b)}; {@code va}, {@code vb} are the operands' values before the op. */
-    private static void recordBinary(BinaryOp op, Tensor a, Tensor b, Tensor y, Tensor va, Tensor vb, double alpha) {
-        SavedTensor sa = op.savesInputs() ? Autograd.save(va) : null;
-        SavedTensor sb = op.savesInputs() ? Autograd.save(vb) : null;
-        SavedTensor sy = op.savesResult() ? Autograd.save(y) : null;
-        long[] aShape = a.shape();
-        long[] bShape = b.shape();
-        DType aType = a.dtype();
-        DType bType = b.dtype();
-        boolean aGrad = a.requiresGrad();
-        boolean bGrad = b.requiresGrad();
-        Autograd.record(backwardName(op.pyName()), y, g -> {
-            Tensor[] grads = op.gradient(g[0], sa == null ? null : sa.get(), sb == null ? null : sb.get(),
-                    sy == null ? null : sy.get(), alpha);
-            return new Tensor[] {
-                    aGrad ? Gradients.sumTo(grads[0], aShape, aType) : null,
-                    bGrad ? Gradients.sumTo(grads[1], bShape, bType) : null};
-        }, new Tensor[] {a, b}, nonNull(sa, sb, sy));
+        return Dispatcher.binary(BINARY[op.ordinal()], a, b, alpha);
     }
 
     public static Tensor binaryInPlace(BinaryOp op, Tensor self, Tensor b, double alpha) {
+        return binaryInPlace(BINARY[op.ordinal()], self, b, alpha);
+    }
+
+    /** {@code self = op(self, b)}, for any declared binary op. */
+    public static Tensor binaryInPlace(OpDef op, Tensor self, Tensor b, double alpha) {
         String name = op.pyName() + "_";
         self.checkWritable(name);
         b.checkOpen(name);
@@ -120,18 +99,19 @@ public final class Elementwise {
                     + " doesn't match the broadcast shape " + Shapes.format(shape));
         }
         DType compute = op.computeType(TypePromotion.resultType(self, b), Torch.defaultDtype());
-        checkOperands(op, self, b, compute, alpha);
+        Dispatcher.checkOperands(op, self, b, compute, alpha);
         checkCast(name, op.resultType(compute), self.dtype());
         self.checkNoInternalOverlap(name);
         self.checkNoPartialOverlap(name, b);
         boolean record = op.isDifferentiable() && Autograd.needsGrad(self, b);
         if (record) checkInPlaceAllowed(name, self);
-        Tensor before = record && op.savesInputs() ? self.clone() : null;
-        Backends.of(device).binary(op, self, b.broadcastTo(shape), self, compute, alpha);
+        Tensor before = record && readsInput(op, 0) ? self.clone() : null;
+        Dispatcher.checkDivisor(op, b, compute, device);
+        Dispatcher.runKernel(op, self, self, b.broadcastTo(shape), compute, alpha, 0);
         self.bumpVersion();
         if (record) {
             try (before) {
-                recordBinary(op, self, b, self, before, b, alpha);
+                Dispatcher.record(op, new Tensor[] {self, b}, new Tensor[] {before, b}, self, new double[] {alpha});
             }
         }
         return self;
@@ -147,6 +127,11 @@ public final class Elementwise {
     public static Tensor binaryScalarInPlace(BinaryOp op, Tensor a, double value, long longValue, DType scalarType,
                                              double alpha) {
         return binaryInPlace(op, a, wrappedScalar(a, value, longValue, scalarType), alpha);
+    }
+
+    /** A Java scalar as the wrapped-number operand of a binary op on {@code like} (for ops called through the dispatcher). */
+    public static Tensor scalarOperand(Tensor like, double value, long longValue, DType scalarType) {
+        return wrappedScalar(like, value, longValue, scalarType);
     }
 
     /** {@code torch.where(cond, a, b)} */
@@ -260,18 +245,6 @@ public final class Elementwise {
         if (db.isCpu() && b.dim() == 0) return da;
         throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + da
                 + " and " + db);
-    }
-
-    /** PyTorch's operand rules beyond promotion: no bool operand in {@code sub}, no fractional {@code alpha} for integers. */
-    static void checkOperands(BinaryOp op, Tensor a, Tensor b, DType compute, double alpha) {
-        if (op == BinaryOp.SUB && (a.dtype() == DType.BOOL || b.dtype() == DType.BOOL)) {
-            throw new IllegalArgumentException("sub: subtraction with a bool tensor (dtypes " + a.dtype() + " and "
-                    + b.dtype() + ") is not supported; use logical_xor() or bitwise_not() instead");
-        }
-        if (!compute.isFloatingPoint() && alpha != Math.rint(alpha)) {
-            throw new IllegalArgumentException(op.pyName() + ": for integral input tensors (" + compute
-                    + "), alpha must not be a floating point number, got " + alpha);
-        }
     }
 
     static void checkCast(String op, DType result, DType dest) {

@@ -1,5 +1,6 @@
 package org.jtorch.ops;
 
+import org.jtorch.op.Shapes;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;

@@ -1,5 +1,6 @@
 package org.jtorch.ops;
 
+import org.jtorch.op.Shapes;
 import java.util.Arrays;
 import java.util.function.BiConsumer;
 import org.jtorch.amp.Autocast;

@@ -13,6 +13,7 @@ import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.RecurrentKernels;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.op.Shapes;
 
 /**
  * The pointwise part of recurrent cells, as ATen's {@code _thnn_fused_lstm_cell} and {@code _thnn_fused_gru_cell}:

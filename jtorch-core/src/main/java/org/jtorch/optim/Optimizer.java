@@ -14,7 +14,7 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.io.StateReader;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 
 /**
  * Base class of the optimizers, as {@code torch.optim.Optimizer}: parameter groups with per-group

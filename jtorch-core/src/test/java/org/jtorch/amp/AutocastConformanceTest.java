@@ -15,6 +15,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
+import org.jtorch.op.CastPolicy;
 import org.jtorch.ops.Convolution;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.Fixtures.Case;
@@ -133,7 +134,7 @@ class AutocastConformanceTest {
             Set<String> expected = new TreeSet<>();
             for (JsonElement e : c.args().getAsJsonArray("ops")) expected.add(e.getAsString());
             Set<String> ours = AutocastPolicy.table(type).entrySet().stream()
-                    .filter(e -> e.getValue() != AutocastPolicy.Policy.AS_IS)
+                    .filter(e -> e.getValue() != CastPolicy.AS_IS)
                     .map(java.util.Map.Entry::getKey)
                     .filter(name -> !name.equals("scaled_dot_product_attention"))
                     .collect(Collectors.toCollection(TreeSet::new));

@@ -12,7 +12,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.amp.AutocastPolicy.Policy;
+import org.jtorch.op.CastPolicy;
 import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
@@ -209,17 +209,17 @@ class AutocastTest {
     @Test
     void cudaTableFollowsPyTorch113() {
         Device.Type cuda = Device.Type.CUDA;
-        assertEquals(Policy.LOWER_PRECISION, AutocastPolicy.of("mm", cuda));
-        assertEquals(Policy.LOWER_PRECISION, AutocastPolicy.of("conv2d", cuda));
-        assertEquals(Policy.LOWER_PRECISION, AutocastPolicy.of("prelu", cuda));
-        assertEquals(Policy.FP32, AutocastPolicy.of("exp", cuda));
-        assertEquals(Policy.FP32, AutocastPolicy.of("layer_norm", cuda));
-        assertEquals(Policy.FP32, AutocastPolicy.of("mse_loss", cuda));
-        assertEquals(Policy.FP32_SET_OPT_DTYPE, AutocastPolicy.of("softmax", cuda));
-        assertEquals(Policy.FP32_SET_OPT_DTYPE, AutocastPolicy.of("sum", cuda));
-        assertEquals(Policy.PROMOTE, AutocastPolicy.of("addcmul", cuda));
-        assertEquals(Policy.PROMOTE, AutocastPolicy.of("index_put", cuda));
-        assertEquals(Policy.BANNED, AutocastPolicy.of("binary_cross_entropy", cuda));
+        assertEquals(CastPolicy.LOWER_PRECISION, AutocastPolicy.of("mm", cuda));
+        assertEquals(CastPolicy.LOWER_PRECISION, AutocastPolicy.of("conv2d", cuda));
+        assertEquals(CastPolicy.LOWER_PRECISION, AutocastPolicy.of("prelu", cuda));
+        assertEquals(CastPolicy.FP32, AutocastPolicy.of("exp", cuda));
+        assertEquals(CastPolicy.FP32, AutocastPolicy.of("layer_norm", cuda));
+        assertEquals(CastPolicy.FP32, AutocastPolicy.of("mse_loss", cuda));
+        assertEquals(CastPolicy.FP32_SET_OPT_DTYPE, AutocastPolicy.of("softmax", cuda));
+        assertEquals(CastPolicy.FP32_SET_OPT_DTYPE, AutocastPolicy.of("sum", cuda));
+        assertEquals(CastPolicy.PROMOTE, AutocastPolicy.of("addcmul", cuda));
+        assertEquals(CastPolicy.PROMOTE, AutocastPolicy.of("index_put", cuda));
+        assertEquals(CastPolicy.BANNED, AutocastPolicy.of("binary_cross_entropy", cuda));
         assertNull(AutocastPolicy.of("cat", cuda), "cat relies on type promotion on CUDA");
         assertNull(AutocastPolicy.of("cross_entropy_loss", cuda), "decomposes into log_softmax and nll_loss on CUDA");
         assertNull(AutocastPolicy.of("relu", cuda));
@@ -230,10 +230,10 @@ class AutocastTest {
         Device.Type cpu = Device.Type.CPU;
         assertNull(AutocastPolicy.of("softmax", cpu));
         assertNull(AutocastPolicy.of("exp", cpu));
-        assertEquals(Policy.FP32, AutocastPolicy.of("conv_transpose2d", cpu));
-        assertEquals(Policy.FP32, AutocastPolicy.of("cross_entropy_loss", cpu));
-        assertEquals(Policy.PROMOTE, AutocastPolicy.of("cat", cpu));
-        assertEquals(Policy.FP32, AutocastPolicy.of("binary_cross_entropy", cpu), "allowed on CPU");
+        assertEquals(CastPolicy.FP32, AutocastPolicy.of("conv_transpose2d", cpu));
+        assertEquals(CastPolicy.FP32, AutocastPolicy.of("cross_entropy_loss", cpu));
+        assertEquals(CastPolicy.PROMOTE, AutocastPolicy.of("cat", cpu));
+        assertEquals(CastPolicy.FP32, AutocastPolicy.of("binary_cross_entropy", cpu), "allowed on CPU");
     }
 
     @Test

@@ -147,7 +147,7 @@ class GradcheckElementwiseTest {
         for (BinaryOp op : DIFFERENTIABLE) {
             double alpha = op == BinaryOp.ADD || op == BinaryOp.SUB ? 1.5 : 1;
             for (long[][] shapes : SHAPES) {
-                String name = op.pyName() + " " + org.jtorch.ops.Shapes.format(shapes[0]) + " " + org.jtorch.ops.Shapes.format(shapes[1]);
+                String name = op.pyName() + " " + org.jtorch.op.Shapes.format(shapes[0]) + " " + org.jtorch.op.Shapes.format(shapes[1]);
                 tests.add(DynamicTest.dynamicTest(name, () -> {
                     try (Tensor a = operandFor(op, true, shapes[0]); Tensor b = operandFor(op, false, shapes[1])) {
                         gradcheck(t -> Elementwise.binary(op, t[0], t[1], alpha), a, b);

@@ -18,7 +18,6 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.backend.cpu.CpuBackend;
 import org.jtorch.memory.Storage;
-import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.ReduceOp;
 import org.junit.jupiter.api.Test;
 
@@ -98,14 +97,16 @@ class HoldingBackendTest {
 
     @Test
     void everyOperandIsDroppedWhenALaterOneWasReleased() {
+        Tensor cond = Torch.ones(3).gt(0.0);
         Tensor a = Torch.ones(3);
         Tensor b = Torch.ones(3);
         Tensor out = Torch.empty(3);
         b.close();
-        assertThrows(IllegalStateException.class,
-                () -> Backends.of(Device.cpu()).binary(BinaryOp.ADD, a, b, out, DType.FLOAT32, 1));
+        assertThrows(IllegalStateException.class, () -> Backends.of(Device.cpu()).where(cond, a, b, out));
+        assertEquals(1, cond.storage().refCount());
         assertEquals(1, a.storage().refCount());
         assertEquals(1, out.storage().refCount());
+        cond.close();
         a.close();
         out.close();
     }

@@ -1,5 +1,6 @@
 package org.jtorch.ops;
 
+import org.jtorch.op.Shapes;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

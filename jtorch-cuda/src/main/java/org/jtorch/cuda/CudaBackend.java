@@ -1,7 +1,6 @@
 package org.jtorch.cuda;
 
 import java.lang.foreign.MemorySegment;
-import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.backend.Backend;
@@ -14,9 +13,13 @@ import org.jtorch.backend.OptimizerKernels;
 import org.jtorch.backend.RandomKernels;
 import org.jtorch.backend.ReductionKernels;
 import org.jtorch.backend.SpatialKernels;
+import org.jtorch.cuda.kernels.ElementwisePlan;
 import org.jtorch.memory.MemoryBlock;
 import org.jtorch.memory.Storage;
 import org.jtorch.memory.StorageCleaner;
+import org.jtorch.op.KernelRegistry;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.OpRegistry;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.UnaryOp;
 
@@ -35,6 +38,43 @@ public final class CudaBackend implements Backend {
     private final CudaCachingAllocator[] allocators = new CudaCachingAllocator[64];
 
     private CudaBackend() {}
+
+    static {
+        registerPointwiseKernels();
+    }
+
+    /**
+     * A kernel for every declared pointwise op: the one generated from its formula ({@link FormulaKernels}) where
+     * it is declared with one, else the hand-written one of {@code elementwise.cu}. Integer division by zero is
+     * checked on the device first, by the dispatcher.
+     */
+    private static void registerPointwiseKernels() {
+        for (OpDef op : OpRegistry.all()) {
+            if (op.kind() == OpDef.Kind.COMPOSITE) continue;
+            if (op.formula() != null) {
+                KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
+                    if (!FormulaKernels.supports(op, compute)) throw ElementwisePlan.unsupported(op.pyName(), compute, out.shape());
+                    INSTANCE.kernels().formula(op, ordinal, compute, out, a, b, p0, p1);
+                });
+                continue;
+            }
+            // A compute dtype the op has no entry for is refused naming the op, dtype and shape, before CUDA is needed.
+            String key = op.kernel().toUpperCase(java.util.Locale.ROOT);
+            if (op.kind() == OpDef.Kind.UNARY) {
+                UnaryOp u = UnaryOp.valueOf(key);
+                KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
+                    if (!ElementwisePlan.supports(u, compute)) throw ElementwisePlan.unsupported(op.pyName(), compute, out.shape());
+                    INSTANCE.kernels().unary(u, ordinal, a, out, compute, p0, p1);
+                });
+            } else {
+                BinaryOp bo = BinaryOp.valueOf(key);
+                KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
+                    if (!ElementwisePlan.supports(bo, compute)) throw ElementwisePlan.unsupported(op.pyName(), compute, out.shape());
+                    INSTANCE.kernels().binary(bo, ordinal, a, b, out, compute, p0);
+                });
+            }
+        }
+    }
 
     public static CudaBackend get() {
         return INSTANCE;
@@ -93,11 +133,6 @@ public final class CudaBackend implements Backend {
         return Storage.ofBlock(device, bytes, allocator, block, MemorySegment.ofAddress(block.address()));
     }
 
-    private static UnsupportedOperationException missing(String op, DType compute, Tensor out) {
-        return new UnsupportedOperationException(op + ": no CUDA kernel computes this op in " + compute + " (shape "
-                + java.util.Arrays.toString(out.shape()) + ", device " + out.device() + ")");
-    }
-
     private volatile CudaKernels kernels;
 
     /** The launcher, once CUDA is known to be available; otherwise {@link IllegalStateException} with the reason. */
@@ -129,23 +164,6 @@ public final class CudaBackend implements Backend {
     @Override
     public void fill(Tensor dst, double value, long longValue) {
         kernels().fill(dst, value, longValue);
-    }
-
-    /**
-     * Every {@link UnaryOp} on the kernels of {@code elementwise.cu}; a compute dtype the op has no definition
-     * for (which the front end never asks) throws naming the op, dtype, shape and device.
-     */
-    @Override
-    public void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1) {
-        if (!org.jtorch.cuda.kernels.ElementwisePlan.supports(op, compute)) throw missing(op.pyName(), compute, out);
-        kernels().unary(op, x, out, compute, p0, p1);
-    }
-
-    /** Every {@link BinaryOp} on the kernels of {@code elementwise.cu}; integer division by zero throws as on the CPU. */
-    @Override
-    public void binary(BinaryOp op, Tensor a, Tensor b, Tensor out, DType compute, double alpha) {
-        if (!org.jtorch.cuda.kernels.ElementwisePlan.supports(op, compute)) throw missing(op.pyName(), compute, out);
-        kernels().binary(op, a, b, out, compute, alpha);
     }
 
     @Override

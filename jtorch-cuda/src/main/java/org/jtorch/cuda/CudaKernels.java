@@ -21,7 +21,8 @@ import org.jtorch.cuda.kernels.RandomPlan;
 import org.jtorch.cuda.nvrtc.KernelCache;
 import org.jtorch.cuda.nvrtc.Nvrtc;
 import org.jtorch.ops.BinaryOp;
-import org.jtorch.ops.Elementwise;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.StridedView;
 import org.jtorch.ops.UnaryOp;
 
 /**
@@ -71,6 +72,11 @@ final class CudaKernels {
 
     /** The function {@code entry} of {@code file} (compiled with {@code op} selected) on device {@code ordinal}, whose context is current. */
     private long function(int ordinal, String file, String op, String entry) {
+        return function(ordinal, file, op, entry, () -> KernelSources.read(file));
+    }
+
+    /** The same for a source of the backend's own ({@code file} is its unique name, e.g. a generated formula's). */
+    private long function(int ordinal, String file, String op, String entry, java.util.function.Supplier<String> source) {
         String moduleKey = file + "/" + op + "@" + ordinal;
         return functions.computeIfAbsent(moduleKey + "#" + entry, k -> {
             long module = modules.computeIfAbsent(moduleKey, mk -> {
@@ -79,7 +85,7 @@ final class CudaKernels {
                 KernelSources.Target target = KernelSources.target(info.major(), info.minor(), supportedArchs);
                 List<String> options = new ArrayList<>(target.options());
                 options.addAll(selectOptions(op));
-                byte[] compiled = c.get(file, KernelSources.read(file), KernelSources.headers(), options, target.output());
+                byte[] compiled = c.get(file, source.get(), KernelSources.headers(), options, target.output());
                 try (Arena arena = Arena.ofConfined()) {
                     // PTX is NUL-terminated for cuModuleLoadData; a CUBIN is an ELF image and ignores the extra byte.
                     MemorySegment image = arena.allocate(compiled.length + 1);
@@ -95,6 +101,10 @@ final class CudaKernels {
         return t.storage().address() + t.storageOffset() * t.dtype().byteSize();
     }
 
+    private static Operand operand(StridedView v) {
+        return new Operand(v.dtype(), v.strides(), v.isContiguous());
+    }
+
     private static Operand operand(Tensor t) {
         return new Operand(t.dtype(), t.strides(), t.isContiguous());
     }
@@ -107,8 +117,11 @@ final class CudaKernels {
     private void launch(Device device, long stream, String file, String op, Launch l, int perItem, KernelArgs args) {
         int blocks = LaunchGeometry.blocks(l.n(), perItem, rt.devices().get(device.index()).multiprocessors());
         if (blocks == 0) return;
-        long fn = function(device.index(), file, op, l.entry());
-        rt.driver().launchKernel(fn, blocks, 1, 1, LaunchGeometry.THREADS, 1, 1, 0, stream, args.build());
+        launch(function(device.index(), file, op, l.entry()), blocks, stream, args);
+    }
+
+    private void launch(long function, int blocks, long stream, KernelArgs args) {
+        rt.driver().launchKernel(function, blocks, 1, 1, LaunchGeometry.THREADS, 1, 1, 0, stream, args.build());
     }
 
     /** A CPU zero-dim operand (allowed next to device tensors, as in PyTorch) copied to {@code device} and broadcast to {@code shape}. */
@@ -129,53 +142,50 @@ final class CudaKernels {
 
     // ------------------------------------------------------------------ elementwise
 
-    void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1) {
-        Device device = out.device();
-        long[] shape = out.shape();
-        Launch l = ElementwisePlan.unary(op, compute, shape, operand(out), operand(x));
+    /** {@code out = op(x)} on device {@code ordinal}, on the kernel views the dispatcher passes. */
+    void unary(UnaryOp op, int ordinal, StridedView x, StridedView out, DType compute, double p0, double p1) {
+        Device device = Device.cuda(ordinal);
+        Launch l = ElementwisePlan.unary(op, compute, out.shape(), operand(out), operand(x));
         long s = stream(device);
         try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = KernelArgs.unary(arena, l, address(x), address(out), p0, p1);
+            KernelArgs args = KernelArgs.unary(arena, l, x.address(), out.address(), p0, p1);
             launch(device, s, "elementwise.cu", ElementwisePlan.kernelName(op), l,
                     l.contiguous() ? LaunchGeometry.vectorWidth(compute.byteSize()) : 1, args);
         }
     }
 
-    void binary(BinaryOp op, Tensor a, Tensor b, Tensor out, DType compute, double alpha) {
-        Device device = out.device();
-        long[] shape = out.shape();
-        List<Tensor> temps = new ArrayList<>();
-        try {
-            a = onDevice(a, device, shape, temps);
-            b = onDevice(b, device, shape, temps);
-            if (isIntegerDivision(op, compute)) checkNoZeroDivisor(op, b);
-            Launch l = ElementwisePlan.binary(op, compute, shape, operand(out), operand(a), operand(b));
-            long s = stream(device);
-            try (Arena arena = Arena.ofConfined()) {
-                KernelArgs args = KernelArgs.binary(arena, l, address(a), address(b), address(out), alpha);
-                launch(device, s, "elementwise.cu", ElementwisePlan.kernelName(op), l,
-                        l.contiguous() ? LaunchGeometry.vectorWidth(compute.byteSize()) : 1, args);
-            }
-        } finally {
-            for (Tensor t : temps) t.close();
+    /** {@code out = op(a, b)} on device {@code ordinal}, operands on the device and broadcast to out's shape. */
+    void binary(BinaryOp op, int ordinal, StridedView a, StridedView b, StridedView out, DType compute, double alpha) {
+        Device device = Device.cuda(ordinal);
+        Launch l = ElementwisePlan.binary(op, compute, out.shape(), operand(out), operand(a), operand(b));
+        long s = stream(device);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = KernelArgs.binary(arena, l, a.address(), b.address(), out.address(), alpha);
+            launch(device, s, "elementwise.cu", ElementwisePlan.kernelName(op), l,
+                    l.contiguous() ? LaunchGeometry.vectorWidth(compute.byteSize()) : 1, args);
         }
     }
 
-    /** The ops whose integer form divides ({@code BinaryOp.checkDivisor} on the CPU). */
-    static boolean isIntegerDivision(BinaryOp op, DType compute) {
-        return !compute.isFloatingPoint()
-                && (op == BinaryOp.DIV_TRUNC || op == BinaryOp.DIV_FLOOR || op == BinaryOp.REMAINDER);
-    }
-
     /**
-     * Integer division by zero throws {@link ArithmeticException} naming the op, as on the CPU (PyTorch's
-     * {@code ZeroDivisionError}); a kernel cannot throw, so the divisor is checked on the device first: an
-     * {@code eq} and an {@code any} reduction, and one synchronising read of the flag. Nothing is written then.
+     * {@code out = op(a[, b])} for an op declared with a formula: its generated source ({@link FormulaKernels}),
+     * compiled on first use; {@code b} is null for unary ops, whose scalar parameters are p0, p1 (a binary op's
+     * alpha is p0).
      */
-    private static void checkNoZeroDivisor(BinaryOp op, Tensor divisor) {
-        try (Tensor zero = Elementwise.binaryScalar(BinaryOp.EQ, divisor, 0, 0, DType.INT64, false, 1);
-             Tensor anyZero = zero.any()) {
-            if (anyZero.itemLong() != 0) throw new ArithmeticException(op.pyName() + ": integer division by zero");
+    void formula(OpDef op, int ordinal, DType compute, StridedView out, StridedView a, StridedView b, double p0, double p1) {
+        Device device = Device.cuda(ordinal);
+        String name = op.kernel();
+        DType result = op.resultType(compute);
+        Launch l = b == null ? ElementwisePlan.unary(name, result, compute, out.shape(), operand(out), operand(a))
+                : ElementwisePlan.binary(name, result, compute, out.shape(), operand(out), operand(a), operand(b));
+        long s = stream(device);
+        int blocks = LaunchGeometry.blocks(l.n(), l.contiguous() ? LaunchGeometry.vectorWidth(compute.byteSize()) : 1,
+                rt.devices().get(ordinal).multiprocessors());
+        if (blocks == 0) return;
+        long fn = function(ordinal, FormulaKernels.fileName(op), null, l.entry(), () -> FormulaKernels.source(op));
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = b == null ? KernelArgs.unary(arena, l, a.address(), out.address(), p0, p1)
+                    : KernelArgs.binary(arena, l, a.address(), b.address(), out.address(), p0);
+            launch(fn, blocks, s, args);
         }
     }
 

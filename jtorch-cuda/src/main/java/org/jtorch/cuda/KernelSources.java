@@ -30,9 +30,12 @@ public final class KernelSources {
         }
     }
 
-    /** The headers every kernel file needs, by include name. */
+    /** The elementwise kernels' shared machinery, included by {@code elementwise.cu} and the generated formula kernels. */
+    public static final String ELEMENTWISE_HEADER = "elementwise.cuh";
+
+    /** The headers the kernel files need, by include name. */
     public static Map<String, String> headers() {
-        return Map.of(HEADER, read(HEADER));
+        return Map.of(HEADER, read(HEADER), ELEMENTWISE_HEADER, read(ELEMENTWISE_HEADER));
     }
 
     /**

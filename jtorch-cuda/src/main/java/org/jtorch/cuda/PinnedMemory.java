@@ -5,7 +5,7 @@ import org.jtorch.Tensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.memory.MemoryBlock;
 import org.jtorch.memory.Storage;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 
 /**
  * Page-locked host memory for CUDA copies ({@code Tensor.pinMemory()}, {@code DataLoader.pinMemory(true)}):

@@ -21,6 +21,7 @@ import org.jtorch.nn.F;
 import org.jtorch.nn.Linear;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
+import org.jtorch.op.CastPolicy;
 import org.jtorch.optim.SGD;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
@@ -83,8 +84,8 @@ class AmpDeviceConformanceTest {
 
     /** The dtype {@code op} gives under autocast to {@code low} on {@code d} for an input of dtype {@code in}, per the table. */
     private static DType expectedDtype(String op, Device d, DType low, DType in) {
-        AutocastPolicy.Policy p = AutocastPolicy.of(op, d.type());
-        if (p == null || p == AutocastPolicy.Policy.AS_IS) return in;
+        CastPolicy p = AutocastPolicy.of(op, d.type());
+        if (p == null || p == CastPolicy.AS_IS) return in;
         return switch (p) {
             case LOWER_PRECISION -> low;
             case FP32, FP32_SET_OPT_DTYPE -> DType.FLOAT32;

@@ -14,6 +14,7 @@ import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.cuda.kernels.ElementwisePlan;
+import org.jtorch.op.DTypeRule;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.UnaryOp;
@@ -134,7 +135,7 @@ class ElementwiseDeviceConformanceTest {
     /** The op's scalar definition on x's values in the compute dtype's form (apply or applyLong with Java's (long) params), cast to {@code out}. */
     private static double[] unaryReference(UnaryOp op, Tensor x, DType out, double p0, double p1) {
         if (op == UnaryOp.BITWISE_NOT && x.dtype() == DType.BOOL) op = UnaryOp.LOGICAL_NOT; // the front end's bool form: ~True == False
-        boolean floating = op.computeType(x.dtype(), out).isFloatingPoint();
+        boolean floating = computeType(op, x.dtype()).isFloatingPoint();
         if (floating) {
             double[] xs = x.toDoubleArray();
             double[] r = new double[xs.length];
@@ -193,10 +194,21 @@ class ElementwiseDeviceConformanceTest {
         });
     }
 
+    /** The dtype {@code op} computes in for input dtype {@code in}, from its declaration (throws where the front end refuses it). */
+    private static DType computeType(UnaryOp op, DType in) {
+        return Elementwise.declaration(op).computeType(in, Torch.defaultDtype());
+    }
+
+    /** The same for a binary op and promoted dtype; the front end also refuses {@code sub} of bools. */
+    private static DType computeType(BinaryOp op, DType promoted) {
+        if (op == BinaryOp.SUB && promoted == DType.BOOL) throw new IllegalArgumentException("sub: bool");
+        return Elementwise.declaration(op).computeType(promoted, Torch.defaultDtype());
+    }
+
     /** Whether the front end accepts {@code op} on {@code t} (e.g. not abs of bool, not bitwise_not of float). */
     private static boolean accepts(UnaryOp op, DType t) {
         try {
-            op.resultType(t, DType.FLOAT32);
+            computeType(op, t);
             return true;
         } catch (IllegalArgumentException refused) {
             return false;
@@ -210,7 +222,7 @@ class ElementwiseDeviceConformanceTest {
             List<DType> types = new ArrayList<>();
             for (DType t : List.of(DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16, DType.INT32, DType.INT64, DType.INT8,
                     DType.UINT8, DType.BOOL)) {
-                if (accepts(op, t) && ElementwisePlan.supports(op, op.computeType(t, op.resultType(t, DType.FLOAT32)))) types.add(t);
+                if (accepts(op, t) && ElementwisePlan.supports(op, computeType(op, t))) types.add(t);
             }
             boolean floatOnly = !ElementwisePlan.supports(op, DType.INT64);
             double[][] params = parameters(op);
@@ -268,7 +280,7 @@ class ElementwiseDeviceConformanceTest {
      * rounding to it, as the CPU; applyLong on exact longs), cast to {@code out}.
      */
     private static double[] binaryReference(BinaryOp op, Tensor a, Tensor b, long[] shape, DType out, double alpha) {
-        DType compute = op.computeType(org.jtorch.ops.TypePromotion.resultType(a, b), Torch.defaultDtype());
+        DType compute = computeType(op, org.jtorch.ops.TypePromotion.resultType(a, b));
         if (compute.isFloatingPoint()) {
             double[] as, bs;
             try (Tensor ac = a.broadcastTo(shape).to(compute); Tensor bc = b.broadcastTo(shape).to(compute)) {
@@ -322,7 +334,7 @@ class ElementwiseDeviceConformanceTest {
         List<DynamicTest> tests = new ArrayList<>();
         long[] s = {3, 5};
         for (BinaryOp op : BinaryOp.values()) {
-            boolean integral = op.result() == BinaryOp.Result.INTEGRAL_OR_BOOL;
+            boolean integral = Elementwise.declaration(op).rule() == DTypeRule.INTEGRAL_OR_BOOL;
             List<DType> types = new ArrayList<>(integral ? List.of(DType.INT8, DType.INT16)
                     : List.of(DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16));
             types.addAll(List.of(DType.INT32, DType.INT64, DType.UINT8));
@@ -478,8 +490,8 @@ class ElementwiseDeviceConformanceTest {
         for (UnaryOp op : UnaryOp.values()) {
             for (DType t : concat(FLOATS, INTEGERS)) {
                 if (!accepts(op, t)) continue;
-                DType out = op.resultType(t, DType.FLOAT32);
-                DType compute = op.computeType(t, out);
+                DType compute = computeType(op, t);
+                DType out = Elementwise.declaration(op).resultType(compute);
                 if (!t.isFloatingPoint() && compute.isFloatingPoint()) continue; // integer inputs of float ops: the random cases
                 for (double[] p : parameters(op)) {
                     String params = p[0] == 0 && p[1] == 0 ? "" : "(" + p[0] + "," + p[1] + ")";
@@ -560,7 +572,7 @@ class ElementwiseDeviceConformanceTest {
             for (DType t : concat(FLOATS, INTEGERS)) {
                 DType compute;
                 try {
-                    compute = op.computeType(t, DType.FLOAT32);
+                    compute = computeType(op, t);
                 } catch (IllegalArgumentException refused) {
                     continue;
                 }

@@ -18,7 +18,7 @@ import org.jtorch.cuda.kernels.ReductionPlan;
 import org.jtorch.cuda.kernels.ReductionPlan.Rows;
 import org.jtorch.memory.Storage;
 import org.jtorch.ops.ReduceOp;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 import org.junit.jupiter.api.Test;
 
 /**

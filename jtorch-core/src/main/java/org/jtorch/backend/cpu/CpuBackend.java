@@ -1,7 +1,6 @@
 package org.jtorch.backend.cpu;
 
 import jdk.incubator.vector.FloatVector;
-import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.backend.Backend;
@@ -17,6 +16,11 @@ import org.jtorch.backend.SpatialKernels;
 import org.jtorch.memory.Allocator;
 import org.jtorch.memory.CpuCachingAllocator;
 import org.jtorch.memory.Storage;
+import org.jtorch.op.Expr;
+import org.jtorch.op.KernelRegistry;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.OpRegistry;
+import org.jtorch.op.PointwiseKernel;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.UnaryOp;
 
@@ -34,7 +38,35 @@ public final class CpuBackend implements Backend {
     private final RecurrentKernels recurrent = new CpuRecurrentKernels();
     private final OptimizerKernels optimizers = new CpuOptimizerKernels();
 
+    static {
+        registerPointwiseKernels();
+    }
+
     private CpuBackend() {}
+
+    /**
+     * One kernel per declared pointwise op: the formula's Java reference for ops declared with one, the
+     * hand-written {@link UnaryOp}/{@link BinaryOp} kernels (with their Vector API fast paths) for the others.
+     */
+    private static void registerPointwiseKernels() {
+        for (OpDef op : OpRegistry.all()) {
+            if (op.kind() == OpDef.Kind.COMPOSITE) continue;
+            String key = op.kernel().toUpperCase(java.util.Locale.ROOT);
+            PointwiseKernel k;
+            if (op.formula() != null) {
+                Expr.DoubleFormula f = op.formula().compile();
+                Expr.LongFormula lf = op.formula().compileLong();
+                k = (device, compute, out, a, b, p0, p1) -> ElementwiseKernels.formula(f, lf, a, b, out, compute, p0, p1);
+            } else if (op.kind() == OpDef.Kind.UNARY) {
+                UnaryOp u = UnaryOp.valueOf(key);
+                k = (device, compute, out, a, b, p0, p1) -> ElementwiseKernels.unary(u, a, out, compute, p0, p1);
+            } else {
+                BinaryOp bo = BinaryOp.valueOf(key);
+                k = (device, compute, out, a, b, p0, p1) -> ElementwiseKernels.binary(bo, a, b, out, compute, p0);
+            }
+            KernelRegistry.register(Device.Type.CPU, op.kernel(), k);
+        }
+    }
 
     public static CpuBackend get() {
         return INSTANCE;
@@ -79,16 +111,6 @@ public final class CpuBackend implements Backend {
     @Override
     public void fill(Tensor dst, double value, long longValue) {
         ElementwiseKernels.fill(dst, value, longValue);
-    }
-
-    @Override
-    public void unary(UnaryOp op, Tensor x, Tensor out, DType compute, double p0, double p1) {
-        ElementwiseKernels.unary(op, x, out, compute, p0, p1);
-    }
-
-    @Override
-    public void binary(BinaryOp op, Tensor a, Tensor b, Tensor out, DType compute, double alpha) {
-        ElementwiseKernels.binary(op, a, b, out, compute, alpha);
     }
 
     @Override

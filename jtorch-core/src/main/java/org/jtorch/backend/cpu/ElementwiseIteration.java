@@ -1,6 +1,8 @@
 package org.jtorch.backend.cpu;
 
 import org.jtorch.Tensor;
+import org.jtorch.op.Shapes;
+import org.jtorch.op.StridedView;
 
 /**
  * Walks same-shaped strided tensors element by element in row-major order of the first operand (the
@@ -26,19 +28,32 @@ final class ElementwiseIteration {
     final long[] baseOffsets;
 
     ElementwiseIteration(Tensor... tensors) {
+        this(views(tensors));
+    }
+
+    private static StridedView[] views(Tensor[] tensors) {
+        StridedView[] v = new StridedView[tensors.length];
+        for (int i = 0; i < v.length; i++) {
+            Tensor t = tensors[i];
+            v[i] = new StridedView(null, t.storageOffset(), t.shape(), t.strides(), t.dtype());
+        }
+        return v;
+    }
+
+    ElementwiseIteration(StridedView... tensors) {
         operands = tensors.length;
         if (allFlat(tensors)) {
             // Common case: every operand contiguous or a broadcast scalar: one row, no per-dimension state.
-            long n = tensors[0].numel();
+            long n = Shapes.numel(tensors[0].shape());
             numel = n;
             shape = new long[] {n};
             byteStrides = new long[operands][];
             baseOffsets = new long[operands];
             for (int i = 0; i < operands; i++) {
-                Tensor t = tensors[i];
+                StridedView t = tensors[i];
                 int es = t.dtype().byteSize();
-                baseOffsets[i] = t.storageOffset() * es;
-                boolean single = t.numel() == 1 || isAllZeroStrides(t);
+                baseOffsets[i] = t.offset() * es;
+                boolean single = Shapes.numel(t.shape()) == 1 || isAllZeroStrides(t);
                 byteStrides[i] = new long[] {single ? 0 : es};
             }
             return;
@@ -51,9 +66,9 @@ final class ElementwiseIteration {
         baseOffsets = new long[operands];
         long[][] strides = new long[operands][];
         for (int i = 0; i < operands; i++) {
-            Tensor t = tensors[i];
+            StridedView t = tensors[i];
             int es = t.dtype().byteSize();
-            baseOffsets[i] = t.storageOffset() * es;
+            baseOffsets[i] = t.offset() * es;
             long[] st = t.strides();
             strides[i] = new long[rank];
             for (int d = 0; d < rank; d++) strides[i][d] = st[d] * es;
@@ -92,17 +107,18 @@ final class ElementwiseIteration {
     }
 
     /** Whether every operand is contiguous over the output's elements, or a single broadcast element. */
-    private static boolean allFlat(Tensor[] tensors) {
-        long n = tensors[0].numel();
-        for (Tensor t : tensors) {
-            boolean scalar = t.numel() == 1 || isAllZeroStrides(t);
+    private static boolean allFlat(StridedView[] tensors) {
+        long n = Shapes.numel(tensors[0].shape());
+        for (StridedView t : tensors) {
+            long tn = Shapes.numel(t.shape());
+            boolean scalar = tn == 1 || isAllZeroStrides(t);
             if (scalar) continue;
-            if (t.numel() != n || !t.isContiguous()) return false;
+            if (tn != n || !t.isContiguous()) return false;
         }
         return true;
     }
 
-    private static boolean isAllZeroStrides(Tensor t) {
+    private static boolean isAllZeroStrides(StridedView t) {
         for (long st : t.strides()) if (st != 0) return false;
         return true;
     }

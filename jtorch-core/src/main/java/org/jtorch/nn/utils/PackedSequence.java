@@ -36,7 +36,7 @@ public final class PackedSequence implements AutoCloseable {
             rows += batchSizes[t];
         }
         if (batchSizes.length == 0 || data.dim() == 0 || data.size(0) != rows) {
-            throw new IllegalArgumentException("PackedSequence: data of shape " + org.jtorch.ops.Shapes.format(data.shape())
+            throw new IllegalArgumentException("PackedSequence: data of shape " + org.jtorch.op.Shapes.format(data.shape())
                     + " does not hold the " + rows + " rows of batch sizes " + java.util.Arrays.toString(batchSizes));
         }
         this.data = data;
@@ -81,7 +81,7 @@ public final class PackedSequence implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "PackedSequence(data=" + org.jtorch.ops.Shapes.format(data.shape()) + ", batch_sizes="
+        return "PackedSequence(data=" + org.jtorch.op.Shapes.format(data.shape()) + ", batch_sizes="
                 + java.util.Arrays.toString(batchSizes) + (sortedIndices == null ? "" : ", sorted") + ")";
     }
 }

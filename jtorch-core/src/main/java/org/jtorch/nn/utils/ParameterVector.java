@@ -7,7 +7,7 @@ import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 
 /** Flattening of parameters into one vector and back, as {@code torch.nn.utils.parameters_to_vector} / {@code vector_to_parameters}. */
 public final class ParameterVector {

@@ -9,7 +9,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
-import org.jtorch.ops.Shapes;
+import org.jtorch.op.Shapes;
 
 /**
  * Variable-length sequences for the recurrent layers, as {@code torch.nn.utils.rnn} (PyTorch 1.13): padding a list

@@ -3,7 +3,9 @@ package org.jtorch.cuda.kernels;
 import java.util.Arrays;
 import org.jtorch.DType;
 import org.jtorch.cuda.KernelStructs;
+import org.jtorch.op.DTypeRule;
 import org.jtorch.ops.BinaryOp;
+import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.UnaryOp;
 
 /**
@@ -54,34 +56,35 @@ public final class ElementwisePlan {
     }
 
     /**
-     * Whether the sources instantiate {@code op} computing in {@code compute}: as the op's declared result kind
-     * ({@code JT_FLOATING_UNARY} for {@link UnaryOp.Result#FLOAT}, {@code JT_INTEGRAL_UNARY} for
-     * {@link UnaryOp.Result#INTEGRAL_OR_BOOL}, {@code JT_NUMERIC_UNARY} otherwise), which is what the CPU backend
-     * defines ({@code apply} for floating compute, {@code applyLong} for integer and bool compute).
+     * Whether the sources instantiate {@code op} computing in {@code compute}: as the op's declared dtype rule
+     * ({@code JT_FLOATING_UNARY} for {@link DTypeRule#FLOAT} and {@link DTypeRule#FLOATING_ONLY},
+     * {@code JT_INTEGRAL_UNARY} for {@link DTypeRule#INTEGRAL_OR_BOOL}, {@code JT_NUMERIC_UNARY} otherwise, bool
+     * through the strided int64 entry), which is what the CPU backend defines ({@code apply} for floating compute,
+     * {@code applyLong} for integer and bool compute).
      */
-    public static boolean supports(UnaryOp op, DType compute) {
-        return switch (op.result()) {
-            case FLOAT -> compute.isFloatingPoint();
+    public static boolean supports(DTypeRule rule, DType compute) {
+        return switch (rule) {
+            case FLOAT, FLOATING_ONLY -> compute.isFloatingPoint();
             case INTEGRAL_OR_BOOL -> !compute.isFloatingPoint();
             default -> true;
         };
     }
 
+    public static boolean supports(UnaryOp op, DType compute) {
+        return supports(Elementwise.declaration(op).rule(), compute);
+    }
+
     public static boolean supports(BinaryOp op, DType compute) {
-        return switch (op.result()) {
-            case FLOAT -> compute.isFloatingPoint();
-            case INTEGRAL_OR_BOOL -> !compute.isFloatingPoint();
-            default -> true;
-        };
+        return supports(Elementwise.declaration(op).rule(), compute);
     }
 
     /** The dtype the kernels write for {@code op} computing in {@code compute}: bool for predicates, else {@code compute}. */
     public static DType resultType(UnaryOp op, DType compute) {
-        return op.result() == UnaryOp.Result.BOOL ? DType.BOOL : compute;
+        return Elementwise.declaration(op).resultType(compute);
     }
 
     public static DType resultType(BinaryOp op, DType compute) {
-        return op.resultType(compute);
+        return Elementwise.declaration(op).resultType(compute);
     }
 
     /** One operand as a kernel sees it: dtype, shape-aligned element strides, contiguity. */
@@ -113,10 +116,13 @@ public final class ElementwisePlan {
      */
     public static Launch unary(UnaryOp op, DType compute, long[] shape, Operand out, Operand x) {
         if (!supports(op, compute)) throw unsupported(op.pyName(), compute, shape);
-        String name = kernelName(op);
+        return unary(kernelName(op), resultType(op, compute), compute, shape, out, x);
+    }
+
+    /** The same for the entries named {@code name} (a declared formula's, generated), writing {@code result}. */
+    public static Launch unary(String name, DType result, DType compute, long[] shape, Operand out, Operand x) {
         long n = numel(shape);
-        if (out.contiguous && x.contiguous && x.dtype == compute && out.dtype == resultType(op, compute)
-                && compute != DType.BOOL) {
+        if (out.contiguous && x.contiguous && x.dtype == compute && out.dtype == result && compute != DType.BOOL) {
             return new Launch("jt_unary_" + name + "_" + suffix(compute), true, n, null);
         }
         return new Launch("jt_unary_" + name + "_strided_" + stridedSuffix(compute), false, n,
@@ -126,10 +132,14 @@ public final class ElementwisePlan {
     /** {@code out = op(a, b)} with a and b broadcast to {@code shape} (zero strides); the contiguous rule as {@link #unary}. */
     public static Launch binary(BinaryOp op, DType compute, long[] shape, Operand out, Operand a, Operand b) {
         if (!supports(op, compute)) throw unsupported(op.pyName(), compute, shape);
-        String name = kernelName(op);
+        return binary(kernelName(op), resultType(op, compute), compute, shape, out, a, b);
+    }
+
+    /** The same for the entries named {@code name} (a declared formula's, generated), writing {@code result}. */
+    public static Launch binary(String name, DType result, DType compute, long[] shape, Operand out, Operand a, Operand b) {
         long n = numel(shape);
         if (out.contiguous && a.contiguous && b.contiguous && a.dtype == compute && b.dtype == compute
-                && out.dtype == resultType(op, compute) && compute != DType.BOOL) {
+                && out.dtype == result && compute != DType.BOOL) {
             return new Launch("jt_binary_" + name + "_" + suffix(compute), true, n, null);
         }
         return new Launch("jt_binary_" + name + "_strided_" + stridedSuffix(compute), false, n,
@@ -155,7 +165,7 @@ public final class ElementwisePlan {
     }
 
     /** An op asked to compute in a dtype it has no definition for (the CPU backend refuses it too). */
-    static UnsupportedOperationException unsupported(String op, DType compute, long[] shape) {
+    public static UnsupportedOperationException unsupported(String op, DType compute, long[] shape) {
         return new UnsupportedOperationException(op + ": no CUDA kernel computes this op in " + compute + " (shape "
                 + Arrays.toString(shape) + ", device cuda)");
     }

@@ -1,0 +1,237 @@
+package org.jtorch.op;
+
+import java.util.List;
+import java.util.stream.Collectors;
+
+/**
+ * A small expression tree: a pointwise op's formula ({@link Math} nodes over the op's inputs and scalar
+ * parameters) and every op's derivative or composition ({@link Op} nodes: calls of declared ops, evaluated
+ * through the dispatcher). The same tree is evaluated in Java ({@link #compile}), rendered to CUDA C
+ * ({@link #toC}) and printed for docs/OPS.md ({@link #toString}).
+ */
+public sealed interface Expr {
+    /** The op's {@code index}-th tensor input. */
+    record In(int index, String name) implements Expr {
+        public String toString() { return name; }
+    }
+
+    /** The op's {@code index}-th scalar parameter; where it is NaN (PyTorch's None), {@code ifNone} instead. */
+    record Scalar(int index, String name, double ifNone) implements Expr {
+        public String toString() { return name; }
+    }
+
+    record Const(double value) implements Expr {
+        public String toString() {
+            return value == java.lang.Math.rint(value) && java.lang.Math.abs(value) < 1e15 ? Long.toString((long) value)
+                    : Double.toString(value);
+        }
+    }
+
+    /** Scalar math of a pointwise formula. */
+    record Math(Fn fn, List<Expr> args) implements Expr {
+        public Math {
+            args = List.copyOf(args);
+            if (args.size() != fn.arity()) throw new IllegalArgumentException(fn + " takes " + fn.arity() + " arguments");
+        }
+
+        public String toString() {
+            return fn.name().toLowerCase() + "(" + args.stream().map(Expr::toString).collect(Collectors.joining(", ")) + ")";
+        }
+    }
+
+    /** A call of a declared op: tensor arguments first, then the op's scalar parameters. */
+    record Op(OpDef op, List<Expr> args) implements Expr {
+        public Op {
+            args = List.copyOf(args);
+        }
+
+        public String toString() {
+            return op.name() + "(" + args.stream().map(Expr::toString).collect(Collectors.joining(", ")) + ")";
+        }
+    }
+
+    /** The gradient flowing into the op's output (derivatives only). */
+    record Grad() implements Expr {
+        public String toString() { return "grad"; }
+    }
+
+    /** The op's forward result (derivatives only). */
+    record Result() implements Expr {
+        public String toString() { return "result"; }
+    }
+
+    /** {@code cond ? a : b} elementwise ({@code torch.where}). */
+    record Where(Expr cond, Expr a, Expr b) implements Expr {
+        public String toString() { return "where(" + cond + ", " + a + ", " + b + ")"; }
+    }
+
+    /** Zeros of {@code like}'s shape and dtype. */
+    record ZerosLike(Expr like) implements Expr {
+        public String toString() { return "zeros_like(" + like + ")"; }
+    }
+
+    /** {@code value} converted to {@code like}'s dtype. */
+    record CastLike(Expr value, Expr like) implements Expr {
+        public String toString() { return value + ".to(" + like + ".dtype)"; }
+    }
+
+    /** {@code then} when optional tensor input {@code index} is given, else {@code otherwise}. */
+    record IfPresent(int index, Expr then, Expr otherwise) implements Expr {
+        public String toString() { return "(" + then + " if " + "input" + index + " else " + otherwise + ")"; }
+    }
+
+    /** {@code then} when scalar parameter {@code index} equals {@code value}, else {@code otherwise}. */
+    record IfScalar(int index, double value, Expr then, Expr otherwise) implements Expr {
+        public String toString() { return "(" + then + " if p" + index + " == " + value + " else " + otherwise + ")"; }
+    }
+
+    // ------------------------------------------------------------------ building
+
+    static Expr in(int index, String name) { return new In(index, name); }
+    static Expr scalar(int index, String name) { return new Scalar(index, name, Double.NaN); }
+    static Expr c(double v) { return new Const(v); }
+    static Expr math(Fn fn, Expr... args) { return new Math(fn, List.of(args)); }
+    static Expr call(OpDef op, Expr... args) { return new Op(op, List.of(args)); }
+    static Expr where(Expr cond, Expr a, Expr b) { return new Where(cond, a, b); }
+    Expr GRAD = new Grad();
+    Expr RESULT = new Result();
+
+    // ------------------------------------------------------------------ analysis
+
+    /** Whether the tree reads {@code node} (an input, the result, the gradient) anywhere. */
+    default boolean reads(Expr node) {
+        if (this.equals(node)) return true;
+        return switch (this) {
+            case Math m -> m.args().stream().anyMatch(a -> a.reads(node));
+            case Op o -> o.args().stream().anyMatch(a -> a.reads(node));
+            case Where w -> w.cond().reads(node) || w.a().reads(node) || w.b().reads(node);
+            case ZerosLike z -> z.like().reads(node);
+            case CastLike cl -> cl.value().reads(node) || cl.like().reads(node);
+            case IfPresent p -> p.then().reads(node) || p.otherwise().reads(node);
+            case IfScalar p -> p.then().reads(node) || p.otherwise().reads(node);
+            default -> false;
+        };
+    }
+
+    /** Whether the tree reads tensor input {@code index}. */
+    default boolean readsInput(int index) {
+        return switch (this) {
+            case In i -> i.index() == index;
+            case Math m -> m.args().stream().anyMatch(a -> a.readsInput(index));
+            case Op o -> o.args().stream().anyMatch(a -> a.readsInput(index));
+            case Where w -> w.cond().readsInput(index) || w.a().readsInput(index) || w.b().readsInput(index);
+            case ZerosLike z -> z.like().readsInput(index);
+            case CastLike cl -> cl.value().readsInput(index) || cl.like().readsInput(index);
+            case IfPresent p -> p.then().readsInput(index) || p.otherwise().readsInput(index);
+            case IfScalar p -> p.then().readsInput(index) || p.otherwise().readsInput(index);
+            default -> false;
+        };
+    }
+
+    /** Whether the tree is scalar only (constants, parameters and math on them): a number, not a tensor. */
+    default boolean isScalar() {
+        return switch (this) {
+            case Const c -> true;
+            case Scalar s -> true;
+            case Math m -> m.args().stream().allMatch(Expr::isScalar);
+            default -> false;
+        };
+    }
+
+    /** The value of a scalar-only tree for parameters {@code params}. */
+    default double scalarValue(double[] params) {
+        return switch (this) {
+            case Const c -> c.value();
+            case Scalar s -> {
+                double v = params[s.index()];
+                yield v != v ? s.ifNone() : v;
+            }
+            case Math m -> m.fn().apply(m.args().get(0).scalarValue(params),
+                    m.args().size() > 1 ? m.args().get(1).scalarValue(params) : 0,
+                    m.args().size() > 2 ? m.args().get(2).scalarValue(params) : 0);
+            default -> throw new IllegalStateException(this + " is not a scalar expression");
+        };
+    }
+
+    // ------------------------------------------------------------------ Java reference
+
+    /** A formula compiled to nested evaluators for floating compute: {@code f(x0, x1, p0, p1)}. */
+    interface DoubleFormula {
+        double eval(double x0, double x1, double p0, double p1);
+    }
+
+    /** A formula compiled for integer compute; parameters arrive as Java's {@code (long)} of the double. */
+    interface LongFormula {
+        long eval(long x0, long x1, long p0, long p1);
+    }
+
+    /** Compiles a {@link Math} tree for floating compute. */
+    default DoubleFormula compile() {
+        return switch (this) {
+            case In i -> i.index() == 0 ? (x0, x1, p0, p1) -> x0 : (x0, x1, p0, p1) -> x1;
+            case Scalar s -> {
+                double none = s.ifNone();
+                yield s.index() == 0 ? (x0, x1, p0, p1) -> p0 != p0 ? none : p0 : (x0, x1, p0, p1) -> p1 != p1 ? none : p1;
+            }
+            case Const c -> {
+                double v = c.value();
+                yield (x0, x1, p0, p1) -> v;
+            }
+            case Math m -> {
+                Fn fn = m.fn();
+                DoubleFormula a = m.args().get(0).compile();
+                if (fn.arity() == 1) yield (x0, x1, p0, p1) -> fn.apply(a.eval(x0, x1, p0, p1), 0, 0);
+                DoubleFormula b = m.args().get(1).compile();
+                if (fn.arity() == 2) yield (x0, x1, p0, p1) -> fn.apply(a.eval(x0, x1, p0, p1), b.eval(x0, x1, p0, p1), 0);
+                DoubleFormula c = m.args().get(2).compile();
+                yield (x0, x1, p0, p1) -> fn.apply(a.eval(x0, x1, p0, p1), b.eval(x0, x1, p0, p1), c.eval(x0, x1, p0, p1));
+            }
+            default -> throw new IllegalStateException(this + " is not a pointwise formula");
+        };
+    }
+
+    /** Compiles a {@link Math} tree for integer compute. */
+    default LongFormula compileLong() {
+        return switch (this) {
+            case In i -> i.index() == 0 ? (x0, x1, p0, p1) -> x0 : (x0, x1, p0, p1) -> x1;
+            case Scalar s -> s.index() == 0 ? (x0, x1, p0, p1) -> p0 : (x0, x1, p0, p1) -> p1;
+            case Const c -> {
+                long v = (long) c.value();
+                yield (x0, x1, p0, p1) -> v;
+            }
+            case Math m -> {
+                Fn fn = m.fn();
+                LongFormula a = m.args().get(0).compileLong();
+                if (fn.arity() == 1) yield (x0, x1, p0, p1) -> fn.applyLong(a.eval(x0, x1, p0, p1), 0, 0);
+                LongFormula b = m.args().get(1).compileLong();
+                if (fn.arity() == 2) yield (x0, x1, p0, p1) -> fn.applyLong(a.eval(x0, x1, p0, p1), b.eval(x0, x1, p0, p1), 0);
+                LongFormula c = m.args().get(2).compileLong();
+                yield (x0, x1, p0, p1) -> fn.applyLong(a.eval(x0, x1, p0, p1), b.eval(x0, x1, p0, p1), c.eval(x0, x1, p0, p1));
+            }
+            default -> throw new IllegalStateException(this + " is not a pointwise formula");
+        };
+    }
+
+    // ------------------------------------------------------------------ CUDA C
+
+    /**
+     * The formula as a C expression over compute type {@code A} (a floating type, or {@code jt_i64} for integer
+     * compute), inputs named {@code x0, x1} and parameters {@code p0, p1} (doubles): what {@link #compile} and
+     * {@link #compileLong} compute, a None parameter taking its {@link Scalar#ifNone} value in floating compute.
+     */
+    default String toC() {
+        return switch (this) {
+            case In i -> "x" + i.index();
+            case Scalar s -> "jt::scalar_param<A>(p" + s.index() + ", " + cDouble(s.ifNone()) + ")";
+            case Const c -> "A(" + cDouble(c.value()) + ")";
+            case Math m -> String.format(m.fn().c(), m.args().stream().map(Expr::toC).toArray());
+            default -> throw new IllegalStateException(this + " is not a pointwise formula");
+        };
+    }
+
+    private static String cDouble(double v) {
+        if (Double.isNaN(v)) return "jt::quiet_nan<double>()";
+        if (Double.isInfinite(v)) return v > 0 ? "(1.0 / 0.0)" : "(-1.0 / 0.0)";
+        return Double.toString(v);
+    }
+}

@@ -1,0 +1,43 @@
+package org.jtorch.op;
+
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.jtorch.Device;
+
+/**
+ * The kernels each backend registers, per op kernel name ({@link OpDef#kernel()}) and device type. A
+ * backend registers when it is created; a missing kernel is an error naming the op and device.
+ */
+public final class KernelRegistry {
+    private static final Map<Device.Type, Map<String, PointwiseKernel>> POINTWISE = new EnumMap<>(Device.Type.class);
+
+    static {
+        for (Device.Type t : Device.Type.values()) POINTWISE.put(t, new ConcurrentHashMap<>());
+    }
+
+    private KernelRegistry() {}
+
+    /** Registers (or replaces) the kernel named {@code kernel} on {@code type}; ops that cached the old one look it up again. */
+    public static void register(Device.Type type, String kernel, PointwiseKernel k) {
+        POINTWISE.get(type).put(kernel, k);
+        for (OpDef op : OpRegistry.all()) if (op.kernel().equals(kernel)) op.kernels[type.ordinal()] = null;
+    }
+
+    /** The kernel of {@code op} on {@code type}, or an exception naming both; cached in the op after the first call. */
+    public static PointwiseKernel pointwise(OpDef op, Device.Type type) {
+        PointwiseKernel k = op.kernels[type.ordinal()];
+        if (k != null) return k;
+        k = POINTWISE.get(type).get(op.kernel());
+        if (k == null) {
+            throw new UnsupportedOperationException(op.pyName() + ": no " + type.name().toLowerCase() + " kernel is registered for "
+                    + op.name());
+        }
+        op.kernels[type.ordinal()] = k;
+        return k;
+    }
+
+    public static boolean has(OpDef op, Device.Type type) {
+        return POINTWISE.get(type).containsKey(op.kernel());
+    }
+}

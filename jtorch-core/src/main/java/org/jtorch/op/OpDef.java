@@ -1,0 +1,178 @@
+package org.jtorch.op;
+
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.Supplier;
+import org.jtorch.DType;
+import org.jtorch.Device;
+
+/**
+ * One op, declared once as a value: its name and signature (PyTorch's parameter names and defaults), its
+ * meta function (result shape and dtypes from the inputs', without data: {@link #rule}), its autocast
+ * policy per device type, its derivative written with ops, and for pointwise ops the formula as an
+ * expression tree. The dispatcher, the backends' kernel tables, the test table and docs/OPS.md all read
+ * this one value.
+ *
+ * <p>Instances are immutable and shared; {@link OpRegistry} lists them.
+ */
+public final class OpDef {
+    /** The shape of the op's call, which fixes how the dispatcher runs it. */
+    public enum Kind {
+        /** One tensor input and up to two scalar parameters, elementwise. */
+        UNARY,
+        /** Two broadcast tensor inputs and one scalar ({@code alpha}), elementwise. */
+        BINARY,
+        /** A composition of declared ops ({@link #composition}), run through the dispatcher op by op. */
+        COMPOSITE
+    }
+
+    private final String name;
+    private final String pyName;
+    private final String kernel;
+    private final Kind kind;
+    private final Signature signature;
+    private final DTypeRule rule;
+    private final Expr formula;
+    private final Expr composition;
+    private final Supplier<List<Expr>> derivatives;
+    private volatile List<Expr> derivativesResolved;
+    private final Map<Device.Type, CastPolicy> autocast;
+    private final boolean integerDivision;
+    private final String doc;
+    /** The kernel per device type once looked up ({@link KernelRegistry#pointwise}): the dispatcher's hot path reads it. */
+    final PointwiseKernel[] kernels = new PointwiseKernel[Device.Type.values().length];
+
+    private OpDef(Builder b) {
+        name = Objects.requireNonNull(b.name);
+        pyName = b.pyName == null ? b.name : b.pyName;
+        kernel = b.kernel == null ? b.name : b.kernel;
+        kind = Objects.requireNonNull(b.kind);
+        signature = Objects.requireNonNull(b.signature, name + ": signature");
+        rule = Objects.requireNonNull(b.rule, name + ": dtype rule");
+        formula = b.formula;
+        composition = b.composition;
+        derivatives = b.derivatives;
+        autocast = b.autocast.isEmpty() ? Map.of() : Map.copyOf(b.autocast);
+        integerDivision = b.integerDivision;
+        doc = b.doc == null ? "" : b.doc;
+        if (kind == Kind.COMPOSITE && composition == null) throw new IllegalArgumentException(name + ": composite without composition");
+    }
+
+    public static Builder unary(String name) {
+        return new Builder(name, Kind.UNARY);
+    }
+
+    public static Builder binary(String name) {
+        return new Builder(name, Kind.BINARY);
+    }
+
+    public static Builder composite(String name) {
+        return new Builder(name, Kind.COMPOSITE);
+    }
+
+    /** The registry's key: unique, as the sources' kernels are named ({@code pow_scalar}, {@code div_floor}). */
+    public String name() { return name; }
+
+    /** PyTorch's name, used in error messages and autograd node names ({@code pow}, {@code div}). */
+    public String pyName() { return pyName; }
+
+    /** The kernel the backends register for this op (an alias shares another op's kernel). */
+    public String kernel() { return kernel; }
+
+    public Kind kind() { return kind; }
+
+    public Signature signature() { return signature; }
+
+    public DTypeRule rule() { return rule; }
+
+    /** The pointwise formula, or null where the backends' kernels are still hand-written (see docs/OPS.md). */
+    public Expr formula() { return formula; }
+
+    /** A composite op's forward, written with ops; null for primitives. */
+    public Expr composition() { return composition; }
+
+    /** Whether integer compute divides by the second input (a zero divisor is an error, as PyTorch's). */
+    public boolean integerDivision() { return integerDivision; }
+
+    public String doc() { return doc; }
+
+    /** The autocast policy on {@code type}, or null when autocast leaves the op untouched there. */
+    public CastPolicy autocast(Device.Type type) {
+        return autocast.get(type);
+    }
+
+    /**
+     * The derivative with respect to each tensor input (null where the input gets none), written with ops
+     * over the inputs ({@link Expr.In}), the result ({@link Expr#RESULT}) and the output gradient
+     * ({@link Expr#GRAD}); empty when the op is not differentiable.
+     */
+    public List<Expr> derivatives() {
+        List<Expr> d = derivativesResolved;
+        if (d == null) {
+            d = derivatives == null ? List.of() : java.util.Collections.unmodifiableList(new java.util.ArrayList<>(derivatives.get()));
+            derivativesResolved = d;
+        }
+        return d;
+    }
+
+    public boolean isDifferentiable() {
+        return derivatives != null && rule.isDifferentiable();
+    }
+
+    /** The dtype the op computes in, given the inputs' promoted dtype. */
+    public DType computeType(DType promoted, DType defaultFloat) {
+        return rule.computeType(pyName, promoted, defaultFloat);
+    }
+
+    /** The result dtype for compute dtype {@code compute}. */
+    public DType resultType(DType compute) {
+        return rule.resultType(compute);
+    }
+
+    @Override
+    public String toString() {
+        return signature.toString();
+    }
+
+    /** Declares an op; every field but the formula, composition and derivative is required. */
+    public static final class Builder {
+        private final String name;
+        private final Kind kind;
+        private String pyName;
+        private String kernel;
+        private Signature signature;
+        private DTypeRule rule;
+        private Expr formula;
+        private Expr composition;
+        private Supplier<List<Expr>> derivatives;
+        private final Map<Device.Type, CastPolicy> autocast = new EnumMap<>(Device.Type.class);
+        private boolean integerDivision;
+        private String doc;
+
+        private Builder(String name, Kind kind) {
+            this.name = name;
+            this.kind = kind;
+        }
+
+        public Builder py(String pyName) { this.pyName = pyName; return this; }
+        public Builder kernel(String kernel) { this.kernel = kernel; return this; }
+        public Builder signature(Param... params) {
+            this.signature = Signature.of(pyName == null ? name : pyName, params);
+            return this;
+        }
+        public Builder rule(DTypeRule rule) { this.rule = rule; return this; }
+        public Builder formula(Expr formula) { this.formula = formula; return this; }
+        public Builder composition(Expr composition) { this.composition = composition; return this; }
+        /** The derivatives, one per tensor input; a supplier because they name ops declared later (or this one). */
+        public Builder derivatives(Supplier<List<Expr>> derivatives) { this.derivatives = derivatives; return this; }
+        public Builder autocast(Device.Type type, CastPolicy policy) { autocast.put(type, policy); return this; }
+        public Builder integerDivision() { this.integerDivision = true; return this; }
+        public Builder doc(String doc) { this.doc = doc; return this; }
+
+        public OpDef build() {
+            return new OpDef(this);
+        }
+    }
+}

@@ -1,0 +1,55 @@
+package org.jtorch.op;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.jtorch.DType;
+import org.jtorch.Device;
+
+/** Prints docs/OPS.md from the registry (a test fails when the committed file differs). */
+public final class OpsDoc {
+    private OpsDoc() {}
+
+    public static String render() {
+        StringBuilder sb = new StringBuilder();
+        sb.append("# Ops\n\n");
+        sb.append("Generated from the op registry (`org.jtorch.op.OpRegistry`) by `PointwiseOpTableTest`; do not edit by hand.\n");
+        sb.append("Regenerate with `mvn -B -q -pl jtorch-core test -Dtest=PointwiseOpTableTest -Djtorch.regenerateDocs=true`.\n\n");
+        sb.append("Devices: the device types whose backend registers a kernel for the op (CUDA registers when its backend loads;\n");
+        sb.append("`cuda (hand-written)` marks the kernels of `elementwise.cu`, `cuda (generated)` the CUDA C that jtorch-cuda renders\n");
+        sb.append("from the declared formula). Kernel: `formula` where the backends' kernels come from the declared formula (the\n");
+        sb.append("CPU evaluates it, CUDA compiles its rendering), else the hand-written kernel it runs.\n\n");
+        sb.append("| op | signature | dtypes | devices | differentiable | autocast (cpu / cuda) | kernel |\n");
+        sb.append("|---|---|---|---|---|---|---|\n");
+        for (OpDef op : OpRegistry.all()) {
+            sb.append("| `").append(op.name()).append("` | `").append(op.signature()).append("` | ")
+                    .append(dtypes(op)).append(" | ").append(devices(op)).append(" | ")
+                    .append(op.isDifferentiable() ? "yes" : "no").append(" | ")
+                    .append(policy(op, Device.Type.CPU)).append(" / ").append(policy(op, Device.Type.CUDA)).append(" | ")
+                    .append(kernel(op)).append(" |\n");
+        }
+        return sb.toString();
+    }
+
+    private static String dtypes(OpDef op) {
+        List<String> names = new ArrayList<>();
+        for (DType t : DType.values()) if (op.rule().admits(t)) names.add(t.pyName());
+        String s = String.join(", ", names);
+        return op.rule() == DTypeRule.FLOAT ? s + " (integers compute in the default float)" : s;
+    }
+
+    private static String devices(OpDef op) {
+        if (op.kind() == OpDef.Kind.COMPOSITE) return "every (composite)";
+        return op.formula() == null ? "cpu, cuda (hand-written)" : "cpu, cuda (generated)";
+    }
+
+    private static String policy(OpDef op, Device.Type type) {
+        CastPolicy p = op.autocast(type);
+        return p == null ? "-" : p.name().toLowerCase();
+    }
+
+    private static String kernel(OpDef op) {
+        if (op.kind() == OpDef.Kind.COMPOSITE) return "`" + op.composition() + "`";
+        if (op.formula() != null) return "formula `" + op.formula() + "`";
+        return op.kernel().equals(op.name()) ? "hand-written" : "hand-written (`" + op.kernel() + "`)";
+    }
+}

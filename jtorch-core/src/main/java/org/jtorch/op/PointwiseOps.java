@@ -1,0 +1,264 @@
+package org.jtorch.op;
+
+import static org.jtorch.op.DTypeRule.BOOL;
+import static org.jtorch.op.DTypeRule.FLOAT;
+import static org.jtorch.op.DTypeRule.FLOATING_ONLY;
+import static org.jtorch.op.DTypeRule.INTEGRAL_OR_BOOL;
+import static org.jtorch.op.DTypeRule.SAME;
+import static org.jtorch.op.DTypeRule.SAME_NO_BOOL;
+
+import java.util.List;
+import org.jtorch.Device;
+
+/**
+ * The pointwise family, declared. Each op is one value: signature, dtype rule, autocast policy,
+ * derivative written with ops ({@code grad} = the output gradient, {@code result} = the forward value),
+ * and, for the ops added since the registry, the formula every backend renders its kernel from. The ops
+ * that predate the registry still run the hand-written kernels of {@code UnaryOp}/{@code BinaryOp} and
+ * {@code elementwise.cu}, keyed by {@link OpDef#kernel()} (docs/OPS.md marks them).
+ */
+public final class PointwiseOps {
+    private PointwiseOps() {}
+
+    private static final Expr X = Expr.in(0, "self");
+    private static final Expr A = X;
+    private static final Expr B = Expr.in(1, "other");
+    private static final Expr G = Expr.GRAD;
+    private static final Expr Y = Expr.RESULT;
+    private static final Expr P0 = Expr.scalar(0, "p0");
+    private static final Expr P1 = Expr.scalar(1, "p1");
+
+    private static final Param SELF = Param.tensor("self");
+    private static final Param OTHER = Param.tensor("other");
+
+    // ---------------------------------------------------------------- unary, hand-written kernels
+
+    public static final OpDef NEG = legacyUnary("neg", SAME_NO_BOOL, () -> List.of(neg(G)));
+    public static final OpDef ABS = legacyUnary("abs", SAME_NO_BOOL, () -> List.of(mul(G, u(sign(), X))));
+    public static final OpDef SIGN = legacyUnary("sign", SAME, PointwiseOps::zeroGrad);
+    public static final OpDef FLOOR = legacyUnary("floor", SAME_NO_BOOL, PointwiseOps::zeroGrad);
+    public static final OpDef CEIL = legacyUnary("ceil", SAME_NO_BOOL, PointwiseOps::zeroGrad);
+    public static final OpDef ROUND = legacyUnary("round", SAME_NO_BOOL, PointwiseOps::zeroGrad);
+    public static final OpDef TRUNC = legacyUnary("trunc", SAME_NO_BOOL, PointwiseOps::zeroGrad);
+    public static final OpDef RELU = legacyUnary("relu", SAME_NO_BOOL, () -> List.of(Expr.call(thresholdBackward(), G, Y)));
+    public static final OpDef LEAKY_RELU = OpDef.unary("leaky_relu").rule(FLOAT)
+            .signature(SELF, Param.scalar("negative_slope", "Scalar", "0.01"))
+            .derivatives(() -> List.of(mul(G, add(mul(new Expr.CastLike(gt(X, Expr.c(0)), G),
+                    Expr.math(Fn.SUB, Expr.c(1), P0)), P0)))).build();
+    /** {@code clamp(min=p0, max=p1)}; a NaN bound is no bound. */
+    public static final OpDef CLAMP = OpDef.unary("clamp").rule(SAME_NO_BOOL)
+            .signature(SELF, Param.scalar("min", "Scalar?", "None"), Param.scalar("max", "Scalar?", "None"))
+            .derivatives(() -> List.of(mul(G, b(logicalAnd(), ge(X, new Expr.Scalar(0, "min", Double.NEGATIVE_INFINITY)),
+                    le(X, new Expr.Scalar(1, "max", Double.POSITIVE_INFINITY)))))).build();
+    public static final OpDef EXP = legacyUnary("exp", FLOAT, CastPolicy.FP32, () -> List.of(mul(G, Y)));
+    public static final OpDef LOG = legacyUnary("log", FLOAT, CastPolicy.FP32, () -> List.of(div(G, X)));
+    public static final OpDef LOG1P = legacyUnary("log1p", FLOAT, CastPolicy.FP32, () -> List.of(div(G, add(X, Expr.c(1)))));
+    public static final OpDef EXPM1 = legacyUnary("expm1", FLOAT, CastPolicy.FP32, () -> List.of(mul(G, add(Y, Expr.c(1)))));
+    public static final OpDef SQRT = legacyUnary("sqrt", FLOAT, () -> List.of(div(G, mul(Y, Expr.c(2)))));
+    public static final OpDef RSQRT = legacyUnary("rsqrt", FLOAT, CastPolicy.FP32,
+            () -> List.of(mul(G, mul(Expr.call(powScalar(), Y, Expr.c(3)), Expr.c(-0.5)))));
+    public static final OpDef RECIPROCAL = legacyUnary("reciprocal", FLOAT, CastPolicy.FP32, () -> List.of(mul(G, neg(mul(Y, Y)))));
+    public static final OpDef SIN = legacyUnary("sin", FLOAT, () -> List.of(mul(G, u(cos(), X))));
+    public static final OpDef COS = legacyUnary("cos", FLOAT, () -> List.of(mul(G, neg(u(sin(), X)))));
+    public static final OpDef TANH = legacyUnary("tanh", FLOAT, () -> List.of(mul(G, sub(Expr.c(1), mul(Y, Y)))));
+    public static final OpDef SIGMOID = legacyUnary("sigmoid", FLOAT, () -> List.of(mul(G, mul(Y, sub(Expr.c(1), Y)))));
+    public static final OpDef GELU = legacyUnary("gelu", FLOAT, () -> {
+        Expr cdf = mul(add(u(erf(), mul(X, Expr.c(1.0 / Math.sqrt(2.0)))), Expr.c(1)), Expr.c(0.5));
+        Expr pdf = mul(u(exp(), mul(mul(X, X), Expr.c(-0.5))), Expr.c(1.0 / Math.sqrt(2.0 * Math.PI)));
+        return List.of(mul(G, add(cdf, mul(X, pdf))));
+    });
+    public static final OpDef GELU_TANH = legacyUnary("gelu_tanh", FLOAT, () -> {
+        double beta = Math.sqrt(2.0 / Math.PI);
+        double kappa = 0.044715;
+        Expr x2 = mul(X, X);
+        Expr t = u(tanh(), mul(add(X, mul(mul(x2, X), Expr.c(kappa))), Expr.c(beta)));
+        Expr left = mul(add(t, Expr.c(1)), Expr.c(0.5));
+        Expr right = mul(mul(mul(X, Expr.c(0.5)), sub(Expr.c(1), mul(t, t))), mul(add(mul(x2, Expr.c(3 * kappa)), Expr.c(1)), Expr.c(beta)));
+        return List.of(mul(G, add(left, right)));
+    });
+    public static final OpDef SILU = legacyUnary("silu", FLOAT, () -> {
+        Expr sig = u(sigmoid(), X);
+        return List.of(mul(G, mul(sig, add(mul(X, sub(Expr.c(1), sig)), Expr.c(1)))));
+    });
+    /** {@code softplus(beta=p0, threshold=p1)}: linear above the threshold. */
+    public static final OpDef SOFTPLUS = OpDef.unary("softplus").rule(FLOAT).autocast(Device.Type.CUDA, CastPolicy.FP32)
+            .signature(SELF, Param.scalar("beta", "Scalar", "1"), Param.scalar("threshold", "Scalar", "20"))
+            .derivatives(() -> {
+                Expr z = u(exp(), mul(X, P0));
+                Expr d = div(z, add(z, Expr.c(1)));
+                return List.of(mul(G, Expr.where(gt(mul(X, P0), P1), Expr.c(1), d)));
+            }).build();
+    public static final OpDef ERF = legacyUnary("erf", FLOAT,
+            () -> List.of(mul(G, mul(u(exp(), neg(mul(X, X))), Expr.c(2.0 / Math.sqrt(Math.PI))))));
+    /** {@code pow(self, exponent)} with a scalar exponent (p0). */
+    public static final OpDef POW_SCALAR = OpDef.unary("pow_scalar").py("pow").rule(SAME_NO_BOOL)
+            .autocast(Device.Type.CUDA, CastPolicy.FP32)
+            .signature(SELF, Param.scalar("exponent", "Scalar", null))
+            .derivatives(() -> List.of(new Expr.IfScalar(0, 0, new Expr.ZerosLike(G),
+                    mul(G, mul(Expr.call(powScalar(), X, Expr.math(Fn.SUB, P0, Expr.c(1))), P0))))).build();
+    public static final OpDef LOGICAL_NOT = legacyUnary("logical_not", BOOL, null);
+    public static final OpDef BITWISE_NOT = legacyUnary("bitwise_not", INTEGRAL_OR_BOOL, null);
+    public static final OpDef ISNAN = legacyUnary("isnan", BOOL, null);
+    public static final OpDef ISINF = legacyUnary("isinf", BOOL, null);
+    public static final OpDef ISFINITE = legacyUnary("isfinite", BOOL, null);
+
+    // ---------------------------------------------------------------- binary, hand-written kernels
+
+    public static final OpDef ADD = OpDef.binary("add").rule(SAME)
+            .signature(SELF, OTHER, Param.scalar("alpha", "Scalar", "1"))
+            .derivatives(() -> List.of(G, new Expr.IfScalar(0, 1, G, mul(G, P0)))).build();
+    public static final OpDef SUB = OpDef.binary("sub").rule(SAME)
+            .signature(SELF, OTHER, Param.scalar("alpha", "Scalar", "1"))
+            .derivatives(() -> List.of(G, mul(G, Expr.math(Fn.NEG, P0)))).build();
+    public static final OpDef MUL = legacyBinary("mul", SAME, () -> List.of(mul(G, B), mul(G, A)));
+    public static final OpDef DIV = legacyBinary("div", FLOAT, () -> List.of(div(G, B), neg(div(mul(G, Y), B))));
+    public static final OpDef DIV_TRUNC = OpDef.binary("div_trunc").py("div").rule(SAME).integerDivision()
+            .signature(SELF, OTHER, Param.scalar("rounding_mode", "str?", "'trunc'"))
+            .derivatives(() -> List.of(new Expr.ZerosLike(G), new Expr.ZerosLike(G))).build();
+    public static final OpDef DIV_FLOOR = OpDef.binary("div_floor").py("div").rule(SAME).integerDivision()
+            .signature(SELF, OTHER, Param.scalar("rounding_mode", "str?", "'floor'"))
+            .derivatives(() -> List.of(new Expr.ZerosLike(G), new Expr.ZerosLike(G))).build();
+    public static final OpDef REMAINDER = OpDef.binary("remainder").rule(SAME).integerDivision()
+            .signature(SELF, OTHER)
+            .derivatives(() -> List.of(G, neg(mul(G, Expr.call(DIV_FLOOR, A, B))))).build();
+    public static final OpDef POW = legacyBinary("pow", SAME, () -> List.of(
+            mul(mul(G, B), Expr.call(pow(), A, sub(B, Expr.c(1)))),
+            Expr.where(b(logicalAnd(), b(eq(), A, Expr.c(0)), ge(B, Expr.c(0))), Expr.c(0), mul(mul(G, Y), u(log(), A)))));
+    public static final OpDef MAXIMUM = legacyBinary("maximum", SAME, () -> {
+        Expr half = Expr.where(b(eq(), A, B), div(G, Expr.c(2)), G);
+        return List.of(Expr.where(lt(A, B), Expr.c(0), half), Expr.where(gt(A, B), Expr.c(0), half));
+    });
+    public static final OpDef MINIMUM = legacyBinary("minimum", SAME, () -> {
+        Expr half = Expr.where(b(eq(), A, B), div(G, Expr.c(2)), G);
+        return List.of(Expr.where(gt(A, B), Expr.c(0), half), Expr.where(lt(A, B), Expr.c(0), half));
+    });
+    /** {@code b <= 0 ? 0 : a}: ReLU's backward; a NaN {@code b} keeps the gradient. */
+    public static final OpDef THRESHOLD_BACKWARD = legacyBinary("threshold_backward", SAME,
+            () -> List.of(Expr.call(thresholdBackward(), G, B), new Expr.ZerosLike(B)));
+    public static final OpDef EQ = legacyBinary("eq", BOOL, null);
+    public static final OpDef NE = legacyBinary("ne", BOOL, null);
+    public static final OpDef LT = legacyBinary("lt", BOOL, null);
+    public static final OpDef LE = legacyBinary("le", BOOL, null);
+    public static final OpDef GT = legacyBinary("gt", BOOL, null);
+    public static final OpDef GE = legacyBinary("ge", BOOL, null);
+    public static final OpDef LOGICAL_AND = legacyBinary("logical_and", BOOL, null);
+    public static final OpDef LOGICAL_OR = legacyBinary("logical_or", BOOL, null);
+    public static final OpDef LOGICAL_XOR = legacyBinary("logical_xor", BOOL, null);
+    public static final OpDef BITWISE_AND = legacyBinary("bitwise_and", INTEGRAL_OR_BOOL, null);
+    public static final OpDef BITWISE_OR = legacyBinary("bitwise_or", INTEGRAL_OR_BOOL, null);
+    public static final OpDef BITWISE_XOR = legacyBinary("bitwise_xor", INTEGRAL_OR_BOOL, null);
+    public static final OpDef BITWISE_LEFT_SHIFT = legacyBinary("bitwise_left_shift", INTEGRAL_OR_BOOL, null);
+    public static final OpDef BITWISE_RIGHT_SHIFT = legacyBinary("bitwise_right_shift", INTEGRAL_OR_BOOL, null);
+
+    // ---------------------------------------------------------------- declared with their formula
+
+    /** {@code log(z / (1 - z))}, {@code z = clamp(x, eps, 1 - eps)} when eps is given. */
+    public static final OpDef LOGIT = OpDef.unary("logit").rule(FLOAT)
+            .signature(SELF, Param.scalar("eps", "float?", "None"))
+            .formula(logitFormula())
+            .derivatives(() -> List.of(Expr.where(b(logicalOr(), lt(X, P0), gt(X, Expr.math(Fn.SUB, Expr.c(1), P0))),
+                    Expr.c(0), div(G, mul(X, sub(Expr.c(1), X)))))).build();
+    /** {@code min(x, 0) - log1p(exp(-|x|))}, which neither overflows nor cancels. */
+    public static final OpDef LOGSIGMOID = OpDef.unary("log_sigmoid").rule(FLOATING_ONLY).signature(SELF)
+            .formula(Expr.math(Fn.SUB, Expr.math(Fn.MIN, X, Expr.c(0)),
+                    Expr.math(Fn.LOG1P, Expr.math(Fn.EXP, Expr.math(Fn.NEG, Expr.math(Fn.ABS, X))))))
+            .derivatives(() -> List.of(mul(G, u(sigmoid(), neg(X))))).build();
+    public static final OpDef HARDTANH = OpDef.unary("hardtanh").rule(SAME_NO_BOOL)
+            .signature(SELF, Param.scalar("min_val", "Scalar", "-1"), Param.scalar("max_val", "Scalar", "1"))
+            .formula(Expr.math(Fn.CLAMP, X, P0, P1))
+            .derivatives(() -> List.of(Expr.where(b(logicalOr(), le(X, P0), ge(X, P1)), Expr.c(0), G))).build();
+    public static final OpDef RELU6 = OpDef.unary("relu6").rule(SAME_NO_BOOL).signature(SELF)
+            .formula(Expr.math(Fn.CLAMP, X, Expr.c(0), Expr.c(6)))
+            .derivatives(() -> List.of(Expr.where(b(logicalOr(), le(X, Expr.c(0)), ge(X, Expr.c(6))), Expr.c(0), G))).build();
+    /** {@code x * tanh(softplus(x))}, softplus without its threshold (as ATen's kernel). */
+    public static final OpDef MISH = OpDef.unary("mish").rule(FLOATING_ONLY).signature(SELF)
+            .formula(Expr.math(Fn.MUL, X, Expr.math(Fn.TANH, Expr.math(Fn.LOG1P, Expr.math(Fn.EXP, X)))))
+            .derivatives(() -> {
+                Expr tsp = u(tanh(), u(log1p(), u(exp(), X)));
+                return List.of(mul(G, add(tsp, mul(mul(X, u(sigmoid(), X)), sub(Expr.c(1), mul(tsp, tsp))))));
+            }).build();
+    /** C's {@code fmod}: the remainder of truncating division, with the dividend's sign. */
+    public static final OpDef FMOD = OpDef.binary("fmod").rule(SAME).integerDivision().signature(SELF, OTHER)
+            .formula(Expr.math(Fn.FMOD, A, B))
+            .derivatives(() -> List.of(G, neg(mul(G, Expr.call(DIV_TRUNC, A, B))))).build();
+    /**
+     * Floor division, as PyTorch 1.13's {@code floor_divide} (it rounded towards zero before 1.13); not
+     * differentiable (PyTorch's backward raises).
+     */
+    public static final OpDef FLOOR_DIVIDE = OpDef.binary("floor_divide").kernel("div_floor").rule(SAME).integerDivision()
+            .signature(SELF, OTHER).build();
+    /** {@code clamp(self, min, max)} with tensor bounds, either of which may be None. */
+    public static final OpDef CLAMP_TENSOR = OpDef.composite("clamp_tensor").py("clamp").rule(SAME_NO_BOOL)
+            .signature(SELF, new Param("min", "Tensor?", "None"), new Param("max", "Tensor?", "None"))
+            .composition(clampTensor())
+            .derivatives(() -> {
+                Expr lo = Expr.in(1, "min");
+                Expr hi = Expr.in(2, "max");
+                Expr inside = new Expr.IfPresent(1, new Expr.IfPresent(2, b(logicalAnd(), ge(X, lo), le(X, hi)), ge(X, lo)),
+                        le(X, hi));
+                // With both bounds and min > max the result is max: its gradient goes to max (as ATen's clamp_backward_min_max).
+                Expr toMin = new Expr.IfPresent(2, b(logicalAnd(), lt(X, lo), lt(lo, hi)), lt(X, lo));
+                Expr toMax = new Expr.IfPresent(1, b(logicalOr(), gt(X, hi), lt(hi, lo)), gt(X, hi));
+                return List.of(Expr.where(inside, G, Expr.c(0)), Expr.where(toMin, G, Expr.c(0)), Expr.where(toMax, G, Expr.c(0)));
+            }).build();
+
+    // ---------------------------------------------------------------- helpers
+
+    private static Expr logitFormula() {
+        Expr z = Expr.math(Fn.CLAMP, X, P0, Expr.math(Fn.SUB, Expr.c(1), P0));
+        return Expr.math(Fn.LOG, Expr.math(Fn.DIV, z, Expr.math(Fn.SUB, Expr.c(1), z)));
+    }
+
+    private static Expr clampTensor() {
+        Expr lo = Expr.in(1, "min");
+        Expr hi = Expr.in(2, "max");
+        Expr low = new Expr.IfPresent(1, Expr.call(MAXIMUM, X, lo), X);
+        return new Expr.IfPresent(2, Expr.call(MINIMUM, low, hi), low);
+    }
+
+    private static OpDef legacyUnary(String name, DTypeRule rule, java.util.function.Supplier<List<Expr>> derivative) {
+        return OpDef.unary(name).rule(rule).signature(SELF).derivatives(derivative).build();
+    }
+
+    private static OpDef legacyUnary(String name, DTypeRule rule, CastPolicy cuda, java.util.function.Supplier<List<Expr>> derivative) {
+        return OpDef.unary(name).rule(rule).signature(SELF).derivatives(derivative).autocast(Device.Type.CUDA, cuda).build();
+    }
+
+    private static OpDef legacyBinary(String name, DTypeRule rule, java.util.function.Supplier<List<Expr>> derivative) {
+        OpDef.Builder b = OpDef.binary(name).rule(rule).signature(SELF, OTHER).derivatives(derivative);
+        if (name.equals("pow")) b.autocast(Device.Type.CUDA, CastPolicy.FP32);
+        return b.build();
+    }
+
+    private static List<Expr> zeroGrad() {
+        return List.of(new Expr.ZerosLike(G));
+    }
+
+    // Derivatives name ops declared anywhere in this class (or the op itself), so they are built lazily.
+    private static Expr u(OpDef op, Expr x) { return Expr.call(op, x); }
+    private static Expr b(OpDef op, Expr x, Expr y) { return Expr.call(op, x, y); }
+    private static Expr neg(Expr x) { return Expr.call(NEG, x); }
+    private static Expr mul(Expr x, Expr y) { return Expr.call(MUL, x, y); }
+    private static Expr div(Expr x, Expr y) { return Expr.call(DIV, x, y); }
+    private static Expr add(Expr x, Expr y) { return Expr.call(ADD, x, y); }
+    private static Expr sub(Expr x, Expr y) { return Expr.call(SUB, x, y); }
+    private static Expr gt(Expr x, Expr y) { return Expr.call(GT, x, y); }
+    private static Expr ge(Expr x, Expr y) { return Expr.call(GE, x, y); }
+    private static Expr lt(Expr x, Expr y) { return Expr.call(LT, x, y); }
+    private static Expr le(Expr x, Expr y) { return Expr.call(LE, x, y); }
+    private static OpDef sign() { return SIGN; }
+    private static OpDef cos() { return COS; }
+    private static OpDef sin() { return SIN; }
+    private static OpDef erf() { return ERF; }
+    private static OpDef exp() { return EXP; }
+    private static OpDef log() { return LOG; }
+    private static OpDef log1p() { return LOG1P; }
+    private static OpDef tanh() { return TANH; }
+    private static OpDef sigmoid() { return SIGMOID; }
+    private static OpDef pow() { return POW; }
+    private static OpDef powScalar() { return POW_SCALAR; }
+    private static OpDef eq() { return EQ; }
+    private static OpDef logicalAnd() { return LOGICAL_AND; }
+    private static OpDef logicalOr() { return LOGICAL_OR; }
+    private static OpDef thresholdBackward() { return THRESHOLD_BACKWARD; }
+}

@@ -1,0 +1,352 @@
+package org.jtorch.ops;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.amp.Autocast;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Gradients;
+import org.jtorch.autograd.Grad;
+import org.jtorch.autograd.SavedTensor;
+import org.jtorch.backend.Backends;
+import org.jtorch.backend.KernelProfiler;
+import org.jtorch.op.Expr;
+import org.jtorch.op.KernelRegistry;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.PointwiseKernel;
+import org.jtorch.op.PointwiseOps;
+import org.jtorch.op.Shapes;
+import org.jtorch.op.StridedView;
+import org.jtorch.op.TraceHook;
+
+/**
+ * The one entry point of a declared op: {@link #call}. Around the backend's kernel it runs four
+ * independent layers, each skipped at the cost of one test when its mode is off:
+ * <ol>
+ *   <li>autocast ({@link Autocast}): casts the inputs per the op's declared policy and calls again;</li>
+ *   <li>profiling ({@link KernelProfiler}): times the kernel under the op's kernel name;</li>
+ *   <li>trace ({@link #trace}): reports the op, its inputs and output to the thread's {@link TraceHook};</li>
+ *   <li>autograd: records a node whose backward evaluates the op's declared derivative with ops.</li>
+ * </ol>
+ * The meta step between them (devices, broadcast shape, promoted dtypes, from the declaration's rule)
+ * allocates the output; the kernel, looked up in {@link KernelRegistry}, sees only {@link StridedView}s.
+ *
+ * <p>Thread-safe: all modes are thread-scoped.
+ */
+public final class Dispatcher {
+    private Dispatcher() {}
+
+    private static final AtomicInteger TRACING = new AtomicInteger();
+    private static final ThreadLocal<TraceHook<Tensor>> TRACE = new ThreadLocal<>();
+
+    /** An installed trace hook; closing it restores the previous one. */
+    public static final class TraceScope implements AutoCloseable {
+        private final TraceHook<Tensor> previous;
+        private boolean closed;
+
+        private TraceScope(TraceHook<Tensor> previous) {
+            this.previous = previous;
+        }
+
+        @Override
+        public void close() {
+            if (closed) return;
+            closed = true;
+            TRACE.set(previous);
+            TRACING.decrementAndGet();
+        }
+    }
+
+    /** Reports every op this thread dispatches to {@code hook} until the returned scope is closed. */
+    public static TraceScope trace(TraceHook<Tensor> hook) {
+        Arguments.nonNull("Dispatcher.trace", "hook", hook);
+        TraceScope s = new TraceScope(TRACE.get());
+        TRACE.set(hook);
+        TRACING.incrementAndGet();
+        return s;
+    }
+
+    // ------------------------------------------------------------------ entry points
+
+    /**
+     * Runs {@code op} on {@code inputs} (its tensor parameters, in signature order; optional ones may be null)
+     * and {@code scalars} (its scalar parameters; NaN for None).
+     */
+    public static Tensor call(OpDef op, Tensor[] inputs, double... scalars) {
+        double p0 = scalars.length > 0 ? scalars[0] : 0;
+        double p1 = scalars.length > 1 ? scalars[1] : 0;
+        return switch (op.kind()) {
+            case UNARY -> unary(op, inputs[0], p0, p1);
+            case BINARY -> binary(op, inputs[0], inputs[1], scalars.length > 0 ? p0 : 1);
+            case COMPOSITE -> composite(op, inputs, scalars);
+        };
+    }
+
+    /** {@code op(x; p0, p1)} for a unary pointwise op. */
+    public static Tensor unary(OpDef op, Tensor x, double p0, double p1) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run(op.pyName(), t -> unary(op, t[0], p0, p1), x);
+            if (r != null) return r;
+        }
+        x.checkOpen(op.pyName());
+        DType compute = op.computeType(x.dtype(), Torch.defaultDtype());
+        DType outType = op.resultType(compute);
+        Tensor r = Tensor.empty(x.shape(), outType, x.device());
+        runKernel(op, r, x, null, compute, p0, p1);
+        if (TRACING.get() != 0) traced(op, r, new double[] {p0, p1}, x);
+        if (op.isDifferentiable() && Autograd.needsGrad(x) && outType.isFloatingPoint()) {
+            record(op, new Tensor[] {x}, new Tensor[] {x}, r, new double[] {p0, p1});
+        }
+        return r;
+    }
+
+    /** {@code op(a, b; alpha)} for a binary pointwise op, broadcasting and promoting as PyTorch. */
+    public static Tensor binary(OpDef op, Tensor a, Tensor b, double alpha) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run(op.pyName(), t -> binary(op, t[0], t[1], alpha), a, b);
+            if (r != null) return r;
+        }
+        String name = op.pyName();
+        a.checkOpen(name);
+        b.checkOpen(name);
+        Device device = Elementwise.commonDevice(name, a, b);
+        long[] shape = Shapes.broadcast(name, a.shape(), b.shape());
+        DType compute = op.computeType(TypePromotion.resultType(a, b), Torch.defaultDtype());
+        checkOperands(op, a, b, compute, alpha);
+        Tensor r = Tensor.empty(shape, op.resultType(compute), device);
+        checkDivisor(op, b, compute, device);
+        runKernel(op, r, a.broadcastTo(shape), b.broadcastTo(shape), compute, alpha, 0);
+        if (TRACING.get() != 0) traced(op, r, new double[] {alpha}, a, b);
+        if (op.isDifferentiable() && Autograd.needsGrad(a, b)) {
+            record(op, new Tensor[] {a, b}, new Tensor[] {a, b}, r, new double[] {alpha});
+        }
+        return r;
+    }
+
+    /** A composite op: its declared composition run op by op without recording, then its own derivative recorded. */
+    private static Tensor composite(OpDef op, Tensor[] inputs, double[] scalars) {
+        for (Tensor t : inputs) if (t != null) t.checkOpen(op.pyName());
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run(op.pyName(), t -> composite(op, t, scalars), inputs);
+            if (r != null) return r;
+        }
+        Tensor r;
+        try (var g = Grad.noGrad()) {
+            r = evaluate(op.composition(), new Values(inputs, presence(inputs), null, null, scalars));
+        }
+        if (TRACING.get() != 0) traced(op, r, scalars, inputs);
+        if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, inputs, r, scalars);
+        return r;
+    }
+
+    // ------------------------------------------------------------------ kernel layer (with profiling)
+
+    /**
+     * Runs {@code op}'s kernel for the output's device into {@code out} (already allocated, of the broadcast
+     * shape), holding the operands' storages for the call. Used by the in-place forms as well.
+     */
+    static void runKernel(OpDef op, Tensor out, Tensor a, Tensor b, DType compute, double p0, double p1) {
+        Device device = out.device();
+        if (!device.isCpu()) Backends.of(device);
+        PointwiseKernel k = KernelRegistry.pointwise(op, device.type());
+        Tensor ca = onDevice(a, device);
+        Tensor cb = b == null ? null : onDevice(b, device);
+        try {
+            Backends.hold(op.pyName(), out, ca, cb);
+            try {
+                if (KernelProfiler.isActive()) {
+                    long t0 = System.nanoTime();
+                    k.run(device.index(), compute, view(out), view(ca), cb == null ? null : view(cb), p0, p1);
+                    KernelProfiler.recordKernel(op.kernel(), out, System.nanoTime() - t0);
+                } else {
+                    k.run(device.index(), compute, view(out), view(ca), cb == null ? null : view(cb), p0, p1);
+                }
+            } finally {
+                Backends.drop(out, ca, cb);
+            }
+        } finally {
+            if (ca != a) ca.close();
+            if (cb != b) cb.close();
+        }
+    }
+
+    /** A CPU zero-dim operand (allowed next to device tensors, as in PyTorch) copied to the kernel's device. */
+    private static Tensor onDevice(Tensor t, Device device) {
+        if (t.device().equals(device)) return t;
+        try (Tensor scalar = t.asStrided(new long[0], new long[0], t.storageOffset())) {
+            return scalar.to(device).broadcastTo(t.shape());
+        }
+    }
+
+    /** The view a kernel gets of a tensor. */
+    public static StridedView view(Tensor t) {
+        return new StridedView(t.storage().segment(), t.storageOffset(), t.shapeArray(), t.stridesArray(), t.dtype());
+    }
+
+    /** PyTorch's operand rules beyond promotion: no bool operand in {@code sub}, no fractional {@code alpha} for integers. */
+    static void checkOperands(OpDef op, Tensor a, Tensor b, DType compute, double alpha) {
+        if (op == PointwiseOps.SUB && (a.dtype() == DType.BOOL || b.dtype() == DType.BOOL)) {
+            throw new IllegalArgumentException("sub: subtraction with a bool tensor (dtypes " + a.dtype() + " and "
+                    + b.dtype() + ") is not supported; use logical_xor() or bitwise_not() instead");
+        }
+        if (!compute.isFloatingPoint() && alpha != Math.rint(alpha)) {
+            throw new IllegalArgumentException(op.pyName() + ": for integral input tensors (" + compute
+                    + "), alpha must not be a floating point number, got " + alpha);
+        }
+    }
+
+    /**
+     * Integer division by zero is an {@link ArithmeticException} naming the op on every device (PyTorch's
+     * {@code ZeroDivisionError}), raised before any element is written. The hand-written CPU kernels check
+     * inside instead (no extra pass); device kernels cannot throw, so they are always checked here.
+     */
+    static void checkDivisor(OpDef op, Tensor divisor, DType compute, Device device) {
+        if (!op.integerDivision() || compute.isFloatingPoint() || (op.formula() == null && device.isCpu())) return;
+        try (var g = Grad.noGrad();
+             Tensor zero = divisor.eq(0L);
+             Tensor any = zero.any()) {
+            if (any.itemLong() != 0) throw new ArithmeticException(op.name() + ": integer division by zero");
+        }
+    }
+
+    // ------------------------------------------------------------------ trace layer
+
+    private static void traced(OpDef op, Tensor out, double[] scalars, Tensor... inputs) {
+        TraceHook<Tensor> hook = TRACE.get();
+        if (hook != null) hook.record(op, Arrays.asList(inputs), scalars.clone(), out);
+    }
+
+    // ------------------------------------------------------------------ autograd layer
+
+    /**
+     * Records the backward of {@code result = op(inputs)}: a node that evaluates the op's declared derivative
+     * with ops. {@code values} are the inputs' values before the op (an in-place op's clone of its input);
+     * only those the derivative reads are saved, and the result only when it reads {@link Expr#RESULT}.
+     */
+    static void record(OpDef op, Tensor[] inputs, Tensor[] values, Tensor result, double[] scalars) {
+        List<Expr> derivatives = op.derivatives();
+        int n = inputs.length;
+        SavedTensor[] saved = new SavedTensor[n];
+        List<SavedTensor> all = new ArrayList<>();
+        List<Tensor> graphInputs = new ArrayList<>();
+        int[] slot = new int[n];
+        for (int i = 0; i < n; i++) {
+            slot[i] = -1;
+            if (inputs[i] == null) continue;
+            slot[i] = graphInputs.size();
+            graphInputs.add(inputs[i]);
+            boolean read = false;
+            for (Expr d : derivatives) read |= d != null && d.readsInput(i);
+            if (read) all.add(saved[i] = Autograd.save(values[i]));
+        }
+        boolean readsResult = false;
+        for (Expr d : derivatives) readsResult |= d != null && d.reads(Expr.RESULT);
+        SavedTensor savedResult = readsResult ? Autograd.save(result) : null;
+        if (savedResult != null) all.add(savedResult);
+        long[][] shapes = new long[n][];
+        DType[] types = new DType[n];
+        boolean[] needs = new boolean[n];
+        boolean[] present = new boolean[n];
+        for (int i = 0; i < n; i++) {
+            if (inputs[i] == null) continue;
+            present[i] = true;
+            shapes[i] = inputs[i].shape();
+            types[i] = inputs[i].dtype();
+            needs[i] = inputs[i].requiresGrad();
+        }
+        boolean unary = op.kind() == OpDef.Kind.UNARY;
+        Autograd.record(Elementwise.backwardName(op.pyName()), result, g -> {
+            Tensor[] in = new Tensor[n];
+            for (int i = 0; i < n; i++) if (saved[i] != null) in[i] = saved[i].get();
+            Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars);
+            Tensor[] grads = new Tensor[graphInputs.size()];
+            for (int i = 0; i < n; i++) {
+                if (!needs[i] || derivatives.get(i) == null) continue;
+                Tensor gi = evaluate(derivatives.get(i), v);
+                grads[slot[i]] = unary ? Elementwise.castTo(gi, types[i]) : Gradients.sumTo(gi, shapes[i], types[i]);
+            }
+            return grads;
+        }, graphInputs.toArray(new Tensor[0]), all.toArray(new SavedTensor[0]));
+    }
+
+    /**
+     * What a derivative or composition reads: inputs (null where not saved), which optional inputs were given,
+     * the result, the incoming gradient and the scalar parameters.
+     */
+    private record Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars) {}
+
+    private static boolean[] presence(Tensor[] inputs) {
+        boolean[] p = new boolean[inputs.length];
+        for (int i = 0; i < p.length; i++) p[i] = inputs[i] != null;
+        return p;
+    }
+
+    /** Evaluates a derivative or composition tree by dispatching each op it names. */
+    private static Tensor evaluate(Expr e, Values v) {
+        return switch (e) {
+            case Expr.In in -> v.inputs()[in.index()];
+            case Expr.Result r -> v.result();
+            case Expr.Grad g -> v.grad();
+            case Expr.Op o -> callOp(o, v);
+            case Expr.Where w -> where(w, v);
+            case Expr.ZerosLike z -> Gradients.zerosLike(evaluate(z.like(), v));
+            case Expr.CastLike c -> Elementwise.castTo(evaluate(c.value(), v), evaluate(c.like(), v).dtype());
+            case Expr.IfPresent p -> evaluate(p.index() < v.present().length && v.present()[p.index()]
+                    ? p.then() : p.otherwise(), v);
+            case Expr.IfScalar p -> evaluate(v.scalars()[p.index()] == p.value() ? p.then() : p.otherwise(), v);
+            default -> throw new IllegalStateException(e + " is not a tensor expression");
+        };
+    }
+
+    private static Tensor callOp(Expr.Op o, Values v) {
+        OpDef op = o.op();
+        List<Expr> args = o.args();
+        switch (op.kind()) {
+            case UNARY -> {
+                Tensor x = evaluate(args.get(0), v);
+                double p0 = args.size() > 1 ? args.get(1).scalarValue(v.scalars()) : 0;
+                double p1 = args.size() > 2 ? args.get(2).scalarValue(v.scalars()) : 0;
+                return unary(op, x, p0, p1);
+            }
+            case BINARY -> {
+                Expr ea = args.get(0);
+                Expr eb = args.get(1);
+                if (ea.isScalar()) {
+                    Tensor b = evaluate(eb, v);
+                    return binary(op, scalarLike(b, ea.scalarValue(v.scalars())), b, 1);
+                }
+                Tensor a = evaluate(ea, v);
+                if (eb.isScalar()) {
+                    double s = eb.scalarValue(v.scalars());
+                    if (op.name().equals("mul") && s == 1) return a;
+                    return binary(op, a, scalarLike(a, s), 1);
+                }
+                return binary(op, a, evaluate(eb, v), 1);
+            }
+            default -> {
+                Tensor[] in = new Tensor[args.size()];
+                for (int i = 0; i < in.length; i++) in[i] = evaluate(args.get(i), v);
+                return composite(op, in, new double[0]);
+            }
+        }
+    }
+
+    private static Tensor where(Expr.Where w, Values v) {
+        Tensor cond = evaluate(w.cond(), v);
+        Tensor a = w.a().isScalar() ? null : evaluate(w.a(), v);
+        Tensor b = w.b().isScalar() ? null : evaluate(w.b(), v);
+        if (a == null) a = scalarLike(b, w.a().scalarValue(v.scalars()));
+        if (b == null) b = scalarLike(a, w.b().scalarValue(v.scalars()));
+        return Elementwise.where(cond, a, b);
+    }
+
+    /** A Java double as PyTorch's wrapped number next to {@code like} (what {@code t.mul(2.0)} makes of the 2.0). */
+    private static Tensor scalarLike(Tensor like, double value) {
+        return Elementwise.wrappedScalar(like, value, (long) value, DType.FLOAT64);
+    }
+}

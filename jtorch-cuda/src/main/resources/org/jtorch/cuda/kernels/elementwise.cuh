@@ -1,0 +1,237 @@
+// The shared machinery of the elementwise kernels: the functor traits and helpers, the contiguous and
+// strided paths, and the macros that instantiate an op's entry points for its dtypes. Included by
+// elementwise.cu (the hand-written functors) and by the sources the backend generates from an op's
+// declared formula (org.jtorch.cuda.FormulaKernels); both name their entries as described in elementwise.cu.
+#pragma once
+#include "jtorch_cuda.cuh"
+
+namespace jt {
+
+// ---- traits and helpers of the functors ----
+
+// Whether compute type A is an integer type (integer and bool compute): such ops follow UnaryOp.applyLong /
+// BinaryOp.applyLong, computed in jt_i64.
+template <typename A> struct IsIntegral { static const bool value = true; };
+template <> struct IsIntegral<float> { static const bool value = false; };
+template <> struct IsIntegral<double> { static const bool value = false; };
+
+// The result type of a functor for compute storage type T: the same, or bool (predicates, comparisons).
+struct ToSame { template <typename T> using out = T; };
+struct ToBool { template <typename T> using out = bool; };
+
+// The scalar parameters of unary ops (UnaryOp.apply(x, p0, p1)); integer compute reads them as Java's (long) cast.
+struct UnaryParams { double p0, p1; };
+
+template <typename F> __device__ __forceinline__ F with_params(double p0, double p1) {
+    F f;
+    f.p0 = p0;
+    f.p1 = p1;
+    return f;
+}
+
+// Java's (long) of a double: NaN is 0, out-of-range values saturate (so clamp's infinite "no bound" is
+// Long.MIN_VALUE / MAX_VALUE), as the CPU backend's (long) p0.
+__device__ __forceinline__ jt_i64 java_long(double d) {
+    if (d != d) return 0;
+    if (d >= 9223372036854775807.0) return (jt_i64)0x7fffffffffffffffLL;
+    if (d <= -9223372036854775808.0) return (jt_i64)(-0x7fffffffffffffffLL - 1);
+    return (jt_i64)d;
+}
+
+template <typename A> __device__ __forceinline__ A quiet_nan();
+template <> __device__ __forceinline__ float quiet_nan<float>() { return __int_as_float(0x7fc00000); }
+template <> __device__ __forceinline__ double quiet_nan<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
+
+// x is +-inf or NaN exactly when x - x is NaN (no INFINITY constant without system headers).
+template <typename A> __device__ __forceinline__ bool is_finite(A x) { return (x - x) == (x - x); }
+
+// Java's Math.pow, which differs from C's pow: a NaN exponent gives NaN (C: pow(1, nan) = 1) and
+// |x| == 1 to an infinite power gives NaN (C: 1).
+template <typename A> __device__ __forceinline__ A java_pow(A x, A y) {
+    if (y != y) return quiet_nan<A>();
+    if ((x == A(1) || x == A(-1)) && !is_finite(y)) return quiet_nan<A>();
+    return pow(x, y);
+}
+
+// BinaryOp.intPow (ATen's powi): by squaring, wrapping; negative exponents give 0 except for bases 1 and -1.
+__device__ __forceinline__ jt_i64 int_pow(jt_i64 base, jt_i64 exp) {
+    if (exp < 0) {
+        if (base == 1) return 1;
+        if (base == -1) return (exp & 1) == 0 ? 1 : -1;
+        return 0;
+    }
+    jt_u64 result = 1, b = (jt_u64)base;
+    while (exp > 0) {
+        if (exp & 1) result *= b;
+        b *= b;
+        exp >>= 1;
+    }
+    return (jt_i64)result;
+}
+
+// Integer division as Java's long: a zero divisor never reaches a kernel (the host checks first and throws,
+// as the CPU backend); Long.MIN_VALUE / -1 wraps to Long.MIN_VALUE (C leaves it undefined).
+__device__ __forceinline__ jt_i64 java_div(jt_i64 a, jt_i64 b) {
+    if (b == 0) return 0;
+    if (b == -1) return (jt_i64)(0ull - (jt_u64)a);
+    return a / b;
+}
+
+__device__ __forceinline__ jt_i64 java_rem(jt_i64 a, jt_i64 b) {
+    if (b == 0 || b == -1) return 0;
+    return a % b;
+}
+
+
+// ---- the scalar functions of declared formulas (org.jtorch.op.Fn's C templates); each is the Java reference's
+// (Fn.apply for floating compute, Fn.applyLong for integer compute, which is jt_i64 with Java's wrapping) ----
+
+// A scalar parameter as the reference reads it: floating compute takes if_none where the parameter is None
+// (NaN); integer compute takes Java's (long) of the double, as Expr.compileLong.
+template <typename A> __device__ __forceinline__ A scalar_param(double p, double if_none) {
+    if constexpr (IsIntegral<A>::value) return (A)java_long(p); else return A(p != p ? if_none : p);
+}
+
+// Math.abs: abs(-0.0) is +0.0, abs(Long.MIN_VALUE) wraps to itself.
+template <typename A> __device__ __forceinline__ A java_abs(A x) {
+    if constexpr (IsIntegral<A>::value) return x < 0 ? (A)(0ull - (jt_u64)x) : x; else return fabs(x);
+}
+
+// Java's negation: Long.MIN_VALUE wraps to itself (C leaves it undefined).
+template <typename A> __device__ __forceinline__ A java_neg(A x) {
+    if constexpr (IsIntegral<A>::value) return (A)(0ull - (jt_u64)x); else return -x;
+}
+
+// clamp(x, lo, hi): a NaN bound is no bound and a NaN input stays NaN (torch.clamp); integers min(max(x, lo), hi).
+template <typename A> __device__ __forceinline__ A clamp_opt(A x, A lo, A hi) {
+    if constexpr (IsIntegral<A>::value) {
+        x = x < lo ? lo : x;
+        return x > hi ? hi : x;
+    } else {
+        if (x != x) return x;
+        if (lo == lo && x < lo) x = lo;
+        if (hi == hi && x > hi) x = hi;
+        return x;
+    }
+}
+
+// C's fmod, which is Java's %: the remainder takes the dividend's sign. A zero integer divisor never reaches a
+// kernel (the dispatcher checks first and throws); Long.MIN_VALUE % -1 is 0 as in Java.
+template <typename A> __device__ __forceinline__ A java_fmod(A a, A b) {
+    if constexpr (IsIntegral<A>::value) return java_rem(a, b); else return fmod(a, b);
+}
+
+// N values of O, aligned to their total size: the output of a contiguous step (16 bytes when O is T,
+// N bytes of bool for a predicate or comparison).
+template <typename O, int N> struct alignas(sizeof(O) * N) Pack {
+    O v[N];
+};
+
+__device__ __forceinline__ bool aligned_to(const void* p, unsigned bytes) {
+    return (((jt_u64)p) & (bytes - 1)) == 0;
+}
+
+template <typename T, typename O, typename Op>
+__device__ __forceinline__ void unary_contiguous(const T* __restrict__ x, O* __restrict__ y, jt_i64 n, Op op) {
+    typedef Scalar<T> S;
+    typedef Scalar<O> R;
+    const int N = Vec16<T>::N;
+    typedef Pack<O, N> Out;
+    const jt_i64 start = global_thread(), step = grid_threads();
+    jt_i64 vectors = (aligned16(x) && aligned_to(y, sizeof(Out))) ? n / N : 0;
+    const Vec16<T>* xv = (const Vec16<T>*)x;
+    Out* yv = (Out*)y;
+    for (jt_i64 i = start; i < vectors; i += step) {
+        Vec16<T> a = xv[i];
+        Out r;
+        #pragma unroll
+        for (int k = 0; k < N; k++) r.v[k] = R::store(op(S::load(a.v[k])));
+        yv[i] = r;
+    }
+    for (jt_i64 i = vectors * N + start; i < n; i += step) y[i] = R::store(op(S::load(x[i])));
+}
+
+template <typename T, typename O, typename Op>
+__device__ __forceinline__ void binary_contiguous(const T* __restrict__ a, const T* __restrict__ b, O* __restrict__ out,
+                                                  jt_i64 n, double alpha, Op op) {
+    typedef Scalar<T> S;
+    typedef Scalar<O> R;
+    typedef typename S::acc A;
+    const A al = (A)alpha;
+    const int N = Vec16<T>::N;
+    typedef Pack<O, N> Out;
+    const jt_i64 start = global_thread(), step = grid_threads();
+    jt_i64 vectors = (aligned16(a) && aligned16(b) && aligned_to(out, sizeof(Out))) ? n / N : 0;
+    const Vec16<T>* av = (const Vec16<T>*)a;
+    const Vec16<T>* bv = (const Vec16<T>*)b;
+    Out* ov = (Out*)out;
+    for (jt_i64 i = start; i < vectors; i += step) {
+        Vec16<T> x = av[i], y = bv[i];
+        Out r;
+        #pragma unroll
+        for (int k = 0; k < N; k++) r.v[k] = R::store(op(S::load(x.v[k]), S::load(y.v[k]), al));
+        ov[i] = r;
+    }
+    for (jt_i64 i = vectors * N + start; i < n; i += step) out[i] = R::store(op(S::load(a[i]), S::load(b[i]), al));
+}
+
+template <typename C, typename Op>
+__device__ __forceinline__ void unary_strided(const char* x, char* y, jt_i64 n, Strided s, Op op) {
+    const int sx = dtype_size(s.dtype[1]), sy = dtype_size(s.dtype[0]);
+    for (jt_i64 i = global_thread(); i < n; i += grid_threads()) {
+        jt_i64 off[2];
+        strided_offsets<2>(s, i, off);
+        store_as<C>(y + off[0] * sy, s.dtype[0], (C)op(load_as<C>(x + off[1] * sx, s.dtype[1])));
+    }
+}
+
+template <typename C, typename Op>
+__device__ __forceinline__ void binary_strided(const char* a, const char* b, char* out, jt_i64 n, double alpha, Strided s, Op op) {
+    const int so = dtype_size(s.dtype[0]), sa = dtype_size(s.dtype[1]), sb = dtype_size(s.dtype[2]);
+    const C al = (C)alpha;
+    for (jt_i64 i = global_thread(); i < n; i += grid_threads()) {
+        jt_i64 off[3];
+        strided_offsets<3>(s, i, off);
+        C va = load_as<C>(a + off[1] * sa, s.dtype[1]);
+        C vb = load_as<C>(b + off[2] * sb, s.dtype[2]);
+        store_as<C>(out + off[0] * so, s.dtype[0], (C)op(va, vb, al));
+    }
+}
+
+}  // namespace jt
+
+using namespace jt;
+
+#define JT_UNARY(op, Functor, T, suffix) \
+    extern "C" __global__ void jt_unary_##op##_##suffix(const T* x, typename Functor::template out<T>* y, jt_i64 n, \
+                                                        double p0, double p1) { \
+        unary_contiguous<T>(x, y, n, with_params<Functor>(p0, p1)); }
+#define JT_UNARY_STRIDED(op, Functor, C, suffix) \
+    extern "C" __global__ void jt_unary_##op##_strided_##suffix(const char* x, char* y, jt_i64 n, double p0, double p1, \
+                                                                Strided s) { \
+        unary_strided<C>(x, y, n, s, with_params<Functor>(p0, p1)); }
+#define JT_BINARY(op, Functor, T, suffix) \
+    extern "C" __global__ void jt_binary_##op##_##suffix(const T* a, const T* b, typename Functor::template out<T>* out, \
+                                                         jt_i64 n, double alpha) { \
+        binary_contiguous<T>(a, b, out, n, alpha, Functor()); }
+#define JT_BINARY_STRIDED(op, Functor, C, suffix) \
+    extern "C" __global__ void jt_binary_##op##_strided_##suffix(const char* a, const char* b, char* out, jt_i64 n, double alpha, Strided s) { \
+        binary_strided<C>(a, b, out, n, alpha, s, Functor()); }
+
+// Floating-point dtypes for the contiguous path, floating compute types for the strided path.
+#define JT_FLOAT_TYPES(X, op, Functor) X(op, Functor, half, f16) X(op, Functor, bfloat16, bf16) X(op, Functor, float, f32) X(op, Functor, double, f64)
+#define JT_INT_TYPES(X, op, Functor) X(op, Functor, jt_u8, u8) X(op, Functor, jt_i8, i8) X(op, Functor, jt_i16, i16) X(op, Functor, jt_i32, i32) X(op, Functor, jt_i64, i64)
+#define JT_FLOAT_COMPUTE(X, op, Functor) X(op, Functor, float, f32) X(op, Functor, double, f64)
+#define JT_INT_COMPUTE(X, op, Functor) X(op, Functor, jt_i64, i64)
+
+// Which dtypes an op computes in follows its declared Result in UnaryOp / BinaryOp (ElementwisePlan.supports):
+// numeric = every dtype (bool through the strided int64 kernel); floating = Result.FLOAT (integer inputs are
+// promoted by the front end); integral = Result.INTEGRAL_OR_BOOL.
+#define JT_NUMERIC_UNARY(op, Functor) JT_FLOAT_TYPES(JT_UNARY, op, Functor) JT_INT_TYPES(JT_UNARY, op, Functor) \
+    JT_FLOAT_COMPUTE(JT_UNARY_STRIDED, op, Functor) JT_INT_COMPUTE(JT_UNARY_STRIDED, op, Functor)
+#define JT_FLOATING_UNARY(op, Functor) JT_FLOAT_TYPES(JT_UNARY, op, Functor) JT_FLOAT_COMPUTE(JT_UNARY_STRIDED, op, Functor)
+#define JT_INTEGRAL_UNARY(op, Functor) JT_INT_TYPES(JT_UNARY, op, Functor) JT_INT_COMPUTE(JT_UNARY_STRIDED, op, Functor)
+#define JT_NUMERIC_BINARY(op, Functor) JT_FLOAT_TYPES(JT_BINARY, op, Functor) JT_INT_TYPES(JT_BINARY, op, Functor) \
+    JT_FLOAT_COMPUTE(JT_BINARY_STRIDED, op, Functor) JT_INT_COMPUTE(JT_BINARY_STRIDED, op, Functor)
+#define JT_FLOATING_BINARY(op, Functor) JT_FLOAT_TYPES(JT_BINARY, op, Functor) JT_FLOAT_COMPUTE(JT_BINARY_STRIDED, op, Functor)
+#define JT_INTEGRAL_BINARY(op, Functor) JT_INT_TYPES(JT_BINARY, op, Functor) JT_INT_COMPUTE(JT_BINARY_STRIDED, op, Functor)
