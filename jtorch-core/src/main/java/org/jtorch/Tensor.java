@@ -120,7 +120,7 @@ public final class Tensor implements AutoCloseable {
             throw new IllegalArgumentException(op + ": a tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
                     + " needs more than 2^63-1 bytes");
         }
-        Storage storage = Backends.of(device).allocate(device, numel * elementSize);
+        Storage storage = Backends.of(op, device).allocate(device, numel * elementSize);
         return new Tensor(storage, dtype, shape.clone(), Shapes.contiguousStrides(shape), 0);
     }
 
@@ -973,6 +973,10 @@ public final class Tensor implements AutoCloseable {
         if (g != null && !java.util.Arrays.equals(g.shape, shape)) {
             throw new IllegalArgumentException("setGrad: assigned grad has shape " + Shapes.format(g.shape)
                     + " but the tensor has shape " + Shapes.format(shape));
+        }
+        if (g != null && (g.dtype != dtype || !g.device().equals(device()))) {
+            throw new IllegalArgumentException("setGrad: assigned grad has dtype " + g.dtype + " on " + g.device()
+                    + " but the tensor has dtype " + dtype + " on " + device());
         }
         if (g != null) g.untrack();
         grad = g;

@@ -4,8 +4,17 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
+import org.jtorch.DType;
+import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.optim.Adadelta;
+import org.jtorch.optim.Adagrad;
+import org.jtorch.optim.Adam;
+import org.jtorch.optim.AdamW;
+import org.jtorch.optim.RMSprop;
+import org.jtorch.optim.SGD;
 import org.jtorch.nn.AvgPool1d;
 import org.jtorch.nn.F;
 import org.jtorch.nn.MaxPool1d;
@@ -48,5 +57,50 @@ class FuzzFindingsTest {
         raisesNaming("adaptiveMaxPool2d", () -> F.adaptiveMaxPool2d(x, Long.MIN_VALUE));
         // -1 stays jtorch's spelling of None in the 2-d forms: keep the input's size
         assertArrayEquals(new long[] {1, 2, 4, 1}, F.adaptiveAvgPool2d(x, -1, 1).shape());
+    }
+
+    /** "numel: integer multiplication overflow" (torch.zeros(1).expand(2**62, 4)); broadcastTo made a view of it. */
+    @Test
+    void broadcastToRejectsAnElementCountThatOverflows() {
+        Tensor x = Torch.zeros(1);
+        raisesNaming("broadcastTo", () -> x.broadcastTo(new long[] {1L << 62, 4}));
+        raisesNaming("broadcastTo", () -> x.broadcastTo(new long[] {Long.MAX_VALUE, 3, 1}));
+    }
+
+    /** torch.optim's "if not 0.0 <= lr: raise ValueError('Invalid learning rate: nan')"; SGD's "lr < 0.0" lets NaN pass. */
+    @Test
+    void optimizersOtherThanSgdRejectNanOptions() {
+        List<Tensor> params = List.of(Torch.zeros(2).requiresGrad_(true));
+        for (Runnable build : List.<Runnable>of(() -> new Adam(params, Adam.options().lr(Double.NaN)),
+                () -> new AdamW(params, AdamW.options().eps(Double.NaN)), () -> new RMSprop(params, RMSprop.options().alpha(Double.NaN)),
+                () -> new Adagrad(params, Adagrad.options().lrDecay(Double.NaN)),
+                () -> new Adadelta(params, Adadelta.options().weightDecay(Double.NaN)))) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, build::run);
+            assertTrue(e.getMessage().contains("Invalid") && e.getMessage().contains("NaN"), e.getMessage());
+        }
+        new SGD(params, SGD.options().lr(Double.NaN)).close();
+    }
+
+    /** "assigned grad has data of a different type" (PyTorch raises for a float64 grad on a float32 tensor). */
+    @Test
+    void setGradRejectsAGradientOfAnotherDtype() {
+        Tensor p = Torch.zeros(2).requiresGrad_(true);
+        raisesNaming("setGrad", () -> p.setGrad(Torch.zeros(new long[] {2}, DType.FLOAT64, Device.cpu())));
+        raisesNaming("setGrad", () -> p.setGrad(Torch.zeros(new long[] {2}, DType.INT64, Device.cpu())));
+    }
+
+    /** A missing backend's error named the device but not the op that asked for it. */
+    @Test
+    void anUnavailableDeviceErrorNamesTheOp() {
+        for (String op : List.of("zeros", "empty", "eye", "memoryStats")) {
+            Executable call = switch (op) {
+                case "zeros" -> () -> Torch.zeros(new long[] {2}, DType.FLOAT32, Device.cuda(0));
+                case "empty" -> () -> Torch.empty(new long[] {2}, DType.FLOAT32, Device.cuda(0));
+                case "eye" -> () -> Torch.eye(2, 2, DType.FLOAT32, Device.cuda(0));
+                default -> () -> Torch.memoryStats(Device.cuda(0));
+            };
+            IllegalStateException e = assertThrows(IllegalStateException.class, call);
+            assertTrue(e.getMessage().startsWith(op + ": device cuda:0 is not available"), e.getMessage());
+        }
     }
 }

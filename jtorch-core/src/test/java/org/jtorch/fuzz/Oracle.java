@@ -28,6 +28,9 @@ final class Oracle {
     private static final Set<String> POOLING_OPS = Set.of("F.maxPool1d", "F.maxPool2d", "F.maxPool1dWithIndices",
             "F.maxPool2dWithIndices", "F.avgPool1d", "F.avgPool2d", "MaxPool1d.<init>", "MaxPool2d.<init>", "AvgPool1d.<init>",
             "AvgPool2d.<init>", "F.maxUnpool2d");
+    /** In-place ops PyTorch lets write to an expanded tensor (deprecated for some), or that write no elements. */
+    private static final Set<String> NO_OVERLAP_CHECK = Set.of("requiresGrad_", "fill_", "zero_", "indexFill_", "maskedFill_",
+            "indexPut_", "detach_");
     private static final Set<String> DROPOUT_OPS = Set.of("F.dropout", "F.dropout1d", "F.dropout2d", "Dropout.<init>",
             "Dropout1d.<init>", "Dropout2d.<init>");
     /** Ops that raise on a zero value of these size parameters, not only on a negative one. */
@@ -54,6 +57,11 @@ final class Oracle {
         if (known) {
             String dims = dimRule(op, method, args, subject, n);
             if (dims != null) return dims;
+            String indices = indexRule(op, method, args, subject, n);
+            if (indices != null) return indices;
+            if (op.startsWith("Tensor.") && method.endsWith("_") && !NO_OVERLAP_CHECK.contains(method) && overlaps(subject)) {
+                return "in-place write to a tensor whose elements share memory";
+            }
         }
         String sizes = sizeRule(op, method, args, subject);
         if (sizes != null) return sizes;
@@ -79,11 +87,50 @@ final class Oracle {
         return null;
     }
 
+    /**
+     * Index values out of range: PyTorch's "index out of range in self" (index_select, embedding), "index -1 is out of
+     * bounds for dimension 0" (gather, indexing) and "Target 3 is out of bounds" (nll_loss, cross_entropy).
+     */
+    private static String indexRule(String op, String method, Map<String, Object> args, Tensor subject, int n) {
+        int dim = args.get("dim") instanceof Integer d && d >= -Math.max(n, 1) && d < Math.max(n, 1) ? (d < 0 ? d + Math.max(n, 1) : d) : 0;
+        long size = n == 0 ? 1 : subject.size(dim);
+        if ((method.equals("indexSelect") || method.equals("gather")) && indexValues(args.get("index")) instanceof long[] v) {
+            if (Arrays.stream(v).anyMatch(i -> i < 0 || i >= size)) return "index out of range for size " + size;
+        }
+        if (method.equals("embedding") && args.get("weight") instanceof Tensor w && !w.isClosed() && w.dim() == 2
+                && indexValues(args.get("indices")) instanceof long[] v && Arrays.stream(v).anyMatch(i -> i < 0 || i >= w.size(0))) {
+            return "embedding index out of range for " + w.size(0) + " rows";
+        }
+        if (op.equals("Tensor.index") && args.get("indices") instanceof Tensor[] ix && ix.length > 0 && n > 0
+                && indexValues(ix[0]) instanceof long[] v && Arrays.stream(v).anyMatch(i -> i < -size || i >= size)) {
+            return "index out of bounds for size " + size;
+        }
+        if ((method.equals("nllLoss") || method.equals("crossEntropy")) && n >= 1 && indexValues(args.get("target")) instanceof long[] v) {
+            long classes = subject.size(n == 1 ? 0 : 1);
+            long ignore = args.get("ignoreIndex") instanceof Long l ? l : -100;
+            if (Arrays.stream(v).anyMatch(t -> t != ignore && (t < 0 || t >= classes))) return "target out of bounds for " + classes + " classes";
+        }
+        return null;
+    }
+
+    /** The values of an integral index tensor, or null. */
+    private static long[] indexValues(Object index) {
+        if (!(index instanceof Tensor t) || t.isClosed() || !t.dtype().isIntegral()) return null;
+        return t.toLongArray();
+    }
+
+    /** Whether two elements of {@code t} share memory (a stride of 0 over a size above 1: an expanded view). */
+    private static boolean overlaps(Tensor t) {
+        for (int i = 0; i < t.dim(); i++) if (t.stride(i) == 0 && t.size(i) > 1) return true;
+        return false;
+    }
+
     private static String dimRule(String op, String method, Map<String, Object> args, Tensor subject, int n) {
         int range = Math.max(n + (method.equals("unsqueeze") || method.equals("stack") ? 1 : 0), 1);
         if ((method.equals("size") || method.equals("stride")) && n == 0 && args.containsKey("dim")) return "0-dim tensor has no dims";
         if (method.equals("narrow") && n == 0) return "narrow of a 0-dim tensor";
         if (method.equals("cat") && n == 0) return "cat of a 0-dim tensor";
+        if (method.equals("cat") && n == 1 && subject.numel() == 0) return null; // PyTorch's legacy cat skips empty 1-d tensors
         for (String name : ArgumentGenerator.DIM_NAMES) {
             if (!(args.get(name) instanceof Integer d)) continue;
             if (d < -range || d >= range) return name + " " + d + " out of range for a " + n + "-d tensor";
