@@ -830,22 +830,31 @@ public final class Tensor implements AutoCloseable {
 
     /** Sets every element to {@code value}. */
     public Tensor fill_(double value) {
-        checkWritable("fill_");
-        Backends.of(device()).fill(this, value, (long) value);
-        bumpVersion();
-        return this;
+        return fill("fill_", value, (long) value);
     }
 
     /** Sets every element to {@code value}; exact for 64-bit integers. */
     public Tensor fill_(long value) {
-        checkWritable("fill_");
-        Backends.of(device()).fill(this, value, value);
-        bumpVersion();
-        return this;
+        return fill("fill_", value, value);
     }
 
     public Tensor zero_() {
-        return fill_(0L);
+        return fill("zero_", 0, 0);
+    }
+
+    /**
+     * A fill is an in-place op for autograd: refused on a leaf that requires grad (as PyTorch's), and recorded on a
+     * graph tensor, whose earlier values then get a zero gradient ({@code FillBackward0}).
+     */
+    private Tensor fill(String op, double value, long exact) {
+        checkWritable(op);
+        boolean record = Autograd.needsGrad(this);
+        if (record) Elementwise.checkInPlaceAllowed(op, this);
+        Backends.of(device()).fill(this, value, exact);
+        bumpVersion();
+        if (record) Autograd.record(op.equals("zero_") ? "ZeroBackward0" : "FillBackward0", this, g -> new Tensor[] {Torch.zerosLike(g[0])},
+                new Tensor[] {this});
+        return this;
     }
 
     /** The value of a one-element tensor, as a double. */

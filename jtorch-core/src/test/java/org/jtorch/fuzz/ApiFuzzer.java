@@ -244,7 +244,10 @@ public final class ApiFuzzer {
                 finding = "meaningless: shape " + java.util.Arrays.toString(t.shape()) + ", PyTorch gives "
                         + java.util.Arrays.toString(call.expectedShape());
             }
-            count(finding == null ? "ok" : "meaningless");
+            if (finding == null && judged instanceof Tensor t && t.requiresGrad() && !t.isClosed() && random.nextInt(3) == 0) {
+                finding = backward(t, verbose);
+            }
+            count(finding == null ? "ok" : finding.substring(0, finding.indexOf(':')));
         } catch (Throwable e) {
             String kind = Oracle.wrongKind(e, call.op());
             count(kind != null ? kind : e instanceof OutOfMemoryException ? "out-of-memory" : "errors");
@@ -260,6 +263,19 @@ public final class ApiFuzzer {
                     + (shared == null ? "" : " thread=" + thread) + " " + call.description() + " -> " + finding.substring(finding.indexOf(':') + 2));
         }
         return finding;
+    }
+
+    /** Backward through a call's result: the graph the op recorded must run, or fail with a right-kind error. */
+    private String backward(Tensor result, boolean verbose) {
+        try (Tensor loss = result.sum()) {
+            loss.backward();
+            return null;
+        } catch (Throwable e) {
+            String kind = Oracle.wrongKind(e, "Tensor.backward");
+            if (verbose) e.printStackTrace(out);
+            if (e instanceof VirtualMachineError && !(e instanceof OutOfMemoryError)) throw (VirtualMachineError) e;
+            return kind == null ? null : kind + ": in backward: " + e;
+        }
     }
 
     private void count(String key) {

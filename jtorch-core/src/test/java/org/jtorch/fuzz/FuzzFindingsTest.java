@@ -103,4 +103,38 @@ class FuzzFindingsTest {
             assertTrue(e.getMessage().startsWith(op + ": device cuda:0 is not available"), e.getMessage());
         }
     }
+
+    /** "a leaf Variable that requires grad is being used in an in-place operation" (fill_ and zero_ as any in-place op). */
+    @Test
+    void fillAndZeroRefuseALeafThatRequiresGrad() {
+        Tensor p = Torch.ones(3).requiresGrad_(true);
+        IllegalStateException fill = assertThrows(IllegalStateException.class, () -> p.fill_(2.0));
+        assertTrue(fill.getMessage().startsWith("fill_: "), fill.getMessage());
+        IllegalStateException zero = assertThrows(IllegalStateException.class, p::zero_);
+        assertTrue(zero.getMessage().startsWith("zero_: "), zero.getMessage());
+        try (var g = org.jtorch.autograd.Grad.noGrad()) {
+            p.zero_(); // initialisation under no-grad stays allowed
+        }
+    }
+
+    /** PyTorch 1.13: a = ones(3, requires_grad=True); b = a * 2; b.fill_(5); b.sum().backward() gives a.grad = [0, 0, 0]. */
+    @Test
+    void fillOfAGraphTensorCutsTheGradientOfItsEarlierValues() {
+        Tensor a = Torch.ones(3).requiresGrad_(true);
+        Tensor b = a.mul(2.0);
+        b.fill_(5.0);
+        b.sum().backward();
+        assertArrayEquals(new float[] {0, 0, 0}, a.grad().toFloatArray());
+    }
+
+    /** Null dims mean every dim (PyTorch's dim=None); the gradients of prod and amax read them as an array. */
+    @Test
+    void reductionsOverNullDimsDifferentiate() {
+        Tensor x = Torch.tensor(new float[] {1, 2, 3, 4}, 2, 2).requiresGrad_(true);
+        Torch.prod(x, (int[]) null).backward();
+        assertArrayEquals(new float[] {24, 12, 8, 6}, x.grad().toFloatArray()); // d(x1 x2 x3 x4)/dxi
+        Tensor y = Torch.tensor(new float[] {1, 4, 3, 4}, 2, 2).requiresGrad_(true);
+        y.amax((int[]) null).backward();
+        assertArrayEquals(new float[] {0, 0.5f, 0, 0.5f}, y.grad().toFloatArray()); // ties share the gradient evenly
+    }
 }

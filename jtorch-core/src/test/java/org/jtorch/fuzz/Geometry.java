@@ -71,7 +71,8 @@ final class Geometry {
         else if (Arrays.stream(stride).anyMatch(v -> v <= 0)) expected = "non-positive stride";
         else if (Arrays.stream(padding).anyMatch(v -> v < 0)) expected = "negative padding";
         else if (Arrays.stream(dilation).anyMatch(v -> v <= 0)) expected = "non-positive dilation";
-        else if (!transposed && o == 0) expected = "weight with 0 output channels";
+        else if (o == 0) expected = "weight with 0 output channels";
+        else if (Arrays.stream(in).anyMatch(v -> v == 0)) expected = "an empty spatial dim";
         else if (!transposed && o % groups != 0) expected = "output channels not divisible by groups";
         else if (!transposed && c != inPerGroup * groups) expected = "input channels do not match the weight's times groups";
         else if (transposed && c % groups != 0) expected = "input channels not divisible by groups";
@@ -109,6 +110,10 @@ final class Geometry {
                 + Arrays.toString(stride) + ", padding=" + Arrays.toString(padding) + ", dilation=" + Arrays.toString(dilation)
                 + (transposed ? ", outputPadding=" + Arrays.toString(outputPadding) : "") + ", groups=" + groups + ")";
         if (!transposed) Arrays.fill(outputPadding, 0);
+        if (batched && n == 0) { // PyTorch skips its geometry checks for an empty batch: not judged
+            expected = null;
+            outShape = null;
+        }
         if (input.isClosed() || weight.isClosed() || bias != null && bias.isClosed()) {
             expected = "closed tensor";
             outShape = null;
@@ -157,6 +162,12 @@ final class Geometry {
             if (ceil && (size - 1) * stride[i] >= in[i] + padding[i]) size--;
             if (size <= 0) expected = "output size " + size;
             outShape[outShape.length - spatial + i] = size;
+            // PyTorch 1.13's max_pool1d (without indices) has its own check, which lets an output size of 0 through
+            if (size == 0 && max && spatial == 1) expected = "";
+        }
+        if ("".equals(expected)) {
+            expected = null;
+            outShape = null;
         }
         if (input.isClosed()) expected = "closed tensor";
         String op = (max ? "F.maxPool" : "F.avgPool") + spatial + "d";

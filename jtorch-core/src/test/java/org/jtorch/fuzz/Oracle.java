@@ -62,6 +62,11 @@ final class Oracle {
             if (op.startsWith("Tensor.") && method.endsWith("_") && !NO_OVERLAP_CHECK.contains(method) && overlaps(subject)) {
                 return "in-place write to a tensor whose elements share memory";
             }
+            // "a leaf Variable that requires grad is being used in an in-place operation" (the fuzzer never turns grad off)
+            if (op.startsWith("Tensor.") && method.endsWith("_") && !method.equals("requiresGrad_") && !method.equals("detach_")
+                    && subject.isLeaf() && subject.requiresGrad()) {
+                return "in-place op on a leaf that requires grad";
+            }
         }
         String sizes = sizeRule(op, method, args, subject);
         if (sizes != null) return sizes;
