@@ -20,11 +20,11 @@ import org.junit.jupiter.api.Test;
  * replays call I of seed S alone, with its arguments and stack trace.
  */
 class ApiFuzzTest {
-    /** Calls per single-thread batch, and per thread in a threads batch: about 70 s in all on 2 cores. */
-    private static final int SINGLE_CALLS = 2500;
+    /** Calls per single-thread batch, and per thread in a threads batch: about a minute in all on 2 cores. */
+    private static final int SINGLE_CALLS = 3000;
     private static final int THREAD_CALLS = 1000;
-    private static final long[] CI_SEEDS = {1, 2, 3, 4};
-    private static final long[] CI_THREAD_SEEDS = {1};
+    private static final long[] CI_SEEDS = {1, 2, 3, 4, 5, 6};
+    private static final long[] CI_THREAD_SEEDS = {1, 2};
     private static final Duration BATCH_TIMEOUT = Duration.ofMinutes(3);
     /** Calls may legitimately ask for gigabytes (a size of 2^31-1): past 6 GiB they fail in the child, as on a small machine. */
     private static final long MAX_VIRTUAL_KIB = 6L << 20;

@@ -250,7 +250,8 @@ public final class ApiFuzzer {
             count(finding == null ? "ok" : finding.substring(0, finding.indexOf(':')));
         } catch (Throwable e) {
             String kind = Oracle.wrongKind(e, call.op());
-            count(kind != null ? kind : e instanceof OutOfMemoryException ? "out-of-memory" : "errors");
+            boolean outOfMemory = e instanceof OutOfMemoryException || e instanceof OutOfMemoryError;
+            count(kind != null ? kind : outOfMemory ? "out-of-memory" : "errors");
             if (kind != null) finding = kind + ": " + e;
             if (verbose) e.printStackTrace(out);
             if (e instanceof VirtualMachineError && !(e instanceof OutOfMemoryError)) throw (VirtualMachineError) e;

@@ -341,15 +341,12 @@ final class ArgumentGenerator {
             for (int i = 0; i < out.length; i++) out[i] = new double[] {0.5, 1.0, 2.0, 3.0, 0.0, -1.0, Double.NaN, 1e30}[random.nextInt(8)];
             return out;
         }
-        if (type == float[].class || type == int[].class || type == boolean[].class) {
-            int n = random.nextInt(5);
-            if (type == float[].class) {
-                float[] a = new float[n];
-                for (int i = 0; i < n; i++) a[i] = (float) doubleValue("");
-                return a;
-            }
-            return new boolean[n];
+        if (type == float[].class) {
+            float[] a = new float[random.nextInt(5)];
+            for (int i = 0; i < a.length; i++) a[i] = (float) doubleValue("");
+            return a;
         }
+        if (type == boolean[].class) return new boolean[random.nextInt(5)];
         if (type == Tensor[].class || type == List.class || type == Iterable.class) {
             Tensor[] ts = new Tensor[random.nextInt(4)];
             for (int i = 0; i < ts.length; i++) ts[i] = tensor(i == 0 ? subject : ts[0]);

@@ -137,4 +137,11 @@ class FuzzFindingsTest {
         y.amax((int[]) null).backward();
         assertArrayEquals(new float[] {0, 0.5f, 0, 0.5f}, y.grad().toFloatArray()); // ties share the gradient evenly
     }
+
+    /** torch.zeros(0).chunk(n) returns n empty chunks; a count no Java list can hold threw "Requested array size exceeds VM limit". */
+    @Test
+    void chunkOfAnEmptyDimIntoMoreChunksThanAListHoldsIsAClearError() {
+        raisesNaming("chunk", () -> Torch.zeros(0).chunk(Integer.MAX_VALUE, -1));
+        org.junit.jupiter.api.Assertions.assertEquals(5, Torch.zeros(0).chunk(5, 0).size());
+    }
 }

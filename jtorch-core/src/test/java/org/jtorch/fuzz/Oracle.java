@@ -191,8 +191,7 @@ final class Oracle {
         for (String name : ArgumentGenerator.SIZE_NAMES) {
             Object v = args.get(name);
             if (v == null || name.equals("size") && !op.equals("Tensor.unfold")) continue;
-            // Without affine parameters PyTorch's InstanceNorm never uses num_features (it warns on a mismatch).
-            if (name.equals("numFeatures") && op.startsWith("InstanceNorm")) continue;
+            if ((name.equals("numFeatures") || name.equals("numChannels")) && !normMakesTensors(op, args)) continue;
             if (v instanceof long[] || v instanceof int[]) {
                 if (inferable) continue;
                 long[] sizes = values(v);
@@ -213,6 +212,16 @@ final class Oracle {
             return "negative split size";
         }
         return null;
+    }
+
+    /** Whether a norm module makes tensors of its channel count (else PyTorch never reads it, and a negative one passes). */
+    private static boolean normMakesTensors(String op, Map<String, Object> args) {
+        Object affine = args.get("affine");
+        Object tracked = args.get("trackRunningStats");
+        if (op.startsWith("GroupNorm")) return affine != Boolean.FALSE;
+        if (op.startsWith("InstanceNorm")) return affine == Boolean.TRUE || tracked == Boolean.TRUE;
+        if (op.startsWith("BatchNorm")) return affine != Boolean.FALSE || tracked != Boolean.FALSE;
+        return true;
     }
 
     private static String reshapeRule(long[] shape, long numel) {
@@ -341,6 +350,8 @@ final class Oracle {
     /** The kind of wrong exception this is ({@code "jdk-internal"} or {@code "no-op-name"}), or null when it is right. */
     static String wrongKind(Throwable e, String op) {
         String message = e.getMessage();
+        // The Java heap running out is memory running out; an impossible array request is a missing check.
+        if (e instanceof OutOfMemoryError && "Java heap space".equals(message)) return null;
         if (e instanceof Error) return "jdk-internal";
         StackTraceElement[] trace = e.getStackTrace();
         String thrower = trace.length == 0 ? "" : trace[0].getClassName();
