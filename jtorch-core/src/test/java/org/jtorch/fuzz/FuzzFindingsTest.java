@@ -144,4 +144,21 @@ class FuzzFindingsTest {
         raisesNaming("chunk", () -> Torch.zeros(0).chunk(Integer.MAX_VALUE, -1));
         org.junit.jupiter.api.Assertions.assertEquals(5, Torch.zeros(0).chunk(5, 0).size());
     }
+
+    /**
+     * max_pool1d(x of shape (2, 1), kernel 2, stride 2, padding 1, dilation 2): the one window lies wholly in the
+     * padding, so its output is -inf (PyTorch 1.13 too) and depends on no input: the gradient is zero. The backward
+     * scattered to the window's out-of-plane index, into the next plane or outside the buffer.
+     */
+    @Test
+    void maxPoolingWindowsInThePaddingGetNoGradient() {
+        Tensor x = Torch.tensor(new float[] {3, 5}, 2, 1).requiresGrad_(true);
+        Tensor y = F.maxPool1d(x, 2, 2, 1, 2, false);
+        assertArrayEquals(new float[] {Float.NEGATIVE_INFINITY, Float.NEGATIVE_INFINITY}, y.toFloatArray());
+        y.sum().backward();
+        assertArrayEquals(new float[] {0, 0}, x.grad().toFloatArray());
+        Tensor x64 = Torch.tensor(new double[] {3, 5}, 2, 1).requiresGrad_(true);
+        F.maxPool1d(x64, 2, 2, 1, 2, false).sum().backward();
+        assertArrayEquals(new double[] {0, 0}, x64.grad().toDoubleArray());
+    }
 }

@@ -106,8 +106,9 @@ final class Oracle {
                 && indexValues(args.get("indices")) instanceof long[] v && Arrays.stream(v).anyMatch(i -> i < 0 || i >= w.size(0))) {
             return "embedding index out of range for " + w.size(0) + " rows";
         }
+        // uint8 indices are masks in PyTorch 1.13 (deprecated), not positions
         if (op.equals("Tensor.index") && args.get("indices") instanceof Tensor[] ix && ix.length > 0 && n > 0
-                && indexValues(ix[0]) instanceof long[] v && Arrays.stream(v).anyMatch(i -> i < -size || i >= size)) {
+                && !ix[0].isClosed() && ix[0].dtype() != org.jtorch.DType.UINT8 && indexValues(ix[0]) instanceof long[] v && Arrays.stream(v).anyMatch(i -> i < -size || i >= size)) {
             return "index out of bounds for size " + size;
         }
         if ((method.equals("nllLoss") || method.equals("crossEntropy")) && n >= 1 && indexValues(args.get("target")) instanceof long[] v) {

@@ -114,15 +114,16 @@ final class CpuSpatialKernels implements SpatialKernels {
                 long gb = p * n;
                 long ib = p * m;
                 for (long i = 0; i < m; i++) st(is, f32, ib + i, 0);
+                // An index outside the plane: a window wholly in the padding, whose output depends on no input.
                 if (f32) {
                     for (long j = 0; j < n; j++) {
-                        long at = ib + xs.getAtIndex(I64, gb + j);
-                        is.setAtIndex(F32, at, is.getAtIndex(F32, at) + gs.getAtIndex(F32, gb + j));
+                        long i = xs.getAtIndex(I64, gb + j);
+                        if (i >= 0 && i < m) is.setAtIndex(F32, ib + i, is.getAtIndex(F32, ib + i) + gs.getAtIndex(F32, gb + j));
                     }
                 } else {
                     for (long j = 0; j < n; j++) {
-                        long at = ib + xs.getAtIndex(I64, gb + j);
-                        is.setAtIndex(F64, at, is.getAtIndex(F64, at) + gs.getAtIndex(F64, gb + j));
+                        long i = xs.getAtIndex(I64, gb + j);
+                        if (i >= 0 && i < m) is.setAtIndex(F64, ib + i, is.getAtIndex(F64, ib + i) + gs.getAtIndex(F64, gb + j));
                     }
                 }
             }
