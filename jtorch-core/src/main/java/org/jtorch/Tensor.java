@@ -775,7 +775,7 @@ public final class Tensor implements AutoCloseable {
         Arguments.nonNull("to", "target", target);
         checkOpen("to");
         if (target.equals(device())) return alias();
-        Tensor r = Tensor.empty(shape, dtype, target);
+        Tensor r = Tensor.empty("to", shape, dtype, target);
         try (Grad.Mode m = Grad.noGrad()) {
             r.copy_(this, nonBlocking);
         }

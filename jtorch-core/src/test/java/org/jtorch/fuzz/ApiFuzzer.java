@@ -79,7 +79,7 @@ public final class ApiFuzzer {
             for (Constructor<?> k : constructors) if (supported(k)) entries.add(g -> module(g, c, k));
         }
         int reflected = entries.size();
-        // conv/pool geometry and optimizers: as many draws as a fifth of the reflected entries
+        // conv/pool geometry and optimizers: an eighth and a thirtieth of the reflected entries' draws
         for (int i = 0; i < reflected / 8; i++) entries.add(Geometry::call);
         for (int i = 0; i < reflected / 30; i++) entries.add(Optimizers::call);
     }

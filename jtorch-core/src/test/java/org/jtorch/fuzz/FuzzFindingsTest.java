@@ -161,4 +161,16 @@ class FuzzFindingsTest {
         F.maxPool1d(x64, 2, 2, 1, 2, false).sum().backward();
         assertArrayEquals(new double[] {0, 0}, x64.grad().toDoubleArray());
     }
+
+    /** An adaptive pool to an empty output of 2^62 x 0 cells looped over the 2^62 rows: a hang. Now it returns at once. */
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 10, threadMode = org.junit.jupiter.api.Timeout.ThreadMode.SEPARATE_THREAD)
+    void poolingToAnEmptyOutputReturnsAtOnce() {
+        Tensor x = Torch.randn(3, 4, 4).requiresGrad_(true);
+        Tensor y = F.adaptiveAvgPool2d(x, 1L << 62, 0);
+        assertArrayEquals(new long[] {3, 1L << 62, 0}, y.shape());
+        assertArrayEquals(new long[] {3, 1L << 62, 0}, F.adaptiveMaxPool2d(x, 1L << 62, 0).shape());
+        y.sum().backward();
+        assertArrayEquals(new float[48], x.grad().toFloatArray());
+    }
 }
