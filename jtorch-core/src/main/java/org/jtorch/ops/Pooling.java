@@ -59,13 +59,15 @@ public final class Pooling {
                                          boolean ceilMode, boolean wantIndices) {
         Geometry geo = geometry(op, x, dims, kernel, stride, padding, dilation, ceilMode, true);
         Pool2d g = geo.g;
-        boolean indexed = wantIndices || Autograd.needsGrad(x);
+        // Read once: another thread may set x's requiresGrad meanwhile, and backward needs the indices made here.
+        boolean record = Autograd.needsGrad(x);
+        boolean indexed = wantIndices || record;
         Tensor[] indices = new Tensor[1];
         Tensor out = runPlanes(x, g.planes(), g.inH(), g.inW(), geo.outShape, g.outH(), g.outW(), (in, o) -> {
             if (indexed) indices[0] = Tensor.empty(geo.outShape, DType.INT64, x.device());
             Backends.of(x.device()).spatial().maxPool2d(in, o, indices[0], g);
         });
-        recordMaxBackward("MaxPool2DWithIndicesBackward0", x, out, indices[0], g.planes());
+        if (record) recordMaxBackward("MaxPool2DWithIndicesBackward0", x, out, indices[0], g.planes());
         return new ValuesIndices(out, indices[0]);
     }
 
