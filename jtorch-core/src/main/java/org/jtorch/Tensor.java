@@ -124,7 +124,7 @@ public final class Tensor implements AutoCloseable {
             throw new IllegalArgumentException(op + ": a tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
                     + " needs more than 2^63-1 bytes");
         }
-        Storage storage = Backends.of(device).allocate(device, numel * elementSize);
+        Storage storage = Backends.of(op, device).allocate(device, numel * elementSize);
         return new Tensor(storage, dtype, shape.clone(), Shapes.contiguousStrides(shape), 0);
     }
 
@@ -793,7 +793,7 @@ public final class Tensor implements AutoCloseable {
         Arguments.nonNull("to", "target", target);
         checkOpen("to");
         if (target.equals(device())) return alias();
-        Tensor r = Tensor.empty(shape, dtype, target);
+        Tensor r = Tensor.empty("to", shape, dtype, target);
         try (Grad.Mode m = Grad.noGrad()) {
             r.copy_(this, nonBlocking);
         }
@@ -848,22 +848,31 @@ public final class Tensor implements AutoCloseable {
 
     /** Sets every element to {@code value}. */
     public Tensor fill_(double value) {
-        checkWritable("fill_");
-        Backends.of(device()).fill(this, value, (long) value);
-        bumpVersion();
-        return this;
+        return fill("fill_", value, (long) value);
     }
 
     /** Sets every element to {@code value}; exact for 64-bit integers. */
     public Tensor fill_(long value) {
-        checkWritable("fill_");
-        Backends.of(device()).fill(this, value, value);
-        bumpVersion();
-        return this;
+        return fill("fill_", value, value);
     }
 
     public Tensor zero_() {
-        return fill_(0L);
+        return fill("zero_", 0, 0);
+    }
+
+    /**
+     * A fill is an in-place op for autograd: refused on a leaf that requires grad (as PyTorch's), and recorded on a
+     * graph tensor, whose earlier values then get a zero gradient ({@code FillBackward0}).
+     */
+    private Tensor fill(String op, double value, long exact) {
+        checkWritable(op);
+        boolean record = Autograd.needsGrad(this);
+        if (record) Elementwise.checkInPlaceAllowed(op, this);
+        Backends.of(device()).fill(this, value, exact);
+        bumpVersion();
+        if (record) Autograd.record(op.equals("zero_") ? "ZeroBackward0" : "FillBackward0", this, g -> new Tensor[] {Torch.zerosLike(g[0])},
+                new Tensor[] {this});
+        return this;
     }
 
     /** The value of a one-element tensor, as a double. */
@@ -991,6 +1000,10 @@ public final class Tensor implements AutoCloseable {
         if (g != null && !java.util.Arrays.equals(g.shape, shape)) {
             throw new IllegalArgumentException("setGrad: assigned grad has shape " + Shapes.format(g.shape)
                     + " but the tensor has shape " + Shapes.format(shape));
+        }
+        if (g != null && (g.dtype != dtype || !g.device().equals(device()))) {
+            throw new IllegalArgumentException("setGrad: assigned grad has dtype " + g.dtype + " on " + g.device()
+                    + " but the tensor has dtype " + dtype + " on " + device());
         }
         if (g != null) g.untrack();
         grad = g;

@@ -55,13 +55,13 @@ public final class Torch {
     /** Memory counters of a device's allocator. */
     public static MemoryStats memoryStats(Device device) {
         Arguments.nonNull("memoryStats", "device", device);
-        return Backends.of(device).allocator(device).stats();
+        return Backends.of("memoryStats", device).allocator(device).stats();
     }
 
     /** Returns a device's cached, unused memory to the system. */
     public static void emptyCache(Device device) {
         Arguments.nonNull("emptyCache", "device", device);
-        Backends.of(device).allocator(device).emptyCache();
+        Backends.of("emptyCache", device).allocator(device).emptyCache();
     }
 
     // ------------------------------------------------------------------ factories

@@ -78,6 +78,8 @@ class NullArgumentsTest {
             "F.maxPool2d(stride)", "F.maxPool2d(padding)", "F.maxPool2d(dilation)", "F.maxPool2dWithIndices(stride)",
             "F.maxPool2dWithIndices(padding)", "F.maxPool2dWithIndices(dilation)", "F.avgPool2d(stride)", "F.avgPool2d(padding)",
             "F.maxUnpool2d(stride)", "F.maxUnpool2d(padding)", "F.maxUnpool2d(outputSize)",
+            "F.maxPool1d(stride)", "F.maxPool1dWithIndices(stride)", "F.avgPool1d(stride)", "MaxPool1d.<init>(stride)",
+            "AvgPool1d.<init>(stride)",
             // interpolation: a size or a scale factor; align_corners=None
             "F.interpolate(size)", "F.interpolate(scaleFactor)", "F.interpolate(alignCorners)", "Upsample.size(alignCorners)",
             "Upsample.scale(alignCorners)",

@@ -264,10 +264,11 @@ final class Engine {
                 grads[0] = null; // ownership moves to .grad
                 v.setGrad(g);
             } else {
-                v.setGrad(createGraph ? g.alias() : g.dtype() == v.dtype() ? g.clone() : g.to(v.dtype()));
+                v.setGrad(g.dtype() != v.dtype() ? g.to(v.dtype()) : createGraph ? g.alias() : g.clone());
             }
         } else if (createGraph) {
-            v.setGrad(old.add(g));
+            // a leaf's grad keeps its dtype, as PyTorch's engine casts incoming gradients to the input's
+            v.setGrad(old.add(g.dtype() == old.dtype() ? g : g.to(old.dtype())));
             old.close();
         } else {
             old.add_(g);

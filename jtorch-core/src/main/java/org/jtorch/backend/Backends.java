@@ -23,15 +23,21 @@ public final class Backends {
 
     /** The backend serving {@code device}; throws with the backend's reason when it is unavailable. */
     public static Backend of(Device device) {
+        return of(null, device);
+    }
+
+    /** {@link #of(Device)} for the op that first touches {@code device}: an unavailable device's error names {@code op}. */
+    public static Backend of(String op, Device device) {
         if (device.isCpu()) return KernelProfiler.wrapIfActive(CPU);
         all();
         Backend b = holding.get(device.type());
+        String prefix = op == null ? "" : op + ": ";
         if (b == null) {
-            throw new IllegalStateException("device " + device + " is not available: no " + device.type().name().toLowerCase()
+            throw new IllegalStateException(prefix + "device " + device + " is not available: no " + device.type().name().toLowerCase()
                     + " backend on the class path (add the jtorch-cuda module)");
         }
         if (!b.isAvailable()) {
-            throw new IllegalStateException("device " + device + " is not available: " + b.unavailableReason());
+            throw new IllegalStateException(prefix + "device " + device + " is not available: " + b.unavailableReason());
         }
         return KernelProfiler.wrapIfActive(b);
     }

@@ -5,7 +5,7 @@ import org.jtorch.ops.Arguments;
 
 /**
  * Adaptive average pooling of {@code (N, C, H, W)} or {@code (C, H, W)} to a fixed output size, as
- * {@code torch.nn.AdaptiveAvgPool2d}: one size (square) or two; a negative size keeps the input's (None).
+ * {@code torch.nn.AdaptiveAvgPool2d}: one size (square) or two; -1 keeps the input's (None).
  * {@code new AdaptiveAvgPool2d(1)} is the global average pool of a ResNet head.
  */
 public class AdaptiveAvgPool2d extends Module {

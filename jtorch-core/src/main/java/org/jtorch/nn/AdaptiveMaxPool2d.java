@@ -6,7 +6,7 @@ import org.jtorch.ops.Reductions.ValuesIndices;
 
 /**
  * Adaptive max pooling of {@code (N, C, H, W)} or {@code (C, H, W)} to a fixed output size, as
- * {@code torch.nn.AdaptiveMaxPool2d}: one size or two; a negative size keeps the input's (None).
+ * {@code torch.nn.AdaptiveMaxPool2d}: one size or two; -1 keeps the input's (None).
  * {@link #forwardWithIndices} also returns the indices.
  */
 public class AdaptiveMaxPool2d extends Module {

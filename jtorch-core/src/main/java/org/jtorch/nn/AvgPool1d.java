@@ -14,13 +14,14 @@ public class AvgPool1d extends Module {
         this(kernelSize, kernelSize, 0, false, true);
     }
 
-    public AvgPool1d(int kernelSize, int stride) {
+    /** A null stride means the kernel size (PyTorch's None). */
+    public AvgPool1d(int kernelSize, Integer stride) {
         this(kernelSize, stride, 0, false, true);
     }
 
-    public AvgPool1d(int kernelSize, int stride, int padding, boolean ceilMode, boolean countIncludePad) {
+    public AvgPool1d(int kernelSize, Integer stride, int padding, boolean ceilMode, boolean countIncludePad) {
         this.kernelSize = kernelSize;
-        this.stride = stride;
+        this.stride = stride == null ? kernelSize : stride;
         this.padding = padding;
         this.ceilMode = ceilMode;
         this.countIncludePad = countIncludePad;

@@ -956,16 +956,17 @@ public final class F {
 
     public static Tensor maxPool1d(Tensor x, int kernelSize) {
         Arguments.nonNull("maxPool1d", "x", x);
-        return Pooling.maxPool1d(x, kernelSize, 0, 0, 1, false);
+        return Pooling.maxPool1d(x, kernelSize, null, 0, 1, false);
     }
 
-    /** A non-positive stride means the kernel size. */
-    public static Tensor maxPool1d(Tensor x, int kernelSize, int stride, int padding, int dilation, boolean ceilMode) {
+    /** A null stride means the kernel size (PyTorch's None); zero or negative strides are rejected. */
+    public static Tensor maxPool1d(Tensor x, int kernelSize, Integer stride, int padding, int dilation, boolean ceilMode) {
         Arguments.nonNull("maxPool1d", "x", x);
         return Pooling.maxPool1d(x, kernelSize, stride, padding, dilation, ceilMode);
     }
 
-    public static ValuesIndices maxPool1dWithIndices(Tensor x, int kernelSize, int stride, int padding, int dilation, boolean ceilMode) {
+    /** A null stride means the kernel size (PyTorch's None). */
+    public static ValuesIndices maxPool1dWithIndices(Tensor x, int kernelSize, Integer stride, int padding, int dilation, boolean ceilMode) {
         Arguments.nonNull("maxPool1dWithIndices", "x", x);
         return Pooling.maxPool1dWithIndices(x, kernelSize, stride, padding, dilation, ceilMode);
     }
@@ -997,16 +998,16 @@ public final class F {
 
     public static Tensor avgPool1d(Tensor x, int kernelSize) {
         Arguments.nonNull("avgPool1d", "x", x);
-        return Pooling.avgPool1d(x, kernelSize, 0, 0, false, true);
+        return Pooling.avgPool1d(x, kernelSize, null, 0, false, true);
     }
 
-    /** A non-positive stride means the kernel size. */
-    public static Tensor avgPool1d(Tensor x, int kernelSize, int stride, int padding, boolean ceilMode, boolean countIncludePad) {
+    /** A null stride means the kernel size (PyTorch's None); zero or negative strides are rejected. */
+    public static Tensor avgPool1d(Tensor x, int kernelSize, Integer stride, int padding, boolean ceilMode, boolean countIncludePad) {
         Arguments.nonNull("avgPool1d", "x", x);
         return Pooling.avgPool1d(x, kernelSize, stride, padding, ceilMode, countIncludePad);
     }
 
-    /** Output size as 1 or 2 sizes; a negative size keeps the input's (PyTorch's None). */
+    /** Output size as 1 or 2 sizes; -1 keeps the input's (PyTorch's None). */
     public static Tensor adaptiveAvgPool2d(Tensor x, long... outputSize) {
         Arguments.nonNull("adaptiveAvgPool2d", "x", x);
         Arguments.nonNull("adaptiveAvgPool2d", "outputSize", outputSize);

@@ -18,13 +18,14 @@ public class MaxPool1d extends Module {
         this(kernelSize, kernelSize, 0, 1, false);
     }
 
-    public MaxPool1d(int kernelSize, int stride) {
+    /** A null stride means the kernel size (PyTorch's None). */
+    public MaxPool1d(int kernelSize, Integer stride) {
         this(kernelSize, stride, 0, 1, false);
     }
 
-    public MaxPool1d(int kernelSize, int stride, int padding, int dilation, boolean ceilMode) {
+    public MaxPool1d(int kernelSize, Integer stride, int padding, int dilation, boolean ceilMode) {
         this.kernelSize = kernelSize;
-        this.stride = stride;
+        this.stride = stride == null ? kernelSize : stride;
         this.padding = padding;
         this.dilation = dilation;
         this.ceilMode = ceilMode;

@@ -86,6 +86,8 @@ public final class Shapes {
         int lead = target.length - shape.length;
         if (lead < 0) throw notBroadcastable(op, shape, target);
         long[] out = new long[target.length];
+        long numel = 1;
+        boolean overflow = false;
         for (int i = 0; i < target.length; i++) {
             int j = i - lead;
             if (j >= 0 && shape[j] == target[i]) {
@@ -95,7 +97,11 @@ public final class Shapes {
             } else {
                 throw notBroadcastable(op, shape, target);
             }
+            overflow |= Math.multiplyHigh(numel, target[i]) != 0;
+            numel *= target[i];
+            overflow |= numel < 0;
         }
+        if (overflow) checkedNumel(op, target); // throws, naming the op and the shape
         return out;
     }
 

@@ -225,7 +225,11 @@ public final class Joining {
         long size = self.size(d);
         long splitSize = (size + chunks - 1) / chunks;
         if (splitSize == 0 && size == 0) {
-            // PyTorch keeps the requested number of (empty) chunks here.
+            // PyTorch keeps the requested number of (empty) chunks here; a Java list holds fewer than 2^31 - 8.
+            if (chunks > Integer.MAX_VALUE - 8) {
+                throw new IllegalArgumentException(op + ": cannot return " + chunks + " empty chunks of a tensor of shape "
+                        + Shapes.format(self.shape()) + " (more than a Java list can hold)");
+            }
             return split(self, new long[chunks], d);
         }
         return split(self, splitSize, d);

@@ -43,15 +43,15 @@ public final class Pooling {
         return maxPool("maxPool2d", x, 2, kernel, stride, padding, dilation, ceilMode, true);
     }
 
-    /** {@code max_pool1d} over the last dimension of {@code (N, C, L)} or {@code (C, L)}. */
-    public static Tensor maxPool1d(Tensor x, int kernel, int stride, int padding, int dilation, boolean ceilMode) {
-        return valuesOnly(maxPool("maxPool1d", x, 1, new int[] {kernel}, stride <= 0 ? null : new int[] {stride}, new int[] {padding},
+    /** {@code max_pool1d} over the last dimension of {@code (N, C, L)} or {@code (C, L)}; a null stride means the kernel size. */
+    public static Tensor maxPool1d(Tensor x, int kernel, Integer stride, int padding, int dilation, boolean ceilMode) {
+        return valuesOnly(maxPool("maxPool1d", x, 1, new int[] {kernel}, stride == null ? null : new int[] {stride}, new int[] {padding},
                 new int[] {dilation}, ceilMode, false));
     }
 
-    /** {@code max_pool1d(..., return_indices=True)}; a non-positive stride means the kernel size. */
-    public static ValuesIndices maxPool1dWithIndices(Tensor x, int kernel, int stride, int padding, int dilation, boolean ceilMode) {
-        return maxPool("maxPool1d", x, 1, new int[] {kernel}, stride <= 0 ? null : new int[] {stride}, new int[] {padding},
+    /** {@code max_pool1d(..., return_indices=True)}; a null stride means the kernel size. */
+    public static ValuesIndices maxPool1dWithIndices(Tensor x, int kernel, Integer stride, int padding, int dilation, boolean ceilMode) {
+        return maxPool("maxPool1d", x, 1, new int[] {kernel}, stride == null ? null : new int[] {stride}, new int[] {padding},
                 new int[] {dilation}, ceilMode, true);
     }
 
@@ -60,13 +60,15 @@ public final class Pooling {
                                          boolean ceilMode, boolean wantIndices) {
         Geometry geo = geometry(op, x, dims, kernel, stride, padding, dilation, ceilMode, true);
         Pool2d g = geo.g;
-        boolean indexed = wantIndices || Autograd.needsGrad(x);
+        // Read once: another thread may set x's requiresGrad meanwhile, and backward needs the indices made here.
+        boolean record = Autograd.needsGrad(x);
+        boolean indexed = wantIndices || record;
         Tensor[] indices = new Tensor[1];
         Tensor out = runPlanes(x, g.planes(), g.inH(), g.inW(), geo.outShape, g.outH(), g.outW(), (in, o) -> {
             if (indexed) indices[0] = Tensor.empty(geo.outShape, DType.INT64, x.device());
             Backends.of(x.device()).spatial().maxPool2d(in, o, indices[0], g);
         });
-        recordMaxBackward("MaxPool2DWithIndicesBackward0", x, out, indices[0], g.planes());
+        if (record) recordMaxBackward("MaxPool2DWithIndicesBackward0", x, out, indices[0], g.planes());
         return new ValuesIndices(out, indices[0]);
     }
 
@@ -114,9 +116,9 @@ public final class Pooling {
         return avgPool(x, geo.g, geo.outShape, countIncludePad, divisorOverride);
     }
 
-    /** {@code avg_pool1d} over the last dimension; a non-positive stride means the kernel size. */
-    public static Tensor avgPool1d(Tensor x, int kernel, int stride, int padding, boolean ceilMode, boolean countIncludePad) {
-        Geometry geo = geometry("avgPool1d", x, 1, new int[] {kernel}, stride <= 0 ? null : new int[] {stride}, new int[] {padding},
+    /** {@code avg_pool1d} over the last dimension; a null stride means the kernel size. */
+    public static Tensor avgPool1d(Tensor x, int kernel, Integer stride, int padding, boolean ceilMode, boolean countIncludePad) {
+        Geometry geo = geometry("avgPool1d", x, 1, new int[] {kernel}, stride == null ? null : new int[] {stride}, new int[] {padding},
                 new int[] {1}, ceilMode, false);
         return avgPool(x, geo.g, geo.outShape, countIncludePad, 0);
     }
@@ -147,8 +149,7 @@ public final class Pooling {
     // ------------------------------------------------------------------ adaptive pooling
 
     /**
-     * {@code adaptive_avg_pool2d} to {@code outputSize} (1 or 2 sizes; a negative size keeps the input's, as
-     * PyTorch's None). Output cell {@code o} averages input {@code [floor(o * I / O), ceil((o + 1) * I / O))}.
+     * {@code adaptive_avg_pool2d} to {@code outputSize} (1 or 2 sizes; -1 keeps the input's, as PyTorch's None). Output cell {@code o} averages input {@code [floor(o * I / O), ceil((o + 1) * I / O))}.
      */
     public static Tensor adaptiveAvgPool2d(Tensor x, long... outputSize) {
         Adaptive a = adaptive("adaptiveAvgPool2d", x, 2, outputSize);
@@ -403,6 +404,12 @@ public final class Pooling {
         long inW = shape[r - 1];
         long outH = dims == 2 ? outputSize[0] : 1;
         long outW = outputSize[outputSize.length - 1];
+        // -1 is the 2-d form's None (keep the input's size); the 1-d form has no None.
+        long smallest = dims == 2 ? -1 : 0;
+        if (outH < smallest || outW < smallest) {
+            throw new IllegalArgumentException(op + ": elements of output_size must be greater than or equal to 0"
+                    + (dims == 2 ? " (or -1 for None)" : "") + " but received " + Arrays.toString(outputSize));
+        }
         if (dims == 2 && outH < 0) outH = inH;
         if (outW < 0) outW = inW;
         long[] outShape = shape.clone();

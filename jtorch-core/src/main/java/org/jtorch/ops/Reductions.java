@@ -125,8 +125,9 @@ public final class Reductions {
         long[] inShape = x.shape();
         Tensor ge = expandBack(g, inShape, reduced);
         Tensor isZero = x.eq(0.0);
-        Tensor zeros = isZero.sum(dims.length == 0 ? allDims(inShape.length) : dims, true);
-        Tensor nonzeroProduct = Torch.where(isZero, Torch.onesLike(x), x).prod(dims.length == 0 ? allDims(inShape.length) : dims, true, null);
+        int[] over = dims == null || dims.length == 0 ? allDims(inShape.length) : dims; // null and {} both mean every dim
+        Tensor zeros = isZero.sum(over, true);
+        Tensor nonzeroProduct = Torch.where(isZero, Torch.onesLike(x), x).prod(over, true, null);
         Tensor noZero = expandBack(result, inShape, reduced).div(x);
         Tensor oneZero = Torch.where(isZero, nonzeroProduct.expand(inShape), Torch.zerosLike(x));
         Tensor zerosE = zeros.expand(inShape);
@@ -169,7 +170,7 @@ public final class Reductions {
             SavedTensor sx = Autograd.save(x);
             SavedTensor sr = Autograd.save(r);
             long[] inShape = x.shape();
-            int[] all = dims.length == 0 ? allDims(inShape.length) : dims;
+            int[] all = dims == null || dims.length == 0 ? allDims(inShape.length) : dims;
             // The gradient is shared evenly among tied extrema, as PyTorch's evenly_distribute_backward.
             Autograd.record(op == ReduceOp.MAX ? "AmaxBackward0" : "AminBackward0", r, g -> {
                 Tensor mask = sx.get().eq(expandBack(sr.get(), inShape, reduced)).to(g[0].dtype());

@@ -58,11 +58,11 @@ public final class Adadelta extends Optimizer {
 
     @Override
     protected void validate(Map<String, Object> o) {
-        require(!(num(o, "lr") < 0), "Invalid learning rate: " + num(o, "lr"));
+        require(0 <= num(o, "lr"), "Invalid learning rate: " + num(o, "lr"));
         double rho = num(o, "rho");
         require(0 <= rho && rho <= 1, "Invalid rho value: " + rho);
-        require(!(num(o, "eps") < 0), "Invalid epsilon value: " + num(o, "eps"));
-        require(!(num(o, "weight_decay") < 0), "Invalid weight_decay value: " + num(o, "weight_decay"));
+        require(0 <= num(o, "eps"), "Invalid epsilon value: " + num(o, "eps"));
+        require(0 <= num(o, "weight_decay"), "Invalid weight_decay value: " + num(o, "weight_decay"));
     }
 
     @Override

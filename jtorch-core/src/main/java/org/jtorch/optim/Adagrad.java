@@ -64,12 +64,12 @@ public final class Adagrad extends Optimizer {
 
     @Override
     protected void validate(Map<String, Object> o) {
-        require(!(num(o, "lr") < 0), "Invalid learning rate: " + num(o, "lr"));
-        require(!(num(o, "lr_decay") < 0), "Invalid lr_decay value: " + num(o, "lr_decay"));
-        require(!(num(o, "weight_decay") < 0), "Invalid weight_decay value: " + num(o, "weight_decay"));
-        require(!(num(o, "initial_accumulator_value") < 0),
+        require(0 <= num(o, "lr"), "Invalid learning rate: " + num(o, "lr"));
+        require(0 <= num(o, "lr_decay"), "Invalid lr_decay value: " + num(o, "lr_decay"));
+        require(0 <= num(o, "weight_decay"), "Invalid weight_decay value: " + num(o, "weight_decay"));
+        require(0 <= num(o, "initial_accumulator_value"),
                 "Invalid initial_accumulator_value value: " + num(o, "initial_accumulator_value"));
-        require(!(num(o, "eps") < 0), "Invalid epsilon value: " + num(o, "eps"));
+        require(0 <= num(o, "eps"), "Invalid epsilon value: " + num(o, "eps"));
     }
 
     @Override

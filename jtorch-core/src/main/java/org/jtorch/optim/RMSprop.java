@@ -70,11 +70,11 @@ public final class RMSprop extends Optimizer {
 
     @Override
     protected void validate(Map<String, Object> o) {
-        require(!(num(o, "lr") < 0), "Invalid learning rate: " + num(o, "lr"));
-        require(!(num(o, "eps") < 0), "Invalid epsilon value: " + num(o, "eps"));
-        require(!(num(o, "momentum") < 0), "Invalid momentum value: " + num(o, "momentum"));
-        require(!(num(o, "weight_decay") < 0), "Invalid weight_decay value: " + num(o, "weight_decay"));
-        require(!(num(o, "alpha") < 0), "Invalid alpha value: " + num(o, "alpha"));
+        require(0 <= num(o, "lr"), "Invalid learning rate: " + num(o, "lr"));
+        require(0 <= num(o, "eps"), "Invalid epsilon value: " + num(o, "eps"));
+        require(0 <= num(o, "momentum"), "Invalid momentum value: " + num(o, "momentum"));
+        require(0 <= num(o, "weight_decay"), "Invalid weight_decay value: " + num(o, "weight_decay"));
+        require(0 <= num(o, "alpha"), "Invalid alpha value: " + num(o, "alpha"));
     }
 
     @Override

@@ -85,11 +85,11 @@ class SpatialConformanceTest {
         return switch (c.op()) {
             case "max_pool2d" -> both(F.maxPool2dWithIndices(x, ints(c, "kernel_size"), ints(c, "stride"), ints(c, "padding"),
                     ints(c, "dilation"), ceil));
-            case "max_pool1d" -> both(F.maxPool1dWithIndices(x, (int) c.longArg("kernel_size", 0), (int) c.longArg("stride", 0),
+            case "max_pool1d" -> both(F.maxPool1dWithIndices(x, (int) c.longArg("kernel_size", 0), optionalInt(c, "stride"),
                     (int) c.longArg("padding", 0), (int) c.longArg("dilation", 1), ceil));
             case "avg_pool2d" -> List.of(F.avgPool2d(x, ints(c, "kernel_size"), ints(c, "stride"), ints(c, "padding"), ceil,
                     c.boolArg("count_include_pad", true), divisor(c)));
-            case "avg_pool1d" -> List.of(F.avgPool1d(x, (int) c.longArg("kernel_size", 0), (int) c.longArg("stride", 0),
+            case "avg_pool1d" -> List.of(F.avgPool1d(x, (int) c.longArg("kernel_size", 0), optionalInt(c, "stride"),
                     (int) c.longArg("padding", 0), ceil, c.boolArg("count_include_pad", true)));
             case "adaptive_avg_pool2d" -> List.of(F.adaptiveAvgPool2d(x, c.longsArg("output_size")));
             case "adaptive_avg_pool1d" -> List.of(F.adaptiveAvgPool1d(x, c.longsArg("output_size")[0]));
@@ -127,6 +127,11 @@ class SpatialConformanceTest {
         double[] r = new double[a.size()];
         for (int i = 0; i < r.length; i++) r[i] = a.get(i).getAsDouble();
         return r;
+    }
+
+    /** An int argument, or null (PyTorch's None) when the case leaves it out. */
+    private static Integer optionalInt(Case c, String key) {
+        return c.args().has(key) && !c.args().get(key).isJsonNull() ? (int) c.longArg(key, 0) : null;
     }
 
     private static int[] ints(Case c, String key) {

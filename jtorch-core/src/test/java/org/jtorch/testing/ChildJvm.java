@@ -32,6 +32,16 @@ public final class ChildJvm {
 
     public static Result run(Class<?> main, Duration timeout, Map<String, String> env, String... args)
             throws IOException, InterruptedException {
+        return run(main, timeout, env, 0, args);
+    }
+
+    /**
+     * As {@link #run(Class, Duration, Map, String...)}, with the child's address space limited to
+     * {@code maxVirtualKiB} ({@code ulimit -v}; 0 for no limit), for children that may ask for more memory than the
+     * machine can spare: an allocation past the limit fails in the child instead of pushing others out.
+     */
+    public static Result run(Class<?> main, Duration timeout, Map<String, String> env, long maxVirtualKiB, String... args)
+            throws IOException, InterruptedException {
         Path dir = Files.createTempDirectory("jtorch-child-jvm");
         try {
             List<String> command = new ArrayList<>();
@@ -43,6 +53,11 @@ public final class ChildJvm {
             command.add(classPath(main, ChildJvm.class, org.jtorch.Tensor.class));
             command.add(main.getName());
             command.addAll(List.of(args));
+            if (maxVirtualKiB > 0) {
+                StringBuilder sh = new StringBuilder("ulimit -v ").append(maxVirtualKiB).append(" && exec");
+                for (String a : command) sh.append(" '").append(a.replace("'", "'\\''")).append('\'');
+                command = List.of("sh", "-c", sh.toString());
+            }
             Path log = dir.resolve("output.txt");
             ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
             pb.environment().putAll(env);

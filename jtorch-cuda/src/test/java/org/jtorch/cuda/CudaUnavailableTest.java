@@ -45,7 +45,7 @@ class CudaUnavailableTest {
     void allocatingACudaTensorFailsWithTheReason() {
         IllegalStateException e = assertThrows(IllegalStateException.class,
                 () -> Tensor.empty(new long[] {2, 3}, DType.FLOAT32, Device.cuda()));
-        assertEquals("device cuda:0 is not available: " + Cuda.unavailableReason(), e.getMessage());
+        assertEquals("empty: device cuda:0 is not available: " + Cuda.unavailableReason(), e.getMessage());
     }
 
     @Test

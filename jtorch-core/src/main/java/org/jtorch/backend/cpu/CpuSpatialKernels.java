@@ -114,15 +114,16 @@ final class CpuSpatialKernels implements SpatialKernels {
                 long gb = p * n;
                 long ib = p * m;
                 for (long i = 0; i < m; i++) st(is, f32, ib + i, 0);
+                // An index outside the plane: a window wholly in the padding, whose output depends on no input.
                 if (f32) {
                     for (long j = 0; j < n; j++) {
-                        long at = ib + xs.getAtIndex(I64, gb + j);
-                        is.setAtIndex(F32, at, is.getAtIndex(F32, at) + gs.getAtIndex(F32, gb + j));
+                        long i = xs.getAtIndex(I64, gb + j);
+                        if (i >= 0 && i < m) is.setAtIndex(F32, ib + i, is.getAtIndex(F32, ib + i) + gs.getAtIndex(F32, gb + j));
                     }
                 } else {
                     for (long j = 0; j < n; j++) {
-                        long at = ib + xs.getAtIndex(I64, gb + j);
-                        is.setAtIndex(F64, at, is.getAtIndex(F64, at) + gs.getAtIndex(F64, gb + j));
+                        long i = xs.getAtIndex(I64, gb + j);
+                        if (i >= 0 && i < m) is.setAtIndex(F64, ib + i, is.getAtIndex(F64, ib + i) + gs.getAtIndex(F64, gb + j));
                     }
                 }
             }
@@ -233,6 +234,7 @@ final class CpuSpatialKernels implements SpatialKernels {
         long outW = out.size(2);
         long inPlane = inH * inW;
         long outPlane = outH * outW;
+        long outRows = outPlane == 0 ? 0 : outH; // 2^62 x 0 cells: no rows to visit
         if (f32 && outPlane == 1) {
             // Global pooling (the ResNet head): one mean over each contiguous plane.
             Parallel.forRange(planes, grain(inPlane), (b, e) -> {
@@ -243,7 +245,7 @@ final class CpuSpatialKernels implements SpatialKernels {
         Parallel.forRange(planes, grain(Math.max(inPlane, outPlane)), (b, e) -> {
             for (long p = b; p < e; p++) {
                 long ib = p * inPlane;
-                for (long oh = 0; oh < outH; oh++) {
+                for (long oh = 0; oh < outRows; oh++) {
                     long h0 = start(oh, inH, outH);
                     long h1 = end(oh, inH, outH);
                     for (long ow = 0; ow < outW; ow++) {
@@ -272,6 +274,7 @@ final class CpuSpatialKernels implements SpatialKernels {
         long outW = gradOut.size(2);
         long inPlane = inH * inW;
         long outPlane = outH * outW;
+        long outRows = outPlane == 0 ? 0 : outH; // 2^62 x 0 cells: no rows to visit
         if (f32 && outPlane == 1) {
             Parallel.forRange(planes, grain(inPlane), (b, e) -> {
                 for (long p = b; p < e; p++) SpatialF32.fill(is, p * inPlane, inPlane, gs.getAtIndex(F32, p) / inPlane);
@@ -282,7 +285,7 @@ final class CpuSpatialKernels implements SpatialKernels {
             for (long p = b; p < e; p++) {
                 long ib = p * inPlane;
                 for (long i = 0; i < inPlane; i++) st(is, f32, ib + i, 0);
-                for (long oh = 0; oh < outH; oh++) {
+                for (long oh = 0; oh < outRows; oh++) {
                     long h0 = start(oh, inH, outH);
                     long h1 = end(oh, inH, outH);
                     for (long ow = 0; ow < outW; ow++) {
@@ -314,10 +317,11 @@ final class CpuSpatialKernels implements SpatialKernels {
         long outW = out.size(2);
         long inPlane = inH * inW;
         long outPlane = outH * outW;
+        long outRows = outPlane == 0 ? 0 : outH; // 2^62 x 0 cells: no rows to visit
         Parallel.forRange(planes, grain(Math.max(inPlane, outPlane)), (b, e) -> {
             for (long p = b; p < e; p++) {
                 long ib = p * inPlane;
-                for (long oh = 0; oh < outH; oh++) {
+                for (long oh = 0; oh < outRows; oh++) {
                     long h0 = start(oh, inH, outH);
                     long h1 = end(oh, inH, outH);
                     for (long ow = 0; ow < outW; ow++) {

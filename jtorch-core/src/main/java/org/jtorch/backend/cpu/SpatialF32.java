@@ -119,12 +119,16 @@ final class SpatialF32 {
         if (xs != null) MemorySegment.copy(b.idx, 0, xs, I64, ob * 8, b.idx.length);
     }
 
-    /** One plane of the max-pooling gradient, in place: zero (vectorised), then scatter-add. */
+    /**
+     * One plane of the max-pooling gradient, in place: zero (vectorised), then scatter-add. An index outside the
+     * plane comes from a window lying wholly in the padding (its -inf output depends on no input): it adds nothing.
+     */
     static void maxPoolBackward(MemorySegment gs, MemorySegment xs, long gb, int n, MemorySegment is, long ib, int m) {
         fill(is, ib, m, 0f);
         for (int j = 0; j < n; j++) {
-            long at = ib + xs.getAtIndex(I64, gb + j);
-            is.setAtIndex(F32, at, is.getAtIndex(F32, at) + gs.getAtIndex(F32, gb + j));
+            long i = xs.getAtIndex(I64, gb + j);
+            if (i < 0 || i >= m) continue;
+            is.setAtIndex(F32, ib + i, is.getAtIndex(F32, ib + i) + gs.getAtIndex(F32, gb + j));
         }
     }
 

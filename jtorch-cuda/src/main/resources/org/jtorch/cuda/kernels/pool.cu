@@ -195,7 +195,9 @@ __device__ __forceinline__ void max_pool_backward(const T* __restrict__ grad_out
                                                   T* __restrict__ grad_in, jt_i64 planes, jt_i64 n, jt_i64 m) {
     const jt_i64 total = planes * n;
     for (jt_i64 j = global_thread(); j < total; j += grid_threads()) {
-        atomicAdd(grad_in + (j / n) * m + indices[j], grad_out[j]);
+        // an index outside the plane: a window wholly in the padding, whose output depends on no input
+        const jt_i64 i = indices[j];
+        if (i >= 0 && i < m) atomicAdd(grad_in + (j / n) * m + i, grad_out[j]);
     }
 }
 

@@ -1,0 +1,176 @@
+package org.jtorch.fuzz;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.optim.Adadelta;
+import org.jtorch.optim.Adagrad;
+import org.jtorch.optim.Adam;
+import org.jtorch.optim.AdamW;
+import org.jtorch.optim.RMSprop;
+import org.jtorch.optim.SGD;
+import org.jtorch.nn.AvgPool1d;
+import org.jtorch.nn.F;
+import org.jtorch.nn.MaxPool1d;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+
+/**
+ * The defects {@link ApiFuzzTest}'s fuzzer found, one test each: calls that returned a result where PyTorch 1.13
+ * raises, or raised an error without the op's name. Expected behaviour from PyTorch 1.13 (the message quoted).
+ */
+class FuzzFindingsTest {
+    private static void raisesNaming(String op, Executable call) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
+        assertTrue(e.getMessage().startsWith(op + ": "), e.getMessage());
+    }
+
+    /** "max_pool1d() stride must be greater than zero, but got 0"; jtorch read 0 and -1 as "the kernel size". */
+    @Test
+    void onedPoolingRejectsZeroAndNegativeStrides() {
+        Tensor x = Torch.randn(2, 3, 6);
+        for (int stride : new int[] {0, -1}) {
+            raisesNaming("maxPool1d", () -> F.maxPool1d(x, 2, stride, 0, 1, false));
+            raisesNaming("maxPool1d", () -> F.maxPool1dWithIndices(x, 2, stride, 0, 1, false));
+            raisesNaming("avgPool1d", () -> F.avgPool1d(x, 2, stride, 0, false, true));
+            raisesNaming("maxPool1d", () -> new MaxPool1d(2, stride).forward(x));
+            raisesNaming("avgPool1d", () -> new AvgPool1d(2, stride).forward(x));
+        }
+        // PyTorch's None: the stride is the kernel size
+        assertArrayEquals(new long[] {2, 3, 3}, F.maxPool1d(x, 2, null, 0, 1, false).shape());
+        assertArrayEquals(new long[] {2, 3, 3}, F.avgPool1d(x, 2, null, 0, false, true).shape());
+    }
+
+    /** "adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but received {1, -1}". */
+    @Test
+    void adaptivePoolingRejectsNegativeOutputSizes() {
+        Tensor x = Torch.randn(1, 2, 4, 4);
+        raisesNaming("adaptiveAvgPool1d", () -> F.adaptiveAvgPool1d(x.flatten(2, 3), -1));
+        raisesNaming("adaptiveMaxPool1d", () -> F.adaptiveMaxPool1d(x.flatten(2, 3), -3));
+        raisesNaming("adaptiveAvgPool2d", () -> F.adaptiveAvgPool2d(x, 2, -2));
+        raisesNaming("adaptiveMaxPool2d", () -> F.adaptiveMaxPool2d(x, Long.MIN_VALUE));
+        // -1 stays jtorch's spelling of None in the 2-d forms: keep the input's size
+        assertArrayEquals(new long[] {1, 2, 4, 1}, F.adaptiveAvgPool2d(x, -1, 1).shape());
+    }
+
+    /** "numel: integer multiplication overflow" (torch.zeros(1).expand(2**62, 4)); broadcastTo made a view of it. */
+    @Test
+    void broadcastToRejectsAnElementCountThatOverflows() {
+        Tensor x = Torch.zeros(1);
+        raisesNaming("broadcastTo", () -> x.broadcastTo(new long[] {1L << 62, 4}));
+        raisesNaming("broadcastTo", () -> x.broadcastTo(new long[] {Long.MAX_VALUE, 3, 1}));
+    }
+
+    /** torch.optim's "if not 0.0 <= lr: raise ValueError('Invalid learning rate: nan')"; SGD's "lr < 0.0" lets NaN pass. */
+    @Test
+    void optimizersOtherThanSgdRejectNanOptions() {
+        List<Tensor> params = List.of(Torch.zeros(2).requiresGrad_(true));
+        for (Runnable build : List.<Runnable>of(() -> new Adam(params, Adam.options().lr(Double.NaN)),
+                () -> new AdamW(params, AdamW.options().eps(Double.NaN)), () -> new RMSprop(params, RMSprop.options().alpha(Double.NaN)),
+                () -> new Adagrad(params, Adagrad.options().lrDecay(Double.NaN)),
+                () -> new Adadelta(params, Adadelta.options().weightDecay(Double.NaN)))) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, build::run);
+            assertTrue(e.getMessage().contains("Invalid") && e.getMessage().contains("NaN"), e.getMessage());
+        }
+        new SGD(params, SGD.options().lr(Double.NaN)).close();
+    }
+
+    /** "assigned grad has data of a different type" (PyTorch raises for a float64 grad on a float32 tensor). */
+    @Test
+    void setGradRejectsAGradientOfAnotherDtype() {
+        Tensor p = Torch.zeros(2).requiresGrad_(true);
+        raisesNaming("setGrad", () -> p.setGrad(Torch.zeros(new long[] {2}, DType.FLOAT64, Device.cpu())));
+        raisesNaming("setGrad", () -> p.setGrad(Torch.zeros(new long[] {2}, DType.INT64, Device.cpu())));
+    }
+
+    /** A missing backend's error named the device but not the op that asked for it. */
+    @Test
+    void anUnavailableDeviceErrorNamesTheOp() {
+        for (String op : List.of("zeros", "empty", "eye", "memoryStats")) {
+            Executable call = switch (op) {
+                case "zeros" -> () -> Torch.zeros(new long[] {2}, DType.FLOAT32, Device.cuda(0));
+                case "empty" -> () -> Torch.empty(new long[] {2}, DType.FLOAT32, Device.cuda(0));
+                case "eye" -> () -> Torch.eye(2, 2, DType.FLOAT32, Device.cuda(0));
+                default -> () -> Torch.memoryStats(Device.cuda(0));
+            };
+            IllegalStateException e = assertThrows(IllegalStateException.class, call);
+            assertTrue(e.getMessage().startsWith(op + ": device cuda:0 is not available"), e.getMessage());
+        }
+    }
+
+    /** "a leaf Variable that requires grad is being used in an in-place operation" (fill_ and zero_ as any in-place op). */
+    @Test
+    void fillAndZeroRefuseALeafThatRequiresGrad() {
+        Tensor p = Torch.ones(3).requiresGrad_(true);
+        IllegalStateException fill = assertThrows(IllegalStateException.class, () -> p.fill_(2.0));
+        assertTrue(fill.getMessage().startsWith("fill_: "), fill.getMessage());
+        IllegalStateException zero = assertThrows(IllegalStateException.class, p::zero_);
+        assertTrue(zero.getMessage().startsWith("zero_: "), zero.getMessage());
+        try (var g = org.jtorch.autograd.Grad.noGrad()) {
+            p.zero_(); // initialisation under no-grad stays allowed
+        }
+    }
+
+    /** PyTorch 1.13: a = ones(3, requires_grad=True); b = a * 2; b.fill_(5); b.sum().backward() gives a.grad = [0, 0, 0]. */
+    @Test
+    void fillOfAGraphTensorCutsTheGradientOfItsEarlierValues() {
+        Tensor a = Torch.ones(3).requiresGrad_(true);
+        Tensor b = a.mul(2.0);
+        b.fill_(5.0);
+        b.sum().backward();
+        assertArrayEquals(new float[] {0, 0, 0}, a.grad().toFloatArray());
+    }
+
+    /** Null dims mean every dim (PyTorch's dim=None); the gradients of prod and amax read them as an array. */
+    @Test
+    void reductionsOverNullDimsDifferentiate() {
+        Tensor x = Torch.tensor(new float[] {1, 2, 3, 4}, 2, 2).requiresGrad_(true);
+        Torch.prod(x, (int[]) null).backward();
+        assertArrayEquals(new float[] {24, 12, 8, 6}, x.grad().toFloatArray()); // d(x1 x2 x3 x4)/dxi
+        Tensor y = Torch.tensor(new float[] {1, 4, 3, 4}, 2, 2).requiresGrad_(true);
+        y.amax((int[]) null).backward();
+        assertArrayEquals(new float[] {0, 0.5f, 0, 0.5f}, y.grad().toFloatArray()); // ties share the gradient evenly
+    }
+
+    /** torch.zeros(0).chunk(n) returns n empty chunks; a count no Java list can hold threw "Requested array size exceeds VM limit". */
+    @Test
+    void chunkOfAnEmptyDimIntoMoreChunksThanAListHoldsIsAClearError() {
+        raisesNaming("chunk", () -> Torch.zeros(0).chunk(Integer.MAX_VALUE, -1));
+        org.junit.jupiter.api.Assertions.assertEquals(5, Torch.zeros(0).chunk(5, 0).size());
+    }
+
+    /**
+     * max_pool1d(x of shape (2, 1), kernel 2, stride 2, padding 1, dilation 2): the one window lies wholly in the
+     * padding, so its output is -inf (PyTorch 1.13 too) and depends on no input: the gradient is zero. The backward
+     * scattered to the window's out-of-plane index, into the next plane or outside the buffer.
+     */
+    @Test
+    void maxPoolingWindowsInThePaddingGetNoGradient() {
+        Tensor x = Torch.tensor(new float[] {3, 5}, 2, 1).requiresGrad_(true);
+        Tensor y = F.maxPool1d(x, 2, 2, 1, 2, false);
+        assertArrayEquals(new float[] {Float.NEGATIVE_INFINITY, Float.NEGATIVE_INFINITY}, y.toFloatArray());
+        y.sum().backward();
+        assertArrayEquals(new float[] {0, 0}, x.grad().toFloatArray());
+        Tensor x64 = Torch.tensor(new double[] {3, 5}, 2, 1).requiresGrad_(true);
+        F.maxPool1d(x64, 2, 2, 1, 2, false).sum().backward();
+        assertArrayEquals(new double[] {0, 0}, x64.grad().toDoubleArray());
+    }
+
+    /** An adaptive pool to an empty output of 2^62 x 0 cells looped over the 2^62 rows: a hang. Now it returns at once. */
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 10, threadMode = org.junit.jupiter.api.Timeout.ThreadMode.SEPARATE_THREAD)
+    void poolingToAnEmptyOutputReturnsAtOnce() {
+        Tensor x = Torch.randn(3, 4, 4).requiresGrad_(true);
+        Tensor y = F.adaptiveAvgPool2d(x, 1L << 62, 0);
+        assertArrayEquals(new long[] {3, 1L << 62, 0}, y.shape());
+        assertArrayEquals(new long[] {3, 1L << 62, 0}, F.adaptiveMaxPool2d(x, 1L << 62, 0).shape());
+        y.sum().backward();
+        assertArrayEquals(new float[48], x.grad().toFloatArray());
+    }
+}
