@@ -134,9 +134,11 @@ public final class Convolution {
         input.checkOpen(op);
         int[] k = pair(op, "kernel_size", kernelSize, 2), d = pair(op, "dilation", dilation, 2);
         int[] p = pair(op, "padding", padding, 2), s = pair(op, "stride", stride, 2);
-        if (input.dim() != 4 && input.dim() != 3) {
-            throw new IllegalArgumentException(op + ": expected a 3-D (unbatched) or 4-D (batched) input, got shape "
-                    + Shapes.format(input.shape()));
+        boolean emptyNonBatch = false;
+        for (int i = input.dim() == 4 ? 1 : 0; i < input.dim(); i++) emptyNonBatch |= input.size(i) == 0;
+        if ((input.dim() != 4 && input.dim() != 3) || emptyNonBatch) {
+            throw new IllegalArgumentException(op + ": expected a 3-D (unbatched) or 4-D (batched) input with non-zero dimensions"
+                    + " other than the batch, got shape " + Shapes.format(input.shape()));
         }
         checkFoldDtype(op, input.dtype());
         checkWindow(op, k, d, p, s);

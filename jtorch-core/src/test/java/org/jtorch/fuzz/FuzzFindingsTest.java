@@ -9,15 +9,16 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.nn.AvgPool1d;
+import org.jtorch.nn.F;
+import org.jtorch.nn.MaxPool1d;
+import org.jtorch.nn.Unfold;
 import org.jtorch.optim.Adadelta;
 import org.jtorch.optim.Adagrad;
 import org.jtorch.optim.Adam;
 import org.jtorch.optim.AdamW;
 import org.jtorch.optim.RMSprop;
 import org.jtorch.optim.SGD;
-import org.jtorch.nn.AvgPool1d;
-import org.jtorch.nn.F;
-import org.jtorch.nn.MaxPool1d;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 
@@ -60,6 +61,19 @@ class FuzzFindingsTest {
     }
 
     /** "numel: integer multiplication overflow" (torch.zeros(1).expand(2**62, 4)); broadcastTo made a view of it. */
+    /**
+     * Seed 3, call 2659 of the fuzzer after the op registry merged: unfold of an input with an empty spatial dim read
+     * its (empty) storage at an offset in im2col; PyTorch 1.13 refuses such an input.
+     */
+    @Test
+    void unfoldRefusesAnEmptyDimensionOtherThanTheBatch() {
+        raisesNaming("unfold", () -> new Unfold(new int[] {2}, new int[] {1}, new int[] {1, 1}, new int[] {1, 1})
+                .forward(Torch.zeros(new long[] {2, 3, 0}, DType.BFLOAT16, Device.cpu())));
+        raisesNaming("unfold", () -> F.unfold(Torch.zeros(1, 0, 4, 4), new int[] {2, 2}, new int[] {1, 1}, new int[] {0, 0}, new int[] {1, 1}));
+        assertArrayEquals(new long[] {0, 12, 9}, F.unfold(Torch.zeros(0, 3, 4, 4), new int[] {2, 2}, new int[] {1, 1}, new int[] {0, 0},
+                new int[] {1, 1}).shape(), "an empty batch is fine");
+    }
+
     @Test
     void broadcastToRejectsAnElementCountThatOverflows() {
         Tensor x = Torch.zeros(1);
