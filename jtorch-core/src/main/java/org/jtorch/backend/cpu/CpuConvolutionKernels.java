@@ -335,9 +335,7 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
                         }
                         long src = xOff + ((long) c * h + iy) * w + ix0;
                         if (lo > 0) dst.asSlice(d, (long) lo * esz).fill((byte) 0);
-                        if (hi == lo) {
-                            // no input column in range (an empty image): nothing to read, where src may lie past x
-                        } else if (g.sw() == 1) {
+                        if (g.sw() == 1) {
                             MemorySegment.copy(x, (src + lo) * esz, dst, d + (long) lo * esz, (long) (hi - lo) * esz);
                         } else if (esz == 4) {
                             for (int ox = lo; ox < hi; ox++) dst.set(F32, d + ox * 4L, x.get(F32, (src + (long) ox * g.sw()) * 4));
