@@ -4,6 +4,7 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.jtorch.DType;
 import org.jtorch.Device;
@@ -18,6 +19,8 @@ import org.jtorch.Device;
  * <p>Instances are immutable and shared; {@link OpRegistry} lists them.
  */
 public final class OpDef {
+    private static final AtomicInteger NEXT_ID = new AtomicInteger();
+
     /** The shape of the op's call, which fixes how the dispatcher runs it. */
     public enum Kind {
         /** One tensor input and up to two scalar parameters, elementwise. */
@@ -41,6 +44,7 @@ public final class OpDef {
     private final Map<Device.Type, CastPolicy> autocast;
     private final boolean integerDivision;
     private final String doc;
+    private final int id = NEXT_ID.getAndIncrement();
     /** The kernel per device type once looked up ({@link KernelRegistry#pointwise}): the dispatcher's hot path reads it. */
     final PointwiseKernel[] kernels = new PointwiseKernel[Device.Type.values().length];
 
@@ -82,6 +86,9 @@ public final class OpDef {
     public String kernel() { return kernel; }
 
     public Kind kind() { return kind; }
+
+    /** A small dense number, unique per op: an index into the per-op tables of the layers above (the dispatcher's plans). */
+    public int id() { return id; }
 
     public Signature signature() { return signature; }
 

@@ -1,6 +1,5 @@
 package org.jtorch.ops;
 
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -16,6 +15,8 @@ import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.KernelProfiler;
 import org.jtorch.op.Expr;
+import org.jtorch.ops.ExprCompiler.TensorFn;
+import org.jtorch.ops.ExprCompiler.Values;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.PointwiseKernel;
@@ -129,7 +130,7 @@ public final class Dispatcher {
     }
 
     /** A composite op: its declared composition run op by op without recording, then its own derivative recorded. */
-    private static Tensor composite(OpDef op, Tensor[] inputs, double[] scalars) {
+    static Tensor composite(OpDef op, Tensor[] inputs, double[] scalars) {
         for (Tensor t : inputs) if (t != null) t.checkOpen(op.pyName());
         if (Autocast.isActive()) {
             Tensor r = Autocast.run(op.pyName(), t -> composite(op, t, scalars), inputs);
@@ -137,7 +138,7 @@ public final class Dispatcher {
         }
         Tensor r;
         try (var g = Grad.noGrad()) {
-            r = evaluate(op.composition(), new Values(inputs, presence(inputs), null, null, scalars));
+            r = plan(op).composition().eval(new Values(inputs, presence(inputs), null, null, scalars));
         }
         if (TRACING.get() != 0) traced(op, r, scalars, inputs);
         if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, inputs, r, scalars);
@@ -224,129 +225,103 @@ public final class Dispatcher {
     // ------------------------------------------------------------------ autograd layer
 
     /**
+     * What the dispatcher runs of one op, compiled once from its declaration: the derivatives and the
+     * composition as closures ({@link ExprCompiler}), which inputs the derivatives read (only those are saved)
+     * and whether they read the result.
+     */
+    private record Plan(TensorFn[] derivatives, TensorFn composition, boolean[] readsInput, boolean readsResult,
+                        String nodeName) {
+        static Plan of(OpDef op) {
+            List<Expr> d = op.derivatives();
+            TensorFn[] compiled = new TensorFn[d.size()];
+            boolean readsResult = false;
+            int inputs = (int) op.signature().tensorCount();
+            boolean[] readsInput = new boolean[Math.max(inputs, d.size())];
+            for (int i = 0; i < d.size(); i++) {
+                Expr e = d.get(i);
+                if (e == null) continue;
+                compiled[i] = ExprCompiler.compile(e);
+                readsResult |= e.reads(Expr.RESULT);
+                for (int j = 0; j < readsInput.length; j++) readsInput[j] |= e.readsInput(j);
+            }
+            TensorFn composition = op.composition() == null ? null : ExprCompiler.compile(op.composition());
+            return new Plan(compiled, composition, readsInput, readsResult, Elementwise.backwardName(op.pyName()));
+        }
+    }
+
+    private static volatile Plan[] plans = new Plan[64];
+
+    private static Plan plan(OpDef op) {
+        Plan[] table = plans;
+        int id = op.id();
+        Plan p = id < table.length ? table[id] : null;
+        return p != null ? p : buildPlan(op);
+    }
+
+    private static synchronized Plan buildPlan(OpDef op) {
+        Plan[] table = plans;
+        int id = op.id();
+        if (id < table.length && table[id] != null) return table[id];
+        Plan p = Plan.of(op);
+        Plan[] grown = Arrays.copyOf(table, Math.max(table.length, Integer.highestOneBit(id) * 2 + 2));
+        grown[id] = p;
+        plans = grown;
+        return p;
+    }
+
+    /**
      * Records the backward of {@code result = op(inputs)}: a node that evaluates the op's declared derivative
      * with ops. {@code values} are the inputs' values before the op (an in-place op's clone of its input);
      * only those the derivative reads are saved, and the result only when it reads {@link Expr#RESULT}.
      */
     static void record(OpDef op, Tensor[] inputs, Tensor[] values, Tensor result, double[] scalars) {
-        List<Expr> derivatives = op.derivatives();
+        Plan plan = plan(op);
+        TensorFn[] derivatives = plan.derivatives();
         int n = inputs.length;
         SavedTensor[] saved = new SavedTensor[n];
-        List<SavedTensor> all = new ArrayList<>();
-        List<Tensor> graphInputs = new ArrayList<>();
+        SavedTensor[] all = new SavedTensor[n + 1];
+        int savedCount = 0;
+        int graphCount = 0;
+        for (Tensor t : inputs) if (t != null) graphCount++;
+        Tensor[] graphInputs = new Tensor[graphCount];
         int[] slot = new int[n];
-        for (int i = 0; i < n; i++) {
-            slot[i] = -1;
-            if (inputs[i] == null) continue;
-            slot[i] = graphInputs.size();
-            graphInputs.add(inputs[i]);
-            boolean read = false;
-            for (Expr d : derivatives) read |= d != null && d.readsInput(i);
-            if (read) all.add(saved[i] = Autograd.save(values[i]));
-        }
-        boolean readsResult = false;
-        for (Expr d : derivatives) readsResult |= d != null && d.reads(Expr.RESULT);
-        SavedTensor savedResult = readsResult ? Autograd.save(result) : null;
-        if (savedResult != null) all.add(savedResult);
         long[][] shapes = new long[n][];
         DType[] types = new DType[n];
         boolean[] needs = new boolean[n];
         boolean[] present = new boolean[n];
+        graphCount = 0;
         for (int i = 0; i < n; i++) {
-            if (inputs[i] == null) continue;
+            slot[i] = -1;
+            Tensor t = inputs[i];
+            if (t == null) continue;
+            slot[i] = graphCount;
+            graphInputs[graphCount++] = t;
+            if (i < plan.readsInput().length && plan.readsInput()[i]) all[savedCount++] = saved[i] = Autograd.save(values[i]);
             present[i] = true;
-            shapes[i] = inputs[i].shape();
-            types[i] = inputs[i].dtype();
-            needs[i] = inputs[i].requiresGrad();
+            shapes[i] = t.shape();
+            types[i] = t.dtype();
+            needs[i] = t.requiresGrad();
         }
+        SavedTensor savedResult = plan.readsResult() ? Autograd.save(result) : null;
+        if (savedResult != null) all[savedCount++] = savedResult;
         boolean unary = op.kind() == OpDef.Kind.UNARY;
-        Autograd.record(Elementwise.backwardName(op.pyName()), result, g -> {
+        Autograd.record(plan.nodeName(), result, g -> {
             Tensor[] in = new Tensor[n];
             for (int i = 0; i < n; i++) if (saved[i] != null) in[i] = saved[i].get();
             Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars);
-            Tensor[] grads = new Tensor[graphInputs.size()];
+            Tensor[] grads = new Tensor[graphInputs.length];
             for (int i = 0; i < n; i++) {
-                if (!needs[i] || derivatives.get(i) == null) continue;
-                Tensor gi = evaluate(derivatives.get(i), v);
+                if (!needs[i] || i >= derivatives.length || derivatives[i] == null) continue;
+                Tensor gi = derivatives[i].eval(v);
                 grads[slot[i]] = unary ? Elementwise.castTo(gi, types[i]) : Gradients.sumTo(gi, shapes[i], types[i]);
             }
             return grads;
-        }, graphInputs.toArray(new Tensor[0]), all.toArray(new SavedTensor[0]));
+        }, graphInputs, savedCount == all.length ? all : Arrays.copyOf(all, savedCount));
     }
-
-    /**
-     * What a derivative or composition reads: inputs (null where not saved), which optional inputs were given,
-     * the result, the incoming gradient and the scalar parameters.
-     */
-    private record Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars) {}
 
     private static boolean[] presence(Tensor[] inputs) {
         boolean[] p = new boolean[inputs.length];
         for (int i = 0; i < p.length; i++) p[i] = inputs[i] != null;
         return p;
-    }
-
-    /** Evaluates a derivative or composition tree by dispatching each op it names. */
-    private static Tensor evaluate(Expr e, Values v) {
-        return switch (e) {
-            case Expr.In in -> v.inputs()[in.index()];
-            case Expr.Result r -> v.result();
-            case Expr.Grad g -> v.grad();
-            case Expr.Op o -> callOp(o, v);
-            case Expr.Where w -> where(w, v);
-            case Expr.ZerosLike z -> Gradients.zerosLike(evaluate(z.like(), v));
-            case Expr.CastLike c -> Elementwise.castTo(evaluate(c.value(), v), evaluate(c.like(), v).dtype());
-            case Expr.IfPresent p -> evaluate(p.index() < v.present().length && v.present()[p.index()]
-                    ? p.then() : p.otherwise(), v);
-            case Expr.IfScalar p -> evaluate(v.scalars()[p.index()] == p.value() ? p.then() : p.otherwise(), v);
-            default -> throw new IllegalStateException(e + " is not a tensor expression");
-        };
-    }
-
-    private static Tensor callOp(Expr.Op o, Values v) {
-        OpDef op = o.op();
-        List<Expr> args = o.args();
-        switch (op.kind()) {
-            case UNARY -> {
-                Tensor x = evaluate(args.get(0), v);
-                double p0 = args.size() > 1 ? args.get(1).scalarValue(v.scalars()) : 0;
-                double p1 = args.size() > 2 ? args.get(2).scalarValue(v.scalars()) : 0;
-                return unary(op, x, p0, p1);
-            }
-            case BINARY -> {
-                Expr ea = args.get(0);
-                Expr eb = args.get(1);
-                if (ea.isScalar()) {
-                    Tensor b = evaluate(eb, v);
-                    return binary(op, scalarLike(b, ea.scalarValue(v.scalars())), b, 1);
-                }
-                Tensor a = evaluate(ea, v);
-                if (eb.isScalar()) {
-                    double s = eb.scalarValue(v.scalars());
-                    if (op.name().equals("mul") && s == 1) return a;
-                    return binary(op, a, scalarLike(a, s), 1);
-                }
-                return binary(op, a, evaluate(eb, v), 1);
-            }
-            default -> {
-                Tensor[] in = new Tensor[args.size()];
-                for (int i = 0; i < in.length; i++) in[i] = evaluate(args.get(i), v);
-                return composite(op, in, new double[0]);
-            }
-        }
-    }
-
-    private static Tensor where(Expr.Where w, Values v) {
-        Tensor cond = evaluate(w.cond(), v);
-        Tensor a = w.a().isScalar() ? null : evaluate(w.a(), v);
-        Tensor b = w.b().isScalar() ? null : evaluate(w.b(), v);
-        if (a == null) a = scalarLike(b, w.a().scalarValue(v.scalars()));
-        if (b == null) b = scalarLike(a, w.b().scalarValue(v.scalars()));
-        return Elementwise.where(cond, a, b);
-    }
-
-    /** A Java double as PyTorch's wrapped number next to {@code like} (what {@code t.mul(2.0)} makes of the 2.0). */
-    private static Tensor scalarLike(Tensor like, double value) {
-        return Elementwise.wrappedScalar(like, value, (long) value, DType.FLOAT64);
     }
 }
