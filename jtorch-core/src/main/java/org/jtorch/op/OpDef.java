@@ -28,7 +28,18 @@ public final class OpDef {
         /** Two broadcast tensor inputs and one scalar ({@code alpha}), elementwise. */
         BINARY,
         /** A composition of declared ops ({@link #composition}), run through the dispatcher op by op. */
-        COMPOSITE
+        COMPOSITE,
+        /**
+         * One tensor input reduced over a list of dimensions ({@code dim}, empty for all) with {@code keepdim}
+         * and an optional result {@code dtype}: by the backends' accumulating kernel ({@link #accumulation}) or,
+         * for a composite reduction, by its {@link #composition}.
+         */
+        REDUCTION;
+
+        /** Whether backends register an elementwise kernel for ops of this kind. */
+        public boolean isPointwise() {
+            return this == UNARY || this == BINARY;
+        }
     }
 
     private final String name;
@@ -43,6 +54,7 @@ public final class OpDef {
     private volatile List<Expr> derivativesResolved;
     private final Map<Device.Type, CastPolicy> autocast;
     private final boolean integerDivision;
+    private final ReduceOp accumulation;
     private final String doc;
     private final int id = NEXT_ID.getAndIncrement();
     /** The kernel per device type once looked up ({@link KernelRegistry#pointwise}): the dispatcher's hot path reads it. */
@@ -60,8 +72,12 @@ public final class OpDef {
         derivatives = b.derivatives;
         autocast = b.autocast.isEmpty() ? Map.of() : Map.copyOf(b.autocast);
         integerDivision = b.integerDivision;
+        accumulation = b.accumulation;
         doc = b.doc == null ? "" : b.doc;
         if (kind == Kind.COMPOSITE && composition == null) throw new IllegalArgumentException(name + ": composite without composition");
+        if (kind == Kind.REDUCTION && (accumulation == null) == (composition == null)) {
+            throw new IllegalArgumentException(name + ": a reduction has either an accumulation or a composition");
+        }
     }
 
     public static Builder unary(String name) {
@@ -74,6 +90,18 @@ public final class OpDef {
 
     public static Builder composite(String name) {
         return new Builder(name, Kind.COMPOSITE);
+    }
+
+    /** A reduction computed by the backends' accumulating kernel for {@code accumulation}. */
+    public static Builder reduction(String name, ReduceOp accumulation) {
+        Builder b = new Builder(name, Kind.REDUCTION);
+        b.accumulation = accumulation;
+        return b;
+    }
+
+    /** A reduction written as a composition of ops (reductions in it reduce over the call's dimensions). */
+    public static Builder compositeReduction(String name) {
+        return new Builder(name, Kind.REDUCTION);
     }
 
     /** The registry's key: unique, as the sources' kernels are named ({@code pow_scalar}, {@code div_floor}). */
@@ -104,6 +132,9 @@ public final class OpDef {
     public boolean integerDivision() { return integerDivision; }
 
     public String doc() { return doc; }
+
+    /** The accumulating kernel a primitive reduction runs; null for other ops and composite reductions. */
+    public ReduceOp accumulation() { return accumulation; }
 
     /** The autocast policy on {@code type}, or null when autocast leaves the op untouched there. */
     public CastPolicy autocast(Device.Type type) {
@@ -156,6 +187,7 @@ public final class OpDef {
         private Supplier<List<Expr>> derivatives;
         private final Map<Device.Type, CastPolicy> autocast = new EnumMap<>(Device.Type.class);
         private boolean integerDivision;
+        private ReduceOp accumulation;
         private String doc;
 
         private Builder(String name, Kind kind) {

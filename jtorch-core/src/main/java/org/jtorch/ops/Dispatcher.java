@@ -14,7 +14,10 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.KernelProfiler;
+import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.Expr;
+import org.jtorch.op.ReduceArgs;
+import org.jtorch.ops.ExprCompiler.ReduceCall;
 import org.jtorch.ops.ExprCompiler.TensorFn;
 import org.jtorch.ops.ExprCompiler.Values;
 import org.jtorch.op.KernelRegistry;
@@ -76,7 +79,8 @@ public final class Dispatcher {
 
     /**
      * Runs {@code op} on {@code inputs} (its tensor parameters, in signature order; optional ones may be null)
-     * and {@code scalars} (its scalar parameters; NaN for None).
+     * and {@code scalars} (its scalar parameters; NaN for None). A reduction reduces every dimension here
+     * ({@link #reduce} takes dimensions).
      */
     public static Tensor call(OpDef op, Tensor[] inputs, double... scalars) {
         double p0 = scalars.length > 0 ? scalars[0] : 0;
@@ -85,6 +89,7 @@ public final class Dispatcher {
             case UNARY -> unary(op, inputs[0], p0, p1);
             case BINARY -> binary(op, inputs[0], inputs[1], scalars.length > 0 ? p0 : 1);
             case COMPOSITE -> composite(op, inputs, scalars);
+            case REDUCTION -> reduce(op, inputs[0], ALL_DIMS, null, p0);
         };
     }
 
@@ -99,9 +104,9 @@ public final class Dispatcher {
         DType outType = op.resultType(compute);
         Tensor r = Tensor.empty(x.shape(), outType, x.device());
         runKernel(op, r, x, null, compute, p0, p1);
-        if (TRACING.get() != 0) traced(op, r, new double[] {p0, p1}, x);
+        if (TRACING.get() != 0) traced(op, r, new double[] {p0, p1}, null, x);
         if (op.isDifferentiable() && Autograd.needsGrad(x) && outType.isFloatingPoint()) {
-            record(op, new Tensor[] {x}, new Tensor[] {x}, r, new double[] {p0, p1});
+            record(op, new Tensor[] {x}, new Tensor[] {x}, r, new double[] {p0, p1}, null);
         }
         return r;
     }
@@ -122,14 +127,17 @@ public final class Dispatcher {
         Tensor r = Tensor.empty(shape, op.resultType(compute), device);
         checkDivisor(op, b, compute, device);
         runKernel(op, r, a.broadcastTo(shape), b.broadcastTo(shape), compute, alpha, 0);
-        if (TRACING.get() != 0) traced(op, r, new double[] {alpha}, a, b);
+        if (TRACING.get() != 0) traced(op, r, new double[] {alpha}, null, a, b);
         if (op.isDifferentiable() && Autograd.needsGrad(a, b)) {
-            record(op, new Tensor[] {a, b}, new Tensor[] {a, b}, r, new double[] {alpha});
+            record(op, new Tensor[] {a, b}, new Tensor[] {a, b}, r, new double[] {alpha}, null);
         }
         return r;
     }
 
-    /** A composite op: its declared composition run op by op without recording, then its own derivative recorded. */
+    /**
+     * A composite op: its declared composition run op by op without recording (the trace sees those ops), then
+     * its own derivative recorded.
+     */
     static Tensor composite(OpDef op, Tensor[] inputs, double[] scalars) {
         for (Tensor t : inputs) if (t != null) t.checkOpen(op.pyName());
         if (Autocast.isActive()) {
@@ -137,12 +145,75 @@ public final class Dispatcher {
             if (r != null) return r;
         }
         Tensor r;
-        try (var g = Grad.noGrad()) {
-            r = plan(op).composition().eval(new Values(inputs, presence(inputs), null, null, scalars));
+        // The composition's intermediates are closed with the scope; only the result leaves it.
+        try (var g = Grad.noGrad(); MemoryScope scope = new MemoryScope()) {
+            r = scope.keep(plan(op).composition().eval(new Values(inputs, presence(inputs), null, null, scalars)));
         }
-        if (TRACING.get() != 0) traced(op, r, scalars, inputs);
-        if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, inputs, r, scalars);
+        // The trace saw the composition's ops: the JIT sees through composites, so the whole is not reported again.
+        if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, inputs, r, scalars, null);
         return r;
+    }
+
+    /**
+     * A reduction of {@code x} over {@code args}' dimensions. {@code dtype} (may be null) is the result's
+     * dtype; the input is converted to it first, as PyTorch. {@code p} is the op's scalar (norm's order).
+     */
+    public static Tensor reduce(OpDef op, Tensor x, ReduceArgs args, DType dtype, double p) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run(op.pyName(), dtype != null, t -> reduce(op, t[0], args, dtype, p), x);
+            if (r != null) return r;
+        }
+        String name = op.pyName();
+        x.checkOpen(name);
+        DType out = dtype != null && op.accumulation() != null ? dtype
+                : op.resultType(op.computeType(dtype != null ? dtype : x.dtype(), Torch.defaultDtype()));
+        if (dtype != null && dtype != x.dtype()) {
+            try (Tensor converted = x.to(dtype)) {
+                return reduceAs(op, converted, args, out, p);
+            }
+        }
+        return reduceAs(op, x, args, out, p);
+    }
+
+    private static Tensor reduceAs(OpDef op, Tensor x, ReduceArgs args, DType out, double p) {
+        String name = op.pyName();
+        ReduceCall call = ReduceCall.of(name, x.shape(), args);
+        if (op.accumulation() != null && op.accumulation().emptyIsError()) {
+            Reductions.checkNonEmpty(name, x, call.reduced(), args.dims().length == 0);
+        }
+        double[] scalars = {p};
+        Tensor r;
+        if (op.accumulation() == null) {
+            try (var g = Grad.noGrad(); MemoryScope scope = new MemoryScope()) {
+                r = scope.keep(plan(op).composition().eval(new Values(new Tensor[] {x}, ONE_PRESENT, null, null, scalars, call)));
+            }
+        } else {
+            r = Tensor.empty(call.resultShape(), out, x.device());
+            runReduction(op, x, r, call, p);
+        }
+        if (TRACING.get() != 0 && op.accumulation() != null) traced(op, r, scalars, args, x);
+        if (op.isDifferentiable() && r.dtype().isFloatingPoint() && Autograd.needsGrad(x)) {
+            record(op, new Tensor[] {x}, new Tensor[] {x}, r, scalars, call);
+        }
+        return r;
+    }
+
+    private static final boolean[] ONE_PRESENT = {true};
+    private static final ReduceArgs ALL_DIMS = new ReduceArgs(null, false);
+
+    /** Runs a primitive reduction's accumulating kernel into {@code r}, seen with the reduced dims broadcast back. */
+    private static void runReduction(OpDef op, Tensor x, Tensor r, ReduceCall call, double p) {
+        long[] keep = Reductions.resultShape(call.inputShape(), call.reduced(), true);
+        try (Tensor k = r.asStrided(keep, Shapes.contiguousStrides(keep), r.storageOffset());
+             Tensor out = k.broadcastTo(call.inputShape())) {
+            if (KernelProfiler.isActive()) {
+                long t0 = System.nanoTime();
+                Backends.of(x.device()).reductions().reduce(op.accumulation(), x, out, p);
+                KernelProfiler.recordKernel(op.name(), r, System.nanoTime() - t0);
+            } else {
+                Backends.of(x.device()).reductions().reduce(op.accumulation(), x, out, p);
+            }
+        }
     }
 
     // ------------------------------------------------------------------ kernel layer (with profiling)
@@ -217,9 +288,9 @@ public final class Dispatcher {
 
     // ------------------------------------------------------------------ trace layer
 
-    private static void traced(OpDef op, Tensor out, double[] scalars, Tensor... inputs) {
+    private static void traced(OpDef op, Tensor out, double[] scalars, ReduceArgs reduce, Tensor... inputs) {
         TraceHook<Tensor> hook = TRACE.get();
-        if (hook != null) hook.record(op, Arrays.asList(inputs), scalars.clone(), out);
+        if (hook != null) hook.record(op, Arrays.asList(inputs), scalars.clone(), reduce, out);
     }
 
     // ------------------------------------------------------------------ autograd layer
@@ -273,8 +344,9 @@ public final class Dispatcher {
      * Records the backward of {@code result = op(inputs)}: a node that evaluates the op's declared derivative
      * with ops. {@code values} are the inputs' values before the op (an in-place op's clone of its input);
      * only those the derivative reads are saved, and the result only when it reads {@link Expr#RESULT}.
+     * {@code call} is a reduction's call (null for other ops).
      */
-    static void record(OpDef op, Tensor[] inputs, Tensor[] values, Tensor result, double[] scalars) {
+    static void record(OpDef op, Tensor[] inputs, Tensor[] values, Tensor result, double[] scalars, ReduceCall call) {
         Plan plan = plan(op);
         TensorFn[] derivatives = plan.derivatives();
         int n = inputs.length;
@@ -304,16 +376,16 @@ public final class Dispatcher {
         }
         SavedTensor savedResult = plan.readsResult() ? Autograd.save(result) : null;
         if (savedResult != null) all[savedCount++] = savedResult;
-        boolean unary = op.kind() == OpDef.Kind.UNARY;
+        boolean sameShape = op.kind() != OpDef.Kind.BINARY && op.kind() != OpDef.Kind.COMPOSITE;
         Autograd.record(plan.nodeName(), result, g -> {
             Tensor[] in = new Tensor[n];
             for (int i = 0; i < n; i++) if (saved[i] != null) in[i] = saved[i].get();
-            Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars);
+            Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars, call);
             Tensor[] grads = new Tensor[graphInputs.length];
             for (int i = 0; i < n; i++) {
                 if (!needs[i] || i >= derivatives.length || derivatives[i] == null) continue;
                 Tensor gi = derivatives[i].eval(v);
-                grads[slot[i]] = unary ? Elementwise.castTo(gi, types[i]) : Gradients.sumTo(gi, shapes[i], types[i]);
+                grads[slot[i]] = sameShape ? Elementwise.castTo(gi, types[i]) : Gradients.sumTo(gi, shapes[i], types[i]);
             }
             return grads;
         }, graphInputs, savedCount == all.length ? all : Arrays.copyOf(all, savedCount));

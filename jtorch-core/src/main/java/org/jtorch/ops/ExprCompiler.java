@@ -6,6 +6,7 @@ import org.jtorch.Tensor;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.op.Expr;
 import org.jtorch.op.OpDef;
+import org.jtorch.op.ReduceArgs;
 
 /**
  * Compiles a derivative or composition tree ({@link Expr} with {@link Expr.Op} nodes) once into nested
@@ -17,18 +18,46 @@ final class ExprCompiler {
 
     /**
      * What a tree reads: the op's inputs (null where not saved), which optional inputs were given, its
-     * result, the incoming gradient and its scalar parameters (NaN for None).
+     * result, the incoming gradient, its scalar parameters (NaN for None) and, for a reduction, its call.
      */
-    record Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars) {}
+    record Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction) {
+        Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars) {
+            this(inputs, present, result, grad, scalars, null);
+        }
+    }
+
+    /**
+     * One reduction call, resolved: its dimensions as given, {@code keepdim}, the input's shape, which
+     * dimensions it reduces and how many elements each output combines.
+     */
+    record ReduceCall(ReduceArgs args, long[] inputShape, boolean[] reduced, long count) {
+        static ReduceCall of(String op, long[] shape, ReduceArgs args) {
+            boolean[] reduced = Reductions.reducedDims(op, shape, args.dims());
+            long count = 1;
+            for (int d = 0; d < shape.length; d++) if (reduced[d]) count *= shape[d];
+            return new ReduceCall(args, shape, reduced, count);
+        }
+
+        long[] resultShape() {
+            return Reductions.resultShape(inputShape, reduced, args.keepdim());
+        }
+
+        /** A result-shaped {@code value} broadcast back over the reduced dimensions to the input's shape. */
+        Tensor unreduce(Tensor value) {
+            try (Tensor k = value.reshape(Reductions.resultShape(inputShape, reduced, true))) {
+                return k.expand(inputShape);
+            }
+        }
+    }
 
     /** A compiled tensor-valued tree. */
     interface TensorFn {
         Tensor eval(Values v);
     }
 
-    /** A compiled scalar-valued tree (constants, parameters and math on them). */
+    /** A compiled scalar-valued tree (constants, parameters, a reduction's count and math on them). */
     interface ScalarFn {
-        double eval(double[] params);
+        double eval(Values v);
     }
 
     static TensorFn compile(Expr e) {
@@ -56,6 +85,10 @@ final class ExprCompiler {
                 TensorFn otherwise = compile(p.otherwise());
                 yield v -> i < v.present().length && v.present()[i] ? then.eval(v) : otherwise.eval(v);
             }
+            case Expr.Unreduce u -> {
+                TensorFn value = compile(u.value());
+                yield v -> v.reduction().unreduce(value.eval(v));
+            }
             case Expr.IfScalar p -> {
                 int i = p.index();
                 double value = p.value();
@@ -68,11 +101,24 @@ final class ExprCompiler {
     }
 
     static ScalarFn compileScalar(Expr e) {
-        if (e instanceof Expr.Const c) {
-            double value = c.value();
-            return p -> value;
-        }
-        return e::scalarValue;
+        return switch (e) {
+            case Expr.Const c -> {
+                double value = c.value();
+                yield v -> value;
+            }
+            case Expr.Count c -> v -> v.reduction().count();
+            case Expr.Math m when m.args().stream().anyMatch(ExprCompiler::readsCount) -> {
+                ScalarFn a = compileScalar(m.args().get(0));
+                ScalarFn b = m.args().size() > 1 ? compileScalar(m.args().get(1)) : v -> 0;
+                ScalarFn c = m.args().size() > 2 ? compileScalar(m.args().get(2)) : v -> 0;
+                yield v -> m.fn().apply(a.eval(v), b.eval(v), c.eval(v));
+            }
+            default -> v -> e.scalarValue(v.scalars());
+        };
+    }
+
+    private static boolean readsCount(Expr e) {
+        return e instanceof Expr.Count || e instanceof Expr.Math m && m.args().stream().anyMatch(ExprCompiler::readsCount);
     }
 
     private static TensorFn compileOp(Expr.Op o) {
@@ -83,7 +129,7 @@ final class ExprCompiler {
                 TensorFn x = compile(args.get(0));
                 ScalarFn p0 = args.size() > 1 ? compileScalar(args.get(1)) : p -> 0;
                 ScalarFn p1 = args.size() > 2 ? compileScalar(args.get(2)) : p -> 0;
-                return v -> Dispatcher.unary(op, x.eval(v), p0.eval(v.scalars()), p1.eval(v.scalars()));
+                return v -> Dispatcher.unary(op, x.eval(v), p0.eval(v), p1.eval(v));
             }
             case BINARY -> {
                 Expr ea = args.get(0);
@@ -93,7 +139,7 @@ final class ExprCompiler {
                     TensorFn b = compile(eb);
                     return v -> {
                         Tensor tb = b.eval(v);
-                        return Dispatcher.binary(op, scalarLike(tb, a.eval(v.scalars())), tb, 1);
+                        return Dispatcher.binary(op, scalarLike(tb, a.eval(v)), tb, 1);
                     };
                 }
                 TensorFn a = compile(ea);
@@ -102,12 +148,17 @@ final class ExprCompiler {
                     boolean isMul = op.name().equals("mul");
                     return v -> {
                         Tensor ta = a.eval(v);
-                        double s = b.eval(v.scalars());
+                        double s = b.eval(v);
                         return isMul && s == 1 ? ta : Dispatcher.binary(op, ta, scalarLike(ta, s), 1);
                     };
                 }
                 TensorFn b = compile(eb);
                 return v -> Dispatcher.binary(op, a.eval(v), b.eval(v), 1);
+            }
+            case REDUCTION -> {
+                // A reduction inside a tree reduces like the call being evaluated (see Expr.Unreduce).
+                TensorFn x = compile(args.get(0));
+                return v -> Dispatcher.reduce(op, x.eval(v), v.reduction().args(), null, 0);
             }
             default -> {
                 TensorFn[] in = new TensorFn[args.size()];
@@ -134,8 +185,8 @@ final class ExprCompiler {
             Tensor c = cond.eval(v);
             Tensor ta = a == null ? null : a.eval(v);
             Tensor tb = b == null ? null : b.eval(v);
-            if (ta == null) ta = scalarLike(tb, sa.eval(v.scalars()));
-            if (tb == null) tb = scalarLike(ta, sb.eval(v.scalars()));
+            if (ta == null) ta = scalarLike(tb, sa.eval(v));
+            if (tb == null) tb = scalarLike(ta, sb.eval(v));
             return Elementwise.where(c, ta, tb);
         };
     }

@@ -1,5 +1,9 @@
 package org.jtorch.ops;
 
+import org.jtorch.op.OpDef;
+import org.jtorch.op.ReduceArgs;
+import org.jtorch.op.ReduceOp;
+import org.jtorch.op.ReductionOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
 import org.jtorch.amp.Autocast;
@@ -40,73 +44,17 @@ public final class Reductions {
 
     /** {@code torch.sum(x, dims, keepdim, dtype)}; {@code dtype} may be null (bool/integers then sum to int64). */
     public static Tensor sum(Tensor x, int[] dims, boolean keepdim, DType dtype) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("sum", dtype != null, t -> sum(t[0], dims, keepdim, dtype), x);
-            if (r != null) return r;
-        }
-        return accumulate(ReduceOp.SUM, "sum", x, dims, keepdim, dtype);
+        return Dispatcher.reduce(ReductionOps.SUM, x, new ReduceArgs(dims, keepdim), dtype, 0);
     }
 
     /** {@code torch.prod(x, dims, keepdim, dtype)}; unlike PyTorch's {@code prod}, several dims may be given. */
     public static Tensor prod(Tensor x, int[] dims, boolean keepdim, DType dtype) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("prod", dtype != null, t -> prod(t[0], dims, keepdim, dtype), x);
-            if (r != null) return r;
-        }
-        return accumulate(ReduceOp.PROD, "prod", x, dims, keepdim, dtype);
+        return Dispatcher.reduce(ReductionOps.PROD, x, new ReduceArgs(dims, keepdim), dtype, 0);
     }
 
     /** {@code torch.mean}: floating tensors only (or an explicit floating {@code dtype}); the sum divided by the count, as ATen's CPU mean. */
     public static Tensor mean(Tensor x, int[] dims, boolean keepdim, DType dtype) {
-        x.checkOpen("mean");
-        DType t = dtype == null ? x.dtype() : dtype;
-        if (!t.isFloatingPoint()) {
-            throw new IllegalArgumentException("mean(): could not infer output dtype. Input dtype must be either a floating point"
-                    + " or complex dtype. Got: " + t);
-        }
-        boolean[] reduced = reducedDims("mean", x.shape(), dims);
-        long count = 1;
-        long[] shape = x.shape();
-        for (int d = 0; d < shape.length; d++) if (reduced[d]) count *= shape[d];
-        boolean record = Autograd.needsGrad(x);
-        Tensor s;
-        try (Grad.Mode m = record ? Grad.noGrad() : null) {
-            s = accumulate(ReduceOp.SUM, "mean", x, dims, keepdim, t).div_((double) count);
-        }
-        if (record) {
-            long[] inShape = x.shape();
-            DType inType = x.dtype();
-            long n = count;
-            Autograd.record("MeanBackward1", s, g -> {
-                Tensor ge = expandBack(g[0], inShape, reduced).div((double) n);
-                return new Tensor[] {ge.dtype() == inType ? ge : ge.to(inType)};
-            }, new Tensor[] {x});
-        }
-        return s;
-    }
-
-    private static Tensor accumulate(ReduceOp op, String name, Tensor x, int[] dims, boolean keepdim, DType dtype) {
-        x.checkOpen(name);
-        DType out = dtype != null ? dtype : x.dtype().isFloatingPoint() ? x.dtype() : DType.INT64;
-        if (dtype != null && dtype != x.dtype()) {
-            try (Tensor converted = x.to(dtype)) {
-                return accumulate(op, name, converted, dims, keepdim, null);
-            }
-        }
-        Tensor r = reduce(op, name, x, dims, keepdim, out, 0);
-        if (Autograd.needsGrad(x) && out.isFloatingPoint()) {
-            boolean[] reduced = reducedDims(name, x.shape(), dims);
-            long[] inShape = x.shape();
-            if (op == ReduceOp.SUM) {
-                Autograd.record("SumBackward1", r, g -> new Tensor[] {expandBack(g[0], inShape, reduced)}, new Tensor[] {x});
-            } else {
-                SavedTensor sx = Autograd.save(x);
-                SavedTensor sr = Autograd.save(r);
-                Autograd.record("ProdBackward1", r, g -> new Tensor[] {prodBackward(g[0], sx.get(), sr.get(), reduced, dims)},
-                        new Tensor[] {x}, sx, sr);
-            }
-        }
-        return r;
+        return Dispatcher.reduce(ReductionOps.MEAN, x, new ReduceArgs(dims, keepdim), dtype, 0);
     }
 
     /** A reduced gradient broadcast back over the reduced dimensions of the input. */
@@ -114,25 +62,6 @@ public final class Reductions {
         try (Tensor k = g.reshape(resultShape(inShape, reduced, true))) {
             return k.expand(inShape);
         }
-    }
-
-    /**
-     * d prod / d x_i is the product of the other elements: result / x_i without zeros; with exactly one
-     * zero in a group, the zero's gradient is the product of the nonzero elements and the others' is 0;
-     * with two or more zeros, every gradient is 0.
-     */
-    private static Tensor prodBackward(Tensor g, Tensor x, Tensor result, boolean[] reduced, int[] dims) {
-        long[] inShape = x.shape();
-        Tensor ge = expandBack(g, inShape, reduced);
-        Tensor isZero = x.eq(0.0);
-        int[] over = dims == null || dims.length == 0 ? allDims(inShape.length) : dims; // null and {} both mean every dim
-        Tensor zeros = isZero.sum(over, true);
-        Tensor nonzeroProduct = Torch.where(isZero, Torch.onesLike(x), x).prod(over, true, null);
-        Tensor noZero = expandBack(result, inShape, reduced).div(x);
-        Tensor oneZero = Torch.where(isZero, nonzeroProduct.expand(inShape), Torch.zerosLike(x));
-        Tensor zerosE = zeros.expand(inShape);
-        Tensor local = Torch.where(zerosE.eq(0.0), noZero, Torch.where(zerosE.eq(1.0), oneZero, Torch.zerosLike(x)));
-        return ge.mul(local);
     }
 
     private static int[] allDims(int rank) {
@@ -145,40 +74,27 @@ public final class Reductions {
 
     /** {@code torch.amax(x, dims, keepdim)}: NaN propagates. */
     public static Tensor amax(Tensor x, int[] dims, boolean keepdim) {
-        return extremum(ReduceOp.MAX, "amax", x, dims, keepdim);
+        return Dispatcher.reduce(ReductionOps.AMAX, x, new ReduceArgs(dims, keepdim), null, 0);
     }
 
     public static Tensor amin(Tensor x, int[] dims, boolean keepdim) {
-        return extremum(ReduceOp.MIN, "amin", x, dims, keepdim);
+        return Dispatcher.reduce(ReductionOps.AMIN, x, new ReduceArgs(dims, keepdim), null, 0);
     }
 
     /** {@code torch.max(x)}: the maximum of all elements (0-d); throws for an empty tensor. */
     public static Tensor max(Tensor x) {
-        return extremum(ReduceOp.MAX, "max", x, new int[0], false);
+        return overAll("max", ReductionOps.AMAX, x);
     }
 
     public static Tensor min(Tensor x) {
-        return extremum(ReduceOp.MIN, "min", x, new int[0], false);
+        return overAll("min", ReductionOps.AMIN, x);
     }
 
-    private static Tensor extremum(ReduceOp op, String name, Tensor x, int[] dims, boolean keepdim) {
+    /** {@code max()}/{@code min()} of every element: amax/amin over all dims, with PyTorch's message for an empty input. */
+    private static Tensor overAll(String name, OpDef op, Tensor x) {
         x.checkOpen(name);
-        boolean[] reduced = reducedDims(name, x.shape(), dims);
-        checkNonEmpty(name, x, reduced, dims == null || dims.length == 0);
-        Tensor r = reduce(op, name, x, dims, keepdim, x.dtype(), 0);
-        if (Autograd.needsGrad(x)) {
-            SavedTensor sx = Autograd.save(x);
-            SavedTensor sr = Autograd.save(r);
-            long[] inShape = x.shape();
-            int[] all = dims == null || dims.length == 0 ? allDims(inShape.length) : dims;
-            // The gradient is shared evenly among tied extrema, as PyTorch's evenly_distribute_backward.
-            Autograd.record(op == ReduceOp.MAX ? "AmaxBackward0" : "AminBackward0", r, g -> {
-                Tensor mask = sx.get().eq(expandBack(sr.get(), inShape, reduced)).to(g[0].dtype());
-                Tensor count = mask.sum(all, true);
-                return new Tensor[] {expandBack(g[0], inShape, reduced).mul(mask).div(count)};
-            }, new Tensor[] {x}, sx, sr);
-        }
-        return r;
+        checkNonEmpty(name, x, reducedDims(name, x.shape(), null), true);
+        return Dispatcher.reduce(op, x, new ReduceArgs(null, false), null, 0);
     }
 
     /** {@code torch.max(x, dim, keepdim)}: values and the index of their first occurrence (the first NaN, if any). */
@@ -262,7 +178,7 @@ public final class Reductions {
         if (x.dtype() == DType.BOOL) throw new IllegalArgumentException(name + ": not implemented for " + x.dtype());
     }
 
-    private static void checkNonEmpty(String name, Tensor x, boolean[] reduced, boolean allDims) {
+    static void checkNonEmpty(String name, Tensor x, boolean[] reduced, boolean allDims) {
         if (x.numel() != 0) return;
         if (allDims) {
             throw new IllegalArgumentException(name + "(): Expected reduction dim to be specified for input.numel() == 0."
@@ -387,13 +303,11 @@ public final class Reductions {
 
     /** {@code torch.any(x, dims, keepdim)}: whether any element is nonzero (NaN counts). */
     public static Tensor any(Tensor x, int[] dims, boolean keepdim) {
-        x.checkOpen("any");
-        return reduce(ReduceOp.ANY, "any", x, dims, keepdim, x.dtype() == DType.UINT8 ? DType.UINT8 : DType.BOOL, 0);
+        return Dispatcher.reduce(ReductionOps.ANY, x, new ReduceArgs(dims, keepdim), null, 0);
     }
 
     public static Tensor all(Tensor x, int[] dims, boolean keepdim) {
-        x.checkOpen("all");
-        return reduce(ReduceOp.ALL, "all", x, dims, keepdim, x.dtype() == DType.UINT8 ? DType.UINT8 : DType.BOOL, 0);
+        return Dispatcher.reduce(ReductionOps.ALL, x, new ReduceArgs(dims, keepdim), null, 0);
     }
 
     // ---------------------------------------------------------------- scans

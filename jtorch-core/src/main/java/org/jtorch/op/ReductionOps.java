@@ -1,0 +1,75 @@
+package org.jtorch.op;
+
+import static org.jtorch.op.Expr.unreduce;
+
+import java.util.List;
+import org.jtorch.Device;
+
+/**
+ * The accumulating reductions, declared: signature, dtype rule, autocast policy, and the derivative written
+ * with ops, where {@code unreduce(v)} broadcasts a result-shaped value back over the reduced dimensions and a
+ * reduction called inside a derivative reduces over the differentiated call's dimensions. The backends run
+ * each primitive through their accumulating kernel for its {@link ReduceOp}.
+ */
+public final class ReductionOps {
+    private ReductionOps() {}
+
+    private static final Expr X = Expr.in(0, "self");
+    private static final Expr G = Expr.GRAD;
+    private static final Expr Y = Expr.RESULT;
+
+    private static final Param SELF = Param.tensor("self");
+    private static final Param DIM = Param.scalar("dim", "int[1]?", "None");
+    private static final Param KEEPDIM = Param.scalar("keepdim", "bool", "False");
+    private static final Param DTYPE = Param.scalar("dtype", "ScalarType?", "None");
+
+    public static final OpDef SUM = OpDef.reduction("sum", ReduceOp.SUM).rule(DTypeRule.INT64_FOR_INTEGRAL)
+            .signature(SELF, DIM, KEEPDIM, DTYPE).autocast(Device.Type.CUDA, CastPolicy.FP32_SET_OPT_DTYPE)
+            .derivatives(() -> List.of(unreduce(G))).build();
+
+    /**
+     * d prod / d x is the product of the other elements: result / x without zeros; with exactly one zero in a
+     * group, the zero's gradient is the product of the nonzero elements and the others' 0; with two or more
+     * zeros, every gradient is 0.
+     */
+    public static final OpDef PROD = OpDef.reduction("prod", ReduceOp.PROD).rule(DTypeRule.INT64_FOR_INTEGRAL)
+            .signature(SELF, DIM, KEEPDIM, DTYPE).autocast(Device.Type.CPU, CastPolicy.FP32)
+            .autocast(Device.Type.CUDA, CastPolicy.FP32_SET_OPT_DTYPE)
+            .derivatives(() -> {
+                Expr isZero = eq(X, Expr.c(0));
+                Expr zeros = unreduce(Expr.call(SUM, isZero));
+                Expr nonzeroProduct = unreduce(Expr.call(prod(), Expr.where(isZero, Expr.c(1), X)));
+                Expr noZero = Expr.call(PointwiseOps.DIV, unreduce(Y), X);
+                Expr oneZero = Expr.where(isZero, nonzeroProduct, Expr.c(0));
+                Expr local = Expr.where(eq(zeros, Expr.c(0)), noZero, Expr.where(eq(zeros, Expr.c(1)), oneZero, Expr.c(0)));
+                return List.of(mul(unreduce(G), local));
+            }).build();
+
+    /** The sum divided by the count, as ATen's CPU mean (so its rounding is the sum's, then one division). */
+    public static final OpDef MEAN = OpDef.compositeReduction("mean").rule(DTypeRule.FLOATING_RESULT)
+            .signature(SELF, DIM, KEEPDIM, DTYPE)
+            .composition(Expr.call(PointwiseOps.DIV, Expr.call(SUM, X), new Expr.Count()))
+            .derivatives(() -> List.of(Expr.call(PointwiseOps.DIV, unreduce(G), new Expr.Count()))).build();
+
+    /** NaN propagates; the gradient is shared evenly among tied extrema, as PyTorch's evenly_distribute_backward. */
+    public static final OpDef AMAX = extremum("amax", ReduceOp.MAX);
+    public static final OpDef AMIN = extremum("amin", ReduceOp.MIN);
+
+    public static final OpDef ANY = OpDef.reduction("any", ReduceOp.ANY).rule(DTypeRule.LOGICAL)
+            .signature(SELF, DIM, KEEPDIM).build();
+    public static final OpDef ALL = OpDef.reduction("all", ReduceOp.ALL).rule(DTypeRule.LOGICAL)
+            .signature(SELF, DIM, KEEPDIM).build();
+
+    private static OpDef extremum(String name, ReduceOp op) {
+        return OpDef.reduction(name, op).rule(DTypeRule.SAME).signature(SELF, DIM, KEEPDIM)
+                .derivatives(() -> {
+                    Expr mask = new Expr.CastLike(eq(X, unreduce(Y)), G);
+                    return List.of(Expr.call(PointwiseOps.DIV, mul(unreduce(G), mask), unreduce(Expr.call(SUM, mask))));
+                }).build();
+    }
+
+    // Derivatives may name the op being declared, so they are built lazily and reach it through a method.
+    private static OpDef prod() { return PROD; }
+    private static Expr eq(Expr a, Expr b) { return Expr.call(PointwiseOps.EQ, a, b); }
+    private static Expr mul(Expr a, Expr b) { return Expr.call(PointwiseOps.MUL, a, b); }
+}
