@@ -15,10 +15,11 @@ import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Gradcheck;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.testing.Fixtures;
 import org.junit.jupiter.api.Test;
 
 /**
- * The declared reductions, driven by the registry: every differentiable one passes gradcheck in float64 over
+ * The declared reductions, driven by the registry (on the test device: the CUDA suites run it on cuda:0): every differentiable one passes gradcheck in float64 over
  * all dims, one dim, several dims with keepdim, and a negative dim, and its gradient is itself differentiable
  * (its derivative is written with ops); every admitted dtype gives the rule's result dtype. Values against
  * PyTorch are the reductions fixtures' (ReductionsConformanceTest), which now run through these declarations.
@@ -46,7 +47,7 @@ class ReductionOpTableTest {
         for (OpDef op : reductions()) {
             if (!op.isDifferentiable()) continue;
             // Away from zero, so that prod's quotient form is well conditioned.
-            Tensor x = Torch.rand(2, 3, 4).add(0.5).to(DType.FLOAT64).requiresGrad_(true);
+            Tensor x = Torch.rand(2, 3, 4).add(0.5).to(DType.FLOAT64).to(Fixtures.device()).requiresGrad_(true);
             for (ReduceArgs call : CALLS) {
                 assertTrue(Gradcheck.check(t -> Dispatcher.reduce(op, t[0], call, null, 0), new Tensor[] {x}),
                         op.name() + " " + call);
@@ -59,7 +60,7 @@ class ReductionOpTableTest {
         Torch.manualSeed(16);
         for (OpDef op : reductions()) {
             if (!op.isDifferentiable()) continue;
-            Tensor x = Torch.rand(3, 4).add(0.5).to(DType.FLOAT64).requiresGrad_(true);
+            Tensor x = Torch.rand(3, 4).add(0.5).to(DType.FLOAT64).to(Fixtures.device()).requiresGrad_(true);
             ReduceArgs call = new ReduceArgs(new int[] {1}, false);
             // d/dx of sum(reduce(x)^2 * x-independent weights) through the gradient's own graph.
             assertTrue(Gradcheck.check(t -> {
@@ -73,14 +74,14 @@ class ReductionOpTableTest {
     @Test
     void prodGradientWithZerosMatchesPyTorch() {
         // PyTorch 1.13: x = [[1, 0, 3], [0, 0, 2]], prod(x, 1).sum().backward() gives [[0, 3, 0], [0, 0, 0]].
-        Tensor x = Torch.tensor(new double[] {1, 0, 3, 0, 0, 2}, 2, 3).requiresGrad_(true);
+        Tensor x = Torch.tensor(new double[] {1, 0, 3, 0, 0, 2}, 2, 3).to(Fixtures.device()).requiresGrad_(true);
         Dispatcher.reduce(ReductionOps.PROD, x, new ReduceArgs(new int[] {1}, false), null, 0).sum().backward();
         assertArrayEquals(new double[] {0, 3, 0, 0, 0, 0}, x.grad().toDoubleArray());
     }
 
     @Test
     void tiedExtremaShareTheGradientEvenly() {
-        Tensor x = Torch.tensor(new double[] {2, 5, 5, 1}).requiresGrad_(true);
+        Tensor x = Torch.tensor(new double[] {2, 5, 5, 1}).to(Fixtures.device()).requiresGrad_(true);
         Dispatcher.reduce(ReductionOps.AMAX, x, new ReduceArgs(null, false), null, 0).backward();
         assertArrayEquals(new double[] {0, 0.5, 0.5, 0}, x.grad().toDoubleArray());
     }
@@ -90,7 +91,7 @@ class ReductionOpTableTest {
         for (OpDef op : reductions()) {
             for (DType t : DType.values()) {
                 if (!op.rule().admits(t)) continue;
-                try (Tensor x = Torch.ones(new long[] {2, 3}, t, Device.cpu());
+                try (Tensor x = Torch.ones(new long[] {2, 3}, t, Fixtures.device());
                      Tensor r = Dispatcher.reduce(op, x, new ReduceArgs(new int[] {0}, false), null, 0)) {
                     assertEquals(op.resultType(op.computeType(t, Torch.defaultDtype())), r.dtype(), op.name() + " " + t);
                     assertArrayEquals(new long[] {3}, r.shape(), op.name() + " " + t);
