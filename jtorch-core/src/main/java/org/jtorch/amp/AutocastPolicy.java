@@ -26,8 +26,7 @@ public final class AutocastPolicy {
 
     /**
      * PyTorch 1.13, {@code KERNEL_CUDA} entries. {@code scaled_dot_product_attention} is PyTorch 2.0's
-     * entry (1.13 has no such op); {@code norm}'s {@code fp32_append_dtype} is {@link CastPolicy#FP32} here
-     * (both give a float32 result).
+     * entry (1.13 has no such op).
      */
     private static final Map<String, CastPolicy> CUDA = table(
             CastPolicy.LOWER_PRECISION, """
@@ -40,8 +39,7 @@ public final class AutocastPolicy {
                     layer_norm native_layer_norm group_norm frobenius_norm nuclear_norm cosine_similarity
                     poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss kl_div l1_loss
                     smooth_l1_loss huber_loss mse_loss margin_ranking_loss multilabel_margin_loss soft_margin_loss
-                    triplet_margin_loss multi_margin_loss binary_cross_entropy_with_logits dist pdist cdist renorm
-                    logsumexp norm""",
+                    triplet_margin_loss multi_margin_loss binary_cross_entropy_with_logits dist pdist cdist renorm""",
             CastPolicy.FP32_SET_OPT_DTYPE, "softmax log_softmax cumprod cumsum",
             CastPolicy.PROMOTE, "addcdiv addcmul atan2 bilinear cross dot grid_sampler index_put tensordot scatter_add",
             CastPolicy.BANNED, "binary_cross_entropy",

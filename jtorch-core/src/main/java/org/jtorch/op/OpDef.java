@@ -75,8 +75,8 @@ public final class OpDef {
         accumulation = b.accumulation;
         doc = b.doc == null ? "" : b.doc;
         if (kind == Kind.COMPOSITE && composition == null) throw new IllegalArgumentException(name + ": composite without composition");
-        if (kind == Kind.REDUCTION && (accumulation == null) == (composition == null)) {
-            throw new IllegalArgumentException(name + ": a reduction has either an accumulation or a composition");
+        if (kind == Kind.REDUCTION && accumulation != null && composition != null) {
+            throw new IllegalArgumentException(name + ": a reduction has an accumulation or a composition, not both");
         }
     }
 
@@ -97,6 +97,11 @@ public final class OpDef {
         Builder b = new Builder(name, Kind.REDUCTION);
         b.accumulation = accumulation;
         return b;
+    }
+
+    /** A reduction computed by the backends' own kernel named {@link #kernel()} (variance, logsumexp). */
+    public static Builder reduction(String name) {
+        return new Builder(name, Kind.REDUCTION);
     }
 
     /** A reduction written as a composition of ops (reductions in it reduce over the call's dimensions). */
@@ -133,7 +138,7 @@ public final class OpDef {
 
     public String doc() { return doc; }
 
-    /** The accumulating kernel a primitive reduction runs; null for other ops and composite reductions. */
+    /** The accumulating kernel a reduction runs; null for other ops, composite reductions and reductions with their own kernel. */
     public ReduceOp accumulation() { return accumulation; }
 
     /** The autocast policy on {@code type}, or null when autocast leaves the op untouched there. */

@@ -55,6 +55,50 @@ public final class ReductionOps {
     public static final OpDef AMAX = extremum("amax", ReduceOp.MAX);
     public static final OpDef AMIN = extremum("amin", ReduceOp.MIN);
 
+    /**
+     * The vector p-norm ({@code p} may be 0, ±inf or any real). Its gradient: 0 for p = 0, sign(x) for p = 1, the
+     * elements attaining the norm sharing it evenly for ±inf, and {@code x |x|^(p-2) / norm^(p-1)} otherwise,
+     * 0 where the norm is 0, as PyTorch's norm_backward. Autocast: PyTorch's {@code fp32_append_dtype} on CUDA is
+     * {@code fp32} here (both give a float32 result).
+     */
+    public static final OpDef NORM = OpDef.reduction("norm", ReduceOp.NORM).rule(DTypeRule.FLOATING_ONLY)
+            .signature(SELF, Param.scalar("p", "Scalar?", "2"), DIM, KEEPDIM)
+            .autocast(Device.Type.CUDA, CastPolicy.FP32)
+            .derivatives(() -> {
+                Expr p = Expr.scalar(0, "p");
+                Expr n = unreduce(Y);
+                Expr sign = Expr.call(PointwiseOps.SIGN, X);
+                Expr attains = new Expr.CastLike(eq(Expr.call(PointwiseOps.ABS, X), n), X);
+                Expr extremal = Expr.call(PointwiseOps.DIV, mul(sign, attains), unreduce(Expr.call(SUM, attains)));
+                Expr two = Expr.where(eq(n, Expr.c(0)), Expr.c(0), Expr.call(PointwiseOps.DIV, X, n));
+                Expr general = Expr.where(eq(n, Expr.c(0)), Expr.c(0), Expr.call(PointwiseOps.DIV,
+                        mul(X, Expr.call(PointwiseOps.POW_SCALAR, Expr.call(PointwiseOps.ABS, X), Expr.math(Fn.SUB, p, Expr.c(2)))),
+                        Expr.call(PointwiseOps.POW_SCALAR, n, Expr.math(Fn.SUB, p, Expr.c(1)))));
+                Expr local = new Expr.IfScalar(0, 0, new Expr.ZerosLike(X),
+                        new Expr.IfScalar(0, 1, sign,
+                        new Expr.IfScalar(0, Double.POSITIVE_INFINITY, extremal,
+                        new Expr.IfScalar(0, Double.NEGATIVE_INFINITY, extremal,
+                        new Expr.IfScalar(0, 2, two, general)))));
+                return List.of(mul(unreduce(G), local));
+            }).build();
+
+    /** {@code log(sum(exp(x)))}, computed stably by the backends; integers compute in the default float dtype. */
+    public static final OpDef LOGSUMEXP = OpDef.reduction("logsumexp").rule(DTypeRule.FLOAT)
+            .signature(SELF, DIM, KEEPDIM).autocast(Device.Type.CUDA, CastPolicy.FP32)
+            .derivatives(() -> List.of(mul(unreduce(G), Expr.call(PointwiseOps.EXP, Expr.call(PointwiseOps.SUB, X, unreduce(Y))))))
+            .build();
+
+    /** {@code sum (x - mean)^2 / max(0, N - correction)}, by the backends' variance kernel. */
+    public static final OpDef VAR = OpDef.reduction("var").rule(DTypeRule.FLOATING_ONLY)
+            .signature(SELF, DIM, Param.scalar("correction", "Scalar?", "1"), KEEPDIM)
+            .derivatives(() -> List.of(mul(mul(unreduce(G), centered()), Expr.math(Fn.DIV, Expr.c(2), freedom())))).build();
+
+    /** The square root of {@link #VAR}. */
+    public static final OpDef STD = OpDef.reduction("std").rule(DTypeRule.FLOATING_ONLY)
+            .signature(SELF, DIM, Param.scalar("correction", "Scalar?", "1"), KEEPDIM)
+            .derivatives(() -> List.of(Expr.call(PointwiseOps.DIV, mul(unreduce(G), centered()), mul(unreduce(Y), freedom()))))
+            .build();
+
     public static final OpDef ANY = OpDef.reduction("any", ReduceOp.ANY).rule(DTypeRule.LOGICAL)
             .signature(SELF, DIM, KEEPDIM).build();
     public static final OpDef ALL = OpDef.reduction("all", ReduceOp.ALL).rule(DTypeRule.LOGICAL)
@@ -66,6 +110,16 @@ public final class ReductionOps {
                     Expr mask = new Expr.CastLike(eq(X, unreduce(Y)), G);
                     return List.of(Expr.call(PointwiseOps.DIV, mul(unreduce(G), mask), unreduce(Expr.call(SUM, mask))));
                 }).build();
+    }
+
+    /** {@code x - mean(x)} over the call's dimensions. */
+    private static Expr centered() {
+        return Expr.call(PointwiseOps.SUB, X, unreduce(Expr.call(MEAN, X)));
+    }
+
+    /** {@code max(0, N - correction)}: the degrees of freedom a variance divides by. */
+    private static Expr freedom() {
+        return Expr.math(Fn.NEG, Expr.math(Fn.MIN, Expr.c(0), Expr.math(Fn.SUB, Expr.scalar(0, "correction"), new Expr.Count())));
     }
 
     // Derivatives may name the op being declared, so they are built lazily and reach it through a method.

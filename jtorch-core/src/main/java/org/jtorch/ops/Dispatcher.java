@@ -14,6 +14,7 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.KernelProfiler;
+import org.jtorch.backend.ReductionKernels;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.Expr;
 import org.jtorch.op.ReduceArgs;
@@ -183,7 +184,7 @@ public final class Dispatcher {
         }
         double[] scalars = {p};
         Tensor r;
-        if (op.accumulation() == null) {
+        if (op.composition() != null) {
             try (var g = Grad.noGrad(); MemoryScope scope = new MemoryScope()) {
                 r = scope.keep(plan(op).composition().eval(new Values(new Tensor[] {x}, ONE_PRESENT, null, null, scalars, call)));
             }
@@ -191,7 +192,7 @@ public final class Dispatcher {
             r = Tensor.empty(call.resultShape(), out, x.device());
             runReduction(op, x, r, call, p);
         }
-        if (TRACING.get() != 0 && op.accumulation() != null) traced(op, r, scalars, args, x);
+        if (TRACING.get() != 0 && op.composition() == null) traced(op, r, scalars, args, x);
         if (op.isDifferentiable() && r.dtype().isFloatingPoint() && Autograd.needsGrad(x)) {
             record(op, new Tensor[] {x}, new Tensor[] {x}, r, scalars, call);
         }
@@ -201,18 +202,37 @@ public final class Dispatcher {
     private static final boolean[] ONE_PRESENT = {true};
     private static final ReduceArgs ALL_DIMS = new ReduceArgs(null, false);
 
-    /** Runs a primitive reduction's accumulating kernel into {@code r}, seen with the reduced dims broadcast back. */
+    /** Runs a primitive reduction's kernel into {@code r}, seen with the reduced dims broadcast back. */
     private static void runReduction(OpDef op, Tensor x, Tensor r, ReduceCall call, double p) {
         long[] keep = Reductions.resultShape(call.inputShape(), call.reduced(), true);
+        ReductionKernels kernels = Backends.of(x.device()).reductions();
         try (Tensor k = r.asStrided(keep, Shapes.contiguousStrides(keep), r.storageOffset());
              Tensor out = k.broadcastTo(call.inputShape())) {
             if (KernelProfiler.isActive()) {
                 long t0 = System.nanoTime();
-                Backends.of(x.device()).reductions().reduce(op.accumulation(), x, out, p);
-                KernelProfiler.recordKernel(op.name(), r, System.nanoTime() - t0);
+                reductionKernel(op, kernels, x, out, p);
+                KernelProfiler.recordKernel(op.kernel(), r, System.nanoTime() - t0);
             } else {
-                Backends.of(x.device()).reductions().reduce(op.accumulation(), x, out, p);
+                reductionKernel(op, kernels, x, out, p);
             }
+        }
+    }
+
+    /**
+     * The backend kernel of a declared primitive reduction: the accumulating kernel of its {@code ReduceOp}, or
+     * the kernel its declaration names. (Until backends register reduction kernels per op, as they do pointwise
+     * kernels, this is where a reduction's kernel name meets the backend interface.)
+     */
+    private static void reductionKernel(OpDef op, ReductionKernels kernels, Tensor in, Tensor out, double p) {
+        if (op.accumulation() != null) {
+            kernels.reduce(op.accumulation(), in, out, p);
+            return;
+        }
+        switch (op.kernel()) {
+            case "var" -> kernels.variance(in, out, p, false);
+            case "std" -> kernels.variance(in, out, p, true);
+            case "logsumexp" -> kernels.logsumexp(in, out);
+            default -> throw new IllegalStateException(op.name() + ": no backend reduction kernel named " + op.kernel());
         }
     }
 

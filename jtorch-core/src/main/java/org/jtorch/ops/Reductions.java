@@ -1,25 +1,25 @@
 package org.jtorch.ops;
 
-import org.jtorch.op.OpDef;
-import org.jtorch.op.ReduceArgs;
-import org.jtorch.op.ReduceOp;
-import org.jtorch.op.ReductionOps;
-import org.jtorch.op.Shapes;
 import java.util.Arrays;
-import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.amp.Autocast;
 import org.jtorch.autograd.Autograd;
-import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.ReduceArgs;
+import org.jtorch.op.ReductionOps;
+import org.jtorch.op.Shapes;
 
 /**
  * Front end of the reductions, scans and softmax, with PyTorch 1.13's semantics: validates dims
  * (negative dims wrap; an empty dim list reduces everything; a 0-d tensor accepts dim 0 and -1),
  * computes the result's shape ({@code keepdim} keeps reduced dims as size 1) and dtype, allocates it
- * and calls the device's {@link org.jtorch.backend.ReductionKernels}.
+ * and calls the device's {@link org.jtorch.backend.ReductionKernels}. The reductions declared in
+ * {@link ReductionOps} (sum, prod, mean, amax, amin, norm, logsumexp, var, std, any, all) are one-line
+ * calls of {@link Dispatcher#reduce}; the ones with indices, the scans and softmax are still written here.
  *
  * <p>Dtype rules: {@code sum}, {@code prod}, {@code cumsum}, {@code cumprod} of bool and integer
  * tensors give int64 unless a dtype is given (the input is then converted to it first); {@code mean},
@@ -55,19 +55,6 @@ public final class Reductions {
     /** {@code torch.mean}: floating tensors only (or an explicit floating {@code dtype}); the sum divided by the count, as ATen's CPU mean. */
     public static Tensor mean(Tensor x, int[] dims, boolean keepdim, DType dtype) {
         return Dispatcher.reduce(ReductionOps.MEAN, x, new ReduceArgs(dims, keepdim), dtype, 0);
-    }
-
-    /** A reduced gradient broadcast back over the reduced dimensions of the input. */
-    private static Tensor expandBack(Tensor g, long[] inShape, boolean[] reduced) {
-        try (Tensor k = g.reshape(resultShape(inShape, reduced, true))) {
-            return k.expand(inShape);
-        }
-    }
-
-    private static int[] allDims(int rank) {
-        int[] d = new int[rank];
-        for (int i = 0; i < rank; i++) d[i] = i;
-        return d;
     }
 
     // ---------------------------------------------------------------- extrema
@@ -197,106 +184,21 @@ public final class Reductions {
 
     /** {@code torch.var(x, dims, correction, keepdim)}: {@code sum (x - mean)^2 / max(0, N - correction)}. */
     public static Tensor var(Tensor x, int[] dims, double correction, boolean keepdim) {
-        return variance("var", x, dims, correction, keepdim, false);
+        return Dispatcher.reduce(ReductionOps.VAR, x, new ReduceArgs(dims, keepdim), null, correction);
     }
 
     public static Tensor std(Tensor x, int[] dims, double correction, boolean keepdim) {
-        return variance("std", x, dims, correction, keepdim, true);
-    }
-
-    private static Tensor variance(String name, Tensor x, int[] dims, double correction, boolean keepdim, boolean sqrt) {
-        x.checkOpen(name);
-        if (!x.dtype().isFloatingPoint()) {
-            throw new IllegalArgumentException(name + ": std and var only support floating point dtypes, got " + x.dtype());
-        }
-        boolean[] reduced = reducedDims(name, x.shape(), dims);
-        Tensor out = Tensor.empty(resultShape(x.shape(), reduced, keepdim), x.dtype(), x.device());
-        try (Tensor k = keepdimView(out, resultShape(x.shape(), reduced, true))) {
-            Backends.of(x.device()).reductions().variance(x, k.broadcastTo(x.shape()), correction, sqrt);
-        }
-        if (Autograd.needsGrad(x)) {
-            SavedTensor sx = Autograd.save(x);
-            SavedTensor sr = sqrt ? Autograd.save(out) : null;
-            long[] inShape = x.shape();
-            int[] all = dims == null || dims.length == 0 ? allDims(inShape.length) : dims;
-            long n = 1;
-            for (int i = 0; i < inShape.length; i++) if (reduced[i]) n *= inShape[i];
-            double denom = Math.max(0, n - correction);
-            Autograd.record(sqrt ? "StdBackward0" : "VarBackward0", out, g -> {
-                Tensor xv = sx.get();
-                Tensor centered = xv.sub(xv.mean(all, true));
-                Tensor ge = expandBack(g[0], inShape, reduced);
-                if (!sqrt) return new Tensor[] {ge.mul(centered).mul(2.0 / denom)};
-                return new Tensor[] {ge.mul(centered).div(expandBack(sr.get(), inShape, reduced).mul(denom))};
-            }, new Tensor[] {x}, Elementwise.nonNull(sx, sr));
-        }
-        return out;
+        return Dispatcher.reduce(ReductionOps.STD, x, new ReduceArgs(dims, keepdim), null, correction);
     }
 
     /** {@code torch.norm(x, p, dims, keepdim)}: the vector p-norm over the dims (p may be 0, ±inf or any real); floating tensors only. */
     public static Tensor norm(Tensor x, double p, int[] dims, boolean keepdim) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("norm", t -> norm(t[0], p, dims, keepdim), x);
-            if (r != null) return r;
-        }
-        x.checkOpen("norm");
-        if (!x.dtype().isFloatingPoint()) {
-            throw new IllegalArgumentException("norm(): input dtype should be either floating point or complex. Got "
-                    + x.dtype() + " instead.");
-        }
-        Tensor r = reduce(ReduceOp.NORM, "norm", x, dims, keepdim, x.dtype(), p);
-        if (Autograd.needsGrad(x)) {
-            boolean[] reduced = reducedDims("norm", x.shape(), dims);
-            SavedTensor sx = Autograd.save(x);
-            SavedTensor sr = Autograd.save(r);
-            long[] inShape = x.shape();
-            int[] all = dims == null || dims.length == 0 ? allDims(inShape.length) : dims;
-            Autograd.record("NormBackward1", r, g -> {
-                Tensor xv = sx.get();
-                Tensor ge = expandBack(g[0], inShape, reduced);
-                Tensor n = expandBack(sr.get(), inShape, reduced);
-                Tensor local;
-                if (p == 0) {
-                    local = Torch.zerosLike(xv);
-                } else if (p == 1) {
-                    local = xv.sign();
-                } else if (Double.isInfinite(p)) {
-                    // The gradient goes to the elements attaining the norm, shared evenly, as PyTorch.
-                    Tensor mask = xv.abs().eq(n).to(xv.dtype());
-                    local = xv.sign().mul(mask).div(mask.sum(all, true));
-                } else if (p == 2) {
-                    local = xv.div(n).maskedFill(n.eq(0.0), 0.0);
-                } else {
-                    local = xv.mul(xv.abs().pow(p - 2)).div(n.pow(p - 1)).maskedFill(n.eq(0.0), 0.0);
-                }
-                return new Tensor[] {ge.mul(local)};
-            }, new Tensor[] {x}, sx, sr);
-        }
-        return r;
+        return Dispatcher.reduce(ReductionOps.NORM, x, new ReduceArgs(dims, keepdim), null, p);
     }
 
     /** {@code torch.logsumexp(x, dims, keepdim)}: {@code log(sum(exp(x)))} computed stably; integer input gives the default float dtype. */
     public static Tensor logsumexp(Tensor x, int[] dims, boolean keepdim) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("logsumexp", t -> logsumexp(t[0], dims, keepdim), x);
-            if (r != null) return r;
-        }
-        x.checkOpen("logsumexp");
-        boolean[] reduced = reducedDims("logsumexp", x.shape(), dims);
-        DType t = x.dtype().isFloatingPoint() ? x.dtype() : Torch.defaultDtype();
-        Tensor out = Tensor.empty(resultShape(x.shape(), reduced, keepdim), t, x.device());
-        try (Tensor k = keepdimView(out, resultShape(x.shape(), reduced, true))) {
-            Backends.of(x.device()).reductions().logsumexp(x, k.broadcastTo(x.shape()));
-        }
-        if (Autograd.needsGrad(x) && x.dtype().isFloatingPoint()) {
-            SavedTensor sx = Autograd.save(x);
-            SavedTensor sr = Autograd.save(out);
-            long[] inShape = x.shape();
-            Autograd.record("LogsumexpBackward0", out, g -> new Tensor[] {
-                    expandBack(g[0], inShape, reduced).mul(sx.get().sub(expandBack(sr.get(), inShape, reduced)).exp())},
-                    new Tensor[] {x}, sx, sr);
-        }
-        return out;
+        return Dispatcher.reduce(ReductionOps.LOGSUMEXP, x, new ReduceArgs(dims, keepdim), null, 0);
     }
 
     // ---------------------------------------------------------------- logical
@@ -427,16 +329,6 @@ public final class Reductions {
     }
 
     // ---------------------------------------------------------------- shared
-
-    /** Allocates the result and runs an accumulating reduction into it. */
-    private static Tensor reduce(ReduceOp op, String name, Tensor x, int[] dims, boolean keepdim, DType out, double p) {
-        boolean[] reduced = reducedDims(name, x.shape(), dims);
-        Tensor r = Tensor.empty(resultShape(x.shape(), reduced, keepdim), out, x.device());
-        try (Tensor k = keepdimView(r, resultShape(x.shape(), reduced, true))) {
-            Backends.of(x.device()).reductions().reduce(op, x, k.broadcastTo(x.shape()), p);
-        }
-        return r;
-    }
 
     /**
      * A freshly allocated (contiguous) result seen with the reduced dims kept as size 1, to broadcast back

@@ -29,6 +29,15 @@ class ReductionOpTableTest {
             new ReduceArgs(null, false), new ReduceArgs(new int[] {1}, false),
             new ReduceArgs(new int[] {0, 2}, true), new ReduceArgs(new int[] {-1}, true)};
 
+    /** The op's scalar parameter values to check: norm's orders, var's and std's corrections. */
+    private static double[] scalars(OpDef op) {
+        return switch (op.name()) {
+            case "norm" -> new double[] {2, 1, 3, 0.5, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY};
+            case "var", "std" -> new double[] {1, 0};
+            default -> new double[] {0};
+        };
+    }
+
     private static List<OpDef> reductions() {
         List<OpDef> ops = new ArrayList<>();
         for (OpDef op : OpRegistry.all()) if (op.kind() == OpDef.Kind.REDUCTION) ops.add(op);
@@ -38,7 +47,8 @@ class ReductionOpTableTest {
     @Test
     void theRegistryDeclaresTheAccumulatingReductions() {
         List<String> names = reductions().stream().map(OpDef::name).toList();
-        assertTrue(names.containsAll(List.of("sum", "prod", "mean", "amax", "amin", "any", "all")), names.toString());
+        assertTrue(names.containsAll(List.of("sum", "prod", "mean", "amax", "amin", "norm", "logsumexp", "var", "std", "any", "all")),
+                names.toString());
     }
 
     @Test
@@ -49,8 +59,10 @@ class ReductionOpTableTest {
             // Away from zero, so that prod's quotient form is well conditioned.
             Tensor x = Torch.rand(2, 3, 4).add(0.5).to(DType.FLOAT64).to(Fixtures.device()).requiresGrad_(true);
             for (ReduceArgs call : CALLS) {
-                assertTrue(Gradcheck.check(t -> Dispatcher.reduce(op, t[0], call, null, 0), new Tensor[] {x}),
-                        op.name() + " " + call);
+                for (double p : scalars(op)) {
+                    assertTrue(Gradcheck.check(t -> Dispatcher.reduce(op, t[0], call, null, p), new Tensor[] {x}),
+                            op.name() + " " + call + " p=" + p);
+                }
             }
         }
     }
@@ -62,9 +74,10 @@ class ReductionOpTableTest {
             if (!op.isDifferentiable()) continue;
             Tensor x = Torch.rand(3, 4).add(0.5).to(DType.FLOAT64).to(Fixtures.device()).requiresGrad_(true);
             ReduceArgs call = new ReduceArgs(new int[] {1}, false);
+            double p = scalars(op)[0];
             // d/dx of sum(reduce(x)^2 * x-independent weights) through the gradient's own graph.
             assertTrue(Gradcheck.check(t -> {
-                Tensor y = Dispatcher.reduce(op, t[0], call, null, 0);
+                Tensor y = Dispatcher.reduce(op, t[0], call, null, p);
                 Tensor g = Autograd.grad(new Tensor[] {y.mul(y).sum()}, new Tensor[] {t[0]}, null, true, true, false)[0];
                 return g.mul(g).sum();
             }, new Tensor[] {x}), op.name());
@@ -92,7 +105,7 @@ class ReductionOpTableTest {
             for (DType t : DType.values()) {
                 if (!op.rule().admits(t)) continue;
                 try (Tensor x = Torch.ones(new long[] {2, 3}, t, Fixtures.device());
-                     Tensor r = Dispatcher.reduce(op, x, new ReduceArgs(new int[] {0}, false), null, 0)) {
+                     Tensor r = Dispatcher.reduce(op, x, new ReduceArgs(new int[] {0}, false), null, scalars(op)[0])) {
                     assertEquals(op.resultType(op.computeType(t, Torch.defaultDtype())), r.dtype(), op.name() + " " + t);
                     assertArrayEquals(new long[] {3}, r.shape(), op.name() + " " + t);
                 }
