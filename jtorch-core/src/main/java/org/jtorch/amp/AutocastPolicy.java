@@ -40,7 +40,7 @@ public final class AutocastPolicy {
                     poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss kl_div l1_loss
                     smooth_l1_loss huber_loss mse_loss margin_ranking_loss multilabel_margin_loss soft_margin_loss
                     triplet_margin_loss multi_margin_loss binary_cross_entropy_with_logits dist pdist cdist renorm""",
-            CastPolicy.FP32_SET_OPT_DTYPE, "softmax log_softmax cumprod cumsum",
+            CastPolicy.FP32_SET_OPT_DTYPE, "cumprod cumsum",
             CastPolicy.PROMOTE, "addcdiv addcmul atan2 bilinear cross dot grid_sampler index_put tensordot scatter_add",
             CastPolicy.BANNED, "binary_cross_entropy",
             CastPolicy.AS_IS, "elu");

@@ -34,7 +34,13 @@ public final class OpDef {
          * and an optional result {@code dtype}: by the backends' accumulating kernel ({@link #accumulation}) or,
          * for a composite reduction, by its {@link #composition}.
          */
-        REDUCTION;
+        REDUCTION,
+        /**
+         * One tensor input and a result of its shape, computed along one dimension ({@code dim}) by the
+         * backends' kernel named {@link #kernel()}, with an optional result {@code dtype} (softmax, log_softmax).
+         * A reduction called in its derivative reduces over that dimension, keeping it.
+         */
+        ALONG_DIM;
 
         /** Whether backends register an elementwise kernel for ops of this kind. */
         public boolean isPointwise() {
@@ -97,6 +103,11 @@ public final class OpDef {
         Builder b = new Builder(name, Kind.REDUCTION);
         b.accumulation = accumulation;
         return b;
+    }
+
+    /** An op along one dimension ({@link Kind#ALONG_DIM}), by the backends' kernel named {@link #kernel()}. */
+    public static Builder alongDim(String name) {
+        return new Builder(name, Kind.ALONG_DIM);
     }
 
     /** A reduction computed by the backends' own kernel named {@link #kernel()} (variance, logsumexp). */

@@ -40,7 +40,7 @@ public final class OpsDoc {
 
     private static String devices(OpDef op) {
         if (op.kind() == OpDef.Kind.COMPOSITE || op.composition() != null) return "every (composite)";
-        if (op.kind() == OpDef.Kind.REDUCTION) return "cpu, cuda";
+        if (op.kind() == OpDef.Kind.REDUCTION || op.kind() == OpDef.Kind.ALONG_DIM) return "cpu, cuda";
         return op.formula() == null ? "cpu, cuda (hand-written)" : "cpu, cuda (generated)";
     }
 
@@ -52,6 +52,7 @@ public final class OpsDoc {
     private static String kernel(OpDef op) {
         if (op.composition() != null) return "`" + op.composition() + "`";
         if (op.accumulation() != null) return "accumulating reduction `" + op.accumulation().name().toLowerCase() + "`";
+        if (!op.kind().isPointwise()) return "`" + op.kernel() + "`";
         if (op.formula() != null) return "formula `" + op.formula() + "`";
         return op.kernel().equals(op.name()) ? "hand-written" : "hand-written (`" + op.kernel() + "`)";
     }

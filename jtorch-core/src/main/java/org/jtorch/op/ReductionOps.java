@@ -6,7 +6,7 @@ import java.util.List;
 import org.jtorch.Device;
 
 /**
- * The accumulating reductions, declared: signature, dtype rule, autocast policy, and the derivative written
+ * The reductions and the ops along one dimension (softmax), declared: signature, dtype rule, autocast policy, and the derivative written
  * with ops, where {@code unreduce(v)} broadcasts a result-shaped value back over the reduced dimensions and a
  * reduction called inside a derivative reduces over the differentiated call's dimensions. The backends run
  * each primitive through their accumulating kernel for its {@link ReduceOp}.
@@ -97,6 +97,18 @@ public final class ReductionOps {
     public static final OpDef STD = OpDef.reduction("std").rule(DTypeRule.FLOATING_ONLY)
             .signature(SELF, DIM, Param.scalar("correction", "Scalar?", "1"), KEEPDIM)
             .derivatives(() -> List.of(Expr.call(PointwiseOps.DIV, mul(unreduce(G), centered()), mul(unreduce(Y), freedom()))))
+            .build();
+
+    /** Stable softmax along {@code dim}; integers compute in the default float dtype. */
+    public static final OpDef SOFTMAX = OpDef.alongDim("softmax").rule(DTypeRule.FLOAT)
+            .signature(SELF, Param.scalar("dim", "int", null), DTYPE)
+            .autocast(Device.Type.CUDA, CastPolicy.FP32_SET_OPT_DTYPE)
+            .derivatives(() -> List.of(mul(Y, Expr.call(PointwiseOps.SUB, G, Expr.call(SUM, mul(G, Y)))))).build();
+
+    public static final OpDef LOG_SOFTMAX = OpDef.alongDim("log_softmax").rule(DTypeRule.FLOAT)
+            .signature(SELF, Param.scalar("dim", "int", null), DTYPE)
+            .autocast(Device.Type.CUDA, CastPolicy.FP32_SET_OPT_DTYPE)
+            .derivatives(() -> List.of(Expr.call(PointwiseOps.SUB, G, mul(Expr.call(PointwiseOps.EXP, Y), Expr.call(SUM, G)))))
             .build();
 
     public static final OpDef ANY = OpDef.reduction("any", ReduceOp.ANY).rule(DTypeRule.LOGICAL)

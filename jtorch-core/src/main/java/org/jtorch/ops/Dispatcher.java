@@ -81,7 +81,7 @@ public final class Dispatcher {
     /**
      * Runs {@code op} on {@code inputs} (its tensor parameters, in signature order; optional ones may be null)
      * and {@code scalars} (its scalar parameters; NaN for None). A reduction reduces every dimension here
-     * ({@link #reduce} takes dimensions).
+     * ({@link #reduce} takes dimensions); an op along a dimension takes it as its first scalar.
      */
     public static Tensor call(OpDef op, Tensor[] inputs, double... scalars) {
         double p0 = scalars.length > 0 ? scalars[0] : 0;
@@ -91,6 +91,7 @@ public final class Dispatcher {
             case BINARY -> binary(op, inputs[0], inputs[1], scalars.length > 0 ? p0 : 1);
             case COMPOSITE -> composite(op, inputs, scalars);
             case REDUCTION -> reduce(op, inputs[0], ALL_DIMS, null, p0);
+            case ALONG_DIM -> alongDim(op, inputs[0], (int) p0, null);
         };
     }
 
@@ -195,6 +196,47 @@ public final class Dispatcher {
         if (TRACING.get() != 0 && op.composition() == null) traced(op, r, scalars, args, x);
         if (op.isDifferentiable() && r.dtype().isFloatingPoint() && Autograd.needsGrad(x)) {
             record(op, new Tensor[] {x}, new Tensor[] {x}, r, scalars, call);
+        }
+        return r;
+    }
+
+    /**
+     * An op along dimension {@code dim} of {@code x} ({@link OpDef.Kind#ALONG_DIM}). {@code dtype} (may be null)
+     * is the result's dtype; the input is converted to it first, as PyTorch.
+     */
+    public static Tensor alongDim(OpDef op, Tensor x, int dim, DType dtype) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run(op.pyName(), dtype != null, t -> alongDim(op, t[0], dim, dtype), x);
+            if (r != null) return r;
+        }
+        String name = op.pyName();
+        x.checkOpen(name);
+        int wrapped = Shapes.wrapDim(name, dim, x.dim());
+        int d = x.dim() == 0 ? 0 : wrapped;
+        DType out = op.resultType(op.computeType(dtype != null ? dtype : x.dtype(), Torch.defaultDtype()));
+        if (x.dtype() != out) {
+            try (Tensor converted = x.to(out)) {
+                return alongDimAs(op, converted, d);
+            }
+        }
+        return alongDimAs(op, x, d);
+    }
+
+    private static Tensor alongDimAs(OpDef op, Tensor x, int d) {
+        ReduceArgs args = new ReduceArgs(new int[] {d}, true);
+        Tensor r = Tensor.empty(x.shape(), x.dtype(), x.device());
+        ReductionKernels kernels = Backends.of(x.device()).reductions();
+        long t0 = KernelProfiler.isActive() ? System.nanoTime() : 0;
+        switch (op.kernel()) {
+            case "softmax" -> kernels.softmax(x, r, d, false);
+            case "log_softmax" -> kernels.softmax(x, r, d, true);
+            default -> throw new IllegalStateException(op.name() + ": no backend kernel along a dimension named " + op.kernel());
+        }
+        if (KernelProfiler.isActive()) KernelProfiler.recordKernel(op.kernel(), r, System.nanoTime() - t0);
+        double[] scalars = {d};
+        if (TRACING.get() != 0) traced(op, r, scalars, args, x);
+        if (op.isDifferentiable() && Autograd.needsGrad(x)) {
+            record(op, new Tensor[] {x}, new Tensor[] {x}, r, scalars, ReduceCall.of(op.pyName(), x.shape(), args));
         }
         return r;
     }

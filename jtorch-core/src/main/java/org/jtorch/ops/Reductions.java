@@ -18,8 +18,9 @@ import org.jtorch.op.Shapes;
  * (negative dims wrap; an empty dim list reduces everything; a 0-d tensor accepts dim 0 and -1),
  * computes the result's shape ({@code keepdim} keeps reduced dims as size 1) and dtype, allocates it
  * and calls the device's {@link org.jtorch.backend.ReductionKernels}. The reductions declared in
- * {@link ReductionOps} (sum, prod, mean, amax, amin, norm, logsumexp, var, std, any, all) are one-line
- * calls of {@link Dispatcher#reduce}; the ones with indices, the scans and softmax are still written here.
+ * {@link ReductionOps} (sum, prod, mean, amax, amin, norm, logsumexp, var, std, any, all, softmax,
+ * log_softmax) are one-line calls of the {@link Dispatcher}; the ones with indices and the scans are still
+ * written here.
  *
  * <p>Dtype rules: {@code sum}, {@code prod}, {@code cumsum}, {@code cumprod} of bool and integer
  * tensors give int64 unless a dtype is given (the input is then converted to it first); {@code mean},
@@ -285,47 +286,11 @@ public final class Reductions {
 
     /** {@code torch.softmax(x, dim, dtype)}; {@code dtype} may be null (integer input then uses the default float dtype). */
     public static Tensor softmax(Tensor x, int dim, DType dtype) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("softmax", dtype != null, t -> softmax(t[0], dim, dtype), x);
-            if (r != null) return r;
-        }
-        return softmax(false, "softmax", x, dim, dtype);
+        return Dispatcher.alongDim(ReductionOps.SOFTMAX, x, dim, dtype);
     }
 
     public static Tensor logSoftmax(Tensor x, int dim, DType dtype) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("log_softmax", dtype != null, t -> logSoftmax(t[0], dim, dtype), x);
-            if (r != null) return r;
-        }
-        return softmax(true, "log_softmax", x, dim, dtype);
-    }
-
-    private static Tensor softmax(boolean log, String name, Tensor x, int dim, DType dtype) {
-        x.checkOpen(name);
-        int d = Shapes.wrapDim(name, dim, x.dim());
-        DType out = dtype != null ? dtype : x.dtype().isFloatingPoint() ? x.dtype() : Torch.defaultDtype();
-        if (!out.isFloatingPoint()) {
-            throw new IllegalArgumentException(name + ": expected a floating point dtype, got " + out);
-        }
-        try (Tensor in = x.to(out)) {
-            Tensor r = Tensor.empty(x.shape(), out, x.device());
-            int sd = x.dim() == 0 ? 0 : d;
-            Backends.of(x.device()).reductions().softmax(in, r, sd, log);
-            if (Autograd.needsGrad(in)) {
-                SavedTensor sr = Autograd.save(r);
-                int[] dimArr = {sd};
-                if (log) {
-                    Autograd.record("LogSoftmaxBackward0", r, g -> new Tensor[] {
-                            g[0].sub(sr.get().exp().mul(g[0].sum(dimArr, true)))}, new Tensor[] {in}, sr);
-                } else {
-                    Autograd.record("SoftmaxBackward0", r, g -> {
-                        Tensor y = sr.get();
-                        return new Tensor[] {y.mul(g[0].sub(g[0].mul(y).sum(dimArr, true)))};
-                    }, new Tensor[] {in}, sr);
-                }
-            }
-            return r;
-        }
+        return Dispatcher.alongDim(ReductionOps.LOG_SOFTMAX, x, dim, dtype);
     }
 
     // ---------------------------------------------------------------- shared

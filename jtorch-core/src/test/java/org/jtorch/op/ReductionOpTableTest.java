@@ -85,6 +85,21 @@ class ReductionOpTableTest {
     }
 
     @Test
+    void gradcheckEveryOpAlongADimensionInFloat64() {
+        Torch.manualSeed(17);
+        List<OpDef> ops = OpRegistry.all().stream().filter(op -> op.kind() == OpDef.Kind.ALONG_DIM).toList();
+        assertEquals(List.of("softmax", "log_softmax"), ops.stream().map(OpDef::name).toList());
+        Tensor x = Torch.randn(2, 3, 4).to(DType.FLOAT64).to(Fixtures.device()).requiresGrad_(true);
+        Tensor scalar = Torch.randn().to(DType.FLOAT64).to(Fixtures.device()).requiresGrad_(true);
+        for (OpDef op : ops) {
+            for (int dim : new int[] {0, 1, -1}) {
+                assertTrue(Gradcheck.check(t -> Dispatcher.alongDim(op, t[0], dim, null), new Tensor[] {x}), op.name() + " " + dim);
+            }
+            assertTrue(Gradcheck.check(t -> Dispatcher.alongDim(op, t[0], -1, null), new Tensor[] {scalar}), op.name() + " 0-d");
+        }
+    }
+
+    @Test
     void prodGradientWithZerosMatchesPyTorch() {
         // PyTorch 1.13: x = [[1, 0, 3], [0, 0, 2]], prod(x, 1).sum().backward() gives [[0, 3, 0], [0, 0, 0]].
         Tensor x = Torch.tensor(new double[] {1, 0, 3, 0, 0, 2}, 2, 3).to(Fixtures.device()).requiresGrad_(true);
