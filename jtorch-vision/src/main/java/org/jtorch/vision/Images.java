@@ -6,8 +6,11 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.WeakHashMap;
 import javax.imageio.ImageIO;
 import org.jtorch.DType;
 import org.jtorch.Device;
@@ -21,7 +24,33 @@ import org.jtorch.Torch;
  * {@code torchvision.utils}' {@link #makeGrid} and {@link #saveImage} for batches of CHW float images.
  */
 public final class Images {
+    /** The tensors marked as HWC images (by identity: Tensor keeps Object's equals); weak, so marks die with their tensors. */
+    private static final Map<Tensor, Boolean> HWC_IMAGES = Collections.synchronizedMap(new WeakHashMap<>());
+
     private Images() {}
+
+    /**
+     * Marks {@code image}, a tensor {@code [H, W, C]}, as an HWC image: jtorch's counterpart of a PIL image
+     * in torchvision. The transforms then act on it as torchvision does on a PIL image (a
+     * {@link org.jtorch.vision.transforms.Resize} resizes its height and width, with Pillow's
+     * resampling; {@link org.jtorch.vision.transforms.Normalize} refuses it until
+     * {@link org.jtorch.vision.transforms.ToTensor} has made it CHW), while any unmarked tensor is a
+     * tensor image {@code [..., C, H, W]}, as in torchvision. Datasets mark the images they hand to their
+     * transforms, and {@link #rgb}/{@link #readRgb} mark theirs. Returns {@code image}.
+     */
+    public static Tensor asHwcImage(Tensor image) {
+        if (image.dim() != 3) {
+            throw new IllegalArgumentException("Images.asHwcImage: an HWC image has 3 dimensions [H, W, C], got shape "
+                    + java.util.Arrays.toString(image.shape()));
+        }
+        HWC_IMAGES.put(image, Boolean.TRUE);
+        return image;
+    }
+
+    /** Whether {@code t} was marked as an HWC image ({@link #asHwcImage}). Views and copies are not marked. */
+    public static boolean isHwcImage(Tensor t) {
+        return HWC_IMAGES.containsKey(t);
+    }
 
     /** A new uint8 tensor of {@code shape} holding {@code bytes[offset ..]} row-major; the caller owns it. */
     public static Tensor uint8(byte[] bytes, int offset, long... shape) {
@@ -38,6 +67,7 @@ public final class Images {
     /**
      * The image as a uint8 HWC tensor with 3 channels (RGB), as torchvision's default loader
      * ({@code PIL.Image.open(path).convert("RGB")}); grey and palette images are expanded, alpha dropped.
+     * The result is marked as an HWC image ({@link #asHwcImage}).
      */
     public static Tensor rgb(BufferedImage image) {
         int h = image.getHeight();
@@ -54,10 +84,10 @@ public final class Images {
                 px[o + 2] = (byte) argb;
             }
         }
-        return uint8(px, 0, h, w, 3);
+        return asHwcImage(uint8(px, 0, h, w, 3));
     }
 
-    /** Reads a PNG, JPEG, BMP or GIF file with {@code javax.imageio} as a uint8 HWC RGB tensor. */
+    /** Reads a PNG, JPEG, BMP or GIF file with {@code javax.imageio} as a uint8 HWC RGB tensor, marked as an HWC image. */
     public static Tensor readRgb(Path file) throws IOException {
         if (!Files.isRegularFile(file)) throw new java.nio.file.NoSuchFileException(file.toString());
         BufferedImage image = ImageIO.read(file.toFile());
