@@ -177,6 +177,16 @@ class PyTorchFileTest {
     }
 
     @Test
+    void tensorsSavedOnAGpuLoadOntoTheCpu() throws IOException {
+        Map<String, Tensor> sd = PyTorchFile.loadStateDict(fixture("saved_on_gpu")); // storage records with location "cuda:0"
+        try {
+            for (Tensor t : sd.values()) assertTrue(t.device().isCpu(), t.device().toString());
+        } finally {
+            PyTorchFile.closeTensors(sd);
+        }
+    }
+
+    @Test
     void legacyFormatOfPyTorchBefore16IsRead() throws IOException {
         Object loaded = PyTorchFile.load(fixture("legacy_format")); // torch.save(torch.ones(2), _use_new_zipfile_serialization=False)
         try (Tensor t = assertInstanceOf(Tensor.class, loaded)) {
