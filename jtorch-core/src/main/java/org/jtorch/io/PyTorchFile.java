@@ -95,7 +95,10 @@ public final class PyTorchFile {
         try (InputStream s = Files.newInputStream(path)) {
             int n = s.readNBytes(head, 0, 4);
             if (n == 4 && head[0] == 'P' && head[1] == 'K') return new ZipReader(path).read();
-            if (n >= 2 && (head[0] & 0xff) == 0x80) return new LegacyReader(path, Files.readAllBytes(path)).read();
+            if (n >= 2 && (head[0] & 0xff) == 0x80) {
+                if (Files.size(path) > Integer.MAX_VALUE - 8) throw bad(path, "a legacy-format file over 2 GiB, which jtorch does not read; save it again with PyTorch 1.6 or later");
+                return new LegacyReader(path, Files.readAllBytes(path)).read();
+            }
         }
         throw bad(path, "not a PyTorch file: it is neither a zip archive (torch.save since PyTorch 1.6) nor a legacy pickle"
                 + " file (first bytes " + java.util.HexFormat.of().formatHex(head) + ")");
@@ -141,17 +144,25 @@ public final class PyTorchFile {
 
     /** Closes every tensor in a loaded object (maps, lists, sets and tuples are searched). */
     public static void closeTensors(Object obj) {
-        if (obj instanceof Tensor t) {
-            t.close();
-        } else if (obj instanceof Map<?, ?> m) {
-            for (Map.Entry<?, ?> e : m.entrySet()) {
-                closeTensors(e.getKey());
-                closeTensors(e.getValue());
+        // Iterative with a visited set: a pickle may hold a list that contains itself.
+        java.util.ArrayDeque<Object> todo = new java.util.ArrayDeque<>();
+        java.util.Set<Object> seen = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+        if (obj != null) todo.push(obj);
+        while (!todo.isEmpty()) {
+            Object v = todo.pop();
+            if (!seen.add(v)) continue;
+            if (v instanceof Tensor t) {
+                t.close();
+            } else if (v instanceof Map<?, ?> m) {
+                for (Map.Entry<?, ?> e : m.entrySet()) {
+                    if (e.getKey() != null) todo.push(e.getKey());
+                    if (e.getValue() != null) todo.push(e.getValue());
+                }
+            } else if (v instanceof Collection<?> c) {
+                for (Object x : c) if (x != null) todo.push(x);
+            } else if (v instanceof Object[] a) {
+                for (Object x : a) if (x != null) todo.push(x);
             }
-        } else if (obj instanceof Collection<?> c) {
-            for (Object x : c) closeTensors(x);
-        } else if (obj instanceof Object[] a) {
-            for (Object x : a) closeTensors(x);
         }
     }
 
@@ -227,6 +238,8 @@ public final class PyTorchFile {
                 throw bad(path, "data.pkl: " + ex.getMessage());
             } catch (UncheckedIOException ex) {
                 throw ex.getCause();
+            } catch (StackOverflowError ex) { // hashing a cyclic or absurdly deep key
+                throw bad(path, "data.pkl: a value is cyclic or nested too deeply to be a dict key");
             } finally {
                 if (!ok) for (Tensor t : built) t.close();
                 for (Storage s : storages.values()) s.release();
@@ -469,6 +482,9 @@ public final class PyTorchFile {
             if (e.getSize() >= 0 && e.getSize() < bytes) {
                 throw bad(path, "storage record " + prefix + "data/" + key + " holds " + e.getSize() + " bytes, fewer than the " + bytes + " its tensors need");
             }
+            if (e.getMethod() == ZipEntry.STORED && e.getSize() > Files.size(path)) { // before allocating what a corrupt size claims
+                throw bad(path, "storage record " + prefix + "data/" + key + " claims " + e.getSize() + " bytes, more than the file holds");
+            }
             Storage s = Storage.allocateCpu(bytes);
             try (InputStream in = zip.getInputStream(e)) {
                 fill(in, s.segment(), bytes, key);
@@ -614,6 +630,9 @@ public final class PyTorchFile {
         } catch (IllegalArgumentException ex) {
             w.closeCopies();
             throw new IllegalArgumentException("PyTorchFile.save: " + ex.getMessage(), ex);
+        } catch (RuntimeException ex) { // a closed tensor, a failed device copy
+            w.closeCopies();
+            throw ex;
         }
         String folder = archiveName(path);
         try {
@@ -642,11 +661,11 @@ public final class PyTorchFile {
         }
     }
 
-    /** As PyTorch: the file's name without its extension, or "archive". */
+    /** As PyTorch's writer: the file's name without its last extension, or "archive". */
     private static String archiveName(Path path) {
         Path f = path.getFileName();
         String name = f == null ? "" : f.toString();
-        int dot = name.indexOf('.');
+        int dot = name.lastIndexOf('.');
         if (dot >= 0) name = name.substring(0, dot);
         return name.isEmpty() || !name.chars().allMatch(c -> c > 0x20 && c < 0x7f && c != '/' && c != '\\') ? "archive" : name;
     }

@@ -268,6 +268,25 @@ class PyTorchFileTest {
         }
     }
 
+    @Test
+    void aListThatContainsItselfLoadsAndCloses() throws IOException {
+        // As Python's l = [torch.ones(1)]; l.append(l): the list is memoised before its items, which fetch it back.
+        Path p = dir.resolve("cyclic.pt");
+        Map<String, Object> holder = new LinkedHashMap<>();
+        try (Tensor one = Torch.ones(1)) {
+            List<Object> l = new ArrayList<>();
+            l.add(one);
+            l.add(l);
+            holder.put("l", l);
+            PyTorchFile.save(p, holder);
+        }
+        Object back = PyTorchFile.load(p);
+        List<?> l = (List<?>) ((Map<?, ?>) back).get("l");
+        assertSame(l, l.get(1));
+        PyTorchFile.closeTensors(back);
+        assertTrue(((Tensor) l.get(0)).isClosed());
+    }
+
     // ------------------------------------------------------------------ writing
 
     @Test
