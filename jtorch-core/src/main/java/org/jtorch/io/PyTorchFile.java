@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.lang.foreign.MemorySegment;
+import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.Channels;
@@ -71,7 +72,7 @@ public final class PyTorchFile {
     private static final int ALIGNMENT = 64;
     private static final long COPY_CHUNK = 1L << 24;
     /** The legacy format's first pickle: this number, as a Python int. */
-    private static final java.math.BigInteger LEGACY_MAGIC = new java.math.BigInteger("1950a86a20f9469cfc6c", 16);
+    private static final BigInteger LEGACY_MAGIC = new BigInteger("1950a86a20f9469cfc6c", 16);
 
     private PyTorchFile() {}
 
@@ -227,6 +228,9 @@ public final class PyTorchFile {
         /** A new CPU storage holding the bytes of storage {@code key} ({@code bytes} long). */
         abstract Storage readStorage(String key, long bytes) throws IOException;
 
+        /** The object's pickle, as error messages name it. */
+        abstract String pickleName();
+
         /** Runs {@code body}; on failure closes the tensors built so far. Always drops the loader's storage references. */
         final Object guarded(IOBody body) throws IOException {
             boolean ok = false;
@@ -235,11 +239,11 @@ public final class PyTorchFile {
                 ok = true;
                 return result;
             } catch (Unpickler.Failure ex) {
-                throw bad(path, "data.pkl: " + ex.getMessage());
-            } catch (UncheckedIOException ex) {
+                throw bad(path, pickleName() + ": " + ex.getMessage());
+            } catch (StorageReadFailure ex) {
                 throw ex.getCause();
             } catch (StackOverflowError ex) { // hashing a cyclic or absurdly deep key
-                throw bad(path, "data.pkl: a value is cyclic or nested too deeply to be a dict key");
+                throw bad(path, pickleName() + ": a value is cyclic or nested too deeply to be a dict key");
             } finally {
                 if (!ok) for (Tensor t : built) t.close();
                 for (Storage s : storages.values()) s.release();
@@ -254,29 +258,18 @@ public final class PyTorchFile {
         @Override
         public Object global(String module, String name) {
             String qualified = module + "." + name;
-            switch (qualified) {
-                case "torch._utils._rebuild_tensor_v2":
-                    return new Function(qualified, this::rebuildTensor);
-                case "torch._utils._rebuild_tensor":
-                    return new Function(qualified, this::rebuildTensor);
-                case "torch._utils._rebuild_parameter":
-                case "torch._utils._rebuild_parameter_with_state":
-                    return new Function(qualified, a -> rebuildParameter(qualified, a));
-                case "collections.OrderedDict":
-                    return new Function(qualified, this::orderedDict);
-                case "torch.Size":
-                    return new Function(qualified, a -> a.isEmpty() ? List.of() : a.get(0));
-                case "torch.device":
-                    return new Function(qualified, a -> a.size() == 2 ? a.get(0) + ":" + a.get(1) : a.isEmpty() ? null : a.get(0));
-                case "builtins.set", "__builtin__.set":
-                    return new Function(qualified, a -> setOf(qualified, a));
-                case "builtins.frozenset", "__builtin__.frozenset":
-                    return new Function(qualified, a -> java.util.Collections.unmodifiableSet(setOf(qualified, a)));
-                case "_codecs.encode":
-                    return new Function(qualified, PyTorchFile::encode);
-                default:
-                    break;
-            }
+            Unpickler.Callable allowed = switch (qualified) {
+                case "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor" -> this::rebuildTensor;
+                case "torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state" -> a -> rebuildParameter(qualified, a);
+                case "collections.OrderedDict" -> this::orderedDict;
+                case "torch.Size" -> a -> a.isEmpty() ? List.of() : a.get(0);
+                case "torch.device" -> a -> a.size() == 2 ? a.get(0) + ":" + a.get(1) : a.isEmpty() ? null : a.get(0);
+                case "builtins.set", "__builtin__.set" -> a -> setOf(qualified, a);
+                case "builtins.frozenset", "__builtin__.frozenset" -> a -> java.util.Collections.unmodifiableSet(setOf(qualified, a));
+                case "_codecs.encode" -> PyTorchFile::encode;
+                default -> null;
+            };
+            if (allowed != null) return new Function(qualified, allowed);
             if (module.equals("torch")) {
                 for (DType d : DType.values()) {
                     if (name.equals(storageName(d))) return new StorageType(qualified, d);
@@ -314,7 +307,7 @@ public final class PyTorchFile {
                 try {
                     s = readStorage(key, Math.multiplyExact(numel, (long) type.dtype().byteSize()));
                 } catch (IOException ex) {
-                    throw new UncheckedIOException(ex);
+                    throw new StorageReadFailure(ex);
                 } catch (ArithmeticException ex) {
                     throw new Unpickler.Failure("storage " + key + " of " + numel + " elements is too large");
                 }
@@ -410,9 +403,9 @@ public final class PyTorchFile {
         };
     }
 
-    /** An IOException carried through the unpickler's callbacks. */
-    private static final class UncheckedIOException extends RuntimeException {
-        UncheckedIOException(IOException cause) {
+    /** An IOException from reading a storage, carried through the unpickler's callbacks. */
+    private static final class StorageReadFailure extends RuntimeException {
+        StorageReadFailure(IOException cause) {
             super(cause);
         }
 
@@ -473,6 +466,11 @@ public final class PyTorchFile {
             try (InputStream s = zip.getInputStream(e)) {
                 return new String(s.readNBytes(max), StandardCharsets.UTF_8);
             }
+        }
+
+        @Override
+        String pickleName() {
+            return prefix + "data.pkl";
         }
 
         @Override
@@ -540,7 +538,7 @@ public final class PyTorchFile {
             } catch (Unpickler.Failure ex) {
                 throw bad(path, "not a PyTorch file (" + ex.getMessage() + ")");
             }
-            if (!LEGACY_MAGIC.equals(magic instanceof Long l ? java.math.BigInteger.valueOf(l) : magic)) {
+            if (!LEGACY_MAGIC.equals(magic instanceof Long l ? BigInteger.valueOf(l) : magic)) {
                 throw bad(path, "a pickle, but not a torch.save file (no PyTorch magic number): jtorch reads only torch.save files");
             }
             try {
@@ -602,6 +600,11 @@ public final class PyTorchFile {
                 ranges.put(key, new long[] {at + 8, bytes});
                 at += 8 + bytes;
             }
+        }
+
+        @Override
+        String pickleName() {
+            return "the legacy pickle";
         }
 
         @Override
