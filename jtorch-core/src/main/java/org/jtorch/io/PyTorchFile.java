@@ -270,6 +270,10 @@ public final class PyTorchFile {
                 default -> null;
             };
             if (allowed != null) return new Function(qualified, allowed);
+            if (module.equals("torch._utils") && name.startsWith("_rebuild_")) {
+                throw new Unpickler.Failure("the file holds a tensor that " + qualified + " rebuilds (a sparse, quantized, meta or"
+                        + " subclassed tensor), a kind jtorch does not have; jtorch reads dense tensors (_rebuild_tensor_v2)");
+            }
             if (module.equals("torch")) {
                 for (DType d : DType.values()) {
                     if (name.equals(storageName(d))) return new StorageType(qualified, d);

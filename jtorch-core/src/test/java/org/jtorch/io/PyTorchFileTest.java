@@ -205,6 +205,12 @@ class PyTorchFileTest {
     }
 
     @Test
+    void tensorKindsJtorchLacksAreRefusedByKind() {
+        var ex = assertThrows(PyTorchFile.FormatException.class, () -> PyTorchFile.load(fixture("sparse_tensor"))); // eye(3).to_sparse()
+        assertTrue(ex.getMessage().contains("_rebuild_sparse_tensor") && ex.getMessage().contains("sparse"), ex.getMessage());
+    }
+
+    @Test
     void bigEndianDataIsRefused() {
         var ex = assertThrows(PyTorchFile.FormatException.class, () -> PyTorchFile.load(fixture("big_endian")));
         assertTrue(ex.getMessage().contains("big-endian"), ex.getMessage());
