@@ -338,6 +338,13 @@ class PyTorchFileTest {
     }
 
     @Test
+    void noneIsAValueToSave() throws IOException {
+        Path p = dir.resolve("none.pt");
+        PyTorchFile.save(p, null); // torch.save(None, f)
+        assertNull(PyTorchFile.load(p));
+    }
+
+    @Test
     void aModelSavedAndLoadedComputesTheSame() throws IOException {
         Torch.manualSeed(3);
         Module a = model("cnn_state_dict");
