@@ -612,52 +612,53 @@ public final class Torch {
     // ------------------------------------------------------------------ rearranging (ops/Rearranging.java)
 
     public static Tensor flip(Tensor x, int... dims) {
-        Arguments.nonNull("flip", "input", x);
+        Arguments.nonNull("flip", "x", x);
         return x.flip(dims);
     }
 
     public static Tensor roll(Tensor x, long[] shifts, int... dims) {
-        Arguments.nonNull("roll", "input", x);
+        Arguments.nonNull("roll", "x", x);
         return x.roll(shifts, dims);
     }
 
     public static Tensor rot90(Tensor x, int k, int dim0, int dim1) {
-        Arguments.nonNull("rot90", "input", x);
+        Arguments.nonNull("rot90", "x", x);
         return x.rot90(k, dim0, dim1);
     }
 
     public static Tensor tile(Tensor x, long... dims) {
-        Arguments.nonNull("tile", "input", x);
+        Arguments.nonNull("tile", "x", x);
         return x.tile(dims);
     }
 
     public static Tensor tril(Tensor x, long diagonal) {
-        Arguments.nonNull("tril", "input", x);
+        Arguments.nonNull("tril", "x", x);
         return x.tril(diagonal);
     }
 
     public static Tensor triu(Tensor x, long diagonal) {
-        Arguments.nonNull("triu", "input", x);
+        Arguments.nonNull("triu", "x", x);
         return x.triu(diagonal);
     }
 
     public static Tensor diag(Tensor x, long diagonal) {
-        Arguments.nonNull("diag", "input", x);
+        Arguments.nonNull("diag", "x", x);
         return x.diag(diagonal);
     }
 
     public static Tensor diagonal(Tensor x, long offset, int dim1, int dim2) {
-        Arguments.nonNull("diagonal", "input", x);
+        Arguments.nonNull("diagonal", "x", x);
         return x.diagonal(offset, dim1, dim2);
     }
 
     public static Tensor trace(Tensor x) {
-        Arguments.nonNull("trace", "input", x);
+        Arguments.nonNull("trace", "x", x);
         return x.trace();
     }
 
     public static Tensor cross(Tensor a, Tensor b, int dim) {
-        Arguments.nonNull("cross", "input", a);
+        Arguments.nonNull("cross", "a", a);
+        Arguments.nonNull("cross", "b", b);
         return a.cross(b, dim);
     }
 

@@ -58,7 +58,7 @@ class NullArgumentsTest {
             // reductions: all dimensions, the input's dtype
             "Tensor.*(dims)", "Torch.*(dims)", "Tensor.sum(dtype)", "Tensor.mean(dtype)", "Tensor.prod(dtype)", "Tensor.cumsum(dtype)",
             "Tensor.cumprod(dtype)", "Tensor.softmax(dtype)", "Tensor.logSoftmax(dtype)", "Torch.sum(dtype)", "Torch.mean(dtype)",
-            "Torch.prod(dtype)",
+            "Torch.prod(dtype)", "F.softmax(dtype)", "F.logSoftmax(dtype)",
             // true division; an implicit gradient of ones; no gradient
             "Tensor.div(roundingMode)", "Tensor.backward(gradient)", "Tensor.setGrad(g)",
             // clamp's tensor bounds (None: no bound on that side; both None is refused)
