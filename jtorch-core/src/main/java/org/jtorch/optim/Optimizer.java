@@ -2,10 +2,12 @@ package org.jtorch.optim;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Supplier;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
@@ -36,6 +38,7 @@ import org.jtorch.op.Shapes;
 public abstract class Optimizer implements AutoCloseable {
     private final String name;
     private final Map<String, Object> defaults;
+    private final Set<String> nullableOptions = new HashSet<>();
     private final List<ParamGroup> groups = new ArrayList<>();
     private final IdentityHashMap<Tensor, Map<String, Object>> state = new IdentityHashMap<>();
     private boolean fusedKernels = true;
@@ -44,6 +47,9 @@ public abstract class Optimizer implements AutoCloseable {
     protected Optimizer(String name, List<ParamGroup> paramGroups, OptimizerOptions<?> options) {
         this.name = name;
         Map<String, Object> d = options.resolved();
+        options.builtinDefaults().forEach((k, v) -> {
+            if (v == null) nullableOptions.add(k);
+        });
         validateOptions(d);
         this.defaults = Collections.unmodifiableMap(d);
         if (paramGroups.isEmpty()) throw new IllegalArgumentException(name + ": optimizer got an empty parameter list");
@@ -369,7 +375,8 @@ public abstract class Optimizer implements AutoCloseable {
 
     /**
      * A saved group's options, each of the kind of this optimizer's default for it (a number, a
-     * boolean, a list of numbers of the same length); options the optimizer does not know (a scheduler's
+     * boolean, a list of numbers of the same length, or null or a string where PyTorch's default is
+     * None: {@code foreach}, {@code line_search_fn}); options the optimizer does not know (a scheduler's
      * {@code initial_lr}, a user's {@code name}) may be numbers, booleans, strings, lists of numbers or null.
      */
     private Map<String, Object> groupOptions(StateReader sg) {
@@ -380,7 +387,9 @@ public abstract class Optimizer implements AutoCloseable {
             Object v = e.getValue();
             Object d = defaults.get(key);
             String path = sg.path(key);
-            if (d instanceof Boolean || (d == null && v instanceof Boolean)) {
+            if (nullableOptions.contains(key) && (v == null || v instanceof String)) {
+                out.put(key, v); // what the option accepts is the optimizer's validate()'s to say
+            } else if (d instanceof Boolean || (d == null && v instanceof Boolean)) {
                 if (!(v instanceof Boolean)) throw sg.error(path, "a boolean", v);
                 out.put(key, v);
             } else if (d instanceof List<?> l) {
