@@ -28,6 +28,9 @@ import org.jtorch.nn.Module;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
 import org.jtorch.optim.Adadelta;
+import org.jtorch.optim.Adamax;
+import org.jtorch.optim.NAdam;
+import org.jtorch.optim.RAdam;
 import org.jtorch.optim.Adagrad;
 import org.jtorch.optim.Adam;
 import org.jtorch.optim.AdamW;
@@ -48,7 +51,7 @@ import org.jtorch.vision.models.Models;
  */
 public final class Trainer {
     public static final List<String> MODELS = List.of("mlp", "lenet", "resnet20", "resnet32", "resnet56", "resnet18", "resnet34", "resnet50");
-    public static final List<String> OPTIMIZERS = List.of("sgd", "adam", "adamw", "adadelta", "rmsprop", "adagrad");
+    public static final List<String> OPTIMIZERS = List.of("sgd", "adam", "adamw", "nadam", "radam", "adamax", "adadelta", "rmsprop", "adagrad");
     public static final List<String> SCHEDULERS = List.of("none", "step", "multistep", "cosine", "onecycle");
     public static final List<String> PRECISIONS = List.of("off", "fp16", "bf16");
 
@@ -245,6 +248,9 @@ public final class Trainer {
             case "sgd" -> new SGD(model.parameters(), SGD.options().lr(Double.isNaN(lr) ? (config.scheduler().equals("onecycle") ? 0.05 : 0.01) : lr).momentum(config.momentum()).weightDecay(wd));
             case "adam" -> new Adam(model.parameters(), Adam.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(wd));
             case "adamw" -> new AdamW(model.parameters(), AdamW.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(Double.isNaN(config.weightDecay()) ? 0.01 : wd));
+            case "nadam" -> new NAdam(model.parameters(), NAdam.options().lr(Double.isNaN(lr) ? 2e-3 : lr).weightDecay(wd));
+            case "radam" -> new RAdam(model.parameters(), RAdam.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(wd));
+            case "adamax" -> new Adamax(model.parameters(), Adamax.options().lr(Double.isNaN(lr) ? 2e-3 : lr).weightDecay(wd));
             case "adadelta" -> new Adadelta(model.parameters(), Adadelta.options().lr(Double.isNaN(lr) ? 1.0 : lr).weightDecay(wd));
             case "rmsprop" -> new RMSprop(model.parameters(), RMSprop.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(wd));
             case "adagrad" -> new Adagrad(model.parameters(), Adagrad.options().lr(Double.isNaN(lr) ? 1e-2 : lr).weightDecay(wd));
