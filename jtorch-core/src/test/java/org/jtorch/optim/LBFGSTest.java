@@ -144,6 +144,46 @@ class LBFGSTest {
         z.close();
     }
 
+    /** The state (flat tensors, lists of 0-d tensors, nulls, numbers) goes through a checkpoint file, and the run continues exactly. */
+    @Test
+    void aCheckpointedRunContinuesExactly(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws java.io.IOException {
+        double[][] finals = new double[2][];
+        for (int way = 0; way < 2; way++) {
+            Tensor x = Torch.tensor(-1.2, 1.0, 0.3, 2.0).requiresGrad_(true);
+            LBFGS opt = new LBFGS(List.of(x), LBFGS.options().lineSearchFn("strong_wolfe").maxIter(4).historySize(3));
+            List<Tensor> returned = new ArrayList<>();
+            for (int step = 0; step < 4; step++) {
+                if (way == 1 && step == 2) {
+                    java.nio.file.Path file = dir.resolve("lbfgs.ckpt");
+                    new org.jtorch.io.Checkpoint().optimizer(opt).save(file, 0, step);
+                    Tensor copy = x.detach().clone().requiresGrad_(true);
+                    opt.zeroGrad();
+                    opt.close();
+                    x.close();
+                    x = copy;
+                    opt = new LBFGS(List.of(x), LBFGS.options().lineSearchFn("strong_wolfe").maxIter(4).historySize(3));
+                    new org.jtorch.io.Checkpoint().optimizer(opt).load(file);
+                }
+                Tensor xs = x;
+                LBFGS o = opt;
+                o.step(() -> {
+                    o.zeroGrad();
+                    Tensor head = xs.narrow(0, 0, 3);
+                    Tensor tail = xs.narrow(0, 1, 3);
+                    Tensor loss = tail.sub(head.pow(2)).pow(2).mul(100).add(head.neg().add(1).pow(2)).sum();
+                    loss.backward();
+                    returned.add(loss);
+                    return loss;
+                }).close();
+            }
+            finals[way] = x.toDoubleArray();
+            opt.zeroGrad();
+            opt.close();
+            x.close();
+        }
+        org.junit.jupiter.api.Assertions.assertArrayEquals(finals[0], finals[1]);
+    }
+
     private static void assertMessage(Class<? extends RuntimeException> type, String fragment, org.junit.jupiter.api.function.Executable body) {
         RuntimeException e = assertThrows(type, body);
         assertTrue(e.getMessage().contains(fragment), "message '" + e.getMessage() + "' should contain '" + fragment + "'");
