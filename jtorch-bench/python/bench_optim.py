@@ -18,7 +18,7 @@ def main():
         p = torch.randn(1024, 1024, requires_grad=True)
         opt = make([p])
         p.grad = grad.to_sparse(1) if name == "sparse_adam" else grad.clone()
-        print(f"{name}_step_1024x1024_ms {timing.median(opt.step, 10, reps) * 1e3:.4f}")
+        print(f"{name}_step_1024x1024_ms {timing.median(opt.step, 40, reps) * 1e3:.4f}")
 
     x = torch.randn(1024, 512)
     target = torch.randn(1024, 128)
@@ -38,7 +38,7 @@ def main():
             return loss
         opt.step(closure)
         evals[0] = opt.state[w]["func_evals"]
-    print(f"lbfgs_strong_wolfe_10_iter_65536_params_ms {timing.median(step, 1, 3 if '--quick' in sys.argv else 7) * 1e3:.4f}")
+    print(f"lbfgs_strong_wolfe_10_iter_65536_params_ms {timing.median(step, 3, 3 if '--quick' in sys.argv else 7) * 1e3:.4f}")
     print(f"lbfgs_strong_wolfe_10_iter_closure_evals {evals[0]}")
 
 

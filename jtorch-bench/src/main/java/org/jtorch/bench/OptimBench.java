@@ -39,7 +39,7 @@ final class OptimBench {
                 Tensor p = Torch.randn(1024, 1024).requiresGrad_(true);
                 try (Optimizer opt = e.getValue().apply(List.of(p))) {
                     p.setGrad(grad.clone());
-                    r.put(e.getKey() + "_step_1024x1024_ms", Timing.median(10, reps, opt::step) * 1e3);
+                    r.put(e.getKey() + "_step_1024x1024_ms", Timing.median(40, reps, opt::step) * 1e3);
                     opt.zeroGrad();
                 }
                 p.close();
@@ -55,7 +55,7 @@ final class OptimBench {
             Tensor start = w.detach().clone();
             long[] evals = new long[1];
             LBFGS[] opt = new LBFGS[1];
-            double t = Timing.median(1, reps, () -> {
+            double t = Timing.median(3, reps, () -> {
                 try (var g = org.jtorch.autograd.Grad.noGrad()) {
                     w.copy_(start);
                 }

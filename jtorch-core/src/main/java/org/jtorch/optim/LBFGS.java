@@ -616,8 +616,9 @@ public final class LBFGS extends Optimizer {
             return flatGrad;
         }
 
+        /** {@code a · b} as a product summed: Tensor.dot runs a 1 x n x 1 GEMM, about 10x slower on long vectors. */
         private Num dot(Tensor a, Tensor b) {
-            try (Tensor r = a.dot(b)) {
+            try (Tensor product = a.mul(b); Tensor r = product.sum()) {
                 return s.tensor(r.item());
             }
         }
