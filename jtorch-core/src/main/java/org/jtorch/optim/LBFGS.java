@@ -37,7 +37,8 @@ import org.jtorch.ops.Arguments;
  * loss. It is called several times per step. Each call runs in its own {@link MemoryScope}: the tensors it
  * creates (the graph, the loss) are released once the loss and gradients have been read, except the
  * first call's loss, which {@code step} returns to the caller. Gradients set on the parameters are not
- * released. {@link #step()} without a closure is refused, as in PyTorch.
+ * released; a tensor the closure stores elsewhere to use after the call must be passed to
+ * {@link MemoryScope#keep}. {@link #step()} without a closure is refused, as in PyTorch.
  *
  * <p>One parameter group only; all parameters on one device with one floating dtype. The parameters are
  * treated as one flat vector. The scalars PyTorch keeps as 0-d tensors of the parameters' dtype (the

@@ -25,8 +25,8 @@ import org.jtorch.op.Shapes;
  * <p><b>Update rules</b> follow PyTorch 1.13's single-tensor (for-loop) implementations exactly.
  * Steps run without recording a graph; parameters whose {@code grad()} is null are skipped (their
  * state is neither created nor advanced). Contiguous float32 CPU parameters take a fused
- * one-pass kernel where the optimizer has one (SGD, Adam, AdamW); every other case composes
- * tensor ops, for any floating dtype and any strides.
+ * one-pass kernel where the optimizer has one (SGD, Adam, AdamW) unless their group sets
+ * {@code foreach} to false; every other case composes tensor ops, for any floating dtype and any strides.
  *
  * <p><b>Ownership.</b> The optimizer owns its state tensors (momentum buffers, moment estimates):
  * they are never released by an enclosing {@link MemoryScope} and are released by {@link #close()}.
