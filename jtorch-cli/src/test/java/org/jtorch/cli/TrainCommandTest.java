@@ -72,6 +72,14 @@ class TrainCommandTest {
     }
 
     @Test
+    void lbfgsTrainsTheMlpWithItsClosure() throws IOException {
+        // Three batches of 512, each an LBFGS step of up to 20 iterations with the strong-Wolfe line search.
+        List<Trainer.EpochResult> h = train("--model", "mlp", "--dataset", "digits", "--epochs", "1", "--batch-size", "512",
+                "--optimizer", "lbfgs", "--scheduler", "none", "--plot", "none", "--seed", "3").history();
+        assertTrue(h.get(0).testAccuracy() >= 0.8, "lbfgs: train loss " + h.get(0).trainLoss() + ", test accuracy " + h.get(0).testAccuracy());
+    }
+
+    @Test
     void resumingFromACheckpointContinuesExactlyAsAnUninterruptedRun() throws IOException {
         String[] common = {"--model", "mlp", "--dataset", "digits", "--batch-size", "64", "--optimizer", "adam", "--scheduler", "step",
                 "--plot", "none", "--seed", "5"};

@@ -29,6 +29,7 @@ import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
 import org.jtorch.optim.Adadelta;
 import org.jtorch.optim.Adamax;
+import org.jtorch.optim.LBFGS;
 import org.jtorch.optim.NAdam;
 import org.jtorch.optim.RAdam;
 import org.jtorch.optim.Adagrad;
@@ -51,7 +52,7 @@ import org.jtorch.vision.models.Models;
  */
 public final class Trainer {
     public static final List<String> MODELS = List.of("mlp", "lenet", "resnet20", "resnet32", "resnet56", "resnet18", "resnet34", "resnet50");
-    public static final List<String> OPTIMIZERS = List.of("sgd", "adam", "adamw", "nadam", "radam", "adamax", "adadelta", "rmsprop", "adagrad");
+    public static final List<String> OPTIMIZERS = List.of("sgd", "adam", "adamw", "nadam", "radam", "adamax", "adadelta", "rmsprop", "adagrad", "lbfgs");
     public static final List<String> SCHEDULERS = List.of("none", "step", "multistep", "cosine", "onecycle");
     public static final List<String> PRECISIONS = List.of("off", "fp16", "bf16");
 
@@ -107,6 +108,9 @@ public final class Trainer {
             throw new IllegalArgumentException("--amp fp16 needs a CUDA device (CPU autocast computes in bf16: use --amp bf16)");
         }
         scaler = config.amp().equals("fp16") ? new GradScaler() : null; // bf16 has f32's range: no loss scaling needed
+        if (scaler != null && optimizer instanceof LBFGS) {
+            throw new IllegalArgumentException("--optimizer lbfgs cannot use --amp fp16: loss scaling takes no closure, as in PyTorch");
+        }
         // On a GPU the loader hands out batches already there: copied from pinned memory on a side stream with
         // --pin-memory, overlapping the previous step's kernels.
         var trainBuilder = DataLoader.builder(data.train()).batchSize(config.batchSize()).shuffle(true)
@@ -166,28 +170,46 @@ public final class Trainer {
             try (MemoryScope scope = new MemoryScope()) {
                 Tensor x = batch.input().to(device);
                 Tensor y = batch.target().to(device);
-                Tensor logits;
-                Tensor loss;
-                try (Autocast ac = autocast(device)) {
-                    logits = model.forward(x);
-                    loss = F.crossEntropy(logits, y);
-                }
-                optimizer.zeroGrad();
-                if (scaler != null) {
-                    scaler.scale(loss).backward();
-                    scaler.step(optimizer);
-                    scaler.update();
+                double l;
+                if (optimizer instanceof LBFGS lbfgs) {
+                    // LBFGS re-evaluates the batch; the loss and accuracy reported are its first evaluation's.
+                    long[] firstCorrect = {-1};
+                    Tensor loss = lbfgs.step(() -> {
+                        optimizer.zeroGrad();
+                        Tensor out;
+                        Tensor batchLoss;
+                        try (Autocast ac = autocast(device)) {
+                            out = model.forward(x);
+                            batchLoss = F.crossEntropy(out, y);
+                        }
+                        batchLoss.backward();
+                        if (firstCorrect[0] < 0) firstCorrect[0] = correctCount(out, y);
+                        return batchLoss;
+                    });
+                    l = loss.item();
+                    correct += firstCorrect[0];
                 } else {
-                    loss.backward();
-                    optimizer.step();
+                    Tensor logits;
+                    Tensor loss;
+                    try (Autocast ac = autocast(device)) {
+                        logits = model.forward(x);
+                        loss = F.crossEntropy(logits, y);
+                    }
+                    optimizer.zeroGrad();
+                    if (scaler != null) {
+                        scaler.scale(loss).backward();
+                        scaler.step(optimizer);
+                        scaler.update();
+                    } else {
+                        loss.backward();
+                        optimizer.step();
+                    }
+                    l = loss.item();
+                    correct += correctCount(logits, y);
                 }
                 if (perStep != null) perStep.step();
                 long n = y.size(0);
-                double l = loss.item();
                 lossSum += l * n;
-                try (var g = Grad.noGrad()) {
-                    correct += (long) logits.argmax(1, false).eq(y).sum().item();
-                }
                 seen += n;
                 step++;
                 bar.update(step, String.format(Locale.ROOT, "loss %.4f", l));
@@ -195,6 +217,12 @@ public final class Trainer {
         }
         bar.finish();
         return new double[] {lossSum / Math.max(seen, 1), (double) correct / Math.max(seen, 1), seen};
+    }
+
+    private static long correctCount(Tensor logits, Tensor y) {
+        try (var g = Grad.noGrad(); Tensor predicted = logits.argmax(1, false); Tensor hits = predicted.eq(y); Tensor count = hits.sum()) {
+            return (long) count.item();
+        }
     }
 
     /** Returns {mean loss, accuracy}. */
@@ -253,6 +281,10 @@ public final class Trainer {
             case "adamax" -> new Adamax(model.parameters(), Adamax.options().lr(Double.isNaN(lr) ? 2e-3 : lr).weightDecay(wd));
             case "adadelta" -> new Adadelta(model.parameters(), Adadelta.options().lr(Double.isNaN(lr) ? 1.0 : lr).weightDecay(wd));
             case "rmsprop" -> new RMSprop(model.parameters(), RMSprop.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(wd));
+            case "lbfgs" -> {
+                if (wd != 0) throw new IllegalArgumentException("--weight-decay does not apply to --optimizer lbfgs (PyTorch's LBFGS has none)");
+                yield new LBFGS(model.parameters(), LBFGS.options().lr(Double.isNaN(lr) ? 1 : lr).lineSearchFn("strong_wolfe"));
+            }
             case "adagrad" -> new Adagrad(model.parameters(), Adagrad.options().lr(Double.isNaN(lr) ? 1e-2 : lr).weightDecay(wd));
             default -> throw new IllegalArgumentException("unknown optimizer '" + config.optimizer() + "'");
         };
