@@ -176,25 +176,16 @@ public final class Trainer {
                     long[] firstCorrect = {-1};
                     Tensor loss = lbfgs.step(() -> {
                         optimizer.zeroGrad();
-                        Tensor out;
-                        Tensor batchLoss;
-                        try (Autocast ac = autocast(device)) {
-                            out = model.forward(x);
-                            batchLoss = F.crossEntropy(out, y);
-                        }
-                        batchLoss.backward();
-                        if (firstCorrect[0] < 0) firstCorrect[0] = correctCount(out, y);
-                        return batchLoss;
+                        Forward f = forward(x, y, device);
+                        f.loss().backward();
+                        if (firstCorrect[0] < 0) firstCorrect[0] = correctCount(f.logits(), y);
+                        return f.loss();
                     });
                     l = loss.item();
                     correct += firstCorrect[0];
                 } else {
-                    Tensor logits;
-                    Tensor loss;
-                    try (Autocast ac = autocast(device)) {
-                        logits = model.forward(x);
-                        loss = F.crossEntropy(logits, y);
-                    }
+                    Forward f = forward(x, y, device);
+                    Tensor loss = f.loss();
                     optimizer.zeroGrad();
                     if (scaler != null) {
                         scaler.scale(loss).backward();
@@ -205,7 +196,7 @@ public final class Trainer {
                         optimizer.step();
                     }
                     l = loss.item();
-                    correct += correctCount(logits, y);
+                    correct += correctCount(f.logits(), y);
                 }
                 if (perStep != null) perStep.step();
                 long n = y.size(0);
@@ -217,6 +208,16 @@ public final class Trainer {
         }
         bar.finish();
         return new double[] {lossSum / Math.max(seen, 1), (double) correct / Math.max(seen, 1), seen};
+    }
+
+    private record Forward(Tensor logits, Tensor loss) {}
+
+    /** The model's logits and the cross-entropy loss of a batch, under autocast when it is on. */
+    private Forward forward(Tensor x, Tensor y, Device device) {
+        try (Autocast ac = autocast(device)) {
+            Tensor logits = model.forward(x);
+            return new Forward(logits, F.crossEntropy(logits, y));
+        }
     }
 
     private static long correctCount(Tensor logits, Tensor y) {
