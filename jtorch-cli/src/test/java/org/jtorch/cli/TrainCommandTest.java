@@ -62,6 +62,24 @@ class TrainCommandTest {
     }
 
     @Test
+    void theAdamVariantsTrainTheMlp() throws IOException {
+        for (String optimizer : List.of("nadam", "radam", "adamax")) {
+            List<Trainer.EpochResult> h = train("--model", "mlp", "--dataset", "digits", "--epochs", "2", "--batch-size", "64",
+                    "--optimizer", optimizer, "--scheduler", "none", "--plot", "none", "--seed", "3").history();
+            assertTrue(h.get(1).trainLoss() < h.get(0).trainLoss() && h.get(1).testAccuracy() >= 0.8,
+                    optimizer + ": train losses " + h.get(0).trainLoss() + ", " + h.get(1).trainLoss() + ", test accuracy " + h.get(1).testAccuracy());
+        }
+    }
+
+    @Test
+    void lbfgsTrainsTheMlpWithItsClosure() throws IOException {
+        // Three batches of 512, each an LBFGS step of up to 20 iterations with the strong-Wolfe line search.
+        List<Trainer.EpochResult> h = train("--model", "mlp", "--dataset", "digits", "--epochs", "1", "--batch-size", "512",
+                "--optimizer", "lbfgs", "--scheduler", "none", "--plot", "none", "--seed", "3").history();
+        assertTrue(h.get(0).testAccuracy() >= 0.8, "lbfgs: train loss " + h.get(0).trainLoss() + ", test accuracy " + h.get(0).testAccuracy());
+    }
+
+    @Test
     void resumingFromACheckpointContinuesExactlyAsAnUninterruptedRun() throws IOException {
         String[] common = {"--model", "mlp", "--dataset", "digits", "--batch-size", "64", "--optimizer", "adam", "--scheduler", "step",
                 "--plot", "none", "--seed", "5"};

@@ -28,6 +28,10 @@ import org.jtorch.nn.Module;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
 import org.jtorch.optim.Adadelta;
+import org.jtorch.optim.Adamax;
+import org.jtorch.optim.LBFGS;
+import org.jtorch.optim.NAdam;
+import org.jtorch.optim.RAdam;
 import org.jtorch.optim.Adagrad;
 import org.jtorch.optim.Adam;
 import org.jtorch.optim.AdamW;
@@ -48,7 +52,7 @@ import org.jtorch.vision.models.Models;
  */
 public final class Trainer {
     public static final List<String> MODELS = List.of("mlp", "lenet", "resnet20", "resnet32", "resnet56", "resnet18", "resnet34", "resnet50");
-    public static final List<String> OPTIMIZERS = List.of("sgd", "adam", "adamw", "adadelta", "rmsprop", "adagrad");
+    public static final List<String> OPTIMIZERS = List.of("sgd", "adam", "adamw", "nadam", "radam", "adamax", "adadelta", "rmsprop", "adagrad", "lbfgs");
     public static final List<String> SCHEDULERS = List.of("none", "step", "multistep", "cosine", "onecycle");
     public static final List<String> PRECISIONS = List.of("off", "fp16", "bf16");
 
@@ -104,6 +108,9 @@ public final class Trainer {
             throw new IllegalArgumentException("--amp fp16 needs a CUDA device (CPU autocast computes in bf16: use --amp bf16)");
         }
         scaler = config.amp().equals("fp16") ? new GradScaler() : null; // bf16 has f32's range: no loss scaling needed
+        if (scaler != null && optimizer instanceof LBFGS) {
+            throw new IllegalArgumentException("--optimizer lbfgs cannot use --amp fp16: loss scaling takes no closure, as in PyTorch");
+        }
         // On a GPU the loader hands out batches already there: copied from pinned memory on a side stream with
         // --pin-memory, overlapping the previous step's kernels.
         var trainBuilder = DataLoader.builder(data.train()).batchSize(config.batchSize()).shuffle(true)
@@ -163,28 +170,37 @@ public final class Trainer {
             try (MemoryScope scope = new MemoryScope()) {
                 Tensor x = batch.input().to(device);
                 Tensor y = batch.target().to(device);
-                Tensor logits;
-                Tensor loss;
-                try (Autocast ac = autocast(device)) {
-                    logits = model.forward(x);
-                    loss = F.crossEntropy(logits, y);
-                }
-                optimizer.zeroGrad();
-                if (scaler != null) {
-                    scaler.scale(loss).backward();
-                    scaler.step(optimizer);
-                    scaler.update();
+                double l;
+                if (optimizer instanceof LBFGS lbfgs) {
+                    // LBFGS re-evaluates the batch; the loss and accuracy reported are its first evaluation's.
+                    long[] firstCorrect = {-1};
+                    Tensor loss = lbfgs.step(() -> {
+                        optimizer.zeroGrad();
+                        Forward f = forward(x, y, device);
+                        f.loss().backward();
+                        if (firstCorrect[0] < 0) firstCorrect[0] = correctCount(f.logits(), y);
+                        return f.loss();
+                    });
+                    l = loss.item();
+                    correct += firstCorrect[0];
                 } else {
-                    loss.backward();
-                    optimizer.step();
+                    Forward f = forward(x, y, device);
+                    Tensor loss = f.loss();
+                    optimizer.zeroGrad();
+                    if (scaler != null) {
+                        scaler.scale(loss).backward();
+                        scaler.step(optimizer);
+                        scaler.update();
+                    } else {
+                        loss.backward();
+                        optimizer.step();
+                    }
+                    l = loss.item();
+                    correct += correctCount(f.logits(), y);
                 }
                 if (perStep != null) perStep.step();
                 long n = y.size(0);
-                double l = loss.item();
                 lossSum += l * n;
-                try (var g = Grad.noGrad()) {
-                    correct += (long) logits.argmax(1, false).eq(y).sum().item();
-                }
                 seen += n;
                 step++;
                 bar.update(step, String.format(Locale.ROOT, "loss %.4f", l));
@@ -192,6 +208,22 @@ public final class Trainer {
         }
         bar.finish();
         return new double[] {lossSum / Math.max(seen, 1), (double) correct / Math.max(seen, 1), seen};
+    }
+
+    private record Forward(Tensor logits, Tensor loss) {}
+
+    /** The model's logits and the cross-entropy loss of a batch, under autocast when it is on. */
+    private Forward forward(Tensor x, Tensor y, Device device) {
+        try (Autocast ac = autocast(device)) {
+            Tensor logits = model.forward(x);
+            return new Forward(logits, F.crossEntropy(logits, y));
+        }
+    }
+
+    private static long correctCount(Tensor logits, Tensor y) {
+        try (var g = Grad.noGrad(); Tensor predicted = logits.argmax(1, false); Tensor hits = predicted.eq(y); Tensor count = hits.sum()) {
+            return (long) count.item();
+        }
     }
 
     /** Returns {mean loss, accuracy}. */
@@ -245,8 +277,15 @@ public final class Trainer {
             case "sgd" -> new SGD(model.parameters(), SGD.options().lr(Double.isNaN(lr) ? (config.scheduler().equals("onecycle") ? 0.05 : 0.01) : lr).momentum(config.momentum()).weightDecay(wd));
             case "adam" -> new Adam(model.parameters(), Adam.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(wd));
             case "adamw" -> new AdamW(model.parameters(), AdamW.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(Double.isNaN(config.weightDecay()) ? 0.01 : wd));
+            case "nadam" -> new NAdam(model.parameters(), NAdam.options().lr(Double.isNaN(lr) ? 2e-3 : lr).weightDecay(wd));
+            case "radam" -> new RAdam(model.parameters(), RAdam.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(wd));
+            case "adamax" -> new Adamax(model.parameters(), Adamax.options().lr(Double.isNaN(lr) ? 2e-3 : lr).weightDecay(wd));
             case "adadelta" -> new Adadelta(model.parameters(), Adadelta.options().lr(Double.isNaN(lr) ? 1.0 : lr).weightDecay(wd));
             case "rmsprop" -> new RMSprop(model.parameters(), RMSprop.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(wd));
+            case "lbfgs" -> {
+                if (wd != 0) throw new IllegalArgumentException("--weight-decay does not apply to --optimizer lbfgs (PyTorch's LBFGS has none)");
+                yield new LBFGS(model.parameters(), LBFGS.options().lr(Double.isNaN(lr) ? 1 : lr).lineSearchFn("strong_wolfe"));
+            }
             case "adagrad" -> new Adagrad(model.parameters(), Adagrad.options().lr(Double.isNaN(lr) ? 1e-2 : lr).weightDecay(wd));
             default -> throw new IllegalArgumentException("unknown optimizer '" + config.optimizer() + "'");
         };
