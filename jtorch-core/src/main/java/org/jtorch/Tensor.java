@@ -67,6 +67,9 @@ public final class Tensor implements AutoCloseable {
     private volatile boolean closed;
     private boolean wrappedNumber;
     private MemoryScope scope;
+    /** How this tensor was closed, for the use-after-close error: by which scope, and where (when tracked). */
+    private MemoryScope closedByScope;
+    private String closedAt;
     private boolean viewOfGraph;
     // Autograd state (see the "autograd" section).
     private boolean requiresGrad;
@@ -222,6 +225,8 @@ public final class Tensor implements AutoCloseable {
     @Override
     public void close() {
         if (borrowed || closed || !CLOSED.compareAndSet(this, false, true)) return;
+        if (scope != null && scope.isClosed()) closedByScope = scope;
+        if (MemoryScope.isCloseTracking()) closedAt = MemoryScope.callSite();
         storage.release();
         if (grad != null) {
             grad.close();
@@ -269,8 +274,18 @@ public final class Tensor implements AutoCloseable {
     }
 
     private IllegalStateException closedError(String op) {
-        return new IllegalStateException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
-                + " was used after close()");
+        StringBuilder sb = new StringBuilder(op).append(": tensor of shape ").append(Shapes.format(shape)).append(" and dtype ")
+                .append(dtype).append(" was used after close()");
+        if (closedByScope != null) {
+            sb.append(" by the MemoryScope that created it");
+            if (closedByScope.openedAt() != null) sb.append(" (opened at ").append(closedByScope.openedAt()).append(')');
+        }
+        if (closedAt != null) sb.append(", closed at ").append(closedAt);
+        if (closedByScope != null) {
+            sb.append("; to keep a tensor past its scope, use scope.keep(t) (to the enclosing scope) or t.untrack()");
+            if (closedAt == null) sb.append(", and set JTORCH_DEBUG_CLOSE=1 to record where scopes open and close");
+        }
+        return new IllegalStateException(sb.toString());
     }
 
     /**
