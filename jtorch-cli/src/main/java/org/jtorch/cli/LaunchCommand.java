@@ -33,8 +33,11 @@ import java.util.regex.Pattern;
  */
 final class LaunchCommand {
     private static final Set<String> SUBCOMMANDS = Set.of("train", "info", "bench");
-    /** mpirun's --tag-output prefix: {@code [jobid,rank]<stdout>:}. */
-    private static final Pattern TAG = Pattern.compile("^\\[(\\d+),(\\d+)\\]<(stdout|stderr)>:(.*)$");
+    /**
+     * mpirun's --tag-output prefix, {@code [jobid,rank]<stdout>:}. It tags each chunk a worker wrote, so a line
+     * written in pieces holds several tags, and pieces of different ranks can share a line.
+     */
+    private static final Pattern TAG = Pattern.compile("\\[(\\d+),(\\d+)\\]<(stdout|stderr)>:");
     private static final Pattern EXITED = Pattern.compile("Process name: \\[\\[\\d+,\\d+\\],(\\d+)\\]");
     private static final Pattern EXIT_CODE = Pattern.compile("Exit code:\\s+(\\d+)");
     private static final Pattern SIGNALLED = Pattern.compile("process rank (\\d+) with PID \\d+ on node \\S+ exited on signal (\\d+) \\(([^)]*)\\)");
@@ -99,8 +102,12 @@ final class LaunchCommand {
         }
         List<String> command = new ArrayList<>(List.of(mpirun.toString(), "-np", Integer.toString(nproc), "--oversubscribe",
                 "--bind-to", "none", "--tag-output", "--stdin", "none"));
-        Map<String, String> contract = Map.of("WORLD_SIZE", Integer.toString(nproc), "LOCAL_WORLD_SIZE", Integer.toString(nproc),
-                "GROUP_RANK", "0", "MASTER_ADDR", masterAddr, "MASTER_PORT", Integer.toString(masterPort));
+        Map<String, String> contract = new java.util.LinkedHashMap<>(Map.of("WORLD_SIZE", Integer.toString(nproc),
+                "LOCAL_WORLD_SIZE", Integer.toString(nproc), "GROUP_RANK", "0", "MASTER_ADDR", masterAddr, "MASTER_PORT", Integer.toString(masterPort)));
+        // As torchrun, keep the workers' compute threads within the machine's cores: N workers each with every core
+        // oversubscribe it, and parallel kernels then wait on descheduled threads.
+        contract.put("OMP_NUM_THREADS", System.getenv().getOrDefault("OMP_NUM_THREADS",
+                Integer.toString(Math.max(1, Runtime.getRuntime().availableProcessors() / nproc))));
         for (String name : contract.keySet()) command.addAll(List.of("-x", name));
         command.addAll(List.of("sh", "-c", "export RANK=$OMPI_COMM_WORLD_RANK LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK; exec \"$@\"", "jtorch-worker"));
         command.addAll(workerCommand(program));
@@ -186,21 +193,10 @@ final class LaunchCommand {
         Thread t = new Thread(() -> {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(stream, StandardCharsets.UTF_8))) {
                 String line;
+                Map<String, StringBuilder> partial = new java.util.HashMap<>();
                 while ((line = r.readLine()) != null) {
                     Matcher m = TAG.matcher(line);
-                    if (m.matches()) {
-                        int rank = Integer.parseInt(m.group(2));
-                        String text = m.group(4);
-                        ArrayDeque<String> tail = last.computeIfAbsent(rank, k -> new ArrayDeque<>());
-                        synchronized (tail) {
-                            if (tail.size() == LAST_LINES) tail.removeFirst();
-                            tail.addLast(text);
-                        }
-                        PrintStream target = m.group(3).equals("stdout") ? out : err;
-                        synchronized (target) {
-                            target.println("[rank" + rank + "]: " + text);
-                        }
-                    } else {
+                    if (!m.lookingAt()) {
                         runtimeLines.add(line);
                         // mpirun's own report; the launcher sums it up at the end, so show it only as detail.
                         if (!line.isBlank() && !line.startsWith("-----")) {
@@ -208,6 +204,30 @@ final class LaunchCommand {
                                 err.println("[mpirun]: " + line.strip());
                             }
                         }
+                        continue;
+                    }
+                    // Each tagged piece continues its rank's line; the piece that ends this physical line completes it.
+                    List<int[]> tags = new ArrayList<>();
+                    List<String> keys = new ArrayList<>();
+                    do {
+                        tags.add(new int[] {m.start(), m.end(), Integer.parseInt(m.group(2))});
+                        keys.add(m.group(2) + m.group(3));
+                    } while (m.find());
+                    for (int k = 0; k < tags.size(); k++) {
+                        int end = k + 1 < tags.size() ? tags.get(k + 1)[0] : line.length();
+                        partial.computeIfAbsent(keys.get(k), x -> new StringBuilder()).append(line, tags.get(k)[1], end);
+                    }
+                    String key = keys.get(keys.size() - 1);
+                    int rank = tags.get(tags.size() - 1)[2];
+                    String text = partial.remove(key).toString();
+                    ArrayDeque<String> tail = last.computeIfAbsent(rank, k -> new ArrayDeque<>());
+                    synchronized (tail) {
+                        if (tail.size() == LAST_LINES) tail.removeFirst();
+                        tail.addLast(text);
+                    }
+                    PrintStream target = key.endsWith("stdout") ? out : err;
+                    synchronized (target) {
+                        target.println("[rank" + rank + "]: " + text);
                     }
                 }
             } catch (IOException e) {
