@@ -24,7 +24,16 @@ class LaunchCommandTest {
         assumeTrue(Files.isExecutable(Path.of("/usr/bin/mpirun")), "Open MPI's mpirun is not installed");
     }
 
-    private record Run(int exitCode, String out, String err, long millis, String marker) {}
+    private record Run(int exitCode, String out, String err, long millis, String marker, int port) {}
+
+    /** A port free a moment ago: other jobs on this machine may use the default 29500. */
+    private static int freePort() {
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            return s.getLocalPort();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
 
     private static String location(Class<?> c) {
         try {
@@ -48,10 +57,11 @@ class LaunchCommandTest {
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         long start = System.nanoTime();
         int code;
+        int port = freePort();
         try (PrintStream o = new PrintStream(out, true, StandardCharsets.UTF_8); PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-            code = LaunchCommand.launch(2, "127.0.0.1", 29511, workerProgram(scenario, marker), o, e);
+            code = LaunchCommand.launch(2, "127.0.0.1", port, workerProgram(scenario, marker), o, e);
         }
-        return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8), (System.nanoTime() - start) / 1_000_000, marker);
+        return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8), (System.nanoTime() - start) / 1_000_000, marker, port);
     }
 
     private static void assertNothingLeftRunning(String marker) {
@@ -66,9 +76,18 @@ class LaunchCommandTest {
         assertEquals(0, r.exitCode(), r.out() + r.err());
         for (int rank = 0; rank < 2; rank++) {
             assertTrue(r.out().contains("[rank" + rank + "]: env RANK=" + rank + " LOCAL_RANK=" + rank + " WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 "
-                    + "GROUP_RANK=0 MASTER=127.0.0.1:29511 source=torchrun"), r.out());
+                    + "GROUP_RANK=0 MASTER=127.0.0.1:" + r.port() + " source=torchrun"), r.out());
             assertTrue(r.out().contains("[rank" + rank + "]: sum 2.0"), r.out());
         }
+        assertNothingLeftRunning(r.marker());
+    }
+
+    @Test
+    void workersMeetInATcpStoreAtTheMasterAddressAndPort() {
+        Run r = launch("store");
+        assertEquals(0, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("[rank0]: store: arrived") && r.out().contains("[rank1]: store: arrived"), r.out());
+        assertTrue(r.out().contains("peer says pid"), r.out());
         assertNothingLeftRunning(r.marker());
     }
 

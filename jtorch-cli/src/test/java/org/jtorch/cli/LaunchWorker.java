@@ -6,6 +6,7 @@ import org.jtorch.Torch;
 import org.jtorch.distributed.Distributed;
 import org.jtorch.distributed.LaunchEnvironment;
 import org.jtorch.distributed.ProcessGroup;
+import org.jtorch.distributed.TcpStore;
 
 /**
  * A worker started by {@link LaunchCommandTest} through {@code jtorch launch}. Its last argument is a marker that
@@ -41,6 +42,16 @@ public final class LaunchWorker {
                 }
                 try (Tensor t = Torch.ones(2)) {
                     pg.allReduce(t).waitFor();
+                }
+            }
+            case "store" -> {
+                // Rendezvous through the launcher's MASTER_ADDR:MASTER_PORT: rank 0 serves, everyone counts in and waits.
+                try (TcpStore store = new TcpStore(env.masterAddr(), env.masterPort(), rank == 0, Duration.ofSeconds(30))) {
+                    store.set("worker/" + rank, "pid " + ProcessHandle.current().pid());
+                    long arrived = store.add("arrived", 1);
+                    store.waitFor(java.util.List.of("worker/0", "worker/1"));
+                    System.out.println("store: arrived " + arrived + ", peer says " + store.getString("worker/" + (1 - rank)).split(" ")[0]);
+                    pg.barrier().waitFor(); // the server stays up until every rank has read
                 }
             }
             case "sleep" -> Thread.sleep(120_000);

@@ -45,6 +45,7 @@ public final class MpiProcessGroup extends ProcessGroup {
     private static boolean finalized;
 
     private final Mpi mpi;
+    private final java.util.Map<DType, MemorySegment> datatypes = new java.util.concurrent.ConcurrentHashMap<>();
     private final ExecutorService thread;
     private final int rank;
     private final int size;
@@ -285,7 +286,7 @@ public final class MpiProcessGroup extends ProcessGroup {
         return submit(Call.SEND, "send(dst=" + dst + ", tag=" + tag + ")", null, () -> {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment h = arena.allocateFrom(ValueLayout.JAVA_LONG, header);
-                mpi.send(h, HEADER_LONGS, mpi.datatype("int64_t"), dst, tag);
+                mpi.send(h, HEADER_LONGS, datatype(DType.INT64), dst, tag);
             }
             Tensor buffer = staged(tensor, false);
             try {
@@ -306,7 +307,7 @@ public final class MpiProcessGroup extends ProcessGroup {
             long[] got = new long[HEADER_LONGS];
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment h = arena.allocate(ValueLayout.JAVA_LONG, HEADER_LONGS);
-                mpi.recv(h, HEADER_LONGS, mpi.datatype("int64_t"), src, tag);
+                mpi.recv(h, HEADER_LONGS, datatype(DType.INT64), src, tag);
                 MemorySegment.copy(h, ValueLayout.JAVA_LONG, 0, got, 0, HEADER_LONGS);
                 if (!Arrays.equals(got, expected)) {
                     // Drain the data message so that the channel stays usable, then report both sides.
@@ -392,7 +393,7 @@ public final class MpiProcessGroup extends ProcessGroup {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment mine = arena.allocateFrom(ValueLayout.JAVA_LONG, header);
             MemorySegment gathered = arena.allocate(ValueLayout.JAVA_LONG, all.length);
-            mpi.allgather(mine, HEADER_LONGS, gathered, mpi.datatype("int64_t"));
+            mpi.allgather(mine, HEADER_LONGS, gathered, datatype(DType.INT64));
             MemorySegment.copy(gathered, ValueLayout.JAVA_LONG, 0, all, 0, all.length);
         }
         boolean same = true;
@@ -510,6 +511,10 @@ public final class MpiProcessGroup extends ProcessGroup {
     }
 
     private MemorySegment datatype(DType d) {
+        return datatypes.computeIfAbsent(d, this::lookUpDatatype);
+    }
+
+    private MemorySegment lookUpDatatype(DType d) {
         return mpi.datatype(switch (d) {
             case BOOL, UINT8 -> "uint8_t";
             case INT8 -> "int8_t";
