@@ -52,7 +52,7 @@ public final class MpiProcessGroup extends ProcessGroup {
     private final Duration timeout;
     private long issued;
     private volatile String broken;
-    private boolean closed;
+    private volatile boolean closed;
 
     private enum Call {
         ALL_REDUCE("allReduce"), BROADCAST("broadcast"), ALL_GATHER("allGather"), REDUCE_SCATTER("reduceScatter"),
@@ -328,7 +328,10 @@ public final class MpiProcessGroup extends ProcessGroup {
         });
     }
 
-    /** Finalises MPI after the operations already issued; idempotent. */
+    /**
+     * Finalises MPI after the operations already issued; idempotent. A group broken by a failure or a timeout is
+     * not finalised (its thread may be blocked in a collective that will never complete): the process should exit.
+     */
     @Override
     public void close() {
         synchronized (MpiProcessGroup.class) {
@@ -336,6 +339,10 @@ public final class MpiProcessGroup extends ProcessGroup {
             closed = true;
             instance = null;
             finalized = true;
+        }
+        if (broken != null) {
+            thread.shutdownNow();
+            return;
         }
         try {
             thread.submit(() -> {
@@ -366,6 +373,12 @@ public final class MpiProcessGroup extends ProcessGroup {
         String where = "call " + seq + " on rank " + rank + " of " + size;
         String description = name + " (" + where + ")";
         CompletableFuture<Void> future = new CompletableFuture<>();
+        Work work = new Work(description, future, timeout, () -> broken = description + " timed out");
+        if (broken != null) {
+            // Fail at once: the communication thread may be blocked for good in the collective that broke the group.
+            future.completeExceptionally(new DistributedException(description + ": the process group is unusable after an earlier failure: " + broken));
+            return work;
+        }
         thread.execute(() -> {
             try {
                 if (broken != null) throw new DistributedException(description + ": the process group is unusable after an earlier failure: " + broken);
@@ -378,7 +391,7 @@ public final class MpiProcessGroup extends ProcessGroup {
                 future.completeExceptionally(t instanceof Disagreement d ? new DistributedException(d.getMessage()) : t);
             }
         });
-        return new Work(description, future, timeout, () -> broken = description + " timed out");
+        return work;
     }
 
     /** Thrown when ranks' headers differ, before any data moved: the group stays usable. */

@@ -42,10 +42,13 @@ class CollectivesTest {
     }
 
     @Test
-    void aWaitOnARankThatNeverJoinsTimesOutAndTheJobEnds() throws Exception {
+    void aWaitOnARankThatNeverJoinsTimesOutLeavesTheGroupUnusableAndTheJobEnds() throws Exception {
         MpiJob.Result r = MpiJob.run(2, Duration.ofSeconds(90), CollectivesWorker.class, "timeout");
         assertTrue(r.exitCode() != 0 && !r.timedOut(), r.output());
         assertTrue(r.output().contains("rank 0: allReduce(SUM) (call 0 on rank 0 of 2) did not complete within 2 s"), r.output());
+        assertTrue(r.output().contains("rank 0 then: barrier (call 1 on rank 0 of 2): the process group is unusable after an earlier failure: "
+                + "allReduce(SUM) (call 0 on rank 0 of 2) timed out"), r.output());
+        assertTrue(r.output().contains("rank 0 closed"), r.output());
         assertTrue(r.elapsed().toSeconds() < 30, "took " + r.elapsed());
     }
 }

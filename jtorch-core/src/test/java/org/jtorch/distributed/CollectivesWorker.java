@@ -207,6 +207,10 @@ public final class CollectivesWorker {
         try (Tensor t = Torch.ones(3)) {
             String m = expectThrows(DistributedException.class, () -> pg.allReduce(t).waitFor(Duration.ofSeconds(2)), "did not complete within 2 s");
             System.out.println("rank 0: " + m);
+            String next = expectThrows(DistributedException.class, () -> pg.barrier().waitFor(), "unusable after an earlier failure");
+            System.out.println("rank 0 then: " + next);
+            pg.close(); // returns at once: a broken group is not finalised
+            System.out.println("rank 0 closed");
             System.out.flush();
             System.exit(3);
         }
