@@ -405,10 +405,30 @@ public final class DistributedDataParallel extends Module {
         return order.size() == seen.length;
     }
 
+    /**
+     * Rank 0's values of {@code tensors}, one broadcast per dtype (a flat copy of all of them): batch-norm layers have
+     * three small buffers each, and one collective per buffer would cost more than the data.
+     */
     private void broadcastFromRankZero(List<Tensor> tensors) {
         if (group.size() == 1 || tensors.isEmpty()) return;
-        List<Work> works = new ArrayList<>();
-        for (Tensor t : tensors) works.add(group.broadcast(t, 0));
-        for (Work w : works) w.waitFor();
+        Map<DType, List<Tensor>> byType = new LinkedHashMap<>();
+        for (Tensor t : tensors) byType.computeIfAbsent(t.dtype(), d -> new ArrayList<>()).add(t);
+        try (Grad.Mode g = Grad.noGrad()) {
+            for (List<Tensor> same : byType.values()) {
+                List<Tensor> flat = new ArrayList<>();
+                for (Tensor t : same) flat.add(t.reshape(-1));
+                try (Tensor all = Torch.cat(flat, 0)) {
+                    for (Tensor f : flat) f.close();
+                    group.broadcast(all, 0).waitFor();
+                    long offset = 0;
+                    for (Tensor t : same) {
+                        try (Tensor slice = all.narrow(0, offset, t.numel()); Tensor view = slice.view(t.shape())) {
+                            t.copy_(view);
+                        }
+                        offset += t.numel();
+                    }
+                }
+            }
+        }
     }
 }
