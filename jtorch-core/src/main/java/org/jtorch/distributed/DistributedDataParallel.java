@@ -222,6 +222,13 @@ public final class DistributedDataParallel extends Module {
         return module.loadStateDict(state, strict);
     }
 
+    /** Closes the wrapped module's tensors and the gradient buckets. */
+    @Override
+    public void close() {
+        super.close();
+        for (Bucket b : buckets) b.flat.close();
+    }
+
     @Override
     protected String extraRepr() {
         return "world_size=" + group.size() + ", buckets=" + buckets.size();
