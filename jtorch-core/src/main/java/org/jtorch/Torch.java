@@ -609,6 +609,67 @@ public final class Torch {
         return Joining.unbind(t, dim);
     }
 
+    // ------------------------------------------------------------------ rearranging (ops/Rearranging.java)
+
+    public static Tensor flip(Tensor x, int... dims) {
+        Arguments.nonNull("flip", "input", x);
+        return x.flip(dims);
+    }
+
+    public static Tensor roll(Tensor x, long[] shifts, int... dims) {
+        Arguments.nonNull("roll", "input", x);
+        return x.roll(shifts, dims);
+    }
+
+    public static Tensor rot90(Tensor x, int k, int dim0, int dim1) {
+        Arguments.nonNull("rot90", "input", x);
+        return x.rot90(k, dim0, dim1);
+    }
+
+    public static Tensor tile(Tensor x, long... dims) {
+        Arguments.nonNull("tile", "input", x);
+        return x.tile(dims);
+    }
+
+    public static Tensor tril(Tensor x, long diagonal) {
+        Arguments.nonNull("tril", "input", x);
+        return x.tril(diagonal);
+    }
+
+    public static Tensor triu(Tensor x, long diagonal) {
+        Arguments.nonNull("triu", "input", x);
+        return x.triu(diagonal);
+    }
+
+    public static Tensor diag(Tensor x, long diagonal) {
+        Arguments.nonNull("diag", "input", x);
+        return x.diag(diagonal);
+    }
+
+    public static Tensor diagonal(Tensor x, long offset, int dim1, int dim2) {
+        Arguments.nonNull("diagonal", "input", x);
+        return x.diagonal(offset, dim1, dim2);
+    }
+
+    public static Tensor trace(Tensor x) {
+        Arguments.nonNull("trace", "input", x);
+        return x.trace();
+    }
+
+    public static Tensor cross(Tensor a, Tensor b, int dim) {
+        Arguments.nonNull("cross", "input", a);
+        return a.cross(b, dim);
+    }
+
+    /** {@code torch.cdist(x1, x2, p)}: p-norm distances between the rows of two batches of row vectors. */
+    public static Tensor cdist(Tensor x1, Tensor x2, double p) {
+        return Linalg.cdist(x1, x2, p);
+    }
+
+    public static Tensor cdist(Tensor x1, Tensor x2) {
+        return Linalg.cdist(x1, x2, 2);
+    }
+
     // ------------------------------------------------------------------ reductions (org.jtorch.ops.Reductions)
 
     public static Tensor sum(Tensor x, int... dims) {

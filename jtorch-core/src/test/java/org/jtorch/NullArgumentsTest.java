@@ -99,6 +99,8 @@ class NullArgumentsTest {
             // no metadata; the current autocast dtype; implicit gradients of ones
             "SafeTensors.save(metadata)", "SafeTensors.serialize(metadata)", "Autocast.scope(dtype)", "Autograd.backward(gradRoots)",
             "Autograd.grad(gradOutputs)",
+            // Python's None is a value a .pt file may hold: torch.save(None, f); closing the tensors of a loaded None
+            "PyTorchFile.save(obj)", "PyTorchFile.closeTensors(obj)",
             // a scope keeps null as null; PyTorch's None parameters, buffers, submodules and option values
             "MemoryScope.keep(t)", "Module.registerParameter(tensor)", "Module.registerBuffer(tensor)", "Module.registerModule(module)",
             "ParamGroup.set(value)");

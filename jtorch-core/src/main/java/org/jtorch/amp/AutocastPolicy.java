@@ -26,8 +26,7 @@ public final class AutocastPolicy {
 
     /**
      * PyTorch 1.13, {@code KERNEL_CUDA} entries. {@code scaled_dot_product_attention} is PyTorch 2.0's
-     * entry (1.13 has no such op); {@code norm}'s {@code fp32_append_dtype} is {@link CastPolicy#FP32} here
-     * (both give a float32 result).
+     * entry (1.13 has no such op).
      */
     private static final Map<String, CastPolicy> CUDA = table(
             CastPolicy.LOWER_PRECISION, """
@@ -40,9 +39,8 @@ public final class AutocastPolicy {
                     layer_norm native_layer_norm group_norm frobenius_norm nuclear_norm cosine_similarity
                     poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss kl_div l1_loss
                     smooth_l1_loss huber_loss mse_loss margin_ranking_loss multilabel_margin_loss soft_margin_loss
-                    triplet_margin_loss multi_margin_loss binary_cross_entropy_with_logits dist pdist cdist renorm
-                    logsumexp norm""",
-            CastPolicy.FP32_SET_OPT_DTYPE, "prod softmax log_softmax cumprod cumsum sum",
+                    triplet_margin_loss multi_margin_loss binary_cross_entropy_with_logits dist pdist cdist renorm""",
+            CastPolicy.FP32_SET_OPT_DTYPE, "cumprod cumsum",
             CastPolicy.PROMOTE, "addcdiv addcmul atan2 bilinear cross dot grid_sampler index_put tensordot scatter_add",
             CastPolicy.BANNED, "binary_cross_entropy",
             CastPolicy.AS_IS, "elu");
@@ -57,7 +55,7 @@ public final class AutocastPolicy {
                     scaled_dot_product_attention""",
             CastPolicy.FP32, """
                     conv_transpose1d conv_transpose2d conv_transpose3d avg_pool3d binary_cross_entropy grid_sampler polar
-                    prod quantile nanquantile stft cdist trace view_as_complex cholesky cholesky_inverse cholesky_solve
+                    quantile nanquantile stft cdist trace view_as_complex cholesky cholesky_inverse cholesky_solve
                     inverse lu_solve orgqr ormqr pinverse max_pool3d max_unpool2d max_unpool3d adaptive_avg_pool3d
                     reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d replication_pad3d mse_loss
                     cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss poisson_nll_loss smooth_l1_loss
@@ -74,7 +72,11 @@ public final class AutocastPolicy {
             CastPolicy.PROMOTE, "stack cat index_copy",
             CastPolicy.AS_IS, "mv dot");
 
-    /** The policy of {@code op} on {@code deviceType}, or null when autocast leaves the op untouched there. */
+    /**
+     * The policy of {@code op} on {@code deviceType}, or null when autocast leaves the op untouched there. The
+     * declared ops ({@link OpRegistry}: the pointwise family, sum, prod, ...) carry their own policy; the tables
+     * above hold the ops not yet declared.
+     */
     public static CastPolicy of(String op, Device.Type deviceType) {
         if (OpRegistry.declaresPyName(op)) {
             return OpRegistry.autocast(op, deviceType);

@@ -5,7 +5,7 @@ import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.memory.Allocator;
 import org.jtorch.memory.Storage;
-import org.jtorch.ops.ReduceOp;
+import org.jtorch.op.ReduceOp;
 import org.jtorch.op.Shapes;
 
 /**

@@ -1,7 +1,7 @@
 package org.jtorch.backend;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.ReduceOp;
+import org.jtorch.op.ReduceOp;
 
 /**
  * Reductions over dimensions (sum, prod, max/min with indices, norms, var, logsumexp), cumulative

@@ -25,7 +25,8 @@ public final class MemoryScope implements AutoCloseable {
 
     private final MemoryScope parent;
     private final Thread owner;
-    private final ArrayList<Tensor> tracked = new ArrayList<>();
+    /** Presized: a training step creates dozens of tensors, and regrowing the list showed in profiles. */
+    private final ArrayList<Tensor> tracked = new ArrayList<>(64);
     private boolean closed;
 
     public MemoryScope() {

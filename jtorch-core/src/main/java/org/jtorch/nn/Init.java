@@ -6,8 +6,8 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.backend.Backends;
+import org.jtorch.op.SpecialFunctions;
 import org.jtorch.ops.Arguments;
-import org.jtorch.ops.SpecialFunctions;
 
 /**
  * In-place parameter initialisations, as {@code torch.nn.init}: each fills its tensor without

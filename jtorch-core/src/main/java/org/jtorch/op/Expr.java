@@ -85,6 +85,20 @@ public sealed interface Expr {
         public String toString() { return "(" + then + " if p" + index + " == " + value + " else " + otherwise + ")"; }
     }
 
+    /**
+     * A reduction's result-shaped {@code value} broadcast back over the reduced dimensions to the input's shape
+     * (derivatives of reductions). A reduction called inside a tree reduces over the differentiated call's
+     * dimensions with its {@code keepdim}, so its value can be broadcast back the same way.
+     */
+    record Unreduce(Expr value) implements Expr {
+        public String toString() { return "unreduce(" + value + ")"; }
+    }
+
+    /** The number of input elements each output of a reduction combines: a scalar. */
+    record Count() implements Expr {
+        public String toString() { return "count"; }
+    }
+
     // ------------------------------------------------------------------ building
 
     static Expr in(int index, String name) { return new In(index, name); }
@@ -93,6 +107,7 @@ public sealed interface Expr {
     static Expr math(Fn fn, Expr... args) { return new Math(fn, List.of(args)); }
     static Expr call(OpDef op, Expr... args) { return new Op(op, List.of(args)); }
     static Expr where(Expr cond, Expr a, Expr b) { return new Where(cond, a, b); }
+    static Expr unreduce(Expr value) { return new Unreduce(value); }
     Expr GRAD = new Grad();
     Expr RESULT = new Result();
 
@@ -109,6 +124,7 @@ public sealed interface Expr {
             case CastLike cl -> cl.value().reads(node) || cl.like().reads(node);
             case IfPresent p -> p.then().reads(node) || p.otherwise().reads(node);
             case IfScalar p -> p.then().reads(node) || p.otherwise().reads(node);
+            case Unreduce u -> u.value().reads(node);
             default -> false;
         };
     }
@@ -124,6 +140,7 @@ public sealed interface Expr {
             case CastLike cl -> cl.value().readsInput(index) || cl.like().readsInput(index);
             case IfPresent p -> p.then().readsInput(index) || p.otherwise().readsInput(index);
             case IfScalar p -> p.then().readsInput(index) || p.otherwise().readsInput(index);
+            case Unreduce u -> u.value().readsInput(index);
             default -> false;
         };
     }
@@ -133,12 +150,13 @@ public sealed interface Expr {
         return switch (this) {
             case Const c -> true;
             case Scalar s -> true;
+            case Count c -> true;
             case Math m -> m.args().stream().allMatch(Expr::isScalar);
             default -> false;
         };
     }
 
-    /** The value of a scalar-only tree for parameters {@code params}. */
+    /** The value of a scalar-only tree for parameters {@code params} ({@link Count} needs the call: the dispatcher's compiler). */
     default double scalarValue(double[] params) {
         return switch (this) {
             case Const c -> c.value();

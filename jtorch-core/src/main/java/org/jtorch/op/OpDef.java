@@ -4,6 +4,7 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.jtorch.DType;
 import org.jtorch.Device;
@@ -18,6 +19,8 @@ import org.jtorch.Device;
  * <p>Instances are immutable and shared; {@link OpRegistry} lists them.
  */
 public final class OpDef {
+    private static final AtomicInteger NEXT_ID = new AtomicInteger();
+
     /** The shape of the op's call, which fixes how the dispatcher runs it. */
     public enum Kind {
         /** One tensor input and up to two scalar parameters, elementwise. */
@@ -25,7 +28,24 @@ public final class OpDef {
         /** Two broadcast tensor inputs and one scalar ({@code alpha}), elementwise. */
         BINARY,
         /** A composition of declared ops ({@link #composition}), run through the dispatcher op by op. */
-        COMPOSITE
+        COMPOSITE,
+        /**
+         * One tensor input reduced over a list of dimensions ({@code dim}, empty for all) with {@code keepdim}
+         * and an optional result {@code dtype}: by the backends' accumulating kernel ({@link #accumulation}) or,
+         * for a composite reduction, by its {@link #composition}.
+         */
+        REDUCTION,
+        /**
+         * One tensor input and a result of its shape, computed along one dimension ({@code dim}) by the
+         * backends' kernel named {@link #kernel()}, with an optional result {@code dtype} (softmax, log_softmax).
+         * A reduction called in its derivative reduces over that dimension, keeping it.
+         */
+        ALONG_DIM;
+
+        /** Whether backends register an elementwise kernel for ops of this kind. */
+        public boolean isPointwise() {
+            return this == UNARY || this == BINARY;
+        }
     }
 
     private final String name;
@@ -40,7 +60,9 @@ public final class OpDef {
     private volatile List<Expr> derivativesResolved;
     private final Map<Device.Type, CastPolicy> autocast;
     private final boolean integerDivision;
+    private final ReduceOp accumulation;
     private final String doc;
+    private final int id = NEXT_ID.getAndIncrement();
     /** The kernel per device type once looked up ({@link KernelRegistry#pointwise}): the dispatcher's hot path reads it. */
     final PointwiseKernel[] kernels = new PointwiseKernel[Device.Type.values().length];
 
@@ -56,8 +78,12 @@ public final class OpDef {
         derivatives = b.derivatives;
         autocast = b.autocast.isEmpty() ? Map.of() : Map.copyOf(b.autocast);
         integerDivision = b.integerDivision;
+        accumulation = b.accumulation;
         doc = b.doc == null ? "" : b.doc;
         if (kind == Kind.COMPOSITE && composition == null) throw new IllegalArgumentException(name + ": composite without composition");
+        if (kind == Kind.REDUCTION && accumulation != null && composition != null) {
+            throw new IllegalArgumentException(name + ": a reduction has an accumulation or a composition, not both");
+        }
     }
 
     public static Builder unary(String name) {
@@ -72,6 +98,28 @@ public final class OpDef {
         return new Builder(name, Kind.COMPOSITE);
     }
 
+    /** A reduction computed by the backends' accumulating kernel for {@code accumulation}. */
+    public static Builder reduction(String name, ReduceOp accumulation) {
+        Builder b = new Builder(name, Kind.REDUCTION);
+        b.accumulation = accumulation;
+        return b;
+    }
+
+    /** An op along one dimension ({@link Kind#ALONG_DIM}), by the backends' kernel named {@link #kernel()}. */
+    public static Builder alongDim(String name) {
+        return new Builder(name, Kind.ALONG_DIM);
+    }
+
+    /** A reduction computed by the backends' own kernel named {@link #kernel()} (variance, logsumexp). */
+    public static Builder reduction(String name) {
+        return new Builder(name, Kind.REDUCTION);
+    }
+
+    /** A reduction written as a composition of ops (reductions in it reduce over the call's dimensions). */
+    public static Builder compositeReduction(String name) {
+        return new Builder(name, Kind.REDUCTION);
+    }
+
     /** The registry's key: unique, as the sources' kernels are named ({@code pow_scalar}, {@code div_floor}). */
     public String name() { return name; }
 
@@ -82,6 +130,9 @@ public final class OpDef {
     public String kernel() { return kernel; }
 
     public Kind kind() { return kind; }
+
+    /** A small dense number, unique per op: an index into the per-op tables of the layers above (the dispatcher's plans). */
+    public int id() { return id; }
 
     public Signature signature() { return signature; }
 
@@ -97,6 +148,9 @@ public final class OpDef {
     public boolean integerDivision() { return integerDivision; }
 
     public String doc() { return doc; }
+
+    /** The accumulating kernel a reduction runs; null for other ops, composite reductions and reductions with their own kernel. */
+    public ReduceOp accumulation() { return accumulation; }
 
     /** The autocast policy on {@code type}, or null when autocast leaves the op untouched there. */
     public CastPolicy autocast(Device.Type type) {
@@ -149,6 +203,7 @@ public final class OpDef {
         private Supplier<List<Expr>> derivatives;
         private final Map<Device.Type, CastPolicy> autocast = new EnumMap<>(Device.Type.class);
         private boolean integerDivision;
+        private ReduceOp accumulation;
         private String doc;
 
         private Builder(String name, Kind kind) {

@@ -17,7 +17,9 @@ public final class OpRegistry {
     static {
         Map<String, OpDef> byName = new LinkedHashMap<>();
         Map<String, OpDef> byPy = new LinkedHashMap<>();
-        for (OpDef op : declaredIn(PointwiseOps.class)) {
+        List<OpDef> declared = new ArrayList<>(declaredIn(PointwiseOps.class));
+        declared.addAll(declaredIn(ReductionOps.class));
+        for (OpDef op : declared) {
             if (byName.put(op.name(), op) != null) throw new IllegalStateException("op " + op.name() + " is declared twice");
             byPy.putIfAbsent(op.pyName(), op);
         }

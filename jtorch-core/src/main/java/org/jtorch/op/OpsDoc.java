@@ -17,7 +17,8 @@ public final class OpsDoc {
         sb.append("Devices: the device types whose backend registers a kernel for the op (CUDA registers when its backend loads;\n");
         sb.append("`cuda (hand-written)` marks the kernels of `elementwise.cu`, `cuda (generated)` the CUDA C that jtorch-cuda renders\n");
         sb.append("from the declared formula). Kernel: `formula` where the backends' kernels come from the declared formula (the\n");
-        sb.append("CPU evaluates it, CUDA compiles its rendering), else the hand-written kernel it runs.\n\n");
+        sb.append("CPU evaluates it, CUDA compiles its rendering), a composite's composition, a reduction's accumulating kernel,\n");
+        sb.append("else the hand-written kernel it runs.\n\n");
         sb.append("| op | signature | dtypes | devices | differentiable | autocast (cpu / cuda) | kernel |\n");
         sb.append("|---|---|---|---|---|---|---|\n");
         for (OpDef op : OpRegistry.all()) {
@@ -38,7 +39,8 @@ public final class OpsDoc {
     }
 
     private static String devices(OpDef op) {
-        if (op.kind() == OpDef.Kind.COMPOSITE) return "every (composite)";
+        if (op.kind() == OpDef.Kind.COMPOSITE || op.composition() != null) return "every (composite)";
+        if (op.kind() == OpDef.Kind.REDUCTION || op.kind() == OpDef.Kind.ALONG_DIM) return "cpu, cuda";
         return op.formula() == null ? "cpu, cuda (hand-written)" : "cpu, cuda (generated)";
     }
 
@@ -48,7 +50,9 @@ public final class OpsDoc {
     }
 
     private static String kernel(OpDef op) {
-        if (op.kind() == OpDef.Kind.COMPOSITE) return "`" + op.composition() + "`";
+        if (op.composition() != null) return "`" + op.composition() + "`";
+        if (op.accumulation() != null) return "accumulating reduction `" + op.accumulation().name().toLowerCase() + "`";
+        if (!op.kind().isPointwise()) return "`" + op.kernel() + "`";
         if (op.formula() != null) return "formula `" + op.formula() + "`";
         return op.kernel().equals(op.name()) ? "hand-written" : "hand-written (`" + op.kernel() + "`)";
     }

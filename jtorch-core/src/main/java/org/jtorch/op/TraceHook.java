@@ -5,9 +5,10 @@ import java.util.List;
 /**
  * The dispatcher's trace layer: while a hook is installed on a thread ({@code Dispatcher.trace}), every
  * op that thread runs is reported after it ran, with its inputs and output as the tracer's handles
- * (the JIT records them into its graph). {@code T} is the front end's tensor type.
+ * (the JIT records them into its graph). {@code T} is the front end's tensor type. {@code reduce} is a
+ * reduction's dimensions, null for other ops.
  */
 @FunctionalInterface
 public interface TraceHook<T> {
-    void record(OpDef op, List<T> inputs, double[] scalars, T output);
+    void record(OpDef op, List<T> inputs, double[] scalars, ReduceArgs reduce, T output);
 }

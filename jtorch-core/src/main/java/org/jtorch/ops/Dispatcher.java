@@ -1,6 +1,5 @@
 package org.jtorch.ops;
 
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -15,7 +14,13 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.KernelProfiler;
+import org.jtorch.backend.ReductionKernels;
+import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.Expr;
+import org.jtorch.op.ReduceArgs;
+import org.jtorch.ops.ExprCompiler.ReduceCall;
+import org.jtorch.ops.ExprCompiler.TensorFn;
+import org.jtorch.ops.ExprCompiler.Values;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.PointwiseKernel;
@@ -75,7 +80,8 @@ public final class Dispatcher {
 
     /**
      * Runs {@code op} on {@code inputs} (its tensor parameters, in signature order; optional ones may be null)
-     * and {@code scalars} (its scalar parameters; NaN for None).
+     * and {@code scalars} (its scalar parameters; NaN for None). A reduction reduces every dimension here
+     * ({@link #reduce} takes dimensions); an op along a dimension takes it as its first scalar.
      */
     public static Tensor call(OpDef op, Tensor[] inputs, double... scalars) {
         double p0 = scalars.length > 0 ? scalars[0] : 0;
@@ -84,6 +90,8 @@ public final class Dispatcher {
             case UNARY -> unary(op, inputs[0], p0, p1);
             case BINARY -> binary(op, inputs[0], inputs[1], scalars.length > 0 ? p0 : 1);
             case COMPOSITE -> composite(op, inputs, scalars);
+            case REDUCTION -> reduce(op, inputs[0], ALL_DIMS, null, p0);
+            case ALONG_DIM -> alongDim(op, inputs[0], (int) p0, null);
         };
     }
 
@@ -98,9 +106,9 @@ public final class Dispatcher {
         DType outType = op.resultType(compute);
         Tensor r = Tensor.empty(x.shape(), outType, x.device());
         runKernel(op, r, x, null, compute, p0, p1);
-        if (TRACING.get() != 0) traced(op, r, new double[] {p0, p1}, x);
+        if (TRACING.get() != 0) traced(op, r, new double[] {p0, p1}, null, x);
         if (op.isDifferentiable() && Autograd.needsGrad(x) && outType.isFloatingPoint()) {
-            record(op, new Tensor[] {x}, new Tensor[] {x}, r, new double[] {p0, p1});
+            record(op, new Tensor[] {x}, new Tensor[] {x}, r, new double[] {p0, p1}, null);
         }
         return r;
     }
@@ -121,27 +129,153 @@ public final class Dispatcher {
         Tensor r = Tensor.empty(shape, op.resultType(compute), device);
         checkDivisor(op, b, compute, device);
         runKernel(op, r, a.broadcastTo(shape), b.broadcastTo(shape), compute, alpha, 0);
-        if (TRACING.get() != 0) traced(op, r, new double[] {alpha}, a, b);
+        if (TRACING.get() != 0) traced(op, r, new double[] {alpha}, null, a, b);
         if (op.isDifferentiable() && Autograd.needsGrad(a, b)) {
-            record(op, new Tensor[] {a, b}, new Tensor[] {a, b}, r, new double[] {alpha});
+            record(op, new Tensor[] {a, b}, new Tensor[] {a, b}, r, new double[] {alpha}, null);
         }
         return r;
     }
 
-    /** A composite op: its declared composition run op by op without recording, then its own derivative recorded. */
-    private static Tensor composite(OpDef op, Tensor[] inputs, double[] scalars) {
+    /**
+     * A composite op: its declared composition run op by op without recording (the trace sees those ops), then
+     * its own derivative recorded.
+     */
+    static Tensor composite(OpDef op, Tensor[] inputs, double[] scalars) {
         for (Tensor t : inputs) if (t != null) t.checkOpen(op.pyName());
         if (Autocast.isActive()) {
             Tensor r = Autocast.run(op.pyName(), t -> composite(op, t, scalars), inputs);
             if (r != null) return r;
         }
         Tensor r;
-        try (var g = Grad.noGrad()) {
-            r = evaluate(op.composition(), new Values(inputs, presence(inputs), null, null, scalars));
+        // The composition's intermediates are closed with the scope; only the result leaves it.
+        try (var g = Grad.noGrad(); MemoryScope scope = new MemoryScope()) {
+            r = scope.keep(plan(op).composition().eval(new Values(inputs, presence(inputs), null, null, scalars)));
         }
-        if (TRACING.get() != 0) traced(op, r, scalars, inputs);
-        if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, inputs, r, scalars);
+        // The trace saw the composition's ops: the JIT sees through composites, so the whole is not reported again.
+        if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, inputs, r, scalars, null);
         return r;
+    }
+
+    /**
+     * A reduction of {@code x} over {@code args}' dimensions. {@code dtype} (may be null) is the result's
+     * dtype; the input is converted to it first, as PyTorch. {@code p} is the op's scalar (norm's order).
+     */
+    public static Tensor reduce(OpDef op, Tensor x, ReduceArgs args, DType dtype, double p) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run(op.pyName(), dtype != null, t -> reduce(op, t[0], args, dtype, p), x);
+            if (r != null) return r;
+        }
+        String name = op.pyName();
+        x.checkOpen(name);
+        DType out = dtype != null && op.accumulation() != null ? dtype
+                : op.resultType(op.computeType(dtype != null ? dtype : x.dtype(), Torch.defaultDtype()));
+        if (dtype != null && dtype != x.dtype()) {
+            try (Tensor converted = x.to(dtype)) {
+                return reduceAs(op, converted, args, out, p);
+            }
+        }
+        return reduceAs(op, x, args, out, p);
+    }
+
+    private static Tensor reduceAs(OpDef op, Tensor x, ReduceArgs args, DType out, double p) {
+        String name = op.pyName();
+        ReduceCall call = ReduceCall.of(name, x.shape(), args);
+        if (op.accumulation() != null && op.accumulation().emptyIsError()) {
+            Reductions.checkNonEmpty(name, x, call.reduced(), args.dims().length == 0);
+        }
+        double[] scalars = {p};
+        Tensor r;
+        if (op.composition() != null) {
+            try (var g = Grad.noGrad(); MemoryScope scope = new MemoryScope()) {
+                r = scope.keep(plan(op).composition().eval(new Values(new Tensor[] {x}, ONE_PRESENT, null, null, scalars, call)));
+            }
+        } else {
+            r = Tensor.empty(call.resultShape(), out, x.device());
+            runReduction(op, x, r, call, p);
+        }
+        if (TRACING.get() != 0 && op.composition() == null) traced(op, r, scalars, args, x);
+        if (op.isDifferentiable() && r.dtype().isFloatingPoint() && Autograd.needsGrad(x)) {
+            record(op, new Tensor[] {x}, new Tensor[] {x}, r, scalars, call);
+        }
+        return r;
+    }
+
+    /**
+     * An op along dimension {@code dim} of {@code x} ({@link OpDef.Kind#ALONG_DIM}). {@code dtype} (may be null)
+     * is the result's dtype; the input is converted to it first, as PyTorch.
+     */
+    public static Tensor alongDim(OpDef op, Tensor x, int dim, DType dtype) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run(op.pyName(), dtype != null, t -> alongDim(op, t[0], dim, dtype), x);
+            if (r != null) return r;
+        }
+        String name = op.pyName();
+        x.checkOpen(name);
+        int wrapped = Shapes.wrapDim(name, dim, x.dim());
+        int d = x.dim() == 0 ? 0 : wrapped;
+        DType out = op.resultType(op.computeType(dtype != null ? dtype : x.dtype(), Torch.defaultDtype()));
+        if (x.dtype() != out) {
+            try (Tensor converted = x.to(out)) {
+                return alongDimAs(op, converted, d);
+            }
+        }
+        return alongDimAs(op, x, d);
+    }
+
+    private static Tensor alongDimAs(OpDef op, Tensor x, int d) {
+        ReduceArgs args = new ReduceArgs(new int[] {d}, true);
+        Tensor r = Tensor.empty(x.shape(), x.dtype(), x.device());
+        ReductionKernels kernels = Backends.of(x.device()).reductions();
+        long t0 = KernelProfiler.isActive() ? System.nanoTime() : 0;
+        switch (op.kernel()) {
+            case "softmax" -> kernels.softmax(x, r, d, false);
+            case "log_softmax" -> kernels.softmax(x, r, d, true);
+            default -> throw new IllegalStateException(op.name() + ": no backend kernel along a dimension named " + op.kernel());
+        }
+        if (KernelProfiler.isActive()) KernelProfiler.recordKernel(op.kernel(), r, System.nanoTime() - t0);
+        double[] scalars = {d};
+        if (TRACING.get() != 0) traced(op, r, scalars, args, x);
+        if (op.isDifferentiable() && Autograd.needsGrad(x)) {
+            record(op, new Tensor[] {x}, new Tensor[] {x}, r, scalars, ReduceCall.of(op.pyName(), x.shape(), args));
+        }
+        return r;
+    }
+
+    private static final boolean[] ONE_PRESENT = {true};
+    private static final ReduceArgs ALL_DIMS = new ReduceArgs(null, false);
+
+    /** Runs a primitive reduction's kernel into {@code r}, seen with the reduced dims broadcast back. */
+    private static void runReduction(OpDef op, Tensor x, Tensor r, ReduceCall call, double p) {
+        long[] keep = Reductions.resultShape(call.inputShape(), call.reduced(), true);
+        ReductionKernels kernels = Backends.of(x.device()).reductions();
+        try (Tensor k = r.asStrided(keep, Shapes.contiguousStrides(keep), r.storageOffset());
+             Tensor out = k.broadcastTo(call.inputShape())) {
+            if (KernelProfiler.isActive()) {
+                long t0 = System.nanoTime();
+                reductionKernel(op, kernels, x, out, p);
+                KernelProfiler.recordKernel(op.kernel(), r, System.nanoTime() - t0);
+            } else {
+                reductionKernel(op, kernels, x, out, p);
+            }
+        }
+    }
+
+    /**
+     * The backend kernel of a declared primitive reduction: the accumulating kernel of its {@code ReduceOp}, or
+     * the kernel its declaration names. (Until backends register reduction kernels per op, as they do pointwise
+     * kernels, this is where a reduction's kernel name meets the backend interface.)
+     */
+    private static void reductionKernel(OpDef op, ReductionKernels kernels, Tensor in, Tensor out, double p) {
+        if (op.accumulation() != null) {
+            kernels.reduce(op.accumulation(), in, out, p);
+            return;
+        }
+        switch (op.kernel()) {
+            case "var" -> kernels.variance(in, out, p, false);
+            case "std" -> kernels.variance(in, out, p, true);
+            case "logsumexp" -> kernels.logsumexp(in, out);
+            default -> throw new IllegalStateException(op.name() + ": no backend reduction kernel named " + op.kernel());
+        }
     }
 
     // ------------------------------------------------------------------ kernel layer (with profiling)
@@ -216,137 +350,112 @@ public final class Dispatcher {
 
     // ------------------------------------------------------------------ trace layer
 
-    private static void traced(OpDef op, Tensor out, double[] scalars, Tensor... inputs) {
+    private static void traced(OpDef op, Tensor out, double[] scalars, ReduceArgs reduce, Tensor... inputs) {
         TraceHook<Tensor> hook = TRACE.get();
-        if (hook != null) hook.record(op, Arrays.asList(inputs), scalars.clone(), out);
+        if (hook != null) hook.record(op, Arrays.asList(inputs), scalars.clone(), reduce, out);
     }
 
     // ------------------------------------------------------------------ autograd layer
 
     /**
+     * What the dispatcher runs of one op, compiled once from its declaration: the derivatives and the
+     * composition as closures ({@link ExprCompiler}), which inputs the derivatives read (only those are saved)
+     * and whether they read the result.
+     */
+    private record Plan(TensorFn[] derivatives, TensorFn composition, boolean[] readsInput, boolean readsResult,
+                        String nodeName) {
+        static Plan of(OpDef op) {
+            List<Expr> d = op.derivatives();
+            TensorFn[] compiled = new TensorFn[d.size()];
+            boolean readsResult = false;
+            int inputs = (int) op.signature().tensorCount();
+            boolean[] readsInput = new boolean[Math.max(inputs, d.size())];
+            for (int i = 0; i < d.size(); i++) {
+                Expr e = d.get(i);
+                if (e == null) continue;
+                compiled[i] = ExprCompiler.compile(e);
+                readsResult |= e.reads(Expr.RESULT);
+                for (int j = 0; j < readsInput.length; j++) readsInput[j] |= e.readsInput(j);
+            }
+            TensorFn composition = op.composition() == null ? null : ExprCompiler.compile(op.composition());
+            return new Plan(compiled, composition, readsInput, readsResult, Elementwise.backwardName(op.pyName()));
+        }
+    }
+
+    private static volatile Plan[] plans = new Plan[64];
+
+    private static Plan plan(OpDef op) {
+        Plan[] table = plans;
+        int id = op.id();
+        Plan p = id < table.length ? table[id] : null;
+        return p != null ? p : buildPlan(op);
+    }
+
+    private static synchronized Plan buildPlan(OpDef op) {
+        Plan[] table = plans;
+        int id = op.id();
+        if (id < table.length && table[id] != null) return table[id];
+        Plan p = Plan.of(op);
+        Plan[] grown = Arrays.copyOf(table, Math.max(table.length, Integer.highestOneBit(id) * 2 + 2));
+        grown[id] = p;
+        plans = grown;
+        return p;
+    }
+
+    /**
      * Records the backward of {@code result = op(inputs)}: a node that evaluates the op's declared derivative
      * with ops. {@code values} are the inputs' values before the op (an in-place op's clone of its input);
      * only those the derivative reads are saved, and the result only when it reads {@link Expr#RESULT}.
+     * {@code call} is a reduction's call (null for other ops).
      */
-    static void record(OpDef op, Tensor[] inputs, Tensor[] values, Tensor result, double[] scalars) {
-        List<Expr> derivatives = op.derivatives();
+    static void record(OpDef op, Tensor[] inputs, Tensor[] values, Tensor result, double[] scalars, ReduceCall call) {
+        Plan plan = plan(op);
+        TensorFn[] derivatives = plan.derivatives();
         int n = inputs.length;
         SavedTensor[] saved = new SavedTensor[n];
-        List<SavedTensor> all = new ArrayList<>();
-        List<Tensor> graphInputs = new ArrayList<>();
+        SavedTensor[] all = new SavedTensor[n + 1];
+        int savedCount = 0;
+        int graphCount = 0;
+        for (Tensor t : inputs) if (t != null) graphCount++;
+        Tensor[] graphInputs = new Tensor[graphCount];
         int[] slot = new int[n];
-        for (int i = 0; i < n; i++) {
-            slot[i] = -1;
-            if (inputs[i] == null) continue;
-            slot[i] = graphInputs.size();
-            graphInputs.add(inputs[i]);
-            boolean read = false;
-            for (Expr d : derivatives) read |= d != null && d.readsInput(i);
-            if (read) all.add(saved[i] = Autograd.save(values[i]));
-        }
-        boolean readsResult = false;
-        for (Expr d : derivatives) readsResult |= d != null && d.reads(Expr.RESULT);
-        SavedTensor savedResult = readsResult ? Autograd.save(result) : null;
-        if (savedResult != null) all.add(savedResult);
         long[][] shapes = new long[n][];
         DType[] types = new DType[n];
         boolean[] needs = new boolean[n];
         boolean[] present = new boolean[n];
+        graphCount = 0;
         for (int i = 0; i < n; i++) {
-            if (inputs[i] == null) continue;
+            slot[i] = -1;
+            Tensor t = inputs[i];
+            if (t == null) continue;
+            slot[i] = graphCount;
+            graphInputs[graphCount++] = t;
+            if (i < plan.readsInput().length && plan.readsInput()[i]) all[savedCount++] = saved[i] = Autograd.save(values[i]);
             present[i] = true;
-            shapes[i] = inputs[i].shape();
-            types[i] = inputs[i].dtype();
-            needs[i] = inputs[i].requiresGrad();
+            shapes[i] = t.shape();
+            types[i] = t.dtype();
+            needs[i] = t.requiresGrad();
         }
-        boolean unary = op.kind() == OpDef.Kind.UNARY;
-        Autograd.record(Elementwise.backwardName(op.pyName()), result, g -> {
+        SavedTensor savedResult = plan.readsResult() ? Autograd.save(result) : null;
+        if (savedResult != null) all[savedCount++] = savedResult;
+        boolean sameShape = op.kind() != OpDef.Kind.BINARY && op.kind() != OpDef.Kind.COMPOSITE;
+        Autograd.record(plan.nodeName(), result, g -> {
             Tensor[] in = new Tensor[n];
             for (int i = 0; i < n; i++) if (saved[i] != null) in[i] = saved[i].get();
-            Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars);
-            Tensor[] grads = new Tensor[graphInputs.size()];
+            Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars, call);
+            Tensor[] grads = new Tensor[graphInputs.length];
             for (int i = 0; i < n; i++) {
-                if (!needs[i] || derivatives.get(i) == null) continue;
-                Tensor gi = evaluate(derivatives.get(i), v);
-                grads[slot[i]] = unary ? Elementwise.castTo(gi, types[i]) : Gradients.sumTo(gi, shapes[i], types[i]);
+                if (!needs[i] || i >= derivatives.length || derivatives[i] == null) continue;
+                Tensor gi = derivatives[i].eval(v);
+                grads[slot[i]] = sameShape ? Elementwise.castTo(gi, types[i]) : Gradients.sumTo(gi, shapes[i], types[i]);
             }
             return grads;
-        }, graphInputs.toArray(new Tensor[0]), all.toArray(new SavedTensor[0]));
+        }, graphInputs, savedCount == all.length ? all : Arrays.copyOf(all, savedCount));
     }
-
-    /**
-     * What a derivative or composition reads: inputs (null where not saved), which optional inputs were given,
-     * the result, the incoming gradient and the scalar parameters.
-     */
-    private record Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars) {}
 
     private static boolean[] presence(Tensor[] inputs) {
         boolean[] p = new boolean[inputs.length];
         for (int i = 0; i < p.length; i++) p[i] = inputs[i] != null;
         return p;
-    }
-
-    /** Evaluates a derivative or composition tree by dispatching each op it names. */
-    private static Tensor evaluate(Expr e, Values v) {
-        return switch (e) {
-            case Expr.In in -> v.inputs()[in.index()];
-            case Expr.Result r -> v.result();
-            case Expr.Grad g -> v.grad();
-            case Expr.Op o -> callOp(o, v);
-            case Expr.Where w -> where(w, v);
-            case Expr.ZerosLike z -> Gradients.zerosLike(evaluate(z.like(), v));
-            case Expr.CastLike c -> Elementwise.castTo(evaluate(c.value(), v), evaluate(c.like(), v).dtype());
-            case Expr.IfPresent p -> evaluate(p.index() < v.present().length && v.present()[p.index()]
-                    ? p.then() : p.otherwise(), v);
-            case Expr.IfScalar p -> evaluate(v.scalars()[p.index()] == p.value() ? p.then() : p.otherwise(), v);
-            default -> throw new IllegalStateException(e + " is not a tensor expression");
-        };
-    }
-
-    private static Tensor callOp(Expr.Op o, Values v) {
-        OpDef op = o.op();
-        List<Expr> args = o.args();
-        switch (op.kind()) {
-            case UNARY -> {
-                Tensor x = evaluate(args.get(0), v);
-                double p0 = args.size() > 1 ? args.get(1).scalarValue(v.scalars()) : 0;
-                double p1 = args.size() > 2 ? args.get(2).scalarValue(v.scalars()) : 0;
-                return unary(op, x, p0, p1);
-            }
-            case BINARY -> {
-                Expr ea = args.get(0);
-                Expr eb = args.get(1);
-                if (ea.isScalar()) {
-                    Tensor b = evaluate(eb, v);
-                    return binary(op, scalarLike(b, ea.scalarValue(v.scalars())), b, 1);
-                }
-                Tensor a = evaluate(ea, v);
-                if (eb.isScalar()) {
-                    double s = eb.scalarValue(v.scalars());
-                    if (op.name().equals("mul") && s == 1) return a;
-                    return binary(op, a, scalarLike(a, s), 1);
-                }
-                return binary(op, a, evaluate(eb, v), 1);
-            }
-            default -> {
-                Tensor[] in = new Tensor[args.size()];
-                for (int i = 0; i < in.length; i++) in[i] = evaluate(args.get(i), v);
-                return composite(op, in, new double[0]);
-            }
-        }
-    }
-
-    private static Tensor where(Expr.Where w, Values v) {
-        Tensor cond = evaluate(w.cond(), v);
-        Tensor a = w.a().isScalar() ? null : evaluate(w.a(), v);
-        Tensor b = w.b().isScalar() ? null : evaluate(w.b(), v);
-        if (a == null) a = scalarLike(b, w.a().scalarValue(v.scalars()));
-        if (b == null) b = scalarLike(a, w.b().scalarValue(v.scalars()));
-        return Elementwise.where(cond, a, b);
-    }
-
-    /** A Java double as PyTorch's wrapped number next to {@code like} (what {@code t.mul(2.0)} makes of the 2.0). */
-    private static Tensor scalarLike(Tensor like, double value) {
-        return Elementwise.wrappedScalar(like, value, (long) value, DType.FLOAT64);
     }
 }

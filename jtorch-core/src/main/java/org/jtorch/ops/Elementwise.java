@@ -63,7 +63,7 @@ public final class Elementwise {
         x.bumpVersion();
         if (record) {
             try (before) {
-                Dispatcher.record(op, new Tensor[] {x}, new Tensor[] {before}, x, new double[] {p0, p1});
+                Dispatcher.record(op, new Tensor[] {x}, new Tensor[] {before}, x, new double[] {p0, p1}, null);
             }
         }
         return x;
@@ -111,7 +111,7 @@ public final class Elementwise {
         self.bumpVersion();
         if (record) {
             try (before) {
-                Dispatcher.record(op, new Tensor[] {self, b}, new Tensor[] {before, b}, self, new double[] {alpha});
+                Dispatcher.record(op, new Tensor[] {self, b}, new Tensor[] {before, b}, self, new double[] {alpha}, null);
             }
         }
         return self;

@@ -1,21 +1,26 @@
 package org.jtorch.ops;
 
-import org.jtorch.op.Shapes;
 import java.util.Arrays;
-import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.amp.Autocast;
 import org.jtorch.autograd.Autograd;
-import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.ReduceArgs;
+import org.jtorch.op.ReductionOps;
+import org.jtorch.op.Shapes;
 
 /**
  * Front end of the reductions, scans and softmax, with PyTorch 1.13's semantics: validates dims
  * (negative dims wrap; an empty dim list reduces everything; a 0-d tensor accepts dim 0 and -1),
  * computes the result's shape ({@code keepdim} keeps reduced dims as size 1) and dtype, allocates it
- * and calls the device's {@link org.jtorch.backend.ReductionKernels}.
+ * and calls the device's {@link org.jtorch.backend.ReductionKernels}. The reductions declared in
+ * {@link ReductionOps} (sum, prod, mean, amax, amin, norm, logsumexp, var, std, any, all, softmax,
+ * log_softmax) are one-line calls of the {@link Dispatcher}; the ones with indices and the scans are still
+ * written here.
  *
  * <p>Dtype rules: {@code sum}, {@code prod}, {@code cumsum}, {@code cumprod} of bool and integer
  * tensors give int64 unless a dtype is given (the input is then converted to it first); {@code mean},
@@ -40,145 +45,44 @@ public final class Reductions {
 
     /** {@code torch.sum(x, dims, keepdim, dtype)}; {@code dtype} may be null (bool/integers then sum to int64). */
     public static Tensor sum(Tensor x, int[] dims, boolean keepdim, DType dtype) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("sum", dtype != null, t -> sum(t[0], dims, keepdim, dtype), x);
-            if (r != null) return r;
-        }
-        return accumulate(ReduceOp.SUM, "sum", x, dims, keepdim, dtype);
+        return Dispatcher.reduce(ReductionOps.SUM, x, new ReduceArgs(dims, keepdim), dtype, 0);
     }
 
     /** {@code torch.prod(x, dims, keepdim, dtype)}; unlike PyTorch's {@code prod}, several dims may be given. */
     public static Tensor prod(Tensor x, int[] dims, boolean keepdim, DType dtype) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("prod", dtype != null, t -> prod(t[0], dims, keepdim, dtype), x);
-            if (r != null) return r;
-        }
-        return accumulate(ReduceOp.PROD, "prod", x, dims, keepdim, dtype);
+        return Dispatcher.reduce(ReductionOps.PROD, x, new ReduceArgs(dims, keepdim), dtype, 0);
     }
 
     /** {@code torch.mean}: floating tensors only (or an explicit floating {@code dtype}); the sum divided by the count, as ATen's CPU mean. */
     public static Tensor mean(Tensor x, int[] dims, boolean keepdim, DType dtype) {
-        x.checkOpen("mean");
-        DType t = dtype == null ? x.dtype() : dtype;
-        if (!t.isFloatingPoint()) {
-            throw new IllegalArgumentException("mean(): could not infer output dtype. Input dtype must be either a floating point"
-                    + " or complex dtype. Got: " + t);
-        }
-        boolean[] reduced = reducedDims("mean", x.shape(), dims);
-        long count = 1;
-        long[] shape = x.shape();
-        for (int d = 0; d < shape.length; d++) if (reduced[d]) count *= shape[d];
-        boolean record = Autograd.needsGrad(x);
-        Tensor s;
-        try (Grad.Mode m = record ? Grad.noGrad() : null) {
-            s = accumulate(ReduceOp.SUM, "mean", x, dims, keepdim, t).div_((double) count);
-        }
-        if (record) {
-            long[] inShape = x.shape();
-            DType inType = x.dtype();
-            long n = count;
-            Autograd.record("MeanBackward1", s, g -> {
-                Tensor ge = expandBack(g[0], inShape, reduced).div((double) n);
-                return new Tensor[] {ge.dtype() == inType ? ge : ge.to(inType)};
-            }, new Tensor[] {x});
-        }
-        return s;
-    }
-
-    private static Tensor accumulate(ReduceOp op, String name, Tensor x, int[] dims, boolean keepdim, DType dtype) {
-        x.checkOpen(name);
-        DType out = dtype != null ? dtype : x.dtype().isFloatingPoint() ? x.dtype() : DType.INT64;
-        if (dtype != null && dtype != x.dtype()) {
-            try (Tensor converted = x.to(dtype)) {
-                return accumulate(op, name, converted, dims, keepdim, null);
-            }
-        }
-        Tensor r = reduce(op, name, x, dims, keepdim, out, 0);
-        if (Autograd.needsGrad(x) && out.isFloatingPoint()) {
-            boolean[] reduced = reducedDims(name, x.shape(), dims);
-            long[] inShape = x.shape();
-            if (op == ReduceOp.SUM) {
-                Autograd.record("SumBackward1", r, g -> new Tensor[] {expandBack(g[0], inShape, reduced)}, new Tensor[] {x});
-            } else {
-                SavedTensor sx = Autograd.save(x);
-                SavedTensor sr = Autograd.save(r);
-                Autograd.record("ProdBackward1", r, g -> new Tensor[] {prodBackward(g[0], sx.get(), sr.get(), reduced, dims)},
-                        new Tensor[] {x}, sx, sr);
-            }
-        }
-        return r;
-    }
-
-    /** A reduced gradient broadcast back over the reduced dimensions of the input. */
-    private static Tensor expandBack(Tensor g, long[] inShape, boolean[] reduced) {
-        try (Tensor k = g.reshape(resultShape(inShape, reduced, true))) {
-            return k.expand(inShape);
-        }
-    }
-
-    /**
-     * d prod / d x_i is the product of the other elements: result / x_i without zeros; with exactly one
-     * zero in a group, the zero's gradient is the product of the nonzero elements and the others' is 0;
-     * with two or more zeros, every gradient is 0.
-     */
-    private static Tensor prodBackward(Tensor g, Tensor x, Tensor result, boolean[] reduced, int[] dims) {
-        long[] inShape = x.shape();
-        Tensor ge = expandBack(g, inShape, reduced);
-        Tensor isZero = x.eq(0.0);
-        int[] over = dims == null || dims.length == 0 ? allDims(inShape.length) : dims; // null and {} both mean every dim
-        Tensor zeros = isZero.sum(over, true);
-        Tensor nonzeroProduct = Torch.where(isZero, Torch.onesLike(x), x).prod(over, true, null);
-        Tensor noZero = expandBack(result, inShape, reduced).div(x);
-        Tensor oneZero = Torch.where(isZero, nonzeroProduct.expand(inShape), Torch.zerosLike(x));
-        Tensor zerosE = zeros.expand(inShape);
-        Tensor local = Torch.where(zerosE.eq(0.0), noZero, Torch.where(zerosE.eq(1.0), oneZero, Torch.zerosLike(x)));
-        return ge.mul(local);
-    }
-
-    private static int[] allDims(int rank) {
-        int[] d = new int[rank];
-        for (int i = 0; i < rank; i++) d[i] = i;
-        return d;
+        return Dispatcher.reduce(ReductionOps.MEAN, x, new ReduceArgs(dims, keepdim), dtype, 0);
     }
 
     // ---------------------------------------------------------------- extrema
 
     /** {@code torch.amax(x, dims, keepdim)}: NaN propagates. */
     public static Tensor amax(Tensor x, int[] dims, boolean keepdim) {
-        return extremum(ReduceOp.MAX, "amax", x, dims, keepdim);
+        return Dispatcher.reduce(ReductionOps.AMAX, x, new ReduceArgs(dims, keepdim), null, 0);
     }
 
     public static Tensor amin(Tensor x, int[] dims, boolean keepdim) {
-        return extremum(ReduceOp.MIN, "amin", x, dims, keepdim);
+        return Dispatcher.reduce(ReductionOps.AMIN, x, new ReduceArgs(dims, keepdim), null, 0);
     }
 
     /** {@code torch.max(x)}: the maximum of all elements (0-d); throws for an empty tensor. */
     public static Tensor max(Tensor x) {
-        return extremum(ReduceOp.MAX, "max", x, new int[0], false);
+        return overAll("max", ReductionOps.AMAX, x);
     }
 
     public static Tensor min(Tensor x) {
-        return extremum(ReduceOp.MIN, "min", x, new int[0], false);
+        return overAll("min", ReductionOps.AMIN, x);
     }
 
-    private static Tensor extremum(ReduceOp op, String name, Tensor x, int[] dims, boolean keepdim) {
+    /** {@code max()}/{@code min()} of every element: amax/amin over all dims, with PyTorch's message for an empty input. */
+    private static Tensor overAll(String name, OpDef op, Tensor x) {
         x.checkOpen(name);
-        boolean[] reduced = reducedDims(name, x.shape(), dims);
-        checkNonEmpty(name, x, reduced, dims == null || dims.length == 0);
-        Tensor r = reduce(op, name, x, dims, keepdim, x.dtype(), 0);
-        if (Autograd.needsGrad(x)) {
-            SavedTensor sx = Autograd.save(x);
-            SavedTensor sr = Autograd.save(r);
-            long[] inShape = x.shape();
-            int[] all = dims == null || dims.length == 0 ? allDims(inShape.length) : dims;
-            // The gradient is shared evenly among tied extrema, as PyTorch's evenly_distribute_backward.
-            Autograd.record(op == ReduceOp.MAX ? "AmaxBackward0" : "AminBackward0", r, g -> {
-                Tensor mask = sx.get().eq(expandBack(sr.get(), inShape, reduced)).to(g[0].dtype());
-                Tensor count = mask.sum(all, true);
-                return new Tensor[] {expandBack(g[0], inShape, reduced).mul(mask).div(count)};
-            }, new Tensor[] {x}, sx, sr);
-        }
-        return r;
+        checkNonEmpty(name, x, reducedDims(name, x.shape(), null), true);
+        return Dispatcher.reduce(op, x, new ReduceArgs(null, false), null, 0);
     }
 
     /** {@code torch.max(x, dim, keepdim)}: values and the index of their first occurrence (the first NaN, if any). */
@@ -262,7 +166,7 @@ public final class Reductions {
         if (x.dtype() == DType.BOOL) throw new IllegalArgumentException(name + ": not implemented for " + x.dtype());
     }
 
-    private static void checkNonEmpty(String name, Tensor x, boolean[] reduced, boolean allDims) {
+    static void checkNonEmpty(String name, Tensor x, boolean[] reduced, boolean allDims) {
         if (x.numel() != 0) return;
         if (allDims) {
             throw new IllegalArgumentException(name + "(): Expected reduction dim to be specified for input.numel() == 0."
@@ -281,119 +185,32 @@ public final class Reductions {
 
     /** {@code torch.var(x, dims, correction, keepdim)}: {@code sum (x - mean)^2 / max(0, N - correction)}. */
     public static Tensor var(Tensor x, int[] dims, double correction, boolean keepdim) {
-        return variance("var", x, dims, correction, keepdim, false);
+        return Dispatcher.reduce(ReductionOps.VAR, x, new ReduceArgs(dims, keepdim), null, correction);
     }
 
     public static Tensor std(Tensor x, int[] dims, double correction, boolean keepdim) {
-        return variance("std", x, dims, correction, keepdim, true);
-    }
-
-    private static Tensor variance(String name, Tensor x, int[] dims, double correction, boolean keepdim, boolean sqrt) {
-        x.checkOpen(name);
-        if (!x.dtype().isFloatingPoint()) {
-            throw new IllegalArgumentException(name + ": std and var only support floating point dtypes, got " + x.dtype());
-        }
-        boolean[] reduced = reducedDims(name, x.shape(), dims);
-        Tensor out = Tensor.empty(resultShape(x.shape(), reduced, keepdim), x.dtype(), x.device());
-        try (Tensor k = keepdimView(out, resultShape(x.shape(), reduced, true))) {
-            Backends.of(x.device()).reductions().variance(x, k.broadcastTo(x.shape()), correction, sqrt);
-        }
-        if (Autograd.needsGrad(x)) {
-            SavedTensor sx = Autograd.save(x);
-            SavedTensor sr = sqrt ? Autograd.save(out) : null;
-            long[] inShape = x.shape();
-            int[] all = dims == null || dims.length == 0 ? allDims(inShape.length) : dims;
-            long n = 1;
-            for (int i = 0; i < inShape.length; i++) if (reduced[i]) n *= inShape[i];
-            double denom = Math.max(0, n - correction);
-            Autograd.record(sqrt ? "StdBackward0" : "VarBackward0", out, g -> {
-                Tensor xv = sx.get();
-                Tensor centered = xv.sub(xv.mean(all, true));
-                Tensor ge = expandBack(g[0], inShape, reduced);
-                if (!sqrt) return new Tensor[] {ge.mul(centered).mul(2.0 / denom)};
-                return new Tensor[] {ge.mul(centered).div(expandBack(sr.get(), inShape, reduced).mul(denom))};
-            }, new Tensor[] {x}, Elementwise.nonNull(sx, sr));
-        }
-        return out;
+        return Dispatcher.reduce(ReductionOps.STD, x, new ReduceArgs(dims, keepdim), null, correction);
     }
 
     /** {@code torch.norm(x, p, dims, keepdim)}: the vector p-norm over the dims (p may be 0, ±inf or any real); floating tensors only. */
     public static Tensor norm(Tensor x, double p, int[] dims, boolean keepdim) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("norm", t -> norm(t[0], p, dims, keepdim), x);
-            if (r != null) return r;
-        }
-        x.checkOpen("norm");
-        if (!x.dtype().isFloatingPoint()) {
-            throw new IllegalArgumentException("norm(): input dtype should be either floating point or complex. Got "
-                    + x.dtype() + " instead.");
-        }
-        Tensor r = reduce(ReduceOp.NORM, "norm", x, dims, keepdim, x.dtype(), p);
-        if (Autograd.needsGrad(x)) {
-            boolean[] reduced = reducedDims("norm", x.shape(), dims);
-            SavedTensor sx = Autograd.save(x);
-            SavedTensor sr = Autograd.save(r);
-            long[] inShape = x.shape();
-            int[] all = dims == null || dims.length == 0 ? allDims(inShape.length) : dims;
-            Autograd.record("NormBackward1", r, g -> {
-                Tensor xv = sx.get();
-                Tensor ge = expandBack(g[0], inShape, reduced);
-                Tensor n = expandBack(sr.get(), inShape, reduced);
-                Tensor local;
-                if (p == 0) {
-                    local = Torch.zerosLike(xv);
-                } else if (p == 1) {
-                    local = xv.sign();
-                } else if (Double.isInfinite(p)) {
-                    // The gradient goes to the elements attaining the norm, shared evenly, as PyTorch.
-                    Tensor mask = xv.abs().eq(n).to(xv.dtype());
-                    local = xv.sign().mul(mask).div(mask.sum(all, true));
-                } else if (p == 2) {
-                    local = xv.div(n).maskedFill(n.eq(0.0), 0.0);
-                } else {
-                    local = xv.mul(xv.abs().pow(p - 2)).div(n.pow(p - 1)).maskedFill(n.eq(0.0), 0.0);
-                }
-                return new Tensor[] {ge.mul(local)};
-            }, new Tensor[] {x}, sx, sr);
-        }
-        return r;
+        return Dispatcher.reduce(ReductionOps.NORM, x, new ReduceArgs(dims, keepdim), null, p);
     }
 
     /** {@code torch.logsumexp(x, dims, keepdim)}: {@code log(sum(exp(x)))} computed stably; integer input gives the default float dtype. */
     public static Tensor logsumexp(Tensor x, int[] dims, boolean keepdim) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("logsumexp", t -> logsumexp(t[0], dims, keepdim), x);
-            if (r != null) return r;
-        }
-        x.checkOpen("logsumexp");
-        boolean[] reduced = reducedDims("logsumexp", x.shape(), dims);
-        DType t = x.dtype().isFloatingPoint() ? x.dtype() : Torch.defaultDtype();
-        Tensor out = Tensor.empty(resultShape(x.shape(), reduced, keepdim), t, x.device());
-        try (Tensor k = keepdimView(out, resultShape(x.shape(), reduced, true))) {
-            Backends.of(x.device()).reductions().logsumexp(x, k.broadcastTo(x.shape()));
-        }
-        if (Autograd.needsGrad(x) && x.dtype().isFloatingPoint()) {
-            SavedTensor sx = Autograd.save(x);
-            SavedTensor sr = Autograd.save(out);
-            long[] inShape = x.shape();
-            Autograd.record("LogsumexpBackward0", out, g -> new Tensor[] {
-                    expandBack(g[0], inShape, reduced).mul(sx.get().sub(expandBack(sr.get(), inShape, reduced)).exp())},
-                    new Tensor[] {x}, sx, sr);
-        }
-        return out;
+        return Dispatcher.reduce(ReductionOps.LOGSUMEXP, x, new ReduceArgs(dims, keepdim), null, 0);
     }
 
     // ---------------------------------------------------------------- logical
 
     /** {@code torch.any(x, dims, keepdim)}: whether any element is nonzero (NaN counts). */
     public static Tensor any(Tensor x, int[] dims, boolean keepdim) {
-        x.checkOpen("any");
-        return reduce(ReduceOp.ANY, "any", x, dims, keepdim, x.dtype() == DType.UINT8 ? DType.UINT8 : DType.BOOL, 0);
+        return Dispatcher.reduce(ReductionOps.ANY, x, new ReduceArgs(dims, keepdim), null, 0);
     }
 
     public static Tensor all(Tensor x, int[] dims, boolean keepdim) {
-        x.checkOpen("all");
-        return reduce(ReduceOp.ALL, "all", x, dims, keepdim, x.dtype() == DType.UINT8 ? DType.UINT8 : DType.BOOL, 0);
+        return Dispatcher.reduce(ReductionOps.ALL, x, new ReduceArgs(dims, keepdim), null, 0);
     }
 
     // ---------------------------------------------------------------- scans
@@ -469,60 +286,14 @@ public final class Reductions {
 
     /** {@code torch.softmax(x, dim, dtype)}; {@code dtype} may be null (integer input then uses the default float dtype). */
     public static Tensor softmax(Tensor x, int dim, DType dtype) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("softmax", dtype != null, t -> softmax(t[0], dim, dtype), x);
-            if (r != null) return r;
-        }
-        return softmax(false, "softmax", x, dim, dtype);
+        return Dispatcher.alongDim(ReductionOps.SOFTMAX, x, dim, dtype);
     }
 
     public static Tensor logSoftmax(Tensor x, int dim, DType dtype) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("log_softmax", dtype != null, t -> logSoftmax(t[0], dim, dtype), x);
-            if (r != null) return r;
-        }
-        return softmax(true, "log_softmax", x, dim, dtype);
-    }
-
-    private static Tensor softmax(boolean log, String name, Tensor x, int dim, DType dtype) {
-        x.checkOpen(name);
-        int d = Shapes.wrapDim(name, dim, x.dim());
-        DType out = dtype != null ? dtype : x.dtype().isFloatingPoint() ? x.dtype() : Torch.defaultDtype();
-        if (!out.isFloatingPoint()) {
-            throw new IllegalArgumentException(name + ": expected a floating point dtype, got " + out);
-        }
-        try (Tensor in = x.to(out)) {
-            Tensor r = Tensor.empty(x.shape(), out, x.device());
-            int sd = x.dim() == 0 ? 0 : d;
-            Backends.of(x.device()).reductions().softmax(in, r, sd, log);
-            if (Autograd.needsGrad(in)) {
-                SavedTensor sr = Autograd.save(r);
-                int[] dimArr = {sd};
-                if (log) {
-                    Autograd.record("LogSoftmaxBackward0", r, g -> new Tensor[] {
-                            g[0].sub(sr.get().exp().mul(g[0].sum(dimArr, true)))}, new Tensor[] {in}, sr);
-                } else {
-                    Autograd.record("SoftmaxBackward0", r, g -> {
-                        Tensor y = sr.get();
-                        return new Tensor[] {y.mul(g[0].sub(g[0].mul(y).sum(dimArr, true)))};
-                    }, new Tensor[] {in}, sr);
-                }
-            }
-            return r;
-        }
+        return Dispatcher.alongDim(ReductionOps.LOG_SOFTMAX, x, dim, dtype);
     }
 
     // ---------------------------------------------------------------- shared
-
-    /** Allocates the result and runs an accumulating reduction into it. */
-    private static Tensor reduce(ReduceOp op, String name, Tensor x, int[] dims, boolean keepdim, DType out, double p) {
-        boolean[] reduced = reducedDims(name, x.shape(), dims);
-        Tensor r = Tensor.empty(resultShape(x.shape(), reduced, keepdim), out, x.device());
-        try (Tensor k = keepdimView(r, resultShape(x.shape(), reduced, true))) {
-            Backends.of(x.device()).reductions().reduce(op, x, k.broadcastTo(x.shape()), p);
-        }
-        return r;
-    }
 
     /**
      * A freshly allocated (contiguous) result seen with the reduced dims kept as size 1, to broadcast back

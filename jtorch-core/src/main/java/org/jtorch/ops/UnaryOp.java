@@ -1,5 +1,7 @@
 package org.jtorch.ops;
 
+import org.jtorch.op.SpecialFunctions;
+
 /**
  * The hand-written elementwise unary kernels: each op's scalar definition in double (floating inputs) and,
  * where integers are accepted, in long. Its declaration (dtype rule, derivative, autocast policy) is the

@@ -18,7 +18,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.backend.cpu.CpuBackend;
 import org.jtorch.memory.Storage;
-import org.jtorch.ops.ReduceOp;
+import org.jtorch.op.ReduceOp;
 import org.junit.jupiter.api.Test;
 
 /**

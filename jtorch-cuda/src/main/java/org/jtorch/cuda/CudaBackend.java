@@ -50,7 +50,7 @@ public final class CudaBackend implements Backend {
      */
     private static void registerPointwiseKernels() {
         for (OpDef op : OpRegistry.all()) {
-            if (op.kind() == OpDef.Kind.COMPOSITE) continue;
+            if (!op.kind().isPointwise()) continue;
             if (op.formula() != null) {
                 KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
                     if (!FormulaKernels.supports(op, compute)) throw ElementwisePlan.unsupported(op.pyName(), compute, out.shape());

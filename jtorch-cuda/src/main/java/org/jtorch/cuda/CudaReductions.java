@@ -10,7 +10,7 @@ import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
 import org.jtorch.cuda.kernels.ReductionPlan;
 import org.jtorch.cuda.kernels.ReductionPlan.Rows;
-import org.jtorch.ops.ReduceOp;
+import org.jtorch.op.ReduceOp;
 
 /**
  * The reduction family on CUDA: the row kernels of {@code reduce.cu} (sum, prod, amax/amin, p-norms,

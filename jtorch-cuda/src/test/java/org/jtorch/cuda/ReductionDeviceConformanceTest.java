@@ -13,7 +13,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.ops.ReduceOp;
+import org.jtorch.op.ReduceOp;
 import org.jtorch.ops.Reductions;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;

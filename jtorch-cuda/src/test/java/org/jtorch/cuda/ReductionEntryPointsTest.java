@@ -14,7 +14,7 @@ import org.jtorch.DType;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.ReductionPlan;
 import org.jtorch.cuda.kernels.ReductionPlan.Rows;
-import org.jtorch.ops.ReduceOp;
+import org.jtorch.op.ReduceOp;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.io.TempDir;

@@ -17,7 +17,7 @@ import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.ReductionPlan;
 import org.jtorch.cuda.kernels.ReductionPlan.Rows;
 import org.jtorch.memory.Storage;
-import org.jtorch.ops.ReduceOp;
+import org.jtorch.op.ReduceOp;
 import org.jtorch.op.Shapes;
 import org.junit.jupiter.api.Test;
 

@@ -50,7 +50,7 @@ public final class CpuBackend implements Backend {
      */
     private static void registerPointwiseKernels() {
         for (OpDef op : OpRegistry.all()) {
-            if (op.kind() == OpDef.Kind.COMPOSITE) continue;
+            if (!op.kind().isPointwise()) continue;
             String key = op.kernel().toUpperCase(java.util.Locale.ROOT);
             PointwiseKernel k;
             if (op.formula() != null) {

@@ -9,7 +9,7 @@ import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.backend.ReductionKernels;
-import org.jtorch.ops.ReduceOp;
+import org.jtorch.op.ReduceOp;
 
 /**
  * CPU implementation of {@link ReductionKernels}.

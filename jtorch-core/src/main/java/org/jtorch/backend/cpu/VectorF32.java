@@ -67,7 +67,7 @@ final class VectorF32 {
     static boolean hasUnary(UnaryOp op) {
         return switch (op) {
             case NEG, ABS, RELU, EXP, LOG, SQRT, RSQRT, RECIPROCAL, TANH, SIGMOID, SIN, COS, SILU, GELU_TANH,
-                 CLAMP, LOG1P, EXPM1, LEAKY_RELU -> true;
+                 CLAMP, LOG1P, EXPM1, LEAKY_RELU, ERF, GELU -> true;
             default -> false;
         };
     }
@@ -94,6 +94,8 @@ final class VectorF32 {
             case SIGMOID -> sigmoid(xs, xo, os, oo, upper);
             case SILU -> silu(xs, xo, os, oo, upper);
             case GELU_TANH -> geluTanh(xs, xo, os, oo, upper);
+            case ERF -> VectorErf.erf(xs, xo, os, oo, upper);
+            case GELU -> VectorErf.gelu(xs, xo, os, oo, upper);
             default -> throw new IllegalStateException("no vector form for " + op);
         }
         if (upper < n) unaryTail(op, xs, xo, os, oo, upper, n, p0, p1);

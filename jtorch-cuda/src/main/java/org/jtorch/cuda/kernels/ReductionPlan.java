@@ -3,7 +3,7 @@ package org.jtorch.cuda.kernels;
 import java.lang.foreign.Arena;
 import java.util.Arrays;
 import org.jtorch.DType;
-import org.jtorch.ops.ReduceOp;
+import org.jtorch.op.ReduceOp;
 
 /**
  * The host-side choices of a reduction, scan or softmax launch of {@code reduce.cu} (no GPU needed).

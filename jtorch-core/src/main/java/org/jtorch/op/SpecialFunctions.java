@@ -1,4 +1,4 @@
-package org.jtorch.ops;
+package org.jtorch.op;
 
 /** Scalar special functions the JDK lacks, accurate to double precision. */
 public final class SpecialFunctions {

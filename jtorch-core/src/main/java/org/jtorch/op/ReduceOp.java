@@ -1,10 +1,10 @@
-package org.jtorch.ops;
+package org.jtorch.op;
 
 /**
  * The accumulating reductions a backend implements over any set of dimensions. Each declares its
  * PyTorch name, its identity (the value of an empty reduction before {@link #finish}) and its scalar
  * definition in double (floating inputs) and long (integral inputs, where accepted). Composite
- * reductions (mean, logsumexp's rescaling) are written in terms of these in {@link Reductions}.
+ * reductions (mean, logsumexp's rescaling) are written in terms of these (see {@link ReductionOps}).
  * {@code NORM} reads its order {@code p}.
  */
 public enum ReduceOp {
@@ -69,6 +69,11 @@ public enum ReduceOp {
 
     public String pyName() {
         return pyName;
+    }
+
+    /** Whether reducing zero elements is an error (max and min have no identity), as PyTorch's amax. */
+    public boolean emptyIsError() {
+        return this == MAX || this == MIN;
     }
 
     /** The accumulator's start value for floating compute. */

@@ -1,4 +1,4 @@
-package org.jtorch.ops;
+package org.jtorch.op;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

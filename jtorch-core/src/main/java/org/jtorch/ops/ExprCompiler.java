@@ -1,0 +1,198 @@
+package org.jtorch.ops;
+
+import java.util.List;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.autograd.Gradients;
+import org.jtorch.op.Expr;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.ReduceArgs;
+
+/**
+ * Compiles a derivative or composition tree ({@link Expr} with {@link Expr.Op} nodes) once into nested
+ * closures that dispatch its ops, so that a backward or a composite call walks no tree and tests no node
+ * type: the declared form stays the one source, this is only how the dispatcher runs it.
+ */
+final class ExprCompiler {
+    private ExprCompiler() {}
+
+    /**
+     * What a tree reads: the op's inputs (null where not saved), which optional inputs were given, its
+     * result, the incoming gradient, its scalar parameters (NaN for None) and, for a reduction, its call.
+     */
+    record Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction) {
+        Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars) {
+            this(inputs, present, result, grad, scalars, null);
+        }
+    }
+
+    /**
+     * One reduction call, resolved: its dimensions as given, {@code keepdim}, the input's shape, which
+     * dimensions it reduces and how many elements each output combines.
+     */
+    record ReduceCall(ReduceArgs args, long[] inputShape, boolean[] reduced, long count) {
+        static ReduceCall of(String op, long[] shape, ReduceArgs args) {
+            boolean[] reduced = Reductions.reducedDims(op, shape, args.dims());
+            long count = 1;
+            for (int d = 0; d < shape.length; d++) if (reduced[d]) count *= shape[d];
+            return new ReduceCall(args, shape, reduced, count);
+        }
+
+        long[] resultShape() {
+            return Reductions.resultShape(inputShape, reduced, args.keepdim());
+        }
+
+        /** A result-shaped {@code value} broadcast back over the reduced dimensions to the input's shape. */
+        Tensor unreduce(Tensor value) {
+            try (Tensor k = value.reshape(Reductions.resultShape(inputShape, reduced, true))) {
+                return k.expand(inputShape);
+            }
+        }
+    }
+
+    /** A compiled tensor-valued tree. */
+    interface TensorFn {
+        Tensor eval(Values v);
+    }
+
+    /** A compiled scalar-valued tree (constants, parameters, a reduction's count and math on them). */
+    interface ScalarFn {
+        double eval(Values v);
+    }
+
+    static TensorFn compile(Expr e) {
+        return switch (e) {
+            case Expr.In in -> {
+                int i = in.index();
+                yield v -> v.inputs()[i];
+            }
+            case Expr.Result r -> Values::result;
+            case Expr.Grad g -> Values::grad;
+            case Expr.Op o -> compileOp(o);
+            case Expr.Where w -> compileWhere(w);
+            case Expr.ZerosLike z -> {
+                TensorFn like = compile(z.like());
+                yield v -> Gradients.zerosLike(like.eval(v));
+            }
+            case Expr.CastLike c -> {
+                TensorFn value = compile(c.value());
+                TensorFn like = compile(c.like());
+                yield v -> Elementwise.castTo(value.eval(v), like.eval(v).dtype());
+            }
+            case Expr.IfPresent p -> {
+                int i = p.index();
+                TensorFn then = compile(p.then());
+                TensorFn otherwise = compile(p.otherwise());
+                yield v -> i < v.present().length && v.present()[i] ? then.eval(v) : otherwise.eval(v);
+            }
+            case Expr.Unreduce u -> {
+                TensorFn value = compile(u.value());
+                yield v -> v.reduction().unreduce(value.eval(v));
+            }
+            case Expr.IfScalar p -> {
+                int i = p.index();
+                double value = p.value();
+                TensorFn then = compile(p.then());
+                TensorFn otherwise = compile(p.otherwise());
+                yield v -> v.scalars()[i] == value ? then.eval(v) : otherwise.eval(v);
+            }
+            default -> throw new IllegalStateException(e + " is not a tensor expression");
+        };
+    }
+
+    static ScalarFn compileScalar(Expr e) {
+        return switch (e) {
+            case Expr.Const c -> {
+                double value = c.value();
+                yield v -> value;
+            }
+            case Expr.Count c -> v -> v.reduction().count();
+            case Expr.Math m when m.args().stream().anyMatch(ExprCompiler::readsCount) -> {
+                ScalarFn a = compileScalar(m.args().get(0));
+                ScalarFn b = m.args().size() > 1 ? compileScalar(m.args().get(1)) : v -> 0;
+                ScalarFn c = m.args().size() > 2 ? compileScalar(m.args().get(2)) : v -> 0;
+                yield v -> m.fn().apply(a.eval(v), b.eval(v), c.eval(v));
+            }
+            default -> v -> e.scalarValue(v.scalars());
+        };
+    }
+
+    private static boolean readsCount(Expr e) {
+        return e instanceof Expr.Count || e instanceof Expr.Math m && m.args().stream().anyMatch(ExprCompiler::readsCount);
+    }
+
+    private static TensorFn compileOp(Expr.Op o) {
+        OpDef op = o.op();
+        List<Expr> args = o.args();
+        switch (op.kind()) {
+            case UNARY -> {
+                TensorFn x = compile(args.get(0));
+                ScalarFn p0 = args.size() > 1 ? compileScalar(args.get(1)) : p -> 0;
+                ScalarFn p1 = args.size() > 2 ? compileScalar(args.get(2)) : p -> 0;
+                return v -> Dispatcher.unary(op, x.eval(v), p0.eval(v), p1.eval(v));
+            }
+            case BINARY -> {
+                Expr ea = args.get(0);
+                Expr eb = args.get(1);
+                if (ea.isScalar()) {
+                    ScalarFn a = compileScalar(ea);
+                    TensorFn b = compile(eb);
+                    return v -> {
+                        Tensor tb = b.eval(v);
+                        return Dispatcher.binary(op, scalarLike(tb, a.eval(v)), tb, 1);
+                    };
+                }
+                TensorFn a = compile(ea);
+                if (eb.isScalar()) {
+                    ScalarFn b = compileScalar(eb);
+                    boolean isMul = op.name().equals("mul");
+                    return v -> {
+                        Tensor ta = a.eval(v);
+                        double s = b.eval(v);
+                        return isMul && s == 1 ? ta : Dispatcher.binary(op, ta, scalarLike(ta, s), 1);
+                    };
+                }
+                TensorFn b = compile(eb);
+                return v -> Dispatcher.binary(op, a.eval(v), b.eval(v), 1);
+            }
+            case REDUCTION -> {
+                // A reduction inside a tree reduces like the call being evaluated (see Expr.Unreduce).
+                TensorFn x = compile(args.get(0));
+                return v -> Dispatcher.reduce(op, x.eval(v), v.reduction().args(), null, 0);
+            }
+            default -> {
+                TensorFn[] in = new TensorFn[args.size()];
+                for (int i = 0; i < in.length; i++) in[i] = compile(args.get(i));
+                return v -> {
+                    Tensor[] t = new Tensor[in.length];
+                    for (int i = 0; i < t.length; i++) t[i] = in[i].eval(v);
+                    return Dispatcher.composite(op, t, new double[0]);
+                };
+            }
+        }
+    }
+
+    private static TensorFn compileWhere(Expr.Where w) {
+        TensorFn cond = compile(w.cond());
+        boolean aScalar = w.a().isScalar();
+        boolean bScalar = w.b().isScalar();
+        if (aScalar && bScalar) throw new IllegalStateException(w + ": where() of two scalars has no shape");
+        TensorFn a = aScalar ? null : compile(w.a());
+        TensorFn b = bScalar ? null : compile(w.b());
+        ScalarFn sa = aScalar ? compileScalar(w.a()) : null;
+        ScalarFn sb = bScalar ? compileScalar(w.b()) : null;
+        return v -> {
+            Tensor c = cond.eval(v);
+            Tensor ta = a == null ? null : a.eval(v);
+            Tensor tb = b == null ? null : b.eval(v);
+            if (ta == null) ta = scalarLike(tb, sa.eval(v));
+            if (tb == null) tb = scalarLike(ta, sb.eval(v));
+            return Elementwise.where(c, ta, tb);
+        };
+    }
+
+    /** A Java double as PyTorch's wrapped number next to {@code like} (what {@code t.mul(2.0)} makes of the 2.0). */
+    static Tensor scalarLike(Tensor like, double value) {
+        return Elementwise.wrappedScalar(like, value, (long) value, DType.FLOAT64);
+    }
+}
