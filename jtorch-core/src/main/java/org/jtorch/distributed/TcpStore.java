@@ -200,7 +200,9 @@ public final class TcpStore implements AutoCloseable {
             Socket s = new Socket();
             try {
                 s.connect(new InetSocketAddress(host, port), (int) Math.max(1, Math.min(timeout.toMillis(), 5_000)));
-                return s;
+                // Retrying a local port in the ephemeral range can connect the socket to itself (TCP simultaneous open).
+                if (s.getLocalPort() != port || !s.getLocalAddress().equals(s.getInetAddress())) return s;
+                throw new IOException("connected to itself");
             } catch (IOException e) {
                 last = e;
                 closeQuietly(s);
@@ -246,6 +248,10 @@ public final class TcpStore implements AutoCloseable {
                     Socket s = listener.accept();
                     s.setTcpNoDelay(true);
                     clients.add(s);
+                    if (listener.isClosed()) { // close() ran between accept and add: it did not see this client
+                        closeQuietly(s);
+                        return;
+                    }
                     Thread.ofVirtual().name("jtorch-tcpstore-client").start(() -> serve(s));
                 } catch (IOException e) {
                     return; // closed
