@@ -19,6 +19,11 @@ import org.jtorch.backend.Backends;
 import org.jtorch.cli.report.ProgressBar;
 import org.jtorch.data.DataLoader;
 import org.jtorch.data.Sample;
+import org.jtorch.distributed.Distributed;
+import org.jtorch.distributed.DistributedDataParallel;
+import org.jtorch.distributed.DistributedSampler;
+import org.jtorch.distributed.LaunchEnvironment;
+import org.jtorch.distributed.ProcessGroup;
 import org.jtorch.io.Checkpoint;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
@@ -103,7 +108,10 @@ public final class Trainer {
         Device device = config.device();
         model = createModel(config.model(), data);
         model.to(device); // before the optimizer: to() replaces the parameter tensors
-        Optimizer optimizer = createOptimizer(model);
+        // Started by jtorch launch or mpirun: data-parallel, each rank on its shard with its own --batch-size (as torchrun).
+        ProcessGroup group = startProcessGroup(device);
+        Module trained = group == null ? model : new DistributedDataParallel(model, group);
+        Optimizer optimizer = createOptimizer(trained);
         if (config.amp().equals("fp16") && device.isCpu()) {
             throw new IllegalArgumentException("--amp fp16 needs a CUDA device (CPU autocast computes in bf16: use --amp bf16)");
         }
@@ -113,8 +121,15 @@ public final class Trainer {
         }
         // On a GPU the loader hands out batches already there: copied from pinned memory on a side stream with
         // --pin-memory, overlapping the previous step's kernels.
-        var trainBuilder = DataLoader.builder(data.train()).batchSize(config.batchSize()).shuffle(true)
-                .generator(shuffle).numWorkers(config.workers()).pinMemory(config.pinMemory());
+        DistributedSampler shard = group == null ? null
+                : new DistributedSampler(data.train().size(), group.size(), group.rank(), true, config.seed(), false);
+        var trainBuilder = DataLoader.builder(data.train()).batchSize(config.batchSize()).numWorkers(config.workers())
+                .pinMemory(config.pinMemory());
+        if (shard == null) {
+            trainBuilder.shuffle(true).generator(shuffle);
+        } else {
+            trainBuilder.sampler(shard);
+        }
         var testBuilder = DataLoader.builder(data.test()).batchSize(Math.max(config.batchSize(), 256))
                 .numWorkers(config.workers()).pinMemory(config.pinMemory());
         if (device.isCuda()) {
@@ -137,30 +152,43 @@ public final class Trainer {
             out.println("resumed from " + config.resume() + " after epoch " + startEpoch);
         }
 
-        out.printf(Locale.ROOT, "training %s on %s (%d train / %d test images) on %s: %d epochs, batch %d, %s lr %s%s%n",
-                config.model(), data.description(), data.train().size(), data.test().size(), device, config.epochs(),
-                config.batchSize(), config.optimizer(), formatLr(peakLr), scheduler == null ? "" : ", " + config.scheduler() + " schedule");
+        out.printf(Locale.ROOT, "training %s on %s (%d train / %d test images) on %s%s: %d epochs, batch %d%s, %s lr %s%s%n",
+                config.model(), data.description(), data.train().size(), data.test().size(), device,
+                group == null ? "" : ", data-parallel on " + group.size() + " ranks (" + group.backend() + ")", config.epochs(),
+                config.batchSize(), group == null ? "" : " per rank", config.optimizer(), formatLr(peakLr),
+                scheduler == null ? "" : ", " + config.scheduler() + " schedule");
         Backends.of(device).allocator(device).resetPeakStats();
         try (trainLoader; testLoader) {
             for (int epoch = startEpoch; epoch < config.epochs(); epoch++) {
                 double lr = optimizer.paramGroups().get(0).getDouble("lr");
                 long start = System.nanoTime();
-                double[] train = trainEpoch(epoch, trainLoader, optimizer, scheduler instanceof OneCycleLR ? scheduler : null, device);
+                if (shard != null) shard.setEpoch(epoch);
+                double[] train = trainEpoch(epoch, trained, trainLoader, optimizer, scheduler instanceof OneCycleLR ? scheduler : null, device);
                 double seconds = (System.nanoTime() - start) / 1e9;
                 if (scheduler != null && !(scheduler instanceof OneCycleLR)) scheduler.step();
                 double[] test = evaluate(testLoader, device);
                 history.add(new EpochResult(epoch + 1, train[0], train[1], test[0], test[1], seconds, train[2] / seconds, lr));
                 out.printf(Locale.ROOT, "epoch %d/%d: train loss %.4f, train accuracy %.2f%%, test loss %.4f, test accuracy %.2f%% (%.1f s, %.0f images/s)%n",
                         epoch + 1, config.epochs(), train[0], 100 * train[1], test[0], 100 * test[1], seconds, train[2] / seconds);
-                if (config.checkpoint() != null) checkpoint.save(config.checkpoint(), epoch + 1, (long) (epoch + 1) * trainLoader.size());
+                if (config.checkpoint() != null && (group == null || group.rank() == 0)) checkpoint.save(config.checkpoint(), epoch + 1, (long) (epoch + 1) * trainLoader.size());
             }
         }
         peakBytes = Torch.memoryStats(device).peakAllocatedBytes();
+        if (group != null) Distributed.destroyProcessGroup();
     }
 
-    /** Returns {mean loss, accuracy, images}. */
-    private double[] trainEpoch(int epoch, DataLoader<Sample> loader, Optimizer optimizer, LRScheduler perStep, Device device) {
-        model.train();
+    /** The mpi process group when this process is one of several workers, else null. */
+    private static ProcessGroup startProcessGroup(Device device) {
+        if (LaunchEnvironment.current().worldSize() == 1) return null;
+        if (!device.isCpu()) {
+            throw new IllegalArgumentException("data-parallel training on " + device + " needs the nccl backend, which is not built yet; use --device cpu");
+        }
+        return Distributed.initProcessGroup("mpi");
+    }
+
+    /** Returns {mean loss, accuracy, images}; {@code trained} is the model, or its data-parallel wrapper. */
+    private double[] trainEpoch(int epoch, Module trained, DataLoader<Sample> loader, Optimizer optimizer, LRScheduler perStep, Device device) {
+        trained.train();
         ProgressBar bar = new ProgressBar(out, String.format(Locale.ROOT, "epoch %d/%d", epoch + 1, config.epochs()), loader.size(), terminal);
         double lossSum = 0;
         long correct = 0;
@@ -176,7 +204,7 @@ public final class Trainer {
                     long[] firstCorrect = {-1};
                     Tensor loss = lbfgs.step(() -> {
                         optimizer.zeroGrad();
-                        Forward f = forward(x, y, device);
+                        Forward f = forward(trained, x, y, device);
                         f.loss().backward();
                         if (firstCorrect[0] < 0) firstCorrect[0] = correctCount(f.logits(), y);
                         return f.loss();
@@ -184,7 +212,7 @@ public final class Trainer {
                     l = loss.item();
                     correct += firstCorrect[0];
                 } else {
-                    Forward f = forward(x, y, device);
+                    Forward f = forward(trained, x, y, device);
                     Tensor loss = f.loss();
                     optimizer.zeroGrad();
                     if (scaler != null) {
@@ -212,10 +240,10 @@ public final class Trainer {
 
     private record Forward(Tensor logits, Tensor loss) {}
 
-    /** The model's logits and the cross-entropy loss of a batch, under autocast when it is on. */
-    private Forward forward(Tensor x, Tensor y, Device device) {
+    /** The logits of {@code trained} (the model, or its data-parallel wrapper) and the batch's cross-entropy loss, under autocast when it is on. */
+    private Forward forward(Module trained, Tensor x, Tensor y, Device device) {
         try (Autocast ac = autocast(device)) {
-            Tensor logits = model.forward(x);
+            Tensor logits = trained.forward(x);
             return new Forward(logits, F.crossEntropy(logits, y));
         }
     }
