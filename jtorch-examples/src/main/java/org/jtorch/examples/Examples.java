@@ -1,0 +1,20 @@
+package org.jtorch.examples;
+
+import java.util.List;
+import org.jtorch.examples.mnist.MnistExample;
+import org.jtorch.examples.regression.RegressionExample;
+
+/** The examples {@code jtorch example} knows, in the order its help lists them. */
+public final class Examples {
+    private Examples() {}
+
+    public static List<Example> all() {
+        return List.of(new MnistExample(), new RegressionExample());
+    }
+
+    /** The example called {@code name}, or null. */
+    public static Example find(String name) {
+        for (Example e : all()) if (e.name().equals(name)) return e;
+        return null;
+    }
+}
