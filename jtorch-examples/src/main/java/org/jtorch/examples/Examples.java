@@ -1,15 +1,18 @@
 package org.jtorch.examples;
 
 import java.util.List;
+import org.jtorch.examples.dcgan.DcganExample;
 import org.jtorch.examples.mnist.MnistExample;
 import org.jtorch.examples.regression.RegressionExample;
+import org.jtorch.examples.timeseq.TimeSequencePrediction;
+import org.jtorch.examples.vae.VaeExample;
 
 /** The examples {@code jtorch example} knows, in the order its help lists them. */
 public final class Examples {
     private Examples() {}
 
     public static List<Example> all() {
-        return List.of(new MnistExample(), new RegressionExample());
+        return List.of(new MnistExample(), new RegressionExample(), new VaeExample(), new TimeSequencePrediction(), new DcganExample());
     }
 
     /** The example called {@code name}, or null. */
