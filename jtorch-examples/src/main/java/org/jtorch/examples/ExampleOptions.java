@@ -9,12 +9,13 @@ import java.nio.file.Path;
  *
  * @param dataset an image example's data: {@code mnist}, {@code fashion-mnist}, {@code digits} (bundled,
  *                upsampled), or null for the example's default
+ * @param text   a language-model example's text file, or null for {@link TextData#DEFAULT}
  * @param outDir where images and other outputs are written
  */
 public record ExampleOptions(Integer epochs, Integer steps, Integer batchSize, Double lr, boolean quick, long seed,
-                             String dataset, Path outDir) {
+                             String dataset, Path text, Path outDir) {
     public static ExampleOptions defaults() {
-        return new ExampleOptions(null, null, null, null, false, 1, null, Path.of("."));
+        return new ExampleOptions(null, null, null, null, false, 1, null, null, Path.of("."));
     }
 
     public int epochs(int byDefault) {
@@ -39,6 +40,6 @@ public record ExampleOptions(Integer epochs, Integer steps, Integer batchSize, D
     }
 
     public ExampleOptions withQuick(boolean q) {
-        return new ExampleOptions(epochs, steps, batchSize, lr, q, seed, dataset, outDir);
+        return new ExampleOptions(epochs, steps, batchSize, lr, q, seed, dataset, text, outDir);
     }
 }

@@ -2,6 +2,7 @@ package org.jtorch.examples;
 
 import java.util.List;
 import org.jtorch.examples.dcgan.DcganExample;
+import org.jtorch.examples.gpt.CharGpt;
 import org.jtorch.examples.mnist.MnistExample;
 import org.jtorch.examples.regression.RegressionExample;
 import org.jtorch.examples.timeseq.TimeSequencePrediction;
@@ -12,7 +13,7 @@ public final class Examples {
     private Examples() {}
 
     public static List<Example> all() {
-        return List.of(new MnistExample(), new RegressionExample(), new VaeExample(), new TimeSequencePrediction(), new DcganExample());
+        return List.of(new MnistExample(), new RegressionExample(), new VaeExample(), new TimeSequencePrediction(), new DcganExample(), new CharGpt());
     }
 
     /** The example called {@code name}, or null. */
