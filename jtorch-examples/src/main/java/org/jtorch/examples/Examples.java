@@ -7,13 +7,14 @@ import org.jtorch.examples.mnist.MnistExample;
 import org.jtorch.examples.regression.RegressionExample;
 import org.jtorch.examples.timeseq.TimeSequencePrediction;
 import org.jtorch.examples.vae.VaeExample;
+import org.jtorch.examples.wordlm.WordLanguageModel;
 
 /** The examples {@code jtorch example} knows, in the order its help lists them. */
 public final class Examples {
     private Examples() {}
 
     public static List<Example> all() {
-        return List.of(new MnistExample(), new RegressionExample(), new VaeExample(), new TimeSequencePrediction(), new DcganExample(), new CharGpt());
+        return List.of(new MnistExample(), new RegressionExample(), new VaeExample(), new TimeSequencePrediction(), new DcganExample(), new CharGpt(), new WordLanguageModel());
     }
 
     /** The example called {@code name}, or null. */
