@@ -123,6 +123,19 @@ public final class TimeSequencePrediction implements Example {
         }
     }
 
+    /** A double as Python's {@code print} shows it: positional from 1e-4 to 1e16, else with an exponent. */
+    static String pythonRepr(double x) {
+        double a = Math.abs(x);
+        if (!Double.isFinite(x) || a == 0 || a < 1e-4 || a >= 1e16) {
+            if (!Double.isFinite(x) || a == 0) return Double.isNaN(x) ? "nan" : a == 0 ? Double.toString(x) : x > 0 ? "inf" : "-inf";
+            String[] parts = Double.toString(x).replace(".0E", "E").split("E");
+            int exponent = Integer.parseInt(parts[1]);
+            return parts[0] + "e" + (exponent < 0 ? "-" : "+") + String.format(java.util.Locale.ROOT, "%02d", Math.abs(exponent));
+        }
+        String plain = new java.math.BigDecimal(Double.toString(x)).toPlainString();
+        return plain.contains(".") ? plain : plain + ".0";
+    }
+
     @Override
     public void run(ExampleOptions o, PrintStream out) {
         Torch.manualSeed(o.seed());
@@ -137,8 +150,8 @@ public final class TimeSequencePrediction implements Example {
         int future = o.quick() ? 200 : 1000;
         for (int i = 0; i < steps; i++) {
             out.println("STEP:  " + i);
-            t.step(input, target, l -> out.println("loss: " + l));
-            out.println("test loss: " + t.test(testInput, testTarget, future, null));
+            t.step(input, target, l -> out.println("loss: " + pythonRepr(l)));
+            out.println("test loss: " + pythonRepr(t.test(testInput, testTarget, future, null)));
         }
     }
 }

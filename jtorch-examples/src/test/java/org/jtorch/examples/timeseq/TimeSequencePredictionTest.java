@@ -32,4 +32,14 @@ class TimeSequencePredictionTest {
         assertArrayEquals(new long[] {3, 15}, pred.shape());
         assertEquals(DType.FLOAT64, pred.dtype());
     }
+
+    @Test
+    void lossesPrintAsPythonPrintsThem() {
+        // Python 3: print(0.0009492853258741653), print(0.5), print(1e-05), print(2.5e-07), print(1.5e16)
+        assertEquals("0.0009492853258741653", TimeSequencePrediction.pythonRepr(9.492853258741653E-4));
+        assertEquals("0.5", TimeSequencePrediction.pythonRepr(0.5));
+        assertEquals("1e-05", TimeSequencePrediction.pythonRepr(1e-5));
+        assertEquals("2.5e-07", TimeSequencePrediction.pythonRepr(2.5e-7));
+        assertEquals("1.5e+16", TimeSequencePrediction.pythonRepr(1.5e16));
+    }
 }
