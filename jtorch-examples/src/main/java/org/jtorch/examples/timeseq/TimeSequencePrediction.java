@@ -125,15 +125,17 @@ public final class TimeSequencePrediction implements Example {
 
     /** A double as Python's {@code print} shows it: positional from 1e-4 to 1e16, else with an exponent. */
     static String pythonRepr(double x) {
+        if (Double.isNaN(x)) return "nan";
+        if (Double.isInfinite(x)) return x > 0 ? "inf" : "-inf";
         double a = Math.abs(x);
-        if (!Double.isFinite(x) || a == 0 || a < 1e-4 || a >= 1e16) {
-            if (!Double.isFinite(x) || a == 0) return Double.isNaN(x) ? "nan" : a == 0 ? Double.toString(x) : x > 0 ? "inf" : "-inf";
-            String[] parts = Double.toString(x).replace(".0E", "E").split("E");
-            int exponent = Integer.parseInt(parts[1]);
-            return parts[0] + "e" + (exponent < 0 ? "-" : "+") + String.format(java.util.Locale.ROOT, "%02d", Math.abs(exponent));
+        if (a == 0) return Double.toString(x);
+        if (a >= 1e-4 && a < 1e16) {
+            String plain = new java.math.BigDecimal(Double.toString(x)).toPlainString();
+            return plain.contains(".") ? plain : plain + ".0";
         }
-        String plain = new java.math.BigDecimal(Double.toString(x)).toPlainString();
-        return plain.contains(".") ? plain : plain + ".0";
+        String[] parts = Double.toString(x).replace(".0E", "E").split("E");
+        int exponent = Integer.parseInt(parts[1]);
+        return parts[0] + "e" + (exponent < 0 ? "-" : "+") + String.format(java.util.Locale.ROOT, "%02d", Math.abs(exponent));
     }
 
     @Override
