@@ -38,8 +38,4 @@ public record ExampleOptions(Integer epochs, Integer steps, Integer batchSize, D
     public String dataset(String byDefault) {
         return dataset == null ? byDefault : dataset;
     }
-
-    public ExampleOptions withQuick(boolean q) {
-        return new ExampleOptions(epochs, steps, batchSize, lr, q, seed, dataset, text, outDir);
-    }
 }

@@ -184,16 +184,20 @@ public final class WordLanguageModel implements Example {
         model.eval();
         double total = 0;
         LSTM.State hidden = model.initHidden(source.size(1));
+        hidden = new LSTM.State(hidden.h().untrack(), hidden.c().untrack());
         try (var g = Grad.noGrad()) {
             for (long i = 0; i < source.size(0) - 1; i += bptt) {
                 try (MemoryScope scope = new MemoryScope()) {
                     Tensor[] dt = getBatch(source, i, bptt);
                     RNNModel.Output out = model.forward(dt[0], hidden);
                     total += dt[0].size(0) * F.nllLoss(out.logProbs(), dt[1]).item();
-                    hidden = new LSTM.State(scope.keep(out.hidden().h()), scope.keep(out.hidden().c()));
+                    LSTM.State previous = hidden;
+                    hidden = new LSTM.State(scope.keep(out.hidden().h()).untrack(), scope.keep(out.hidden().c()).untrack());
+                    previous.close();
                 }
             }
         }
+        hidden.close();
         return total / (source.size(0) - 1);
     }
 
