@@ -34,9 +34,9 @@ import org.jtorch.vision.transforms.Normalize;
 /**
  * pytorch/examples {@code dcgan/main.py} at 32x32 on MNIST (the original is 64x64: one transposed and
  * one plain convolution fewer here). nz 100, ngf = ndf = 64, Adam (lr 2e-4, betas 0.5, 0.999) for both
- * networks, BCE, DCGAN's N(0, 0.02) initialisation, 25 epochs of batches of 64. Every 100 iterations it
- * writes {@code real_samples.png} and {@code fake_samples_epoch_NNN.png} (64 images from fixed noise);
- * after each epoch {@code netG_epoch_N.pth} and {@code netD_epoch_N.pth} (PyTorch's format).
+ * networks, BCE, DCGAN's N(0, 0.02) initialisation, 25 epochs of batches of 64. Every 100 iterations (and
+ * at an epoch's last) it writes {@code real_samples.png} and {@code fake_samples_epoch_NNN.png} (64 images
+ * from fixed noise); after each epoch {@code netG_epoch_N.pth} and {@code netD_epoch_N.pth} (PyTorch's format).
  * {@code --quick}: the first 1,024 training images, one epoch.
  */
 public final class DcganExample implements Example {
@@ -178,7 +178,8 @@ public final class DcganExample implements Example {
                 StepResult r = t.step(batch.input());
                 out.printf(Locale.ROOT, "[%d/%d][%d/%d] Loss_D: %.4f Loss_G: %.4f D(x): %.4f D(G(z)): %.4f / %.4f%n",
                         epoch, epochs, i, loader.size(), r.lossD(), r.lossG(), r.dX(), r.dGz1(), r.dGz2());
-                if (i % 100 == 0) {
+                // main.py saves every 100 iterations; the last iteration of a run is saved too, so short runs show their result.
+                if (i % 100 == 0 || i == loader.size() - 1 || steps == o.maxSteps()) {
                     Images.saveImage(batch.input(), outf.resolve("real_samples.png"), Images.GridOptions.defaults().normalize(true));
                     try (MemoryScope scope = new MemoryScope(); var g = Grad.noGrad()) {
                         Tensor fake = t.netG.forward(fixedNoise);   // in training mode, as main.py
