@@ -16,6 +16,7 @@ import org.jtorch.backend.Backends;
 import org.jtorch.backend.cpu.ElementIO;
 import org.jtorch.data.MemoryPinner;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.memory.OutOfMemoryException;
 import org.jtorch.memory.Storage;
 import org.jtorch.ops.Arguments;
 import org.jtorch.ops.BinaryOp;
@@ -115,10 +116,12 @@ public final class Tensor implements AutoCloseable {
     }
 
     /**
-     * {@link #empty(long[], DType, Device)} for the factory {@code op}: a negative size, or a size whose
-     * element or byte count overflows 64 bits, is an {@link IllegalArgumentException} naming it.
+     * {@link #empty(long[], DType, Device)} for {@code op} (a factory, or an op allocating its result): a
+     * negative size, or a size whose element or byte count overflows 64 bits, is an
+     * {@link IllegalArgumentException} naming it, and running out of memory names it too.
      */
-    static Tensor empty(String op, long[] shape, DType dtype, Device device) {
+    public static Tensor empty(String op, long[] shape, DType dtype, Device device) {
+        Arguments.nonNull("empty", "op", op);
         Arguments.nonNull(op, "shape", shape);
         Arguments.nonNull(op, "dtype", dtype);
         Arguments.nonNull(op, "device", device);
@@ -128,7 +131,12 @@ public final class Tensor implements AutoCloseable {
             throw new IllegalArgumentException(op + ": a tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
                     + " needs more than 2^63-1 bytes");
         }
-        Storage storage = Backends.of(op, device).allocate(device, numel * elementSize);
+        Storage storage;
+        try {
+            storage = Backends.of(op, device).allocate(device, numel * elementSize);
+        } catch (OutOfMemoryException e) {
+            throw op.equals("empty") ? e : e.whileRunning(op);
+        }
         return new Tensor(storage, dtype, shape.clone(), Shapes.contiguousStrides(shape), 0);
     }
 

@@ -104,7 +104,7 @@ public final class Dispatcher {
         x.checkOpen(op.pyName());
         DType compute = op.computeType(x.dtype(), Torch.defaultDtype());
         DType outType = op.resultType(compute);
-        Tensor r = Tensor.empty(x.shape(), outType, x.device());
+        Tensor r = Tensor.empty(op.pyName(), x.shape(), outType, x.device());
         runKernel(op, r, x, null, compute, p0, p1);
         if (TRACING.get() != 0) traced(op, r, new double[] {p0, p1}, null, x);
         if (op.isDifferentiable() && Autograd.needsGrad(x) && outType.isFloatingPoint()) {
@@ -126,7 +126,7 @@ public final class Dispatcher {
         long[] shape = Shapes.broadcast(name, a.shape(), b.shape());
         DType compute = op.computeType(TypePromotion.resultType(a, b), Torch.defaultDtype());
         checkOperands(op, a, b, compute, alpha);
-        Tensor r = Tensor.empty(shape, op.resultType(compute), device);
+        Tensor r = Tensor.empty(name, shape, op.resultType(compute), device);
         checkDivisor(op, b, compute, device);
         runKernel(op, r, a.broadcastTo(shape), b.broadcastTo(shape), compute, alpha, 0);
         if (TRACING.get() != 0) traced(op, r, new double[] {alpha}, null, a, b);
@@ -190,7 +190,7 @@ public final class Dispatcher {
                 r = scope.keep(plan(op).composition().eval(new Values(new Tensor[] {x}, ONE_PRESENT, null, null, scalars, call)));
             }
         } else {
-            r = Tensor.empty(call.resultShape(), out, x.device());
+            r = Tensor.empty(op.pyName(), call.resultShape(), out, x.device());
             runReduction(op, x, r, call, p);
         }
         if (TRACING.get() != 0 && op.composition() == null) traced(op, r, scalars, args, x);
@@ -224,7 +224,7 @@ public final class Dispatcher {
 
     private static Tensor alongDimAs(OpDef op, Tensor x, int d) {
         ReduceArgs args = new ReduceArgs(new int[] {d}, true);
-        Tensor r = Tensor.empty(x.shape(), x.dtype(), x.device());
+        Tensor r = Tensor.empty(op.pyName(), x.shape(), x.dtype(), x.device());
         ReductionKernels kernels = Backends.of(x.device()).reductions();
         long t0 = KernelProfiler.isActive() ? System.nanoTime() : 0;
         switch (op.kernel()) {
