@@ -294,6 +294,16 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
+        public void argsort(Tensor in, Tensor indices, int dim, boolean descending) {
+            hold("sort", in, indices);
+            try {
+                k.argsort(in, indices, dim, descending);
+            } finally {
+                drop(in, indices);
+            }
+        }
+
+        @Override
         public void softmax(Tensor in, Tensor out, int dim, boolean log) {
             hold(log ? "log_softmax" : "softmax", in, out);
             try {

@@ -46,6 +46,14 @@ public interface ReductionKernels {
     void scan(boolean prod, Tensor in, Tensor out, int dim);
 
     /**
+     * Stable sort along {@code dim}: writes to {@code indices} (int64, {@code in}'s shape) the positions along
+     * {@code dim} of the line's elements in ascending order, or descending when {@code descending}. NaN is
+     * larger than every number, equal elements (NaNs among themselves, -0.0 and 0.0) keep their order.
+     * The sorted values are {@code in.gather(dim, indices)}.
+     */
+    void argsort(Tensor in, Tensor indices, int dim, boolean descending);
+
+    /**
      * Softmax ({@code log == false}) or log-softmax along {@code dim}, stable (max subtracted). {@code in}
      * and {@code out} have the same shape and floating dtype.
      */

@@ -203,6 +203,40 @@ final class CudaReductions implements ReductionKernels {
         along(in, out, dim, entry, true, (arena, p) -> ReductionPlan.rowArgs(arena, p[0], p[1], r), r);
     }
 
+    /**
+     * One block a row sorts the row's positions by a bitonic network in a scratch area of {@link ReductionPlan#sortSlots}
+     * int64 slots per block (see {@code reduce.cu}); the input is staged as rows in its kernel dtype, the indices
+     * written as rows and copied into place when {@code indices} is laid out otherwise.
+     */
+    @Override
+    public void argsort(Tensor in, Tensor indices, int dim, boolean descending) {
+        Rows r = ReductionPlan.line(in.shape(), dim, in.strides(), indices.strides());
+        if (r.rows() == 0 || r.rowLength() == 0) return;
+        Device device = in.device();
+        CudaKernels k = kernels.get();
+        long slots = ReductionPlan.sortSlots(r.rowLength());
+        int threads = ReductionPlan.threads(slots);
+        int blocks = ReductionPlan.blocks(r.rows(), threads, k.multiprocessors(device));
+        Tensor x = null, o = null, scratch = null;
+        try {
+            x = rowsInput(k, in, r, ReductionPlan.kernelInput(in.dtype()));
+            o = rowsOutput(indices, r.outputRows(), r.permutedShape(), DType.INT64);
+            scratch = Tensor.empty(new long[] {blocks * slots}, DType.INT64, device);
+            try (Arena arena = Arena.ofConfined()) {
+                KernelArgs a = ReductionPlan.argsortArgs(arena, addr(x, in), CudaKernels.deviceAddress(scratch), addr(o, indices), r,
+                        slots, descending);
+                k.launchRows(k.reduceFunction(device, ReductionPlan.argsortEntry(in.dtype())), blocks, threads, k.currentStream(device), a);
+            }
+            if (o != null) {
+                try (Tensor view = indices.permute(r.permutation())) {
+                    k.copyOnDevice(o, view);
+                }
+            }
+        } finally {
+            close(x, o, scratch);
+        }
+    }
+
     @Override
     public void softmax(Tensor in, Tensor out, int dim, boolean log) {
         String entry = ReductionPlan.floatingEntry("softmax", out.dtype());
@@ -212,6 +246,6 @@ final class CudaReductions implements ReductionKernels {
 
     @Override
     public String toString() {
-        return "CUDA ReductionKernels (reduce.cu: sum, prod, amax, amin, any, all, norm, argmax/argmin, var/std, logsumexp, softmax, cumsum/cumprod)";
+        return "CUDA ReductionKernels (reduce.cu: sum, prod, amax, amin, any, all, norm, argmax/argmin, var/std, logsumexp, softmax, cumsum/cumprod, sort)";
     }
 }

@@ -441,6 +441,41 @@ final class CpuReductionKernels implements ReductionKernels {
         });
     }
 
+    // ---------------------------------------------------------------- sort
+
+    @Override
+    public void argsort(Tensor in, Tensor indices, int dim, boolean descending) {
+        LineLayout l = new LineLayout(dim, in, indices);
+        if (l.lines == 0 || l.length == 0) return;
+        MemorySegment is = in.storage().segment();
+        MemorySegment xs = indices.storage().segment();
+        DType it = in.dtype();
+        boolean floating = it.isFloatingPoint();
+        long si = l.lineStride[0];
+        long sx = l.lineStride[1];
+        int length = Math.toIntExact(l.length);
+        long work = Math.max(1, length * (64 - Long.numberOfLeadingZeros(length)));
+        Parallel.forRange(l.lines, grain(work), (begin, end) -> {
+            LineSort sorter = new LineSort();
+            double[] dkeys = floating ? new double[length] : null;
+            long[] lkeys = floating ? null : new long[length];
+            long[] positions = new long[length];
+            for (long line = begin; line < end; line++) {
+                long io = l.offset(0, line);
+                int[] order;
+                if (floating) {
+                    ElementIO.load(it, is, io, si, length, dkeys);
+                    order = sorter.sort(dkeys, length, descending);
+                } else {
+                    ElementIO.load(it, is, io, si, length, lkeys);
+                    order = sorter.sort(lkeys, length, descending);
+                }
+                for (int i = 0; i < length; i++) positions[i] = order[i];
+                ElementIO.store(DType.INT64, xs, l.offset(1, line), sx, length, positions);
+            }
+        });
+    }
+
     // ---------------------------------------------------------------- softmax
 
     @Override

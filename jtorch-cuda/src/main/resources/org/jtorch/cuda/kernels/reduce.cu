@@ -393,3 +393,79 @@ JT_REDUCE_FLOATING(half, f16)
 JT_REDUCE_FLOATING(bfloat16, bf16)
 JT_REDUCE_FLOATING(float, f32)
 JT_REDUCE_FLOATING(double, f64)
+
+// ---------------------------------------------------------------------------------------------------
+// Sort: jt_argsort_<dtype>(x, jt_i64* scratch, jt_i64* out, rows, row_length, padded, int descending)
+// writes to each row of `out` the positions of the row's elements in sorted order (stable; NaN above every
+// number; -0.0 equals 0.0). One block a row, grid-stride over rows: a bitonic sort of (key, position)
+// pairs, compared key first and position second, so the order is total and therefore stable. The block
+// sorts positions in its own `padded` (a power of two >= row_length) slots of `scratch`
+// (gridDim.x * padded int64s), reading keys from x; padding positions (-1) sort last.
+// ---------------------------------------------------------------------------------------------------
+
+namespace jt {
+
+template <typename A> __device__ __forceinline__ bool is_nan_key(A a) { return a != a; }
+
+// -1 / 0 / 1 as a is below / equal to / above b, NaN above every number.
+template <typename A> __device__ __forceinline__ int key_compare(A a, A b) {
+    if (a < b) return -1;
+    if (a > b) return 1;
+    const bool na = is_nan_key(a), nb = is_nan_key(b);
+    return na == nb ? 0 : (na ? 1 : -1);
+}
+
+// Whether position p comes strictly before position q in the row's sorted order.
+template <typename T>
+__device__ __forceinline__ bool sorts_before(const T* __restrict__ row, jt_i64 p, jt_i64 q, int descending) {
+    if (p < 0) return false;
+    if (q < 0) return true;
+    int c = key_compare(Scalar<T>::load(row[p]), Scalar<T>::load(row[q]));
+    if (descending) c = -c;
+    return c < 0 || (c == 0 && p < q);
+}
+
+template <typename T>
+__device__ __forceinline__ void argsort_rows(const T* __restrict__ x, jt_i64* __restrict__ scratch, jt_i64* __restrict__ out,
+                                             jt_i64 rows, jt_i64 row_length, jt_i64 padded, int descending) {
+    jt_i64* s = scratch + (jt_i64)blockIdx.x * padded;
+    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* row = x + r * row_length;
+        for (jt_i64 i = threadIdx.x; i < padded; i += blockDim.x) s[i] = i < row_length ? i : -1;
+        __syncthreads();
+        for (jt_i64 k = 2; k <= padded; k <<= 1) {
+            for (jt_i64 j = k >> 1; j > 0; j >>= 1) {
+                for (jt_i64 i = threadIdx.x; i < padded; i += blockDim.x) {
+                    const jt_i64 l = i ^ j;
+                    if (l <= i) continue;
+                    const jt_i64 a = s[i], b = s[l];
+                    const bool up = (i & k) == 0;
+                    if (up ? sorts_before(row, b, a, descending) : sorts_before(row, a, b, descending)) {
+                        s[i] = b;
+                        s[l] = a;
+                    }
+                }
+                __syncthreads();
+            }
+        }
+        for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) out[r * row_length + i] = s[i];
+        __syncthreads();
+    }
+}
+
+}  // namespace jt
+
+#define JT_ARGSORT(T, suffix) \
+    extern "C" __global__ void jt_argsort_##suffix(const T* x, jt_i64* scratch, jt_i64* out, jt_i64 rows, jt_i64 row_length, \
+                                                   jt_i64 padded, int descending) { \
+        argsort_rows<T>(x, scratch, out, rows, row_length, padded, descending); }
+
+JT_ARGSORT(half, f16)
+JT_ARGSORT(bfloat16, bf16)
+JT_ARGSORT(float, f32)
+JT_ARGSORT(double, f64)
+JT_ARGSORT(jt_u8, u8)
+JT_ARGSORT(jt_i8, i8)
+JT_ARGSORT(jt_i16, i16)
+JT_ARGSORT(jt_i32, i32)
+JT_ARGSORT(jt_i64, i64)
