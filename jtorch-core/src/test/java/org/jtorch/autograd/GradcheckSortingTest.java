@@ -1,12 +1,12 @@
 package org.jtorch.autograd;
 
+import static org.jtorch.autograd.GradcheckSupport.gradOf;
 import static org.jtorch.autograd.GradcheckSupport.gradcheck;
 import static org.jtorch.autograd.GradcheckSupport.input;
 import static org.jtorch.autograd.GradcheckSupport.on;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
-import java.util.function.Function;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.ops.Reductions.ValuesIndices;
@@ -47,15 +47,6 @@ class GradcheckSortingTest {
             gradcheck(a -> a[0].median(), x);
             gradcheck(a -> a[0].mode(1).values(), x);
             gradcheck(a -> a[0].median(0).values(), s);
-        }
-    }
-
-    private static double[] gradOf(Tensor x, Function<Tensor, Tensor> f) {
-        try (Tensor y = f.apply(x); Tensor ones = Torch.onesLike(y)) {
-            Tensor g = Autograd.grad(new Tensor[] {y}, new Tensor[] {x}, new Tensor[] {ones}, false, false, false)[0];
-            try (g) {
-                return g.toDoubleArray();
-            }
         }
     }
 
