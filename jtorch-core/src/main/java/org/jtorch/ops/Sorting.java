@@ -112,6 +112,7 @@ public final class Sorting {
 
     /** {@code torch.median(x)}: the lower middle value of all elements (0-d); NaN if any element is NaN, NaN for an empty tensor. */
     public static Tensor median(Tensor x) {
+        Arguments.nonNull("median", "x", x);
         x.checkOpen("median");
         checkSortable("median", x);
         if (x.numel() == 0) return Torch.full(new long[0], Double.NaN, x.dtype(), x.device());
@@ -158,6 +159,7 @@ public final class Sorting {
 
     /** {@code torch.unique(x, sorted, return_inverse, return_counts)} over all elements: the values are always sorted. */
     public static Unique unique(Tensor x, boolean sorted, boolean returnInverse, boolean returnCounts) {
+        Arguments.nonNull("unique", "x", x);
         x.checkOpen("unique");
         checkSortable("unique", x);
         long n = x.numel();
