@@ -54,6 +54,15 @@ public interface ReductionKernels {
     void argsort(Tensor in, Tensor indices, int dim, boolean descending);
 
     /**
+     * Binary search of each value in its row of sorted boundaries, as PyTorch's {@code searchsorted}: writes to
+     * {@code out} the first position whose boundary is {@code >= v} ({@code > v} when {@code right}), moving right
+     * while that test fails (so a NaN value lands after every boundary). {@code boundaries} is
+     * {@code [1 or rows, n]}, {@code values} {@code [rows, m]} of the same dtype and {@code out} {@code [rows, m]}
+     * int64, all contiguous; a single boundary row serves every row.
+     */
+    void searchsorted(Tensor boundaries, Tensor values, Tensor out, boolean right);
+
+    /**
      * Softmax ({@code log == false}) or log-softmax along {@code dim}, stable (max subtracted). {@code in}
      * and {@code out} have the same shape and floating dtype.
      */

@@ -24,9 +24,8 @@ import org.jtorch.ops.Reductions.ValuesIndices;
  * answer is the stable one: {@code topk} and {@code kthvalue} pick among equal values by position (first ones
  * ascending, and descending too), {@code topk(sorted=false)} and {@code unique(sorted=false)} still return sorted
  * results, {@code median} picks the lower middle of the stable order and {@code mode} the last position of its
- * value (as PyTorch 1.13's CPU kernel). {@code searchsorted} counts the boundaries below each value rather than
- * binary searching, so it needs O(values x boundaries) temporary memory, and it only agrees with PyTorch's binary
- * search for boundaries without NaN.
+ * value (as PyTorch 1.13's CPU kernel). {@code searchsorted} and {@code bucketize} run a second primitive,
+ * {@link org.jtorch.backend.ReductionKernels#searchsorted}, PyTorch's binary search.
  */
 public final class Sorting {
     private Sorting() {}
@@ -241,14 +240,27 @@ public final class Sorting {
                         + sortedSequence.device());
             }
         }
-        try (Grad.Mode m = Grad.noGrad();
+        DType common = TypePromotion.resultType(sortedSequence, values);
+        // Rows of boundaries and of values: one boundary row for all values, or one per leading index.
+        long n = bs[bs.length - 1];
+        long boundaryRows = leadingProduct(bs), valueRows = bs.length == 1 ? 1 : leadingProduct(vs);
+        long m = bs.length == 1 ? values.numel() : vs[vs.length - 1];
+        try (Grad.Mode g = Grad.noGrad();
              Tensor seq = sorter == null ? sortedSequence.alias() : sortedSequence.gather(bs.length - 1, sorter);
-             Tensor rows = bs.length == 1 ? seq.alias() : seq.unsqueeze(-2); Tensor cols = values.unsqueeze(-1);
-             // PyTorch's binary search moves right while !(boundary >= v) (left) or !(boundary > v) (right).
-             Tensor stop = right ? rows.gt(cols) : rows.ge(cols); Tensor below = stop.logicalNot();
-             Tensor count = below.sum(new int[] {-1}, false)) {
-            return outInt32 ? count.to(DType.INT32) : count.alias();
+             Tensor seqTyped = seq.to(common); Tensor seqContiguous = seqTyped.contiguous(); Tensor b2 = seqContiguous.reshape(boundaryRows, n);
+             Tensor valuesTyped = values.to(common); Tensor valuesContiguous = valuesTyped.contiguous();
+             Tensor v2 = valuesContiguous.reshape(valueRows, m); Tensor out = Tensor.empty(new long[] {valueRows, m}, DType.INT64, values.device())) {
+            Backends.of(values.device()).reductions().searchsorted(b2, v2, out, right);
+            try (Tensor shaped = out.reshape(vs)) {
+                return outInt32 ? shaped.to(DType.INT32) : shaped.alias();
+            }
         }
+    }
+
+    private static long leadingProduct(long[] shape) {
+        long p = 1;
+        for (int i = 0; i < shape.length - 1; i++) p *= shape[i];
+        return p;
     }
 
     /** {@code torch.bucketize(x, boundaries, out_int32, right)}: {@link #searchsorted} of x into 1-D boundaries. */
@@ -314,14 +326,16 @@ public final class Sorting {
         }
     }
 
-    /** Category = how many cumulative weights are at most u * total, capped at the last positive category (rounding). */
+    /**
+     * Category = the upper-bound position of u * total in the cumulative weights (so a zero weight, whose interval is
+     * empty, is never drawn), capped at the last positive category against rounding of u * total up to the total.
+     */
     private static Tensor withReplacement(Tensor p, long rows, long categories, long numSamples, Generator generator) {
         try (Tensor cdf = p.cumsum(1); Tensor total = cdf.narrow(1, categories - 1, 1);
              Tensor u = Torch.rand(new long[] {rows, numSamples}, DType.FLOAT64, p.device(), generator);
-             Tensor targets = u.mul(total); Tensor cdf3 = cdf.unsqueeze(1); Tensor t3 = targets.unsqueeze(2);
-             Tensor reached = cdf3.le(t3); Tensor count = reached.sum(new int[] {2}, false);
+             Tensor targets = u.mul(total); Tensor position = searchsorted(cdf, targets, false, true, null);
              Tensor belowTotal = cdf.lt(total); Tensor lastPositive = belowTotal.sum(new int[] {1}, true)) {
-            return count.minimum(lastPositive);
+            return position.minimum(lastPositive);
         }
     }
 

@@ -237,6 +237,22 @@ final class CudaReductions implements ReductionKernels {
         }
     }
 
+    /** One thread a value ({@code reduce.cu}); the front end passes contiguous operands of one dtype. */
+    @Override
+    public void searchsorted(Tensor boundaries, Tensor values, Tensor out, boolean right) {
+        long rows = values.size(0), m = values.size(1);
+        if (rows * m == 0) return;
+        Device device = values.device();
+        CudaKernels k = kernels.get();
+        int blocks = LaunchGeometry.blocks(rows * m, 1, k.multiprocessors(device));
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs a = ReductionPlan.searchsortedArgs(arena, CudaKernels.deviceAddress(boundaries), CudaKernels.deviceAddress(values),
+                    CudaKernels.deviceAddress(out), rows, m, boundaries.size(1), boundaries.size(0), right);
+            k.launchRows(k.reduceFunction(device, ReductionPlan.searchsortedEntry(values.dtype())), blocks, LaunchGeometry.THREADS,
+                    k.currentStream(device), a);
+        }
+    }
+
     @Override
     public void softmax(Tensor in, Tensor out, int dim, boolean log) {
         String entry = ReductionPlan.floatingEntry("softmax", out.dtype());
@@ -246,6 +262,6 @@ final class CudaReductions implements ReductionKernels {
 
     @Override
     public String toString() {
-        return "CUDA ReductionKernels (reduce.cu: sum, prod, amax, amin, any, all, norm, argmax/argmin, var/std, logsumexp, softmax, cumsum/cumprod, sort)";
+        return "CUDA ReductionKernels (reduce.cu: sum, prod, amax, amin, any, all, norm, argmax/argmin, var/std, logsumexp, softmax, cumsum/cumprod, sort, searchsorted)";
     }
 }

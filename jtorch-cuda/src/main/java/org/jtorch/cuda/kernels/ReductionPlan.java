@@ -180,6 +180,12 @@ public final class ReductionPlan {
         return "jt_argsort_" + ElementwisePlan.suffix(kernelInput(in));
     }
 
+    /** {@code jt_searchsorted_<T>}: every dtype but bool (the front end refuses bool, as PyTorch). */
+    public static String searchsortedEntry(DType t) {
+        if (t == DType.BOOL) throw new UnsupportedOperationException("searchsorted: no CUDA kernel for bool (device cuda)");
+        return "jt_searchsorted_" + ElementwisePlan.suffix(t);
+    }
+
     /** The bitonic sort's slots a row: the row length rounded up to a power of two (at least 1). */
     public static long sortSlots(long rowLength) {
         if (rowLength < 0 || rowLength > (1L << 40)) throw new IllegalArgumentException("sortSlots: rowLength " + rowLength);
@@ -240,6 +246,13 @@ public final class ReductionPlan {
     public static KernelArgs argsortArgs(Arena arena, long x, long scratch, long out, Rows r, long padded, boolean descending) {
         return new KernelArgs(arena).pointer(x).pointer(scratch).pointer(out).i64(r.rows()).i64(r.rowLength()).i64(padded)
                 .i32(descending ? 1 : 0);
+    }
+
+    /** {@code jt_searchsorted_<T>(const T* boundaries, const T* values, jt_i64* out, jt_i64 rows, jt_i64 m, jt_i64 n, jt_i64 boundary_rows, int right)}. */
+    public static KernelArgs searchsortedArgs(Arena arena, long boundaries, long values, long out, long rows, long m, long n,
+                                              long boundaryRows, boolean right) {
+        return new KernelArgs(arena).pointer(boundaries).pointer(values).pointer(out).i64(rows).i64(m).i64(n).i64(boundaryRows)
+                .i32(right ? 1 : 0);
     }
 
     /** {@code jt_softmax_<T>(const T* x, T* out, jt_i64 rows, jt_i64 row_length, int log)}. */

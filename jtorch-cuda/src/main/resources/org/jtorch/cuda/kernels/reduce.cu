@@ -469,3 +469,48 @@ JT_ARGSORT(jt_i8, i8)
 JT_ARGSORT(jt_i16, i16)
 JT_ARGSORT(jt_i32, i32)
 JT_ARGSORT(jt_i64, i64)
+
+// ---------------------------------------------------------------------------------------------------
+// jt_searchsorted_<dtype>(boundaries, values, jt_i64* out, rows, m, n, boundary_rows, int right): one thread a
+// value (grid-stride over rows * m), PyTorch's binary search in the value's row of `boundaries` ([boundary_rows, n],
+// boundary_rows 1 or rows): move right while !(b >= v), or !(b > v) when right.
+// ---------------------------------------------------------------------------------------------------
+
+namespace jt {
+
+template <typename T>
+__device__ __forceinline__ void searchsorted_values(const T* __restrict__ boundaries, const T* __restrict__ values,
+                                                    jt_i64* __restrict__ out, jt_i64 rows, jt_i64 m, jt_i64 n,
+                                                    jt_i64 boundary_rows, int right) {
+    const jt_i64 total = rows * m;
+    for (jt_i64 i = (jt_i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (jt_i64)gridDim.x * blockDim.x) {
+        const jt_i64 r = i / m;
+        const T* b = boundaries + (boundary_rows == 1 ? 0 : r) * n;
+        const typename Scalar<T>::acc v = Scalar<T>::load(values[i]);
+        jt_i64 lo = 0, hi = n;
+        while (lo < hi) {
+            const jt_i64 mid = lo + ((hi - lo) >> 1);
+            const typename Scalar<T>::acc x = Scalar<T>::load(b[mid]);
+            if (right ? !(x > v) : !(x >= v)) lo = mid + 1;
+            else hi = mid;
+        }
+        out[i] = lo;
+    }
+}
+
+}  // namespace jt
+
+#define JT_SEARCHSORTED(T, suffix) \
+    extern "C" __global__ void jt_searchsorted_##suffix(const T* boundaries, const T* values, jt_i64* out, jt_i64 rows, jt_i64 m, \
+                                                        jt_i64 n, jt_i64 boundary_rows, int right) { \
+        searchsorted_values<T>(boundaries, values, out, rows, m, n, boundary_rows, right); }
+
+JT_SEARCHSORTED(half, f16)
+JT_SEARCHSORTED(bfloat16, bf16)
+JT_SEARCHSORTED(float, f32)
+JT_SEARCHSORTED(double, f64)
+JT_SEARCHSORTED(jt_u8, u8)
+JT_SEARCHSORTED(jt_i8, i8)
+JT_SEARCHSORTED(jt_i16, i16)
+JT_SEARCHSORTED(jt_i32, i32)
+JT_SEARCHSORTED(jt_i64, i64)
