@@ -455,22 +455,28 @@ final class CpuReductionKernels implements ReductionKernels {
         long sx = l.lineStride[1];
         int length = Math.toIntExact(l.length);
         long work = Math.max(1, length * (64 - Long.numberOfLeadingZeros(length)));
+        boolean packed = it.byteSize() <= 4;
         Parallel.forRange(l.lines, grain(work), (begin, end) -> {
             LineSort sorter = new LineSort();
-            double[] dkeys = floating ? new double[length] : null;
-            long[] lkeys = floating ? null : new long[length];
+            double[] dkeys = floating || packed ? new double[length] : null;
+            long[] lkeys = floating || packed ? null : new long[length];
             long[] positions = new long[length];
             for (long line = begin; line < end; line++) {
                 long io = l.offset(0, line);
-                int[] order;
-                if (floating) {
+                if (packed) {
                     ElementIO.load(it, is, io, si, length, dkeys);
-                    order = sorter.sort(dkeys, length, descending);
+                    sorter.sortPacked(dkeys, length, floating, descending, positions);
                 } else {
-                    ElementIO.load(it, is, io, si, length, lkeys);
-                    order = sorter.sort(lkeys, length, descending);
+                    int[] order;
+                    if (floating) {
+                        ElementIO.load(it, is, io, si, length, dkeys);
+                        order = sorter.sort(dkeys, length, descending);
+                    } else {
+                        ElementIO.load(it, is, io, si, length, lkeys);
+                        order = sorter.sort(lkeys, length, descending);
+                    }
+                    for (int i = 0; i < length; i++) positions[i] = order[i];
                 }
-                for (int i = 0; i < length; i++) positions[i] = order[i];
                 ElementIO.store(DType.INT64, xs, l.offset(1, line), sx, length, positions);
             }
         });

@@ -1,7 +1,11 @@
 package org.jtorch.backend.cpu;
 
+import java.util.Arrays;
+
 /**
- * A stable merge sort of positions {@code 0..n-1} by keys held in a {@code double[]} (floating lines) or
+ * Stable sorts of a line's positions. Dtypes of at most 32 bits take {@link #sortPacked}: each element becomes one
+ * {@code long} holding an order-preserving 32-bit key above its position, so a primitive {@link Arrays#sort} of
+ * those longs is a stable sort. 64-bit dtypes take a stable merge sort of positions {@code 0..n-1} by keys held in a {@code double[]} (floating lines) or
  * a {@code long[]} (integral lines, exact beyond 2^53). Order as PyTorch's sort: NaN above every number,
  * -0.0 equal to 0.0; descending reverses the key order but equal keys still keep their positions' order.
  * One instance per thread: it owns its scratch buffers.
@@ -13,7 +17,31 @@ final class LineSort {
     private long[] lkeys;
     private boolean descending;
 
-    /** Sorts positions by {@code keys[0..n)}; the result is {@link #order()}'s first n entries. */
+    private long[] packed = new long[0];
+
+    /**
+     * Sorts positions {@code 0..n-1} by {@code values[0..n)}, which are floats ({@code floating}: f32, f16, bf16, all
+     * exact as float) or integers of at most 32 bits held exactly in doubles; writes the positions to {@code out}.
+     */
+    void sortPacked(double[] values, int n, boolean floating, boolean descending, long[] out) {
+        if (packed.length < n) packed = new long[n];
+        for (int i = 0; i < n; i++) {
+            int key = floating ? floatKey((float) values[i]) : (int) values[i];
+            if (descending) key = ~key;
+            packed[i] = ((long) key << 32) | i;
+        }
+        Arrays.sort(packed, 0, n);
+        for (int i = 0; i < n; i++) out[i] = packed[i] & 0xffffffffL;
+    }
+
+    /** An int whose signed order is the float order, NaN above +inf, -0.0 equal to 0.0. */
+    private static int floatKey(float f) {
+        if (f != f) return 0x7fc00000;
+        int bits = Float.floatToRawIntBits(f == 0 ? 0f : f);
+        return bits ^ ((bits >> 31) & 0x7fffffff);
+    }
+
+    /** Sorts positions by {@code keys[0..n)}; the result is the returned array's first n entries. */
     int[] sort(double[] keys, int n, boolean descending) {
         this.dkeys = keys;
         this.lkeys = null;
