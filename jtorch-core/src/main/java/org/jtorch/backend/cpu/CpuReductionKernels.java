@@ -466,16 +466,12 @@ final class CpuReductionKernels implements ReductionKernels {
                 if (packed) {
                     ElementIO.load(it, is, io, si, length, dkeys);
                     sorter.sortPacked(dkeys, length, floating, descending, positions);
+                } else if (floating) {
+                    ElementIO.load(it, is, io, si, length, dkeys);
+                    sorter.sortDoubles(dkeys, length, descending, positions);
                 } else {
-                    int[] order;
-                    if (floating) {
-                        ElementIO.load(it, is, io, si, length, dkeys);
-                        order = sorter.sort(dkeys, length, descending);
-                    } else {
-                        ElementIO.load(it, is, io, si, length, lkeys);
-                        order = sorter.sort(lkeys, length, descending);
-                    }
-                    for (int i = 0; i < length; i++) positions[i] = order[i];
+                    ElementIO.load(it, is, io, si, length, lkeys);
+                    sorter.sortLongs(lkeys, length, descending, positions);
                 }
                 ElementIO.store(DType.INT64, xs, l.offset(1, line), sx, length, positions);
             }

@@ -3,35 +3,47 @@ package org.jtorch.backend.cpu;
 import java.util.Arrays;
 
 /**
- * Stable sorts of a line's positions. Dtypes of at most 32 bits take {@link #sortPacked}: each element becomes one
- * {@code long} holding an order-preserving 32-bit key above its position, so a primitive {@link Arrays#sort} of
- * those longs is a stable sort. 64-bit dtypes take a stable merge sort of positions {@code 0..n-1} by keys held in a {@code double[]} (floating lines) or
- * a {@code long[]} (integral lines, exact beyond 2^53). Order as PyTorch's sort: NaN above every number,
- * -0.0 equal to 0.0; descending reverses the key order but equal keys still keep their positions' order.
- * One instance per thread: it owns its scratch buffers.
+ * Stable sorts of a line's positions, in PyTorch's order: NaN above every number, -0.0 equal to 0.0; descending
+ * reverses the key order while equal keys keep their positions' order. Each element's value becomes an
+ * order-preserving integer key. Dtypes of at most 32 bits pack that key above the position in one {@code long},
+ * so a primitive {@link Arrays#sort} of the longs is a stable sort; 64-bit dtypes take an LSD radix sort of
+ * (key, position) pairs, stable by construction, skipping the byte passes where every key agrees. One instance
+ * per thread: it owns its scratch buffers.
  */
 final class LineSort {
-    private int[] order = new int[0];
-    private int[] scratch = new int[0];
-    private double[] dkeys;
-    private long[] lkeys;
-    private boolean descending;
+    private static final int SMALL = 32;
 
-    private long[] packed = new long[0];
+    private long[] keys = new long[0], keysScratch = new long[0];
+    private int[] positions = new int[0], positionsScratch = new int[0];
+    private final int[] counts = new int[257];
 
     /**
      * Sorts positions {@code 0..n-1} by {@code values[0..n)}, which are floats ({@code floating}: f32, f16, bf16, all
      * exact as float) or integers of at most 32 bits held exactly in doubles; writes the positions to {@code out}.
      */
     void sortPacked(double[] values, int n, boolean floating, boolean descending, long[] out) {
-        if (packed.length < n) packed = new long[n];
+        ensure(n);
         for (int i = 0; i < n; i++) {
             int key = floating ? floatKey((float) values[i]) : (int) values[i];
             if (descending) key = ~key;
-            packed[i] = ((long) key << 32) | i;
+            keys[i] = ((long) key << 32) | i;
         }
-        Arrays.sort(packed, 0, n);
-        for (int i = 0; i < n; i++) out[i] = packed[i] & 0xffffffffL;
+        Arrays.sort(keys, 0, n);
+        for (int i = 0; i < n; i++) out[i] = keys[i] & 0xffffffffL;
+    }
+
+    /** Sorts positions by float64 {@code values[0..n)}. */
+    void sortDoubles(double[] values, int n, boolean descending, long[] out) {
+        ensure(n);
+        for (int i = 0; i < n; i++) keys[i] = unsignedOrder(doubleKey(values[i]), descending);
+        sortKeys(n, out);
+    }
+
+    /** Sorts positions by int64 {@code values[0..n)}. */
+    void sortLongs(long[] values, int n, boolean descending, long[] out) {
+        ensure(n);
+        for (int i = 0; i < n; i++) keys[i] = unsignedOrder(values[i], descending);
+        sortKeys(n, out);
     }
 
     /** An int whose signed order is the float order, NaN above +inf, -0.0 equal to 0.0. */
@@ -41,64 +53,63 @@ final class LineSort {
         return bits ^ ((bits >> 31) & 0x7fffffff);
     }
 
-    /** Sorts positions by {@code keys[0..n)}; the result is the returned array's first n entries. */
-    int[] sort(double[] keys, int n, boolean descending) {
-        this.dkeys = keys;
-        this.lkeys = null;
-        return run(n, descending);
+    private static long doubleKey(double d) {
+        if (d != d) return 0x7ff8000000000000L;
+        long bits = Double.doubleToRawLongBits(d == 0 ? 0.0 : d);
+        return bits ^ ((bits >> 63) & 0x7fffffffffffffffL);
     }
 
-    int[] sort(long[] keys, int n, boolean descending) {
-        this.lkeys = keys;
-        this.dkeys = null;
-        return run(n, descending);
+    /** A signed key as one whose unsigned order is the wanted order. */
+    private static long unsignedOrder(long signedKey, boolean descending) {
+        return (descending ? ~signedKey : signedKey) ^ Long.MIN_VALUE;
     }
 
-    private int[] run(int n, boolean descending) {
-        this.descending = descending;
-        if (order.length < n) {
-            order = new int[n];
-            scratch = new int[n];
-        }
-        for (int i = 0; i < n; i++) order[i] = i;
-        mergeSort(0, n);
-        return order;
+    private void ensure(int n) {
+        if (keys.length >= n) return;
+        keys = new long[n];
+        keysScratch = new long[n];
+        positions = new int[n];
+        positionsScratch = new int[n];
     }
 
-    /** Whether position b must come before position a (strictly), so that ties keep their order. */
-    private boolean before(int b, int a) {
-        int c = dkeys != null ? compare(dkeys[b], dkeys[a]) : Long.compare(lkeys[b], lkeys[a]);
-        return descending ? c > 0 : c < 0;
-    }
-
-    private static int compare(double x, double y) {
-        if (x < y) return -1;
-        if (x > y) return 1;
-        boolean nx = Double.isNaN(x), ny = Double.isNaN(y);
-        return nx == ny ? 0 : nx ? 1 : -1;
-    }
-
-    private void mergeSort(int lo, int hi) {
-        if (hi - lo <= 16) {
-            for (int i = lo + 1; i < hi; i++) {
-                int v = order[i];
+    /** Stable sort of positions by the unsigned keys in {@code keys[0..n)}. */
+    private void sortKeys(int n, long[] out) {
+        long[] k = keys, kNext = keysScratch;
+        int[] p = positions, pNext = positionsScratch;
+        for (int i = 0; i < n; i++) p[i] = i;
+        if (n <= SMALL) {
+            for (int i = 1; i < n; i++) {
+                long key = k[i];
                 int j = i - 1;
-                while (j >= lo && before(v, order[j])) {
-                    order[j + 1] = order[j];
+                while (j >= 0 && Long.compareUnsigned(k[j], key) > 0) {
+                    k[j + 1] = k[j];
+                    p[j + 1] = p[j];
                     j--;
                 }
-                order[j + 1] = v;
+                k[j + 1] = key;
+                p[j + 1] = i;
             }
-            return;
+        } else {
+            for (int shift = 0; shift < 64; shift += 8) {
+                Arrays.fill(counts, 0);
+                for (int i = 0; i < n; i++) counts[(int) ((k[i] >>> shift) & 0xff) + 1]++;
+                boolean oneBucket = false;
+                for (int b = 1; b <= 256 && !oneBucket; b++) oneBucket = counts[b] == n;
+                if (oneBucket) continue;
+                for (int b = 0; b < 256; b++) counts[b + 1] += counts[b];
+                for (int i = 0; i < n; i++) {
+                    int dst = counts[(int) ((k[i] >>> shift) & 0xff)]++;
+                    kNext[dst] = k[i];
+                    pNext[dst] = p[i];
+                }
+                long[] kt = k;
+                k = kNext;
+                kNext = kt;
+                int[] pt = p;
+                p = pNext;
+                pNext = pt;
+            }
         }
-        int mid = (lo + hi) >>> 1;
-        mergeSort(lo, mid);
-        mergeSort(mid, hi);
-        if (!before(order[mid], order[mid - 1])) return;
-        System.arraycopy(order, lo, scratch, lo, hi - lo);
-        int i = lo, j = mid, k = lo;
-        while (i < mid && j < hi) order[k++] = before(scratch[j], scratch[i]) ? scratch[j++] : scratch[i++];
-        while (i < mid) order[k++] = scratch[i++];
-        while (j < hi) order[k++] = scratch[j++];
+        for (int i = 0; i < n; i++) out[i] = p[i];
     }
 }
