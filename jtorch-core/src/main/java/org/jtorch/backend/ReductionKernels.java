@@ -46,10 +46,11 @@ public interface ReductionKernels {
     void scan(boolean prod, Tensor in, Tensor out, int dim);
 
     /**
-     * Stable sort along {@code dim}: writes to {@code indices} (int64, {@code in}'s shape) the positions along
-     * {@code dim} of the line's elements in ascending order, or descending when {@code descending}. NaN is
-     * larger than every number, equal elements (NaNs among themselves, -0.0 and 0.0) keep their order.
-     * The sorted values are {@code in.gather(dim, indices)}.
+     * Stable sort along {@code dim}: writes to {@code indices} (int64, {@code in}'s shape except that its size k
+     * along {@code dim} may be smaller) the positions along {@code dim} of the first k elements of each line in
+     * ascending order, or descending when {@code descending}. NaN is larger than every number, equal elements
+     * (NaNs among themselves, -0.0 and 0.0) keep their order. The sorted values are {@code in.gather(dim, indices)}.
+     * A backend may select the k first without sorting the rest (topk, kthvalue, median).
      */
     void argsort(Tensor in, Tensor indices, int dim, boolean descending);
 

@@ -71,10 +71,7 @@ public final class Sorting {
                     + " along dim " + dim + " of input shape " + Shapes.format(x.shape()) + ")");
         }
         if (x.dim() == 0) return ofScalar(x, (line, ld) -> topk(line, k, ld, largest, sorted));
-        Tensor indices;
-        try (Tensor all = sortedPositions(x, d, largest); Tensor first = all.narrow(d, 0, k)) {
-            indices = first.contiguous();
-        }
+        Tensor indices = sortedPositions(x, d, largest, k);
         return new ValuesIndices(x.gather(d, indices), indices);
     }
 
@@ -88,7 +85,7 @@ public final class Sorting {
         }
         if (x.dim() == 0) return ofScalar(x, (line, ld) -> kthvalue(line, k, ld, true));
         Tensor indices;
-        try (Tensor all = sortedPositions(x, d, false); Tensor kth = all.narrow(d, k - 1, 1)) {
+        try (Tensor first = sortedPositions(x, d, false, k); Tensor kth = first.narrow(d, k - 1, 1)) {
             indices = kth.contiguous();
         }
         return selected(x, d, indices, keepdim);
@@ -102,9 +99,10 @@ public final class Sorting {
         int d = along("median", x, dim);
         long n = nonEmptyLine("median", x, d, dim);
         if (x.dim() == 0) return ofScalar(x, (line, ld) -> median(line, ld, true));
+        long middle = (n - 1) / 2;
         Tensor indices;
-        try (Tensor all = sortedPositions(x, d, false); Tensor middle = middlePositions(x, d, n)) {
-            indices = all.gather(d, middle);
+        try (Tensor first = sortedPositions(x, d, false, middle + 1); Tensor lower = first.narrow(d, middle, 1)) {
+            indices = x.dtype().isFloatingPoint() ? firstNanOr(x, d, lower) : lower.contiguous();
         }
         return selected(x, d, indices, keepdim);
     }
@@ -120,17 +118,11 @@ public final class Sorting {
         }
     }
 
-    /** Positions along d, in the stable ascending order, of each line's median: the first NaN's if the line has one. */
-    private static Tensor middlePositions(Tensor x, int d, long n) {
-        long[] keep = x.shape().clone();
-        keep[d] = 1;
-        Tensor lower = Torch.full(keep, (n - 1) / 2, DType.INT64, x.device());
-        if (!x.dtype().isFloatingPoint()) return lower;
-        try (Grad.Mode m = Grad.noGrad(); Tensor nan = x.isnan(); Tensor nans = nan.sum(new int[] {d}, true);
-             Tensor hasNan = nans.gt(0); Tensor negated = nans.neg(); Tensor firstNan = negated.add(n)) {
-            return Torch.where(hasNan, firstNan, lower);
-        } finally {
-            lower.close();
+    /** Keepdim positions along d: each line's first NaN if it has one, else {@code positions}' (as PyTorch's median). */
+    private static Tensor firstNanOr(Tensor x, int d, Tensor positions) {
+        try (Grad.Mode m = Grad.noGrad(); Tensor nan = x.isnan(); Tensor nanBytes = nan.to(DType.UINT8);
+             Tensor firstNan = nanBytes.argmax(d, true); Tensor hasNan = nan.any(new int[] {d}, true)) {
+            return Torch.where(hasNan, firstNan, positions);
         }
     }
 
@@ -420,7 +412,14 @@ public final class Sorting {
 
     /** Positions (int64, x's shape) of each line's elements along d in stable sorted order. */
     private static Tensor sortedPositions(Tensor x, int d, boolean descending) {
-        Tensor indices = Tensor.empty(x.shape(), DType.INT64, x.device());
+        return sortedPositions(x, d, descending, lineLength(x, d));
+    }
+
+    /** The first k of {@link #sortedPositions(Tensor, int, boolean)} along d (a backend may select them without a full sort). */
+    private static Tensor sortedPositions(Tensor x, int d, boolean descending, long k) {
+        long[] shape = x.shape().clone();
+        if (shape.length > 0) shape[d] = k;
+        Tensor indices = Tensor.empty(shape, DType.INT64, x.device());
         Backends.of(x.device()).reductions().argsort(x, indices, x.dim() == 0 ? 0 : d, descending);
         return indices;
     }

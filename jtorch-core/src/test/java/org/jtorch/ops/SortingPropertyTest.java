@@ -46,6 +46,13 @@ class SortingPropertyTest {
                     try (Tensor idx = x.argsort(0, descending)) {
                         assertArrayEquals(expected, idx.toLongArray(), dtype + " n=" + n + " descending=" + descending);
                     }
+                    if (dtype == DType.BOOL) continue;  // no topk for bool, as PyTorch
+                    for (long k : new long[] {1, n / 10, n / 2, n - 1}) {
+                        // topk picks the stable order's first k (PyTorch leaves ties unspecified; jtorch documents this order)
+                        try (Reductions.ValuesIndices top = x.topk(k, 0, descending, true)) {
+                            assertArrayEquals(Arrays.copyOf(expected, (int) k), top.indices().toLongArray(), dtype + " topk k=" + k);
+                        }
+                    }
                 }
             }
         }

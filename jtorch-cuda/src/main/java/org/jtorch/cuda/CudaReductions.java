@@ -210,26 +210,28 @@ final class CudaReductions implements ReductionKernels {
      */
     @Override
     public void argsort(Tensor in, Tensor indices, int dim, boolean descending) {
-        Rows r = ReductionPlan.line(in.shape(), dim, in.strides(), indices.strides());
-        if (r.rows() == 0 || r.rowLength() == 0) return;
+        Rows r = ReductionPlan.line(in.shape(), dim, in.strides(), in.strides());
+        Rows ro = ReductionPlan.line(indices.shape(), dim, indices.strides(), indices.strides());
+        long k = in.dim() == 0 ? 1 : indices.size(dim);
+        if (r.rows() == 0 || r.rowLength() == 0 || k == 0) return;
         Device device = in.device();
-        CudaKernels k = kernels.get();
+        CudaKernels cuda = kernels.get();
         long slots = ReductionPlan.sortSlots(r.rowLength());
         int threads = ReductionPlan.threads(slots);
-        int blocks = ReductionPlan.blocks(r.rows(), threads, k.multiprocessors(device));
+        int blocks = ReductionPlan.blocks(r.rows(), threads, cuda.multiprocessors(device));
         Tensor x = null, o = null, scratch = null;
         try {
-            x = rowsInput(k, in, r, ReductionPlan.kernelInput(in.dtype()));
-            o = rowsOutput(indices, r.outputRows(), r.permutedShape(), DType.INT64);
+            x = rowsInput(cuda, in, r, ReductionPlan.kernelInput(in.dtype()));
+            o = rowsOutput(indices, ro.outputRows(), ro.permutedShape(), DType.INT64);
             scratch = Tensor.empty(new long[] {blocks * slots}, DType.INT64, device);
             try (Arena arena = Arena.ofConfined()) {
                 KernelArgs a = ReductionPlan.argsortArgs(arena, addr(x, in), CudaKernels.deviceAddress(scratch), addr(o, indices), r,
-                        slots, descending);
-                k.launchRows(k.reduceFunction(device, ReductionPlan.argsortEntry(in.dtype())), blocks, threads, k.currentStream(device), a);
+                        slots, descending, k);
+                cuda.launchRows(cuda.reduceFunction(device, ReductionPlan.argsortEntry(in.dtype())), blocks, threads, cuda.currentStream(device), a);
             }
             if (o != null) {
-                try (Tensor view = indices.permute(r.permutation())) {
-                    k.copyOnDevice(o, view);
+                try (Tensor view = indices.permute(ro.permutation())) {
+                    cuda.copyOnDevice(o, view);
                 }
             }
         } finally {

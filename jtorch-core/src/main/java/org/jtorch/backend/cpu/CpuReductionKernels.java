@@ -454,6 +454,8 @@ final class CpuReductionKernels implements ReductionKernels {
         long si = l.lineStride[0];
         long sx = l.lineStride[1];
         int length = Math.toIntExact(l.length);
+        int k = Math.toIntExact(in.dim() == 0 ? 1 : indices.size(dim));
+        if (k == 0) return;
         long work = Math.max(1, length * (64 - Long.numberOfLeadingZeros(length)));
         boolean packed = it.byteSize() <= 4;
         Parallel.forRange(l.lines, grain(work), (begin, end) -> {
@@ -465,7 +467,7 @@ final class CpuReductionKernels implements ReductionKernels {
                 long io = l.offset(0, line);
                 if (packed) {
                     ElementIO.load(it, is, io, si, length, dkeys);
-                    sorter.sortPacked(dkeys, length, floating, descending, positions);
+                    sorter.sortPacked(dkeys, length, k, floating, descending, positions);
                 } else if (floating) {
                     ElementIO.load(it, is, io, si, length, dkeys);
                     sorter.sortDoubles(dkeys, length, descending, positions);
@@ -473,7 +475,7 @@ final class CpuReductionKernels implements ReductionKernels {
                     ElementIO.load(it, is, io, si, length, lkeys);
                     sorter.sortLongs(lkeys, length, descending, positions);
                 }
-                ElementIO.store(DType.INT64, xs, l.offset(1, line), sx, length, positions);
+                ElementIO.store(DType.INT64, xs, l.offset(1, line), sx, k, positions);
             }
         });
     }

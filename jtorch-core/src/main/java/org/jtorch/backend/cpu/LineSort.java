@@ -19,17 +19,42 @@ final class LineSort {
 
     /**
      * Sorts positions {@code 0..n-1} by {@code values[0..n)}, which are floats ({@code floating}: f32, f16, bf16, all
-     * exact as float) or integers of at most 32 bits held exactly in doubles; writes the positions to {@code out}.
+     * exact as float) or integers of at most 32 bits held exactly in doubles; writes the first {@code k} positions to
+     * {@code out}. For k < n the k first are selected before they are sorted (the packed keys are distinct, so the
+     * selection keeps the stable order).
      */
-    void sortPacked(double[] values, int n, boolean floating, boolean descending, long[] out) {
+    void sortPacked(double[] values, int n, int k, boolean floating, boolean descending, long[] out) {
         ensure(n);
         for (int i = 0; i < n; i++) {
             int key = floating ? floatKey((float) values[i]) : (int) values[i];
             if (descending) key = ~key;
             keys[i] = ((long) key << 32) | i;
         }
-        Arrays.sort(keys, 0, n);
-        for (int i = 0; i < n; i++) out[i] = keys[i] & 0xffffffffL;
+        if (k < n) select(keys, n, k);
+        Arrays.sort(keys, 0, k);
+        for (int i = 0; i < k; i++) out[i] = keys[i] & 0xffffffffL;
+    }
+
+    /** Moves the k smallest of the distinct {@code a[0..n)} to {@code a[0..k)} (quickselect, median-of-three pivots). */
+    private static void select(long[] a, int n, int k) {
+        int lo = 0, hi = n - 1;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            long pivot = Math.max(Math.min(a[lo], a[mid]), Math.min(Math.max(a[lo], a[mid]), a[hi]));
+            int i = lo, j = hi;
+            while (i <= j) {
+                while (a[i] < pivot) i++;
+                while (a[j] > pivot) j--;
+                if (i <= j) {
+                    long t = a[i];
+                    a[i++] = a[j];
+                    a[j--] = t;
+                }
+            }
+            if (k - 1 <= j) hi = j;
+            else if (k - 1 >= i) lo = i;
+            else return;
+        }
     }
 
     /** Sorts positions by float64 {@code values[0..n)}. */

@@ -242,10 +242,10 @@ public final class ReductionPlan {
         return rowArgs(arena, x, out, r).f64(correction).i32(sqrt ? 1 : 0);
     }
 
-    /** {@code jt_argsort_<T>(const T* x, jt_i64* scratch, jt_i64* out, jt_i64 rows, jt_i64 row_length, jt_i64 padded, int descending)}. */
-    public static KernelArgs argsortArgs(Arena arena, long x, long scratch, long out, Rows r, long padded, boolean descending) {
+    /** {@code jt_argsort_<T>(const T* x, jt_i64* scratch, jt_i64* out, jt_i64 rows, jt_i64 row_length, jt_i64 padded, int descending, jt_i64 k)}. */
+    public static KernelArgs argsortArgs(Arena arena, long x, long scratch, long out, Rows r, long padded, boolean descending, long k) {
         return new KernelArgs(arena).pointer(x).pointer(scratch).pointer(out).i64(r.rows()).i64(r.rowLength()).i64(padded)
-                .i32(descending ? 1 : 0);
+                .i32(descending ? 1 : 0).i64(k);
     }
 
     /** {@code jt_searchsorted_<T>(const T* boundaries, const T* values, jt_i64* out, jt_i64 rows, jt_i64 m, jt_i64 n, jt_i64 boundary_rows, int right)}. */

@@ -395,8 +395,8 @@ JT_REDUCE_FLOATING(float, f32)
 JT_REDUCE_FLOATING(double, f64)
 
 // ---------------------------------------------------------------------------------------------------
-// Sort: jt_argsort_<dtype>(x, jt_i64* scratch, jt_i64* out, rows, row_length, padded, int descending)
-// writes to each row of `out` the positions of the row's elements in sorted order (stable; NaN above every
+// Sort: jt_argsort_<dtype>(x, jt_i64* scratch, jt_i64* out, rows, row_length, padded, int descending, jt_i64 k)
+// writes to each row of `out` (k a row) the positions of the row's first k elements in sorted order (stable; NaN above every
 // number; -0.0 equals 0.0). One block a row, grid-stride over rows: a bitonic sort of (key, position)
 // pairs, compared key first and position second, so the order is total and therefore stable. The block
 // sorts positions in its own `padded` (a power of two >= row_length) slots of `scratch`
@@ -427,7 +427,7 @@ __device__ __forceinline__ bool sorts_before(const T* __restrict__ row, jt_i64 p
 
 template <typename T>
 __device__ __forceinline__ void argsort_rows(const T* __restrict__ x, jt_i64* __restrict__ scratch, jt_i64* __restrict__ out,
-                                             jt_i64 rows, jt_i64 row_length, jt_i64 padded, int descending) {
+                                             jt_i64 rows, jt_i64 row_length, jt_i64 padded, int descending, jt_i64 k_out) {
     jt_i64* s = scratch + (jt_i64)blockIdx.x * padded;
     for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {
         const T* row = x + r * row_length;
@@ -448,7 +448,7 @@ __device__ __forceinline__ void argsort_rows(const T* __restrict__ x, jt_i64* __
                 __syncthreads();
             }
         }
-        for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) out[r * row_length + i] = s[i];
+        for (jt_i64 i = threadIdx.x; i < k_out; i += blockDim.x) out[r * k_out + i] = s[i];
         __syncthreads();
     }
 }
@@ -457,8 +457,8 @@ __device__ __forceinline__ void argsort_rows(const T* __restrict__ x, jt_i64* __
 
 #define JT_ARGSORT(T, suffix) \
     extern "C" __global__ void jt_argsort_##suffix(const T* x, jt_i64* scratch, jt_i64* out, jt_i64 rows, jt_i64 row_length, \
-                                                   jt_i64 padded, int descending) { \
-        argsort_rows<T>(x, scratch, out, rows, row_length, padded, descending); }
+                                                   jt_i64 padded, int descending, jt_i64 k) { \
+        argsort_rows<T>(x, scratch, out, rows, row_length, padded, descending, k); }
 
 JT_ARGSORT(half, f16)
 JT_ARGSORT(bfloat16, bf16)
