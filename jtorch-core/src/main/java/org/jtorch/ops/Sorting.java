@@ -14,18 +14,24 @@ import org.jtorch.ops.Reductions.ValuesIndices;
  * {@code topk}, {@code kthvalue}, {@code median}, {@code mode}, {@code unique}, {@code searchsorted},
  * {@code bucketize}, {@code multinomial} and {@code bernoulli}.
  *
- * <p>One backend primitive, {@link org.jtorch.backend.ReductionKernels#argsort} (a stable sort along a dim), does the
- * ordering; everything else is composed from it and existing ops, so every device that has the primitive has them
- * all. Values are always {@code x.gather(dim, indices)}: their gradient is the incoming gradient scattered to the
- * selected positions, as PyTorch's SortBackward/TopkBackward/... (recorded as GatherBackward).
+ * <p>Two backend primitives do the work: {@link org.jtorch.backend.ReductionKernels#argsort} (a stable sort along a
+ * dim, optionally only its first k positions) and {@link org.jtorch.backend.ReductionKernels#searchsorted} (PyTorch's
+ * binary search); everything else is composed from them and existing ops, so a device with the two has every op
+ * here. CPU: lines of dtypes up to 32 bits sort packed (key, position) longs, selecting the first k when fewer are
+ * asked; 64-bit dtypes use an LSD radix sort. CUDA: one block a line runs a bitonic network over (key, position)
+ * pairs in global scratch (O(n log^2 n) work, so a single very long line, e.g. a 1-D argsort of millions, runs in
+ * one block and is slow; many rows of moderate length are what it is for). Values are always
+ * {@code x.gather(dim, indices)}: their gradient is the incoming gradient scattered to the selected positions, as
+ * PyTorch's SortBackward/TopkBackward/... (recorded as GatherBackward).
  *
  * <p>Order: NaN is larger than every number (last ascending, first descending); equal elements keep their order
  * (every sort is stable, which {@code stable=false} allows). Where PyTorch leaves a choice unspecified, jtorch's
  * answer is the stable one: {@code topk} and {@code kthvalue} pick among equal values by position (first ones
  * ascending, and descending too), {@code topk(sorted=false)} and {@code unique(sorted=false)} still return sorted
  * results, {@code median} picks the lower middle of the stable order and {@code mode} the last position of its
- * value (as PyTorch 1.13's CPU kernel). {@code searchsorted} and {@code bucketize} run a second primitive,
- * {@link org.jtorch.backend.ReductionKernels#searchsorted}, PyTorch's binary search.
+ * value (as PyTorch 1.13's CPU kernel). {@code unique} gives every NaN its own entry with count 1 (PyTorch 1.13's
+ * CPU result for NaN is inconsistent: counts of 0, every inverse pointing at the first value), and has no
+ * {@code dim} form yet.
  */
 public final class Sorting {
     private Sorting() {}
