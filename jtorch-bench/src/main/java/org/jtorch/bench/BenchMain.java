@@ -20,6 +20,7 @@ public final class BenchMain {
                 if (Arrays.asList(args).contains("--profile")) System.err.print(CnnBench.profileResnet20(20));
             }
             case "data" -> print(DataBench.run(quick));
+            case "sort" -> print(SortBench.run(quick));
             case "rnn" -> print(RnnBench.run(quick, Arrays.asList(args).contains("--cputime")));
             case "gpu-sim" -> System.out.print(GpuSimBench.run());
             case "--help", "-h", "help" -> System.out.println("""
@@ -33,6 +34,7 @@ public final class BenchMain {
                       rnn        LSTM and GRU layers (seq 35, batch 20, hidden 200, 2 layers) forward and forward+backward;
                                  one cell step's fused kernels against the same formulas as tensor ops
                                  (--cputime: the layers in thread CPU time, for JTORCH_NUM_THREADS=1)
+                      sort       sort, argsort, topk, median, unique, searchsorted, multinomial (ms)
                       data       DataLoader batches/s, ~1 ms CPU transform per sample, batch 32: 0 vs 2 workers
                       gpu-sim    per training step on the CUDA simulator (JTORCH_CUDA_PATH=$(scripts/cuda-sim build)): kernel
                                  launches, library calls, host waits, bytes copied, allocations, peak memory
