@@ -2000,6 +2000,10 @@ public final class Tensor implements AutoCloseable {
     public Sorting.Unique unique(boolean sorted, boolean returnInverse, boolean returnCounts) {
         return Sorting.unique(this, sorted, returnInverse, returnCounts);
     }
+    /** The distinct slices along {@code dim}, as {@code torch.unique(x, dim=dim)}. */
+    public Sorting.Unique unique(int dim, boolean returnInverse, boolean returnCounts) {
+        return Sorting.unique(this, dim, returnInverse, returnCounts);
+    }
     /** This tensor's elements bucketed by the 1-D {@code boundaries}, as {@code torch.bucketize}. */
     public Tensor bucketize(Tensor boundaries) { return Sorting.bucketize(this, boundaries, false, false); }
     public Tensor bucketize(Tensor boundaries, boolean outInt32, boolean right) { return Sorting.bucketize(this, boundaries, outInt32, right); }

@@ -759,6 +759,10 @@ public final class Torch {
     public static Sorting.Unique unique(Tensor x, boolean sorted, boolean returnInverse, boolean returnCounts) {
         return Sorting.unique(x, sorted, returnInverse, returnCounts);
     }
+    /** {@code torch.unique(x, dim=dim, ...)}: the distinct slices along dim, sorted lexicographically. */
+    public static Sorting.Unique unique(Tensor x, int dim, boolean returnInverse, boolean returnCounts) {
+        return Sorting.unique(x, dim, returnInverse, returnCounts);
+    }
     /** {@code torch.searchsorted}; {@code sorter} may be null. */
     public static Tensor searchsorted(Tensor sortedSequence, Tensor values, boolean outInt32, boolean right, Tensor sorter) {
         return Sorting.searchsorted(sortedSequence, values, outInt32, right, sorter);

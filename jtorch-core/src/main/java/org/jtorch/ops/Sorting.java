@@ -30,8 +30,8 @@ import org.jtorch.ops.Reductions.ValuesIndices;
  * ascending, and descending too), {@code topk(sorted=false)} and {@code unique(sorted=false)} still return sorted
  * results, {@code median} picks the lower middle of the stable order and {@code mode} the last position of its
  * value (as PyTorch 1.13's CPU kernel). {@code unique} gives every NaN its own entry with count 1 (PyTorch 1.13's
- * CPU result for NaN is inconsistent: counts of 0, every inverse pointing at the first value), and has no
- * {@code dim} form yet.
+ * CPU result for NaN is inconsistent: counts of 0, every inverse pointing at the first value); {@code unique} along
+ * a dim sorts the slices lexicographically by one stable sort per column of the flattened slices.
  */
 public final class Sorting {
     private Sorting() {}
@@ -184,6 +184,76 @@ public final class Sorting {
                 return new Unique(values, inverse, counts);
             }
         }
+    }
+
+    /**
+     * {@code torch.unique(x, dim=dim, return_inverse, return_counts)}: the distinct slices along {@code dim}, sorted
+     * lexicographically (their elements compared in row-major order); the inverse maps each slice of x to its row
+     * of the result. Slices holding NaN never equal each other.
+     */
+    public static Unique unique(Tensor x, int dim, boolean returnInverse, boolean returnCounts) {
+        Arguments.nonNull("unique", "x", x);
+        x.checkOpen("unique");
+        int d = Shapes.wrapDim("unique", dim, x.dim());
+        if (x.dim() == 0) throw new IllegalArgumentException("unique(): Dimension specified as " + dim + " but tensor has no dimensions");
+        long n = x.size(d), width = 1;
+        for (int i = 0; i < x.dim(); i++) {
+            if (i != d) width *= x.size(i);
+            if (i != d && x.size(i) == 0) {
+                throw new IllegalArgumentException("unique(): There are 0 sized dimensions, and they aren't selected, so unique cannot"
+                        + " be applied (input shape " + Shapes.format(x.shape()) + ", dim " + dim + ")");
+            }
+        }
+        try (Grad.Mode m = Grad.noGrad(); Tensor front = x.permute(toFront(x.dim(), d)); Tensor rows = front.reshape(n, width)) {
+            if (n == 0) {
+                return new Unique(x.detach().clone(), returnInverse ? Tensor.empty(new long[] {0}, DType.INT64, x.device()) : null,
+                        returnCounts ? Tensor.empty(new long[] {0}, DType.INT64, x.device()) : null);
+            }
+            // Lexicographic order of the rows: stable sorts by each column, last column first.
+            Tensor lexicographic = Torch.arange(0, n, 1).to(x.device());
+            for (long c = rows.size(1) - 1; c >= 0; c--) {
+                try (Tensor column = rows.select(1, c); Tensor permuted = column.gather(0, lexicographic);
+                     Tensor by = sortedPositions(permuted, 0, false); Tensor previous = lexicographic) {
+                    lexicographic = previous.gather(0, by);
+                }
+            }
+            Tensor order = lexicographic;
+            try (order; Tensor sortedRows = rows.indexSelect(0, order); Tensor next = sortedRows.narrow(0, 1, n - 1);
+                 Tensor prev = sortedRows.narrow(0, 0, n - 1); Tensor differ = next.ne(prev); Tensor anyDiffer = differ.any(new int[] {1}, false);
+                 Tensor first = Torch.ones(new long[] {1}, DType.BOOL, x.device()); Tensor starts = Torch.cat(new Tensor[] {first, anyDiffer}, 0);
+                 Tensor runs = starts.cumsum(0); Tensor runIds = runs.sub(1); Tensor startPositions = starts.nonzero(); Tensor firsts = startPositions.reshape(-1);
+                 Tensor uniqueRows = sortedRows.indexSelect(0, firsts)) {
+                long[] shape = front.shape().clone();
+                shape[0] = firsts.size(0);
+                Tensor values;
+                try (Tensor unflat = uniqueRows.reshape(shape); Tensor back = unflat.permute(fromFront(x.dim(), d))) {
+                    values = back.contiguous();
+                }
+                Tensor inverse = null, counts = null;
+                if (returnInverse) inverse = Tensor.empty(new long[] {n}, DType.INT64, x.device()).scatter_(0, order, runIds);
+                if (returnCounts) {
+                    try (Tensor ones = Torch.ones(new long[] {n}, DType.INT64, x.device())) {
+                        counts = Torch.zeros(new long[] {firsts.size(0)}, DType.INT64, x.device()).scatterAdd_(0, runIds, ones);
+                    }
+                }
+                return new Unique(values, inverse, counts);
+            }
+        }
+    }
+
+    /** The permutation moving dimension d of a rank-r tensor to the front, the others in order. */
+    private static int[] toFront(int rank, int d) {
+        int[] perm = new int[rank];
+        perm[0] = d;
+        for (int i = 0, j = 1; i < rank; i++) if (i != d) perm[j++] = i;
+        return perm;
+    }
+
+    /** The inverse of {@link #toFront}. */
+    private static int[] fromFront(int rank, int d) {
+        int[] toFront = toFront(rank, d), inverse = new int[rank];
+        for (int i = 0; i < rank; i++) inverse[toFront[i]] = i;
+        return inverse;
     }
 
     /** Bool, along d, true where a sorted line's element differs from the one before it (and at each line's start). */
