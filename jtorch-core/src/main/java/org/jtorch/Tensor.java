@@ -26,6 +26,7 @@ import org.jtorch.ops.Indexing;
 import org.jtorch.ops.Joining;
 import org.jtorch.ops.Linalg;
 import org.jtorch.ops.Pointwise;
+import org.jtorch.ops.Rearranging;
 import org.jtorch.ops.Reductions;
 import org.jtorch.ops.Sorting;
 import org.jtorch.op.Shapes;
@@ -67,6 +68,9 @@ public final class Tensor implements AutoCloseable {
     private volatile boolean closed;
     private boolean wrappedNumber;
     private MemoryScope scope;
+    /** How this tensor was closed, for the use-after-close error: by which scope, and where (when tracked). */
+    private MemoryScope closedByScope;
+    private String closedAt;
     private boolean viewOfGraph;
     // Autograd state (see the "autograd" section).
     private boolean requiresGrad;
@@ -222,6 +226,8 @@ public final class Tensor implements AutoCloseable {
     @Override
     public void close() {
         if (borrowed || closed || !CLOSED.compareAndSet(this, false, true)) return;
+        if (scope != null && scope.isClosed()) closedByScope = scope;
+        if (MemoryScope.isCloseTracking()) closedAt = MemoryScope.callSite();
         storage.release();
         if (grad != null) {
             grad.close();
@@ -269,8 +275,18 @@ public final class Tensor implements AutoCloseable {
     }
 
     private IllegalStateException closedError(String op) {
-        return new IllegalStateException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
-                + " was used after close()");
+        StringBuilder sb = new StringBuilder(op).append(": tensor of shape ").append(Shapes.format(shape)).append(" and dtype ")
+                .append(dtype).append(" was used after close()");
+        if (closedByScope != null) {
+            sb.append(" by the MemoryScope that created it");
+            if (closedByScope.openedAt() != null) sb.append(" (opened at ").append(closedByScope.openedAt()).append(')');
+        }
+        if (closedAt != null) sb.append(", closed at ").append(closedAt);
+        if (closedByScope != null) {
+            sb.append("; to keep a tensor past its scope, use scope.keep(t) (to the enclosing scope) or t.untrack()");
+            if (closedAt == null) sb.append(", and set JTORCH_DEBUG_CLOSE=1 to record where scopes open and close");
+        }
+        return new IllegalStateException(sb.toString());
     }
 
     /**
@@ -587,6 +603,11 @@ public final class Tensor implements AutoCloseable {
 
     public Tensor flatten() {
         return flatten(0, -1);
+    }
+
+    /** Merges dimensions {@code startDim..-1} into one. */
+    public Tensor flatten(int startDim) {
+        return flatten(startDim, -1);
     }
 
     /** Merges dimensions {@code startDim..endDim} into one (a view when the strides allow it). */
@@ -2051,6 +2072,63 @@ public final class Tensor implements AutoCloseable {
         Arguments.nonNull("lerp_", "end", end);
         return Pointwise.lerp_(this, end, weight);
     }
+
+    // ------------------------------------------------------------------ rearranging (ops/Rearranging.java)
+
+    /** {@code torch.flip}: a copy with the order of elements reversed along each of {@code dims}. */
+    public Tensor flip(int... dims) { return Rearranging.flip(this, dims); }
+    public Tensor fliplr() { return Rearranging.fliplr(this); }
+    public Tensor flipud() { return Rearranging.flipud(this); }
+    /** {@code torch.roll} along one dim, wrapping around. */
+    public Tensor roll(long shift, int dim) { return Rearranging.roll(this, new long[] {shift}, new int[] {dim}); }
+    /** {@code torch.roll}; with no dims, over the flattened tensor. */
+    public Tensor roll(long[] shifts, int... dims) { return Rearranging.roll(this, shifts, dims); }
+    /** {@code torch.rot90(k=1, dims=[0, 1])}. */
+    public Tensor rot90() { return Rearranging.rot90(this, 1, new int[] {0, 1}); }
+    public Tensor rot90(int k, int dim0, int dim1) { return Rearranging.rot90(this, k, new int[] {dim0, dim1}); }
+    /** {@code x.repeat(sizes)}: tiled {@code sizes[i]} times along dim i (a copy). */
+    public Tensor repeat(long... sizes) { return Rearranging.repeat(this, sizes); }
+    public Tensor tile(long... dims) { return Rearranging.tile(this, dims); }
+    /** {@code repeat_interleave} over the flattened tensor. */
+    public Tensor repeatInterleave(long repeats) { return Rearranging.repeatInterleave(this, repeats, null); }
+    public Tensor repeatInterleave(long repeats, int dim) { return Rearranging.repeatInterleave(this, repeats, dim); }
+    public Tensor repeatInterleave(Tensor repeats) { return Rearranging.repeatInterleave(this, repeats, null); }
+    public Tensor repeatInterleave(Tensor repeats, int dim) { return Rearranging.repeatInterleave(this, repeats, dim); }
+    public Tensor tril() { return Rearranging.tril(this, 0); }
+    public Tensor tril(long diagonal) { return Rearranging.tril(this, diagonal); }
+    public Tensor triu() { return Rearranging.triu(this, 0); }
+    public Tensor triu(long diagonal) { return Rearranging.triu(this, diagonal); }
+    /** {@code torch.diag}: a vector's diagonal matrix, or a copy of a matrix's diagonal. */
+    public Tensor diag() { return Rearranging.diag(this, 0); }
+    public Tensor diag(long diagonal) { return Rearranging.diag(this, diagonal); }
+    /** {@code torch.diagonal}: a view of the diagonal of dims 0 and 1. */
+    public Tensor diagonal() { return Rearranging.diagonal(this, 0, 0, 1); }
+    public Tensor diagonal(long offset, int dim1, int dim2) { return Rearranging.diagonal(this, offset, dim1, dim2); }
+    public Tensor trace() { return Rearranging.trace(this); }
+    /** {@code torch.cross} along the first dim of size 3 (PyTorch 1.13's default). */
+    public Tensor cross(Tensor other) { return Linalg.cross(this, other, null); }
+    public Tensor cross(Tensor other, int dim) { return Linalg.cross(this, other, dim); }
+
+    // ------------------------------------------------------------------ like-this constructors
+
+    /** {@code view_as}: a view with {@code other}'s shape. */
+    public Tensor viewAs(Tensor other) {
+        Arguments.nonNull("viewAs", "other", other);
+        return view(other.shape);
+    }
+
+    /** {@code type_as}: this tensor in {@code other}'s dtype. */
+    public Tensor typeAs(Tensor other) {
+        Arguments.nonNull("typeAs", "other", other);
+        return to(other.dtype);
+    }
+
+    /** {@code new_zeros}: zeros of {@code shape} with this tensor's dtype and device. */
+    public Tensor newZeros(long... shape) { return Torch.zeros(shape, dtype, device()); }
+    public Tensor newOnes(long... shape) { return Torch.ones(shape, dtype, device()); }
+    public Tensor newFull(long[] shape, double value) { return Torch.full(shape, value, dtype, device()); }
+    /** {@code new_empty}: uninitialised memory of {@code shape} with this tensor's dtype and device. */
+    public Tensor newEmpty(long... shape) { return Torch.empty(shape, dtype, device()); }
 
     // ------------------------------------------------------------------ printing
 

@@ -610,6 +610,68 @@ public final class Torch {
         return Joining.unbind(t, dim);
     }
 
+    // ------------------------------------------------------------------ rearranging (ops/Rearranging.java)
+
+    public static Tensor flip(Tensor x, int... dims) {
+        Arguments.nonNull("flip", "x", x);
+        return x.flip(dims);
+    }
+
+    public static Tensor roll(Tensor x, long[] shifts, int... dims) {
+        Arguments.nonNull("roll", "x", x);
+        return x.roll(shifts, dims);
+    }
+
+    public static Tensor rot90(Tensor x, int k, int dim0, int dim1) {
+        Arguments.nonNull("rot90", "x", x);
+        return x.rot90(k, dim0, dim1);
+    }
+
+    public static Tensor tile(Tensor x, long... dims) {
+        Arguments.nonNull("tile", "x", x);
+        return x.tile(dims);
+    }
+
+    public static Tensor tril(Tensor x, long diagonal) {
+        Arguments.nonNull("tril", "x", x);
+        return x.tril(diagonal);
+    }
+
+    public static Tensor triu(Tensor x, long diagonal) {
+        Arguments.nonNull("triu", "x", x);
+        return x.triu(diagonal);
+    }
+
+    public static Tensor diag(Tensor x, long diagonal) {
+        Arguments.nonNull("diag", "x", x);
+        return x.diag(diagonal);
+    }
+
+    public static Tensor diagonal(Tensor x, long offset, int dim1, int dim2) {
+        Arguments.nonNull("diagonal", "x", x);
+        return x.diagonal(offset, dim1, dim2);
+    }
+
+    public static Tensor trace(Tensor x) {
+        Arguments.nonNull("trace", "x", x);
+        return x.trace();
+    }
+
+    public static Tensor cross(Tensor a, Tensor b, int dim) {
+        Arguments.nonNull("cross", "a", a);
+        Arguments.nonNull("cross", "b", b);
+        return a.cross(b, dim);
+    }
+
+    /** {@code torch.cdist(x1, x2, p)}: p-norm distances between the rows of two batches of row vectors. */
+    public static Tensor cdist(Tensor x1, Tensor x2, double p) {
+        return Linalg.cdist(x1, x2, p);
+    }
+
+    public static Tensor cdist(Tensor x1, Tensor x2) {
+        return Linalg.cdist(x1, x2, 2);
+    }
+
     // ------------------------------------------------------------------ reductions (org.jtorch.ops.Reductions)
 
     public static Tensor sum(Tensor x, int... dims) {

@@ -59,7 +59,7 @@ class NullArgumentsTest {
             "Torch.searchsorted(sorter)",
             "Tensor.*(dims)", "Torch.*(dims)", "Tensor.sum(dtype)", "Tensor.mean(dtype)", "Tensor.prod(dtype)", "Tensor.cumsum(dtype)",
             "Tensor.cumprod(dtype)", "Tensor.softmax(dtype)", "Tensor.logSoftmax(dtype)", "Torch.sum(dtype)", "Torch.mean(dtype)",
-            "Torch.prod(dtype)",
+            "Torch.prod(dtype)", "F.softmax(dtype)", "F.logSoftmax(dtype)",
             // true division; an implicit gradient of ones; no gradient
             "Tensor.div(roundingMode)", "Tensor.backward(gradient)", "Tensor.setGrad(g)",
             // clamp's tensor bounds (None: no bound on that side; both None is refused)
@@ -100,6 +100,8 @@ class NullArgumentsTest {
             // no metadata; the current autocast dtype; implicit gradients of ones
             "SafeTensors.save(metadata)", "SafeTensors.serialize(metadata)", "Autocast.scope(dtype)", "Autograd.backward(gradRoots)",
             "Autograd.grad(gradOutputs)",
+            // Python's None is a value a .pt file may hold: torch.save(None, f); closing the tensors of a loaded None
+            "PyTorchFile.save(obj)", "PyTorchFile.closeTensors(obj)",
             // a scope keeps null as null; PyTorch's None parameters, buffers, submodules and option values
             "MemoryScope.keep(t)", "Module.registerParameter(tensor)", "Module.registerBuffer(tensor)", "Module.registerModule(module)",
             "ParamGroup.set(value)");

@@ -50,18 +50,12 @@ class ViewsConformanceTest {
         }
     }
 
-    private static int[] ints(long[] a) {
-        int[] r = new int[a.length];
-        for (int i = 0; i < a.length; i++) r[i] = (int) a[i];
-        return r;
-    }
-
     static Tensor run(Case c, List<Tensor> in) {
         Tensor x = in.get(0);
         return switch (c.op()) {
             case "view" -> x.view(c.longsArg("shape") == null ? new long[0] : c.longsArg("shape"));
             case "reshape" -> x.reshape(c.longsArg("shape"));
-            case "permute" -> x.permute(ints(c.longsArg("dims")));
+            case "permute" -> x.permute(c.intsArg("dims"));
             case "transpose" -> x.transpose((int) c.longArg("dim0", 0), (int) c.longArg("dim1", 1));
             case "t" -> x.t();
             case "squeeze" -> c.args().has("dim") ? x.squeeze((int) c.longArg("dim", 0)) : x.squeeze();

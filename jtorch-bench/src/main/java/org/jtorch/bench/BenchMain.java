@@ -22,6 +22,7 @@ public final class BenchMain {
             case "data" -> print(DataBench.run(quick));
             case "sort" -> print(SortBench.run(quick));
             case "rnn" -> print(RnnBench.run(quick, Arrays.asList(args).contains("--cputime")));
+            case "optim" -> print(OptimBench.run(quick));
             case "gpu-sim" -> System.out.print(GpuSimBench.run());
             case "--help", "-h", "help" -> System.out.println("""
                     usage: jtorch bench <suite> [--quick] [--profile]
@@ -35,6 +36,8 @@ public final class BenchMain {
                                  one cell step's fused kernels against the same formulas as tensor ops
                                  (--cputime: the layers in thread CPU time, for JTORCH_NUM_THREADS=1)
                       sort       sort, argsort, topk, median, unique, searchsorted, multinomial (ms)
+                      optim      one step of Adam, NAdam, RAdam, Adamax, SparseAdam (1024x1024 float32); one LBFGS step
+                                 with the strong-Wolfe line search (least squares, 65,536 parameters, 10 iterations)
                       data       DataLoader batches/s, ~1 ms CPU transform per sample, batch 32: 0 vs 2 workers
                       gpu-sim    per training step on the CUDA simulator (JTORCH_CUDA_PATH=$(scripts/cuda-sim build)): kernel
                                  launches, library calls, host waits, bytes copied, allocations, peak memory

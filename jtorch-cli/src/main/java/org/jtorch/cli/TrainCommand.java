@@ -15,6 +15,7 @@ import java.util.Map;
 import org.jtorch.Device;
 import org.jtorch.backend.Backend;
 import org.jtorch.backend.Backends;
+import org.jtorch.distributed.LaunchEnvironment;
 import org.jtorch.cli.report.Plot;
 import org.jtorch.cli.report.ProgressBar;
 import org.jtorch.cli.report.Table;
@@ -38,8 +39,8 @@ final class TrainCommand {
                 .option("data-dir", "DIR", null, "where datasets are (default: $JTORCH_DATA, else .data)")
                 .option("epochs", "N", "3", "passes over the training set")
                 .option("batch-size", "N", "64", "samples per step")
-                .option("lr", "RATE", null, "learning rate, the peak one with onecycle (default: sgd 0.05 with onecycle, else 0.01; adam/adamw/rmsprop 0.001, adadelta 1, adagrad 0.01)")
-                .option("optimizer", "NAME", "sgd", "sgd, adam, adamw, adadelta, rmsprop, adagrad")
+                .option("lr", "RATE", null, "learning rate, the peak one with onecycle (default: sgd 0.05 with onecycle, else 0.01; adam/adamw/radam/rmsprop 0.001, nadam/adamax 0.002, adadelta 1, adagrad 0.01, lbfgs 1)")
+                .option("optimizer", "NAME", "sgd", "sgd, adam, adamw, nadam, radam, adamax, adadelta, rmsprop, adagrad, lbfgs (strong-Wolfe line search, 20 iterations a batch)")
                 .option("momentum", "M", "0.9", "SGD momentum")
                 .option("weight-decay", "W", null, "weight decay (default: 0; adamw 0.01)")
                 .option("scheduler", "NAME", "onecycle", "onecycle (warm-up then annealing, stepped every batch), none, step (x0.1 every third of the epochs), multistep (at 50% and 75%), cosine")
@@ -54,7 +55,9 @@ final class TrainCommand {
                 .option("metrics-json", "FILE", null, "write the final metrics as JSON")
                 .option("plot", "FILE", "jtorch-train.png", "PNG of the loss and accuracy curves ('none' for no plot)")
                 .option("amp", "MODE", "off", "mixed precision: off, bf16 (autocast), fp16 (autocast and a GradScaler; CUDA only)")
-                .flag("no-fetch", "never download datasets");
+                .flag("no-fetch", "never download datasets")
+                .option("nproc-per-node", "N", null, "data-parallel on N worker processes of this machine (CPU, mpi backend): the same as "
+                        + "jtorch launch --nproc-per-node N -- train ...; --batch-size is per worker");
     }
 
     static int run(String[] args) {
@@ -68,7 +71,11 @@ final class TrainCommand {
             System.err.println("(jtorch train --help lists the options)");
             return 2;
         }
-        PrintStream out = System.out;
+        Integer nproc = cl.getIntOrNull("nproc-per-node");
+        if (nproc != null && nproc > 1) return LaunchCommand.launch(nproc, "127.0.0.1", 29500, workerArguments(args), System.out, System.err);
+        // Under a launcher, rank 0 reports; the others train quietly.
+        boolean reporting = LaunchEnvironment.current().rank() == 0;
+        PrintStream out = reporting ? System.out : new PrintStream(java.io.OutputStream.nullOutputStream());
         Trainer trainer = new Trainer(config, out, ProgressBar.stdoutIsTerminal());
         try {
             trainer.run(!cl.given("dataset"));
@@ -76,8 +83,21 @@ final class TrainCommand {
             System.err.println("jtorch train: " + e.getMessage());
             return 1;
         }
-        report(config, trainer, out);
+        if (reporting) report(config, trainer, out);
         return 0;
+    }
+
+    /** {@code train} and the given arguments without {@code --nproc-per-node}, for each worker. */
+    private static List<String> workerArguments(String[] args) {
+        List<String> worker = new ArrayList<>(List.of("train"));
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--nproc-per-node")) {
+                i++;
+            } else if (!args[i].startsWith("--nproc-per-node=")) {
+                worker.add(args[i]);
+            }
+        }
+        return worker;
     }
 
     static TrainConfig config(CommandLine cl) {

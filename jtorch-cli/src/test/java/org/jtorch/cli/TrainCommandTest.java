@@ -29,22 +29,28 @@ class TrainCommandTest {
         return t;
     }
 
-    @Test
-    void anMlpLearnsTheDigitsAndTheRunWritesItsMetricsAndPlot() throws IOException {
-        Path metrics = dir.resolve("m.json");
-        Path plot = dir.resolve("curves.png");
+    /** Runs the jtorch command with {@code args}, expects status 0, and returns what it printed. */
+    private static String mainSucceeds(String... args) {
         var out = new ByteArrayOutputStream();
         PrintStream saved = System.out;
         int status;
         System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
         try {
-            status = Main.run(new String[] {"train", "--model", "mlp", "--dataset", "digits", "--epochs", "4", "--batch-size", "32",
-                    "--lr", "0.05", "--scheduler", "none", "--metrics-json", metrics.toString(), "--plot", plot.toString()});
+            status = Main.run(args);
         } finally {
             System.setOut(saved);
         }
         String text = out.toString(StandardCharsets.UTF_8);
         assertEquals(0, status, text);
+        return text;
+    }
+
+    @Test
+    void anMlpLearnsTheDigitsAndTheRunWritesItsMetricsAndPlot() throws IOException {
+        Path metrics = dir.resolve("m.json");
+        Path plot = dir.resolve("curves.png");
+        String text = mainSucceeds("train", "--model", "mlp", "--dataset", "digits", "--epochs", "4", "--batch-size", "32",
+                "--lr", "0.05", "--scheduler", "none", "--metrics-json", metrics.toString(), "--plot", plot.toString());
         assertTrue(text.contains("training mlp on digits (8x8, bundled) (1437 train / 360 test images) on cpu"), text);
         assertTrue(text.contains("epoch  lr       train loss  train acc  test loss  test acc  seconds  images/s"), text);
         String json = Files.readString(metrics);
@@ -54,11 +60,43 @@ class TrainCommandTest {
         assertTrue(Files.size(plot) > 1000);
     }
 
+    /** {@code --nproc-per-node 2}: two workers under jtorch launch, DDP with a DistributedSampler; rank 0 reports. */
+    @Test
+    void dataParallelOnTwoWorkersLearnsTheDigitsAndRankZeroReports() {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/mpirun")), "Open MPI's mpirun is not installed");
+        String text = mainSucceeds("train", "--nproc-per-node", "2", "--model", "mlp", "--dataset", "digits", "--epochs", "2",
+                "--batch-size", "32", "--lr", "0.05", "--scheduler", "none", "--plot", "none");
+        assertTrue(text.contains("[rank0]: training mlp on digits (8x8, bundled) (1437 train / 360 test images) on cpu, data-parallel on 2 "
+                + "ranks (mpi): 2 epochs, batch 32 per rank"), text);
+        assertTrue(!text.contains("[rank1]: training"), "only rank 0 reports: " + text);
+        String last = text.lines().filter(l -> l.startsWith("[rank0]:     2 ")).findFirst().orElseThrow(() -> new AssertionError(text));
+        double accuracy = Double.parseDouble(last.trim().split("\\s+")[6].replace("%", "")) / 100;
+        assertTrue(accuracy >= 0.85, "test accuracy " + accuracy + " in " + last);
+    }
+
     @Test
     void aConvolutionalNetworkLearnsTheDigits() throws IOException {
         Trainer t = train("--model", "lenet", "--dataset", "digits", "--epochs", "5", "--batch-size", "32", "--plot", "none");
         double accuracy = t.history().get(4).testAccuracy();
         assertTrue(accuracy >= 0.93, "LeNet-5 on digits (resized to 28x28): test accuracy " + accuracy);
+    }
+
+    @Test
+    void theAdamVariantsTrainTheMlp() throws IOException {
+        for (String optimizer : List.of("nadam", "radam", "adamax")) {
+            List<Trainer.EpochResult> h = train("--model", "mlp", "--dataset", "digits", "--epochs", "2", "--batch-size", "64",
+                    "--optimizer", optimizer, "--scheduler", "none", "--plot", "none", "--seed", "3").history();
+            assertTrue(h.get(1).trainLoss() < h.get(0).trainLoss() && h.get(1).testAccuracy() >= 0.8,
+                    optimizer + ": train losses " + h.get(0).trainLoss() + ", " + h.get(1).trainLoss() + ", test accuracy " + h.get(1).testAccuracy());
+        }
+    }
+
+    @Test
+    void lbfgsTrainsTheMlpWithItsClosure() throws IOException {
+        // Three batches of 512, each an LBFGS step of up to 20 iterations with the strong-Wolfe line search.
+        List<Trainer.EpochResult> h = train("--model", "mlp", "--dataset", "digits", "--epochs", "1", "--batch-size", "512",
+                "--optimizer", "lbfgs", "--scheduler", "none", "--plot", "none", "--seed", "3").history();
+        assertTrue(h.get(0).testAccuracy() >= 0.8, "lbfgs: train loss " + h.get(0).trainLoss() + ", test accuracy " + h.get(0).testAccuracy());
     }
 
     @Test

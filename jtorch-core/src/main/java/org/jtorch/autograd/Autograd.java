@@ -119,6 +119,17 @@ public final class Autograd {
         return grad(new Tensor[] {output}, new Tensor[] {input})[0];
     }
 
+    /**
+     * Runs {@code callback} once the backward pass now running on this thread has processed its whole graph,
+     * before {@code backward()} returns (PyTorch's {@code Variable._execution_engine.queue_callback}); callbacks run
+     * in the order queued and are dropped if the pass fails. For hooks that start work during backward and must
+     * finish it at the end (DDP waits for its gradient all-reduces there). Throws outside a backward pass.
+     */
+    public static void queueCallback(Runnable callback) {
+        Arguments.nonNull("queueCallback", "callback", callback);
+        Engine.queueCallback(callback);
+    }
+
     /** Runs backward from {@code roots}, accumulating into the leaves' {@code .grad}. */
     public static void backward(Tensor[] roots, Tensor[] gradRoots, boolean retainGraph, boolean createGraph) {
         Arguments.nonNullElements("Autograd.backward", "roots", roots);

@@ -28,7 +28,32 @@ import org.jtorch.op.Shapes;
  * returns; only its results survive.
  */
 final class Engine {
+    /** Callbacks queued by the backward passes running on this thread, innermost pass last. */
+    private static final ThreadLocal<ArrayDeque<List<Runnable>>> CALLBACKS = ThreadLocal.withInitial(ArrayDeque::new);
+
     private Engine() {}
+
+    /** See {@link Autograd#queueCallback}. */
+    static void queueCallback(Runnable callback) {
+        List<Runnable> pass = CALLBACKS.get().peekLast();
+        if (pass == null) throw new IllegalStateException("queueCallback: no backward pass is running on this thread");
+        pass.add(callback);
+    }
+
+    static Tensor[] run(Tensor[] roots, Tensor[] gradRoots, boolean retainGraph, boolean createGraph, Tensor[] inputs,
+                        boolean allowUnused) {
+        ArrayDeque<List<Runnable>> stack = CALLBACKS.get();
+        List<Runnable> callbacks = new ArrayList<>();
+        stack.addLast(callbacks);
+        try {
+            Tensor[] result = runGraph(roots, gradRoots, retainGraph, createGraph, inputs, allowUnused);
+            // A callback may queue another (run after it, in this pass).
+            for (int i = 0; i < callbacks.size(); i++) callbacks.get(i).run();
+            return result;
+        } finally {
+            stack.removeLast();
+        }
+    }
 
     /** Applies a gradient hook; a replacement it returns becomes a new engine-owned alias, its temporaries are closed. */
     private static Tensor applyHook(UnaryOperator<Tensor> hook, Tensor g) {
@@ -38,8 +63,8 @@ final class Engine {
         }
     }
 
-    static Tensor[] run(Tensor[] roots, Tensor[] gradRoots, boolean retainGraph, boolean createGraph, Tensor[] inputs,
-                        boolean allowUnused) {
+    private static Tensor[] runGraph(Tensor[] roots, Tensor[] gradRoots, boolean retainGraph, boolean createGraph, Tensor[] inputs,
+                                     boolean allowUnused) {
         boolean capture = inputs != null;
         Map<Node, Tensor[]> buffers = new IdentityHashMap<>();
         List<Node> rootNodes = new ArrayList<>();

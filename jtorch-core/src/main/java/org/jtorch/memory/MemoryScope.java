@@ -23,8 +23,17 @@ import org.jtorch.ops.Arguments;
 public final class MemoryScope implements AutoCloseable {
     private static final ThreadLocal<MemoryScope> CURRENT = new ThreadLocal<>();
 
+    /**
+     * Whether scopes record where they were opened and tensors where they were closed, for use-after-close
+     * errors: {@code JTORCH_DEBUG_CLOSE=1}, {@code -Djtorch.debugClose=true} or {@link #setCloseTracking}.
+     * Off by default (a stack walk per close).
+     */
+    private static volatile boolean tracking = "1".equals(System.getenv("JTORCH_DEBUG_CLOSE"))
+            || Boolean.getBoolean("jtorch.debugClose");
+
     private final MemoryScope parent;
     private final Thread owner;
+    private final String openedAt;
     /** Presized: a training step creates dozens of tensors, and regrowing the list showed in profiles. */
     private final ArrayList<Tensor> tracked = new ArrayList<>(64);
     private boolean closed;
@@ -32,7 +41,36 @@ public final class MemoryScope implements AutoCloseable {
     public MemoryScope() {
         this.parent = CURRENT.get();
         this.owner = Thread.currentThread();
+        this.openedAt = tracking ? callSite() : null;
         CURRENT.set(this);
+    }
+
+    /** Turns the recording of open and close sites on or off (see {@code JTORCH_DEBUG_CLOSE}). */
+    public static void setCloseTracking(boolean on) {
+        tracking = on;
+    }
+
+    public static boolean isCloseTracking() {
+        return tracking;
+    }
+
+    /** Whether this scope has closed (its tensors are closed, or are closing). */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /** Where this scope was opened ({@code Class.method(File.java:line)}), or null when tracking was off. */
+    public String openedAt() {
+        return openedAt;
+    }
+
+    /** The first frame outside this class and {@code Tensor}: the code that opened a scope or closed a tensor. */
+    public static String callSite() {
+        return StackWalker.getInstance().walk(frames -> frames
+                .filter(f -> !f.getClassName().equals(MemoryScope.class.getName()) && !f.getClassName().equals("org.jtorch.Tensor"))
+                .findFirst()
+                .map(f -> f.getClassName() + "." + f.getMethodName() + "(" + f.getFileName() + ":" + f.getLineNumber() + ")")
+                .orElse("unknown"));
     }
 
     /** The innermost open scope of this thread, or null. */

@@ -112,6 +112,78 @@ public final class F {
         return x.logSoftmax(dim);
     }
 
+    /** {@code F.softmax(x, dim, dtype)}: the input converted to {@code dtype} first (null: as is). */
+    public static Tensor softmax(Tensor x, int dim, DType dtype) {
+        Arguments.nonNull("softmax", "x", x);
+        return x.softmax(dim, dtype);
+    }
+
+    public static Tensor logSoftmax(Tensor x, int dim, DType dtype) {
+        Arguments.nonNull("logSoftmax", "x", x);
+        return x.logSoftmax(dim, dtype);
+    }
+
+    /** {@code F.softplus(x, beta=1, threshold=20)}. */
+    public static Tensor softplus(Tensor x) {
+        return softplus(x, 1, 20);
+    }
+
+    /** {@code log(1 + exp(beta x)) / beta}, linear where {@code beta x > threshold}. */
+    public static Tensor softplus(Tensor x, double beta, double threshold) {
+        Arguments.nonNull("softplus", "x", x);
+        return x.softplus(beta, threshold);
+    }
+
+    /**
+     * {@code F.normalize(x, p=2, dim=1, eps=1e-12)}: x divided by its p-norm along {@code dim}, the norm held at
+     * least {@code eps}.
+     */
+    public static Tensor normalize(Tensor x) {
+        return normalize(x, 2, 1, 1e-12);
+    }
+
+    public static Tensor normalize(Tensor x, double p, int dim, double eps) {
+        Arguments.nonNull("normalize", "x", x);
+        return MemoryScope.run(() -> x.div(x.norm(p, new int[] {dim}, true).clampMin(eps).expandAs(x)));
+    }
+
+    /**
+     * {@code F.one_hot(indices, num_classes=-1)}: int64 indices to int64 one-hot vectors in a new last dim.
+     * {@code numClasses} -1 takes the largest index plus one (read on the host).
+     */
+    public static Tensor oneHot(Tensor indices, long numClasses) {
+        Arguments.nonNull("oneHot", "indices", indices);
+        if (indices.dtype() != DType.INT64) {
+            throw new IllegalArgumentException("oneHot: one_hot is only applicable to index tensor (int64), got " + indices.dtype());
+        }
+        if (numClasses < -1 || numClasses == 0 && indices.numel() > 0) {
+            throw new IllegalArgumentException("oneHot: num_classes should be positive or -1, got " + numClasses);
+        }
+        long classes = numClasses;
+        if (indices.numel() > 0) {
+            long min;
+            long max;
+            try (var g = Grad.noGrad(); Tensor lo = indices.min(); Tensor hi = indices.max()) {
+                min = lo.itemLong();
+                max = hi.itemLong();
+            }
+            if (min < 0) throw new IllegalArgumentException("oneHot: class values must be non-negative, got " + min);
+            if (classes == -1) classes = max + 1;
+            if (max >= classes) {
+                throw new IllegalArgumentException("oneHot: class values must be smaller than num_classes (" + classes + "), got " + max);
+            }
+        } else if (classes == -1) {
+            throw new IllegalArgumentException("oneHot: can not infer total number of classes from empty tensor");
+        }
+        long[] shape = Arrays.copyOf(indices.shape(), indices.dim() + 1);
+        shape[indices.dim()] = classes;
+        long[] columns = Arrays.copyOf(indices.shape(), indices.dim() + 1);
+        columns[indices.dim()] = 1;
+        try (Tensor index = indices.reshape(columns)) {
+            return Torch.zeros(shape, DType.INT64, indices.device()).scatter(indices.dim(), index, 1.0);
+        }
+    }
+
     /** {@code x > 0 ? x : alpha * (exp(x) - 1)} */
     public static Tensor elu(Tensor x, double alpha) {
         Arguments.nonNull("elu", "x", x);

@@ -68,6 +68,7 @@ public abstract class Module implements AutoCloseable {
                         + " that requires grad) to parameter '" + name + "'; detach() it first");
             }
             tensor.requiresGrad_(requiresGrad);
+            tensor.untrack(); // the module owns it now: a scope around the module's construction must not close it
         }
         Tensor old = parameters.put(name, tensor);
         if (old != null && old != tensor) old.close();
@@ -81,6 +82,7 @@ public abstract class Module implements AutoCloseable {
     public Tensor registerBuffer(String name, Tensor tensor, boolean persistent) {
         Arguments.nonNull("registerBuffer", "name", name);
         checkName("registerBuffer", name, buffers);
+        if (tensor != null) tensor.untrack(); // owned by the module, as parameters
         Tensor old = buffers.put(name, tensor);
         if (old != null && old != tensor) old.close();
         if (persistent) nonPersistentBuffers.remove(name);

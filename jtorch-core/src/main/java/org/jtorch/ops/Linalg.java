@@ -11,6 +11,7 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
+import org.jtorch.memory.MemoryScope;
 
 /**
  * The matmul family: {@code mm}, {@code bmm}, {@code mv}, {@code dot}, {@code matmul} (NumPy rules with
@@ -290,6 +291,70 @@ public final class Linalg {
         try (Tensor col = a.unsqueeze(1); Tensor row = b.unsqueeze(0)) {
             return col.mul(row);
         }
+    }
+
+    /**
+     * {@code torch.cross(a, b, dim)}: the 3-vector cross product along {@code dim} (size 3 in both), broadcasting
+     * the other dims. A null {@code dim} is PyTorch 1.13's default: the first dim of size 3.
+     */
+    public static Tensor cross(Tensor a, Tensor b, Integer dim) {
+        Arguments.nonNull("cross", "other", b);
+        a.checkOpen("cross");
+        b.checkOpen("cross");
+        if (a.dim() != b.dim()) {
+            throw new IllegalArgumentException("cross: inputs must have the same number of dimensions, got shapes "
+                    + Shapes.format(a.shape()) + " and " + Shapes.format(b.shape()));
+        }
+        long[] shape = Shapes.broadcast("cross", a.shape(), b.shape());
+        int d;
+        if (dim != null) {
+            d = Shapes.wrapDim("cross", dim, shape.length);
+        } else {
+            d = -1;
+            for (int i = 0; i < shape.length && d < 0; i++) if (a.size(i) == 3 && b.size(i) == 3) d = i;
+            if (d < 0) {
+                throw new IllegalArgumentException("cross: no dimension of size 3 in shapes " + Shapes.format(a.shape()) + " and "
+                        + Shapes.format(b.shape()));
+            }
+        }
+        if (a.size(d) != 3 || b.size(d) != 3) {
+            throw new IllegalArgumentException("cross: inputs dimension " + d + " must have length 3, got shapes "
+                    + Shapes.format(a.shape()) + " and " + Shapes.format(b.shape()));
+        }
+        int axis = d;
+        return MemoryScope.run(() -> {
+            Tensor[] x = {a.select(axis, 0), a.select(axis, 1), a.select(axis, 2)};
+            Tensor[] y = {b.select(axis, 0), b.select(axis, 1), b.select(axis, 2)};
+            Tensor c0 = x[1].mul(y[2]).sub(x[2].mul(y[1]));
+            Tensor c1 = x[2].mul(y[0]).sub(x[0].mul(y[2]));
+            Tensor c2 = x[0].mul(y[1]).sub(x[1].mul(y[0]));
+            return org.jtorch.Torch.stack(new Tensor[] {c0, c1, c2}, axis);
+        });
+    }
+
+    /**
+     * {@code torch.cdist(x1, x2, p)}: the p-norm distance between each row of {@code x1} ({@code [B..., P, M]}) and
+     * each row of {@code x2} ({@code [B..., R, M]}), as {@code [B..., P, R]}; p >= 0, inf allowed. Computed from the
+     * differences (no {@code |x|^2 + |y|^2 - 2xy} shortcut, which loses accuracy for close points), so it holds a
+     * {@code [B..., P, R, M]} intermediate.
+     */
+    public static Tensor cdist(Tensor x1, Tensor x2, double p) {
+        Arguments.nonNull("cdist", "x1", x1);
+        Arguments.nonNull("cdist", "x2", x2);
+        if (x1.dim() < 2 || x2.dim() < 2) {
+            throw new IllegalArgumentException("cdist: expected at least 2-D inputs, got shapes " + Shapes.format(x1.shape()) + " and "
+                    + Shapes.format(x2.shape()));
+        }
+        if (x1.size(-1) != x2.size(-1)) {
+            throw new IllegalArgumentException("cdist: X1 and X2 must have the same number of columns. X1: " + x1.size(-1)
+                    + " X2: " + x2.size(-1));
+        }
+        if (!(p >= 0)) throw new IllegalArgumentException("cdist: only supports non-negative p values, got " + p);
+        if (!x1.dtype().isFloatingPoint() || !x2.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException("cdist: only supports floating-point dtypes, X1 got: " + x1.dtype() + ", X2 got: "
+                    + x2.dtype());
+        }
+        return MemoryScope.run(() -> x1.unsqueeze(-2).sub(x2.unsqueeze(-3)).norm(p, new int[] {-1}, false));
     }
 
     private static SavedTensor[] nonNull(SavedTensor... s) {

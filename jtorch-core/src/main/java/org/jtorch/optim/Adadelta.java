@@ -18,7 +18,7 @@ import org.jtorch.ops.Arguments;
  * State per parameter: {@code step} (an integer), {@code square_avg}, {@code acc_delta}.
  */
 public final class Adadelta extends Optimizer {
-    /** Options: {@code lr} (1.0), {@code rho} (0.9), {@code eps} (1e-6), {@code weight_decay} (0), {@code maximize}. */
+    /** Options: {@code lr} (1.0), {@code rho} (0.9), {@code eps} (1e-6), {@code weight_decay} (0), {@code maximize}, {@code foreach} (null). */
     public static final class Options extends OptimizerOptions<Options> {
         @Override
         protected Map<String, Object> builtinDefaults() {
@@ -28,6 +28,7 @@ public final class Adadelta extends Optimizer {
             d.put("eps", 1e-6);
             d.put("weight_decay", 0.0);
             d.put("maximize", false);
+            d.put("foreach", null);
             return d;
         }
 

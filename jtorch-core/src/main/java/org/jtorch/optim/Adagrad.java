@@ -19,7 +19,7 @@ import org.jtorch.ops.Arguments;
  * {@code initial_accumulator_value}).
  */
 public final class Adagrad extends Optimizer {
-    /** Options: {@code lr} (1e-2), {@code lr_decay} (0), {@code weight_decay} (0), {@code initial_accumulator_value} (0), {@code eps} (1e-10), {@code maximize}. */
+    /** Options: {@code lr} (1e-2), {@code lr_decay} (0), {@code weight_decay} (0), {@code initial_accumulator_value} (0), {@code eps} (1e-10), {@code maximize}, {@code foreach} (null). */
     public static final class Options extends OptimizerOptions<Options> {
         @Override
         protected Map<String, Object> builtinDefaults() {
@@ -30,6 +30,7 @@ public final class Adagrad extends Optimizer {
             d.put("weight_decay", 0.0);
             d.put("initial_accumulator_value", 0.0);
             d.put("maximize", false);
+            d.put("foreach", null);
             return d;
         }
 

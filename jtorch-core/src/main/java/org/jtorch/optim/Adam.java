@@ -18,7 +18,7 @@ import org.jtorch.ops.Arguments;
  * and with AMSGrad {@code max_exp_avg_sq}.
  */
 public final class Adam extends Optimizer {
-    /** Options: {@code lr} (1e-3), {@code betas} (0.9, 0.999), {@code eps} (1e-8), {@code weight_decay} (0.0), {@code amsgrad}, {@code maximize}. */
+    /** Options: {@code lr} (1e-3), {@code betas} (0.9, 0.999), {@code eps} (1e-8), {@code weight_decay} (0.0), {@code amsgrad}, {@code maximize}, {@code foreach} (null). */
     public static final class Options extends AdamFamilyOptions<Options> {
         public Options() {
             super(0.0);

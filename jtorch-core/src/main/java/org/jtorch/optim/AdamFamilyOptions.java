@@ -7,9 +7,9 @@ import java.util.Map;
 /**
  * Options shared by {@link Adam} and {@link AdamW}, which differ only in the default weight decay
  * (and in how it is applied): {@code lr} (1e-3), {@code betas} (0.9, 0.999), {@code eps} (1e-8),
- * {@code weight_decay}, {@code amsgrad}, {@code maximize}.
+ * {@code weight_decay}, {@code amsgrad}, {@code maximize}, {@code foreach} (null).
  */
-public abstract class AdamFamilyOptions<O extends AdamFamilyOptions<O>> extends OptimizerOptions<O> {
+public abstract class AdamFamilyOptions<O extends AdamFamilyOptions<O>> extends BetasOptions<O> {
     private final double defaultWeightDecay;
 
     protected AdamFamilyOptions(double defaultWeightDecay) {
@@ -25,15 +25,8 @@ public abstract class AdamFamilyOptions<O extends AdamFamilyOptions<O>> extends 
         d.put("weight_decay", defaultWeightDecay);
         d.put("amsgrad", false);
         d.put("maximize", false);
+        d.put("foreach", null);
         return d;
-    }
-
-    public O betas(double beta1, double beta2) {
-        return set("betas", List.of(beta1, beta2));
-    }
-
-    public O eps(double eps) {
-        return set("eps", eps);
     }
 
     public O amsgrad(boolean amsgrad) {

@@ -12,12 +12,17 @@ final class AdamUpdate {
         // PyTorch checks "not 0.0 <= v" here, so NaN is invalid (SGD checks "v < 0.0", which NaN passes).
         opt.require(0 <= lr, "Invalid learning rate: " + lr);
         opt.require(0 <= Optimizer.num(o, "eps"), "Invalid epsilon value: " + Optimizer.num(o, "eps"));
+        validateBetas(opt, o);
+        opt.require(0 <= Optimizer.num(o, "weight_decay"), "Invalid weight_decay value: " + Optimizer.num(o, "weight_decay"));
+    }
+
+    /** Both betas in [0, 1), with PyTorch's messages. */
+    static void validateBetas(Optimizer opt, Map<String, Object> o) {
         Object betas = o.get("betas");
         double b0 = betas instanceof java.util.List<?> l && l.size() == 2 ? ((Number) l.get(0)).doubleValue() : Double.NaN;
         double b1 = betas instanceof java.util.List<?> l && l.size() == 2 ? ((Number) l.get(1)).doubleValue() : Double.NaN;
         opt.require(0 <= b0 && b0 < 1, "Invalid beta parameter at index 0: " + b0);
         opt.require(0 <= b1 && b1 < 1, "Invalid beta parameter at index 1: " + b1);
-        opt.require(0 <= Optimizer.num(o, "weight_decay"), "Invalid weight_decay value: " + Optimizer.num(o, "weight_decay"));
     }
 
     /** {@code decoupled}: AdamW's {@code p *= 1 - lr * weight_decay} instead of Adam's L2 term in the gradient. */

@@ -2,10 +2,12 @@ package org.jtorch.optim;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Supplier;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
@@ -23,8 +25,8 @@ import org.jtorch.op.Shapes;
  * <p><b>Update rules</b> follow PyTorch 1.13's single-tensor (for-loop) implementations exactly.
  * Steps run without recording a graph; parameters whose {@code grad()} is null are skipped (their
  * state is neither created nor advanced). Contiguous float32 CPU parameters take a fused
- * one-pass kernel where the optimizer has one (SGD, Adam, AdamW); every other case composes
- * tensor ops, for any floating dtype and any strides.
+ * one-pass kernel where the optimizer has one (SGD, Adam, AdamW) unless their group sets
+ * {@code foreach} to false; every other case composes tensor ops, for any floating dtype and any strides.
  *
  * <p><b>Ownership.</b> The optimizer owns its state tensors (momentum buffers, moment estimates):
  * they are never released by an enclosing {@link MemoryScope} and are released by {@link #close()}.
@@ -36,14 +38,19 @@ import org.jtorch.op.Shapes;
 public abstract class Optimizer implements AutoCloseable {
     private final String name;
     private final Map<String, Object> defaults;
+    private final Set<String> nullableOptions = new HashSet<>();
     private final List<ParamGroup> groups = new ArrayList<>();
     private final IdentityHashMap<Tensor, Map<String, Object>> state = new IdentityHashMap<>();
     private boolean fusedKernels = true;
+    private boolean groupAllowsFused = true;
 
     protected Optimizer(String name, List<ParamGroup> paramGroups, OptimizerOptions<?> options) {
         this.name = name;
         Map<String, Object> d = options.resolved();
-        validate(d);
+        options.builtinDefaults().forEach((k, v) -> {
+            if (v == null) nullableOptions.add(k);
+        });
+        validateOptions(d);
         this.defaults = Collections.unmodifiableMap(d);
         if (paramGroups.isEmpty()) throw new IllegalArgumentException(name + ": optimizer got an empty parameter list");
         for (ParamGroup g : paramGroups) addParamGroup(g);
@@ -59,6 +66,13 @@ public abstract class Optimizer implements AutoCloseable {
 
     /** Checks option values, throwing {@link IllegalArgumentException} with PyTorch's message. */
     protected abstract void validate(Map<String, Object> options);
+
+    /** Checks the options every optimizer shares, then the optimizer's own ({@link #validate}). */
+    private void validateOptions(Map<String, Object> options) {
+        validate(options);
+        Object foreach = options.get("foreach");
+        require(foreach == null || foreach instanceof Boolean, "foreach must be null, true or false, not " + StateReader.describe(foreach));
+    }
 
     /** Updates the parameters of one group that have a gradient (called without graph recording). */
     protected abstract void updateGroup(ParamGroup group);
@@ -87,7 +101,7 @@ public abstract class Optimizer implements AutoCloseable {
             }
             group.putIfAbsent(e.getKey(), e.getValue());
         }
-        validate(group.options());
+        validateOptions(group.options());
         for (ParamGroup g : groups) {
             for (Tensor p : g.params()) {
                 if (seen.containsKey(p)) throw new IllegalArgumentException(name + ": some parameters appear in more than one parameter group");
@@ -119,7 +133,10 @@ public abstract class Optimizer implements AutoCloseable {
     /** Performs one optimization step. */
     public void step() {
         try (var g = Grad.noGrad()) {
-            for (ParamGroup group : groups) updateGroup(group);
+            for (ParamGroup group : groups) {
+                groupAllowsFused = !Boolean.FALSE.equals(group.options().get("foreach"));
+                updateGroup(group);
+            }
         }
     }
 
@@ -221,10 +238,11 @@ public abstract class Optimizer implements AutoCloseable {
 
     /**
      * True when the fused float32 kernels ({@link org.jtorch.backend.OptimizerKernels} of the tensors'
-     * backend) apply to all of {@code tensors}: contiguous float32 on one device (null entries are ignored).
+     * backend) apply to all of {@code tensors}: contiguous float32 on one device (null entries are ignored),
+     * and the group being stepped does not set {@code foreach} to false.
      */
     protected boolean fusable(Tensor... tensors) {
-        if (!fusedKernels) return false;
+        if (!fusedKernels || !groupAllowsFused) return false;
         org.jtorch.Device device = null;
         for (Tensor t : tensors) {
             if (t == null) continue;
@@ -303,14 +321,16 @@ public abstract class Optimizer implements AutoCloseable {
                         + " size of optimizer's group (group " + gi + ": " + ids.size() + " saved, " + params.size() + " in the optimizer)");
             }
             for (String option : defaults.keySet()) {
-                if (!sg.has(option)) {
+                // As PyTorch's __setstate__, a state dict from before foreach existed gets its default.
+                if (!sg.has(option) && !option.equals("foreach")) {
                     throw new IllegalArgumentException(r.op() + ": parameter group " + gi + " has no option '" + option
                             + "' (was the state dict saved from another optimizer?)");
                 }
             }
             Map<String, Object> options = groupOptions(sg);
+            if (defaults.containsKey("foreach")) options.putIfAbsent("foreach", defaults.get("foreach"));
             try {
-                validate(options);
+                validateOptions(options);
             } catch (IllegalArgumentException ex) {
                 throw new IllegalArgumentException(r.op() + ": parameter group " + gi + ": " + ex.getMessage(), ex);
             }
@@ -355,7 +375,8 @@ public abstract class Optimizer implements AutoCloseable {
 
     /**
      * A saved group's options, each of the kind of this optimizer's default for it (a number, a
-     * boolean, a list of numbers of the same length); options the optimizer does not know (a scheduler's
+     * boolean, a list of numbers of the same length, or null or a string where PyTorch's default is
+     * None: {@code foreach}, {@code line_search_fn}); options the optimizer does not know (a scheduler's
      * {@code initial_lr}, a user's {@code name}) may be numbers, booleans, strings, lists of numbers or null.
      */
     private Map<String, Object> groupOptions(StateReader sg) {
@@ -366,7 +387,9 @@ public abstract class Optimizer implements AutoCloseable {
             Object v = e.getValue();
             Object d = defaults.get(key);
             String path = sg.path(key);
-            if (d instanceof Boolean || (d == null && v instanceof Boolean)) {
+            if (nullableOptions.contains(key) && (v == null || v instanceof String)) {
+                out.put(key, v); // what the option accepts is the optimizer's validate()'s to say
+            } else if (d instanceof Boolean || (d == null && v instanceof Boolean)) {
                 if (!(v instanceof Boolean)) throw sg.error(path, "a boolean", v);
                 out.put(key, v);
             } else if (d instanceof List<?> l) {
@@ -384,19 +407,23 @@ public abstract class Optimizer implements AutoCloseable {
         return out;
     }
 
-    /** Checks one loaded state value of {@code param} before anything changes. */
-    private void checkStateValue(StateReader r, int id, String key, Object value, Tensor param) {
+    /**
+     * Checks one loaded state value of {@code param} before anything changes: by default a tensor of the
+     * parameter's shape, or {@code step} as a number or one-element tensor. Optimizers whose state has
+     * other shapes (LBFGS's flat history) override this.
+     */
+    protected void checkStateValue(StateReader r, int id, String key, Object value, Tensor param) {
         String path = "state[" + id + "]." + key;
         if (value instanceof Tensor t) {
             t.checkOpen(r.op());
-            if (key.equals("step")) {
+            if (isScalarState(key)) {
                 if (t.numel() != 1) throw r.error(path, "a number or a one-element tensor", value);
             } else if (!java.util.Arrays.equals(t.shape(), param.shape())) {
                 throw new IllegalArgumentException(r.op() + ": state '" + key + "' of parameter " + id
                         + " has shape " + Shapes.format(t.shape()) + " but the parameter has shape " + Shapes.format(param.shape()));
             }
         } else if (!acceptsStateValue(key, value)) {
-            throw r.error(path, key.equals("step") ? "a number or a one-element tensor" : "a tensor", value);
+            throw r.error(path, isScalarState(key) ? "a number or a one-element tensor" : "a tensor", value);
         }
     }
 
@@ -406,19 +433,35 @@ public abstract class Optimizer implements AutoCloseable {
      * other kinds of state override this.
      */
     protected boolean acceptsStateValue(String key, Object value) {
-        return key.equals("step") ? value instanceof Number : value == null;
+        return isScalarState(key) ? value instanceof Number : value == null;
     }
 
-    private static Object castToParam(Tensor p, String key, Object value) {
+    /**
+     * Whether state entry {@code key} is a scalar counter rather than a tensor of the parameter's shape: a
+     * number or a one-element tensor that keeps its saved dtype and device when loaded. {@code step}, as
+     * PyTorch 1.13; NAdam adds {@code mu_product}.
+     */
+    protected boolean isScalarState(String key) {
+        return key.equals("step");
+    }
+
+    /** A deep copy of a loaded state value whose tensors (in lists too, as PyTorch's {@code cast}) take {@code p}'s dtype and device. */
+    private Object castToParam(Tensor p, String key, Object value) {
         if (value instanceof Tensor t) {
-            if (!key.equals("step") && p.dtype().isFloatingPoint() && t.dtype() != p.dtype()) {
+            boolean keep = isScalarState(key);
+            if (!keep && p.dtype().isFloatingPoint() && t.dtype() != p.dtype()) {
                 try (Tensor moved = t.to(p.device())) {
                     return own(moved.to(p.dtype()).contiguous());
                 }
             }
-            try (Tensor moved = t.to(key.equals("step") ? t.device() : p.device())) {
+            try (Tensor moved = t.to(keep ? t.device() : p.device())) {
                 return own(moved.clone());
             }
+        }
+        if (value instanceof List<?> l) {
+            List<Object> copy = new ArrayList<>(l.size());
+            for (Object x : l) copy.add(castToParam(p, key, x));
+            return copy;
         }
         return deepCopy(value);
     }

@@ -12,8 +12,10 @@ import java.util.Map;
  * options set explicitly override (see {@link ParamGroup#of(List, OptimizerOptions)}); the optimizer's
  * defaults are the explicit values on top of the built-in defaults. Values are stored under
  * PyTorch's option names ({@code "lr"}, {@code "weight_decay"}, {@code "betas"}...) as {@code Double},
- * {@code Boolean} or {@code List<Double>}, which is how they appear in {@link ParamGroup#options()}
- * and in state dicts. Values are validated when the optimizer is built, with PyTorch's messages.
+ * {@code Boolean}, {@code List<Double>}, {@code String} or null (where PyTorch's keyword takes
+ * {@code None}: {@code foreach}, LBFGS's {@code line_search_fn}), which is how they appear in
+ * {@link ParamGroup#options()} and in state dicts. Integer options ({@code max_iter}) are stored as
+ * {@code Double} too. Values are validated when the optimizer is built, with PyTorch's messages.
  *
  * @param <O> the concrete options type, returned by the setters for chaining
  */
@@ -62,6 +64,15 @@ public abstract class OptimizerOptions<O extends OptimizerOptions<O>> {
         return set("maximize", maximize);
     }
 
+    /**
+     * PyTorch's implementation choice: null (the default) or true lets jtorch take its fused multi-tensor
+     * kernels where it has them; false forces the per-tensor loop of composed tensor ops. Results agree
+     * to rounding either way.
+     */
+    public O foreach(Boolean foreach) {
+        return set("foreach", foreach);
+    }
+
     /** The options set explicitly, by PyTorch name. */
     public Map<String, Object> explicitValues() {
         return Collections.unmodifiableMap(explicit);
@@ -78,7 +89,7 @@ public abstract class OptimizerOptions<O extends OptimizerOptions<O>> {
         if (value instanceof Number n) return n.doubleValue();
         if (value instanceof double[] d) return List.of(d[0], d[1]);
         if (value instanceof List<?> l) return l.stream().map(x -> ((Number) x).doubleValue()).toList();
-        if (value instanceof Boolean || value == REQUIRED) return value;
+        if (value == null || value instanceof Boolean || value instanceof String || value == REQUIRED) return value;
         throw new IllegalArgumentException("option '" + name + "': unsupported value " + value);
     }
 }

@@ -20,7 +20,7 @@ import org.jtorch.ops.Arguments;
  * {@code grad_avg} (centered).
  */
 public final class RMSprop extends Optimizer {
-    /** Options: {@code lr} (1e-2), {@code alpha} (0.99), {@code eps} (1e-8), {@code weight_decay}, {@code momentum}, {@code centered}, {@code maximize}. */
+    /** Options: {@code lr} (1e-2), {@code alpha} (0.99), {@code eps} (1e-8), {@code weight_decay}, {@code momentum}, {@code centered}, {@code maximize}, {@code foreach} (null). */
     public static final class Options extends OptimizerOptions<Options> {
         @Override
         protected Map<String, Object> builtinDefaults() {
@@ -32,6 +32,7 @@ public final class RMSprop extends Optimizer {
             d.put("centered", false);
             d.put("weight_decay", 0.0);
             d.put("maximize", false);
+            d.put("foreach", null);
             return d;
         }
 

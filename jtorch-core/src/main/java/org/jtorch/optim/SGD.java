@@ -21,7 +21,7 @@ import org.jtorch.ops.Arguments;
  * The learning rate has no default. State per parameter: {@code momentum_buffer} (null without momentum).
  */
 public final class SGD extends Optimizer {
-    /** SGD's options: {@code lr} (required), {@code momentum}, {@code dampening}, {@code weight_decay}, {@code nesterov}, {@code maximize}. */
+    /** SGD's options: {@code lr} (required), {@code momentum}, {@code dampening}, {@code weight_decay}, {@code nesterov}, {@code maximize}, {@code foreach} (null). */
     public static final class Options extends OptimizerOptions<Options> {
         @Override
         protected Map<String, Object> builtinDefaults() {
@@ -32,6 +32,7 @@ public final class SGD extends Optimizer {
             d.put("weight_decay", 0.0);
             d.put("nesterov", false);
             d.put("maximize", false);
+            d.put("foreach", null);
             return d;
         }
 

@@ -166,6 +166,32 @@ class AutogradEngineTest {
     }
 
     @Test
+    void queuedCallbacksRunOnceAfterTheWholeGraphInQueueOrder() {
+        try (Tensor x = input(2); Tensor w = input(2); Tensor a = x.mul(w); Tensor y = a.mul(3.0)) {
+            List<String> events = new ArrayList<>();
+            x.registerPostAccumulateGradHook(t -> {
+                events.add("x");
+                Autograd.queueCallback(() -> {
+                    events.add("first, grads " + (x.grad() != null) + " " + (w.grad() != null));
+                    Autograd.queueCallback(() -> events.add("queued by a callback"));
+                });
+                Autograd.queueCallback(() -> events.add("second"));
+            });
+            w.registerPostAccumulateGradHook(t -> events.add("w"));
+            backwardWithOnes(y);
+            assertEquals(5, events.size(), events.toString());
+            assertEquals(java.util.Set.of("x", "w"), java.util.Set.copyOf(events.subList(0, 2))); // both leaves first, any order
+            assertEquals(List.of("first, grads true true", "second", "queued by a callback"), events.subList(2, 5));
+        }
+    }
+
+    @Test
+    void queueCallbackOutsideBackwardIsAnError() {
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> Autograd.queueCallback(() -> { }));
+        assertTrue(e.getMessage().contains("queueCallback: no backward pass is running on this thread"), e.getMessage());
+    }
+
+    @Test
     void retainGradKeepsANonLeafGradient() {
         try (Tensor x = input(2); Tensor h = x.mul(2.0)) {
             h.retainGrad();

@@ -11,16 +11,21 @@ import org.jtorch.optim.Adadelta;
 import org.jtorch.optim.Adagrad;
 import org.jtorch.optim.Adam;
 import org.jtorch.optim.AdamW;
+import org.jtorch.optim.Adamax;
+import org.jtorch.optim.NAdam;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.OptimizerOptions;
+import org.jtorch.optim.RAdam;
 import org.jtorch.optim.RMSprop;
 import org.jtorch.optim.SGD;
+import org.jtorch.optim.SparseAdam;
 
 /**
  * Optimizer calls: an optimizer built over random parameters with random option values (negative, NaN, betas
  * outside [0, 1)), gradients assigned (sometimes of the wrong shape or dtype), one {@code step()}. PyTorch 1.13's
  * verdicts: {@code torch.optim}'s constructors reject an empty parameter list, a non-leaf parameter and the option
- * values their {@code "Invalid ..."} checks name ({@code not 0.0 <= lr}, so NaN too); assigning a gradient of another
+ * values their {@code "Invalid ..."} checks name ({@code not 0.0 <= lr}, so NaN too; SparseAdam's {@code not 0.0 < lr}
+ * and {@code not 0.0 < eps}); assigning a gradient of another
  * shape or dtype raises.
  */
 final class Optimizers {
@@ -30,11 +35,13 @@ final class Optimizers {
 
     static ApiFuzzer.Call call(ArgumentGenerator g) {
         Random r = g.random();
-        int kind = r.nextInt(6);
-        String name = new String[] {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta"}[kind];
+        int kind = r.nextInt(10);
+        String name = new String[] {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "NAdam", "RAdam", "Adamax", "SparseAdam"}[kind];
         List<String> optionNames = switch (kind) {
             case 0 -> List.of("lr", "momentum", "weight_decay");
-            case 1, 2 -> List.of("lr", "eps", "weight_decay", "betas");
+            case 1, 2, 7, 8 -> List.of("lr", "eps", "weight_decay", "betas");
+            case 6 -> List.of("lr", "eps", "weight_decay", "betas", "momentum_decay");
+            case 9 -> List.of("lr", "eps", "betas");
             case 3 -> List.of("lr", "eps", "weight_decay", "momentum", "alpha");
             case 4 -> List.of("lr", "eps", "weight_decay", "lr_decay", "initial_accumulator_value");
             default -> List.of("lr", "eps", "weight_decay", "rho");
@@ -45,7 +52,11 @@ final class Optimizers {
             case 2 -> AdamW.options();
             case 3 -> RMSprop.options();
             case 4 -> Adagrad.options();
-            default -> Adadelta.options();
+            case 5 -> Adadelta.options();
+            case 6 -> NAdam.options();
+            case 7 -> RAdam.options();
+            case 8 -> Adamax.options();
+            default -> SparseAdam.options();
         };
         String expected = null;
         StringBuilder d = new StringBuilder(name).append(".options()");
@@ -54,7 +65,7 @@ final class Optimizers {
             Object value = option.equals("betas") ? List.of(pickValue(r), pickValue(r)) : pickValue(r);
             options.set(option, value);
             d.append('.').append(option).append('(').append(value).append(')');
-            if (expected == null) expected = invalidOption(option, value, kind == 0);
+            if (expected == null) expected = invalidOption(option, value, kind == 0, kind == 9);
         }
         List<Tensor> params = new ArrayList<>();
         int count = r.nextInt(8) == 0 ? 0 : 1 + r.nextInt(2);
@@ -86,7 +97,11 @@ final class Optimizers {
                 case 2 -> new AdamW(params, (AdamW.Options) options);
                 case 3 -> new RMSprop(params, (RMSprop.Options) options);
                 case 4 -> new Adagrad(params, (Adagrad.Options) options);
-                default -> new Adadelta(params, (Adadelta.Options) options);
+                case 5 -> new Adadelta(params, (Adadelta.Options) options);
+                case 6 -> new NAdam(params, (NAdam.Options) options);
+                case 7 -> new RAdam(params, (RAdam.Options) options);
+                case 8 -> new Adamax(params, (Adamax.Options) options);
+                default -> new SparseAdam(params, (SparseAdam.Options) options);
             }) {
                 for (int i = 0; i < params.size(); i++) params.get(i).setGrad(grads.get(i));
                 opt.step();
@@ -100,8 +115,11 @@ final class Optimizers {
         return VALUES[r.nextInt(VALUES.length)];
     }
 
-    /** PyTorch's "Invalid ..." checks: {@code not 0.0 <= v}, so NaN fails, except SGD's {@code v < 0.0}, which NaN passes. */
-    private static String invalidOption(String option, Object value, boolean sgd) {
+    /**
+     * PyTorch's "Invalid ..." checks: {@code not 0.0 <= v}, so NaN fails, except SGD's {@code v < 0.0}, which NaN passes,
+     * and SparseAdam's {@code not 0.0 < v} for lr and eps.
+     */
+    private static String invalidOption(String option, Object value, boolean sgd, boolean strictlyPositive) {
         if (value instanceof List<?> betas) {
             for (Object b : betas) {
                 double v = (Double) b;
@@ -110,6 +128,7 @@ final class Optimizers {
             return null;
         }
         double v = (Double) value;
+        if (strictlyPositive && !(v > 0)) return "invalid " + option + " " + v;
         if (option.equals("rho") && !(v >= 0 && v <= 1)) return "invalid rho " + v;
         return v >= 0 || sgd && Double.isNaN(v) ? null : "invalid " + option + " " + v;
     }

@@ -182,4 +182,72 @@ class MemoryScopeTest {
         }
         assertEquals(before, alloc.stats().leakedStorages());
     }
+
+    @Test
+    void aScopeClosedTensorSaysSoAndHowToKeepIt() {
+        Tensor h;
+        try (MemoryScope scope = new MemoryScope()) {
+            h = Torch.ones(35, 35).mul(2.0);
+        }
+        IllegalStateException e = assertThrows(IllegalStateException.class, h::alias);
+        assertTrue(e.getMessage().startsWith("alias: tensor of shape [35, 35] and dtype torch.float32 was used after close() by the"
+                + " MemoryScope that created it"), e.getMessage());
+        assertTrue(e.getMessage().contains("scope.keep(t)") && e.getMessage().contains("JTORCH_DEBUG_CLOSE=1"), e.getMessage());
+    }
+
+    @Test
+    void closeTrackingNamesWhereTheScopeOpenedAndClosed() {
+        boolean before = MemoryScope.isCloseTracking();
+        MemoryScope.setCloseTracking(true);
+        try {
+            Tensor h;
+            try (MemoryScope scope = new MemoryScope()) {
+                h = Torch.ones(3).mul(2.0);
+            }
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> h.add(1.0));
+            String m = e.getMessage();
+            assertTrue(m.contains("(opened at org.jtorch.memory.MemoryScopeTest.closeTrackingNamesWhereTheScopeOpenedAndClosed(MemoryScopeTest.java:"), m);
+            assertTrue(m.contains("closed at org.jtorch.memory.MemoryScopeTest.closeTrackingNamesWhereTheScopeOpenedAndClosed(MemoryScopeTest.java:"), m);
+            assertFalse(m.contains("JTORCH_DEBUG_CLOSE"), m);
+            Tensor t = Torch.ones(2);
+            t.close();
+            IllegalStateException explicit = assertThrows(IllegalStateException.class, t::sum);
+            assertTrue(explicit.getMessage().contains("was used after close(), closed at org.jtorch.memory.MemoryScopeTest."), explicit.getMessage());
+        } finally {
+            MemoryScope.setCloseTracking(before);
+        }
+    }
+
+    @Test
+    void aHiddenStateCarriedAcrossStepsSurvivesWithKeepOrUntrack() {
+        Tensor kept = Torch.zeros(4);
+        Tensor untracked = Torch.zeros(4);
+        for (int step = 0; step < 3; step++) {
+            try (MemoryScope outer = new MemoryScope(); MemoryScope inner = new MemoryScope()) {
+                Tensor nextKept = kept.add(1.0);
+                Tensor nextUntracked = untracked.add(1.0);
+                kept.close();
+                untracked.close();
+                // keep moves the tensor to the enclosing scope only; untrack takes it out of every scope.
+                kept = outer.keep(inner.keep(nextKept));
+                untracked = nextUntracked.untrack();
+            }
+        }
+        assertEquals(12.0, kept.sum().item());
+        assertEquals(12.0, untracked.sum().item());
+    }
+
+    @Test
+    void aModuleBuiltOrFilledInsideAScopeOwnsItsParametersAndBuffers() {
+        org.jtorch.nn.Linear model;
+        try (MemoryScope scope = new MemoryScope()) {
+            model = new org.jtorch.nn.Linear(3, 2);
+            model.registerBuffer("mask", Torch.ones(2).gt(0.0));
+        }
+        assertFalse(model.weight().isClosed());
+        assertFalse(model.buffers().get(0).isClosed());
+        try (MemoryScope scope = new MemoryScope()) {
+            assertEquals(2, model.forward(Torch.ones(1, 3)).size(1));
+        }
+    }
 }

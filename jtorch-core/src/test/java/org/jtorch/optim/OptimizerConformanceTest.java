@@ -17,7 +17,7 @@ import org.junit.jupiter.api.TestFactory;
 
 /**
  * Optimizer trajectories against PyTorch 1.13 ({@code tools/fixtures/gen_optim.py}): from fixed
- * parameters, five steps with given gradients (one parameter without a gradient at steps 0 and 2),
+ * parameters, five steps (RAdam: eight) with given gradients (one parameter without a gradient at steps 0 and 2),
  * every parameter checked after every step to 1e-6 relative (float32) or 1e-12 (float64). Each
  * case runs four ways: the default path (fused kernels for contiguous float32), the composed
  * tensor-op path, non-contiguous parameters, and resumed from a state dict saved after step 3 and
@@ -29,7 +29,7 @@ class OptimizerConformanceTest {
 
     @TestFactory
     Stream<DynamicTest> trajectoriesMatchPyTorch() {
-        List<Case> cases = Fixtures.load("optim").stream().filter(c -> !c.op().equals("lr_scheduler")).toList();
+        List<Case> cases = Fixtures.load("optim").stream().filter(c -> !c.op().equals("lr_scheduler") && !c.op().equals("LBFGS")).toList();
         return cases.stream().flatMap(c -> Stream.of(Mode.values()).map(m -> DynamicTest.dynamicTest(
                 c.op() + "/" + c.name() + (m == Mode.DEFAULT ? "" : "[" + m.name().toLowerCase() + "]"), () -> run(c, m))));
     }
@@ -120,6 +120,10 @@ class OptimizerConformanceTest {
             case "Adadelta" -> new Adadelta(groups, (Adadelta.Options) d);
             case "RMSprop" -> new RMSprop(groups, (RMSprop.Options) d);
             case "Adagrad" -> new Adagrad(groups, (Adagrad.Options) d);
+            case "NAdam" -> new NAdam(groups, (NAdam.Options) d);
+            case "RAdam" -> new RAdam(groups, (RAdam.Options) d);
+            case "Adamax" -> new Adamax(groups, (Adamax.Options) d);
+            case "SparseAdam" -> new SparseAdam(groups, (SparseAdam.Options) d);
             default -> throw new IllegalArgumentException("unknown optimizer " + c.op());
         };
     }
@@ -132,6 +136,10 @@ class OptimizerConformanceTest {
             case "Adadelta" -> Adadelta.options();
             case "RMSprop" -> RMSprop.options();
             case "Adagrad" -> Adagrad.options();
+            case "NAdam" -> NAdam.options();
+            case "RAdam" -> RAdam.options();
+            case "Adamax" -> Adamax.options();
+            case "SparseAdam" -> SparseAdam.options();
             default -> throw new IllegalArgumentException("unknown optimizer " + op);
         };
     }

@@ -289,6 +289,108 @@ class OptimizerTest {
         }
     }
 
+    @Test
+    void theAdamVariantsRejectInvalidOptionsWithPyTorchsMessages() {
+        Tensor p = param(1f);
+        assertMessage("NAdam: Invalid momentum_decay value: -1.0", () -> new NAdam(List.of(p), NAdam.options().momentumDecay(-1)));
+        assertMessage("RAdam: Invalid beta parameter at index 0: 1.0", () -> new RAdam(List.of(p), RAdam.options().betas(1.0, 0.9)));
+        assertMessage("Adamax: Invalid epsilon value: -1.0", () -> new Adamax(List.of(p), Adamax.options().eps(-1)));
+        // SparseAdam, unlike Adam, wants a strictly positive lr and eps.
+        assertMessage("SparseAdam: Invalid learning rate: 0.0", () -> new SparseAdam(List.of(p), SparseAdam.options().lr(0)));
+        assertMessage("SparseAdam: Invalid epsilon value: 0.0", () -> new SparseAdam(List.of(p), SparseAdam.options().eps(0)));
+        assertMessage("unknown option 'maximize'", () -> NAdam.options().maximize(true));
+        assertMessage("unknown option 'weight_decay'", () -> SparseAdam.options().weightDecay(0.1));
+        p.close();
+    }
+
+    @Test
+    void sparseAdamLeavesRowsWithoutGradientAsTheyAre() {
+        Tensor p = Torch.tensor(new float[] {1f, 2f, 3f, 4f, 5f, 6f}).reshape(3, 2).requiresGrad_(true);
+        try (SparseAdam opt = new SparseAdam(List.of(p), SparseAdam.options().lr(0.1))) {
+            p.setGrad(Torch.tensor(new float[] {0f, 0f, 1f, 0f, 0f, 0f}).reshape(3, 2));
+            opt.step();
+            float[] v = p.toFloatArray();
+            assertArrayEquals(new float[] {1f, 2f, 5f, 6f}, new float[] {v[0], v[1], v[4], v[5]});
+            // The touched row moves by lr where its gradient is nonzero (Adam's first step) and not at its zero entry.
+            assertArrayEquals(new float[] {2.9f, 4f}, new float[] {v[2], v[3]}, 1e-6f);
+            float[] m = ((Tensor) opt.state(p).get("exp_avg")).toFloatArray();
+            assertArrayEquals(new float[] {0f, 0f, 0.1f, 0f, 0f, 0f}, m, 1e-7f);
+            opt.zeroGrad();
+        }
+        p.close();
+    }
+
+    @Test
+    void optionsHoldNullWherePyTorchsTakeNone() {
+        Tensor p = param(1f, 2f);
+        try (Adam opt = new Adam(List.of(p), Adam.options());
+             Adam off = new Adam(List.of(ParamGroup.of(List.of(param(3f)), Adam.options().foreach(false))), Adam.options().foreach(true))) {
+            assertTrue(opt.defaults().containsKey("foreach"));
+            assertNull(opt.paramGroups().get(0).get("foreach"));
+            assertEquals(false, off.paramGroups().get(0).get("foreach"));
+            assertEquals(true, off.defaults().get("foreach"));
+            assertMessage("Adam: foreach must be null, true or false, not the string \"yes\"",
+                    () -> new Adam(List.of(p), Adam.options().set("foreach", "yes")));
+            p.setGrad(Torch.tensor(1f, 1f));
+            opt.step();
+            Map<String, Object> sd = opt.stateDict();
+            @SuppressWarnings("unchecked")
+            Map<String, Object> group = ((List<Map<String, Object>>) sd.get("param_groups")).get(0);
+            assertTrue(group.containsKey("foreach") && group.get("foreach") == null);
+            // A state dict saved before foreach existed loads, taking the default, as PyTorch's __setstate__ does.
+            group.remove("foreach");
+            opt.loadStateDict(sd);
+            assertTrue(opt.paramGroups().get(0).has("foreach"));
+            assertNull(opt.paramGroups().get(0).get("foreach"));
+            group.put("foreach", "yes");
+            assertMessage("parameter group 0: Adam: foreach must be null, true or false", () -> opt.loadStateDict(sd));
+            Optimizer.closeStateDict(sd);
+            opt.zeroGrad();
+            off.paramGroups().get(0).params().get(0).close();
+        }
+        p.close();
+    }
+
+    /** An optimizer that records, per step, whether its group may take the fused kernels. */
+    private static final class FusedProbe extends Optimizer {
+        static final class Options extends OptimizerOptions<Options> {
+            @Override
+            protected Map<String, Object> builtinDefaults() {
+                Map<String, Object> d = new java.util.LinkedHashMap<>();
+                d.put("lr", 0.1);
+                d.put("foreach", null);
+                return d;
+            }
+        }
+
+        final List<Boolean> fusable = new ArrayList<>();
+
+        FusedProbe(List<ParamGroup> groups) {
+            super("FusedProbe", groups, new Options());
+        }
+
+        @Override
+        protected void validate(Map<String, Object> options) {}
+
+        @Override
+        protected void updateGroup(ParamGroup group) {
+            fusable.add(fusable(group.params().get(0)));
+        }
+    }
+
+    @Test
+    void foreachFalseKeepsAGroupOffTheFusedKernels() {
+        Tensor a = param(1f);
+        Tensor b = param(2f);
+        Tensor c = param(3f);
+        try (FusedProbe probe = new FusedProbe(List.of(ParamGroup.of(List.of(a)), ParamGroup.of(List.of(b), new FusedProbe.Options().foreach(false)),
+                ParamGroup.of(List.of(c), new FusedProbe.Options().foreach(true))))) {
+            probe.step();
+            assertEquals(List.of(true, false, true), probe.fusable);
+        }
+        for (Tensor t : List.of(a, b, c)) t.close();
+    }
+
     private static void assertMessage(String fragment, org.junit.jupiter.api.function.Executable body) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, body);
         assertTrue(e.getMessage().contains(fragment), "message '" + e.getMessage() + "' should contain '" + fragment + "'");

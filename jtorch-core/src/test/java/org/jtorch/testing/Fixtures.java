@@ -78,6 +78,15 @@ public final class Fixtures {
             return toLongs(e.getAsJsonArray());
         }
 
+        /** A list of dims ({@link #longsArg} as ints), or null. */
+        public int[] intsArg(String key) {
+            long[] l = longsArg(key);
+            if (l == null) return null;
+            int[] r = new int[l.length];
+            for (int i = 0; i < l.length; i++) r[i] = Math.toIntExact(l[i]);
+            return r;
+        }
+
         @Override
         public String toString() {
             return family + "/" + op + "/" + name;

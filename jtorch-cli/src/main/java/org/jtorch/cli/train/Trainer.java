@@ -19,6 +19,11 @@ import org.jtorch.backend.Backends;
 import org.jtorch.cli.report.ProgressBar;
 import org.jtorch.data.DataLoader;
 import org.jtorch.data.Sample;
+import org.jtorch.distributed.Distributed;
+import org.jtorch.distributed.DistributedDataParallel;
+import org.jtorch.distributed.DistributedSampler;
+import org.jtorch.distributed.LaunchEnvironment;
+import org.jtorch.distributed.ProcessGroup;
 import org.jtorch.io.Checkpoint;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
@@ -28,6 +33,10 @@ import org.jtorch.nn.Module;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
 import org.jtorch.optim.Adadelta;
+import org.jtorch.optim.Adamax;
+import org.jtorch.optim.LBFGS;
+import org.jtorch.optim.NAdam;
+import org.jtorch.optim.RAdam;
 import org.jtorch.optim.Adagrad;
 import org.jtorch.optim.Adam;
 import org.jtorch.optim.AdamW;
@@ -48,7 +57,7 @@ import org.jtorch.vision.models.Models;
  */
 public final class Trainer {
     public static final List<String> MODELS = List.of("mlp", "lenet", "resnet20", "resnet32", "resnet56", "resnet18", "resnet34", "resnet50");
-    public static final List<String> OPTIMIZERS = List.of("sgd", "adam", "adamw", "adadelta", "rmsprop", "adagrad");
+    public static final List<String> OPTIMIZERS = List.of("sgd", "adam", "adamw", "nadam", "radam", "adamax", "adadelta", "rmsprop", "adagrad", "lbfgs");
     public static final List<String> SCHEDULERS = List.of("none", "step", "multistep", "cosine", "onecycle");
     public static final List<String> PRECISIONS = List.of("off", "fp16", "bf16");
 
@@ -99,15 +108,28 @@ public final class Trainer {
         Device device = config.device();
         model = createModel(config.model(), data);
         model.to(device); // before the optimizer: to() replaces the parameter tensors
-        Optimizer optimizer = createOptimizer(model);
+        // Started by jtorch launch or mpirun: data-parallel, each rank on its shard with its own --batch-size (as torchrun).
+        ProcessGroup group = startProcessGroup(device);
+        Module trained = group == null ? model : new DistributedDataParallel(model, group);
+        Optimizer optimizer = createOptimizer(trained);
         if (config.amp().equals("fp16") && device.isCpu()) {
             throw new IllegalArgumentException("--amp fp16 needs a CUDA device (CPU autocast computes in bf16: use --amp bf16)");
         }
         scaler = config.amp().equals("fp16") ? new GradScaler() : null; // bf16 has f32's range: no loss scaling needed
+        if (scaler != null && optimizer instanceof LBFGS) {
+            throw new IllegalArgumentException("--optimizer lbfgs cannot use --amp fp16: loss scaling takes no closure, as in PyTorch");
+        }
         // On a GPU the loader hands out batches already there: copied from pinned memory on a side stream with
         // --pin-memory, overlapping the previous step's kernels.
-        var trainBuilder = DataLoader.builder(data.train()).batchSize(config.batchSize()).shuffle(true)
-                .generator(shuffle).numWorkers(config.workers()).pinMemory(config.pinMemory());
+        DistributedSampler shard = group == null ? null
+                : new DistributedSampler(data.train().size(), group.size(), group.rank(), true, config.seed(), false);
+        var trainBuilder = DataLoader.builder(data.train()).batchSize(config.batchSize()).numWorkers(config.workers())
+                .pinMemory(config.pinMemory());
+        if (shard == null) {
+            trainBuilder.shuffle(true).generator(shuffle);
+        } else {
+            trainBuilder.sampler(shard);
+        }
         var testBuilder = DataLoader.builder(data.test()).batchSize(Math.max(config.batchSize(), 256))
                 .numWorkers(config.workers()).pinMemory(config.pinMemory());
         if (device.isCuda()) {
@@ -130,30 +152,43 @@ public final class Trainer {
             out.println("resumed from " + config.resume() + " after epoch " + startEpoch);
         }
 
-        out.printf(Locale.ROOT, "training %s on %s (%d train / %d test images) on %s: %d epochs, batch %d, %s lr %s%s%n",
-                config.model(), data.description(), data.train().size(), data.test().size(), device, config.epochs(),
-                config.batchSize(), config.optimizer(), formatLr(peakLr), scheduler == null ? "" : ", " + config.scheduler() + " schedule");
+        out.printf(Locale.ROOT, "training %s on %s (%d train / %d test images) on %s%s: %d epochs, batch %d%s, %s lr %s%s%n",
+                config.model(), data.description(), data.train().size(), data.test().size(), device,
+                group == null ? "" : ", data-parallel on " + group.size() + " ranks (" + group.backend() + ")", config.epochs(),
+                config.batchSize(), group == null ? "" : " per rank", config.optimizer(), formatLr(peakLr),
+                scheduler == null ? "" : ", " + config.scheduler() + " schedule");
         Backends.of(device).allocator(device).resetPeakStats();
         try (trainLoader; testLoader) {
             for (int epoch = startEpoch; epoch < config.epochs(); epoch++) {
                 double lr = optimizer.paramGroups().get(0).getDouble("lr");
                 long start = System.nanoTime();
-                double[] train = trainEpoch(epoch, trainLoader, optimizer, scheduler instanceof OneCycleLR ? scheduler : null, device);
+                if (shard != null) shard.setEpoch(epoch);
+                double[] train = trainEpoch(epoch, trained, trainLoader, optimizer, scheduler instanceof OneCycleLR ? scheduler : null, device);
                 double seconds = (System.nanoTime() - start) / 1e9;
                 if (scheduler != null && !(scheduler instanceof OneCycleLR)) scheduler.step();
                 double[] test = evaluate(testLoader, device);
                 history.add(new EpochResult(epoch + 1, train[0], train[1], test[0], test[1], seconds, train[2] / seconds, lr));
                 out.printf(Locale.ROOT, "epoch %d/%d: train loss %.4f, train accuracy %.2f%%, test loss %.4f, test accuracy %.2f%% (%.1f s, %.0f images/s)%n",
                         epoch + 1, config.epochs(), train[0], 100 * train[1], test[0], 100 * test[1], seconds, train[2] / seconds);
-                if (config.checkpoint() != null) checkpoint.save(config.checkpoint(), epoch + 1, (long) (epoch + 1) * trainLoader.size());
+                if (config.checkpoint() != null && (group == null || group.rank() == 0)) checkpoint.save(config.checkpoint(), epoch + 1, (long) (epoch + 1) * trainLoader.size());
             }
         }
         peakBytes = Torch.memoryStats(device).peakAllocatedBytes();
+        if (group != null) Distributed.destroyProcessGroup();
     }
 
-    /** Returns {mean loss, accuracy, images}. */
-    private double[] trainEpoch(int epoch, DataLoader<Sample> loader, Optimizer optimizer, LRScheduler perStep, Device device) {
-        model.train();
+    /** The mpi process group when this process is one of several workers, else null. */
+    private static ProcessGroup startProcessGroup(Device device) {
+        if (LaunchEnvironment.current().worldSize() == 1) return null;
+        if (!device.isCpu()) {
+            throw new IllegalArgumentException("data-parallel training on " + device + " needs the nccl backend, which is not built yet; use --device cpu");
+        }
+        return Distributed.initProcessGroup("mpi");
+    }
+
+    /** Returns {mean loss, accuracy, images}; {@code trained} is the model, or its data-parallel wrapper. */
+    private double[] trainEpoch(int epoch, Module trained, DataLoader<Sample> loader, Optimizer optimizer, LRScheduler perStep, Device device) {
+        trained.train();
         ProgressBar bar = new ProgressBar(out, String.format(Locale.ROOT, "epoch %d/%d", epoch + 1, config.epochs()), loader.size(), terminal);
         double lossSum = 0;
         long correct = 0;
@@ -163,28 +198,37 @@ public final class Trainer {
             try (MemoryScope scope = new MemoryScope()) {
                 Tensor x = batch.input().to(device);
                 Tensor y = batch.target().to(device);
-                Tensor logits;
-                Tensor loss;
-                try (Autocast ac = autocast(device)) {
-                    logits = model.forward(x);
-                    loss = F.crossEntropy(logits, y);
-                }
-                optimizer.zeroGrad();
-                if (scaler != null) {
-                    scaler.scale(loss).backward();
-                    scaler.step(optimizer);
-                    scaler.update();
+                double l;
+                if (optimizer instanceof LBFGS lbfgs) {
+                    // LBFGS re-evaluates the batch; the loss and accuracy reported are its first evaluation's.
+                    long[] firstCorrect = {-1};
+                    Tensor loss = lbfgs.step(() -> {
+                        optimizer.zeroGrad();
+                        Forward f = forward(trained, x, y, device);
+                        f.loss().backward();
+                        if (firstCorrect[0] < 0) firstCorrect[0] = correctCount(f.logits(), y);
+                        return f.loss();
+                    });
+                    l = loss.item();
+                    correct += firstCorrect[0];
                 } else {
-                    loss.backward();
-                    optimizer.step();
+                    Forward f = forward(trained, x, y, device);
+                    Tensor loss = f.loss();
+                    optimizer.zeroGrad();
+                    if (scaler != null) {
+                        scaler.scale(loss).backward();
+                        scaler.step(optimizer);
+                        scaler.update();
+                    } else {
+                        loss.backward();
+                        optimizer.step();
+                    }
+                    l = loss.item();
+                    correct += correctCount(f.logits(), y);
                 }
                 if (perStep != null) perStep.step();
                 long n = y.size(0);
-                double l = loss.item();
                 lossSum += l * n;
-                try (var g = Grad.noGrad()) {
-                    correct += (long) logits.argmax(1, false).eq(y).sum().item();
-                }
                 seen += n;
                 step++;
                 bar.update(step, String.format(Locale.ROOT, "loss %.4f", l));
@@ -192,6 +236,22 @@ public final class Trainer {
         }
         bar.finish();
         return new double[] {lossSum / Math.max(seen, 1), (double) correct / Math.max(seen, 1), seen};
+    }
+
+    private record Forward(Tensor logits, Tensor loss) {}
+
+    /** The logits of {@code trained} (the model, or its data-parallel wrapper) and the batch's cross-entropy loss, under autocast when it is on. */
+    private Forward forward(Module trained, Tensor x, Tensor y, Device device) {
+        try (Autocast ac = autocast(device)) {
+            Tensor logits = trained.forward(x);
+            return new Forward(logits, F.crossEntropy(logits, y));
+        }
+    }
+
+    private static long correctCount(Tensor logits, Tensor y) {
+        try (var g = Grad.noGrad(); Tensor predicted = logits.argmax(1, false); Tensor hits = predicted.eq(y); Tensor count = hits.sum()) {
+            return (long) count.item();
+        }
     }
 
     /** Returns {mean loss, accuracy}. */
@@ -245,8 +305,15 @@ public final class Trainer {
             case "sgd" -> new SGD(model.parameters(), SGD.options().lr(Double.isNaN(lr) ? (config.scheduler().equals("onecycle") ? 0.05 : 0.01) : lr).momentum(config.momentum()).weightDecay(wd));
             case "adam" -> new Adam(model.parameters(), Adam.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(wd));
             case "adamw" -> new AdamW(model.parameters(), AdamW.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(Double.isNaN(config.weightDecay()) ? 0.01 : wd));
+            case "nadam" -> new NAdam(model.parameters(), NAdam.options().lr(Double.isNaN(lr) ? 2e-3 : lr).weightDecay(wd));
+            case "radam" -> new RAdam(model.parameters(), RAdam.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(wd));
+            case "adamax" -> new Adamax(model.parameters(), Adamax.options().lr(Double.isNaN(lr) ? 2e-3 : lr).weightDecay(wd));
             case "adadelta" -> new Adadelta(model.parameters(), Adadelta.options().lr(Double.isNaN(lr) ? 1.0 : lr).weightDecay(wd));
             case "rmsprop" -> new RMSprop(model.parameters(), RMSprop.options().lr(Double.isNaN(lr) ? 1e-3 : lr).weightDecay(wd));
+            case "lbfgs" -> {
+                if (wd != 0) throw new IllegalArgumentException("--weight-decay does not apply to --optimizer lbfgs (PyTorch's LBFGS has none)");
+                yield new LBFGS(model.parameters(), LBFGS.options().lr(Double.isNaN(lr) ? 1 : lr).lineSearchFn("strong_wolfe"));
+            }
             case "adagrad" -> new Adagrad(model.parameters(), Adagrad.options().lr(Double.isNaN(lr) ? 1e-2 : lr).weightDecay(wd));
             default -> throw new IllegalArgumentException("unknown optimizer '" + config.optimizer() + "'");
         };

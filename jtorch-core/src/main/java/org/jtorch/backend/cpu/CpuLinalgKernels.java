@@ -1,6 +1,10 @@
 package org.jtorch.backend.cpu;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Grad;
@@ -57,6 +61,14 @@ final class CpuLinalgKernels implements LinalgKernels {
         MemorySegment aSeg = a.storage().segment();
         MemorySegment bSeg = b.storage().segment();
         MemorySegment oSeg = out.storage().segment();
+        if (m == 1 && n == 1 && as[2] == 1 && bs[1] == 1) {
+            // Dot products (torch.dot, a row times a column): the packed GEMM's set-up dwarfs them.
+            for (int t = 0; t < batch; t++) {
+                dot(out.dtype(), k, alpha, aSeg, a.storageOffset() + t * as[0], bSeg, b.storageOffset() + t * bs[0], beta, oSeg,
+                        out.storageOffset() + t * os[0]);
+            }
+            return;
+        }
         long ldc = m > 1 ? os[1] : n;
         if (out.dtype() == DType.FLOAT32) {
             Gemm.sgemmBatched(batch, m, n, k, (float) alpha,
@@ -69,6 +81,70 @@ final class CpuLinalgKernels implements LinalgKernels {
                         bSeg, b.storageOffset() + t * bs[0], bs[1], bs[2], beta, oSeg, out.storageOffset() + t * os[0], ldc);
             }
         }
+    }
+
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Double> DS = DoubleVector.SPECIES_PREFERRED;
+    private static final ByteOrder LE = ByteOrder.nativeOrder();
+    /** Elements per float32 partial dot product before it is added to a double total (as the f32 sums). */
+    private static final int DOT_BLOCK = 2048;
+
+    /** {@code out = alpha * sum_i a[i] b[i] + beta * out} over {@code k} contiguous elements of float32 or float64. */
+    private static void dot(DType t, int k, double alpha, MemorySegment a, long aOff, MemorySegment b, long bOff, double beta,
+                            MemorySegment o, long oOff) {
+        double d = t == DType.FLOAT32 ? dotF32(a, aOff * 4, b, bOff * 4, k) : dotF64(a, aOff * 8, b, bOff * 8, k);
+        if (t == DType.FLOAT32) {
+            float prev = beta == 0 ? 0 : o.get(ElementIO.F32, oOff * 4);
+            o.set(ElementIO.F32, oOff * 4, (float) (alpha * d + (beta == 0 ? 0 : beta * prev)));
+        } else {
+            double prev = beta == 0 ? 0 : o.get(ElementIO.F64, oOff * 8);
+            o.set(ElementIO.F64, oOff * 8, alpha * d + (beta == 0 ? 0 : beta * prev));
+        }
+    }
+
+    /** Four vector accumulators of fused multiply-adds per block of {@value #DOT_BLOCK}, the blocks added in double. */
+    private static double dotF32(MemorySegment a, long ao, MemorySegment b, long bo, int n) {
+        int fl = FS.length();
+        double total = 0;
+        int i = 0;
+        while (i < n) {
+            int blockEnd = Math.min(n, i + DOT_BLOCK);
+            FloatVector s0 = FloatVector.zero(FS);
+            FloatVector s1 = FloatVector.zero(FS);
+            FloatVector s2 = FloatVector.zero(FS);
+            FloatVector s3 = FloatVector.zero(FS);
+            for (int upper = blockEnd - 4 * fl; i <= upper; i += 4 * fl) {
+                long x = ao + 4L * i;
+                long y = bo + 4L * i;
+                s0 = FloatVector.fromMemorySegment(FS, a, x, LE).fma(FloatVector.fromMemorySegment(FS, b, y, LE), s0);
+                s1 = FloatVector.fromMemorySegment(FS, a, x + 4L * fl, LE).fma(FloatVector.fromMemorySegment(FS, b, y + 4L * fl, LE), s1);
+                s2 = FloatVector.fromMemorySegment(FS, a, x + 8L * fl, LE).fma(FloatVector.fromMemorySegment(FS, b, y + 8L * fl, LE), s2);
+                s3 = FloatVector.fromMemorySegment(FS, a, x + 12L * fl, LE).fma(FloatVector.fromMemorySegment(FS, b, y + 12L * fl, LE), s3);
+            }
+            double block = VectorF32.sumLanes(s0.add(s1).add(s2.add(s3)));
+            for (; i < blockEnd; i++) block += (double) a.get(ElementIO.F32, ao + 4L * i) * b.get(ElementIO.F32, bo + 4L * i);
+            total += block;
+        }
+        return total;
+    }
+
+    private static double dotF64(MemorySegment a, long ao, MemorySegment b, long bo, int n) {
+        int dl = DS.length();
+        DoubleVector s0 = DoubleVector.zero(DS);
+        DoubleVector s1 = DoubleVector.zero(DS);
+        int i = 0;
+        for (int upper = n - 2 * dl; i <= upper; i += 2 * dl) {
+            long x = ao + 8L * i;
+            long y = bo + 8L * i;
+            s0 = DoubleVector.fromMemorySegment(DS, a, x, LE).fma(DoubleVector.fromMemorySegment(DS, b, y, LE), s0);
+            s1 = DoubleVector.fromMemorySegment(DS, a, x + 8L * dl, LE).fma(DoubleVector.fromMemorySegment(DS, b, y + 8L * dl, LE), s1);
+        }
+        // A fixed lane order (lane by lane), so that results do not change as the code gets compiled.
+        DoubleVector s = s0.add(s1);
+        double total = 0;
+        for (int l = 0; l < dl; l++) total += s.lane(l);
+        for (; i < n; i++) total += a.get(ElementIO.F64, ao + 8L * i) * b.get(ElementIO.F64, bo + 8L * i);
+        return total;
     }
 
     /** The packed GEMM counts in ints: a larger size is an error naming it, not Math.toIntExact's "integer overflow". */

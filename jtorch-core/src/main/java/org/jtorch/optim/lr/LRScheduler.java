@@ -79,7 +79,8 @@ public abstract class LRScheduler {
         apply(closed != null ? closed : computeLr());
     }
 
-    private void apply(double[] lrs) {
+    /** Sets the groups' learning rates and records them as the last ones. */
+    protected void apply(double[] lrs) {
         List<ParamGroup> groups = optimizer.paramGroups();
         for (int i = 0; i < groups.size(); i++) groups.get(i).setLr(lrs[i]);
         lastLr = currentLrs();
@@ -110,6 +111,19 @@ public abstract class LRScheduler {
         double[] r = new double[groups.size()];
         for (int i = 0; i < r.length; i++) r[i] = groups.get(i).lr() * factor;
         return r;
+    }
+
+    /** One value per group: {@code values} itself, or its single value repeated (PyTorch's {@code _format_param}). */
+    static double[] perGroup(String scheduler, String name, double[] values, int groups) {
+        if (values.length == 1) {
+            double[] r = new double[groups];
+            java.util.Arrays.fill(r, values[0]);
+            return r;
+        }
+        if (values.length != groups) {
+            throw new IllegalArgumentException(scheduler + ": expected " + groups + " values for " + name + ", got " + values.length);
+        }
+        return values.clone();
     }
 
     /** Each base learning rate multiplied by {@code factor}. */

@@ -81,8 +81,8 @@ public final class OneCycleLR extends LRScheduler {
         this.useBeta1 = optimizer.defaults().containsKey("betas");
         if (cycleMomentum && o.lastEpoch == -1) {
             List<ParamGroup> groups = optimizer.paramGroups();
-            double[] maxM = perGroup("max_momentum", o.maxMomentum, groups.size());
-            double[] baseM = perGroup("base_momentum", o.baseMomentum, groups.size());
+            double[] maxM = perGroup("OneCycleLR", "max_momentum", o.maxMomentum, groups.size());
+            double[] baseM = perGroup("OneCycleLR", "base_momentum", o.baseMomentum, groups.size());
             for (int i = 0; i < groups.size(); i++) {
                 ParamGroup g = groups.get(i);
                 setMomentum(g, maxM[i]);
@@ -117,7 +117,7 @@ public final class OneCycleLR extends LRScheduler {
             throw new IllegalArgumentException("OneCycleLR: optimizer must support momentum with `cycle_momentum` option enabled");
         }
         List<ParamGroup> groups = optimizer.paramGroups();
-        double[] maxLrs = perGroup("max_lr", o.maxLr, groups.size());
+        double[] maxLrs = perGroup("OneCycleLR", "max_lr", o.maxLr, groups.size());
         if (o.lastEpoch == -1) {
             for (int i = 0; i < groups.size(); i++) {
                 ParamGroup g = groups.get(i);
@@ -140,18 +140,6 @@ public final class OneCycleLR extends LRScheduler {
             p.add(new Phase(total - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"));
         }
         return p;
-    }
-
-    private static double[] perGroup(String name, double[] values, int groups) {
-        if (values.length == 1) {
-            double[] r = new double[groups];
-            java.util.Arrays.fill(r, values[0]);
-            return r;
-        }
-        if (values.length != groups) {
-            throw new IllegalArgumentException("OneCycleLR: expected " + groups + " values for " + name + ", got " + values.length);
-        }
-        return values.clone();
     }
 
     private void setMomentum(ParamGroup g, double m) {

@@ -86,8 +86,13 @@ public final class SequentialLR extends LRScheduler {
 
     /** Loads the wrapped schedulers' states; if one fails, those loaded before it get their old states back. */
     @Override
-    @SuppressWarnings("unchecked")
     protected void loadSettings(StateReader r) {
+        loadAll(r, schedulers);
+    }
+
+    /** Loads {@code _schedulers} (if present) into {@code schedulers}, all or none (shared with {@link ChainedScheduler}). */
+    @SuppressWarnings("unchecked")
+    static void loadAll(StateReader r, List<LRScheduler> schedulers) {
         if (!r.has("_schedulers")) return;
         List<?> states = r.requireList("_schedulers");
         if (states.size() != schedulers.size()) {

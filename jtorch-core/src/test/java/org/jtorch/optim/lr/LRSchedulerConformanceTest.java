@@ -24,8 +24,8 @@ import org.junit.jupiter.api.TestFactory;
 /**
  * Learning-rate sequences against PyTorch 1.13 ({@code tools/fixtures/gen_optim.py}, op
  * {@code lr_scheduler}): two parameter groups, the rates after construction and after each of 30+
- * steps (optimizer step, then scheduler step), to 1e-9 relative; OneCycleLR also checks the cycled
- * momentum or beta1. Each case also runs resumed: the scheduler's state dict after 10 steps is
+ * steps (optimizer step, then scheduler step; CosineAnnealingWarmRestarts also at fractional epochs),
+ * to 1e-9 relative; OneCycleLR and CyclicLR also check the cycled momentum or beta1. Each case also runs resumed: the scheduler's state dict after 10 steps is
  * loaded into a new scheduler over a fresh optimizer carrying the saved optimizer options, which
  * then continues to the same sequence.
  */
@@ -33,7 +33,8 @@ class LRSchedulerConformanceTest {
     /** The named lambdas the fixture uses. */
     static final Map<String, IntToDoubleFunction> LAMBDAS = Map.of(
             "pow095", e -> Math.pow(0.95, e),
-            "warmup5", e -> Math.min(1.0, (e + 1) / 5.0));
+            "warmup5", e -> Math.min(1.0, (e + 1) / 5.0),
+            "every3_09", e -> e % 3 == 0 ? 0.9 : 1.0);
 
     @TestFactory
     Stream<DynamicTest> lrSequencesMatchPyTorch() {
@@ -60,7 +61,7 @@ class LRSchedulerConformanceTest {
         Tensor[] params = new Tensor[2];
         Optimizer opt = optimizer(args.getAsJsonObject("optimizer"), params);
         Stepper s = stepper(opt, args);
-        check(c, opt, s, lrs, moms, 0, c.name().startsWith("OneCycleLR") && !c.name().contains("no_momentum"));
+        check(c, opt, s, lrs, moms, 0, cyclesMomentum(c));
         for (int i = 0; i < steps; i++) {
             if (resumed && i == 10) {
                 Map<String, Object> sd = s.stateDict();
@@ -80,10 +81,14 @@ class LRSchedulerConformanceTest {
             }
             opt.step();
             s.step(i);
-            check(c, opt, s, lrs, moms, i + 1, c.name().startsWith("OneCycleLR") && !c.name().contains("no_momentum"));
+            check(c, opt, s, lrs, moms, i + 1, cyclesMomentum(c));
         }
         opt.close();
         for (Tensor p : params) p.close();
+    }
+
+    private static boolean cyclesMomentum(Case c) {
+        return (c.name().startsWith("OneCycleLR") || c.name().startsWith("CyclicLR")) && !c.name().contains("no_momentum");
     }
 
     private static void check(Case c, Optimizer opt, Stepper s, JsonArray lrs, JsonArray moms, int step, boolean momentum) {
@@ -133,8 +138,12 @@ class LRSchedulerConformanceTest {
             };
         }
         LRScheduler s = scheduler(opt, spec);
+        JsonArray epochs = args.getAsJsonArray("epochs");
         return new Stepper() {
-            public void step(int i) { s.step(); }
+            public void step(int i) {
+                if (epochs == null) s.step();
+                else ((CosineAnnealingWarmRestarts) s).step(epochs.get(i).getAsDouble());
+            }
             public List<Double> lastLr() { return s.getLastLr(); }
             public Map<String, Object> stateDict() { return s.stateDict(); }
             public void load(Map<String, Object> sd) { s.loadStateDict(sd); }
@@ -166,14 +175,37 @@ class LRSchedulerConformanceTest {
             case "LinearLR" -> new LinearLR(opt, spec.has("start_factor") ? spec.get("start_factor").getAsDouble() : 1.0 / 3,
                     spec.has("end_factor") ? spec.get("end_factor").getAsDouble() : 1.0,
                     spec.has("total_iters") ? spec.get("total_iters").getAsInt() : 5);
-            case "LambdaLR" -> {
+            case "LambdaLR", "MultiplicativeLR" -> {
                 JsonElement f = spec.get("lr_lambda");
+                List<IntToDoubleFunction> fs = new ArrayList<>();
                 if (f.isJsonArray()) {
-                    List<IntToDoubleFunction> fs = new ArrayList<>();
                     for (JsonElement x : f.getAsJsonArray()) fs.add(LAMBDAS.get(x.getAsString()));
-                    yield new LambdaLR(opt, fs);
+                } else {
+                    for (int i = 0; i < opt.paramGroups().size(); i++) fs.add(LAMBDAS.get(f.getAsString()));
                 }
-                yield new LambdaLR(opt, LAMBDAS.get(f.getAsString()));
+                yield type.equals("LambdaLR") ? new LambdaLR(opt, fs) : new MultiplicativeLR(opt, fs);
+            }
+            case "ConstantLR" -> new ConstantLR(opt, spec.has("factor") ? spec.get("factor").getAsDouble() : 1.0 / 3,
+                    spec.has("total_iters") ? spec.get("total_iters").getAsInt() : 5);
+            case "PolynomialLR" -> new PolynomialLR(opt, spec.has("total_iters") ? spec.get("total_iters").getAsInt() : 5,
+                    spec.has("power") ? spec.get("power").getAsDouble() : 1.0);
+            case "CosineAnnealingWarmRestarts" -> new CosineAnnealingWarmRestarts(opt, spec.get("T_0").getAsInt(),
+                    spec.has("T_mult") ? spec.get("T_mult").getAsInt() : 1, spec.has("eta_min") ? spec.get("eta_min").getAsDouble() : 0);
+            case "CyclicLR" -> {
+                CyclicLR.Options o = CyclicLR.options(doubles(spec.get("base_lr")), doubles(spec.get("max_lr")));
+                if (spec.has("step_size_up")) o.stepSizeUp(spec.get("step_size_up").getAsDouble());
+                if (spec.has("step_size_down")) o.stepSizeDown(spec.get("step_size_down").getAsDouble());
+                if (spec.has("mode")) o.mode(spec.get("mode").getAsString());
+                if (spec.has("gamma")) o.gamma(spec.get("gamma").getAsDouble());
+                if (spec.has("cycle_momentum")) o.cycleMomentum(spec.get("cycle_momentum").getAsBoolean());
+                if (spec.has("base_momentum")) o.baseMomentum(doubles(spec.get("base_momentum")));
+                if (spec.has("max_momentum")) o.maxMomentum(doubles(spec.get("max_momentum")));
+                yield new CyclicLR(opt, o);
+            }
+            case "ChainedScheduler" -> {
+                List<LRScheduler> subs = new ArrayList<>();
+                for (JsonElement s : spec.getAsJsonArray("schedulers")) subs.add(scheduler(opt, s.getAsJsonObject()));
+                yield new ChainedScheduler(subs);
             }
             case "OneCycleLR" -> {
                 OneCycleLR.Options o = OneCycleLR.options(doubles(spec.get("max_lr")));

@@ -99,6 +99,59 @@ class LRSchedulerTest {
         p.close();
     }
 
+    @Test
+    void theNewerSchedulersRefuseInvalidSettings() {
+        Tensor p = Torch.zeros(1).requiresGrad_(true);
+        Tensor q = Torch.zeros(1).requiresGrad_(true);
+        try (SGD opt = sgd(p); SGD other = sgd(q); org.jtorch.optim.Adam adam = new org.jtorch.optim.Adam(List.of(q), org.jtorch.optim.Adam.options())) {
+            assertMessage("Constant multiplicative factor expected to be between 0 and 1.", () -> new ConstantLR(opt, 1.5, 3));
+            assertMessage("Expected positive integer T_0, but got 0", () -> new CosineAnnealingWarmRestarts(opt, 0));
+            assertMessage("Expected integer T_mult >= 1, but got 0", () -> new CosineAnnealingWarmRestarts(opt, 3, 0, 0.0));
+            assertMessage("Expected non-negative epoch, but got -1.0", () -> new CosineAnnealingWarmRestarts(opt, 3).step(-1.0));
+            assertMessage("mode is invalid and scale_fn is None", () -> new CyclicLR(opt, CyclicLR.options(0.01, 0.1).mode("sine")));
+            assertMessage("expected 1 values for max_lr, got 2", () -> new CyclicLR(opt, CyclicLR.options(new double[] {0.01}, new double[] {0.1, 0.2})));
+            // PyTorch 1.13 cycles only a 'momentum' option, which Adam lacks.
+            assertMessage("optimizer must support momentum with `cycle_momentum` option enabled",
+                    () -> new CyclicLR(adam, CyclicLR.options(0.01, 0.1)));
+            assertMessage("Expected 1 lr_lambdas, but got 2", () -> new MultiplicativeLR(opt, List.of(e -> 1.0, e -> 2.0)));
+            assertMessage("expects all schedulers to belong to the same optimizer, but got schedulers at index 0 and 1 to be different",
+                    () -> new ChainedScheduler(List.of(new ExponentialLR(opt, 0.9), new ExponentialLR(other, 0.9))));
+        }
+        p.close();
+        q.close();
+    }
+
+    @Test
+    void cyclicLrWithACustomScaleFunction() {
+        Tensor p = Torch.zeros(1).requiresGrad_(true);
+        try (SGD opt = sgd(p)) {
+            // Amplitude halved every step ("iterations"): lr = base + (max - base) * (step / 2) * 0.5^step on the way up.
+            CyclicLR s = new CyclicLR(opt, CyclicLR.options(0.0, 1.0).stepSizeUp(2).scaleFn(x -> Math.pow(0.5, x)).scaleMode("iterations")
+                    .cycleMomentum(false));
+            assertEquals(0.0, opt.paramGroups().get(0).lr());
+            s.step();
+            assertEquals(0.5 * 0.5, opt.paramGroups().get(0).lr(), 1e-15);
+            s.step();
+            assertEquals(1.0 * 0.25, opt.paramGroups().get(0).lr(), 1e-15);
+            assertEquals(0.9, opt.paramGroups().get(0).getDouble("momentum"), "momentum left alone without cycleMomentum");
+        }
+        p.close();
+    }
+
+    @Test
+    void chainedSchedulerStateHoldsItsSchedulers() {
+        Tensor p = Torch.zeros(1).requiresGrad_(true);
+        try (SGD opt = sgd(p)) {
+            ChainedScheduler s = new ChainedScheduler(List.of(new ConstantLR(opt, 0.5, 2), new ExponentialLR(opt, 0.9)));
+            s.step();
+            var sd = s.stateDict();
+            assertEquals(List.of("_last_lr", "_schedulers"), List.copyOf(sd.keySet()));
+            assertEquals(2, ((List<?>) sd.get("_schedulers")).size());
+            assertThrows(UnsupportedOperationException.class, () -> s.step(3));
+        }
+        p.close();
+    }
+
     private static void assertMessage(String fragment, org.junit.jupiter.api.function.Executable body) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, body);
         assertTrue(e.getMessage().contains(fragment), "message '" + e.getMessage() + "' should contain '" + fragment + "'");

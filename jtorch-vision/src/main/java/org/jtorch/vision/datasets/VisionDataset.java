@@ -3,6 +3,7 @@ package org.jtorch.vision.datasets;
 import org.jtorch.Tensor;
 import org.jtorch.data.Dataset;
 import org.jtorch.data.Sample;
+import org.jtorch.vision.Images;
 import org.jtorch.vision.transforms.Transform;
 
 /**
@@ -30,8 +31,13 @@ public abstract class VisionDataset implements Dataset<Sample> {
         return targetTransform;
     }
 
-    /** Applies the transforms to a freshly built image and target (which this method owns and closes when replaced). */
+    /**
+     * Applies the transforms to a freshly built image and target (which this method owns and closes when
+     * replaced). The image, HWC, is marked as such ({@link Images#asHwcImage}) so that the transforms treat it
+     * as torchvision treats a PIL image.
+     */
     protected final Sample sample(Tensor image, Tensor target) {
+        if (image.dim() == 3) Images.asHwcImage(image);
         return new Sample(apply(transform, image), apply(targetTransform, target));
     }
 

@@ -4,7 +4,7 @@ import org.jtorch.Tensor;
 
 /**
  * {@code torchvision.transforms.CenterCrop}: the central {@code height x width} region of a tensor
- * image {@code [..., H, W]} (a view), offset {@code round((H - height) / 2)} with Python's
+ * image {@code [..., H, W]}, or of an HWC image as torchvision's of a PIL image (a view), offset {@code round((H - height) / 2)} with Python's
  * round-half-to-even; an image smaller than the crop is first padded with zeros as torchvision does.
  */
 public final class CenterCrop implements Transform {
@@ -17,6 +17,10 @@ public final class CenterCrop implements Transform {
 
     @Override
     public Tensor apply(Tensor img) {
+        return ImageDims.onImage(img, this::crop);
+    }
+
+    private Tensor crop(Tensor img) {
         ImageDims.requireImage("CenterCrop", img, 2);
         long h = ImageDims.height(img);
         long w = ImageDims.width(img);
@@ -27,7 +31,7 @@ public final class CenterCrop implements Transform {
                 tw > w ? (int) ((tw - w) / 2) : 0, th > h ? (int) ((th - h) / 2) : 0,
                 tw > w ? (int) ((tw - w + 1) / 2) : 0, th > h ? (int) ((th - h + 1) / 2) : 0};
             try (Tensor padded = Pad.pad(img, ltrb, 0, Pad.Mode.CONSTANT)) {
-                return apply(padded);
+                return crop(padded);
             }
         }
         long top = Math.round(Math.rint((h - th) / 2.0));

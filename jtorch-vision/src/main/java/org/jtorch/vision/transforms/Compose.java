@@ -2,6 +2,7 @@ package org.jtorch.vision.transforms;
 
 import java.util.List;
 import org.jtorch.Tensor;
+import org.jtorch.vision.Images;
 
 /**
  * {@code torchvision.transforms.Compose}: applies the transforms in order. Intermediate results are
@@ -30,7 +31,8 @@ public final class Compose implements Transform {
             if (x != img && y != x) x.close();
             x = y;
         }
-        return x == img ? img.alias() : x;
+        if (x != img) return x;
+        return Images.isHwcImage(img) ? Images.asHwcImage(img.alias()) : img.alias();
     }
 
     @Override

@@ -1,10 +1,32 @@
 package org.jtorch.vision.transforms;
 
+import java.util.function.UnaryOperator;
 import org.jtorch.Tensor;
+import org.jtorch.vision.Images;
 
 /** Shape checks shared by the transforms, which take images as tensors {@code [..., H, W]}. */
 final class ImageDims {
     private ImageDims() {}
+
+    /**
+     * {@code op}, written for tensor images {@code [..., C, H, W]}, applied to {@code img}: directly, or for
+     * an HWC image ({@link Images#isHwcImage}) through a CHW view, the result marked HWC again. For the
+     * transforms whose PIL and tensor paths agree (crops, flips, padding).
+     */
+    static Tensor onImage(Tensor img, UnaryOperator<Tensor> op) {
+        if (!Images.isHwcImage(img)) return op.apply(img);
+        try (Tensor chw = img.permute(2, 0, 1); Tensor out = op.apply(chw)) {
+            return Images.asHwcImage(out.permute(1, 2, 0));
+        }
+    }
+
+    /** Refuses an HWC image where torchvision refuses a PIL image. */
+    static void requireTensorImage(String op, Tensor img) {
+        if (Images.isHwcImage(img)) {
+            throw new IllegalArgumentException(op + ": expected a tensor image [..., C, H, W], got an HWC image " + java.util.Arrays.toString(img.shape())
+                    + " (a dataset's image, torchvision's PIL image); apply ToTensor first, as torchvision requires");
+        }
+    }
 
     static void requireImage(String op, Tensor img, int minDims) {
         if (img.dim() < minDims) {

@@ -24,6 +24,7 @@ public final class Normalize implements Transform {
 
     @Override
     public Tensor apply(Tensor img) {
+        ImageDims.requireTensorImage("Normalize", img);
         if (!img.dtype().isFloatingPoint()) {
             throw new IllegalArgumentException("Normalize: input tensor should be a float tensor, got " + img.dtype());
         }

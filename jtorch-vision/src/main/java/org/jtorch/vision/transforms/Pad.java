@@ -43,7 +43,7 @@ public final class Pad implements Transform {
 
     @Override
     public Tensor apply(Tensor img) {
-        return pad(img, ltrb, fill, mode);
+        return ImageDims.onImage(img, x -> pad(x, ltrb, fill, mode));
     }
 
     /** Pads {@code img} by {left, top, right, bottom}. */

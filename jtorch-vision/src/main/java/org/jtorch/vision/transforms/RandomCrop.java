@@ -53,6 +53,10 @@ public final class RandomCrop implements Transform {
 
     @Override
     public Tensor apply(Tensor img) {
+        return ImageDims.onImage(img, this::crop);
+    }
+
+    private Tensor crop(Tensor img) {
         ImageDims.requireImage("RandomCrop", img, 2);
         Tensor x = padding == null ? img.alias() : Pad.pad(img, padding, fill, mode);
         try {

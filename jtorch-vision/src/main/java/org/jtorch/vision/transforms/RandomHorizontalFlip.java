@@ -8,7 +8,7 @@ import org.jtorch.Torch;
 
 /**
  * {@code torchvision.transforms.RandomHorizontalFlip}: with probability {@code p} reverses the last
- * (width) dimension of a tensor image {@code [..., H, W]}, else returns it unchanged (an alias). One
+ * (width) dimension of a tensor image {@code [..., H, W]} (the width of an HWC image), else returns it unchanged (an alias). One
  * uniform draw per call from the generator ({@link Generator#defaultGenerator()} unless given), as
  * torchvision's {@code torch.rand(1) < p}.
  */
@@ -37,7 +37,7 @@ public final class RandomHorizontalFlip implements Transform {
         try (Tensor r = Torch.rand(new long[] {1}, DType.FLOAT32, Device.cpu(), gen)) {
             u = r.item();
         }
-        return u < p ? hflip(img) : img.alias();
+        return ImageDims.onImage(img, x -> u < p ? hflip(x) : x.alias());
     }
 
     /** The image mirrored left to right (a new tensor). */

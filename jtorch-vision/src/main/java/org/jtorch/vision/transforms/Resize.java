@@ -3,14 +3,24 @@ package org.jtorch.vision.transforms;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.vision.Images;
 
 /**
- * {@code torchvision.transforms.Resize} with bilinear interpolation on tensor images {@code [..., H, W]},
- * as torchvision 0.14 does for tensors: {@code interpolate(mode="bilinear", align_corners=False)}
- * without antialiasing. One size resizes the shorter side to it, the longer to
- * {@code int(size * long / short)}; two sizes are {height, width}. Float32 and float64 images are
- * interpolated in their own precision; other dtypes in float32, then rounded (half to even) back.
- * An image already of the output size is returned unchanged (an alias).
+ * {@code torchvision.transforms.Resize} with bilinear interpolation. One size resizes the shorter side
+ * to it, the longer to {@code int(size * long / short)}; two sizes are {height, width}. An image already
+ * of the output size is returned unchanged (an alias).
+ *
+ * <p>Tensor images {@code [..., H, W]} are resized as torchvision 0.14 resizes tensors:
+ * {@code interpolate(mode="bilinear", align_corners=False)} without antialiasing. Float32 and float64
+ * images are interpolated in their own precision; other dtypes in float32, then rounded (half to even)
+ * back.
+ *
+ * <p>HWC images ({@link Images#isHwcImage}: a dataset's images, before {@link ToTensor}) are resized as
+ * torchvision resizes PIL images, with Pillow's bilinear filter (antialiased when shrinking: its support
+ * grows with the scale), horizontally then vertically, in Pillow's 22-bit fixed point for uint8 images
+ * of 1 or 3 channels (Pillow's "L" and "RGB"), in double precision for float32 images of 1 channel ("F").
+ * Other HWC images (RGBA, which Pillow resizes with premultiplied alpha; float images of several
+ * channels, which are no PIL image) are refused with a message saying to apply {@link ToTensor} first.
  */
 public final class Resize implements Transform {
     private final int[] size;
@@ -36,6 +46,7 @@ public final class Resize implements Transform {
 
     @Override
     public Tensor apply(Tensor img) {
+        if (Images.isHwcImage(img)) return resizeHwc(img);
         ImageDims.requireImage("Resize", img, 2);
         long h = ImageDims.height(img);
         long w = ImageDims.width(img);
@@ -43,6 +54,103 @@ public final class Resize implements Transform {
         if (out[0] == h && out[1] == w) return img.alias();
         if (h == 0 || w == 0) throw new IllegalArgumentException("Resize: cannot resize an empty image " + h + "x" + w);
         return bilinear(img, (int) out[0], (int) out[1]);
+    }
+
+    /** An HWC image resized as Pillow's {@code Image.resize(size, BILINEAR)}; the result is an HWC image. */
+    private Tensor resizeHwc(Tensor img) {
+        long h = img.size(0);
+        long w = img.size(1);
+        long c = img.size(2);
+        boolean bytes = img.dtype() == DType.UINT8 && (c == 1 || c == 3);
+        boolean floats = img.dtype() == DType.FLOAT32 && c == 1;
+        if (!bytes && !floats) {
+            throw new IllegalArgumentException("Resize: cannot resize an HWC image of shape " + java.util.Arrays.toString(img.shape()) + " and dtype "
+                    + img.dtype() + " as torchvision resizes PIL images (Pillow's modes L, RGB and F: uint8 with 1 or 3 channels, float32 with 1);"
+                    + " apply ToTensor first to resize it as a tensor");
+        }
+        long[] out = outputSize(h, w);
+        if (out[0] == h && out[1] == w) return Images.asHwcImage(img.alias());
+        if (h == 0 || w == 0) throw new IllegalArgumentException("Resize: cannot resize an empty image " + h + "x" + w);
+        double[] src;
+        try (Tensor contiguous = img.contiguous()) {
+            src = contiguous.toDoubleArray();
+        }
+        int oh = (int) out[0];
+        int ow = (int) out[1];
+        PillowFilter horizontal = new PillowFilter((int) w, ow);
+        PillowFilter vertical = new PillowFilter((int) h, oh);
+        double[] rows = new double[(int) (h * ow * c)];
+        for (int y = 0; y < h; y++) {
+            for (int x = 0; x < ow; x++) {
+                for (int k = 0; k < c; k++) rows[(int) ((y * ow + x) * c + k)] = horizontal.apply(src, (int) (y * w * c + k), (int) c, x, bytes);
+            }
+        }
+        double[] dst = new double[(int) (oh * ow * c)];
+        for (int y = 0; y < oh; y++) {
+            for (int x = 0; x < ow; x++) {
+                for (int k = 0; k < c; k++) dst[(int) ((y * ow + x) * c + k)] = vertical.apply(rows, (int) (x * c + k), (int) (ow * c), y, bytes);
+            }
+        }
+        return Images.asHwcImage(Torch.tensor(dst, img.dtype(), oh, ow, c));
+    }
+
+    /**
+     * Pillow's bilinear resampling along one axis ({@code precompute_coeffs} in its Resample.c, Pillow 9):
+     * output pixel {@code o} is a normalised triangle-filter average of the input pixels within
+     * {@code support = max(in / out, 1)} of its centre {@code (o + 0.5) * in / out}.
+     */
+    private static final class PillowFilter {
+        /** Pillow's fixed-point precision for 8-bit images. */
+        private static final int PRECISION_BITS = 32 - 8 - 2;
+
+        private final int[] first;
+        private final int[] count;
+        private final double[][] weights;
+        private final int[][] fixed;
+
+        PillowFilter(int in, int out) {
+            double scale = (double) in / out;
+            double filterScale = Math.max(scale, 1.0);
+            double support = filterScale; // the bilinear filter's support is 1
+            first = new int[out];
+            count = new int[out];
+            weights = new double[out][];
+            fixed = new int[out][];
+            for (int o = 0; o < out; o++) {
+                double centre = (o + 0.5) * scale;
+                int min = Math.max((int) (centre - support + 0.5), 0);
+                int max = Math.min((int) (centre + support + 0.5), in) - min;
+                double[] k = new double[Math.max(max, 0)];
+                double sum = 0;
+                for (int i = 0; i < k.length; i++) {
+                    double d = Math.abs((i + min - centre + 0.5) / filterScale);
+                    k[i] = d < 1 ? 1 - d : 0;
+                    sum += k[i];
+                }
+                int[] q = new int[k.length];
+                for (int i = 0; i < k.length; i++) {
+                    if (sum != 0) k[i] /= sum;
+                    q[i] = (int) (k[i] < 0 ? -0.5 + k[i] * (1 << PRECISION_BITS) : 0.5 + k[i] * (1 << PRECISION_BITS));
+                }
+                first[o] = min;
+                count[o] = k.length;
+                weights[o] = k;
+                fixed[o] = q;
+            }
+        }
+
+        /** Output {@code o} from the inputs {@code src[base + i * stride]}: in fixed point, rounded and clipped to a byte, or in doubles stored as float. */
+        double apply(double[] src, int base, int stride, int o, boolean bytes) {
+            int at = base + first[o] * stride;
+            if (bytes) {
+                int sum = 1 << (PRECISION_BITS - 1);
+                for (int i = 0; i < count[o]; i++) sum += (int) src[at + i * stride] * fixed[o][i];
+                return sum <= 0 ? 0 : sum >= (1 << PRECISION_BITS << 8) ? 255 : sum >> PRECISION_BITS;
+            }
+            double sum = 0;
+            for (int i = 0; i < count[o]; i++) sum += src[at + i * stride] * weights[o][i];
+            return (float) sum;
+        }
     }
 
     /** Bilinear resampling of the last two dimensions to {@code oh x ow} (align_corners=False, no antialias). */

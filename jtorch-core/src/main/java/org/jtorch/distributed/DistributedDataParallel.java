@@ -1,0 +1,441 @@
+package org.jtorch.distributed;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Edge;
+import org.jtorch.autograd.Grad;
+import org.jtorch.autograd.Node;
+import org.jtorch.nn.Module;
+
+/**
+ * Data-parallel training, as {@code torch.nn.parallel.DistributedDataParallel}: each rank runs the wrapped
+ * module on its share of the batch, and backward leaves every rank the gradient averaged over all ranks, so
+ * that identical optimizer steps keep the replicas identical.
+ *
+ * <ul>
+ *   <li>At construction, rank 0's parameters and buffers are broadcast to every rank (ranks whose shapes differ
+ *       fail there, naming the shapes).</li>
+ *   <li>Gradients are gathered into buckets (one dtype each; the first about {@link Options#firstBucketCapBytes},
+ *       the others about {@link Options#bucketCapBytes}), filled in reverse parameter order, which is about the
+ *       order backward produces them. A post-accumulate-grad hook on each parameter copies its gradient into its
+ *       bucket; a full bucket is all-reduced (averaged) at once, asynchronously, so communication overlaps the
+ *       rest of backward. After the first iteration the buckets are rebuilt once in the order the gradients
+ *       actually arrived on rank 0.</li>
+ *   <li>At the end of backward ({@link Autograd#queueCallback}) the all-reduces are waited on and the averaged
+ *       gradients copied into {@code .grad}: when {@code backward()} returns, the optimizer may step.</li>
+ *   <li>In training mode, buffers (batch-norm statistics) are broadcast from rank 0 before each forward
+ *       ({@link Options#broadcastBuffers}).</li>
+ *   <li>{@link #noSync()} skips the reduction, so gradients accumulate locally until the next synchronised
+ *       backward (gradient accumulation).</li>
+ *   <li>A parameter that gets no gradient in a backward is an error at the end of that backward, naming every
+ *       such parameter, unless {@link Options#findUnusedParameters}: then forward finds them by walking the
+ *       autograd graph, and they take part in the reduction with a zero contribution (a parameter no rank used
+ *       keeps its {@code .grad}).</li>
+ * </ul>
+ *
+ * <p>State dict: {@link #stateDict()} and {@link #loadStateDict} are the wrapped module's, with its own keys
+ * ({@code fc.weight}, not PyTorch's {@code module.fc.weight}), so a checkpoint saved from a DDP model loads into
+ * the plain model and back; {@link #loadStateDict} also accepts keys that all carry PyTorch DDP's {@code module.}
+ * prefix. {@link #namedParameters()} does show the {@code module.} prefix, as PyTorch's.
+ *
+ * <p>Thread safety: none; forward and backward run on one thread.
+ */
+public final class DistributedDataParallel extends Module {
+    private final Module module;
+    private final ProcessGroup group;
+    private final Options options;
+    private final List<Tensor> params;
+    private final List<String> names;
+    private final List<Tensor> buffers;
+    private final Map<Tensor, Integer> indexOf = new IdentityHashMap<>();
+    private List<Bucket> buckets;
+    /** For each parameter: its bucket and its offset (in elements) in the bucket. */
+    private int[] bucketOf;
+    private long[] offsetIn;
+
+    // Per-iteration state.
+    private boolean expectingBackward;
+    private boolean[] ready;
+    private boolean[] usedLocally;
+    private boolean callbackQueued;
+    private int nextToLaunch;
+    private final List<Integer> arrival = new ArrayList<>();
+    private boolean rebuilt;
+    private int syncDisabled;
+
+    /** One flat gradient buffer, all-reduced as a whole. */
+    private static final class Bucket {
+        final DType dtype;
+        final List<Integer> params = new ArrayList<>();
+        long numel;
+        Tensor flat;
+        int pending;
+        Work work;
+
+        Bucket(DType dtype) {
+            this.dtype = dtype;
+        }
+    }
+
+    /** Options, with PyTorch's defaults: 25 MiB buckets, the first 1 MiB, buffers broadcast, unused parameters an error. */
+    public record Options(long bucketCapBytes, long firstBucketCapBytes, boolean findUnusedParameters, boolean broadcastBuffers) {
+        public Options {
+            if (bucketCapBytes <= 0 || firstBucketCapBytes <= 0) {
+                throw new IllegalArgumentException("DistributedDataParallel.Options: bucket caps must be positive, got " + bucketCapBytes
+                        + " and " + firstBucketCapBytes);
+            }
+        }
+
+        public Options bucketCapMb(double mib) {
+            return new Options((long) (mib * (1 << 20)), firstBucketCapBytes, findUnusedParameters, broadcastBuffers);
+        }
+
+        public Options firstBucketCapMb(double mib) {
+            return new Options(bucketCapBytes, (long) (mib * (1 << 20)), findUnusedParameters, broadcastBuffers);
+        }
+
+        public Options findUnusedParameters(boolean find) {
+            return new Options(bucketCapBytes, firstBucketCapBytes, find, broadcastBuffers);
+        }
+
+        public Options broadcastBuffers(boolean broadcast) {
+            return new Options(bucketCapBytes, firstBucketCapBytes, findUnusedParameters, broadcast);
+        }
+    }
+
+    public static Options options() {
+        return new Options(25L << 20, 1L << 20, false, true);
+    }
+
+    public DistributedDataParallel(Module module, ProcessGroup group) {
+        this(module, group, options());
+    }
+
+    /** Wraps {@code module} (which stays owned by the caller's code through this wrapper: closing one closes the other's tensors). */
+    public DistributedDataParallel(Module module, ProcessGroup group, Options options) {
+        if (module == null || group == null || options == null) throw new NullPointerException("DistributedDataParallel: module, group and options must not be null");
+        this.module = module;
+        this.group = group;
+        this.options = options;
+        registerModule("module", module);
+        Map<String, Tensor> named = new LinkedHashMap<>();
+        for (Map.Entry<String, Tensor> e : module.namedParameters().entrySet()) {
+            if (e.getValue().requiresGrad()) named.put(e.getKey(), e.getValue());
+        }
+        this.params = List.copyOf(named.values());
+        this.names = List.copyOf(named.keySet());
+        this.buffers = module.buffers();
+        for (int i = 0; i < params.size(); i++) {
+            Tensor p = params.get(i);
+            if (!p.device().isCpu() && group.backend().equals("mpi")) {
+                throw new IllegalArgumentException("DistributedDataParallel: parameter " + names.get(i) + " is on " + p.device()
+                        + " but the mpi backend takes CPU tensors");
+            }
+            indexOf.put(p, i);
+        }
+        broadcastFromRankZero(module.parameters());
+        broadcastFromRankZero(buffers);
+        List<Integer> reverse = new ArrayList<>();
+        for (int i = params.size() - 1; i >= 0; i--) reverse.add(i);
+        assignBuckets(reverse);
+        for (Tensor p : params) p.registerPostAccumulateGradHook(this::gradientReady);
+    }
+
+    /** The wrapped module. */
+    public Module module() {
+        return module;
+    }
+
+    public ProcessGroup processGroup() {
+        return group;
+    }
+
+    /** How many buckets the gradients currently go into (for tests and diagnostics), and their parameters' names. */
+    public List<List<String>> bucketParameterNames() {
+        List<List<String>> out = new ArrayList<>();
+        for (Bucket b : buckets) out.add(b.params.stream().map(names::get).toList());
+        return out;
+    }
+
+    @Override
+    public Tensor forward(Tensor input) {
+        if (isTraining() && options.broadcastBuffers && group.size() > 1) broadcastFromRankZero(buffers);
+        // As PyTorch, whether this iteration synchronises is decided at forward time.
+        boolean sync = isTraining() && Grad.isEnabled() && syncDisabled == 0;
+        if (sync) {
+            prepareForBackward();
+        } else {
+            expectingBackward = false;
+        }
+        Tensor out = module.forward(input);
+        if (sync && options.findUnusedParameters) markUnusedReady(out);
+        return out;
+    }
+
+    /**
+     * Until closed, backward accumulates gradients locally without reducing them (PyTorch's {@code no_sync()}); the
+     * first backward after it reduces everything accumulated. Use: {@code try (var s = ddp.noSync()) { ... }}.
+     */
+    public NoSync noSync() {
+        syncDisabled++;
+        return new NoSync();
+    }
+
+    /** The scope of {@link #noSync()}. */
+    public final class NoSync implements AutoCloseable {
+        private boolean closed;
+
+        private NoSync() {}
+
+        @Override
+        public void close() {
+            if (closed) return;
+            closed = true;
+            syncDisabled--;
+        }
+    }
+
+    /** The wrapped module's state dict, with its own keys (no {@code module.} prefix). */
+    @Override
+    public Map<String, Tensor> stateDict() {
+        return module.stateDict();
+    }
+
+    /** Loads into the wrapped module; keys that all start with PyTorch DDP's {@code module.} have it removed first. */
+    @Override
+    public LoadResult loadStateDict(Map<String, Tensor> state, boolean strict) {
+        if (state != null && !state.isEmpty() && state.keySet().stream().allMatch(k -> k.startsWith("module."))) {
+            Map<String, Tensor> stripped = new LinkedHashMap<>();
+            for (Map.Entry<String, Tensor> e : state.entrySet()) stripped.put(e.getKey().substring("module.".length()), e.getValue());
+            return module.loadStateDict(stripped, strict);
+        }
+        return module.loadStateDict(state, strict);
+    }
+
+    /** Closes the wrapped module's tensors and the gradient buckets. */
+    @Override
+    public void close() {
+        super.close();
+        for (Bucket b : buckets) b.flat.close();
+    }
+
+    @Override
+    protected String extraRepr() {
+        return "world_size=" + group.size() + ", buckets=" + buckets.size();
+    }
+
+    // ------------------------------------------------------------------ buckets
+
+    private void assignBuckets(List<Integer> order) {
+        if (buckets != null) for (Bucket b : buckets) b.flat.close();
+        buckets = new ArrayList<>();
+        bucketOf = new int[params.size()];
+        offsetIn = new long[params.size()];
+        Map<DType, Bucket> open = new LinkedHashMap<>();
+        List<Bucket> created = new ArrayList<>();
+        for (int i : order) {
+            Tensor p = params.get(i);
+            Bucket b = open.computeIfAbsent(p.dtype(), d -> {
+                Bucket nb = new Bucket(d);
+                created.add(nb);
+                return nb;
+            });
+            b.params.add(i);
+            b.numel += p.numel();
+            long cap = created.get(0) == b ? options.firstBucketCapBytes : options.bucketCapBytes;
+            if (b.numel * b.dtype.byteSize() >= cap) open.remove(p.dtype());
+        }
+        for (Bucket b : created) {
+            long offset = 0;
+            for (int i : b.params) {
+                bucketOf[i] = buckets.size();
+                offsetIn[i] = offset;
+                offset += params.get(i).numel();
+            }
+            b.flat = Tensor.empty(new long[] {b.numel}, b.dtype, Device.cpu());
+            buckets.add(b);
+        }
+    }
+
+    private void prepareForBackward() {
+        for (Bucket b : buckets) {
+            if (b.work != null && !b.work.isCompleted()) {
+                throw new DistributedException("DistributedDataParallel: a new forward started while the previous backward's gradient "
+                        + "reduction is still running (did that backward fail?); every rank must finish backward before the next forward");
+            }
+            b.work = null;
+            b.pending = b.params.size();
+        }
+        ready = new boolean[params.size()];
+        usedLocally = new boolean[params.size()];
+        nextToLaunch = 0;
+        callbackQueued = false;
+        arrival.clear();
+        expectingBackward = true;
+    }
+
+    /** Parameters the output does not depend on get no gradient this iteration: they count as ready with zeros. */
+    private void markUnusedReady(Tensor out) {
+        Set<Node> reachable = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+        if (out.gradFn() != null) {
+            ArrayDeque<Node> stack = new ArrayDeque<>();
+            stack.push(out.gradFn());
+            reachable.add(out.gradFn());
+            while (!stack.isEmpty()) {
+                for (Edge e : stack.pop().nextFunctions()) {
+                    if (e != null && reachable.add(e.node())) stack.push(e.node());
+                }
+            }
+        } else if (out.requiresGrad()) {
+            reachable.add(out.gradAccumulator());
+        }
+        for (int i = 0; i < params.size(); i++) {
+            if (!reachable.contains(params.get(i).gradAccumulator())) markReady(i, null);
+        }
+    }
+
+    private void gradientReady(Tensor param) {
+        if (!expectingBackward) return;
+        int i = indexOf.get(param);
+        if (ready[i]) {
+            throw new DistributedException("DistributedDataParallel: parameter " + names.get(i) + " got a gradient twice in one backward "
+                    + "(it is used by two forwards, or by a reentrant backward, before one synchronised backward); call backward once per "
+                    + "forward, or use noSync() for all but the last");
+        }
+        usedLocally[i] = true;
+        markReady(i, param.grad());
+    }
+
+    private void markReady(int i, Tensor grad) {
+        ready[i] = true;
+        arrival.add(i);
+        Bucket b = buckets.get(bucketOf[i]);
+        Tensor p = params.get(i);
+        try (Grad.Mode g = Grad.noGrad(); Tensor slice = b.flat.narrow(0, offsetIn[i], p.numel())) {
+            if (grad == null) {
+                slice.zero_();
+            } else {
+                try (Tensor view = slice.view(p.shape())) {
+                    view.copy_(grad);
+                }
+            }
+        }
+        if (!callbackQueued && grad != null) {
+            callbackQueued = true;
+            Autograd.queueCallback(this::finishBackward);
+        }
+        if (--b.pending == 0) launchReadyBuckets();
+    }
+
+    /** Launches full buckets in index order, so that every rank issues the same all-reduces in the same order. */
+    private void launchReadyBuckets() {
+        while (nextToLaunch < buckets.size() && buckets.get(nextToLaunch).pending == 0) {
+            Bucket b = buckets.get(nextToLaunch++);
+            b.work = group.allReduce(b.flat, ReduceOp.AVG);
+        }
+    }
+
+    /** End of backward: every gradient must have arrived; wait for the reductions and write the averages into {@code .grad}. */
+    private void finishBackward() {
+        expectingBackward = false;
+        List<String> missing = new ArrayList<>();
+        for (int i = 0; i < params.size(); i++) if (!ready[i]) missing.add(names.get(i));
+        for (Bucket b : buckets) if (b.work != null) b.work.waitFor();
+        if (!missing.isEmpty()) {
+            throw new DistributedException("DistributedDataParallel: rank " + group.rank() + ": " + missing.size() + " of " + params.size()
+                    + " parameters got no gradient in this backward: " + String.join(", ", missing) + ". They were not used to compute "
+                    + "the loss (a layer skipped in forward, a branch not taken, or a frozen part that still requires grad). "
+                    + "Use them, set requiresGrad(false) on them, or wrap with findUnusedParameters(true). Gradients were not synchronised.");
+        }
+        boolean[] usedAnywhere = options.findUnusedParameters ? usedOnAnyRank() : null;
+        try (Grad.Mode g = Grad.noGrad()) {
+            for (int i = 0; i < params.size(); i++) {
+                Tensor p = params.get(i);
+                if (usedAnywhere != null && !usedAnywhere[i]) continue;
+                Bucket b = buckets.get(bucketOf[i]);
+                try (Tensor slice = b.flat.narrow(0, offsetIn[i], p.numel()); Tensor view = slice.view(p.shape())) {
+                    if (p.grad() == null) {
+                        p.setGrad(view.clone());
+                    } else {
+                        p.grad().copy_(view);
+                    }
+                }
+            }
+        }
+        if (!rebuilt) {
+            rebuilt = true;
+            rebuildBucketsInArrivalOrder();
+        }
+    }
+
+    private boolean[] usedOnAnyRank() {
+        boolean[] out = new boolean[params.size()];
+        try (Tensor used = Torch.tensor(usedLocally)) {
+            group.allReduce(used, ReduceOp.MAX).waitFor();
+            long[] v = used.toLongArray();
+            for (int i = 0; i < out.length; i++) out[i] = v[i] != 0;
+        }
+        return out;
+    }
+
+    /** After the first iteration: buckets in the order gradients arrived on rank 0 (broadcast, so every rank agrees). */
+    private void rebuildBucketsInArrivalOrder() {
+        long[] mine = new long[params.size()];
+        for (int k = 0; k < arrival.size(); k++) mine[k] = arrival.get(k);
+        try (Tensor order = Torch.tensor(mine)) {
+            group.broadcast(order, 0).waitFor();
+            long[] got = order.toLongArray();
+            List<Integer> newOrder = new ArrayList<>();
+            for (long v : got) newOrder.add((int) v);
+            List<Integer> current = new ArrayList<>();
+            for (Bucket b : buckets) current.addAll(b.params);
+            if (!newOrder.equals(current) && isPermutation(newOrder)) assignBuckets(newOrder);
+        }
+    }
+
+    private boolean isPermutation(List<Integer> order) {
+        boolean[] seen = new boolean[params.size()];
+        for (int i : order) {
+            if (i < 0 || i >= seen.length || seen[i]) return false;
+            seen[i] = true;
+        }
+        return order.size() == seen.length;
+    }
+
+    /**
+     * Rank 0's values of {@code tensors}, one broadcast per dtype (a flat copy of all of them): batch-norm layers have
+     * three small buffers each, and one collective per buffer would cost more than the data.
+     */
+    private void broadcastFromRankZero(List<Tensor> tensors) {
+        if (group.size() == 1 || tensors.isEmpty()) return;
+        Map<DType, List<Tensor>> byType = new LinkedHashMap<>();
+        for (Tensor t : tensors) byType.computeIfAbsent(t.dtype(), d -> new ArrayList<>()).add(t);
+        try (Grad.Mode g = Grad.noGrad()) {
+            for (List<Tensor> same : byType.values()) {
+                List<Tensor> flat = new ArrayList<>();
+                for (Tensor t : same) flat.add(t.reshape(-1));
+                try (Tensor all = Torch.cat(flat, 0)) {
+                    for (Tensor f : flat) f.close();
+                    group.broadcast(all, 0).waitFor();
+                    long offset = 0;
+                    for (Tensor t : same) {
+                        try (Tensor slice = all.narrow(0, offset, t.numel()); Tensor view = slice.view(t.shape())) {
+                            t.copy_(view);
+                        }
+                        offset += t.numel();
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+package org.jtorch.distributed;
+
+import java.time.Duration;
+import java.util.List;
+import org.jtorch.Tensor;
+
+/**
+ * A group of processes (ranks {@code 0 .. size()-1}) that run collectives together, as PyTorch's
+ * {@code ProcessGroup}. Every operation is asynchronous: it returns a {@link Work} at once, and the tensors it
+ * reads or writes must stay open until that work completes. Every rank must issue the same collectives in the
+ * same order; before moving data the ranks compare the call, dtype and shape, and when they disagree every rank
+ * throws a {@link DistributedException} naming the collective and each rank's shape.
+ *
+ * <p>Backends: {@link MpiProcessGroup} (CPU tensors, Open MPI). Thread safety: operations may be issued from any
+ * thread, and run in the order they were issued.
+ */
+public abstract class ProcessGroup implements AutoCloseable {
+    /** This process's rank in the group. */
+    public abstract int rank();
+
+    /** The number of ranks. */
+    public abstract int size();
+
+    /** The backend's name, e.g. {@code mpi}. */
+    public abstract String backend();
+
+    /** How long {@link Work#waitFor()} waits before it fails. */
+    public abstract Duration timeout();
+
+    /** Reduces {@code tensor} across ranks in place: every rank ends with the combined values. */
+    public abstract Work allReduce(Tensor tensor, ReduceOp op);
+
+    /** {@link #allReduce(Tensor, ReduceOp)} with {@link ReduceOp#SUM}. */
+    public Work allReduce(Tensor tensor) {
+        return allReduce(tensor, ReduceOp.SUM);
+    }
+
+    /** Copies rank {@code src}'s {@code tensor} into every other rank's {@code tensor}. */
+    public abstract Work broadcast(Tensor tensor, int src);
+
+    /**
+     * Gathers every rank's {@code input} into {@code output}, whose first dimension holds the ranks in order
+     * ({@code all_gather_into_tensor}): {@code output} has {@code size()} times {@code input}'s elements.
+     */
+    public abstract Work allGatherIntoTensor(Tensor output, Tensor input);
+
+    /** Gathers every rank's {@code input} into {@code outputs.get(rank)} ({@code all_gather}). */
+    public abstract Work allGather(List<Tensor> outputs, Tensor input);
+
+    /**
+     * Reduces {@code input} across ranks and leaves rank r the r-th of {@code size()} equal slices of the result
+     * in {@code output} ({@code reduce_scatter_tensor}).
+     */
+    public abstract Work reduceScatterTensor(Tensor output, Tensor input, ReduceOp op);
+
+    /** Completes once every rank has called it. */
+    public abstract Work barrier();
+
+    /**
+     * Sends {@code tensor} to rank {@code dst}; the matching {@link #recv} must use the same tag, dtype and shape.
+     * Operations run one at a time in the order issued, so two ranks exchanging tensors order their sends and
+     * receives (one sends first, the other receives first).
+     */
+    public abstract Work send(Tensor tensor, int dst, int tag);
+
+    /** Receives into {@code tensor} what rank {@code src} sent with {@code tag}. */
+    public abstract Work recv(Tensor tensor, int src, int tag);
+
+    /** Releases the group; collectives issued afterwards fail. */
+    @Override
+    public abstract void close();
+}

@@ -1,0 +1,232 @@
+package org.jtorch.distributed;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+
+/**
+ * One rank of {@link CollectivesTest}'s MPI jobs. Rank r holds {@code arange(n) * (r + 1) + r}, so every
+ * collective's expected result is a closed formula over the ranks; a failed check throws (the rank exits
+ * non-zero) and a passed scenario prints {@code rank R ok}.
+ */
+public final class CollectivesWorker {
+    private static final DType[] DTYPES = {DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16, DType.INT8,
+            DType.UINT8, DType.INT16, DType.INT32, DType.INT64};
+
+    public static void main(String[] args) throws Exception {
+        MpiProcessGroup pg = MpiProcessGroup.init(Duration.ofSeconds(30));
+        switch (args[0]) {
+            case "collectives" -> collectives(pg);
+            case "disagreement" -> disagreement(pg);
+            case "timeout" -> timeout(pg);
+            default -> throw new IllegalArgumentException(args[0]);
+        }
+        pg.close();
+        System.out.println("rank " + pg.rank() + " ok");
+    }
+
+    /** The values rank {@code r} holds: arange(n) * (r + 1) + r. */
+    private static Tensor values(int r, int n, DType dtype) {
+        try (Tensor a = Torch.arange(n)) {
+            try (Tensor scaled = a.mul(r + 1.0)) {
+                try (Tensor shifted = scaled.add(r)) {
+                    return shifted.to(dtype);
+                }
+            }
+        }
+    }
+
+    private static double reduce(ReduceOp op, int size, long i) {
+        double sum = 0;
+        double max = Double.NEGATIVE_INFINITY;
+        double min = Double.POSITIVE_INFINITY;
+        for (int r = 0; r < size; r++) {
+            double v = i * (r + 1.0) + r;
+            sum += v;
+            max = Math.max(max, v);
+            min = Math.min(min, v);
+        }
+        return switch (op) {
+            case SUM -> sum;
+            case AVG -> sum / size;
+            case MAX -> max;
+            case MIN -> min;
+        };
+    }
+
+    private static void collectives(ProcessGroup pg) {
+        int rank = pg.rank();
+        int size = pg.size();
+        int n = 6;
+        for (DType dtype : DTYPES) {
+            for (ReduceOp op : ReduceOp.values()) {
+                if (op == ReduceOp.AVG && !dtype.isFloatingPoint()) continue;
+                try (Tensor t = values(rank, n, dtype)) {
+                    pg.allReduce(t, op).waitFor();
+                    double[] got = t.toDoubleArray();
+                    for (int i = 0; i < n; i++) {
+                        check(Math.abs(got[i] - reduce(op, size, i)) <= 1e-2 * Math.abs(reduce(op, size, i)) + 1e-6,
+                                "allReduce " + op + " " + dtype + " element " + i + ": " + got[i] + " != " + reduce(op, size, i));
+                    }
+                }
+            }
+        }
+        // bool: SUM and MAX are a logical or, MIN a logical and.
+        try (Tensor b = Torch.tensor(new float[] {rank == 0 ? 1 : 0, 1, 0}).to(DType.BOOL)) {
+            pg.allReduce(b, ReduceOp.SUM).waitFor();
+            check(Arrays.equals(b.toDoubleArray(), new double[] {1, 1, 0}), "bool SUM " + Arrays.toString(b.toDoubleArray()));
+        }
+        try (Tensor b = Torch.tensor(new float[] {rank == 0 ? 1 : 0, 1, 0}).to(DType.BOOL)) {
+            pg.allReduce(b, ReduceOp.MIN).waitFor();
+            check(Arrays.equals(b.toDoubleArray(), new double[] {size == 1 ? 1 : 0, 1, 0}), "bool MIN " + Arrays.toString(b.toDoubleArray()));
+        }
+        // A non-contiguous tensor goes through a copy and comes back in place.
+        try (Tensor base = values(rank, 6, DType.FLOAT32); Tensor m = base.view(2, 3); Tensor t = m.t()) {
+            pg.allReduce(t, ReduceOp.SUM).waitFor();
+            double[] got = base.toDoubleArray();
+            for (int i = 0; i < 6; i++) check(got[i] == reduce(ReduceOp.SUM, size, i), "transposed allReduce element " + i + ": " + got[i]);
+        }
+        // Several operations in flight at once complete in order.
+        List<Tensor> many = new ArrayList<>();
+        List<Work> works = new ArrayList<>();
+        for (int k = 0; k < 8; k++) {
+            Tensor t = values(rank, 1000 + k, DType.FLOAT64);
+            many.add(t);
+            works.add(pg.allReduce(t, ReduceOp.MAX));
+        }
+        for (int k = 0; k < 8; k++) {
+            works.get(k).waitFor();
+            check(works.get(k).isCompleted() && works.get(k).isSuccess(), "work " + k + " completed");
+            double[] got = many.get(k).toDoubleArray();
+            check(got[999] == reduce(ReduceOp.MAX, size, 999), "in-flight allReduce " + k);
+            many.get(k).close();
+        }
+        int src = size - 1;
+        for (DType dtype : new DType[] {DType.FLOAT32, DType.INT64, DType.BFLOAT16}) {
+            try (Tensor t = values(rank, n, dtype)) {
+                pg.broadcast(t, src).waitFor();
+                try (Tensor expected = values(src, n, dtype)) {
+                    check(Arrays.equals(t.toDoubleArray(), expected.toDoubleArray()), "broadcast " + dtype + ": " + t);
+                }
+            }
+        }
+        try (Tensor in = values(rank, n, DType.INT32); Tensor out = Torch.zeros(size, n).to(DType.INT32)) {
+            pg.allGatherIntoTensor(out, in).waitFor();
+            for (int r = 0; r < size; r++) {
+                try (Tensor row = out.select(0, r); Tensor expected = values(r, n, DType.INT32)) {
+                    check(Arrays.equals(row.toDoubleArray(), expected.toDoubleArray()), "allGatherIntoTensor row " + r + ": " + row);
+                }
+            }
+        }
+        List<Tensor> outs = new ArrayList<>();
+        for (int r = 0; r < size; r++) outs.add(Torch.zeros(n));
+        try (Tensor in = values(rank, n, DType.FLOAT32)) {
+            pg.allGather(outs, in).waitFor();
+        }
+        for (int r = 0; r < size; r++) {
+            try (Tensor expected = values(r, n, DType.FLOAT32)) {
+                check(Arrays.equals(outs.get(r).toDoubleArray(), expected.toDoubleArray()), "allGather " + r + ": " + outs.get(r));
+            }
+            outs.get(r).close();
+        }
+        for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG}) {
+            int chunk = 3;
+            try (Tensor in = values(rank, chunk * size, DType.FLOAT32); Tensor out = Torch.zeros(chunk)) {
+                pg.reduceScatterTensor(out, in, op).waitFor();
+                double[] got = out.toDoubleArray();
+                for (int i = 0; i < chunk; i++) {
+                    double want = reduce(op, size, (long) rank * chunk + i);
+                    check(Math.abs(got[i] - want) < 1e-5, "reduceScatterTensor " + op + " element " + i + ": " + got[i] + " != " + want);
+                }
+            }
+        }
+        pg.barrier().waitFor();
+        if (size >= 2 && rank < 2) {
+            // Rank 0 sends first, rank 1 receives first: operations run in order on each rank's one MPI thread.
+            try (Tensor mine = values(rank, n, DType.INT64); Tensor theirs = Torch.zeros(n).to(DType.INT64)) {
+                int peer = 1 - rank;
+                if (rank == 0) {
+                    pg.send(mine, peer, 7);
+                    pg.recv(theirs, peer, 8).waitFor();
+                } else {
+                    pg.recv(theirs, peer, 7);
+                    pg.send(mine, peer, 8).waitFor();
+                }
+                try (Tensor expected = values(peer, n, DType.INT64)) {
+                    check(Arrays.equals(theirs.toDoubleArray(), expected.toDoubleArray()), "recv: " + theirs);
+                }
+            }
+        }
+        try (Tensor ints = Torch.zeros(2).to(DType.INT32)) {
+            expectThrows(IllegalArgumentException.class, () -> pg.allReduce(ints, ReduceOp.AVG), "AVG needs a floating-point tensor");
+        }
+    }
+
+    /** Every rank reports the same disagreement, naming the collective and each rank's shape; the group stays usable. */
+    private static void disagreement(ProcessGroup pg) {
+        int rank = pg.rank();
+        try (Tensor t = Torch.zeros(4, rank == 0 ? 3 : 2)) {
+            String m = expectThrows(DistributedException.class, () -> pg.allReduce(t).waitFor(), "allReduce: the ranks disagree");
+            check(m.contains("rank 0 allReduce(SUM) float32 [4, 3]") && m.contains("rank 1 allReduce(SUM) float32 [4, 2]"), m);
+            System.out.println("rank " + rank + ": " + m);
+        }
+        try (Tensor t = Torch.zeros(5).to(rank == 0 ? DType.FLOAT32 : DType.INT64)) {
+            String m = expectThrows(DistributedException.class, () -> pg.broadcast(t, 0).waitFor(), "broadcast: the ranks disagree");
+            check(m.contains("rank 0 broadcast(src=0) float32 [5]") && m.contains("rank 1 broadcast(src=0) int64 [5]"), m);
+        }
+        try (Tensor t = Torch.zeros(5)) {
+            String m = expectThrows(DistributedException.class,
+                    () -> (rank == 0 ? pg.allReduce(t) : pg.broadcast(t, 0)).waitFor(), "the ranks disagree");
+            check(m.contains("rank 0 allReduce(SUM)") && m.contains("rank 1 broadcast(src=0)"), m);
+        }
+        try (Tensor t = Torch.zeros(rank == 0 ? 3 : 4)) {
+            if (rank == 0) {
+                pg.send(t, 1, 3).waitFor();
+            } else {
+                String m = expectThrows(DistributedException.class, () -> pg.recv(t, 0, 3).waitFor(), "recv on rank 1");
+                check(m.contains("rank 0 sent send(tag=3) float32 [3]") && m.contains("expects send(tag=3) float32 [4]"), m);
+            }
+        }
+        try (Tensor t = Torch.ones(3)) {
+            pg.allReduce(t).waitFor();
+            check(t.toDoubleArray()[0] == pg.size(), "the group works after a disagreement");
+        }
+    }
+
+    /** Rank 1 never joins; rank 0's wait fails in time naming the collective and rank, then it exits non-zero. */
+    private static void timeout(ProcessGroup pg) throws InterruptedException {
+        if (pg.rank() == 1) {
+            Thread.sleep(60_000);
+            return;
+        }
+        try (Tensor t = Torch.ones(3)) {
+            String m = expectThrows(DistributedException.class, () -> pg.allReduce(t).waitFor(Duration.ofSeconds(2)), "did not complete within 2 s");
+            System.out.println("rank 0: " + m);
+            String next = expectThrows(DistributedException.class, () -> pg.barrier().waitFor(), "unusable after an earlier failure");
+            System.out.println("rank 0 then: " + next);
+            pg.close(); // returns at once: a broken group is not finalised
+            System.out.println("rank 0 closed");
+            System.out.flush();
+            System.exit(3);
+        }
+    }
+
+    private static void check(boolean ok, String what) {
+        if (!ok) throw new AssertionError("rank check failed: " + what);
+    }
+
+    private static <T extends Throwable> String expectThrows(Class<T> type, Runnable body, String fragment) {
+        try {
+            body.run();
+        } catch (Throwable t) {
+            if (type.isInstance(t) && t.getMessage() != null && t.getMessage().contains(fragment)) return t.getMessage();
+            throw new AssertionError("expected " + type.getSimpleName() + " with '" + fragment + "', got " + t, t);
+        }
+        throw new AssertionError("expected " + type.getSimpleName() + " with '" + fragment + "', nothing was thrown");
+    }
+}

@@ -1,0 +1,262 @@
+package org.jtorch.distributed;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Grad;
+import org.jtorch.nn.BatchNorm2d;
+import org.jtorch.nn.Conv2d;
+import org.jtorch.nn.F;
+import org.jtorch.nn.Flatten;
+import org.jtorch.nn.Linear;
+import org.jtorch.nn.Module;
+import org.jtorch.nn.ReLU;
+import org.jtorch.nn.Sequential;
+import org.jtorch.nn.Tanh;
+import org.jtorch.optim.SGD;
+
+/**
+ * One rank of {@link DistributedDataParallelTest}'s jobs. Every rank builds the same data and, in the same
+ * process, the single-process reference run from rank 0's initial weights; rank 1's replica starts from other
+ * weights, which the wrapper's broadcast must replace. A rank prints {@code rank R ok max|diff|=...} when its
+ * replica matches the reference to 1e-6 after the steps, and throws otherwise.
+ */
+public final class DdpWorker {
+    private static final int STEPS = 5;
+    private static final int BATCH = 16;
+    private static final double TOLERANCE = 1e-6;
+
+    public static void main(String[] args) {
+        ProcessGroup pg = Distributed.initProcessGroup("mpi", Duration.ofSeconds(60));
+        double diff = switch (args[0]) {
+            case "mlp" -> mlp(pg, DistributedDataParallel.options());
+            case "mlp-small-buckets" -> mlp(pg, DistributedDataParallel.options().bucketCapMb(0.0002).firstBucketCapMb(0.0001));
+            case "cnn" -> cnn(pg);
+            case "no-sync" -> noSync(pg);
+            case "unused" -> unused(pg);
+            case "unused-found" -> unusedFound(pg);
+            default -> throw new IllegalArgumentException(args[0]);
+        };
+        System.out.println("rank " + pg.rank() + " ok max|diff|=" + diff);
+        Distributed.destroyProcessGroup();
+    }
+
+    private static Module mlpModel(long seed) {
+        Torch.manualSeed(seed);
+        return new Sequential(new Linear(8, 32), new Tanh(), new Linear(32, 16), new Tanh(), new Linear(16, 4));
+    }
+
+    private static List<Tensor> data(long seed, long... shape) {
+        Torch.manualSeed(seed);
+        List<Tensor> out = new ArrayList<>();
+        for (int s = 0; s < STEPS; s++) out.add(Torch.randn(shape));
+        return out;
+    }
+
+    /** Rows [from, from + n) of the global batch. */
+    private static Tensor rows(Tensor t, int from, int n) {
+        return t.narrow(0, from, n);
+    }
+
+    /** The single-process reference: {@code STEPS} steps on the whole batch. */
+    private static Module trainedOnTheWholeBatch(Module ref, List<Tensor> xs, List<Tensor> ys) {
+        SGD opt = sgd(ref);
+        for (int s = 0; s < STEPS; s++) {
+            opt.zeroGrad();
+            F.mseLoss(ref.forward(xs.get(s)), ys.get(s)).backward();
+            opt.step();
+        }
+        return ref;
+    }
+
+    private static SGD sgd(Module m) {
+        return new SGD(m.parameters(), SGD.options().lr(0.1).momentum(0.9));
+    }
+
+    private static double mlp(ProcessGroup pg, DistributedDataParallel.Options options) {
+        int rank = pg.rank();
+        int local = BATCH / pg.size();
+        List<Tensor> xs = data(1, BATCH, 8);
+        List<Tensor> ys = data(2, BATCH, 4);
+        // Single process, the whole batch.
+        Module ref = trainedOnTheWholeBatch(mlpModel(0), xs, ys);
+        DistributedDataParallel ddp = new DistributedDataParallel(mlpModel(rank == 0 ? 0 : 99), pg, options);
+        SGD opt = sgd(ddp);
+        for (int s = 0; s < STEPS; s++) {
+            opt.zeroGrad();
+            F.mseLoss(ddp.forward(rows(xs.get(s), rank * local, local)), rows(ys.get(s), rank * local, local)).backward();
+            opt.step();
+        }
+        if (options.bucketCapBytes() < 1024) {
+            // A bucket closes once it reaches its cap, so each holds a bias and a weight; rebuilt after the first
+            // iteration in the order the gradients arrived (a layer's bias before its weight).
+            check(ddp.bucketParameterNames().toString().equals("[[4.bias, 4.weight], [2.bias, 2.weight], [0.bias, 0.weight]]"),
+                    "buckets " + ddp.bucketParameterNames());
+        }
+        Map<String, Tensor> state = ddp.stateDict();
+        check(state.keySet().equals(ref.stateDict().keySet()), "state dict keys without a module. prefix: " + state.keySet());
+        return compare(ref.stateDict(), state);
+    }
+
+    private static Module cnnModel(long seed) {
+        Torch.manualSeed(seed);
+        return new Sequential(new Conv2d(1, 4, 3, Conv2d.options().padding(1)), new BatchNorm2d(4), new ReLU(), new Flatten(),
+                new Linear(4 * 6 * 6, 3));
+    }
+
+    /**
+     * Without SyncBatchNorm each rank normalises over its own shard, as PyTorch's DDP: the reference is one process
+     * that runs the ranks' shards one after the other and averages their gradients. Buffers follow rank 0 (DDP
+     * broadcasts them from rank 0 before each forward), so the reference runs rank 0's shard last.
+     */
+    private static double cnn(ProcessGroup pg) {
+        int rank = pg.rank();
+        int size = pg.size();
+        int local = BATCH / size;
+        List<Tensor> xs = data(3, BATCH, 1, 6, 6);
+        List<Tensor> ys = data(4, BATCH, 3);
+        Module ref = cnnModel(0);
+        SGD refOpt = sgd(ref);
+        for (int s = 0; s < STEPS; s++) {
+            refOpt.zeroGrad();
+            Map<String, Tensor> buffersBefore = new java.util.LinkedHashMap<>();
+            for (Map.Entry<String, Tensor> b : ref.namedBuffers().entrySet()) buffersBefore.put(b.getKey(), b.getValue().clone());
+            for (int r = size - 1; r >= 0; r--) {
+                if (r != size - 1) restore(ref, buffersBefore);
+                F.mseLoss(ref.forward(rows(xs.get(s), r * local, local)), rows(ys.get(s), r * local, local)).div(size).backward();
+            }
+            refOpt.step();
+        }
+        DistributedDataParallel ddp = new DistributedDataParallel(cnnModel(rank == 0 ? 0 : 99), pg);
+        SGD opt = sgd(ddp);
+        for (int s = 0; s < STEPS; s++) {
+            opt.zeroGrad();
+            F.mseLoss(ddp.forward(rows(xs.get(s), rank * local, local)), rows(ys.get(s), rank * local, local)).backward();
+            opt.step();
+        }
+        Map<String, Tensor> expected = ref.stateDict();
+        Map<String, Tensor> got = ddp.stateDict();
+        if (rank != 0) {
+            // Rank 1's buffers were last updated by its own shard; compare parameters only.
+            expected.keySet().removeIf(k -> k.contains("running") || k.contains("num_batches"));
+            got.keySet().removeIf(k -> k.contains("running") || k.contains("num_batches"));
+        }
+        double diff = compare(expected, got);
+        // Eval mode: buffers broadcast, the outputs of every rank agree with the reference's.
+        ref.eval();
+        ddp.eval();
+        try (Grad.Mode g = Grad.noGrad()) {
+            if (rank == 0) diff = Math.max(diff, maxDiff(ref.forward(xs.get(0)), ddp.forward(xs.get(0))));
+        }
+        return diff;
+    }
+
+    private static void restore(Module m, Map<String, Tensor> buffers) {
+        try (Grad.Mode g = Grad.noGrad()) {
+            for (Map.Entry<String, Tensor> b : m.namedBuffers().entrySet()) b.getValue().copy_(buffers.get(b.getKey()));
+        }
+    }
+
+    /** Two micro-batches per step, the first under noSync: the same as one step on the whole batch. */
+    private static double noSync(ProcessGroup pg) {
+        int rank = pg.rank();
+        int size = pg.size();
+        int quarter = BATCH / (2 * size);
+        List<Tensor> xs = data(5, BATCH, 8);
+        List<Tensor> ys = data(6, BATCH, 4);
+        Module ref = trainedOnTheWholeBatch(mlpModel(0), xs, ys);
+        DistributedDataParallel ddp = new DistributedDataParallel(mlpModel(rank == 0 ? 0 : 99), pg);
+        SGD opt = sgd(ddp);
+        for (int s = 0; s < STEPS; s++) {
+            opt.zeroGrad();
+            for (int m = 0; m < 2; m++) {
+                int from = (m * size + rank) * quarter;
+                Tensor x = rows(xs.get(s), from, quarter);
+                Tensor y = rows(ys.get(s), from, quarter);
+                if (m == 0) {
+                    try (var noSync = ddp.noSync()) {
+                        F.mseLoss(ddp.forward(x), y).div(2).backward();
+                    }
+                } else {
+                    F.mseLoss(ddp.forward(x), y).div(2).backward();
+                }
+            }
+            opt.step();
+        }
+        return compare(ref.stateDict(), ddp.stateDict());
+    }
+
+    /** A model with a layer that forward never uses. */
+    public static final class WithUnusedLayer extends Module {
+        public WithUnusedLayer() {
+            registerModule("used", new Linear(8, 4));
+            registerModule("unused", new Linear(8, 4));
+        }
+
+        @Override
+        public Tensor forward(Tensor input) {
+            return child("used").forward(input);
+        }
+    }
+
+    private static double unused(ProcessGroup pg) {
+        Torch.manualSeed(0);
+        DistributedDataParallel ddp = new DistributedDataParallel(new WithUnusedLayer(), pg);
+        List<Tensor> xs = data(7, BATCH, 8);
+        try {
+            ddp.forward(xs.get(0)).sum().backward();
+        } catch (DistributedException e) {
+            System.out.println("rank " + pg.rank() + ": " + e.getMessage());
+            check(e.getMessage().contains("2 of 4 parameters got no gradient in this backward: unused.weight, unused.bias"), e.getMessage());
+            return 0;
+        }
+        throw new AssertionError("no error for the unused parameters");
+    }
+
+    private static double unusedFound(ProcessGroup pg) {
+        int rank = pg.rank();
+        int local = BATCH / pg.size();
+        List<Tensor> xs = data(8, BATCH, 8);
+        List<Tensor> ys = data(9, BATCH, 4);
+        Torch.manualSeed(0);
+        Module ref = trainedOnTheWholeBatch(new WithUnusedLayer(), xs, ys);
+        Torch.manualSeed(rank == 0 ? 0 : 99);
+        DistributedDataParallel ddp = new DistributedDataParallel(new WithUnusedLayer(), pg,
+                DistributedDataParallel.options().findUnusedParameters(true));
+        SGD opt = sgd(ddp);
+        for (int s = 0; s < STEPS; s++) {
+            opt.zeroGrad();
+            F.mseLoss(ddp.forward(rows(xs.get(s), rank * local, local)), rows(ys.get(s), rank * local, local)).backward();
+            opt.step();
+        }
+        check(ddp.module().child("unused").parameter("weight").grad() == null, "a parameter no rank used keeps no gradient");
+        return compare(ref.stateDict(), ddp.stateDict());
+    }
+
+    private static double compare(Map<String, Tensor> expected, Map<String, Tensor> got) {
+        double worst = 0;
+        for (Map.Entry<String, Tensor> e : expected.entrySet()) {
+            Tensor g = got.get(e.getKey());
+            check(g != null, "missing " + e.getKey());
+            double d = maxDiff(e.getValue(), g);
+            check(d <= TOLERANCE, e.getKey() + " differs from the single-process run by " + d);
+            worst = Math.max(worst, d);
+        }
+        return worst;
+    }
+
+    private static double maxDiff(Tensor a, Tensor b) {
+        double[] x = a.toDoubleArray();
+        double[] y = b.toDoubleArray();
+        double d = 0;
+        for (int i = 0; i < x.length; i++) d = Math.max(d, Math.abs(x[i] - y[i]));
+        return d;
+    }
+
+    private static void check(boolean ok, String what) {
+        if (!ok) throw new AssertionError("check failed: " + what);
+    }
+}

@@ -1,0 +1,120 @@
+package org.jtorch.distributed;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.nn.Linear;
+import org.jtorch.nn.Module;
+import org.jtorch.nn.ReLU;
+import org.jtorch.nn.Sequential;
+import org.junit.jupiter.api.Test;
+
+/** DDP's bookkeeping in one process ({@link WorldOfOne}): buckets, state dict, noSync, and the errors it raises. */
+class DistributedDataParallelLocalTest {
+    private static Module mlp() {
+        Torch.manualSeed(0);
+        return new Sequential(new Linear(256, 1024), new ReLU(), new Linear(1024, 512), new ReLU(), new Linear(512, 10));
+    }
+
+    private static void step(DistributedDataParallel ddp) {
+        try (Tensor x = Torch.randn(4, 256)) {
+            ddp.forward(x).sum().backward();
+        }
+    }
+
+    @Test
+    void bucketsFillInReverseOrderTheFirstClosingAtOneMebibyte() {
+        DistributedDataParallel ddp = new DistributedDataParallel(mlp(), new WorldOfOne());
+        // 4.bias, 4.weight (20 KB) and 2.bias stay under 1 MiB; 2.weight (2 MiB) closes the first bucket.
+        assertEquals(List.of(List.of("4.bias", "4.weight", "2.bias", "2.weight"), List.of("0.bias", "0.weight")),
+                ddp.bucketParameterNames());
+    }
+
+    @Test
+    void everySynchronisedBackwardReducesEachBucketOnceAndNoSyncReducesNothing() {
+        WorldOfOne world = new WorldOfOne();
+        DistributedDataParallel ddp = new DistributedDataParallel(mlp(), world);
+        step(ddp);
+        assertEquals(2, world.allReduces);
+        try (var s = ddp.noSync()) {
+            step(ddp);
+        }
+        assertEquals(2, world.allReduces);
+        step(ddp);
+        assertEquals(4, world.allReduces);
+        ddp.eval();
+        try (Tensor x = Torch.randn(4, 256)) {
+            ddp.forward(x).sum().backward(); // eval mode: no reduction, as PyTorch
+        }
+        assertEquals(4, world.allReduces);
+    }
+
+    @Test
+    void gradientsAfterBackwardAreTheLocalOnesInAWorldOfOne() {
+        Module plain = mlp();
+        DistributedDataParallel ddp = new DistributedDataParallel(mlp(), new WorldOfOne());
+        Torch.manualSeed(5);
+        try (Tensor x = Torch.randn(4, 256)) {
+            plain.forward(x).sum().backward();
+            ddp.forward(x).sum().backward();
+        }
+        List<Tensor> a = plain.parameters();
+        List<Tensor> b = ddp.module().parameters();
+        for (int i = 0; i < a.size(); i++) assertArrayEquals(a.get(i).grad().toDoubleArray(), b.get(i).grad().toDoubleArray(), 0);
+    }
+
+    @Test
+    void theStateDictHasTheModulesKeysAndLoadsPyTorchDdpsPrefixedOnes() {
+        DistributedDataParallel ddp = new DistributedDataParallel(mlp(), new WorldOfOne());
+        Map<String, Tensor> state = ddp.stateDict();
+        assertEquals(mlp().stateDict().keySet(), state.keySet());
+        assertTrue(ddp.namedParameters().containsKey("module.0.weight"), "namedParameters shows the wrapper, as PyTorch");
+        Map<String, Tensor> prefixed = new LinkedHashMap<>();
+        for (Map.Entry<String, Tensor> e : state.entrySet()) prefixed.put("module." + e.getKey(), Torch.zerosLike(e.getValue()));
+        ddp.loadStateDict(prefixed);
+        assertEquals(0.0, ddp.module().parameters().get(0).abs().sum().item());
+    }
+
+    /** A model with a layer that forward never uses. */
+    private static final class Branchy extends Module {
+        Branchy() {
+            registerModule("used", new Linear(4, 2));
+            registerModule("skipped", new Linear(4, 2));
+        }
+
+        @Override
+        public Tensor forward(Tensor input) {
+            return child("used").forward(input);
+        }
+    }
+
+    @Test
+    void aParameterWithoutGradientIsAnErrorNamingItAtTheEndOfBackward() {
+        DistributedDataParallel ddp = new DistributedDataParallel(new Branchy(), new WorldOfOne());
+        try (Tensor x = Torch.randn(3, 4)) {
+            DistributedException e = assertThrows(DistributedException.class, () -> ddp.forward(x).sum().backward());
+            assertTrue(e.getMessage().startsWith("DistributedDataParallel: rank 0: 2 of 4 parameters got no gradient in this backward: "
+                    + "skipped.weight, skipped.bias. They were not used to compute the loss"), e.getMessage());
+        }
+    }
+
+    @Test
+    void withFindUnusedParametersTheSkippedLayerKeepsNoGradient() {
+        DistributedDataParallel ddp = new DistributedDataParallel(new Branchy(), new WorldOfOne(),
+                DistributedDataParallel.options().findUnusedParameters(true));
+        try (Tensor x = Torch.randn(3, 4)) {
+            ddp.forward(x).sum().backward();
+        }
+        assertNull(ddp.module().child("skipped").parameter("weight").grad());
+        assertEquals(List.of(3.0, 3.0), List.of(ddp.module().child("used").parameter("bias").grad().toDoubleArray()[0],
+                ddp.module().child("used").parameter("bias").grad().toDoubleArray()[1]));
+    }
+}
