@@ -29,6 +29,7 @@ import org.jtorch.ops.Linalg;
 import org.jtorch.ops.Pointwise;
 import org.jtorch.ops.Rearranging;
 import org.jtorch.ops.Reductions;
+import org.jtorch.ops.Sorting;
 import org.jtorch.op.Shapes;
 import org.jtorch.ops.UnaryOp;
 
@@ -1990,6 +1991,65 @@ public final class Tensor implements AutoCloseable {
     public Tensor logSoftmax(int dim, DType dtype) {
         return Reductions.logSoftmax(this, dim, dtype);
     }
+
+    // ---------------------------------------------------------------- sorting and sampling (see Sorting)
+
+    /** Sorted along the last dim, ascending, with the original positions; stable, NaN last. */
+    public Reductions.ValuesIndices sort() { return Sorting.sort(this, -1, false, false); }
+    public Reductions.ValuesIndices sort(int dim) { return Sorting.sort(this, dim, false, false); }
+    public Reductions.ValuesIndices sort(int dim, boolean descending) { return Sorting.sort(this, dim, descending, false); }
+    public Reductions.ValuesIndices sort(int dim, boolean descending, boolean stable) { return Sorting.sort(this, dim, descending, stable); }
+    public Tensor argsort() { return Sorting.argsort(this, -1, false, false); }
+    public Tensor argsort(int dim) { return Sorting.argsort(this, dim, false, false); }
+    public Tensor argsort(int dim, boolean descending) { return Sorting.argsort(this, dim, descending, false); }
+    public Tensor argsort(int dim, boolean descending, boolean stable) { return Sorting.argsort(this, dim, descending, stable); }
+    public Tensor msort() { return Sorting.msort(this); }
+    /** The k largest along the last dim, in descending order. */
+    public Reductions.ValuesIndices topk(long k) { return Sorting.topk(this, k, -1, true, true); }
+    public Reductions.ValuesIndices topk(long k, int dim) { return Sorting.topk(this, k, dim, true, true); }
+    public Reductions.ValuesIndices topk(long k, int dim, boolean largest, boolean sorted) { return Sorting.topk(this, k, dim, largest, sorted); }
+    /** The k-th smallest (1-based) along the last dim. */
+    public Reductions.ValuesIndices kthvalue(long k) { return Sorting.kthvalue(this, k, -1, false); }
+    public Reductions.ValuesIndices kthvalue(long k, int dim) { return Sorting.kthvalue(this, k, dim, false); }
+    public Reductions.ValuesIndices kthvalue(long k, int dim, boolean keepdim) { return Sorting.kthvalue(this, k, dim, keepdim); }
+    /** The lower median of all elements (0-d). */
+    public Tensor median() { return Sorting.median(this); }
+    public Reductions.ValuesIndices median(int dim) { return Sorting.median(this, dim, false); }
+    public Reductions.ValuesIndices median(int dim, boolean keepdim) { return Sorting.median(this, dim, keepdim); }
+    /** The most frequent value along the last dim (the smallest on ties). */
+    public Reductions.ValuesIndices mode() { return Sorting.mode(this, -1, false); }
+    public Reductions.ValuesIndices mode(int dim) { return Sorting.mode(this, dim, false); }
+    public Reductions.ValuesIndices mode(int dim, boolean keepdim) { return Sorting.mode(this, dim, keepdim); }
+    /** The sorted distinct values; see {@link Sorting#unique} for the inverse and counts. */
+    public Tensor unique() {
+        try (Sorting.Unique u = Sorting.unique(this, true, false, false)) {
+            return u.values().alias();
+        }
+    }
+    public Sorting.Unique unique(boolean sorted, boolean returnInverse, boolean returnCounts) {
+        return Sorting.unique(this, sorted, returnInverse, returnCounts);
+    }
+    /** The distinct slices along {@code dim}, as {@code torch.unique(x, dim=dim)}. */
+    public Sorting.Unique unique(int dim, boolean returnInverse, boolean returnCounts) {
+        return Sorting.unique(this, dim, returnInverse, returnCounts);
+    }
+    /** This tensor's elements bucketed by the 1-D {@code boundaries}, as {@code torch.bucketize}. */
+    public Tensor bucketize(Tensor boundaries) { return Sorting.bucketize(this, boundaries, false, false); }
+    public Tensor bucketize(Tensor boundaries, boolean outInt32, boolean right) { return Sorting.bucketize(this, boundaries, outInt32, right); }
+    /** Category indices drawn from this tensor's rows of weights, with the default generator. */
+    public Tensor multinomial(long numSamples) { return Sorting.multinomial(this, numSamples, false, Generator.defaultGenerator()); }
+    public Tensor multinomial(long numSamples, boolean replacement) {
+        return Sorting.multinomial(this, numSamples, replacement, Generator.defaultGenerator());
+    }
+    public Tensor multinomial(long numSamples, boolean replacement, Generator generator) {
+        return Sorting.multinomial(this, numSamples, replacement, generator);
+    }
+    /** 1 with this tensor's elementwise probability, else 0 (default generator). */
+    public Tensor bernoulli() { return Sorting.bernoulli(this, Generator.defaultGenerator()); }
+    public Tensor bernoulli(Generator generator) { return Sorting.bernoulli(this, generator); }
+    /** A tensor of this one's shape and dtype holding 1 with probability p. */
+    public Tensor bernoulli(double p) { return Sorting.bernoulli(this, p, Generator.defaultGenerator()); }
+    public Tensor bernoulli(double p, Generator generator) { return Sorting.bernoulli(this, p, generator); }
 
     // ------------------------------------------------------------------ pointwise composites (ops/Pointwise.java)
 

@@ -188,7 +188,9 @@ final class Oracle {
     }
 
     private static String sizeRule(String op, String method, Map<String, Object> args, Tensor subject) {
-        boolean inferable = method.equals("view") || method.equals("reshape") || method.equals("expand") || method.equals("unflatten");
+        // nn.Unflatten infers a -1 as Tensor.unflatten does (PyTorch 1.13: Unflatten(1, [2, -1]) on [3, 4] gives [3, 2, 2]).
+        boolean inferable = method.equals("view") || method.equals("reshape") || method.equals("expand") || method.equals("unflatten")
+                || op.startsWith("Unflatten");
         for (String name : ArgumentGenerator.SIZE_NAMES) {
             Object v = args.get(name);
             if (v == null || name.equals("size") && !op.equals("Tensor.unfold")) continue;
@@ -202,7 +204,10 @@ final class Oracle {
                     if (s == -1 && none) continue;
                     if (s < 0 || s == 0 && POSITIVE_SIZES.contains(name)) return name + " " + Arrays.toString(sizes) + " has a negative size";
                 }
-                if (product(sizes, false) < 0) return name + " " + Arrays.toString(sizes) + ": element count overflows";
+                // repeat of an empty tensor makes an empty result whatever the counts (PyTorch 1.13:
+                // zeros(1, 4, 0).repeat(4, 1, 2**40, 2**40) has shape [4, 1, 2**42, 0]).
+                boolean emptyRepeat = method.equals("repeat") && subject != null && subject.numel() == 0;
+                if (product(sizes, false) < 0 && !emptyRepeat) return name + " " + Arrays.toString(sizes) + ": element count overflows";
             } else if (v instanceof Number num) {
                 long s = num.longValue();
                 if (s < 0 || s == 0 && POSITIVE_SIZES.contains(name)) return name + " " + s + " is negative";
