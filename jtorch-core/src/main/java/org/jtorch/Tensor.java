@@ -117,12 +117,11 @@ public final class Tensor implements AutoCloseable {
     }
 
     /**
-     * {@link #empty(long[], DType, Device)} for {@code op} (a factory, or an op allocating its result): a
-     * negative size, or a size whose element or byte count overflows 64 bits, is an
-     * {@link IllegalArgumentException} naming it, and running out of memory names it too.
+     * {@link #empty(long[], DType, Device)} for the factory {@code op}: a negative size, or a size whose
+     * element or byte count overflows 64 bits, is an {@link IllegalArgumentException} naming it, and running out
+     * of memory names it too.
      */
-    public static Tensor empty(String op, long[] shape, DType dtype, Device device) {
-        Arguments.nonNull("empty", "op", op);
+    static Tensor empty(String op, long[] shape, DType dtype, Device device) {
         Arguments.nonNull(op, "shape", shape);
         Arguments.nonNull(op, "dtype", dtype);
         Arguments.nonNull(op, "device", device);
