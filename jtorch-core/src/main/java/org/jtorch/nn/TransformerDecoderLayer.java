@@ -1,0 +1,112 @@
+package org.jtorch.nn;
+
+import org.jtorch.Tensor;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Arguments;
+
+/**
+ * One decoder layer, as {@code torch.nn.TransformerDecoderLayer}: masked self-attention over the target, attention from
+ * the target to the encoder's output ({@code memory}), then the feed-forward block, each with a residual connection and
+ * a layer norm (post-norm, or pre-norm with {@code normFirst}).
+ *
+ * <p>Submodules carry PyTorch's names: {@code self_attn}, {@code multihead_attn}, {@code linear1}, {@code dropout},
+ * {@code linear2}, {@code norm1}, {@code norm2}, {@code norm3}, {@code dropout1}, {@code dropout2}, {@code dropout3};
+ * initialisation and mask conventions as {@link TransformerEncoderLayer}.
+ */
+public class TransformerDecoderLayer extends Module implements AttentionDecoder {
+    private final long dModel;
+    private final long nhead;
+    private final TransformerOptions options;
+    private final MultiheadAttention selfAttn;
+    private final MultiheadAttention multiheadAttn;
+    private final Linear linear1;
+    private final Dropout dropout;
+    private final Linear linear2;
+    private final LayerNorm norm1;
+    private final LayerNorm norm2;
+    private final LayerNorm norm3;
+    private final Dropout dropout1;
+    private final Dropout dropout2;
+    private final Dropout dropout3;
+
+    public TransformerDecoderLayer(long dModel, long nhead) {
+        this(dModel, nhead, options());
+    }
+
+    public TransformerDecoderLayer(long dModel, long nhead, TransformerOptions options) {
+        Arguments.nonNull("TransformerDecoderLayer", "options", options);
+        options.check("TransformerDecoderLayer", dModel, nhead);
+        this.dModel = dModel;
+        this.nhead = nhead;
+        this.options = options.copy();
+        TransformerOptions o = this.options;
+        selfAttn = registerModule("self_attn", new MultiheadAttention(dModel, nhead, o.dropout, o.bias, o.batchFirst, o.dtype, o.device,
+                o.generator));
+        multiheadAttn = registerModule("multihead_attn", new MultiheadAttention(dModel, nhead, o.dropout, o.bias, o.batchFirst, o.dtype,
+                o.device, o.generator));
+        linear1 = registerModule("linear1", new Linear(dModel, o.dimFeedforward, o.bias, o.dtype, o.device, o.generator));
+        dropout = registerModule("dropout", new Dropout(o.dropout, o.generator));
+        linear2 = registerModule("linear2", new Linear(o.dimFeedforward, dModel, o.bias, o.dtype, o.device, o.generator));
+        norm1 = registerModule("norm1", TransformerEncoderLayer.layerNorm(dModel, o));
+        norm2 = registerModule("norm2", TransformerEncoderLayer.layerNorm(dModel, o));
+        norm3 = registerModule("norm3", TransformerEncoderLayer.layerNorm(dModel, o));
+        dropout1 = registerModule("dropout1", new Dropout(o.dropout, o.generator));
+        dropout2 = registerModule("dropout2", new Dropout(o.dropout, o.generator));
+        dropout3 = registerModule("dropout3", new Dropout(o.dropout, o.generator));
+    }
+
+    public static TransformerOptions options() {
+        return new TransformerOptions();
+    }
+
+    /** A new layer with the same options and a copy of this one's parameters. */
+    TransformerDecoderLayer copy() {
+        return TransformerEncoderLayer.copyInto(this, new TransformerDecoderLayer(dModel, nhead, options));
+    }
+
+    public MultiheadAttention selfAttn() {
+        return selfAttn;
+    }
+
+    public MultiheadAttention multiheadAttn() {
+        return multiheadAttn;
+    }
+
+    /** A decoder layer needs the memory too: {@link #forward(Tensor, Tensor)}. */
+    @Override
+    public Tensor forward(Tensor tgt) {
+        throw new UnsupportedOperationException("TransformerDecoderLayer: forward needs the target and the memory: forward(tgt, memory)");
+    }
+
+    @Override
+    public Tensor forward(Tensor tgt, Tensor memory, Tensor tgtMask, Tensor memoryMask, Tensor tgtKeyPaddingMask,
+                          Tensor memoryKeyPaddingMask, boolean tgtIsCausal, boolean memoryIsCausal) {
+        Arguments.nonNull("TransformerDecoderLayer", "tgt", tgt);
+        Arguments.nonNull("TransformerDecoderLayer", "memory", memory);
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor x = tgt;
+            if (options.normFirst) {
+                x = x.add(selfAttention(norm1.forward(x), tgtMask, tgtKeyPaddingMask, tgtIsCausal));
+                x = x.add(memoryAttention(norm2.forward(x), memory, memoryMask, memoryKeyPaddingMask, memoryIsCausal));
+                x = x.add(feedForwardBlock(norm3.forward(x)));
+            } else {
+                x = norm1.forward(x.add(selfAttention(x, tgtMask, tgtKeyPaddingMask, tgtIsCausal)));
+                x = norm2.forward(x.add(memoryAttention(x, memory, memoryMask, memoryKeyPaddingMask, memoryIsCausal)));
+                x = norm3.forward(x.add(feedForwardBlock(x)));
+            }
+            return scope.keep(x);
+        }
+    }
+
+    private Tensor selfAttention(Tensor x, Tensor mask, Tensor keyPaddingMask, boolean isCausal) {
+        return TransformerEncoderLayer.attend(selfAttn, dropout1, x, x, mask, keyPaddingMask, isCausal);
+    }
+
+    private Tensor memoryAttention(Tensor x, Tensor memory, Tensor mask, Tensor keyPaddingMask, boolean isCausal) {
+        return TransformerEncoderLayer.attend(multiheadAttn, dropout2, x, memory, mask, keyPaddingMask, isCausal);
+    }
+
+    private Tensor feedForwardBlock(Tensor x) {
+        return TransformerEncoderLayer.feedForward(options, linear1, dropout, linear2, dropout3, x);
+    }
+}
