@@ -143,6 +143,7 @@ public class MultiheadAttention extends Module {
             Tensor qh = heads(project(q, w, b, 0), n, l);
             Tensor kh = heads(project(k, w, b, 1), n, s);
             Tensor vh = heads(project(v, w, b, 2), n, s);
+            if (causalOnly) checkAttnMask(attnMask, n, l, s);
             Tensor mask = causalOnly ? null : mergeMasks(attnMask, keyPaddingMask, q.dtype(), n, l, s, batched);
             F.Attention att = F.attention(qh, kh, vh, mask, isTraining() ? dropout : 0, causalOnly, gen, needWeights);
             Tensor out = outProj.forward(att.output().transpose(1, 2).reshape(n, l, embedDim));
@@ -176,12 +177,7 @@ public class MultiheadAttention extends Module {
     private Tensor mergeMasks(Tensor attnMask, Tensor keyPaddingMask, DType dtype, long n, long l, long s, boolean batched) {
         Tensor merged = null;
         if (attnMask != null) {
-            long[] want2 = {l, s};
-            long[] want3 = {n * numHeads, l, s};
-            if (!Arrays.equals(attnMask.shape(), want2) && !Arrays.equals(attnMask.shape(), want3)) {
-                throw new IllegalArgumentException("MultiheadAttention: attn_mask should have shape " + Shapes.format(want2) + " or "
-                        + Shapes.format(want3) + ", but got " + Shapes.format(attnMask.shape()));
-            }
+            checkAttnMask(attnMask, n, l, s);
             merged = additive(attnMask, dtype);
             if (attnMask.dim() == 3) merged = merged.view(n, numHeads, l, s);
         }
@@ -195,6 +191,15 @@ public class MultiheadAttention extends Module {
             merged = merged == null ? kpm : merged.add(kpm);
         }
         return merged;
+    }
+
+    private void checkAttnMask(Tensor attnMask, long n, long l, long s) {
+        long[] want2 = {l, s};
+        long[] want3 = {n * numHeads, l, s};
+        if (!Arrays.equals(attnMask.shape(), want2) && !Arrays.equals(attnMask.shape(), want3)) {
+            throw new IllegalArgumentException("MultiheadAttention: attn_mask should have shape " + Shapes.format(want2) + " or "
+                    + Shapes.format(want3) + ", but got " + Shapes.format(attnMask.shape()));
+        }
     }
 
     private static Tensor additive(Tensor mask, DType dtype) {

@@ -197,6 +197,19 @@ class GradcheckViewsTest {
     }
 
     @Test
+    void secondDerivativesFlowThroughCopySlices() {
+        // The gradient of sum(y^2), y = x^2 with rows 0-1 scaled by w in place, differentiated again (create_graph).
+        try (MemoryScope scope = new MemoryScope(); Tensor x = input(3, 2); Tensor w = input(2)) {
+            gradcheck(a -> {
+                Tensor y = a[0].mul(a[0]);
+                y.narrow(0, 0, 2).mul_(a[1]);
+                Tensor loss = y.mul(y).sum();
+                return Autograd.grad(new Tensor[] {loss}, new Tensor[] {a[0]}, null, true, true, false)[0];
+            }, x, w);
+        }
+    }
+
+    @Test
     void inPlaceOnAViewOfALeafThatRequiresGradIsRefused() {
         try (Tensor x = input(3, 4); Tensor row = x.select(0, 1)) {
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> row.mul_(2.0));
