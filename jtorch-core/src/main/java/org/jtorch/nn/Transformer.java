@@ -43,9 +43,9 @@ public class Transformer extends Module {
         try (TransformerEncoderLayer encoderLayer = new TransformerEncoderLayer(dModel, nhead, options);
              TransformerDecoderLayer decoderLayer = new TransformerDecoderLayer(dModel, nhead, options)) {
             encoder = registerModule("encoder", new TransformerEncoder(encoderLayer, options.numEncoderLayers,
-                    TransformerEncoderLayer.layerNorm(dModel, options)));
+                    options.layerNorm(dModel)));
             decoder = registerModule("decoder", new TransformerDecoder(decoderLayer, options.numDecoderLayers,
-                    TransformerEncoderLayer.layerNorm(dModel, options)));
+                    options.layerNorm(dModel)));
         }
         resetParameters();
     }

@@ -43,23 +43,18 @@ public class TransformerEncoderLayer extends Module implements AttentionEncoder 
         this.nhead = nhead;
         this.options = options.copy();
         TransformerOptions o = this.options;
-        selfAttn = registerModule("self_attn", new MultiheadAttention(dModel, nhead, o.dropout, o.bias, o.batchFirst, o.dtype, o.device,
-                o.generator));
-        linear1 = registerModule("linear1", new Linear(dModel, o.dimFeedforward, o.bias, o.dtype, o.device, o.generator));
-        dropout = registerModule("dropout", new Dropout(o.dropout, o.generator));
-        linear2 = registerModule("linear2", new Linear(o.dimFeedforward, dModel, o.bias, o.dtype, o.device, o.generator));
-        norm1 = registerModule("norm1", layerNorm(dModel, o));
-        norm2 = registerModule("norm2", layerNorm(dModel, o));
-        dropout1 = registerModule("dropout1", new Dropout(o.dropout, o.generator));
-        dropout2 = registerModule("dropout2", new Dropout(o.dropout, o.generator));
+        selfAttn = registerModule("self_attn", o.attention(dModel, nhead));
+        linear1 = registerModule("linear1", o.linear(dModel, o.dimFeedforward));
+        dropout = registerModule("dropout", o.dropoutLayer());
+        linear2 = registerModule("linear2", o.linear(o.dimFeedforward, dModel));
+        norm1 = registerModule("norm1", o.layerNorm(dModel));
+        norm2 = registerModule("norm2", o.layerNorm(dModel));
+        dropout1 = registerModule("dropout1", o.dropoutLayer());
+        dropout2 = registerModule("dropout2", o.dropoutLayer());
     }
 
     public static TransformerOptions options() {
         return new TransformerOptions();
-    }
-
-    static LayerNorm layerNorm(long dModel, TransformerOptions o) {
-        return new LayerNorm(new long[] {dModel}, o.layerNormEps, true, o.bias, o.dtype, o.device);
     }
 
     /** A new layer with the same options and a copy of this one's parameters (what PyTorch's deepcopy gives the stacks). */

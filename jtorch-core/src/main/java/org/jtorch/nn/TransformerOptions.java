@@ -115,6 +115,24 @@ public final class TransformerOptions {
         return this;
     }
 
+    // The submodules a transformer layer is built from, with these options.
+
+    MultiheadAttention attention(long dModel, long nhead) {
+        return new MultiheadAttention(dModel, nhead, dropout, bias, batchFirst, dtype, device, generator);
+    }
+
+    Linear linear(long in, long out) {
+        return new Linear(in, out, bias, dtype, device, generator);
+    }
+
+    Dropout dropoutLayer() {
+        return new Dropout(dropout, generator);
+    }
+
+    LayerNorm layerNorm(long dModel) {
+        return new LayerNorm(new long[] {dModel}, layerNormEps, true, bias, dtype, device);
+    }
+
     TransformerOptions copy() {
         TransformerOptions o = new TransformerOptions();
         o.dimFeedforward = dimFeedforward;
