@@ -79,6 +79,8 @@ public final class Tensor implements AutoCloseable {
     private Tensor viewBase;
     /** The base's {@code gradFn} this view's history was derived from; when the base's changes, the view's is regenerated. */
     private Node viewBaseNode;
+    /** For one of several views one call returned (split, chunk, unbind), or a view of one: which ("Output 0 of SplitBackward0"). */
+    private String multiOutputView;
     // Autograd state (see the "autograd" section).
     private boolean requiresGrad;
     private Tensor grad;
@@ -751,6 +753,7 @@ public final class Tensor implements AutoCloseable {
         a.noGradViewOfGraph = noGradViewOfGraph;
         a.viewBase = viewBase;
         a.viewBaseNode = viewBaseNode;
+        a.multiOutputView = multiOutputView;
         return a;
     }
 
@@ -2110,6 +2113,7 @@ public final class Tensor implements AutoCloseable {
         }
         r.viewBase = viewBase != null ? viewBase : this;
         r.viewBaseNode = r.viewBase.gradFn;
+        r.multiOutputView = multiOutputView;
         if (requiresGrad) Autograd.record(name, r, g -> new Tensor[] {backward.apply(g[0])}, new Tensor[] {this});
         return r;
     }
@@ -2120,6 +2124,21 @@ public final class Tensor implements AutoCloseable {
      */
     public Tensor viewBase() {
         return viewBase;
+    }
+
+    /**
+     * For op implementations: this view is output {@code index} of a call that returns several views ({@code split},
+     * {@code chunk}, {@code unbind}; {@code node} is PyTorch's backward name, e.g. {@code SplitBackward0}). As in PyTorch,
+     * in-place ops on it (or on views of it) are refused under autograd.
+     */
+    public void markMultiOutputView(String node, int index) {
+        Arguments.nonNull("markMultiOutputView", "node", node);
+        multiOutputView = "Output " + index + " of " + node;
+    }
+
+    /** {@code "Output i of <Node>"} when this is (a view of) one of several views one call returned, else null. */
+    public String multiOutputView() {
+        return multiOutputView;
     }
 
     /** Whether this is a view of a tensor that requires grad made with grad mode off (in-place ops on it are refused under autograd). */

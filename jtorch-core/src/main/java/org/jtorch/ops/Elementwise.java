@@ -181,6 +181,11 @@ public final class Elementwise {
             throw new IllegalStateException(op + ": a view was created in no_grad mode and is being modified in place with grad mode"
                     + " enabled; clone() it or create it with grad mode on");
         }
+        if (self.multiOutputView() != null) {
+            throw new IllegalStateException(op + ": " + self.multiOutputView() + " is a view and is being modified in place. This view"
+                    + " is the output of a function that returns multiple views. Such functions do not allow the output views to be"
+                    + " modified in place. You should replace the in-place operation by an out-of-place one.");
+        }
         Tensor base = self.viewBase();
         if (base == null) return;
         if (base.requiresGrad() && base.isLeaf()) {

@@ -103,7 +103,9 @@ class InPlaceViewConformanceTest {
     private static final Map<String, String> REFUSALS = Map.of(
             "saved_result_overwritten_through_view", "modified by an inplace operation",
             "view_of_leaf", "a view of a leaf",
-            "view_made_without_grad", "a view was created in no_grad mode");
+            "view_made_without_grad", "a view was created in no_grad mode",
+            "output_of_split", "output 0 of splitbackward0 is a view and is being modified",
+            "view_of_unbind_output", "the output of a function that returns multiple views");
 
     private static final Map<String, java.util.function.Consumer<Tensor>> REFUSED = Map.of(
             "saved_result_overwritten_through_view", x -> {
@@ -119,7 +121,9 @@ class InPlaceViewConformanceTest {
                     v = y.narrow(0, 0, 1);
                 }
                 v.mul_(2.0);
-            });
+            },
+            "output_of_split", x -> x.mul(2.0).split(2, 0).get(0).mul_(2.0),
+            "view_of_unbind_output", x -> x.mul(2.0).unbind(1).get(1).narrow(0, 0, 2).add_(1.0));
 
     static Stream<Case> writes() {
         return CASES.stream().filter(c -> c.op().equals("inplace_view"));
