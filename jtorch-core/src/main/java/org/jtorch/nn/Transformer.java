@@ -24,8 +24,8 @@ public class Transformer extends Module {
     private final long dModel;
     private final long nhead;
     private final boolean batchFirst;
-    private final TransformerEncoder encoder;
-    private final TransformerDecoder decoder;
+    private final AttentionEncoder encoder;
+    private final AttentionDecoder decoder;
     private final TransformerOptions options;
 
     /** PyTorch's defaults: {@code dModel} 512, 8 heads, 6 + 6 layers. */
@@ -34,18 +34,34 @@ public class Transformer extends Module {
     }
 
     public Transformer(long dModel, long nhead, TransformerOptions options) {
+        this(dModel, nhead, (TransformerEncoder) null, (TransformerDecoder) null, options);
+    }
+
+    /**
+     * With PyTorch's {@code custom_encoder} / {@code custom_decoder}: a given module (null: the usual stack) is registered
+     * as {@code encoder} / {@code decoder} and owned from now on; its matrices are re-initialised with the rest.
+     */
+    public <E extends Module & AttentionEncoder, D extends Module & AttentionDecoder> Transformer(long dModel, long nhead,
+            E customEncoder, D customDecoder, TransformerOptions options) {
         Arguments.nonNull("Transformer", "options", options);
         options.check("Transformer", dModel, nhead);
         this.dModel = dModel;
         this.nhead = nhead;
         this.options = options.copy();
         this.batchFirst = options.batchFirst;
-        try (TransformerEncoderLayer encoderLayer = new TransformerEncoderLayer(dModel, nhead, options);
-             TransformerDecoderLayer decoderLayer = new TransformerDecoderLayer(dModel, nhead, options)) {
-            encoder = registerModule("encoder", new TransformerEncoder(encoderLayer, options.numEncoderLayers,
-                    options.layerNorm(dModel)));
-            decoder = registerModule("decoder", new TransformerDecoder(decoderLayer, options.numDecoderLayers,
-                    options.layerNorm(dModel)));
+        if (customEncoder != null) {
+            encoder = registerModule("encoder", customEncoder);
+        } else {
+            try (TransformerEncoderLayer layer = new TransformerEncoderLayer(dModel, nhead, options)) {
+                encoder = registerModule("encoder", new TransformerEncoder(layer, options.numEncoderLayers, options.layerNorm(dModel)));
+            }
+        }
+        if (customDecoder != null) {
+            decoder = registerModule("decoder", customDecoder);
+        } else {
+            try (TransformerDecoderLayer layer = new TransformerDecoderLayer(dModel, nhead, options)) {
+                decoder = registerModule("decoder", new TransformerDecoder(layer, options.numDecoderLayers, options.layerNorm(dModel)));
+            }
         }
         resetParameters();
     }
@@ -61,11 +77,13 @@ public class Transformer extends Module {
         }
     }
 
-    public TransformerEncoder encoder() {
+    /** The encoder: a {@link TransformerEncoder} unless a custom one was given. */
+    public AttentionEncoder encoder() {
         return encoder;
     }
 
-    public TransformerDecoder decoder() {
+    /** The decoder: a {@link TransformerDecoder} unless a custom one was given. */
+    public AttentionDecoder decoder() {
         return decoder;
     }
 

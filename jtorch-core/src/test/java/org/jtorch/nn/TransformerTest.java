@@ -135,6 +135,35 @@ class TransformerTest {
         }
     }
 
+    /** An encoder that passes the source through: the transformer is then its decoder attending to the raw source. */
+    private static final class IdentityEncoder extends Module implements AttentionEncoder {
+        @Override
+        public Tensor forward(Tensor src) {
+            return src.alias();
+        }
+
+        @Override
+        public Tensor forward(Tensor src, Tensor mask, Tensor srcKeyPaddingMask, boolean isCausal) {
+            return src.alias();
+        }
+    }
+
+    @Test
+    void customEncoderAndDecoderAreUsedAndReinitialised() {
+        try (MemoryScope scope = new MemoryScope()) {
+            TransformerDecoderLayer layer = new TransformerDecoderLayer(4, 2, tiny());
+            TransformerDecoder decoder = new TransformerDecoder(layer, 1);
+            Tensor before = decoder.namedParameters().get("layers.0.linear1.weight").clone();
+            Transformer t = new Transformer(4, 2, new IdentityEncoder(), decoder, tiny());
+            assertTrue(t.encoder() instanceof IdentityEncoder);
+            assertFalse(same(before, t.namedParameters().get("decoder.layers.0.linear1.weight")), "xavier re-drew the custom decoder");
+            assertFalse(t.stateDict().keySet().stream().anyMatch(k -> k.startsWith("encoder.")));
+            Tensor src = randn(5, 2, 4);
+            Tensor tgt = randn(3, 2, 4);
+            Fixtures.assertClose(decoder.forward(tgt, src), t.forward(src, tgt), 0, 0, "decoder(tgt, src)");
+        }
+    }
+
     @Test
     void unbatchedTransformerMatchesTheBatchOfOne() {
         try (MemoryScope scope = new MemoryScope();
