@@ -72,7 +72,17 @@ public final class Tensor implements AutoCloseable {
     /** How this tensor was closed, for the use-after-close error: by which scope, and where (when tracked). */
     private MemoryScope closedByScope;
     private String closedAt;
-    private boolean viewOfGraph;
+    /** A view of a tensor that requires grad made with grad mode off: it has no history, so in-place ops on it are refused. */
+    private boolean noGradViewOfGraph;
+    /**
+     * For a differentiable view, the tensor whose memory it views (never itself a view), as PyTorch's {@code _base}: an
+     * in-place op on the view rebases that tensor's history ({@code CopySlices}), and the view's is derived from it.
+     */
+    private Tensor viewBase;
+    /** The base's {@code gradFn} this view's history was derived from; when the base's changes, the view's is regenerated. */
+    private Node viewBaseNode;
+    /** For one of several views one call returned (split, chunk, unbind), or a view of one: which ("Output 0 of SplitBackward0"). */
+    private String multiOutputView;
     // Autograd state (see the "autograd" section).
     private boolean requiresGrad;
     private Tensor grad;
@@ -375,6 +385,8 @@ public final class Tensor implements AutoCloseable {
         if (unwritable != null) {
             throw new IllegalArgumentException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype + " " + unwritable);
         }
+        // Checked here, not where ops record: PyTorch refuses the write even when nothing in it requires grad.
+        if (noGradViewOfGraph && Grad.isEnabled()) Elementwise.checkInPlaceAllowed(op, this);
     }
 
     // ------------------------------------------------------------------ views
@@ -737,6 +749,7 @@ public final class Tensor implements AutoCloseable {
     /** A new view of the same data that holds its own storage reference (closing it leaves this tensor open). */
     public Tensor alias() {
         checkOpen("alias");
+        refreshViewHistory();
         Tensor a = view(shape, strides, offset);
         // Another handle to the same tensor: same place in the graph (a leaf's gradient still goes to this leaf).
         if (requiresGrad) {
@@ -745,7 +758,10 @@ public final class Tensor implements AutoCloseable {
             a.outputNr = outputNr;
             a.gradAccumulator = gradFn == null ? gradAccumulator() : null;
         }
-        a.viewOfGraph = viewOfGraph;
+        a.noGradViewOfGraph = noGradViewOfGraph;
+        a.viewBase = viewBase;
+        a.viewBaseNode = viewBaseNode;
+        a.multiOutputView = multiOutputView;
         return a;
     }
 
@@ -786,7 +802,7 @@ public final class Tensor implements AutoCloseable {
             long[] srcShape = src.shape;
             DType srcType = src.dtype;
             Device srcDevice = src.device();
-            boolean srcGrad = src.requiresGrad;
+            boolean srcGrad = src.requiresGrad();
             Autograd.record("CopyBackwards", new Tensor[] {this, src}, new Tensor[] {this}, g -> new Tensor[] {
                     Torch.zerosLike(g[0]),
                     srcGrad ? Gradients.sumTo(g[0], srcShape, srcType).to(srcDevice) : null});
@@ -986,6 +1002,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Whether gradients flow to this tensor: a leaf that asked for them, or the result of an op on such tensors. */
     public boolean requiresGrad() {
+        if (viewBase != null) refreshViewHistory();
         return requiresGrad;
     }
 
@@ -1040,17 +1057,19 @@ public final class Tensor implements AutoCloseable {
 
     /** The node that produced this tensor, or null for a leaf. */
     public Node gradFn() {
+        if (viewBase != null) refreshViewHistory();
         return gradFn;
     }
 
     /** Which output of {@link #gradFn()} this tensor is. */
     public int outputNr() {
+        if (viewBase != null) refreshViewHistory();
         return outputNr;
     }
 
     /** Leaves are tensors not produced by a recorded op. */
     public boolean isLeaf() {
-        return gradFn == null;
+        return gradFn() == null;
     }
 
     /** Records that an op produced this tensor (for op implementations). */
@@ -1093,6 +1112,7 @@ public final class Tensor implements AutoCloseable {
      */
     public void registerHook(UnaryOperator<Tensor> hook) {
         Arguments.nonNull("registerHook", "hook", hook);
+        refreshViewHistory();
         if (!requiresGrad) throw new IllegalStateException("registerHook: cannot register a hook on a tensor that doesn't require gradient");
         if (gradFn != null) {
             Autograd.addPreHook(gradFn, outputNr, hook);
@@ -1114,6 +1134,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Makes a non-leaf tensor keep its gradient in {@link #grad()} after backward. */
     public void retainGrad() {
+        refreshViewHistory();
         if (gradFn == null) return;
         Tensor self = this;
         Autograd.addPreHook(gradFn, outputNr, g -> {
@@ -2147,20 +2168,75 @@ public final class Tensor implements AutoCloseable {
 
     // ------------------------------------------------------------------ view autograd
 
-    /** Records a view op's backward when this tensor requires grad; views of graph tensors are marked (see in-place checks). */
+    /**
+     * Records a view op's backward when this tensor requires grad, and remembers the base for in-place ops on the view;
+     * a view of a graph tensor made with grad mode off is marked instead (in-place ops on it are refused).
+     */
     private Tensor viewGrad(String name, Tensor r, UnaryOperator<Tensor> backward) {
-        if (requiresGrad) {
-            r.viewOfGraph = true;
-            if (Grad.isEnabled()) Autograd.record(name, r, g -> new Tensor[] {backward.apply(g[0])}, new Tensor[] {this});
-        } else if (viewOfGraph) {
-            r.viewOfGraph = true;
+        refreshViewHistory();
+        if (noGradViewOfGraph || (requiresGrad && !Grad.isEnabled())) {
+            r.noGradViewOfGraph = true;
+            return r;
         }
+        r.viewBase = viewBase != null ? viewBase : this;
+        r.viewBaseNode = r.viewBase.gradFn;
+        r.multiOutputView = multiOutputView;
+        if (requiresGrad) Autograd.record(name, r, g -> new Tensor[] {backward.apply(g[0])}, new Tensor[] {this});
         return r;
     }
 
-    /** Whether this tensor is a view of a tensor that requires grad (in-place ops on it are refused under autograd). */
-    public boolean isViewOfGraphTensor() {
-        return viewOfGraph;
+    /**
+     * The tensor this one is a differentiable view of, as PyTorch's {@code _base} (null for a tensor that owns its
+     * layout): an in-place op on this view rewrites the base's history (for autograd).
+     */
+    public Tensor viewBase() {
+        return viewBase;
+    }
+
+    /**
+     * For op implementations: this view is output {@code index} of a call that returns several views ({@code split},
+     * {@code chunk}, {@code unbind}; {@code node} is PyTorch's backward name, e.g. {@code SplitBackward0}). As in PyTorch,
+     * in-place ops on it (or on views of it) are refused under autograd.
+     */
+    public void markMultiOutputView(String node, int index) {
+        Arguments.nonNull("markMultiOutputView", "node", node);
+        multiOutputView = "Output " + index + " of " + node;
+    }
+
+    /** {@code "Output i of <Node>"} when this is (a view of) one of several views one call returned, else null. */
+    public String multiOutputView() {
+        return multiOutputView;
+    }
+
+    /** Whether this is a view of a tensor that requires grad made with grad mode off (in-place ops on it are refused under autograd). */
+    public boolean isNoGradViewOfGraphTensor() {
+        return noGradViewOfGraph;
+    }
+
+    /**
+     * After an in-place op changed the base's history (directly, or through another view: {@code CopySlices}), this view's
+     * history becomes the base's, read through this view's geometry ({@code AsStridedBackward0}), as PyTorch regenerates a
+     * view's {@code grad_fn}. Cheap when nothing changed: one comparison.
+     */
+    private void refreshViewHistory() {
+        Tensor base = viewBase;
+        if (base == null || base.gradFn == viewBaseNode) return;
+        synchronized (this) {
+            Node baseNode = base.gradFn;
+            if (baseNode == viewBaseNode) return;
+            viewBaseNode = baseNode;
+            if (base.closed) return; // its graph may be freed: the view keeps the history it had
+            if (!base.requiresGrad) {
+                replaceGradFn(null, false);
+                requiresGrad = false;
+                return;
+            }
+            long extent = base.storage.byteSize() / dtype.byteSize();
+            long[] baseShape = base.shape, baseStrides = base.strides, size = shape, stride = strides;
+            long baseOffset = base.offset, storageOffset = offset;
+            Autograd.record("AsStridedBackward0", this, g -> new Tensor[] {
+                    asStridedBackward(g[0], size, stride, storageOffset, extent, baseShape, baseStrides, baseOffset)}, new Tensor[] {base});
+        }
     }
 
     /** Backward of a narrowing view: the gradient placed into zeros of this tensor's shape. */
@@ -2204,7 +2280,12 @@ public final class Tensor implements AutoCloseable {
 
     /** Scatter-adds the gradient by storage position, then reads it back through this tensor's own geometry. */
     private Tensor asStridedBackward(Tensor g, long[] size, long[] stride, long storageOffset) {
-        long extent = storage.byteSize() / dtype.byteSize();
+        return asStridedBackward(g, size, stride, storageOffset, storage.byteSize() / dtype.byteSize(), shape, strides, offset);
+    }
+
+    /** The gradient of a view {@code (size, stride, storageOffset)} over a storage of {@code extent} elements, read through {@code (shape, strides, offset)}. */
+    private static Tensor asStridedBackward(Tensor g, long[] size, long[] stride, long storageOffset, long extent, long[] shape,
+                                            long[] strides, long offset) {
         Tensor buffer = Torch.zeros(new long[] {extent}, g.dtype(), g.device());
         try (Tensor hostPositions = Torch.arange(extent); Tensor positions = hostPositions.to(g.device());
              Tensor where = positions.asStrided(size, stride, storageOffset);

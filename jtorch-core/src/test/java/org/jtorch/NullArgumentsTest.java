@@ -89,7 +89,8 @@ class NullArgumentsTest {
             "CrossEntropyLoss.<init>(weight)", "NLLLoss.<init>(weight)", "BatchNorm1d.<init>(momentum)", "BatchNorm2d.<init>(momentum)",
             "BatchNorm3d.<init>(momentum)", "RMSNorm.<init>(eps)", "Embedding.<init>(paddingIdx)", "MaxPool2d.<init>(stride)",
             "AvgPool2d.<init>(stride)", "Dropout.<init>(gen)", "Dropout1d.<init>(gen)", "Dropout2d.<init>(gen)",
-            "MultiheadAttention.Output.<init>(weights)", "Init.calculateGain(param)",
+            "MultiheadAttention.Output.<init>(weights)", "Init.calculateGain(param)", "TransformerEncoder.<init>(norm)", "Transformer.<init>(customEncoder)", "Transformer.<init>(customDecoder)",
+            "TransformerDecoder.<init>(norm)",
             // recurrent layers: zero initial states, a batch given sorted, the longest length
             "LSTM.forward(state)", "RNN.forward(h0)", "LSTMCell.forward(state)", "RNNCell.forward(hx)", "GRUCell.forward(hx)",
             "PackedSequence.<init>(sortedIndices)", "PackedSequence.<init>(unsortedIndices)", "Rnn.padPackedSequence(totalLength)",
