@@ -16,6 +16,7 @@ import org.jtorch.backend.Backends;
 import org.jtorch.backend.cpu.ElementIO;
 import org.jtorch.data.MemoryPinner;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.memory.OutOfMemoryException;
 import org.jtorch.memory.Storage;
 import org.jtorch.ops.Arguments;
 import org.jtorch.ops.BinaryOp;
@@ -28,6 +29,7 @@ import org.jtorch.ops.Linalg;
 import org.jtorch.ops.Pointwise;
 import org.jtorch.ops.Rearranging;
 import org.jtorch.ops.Reductions;
+import org.jtorch.ops.Sorting;
 import org.jtorch.op.Shapes;
 import org.jtorch.ops.UnaryOp;
 
@@ -70,7 +72,17 @@ public final class Tensor implements AutoCloseable {
     /** How this tensor was closed, for the use-after-close error: by which scope, and where (when tracked). */
     private MemoryScope closedByScope;
     private String closedAt;
-    private boolean viewOfGraph;
+    /** A view of a tensor that requires grad made with grad mode off: it has no history, so in-place ops on it are refused. */
+    private boolean noGradViewOfGraph;
+    /**
+     * For a differentiable view, the tensor whose memory it views (never itself a view), as PyTorch's {@code _base}: an
+     * in-place op on the view rebases that tensor's history ({@code CopySlices}), and the view's is derived from it.
+     */
+    private Tensor viewBase;
+    /** The base's {@code gradFn} this view's history was derived from; when the base's changes, the view's is regenerated. */
+    private Node viewBaseNode;
+    /** For one of several views one call returned (split, chunk, unbind), or a view of one: which ("Output 0 of SplitBackward0"). */
+    private String multiOutputView;
     // Autograd state (see the "autograd" section).
     private boolean requiresGrad;
     private Tensor grad;
@@ -116,7 +128,8 @@ public final class Tensor implements AutoCloseable {
 
     /**
      * {@link #empty(long[], DType, Device)} for the factory {@code op}: a negative size, or a size whose
-     * element or byte count overflows 64 bits, is an {@link IllegalArgumentException} naming it.
+     * element or byte count overflows 64 bits, is an {@link IllegalArgumentException} naming it, and running out
+     * of memory names it too.
      */
     static Tensor empty(String op, long[] shape, DType dtype, Device device) {
         Arguments.nonNull(op, "shape", shape);
@@ -128,7 +141,12 @@ public final class Tensor implements AutoCloseable {
             throw new IllegalArgumentException(op + ": a tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
                     + " needs more than 2^63-1 bytes");
         }
-        Storage storage = Backends.of(op, device).allocate(device, numel * elementSize);
+        Storage storage;
+        try {
+            storage = Backends.of(op, device).allocate(device, numel * elementSize);
+        } catch (OutOfMemoryException e) {
+            throw op.equals("empty") ? e : e.whileRunning(op);
+        }
         return new Tensor(storage, dtype, shape.clone(), Shapes.contiguousStrides(shape), 0);
     }
 
@@ -367,6 +385,8 @@ public final class Tensor implements AutoCloseable {
         if (unwritable != null) {
             throw new IllegalArgumentException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype + " " + unwritable);
         }
+        // Checked here, not where ops record: PyTorch refuses the write even when nothing in it requires grad.
+        if (noGradViewOfGraph && Grad.isEnabled()) Elementwise.checkInPlaceAllowed(op, this);
     }
 
     // ------------------------------------------------------------------ views
@@ -729,6 +749,7 @@ public final class Tensor implements AutoCloseable {
     /** A new view of the same data that holds its own storage reference (closing it leaves this tensor open). */
     public Tensor alias() {
         checkOpen("alias");
+        refreshViewHistory();
         Tensor a = view(shape, strides, offset);
         // Another handle to the same tensor: same place in the graph (a leaf's gradient still goes to this leaf).
         if (requiresGrad) {
@@ -737,7 +758,10 @@ public final class Tensor implements AutoCloseable {
             a.outputNr = outputNr;
             a.gradAccumulator = gradFn == null ? gradAccumulator() : null;
         }
-        a.viewOfGraph = viewOfGraph;
+        a.noGradViewOfGraph = noGradViewOfGraph;
+        a.viewBase = viewBase;
+        a.viewBaseNode = viewBaseNode;
+        a.multiOutputView = multiOutputView;
         return a;
     }
 
@@ -778,7 +802,7 @@ public final class Tensor implements AutoCloseable {
             long[] srcShape = src.shape;
             DType srcType = src.dtype;
             Device srcDevice = src.device();
-            boolean srcGrad = src.requiresGrad;
+            boolean srcGrad = src.requiresGrad();
             Autograd.record("CopyBackwards", new Tensor[] {this, src}, new Tensor[] {this}, g -> new Tensor[] {
                     Torch.zerosLike(g[0]),
                     srcGrad ? Gradients.sumTo(g[0], srcShape, srcType).to(srcDevice) : null});
@@ -978,6 +1002,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Whether gradients flow to this tensor: a leaf that asked for them, or the result of an op on such tensors. */
     public boolean requiresGrad() {
+        if (viewBase != null) refreshViewHistory();
         return requiresGrad;
     }
 
@@ -1032,17 +1057,19 @@ public final class Tensor implements AutoCloseable {
 
     /** The node that produced this tensor, or null for a leaf. */
     public Node gradFn() {
+        if (viewBase != null) refreshViewHistory();
         return gradFn;
     }
 
     /** Which output of {@link #gradFn()} this tensor is. */
     public int outputNr() {
+        if (viewBase != null) refreshViewHistory();
         return outputNr;
     }
 
     /** Leaves are tensors not produced by a recorded op. */
     public boolean isLeaf() {
-        return gradFn == null;
+        return gradFn() == null;
     }
 
     /** Records that an op produced this tensor (for op implementations). */
@@ -1085,6 +1112,7 @@ public final class Tensor implements AutoCloseable {
      */
     public void registerHook(UnaryOperator<Tensor> hook) {
         Arguments.nonNull("registerHook", "hook", hook);
+        refreshViewHistory();
         if (!requiresGrad) throw new IllegalStateException("registerHook: cannot register a hook on a tensor that doesn't require gradient");
         if (gradFn != null) {
             Autograd.addPreHook(gradFn, outputNr, hook);
@@ -1106,6 +1134,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Makes a non-leaf tensor keep its gradient in {@link #grad()} after backward. */
     public void retainGrad() {
+        refreshViewHistory();
         if (gradFn == null) return;
         Tensor self = this;
         Autograd.addPreHook(gradFn, outputNr, g -> {
@@ -1983,6 +2012,65 @@ public final class Tensor implements AutoCloseable {
         return Reductions.logSoftmax(this, dim, dtype);
     }
 
+    // ---------------------------------------------------------------- sorting and sampling (see Sorting)
+
+    /** Sorted along the last dim, ascending, with the original positions; stable, NaN last. */
+    public Reductions.ValuesIndices sort() { return Sorting.sort(this, -1, false, false); }
+    public Reductions.ValuesIndices sort(int dim) { return Sorting.sort(this, dim, false, false); }
+    public Reductions.ValuesIndices sort(int dim, boolean descending) { return Sorting.sort(this, dim, descending, false); }
+    public Reductions.ValuesIndices sort(int dim, boolean descending, boolean stable) { return Sorting.sort(this, dim, descending, stable); }
+    public Tensor argsort() { return Sorting.argsort(this, -1, false, false); }
+    public Tensor argsort(int dim) { return Sorting.argsort(this, dim, false, false); }
+    public Tensor argsort(int dim, boolean descending) { return Sorting.argsort(this, dim, descending, false); }
+    public Tensor argsort(int dim, boolean descending, boolean stable) { return Sorting.argsort(this, dim, descending, stable); }
+    public Tensor msort() { return Sorting.msort(this); }
+    /** The k largest along the last dim, in descending order. */
+    public Reductions.ValuesIndices topk(long k) { return Sorting.topk(this, k, -1, true, true); }
+    public Reductions.ValuesIndices topk(long k, int dim) { return Sorting.topk(this, k, dim, true, true); }
+    public Reductions.ValuesIndices topk(long k, int dim, boolean largest, boolean sorted) { return Sorting.topk(this, k, dim, largest, sorted); }
+    /** The k-th smallest (1-based) along the last dim. */
+    public Reductions.ValuesIndices kthvalue(long k) { return Sorting.kthvalue(this, k, -1, false); }
+    public Reductions.ValuesIndices kthvalue(long k, int dim) { return Sorting.kthvalue(this, k, dim, false); }
+    public Reductions.ValuesIndices kthvalue(long k, int dim, boolean keepdim) { return Sorting.kthvalue(this, k, dim, keepdim); }
+    /** The lower median of all elements (0-d). */
+    public Tensor median() { return Sorting.median(this); }
+    public Reductions.ValuesIndices median(int dim) { return Sorting.median(this, dim, false); }
+    public Reductions.ValuesIndices median(int dim, boolean keepdim) { return Sorting.median(this, dim, keepdim); }
+    /** The most frequent value along the last dim (the smallest on ties). */
+    public Reductions.ValuesIndices mode() { return Sorting.mode(this, -1, false); }
+    public Reductions.ValuesIndices mode(int dim) { return Sorting.mode(this, dim, false); }
+    public Reductions.ValuesIndices mode(int dim, boolean keepdim) { return Sorting.mode(this, dim, keepdim); }
+    /** The sorted distinct values; see {@link Sorting#unique} for the inverse and counts. */
+    public Tensor unique() {
+        try (Sorting.Unique u = Sorting.unique(this, true, false, false)) {
+            return u.values().alias();
+        }
+    }
+    public Sorting.Unique unique(boolean sorted, boolean returnInverse, boolean returnCounts) {
+        return Sorting.unique(this, sorted, returnInverse, returnCounts);
+    }
+    /** The distinct slices along {@code dim}, as {@code torch.unique(x, dim=dim)}. */
+    public Sorting.Unique unique(int dim, boolean returnInverse, boolean returnCounts) {
+        return Sorting.unique(this, dim, returnInverse, returnCounts);
+    }
+    /** This tensor's elements bucketed by the 1-D {@code boundaries}, as {@code torch.bucketize}. */
+    public Tensor bucketize(Tensor boundaries) { return Sorting.bucketize(this, boundaries, false, false); }
+    public Tensor bucketize(Tensor boundaries, boolean outInt32, boolean right) { return Sorting.bucketize(this, boundaries, outInt32, right); }
+    /** Category indices drawn from this tensor's rows of weights, with the default generator. */
+    public Tensor multinomial(long numSamples) { return Sorting.multinomial(this, numSamples, false, Generator.defaultGenerator()); }
+    public Tensor multinomial(long numSamples, boolean replacement) {
+        return Sorting.multinomial(this, numSamples, replacement, Generator.defaultGenerator());
+    }
+    public Tensor multinomial(long numSamples, boolean replacement, Generator generator) {
+        return Sorting.multinomial(this, numSamples, replacement, generator);
+    }
+    /** 1 with this tensor's elementwise probability, else 0 (default generator). */
+    public Tensor bernoulli() { return Sorting.bernoulli(this, Generator.defaultGenerator()); }
+    public Tensor bernoulli(Generator generator) { return Sorting.bernoulli(this, generator); }
+    /** A tensor of this one's shape and dtype holding 1 with probability p. */
+    public Tensor bernoulli(double p) { return Sorting.bernoulli(this, p, Generator.defaultGenerator()); }
+    public Tensor bernoulli(double p, Generator generator) { return Sorting.bernoulli(this, p, generator); }
+
     // ------------------------------------------------------------------ pointwise composites (ops/Pointwise.java)
 
     /** {@code this + value * tensor1 * tensor2} */
@@ -2080,20 +2168,75 @@ public final class Tensor implements AutoCloseable {
 
     // ------------------------------------------------------------------ view autograd
 
-    /** Records a view op's backward when this tensor requires grad; views of graph tensors are marked (see in-place checks). */
+    /**
+     * Records a view op's backward when this tensor requires grad, and remembers the base for in-place ops on the view;
+     * a view of a graph tensor made with grad mode off is marked instead (in-place ops on it are refused).
+     */
     private Tensor viewGrad(String name, Tensor r, UnaryOperator<Tensor> backward) {
-        if (requiresGrad) {
-            r.viewOfGraph = true;
-            if (Grad.isEnabled()) Autograd.record(name, r, g -> new Tensor[] {backward.apply(g[0])}, new Tensor[] {this});
-        } else if (viewOfGraph) {
-            r.viewOfGraph = true;
+        refreshViewHistory();
+        if (noGradViewOfGraph || (requiresGrad && !Grad.isEnabled())) {
+            r.noGradViewOfGraph = true;
+            return r;
         }
+        r.viewBase = viewBase != null ? viewBase : this;
+        r.viewBaseNode = r.viewBase.gradFn;
+        r.multiOutputView = multiOutputView;
+        if (requiresGrad) Autograd.record(name, r, g -> new Tensor[] {backward.apply(g[0])}, new Tensor[] {this});
         return r;
     }
 
-    /** Whether this tensor is a view of a tensor that requires grad (in-place ops on it are refused under autograd). */
-    public boolean isViewOfGraphTensor() {
-        return viewOfGraph;
+    /**
+     * The tensor this one is a differentiable view of, as PyTorch's {@code _base} (null for a tensor that owns its
+     * layout): an in-place op on this view rewrites the base's history (for autograd).
+     */
+    public Tensor viewBase() {
+        return viewBase;
+    }
+
+    /**
+     * For op implementations: this view is output {@code index} of a call that returns several views ({@code split},
+     * {@code chunk}, {@code unbind}; {@code node} is PyTorch's backward name, e.g. {@code SplitBackward0}). As in PyTorch,
+     * in-place ops on it (or on views of it) are refused under autograd.
+     */
+    public void markMultiOutputView(String node, int index) {
+        Arguments.nonNull("markMultiOutputView", "node", node);
+        multiOutputView = "Output " + index + " of " + node;
+    }
+
+    /** {@code "Output i of <Node>"} when this is (a view of) one of several views one call returned, else null. */
+    public String multiOutputView() {
+        return multiOutputView;
+    }
+
+    /** Whether this is a view of a tensor that requires grad made with grad mode off (in-place ops on it are refused under autograd). */
+    public boolean isNoGradViewOfGraphTensor() {
+        return noGradViewOfGraph;
+    }
+
+    /**
+     * After an in-place op changed the base's history (directly, or through another view: {@code CopySlices}), this view's
+     * history becomes the base's, read through this view's geometry ({@code AsStridedBackward0}), as PyTorch regenerates a
+     * view's {@code grad_fn}. Cheap when nothing changed: one comparison.
+     */
+    private void refreshViewHistory() {
+        Tensor base = viewBase;
+        if (base == null || base.gradFn == viewBaseNode) return;
+        synchronized (this) {
+            Node baseNode = base.gradFn;
+            if (baseNode == viewBaseNode) return;
+            viewBaseNode = baseNode;
+            if (base.closed) return; // its graph may be freed: the view keeps the history it had
+            if (!base.requiresGrad) {
+                replaceGradFn(null, false);
+                requiresGrad = false;
+                return;
+            }
+            long extent = base.storage.byteSize() / dtype.byteSize();
+            long[] baseShape = base.shape, baseStrides = base.strides, size = shape, stride = strides;
+            long baseOffset = base.offset, storageOffset = offset;
+            Autograd.record("AsStridedBackward0", this, g -> new Tensor[] {
+                    asStridedBackward(g[0], size, stride, storageOffset, extent, baseShape, baseStrides, baseOffset)}, new Tensor[] {base});
+        }
     }
 
     /** Backward of a narrowing view: the gradient placed into zeros of this tensor's shape. */
@@ -2137,7 +2280,12 @@ public final class Tensor implements AutoCloseable {
 
     /** Scatter-adds the gradient by storage position, then reads it back through this tensor's own geometry. */
     private Tensor asStridedBackward(Tensor g, long[] size, long[] stride, long storageOffset) {
-        long extent = storage.byteSize() / dtype.byteSize();
+        return asStridedBackward(g, size, stride, storageOffset, storage.byteSize() / dtype.byteSize(), shape, strides, offset);
+    }
+
+    /** The gradient of a view {@code (size, stride, storageOffset)} over a storage of {@code extent} elements, read through {@code (shape, strides, offset)}. */
+    private static Tensor asStridedBackward(Tensor g, long[] size, long[] stride, long storageOffset, long extent, long[] shape,
+                                            long[] strides, long offset) {
         Tensor buffer = Torch.zeros(new long[] {extent}, g.dtype(), g.device());
         try (Tensor hostPositions = Torch.arange(extent); Tensor positions = hostPositions.to(g.device());
              Tensor where = positions.asStrided(size, stride, storageOffset);

@@ -13,6 +13,7 @@ import org.jtorch.ops.Indexing;
 import org.jtorch.ops.Joining;
 import org.jtorch.ops.Linalg;
 import org.jtorch.ops.Reductions;
+import org.jtorch.ops.Sorting;
 import org.jtorch.op.Shapes;
 
 /**
@@ -780,6 +781,77 @@ public final class Torch {
     public static Tensor logSoftmax(Tensor x, int dim) {
         Arguments.nonNull("logSoftmax", "x", x);
         return Reductions.logSoftmax(x, dim, null);
+    }
+
+    // ------------------------------------------------------------------ sorting and sampling (see Sorting)
+
+    public static Reductions.ValuesIndices sort(Tensor x, int dim, boolean descending, boolean stable) {
+        return Sorting.sort(x, dim, descending, stable);
+    }
+    public static Reductions.ValuesIndices sort(Tensor x, int dim, boolean descending) {
+        return Sorting.sort(x, dim, descending, false);
+    }
+    public static Tensor argsort(Tensor x, int dim, boolean descending, boolean stable) {
+        return Sorting.argsort(x, dim, descending, stable);
+    }
+    public static Tensor argsort(Tensor x, int dim, boolean descending) {
+        return Sorting.argsort(x, dim, descending, false);
+    }
+    public static Tensor msort(Tensor x) {
+        return Sorting.msort(x);
+    }
+    public static Reductions.ValuesIndices topk(Tensor x, long k, int dim, boolean largest, boolean sorted) {
+        return Sorting.topk(x, k, dim, largest, sorted);
+    }
+    public static Reductions.ValuesIndices topk(Tensor x, long k) {
+        return Sorting.topk(x, k, -1, true, true);
+    }
+    public static Reductions.ValuesIndices kthvalue(Tensor x, long k, int dim, boolean keepdim) {
+        return Sorting.kthvalue(x, k, dim, keepdim);
+    }
+    public static Tensor median(Tensor x) {
+        return Sorting.median(x);
+    }
+    public static Reductions.ValuesIndices median(Tensor x, int dim, boolean keepdim) {
+        return Sorting.median(x, dim, keepdim);
+    }
+    public static Reductions.ValuesIndices mode(Tensor x, int dim, boolean keepdim) {
+        return Sorting.mode(x, dim, keepdim);
+    }
+    public static Sorting.Unique unique(Tensor x, boolean sorted, boolean returnInverse, boolean returnCounts) {
+        return Sorting.unique(x, sorted, returnInverse, returnCounts);
+    }
+    /** {@code torch.unique(x, dim=dim, ...)}: the distinct slices along dim, sorted lexicographically. */
+    public static Sorting.Unique unique(Tensor x, int dim, boolean returnInverse, boolean returnCounts) {
+        return Sorting.unique(x, dim, returnInverse, returnCounts);
+    }
+    /** {@code torch.searchsorted}; {@code sorter} may be null. */
+    public static Tensor searchsorted(Tensor sortedSequence, Tensor values, boolean outInt32, boolean right, Tensor sorter) {
+        return Sorting.searchsorted(sortedSequence, values, outInt32, right, sorter);
+    }
+    public static Tensor searchsorted(Tensor sortedSequence, Tensor values) {
+        return Sorting.searchsorted(sortedSequence, values, false, false, null);
+    }
+    public static Tensor bucketize(Tensor x, Tensor boundaries, boolean outInt32, boolean right) {
+        return Sorting.bucketize(x, boundaries, outInt32, right);
+    }
+    public static Tensor bucketize(Tensor x, Tensor boundaries) {
+        return Sorting.bucketize(x, boundaries, false, false);
+    }
+    public static Tensor multinomial(Tensor probs, long numSamples, boolean replacement, Generator generator) {
+        return Sorting.multinomial(probs, numSamples, replacement, generator);
+    }
+    public static Tensor multinomial(Tensor probs, long numSamples, boolean replacement) {
+        return Sorting.multinomial(probs, numSamples, replacement, Generator.defaultGenerator());
+    }
+    public static Tensor bernoulli(Tensor p, Generator generator) {
+        return Sorting.bernoulli(p, generator);
+    }
+    public static Tensor bernoulli(Tensor p) {
+        return Sorting.bernoulli(p, Generator.defaultGenerator());
+    }
+    public static Tensor bernoulli(Tensor x, double p, Generator generator) {
+        return Sorting.bernoulli(x, p, generator);
     }
 
     private static void requireFloating(String op, DType dtype) {

@@ -55,7 +55,8 @@ class NullArgumentsTest {
      * {@code Class.*(parameter)} for every method of a class): null selects the default.
      */
     private static final Set<String> NULLABLE = Set.of(
-            // reductions: all dimensions, the input's dtype
+            // reductions: all dimensions, the input's dtype; searchsorted without a sorter
+            "Torch.searchsorted(sorter)",
             "Tensor.*(dims)", "Torch.*(dims)", "Tensor.sum(dtype)", "Tensor.mean(dtype)", "Tensor.prod(dtype)", "Tensor.cumsum(dtype)",
             "Tensor.cumprod(dtype)", "Tensor.softmax(dtype)", "Tensor.logSoftmax(dtype)", "Torch.sum(dtype)", "Torch.mean(dtype)",
             "Torch.prod(dtype)", "F.softmax(dtype)", "F.logSoftmax(dtype)",
@@ -88,7 +89,8 @@ class NullArgumentsTest {
             "CrossEntropyLoss.<init>(weight)", "NLLLoss.<init>(weight)", "BatchNorm1d.<init>(momentum)", "BatchNorm2d.<init>(momentum)",
             "BatchNorm3d.<init>(momentum)", "RMSNorm.<init>(eps)", "Embedding.<init>(paddingIdx)", "MaxPool2d.<init>(stride)",
             "AvgPool2d.<init>(stride)", "Dropout.<init>(gen)", "Dropout1d.<init>(gen)", "Dropout2d.<init>(gen)",
-            "MultiheadAttention.Output.<init>(weights)", "Init.calculateGain(param)",
+            "MultiheadAttention.Output.<init>(weights)", "Init.calculateGain(param)", "TransformerEncoder.<init>(norm)", "Transformer.<init>(customEncoder)", "Transformer.<init>(customDecoder)",
+            "TransformerDecoder.<init>(norm)",
             // recurrent layers: zero initial states, a batch given sorted, the longest length
             "LSTM.forward(state)", "RNN.forward(h0)", "LSTMCell.forward(state)", "RNNCell.forward(hx)", "GRUCell.forward(hx)",
             "PackedSequence.<init>(sortedIndices)", "PackedSequence.<init>(unsortedIndices)", "Rnn.padPackedSequence(totalLength)",

@@ -20,6 +20,7 @@ public final class BenchMain {
                 if (Arrays.asList(args).contains("--profile")) System.err.print(CnnBench.profileResnet20(20));
             }
             case "data" -> print(DataBench.run(quick));
+            case "sort" -> print(SortBench.run(quick));
             case "rnn" -> print(RnnBench.run(quick, Arrays.asList(args).contains("--cputime")));
             case "optim" -> print(OptimBench.run(quick));
             case "gpu-sim" -> System.out.print(GpuSimBench.run());
@@ -34,6 +35,7 @@ public final class BenchMain {
                       rnn        LSTM and GRU layers (seq 35, batch 20, hidden 200, 2 layers) forward and forward+backward;
                                  one cell step's fused kernels against the same formulas as tensor ops
                                  (--cputime: the layers in thread CPU time, for JTORCH_NUM_THREADS=1)
+                      sort       sort, argsort, topk, median, unique, searchsorted, multinomial (ms)
                       optim      one step of Adam, NAdam, RAdam, Adamax, SparseAdam (1024x1024 float32); one LBFGS step
                                  with the strong-Wolfe line search (least squares, 65,536 parameters, 10 iterations)
                       data       DataLoader batches/s, ~1 ms CPU transform per sample, batch 32: 0 vs 2 workers

@@ -69,6 +69,12 @@ public final class Autograd {
      * releases {@code saved} when a backward pass through it finishes without {@code retainGraph}.
      */
     public static Node record(String name, Tensor[] inputs, Tensor[] outputs, BackwardFunction fn, SavedTensor... saved) {
+        if (outputs.length == 1 && outputs[0].viewBase() != null) {
+            // An in-place op (its output is one of its inputs) on a view: the history goes on the view's base.
+            for (int i = 0; i < inputs.length; i++) {
+                if (inputs[i] == outputs[0]) return CopySlices.record(name, inputs, i, outputs[0], fn, saved);
+            }
+        }
         Edge[] edges = new Edge[inputs.length];
         for (int i = 0; i < inputs.length; i++) {
             Tensor t = inputs[i];

@@ -294,6 +294,26 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
+        public void argsort(Tensor in, Tensor indices, int dim, boolean descending) {
+            hold("sort", in, indices);
+            try {
+                k.argsort(in, indices, dim, descending);
+            } finally {
+                drop(in, indices);
+            }
+        }
+
+        @Override
+        public void searchsorted(Tensor boundaries, Tensor values, Tensor out, boolean right) {
+            hold("searchsorted", boundaries, values, out);
+            try {
+                k.searchsorted(boundaries, values, out, right);
+            } finally {
+                drop(boundaries, values, out);
+            }
+        }
+
+        @Override
         public void softmax(Tensor in, Tensor out, int dim, boolean log) {
             hold(log ? "log_softmax" : "softmax", in, out);
             try {

@@ -46,6 +46,24 @@ public interface ReductionKernels {
     void scan(boolean prod, Tensor in, Tensor out, int dim);
 
     /**
+     * Stable sort along {@code dim}: writes to {@code indices} (int64, {@code in}'s shape except that its size k
+     * along {@code dim} may be smaller) the positions along {@code dim} of the first k elements of each line in
+     * ascending order, or descending when {@code descending}. NaN is larger than every number, equal elements
+     * (NaNs among themselves, -0.0 and 0.0) keep their order. The sorted values are {@code in.gather(dim, indices)}.
+     * A backend may select the k first without sorting the rest (topk, kthvalue, median).
+     */
+    void argsort(Tensor in, Tensor indices, int dim, boolean descending);
+
+    /**
+     * Binary search of each value in its row of sorted boundaries, as PyTorch's {@code searchsorted}: writes to
+     * {@code out} the first position whose boundary is {@code >= v} ({@code > v} when {@code right}), moving right
+     * while that test fails (so a NaN value lands after every boundary). {@code boundaries} is
+     * {@code [1 or rows, n]}, {@code values} {@code [rows, m]} of the same dtype and {@code out} {@code [rows, m]}
+     * int64, all contiguous; a single boundary row serves every row.
+     */
+    void searchsorted(Tensor boundaries, Tensor values, Tensor out, boolean right);
+
+    /**
      * Softmax ({@code log == false}) or log-softmax along {@code dim}, stable (max subtracted). {@code in}
      * and {@code out} have the same shape and floating dtype.
      */

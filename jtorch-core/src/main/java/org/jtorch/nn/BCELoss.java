@@ -10,6 +10,11 @@ public class BCELoss extends Loss {
         this(null, F.Reduction.MEAN);
     }
 
+    /** PyTorch's defaults but {@code reduction}. */
+    public BCELoss(F.Reduction reduction) {
+        this(null, reduction);
+    }
+
     public BCELoss(Tensor weight, F.Reduction reduction) {
         Arguments.nonNull("BCELoss", "reduction", reduction);
         super(reduction);

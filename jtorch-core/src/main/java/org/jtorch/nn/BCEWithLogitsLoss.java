@@ -10,6 +10,11 @@ public class BCEWithLogitsLoss extends Loss {
         this(null, F.Reduction.MEAN, null);
     }
 
+    /** PyTorch's defaults but {@code reduction}. */
+    public BCEWithLogitsLoss(F.Reduction reduction) {
+        this(null, reduction, null);
+    }
+
     public BCEWithLogitsLoss(Tensor weight, F.Reduction reduction, Tensor posWeight) {
         Arguments.nonNull("BCEWithLogitsLoss", "reduction", reduction);
         super(reduction);

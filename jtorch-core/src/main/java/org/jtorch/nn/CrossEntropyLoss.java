@@ -12,6 +12,11 @@ public class CrossEntropyLoss extends Loss {
         this(null, -100, F.Reduction.MEAN, 0.0);
     }
 
+    /** PyTorch's defaults but {@code reduction}. */
+    public CrossEntropyLoss(F.Reduction reduction) {
+        this(null, -100, reduction, 0);
+    }
+
     public CrossEntropyLoss(Tensor weight, long ignoreIndex, F.Reduction reduction, double labelSmoothing) {
         Arguments.nonNull("CrossEntropyLoss", "reduction", reduction);
         super(reduction);

@@ -486,6 +486,11 @@ public final class F {
         return crossEntropy(input, target, null, -100, Reduction.MEAN, 0);
     }
 
+    /** Cross entropy with PyTorch's defaults but {@code reduction}, as {@code F.cross_entropy(x, t, reduction=...)}. */
+    public static Tensor crossEntropy(Tensor input, Tensor target, Reduction reduction) {
+        return crossEntropy(input, target, null, -100, reduction, 0);
+    }
+
     /**
      * {@code nll_loss(log_softmax(input, 1), target)} for class-index targets (int64, shape {@code [N, d...]}
      * for input {@code [N, C, d...]}, or 0-d for input {@code [C]}), or {@code -sum(target * log_softmax(input))}
@@ -558,6 +563,11 @@ public final class F {
 
     public static Tensor nllLoss(Tensor input, Tensor target) {
         return nllLoss(input, target, null, -100, Reduction.MEAN);
+    }
+
+    /** Negative log likelihood with PyTorch's defaults but {@code reduction}: no weight, ignore index -100. */
+    public static Tensor nllLoss(Tensor input, Tensor target, Reduction reduction) {
+        return nllLoss(input, target, null, -100, reduction);
     }
 
     /**
@@ -739,6 +749,8 @@ public final class F {
 
     public static Tensor smoothL1Loss(Tensor input, Tensor target) { return smoothL1Loss(input, target, Reduction.MEAN, 1.0); }
 
+    public static Tensor smoothL1Loss(Tensor input, Tensor target, Reduction reduction) { return smoothL1Loss(input, target, reduction, 1.0); }
+
     /** {@code |d| < delta ? 0.5 d^2 : delta (|d| - 0.5 delta)}. */
     public static Tensor huberLoss(Tensor input, Tensor target, Reduction reduction, double delta) {
         Arguments.nonNull("huberLoss", "input", input);
@@ -758,6 +770,8 @@ public final class F {
     }
 
     public static Tensor huberLoss(Tensor input, Tensor target) { return huberLoss(input, target, Reduction.MEAN, 1.0); }
+
+    public static Tensor huberLoss(Tensor input, Tensor target, Reduction reduction) { return huberLoss(input, target, reduction, 1.0); }
 
     /**
      * {@code -weight * (t log(x) + (1 - t) log(1 - x))} for probabilities {@code input} in [0, 1], with
@@ -781,17 +795,63 @@ public final class F {
                 throw new IllegalArgumentException("binaryCrossEntropy: all elements of input should be between 0 and 1");
             }
         }
-        return MemoryScope.run(() -> {
-            Tensor logX = input.log().clampMin(-100);
-            Tensor log1mX = input.neg().log1p().clampMin(-100);
-            Tensor loss = target.sub(1.0).mul(log1mX).sub(target.mul(logX));
-            if (weight != null) loss = loss.mul(weight);
-            return reduce(loss, reduction);
-        });
+        if (weight != null && Autograd.needsGrad(weight)) {
+            throw new IllegalArgumentException("binaryCrossEntropy: the function is not differentiable with respect to argument"
+                    + " 'weight'. This input cannot have requires_grad True.");
+        }
+        Tensor out;
+        try (Grad.Mode g = Grad.noGrad()) {
+            out = MemoryScope.run(() -> {
+                Tensor logX = input.log().clampMin(-100);
+                Tensor log1mX = input.neg().log1p().clampMin(-100);
+                Tensor loss = target.sub(1.0).mul(log1mX).sub(target.mul(logX));
+                if (weight != null) loss = loss.mul(weight);
+                return reduce(loss, reduction);
+            });
+        }
+        if (Autograd.needsGrad(input, target)) recordBinaryCrossEntropy(out, input, target, weight, reduction);
+        return out;
+    }
+
+    /**
+     * PyTorch's derivatives, finite where the input is exactly 0 or 1 (the clamped logarithms' own gradients would give
+     * NaN there): input {@code grad * w * (x - t) / max(x (1 - x), 1e-12f)}, target {@code grad * w * (log(1 - x) - log(x))}.
+     */
+    /** PyTorch's floor of {@code x (1 - x)}: its constant is the float 1e-12, in every dtype. */
+    private static final double BCE_EPSILON = 1e-12f;
+
+    private static void recordBinaryCrossEntropy(Tensor out, Tensor input, Tensor target, Tensor weight, Reduction reduction) {
+        SavedTensor sx = Autograd.save(input);
+        SavedTensor st = Autograd.save(target);
+        SavedTensor sw = weight == null ? null : Autograd.save(weight);
+        boolean inputGrad = input.requiresGrad();
+        boolean targetGrad = target.requiresGrad();
+        long[] inputShape = input.shape();
+        DType inputType = input.dtype();
+        DType targetType = target.dtype();
+        long n = input.numel();
+        SavedTensor[] saved = sw == null ? new SavedTensor[] {sx, st} : new SavedTensor[] {sx, st, sw};
+        Autograd.record("BinaryCrossEntropyBackward0", out, g -> {
+            try (MemoryScope scope = new MemoryScope()) {
+                Tensor x = sx.get();
+                Tensor t = st.get();
+                Tensor grad = reduction == Reduction.MEAN ? g[0].div((double) n) : g[0];
+                if (sw != null) grad = grad.mul(sw.get());
+                Tensor gx = inputGrad ? grad.mul(x.sub(t)).div(x.mul(x.neg().add(1.0)).clampMin(BCE_EPSILON)) : null;
+                Tensor gt = targetGrad ? grad.mul(x.neg().log1p().sub(x.log())) : null;
+                return new Tensor[] {
+                        gx == null ? null : scope.keep(org.jtorch.autograd.Gradients.sumTo(gx, inputShape, inputType)),
+                        gt == null ? null : scope.keep(org.jtorch.autograd.Gradients.sumTo(gt, inputShape, targetType))};
+            }
+        }, new Tensor[] {input, target}, saved);
     }
 
     public static Tensor binaryCrossEntropy(Tensor input, Tensor target) {
         return binaryCrossEntropy(input, target, null, Reduction.MEAN);
+    }
+
+    public static Tensor binaryCrossEntropy(Tensor input, Tensor target, Reduction reduction) {
+        return binaryCrossEntropy(input, target, null, reduction);
     }
 
     /**
@@ -829,6 +889,10 @@ public final class F {
         return binaryCrossEntropyWithLogits(input, target, null, null, Reduction.MEAN);
     }
 
+    public static Tensor binaryCrossEntropyWithLogits(Tensor input, Tensor target, Reduction reduction) {
+        return binaryCrossEntropyWithLogits(input, target, null, null, reduction);
+    }
+
     /**
      * Kullback-Leibler divergence of log-probabilities {@code input} from {@code target}: {@code
      * target (log target - input)} (0 where {@code target == 0}), or {@code exp(target) (target - input)}
@@ -858,6 +922,8 @@ public final class F {
     }
 
     public static Tensor klDiv(Tensor input, Tensor target) { return klDiv(input, target, Reduction.MEAN, false); }
+
+    public static Tensor klDiv(Tensor input, Tensor target, Reduction reduction) { return klDiv(input, target, reduction, false); }
 
     // ------------------------------------------------------------------ convolution (org.jtorch.ops.Convolution)
     // Arguments as torch.nn.functional's, in its order; int[] arguments take one value for every

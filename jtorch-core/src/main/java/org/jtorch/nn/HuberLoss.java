@@ -11,6 +11,11 @@ public class HuberLoss extends Loss {
         this(F.Reduction.MEAN, 1.0);
     }
 
+    /** PyTorch's defaults but {@code reduction}. */
+    public HuberLoss(F.Reduction reduction) {
+        this(reduction, 1.0);
+    }
+
     public HuberLoss(F.Reduction reduction, double delta) {
         Arguments.nonNull("HuberLoss", "reduction", reduction);
         super(reduction);

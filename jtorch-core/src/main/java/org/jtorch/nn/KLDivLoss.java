@@ -11,6 +11,11 @@ public class KLDivLoss extends Loss {
         this(F.Reduction.MEAN, false);
     }
 
+    /** PyTorch's defaults but {@code reduction}. */
+    public KLDivLoss(F.Reduction reduction) {
+        this(reduction, false);
+    }
+
     public KLDivLoss(F.Reduction reduction, boolean logTarget) {
         Arguments.nonNull("KLDivLoss", "reduction", reduction);
         super(reduction);

@@ -25,13 +25,18 @@ public class LayerNorm extends Module {
     }
 
     public LayerNorm(long[] normalizedShape, double eps, boolean elementwiseAffine, DType dtype, Device device) {
+        this(normalizedShape, eps, elementwiseAffine, true, dtype, device);
+    }
+
+    /** {@code bias} false leaves out the additive parameter (PyTorch 2.1's {@code bias=False}); only with {@code elementwiseAffine}. */
+    public LayerNorm(long[] normalizedShape, double eps, boolean elementwiseAffine, boolean bias, DType dtype, Device device) {
         Arguments.nonNull("LayerNorm", "normalizedShape", normalizedShape);
         Arguments.nonNull("LayerNorm", "dtype", dtype);
         Arguments.nonNull("LayerNorm", "device", device);
         this.normalizedShape = normalizedShape.clone();
         this.eps = eps;
         registerParameter("weight", elementwiseAffine ? Tensor.empty(normalizedShape, dtype, device) : null);
-        registerParameter("bias", elementwiseAffine ? Tensor.empty(normalizedShape, dtype, device) : null);
+        registerParameter("bias", elementwiseAffine && bias ? Tensor.empty(normalizedShape, dtype, device) : null);
         resetParameters();
     }
 

@@ -100,6 +100,24 @@ public class MultiheadAttention extends Module {
      */
     public Output forward(Tensor query, Tensor key, Tensor value, Tensor keyPaddingMask, boolean needWeights, Tensor attnMask,
                           boolean averageAttnWeights) {
+        return forward(query, key, value, keyPaddingMask, needWeights, attnMask, averageAttnWeights, false);
+    }
+
+    /**
+     * {@link #forward(Tensor, Tensor, Tensor, Tensor, boolean, Tensor, boolean)} with PyTorch 2's {@code is_causal} hint:
+     * {@code attnMask} must be given and be the causal mask; without a key padding mask or weights to return, the
+     * causal mask is then applied without reading {@code attnMask}.
+     */
+    public Output forward(Tensor query, Tensor key, Tensor value, Tensor keyPaddingMask, boolean needWeights, Tensor attnMask,
+                          boolean averageAttnWeights, boolean isCausal) {
+        Arguments.nonNull("MultiheadAttention", "query", query);
+        Arguments.nonNull("MultiheadAttention", "key", key);
+        Arguments.nonNull("MultiheadAttention", "value", value);
+        if (isCausal && attnMask == null) {
+            throw new IllegalArgumentException("MultiheadAttention: Need attn_mask if specifying the is_causal hint. You may use"
+                    + " Transformer.generateSquareSubsequentMask to create this mask.");
+        }
+        boolean causalOnly = isCausal && keyPaddingMask == null && !needWeights;
         boolean batched = query.dim() == 3;
         if (!(batched || query.dim() == 2) || key.dim() != query.dim() || value.dim() != query.dim()) {
             throw new IllegalArgumentException("MultiheadAttention: expected query, key and value of 2 or 3 dimensions alike, got "
@@ -125,8 +143,9 @@ public class MultiheadAttention extends Module {
             Tensor qh = heads(project(q, w, b, 0), n, l);
             Tensor kh = heads(project(k, w, b, 1), n, s);
             Tensor vh = heads(project(v, w, b, 2), n, s);
-            Tensor mask = mergeMasks(attnMask, keyPaddingMask, q.dtype(), n, l, s, batched);
-            F.Attention att = F.attention(qh, kh, vh, mask, isTraining() ? dropout : 0, false, gen, needWeights);
+            if (causalOnly) checkAttnMask(attnMask, n, l, s);
+            Tensor mask = causalOnly ? null : mergeMasks(attnMask, keyPaddingMask, q.dtype(), n, l, s, batched);
+            F.Attention att = F.attention(qh, kh, vh, mask, isTraining() ? dropout : 0, causalOnly, gen, needWeights);
             Tensor out = outProj.forward(att.output().transpose(1, 2).reshape(n, l, embedDim));
             out = batched ? (batchFirst ? out : out.transpose(0, 1)) : out.squeeze(0);
             Tensor weights = null;
@@ -158,12 +177,7 @@ public class MultiheadAttention extends Module {
     private Tensor mergeMasks(Tensor attnMask, Tensor keyPaddingMask, DType dtype, long n, long l, long s, boolean batched) {
         Tensor merged = null;
         if (attnMask != null) {
-            long[] want2 = {l, s};
-            long[] want3 = {n * numHeads, l, s};
-            if (!Arrays.equals(attnMask.shape(), want2) && !Arrays.equals(attnMask.shape(), want3)) {
-                throw new IllegalArgumentException("MultiheadAttention: attn_mask should have shape " + Shapes.format(want2) + " or "
-                        + Shapes.format(want3) + ", but got " + Shapes.format(attnMask.shape()));
-            }
+            checkAttnMask(attnMask, n, l, s);
             merged = additive(attnMask, dtype);
             if (attnMask.dim() == 3) merged = merged.view(n, numHeads, l, s);
         }
@@ -177,6 +191,15 @@ public class MultiheadAttention extends Module {
             merged = merged == null ? kpm : merged.add(kpm);
         }
         return merged;
+    }
+
+    private void checkAttnMask(Tensor attnMask, long n, long l, long s) {
+        long[] want2 = {l, s};
+        long[] want3 = {n * numHeads, l, s};
+        if (!Arrays.equals(attnMask.shape(), want2) && !Arrays.equals(attnMask.shape(), want3)) {
+            throw new IllegalArgumentException("MultiheadAttention: attn_mask should have shape " + Shapes.format(want2) + " or "
+                    + Shapes.format(want3) + ", but got " + Shapes.format(attnMask.shape()));
+        }
     }
 
     private static Tensor additive(Tensor mask, DType dtype) {

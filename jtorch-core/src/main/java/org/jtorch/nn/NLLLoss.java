@@ -11,6 +11,11 @@ public class NLLLoss extends Loss {
         this(null, -100, F.Reduction.MEAN);
     }
 
+    /** PyTorch's defaults but {@code reduction}. */
+    public NLLLoss(F.Reduction reduction) {
+        this(null, -100, reduction);
+    }
+
     public NLLLoss(Tensor weight, long ignoreIndex, F.Reduction reduction) {
         Arguments.nonNull("NLLLoss", "reduction", reduction);
         super(reduction);

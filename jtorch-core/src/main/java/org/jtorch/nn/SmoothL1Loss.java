@@ -11,6 +11,11 @@ public class SmoothL1Loss extends Loss {
         this(F.Reduction.MEAN, 1.0);
     }
 
+    /** PyTorch's defaults but {@code reduction}. */
+    public SmoothL1Loss(F.Reduction reduction) {
+        this(reduction, 1.0);
+    }
+
     public SmoothL1Loss(F.Reduction reduction, double beta) {
         Arguments.nonNull("SmoothL1Loss", "reduction", reduction);
         super(reduction);

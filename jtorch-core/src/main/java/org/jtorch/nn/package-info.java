@@ -20,7 +20,12 @@
  * {@link java.lang.AutoCloseable} and close all their tensors; the tensors are ordinary results that a
  * {@link org.jtorch.memory.MemoryScope} releases too. A state carried to the next call outlives its scope with
  * {@code scope.keep(...)}, detached first when its graph should end there ({@link org.jtorch.nn.LSTM.State#detach()},
- * truncated backpropagation through time).
+ * truncated backpropagation through time). Several tensor inputs are positional overloads with PyTorch's argument order,
+ * null for {@code None}: {@link org.jtorch.nn.TransformerEncoderLayer#forward(org.jtorch.Tensor, org.jtorch.Tensor,
+ * org.jtorch.Tensor)} is {@code (src, src_mask, src_key_padding_mask)}; the forms shared by a layer and its stack are
+ * declared once ({@link org.jtorch.nn.AttentionEncoder}, {@link org.jtorch.nn.AttentionDecoder}). Modules whose every
+ * PyTorch call needs two sequences (a decoder and its memory, {@link org.jtorch.nn.Transformer}'s source and target) have
+ * no single-tensor form: theirs throws {@link java.lang.UnsupportedOperationException}, as {@link org.jtorch.nn.ModuleList}'s.
  *
  * <p>Ownership: a module owns its parameters and buffers (see {@link org.jtorch.nn.Module}); the caller owns what
  * {@code forward} returns. Thread safety: none; a module is used from one thread at a time.

@@ -16,6 +16,7 @@ import org.jtorch.backend.Backends;
 import org.jtorch.backend.KernelProfiler;
 import org.jtorch.backend.ReductionKernels;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.memory.OutOfMemoryException;
 import org.jtorch.op.Expr;
 import org.jtorch.op.ReduceArgs;
 import org.jtorch.ops.ExprCompiler.ReduceCall;
@@ -104,7 +105,7 @@ public final class Dispatcher {
         x.checkOpen(op.pyName());
         DType compute = op.computeType(x.dtype(), Torch.defaultDtype());
         DType outType = op.resultType(compute);
-        Tensor r = Tensor.empty(x.shape(), outType, x.device());
+        Tensor r = allocate(op.pyName(), x.shape(), outType, x.device());
         runKernel(op, r, x, null, compute, p0, p1);
         if (TRACING.get() != 0) traced(op, r, new double[] {p0, p1}, null, x);
         if (op.isDifferentiable() && Autograd.needsGrad(x) && outType.isFloatingPoint()) {
@@ -126,7 +127,7 @@ public final class Dispatcher {
         long[] shape = Shapes.broadcast(name, a.shape(), b.shape());
         DType compute = op.computeType(TypePromotion.resultType(a, b), Torch.defaultDtype());
         checkOperands(op, a, b, compute, alpha);
-        Tensor r = Tensor.empty(shape, op.resultType(compute), device);
+        Tensor r = allocate(name, shape, op.resultType(compute), device);
         checkDivisor(op, b, compute, device);
         runKernel(op, r, a.broadcastTo(shape), b.broadcastTo(shape), compute, alpha, 0);
         if (TRACING.get() != 0) traced(op, r, new double[] {alpha}, null, a, b);
@@ -190,7 +191,7 @@ public final class Dispatcher {
                 r = scope.keep(plan(op).composition().eval(new Values(new Tensor[] {x}, ONE_PRESENT, null, null, scalars, call)));
             }
         } else {
-            r = Tensor.empty(call.resultShape(), out, x.device());
+            r = allocate(op.pyName(), call.resultShape(), out, x.device());
             runReduction(op, x, r, call, p);
         }
         if (TRACING.get() != 0 && op.composition() == null) traced(op, r, scalars, args, x);
@@ -224,7 +225,7 @@ public final class Dispatcher {
 
     private static Tensor alongDimAs(OpDef op, Tensor x, int d) {
         ReduceArgs args = new ReduceArgs(new int[] {d}, true);
-        Tensor r = Tensor.empty(x.shape(), x.dtype(), x.device());
+        Tensor r = allocate(op.pyName(), x.shape(), x.dtype(), x.device());
         ReductionKernels kernels = Backends.of(x.device()).reductions();
         long t0 = KernelProfiler.isActive() ? System.nanoTime() : 0;
         switch (op.kernel()) {
@@ -279,6 +280,15 @@ public final class Dispatcher {
     }
 
     // ------------------------------------------------------------------ kernel layer (with profiling)
+
+    /** The op's result, allocated; running out of memory names the op. */
+    private static Tensor allocate(String op, long[] shape, DType dtype, Device device) {
+        try {
+            return Tensor.empty(shape, dtype, device);
+        } catch (OutOfMemoryException e) {
+            throw e.whileRunning(op);
+        }
+    }
 
     /**
      * Runs {@code op}'s kernel for the output's device into {@code out} (already allocated, of the broadcast

@@ -167,18 +167,38 @@ public final class Elementwise {
     }
 
     /**
-     * In-place ops may not overwrite a leaf that requires grad (its value is the parameter itself),
-     * and jtorch does not yet rebase the graph of a view's base, so in-place ops on views of tensors
-     * that require grad are refused rather than giving wrong gradients.
+     * In-place ops may not overwrite a leaf that requires grad (its value is the parameter itself), nor a view of one;
+     * an in-place op on a view of another tensor rewrites that tensor's history ({@code CopySlices}), which needs the
+     * history the view was made with: views made with grad mode off are refused, as in PyTorch. Called before the op
+     * writes anything.
      */
     public static void checkInPlaceAllowed(String op, Tensor self) {
         if (self.requiresGrad() && self.isLeaf()) {
             throw new IllegalStateException(op + ": a leaf tensor that requires grad is being used in an in-place operation;"
                     + " wrap it in Grad.noGrad() (e.g. for initialisation or optimizer updates)");
         }
-        if (self.isViewOfGraphTensor()) {
-            throw new IllegalStateException(op + ": in-place operation on a view of a tensor that requires grad is not supported;"
-                    + " use the out-of-place form");
+        if (self.isNoGradViewOfGraphTensor()) {
+            throw new IllegalStateException(op + ": a view was created in no_grad mode and is being modified in place with grad mode"
+                    + " enabled; clone() it or create it with grad mode on");
+        }
+        if (self.multiOutputView() != null) {
+            throw new IllegalStateException(op + ": " + self.multiOutputView() + " is a view and is being modified in place. This view"
+                    + " is the output of a function that returns multiple views. Such functions do not allow the output views to be"
+                    + " modified in place. You should replace the in-place operation by an out-of-place one.");
+        }
+        Tensor base = self.viewBase();
+        if (base == null) return;
+        if (base.requiresGrad() && base.isLeaf()) {
+            throw new IllegalStateException(op + ": a view of a leaf tensor that requires grad is being used in an in-place"
+                    + " operation; wrap it in Grad.noGrad() or clone() the leaf");
+        }
+        if (base.isClosed()) {
+            throw new IllegalStateException(op + ": in-place operation on a view whose base tensor (shape "
+                    + org.jtorch.op.Shapes.format(base.shape()) + ") was closed: its history is gone");
+        }
+        if (!base.isContiguous()) {
+            throw new IllegalStateException(op + ": in-place operation on a view of a non-contiguous tensor that takes part in"
+                    + " autograd is not supported; clone() the tensor first");
         }
     }
 

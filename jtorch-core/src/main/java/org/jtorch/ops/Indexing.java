@@ -488,11 +488,26 @@ public final class Indexing {
                 zerosOf(shape, g[0]).indexPut_(si.get(), g[0], true)}, new Tensor[] {self}, si.saved);
     }
 
+    private static void checkIndexRanges(String op, Tensor[] indices, long[] sizes) {
+        for (int k = 0; k < indices.length; k++) {
+            if (indices[k].numel() == 0) continue;
+            try (Tensor low = indices[k].amin(); Tensor high = indices[k].amax()) {
+                long lo = low.itemLong(), hi = high.itemLong();
+                long bad = lo < -sizes[k] ? lo : hi >= sizes[k] ? hi : Long.MIN_VALUE;
+                if (bad != Long.MIN_VALUE) {
+                    throw new IndexOutOfBoundsException(op + ": index " + bad + " is out of bounds for dimension with size " + sizes[k]);
+                }
+            }
+        }
+    }
+
     private static Tensor indexImpl(Tensor self, Tensor... indices) {
         String op = "index";
         try (AdvancedIndex ai = AdvancedIndex.of(op, self, indices)) {
             if (ai == null) return self.clone();
             Tensor out = Tensor.empty(ai.resultShape, self.dtype(), self.device());
+            // The kernel checks the indices it visits; an empty result visits none, but PyTorch still checks them.
+            if (out.numel() == 0) checkIndexRanges(op, ai.unexpanded, ai.sizes);
             try (Tensor src = ai.restrided(ai.self)) {
                 kernels(self.device()).advancedIndex(src, ai.indices, ai.sizes, ai.strides, out);
             } catch (RuntimeException e) {
@@ -583,6 +598,8 @@ public final class Indexing {
         int start;
         /** Index tensors restrided to the result shape. */
         Tensor[] indices;
+        /** The index tensors before restriding to the result's shape (whose other dims may be empty). */
+        Tensor[] unexpanded;
         long[] sizes;
         long[] strides;
         long[] resultShape;
@@ -702,6 +719,7 @@ public final class Indexing {
             System.arraycopy(b, 0, resultShape, before, b.length);
             for (int d = 0; d < after; d++) resultShape[before + b.length + d] = sShape[first + count + d];
             indices = new Tensor[count];
+            unexpanded = new Tensor[count];
             sizes = new long[count];
             strides = new long[count];
             for (int k = 0; k < count; k++) {
@@ -710,6 +728,7 @@ public final class Indexing {
                 long[] st = new long[resultShape.length];
                 System.arraycopy(bs, 0, st, before, b.length);
                 indices[k] = own(t.asStrided(resultShape, st, t.storageOffset()));
+                unexpanded[k] = t;
                 sizes[k] = sShape[first + k];
                 strides[k] = sStrides[first + k];
             }

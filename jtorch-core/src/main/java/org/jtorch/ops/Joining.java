@@ -186,7 +186,7 @@ public final class Joining {
             long start = i * splitSize;
             r.add(self.narrow(d, start, Math.min(splitSize, size - start)));
         }
-        return r;
+        return markedViews(r, "SplitBackward0");
     }
 
     /** {@code self.split(sizes, dim)} ({@code split_with_sizes}): the sizes must sum to {@code self.size(dim)}. */
@@ -212,7 +212,7 @@ public final class Joining {
             r.add(self.narrow(d, start, s));
             start += s;
         }
-        return r;
+        return markedViews(r, "SplitWithSizesBackward0");
     }
 
     /** {@code self.chunk(chunks, dim)}: at most {@code chunks} views of {@code ceil(size / chunks)} elements. */
@@ -244,6 +244,12 @@ public final class Joining {
         long n = self.size(d);
         List<Tensor> r = new ArrayList<>();
         for (long i = 0; i < n; i++) r.add(self.select(d, i));
-        return r;
+        return markedViews(r, "UnbindBackward0");
+    }
+
+    /** The views one call returned, each marked as such: in-place ops on them are refused under autograd, as PyTorch's. */
+    private static List<Tensor> markedViews(List<Tensor> views, String node) {
+        for (int i = 0; i < views.size(); i++) views.get(i).markMultiOutputView(node, i);
+        return views;
     }
 }

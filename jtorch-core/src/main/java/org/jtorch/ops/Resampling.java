@@ -83,6 +83,11 @@ public final class Resampling {
                 throw new IllegalArgumentException(op + ": input and output sizes should be greater than 0, but got input "
                         + Arrays.toString(in) + " and output " + Arrays.toString(out));
             }
+            // The per-position index tables are Java arrays (a huge scale factor saturates the size at 2^63 - 1).
+            if (out[i] > Integer.MAX_VALUE - 8) {
+                throw new IllegalArgumentException(op + ": output size " + out[i] + " (spatial dimension " + i + " of "
+                        + Arrays.toString(out) + ") is too large: at most 2^31 - 9 positions per dimension");
+            }
         }
         boolean align = alignCorners != null && alignCorners;
         boolean f64 = x.dtype() == DType.FLOAT64;

@@ -1,6 +1,7 @@
 package org.jtorch.autograd;
 
 import static org.jtorch.autograd.GradcheckSupport.on;
+import static org.jtorch.autograd.GradcheckSupport.gradOf;
 import static org.jtorch.autograd.GradcheckSupport.gradcheck;
 import static org.jtorch.autograd.GradcheckSupport.input;
 import static org.jtorch.autograd.GradcheckSupport.positive;
@@ -44,15 +45,6 @@ class GradcheckReductionsTest {
             gradcheck(a -> a[0].softmax(-1), x);
             gradcheck(a -> a[0].logSoftmax(-2), x);
             gradcheck(a -> a[0].cumsum(-1), x);
-        }
-    }
-
-    private static double[] gradOf(Tensor x, Function<Tensor, Tensor> f) {
-        try (Tensor y = f.apply(x); Tensor ones = Torch.onesLike(y)) {
-            Tensor g = Autograd.grad(new Tensor[] {y}, new Tensor[] {x}, new Tensor[] {ones}, false, false, false)[0];
-            try (g) {
-                return g.toDoubleArray();
-            }
         }
     }
 

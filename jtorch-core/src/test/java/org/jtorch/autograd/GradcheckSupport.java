@@ -13,6 +13,16 @@ import org.jtorch.testing.Fixtures;
 final class GradcheckSupport {
     private GradcheckSupport() {}
 
+    /** The gradient of {@code sum(f(x))} with respect to {@code x}, on the host. */
+    static double[] gradOf(Tensor x, Function<Tensor, Tensor> f) {
+        try (Tensor y = f.apply(x); Tensor ones = Torch.onesLike(y)) {
+            Tensor g = Autograd.grad(new Tensor[] {y}, new Tensor[] {x}, new Tensor[] {ones}, false, false, false)[0];
+            try (g) {
+                return g.toDoubleArray();
+            }
+        }
+    }
+
     /** A float64 leaf requiring grad with values in [-1, -0.1] or [0.1, 1] (never near 0), seeded by shape. */
     static Tensor input(long... shape) {
         return values(shape, 0.1, 1.0, true);

@@ -150,7 +150,8 @@ final class Oracle {
             Set<Integer> seen = new HashSet<>();
             for (int d : dims) {
                 if (d < -range || d >= range) return "dim " + d + " out of range for a " + n + "-d tensor";
-                if (!seen.add(d < 0 ? d + range : d)) return "dim " + d + " repeated";
+                // roll composes the shifts of a repeated dim (PyTorch 1.13 and 2.13: x.roll([4, 3], [-2, 0]) == x.roll(7, 0)).
+                if (!seen.add(d < 0 ? d + range : d) && !method.equals("roll")) return "dim " + d + " repeated";
             }
         }
         if (args.get("dim") instanceof Integer d && n > 0) {
@@ -188,7 +189,9 @@ final class Oracle {
     }
 
     private static String sizeRule(String op, String method, Map<String, Object> args, Tensor subject) {
-        boolean inferable = method.equals("view") || method.equals("reshape") || method.equals("expand") || method.equals("unflatten");
+        // nn.Unflatten infers a -1 as Tensor.unflatten does (PyTorch 1.13: Unflatten(1, [2, -1]) on [3, 4] gives [3, 2, 2]).
+        boolean inferable = method.equals("view") || method.equals("reshape") || method.equals("expand") || method.equals("unflatten")
+                || op.startsWith("Unflatten");
         for (String name : ArgumentGenerator.SIZE_NAMES) {
             Object v = args.get(name);
             if (v == null || name.equals("size") && !op.equals("Tensor.unfold")) continue;
@@ -202,7 +205,10 @@ final class Oracle {
                     if (s == -1 && none) continue;
                     if (s < 0 || s == 0 && POSITIVE_SIZES.contains(name)) return name + " " + Arrays.toString(sizes) + " has a negative size";
                 }
-                if (product(sizes, false) < 0) return name + " " + Arrays.toString(sizes) + ": element count overflows";
+                // repeat of an empty tensor makes an empty result whatever the counts (PyTorch 1.13:
+                // zeros(1, 4, 0).repeat(4, 1, 2**40, 2**40) has shape [4, 1, 2**42, 0]).
+                boolean emptyRepeat = method.equals("repeat") && subject != null && subject.numel() == 0;
+                if (product(sizes, false) < 0 && !emptyRepeat) return name + " " + Arrays.toString(sizes) + ": element count overflows";
             } else if (v instanceof Number num) {
                 long s = num.longValue();
                 if (s < 0 || s == 0 && POSITIVE_SIZES.contains(name)) return name + " " + s + " is negative";

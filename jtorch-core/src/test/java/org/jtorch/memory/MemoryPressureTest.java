@@ -100,6 +100,22 @@ class MemoryPressureTest {
     }
 
     @Test
+    void anOutOfMemoryErrorNamesTheOpThatAskedForTheMemory() {
+        long limit = alloc.memoryLimit();
+        alloc.emptyCache();
+        try (Tensor a = Torch.ones(10 * MIB)) { // 40 MiB
+            alloc.setMemoryLimit(alloc.stats().reservedBytes() + 16 * MIB);
+            OutOfMemoryException mul = assertThrows(OutOfMemoryException.class, () -> a.mul(2.0));
+            assertTrue(mul.getMessage().startsWith("CPU out of memory: tried to allocate 40.0 MiB")
+                    && mul.getMessage().endsWith("; while running mul"), mul.getMessage());
+            OutOfMemoryException sum = assertThrows(OutOfMemoryException.class, () -> a.reshape(2, -1).sum(new int[] {0}, false, null));
+            assertTrue(sum.getMessage().endsWith("; while running sum"), sum.getMessage());
+        } finally {
+            alloc.setMemoryLimit(limit);
+        }
+    }
+
+    @Test
     void anOutOfMemoryErrorInsideAGraphLeavesNothingAllocatedAfterTheScope() {
         long limit = alloc.memoryLimit();
         try (Tensor w = Torch.randn(1 << 20).requiresGrad_()) {

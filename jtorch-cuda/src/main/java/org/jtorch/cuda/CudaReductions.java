@@ -203,6 +203,58 @@ final class CudaReductions implements ReductionKernels {
         along(in, out, dim, entry, true, (arena, p) -> ReductionPlan.rowArgs(arena, p[0], p[1], r), r);
     }
 
+    /**
+     * One block a row sorts the row's positions by a bitonic network in a scratch area of {@link ReductionPlan#sortSlots}
+     * int64 slots per block (see {@code reduce.cu}); the input is staged as rows in its kernel dtype, the indices
+     * written as rows and copied into place when {@code indices} is laid out otherwise.
+     */
+    @Override
+    public void argsort(Tensor in, Tensor indices, int dim, boolean descending) {
+        Rows r = ReductionPlan.line(in.shape(), dim, in.strides(), in.strides());
+        Rows ro = ReductionPlan.line(indices.shape(), dim, indices.strides(), indices.strides());
+        long k = in.dim() == 0 ? 1 : indices.size(dim);
+        if (r.rows() == 0 || r.rowLength() == 0 || k == 0) return;
+        Device device = in.device();
+        CudaKernels cuda = kernels.get();
+        long slots = ReductionPlan.sortSlots(r.rowLength());
+        int threads = ReductionPlan.threads(slots);
+        int blocks = ReductionPlan.blocks(r.rows(), threads, cuda.multiprocessors(device));
+        Tensor x = null, o = null, scratch = null;
+        try {
+            x = rowsInput(cuda, in, r, ReductionPlan.kernelInput(in.dtype()));
+            o = rowsOutput(indices, ro.outputRows(), ro.permutedShape(), DType.INT64);
+            scratch = Tensor.empty(new long[] {blocks * slots}, DType.INT64, device);
+            try (Arena arena = Arena.ofConfined()) {
+                KernelArgs a = ReductionPlan.argsortArgs(arena, addr(x, in), CudaKernels.deviceAddress(scratch), addr(o, indices), r,
+                        slots, descending, k);
+                cuda.launchRows(cuda.reduceFunction(device, ReductionPlan.argsortEntry(in.dtype())), blocks, threads, cuda.currentStream(device), a);
+            }
+            if (o != null) {
+                try (Tensor view = indices.permute(ro.permutation())) {
+                    cuda.copyOnDevice(o, view);
+                }
+            }
+        } finally {
+            close(x, o, scratch);
+        }
+    }
+
+    /** One thread a value ({@code reduce.cu}); the front end passes contiguous operands of one dtype. */
+    @Override
+    public void searchsorted(Tensor boundaries, Tensor values, Tensor out, boolean right) {
+        long rows = values.size(0), m = values.size(1);
+        if (rows * m == 0) return;
+        Device device = values.device();
+        CudaKernels k = kernels.get();
+        int blocks = LaunchGeometry.blocks(rows * m, 1, k.multiprocessors(device));
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs a = ReductionPlan.searchsortedArgs(arena, CudaKernels.deviceAddress(boundaries), CudaKernels.deviceAddress(values),
+                    CudaKernels.deviceAddress(out), rows, m, boundaries.size(1), boundaries.size(0), right);
+            k.launchRows(k.reduceFunction(device, ReductionPlan.searchsortedEntry(values.dtype())), blocks, LaunchGeometry.THREADS,
+                    k.currentStream(device), a);
+        }
+    }
+
     @Override
     public void softmax(Tensor in, Tensor out, int dim, boolean log) {
         String entry = ReductionPlan.floatingEntry("softmax", out.dtype());
@@ -212,6 +264,6 @@ final class CudaReductions implements ReductionKernels {
 
     @Override
     public String toString() {
-        return "CUDA ReductionKernels (reduce.cu: sum, prod, amax, amin, any, all, norm, argmax/argmin, var/std, logsumexp, softmax, cumsum/cumprod)";
+        return "CUDA ReductionKernels (reduce.cu: sum, prod, amax, amin, any, all, norm, argmax/argmin, var/std, logsumexp, softmax, cumsum/cumprod, sort, searchsorted)";
     }
 }

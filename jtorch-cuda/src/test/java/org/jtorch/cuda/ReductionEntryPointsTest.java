@@ -22,7 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * What {@link CudaReductions} launches exists in {@code reduce.cu} with the signature it packs: for
  * every dtype, every entry {@link ReductionPlan} can name (accumulating reductions, arg reductions,
- * logsumexp, variance, softmax, scans) is in the PTX of {@code reduce.cu} compiled whole, as the
+ * logsumexp, variance, softmax, scans, sort, searchsorted) is in the PTX of {@code reduce.cu} compiled whole, as the
  * launcher compiles it (with {@code nvcc -arch=sm_90 --ptx}, and with NVRTC and the launcher's own
  * options for an sm_90 device), and its PTX parameter sizes equal what {@link ReductionPlan} packs. Each
  * compiler's case is skipped, saying so, where it is missing.
@@ -47,7 +47,9 @@ class ReductionEntryPointsTest {
                 for (boolean max : new boolean[] {true, false}) {
                     expect(e, seen, ReductionPlan.argReduceEntry(max, t), ReductionPlan.argArgs(arena, 1, 2, 3, r));
                 }
+                expect(e, seen, ReductionPlan.argsortEntry(t), ReductionPlan.argsortArgs(arena, 1, 2, 3, r, 32, true, 4));
                 if (t != DType.BOOL) {
+                    expect(e, seen, ReductionPlan.searchsortedEntry(t), ReductionPlan.searchsortedArgs(arena, 1, 2, 3, 4, 5, 6, 1, true));
                     for (boolean prod : new boolean[] {true, false}) {
                         expect(e, seen, ReductionPlan.scanEntry(prod, t), ReductionPlan.rowArgs(arena, 1, 2, r));
                     }
@@ -65,6 +67,6 @@ class ReductionEntryPointsTest {
         unused.removeAll(seen);
         unused.removeAll(mean);
         assertEquals(Set.of(), unused, "entries of reduce.cu that no launch uses");
-        assertEquals(106, seen.size(), "entries the planner names");
+        assertEquals(124, seen.size(), "entries the planner names");
     }
 }

@@ -196,4 +196,16 @@ class ReductionPlanTest {
             assertEquals("norm: no CUDA kernel is wired to this op yet (device cuda:0)", e.getMessage());
         }
     }
+
+    @Test
+    void sortSlotsAreTheRowLengthRoundedUpToAPowerOfTwo() {
+        assertEquals(1, ReductionPlan.sortSlots(0));
+        assertEquals(1, ReductionPlan.sortSlots(1));
+        assertEquals(2, ReductionPlan.sortSlots(2));
+        assertEquals(4, ReductionPlan.sortSlots(3));
+        assertEquals(1024, ReductionPlan.sortSlots(700));
+        assertEquals(1024, ReductionPlan.sortSlots(1024));
+        assertEquals(2048, ReductionPlan.sortSlots(1025));
+        assertThrows(IllegalArgumentException.class, () -> ReductionPlan.sortSlots(-1));
+    }
 }

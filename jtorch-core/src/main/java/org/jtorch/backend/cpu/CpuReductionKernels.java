@@ -441,6 +441,106 @@ final class CpuReductionKernels implements ReductionKernels {
         });
     }
 
+    // ---------------------------------------------------------------- sort
+
+    @Override
+    public void argsort(Tensor in, Tensor indices, int dim, boolean descending) {
+        LineLayout l = new LineLayout(dim, in, indices);
+        if (l.lines == 0 || l.length == 0) return;
+        MemorySegment is = in.storage().segment();
+        MemorySegment xs = indices.storage().segment();
+        DType it = in.dtype();
+        boolean floating = it.isFloatingPoint();
+        long si = l.lineStride[0];
+        long sx = l.lineStride[1];
+        int length = Math.toIntExact(l.length);
+        int k = Math.toIntExact(in.dim() == 0 ? 1 : indices.size(dim));
+        if (k == 0) return;
+        long work = Math.max(1, length * (64 - Long.numberOfLeadingZeros(length)));
+        boolean packed = it.byteSize() <= 4;
+        Parallel.forRange(l.lines, grain(work), (begin, end) -> {
+            LineSort sorter = new LineSort();
+            double[] dkeys = floating || packed ? new double[length] : null;
+            long[] lkeys = floating || packed ? null : new long[length];
+            long[] positions = new long[length];
+            for (long line = begin; line < end; line++) {
+                long io = l.offset(0, line);
+                if (packed) {
+                    ElementIO.load(it, is, io, si, length, dkeys);
+                    sorter.sortPacked(dkeys, length, k, floating, descending, positions);
+                } else if (floating) {
+                    ElementIO.load(it, is, io, si, length, dkeys);
+                    sorter.sortDoubles(dkeys, length, descending, positions);
+                } else {
+                    ElementIO.load(it, is, io, si, length, lkeys);
+                    sorter.sortLongs(lkeys, length, descending, positions);
+                }
+                ElementIO.store(DType.INT64, xs, l.offset(1, line), sx, k, positions);
+            }
+        });
+    }
+
+    @Override
+    public void searchsorted(Tensor boundaries, Tensor values, Tensor out, boolean right) {
+        long rows = values.size(0), m = values.size(1);
+        int n = Math.toIntExact(boundaries.size(1));
+        if (rows * m == 0) return;
+        boolean shared = boundaries.size(0) == 1;
+        DType t = values.dtype();
+        boolean floating = t.isFloatingPoint();
+        long es = t.byteSize();
+        MemorySegment bs = boundaries.storage().segment(), vs = values.storage().segment(), os = out.storage().segment();
+        long b0 = boundaries.storageOffset() * es, v0 = values.storageOffset() * es, o0 = out.storageOffset() * 8;
+        int width = (int) Math.min(m, BLOCK);
+        Parallel.forRange(rows, grain(m * Math.max(1, 64 - Long.numberOfLeadingZeros(n))), (begin, end) -> {
+            double[] db = floating ? new double[n] : null, dv = floating ? new double[width] : null;
+            long[] lb = floating ? null : new long[n], lv = floating ? null : new long[width];
+            long[] pos = new long[width];
+            long loaded = -1;
+            for (long r = begin; r < end; r++) {
+                long br = shared ? 0 : r;
+                if (br != loaded) {
+                    if (floating) ElementIO.load(t, bs, b0 + br * n * es, es, n, db);
+                    else ElementIO.load(t, bs, b0 + br * n * es, es, n, lb);
+                    loaded = br;
+                }
+                for (long done = 0; done < m; done += width) {
+                    int c = (int) Math.min(width, m - done);
+                    long vo = v0 + (r * m + done) * es;
+                    if (floating) {
+                        ElementIO.load(t, vs, vo, es, c, dv);
+                        for (int i = 0; i < c; i++) pos[i] = lowerBound(db, n, dv[i], right);
+                    } else {
+                        ElementIO.load(t, vs, vo, es, c, lv);
+                        for (int i = 0; i < c; i++) pos[i] = lowerBound(lb, n, lv[i], right);
+                    }
+                    ElementIO.store(DType.INT64, os, o0 + (r * m + done) * 8, 8, c, pos);
+                }
+            }
+        });
+    }
+
+    /** PyTorch's search: move right while {@code !(b >= v)} ({@code !(b > v)} when right). */
+    private static int lowerBound(double[] b, int n, double v, boolean right) {
+        int lo = 0, hi = n;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (right ? !(b[mid] > v) : !(b[mid] >= v)) lo = mid + 1;
+            else hi = mid;
+        }
+        return lo;
+    }
+
+    private static int lowerBound(long[] b, int n, long v, boolean right) {
+        int lo = 0, hi = n;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (right ? b[mid] <= v : b[mid] < v) lo = mid + 1;
+            else hi = mid;
+        }
+        return lo;
+    }
+
     // ---------------------------------------------------------------- softmax
 
     @Override

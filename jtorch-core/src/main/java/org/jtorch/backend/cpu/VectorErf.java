@@ -19,9 +19,10 @@ import org.jtorch.op.SpecialFunctions;
  * approximated by polynomials of degree 14 on [1/2, 4] and 12 on [4, 10] (past 10, erfc underflows float). Their
  * coefficients are Chebyshev fits computed once at class initialisation from {@link SpecialFunctions#erfc},
  * so there is no table to trust. {@code a^2} is split exactly into {@code hi + lo} (an FMA), so that
- * {@code exp(-a^2)} keeps its relative accuracy where a^2 is large. erf is {@code 1 - erfc} there, and erfc
- * near zero is {@code 1 - erf}: neither cancels in its own range. GELU is {@code x/2 erfc(-x/sqrt 2)}, which
- * stays accurate in the negative tail where {@code 1 + erf} would cancel.
+ * {@code exp(-a^2)} keeps its relative accuracy where a^2 is large. erf is {@code 1 - erfc} there, which does
+ * not cancel (erfc is below 1/2). GELU is {@code x/2 erfc(-x/sqrt 2)}, which
+ * stays accurate in the negative tail where {@code 1 + erf} would cancel; it needs erfc only, which one
+ * polynomial of R on [0, 4] serves (erfc(-a) = 2 - erfc(a) does not cancel), so GELU evaluates one branch.
  *
  * <p>One loop per function, with the polynomials in small helpers that C2 inlines (see {@link VectorF32}: a
  * vector that escapes a call C2 does not inline is boxed).
@@ -33,7 +34,7 @@ final class VectorErf {
     private static final int FL = FS.length();
     private static final ByteOrder LE = ByteOrder.nativeOrder();
 
-    /** Where the series hands over to {@code exp(-a^2) R(a)}: below it erfc = 1 - erf cancels by at most one bit. */
+    /** Where erf's series hands over to {@code 1 - exp(-a^2) R(a)}. */
     private static final float SPLIT = 0.5f;
     /** erf(x) = x * sum_n SMALL[n] x^(2n) for |x| < 1/2: 2/sqrt(pi) (-1)^n / (n! (2n + 1)). */
     private static final float[] SMALL = taylor(8);
@@ -41,6 +42,8 @@ final class VectorErf {
     private static final float[] NEAR = fit(SPLIT, 4, 14);
     /** R(a) on [4, 10], in u = (2a - 14) / 6. */
     private static final float[] FAR = fit(4, 10, 12);
+    /** R(a) on [0, 4]: erfc over the whole near range in one branch (GELU needs erfc only, never a small erf). */
+    private static final float[] WHOLE = fit(0, 4, 16);
 
     static void erf(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
         for (long i = 0; i < upper; i += FL) {
@@ -69,28 +72,17 @@ final class VectorErf {
         for (long i = 0; i < upper; i += FL) {
             FloatVector x = FloatVector.fromMemorySegment(FS, xs, xo + 4 * i, LE);
             FloatVector x2 = x.mul(x);
-            FloatVector erfc = erfcOf(x.mul(minusRsqrt2), x2.mul(0.5f), x.fma(x, x2.neg()).mul(0.5f));
+            FloatVector hi = x2.mul(0.5f);
+            FloatVector lo = x.fma(x, x2.neg()).mul(0.5f);
+            FloatVector t = x.mul(minusRsqrt2);
+            FloatVector a = t.abs();
+            // erfc(a) = exp(-a^2) R(a) on [0, 4] in one polynomial; erfc(-a) = 2 - erfc(a) does not cancel.
+            FloatVector e = tail(hi, lo, a.min(4f), WHOLE, 0, 4);
+            VectorMask<Float> far = a.compare(VectorOperators.GT, 4f);
+            if (far.anyTrue()) e = e.blend(tail(hi, lo, a.min(10f), FAR, 4, 10), far);
+            FloatVector erfc = e.blend(FloatVector.broadcast(FS, 2f).sub(e), t.compare(VectorOperators.LT, 0f));
             x.mul(0.5f).mul(erfc).intoMemorySegment(os, oo + 4 * i, LE);
         }
-    }
-
-    /** erfc(t), given {@code t^2 = hi + lo} exactly. */
-    private static FloatVector erfcOf(FloatVector t, FloatVector hi, FloatVector lo) {
-        FloatVector one = FloatVector.broadcast(FS, 1f);
-        FloatVector r = one.sub(small(t));
-        FloatVector a = t.abs();
-        VectorMask<Float> big = a.compare(VectorOperators.GE, SPLIT);
-        if (big.anyTrue()) {
-            FloatVector e = tail(hi, lo, a, NEAR, SPLIT, 4);
-            VectorMask<Float> far = a.compare(VectorOperators.GT, 4f);
-            if (far.anyTrue()) {
-                // Past 10 the value underflows: R is held at its value at 10 while exp(-a^2) goes to 0.
-                e = e.blend(tail(hi, lo, a.min(10f), FAR, 4, 10), far);
-            }
-            // erfc(-a) = 2 - erfc(a).
-            r = r.blend(e.blend(FloatVector.broadcast(FS, 2f).sub(e), t.compare(VectorOperators.LT, 0f)), big);
-        }
-        return r;
     }
 
     /** {@code x P(x^2)} with the Taylor coefficients. */

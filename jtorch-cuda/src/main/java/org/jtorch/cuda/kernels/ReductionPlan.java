@@ -175,6 +175,23 @@ public final class ReductionPlan {
         return "jt_scan_" + (prod ? "prod" : "sum") + "_" + ElementwisePlan.suffix(t);
     }
 
+    /** {@code jt_argsort_<T>}: every dtype (bool read as uint8). */
+    public static String argsortEntry(DType in) {
+        return "jt_argsort_" + ElementwisePlan.suffix(kernelInput(in));
+    }
+
+    /** {@code jt_searchsorted_<T>}: every dtype but bool (the front end refuses bool, as PyTorch). */
+    public static String searchsortedEntry(DType t) {
+        if (t == DType.BOOL) throw new UnsupportedOperationException("searchsorted: no CUDA kernel for bool (device cuda)");
+        return "jt_searchsorted_" + ElementwisePlan.suffix(t);
+    }
+
+    /** The bitonic sort's slots a row: the row length rounded up to a power of two (at least 1). */
+    public static long sortSlots(long rowLength) {
+        if (rowLength < 0 || rowLength > (1L << 40)) throw new IllegalArgumentException("sortSlots: rowLength " + rowLength);
+        return rowLength <= 1 ? 1 : Long.highestOneBit(rowLength - 1) << 1;
+    }
+
     // ------------------------------------------------------------------ geometry
 
     /** Threads a block for rows of {@code rowLength}: a multiple of 32, at least 32, at most {@value LaunchGeometry#THREADS}. */
@@ -223,6 +240,19 @@ public final class ReductionPlan {
     /** {@code jt_variance_<T>(const T* x, T* out, jt_i64 rows, jt_i64 row_length, double correction, int sqrt)}. */
     public static KernelArgs varianceArgs(Arena arena, long x, long out, Rows r, double correction, boolean sqrt) {
         return rowArgs(arena, x, out, r).f64(correction).i32(sqrt ? 1 : 0);
+    }
+
+    /** {@code jt_argsort_<T>(const T* x, jt_i64* scratch, jt_i64* out, jt_i64 rows, jt_i64 row_length, jt_i64 padded, int descending, jt_i64 k)}. */
+    public static KernelArgs argsortArgs(Arena arena, long x, long scratch, long out, Rows r, long padded, boolean descending, long k) {
+        return new KernelArgs(arena).pointer(x).pointer(scratch).pointer(out).i64(r.rows()).i64(r.rowLength()).i64(padded)
+                .i32(descending ? 1 : 0).i64(k);
+    }
+
+    /** {@code jt_searchsorted_<T>(const T* boundaries, const T* values, jt_i64* out, jt_i64 rows, jt_i64 m, jt_i64 n, jt_i64 boundary_rows, int right)}. */
+    public static KernelArgs searchsortedArgs(Arena arena, long boundaries, long values, long out, long rows, long m, long n,
+                                              long boundaryRows, boolean right) {
+        return new KernelArgs(arena).pointer(boundaries).pointer(values).pointer(out).i64(rows).i64(m).i64(n).i64(boundaryRows)
+                .i32(right ? 1 : 0);
     }
 
     /** {@code jt_softmax_<T>(const T* x, T* out, jt_i64 rows, jt_i64 row_length, int log)}. */

@@ -393,3 +393,124 @@ JT_REDUCE_FLOATING(half, f16)
 JT_REDUCE_FLOATING(bfloat16, bf16)
 JT_REDUCE_FLOATING(float, f32)
 JT_REDUCE_FLOATING(double, f64)
+
+// ---------------------------------------------------------------------------------------------------
+// Sort: jt_argsort_<dtype>(x, jt_i64* scratch, jt_i64* out, rows, row_length, padded, int descending, jt_i64 k)
+// writes to each row of `out` (k a row) the positions of the row's first k elements in sorted order (stable; NaN above every
+// number; -0.0 equals 0.0). One block a row, grid-stride over rows: a bitonic sort of (key, position)
+// pairs, compared key first and position second, so the order is total and therefore stable. The block
+// sorts positions in its own `padded` (a power of two >= row_length) slots of `scratch`
+// (gridDim.x * padded int64s), reading keys from x; padding positions (-1) sort last.
+// ---------------------------------------------------------------------------------------------------
+
+namespace jt {
+
+template <typename A> __device__ __forceinline__ bool is_nan_key(A a) { return a != a; }
+
+// -1 / 0 / 1 as a is below / equal to / above b, NaN above every number.
+template <typename A> __device__ __forceinline__ int key_compare(A a, A b) {
+    if (a < b) return -1;
+    if (a > b) return 1;
+    const bool na = is_nan_key(a), nb = is_nan_key(b);
+    return na == nb ? 0 : (na ? 1 : -1);
+}
+
+// Whether position p comes strictly before position q in the row's sorted order.
+template <typename T>
+__device__ __forceinline__ bool sorts_before(const T* __restrict__ row, jt_i64 p, jt_i64 q, int descending) {
+    if (p < 0) return false;
+    if (q < 0) return true;
+    int c = key_compare(Scalar<T>::load(row[p]), Scalar<T>::load(row[q]));
+    if (descending) c = -c;
+    return c < 0 || (c == 0 && p < q);
+}
+
+template <typename T>
+__device__ __forceinline__ void argsort_rows(const T* __restrict__ x, jt_i64* __restrict__ scratch, jt_i64* __restrict__ out,
+                                             jt_i64 rows, jt_i64 row_length, jt_i64 padded, int descending, jt_i64 k_out) {
+    jt_i64* s = scratch + (jt_i64)blockIdx.x * padded;
+    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T* row = x + r * row_length;
+        for (jt_i64 i = threadIdx.x; i < padded; i += blockDim.x) s[i] = i < row_length ? i : -1;
+        __syncthreads();
+        for (jt_i64 k = 2; k <= padded; k <<= 1) {
+            for (jt_i64 j = k >> 1; j > 0; j >>= 1) {
+                for (jt_i64 i = threadIdx.x; i < padded; i += blockDim.x) {
+                    const jt_i64 l = i ^ j;
+                    if (l <= i) continue;
+                    const jt_i64 a = s[i], b = s[l];
+                    const bool up = (i & k) == 0;
+                    if (up ? sorts_before(row, b, a, descending) : sorts_before(row, a, b, descending)) {
+                        s[i] = b;
+                        s[l] = a;
+                    }
+                }
+                __syncthreads();
+            }
+        }
+        for (jt_i64 i = threadIdx.x; i < k_out; i += blockDim.x) out[r * k_out + i] = s[i];
+        __syncthreads();
+    }
+}
+
+}  // namespace jt
+
+#define JT_ARGSORT(T, suffix) \
+    extern "C" __global__ void jt_argsort_##suffix(const T* x, jt_i64* scratch, jt_i64* out, jt_i64 rows, jt_i64 row_length, \
+                                                   jt_i64 padded, int descending, jt_i64 k) { \
+        argsort_rows<T>(x, scratch, out, rows, row_length, padded, descending, k); }
+
+JT_ARGSORT(half, f16)
+JT_ARGSORT(bfloat16, bf16)
+JT_ARGSORT(float, f32)
+JT_ARGSORT(double, f64)
+JT_ARGSORT(jt_u8, u8)
+JT_ARGSORT(jt_i8, i8)
+JT_ARGSORT(jt_i16, i16)
+JT_ARGSORT(jt_i32, i32)
+JT_ARGSORT(jt_i64, i64)
+
+// ---------------------------------------------------------------------------------------------------
+// jt_searchsorted_<dtype>(boundaries, values, jt_i64* out, rows, m, n, boundary_rows, int right): one thread a
+// value (grid-stride over rows * m), PyTorch's binary search in the value's row of `boundaries` ([boundary_rows, n],
+// boundary_rows 1 or rows): move right while !(b >= v), or !(b > v) when right.
+// ---------------------------------------------------------------------------------------------------
+
+namespace jt {
+
+template <typename T>
+__device__ __forceinline__ void searchsorted_values(const T* __restrict__ boundaries, const T* __restrict__ values,
+                                                    jt_i64* __restrict__ out, jt_i64 rows, jt_i64 m, jt_i64 n,
+                                                    jt_i64 boundary_rows, int right) {
+    const jt_i64 total = rows * m;
+    for (jt_i64 i = (jt_i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (jt_i64)gridDim.x * blockDim.x) {
+        const jt_i64 r = i / m;
+        const T* b = boundaries + (boundary_rows == 1 ? 0 : r) * n;
+        const typename Scalar<T>::acc v = Scalar<T>::load(values[i]);
+        jt_i64 lo = 0, hi = n;
+        while (lo < hi) {
+            const jt_i64 mid = lo + ((hi - lo) >> 1);
+            const typename Scalar<T>::acc x = Scalar<T>::load(b[mid]);
+            if (right ? !(x > v) : !(x >= v)) lo = mid + 1;
+            else hi = mid;
+        }
+        out[i] = lo;
+    }
+}
+
+}  // namespace jt
+
+#define JT_SEARCHSORTED(T, suffix) \
+    extern "C" __global__ void jt_searchsorted_##suffix(const T* boundaries, const T* values, jt_i64* out, jt_i64 rows, jt_i64 m, \
+                                                        jt_i64 n, jt_i64 boundary_rows, int right) { \
+        searchsorted_values<T>(boundaries, values, out, rows, m, n, boundary_rows, right); }
+
+JT_SEARCHSORTED(half, f16)
+JT_SEARCHSORTED(bfloat16, bf16)
+JT_SEARCHSORTED(float, f32)
+JT_SEARCHSORTED(double, f64)
+JT_SEARCHSORTED(jt_u8, u8)
+JT_SEARCHSORTED(jt_i8, i8)
+JT_SEARCHSORTED(jt_i16, i16)
+JT_SEARCHSORTED(jt_i32, i32)
+JT_SEARCHSORTED(jt_i64, i64)
