@@ -23,6 +23,7 @@ final class ExampleCommand {
                 .option("seed", "N", "1", "random seed")
                 .option("dataset", "NAME", null, "for the image examples: " + String.join(", ", ImageData.DATASETS)
                         + " (digits: the bundled 8x8 set upsampled; a missing MNIST falls back to it)")
+                .option("model", "NAME", null, "a model variant: word_language_model takes LSTM (default) or Transformer")
                 .option("text", "FILE", null, "for the language models: a UTF-8 text (default: " + TextData.DEFAULT + ")")
                 .option("out", "DIR", ".", "where images and other outputs go");
     }
@@ -47,7 +48,7 @@ final class ExampleCommand {
             }
             options = new ExampleOptions(positiveOrNull(cl, "epochs"), positiveOrNull(cl, "steps"), positiveOrNull(cl, "batch-size"),
                     cl.get("lr") == null ? null : cl.getDouble("lr"), cl.flag("quick"), cl.getLong("seed"),
-                    cl.get("dataset") == null ? null : cl.choice("dataset", ImageData.DATASETS),
+                    cl.get("dataset") == null ? null : cl.choice("dataset", ImageData.DATASETS), cl.get("model"),
                     cl.get("text") == null ? null : Path.of(cl.get("text")), Path.of(cl.get("out")));
         } catch (CommandLine.UsageException e) {
             System.err.println("jtorch example " + example.name() + ": " + e.getMessage());

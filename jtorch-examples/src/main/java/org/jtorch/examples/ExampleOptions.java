@@ -9,13 +9,14 @@ import java.nio.file.Path;
  *
  * @param dataset an image example's data: {@code mnist}, {@code fashion-mnist}, {@code digits} (bundled,
  *                upsampled), or null for the example's default
+ * @param model  an example's model variant (word_language_model: LSTM or Transformer), or null for its default
  * @param text   a language-model example's text file, or null for {@link TextData#DEFAULT}
  * @param outDir where images and other outputs are written
  */
 public record ExampleOptions(Integer epochs, Integer steps, Integer batchSize, Double lr, boolean quick, long seed,
-                             String dataset, Path text, Path outDir) {
+                             String dataset, String model, Path text, Path outDir) {
     public static ExampleOptions defaults() {
-        return new ExampleOptions(null, null, null, null, false, 1, null, null, Path.of("."));
+        return new ExampleOptions(null, null, null, null, false, 1, null, null, null, Path.of("."));
     }
 
     public int epochs(int byDefault) {

@@ -11,26 +11,54 @@ import org.jtorch.examples.TextData;
 import org.jtorch.memory.MemoryScope;
 import org.junit.jupiter.api.Test;
 
-/** The CI variant of word_language_model (LSTM): three epochs of truncated BPTT on Debian's GPL-3 text. */
+/** The CI variants of word_language_model (LSTM and Transformer) on Debian's GPL-3 text. */
 class WordLanguageModelTest {
-    @Test
-    void lossFallsOverThreeEpochsWithTheStateCarried() throws IOException {
-        Torch.manualSeed(1);
+    /** {@code n} training steps over the GPL text in batches of 20, epoch after epoch (the state reset at each). */
+    private static double[] train(WordLanguageModel.WordModel model, double lr, int n) throws IOException {
         var corpus = WordLanguageModel.Corpus.of(TextData.read(null));
         Tensor train = WordLanguageModel.batchify(corpus.train(), 20);
-        var t = new WordLanguageModel.Training(new WordLanguageModel.RNNModel(corpus.idx2word().size(), 200, 200, 2, 0.2), 20, 20);
-        double[] losses = new double[21];
-        int n = 0;
-        while (n < losses.length) {
+        var t = new WordLanguageModel.Training(model, lr, 20);
+        double[] losses = new double[n];
+        int k = 0;
+        while (k < n) {
             t.resetHidden(20);
-            for (long i = 0; i < train.size(0) - 1 && n < losses.length; i += 35) {
+            for (long i = 0; i < train.size(0) - 1 && k < n; i += 35) {
                 try (MemoryScope scope = new MemoryScope()) {
                     Tensor[] dt = WordLanguageModel.getBatch(train, i, 35);
-                    losses[n++] = t.step(dt[0], dt[1]);
+                    losses[k++] = t.step(dt[0], dt[1]);
                 }
             }
         }
+        return losses;
+    }
+
+    private static int vocabulary() throws IOException {
+        return WordLanguageModel.Corpus.of(TextData.read(null)).idx2word().size();
+    }
+
+    @Test
+    void lossFallsOverThreeEpochsWithTheStateCarried() throws IOException {
+        Torch.manualSeed(1);
+        double[] losses = train(new WordLanguageModel.RNNModel(vocabulary(), 200, 200, 2, 0.2), 20, 21);
         LossCurve.assertFalls("word_language_model", losses, 4, 0.9);
+    }
+
+    @Test
+    void transformerVariantLossFalls() throws IOException {
+        Torch.manualSeed(1);
+        double[] losses = train(new WordLanguageModel.TransformerModel(vocabulary(), 64, 2, 64, 1, 0.0), 1.0, 14);
+        LossCurve.assertFalls("word_language_model --model Transformer", losses, 3, 0.9);
+    }
+
+    @Test
+    void transformerVariantIsCausal() {
+        // Changing the last word must leave the log-probabilities of the earlier positions as they were.
+        Torch.manualSeed(2);
+        var model = new WordLanguageModel.TransformerModel(10, 16, 2, 16, 1, 0.0);
+        model.eval();
+        Tensor a = model.forward(Torch.tensor(new long[] {1, 2, 3, 4}, 4, 1));
+        Tensor b = model.forward(Torch.tensor(new long[] {1, 2, 3, 9}, 4, 1));
+        assertArrayEquals(a.narrow(0, 0, 3).reshape(-1).toDoubleArray(), b.narrow(0, 0, 3).reshape(-1).toDoubleArray(), 1e-5);
     }
 
     @Test
