@@ -8,6 +8,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
+import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -35,7 +36,7 @@ import org.jtorch.optim.ParamGroup;
  * weight; AdamW (betas 0.9, 0.99; weight decay 0.1 on matrices only), warm-up then cosine decay of the
  * learning rate (1e-3 to 1e-4), gradient clipping at 1. Trains on a text file's characters (90% train, 10%
  * validation; see {@link TextData}), then samples 300 characters at temperature 0.8 (top-k 200) as
- * {@code sample.py} does; the sampling draws in Java (jtorch has no {@code topk}/{@code multinomial} yet).
+ * {@code sample.py} does.
  * {@code --quick}: 2 layers, 100 iterations.
  */
 public final class CharGpt implements Example {
@@ -259,7 +260,7 @@ public final class CharGpt implements Example {
             t0 = t1;
         }
         out.println("---------------");
-        out.println(sample(t.model, corpus.chars(), 300, 0.8, 200, random));
+        out.println(sample(t.model, corpus.chars(), 300, 0.8, 200, new Generator(o.seed())));
         out.println("---------------");
     }
 
@@ -278,8 +279,12 @@ public final class CharGpt implements Example {
         return sum / iters;
     }
 
-    /** sample.py: {@code n} characters after a newline, each drawn from the softmax of the logits / temperature over the top k. */
-    public static String sample(GPT model, List<Character> chars, int n, double temperature, int topK, Random random) {
+    /**
+     * sample.py through model.py's {@code generate}: {@code n} characters after a newline, each drawn by
+     * {@code multinomial} from the softmax of the last logits / temperature, the logits below the top k's
+     * smallest set to minus infinity.
+     */
+    public static String sample(GPT model, List<Character> chars, int n, double temperature, int topK, Generator generator) {
         model.eval();
         List<Long> idx = new ArrayList<>(List.of((long) Math.max(0, chars.indexOf('\n'))));
         StringBuilder s = new StringBuilder();
@@ -287,35 +292,18 @@ public final class CharGpt implements Example {
             for (int i = 0; i < n; i++) {
                 int from = Math.max(0, idx.size() - model.config.blockSize());
                 long[] window = idx.subList(from, idx.size()).stream().mapToLong(Long::longValue).toArray();
-                double[] logits;
                 try (MemoryScope scope = new MemoryScope()) {
                     Tensor out = model.forward(Torch.tensor(window, 1, window.length));
-                    logits = out.narrow(1, window.length - 1, 1).reshape(-1).toDoubleArray();
+                    Tensor logits = out.narrow(1, window.length - 1, 1).reshape(1, -1).div(temperature);
+                    long k = Math.min(topK, logits.size(-1));
+                    Tensor kth = logits.topk(k).values().narrow(1, k - 1, 1);
+                    Tensor probs = logits.maskedFill(logits.lt(kth), Double.NEGATIVE_INFINITY).softmax(-1);
+                    int next = (int) probs.multinomial(1, false, generator).item();
+                    idx.add((long) next);
+                    s.append(chars.get(next));
                 }
-                int next = draw(logits, temperature, topK, random);
-                idx.add((long) next);
-                s.append(chars.get(next));
             }
         }
         return s.toString();
-    }
-
-    /** One index from softmax(logits / temperature), keeping only the {@code topK} largest logits. */
-    static int draw(double[] logits, double temperature, int topK, Random random) {
-        double[] sorted = logits.clone();
-        java.util.Arrays.sort(sorted);
-        double kth = sorted[Math.max(0, sorted.length - Math.min(topK, sorted.length))];
-        double max = sorted[sorted.length - 1], total = 0;
-        double[] p = new double[logits.length];
-        for (int i = 0; i < p.length; i++) {
-            p[i] = logits[i] < kth ? 0 : Math.exp((logits[i] - max) / temperature);
-            total += p[i];
-        }
-        double u = random.nextDouble() * total;
-        for (int i = 0; i < p.length; i++) {
-            u -= p[i];
-            if (u <= 0 && p[i] > 0) return i;
-        }
-        return p.length - 1;
     }
 }

@@ -42,6 +42,21 @@ class CharGptTest {
     }
 
     @Test
+    void samplingWithTopOneIsGreedy() {
+        // top-k 1 leaves one candidate, so multinomial must pick the argmax of the last position's logits.
+        Torch.manualSeed(3);
+        var model = new CharGpt.GPT(new CharGpt.Config(8, 5, 1, 2, 16, 0.0));
+        var chars = java.util.List.of('\n', 'a', 'b', 'c', 'd');
+        String text = CharGpt.sample(model, chars, 6, 0.8, 1, new org.jtorch.Generator(1));
+        long[] idx = new long[7];
+        for (int i = 0; i < 6; i++) idx[i + 1] = chars.indexOf(text.charAt(i));
+        for (int i = 0; i < 6; i++) {
+            Tensor logits = model.forward(Torch.tensor(java.util.Arrays.copyOf(idx, i + 1), 1, i + 1));
+            assertEquals(idx[i + 1], (long) logits.narrow(1, i, 1).reshape(-1).argmax(0, false).item(), "character " + i + " of " + text);
+        }
+    }
+
+    @Test
     void learningRateWarmsUpThenDecaysToTheMinimum() {
         // train.py's get_lr with lr 1e-3, min 1e-4, warm-up 10, decay over 100 iterations
         assertEquals(1e-3 / 11, CharGpt.learningRate(0, 1e-3, 1e-4, 10, 100), 1e-12);
