@@ -21,6 +21,7 @@ public final class Main {
             case "info" -> InfoCommand.run(rest);
             case "train" -> TrainCommand.run(rest);
             case "launch" -> LaunchCommand.run(rest);
+            case "example" -> ExampleCommand.run(rest);
             default -> {
                 System.err.println("jtorch: unknown command '" + args[0] + "'");
                 printUsage();
@@ -37,6 +38,7 @@ public final class Main {
                   info     the Java runtime, Vector API species, CPU features, threads and backends found
                   train    trains an image classifier (LeNet-5 on MNIST by default) with progress, summary and plots
                   bench    benchmarks side by side with PyTorch (see jtorch bench --help)
+                  example  runs a ported pytorch/examples program: jtorch example mnist --quick (jtorch example lists them)
                   launch   starts data-parallel workers, as torchrun: jtorch launch --nproc-per-node 2 -- train ...
 
                 'jtorch <command> --help' describes a command's options.""");
