@@ -160,7 +160,9 @@ public final class F {
             throw new IllegalArgumentException("oneHot: num_classes should be positive or -1, got " + numClasses);
         }
         long classes = numClasses;
-        if (indices.numel() > 0) {
+        // Only an inferred class count is read on the host. With a given count, off the CPU, the scatter's
+        // deferred index check reports a bad value at the next synchronisation, as crossEntropy's targets.
+        if (indices.numel() > 0 && (classes == -1 || indices.device().isCpu())) {
             long min;
             long max;
             try (var g = Grad.noGrad(); Tensor lo = indices.min(); Tensor hi = indices.max()) {
@@ -172,15 +174,17 @@ public final class F {
             if (max >= classes) {
                 throw new IllegalArgumentException("oneHot: class values must be smaller than num_classes (" + classes + "), got " + max);
             }
-        } else if (classes == -1) {
+        } else if (indices.numel() == 0 && classes == -1) {
             throw new IllegalArgumentException("oneHot: can not infer total number of classes from empty tensor");
         }
         long[] shape = Arrays.copyOf(indices.shape(), indices.dim() + 1);
         shape[indices.dim()] = classes;
         long[] columns = Arrays.copyOf(indices.shape(), indices.dim() + 1);
         columns[indices.dim()] = 1;
+        String outOfRange = "oneHot: class values must be in [0, " + classes + "): ";
         try (Tensor index = indices.reshape(columns)) {
-            return Torch.zeros(shape, DType.INT64, indices.device()).scatter(indices.dim(), index, 1.0);
+            return IndexErrorContext.run(outOfRange,
+                    () -> Torch.zeros(shape, DType.INT64, indices.device()).scatter(indices.dim(), index, 1.0));
         }
     }
 
