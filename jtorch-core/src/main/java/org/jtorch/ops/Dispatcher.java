@@ -350,7 +350,7 @@ public final class Dispatcher {
      * inside instead (no extra pass); device kernels cannot throw, so they are always checked here.
      */
     static void checkDivisor(OpDef op, Tensor divisor, DType compute, Device device) {
-        if (!op.integerDivision() || compute.isFloatingPoint() || (op.formula() == null && device.isCpu())) return;
+        if (!op.integerDivision() || compute.isFloatingPoint() || (!op.hasGeneratedKernels() && device.isCpu())) return;
         try (var g = Grad.noGrad();
              Tensor zero = divisor.eq(0L);
              Tensor any = zero.any()) {

@@ -51,7 +51,7 @@ public final class CudaBackend implements Backend {
     private static void registerPointwiseKernels() {
         for (OpDef op : OpRegistry.all()) {
             if (!op.kind().isPointwise()) continue;
-            if (op.formula() != null) {
+            if (op.hasGeneratedKernels()) {
                 KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
                     if (!FormulaKernels.supports(op, compute)) throw ElementwisePlan.unsupported(op.pyName(), compute, out.shape());
                     INSTANCE.kernels().formula(op, ordinal, compute, out, a, b, p0, p1);
