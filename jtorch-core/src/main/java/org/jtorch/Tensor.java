@@ -110,6 +110,7 @@ public final class Tensor implements AutoCloseable {
         if (!borrowed) {
             MemoryScope s = MemoryScope.current();
             if (s != null) s.track(this);
+            if (Dispatcher.tracing()) Dispatcher.traceCreated(this);
         }
     }
 
@@ -923,6 +924,7 @@ public final class Tensor implements AutoCloseable {
     /** The value of a one-element tensor, as a double. */
     public double item() {
         checkOpen("item");
+        if (Dispatcher.tracing()) Dispatcher.traceHostRead(this, "item");
         if (numel() != 1) {
             throw new IllegalArgumentException("item: a tensor with " + numel() + " elements (shape " + Shapes.format(shape)
                     + ") cannot be converted to a scalar");
@@ -935,6 +937,7 @@ public final class Tensor implements AutoCloseable {
     /** The value of a one-element tensor, as a long (exact for int64). */
     public long itemLong() {
         checkOpen("item");
+        if (Dispatcher.tracing()) Dispatcher.traceHostRead(this, "itemLong");
         if (numel() != 1) {
             throw new IllegalArgumentException("itemLong: a tensor with " + numel() + " elements (shape " + Shapes.format(shape)
                     + ") cannot be converted to a scalar");
@@ -980,6 +983,7 @@ public final class Tensor implements AutoCloseable {
     private static final int MAX_ARRAY_LENGTH = Integer.MAX_VALUE - 8;
 
     private int javaArrayLength(String op) {
+        if (Dispatcher.tracing()) Dispatcher.traceHostRead(this, op);
         long n = numel();
         if (n > MAX_ARRAY_LENGTH) {
             throw new IllegalArgumentException(op + ": a tensor of shape " + Shapes.format(shape) + " has " + n

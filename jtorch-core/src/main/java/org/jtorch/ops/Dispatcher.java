@@ -77,6 +77,23 @@ public final class Dispatcher {
         return s;
     }
 
+    /** Whether any thread traces: one read on the hot paths that report to {@link #traceCreated}. */
+    public static boolean tracing() {
+        return TRACING.get() != 0;
+    }
+
+    /** Reports a tensor created on this thread to its trace hook, if one is installed ({@link TraceHook#created}). */
+    public static void traceCreated(Tensor t) {
+        TraceHook<Tensor> hook = TRACE.get();
+        if (hook != null) hook.created(t);
+    }
+
+    /** Reports a host read of {@code t} to this thread's trace hook, if one is installed ({@link TraceHook#hostRead}). */
+    public static void traceHostRead(Tensor t, String what) {
+        TraceHook<Tensor> hook = TRACE.get();
+        if (hook != null) hook.hostRead(t, what);
+    }
+
     // ------------------------------------------------------------------ entry points
 
     /**

@@ -1,0 +1,155 @@
+package org.jtorch.jit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.concurrent.atomic.AtomicInteger;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Grad;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.nn.Module;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The JIT's contract: a compiled function returns what the eager one returns (bit for bit where the fused float
+ * ops are the eager kernels' ops, within float tolerance through transcendentals), pointwise chains fuse into one
+ * kernel, guards retrace on a new signature, and whatever the trace cannot replay runs eagerly.
+ */
+class JitTest {
+    private static void assertClose(Tensor expected, Tensor actual, float tolerance) {
+        assertArrayEquals(expected.shape(), actual.shape());
+        float[] e = expected.toFloatArray();
+        float[] a = actual.toFloatArray();
+        for (int i = 0; i < e.length; i++) {
+            float tol = tolerance * Math.max(1, Math.abs(e[i]));
+            assertTrue(Math.abs(e[i] - a[i]) <= tol || (Float.isNaN(e[i]) && Float.isNaN(a[i])),
+                    "at " + i + ": expected " + e[i] + ", got " + a[i]);
+        }
+    }
+
+    @Test
+    void reluPlusConstantFusesIntoOneKernelAndEqualsEager() {
+        Torch.manualSeed(1);
+        Tensor c = Torch.randn(1000, 37);
+        TensorFunction f = x -> x[0].relu().add(c);
+        Tensor x = Torch.randn(1000, 37);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("1 kernels, 1 fused") && plan.contains("fused 2 ops"), plan);
+        TensorFunction compiled = Jit.trace(f, x);
+        Tensor y = Torch.randn(1000, 37);
+        assertClose(f.apply(y), compiled.apply(y), 0f);
+    }
+
+    /** The guide's module: a parameter captured by reference, compiled for inference. */
+    static final class ScaledRelu extends Module {
+        final Tensor scale = registerParameter("scale", Torch.rand(64).add(0.5));
+
+        @Override
+        public Tensor forward(Tensor input) {
+            return input.relu().mul(scale).add(1.0);
+        }
+    }
+
+    @Test
+    void aModuleCompilesAndReadsItsParameterAtEachCall() {
+        Torch.manualSeed(2);
+        ScaledRelu m = new ScaledRelu();
+        TensorFunction compiled = Jit.compile(m);
+        Tensor x = Torch.randn(8, 64);
+        try (var g = Grad.noGrad()) {
+            assertClose(m.forward(x), compiled.apply(x), 0f);
+            m.scale.mul_(2.0);
+            assertClose(m.forward(x), compiled.apply(x), 0f);
+            String plan = Jit.explain(input -> m.forward(input[0]), x);
+            assertTrue(plan.contains("fused 3 ops"), plan);
+        }
+        // With autograd on, the parameter requires grad: the module runs eagerly (compiled backward is not built yet).
+        Tensor y = compiled.apply(x);
+        assertTrue(y.requiresGrad());
+        y.sum().backward();
+        assertTrue(m.scale.grad() != null);
+    }
+
+    @Test
+    void longChainsWithBroadcastsAndTranscendentalsMatchEager() {
+        Torch.manualSeed(3);
+        Tensor w = Torch.randn(33);
+        Tensor b = Torch.randn(17, 1);
+        TensorFunction f = x -> x[0].mul(w).add(b).tanh().mul(0.5).sigmoid().sub(x[0].exp().mul(0.01)).gelu();
+        Tensor x = Torch.randn(17, 33);
+        TensorFunction compiled = Jit.trace(f, x);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("1 kernels, 1 fused"), plan);
+        assertClose(f.apply(x), compiled.apply(x), 2e-6f);
+    }
+
+    @Test
+    void reductionsAndSoftmaxAreReplayedBetweenFusedGroups() {
+        Torch.manualSeed(4);
+        TensorFunction f = x -> x[0].mul(2.0).add(1.0).softmax(1).log().neg().sum(1).sqrt();
+        Tensor x = Torch.randn(6, 50);
+        TensorFunction compiled = Jit.trace(f, x);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("softmax (eager)") && plan.contains("fused"), plan);
+        assertClose(f.apply(x), compiled.apply(x), 1e-6f);
+    }
+
+    @Test
+    void guardsRetraceOnShapeAndDtype() {
+        AtomicInteger traces = new AtomicInteger();
+        TensorFunction f = x -> {
+            traces.incrementAndGet();
+            return x[0].exp().add(x[0]);
+        };
+        TensorFunction compiled = Jit.trace(f, Torch.randn(4, 4));
+        assertEquals(1, traces.get());
+        Tensor a = Torch.randn(4, 4);
+        assertClose(f.apply(a), compiled.apply(a), 0f);
+        assertEquals(2, traces.get(), "a cached signature does not run the function");
+        Tensor b = Torch.randn(3, 5);
+        assertClose(f.apply(b), compiled.apply(b), 0f);
+        Tensor d = Torch.randn(3, 5).to(DType.FLOAT64);
+        Tensor expected = f.apply(d);
+        Tensor actual = compiled.apply(d);
+        assertEquals(DType.FLOAT64, actual.dtype());
+        assertArrayEquals(expected.toDoubleArray(), actual.toDoubleArray(), 0.0);
+        // Runs of f: the example's trace, the eager references (3), the new shape's trace, the f64 signature's trace.
+        assertEquals(6, traces.get());
+        compiled.apply(b);
+        assertEquals(6, traces.get());
+    }
+
+    @Test
+    void whatTheTraceCannotReplayRunsEagerly() {
+        Tensor w = Torch.randn(5, 5);
+        TensorFunction matmul = x -> x[0].matmul(w).relu().add(1.0);
+        TensorFunction hostRead = x -> x[0].mul(x[0].sum().item()).relu();
+        TensorFunction inPlace = x -> x[0].mul(2.0).add_(x[0]).relu();
+        Tensor x = Torch.randn(5, 5);
+        for (TensorFunction f : new TensorFunction[] {matmul, hostRead, inPlace}) {
+            assertTrue(Jit.explain(f, x).contains("runs eagerly"), Jit.explain(f, x));
+            TensorFunction compiled = Jit.trace(f, x);
+            Tensor y = Torch.randn(5, 5);
+            assertClose(f.apply(y), compiled.apply(y), 0f);
+        }
+        // The host read is re-taken each call: a different input gives its own scale.
+        TensorFunction compiled = Jit.trace(hostRead, x);
+        Tensor z = Torch.randn(5, 5).mul(3.0);
+        assertClose(hostRead.apply(z), compiled.apply(z), 0f);
+    }
+
+    @Test
+    void javaNumbersCapturedInAScopeOutliveIt() {
+        TensorFunction f = x -> x[0].mul(3.0).add(0.25).relu();
+        Tensor x = Torch.randn(10);
+        TensorFunction compiled;
+        try (MemoryScope s = new MemoryScope()) {
+            compiled = Jit.trace(f, x);
+        }
+        Tensor y = Torch.randn(10);
+        assertClose(f.apply(y), compiled.apply(y), 0f);
+    }
+}
