@@ -30,8 +30,12 @@ import org.jtorch.ops.Dispatcher;
  *   input signature.</li>
  *   <li><b>Never a wrong result.</b> What the trace cannot replay runs eagerly: a function that uses an op the
  *   dispatcher does not see yet (views, matmul, convolution, indexing, ...), reads values on the host
- *   ({@code item}, {@code toFloatArray}), changes a tensor in place, or needs autograd (compiled backward is not
- *   built yet) is called as it is, every time, for that signature. {@link Options#debug} prints why.</li>
+ *   ({@code item}, {@code toFloatArray}) or changes a tensor in place is called as it is, every time, for that
+ *   signature. {@link Options#debug} prints why.</li>
+ *   <li><b>Autograd.</b> Where an input or captured tensor requires grad, each fused group records one node whose
+ *   backward is fused too: each input's gradient is one generated kernel, derived from the registry's derivatives,
+ *   recomputing the group's intermediates instead of saving them. Replayed ops record as they do eagerly. A double
+ *   backward through a fused group is refused with an error, not computed wrong.</li>
  *   <li><b>Trace semantics.</b> As {@code torch.jit.trace}: Java control flow and Java numbers are fixed at
  *   trace time (a branch on a Java value is not re-taken); tensors the function captures (parameters) are read
  *   at each call.</li>
@@ -85,7 +89,7 @@ public final class Jit {
         if (tracer.graph.output instanceof Graph.Node) result.close();
         StringBuilder s = new StringBuilder("graph:\n").append(tracer.graph);
         if (tracer.breakReason() != null) return s.append("runs eagerly: ").append(tracer.breakReason()).append('\n').toString();
-        Program p = new Program(tracer.graph);
+        Program p = new Program(tracer.graph, Compiled.needsGrad(tracer.graph, inputs));
         return s.append("steps (").append(p.kernelLaunches()).append(" kernels, ").append(p.fusedGroups()).append(" fused):\n")
                 .append(p).toString();
     }
@@ -143,16 +147,13 @@ public final class Jit {
             Tracer tracer = new Tracer(inputs);
             Tensor result = traceInto(tracer, fn, inputs);
             String reason = tracer.breakReason();
-            if (reason == null && anyRequiresGrad(tracer.graph, inputs)) {
-                reason = "autograd through compiled graphs is not built yet (an input or captured tensor requires grad)";
-            }
             if (reason != null) {
                 programs.put(sig, Optional.empty());
                 if (options.debug()) System.err.println("jit: runs eagerly for " + describe(inputs) + ": " + reason);
                 return result;
             }
             tracer.graph.ownNumbers();
-            Program program = new Program(tracer.graph);
+            Program program = new Program(tracer.graph, needsGrad(tracer.graph, inputs));
             programs.put(sig, Optional.of(program));
             if (options.debug()) System.err.println("jit: compiled for " + describe(inputs) + ":\n" + tracer.graph + program);
             return result;
@@ -168,7 +169,8 @@ public final class Jit {
             return result;
         }
 
-        private static boolean anyRequiresGrad(Graph graph, Tensor[] inputs) {
+        /** Whether the program records autograd: grad mode is on and an input or captured tensor requires grad. */
+        static boolean needsGrad(Graph graph, Tensor[] inputs) {
             if (!Grad.isEnabled()) return false;
             for (Tensor t : inputs) if (t.requiresGrad()) return true;
             for (Graph.Node n : graph.nodes) {

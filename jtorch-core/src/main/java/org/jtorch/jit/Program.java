@@ -3,12 +3,15 @@ package org.jtorch.jit;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Grad;
+import org.jtorch.autograd.Gradients;
+import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.op.Expr;
 import org.jtorch.op.Fn;
@@ -30,18 +33,24 @@ final class Program {
         Graph.Node node();
     }
 
-    /** A fused group: {@code formula} over {@code inputs}, computed at {@code node}'s shape by {@code kernel}. */
-    private record Fused(Graph.Node node, Expr formula, List<Graph.Value> inputs, int ops, FormulaKernel kernel) implements Step {}
+    /**
+     * A fused group computed at its root's shape by {@code kernel}; with autograd, {@code gradients[k]} computes group
+     * input k's gradient (null where none flows or none is needed).
+     */
+    private record Fused(Graph.Node node, FusedGroup group, FormulaKernel kernel, FormulaKernel[] gradients) implements Step {}
 
     private record Replayed(Graph.Node node) implements Step {}
 
     private final Graph graph;
+    /** Whether this program records autograd: grad mode was on and an input or captured tensor required grad. */
+    private final boolean differentiable;
     private final List<Step> steps = new ArrayList<>();
     /** For each node id, the index of the last step reading it (its value is closed after that step). */
     private final Map<Integer, Integer> lastUse = new HashMap<>();
 
-    Program(Graph graph) {
+    Program(Graph graph, boolean differentiable) {
         this.graph = graph;
+        this.differentiable = differentiable;
         plan();
     }
 
@@ -67,14 +76,42 @@ final class Program {
                 }
             }
         }
+        // Groups of two ops or more; a group that cannot be compiled (its backward is not a formula) is replayed op by op.
+        Map<Graph.Node, Fused> groups = new IdentityHashMap<>();
+        for (Graph.Node n : graph.nodes) {
+            if (!live.containsKey(n) || inlined.containsKey(n) || !fusable(n)) continue;
+            FusedGroup g = FusedGroup.of(n, inlined::containsKey);
+            if (g.ops < 2) continue;
+            Fused f = compile(g);
+            if (f != null) groups.put(n, f);
+            else for (Graph.Node member : g.nodes()) inlined.remove(member);
+        }
         for (Graph.Node n : graph.nodes) {
             if (!live.containsKey(n) || inlined.containsKey(n)) continue;
-            Step step = fusable(n) ? fuse(n, inlined) : null;
-            steps.add(step != null ? step : new Replayed(n));
+            Fused f = groups.get(n);
+            steps.add(f != null ? f : new Replayed(n));
         }
         for (int s = 0; s < steps.size(); s++) {
             for (Graph.Value v : reads(steps.get(s))) if (v instanceof Graph.Node p) lastUse.put(p.id, s);
         }
+    }
+
+    private Fused compile(FusedGroup g) {
+        FormulaKernel.Compiler compiler = KernelRegistry.formulaCompiler(g.root.node().device.type());
+        FormulaKernel[] gradients = null;
+        if (differentiable) {
+            Expr[] grads;
+            try {
+                grads = g.gradients();
+            } catch (FusedGroup.NotAFormula e) {
+                return null;
+            }
+            gradients = new FormulaKernel[grads.length];
+            for (int k = 0; k < grads.length; k++) {
+                if (grads[k] != null) gradients[k] = compiler.compile(grads[k], grads.length + 1);
+            }
+        }
+        return new Fused(g.root.node(), g, compiler.compile(g.formula, g.inputs.size()), gradients);
     }
 
     private static void markLive(Graph.Value v, Map<Graph.Node, Boolean> live) {
@@ -85,7 +122,7 @@ final class Program {
 
     private static List<Graph.Value> reads(Step s) {
         return switch (s) {
-            case Fused f -> f.inputs();
+            case Fused f -> f.group().inputs;
             case Replayed r -> r.node().inputs;
         };
     }
@@ -100,41 +137,6 @@ final class Program {
             if (v.dtype() != DType.FLOAT32) return false;
         }
         return true;
-    }
-
-    /** The group ending at {@code root}, or null when it is a single op (the eager kernel serves that as well). */
-    private Fused fuse(Graph.Node root, Map<Graph.Node, Boolean> inlined) {
-        Map<Graph.Value, Integer> inputIndex = new LinkedHashMap<>();
-        int[] ops = {0};
-        Expr formula = fold(tree(root, inlined, inputIndex, ops));
-        if (ops[0] < 2) return null;
-        List<Graph.Value> inputs = new ArrayList<>(inputIndex.keySet());
-        FormulaKernel kernel = KernelRegistry.formulaCompiler(root.device.type()).compile(formula, inputs.size());
-        return new Fused(root, formula, inputs, ops[0], kernel);
-    }
-
-    /** {@code n}'s formula with its scalars baked in and its inputs replaced by inlined producers or group inputs. */
-    private Expr tree(Graph.Node n, Map<Graph.Node, Boolean> inlined, Map<Graph.Value, Integer> inputIndex, int[] ops) {
-        ops[0]++;
-        List<Expr> args = new ArrayList<>();
-        for (Graph.Value v : n.inputs) {
-            if (v instanceof Graph.Node p && inlined.containsKey(p)) args.add(tree(p, inlined, inputIndex, ops));
-            else if (v instanceof Graph.Constant c && c.isNumber()) args.add(new Expr.Const((float) c.tensor.item()));
-            else args.add(new Expr.In(inputIndex.computeIfAbsent(v, k -> inputIndex.size()), Graph.name(v)));
-        }
-        return substitute(n.op.formula(), args, n.scalars);
-    }
-
-    private static Expr substitute(Expr e, List<Expr> args, double[] scalars) {
-        return switch (e) {
-            case Expr.In in -> args.get(in.index());
-            case Expr.Scalar s -> {
-                double v = s.index() < scalars.length ? scalars[s.index()] : Double.NaN;
-                yield new Expr.Const(v != v ? s.ifNone() : v);
-            }
-            case Expr.Math m -> new Expr.Math(m.fn(), m.args().stream().map(a -> substitute(a, args, scalars)).toList());
-            default -> e;
-        };
     }
 
     /** Constant folding: functions of constants become constants, and multiplying by one disappears. */
@@ -192,15 +194,25 @@ final class Program {
         };
     }
 
-    private static Tensor runFused(Fused f, Tensor[] inputs, Tensor[] values) {
+    private Tensor runFused(Fused f, Tensor[] inputs, Tensor[] values) {
         Graph.Node root = f.node();
+        List<Graph.Value> in = f.group().inputs;
+        Tensor[] args = new Tensor[in.size()];
+        for (int k = 0; k < args.length; k++) args[k] = resolve(in.get(k), inputs, values);
         Tensor out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
-        List<Graph.Value> in = f.inputs();
-        Tensor[] broadcast = new Tensor[in.size()];
-        StridedView[] views = new StridedView[in.size()];
+        apply(f.kernel(), root, args, null, out);
+        if (differentiable && Autograd.needsGrad(args)) recordBackward(f, args, out);
+        return out;
+    }
+
+    /** {@code out = kernel(args[, grad])} at {@code root}'s shape, the operands broadcast to it. */
+    private static void apply(FormulaKernel kernel, Graph.Node root, Tensor[] args, Tensor grad, Tensor out) {
+        int n = args.length + (grad == null ? 0 : 1);
+        Tensor[] broadcast = new Tensor[n];
+        StridedView[] views = new StridedView[n];
         try {
-            for (int k = 0; k < views.length; k++) {
-                Tensor source = resolve(in.get(k), inputs, values);
+            for (int k = 0; k < n; k++) {
+                Tensor source = k < args.length ? args[k] : grad;
                 Tensor b = source.broadcastTo(root.shape);
                 // broadcastTo returns the tensor itself when the shape already matches: only a new view is closed here.
                 if (b != source) broadcast[k] = b;
@@ -208,14 +220,46 @@ final class Program {
             }
             Backends.hold("jit", out, null, null);
             try {
-                f.kernel().run(root.device.index(), DType.FLOAT32, Dispatcher.view(out), views, new double[0]);
+                kernel.run(root.device.index(), DType.FLOAT32, Dispatcher.view(out), views, new double[0]);
             } finally {
                 Backends.drop(out, null, null);
             }
         } finally {
             for (Tensor b : broadcast) if (b != null) b.close();
         }
-        return out;
+    }
+
+    /**
+     * Records the group as one autograd node: its backward runs each input's gradient formula (the intermediates
+     * recomputed, not saved) and sums a broadcast input's gradient back to its shape.
+     */
+    private static void recordBackward(Fused f, Tensor[] args, Tensor out) {
+        Graph.Node root = f.node();
+        SavedTensor[] saved = new SavedTensor[args.length];
+        for (int k = 0; k < args.length; k++) saved[k] = Autograd.save(args[k]);
+        long[][] shapes = new long[args.length][];
+        boolean[] needs = new boolean[args.length];
+        for (int k = 0; k < args.length; k++) {
+            shapes[k] = args[k].shape();
+            needs[k] = args[k].requiresGrad();
+        }
+        Autograd.record("JitFusedBackward", out, g -> {
+            if (Grad.isEnabled()) {
+                throw new UnsupportedOperationException("jit: a double backward (createGraph) through a fused group of "
+                        + f.group().ops + " ops is not supported yet; call the function eagerly for higher-order gradients");
+            }
+            Tensor[] values = new Tensor[saved.length];
+            for (int k = 0; k < saved.length; k++) values[k] = saved[k].get();
+            Tensor[] grads = new Tensor[saved.length];
+            for (int k = 0; k < saved.length; k++) {
+                if (!needs[k] || f.gradients()[k] == null) continue;
+                Tensor full = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+                apply(f.gradients()[k], root, values, g[0], full);
+                grads[k] = Gradients.sumTo(full, shapes[k], DType.FLOAT32);
+                if (grads[k] != full) full.close();
+            }
+            return grads;
+        }, args, saved);
     }
 
     private static Tensor replay(Graph.Node n, Tensor[] inputs, Tensor[] values) {
@@ -253,9 +297,17 @@ final class Program {
         StringBuilder s = new StringBuilder();
         for (Step step : steps) {
             switch (step) {
-                case Fused f -> s.append(f.node()).append(" = fused ").append(f.ops()).append(" ops over (")
-                        .append(String.join(", ", f.inputs().stream().map(Graph::name).toList())).append("): ")
-                        .append(f.formula()).append('\n');
+                case Fused f -> {
+                    FusedGroup g = f.group();
+                    s.append(f.node()).append(" = fused ").append(g.ops).append(" ops over (")
+                            .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
+                    if (f.gradients() != null) {
+                        Expr[] grads = g.gradients();
+                        for (int k = 0; k < grads.length; k++) {
+                            if (grads[k] != null) s.append("    grad ").append(Graph.name(g.inputs.get(k))).append(" = ").append(grads[k]).append('\n');
+                        }
+                    }
+                }
                 case Replayed r -> s.append(r.node()).append(" = ").append(r.node().op.name()).append(" (eager)\n");
             }
         }
