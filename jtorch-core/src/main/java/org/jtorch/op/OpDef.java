@@ -40,7 +40,14 @@ public final class OpDef {
          * backends' kernel named {@link #kernel()}, with an optional result {@code dtype} (softmax, log_softmax).
          * A reduction called in its derivative reduces over that dimension, keeping it.
          */
-        ALONG_DIM;
+        ALONG_DIM,
+        /**
+         * An op whose front end (argument checks, shape rules, kernel call, autograd) is still written by hand in
+         * {@code ops} or {@code Tensor}: declared for its signature, its autocast policy and the trace, which records
+         * it as one node ({@code Dispatcher.traceFrontEnd}); {@code Dispatcher.call} runs it through that front end,
+         * its integer arguments passed as the call's scalars.
+         */
+        FRONT_END;
 
         /** Whether backends register an elementwise kernel for ops of this kind. */
         public boolean isPointwise() {
@@ -56,6 +63,7 @@ public final class OpDef {
     private final DTypeRule rule;
     private final Expr formula;
     private final boolean handWritten;
+    private final boolean frontEndDifferentiable;
     private final Expr composition;
     private final Supplier<List<Expr>> derivatives;
     private volatile List<Expr> derivativesResolved;
@@ -76,6 +84,7 @@ public final class OpDef {
         rule = Objects.requireNonNull(b.rule, name + ": dtype rule");
         formula = b.formula;
         handWritten = b.handWritten;
+        frontEndDifferentiable = b.frontEndDifferentiable;
         composition = b.composition;
         derivatives = b.derivatives;
         autocast = b.autocast.isEmpty() ? Map.of() : Map.copyOf(b.autocast);
@@ -94,6 +103,13 @@ public final class OpDef {
 
     public static Builder binary(String name) {
         return new Builder(name, Kind.BINARY);
+    }
+
+    /** An op with a hand-written front end ({@link Kind#FRONT_END}); {@code differentiable} when that front end records autograd. */
+    public static Builder frontEnd(String name, boolean differentiable) {
+        Builder b = new Builder(name, Kind.FRONT_END);
+        b.frontEndDifferentiable = differentiable;
+        return b;
     }
 
     public static Builder composite(String name) {
@@ -184,6 +200,7 @@ public final class OpDef {
     }
 
     public boolean isDifferentiable() {
+        if (kind == Kind.FRONT_END) return frontEndDifferentiable;
         return derivatives != null && rule.isDifferentiable();
     }
 
@@ -212,6 +229,7 @@ public final class OpDef {
         private DTypeRule rule;
         private Expr formula;
         private boolean handWritten;
+        private boolean frontEndDifferentiable;
         private Expr composition;
         private Supplier<List<Expr>> derivatives;
         private final Map<Device.Type, CastPolicy> autocast = new EnumMap<>(Device.Type.class);

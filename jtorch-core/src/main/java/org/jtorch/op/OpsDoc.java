@@ -40,7 +40,7 @@ public final class OpsDoc {
 
     private static String devices(OpDef op) {
         if (op.kind() == OpDef.Kind.COMPOSITE || op.composition() != null) return "every (composite)";
-        if (op.kind() == OpDef.Kind.REDUCTION || op.kind() == OpDef.Kind.ALONG_DIM) return "cpu, cuda";
+        if (op.kind() == OpDef.Kind.REDUCTION || op.kind() == OpDef.Kind.ALONG_DIM || op.kind() == OpDef.Kind.FRONT_END) return "cpu, cuda";
         return op.hasGeneratedKernels() ? "cpu, cuda (generated)" : "cpu, cuda (hand-written)";
     }
 
@@ -52,6 +52,7 @@ public final class OpsDoc {
     private static String kernel(OpDef op) {
         if (op.composition() != null) return "`" + op.composition() + "`";
         if (op.accumulation() != null) return "accumulating reduction `" + op.accumulation().name().toLowerCase() + "`";
+        if (op.kind() == OpDef.Kind.FRONT_END) return "hand-written front end" + (op.doc() == null ? "" : ": " + op.doc());
         if (!op.kind().isPointwise()) return "`" + op.kernel() + "`";
         if (op.hasGeneratedKernels()) return "formula `" + op.formula() + "`";
         String kernel = op.kernel().equals(op.name()) ? "hand-written" : "hand-written (`" + op.kernel() + "`)";

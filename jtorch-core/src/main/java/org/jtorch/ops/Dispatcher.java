@@ -77,9 +77,31 @@ public final class Dispatcher {
         return s;
     }
 
-    /** Whether any thread traces: one read on the hot paths that report to {@link #traceCreated}. */
+    /**
+     * Whether this thread traces: one read of a shared counter on the hot paths (the thread's hook is looked up only
+     * while some thread traces). False inside a traced front end ({@link #traceFrontEnd}).
+     */
     public static boolean tracing() {
-        return TRACING.get() != 0;
+        return TRACING.get() != 0 && TRACE.get() != null;
+    }
+
+    /**
+     * Runs {@code body}, the hand-written front end of {@code op} ({@link OpDef.Kind#FRONT_END}), and reports it to
+     * this thread's trace as one op: the ops inside it are not traced (their intermediates are the front end's).
+     * {@code args} are its integer and scalar arguments in signature order. Called by front ends when {@link #tracing}.
+     */
+    public static Tensor traceFrontEnd(OpDef op, Tensor[] inputs, double[] args, java.util.function.Supplier<Tensor> body) {
+        TraceHook<Tensor> hook = TRACE.get();
+        if (hook == null) return body.get();
+        TRACE.set(null);
+        Tensor r;
+        try {
+            r = body.get();
+        } finally {
+            TRACE.set(hook);
+        }
+        hook.record(op, Arrays.asList(inputs), args.clone(), null, r);
+        return r;
     }
 
     /** Reports a tensor created on this thread to its trace hook, if one is installed ({@link TraceHook#created}). */
@@ -110,6 +132,7 @@ public final class Dispatcher {
             case COMPOSITE -> composite(op, inputs, scalars);
             case REDUCTION -> reduce(op, inputs[0], ALL_DIMS, null, p0);
             case ALONG_DIM -> alongDim(op, inputs[0], (int) p0, null);
+            case FRONT_END -> FrontEnds.call(op, inputs, scalars);
         };
     }
 
