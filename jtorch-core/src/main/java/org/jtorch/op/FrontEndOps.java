@@ -1,6 +1,7 @@
 package org.jtorch.op;
 
 import static org.jtorch.op.DTypeRule.SAME;
+import static org.jtorch.op.DTypeRule.SAME_NO_BOOL;
 
 import org.jtorch.Device;
 
@@ -28,10 +29,10 @@ public final class FrontEndOps {
     /** A contiguous tensor: the tensor itself (an alias) or a copy. */
     public static final OpDef CONTIGUOUS = OpDef.frontEnd("contiguous", true).rule(SAME).signature(SELF)
             .doc("an alias or a copy").build();
-    public static final OpDef MATMUL = OpDef.frontEnd("matmul", true).rule(SAME).signature(SELF, Param.tensor("other"))
+    public static final OpDef MATMUL = OpDef.frontEnd("matmul", true).rule(SAME_NO_BOOL).signature(SELF, Param.tensor("other"))
             .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
             .doc("`ops.Linalg.matmul` (packed GEMM on the CPU, cuBLASLt on CUDA)").build();
-    public static final OpDef LINEAR = OpDef.frontEnd("linear", true).rule(SAME)
+    public static final OpDef LINEAR = OpDef.frontEnd("linear", true).rule(SAME_NO_BOOL)
             .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"))
             .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
             .doc("`ops.Linalg.linear`").build();
