@@ -40,9 +40,12 @@ final class Graph {
         public long[] shape() { return tensor.shape(); }
         public DType dtype() { return tensor.dtype(); }
 
-        /** A wrapped Java number's value: what a fused formula bakes in as a constant. */
+        /**
+         * A wrapped Java number (on the CPU, or made on the operand's device): a fused formula bakes its value in as
+         * a constant, read once at compile time.
+         */
         boolean isNumber() {
-            return tensor.isWrappedNumber() && tensor.dim() == 0 && tensor.device().isCpu();
+            return tensor.isWrappedNumber() && tensor.dim() == 0;
         }
     }
 

@@ -16,9 +16,23 @@ import org.junit.jupiter.api.Test;
 /**
  * The JIT's contract: a compiled function returns what the eager one returns (bit for bit where the fused float
  * ops are the eager kernels' ops, within float tolerance through transcendentals), pointwise chains fuse into one
- * kernel, guards retrace on a new signature, and whatever the trace cannot replay runs eagerly.
+ * kernel, guards retrace on a new signature, and whatever the trace cannot replay runs eagerly. On the CPU the
+ * fused kernels are generated Vector API bytecode, on CUDA generated CUDA C (the simulator pass runs this class on
+ * cuda:0).
  */
 class JitTest {
+    /** Where the tests run: the CPU, or cuda:0 in the simulator pass ({@code -Djtorch.test.device=cuda:0}). */
+    private static final org.jtorch.Device DEVICE = org.jtorch.testing.Fixtures.device();
+
+    /**
+     * The tolerance of "the same float ops": none on the CPU; on CUDA the compiler contracts {@code a * b + c} into
+     * one FMA in a fused kernel (as Inductor's kernels do), one rounding fewer than the eager ops.
+     */
+    private static final float SAME_OPS = DEVICE.isCpu() ? 0f : 3e-7f;
+
+    private static Tensor randn(long... shape) {
+        return Torch.randn(shape).to(DEVICE);
+    }
     private static void assertClose(Tensor expected, Tensor actual, float tolerance) {
         assertArrayEquals(expected.shape(), actual.shape());
         float[] e = expected.toFloatArray();
@@ -33,19 +47,19 @@ class JitTest {
     @Test
     void reluPlusConstantFusesIntoOneKernelAndEqualsEager() {
         Torch.manualSeed(1);
-        Tensor c = Torch.randn(1000, 37);
+        Tensor c = randn(1000, 37);
         TensorFunction f = x -> x[0].relu().add(c);
-        Tensor x = Torch.randn(1000, 37);
+        Tensor x = randn(1000, 37);
         String plan = Jit.explain(f, x);
         assertTrue(plan.contains("1 kernels, 1 fused") && plan.contains("fused 2 ops"), plan);
         TensorFunction compiled = Jit.trace(f, x);
-        Tensor y = Torch.randn(1000, 37);
-        assertClose(f.apply(y), compiled.apply(y), 0f);
+        Tensor y = randn(1000, 37);
+        assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
     }
 
     /** The guide's module: a parameter captured by reference, compiled for inference. */
     static final class ScaledRelu extends Module {
-        final Tensor scale = registerParameter("scale", Torch.rand(64).add(0.5));
+        final Tensor scale = registerParameter("scale", Torch.rand(64).add(0.5).to(DEVICE));
 
         @Override
         public Tensor forward(Tensor input) {
@@ -58,11 +72,11 @@ class JitTest {
         Torch.manualSeed(2);
         ScaledRelu m = new ScaledRelu();
         TensorFunction compiled = Jit.compile(m);
-        Tensor x = Torch.randn(8, 64);
+        Tensor x = randn(8, 64);
         try (var g = Grad.noGrad()) {
-            assertClose(m.forward(x), compiled.apply(x), 0f);
+            assertClose(m.forward(x), compiled.apply(x), SAME_OPS);
             m.scale.mul_(2.0);
-            assertClose(m.forward(x), compiled.apply(x), 0f);
+            assertClose(m.forward(x), compiled.apply(x), SAME_OPS);
             String plan = Jit.explain(input -> m.forward(input[0]), x);
             assertTrue(plan.contains("fused 3 ops"), plan);
         }
@@ -74,7 +88,7 @@ class JitTest {
         m.scale.grad().zero_();
         Tensor again = compiled.apply(x);
         again.sum().backward();
-        assertClose(compiledGrad, m.scale.grad(), 0f);
+        assertClose(compiledGrad, m.scale.grad(), SAME_OPS);
         m.scale.grad().zero_();
         m.forward(x).sum().backward();
         assertClose(m.scale.grad(), compiledGrad, 1e-6f);
@@ -83,10 +97,10 @@ class JitTest {
     @Test
     void fusedBackwardMatchesEagerGradientsThroughGroupsAndReplayedOps() {
         Torch.manualSeed(5);
-        Tensor w = Torch.randn(33).requiresGrad_(true);
-        Tensor b = Torch.randn(17, 1).requiresGrad_(true);
+        Tensor w = randn(33).requiresGrad_(true);
+        Tensor b = randn(17, 1).requiresGrad_(true);
         TensorFunction f = in -> in[0].mul(w).add(b).tanh().mul(in[0].sigmoid()).softmax(1).log1p().mul(in[0]).sum(0).exp();
-        Tensor x = Torch.randn(17, 33).requiresGrad_(true);
+        Tensor x = randn(17, 33).requiresGrad_(true);
         TensorFunction compiled = Jit.trace(f, x);
         String plan = Jit.explain(f, x);
         assertTrue(plan.contains("fused") && plan.contains("grad input0"), plan);
@@ -107,7 +121,7 @@ class JitTest {
 
     @Test
     void doubleBackwardThroughAFusedGroupIsRefused() {
-        Tensor x = Torch.randn(10).requiresGrad_(true);
+        Tensor x = randn(10).requiresGrad_(true);
         TensorFunction compiled = Jit.trace(in -> in[0].mul(in[0]).exp(), x);
         Tensor y = compiled.apply(x).sum();
         UnsupportedOperationException e = org.junit.jupiter.api.Assertions.assertThrows(UnsupportedOperationException.class,
@@ -118,10 +132,10 @@ class JitTest {
     @Test
     void longChainsWithBroadcastsAndTranscendentalsMatchEager() {
         Torch.manualSeed(3);
-        Tensor w = Torch.randn(33);
-        Tensor b = Torch.randn(17, 1);
+        Tensor w = randn(33);
+        Tensor b = randn(17, 1);
         TensorFunction f = x -> x[0].mul(w).add(b).tanh().mul(0.5).sigmoid().sub(x[0].exp().mul(0.01)).gelu();
-        Tensor x = Torch.randn(17, 33);
+        Tensor x = randn(17, 33);
         TensorFunction compiled = Jit.trace(f, x);
         String plan = Jit.explain(f, x);
         assertTrue(plan.contains("1 kernels, 1 fused"), plan);
@@ -132,7 +146,7 @@ class JitTest {
     void reductionsAndSoftmaxAreReplayedBetweenFusedGroups() {
         Torch.manualSeed(4);
         TensorFunction f = x -> x[0].mul(2.0).add(1.0).softmax(1).log().neg().sum(1).sqrt();
-        Tensor x = Torch.randn(6, 50);
+        Tensor x = randn(6, 50);
         TensorFunction compiled = Jit.trace(f, x);
         String plan = Jit.explain(f, x);
         assertTrue(plan.contains("softmax (eager)") && plan.contains("fused"), plan);
@@ -146,14 +160,14 @@ class JitTest {
             traces.incrementAndGet();
             return x[0].exp().add(x[0]);
         };
-        TensorFunction compiled = Jit.trace(f, Torch.randn(4, 4));
+        TensorFunction compiled = Jit.trace(f, randn(4, 4));
         assertEquals(1, traces.get());
-        Tensor a = Torch.randn(4, 4);
-        assertClose(f.apply(a), compiled.apply(a), 0f);
+        Tensor a = randn(4, 4);
+        assertClose(f.apply(a), compiled.apply(a), SAME_OPS);
         assertEquals(2, traces.get(), "a cached signature does not run the function");
-        Tensor b = Torch.randn(3, 5);
-        assertClose(f.apply(b), compiled.apply(b), 0f);
-        Tensor d = Torch.randn(3, 5).to(DType.FLOAT64);
+        Tensor b = randn(3, 5);
+        assertClose(f.apply(b), compiled.apply(b), SAME_OPS);
+        Tensor d = randn(3, 5).to(DType.FLOAT64);
         Tensor expected = f.apply(d);
         Tensor actual = compiled.apply(d);
         assertEquals(DType.FLOAT64, actual.dtype());
@@ -169,31 +183,31 @@ class JitTest {
         TensorFunction concatenation = x -> Torch.cat(java.util.List.of(x[0], x[0]), 0).relu().add(1.0);
         TensorFunction hostRead = x -> x[0].mul(x[0].sum().item()).relu();
         TensorFunction inPlace = x -> x[0].mul(2.0).add_(x[0]).relu();
-        Tensor x = Torch.randn(5, 5);
+        Tensor x = randn(5, 5);
         for (TensorFunction f : new TensorFunction[] {concatenation, hostRead, inPlace}) {
             assertTrue(Jit.explain(f, x).contains("runs eagerly"), Jit.explain(f, x));
             TensorFunction compiled = Jit.trace(f, x);
-            Tensor y = Torch.randn(5, 5);
-            assertClose(f.apply(y), compiled.apply(y), 0f);
+            Tensor y = randn(5, 5);
+            assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
         }
         // cat is not seen by the trace yet: its result is a tensor no recorded op made.
         assertTrue(Jit.explain(concatenation, x).contains("made by an op the trace does not see"), Jit.explain(concatenation, x));
         // The host read is re-taken each call: a different input gives its own scale.
         TensorFunction compiled = Jit.trace(hostRead, x);
-        Tensor z = Torch.randn(5, 5).mul(3.0);
-        assertClose(hostRead.apply(z), compiled.apply(z), 0f);
+        Tensor z = randn(5, 5).mul(3.0);
+        assertClose(hostRead.apply(z), compiled.apply(z), SAME_OPS);
     }
 
     @Test
     void javaNumbersCapturedInAScopeOutliveIt() {
         TensorFunction f = x -> x[0].mul(3.0).add(0.25).relu();
-        Tensor x = Torch.randn(10);
+        Tensor x = randn(10);
         TensorFunction compiled;
         try (MemoryScope s = new MemoryScope()) {
             compiled = Jit.trace(f, x);
         }
-        Tensor y = Torch.randn(10);
-        assertClose(f.apply(y), compiled.apply(y), 0f);
+        Tensor y = randn(10);
+        assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
     }
 
     @Test
@@ -201,12 +215,13 @@ class JitTest {
         Torch.manualSeed(6);
         org.jtorch.nn.Sequential mlp = new org.jtorch.nn.Sequential(new org.jtorch.nn.Linear(20, 32), new org.jtorch.nn.GELU(),
                 new org.jtorch.nn.Linear(32, 10));
+        mlp.to(DEVICE);
         TensorFunction f = in -> mlp.forward(in[0].reshape(8, 20)).mul(0.5).tanh().add(1.0).transpose(0, 1).contiguous();
-        Tensor x = Torch.randn(2, 4, 20);
+        Tensor x = randn(2, 4, 20);
         String plan = Jit.explain(f, x);
         assertTrue(!plan.contains("runs eagerly") && plan.contains("linear (eager)") && plan.contains("fused 3 ops"), plan);
         TensorFunction compiled = Jit.trace(f, x);
-        Tensor y = Torch.randn(2, 4, 20);
+        Tensor y = randn(2, 4, 20);
         try (var g = Grad.noGrad()) {
             assertClose(f.apply(y), compiled.apply(y), 1e-6f);
         }
