@@ -127,7 +127,7 @@ final class PointwiseCodegen {
         private final int[] broadcastVector;
         /** Scalar parameters and constants, each broadcast once before the loop. */
         private final Map<Expr, Integer> hoisted = new LinkedHashMap<>();
-        /** Subtrees the formula uses more than once: computed once per step. */
+        /** Inputs and subtrees the formula reads more than once: loaded or computed once per step. */
         private final Map<Expr, Integer> uses = new HashMap<>();
         private Map<Expr, Integer> computed;
         private int i;
@@ -145,9 +145,20 @@ final class PointwiseCodegen {
         }
 
         private void count(Expr e) {
-            if (e instanceof Expr.Math m) {
+            if (e instanceof Expr.In) {
+                uses.merge(e, 1, Integer::sum);
+            } else if (e instanceof Expr.Math m) {
                 if (uses.merge(e, 1, Integer::sum) > 1) return;
                 for (Expr a : m.args()) count(a);
+            }
+        }
+
+        /** Keeps the value on the stack in a local when the formula reads it again in this step. */
+        private void remember(Expr e) {
+            if (uses.getOrDefault(e, 1) > 1) {
+                int slot = code.allocateLocal(TypeKind.REFERENCE);
+                code.dup().astore(slot);
+                computed.put(e, slot);
             }
         }
 
@@ -216,13 +227,16 @@ final class PointwiseCodegen {
             switch (e) {
                 case Expr.In in -> {
                     int k = in.index();
+                    Integer loaded = computed.get(in);
                     if ((broadcastMask & (1 << k)) != 0) {
                         code.aload(broadcastVector[k]);
-                    } else if (mask < 0) {
-                        code.aload(segment[k + 1]).lload(offset[k + 1]).lload(i).invokestatic(CD_MATH, "load", MTD_LOAD);
+                    } else if (loaded != null) {
+                        code.aload(loaded);
                     } else {
-                        code.aload(segment[k + 1]).lload(offset[k + 1]).lload(i).aload(mask)
-                                .invokestatic(CD_MATH, "loadMasked", MTD_LOAD_MASKED);
+                        code.aload(segment[k + 1]).lload(offset[k + 1]).lload(i);
+                        if (mask < 0) code.invokestatic(CD_MATH, "load", MTD_LOAD);
+                        else code.aload(mask).invokestatic(CD_MATH, "loadMasked", MTD_LOAD_MASKED);
+                        remember(in);
                     }
                 }
                 case Expr.Scalar s -> code.aload(hoisted.get(s));
@@ -235,11 +249,7 @@ final class PointwiseCodegen {
                     }
                     for (Expr a : m.args()) eval(a);
                     code.invokestatic(CD_MATH, VectorMath.method(m.fn()), function(m.fn().arity()));
-                    if (uses.getOrDefault(m, 1) > 1) {
-                        int slot = code.allocateLocal(TypeKind.REFERENCE);
-                        code.dup().astore(slot);
-                        computed.put(m, slot);
-                    }
+                    remember(m);
                 }
                 default -> throw new IllegalStateException(e + " is not a pointwise formula");
             }
