@@ -57,6 +57,7 @@ final class Program {
     // ------------------------------------------------------------------ planning
 
     private void plan() {
+        eliminateCommonSubexpressions();
         Map<Graph.Node, Integer> uses = new IdentityHashMap<>();
         Map<Graph.Node, Boolean> live = new IdentityHashMap<>();
         markLive(graph.output, live);
@@ -94,6 +95,36 @@ final class Program {
         for (int s = 0; s < steps.size(); s++) {
             for (Graph.Value v : reads(steps.get(s))) if (v instanceof Graph.Node p) lastUse.put(p.id, s);
         }
+    }
+
+    /** The identity of a node's computation: its op, its inputs (as values) and its arguments. */
+    private record Computation(OpDef op, List<Graph.Value> inputs, List<Double> scalars, List<Integer> dims, boolean keepdim) {
+        static Computation of(Graph.Node n) {
+            List<Double> scalars = new ArrayList<>();
+            for (double d : n.scalars) scalars.add(d);
+            List<Integer> dims = new ArrayList<>();
+            if (n.reduce != null) for (int d : n.reduce.dims()) dims.add(d);
+            // Inputs compare by identity (values are not records): an IdentityList would do as well.
+            return new Computation(n.op, java.util.Collections.unmodifiableList(new ArrayList<>(n.inputs)), scalars, dims,
+                    n.reduce != null && n.reduce.keepdim());
+        }
+    }
+
+    /**
+     * Common subexpressions: a node that repeats an earlier node's computation (the same op on the same values with
+     * the same arguments) is replaced by it. Every traced op is deterministic (random ops are not traced yet).
+     */
+    private void eliminateCommonSubexpressions() {
+        Map<Computation, Graph.Node> seen = new HashMap<>();
+        Map<Graph.Node, Graph.Node> replaced = new IdentityHashMap<>();
+        for (Graph.Node n : graph.nodes) {
+            for (int k = 0; k < n.inputs.size(); k++) {
+                if (n.inputs.get(k) instanceof Graph.Node p && replaced.containsKey(p)) n.inputs.set(k, replaced.get(p));
+            }
+            Graph.Node first = seen.putIfAbsent(Computation.of(n), n);
+            if (first != null) replaced.put(n, first);
+        }
+        if (graph.output instanceof Graph.Node out && replaced.containsKey(out)) graph.output = replaced.get(out);
     }
 
     private Fused compile(FusedGroup g) {

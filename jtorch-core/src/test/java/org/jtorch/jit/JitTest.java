@@ -231,4 +231,16 @@ class JitTest {
         Tensor[] fused = gradients(compiled, y, params);
         for (int i = 0; i < params.length; i++) assertClose(eager[i], fused[i], 1e-5f);
     }
+
+    @Test
+    void repeatedComputationsRunOnce() {
+        TensorFunction f = in -> in[0].softmax(1).add(in[0].softmax(1)).mul(in[0].sum(1, true)).add(in[0].sum(1, true));
+        Tensor x = randn(4, 9);
+        String plan = Jit.explain(f, x);
+        // One softmax and one sum replayed, then the two adds and the multiply fused: three kernels.
+        assertTrue(plan.contains("steps (3 kernels, 1 fused)"), plan);
+        TensorFunction compiled = Jit.trace(f, x);
+        Tensor y = randn(4, 9);
+        assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
+    }
 }
