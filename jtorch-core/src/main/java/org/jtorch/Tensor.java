@@ -598,6 +598,12 @@ public final class Tensor implements AutoCloseable {
 
     /** Python-style slice {@code [start:end:step]} of dimension {@code dim}; bounds are clamped, negative values count from the end. */
     public Tensor slice(int dim, long start, long end, long step) {
+        if (Dispatcher.tracing()) {
+            long from = start;
+            long to = end;
+            return Dispatcher.traceFrontEnd(FrontEndOps.SLICE, new Tensor[] {this}, new double[] {dim, start, end, step},
+                    () -> slice(dim, from, to, step));
+        }
         checkOpen("slice");
         if (shape.length == 0) throw new IllegalArgumentException("slice: cannot be applied to a 0-dim tensor");
         if (step <= 0) throw new IllegalArgumentException("slice: step must be positive, got " + step);

@@ -6,7 +6,6 @@ import java.util.List;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
-import org.jtorch.Torch;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.ReduceArgs;
 import org.jtorch.op.Shapes;
@@ -31,7 +30,7 @@ final class Graph {
      * in place is read anew at each call.
      */
     static final class Constant implements Value {
-        Tensor tensor;
+        final Tensor tensor;
 
         Constant(Tensor tensor) {
             this.tensor = tensor;
@@ -41,8 +40,8 @@ final class Graph {
         public DType dtype() { return tensor.dtype(); }
 
         /**
-         * A wrapped Java number (on the CPU, or made on the operand's device): a fused formula bakes its value in as
-         * a constant, read once at compile time.
+         * A wrapped Java number (on the CPU, or made on the operand's device), held as the graph's own copy: a fused
+         * formula bakes its value in as a constant, read once at compile time.
          */
         boolean isNumber() {
             return tensor.isWrappedNumber() && tensor.dim() == 0;
@@ -77,24 +76,6 @@ final class Graph {
         @Override
         public String toString() {
             return "%" + id;
-        }
-    }
-
-    /**
-     * Replaces each wrapped Java number the trace captured by the graph's own copy, outside every memory scope: the
-     * caller's scope closes the original when the traced call returns.
-     */
-    void ownNumbers() {
-        for (Node n : nodes) {
-            for (Value v : n.inputs) {
-                if (!(v instanceof Constant c) || !c.isNumber() || c.tensor.scope() == null) continue;
-                Tensor t = c.tensor;
-                Tensor copy = t.dtype().isFloatingPoint() ? Torch.full(new long[0], t.item(), t.dtype(), t.device())
-                        : Torch.full(new long[0], t.itemLong(), t.dtype(), t.device());
-                copy.markWrappedNumber();
-                for (var s = copy.scope(); s != null; s = copy.scope()) s.keep(copy);
-                c.tensor = copy;
-            }
         }
     }
 

@@ -152,7 +152,6 @@ public final class Jit {
                 if (options.debug()) System.err.println("jit: runs eagerly for " + describe(inputs) + ": " + reason);
                 return result;
             }
-            tracer.graph.ownNumbers();
             Program program = new Program(tracer.graph, needsGrad(tracer.graph, inputs));
             programs.put(sig, Optional.of(program));
             if (options.debug()) System.err.println("jit: compiled for " + describe(inputs) + ":\n" + tracer.graph + program);

@@ -7,6 +7,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.ops.Dispatcher;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.ReduceArgs;
 import org.jtorch.op.Shapes;
@@ -62,10 +64,20 @@ final class Tracer implements TraceHook<Tensor> {
         if (created.contains(t) && !t.isWrappedNumber()) {
             breakAt("a tensor of shape " + Shapes.format(t.shape()) + " (" + t.dtype() + ") was made by an op the trace does not see");
         }
-        Graph.Constant c = new Graph.Constant(t);
+        // A wrapped Java number is copied now: the scope of the op that made it (a composite's) may close it at once.
+        Graph.Constant c = new Graph.Constant(t.isWrappedNumber() && t.dim() == 0 ? Dispatcher.withoutTrace(() -> ownedCopy(t)) : t);
         values.put(t, c);
         versions.put(t, t.version());
         return c;
+    }
+
+    /** A copy of a wrapped number, outside every memory scope. */
+    private static Tensor ownedCopy(Tensor t) {
+        Tensor copy = t.dtype().isFloatingPoint() ? Torch.full(new long[0], t.item(), t.dtype(), t.device())
+                : Torch.full(new long[0], t.itemLong(), t.dtype(), t.device());
+        copy.markWrappedNumber();
+        for (var s = copy.scope(); s != null; s = copy.scope()) s.keep(copy);
+        return copy;
     }
 
     /** Ends the trace with the function's result. */

@@ -6,11 +6,12 @@ import static org.jtorch.op.DTypeRule.SAME_NO_BOOL;
 import org.jtorch.Device;
 
 /**
- * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): the views of {@code Tensor}, and
- * matmul and linear of {@code ops.Linalg}. Declared so that the registry lists them with PyTorch's signatures and
+ * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): the views of {@code Tensor}, matmul
+ * and linear, conv2d, batch norm, pooling, cat and zeros. Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
- * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order.
+ * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
+ * of unknown length behind its length, a missing one as length -1; see {@code ops.FrontEnds}).
  */
 public final class FrontEndOps {
     private FrontEndOps() {}
@@ -36,6 +37,31 @@ public final class FrontEndOps {
             .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"))
             .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
             .doc("`ops.Linalg.linear`").build();
+
+    public static final OpDef SLICE = view("slice", new Param("dim", "int", "0"), new Param("start", "SymInt?", "None"),
+            new Param("end", "SymInt?", "None"), new Param("step", "SymInt", "1"));
+    public static final OpDef CAT = OpDef.frontEnd("cat", true).rule(SAME).signature(new Param("tensors", "Tensor[]", null),
+            new Param("dim", "int", "0")).autocast(Device.Type.CPU, CastPolicy.PROMOTE).doc("`ops.Joining.cat`").build();
+    /** A tensor of zeros of a given shape, dtype and device (a constant of the graph, made anew at each call). */
+    public static final OpDef ZEROS = OpDef.frontEnd("zeros", false).rule(SAME).signature(new Param("size", "SymInt[]", null),
+            new Param("dtype", "ScalarType?", "None"), new Param("device", "Device?", "None")).doc("`Torch.zeros`").build();
+    public static final OpDef CONV2D = OpDef.frontEnd("conv2d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"),
+                    new Param("stride", "int[2]", "1"), new Param("padding", "int[2]", "0"), new Param("dilation", "int[2]", "1"),
+                    new Param("groups", "int", "1"))
+            .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("`ops.Convolution.conv2d` (numeric padding; `padding='same'` is not traced yet)").build();
+    public static final OpDef BATCH_NORM = OpDef.frontEnd("batch_norm", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("input"), new Param("running_mean", "Tensor?", null), new Param("running_var", "Tensor?", null),
+                    new Param("weight", "Tensor?", null), new Param("bias", "Tensor?", null), new Param("training", "bool", null),
+                    new Param("momentum", "float", null), new Param("eps", "float", null))
+            .doc("`ops.Normalization.batchNorm` (in training, updates the running statistics in place)").build();
+    public static final OpDef MAX_POOL2D = OpDef.frontEnd("max_pool2d", true).rule(SAME_NO_BOOL)
+            .signature(SELF, new Param("kernel_size", "int[2]", null), new Param("stride", "int[2]", "[]"),
+                    new Param("padding", "int[2]", "0"), new Param("dilation", "int[2]", "1"), new Param("ceil_mode", "bool", "False"))
+            .doc("`ops.Pooling.maxPool2d`").build();
+    public static final OpDef ADAPTIVE_AVG_POOL2D = OpDef.frontEnd("adaptive_avg_pool2d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(SELF, new Param("output_size", "SymInt[2]", null)).doc("`ops.Pooling.adaptiveAvgPool2d`").build();
 
     private static OpDef view(String name, Param... params) {
         Param[] all = new Param[params.length + 1];

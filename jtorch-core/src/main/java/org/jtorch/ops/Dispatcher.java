@@ -104,6 +104,18 @@ public final class Dispatcher {
         return r;
     }
 
+    /** Runs {@code body} with this thread's trace hook suspended (the tracer's own work: nothing in it is traced). */
+    public static <T> T withoutTrace(java.util.function.Supplier<T> body) {
+        TraceHook<Tensor> hook = TRACE.get();
+        if (hook == null) return body.get();
+        TRACE.set(null);
+        try {
+            return body.get();
+        } finally {
+            TRACE.set(hook);
+        }
+    }
+
     /** Reports a tensor created on this thread to its trace hook, if one is installed ({@link TraceHook#created}). */
     public static void traceCreated(Tensor t) {
         TraceHook<Tensor> hook = TRACE.get();

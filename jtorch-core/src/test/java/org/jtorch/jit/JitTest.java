@@ -180,18 +180,18 @@ class JitTest {
 
     @Test
     void whatTheTraceCannotReplayRunsEagerly() {
-        TensorFunction concatenation = x -> Torch.cat(java.util.List.of(x[0], x[0]), 0).relu().add(1.0);
+        TensorFunction flipped = x -> x[0].flip(0).relu().add(1.0);
         TensorFunction hostRead = x -> x[0].mul(x[0].sum().item()).relu();
         TensorFunction inPlace = x -> x[0].mul(2.0).add_(x[0]).relu();
         Tensor x = randn(5, 5);
-        for (TensorFunction f : new TensorFunction[] {concatenation, hostRead, inPlace}) {
+        for (TensorFunction f : new TensorFunction[] {flipped, hostRead, inPlace}) {
             assertTrue(Jit.explain(f, x).contains("runs eagerly"), Jit.explain(f, x));
             TensorFunction compiled = Jit.trace(f, x);
             Tensor y = randn(5, 5);
             assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
         }
-        // cat is not seen by the trace yet: its result is a tensor no recorded op made.
-        assertTrue(Jit.explain(concatenation, x).contains("made by an op the trace does not see"), Jit.explain(concatenation, x));
+        // flip is not seen by the trace yet: its result is a tensor no recorded op made.
+        assertTrue(Jit.explain(flipped, x).contains("made by an op the trace does not see"), Jit.explain(flipped, x));
         // The host read is re-taken each call: a different input gives its own scale.
         TensorFunction compiled = Jit.trace(hostRead, x);
         Tensor z = randn(5, 5).mul(3.0);
