@@ -93,13 +93,7 @@ public final class Dispatcher {
     public static Tensor traceFrontEnd(OpDef op, Tensor[] inputs, double[] args, java.util.function.Supplier<Tensor> body) {
         TraceHook<Tensor> hook = TRACE.get();
         if (hook == null) return body.get();
-        TRACE.set(null);
-        Tensor r;
-        try {
-            r = body.get();
-        } finally {
-            TRACE.set(hook);
-        }
+        Tensor r = withoutTrace(body);
         hook.record(op, Arrays.asList(inputs), args.clone(), null, r);
         return r;
     }
