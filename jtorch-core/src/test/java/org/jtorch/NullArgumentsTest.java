@@ -115,6 +115,9 @@ class NullArgumentsTest {
             "F.Interpolate.<init>(alignCorners)", "F.Embedding.<init>(paddingIdx)", "F.Dropout.<init>(generator)",
             "F.ScaledDotProductAttention.<init>(attnMask)", "F.ScaledDotProductAttention.<init>(scale)",
             "F.ScaledDotProductAttention.<init>(generator)", "Variance.<init>(dim)",
+            // several-value inputs: None masks and initial states; a structure that is None holds no tensor
+            "AttentionEncoder.Input.<init>(mask)", "AttentionEncoder.Input.<init>(srcKeyPaddingMask)", "LSTM.Input.<init>(state)",
+            "RNN.Input.<init>(h0)", "TensorTree.flatten(value)", "TensorTree.keep(value)",
             // adaptive pooling's None output size
             "F.adaptiveAvgPool2d(outH)", "F.adaptiveAvgPool2d(outW)", "F.adaptiveMaxPool2d(outH)", "F.adaptiveMaxPool2d(outW)", "F.adaptiveMaxPool2dWithIndices(outH)",
             "F.adaptiveMaxPool2dWithIndices(outW)",
