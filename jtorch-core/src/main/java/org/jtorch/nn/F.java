@@ -161,6 +161,11 @@ public final class F {
         return MemoryScope.run(() -> x.div(x.norm(p, new int[] {dim}, true).clampMin(eps).expandAs(x)));
     }
 
+    /** {@code F.one_hot(indices)}: as many classes as the largest index plus one (read on the host). */
+    public static Tensor oneHot(Tensor indices) {
+        return oneHot(indices, -1);
+    }
+
     /**
      * {@code F.one_hot(indices, num_classes=-1)}: int64 indices to int64 one-hot vectors in a new last dim.
      * {@code numClasses} -1 takes the largest index plus one (read on the host).
@@ -1117,6 +1122,89 @@ public final class F {
         return conv2d(input, weight, options.bias(), options.stride(), options.padding(), options.dilation(), options.groups());
     }
 
+    /** {@code F.conv3d(input, weight)}: no bias, PyTorch's defaults. */
+    public static Tensor conv3d(Tensor input, Tensor weight) {
+        return conv3d(input, weight, Conv.options());
+    }
+
+    /**
+     * {@code F.conv3d(input, weight, **options)} over {@code [N, C_in, D, H, W]} (or unbatched {@code [C_in, D, H, W]})
+     * with weight {@code [C_out, C_in / groups, kD, kH, kW]}; sizes as {@link Conv}'s (1 or 3 values). A composite: for
+     * each depth tap {@code kd}, the (zero-padded) input's depth slices {@code od * strideD + kd * dilationD} go through
+     * one batched {@code conv2d} with {@code weight[:, :, kd]}, and the taps are summed, so the gradients are conv2d's.
+     */
+    public static Tensor conv3d(Tensor input, Tensor weight, Conv options) {
+        nonNullInputs("conv3d", input, weight);
+        Arguments.nonNull("conv3d", "options", options);
+        if (input.dim() == 4) {
+            try (Tensor batched = input.unsqueeze(0); Tensor y = conv3d(batched, weight, options)) {
+                return y.squeeze(0);
+            }
+        }
+        if (input.dim() != 5 || weight.dim() != 5) {
+            throw new IllegalArgumentException("conv3d: expected a 4-D or 5-D input [N, C_in, D, H, W] and a 5-D weight "
+                    + "[C_out, C_in / groups, kD, kH, kW], got " + Shapes.format(input.shape()) + " and " + Shapes.format(weight.shape()));
+        }
+        int groups = options.groups();
+        if (groups < 1 || input.size(1) != weight.size(1) * groups) {
+            throw new IllegalArgumentException("conv3d: input " + Shapes.format(input.shape()) + " has " + input.size(1)
+                    + " channels, but weight " + Shapes.format(weight.shape()) + " with groups=" + groups + " expects " + weight.size(1) * groups);
+        }
+        int[] stride = triple("stride", options.stride());
+        int[] dilation = triple("dilation", options.dilation());
+        long[] kernel = {weight.size(2), weight.size(3), weight.size(4)};
+        long[] before = new long[3];
+        long[] after = new long[3];
+        if (options.paddingMode() != null) {
+            boolean same = switch (options.paddingMode()) {
+                case "same" -> true;
+                case "valid" -> false;
+                default -> throw new IllegalArgumentException("conv3d: padding must be \"valid\", \"same\" or sizes, got '"
+                        + options.paddingMode() + "'");
+            };
+            if (same && (stride[0] != 1 || stride[1] != 1 || stride[2] != 1)) {
+                throw new IllegalArgumentException("conv3d: padding='same' is not supported for strided convolutions");
+            }
+            for (int d = 0; d < 3 && same; d++) {
+                long total = dilation[d] * (kernel[d] - 1);
+                before[d] = total / 2;
+                after[d] = total - before[d];
+            }
+        } else {
+            int[] padding = triple("padding", options.padding());
+            for (int d = 0; d < 3; d++) before[d] = after[d] = padding[d];
+        }
+        Tensor bias = options.bias();
+        return MemoryScope.run(() -> {
+            Tensor x = Padding.pad(input, new long[] {before[2], after[2], before[1], after[1], before[0], after[0]}, Padding.Mode.CONSTANT, 0);
+            long depth = (x.size(2) - dilation[0] * (kernel[0] - 1) - 1) / stride[0] + 1;
+            if (depth < 1) {
+                throw new IllegalArgumentException("conv3d: the padded input depth " + x.size(2) + " is smaller than the dilated kernel "
+                        + (dilation[0] * (kernel[0] - 1) + 1));
+            }
+            long n = x.size(0);
+            long c = x.size(1);
+            Tensor sum = null;
+            for (int kd = 0; kd < kernel[0]; kd++) {
+                long start = (long) kd * dilation[0];
+                // Depth slices [N, C, oD, H, W] -> a batch of images [N * oD, C, H, W].
+                Tensor slices = x.slice(2, start, start + (depth - 1) * stride[0] + 1, stride[0]);
+                Tensor images = slices.permute(0, 2, 1, 3, 4).reshape(n * depth, c, x.size(3), x.size(4));
+                Tensor tap = conv2d(images, weight.select(2, kd), null, new int[] {stride[1], stride[2]},
+                        new int[] {0}, new int[] {dilation[1], dilation[2]}, groups);
+                sum = sum == null ? tap : sum.add(tap);
+            }
+            Tensor y = sum.reshape(n, depth, sum.size(1), sum.size(2), sum.size(3)).permute(0, 2, 1, 3, 4);
+            return bias == null ? y.contiguous() : y.add(bias.view(1, -1, 1, 1, 1));
+        });
+    }
+
+    private static int[] triple(String name, int[] sizes) {
+        if (sizes.length == 1) return new int[] {sizes[0], sizes[0], sizes[0]};
+        if (sizes.length != 3) throw new IllegalArgumentException("conv3d: expected " + name + " to be 1 or 3 ints, got " + Arrays.toString(sizes));
+        return sizes.clone();
+    }
+
     /** {@code F.conv_transpose2d(input, weight, **options)}; see {@link ConvTranspose}. */
     public static Tensor convTranspose2d(Tensor input, Tensor weight, ConvTranspose options) {
         nonNullInputs("convTranspose2d", input, weight);
@@ -1692,7 +1780,8 @@ public final class F {
     }
 
     /**
-     * The keywords of {@code F.conv1d} and {@code F.conv2d}: {@code bias=None, stride=1, padding=0, dilation=1, groups=1}.
+     * The keywords of {@code F.conv1d}, {@code F.conv2d} and {@code F.conv3d}: {@code bias=None, stride=1, padding=0, dilation=1,
+     * groups=1}.
      * Sizes take one value for every spatial dimension or one per dimension; {@code padding} is sizes or
      * {@code "valid"}/{@code "same"} ({@link #paddingMode()} non-null then).
      */

@@ -104,7 +104,7 @@ class KeywordOptionsConformanceTest {
             }
             case "layer_norm" -> List.of(F.layerNorm(x, new long[] {4}, norm(c, in)));
             case "group_norm" -> List.of(F.groupNorm(x, 2, norm(c, in)));
-            case "conv1d", "conv2d" -> {
+            case "conv1d", "conv2d", "conv3d" -> {
                 Conv o = Conv.options();
                 if (has(c, "bias")) o = o.bias(in.get(2));
                 if (has(c, "stride")) o = o.stride(c.intsArg("stride"));
@@ -112,7 +112,11 @@ class KeywordOptionsConformanceTest {
                         ? o.padding(c.stringArg("padding", null)) : o.padding(c.intsArg("padding"));
                 if (has(c, "dilation")) o = o.dilation(c.intsArg("dilation"));
                 if (has(c, "groups")) o = o.groups((int) c.longArg("groups", 1));
-                yield List.of(c.op().equals("conv1d") ? F.conv1d(x, in.get(1), o) : F.conv2d(x, in.get(1), o));
+                yield List.of(switch (c.op()) {
+                    case "conv1d" -> F.conv1d(x, in.get(1), o);
+                    case "conv2d" -> F.conv2d(x, in.get(1), o);
+                    default -> F.conv3d(x, in.get(1), o);
+                });
             }
             case "conv_transpose1d", "conv_transpose2d" -> {
                 ConvTranspose o = ConvTranspose.options();
