@@ -47,7 +47,66 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class KeywordOptionsConformanceTest {
     static Stream<Case> cases() {
-        return Fixtures.load("keyword_options").stream();
+        return Fixtures.load("keyword_options").stream().filter(c -> !c.op().equals("defaults"));
+    }
+
+    static Stream<Case> defaults() {
+        return Fixtures.load("keyword_options").stream().filter(c -> c.op().equals("defaults"));
+    }
+
+    /** PyTorch's None that jtorch spells as a value, as documented on the record (PyTorch treats that None the same way). */
+    private static final java.util.Map<String, Object> NONE_AS = java.util.Map.of("Pad.value", 0.0, "Interpolate.recomputeScaleFactor", false);
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("defaults")
+    void optionsDefaultsAreTheOnesInPyTorchsSignature(Case c) throws ReflectiveOperationException {
+        String name = c.args().get("record").getAsString();
+        Class<?> type = Class.forName("org.jtorch.nn.F$" + name);
+        Object defaults = type.getMethod("options").invoke(null);
+        for (var e : c.args().getAsJsonObject("defaults").entrySet()) {
+            String component = camel(e.getKey());
+            Object mine = type.getMethod(component).invoke(defaults);
+            JsonElement theirs = e.getValue();
+            String what = c.name() + ": " + name + "." + component + " = " + describe(mine) + ", PyTorch's " + e.getKey() + " = " + theirs;
+            assertTrue(sameDefault(mine, theirs, NONE_AS.get(name + "." + component)), what);
+        }
+    }
+
+    private static String camel(String snake) {
+        StringBuilder b = new StringBuilder();
+        boolean up = false;
+        for (char ch : snake.toCharArray()) {
+            if (ch == '_') {
+                up = true;
+            } else {
+                b.append(up ? Character.toUpperCase(ch) : ch);
+                up = false;
+            }
+        }
+        return b.toString();
+    }
+
+    private static boolean sameDefault(Object mine, JsonElement theirs, Object noneAs) {
+        if (theirs.isJsonNull()) return mine == null || mine.equals(noneAs);
+        if (theirs.isJsonArray()) {
+            JsonArray list = theirs.getAsJsonArray();
+            if (list.isEmpty()) return mine == null; // ATen's empty stride: the kernel size
+            if (!(mine instanceof int[] sizes)) return false;
+            for (int i = 0; i < list.size(); i++) {
+                if (list.get(i).getAsInt() != (sizes.length == 1 ? sizes[0] : sizes[i])) return false;
+            }
+            return sizes.length == 1 || sizes.length == list.size();
+        }
+        var p = theirs.getAsJsonPrimitive();
+        if (p.isBoolean()) return Boolean.valueOf(p.getAsBoolean()).equals(mine);
+        if (p.isNumber() && mine instanceof int[] sizes) return java.util.Arrays.stream(sizes).allMatch(v -> v == p.getAsInt()); // 0 = (0, 0)
+        if (p.isNumber()) return mine instanceof Number n && n.doubleValue() == p.getAsDouble();
+        if (mine instanceof Enum<?> en) return en.name().equalsIgnoreCase(p.getAsString());
+        return p.getAsString().equals(mine);
+    }
+
+    private static String describe(Object v) {
+        return v instanceof int[] a ? java.util.Arrays.toString(a) : String.valueOf(v);
     }
 
     @ParameterizedTest(name = "{0}")
