@@ -64,26 +64,12 @@ class KeywordOptionsConformanceTest {
         Class<?> type = Class.forName("org.jtorch.nn.F$" + name);
         Object defaults = type.getMethod("options").invoke(null);
         for (var e : c.args().getAsJsonObject("defaults").entrySet()) {
-            String component = camel(e.getKey());
+            String component = Fixtures.javaName(e.getKey());
             Object mine = type.getMethod(component).invoke(defaults);
             JsonElement theirs = e.getValue();
             String what = c.name() + ": " + name + "." + component + " = " + describe(mine) + ", PyTorch's " + e.getKey() + " = " + theirs;
             assertTrue(sameDefault(mine, theirs, NONE_AS.get(name + "." + component)), what);
         }
-    }
-
-    private static String camel(String snake) {
-        StringBuilder b = new StringBuilder();
-        boolean up = false;
-        for (char ch : snake.toCharArray()) {
-            if (ch == '_') {
-                up = true;
-            } else {
-                b.append(up ? Character.toUpperCase(ch) : ch);
-                up = false;
-            }
-        }
-        return b.toString();
     }
 
     private static boolean sameDefault(Object mine, JsonElement theirs, Object noneAs) {

@@ -44,7 +44,7 @@ class SpatialConformanceTest {
         try {
             if (c.expectsError()) {
                 RuntimeException e = assertThrows(RuntimeException.class, () -> closeAll(run(c, in)), c.toString());
-                assertTrue(e.getMessage().toLowerCase().contains(javaName(c.op()).toLowerCase()),
+                assertTrue(e.getMessage().toLowerCase().contains(Fixtures.javaName(c.op()).toLowerCase()),
                         c + ": message should name the op: " + e.getMessage());
                 return;
             }
@@ -142,21 +142,6 @@ class SpatialConformanceTest {
         int[] r = new int[v.length];
         for (int i = 0; i < v.length; i++) r[i] = (int) v[i];
         return r;
-    }
-
-    /** {@code max_pool2d} -> {@code maxPool2d}. */
-    private static String javaName(String op) {
-        StringBuilder b = new StringBuilder();
-        boolean up = false;
-        for (char ch : op.toCharArray()) {
-            if (ch == '_') {
-                up = true;
-            } else {
-                b.append(up ? Character.toUpperCase(ch) : ch);
-                up = false;
-            }
-        }
-        return b.toString();
     }
 
     private static void assertClose(JsonObject expected, Tensor actual, String what) {
