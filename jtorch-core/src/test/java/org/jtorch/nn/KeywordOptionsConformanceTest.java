@@ -326,6 +326,24 @@ class KeywordOptionsConformanceTest {
         }
     }
 
+    @Test
+    void attentionDropoutComesFromTheOptionsGenerator() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor q = Torch.randn(2, 4, 3);
+            Tensor k = Torch.randn(2, 5, 3);
+            Tensor v = Torch.randn(2, 5, 2);
+            var dropped = ScaledDotProductAttention.options().dropoutP(0.5);
+            Tensor a = F.scaledDotProductAttention(q, k, v, dropped.generator(new org.jtorch.Generator(3)));
+            Tensor b = F.scaledDotProductAttention(q, k, v, dropped.generator(new org.jtorch.Generator(3)));
+            Fixtures.assertClose(a, b, 0, 0, "the same seed drops the same weights");
+            Tensor none = F.scaledDotProductAttention(q, k, v, ScaledDotProductAttention.options());
+            assertTrue(!java.util.Arrays.equals(none.toDoubleArray(), a.toDoubleArray()), "dropoutP 0.5 changes the result");
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> F.scaledDotProductAttention(q, k, v,
+                    ScaledDotProductAttention.options().isCausal(true).attnMask(Torch.ones(4, 5).gt(0.0))));
+            assertTrue(e.getMessage().contains("is_causal"), e.getMessage());
+        }
+    }
+
     // ------------------------------------------------------------------ no sentinels
 
     @Test
