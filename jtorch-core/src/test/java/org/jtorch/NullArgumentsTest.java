@@ -117,7 +117,8 @@ class NullArgumentsTest {
             "F.ScaledDotProductAttention.<init>(generator)", "Variance.<init>(dim)",
             // several-value inputs: None masks and initial states; a structure that is None holds no tensor
             "AttentionEncoder.Input.<init>(mask)", "AttentionEncoder.Input.<init>(srcKeyPaddingMask)", "LSTM.Input.<init>(state)",
-            "RNN.Input.<init>(h0)", "TensorTree.flatten(value)", "TensorTree.keep(value)",
+            "RNN.Input.<init>(h0)", "TensorTree.flatten(value)", "TensorTree.keep(value)", "MultiheadAttention.Input.<init>(attnMask)",
+            "MultiheadAttention.Input.<init>(keyPaddingMask)",
             // adaptive pooling's None output size
             "F.adaptiveAvgPool2d(outH)", "F.adaptiveAvgPool2d(outW)", "F.adaptiveMaxPool2d(outH)", "F.adaptiveMaxPool2d(outW)", "F.adaptiveMaxPool2dWithIndices(outH)",
             "F.adaptiveMaxPool2dWithIndices(outW)",

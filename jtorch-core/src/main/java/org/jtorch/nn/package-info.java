@@ -21,7 +21,8 @@
  * {@link org.jtorch.nn.MultiheadAttention.Output} {@code (output, weights)}. A null optional input means PyTorch's
  * {@code None} (zero initial states). The same call with its inputs in one record is the module's
  * {@link org.jtorch.nn.TupleModule}{@code <I, O>} form ({@code lstm.forward(new LSTM.Input(x, state))}; an encoder's
- * {@code (src, mask)} is {@link org.jtorch.nn.AttentionEncoder.Input}): the form generic code uses, since its values'
+ * {@code (src, mask)} is {@link org.jtorch.nn.AttentionEncoder.Input}, attention's keywords {@link
+ * org.jtorch.nn.MultiheadAttention.Input}): the form generic code uses, since its values'
  * tensors are found by {@link org.jtorch.nn.TensorTree#flatten}. {@link org.jtorch.nn.Sequential#of} chains such
  * modules with types checked by the compiler, {@link org.jtorch.distributed.DistributedDataParallel#typed} runs them
  * under DDP, and a tracing JIT is meant to take the same form (see {@link org.jtorch.nn.TupleModule} for why this design).

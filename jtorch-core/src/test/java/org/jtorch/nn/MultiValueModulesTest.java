@@ -74,6 +74,22 @@ class MultiValueModulesTest {
         }
     }
 
+    @Test
+    void multiheadAttentionTakesItsKeywordsInItsInputRecord() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Torch.manualSeed(5);
+            MultiheadAttention mha = new MultiheadAttention(8, 2);
+            Tensor x = Torch.randn(4, 2, 8);
+            Tensor mask = Transformer.generateSquareSubsequentMask(4);
+            MultiheadAttention.Output positional = mha.forward(x, x, x, null, true, mask, false);
+            MultiheadAttention.Output typed = mha.forward(new MultiheadAttention.Input(x, x, x).attnMask(mask).averageAttnWeights(false));
+            same(positional.output(), typed.output(), "output");
+            same(positional.weights(), typed.weights(), "per-head weights");
+            MultiheadAttention.Output noWeights = mha.forward(new MultiheadAttention.Input(x, x, x).needWeights(false));
+            assertEquals(null, noWeights.weights(), "need_weights=False: no weights, as PyTorch's None");
+        }
+    }
+
     private static boolean same(Tensor a, Tensor b) {
         return java.util.Arrays.equals(a.toDoubleArray(), b.toDoubleArray());
     }
