@@ -273,6 +273,28 @@ class KeywordOptionsConformanceTest {
     }
 
     @Test
+    void convAndMaxPoolDefaultsAreTheRegistrysDeclarations() {
+        // The registry declares conv2d and max_pool2d (front ends): the options records agree with those declarations.
+        java.util.Map<String, Object> conv = java.util.Map.of("bias", "None", "stride", Conv.options().stride(),
+                "padding", Conv.options().padding(), "dilation", Conv.options().dilation(), "groups", Conv.options().groups());
+        java.util.Map<String, Object> pool = java.util.Map.of("stride", "[]", "padding", MaxPool.options().padding(),
+                "dilation", MaxPool.options().dilation(), "ceil_mode", MaxPool.options().ceilMode());
+        assertNull(Conv.options().bias());
+        assertNull(MaxPool.options().stride(), "stride=[] (the kernel size) is null");
+        for (var check : List.of(java.util.Map.entry(org.jtorch.op.FrontEndOps.CONV2D, conv), java.util.Map.entry(org.jtorch.op.FrontEndOps.MAX_POOL2D, pool))) {
+            for (Param p : check.getKey().signature().params()) {
+                Object mine = check.getValue().get(p.name());
+                if (mine == null) continue; // input, weight, kernel_size: no default
+                String declared = p.defaultValue();
+                String expected = mine instanceof int[] sizes ? String.valueOf(sizes[0]) : mine instanceof Boolean b ? (b ? "True" : "False")
+                        : String.valueOf(mine);
+                if (mine instanceof int[] sizes) assertEquals(1, sizes.length, p.name() + ": one value for every dimension");
+                assertEquals(declared, expected, check.getKey().name() + "." + p.name());
+            }
+        }
+    }
+
+    @Test
     void optionDefaultsAreTorchNnFunctionals() {
         // PyTorch 1.13's signatures (torch/nn/functional.py), keyword by keyword.
         assertEquals(new CrossEntropy(null, -100, Reduction.MEAN, 0.0), CrossEntropy.options());
