@@ -1982,6 +1982,16 @@ public final class Tensor implements AutoCloseable {
     public Tensor std(int[] dims, double correction, boolean keepdim) {
         return Reductions.std(this, dims, correction, keepdim);
     }
+    /** {@code torch.var(x, **options)}: {@code x.var(Variance.options().dim(1).unbiased(false))}. */
+    public Tensor var(Variance options) {
+        Arguments.nonNull("var", "options", options);
+        return Reductions.var(this, options.dims(), options.correction(), options.keepdim());
+    }
+    /** {@code torch.std(x, **options)}; see {@link Variance}. */
+    public Tensor std(Variance options) {
+        Arguments.nonNull("std", "options", options);
+        return Reductions.std(this, options.dims(), options.correction(), options.keepdim());
+    }
 
     /** The 2-norm of all elements. */
     public Tensor norm() { return Reductions.norm(this, 2, new int[0], false); }

@@ -105,7 +105,24 @@ class NullArgumentsTest {
             "PyTorchFile.save(obj)", "PyTorchFile.closeTensors(obj)",
             // a scope keeps null as null; PyTorch's None parameters, buffers, submodules and option values
             "MemoryScope.keep(t)", "Module.registerParameter(tensor)", "Module.registerBuffer(tensor)", "Module.registerModule(module)",
-            "ParamGroup.set(value)");
+            "ParamGroup.set(value)",
+            // keyword-option records (F's and Variance): None components
+            "F.CrossEntropy.<init>(weight)", "F.NllLoss.<init>(weight)", "F.BinaryCrossEntropy.<init>(weight)",
+            "F.BinaryCrossEntropyWithLogits.<init>(weight)", "F.BinaryCrossEntropyWithLogits.<init>(posWeight)", "F.BatchNorm.<init>(weight)",
+            "F.BatchNorm.<init>(bias)", "F.Norm.<init>(weight)", "F.Norm.<init>(bias)", "F.Conv.<init>(bias)", "F.Conv.<init>(padding)",
+            "F.Conv.<init>(paddingMode)", "F.ConvTranspose.<init>(bias)", "F.MaxPool.<init>(stride)", "F.AvgPool.<init>(stride)",
+            "F.AvgPool.<init>(divisorOverride)", "F.Interpolate.<init>(size)", "F.Interpolate.<init>(scaleFactor)",
+            "F.Interpolate.<init>(alignCorners)", "F.Embedding.<init>(paddingIdx)", "F.Dropout.<init>(generator)",
+            "F.ScaledDotProductAttention.<init>(attnMask)", "F.ScaledDotProductAttention.<init>(scale)",
+            "F.ScaledDotProductAttention.<init>(generator)", "Variance.<init>(dim)",
+            // several-value inputs: None masks and initial states; a structure that is None holds no tensor
+            "AttentionEncoder.Input.<init>(mask)", "AttentionEncoder.Input.<init>(srcKeyPaddingMask)", "LSTM.Input.<init>(state)",
+            "RNN.Input.<init>(h0)", "TensorTree.flatten(value)", "TensorTree.keep(value)", "MultiheadAttention.Input.<init>(attnMask)",
+            "MultiheadAttention.Input.<init>(keyPaddingMask)",
+            // adaptive pooling's None output size
+            "F.adaptiveAvgPool2d(outH)", "F.adaptiveAvgPool2d(outW)", "F.adaptiveMaxPool2d(outH)", "F.adaptiveMaxPool2d(outW)", "F.adaptiveMaxPool2dWithIndices(outH)",
+            "F.adaptiveMaxPool2dWithIndices(outW)",
+            "AdaptiveAvgPool2d.<init>(outH)", "AdaptiveAvgPool2d.<init>(outW)", "AdaptiveMaxPool2d.<init>(outH)", "AdaptiveMaxPool2d.<init>(outW)");
 
     /** Fresh receivers for the instance methods of the API's stateful classes (Tensor's are made inline). */
     private static final Map<Class<?>, Supplier<Object>> RECEIVERS = Map.ofEntries(

@@ -7,6 +7,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
@@ -16,6 +17,9 @@ import org.jtorch.autograd.Edge;
 import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.Node;
 import org.jtorch.nn.Module;
+import org.jtorch.nn.TensorTree;
+import org.jtorch.nn.TupleModule;
+import org.jtorch.ops.Arguments;
 
 /**
  * Data-parallel training, as {@code torch.nn.parallel.DistributedDataParallel}: each rank runs the wrapped
@@ -169,6 +173,26 @@ public final class DistributedDataParallel extends Module {
 
     @Override
     public Tensor forward(Tensor input) {
+        return synchronised(() -> module.forward(input));
+    }
+
+    /**
+     * The {@link TupleModule} form of the wrapped module, with the same synchronisation as {@link #forward(Tensor)}: for
+     * a module that takes or returns several values, {@code ddp.typed(lstm).forward(new LSTM.Input(x, state))}. With
+     * {@link Options#findUnusedParameters}, every tensor of the output ({@link TensorTree#flatten}) counts as used.
+     *
+     * @param wrapped the module this DDP wraps ({@link #module()}), seen as a {@code TupleModule<I, O>}
+     */
+    public <I, O> TupleModule<I, O> typed(TupleModule<I, O> wrapped) {
+        Arguments.nonNull("DistributedDataParallel.typed", "wrapped", wrapped);
+        if (wrapped != module) {
+            throw new IllegalArgumentException("DistributedDataParallel.typed: expected the wrapped module (" + module.getClass().getSimpleName()
+                    + "), got another " + wrapped.getClass().getSimpleName());
+        }
+        return input -> synchronised(() -> wrapped.forward(input));
+    }
+
+    private <O> O synchronised(Supplier<O> forward) {
         if (isTraining() && options.broadcastBuffers && group.size() > 1) broadcastFromRankZero(buffers);
         // As PyTorch, whether this iteration synchronises is decided at forward time.
         boolean sync = isTraining() && Grad.isEnabled() && syncDisabled == 0;
@@ -177,9 +201,16 @@ public final class DistributedDataParallel extends Module {
         } else {
             expectingBackward = false;
         }
-        Tensor out = module.forward(input);
-        if (sync && options.findUnusedParameters) markUnusedReady(out);
+        O out = forward.get();
+        if (sync && options.findUnusedParameters) markUnusedReady(TensorTree.flatten(out));
         return out;
+    }
+
+    /** A copy of DDP's replica state would be meaningless: copy {@link #module()} and wrap the copy. */
+    @Override
+    public Module deepCopy() {
+        throw new UnsupportedOperationException("DistributedDataParallel.deepCopy: copy module() and wrap the copy in a new "
+                + "DistributedDataParallel (a process group and gradient buckets are not copied)");
     }
 
     /**
@@ -285,19 +316,20 @@ public final class DistributedDataParallel extends Module {
     }
 
     /** Parameters the output does not depend on get no gradient this iteration: they count as ready with zeros. */
-    private void markUnusedReady(Tensor out) {
+    private void markUnusedReady(List<Tensor> outputs) {
         Set<Node> reachable = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
-        if (out.gradFn() != null) {
-            ArrayDeque<Node> stack = new ArrayDeque<>();
-            stack.push(out.gradFn());
-            reachable.add(out.gradFn());
-            while (!stack.isEmpty()) {
-                for (Edge e : stack.pop().nextFunctions()) {
-                    if (e != null && reachable.add(e.node())) stack.push(e.node());
-                }
+        ArrayDeque<Node> stack = new ArrayDeque<>();
+        for (Tensor out : outputs) {
+            if (out.gradFn() != null) {
+                if (reachable.add(out.gradFn())) stack.push(out.gradFn());
+            } else if (out.requiresGrad()) {
+                reachable.add(out.gradAccumulator());
             }
-        } else if (out.requiresGrad()) {
-            reachable.add(out.gradAccumulator());
+        }
+        while (!stack.isEmpty()) {
+            for (Edge e : stack.pop().nextFunctions()) {
+                if (e != null && reachable.add(e.node())) stack.push(e.node());
+            }
         }
         for (int i = 0; i < params.size(); i++) {
             if (!reachable.contains(params.get(i).gradAccumulator())) markReady(i, null);

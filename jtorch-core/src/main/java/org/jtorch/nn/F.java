@@ -23,6 +23,20 @@ import org.jtorch.op.Shapes;
  * composites of primitive tensor ops (so their gradients come from the primitives' formulas);
  * {@link #embedding} records its own backward, as PyTorch's {@code embedding_backward}. Every
  * function returns a new tensor the caller owns and closes its temporaries.
+ *
+ * <p><b>Keyword arguments.</b> A function with a long PyTorch signature has an overload that takes its keywords as one
+ * immutable record named after the op ({@link CrossEntropy}, {@link Conv}, {@link MaxPool}, {@link Interpolate}, ...;
+ * {@link org.jtorch.Variance} for {@code var}/{@code std}). {@code options()} holds PyTorch's defaults and each wither,
+ * named after the keyword in camelCase, returns a copy with that keyword changed, so only what differs is written:
+ * <pre>{@code
+ * F.crossEntropy(x, t, CrossEntropy.options().reduction(Reduction.SUM).labelSmoothing(0.1))
+ * F.conv2d(x, w, Conv.options().bias(b).stride(2).padding(1))     // sizes: one int for every dimension, or one each
+ * F.avgPool2d(x, 3, AvgPool.options().divisorOverride(2L))        // null (the default) is PyTorch's None
+ * }</pre>
+ * PyTorch's None is null (a boxed or reference component), never a sentinel value. A keyword that changes the return
+ * type is a method of its own ({@code return_indices=True}: {@link #maxPool2dWithIndices(Tensor, int[], MaxPool)}).
+ * Records hold the tensors they are given (weights, masks) without owning them. The positional overloads stay for
+ * short calls.
  */
 public final class F {
     private F() {}
@@ -147,6 +161,11 @@ public final class F {
         return MemoryScope.run(() -> x.div(x.norm(p, new int[] {dim}, true).clampMin(eps).expandAs(x)));
     }
 
+    /** {@code F.one_hot(indices)}: as many classes as the largest index plus one (read on the host). */
+    public static Tensor oneHot(Tensor indices) {
+        return oneHot(indices, -1);
+    }
+
     /**
      * {@code F.one_hot(indices, num_classes=-1)}: int64 indices to int64 one-hot vectors in a new last dim.
      * {@code numClasses} -1 takes the largest index plus one (read on the host).
@@ -261,6 +280,14 @@ public final class F {
 
     // ------------------------------------------------------------------ dropout
 
+    /** {@code F.dropout(x, **options)}: {@code p=0.5, training=True} unless the options say otherwise; see {@link Dropout}. */
+    public static Tensor dropout(Tensor x, Dropout options) {
+        Arguments.nonNull("dropout", "x", x);
+        Arguments.nonNull("dropout", "options", options);
+        Generator gen = options.generator() != null ? options.generator() : Generator.defaultGenerator();
+        return dropout(x, options.p(), options.training(), gen);
+    }
+
     /** Dropout with the default generator. */
     public static Tensor dropout(Tensor x, double p, boolean training) {
         return dropout(x, p, training, Generator.defaultGenerator());
@@ -284,6 +311,14 @@ public final class F {
     }
 
     // ------------------------------------------------------------------ normalisation
+
+    /** {@code F.layer_norm(x, normalized_shape, **options)}; see {@link Norm}. */
+    public static Tensor layerNorm(Tensor x, long[] normalizedShape, Norm options) {
+        Arguments.nonNull("layerNorm", "x", x);
+        Arguments.nonNull("layerNorm", "normalizedShape", normalizedShape);
+        Arguments.nonNull("layerNorm", "options", options);
+        return layerNorm(x, normalizedShape, options.weight(), options.bias(), options.eps());
+    }
 
     /**
      * Layer normalisation over the trailing dimensions {@code normalizedShape}: {@code (x - mean) /
@@ -362,7 +397,15 @@ public final class F {
 
     /** Rows of {@code weight} picked by {@code indices}: shape {@code indices.shape + [embedding_dim]}. */
     public static Tensor embedding(Tensor indices, Tensor weight) {
-        return embedding(indices, weight, null);
+        return embedding(indices, weight, (Long) null);
+    }
+
+    /** {@code F.embedding(indices, weight, **options)}; see {@link Embedding}. */
+    public static Tensor embedding(Tensor indices, Tensor weight, Embedding options) {
+        Arguments.nonNull("embedding", "indices", indices);
+        Arguments.nonNull("embedding", "weight", weight);
+        Arguments.nonNull("embedding", "options", options);
+        return embedding(indices, weight, options.paddingIdx());
     }
 
     /**
@@ -442,10 +485,35 @@ public final class F {
     }
 
     /** Output {@code [..., L, Ev]} and, when asked for, the attention weights {@code [..., L, S]} (after dropout). */
+    /** {@code F.scaled_dot_product_attention(q, k, v, **options)}; see {@link ScaledDotProductAttention}. */
+    public static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, ScaledDotProductAttention options) {
+        Arguments.nonNull("scaledDotProductAttention", "q", q);
+        Arguments.nonNull("scaledDotProductAttention", "k", k);
+        Arguments.nonNull("scaledDotProductAttention", "v", v);
+        Arguments.nonNull("scaledDotProductAttention", "options", options);
+        Tensor mask = options.attnMask();
+        Generator gen = options.generator() != null ? options.generator() : Generator.defaultGenerator();
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run("scaled_dot_product_attention",
+                    t -> scaledDotProductAttention(t[0], t[1], t[2], options.attnMask(t[3])), q, k, v, mask);
+            if (r != null) return r;
+        }
+        if (options.isCausal() && mask != null) {
+            throw new IllegalArgumentException("scaledDotProductAttention: explicit attn_mask should not be set when is_causal=True");
+        }
+        return attention(q, k, v, mask, options.dropoutP(), options.isCausal(), options.scale(), gen, false).output();
+    }
+
     record Attention(Tensor output, Tensor weights) {}
 
     static Attention attention(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP, boolean isCausal, Generator gen,
                                boolean keepWeights) {
+        return attention(q, k, v, attnMask, dropoutP, isCausal, null, gen, keepWeights);
+    }
+
+    /** {@code scale} null: {@code 1 / sqrt(E)}. */
+    static Attention attention(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP, boolean isCausal, Double scaleOrNull,
+                               Generator gen, boolean keepWeights) {
         if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2) {
             throw new IllegalArgumentException("scaledDotProductAttention: expected query, key and value with at least 2 dimensions, got "
                     + Shapes.format(q.shape()) + ", " + Shapes.format(k.shape()) + ", " + Shapes.format(v.shape()));
@@ -457,7 +525,7 @@ public final class F {
         }
         long l = q.size(-2);
         long s = k.size(-2);
-        double scale = 1.0 / Math.sqrt(q.size(-1));
+        double scale = scaleOrNull != null ? scaleOrNull : 1.0 / Math.sqrt(q.size(-1));
         try (MemoryScope scope = new MemoryScope()) {
             Tensor scores = q.matmul(k.transpose(-2, -1)).mul(scale);
             // Masks are applied as additive -inf/0 tensors, so the scores' gradient flows through one add.
@@ -484,6 +552,34 @@ public final class F {
     }
 
     // ------------------------------------------------------------------ losses
+
+    /** {@code F.cross_entropy(input, target, **options)}: {@code F.crossEntropy(x, t, CrossEntropy.options().labelSmoothing(0.1))}. */
+    public static Tensor crossEntropy(Tensor input, Tensor target, CrossEntropy options) {
+        nonNullInputs("crossEntropy", input, target);
+        Arguments.nonNull("crossEntropy", "options", options);
+        return crossEntropy(input, target, options.weight(), options.ignoreIndex(), options.reduction(), options.labelSmoothing());
+    }
+
+    /** {@code F.nll_loss(input, target, **options)}; see {@link NllLoss}. */
+    public static Tensor nllLoss(Tensor input, Tensor target, NllLoss options) {
+        nonNullInputs("nllLoss", input, target);
+        Arguments.nonNull("nllLoss", "options", options);
+        return nllLoss(input, target, options.weight(), options.ignoreIndex(), options.reduction());
+    }
+
+    /** {@code F.binary_cross_entropy(input, target, **options)}; see {@link BinaryCrossEntropy}. */
+    public static Tensor binaryCrossEntropy(Tensor input, Tensor target, BinaryCrossEntropy options) {
+        nonNullInputs("binaryCrossEntropy", input, target);
+        Arguments.nonNull("binaryCrossEntropy", "options", options);
+        return binaryCrossEntropy(input, target, options.weight(), options.reduction());
+    }
+
+    /** {@code F.binary_cross_entropy_with_logits(input, target, **options)}; see {@link BinaryCrossEntropyWithLogits}. */
+    public static Tensor binaryCrossEntropyWithLogits(Tensor input, Tensor target, BinaryCrossEntropyWithLogits options) {
+        nonNullInputs("binaryCrossEntropyWithLogits", input, target);
+        Arguments.nonNull("binaryCrossEntropyWithLogits", "options", options);
+        return binaryCrossEntropyWithLogits(input, target, options.weight(), options.posWeight(), options.reduction());
+    }
 
     /** Cross entropy with PyTorch's defaults: no weight, ignore index -100, mean, no label smoothing. */
     public static Tensor crossEntropy(Tensor input, Tensor target) {
@@ -994,6 +1090,165 @@ public final class F {
         return convTranspose2d(input, weight, bias, new int[] {stride}, new int[] {padding}, new int[] {0}, 1, new int[] {1});
     }
 
+    /** {@code F.conv1d(input, weight)}: no bias, PyTorch's defaults. */
+    public static Tensor conv1d(Tensor input, Tensor weight) {
+        return conv1d(input, weight, Conv.options());
+    }
+
+    /** {@code F.conv2d(input, weight)}: no bias, PyTorch's defaults. */
+    public static Tensor conv2d(Tensor input, Tensor weight) {
+        return conv2d(input, weight, Conv.options());
+    }
+
+    /** {@code F.conv1d(input, weight, **options)}; see {@link Conv}. */
+    public static Tensor conv1d(Tensor input, Tensor weight, Conv options) {
+        nonNullInputs("conv1d", input, weight);
+        Arguments.nonNull("conv1d", "options", options);
+        int stride = single("conv1d", "stride", options.stride());
+        int dilation = single("conv1d", "dilation", options.dilation());
+        if (options.paddingMode() != null) {
+            return conv1d(input, weight, options.bias(), stride, options.paddingMode(), dilation, options.groups());
+        }
+        return conv1d(input, weight, options.bias(), stride, single("conv1d", "padding", options.padding()), dilation, options.groups());
+    }
+
+    /** {@code F.conv2d(input, weight, **options)}; see {@link Conv}. */
+    public static Tensor conv2d(Tensor input, Tensor weight, Conv options) {
+        nonNullInputs("conv2d", input, weight);
+        Arguments.nonNull("conv2d", "options", options);
+        if (options.paddingMode() != null) {
+            return conv2d(input, weight, options.bias(), options.stride(), options.paddingMode(), options.dilation(), options.groups());
+        }
+        return conv2d(input, weight, options.bias(), options.stride(), options.padding(), options.dilation(), options.groups());
+    }
+
+    /** {@code F.conv3d(input, weight)}: no bias, PyTorch's defaults. */
+    public static Tensor conv3d(Tensor input, Tensor weight) {
+        return conv3d(input, weight, Conv.options());
+    }
+
+    /**
+     * {@code F.conv3d(input, weight, **options)} over {@code [N, C_in, D, H, W]} (or unbatched {@code [C_in, D, H, W]})
+     * with weight {@code [C_out, C_in / groups, kD, kH, kW]}; sizes as {@link Conv}'s (1 or 3 values). A composite: for
+     * each depth tap {@code kd}, the (zero-padded) input's depth slices {@code od * strideD + kd * dilationD} go through
+     * one batched {@code conv2d} with {@code weight[:, :, kd]}, and the taps are summed, so the gradients are conv2d's.
+     */
+    public static Tensor conv3d(Tensor input, Tensor weight, Conv options) {
+        nonNullInputs("conv3d", input, weight);
+        Arguments.nonNull("conv3d", "options", options);
+        if (input.dim() == 4) {
+            try (Tensor batched = input.unsqueeze(0); Tensor y = conv3d(batched, weight, options)) {
+                return y.squeeze(0);
+            }
+        }
+        if (input.dim() != 5 || weight.dim() != 5) {
+            throw new IllegalArgumentException("conv3d: expected a 4-D or 5-D input [N, C_in, D, H, W] and a 5-D weight "
+                    + "[C_out, C_in / groups, kD, kH, kW], got " + Shapes.format(input.shape()) + " and " + Shapes.format(weight.shape()));
+        }
+        int groups = options.groups();
+        if (groups < 1 || input.size(1) != weight.size(1) * groups) {
+            throw new IllegalArgumentException("conv3d: input " + Shapes.format(input.shape()) + " has " + input.size(1)
+                    + " channels, but weight " + Shapes.format(weight.shape()) + " with groups=" + groups + " expects " + weight.size(1) * groups);
+        }
+        int[] stride = triple("stride", options.stride());
+        int[] dilation = triple("dilation", options.dilation());
+        long[] kernel = {weight.size(2), weight.size(3), weight.size(4)};
+        long[] before = new long[3];
+        long[] after = new long[3];
+        if (options.paddingMode() != null) {
+            boolean same = switch (options.paddingMode()) {
+                case "same" -> true;
+                case "valid" -> false;
+                default -> throw new IllegalArgumentException("conv3d: padding must be \"valid\", \"same\" or sizes, got '"
+                        + options.paddingMode() + "'");
+            };
+            if (same && (stride[0] != 1 || stride[1] != 1 || stride[2] != 1)) {
+                throw new IllegalArgumentException("conv3d: padding='same' is not supported for strided convolutions");
+            }
+            for (int d = 0; d < 3 && same; d++) {
+                long total = dilation[d] * (kernel[d] - 1);
+                before[d] = total / 2;
+                after[d] = total - before[d];
+            }
+        } else {
+            int[] padding = triple("padding", options.padding());
+            for (int d = 0; d < 3; d++) before[d] = after[d] = padding[d];
+        }
+        Tensor bias = options.bias();
+        return MemoryScope.run(() -> {
+            Tensor x = Padding.pad(input, new long[] {before[2], after[2], before[1], after[1], before[0], after[0]}, Padding.Mode.CONSTANT, 0);
+            long depth = (x.size(2) - dilation[0] * (kernel[0] - 1) - 1) / stride[0] + 1;
+            if (depth < 1) {
+                throw new IllegalArgumentException("conv3d: the padded input depth " + x.size(2) + " is smaller than the dilated kernel "
+                        + (dilation[0] * (kernel[0] - 1) + 1));
+            }
+            long n = x.size(0);
+            long c = x.size(1);
+            Tensor sum = null;
+            for (int kd = 0; kd < kernel[0]; kd++) {
+                long start = (long) kd * dilation[0];
+                // Depth slices [N, C, oD, H, W] -> a batch of images [N * oD, C, H, W].
+                Tensor slices = x.slice(2, start, start + (depth - 1) * stride[0] + 1, stride[0]);
+                Tensor images = slices.permute(0, 2, 1, 3, 4).reshape(n * depth, c, x.size(3), x.size(4));
+                Tensor tap = conv2d(images, weight.select(2, kd), null, new int[] {stride[1], stride[2]},
+                        new int[] {0}, new int[] {dilation[1], dilation[2]}, groups);
+                sum = sum == null ? tap : sum.add(tap);
+            }
+            Tensor y = sum.reshape(n, depth, sum.size(1), sum.size(2), sum.size(3)).permute(0, 2, 1, 3, 4);
+            return bias == null ? y.contiguous() : y.add(bias.view(1, -1, 1, 1, 1));
+        });
+    }
+
+    private static int[] triple(String name, int[] sizes) {
+        if (sizes.length == 1) return new int[] {sizes[0], sizes[0], sizes[0]};
+        if (sizes.length != 3) throw new IllegalArgumentException("conv3d: expected " + name + " to be 1 or 3 ints, got " + Arrays.toString(sizes));
+        return sizes.clone();
+    }
+
+    /** {@code F.conv_transpose2d(input, weight, **options)}; see {@link ConvTranspose}. */
+    public static Tensor convTranspose2d(Tensor input, Tensor weight, ConvTranspose options) {
+        nonNullInputs("convTranspose2d", input, weight);
+        Arguments.nonNull("convTranspose2d", "options", options);
+        return convTranspose2d(input, weight, options.bias(), options.stride(), options.padding(), options.outputPadding(),
+                options.groups(), options.dilation());
+    }
+
+    /**
+     * {@code F.conv_transpose1d(input, weight, **options)} for {@code [N, C_in, L]} and weight {@code [C_in, C_out /
+     * groups, k]}: the 2-d transposed convolution over a height of one.
+     */
+    public static Tensor convTranspose1d(Tensor input, Tensor weight, ConvTranspose options) {
+        Arguments.nonNull("convTranspose1d", "input", input);
+        Arguments.nonNull("convTranspose1d", "weight", weight);
+        Arguments.nonNull("convTranspose1d", "options", options);
+        if (input.dim() != 3 || weight.dim() != 3) {
+            throw new IllegalArgumentException("convTranspose1d: expected a 3-D input [N, C_in, L] and a 3-D weight [C_in, C_out / groups, k], got "
+                    + Shapes.format(input.shape()) + " and " + Shapes.format(weight.shape()));
+        }
+        int[] stride = {1, single("convTranspose1d", "stride", options.stride())};
+        int[] padding = {0, single("convTranspose1d", "padding", options.padding())};
+        int[] outputPadding = {0, single("convTranspose1d", "outputPadding", options.outputPadding())};
+        int[] dilation = {1, single("convTranspose1d", "dilation", options.dilation())};
+        try (Tensor x = input.unsqueeze(2); Tensor w = weight.unsqueeze(2);
+             Tensor y = convTranspose2d(x, w, options.bias(), stride, padding, outputPadding, options.groups(), dilation)) {
+            return y.squeeze(2);
+        }
+    }
+
+    /** The first two tensor arguments of an options form, named as PyTorch names them when null. */
+    private static void nonNullInputs(String op, Tensor input, Tensor second) {
+        Arguments.nonNull(op, "input", input);
+        Arguments.nonNull(op, op.startsWith("conv") ? "weight" : "target", second);
+    }
+
+    /** The one value of a 1-d size argument (given as 1 value, the form every spatial rank accepts). */
+    private static int single(String op, String name, int[] sizes) {
+        if (sizes.length != 1) {
+            throw new IllegalArgumentException(op + ": expected " + name + " to be a single int, got " + Arrays.toString(sizes));
+        }
+        return sizes[0];
+    }
+
     public static Tensor unfold(Tensor input, int[] kernelSize, int[] dilation, int[] padding, int[] stride) {
         Arguments.nonNull("unfold", "input", input);
         Arguments.nonNull("unfold", "kernelSize", kernelSize);
@@ -1030,6 +1285,14 @@ public final class F {
         return org.jtorch.ops.Normalization.batchNorm(input, runningMean, runningVar, weight, bias, training, momentum, eps);
     }
 
+    /** {@code F.batch_norm(input, running_mean, running_var, **options)}; see {@link BatchNorm}. */
+    public static Tensor batchNorm(Tensor input, Tensor runningMean, Tensor runningVar, BatchNorm options) {
+        Arguments.nonNull("batchNorm", "input", input);
+        Arguments.nonNull("batchNorm", "options", options);
+        return batchNorm(input, runningMean, runningVar, options.weight(), options.bias(), options.training(), options.momentum(),
+                options.eps());
+    }
+
     /** {@code F.batch_norm} with PyTorch's defaults: evaluation mode, no affine parameters, momentum 0.1, eps 1e-5. */
     public static Tensor batchNorm(Tensor input, Tensor runningMean, Tensor runningVar) {
         return batchNorm(input, runningMean, runningVar, null, null, false, 0.1, 1e-5);
@@ -1053,6 +1316,13 @@ public final class F {
         return org.jtorch.ops.Normalization.groupNorm(input, numGroups, weight, bias, eps);
     }
 
+    /** {@code F.group_norm(input, num_groups, **options)}; see {@link Norm}. */
+    public static Tensor groupNorm(Tensor input, long numGroups, Norm options) {
+        Arguments.nonNull("groupNorm", "input", input);
+        Arguments.nonNull("groupNorm", "options", options);
+        return groupNorm(input, numGroups, options.weight(), options.bias(), options.eps());
+    }
+
     public static Tensor groupNorm(Tensor input, long numGroups) {
         return groupNorm(input, numGroups, null, null, 1e-5);
     }
@@ -1071,6 +1341,91 @@ public final class F {
     // ================================================================== spatial (pooling, padding, resampling)
     // Pooling over (N, C, L) / (C, L) or (N, C, H, W) / (C, H, W); see org.jtorch.ops.Pooling for the rules.
     // Sizes are 1 or 2 ints; a null or empty stride means the kernel size.
+
+    // Every pooling function takes its kernel as one int or an int[] and its keywords as MaxPool or AvgPool options.
+
+    /** {@code F.max_pool2d(x, kernel_size, **options)}; see {@link MaxPool}. */
+    public static Tensor maxPool2d(Tensor x, int[] kernelSize, MaxPool options) {
+        checkPool("maxPool2d", x, kernelSize, options);
+        return Pooling.maxPool2d(x, kernelSize, options.stride(), options.padding(), options.dilation(), options.ceilMode());
+    }
+
+    public static Tensor maxPool2d(Tensor x, int kernelSize, MaxPool options) {
+        return maxPool2d(x, new int[] {kernelSize}, options);
+    }
+
+    /** {@code F.max_pool2d(x, kernel_size, return_indices=True, **options)}. */
+    public static ValuesIndices maxPool2dWithIndices(Tensor x, int[] kernelSize, MaxPool options) {
+        checkPool("maxPool2dWithIndices", x, kernelSize, options);
+        return Pooling.maxPool2dWithIndices(x, kernelSize, options.stride(), options.padding(), options.dilation(), options.ceilMode());
+    }
+
+    public static ValuesIndices maxPool2dWithIndices(Tensor x, int kernelSize, MaxPool options) {
+        return maxPool2dWithIndices(x, new int[] {kernelSize}, options);
+    }
+
+    /** {@code F.max_pool1d(x, kernel_size, **options)}; sizes are single ints (one value in an array). */
+    public static Tensor maxPool1d(Tensor x, int[] kernelSize, MaxPool options) {
+        Pool1d p = pool1d("maxPool1d", x, kernelSize, options);
+        return Pooling.maxPool1d(x, p.kernel, p.stride, p.padding, p.dilation, options.ceilMode());
+    }
+
+    public static Tensor maxPool1d(Tensor x, int kernelSize, MaxPool options) {
+        return maxPool1d(x, new int[] {kernelSize}, options);
+    }
+
+    /** {@code F.max_pool1d(x, kernel_size, return_indices=True, **options)}. */
+    public static ValuesIndices maxPool1dWithIndices(Tensor x, int[] kernelSize, MaxPool options) {
+        Pool1d p = pool1d("maxPool1dWithIndices", x, kernelSize, options);
+        return Pooling.maxPool1dWithIndices(x, p.kernel, p.stride, p.padding, p.dilation, options.ceilMode());
+    }
+
+    public static ValuesIndices maxPool1dWithIndices(Tensor x, int kernelSize, MaxPool options) {
+        return maxPool1dWithIndices(x, new int[] {kernelSize}, options);
+    }
+
+    /** {@code F.avg_pool2d(x, kernel_size, **options)}; see {@link AvgPool}. */
+    public static Tensor avgPool2d(Tensor x, int[] kernelSize, AvgPool options) {
+        checkPool("avgPool2d", x, kernelSize, options);
+        long divisor = options.divisorOverride() == null ? 0 : options.divisorOverride(); // Pooling's internal spelling of None
+        return Pooling.avgPool2d(x, kernelSize, options.stride(), options.padding(), options.ceilMode(), options.countIncludePad(), divisor);
+    }
+
+    public static Tensor avgPool2d(Tensor x, int kernelSize, AvgPool options) {
+        return avgPool2d(x, new int[] {kernelSize}, options);
+    }
+
+    /** {@code F.avg_pool1d(x, kernel_size, **options)}; PyTorch's avg_pool1d has no divisor_override, nor has this one. */
+    public static Tensor avgPool1d(Tensor x, int[] kernelSize, AvgPool options) {
+        Pool1d p = pool1d("avgPool1d", x, kernelSize, options);
+        if (options.divisorOverride() != null) {
+            throw new IllegalArgumentException("avgPool1d: avg_pool1d has no divisor_override (PyTorch's neither), got "
+                    + options.divisorOverride());
+        }
+        return Pooling.avgPool1d(x, p.kernel, p.stride, p.padding, options.ceilMode(), options.countIncludePad());
+    }
+
+    public static Tensor avgPool1d(Tensor x, int kernelSize, AvgPool options) {
+        return avgPool1d(x, new int[] {kernelSize}, options);
+    }
+
+    private static void checkPool(String op, Tensor x, int[] kernelSize, Record options) {
+        Arguments.nonNull(op, "x", x);
+        Arguments.nonNull(op, "kernelSize", kernelSize);
+        Arguments.nonNull(op, "options", options);
+    }
+
+    /** A 1-d pool's sizes, each given as one int (a null stride: the kernel size). */
+    private record Pool1d(int kernel, Integer stride, int padding, int dilation) {}
+
+    private static Pool1d pool1d(String op, Tensor x, int[] kernelSize, Record options) {
+        checkPool(op, x, kernelSize, options);
+        int[] stride = options instanceof MaxPool m ? m.stride() : ((AvgPool) options).stride();
+        int[] padding = options instanceof MaxPool m ? m.padding() : ((AvgPool) options).padding();
+        int[] dilation = options instanceof MaxPool m ? m.dilation() : new int[] {1};
+        return new Pool1d(single(op, "kernelSize", kernelSize), stride == null ? null : single(op, "stride", stride),
+                single(op, "padding", padding), single(op, "dilation", dilation));
+    }
 
     public static Tensor maxPool2d(Tensor x, int kernelSize) {
         Arguments.nonNull("maxPool2d", "x", x);
@@ -1130,7 +1485,13 @@ public final class F {
         return Pooling.avgPool2d(x, new int[] {kernelSize}, new int[] {stride}, new int[] {padding}, false, true, 0);
     }
 
-    /** A positive {@code divisorOverride} replaces the window size as divisor (0: none). */
+    /**
+     * A positive {@code divisorOverride} replaces the window size as divisor (0: none).
+     *
+     * @deprecated 0 stands for PyTorch's None here; use {@link #avgPool2d(Tensor, int[], AvgPool)}, whose
+     *     {@link AvgPool#divisorOverride(Long)} takes null.
+     */
+    @Deprecated
     public static Tensor avgPool2d(Tensor x, int[] kernelSize, int[] stride, int[] padding, boolean ceilMode, boolean countIncludePad,
                                    long divisorOverride) {
         Arguments.nonNull("avgPool2d", "x", x);
@@ -1149,11 +1510,47 @@ public final class F {
         return Pooling.avgPool1d(x, kernelSize, stride, padding, ceilMode, countIncludePad);
     }
 
-    /** Output size as 1 or 2 sizes; -1 keeps the input's (PyTorch's None). */
+    /** Output size as 1 or 2 non-negative sizes; {@link #adaptiveAvgPool2d(Tensor, Long, Long)} keeps an input size. */
     public static Tensor adaptiveAvgPool2d(Tensor x, long... outputSize) {
         Arguments.nonNull("adaptiveAvgPool2d", "x", x);
         Arguments.nonNull("adaptiveAvgPool2d", "outputSize", outputSize);
-        return Pooling.adaptiveAvgPool2d(x, outputSize);
+        return Pooling.adaptiveAvgPool2d(x, checkSizes("adaptiveAvgPool2d", outputSize));
+    }
+
+    /** {@code F.adaptive_avg_pool2d(x, (outH, outW))}: a null size keeps the input's (PyTorch's None). */
+    public static Tensor adaptiveAvgPool2d(Tensor x, Long outH, Long outW) {
+        Arguments.nonNull("adaptiveAvgPool2d", "x", x);
+        return Pooling.adaptiveAvgPool2d(x, noneAsInput("adaptiveAvgPool2d", outH), noneAsInput("adaptiveAvgPool2d", outW));
+    }
+
+    /** As {@link #adaptiveAvgPool2d(Tensor, Long, Long)}: a null size keeps the input's. */
+    public static Tensor adaptiveMaxPool2d(Tensor x, Long outH, Long outW) {
+        Arguments.nonNull("adaptiveMaxPool2d", "x", x);
+        try (ValuesIndices r = adaptiveMaxPool2dWithIndices(x, outH, outW)) {
+            return r.values().alias();
+        }
+    }
+
+    /** As {@link #adaptiveAvgPool2d(Tensor, Long, Long)}, with the indices. */
+    public static ValuesIndices adaptiveMaxPool2dWithIndices(Tensor x, Long outH, Long outW) {
+        Arguments.nonNull("adaptiveMaxPool2dWithIndices", "x", x);
+        return Pooling.adaptiveMaxPool2d(x, noneAsInput("adaptiveMaxPool2dWithIndices", outH), noneAsInput("adaptiveMaxPool2dWithIndices", outW));
+    }
+
+    /** Pooling's internal spelling of None is -1; a given size must be non-negative. */
+    static long noneAsInput(String op, Long size) {
+        if (size != null && size < 0) throw new IllegalArgumentException(op + ": output sizes must be non-negative (null for None), got " + size);
+        return size == null ? -1 : size;
+    }
+
+    static long[] checkSizes(String op, long[] sizes) {
+        for (long s : sizes) {
+            if (s < 0) {
+                throw new IllegalArgumentException(op + ": elements of output_size must be greater than or equal to 0 but received "
+                        + Arrays.toString(sizes) + " (to keep an input size, PyTorch's None, pass null to the (Tensor, Long, Long) form)");
+            }
+        }
+        return sizes;
     }
 
     public static Tensor adaptiveAvgPool1d(Tensor x, long outputSize) {
@@ -1165,7 +1562,7 @@ public final class F {
     public static Tensor adaptiveMaxPool2d(Tensor x, long... outputSize) {
         Arguments.nonNull("adaptiveMaxPool2d", "x", x);
         Arguments.nonNull("adaptiveMaxPool2d", "outputSize", outputSize);
-        ValuesIndices r = Pooling.adaptiveMaxPool2d(x, outputSize);
+        ValuesIndices r = Pooling.adaptiveMaxPool2d(x, checkSizes("adaptiveMaxPool2d", outputSize));
         r.indices().close();
         return r.values();
     }
@@ -1173,7 +1570,7 @@ public final class F {
     public static ValuesIndices adaptiveMaxPool2dWithIndices(Tensor x, long... outputSize) {
         Arguments.nonNull("adaptiveMaxPool2dWithIndices", "x", x);
         Arguments.nonNull("adaptiveMaxPool2dWithIndices", "outputSize", outputSize);
-        return Pooling.adaptiveMaxPool2d(x, outputSize);
+        return Pooling.adaptiveMaxPool2d(x, checkSizes("adaptiveMaxPool2dWithIndices", outputSize));
     }
 
     public static Tensor adaptiveMaxPool1d(Tensor x, long outputSize) {
@@ -1181,6 +1578,14 @@ public final class F {
         ValuesIndices r = Pooling.adaptiveMaxPool1d(x, outputSize);
         r.indices().close();
         return r.values();
+    }
+
+    /** {@code F.pad(x, pad, **options)}; see {@link Pad}. */
+    public static Tensor pad(Tensor x, long[] pads, Pad options) {
+        Arguments.nonNull("pad", "x", x);
+        Arguments.nonNull("pad", "pads", pads);
+        Arguments.nonNull("pad", "options", options);
+        return Padding.pad(x, pads, options.mode(), options.value());
     }
 
     /** {@code F.pad} with zeros (constant mode); pads are {@code (left, right)} pairs from the last dimension backwards. */
@@ -1204,6 +1609,14 @@ public final class F {
         Arguments.nonNull("pad", "pads", pads);
         Arguments.nonNull("pad", "mode", mode);
         return Padding.pad(x, pads, mode, value);
+    }
+
+    /** {@code F.interpolate(x, **options)}: {@code F.interpolate(x, Interpolate.options().size(8, 8).mode("bilinear"))}. */
+    public static Tensor interpolate(Tensor x, Interpolate options) {
+        Arguments.nonNull("interpolate", "x", x);
+        Arguments.nonNull("interpolate", "options", options);
+        return Resampling.interpolate(x, options.size(), options.scaleFactor(), options.mode(), options.alignCorners(),
+                options.recomputeScaleFactor());
     }
 
     /** {@code F.interpolate(x, size=...)}; {@code alignCorners} may be null (false, linear modes only). */
@@ -1294,5 +1707,247 @@ public final class F {
             Tensor keep = Torch.rand(maskShape, x.dtype(), x.device(), gen).lt(1 - p);
             return x.mul(keep.to(x.dtype()).mul(1.0 / (1 - p)));
         });
+    }
+
+    // ================================================================== keyword options
+    // One record per op with a long PyTorch signature (see the class comment): options() gives PyTorch's defaults,
+    // each wither (named after the keyword, in camelCase) returns a copy with one keyword changed.
+
+    /** {@code F.cross_entropy}'s keywords: {@code weight=None, ignore_index=-100, reduction='mean', label_smoothing=0.0}. */
+    public record CrossEntropy(Tensor weight, long ignoreIndex, Reduction reduction, double labelSmoothing) {
+        public CrossEntropy {
+            Arguments.nonNull("CrossEntropy", "reduction", reduction);
+        }
+
+        public static CrossEntropy options() { return new CrossEntropy(null, -100, Reduction.MEAN, 0); }
+        public CrossEntropy weight(Tensor weight) { return new CrossEntropy(weight, ignoreIndex, reduction, labelSmoothing); }
+        public CrossEntropy ignoreIndex(long ignoreIndex) { return new CrossEntropy(weight, ignoreIndex, reduction, labelSmoothing); }
+        public CrossEntropy reduction(Reduction reduction) { return new CrossEntropy(weight, ignoreIndex, reduction, labelSmoothing); }
+        public CrossEntropy labelSmoothing(double labelSmoothing) { return new CrossEntropy(weight, ignoreIndex, reduction, labelSmoothing); }
+    }
+
+    /** {@code F.nll_loss}'s keywords: {@code weight=None, ignore_index=-100, reduction='mean'}. */
+    public record NllLoss(Tensor weight, long ignoreIndex, Reduction reduction) {
+        public NllLoss {
+            Arguments.nonNull("NllLoss", "reduction", reduction);
+        }
+
+        public static NllLoss options() { return new NllLoss(null, -100, Reduction.MEAN); }
+        public NllLoss weight(Tensor weight) { return new NllLoss(weight, ignoreIndex, reduction); }
+        public NllLoss ignoreIndex(long ignoreIndex) { return new NllLoss(weight, ignoreIndex, reduction); }
+        public NllLoss reduction(Reduction reduction) { return new NllLoss(weight, ignoreIndex, reduction); }
+    }
+
+    /** {@code F.binary_cross_entropy}'s keywords: {@code weight=None, reduction='mean'}. */
+    public record BinaryCrossEntropy(Tensor weight, Reduction reduction) {
+        public BinaryCrossEntropy {
+            Arguments.nonNull("BinaryCrossEntropy", "reduction", reduction);
+        }
+
+        public static BinaryCrossEntropy options() { return new BinaryCrossEntropy(null, Reduction.MEAN); }
+        public BinaryCrossEntropy weight(Tensor weight) { return new BinaryCrossEntropy(weight, reduction); }
+        public BinaryCrossEntropy reduction(Reduction reduction) { return new BinaryCrossEntropy(weight, reduction); }
+    }
+
+    /** {@code F.binary_cross_entropy_with_logits}'s keywords: {@code weight=None, reduction='mean', pos_weight=None}. */
+    public record BinaryCrossEntropyWithLogits(Tensor weight, Tensor posWeight, Reduction reduction) {
+        public BinaryCrossEntropyWithLogits {
+            Arguments.nonNull("BinaryCrossEntropyWithLogits", "reduction", reduction);
+        }
+
+        public static BinaryCrossEntropyWithLogits options() { return new BinaryCrossEntropyWithLogits(null, null, Reduction.MEAN); }
+        public BinaryCrossEntropyWithLogits weight(Tensor weight) { return new BinaryCrossEntropyWithLogits(weight, posWeight, reduction); }
+        public BinaryCrossEntropyWithLogits posWeight(Tensor posWeight) { return new BinaryCrossEntropyWithLogits(weight, posWeight, reduction); }
+        public BinaryCrossEntropyWithLogits reduction(Reduction reduction) { return new BinaryCrossEntropyWithLogits(weight, posWeight, reduction); }
+    }
+
+    /** {@code F.batch_norm}'s keywords: {@code weight=None, bias=None, training=False, momentum=0.1, eps=1e-5}. */
+    public record BatchNorm(Tensor weight, Tensor bias, boolean training, double momentum, double eps) {
+        public static BatchNorm options() { return new BatchNorm(null, null, false, 0.1, 1e-5); }
+        public BatchNorm weight(Tensor weight) { return new BatchNorm(weight, bias, training, momentum, eps); }
+        public BatchNorm bias(Tensor bias) { return new BatchNorm(weight, bias, training, momentum, eps); }
+        public BatchNorm training(boolean training) { return new BatchNorm(weight, bias, training, momentum, eps); }
+        public BatchNorm momentum(double momentum) { return new BatchNorm(weight, bias, training, momentum, eps); }
+        public BatchNorm eps(double eps) { return new BatchNorm(weight, bias, training, momentum, eps); }
+    }
+
+    /** {@code F.layer_norm}'s and {@code F.group_norm}'s keywords: {@code weight=None, bias=None, eps=1e-5}. */
+    public record Norm(Tensor weight, Tensor bias, double eps) {
+        public static Norm options() { return new Norm(null, null, 1e-5); }
+        public Norm weight(Tensor weight) { return new Norm(weight, bias, eps); }
+        public Norm bias(Tensor bias) { return new Norm(weight, bias, eps); }
+        public Norm eps(double eps) { return new Norm(weight, bias, eps); }
+    }
+
+    /**
+     * The keywords of {@code F.conv1d}, {@code F.conv2d} and {@code F.conv3d}: {@code bias=None, stride=1, padding=0, dilation=1,
+     * groups=1}.
+     * Sizes take one value for every spatial dimension or one per dimension; {@code padding} is sizes or
+     * {@code "valid"}/{@code "same"} ({@link #paddingMode()} non-null then).
+     */
+    public record Conv(Tensor bias, int[] stride, int[] padding, String paddingMode, int[] dilation, int groups) {
+        public Conv {
+            Arguments.nonNull("Conv", "stride", stride);
+            Arguments.nonNull("Conv", "dilation", dilation);
+            if (padding == null && paddingMode == null) throw new NullPointerException("Conv: padding must not be null");
+            stride = stride.clone();
+            padding = padding == null ? null : padding.clone();
+            dilation = dilation.clone();
+        }
+
+        public static Conv options() { return new Conv(null, new int[] {1}, new int[] {0}, null, new int[] {1}, 1); }
+        public Conv bias(Tensor bias) { return new Conv(bias, stride, padding, paddingMode, dilation, groups); }
+        public Conv stride(int... stride) { return new Conv(bias, stride, padding, paddingMode, dilation, groups); }
+        public Conv padding(int... padding) { return new Conv(bias, stride, padding, null, dilation, groups); }
+        /** {@code "valid"} (no padding) or {@code "same"} (the output as large as the input; stride 1 only). */
+        public Conv padding(String padding) { return new Conv(bias, stride, null, padding, dilation, groups); }
+        public Conv dilation(int... dilation) { return new Conv(bias, stride, padding, paddingMode, dilation, groups); }
+        public Conv groups(int groups) { return new Conv(bias, stride, padding, paddingMode, dilation, groups); }
+        @Override public int[] stride() { return stride.clone(); }
+        @Override public int[] padding() { return padding == null ? null : padding.clone(); }
+        @Override public int[] dilation() { return dilation.clone(); }
+    }
+
+    /**
+     * The keywords of {@code F.conv_transpose1d} and {@code F.conv_transpose2d}: {@code bias=None, stride=1, padding=0,
+     * output_padding=0, groups=1, dilation=1}; sizes as {@link Conv}'s.
+     */
+    public record ConvTranspose(Tensor bias, int[] stride, int[] padding, int[] outputPadding, int groups, int[] dilation) {
+        public ConvTranspose {
+            Arguments.nonNull("ConvTranspose", "stride", stride);
+            Arguments.nonNull("ConvTranspose", "padding", padding);
+            Arguments.nonNull("ConvTranspose", "outputPadding", outputPadding);
+            Arguments.nonNull("ConvTranspose", "dilation", dilation);
+            stride = stride.clone();
+            padding = padding.clone();
+            outputPadding = outputPadding.clone();
+            dilation = dilation.clone();
+        }
+
+        public static ConvTranspose options() { return new ConvTranspose(null, new int[] {1}, new int[] {0}, new int[] {0}, 1, new int[] {1}); }
+        public ConvTranspose bias(Tensor bias) { return new ConvTranspose(bias, stride, padding, outputPadding, groups, dilation); }
+        public ConvTranspose stride(int... stride) { return new ConvTranspose(bias, stride, padding, outputPadding, groups, dilation); }
+        public ConvTranspose padding(int... padding) { return new ConvTranspose(bias, stride, padding, outputPadding, groups, dilation); }
+        public ConvTranspose outputPadding(int... outputPadding) { return new ConvTranspose(bias, stride, padding, outputPadding, groups, dilation); }
+        public ConvTranspose groups(int groups) { return new ConvTranspose(bias, stride, padding, outputPadding, groups, dilation); }
+        public ConvTranspose dilation(int... dilation) { return new ConvTranspose(bias, stride, padding, outputPadding, groups, dilation); }
+        @Override public int[] stride() { return stride.clone(); }
+        @Override public int[] padding() { return padding.clone(); }
+        @Override public int[] outputPadding() { return outputPadding.clone(); }
+        @Override public int[] dilation() { return dilation.clone(); }
+    }
+
+    /**
+     * The keywords of {@code F.max_pool1d} and {@code F.max_pool2d}: {@code stride=None} (null: the kernel size),
+     * {@code padding=0, dilation=1, ceil_mode=False}. PyTorch's {@code return_indices=True} changes what is returned, so
+     * in Java it is a method of its own: {@link F#maxPool2dWithIndices(Tensor, int[], MaxPool)}.
+     */
+    public record MaxPool(int[] stride, int[] padding, int[] dilation, boolean ceilMode) {
+        public MaxPool {
+            Arguments.nonNull("MaxPool", "padding", padding);
+            Arguments.nonNull("MaxPool", "dilation", dilation);
+            stride = stride == null ? null : stride.clone();
+            padding = padding.clone();
+            dilation = dilation.clone();
+        }
+
+        public static MaxPool options() { return new MaxPool(null, new int[] {0}, new int[] {1}, false); }
+        public MaxPool stride(int... stride) { return new MaxPool(stride, padding, dilation, ceilMode); }
+        public MaxPool padding(int... padding) { return new MaxPool(stride, padding, dilation, ceilMode); }
+        public MaxPool dilation(int... dilation) { return new MaxPool(stride, padding, dilation, ceilMode); }
+        public MaxPool ceilMode(boolean ceilMode) { return new MaxPool(stride, padding, dilation, ceilMode); }
+        @Override public int[] stride() { return stride == null ? null : stride.clone(); }
+        @Override public int[] padding() { return padding.clone(); }
+        @Override public int[] dilation() { return dilation.clone(); }
+    }
+
+    /**
+     * The keywords of {@code F.avg_pool1d} and {@code F.avg_pool2d}: {@code stride=None} (null: the kernel size),
+     * {@code padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None} (null: the window's size;
+     * 2-d only, as PyTorch's).
+     */
+    public record AvgPool(int[] stride, int[] padding, boolean ceilMode, boolean countIncludePad, Long divisorOverride) {
+        public AvgPool {
+            Arguments.nonNull("AvgPool", "padding", padding);
+            stride = stride == null ? null : stride.clone();
+            padding = padding.clone();
+            if (divisorOverride != null && divisorOverride <= 0) {
+                throw new IllegalArgumentException("AvgPool: divisor_override must be positive, got " + divisorOverride);
+            }
+        }
+
+        public static AvgPool options() { return new AvgPool(null, new int[] {0}, false, true, null); }
+        public AvgPool stride(int... stride) { return new AvgPool(stride, padding, ceilMode, countIncludePad, divisorOverride); }
+        public AvgPool padding(int... padding) { return new AvgPool(stride, padding, ceilMode, countIncludePad, divisorOverride); }
+        public AvgPool ceilMode(boolean ceilMode) { return new AvgPool(stride, padding, ceilMode, countIncludePad, divisorOverride); }
+        public AvgPool countIncludePad(boolean countIncludePad) { return new AvgPool(stride, padding, ceilMode, countIncludePad, divisorOverride); }
+        public AvgPool divisorOverride(Long divisorOverride) { return new AvgPool(stride, padding, ceilMode, countIncludePad, divisorOverride); }
+        @Override public int[] stride() { return stride == null ? null : stride.clone(); }
+        @Override public int[] padding() { return padding.clone(); }
+    }
+
+    /**
+     * {@code F.interpolate}'s keywords: {@code size=None, scale_factor=None, mode='nearest', align_corners=None,
+     * recompute_scale_factor=None} (None behaves as False). Exactly one of {@code size} and {@code scaleFactor} is given.
+     */
+    public record Interpolate(long[] size, double[] scaleFactor, String mode, Boolean alignCorners, boolean recomputeScaleFactor) {
+        public Interpolate {
+            Arguments.nonNull("Interpolate", "mode", mode);
+            size = size == null ? null : size.clone();
+            scaleFactor = scaleFactor == null ? null : scaleFactor.clone();
+        }
+
+        public static Interpolate options() { return new Interpolate(null, null, "nearest", null, false); }
+        public Interpolate size(long... size) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor); }
+        public Interpolate scaleFactor(double... scaleFactor) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor); }
+        public Interpolate mode(String mode) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor); }
+        public Interpolate alignCorners(Boolean alignCorners) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor); }
+        public Interpolate recomputeScaleFactor(boolean recompute) { return new Interpolate(size, scaleFactor, mode, alignCorners, recompute); }
+        @Override public long[] size() { return size == null ? null : size.clone(); }
+        @Override public double[] scaleFactor() { return scaleFactor == null ? null : scaleFactor.clone(); }
+    }
+
+    /**
+     * {@code F.embedding}'s keywords: {@code padding_idx=None} (null: none; negative counts from the end). PyTorch's
+     * {@code max_norm}, {@code scale_grad_by_freq} and {@code sparse} are not supported.
+     */
+    public record Embedding(Long paddingIdx) {
+        public static Embedding options() { return new Embedding(null); }
+        public Embedding paddingIdx(Long paddingIdx) { return new Embedding(paddingIdx); }
+    }
+
+    /**
+     * {@code F.dropout}'s keywords: {@code p=0.5, training=True}, and the {@link Generator} the mask is drawn from
+     * (null: the default generator). PyTorch's {@code inplace} is not offered: the result is always a new tensor.
+     */
+    public record Dropout(double p, boolean training, Generator generator) {
+        public static Dropout options() { return new Dropout(0.5, true, null); }
+        public Dropout p(double p) { return new Dropout(p, training, generator); }
+        public Dropout training(boolean training) { return new Dropout(p, training, generator); }
+        public Dropout generator(Generator generator) { return new Dropout(p, training, generator); }
+    }
+
+    /** {@code F.pad}'s keywords: {@code mode='constant', value=None} (None pads with 0; constant mode only). */
+    public record Pad(String mode, double value) {
+        public Pad {
+            Arguments.nonNull("Pad", "mode", mode);
+        }
+
+        public static Pad options() { return new Pad("constant", 0); }
+        public Pad mode(String mode) { return new Pad(mode, value); }
+        public Pad value(double value) { return new Pad(mode, value); }
+    }
+
+    /**
+     * {@code F.scaled_dot_product_attention}'s keywords (PyTorch 2.1): {@code attn_mask=None, dropout_p=0.0,
+     * is_causal=False, scale=None} (null: {@code 1 / sqrt(E)}), and the dropout's {@link Generator} (null: the default).
+     */
+    public record ScaledDotProductAttention(Tensor attnMask, double dropoutP, boolean isCausal, Double scale, Generator generator) {
+        public static ScaledDotProductAttention options() { return new ScaledDotProductAttention(null, 0, false, null, null); }
+        public ScaledDotProductAttention attnMask(Tensor attnMask) { return new ScaledDotProductAttention(attnMask, dropoutP, isCausal, scale, generator); }
+        public ScaledDotProductAttention dropoutP(double dropoutP) { return new ScaledDotProductAttention(attnMask, dropoutP, isCausal, scale, generator); }
+        public ScaledDotProductAttention isCausal(boolean isCausal) { return new ScaledDotProductAttention(attnMask, dropoutP, isCausal, scale, generator); }
+        public ScaledDotProductAttention scale(Double scale) { return new ScaledDotProductAttention(attnMask, dropoutP, isCausal, scale, generator); }
+        public ScaledDotProductAttention generator(Generator generator) { return new ScaledDotProductAttention(attnMask, dropoutP, isCausal, scale, generator); }
     }
 }

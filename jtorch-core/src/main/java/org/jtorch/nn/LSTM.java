@@ -21,9 +21,22 @@ import org.jtorch.ops.Arguments;
  *     state = out.state().detach();                     // keep the values, cut the graph
  * }
  * }</pre>
- * {@link #forward(Tensor)} (the single-tensor {@link Module} form, for {@link Sequential}) returns only {@code output}.
+ * {@link #forward(Tensor)} (the single-tensor {@link Module} form, for {@link Sequential}) returns only {@code output};
+ * {@link #forward(Input)} is the same call as a {@link TupleModule}, for typed chains, DDP and a JIT.
  */
-public class LSTM extends RNNBase {
+public class LSTM extends RNNBase implements TupleModule<LSTM.Input, LSTM.Output> {
+    /** PyTorch's {@code (input, (h_0, c_0))}: the sequence and the state to start from (null: zeros). */
+    public record Input(Tensor input, State state) {
+        public Input {
+            Arguments.nonNull("LSTM.Input", "input", input);
+        }
+
+        /** The sequence from zero states. */
+        public Input(Tensor input) {
+            this(input, null);
+        }
+    }
+
     /**
      * An LSTM state {@code (h, c)}: {@code h} {@code [L*D, N, H_out]} and {@code c} {@code [L*D, N, H]} (unbatched: no
      * {@code N}); closing closes both.
@@ -111,6 +124,13 @@ public class LSTM extends RNNBase {
     public Output forward(Tensor input, State state) {
         Result r = runPadded(input, state == null ? null : state.h(), state == null ? null : state.c());
         return new Output(r.output(), r.hN(), r.cN());
+    }
+
+    /** The {@link TupleModule} form of {@link #forward(Tensor, State)}. */
+    @Override
+    public Output forward(Input input) {
+        Arguments.nonNull("LSTM.forward", "input", input);
+        return forward(input.input(), input.state());
     }
 
     /** A packed input: the output is packed the same way; {@code state} is in the caller's batch order (null: zeros). */

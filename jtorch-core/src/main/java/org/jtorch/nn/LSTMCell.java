@@ -6,13 +6,14 @@ import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Recurrent;
 
 /**
  * One LSTM step, as {@code torch.nn.LSTMCell} (the formulas of {@link LSTM}; the fused {@link Recurrent#lstmCell}):
  * {@link #forward(Tensor, LSTM.State)} maps {@code (input, (h, c))} to the next {@code (h', c')}.
  */
-public class LSTMCell extends RNNCellBase {
+public class LSTMCell extends RNNCellBase implements TupleModule<LSTM.Input, LSTM.State> {
     public LSTMCell(long inputSize, long hiddenSize) {
         this(inputSize, hiddenSize, true);
     }
@@ -31,6 +32,13 @@ public class LSTMCell extends RNNCellBase {
         try (LSTM.State next = forward(input, null)) {
             return next.h().alias();
         }
+    }
+
+    /** The {@link TupleModule} form: PyTorch's {@code (input, (h, c)) -> (h', c')}. */
+    @Override
+    public LSTM.State forward(LSTM.Input input) {
+        Arguments.nonNull("LSTMCell.forward", "input", input);
+        return forward(input.input(), input.state());
     }
 
     /** The next {@code (h', c')} from {@code state} ({@code [N, H]} or {@code [H]} each; null: zeros). */

@@ -32,13 +32,13 @@ import org.jtorch.op.Shapes;
  *
  * <p>Thread safety: none; a module is configured and trained from one thread at a time.
  */
-public abstract class Module implements AutoCloseable {
+public abstract class Module implements AutoCloseable, Cloneable {
     // Values may be null: PyTorch registers None for an absent parameter (Linear without bias), which
-    // then takes part in neither traversal nor the state dict.
-    private final LinkedHashMap<String, Tensor> parameters = new LinkedHashMap<>();
-    private final LinkedHashMap<String, Tensor> buffers = new LinkedHashMap<>();
-    private final Set<String> nonPersistentBuffers = new LinkedHashSet<>();
-    private final LinkedHashMap<String, Module> children = new LinkedHashMap<>();
+    // then takes part in neither traversal nor the state dict. Not final only so that deepCopy can give a copy its own.
+    private LinkedHashMap<String, Tensor> parameters = new LinkedHashMap<>();
+    private LinkedHashMap<String, Tensor> buffers = new LinkedHashMap<>();
+    private Set<String> nonPersistentBuffers = new LinkedHashSet<>();
+    private LinkedHashMap<String, Module> children = new LinkedHashMap<>();
     private boolean training = true;
 
     /** Maps one input tensor to one output; the caller owns the result. */
@@ -401,6 +401,117 @@ public abstract class Module implements AutoCloseable {
             sb.append('"').append(k).append('"');
         }
         return sb.toString();
+    }
+
+    // ------------------------------------------------------------------ copying
+
+    /**
+     * A deep copy, as Python's {@code copy.deepcopy(module)}: a module of the same class with its own parameters, buffers
+     * and submodules (new storage with equal values, on the same device and dtype), the same training flag, each
+     * parameter's {@code requiresGrad} and a copy of its {@code .grad}. What is shared inside this module stays shared
+     * in the copy (tied weights, a submodule registered twice). The copy is owned by the caller, outside any
+     * {@link org.jtorch.memory.MemoryScope}.
+     *
+     * <p>Fields of subclasses are copied by reflection: fields holding modules or tensors (also in arrays, lists and
+     * maps) point to their copies; every other field value (options, sizes, functions) is shared with the original, so
+     * such state must be immutable, and a lambda that captured the original module keeps calling it. Hooks are not
+     * copied: tensor hooks (such as those {@link org.jtorch.distributed.DistributedDataParallel} installs) belong to the
+     * original's tensors, and a module has no forward hooks.
+     *
+     * @throws UnsupportedOperationException for a module that cannot be meaningfully copied (DDP: copy its module)
+     */
+    public Module deepCopy() {
+        try (Grad.Mode g = Grad.noGrad()) {
+            return copyInto(new IdentityHashMap<>());
+        }
+    }
+
+    /** {@link #deepCopy()} typed as its argument: {@code LSTM copy = Module.deepCopy(lstm)}. */
+    @SuppressWarnings("unchecked")
+    public static <M extends Module> M deepCopy(M module) {
+        Arguments.nonNull("deepCopy", "module", module);
+        return (M) module.deepCopy();
+    }
+
+    /** {@code memo} maps each original module and tensor to its copy, as deepcopy's memo. */
+    private Module copyInto(IdentityHashMap<Object, Object> memo) {
+        Object done = memo.get(this);
+        if (done != null) return (Module) done;
+        Module copy;
+        try {
+            copy = (Module) super.clone();
+        } catch (CloneNotSupportedException e) {
+            throw new AssertionError(e); // Module is Cloneable
+        }
+        memo.put(this, copy);
+        copy.parameters = new LinkedHashMap<>();
+        for (Map.Entry<String, Tensor> e : parameters.entrySet()) copy.parameters.put(e.getKey(), copyTensor(e.getValue(), memo));
+        copy.buffers = new LinkedHashMap<>();
+        for (Map.Entry<String, Tensor> e : buffers.entrySet()) copy.buffers.put(e.getKey(), copyTensor(e.getValue(), memo));
+        copy.nonPersistentBuffers = new LinkedHashSet<>(nonPersistentBuffers);
+        copy.children = new LinkedHashMap<>();
+        for (Map.Entry<String, Module> e : children.entrySet()) copy.children.put(e.getKey(), e.getValue().copyInto(memo));
+        for (Class<?> c = getClass(); c != Module.class; c = c.getSuperclass()) {
+            for (java.lang.reflect.Field f : c.getDeclaredFields()) {
+                if (java.lang.reflect.Modifier.isStatic(f.getModifiers())) continue;
+                try {
+                    f.setAccessible(true);
+                    Object value = f.get(copy);
+                    Object mapped = copyField(value, memo);
+                    if (mapped != value) f.set(copy, mapped);
+                } catch (ReflectiveOperationException | RuntimeException e) {
+                    throw new UnsupportedOperationException("deepCopy: cannot copy field " + c.getSimpleName() + "." + f.getName()
+                            + " of " + getClass().getSimpleName() + ": " + e.getMessage(), e);
+                }
+            }
+        }
+        return copy;
+    }
+
+    /** A field's value in the copy: modules and tensors copied (through the memo), containers of them rebuilt, the rest shared. */
+    private static Object copyField(Object value, IdentityHashMap<Object, Object> memo) {
+        return switch (value) {
+            case Module m -> m.copyInto(memo);
+            case Tensor t -> copyTensor(t, memo);
+            case Object[] items when holdsState(Arrays.asList(items)) -> {
+                Object[] out = items.clone();
+                for (int i = 0; i < out.length; i++) out[i] = copyField(items[i], memo);
+                yield out;
+            }
+            case List<?> items when holdsState(items) -> {
+                List<Object> out = new ArrayList<>();
+                for (Object item : items) out.add(copyField(item, memo));
+                yield out;
+            }
+            case Map<?, ?> map when holdsState(map.values()) -> {
+                Map<Object, Object> out = new LinkedHashMap<>();
+                for (Map.Entry<?, ?> e : map.entrySet()) out.put(e.getKey(), copyField(e.getValue(), memo));
+                yield out;
+            }
+            case null, default -> value;
+        };
+    }
+
+    private static boolean holdsState(java.util.Collection<?> items) {
+        return items.stream().anyMatch(v -> v instanceof Module || v instanceof Tensor || v instanceof Object[] || v instanceof List<?>
+                || v instanceof Map<?, ?>);
+    }
+
+    private static Tensor copyTensor(Tensor t, IdentityHashMap<Object, Object> memo) {
+        if (t == null) return null;
+        Object done = memo.get(t);
+        if (done != null) return (Tensor) done;
+        t.checkOpen("deepCopy");
+        Tensor copy = t.clone();
+        copy.untrack(); // owned by the copy, as registered tensors are
+        copy.requiresGrad_(t.requiresGrad());
+        if (t.grad() != null) {
+            Tensor grad = t.grad().clone();
+            grad.untrack();
+            copy.setGrad(grad);
+        }
+        memo.put(t, copy);
+        return copy;
     }
 
     // ------------------------------------------------------------------ lifetime and printing

@@ -21,7 +21,45 @@ import org.jtorch.op.Shapes;
  * ({@code [N, S]}), true means "may not attend"; floating masks are added to the scores.
  * Initialised as PyTorch: xavier_uniform in_proj_weight, zero biases, out_proj.weight as Linear.
  */
-public class MultiheadAttention extends Module {
+public class MultiheadAttention extends Module implements TupleModule<MultiheadAttention.Input, MultiheadAttention.Output> {
+    /**
+     * PyTorch's {@code (query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+     * average_attn_weights=True, is_causal=False)}: {@code new Input(q, k, v)} holds the defaults, and a wither per
+     * keyword changes one, as the {@link F} options records: {@code new Input(x, x, x).attnMask(mask).needWeights(false)}.
+     */
+    public record Input(Tensor query, Tensor key, Tensor value, Tensor keyPaddingMask, boolean needWeights, Tensor attnMask,
+                        boolean averageAttnWeights, boolean isCausal) {
+        public Input {
+            Arguments.nonNull("MultiheadAttention.Input", "query", query);
+            Arguments.nonNull("MultiheadAttention.Input", "key", key);
+            Arguments.nonNull("MultiheadAttention.Input", "value", value);
+        }
+
+        public Input(Tensor query, Tensor key, Tensor value) {
+            this(query, key, value, null, true, null, true, false);
+        }
+
+        public Input keyPaddingMask(Tensor mask) {
+            return new Input(query, key, value, mask, needWeights, attnMask, averageAttnWeights, isCausal);
+        }
+
+        public Input needWeights(boolean need) {
+            return new Input(query, key, value, keyPaddingMask, need, attnMask, averageAttnWeights, isCausal);
+        }
+
+        public Input attnMask(Tensor mask) {
+            return new Input(query, key, value, keyPaddingMask, needWeights, mask, averageAttnWeights, isCausal);
+        }
+
+        public Input averageAttnWeights(boolean average) {
+            return new Input(query, key, value, keyPaddingMask, needWeights, attnMask, average, isCausal);
+        }
+
+        public Input isCausal(boolean causal) {
+            return new Input(query, key, value, keyPaddingMask, needWeights, attnMask, averageAttnWeights, causal);
+        }
+    }
+
     private final long embedDim;
     private final long numHeads;
     private final double dropout;
@@ -86,6 +124,14 @@ public class MultiheadAttention extends Module {
     public Tensor forward(Tensor x) {
         Output o = forward(x, x, x, null, false, null, true);
         return o.output();
+    }
+
+    /** The {@link TupleModule} form: every keyword from the record. */
+    @Override
+    public Output forward(Input input) {
+        Arguments.nonNull("MultiheadAttention.forward", "input", input);
+        return forward(input.query(), input.key(), input.value(), input.keyPaddingMask(), input.needWeights(), input.attnMask(),
+                input.averageAttnWeights(), input.isCausal());
     }
 
     /** Attention with PyTorch's defaults: no masks, averaged weights returned. */

@@ -14,7 +14,14 @@ import org.jtorch.ops.Arguments;
  * {@code [L*D, N, H]} (every layer's final state). {@link #forward(Tensor)} (the single-tensor {@link Module} form, for
  * {@link Sequential}) returns only {@code output}.
  */
-public class RNN extends RNNBase {
+public class RNN extends RNNBase implements TupleModule<RNN.Input, RNN.Output> {
+    /** PyTorch's {@code (input, h_0)}: the sequence and the initial state (null: zeros). */
+    public record Input(Tensor input, Tensor h0) {
+        public Input {
+            Arguments.nonNull("RNN.Input", "input", input);
+        }
+    }
+
     /** {@code (output, h_n)}; closing closes both. */
     public record Output(Tensor output, Tensor hN) implements AutoCloseable {
         public Output {
@@ -82,6 +89,13 @@ public class RNN extends RNNBase {
     public Output forward(Tensor input, Tensor h0) {
         Result r = runPadded(input, h0, null);
         return new Output(r.output(), r.hN());
+    }
+
+    /** The {@link TupleModule} form of {@link #forward(Tensor, Tensor)}. */
+    @Override
+    public Output forward(Input input) {
+        Arguments.nonNull("RNN.forward", "input", input);
+        return forward(input.input(), input.h0());
     }
 
     /** A packed input: the output is packed the same way; {@code h0} is in the caller's batch order (null: zeros). */

@@ -21,7 +21,7 @@ public class TransformerDecoder extends Module implements AttentionDecoder {
         Arguments.nonNull("TransformerDecoder", "decoderLayer", decoderLayer);
         if (numLayers < 0) throw new IllegalArgumentException("TransformerDecoder: num_layers must not be negative, got " + numLayers);
         layers = registerModule("layers", new ModuleList());
-        for (int i = 0; i < numLayers; i++) layers.add(decoderLayer.copy());
+        for (int i = 0; i < numLayers; i++) layers.add(Module.deepCopy(decoderLayer)); // as PyTorch's copy.deepcopy
         this.norm = norm == null ? null : registerModule("norm", norm);
     }
 

@@ -57,11 +57,6 @@ public class TransformerDecoderLayer extends Module implements AttentionDecoder 
         return new TransformerOptions();
     }
 
-    /** A new layer with the same options and a copy of this one's parameters. */
-    TransformerDecoderLayer copy() {
-        return TransformerEncoderLayer.copyInto(this, new TransformerDecoderLayer(dModel, nhead, options));
-    }
-
     public MultiheadAttention selfAttn() {
         return selfAttn;
     }

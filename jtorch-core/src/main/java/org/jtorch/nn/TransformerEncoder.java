@@ -23,7 +23,7 @@ public class TransformerEncoder extends Module implements AttentionEncoder {
         Arguments.nonNull("TransformerEncoder", "encoderLayer", encoderLayer);
         if (numLayers < 0) throw new IllegalArgumentException("TransformerEncoder: num_layers must not be negative, got " + numLayers);
         layers = registerModule("layers", new ModuleList());
-        for (int i = 0; i < numLayers; i++) layers.add(encoderLayer.copy());
+        for (int i = 0; i < numLayers; i++) layers.add(Module.deepCopy(encoderLayer)); // as PyTorch's copy.deepcopy
         this.norm = norm == null ? null : registerModule("norm", norm);
     }
 

@@ -57,20 +57,6 @@ public class TransformerEncoderLayer extends Module implements AttentionEncoder 
         return new TransformerOptions();
     }
 
-    /** A new layer with the same options and a copy of this one's parameters (what PyTorch's deepcopy gives the stacks). */
-    TransformerEncoderLayer copy() {
-        return copyInto(this, new TransformerEncoderLayer(dModel, nhead, options));
-    }
-
-    /** {@code target} (a new module built like {@code source}) with {@code source}'s parameters and training mode. */
-    static <M extends Module> M copyInto(Module source, M target) {
-        try (MemoryScope scope = new MemoryScope()) { // closes the state dict's views
-            target.loadStateDict(source.stateDict());
-        }
-        target.train(source.isTraining());
-        return target;
-    }
-
     public MultiheadAttention selfAttn() {
         return selfAttn;
     }

@@ -7,15 +7,20 @@ import java.util.Map;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
+import org.jtorch.nn.AttentionEncoder;
 import org.jtorch.nn.BatchNorm2d;
 import org.jtorch.nn.Conv2d;
 import org.jtorch.nn.F;
 import org.jtorch.nn.Flatten;
+import org.jtorch.nn.LSTM;
 import org.jtorch.nn.Linear;
 import org.jtorch.nn.Module;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
 import org.jtorch.nn.Tanh;
+import org.jtorch.nn.Transformer;
+import org.jtorch.nn.TransformerEncoderLayer;
+import org.jtorch.nn.TupleModule;
 import org.jtorch.optim.SGD;
 
 /**
@@ -38,6 +43,8 @@ public final class DdpWorker {
             case "no-sync" -> noSync(pg);
             case "unused" -> unused(pg);
             case "unused-found" -> unusedFound(pg);
+            case "lstm-typed" -> lstmTyped(pg);
+            case "encoder-typed" -> encoderTyped(pg);
             default -> throw new IllegalArgumentException(args[0]);
         };
         System.out.println("rank " + pg.rank() + " ok max|diff|=" + diff);
@@ -233,6 +240,75 @@ public final class DdpWorker {
             opt.step();
         }
         check(ddp.module().child("unused").parameter("weight").grad() == null, "a parameter no rank used keeps no gradient");
+        return compare(ref.stateDict(), ddp.stateDict());
+    }
+
+    private static Sequential.Chain<LSTM.Input, Tensor> lstmChain(long seed) {
+        Torch.manualSeed(seed);
+        return Sequential.of(new LSTM(3, 4, LSTM.options().batchFirst(true))).map(LSTM.Output::output).then(new Linear(4, 2));
+    }
+
+    /**
+     * A several-value module through DDP's typed form: a chain {@code (input, (h0, c0)) -> LSTM -> output -> Linear}, each
+     * rank given its rows of the batch and of the initial states.
+     */
+    private static double lstmTyped(ProcessGroup pg) {
+        int rank = pg.rank();
+        int local = BATCH / pg.size();
+        List<Tensor> xs = data(10, BATCH, 5, 3);
+        List<Tensor> h0s = data(11, 1, BATCH, 4);
+        List<Tensor> c0s = data(12, 1, BATCH, 4);
+        List<Tensor> ys = data(13, BATCH, 5, 2);
+        Sequential.Chain<LSTM.Input, Tensor> ref = lstmChain(0);
+        SGD refOpt = sgd(ref);
+        for (int s = 0; s < STEPS; s++) {
+            refOpt.zeroGrad();
+            F.mseLoss(ref.forward(new LSTM.Input(xs.get(s), new LSTM.State(h0s.get(s), c0s.get(s)))), ys.get(s)).backward();
+            refOpt.step();
+        }
+        Sequential.Chain<LSTM.Input, Tensor> chain = lstmChain(rank == 0 ? 0 : 99);
+        DistributedDataParallel ddp = new DistributedDataParallel(chain, pg);
+        TupleModule<LSTM.Input, Tensor> model = ddp.typed(chain);
+        SGD opt = sgd(ddp);
+        for (int s = 0; s < STEPS; s++) {
+            opt.zeroGrad();
+            LSTM.State state = new LSTM.State(h0s.get(s).narrow(1, rank * local, local), c0s.get(s).narrow(1, rank * local, local));
+            F.mseLoss(model.forward(new LSTM.Input(rows(xs.get(s), rank * local, local), state)), rows(ys.get(s), rank * local, local))
+                    .backward();
+            opt.step();
+        }
+        return compare(ref.stateDict(), ddp.stateDict());
+    }
+
+    private static TransformerEncoderLayer encoderLayer(long seed) {
+        Torch.manualSeed(seed);
+        return new TransformerEncoderLayer(8, 2, TransformerEncoderLayer.options().dimFeedforward(16).dropout(0).batchFirst(true));
+    }
+
+    /** The transformer's {@code (src, mask)} through DDP's typed form, with a causal mask. */
+    private static double encoderTyped(ProcessGroup pg) {
+        int rank = pg.rank();
+        int local = BATCH / pg.size();
+        List<Tensor> xs = data(14, BATCH, 6, 8);
+        List<Tensor> ys = data(15, BATCH, 6, 8);
+        Tensor mask = Transformer.generateSquareSubsequentMask(6);
+        TransformerEncoderLayer ref = encoderLayer(0);
+        SGD refOpt = sgd(ref);
+        for (int s = 0; s < STEPS; s++) {
+            refOpt.zeroGrad();
+            F.mseLoss(ref.forward(new AttentionEncoder.Input(xs.get(s), mask)), ys.get(s)).backward();
+            refOpt.step();
+        }
+        TransformerEncoderLayer layer = encoderLayer(rank == 0 ? 0 : 99);
+        DistributedDataParallel ddp = new DistributedDataParallel(layer, pg);
+        TupleModule<AttentionEncoder.Input, Tensor> model = ddp.typed(layer);
+        SGD opt = sgd(ddp);
+        for (int s = 0; s < STEPS; s++) {
+            opt.zeroGrad();
+            F.mseLoss(model.forward(new AttentionEncoder.Input(rows(xs.get(s), rank * local, local), mask)),
+                    rows(ys.get(s), rank * local, local)).backward();
+            opt.step();
+        }
         return compare(ref.stateDict(), ddp.stateDict());
     }
 

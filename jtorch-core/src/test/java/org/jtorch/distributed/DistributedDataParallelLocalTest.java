@@ -11,10 +11,12 @@ import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.nn.LSTM;
 import org.jtorch.nn.Linear;
 import org.jtorch.nn.Module;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
+import org.jtorch.nn.TupleModule;
 import org.junit.jupiter.api.Test;
 
 /** DDP's bookkeeping in one process ({@link WorldOfOne}): buckets, state dict, noSync, and the errors it raises. */
@@ -116,5 +118,78 @@ class DistributedDataParallelLocalTest {
         assertNull(ddp.module().child("skipped").parameter("weight").grad());
         assertEquals(List.of(3.0, 3.0), List.of(ddp.module().child("used").parameter("bias").grad().toDoubleArray()[0],
                 ddp.module().child("used").parameter("bias").grad().toDoubleArray()[1]));
+    }
+
+    // ------------------------------------------------------------------ several inputs and outputs
+
+    @Test
+    void theTypedFormRunsLstmsInputAndStateWithTheSameGradientsAsThePlainModule() {
+        Torch.manualSeed(7);
+        LSTM plain = new LSTM(3, 4);
+        Torch.manualSeed(7);
+        LSTM wrapped = new LSTM(3, 4);
+        WorldOfOne world = new WorldOfOne();
+        DistributedDataParallel ddp = new DistributedDataParallel(wrapped, world);
+        TupleModule<LSTM.Input, LSTM.Output> typed = ddp.typed(wrapped);
+        try (Tensor x = Torch.randn(5, 2, 3); Tensor h = Torch.randn(1, 2, 4); Tensor c = Torch.randn(1, 2, 4)) {
+            LSTM.State state = new LSTM.State(h, c);
+            try (LSTM.Output a = plain.forward(new LSTM.Input(x, state)); LSTM.Output b = typed.forward(new LSTM.Input(x, state))) {
+                a.output().sum().add(a.cN().sum()).backward();
+                b.output().sum().add(b.cN().sum()).backward();
+            }
+        }
+        assertEquals(1, world.allReduces, "one synchronised backward: one bucket reduced");
+        List<Tensor> pa = plain.parameters();
+        List<Tensor> pb = wrapped.parameters();
+        for (int i = 0; i < pa.size(); i++) assertArrayEquals(pa.get(i).grad().toDoubleArray(), pb.get(i).grad().toDoubleArray(), 0);
+    }
+
+    @Test
+    void theTypedFormIsTheWrappedModulesOnly() {
+        LSTM wrapped = new LSTM(3, 4);
+        DistributedDataParallel ddp = new DistributedDataParallel(wrapped, new WorldOfOne());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ddp.typed(new LSTM(3, 4)));
+        assertTrue(e.getMessage().contains("wrapped module"), e.getMessage());
+    }
+
+    /** Two inputs, two outputs: {@code (a, b) -> (left(a), right(b))}. */
+    record Pair(Tensor a, Tensor b) {}
+
+    static final class TwoHeads extends Module implements TupleModule<Pair, Pair> {
+        final Linear left = registerModule("left", new Linear(3, 2));
+        final Linear right = registerModule("right", new Linear(3, 2));
+
+        @Override
+        public Pair forward(Pair in) {
+            return new Pair(left.forward(in.a()), right.forward(in.b()));
+        }
+
+        @Override
+        public Tensor forward(Tensor input) {
+            throw new UnsupportedOperationException("TwoHeads takes a Pair");
+        }
+    }
+
+    @Test
+    void findUnusedParametersCountsEveryTensorOfARecordOutputAsUsed() {
+        // Only the second output reaches right's parameters: counted unused, they would get a zero and then a gradient.
+        TwoHeads heads = new TwoHeads();
+        DistributedDataParallel ddp = new DistributedDataParallel(heads, new WorldOfOne(),
+                DistributedDataParallel.options().findUnusedParameters(true));
+        try (Tensor a = Torch.randn(4, 3); Tensor b = Torch.randn(4, 3)) {
+            Pair out = ddp.typed(heads).forward(new Pair(a, b));
+            out.a().sum().add(out.b().mul(2.0).sum()).backward();
+        }
+        assertArrayEquals(new double[] {8, 8}, heads.right.parameter("bias").grad().toDoubleArray(), 0);
+        assertArrayEquals(new double[] {4, 4}, heads.left.parameter("bias").grad().toDoubleArray(), 0);
+    }
+
+    @Test
+    void aDdpIsNotCopiedItsModuleIs() {
+        DistributedDataParallel ddp = new DistributedDataParallel(mlp(), new WorldOfOne());
+        UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class, ddp::deepCopy);
+        assertTrue(e.getMessage().contains("copy module()"), e.getMessage());
+        Module copy = ddp.module().deepCopy();
+        assertEquals(ddp.module().stateDict().keySet(), copy.stateDict().keySet());
     }
 }

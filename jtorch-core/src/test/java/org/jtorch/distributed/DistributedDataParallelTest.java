@@ -57,4 +57,14 @@ class DistributedDataParallelTest {
     void findUnusedParametersTrainsTheUsedOnesAsOneProcess() throws Exception {
         run("unused-found");
     }
+
+    @Test
+    void anLstmChainTakingInputAndStateTrainsAsOneProcessThroughTheTypedForm() throws Exception {
+        run("lstm-typed");
+    }
+
+    @Test
+    void anEncoderLayerTakingSrcAndMaskTrainsAsOneProcessThroughTheTypedForm() throws Exception {
+        run("encoder-typed");
+    }
 }

@@ -56,8 +56,8 @@ class FuzzFindingsTest {
         raisesNaming("adaptiveMaxPool1d", () -> F.adaptiveMaxPool1d(x.flatten(2, 3), -3));
         raisesNaming("adaptiveAvgPool2d", () -> F.adaptiveAvgPool2d(x, 2, -2));
         raisesNaming("adaptiveMaxPool2d", () -> F.adaptiveMaxPool2d(x, Long.MIN_VALUE));
-        // -1 stays jtorch's spelling of None in the 2-d forms: keep the input's size
-        assertArrayEquals(new long[] {1, 2, 4, 1}, F.adaptiveAvgPool2d(x, -1, 1).shape());
+        raisesNaming("adaptiveAvgPool2d", () -> F.adaptiveAvgPool2d(x, -1, 1)); // None is null, not -1
+        assertArrayEquals(new long[] {1, 2, 4, 1}, F.adaptiveAvgPool2d(x, null, 1L).shape());
     }
 
     /** "numel: integer multiplication overflow" (torch.zeros(1).expand(2**62, 4)); broadcastTo made a view of it. */

@@ -199,10 +199,7 @@ final class Oracle {
             if (v instanceof long[] || v instanceof int[]) {
                 if (inferable) continue;
                 long[] sizes = values(v);
-                // jtorch's None for a 2-d adaptive pool's output size is -1.
-                boolean none = name.equals("outputSize") && op.matches("(F\\.a|A)daptive(Avg|Max)Pool2d.*");
                 for (long s : sizes) {
-                    if (s == -1 && none) continue;
                     if (s < 0 || s == 0 && POSITIVE_SIZES.contains(name)) return name + " " + Arrays.toString(sizes) + " has a negative size";
                 }
                 // repeat of an empty tensor makes an empty result whatever the counts (PyTorch 1.13:

@@ -90,7 +90,7 @@ class ConvModulesTest {
     void errorsNameTheOpAndTheShapes() {
         try (Tensor x = Torch.zeros(new long[] {1, 3, 5, 5}, DType.FLOAT32, Device.cpu());
              Tensor w = Torch.zeros(new long[] {4, 2, 3, 3}, DType.FLOAT32, Device.cpu())) {
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> F.conv2d(x, w, null));
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> F.conv2d(x, w));
             assertEquals("conv2d: given groups=1, weight of shape [4, 2, 3, 3] expects input of shape [1, 3, 5, 5] to have 2 channels,"
                     + " but got 3 channels", e.getMessage());
         }

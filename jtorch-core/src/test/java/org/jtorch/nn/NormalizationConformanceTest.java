@@ -63,7 +63,7 @@ class NormalizationConformanceTest {
             }
             if (c.expectsError()) {
                 RuntimeException e = assertThrows(RuntimeException.class, () -> runFunctional(c, t).close(), c.toString());
-                assertTrue(e.getMessage().contains(javaName(c.op())), c + ": message should name the op: " + e.getMessage());
+                assertTrue(e.getMessage().contains(Fixtures.javaName(c.op())), c + ": message should name the op: " + e.getMessage());
                 return;
             }
             Tensor out = runFunctional(c, t);
@@ -221,19 +221,5 @@ class NormalizationConformanceTest {
         try (Tensor d = Torch.tensor(u, out.shape())) {
             return d.to(out.device(), out.dtype());
         }
-    }
-
-    private static String javaName(String op) {
-        StringBuilder sb = new StringBuilder();
-        boolean up = false;
-        for (char ch : op.toCharArray()) {
-            if (ch == '_') {
-                up = true;
-            } else {
-                sb.append(up ? Character.toUpperCase(ch) : ch);
-                up = false;
-            }
-        }
-        return sb.toString();
     }
 }

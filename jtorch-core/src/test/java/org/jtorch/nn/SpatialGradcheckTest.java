@@ -122,4 +122,13 @@ class SpatialGradcheckTest {
         check(x -> F.dropout2d(x[0], 0.4, true, new Generator(3)), rand(2, 4, 3, 3));
         check(x -> F.dropout1d(x[0], 0.4, true, new Generator(3)), rand(4, 5));
     }
+
+    @Test
+    void conv3dAndConvTranspose1dFromTheirOptionsFormsDifferentiateAsComposites() {
+        check(t -> F.conv3d(t[0], t[1], F.Conv.options().bias(t[2]).stride(2, 1, 1).padding(1, 0, 1).dilation(1, 1, 2)),
+                rand(1, 2, 4, 3, 5), rand(3, 2, 2, 2, 2), rand(3));
+        check(t -> F.conv3d(t[0], t[1], F.Conv.options().padding("same").groups(2)), rand(1, 2, 3, 3, 3), rand(2, 1, 2, 3, 2));
+        check(t -> F.convTranspose1d(t[0], t[1], F.ConvTranspose.options().bias(t[2]).stride(2).padding(1).outputPadding(1)),
+                rand(1, 2, 4), rand(2, 3, 3), rand(3));
+    }
 }

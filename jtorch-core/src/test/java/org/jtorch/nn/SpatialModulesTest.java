@@ -27,9 +27,9 @@ class SpatialModulesTest {
         assertEquals("AvgPool1d(kernel_size=(3,), stride=(3,), padding=(0,))", new AvgPool1d(3).toString());
         assertEquals("AvgPool2d(kernel_size=2, stride=2, padding=0)", new AvgPool2d(2).toString());
         assertEquals("AvgPool2d(kernel_size=(2, 3), stride=1, padding=(1, 0))",
-                new AvgPool2d(new int[] {2, 3}, new int[] {1}, new int[] {1, 0}, false, true, 2).toString());
+                new AvgPool2d(new int[] {2, 3}, F.AvgPool.options().stride(1).padding(1, 0).divisorOverride(2L)).toString());
         assertEquals("AdaptiveAvgPool1d(output_size=5)", new AdaptiveAvgPool1d(5).toString());
-        assertEquals("AdaptiveAvgPool2d(output_size=(None, 3))", new AdaptiveAvgPool2d(-1, 3).toString());
+        assertEquals("AdaptiveAvgPool2d(output_size=(None, 3))", new AdaptiveAvgPool2d(null, 3L).toString());
         assertEquals("AdaptiveAvgPool2d(output_size=1)", new AdaptiveAvgPool2d(1).toString());
         assertEquals("AdaptiveMaxPool2d(output_size=(2, 3))", new AdaptiveMaxPool2d(2, 3).toString());
         assertEquals("ZeroPad2d((2, 2, 2, 2))", new ZeroPad2d(2).toString());

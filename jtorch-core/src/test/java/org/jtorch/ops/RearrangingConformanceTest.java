@@ -37,7 +37,7 @@ class RearrangingConformanceTest {
             if (c.expectsError()) {
                 // The copy to the host is a synchronisation: CUDA reports a bad index there (one_hot, as PyTorch's).
                 RuntimeException e = assertThrows(RuntimeException.class, () -> run(c, in).to(Device.cpu()), c + ": PyTorch raises");
-                String camel = camel(c.op());
+                String camel = Fixtures.javaName(c.op());
                 assertTrue(e.getMessage().contains(c.op()) || e.getMessage().contains(camel), c + ": message should name the op: " + e.getMessage());
                 return;
             }
@@ -56,20 +56,6 @@ class RearrangingConformanceTest {
                 }
             }
         }
-    }
-
-    private static String camel(String op) {
-        StringBuilder sb = new StringBuilder();
-        boolean up = false;
-        for (char ch : op.toCharArray()) {
-            if (ch == '_') {
-                up = true;
-                continue;
-            }
-            sb.append(up ? Character.toUpperCase(ch) : ch);
-            up = false;
-        }
-        return sb.toString();
     }
 
     static Tensor run(Case c, List<Tensor> in) {

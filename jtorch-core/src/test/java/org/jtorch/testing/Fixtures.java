@@ -93,6 +93,21 @@ public final class Fixtures {
         }
     }
 
+    /** PyTorch's snake_case name in jtorch's camelCase: {@code max_pool2d} -> {@code maxPool2d}. */
+    public static String javaName(String snake) {
+        StringBuilder b = new StringBuilder();
+        boolean up = false;
+        for (char ch : snake.toCharArray()) {
+            if (ch == '_') {
+                up = true;
+            } else {
+                b.append(up ? Character.toUpperCase(ch) : ch);
+                up = false;
+            }
+        }
+        return b.toString();
+    }
+
     /** All cases of a family ({@code fixtures/<family>.json} on the test class path). */
     public static List<Case> load(String family) {
         String path = "/fixtures/" + family + ".json";

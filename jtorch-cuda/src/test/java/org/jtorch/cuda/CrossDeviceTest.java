@@ -85,7 +85,7 @@ class CrossDeviceTest {
         calls.put("bmm", () -> Torch.bmm(labelledCuda(f, 1, 2, 3), host(f, 1, 3, 4)));
         calls.put("addmm", () -> Torch.addmm(host(f, 4), labelledCuda(f, 2, 3), labelledCuda(f, 3, 4), 1, 1));
         calls.put("linear", () -> F.linear(labelledCuda(f, 2, 3), labelledCuda(f, 4, 3), host(f, 4)));
-        calls.put("conv2d", () -> F.conv2d(labelledCuda(f, 1, 2, 5, 5), host(f, 3, 2, 3, 3), null));
+        calls.put("conv2d", () -> F.conv2d(labelledCuda(f, 1, 2, 5, 5), host(f, 3, 2, 3, 3)));
         calls.put("indexSelect", () -> labelledCuda(f, 4, 3).indexSelect(0, host(l, 2)));
         calls.put("gather", () -> labelledCuda(f, 4, 3).gather(0, host(l, 2, 3)));
         calls.put("maskedFill", () -> labelledCuda(f, 4, 3).maskedFill(host(DType.BOOL, 4, 3), 1.0));
