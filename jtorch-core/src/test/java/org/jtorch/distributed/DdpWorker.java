@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -19,7 +20,8 @@ import org.jtorch.nn.Tanh;
 import org.jtorch.optim.SGD;
 
 /**
- * One rank of {@link DistributedDataParallelTest}'s jobs. Every rank builds the same data and, in the same
+ * One rank of {@link DistributedDataParallelTest}'s jobs, and of {@link NcclDistributedDataParallelTest}'s on the
+ * CUDA simulator ({@code -Djtorch.test.backend=nccl}: models, data and the reference on {@code cuda:0}). Every rank builds the same data and, in the same
  * process, the single-process reference run from rank 0's initial weights; rank 1's replica starts from other
  * weights, which the wrapper's broadcast must replace. A rank prints {@code rank R ok max|diff|=...} when its
  * replica matches the reference to 1e-6 after the steps, and throws otherwise.
@@ -29,8 +31,12 @@ public final class DdpWorker {
     private static final int BATCH = 16;
     private static final double TOLERANCE = 1e-6;
 
+    /** {@code mpi} (CPU tensors) or {@code nccl} (CUDA tensors). */
+    private static final String BACKEND = System.getProperty("jtorch.test.backend", "mpi");
+    private static final Device DEVICE = BACKEND.equals("nccl") ? Device.cuda() : Device.cpu();
+
     public static void main(String[] args) {
-        ProcessGroup pg = Distributed.initProcessGroup("mpi", Duration.ofSeconds(60));
+        ProcessGroup pg = Distributed.initProcessGroup(BACKEND, Duration.ofSeconds(60));
         double diff = switch (args[0]) {
             case "mlp" -> mlp(pg, DistributedDataParallel.options());
             case "mlp-small-buckets" -> mlp(pg, DistributedDataParallel.options().bucketCapMb(0.0002).firstBucketCapMb(0.0001));
@@ -46,13 +52,17 @@ public final class DdpWorker {
 
     private static Module mlpModel(long seed) {
         Torch.manualSeed(seed);
-        return new Sequential(new Linear(8, 32), new Tanh(), new Linear(32, 16), new Tanh(), new Linear(16, 4));
+        return new Sequential(new Linear(8, 32), new Tanh(), new Linear(32, 16), new Tanh(), new Linear(16, 4)).to(DEVICE);
     }
 
     private static List<Tensor> data(long seed, long... shape) {
         Torch.manualSeed(seed);
         List<Tensor> out = new ArrayList<>();
-        for (int s = 0; s < STEPS; s++) out.add(Torch.randn(shape));
+        for (int s = 0; s < STEPS; s++) {
+            try (Tensor t = Torch.randn(shape)) {
+                out.add(t.to(DEVICE));
+            }
+        }
         return out;
     }
 
@@ -104,7 +114,7 @@ public final class DdpWorker {
     private static Module cnnModel(long seed) {
         Torch.manualSeed(seed);
         return new Sequential(new Conv2d(1, 4, 3, Conv2d.options().padding(1)), new BatchNorm2d(4), new ReLU(), new Flatten(),
-                new Linear(4 * 6 * 6, 3));
+                new Linear(4 * 6 * 6, 3)).to(DEVICE);
     }
 
     /**
@@ -194,6 +204,7 @@ public final class DdpWorker {
         public WithUnusedLayer() {
             registerModule("used", new Linear(8, 4));
             registerModule("unused", new Linear(8, 4));
+            to(DEVICE);
         }
 
         @Override
