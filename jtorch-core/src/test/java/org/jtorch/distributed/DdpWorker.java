@@ -8,6 +8,7 @@ import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
+import org.jtorch.nn.BatchNorm1d;
 import org.jtorch.nn.BatchNorm2d;
 import org.jtorch.nn.Conv2d;
 import org.jtorch.nn.F;
@@ -16,6 +17,7 @@ import org.jtorch.nn.Linear;
 import org.jtorch.nn.Module;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
+import org.jtorch.nn.SyncBatchNorm;
 import org.jtorch.nn.Tanh;
 import org.jtorch.optim.SGD;
 
@@ -41,6 +43,7 @@ public final class DdpWorker {
             case "mlp" -> mlp(pg, DistributedDataParallel.options());
             case "mlp-small-buckets" -> mlp(pg, DistributedDataParallel.options().bucketCapMb(0.0002).firstBucketCapMb(0.0001));
             case "cnn" -> cnn(pg);
+            case "sync-bn" -> syncBatchNorm(pg);
             case "no-sync" -> noSync(pg);
             case "unused" -> unused(pg);
             case "unused-found" -> unusedFound(pg);
@@ -161,6 +164,43 @@ public final class DdpWorker {
         try (Grad.Mode g = Grad.noGrad()) {
             if (rank == 0) diff = Math.max(diff, maxDiff(ref.forward(xs.get(0)), ddp.forward(xs.get(0))));
         }
+        return diff;
+    }
+
+    /** Batch norm over the whole batch: 2d (converted) and 1d ({@link SyncBatchNorm} itself) layers; plain in the reference. */
+    private static Module syncBnModel(long seed, boolean sync) {
+        Torch.manualSeed(seed);
+        Module bn1d = sync ? new SyncBatchNorm(8) : new BatchNorm1d(8);
+        Module m = new Sequential(new Conv2d(1, 4, 3, Conv2d.options().padding(1)), new BatchNorm2d(4), new ReLU(), new Flatten(),
+                new Linear(4 * 6 * 6, 8), bn1d, new Tanh(), new Linear(8, 3)).to(DEVICE);
+        return sync ? SyncBatchNorm.convertSyncBatchnorm(m) : m;
+    }
+
+    /**
+     * With SyncBatchNorm the ranks normalise over the global batch, so DDP equals one process with plain batch norm on
+     * the whole batch: parameters and running statistics on every rank, and the evaluation outputs.
+     */
+    private static double syncBatchNorm(ProcessGroup pg) {
+        int rank = pg.rank();
+        int local = BATCH / pg.size();
+        List<Tensor> xs = data(10, BATCH, 1, 6, 6);
+        List<Tensor> ys = data(11, BATCH, 3);
+        Module ref = trainedOnTheWholeBatch(syncBnModel(0, false), xs, ys);
+        DistributedDataParallel ddp = new DistributedDataParallel(syncBnModel(rank == 0 ? 0 : 99, true), pg,
+                DistributedDataParallel.options().broadcastBuffers(false));
+        SGD opt = sgd(ddp);
+        for (int s = 0; s < STEPS; s++) {
+            opt.zeroGrad();
+            F.mseLoss(ddp.forward(rows(xs.get(s), rank * local, local)), rows(ys.get(s), rank * local, local)).backward();
+            opt.step();
+        }
+        double diff = compare(ref.stateDict(), ddp.stateDict());
+        ref.eval();
+        ddp.eval();
+        try (Grad.Mode g = Grad.noGrad()) {
+            diff = Math.max(diff, maxDiff(ref.forward(xs.get(0)), ddp.forward(xs.get(0))));
+        }
+        check(diff <= TOLERANCE, "evaluation outputs differ by " + diff);
         return diff;
     }
 

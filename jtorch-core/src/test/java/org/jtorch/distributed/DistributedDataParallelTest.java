@@ -57,4 +57,9 @@ class DistributedDataParallelTest {
     void findUnusedParametersTrainsTheUsedOnesAsOneProcess() throws Exception {
         run("unused-found");
     }
+
+    @Test
+    void syncBatchNormTrainsAsOneProcessWithBatchNormOnTheGlobalBatch() throws Exception {
+        run("sync-bn");
+    }
 }

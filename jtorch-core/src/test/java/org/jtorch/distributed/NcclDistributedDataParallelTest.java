@@ -44,4 +44,9 @@ class NcclDistributedDataParallelTest {
     void unusedParametersFoundByTheGraphWalkTakePartWithZeros() throws Exception {
         run("unused-found");
     }
+
+    @Test
+    void syncBatchNormTrainsAsOneProcessWithBatchNormOnTheGlobalBatch() throws Exception {
+        run("sync-bn");
+    }
 }
