@@ -97,6 +97,20 @@ public final class CollectivesWorker {
             pg.allReduce(b, ReduceOp.MIN).waitFor();
             check(Arrays.equals(b.toDoubleArray(), new double[] {size == 1 ? 1 : 0, 1, 0}), "bool MIN " + Arrays.toString(b.toDoubleArray()));
         }
+        // An operation sees the caller's work issued before it, and work issued after waitFor sees its result (on a
+        // device: ordered by events, with no host synchronisation in between; the simulator holds kernels back).
+        for (int k = 0; k < 3; k++) {
+            try (Tensor t = values(rank, 4096, DType.FLOAT32)) {
+                t.mul_(3);
+                pg.allReduce(t, ReduceOp.SUM).waitFor();
+                t.add_(1);
+                double[] got = t.toDoubleArray();
+                for (int i = 0; i < got.length; i += 1023) {
+                    double want = 3 * reduce(ReduceOp.SUM, size, i) + 1;
+                    check(got[i] == want, "stream order, element " + i + ": " + got[i] + " != " + want);
+                }
+            }
+        }
         // A non-contiguous tensor goes through a copy and comes back in place.
         try (Tensor base = values(rank, 6, DType.FLOAT32); Tensor m = base.view(2, 3); Tensor t = m.t()) {
             pg.allReduce(t, ReduceOp.SUM).waitFor();

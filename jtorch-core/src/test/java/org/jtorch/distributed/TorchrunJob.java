@@ -33,6 +33,12 @@ final class TorchrunJob {
 
     static MpiJob.Result run(int ranks, Duration timeout, List<String> jvmOptions, Class<?> main, String... args)
             throws IOException, InterruptedException {
+        return run(ranks, timeout, java.util.Map.of(), jvmOptions, main, args);
+    }
+
+    /** As {@link #run(int, Duration, List, Class, String...)}, with {@code env} added to every rank's environment. */
+    static MpiJob.Result run(int ranks, Duration timeout, java.util.Map<String, String> env, List<String> jvmOptions, Class<?> main,
+            String... args) throws IOException, InterruptedException {
         int port;
         try (ServerSocket s = new ServerSocket(0)) {
             port = s.getLocalPort();
@@ -56,6 +62,7 @@ final class TorchrunJob {
                 ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
                 pb.environment().putAll(java.util.Map.of("RANK", "" + r, "WORLD_SIZE", "" + ranks, "LOCAL_RANK", "" + r,
                         "LOCAL_WORLD_SIZE", "" + ranks, "GROUP_RANK", "0", "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "" + port));
+                pb.environment().putAll(env);
                 processes.add(pb.start());
             }
             long deadline = start + timeout.toNanos();
