@@ -610,14 +610,18 @@ void mismatched_message(int rank, int n, const ncclUniqueId* ids) {
     check(ncclCommDestroy(comm) == OK, "destroy");
 }
 
-// Rank 2 of 3 exits after the init: the others' all-reduce fails after the timeout (1 s here).
+// Rank 2 of 3 stays alive after the init but never joins the all-reduce: the others' fails after the timeout (1 s
+// here).
 void early_exit(int rank, int n, const ncclUniqueId* ids) {
     Rank R;
     R.rank = rank, R.n = n;
     R.open(0);
     ncclComm_t comm = nullptr;
     check(ncclCommInitRank(&comm, n, ids[0], rank) == OK, "init");
-    if (rank == 2) _exit(failures ? 1 : 0);
+    if (rank == 2) {
+        sleep(4);
+        _exit(failures ? 1 : 0);
+    }
     void* buf = R.alloc(4096);
     auto t0 = std::chrono::steady_clock::now();
     check(ncclAllReduce(buf, buf, 1000, FLOAT32, SUM, comm, R.stream) == OK, "all-reduce");
@@ -628,6 +632,29 @@ void early_exit(int rank, int n, const ncclUniqueId* ids) {
     const char* message = jtsim_last_failure();
     std::string me = "ncclAllReduce(count 1000, float32, sum) on rank " + std::to_string(rank) + " of 3";
     check(contains(message, me.c_str()) && contains(message, "timed out") && contains(message, "rank(s) 2"), "message: %s", message);
+    int async = -1;
+    check(ncclCommGetAsyncError(comm, &async) == OK && async == REMOTE, "async error %d", async);
+    check(ncclCommDestroy(comm) == OK, "destroy");
+}
+
+// Rank 2 of 3 is killed (SIGKILL) after the init: the others' all-reduce fails at once, long before the timeout
+// (30 s here), with ncclRemoteError naming it, although its parent has not reaped it yet (a zombie).
+void killed_rank(int rank, int n, const ncclUniqueId* ids) {
+    Rank R;
+    R.rank = rank, R.n = n;
+    R.open(0);
+    ncclComm_t comm = nullptr;
+    check(ncclCommInitRank(&comm, n, ids[0], rank) == OK, "init");
+    if (rank == 2) raise(SIGKILL);
+    void* buf = R.alloc(4096);
+    auto t0 = std::chrono::steady_clock::now();
+    check(ncclAllReduce(buf, buf, 1000, FLOAT32, SUM, comm, R.stream) == OK, "all-reduce");
+    CUresult r = R.sync();
+    double s = seconds_since(t0);
+    check(r == CUDA_ERROR_LAUNCH_FAILED, "stream synchronize: %d", r);
+    check(s < 10, "failed after %.2f s, want at once (the timeout is 30 s)", s);
+    const char* message = jtsim_last_failure();
+    check(contains(message, "rank 2 (pid ") && contains(message, "exited"), "message: %s", message);
     int async = -1;
     check(ncclCommGetAsyncError(comm, &async) == OK && async == REMOTE, "async error %d", async);
     check(ncclCommDestroy(comm) == OK, "destroy");
@@ -816,6 +843,7 @@ struct Scenario {
     void (*run)(int rank, int n, const ncclUniqueId* ids);
     const char* timeout;  // JTSIM_NCCL_TIMEOUT_S
     const char* devices;  // JTSIM_DEVICES
+    bool last_rank_killed = false;  // the last rank ends by SIGKILL on purpose
 };
 
 std::set<std::string> shm_segments() {
@@ -855,7 +883,8 @@ bool run(const Scenario& s, std::set<int>* pids) {
     for (pid_t pid : children) {
         int status = 0;
         waitpid(pid, &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        bool expected_kill = s.last_rank_killed && pid == children.back() && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+        if (!expected_kill && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
             ok = false;
             if (WIFSIGNALED(status)) fprintf(stderr, "  %s: a rank died of signal %d\n", s.name, WTERMSIG(status));
         }
@@ -875,7 +904,8 @@ int main(int argc, char** argv) {
         {"ncclCommInitAll and grouped inits on 2 devices, one thread", 1, init_all, "30", "2"},
         {"ranks disagreeing on a count", 2, mismatched_count, "30", "1"},
         {"a receive shorter than its send", 2, mismatched_message, "30", "1"},
-        {"a rank exiting early (1 s timeout)", 3, early_exit, "1", "1"},
+        {"a rank that never joins a collective (1 s timeout)", 3, early_exit, "1", "1"},
+        {"a rank killed after the init", 3, killed_rank, "30", "1", true},
         {"a rank nobody joins (1 s timeout)", 1, nobody_joins, "1", "1"},
         {"ncclCommAbort of a waiting rank", 2, abort_waiting, "30", "1"},
         {"bad arguments, out-of-range buffers", 1, bad_arguments, "30", "1"},

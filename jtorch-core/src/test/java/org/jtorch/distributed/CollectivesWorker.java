@@ -30,6 +30,7 @@ public final class CollectivesWorker {
             case "collectives" -> collectives(pg);
             case "disagreement" -> disagreement(pg);
             case "timeout" -> timeout(pg);
+            case "killed" -> killed(pg);
             default -> throw new IllegalArgumentException(args[0]);
         }
         pg.close();
@@ -248,6 +249,23 @@ public final class CollectivesWorker {
         if (DEVICE.isCpu()) return t;
         try (t) {
             return t.to(DEVICE);
+        }
+    }
+
+    /** Rank 1 is killed (SIGKILL) after joining; rank 0's next collective fails long before its timeout, naming it. */
+    private static void killed(ProcessGroup pg) throws Exception {
+        if (pg.rank() == 1) {
+            new ProcessBuilder("kill", "-KILL", Long.toString(ProcessHandle.current().pid())).start().waitFor();
+            Thread.sleep(60_000);
+            return;
+        }
+        try (Tensor t = on(Torch.ones(3))) {
+            long start = System.nanoTime();
+            String m = expectThrows(DistributedException.class, () -> pg.allReduce(t).waitFor(Duration.ofSeconds(60)), "rank 1");
+            System.out.println("rank 0: " + m);
+            System.out.println("rank 0 failed after " + (System.nanoTime() - start) / 1_000_000_000 + " s");
+            System.out.flush();
+            System.exit(3);
         }
     }
 

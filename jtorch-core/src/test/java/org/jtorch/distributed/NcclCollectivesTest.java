@@ -67,4 +67,15 @@ class NcclCollectivesTest {
         assertTrue(r.output().contains("rank 0 closed"), r.output());
         assertTrue(r.elapsed().toSeconds() < 60, "took " + r.elapsed());
     }
+
+    @Test
+    void aKilledRankFailsTheOthersAtOnceNamingIt() throws Exception {
+        MpiJob.Result r = TorchrunJob.run(2, Duration.ofSeconds(120), NCCL, CollectivesWorker.class, "killed");
+        assertTrue(r.exitCode() != 0 && !r.timedOut(), r.output());
+        assertTrue(r.output().contains("--- rank 1 (exit 137) ---"), r.output());
+        assertTrue(r.output().contains("rank 0: allReduce(SUM) (call 0 on rank 0 of 2) failed on rank 0: ") && r.output().contains("rank 1 (pid ")
+                && r.output().contains(" exited"), r.output());
+        assertTrue(r.output().contains("--- rank 0 (exit 3) ---"), "rank 0 reported and exited by itself: " + r.output());
+        assertTrue(r.elapsed().toSeconds() < 60, "took " + r.elapsed());
+    }
 }

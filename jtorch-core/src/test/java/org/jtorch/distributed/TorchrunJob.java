@@ -17,11 +17,14 @@ import java.util.Set;
  * Runs a class's {@code main} as {@code N} child JVMs with torchrun's environment ({@code RANK}, {@code WORLD_SIZE},
  * {@code LOCAL_RANK}, {@code MASTER_ADDR=127.0.0.1}, a free {@code MASTER_PORT}), for backends that meet through
  * the store rather than {@code mpirun} (nccl on the CUDA simulator). As a launcher does, it stops the other ranks
- * when one fails, and kills them all at the timeout. The children's class path is the worker's, core's and every
+ * when one fails (after {@link #STOP_GRACE}), and kills them all at the timeout. The children's class path is the worker's, core's and every
  * {@link ProcessGroupProvider}'s (the simulator's suites run under a launcher whose {@code java.class.path} is its
  * own jar).
  */
 final class TorchrunJob {
+    /** How long the other ranks may go on after one failed, so that their own reports of the failure are seen. */
+    private static final Duration STOP_GRACE = Duration.ofSeconds(20);
+
     private TorchrunJob() {}
 
     /** The backends a {@link ProcessGroupProvider} on the class path offers. */
@@ -48,6 +51,7 @@ final class TorchrunJob {
         long start = System.nanoTime();
         boolean timedOut = false;
         int failed = 0;
+        long firstFailure = 0;
         try {
             for (int r = 0; r < ranks; r++) {
                 List<String> command = new ArrayList<>();
@@ -71,7 +75,8 @@ final class TorchrunJob {
                     timedOut = true;
                     break;
                 }
-                if (processes.stream().anyMatch(p -> !p.isAlive() && p.exitValue() != 0)) break; // stop the others, as a launcher
+                if (firstFailure == 0 && processes.stream().anyMatch(p -> !p.isAlive() && p.exitValue() != 0)) firstFailure = System.nanoTime();
+                if (firstFailure != 0 && System.nanoTime() - firstFailure > STOP_GRACE.toNanos()) break; // stop the others, as a launcher
                 Thread.sleep(50);
             }
         } finally {

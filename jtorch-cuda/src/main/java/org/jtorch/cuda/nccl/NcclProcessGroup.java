@@ -437,7 +437,7 @@ public final class NcclProcessGroup extends ProcessGroup {
         String description = name + " (" + where + ")";
         CompletableFuture<Work.DeviceCompletion> future = new CompletableFuture<>();
         Work work = new Work(description, future, timeout, () -> {
-            broken = description + " timed out";
+            breakWith(description + " timed out");
             abort();
         });
         if (broken != null) {
@@ -461,10 +461,13 @@ public final class NcclProcessGroup extends ProcessGroup {
                 body.run();
                 Event end = stream.recordEvent();
                 future.complete(completion(end));
+            } catch (Disagreement d) {
+                future.completeExceptionally(new DistributedException(d.getMessage())); // every rank saw it: the group stays usable
             } catch (Throwable t) {
-                // A failure inside NCCL leaves the communicator in an unknown state; a disagreement does not (every rank saw it).
-                if (!(t instanceof Disagreement)) broken = description + ": " + t.getMessage();
-                future.completeExceptionally(t instanceof Disagreement d ? new DistributedException(d.getMessage()) : t);
+                // A failure inside NCCL or CUDA leaves the communicator in an unknown state.
+                String why = t.getMessage() + ncclFailure();
+                breakWith(description + ": " + why);
+                future.completeExceptionally(new DistributedException(description + " failed on rank " + rank + ": " + why, t));
             } finally {
                 start.close();
                 for (Staged s : tensors) s.release();
@@ -479,6 +482,23 @@ public final class NcclProcessGroup extends ProcessGroup {
             String detail = nccl.lastError();
             throw new DistributedException("nccl backend: the communicator of rank " + rank + " failed: " + nccl.errorString(error)
                     + (detail.isEmpty() ? "" : " (" + detail + ")"));
+        }
+    }
+
+    /** Marks the group unusable; the first cause is the one reported (an abort makes later operations fail too). */
+    private synchronized void breakWith(String cause) {
+        if (broken == null) broken = cause;
+    }
+
+    /** NCCL's account of a failure (its asynchronous error and last message), or "" when it has none. */
+    private String ncclFailure() {
+        try {
+            int error = nccl.commGetAsyncError(comm);
+            if (error == Nccl.SUCCESS || error == Nccl.IN_PROGRESS) return "";
+            String detail = nccl.lastError();
+            return " (NCCL: " + nccl.errorString(error) + (detail.isEmpty() ? "" : "; " + detail) + ")";
+        } catch (RuntimeException e) {
+            return "";
         }
     }
 
