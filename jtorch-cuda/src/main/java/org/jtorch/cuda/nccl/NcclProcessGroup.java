@@ -352,6 +352,7 @@ public final class NcclProcessGroup extends ProcessGroup {
                 else abort();
                 headerMine.close();
                 headerAll.close();
+                stream.close();
             }).get();
             thread.shutdown();
         } catch (java.util.concurrent.ExecutionException e) {
