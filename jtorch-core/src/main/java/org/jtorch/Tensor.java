@@ -22,6 +22,7 @@ import org.jtorch.ops.Arguments;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Elementwise;
+import org.jtorch.ops.FrontEnds;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.ops.Indexing;
 import org.jtorch.ops.Joining;
@@ -30,6 +31,7 @@ import org.jtorch.ops.Pointwise;
 import org.jtorch.ops.Rearranging;
 import org.jtorch.ops.Reductions;
 import org.jtorch.ops.Sorting;
+import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.ops.UnaryOp;
 
@@ -110,6 +112,7 @@ public final class Tensor implements AutoCloseable {
         if (!borrowed) {
             MemoryScope s = MemoryScope.current();
             if (s != null) s.track(this);
+            if (Dispatcher.tracing()) Dispatcher.traceCreated(this);
         }
     }
 
@@ -393,6 +396,7 @@ public final class Tensor implements AutoCloseable {
 
     /** A view with a new shape (one dimension may be -1); fails if the strides do not allow it, as PyTorch's {@code view}. */
     public Tensor view(long... newShape) {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.VIEW, new Tensor[] {this}, FrontEnds.args(newShape), () -> view(newShape));
         Arguments.nonNull("view", "newShape", newShape);
         checkOpen("view");
         long[] s = Shapes.inferSize("view", newShape, numel(), shape);
@@ -407,6 +411,7 @@ public final class Tensor implements AutoCloseable {
 
     /** A view when possible, otherwise a contiguous copy with the new shape. */
     public Tensor reshape(long... newShape) {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.RESHAPE, new Tensor[] {this}, FrontEnds.args(newShape), () -> reshape(newShape));
         Arguments.nonNull("reshape", "newShape", newShape);
         checkOpen("reshape");
         long[] s = Shapes.inferSize("reshape", newShape, numel(), shape);
@@ -419,6 +424,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Reorders dimensions: {@code dims} is a permutation of {@code 0..dim()-1} (negative allowed). */
     public Tensor permute(int... dims) {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.PERMUTE, new Tensor[] {this}, FrontEnds.args(dims), () -> permute(dims));
         Arguments.nonNull("permute", "dims", dims);
         checkOpen("permute");
         if (dims.length != shape.length) {
@@ -441,6 +447,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     public Tensor transpose(int dim0, int dim1) {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.TRANSPOSE, new Tensor[] {this}, FrontEnds.args(dim0, dim1), () -> transpose(dim0, dim1));
         checkOpen("transpose");
         int a = Shapes.wrapDim("transpose", dim0, shape.length);
         int b = Shapes.wrapDim("transpose", dim1, shape.length);
@@ -474,6 +481,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Removes every dimension of size 1. */
     public Tensor squeeze() {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.SQUEEZE, new Tensor[] {this}, new double[0], () -> squeeze());
         checkOpen("squeeze");
         int n = 0;
         for (long s : shape) if (s != 1) n++;
@@ -490,6 +498,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Removes dimension {@code dim} if its size is 1 (otherwise returns a view unchanged). */
     public Tensor squeeze(int dim) {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.SQUEEZE_DIM, new Tensor[] {this}, FrontEnds.args(dim), () -> squeeze(dim));
         checkOpen("squeeze");
         if (shape.length == 0) {
             Shapes.wrapDim("squeeze", dim, 0);
@@ -502,6 +511,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Inserts a dimension of size 1 at {@code dim} (in {@code [-dim()-1, dim()]}). */
     public Tensor unsqueeze(int dim) {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.UNSQUEEZE, new Tensor[] {this}, FrontEnds.args(dim), () -> unsqueeze(dim));
         checkOpen("unsqueeze");
         int d = Shapes.wrapDim("unsqueeze", dim, shape.length + 1);
         long newStride = d < shape.length ? shape[d] * strides[d] : 1;
@@ -510,6 +520,7 @@ public final class Tensor implements AutoCloseable {
 
     /** Broadcasts size-1 dimensions to larger sizes without copying (-1 keeps a size). */
     public Tensor expand(long... sizes) {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.EXPAND, new Tensor[] {this}, FrontEnds.args(sizes), () -> expand(sizes));
         Arguments.nonNull("expand", "sizes", sizes);
         checkOpen("expand");
         if (sizes.length < shape.length) {
@@ -587,6 +598,12 @@ public final class Tensor implements AutoCloseable {
 
     /** Python-style slice {@code [start:end:step]} of dimension {@code dim}; bounds are clamped, negative values count from the end. */
     public Tensor slice(int dim, long start, long end, long step) {
+        if (Dispatcher.tracing()) {
+            long from = start;
+            long to = end;
+            return Dispatcher.traceFrontEnd(FrontEndOps.SLICE, new Tensor[] {this}, new double[] {dim, start, end, step},
+                    () -> slice(dim, from, to, step));
+        }
         checkOpen("slice");
         if (shape.length == 0) throw new IllegalArgumentException("slice: cannot be applied to a 0-dim tensor");
         if (step <= 0) throw new IllegalArgumentException("slice: step must be positive, got " + step);
@@ -732,6 +749,7 @@ public final class Tensor implements AutoCloseable {
 
     /** This tensor if it is contiguous (a new reference), else a contiguous copy. */
     public Tensor contiguous() {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.CONTIGUOUS, new Tensor[] {this}, new double[0], this::contiguous);
         checkOpen("contiguous");
         if (isContiguous()) return alias();
         return clone();
@@ -923,6 +941,7 @@ public final class Tensor implements AutoCloseable {
     /** The value of a one-element tensor, as a double. */
     public double item() {
         checkOpen("item");
+        if (Dispatcher.tracing()) Dispatcher.traceHostRead(this, "item");
         if (numel() != 1) {
             throw new IllegalArgumentException("item: a tensor with " + numel() + " elements (shape " + Shapes.format(shape)
                     + ") cannot be converted to a scalar");
@@ -935,6 +954,7 @@ public final class Tensor implements AutoCloseable {
     /** The value of a one-element tensor, as a long (exact for int64). */
     public long itemLong() {
         checkOpen("item");
+        if (Dispatcher.tracing()) Dispatcher.traceHostRead(this, "itemLong");
         if (numel() != 1) {
             throw new IllegalArgumentException("itemLong: a tensor with " + numel() + " elements (shape " + Shapes.format(shape)
                     + ") cannot be converted to a scalar");
@@ -980,6 +1000,7 @@ public final class Tensor implements AutoCloseable {
     private static final int MAX_ARRAY_LENGTH = Integer.MAX_VALUE - 8;
 
     private int javaArrayLength(String op) {
+        if (Dispatcher.tracing()) Dispatcher.traceHostRead(this, op);
         long n = numel();
         if (n > MAX_ARRAY_LENGTH) {
             throw new IllegalArgumentException(op + ": a tensor of shape " + Shapes.format(shape) + " has " + n

@@ -1,5 +1,7 @@
 package org.jtorch;
 
+import org.jtorch.ops.Dispatcher;
+import org.jtorch.op.FrontEndOps;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
@@ -84,6 +86,14 @@ public final class Torch {
     }
 
     public static Tensor zeros(long[] shape, DType dtype, Device device) {
+        if (Dispatcher.tracing()) {
+            double[] args = new double[3 + shape.length];
+            args[0] = dtype.ordinal();
+            args[1] = device.type().ordinal();
+            args[2] = device.index();
+            for (int i = 0; i < shape.length; i++) args[3 + i] = shape[i];
+            return Dispatcher.traceFrontEnd(FrontEndOps.ZEROS, new Tensor[0], args, () -> zeros(shape, dtype, device));
+        }
         return Tensor.empty("zeros", shape, dtype, device).zero_();
     }
 

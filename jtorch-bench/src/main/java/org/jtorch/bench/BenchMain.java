@@ -23,6 +23,7 @@ public final class BenchMain {
             case "sort" -> print(SortBench.run(quick));
             case "rnn" -> print(RnnBench.run(quick, Arrays.asList(args).contains("--cputime")));
             case "optim" -> print(OptimBench.run(quick));
+            case "jit" -> print(JitBench.run(quick));
             case "gpu-sim" -> System.out.print(GpuSimBench.run());
             case "--help", "-h", "help" -> System.out.println("""
                     usage: jtorch bench <suite> [--quick] [--profile]
@@ -36,6 +37,8 @@ public final class BenchMain {
                                  one cell step's fused kernels against the same formulas as tensor ops
                                  (--cputime: the layers in thread CPU time, for JTORCH_NUM_THREADS=1)
                       sort       sort, argsort, topk, median, unique, searchsorted, multinomial (ms)
+                      jit        pointwise chains (relu(x) + c, gelu(x * w + b), a tanh/sigmoid chain) at 1M and 16M floats,
+                                 eager against Jit.trace, and the first compiled call (python/bench_jit.py: torch.compile)
                       optim      one step of Adam, NAdam, RAdam, Adamax, SparseAdam (1024x1024 float32); one LBFGS step
                                  with the strong-Wolfe line search (least squares, 65,536 parameters, 10 iterations)
                       data       DataLoader batches/s, ~1 ms CPU transform per sample, batch 32: 0 vs 2 workers

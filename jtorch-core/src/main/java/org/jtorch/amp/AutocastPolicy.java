@@ -31,8 +31,8 @@ public final class AutocastPolicy {
     private static final Map<String, CastPolicy> CUDA = table(
             CastPolicy.LOWER_PRECISION, """
                     _convolution conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d
-                    convolution cudnn_convolution cudnn_convolution_transpose prelu addmm addmv addr matmul einsum mm mv
-                    linear addbmm baddbmm bmm chain_matmul linalg_multi_dot _thnn_fused_lstm_cell _thnn_fused_gru_cell
+                    convolution cudnn_convolution cudnn_convolution_transpose prelu addmm addmv addr einsum mm mv
+                    addbmm baddbmm bmm chain_matmul linalg_multi_dot _thnn_fused_lstm_cell _thnn_fused_gru_cell
                     lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell scaled_dot_product_attention""",
             CastPolicy.FP32, """
                     acos asin cosh erfinv log10 log2 sinh tan
@@ -51,7 +51,7 @@ public final class AutocastPolicy {
      */
     private static final Map<String, CastPolicy> CPU = table(
             CastPolicy.LOWER_PRECISION, """
-                    conv1d conv2d conv3d bmm mm baddbmm addmm addbmm linear _convolution matmul conv_tbc
+                    conv1d conv2d conv3d bmm mm baddbmm addmm addbmm _convolution conv_tbc
                     scaled_dot_product_attention""",
             CastPolicy.FP32, """
                     conv_transpose1d conv_transpose2d conv_transpose3d avg_pool3d binary_cross_entropy grid_sampler polar

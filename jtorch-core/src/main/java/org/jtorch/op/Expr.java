@@ -6,7 +6,7 @@ import java.util.stream.Collectors;
 /**
  * A small expression tree: a pointwise op's formula ({@link Math} nodes over the op's inputs and scalar
  * parameters) and every op's derivative or composition ({@link Op} nodes: calls of declared ops, evaluated
- * through the dispatcher). The same tree is evaluated in Java ({@link #compile}), rendered to CUDA C
+ * through the dispatcher). The same tree is evaluated in Java ({@link #compileArrays}), rendered to CUDA C
  * ({@link #toC}) and printed for docs/OPS.md ({@link #toString}).
  */
 public sealed interface Expr {
@@ -173,58 +173,79 @@ public sealed interface Expr {
 
     // ------------------------------------------------------------------ Java reference
 
-    /** A formula compiled to nested evaluators for floating compute: {@code f(x0, x1, p0, p1)}. */
-    interface DoubleFormula {
-        double eval(double x0, double x1, double p0, double p1);
+    /** A formula over any number of inputs and parameters in floating compute: a fused kernel's reference. */
+    interface ArrayFormula {
+        double eval(double[] x, double[] p);
     }
 
-    /** A formula compiled for integer compute; parameters arrive as Java's {@code (long)} of the double. */
-    interface LongFormula {
-        long eval(long x0, long x1, long p0, long p1);
-    }
-
-    /** Compiles a {@link Math} tree for floating compute. */
-    default DoubleFormula compile() {
+    /** Compiles a {@link Math} tree over inputs {@code x[i]} and parameters {@code p[j]} for floating compute. */
+    default ArrayFormula compileArrays() {
         return switch (this) {
-            case In i -> i.index() == 0 ? (x0, x1, p0, p1) -> x0 : (x0, x1, p0, p1) -> x1;
+            case In i -> {
+                int k = i.index();
+                yield (x, p) -> x[k];
+            }
             case Scalar s -> {
+                int j = s.index();
                 double none = s.ifNone();
-                yield s.index() == 0 ? (x0, x1, p0, p1) -> p0 != p0 ? none : p0 : (x0, x1, p0, p1) -> p1 != p1 ? none : p1;
+                yield (x, p) -> p[j] != p[j] ? none : p[j];
             }
             case Const c -> {
                 double v = c.value();
-                yield (x0, x1, p0, p1) -> v;
+                yield (x, p) -> v;
             }
             case Math m -> {
                 Fn fn = m.fn();
-                DoubleFormula a = m.args().get(0).compile();
-                if (fn.arity() == 1) yield (x0, x1, p0, p1) -> fn.apply(a.eval(x0, x1, p0, p1), 0, 0);
-                DoubleFormula b = m.args().get(1).compile();
-                if (fn.arity() == 2) yield (x0, x1, p0, p1) -> fn.apply(a.eval(x0, x1, p0, p1), b.eval(x0, x1, p0, p1), 0);
-                DoubleFormula c = m.args().get(2).compile();
-                yield (x0, x1, p0, p1) -> fn.apply(a.eval(x0, x1, p0, p1), b.eval(x0, x1, p0, p1), c.eval(x0, x1, p0, p1));
+                ArrayFormula a = m.args().get(0).compileArrays();
+                if (fn.arity() == 1) yield (x, p) -> fn.apply(a.eval(x, p), 0, 0);
+                ArrayFormula b = m.args().get(1).compileArrays();
+                if (fn.arity() == 2) yield (x, p) -> fn.apply(a.eval(x, p), b.eval(x, p), 0);
+                ArrayFormula c = m.args().get(2).compileArrays();
+                yield (x, p) -> fn.apply(a.eval(x, p), b.eval(x, p), c.eval(x, p));
             }
             default -> throw new IllegalStateException(this + " is not a pointwise formula");
         };
     }
 
-    /** Compiles a {@link Math} tree for integer compute. */
-    default LongFormula compileLong() {
+    /** Whether the tree is a pointwise formula: inputs, parameters, constants and {@link Math} on them. */
+    default boolean isFormula() {
         return switch (this) {
-            case In i -> i.index() == 0 ? (x0, x1, p0, p1) -> x0 : (x0, x1, p0, p1) -> x1;
-            case Scalar s -> s.index() == 0 ? (x0, x1, p0, p1) -> p0 : (x0, x1, p0, p1) -> p1;
+            case In i -> true;
+            case Scalar s -> true;
+            case Const c -> true;
+            case Math m -> m.args().stream().allMatch(Expr::isFormula);
+            default -> false;
+        };
+    }
+
+    /** A formula over any number of inputs and parameters in integer compute (Java's {@code (long)} of each parameter). */
+    interface LongArrayFormula {
+        long eval(long[] x, long[] p);
+    }
+
+    /** Compiles a {@link Math} tree over inputs {@code x[i]} and parameters {@code p[j]} for integer compute. */
+    default LongArrayFormula compileLongArrays() {
+        return switch (this) {
+            case In i -> {
+                int k = i.index();
+                yield (x, p) -> x[k];
+            }
+            case Scalar s -> {
+                int j = s.index();
+                yield (x, p) -> p[j];
+            }
             case Const c -> {
                 long v = (long) c.value();
-                yield (x0, x1, p0, p1) -> v;
+                yield (x, p) -> v;
             }
             case Math m -> {
                 Fn fn = m.fn();
-                LongFormula a = m.args().get(0).compileLong();
-                if (fn.arity() == 1) yield (x0, x1, p0, p1) -> fn.applyLong(a.eval(x0, x1, p0, p1), 0, 0);
-                LongFormula b = m.args().get(1).compileLong();
-                if (fn.arity() == 2) yield (x0, x1, p0, p1) -> fn.applyLong(a.eval(x0, x1, p0, p1), b.eval(x0, x1, p0, p1), 0);
-                LongFormula c = m.args().get(2).compileLong();
-                yield (x0, x1, p0, p1) -> fn.applyLong(a.eval(x0, x1, p0, p1), b.eval(x0, x1, p0, p1), c.eval(x0, x1, p0, p1));
+                LongArrayFormula a = m.args().get(0).compileLongArrays();
+                if (fn.arity() == 1) yield (x, p) -> fn.applyLong(a.eval(x, p), 0, 0);
+                LongArrayFormula b = m.args().get(1).compileLongArrays();
+                if (fn.arity() == 2) yield (x, p) -> fn.applyLong(a.eval(x, p), b.eval(x, p), 0);
+                LongArrayFormula c = m.args().get(2).compileLongArrays();
+                yield (x, p) -> fn.applyLong(a.eval(x, p), b.eval(x, p), c.eval(x, p));
             }
             default -> throw new IllegalStateException(this + " is not a pointwise formula");
         };
@@ -234,8 +255,8 @@ public sealed interface Expr {
 
     /**
      * The formula as a C expression over compute type {@code A} (a floating type, or {@code jt_i64} for integer
-     * compute), inputs named {@code x0, x1} and parameters {@code p0, p1} (doubles): what {@link #compile} and
-     * {@link #compileLong} compute, a None parameter taking its {@link Scalar#ifNone} value in floating compute.
+     * compute), inputs named {@code x0, x1} and parameters {@code p0, p1} (doubles): what {@link #compileArrays} and
+     * {@link #compileLongArrays} compute, a None parameter taking its {@link Scalar#ifNone} value in floating compute.
      */
     default String toC() {
         return switch (this) {

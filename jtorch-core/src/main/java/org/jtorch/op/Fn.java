@@ -43,6 +43,99 @@ public enum Fn {
     TANH(1, "tanh(%s)") {
         public double apply(double a, double b, double c) { return java.lang.Math.tanh(a); }
     },
+    EXPM1(1, "expm1(%s)") {
+        public double apply(double a, double b, double c) { return java.lang.Math.expm1(a); }
+    },
+    SQRT(1, "sqrt(%s)") {
+        public double apply(double a, double b, double c) { return java.lang.Math.sqrt(a); }
+    },
+    SIN(1, "sin(%s)") {
+        public double apply(double a, double b, double c) { return java.lang.Math.sin(a); }
+    },
+    COS(1, "cos(%s)") {
+        public double apply(double a, double b, double c) { return java.lang.Math.cos(a); }
+    },
+    /** {@code 1 / (1 + exp(-x))}. */
+    SIGMOID(1, "(A(1) / (A(1) + exp(-(%s))))") {
+        public double apply(double a, double b, double c) { return 1.0 / (1.0 + java.lang.Math.exp(-a)); }
+    },
+    ERF(1, "erf(%s)") {
+        public double apply(double a, double b, double c) { return SpecialFunctions.erf(a); }
+    },
+    /** The exact GELU {@code x/2 erfc(-x / sqrt 2)}: the complement does not cancel for negative x, as {@code 1 + erf} would. */
+    GELU(1, "(A(0.5) * (%1$s) * erfc(-(%1$s) * A(0.7071067811865476)))") {
+        public double apply(double a, double b, double c) { return 0.5 * a * SpecialFunctions.erfc(-a / java.lang.Math.sqrt(2.0)); }
+    },
+    POW(2, "pow(%s, %s)") {
+        public double apply(double a, double b, double c) { return java.lang.Math.pow(a, b); }
+    },
+    /** {@code x <= 0 ? 0 : x}: a NaN input stays NaN (torch.relu). */
+    RELU(1, "((%1$s) <= A(0) ? A(0) : (%1$s))") {
+        public double apply(double a, double b, double c) { return a <= 0 ? 0 : a; }
+        public long applyLong(long a, long b, long c) { return java.lang.Math.max(a, 0); }
+    },
+    /** {@code b <= 0 ? 0 : a}: ReLU's backward (threshold_backward at 0); a NaN {@code b} keeps {@code a}. */
+    THRESHOLD(2, "((%2$s) <= A(0) ? A(0) : (%1$s))") {
+        public double apply(double a, double b, double c) { return b <= 0 ? 0 : a; }
+        public long applyLong(long a, long b, long c) { return b > 0 ? a : 0; }
+    },
+    /** {@code (0 < x) - (x < 0)}: NaN gives 0, as ATen. */
+    SIGN(1, "(A((%1$s) > A(0)) - A((%1$s) < A(0)))") {
+        public double apply(double a, double b, double c) { return a > 0 ? 1 : a < 0 ? -1 : 0; }
+        public long applyLong(long a, long b, long c) { return Long.signum(a); }
+    },
+    FLOOR(1, "floor(%s)") {
+        public double apply(double a, double b, double c) { return java.lang.Math.floor(a); }
+        public long applyLong(long a, long b, long c) { return a; }
+    },
+    CEIL(1, "ceil(%s)") {
+        public double apply(double a, double b, double c) { return java.lang.Math.ceil(a); }
+        public long applyLong(long a, long b, long c) { return a; }
+    },
+    /** Round half to even ({@code torch.round}). */
+    RINT(1, "rint(%s)") {
+        public double apply(double a, double b, double c) { return java.lang.Math.rint(a); }
+        public long applyLong(long a, long b, long c) { return a; }
+    },
+    TRUNC(1, "trunc(%s)") {
+        public double apply(double a, double b, double c) { return a < 0 ? java.lang.Math.ceil(a) : java.lang.Math.floor(a); }
+        public long applyLong(long a, long b, long c) { return a; }
+    },
+    // Comparisons give 1 or 0 in the compute type: a formula selects with them ({@link #SELECT}).
+    GT(2, "A((%s) > (%s))") {
+        public double apply(double a, double b, double c) { return a > b ? 1 : 0; }
+        public long applyLong(long a, long b, long c) { return a > b ? 1 : 0; }
+    },
+    GE(2, "A((%s) >= (%s))") {
+        public double apply(double a, double b, double c) { return a >= b ? 1 : 0; }
+        public long applyLong(long a, long b, long c) { return a >= b ? 1 : 0; }
+    },
+    LT(2, "A((%s) < (%s))") {
+        public double apply(double a, double b, double c) { return a < b ? 1 : 0; }
+        public long applyLong(long a, long b, long c) { return a < b ? 1 : 0; }
+    },
+    LE(2, "A((%s) <= (%s))") {
+        public double apply(double a, double b, double c) { return a <= b ? 1 : 0; }
+        public long applyLong(long a, long b, long c) { return a <= b ? 1 : 0; }
+    },
+    EQ(2, "A((%s) == (%s))") {
+        public double apply(double a, double b, double c) { return a == b ? 1 : 0; }
+        public long applyLong(long a, long b, long c) { return a == b ? 1 : 0; }
+    },
+    NE(2, "A((%s) != (%s))") {
+        public double apply(double a, double b, double c) { return a != b ? 1 : 0; }
+        public long applyLong(long a, long b, long c) { return a != b ? 1 : 0; }
+    },
+    /** {@code cond != 0 ? a : b} ({@code torch.where}). */
+    SELECT(3, "((%s) != A(0) ? (%s) : (%s))") {
+        public double apply(double cond, double a, double b) { return cond != 0 ? a : b; }
+        public long applyLong(long cond, long a, long b) { return cond != 0 ? a : b; }
+    },
+    /** NaN-propagating maximum (Java's {@code Math.max}; {@code jt::nan_max} in C). */
+    MAX(2, "jt::nan_max(%s, %s)") {
+        public double apply(double a, double b, double c) { return java.lang.Math.max(a, b); }
+        public long applyLong(long a, long b, long c) { return java.lang.Math.max(a, b); }
+    },
     /** NaN-propagating minimum (Java's {@code Math.min}; {@code jt::nan_min} in C). */
     MIN(2, "jt::nan_min(%s, %s)") {
         public double apply(double a, double b, double c) { return java.lang.Math.min(a, b); }

@@ -11,6 +11,7 @@ import org.jtorch.Device;
  */
 public final class KernelRegistry {
     private static final Map<Device.Type, Map<String, PointwiseKernel>> POINTWISE = new EnumMap<>(Device.Type.class);
+    private static final Map<Device.Type, FormulaKernel.Compiler> FORMULA_COMPILERS = new ConcurrentHashMap<>();
 
     static {
         for (Device.Type t : Device.Type.values()) POINTWISE.put(t, new ConcurrentHashMap<>());
@@ -39,5 +40,15 @@ public final class KernelRegistry {
 
     public static boolean has(OpDef op, Device.Type type) {
         return POINTWISE.get(type).containsKey(op.kernel());
+    }
+
+    /** Registers the backend's compiler of pointwise formulas (fused kernels) on {@code type}. */
+    public static void registerFormulaCompiler(Device.Type type, FormulaKernel.Compiler compiler) {
+        FORMULA_COMPILERS.put(type, compiler);
+    }
+
+    /** The formula compiler of {@code type}, or null when its backend has none (then nothing is fused there). */
+    public static FormulaKernel.Compiler formulaCompiler(Device.Type type) {
+        return FORMULA_COMPILERS.get(type);
     }
 }

@@ -40,7 +40,14 @@ public final class OpDef {
          * backends' kernel named {@link #kernel()}, with an optional result {@code dtype} (softmax, log_softmax).
          * A reduction called in its derivative reduces over that dimension, keeping it.
          */
-        ALONG_DIM;
+        ALONG_DIM,
+        /**
+         * An op whose front end (argument checks, shape rules, kernel call, autograd) is still written by hand in
+         * {@code ops} or {@code Tensor}: declared for its signature, its autocast policy and the trace, which records
+         * it as one node ({@code Dispatcher.traceFrontEnd}); {@code Dispatcher.call} runs it through that front end,
+         * its integer arguments passed as the call's scalars.
+         */
+        FRONT_END;
 
         /** Whether backends register an elementwise kernel for ops of this kind. */
         public boolean isPointwise() {
@@ -55,6 +62,8 @@ public final class OpDef {
     private final Signature signature;
     private final DTypeRule rule;
     private final Expr formula;
+    private final boolean handWritten;
+    private final boolean frontEndDifferentiable;
     private final Expr composition;
     private final Supplier<List<Expr>> derivatives;
     private volatile List<Expr> derivativesResolved;
@@ -74,6 +83,8 @@ public final class OpDef {
         signature = Objects.requireNonNull(b.signature, name + ": signature");
         rule = Objects.requireNonNull(b.rule, name + ": dtype rule");
         formula = b.formula;
+        handWritten = b.handWritten;
+        frontEndDifferentiable = b.frontEndDifferentiable;
         composition = b.composition;
         derivatives = b.derivatives;
         autocast = b.autocast.isEmpty() ? Map.of() : Map.copyOf(b.autocast);
@@ -92,6 +103,13 @@ public final class OpDef {
 
     public static Builder binary(String name) {
         return new Builder(name, Kind.BINARY);
+    }
+
+    /** An op with a hand-written front end ({@link Kind#FRONT_END}); {@code differentiable} when that front end records autograd. */
+    public static Builder frontEnd(String name, boolean differentiable) {
+        Builder b = new Builder(name, Kind.FRONT_END);
+        b.frontEndDifferentiable = differentiable;
+        return b;
     }
 
     public static Builder composite(String name) {
@@ -138,8 +156,18 @@ public final class OpDef {
 
     public DTypeRule rule() { return rule; }
 
-    /** The pointwise formula, or null where the backends' kernels are still hand-written (see docs/OPS.md). */
+    /**
+     * The pointwise formula: the math of the op, which the JIT fuses and the reference evaluates. Null for the few
+     * pointwise ops not written as one yet (the bitwise and logical ones, the integer divisions).
+     */
     public Expr formula() { return formula; }
+
+    /**
+     * Whether the backends run kernels generated from the {@link #formula}. Where they do not, the op's kernels are
+     * still the hand-written ones ({@code UnaryOp}/{@code BinaryOp} and {@code elementwise.cu}; see docs/OPS.md),
+     * and the formula is tested to compute what they compute.
+     */
+    public boolean hasGeneratedKernels() { return formula != null && !handWritten; }
 
     /** A composite op's forward, written with ops; null for primitives. */
     public Expr composition() { return composition; }
@@ -172,6 +200,7 @@ public final class OpDef {
     }
 
     public boolean isDifferentiable() {
+        if (kind == Kind.FRONT_END) return frontEndDifferentiable;
         return derivatives != null && rule.isDifferentiable();
     }
 
@@ -199,6 +228,8 @@ public final class OpDef {
         private Signature signature;
         private DTypeRule rule;
         private Expr formula;
+        private boolean handWritten;
+        private boolean frontEndDifferentiable;
         private Expr composition;
         private Supplier<List<Expr>> derivatives;
         private final Map<Device.Type, CastPolicy> autocast = new EnumMap<>(Device.Type.class);
@@ -219,6 +250,8 @@ public final class OpDef {
         }
         public Builder rule(DTypeRule rule) { this.rule = rule; return this; }
         public Builder formula(Expr formula) { this.formula = formula; return this; }
+        /** The backends keep their hand-written kernels for this op; its formula serves the JIT and the reference. */
+        public Builder handWritten(Expr formula) { this.formula = formula; this.handWritten = true; return this; }
         public Builder composition(Expr composition) { this.composition = composition; return this; }
         /** The derivatives, one per tensor input; a supplier because they name ops declared later (or this one). */
         public Builder derivatives(Supplier<List<Expr>> derivatives) { this.derivatives = derivatives; return this; }

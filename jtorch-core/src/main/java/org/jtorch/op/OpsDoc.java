@@ -40,8 +40,8 @@ public final class OpsDoc {
 
     private static String devices(OpDef op) {
         if (op.kind() == OpDef.Kind.COMPOSITE || op.composition() != null) return "every (composite)";
-        if (op.kind() == OpDef.Kind.REDUCTION || op.kind() == OpDef.Kind.ALONG_DIM) return "cpu, cuda";
-        return op.formula() == null ? "cpu, cuda (hand-written)" : "cpu, cuda (generated)";
+        if (op.kind() == OpDef.Kind.REDUCTION || op.kind() == OpDef.Kind.ALONG_DIM || op.kind() == OpDef.Kind.FRONT_END) return "cpu, cuda";
+        return op.hasGeneratedKernels() ? "cpu, cuda (generated)" : "cpu, cuda (hand-written)";
     }
 
     private static String policy(OpDef op, Device.Type type) {
@@ -52,8 +52,10 @@ public final class OpsDoc {
     private static String kernel(OpDef op) {
         if (op.composition() != null) return "`" + op.composition() + "`";
         if (op.accumulation() != null) return "accumulating reduction `" + op.accumulation().name().toLowerCase() + "`";
+        if (op.kind() == OpDef.Kind.FRONT_END) return "hand-written front end" + (op.doc() == null ? "" : ": " + op.doc());
         if (!op.kind().isPointwise()) return "`" + op.kernel() + "`";
-        if (op.formula() != null) return "formula `" + op.formula() + "`";
-        return op.kernel().equals(op.name()) ? "hand-written" : "hand-written (`" + op.kernel() + "`)";
+        if (op.hasGeneratedKernels()) return "formula `" + op.formula() + "`";
+        String kernel = op.kernel().equals(op.name()) ? "hand-written" : "hand-written (`" + op.kernel() + "`)";
+        return op.formula() == null ? kernel : kernel + "; formula `" + op.formula() + "`";
     }
 }

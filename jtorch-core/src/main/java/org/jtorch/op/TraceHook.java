@@ -11,4 +11,13 @@ import java.util.List;
 @FunctionalInterface
 public interface TraceHook<T> {
     void record(OpDef op, List<T> inputs, double[] scalars, ReduceArgs reduce, T output);
+
+    /**
+     * Every tensor the thread creates while the hook is installed, whether an op the hook sees made it or not: a
+     * tensor used later that no recorded op made was made by an op the trace does not see.
+     */
+    default void created(T tensor) {}
+
+    /** A read of {@code tensor}'s values on the host ({@code item}, {@code toFloatArray}, ...): data the trace cannot replay. */
+    default void hostRead(T tensor, String what) {}
 }

@@ -1,5 +1,6 @@
 package org.jtorch.ops;
 
+import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
 import org.jtorch.amp.Autocast;
@@ -37,6 +38,12 @@ public final class Convolution {
     // ------------------------------------------------------------------ public ops
 
     public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding, int[] dilation, int groups) {
+        if (Dispatcher.tracing()) {
+            double[] args = FrontEnds.concat(pair("conv2d", "stride", stride, 2), pair("conv2d", "padding", padding, 2),
+                    pair("conv2d", "dilation", dilation, 2), new int[] {groups});
+            return Dispatcher.traceFrontEnd(FrontEndOps.CONV2D, new Tensor[] {input, weight, bias}, args,
+                    () -> conv2d(input, weight, bias, stride, padding, dilation, groups));
+        }
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("conv2d", t -> conv2d(t[0], t[1], t[2], stride, padding, dilation, groups), input, weight, bias);
             if (r != null) return r;

@@ -77,6 +77,51 @@ public final class Dispatcher {
         return s;
     }
 
+    /**
+     * Whether this thread traces: one read of a shared counter on the hot paths (the thread's hook is looked up only
+     * while some thread traces). False inside a traced front end ({@link #traceFrontEnd}).
+     */
+    public static boolean tracing() {
+        return TRACING.get() != 0 && TRACE.get() != null;
+    }
+
+    /**
+     * Runs {@code body}, the hand-written front end of {@code op} ({@link OpDef.Kind#FRONT_END}), and reports it to
+     * this thread's trace as one op: the ops inside it are not traced (their intermediates are the front end's).
+     * {@code args} are its integer and scalar arguments in signature order. Called by front ends when {@link #tracing}.
+     */
+    public static Tensor traceFrontEnd(OpDef op, Tensor[] inputs, double[] args, java.util.function.Supplier<Tensor> body) {
+        TraceHook<Tensor> hook = TRACE.get();
+        if (hook == null) return body.get();
+        Tensor r = withoutTrace(body);
+        hook.record(op, Arrays.asList(inputs), args.clone(), null, r);
+        return r;
+    }
+
+    /** Runs {@code body} with this thread's trace hook suspended (the tracer's own work: nothing in it is traced). */
+    public static <T> T withoutTrace(java.util.function.Supplier<T> body) {
+        TraceHook<Tensor> hook = TRACE.get();
+        if (hook == null) return body.get();
+        TRACE.set(null);
+        try {
+            return body.get();
+        } finally {
+            TRACE.set(hook);
+        }
+    }
+
+    /** Reports a tensor created on this thread to its trace hook, if one is installed ({@link TraceHook#created}). */
+    public static void traceCreated(Tensor t) {
+        TraceHook<Tensor> hook = TRACE.get();
+        if (hook != null) hook.created(t);
+    }
+
+    /** Reports a host read of {@code t} to this thread's trace hook, if one is installed ({@link TraceHook#hostRead}). */
+    public static void traceHostRead(Tensor t, String what) {
+        TraceHook<Tensor> hook = TRACE.get();
+        if (hook != null) hook.hostRead(t, what);
+    }
+
     // ------------------------------------------------------------------ entry points
 
     /**
@@ -93,6 +138,7 @@ public final class Dispatcher {
             case COMPOSITE -> composite(op, inputs, scalars);
             case REDUCTION -> reduce(op, inputs[0], ALL_DIMS, null, p0);
             case ALONG_DIM -> alongDim(op, inputs[0], (int) p0, null);
+            case FRONT_END -> FrontEnds.call(op, inputs, scalars);
         };
     }
 
@@ -350,7 +396,7 @@ public final class Dispatcher {
      * inside instead (no extra pass); device kernels cannot throw, so they are always checked here.
      */
     static void checkDivisor(OpDef op, Tensor divisor, DType compute, Device device) {
-        if (!op.integerDivision() || compute.isFloatingPoint() || (op.formula() == null && device.isCpu())) return;
+        if (!op.integerDivision() || compute.isFloatingPoint() || (!op.hasGeneratedKernels() && device.isCpu())) return;
         try (var g = Grad.noGrad();
              Tensor zero = divisor.eq(0L);
              Tensor any = zero.any()) {

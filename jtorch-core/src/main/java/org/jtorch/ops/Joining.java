@@ -1,5 +1,6 @@
 package org.jtorch.ops;
 
+import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -34,6 +35,7 @@ public final class Joining {
      * 1-d tensors with no elements are skipped whatever their shape elsewhere.
      */
     public static Tensor cat(List<Tensor> tensors, int dim) {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.CAT, tensors.toArray(new Tensor[0]), new double[] {dim}, () -> cat(tensors, dim));
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("cat", t -> cat(List.of(t), dim), tensors.toArray(new Tensor[0]));
             if (r != null) return r;

@@ -1,5 +1,6 @@
 package org.jtorch.ops;
 
+import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
 import org.jtorch.amp.Autocast;
@@ -108,6 +109,7 @@ public final class Linalg {
 
     /** {@code torch.matmul}: dot, mv, mm or batched matmul with broadcast batch dimensions, by rank. */
     public static Tensor matmul(Tensor a, Tensor b) {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.MATMUL, new Tensor[] {a, b}, new double[0], () -> matmul(a, b));
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("matmul", t -> matmul(t[0], t[1]), a, b);
             if (r != null) return r;
@@ -232,6 +234,9 @@ public final class Linalg {
 
     /** {@code x @ weight.T + bias} over the last dimension of {@code x}; {@code bias} may be null. */
     public static Tensor linear(Tensor x, Tensor weight, Tensor bias) {
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEnd(FrontEndOps.LINEAR, new Tensor[] {x, weight, bias}, new double[0], () -> linear(x, weight, bias));
+        }
         if (Autocast.isActive()) {
             Tensor r = Autocast.run("linear", t -> linear(t[0], t[1], t[2]), x, weight, bias);
             if (r != null) return r;

@@ -1,5 +1,6 @@
 package org.jtorch.ops;
 
+import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -46,6 +47,11 @@ public final class Normalization {
      */
     public static Tensor batchNorm(Tensor input, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias,
                                    boolean training, double momentum, double eps) {
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEnd(FrontEndOps.BATCH_NORM, new Tensor[] {input, runningMean, runningVar, weight, bias},
+                    new double[] {training ? 1 : 0, momentum, eps},
+                    () -> batchNorm(input, runningMean, runningVar, weight, bias, training, momentum, eps));
+        }
         final String op = "batchNorm";
         input.checkOpen(op);
         if (input.dim() < 2) {

@@ -1,5 +1,6 @@
 package org.jtorch.ops;
 
+import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
 import java.util.function.BiConsumer;
@@ -34,6 +35,11 @@ public final class Pooling {
 
     /** {@code max_pool2d}: kernel, stride (null or empty: the kernel), padding and dilation as 1 or 2 ints. */
     public static Tensor maxPool2d(Tensor x, int[] kernel, int[] stride, int[] padding, int[] dilation, boolean ceilMode) {
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEnd(FrontEndOps.MAX_POOL2D, new Tensor[] {x},
+                    FrontEnds.lists(new int[][] {kernel, stride, padding, dilation}, ceilMode ? 1 : 0),
+                    () -> maxPool2d(x, kernel, stride, padding, dilation, ceilMode));
+        }
         return valuesOnly(maxPool("maxPool2d", x, 2, kernel, stride, padding, dilation, ceilMode, false));
     }
 
@@ -152,6 +158,10 @@ public final class Pooling {
      * {@code adaptive_avg_pool2d} to {@code outputSize} (1 or 2 sizes; -1 keeps the input's, as PyTorch's None). Output cell {@code o} averages input {@code [floor(o * I / O), ceil((o + 1) * I / O))}.
      */
     public static Tensor adaptiveAvgPool2d(Tensor x, long... outputSize) {
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEnd(FrontEndOps.ADAPTIVE_AVG_POOL2D, new Tensor[] {x}, FrontEnds.args(outputSize),
+                    () -> adaptiveAvgPool2d(x, outputSize));
+        }
         Adaptive a = adaptive("adaptiveAvgPool2d", x, 2, outputSize);
         return adaptiveAvg(x, a.planes, a.inH, a.inW, a.outH, a.outW, a.outShape);
     }

@@ -1,6 +1,7 @@
 package org.jtorch.cuda;
 
 import java.lang.foreign.MemorySegment;
+import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.backend.Backend;
@@ -49,9 +50,17 @@ public final class CudaBackend implements Backend {
      * checked on the device first, by the dispatcher.
      */
     private static void registerPointwiseKernels() {
+        // The JIT's fused groups: float32 formulas of inputs and constants, generated CUDA C compiled by NVRTC.
+        KernelRegistry.registerFormulaCompiler(Device.Type.CUDA, (formula, inputs) -> {
+            String source = FusedKernels.source(formula, inputs);
+            return (ordinal, compute, out, in, params) -> {
+                if (compute != DType.FLOAT32) throw new UnsupportedOperationException("fused CUDA kernels compute in float32, not " + compute);
+                INSTANCE.kernels().fused(source, ordinal, out, in);
+            };
+        });
         for (OpDef op : OpRegistry.all()) {
             if (!op.kind().isPointwise()) continue;
-            if (op.formula() != null) {
+            if (op.hasGeneratedKernels()) {
                 KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
                     if (!FormulaKernels.supports(op, compute)) throw ElementwisePlan.unsupported(op.pyName(), compute, out.shape());
                     INSTANCE.kernels().formula(op, ordinal, compute, out, a, b, p0, p1);

@@ -189,6 +189,49 @@ final class CudaKernels {
         }
     }
 
+    /**
+     * {@code out = formula(inputs)} for a fused formula ({@link FusedKernels}): float32 inputs of any strides over
+     * the contiguous float32 output's shape.
+     */
+    void fused(String source, int ordinal, StridedView out, StridedView[] inputs) {
+        long[] shape = out.shape();
+        if (out.dtype() != DType.FLOAT32 || !out.isContiguous()) {
+            throw new IllegalArgumentException("fused kernel: expected a contiguous float32 output, got " + out.dtype() + " with strides "
+                    + java.util.Arrays.toString(out.strides()));
+        }
+        if (shape.length > KernelStructs.MAX_DIMS) {
+            throw new UnsupportedOperationException("fused kernel: at most " + KernelStructs.MAX_DIMS + " dimensions, got shape "
+                    + java.util.Arrays.toString(shape));
+        }
+        long n = 1;
+        for (long d : shape) n *= d;
+        Device device = Device.cuda(ordinal);
+        long s = stream(device);
+        int blocks = LaunchGeometry.blocks(n, 1, rt.devices().get(ordinal).multiprocessors());
+        if (blocks == 0) return;
+        String file = "jit_fused_" + Integer.toHexString(source.hashCode()) + "_" + source.length() + ".cu";
+        long fn = function(ordinal, file, null, FusedKernels.ENTRY, () -> source);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(out.address());
+            int rows = Math.max(inputs.length, 1);
+            // struct FusedIndex { jt_i64 ndim; jt_i64 size[MAX_DIMS]; jt_i64 stride[inputs][MAX_DIMS]; }
+            java.lang.foreign.MemorySegment index = arena.allocate(8L * (1 + KernelStructs.MAX_DIMS * (1 + rows)), 8);
+            index.fill((byte) 0);
+            index.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, shape.length);
+            for (int d = 0; d < shape.length; d++) index.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8L * (1 + d), shape[d]);
+            for (int k = 0; k < inputs.length; k++) {
+                StridedView v = inputs[k];
+                if (v.dtype() != DType.FLOAT32) throw new IllegalArgumentException("fused kernel: input " + k + " is " + v.dtype() + ", not float32");
+                args.pointer(v.address());
+                for (int d = 0; d < shape.length; d++) {
+                    index.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8L * (1 + KernelStructs.MAX_DIMS * (1 + k) + d), v.strides()[d]);
+                }
+            }
+            args.i64(n).struct(index);
+            launch(fn, blocks, s, args);
+        }
+    }
+
     void where(Tensor cond, Tensor a, Tensor b, Tensor out) {
         Device device = out.device();
         long[] shape = out.shape();

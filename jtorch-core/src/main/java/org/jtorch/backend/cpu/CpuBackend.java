@@ -16,11 +16,11 @@ import org.jtorch.backend.SpatialKernels;
 import org.jtorch.memory.Allocator;
 import org.jtorch.memory.CpuCachingAllocator;
 import org.jtorch.memory.Storage;
-import org.jtorch.op.Expr;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
 import org.jtorch.op.PointwiseKernel;
+import org.jtorch.op.StridedView;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.UnaryOp;
 
@@ -45,18 +45,20 @@ public final class CpuBackend implements Backend {
     private CpuBackend() {}
 
     /**
-     * One kernel per declared pointwise op: the formula's Java reference for ops declared with one, the
-     * hand-written {@link UnaryOp}/{@link BinaryOp} kernels (with their Vector API fast paths) for the others.
+     * One kernel per declared pointwise op: the one generated from its formula ({@link CpuFormulaKernel}) where it
+     * has generated kernels, else the hand-written {@link UnaryOp}/{@link BinaryOp} kernels (with their Vector API
+     * fast paths). The same compiler serves the JIT's fused formulas.
      */
     private static void registerPointwiseKernels() {
+        KernelRegistry.registerFormulaCompiler(Device.Type.CPU, CpuFormulaKernel::new);
         for (OpDef op : OpRegistry.all()) {
             if (!op.kind().isPointwise()) continue;
             String key = op.kernel().toUpperCase(java.util.Locale.ROOT);
             PointwiseKernel k;
-            if (op.formula() != null) {
-                Expr.DoubleFormula f = op.formula().compile();
-                Expr.LongFormula lf = op.formula().compileLong();
-                k = (device, compute, out, a, b, p0, p1) -> ElementwiseKernels.formula(f, lf, a, b, out, compute, p0, p1);
+            if (op.hasGeneratedKernels()) {
+                CpuFormulaKernel f = new CpuFormulaKernel(op.formula(), op.kind() == OpDef.Kind.UNARY ? 1 : 2);
+                k = (device, compute, out, a, b, p0, p1) ->
+                        f.run(device, compute, out, b == null ? new StridedView[] {a} : new StridedView[] {a, b}, new double[] {p0, p1});
             } else if (op.kind() == OpDef.Kind.UNARY) {
                 UnaryOp u = UnaryOp.valueOf(key);
                 k = (device, compute, out, a, b, p0, p1) -> ElementwiseKernels.unary(u, a, out, compute, p0, p1);

@@ -10,7 +10,6 @@ import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.UnaryOp;
-import org.jtorch.op.Expr;
 import org.jtorch.op.StridedView;
 
 /**
@@ -26,7 +25,7 @@ final class ElementwiseKernels {
     private static final int FL = FS.length();
     private static final ByteOrder LE = ByteOrder.nativeOrder();
     /** Elements per block in the generic path: buffers stay in L1. */
-    private static final int BLOCK = 256;
+    static final int BLOCK = 256;
     /** Minimum elements per thread before an op goes parallel (~ a few microseconds of work). */
     static final long GRAIN = 32_768;
 
@@ -200,7 +199,7 @@ final class ElementwiseKernels {
     }
 
     /** Rounds inputs to the compute dtype's precision, as if converted to it before the op (e.g. f64 input, f32 compute). */
-    private static void roundTo(DType compute, double[] buf, int n) {
+    static void roundTo(DType compute, double[] buf, int n) {
         if (compute == DType.FLOAT32) {
             for (int i = 0; i < n; i++) buf[i] = (float) buf[i];
         }
@@ -274,64 +273,6 @@ final class ElementwiseKernels {
                         ElementIO.load(at, as, ao, sa, n, la);
                         ElementIO.load(bt, bs, bo, sb, n, lb);
                         for (int i = 0; i < n; i++) la[i] = op.applyLong(la[i], lb[i], lalpha);
-                        ElementIO.store(ot, os, oo, so, n, la);
-                    }
-                }
-            });
-        });
-    }
-
-    // ---------------------------------------------------------------- declared formulas
-
-    /**
-     * {@code out = formula(a[, b])} for an op declared with its formula ({@link org.jtorch.op.OpDef#formula()}): the
-     * generic path, a block at a time through double (floating compute, inputs rounded to the compute dtype first)
-     * or long buffers. {@code b} is null for unary ops.
-     */
-    static void formula(Expr.DoubleFormula f, Expr.LongFormula lf, StridedView a, StridedView b, StridedView out,
-                        DType compute, double p0, double p1) {
-        MemorySegment as = a.memory();
-        MemorySegment bs = b == null ? null : b.memory();
-        MemorySegment os = out.memory();
-        DType at = a.dtype();
-        DType bt = b == null ? null : b.dtype();
-        DType ot = out.dtype();
-        ElementwiseIteration it = b == null ? new ElementwiseIteration(out, a) : new ElementwiseIteration(out, a, b);
-        boolean floating = compute.isFloatingPoint();
-        long lp0 = (long) p0;
-        long lp1 = (long) p1;
-        Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
-            int cap = (int) Math.min(BLOCK, end - begin);
-            double[] da = floating ? new double[cap] : null;
-            double[] db = floating && b != null ? new double[cap] : null;
-            long[] la = floating ? null : new long[cap];
-            long[] lb = !floating && b != null ? new long[cap] : null;
-            long so = it.innerByteStride(0);
-            long sa = it.innerByteStride(1);
-            long sb = b == null ? 0 : it.innerByteStride(2);
-            it.forEachRow(begin, end, (off, len) -> {
-                for (long done = 0; done < len; done += BLOCK) {
-                    int n = (int) Math.min(BLOCK, len - done);
-                    long oo = off[0] + done * so;
-                    if (floating) {
-                        ElementIO.load(at, as, off[1] + done * sa, sa, n, da);
-                        if (compute != DType.FLOAT64) roundTo(compute, da, n);
-                        if (b == null) {
-                            for (int i = 0; i < n; i++) da[i] = f.eval(da[i], 0, p0, p1);
-                        } else {
-                            ElementIO.load(bt, bs, off[2] + done * sb, sb, n, db);
-                            if (compute != DType.FLOAT64) roundTo(compute, db, n);
-                            for (int i = 0; i < n; i++) da[i] = f.eval(da[i], db[i], p0, p1);
-                        }
-                        ElementIO.store(ot, os, oo, so, n, da);
-                    } else {
-                        ElementIO.load(at, as, off[1] + done * sa, sa, n, la);
-                        if (b == null) {
-                            for (int i = 0; i < n; i++) la[i] = lf.eval(la[i], 0, lp0, lp1);
-                        } else {
-                            ElementIO.load(bt, bs, off[2] + done * sb, sb, n, lb);
-                            for (int i = 0; i < n; i++) la[i] = lf.eval(la[i], lb[i], lp0, lp1);
-                        }
                         ElementIO.store(ot, os, oo, so, n, la);
                     }
                 }

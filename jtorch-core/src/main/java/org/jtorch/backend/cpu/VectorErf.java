@@ -46,20 +46,21 @@ final class VectorErf {
     private static final float[] WHOLE = fit(0, 4, 16);
 
     static void erf(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
-        for (long i = 0; i < upper; i += FL) {
-            FloatVector x = FloatVector.fromMemorySegment(FS, xs, xo + 4 * i, LE);
-            FloatVector a = x.abs();
-            FloatVector r = small(x);
-            VectorMask<Float> big = a.compare(VectorOperators.GE, SPLIT);
-            if (big.anyTrue()) {
-                // Past 4, erf is 1 in float (1 - erfc(4) = 1 - 1.5e-8): the near polynomial at 4 says so.
-                FloatVector four = a.min(4f);
-                FloatVector hi = four.mul(four);
-                FloatVector one = FloatVector.broadcast(FS, 1f).sub(tail(hi, four.fma(four, hi.neg()), four, NEAR, SPLIT, 4));
-                r = r.blend(one.blend(one.neg(), x.compare(VectorOperators.LT, 0f)), big);
-            }
-            r.intoMemorySegment(os, oo + 4 * i, LE);
+        for (long i = 0; i < upper; i += FL) erf(FloatVector.fromMemorySegment(FS, xs, xo + 4 * i, LE)).intoMemorySegment(os, oo + 4 * i, LE);
+    }
+
+    static FloatVector erf(FloatVector x) {
+        FloatVector a = x.abs();
+        FloatVector r = small(x);
+        VectorMask<Float> big = a.compare(VectorOperators.GE, SPLIT);
+        if (big.anyTrue()) {
+            // Past 4, erf is 1 in float (1 - erfc(4) = 1 - 1.5e-8): the near polynomial at 4 says so.
+            FloatVector four = a.min(4f);
+            FloatVector hi = four.mul(four);
+            FloatVector one = FloatVector.broadcast(FS, 1f).sub(tail(hi, four.fma(four, hi.neg()), four, NEAR, SPLIT, 4));
+            r = r.blend(one.blend(one.neg(), x.compare(VectorOperators.LT, 0f)), big);
         }
+        return r;
     }
 
     /**
@@ -68,21 +69,23 @@ final class VectorErf {
      * cost {@code 2 t^2} rounding errors of relative accuracy in the tail (150 ulps at x = -12).
      */
     static void gelu(MemorySegment xs, long xo, MemorySegment os, long oo, long upper) {
-        float minusRsqrt2 = (float) -Math.sqrt(0.5);
-        for (long i = 0; i < upper; i += FL) {
-            FloatVector x = FloatVector.fromMemorySegment(FS, xs, xo + 4 * i, LE);
-            FloatVector x2 = x.mul(x);
-            FloatVector hi = x2.mul(0.5f);
-            FloatVector lo = x.fma(x, x2.neg()).mul(0.5f);
-            FloatVector t = x.mul(minusRsqrt2);
-            FloatVector a = t.abs();
-            // erfc(a) = exp(-a^2) R(a) on [0, 4] in one polynomial; erfc(-a) = 2 - erfc(a) does not cancel.
-            FloatVector e = tail(hi, lo, a.min(4f), WHOLE, 0, 4);
-            VectorMask<Float> far = a.compare(VectorOperators.GT, 4f);
-            if (far.anyTrue()) e = e.blend(tail(hi, lo, a.min(10f), FAR, 4, 10), far);
-            FloatVector erfc = e.blend(FloatVector.broadcast(FS, 2f).sub(e), t.compare(VectorOperators.LT, 0f));
-            x.mul(0.5f).mul(erfc).intoMemorySegment(os, oo + 4 * i, LE);
-        }
+        for (long i = 0; i < upper; i += FL) gelu(FloatVector.fromMemorySegment(FS, xs, xo + 4 * i, LE)).intoMemorySegment(os, oo + 4 * i, LE);
+    }
+
+    private static final float MINUS_RSQRT2 = (float) -Math.sqrt(0.5);
+
+    static FloatVector gelu(FloatVector x) {
+        FloatVector x2 = x.mul(x);
+        FloatVector hi = x2.mul(0.5f);
+        FloatVector lo = x.fma(x, x2.neg()).mul(0.5f);
+        FloatVector t = x.mul(MINUS_RSQRT2);
+        FloatVector a = t.abs();
+        // erfc(a) = exp(-a^2) R(a) on [0, 4] in one polynomial; erfc(-a) = 2 - erfc(a) does not cancel.
+        FloatVector e = tail(hi, lo, a.min(4f), WHOLE, 0, 4);
+        VectorMask<Float> far = a.compare(VectorOperators.GT, 4f);
+        if (far.anyTrue()) e = e.blend(tail(hi, lo, a.min(10f), FAR, 4, 10), far);
+        FloatVector erfc = e.blend(FloatVector.broadcast(FS, 2f).sub(e), t.compare(VectorOperators.LT, 0f));
+        return x.mul(0.5f).mul(erfc);
     }
 
     /** {@code x P(x^2)} with the Taylor coefficients. */

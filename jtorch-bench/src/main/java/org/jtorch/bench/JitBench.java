@@ -1,0 +1,54 @@
+package org.jtorch.bench;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Grad;
+import org.jtorch.jit.Jit;
+import org.jtorch.jit.TensorFunction;
+
+/**
+ * {@code jtorch bench jit}: pointwise chains eager against compiled by {@link Jit} (milliseconds per call, inference),
+ * and the time of the first compiled call (trace, code generation and the call). {@code bench_jit.py} measures the
+ * same functions with PyTorch 2's {@code torch.compile} (Inductor).
+ */
+final class JitBench {
+    private JitBench() {}
+
+    static Map<String, Double> run(boolean quick) {
+        Map<String, Double> out = new LinkedHashMap<>();
+        long[] sizes = quick ? new long[] {1 << 20} : new long[] {1 << 20, 1 << 24};
+        try (var g = Grad.noGrad()) {
+            for (long n : sizes) {
+                String size = n == 1 << 20 ? "1M" : "16M";
+                Torch.manualSeed(0);
+                Tensor x = Torch.randn(n);
+                Tensor c = Torch.randn(n);
+                Tensor w = Torch.randn(n);
+                Tensor b = Torch.randn(n);
+                measure(out, "relu_add_" + size, in -> in[0].relu().add(c), x, quick);
+                measure(out, "bias_gelu_" + size, in -> in[0].mul(w).add(b).gelu(), x, quick);
+                measure(out, "tanh_chain_" + size, in -> in[0].mul(0.5).tanh().mul(in[0]).add(1.0).sigmoid().mul(c), x, quick);
+            }
+        }
+        return out;
+    }
+
+    private static void measure(Map<String, Double> out, String name, TensorFunction f, Tensor x, boolean quick) {
+        long t0 = System.nanoTime();
+        TensorFunction compiled = Jit.trace(f, x);
+        compiled.apply(x).close();
+        out.put(name + "_first_call_ms", (System.nanoTime() - t0) * 1e-6);
+        int reps = quick ? 5 : 15;
+        // Alternating, so that both see the same machine.
+        double eager = 0;
+        double fused = 0;
+        for (int r = 0; r < 3; r++) {
+            eager += Timing.median(3, reps, () -> f.apply(x).close());
+            fused += Timing.median(3, reps, () -> compiled.apply(x).close());
+        }
+        out.put(name + "_eager_ms", eager / 3 * 1e3);
+        out.put(name + "_compiled_ms", fused / 3 * 1e3);
+    }
+}

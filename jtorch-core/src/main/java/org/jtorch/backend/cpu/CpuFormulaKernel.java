@@ -1,0 +1,124 @@
+package org.jtorch.backend.cpu;
+
+import java.lang.foreign.MemorySegment;
+import org.jtorch.DType;
+import org.jtorch.op.Expr;
+import org.jtorch.op.FormulaKernel;
+import org.jtorch.op.StridedView;
+
+/**
+ * The CPU kernel of a pointwise formula over any number of inputs. float32 rows whose inputs are contiguous or
+ * broadcast run a generated Vector API loop ({@link PointwiseCodegen}); everything else (other dtypes, strided
+ * rows, functions without a vector form) runs the reference: a block at a time through double buffers (floating
+ * compute, inputs rounded to the compute dtype first) or long buffers (integer compute).
+ */
+final class CpuFormulaKernel implements FormulaKernel {
+    private final Expr formula;
+    private final int inputs;
+    private final boolean vectorizable;
+    private final Expr.ArrayFormula reference;
+    private Expr.LongArrayFormula integerReference;
+    /** Generated kernels by broadcast pattern (bit k: input k broadcast along the row). */
+    private final PointwiseCodegen.RowKernel[] generated;
+
+    CpuFormulaKernel(Expr formula, int inputs) {
+        if (!formula.isFormula()) throw new IllegalArgumentException(formula + " is not a pointwise formula");
+        this.formula = formula;
+        this.inputs = inputs;
+        this.vectorizable = inputs <= 16 && PointwiseCodegen.supports(formula);
+        this.reference = formula.compileArrays();
+        this.generated = new PointwiseCodegen.RowKernel[vectorizable ? 1 << inputs : 0];
+    }
+
+    @Override
+    public void run(int deviceIndex, DType compute, StridedView out, StridedView[] in, double[] params) {
+        if (in.length != inputs) throw new IllegalArgumentException(formula + ": expected " + inputs + " inputs, got " + in.length);
+        StridedView[] operands = new StridedView[inputs + 1];
+        operands[0] = out;
+        System.arraycopy(in, 0, operands, 1, inputs);
+        ElementwiseIteration it = new ElementwiseIteration(operands);
+        if (it.numel == 0) return;
+        MemorySegment[] segs = new MemorySegment[inputs + 1];
+        for (int k = 0; k <= inputs; k++) segs[k] = operands[k].memory();
+        int broadcast = vectorPattern(it, compute, operands);
+        if (broadcast >= 0) {
+            PointwiseCodegen.RowKernel k = generated(broadcast);
+            Parallel.forRange(it.numel, ElementwiseKernels.GRAIN, (begin, end) -> it.forEachRow(begin, end, (off, len) -> k.row(segs, off, len, params)));
+        } else if (compute.isFloatingPoint()) {
+            floating(it, segs, operands, compute, params);
+        } else {
+            integral(it, segs, operands, params);
+        }
+    }
+
+    /** The broadcast pattern when the generated float32 loop serves this call, else -1. */
+    private int vectorPattern(ElementwiseIteration it, DType compute, StridedView[] operands) {
+        if (!vectorizable || compute != DType.FLOAT32) return -1;
+        if (operands[0].dtype() != DType.FLOAT32 || it.innerByteStride(0) != 4) return -1;
+        int pattern = 0;
+        for (int k = 0; k < inputs; k++) {
+            if (operands[k + 1].dtype() != DType.FLOAT32) return -1;
+            long stride = it.innerByteStride(k + 1);
+            if (stride == 0) pattern |= 1 << k;
+            else if (stride != 4) return -1;
+        }
+        return pattern;
+    }
+
+    private PointwiseCodegen.RowKernel generated(int pattern) {
+        PointwiseCodegen.RowKernel k = generated[pattern];
+        if (k == null) generated[pattern] = k = PointwiseCodegen.kernel(formula, inputs, pattern);
+        return k;
+    }
+
+    private void floating(ElementwiseIteration it, MemorySegment[] segs, StridedView[] operands, DType compute, double[] params) {
+        int block = ElementwiseKernels.BLOCK;
+        Parallel.forRange(it.numel, ElementwiseKernels.GRAIN, (begin, end) -> {
+            double[][] buf = new double[inputs + 1][(int) Math.min(block, end - begin)];
+            double[] x = new double[inputs];
+            it.forEachRow(begin, end, (off, len) -> {
+                for (long done = 0; done < len; done += block) {
+                    int n = (int) Math.min(block, len - done);
+                    for (int k = 1; k <= inputs; k++) {
+                        long stride = it.innerByteStride(k);
+                        ElementIO.load(operands[k].dtype(), segs[k], off[k] + done * stride, stride, n, buf[k]);
+                        if (compute != DType.FLOAT64) ElementwiseKernels.roundTo(compute, buf[k], n);
+                    }
+                    for (int e = 0; e < n; e++) {
+                        for (int k = 0; k < inputs; k++) x[k] = buf[k + 1][e];
+                        buf[0][e] = reference.eval(x, params);
+                    }
+                    long so = it.innerByteStride(0);
+                    ElementIO.store(operands[0].dtype(), segs[0], off[0] + done * so, so, n, buf[0]);
+                }
+            });
+        });
+    }
+
+    private void integral(ElementwiseIteration it, MemorySegment[] segs, StridedView[] operands, double[] params) {
+        if (integerReference == null) integerReference = formula.compileLongArrays();
+        Expr.LongArrayFormula f = integerReference;
+        long[] p = new long[params.length];
+        for (int j = 0; j < p.length; j++) p[j] = (long) params[j];
+        int block = ElementwiseKernels.BLOCK;
+        Parallel.forRange(it.numel, ElementwiseKernels.GRAIN, (begin, end) -> {
+            long[][] buf = new long[inputs + 1][(int) Math.min(block, end - begin)];
+            long[] x = new long[inputs];
+            it.forEachRow(begin, end, (off, len) -> {
+                for (long done = 0; done < len; done += block) {
+                    int n = (int) Math.min(block, len - done);
+                    for (int k = 1; k <= inputs; k++) {
+                        long stride = it.innerByteStride(k);
+                        ElementIO.load(operands[k].dtype(), segs[k], off[k] + done * stride, stride, n, buf[k]);
+                    }
+                    for (int e = 0; e < n; e++) {
+                        for (int k = 0; k < inputs; k++) x[k] = buf[k + 1][e];
+                        buf[0][e] = f.eval(x, p);
+                    }
+                    long so = it.innerByteStride(0);
+                    ElementIO.store(operands[0].dtype(), segs[0], off[0] + done * so, so, n, buf[0]);
+                }
+            });
+        });
+    }
+}

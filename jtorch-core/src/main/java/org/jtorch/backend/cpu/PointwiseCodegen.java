@@ -1,0 +1,267 @@
+package org.jtorch.backend.cpu;
+
+import static java.lang.constant.ConstantDescs.CD_Object;
+import static java.lang.constant.ConstantDescs.CD_double;
+import static java.lang.constant.ConstantDescs.CD_int;
+import static java.lang.constant.ConstantDescs.CD_long;
+import static java.lang.constant.ConstantDescs.CD_void;
+import static java.lang.constant.ConstantDescs.INIT_NAME;
+import static java.lang.constant.ConstantDescs.MTD_void;
+
+import java.lang.classfile.ClassFile;
+import java.lang.classfile.ClassHierarchyResolver;
+import java.lang.classfile.CodeBuilder;
+import java.lang.classfile.Label;
+import java.lang.classfile.TypeKind;
+import java.lang.constant.ClassDesc;
+import java.lang.constant.MethodTypeDesc;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.jtorch.op.Expr;
+
+/**
+ * Generates the float32 Vector API loop of a pointwise formula as JVM bytecode (the Class-File API), loaded as a
+ * hidden class: one straight loop over a row, each input loaded once per step (or broadcast once per row), the
+ * formula evaluated in registers by calls of {@link VectorMath}'s small static methods (C2 inlines them, so no
+ * vector is boxed), common subexpressions computed once, the tail done with masked loads and stores. A fused
+ * chain of ops thus reads its inputs and writes its output once, with no intermediate in memory.
+ *
+ * <p>Generated classes are cached per formula and per pattern of broadcast inputs, for the life of the JVM.
+ */
+final class PointwiseCodegen {
+    private PointwiseCodegen() {}
+
+    /**
+     * One row of a generated kernel: {@code segs[0]}/{@code offs[0]} is the output row (float32, contiguous),
+     * {@code segs[k + 1]}/{@code offs[k + 1]} input k, contiguous or (for a broadcast input) one value; offsets in
+     * bytes, {@code len} elements.
+     */
+    interface RowKernel {
+        void row(MemorySegment[] segs, long[] offs, long len, double[] params);
+    }
+
+    private record Key(Expr formula, int broadcastMask) {}
+
+    private static final Map<Key, RowKernel> CACHE = new ConcurrentHashMap<>();
+
+    /** Whether {@link #kernel} can generate {@code formula}: every function has a vector form. */
+    static boolean supports(Expr formula) {
+        return switch (formula) {
+            case Expr.In i -> true;
+            case Expr.Scalar s -> true;
+            case Expr.Const c -> true;
+            case Expr.Math m -> VectorMath.supports(m.fn()) && m.args().stream().allMatch(PointwiseCodegen::supports);
+            default -> false;
+        };
+    }
+
+    /**
+     * The kernel of {@code formula} (which {@link #supports}) over {@code inputs} inputs, input k broadcast when bit
+     * k of {@code broadcastMask} is set.
+     */
+    static RowKernel kernel(Expr formula, int inputs, int broadcastMask) {
+        return CACHE.computeIfAbsent(new Key(formula, broadcastMask), k -> define(generate(formula, inputs, broadcastMask)));
+    }
+
+    // ---------------------------------------------------------------- descriptors
+
+    private static final ClassDesc CD_SEGMENT = ClassDesc.of(MemorySegment.class.getName());
+    private static final ClassDesc CD_VECTOR = ClassDesc.of("jdk.incubator.vector.FloatVector");
+    private static final ClassDesc CD_MASK = ClassDesc.of("jdk.incubator.vector.VectorMask");
+    private static final ClassDesc CD_MATH = ClassDesc.of(VectorMath.class.getName());
+    private static final ClassDesc CD_ROW = ClassDesc.of(RowKernel.class.getName());
+    private static final ClassDesc CD_KERNEL = ClassDesc.of(PointwiseCodegen.class.getPackageName(), "GeneratedPointwiseKernel");
+    private static final MethodTypeDesc MTD_ROW =
+            MethodTypeDesc.of(CD_void, CD_SEGMENT.arrayType(), CD_long.arrayType(), CD_long, CD_double.arrayType());
+    private static final MethodTypeDesc MTD_LOAD = MethodTypeDesc.of(CD_VECTOR, CD_SEGMENT, CD_long, CD_long);
+    private static final MethodTypeDesc MTD_LOAD_MASKED = MethodTypeDesc.of(CD_VECTOR, CD_SEGMENT, CD_long, CD_long, CD_MASK);
+    private static final MethodTypeDesc MTD_STORE = MethodTypeDesc.of(CD_void, CD_VECTOR, CD_SEGMENT, CD_long, CD_long);
+    private static final MethodTypeDesc MTD_STORE_MASKED = MethodTypeDesc.of(CD_void, CD_VECTOR, CD_SEGMENT, CD_long, CD_long, CD_MASK);
+    private static final MethodTypeDesc MTD_SPLAT_AT = MethodTypeDesc.of(CD_VECTOR, CD_SEGMENT, CD_long);
+    private static final MethodTypeDesc MTD_PARAM = MethodTypeDesc.of(CD_VECTOR, CD_double.arrayType(), CD_int, CD_double);
+    private static final MethodTypeDesc MTD_CONSTANT = MethodTypeDesc.of(CD_VECTOR, CD_double);
+    private static final MethodTypeDesc MTD_UPPER = MethodTypeDesc.of(CD_long, CD_long);
+    private static final MethodTypeDesc MTD_MASK = MethodTypeDesc.of(CD_MASK, CD_long, CD_long);
+
+    private static MethodTypeDesc function(int arity) {
+        ClassDesc[] args = new ClassDesc[arity];
+        Arrays.fill(args, CD_VECTOR);
+        return MethodTypeDesc.of(CD_VECTOR, args);
+    }
+
+    // ---------------------------------------------------------------- generation
+
+    // The row method's parameters: this, segs, offs, len (two slots), params.
+    private static final int SEGS = 1;
+    private static final int OFFS = 2;
+    private static final int LEN = 3;
+    private static final int PARAMS = 5;
+
+    static byte[] generate(Expr formula, int inputs, int broadcastMask) {
+        if (!supports(formula)) throw new IllegalArgumentException("no vector form for " + formula);
+        ClassFile cf = ClassFile.of(ClassFile.ClassHierarchyResolverOption.of(ClassHierarchyResolver.defaultResolver()
+                .orElse(ClassHierarchyResolver.ofClassLoading(PointwiseCodegen.class.getClassLoader()))));
+        return cf.build(CD_KERNEL, cb -> {
+            cb.withFlags(ClassFile.ACC_FINAL | ClassFile.ACC_SUPER);
+            cb.withInterfaceSymbols(CD_ROW);
+            cb.withMethodBody(INIT_NAME, MTD_void, ClassFile.ACC_PUBLIC,
+                    code -> code.aload(0).invokespecial(CD_Object, INIT_NAME, MTD_void).return_());
+            cb.withMethodBody("row", MTD_ROW, ClassFile.ACC_PUBLIC, code -> new Row(code, formula, inputs, broadcastMask).emit());
+        });
+    }
+
+    /** The bytecode of one row method. */
+    private static final class Row {
+        private final CodeBuilder code;
+        private final Expr formula;
+        private final int inputs;
+        private final int broadcastMask;
+        private final int[] segment;
+        private final int[] offset;
+        private final int[] broadcastVector;
+        /** Scalar parameters and constants, each broadcast once before the loop. */
+        private final Map<Expr, Integer> hoisted = new LinkedHashMap<>();
+        /** Inputs and subtrees the formula reads more than once: loaded or computed once per step. */
+        private final Map<Expr, Integer> uses = new HashMap<>();
+        private Map<Expr, Integer> computed;
+        private int i;
+        private int mask = -1;
+
+        Row(CodeBuilder code, Expr formula, int inputs, int broadcastMask) {
+            this.code = code;
+            this.formula = formula;
+            this.inputs = inputs;
+            this.broadcastMask = broadcastMask;
+            segment = new int[inputs + 1];
+            offset = new int[inputs + 1];
+            broadcastVector = new int[inputs];
+            count(formula);
+        }
+
+        private void count(Expr e) {
+            if (e instanceof Expr.In) {
+                uses.merge(e, 1, Integer::sum);
+            } else if (e instanceof Expr.Math m) {
+                if (uses.merge(e, 1, Integer::sum) > 1) return;
+                for (Expr a : m.args()) count(a);
+            }
+        }
+
+        /** Keeps the value on the stack in a local when the formula reads it again in this step. */
+        private void remember(Expr e) {
+            if (uses.getOrDefault(e, 1) > 1) {
+                int slot = code.allocateLocal(TypeKind.REFERENCE);
+                code.dup().astore(slot);
+                computed.put(e, slot);
+            }
+        }
+
+        void emit() {
+            // Row operands: the output is operand 0, input k operand k + 1.
+            for (int k = 0; k <= inputs; k++) {
+                segment[k] = code.allocateLocal(TypeKind.REFERENCE);
+                code.aload(SEGS).loadConstant(k).aaload().astore(segment[k]);
+                offset[k] = code.allocateLocal(TypeKind.LONG);
+                code.aload(OFFS).loadConstant(k).laload().lstore(offset[k]);
+            }
+            for (int k = 0; k < inputs; k++) {
+                if ((broadcastMask & (1 << k)) == 0) continue;
+                broadcastVector[k] = code.allocateLocal(TypeKind.REFERENCE);
+                code.aload(segment[k + 1]).lload(offset[k + 1]).invokestatic(CD_MATH, "splatAt", MTD_SPLAT_AT).astore(broadcastVector[k]);
+            }
+            hoist(formula);
+            i = code.allocateLocal(TypeKind.LONG);
+            int upper = code.allocateLocal(TypeKind.LONG);
+            code.lconst_0().lstore(i);
+            code.lload(LEN).invokestatic(CD_MATH, "upper", MTD_UPPER).lstore(upper);
+            Label body = code.newLabel();
+            Label test = code.newLabel();
+            Label end = code.newLabel();
+            code.goto_(test);
+            code.labelBinding(body);
+            computed = new HashMap<>();
+            eval(formula);
+            code.aload(segment[0]).lload(offset[0]).lload(i).invokestatic(CD_MATH, "store", MTD_STORE);
+            code.lload(i).loadConstant((long) VectorMath.LANES).ladd().lstore(i);
+            code.labelBinding(test);
+            code.lload(i).lload(upper).lcmp().iflt(body);
+            // The tail: one masked step.
+            code.lload(i).lload(LEN).lcmp().ifge(end);
+            mask = code.allocateLocal(TypeKind.REFERENCE);
+            code.lload(i).lload(LEN).invokestatic(CD_MATH, "mask", MTD_MASK).astore(mask);
+            computed = new HashMap<>();
+            eval(formula);
+            code.aload(segment[0]).lload(offset[0]).lload(i).aload(mask).invokestatic(CD_MATH, "storeMasked", MTD_STORE_MASKED);
+            code.labelBinding(end);
+            code.return_();
+        }
+
+        private void hoist(Expr e) {
+            switch (e) {
+                case Expr.Scalar s -> {
+                    if (hoisted.containsKey(s)) return;
+                    int slot = code.allocateLocal(TypeKind.REFERENCE);
+                    code.aload(PARAMS).loadConstant(s.index()).loadConstant(s.ifNone()).invokestatic(CD_MATH, "param", MTD_PARAM)
+                            .astore(slot);
+                    hoisted.put(s, slot);
+                }
+                case Expr.Const c -> {
+                    if (hoisted.containsKey(c)) return;
+                    int slot = code.allocateLocal(TypeKind.REFERENCE);
+                    code.loadConstant(c.value()).invokestatic(CD_MATH, "constant", MTD_CONSTANT).astore(slot);
+                    hoisted.put(c, slot);
+                }
+                case Expr.Math m -> m.args().forEach(this::hoist);
+                default -> { }
+            }
+        }
+
+        /** Pushes the value of {@code e} at step {@code i} (masked in the tail). */
+        private void eval(Expr e) {
+            switch (e) {
+                case Expr.In in -> {
+                    int k = in.index();
+                    Integer loaded = computed.get(in);
+                    if ((broadcastMask & (1 << k)) != 0) {
+                        code.aload(broadcastVector[k]);
+                    } else if (loaded != null) {
+                        code.aload(loaded);
+                    } else {
+                        code.aload(segment[k + 1]).lload(offset[k + 1]).lload(i);
+                        if (mask < 0) code.invokestatic(CD_MATH, "load", MTD_LOAD);
+                        else code.aload(mask).invokestatic(CD_MATH, "loadMasked", MTD_LOAD_MASKED);
+                        remember(in);
+                    }
+                }
+                case Expr.Scalar s -> code.aload(hoisted.get(s));
+                case Expr.Const c -> code.aload(hoisted.get(c));
+                case Expr.Math m -> {
+                    Integer done = computed.get(m);
+                    if (done != null) {
+                        code.aload(done);
+                        return;
+                    }
+                    for (Expr a : m.args()) eval(a);
+                    code.invokestatic(CD_MATH, VectorMath.method(m.fn()), function(m.fn().arity()));
+                    remember(m);
+                }
+                default -> throw new IllegalStateException(e + " is not a pointwise formula");
+            }
+        }
+    }
+
+    private static RowKernel define(byte[] bytes) {
+        try {
+            MethodHandles.Lookup hidden = MethodHandles.lookup().defineHiddenClass(bytes, true);
+            return (RowKernel) hidden.findConstructor(hidden.lookupClass(), MethodType.methodType(void.class)).invoke();
+        } catch (Throwable t) {
+            throw new IllegalStateException("pointwise codegen: the generated kernel failed to load", t);
+        }
+    }
+}

@@ -1,0 +1,180 @@
+package org.jtorch.jit;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.jtorch.op.Expr;
+import org.jtorch.op.Fn;
+import org.jtorch.op.OpDef;
+
+/**
+ * A group of pointwise ops fused into one formula: the ops as a tree (each op's arguments are ops folded into it,
+ * inputs of the group, or Java numbers baked in), the formula of the whole, and, for autograd, the formula of each
+ * input's gradient. The gradients come from the registry's derivatives: each op's derivative, written with ops, is
+ * turned into a formula by inlining the formulas of the ops it calls, with the op's inputs, result and incoming
+ * gradient replaced by their formulas, and chained through the tree in reverse. Intermediates are recomputed in
+ * the backward formula, never saved.
+ */
+final class FusedGroup {
+    /** An op of the group and its arguments: each an {@link OpTree} folded in, or a leaf formula (a group input or a constant). */
+    record OpTree(Graph.Node node, List<Object> args) {}
+
+    /** Thrown where a derivative uses something a formula cannot express: the group's backward is not fused then. */
+    static final class NotAFormula extends RuntimeException {
+        NotAFormula(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    final OpTree root;
+    final List<Graph.Value> inputs;
+    final Expr formula;
+    final int ops;
+
+    private FusedGroup(OpTree root, List<Graph.Value> inputs, int ops) {
+        this.root = root;
+        this.inputs = inputs;
+        this.ops = ops;
+        this.formula = Program.fold(forward(root));
+    }
+
+    /** The group ending at {@code root}, folding in the nodes {@code inlined} says are folded into their consumer. */
+    static FusedGroup of(Graph.Node root, java.util.function.Predicate<Graph.Node> inlined) {
+        Map<Graph.Value, Integer> index = new LinkedHashMap<>();
+        int[] ops = {0};
+        OpTree tree = tree(root, inlined, index, ops);
+        return new FusedGroup(tree, new ArrayList<>(index.keySet()), ops[0]);
+    }
+
+    private static OpTree tree(Graph.Node n, java.util.function.Predicate<Graph.Node> inlined, Map<Graph.Value, Integer> index, int[] ops) {
+        ops[0]++;
+        List<Object> args = new ArrayList<>();
+        for (Graph.Value v : n.inputs) {
+            if (v instanceof Graph.Node p && inlined.test(p)) args.add(tree(p, inlined, index, ops));
+            else if (v instanceof Graph.Constant c && c.isNumber()) args.add(new Expr.Const((float) c.tensor.item()));
+            else args.add(new Expr.In(index.computeIfAbsent(v, k -> index.size()), Graph.name(v)));
+        }
+        return new OpTree(n, args);
+    }
+
+    /** Every node of the group, producers first. */
+    List<Graph.Node> nodes() {
+        List<Graph.Node> out = new ArrayList<>();
+        collect(root, out);
+        return out;
+    }
+
+    private static void collect(OpTree t, List<Graph.Node> out) {
+        for (Object a : t.args()) if (a instanceof OpTree sub) collect(sub, out);
+        out.add(t.node());
+    }
+
+    // ------------------------------------------------------------------ forward
+
+    private static Expr arg(Object a) {
+        return a instanceof OpTree t ? forward(t) : (Expr) a;
+    }
+
+    /** The formula of {@code t}: its op's formula over its arguments' formulas, its scalars baked in. */
+    static Expr forward(OpTree t) {
+        List<Expr> args = t.args().stream().map(FusedGroup::arg).toList();
+        return substitute(t.node().op.formula(), args, t.node().scalars);
+    }
+
+    /** {@code formula} with input k replaced by {@code args[k]} and each scalar parameter by its value. */
+    private static Expr substitute(Expr formula, List<Expr> args, double[] scalars) {
+        return switch (formula) {
+            case Expr.In in -> args.get(in.index());
+            case Expr.Scalar s -> {
+                double v = s.index() < scalars.length ? scalars[s.index()] : Double.NaN;
+                yield new Expr.Const(v != v ? s.ifNone() : v);
+            }
+            case Expr.Math m -> new Expr.Math(m.fn(), m.args().stream().map(a -> substitute(a, args, scalars)).toList());
+            default -> formula;
+        };
+    }
+
+    // ------------------------------------------------------------------ backward
+
+    /**
+     * For each group input, the formula of its gradient over the group's inputs and the incoming gradient (group
+     * input number {@code inputs.size()}), at the group's output shape; null where no gradient flows.
+     */
+    Expr[] gradients() {
+        Expr[] acc = new Expr[inputs.size()];
+        backprop(root, new Expr.In(inputs.size(), "grad"), acc);
+        for (int k = 0; k < acc.length; k++) if (acc[k] != null) acc[k] = Program.fold(acc[k]);
+        return acc;
+    }
+
+    private static void backprop(OpTree t, Expr grad, Expr[] acc) {
+        OpDef op = t.node().op;
+        if (!op.isDifferentiable()) return;
+        List<Expr> derivatives = op.derivatives();
+        Expr result = forward(t);
+        for (int k = 0; k < t.args().size(); k++) {
+            Object a = t.args().get(k);
+            if (a instanceof Expr.Const || k >= derivatives.size() || derivatives.get(k) == null) continue;
+            Expr g = toFormula(derivatives.get(k), t, grad, result);
+            if (a instanceof OpTree sub) {
+                backprop(sub, g, acc);
+            } else {
+                int i = ((Expr.In) a).index();
+                acc[i] = acc[i] == null ? g : new Expr.Math(Fn.ADD, List.of(acc[i], g));
+            }
+        }
+    }
+
+    /** A derivative of {@code t}'s op (written with ops) as a formula. */
+    private static Expr toFormula(Expr d, OpTree t, Expr grad, Expr result) {
+        double[] scalars = t.node().scalars;
+        return switch (d) {
+            case Expr.Grad g -> grad;
+            case Expr.Result r -> result;
+            case Expr.In in -> arg(t.args().get(in.index()));
+            case Expr.Scalar s -> {
+                double v = s.index() < scalars.length ? scalars[s.index()] : Double.NaN;
+                yield new Expr.Const(v != v ? s.ifNone() : v);
+            }
+            case Expr.Const c -> c;
+            case Expr.Math m -> new Expr.Math(m.fn(), m.args().stream().map(a -> toFormula(a, t, grad, result)).toList());
+            case Expr.Where w -> new Expr.Math(Fn.SELECT,
+                    List.of(toFormula(w.cond(), t, grad, result), toFormula(w.a(), t, grad, result), toFormula(w.b(), t, grad, result)));
+            case Expr.ZerosLike z -> new Expr.Const(0);
+            // Every value of a group is float32: a cast to the gradient's dtype is the value itself.
+            case Expr.CastLike c -> toFormula(c.value(), t, grad, result);
+            case Expr.IfScalar p -> {
+                double v = p.index() < scalars.length ? scalars[p.index()] : Double.NaN;
+                yield toFormula(v == p.value() ? p.then() : p.otherwise(), t, grad, result);
+            }
+            case Expr.Op o -> call(o, t, grad, result);
+            default -> throw new NotAFormula(t.node().op.name() + "'s derivative uses " + d);
+        };
+    }
+
+    /** A call of a pointwise op in a derivative: its formula, tensor arguments first, then its scalar parameters. */
+    private static Expr call(Expr.Op o, OpTree t, Expr grad, Expr result) {
+        OpDef op = o.op();
+        if (!op.kind().isPointwise() || op.formula() == null) throw new NotAFormula("a derivative calls " + op.name() + ", which has no formula");
+        int tensors = op.kind() == OpDef.Kind.UNARY ? 1 : 2;
+        List<Expr> args = new ArrayList<>();
+        for (int k = 0; k < tensors; k++) args.add(toFormula(o.args().get(k), t, grad, result));
+        // Scalar parameters as the dispatcher's derivative compiler passes them: a unary op's missing ones are 0,
+        // a binary op's alpha is 1.
+        double[] fixed = new double[2];
+        List<Expr> scalarArgs = new ArrayList<>();
+        for (int k = tensors; k < o.args().size(); k++) scalarArgs.add(toFormula(o.args().get(k), t, grad, result));
+        if (tensors == 2) fixed[0] = 1;
+        return substituteScalars(op.formula(), args, scalarArgs, fixed);
+    }
+
+    private static Expr substituteScalars(Expr formula, List<Expr> args, List<Expr> scalarArgs, double[] fixed) {
+        return switch (formula) {
+            case Expr.In in -> args.get(in.index());
+            case Expr.Scalar s -> s.index() < scalarArgs.size() ? scalarArgs.get(s.index()) : new Expr.Const(fixed[s.index()]);
+            case Expr.Math m -> new Expr.Math(m.fn(), m.args().stream().map(a -> substituteScalars(a, args, scalarArgs, fixed)).toList());
+            default -> formula;
+        };
+    }
+}

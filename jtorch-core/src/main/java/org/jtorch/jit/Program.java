@@ -1,0 +1,347 @@
+package org.jtorch.jit;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Grad;
+import org.jtorch.autograd.Gradients;
+import org.jtorch.autograd.SavedTensor;
+import org.jtorch.backend.Backends;
+import org.jtorch.op.Expr;
+import org.jtorch.op.Fn;
+import org.jtorch.op.FormulaKernel;
+import org.jtorch.op.KernelRegistry;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.Shapes;
+import org.jtorch.op.StridedView;
+import org.jtorch.ops.Dispatcher;
+
+/**
+ * A traced graph compiled into steps: chains of float32 pointwise ops fused into one generated kernel each (their
+ * intermediates never reach memory), every other op replayed through the dispatcher. Dead ops are dropped.
+ * Intermediates are closed after their last use.
+ */
+final class Program {
+    /** One step: a fused group or one replayed op, producing the value of {@code node}. */
+    private sealed interface Step permits Fused, Replayed {
+        Graph.Node node();
+    }
+
+    /**
+     * A fused group computed at its root's shape by {@code kernel}; with autograd, {@code gradients[k]} computes group
+     * input k's gradient (null where none flows or none is needed).
+     */
+    private record Fused(Graph.Node node, FusedGroup group, FormulaKernel kernel, FormulaKernel[] gradients) implements Step {}
+
+    private record Replayed(Graph.Node node) implements Step {}
+
+    private final Graph graph;
+    /** Whether this program records autograd: grad mode was on and an input or captured tensor required grad. */
+    private final boolean differentiable;
+    private final List<Step> steps = new ArrayList<>();
+    /** For each node id, the index of the last step reading it (its value is closed after that step). */
+    private final Map<Integer, Integer> lastUse = new HashMap<>();
+
+    Program(Graph graph, boolean differentiable) {
+        this.graph = graph;
+        this.differentiable = differentiable;
+        plan();
+    }
+
+    // ------------------------------------------------------------------ planning
+
+    private void plan() {
+        eliminateCommonSubexpressions();
+        Map<Graph.Node, Integer> uses = new IdentityHashMap<>();
+        Map<Graph.Node, Boolean> live = new IdentityHashMap<>();
+        markLive(graph.output, live);
+        if (graph.output instanceof Graph.Node out) uses.merge(out, 1, Integer::sum);
+        for (Graph.Node n : graph.nodes) {
+            if (!live.containsKey(n)) continue;
+            for (Graph.Value v : n.inputs) if (v instanceof Graph.Node p) uses.merge(p, 1, Integer::sum);
+        }
+        // A fusable node is folded into its only consumer when that consumer is fusable and of the same size.
+        Map<Graph.Node, Boolean> inlined = new IdentityHashMap<>();
+        for (Graph.Node n : graph.nodes) {
+            if (!live.containsKey(n) || !fusable(n)) continue;
+            for (Graph.Value v : n.inputs) {
+                if (v instanceof Graph.Node p && fusable(p) && uses.get(p) == 1 && Shapes.numel(p.shape) == Shapes.numel(n.shape)
+                        && p.device.equals(n.device)) {
+                    inlined.put(p, true);
+                }
+            }
+        }
+        // Groups of two ops or more; a group that cannot be compiled (its backward is not a formula) is replayed op by op.
+        Map<Graph.Node, Fused> groups = new IdentityHashMap<>();
+        for (Graph.Node n : graph.nodes) {
+            if (!live.containsKey(n) || inlined.containsKey(n) || !fusable(n)) continue;
+            FusedGroup g = FusedGroup.of(n, inlined::containsKey);
+            if (g.ops < 2) continue;
+            Fused f = compile(g);
+            if (f != null) groups.put(n, f);
+            else for (Graph.Node member : g.nodes()) inlined.remove(member);
+        }
+        for (Graph.Node n : graph.nodes) {
+            if (!live.containsKey(n) || inlined.containsKey(n)) continue;
+            Fused f = groups.get(n);
+            steps.add(f != null ? f : new Replayed(n));
+        }
+        for (int s = 0; s < steps.size(); s++) {
+            for (Graph.Value v : reads(steps.get(s))) if (v instanceof Graph.Node p) lastUse.put(p.id, s);
+        }
+    }
+
+    /** The identity of a node's computation: its op, its inputs (as values) and its arguments. */
+    private record Computation(OpDef op, List<Graph.Value> inputs, List<Double> scalars, List<Integer> dims, boolean keepdim) {
+        static Computation of(Graph.Node n) {
+            List<Double> scalars = new ArrayList<>();
+            for (double d : n.scalars) scalars.add(d);
+            List<Integer> dims = new ArrayList<>();
+            if (n.reduce != null) for (int d : n.reduce.dims()) dims.add(d);
+            // Inputs compare by identity (values are not records): an IdentityList would do as well.
+            return new Computation(n.op, java.util.Collections.unmodifiableList(new ArrayList<>(n.inputs)), scalars, dims,
+                    n.reduce != null && n.reduce.keepdim());
+        }
+    }
+
+    /**
+     * Common subexpressions: a node that repeats an earlier node's computation (the same op on the same values with
+     * the same arguments) is replaced by it. Every traced op is deterministic (random ops are not traced yet).
+     */
+    private void eliminateCommonSubexpressions() {
+        Map<Computation, Graph.Node> seen = new HashMap<>();
+        Map<Graph.Node, Graph.Node> replaced = new IdentityHashMap<>();
+        for (Graph.Node n : graph.nodes) {
+            for (int k = 0; k < n.inputs.size(); k++) {
+                if (n.inputs.get(k) instanceof Graph.Node p && replaced.containsKey(p)) n.inputs.set(k, replaced.get(p));
+            }
+            Graph.Node first = seen.putIfAbsent(Computation.of(n), n);
+            if (first != null) replaced.put(n, first);
+        }
+        if (graph.output instanceof Graph.Node out && replaced.containsKey(out)) graph.output = replaced.get(out);
+    }
+
+    private Fused compile(FusedGroup g) {
+        FormulaKernel.Compiler compiler = KernelRegistry.formulaCompiler(g.root.node().device.type());
+        FormulaKernel[] gradients = null;
+        if (differentiable) {
+            Expr[] grads;
+            try {
+                grads = g.gradients();
+            } catch (FusedGroup.NotAFormula e) {
+                return null;
+            }
+            gradients = new FormulaKernel[grads.length];
+            for (int k = 0; k < grads.length; k++) {
+                if (grads[k] != null) gradients[k] = compiler.compile(grads[k], grads.length + 1);
+            }
+        }
+        return new Fused(g.root.node(), g, compiler.compile(g.formula, g.inputs.size()), gradients);
+    }
+
+    private static void markLive(Graph.Value v, Map<Graph.Node, Boolean> live) {
+        if (!(v instanceof Graph.Node n) || live.containsKey(n)) return;
+        live.put(n, true);
+        for (Graph.Value in : n.inputs) if (in != null) markLive(in, live);
+    }
+
+    private static List<Graph.Value> reads(Step s) {
+        return switch (s) {
+            case Fused f -> f.group().inputs;
+            case Replayed r -> r.node().inputs;
+        };
+    }
+
+    /** A float32 pointwise op with a formula, on a device that compiles formulas. */
+    private static boolean fusable(Graph.Node n) {
+        if (!n.op.kind().isPointwise() || n.op.formula() == null || n.dtype != DType.FLOAT32) return false;
+        if (KernelRegistry.formulaCompiler(n.device.type()) == null) return false;
+        for (Graph.Value v : n.inputs) {
+            if (v == null) return false;
+            if (v instanceof Graph.Constant c && c.isNumber()) continue;
+            if (v.dtype() != DType.FLOAT32) return false;
+        }
+        return true;
+    }
+
+    /** Constant folding: functions of constants become constants, and multiplying by one disappears. */
+    static Expr fold(Expr e) {
+        if (!(e instanceof Expr.Math m)) return e;
+        List<Expr> args = m.args().stream().map(Program::fold).toList();
+        if (args.stream().allMatch(a -> a instanceof Expr.Const)) {
+            double[] v = args.stream().mapToDouble(a -> ((Expr.Const) a).value()).toArray();
+            return new Expr.Const(m.fn().apply(v[0], v.length > 1 ? v[1] : 0, v.length > 2 ? v[2] : 0));
+        }
+        if (m.fn() == Fn.MUL) {
+            if (isOne(args.get(0))) return args.get(1);
+            if (isOne(args.get(1))) return args.get(0);
+        }
+        return new Expr.Math(m.fn(), args);
+    }
+
+    private static boolean isOne(Expr e) {
+        return e instanceof Expr.Const c && c.value() == 1.0;
+    }
+
+    // ------------------------------------------------------------------ running
+
+    Tensor run(Tensor[] inputs) {
+        Tensor[] values = new Tensor[graph.nodes.size()];
+        try {
+            for (int s = 0; s < steps.size(); s++) {
+                Step step = steps.get(s);
+                Graph.Node node = step.node();
+                values[node.id] = switch (step) {
+                    case Fused f -> runFused(f, inputs, values);
+                    case Replayed r -> replay(r.node(), inputs, values);
+                };
+                for (Graph.Value v : reads(step)) {
+                    if (v instanceof Graph.Node p && lastUse.get(p.id) == s && p != graph.output && values[p.id] != null) {
+                        values[p.id].close();
+                        values[p.id] = null;
+                    }
+                }
+            }
+            Tensor out = resolve(graph.output, inputs, values);
+            if (graph.output instanceof Graph.Node n) values[n.id] = null;
+            return out;
+        } finally {
+            for (Tensor t : values) if (t != null) t.close();
+        }
+    }
+
+    private static Tensor resolve(Graph.Value v, Tensor[] inputs, Tensor[] values) {
+        return switch (v) {
+            case null -> null;
+            case Graph.Input i -> inputs[i.index()];
+            case Graph.Constant c -> c.tensor;
+            case Graph.Node n -> values[n.id];
+        };
+    }
+
+    private Tensor runFused(Fused f, Tensor[] inputs, Tensor[] values) {
+        Graph.Node root = f.node();
+        List<Graph.Value> in = f.group().inputs;
+        Tensor[] args = new Tensor[in.size()];
+        for (int k = 0; k < args.length; k++) args[k] = resolve(in.get(k), inputs, values);
+        Tensor out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+        apply(f.kernel(), root, args, null, out);
+        if (differentiable && Autograd.needsGrad(args)) recordBackward(f, args, out);
+        return out;
+    }
+
+    /** {@code out = kernel(args[, grad])} at {@code root}'s shape, the operands broadcast to it. */
+    private static void apply(FormulaKernel kernel, Graph.Node root, Tensor[] args, Tensor grad, Tensor out) {
+        int n = args.length + (grad == null ? 0 : 1);
+        Tensor[] broadcast = new Tensor[n];
+        StridedView[] views = new StridedView[n];
+        try {
+            for (int k = 0; k < n; k++) {
+                Tensor source = k < args.length ? args[k] : grad;
+                Tensor b = source.broadcastTo(root.shape);
+                // broadcastTo returns the tensor itself when the shape already matches: only a new view is closed here.
+                if (b != source) broadcast[k] = b;
+                views[k] = Dispatcher.view(b);
+            }
+            Backends.hold("jit", out, null, null);
+            try {
+                kernel.run(root.device.index(), DType.FLOAT32, Dispatcher.view(out), views, new double[0]);
+            } finally {
+                Backends.drop(out, null, null);
+            }
+        } finally {
+            for (Tensor b : broadcast) if (b != null) b.close();
+        }
+    }
+
+    /**
+     * Records the group as one autograd node: its backward runs each input's gradient formula (the intermediates
+     * recomputed, not saved) and sums a broadcast input's gradient back to its shape.
+     */
+    private static void recordBackward(Fused f, Tensor[] args, Tensor out) {
+        Graph.Node root = f.node();
+        SavedTensor[] saved = new SavedTensor[args.length];
+        for (int k = 0; k < args.length; k++) saved[k] = Autograd.save(args[k]);
+        long[][] shapes = new long[args.length][];
+        boolean[] needs = new boolean[args.length];
+        for (int k = 0; k < args.length; k++) {
+            shapes[k] = args[k].shape();
+            needs[k] = args[k].requiresGrad();
+        }
+        Autograd.record("JitFusedBackward", out, g -> {
+            if (Grad.isEnabled()) {
+                throw new UnsupportedOperationException("jit: a double backward (createGraph) through a fused group of "
+                        + f.group().ops + " ops is not supported yet; call the function eagerly for higher-order gradients");
+            }
+            Tensor[] values = new Tensor[saved.length];
+            for (int k = 0; k < saved.length; k++) values[k] = saved[k].get();
+            Tensor[] grads = new Tensor[saved.length];
+            for (int k = 0; k < saved.length; k++) {
+                if (!needs[k] || f.gradients()[k] == null) continue;
+                Tensor full = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+                apply(f.gradients()[k], root, values, g[0], full);
+                grads[k] = Gradients.sumTo(full, shapes[k], DType.FLOAT32);
+                if (grads[k] != full) full.close();
+            }
+            return grads;
+        }, args, saved);
+    }
+
+    private static Tensor replay(Graph.Node n, Tensor[] inputs, Tensor[] values) {
+        Tensor[] args = new Tensor[n.inputs.size()];
+        for (int k = 0; k < args.length; k++) args[k] = resolve(n.inputs.get(k), inputs, values);
+        double[] s = n.scalars;
+        OpDef op = n.op;
+        return switch (op.kind()) {
+            case UNARY -> Dispatcher.unary(op, args[0], s.length > 0 ? s[0] : 0, s.length > 1 ? s[1] : 0);
+            case BINARY -> Dispatcher.binary(op, args[0], args[1], s.length > 0 ? s[0] : 1);
+            case REDUCTION -> Dispatcher.reduce(op, args[0], n.reduce, resultDtype(op, args[0], n.dtype), s.length > 0 ? s[0] : 0);
+            case ALONG_DIM -> Dispatcher.alongDim(op, args[0], (int) s[0], null);
+            case COMPOSITE, FRONT_END -> Dispatcher.call(op, args, s);
+        };
+    }
+
+    /** The dtype a reduction was asked for: null where the op's own rule gives the traced result type. */
+    private static DType resultDtype(OpDef op, Tensor x, DType traced) {
+        DType natural = op.resultType(op.computeType(x.dtype(), Torch.defaultDtype()));
+        return natural == traced ? null : traced;
+    }
+
+    // ------------------------------------------------------------------ explaining
+
+    int fusedGroups() {
+        return (int) steps.stream().filter(s -> s instanceof Fused).count();
+    }
+
+    int kernelLaunches() {
+        return steps.size();
+    }
+
+    @Override
+    public String toString() {
+        StringBuilder s = new StringBuilder();
+        for (Step step : steps) {
+            switch (step) {
+                case Fused f -> {
+                    FusedGroup g = f.group();
+                    s.append(f.node()).append(" = fused ").append(g.ops).append(" ops over (")
+                            .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
+                    if (f.gradients() != null) {
+                        Expr[] grads = g.gradients();
+                        for (int k = 0; k < grads.length; k++) {
+                            if (grads[k] != null) s.append("    grad ").append(Graph.name(g.inputs.get(k))).append(" = ").append(grads[k]).append('\n');
+                        }
+                    }
+                }
+                case Replayed r -> s.append(r.node()).append(" = ").append(r.node().op.name()).append(" (eager)\n");
+            }
+        }
+        return s.toString();
+    }
+}

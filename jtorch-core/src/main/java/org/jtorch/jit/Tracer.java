@@ -1,0 +1,106 @@
+package org.jtorch.jit;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.ops.Dispatcher;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.ReduceArgs;
+import org.jtorch.op.Shapes;
+import org.jtorch.op.TraceHook;
+
+/**
+ * Records the ops a function dispatches into a {@link Graph}, and notes anything the graph could not replay:
+ * a tensor made by an op the dispatcher does not see yet (views, matmul, convolution, ...), a read of values on
+ * the host, or an in-place change. Any of these makes the trace unusable; the function then runs eagerly
+ * ({@link #breakReason}), so a result is never wrong.
+ */
+final class Tracer implements TraceHook<Tensor> {
+    final Graph graph = new Graph();
+    private final Map<Tensor, Graph.Value> values = new IdentityHashMap<>();
+    private final Set<Tensor> created = Collections.newSetFromMap(new IdentityHashMap<>());
+    /** Each tensor's version when the trace first saw it: a change by the end is an in-place op the trace missed. */
+    private final Map<Tensor, Integer> versions = new IdentityHashMap<>();
+    private String breakReason;
+
+    Tracer(Tensor[] inputs) {
+        for (int i = 0; i < inputs.length; i++) {
+            Graph.Input in = new Graph.Input(i, inputs[i].shape(), inputs[i].dtype());
+            graph.inputs.add(in);
+            // The same tensor passed twice is one value: the first input.
+            values.putIfAbsent(inputs[i], in);
+            versions.put(inputs[i], inputs[i].version());
+        }
+    }
+
+    @Override
+    public void record(OpDef op, List<Tensor> inputs, double[] scalars, ReduceArgs reduce, Tensor output) {
+        List<Graph.Value> args = new ArrayList<>(inputs.size());
+        for (Tensor t : inputs) args.add(t == null ? null : valueOf(t));
+        Graph.Node node = new Graph.Node(graph.nodes.size(), op, args, scalars, reduce, output);
+        graph.nodes.add(node);
+        values.put(output, node);
+        versions.put(output, output.version());
+    }
+
+    @Override
+    public void created(Tensor tensor) {
+        created.add(tensor);
+    }
+
+    @Override
+    public void hostRead(Tensor tensor, String what) {
+        breakAt(what + " read a tensor of shape " + Shapes.format(tensor.shape()) + " on the host");
+    }
+
+    private Graph.Value valueOf(Tensor t) {
+        Graph.Value v = values.get(t);
+        if (v != null) return v;
+        if (created.contains(t) && !t.isWrappedNumber()) {
+            breakAt("a tensor of shape " + Shapes.format(t.shape()) + " (" + t.dtype() + ") was made by an op the trace does not see");
+        }
+        // A wrapped Java number is copied now: the scope of the op that made it (a composite's) may close it at once.
+        Graph.Constant c = new Graph.Constant(t.isWrappedNumber() && t.dim() == 0 ? Dispatcher.withoutTrace(() -> ownedCopy(t)) : t);
+        values.put(t, c);
+        versions.put(t, t.version());
+        return c;
+    }
+
+    /** A copy of a wrapped number, outside every memory scope. */
+    private static Tensor ownedCopy(Tensor t) {
+        Tensor copy = t.dtype().isFloatingPoint() ? Torch.full(new long[0], t.item(), t.dtype(), t.device())
+                : Torch.full(new long[0], t.itemLong(), t.dtype(), t.device());
+        copy.markWrappedNumber();
+        for (var s = copy.scope(); s != null; s = copy.scope()) s.keep(copy);
+        return copy;
+    }
+
+    /** Ends the trace with the function's result. */
+    void finish(Tensor result) {
+        if (result == null) {
+            breakAt("the function returned null");
+            return;
+        }
+        graph.output = valueOf(result);
+        for (Map.Entry<Tensor, Integer> e : versions.entrySet()) {
+            Tensor t = e.getKey();
+            if (!t.isClosed() && t.version() != e.getValue()) {
+                breakAt("a tensor of shape " + Shapes.format(t.shape()) + " was changed in place (in-place ops are not traced yet)");
+            }
+        }
+    }
+
+    private void breakAt(String reason) {
+        if (breakReason == null) breakReason = reason;
+    }
+
+    /** Why the trace cannot be replayed, or null when it can. */
+    String breakReason() {
+        return breakReason;
+    }
+}

@@ -1,0 +1,72 @@
+package org.jtorch.op;
+
+import static org.jtorch.op.DTypeRule.SAME;
+import static org.jtorch.op.DTypeRule.SAME_NO_BOOL;
+
+import org.jtorch.Device;
+
+/**
+ * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): the views of {@code Tensor}, matmul
+ * and linear, conv2d, batch norm, pooling, cat and zeros. Declared so that the registry lists them with PyTorch's signatures and
+ * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
+ * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
+ * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
+ * of unknown length behind its length, a missing one as length -1; see {@code ops.FrontEnds}).
+ */
+public final class FrontEndOps {
+    private FrontEndOps() {}
+
+    private static final Param SELF = Param.tensor("self");
+
+    public static final OpDef VIEW = view("view", new Param("size", "SymInt[]", null));
+    public static final OpDef RESHAPE = view("reshape", new Param("shape", "SymInt[]", null));
+    public static final OpDef PERMUTE = view("permute", new Param("dims", "int[]", null));
+    public static final OpDef TRANSPOSE = view("transpose", new Param("dim0", "int", null), new Param("dim1", "int", null));
+    public static final OpDef SQUEEZE = view("squeeze");
+    public static final OpDef SQUEEZE_DIM = OpDef.frontEnd("squeeze_dim", true).py("squeeze").rule(SAME)
+            .signature(SELF, new Param("dim", "int", null)).doc("a view").build();
+    public static final OpDef UNSQUEEZE = view("unsqueeze", new Param("dim", "int", null));
+    public static final OpDef EXPAND = view("expand", new Param("size", "SymInt[]", null));
+    /** A contiguous tensor: the tensor itself (an alias) or a copy. */
+    public static final OpDef CONTIGUOUS = OpDef.frontEnd("contiguous", true).rule(SAME).signature(SELF)
+            .doc("an alias or a copy").build();
+    public static final OpDef MATMUL = OpDef.frontEnd("matmul", true).rule(SAME_NO_BOOL).signature(SELF, Param.tensor("other"))
+            .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("`ops.Linalg.matmul` (packed GEMM on the CPU, cuBLASLt on CUDA)").build();
+    public static final OpDef LINEAR = OpDef.frontEnd("linear", true).rule(SAME_NO_BOOL)
+            .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"))
+            .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("`ops.Linalg.linear`").build();
+
+    public static final OpDef SLICE = view("slice", new Param("dim", "int", "0"), new Param("start", "SymInt?", "None"),
+            new Param("end", "SymInt?", "None"), new Param("step", "SymInt", "1"));
+    public static final OpDef CAT = OpDef.frontEnd("cat", true).rule(SAME).signature(new Param("tensors", "Tensor[]", null),
+            new Param("dim", "int", "0")).autocast(Device.Type.CPU, CastPolicy.PROMOTE).doc("`ops.Joining.cat`").build();
+    /** A tensor of zeros of a given shape, dtype and device (a constant of the graph, made anew at each call). */
+    public static final OpDef ZEROS = OpDef.frontEnd("zeros", false).rule(SAME).signature(new Param("size", "SymInt[]", null),
+            new Param("dtype", "ScalarType?", "None"), new Param("device", "Device?", "None")).doc("`Torch.zeros`").build();
+    public static final OpDef CONV2D = OpDef.frontEnd("conv2d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"),
+                    new Param("stride", "int[2]", "1"), new Param("padding", "int[2]", "0"), new Param("dilation", "int[2]", "1"),
+                    new Param("groups", "int", "1"))
+            .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("`ops.Convolution.conv2d` (numeric padding; `padding='same'` is not traced yet)").build();
+    public static final OpDef BATCH_NORM = OpDef.frontEnd("batch_norm", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("input"), new Param("running_mean", "Tensor?", null), new Param("running_var", "Tensor?", null),
+                    new Param("weight", "Tensor?", null), new Param("bias", "Tensor?", null), new Param("training", "bool", null),
+                    new Param("momentum", "float", null), new Param("eps", "float", null))
+            .doc("`ops.Normalization.batchNorm` (in training, updates the running statistics in place)").build();
+    public static final OpDef MAX_POOL2D = OpDef.frontEnd("max_pool2d", true).rule(SAME_NO_BOOL)
+            .signature(SELF, new Param("kernel_size", "int[2]", null), new Param("stride", "int[2]", "[]"),
+                    new Param("padding", "int[2]", "0"), new Param("dilation", "int[2]", "1"), new Param("ceil_mode", "bool", "False"))
+            .doc("`ops.Pooling.maxPool2d`").build();
+    public static final OpDef ADAPTIVE_AVG_POOL2D = OpDef.frontEnd("adaptive_avg_pool2d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(SELF, new Param("output_size", "SymInt[2]", null)).doc("`ops.Pooling.adaptiveAvgPool2d`").build();
+
+    private static OpDef view(String name, Param... params) {
+        Param[] all = new Param[params.length + 1];
+        all[0] = SELF;
+        System.arraycopy(params, 0, all, 1, params.length);
+        return OpDef.frontEnd(name, true).rule(SAME).signature(all).doc("a view").build();
+    }
+}

@@ -1,0 +1,122 @@
+package org.jtorch.ops;
+
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.op.FrontEndOps;
+import org.jtorch.op.OpDef;
+
+/**
+ * Calls of the ops declared with hand-written front ends ({@link FrontEndOps}) from a generic call: the op, its
+ * tensors and its integer arguments as doubles, in signature order (what the trace records). The JIT replays
+ * such ops through here.
+ */
+public final class FrontEnds {
+    private FrontEnds() {}
+
+    static Tensor call(OpDef op, Tensor[] in, double[] args) {
+        if (op == FrontEndOps.VIEW) return in[0].view(longs(args));
+        if (op == FrontEndOps.RESHAPE) return in[0].reshape(longs(args));
+        if (op == FrontEndOps.PERMUTE) return in[0].permute(ints(args));
+        if (op == FrontEndOps.TRANSPOSE) return in[0].transpose((int) args[0], (int) args[1]);
+        if (op == FrontEndOps.SQUEEZE) return in[0].squeeze();
+        if (op == FrontEndOps.SQUEEZE_DIM) return in[0].squeeze((int) args[0]);
+        if (op == FrontEndOps.UNSQUEEZE) return in[0].unsqueeze((int) args[0]);
+        if (op == FrontEndOps.EXPAND) return in[0].expand(longs(args));
+        if (op == FrontEndOps.CONTIGUOUS) return in[0].contiguous();
+        if (op == FrontEndOps.MATMUL) return Linalg.matmul(in[0], in[1]);
+        if (op == FrontEndOps.LINEAR) return Linalg.linear(in[0], in[1], in.length > 2 ? in[2] : null);
+        if (op == FrontEndOps.SLICE) return in[0].slice((int) args[0], (long) args[1], (long) args[2], (long) args[3]);
+        if (op == FrontEndOps.CAT) return Joining.cat(java.util.Arrays.asList(in), (int) args[0]);
+        if (op == FrontEndOps.ZEROS) {
+            Device device = Device.Type.values()[(int) args[1]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[2]);
+            return Torch.zeros(longs(java.util.Arrays.copyOfRange(args, 3, args.length)), DType.values()[(int) args[0]], device);
+        }
+        if (op == FrontEndOps.CONV2D) {
+            return Convolution.conv2d(in[0], in[1], in[2], ints(args, 0, 2), ints(args, 2, 4), ints(args, 4, 6), (int) args[6]);
+        }
+        if (op == FrontEndOps.BATCH_NORM) return Normalization.batchNorm(in[0], in[1], in[2], in[3], in[4], args[0] != 0, args[1], args[2]);
+        if (op == FrontEndOps.MAX_POOL2D) {
+            Lists l = new Lists(args);
+            return Pooling.maxPool2d(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);
+        }
+        if (op == FrontEndOps.ADAPTIVE_AVG_POOL2D) return Pooling.adaptiveAvgPool2d(in[0], longs(args));
+        throw new IllegalStateException(op.name() + " has no front end to call");
+    }
+
+    /** The lists of {@link #lists}, read back in order, then the remaining scalars. */
+    private static final class Lists {
+        private final double[] args;
+        private int at;
+
+        Lists(double[] args) {
+            this.args = args;
+        }
+
+        int[] next() {
+            int n = (int) args[at++];
+            if (n < 0) return null;
+            int[] v = ints(args, at, at + n);
+            at += n;
+            return v;
+        }
+
+        double[] rest() {
+            return java.util.Arrays.copyOfRange(args, at, args.length);
+        }
+    }
+
+    private static int[] ints(double[] args, int from, int to) {
+        return ints(java.util.Arrays.copyOfRange(args, from, to));
+    }
+
+    /** Integer lists of any length, each behind its length (-1 for null), then {@code scalars}: as the trace records them. */
+    public static double[] lists(int[][] lists, double... scalars) {
+        int n = scalars.length;
+        for (int[] l : lists) n += 1 + (l == null ? 0 : l.length);
+        double[] d = new double[n];
+        int at = 0;
+        for (int[] l : lists) {
+            d[at++] = l == null ? -1 : l.length;
+            if (l != null) for (int v : l) d[at++] = v;
+        }
+        System.arraycopy(scalars, 0, d, at, scalars.length);
+        return d;
+    }
+
+    /** Concatenated integer arguments as doubles. */
+    public static double[] concat(int[]... parts) {
+        int n = 0;
+        for (int[] p : parts) n += p.length;
+        double[] d = new double[n];
+        int at = 0;
+        for (int[] p : parts) for (int v : p) d[at++] = v;
+        return d;
+    }
+
+    private static long[] longs(double[] args) {
+        long[] v = new long[args.length];
+        for (int i = 0; i < v.length; i++) v[i] = (long) args[i];
+        return v;
+    }
+
+    private static int[] ints(double[] args) {
+        int[] v = new int[args.length];
+        for (int i = 0; i < v.length; i++) v[i] = (int) args[i];
+        return v;
+    }
+
+    /** A list of integer arguments as the trace records them. */
+    public static double[] args(long[] values) {
+        double[] d = new double[values.length];
+        for (int i = 0; i < d.length; i++) d[i] = values[i];
+        return d;
+    }
+
+    public static double[] args(int... values) {
+        double[] d = new double[values.length];
+        for (int i = 0; i < d.length; i++) d[i] = values[i];
+        return d;
+    }
+}

@@ -1,0 +1,246 @@
+package org.jtorch.jit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.concurrent.atomic.AtomicInteger;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Grad;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.nn.Module;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The JIT's contract: a compiled function returns what the eager one returns (bit for bit where the fused float
+ * ops are the eager kernels' ops, within float tolerance through transcendentals), pointwise chains fuse into one
+ * kernel, guards retrace on a new signature, and whatever the trace cannot replay runs eagerly. On the CPU the
+ * fused kernels are generated Vector API bytecode, on CUDA generated CUDA C (the simulator pass runs this class on
+ * cuda:0).
+ */
+class JitTest {
+    /** Where the tests run: the CPU, or cuda:0 in the simulator pass ({@code -Djtorch.test.device=cuda:0}). */
+    private static final org.jtorch.Device DEVICE = org.jtorch.testing.Fixtures.device();
+
+    /**
+     * The tolerance of "the same float ops": none on the CPU; on CUDA the compiler contracts {@code a * b + c} into
+     * one FMA in a fused kernel (as Inductor's kernels do), one rounding fewer than the eager ops.
+     */
+    private static final float SAME_OPS = DEVICE.isCpu() ? 0f : 3e-7f;
+
+    private static Tensor randn(long... shape) {
+        return Torch.randn(shape).to(DEVICE);
+    }
+    private static void assertClose(Tensor expected, Tensor actual, float tolerance) {
+        assertArrayEquals(expected.shape(), actual.shape());
+        float[] e = expected.toFloatArray();
+        float[] a = actual.toFloatArray();
+        for (int i = 0; i < e.length; i++) {
+            float tol = tolerance * Math.max(1, Math.abs(e[i]));
+            assertTrue(Math.abs(e[i] - a[i]) <= tol || (Float.isNaN(e[i]) && Float.isNaN(a[i])),
+                    "at " + i + ": expected " + e[i] + ", got " + a[i]);
+        }
+    }
+
+    @Test
+    void reluPlusConstantFusesIntoOneKernelAndEqualsEager() {
+        Torch.manualSeed(1);
+        Tensor c = randn(1000, 37);
+        TensorFunction f = x -> x[0].relu().add(c);
+        Tensor x = randn(1000, 37);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("1 kernels, 1 fused") && plan.contains("fused 2 ops"), plan);
+        TensorFunction compiled = Jit.trace(f, x);
+        Tensor y = randn(1000, 37);
+        assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
+    }
+
+    /** The guide's module: a parameter captured by reference, compiled for inference. */
+    static final class ScaledRelu extends Module {
+        final Tensor scale = registerParameter("scale", Torch.rand(64).add(0.5).to(DEVICE));
+
+        @Override
+        public Tensor forward(Tensor input) {
+            return input.relu().mul(scale).add(1.0);
+        }
+    }
+
+    @Test
+    void aModuleCompilesAndReadsItsParameterAtEachCall() {
+        Torch.manualSeed(2);
+        ScaledRelu m = new ScaledRelu();
+        TensorFunction compiled = Jit.compile(m);
+        Tensor x = randn(8, 64);
+        try (var g = Grad.noGrad()) {
+            assertClose(m.forward(x), compiled.apply(x), SAME_OPS);
+            m.scale.mul_(2.0);
+            assertClose(m.forward(x), compiled.apply(x), SAME_OPS);
+            String plan = Jit.explain(input -> m.forward(input[0]), x);
+            assertTrue(plan.contains("fused 3 ops"), plan);
+        }
+        // With autograd on, the parameter requires grad: the fused group records its fused backward.
+        Tensor y = compiled.apply(x);
+        assertTrue(y.requiresGrad());
+        y.sum().backward();
+        Tensor compiledGrad = m.scale.grad().clone();
+        m.scale.grad().zero_();
+        Tensor again = compiled.apply(x);
+        again.sum().backward();
+        assertClose(compiledGrad, m.scale.grad(), SAME_OPS);
+        m.scale.grad().zero_();
+        m.forward(x).sum().backward();
+        assertClose(m.scale.grad(), compiledGrad, 1e-6f);
+    }
+
+    @Test
+    void fusedBackwardMatchesEagerGradientsThroughGroupsAndReplayedOps() {
+        Torch.manualSeed(5);
+        Tensor w = randn(33).requiresGrad_(true);
+        Tensor b = randn(17, 1).requiresGrad_(true);
+        TensorFunction f = in -> in[0].mul(w).add(b).tanh().mul(in[0].sigmoid()).softmax(1).log1p().mul(in[0]).sum(0).exp();
+        Tensor x = randn(17, 33).requiresGrad_(true);
+        TensorFunction compiled = Jit.trace(f, x);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("fused") && plan.contains("grad input0"), plan);
+        Tensor[] leaves = {x, w, b};
+        Tensor[] eager = gradients(f, x, leaves);
+        Tensor[] fused = gradients(compiled, x, leaves);
+        for (int i = 0; i < leaves.length; i++) assertClose(eager[i], fused[i], 1e-5f);
+    }
+
+    /** Gradcheck through a fused group in float32 is too coarse; compare the fused backward with eager autograd in float64 math instead. */
+    private static Tensor[] gradients(TensorFunction f, Tensor x, Tensor[] leaves) {
+        for (Tensor t : leaves) if (t.grad() != null) t.grad().zero_();
+        f.apply(x).sum().backward();
+        Tensor[] g = new Tensor[leaves.length];
+        for (int i = 0; i < g.length; i++) g[i] = leaves[i].grad().clone();
+        return g;
+    }
+
+    @Test
+    void doubleBackwardThroughAFusedGroupIsRefused() {
+        Tensor x = randn(10).requiresGrad_(true);
+        TensorFunction compiled = Jit.trace(in -> in[0].mul(in[0]).exp(), x);
+        Tensor y = compiled.apply(x).sum();
+        UnsupportedOperationException e = org.junit.jupiter.api.Assertions.assertThrows(UnsupportedOperationException.class,
+                () -> org.jtorch.autograd.Autograd.grad(new Tensor[] {y}, new Tensor[] {x}, null, true, true, false));
+        assertTrue(e.getMessage().contains("double backward"), e.getMessage());
+    }
+
+    @Test
+    void longChainsWithBroadcastsAndTranscendentalsMatchEager() {
+        Torch.manualSeed(3);
+        Tensor w = randn(33);
+        Tensor b = randn(17, 1);
+        TensorFunction f = x -> x[0].mul(w).add(b).tanh().mul(0.5).sigmoid().sub(x[0].exp().mul(0.01)).gelu();
+        Tensor x = randn(17, 33);
+        TensorFunction compiled = Jit.trace(f, x);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("1 kernels, 1 fused"), plan);
+        assertClose(f.apply(x), compiled.apply(x), 2e-6f);
+    }
+
+    @Test
+    void reductionsAndSoftmaxAreReplayedBetweenFusedGroups() {
+        Torch.manualSeed(4);
+        TensorFunction f = x -> x[0].mul(2.0).add(1.0).softmax(1).log().neg().sum(1).sqrt();
+        Tensor x = randn(6, 50);
+        TensorFunction compiled = Jit.trace(f, x);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("softmax (eager)") && plan.contains("fused"), plan);
+        assertClose(f.apply(x), compiled.apply(x), 1e-6f);
+    }
+
+    @Test
+    void guardsRetraceOnShapeAndDtype() {
+        AtomicInteger traces = new AtomicInteger();
+        TensorFunction f = x -> {
+            traces.incrementAndGet();
+            return x[0].exp().add(x[0]);
+        };
+        TensorFunction compiled = Jit.trace(f, randn(4, 4));
+        assertEquals(1, traces.get());
+        Tensor a = randn(4, 4);
+        assertClose(f.apply(a), compiled.apply(a), SAME_OPS);
+        assertEquals(2, traces.get(), "a cached signature does not run the function");
+        Tensor b = randn(3, 5);
+        assertClose(f.apply(b), compiled.apply(b), SAME_OPS);
+        Tensor d = randn(3, 5).to(DType.FLOAT64);
+        Tensor expected = f.apply(d);
+        Tensor actual = compiled.apply(d);
+        assertEquals(DType.FLOAT64, actual.dtype());
+        assertArrayEquals(expected.toDoubleArray(), actual.toDoubleArray(), 0.0);
+        // Runs of f: the example's trace, the eager references (3), the new shape's trace, the f64 signature's trace.
+        assertEquals(6, traces.get());
+        compiled.apply(b);
+        assertEquals(6, traces.get());
+    }
+
+    @Test
+    void whatTheTraceCannotReplayRunsEagerly() {
+        TensorFunction flipped = x -> x[0].flip(0).relu().add(1.0);
+        TensorFunction hostRead = x -> x[0].mul(x[0].sum().item()).relu();
+        TensorFunction inPlace = x -> x[0].mul(2.0).add_(x[0]).relu();
+        Tensor x = randn(5, 5);
+        for (TensorFunction f : new TensorFunction[] {flipped, hostRead, inPlace}) {
+            assertTrue(Jit.explain(f, x).contains("runs eagerly"), Jit.explain(f, x));
+            TensorFunction compiled = Jit.trace(f, x);
+            Tensor y = randn(5, 5);
+            assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
+        }
+        // flip is not seen by the trace yet: its result is a tensor no recorded op made.
+        assertTrue(Jit.explain(flipped, x).contains("made by an op the trace does not see"), Jit.explain(flipped, x));
+        // The host read is re-taken each call: a different input gives its own scale.
+        TensorFunction compiled = Jit.trace(hostRead, x);
+        Tensor z = randn(5, 5).mul(3.0);
+        assertClose(hostRead.apply(z), compiled.apply(z), SAME_OPS);
+    }
+
+    @Test
+    void javaNumbersCapturedInAScopeOutliveIt() {
+        TensorFunction f = x -> x[0].mul(3.0).add(0.25).relu();
+        Tensor x = randn(10);
+        TensorFunction compiled;
+        try (MemoryScope s = new MemoryScope()) {
+            compiled = Jit.trace(f, x);
+        }
+        Tensor y = randn(10);
+        assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
+    }
+
+    @Test
+    void anMlpCompilesWithLinearAndViewsReplayedAndItsActivationsFused() {
+        Torch.manualSeed(6);
+        org.jtorch.nn.Sequential mlp = new org.jtorch.nn.Sequential(new org.jtorch.nn.Linear(20, 32), new org.jtorch.nn.GELU(),
+                new org.jtorch.nn.Linear(32, 10));
+        mlp.to(DEVICE);
+        TensorFunction f = in -> mlp.forward(in[0].reshape(8, 20)).mul(0.5).tanh().add(1.0).transpose(0, 1).contiguous();
+        Tensor x = randn(2, 4, 20);
+        String plan = Jit.explain(f, x);
+        assertTrue(!plan.contains("runs eagerly") && plan.contains("linear (eager)") && plan.contains("fused 3 ops"), plan);
+        TensorFunction compiled = Jit.trace(f, x);
+        Tensor y = randn(2, 4, 20);
+        try (var g = Grad.noGrad()) {
+            assertClose(f.apply(y), compiled.apply(y), 1e-6f);
+        }
+        // Training: the linear layers record their own autograd, the fused group its fused backward.
+        Tensor[] params = mlp.parameters().toArray(new Tensor[0]);
+        Tensor[] eager = gradients(f, y, params);
+        Tensor[] fused = gradients(compiled, y, params);
+        for (int i = 0; i < params.length; i++) assertClose(eager[i], fused[i], 1e-5f);
+    }
+
+    @Test
+    void repeatedComputationsRunOnce() {
+        TensorFunction f = in -> in[0].softmax(1).add(in[0].softmax(1)).mul(in[0].sum(1, true)).add(in[0].sum(1, true));
+        Tensor x = randn(4, 9);
+        String plan = Jit.explain(f, x);
+        // One softmax and one sum replayed, then the two adds and the multiply fused: three kernels.
+        assertTrue(plan.contains("steps (3 kernels, 1 fused)"), plan);
+        TensorFunction compiled = Jit.trace(f, x);
+        Tensor y = randn(4, 9);
+        assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
+    }
+}

@@ -1,0 +1,77 @@
+package org.jtorch.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.jtorch.op.Expr;
+import org.jtorch.op.Fn;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The CUDA C of the JIT's fused groups compiles with nvcc ({@code -arch=sm_90}, every warning an error) for every
+ * formula function and for a group of many inputs and constants (infinities and NaN among them), with one entry,
+ * {@code jt_fused}, whose parameters are what {@code CudaKernels.fused} packs: the output, one pointer per input,
+ * the element count and the index struct. Values are checked on the simulator by core's JitTest on cuda:0.
+ */
+class FusedKernelsTest {
+    private static long[] parameterSizes(int inputs) {
+        long[] sizes = new long[inputs + 3];
+        java.util.Arrays.fill(sizes, 8);
+        sizes[inputs + 2] = 8L * (1 + KernelStructs.MAX_DIMS * (1 + Math.max(inputs, 1)));
+        return sizes;
+    }
+
+    private static Map<String, long[]> compile(Path nvcc, Path dir, String file, String source) throws Exception {
+        Files.writeString(dir.resolve(file), source);
+        for (Map.Entry<String, String> h : KernelSources.headers().entrySet()) Files.writeString(dir.resolve(h.getKey()), h.getValue());
+        return KernelEntryPointsTest.entries((f, options) -> {
+            Path ptx = dir.resolve(f + ".ptx");
+            List<String> cmd = List.of(nvcc.toString(), "-arch=sm_90", "--ptx", "-std=c++17", "-Werror", "all-warnings", "-o",
+                    ptx.toString(), dir.resolve(f).toString());
+            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            String log = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertEquals(0, p.waitFor(), "nvcc " + cmd + ":\n" + log + "\nsource:\n" + source);
+            return Files.readString(ptx);
+        }, file, List.of());
+    }
+
+    @Test
+    void everyFunctionAndAManyInputGroupCompile(@TempDir Path dir) throws Exception {
+        Optional<Path> nvcc = KernelSourcesTest.nvcc();
+        assumeTrue(nvcc.isPresent(), "nvcc not found on PATH or in /usr/local/cuda/bin");
+        // Every function in one kernel per arity, so that nvcc runs a few times rather than once per function.
+        List<Expr> terms = new ArrayList<>();
+        for (Fn fn : Fn.values()) {
+            List<Expr> args = new ArrayList<>();
+            for (int k = 0; k < fn.arity(); k++) args.add(new Expr.In(k, "x" + k));
+            terms.add(new Expr.Math(fn, args));
+        }
+        Expr sum = terms.get(0);
+        for (int i = 1; i < terms.size(); i++) sum = new Expr.Math(Fn.ADD, List.of(sum, terms.get(i)));
+        Map<String, long[]> entries = compile(nvcc.get(), dir, "every_fn.cu", FusedKernels.source(sum, 3));
+        assertArrayEquals(parameterSizes(3), entries.get(FusedKernels.ENTRY), entries.keySet().toString());
+        Expr wide = new Expr.In(0, "x0");
+        for (int k = 1; k < 7; k++) {
+            wide = new Expr.Math(Fn.SELECT, List.of(new Expr.Math(Fn.GT, List.of(new Expr.In(k, "x" + k), new Expr.Const(Double.NaN))),
+                    new Expr.Const(Double.POSITIVE_INFINITY), new Expr.Math(Fn.MUL, List.of(wide, new Expr.Const(0.5)))));
+        }
+        entries = compile(nvcc.get(), dir, "wide.cu", FusedKernels.source(wide, 7));
+        assertArrayEquals(parameterSizes(7), entries.get(FusedKernels.ENTRY));
+    }
+
+    @Test
+    void scalarParametersAreRefused() {
+        Expr withParameter = new Expr.Math(Fn.MUL, List.of(new Expr.In(0, "x0"), new Expr.Scalar(0, "p0", Double.NaN)));
+        assertThrows(IllegalArgumentException.class, () -> FusedKernels.source(withParameter, 1));
+    }
+}
