@@ -15,7 +15,8 @@
 //   the kernels and copies there; the calls of one communicator run one at a time in issue order, as
 //   NCCL's do, whatever streams they are on. Calls between ncclGroupStart and ncclGroupEnd are enqueued at
 //   ncclGroupEnd as one piece of work per communicator, whose sends and receives progress together.
-// - Failures: a wait gives up after JTSIM_NCCL_TIMEOUT_S seconds (default 300) without progress. A rank
+// - Failures: a wait gives up after JTSIM_NCCL_TIMEOUT_S seconds (default 300) without progress, and at once
+//   when a peer's process has ended (its pid, recorded at init, is probed while waiting). A rank
 //   whose call fails (a timeout, ranks disagreeing on a collective, an operand outside device memory)
 //   fails its context (jtsim_fail) with a message naming the call, the rank and the sizes, records the
 //   error for ncclCommGetAsyncError and marks the segment failed, so that the other ranks stop waiting and
@@ -32,6 +33,7 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <strings.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -412,6 +414,27 @@ struct Comm {
         wake();
     }
 
+    // A rank whose process has ended (exited, crashed, killed) and so will never progress, or -1. Real NCCL sees
+    // the peer's connections close and fails with ncclRemoteError; here the pid each rank recorded at init is
+    // probed (a zombie, ended but not yet reaped by its parent, counts as ended).
+    int exited_peer() const {
+        int self = (int)getpid();
+        for (int r = 0; r < nranks; r++) {
+            int pid = load(&rank_state(r)->pid);
+            if (pid <= 0 || pid == self) continue;
+            if (kill(pid, 0) != 0 && errno == ESRCH) return r;
+            char path[64], stat[256] = {0};
+            snprintf(path, sizeof path, "/proc/%d/stat", pid);
+            int fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0) continue;
+            ssize_t n = read(fd, stat, sizeof stat - 1);
+            close(fd);
+            const char* paren = n > 0 ? strrchr(stat, ')') : nullptr;  // "pid (comm) S ...": the state follows the name
+            if (paren != nullptr && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X')) return r;
+        }
+        return -1;
+    }
+
     enum Poll { IDLE, PROGRESS, DONE };
 
     // Calls poll until it says DONE. Gives up (and says why in *why) when a rank announced a failure, this
@@ -433,6 +456,13 @@ struct Comm {
             if (int code = load(&h->failed)) {
                 *why = format("rank %d failed: %s", load(&h->failed_rank), h->failure);
                 return code == INVALID_USAGE ? INVALID_USAGE : REMOTE_ERROR;
+            }
+            int gone = exited_peer();
+            if (gone >= 0) {
+                *why = format("rank %d (pid %d) exited while this rank waited for %s", gone, (int)load(&rank_state(gone)->pid),
+                              waiting_for().c_str());
+                announce(REMOTE_ERROR, *why);
+                return REMOTE_ERROR;
             }
             if (now >= deadline) {
                 *why = format("timed out after %g s waiting for %s (JTSIM_NCCL_TIMEOUT_S)", timeout, waiting_for().c_str());

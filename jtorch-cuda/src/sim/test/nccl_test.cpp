@@ -610,27 +610,42 @@ void mismatched_message(int rank, int n, const ncclUniqueId* ids) {
     check(ncclCommDestroy(comm) == OK, "destroy");
 }
 
-// Rank 2 of 3 exits after the init: the others' all-reduce fails after the timeout (1 s here).
-void early_exit(int rank, int n, const ncclUniqueId* ids) {
+// Ranks 0 and 1 of 3 all-reduce after the init while rank 2 does `lost` instead: the all-reduce fails with
+// ncclRemoteError after between min_s and max_s seconds, and the failure says `why` (rank 0's may report rank 1's).
+void without_rank_2(int rank, int n, const ncclUniqueId* ids, void (*lost)(), double min_s, double max_s, const char* why) {
     Rank R;
     R.rank = rank, R.n = n;
     R.open(0);
     ncclComm_t comm = nullptr;
     check(ncclCommInitRank(&comm, n, ids[0], rank) == OK, "init");
-    if (rank == 2) _exit(failures ? 1 : 0);
+    if (rank == 2) {
+        lost();
+        _exit(failures ? 1 : 0);
+    }
     void* buf = R.alloc(4096);
     auto t0 = std::chrono::steady_clock::now();
     check(ncclAllReduce(buf, buf, 1000, FLOAT32, SUM, comm, R.stream) == OK, "all-reduce");
     CUresult r = R.sync();
     double s = seconds_since(t0);
     check(r == CUDA_ERROR_LAUNCH_FAILED, "stream synchronize: %d", r);
-    check(s > 0.9 && s < 15, "failed after %.2f s, want about the 1 s timeout", s);
+    check(s > min_s && s < max_s, "failed after %.2f s, want %.1f to %.1f s", s, min_s, max_s);
     const char* message = jtsim_last_failure();
     std::string me = "ncclAllReduce(count 1000, float32, sum) on rank " + std::to_string(rank) + " of 3";
-    check(contains(message, me.c_str()) && contains(message, "timed out") && contains(message, "rank(s) 2"), "message: %s", message);
+    check(contains(message, me.c_str()) && contains(message, why), "message: %s", message);
     int async = -1;
     check(ncclCommGetAsyncError(comm, &async) == OK && async == REMOTE, "async error %d", async);
     check(ncclCommDestroy(comm) == OK, "destroy");
+}
+
+// Rank 2 stays alive but never joins the all-reduce: the others' fails after the timeout (1 s here).
+void early_exit(int rank, int n, const ncclUniqueId* ids) {
+    without_rank_2(rank, n, ids, [] { sleep(4); }, 0.9, 15, "timed out after 1 s waiting for rank(s) 2");
+}
+
+// Rank 2 is killed (SIGKILL): the others' all-reduce fails at once, long before the timeout (30 s here), naming it,
+// although its parent has not reaped it yet (a zombie).
+void killed_rank(int rank, int n, const ncclUniqueId* ids) {
+    without_rank_2(rank, n, ids, [] { raise(SIGKILL); }, 0, 10, "rank 2 (pid ");
 }
 
 // A rank nobody joins: ncclCommInitRank gives up after the timeout.
@@ -816,6 +831,7 @@ struct Scenario {
     void (*run)(int rank, int n, const ncclUniqueId* ids);
     const char* timeout;  // JTSIM_NCCL_TIMEOUT_S
     const char* devices;  // JTSIM_DEVICES
+    bool last_rank_killed = false;  // the last rank ends by SIGKILL on purpose
 };
 
 std::set<std::string> shm_segments() {
@@ -855,7 +871,8 @@ bool run(const Scenario& s, std::set<int>* pids) {
     for (pid_t pid : children) {
         int status = 0;
         waitpid(pid, &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        bool expected_kill = s.last_rank_killed && pid == children.back() && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+        if (!expected_kill && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
             ok = false;
             if (WIFSIGNALED(status)) fprintf(stderr, "  %s: a rank died of signal %d\n", s.name, WTERMSIG(status));
         }
@@ -875,7 +892,8 @@ int main(int argc, char** argv) {
         {"ncclCommInitAll and grouped inits on 2 devices, one thread", 1, init_all, "30", "2"},
         {"ranks disagreeing on a count", 2, mismatched_count, "30", "1"},
         {"a receive shorter than its send", 2, mismatched_message, "30", "1"},
-        {"a rank exiting early (1 s timeout)", 3, early_exit, "1", "1"},
+        {"a rank that never joins a collective (1 s timeout)", 3, early_exit, "1", "1"},
+        {"a rank killed after the init", 3, killed_rank, "30", "1", true},
         {"a rank nobody joins (1 s timeout)", 1, nobody_joins, "1", "1"},
         {"ncclCommAbort of a waiting rank", 2, abort_waiting, "30", "1"},
         {"bad arguments, out-of-range buffers", 1, bad_arguments, "30", "1"},

@@ -87,7 +87,9 @@ class NullArgumentsTest {
             // modules' optional weights, biases, statistics, indices, bounds
             "BCELoss.<init>(weight)", "BCEWithLogitsLoss.<init>(weight)", "BCEWithLogitsLoss.<init>(posWeight)",
             "CrossEntropyLoss.<init>(weight)", "NLLLoss.<init>(weight)", "BatchNorm1d.<init>(momentum)", "BatchNorm2d.<init>(momentum)",
-            "BatchNorm3d.<init>(momentum)", "RMSNorm.<init>(eps)", "Embedding.<init>(paddingIdx)", "MaxPool2d.<init>(stride)",
+            "BatchNorm3d.<init>(momentum)", "SyncBatchNorm.<init>(momentum)", "SyncBatchNorm.<init>(group)",
+            "SyncBatchNorm.convertSyncBatchnorm(group)", "SyncBatchNorm.syncBatchNorm(runningMean)", "SyncBatchNorm.syncBatchNorm(runningVar)",
+            "SyncBatchNorm.syncBatchNorm(weight)", "SyncBatchNorm.syncBatchNorm(bias)", "RMSNorm.<init>(eps)", "Embedding.<init>(paddingIdx)", "MaxPool2d.<init>(stride)",
             "AvgPool2d.<init>(stride)", "Dropout.<init>(gen)", "Dropout1d.<init>(gen)", "Dropout2d.<init>(gen)",
             "MultiheadAttention.Output.<init>(weights)", "Init.calculateGain(param)", "TransformerEncoder.<init>(norm)", "Transformer.<init>(customEncoder)", "Transformer.<init>(customDecoder)",
             "TransformerDecoder.<init>(norm)",
@@ -183,6 +185,7 @@ class NullArgumentsTest {
         if (t == org.jtorch.data.Dataset.class) return new org.jtorch.data.TensorDataset(Torch.ones(4, 2));
         if (t == org.jtorch.data.Sampler.class) return new org.jtorch.data.SequentialSampler(new org.jtorch.data.TensorDataset(Torch.ones(4)));
         if (t == org.jtorch.nn.Module.class) return new org.jtorch.nn.Linear(2, 2);
+        if (t == org.jtorch.distributed.ProcessGroup.class) return new org.jtorch.distributed.WorldOfOne();
         if (t == org.jtorch.optim.Optimizer.class) return new org.jtorch.optim.SGD(List.of(Torch.ones(2).requiresGrad_(true)),
                 org.jtorch.optim.SGD.options().lr(0.1));
         if (t == org.jtorch.nn.ConvOptions.class) return org.jtorch.nn.Conv2d.options();

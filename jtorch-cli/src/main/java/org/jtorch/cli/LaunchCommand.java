@@ -52,7 +52,9 @@ final class LaunchCommand {
                 Starts data-parallel workers on this machine, as torchrun: jtorch launch [options] -- PROGRAM [ARGS]
                 PROGRAM is a jtorch command (train, info, bench) or any executable. Each worker gets RANK, LOCAL_RANK,
                 WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR and MASTER_PORT; they form one MPI world
-                (Open MPI's mpirun runs underneath), which Distributed.initProcessGroup("mpi") joins. Output lines
+                (Open MPI's mpirun runs underneath), which Distributed.initProcessGroup("mpi") joins; with nccl they
+                meet in a TcpStore at MASTER_ADDR:MASTER_PORT, each on cuda:LOCAL_RANK (jtorch train picks the backend
+                from --device). Output lines
                 are prefixed with the rank; when a worker fails the others are stopped and the launcher exits
                 non-zero, naming it. Several machines: run one mpirun over a hostfile (mpirun --hostfile H -np N
                 ./jtorch train ...), which the mpi backend reads the same way.""")
@@ -61,7 +63,7 @@ final class LaunchCommand {
                 .option("node-rank", "R", "0", "this machine's rank")
                 .option("master-addr", "ADDR", "127.0.0.1", "host of rank 0 (for a TcpStore rendezvous)")
                 .option("master-port", "PORT", "29500", "port of rank 0's store")
-                .option("backend", "NAME", "mpi", "mpi (CPU tensors through Open MPI)");
+                .option("backend", "NAME", "mpi", "mpi (CPU tensors through Open MPI) or nccl (CUDA tensors)");
     }
 
     static int run(String[] args) {
@@ -77,7 +79,7 @@ final class LaunchCommand {
             int nnodes = cl.getInt("nnodes");
             int nodeRank = cl.getInt("node-rank");
             cl.getInt("master-port");
-            cl.choice("backend", List.of("mpi"));
+            cl.choice("backend", List.of("mpi", "nccl"));
             if (nnodes != 1 || nodeRank != 0) {
                 throw new CommandLine.UsageException("--nnodes " + nnodes + " --node-rank " + nodeRank + ": the mpi backend starts a "
                         + "multi-machine job from one place; run mpirun --hostfile HOSTS -np N ./jtorch ... instead");

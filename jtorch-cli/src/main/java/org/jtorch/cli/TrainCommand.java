@@ -56,7 +56,7 @@ final class TrainCommand {
                 .option("plot", "FILE", "jtorch-train.png", "PNG of the loss and accuracy curves ('none' for no plot)")
                 .option("amp", "MODE", "off", "mixed precision: off, bf16 (autocast), fp16 (autocast and a GradScaler; CUDA only)")
                 .flag("no-fetch", "never download datasets")
-                .option("nproc-per-node", "N", null, "data-parallel on N worker processes of this machine (CPU, mpi backend): the same as "
+                .option("nproc-per-node", "N", null, "data-parallel on N worker processes of this machine (mpi backend on the CPU, nccl on GPUs, each worker on cuda:LOCAL_RANK): the same as "
                         + "jtorch launch --nproc-per-node N -- train ...; --batch-size is per worker");
     }
 

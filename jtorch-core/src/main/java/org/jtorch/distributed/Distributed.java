@@ -1,6 +1,9 @@
 package org.jtorch.distributed;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.ServiceLoader;
 
 /**
  * The process-wide default group, as {@code torch.distributed}'s module functions: {@link #initProcessGroup}
@@ -8,7 +11,9 @@ import java.time.Duration;
  * {@link #destroyProcessGroup()} at the end.
  *
  * <p>Backends: {@code mpi} (CPU tensors, Open MPI; the processes come from {@code mpirun} or {@code jtorch
- * launch}, which runs {@code mpirun} underneath). The launch environment (see {@link LaunchEnvironment}) must
+ * launch}, which runs {@code mpirun} underneath) and {@code nccl} (CUDA tensors, with jtorch-cuda on the class path:
+ * rank and world size from the launch environment, the NCCL unique id exchanged through a {@link TcpStore} at
+ * {@code MASTER_ADDR:MASTER_PORT}). The launch environment (see {@link LaunchEnvironment}) must
  * agree with the backend's world: a worker that the environment calls rank 1 of 2 but that MPI started alone was
  * not started through MPI, and that is an error that says so.
  */
@@ -28,11 +33,8 @@ public final class Distributed {
     public static synchronized ProcessGroup initProcessGroup(String backend, Duration timeout) {
         if (backend == null) throw new NullPointerException("initProcessGroup: backend is null");
         if (group != null) throw new IllegalStateException("initProcessGroup: the default process group is already initialised (" + group.backend() + ")");
-        ProcessGroup pg = switch (backend) {
-            case "mpi" -> MpiProcessGroup.init(timeout);
-            default -> throw new IllegalArgumentException("initProcessGroup: unknown backend '" + backend + "' (available: mpi)");
-        };
         LaunchEnvironment env = LaunchEnvironment.current();
+        ProcessGroup pg = backend.equals("mpi") ? MpiProcessGroup.init(timeout) : provider(backend).init(env, timeout);
         if (!env.source().equals("default") && (env.rank() != pg.rank() || env.worldSize() != pg.size())) {
             int rank = pg.rank();
             int size = pg.size();
@@ -43,6 +45,16 @@ public final class Distributed {
         }
         group = pg;
         return pg;
+    }
+
+    private static ProcessGroupProvider provider(String backend) {
+        List<String> available = new ArrayList<>(List.of("mpi"));
+        for (ProcessGroupProvider p : ServiceLoader.load(ProcessGroupProvider.class)) {
+            if (p.backend().equals(backend)) return p;
+            available.add(p.backend());
+        }
+        String hint = backend.equals("nccl") ? " (the nccl backend needs jtorch-cuda on the class path)" : "";
+        throw new IllegalArgumentException("initProcessGroup: unknown backend '" + backend + "' (available: " + String.join(", ", available) + ")" + hint);
     }
 
     public static synchronized boolean isInitialized() {

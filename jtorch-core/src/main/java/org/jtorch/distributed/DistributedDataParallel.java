@@ -61,6 +61,8 @@ public final class DistributedDataParallel extends Module {
     private final List<Tensor> params;
     private final List<String> names;
     private final List<Tensor> buffers;
+    /** Where the gradient buckets live: the parameters' device. */
+    private final Device device;
     private final Map<Tensor, Integer> indexOf = new IdentityHashMap<>();
     private List<Bucket> buckets;
     /** For each parameter: its bucket and its offset (in elements) in the bucket. */
@@ -139,11 +141,16 @@ public final class DistributedDataParallel extends Module {
         this.params = List.copyOf(named.values());
         this.names = List.copyOf(named.keySet());
         this.buffers = module.buffers();
+        this.device = params.isEmpty() ? Device.cpu() : params.get(0).device();
         for (int i = 0; i < params.size(); i++) {
             Tensor p = params.get(i);
             if (!p.device().isCpu() && group.backend().equals("mpi")) {
                 throw new IllegalArgumentException("DistributedDataParallel: parameter " + names.get(i) + " is on " + p.device()
                         + " but the mpi backend takes CPU tensors");
+            }
+            if (!p.device().equals(device)) {
+                throw new IllegalArgumentException("DistributedDataParallel: parameter " + names.get(i) + " is on " + p.device() + " but "
+                        + names.get(0) + " is on " + device + "; one replica per process, on one device");
             }
             indexOf.put(p, i);
         }
@@ -293,7 +300,7 @@ public final class DistributedDataParallel extends Module {
                 offsetIn[i] = offset;
                 offset += params.get(i).numel();
             }
-            b.flat = Tensor.empty(new long[] {b.numel}, b.dtype, Device.cpu());
+            b.flat = Tensor.empty(new long[] {b.numel}, b.dtype, device);
             buckets.add(b);
         }
     }
@@ -382,7 +389,11 @@ public final class DistributedDataParallel extends Module {
         expectingBackward = false;
         List<String> missing = new ArrayList<>();
         for (int i = 0; i < params.size(); i++) if (!ready[i]) missing.add(names.get(i));
-        for (Bucket b : buckets) if (b.work != null) b.work.waitFor();
+        for (Bucket b : buckets) {
+            if (b.work == null) continue;
+            b.work.waitFor(); // on a device backend: the current stream now waits for the reduction
+            b.work = null;
+        }
         if (!missing.isEmpty()) {
             throw new DistributedException("DistributedDataParallel: rank " + group.rank() + ": " + missing.size() + " of " + params.size()
                     + " parameters got no gradient in this backward: " + String.join(", ", missing) + ". They were not used to compute "
@@ -412,7 +423,7 @@ public final class DistributedDataParallel extends Module {
 
     private boolean[] usedOnAnyRank() {
         boolean[] out = new boolean[params.size()];
-        try (Tensor used = Torch.tensor(usedLocally)) {
+        try (Tensor local = Torch.tensor(usedLocally); Tensor used = local.to(device)) {
             group.allReduce(used, ReduceOp.MAX).waitFor();
             long[] v = used.toLongArray();
             for (int i = 0; i < out.length; i++) out[i] = v[i] != 0;
@@ -424,7 +435,7 @@ public final class DistributedDataParallel extends Module {
     private void rebuildBucketsInArrivalOrder() {
         long[] mine = new long[params.size()];
         for (int k = 0; k < arrival.size(); k++) mine[k] = arrival.get(k);
-        try (Tensor order = Torch.tensor(mine)) {
+        try (Tensor local = Torch.tensor(mine); Tensor order = local.to(device)) {
             group.broadcast(order, 0).waitFor();
             long[] got = order.toLongArray();
             List<Integer> newOrder = new ArrayList<>();

@@ -15,7 +15,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Grad;
-import org.jtorch.op.Shapes;
+import org.jtorch.distributed.CollectiveHeader.Call;
 
 /**
  * The {@code mpi} backend: collectives on CPU tensors through Open MPI's {@code MPI_COMM_WORLD}, for processes
@@ -38,8 +38,7 @@ import org.jtorch.op.Shapes;
 public final class MpiProcessGroup extends ProcessGroup {
     /** Elements per MPI call: MPI counts are C ints. */
     private static final int MAX_COUNT = 1 << 30;
-    private static final int HEADER_LONGS = 16;
-    private static final int HEADER_DIMS = 10;
+    private static final int HEADER_LONGS = CollectiveHeader.LONGS;
 
     private static MpiProcessGroup instance;
     private static boolean finalized;
@@ -53,17 +52,6 @@ public final class MpiProcessGroup extends ProcessGroup {
     private long issued;
     private volatile String broken;
     private volatile boolean closed;
-
-    private enum Call {
-        ALL_REDUCE("allReduce"), BROADCAST("broadcast"), ALL_GATHER("allGather"), REDUCE_SCATTER("reduceScatter"),
-        BARRIER("barrier"), SEND("send"), RECV("recv");
-
-        final String name;
-
-        Call(String name) {
-            this.name = name;
-        }
-    }
 
     private interface Body {
         void run() throws Exception;
@@ -143,7 +131,7 @@ public final class MpiProcessGroup extends ProcessGroup {
     public Work allReduce(Tensor tensor, ReduceOp op) {
         String name = "allReduce(" + op + ")";
         checkTensor(name, "tensor", tensor);
-        checkOp(name, op, tensor.dtype());
+        checkReduceOp(name, op, tensor.dtype());
         return submit(Call.ALL_REDUCE, name, header(Call.ALL_REDUCE, tensor, op.ordinal()), () -> {
             boolean widen = isHalf(tensor.dtype());
             Tensor buffer = staged(tensor, widen);
@@ -189,11 +177,7 @@ public final class MpiProcessGroup extends ProcessGroup {
     public Work allGatherIntoTensor(Tensor output, Tensor input) {
         checkTensor("allGatherIntoTensor", "input", input);
         checkTensor("allGatherIntoTensor", "output", output);
-        if (output.dtype() != input.dtype() || output.numel() != input.numel() * size) {
-            throw new IllegalArgumentException("allGatherIntoTensor: output must have the input's dtype and " + size
-                    + " times its elements; got input " + input.dtype() + " " + Shapes.format(input.shape()) + ", output "
-                    + output.dtype() + " " + Shapes.format(output.shape()));
-        }
+        checkGatheredSize("allGatherIntoTensor", output, input);
         checkCount("allGatherIntoTensor", input.numel());
         return submit(Call.ALL_GATHER, "allGatherIntoTensor", header(Call.ALL_GATHER, input, 0), () -> {
             Tensor in = staged(input, false);
@@ -211,18 +195,7 @@ public final class MpiProcessGroup extends ProcessGroup {
     @Override
     public Work allGather(List<Tensor> outputs, Tensor input) {
         checkTensor("allGather", "input", input);
-        if (outputs == null || outputs.size() != size) {
-            throw new IllegalArgumentException("allGather: expected a list of " + size + " output tensors, got "
-                    + (outputs == null ? "null" : outputs.size()));
-        }
-        for (int r = 0; r < size; r++) {
-            Tensor o = outputs.get(r);
-            checkTensor("allGather", "outputs[" + r + "]", o);
-            if (o.dtype() != input.dtype() || !Arrays.equals(o.shape(), input.shape())) {
-                throw new IllegalArgumentException("allGather: outputs[" + r + "] is " + o.dtype() + " " + Shapes.format(o.shape())
-                        + " but the input is " + input.dtype() + " " + Shapes.format(input.shape()));
-            }
-        }
+        checkGatherOutputs(outputs, input, this::checkTensor);
         checkCount("allGather", input.numel());
         List<Tensor> targets = List.copyOf(outputs);
         return submit(Call.ALL_GATHER, "allGather", header(Call.ALL_GATHER, input, 0), () -> {
@@ -250,12 +223,8 @@ public final class MpiProcessGroup extends ProcessGroup {
         String name = "reduceScatterTensor(" + op + ")";
         checkTensor(name, "input", input);
         checkTensor(name, "output", output);
-        checkOp(name, op, input.dtype());
-        if (output.dtype() != input.dtype() || input.numel() != output.numel() * size) {
-            throw new IllegalArgumentException(name + ": input must have the output's dtype and " + size
-                    + " times its elements; got input " + input.dtype() + " " + Shapes.format(input.shape()) + ", output "
-                    + output.dtype() + " " + Shapes.format(output.shape()));
-        }
+        checkReduceOp(name, op, input.dtype());
+        checkScatteredSize(name, output, input);
         checkCount(name, output.numel());
         return submit(Call.REDUCE_SCATTER, name, header(Call.REDUCE_SCATTER, input, op.ordinal()), () -> {
             boolean widen = isHalf(input.dtype());
@@ -311,9 +280,9 @@ public final class MpiProcessGroup extends ProcessGroup {
                 MemorySegment.copy(h, ValueLayout.JAVA_LONG, 0, got, 0, HEADER_LONGS);
                 if (!Arrays.equals(got, expected)) {
                     // Drain the data message so that the channel stays usable, then report both sides.
-                    DType sentType = DType.values()[(int) got[1]];
-                    MemorySegment scratch = arena.allocate(Math.max(1, got[4] * sentType.byteSize()));
-                    mpi.recv(scratch, (int) got[4], datatype(sentType), src, tag);
+                    DType sentType = CollectiveHeader.dtype(got);
+                    MemorySegment scratch = arena.allocate(Math.max(1, CollectiveHeader.numel(got) * sentType.byteSize()));
+                    mpi.recv(scratch, (int) CollectiveHeader.numel(got), datatype(sentType), src, tag);
                     throw new Disagreement("recv on rank " + rank + ": rank " + src + " sent " + describe(got)
                             + " but this rank expects " + describe(expected));
                 }
@@ -409,56 +378,16 @@ public final class MpiProcessGroup extends ProcessGroup {
             mpi.allgather(mine, HEADER_LONGS, gathered, datatype(DType.INT64));
             MemorySegment.copy(gathered, ValueLayout.JAVA_LONG, 0, all, 0, all.length);
         }
-        boolean same = true;
-        for (int r = 1; r < size && same; r++) {
-            same = Arrays.equals(all, 0, HEADER_LONGS, all, r * HEADER_LONGS, (r + 1) * HEADER_LONGS);
-        }
-        if (same) return;
-        StringBuilder sb = new StringBuilder(call.name).append(": the ranks disagree (").append(where).append(')');
-        for (int r = 0; r < size; r++) {
-            sb.append(r == 0 ? ": " : "; ").append("rank ").append(r).append(' ')
-                    .append(describe(Arrays.copyOfRange(all, r * HEADER_LONGS, (r + 1) * HEADER_LONGS)));
-        }
-        throw new Disagreement(sb.toString());
+        String disagreement = CollectiveHeader.disagreement(call, where, all, size);
+        if (disagreement != null) throw new Disagreement(disagreement);
     }
 
-    /** {call, dtype, op or root or tag, ndim, numel, dims[0..9], hash of the whole shape}. */
     private static long[] header(Call call, Tensor t, long param) {
-        long[] h = new long[HEADER_LONGS];
-        h[0] = call == Call.RECV ? Call.SEND.ordinal() : call.ordinal();
-        h[1] = t == null ? -1 : t.dtype().ordinal();
-        h[2] = param;
-        if (t != null) {
-            long[] shape = t.shape();
-            h[3] = shape.length;
-            h[4] = t.numel();
-            for (int d = 0; d < Math.min(HEADER_DIMS, shape.length); d++) h[5 + d] = shape[d];
-            h[HEADER_LONGS - 1] = Arrays.hashCode(shape);
-        }
-        return h;
+        return CollectiveHeader.of(call, t, param);
     }
 
     private static String describe(long[] h) {
-        Call call = Call.values()[(int) h[0]];
-        StringBuilder sb = new StringBuilder(call.name);
-        switch (call) {
-            case ALL_REDUCE, REDUCE_SCATTER -> sb.append('(').append(ReduceOp.values()[(int) h[2]]).append(')');
-            case BROADCAST -> sb.append("(src=").append(h[2]).append(')');
-            case SEND, RECV -> sb.append("(tag=").append(h[2]).append(')');
-            default -> { }
-        }
-        if (h[1] < 0) return sb.toString();
-        sb.append(' ').append(DType.values()[(int) h[1]].pyName()).append(" [");
-        int ndim = (int) h[3];
-        for (int d = 0; d < ndim; d++) {
-            if (d > 0) sb.append(", ");
-            if (d == HEADER_DIMS) {
-                sb.append("... (").append(h[4]).append(" elements)");
-                break;
-            }
-            sb.append(h[5 + d]);
-        }
-        return sb.append(']').toString();
+        return CollectiveHeader.describe(h);
     }
 
     private void checkTensor(String op, String what, Tensor t) {
@@ -470,9 +399,6 @@ public final class MpiProcessGroup extends ProcessGroup {
         }
     }
 
-    private void checkRank(String op, String what, int r) {
-        if (r < 0 || r >= size) throw new IllegalArgumentException(op + ": " + what + " must be a rank in [0, " + size + "), got " + r);
-    }
 
     private static void checkCount(String op, long numel) {
         if (numel > Integer.MAX_VALUE) {
@@ -480,13 +406,6 @@ public final class MpiProcessGroup extends ProcessGroup {
         }
     }
 
-    private static void checkOp(String op, ReduceOp reduceOp, DType dtype) {
-        if (reduceOp == null) throw new NullPointerException(op + ": op is null");
-        if (reduceOp == ReduceOp.AVG && !dtype.isFloatingPoint()) {
-            throw new IllegalArgumentException(op + ": AVG needs a floating-point tensor, got " + dtype
-                    + " (use SUM and divide, as the integer quotient is ambiguous)");
-        }
-    }
 
     private static boolean isHalf(DType d) {
         return d == DType.FLOAT16 || d == DType.BFLOAT16;

@@ -1,8 +1,11 @@
 package org.jtorch.distributed;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
+import org.jtorch.DType;
 import org.jtorch.Tensor;
+import org.jtorch.op.Shapes;
 
 /**
  * A group of processes (ranks {@code 0 .. size()-1}) that run collectives together, as PyTorch's
@@ -11,7 +14,8 @@ import org.jtorch.Tensor;
  * same order; before moving data the ranks compare the call, dtype and shape, and when they disagree every rank
  * throws a {@link DistributedException} naming the collective and each rank's shape.
  *
- * <p>Backends: {@link MpiProcessGroup} (CPU tensors, Open MPI). Thread safety: operations may be issued from any
+ * <p>Backends: {@link MpiProcessGroup} (CPU tensors, Open MPI), and jtorch-cuda's {@code NcclProcessGroup} (CUDA
+ * tensors, NCCL), which share the argument checks below. Thread safety: operations may be issued from any
  * thread, and run in the order they were issued.
  */
 public abstract class ProcessGroup implements AutoCloseable {
@@ -69,4 +73,63 @@ public abstract class ProcessGroup implements AutoCloseable {
     /** Releases the group; collectives issued afterwards fail. */
     @Override
     public abstract void close();
+
+    // ------------------------------------------------------------------ argument checks shared by the backends
+
+    /** A rank argument ({@code src}, {@code dst}) must name a rank of the group. */
+    protected final void checkRank(String op, String what, int r) {
+        if (r < 0 || r >= size()) throw new IllegalArgumentException(op + ": " + what + " must be a rank in [0, " + size() + "), got " + r);
+    }
+
+    /** AVG of integers is refused: the integer quotient is ambiguous. */
+    protected static void checkReduceOp(String op, ReduceOp reduceOp, DType dtype) {
+        if (reduceOp == null) throw new NullPointerException(op + ": op is null");
+        if (reduceOp == ReduceOp.AVG && !dtype.isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": AVG needs a floating-point tensor, got " + dtype
+                    + " (use SUM and divide, as the integer quotient is ambiguous)");
+        }
+    }
+
+    /** {@code output} must have {@code input}'s dtype and {@code size()} times its elements. */
+    protected final void checkGatheredSize(String op, Tensor output, Tensor input) {
+        if (output.dtype() != input.dtype() || output.numel() != input.numel() * size()) {
+            throw new IllegalArgumentException(op + ": output must have the input's dtype and " + size()
+                    + " times its elements; got input " + input.dtype() + " " + Shapes.format(input.shape()) + ", output "
+                    + output.dtype() + " " + Shapes.format(output.shape()));
+        }
+    }
+
+    /** {@code input} must have {@code output}'s dtype and {@code size()} times its elements. */
+    protected final void checkScatteredSize(String op, Tensor output, Tensor input) {
+        if (output.dtype() != input.dtype() || input.numel() != output.numel() * size()) {
+            throw new IllegalArgumentException(op + ": input must have the output's dtype and " + size()
+                    + " times its elements; got input " + input.dtype() + " " + Shapes.format(input.shape()) + ", output "
+                    + output.dtype() + " " + Shapes.format(output.shape()));
+        }
+    }
+
+    /**
+     * {@code outputs} of {@link #allGather} must be {@code size()} tensors of {@code input}'s dtype and shape, each
+     * also passing {@code checkTensor} (the backend's device check).
+     */
+    protected final void checkGatherOutputs(List<Tensor> outputs, Tensor input, TensorCheck checkTensor) {
+        if (outputs == null || outputs.size() != size()) {
+            throw new IllegalArgumentException("allGather: expected a list of " + size() + " output tensors, got "
+                    + (outputs == null ? "null" : outputs.size()));
+        }
+        for (int r = 0; r < size(); r++) {
+            Tensor o = outputs.get(r);
+            checkTensor.check("allGather", "outputs[" + r + "]", o);
+            if (o.dtype() != input.dtype() || !Arrays.equals(o.shape(), input.shape())) {
+                throw new IllegalArgumentException("allGather: outputs[" + r + "] is " + o.dtype() + " " + Shapes.format(o.shape())
+                        + " but the input is " + input.dtype() + " " + Shapes.format(input.shape()));
+            }
+        }
+    }
+
+    /** A backend's check of one tensor argument: {@code what} names it in {@code op}'s error. */
+    @FunctionalInterface
+    protected interface TensorCheck {
+        void check(String op, String what, Tensor t);
+    }
 }

@@ -10,7 +10,8 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 
 /**
- * One rank of {@link CollectivesTest}'s MPI jobs. Rank r holds {@code arange(n) * (r + 1) + r}, so every
+ * One rank of {@link CollectivesTest}'s MPI jobs, and of {@link NcclCollectivesTest}'s jobs on the CUDA simulator
+ * ({@code -Djtorch.test.backend=nccl}: the same checks on CUDA tensors). Rank r holds {@code arange(n) * (r + 1) + r}, so every
  * collective's expected result is a closed formula over the ranks; a failed check throws (the rank exits
  * non-zero) and a passed scenario prints {@code rank R ok}.
  */
@@ -18,12 +19,18 @@ public final class CollectivesWorker {
     private static final DType[] DTYPES = {DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16, DType.INT8,
             DType.UINT8, DType.INT16, DType.INT32, DType.INT64};
 
+    /** {@code mpi} (CPU tensors) or {@code nccl} (CUDA tensors). */
+    private static final String BACKEND = System.getProperty("jtorch.test.backend", "mpi");
+    private static final Device DEVICE = BACKEND.equals("nccl") ? Device.cuda() : Device.cpu();
+
     public static void main(String[] args) throws Exception {
-        MpiProcessGroup pg = MpiProcessGroup.init(Duration.ofSeconds(30));
+        ProcessGroup pg = BACKEND.equals("mpi") ? MpiProcessGroup.init(Duration.ofSeconds(30))
+                : Distributed.initProcessGroup(BACKEND, Duration.ofSeconds(30));
         switch (args[0]) {
             case "collectives" -> collectives(pg);
             case "disagreement" -> disagreement(pg);
             case "timeout" -> timeout(pg);
+            case "killed" -> killed(pg);
             default -> throw new IllegalArgumentException(args[0]);
         }
         pg.close();
@@ -34,8 +41,8 @@ public final class CollectivesWorker {
     private static Tensor values(int r, int n, DType dtype) {
         try (Tensor a = Torch.arange(n)) {
             try (Tensor scaled = a.mul(r + 1.0)) {
-                try (Tensor shifted = scaled.add(r)) {
-                    return shifted.to(dtype);
+                try (Tensor shifted = scaled.add(r); Tensor typed = shifted.to(dtype)) {
+                    return typed.to(DEVICE);
                 }
             }
         }
@@ -64,6 +71,12 @@ public final class CollectivesWorker {
         int size = pg.size();
         int n = 6;
         for (DType dtype : DTYPES) {
+            if (dtype == DType.INT16 && BACKEND.equals("nccl")) {
+                try (Tensor t = values(rank, n, dtype)) {
+                    expectThrows(IllegalArgumentException.class, () -> pg.allReduce(t), "the nccl backend has no int16");
+                }
+                continue;
+            }
             for (ReduceOp op : ReduceOp.values()) {
                 if (op == ReduceOp.AVG && !dtype.isFloatingPoint()) continue;
                 try (Tensor t = values(rank, n, dtype)) {
@@ -77,13 +90,27 @@ public final class CollectivesWorker {
             }
         }
         // bool: SUM and MAX are a logical or, MIN a logical and.
-        try (Tensor b = Torch.tensor(new float[] {rank == 0 ? 1 : 0, 1, 0}).to(DType.BOOL)) {
+        try (Tensor b = on(Torch.tensor(new float[] {rank == 0 ? 1 : 0, 1, 0}).to(DType.BOOL))) {
             pg.allReduce(b, ReduceOp.SUM).waitFor();
             check(Arrays.equals(b.toDoubleArray(), new double[] {1, 1, 0}), "bool SUM " + Arrays.toString(b.toDoubleArray()));
         }
-        try (Tensor b = Torch.tensor(new float[] {rank == 0 ? 1 : 0, 1, 0}).to(DType.BOOL)) {
+        try (Tensor b = on(Torch.tensor(new float[] {rank == 0 ? 1 : 0, 1, 0}).to(DType.BOOL))) {
             pg.allReduce(b, ReduceOp.MIN).waitFor();
             check(Arrays.equals(b.toDoubleArray(), new double[] {size == 1 ? 1 : 0, 1, 0}), "bool MIN " + Arrays.toString(b.toDoubleArray()));
+        }
+        // An operation sees the caller's work issued before it, and work issued after waitFor sees its result (on a
+        // device: ordered by events, with no host synchronisation in between; the simulator holds kernels back).
+        for (int k = 0; k < 3; k++) {
+            try (Tensor t = values(rank, 4096, DType.FLOAT32)) {
+                t.mul_(3);
+                pg.allReduce(t, ReduceOp.SUM).waitFor();
+                t.add_(1);
+                double[] got = t.toDoubleArray();
+                for (int i = 0; i < got.length; i += 1023) {
+                    double want = 3 * reduce(ReduceOp.SUM, size, i) + 1;
+                    check(got[i] == want, "stream order, element " + i + ": " + got[i] + " != " + want);
+                }
+            }
         }
         // A non-contiguous tensor goes through a copy and comes back in place.
         try (Tensor base = values(rank, 6, DType.FLOAT32); Tensor m = base.view(2, 3); Tensor t = m.t()) {
@@ -101,8 +128,9 @@ public final class CollectivesWorker {
         }
         for (int k = 0; k < 8; k++) {
             works.get(k).waitFor();
-            check(works.get(k).isCompleted() && works.get(k).isSuccess(), "work " + k + " completed");
+            // Reading the values synchronises with the current stream, which a device backend's waitFor ordered after the work.
             double[] got = many.get(k).toDoubleArray();
+            check(works.get(k).isCompleted() && works.get(k).isSuccess(), "work " + k + " completed");
             check(got[999] == reduce(ReduceOp.MAX, size, 999), "in-flight allReduce " + k);
             many.get(k).close();
         }
@@ -115,7 +143,7 @@ public final class CollectivesWorker {
                 }
             }
         }
-        try (Tensor in = values(rank, n, DType.INT32); Tensor out = Torch.zeros(size, n).to(DType.INT32)) {
+        try (Tensor in = values(rank, n, DType.INT32); Tensor out = on(Torch.zeros(size, n).to(DType.INT32))) {
             pg.allGatherIntoTensor(out, in).waitFor();
             for (int r = 0; r < size; r++) {
                 try (Tensor row = out.select(0, r); Tensor expected = values(r, n, DType.INT32)) {
@@ -124,7 +152,7 @@ public final class CollectivesWorker {
             }
         }
         List<Tensor> outs = new ArrayList<>();
-        for (int r = 0; r < size; r++) outs.add(Torch.zeros(n));
+        for (int r = 0; r < size; r++) outs.add(on(Torch.zeros(n)));
         try (Tensor in = values(rank, n, DType.FLOAT32)) {
             pg.allGather(outs, in).waitFor();
         }
@@ -136,7 +164,7 @@ public final class CollectivesWorker {
         }
         for (ReduceOp op : new ReduceOp[] {ReduceOp.SUM, ReduceOp.AVG}) {
             int chunk = 3;
-            try (Tensor in = values(rank, chunk * size, DType.FLOAT32); Tensor out = Torch.zeros(chunk)) {
+            try (Tensor in = values(rank, chunk * size, DType.FLOAT32); Tensor out = on(Torch.zeros(chunk))) {
                 pg.reduceScatterTensor(out, in, op).waitFor();
                 double[] got = out.toDoubleArray();
                 for (int i = 0; i < chunk; i++) {
@@ -148,7 +176,7 @@ public final class CollectivesWorker {
         pg.barrier().waitFor();
         if (size >= 2 && rank < 2) {
             // Rank 0 sends first, rank 1 receives first: operations run in order on each rank's one MPI thread.
-            try (Tensor mine = values(rank, n, DType.INT64); Tensor theirs = Torch.zeros(n).to(DType.INT64)) {
+            try (Tensor mine = values(rank, n, DType.INT64); Tensor theirs = on(Torch.zeros(n).to(DType.INT64))) {
                 int peer = 1 - rank;
                 if (rank == 0) {
                     pg.send(mine, peer, 7);
@@ -162,7 +190,7 @@ public final class CollectivesWorker {
                 }
             }
         }
-        try (Tensor ints = Torch.zeros(2).to(DType.INT32)) {
+        try (Tensor ints = on(Torch.zeros(2).to(DType.INT32))) {
             expectThrows(IllegalArgumentException.class, () -> pg.allReduce(ints, ReduceOp.AVG), "AVG needs a floating-point tensor");
         }
     }
@@ -170,21 +198,21 @@ public final class CollectivesWorker {
     /** Every rank reports the same disagreement, naming the collective and each rank's shape; the group stays usable. */
     private static void disagreement(ProcessGroup pg) {
         int rank = pg.rank();
-        try (Tensor t = Torch.zeros(4, rank == 0 ? 3 : 2)) {
+        try (Tensor t = on(Torch.zeros(4, rank == 0 ? 3 : 2))) {
             String m = expectThrows(DistributedException.class, () -> pg.allReduce(t).waitFor(), "allReduce: the ranks disagree");
             check(m.contains("rank 0 allReduce(SUM) float32 [4, 3]") && m.contains("rank 1 allReduce(SUM) float32 [4, 2]"), m);
             System.out.println("rank " + rank + ": " + m);
         }
-        try (Tensor t = Torch.zeros(5).to(rank == 0 ? DType.FLOAT32 : DType.INT64)) {
+        try (Tensor t = on(Torch.zeros(5).to(rank == 0 ? DType.FLOAT32 : DType.INT64))) {
             String m = expectThrows(DistributedException.class, () -> pg.broadcast(t, 0).waitFor(), "broadcast: the ranks disagree");
             check(m.contains("rank 0 broadcast(src=0) float32 [5]") && m.contains("rank 1 broadcast(src=0) int64 [5]"), m);
         }
-        try (Tensor t = Torch.zeros(5)) {
+        try (Tensor t = on(Torch.zeros(5))) {
             String m = expectThrows(DistributedException.class,
                     () -> (rank == 0 ? pg.allReduce(t) : pg.broadcast(t, 0)).waitFor(), "the ranks disagree");
             check(m.contains("rank 0 allReduce(SUM)") && m.contains("rank 1 broadcast(src=0)"), m);
         }
-        try (Tensor t = Torch.zeros(rank == 0 ? 3 : 4)) {
+        try (Tensor t = on(Torch.zeros(rank == 0 ? 3 : 4))) {
             if (rank == 0) {
                 pg.send(t, 1, 3).waitFor();
             } else {
@@ -192,7 +220,7 @@ public final class CollectivesWorker {
                 check(m.contains("rank 0 sent send(tag=3) float32 [3]") && m.contains("expects send(tag=3) float32 [4]"), m);
             }
         }
-        try (Tensor t = Torch.ones(3)) {
+        try (Tensor t = on(Torch.ones(3))) {
             pg.allReduce(t).waitFor();
             check(t.toDoubleArray()[0] == pg.size(), "the group works after a disagreement");
         }
@@ -204,13 +232,38 @@ public final class CollectivesWorker {
             Thread.sleep(60_000);
             return;
         }
-        try (Tensor t = Torch.ones(3)) {
+        try (Tensor t = on(Torch.ones(3))) {
             String m = expectThrows(DistributedException.class, () -> pg.allReduce(t).waitFor(Duration.ofSeconds(2)), "did not complete within 2 s");
             System.out.println("rank 0: " + m);
             String next = expectThrows(DistributedException.class, () -> pg.barrier().waitFor(), "unusable after an earlier failure");
             System.out.println("rank 0 then: " + next);
             pg.close(); // returns at once: a broken group is not finalised
             System.out.println("rank 0 closed");
+            System.out.flush();
+            System.exit(3);
+        }
+    }
+
+    /** {@code t} on the backend's device (the CPU tensor closed when it moved). */
+    private static Tensor on(Tensor t) {
+        if (DEVICE.isCpu()) return t;
+        try (t) {
+            return t.to(DEVICE);
+        }
+    }
+
+    /** Rank 1 is killed (SIGKILL) after joining; rank 0's next collective fails long before its timeout, naming it. */
+    private static void killed(ProcessGroup pg) throws Exception {
+        if (pg.rank() == 1) {
+            new ProcessBuilder("kill", "-KILL", Long.toString(ProcessHandle.current().pid())).start().waitFor();
+            Thread.sleep(60_000);
+            return;
+        }
+        try (Tensor t = on(Torch.ones(3))) {
+            long start = System.nanoTime();
+            String m = expectThrows(DistributedException.class, () -> pg.allReduce(t).waitFor(Duration.ofSeconds(60)), "rank 1");
+            System.out.println("rank 0: " + m);
+            System.out.println("rank 0 failed after " + (System.nanoTime() - start) / 1_000_000_000 + " s");
             System.out.flush();
             System.exit(3);
         }

@@ -4,10 +4,12 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.nn.AttentionEncoder;
+import org.jtorch.nn.BatchNorm1d;
 import org.jtorch.nn.BatchNorm2d;
 import org.jtorch.nn.Conv2d;
 import org.jtorch.nn.F;
@@ -17,6 +19,7 @@ import org.jtorch.nn.Linear;
 import org.jtorch.nn.Module;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
+import org.jtorch.nn.SyncBatchNorm;
 import org.jtorch.nn.Tanh;
 import org.jtorch.nn.Transformer;
 import org.jtorch.nn.TransformerEncoderLayer;
@@ -24,7 +27,8 @@ import org.jtorch.nn.TupleModule;
 import org.jtorch.optim.SGD;
 
 /**
- * One rank of {@link DistributedDataParallelTest}'s jobs. Every rank builds the same data and, in the same
+ * One rank of {@link DistributedDataParallelTest}'s jobs, and of {@link NcclDistributedDataParallelTest}'s on the
+ * CUDA simulator ({@code -Djtorch.test.backend=nccl}: models, data and the reference on {@code cuda:0}). Every rank builds the same data and, in the same
  * process, the single-process reference run from rank 0's initial weights; rank 1's replica starts from other
  * weights, which the wrapper's broadcast must replace. A rank prints {@code rank R ok max|diff|=...} when its
  * replica matches the reference to 1e-6 after the steps, and throws otherwise.
@@ -34,12 +38,17 @@ public final class DdpWorker {
     private static final int BATCH = 16;
     private static final double TOLERANCE = 1e-6;
 
+    /** {@code mpi} (CPU tensors) or {@code nccl} (CUDA tensors). */
+    private static final String BACKEND = System.getProperty("jtorch.test.backend", "mpi");
+    private static final Device DEVICE = BACKEND.equals("nccl") ? Device.cuda() : Device.cpu();
+
     public static void main(String[] args) {
-        ProcessGroup pg = Distributed.initProcessGroup("mpi", Duration.ofSeconds(60));
+        ProcessGroup pg = Distributed.initProcessGroup(BACKEND, Duration.ofSeconds(60));
         double diff = switch (args[0]) {
             case "mlp" -> mlp(pg, DistributedDataParallel.options());
             case "mlp-small-buckets" -> mlp(pg, DistributedDataParallel.options().bucketCapMb(0.0002).firstBucketCapMb(0.0001));
             case "cnn" -> cnn(pg);
+            case "sync-bn" -> syncBatchNorm(pg);
             case "no-sync" -> noSync(pg);
             case "unused" -> unused(pg);
             case "unused-found" -> unusedFound(pg);
@@ -53,13 +62,17 @@ public final class DdpWorker {
 
     private static Module mlpModel(long seed) {
         Torch.manualSeed(seed);
-        return new Sequential(new Linear(8, 32), new Tanh(), new Linear(32, 16), new Tanh(), new Linear(16, 4));
+        return new Sequential(new Linear(8, 32), new Tanh(), new Linear(32, 16), new Tanh(), new Linear(16, 4)).to(DEVICE);
     }
 
     private static List<Tensor> data(long seed, long... shape) {
         Torch.manualSeed(seed);
         List<Tensor> out = new ArrayList<>();
-        for (int s = 0; s < STEPS; s++) out.add(Torch.randn(shape));
+        for (int s = 0; s < STEPS; s++) {
+            try (Tensor t = Torch.randn(shape)) {
+                out.add(t.to(DEVICE));
+            }
+        }
         return out;
     }
 
@@ -111,7 +124,7 @@ public final class DdpWorker {
     private static Module cnnModel(long seed) {
         Torch.manualSeed(seed);
         return new Sequential(new Conv2d(1, 4, 3, Conv2d.options().padding(1)), new BatchNorm2d(4), new ReLU(), new Flatten(),
-                new Linear(4 * 6 * 6, 3));
+                new Linear(4 * 6 * 6, 3)).to(DEVICE);
     }
 
     /**
@@ -161,6 +174,43 @@ public final class DdpWorker {
         return diff;
     }
 
+    /** Batch norm over the whole batch: 2d (converted) and 1d ({@link SyncBatchNorm} itself) layers; plain in the reference. */
+    private static Module syncBnModel(long seed, boolean sync) {
+        Torch.manualSeed(seed);
+        Module bn1d = sync ? new SyncBatchNorm(8) : new BatchNorm1d(8);
+        Module m = new Sequential(new Conv2d(1, 4, 3, Conv2d.options().padding(1)), new BatchNorm2d(4), new ReLU(), new Flatten(),
+                new Linear(4 * 6 * 6, 8), bn1d, new Tanh(), new Linear(8, 3)).to(DEVICE);
+        return sync ? SyncBatchNorm.convertSyncBatchnorm(m) : m;
+    }
+
+    /**
+     * With SyncBatchNorm the ranks normalise over the global batch, so DDP equals one process with plain batch norm on
+     * the whole batch: parameters and running statistics on every rank, and the evaluation outputs.
+     */
+    private static double syncBatchNorm(ProcessGroup pg) {
+        int rank = pg.rank();
+        int local = BATCH / pg.size();
+        List<Tensor> xs = data(10, BATCH, 1, 6, 6);
+        List<Tensor> ys = data(11, BATCH, 3);
+        Module ref = trainedOnTheWholeBatch(syncBnModel(0, false), xs, ys);
+        DistributedDataParallel ddp = new DistributedDataParallel(syncBnModel(rank == 0 ? 0 : 99, true), pg,
+                DistributedDataParallel.options().broadcastBuffers(false));
+        SGD opt = sgd(ddp);
+        for (int s = 0; s < STEPS; s++) {
+            opt.zeroGrad();
+            F.mseLoss(ddp.forward(rows(xs.get(s), rank * local, local)), rows(ys.get(s), rank * local, local)).backward();
+            opt.step();
+        }
+        double diff = compare(ref.stateDict(), ddp.stateDict());
+        ref.eval();
+        ddp.eval();
+        try (Grad.Mode g = Grad.noGrad()) {
+            diff = Math.max(diff, maxDiff(ref.forward(xs.get(0)), ddp.forward(xs.get(0))));
+        }
+        check(diff <= TOLERANCE, "evaluation outputs differ by " + diff);
+        return diff;
+    }
+
     private static void restore(Module m, Map<String, Tensor> buffers) {
         try (Grad.Mode g = Grad.noGrad()) {
             for (Map.Entry<String, Tensor> b : m.namedBuffers().entrySet()) b.getValue().copy_(buffers.get(b.getKey()));
@@ -201,6 +251,7 @@ public final class DdpWorker {
         public WithUnusedLayer() {
             registerModule("used", new Linear(8, 4));
             registerModule("unused", new Linear(8, 4));
+            to(DEVICE);
         }
 
         @Override

@@ -67,4 +67,9 @@ class DistributedDataParallelTest {
     void anEncoderLayerTakingSrcAndMaskTrainsAsOneProcessThroughTheTypedForm() throws Exception {
         run("encoder-typed");
     }
+
+    @Test
+    void syncBatchNormTrainsAsOneProcessWithBatchNormOnTheGlobalBatch() throws Exception {
+        run("sync-bn");
+    }
 }

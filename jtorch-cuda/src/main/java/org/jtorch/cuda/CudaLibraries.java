@@ -43,7 +43,8 @@ public final class CudaLibraries {
         NVRTC("NVRTC", "libnvrtc\\.so(\\.[0-9]+)*"),
         CUBLASLT("cuBLASLt", "libcublasLt\\.so(\\.[0-9]+)*"),
         CUBLAS("cuBLAS", "libcublas\\.so(\\.[0-9]+)*"),
-        CUDNN("cuDNN", "libcudnn\\.so(\\.[0-9]+)*");
+        CUDNN("cuDNN", "libcudnn\\.so(\\.[0-9]+)*"),
+        NCCL("NCCL", "libnccl\\.so(\\.[0-9]+)*");
 
         private final String displayName;
         private final Pattern fileName;
@@ -312,6 +313,14 @@ public final class CudaLibraries {
                         parts[i] = v.get(INT, 0);
                     }
                     return parts[0] + "." + parts[1] + "." + parts[2];
+                }
+                case NCCL -> {
+                    MethodHandle h = lib.downcall(FunctionDescriptor.of(INT, ValueLayout.ADDRESS), "ncclGetVersion");
+                    MemorySegment v = arena.allocate(INT);
+                    int rc = (int) h.invokeExact(v);
+                    if (rc != 0) return "unknown (ncclGetVersion returned " + rc + ")";
+                    int n = v.get(INT, 0); // X * 10000 + Y * 100 + Z from NCCL 2.9 on
+                    return n / 10000 + "." + (n / 100) % 100 + "." + n % 100;
                 }
                 default -> {
                     return "unknown";

@@ -105,7 +105,7 @@ public final class Trainer {
         data = TrainData.load(config, defaultDataset, augmentation);
         if (!data.note().isEmpty()) out.println("note: " + data.note());
 
-        Device device = config.device();
+        Device device = workerDevice(config.device());
         model = createModel(config.model(), data);
         model.to(device); // before the optimizer: to() replaces the parameter tensors
         // Started by jtorch launch or mpirun: data-parallel, each rank on its shard with its own --batch-size (as torchrun).
@@ -177,13 +177,18 @@ public final class Trainer {
         if (group != null) Distributed.destroyProcessGroup();
     }
 
-    /** The mpi process group when this process is one of several workers, else null. */
+    /** The process group when this process is one of several workers (mpi on the CPU, nccl on GPUs), else null. */
     private static ProcessGroup startProcessGroup(Device device) {
         if (LaunchEnvironment.current().worldSize() == 1) return null;
-        if (!device.isCpu()) {
-            throw new IllegalArgumentException("data-parallel training on " + device + " needs the nccl backend, which is not built yet; use --device cpu");
-        }
-        return Distributed.initProcessGroup("mpi");
+        return Distributed.initProcessGroup(device.isCpu() ? "mpi" : "nccl");
+    }
+
+    /** On GPUs each worker of a node takes its own device, cuda:(LOCAL_RANK mod devices), as the nccl group does. */
+    private static Device workerDevice(Device configured) {
+        LaunchEnvironment env = LaunchEnvironment.current();
+        if (!configured.isCuda() || env.worldSize() == 1) return configured;
+        int devices = org.jtorch.cuda.Cuda.deviceCount();
+        return devices == 0 ? configured : Device.cuda(env.localRank() % devices);
     }
 
     /** Returns {mean loss, accuracy, images}; {@code trained} is the model, or its data-parallel wrapper. */
