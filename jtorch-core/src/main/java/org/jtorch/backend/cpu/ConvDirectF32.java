@@ -268,7 +268,7 @@ final class ConvDirectF32 {
      * 8 pixels by 32 channels: {@code tile[half * 128 + pixel * 16 + lane]} (channel {@code half * 16 + lane}),
      * with the bias added; as {@link #tile16x16} otherwise.
      */
-    private static void tile8x32(float[] x, int xBase, int sx, int rowStride, int kh, int kwc, float[] wp, int wBase,
+    static void tile8x32(float[] x, int xBase, int sx, int rowStride, int kh, int kwc, float[] wp, int wBase,
                                  float[] bias, int c0, MemorySegment tile) {
         FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
         FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS), a7 = FloatVector.zero(FS);
