@@ -215,7 +215,7 @@ final class ConvDirectF32 {
      * 16 pixels ({@code sx} floats apart from {@code xBase}) by 16 channels: {@code tile[pixel * 16 + lane]}
      * with the bias added. The reduction: {@code kh} stretches of {@code kwc} taps, {@code rowStride} apart.
      */
-    private static void tile16x16(float[] x, int xBase, int sx, int rowStride, int kh, int kwc, float[] wp, int wBase,
+    static void tile16x16(float[] x, int xBase, int sx, int rowStride, int kh, int kwc, float[] wp, int wBase,
                                   float[] bias, int c0, MemorySegment tile) {
         FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
         FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS), a7 = FloatVector.zero(FS);

@@ -15,7 +15,7 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * multiplications per input channel where the direct convolution does 144. The 36 element-wise products,
  * summed over input channels, are 36 matrix products {@code M_e = V_e U_e} of transformed tiles
  * {@code [tiles x cin]} by transformed weights {@code [cin x cout]}, run with output channels in the vector
- * lanes on the direct convolution's 8 x 32 register tile. Images are copied channels-last (as {@link ConvDirectF32}
+ * lanes on the direct convolution's register tiles (8 tiles x 32 channels, or 16 x 16). Images are copied channels-last (as {@link ConvDirectF32}
  * does), so both transforms work on 16 channels per vector.
  *
  * <p>The transforms cost float32 accuracy: against a float64 reference the largest error, relative to the
@@ -40,11 +40,11 @@ final class WinogradF32 {
         return !"0".equals(System.getenv("JTORCH_CONV_WINOGRAD"));
     }
 
-    /** Whether {@link #forward} applies: 3x3, stride 1, no dilation or groups, channels in whole vectors. */
+    /** Whether {@link #forward} and {@link #weightGrad} apply: 3x3, stride 1, no dilation or groups, channels in whole vectors. */
     static boolean handles(Geometry g) {
         return FloatVector.SPECIES_PREFERRED.length() == 16 && g.groups() == 1 && g.kh() == 3 && g.kw() == 3
                 && g.sh() == 1 && g.sw() == 1 && g.dh() == 1 && g.dw() == 1 && g.ph() <= 2 && g.pw() <= 2
-                && g.cin() % 16 == 0 && g.cout() % 32 == 0 && g.oh() > 0 && g.ow() > 0 && enabled();
+                && g.cin() % 16 == 0 && g.cout() % 16 == 0 && g.oh() > 0 && g.ow() > 0 && enabled();
     }
 
     /** Per-thread buffers, grown on demand and then reused. */
@@ -100,10 +100,10 @@ final class WinogradF32 {
                     padded = n;
                 }
                 for (int t = t0; t < t1; t++) inputTile(wk, cin, wpad, t / tW, t % tW, t - t0, TB);
-                int rows = (t1 - t0 + 7) & ~7;
+                int ob = lanes(cout), step = ob == 32 ? 8 : 16;
                 for (int e = 0; e < 36; e++) {
-                    for (int r = 0; r < rows; r += 8) {
-                        for (int c0 = 0; c0 < cout; c0 += 32) product(wk, u, cin, cout, e, r, c0);
+                    for (int r = 0; r < t1 - t0; r += step) {
+                        for (int c0 = 0; c0 < cout; c0 += ob) product(wk, u, cin, cout, e, r, c0);
                     }
                 }
                 long image = (oOff + n * outImage) * Float.BYTES;
@@ -113,13 +113,14 @@ final class WinogradF32 {
     }
 
     /**
-     * {@code (G g G^T)[e]} of each 3x3 filter (oc, ic), transformed in float64, in {@link ConvDirectF32#tile8x32}'s
-     * blocked order: {@code u[((e * (cout / 32) + oc / 32) * cin + ic) * 32 + oc % 32]}.
+     * {@code (G g G^T)[e]} of each 3x3 filter (oc, ic), transformed in float64, in the register tile's blocked
+     * order: {@code u[((e * (cout / ob) + oc / ob) * cin + ic) * ob + oc % ob]}, {@code ob = lanes(cout)}.
      */
     private static float[] transformedWeights(MemorySegment w, long wOff, int cin, int cout, boolean flipped) {
         float[] wh = new float[cin * cout * 9];
         MemorySegment.copy(w, F32, wOff * Float.BYTES, wh, 0, wh.length);
         float[] u = new float[36 * cin * cout];
+        int ob = lanes(cout);
         double[] f = new double[9], gf = new double[18];
         for (int oc = 0; oc < cout; oc++) {
             for (int ic = 0; ic < cin; ic++) {
@@ -128,7 +129,7 @@ final class WinogradF32 {
                 for (int i = 0; i < 6; i++) {                                            // rows: (G f) G^T, 6x6
                     double g0 = gf[i * 3], g1 = gf[i * 3 + 1], g2 = gf[i * 3 + 2];
                     double[] r = {g0 / 4, -(g0 + g1 + g2) / 6, -(g0 - g1 + g2) / 6, g0 / 24 + g1 / 12 + g2 / 6, g0 / 24 - g1 / 12 + g2 / 6, g2};
-                    for (int j = 0; j < 6; j++) u[(((i * 6 + j) * (cout / 32) + oc / 32) * cin + ic) * 32 + oc % 32] = (float) r[j];
+                    for (int j = 0; j < 6; j++) u[(((i * 6 + j) * (cout / ob) + oc / ob) * cin + ic) * ob + oc % ob] = (float) r[j];
                 }
             }
         }
@@ -173,17 +174,28 @@ final class WinogradF32 {
         x1.mul(4f).add(x5).sub(x3.mul(5f)).intoArray(dst, d0 + 5 * ds);
     }
 
+    /** Output channels per register tile: 32 ({@link ConvDirectF32#tile8x32}) when they come in 32s, else 16 ({@link ConvDirectF32#tile16x16}). */
+    private static int lanes(int cout) {
+        return cout % 32 == 0 ? 32 : 16;
+    }
+
     /**
-     * Rows {@code [r, r + 8)} by channels {@code [c0, c0 + 32)} of {@code M_e = V_e U_e}: {@link ConvDirectF32}'s 8x32
-     * register tile (one window row of {@code cin} taps, the eight tiles {@code cin} floats apart), copied from its
-     * pixel-major tile into {@code m}.
+     * Rows {@code [r, r + 8)} by channels {@code [c0, c0 + 32)} of {@code M_e = V_e U_e} ({@code [r, r + 16)} by
+     * {@code [c0, c0 + 16)} with 16-channel blocks): {@link ConvDirectF32}'s register tile (one window row of
+     * {@code cin} taps, the tiles {@code cin} floats apart), copied from its pixel-major tile into {@code m}.
      */
     private static void product(Work wk, float[] u, int cin, int cout, int e, int r, int c0) {
-        ConvDirectF32.tile8x32(wk.v, (e * TB + r) * cin, cin, 0, 1, cin, u, (e * (cout / 32) + c0 / 32) * cin * 32, ZERO_BIAS, 0, wk.pixels);
+        int ob = lanes(cout), vb = (e * TB + r) * cin, ub = (e * (cout / ob) + c0 / ob) * cin * ob;
         int mb = (e * TB + r) * cout + c0;
-        for (int p = 0; p < 8; p++) {
-            FloatVector.fromMemorySegment(FS, wk.pixels, p * 64L, NO).intoArray(wk.m, mb + p * cout);
-            FloatVector.fromMemorySegment(FS, wk.pixels, 512 + p * 64L, NO).intoArray(wk.m, mb + p * cout + 16);
+        if (ob == 32) {
+            ConvDirectF32.tile8x32(wk.v, vb, cin, 0, 1, cin, u, ub, ZERO_BIAS, 0, wk.pixels);
+            for (int p = 0; p < 8; p++) {
+                FloatVector.fromMemorySegment(FS, wk.pixels, p * 64L, NO).intoArray(wk.m, mb + p * cout);
+                FloatVector.fromMemorySegment(FS, wk.pixels, 512 + p * 64L, NO).intoArray(wk.m, mb + p * cout + 16);
+            }
+        } else {
+            ConvDirectF32.tile16x16(wk.v, vb, cin, 0, 1, cin, u, ub, ZERO_BIAS, 0, wk.pixels);
+            for (int p = 0; p < 16; p++) FloatVector.fromMemorySegment(FS, wk.pixels, p * 64L, NO).intoArray(wk.m, mb + p * cout);
         }
     }
 
@@ -279,8 +291,8 @@ final class WinogradF32 {
                             gradTile(wk, cout, 4 * tW, t / tW, t % tW, t - t0);
                         }
                         for (int e = 0; e < 36; e++) {
-                            for (int cb = 0; cb < cout; cb += 32) {
-                                for (int ic = 0; ic < cin; ic += 8) accumulate(wk, sums, cin, cout, count, e, ic, cb);
+                            for (int cb = 0; cb < cout; cb += lanes(cout)) {
+                                for (int ic = 0; ic < cin; ic += lanes(cout) == 32 ? 8 : 16) accumulate(wk, sums, cin, cout, count, e, ic, cb);
                             }
                         }
                     }
@@ -318,8 +330,8 @@ final class WinogradF32 {
 
     /**
      * {@code A g A^T} of the 4x4 gradient tile (ty, tx) of the channels-last gy ({@code wg} pixels a row), 16
-     * channels at a time, into row {@code slot} of each {@code Y_e}, blocked for {@link ConvDirectF32#tile8x32}:
-     * {@code m[((e * (cout / 32) + c / 32) * TBW + slot) * 32 + c % 32]}.
+     * channels at a time, into row {@code slot} of each {@code Y_e}, blocked for the register tile:
+     * {@code m[((e * (cout / ob) + c / ob) * TBW + slot) * ob + c % ob]}, {@code ob = lanes(cout)}.
      */
     private static void gradTile(Work wk, int cout, int wg, int ty, int tx, int slot) {
         float[] gyc = wk.grad, half = wk.half, m = wk.m;
@@ -327,7 +339,7 @@ final class WinogradF32 {
         for (int c0 = 0; c0 < cout; c0 += 16) {
             // Columns first: half[(e * 4 + j) * 16] = (A g)[e][j].
             for (int j = 0; j < 4; j++) gradTransform(gyc, base + j * cout + c0, wg * cout, half, j * 16, 4 * 16);
-            int at = ((c0 / 32) * TBW + slot) * 32 + c0 % 32;
+            int ob = lanes(cout), at = ((c0 / ob) * TBW + slot) * ob + c0 % ob;
             for (int i = 0; i < 6; i++) gradTransform(half, i * 64, 16, m, (i * 6) * cout * TBW + at, cout * TBW);
         }
     }
@@ -347,17 +359,26 @@ final class WinogradF32 {
 
     /**
      * {@code sums[(e * cin + ic + r) * cout + cb + c] += sum over the block's count tiles t of V_e[t][ic + r] Y_e[t][cb + c]},
-     * r < 8, c < 32: {@link ConvDirectF32#tile8x32} with the tiles as its kernel rows (depth), input channels as its pixels.
+     * r < 8, c < 32 (r < 16, c < 16 with 16-channel blocks): the register tile with the tiles as its kernel rows
+     * (depth), input channels as its pixels.
      */
     private static void accumulate(Work wk, float[] sums, int cin, int cout, int count, int e, int ic, int cb) {
-        ConvDirectF32.tile8x32(wk.v, e * TBW * cin + ic, 1, cin, count, 1, wk.m, (e * (cout / 32) + cb / 32) * TBW * 32,
-                ZERO_BIAS, 0, wk.pixels);
+        int ob = lanes(cout), vb = e * TBW * cin + ic, yb = (e * (cout / ob) + cb / ob) * TBW * ob;
         int at = (e * cin + ic) * cout + cb;
-        for (int r = 0; r < 8; r++) {
-            int row = at + r * cout;
-            FloatVector.fromArray(FS, sums, row).add(FloatVector.fromMemorySegment(FS, wk.pixels, r * 64L, NO)).intoArray(sums, row);
-            FloatVector.fromArray(FS, sums, row + 16).add(FloatVector.fromMemorySegment(FS, wk.pixels, 512 + r * 64L, NO))
-                    .intoArray(sums, row + 16);
+        if (ob == 32) {
+            ConvDirectF32.tile8x32(wk.v, vb, 1, cin, count, 1, wk.m, yb, ZERO_BIAS, 0, wk.pixels);
+            for (int r = 0; r < 8; r++) {
+                int row = at + r * cout;
+                FloatVector.fromArray(FS, sums, row).add(FloatVector.fromMemorySegment(FS, wk.pixels, r * 64L, NO)).intoArray(sums, row);
+                FloatVector.fromArray(FS, sums, row + 16).add(FloatVector.fromMemorySegment(FS, wk.pixels, 512 + r * 64L, NO))
+                        .intoArray(sums, row + 16);
+            }
+        } else {
+            ConvDirectF32.tile16x16(wk.v, vb, 1, cin, count, 1, wk.m, yb, ZERO_BIAS, 0, wk.pixels);
+            for (int r = 0; r < 16; r++) {
+                int row = at + r * cout;
+                FloatVector.fromArray(FS, sums, row).add(FloatVector.fromMemorySegment(FS, wk.pixels, r * 64L, NO)).intoArray(sums, row);
+            }
         }
     }
 }
