@@ -177,11 +177,6 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     @Override
     public void conv2dBackwardWeight(Tensor gradOut, Tensor input, Tensor gradWeight, Geometry g) {
         boolean f32 = gradWeight.dtype() == DType.FLOAT32;
-        if (f32 && WinogradF32.handles(g)) {
-            WinogradF32.weightGrad(seg(gradOut), gradOut.storageOffset(), seg(input), input.storageOffset(), seg(gradWeight),
-                    gradWeight.storageOffset(), g);
-            return;
-        }
         if (f32 && ConvF32.handlesWeightGrad(g)) {
             ConvF32.weightGrad(seg(gradOut), gradOut.storageOffset(), seg(input), input.storageOffset(), seg(gradWeight),
                     gradWeight.storageOffset(), g);

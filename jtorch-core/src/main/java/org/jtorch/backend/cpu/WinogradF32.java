@@ -15,13 +15,14 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * multiplications per input channel where the direct convolution does 144. The 36 element-wise products,
  * summed over input channels, are 36 matrix products {@code M_e = V_e U_e} of transformed tiles
  * {@code [tiles x cin]} by transformed weights {@code [cin x cout]}, run with output channels in the vector
- * lanes on the direct convolution's register tiles (8 tiles x 32 channels, or 16 x 16). Images are copied channels-last (as {@link ConvDirectF32}
- * does), so both transforms work on 16 channels per vector.
+ * lanes on the direct convolution's register tiles (8 tiles x 32 channels, or 16 x 16). Images are copied
+ * channels-last (as {@link ConvDirectF32} does), so both transforms work on 16 channels per vector.
  *
  * <p>The transforms cost float32 accuracy: against a float64 reference the largest error, relative to the
- * largest magnitude, is 8.0e-6 where the direct path's is 1.0e-6 (64 channels, {@code WinogradConvolutionTest});
- * for the weight gradient 3.1e-6 against 2.4e-7. {@code -Djtorch.conv.winograd=false} or
- * {@code JTORCH_CONV_WINOGRAD=0} turns this path off.
+ * largest magnitude, is 8.0e-6 where the direct path's is 1.0e-6 (64 channels, {@code WinogradConvolutionTest}).
+ * The weight gradient stays on {@link ConvDirectF32}: its Winograd form (sums of 36 products over every tile,
+ * transformed back at the end) ran slower there, its depth (the tiles) being the register tile's outer loop.
+ * {@code -Djtorch.conv.winograd=false} or {@code JTORCH_CONV_WINOGRAD=0} turns this path off.
  */
 final class WinogradF32 {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_512;
@@ -40,7 +41,7 @@ final class WinogradF32 {
         return !"0".equals(System.getenv("JTORCH_CONV_WINOGRAD"));
     }
 
-    /** Whether {@link #forward} and {@link #weightGrad} apply: 3x3, stride 1, no dilation or groups, channels in whole vectors. */
+    /** Whether {@link #forward} applies: 3x3, stride 1, no dilation or groups, channels in whole vectors. */
     static boolean handles(Geometry g) {
         return FloatVector.SPECIES_PREFERRED.length() == 16 && g.groups() == 1 && g.kh() == 3 && g.kw() == 3
                 && g.sh() == 1 && g.sw() == 1 && g.dh() == 1 && g.dw() == 1 && g.ph() <= 2 && g.pw() <= 2
@@ -50,12 +51,7 @@ final class WinogradF32 {
     /** Per-thread buffers, grown on demand and then reused. */
     private static final class Work {
         float[] image = new float[0];
-        /** The weight gradient's gy image, channels-last. */
-        float[] grad = new float[0];
-        /**
-         * Transformed tiles, {@code v[(e * TB + tile) * cin + c]}, and their products {@code m[(e * TB + tile) * cout + c]};
-         * for the weight gradient, m holds transformed gradient tiles ({@link #gradTile}).
-         */
+        /** Transformed tiles, {@code v[(e * TB + tile) * cin + c]}, and their products {@code m[(e * TB + tile) * cout + c]}. */
         float[] v = new float[0];
         float[] m = new float[0];
         /** One tile's half-transformed 6x6 (or 4x6) vectors. */
@@ -99,7 +95,7 @@ final class WinogradF32 {
                     ConvF32.padChannelsLast(x, xOff + n * inImage, cin, g, hp, wpad, wk.image, 0, wk.block);
                     padded = n;
                 }
-                for (int t = t0; t < t1; t++) inputTile(wk, cin, wpad, t / tW, t % tW, t - t0, TB);
+                for (int t = t0; t < t1; t++) inputTile(wk, cin, wpad, t / tW, t % tW, t - t0);
                 int ob = lanes(cout), step = ob == 32 ? 8 : 16;
                 for (int e = 0; e < 36; e++) {
                     for (int r = 0; r < t1 - t0; r += step) {
@@ -147,16 +143,16 @@ final class WinogradF32 {
         dst[d0 + 5 * ds] = g2;
     }
 
-    /** {@code B^T d B} of the 6x6 tile at tile row ty, column tx, 16 channels at a time, into row {@code slot} of each {@code V_e} ({@code tb} rows). */
-    private static void inputTile(Work wk, int cin, int wpad, int ty, int tx, int slot, int tb) {
+    /** {@code B^T d B} of the 6x6 tile at tile row ty, column tx, 16 channels at a time, into row {@code slot} of each {@code V_e}. */
+    private static void inputTile(Work wk, int cin, int wpad, int ty, int tx, int slot) {
         float[] img = wk.image, half = wk.half, v = wk.v;
         int base = (4 * ty * wpad + 4 * tx) * cin;
         int rowStride = wpad * cin;
         for (int c0 = 0; c0 < cin; c0 += 16) {
             // Columns first: half[(i * 6 + j) * 16] = (B^T d)[i][j].
             for (int j = 0; j < 6; j++) inputTransform(img, base + j * cin + c0, rowStride, half, j * 16, 6 * 16);
-            // Then rows: V_e, e = i * 6 + j, at v[(e * tb + slot) * cin + c0].
-            for (int i = 0; i < 6; i++) inputTransform(half, i * 96, 16, v, ((i * 6) * tb + slot) * cin + c0, tb * cin);
+            // Then rows: V_e, e = i * 6 + j, at v[(e * TB + slot) * cin + c0].
+            for (int i = 0; i < 6; i++) inputTransform(half, i * 96, 16, v, ((i * 6) * TB + slot) * cin + c0, TB * cin);
         }
     }
 
@@ -250,135 +246,5 @@ final class WinogradF32 {
         m34.mul(2f).add(m12).add(bias).intoMemorySegment(pixels, at + 64, NO);
         p34.mul(4f).add(p12).add(bias).intoMemorySegment(pixels, at + 128, NO);
         m34.mul(8f).add(m12).add(x5).add(bias).intoMemorySegment(pixels, at + 192, NO);
-    }
-
-    // ------------------------------------------------------------------ weight gradient
-
-    /** Tiles per weight-gradient block: the products' depth, long enough that their register tiles are mostly FMAs. */
-    private static final int TBW = 32;
-
-    /**
-     * {@code gw} of {@link #forward}'s convolution, by the transpose of its linear map: with {@code S_e} the sum
-     * over every image and tile of {@code (B^T x B)_e (A gy A^T)_e} (outer products over input and output
-     * channels: 36 matrix products {@code [cin x tiles] [tiles x cout]}), {@code gw = G^T S G}, taken in float64
-     * at the end. Each thread's images accumulate into their own {@code S}; those are added in thread order, so
-     * results do not depend on scheduling.
-     */
-    static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, MemorySegment gw, long gwOff, Geometry g) {
-        int cin = g.cin(), cout = g.cout(), oh = g.oh(), ow = g.ow();
-        int tH = (oh + 3) / 4, tW = (ow + 3) / 4, tiles = tH * tW;
-        int hp = 4 * tH + 2, wpad = 4 * tW + 2;
-        // gy copied channels-last like an input image: no border, zeros past the last partial tile.
-        Geometry gyImage = new Geometry(g.n(), cout, oh, ow, cin, 3, 3, 1, 1, 0, 0, 1, 1, 1, oh, ow);
-        long inImage = (long) cin * g.h() * g.w(), outImage = (long) cout * oh * ow;
-        int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
-        float[][] partial = new float[chunks][];
-        Parallel.forRange(chunks, 1, (c0, c1) -> {
-            for (long c = c0; c < c1; c++) {
-                Work wk = WORK.get();
-                float[] sums = new float[36 * cin * cout];
-                wk.v = ConvF32.grow(wk.v, 36 * TBW * cin);
-                wk.m = ConvF32.grow(wk.m, 36 * TBW * cout);
-                for (long n = c * g.n() / chunks; n < (c + 1) * g.n() / chunks; n++) {
-                    wk.image = ConvF32.grow(wk.image, hp * wpad * cin);
-                    ConvF32.padChannelsLast(x, xOff + n * inImage, cin, g, hp, wpad, wk.image, 0, wk.block);
-                    wk.grad = ConvF32.grow(wk.grad, 4 * tH * 4 * tW * cout);
-                    ConvF32.padChannelsLast(gy, gyOff + n * outImage, cout, gyImage, 4 * tH, 4 * tW, wk.grad, 0, wk.block);
-                    for (int t0 = 0; t0 < tiles; t0 += TBW) {
-                        int count = Math.min(TBW, tiles - t0);
-                        for (int t = t0; t < t0 + count; t++) {
-                            inputTile(wk, cin, wpad, t / tW, t % tW, t - t0, TBW);
-                            gradTile(wk, cout, 4 * tW, t / tW, t % tW, t - t0);
-                        }
-                        for (int e = 0; e < 36; e++) {
-                            for (int cb = 0; cb < cout; cb += lanes(cout)) {
-                                for (int ic = 0; ic < cin; ic += lanes(cout) == 32 ? 8 : 16) accumulate(wk, sums, cin, cout, count, e, ic, cb);
-                            }
-                        }
-                    }
-                }
-                partial[(int) c] = sums;
-            }
-        });
-        float[] total = partial[0];
-        for (int c = 1; c < chunks; c++) {
-            for (int i = 0; i < total.length; i++) total[i] += partial[c][i];
-        }
-        double[] se = new double[36], half = new double[18];
-        for (int oc = 0; oc < cout; oc++) {
-            for (int ic = 0; ic < cin; ic++) {
-                for (int e = 0; e < 36; e++) se[e] = total[(e * cin + ic) * cout + oc];
-                for (int b = 0; b < 6; b++) filterTransposed(se, b, 6, half, b, 6);     // G^T S: 3x6
-                for (int k = 0; k < 3; k++) {
-                    filterTransposed(half, k * 6, 1, se, 0, 1);                        // (G^T S) G: 3x3
-                    for (int l = 0; l < 3; l++) gw.set(F32, (gwOff + ((long) oc * cin + ic) * 9 + k * 3 + l) * Float.BYTES, (float) se[l]);
-                }
-            }
-        }
-    }
-
-    /** {@code dst[d0 + k * ds] = (G^T s)[k]}, k < 3, for the 6 elements {@code s[s0 + e * ss]}. */
-    private static void filterTransposed(double[] s, int s0, int ss, double[] dst, int d0, int ds) {
-        double s1 = s[s0 + ss], s2 = s[s0 + 2 * ss], s3 = s[s0 + 3 * ss], s4 = s[s0 + 4 * ss];
-        double k0 = s[s0] / 4 - (s1 + s2) / 6 + (s3 + s4) / 24;
-        double k1 = (s2 - s1) / 6 + (s3 - s4) / 12;
-        double k2 = (s3 + s4 - s1 - s2) / 6 + s[s0 + 5 * ss];
-        dst[d0] = k0;
-        dst[d0 + ds] = k1;
-        dst[d0 + 2 * ds] = k2;
-    }
-
-    /**
-     * {@code A g A^T} of the 4x4 gradient tile (ty, tx) of the channels-last gy ({@code wg} pixels a row), 16
-     * channels at a time, into row {@code slot} of each {@code Y_e}, blocked for the register tile:
-     * {@code m[((e * (cout / ob) + c / ob) * TBW + slot) * ob + c % ob]}, {@code ob = lanes(cout)}.
-     */
-    private static void gradTile(Work wk, int cout, int wg, int ty, int tx, int slot) {
-        float[] gyc = wk.grad, half = wk.half, m = wk.m;
-        int base = (4 * ty * wg + 4 * tx) * cout;
-        for (int c0 = 0; c0 < cout; c0 += 16) {
-            // Columns first: half[(e * 4 + j) * 16] = (A g)[e][j].
-            for (int j = 0; j < 4; j++) gradTransform(gyc, base + j * cout + c0, wg * cout, half, j * 16, 4 * 16);
-            int ob = lanes(cout), at = ((c0 / ob) * TBW + slot) * ob + c0 % ob;
-            for (int i = 0; i < 6; i++) gradTransform(half, i * 64, 16, m, (i * 6) * cout * TBW + at, cout * TBW);
-        }
-    }
-
-    /** {@code dst[d0 + e * ds] = (A y)[e]}, e < 6, for the four 16-float vectors {@code y[k] = src[s0 + k * ss]}. */
-    private static void gradTransform(float[] src, int s0, int ss, float[] dst, int d0, int ds) {
-        FloatVector y0 = FloatVector.fromArray(FS, src, s0), y1 = FloatVector.fromArray(FS, src, s0 + ss);
-        FloatVector y2 = FloatVector.fromArray(FS, src, s0 + 2 * ss), y3 = FloatVector.fromArray(FS, src, s0 + 3 * ss);
-        FloatVector even = y0.add(y2), odd = y1.add(y3), even4 = y0.add(y2.mul(4f)), odd2 = y1.add(y3.mul(4f)).mul(2f);
-        y0.intoArray(dst, d0);
-        even.add(odd).intoArray(dst, d0 + ds);
-        even.sub(odd).intoArray(dst, d0 + 2 * ds);
-        even4.add(odd2).intoArray(dst, d0 + 3 * ds);
-        even4.sub(odd2).intoArray(dst, d0 + 4 * ds);
-        y3.intoArray(dst, d0 + 5 * ds);
-    }
-
-    /**
-     * {@code sums[(e * cin + ic + r) * cout + cb + c] += sum over the block's count tiles t of V_e[t][ic + r] Y_e[t][cb + c]},
-     * r < 8, c < 32 (r < 16, c < 16 with 16-channel blocks): the register tile with the tiles as its kernel rows
-     * (depth), input channels as its pixels.
-     */
-    private static void accumulate(Work wk, float[] sums, int cin, int cout, int count, int e, int ic, int cb) {
-        int ob = lanes(cout), vb = e * TBW * cin + ic, yb = (e * (cout / ob) + cb / ob) * TBW * ob;
-        int at = (e * cin + ic) * cout + cb;
-        if (ob == 32) {
-            ConvDirectF32.tile8x32(wk.v, vb, 1, cin, count, 1, wk.m, yb, ZERO_BIAS, 0, wk.pixels);
-            for (int r = 0; r < 8; r++) {
-                int row = at + r * cout;
-                FloatVector.fromArray(FS, sums, row).add(FloatVector.fromMemorySegment(FS, wk.pixels, r * 64L, NO)).intoArray(sums, row);
-                FloatVector.fromArray(FS, sums, row + 16).add(FloatVector.fromMemorySegment(FS, wk.pixels, 512 + r * 64L, NO))
-                        .intoArray(sums, row + 16);
-            }
-        } else {
-            ConvDirectF32.tile16x16(wk.v, vb, 1, cin, count, 1, wk.m, yb, ZERO_BIAS, 0, wk.pixels);
-            for (int r = 0; r < 16; r++) {
-                int row = at + r * cout;
-                FloatVector.fromArray(FS, sums, row).add(FloatVector.fromMemorySegment(FS, wk.pixels, r * 64L, NO)).intoArray(sums, row);
-            }
-        }
     }
 }

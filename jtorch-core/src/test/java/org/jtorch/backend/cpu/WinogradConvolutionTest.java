@@ -19,8 +19,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The F(4x4, 3x3) Winograd path ({@link WinogradF32}) against the same convolution in float64 (im2col + GEMM)
- * and against the float32 direct path with the switch off: forward, input gradient (the flipped-weight
- * convolution) and weight gradient, on random shapes with odd sizes, paddings 0-2 and single images; its error measured; and the
+ * and against the float32 direct path with the switch off: forward and input gradient (the flipped-weight
+ * convolution), with the weight gradient (direct) alongside, on random shapes with odd sizes, paddings 0-2 and single images; its error measured; and the
  * shapes it leaves to the other paths.
  */
 class WinogradConvolutionTest {
@@ -90,21 +90,19 @@ class WinogradConvolutionTest {
 
     /**
      * The error the transforms add, on ResNet's 64-channel layer: Winograd against float64 within 10x of the
-     * direct float32 path's own error for the forward and the input gradient (whose flipped convolution takes it
-     * too), within 30x for the weight gradient, whose sums over every tile are transformed back at the end
-     * (measured 2026-12-05, relative to the largest magnitude: output 8.0e-6 against 1.0e-6 direct, input
-     * gradient 6.3e-6 against 9.1e-7, weight gradient 3.1e-6 against 2.4e-7).
+     * direct float32 path's own error for the forward and the input gradient, whose flipped convolution takes it
+     * too (measured 2026-12-05, relative to the largest magnitude: output 8.0e-6 against 1.0e-6 direct, input
+     * gradient 6.3e-6 against 9.1e-7).
      */
     @Test
     void errorAgainstTheDirectPaths() {
         long[] x = {2, 64, 16, 16}, w = {64, 64, 3, 3};
         assertTrue(WinogradF32.handles(geometry(2, 64, 16, 16, 64, 1)));
         double[] direct = relativeErrors(x, w, 1, false), winograd = relativeErrors(x, w, 1, true);
-        System.out.printf("Winograd F(4x4,3x3) relative error: output %.2e (direct %.2e), input gradient %.2e (direct %.2e),"
-                + " weight gradient %.2e (direct %.2e)%n", winograd[0], direct[0], winograd[1], direct[1], winograd[2], direct[2]);
+        System.out.printf("Winograd F(4x4,3x3) relative error: output %.2e (direct %.2e), input gradient %.2e (direct %.2e)%n",
+                winograd[0], direct[0], winograd[1], direct[1]);
         assertTrue(winograd[0] < 10 * direct[0], "output: " + winograd[0] + " against direct " + direct[0]);
         assertTrue(winograd[1] < 10 * direct[1], "input gradient: " + winograd[1] + " against direct " + direct[1]);
-        assertTrue(winograd[2] < 30 * direct[2], "weight gradient: " + winograd[2] + " against direct " + direct[2]);
     }
 
     /** Shapes it leaves to the direct and GEMM paths, and the switch. */
