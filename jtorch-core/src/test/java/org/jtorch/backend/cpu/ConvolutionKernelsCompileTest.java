@@ -22,13 +22,13 @@ import org.junit.jupiter.api.Test;
  * tier-2 code for good when C2 is busy as it first grows hot, where the Vector API runs as heap objects: the
  * one-input-channel weight gradient of the MNIST example ran 113-175 ms instead of 2-6 ms that way, or not,
  * depending on what the JVM had run before (issue 20). A child JVM compiles the convolution kernels at first
- * call with C1 only, and its compilation log must report no kernel skipped.
+ * call with C1 only (the Winograd path switched on), and its compilation log must report no kernel skipped.
  */
 class ConvolutionKernelsCompileTest {
     @Test
     void everyConvolutionKernelCompilesInC1() throws IOException, InterruptedException {
         assumeTrue(FloatVector.SPECIES_PREFERRED.length() == 16, "the direct tiles need 16 float lanes");
-        Process p = ChildJvm.command(null, List.of("-Xcomp", "-XX:TieredStopAtLevel=3", "-XX:+PrintCompilation",
+        Process p = ChildJvm.command(null, List.of("-Xcomp", "-XX:TieredStopAtLevel=3", "-XX:+PrintCompilation", "-Djtorch.conv.winograd=true",
                 "-XX:CompileCommand=quiet", "-XX:CompileCommand=compileonly,org.jtorch.backend.cpu.*::*"), Workload.class)
                 .redirectErrorStream(true).start();
         byte[] out = p.getInputStream().readAllBytes();
@@ -36,6 +36,7 @@ class ConvolutionKernelsCompileTest {
         String log = new String(out, StandardCharsets.UTF_8);
         assertEquals(0, p.exitValue(), log);
         assertTrue(log.contains("ConvDirectF32::weightTileNarrow"), "the workload reaches the narrow weight tile:\n" + log);
+        assertTrue(log.contains("WinogradF32::outputTile"), "the workload reaches the Winograd path:\n" + log);
         List<String> skipped = log.lines().filter(l -> l.contains("COMPILE SKIPPED") && l.contains("org.jtorch")).toList();
         assertEquals(List.of(), skipped);
     }

@@ -14,6 +14,7 @@ import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
 import org.jtorch.nn.F;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -24,9 +25,20 @@ import org.junit.jupiter.api.Test;
  * shapes it leaves to the other paths.
  */
 class WinogradConvolutionTest {
+    private String switchBefore;
+
+    /** The path is off by default ({@link WinogradF32#enabled}): each test turns it on, and back as it was after. */
     @BeforeEach
-    void needs512BitVectors() {
+    void needs512BitVectorsAndTheSwitchOn() {
         assumeTrue(FloatVector.SPECIES_PREFERRED.length() == 16, "the Winograd path needs 16 float lanes");
+        switchBefore = System.getProperty("jtorch.conv.winograd");
+        System.setProperty("jtorch.conv.winograd", "true");
+    }
+
+    @AfterEach
+    void restoreTheSwitch() {
+        if (switchBefore == null) System.clearProperty("jtorch.conv.winograd");
+        else System.setProperty("jtorch.conv.winograd", switchBefore);
     }
 
     private static Geometry geometry(int n, int cin, int h, int w, int cout, int pad) {
@@ -35,7 +47,6 @@ class WinogradConvolutionTest {
 
     /** Largest |float32 - float64| of output, input gradient and weight gradient, each over its float64 values' largest magnitude. */
     private static double[] relativeErrors(long[] xShape, long[] wShape, int pad, boolean winograd) {
-        String before = System.getProperty("jtorch.conv.winograd");
         System.setProperty("jtorch.conv.winograd", Boolean.toString(winograd));
         try (Tensor x64 = Torch.randn(xShape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(21));
              Tensor w64 = Torch.randn(wShape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(22));
@@ -54,8 +65,7 @@ class WinogradConvolutionTest {
                 return new double[] {relative(y64, y32), relative(g64[0], g32[0]), relative(g64[1], g32[1])};
             }
         } finally {
-            if (before == null) System.clearProperty("jtorch.conv.winograd");
-            else System.setProperty("jtorch.conv.winograd", before);
+            System.setProperty("jtorch.conv.winograd", "true");
         }
     }
 
@@ -117,13 +127,10 @@ class WinogradConvolutionTest {
         assertEquals(false, WinogradF32.handles(new Geometry(2, 16, 9, 9, 32, 3, 3, 1, 1, 2, 2, 2, 2, 1, 9, 9)), "dilation 2");
         assertEquals(false, WinogradF32.handles(new Geometry(2, 32, 9, 9, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2, 9, 9)), "2 groups");
         assertEquals(false, WinogradF32.handles(new Geometry(2, 16, 9, 9, 32, 5, 5, 1, 1, 2, 2, 1, 1, 1, 9, 9)), "5x5");
-        String before = System.getProperty("jtorch.conv.winograd");
-        try {
-            System.setProperty("jtorch.conv.winograd", "false");
-            assertEquals(false, WinogradF32.handles(geometry(2, 16, 9, 9, 32, 1)), "switched off");
-        } finally {
-            if (before == null) System.clearProperty("jtorch.conv.winograd");
-            else System.setProperty("jtorch.conv.winograd", before);
-        }
+        System.setProperty("jtorch.conv.winograd", "false");
+        assertEquals(false, WinogradF32.handles(geometry(2, 16, 9, 9, 32, 1)), "switched off");
+        System.clearProperty("jtorch.conv.winograd");
+        assertEquals("1".equals(System.getenv("JTORCH_CONV_WINOGRAD")), WinogradF32.handles(geometry(2, 16, 9, 9, 32, 1)),
+                "off by default, unless JTORCH_CONV_WINOGRAD=1");
     }
 }
