@@ -215,7 +215,7 @@ final class ConvDirectF32 {
      * 16 pixels ({@code sx} floats apart from {@code xBase}) by 16 channels: {@code tile[pixel * 16 + lane]}
      * with the bias added. The reduction: {@code kh} stretches of {@code kwc} taps, {@code rowStride} apart.
      */
-    private static void tile16x16(float[] x, int xBase, int sx, int rowStride, int kh, int kwc, float[] wp, int wBase,
+    static void tile16x16(float[] x, int xBase, int sx, int rowStride, int kh, int kwc, float[] wp, int wBase,
                                   float[] bias, int c0, MemorySegment tile) {
         FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
         FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS), a7 = FloatVector.zero(FS);
@@ -268,7 +268,7 @@ final class ConvDirectF32 {
      * 8 pixels by 32 channels: {@code tile[half * 128 + pixel * 16 + lane]} (channel {@code half * 16 + lane}),
      * with the bias added; as {@link #tile16x16} otherwise.
      */
-    private static void tile8x32(float[] x, int xBase, int sx, int rowStride, int kh, int kwc, float[] wp, int wBase,
+    static void tile8x32(float[] x, int xBase, int sx, int rowStride, int kh, int kwc, float[] wp, int wBase,
                                  float[] bias, int c0, MemorySegment tile) {
         FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
         FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS), a7 = FloatVector.zero(FS);
@@ -507,7 +507,7 @@ final class ConvDirectF32 {
                             for (; j < kwc; j += 16) {
                                 for (int oc = 0; oc < cout; oc += 8) {
                                     weightTileNarrow(len, images, xo, xRow + j, gt, (oc / 16) * len * 16 + oc % 16, acc,
-                                            oc * k + ki * kwc + j, k, Math.min(16, kwc - j));
+                                            oc * k + ki * kwc + j, k, Math.min(16, kwc - j), wk.block);
                                 }
                             }
                         }
@@ -712,10 +712,14 @@ final class ConvDirectF32 {
 
     /**
      * As {@link #weightTile} for the {@code width <= 16} taps left of a window row: one vector per row, its
-     * lanes past {@code width} (taps of the next window row or pixel) computed and discarded.
+     * lanes past {@code width} (taps of the next window row or pixel) computed and discarded. The rows are
+     * added to {@code acc} through {@code spill} (256 floats) by scalar code: eight inlined masked loads and
+     * stores made this method too large for C1 ("out of virtual registers"), and when C2 was busy as it first
+     * grew hot, it stayed in C1's tier-2 code, where every vector is a heap object, for good (a one-input-channel
+     * weight gradient 50x slower, or not, depending on what the JVM had run before: issue 20).
      */
     private static void weightTileNarrow(int len, float[] x, int[] xo, int xOff, float[] gt, int gtBase, float[] acc, int accBase,
-                                         int ld, int width) {
+                                         int ld, int width, float[] spill) {
         FloatVector c0 = FloatVector.zero(FS), c1 = FloatVector.zero(FS), c2 = FloatVector.zero(FS), c3 = FloatVector.zero(FS);
         FloatVector c4 = FloatVector.zero(FS), c5 = FloatVector.zero(FS), c6 = FloatVector.zero(FS), c7 = FloatVector.zero(FS);
         for (int t = 0; t < len; t++) {
@@ -730,14 +734,16 @@ final class ConvDirectF32 {
             c6 = b.fma(FloatVector.broadcast(FS, gt[ai + 6]), c6);
             c7 = b.fma(FloatVector.broadcast(FS, gt[ai + 7]), c7);
         }
-        VectorMask<Float> m = FS.indexInRange(0, width);
-        FloatVector.fromArray(FS, acc, accBase, m).add(c0).intoArray(acc, accBase, m);
-        FloatVector.fromArray(FS, acc, accBase + ld, m).add(c1).intoArray(acc, accBase + ld, m);
-        FloatVector.fromArray(FS, acc, accBase + 2 * ld, m).add(c2).intoArray(acc, accBase + 2 * ld, m);
-        FloatVector.fromArray(FS, acc, accBase + 3 * ld, m).add(c3).intoArray(acc, accBase + 3 * ld, m);
-        FloatVector.fromArray(FS, acc, accBase + 4 * ld, m).add(c4).intoArray(acc, accBase + 4 * ld, m);
-        FloatVector.fromArray(FS, acc, accBase + 5 * ld, m).add(c5).intoArray(acc, accBase + 5 * ld, m);
-        FloatVector.fromArray(FS, acc, accBase + 6 * ld, m).add(c6).intoArray(acc, accBase + 6 * ld, m);
-        FloatVector.fromArray(FS, acc, accBase + 7 * ld, m).add(c7).intoArray(acc, accBase + 7 * ld, m);
+        c0.intoArray(spill, 0);
+        c1.intoArray(spill, 16);
+        c2.intoArray(spill, 32);
+        c3.intoArray(spill, 48);
+        c4.intoArray(spill, 64);
+        c5.intoArray(spill, 80);
+        c6.intoArray(spill, 96);
+        c7.intoArray(spill, 112);
+        for (int r = 0; r < 8; r++) {
+            for (int j = 0; j < width; j++) acc[accBase + r * ld + j] += spill[r * 16 + j];
+        }
     }
 }

@@ -42,6 +42,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     @Override
     public void conv2d(Tensor input, Tensor weight, Tensor bias, Tensor out, Geometry g) {
         boolean f32 = out.dtype() == DType.FLOAT32;
+        if (f32 && WinogradF32.handles(g)) {
+            WinogradF32.forward(seg(input), input.storageOffset(), seg(weight), weight.storageOffset(),
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.storageOffset(), seg(out), out.storageOffset(), g, false);
+            return;
+        }
         if (f32 && ConvF32.handles(g)) {
             ConvF32.forward(seg(input), input.storageOffset(), seg(weight), weight.storageOffset(),
                     bias == null ? null : seg(bias), bias == null ? 0 : bias.storageOffset(), seg(out), out.storageOffset(), g);
@@ -84,6 +89,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
             // themselves; the implicit-GEMM forward path takes it flipped, in native memory as tensors are:
             // a vector access site (Gemm's packing) that sees heap segments too is compiled without the intrinsics.
             Geometry fg = flippedGeometry(g);
+            if (WinogradF32.handles(fg)) {
+                WinogradF32.forward(seg(gradOut), gradOut.storageOffset(), seg(weight), weight.storageOffset(), null, 0,
+                        seg(gradInput), gradInput.storageOffset(), fg, true);
+                return;
+            }
             if (ConvDirectF32.handles(fg)) {
                 ConvDirectF32.backwardInputFlipped(seg(gradOut), gradOut.storageOffset(), seg(weight), weight.storageOffset(),
                         seg(gradInput), gradInput.storageOffset(), fg);

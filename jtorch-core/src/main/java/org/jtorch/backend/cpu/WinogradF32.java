@@ -1,0 +1,255 @@
+package org.jtorch.backend.cpu;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.backend.ConvolutionKernels.Geometry;
+
+/**
+ * float32 3x3 stride-1 convolution by Winograd's minimal filtering F(4x4, 3x3) (Lavin and Gray, 2015): each
+ * 4x4 block of output pixels comes from a 6x6 input tile as {@code A^T [(G g G^T) . (B^T d B)] A}, 36
+ * multiplications per input channel where the direct convolution does 144. The 36 element-wise products,
+ * summed over input channels, are 36 matrix products {@code M_e = V_e U_e} of transformed tiles
+ * {@code [tiles x cin]} by transformed weights {@code [cin x cout]}, run with output channels in the vector
+ * lanes on the direct convolution's register tiles (8 tiles x 32 channels, or 16 x 16). Images are copied
+ * channels-last (as {@link ConvDirectF32} does), so both transforms work on 16 channels per vector.
+ *
+ * <p>The transforms cost float32 accuracy: against a float64 reference the largest error, relative to the
+ * largest magnitude, is 8.0e-6 where the direct path's is 1.0e-6 (64 channels, {@code WinogradConvolutionTest}).
+ * The weight gradient stays on {@link ConvDirectF32}: its Winograd form (sums of 36 products over every tile,
+ * transformed back at the end) ran slower there, its depth (the tiles) being the register tile's outer loop.
+ * Off unless {@code -Djtorch.conv.winograd=true} or {@code JTORCH_CONV_WINOGRAD=1} ({@link #enabled}).
+ */
+final class WinogradF32 {
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_512;
+    private static final VectorSpecies<Float> F4 = FloatVector.SPECIES_128;
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    private static final ByteOrder NO = ByteOrder.nativeOrder();
+    /** Tiles transformed and multiplied together: their transformed tiles and products stay in L2. */
+    private static final int TB = 16;
+
+    private WinogradF32() {}
+
+    /**
+     * Whether the switch is on (read per call, so that a program or test may turn it at any time). Off by default:
+     * its error, amplified by training-mode batch norm's backward, took a ResNet basic block's conv1 weight
+     * gradient outside the PyTorch fixture's tolerance ({@code ModelsTest}: 0.0034862 against 0.0035155, tolerance
+     * 1.35e-5), where the direct kernels stay inside it.
+     */
+    static boolean enabled() {
+        String property = System.getProperty("jtorch.conv.winograd");
+        if (property != null) return property.equals("true") || property.equals("1");
+        return "1".equals(System.getenv("JTORCH_CONV_WINOGRAD"));
+    }
+
+    /** Whether {@link #forward} applies: 3x3, stride 1, no dilation or groups, channels in whole vectors. */
+    static boolean handles(Geometry g) {
+        return FloatVector.SPECIES_PREFERRED.length() == 16 && g.groups() == 1 && g.kh() == 3 && g.kw() == 3
+                && g.sh() == 1 && g.sw() == 1 && g.dh() == 1 && g.dw() == 1 && g.ph() <= 2 && g.pw() <= 2
+                && g.cin() % 16 == 0 && g.cout() % 16 == 0 && g.oh() > 0 && g.ow() > 0 && enabled();
+    }
+
+    /** Per-thread buffers, grown on demand and then reused. */
+    private static final class Work {
+        float[] image = new float[0];
+        /** Transformed tiles, {@code v[(e * TB + tile) * cin + c]}, and their products {@code m[(e * TB + tile) * cout + c]}. */
+        float[] v = new float[0];
+        float[] m = new float[0];
+        /** One tile's half-transformed 6x6 (or 4x6) vectors. */
+        final float[] half = new float[36 * 16];
+        final float[] block = new float[16 * 16];
+        /**
+         * One register tile: 8 products by 32 channels, or one tile's 16 output pixels by 16 channels; native like the
+         * tensors ({@link Gemm#transposeBlock16} reads both).
+         */
+        final MemorySegment pixels = Arena.ofAuto().allocate(16 * 16 * Float.BYTES, 64);
+    }
+
+    private static final ThreadLocal<Work> WORK = ThreadLocal.withInitial(Work::new);
+
+    /**
+     * {@code out = conv(x, w) + bias} ({@code bias} may be null). With {@code flipped}, {@code w} is the weight of
+     * the convolution whose input gradient {@code g} computes: {@code w[ic][oc][2 - ki][2 - kj]}.
+     */
+    static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment bias, long bOff,
+                        MemorySegment out, long oOff, Geometry g, boolean flipped) {
+        int cin = g.cin(), cout = g.cout(), oh = g.oh(), ow = g.ow();
+        float[] u = transformedWeights(w, wOff, cin, cout, flipped);
+        float[] bv = new float[cout];
+        if (bias != null) {
+            for (int oc = 0; oc < cout; oc++) bv[oc] = bias.get(F32, (bOff + oc) * Float.BYTES);
+        }
+        int tH = (oh + 3) / 4, tW = (ow + 3) / 4, tiles = tH * tW;
+        int blocks = (tiles + TB - 1) / TB;
+        int hp = 4 * tH + 2, wpad = 4 * tW + 2;
+        long inImage = (long) cin * g.h() * g.w(), outImage = (long) cout * oh * ow;
+        Parallel.forRange((long) g.n() * blocks, 1, (b0, b1) -> {
+            Work wk = WORK.get();
+            wk.v = ConvF32.grow(wk.v, 36 * TB * cin);
+            wk.m = ConvF32.grow(wk.m, 36 * TB * cout);
+            long padded = -1;
+            for (long b = b0; b < b1; b++) {
+                long n = b / blocks;
+                int t0 = (int) (b % blocks) * TB, t1 = Math.min(tiles, t0 + TB);
+                if (padded != n) {
+                    wk.image = ConvF32.grow(wk.image, hp * wpad * cin);
+                    ConvF32.padChannelsLast(x, xOff + n * inImage, cin, g, hp, wpad, wk.image, 0, wk.block);
+                    padded = n;
+                }
+                for (int t = t0; t < t1; t++) inputTile(wk, cin, wpad, t / tW, t % tW, t - t0);
+                int ob = lanes(cout), step = ob == 32 ? 8 : 16;
+                for (int e = 0; e < 36; e++) {
+                    for (int r = 0; r < t1 - t0; r += step) {
+                        for (int c0 = 0; c0 < cout; c0 += ob) product(wk, u, cin, cout, e, r, c0);
+                    }
+                }
+                long image = (oOff + n * outImage) * Float.BYTES;
+                for (int t = t0; t < t1; t++) outputTile(wk, cout, oh, ow, t / tW, t % tW, t - t0, bv, out, image);
+            }
+        });
+    }
+
+    /**
+     * {@code (G g G^T)[e]} of each 3x3 filter (oc, ic), transformed in float64, in the register tile's blocked
+     * order: {@code u[((e * (cout / ob) + oc / ob) * cin + ic) * ob + oc % ob]}, {@code ob = lanes(cout)}.
+     */
+    private static float[] transformedWeights(MemorySegment w, long wOff, int cin, int cout, boolean flipped) {
+        float[] wh = new float[cin * cout * 9];
+        MemorySegment.copy(w, F32, wOff * Float.BYTES, wh, 0, wh.length);
+        float[] u = new float[36 * cin * cout];
+        int ob = lanes(cout);
+        double[] f = new double[9], gf = new double[18];
+        for (int oc = 0; oc < cout; oc++) {
+            for (int ic = 0; ic < cin; ic++) {
+                for (int tap = 0; tap < 9; tap++) f[tap] = flipped ? wh[(ic * cout + oc) * 9 + 8 - tap] : wh[(oc * cin + ic) * 9 + tap];
+                for (int j = 0; j < 3; j++) filterTransform(f, j, 3, gf, j, 3);           // columns: G f, 6x3
+                for (int i = 0; i < 6; i++) {                                            // rows: (G f) G^T, 6x6
+                    double g0 = gf[i * 3], g1 = gf[i * 3 + 1], g2 = gf[i * 3 + 2];
+                    double[] r = {g0 / 4, -(g0 + g1 + g2) / 6, -(g0 - g1 + g2) / 6, g0 / 24 + g1 / 12 + g2 / 6, g0 / 24 - g1 / 12 + g2 / 6, g2};
+                    for (int j = 0; j < 6; j++) u[(((i * 6 + j) * (cout / ob) + oc / ob) * cin + ic) * ob + oc % ob] = (float) r[j];
+                }
+            }
+        }
+        return u;
+    }
+
+    /** {@code dst[d0 + i * ds] = (G src)[i]} for the 3 elements {@code src[s0 + k * ss]}. */
+    private static void filterTransform(double[] src, int s0, int ss, double[] dst, int d0, int ds) {
+        double g0 = src[s0], g1 = src[s0 + ss], g2 = src[s0 + 2 * ss];
+        dst[d0] = g0 / 4;
+        dst[d0 + ds] = -(g0 + g1 + g2) / 6;
+        dst[d0 + 2 * ds] = -(g0 - g1 + g2) / 6;
+        dst[d0 + 3 * ds] = g0 / 24 + g1 / 12 + g2 / 6;
+        dst[d0 + 4 * ds] = g0 / 24 - g1 / 12 + g2 / 6;
+        dst[d0 + 5 * ds] = g2;
+    }
+
+    /** {@code B^T d B} of the 6x6 tile at tile row ty, column tx, 16 channels at a time, into row {@code slot} of each {@code V_e}. */
+    private static void inputTile(Work wk, int cin, int wpad, int ty, int tx, int slot) {
+        float[] img = wk.image, half = wk.half, v = wk.v;
+        int base = (4 * ty * wpad + 4 * tx) * cin;
+        int rowStride = wpad * cin;
+        for (int c0 = 0; c0 < cin; c0 += 16) {
+            // Columns first: half[(i * 6 + j) * 16] = (B^T d)[i][j].
+            for (int j = 0; j < 6; j++) inputTransform(img, base + j * cin + c0, rowStride, half, j * 16, 6 * 16);
+            // Then rows: V_e, e = i * 6 + j, at v[(e * TB + slot) * cin + c0].
+            for (int i = 0; i < 6; i++) inputTransform(half, i * 96, 16, v, ((i * 6) * TB + slot) * cin + c0, TB * cin);
+        }
+    }
+
+    /** {@code dst[d0 + i * ds] = (B^T x)[i]} for the six 16-float vectors {@code x[k] = src[s0 + k * ss]}. */
+    private static void inputTransform(float[] src, int s0, int ss, float[] dst, int d0, int ds) {
+        FloatVector x0 = FloatVector.fromArray(FS, src, s0), x1 = FloatVector.fromArray(FS, src, s0 + ss);
+        FloatVector x2 = FloatVector.fromArray(FS, src, s0 + 2 * ss), x3 = FloatVector.fromArray(FS, src, s0 + 3 * ss);
+        FloatVector x4 = FloatVector.fromArray(FS, src, s0 + 4 * ss), x5 = FloatVector.fromArray(FS, src, s0 + 5 * ss);
+        FloatVector x4m2 = x4.sub(x2), x3m1 = x3.sub(x1).mul(2f);
+        x0.mul(4f).add(x4).sub(x2.mul(5f)).intoArray(dst, d0);
+        x3.add(x4).sub(x1.add(x2).mul(4f)).intoArray(dst, d0 + ds);
+        x4.sub(x3).add(x1.sub(x2).mul(4f)).intoArray(dst, d0 + 2 * ds);
+        x4m2.add(x3m1).intoArray(dst, d0 + 3 * ds);
+        x4m2.sub(x3m1).intoArray(dst, d0 + 4 * ds);
+        x1.mul(4f).add(x5).sub(x3.mul(5f)).intoArray(dst, d0 + 5 * ds);
+    }
+
+    /** Output channels per register tile: 32 ({@link ConvDirectF32#tile8x32}) when they come in 32s, else 16 ({@link ConvDirectF32#tile16x16}). */
+    private static int lanes(int cout) {
+        return cout % 32 == 0 ? 32 : 16;
+    }
+
+    /**
+     * Rows {@code [r, r + 8)} by channels {@code [c0, c0 + 32)} of {@code M_e = V_e U_e} ({@code [r, r + 16)} by
+     * {@code [c0, c0 + 16)} with 16-channel blocks): {@link ConvDirectF32}'s register tile (one window row of
+     * {@code cin} taps, the tiles {@code cin} floats apart), copied from its pixel-major tile into {@code m}.
+     */
+    private static void product(Work wk, float[] u, int cin, int cout, int e, int r, int c0) {
+        int ob = lanes(cout), vb = (e * TB + r) * cin, ub = (e * (cout / ob) + c0 / ob) * cin * ob;
+        int mb = (e * TB + r) * cout + c0;
+        if (ob == 32) {
+            ConvDirectF32.tile8x32(wk.v, vb, cin, 0, 1, cin, u, ub, ZERO_BIAS, 0, wk.pixels);
+            for (int p = 0; p < 8; p++) {
+                FloatVector.fromMemorySegment(FS, wk.pixels, p * 64L, NO).intoArray(wk.m, mb + p * cout);
+                FloatVector.fromMemorySegment(FS, wk.pixels, 512 + p * 64L, NO).intoArray(wk.m, mb + p * cout + 16);
+            }
+        } else {
+            ConvDirectF32.tile16x16(wk.v, vb, cin, 0, 1, cin, u, ub, ZERO_BIAS, 0, wk.pixels);
+            for (int p = 0; p < 16; p++) FloatVector.fromMemorySegment(FS, wk.pixels, p * 64L, NO).intoArray(wk.m, mb + p * cout);
+        }
+    }
+
+    private static final float[] ZERO_BIAS = new float[32];
+
+    /**
+     * {@code A^T M A + bias} of tile (ty, tx), its products in row {@code slot} of each {@code M_e}, into the NCHW
+     * image at byte {@code image} of {@code out}: 16 channels at a time, the 16 pixels by 16 channels transposed
+     * in registers, then four 4-pixel rows per channel (fewer at the image's bottom and right edges).
+     */
+    private static void outputTile(Work wk, int cout, int oh, int ow, int ty, int tx, int slot, float[] bias, MemorySegment out,
+                                   long image) {
+        float[] m = wk.m, half = wk.half, block = wk.block;
+        int rows = Math.min(4, oh - 4 * ty), cols = Math.min(4, ow - 4 * tx);
+        VectorMask<Float> inRow = F4.indexInRange(0, cols);
+        long planeBytes = (long) oh * ow * Float.BYTES;
+        long at = image + ((long) 4 * ty * ow + 4 * tx) * Float.BYTES;
+        for (int c0 = 0; c0 < cout; c0 += 16) {
+            // Columns first: half[(i * 6 + j) * 16] = (A^T M)[i][j], i < 4.
+            for (int j = 0; j < 6; j++) outputTransform(m, (j * TB + slot) * cout + c0, 6 * TB * cout, half, j * 16, 6 * 16);
+            FloatVector b = FloatVector.fromArray(FS, bias, c0);
+            for (int i = 0; i < 4; i++) outputRow(half, i * 96, b, wk.pixels, i * 4 * 64);
+            Gemm.transposeBlock16(wk.pixels, 0, 16 * Float.BYTES, block, 0, 16);
+            for (int c = 0; c < 16; c++) {
+                long plane = at + (c0 + c) * planeBytes;
+                for (int i = 0; i < rows; i++) {
+                    FloatVector.fromArray(F4, block, c * 16 + i * 4).intoMemorySegment(out, plane + (long) i * ow * Float.BYTES, NO, inRow);
+                }
+            }
+        }
+    }
+
+    /** {@code dst[d0 + i * ds] = (A^T x)[i]}, i < 4, for the six 16-float vectors {@code x[k] = src[s0 + k * ss]}. */
+    private static void outputTransform(float[] src, int s0, int ss, float[] dst, int d0, int ds) {
+        FloatVector x0 = FloatVector.fromArray(FS, src, s0), x1 = FloatVector.fromArray(FS, src, s0 + ss);
+        FloatVector x2 = FloatVector.fromArray(FS, src, s0 + 2 * ss), x3 = FloatVector.fromArray(FS, src, s0 + 3 * ss);
+        FloatVector x4 = FloatVector.fromArray(FS, src, s0 + 4 * ss), x5 = FloatVector.fromArray(FS, src, s0 + 5 * ss);
+        FloatVector p12 = x1.add(x2), m12 = x1.sub(x2), p34 = x3.add(x4), m34 = x3.sub(x4);
+        x0.add(p12).add(p34).intoArray(dst, d0);
+        m34.mul(2f).add(m12).intoArray(dst, d0 + ds);
+        p34.mul(4f).add(p12).intoArray(dst, d0 + 2 * ds);
+        m34.mul(8f).add(m12).add(x5).intoArray(dst, d0 + 3 * ds);
+    }
+
+    /** As {@link #outputTransform} along a row of {@code half} (vectors 16 floats apart), plus the bias, as 4 pixels of {@code pixels} from byte {@code at}. */
+    private static void outputRow(float[] half, int s0, FloatVector bias, MemorySegment pixels, long at) {
+        FloatVector x0 = FloatVector.fromArray(FS, half, s0), x1 = FloatVector.fromArray(FS, half, s0 + 16);
+        FloatVector x2 = FloatVector.fromArray(FS, half, s0 + 32), x3 = FloatVector.fromArray(FS, half, s0 + 48);
+        FloatVector x4 = FloatVector.fromArray(FS, half, s0 + 64), x5 = FloatVector.fromArray(FS, half, s0 + 80);
+        FloatVector p12 = x1.add(x2), m12 = x1.sub(x2), p34 = x3.add(x4), m34 = x3.sub(x4);
+        x0.add(p12).add(p34).add(bias).intoMemorySegment(pixels, at, NO);
+        m34.mul(2f).add(m12).add(bias).intoMemorySegment(pixels, at + 64, NO);
+        p34.mul(4f).add(p12).add(bias).intoMemorySegment(pixels, at + 128, NO);
+        m34.mul(8f).add(m12).add(x5).add(bias).intoMemorySegment(pixels, at + 192, NO);
+    }
+}

@@ -1,0 +1,71 @@
+package org.jtorch.backend.cpu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import jdk.incubator.vector.FloatVector;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.nn.F;
+import org.jtorch.testing.ChildJvm;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Every float32 convolution kernel compiles in C1 (tier 3). A vector kernel C1 cannot compile may be left in
+ * tier-2 code for good when C2 is busy as it first grows hot, where the Vector API runs as heap objects: the
+ * one-input-channel weight gradient of the MNIST example ran 113-175 ms instead of 2-6 ms that way, or not,
+ * depending on what the JVM had run before (issue 20). A child JVM compiles the convolution kernels at first
+ * call with C1 only (the Winograd path switched on), and its compilation log must report no kernel skipped.
+ */
+class ConvolutionKernelsCompileTest {
+    @Test
+    void everyConvolutionKernelCompilesInC1() throws IOException, InterruptedException {
+        assumeTrue(FloatVector.SPECIES_PREFERRED.length() == 16, "the direct tiles need 16 float lanes");
+        Process p = ChildJvm.command(null, List.of("-Xcomp", "-XX:TieredStopAtLevel=3", "-XX:+PrintCompilation", "-Djtorch.conv.winograd=true",
+                "-XX:CompileCommand=quiet", "-XX:CompileCommand=compileonly,org.jtorch.backend.cpu.*::*"), Workload.class)
+                .redirectErrorStream(true).start();
+        byte[] out = p.getInputStream().readAllBytes();
+        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "child JVM timed out");
+        String log = new String(out, StandardCharsets.UTF_8);
+        assertEquals(0, p.exitValue(), log);
+        assertTrue(log.contains("ConvDirectF32::weightTileNarrow"), "the workload reaches the narrow weight tile:\n" + log);
+        assertTrue(log.contains("WinogradF32::outputTile"), "the workload reaches the Winograd path:\n" + log);
+        List<String> skipped = log.lines().filter(l -> l.contains("COMPILE SKIPPED") && l.contains("org.jtorch")).toList();
+        assertEquals(List.of(), skipped);
+    }
+
+    /** Forward, input and weight gradients of shapes that reach each float32 convolution kernel. */
+    public static final class Workload {
+        public static void main(String[] args) {
+            long[][] shapes = {
+                // {x: n, cin, h, w}, {w: cout, cin, kh, kw}, {stride, padding}
+                {2, 1, 12, 12}, {32, 1, 3, 3}, {1, 0},     // one input channel: the narrow weight tile
+                {2, 3, 16, 16}, {16, 3, 3, 3}, {1, 1},     // 16x16 forward tile
+                {2, 16, 8, 8}, {32, 16, 3, 3}, {1, 1},     // 8x32 tile, 48-tap weight tile
+                {2, 64, 8, 8}, {16, 64, 3, 3}, {1, 1},     // 96-tap weight tile
+                {2, 16, 16, 16}, {32, 16, 3, 3}, {2, 1},   // stride-2 input gradient, phases combined
+                {2, 32, 16, 16}, {64, 32, 3, 3}, {2, 1},   // strided input gradient by phase
+                {2, 8, 6, 32}, {16, 8, 3, 3}, {1, 1},      // row tiles over 32-pixel rows
+                {2, 5, 13, 11}, {11, 5, 3, 3}, {1, 1},     // implicit GEMM, ragged tiles
+            };
+            for (int i = 0; i < shapes.length; i += 3) {
+                try (Tensor x = Torch.randn(shapes[i], DType.FLOAT32, Device.cpu(), Torch.manualSeed(1));
+                     Tensor w = Torch.randn(shapes[i + 1], DType.FLOAT32, Device.cpu(), Torch.manualSeed(2))) {
+                    x.requiresGrad_(true);
+                    w.requiresGrad_(true);
+                    int[] stride = {(int) shapes[i + 2][0]}, padding = {(int) shapes[i + 2][1]};
+                    try (Tensor y = F.conv2d(x, w, null, stride, padding, new int[] {1}, 1); Tensor g = Torch.onesLike(y)) {
+                        y.backward(g);
+                    }
+                }
+            }
+        }
+    }
+}
