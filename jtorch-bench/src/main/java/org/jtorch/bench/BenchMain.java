@@ -31,6 +31,7 @@ public final class BenchMain {
                     ExamplesBench.runAll(quick, option(args, "--only"));
                 }
             }
+            case "dtype" -> print(DtypeBench.run(quick, option(args, "--only")));
             case "gpu-sim" -> System.out.print(GpuSimBench.run());
             case "--help", "-h", "help" -> System.out.println("""
                     usage: jtorch bench <suite> [--quick] [--profile]
@@ -50,6 +51,8 @@ public final class BenchMain {
                                  Transformer, char GPT, time-sequence prediction in float64) and LeNet-5, ResNet-20,
                                  ResNet-18 at 64x64, each in a fresh JVM: steady-state step (ms), time to the first
                                  step and to 90% of the steady state (s, from the launch); --only NAME: one program
+                      dtype      float64 against float32 per element: GEMM, elementwise, sum, an LSTM cell, an L-BFGS step
+                                 (--only REGEX: those ops; JTORCH_NUM_THREADS=1: in thread CPU time)
                       data       DataLoader batches/s, ~1 ms CPU transform per sample, batch 32: 0 vs 2 workers
                       gpu-sim    per training step on the CUDA simulator (JTORCH_CUDA_PATH=$(scripts/cuda-sim build)): kernel
                                  launches, library calls, host waits, bytes copied, allocations, peak memory
