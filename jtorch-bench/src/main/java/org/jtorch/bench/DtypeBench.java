@@ -44,6 +44,15 @@ final class DtypeBench {
             Tensor g = Torch.randn(97, 204).to(d), x = Torch.randn(97, 51).to(d);
             return () -> g.t().matmul(x);
         });
+        compare(r, "matmul_1024x512x128_wt", reps, d -> {
+            // The L-BFGS problem's forward, X W^T, and its weight gradient, G^T X.
+            Tensor x = Torch.randn(1024, 512).to(d), w = Torch.randn(128, 512).to(d);
+            return () -> x.matmul(w.t());
+        });
+        compare(r, "matmul_128x1024x512_gt", reps, d -> {
+            Tensor g = Torch.randn(1024, 128).to(d), x = Torch.randn(1024, 512).to(d);
+            return () -> g.t().matmul(x);
+        });
         long n = 1 << 20;
         compare(r, "add_1m", reps, d -> {
             Tensor a = Torch.randn(n).to(d), b = Torch.randn(n).to(d);
