@@ -6,13 +6,13 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.backend.SteadyState;
 import org.jtorch.examples.TextData;
 import org.jtorch.examples.dcgan.DcganExample;
 import org.jtorch.examples.gpt.CharGpt;
@@ -63,7 +63,7 @@ final class ExamplesBench {
         return quick ? 4 : 10;
     }
 
-    static final int MIN_STEPS = 8, MAX_STEPS = 5000, WINDOW = 5;
+    static final int MIN_STEPS = 8, MAX_STEPS = 5000;
 
     /** Runs each program (or only {@code only}) in a child JVM with this JVM's flags; their lines go to stdout. */
     static void runAll(boolean quick, String only) {
@@ -119,30 +119,13 @@ final class ExamplesBench {
 
     /** The three figures of a run from its step times and the launch-relative time at which each step ended. */
     static Map<String, Double> summary(String name, List<Double> stepSeconds, List<Double> endSeconds) {
-        int n = stepSeconds.size();
-        double steady = median(stepSeconds.subList(n - Math.max(3, n * 2 / 5), n));
-        double steadyAt = Double.NaN;
-        for (int k = 0; k + WINDOW <= n; k++) {
-            if (mean(stepSeconds.subList(k, k + WINDOW)) <= steady / 0.9) {
-                steadyAt = endSeconds.get(k) - stepSeconds.get(k);
-                break;
-            }
-        }
+        SteadyState st = SteadyState.of(stepSeconds.stream().mapToDouble(Double::doubleValue).toArray());
+        int k = st.warmupSteps();
         Map<String, Double> r = new LinkedHashMap<>();
-        r.put(name + "_step_ms", steady * 1e3);
+        r.put(name + "_step_ms", st.steadyStepSeconds() * 1e3);
         r.put(name + "_first_step_s", endSeconds.get(0));
-        r.put(name + "_steady_s", steadyAt);
+        r.put(name + "_steady_s", st.reached() ? endSeconds.get(k) - stepSeconds.get(k) : Double.NaN);
         return r;
-    }
-
-    private static double median(List<Double> xs) {
-        double[] a = xs.stream().mapToDouble(Double::doubleValue).toArray();
-        Arrays.sort(a);
-        return a[a.length / 2];
-    }
-
-    private static double mean(List<Double> xs) {
-        return xs.stream().mapToDouble(Double::doubleValue).average().orElseThrow();
     }
 
     private static long epochMicros() {
