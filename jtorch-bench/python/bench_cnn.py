@@ -9,9 +9,10 @@ from timing import median
 
 
 class Block(nn.Module):
-    """He et al. 2015 basic block; option A: the shortcut subsamples and zero-pads channels."""
+    """He et al. 2015 basic block. Option A (the CIFAR ResNets): the shortcut subsamples and zero-pads channels;
+    option B (torchvision's ResNet-18): a strided 1x1 convolution and batch norm where the shape changes."""
 
-    def __init__(self, cin, cout, stride):
+    def __init__(self, cin, cout, stride, option="A"):
         super().__init__()
         self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(cout)
@@ -19,12 +20,17 @@ class Block(nn.Module):
         self.bn2 = nn.BatchNorm2d(cout)
         self.pad = cout - cin
         self.stride = stride
+        self.downsample = None
+        if option == "B" and (stride != 1 or cin != cout):
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
 
     def forward(self, x):
         out = F.relu(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
         sc = x
-        if self.stride != 1 or self.pad:
+        if self.downsample is not None:
+            sc = self.downsample(x)
+        elif self.stride != 1 or self.pad:
             sc = F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, self.pad // 2, self.pad // 2))
         return F.relu(out + sc)
 
@@ -48,6 +54,30 @@ class ResNet20(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
+class ResNet18(nn.Module):
+    """torchvision.models.resnet18 (basic blocks [2, 2, 2, 2], option B), written out: torchvision is not installed."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.maxpool = nn.MaxPool2d(3, 2, 1)
+        layers, cin = [], 64
+        for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+            layers += [Block(cin, cout, stride, "B"), Block(cout, cout, 1, "B")]
+            cin = cout
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(512, classes)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+
+    def forward(self, x):
+        x = self.maxpool(F.relu(self.bn1(self.conv1(x))))
+        x = self.layers(x)
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
 class LeNet5(nn.Module):
     def __init__(self):
         super().__init__()
@@ -64,8 +94,8 @@ class LeNet5(nn.Module):
         return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
 
 
-def step_time(model, batch, shape, quick, warmup, reps):
-    torch.manual_seed(0)
+def training_step(model, batch, shape):
+    """One step on a random batch: cross entropy, SGD with momentum and weight decay (also bench_examples.py's)."""
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
     x, y = torch.randn(batch, *shape), torch.randint(0, 10, (batch,))
 
@@ -74,7 +104,12 @@ def step_time(model, batch, shape, quick, warmup, reps):
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-    return median(step, warmup, reps)
+    return step
+
+
+def step_time(model, batch, shape, quick, warmup, reps):
+    torch.manual_seed(0)
+    return median(training_step(model, batch, shape), warmup, reps)
 
 
 def main():

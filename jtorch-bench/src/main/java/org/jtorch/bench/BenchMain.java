@@ -24,6 +24,15 @@ public final class BenchMain {
             case "rnn" -> print(RnnBench.run(quick, Arrays.asList(args).contains("--cputime")));
             case "optim" -> print(OptimBench.run(quick));
             case "jit" -> print(JitBench.run(quick));
+            case "examples" -> {
+                String program = option(args, "--program");
+                if (program != null) {
+                    print(ExamplesBench.runOne(program, quick, Long.parseLong(option(args, "--launched-at"))));
+                } else {
+                    ExamplesBench.runAll(quick, option(args, "--only"));
+                }
+            }
+            case "dtype" -> print(DtypeBench.run(quick, option(args, "--only")));
             case "gpu-sim" -> System.out.print(GpuSimBench.run());
             case "--help", "-h", "help" -> System.out.println("""
                     usage: jtorch bench <suite> [--quick] [--profile]
@@ -41,6 +50,12 @@ public final class BenchMain {
                                  eager against Jit.trace, and the first compiled call (python/bench_jit.py: torch.compile)
                       optim      one step of Adam, NAdam, RAdam, Adamax, SparseAdam (1024x1024 float32); one LBFGS step
                                  with the strong-Wolfe line search (least squares, 65,536 parameters, 10 iterations)
+                      examples   training steps of the pytorch/examples ports (mnist, vae, dcgan, word LM LSTM and
+                                 Transformer, char GPT, time-sequence prediction in float64) and LeNet-5, ResNet-20,
+                                 ResNet-18 at 64x64, each in a fresh JVM: steady-state step (ms), time to the first
+                                 step and to 90% of the steady state (s, from the launch); --only NAME: one program
+                      dtype      float64 against float32 per element: GEMM, elementwise, sum, an LSTM cell, an L-BFGS step
+                                 (--only REGEX: those ops; JTORCH_NUM_THREADS=1: in thread CPU time)
                       data       DataLoader batches/s, ~1 ms CPU transform per sample, batch 32: 0 vs 2 workers
                       gpu-sim    per training step on the CUDA simulator (JTORCH_CUDA_PATH=$(scripts/cuda-sim build)): kernel
                                  launches, library calls, host waits, bytes copied, allocations, peak memory
@@ -51,6 +66,12 @@ public final class BenchMain {
                 System.exit(2);
             }
         }
+    }
+
+    /** The value after {@code name} in {@code args}, or null. */
+    private static String option(String[] args, String name) {
+        int i = Arrays.asList(args).indexOf(name);
+        return i >= 0 && i + 1 < args.length ? args[i + 1] : null;
     }
 
     static void print(Map<String, Double> results) {

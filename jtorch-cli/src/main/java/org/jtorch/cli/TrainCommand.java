@@ -167,13 +167,18 @@ final class TrainCommand {
         }
         out.println();
         out.print(table);
+        Trainer.Throughput tp = trainer.throughput();
+        if (tp != null) {
+            out.printf(Locale.ROOT, "steady state: %.0f images/s, after a warm-up of %d steps (%.1f s, %.0f images/s)%n",
+                    tp.steadyImagesPerSecond(), tp.warmupSteps(), tp.warmupSeconds(), tp.warmupImagesPerSecond());
+        }
         out.println("peak memory on " + config.device() + ": " + MemoryStats.formatBytes(trainer.peakBytes()));
         if (config.plot() != null && !h.isEmpty()) {
             if (!Plot.available()) {
                 out.println("plot: skipped (this Java runtime lacks the java.desktop module)");
             } else {
                 try {
-                    writePlot(config.plot(), h);
+                    writePlot(config.plot(), h, trainer.steps());
                     out.println("plot: " + config.plot());
                 } catch (IOException e) {
                     System.err.println("jtorch train: could not write the plot " + config.plot() + ": " + e.getMessage());
@@ -190,23 +195,42 @@ final class TrainCommand {
         }
     }
 
-    private static void writePlot(Path file, List<Trainer.EpochResult> h) throws IOException {
-        double[] x = new double[h.size()], trainLoss = new double[h.size()], testLoss = new double[h.size()];
+    /** Loss: every step's training loss (faint), smoothed, and the test loss after each epoch; accuracy per epoch. */
+    private static void writePlot(Path file, List<Trainer.EpochResult> h, List<Trainer.Step> steps) throws IOException {
+        double[] x = new double[h.size()], testLoss = new double[h.size()];
         double[] trainAcc = new double[h.size()], testAcc = new double[h.size()];
         for (int i = 0; i < h.size(); i++) {
             Trainer.EpochResult r = h.get(i);
             x[i] = r.epoch();
-            trainLoss[i] = r.trainLoss();
             testLoss[i] = r.testLoss();
             trainAcc[i] = 100 * r.trainAccuracy();
             testAcc[i] = 100 * r.testAccuracy();
         }
-        Color blue = new Color(31, 119, 180), orange = new Color(255, 127, 14);
+        double[] stepX = steps.stream().mapToDouble(Trainer.Step::epoch).toArray();
+        double[] stepLoss = steps.stream().mapToDouble(Trainer.Step::loss).toArray();
+        Color blue = new Color(31, 119, 180), paleBlue = new Color(174, 199, 232), orange = new Color(255, 127, 14);
+        List<Plot.Series> loss = new ArrayList<>();
+        if (stepX.length > 0) {
+            loss.add(new Plot.Series("train (each step)", stepX, stepLoss, paleBlue));
+            loss.add(new Plot.Series("train (smoothed)", stepX, smoothed(stepLoss, 0.9), blue));
+        }
+        loss.add(new Plot.Series("test", x, testLoss, orange));
         Plot.write(file, List.of(
-                new Plot.Panel("Loss", "epoch", "cross entropy",
-                        List.of(new Plot.Series("train", x, trainLoss, blue), new Plot.Series("test", x, testLoss, orange))),
+                new Plot.Panel("Loss", "epoch", "cross entropy", loss),
                 new Plot.Panel("Accuracy", "epoch", "accuracy (%)",
                         List.of(new Plot.Series("train", x, trainAcc, blue), new Plot.Series("test", x, testAcc, orange)))));
+    }
+
+    /** TensorBoard's smoothing: an exponential moving average with weight {@code w}, debiased at the start. */
+    static double[] smoothed(double[] y, double w) {
+        double[] out = new double[y.length];
+        double avg = 0, weight = 0;
+        for (int i = 0; i < y.length; i++) {
+            avg = w * avg + (1 - w) * y[i];
+            weight = w * weight + (1 - w);
+            out[i] = avg / weight;
+        }
+        return out;
     }
 
     private static void writeMetrics(TrainConfig config, Trainer trainer) throws IOException {
@@ -231,7 +255,15 @@ final class TrainCommand {
         m.put("test_loss", last == null ? null : last.testLoss());
         m.put("train_loss", last == null ? null : last.trainLoss());
         m.put("seconds_per_epoch", h.isEmpty() ? null : seconds / h.size());
-        m.put("images_per_second", seconds == 0 ? null : images / seconds);
+        // images_per_second: the steady state; the warm-up (C2 compiling, caches filling) on its own.
+        Trainer.Throughput tp = trainer.throughput();
+        m.put("images_per_second", tp == null ? null : tp.steadyImagesPerSecond());
+        Map<String, Object> warmup = new LinkedHashMap<>();
+        warmup.put("steps", tp == null ? null : tp.warmupSteps());
+        warmup.put("seconds", tp == null ? null : tp.warmupSeconds());
+        warmup.put("images_per_second", tp == null || tp.warmupSteps() == 0 ? null : tp.warmupImagesPerSecond());
+        m.put("warmup", warmup);
+        m.put("overall_images_per_second", seconds == 0 ? null : images / seconds);
         m.put("peak_memory_bytes", trainer.peakBytes());
         List<Object> perEpoch = new ArrayList<>();
         for (Trainer.EpochResult r : h) {

@@ -1,5 +1,6 @@
 package org.jtorch.cli;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -58,6 +59,36 @@ class TrainCommandTest {
         double accuracy = Double.parseDouble(json.replaceAll("(?s).*\"test_accuracy\": ([0-9.]+).*", "$1"));
         assertTrue(accuracy >= 0.9, "test accuracy " + accuracy);
         assertTrue(Files.size(plot) > 1000);
+        // images_per_second is the steady state; the warm-up is reported on its own.
+        assertTrue(json.matches("(?s).*\"images_per_second\": [0-9.]+,.*\"warmup\": \\{\\s*\"steps\": [0-9]+,\\s*\"seconds\": [0-9.]+.*"), json);
+        assertTrue(text.matches("(?s).*steady state: [0-9]+ images/s, after a warm-up of [0-9]+ steps.*"), text);
+    }
+
+    @Test
+    void theSteadyStateCountsTheStepsAfterTheWarmUp() throws IOException {
+        Trainer t = train("--model", "mlp", "--dataset", "digits", "--epochs", "1", "--batch-size", "32",
+                "--lr", "0.05", "--scheduler", "none", "--plot", "none");
+        List<Trainer.Step> steps = t.steps();
+        assertEquals(45, steps.size()); // ceil(1437 / 32)
+        assertEquals(1.0, steps.get(steps.size() - 1).epoch(), 1e-12);
+        var tp = t.throughput();
+        var st = org.jtorch.backend.SteadyState.of(steps.stream().mapToDouble(Trainer.Step::seconds).toArray());
+        double images = 0, seconds = 0;
+        for (int i = Math.max(0, st.warmupSteps()); i < steps.size(); i++) {
+            images += steps.get(i).images();
+            seconds += steps.get(i).seconds();
+        }
+        assertEquals(Math.max(0, st.warmupSteps()), tp.warmupSteps());
+        assertEquals(images / seconds, tp.steadyImagesPerSecond(), 1e-9 * tp.steadyImagesPerSecond());
+    }
+
+    @Test
+    void theLossCurveIsSmoothedAsTensorBoardDoes() {
+        // Debiased: a constant stays constant, and the first point is the first value.
+        assertArrayEquals(new double[] {2, 2, 2}, TrainCommand.smoothed(new double[] {2, 2, 2}, 0.9), 1e-12);
+        double[] s = TrainCommand.smoothed(new double[] {1, 0}, 0.9);
+        assertEquals(1.0, s[0], 1e-12);
+        assertEquals(0.9 * 0.1 / (0.1 + 0.9 * 0.1), s[1], 1e-12);
     }
 
     /** {@code --nproc-per-node 2}: two workers under jtorch launch, DDP with a DistributedSampler; rank 0 reports. */

@@ -12,6 +12,7 @@ import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.backend.SteadyState;
 import org.jtorch.amp.Autocast;
 import org.jtorch.amp.GradScaler;
 import org.jtorch.autograd.Grad;
@@ -65,7 +66,17 @@ public final class Trainer {
     public record EpochResult(int epoch, double trainLoss, double trainAccuracy, double testLoss, double testAccuracy,
                               double seconds, double imagesPerSecond, double lr) {}
 
+    /**
+     * One training step of this run: where it ends in epochs (2.5: halfway through the third), its loss, its wall
+     * time (from the end of the step before, so the wait for its batch counts) and its images.
+     */
+    public record Step(double epoch, double loss, double seconds, long images) {}
+
+    /** The run's throughput after its warm-up, and the warm-up itself (C2 compiling, caches filling). */
+    public record Throughput(double steadyImagesPerSecond, int warmupSteps, double warmupSeconds, double warmupImagesPerSecond) {}
+
     private final TrainConfig config;
+    private final List<Step> steps = new ArrayList<>();
     private final PrintStream out;
     private final boolean terminal;
     private final List<EpochResult> history = new ArrayList<>();
@@ -82,6 +93,33 @@ public final class Trainer {
 
     public List<EpochResult> history() {
         return history;
+    }
+
+    /** This run's steps, in order (not those of a run it resumed). */
+    public List<Step> steps() {
+        return steps;
+    }
+
+    /**
+     * The steady-state images per second (the steps after the warm-up, {@link SteadyState}), and the warm-up's;
+     * null before the first step. A run too short to settle counts every step as steady.
+     */
+    public Throughput throughput() {
+        if (steps.isEmpty()) return null;
+        SteadyState st = SteadyState.of(steps.stream().mapToDouble(Step::seconds).toArray());
+        int k = Math.max(0, st.warmupSteps());
+        double warmSeconds = 0, warmImages = 0, seconds = 0, images = 0;
+        for (int i = 0; i < steps.size(); i++) {
+            Step s = steps.get(i);
+            if (i < k) {
+                warmSeconds += s.seconds();
+                warmImages += s.images();
+            } else {
+                seconds += s.seconds();
+                images += s.images();
+            }
+        }
+        return new Throughput(images / seconds, k, warmSeconds, k == 0 ? 0 : warmImages / warmSeconds);
     }
 
     public TrainData data() {
@@ -199,6 +237,7 @@ public final class Trainer {
         long correct = 0;
         long seen = 0;
         int step = 0;
+        long last = System.nanoTime();
         for (Sample batch : loader) {
             try (MemoryScope scope = new MemoryScope()) {
                 Tensor x = batch.input().to(device);
@@ -236,6 +275,9 @@ public final class Trainer {
                 lossSum += l * n;
                 seen += n;
                 step++;
+                long now = System.nanoTime();
+                steps.add(new Step(epoch + (double) step / loader.size(), l, (now - last) / 1e9, n));
+                last = now;
                 bar.update(step, String.format(Locale.ROOT, "loss %.4f", l));
             }
         }

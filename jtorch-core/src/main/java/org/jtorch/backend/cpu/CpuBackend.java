@@ -40,6 +40,7 @@ public final class CpuBackend implements Backend {
 
     static {
         registerPointwiseKernels();
+        JvmFlags.checkOnce();
     }
 
     private CpuBackend() {}

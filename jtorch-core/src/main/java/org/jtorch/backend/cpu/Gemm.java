@@ -70,8 +70,9 @@ public final class Gemm {
         float[] b = new float[0];
         final float[] tile = new float[MR * NR];
         final float[] scratch = new float[Math.max(MR, NR) * KC];
-        double[] d = new double[0];
-        double[] row = new double[0];
+        double[] da = new double[0];
+        double[] db = new double[0];
+        final double[] dtile = new double[DMR * DNR];
 
         float[] a(int size) {
             if (a.length < size) a = new float[size];
@@ -81,6 +82,11 @@ public final class Gemm {
         float[] b(int size) {
             if (b.length < size) b = new float[size];
             return b;
+        }
+
+        double[] da(int size) {
+            if (da.length < size) da = new double[size];
+            return da;
         }
     }
 
@@ -833,8 +839,25 @@ public final class Gemm {
     }
 
     // ------------------------------------------------------------------------------------------
-    // Double precision: a simpler row-at-a-time kernel (f64 serves gradcheck; exactness first).
+    // Double precision: sgemm's Goto/BLIS blocking with a DMR x DNR register tile of doubles. float64
+    // trains real models (time_sequence_prediction) and serves gradcheck; a row-at-a-time kernel ran at a
+    // quarter of this once op(B) outgrew the caches (it streamed all of B once per row of C).
     // ------------------------------------------------------------------------------------------
+
+    /** Lanes of one double vector. */
+    static final int DL = DS.length();
+    /** Rows of the double register tile. */
+    static final int DMR = 8;
+    /** Columns of the double register tile: two vectors. */
+    static final int DNR = 2 * DL;
+    /** Depth of a packed double block: a B strip (DKC x DNR doubles, 32 KiB with 8 lanes) stays in L1. */
+    static final int DKC = 256;
+    /** Rows of a packed double A block (DMC x DKC doubles, 128 KiB, in L2). */
+    static final int DMC = 64;
+    /** Columns of a packed double B block. */
+    static final int DNC = 1024;
+    /** B strips per parallel task: a task packs its A block once for this many strips. */
+    private static final int DSTRIPS_PER_TASK = 4;
 
     /** BLAS-style double-precision entry point; see {@link #sgemm(boolean, boolean, int, int, int, float, MemorySegment, long, long, MemorySegment, long, long, float, MemorySegment, long, long)}. */
     public static void dgemm(boolean transA, boolean transB, int m, int n, int k, double alpha,
@@ -847,60 +870,175 @@ public final class Gemm {
                 beta, c, cOffset, ldc);
     }
 
-    /** General-stride double-precision form, same contract as the float one. */
+    /**
+     * General-stride double-precision form, same contract as the float one. C is scaled by beta first, then
+     * each k block's products are added to it; work is split over (row block, strip group) tasks that each
+     * compute whole tiles, so results do not depend on the thread count.
+     */
     public static void dgemm(int m, int n, int k, double alpha,
                              MemorySegment a, long aOffset, long aRowStride, long aColStride,
                              MemorySegment b, long bOffset, long bRowStride, long bColStride, double beta,
                              MemorySegment c, long cOffset, long ldc) {
         checkDims("dgemm", m, n, k);
         if (m == 0 || n == 0) return;
-        if (k == 0 || alpha == 0d) {
-            for (int i = 0; i < m; i++) {
-                long row = (cOffset + i * ldc) * Double.BYTES;
-                for (int j = 0; j < n; j++) {
-                    long at = row + (long) j * Double.BYTES;
-                    c.set(F64, at, beta == 0d ? 0d : beta * c.get(F64, at));
-                }
-            }
-            return;
-        }
-        // Pack op(B) row-major (k x n) once, into the caller's buffer; workers only read it.
+        scaleD(m, n, beta, c, cOffset, ldc);
+        if (k == 0 || alpha == 0d) return;
+        boolean parallel = Parallel.numThreads() > 1 && (long) m * n * k >= PARALLEL_MIN_WORK && !Parallel.inParallelRegion();
         Workspace ws = WORKSPACE.get();
-        long size = (long) k * n;
-        if (size > Integer.MAX_VALUE - 16) throw new IllegalArgumentException("dgemm: op(B) too large to pack: " + k + "x" + n);
-        if (ws.d.length < size) ws.d = new double[(int) size];
-        double[] bp = ws.d;
-        for (int p = 0; p < k; p++) {
-            long row = bOffset + p * bRowStride;
-            for (int j = 0; j < n; j++) bp[p * n + j] = b.get(F64, (row + j * bColStride) * Double.BYTES);
-        }
-        long grain = Math.max(1, PARALLEL_MIN_WORK / ((long) n * k));
-        Parallel.forRange(m, grain, (i0, i1) -> {
-            Workspace own = WORKSPACE.get();
-            if (own.row.length < n) own.row = new double[n];
-            double[] acc = own.row;
-            int vecEnd = DS.loopBound(n);
-            for (long i = i0; i < i1; i++) {
-                java.util.Arrays.fill(acc, 0, n, 0d);
-                long aRow = aOffset + i * aRowStride;
-                for (int p = 0; p < k; p++) {
-                    double aip = a.get(F64, (aRow + p * aColStride) * Double.BYTES);
-                    DoubleVector av = DoubleVector.broadcast(DS, aip);
-                    int bRow = p * n;
-                    int j = 0;
-                    for (; j < vecEnd; j += DS.length()) {
-                        DoubleVector.fromArray(DS, bp, bRow + j).fma(av, DoubleVector.fromArray(DS, acc, j)).intoArray(acc, j);
+        int rowBlocks = (m + DMC - 1) / DMC;
+        for (int jc = 0; jc < n; jc += DNC) {
+            int nc = Math.min(DNC, n - jc), strips = (nc + DNR - 1) / DNR, groups = (strips + DSTRIPS_PER_TASK - 1) / DSTRIPS_PER_TASK;
+            for (int pc = 0; pc < k; pc += DKC) {
+                int kc = Math.min(DKC, k - pc);
+                if (ws.db.length < strips * DNR * kc) ws.db = new double[strips * DNR * kc];
+                double[] bp = ws.db;
+                packDB(b, bOffset + pc * bRowStride + jc * bColStride, bRowStride, bColStride, kc, nc, bp);
+                long aBlock = aOffset + pc * aColStride;
+                long cBlock = cOffset + jc;
+                Parallel.RangeBody tasks = (t0, t1) -> {
+                    Workspace own = WORKSPACE.get();
+                    for (long t = t0; t < t1; t++) {
+                        int i0 = (int) (t / groups) * DMC, mc = Math.min(DMC, m - i0);
+                        int s0 = (int) (t % groups) * DSTRIPS_PER_TASK, s1 = Math.min(strips, s0 + DSTRIPS_PER_TASK);
+                        double[] ap = own.da((mc + DMR - 1) / DMR * DMR * kc);
+                        packDA(a, aBlock + i0 * aRowStride, aRowStride, aColStride, mc, kc, ap);
+                        for (int s = s0; s < s1; s++) {
+                            int nr = Math.min(DNR, nc - s * DNR);
+                            for (int ir = 0; ir < mc; ir += DMR) {
+                                kernelD(kc, ap, ir * kc, bp, s * DNR * kc, own.dtile);
+                                updateCD(own.dtile, c, (cBlock + (i0 + ir) * ldc + (long) s * DNR) * Double.BYTES,
+                                        ldc * Double.BYTES, Math.min(DMR, mc - ir), nr, alpha);
+                            }
+                        }
                     }
-                    for (; j < n; j++) acc[j] = Math.fma(bp[bRow + j], aip, acc[j]);
-                }
-                long cRow = (cOffset + i * ldc) * Double.BYTES;
-                for (int j = 0; j < n; j++) {
-                    long at = cRow + (long) j * Double.BYTES;
-                    double v = alpha * acc[j];
-                    c.set(F64, at, beta == 0d ? v : Math.fma(beta, c.get(F64, at), v));
+                };
+                if (parallel) Parallel.forRange((long) rowBlocks * groups, 1, tasks);
+                else tasks.run(0, (long) rowBlocks * groups);
+            }
+        }
+    }
+
+    /** {@code C = beta * C}; beta 0 writes zeros (NaN in C does not survive), beta 1 leaves C alone. */
+    private static void scaleD(int m, int n, double beta, MemorySegment c, long cOffset, long ldc) {
+        if (beta == 1d) return;
+        for (int i = 0; i < m; i++) {
+            long row = (cOffset + i * ldc) * Double.BYTES;
+            for (int j = 0; j < n; j++) {
+                long at = row + (long) j * Double.BYTES;
+                c.set(F64, at, beta == 0d ? 0d : beta * c.get(F64, at));
+            }
+        }
+    }
+
+    /** op(B)'s {@code kc x nc} block into DNR-wide strips, {@code [strip][p][DNR]}, the last strip zero-padded. */
+    private static void packDB(MemorySegment b, long off, long rs, long cs, int kc, int nc, double[] dst) {
+        for (int s = 0, j0 = 0; j0 < nc; s++, j0 += DNR) {
+            int w = Math.min(DNR, nc - j0), base = s * kc * DNR;
+            for (int p = 0; p < kc; p++) {
+                long row = off + p * rs + j0 * cs;
+                int at = base + p * DNR;
+                if (w == DNR && cs == 1) {
+                    DoubleVector.fromMemorySegment(DS, b, row * Double.BYTES, NO).intoArray(dst, at);
+                    DoubleVector.fromMemorySegment(DS, b, (row + DL) * Double.BYTES, NO).intoArray(dst, at + DL);
+                } else {
+                    for (int j = 0; j < w; j++) dst[at + j] = b.get(F64, (row + j * cs) * Double.BYTES);
+                    for (int j = w; j < DNR; j++) dst[at + j] = 0d;
                 }
             }
-        });
+        }
+    }
+
+    /** op(A)'s {@code mc x kc} block into DMR-tall strips, {@code [strip][p][DMR]}, the last strip zero-padded. */
+    private static void packDA(MemorySegment a, long off, long rs, long cs, int mc, int kc, double[] dst) {
+        for (int i0 = 0; i0 < mc; i0 += DMR) {
+            int base = i0 * kc;
+            for (int r = 0; r < DMR; r++) {
+                if (i0 + r < mc) {
+                    long row = off + (i0 + r) * rs;
+                    for (int p = 0; p < kc; p++) dst[base + p * DMR + r] = a.get(F64, (row + p * cs) * Double.BYTES);
+                } else {
+                    for (int p = 0; p < kc; p++) dst[base + p * DMR + r] = 0d;
+                }
+            }
+        }
+    }
+
+    /** A DMR x DNR tile of {@code A_strip B_strip} over depth {@code kc}, into {@code tile} (row-major). */
+    static void kernelD(int kc, double[] ap, int aBase, double[] bp, int bBase, double[] tile) {
+        DoubleVector c00 = DoubleVector.zero(DS), c01 = DoubleVector.zero(DS);
+        DoubleVector c10 = DoubleVector.zero(DS), c11 = DoubleVector.zero(DS);
+        DoubleVector c20 = DoubleVector.zero(DS), c21 = DoubleVector.zero(DS);
+        DoubleVector c30 = DoubleVector.zero(DS), c31 = DoubleVector.zero(DS);
+        DoubleVector c40 = DoubleVector.zero(DS), c41 = DoubleVector.zero(DS);
+        DoubleVector c50 = DoubleVector.zero(DS), c51 = DoubleVector.zero(DS);
+        DoubleVector c60 = DoubleVector.zero(DS), c61 = DoubleVector.zero(DS);
+        DoubleVector c70 = DoubleVector.zero(DS), c71 = DoubleVector.zero(DS);
+        for (int p = 0; p < kc; p++) {
+            int bi = bBase + p * DNR;
+            int ai = aBase + p * DMR;
+            DoubleVector b0 = DoubleVector.fromArray(DS, bp, bi);
+            DoubleVector b1 = DoubleVector.fromArray(DS, bp, bi + DL);
+            DoubleVector av = DoubleVector.broadcast(DS, ap[ai]);
+            c00 = b0.fma(av, c00);
+            c01 = b1.fma(av, c01);
+            av = DoubleVector.broadcast(DS, ap[ai + 1]);
+            c10 = b0.fma(av, c10);
+            c11 = b1.fma(av, c11);
+            av = DoubleVector.broadcast(DS, ap[ai + 2]);
+            c20 = b0.fma(av, c20);
+            c21 = b1.fma(av, c21);
+            av = DoubleVector.broadcast(DS, ap[ai + 3]);
+            c30 = b0.fma(av, c30);
+            c31 = b1.fma(av, c31);
+            av = DoubleVector.broadcast(DS, ap[ai + 4]);
+            c40 = b0.fma(av, c40);
+            c41 = b1.fma(av, c41);
+            av = DoubleVector.broadcast(DS, ap[ai + 5]);
+            c50 = b0.fma(av, c50);
+            c51 = b1.fma(av, c51);
+            av = DoubleVector.broadcast(DS, ap[ai + 6]);
+            c60 = b0.fma(av, c60);
+            c61 = b1.fma(av, c61);
+            av = DoubleVector.broadcast(DS, ap[ai + 7]);
+            c70 = b0.fma(av, c70);
+            c71 = b1.fma(av, c71);
+        }
+        c00.intoArray(tile, 0);
+        c01.intoArray(tile, DL);
+        c10.intoArray(tile, DNR);
+        c11.intoArray(tile, DNR + DL);
+        c20.intoArray(tile, 2 * DNR);
+        c21.intoArray(tile, 2 * DNR + DL);
+        c30.intoArray(tile, 3 * DNR);
+        c31.intoArray(tile, 3 * DNR + DL);
+        c40.intoArray(tile, 4 * DNR);
+        c41.intoArray(tile, 4 * DNR + DL);
+        c50.intoArray(tile, 5 * DNR);
+        c51.intoArray(tile, 5 * DNR + DL);
+        c60.intoArray(tile, 6 * DNR);
+        c61.intoArray(tile, 6 * DNR + DL);
+        c70.intoArray(tile, 7 * DNR);
+        c71.intoArray(tile, 7 * DNR + DL);
+    }
+
+    /** {@code C[0..mr)[0..nr) += alpha * tile}, C's rows {@code ldcBytes} apart from {@code cByte}. */
+    private static void updateCD(double[] tile, MemorySegment c, long cByte, long ldcBytes, int mr, int nr, double alpha) {
+        DoubleVector alv = DoubleVector.broadcast(DS, alpha);
+        for (int r = 0; r < mr; r++) {
+            long row = cByte + r * ldcBytes;
+            if (nr == DNR) {
+                for (int v = 0; v < DNR; v += DL) {
+                    long at = row + (long) v * Double.BYTES;
+                    DoubleVector.fromArray(DS, tile, r * DNR + v)
+                            .fma(alv, DoubleVector.fromMemorySegment(DS, c, at, NO)).intoMemorySegment(c, at, NO);
+                }
+            } else {
+                for (int j = 0; j < nr; j++) {
+                    long at = row + (long) j * Double.BYTES;
+                    c.set(F64, at, Math.fma(alpha, tile[r * DNR + j], c.get(F64, at)));
+                }
+            }
+        }
     }
 
     private static void checkDims(String op, int m, int n, int k) {

@@ -140,7 +140,9 @@ class GemmTest {
     void alphaAndBetaValues() {
         float[][] ab = {{1, 1}, {-0.5f, 2}, {3, -1}, {0, 0.5f}, {0, 0}};
         long seed = 100;
-        for (float[] v : ab) check(37, 45, 29, v[0], v[1], 0, 1, seed++, false);
+        for (boolean dbl : new boolean[] {false, true}) {
+            for (float[] v : ab) check(37, 45, 29, v[0], v[1], 0, 1, seed++, dbl);
+        }
     }
 
     @Test
@@ -228,6 +230,30 @@ class GemmTest {
             for (int la = 0; la < 4; la++) {
                 for (int lb = 0; lb < 4; lb++) check(s[0], s[1], s[2], -1.5f, 0.5f, la, lb, seed++, true);
             }
+        }
+    }
+
+    @Test
+    void dgemmAcrossCacheBlocksAndPartialTiles() {
+        // m > DMC with a partial row strip, n > DNC with a partial column strip, k > DKC: beta applied once,
+        // then every k block added.
+        check(Gemm.DMC + Gemm.DMR + 3, Gemm.DNC + Gemm.DNR + 5, 2 * Gemm.DKC + 17, 1.5f, 0.25f, 0, 0, 500, true);
+        check(Gemm.DMC + 1, 70, Gemm.DKC + 1, 1f, 1f, 1, 1, 501, true);
+        check(97, 204, 51, 1f, 0f, 2, 3, 502, true);
+    }
+
+    @Test
+    void dgemmMultiThreadedEqualsSingleThreadedBitwise() {
+        SplittableRandom rnd = new SplittableRandom(12);
+        for (int[] s : new int[][] {{300, 200, 300}, {8, 1100, 70}, {1000, 20, 90}, {97, 204, 51}}) {
+            int m = s[0], n = s[1], k = s[2];
+            View a = randomMatrix(m, k, 0, rnd, true), b = randomMatrix(k, n, 1, rnd, true);
+            MemorySegment c1 = arena.allocate((long) m * n * 8), c2 = arena.allocate((long) m * n * 8);
+            Parallel.setNumThreads(1);
+            Gemm.dgemm(m, n, k, 1.0, a.seg, 0, a.rowStride, a.colStride, b.seg, 0, b.rowStride, b.colStride, 0.0, c1, 0, n);
+            Parallel.setNumThreads(2);
+            Gemm.dgemm(m, n, k, 1.0, a.seg, 0, a.rowStride, a.colStride, b.seg, 0, b.rowStride, b.colStride, 0.0, c2, 0, n);
+            assertArrayEquals(c1.toArray(D), c2.toArray(D), "m=" + m + " n=" + n + " k=" + k);
         }
     }
 

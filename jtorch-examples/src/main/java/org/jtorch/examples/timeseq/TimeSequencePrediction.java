@@ -92,8 +92,13 @@ public final class TimeSequencePrediction implements Example {
         private final MSELoss criterion = new MSELoss();
 
         public Training(double lr) {
+            this(LBFGS.options().lr(lr));
+        }
+
+        /** With other L-BFGS options (the benchmark suite takes one iteration per step). */
+        public Training(LBFGS.Options options) {
             seq.to(DType.FLOAT64);
-            optimizer = new LBFGS(seq.parameters(), LBFGS.options().lr(lr));
+            optimizer = new LBFGS(seq.parameters(), options);
         }
 
         /** Returns the loss of the step's first evaluation. */
