@@ -11,6 +11,7 @@ public final class BenchMain {
         String what = args.length > 0 ? args[0] : "--help";
         boolean quick = Arrays.asList(args).contains("--quick");
         switch (what) {
+            case "peak" -> print(PeakBench.run(quick));
             case "core" -> print(CoreBench.run(quick));
             case "training" -> print(TrainingBench.run(quick));
             case "conv" -> print(ConvBench.run(quick));
@@ -28,6 +29,8 @@ public final class BenchMain {
                     usage: jtorch bench <suite> [--quick] [--profile]
 
                     suites:
+                      peak       this machine's ceilings: f32 FMA GFLOP/s (one core, all threads), read/copy/write GB/s
+                                 (256 MiB arrays); other suites print their figures as fractions of these (*_of_peak)
                       core       eager overhead, elementwise bandwidth, machine copy bandwidth
                       training   MLP 784-512-512-10 training step (batch 128), tiny autograd graph
                       conv       conv2d forward and forward+backward: 128x64x32x32 3x3, ResNet-20 shapes
