@@ -26,9 +26,9 @@ import org.jtorch.op.ReduceOp;
  *   <li>a full reduction of a contiguous tensor: fixed 64K-element chunks reduced in parallel, then
  *       combined in order.
  * </ul>
- * Float32 sums are blocked: a lane accumulates at most {@value #SUM_BLOCK}/{@code lanes} elements in
- * f32 before the block's sum joins a double total, which keeps 1M-element sums within ~1e-7 relative
- * of the exact value (PyTorch's cascade summation is as accurate). Everything else takes the generic
+ * Float32 sums are cascaded ({@link ReductionF32}), as accurate as PyTorch's cascade sum. Argmax/argmin of
+ * contiguous lines, variance over contiguous runs and softmax along any dimension of contiguous tensors have
+ * float32 vector paths too ({@link ReductionF32}, {@link SoftmaxF32}). Everything else takes the generic
  * path: blocks converted to double (floating input) or long (integral input) by {@link ElementIO}.
  */
 final class CpuReductionKernels implements ReductionKernels {
@@ -37,8 +37,6 @@ final class CpuReductionKernels implements ReductionKernels {
     private static final ByteOrder LE = ByteOrder.nativeOrder();
     /** Elements per block in the generic path: buffers stay in L1. */
     private static final int BLOCK = 256;
-    /** Elements per f32 partial sum before it is added to a double total. */
-    private static final int SUM_BLOCK = 2048;
     /** Elements per independently reduced chunk of a full reduction (the partials' order is fixed). */
     private static final long FULL_CHUNK = 1 << 16;
     /** Rows an outer-reduction register tile accumulates before flushing into its running total. */
@@ -61,10 +59,11 @@ final class CpuReductionKernels implements ReductionKernels {
         DType it = in.dtype();
         DType ot = out.dtype();
         if (it == DType.FLOAT32 && ot == DType.FLOAT32 && g.numRed > 0) {
-            boolean vectorOp = op == ReduceOp.SUM || op == ReduceOp.MAX || op == ReduceOp.MIN;
+            boolean vectorOp = op == ReduceOp.SUM || op == ReduceOp.MAX || op == ReduceOp.MIN
+                    || (op == ReduceOp.NORM && (p == 1 || p == 2 || Double.isInfinite(p)));
             if (vectorOp && g.redShape.length == 1 && g.rowStride == 4) {
-                if (g.numOut == 1) fullF32(op, is, g.inOffset(0), g.numRed, os, g.outOffset(0));
-                else innerF32(op, g, is, os);
+                if (g.numOut == 1) fullF32(op, p, is, g.inOffset(0), g.numRed, os, g.outOffset(0));
+                else innerF32(op, p, g, is, os);
                 return;
             }
             int last = g.keptShape.length - 1;
@@ -128,87 +127,43 @@ final class CpuReductionKernels implements ReductionKernels {
     }
 
     /** One output per contiguous row: parallel over rows. */
-    private static void innerF32(ReduceOp op, ReductionLayout g, MemorySegment is, MemorySegment os) {
+    private static void innerF32(ReduceOp op, double p, ReductionLayout g, MemorySegment is, MemorySegment os) {
         Parallel.forRange(g.numOut, grain(g.numRed), (begin, end) -> {
             for (long o = begin; o < end; o++) {
-                os.set(ElementIO.F32, g.outOffset(o), (float) rowF32(op, is, g.inOffset(o), g.numRed));
+                double acc = rowF32(op, p, is, g.inOffset(o), g.numRed);
+                os.set(ElementIO.F32, g.outOffset(o), (float) op.finish(acc, g.numRed, p));
             }
         });
     }
 
     /** A full reduction of {@code n} contiguous floats: fixed chunks in parallel, partials combined in order. */
-    private static void fullF32(ReduceOp op, MemorySegment is, long io, long n, MemorySegment os, long oo) {
+    private static void fullF32(ReduceOp op, double p, MemorySegment is, long io, long n, MemorySegment os, long oo) {
         int chunks = (int) ((n + FULL_CHUNK - 1) / FULL_CHUNK);
         double[] partial = new double[chunks];
         Parallel.forRange(chunks, 1, (begin, end) -> {
             for (long c = begin; c < end; c++) {
                 long start = c * FULL_CHUNK;
-                partial[(int) c] = rowF32(op, is, io + start * 4, Math.min(FULL_CHUNK, n - start));
+                partial[(int) c] = rowF32(op, p, is, io + start * 4, Math.min(FULL_CHUNK, n - start));
             }
         });
-        double acc = op.identity(0);
-        for (double v : partial) acc = op.combine(acc, v, 0);
-        os.set(ElementIO.F32, oo, (float) acc);
+        // Partials of a p-norm (p = 1, 2) add; of max, min and the infinite norms they combine as the operator.
+        ReduceOp combineAs = op == ReduceOp.NORM && !Double.isInfinite(p) ? ReduceOp.SUM : op;
+        double acc = partial[0];
+        for (int c = 1; c < chunks; c++) acc = combineAs.combine(acc, partial[c], p);
+        os.set(ElementIO.F32, oo, (float) op.finish(acc, n, p));
     }
 
-    private static double rowF32(ReduceOp op, MemorySegment s, long off, long n) {
+    /** The accumulator of {@code op} over {@code n >= 1} contiguous floats, before {@link ReduceOp#finish}. */
+    private static double rowF32(ReduceOp op, double p, MemorySegment s, long off, long n) {
         return switch (op) {
-            case SUM -> sumF32(s, off, n);
-            case MAX -> extremumF32(s, off, n, true);
-            case MIN -> extremumF32(s, off, n, false);
+            case SUM -> ReductionF32.sum(s, off, n, ReductionF32.Term.VALUE);
+            case MAX -> ReductionF32.extremum(s, off, n, true, false);
+            case MIN -> ReductionF32.extremum(s, off, n, false, false);
+            case NORM -> p == 2 ? ReductionF32.sum(s, off, n, ReductionF32.Term.SQUARE)
+                    : p == 1 ? ReductionF32.sum(s, off, n, ReductionF32.Term.ABS)
+                    : ReductionF32.extremum(s, off, n, p > 0, true);
             default -> throw new IllegalStateException("no vector form for " + op);
         };
-    }
-
-    /** Sum of {@code n} contiguous floats: four vector accumulators per block of {@value #SUM_BLOCK}, blocks added in double. */
-    static double sumF32(MemorySegment s, long off, long n) {
-        double total = 0;
-        long i = 0;
-        while (i < n) {
-            long blockEnd = Math.min(n, i + SUM_BLOCK);
-            FloatVector a0 = FloatVector.zero(FS);
-            FloatVector a1 = FloatVector.zero(FS);
-            FloatVector a2 = FloatVector.zero(FS);
-            FloatVector a3 = FloatVector.zero(FS);
-            for (long upper = blockEnd - 4L * FL; i <= upper; i += 4L * FL) {
-                long b = off + i * 4;
-                a0 = a0.add(FloatVector.fromMemorySegment(FS, s, b, LE));
-                a1 = a1.add(FloatVector.fromMemorySegment(FS, s, b + FL * 4L, LE));
-                a2 = a2.add(FloatVector.fromMemorySegment(FS, s, b + FL * 8L, LE));
-                a3 = a3.add(FloatVector.fromMemorySegment(FS, s, b + FL * 12L, LE));
-            }
-            for (long upper = blockEnd - FL; i <= upper; i += FL) {
-                a0 = a0.add(FloatVector.fromMemorySegment(FS, s, off + i * 4, LE));
-            }
-            if (i < blockEnd) {
-                VectorMask<Float> m = FS.indexInRange(0, blockEnd - i);
-                a1 = a1.add(FloatVector.fromMemorySegment(FS, s, off + i * 4, LE, m));
-                i = blockEnd;
-            }
-            total += VectorF32.sumLanes(a0.add(a1).add(a2.add(a3)));
-        }
-        return total;
-    }
-
-    /** Maximum (or minimum) of {@code n >= 1} contiguous floats; NaN propagates, as {@link Math#max}. */
-    private static double extremumF32(MemorySegment s, long off, long n, boolean max) {
-        float first = s.get(ElementIO.F32, off);
-        FloatVector a0 = FloatVector.broadcast(FS, first);
-        FloatVector a1 = a0;
-        long i = 0;
-        for (long upper = n - 2L * FL; i <= upper; i += 2L * FL) {
-            FloatVector x0 = FloatVector.fromMemorySegment(FS, s, off + i * 4, LE);
-            FloatVector x1 = FloatVector.fromMemorySegment(FS, s, off + (i + FL) * 4, LE);
-            a0 = max ? a0.max(x0) : a0.min(x0);
-            a1 = max ? a1.max(x1) : a1.min(x1);
-        }
-        FloatVector a = max ? a0.max(a1) : a0.min(a1);
-        float r = a.reduceLanes(max ? VectorOperators.MAX : VectorOperators.MIN);
-        for (; i < n; i++) {
-            float x = s.get(ElementIO.F32, off + i * 4);
-            r = max ? Math.max(r, x) : Math.min(r, x);
-        }
-        return r;
     }
 
     /**
@@ -292,6 +247,10 @@ final class CpuReductionKernels implements ReductionKernels {
         DType vt = values == null ? null : values.dtype();
         boolean floating = it.isFloatingPoint();
         long stride = l.lineStride[0];
+        if (it == DType.FLOAT32 && (stride == 4 || l.length == 1) && (vt == null || vt == DType.FLOAT32)) {
+            argExtremumF32(max, l, is, xs, vs);
+            return;
+        }
         Parallel.forRange(l.lines, grain(l.length), (begin, end) -> {
             double[] dbuf = floating ? new double[BLOCK] : null;
             long[] lbuf = floating ? null : new long[BLOCK];
@@ -338,6 +297,41 @@ final class CpuReductionKernels implements ReductionKernels {
         });
     }
 
+    /**
+     * Arg-reductions of contiguous float lines. A single line (argmax of a whole tensor) splits into fixed chunks
+     * reduced in parallel, whose winners are compared in chunk order, so the first occurrence still wins.
+     */
+    private static void argExtremumF32(boolean max, LineLayout l, MemorySegment is, MemorySegment xs, MemorySegment vs) {
+        if (l.lines == 1 && l.length > FULL_CHUNK) {
+            long io = l.offset(0, 0);
+            int chunks = (int) ((l.length + FULL_CHUNK - 1) / FULL_CHUNK);
+            float[] values = new float[chunks];
+            long[] indices = new long[chunks];
+            Parallel.forRange(chunks, 1, (begin, end) -> {
+                float[] v = new float[1];
+                for (long c = begin; c < end; c++) {
+                    long start = c * FULL_CHUNK;
+                    indices[(int) c] = start + ReductionF32.argExtremum(is, io + 4 * start, Math.min(FULL_CHUNK, l.length - start), max, v);
+                    values[(int) c] = v[0];
+                }
+            });
+            int winner = 0;
+            for (int c = 1; c < chunks; c++) {
+                if (ReductionF32.better(values[c], values[winner], max)) winner = c;
+            }
+            xs.set(ElementIO.I64, l.offset(1, 0), indices[winner]);
+            if (vs != null) vs.set(ElementIO.F32, l.offset(2, 0), values[winner]);
+            return;
+        }
+        Parallel.forRange(l.lines, grain(l.length), (begin, end) -> {
+            float[] v = new float[1];
+            for (long line = begin; line < end; line++) {
+                xs.set(ElementIO.I64, l.offset(1, line), ReductionF32.argExtremum(is, l.offset(0, line), l.length, max, v));
+                if (vs != null) vs.set(ElementIO.F32, l.offset(2, line), v[0]);
+            }
+        });
+    }
+
     // ---------------------------------------------------------------- two-pass reductions
 
     @Override
@@ -349,6 +343,10 @@ final class CpuReductionKernels implements ReductionKernels {
         DType ot = out.dtype();
         double count = g.numRed;
         double divisor = Math.max(0, count - correction);
+        if (in.dtype() == DType.FLOAT32 && g.numRed > 0 && g.redShape.length == 1 && g.rowStride == 4) {
+            varianceF32(g, is, os, ot, divisor, sqrt);
+            return;
+        }
         Parallel.forRange(g.numOut, grain(2 * g.numRed), (begin, end) -> {
             ReductionLayout.Cursor c = g.new Cursor(in.dtype(), is);
             double[] buf = new double[BLOCK];
@@ -371,6 +369,39 @@ final class CpuReductionKernels implements ReductionKernels {
                     }
                 }
                 double var = (m2 - sd * sd / count) / divisor;
+                ElementIO.setDouble(ot, os, g.outOffset(o), sqrt ? Math.sqrt(var) : var);
+            }
+        });
+    }
+
+    /** Variance of contiguous float runs: one pass over memory ({@link ReductionF32#moments}); a single run in parallel chunks. */
+    private static void varianceF32(ReductionLayout g, MemorySegment is, MemorySegment os, DType ot, double divisor, boolean sqrt) {
+        if (g.numOut == 1) {
+            long io = g.inOffset(0);
+            long n = g.numRed;
+            int chunks = (int) ((n + FULL_CHUNK - 1) / FULL_CHUNK);
+            double[] parts = new double[3 * chunks];
+            Parallel.forRange(chunks, 1, (begin, end) -> {
+                double[] acc = new double[3];
+                for (long c = begin; c < end; c++) {
+                    long start = c * FULL_CHUNK;
+                    acc[0] = acc[1] = acc[2] = 0;
+                    ReductionF32.moments(is, io + 4 * start, Math.min(FULL_CHUNK, n - start), acc);
+                    System.arraycopy(acc, 0, parts, 3 * (int) c, 3);
+                }
+            });
+            double[] acc = new double[3];
+            for (int c = 0; c < chunks; c++) ReductionF32.merge(acc, parts[3 * c], parts[3 * c + 1], parts[3 * c + 2]);
+            double var = acc[2] / divisor;
+            ElementIO.setDouble(ot, os, g.outOffset(0), sqrt ? Math.sqrt(var) : var);
+            return;
+        }
+        Parallel.forRange(g.numOut, grain(g.numRed), (begin, end) -> {
+            double[] acc = new double[3];
+            for (long o = begin; o < end; o++) {
+                acc[0] = acc[1] = acc[2] = 0;
+                ReductionF32.moments(is, g.inOffset(o), g.numRed, acc);
+                double var = acc[2] / divisor;
                 ElementIO.setDouble(ot, os, g.outOffset(o), sqrt ? Math.sqrt(var) : var);
             }
         });
@@ -553,15 +584,24 @@ final class CpuReductionKernels implements ReductionKernels {
         DType ot = out.dtype();
         long si = l.lineStride[0];
         long so = l.lineStride[1];
-        boolean fast = it == DType.FLOAT32 && ot == DType.FLOAT32 && (si == 4 || l.length == 1) && (so == 4 || l.length == 1);
+        boolean f32 = it == DType.FLOAT32 && ot == DType.FLOAT32;
+        boolean fast = f32 && (si == 4 || l.length == 1) && (so == 4 || l.length == 1);
         int length = Math.toIntExact(l.length);
+        if (f32 && !fast && in.isContiguous() && out.isContiguous() && in.numel() < Integer.MAX_VALUE) {
+            long[] shape = in.shape();
+            long outer = 1, inner = 1;
+            for (int d = 0; d < dim; d++) outer *= shape[d];
+            for (int d = dim + 1; d < shape.length; d++) inner *= shape[d];
+            SoftmaxF32.inner(is, in.storageOffset() * 4, os, out.storageOffset() * 4, outer, length, (int) inner, log);
+            return;
+        }
         Parallel.forRange(l.lines, grain(3 * l.length), (begin, end) -> {
             double[] buf = fast ? null : new double[length];
             for (long line = begin; line < end; line++) {
                 long io = l.offset(0, line);
                 long oo = l.offset(1, line);
                 if (fast) {
-                    softmaxRowF32(is, io, os, oo, length, log);
+                    SoftmaxF32.row(is, io, os, oo, length, log);
                     continue;
                 }
                 ElementIO.load(it, is, io, si, length, buf);
@@ -578,67 +618,5 @@ final class CpuReductionKernels implements ReductionKernels {
                 ElementIO.store(ot, os, oo, so, length, buf);
             }
         });
-    }
-
-    /**
-     * Softmax of one contiguous f32 row: max, then exp(x - max) and its sum, then a scale (or a log shift).
-     * Each pass is its own small method: one large method made C1 give up ("out of virtual registers"),
-     * which kept the row in slow non-intrinsic code under some JIT schedules.
-     */
-    private static void softmaxRowF32(MemorySegment is, long io, MemorySegment os, long oo, int n, boolean log) {
-        float max = (float) extremumF32(is, io, n, true);
-        float sum = log ? expSumF32(is, io, n, max) : expStoreSumF32(is, io, os, oo, n, max);
-        if (log) shiftF32(is, io, os, oo, n, max + (float) Math.log(sum));
-        else scaleF32(os, oo, n, 1f / sum);
-    }
-
-    /** sum(exp(x - max)), also storing the exponentials. */
-    private static float expStoreSumF32(MemorySegment is, long io, MemorySegment os, long oo, int n, float max) {
-        FloatVector vmax = FloatVector.broadcast(FS, max);
-        FloatVector acc = FloatVector.zero(FS);
-        int i = 0;
-        for (int upper = n - n % FL; i < upper; i += FL) {
-            FloatVector e = FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE).sub(vmax).lanewise(VectorOperators.EXP);
-            e.intoMemorySegment(os, oo + i * 4L, LE);
-            acc = acc.add(e);
-        }
-        float sum = VectorF32.sumLanes(acc);
-        for (; i < n; i++) {
-            float e = (float) Math.exp(is.get(ElementIO.F32, io + i * 4L) - max);
-            os.set(ElementIO.F32, oo + i * 4L, e);
-            sum += e;
-        }
-        return sum;
-    }
-
-    /** sum(exp(x - max)) without storing. */
-    private static float expSumF32(MemorySegment is, long io, int n, float max) {
-        FloatVector vmax = FloatVector.broadcast(FS, max);
-        FloatVector acc = FloatVector.zero(FS);
-        int i = 0;
-        for (int upper = n - n % FL; i < upper; i += FL) {
-            acc = acc.add(FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE).sub(vmax).lanewise(VectorOperators.EXP));
-        }
-        float sum = VectorF32.sumLanes(acc);
-        for (; i < n; i++) sum += (float) Math.exp(is.get(ElementIO.F32, io + i * 4L) - max);
-        return sum;
-    }
-
-    /** out = out * scale, in place. */
-    private static void scaleF32(MemorySegment os, long oo, int n, float scale) {
-        int i = 0;
-        for (int upper = n - n % FL; i < upper; i += FL) {
-            FloatVector.fromMemorySegment(FS, os, oo + i * 4L, LE).mul(scale).intoMemorySegment(os, oo + i * 4L, LE);
-        }
-        for (; i < n; i++) os.set(ElementIO.F32, oo + i * 4L, os.get(ElementIO.F32, oo + i * 4L) * scale);
-    }
-
-    /** out = x - shift (log-softmax: shift = max + log(sum)). */
-    private static void shiftF32(MemorySegment is, long io, MemorySegment os, long oo, int n, float shift) {
-        int i = 0;
-        for (int upper = n - n % FL; i < upper; i += FL) {
-            FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE).sub(shift).intoMemorySegment(os, oo + i * 4L, LE);
-        }
-        for (; i < n; i++) os.set(ElementIO.F32, oo + i * 4L, is.get(ElementIO.F32, io + i * 4L) - shift);
     }
 }
