@@ -34,9 +34,24 @@ final class PeakBench {
 
     private PeakBench() {}
 
+    /** {@link Timing#median} or {@link Timing#medianCpu}. */
+    @FunctionalInterface
+    interface Timer {
+        double median(int warmup, int reps, Runnable body);
+    }
+
     /** Measures once per JVM (about a second, two in full mode), then returns the same figures. */
     static synchronized Peak get(boolean quick) {
-        if (measured == null) measured = measure(quick);
+        if (measured == null) measured = measure(quick, false);
+        return measured;
+    }
+
+    /**
+     * As {@link #get}, timed in the calling thread's CPU time when {@code cpuTime} (for {@code JTORCH_NUM_THREADS=1},
+     * where every loop runs on the caller): a loaded machine's waiting for a core then does not count.
+     */
+    static synchronized Peak get(boolean quick, boolean cpuTime) {
+        if (measured == null) measured = measure(quick, cpuTime);
         return measured;
     }
 
@@ -53,14 +68,15 @@ final class PeakBench {
         return r;
     }
 
-    private static Peak measure(boolean quick) {
+    private static Peak measure(boolean quick, boolean cpuTime) {
         int reps = quick ? 5 : 11;
+        Timer timing = cpuTime ? Timing::medianCpu : Timing::median;
         int threads = Parallel.numThreads();
         // Short calls first, so that C2 compiles the loop before a long call runs it in the interpreter (boxed vectors).
         for (int i = 0; i < 20_000; i++) sink += fmaLoop(100);
         double flopsPerCall = 2.0 * FS.length() * FMA_ACCUMULATORS * FMA_ITERATIONS;
-        double one = flopsPerCall / Timing.median(3, reps, () -> sink += fmaLoop(FMA_ITERATIONS)) / 1e9;
-        double all = threads * flopsPerCall / Timing.median(3, reps, () -> Parallel.forChunks(threads, (b, e) -> {
+        double one = flopsPerCall / timing.median(3, reps, () -> sink += fmaLoop(FMA_ITERATIONS)) / 1e9;
+        double all = threads * flopsPerCall / timing.median(3, reps, () -> Parallel.forChunks(threads, (b, e) -> {
             sink = fmaLoop(FMA_ITERATIONS);
         })) / 1e9;
         try (Arena arena = Arena.ofShared()) {
@@ -70,11 +86,11 @@ final class PeakBench {
             a.fill((byte) 1);
             b.fill((byte) 2);
             long pages = BYTES / 4096;
-            double write = BYTES / Timing.median(2, reps, () -> Parallel.forRange(pages, 1, (p0, p1) ->
+            double write = BYTES / timing.median(2, reps, () -> Parallel.forRange(pages, 1, (p0, p1) ->
                     a.asSlice(p0 * 4096, (p1 - p0) * 4096).fill((byte) 0))) / 1e9;
-            double copy = 2.0 * BYTES / Timing.median(2, reps, () -> Parallel.forRange(pages, 1, (p0, p1) ->
+            double copy = 2.0 * BYTES / timing.median(2, reps, () -> Parallel.forRange(pages, 1, (p0, p1) ->
                     MemorySegment.copy(b, p0 * 4096, a, p0 * 4096, (p1 - p0) * 4096))) / 1e9;
-            double read = BYTES / Timing.median(2, reps, () -> Parallel.forRange(pages, 1, (p0, p1) -> {
+            double read = BYTES / timing.median(2, reps, () -> Parallel.forRange(pages, 1, (p0, p1) -> {
                 sink = readLoop(b, p0 * 4096, (p1 - p0) * 4096);
             })) / 1e9;
             return new Peak(one, all, read, copy, write);

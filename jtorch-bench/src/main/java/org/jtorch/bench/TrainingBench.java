@@ -7,6 +7,7 @@ import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.amp.Autocast;
+import org.jtorch.backend.KernelProfiler;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.nn.Linear;
@@ -37,11 +38,30 @@ final class TrainingBench {
 
     /** With {@code amp}, the forward and loss run under CPU bf16 autocast (no GradScaler: bf16 needs none). */
     static double mlpStepSeconds(boolean quick, boolean amp) {
+        return mlpSteps(amp, step -> Timing.median(quick ? 300 : 4000, quick ? 50 : 300, step));
+    }
+
+    /** Each kernel's host time in an MLP step (f32, or with bf16 autocast), after a warm-up: {@code --profile}. */
+    static String profileMlp(boolean amp, int steps) {
+        return mlpSteps(amp, step -> {
+            for (int i = 0; i < 2000; i++) step.run();
+            KernelProfiler.reset();
+            KernelProfiler.start();
+            try {
+                for (int i = 0; i < steps; i++) step.run();
+            } finally {
+                KernelProfiler.stop();
+            }
+            return KernelProfiler.table(steps);
+        });
+    }
+
+    private static <T> T mlpSteps(boolean amp, java.util.function.Function<Runnable, T> body) {
         Torch.manualSeed(0);
         Sequential model = new Sequential(new Linear(784, 512), new ReLU(), new Linear(512, 512), new ReLU(), new Linear(512, 10));
         SGD opt = new SGD(model.parameters(), SGD.options().lr(0.01).momentum(0.9));
         try (Tensor x = Torch.randn(128, 784); Tensor y = Torch.randint(0, 10, 128)) {
-            Runnable step = () -> {
+            return body.apply(() -> {
                 try (MemoryScope scope = new MemoryScope()) {
                     Tensor loss;
                     try (Autocast ac = Autocast.scope(Device.cpu(), DType.BFLOAT16, amp, true)) {
@@ -51,8 +71,7 @@ final class TrainingBench {
                     loss.backward();
                     opt.step();
                 }
-            };
-            return Timing.median(quick ? 300 : 4000, quick ? 50 : 300, step);
+            });
         } finally {
             model.close();
         }

@@ -3,8 +3,6 @@ package org.jtorch.backend.cpu;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorMask;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
@@ -21,8 +19,8 @@ import org.jtorch.op.ReduceOp;
  *   <li>reducing the innermost, contiguous dimension (row sums, row maxima, softmax over the last
  *       dimension): several vector accumulators across the row, one horizontal reduce at the end;
  *   <li>reducing outer dimensions of a tensor whose innermost kept dimension is contiguous (a bias
- *       gradient: sum over dim 0 of [batch, features]): whole rows are accumulated into a register
- *       tile of output columns;
+ *       gradient: sum over dim 0 of [batch, features]): the rows are added in memory order into a
+ *       strip of output columns;
  *   <li>a full reduction of a contiguous tensor: fixed 64K-element chunks reduced in parallel, then
  *       combined in order.
  * </ul>
@@ -39,8 +37,10 @@ final class CpuReductionKernels implements ReductionKernels {
     private static final int BLOCK = 256;
     /** Elements per independently reduced chunk of a full reduction (the partials' order is fixed). */
     private static final long FULL_CHUNK = 1 << 16;
-    /** Rows an outer-reduction register tile accumulates before flushing into its running total. */
+    /** Rows an outer reduction adds into its f32 partial before the partial joins the running total. */
     private static final int OUTER_FLUSH = 128;
+    /** Output columns per outer-reduction work item: 8 KiB runs of each input row, an L1-resident partial. */
+    private static final int OUTER_STRIP = 2048;
     /** Minimum elements of work per thread before a kernel goes parallel. */
     private static final long GRAIN = 32_768;
 
@@ -167,71 +167,55 @@ final class CpuReductionKernels implements ReductionKernels {
     }
 
     /**
-     * Sums over outer dimensions when the innermost kept dimension is contiguous in input and output:
-     * each work item owns a tile of {@code 4 * lanes} output columns and adds every reduced row into it.
+     * Sums over outer dimensions when the innermost kept dimension is contiguous in input and output (a bias
+     * gradient, a column sum). Each work item owns a strip of at most {@value #OUTER_STRIP} output columns and
+     * walks the reduced rows in memory order, so the input streams in runs of a whole strip; rows are added into
+     * a strip-wide f32 partial that joins the output's running total every {@value #OUTER_FLUSH} rows.
      */
     private static void outerSumF32(ReductionLayout g, MemorySegment is, MemorySegment os) {
         long cols = g.keptShape[g.keptShape.length - 1];
         long outer = g.numOut / cols;
-        long tile = 4L * FL;
-        long tiles = (cols + tile - 1) / tile;
-        Parallel.forRange(outer * tiles, grain(g.numRed * tile), (begin, end) -> {
+        // Strips of whole vectors, wide enough to stream, and at least one per thread when the columns allow.
+        long strip = Math.min(OUTER_STRIP, Math.max(FL, (cols / Parallel.numThreads() + FL - 1) / FL * FL));
+        long strips = (cols + strip - 1) / strip;
+        Parallel.forRange(outer * strips, grain(g.numRed * strip), (begin, end) -> {
+            float[] partial = new float[(int) strip];
             for (long item = begin; item < end; item++) {
-                long o0 = (item / tiles) * cols;
-                long j = (item % tiles) * tile;
-                long io = g.inOffset(o0) + j * 4;
-                long oo = g.outOffset(o0) + j * 4;
-                long width = Math.min(tile, cols - j);
-                if (width == tile) {
-                    sumColumnsTileF32(g, is, io, os, oo);
-                } else {
-                    for (long jj = 0; jj < width; jj += FL) {
-                        sumColumnsF32(g, is, io + jj * 4, os, oo + jj * 4, FS.indexInRange(0, width - jj));
-                    }
-                }
+                long o0 = (item / strips) * cols;
+                long j = (item % strips) * strip;
+                int width = (int) Math.min(strip, cols - j);
+                sumRowsIntoStrip(g, is, g.inOffset(o0) + j * 4, os, g.outOffset(o0) + j * 4, width, partial);
             }
         });
     }
 
-    private static void sumColumnsTileF32(ReductionLayout g, MemorySegment is, long io, MemorySegment os, long oo) {
-        FloatVector t0 = FloatVector.zero(FS), t1 = t0, t2 = t0, t3 = t0;
-        FloatVector a0 = t0, a1 = t0, a2 = t0, a3 = t0;
-        int pending = 0;
-        for (long k = 0; k < g.numRed; k++) {
-            long b = io + g.redOffset(k);
-            a0 = a0.add(FloatVector.fromMemorySegment(FS, is, b, LE));
-            a1 = a1.add(FloatVector.fromMemorySegment(FS, is, b + FL * 4L, LE));
-            a2 = a2.add(FloatVector.fromMemorySegment(FS, is, b + FL * 8L, LE));
-            a3 = a3.add(FloatVector.fromMemorySegment(FS, is, b + FL * 12L, LE));
-            if (++pending == OUTER_FLUSH) {
-                t0 = t0.add(a0);
-                t1 = t1.add(a1);
-                t2 = t2.add(a2);
-                t3 = t3.add(a3);
-                a0 = a1 = a2 = a3 = FloatVector.zero(FS);
-                pending = 0;
+    private static void sumRowsIntoStrip(ReductionLayout g, MemorySegment is, long io, MemorySegment os, long oo,
+                                         int width, float[] partial) {
+        int whole = width - width % FL;
+        java.util.Arrays.fill(partial, 0, width, 0f);
+        for (int j = 0; j < width; j++) os.set(ElementIO.F32, oo + 4L * j, 0f);
+        for (long k0 = 0; k0 < g.numRed; k0 += OUTER_FLUSH) {
+            long k1 = Math.min(g.numRed, k0 + OUTER_FLUSH);
+            for (long k = k0; k < k1; k++) {
+                long b = io + g.redOffset(k);
+                int j = 0;
+                for (; j < whole; j += FL) {
+                    FloatVector.fromArray(FS, partial, j).add(FloatVector.fromMemorySegment(FS, is, b + 4L * j, LE))
+                            .intoArray(partial, j);
+                }
+                for (; j < width; j++) partial[j] += is.get(ElementIO.F32, b + 4L * j);
+            }
+            int j = 0;
+            for (; j < whole; j += FL) {
+                FloatVector.fromMemorySegment(FS, os, oo + 4L * j, LE).add(FloatVector.fromArray(FS, partial, j))
+                        .intoMemorySegment(os, oo + 4L * j, LE);
+                FloatVector.zero(FS).intoArray(partial, j);
+            }
+            for (; j < width; j++) {
+                os.set(ElementIO.F32, oo + 4L * j, os.get(ElementIO.F32, oo + 4L * j) + partial[j]);
+                partial[j] = 0;
             }
         }
-        t0.add(a0).intoMemorySegment(os, oo, LE);
-        t1.add(a1).intoMemorySegment(os, oo + FL * 4L, LE);
-        t2.add(a2).intoMemorySegment(os, oo + FL * 8L, LE);
-        t3.add(a3).intoMemorySegment(os, oo + FL * 12L, LE);
-    }
-
-    private static void sumColumnsF32(ReductionLayout g, MemorySegment is, long io, MemorySegment os, long oo,
-                                      VectorMask<Float> m) {
-        FloatVector t = FloatVector.zero(FS);
-        FloatVector a = t;
-        int pending = 0;
-        for (long k = 0; k < g.numRed; k++) {
-            a = a.add(FloatVector.fromMemorySegment(FS, is, io + g.redOffset(k), LE, m));
-            if (++pending == OUTER_FLUSH) {
-                t = t.add(a);
-                a = FloatVector.zero(FS);
-                pending = 0;
-            }
-        }
-        t.add(a).intoMemorySegment(os, oo, LE, m);
     }
 
     // ---------------------------------------------------------------- max/min with indices

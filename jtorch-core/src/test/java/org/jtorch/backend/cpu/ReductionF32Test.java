@@ -112,6 +112,26 @@ class ReductionF32Test {
         }
     }
 
+    /** Column sums (dim 0) over more rows than one partial holds and more columns than one strip, odd tails. */
+    @Test
+    void columnSumsMatchDouble() {
+        for (int[] rc : new int[][] {{300, 2100}, {129, 17}, {1, 5000}, {1000, 1}}) {
+            int rows = rc[0], cols = rc[1];
+            float[] x = random(rows * cols, rows + cols, 0.5f);
+            try (Tensor t = Torch.tensor(x, rows, cols); Tensor s = t.sum(new int[] {0}, false)) {
+                float[] got = s.toFloatArray();
+                for (int j = 0; j < cols; j++) {
+                    double want = 0, abs = 0;
+                    for (int r = 0; r < rows; r++) {
+                        want += x[r * cols + j];
+                        abs += Math.abs(x[r * cols + j]);
+                    }
+                    assertClose("column " + j + " of " + rows + "x" + cols, want, got[j], 1e-6 * Math.max(1, abs));
+                }
+            }
+        }
+    }
+
     @Test
     void rowArgmaxMatchesScalarScan() {
         int rows = 37, cols = 1000;
