@@ -7,7 +7,6 @@ import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.amp.Autocast;
-import org.jtorch.backend.KernelProfiler;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.nn.Linear;
@@ -43,17 +42,7 @@ final class TrainingBench {
 
     /** Each kernel's host time in an MLP step (f32, or with bf16 autocast), after a warm-up: {@code --profile}. */
     static String profileMlp(boolean amp, int steps) {
-        return mlpSteps(amp, step -> {
-            for (int i = 0; i < 2000; i++) step.run();
-            KernelProfiler.reset();
-            KernelProfiler.start();
-            try {
-                for (int i = 0; i < steps; i++) step.run();
-            } finally {
-                KernelProfiler.stop();
-            }
-            return KernelProfiler.table(steps);
-        });
+        return mlpSteps(amp, step -> Timing.kernelProfile(2000, steps, step));
     }
 
     private static <T> T mlpSteps(boolean amp, java.util.function.Function<Runnable, T> body) {
