@@ -36,7 +36,11 @@ def main():
     }
     for name, op in ops.items():
         softmax = "softmax" in name
-        t = median(op, 5 if softmax else 12, reps, clock)
+        # Slow ops get fewer runs, as on the jtorch side: about half a second of warm-up and two seconds timed.
+        t0 = time.perf_counter()
+        op()
+        once = time.perf_counter() - t0
+        t = median(op, int(max(3, min(20, 0.5 / once))), int(max(5, min(reps, 2 / once))), clock)
         print(f"{name}_GBps {(8.0 if softmax else 4.0) * BIG / t / 1e9:.4f}")
 
 
