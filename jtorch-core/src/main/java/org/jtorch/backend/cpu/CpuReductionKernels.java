@@ -231,9 +231,20 @@ final class CpuReductionKernels implements ReductionKernels {
         DType vt = values == null ? null : values.dtype();
         boolean floating = it.isFloatingPoint();
         long stride = l.lineStride[0];
-        if (it == DType.FLOAT32 && (stride == 4 || l.length == 1) && (vt == null || vt == DType.FLOAT32)) {
-            argExtremumF32(max, l, is, xs, vs);
-            return;
+        if (it == DType.FLOAT32 && (vt == null || vt == DType.FLOAT32)) {
+            if (stride == 4 || l.length == 1) {
+                argExtremumF32(max, l, is, xs, vs);
+                return;
+            }
+            if (in.isContiguous() && l.length < Integer.MAX_VALUE) {
+                long inner = stride / 4;
+                ReductionF32.argExtremumColumns(max, is, in.storageOffset() * 4, l.lines / inner, (int) l.length, inner,
+                        (line, index, value) -> {
+                            xs.set(ElementIO.I64, l.offset(1, line), index);
+                            if (vs != null) vs.set(ElementIO.F32, l.offset(2, line), value);
+                        });
+                return;
+            }
         }
         Parallel.forRange(l.lines, grain(l.length), (begin, end) -> {
             double[] dbuf = floating ? new double[BLOCK] : null;

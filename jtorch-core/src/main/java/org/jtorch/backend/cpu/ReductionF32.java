@@ -159,6 +159,58 @@ final class ReductionF32 {
         return bestIndex;
     }
 
+    /** Receives one line's winner: its line number (row-major over the other dimensions), index and value. */
+    @FunctionalInterface
+    interface ArgSink {
+        void accept(long line, long index, float value);
+    }
+
+    /** Output columns per work item of {@link #argExtremumColumns}: 8 KiB runs of each input row. */
+    private static final int STRIP = 2048;
+
+    /**
+     * Arg-reductions along the middle dimension of contiguous {@code [outer, length, inner]} floats, {@code inner > 1}:
+     * each work item owns a strip of columns and walks the rows in memory order, keeping each column's best value
+     * and index in L1-resident arrays (strict comparisons keep the first occurrence; the first NaN wins).
+     */
+    static void argExtremumColumns(boolean max, MemorySegment s, long off, long outer, int length, long inner, ArgSink sink) {
+        int strip = (int) Math.min(STRIP, Math.max(FL, (inner / Parallel.numThreads() + FL - 1) / FL * FL));
+        long strips = (inner + strip - 1) / strip;
+        Parallel.forRange(outer * strips, Math.max(1, 32_768 / ((long) length * strip)), (begin, end) -> {
+            float[] best = new float[strip];
+            int[] index = new int[strip];
+            for (long item = begin; item < end; item++) {
+                long o = item / strips;
+                long j0 = (item % strips) * strip;
+                int width = (int) Math.min(strip, inner - j0);
+                long base = off + 4 * (o * length * inner + j0);
+                MemorySegment.copy(s, ElementIO.F32, base, best, 0, width);
+                java.util.Arrays.fill(index, 0, width, 0);
+                int whole = width - width % FL;
+                for (int k = 1; k < length; k++) {
+                    long row = base + 4L * k * inner;
+                    IntVector vk = IntVector.broadcast(IS, k);
+                    for (int j = 0; j < whole; j += FL) {
+                        FloatVector x = load(s, row + 4L * j);
+                        FloatVector b = FloatVector.fromArray(FS, best, j);
+                        VectorMask<Float> better = max ? x.compare(VectorOperators.GT, b) : x.compare(VectorOperators.LT, b);
+                        better = better.or(x.test(VectorOperators.IS_NAN).andNot(b.test(VectorOperators.IS_NAN)));
+                        b.blend(x, better).intoArray(best, j);
+                        IntVector.fromArray(IS, index, j).blend(vk, better.cast(IS)).intoArray(index, j);
+                    }
+                    for (int j = whole; j < width; j++) {
+                        float x = s.get(ElementIO.F32, row + 4L * j);
+                        if (better(x, best[j], max)) {
+                            best[j] = x;
+                            index[j] = k;
+                        }
+                    }
+                }
+                for (int j = 0; j < width; j++) sink.accept(o * inner + j0 + j, index[j], best[j]);
+            }
+        });
+    }
+
     /** Whether {@code x} replaces {@code best} when it comes later: strictly better, or the first NaN. */
     static boolean better(float x, float best, boolean max) {
         return (max ? x > best : x < best) || (x != x && best == best);

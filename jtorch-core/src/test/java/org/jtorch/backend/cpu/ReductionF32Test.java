@@ -143,6 +143,35 @@ class ReductionF32Test {
         }
     }
 
+    /** argmax/argmin/max along dim 1 of [3, 70, 2100] (strips, tails, ties, a NaN) against a scalar scan. */
+    @Test
+    void argReductionsAlongAnInnerDimensionMatchScalarScan() {
+        int outer = 3, len = 70, inner = 2100;
+        float[] x = random(outer * len * inner, 9, 0f);
+        for (int i = 0; i < x.length; i += 7) x[i] = Math.round(x[i]); // ties
+        x[(1 * len + 33) * inner + 2099] = Float.NaN;
+        try (Tensor t = Torch.tensor(x, outer, len, inner); Tensor am = t.argmax(1, false); Tensor an = t.argmin(1, false);
+             Tensor mx = t.amax(new int[] {1}, false)) {
+            long[] gotMax = am.toLongArray(), gotMin = an.toLongArray();
+            float[] gotVal = mx.toFloatArray();
+            for (int o = 0; o < outer; o++) {
+                for (int j = 0; j < inner; j++) {
+                    int bi = 0, wi = 0;
+                    for (int k = 1; k < len; k++) {
+                        float v = x[(o * len + k) * inner + j];
+                        float b = x[(o * len + bi) * inner + j], w = x[(o * len + wi) * inner + j];
+                        // PyTorch's rule: strictly better, or the first NaN.
+                        if (v > b || (v != v && b == b)) bi = k;
+                        if (v < w || (v != v && w == w)) wi = k;
+                    }
+                    assertEquals(bi, gotMax[o * inner + j], "argmax at " + o + "," + j);
+                    assertEquals(wi, gotMin[o * inner + j], "argmin at " + o + "," + j);
+                    assertEquals(x[(o * len + bi) * inner + j], gotVal[o * inner + j], 0);
+                }
+            }
+        }
+    }
+
     /** exp(x) for x <= 0 within 1 ulp of Math.exp (whose result is within 1 ulp of exact), 0 below the normals. */
     @Test
     void softmaxExponentialIsWithinOneUlpOnTheNonPositiveLine() {
