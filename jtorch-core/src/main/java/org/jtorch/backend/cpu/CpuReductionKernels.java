@@ -60,7 +60,7 @@ final class CpuReductionKernels implements ReductionKernels {
         DType ot = out.dtype();
         if (it == DType.FLOAT32 && ot == DType.FLOAT32 && g.numRed > 0) {
             boolean vectorOp = op == ReduceOp.SUM || op == ReduceOp.MAX || op == ReduceOp.MIN
-                    || (op == ReduceOp.NORM && (p == 1 || p == 2 || Double.isInfinite(p)));
+                    || (op == ReduceOp.NORM && (p == 1 || p == 2));
             if (vectorOp && g.redShape.length == 1 && g.rowStride == 4) {
                 if (g.numOut == 1) fullF32(op, p, is, g.inOffset(0), g.numRed, os, g.outOffset(0));
                 else innerF32(op, p, g, is, os);
@@ -146,8 +146,8 @@ final class CpuReductionKernels implements ReductionKernels {
                 partial[(int) c] = rowF32(op, p, is, io + start * 4, Math.min(FULL_CHUNK, n - start));
             }
         });
-        // Partials of a p-norm (p = 1, 2) add; of max, min and the infinite norms they combine as the operator.
-        ReduceOp combineAs = op == ReduceOp.NORM && !Double.isInfinite(p) ? ReduceOp.SUM : op;
+        // Partials of a p-norm (p = 1, 2) add; of max and min they combine as the operator.
+        ReduceOp combineAs = op == ReduceOp.NORM ? ReduceOp.SUM : op;
         double acc = partial[0];
         for (int c = 1; c < chunks; c++) acc = combineAs.combine(acc, partial[c], p);
         os.set(ElementIO.F32, oo, (float) op.finish(acc, n, p));
@@ -157,11 +157,9 @@ final class CpuReductionKernels implements ReductionKernels {
     private static double rowF32(ReduceOp op, double p, MemorySegment s, long off, long n) {
         return switch (op) {
             case SUM -> ReductionF32.sum(s, off, n, ReductionF32.Term.VALUE);
-            case MAX -> ReductionF32.extremum(s, off, n, true, false);
-            case MIN -> ReductionF32.extremum(s, off, n, false, false);
-            case NORM -> p == 2 ? ReductionF32.sum(s, off, n, ReductionF32.Term.SQUARE)
-                    : p == 1 ? ReductionF32.sum(s, off, n, ReductionF32.Term.ABS)
-                    : ReductionF32.extremum(s, off, n, p > 0, true);
+            case MAX -> ReductionF32.extremum(s, off, n, true);
+            case MIN -> ReductionF32.extremum(s, off, n, false);
+            case NORM -> ReductionF32.sum(s, off, n, p == 2 ? ReductionF32.Term.SQUARE : ReductionF32.Term.ABS);
             default -> throw new IllegalStateException("no vector form for " + op);
         };
     }

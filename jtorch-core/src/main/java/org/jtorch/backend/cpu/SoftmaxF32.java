@@ -70,7 +70,7 @@ final class SoftmaxF32 {
 
     /** Softmax (or log-softmax) of one contiguous row of {@code n >= 1} floats. */
     static void row(MemorySegment is, long io, MemorySegment os, long oo, int n, boolean log) {
-        float max = ReductionF32.extremum(is, io, n, true, false);
+        float max = ReductionF32.extremum(is, io, n, true);
         if (log) {
             shift(is, io, os, oo, n, max + (float) Math.log(expSum(is, io, n, max)));
         } else {
