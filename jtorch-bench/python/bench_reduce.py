@@ -36,11 +36,13 @@ def main():
     }
     for name, op in ops.items():
         softmax = "softmax" in name
-        # Slow ops get fewer runs, as on the jtorch side: about half a second of warm-up and two seconds timed.
-        t0 = time.perf_counter()
-        op()
-        once = time.perf_counter() - t0
-        t = median(op, int(max(3, min(20, 0.5 / once))), int(max(5, min(reps, 2 / once))), clock)
+        # As on the jtorch side: a second of warm-up (at least 5 calls), fewer timed runs for slow ops.
+        t0, calls = time.perf_counter(), 0
+        while calls < 5 or time.perf_counter() - t0 < 1.0:
+            op()
+            calls += 1
+        once = (time.perf_counter() - t0) / calls
+        t = median(op, 0, int(max(5, min(reps, 2 / once))), clock)
         print(f"{name}_GBps {(8.0 if softmax else 4.0) * BIG / t / 1e9:.4f}")
 
 
