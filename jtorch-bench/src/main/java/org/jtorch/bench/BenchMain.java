@@ -11,8 +11,18 @@ public final class BenchMain {
         String what = args.length > 0 ? args[0] : "--help";
         boolean quick = Arrays.asList(args).contains("--quick");
         switch (what) {
+            case "peak" -> print(PeakBench.run(quick));
             case "core" -> print(CoreBench.run(quick));
-            case "training" -> print(TrainingBench.run(quick));
+            case "reduce" -> print(ReduceBench.run(quick, Arrays.asList(args).contains("--cputime")));
+            case "training" -> {
+                print(TrainingBench.run(quick));
+                if (Arrays.asList(args).contains("--profile")) {
+                    System.err.println("MLP step, float32:");
+                    System.err.print(TrainingBench.profileMlp(false, 200));
+                    System.err.println("MLP step, bf16 autocast:");
+                    System.err.print(TrainingBench.profileMlp(true, 200));
+                }
+            }
             case "conv" -> print(ConvBench.run(quick));
             case "cnn" -> {
                 print(CnnBench.run(quick));
@@ -38,7 +48,12 @@ public final class BenchMain {
                     usage: jtorch bench <suite> [--quick] [--profile]
 
                     suites:
+                      peak       this machine's ceilings: f32 FMA GFLOP/s (one core, all threads), read/copy/write GB/s
+                                 (256 MiB arrays); other suites print their figures as fractions of these (*_of_peak)
                       core       eager overhead, elementwise bandwidth, machine copy bandwidth
+                      reduce     sum, mean, amax, argmax, var, norm, softmax and log-softmax on 16M floats: over everything,
+                                 rows and columns of 4096x4096 (GB/s, and fractions of the peak read/copy bandwidth;
+                                 --cputime: in thread CPU time, for JTORCH_NUM_THREADS=1)
                       training   MLP 784-512-512-10 training step (batch 128), tiny autograd graph
                       conv       conv2d forward and forward+backward: 128x64x32x32 3x3, ResNet-20 shapes
                       cnn        ResNet-20 (CIFAR shape, batch 128) and LeNet-5 (MNIST shape, batch 64) training steps
@@ -60,7 +75,8 @@ public final class BenchMain {
                       gpu-sim    per training step on the CUDA simulator (JTORCH_CUDA_PATH=$(scripts/cuda-sim build)): kernel
                                  launches, library calls, host waits, bytes copied, allocations, peak memory
                     Prints 'name value' lines; scripts/bench runs PyTorch side by side and writes a table.
-                    --profile (cnn): afterwards, each kernel's host time in a ResNet-20 step, to stderr.""");
+                    --profile (cnn, training): afterwards, each kernel's host time in a ResNet-20 step (cnn), or in an MLP
+                              step in f32 and with bf16 autocast (training), to stderr.""");
             default -> {
                 System.err.println("jtorch bench: unknown suite '" + what + "'");
                 System.exit(2);

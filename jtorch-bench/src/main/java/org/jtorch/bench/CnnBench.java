@@ -41,17 +41,7 @@ final class CnnBench {
      * per step, {@link KernelProfiler}), over {@code steps} steps after 40 warm-up steps.
      */
     static String profileResnet20(int steps) {
-        return steps("resnet20", 3, 32, 128, (model, step) -> {
-            for (int i = 0; i < 40; i++) step.run();
-            KernelProfiler.reset();
-            KernelProfiler.start();
-            try {
-                for (int i = 0; i < steps; i++) step.run();
-            } finally {
-                KernelProfiler.stop();
-            }
-            return KernelProfiler.table(steps);
-        });
+        return steps("resnet20", 3, 32, 128, (model, step) -> Timing.kernelProfile(40, steps, step));
     }
 
     /** Runs {@code body} with a model and one training step (forward, cross entropy, backward, SGD with momentum) of it. */

@@ -47,6 +47,11 @@ final class CoreBench {
             }
         }
         r.put("machine_copy_GBps", machineCopyBandwidth(reps));
+        // Reductions read their input once; softmax reads it and writes its output: fractions of those ceilings.
+        PeakBench.Peak peak = PeakBench.get(quick);
+        r.put("sum_16M_f32_of_read_peak", r.get("sum_16M_f32_GBps") / peak.readGBps());
+        r.put("sum_rows_4096x4096_of_read_peak", r.get("sum_rows_4096x4096_GBps") / peak.readGBps());
+        r.put("softmax_rows_4096x4096_of_copy_peak", r.get("softmax_rows_4096x4096_GBps") / peak.copyGBps());
         return r;
     }
 

@@ -42,4 +42,17 @@ final class Timing {
             for (int i = 0; i < inner; i++) body.run();
         }) / inner;
     }
+
+    /** Each kernel's host time per step ({@code KernelProfiler}'s table) over {@code steps} steps after {@code warmup}. */
+    static String kernelProfile(int warmup, int steps, Runnable step) {
+        for (int i = 0; i < warmup; i++) step.run();
+        org.jtorch.backend.KernelProfiler.reset();
+        org.jtorch.backend.KernelProfiler.start();
+        try {
+            for (int i = 0; i < steps; i++) step.run();
+        } finally {
+            org.jtorch.backend.KernelProfiler.stop();
+        }
+        return org.jtorch.backend.KernelProfiler.table(steps);
+    }
 }

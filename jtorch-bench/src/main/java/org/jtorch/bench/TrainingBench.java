@@ -37,11 +37,20 @@ final class TrainingBench {
 
     /** With {@code amp}, the forward and loss run under CPU bf16 autocast (no GradScaler: bf16 needs none). */
     static double mlpStepSeconds(boolean quick, boolean amp) {
+        return mlpSteps(amp, step -> Timing.median(quick ? 300 : 4000, quick ? 50 : 300, step));
+    }
+
+    /** Each kernel's host time in an MLP step (f32, or with bf16 autocast), after a warm-up: {@code --profile}. */
+    static String profileMlp(boolean amp, int steps) {
+        return mlpSteps(amp, step -> Timing.kernelProfile(2000, steps, step));
+    }
+
+    private static <T> T mlpSteps(boolean amp, java.util.function.Function<Runnable, T> body) {
         Torch.manualSeed(0);
         Sequential model = new Sequential(new Linear(784, 512), new ReLU(), new Linear(512, 512), new ReLU(), new Linear(512, 10));
         SGD opt = new SGD(model.parameters(), SGD.options().lr(0.01).momentum(0.9));
         try (Tensor x = Torch.randn(128, 784); Tensor y = Torch.randint(0, 10, 128)) {
-            Runnable step = () -> {
+            return body.apply(() -> {
                 try (MemoryScope scope = new MemoryScope()) {
                     Tensor loss;
                     try (Autocast ac = Autocast.scope(Device.cpu(), DType.BFLOAT16, amp, true)) {
@@ -51,8 +60,7 @@ final class TrainingBench {
                     loss.backward();
                     opt.step();
                 }
-            };
-            return Timing.median(quick ? 300 : 4000, quick ? 50 : 300, step);
+            });
         } finally {
             model.close();
         }

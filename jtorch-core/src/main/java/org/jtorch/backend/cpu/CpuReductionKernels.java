@@ -3,8 +3,6 @@ package org.jtorch.backend.cpu;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorMask;
-import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
@@ -21,14 +19,14 @@ import org.jtorch.op.ReduceOp;
  *   <li>reducing the innermost, contiguous dimension (row sums, row maxima, softmax over the last
  *       dimension): several vector accumulators across the row, one horizontal reduce at the end;
  *   <li>reducing outer dimensions of a tensor whose innermost kept dimension is contiguous (a bias
- *       gradient: sum over dim 0 of [batch, features]): whole rows are accumulated into a register
- *       tile of output columns;
+ *       gradient: sum over dim 0 of [batch, features]): the rows are added in memory order into a
+ *       strip of output columns;
  *   <li>a full reduction of a contiguous tensor: fixed 64K-element chunks reduced in parallel, then
  *       combined in order.
  * </ul>
- * Float32 sums are blocked: a lane accumulates at most {@value #SUM_BLOCK}/{@code lanes} elements in
- * f32 before the block's sum joins a double total, which keeps 1M-element sums within ~1e-7 relative
- * of the exact value (PyTorch's cascade summation is as accurate). Everything else takes the generic
+ * Float32 sums are cascaded ({@link ReductionF32}), as accurate as PyTorch's cascade sum. Argmax/argmin of
+ * contiguous lines, variance over contiguous runs and softmax along any dimension of contiguous tensors have
+ * float32 vector paths too ({@link ReductionF32}, {@link SoftmaxF32}). Everything else takes the generic
  * path: blocks converted to double (floating input) or long (integral input) by {@link ElementIO}.
  */
 final class CpuReductionKernels implements ReductionKernels {
@@ -37,12 +35,12 @@ final class CpuReductionKernels implements ReductionKernels {
     private static final ByteOrder LE = ByteOrder.nativeOrder();
     /** Elements per block in the generic path: buffers stay in L1. */
     private static final int BLOCK = 256;
-    /** Elements per f32 partial sum before it is added to a double total. */
-    private static final int SUM_BLOCK = 2048;
     /** Elements per independently reduced chunk of a full reduction (the partials' order is fixed). */
     private static final long FULL_CHUNK = 1 << 16;
-    /** Rows an outer-reduction register tile accumulates before flushing into its running total. */
+    /** Rows an outer reduction adds into its f32 partial before the partial joins the running total. */
     private static final int OUTER_FLUSH = 128;
+    /** Output columns per outer-reduction work item: 8 KiB runs of each input row, an L1-resident partial. */
+    private static final int OUTER_STRIP = 2048;
     /** Minimum elements of work per thread before a kernel goes parallel. */
     private static final long GRAIN = 32_768;
 
@@ -61,10 +59,11 @@ final class CpuReductionKernels implements ReductionKernels {
         DType it = in.dtype();
         DType ot = out.dtype();
         if (it == DType.FLOAT32 && ot == DType.FLOAT32 && g.numRed > 0) {
-            boolean vectorOp = op == ReduceOp.SUM || op == ReduceOp.MAX || op == ReduceOp.MIN;
+            boolean vectorOp = op == ReduceOp.SUM || op == ReduceOp.MAX || op == ReduceOp.MIN
+                    || (op == ReduceOp.NORM && (p == 1 || p == 2));
             if (vectorOp && g.redShape.length == 1 && g.rowStride == 4) {
-                if (g.numOut == 1) fullF32(op, is, g.inOffset(0), g.numRed, os, g.outOffset(0));
-                else innerF32(op, g, is, os);
+                if (g.numOut == 1) fullF32(op, p, is, g.inOffset(0), g.numRed, os, g.outOffset(0));
+                else innerF32(op, p, g, is, os);
                 return;
             }
             int last = g.keptShape.length - 1;
@@ -128,155 +127,93 @@ final class CpuReductionKernels implements ReductionKernels {
     }
 
     /** One output per contiguous row: parallel over rows. */
-    private static void innerF32(ReduceOp op, ReductionLayout g, MemorySegment is, MemorySegment os) {
+    private static void innerF32(ReduceOp op, double p, ReductionLayout g, MemorySegment is, MemorySegment os) {
         Parallel.forRange(g.numOut, grain(g.numRed), (begin, end) -> {
             for (long o = begin; o < end; o++) {
-                os.set(ElementIO.F32, g.outOffset(o), (float) rowF32(op, is, g.inOffset(o), g.numRed));
+                double acc = rowF32(op, p, is, g.inOffset(o), g.numRed);
+                os.set(ElementIO.F32, g.outOffset(o), (float) op.finish(acc, g.numRed, p));
             }
         });
     }
 
     /** A full reduction of {@code n} contiguous floats: fixed chunks in parallel, partials combined in order. */
-    private static void fullF32(ReduceOp op, MemorySegment is, long io, long n, MemorySegment os, long oo) {
+    private static void fullF32(ReduceOp op, double p, MemorySegment is, long io, long n, MemorySegment os, long oo) {
         int chunks = (int) ((n + FULL_CHUNK - 1) / FULL_CHUNK);
         double[] partial = new double[chunks];
         Parallel.forRange(chunks, 1, (begin, end) -> {
             for (long c = begin; c < end; c++) {
                 long start = c * FULL_CHUNK;
-                partial[(int) c] = rowF32(op, is, io + start * 4, Math.min(FULL_CHUNK, n - start));
+                partial[(int) c] = rowF32(op, p, is, io + start * 4, Math.min(FULL_CHUNK, n - start));
             }
         });
-        double acc = op.identity(0);
-        for (double v : partial) acc = op.combine(acc, v, 0);
-        os.set(ElementIO.F32, oo, (float) acc);
+        // Partials of a p-norm (p = 1, 2) add; of max and min they combine as the operator.
+        ReduceOp combineAs = op == ReduceOp.NORM ? ReduceOp.SUM : op;
+        double acc = partial[0];
+        for (int c = 1; c < chunks; c++) acc = combineAs.combine(acc, partial[c], p);
+        os.set(ElementIO.F32, oo, (float) op.finish(acc, n, p));
     }
 
-    private static double rowF32(ReduceOp op, MemorySegment s, long off, long n) {
+    /** The accumulator of {@code op} over {@code n >= 1} contiguous floats, before {@link ReduceOp#finish}. */
+    private static double rowF32(ReduceOp op, double p, MemorySegment s, long off, long n) {
         return switch (op) {
-            case SUM -> sumF32(s, off, n);
-            case MAX -> extremumF32(s, off, n, true);
-            case MIN -> extremumF32(s, off, n, false);
+            case SUM -> ReductionF32.sum(s, off, n, ReductionF32.Term.VALUE);
+            case MAX -> ReductionF32.extremum(s, off, n, true);
+            case MIN -> ReductionF32.extremum(s, off, n, false);
+            case NORM -> ReductionF32.sum(s, off, n, p == 2 ? ReductionF32.Term.SQUARE : ReductionF32.Term.ABS);
             default -> throw new IllegalStateException("no vector form for " + op);
         };
     }
 
-    /** Sum of {@code n} contiguous floats: four vector accumulators per block of {@value #SUM_BLOCK}, blocks added in double. */
-    static double sumF32(MemorySegment s, long off, long n) {
-        double total = 0;
-        long i = 0;
-        while (i < n) {
-            long blockEnd = Math.min(n, i + SUM_BLOCK);
-            FloatVector a0 = FloatVector.zero(FS);
-            FloatVector a1 = FloatVector.zero(FS);
-            FloatVector a2 = FloatVector.zero(FS);
-            FloatVector a3 = FloatVector.zero(FS);
-            for (long upper = blockEnd - 4L * FL; i <= upper; i += 4L * FL) {
-                long b = off + i * 4;
-                a0 = a0.add(FloatVector.fromMemorySegment(FS, s, b, LE));
-                a1 = a1.add(FloatVector.fromMemorySegment(FS, s, b + FL * 4L, LE));
-                a2 = a2.add(FloatVector.fromMemorySegment(FS, s, b + FL * 8L, LE));
-                a3 = a3.add(FloatVector.fromMemorySegment(FS, s, b + FL * 12L, LE));
-            }
-            for (long upper = blockEnd - FL; i <= upper; i += FL) {
-                a0 = a0.add(FloatVector.fromMemorySegment(FS, s, off + i * 4, LE));
-            }
-            if (i < blockEnd) {
-                VectorMask<Float> m = FS.indexInRange(0, blockEnd - i);
-                a1 = a1.add(FloatVector.fromMemorySegment(FS, s, off + i * 4, LE, m));
-                i = blockEnd;
-            }
-            total += VectorF32.sumLanes(a0.add(a1).add(a2.add(a3)));
-        }
-        return total;
-    }
-
-    /** Maximum (or minimum) of {@code n >= 1} contiguous floats; NaN propagates, as {@link Math#max}. */
-    private static double extremumF32(MemorySegment s, long off, long n, boolean max) {
-        float first = s.get(ElementIO.F32, off);
-        FloatVector a0 = FloatVector.broadcast(FS, first);
-        FloatVector a1 = a0;
-        long i = 0;
-        for (long upper = n - 2L * FL; i <= upper; i += 2L * FL) {
-            FloatVector x0 = FloatVector.fromMemorySegment(FS, s, off + i * 4, LE);
-            FloatVector x1 = FloatVector.fromMemorySegment(FS, s, off + (i + FL) * 4, LE);
-            a0 = max ? a0.max(x0) : a0.min(x0);
-            a1 = max ? a1.max(x1) : a1.min(x1);
-        }
-        FloatVector a = max ? a0.max(a1) : a0.min(a1);
-        float r = a.reduceLanes(max ? VectorOperators.MAX : VectorOperators.MIN);
-        for (; i < n; i++) {
-            float x = s.get(ElementIO.F32, off + i * 4);
-            r = max ? Math.max(r, x) : Math.min(r, x);
-        }
-        return r;
-    }
-
     /**
-     * Sums over outer dimensions when the innermost kept dimension is contiguous in input and output:
-     * each work item owns a tile of {@code 4 * lanes} output columns and adds every reduced row into it.
+     * Sums over outer dimensions when the innermost kept dimension is contiguous in input and output (a bias
+     * gradient, a column sum). Each work item owns a strip of at most {@value #OUTER_STRIP} output columns and
+     * walks the reduced rows in memory order, so the input streams in runs of a whole strip; rows are added into
+     * a strip-wide f32 partial that joins the output's running total every {@value #OUTER_FLUSH} rows.
      */
     private static void outerSumF32(ReductionLayout g, MemorySegment is, MemorySegment os) {
         long cols = g.keptShape[g.keptShape.length - 1];
         long outer = g.numOut / cols;
-        long tile = 4L * FL;
-        long tiles = (cols + tile - 1) / tile;
-        Parallel.forRange(outer * tiles, grain(g.numRed * tile), (begin, end) -> {
+        // Strips of whole vectors, wide enough to stream, and at least one per thread when the columns allow.
+        long strip = Math.min(OUTER_STRIP, Math.max(FL, (cols / Parallel.numThreads() + FL - 1) / FL * FL));
+        long strips = (cols + strip - 1) / strip;
+        Parallel.forRange(outer * strips, grain(g.numRed * strip), (begin, end) -> {
+            float[] partial = new float[(int) strip];
             for (long item = begin; item < end; item++) {
-                long o0 = (item / tiles) * cols;
-                long j = (item % tiles) * tile;
-                long io = g.inOffset(o0) + j * 4;
-                long oo = g.outOffset(o0) + j * 4;
-                long width = Math.min(tile, cols - j);
-                if (width == tile) {
-                    sumColumnsTileF32(g, is, io, os, oo);
-                } else {
-                    for (long jj = 0; jj < width; jj += FL) {
-                        sumColumnsF32(g, is, io + jj * 4, os, oo + jj * 4, FS.indexInRange(0, width - jj));
-                    }
-                }
+                long o0 = (item / strips) * cols;
+                long j = (item % strips) * strip;
+                int width = (int) Math.min(strip, cols - j);
+                sumRowsIntoStrip(g, is, g.inOffset(o0) + j * 4, os, g.outOffset(o0) + j * 4, width, partial);
             }
         });
     }
 
-    private static void sumColumnsTileF32(ReductionLayout g, MemorySegment is, long io, MemorySegment os, long oo) {
-        FloatVector t0 = FloatVector.zero(FS), t1 = t0, t2 = t0, t3 = t0;
-        FloatVector a0 = t0, a1 = t0, a2 = t0, a3 = t0;
-        int pending = 0;
-        for (long k = 0; k < g.numRed; k++) {
-            long b = io + g.redOffset(k);
-            a0 = a0.add(FloatVector.fromMemorySegment(FS, is, b, LE));
-            a1 = a1.add(FloatVector.fromMemorySegment(FS, is, b + FL * 4L, LE));
-            a2 = a2.add(FloatVector.fromMemorySegment(FS, is, b + FL * 8L, LE));
-            a3 = a3.add(FloatVector.fromMemorySegment(FS, is, b + FL * 12L, LE));
-            if (++pending == OUTER_FLUSH) {
-                t0 = t0.add(a0);
-                t1 = t1.add(a1);
-                t2 = t2.add(a2);
-                t3 = t3.add(a3);
-                a0 = a1 = a2 = a3 = FloatVector.zero(FS);
-                pending = 0;
+    private static void sumRowsIntoStrip(ReductionLayout g, MemorySegment is, long io, MemorySegment os, long oo,
+                                         int width, float[] partial) {
+        int whole = width - width % FL;
+        java.util.Arrays.fill(partial, 0, width, 0f);
+        for (int j = 0; j < width; j++) os.set(ElementIO.F32, oo + 4L * j, 0f);
+        for (long k0 = 0; k0 < g.numRed; k0 += OUTER_FLUSH) {
+            long k1 = Math.min(g.numRed, k0 + OUTER_FLUSH);
+            for (long k = k0; k < k1; k++) {
+                long b = io + g.redOffset(k);
+                int j = 0;
+                for (; j < whole; j += FL) {
+                    FloatVector.fromArray(FS, partial, j).add(FloatVector.fromMemorySegment(FS, is, b + 4L * j, LE))
+                            .intoArray(partial, j);
+                }
+                for (; j < width; j++) partial[j] += is.get(ElementIO.F32, b + 4L * j);
+            }
+            int j = 0;
+            for (; j < whole; j += FL) {
+                FloatVector.fromMemorySegment(FS, os, oo + 4L * j, LE).add(FloatVector.fromArray(FS, partial, j))
+                        .intoMemorySegment(os, oo + 4L * j, LE);
+                FloatVector.zero(FS).intoArray(partial, j);
+            }
+            for (; j < width; j++) {
+                os.set(ElementIO.F32, oo + 4L * j, os.get(ElementIO.F32, oo + 4L * j) + partial[j]);
+                partial[j] = 0;
             }
         }
-        t0.add(a0).intoMemorySegment(os, oo, LE);
-        t1.add(a1).intoMemorySegment(os, oo + FL * 4L, LE);
-        t2.add(a2).intoMemorySegment(os, oo + FL * 8L, LE);
-        t3.add(a3).intoMemorySegment(os, oo + FL * 12L, LE);
-    }
-
-    private static void sumColumnsF32(ReductionLayout g, MemorySegment is, long io, MemorySegment os, long oo,
-                                      VectorMask<Float> m) {
-        FloatVector t = FloatVector.zero(FS);
-        FloatVector a = t;
-        int pending = 0;
-        for (long k = 0; k < g.numRed; k++) {
-            a = a.add(FloatVector.fromMemorySegment(FS, is, io + g.redOffset(k), LE, m));
-            if (++pending == OUTER_FLUSH) {
-                t = t.add(a);
-                a = FloatVector.zero(FS);
-                pending = 0;
-            }
-        }
-        t.add(a).intoMemorySegment(os, oo, LE, m);
     }
 
     // ---------------------------------------------------------------- max/min with indices
@@ -292,6 +229,21 @@ final class CpuReductionKernels implements ReductionKernels {
         DType vt = values == null ? null : values.dtype();
         boolean floating = it.isFloatingPoint();
         long stride = l.lineStride[0];
+        if (it == DType.FLOAT32 && (vt == null || vt == DType.FLOAT32)) {
+            if (stride == 4 || l.length == 1) {
+                argExtremumF32(max, l, is, xs, vs);
+                return;
+            }
+            if (in.isContiguous() && l.length < Integer.MAX_VALUE) {
+                long inner = stride / 4;
+                ReductionF32.argExtremumColumns(max, is, in.storageOffset() * 4, l.lines / inner, (int) l.length, inner,
+                        (line, index, value) -> {
+                            xs.set(ElementIO.I64, l.offset(1, line), index);
+                            if (vs != null) vs.set(ElementIO.F32, l.offset(2, line), value);
+                        });
+                return;
+            }
+        }
         Parallel.forRange(l.lines, grain(l.length), (begin, end) -> {
             double[] dbuf = floating ? new double[BLOCK] : null;
             long[] lbuf = floating ? null : new long[BLOCK];
@@ -338,6 +290,41 @@ final class CpuReductionKernels implements ReductionKernels {
         });
     }
 
+    /**
+     * Arg-reductions of contiguous float lines. A single line (argmax of a whole tensor) splits into fixed chunks
+     * reduced in parallel, whose winners are compared in chunk order, so the first occurrence still wins.
+     */
+    private static void argExtremumF32(boolean max, LineLayout l, MemorySegment is, MemorySegment xs, MemorySegment vs) {
+        if (l.lines == 1 && l.length > FULL_CHUNK) {
+            long io = l.offset(0, 0);
+            int chunks = (int) ((l.length + FULL_CHUNK - 1) / FULL_CHUNK);
+            float[] values = new float[chunks];
+            long[] indices = new long[chunks];
+            Parallel.forRange(chunks, 1, (begin, end) -> {
+                float[] v = new float[1];
+                for (long c = begin; c < end; c++) {
+                    long start = c * FULL_CHUNK;
+                    indices[(int) c] = start + ReductionF32.argExtremum(is, io + 4 * start, Math.min(FULL_CHUNK, l.length - start), max, v);
+                    values[(int) c] = v[0];
+                }
+            });
+            int winner = 0;
+            for (int c = 1; c < chunks; c++) {
+                if (ReductionF32.better(values[c], values[winner], max)) winner = c;
+            }
+            xs.set(ElementIO.I64, l.offset(1, 0), indices[winner]);
+            if (vs != null) vs.set(ElementIO.F32, l.offset(2, 0), values[winner]);
+            return;
+        }
+        Parallel.forRange(l.lines, grain(l.length), (begin, end) -> {
+            float[] v = new float[1];
+            for (long line = begin; line < end; line++) {
+                xs.set(ElementIO.I64, l.offset(1, line), ReductionF32.argExtremum(is, l.offset(0, line), l.length, max, v));
+                if (vs != null) vs.set(ElementIO.F32, l.offset(2, line), v[0]);
+            }
+        });
+    }
+
     // ---------------------------------------------------------------- two-pass reductions
 
     @Override
@@ -349,6 +336,10 @@ final class CpuReductionKernels implements ReductionKernels {
         DType ot = out.dtype();
         double count = g.numRed;
         double divisor = Math.max(0, count - correction);
+        if (in.dtype() == DType.FLOAT32 && g.numRed > 0 && g.redShape.length == 1 && g.rowStride == 4) {
+            varianceF32(g, is, os, ot, divisor, sqrt);
+            return;
+        }
         Parallel.forRange(g.numOut, grain(2 * g.numRed), (begin, end) -> {
             ReductionLayout.Cursor c = g.new Cursor(in.dtype(), is);
             double[] buf = new double[BLOCK];
@@ -371,6 +362,39 @@ final class CpuReductionKernels implements ReductionKernels {
                     }
                 }
                 double var = (m2 - sd * sd / count) / divisor;
+                ElementIO.setDouble(ot, os, g.outOffset(o), sqrt ? Math.sqrt(var) : var);
+            }
+        });
+    }
+
+    /** Variance of contiguous float runs: one pass over memory ({@link ReductionF32#moments}); a single run in parallel chunks. */
+    private static void varianceF32(ReductionLayout g, MemorySegment is, MemorySegment os, DType ot, double divisor, boolean sqrt) {
+        if (g.numOut == 1) {
+            long io = g.inOffset(0);
+            long n = g.numRed;
+            int chunks = (int) ((n + FULL_CHUNK - 1) / FULL_CHUNK);
+            double[] parts = new double[3 * chunks];
+            Parallel.forRange(chunks, 1, (begin, end) -> {
+                double[] acc = new double[3];
+                for (long c = begin; c < end; c++) {
+                    long start = c * FULL_CHUNK;
+                    acc[0] = acc[1] = acc[2] = 0;
+                    ReductionF32.moments(is, io + 4 * start, Math.min(FULL_CHUNK, n - start), acc);
+                    System.arraycopy(acc, 0, parts, 3 * (int) c, 3);
+                }
+            });
+            double[] acc = new double[3];
+            for (int c = 0; c < chunks; c++) ReductionF32.merge(acc, parts[3 * c], parts[3 * c + 1], parts[3 * c + 2]);
+            double var = acc[2] / divisor;
+            ElementIO.setDouble(ot, os, g.outOffset(0), sqrt ? Math.sqrt(var) : var);
+            return;
+        }
+        Parallel.forRange(g.numOut, grain(g.numRed), (begin, end) -> {
+            double[] acc = new double[3];
+            for (long o = begin; o < end; o++) {
+                acc[0] = acc[1] = acc[2] = 0;
+                ReductionF32.moments(is, g.inOffset(o), g.numRed, acc);
+                double var = acc[2] / divisor;
                 ElementIO.setDouble(ot, os, g.outOffset(o), sqrt ? Math.sqrt(var) : var);
             }
         });
@@ -553,15 +577,24 @@ final class CpuReductionKernels implements ReductionKernels {
         DType ot = out.dtype();
         long si = l.lineStride[0];
         long so = l.lineStride[1];
-        boolean fast = it == DType.FLOAT32 && ot == DType.FLOAT32 && (si == 4 || l.length == 1) && (so == 4 || l.length == 1);
+        boolean f32 = it == DType.FLOAT32 && ot == DType.FLOAT32;
+        boolean fast = f32 && (si == 4 || l.length == 1) && (so == 4 || l.length == 1);
         int length = Math.toIntExact(l.length);
+        if (f32 && !fast && in.isContiguous() && out.isContiguous() && in.numel() < Integer.MAX_VALUE) {
+            long[] shape = in.shape();
+            long outer = 1, inner = 1;
+            for (int d = 0; d < dim; d++) outer *= shape[d];
+            for (int d = dim + 1; d < shape.length; d++) inner *= shape[d];
+            SoftmaxF32.inner(is, in.storageOffset() * 4, os, out.storageOffset() * 4, outer, length, (int) inner, log);
+            return;
+        }
         Parallel.forRange(l.lines, grain(3 * l.length), (begin, end) -> {
             double[] buf = fast ? null : new double[length];
             for (long line = begin; line < end; line++) {
                 long io = l.offset(0, line);
                 long oo = l.offset(1, line);
                 if (fast) {
-                    softmaxRowF32(is, io, os, oo, length, log);
+                    SoftmaxF32.row(is, io, os, oo, length, log);
                     continue;
                 }
                 ElementIO.load(it, is, io, si, length, buf);
@@ -578,67 +611,5 @@ final class CpuReductionKernels implements ReductionKernels {
                 ElementIO.store(ot, os, oo, so, length, buf);
             }
         });
-    }
-
-    /**
-     * Softmax of one contiguous f32 row: max, then exp(x - max) and its sum, then a scale (or a log shift).
-     * Each pass is its own small method: one large method made C1 give up ("out of virtual registers"),
-     * which kept the row in slow non-intrinsic code under some JIT schedules.
-     */
-    private static void softmaxRowF32(MemorySegment is, long io, MemorySegment os, long oo, int n, boolean log) {
-        float max = (float) extremumF32(is, io, n, true);
-        float sum = log ? expSumF32(is, io, n, max) : expStoreSumF32(is, io, os, oo, n, max);
-        if (log) shiftF32(is, io, os, oo, n, max + (float) Math.log(sum));
-        else scaleF32(os, oo, n, 1f / sum);
-    }
-
-    /** sum(exp(x - max)), also storing the exponentials. */
-    private static float expStoreSumF32(MemorySegment is, long io, MemorySegment os, long oo, int n, float max) {
-        FloatVector vmax = FloatVector.broadcast(FS, max);
-        FloatVector acc = FloatVector.zero(FS);
-        int i = 0;
-        for (int upper = n - n % FL; i < upper; i += FL) {
-            FloatVector e = FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE).sub(vmax).lanewise(VectorOperators.EXP);
-            e.intoMemorySegment(os, oo + i * 4L, LE);
-            acc = acc.add(e);
-        }
-        float sum = VectorF32.sumLanes(acc);
-        for (; i < n; i++) {
-            float e = (float) Math.exp(is.get(ElementIO.F32, io + i * 4L) - max);
-            os.set(ElementIO.F32, oo + i * 4L, e);
-            sum += e;
-        }
-        return sum;
-    }
-
-    /** sum(exp(x - max)) without storing. */
-    private static float expSumF32(MemorySegment is, long io, int n, float max) {
-        FloatVector vmax = FloatVector.broadcast(FS, max);
-        FloatVector acc = FloatVector.zero(FS);
-        int i = 0;
-        for (int upper = n - n % FL; i < upper; i += FL) {
-            acc = acc.add(FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE).sub(vmax).lanewise(VectorOperators.EXP));
-        }
-        float sum = VectorF32.sumLanes(acc);
-        for (; i < n; i++) sum += (float) Math.exp(is.get(ElementIO.F32, io + i * 4L) - max);
-        return sum;
-    }
-
-    /** out = out * scale, in place. */
-    private static void scaleF32(MemorySegment os, long oo, int n, float scale) {
-        int i = 0;
-        for (int upper = n - n % FL; i < upper; i += FL) {
-            FloatVector.fromMemorySegment(FS, os, oo + i * 4L, LE).mul(scale).intoMemorySegment(os, oo + i * 4L, LE);
-        }
-        for (; i < n; i++) os.set(ElementIO.F32, oo + i * 4L, os.get(ElementIO.F32, oo + i * 4L) * scale);
-    }
-
-    /** out = x - shift (log-softmax: shift = max + log(sum)). */
-    private static void shiftF32(MemorySegment is, long io, MemorySegment os, long oo, int n, float shift) {
-        int i = 0;
-        for (int upper = n - n % FL; i < upper; i += FL) {
-            FloatVector.fromMemorySegment(FS, is, io + i * 4L, LE).sub(shift).intoMemorySegment(os, oo + i * 4L, LE);
-        }
-        for (; i < n; i++) os.set(ElementIO.F32, oo + i * 4L, is.get(ElementIO.F32, io + i * 4L) - shift);
     }
 }

@@ -1,0 +1,263 @@
+package org.jtorch.backend.cpu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Random;
+import jdk.incubator.vector.FloatVector;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The float32 vector reductions and softmax ({@link ReductionF32}, {@link SoftmaxF32}) through the public ops, on
+ * sizes that cross their blocks, chunks and tails, against references computed here in double from the same floats
+ * (the formula is the reference; the small-shape PyTorch fixtures are in {@code ReductionsConformanceTest}).
+ */
+class ReductionF32Test {
+    private static final int[] LENGTHS = {1, 2, 15, 16, 17, 63, 1023, 1024, 1025, 16_383, 16_385, 65_537, 200_001};
+
+    private static float[] random(int n, long seed, float offset) {
+        Random r = new Random(seed);
+        float[] x = new float[n];
+        for (int i = 0; i < n; i++) x[i] = offset + (float) r.nextGaussian();
+        return x;
+    }
+
+    private static void assertClose(String what, double expected, double actual, double rel) {
+        assertTrue(Math.abs(actual - expected) <= rel * Math.max(1, Math.abs(expected)),
+                what + ": expected " + expected + ", got " + actual);
+    }
+
+    /**
+     * 1e7 values in [0, 1): a sequential f32 sum drifts by about 1e-3 relative here (each add to a total near 5e6
+     * rounds to 0.25), while a cascaded sum stays near 1e-7 (PyTorch's float sum gives 4.999e6 within 1e-7 too).
+     * The bound 1e-6 fails the naive sum and passes the cascade with room.
+     */
+    @Test
+    void tenMillionFloatSumMatchesDoubleWithinOnePartPerMillion() {
+        Torch.manualSeed(3);
+        try (Tensor x = Torch.rand(10_000_000); Tensor s = x.sum()) {
+            double exact = 0;
+            for (float v : x.toFloatArray()) exact += v;
+            assertClose("sum", exact, s.item(), 1e-6);
+        }
+    }
+
+    @Test
+    void sumsAndNormsOfEveryLengthMatchDouble() {
+        for (int n : LENGTHS) {
+            float[] x = random(n, n, 0.25f);
+            double sum = 0, abs = 0, sq = 0, max = Double.NEGATIVE_INFINITY, min = Double.POSITIVE_INFINITY;
+            for (float v : x) {
+                sum += v;
+                abs += Math.abs(v);
+                sq += (double) v * v;
+                max = Math.max(max, Math.abs(v));
+                min = Math.min(min, Math.abs(v));
+            }
+            try (Tensor t = Torch.tensor(x)) {
+                assertClose("sum n=" + n, sum, t.sum().item(), 1e-6 * Math.max(1, abs / Math.max(1, Math.abs(sum))));
+                assertClose("norm1 n=" + n, abs, t.norm(1).item(), 1e-6);
+                assertClose("norm2 n=" + n, Math.sqrt(sq), t.norm().item(), 1e-6);
+                assertEquals((float) max, t.norm(Double.POSITIVE_INFINITY).item(), 0, "norm inf n=" + n);
+                assertEquals((float) min, t.norm(Double.NEGATIVE_INFINITY).item(), 0, "norm -inf n=" + n);
+            }
+        }
+    }
+
+    /** Two-pass variance in double; the input sits at 1000 + N(0, 1), where a one-pass sum of squares would cancel. */
+    @Test
+    void varianceOfEveryLengthMatchesTwoPassDouble() {
+        for (int n : LENGTHS) {
+            if (n < 2) continue;
+            float[] x = random(n, 7 * n, 1000f);
+            double mean = 0;
+            for (float v : x) mean += v;
+            mean /= n;
+            double m2 = 0;
+            for (float v : x) m2 += (v - mean) * (v - mean);
+            try (Tensor t = Torch.tensor(x); Tensor rows = Torch.tensor(x).view(1, n)) {
+                assertClose("var n=" + n, m2 / (n - 1), t.var().item(), 1e-5);
+                assertClose("std rows n=" + n, Math.sqrt(m2 / n), rows.std(new int[] {1}, 0, false).item(), 1e-5);
+            }
+        }
+    }
+
+    /** First occurrence on ties, the first NaN over every number; the winner placed in each block, chunk and tail. */
+    @Test
+    void argmaxAndArgminFindTheFirstOccurrence() {
+        for (int n : LENGTHS) {
+            for (int at : new int[] {0, n / 3, n - 1}) {
+                float[] x = random(n, n + at, 0f);
+                x[at] = 100f;
+                x[n - 1 - (n - 1 - at) / 2] = 100f; // a tie at or after the first
+                try (Tensor t = Torch.tensor(x)) {
+                    assertEquals(at, t.argmax().item(), "argmax n=" + n + " at " + at);
+                    assertEquals(100f, t.max().item(), 0);
+                }
+                for (int i = 0; i < n; i++) x[i] = -x[i];
+                try (Tensor t = Torch.tensor(x)) {
+                    assertEquals(at, t.argmin().item(), "argmin n=" + n + " at " + at);
+                }
+                if (n > 2) {
+                    x[n - 1] = Float.NaN;
+                    x[n / 2] = Float.NaN;
+                    try (Tensor t = Torch.tensor(x)) {
+                        assertEquals(n / 2, t.argmax().item(), "argmax with NaN n=" + n);
+                        assertEquals(n / 2, t.argmin().item(), "argmin with NaN n=" + n);
+                    }
+                }
+            }
+        }
+    }
+
+    /** Column sums (dim 0) over more rows than one partial holds and more columns than one strip, odd tails. */
+    @Test
+    void columnSumsMatchDouble() {
+        for (int[] rc : new int[][] {{300, 2100}, {129, 17}, {1, 5000}, {1000, 1}}) {
+            int rows = rc[0], cols = rc[1];
+            float[] x = random(rows * cols, rows + cols, 0.5f);
+            try (Tensor t = Torch.tensor(x, rows, cols); Tensor s = t.sum(new int[] {0}, false)) {
+                float[] got = s.toFloatArray();
+                for (int j = 0; j < cols; j++) {
+                    double want = 0, abs = 0;
+                    for (int r = 0; r < rows; r++) {
+                        want += x[r * cols + j];
+                        abs += Math.abs(x[r * cols + j]);
+                    }
+                    assertClose("column " + j + " of " + rows + "x" + cols, want, got[j], 1e-6 * Math.max(1, abs));
+                }
+            }
+        }
+    }
+
+    @Test
+    void rowArgmaxMatchesScalarScan() {
+        int rows = 37, cols = 1000;
+        float[] x = random(rows * cols, 11, 0f);
+        for (int r = 0; r < rows; r++) x[r * cols + (r * 31) % cols] = 50f;
+        try (Tensor t = Torch.tensor(x, rows, cols); Tensor idx = t.argmax(1, false)) {
+            long[] got = idx.toLongArray();
+            for (int r = 0; r < rows; r++) assertEquals((r * 31) % cols, got[r], "row " + r);
+        }
+    }
+
+    /** argmax/argmin/max along dim 1 of [3, 70, 2100] (strips, tails, ties, a NaN) against a scalar scan. */
+    @Test
+    void argReductionsAlongAnInnerDimensionMatchScalarScan() {
+        int outer = 3, len = 70, inner = 2100;
+        float[] x = random(outer * len * inner, 9, 0f);
+        for (int i = 0; i < x.length; i += 7) x[i] = Math.round(x[i]); // ties
+        x[(1 * len + 33) * inner + 2099] = Float.NaN;
+        try (Tensor t = Torch.tensor(x, outer, len, inner); Tensor am = t.argmax(1, false); Tensor an = t.argmin(1, false);
+             Tensor mx = t.amax(new int[] {1}, false)) {
+            long[] gotMax = am.toLongArray(), gotMin = an.toLongArray();
+            float[] gotVal = mx.toFloatArray();
+            for (int o = 0; o < outer; o++) {
+                for (int j = 0; j < inner; j++) {
+                    int bi = 0, wi = 0;
+                    for (int k = 1; k < len; k++) {
+                        float v = x[(o * len + k) * inner + j];
+                        float b = x[(o * len + bi) * inner + j], w = x[(o * len + wi) * inner + j];
+                        // PyTorch's rule: strictly better, or the first NaN.
+                        if (v > b || (v != v && b == b)) bi = k;
+                        if (v < w || (v != v && w == w)) wi = k;
+                    }
+                    assertEquals(bi, gotMax[o * inner + j], "argmax at " + o + "," + j);
+                    assertEquals(wi, gotMin[o * inner + j], "argmin at " + o + "," + j);
+                    assertEquals(x[(o * len + bi) * inner + j], gotVal[o * inner + j], 0);
+                }
+            }
+        }
+    }
+
+    /** exp(x) for x <= 0 within 1 ulp of Math.exp (whose result is within 1 ulp of exact), 0 below the normals. */
+    @Test
+    void softmaxExponentialIsWithinOneUlpOnTheNonPositiveLine() {
+        int fl = FloatVector.SPECIES_PREFERRED.length();
+        int n = 400_000 - 400_000 % fl;
+        float[] x = new float[n];
+        for (int i = 0; i < n; i++) x[i] = (float) (-104.0 * i / (n - 1));
+        double worst = 0;
+        float at = 0;
+        float[] e = new float[fl];
+        for (int i = 0; i < n; i += fl) {
+            SoftmaxF32.expNonPositive(FloatVector.fromArray(FloatVector.SPECIES_PREFERRED, x, i)).intoArray(e, 0);
+            for (int l = 0; l < fl; l++) {
+                float v = x[i + l];
+                double exact = Math.exp(v);
+                if (v < -87.33654f) {
+                    assertEquals(0f, e[l], 0, "exp(" + v + ") flushes to 0");
+                    continue;
+                }
+                double u = Math.abs(e[l] - exact) / Math.ulp((float) exact);
+                if (u > worst) {
+                    worst = u;
+                    at = v;
+                }
+            }
+        }
+        assertTrue(worst <= 1.0, "exp: " + worst + " ulps at x = " + at);
+        float[] special = new float[fl];
+        special[0] = Float.NEGATIVE_INFINITY;
+        special[1] = Float.NaN;
+        special[2] = -0f;
+        SoftmaxF32.expNonPositive(FloatVector.fromArray(FloatVector.SPECIES_PREFERRED, special, 0)).intoArray(e, 0);
+        assertEquals(0f, e[0], 0);
+        assertTrue(Float.isNaN(e[1]));
+        assertEquals(1f, e[2], 0);
+    }
+
+    /** Softmax and log-softmax along every dimension of a contiguous 3-d tensor (odd sizes: masked tails) against double. */
+    @Test
+    void softmaxAlongEveryDimensionMatchesDouble() {
+        long[] shape = {3, 37, 19};
+        float[] x = random(3 * 37 * 19, 5, 0f);
+        for (int i = 0; i < x.length; i++) x[i] *= 4;
+        for (int dim = 0; dim < 3; dim++) {
+            for (boolean log : new boolean[] {false, true}) {
+                try (Tensor t = Torch.tensor(x, shape); Tensor y = log ? t.logSoftmax(dim) : t.softmax(dim)) {
+                    float[] got = y.toFloatArray();
+                    double[] want = softmaxReference(x, shape, dim, log);
+                    for (int i = 0; i < x.length; i++) {
+                        assertClose((log ? "logSoftmax" : "softmax") + " dim " + dim + " at " + i, want[i], got[i], 2e-6);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void softmaxOfARowWithInfinityOrNanIsNanAsPyTorch() {
+        float[] x = {1f, Float.POSITIVE_INFINITY, 2f};
+        try (Tensor t = Torch.tensor(x); Tensor y = t.softmax(0)) {
+            for (float v : y.toFloatArray()) assertTrue(Float.isNaN(v), "PyTorch 1.13: softmax([1, inf, 2]) is all NaN");
+        }
+        float[] big = random(100, 1, 0f);
+        big[40] = Float.NaN;
+        try (Tensor t = Torch.tensor(big); Tensor y = t.softmax(0)) {
+            for (float v : y.toFloatArray()) assertTrue(Float.isNaN(v));
+        }
+    }
+
+    private static double[] softmaxReference(float[] x, long[] shape, int dim, boolean log) {
+        int outer = 1, inner = 1, len = (int) shape[dim];
+        for (int d = 0; d < dim; d++) outer *= (int) shape[d];
+        for (int d = dim + 1; d < shape.length; d++) inner *= (int) shape[d];
+        double[] y = new double[x.length];
+        for (int o = 0; o < outer; o++) {
+            for (int j = 0; j < inner; j++) {
+                double max = Double.NEGATIVE_INFINITY;
+                for (int k = 0; k < len; k++) max = Math.max(max, x[(o * len + k) * inner + j]);
+                double sum = 0;
+                for (int k = 0; k < len; k++) sum += Math.exp(x[(o * len + k) * inner + j] - max);
+                for (int k = 0; k < len; k++) {
+                    int i = (o * len + k) * inner + j;
+                    y[i] = log ? x[i] - max - Math.log(sum) : Math.exp(x[i] - max) / sum;
+                }
+            }
+        }
+        return y;
+    }
+}
