@@ -55,6 +55,8 @@ final class TrainCommand {
                 .option("metrics-json", "FILE", null, "write the final metrics as JSON")
                 .option("plot", "FILE", "jtorch-train.png", "PNG of the loss and accuracy curves ('none' for no plot)")
                 .option("amp", "MODE", "off", "mixed precision: off, bf16 (autocast), fp16 (autocast and a GradScaler; CUDA only)")
+                .flag("compile", "train the model compiled by the JIT (Jit.compile): float32 pointwise chains fused, every other op replayed; "
+                        + "a model whose ops the trace does not all see runs eagerly")
                 .flag("no-fetch", "never download datasets")
                 .option("nproc-per-node", "N", null, "data-parallel on N worker processes of this machine (mpi backend on the CPU, nccl on GPUs, each worker on cuda:LOCAL_RANK): the same as "
                         + "jtorch launch --nproc-per-node N -- train ...; --batch-size is per worker");
@@ -125,7 +127,8 @@ final class TrainCommand {
                 path(cl.get("metrics-json")),
                 "none".equals(cl.get("plot")) ? null : path(cl.get("plot")),
                 !cl.flag("no-fetch"),
-                cl.choice("amp", Trainer.PRECISIONS));
+                cl.choice("amp", Trainer.PRECISIONS),
+                cl.flag("compile"));
     }
 
     private static int positive(CommandLine cl, String name) {
@@ -246,6 +249,7 @@ final class TrainCommand {
         m.put("dataset", trainer.data().description());
         m.put("device", config.device().toString());
         m.put("precision", config.amp().equals("off") ? "fp32" : config.amp() + " autocast");
+        m.put("compiled", config.compile());
         m.put("epochs", h.size());
         m.put("batch_size", config.batchSize());
         m.put("optimizer", config.optimizer());

@@ -64,6 +64,27 @@ class TrainCommandTest {
         assertTrue(text.matches("(?s).*steady state: [0-9]+ images/s, after a warm-up of [0-9]+ steps.*"), text);
     }
 
+    /** {@code --compile}: the JIT's compiled model trains as the eager one does (same seed, same accuracy). */
+    @Test
+    void aCompiledLeNetLearnsTheDigitsAsTheEagerOneDoes() throws IOException {
+        String[] common = {"train", "--model", "lenet", "--dataset", "digits", "--epochs", "2", "--batch-size", "32", "--lr", "0.05",
+            "--scheduler", "none", "--plot", "none", "--limit-train", "640"};
+        Path eagerMetrics = dir.resolve("eager.json");
+        Path compiledMetrics = dir.resolve("compiled.json");
+        String[] eager = java.util.stream.Stream.concat(java.util.Arrays.stream(common), java.util.stream.Stream.of("--metrics-json",
+                eagerMetrics.toString())).toArray(String[]::new);
+        String[] compiled = java.util.stream.Stream.concat(java.util.Arrays.stream(common), java.util.stream.Stream.of("--compile",
+                "--metrics-json", compiledMetrics.toString())).toArray(String[]::new);
+        mainSucceeds(eager);
+        mainSucceeds(compiled);
+        String e = Files.readString(eagerMetrics);
+        String c = Files.readString(compiledMetrics);
+        assertTrue(c.contains("\"compiled\": true") && e.contains("\"compiled\": false"), c);
+        String accuracy = "(?s).*\"test_accuracy\": ([0-9.]+).*";
+        assertEquals(e.replaceAll(accuracy, "$1"), c.replaceAll(accuracy, "$1"));
+        assertTrue(Double.parseDouble(c.replaceAll(accuracy, "$1")) >= 0.7, c);  // chance is 0.1
+    }
+
     @Test
     void theSteadyStateCountsTheStepsAfterTheWarmUp() throws IOException {
         Trainer t = train("--model", "mlp", "--dataset", "digits", "--epochs", "1", "--batch-size", "32",

@@ -15,6 +15,7 @@ import org.jtorch.Device;
  * @param metricsJson where the final metrics go, or null
  * @param plot where the PNG of the curves goes, or null for none
  * @param amp mixed precision: {@code off}, {@code fp16} (autocast with a GradScaler) or {@code bf16} (autocast)
+ * @param compile train and evaluate the model compiled by the JIT ({@code Jit.compile})
  */
 public record TrainConfig(
         String model,
@@ -38,4 +39,5 @@ public record TrainConfig(
         Path metricsJson,
         Path plot,
         boolean fetch,
-        String amp) {}
+        String amp,
+        boolean compile) {}

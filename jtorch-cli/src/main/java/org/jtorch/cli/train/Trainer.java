@@ -27,6 +27,8 @@ import org.jtorch.distributed.LaunchEnvironment;
 import org.jtorch.distributed.ProcessGroup;
 import org.jtorch.io.Checkpoint;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.jit.Jit;
+import org.jtorch.jit.TensorFunction;
 import org.jtorch.nn.F;
 import org.jtorch.nn.Flatten;
 import org.jtorch.nn.Linear;
@@ -82,6 +84,9 @@ public final class Trainer {
     private final List<EpochResult> history = new ArrayList<>();
     private TrainData data;
     private Module model;
+    /** With {@code --compile}: the trained module (the model or its DDP wrapper) and the model, compiled by the JIT. */
+    private TensorFunction compiledTrained;
+    private TensorFunction compiledModel;
     private long peakBytes;
     private GradScaler scaler;
 
@@ -149,6 +154,10 @@ public final class Trainer {
         // Started by jtorch launch or mpirun: data-parallel, each rank on its shard with its own --batch-size (as torchrun).
         ProcessGroup group = startProcessGroup(device);
         Module trained = group == null ? model : new DistributedDataParallel(model, group);
+        if (config.compile()) {
+            compiledTrained = Jit.compile(trained);
+            compiledModel = trained == model ? compiledTrained : Jit.compile(model);
+        }
         Optimizer optimizer = createOptimizer(trained);
         if (config.amp().equals("fp16") && device.isCpu()) {
             throw new IllegalArgumentException("--amp fp16 needs a CUDA device (CPU autocast computes in bf16: use --amp bf16)");
@@ -290,7 +299,7 @@ public final class Trainer {
     /** The logits of {@code trained} (the model, or its data-parallel wrapper) and the batch's cross-entropy loss, under autocast when it is on. */
     private Forward forward(Module trained, Tensor x, Tensor y, Device device) {
         try (Autocast ac = autocast(device)) {
-            Tensor logits = trained.forward(x);
+            Tensor logits = compiledTrained != null ? compiledTrained.apply(x) : trained.forward(x);
             return new Forward(logits, F.crossEntropy(logits, y));
         }
     }
@@ -314,7 +323,7 @@ public final class Trainer {
                     Tensor y = batch.target().to(device);
                     Tensor logits;
                     try (Autocast ac = autocast(device)) {
-                        logits = model.forward(x);
+                        logits = compiledModel != null ? compiledModel.apply(x) : model.forward(x);
                         lossSum += F.crossEntropy(logits, y).item() * y.size(0);
                     }
                     correct += (long) logits.argmax(1, false).eq(y).sum().item();
