@@ -15,15 +15,15 @@ torch.manual_seed(0)
 
 
 def measure(name, f, x):
-    reps = 5 if quick else 15
+    reps = 20 if quick else 60
     t0 = time.perf_counter()
     compiled = torch.compile(f)
     compiled(x)
     print(f"{name}_first_call_ms {(time.perf_counter() - t0) * 1e3:.3f}")
     eager = fused = 0.0
     for _ in range(3):
-        eager += median(lambda: f(x), 3, reps)
-        fused += median(lambda: compiled(x), 3, reps)
+        eager += median(lambda: f(x), 5, reps)
+        fused += median(lambda: compiled(x), 5, reps)
     print(f"{name}_eager_ms {eager / 3 * 1e3:.3f}")
     print(f"{name}_compiled_ms {fused / 3 * 1e3:.3f}")
 

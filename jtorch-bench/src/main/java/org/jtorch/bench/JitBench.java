@@ -7,6 +7,7 @@ import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.jit.Jit;
 import org.jtorch.jit.TensorFunction;
+import org.jtorch.memory.MemoryScope;
 
 /**
  * {@code jtorch bench jit}: pointwise chains eager against compiled by {@link Jit} (milliseconds per call, inference),
@@ -40,15 +41,23 @@ final class JitBench {
         TensorFunction compiled = Jit.trace(f, x);
         compiled.apply(x).close();
         out.put(name + "_first_call_ms", (System.nanoTime() - t0) * 1e-6);
-        int reps = quick ? 5 : 15;
-        // Alternating, so that both see the same machine.
+        int reps = quick ? 20 : 60;
+        // Alternating, so that both see the same machine. Each call runs in a scope, as a jtorch program frees its
+        // intermediates: closing only the result would leave eager's intermediates to the GC, and every call would
+        // then write fresh pages (measured 10-20x slower at 1M floats), which is the leak's cost, not eager's.
         double eager = 0;
         double fused = 0;
         for (int r = 0; r < 3; r++) {
-            eager += Timing.median(3, reps, () -> f.apply(x).close());
-            fused += Timing.median(3, reps, () -> compiled.apply(x).close());
+            eager += Timing.median(5, reps, () -> scoped(f, x));
+            fused += Timing.median(5, reps, () -> scoped(compiled, x));
         }
         out.put(name + "_eager_ms", eager / 3 * 1e3);
         out.put(name + "_compiled_ms", fused / 3 * 1e3);
+    }
+
+    private static void scoped(TensorFunction f, Tensor x) {
+        try (MemoryScope scope = new MemoryScope()) {
+            f.apply(x);
+        }
     }
 }

@@ -7,8 +7,8 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
-import org.jtorch.autograd.Grad;
 import org.jtorch.backend.LinalgKernels;
+import org.jtorch.memory.Storage;
 
 /**
  * CPU matrix products: float32 and float64 through the packed {@link Gemm} kernels; float16 and
@@ -23,36 +23,96 @@ final class CpuLinalgKernels implements LinalgKernels {
         DType t = out.dtype();
         switch (t) {
             case FLOAT32, FLOAT64 -> gemm(a, b, out, alpha, beta);
-            case FLOAT16, BFLOAT16 -> {
-                try (Grad.Mode g = Grad.noGrad(); Tensor a32 = toF32(a); Tensor b32 = toF32(b);
-                     Tensor o32 = beta != 0 ? out.to(DType.FLOAT32) : Tensor.empty(out.shape(), DType.FLOAT32, out.device())) {
-                    gemm(a32, b32, o32, alpha, beta);
-                    ElementwiseKernels.copy(o32, out);
-                }
-            }
+            case FLOAT16, BFLOAT16 -> halfGemm(a, b, out, alpha, beta);
             default -> integerBmm(a, b, out, (long) alpha, (long) beta);
         }
     }
 
     /**
-     * A float32 copy in the operand's own layout: a transposed operand (a weight's {@code t()}) converts
-     * its memory in order, on the vectorised contiguous path, and the GEMM reads the copy transposed.
+     * float16/bfloat16: the operands are converted into float32 scratch from the allocator (a transposed operand,
+     * such as a weight's {@code t()}, stays transposed so that the conversion reads its memory in order), multiplied
+     * by the float32 GEMM with float32 accumulation, and the result is rounded once into the output, as PyTorch's
+     * CPU path.
      */
-    private static Tensor toF32(Tensor t) {
-        if (t.isContiguous() || t.dim() < 2) return t.to(DType.FLOAT32);
-        try (Tensor tt = t.transpose(-1, -2)) {
-            if (!tt.isContiguous()) return t.to(DType.FLOAT32);
-            try (Tensor c = tt.to(DType.FLOAT32)) {
-                return c.transpose(-1, -2);
-            }
+    private static void halfGemm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
+        GemmDims d = GemmDims.of(a, b, out);
+        int batch = d.batch(), m = d.m(), n = d.n(), k = d.k();
+        long[] os = out.strides();
+        Storage a32 = Storage.allocateCpu(4L * batch * m * k);
+        Storage b32 = null;
+        Storage o32 = null;
+        try {
+            b32 = Storage.allocateCpu(4L * batch * k * n);
+            o32 = Storage.allocateCpu(4L * batch * m * n);
+            long[] as = toF32(a, a32.segment());
+            long[] bs = toF32(b, b32.segment());
+            MemorySegment oSeg = o32.segment();
+            long[] o32s = {(long) m * n, n, 1};
+            if (beta != 0) convertMatrices(out, oSeg, o32s, true);
+            Gemm.sgemmBatched(batch, m, n, k, (float) alpha, a32.segment(), 0, as[0], as[1], as[2],
+                    b32.segment(), 0, bs[0], bs[1], bs[2], (float) beta, oSeg, 0, o32s[0], n);
+            convertMatrices(out, oSeg, o32s, false);
+        } finally {
+            a32.release();
+            if (b32 != null) b32.release();
+            if (o32 != null) o32.release();
         }
     }
 
+    /**
+     * Converts a half-precision [batch, rows, cols] operand into dense float32 {@code dst} and returns the copy's
+     * strides: row-major, or column-major when the operand's columns are its contiguous dimension.
+     */
+    private static long[] toF32(Tensor t, MemorySegment dst) {
+        long rows = t.size(1);
+        long cols = t.size(2);
+        long[] s = t.strides();
+        long[] strides = s[1] == 1 && s[2] != 1 ? new long[] {rows * cols, 1, rows} : new long[] {rows * cols, cols, 1};
+        convertMatrices(t, dst, strides, true);
+        return strides;
+    }
+
+    /**
+     * Converts between a half-precision [batch, rows, cols] tensor {@code t} and dense float32 {@code f32} with
+     * strides {@code f32s} (one of them 1): {@code toF32} reads t, otherwise writes it. Lines along the float32
+     * copy's unit stride convert with vectors where t is contiguous along them too, element by element elsewhere.
+     */
+    private static void convertMatrices(Tensor t, MemorySegment f32, long[] f32s, boolean toF32) {
+        long[] shape = t.shape();
+        long[] s = t.strides();
+        DType dt = t.dtype();
+        MemorySegment seg = t.storage().segment();
+        long base = t.storageOffset();
+        // The line dimension is the float32 copy's unit-stride one; lines are indexed by (batch, other dim).
+        int lineDim = f32s[2] == 1 ? 2 : 1;
+        int otherDim = 3 - lineDim;
+        long len = shape[lineDim];
+        long lines = shape[0] * shape[otherDim];
+        boolean vector = s[lineDim] == 1 || len == 1;
+        Parallel.forRange(lines, Math.max(1, ElementwiseKernels.GRAIN / Math.max(1, len)), (begin, end) -> {
+            for (long line = begin; line < end; line++) {
+                long bi = line / shape[otherDim];
+                long oi = line % shape[otherDim];
+                long tOff = base + bi * s[0] + oi * s[otherDim];
+                long fOff = bi * f32s[0] + oi * f32s[otherDim];
+                if (vector) {
+                    if (toF32) HalfConversion.convert(dt, seg, 2 * tOff, DType.FLOAT32, f32, 4 * fOff, len);
+                    else HalfConversion.convert(DType.FLOAT32, f32, 4 * fOff, dt, seg, 2 * tOff, len);
+                    continue;
+                }
+                for (long e = 0; e < len; e++) {
+                    long tAt = 2 * (tOff + e * s[lineDim]);
+                    long fAt = 4 * (fOff + e);
+                    if (toF32) f32.set(ElementIO.F32, fAt, (float) ElementIO.getDouble(dt, seg, tAt));
+                    else ElementIO.setDouble(dt, seg, tAt, f32.get(ElementIO.F32, fAt));
+                }
+            }
+        });
+    }
+
     private static void gemm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
-        int batch = gemmSize("batch", out.size(0), a, b);
-        int m = gemmSize("m", out.size(1), a, b);
-        int n = gemmSize("n", out.size(2), a, b);
-        int k = gemmSize("k", a.size(2), a, b);
+        GemmDims d = GemmDims.of(a, b, out);
+        int batch = d.batch(), m = d.m(), n = d.n(), k = d.k();
         long[] as = a.strides();
         long[] bs = b.strides();
         long[] os = out.strides();
@@ -145,6 +205,14 @@ final class CpuLinalgKernels implements LinalgKernels {
         for (int l = 0; l < dl; l++) total += s.lane(l);
         for (; i < n; i++) total += a.get(ElementIO.F64, ao + 8L * i) * b.get(ElementIO.F64, bo + 8L * i);
         return total;
+    }
+
+    /** The sizes of {@code out[batch, m, n] = a[batch, m, k] b[batch, k, n]}, as the packed GEMM's ints. */
+    private record GemmDims(int batch, int m, int n, int k) {
+        static GemmDims of(Tensor a, Tensor b, Tensor out) {
+            return new GemmDims(gemmSize("batch", out.size(0), a, b), gemmSize("m", out.size(1), a, b),
+                    gemmSize("n", out.size(2), a, b), gemmSize("k", a.size(2), a, b));
+        }
     }
 
     /** The packed GEMM counts in ints: a larger size is an error naming it, not Math.toIntExact's "integer overflow". */

@@ -58,17 +58,20 @@ final class CpuReductionKernels implements ReductionKernels {
         MemorySegment os = out.storage().segment();
         DType it = in.dtype();
         DType ot = out.dtype();
-        if (it == DType.FLOAT32 && ot == DType.FLOAT32 && g.numRed > 0) {
+        // float32, and bfloat16/float16 converted a strip at a time into float32 scratch: float32 accumulation and
+        // one rounding of each result, as PyTorch's CPU path.
+        boolean vectorIn = it == DType.FLOAT32 ? ot == DType.FLOAT32 : isHalf(it) && (ot == it || ot == DType.FLOAT32);
+        if (vectorIn && g.numRed > 0) {
             boolean vectorOp = op == ReduceOp.SUM || op == ReduceOp.MAX || op == ReduceOp.MIN
                     || (op == ReduceOp.NORM && (p == 1 || p == 2));
-            if (vectorOp && g.redShape.length == 1 && g.rowStride == 4) {
-                if (g.numOut == 1) fullF32(op, p, is, g.inOffset(0), g.numRed, os, g.outOffset(0));
-                else innerF32(op, p, g, is, os);
+            if (vectorOp && g.redShape.length == 1 && g.rowStride == it.byteSize()) {
+                if (g.numOut == 1) full(op, p, it, is, g.inOffset(0), g.numRed, ot, os, g.outOffset(0));
+                else inner(op, p, g, it, is, ot, os);
                 return;
             }
             int last = g.keptShape.length - 1;
-            if (op == ReduceOp.SUM && g.keptIn[last] == 4 && g.keptOut[last] == 4) {
-                outerSumF32(g, is, os);
+            if (op == ReduceOp.SUM && g.keptIn[last] == it.byteSize() && g.keptOut[last] == ot.byteSize()) {
+                outerSum(g, it, is, ot, os);
                 return;
             }
         }
@@ -127,30 +130,35 @@ final class CpuReductionKernels implements ReductionKernels {
     }
 
     /** One output per contiguous row: parallel over rows. */
-    private static void innerF32(ReduceOp op, double p, ReductionLayout g, MemorySegment is, MemorySegment os) {
+    private static void inner(ReduceOp op, double p, ReductionLayout g, DType it, MemorySegment is, DType ot, MemorySegment os) {
         Parallel.forRange(g.numOut, grain(g.numRed), (begin, end) -> {
             for (long o = begin; o < end; o++) {
-                double acc = rowF32(op, p, is, g.inOffset(o), g.numRed);
-                os.set(ElementIO.F32, g.outOffset(o), (float) op.finish(acc, g.numRed, p));
+                double acc = row(op, p, it, is, g.inOffset(o), g.numRed);
+                ElementIO.setDouble(ot, os, g.outOffset(o), op.finish(acc, g.numRed, p));
             }
         });
     }
 
-    /** A full reduction of {@code n} contiguous floats: fixed chunks in parallel, partials combined in order. */
-    private static void fullF32(ReduceOp op, double p, MemorySegment is, long io, long n, MemorySegment os, long oo) {
+    /** A full reduction of {@code n} contiguous values: fixed chunks in parallel, partials combined in order. */
+    private static void full(ReduceOp op, double p, DType it, MemorySegment is, long io, long n, DType ot, MemorySegment os, long oo) {
         int chunks = (int) ((n + FULL_CHUNK - 1) / FULL_CHUNK);
         double[] partial = new double[chunks];
         Parallel.forRange(chunks, 1, (begin, end) -> {
             for (long c = begin; c < end; c++) {
                 long start = c * FULL_CHUNK;
-                partial[(int) c] = rowF32(op, p, is, io + start * 4, Math.min(FULL_CHUNK, n - start));
+                partial[(int) c] = row(op, p, it, is, io + start * it.byteSize(), Math.min(FULL_CHUNK, n - start));
             }
         });
         // Partials of a p-norm (p = 1, 2) add; of max and min they combine as the operator.
         ReduceOp combineAs = op == ReduceOp.NORM ? ReduceOp.SUM : op;
         double acc = partial[0];
         for (int c = 1; c < chunks; c++) acc = combineAs.combine(acc, partial[c], p);
-        os.set(ElementIO.F32, oo, (float) op.finish(acc, n, p));
+        ElementIO.setDouble(ot, os, oo, op.finish(acc, n, p));
+    }
+
+    /** The accumulator of {@code op} over {@code n >= 1} contiguous float32 or half-precision values. */
+    private static double row(ReduceOp op, double p, DType it, MemorySegment s, long off, long n) {
+        return it == DType.FLOAT32 ? rowF32(op, p, s, off, n) : rowHalf(op, p, it, s, off, n, SCRATCH.get());
     }
 
     /** The accumulator of {@code op} over {@code n >= 1} contiguous floats, before {@link ReduceOp#finish}. */
@@ -164,53 +172,95 @@ final class CpuReductionKernels implements ReductionKernels {
         };
     }
 
+    private static boolean isHalf(DType t) {
+        return t == DType.BFLOAT16 || t == DType.FLOAT16;
+    }
+
+    /**
+     * Per-thread off-heap float32 scratch of {@value #OUTER_STRIP} floats for the half-precision paths (the
+     * Vector API reads off-heap segments fastest); freed with the thread.
+     */
+    private static final ThreadLocal<MemorySegment> SCRATCH =
+            ThreadLocal.withInitial(() -> java.lang.foreign.Arena.ofAuto().allocate(OUTER_STRIP * 4L, 64));
+
+    /** The accumulator of {@code op} over {@code n >= 1} contiguous half-precision values, a scratch strip at a time. */
+    private static double rowHalf(ReduceOp op, double p, DType it, MemorySegment s, long off, long n, MemorySegment scratch) {
+        ReduceOp combineAs = op == ReduceOp.NORM ? ReduceOp.SUM : op;
+        double acc = 0;
+        for (long done = 0; done < n; done += OUTER_STRIP) {
+            int len = (int) Math.min(OUTER_STRIP, n - done);
+            HalfConversion.convert(it, s, off + 2 * done, DType.FLOAT32, scratch, 0, len);
+            double part = rowF32(op, p, scratch, 0, len);
+            acc = done == 0 ? part : combineAs.combine(acc, part, p);
+        }
+        return acc;
+    }
+
     /**
      * Sums over outer dimensions when the innermost kept dimension is contiguous in input and output (a bias
      * gradient, a column sum). Each work item owns a strip of at most {@value #OUTER_STRIP} output columns and
      * walks the reduced rows in memory order, so the input streams in runs of a whole strip; rows are added into
-     * a strip-wide f32 partial that joins the output's running total every {@value #OUTER_FLUSH} rows.
+     * a strip-wide f32 partial that joins the strip's running total every {@value #OUTER_FLUSH} rows. Half-precision
+     * input rows are converted to float32 scratch first; the total is rounded to the output dtype once.
      */
-    private static void outerSumF32(ReductionLayout g, MemorySegment is, MemorySegment os) {
+    private static void outerSum(ReductionLayout g, DType it, MemorySegment is, DType ot, MemorySegment os) {
         long cols = g.keptShape[g.keptShape.length - 1];
         long outer = g.numOut / cols;
+        long inSize = it.byteSize();
+        long outSize = ot.byteSize();
         // Strips of whole vectors, wide enough to stream, and at least one per thread when the columns allow.
         long strip = Math.min(OUTER_STRIP, Math.max(FL, (cols / Parallel.numThreads() + FL - 1) / FL * FL));
         long strips = (cols + strip - 1) / strip;
         Parallel.forRange(outer * strips, grain(g.numRed * strip), (begin, end) -> {
             float[] partial = new float[(int) strip];
+            float[] total = new float[(int) strip];
+            MemorySegment scratch = it == DType.FLOAT32 && ot == DType.FLOAT32 ? null : SCRATCH.get();
             for (long item = begin; item < end; item++) {
                 long o0 = (item / strips) * cols;
                 long j = (item % strips) * strip;
                 int width = (int) Math.min(strip, cols - j);
-                sumRowsIntoStrip(g, is, g.inOffset(o0) + j * 4, os, g.outOffset(o0) + j * 4, width, partial);
+                sumRowsIntoStrip(g, it, is, g.inOffset(o0) + j * inSize, width, partial, total, scratch);
+                long oo = g.outOffset(o0) + j * outSize;
+                if (ot == DType.FLOAT32) {
+                    MemorySegment.copy(total, 0, os, ElementIO.F32, oo, width);
+                } else {
+                    MemorySegment.copy(total, 0, scratch, ElementIO.F32, 0, width);
+                    HalfConversion.convert(DType.FLOAT32, scratch, 0, ot, os, oo, width);
+                }
             }
         });
     }
 
-    private static void sumRowsIntoStrip(ReductionLayout g, MemorySegment is, long io, MemorySegment os, long oo,
-                                         int width, float[] partial) {
+    private static void sumRowsIntoStrip(ReductionLayout g, DType it, MemorySegment is, long io, int width,
+                                         float[] partial, float[] total, MemorySegment scratch) {
         int whole = width - width % FL;
+        boolean half = it != DType.FLOAT32;
+        // Half-precision rows are read from the scratch they are converted into.
+        MemorySegment rows = half ? scratch : is;
         java.util.Arrays.fill(partial, 0, width, 0f);
-        for (int j = 0; j < width; j++) os.set(ElementIO.F32, oo + 4L * j, 0f);
+        java.util.Arrays.fill(total, 0, width, 0f);
         for (long k0 = 0; k0 < g.numRed; k0 += OUTER_FLUSH) {
             long k1 = Math.min(g.numRed, k0 + OUTER_FLUSH);
             for (long k = k0; k < k1; k++) {
                 long b = io + g.redOffset(k);
+                if (half) {
+                    HalfConversion.convert(it, is, b, DType.FLOAT32, scratch, 0, width);
+                    b = 0;
+                }
                 int j = 0;
                 for (; j < whole; j += FL) {
-                    FloatVector.fromArray(FS, partial, j).add(FloatVector.fromMemorySegment(FS, is, b + 4L * j, LE))
+                    FloatVector.fromArray(FS, partial, j).add(FloatVector.fromMemorySegment(FS, rows, b + 4L * j, LE))
                             .intoArray(partial, j);
                 }
-                for (; j < width; j++) partial[j] += is.get(ElementIO.F32, b + 4L * j);
+                for (; j < width; j++) partial[j] += rows.get(ElementIO.F32, b + 4L * j);
             }
             int j = 0;
             for (; j < whole; j += FL) {
-                FloatVector.fromMemorySegment(FS, os, oo + 4L * j, LE).add(FloatVector.fromArray(FS, partial, j))
-                        .intoMemorySegment(os, oo + 4L * j, LE);
+                FloatVector.fromArray(FS, total, j).add(FloatVector.fromArray(FS, partial, j)).intoArray(total, j);
                 FloatVector.zero(FS).intoArray(partial, j);
             }
             for (; j < width; j++) {
-                os.set(ElementIO.F32, oo + 4L * j, os.get(ElementIO.F32, oo + 4L * j) + partial[j]);
+                total[j] += partial[j];
                 partial[j] = 0;
             }
         }
