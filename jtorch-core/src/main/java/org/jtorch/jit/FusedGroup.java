@@ -42,16 +42,17 @@ final class FusedGroup {
     /** The group ending at {@code root}, folding in the nodes {@code inlined} says are folded into their consumer. */
     static FusedGroup of(Graph.Node root, java.util.function.Predicate<Graph.Node> inlined) {
         Map<Graph.Value, Integer> index = new LinkedHashMap<>();
-        int[] ops = {0};
-        OpTree tree = tree(root, inlined, index, ops);
-        return new FusedGroup(tree, new ArrayList<>(index.keySet()), ops[0]);
+        OpTree tree = tree(root, inlined, index);
+        // A node read twice by the group (x * x) appears twice in the tree but is one op.
+        List<Graph.Node> distinct = new ArrayList<>();
+        collect(tree, distinct);
+        return new FusedGroup(tree, new ArrayList<>(index.keySet()), (int) distinct.stream().distinct().count());
     }
 
-    private static OpTree tree(Graph.Node n, java.util.function.Predicate<Graph.Node> inlined, Map<Graph.Value, Integer> index, int[] ops) {
-        ops[0]++;
+    private static OpTree tree(Graph.Node n, java.util.function.Predicate<Graph.Node> inlined, Map<Graph.Value, Integer> index) {
         List<Object> args = new ArrayList<>();
         for (Graph.Value v : n.inputs) {
-            if (v instanceof Graph.Node p && inlined.test(p)) args.add(tree(p, inlined, index, ops));
+            if (v instanceof Graph.Node p && inlined.test(p)) args.add(tree(p, inlined, index));
             else if (v instanceof Graph.Constant c && c.isNumber()) args.add(new Expr.Const((float) c.tensor.item()));
             else args.add(new Expr.In(index.computeIfAbsent(v, k -> index.size()), Graph.name(v)));
         }

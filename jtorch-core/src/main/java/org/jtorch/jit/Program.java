@@ -18,18 +18,20 @@ import org.jtorch.op.Fn;
 import org.jtorch.op.FormulaKernel;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
+import org.jtorch.op.ReductionOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 import org.jtorch.ops.Dispatcher;
 
 /**
  * A traced graph compiled into steps: chains of float32 pointwise ops fused into one generated kernel each (their
- * intermediates never reach memory), every other op replayed through the dispatcher. Dead ops are dropped.
- * Intermediates are closed after their last use.
+ * intermediates never reach memory), a chain feeding a sum over trailing dimensions fused into that sum where the
+ * backend can, every other op replayed through the dispatcher. Dead ops are dropped. Intermediates are closed after
+ * their last use.
  */
 final class Program {
     /** One step: a fused group or one replayed op, producing the value of {@code node}. */
-    private sealed interface Step permits Fused, Replayed {
+    private sealed interface Step permits Fused, FusedSum, Replayed {
         Graph.Node node();
     }
 
@@ -38,6 +40,13 @@ final class Program {
      * input k's gradient (null where none flows or none is needed).
      */
     private record Fused(Graph.Node node, FusedGroup group, FormulaKernel kernel, FormulaKernel[] gradients) implements Step {}
+
+    /**
+     * A fused group summed as it is computed: {@code node} is the sum, each of its outputs the sum of {@code rowLength}
+     * consecutive values of the group (its trailing dimensions); {@code keepShape} is the group's shape with the summed
+     * dimensions as 1, the shape the incoming gradient is broadcast from.
+     */
+    private record FusedSum(Graph.Node node, Fused group, long rowLength, long[] keepShape) implements Step {}
 
     private record Replayed(Graph.Node node) implements Step {}
 
@@ -64,7 +73,8 @@ final class Program {
         if (graph.output instanceof Graph.Node out) uses.merge(out, 1, Integer::sum);
         for (Graph.Node n : graph.nodes) {
             if (!live.containsKey(n)) continue;
-            for (Graph.Value v : n.inputs) if (v instanceof Graph.Node p) uses.merge(p, 1, Integer::sum);
+            // Consumers count once however often they read a value (x * x reads x once in a fused formula).
+            for (Graph.Value v : new java.util.LinkedHashSet<>(n.inputs)) if (v instanceof Graph.Node p) uses.merge(p, 1, Integer::sum);
         }
         // A fusable node is folded into its only consumer when that consumer is fusable and of the same size.
         Map<Graph.Node, Boolean> inlined = new IdentityHashMap<>();
@@ -77,19 +87,35 @@ final class Program {
                 }
             }
         }
+        // A group whose only consumer sums its trailing dimensions is fused into the sum (even a single op: x * y summed
+        // is a dot product that never stores x * y).
+        Map<Graph.Node, Graph.Node> summedBy = new IdentityHashMap<>();
+        for (Graph.Node n : graph.nodes) {
+            if (live.containsKey(n) && n.inputs.size() == 1 && n.inputs.get(0) instanceof Graph.Node p && fusable(p)
+                    && !inlined.containsKey(p) && uses.get(p) == 1 && p.device.equals(n.device) && summedRow(n, p) >= 0) {
+                summedBy.put(p, n);
+            }
+        }
         // Groups of two ops or more; a group that cannot be compiled (its backward is not a formula) is replayed op by op.
-        Map<Graph.Node, Fused> groups = new IdentityHashMap<>();
+        Map<Graph.Node, Step> groups = new IdentityHashMap<>();
         for (Graph.Node n : graph.nodes) {
             if (!live.containsKey(n) || inlined.containsKey(n) || !fusable(n)) continue;
             FusedGroup g = FusedGroup.of(n, inlined::containsKey);
-            if (g.ops < 2) continue;
+            Graph.Node sum = summedBy.get(n);
+            if (g.ops < 2 && sum == null) continue;
             Fused f = compile(g);
-            if (f != null) groups.put(n, f);
-            else for (Graph.Node member : g.nodes()) inlined.remove(member);
+            if (f == null) {
+                for (Graph.Node member : g.nodes()) inlined.remove(member);
+            } else if (sum != null && f.kernel().sumsRows()) {
+                groups.put(sum, new FusedSum(sum, f, summedRow(sum, n), keepShape(sum, n)));
+                inlined.put(n, true);
+            } else if (g.ops >= 2) {
+                groups.put(n, f);
+            }
         }
         for (Graph.Node n : graph.nodes) {
             if (!live.containsKey(n) || inlined.containsKey(n)) continue;
-            Fused f = groups.get(n);
+            Step f = groups.get(n);
             steps.add(f != null ? f : new Replayed(n));
         }
         for (int s = 0; s < steps.size(); s++) {
@@ -145,6 +171,49 @@ final class Program {
         return new Fused(g.root.node(), g, compiler.compile(g.formula, g.inputs.size()), gradients);
     }
 
+    /**
+     * The number of consecutive values of {@code p} each output of {@code sum} adds when {@code sum} is a float32 sum
+     * over trailing dimensions of {@code p} (all of them, or its last dims in any order), else -1.
+     */
+    private static long summedRow(Graph.Node sum, Graph.Node p) {
+        if (sum.op != ReductionOps.SUM || sum.dtype != DType.FLOAT32 || sum.reduce == null) return -1;
+        int rank = p.shape.length;
+        boolean[] reduced = reducedDims(sum, rank);
+        if (reduced == null) return -1;
+        long row = 1;
+        boolean inner = true;
+        for (int d = rank - 1; d >= 0; d--) {
+            if (reduced[d] && !inner) return -1;
+            if (reduced[d]) row *= p.shape[d];
+            else inner = false;
+        }
+        return row;
+    }
+
+    /** Which of {@code rank} dimensions {@code sum} reduces (all for no dims), or null for a repeated or invalid dim. */
+    private static boolean[] reducedDims(Graph.Node sum, int rank) {
+        int[] dims = sum.reduce.dims();
+        boolean[] reduced = new boolean[rank];
+        if (dims.length == 0) {
+            java.util.Arrays.fill(reduced, true);
+            return reduced;
+        }
+        for (int d : dims) {
+            int w = d < 0 ? d + rank : d;
+            if (w < 0 || w >= rank || reduced[w]) return null;
+            reduced[w] = true;
+        }
+        return reduced;
+    }
+
+    /** {@code p}'s shape with the dimensions {@code sum} reduces as 1. */
+    private static long[] keepShape(Graph.Node sum, Graph.Node p) {
+        boolean[] reduced = reducedDims(sum, p.shape.length);
+        long[] keep = p.shape.clone();
+        for (int d = 0; d < keep.length; d++) if (reduced[d]) keep[d] = 1;
+        return keep;
+    }
+
     private static void markLive(Graph.Value v, Map<Graph.Node, Boolean> live) {
         if (!(v instanceof Graph.Node n) || live.containsKey(n)) return;
         live.put(n, true);
@@ -154,6 +223,7 @@ final class Program {
     private static List<Graph.Value> reads(Step s) {
         return switch (s) {
             case Fused f -> f.group().inputs;
+            case FusedSum f -> f.group().group().inputs;
             case Replayed r -> r.node().inputs;
         };
     }
@@ -199,6 +269,7 @@ final class Program {
                 Graph.Node node = step.node();
                 values[node.id] = switch (step) {
                     case Fused f -> runFused(f, inputs, values);
+                    case FusedSum f -> runFusedSum(f, inputs, values);
                     case Replayed r -> replay(r.node(), inputs, values);
                 };
                 for (Graph.Value v : reads(step)) {
@@ -227,17 +298,40 @@ final class Program {
 
     private Tensor runFused(Fused f, Tensor[] inputs, Tensor[] values) {
         Graph.Node root = f.node();
+        Tensor[] args = arguments(f, inputs, values);
+        Tensor out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+        apply(f.kernel(), root, args, null, out);
+        if (differentiable && Autograd.needsGrad(args)) recordBackward(f, args, out, null);
+        return out;
+    }
+
+    private Tensor runFusedSum(FusedSum s, Tensor[] inputs, Tensor[] values) {
+        Fused f = s.group();
+        Graph.Node root = f.node();
+        Tensor[] args = arguments(f, inputs, values);
+        Tensor out = Tensor.empty(s.node().shape, DType.FLOAT32, root.device);
+        withBroadcastViews(root, args, null, out, views -> f.kernel().runRowSums(root.device.index(), Dispatcher.view(out), views,
+                s.rowLength(), new double[0]));
+        if (differentiable && Autograd.needsGrad(args)) recordBackward(f, args, out, s.keepShape());
+        return out;
+    }
+
+    private static Tensor[] arguments(Fused f, Tensor[] inputs, Tensor[] values) {
         List<Graph.Value> in = f.group().inputs;
         Tensor[] args = new Tensor[in.size()];
         for (int k = 0; k < args.length; k++) args[k] = resolve(in.get(k), inputs, values);
-        Tensor out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
-        apply(f.kernel(), root, args, null, out);
-        if (differentiable && Autograd.needsGrad(args)) recordBackward(f, args, out);
-        return out;
+        return args;
     }
 
     /** {@code out = kernel(args[, grad])} at {@code root}'s shape, the operands broadcast to it. */
     private static void apply(FormulaKernel kernel, Graph.Node root, Tensor[] args, Tensor grad, Tensor out) {
+        withBroadcastViews(root, args, grad, out,
+                views -> kernel.run(root.device.index(), DType.FLOAT32, Dispatcher.view(out), views, new double[0]));
+    }
+
+    /** Runs {@code body} on views of {@code args} (and {@code grad}) broadcast to {@code root}'s shape, {@code out} held. */
+    private static void withBroadcastViews(Graph.Node root, Tensor[] args, Tensor grad, Tensor out,
+                                           java.util.function.Consumer<StridedView[]> body) {
         int n = args.length + (grad == null ? 0 : 1);
         Tensor[] broadcast = new Tensor[n];
         StridedView[] views = new StridedView[n];
@@ -251,7 +345,7 @@ final class Program {
             }
             Backends.hold("jit", out, null, null);
             try {
-                kernel.run(root.device.index(), DType.FLOAT32, Dispatcher.view(out), views, new double[0]);
+                body.accept(views);
             } finally {
                 Backends.drop(out, null, null);
             }
@@ -262,9 +356,10 @@ final class Program {
 
     /**
      * Records the group as one autograd node: its backward runs each input's gradient formula (the intermediates
-     * recomputed, not saved) and sums a broadcast input's gradient back to its shape.
+     * recomputed, not saved) and sums a broadcast input's gradient back to its shape. For a fused sum, the incoming
+     * gradient is first seen at {@code keepShape} (the summed dimensions as 1) and broadcast over the group's values.
      */
-    private static void recordBackward(Fused f, Tensor[] args, Tensor out) {
+    private static void recordBackward(Fused f, Tensor[] args, Tensor out, long[] keepShape) {
         Graph.Node root = f.node();
         SavedTensor[] saved = new SavedTensor[args.length];
         for (int k = 0; k < args.length; k++) saved[k] = Autograd.save(args[k]);
@@ -274,22 +369,27 @@ final class Program {
             shapes[k] = args[k].shape();
             needs[k] = args[k].requiresGrad();
         }
-        Autograd.record("JitFusedBackward", out, g -> {
+        Autograd.record(keepShape == null ? "JitFusedBackward" : "JitFusedSumBackward", out, g -> {
             if (Grad.isEnabled()) {
                 throw new UnsupportedOperationException("jit: a double backward (createGraph) through a fused group of "
                         + f.group().ops + " ops is not supported yet; call the function eagerly for higher-order gradients");
             }
             Tensor[] values = new Tensor[saved.length];
             for (int k = 0; k < saved.length; k++) values[k] = saved[k].get();
-            Tensor[] grads = new Tensor[saved.length];
-            for (int k = 0; k < saved.length; k++) {
-                if (!needs[k] || f.gradients()[k] == null) continue;
-                Tensor full = Tensor.empty(root.shape, DType.FLOAT32, root.device);
-                apply(f.gradients()[k], root, values, g[0], full);
-                grads[k] = Gradients.sumTo(full, shapes[k], DType.FLOAT32);
-                if (grads[k] != full) full.close();
+            Tensor grad = keepShape == null ? g[0] : g[0].reshape(keepShape);
+            try {
+                Tensor[] grads = new Tensor[saved.length];
+                for (int k = 0; k < saved.length; k++) {
+                    if (!needs[k] || f.gradients()[k] == null) continue;
+                    Tensor full = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+                    apply(f.gradients()[k], root, values, grad, full);
+                    grads[k] = Gradients.sumTo(full, shapes[k], DType.FLOAT32);
+                    if (grads[k] != full) full.close();
+                }
+                return grads;
+            } finally {
+                if (grad != g[0]) grad.close();
             }
-            return grads;
         }, args, saved);
     }
 
@@ -316,7 +416,7 @@ final class Program {
     // ------------------------------------------------------------------ explaining
 
     int fusedGroups() {
-        return (int) steps.stream().filter(s -> s instanceof Fused).count();
+        return (int) steps.stream().filter(s -> !(s instanceof Replayed)).count();
     }
 
     int kernelLaunches() {
@@ -338,6 +438,12 @@ final class Program {
                             if (grads[k] != null) s.append("    grad ").append(Graph.name(g.inputs.get(k))).append(" = ").append(grads[k]).append('\n');
                         }
                     }
+                }
+                case FusedSum f -> {
+                    FusedGroup g = f.group().group();
+                    s.append(f.node()).append(" = sum of rows of ").append(f.rowLength()).append(", fused with ").append(g.ops)
+                            .append(g.ops == 1 ? " op" : " ops").append(" over (")
+                            .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
                 }
                 case Replayed r -> s.append(r.node()).append(" = ").append(r.node().op.name()).append(" (eager)\n");
             }

@@ -12,6 +12,21 @@ import org.jtorch.DType;
 public interface FormulaKernel {
     void run(int deviceIndex, DType compute, StridedView out, StridedView[] inputs, double[] params);
 
+    /** Whether this kernel implements {@link #runRowSums}: the formula fused into a sum over trailing dimensions. */
+    default boolean sumsRows() {
+        return false;
+    }
+
+    /**
+     * {@code out[o] = sum(formula(inputs)[e])} over the elements {@code e} in {@code [o * rowLength, (o + 1) * rowLength)}
+     * of the inputs' common shape in row-major order, computed in float32 without storing the formula's values:
+     * a pointwise formula fused into a sum over the trailing dimensions (all of them when {@code out} has one element).
+     * {@code out} is a contiguous float32 view of {@code numel / rowLength} elements.
+     */
+    default void runRowSums(int deviceIndex, StridedView out, StridedView[] inputs, long rowLength, double[] params) {
+        throw new UnsupportedOperationException("this backend's formula kernels do not fuse sums");
+    }
+
     /** Compiles formulas into kernels: one per backend ({@link KernelRegistry#formulaCompiler}). */
     @FunctionalInterface
     interface Compiler {

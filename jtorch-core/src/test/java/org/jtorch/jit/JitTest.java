@@ -154,6 +154,45 @@ class JitTest {
     }
 
     @Test
+    void aChainFeedingASumOverTrailingDimsIsSummedAsItIsComputed() {
+        Torch.manualSeed(6);
+        Tensor t = randn(300).requiresGrad_(true);
+        Tensor x = randn(40, 300).requiresGrad_(true);
+        java.util.List<TensorFunction> sums = java.util.List.of(
+                in -> in[0].sub(t).tanh().mul(in[0]).sum(1),
+                in -> in[0].sub(t).tanh().mul(in[0]).sum(),
+                in -> in[0].sub(t).tanh().mul(in[0]).sum(new int[] {-1}, true),
+                in -> in[0].mul(t).sum(1),
+                in -> in[0].sub(t).mul(in[0].sub(t)).mean(),
+                // A transposed input: strided rows, summed through the formula's reference path.
+                in -> in[0].t().exp().mul(0.5).sum(1),
+                in -> in[0].view(40, 20, 15).sigmoid().mul(2.0).sum(new int[] {2, 1}, false));
+        for (TensorFunction f : sums) {
+            String plan = Jit.explain(f, x);
+            // The CPU sums the formula's values as it computes them; a backend without fused sums replays the sum.
+            assertTrue(DEVICE.isCpu() ? plan.contains("sum of rows of") : plan.contains("sum (eager)"), plan);
+            TensorFunction compiled = Jit.trace(f, x);
+            Tensor[] leaves = {x, t};
+            Tensor[] eager = gradients(f, x, leaves);
+            Tensor[] fused = gradients(compiled, x, leaves);
+            try (var g = Grad.noGrad()) {
+                assertClose(f.apply(x), compiled.apply(x), 2e-6f);
+            }
+            for (int i = 0; i < leaves.length; i++) assertClose(eager[i], fused[i], 1e-6f);
+        }
+    }
+
+    @Test
+    void aSumOverLeadingDimsIsNotFusedAndStillMatches() {
+        Torch.manualSeed(7);
+        TensorFunction f = in -> in[0].exp().mul(in[0]).sum(0);
+        Tensor x = randn(30, 70);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("sum (eager)") && plan.contains("fused 2 ops"), plan);
+        assertClose(f.apply(x), Jit.trace(f, x).apply(x), 1e-6f);
+    }
+
+    @Test
     void guardsRetraceOnShapeAndDtype() {
         AtomicInteger traces = new AtomicInteger();
         TensorFunction f = x -> {

@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import org.jtorch.DType;
 import org.jtorch.op.Expr;
 import org.jtorch.op.FormulaKernel;
+import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 
 /**
@@ -50,6 +51,94 @@ final class CpuFormulaKernel implements FormulaKernel {
             integral(it, segs, operands, params);
         }
     }
+
+    @Override
+    public boolean sumsRows() {
+        return true;
+    }
+
+    /**
+     * Each output's row is computed a block at a time into L1-resident scratch (the generated loop) or a double buffer
+     * (the reference), and summed from there as the float32 reductions sum ({@link ReductionF32}): the formula's values
+     * never reach memory. Outputs are split over threads whole, so results do not depend on the thread count.
+     */
+    @Override
+    public void runRowSums(int deviceIndex, StridedView out, StridedView[] in, long rowLength, double[] params) {
+        if (in.length != inputs) throw new IllegalArgumentException(formula + ": expected " + inputs + " inputs, got " + in.length);
+        if (out.dtype() != DType.FLOAT32 || !out.isContiguous()) {
+            throw new IllegalArgumentException(formula + ": row sums go to a contiguous float32 output, got " + out.dtype());
+        }
+        long[] shape = in.length > 0 ? in[0].shape() : new long[0];
+        // Operand 0 stands for the formula's values: contiguous over the inputs' shape, never read or written.
+        StridedView[] operands = new StridedView[inputs + 1];
+        operands[0] = new StridedView(null, 0, shape, Shapes.contiguousStrides(shape), DType.FLOAT32);
+        System.arraycopy(in, 0, operands, 1, inputs);
+        ElementwiseIteration it = new ElementwiseIteration(operands);
+        MemorySegment os = out.memory();
+        long outs = Shapes.numel(out.shape());
+        if (rowLength == 0) {
+            for (long o = 0; o < outs; o++) os.set(ElementIO.F32, 4 * (out.offset() + o), 0f);
+            return;
+        }
+        MemorySegment[] segs = new MemorySegment[inputs + 1];
+        for (int k = 1; k <= inputs; k++) segs[k] = operands[k].memory();
+        int broadcast = vectorPattern(it, DType.FLOAT32, operands);
+        PointwiseCodegen.RowKernel k = broadcast >= 0 ? generated(broadcast) : null;
+        // Rows split into fixed chunks, so that one long row (a full sum) uses every thread; each chunk's partial sum is
+        // computed by one task and the partials of a row are added in order: results do not depend on the thread count.
+        long chunks = (rowLength + ROW_CHUNK - 1) / ROW_CHUNK;
+        double[] partial = new double[Math.toIntExact(outs * chunks)];
+        Parallel.forRange(outs * chunks, Math.max(1, ElementwiseKernels.GRAIN / Math.min(rowLength, ROW_CHUNK)), (begin, end) -> {
+            MemorySegment scratch = k != null ? ROW_SCRATCH.get() : null;
+            MemorySegment[] rowSegs = segs.clone();
+            rowSegs[0] = scratch;
+            long[] blockOffs = new long[inputs + 1];
+            double[][] buf = k == null ? new double[inputs][ROW_BLOCK] : null;
+            double[] x = new double[inputs];
+            for (long task = begin; task < end; task++) {
+                long o = task / chunks;
+                long from = o * rowLength + (task % chunks) * ROW_CHUNK;
+                long to = Math.min((o + 1) * rowLength, from + ROW_CHUNK);
+                double[] total = {0};
+                it.forEachRow(from, to, (off, len) -> {
+                    for (long done = 0; done < len; done += ROW_BLOCK) {
+                        int n = (int) Math.min(ROW_BLOCK, len - done);
+                        if (k != null) {
+                            for (int q = 1; q <= inputs; q++) blockOffs[q] = off[q] + done * it.innerByteStride(q);
+                            k.row(rowSegs, blockOffs, n, params);
+                            total[0] += ReductionF32.sum(scratch, 0, n, ReductionF32.Term.VALUE);
+                        } else {
+                            for (int q = 1; q <= inputs; q++) {
+                                long stride = it.innerByteStride(q);
+                                ElementIO.load(operands[q].dtype(), segs[q], off[q] + done * stride, stride, n, buf[q - 1]);
+                            }
+                            double sum = 0;
+                            for (int e = 0; e < n; e++) {
+                                for (int q = 0; q < inputs; q++) x[q] = (float) buf[q][e];
+                                sum += (float) reference.eval(x, params);
+                            }
+                            total[0] += sum;
+                        }
+                    }
+                });
+                partial[(int) task] = total[0];
+            }
+        });
+        for (long o = 0; o < outs; o++) {
+            double sum = 0;
+            for (long c = 0; c < chunks; c++) sum += partial[(int) (o * chunks + c)];
+            os.set(ElementIO.F32, 4 * (out.offset() + o), (float) sum);
+        }
+    }
+
+    /** Values per block of a summed row: 8 KiB of scratch, resident in L1. */
+    private static final int ROW_BLOCK = 2048;
+    /** Values per independently summed chunk of a row (the chunks' partials are added in order). */
+    private static final long ROW_CHUNK = 1 << 16;
+
+    /** Per-thread off-heap float32 scratch for one block of a row's values. */
+    private static final ThreadLocal<MemorySegment> ROW_SCRATCH =
+            ThreadLocal.withInitial(() -> java.lang.foreign.Arena.ofAuto().allocate(4L * ROW_BLOCK, 64));
 
     /** The broadcast pattern when the generated float32 loop serves this call, else -1. */
     private int vectorPattern(ElementwiseIteration it, DType compute, StridedView[] operands) {
