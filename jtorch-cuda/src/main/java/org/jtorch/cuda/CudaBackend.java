@@ -18,9 +18,11 @@ import org.jtorch.cuda.kernels.ElementwisePlan;
 import org.jtorch.memory.MemoryBlock;
 import org.jtorch.memory.Storage;
 import org.jtorch.memory.StorageCleaner;
+import org.jtorch.op.FormulaKernel;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
+import org.jtorch.op.StridedView;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.UnaryOp;
 
@@ -51,12 +53,25 @@ public final class CudaBackend implements Backend {
      */
     private static void registerPointwiseKernels() {
         // The JIT's fused groups: float32 formulas of inputs and constants, generated CUDA C compiled by NVRTC.
-        KernelRegistry.registerFormulaCompiler(Device.Type.CUDA, (formula, inputs) -> {
-            String source = FusedKernels.source(formula, inputs);
-            return (ordinal, compute, out, in, params) -> {
+        KernelRegistry.registerFormulaCompiler(Device.Type.CUDA, (formula, inputs) -> new FormulaKernel() {
+            private final String source = FusedKernels.source(formula, inputs);
+            private final String sumSource = FusedKernels.sumSource(formula, inputs);
+
+            @Override
+            public void run(int ordinal, DType compute, StridedView out, StridedView[] in, double[] params) {
                 if (compute != DType.FLOAT32) throw new UnsupportedOperationException("fused CUDA kernels compute in float32, not " + compute);
                 INSTANCE.kernels().fused(source, ordinal, out, in);
-            };
+            }
+
+            @Override
+            public boolean sumsRows() {
+                return true;
+            }
+
+            @Override
+            public void runRowSums(int ordinal, StridedView out, StridedView[] in, long rowLength, double[] params) {
+                INSTANCE.kernels().fusedSum(sumSource, ordinal, out, in, rowLength);
+            }
         });
         for (OpDef op : OpRegistry.all()) {
             if (!op.kind().isPointwise()) continue;

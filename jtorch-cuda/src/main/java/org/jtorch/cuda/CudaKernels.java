@@ -2,6 +2,7 @@ package org.jtorch.cuda;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,6 +23,7 @@ import org.jtorch.cuda.nvrtc.KernelCache;
 import org.jtorch.cuda.nvrtc.Nvrtc;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.op.OpDef;
+import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 import org.jtorch.ops.UnaryOp;
 
@@ -199,37 +201,69 @@ final class CudaKernels {
             throw new IllegalArgumentException("fused kernel: expected a contiguous float32 output, got " + out.dtype() + " with strides "
                     + java.util.Arrays.toString(out.strides()));
         }
+        long n = Shapes.numel(shape);
+        Device device = Device.cuda(ordinal);
+        int blocks = LaunchGeometry.blocks(n, 1, rt.devices().get(ordinal).multiprocessors());
+        if (blocks == 0) return;
+        long fn = function(ordinal, fusedFile(source), null, FusedKernels.ENTRY, () -> source);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(out.address());
+            MemorySegment index = fusedIndex(arena, shape, inputs, args);
+            args.i64(n).struct(index);
+            launch(fn, blocks, stream(device), args);
+        }
+    }
+
+    /**
+     * {@code out[r] = sum of formula(inputs)} over the elements {@code [r * rowLength, (r + 1) * rowLength)} of the
+     * inputs' common shape, for a formula fused into a sum ({@link FusedKernels#sumSource}): one block per output.
+     */
+    void fusedSum(String source, int ordinal, StridedView out, StridedView[] inputs, long rowLength) {
+        if (out.dtype() != DType.FLOAT32 || !out.isContiguous()) {
+            throw new IllegalArgumentException("fused sum: expected a contiguous float32 output, got " + out.dtype() + " with strides "
+                    + java.util.Arrays.toString(out.strides()));
+        }
+        long rows = Shapes.numel(out.shape());
+        if (rows == 0) return;
+        long[] shape = inputs.length > 0 ? inputs[0].shape() : new long[0];
+        Device device = Device.cuda(ordinal);
+        int blocks = (int) Math.min(rows, (long) LaunchGeometry.BLOCKS_PER_SM * rt.devices().get(ordinal).multiprocessors());
+        long fn = function(ordinal, fusedFile(source), null, FusedKernels.SUM_ENTRY, () -> source);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(out.address());
+            MemorySegment index = fusedIndex(arena, shape, inputs, args);
+            args.i64(rows).i64(rowLength).struct(index);
+            launch(fn, blocks, stream(device), args);
+        }
+    }
+
+    private static String fusedFile(String source) {
+        return "jit_fused_" + Integer.toHexString(source.hashCode()) + "_" + source.length() + ".cu";
+    }
+
+    /**
+     * Adds each input's pointer to {@code args} and returns the kernel's {@code FusedIndex} over {@code shape}:
+     * {@code struct FusedIndex { jt_i64 ndim; jt_i64 size[MAX_DIMS]; jt_i64 stride[inputs][MAX_DIMS]; }}.
+     */
+    private static MemorySegment fusedIndex(Arena arena, long[] shape, StridedView[] inputs, KernelArgs args) {
         if (shape.length > KernelStructs.MAX_DIMS) {
             throw new UnsupportedOperationException("fused kernel: at most " + KernelStructs.MAX_DIMS + " dimensions, got shape "
                     + java.util.Arrays.toString(shape));
         }
-        long n = 1;
-        for (long d : shape) n *= d;
-        Device device = Device.cuda(ordinal);
-        long s = stream(device);
-        int blocks = LaunchGeometry.blocks(n, 1, rt.devices().get(ordinal).multiprocessors());
-        if (blocks == 0) return;
-        String file = "jit_fused_" + Integer.toHexString(source.hashCode()) + "_" + source.length() + ".cu";
-        long fn = function(ordinal, file, null, FusedKernels.ENTRY, () -> source);
-        try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = new KernelArgs(arena).pointer(out.address());
-            int rows = Math.max(inputs.length, 1);
-            // struct FusedIndex { jt_i64 ndim; jt_i64 size[MAX_DIMS]; jt_i64 stride[inputs][MAX_DIMS]; }
-            java.lang.foreign.MemorySegment index = arena.allocate(8L * (1 + KernelStructs.MAX_DIMS * (1 + rows)), 8);
-            index.fill((byte) 0);
-            index.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, shape.length);
-            for (int d = 0; d < shape.length; d++) index.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8L * (1 + d), shape[d]);
-            for (int k = 0; k < inputs.length; k++) {
-                StridedView v = inputs[k];
-                if (v.dtype() != DType.FLOAT32) throw new IllegalArgumentException("fused kernel: input " + k + " is " + v.dtype() + ", not float32");
-                args.pointer(v.address());
-                for (int d = 0; d < shape.length; d++) {
-                    index.set(java.lang.foreign.ValueLayout.JAVA_LONG, 8L * (1 + KernelStructs.MAX_DIMS * (1 + k) + d), v.strides()[d]);
-                }
+        int rows = Math.max(inputs.length, 1);
+        MemorySegment index = arena.allocate(8L * (1 + KernelStructs.MAX_DIMS * (1 + rows)), 8);
+        index.fill((byte) 0);
+        index.set(ValueLayout.JAVA_LONG, 0, shape.length);
+        for (int d = 0; d < shape.length; d++) index.set(ValueLayout.JAVA_LONG, 8L * (1 + d), shape[d]);
+        for (int k = 0; k < inputs.length; k++) {
+            StridedView v = inputs[k];
+            if (v.dtype() != DType.FLOAT32) throw new IllegalArgumentException("fused kernel: input " + k + " is " + v.dtype() + ", not float32");
+            args.pointer(v.address());
+            for (int d = 0; d < shape.length; d++) {
+                index.set(ValueLayout.JAVA_LONG, 8L * (1 + KernelStructs.MAX_DIMS * (1 + k) + d), v.strides()[d]);
             }
-            args.i64(n).struct(index);
-            launch(fn, blocks, s, args);
         }
+        return index;
     }
 
     void where(Tensor cond, Tensor a, Tensor b, Tensor out) {

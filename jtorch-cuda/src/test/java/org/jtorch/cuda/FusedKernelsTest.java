@@ -67,6 +67,12 @@ class FusedKernelsTest {
         }
         entries = compile(nvcc.get(), dir, "wide.cu", FusedKernels.source(wide, 7));
         assertArrayEquals(parameterSizes(7), entries.get(FusedKernels.ENTRY));
+        // The formula fused into a sum of rows: out, the inputs, rows, row length and the index struct.
+        entries = compile(nvcc.get(), dir, "every_fn_sum.cu", FusedKernels.sumSource(sum, 3));
+        long[] sumSizes = new long[3 + 4];
+        java.util.Arrays.fill(sumSizes, 8);
+        sumSizes[6] = 8L * (1 + KernelStructs.MAX_DIMS * (1 + 3));
+        assertArrayEquals(sumSizes, entries.get(FusedKernels.SUM_ENTRY), entries.keySet().toString());
     }
 
     @Test
