@@ -13,9 +13,11 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
+import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.Expr;
 import org.jtorch.op.Fn;
 import org.jtorch.op.FormulaKernel;
+import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.ReductionOps;
@@ -31,7 +33,7 @@ import org.jtorch.ops.Dispatcher;
  */
 final class Program {
     /** One step: a fused group or one replayed op, producing the value of {@code node}. */
-    private sealed interface Step permits Fused, FusedSum, Replayed {
+    private sealed interface Step permits Fused, FusedSum, FoldedConvBatchNorm, Replayed {
         Graph.Node node();
     }
 
@@ -47,6 +49,13 @@ final class Program {
      * dimensions as 1, the shape the incoming gradient is broadcast from.
      */
     private record FusedSum(Graph.Node node, Fused group, long rowLength, long[] keepShape) implements Step {}
+
+    /**
+     * A convolution whose only consumer is a batch norm in evaluation, folded into it (inference only): the batch
+     * norm's per-channel scale and shift are applied to the convolution's weight and bias at each call (so parameter
+     * and statistics updates are seen), and one convolution replaces the two passes. {@code node} is the batch norm.
+     */
+    private record FoldedConvBatchNorm(Graph.Node node, Graph.Node conv) implements Step {}
 
     private record Replayed(Graph.Node node) implements Step {}
 
@@ -113,6 +122,15 @@ final class Program {
                 groups.put(n, f);
             }
         }
+        if (!differentiable) {
+            for (Graph.Node n : graph.nodes) {
+                if (live.containsKey(n) && foldsIntoConv(n, uses)) {
+                    Graph.Node conv = (Graph.Node) n.inputs.get(0);
+                    groups.put(n, new FoldedConvBatchNorm(n, conv));
+                    inlined.put(conv, true);
+                }
+            }
+        }
         for (Graph.Node n : graph.nodes) {
             if (!live.containsKey(n) || inlined.containsKey(n)) continue;
             Step f = groups.get(n);
@@ -172,6 +190,16 @@ final class Program {
     }
 
     /**
+     * Whether {@code n} is a batch norm in evaluation with running statistics whose input is a convolution used by it
+     * alone, of the same floating dtype: then the batch norm folds into the convolution.
+     */
+    private static boolean foldsIntoConv(Graph.Node n, Map<Graph.Node, Integer> uses) {
+        if (n.op != FrontEndOps.BATCH_NORM || n.scalars[0] != 0 || n.inputs.get(1) == null || n.inputs.get(2) == null) return false;
+        if (!(n.inputs.get(0) instanceof Graph.Node conv) || conv.op != FrontEndOps.CONV2D || uses.get(conv) != 1) return false;
+        return conv.dtype == n.dtype && conv.dtype.isFloatingPoint() && conv.device.equals(n.device);
+    }
+
+    /**
      * The number of consecutive values of {@code p} each output of {@code sum} adds when {@code sum} is a float32 sum
      * over trailing dimensions of {@code p} (all of them, or its last dims in any order), else -1.
      */
@@ -224,6 +252,11 @@ final class Program {
         return switch (s) {
             case Fused f -> f.group().inputs;
             case FusedSum f -> f.group().group().inputs;
+            case FoldedConvBatchNorm f -> {
+                List<Graph.Value> in = new ArrayList<>(f.conv().inputs);
+                in.addAll(f.node().inputs.subList(1, f.node().inputs.size()));
+                yield in;
+            }
             case Replayed r -> r.node().inputs;
         };
     }
@@ -270,6 +303,7 @@ final class Program {
                 values[node.id] = switch (step) {
                     case Fused f -> runFused(f, inputs, values);
                     case FusedSum f -> runFusedSum(f, inputs, values);
+                    case FoldedConvBatchNorm f -> runFolded(f, inputs, values);
                     case Replayed r -> replay(r.node(), inputs, values);
                 };
                 for (Graph.Value v : reads(step)) {
@@ -314,6 +348,33 @@ final class Program {
                 s.rowLength(), new double[0]));
         if (differentiable && Autograd.needsGrad(args)) recordBackward(f, args, out, s.keepShape());
         return out;
+    }
+
+    /**
+     * {@code batch_norm(conv(x, w, b))} in evaluation as {@code conv(x, w * s, (b - mean) * s + beta)} per output
+     * channel, with {@code s = gamma / sqrt(var + eps)} (gamma and beta 1 and 0 without affine parameters).
+     */
+    private static Tensor runFolded(FoldedConvBatchNorm f, Tensor[] inputs, Tensor[] values) {
+        Graph.Node conv = f.conv();
+        Graph.Node bn = f.node();
+        Tensor x = resolve(conv.inputs.get(0), inputs, values);
+        Tensor w = resolve(conv.inputs.get(1), inputs, values);
+        Tensor b = resolve(conv.inputs.get(2), inputs, values);
+        Tensor mean = resolve(bn.inputs.get(1), inputs, values);
+        Tensor var = resolve(bn.inputs.get(2), inputs, values);
+        Tensor gamma = resolve(bn.inputs.get(3), inputs, values);
+        Tensor beta = resolve(bn.inputs.get(4), inputs, values);
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor s = var.add(bn.scalars[2]).rsqrt();
+            if (gamma != null) s = s.mul(gamma);
+            long[] channel = new long[w.dim()];
+            java.util.Arrays.fill(channel, 1);
+            channel[0] = w.size(0);
+            Tensor folded = w.mul(s.reshape(channel));
+            Tensor shift = (b != null ? b.sub(mean) : mean.neg()).mul(s);
+            if (beta != null) shift = shift.add(beta);
+            return scope.keep(Dispatcher.call(FrontEndOps.CONV2D, new Tensor[] {x, folded, shift}, conv.scalars));
+        }
     }
 
     private static Tensor[] arguments(Fused f, Tensor[] inputs, Tensor[] values) {
@@ -445,6 +506,8 @@ final class Program {
                             .append(g.ops == 1 ? " op" : " ops").append(" over (")
                             .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
                 }
+                case FoldedConvBatchNorm f -> s.append(f.node()).append(" = conv2d with the evaluation batch norm folded into its weight and bias (")
+                        .append(f.conv()).append(")\n");
                 case Replayed r -> s.append(r.node()).append(" = ").append(r.node().op.name()).append(" (eager)\n");
             }
         }

@@ -1,6 +1,7 @@
 package org.jtorch.vision.models;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,6 +11,7 @@ import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.jit.Jit;
 import org.jtorch.jit.TensorFunction;
+import org.jtorch.nn.BatchNorm;
 import org.jtorch.nn.Module;
 import org.junit.jupiter.api.Test;
 
@@ -57,6 +59,37 @@ class CompiledModelsTest {
     void resnet20CompilesWholeAndMatchesEager() {
         Torch.manualSeed(1);
         check(CifarResNet.resnet20(10), Torch.randn(2, 3, 32, 32));
+    }
+
+    /**
+     * In evaluation, without autograd, each convolution followed by its batch norm runs as one convolution with the
+     * batch norm folded into its weight and bias; with statistics and affine parameters far from the identity the
+     * compiled model still returns what the eager one returns.
+     */
+    @Test
+    void resnet20InEvaluationFoldsEachBatchNormIntoItsConvolution() {
+        Torch.manualSeed(3);
+        Module model = CifarResNet.resnet20(10);
+        try (var g = Grad.noGrad()) {
+            for (Module m : model.modules()) {
+                if (!(m instanceof BatchNorm bn)) continue;
+                long c = bn.runningMean().size(0);
+                bn.runningMean().copy_(Torch.randn(c).mul(0.3));
+                bn.runningVar().copy_(Torch.rand(c).add(0.5));
+                bn.weight().copy_(Torch.rand(c).add(0.5));
+                bn.bias().copy_(Torch.randn(c).mul(0.2));
+            }
+            model.eval();
+            Tensor x = Torch.randn(2, 3, 32, 32);
+            String plan = Jit.explain(in -> model.forward(in[0]), x);
+            assertEquals(19, plan.split("batch norm folded", -1).length - 1, plan);
+            assertFalse(plan.contains("batch_norm (eager)"), plan);
+            TensorFunction compiled = Jit.compile(model);
+            assertClose(model.forward(x), compiled.apply(x), 2e-5f);
+            // Statistics changed after compiling are seen: the folding happens at each call.
+            for (Module m : model.modules()) if (m instanceof BatchNorm bn) bn.runningVar().mul_(2.0);
+            assertClose(model.forward(x), compiled.apply(x), 2e-5f);
+        }
     }
 
     @Test
