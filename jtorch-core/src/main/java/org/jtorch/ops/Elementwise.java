@@ -242,7 +242,10 @@ public final class Elementwise {
      * so that the kernel's fast paths apply. On the CPU it lives on the heap: no allocator round trip.
      */
     static Tensor wrappedScalar(Tensor like, double value, long longValue, DType scalarType) {
-        DType t = new TypePromotion.State().add(like).addScalar(scalarType).result();
+        DType promoted = new TypePromotion.State().add(like).addScalar(scalarType).result();
+        // A half-precision op computes in float32 with the scalar unrounded, as PyTorch's opmath does (70001 would be
+        // inf in float16, 0.1 off by 0.2% in bfloat16); a float32 wrapped number never changes the result's dtype.
+        DType t = promoted == DType.BFLOAT16 || promoted == DType.FLOAT16 ? DType.FLOAT32 : promoted;
         if (!like.device().isCpu()) {
             Tensor s = Torch.full(new long[0], t.isFloatingPoint() ? value : longValue, t, like.device());
             s.markWrappedNumber();

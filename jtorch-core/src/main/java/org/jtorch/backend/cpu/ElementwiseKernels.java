@@ -194,6 +194,12 @@ final class ElementwiseKernels {
         return HALF_SCRATCH.get().asSlice(i * BLOCK * 4L, BLOCK * 4L);
     }
 
+    /** {@code n} contiguous half-precision or float32 values into float32 scratch; offsets in bytes. */
+    private static void toF32(DType t, MemorySegment src, long off, MemorySegment dst, int n) {
+        if (t == DType.FLOAT32) MemorySegment.copy(src, off, dst, 0, 4L * n);
+        else HalfConversion.convert(t, src, off, DType.FLOAT32, dst, 0, n);
+    }
+
     private static boolean isHalf(DType t) {
         return t == DType.BFLOAT16 || t == DType.FLOAT16;
     }
@@ -221,8 +227,10 @@ final class ElementwiseKernels {
                 && (sa == 4 || sa == 0) && (sb == 4 || sb == 0);
         boolean fast = f32Rows && ot == DType.FLOAT32 && it.innerByteStride(0) == 4 && VectorF32.hasBinary(op);
         boolean fastCompare = f32Rows && ot == DType.BOOL && it.innerByteStride(0) == 1 && VectorF32.hasComparison(op);
-        boolean half = isHalf(ot) && at == ot && bt == ot && compute == ot && it.innerByteStride(0) == 2
-                && (sa == 2 || sa == 0) && (sb == 2 || sb == 0) && VectorF32.hasBinary(op);
+        // Half-precision rows; an operand may also be a float32 scalar (a wrapped Java number, kept unrounded).
+        boolean half = isHalf(ot) && compute == ot && it.innerByteStride(0) == 2
+                && (at == ot ? sa == 2 || sa == 0 : at == DType.FLOAT32 && sa == 0)
+                && (bt == ot ? sb == 2 || sb == 0 : bt == DType.FLOAT32 && sb == 0) && VectorF32.hasBinary(op);
         boolean floating = compute.isFloatingPoint();
         long lalpha = (long) alpha;
         Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
@@ -248,8 +256,8 @@ final class ElementwiseKernels {
                 if (half) {
                     for (long done = 0; done < len; done += BLOCK) {
                         int n = (int) Math.min(BLOCK, len - done);
-                        HalfConversion.convert(at, as, off[1] + done * sa, DType.FLOAT32, fa, 0, sa == 0 ? 1 : n);
-                        HalfConversion.convert(bt, bs, off[2] + done * sb, DType.FLOAT32, fb, 0, sb == 0 ? 1 : n);
+                        toF32(at, as, off[1] + done * sa, fa, sa == 0 ? 1 : n);
+                        toF32(bt, bs, off[2] + done * sb, fb, sb == 0 ? 1 : n);
                         VectorF32.binary(op, fa, 0, sa == 0, fb, 0, sb == 0, fo, 0, n, (float) alpha);
                         HalfConversion.convert(DType.FLOAT32, fo, 0, ot, os, off[0] + done * 2, n);
                     }
