@@ -124,7 +124,13 @@ class NullArgumentsTest {
             // adaptive pooling's None output size
             "F.adaptiveAvgPool2d(outH)", "F.adaptiveAvgPool2d(outW)", "F.adaptiveMaxPool2d(outH)", "F.adaptiveMaxPool2d(outW)", "F.adaptiveMaxPool2dWithIndices(outH)",
             "F.adaptiveMaxPool2dWithIndices(outW)",
-            "AdaptiveAvgPool2d.<init>(outH)", "AdaptiveAvgPool2d.<init>(outW)", "AdaptiveMaxPool2d.<init>(outH)", "AdaptiveMaxPool2d.<init>(outW)");
+            "AdaptiveAvgPool2d.<init>(outH)", "AdaptiveAvgPool2d.<init>(outW)", "AdaptiveMaxPool2d.<init>(outH)", "AdaptiveMaxPool2d.<init>(outW)",
+            // 3-d pooling: None output sizes; stride = kernel size, no padding, the output size implied
+            "F.adaptiveAvgPool3d(outD)", "F.adaptiveAvgPool3d(outH)", "F.adaptiveAvgPool3d(outW)", "F.adaptiveMaxPool3dWithIndices(outD)",
+            "F.adaptiveMaxPool3dWithIndices(outH)", "F.adaptiveMaxPool3dWithIndices(outW)", "AdaptiveAvgPool3d.<init>(outD)",
+            "AdaptiveAvgPool3d.<init>(outH)", "AdaptiveAvgPool3d.<init>(outW)", "AdaptiveMaxPool3d.<init>(outD)",
+            "AdaptiveMaxPool3d.<init>(outH)", "AdaptiveMaxPool3d.<init>(outW)", "F.maxUnpool3d(stride)", "F.maxUnpool3d(padding)",
+            "F.maxUnpool3d(outputSize)", "MaxUnpool3d.<init>(stride)");
 
     /** Fresh receivers for the instance methods of the API's stateful classes (Tensor's are made inline). */
     private static final Map<Class<?>, Supplier<Object>> RECEIVERS = Map.ofEntries(

@@ -14,6 +14,7 @@ import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
 import org.jtorch.ops.Pooling;
+import org.jtorch.ops.Pooling3d;
 import org.jtorch.ops.Resampling;
 import org.jtorch.ops.Reductions.ValuesIndices;
 import org.jtorch.op.Shapes;
@@ -1200,9 +1201,103 @@ public final class F {
     }
 
     private static int[] triple(String name, int[] sizes) {
+        return triple("conv3d", name, sizes);
+    }
+
+    private static int[] triple(String op, String name, int[] sizes) {
         if (sizes.length == 1) return new int[] {sizes[0], sizes[0], sizes[0]};
-        if (sizes.length != 3) throw new IllegalArgumentException("conv3d: expected " + name + " to be 1 or 3 ints, got " + Arrays.toString(sizes));
+        if (sizes.length != 3) throw new IllegalArgumentException(op + ": expected " + name + " to be 1 or 3 ints, got " + Arrays.toString(sizes));
         return sizes.clone();
+    }
+
+    /** {@code F.conv_transpose3d(input, weight)}: no bias, PyTorch's defaults. */
+    public static Tensor convTranspose3d(Tensor input, Tensor weight) {
+        return convTranspose3d(input, weight, ConvTranspose.options());
+    }
+
+    /**
+     * {@code F.conv_transpose3d(input, weight, **options)} over {@code [N, C_in, D, H, W]} (or unbatched
+     * {@code [C_in, D, H, W]}) with weight {@code [C_in, C_out / groups, kD, kH, kW]}; sizes as {@link ConvTranspose}'s
+     * (1 or 3 values). A composite as {@link #conv3d(Tensor, Tensor, Conv)}: for each depth tap {@code kd}, every input
+     * depth slice goes through one batched {@code convTranspose2d} with {@code weight[:, :, kd]}, and slice {@code d}
+     * lands at output depth {@code d * strideD + kd * dilationD - paddingD}; the taps are summed, so the gradients are
+     * convTranspose2d's.
+     */
+    public static Tensor convTranspose3d(Tensor input, Tensor weight, ConvTranspose options) {
+        String op = "convTranspose3d";
+        nonNullInputs(op, input, weight);
+        Arguments.nonNull(op, "options", options);
+        if (input.dim() == 4) {
+            try (Tensor batched = input.unsqueeze(0); Tensor y = convTranspose3d(batched, weight, options)) {
+                return y.squeeze(0);
+            }
+        }
+        if (input.dim() != 5 || weight.dim() != 5 || weight.numel() == 0) {
+            throw new IllegalArgumentException(op + ": expected a 4-D or 5-D input [N, C_in, D, H, W] and a non-empty 5-D weight "
+                    + "[C_in, C_out / groups, kD, kH, kW], got " + Shapes.format(input.shape()) + " and " + Shapes.format(weight.shape()));
+        }
+        int groups = options.groups();
+        if (groups < 1 || weight.size(0) % groups != 0) {
+            throw new IllegalArgumentException(op + ": groups=" + groups + " must be positive and divide the weight's first dimension, "
+                    + "got weight " + Shapes.format(weight.shape()));
+        }
+        if (input.size(1) != weight.size(0)) {
+            throw new IllegalArgumentException(op + ": weight " + Shapes.format(weight.shape()) + " expects an input with "
+                    + weight.size(0) + " channels, got input " + Shapes.format(input.shape()));
+        }
+        int[] stride = triple(op, "stride", options.stride());
+        int[] padding = triple(op, "padding", options.padding());
+        int[] outputPadding = triple(op, "outputPadding", options.outputPadding());
+        int[] dilation = triple(op, "dilation", options.dilation());
+        for (int d = 0; d < 3; d++) {
+            if (stride[d] < 1 || dilation[d] < 1 || padding[d] < 0 || outputPadding[d] < 0) {
+                throw new IllegalArgumentException(op + ": expected positive stride " + Arrays.toString(stride) + " and dilation "
+                        + Arrays.toString(dilation) + ", and non-negative padding " + Arrays.toString(padding) + " and output padding "
+                        + Arrays.toString(outputPadding));
+            }
+            if (outputPadding[d] >= stride[d] && outputPadding[d] >= dilation[d]) {
+                throw new IllegalArgumentException(op + ": output padding must be smaller than either stride or dilation, but got "
+                        + "outputPadding " + Arrays.toString(outputPadding) + ", stride " + Arrays.toString(stride) + " and dilation "
+                        + Arrays.toString(dilation));
+            }
+        }
+        long n = input.size(0);
+        long depth = input.size(2);
+        long kernelD = weight.size(2);
+        long spread = (depth - 1) * stride[0] + 1;
+        long full = spread + dilation[0] * (kernelD - 1) + outputPadding[0];
+        long outDepth = full - 2L * padding[0];
+        long[] out = new long[3];
+        out[0] = outDepth;
+        for (int d = 1; d < 3; d++) {
+            out[d] = (input.size(d + 2) - 1) * stride[d] - 2L * padding[d] + (long) dilation[d] * (weight.size(d + 2) - 1) + outputPadding[d] + 1;
+        }
+        if (out[0] < 1 || out[1] < 1 || out[2] < 1) {
+            throw new IllegalArgumentException(op + ": input " + Shapes.format(input.shape()) + " with weight " + Shapes.format(weight.shape())
+                    + ", stride " + Arrays.toString(stride) + ", padding " + Arrays.toString(padding) + " and dilation "
+                    + Arrays.toString(dilation) + " gives output size " + Arrays.toString(out) + " per channel, which is too small");
+        }
+        Tensor bias = options.bias();
+        return MemoryScope.run(() -> {
+            Tensor images = input.permute(0, 2, 1, 3, 4).reshape(n * depth, input.size(1), input.size(3), input.size(4));
+            Tensor sum = null;
+            for (int kd = 0; kd < kernelD; kd++) {
+                Tensor tap = convTranspose2d(images, weight.select(2, kd), null, new int[] {stride[1], stride[2]},
+                        new int[] {padding[1], padding[2]}, new int[] {outputPadding[1], outputPadding[2]}, groups,
+                        new int[] {dilation[1], dilation[2]});
+                Tensor t = tap.reshape(n, depth, tap.size(1), tap.size(2), tap.size(3));
+                if (stride[0] > 1) {
+                    // stride - 1 zero slices after each input slice: [N, D, s, C, H, W] -> [N, D * s, C, H, W], trimmed.
+                    Tensor spaced = Padding.pad(t.unsqueeze(2), new long[] {0, 0, 0, 0, 0, 0, 0, stride[0] - 1}, Padding.Mode.CONSTANT, 0);
+                    t = spaced.reshape(n, depth * stride[0], tap.size(1), tap.size(2), tap.size(3)).narrow(1, 0, spread);
+                }
+                long before = (long) kd * dilation[0];
+                Tensor placed = Padding.pad(t, new long[] {0, 0, 0, 0, 0, 0, before, full - before - spread}, Padding.Mode.CONSTANT, 0);
+                sum = sum == null ? placed : sum.add(placed);
+            }
+            Tensor y = sum.narrow(1, padding[0], outDepth).permute(0, 2, 1, 3, 4);
+            return bias == null ? y.contiguous() : y.add(bias.view(1, -1, 1, 1, 1));
+        });
     }
 
     /** {@code F.conv_transpose2d(input, weight, **options)}; see {@link ConvTranspose}. */
@@ -1578,6 +1673,91 @@ public final class F {
         ValuesIndices r = Pooling.adaptiveMaxPool1d(x, outputSize);
         r.indices().close();
         return r.values();
+    }
+
+    // ------------------------------------------------------------------ 3-d pooling (org.jtorch.ops.Pooling3d)
+    // Over (N, C, D, H, W) / (C, D, H, W); sizes are 1 or 3 ints, the keywords MaxPool's or AvgPool's.
+
+    /** {@code F.max_pool3d(x, kernel_size, **options)}; see {@link MaxPool}. */
+    public static Tensor maxPool3d(Tensor x, int[] kernelSize, MaxPool options) {
+        checkPool("maxPool3d", x, kernelSize, options);
+        return Pooling3d.maxPool3d(x, kernelSize, options.stride(), options.padding(), options.dilation(), options.ceilMode());
+    }
+
+    public static Tensor maxPool3d(Tensor x, int kernelSize, MaxPool options) {
+        return maxPool3d(x, new int[] {kernelSize}, options);
+    }
+
+    public static Tensor maxPool3d(Tensor x, int kernelSize) {
+        return maxPool3d(x, new int[] {kernelSize}, MaxPool.options());
+    }
+
+    /** {@code F.max_pool3d(x, kernel_size, return_indices=True, **options)}: flat indices {@code d * H * W + h * W + w}. */
+    public static ValuesIndices maxPool3dWithIndices(Tensor x, int[] kernelSize, MaxPool options) {
+        checkPool("maxPool3dWithIndices", x, kernelSize, options);
+        return Pooling3d.maxPool3dWithIndices(x, kernelSize, options.stride(), options.padding(), options.dilation(), options.ceilMode());
+    }
+
+    /** {@code F.avg_pool3d(x, kernel_size, **options)}; see {@link AvgPool}. */
+    public static Tensor avgPool3d(Tensor x, int[] kernelSize, AvgPool options) {
+        checkPool("avgPool3d", x, kernelSize, options);
+        return Pooling3d.avgPool3d(x, kernelSize, options.stride(), options.padding(), options.ceilMode(), options.countIncludePad(),
+                options.divisorOverride());
+    }
+
+    public static Tensor avgPool3d(Tensor x, int kernelSize, AvgPool options) {
+        return avgPool3d(x, new int[] {kernelSize}, options);
+    }
+
+    public static Tensor avgPool3d(Tensor x, int kernelSize) {
+        return avgPool3d(x, new int[] {kernelSize}, AvgPool.options());
+    }
+
+    /** {@code F.adaptive_avg_pool3d(x, output_size)}: 1 or 3 non-negative sizes. */
+    public static Tensor adaptiveAvgPool3d(Tensor x, long... outputSize) {
+        Arguments.nonNull("adaptiveAvgPool3d", "x", x);
+        Arguments.nonNull("adaptiveAvgPool3d", "outputSize", outputSize);
+        return Pooling3d.adaptiveAvgPool3d(x, checkSizes("adaptiveAvgPool3d", outputSize));
+    }
+
+    /** {@code F.adaptive_avg_pool3d(x, (outD, outH, outW))}: a null size keeps the input's (PyTorch's None). */
+    public static Tensor adaptiveAvgPool3d(Tensor x, Long outD, Long outH, Long outW) {
+        String op = "adaptiveAvgPool3d";
+        Arguments.nonNull(op, "x", x);
+        return Pooling3d.adaptiveAvgPool3d(x, noneAsInput(op, outD), noneAsInput(op, outH), noneAsInput(op, outW));
+    }
+
+    /** {@code F.adaptive_max_pool3d(x, output_size)}: values only. */
+    public static Tensor adaptiveMaxPool3d(Tensor x, long... outputSize) {
+        Arguments.nonNull("adaptiveMaxPool3d", "x", x);
+        try (ValuesIndices r = adaptiveMaxPool3dWithIndices(x, outputSize)) {
+            return r.values().alias();
+        }
+    }
+
+    /** {@code F.adaptive_max_pool3d(x, output_size, return_indices=True)}; indices as {@link #maxPool3dWithIndices}'s. */
+    public static ValuesIndices adaptiveMaxPool3dWithIndices(Tensor x, long... outputSize) {
+        Arguments.nonNull("adaptiveMaxPool3dWithIndices", "x", x);
+        Arguments.nonNull("adaptiveMaxPool3dWithIndices", "outputSize", outputSize);
+        return Pooling3d.adaptiveMaxPool3d(x, checkSizes("adaptiveMaxPool3dWithIndices", outputSize));
+    }
+
+    /** As {@link #adaptiveAvgPool3d(Tensor, Long, Long, Long)}: a null size keeps the input's, with the indices. */
+    public static ValuesIndices adaptiveMaxPool3dWithIndices(Tensor x, Long outD, Long outH, Long outW) {
+        String op = "adaptiveMaxPool3dWithIndices";
+        Arguments.nonNull(op, "x", x);
+        return Pooling3d.adaptiveMaxPool3d(x, noneAsInput(op, outD), noneAsInput(op, outH), noneAsInput(op, outW));
+    }
+
+    /**
+     * {@code F.max_unpool3d(x, indices, kernel_size, stride, padding, output_size)}: null stride is the kernel size, null
+     * output size {@code (in - 1) * stride - 2 * padding + kernel}.
+     */
+    public static Tensor maxUnpool3d(Tensor x, Tensor indices, int[] kernelSize, int[] stride, int[] padding, long[] outputSize) {
+        Arguments.nonNull("maxUnpool3d", "x", x);
+        Arguments.nonNull("maxUnpool3d", "indices", indices);
+        Arguments.nonNull("maxUnpool3d", "kernelSize", kernelSize);
+        return Pooling3d.maxUnpool3d(x, indices, kernelSize, stride, padding, outputSize);
     }
 
     /** {@code F.pad(x, pad, **options)}; see {@link Pad}. */

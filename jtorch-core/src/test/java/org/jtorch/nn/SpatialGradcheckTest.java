@@ -131,4 +131,35 @@ class SpatialGradcheckTest {
         check(t -> F.convTranspose1d(t[0], t[1], F.ConvTranspose.options().bias(t[2]).stride(2).padding(1).outputPadding(1)),
                 rand(1, 2, 4), rand(2, 3, 3), rand(3));
     }
+
+    @Test
+    void convTranspose3dDifferentiatesInInputWeightAndBias() {
+        check(t -> F.convTranspose3d(t[0], t[1], F.ConvTranspose.options().bias(t[2]).stride(2, 1, 2).padding(1, 0, 1)
+                .outputPadding(1, 0, 0).dilation(1, 2, 1)), rand(1, 2, 3, 2, 3), rand(2, 3, 2, 2, 3), rand(3));
+        check(t -> F.convTranspose3d(t[0], t[1], F.ConvTranspose.options().groups(2).stride(3)), rand(2, 2, 2, 2), rand(2, 1, 2, 1, 2));
+    }
+
+    @Test
+    void pooling3d() {
+        check(x -> F.maxPool3d(x[0], new int[] {3, 2, 3}, F.MaxPool.options().stride(2, 1, 2).padding(1, 1, 0).dilation(1, 2, 1)
+                .ceilMode(true)), rand(1, 2, 5, 5, 6));
+        check(x -> F.avgPool3d(x[0], new int[] {3}, F.AvgPool.options().stride(2).padding(1).ceilMode(true).countIncludePad(false)),
+                rand(1, 2, 5, 4, 6));
+        check(x -> F.avgPool3d(x[0], new int[] {2, 3, 2}, F.AvgPool.options().padding(1, 1, 0).divisorOverride(5L)), rand(2, 3, 4, 3));
+        check(x -> F.adaptiveAvgPool3d(x[0], 2, 3, 2), rand(1, 2, 5, 7, 4));
+        check(x -> F.adaptiveMaxPool3d(x[0], 3, 2, 2), rand(2, 4, 5, 3));
+        try (Tensor x = rand(1, 2, 4, 4, 4); var r = F.maxPool3dWithIndices(x, new int[] {2}, F.MaxPool.options())) {
+            Tensor idx = r.indices();
+            check(v -> F.maxUnpool3d(v[0], idx, new int[] {2}, null, new int[] {0}, null), rand(1, 2, 2, 2, 2));
+        }
+    }
+
+    @Test
+    void pooling3dBackwardsHaveBackwards() {
+        try (Tensor x = rand(1, 2, 4, 5, 4)) {
+            check(inputGradient(v -> F.avgPool3d(v, new int[] {3}, F.AvgPool.options().stride(2).padding(1)), x), rand(1, 2, 2, 3, 2));
+            check(inputGradient(v -> F.maxPool3d(v, 2), x), rand(1, 2, 2, 2, 2));
+            check(inputGradient(v -> F.adaptiveAvgPool3d(v, 2), x), rand(1, 2, 2, 2, 2));
+        }
+    }
 }
