@@ -114,7 +114,7 @@ class NullArgumentsTest {
             "F.BatchNorm.<init>(bias)", "F.Norm.<init>(weight)", "F.Norm.<init>(bias)", "F.Conv.<init>(bias)", "F.Conv.<init>(padding)",
             "F.Conv.<init>(paddingMode)", "F.ConvTranspose.<init>(bias)", "F.MaxPool.<init>(stride)", "F.AvgPool.<init>(stride)",
             "F.AvgPool.<init>(divisorOverride)", "F.Interpolate.<init>(size)", "F.Interpolate.<init>(scaleFactor)",
-            "F.Interpolate.<init>(alignCorners)", "F.Embedding.<init>(paddingIdx)", "F.Dropout.<init>(generator)",
+            "F.Interpolate.<init>(alignCorners)", "F.Embedding.<init>(paddingIdx)", "F.Embedding.<init>(maxNorm)", "F.Dropout.<init>(generator)",
             "F.ScaledDotProductAttention.<init>(attnMask)", "F.ScaledDotProductAttention.<init>(scale)",
             "F.ScaledDotProductAttention.<init>(generator)", "Variance.<init>(dim)",
             // several-value inputs: None masks and initial states; a structure that is None holds no tensor
@@ -198,6 +198,13 @@ class NullArgumentsTest {
         if (t == org.jtorch.nn.RNNOptions.class) return org.jtorch.nn.LSTM.options();
         if (t == org.jtorch.nn.utils.PackedSequence.class) return packed();
         if (t == org.jtorch.nn.LSTM.State.class) return new org.jtorch.nn.LSTM.State(Torch.zeros(1, 2), Torch.zeros(1, 2));
+        // a keyword-options record made by its own options() (F.Embedding, F.Conv...)
+        try {
+            Method own = t.getMethod("options");
+            if (Modifier.isStatic(own.getModifiers()) && own.getReturnType() == t) return own.invoke(null);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            // none: try the owner's
+        }
         // an options class nested in its owner, made by the owner's options() (SGD.Options, OneCycleLR.Options...)
         if (t.getEnclosingClass() != null) {
             for (Method m : t.getEnclosingClass().getMethods()) {

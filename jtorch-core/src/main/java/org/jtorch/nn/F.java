@@ -401,12 +401,22 @@ public final class F {
         return embedding(indices, weight, (Long) null);
     }
 
-    /** {@code F.embedding(indices, weight, **options)}; see {@link Embedding}. */
+    /**
+     * {@code F.embedding(indices, weight, **options)}; see {@link Embedding}. With {@code maxNorm}, the rows looked up
+     * are first renormalised in place, as PyTorch's: each distinct row whose {@code normType}-norm exceeds
+     * {@code maxNorm} is scaled by {@code maxNorm / (norm + 1e-7)} (under no-grad: the weight changes, its history does
+     * not). {@code sparse=true} is refused: jtorch has no sparse tensors, so an embedding's gradient is always dense.
+     */
     public static Tensor embedding(Tensor indices, Tensor weight, Embedding options) {
         Arguments.nonNull("embedding", "indices", indices);
         Arguments.nonNull("embedding", "weight", weight);
         Arguments.nonNull("embedding", "options", options);
-        return embedding(indices, weight, options.paddingIdx());
+        if (options.sparse()) throw Embedding.sparseRefused("embedding");
+        if (options.maxNorm() != null) {
+            checkEmbeddingArguments(indices, weight);
+            embeddingRenorm_(weight, indices, options.maxNorm(), options.normType());
+        }
+        return embedding(indices, weight, options.paddingIdx(), options.scaleGradByFreq());
     }
 
     /**
@@ -417,6 +427,26 @@ public final class F {
     public static Tensor embedding(Tensor indices, Tensor weight, Long paddingIdx) {
         Arguments.nonNull("embedding", "indices", indices);
         Arguments.nonNull("embedding", "weight", weight);
+        return embedding(indices, weight, paddingIdx, false);
+    }
+
+    /** PyTorch's {@code embedding_renorm_}: the distinct rows of {@code indices} scaled in place to a norm of at most {@code maxNorm}. */
+    private static void embeddingRenorm_(Tensor weight, Tensor indices, double maxNorm, double normType) {
+        try (Grad.Mode g = Grad.noGrad(); MemoryScope scope = new MemoryScope()) {
+            Tensor rows = indices.reshape(-1).to(DType.INT64).unique();
+            Tensor norms = weight.indexSelect(0, rows).norm(normType, new int[] {1}, true);
+            // As PyTorch's: rows within the bound are left untouched (not multiplied by 1).
+            Tensor over = norms.gt(maxNorm).reshape(-1);
+            Tensor scaled = rows.maskedSelect(over);
+            if (scaled.numel() == 0) return;
+            // The factor in float64, as PyTorch's (its norm is read out as a double).
+            Tensor norms64 = norms.to(DType.FLOAT64);
+            Tensor factor = Torch.fullLike(norms64, maxNorm).div(norms64.add(1e-7)).reshape(-1).maskedSelect(over).unsqueeze(1);
+            weight.indexCopy_(0, scaled, weight.indexSelect(0, scaled).mul(factor.to(weight.dtype())));
+        }
+    }
+
+    private static void checkEmbeddingArguments(Tensor indices, Tensor weight) {
         if (weight.dim() != 2) {
             throw new IllegalArgumentException("embedding: expected a 2-D weight [num_embeddings, embedding_dim], got shape "
                     + Shapes.format(weight.shape()));
@@ -424,6 +454,14 @@ public final class F {
         if (indices.dtype() != DType.INT64 && indices.dtype() != DType.INT32) {
             throw new IllegalArgumentException("embedding: expected indices of dtype int64 or int32, got " + indices.dtype());
         }
+    }
+
+    /**
+     * The lookup and its backward; with {@code scaleGradByFreq} each looked-up row's gradient is divided by how often
+     * its index occurs in {@code indices}, as PyTorch's {@code scale_grad_by_freq}.
+     */
+    private static Tensor embedding(Tensor indices, Tensor weight, Long paddingIdx, boolean scaleGradByFreq) {
+        checkEmbeddingArguments(indices, weight);
         long num = weight.size(0);
         long pad = paddingIdx == null ? -1 : paddingIdx < 0 ? paddingIdx + num : paddingIdx;
         if (paddingIdx != null && (pad < 0 || pad >= num)) {
@@ -443,6 +481,11 @@ public final class F {
                     Tensor idx = saved.get().reshape(-1);
                     Tensor rowsGrad = grads[0].reshape(idx.numel(), weightShape[1]);
                     if (pad >= 0) rowsGrad = rowsGrad.maskedFill(idx.eq((double) pad).unsqueeze(1), 0);
+                    if (scaleGradByFreq) {
+                        Tensor counts = Torch.zeros(new long[] {weightShape[0]}, rowsGrad.dtype(), rowsGrad.device())
+                                .indexAdd_(0, idx, Torch.onesLike(idx).to(rowsGrad.dtype()));
+                        rowsGrad = rowsGrad.div(counts.indexSelect(0, idx).unsqueeze(1));
+                    }
                     Tensor gw = Torch.zeros(weightShape, grads[0].dtype(), grads[0].device());
                     gw.indexAdd_(0, idx, rowsGrad);
                     return new Tensor[] {scope.keep(gw)};
@@ -2088,12 +2131,26 @@ public final class F {
     }
 
     /**
-     * {@code F.embedding}'s keywords: {@code padding_idx=None} (null: none; negative counts from the end). PyTorch's
-     * {@code max_norm}, {@code scale_grad_by_freq} and {@code sparse} are not supported.
+     * {@code F.embedding}'s keywords: {@code padding_idx=None} (null: none; negative counts from the end),
+     * {@code max_norm=None} (null: no renormalisation), {@code norm_type=2.0}, {@code scale_grad_by_freq=False} and
+     * {@code sparse=False}. {@code sparse=true} is refused by the ops: a sparse gradient needs sparse tensors, which
+     * jtorch does not have ({@link org.jtorch.optim.SparseAdam} takes the dense gradient instead).
      */
-    public record Embedding(Long paddingIdx) {
-        public static Embedding options() { return new Embedding(null); }
-        public Embedding paddingIdx(Long paddingIdx) { return new Embedding(paddingIdx); }
+    public record Embedding(Long paddingIdx, Double maxNorm, double normType, boolean scaleGradByFreq, boolean sparse) {
+        /** Only {@code padding_idx}; the other keywords at their defaults. */
+        public Embedding(Long paddingIdx) { this(paddingIdx, null, 2.0, false, false); }
+
+        public static Embedding options() { return new Embedding(null, null, 2.0, false, false); }
+        public Embedding paddingIdx(Long paddingIdx) { return new Embedding(paddingIdx, maxNorm, normType, scaleGradByFreq, sparse); }
+        public Embedding maxNorm(Double maxNorm) { return new Embedding(paddingIdx, maxNorm, normType, scaleGradByFreq, sparse); }
+        public Embedding normType(double normType) { return new Embedding(paddingIdx, maxNorm, normType, scaleGradByFreq, sparse); }
+        public Embedding scaleGradByFreq(boolean scale) { return new Embedding(paddingIdx, maxNorm, normType, scale, sparse); }
+        public Embedding sparse(boolean sparse) { return new Embedding(paddingIdx, maxNorm, normType, scaleGradByFreq, sparse); }
+
+        static UnsupportedOperationException sparseRefused(String op) {
+            return new UnsupportedOperationException(op + ": sparse=True asks for a sparse gradient of the weight, and jtorch has no "
+                    + "sparse tensors: its embedding gradients are dense (SparseAdam updates only the rows a dense gradient touches)");
+        }
     }
 
     /**

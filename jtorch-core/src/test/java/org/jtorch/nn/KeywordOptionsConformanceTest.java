@@ -222,10 +222,14 @@ class KeywordOptionsConformanceTest {
             case "embedding" -> {
                 Embedding o = Embedding.options();
                 if (has(c, "padding_idx")) o = o.paddingIdx(c.longArg("padding_idx", 0));
+                if (has(c, "max_norm")) o = o.maxNorm(c.doubleArg("max_norm", 0));
+                if (has(c, "norm_type")) o = o.normType(c.doubleArg("norm_type", 2));
+                if (has(c, "scale_grad_by_freq")) o = o.scaleGradByFreq(c.boolArg("scale_grad_by_freq", false));
                 Tensor weight = in.get(1).requiresGrad_(true);
                 Tensor y = F.embedding(x, weight, o);
                 y.mul(Torch.arange(18).to(y.dtype()).view(2, 3, 3)).sum().backward();
-                yield List.of(y, weight.grad());
+                // max_norm renormalises the weight in place: the weight after the call is checked too.
+                yield has(c, "max_norm") ? List.of(y, weight.grad(), weight) : List.of(y, weight.grad());
             }
             case "scaled_dot_product_attention" -> {
                 ScaledDotProductAttention o = ScaledDotProductAttention.options();
@@ -303,7 +307,7 @@ class KeywordOptionsConformanceTest {
         assertEquals(new BinaryCrossEntropyWithLogits(null, null, Reduction.MEAN), BinaryCrossEntropyWithLogits.options());
         assertEquals(new BatchNorm(null, null, false, 0.1, 1e-5), BatchNorm.options());
         assertEquals(new Norm(null, null, 1e-5), Norm.options());
-        assertEquals(new Embedding(null), Embedding.options());
+        assertEquals(new Embedding(null, null, 2.0, false, false), Embedding.options());
         assertEquals(new Dropout(0.5, true, null), Dropout.options());
         assertEquals(new Pad("constant", 0), Pad.options());
         assertEquals(new ScaledDotProductAttention(null, 0, false, null, null), ScaledDotProductAttention.options());
