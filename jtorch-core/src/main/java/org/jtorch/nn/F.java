@@ -286,7 +286,37 @@ public final class F {
         Arguments.nonNull("dropout", "x", x);
         Arguments.nonNull("dropout", "options", options);
         Generator gen = options.generator() != null ? options.generator() : Generator.defaultGenerator();
-        return dropout(x, options.p(), options.training(), gen);
+        return options.inplace() ? dropout_(x, options.p(), options.training(), gen) : dropout(x, options.p(), options.training(), gen);
+    }
+
+    /**
+     * {@code F.dropout(x, p, training, inplace=True)}: in training, {@code x} itself is multiplied by the mask scaled by
+     * {@code 1 / (1 - p)}, as PyTorch's {@code dropout_} (the same mask as {@link #dropout(Tensor, double, boolean,
+     * Generator)} draws from the same generator state). In-place rules as for every in-place op: a leaf that requires grad
+     * is refused, a non-leaf's history is rebased. Returns a new handle to {@code x} (the caller closes it).
+     */
+    public static Tensor dropout_(Tensor x, double p, boolean training, Generator gen) {
+        Arguments.nonNull("dropout_", "x", x);
+        Arguments.nonNull("dropout_", "gen", gen);
+        checkDropoutP("dropout_", p);
+        if (training && p > 0) {
+            try (MemoryScope scope = new MemoryScope()) {
+                x.mul_(p == 1 ? Torch.zerosLike(x) : dropoutScale(x, p, gen));
+            }
+        }
+        return x.alias();
+    }
+
+    private static void checkDropoutP(String op, double p) {
+        if (!(p >= 0 && p <= 1)) {
+            throw new IllegalArgumentException(op + ": dropout probability has to be between 0 and 1, but got " + p);
+        }
+    }
+
+    /** The kept elements' factor {@code 1 / (1 - p)}, zero where dropped: one uniform draw per element. */
+    private static Tensor dropoutScale(Tensor x, double p, Generator gen) {
+        Tensor keep = Torch.rand(x.shape(), x.dtype(), x.device(), gen).lt(1 - p);
+        return keep.to(x.dtype()).mul(1.0 / (1 - p));
     }
 
     /** Dropout with the default generator. */
@@ -300,15 +330,10 @@ public final class F {
      */
     public static Tensor dropout(Tensor x, double p, boolean training, Generator gen) {
         Arguments.nonNull("dropout", "x", x);
-        if (!(p >= 0 && p <= 1)) {
-            throw new IllegalArgumentException("dropout: dropout probability has to be between 0 and 1, but got " + p);
-        }
+        checkDropoutP("dropout", p);
         if (!training || p == 0) return x.alias();
         if (p == 1) return x.mul(0.0);
-        return MemoryScope.run(() -> {
-            Tensor keep = Torch.rand(x.shape(), x.dtype(), x.device(), gen).lt(1 - p);
-            return x.mul(keep.to(x.dtype()).mul(1.0 / (1 - p)));
-        });
+        return MemoryScope.run(() -> x.mul(dropoutScale(x, p, gen)));
     }
 
     // ------------------------------------------------------------------ normalisation
@@ -1839,7 +1864,7 @@ public final class F {
         Arguments.nonNull("interpolate", "x", x);
         Arguments.nonNull("interpolate", "options", options);
         return Resampling.interpolate(x, options.size(), options.scaleFactor(), options.mode(), options.alignCorners(),
-                options.recomputeScaleFactor());
+                options.recomputeScaleFactor(), options.antialias());
     }
 
     /** {@code F.interpolate(x, size=...)}; {@code alignCorners} may be null (false, linear modes only). */
@@ -2111,21 +2136,29 @@ public final class F {
 
     /**
      * {@code F.interpolate}'s keywords: {@code size=None, scale_factor=None, mode='nearest', align_corners=None,
-     * recompute_scale_factor=None} (None behaves as False). Exactly one of {@code size} and {@code scaleFactor} is given.
+     * recompute_scale_factor=None} (None behaves as False), {@code antialias=False} (bilinear and bicubic). Exactly one of
+     * {@code size} and {@code scaleFactor} is given.
      */
-    public record Interpolate(long[] size, double[] scaleFactor, String mode, Boolean alignCorners, boolean recomputeScaleFactor) {
+    public record Interpolate(long[] size, double[] scaleFactor, String mode, Boolean alignCorners, boolean recomputeScaleFactor,
+                              boolean antialias) {
         public Interpolate {
             Arguments.nonNull("Interpolate", "mode", mode);
             size = size == null ? null : size.clone();
             scaleFactor = scaleFactor == null ? null : scaleFactor.clone();
         }
 
-        public static Interpolate options() { return new Interpolate(null, null, "nearest", null, false); }
-        public Interpolate size(long... size) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor); }
-        public Interpolate scaleFactor(double... scaleFactor) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor); }
-        public Interpolate mode(String mode) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor); }
-        public Interpolate alignCorners(Boolean alignCorners) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor); }
-        public Interpolate recomputeScaleFactor(boolean recompute) { return new Interpolate(size, scaleFactor, mode, alignCorners, recompute); }
+        /** Without {@code antialias} (false). */
+        public Interpolate(long[] size, double[] scaleFactor, String mode, Boolean alignCorners, boolean recomputeScaleFactor) {
+            this(size, scaleFactor, mode, alignCorners, recomputeScaleFactor, false);
+        }
+
+        public static Interpolate options() { return new Interpolate(null, null, "nearest", null, false, false); }
+        public Interpolate size(long... size) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor, antialias); }
+        public Interpolate scaleFactor(double... scaleFactor) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor, antialias); }
+        public Interpolate mode(String mode) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor, antialias); }
+        public Interpolate alignCorners(Boolean alignCorners) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor, antialias); }
+        public Interpolate recomputeScaleFactor(boolean recompute) { return new Interpolate(size, scaleFactor, mode, alignCorners, recompute, antialias); }
+        public Interpolate antialias(boolean antialias) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor, antialias); }
         @Override public long[] size() { return size == null ? null : size.clone(); }
         @Override public double[] scaleFactor() { return scaleFactor == null ? null : scaleFactor.clone(); }
     }
@@ -2154,14 +2187,18 @@ public final class F {
     }
 
     /**
-     * {@code F.dropout}'s keywords: {@code p=0.5, training=True}, and the {@link Generator} the mask is drawn from
-     * (null: the default generator). PyTorch's {@code inplace} is not offered: the result is always a new tensor.
+     * {@code F.dropout}'s keywords: {@code p=0.5, training=True, inplace=False}, and the {@link Generator} the mask is
+     * drawn from (null: the default generator). With {@code inplace} the input itself is masked (see {@link #dropout_}).
      */
-    public record Dropout(double p, boolean training, Generator generator) {
-        public static Dropout options() { return new Dropout(0.5, true, null); }
-        public Dropout p(double p) { return new Dropout(p, training, generator); }
-        public Dropout training(boolean training) { return new Dropout(p, training, generator); }
-        public Dropout generator(Generator generator) { return new Dropout(p, training, generator); }
+    public record Dropout(double p, boolean training, boolean inplace, Generator generator) {
+        /** Not in place. */
+        public Dropout(double p, boolean training, Generator generator) { this(p, training, false, generator); }
+
+        public static Dropout options() { return new Dropout(0.5, true, false, null); }
+        public Dropout p(double p) { return new Dropout(p, training, inplace, generator); }
+        public Dropout training(boolean training) { return new Dropout(p, training, inplace, generator); }
+        public Dropout inplace(boolean inplace) { return new Dropout(p, training, inplace, generator); }
+        public Dropout generator(Generator generator) { return new Dropout(p, training, inplace, generator); }
     }
 
     /** {@code F.pad}'s keywords: {@code mode='constant', value=None} (None pads with 0; constant mode only). */

@@ -203,6 +203,7 @@ class KeywordOptionsConformanceTest {
                 if (has(c, "mode")) o = o.mode(c.stringArg("mode", null));
                 if (has(c, "align_corners")) o = o.alignCorners(c.boolArg("align_corners", false));
                 if (has(c, "recompute_scale_factor")) o = o.recomputeScaleFactor(c.boolArg("recompute_scale_factor", false));
+                if (has(c, "antialias")) o = o.antialias(c.boolArg("antialias", false));
                 yield List.of(F.interpolate(x, o));
             }
             case "pad" -> {
@@ -308,7 +309,7 @@ class KeywordOptionsConformanceTest {
         assertEquals(new BatchNorm(null, null, false, 0.1, 1e-5), BatchNorm.options());
         assertEquals(new Norm(null, null, 1e-5), Norm.options());
         assertEquals(new Embedding(null, null, 2.0, false, false), Embedding.options());
-        assertEquals(new Dropout(0.5, true, null), Dropout.options());
+        assertEquals(new Dropout(0.5, true, false, null), Dropout.options());
         assertEquals(new Pad("constant", 0), Pad.options());
         assertEquals(new ScaledDotProductAttention(null, 0, false, null, null), ScaledDotProductAttention.options());
         Conv conv = Conv.options();

@@ -109,6 +109,11 @@ class SpatialGradcheckTest {
         check(x -> F.interpolate(x[0], new long[] {7}, "linear", null), rand(2, 2, 4));
         check(x -> F.interpolate(x[0], new double[] {1.7}, "nearest", null), rand(1, 2, 5));
         check(x -> F.interpolate(x[0], new long[] {3, 5}, "nearest-exact", null), rand(1, 1, 4, 4));
+        check(x -> F.interpolate(x[0], new long[] {5, 7}, "bicubic", false), rand(1, 2, 3, 4));
+        check(x -> F.interpolate(x[0], new long[] {2, 3}, "bicubic", true), rand(1, 2, 5, 4));
+        check(x -> F.interpolate(x[0], F.Interpolate.options().size(3, 2).mode("bilinear").antialias(true)), rand(1, 2, 7, 5));
+        check(x -> F.interpolate(x[0], F.Interpolate.options().scaleFactor(0.5, 1.5).mode("bicubic").alignCorners(true).antialias(true)),
+                rand(1, 2, 8, 3));
     }
 
     @Test

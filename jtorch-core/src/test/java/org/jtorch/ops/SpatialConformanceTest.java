@@ -107,7 +107,11 @@ class SpatialConformanceTest {
             case "max_unpool2d" -> List.of(F.maxUnpool2d(x, in.get(1), ints(c, "kernel_size"), ints(c, "stride"), ints(c, "padding"),
                     c.longsArg("output_size")));
             case "pad" -> List.of(F.pad(x, c.longsArg("pad"), c.stringArg("mode", "constant"), c.doubleArg("value", 0)));
-            case "interpolate" -> List.of(F.interpolate(x, c.longsArg("size"), doubles(c, "scale_factor"), c.stringArg("mode", "nearest"),
+            case "interpolate" -> List.of(c.args().has("antialias")
+                    ? F.interpolate(x, F.Interpolate.options().size(c.longsArg("size")).scaleFactor(doubles(c, "scale_factor"))
+                            .mode(c.stringArg("mode", "nearest")).alignCorners(c.args().has("align_corners") ? c.boolArg("align_corners", false) : null)
+                            .antialias(c.boolArg("antialias", false)))
+                    : F.interpolate(x, c.longsArg("size"), doubles(c, "scale_factor"), c.stringArg("mode", "nearest"),
                     c.args().has("align_corners") ? c.boolArg("align_corners", false) : null,
                     c.boolArg("recompute_scale_factor", false)));
             case "max_pool3d" -> both(F.maxPool3dWithIndices(x, ints(c, "kernel_size"), maxPool(c)));
