@@ -120,7 +120,11 @@ class NullArgumentsTest {
             // several-value inputs: None masks and initial states; a structure that is None holds no tensor
             "AttentionEncoder.Input.<init>(mask)", "AttentionEncoder.Input.<init>(srcKeyPaddingMask)", "LSTM.Input.<init>(state)",
             "RNN.Input.<init>(h0)", "TensorTree.flatten(value)", "TensorTree.keep(value)", "MultiheadAttention.Input.<init>(attnMask)",
-            "MultiheadAttention.Input.<init>(keyPaddingMask)",
+            "MultiheadAttention.Input.<init>(keyPaddingMask)", "AttentionDecoder.Input.<init>(tgtMask)",
+            "AttentionDecoder.Input.<init>(memoryMask)", "AttentionDecoder.Input.<init>(tgtKeyPaddingMask)",
+            "AttentionDecoder.Input.<init>(memoryKeyPaddingMask)", "Transformer.Input.<init>(srcMask)", "Transformer.Input.<init>(tgtMask)",
+            "Transformer.Input.<init>(memoryMask)", "Transformer.Input.<init>(srcKeyPaddingMask)",
+            "Transformer.Input.<init>(tgtKeyPaddingMask)", "Transformer.Input.<init>(memoryKeyPaddingMask)",
             // adaptive pooling's None output size
             "F.adaptiveAvgPool2d(outH)", "F.adaptiveAvgPool2d(outW)", "F.adaptiveMaxPool2d(outH)", "F.adaptiveMaxPool2d(outW)", "F.adaptiveMaxPool2dWithIndices(outH)",
             "F.adaptiveMaxPool2dWithIndices(outW)",
