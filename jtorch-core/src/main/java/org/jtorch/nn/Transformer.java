@@ -49,8 +49,9 @@ public class Transformer extends Module implements TupleModule<Transformer.Input
     private final long dModel;
     private final long nhead;
     private final boolean batchFirst;
-    private final AttentionEncoder encoder;
-    private final AttentionDecoder decoder;
+    // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+    private AttentionEncoder encoder;
+    private AttentionDecoder decoder;
     private final TransformerOptions options;
 
     /** PyTorch's defaults: {@code dModel} 512, 8 heads, 6 + 6 layers. */
