@@ -19,7 +19,8 @@ import org.jtorch.ops.Reductions.ValuesIndices;
  * {@link Pooling}: the {@code (H, W)} pool of every depth slice, then a {@code (kD, 1)} pool over the depth of the
  * result viewed as {@code [D, oH * oW]}. They run on every backend that has the 2-d kernels, and their gradients
  * (and double backward) are those of the 2-d ops. Ties and NaN resolve as PyTorch's loop over {@code (d, h, w)}:
- * the first maximum in that order, or the last NaN.
+ * the first maximum in that order, or the last NaN. Average pooling of float16/bfloat16 rounds after each pass (PyTorch
+ * once); max pooling is exact.
  */
 public final class Pooling3d {
     private Pooling3d() {}
