@@ -114,17 +114,27 @@ class NullArgumentsTest {
             "F.BatchNorm.<init>(bias)", "F.Norm.<init>(weight)", "F.Norm.<init>(bias)", "F.Conv.<init>(bias)", "F.Conv.<init>(padding)",
             "F.Conv.<init>(paddingMode)", "F.ConvTranspose.<init>(bias)", "F.MaxPool.<init>(stride)", "F.AvgPool.<init>(stride)",
             "F.AvgPool.<init>(divisorOverride)", "F.Interpolate.<init>(size)", "F.Interpolate.<init>(scaleFactor)",
-            "F.Interpolate.<init>(alignCorners)", "F.Embedding.<init>(paddingIdx)", "F.Dropout.<init>(generator)",
+            "F.Interpolate.<init>(alignCorners)", "F.Embedding.<init>(paddingIdx)", "F.Embedding.<init>(maxNorm)", "F.Dropout.<init>(generator)",
             "F.ScaledDotProductAttention.<init>(attnMask)", "F.ScaledDotProductAttention.<init>(scale)",
             "F.ScaledDotProductAttention.<init>(generator)", "Variance.<init>(dim)",
             // several-value inputs: None masks and initial states; a structure that is None holds no tensor
             "AttentionEncoder.Input.<init>(mask)", "AttentionEncoder.Input.<init>(srcKeyPaddingMask)", "LSTM.Input.<init>(state)",
             "RNN.Input.<init>(h0)", "TensorTree.flatten(value)", "TensorTree.keep(value)", "MultiheadAttention.Input.<init>(attnMask)",
-            "MultiheadAttention.Input.<init>(keyPaddingMask)",
+            "MultiheadAttention.Input.<init>(keyPaddingMask)", "AttentionDecoder.Input.<init>(tgtMask)",
+            "AttentionDecoder.Input.<init>(memoryMask)", "AttentionDecoder.Input.<init>(tgtKeyPaddingMask)",
+            "AttentionDecoder.Input.<init>(memoryKeyPaddingMask)", "Transformer.Input.<init>(srcMask)", "Transformer.Input.<init>(tgtMask)",
+            "Transformer.Input.<init>(memoryMask)", "Transformer.Input.<init>(srcKeyPaddingMask)",
+            "Transformer.Input.<init>(tgtKeyPaddingMask)", "Transformer.Input.<init>(memoryKeyPaddingMask)",
             // adaptive pooling's None output size
             "F.adaptiveAvgPool2d(outH)", "F.adaptiveAvgPool2d(outW)", "F.adaptiveMaxPool2d(outH)", "F.adaptiveMaxPool2d(outW)", "F.adaptiveMaxPool2dWithIndices(outH)",
             "F.adaptiveMaxPool2dWithIndices(outW)",
-            "AdaptiveAvgPool2d.<init>(outH)", "AdaptiveAvgPool2d.<init>(outW)", "AdaptiveMaxPool2d.<init>(outH)", "AdaptiveMaxPool2d.<init>(outW)");
+            "AdaptiveAvgPool2d.<init>(outH)", "AdaptiveAvgPool2d.<init>(outW)", "AdaptiveMaxPool2d.<init>(outH)", "AdaptiveMaxPool2d.<init>(outW)",
+            // 3-d pooling: None output sizes; stride = kernel size, no padding, the output size implied
+            "F.adaptiveAvgPool3d(outD)", "F.adaptiveAvgPool3d(outH)", "F.adaptiveAvgPool3d(outW)", "F.adaptiveMaxPool3dWithIndices(outD)",
+            "F.adaptiveMaxPool3dWithIndices(outH)", "F.adaptiveMaxPool3dWithIndices(outW)", "AdaptiveAvgPool3d.<init>(outD)",
+            "AdaptiveAvgPool3d.<init>(outH)", "AdaptiveAvgPool3d.<init>(outW)", "AdaptiveMaxPool3d.<init>(outD)",
+            "AdaptiveMaxPool3d.<init>(outH)", "AdaptiveMaxPool3d.<init>(outW)", "F.maxUnpool3d(stride)", "F.maxUnpool3d(padding)",
+            "F.maxUnpool3d(outputSize)", "MaxUnpool3d.<init>(stride)");
 
     /** Fresh receivers for the instance methods of the API's stateful classes (Tensor's are made inline). */
     private static final Map<Class<?>, Supplier<Object>> RECEIVERS = Map.ofEntries(
@@ -192,6 +202,13 @@ class NullArgumentsTest {
         if (t == org.jtorch.nn.RNNOptions.class) return org.jtorch.nn.LSTM.options();
         if (t == org.jtorch.nn.utils.PackedSequence.class) return packed();
         if (t == org.jtorch.nn.LSTM.State.class) return new org.jtorch.nn.LSTM.State(Torch.zeros(1, 2), Torch.zeros(1, 2));
+        // a keyword-options record made by its own options() (F.Embedding, F.Conv...)
+        try {
+            Method own = t.getMethod("options");
+            if (Modifier.isStatic(own.getModifiers()) && own.getReturnType() == t) return own.invoke(null);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            // none: try the owner's
+        }
         // an options class nested in its owner, made by the owner's options() (SGD.Options, OneCycleLR.Options...)
         if (t.getEnclosingClass() != null) {
             for (Method m : t.getEnclosingClass().getMethods()) {

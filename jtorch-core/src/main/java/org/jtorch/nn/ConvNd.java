@@ -4,7 +4,7 @@ import java.util.Arrays;
 import org.jtorch.Tensor;
 
 /**
- * What {@link Conv1d}, {@link Conv2d} and {@link ConvTranspose2d} share, as PyTorch's {@code _ConvNd}:
+ * What {@link Conv1d}, {@link Conv2d}, {@link Conv3d}, {@link ConvTranspose2d} and {@link ConvTranspose3d} share, as PyTorch's {@code _ConvNd}:
  * the parameters ({@code weight} {@code [out, in / groups, *k]}, or {@code [in, out / groups, *k]} when
  * transposed; {@code bias} {@code [out]}), their initialisation ({@code kaiming_uniform_(a = sqrt(5))}
  * and U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the bias) and the repr.

@@ -5,7 +5,8 @@ import org.jtorch.Tensor;
 
 /**
  * In training mode zeroes each element with probability {@code p} (default 0.5) and scales the rest
- * by {@code 1 / (1 - p)}; in evaluation mode returns its input unchanged, as {@code torch.nn.Dropout}.
+ * by {@code 1 / (1 - p)}; in evaluation mode returns its input unchanged, as {@code torch.nn.Dropout}. With
+ * {@code inplace} the input tensor itself is masked.
  */
 public class Dropout extends DropoutNd {
     public Dropout() {
@@ -21,8 +22,17 @@ public class Dropout extends DropoutNd {
         super("Dropout", p, gen);
     }
 
+    /** {@code nn.Dropout(p, inplace=True)}: in training the input itself is masked ({@link F#dropout_}). */
+    public Dropout(double p, boolean inplace) {
+        this(p, inplace, Generator.defaultGenerator());
+    }
+
+    public Dropout(double p, boolean inplace, Generator gen) {
+        super("Dropout", p, gen, inplace);
+    }
+
     @Override
     public Tensor forward(Tensor input) {
-        return F.dropout(input, p(), isTraining(), generator());
+        return inplace() ? F.dropout_(input, p(), isTraining(), generator()) : F.dropout(input, p(), isTraining(), generator());
     }
 }

@@ -14,6 +14,7 @@ import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
 import org.jtorch.ops.Pooling;
+import org.jtorch.ops.Pooling3d;
 import org.jtorch.ops.Resampling;
 import org.jtorch.ops.Reductions.ValuesIndices;
 import org.jtorch.op.Shapes;
@@ -285,7 +286,37 @@ public final class F {
         Arguments.nonNull("dropout", "x", x);
         Arguments.nonNull("dropout", "options", options);
         Generator gen = options.generator() != null ? options.generator() : Generator.defaultGenerator();
-        return dropout(x, options.p(), options.training(), gen);
+        return options.inplace() ? dropout_(x, options.p(), options.training(), gen) : dropout(x, options.p(), options.training(), gen);
+    }
+
+    /**
+     * {@code F.dropout(x, p, training, inplace=True)}: in training, {@code x} itself is multiplied by the mask scaled by
+     * {@code 1 / (1 - p)}, as PyTorch's {@code dropout_} (the same mask as {@link #dropout(Tensor, double, boolean,
+     * Generator)} draws from the same generator state). In-place rules as for every in-place op: a leaf that requires grad
+     * is refused, a non-leaf's history is rebased. Returns a new handle to {@code x} (the caller closes it).
+     */
+    public static Tensor dropout_(Tensor x, double p, boolean training, Generator gen) {
+        Arguments.nonNull("dropout_", "x", x);
+        Arguments.nonNull("dropout_", "gen", gen);
+        checkDropoutP("dropout_", p);
+        if (training && p > 0) {
+            try (MemoryScope scope = new MemoryScope()) {
+                x.mul_(p == 1 ? Torch.zerosLike(x) : dropoutScale(x, p, gen));
+            }
+        }
+        return x.alias();
+    }
+
+    private static void checkDropoutP(String op, double p) {
+        if (!(p >= 0 && p <= 1)) {
+            throw new IllegalArgumentException(op + ": dropout probability has to be between 0 and 1, but got " + p);
+        }
+    }
+
+    /** The kept elements' factor {@code 1 / (1 - p)}, zero where dropped: one uniform draw per element. */
+    private static Tensor dropoutScale(Tensor x, double p, Generator gen) {
+        Tensor keep = Torch.rand(x.shape(), x.dtype(), x.device(), gen).lt(1 - p);
+        return keep.to(x.dtype()).mul(1.0 / (1 - p));
     }
 
     /** Dropout with the default generator. */
@@ -299,15 +330,10 @@ public final class F {
      */
     public static Tensor dropout(Tensor x, double p, boolean training, Generator gen) {
         Arguments.nonNull("dropout", "x", x);
-        if (!(p >= 0 && p <= 1)) {
-            throw new IllegalArgumentException("dropout: dropout probability has to be between 0 and 1, but got " + p);
-        }
+        checkDropoutP("dropout", p);
         if (!training || p == 0) return x.alias();
         if (p == 1) return x.mul(0.0);
-        return MemoryScope.run(() -> {
-            Tensor keep = Torch.rand(x.shape(), x.dtype(), x.device(), gen).lt(1 - p);
-            return x.mul(keep.to(x.dtype()).mul(1.0 / (1 - p)));
-        });
+        return MemoryScope.run(() -> x.mul(dropoutScale(x, p, gen)));
     }
 
     // ------------------------------------------------------------------ normalisation
@@ -400,12 +426,22 @@ public final class F {
         return embedding(indices, weight, (Long) null);
     }
 
-    /** {@code F.embedding(indices, weight, **options)}; see {@link Embedding}. */
+    /**
+     * {@code F.embedding(indices, weight, **options)}; see {@link Embedding}. With {@code maxNorm}, the rows looked up
+     * are first renormalised in place, as PyTorch's: each distinct row whose {@code normType}-norm exceeds
+     * {@code maxNorm} is scaled by {@code maxNorm / (norm + 1e-7)} (under no-grad: the weight changes, its history does
+     * not). {@code sparse=true} is refused: jtorch has no sparse tensors, so an embedding's gradient is always dense.
+     */
     public static Tensor embedding(Tensor indices, Tensor weight, Embedding options) {
         Arguments.nonNull("embedding", "indices", indices);
         Arguments.nonNull("embedding", "weight", weight);
         Arguments.nonNull("embedding", "options", options);
-        return embedding(indices, weight, options.paddingIdx());
+        if (options.sparse()) throw Embedding.sparseRefused("embedding");
+        if (options.maxNorm() != null) {
+            checkEmbeddingArguments(indices, weight);
+            embeddingRenorm_(weight, indices, options.maxNorm(), options.normType());
+        }
+        return embedding(indices, weight, options.paddingIdx(), options.scaleGradByFreq());
     }
 
     /**
@@ -416,6 +452,26 @@ public final class F {
     public static Tensor embedding(Tensor indices, Tensor weight, Long paddingIdx) {
         Arguments.nonNull("embedding", "indices", indices);
         Arguments.nonNull("embedding", "weight", weight);
+        return embedding(indices, weight, paddingIdx, false);
+    }
+
+    /** PyTorch's {@code embedding_renorm_}: the distinct rows of {@code indices} scaled in place to a norm of at most {@code maxNorm}. */
+    private static void embeddingRenorm_(Tensor weight, Tensor indices, double maxNorm, double normType) {
+        try (Grad.Mode g = Grad.noGrad(); MemoryScope scope = new MemoryScope()) {
+            Tensor rows = indices.reshape(-1).to(DType.INT64).unique();
+            Tensor norms = weight.indexSelect(0, rows).norm(normType, new int[] {1}, true);
+            // As PyTorch's: rows within the bound are left untouched (not multiplied by 1).
+            Tensor over = norms.gt(maxNorm).reshape(-1);
+            Tensor scaled = rows.maskedSelect(over);
+            if (scaled.numel() == 0) return;
+            // The factor in float64, as PyTorch's (its norm is read out as a double).
+            Tensor norms64 = norms.to(DType.FLOAT64);
+            Tensor factor = Torch.fullLike(norms64, maxNorm).div(norms64.add(1e-7)).reshape(-1).maskedSelect(over).unsqueeze(1);
+            weight.indexCopy_(0, scaled, weight.indexSelect(0, scaled).mul(factor.to(weight.dtype())));
+        }
+    }
+
+    private static void checkEmbeddingArguments(Tensor indices, Tensor weight) {
         if (weight.dim() != 2) {
             throw new IllegalArgumentException("embedding: expected a 2-D weight [num_embeddings, embedding_dim], got shape "
                     + Shapes.format(weight.shape()));
@@ -423,6 +479,14 @@ public final class F {
         if (indices.dtype() != DType.INT64 && indices.dtype() != DType.INT32) {
             throw new IllegalArgumentException("embedding: expected indices of dtype int64 or int32, got " + indices.dtype());
         }
+    }
+
+    /**
+     * The lookup and its backward; with {@code scaleGradByFreq} each looked-up row's gradient is divided by how often
+     * its index occurs in {@code indices}, as PyTorch's {@code scale_grad_by_freq}.
+     */
+    private static Tensor embedding(Tensor indices, Tensor weight, Long paddingIdx, boolean scaleGradByFreq) {
+        checkEmbeddingArguments(indices, weight);
         long num = weight.size(0);
         long pad = paddingIdx == null ? -1 : paddingIdx < 0 ? paddingIdx + num : paddingIdx;
         if (paddingIdx != null && (pad < 0 || pad >= num)) {
@@ -442,6 +506,11 @@ public final class F {
                     Tensor idx = saved.get().reshape(-1);
                     Tensor rowsGrad = grads[0].reshape(idx.numel(), weightShape[1]);
                     if (pad >= 0) rowsGrad = rowsGrad.maskedFill(idx.eq((double) pad).unsqueeze(1), 0);
+                    if (scaleGradByFreq) {
+                        Tensor counts = Torch.zeros(new long[] {weightShape[0]}, rowsGrad.dtype(), rowsGrad.device())
+                                .indexAdd_(0, idx, Torch.onesLike(idx).to(rowsGrad.dtype()));
+                        rowsGrad = rowsGrad.div(counts.indexSelect(0, idx).unsqueeze(1));
+                    }
                     Tensor gw = Torch.zeros(weightShape, grads[0].dtype(), grads[0].device());
                     gw.indexAdd_(0, idx, rowsGrad);
                     return new Tensor[] {scope.keep(gw)};
@@ -1200,9 +1269,103 @@ public final class F {
     }
 
     private static int[] triple(String name, int[] sizes) {
+        return triple("conv3d", name, sizes);
+    }
+
+    private static int[] triple(String op, String name, int[] sizes) {
         if (sizes.length == 1) return new int[] {sizes[0], sizes[0], sizes[0]};
-        if (sizes.length != 3) throw new IllegalArgumentException("conv3d: expected " + name + " to be 1 or 3 ints, got " + Arrays.toString(sizes));
+        if (sizes.length != 3) throw new IllegalArgumentException(op + ": expected " + name + " to be 1 or 3 ints, got " + Arrays.toString(sizes));
         return sizes.clone();
+    }
+
+    /** {@code F.conv_transpose3d(input, weight)}: no bias, PyTorch's defaults. */
+    public static Tensor convTranspose3d(Tensor input, Tensor weight) {
+        return convTranspose3d(input, weight, ConvTranspose.options());
+    }
+
+    /**
+     * {@code F.conv_transpose3d(input, weight, **options)} over {@code [N, C_in, D, H, W]} (or unbatched
+     * {@code [C_in, D, H, W]}) with weight {@code [C_in, C_out / groups, kD, kH, kW]}; sizes as {@link ConvTranspose}'s
+     * (1 or 3 values). A composite as {@link #conv3d(Tensor, Tensor, Conv)}: for each depth tap {@code kd}, every input
+     * depth slice goes through one batched {@code convTranspose2d} with {@code weight[:, :, kd]}, and slice {@code d}
+     * lands at output depth {@code d * strideD + kd * dilationD - paddingD}; the taps are summed, so the gradients are
+     * convTranspose2d's.
+     */
+    public static Tensor convTranspose3d(Tensor input, Tensor weight, ConvTranspose options) {
+        String op = "convTranspose3d";
+        nonNullInputs(op, input, weight);
+        Arguments.nonNull(op, "options", options);
+        if (input.dim() == 4) {
+            try (Tensor batched = input.unsqueeze(0); Tensor y = convTranspose3d(batched, weight, options)) {
+                return y.squeeze(0);
+            }
+        }
+        if (input.dim() != 5 || weight.dim() != 5 || weight.numel() == 0) {
+            throw new IllegalArgumentException(op + ": expected a 4-D or 5-D input [N, C_in, D, H, W] and a non-empty 5-D weight "
+                    + "[C_in, C_out / groups, kD, kH, kW], got " + Shapes.format(input.shape()) + " and " + Shapes.format(weight.shape()));
+        }
+        int groups = options.groups();
+        if (groups < 1 || weight.size(0) % groups != 0) {
+            throw new IllegalArgumentException(op + ": groups=" + groups + " must be positive and divide the weight's first dimension, "
+                    + "got weight " + Shapes.format(weight.shape()));
+        }
+        if (input.size(1) != weight.size(0)) {
+            throw new IllegalArgumentException(op + ": weight " + Shapes.format(weight.shape()) + " expects an input with "
+                    + weight.size(0) + " channels, got input " + Shapes.format(input.shape()));
+        }
+        int[] stride = triple(op, "stride", options.stride());
+        int[] padding = triple(op, "padding", options.padding());
+        int[] outputPadding = triple(op, "outputPadding", options.outputPadding());
+        int[] dilation = triple(op, "dilation", options.dilation());
+        for (int d = 0; d < 3; d++) {
+            if (stride[d] < 1 || dilation[d] < 1 || padding[d] < 0 || outputPadding[d] < 0) {
+                throw new IllegalArgumentException(op + ": expected positive stride " + Arrays.toString(stride) + " and dilation "
+                        + Arrays.toString(dilation) + ", and non-negative padding " + Arrays.toString(padding) + " and output padding "
+                        + Arrays.toString(outputPadding));
+            }
+            if (outputPadding[d] >= stride[d] && outputPadding[d] >= dilation[d]) {
+                throw new IllegalArgumentException(op + ": output padding must be smaller than either stride or dilation, but got "
+                        + "outputPadding " + Arrays.toString(outputPadding) + ", stride " + Arrays.toString(stride) + " and dilation "
+                        + Arrays.toString(dilation));
+            }
+        }
+        long n = input.size(0);
+        long depth = input.size(2);
+        long kernelD = weight.size(2);
+        long spread = (depth - 1) * stride[0] + 1;
+        long full = spread + dilation[0] * (kernelD - 1) + outputPadding[0];
+        long outDepth = full - 2L * padding[0];
+        long[] out = new long[3];
+        out[0] = outDepth;
+        for (int d = 1; d < 3; d++) {
+            out[d] = (input.size(d + 2) - 1) * stride[d] - 2L * padding[d] + (long) dilation[d] * (weight.size(d + 2) - 1) + outputPadding[d] + 1;
+        }
+        if (out[0] < 1 || out[1] < 1 || out[2] < 1) {
+            throw new IllegalArgumentException(op + ": input " + Shapes.format(input.shape()) + " with weight " + Shapes.format(weight.shape())
+                    + ", stride " + Arrays.toString(stride) + ", padding " + Arrays.toString(padding) + " and dilation "
+                    + Arrays.toString(dilation) + " gives output size " + Arrays.toString(out) + " per channel, which is too small");
+        }
+        Tensor bias = options.bias();
+        return MemoryScope.run(() -> {
+            Tensor images = input.permute(0, 2, 1, 3, 4).reshape(n * depth, input.size(1), input.size(3), input.size(4));
+            Tensor sum = null;
+            for (int kd = 0; kd < kernelD; kd++) {
+                Tensor tap = convTranspose2d(images, weight.select(2, kd), null, new int[] {stride[1], stride[2]},
+                        new int[] {padding[1], padding[2]}, new int[] {outputPadding[1], outputPadding[2]}, groups,
+                        new int[] {dilation[1], dilation[2]});
+                Tensor t = tap.reshape(n, depth, tap.size(1), tap.size(2), tap.size(3));
+                if (stride[0] > 1) {
+                    // stride - 1 zero slices after each input slice: [N, D, s, C, H, W] -> [N, D * s, C, H, W], trimmed.
+                    Tensor spaced = Padding.pad(t.unsqueeze(2), new long[] {0, 0, 0, 0, 0, 0, 0, stride[0] - 1}, Padding.Mode.CONSTANT, 0);
+                    t = spaced.reshape(n, depth * stride[0], tap.size(1), tap.size(2), tap.size(3)).narrow(1, 0, spread);
+                }
+                long before = (long) kd * dilation[0];
+                Tensor placed = Padding.pad(t, new long[] {0, 0, 0, 0, 0, 0, before, full - before - spread}, Padding.Mode.CONSTANT, 0);
+                sum = sum == null ? placed : sum.add(placed);
+            }
+            Tensor y = sum.narrow(1, padding[0], outDepth).permute(0, 2, 1, 3, 4);
+            return bias == null ? y.contiguous() : y.add(bias.view(1, -1, 1, 1, 1));
+        });
     }
 
     /** {@code F.conv_transpose2d(input, weight, **options)}; see {@link ConvTranspose}. */
@@ -1580,6 +1743,91 @@ public final class F {
         return r.values();
     }
 
+    // ------------------------------------------------------------------ 3-d pooling (org.jtorch.ops.Pooling3d)
+    // Over (N, C, D, H, W) / (C, D, H, W); sizes are 1 or 3 ints, the keywords MaxPool's or AvgPool's.
+
+    /** {@code F.max_pool3d(x, kernel_size, **options)}; see {@link MaxPool}. */
+    public static Tensor maxPool3d(Tensor x, int[] kernelSize, MaxPool options) {
+        checkPool("maxPool3d", x, kernelSize, options);
+        return Pooling3d.maxPool3d(x, kernelSize, options.stride(), options.padding(), options.dilation(), options.ceilMode());
+    }
+
+    public static Tensor maxPool3d(Tensor x, int kernelSize, MaxPool options) {
+        return maxPool3d(x, new int[] {kernelSize}, options);
+    }
+
+    public static Tensor maxPool3d(Tensor x, int kernelSize) {
+        return maxPool3d(x, new int[] {kernelSize}, MaxPool.options());
+    }
+
+    /** {@code F.max_pool3d(x, kernel_size, return_indices=True, **options)}: flat indices {@code d * H * W + h * W + w}. */
+    public static ValuesIndices maxPool3dWithIndices(Tensor x, int[] kernelSize, MaxPool options) {
+        checkPool("maxPool3dWithIndices", x, kernelSize, options);
+        return Pooling3d.maxPool3dWithIndices(x, kernelSize, options.stride(), options.padding(), options.dilation(), options.ceilMode());
+    }
+
+    /** {@code F.avg_pool3d(x, kernel_size, **options)}; see {@link AvgPool}. */
+    public static Tensor avgPool3d(Tensor x, int[] kernelSize, AvgPool options) {
+        checkPool("avgPool3d", x, kernelSize, options);
+        return Pooling3d.avgPool3d(x, kernelSize, options.stride(), options.padding(), options.ceilMode(), options.countIncludePad(),
+                options.divisorOverride());
+    }
+
+    public static Tensor avgPool3d(Tensor x, int kernelSize, AvgPool options) {
+        return avgPool3d(x, new int[] {kernelSize}, options);
+    }
+
+    public static Tensor avgPool3d(Tensor x, int kernelSize) {
+        return avgPool3d(x, new int[] {kernelSize}, AvgPool.options());
+    }
+
+    /** {@code F.adaptive_avg_pool3d(x, output_size)}: 1 or 3 non-negative sizes. */
+    public static Tensor adaptiveAvgPool3d(Tensor x, long... outputSize) {
+        Arguments.nonNull("adaptiveAvgPool3d", "x", x);
+        Arguments.nonNull("adaptiveAvgPool3d", "outputSize", outputSize);
+        return Pooling3d.adaptiveAvgPool3d(x, checkSizes("adaptiveAvgPool3d", outputSize));
+    }
+
+    /** {@code F.adaptive_avg_pool3d(x, (outD, outH, outW))}: a null size keeps the input's (PyTorch's None). */
+    public static Tensor adaptiveAvgPool3d(Tensor x, Long outD, Long outH, Long outW) {
+        String op = "adaptiveAvgPool3d";
+        Arguments.nonNull(op, "x", x);
+        return Pooling3d.adaptiveAvgPool3d(x, noneAsInput(op, outD), noneAsInput(op, outH), noneAsInput(op, outW));
+    }
+
+    /** {@code F.adaptive_max_pool3d(x, output_size)}: values only. */
+    public static Tensor adaptiveMaxPool3d(Tensor x, long... outputSize) {
+        Arguments.nonNull("adaptiveMaxPool3d", "x", x);
+        try (ValuesIndices r = adaptiveMaxPool3dWithIndices(x, outputSize)) {
+            return r.values().alias();
+        }
+    }
+
+    /** {@code F.adaptive_max_pool3d(x, output_size, return_indices=True)}; indices as {@link #maxPool3dWithIndices}'s. */
+    public static ValuesIndices adaptiveMaxPool3dWithIndices(Tensor x, long... outputSize) {
+        Arguments.nonNull("adaptiveMaxPool3dWithIndices", "x", x);
+        Arguments.nonNull("adaptiveMaxPool3dWithIndices", "outputSize", outputSize);
+        return Pooling3d.adaptiveMaxPool3d(x, checkSizes("adaptiveMaxPool3dWithIndices", outputSize));
+    }
+
+    /** As {@link #adaptiveAvgPool3d(Tensor, Long, Long, Long)}: a null size keeps the input's, with the indices. */
+    public static ValuesIndices adaptiveMaxPool3dWithIndices(Tensor x, Long outD, Long outH, Long outW) {
+        String op = "adaptiveMaxPool3dWithIndices";
+        Arguments.nonNull(op, "x", x);
+        return Pooling3d.adaptiveMaxPool3d(x, noneAsInput(op, outD), noneAsInput(op, outH), noneAsInput(op, outW));
+    }
+
+    /**
+     * {@code F.max_unpool3d(x, indices, kernel_size, stride, padding, output_size)}: null stride is the kernel size, null
+     * output size {@code (in - 1) * stride - 2 * padding + kernel}.
+     */
+    public static Tensor maxUnpool3d(Tensor x, Tensor indices, int[] kernelSize, int[] stride, int[] padding, long[] outputSize) {
+        Arguments.nonNull("maxUnpool3d", "x", x);
+        Arguments.nonNull("maxUnpool3d", "indices", indices);
+        Arguments.nonNull("maxUnpool3d", "kernelSize", kernelSize);
+        return Pooling3d.maxUnpool3d(x, indices, kernelSize, stride, padding, outputSize);
+    }
+
     /** {@code F.pad(x, pad, **options)}; see {@link Pad}. */
     public static Tensor pad(Tensor x, long[] pads, Pad options) {
         Arguments.nonNull("pad", "x", x);
@@ -1616,7 +1864,7 @@ public final class F {
         Arguments.nonNull("interpolate", "x", x);
         Arguments.nonNull("interpolate", "options", options);
         return Resampling.interpolate(x, options.size(), options.scaleFactor(), options.mode(), options.alignCorners(),
-                options.recomputeScaleFactor());
+                options.recomputeScaleFactor(), options.antialias());
     }
 
     /** {@code F.interpolate(x, size=...)}; {@code alignCorners} may be null (false, linear modes only). */
@@ -1888,43 +2136,69 @@ public final class F {
 
     /**
      * {@code F.interpolate}'s keywords: {@code size=None, scale_factor=None, mode='nearest', align_corners=None,
-     * recompute_scale_factor=None} (None behaves as False). Exactly one of {@code size} and {@code scaleFactor} is given.
+     * recompute_scale_factor=None} (None behaves as False), {@code antialias=False} (bilinear and bicubic). Exactly one of
+     * {@code size} and {@code scaleFactor} is given.
      */
-    public record Interpolate(long[] size, double[] scaleFactor, String mode, Boolean alignCorners, boolean recomputeScaleFactor) {
+    public record Interpolate(long[] size, double[] scaleFactor, String mode, Boolean alignCorners, boolean recomputeScaleFactor,
+                              boolean antialias) {
         public Interpolate {
             Arguments.nonNull("Interpolate", "mode", mode);
             size = size == null ? null : size.clone();
             scaleFactor = scaleFactor == null ? null : scaleFactor.clone();
         }
 
-        public static Interpolate options() { return new Interpolate(null, null, "nearest", null, false); }
-        public Interpolate size(long... size) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor); }
-        public Interpolate scaleFactor(double... scaleFactor) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor); }
-        public Interpolate mode(String mode) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor); }
-        public Interpolate alignCorners(Boolean alignCorners) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor); }
-        public Interpolate recomputeScaleFactor(boolean recompute) { return new Interpolate(size, scaleFactor, mode, alignCorners, recompute); }
+        /** Without {@code antialias} (false). */
+        public Interpolate(long[] size, double[] scaleFactor, String mode, Boolean alignCorners, boolean recomputeScaleFactor) {
+            this(size, scaleFactor, mode, alignCorners, recomputeScaleFactor, false);
+        }
+
+        public static Interpolate options() { return new Interpolate(null, null, "nearest", null, false, false); }
+        public Interpolate size(long... size) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor, antialias); }
+        public Interpolate scaleFactor(double... scaleFactor) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor, antialias); }
+        public Interpolate mode(String mode) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor, antialias); }
+        public Interpolate alignCorners(Boolean alignCorners) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor, antialias); }
+        public Interpolate recomputeScaleFactor(boolean recompute) { return new Interpolate(size, scaleFactor, mode, alignCorners, recompute, antialias); }
+        public Interpolate antialias(boolean antialias) { return new Interpolate(size, scaleFactor, mode, alignCorners, recomputeScaleFactor, antialias); }
         @Override public long[] size() { return size == null ? null : size.clone(); }
         @Override public double[] scaleFactor() { return scaleFactor == null ? null : scaleFactor.clone(); }
     }
 
     /**
-     * {@code F.embedding}'s keywords: {@code padding_idx=None} (null: none; negative counts from the end). PyTorch's
-     * {@code max_norm}, {@code scale_grad_by_freq} and {@code sparse} are not supported.
+     * {@code F.embedding}'s keywords: {@code padding_idx=None} (null: none; negative counts from the end),
+     * {@code max_norm=None} (null: no renormalisation), {@code norm_type=2.0}, {@code scale_grad_by_freq=False} and
+     * {@code sparse=False}. {@code sparse=true} is refused by the ops: a sparse gradient needs sparse tensors, which
+     * jtorch does not have ({@link org.jtorch.optim.SparseAdam} takes the dense gradient instead).
      */
-    public record Embedding(Long paddingIdx) {
-        public static Embedding options() { return new Embedding(null); }
-        public Embedding paddingIdx(Long paddingIdx) { return new Embedding(paddingIdx); }
+    public record Embedding(Long paddingIdx, Double maxNorm, double normType, boolean scaleGradByFreq, boolean sparse) {
+        /** Only {@code padding_idx}; the other keywords at their defaults. */
+        public Embedding(Long paddingIdx) { this(paddingIdx, null, 2.0, false, false); }
+
+        public static Embedding options() { return new Embedding(null, null, 2.0, false, false); }
+        public Embedding paddingIdx(Long paddingIdx) { return new Embedding(paddingIdx, maxNorm, normType, scaleGradByFreq, sparse); }
+        public Embedding maxNorm(Double maxNorm) { return new Embedding(paddingIdx, maxNorm, normType, scaleGradByFreq, sparse); }
+        public Embedding normType(double normType) { return new Embedding(paddingIdx, maxNorm, normType, scaleGradByFreq, sparse); }
+        public Embedding scaleGradByFreq(boolean scale) { return new Embedding(paddingIdx, maxNorm, normType, scale, sparse); }
+        public Embedding sparse(boolean sparse) { return new Embedding(paddingIdx, maxNorm, normType, scaleGradByFreq, sparse); }
+
+        static UnsupportedOperationException sparseRefused(String op) {
+            return new UnsupportedOperationException(op + ": sparse=True asks for a sparse gradient of the weight, and jtorch has no "
+                    + "sparse tensors: its embedding gradients are dense (SparseAdam updates only the rows a dense gradient touches)");
+        }
     }
 
     /**
-     * {@code F.dropout}'s keywords: {@code p=0.5, training=True}, and the {@link Generator} the mask is drawn from
-     * (null: the default generator). PyTorch's {@code inplace} is not offered: the result is always a new tensor.
+     * {@code F.dropout}'s keywords: {@code p=0.5, training=True, inplace=False}, and the {@link Generator} the mask is
+     * drawn from (null: the default generator). With {@code inplace} the input itself is masked (see {@link #dropout_}).
      */
-    public record Dropout(double p, boolean training, Generator generator) {
-        public static Dropout options() { return new Dropout(0.5, true, null); }
-        public Dropout p(double p) { return new Dropout(p, training, generator); }
-        public Dropout training(boolean training) { return new Dropout(p, training, generator); }
-        public Dropout generator(Generator generator) { return new Dropout(p, training, generator); }
+    public record Dropout(double p, boolean training, boolean inplace, Generator generator) {
+        /** Not in place. */
+        public Dropout(double p, boolean training, Generator generator) { this(p, training, false, generator); }
+
+        public static Dropout options() { return new Dropout(0.5, true, false, null); }
+        public Dropout p(double p) { return new Dropout(p, training, inplace, generator); }
+        public Dropout training(boolean training) { return new Dropout(p, training, inplace, generator); }
+        public Dropout inplace(boolean inplace) { return new Dropout(p, training, inplace, generator); }
+        public Dropout generator(Generator generator) { return new Dropout(p, training, inplace, generator); }
     }
 
     /** {@code F.pad}'s keywords: {@code mode='constant', value=None} (None pads with 0; constant mode only). */

@@ -8,7 +8,7 @@ import org.jtorch.Torch;
 import org.jtorch.ops.Recurrent;
 
 /** One GRU step, as {@code torch.nn.GRUCell} (the formulas of {@link GRU}; the fused {@link Recurrent#gruCell}). */
-public class GRUCell extends RNNCellBase {
+public class GRUCell extends RNNCellBase implements TupleModule<RNN.Input, Tensor> {
     public GRUCell(long inputSize, long hiddenSize) {
         this(inputSize, hiddenSize, true);
     }
@@ -25,6 +25,13 @@ public class GRUCell extends RNNCellBase {
     @Override
     public Tensor forward(Tensor input) {
         return forward(input, null);
+    }
+
+    /** The {@link TupleModule} form: PyTorch's {@code (input, hx) -> h'} ({@code h0} is {@code hx}; null: zeros). */
+    @Override
+    public Tensor forward(RNN.Input input) {
+        org.jtorch.ops.Arguments.nonNull("GRUCell.forward", "input", input);
+        return forward(input.input(), input.h0());
     }
 
     /** The next hidden state from {@code hx} ({@code [N, H]} or {@code [H]}; null: zeros). */

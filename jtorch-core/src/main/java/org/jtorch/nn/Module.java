@@ -413,7 +413,9 @@ public abstract class Module implements AutoCloseable, Cloneable {
      * {@link org.jtorch.memory.MemoryScope}.
      *
      * <p>Fields of subclasses are copied by reflection: fields holding modules or tensors (also in arrays, lists and
-     * maps) point to their copies; every other field value (options, sizes, functions) is shared with the original, so
+     * maps) point to their copies, so they must not be final (a final one is refused, naming it: writing final fields
+     * through reflection is what JEP 500 takes away; declare such a field without {@code final}, or look the child up
+     * with {@link #child(String)}); every other field value (options, sizes, functions) is shared with the original, so
      * such state must be immutable, and a lambda that captured the original module keeps calling it. Hooks are not
      * copied: tensor hooks (such as those {@link org.jtorch.distributed.DistributedDataParallel} installs) belong to the
      * original's tensors, and a module has no forward hooks.
@@ -421,9 +423,36 @@ public abstract class Module implements AutoCloseable, Cloneable {
      * @throws UnsupportedOperationException for a module that cannot be meaningfully copied (DDP: copy its module)
      */
     public Module deepCopy() {
+        // Refused before anything is cloned, so that a refusal leaves no half-made copy behind.
+        for (Module m : modules()) m.checkNoFinalState();
         try (Grad.Mode g = Grad.noGrad()) {
             return copyInto(new IdentityHashMap<>());
         }
+    }
+
+    /** Throws for a final field whose value deepCopy would have to replace (a module or tensor, or a container of them). */
+    private void checkNoFinalState() {
+        for (Class<?> c = getClass(); c != Module.class; c = c.getSuperclass()) {
+            for (java.lang.reflect.Field f : c.getDeclaredFields()) {
+                int mod = f.getModifiers();
+                if (java.lang.reflect.Modifier.isStatic(mod) || !java.lang.reflect.Modifier.isFinal(mod)) continue;
+                Object value;
+                try {
+                    f.setAccessible(true);
+                    value = f.get(this);
+                } catch (ReflectiveOperationException | RuntimeException e) {
+                    continue; // unreadable: the copy loop reports it
+                }
+                if (needsCopy(value)) throw finalStateField(c, f);
+            }
+        }
+    }
+
+    private UnsupportedOperationException finalStateField(Class<?> c, java.lang.reflect.Field f) {
+        // Writing a final field through reflection is what JEP 500 takes away; say what to change instead.
+        return new UnsupportedOperationException("deepCopy: field " + c.getSimpleName() + "." + f.getName() + " of "
+                + getClass().getSimpleName() + " is final and holds a module or tensor, which the copy must replace with its own: "
+                + "declare the field without final, or look the child up with child(name)");
     }
 
     /** {@link #deepCopy()} typed as its argument: {@code LSTM copy = Module.deepCopy(lstm)}. */
@@ -458,7 +487,11 @@ public abstract class Module implements AutoCloseable, Cloneable {
                     f.setAccessible(true);
                     Object value = f.get(copy);
                     Object mapped = copyField(value, memo);
-                    if (mapped != value) f.set(copy, mapped);
+                    if (mapped == value) continue;
+                    if (java.lang.reflect.Modifier.isFinal(f.getModifiers())) throw finalStateField(c, f);
+                    f.set(copy, mapped);
+                } catch (UnsupportedOperationException e) {
+                    throw e;
                 } catch (ReflectiveOperationException | RuntimeException e) {
                     throw new UnsupportedOperationException("deepCopy: cannot copy field " + c.getSimpleName() + "." + f.getName()
                             + " of " + getClass().getSimpleName() + ": " + e.getMessage(), e);
@@ -473,17 +506,17 @@ public abstract class Module implements AutoCloseable, Cloneable {
         return switch (value) {
             case Module m -> m.copyInto(memo);
             case Tensor t -> copyTensor(t, memo);
-            case Object[] items when holdsState(Arrays.asList(items)) -> {
+            case Object[] items when needsCopy(items) -> {
                 Object[] out = items.clone();
                 for (int i = 0; i < out.length; i++) out[i] = copyField(items[i], memo);
                 yield out;
             }
-            case List<?> items when holdsState(items) -> {
+            case List<?> items when needsCopy(items) -> {
                 List<Object> out = new ArrayList<>();
                 for (Object item : items) out.add(copyField(item, memo));
                 yield out;
             }
-            case Map<?, ?> map when holdsState(map.values()) -> {
+            case Map<?, ?> map when needsCopy(map) -> {
                 Map<Object, Object> out = new LinkedHashMap<>();
                 for (Map.Entry<?, ?> e : map.entrySet()) out.put(e.getKey(), copyField(e.getValue(), memo));
                 yield out;
@@ -492,9 +525,16 @@ public abstract class Module implements AutoCloseable, Cloneable {
         };
     }
 
-    private static boolean holdsState(java.util.Collection<?> items) {
-        return items.stream().anyMatch(v -> v instanceof Module || v instanceof Tensor || v instanceof Object[] || v instanceof List<?>
-                || v instanceof Map<?, ?>);
+    /** Whether {@link #copyField} gives the copy another value: a module or tensor, or a container holding one (at any depth). */
+    private static boolean needsCopy(Object value) {
+        return switch (value) {
+            case Module m -> true;
+            case Tensor t -> true;
+            case Object[] items -> Arrays.stream(items).anyMatch(Module::needsCopy);
+            case List<?> items -> items.stream().anyMatch(Module::needsCopy);
+            case Map<?, ?> map -> map.values().stream().anyMatch(Module::needsCopy);
+            case null, default -> false;
+        };
     }
 
     private static Tensor copyTensor(Tensor t, IdentityHashMap<Object, Object> memo) {

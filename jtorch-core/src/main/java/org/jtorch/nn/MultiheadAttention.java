@@ -65,7 +65,8 @@ public class MultiheadAttention extends Module implements TupleModule<MultiheadA
     private final double dropout;
     private final boolean batchFirst;
     private final Generator gen;
-    private final Linear outProj;
+    // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+    private Linear outProj;
 
     /** The attention output and, when requested, the attention weights (null otherwise). Closing closes both. */
     public record Output(Tensor output, Tensor weights) implements AutoCloseable {

@@ -11,7 +11,7 @@ import org.jtorch.ops.Arguments;
  * One Elman RNN step, as {@code torch.nn.RNNCell}: {@code h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)} (or relu).
  * Parameters: {@link RNNCellBase}.
  */
-public class RNNCell extends RNNCellBase {
+public class RNNCell extends RNNCellBase implements TupleModule<RNN.Input, Tensor> {
     private final boolean relu;
 
     public RNNCell(long inputSize, long hiddenSize) {
@@ -36,6 +36,13 @@ public class RNNCell extends RNNCellBase {
     @Override
     public Tensor forward(Tensor input) {
         return forward(input, null);
+    }
+
+    /** The {@link TupleModule} form: PyTorch's {@code (input, hx) -> h'} ({@code h0} is {@code hx}; null: zeros). */
+    @Override
+    public Tensor forward(RNN.Input input) {
+        org.jtorch.ops.Arguments.nonNull("RNNCell.forward", "input", input);
+        return forward(input.input(), input.h0());
     }
 
     /** The next hidden state from {@code hx} ({@code [N, H]} or {@code [H]}; null: zeros). */

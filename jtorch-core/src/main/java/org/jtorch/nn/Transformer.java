@@ -19,13 +19,39 @@ import org.jtorch.op.Shapes;
  * one dimension (the attention projections and the linear weights) is re-drawn from xavier-uniform, independently per
  * layer; biases keep their layer initialisation (zero in the attention, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) in the
  * linear layers) and the norms are ones and zeros.
+ *
+ * <p>{@link #forward(Input)} is the {@link TupleModule} form of the full call: PyTorch's {@code (src, tgt, src_mask, ...)}.
  */
-public class Transformer extends Module {
+public class Transformer extends Module implements TupleModule<Transformer.Input, Tensor> {
+    /**
+     * PyTorch's {@code (src, tgt, src_mask, tgt_mask, memory_mask, src_key_padding_mask, tgt_key_padding_mask,
+     * memory_key_padding_mask, src_is_causal, tgt_is_causal, memory_is_causal)}; null masks are {@code None}.
+     */
+    public record Input(Tensor src, Tensor tgt, Tensor srcMask, Tensor tgtMask, Tensor memoryMask, Tensor srcKeyPaddingMask,
+                        Tensor tgtKeyPaddingMask, Tensor memoryKeyPaddingMask, boolean srcIsCausal, boolean tgtIsCausal,
+                        boolean memoryIsCausal) {
+        public Input {
+            Arguments.nonNull("Transformer.Input", "src", src);
+            Arguments.nonNull("Transformer.Input", "tgt", tgt);
+        }
+
+        /** {@code (src, tgt)}. */
+        public Input(Tensor src, Tensor tgt) {
+            this(src, tgt, null, null, null, null, null, null, false, false, false);
+        }
+
+        /** {@code (src, tgt, src_mask, tgt_mask)}. */
+        public Input(Tensor src, Tensor tgt, Tensor srcMask, Tensor tgtMask) {
+            this(src, tgt, srcMask, tgtMask, null, null, null, null, false, false, false);
+        }
+    }
+
     private final long dModel;
     private final long nhead;
     private final boolean batchFirst;
-    private final AttentionEncoder encoder;
-    private final AttentionDecoder decoder;
+    // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+    private AttentionEncoder encoder;
+    private AttentionDecoder decoder;
     private final TransformerOptions options;
 
     /** PyTorch's defaults: {@code dModel} 512, 8 heads, 6 + 6 layers. */
@@ -118,6 +144,14 @@ public class Transformer extends Module {
 
     public Tensor forward(Tensor src, Tensor tgt) {
         return forward(src, tgt, null, null, null, null, null, null, false, false, false);
+    }
+
+    /** The {@link TupleModule} form of the full call. */
+    @Override
+    public Tensor forward(Input input) {
+        Arguments.nonNull("Transformer.forward", "input", input);
+        return forward(input.src(), input.tgt(), input.srcMask(), input.tgtMask(), input.memoryMask(), input.srcKeyPaddingMask(),
+                input.tgtKeyPaddingMask(), input.memoryKeyPaddingMask(), input.srcIsCausal(), input.tgtIsCausal(), input.memoryIsCausal());
     }
 
     public Tensor forward(Tensor src, Tensor tgt, Tensor srcMask, Tensor tgtMask) {

@@ -9,8 +9,9 @@ import org.jtorch.ops.Arguments;
  * layers are copies of the given one, as in {@link TransformerEncoder}.
  */
 public class TransformerDecoder extends Module implements AttentionDecoder {
-    private final ModuleList layers;
-    private final LayerNorm norm;
+    // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+    private ModuleList layers;
+    private LayerNorm norm;
 
     public TransformerDecoder(TransformerDecoderLayer decoderLayer, int numLayers) {
         this(decoderLayer, numLayers, null);

@@ -17,17 +17,18 @@ public class TransformerDecoderLayer extends Module implements AttentionDecoder 
     private final long dModel;
     private final long nhead;
     private final TransformerOptions options;
-    private final MultiheadAttention selfAttn;
-    private final MultiheadAttention multiheadAttn;
-    private final Linear linear1;
-    private final Dropout dropout;
-    private final Linear linear2;
-    private final LayerNorm norm1;
-    private final LayerNorm norm2;
-    private final LayerNorm norm3;
-    private final Dropout dropout1;
-    private final Dropout dropout2;
-    private final Dropout dropout3;
+    // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+    private MultiheadAttention selfAttn;
+    private MultiheadAttention multiheadAttn;
+    private Linear linear1;
+    private Dropout dropout;
+    private Linear linear2;
+    private LayerNorm norm1;
+    private LayerNorm norm2;
+    private LayerNorm norm3;
+    private Dropout dropout1;
+    private Dropout dropout2;
+    private Dropout dropout3;
 
     public TransformerDecoderLayer(long dModel, long nhead) {
         this(dModel, nhead, options());

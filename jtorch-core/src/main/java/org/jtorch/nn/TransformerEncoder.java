@@ -11,8 +11,9 @@ import org.jtorch.ops.Arguments;
  * {@code norm.weight}.
  */
 public class TransformerEncoder extends Module implements AttentionEncoder {
-    private final ModuleList layers;
-    private final LayerNorm norm;
+    // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+    private ModuleList layers;
+    private LayerNorm norm;
 
     public TransformerEncoder(TransformerEncoderLayer encoderLayer, int numLayers) {
         this(encoderLayer, numLayers, null);

@@ -23,14 +23,15 @@ public class TransformerEncoderLayer extends Module implements AttentionEncoder 
     private final long dModel;
     private final long nhead;
     private final TransformerOptions options;
-    private final MultiheadAttention selfAttn;
-    private final Linear linear1;
-    private final Dropout dropout;
-    private final Linear linear2;
-    private final LayerNorm norm1;
-    private final LayerNorm norm2;
-    private final Dropout dropout1;
-    private final Dropout dropout2;
+    // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+    private MultiheadAttention selfAttn;
+    private Linear linear1;
+    private Dropout dropout;
+    private Linear linear2;
+    private LayerNorm norm1;
+    private LayerNorm norm2;
+    private Dropout dropout1;
+    private Dropout dropout2;
 
     public TransformerEncoderLayer(long dModel, long nhead) {
         this(dModel, nhead, options());

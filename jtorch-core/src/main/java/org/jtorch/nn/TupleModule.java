@@ -4,7 +4,9 @@ package org.jtorch.nn;
  * The typed form of a module whose PyTorch {@code forward} takes or returns several values (a tuple): {@code I} and
  * {@code O} are {@link org.jtorch.Tensor} or records of tensors named after PyTorch's tuple, e.g. {@link LSTM}'s
  * {@code (input, (h, c)) -> (output, (h, c))} is {@code TupleModule<LSTM.Input, LSTM.Output>} and an encoder's
- * {@code (src, mask)} is {@code TupleModule<AttentionEncoder.Input, Tensor>}.
+ * {@code (src, mask)} is {@code TupleModule<AttentionEncoder.Input, Tensor>}. The cells ({@code RNNCell}, {@code GRUCell}:
+ * {@code RNN.Input -> Tensor}; {@code LSTMCell}: {@code LSTM.Input -> LSTM.State}), the decoders
+ * ({@code AttentionDecoder.Input -> Tensor}) and {@code Transformer} ({@code Transformer.Input -> Tensor}) have the form too.
  *
  * <p><b>Why this design.</b> Every {@link Module} keeps the single-tensor {@link Module#forward(org.jtorch.Tensor)}, so
  * {@link Sequential} and everything written against {@code Module} run it unchanged. The several-value form is a second,

@@ -39,7 +39,9 @@
  * no single-tensor form: theirs throws {@link java.lang.UnsupportedOperationException}, as {@link org.jtorch.nn.ModuleList}'s.
  *
  * <p><b>Copies.</b> {@link org.jtorch.nn.Module#deepCopy()} is Python's {@code copy.deepcopy(module)}: new storage,
- * the same training flags, {@code requiresGrad} and gradients; hooks are not copied.
+ * the same training flags, {@code requiresGrad} and gradients; hooks are not copied. A field holding a child module or
+ * a tensor is pointed at the copy's own, so it must not be {@code final} (deepCopy refuses one, naming it, rather than
+ * writing a final field through reflection, which JEP 500 takes away).
  *
  * <p>Ownership: a module owns its parameters and buffers (see {@link org.jtorch.nn.Module}); the caller owns what
  * {@code forward} returns. Thread safety: none; a module is used from one thread at a time.

@@ -42,6 +42,11 @@ public final class FrontEnds {
             return Pooling.maxPool2d(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);
         }
         if (op == FrontEndOps.ADAPTIVE_AVG_POOL2D) return Pooling.adaptiveAvgPool2d(in[0], longs(args));
+        if (op == FrontEndOps.MAX_POOL3D) {
+            Lists l = new Lists(args);
+            return Pooling3d.maxPool3d(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);
+        }
+        if (op == FrontEndOps.ADAPTIVE_AVG_POOL3D) return Pooling3d.adaptiveAvgPool3d(in[0], longs(args));
         throw new IllegalStateException(op.name() + " has no front end to call");
     }
 

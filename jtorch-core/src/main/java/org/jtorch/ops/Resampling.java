@@ -10,12 +10,15 @@ import org.jtorch.memory.MemoryScope;
 
 /**
  * Resampling of {@code (N, C, spatial...)} images: {@code interpolate} (nearest, nearest-exact, linear, bilinear,
- * trilinear) and {@code pixel_shuffle} / {@code pixel_unshuffle}.
+ * bicubic, trilinear; bilinear and bicubic also antialiased) and {@code pixel_shuffle} / {@code pixel_unshuffle}.
  *
  * <p>Interpolation is separable: each spatial dimension, last first, is resampled on its own with PyTorch's
- * source indices and weights (computed in float32 for every input but float64, which computes in float64, as
- * PyTorch's CPU kernels). Nearest modes gather ({@code indexSelect}); linear modes mix two gathers,
- * {@code x[i0] * l0 + x[i1] * l1}; the gradients are those of these primitives. Resampling the last dimension
+ * source indices and weights (source positions computed in float32 for every input but float64, which computes in
+ * float64, as PyTorch's CPU kernels). Nearest modes gather ({@code indexSelect}); the interpolating modes mix a few
+ * gathers with per-position weights, {@code sum_k x[i_k] * w_k}: two taps for linear, four for bicubic (Keys' cubic
+ * convolution with {@code A = -0.75}, indices clamped to the edge), and for antialiasing as many as the filter
+ * (triangle, or cubic with {@code A = -0.5}) stretched by the downscaling factor covers, normalised to sum to one, as
+ * PyTorch 1.13's {@code _upsample_*_aa}. The gradients are those of these primitives. Resampling the last dimension
  * first evaluates the same products and sums as PyTorch's kernel ({@code sum_h wh * (sum_w ww * x)}).
  */
 public final class Resampling {
@@ -29,14 +32,27 @@ public final class Resampling {
      */
     public static Tensor interpolate(Tensor x, long[] size, double[] scaleFactor, String mode, Boolean alignCorners,
                                      boolean recomputeScaleFactor) {
+        return interpolate(x, size, scaleFactor, mode, alignCorners, recomputeScaleFactor, false);
+    }
+
+    /**
+     * {@code F.interpolate} with {@code antialias}: for bilinear and bicubic (4-D input), a downscaling dimension is
+     * low-pass filtered as it is resampled (upscaling ones are plain interpolation, up to the edge handling).
+     */
+    public static Tensor interpolate(Tensor x, long[] size, double[] scaleFactor, String mode, Boolean alignCorners,
+                                     boolean recomputeScaleFactor, boolean antialias) {
         String op = "interpolate";
         x.checkOpen(op);
         int spatial = x.dim() - 2;
-        boolean linear = mode.equals("linear") || mode.equals("bilinear") || mode.equals("trilinear");
+        boolean cubic = mode.equals("bicubic");
+        boolean linear = mode.equals("linear") || mode.equals("bilinear") || mode.equals("trilinear") || cubic;
         boolean nearest = mode.equals("nearest") || mode.equals("nearest-exact");
         if (!linear && !nearest) {
             throw new IllegalArgumentException(op + ": unsupported mode '" + mode
-                    + "' (expected nearest, nearest-exact, linear, bilinear or trilinear)");
+                    + "' (expected nearest, nearest-exact, linear, bilinear, bicubic or trilinear)");
+        }
+        if (antialias && !mode.equals("bilinear") && !cubic) {
+            throw new IllegalArgumentException(op + ": anti-alias option is only supported for bilinear and bicubic modes, got " + mode);
         }
         if (spatial < 1 || spatial > 3) {
             throw new IllegalArgumentException(op + ": only 3-D, 4-D and 5-D input tensors are supported (got shape "
@@ -44,9 +60,9 @@ public final class Resampling {
         }
         if (alignCorners != null && !linear) {
             throw new IllegalArgumentException(op + ": align_corners option can only be set with the interpolating modes: "
-                    + "linear | bilinear | trilinear (got " + mode + ")");
+                    + "linear | bilinear | bicubic | trilinear (got " + mode + ")");
         }
-        int needed = mode.equals("linear") ? 1 : mode.equals("bilinear") ? 2 : mode.equals("trilinear") ? 3 : spatial;
+        int needed = mode.equals("linear") ? 1 : mode.equals("bilinear") || cubic ? 2 : mode.equals("trilinear") ? 3 : spatial;
         if (needed != spatial) {
             throw new IllegalArgumentException(op + ": got " + x.dim() + "-D input of shape " + Shapes.format(x.shape()) + ", but "
                     + mode + " mode needs " + (needed + 2) + "-D input");
@@ -103,6 +119,10 @@ public final class Resampling {
                         idx[j] = mode.equals("nearest") ? nearestIndex(j, in[i], out[i], scales[i]) : nearestExactIndex(j, in[i], out[i], scales[i]);
                     }
                     cur = cur.indexSelect(d, Torch.tensor(idx).to(cur.device()));
+                } else if (antialias) {
+                    cur = weighted(cur, d, antialiasTaps(in[i], out[i], scales[i], align, cubic, f64));
+                } else if (cubic) {
+                    cur = weighted(cur, d, cubicTaps(in[i], out[i], scales[i], align, f64));
                 } else {
                     cur = linear(cur, d, in[i], out[i], scales[i], align, f64);
                 }
@@ -166,6 +186,95 @@ public final class Resampling {
         Tensor w0 = Torch.tensor(l0, wshape).to(dev, wt);
         Tensor w1 = Torch.tensor(l1, wshape).to(dev, wt);
         return x.indexSelect(d, Torch.tensor(i0).to(dev)).mul(w0).add(x.indexSelect(d, Torch.tensor(i1).to(dev)).mul(w1));
+    }
+
+    /** The source positions and weights of a dimension's output positions: {@code out[j] = sum_k x[index[k][j]] * weight[k][j]}. */
+    private record Taps(long[][] index, double[][] weight) {}
+
+    /** {@code sum_k x.indexSelect(d, index[k]) * weight[k]}, the weights broadcast along the dimensions after {@code d}. */
+    private static Tensor weighted(Tensor x, int d, Taps taps) {
+        int out = taps.index[0].length;
+        long[] wshape = new long[x.dim() - d];
+        Arrays.fill(wshape, 1);
+        wshape[0] = out;
+        Device dev = x.device();
+        Tensor sum = null;
+        for (int k = 0; k < taps.index.length; k++) {
+            Tensor term = x.indexSelect(d, Torch.tensor(taps.index[k]).to(dev)).mul(Torch.tensor(taps.weight[k], wshape).to(dev, x.dtype()));
+            sum = sum == null ? term : sum.add(term);
+        }
+        return sum;
+    }
+
+    /** PyTorch's {@code area_pixel_compute_scale}: the source step per output position. */
+    private static double sourceScale(long in, long out, double scale, boolean align, boolean f64) {
+        if (align) return out > 1 ? (f64 ? (double) (in - 1) / (out - 1) : (float) (in - 1) / (out - 1)) : 0;
+        return f64 ? (scale > 0 ? 1.0 / scale : (double) in / out) : scaleF(in, out, scale);
+    }
+
+    /** Keys' cubic convolution kernel with parameter {@code a} (-0.75 for bicubic, -0.5 for antialiasing, as PyTorch's). */
+    private static double cubicKernel(double x, double a) {
+        x = Math.abs(x);
+        if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+        if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+        return 0;
+    }
+
+    /** Bicubic: four taps around {@code floor(src)}, clamped to the edge; the source position is not clamped at 0. */
+    private static Taps cubicTaps(long in, long out, double scale, boolean align, boolean f64) {
+        double s = sourceScale(in, out, scale, align, f64);
+        long[][] index = new long[4][(int) out];
+        double[][] weight = new double[4][(int) out];
+        for (int j = 0; j < out; j++) {
+            double src = align ? s * j : s * (j + 0.5) - 0.5;
+            if (!f64) src = align ? (float) s * j : (float) s * (j + 0.5f) - 0.5f;
+            long i0 = (long) Math.floor(src);
+            double t = src - i0;
+            for (int k = 0; k < 4; k++) {
+                index[k][j] = Math.min(Math.max(i0 - 1 + k, 0), in - 1);
+                weight[k][j] = cubicKernel(t + 1 - k, -0.75);
+            }
+        }
+        return new Taps(index, weight);
+    }
+
+    /**
+     * Antialiasing: output {@code j} averages the inputs within the filter's support around {@code center = scale * (j +
+     * 0.5)}, the filter stretched by {@code scale} when downscaling, its weights normalised to sum to one.
+     */
+    private static Taps antialiasTaps(long in, long out, double scale, boolean align, boolean cubic, boolean f64) {
+        double s = sourceScale(in, out, scale, align, f64);
+        double support = (cubic ? 2.0 : 1.0) * (s >= 1 ? s : 1);
+        double invScale = s >= 1 ? 1 / s : 1;
+        long[] start = new long[(int) out];
+        double[][] rows = new double[(int) out][];
+        int taps = 1;
+        for (int j = 0; j < out; j++) {
+            double center = s * (j + 0.5);
+            long first = Math.max((long) (center - support + 0.5), 0);
+            int count = (int) (Math.min((long) (center + support + 0.5), in) - first);
+            double[] w = new double[Math.max(count, 0)];
+            double total = 0;
+            for (int k = 0; k < w.length; k++) {
+                double at = (k + first - center + 0.5) * invScale;
+                w[k] = cubic ? cubicKernel(at, -0.5) : Math.max(0, 1 - Math.abs(at));
+                total += w[k];
+            }
+            for (int k = 0; k < w.length && total != 0; k++) w[k] /= total;
+            start[j] = first;
+            rows[j] = w;
+            taps = Math.max(taps, w.length);
+        }
+        // Positions with fewer taps than the widest one read their first input again with weight 0.
+        long[][] index = new long[taps][(int) out];
+        double[][] weight = new double[taps][(int) out];
+        for (int j = 0; j < out; j++) {
+            for (int k = 0; k < taps; k++) {
+                index[k][j] = k < rows[j].length ? start[j] + k : Math.min(start[j], in - 1);
+                weight[k][j] = k < rows[j].length ? rows[j][k] : 0;
+            }
+        }
+        return new Taps(index, weight);
     }
 
     // ------------------------------------------------------------------ pixel shuffle

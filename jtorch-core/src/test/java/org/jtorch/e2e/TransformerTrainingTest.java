@@ -33,8 +33,8 @@ class TransformerTrainingTest {
     void encoderLearnsToCopyTheFirstToken() {
         Generator gen = new Generator(7);
         Torch.manualSeed(7);
-        var tokens = new Embedding(VOCAB, DIM, null, DType.FLOAT32, Device.cpu(), gen);
-        var positions = new Embedding(LENGTH, DIM, null, DType.FLOAT32, Device.cpu(), gen);
+        var tokens = new Embedding(VOCAB, DIM, (Long) null, DType.FLOAT32, Device.cpu(), gen);
+        var positions = new Embedding(LENGTH, DIM, (Long) null, DType.FLOAT32, Device.cpu(), gen);
         var options = Transformer.options().dimFeedforward(32).dropout(0).batchFirst(true).normFirst(true).generator(gen);
         TransformerEncoder encoder;
         try (var layer = new TransformerEncoderLayer(DIM, 2, options)) {

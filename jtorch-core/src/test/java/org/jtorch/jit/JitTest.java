@@ -57,6 +57,18 @@ class JitTest {
         assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
     }
 
+    @Test
+    void volumePoolsTraceAsOneOpEachAndReplayAsEager() {
+        Torch.manualSeed(7);
+        TensorFunction f = in -> org.jtorch.nn.F.adaptiveAvgPool3d(org.jtorch.nn.F.maxPool3d(in[0], 2).relu(), 1, 2, 2);
+        Tensor x = randn(2, 3, 6, 6, 4);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("max_pool3d") && plan.contains("adaptive_avg_pool3d") && !plan.contains("max_pool2d"), plan);
+        TensorFunction compiled = Jit.trace(f, x);
+        Tensor y = randn(2, 3, 6, 6, 4);
+        assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
+    }
+
     /** The guide's module: a parameter captured by reference, compiled for inference. */
     static final class ScaledRelu extends Module {
         final Tensor scale = registerParameter("scale", Torch.rand(64).add(0.5).to(DEVICE));

@@ -203,6 +203,7 @@ class KeywordOptionsConformanceTest {
                 if (has(c, "mode")) o = o.mode(c.stringArg("mode", null));
                 if (has(c, "align_corners")) o = o.alignCorners(c.boolArg("align_corners", false));
                 if (has(c, "recompute_scale_factor")) o = o.recomputeScaleFactor(c.boolArg("recompute_scale_factor", false));
+                if (has(c, "antialias")) o = o.antialias(c.boolArg("antialias", false));
                 yield List.of(F.interpolate(x, o));
             }
             case "pad" -> {
@@ -222,10 +223,14 @@ class KeywordOptionsConformanceTest {
             case "embedding" -> {
                 Embedding o = Embedding.options();
                 if (has(c, "padding_idx")) o = o.paddingIdx(c.longArg("padding_idx", 0));
+                if (has(c, "max_norm")) o = o.maxNorm(c.doubleArg("max_norm", 0));
+                if (has(c, "norm_type")) o = o.normType(c.doubleArg("norm_type", 2));
+                if (has(c, "scale_grad_by_freq")) o = o.scaleGradByFreq(c.boolArg("scale_grad_by_freq", false));
                 Tensor weight = in.get(1).requiresGrad_(true);
                 Tensor y = F.embedding(x, weight, o);
                 y.mul(Torch.arange(18).to(y.dtype()).view(2, 3, 3)).sum().backward();
-                yield List.of(y, weight.grad());
+                // max_norm renormalises the weight in place: the weight after the call is checked too.
+                yield has(c, "max_norm") ? List.of(y, weight.grad(), weight) : List.of(y, weight.grad());
             }
             case "scaled_dot_product_attention" -> {
                 ScaledDotProductAttention o = ScaledDotProductAttention.options();
@@ -272,26 +277,81 @@ class KeywordOptionsConformanceTest {
         assertNull(Variance.options().dim(), "dim=None reduces every dimension");
     }
 
+    /**
+     * Every options record is checked against the registry where the registry declares its op (each keyword's declared
+     * default against the record's {@code options()}), the same comparison as against PyTorch's signature above.
+     */
     @Test
-    void convAndMaxPoolDefaultsAreTheRegistrysDeclarations() {
-        // The registry declares conv2d and max_pool2d (front ends): the options records agree with those declarations.
-        java.util.Map<String, Object> conv = java.util.Map.of("bias", "None", "stride", Conv.options().stride(),
-                "padding", Conv.options().padding(), "dilation", Conv.options().dilation(), "groups", Conv.options().groups());
-        java.util.Map<String, Object> pool = java.util.Map.of("stride", "[]", "padding", MaxPool.options().padding(),
-                "dilation", MaxPool.options().dilation(), "ceil_mode", MaxPool.options().ceilMode());
-        assertNull(Conv.options().bias());
-        assertNull(MaxPool.options().stride(), "stride=[] (the kernel size) is null");
-        for (var check : List.of(java.util.Map.entry(org.jtorch.op.FrontEndOps.CONV2D, conv), java.util.Map.entry(org.jtorch.op.FrontEndOps.MAX_POOL2D, pool))) {
-            for (Param p : check.getKey().signature().params()) {
-                Object mine = check.getValue().get(p.name());
-                if (mine == null) continue; // input, weight, kernel_size: no default
-                String declared = p.defaultValue();
-                String expected = mine instanceof int[] sizes ? String.valueOf(sizes[0]) : mine instanceof Boolean b ? (b ? "True" : "False")
-                        : String.valueOf(mine);
-                if (mine instanceof int[] sizes) assertEquals(1, sizes.length, p.name() + ": one value for every dimension");
-                assertEquals(declared, expected, check.getKey().name() + "." + p.name());
+    void optionsDefaultsAgreeWithEveryRegistryDeclarationOfTheirOps() throws ReflectiveOperationException {
+        int compared = 0;
+        List<String> ops = new java.util.ArrayList<>();
+        for (Case c : defaults().toList()) {
+            var declared = org.jtorch.op.OpRegistry.all().stream().filter(op -> op.name().equals(c.name())).findFirst();
+            if (declared.isEmpty()) continue;
+            ops.add(c.name());
+            Class<?> type = Class.forName("org.jtorch.nn.F$" + c.args().get("record").getAsString());
+            Object defaults = type.getMethod("options").invoke(null);
+            for (Param p : declared.get().signature().params()) {
+                if (p.defaultValue() == null || !c.args().getAsJsonObject("defaults").has(p.name())) continue;
+                Object mine = type.getMethod(Fixtures.javaName(p.name())).invoke(defaults);
+                assertTrue(sameDefault(mine, schemaDefault(p.defaultValue()), null),
+                        c.name() + "." + p.name() + ": declared " + p.defaultValue() + ", options() has " + describe(mine));
+                compared++;
             }
         }
+        // batch_norm is declared without defaults (PyTorch's aten::batch_norm has none): nothing to compare there.
+        assertEquals(List.of("batch_norm", "conv2d", "max_pool2d", "max_pool3d"), ops.stream().sorted().toList(),
+                "the ops both declared in the registry and covered by an options record");
+        assertTrue(compared >= 12, "compared " + compared + " declared defaults");
+    }
+
+    /** A registry default as the JSON PyTorch's signatures give: None, True/False, a number, a list, or a string. */
+    private static JsonElement schemaDefault(String declared) {
+        return switch (declared) {
+            case "None" -> com.google.gson.JsonNull.INSTANCE;
+            case "True", "False" -> new com.google.gson.JsonPrimitive(declared.equals("True"));
+            default -> declared.startsWith("[") ? com.google.gson.JsonParser.parseString(declared)
+                    : declared.matches("-?[0-9.eE+-]+") ? new com.google.gson.JsonPrimitive(Double.parseDouble(declared))
+                    : new com.google.gson.JsonPrimitive(declared.replace("'", ""));
+        };
+    }
+
+    /**
+     * No options record has a component that no check reads: each is compared with PyTorch's signature (the "defaults"
+     * fixture cases), or is one of the documented Java-only ones.
+     */
+    @Test
+    void everyComponentOfEveryOptionsRecordIsChecked() {
+        java.util.Map<String, java.util.Set<String>> checked = new java.util.HashMap<>();
+        for (Case c : defaults().toList()) {
+            var keywords = checked.computeIfAbsent(c.args().get("record").getAsString(), k -> new java.util.HashSet<>());
+            for (String k : c.args().getAsJsonObject("defaults").keySet()) keywords.add(Fixtures.javaName(k));
+        }
+        java.util.Map<String, String> javaOnly = java.util.Map.of(
+                "Dropout.generator", "the Generator the mask is drawn from (PyTorch uses the global one)",
+                "Conv.paddingMode", "padding's string form ('valid', 'same'): padding is checked",
+                "ScaledDotProductAttention.attnMask", "PyTorch 2.1's op, absent from 1.13: optionDefaultsAreTorchNnFunctionals",
+                "ScaledDotProductAttention.dropoutP", "PyTorch 2.1's op, absent from 1.13: optionDefaultsAreTorchNnFunctionals",
+                "ScaledDotProductAttention.isCausal", "PyTorch 2.1's op, absent from 1.13: optionDefaultsAreTorchNnFunctionals",
+                "ScaledDotProductAttention.scale", "PyTorch 2.1's op, absent from 1.13: optionDefaultsAreTorchNnFunctionals",
+                "ScaledDotProductAttention.generator", "the Generator of the dropout");
+        List<String> unchecked = new java.util.ArrayList<>();
+        int records = 0;
+        for (Class<?> type : F.class.getDeclaredClasses()) {
+            if (!type.isRecord() || java.util.Arrays.stream(type.getMethods()).noneMatch(m -> m.getName().equals("options")
+                    && java.lang.reflect.Modifier.isStatic(m.getModifiers()))) {
+                continue; // results (Attention) and private helpers, not options
+            }
+            records++;
+            for (var component : type.getRecordComponents()) {
+                String key = type.getSimpleName() + "." + component.getName();
+                if (!checked.getOrDefault(type.getSimpleName(), java.util.Set.of()).contains(component.getName()) && !javaOnly.containsKey(key)) {
+                    unchecked.add(key);
+                }
+            }
+        }
+        assertTrue(records >= 14, "found F's options records (" + records + ")");
+        assertEquals(List.of(), unchecked, "options components no defaults check reads");
     }
 
     @Test
@@ -303,8 +363,8 @@ class KeywordOptionsConformanceTest {
         assertEquals(new BinaryCrossEntropyWithLogits(null, null, Reduction.MEAN), BinaryCrossEntropyWithLogits.options());
         assertEquals(new BatchNorm(null, null, false, 0.1, 1e-5), BatchNorm.options());
         assertEquals(new Norm(null, null, 1e-5), Norm.options());
-        assertEquals(new Embedding(null), Embedding.options());
-        assertEquals(new Dropout(0.5, true, null), Dropout.options());
+        assertEquals(new Embedding(null, null, 2.0, false, false), Embedding.options());
+        assertEquals(new Dropout(0.5, true, false, null), Dropout.options());
         assertEquals(new Pad("constant", 0), Pad.options());
         assertEquals(new ScaledDotProductAttention(null, 0, false, null, null), ScaledDotProductAttention.options());
         Conv conv = Conv.options();

@@ -60,6 +60,53 @@ class MultiValueModulesTest {
     }
 
     @Test
+    void rnnAndGruCellsMapInputAndHiddenStateToTheNextHiddenState() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Torch.manualSeed(6);
+            RNNCell rnn = new RNNCell(3, 4, true, "relu");
+            GRUCell gru = new GRUCell(3, 4);
+            Tensor x = Torch.randn(2, 3);
+            Tensor h = Torch.randn(2, 4);
+            TupleModule<RNN.Input, Tensor> typedRnn = rnn;
+            TupleModule<RNN.Input, Tensor> typedGru = gru;
+            same(rnn.forward(x, h), typedRnn.forward(new RNN.Input(x, h)), "RNNCell");
+            same(gru.forward(x, h), typedGru.forward(new RNN.Input(x, h)), "GRUCell");
+            same(gru.forward(x), typedGru.forward(new RNN.Input(x, null)), "null hx: zeros");
+            // A typed chain steps a cell twice, the second step continuing from the first's state.
+            Sequential.Chain<RNN.Input, Tensor> twice = Sequential.of(gru).map(h1 -> new RNN.Input(x, h1)).then(gru);
+            same(gru.forward(x, gru.forward(x, h)), twice.forward(new RNN.Input(x, h)), "chain");
+        }
+    }
+
+    @Test
+    void decodersAndTheTransformerTakeTheirTuplesAsRecords() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Torch.manualSeed(7);
+            var options = TransformerDecoderLayer.options().dimFeedforward(16).dropout(0);
+            TransformerDecoderLayer layer = new TransformerDecoderLayer(8, 2, options);
+            TransformerDecoder decoder = new TransformerDecoder(layer, 2);
+            Tensor tgt = Torch.randn(5, 3, 8);
+            Tensor memory = Torch.randn(6, 3, 8);
+            Tensor tgtMask = Transformer.generateSquareSubsequentMask(5);
+            Tensor padding = Torch.zeros(3, 6).gt(0.0).indexFill(1, Torch.tensor(new long[] {5}, new long[] {1}), 1.0);
+            TupleModule<AttentionDecoder.Input, Tensor> typedLayer = layer;
+            same(layer.forward(tgt, memory, tgtMask, null), typedLayer.forward(new AttentionDecoder.Input(tgt, memory, tgtMask, null)), "layer");
+            same(decoder.forward(tgt, memory, tgtMask, null, null, padding, true, false),
+                    decoder.forward(new AttentionDecoder.Input(tgt, memory, tgtMask, null, null, padding, true, false)), "stack");
+            assertFalse(same(decoder.forward(tgt, memory), decoder.forward(new AttentionDecoder.Input(tgt, memory, tgtMask, null))),
+                    "the mask is applied");
+
+            Transformer transformer = new Transformer(8, 2, Transformer.options().numEncoderLayers(1).numDecoderLayers(1).dimFeedforward(16).dropout(0));
+            Tensor src = Torch.randn(6, 3, 8);
+            TupleModule<Transformer.Input, Tensor> typed = transformer;
+            same(transformer.forward(src, tgt, null, tgtMask), typed.forward(new Transformer.Input(src, tgt, null, tgtMask)), "transformer");
+            same(transformer.forward(src, tgt, null, tgtMask, null, null, null, padding),
+                    typed.forward(new Transformer.Input(src, tgt, null, tgtMask, null, null, null, padding, false, false, false)),
+                    "with a memory key padding mask");
+        }
+    }
+
+    @Test
     void encodersTakeSrcAndMask() {
         try (MemoryScope scope = new MemoryScope()) {
             Torch.manualSeed(2);

@@ -109,6 +109,11 @@ class SpatialGradcheckTest {
         check(x -> F.interpolate(x[0], new long[] {7}, "linear", null), rand(2, 2, 4));
         check(x -> F.interpolate(x[0], new double[] {1.7}, "nearest", null), rand(1, 2, 5));
         check(x -> F.interpolate(x[0], new long[] {3, 5}, "nearest-exact", null), rand(1, 1, 4, 4));
+        check(x -> F.interpolate(x[0], new long[] {5, 7}, "bicubic", false), rand(1, 2, 3, 4));
+        check(x -> F.interpolate(x[0], new long[] {2, 3}, "bicubic", true), rand(1, 2, 5, 4));
+        check(x -> F.interpolate(x[0], F.Interpolate.options().size(3, 2).mode("bilinear").antialias(true)), rand(1, 2, 7, 5));
+        check(x -> F.interpolate(x[0], F.Interpolate.options().scaleFactor(0.5, 1.5).mode("bicubic").alignCorners(true).antialias(true)),
+                rand(1, 2, 8, 3));
     }
 
     @Test
@@ -130,5 +135,36 @@ class SpatialGradcheckTest {
         check(t -> F.conv3d(t[0], t[1], F.Conv.options().padding("same").groups(2)), rand(1, 2, 3, 3, 3), rand(2, 1, 2, 3, 2));
         check(t -> F.convTranspose1d(t[0], t[1], F.ConvTranspose.options().bias(t[2]).stride(2).padding(1).outputPadding(1)),
                 rand(1, 2, 4), rand(2, 3, 3), rand(3));
+    }
+
+    @Test
+    void convTranspose3dDifferentiatesInInputWeightAndBias() {
+        check(t -> F.convTranspose3d(t[0], t[1], F.ConvTranspose.options().bias(t[2]).stride(2, 1, 2).padding(1, 0, 1)
+                .outputPadding(1, 0, 0).dilation(1, 2, 1)), rand(1, 2, 3, 2, 3), rand(2, 3, 2, 2, 3), rand(3));
+        check(t -> F.convTranspose3d(t[0], t[1], F.ConvTranspose.options().groups(2).stride(3)), rand(2, 2, 2, 2), rand(2, 1, 2, 1, 2));
+    }
+
+    @Test
+    void pooling3d() {
+        check(x -> F.maxPool3d(x[0], new int[] {3, 2, 3}, F.MaxPool.options().stride(2, 1, 2).padding(1, 1, 0).dilation(1, 2, 1)
+                .ceilMode(true)), rand(1, 2, 5, 5, 6));
+        check(x -> F.avgPool3d(x[0], new int[] {3}, F.AvgPool.options().stride(2).padding(1).ceilMode(true).countIncludePad(false)),
+                rand(1, 2, 5, 4, 6));
+        check(x -> F.avgPool3d(x[0], new int[] {2, 3, 2}, F.AvgPool.options().padding(1, 1, 0).divisorOverride(5L)), rand(2, 3, 4, 3));
+        check(x -> F.adaptiveAvgPool3d(x[0], 2, 3, 2), rand(1, 2, 5, 7, 4));
+        check(x -> F.adaptiveMaxPool3d(x[0], 3, 2, 2), rand(2, 4, 5, 3));
+        try (Tensor x = rand(1, 2, 4, 4, 4); var r = F.maxPool3dWithIndices(x, new int[] {2}, F.MaxPool.options())) {
+            Tensor idx = r.indices();
+            check(v -> F.maxUnpool3d(v[0], idx, new int[] {2}, null, new int[] {0}, null), rand(1, 2, 2, 2, 2));
+        }
+    }
+
+    @Test
+    void pooling3dBackwardsHaveBackwards() {
+        try (Tensor x = rand(1, 2, 4, 5, 4)) {
+            check(inputGradient(v -> F.avgPool3d(v, new int[] {3}, F.AvgPool.options().stride(2).padding(1)), x), rand(1, 2, 2, 3, 2));
+            check(inputGradient(v -> F.maxPool3d(v, 2), x), rand(1, 2, 2, 2, 2));
+            check(inputGradient(v -> F.adaptiveAvgPool3d(v, 2), x), rand(1, 2, 2, 2, 2));
+        }
     }
 }

@@ -153,6 +153,56 @@ class SpatialModulesTest {
         }
     }
 
+    @Test
+    void volumeLayersPrintAsPyTorch() {
+        assertEquals("MaxPool3d(kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=False)", new MaxPool3d(3, 2, 1).toString());
+        assertEquals("MaxPool3d(kernel_size=(2, 3, 1), stride=(2, 3, 1), padding=0, dilation=1, ceil_mode=False)",
+                new MaxPool3d(new int[] {2, 3, 1}, F.MaxPool.options()).toString());
+        assertEquals("AvgPool3d(kernel_size=2, stride=2, padding=0)", new AvgPool3d(2).toString());
+        assertEquals("AvgPool3d(kernel_size=(2, 3, 2), stride=1, padding=(1, 0, 1))",
+                new AvgPool3d(new int[] {2, 3, 2}, F.AvgPool.options().stride(1).padding(1, 0, 1).divisorOverride(2L)).toString());
+        assertEquals("AdaptiveAvgPool3d(output_size=(None, 3, 2))", new AdaptiveAvgPool3d(null, 3L, 2L).toString());
+        assertEquals("AdaptiveAvgPool3d(output_size=1)", new AdaptiveAvgPool3d(1).toString());
+        assertEquals("AdaptiveMaxPool3d(output_size=(2, 3, 2))", new AdaptiveMaxPool3d(2, 3, 2).toString());
+        assertEquals("MaxUnpool3d(kernel_size=(3, 3, 3), stride=(2, 2, 2), padding=(1, 1, 1))",
+                new MaxUnpool3d(new int[] {3}, new int[] {2}, new int[] {1}).toString());
+        try (Conv3d conv = new Conv3d(4, 6, 3, Conv3d.options().stride(2).padding(1).bias(false));
+             ConvTranspose3d convT = new ConvTranspose3d(4, 6, new int[] {2, 3, 2}, ConvTranspose3d.options().stride(2).outputPadding(1).groups(2))) {
+            assertEquals("Conv3d(4, 6, kernel_size=(3, 3, 3), stride=(2, 2, 2), padding=(1, 1, 1), bias=False)", conv.toString());
+            assertEquals("ConvTranspose3d(4, 6, kernel_size=(2, 3, 2), stride=(2, 2, 2), output_padding=(1, 1, 1), groups=2)",
+                    convT.toString());
+            assertArrayEquals(new long[] {6, 4, 3, 3, 3}, conv.weight().shape());
+            assertArrayEquals(new long[] {4, 3, 2, 3, 2}, convT.weight().shape());
+        }
+    }
+
+    @Test
+    void volumeLayersComputeTheirFunctionalForm() {
+        try (Tensor x = Torch.randn(new long[] {2, 4, 5, 6, 4}, DType.FLOAT32, Device.cpu(), new Generator(9))) {
+            same(F.maxPool3d(x, new int[] {3}, F.MaxPool.options().stride(2).padding(1)), new MaxPool3d(3, 2, 1).forward(x));
+            same(F.avgPool3d(x, 2), new AvgPool3d(2).forward(x));
+            same(F.adaptiveAvgPool3d(x, 1), new AdaptiveAvgPool3d(1).forward(x));
+            same(F.adaptiveMaxPool3d(x, 2, 3, 2), new AdaptiveMaxPool3d(2, 3, 2).forward(x));
+            try (Conv3d conv = new Conv3d(4, 6, 3, Conv3d.options().stride(2).padding(1));
+                 ConvTranspose3d convT = new ConvTranspose3d(4, 6, 2, ConvTranspose3d.options().stride(2).groups(2))) {
+                same(F.conv3d(x, conv.weight(), F.Conv.options().bias(conv.bias()).stride(2).padding(1)), conv.forward(x));
+                same(F.convTranspose3d(x, convT.weight(), F.ConvTranspose.options().bias(convT.bias()).stride(2).groups(2)),
+                        convT.forward(x));
+            }
+        }
+    }
+
+    @Test
+    void maxPool3dIndicesUnpoolBackToTheMaxima() {
+        try (Tensor x = Torch.rand(new long[] {1, 2, 4, 4, 6}, DType.FLOAT32, Device.cpu(), new Generator(8));
+             var r = new MaxPool3d(2).forwardWithIndices(x);
+             Tensor up = new MaxUnpool3d(2).forward(r.values(), r.indices());
+             Tensor again = F.maxPool3d(up, 2)) {
+            assertArrayEquals(new long[] {1, 2, 4, 4, 6}, up.shape());
+            assertArrayEquals(r.values().toFloatArray(), again.toFloatArray());
+        }
+    }
+
     private static void same(Tensor expected, Tensor actual) {
         try (expected; actual) {
             assertArrayEquals(expected.shape(), actual.shape());

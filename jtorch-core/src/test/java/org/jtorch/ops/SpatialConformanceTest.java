@@ -21,12 +21,13 @@ import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 
 /**
- * Pooling, unpooling, padding, interpolation and pixel (un)shuffle against PyTorch 1.13 reference values
- * ({@code tools/fixtures/gen_spatial.py}): outputs (and max-pool indices) and the input gradient of
- * {@code sum(output * w)} with {@code w[i] = sin(0.7 i + 0.3)}; error cases must throw naming the op.
+ * Pooling, unpooling, padding, interpolation and pixel (un)shuffle, and the 3-d pools and transposed convolution,
+ * against PyTorch 1.13 reference values ({@code tools/fixtures/gen_spatial.py}, {@code gen_spatial3d.py}): outputs
+ * (and max-pool indices) and the input gradient of {@code sum(output * w)} with {@code w[i] = sin(0.7 i + 0.3)}
+ * (conv_transpose3d: the gradients of input, weight and bias); error cases must throw naming the op.
  */
 class SpatialConformanceTest {
-    private static final List<Case> CASES = Fixtures.load("spatial");
+    private static final List<Case> CASES = Stream.concat(Fixtures.load("spatial").stream(), Fixtures.load("spatial3d").stream()).toList();
 
     @TestFactory
     Stream<DynamicTest> forwardMatchesPyTorch() {
@@ -64,15 +65,21 @@ class SpatialConformanceTest {
     private static void checkBackward(Case c) {
         List<Tensor> in = c.inputTensors();
         try {
-            Tensor x = in.get(0).requiresGrad_(true);
+            // conv_transpose3d differentiates every input (input, weight, bias); the pools their first.
+            boolean all = c.op().equals("conv_transpose3d");
+            List<Tensor> leaves = all ? in : in.subList(0, 1);
+            for (Tensor t : leaves) t.requiresGrad_(true);
             List<Tensor> outs = run(c, in);
             try (Tensor w = upstream(outs.get(0))) {
                 outs.get(0).backward(w);
             } finally {
                 closeAll(outs);
             }
-            assertNotNull(x.grad(), c + ": no gradient");
-            assertClose(c.expectedTensor((int) c.longArg("outputs", 1)), x.grad(), c + " input gradient");
+            int first = all ? 1 : (int) c.longArg("outputs", 1);
+            for (int i = 0; i < leaves.size(); i++) {
+                assertNotNull(leaves.get(i).grad(), c + ": no gradient of input " + i);
+                assertClose(c.expectedTensor(first + i), leaves.get(i).grad(), c + " gradient of input " + i);
+            }
         } finally {
             closeAll(in);
         }
@@ -100,9 +107,25 @@ class SpatialConformanceTest {
             case "max_unpool2d" -> List.of(F.maxUnpool2d(x, in.get(1), ints(c, "kernel_size"), ints(c, "stride"), ints(c, "padding"),
                     c.longsArg("output_size")));
             case "pad" -> List.of(F.pad(x, c.longsArg("pad"), c.stringArg("mode", "constant"), c.doubleArg("value", 0)));
-            case "interpolate" -> List.of(F.interpolate(x, c.longsArg("size"), doubles(c, "scale_factor"), c.stringArg("mode", "nearest"),
+            case "interpolate" -> List.of(c.args().has("antialias")
+                    ? F.interpolate(x, F.Interpolate.options().size(c.longsArg("size")).scaleFactor(doubles(c, "scale_factor"))
+                            .mode(c.stringArg("mode", "nearest")).alignCorners(c.args().has("align_corners") ? c.boolArg("align_corners", false) : null)
+                            .antialias(c.boolArg("antialias", false)))
+                    : F.interpolate(x, c.longsArg("size"), doubles(c, "scale_factor"), c.stringArg("mode", "nearest"),
                     c.args().has("align_corners") ? c.boolArg("align_corners", false) : null,
                     c.boolArg("recompute_scale_factor", false)));
+            case "max_pool3d" -> both(F.maxPool3dWithIndices(x, ints(c, "kernel_size"), maxPool(c)));
+            case "avg_pool3d" -> List.of(c.longArg("divisor_override", 1) == 0
+                    // The options record refuses a zero divisor when built; the op's own check is reached directly.
+                    ? Pooling3d.avgPool3d(x, ints(c, "kernel_size"), null, new int[] {0}, false, true, 0L)
+                    : F.avgPool3d(x, ints(c, "kernel_size"), avgPool(c)));
+            case "adaptive_avg_pool3d" -> List.of(hasNone(c) ? F.adaptiveAvgPool3d(x, size(c, 0), size(c, 1), size(c, 2))
+                    : F.adaptiveAvgPool3d(x, c.longsArg("output_size")));
+            case "adaptive_max_pool3d" -> both(hasNone(c) ? F.adaptiveMaxPool3dWithIndices(x, size(c, 0), size(c, 1), size(c, 2))
+                    : F.adaptiveMaxPool3dWithIndices(x, c.longsArg("output_size")));
+            case "max_unpool3d" -> List.of(F.maxUnpool3d(x, in.get(1), ints(c, "kernel_size"), ints(c, "stride"), ints(c, "padding"),
+                    c.longsArg("output_size")));
+            case "conv_transpose3d" -> List.of(F.convTranspose3d(x, in.get(1), convTranspose(c, in.size() > 2 ? in.get(2) : null)));
             case "pixel_shuffle" -> List.of(F.pixelShuffle(x, (int) c.longArg("factor", 1)));
             case "pixel_unshuffle" -> List.of(F.pixelUnshuffle(x, (int) c.longArg("factor", 1)));
             default -> throw new IllegalStateException("no Java call for " + c);
@@ -114,6 +137,32 @@ class SpatialConformanceTest {
         if (!c.args().has("divisor_override")) return 0;
         long d = c.longArg("divisor_override", 0);
         return d == 0 ? -1 : d;
+    }
+
+    /** The case's keywords as options; absent ones keep PyTorch's defaults. */
+    private static F.MaxPool maxPool(Case c) {
+        F.MaxPool o = F.MaxPool.options().ceilMode(c.boolArg("ceil_mode", false));
+        if (c.args().has("stride")) o = o.stride(ints(c, "stride"));
+        if (c.args().has("padding")) o = o.padding(ints(c, "padding"));
+        if (c.args().has("dilation")) o = o.dilation(ints(c, "dilation"));
+        return o;
+    }
+
+    private static F.AvgPool avgPool(Case c) {
+        F.AvgPool o = F.AvgPool.options().ceilMode(c.boolArg("ceil_mode", false)).countIncludePad(c.boolArg("count_include_pad", true));
+        if (c.args().has("stride")) o = o.stride(ints(c, "stride"));
+        if (c.args().has("padding")) o = o.padding(ints(c, "padding"));
+        if (c.args().has("divisor_override")) o = o.divisorOverride(c.longArg("divisor_override", 0));
+        return o;
+    }
+
+    private static F.ConvTranspose convTranspose(Case c, Tensor bias) {
+        F.ConvTranspose o = F.ConvTranspose.options().bias(bias).groups((int) c.longArg("groups", 1));
+        if (c.args().has("stride")) o = o.stride(ints(c, "stride"));
+        if (c.args().has("padding")) o = o.padding(ints(c, "padding"));
+        if (c.args().has("output_padding")) o = o.outputPadding(ints(c, "output_padding"));
+        if (c.args().has("dilation")) o = o.dilation(ints(c, "dilation"));
+        return o;
     }
 
     private static List<Tensor> both(ValuesIndices r) {

@@ -66,7 +66,8 @@ public final class DcganExample implements Example {
 
     /** The generator: noise {@code [B, nz, 1, 1]} to images {@code [B, nc, 32, 32]} in [-1, 1]. */
     public static final class NetG extends Module {
-        private final Sequential main;
+        // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+        private Sequential main;
 
         public NetG(int nz, int ngf, int nc) {
             main = registerModule("main", new Sequential(
@@ -89,7 +90,7 @@ public final class DcganExample implements Example {
 
     /** The discriminator: images {@code [B, nc, 32, 32]} to the probability that each is real, {@code [B]}. */
     public static final class NetD extends Module {
-        private final Sequential main;
+        private Sequential main;
 
         public NetD(int ndf, int nc) {
             main = registerModule("main", new Sequential(
@@ -118,7 +119,7 @@ public final class DcganExample implements Example {
         public final NetG netG;
         public final NetD netD;
         public final Adam optimizerG, optimizerD;
-        private final BCELoss criterion = new BCELoss();
+        private BCELoss criterion = new BCELoss();
         private final int nz;
 
         public Training(int nz, int ngf, int ndf, int nc, double lr) {

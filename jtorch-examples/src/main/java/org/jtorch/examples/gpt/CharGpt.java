@@ -54,8 +54,9 @@ public final class CharGpt implements Example {
     public record Config(int blockSize, int vocabSize, int nLayer, int nHead, int nEmbd, double dropout) {}
 
     static final class CausalSelfAttention extends Module {
-        private final Linear cAttn, cProj;
-        private final Dropout residDropout;
+        // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+        private Linear cAttn, cProj;
+        private Dropout residDropout;
         private final int nHead, nEmbd;
         private final double dropout;
 
@@ -87,8 +88,8 @@ public final class CharGpt implements Example {
     }
 
     static final class Mlp extends Module {
-        private final Linear cFc, cProj;
-        private final Dropout dropout;
+        private Linear cFc, cProj;
+        private Dropout dropout;
 
         Mlp(Config c) {
             cFc = registerModule("c_fc", new Linear(c.nEmbd(), 4L * c.nEmbd()));
@@ -103,9 +104,9 @@ public final class CharGpt implements Example {
     }
 
     static final class Block extends Module {
-        private final LayerNorm ln1, ln2;
-        private final CausalSelfAttention attn;
-        private final Mlp mlp;
+        private LayerNorm ln1, ln2;
+        private CausalSelfAttention attn;
+        private Mlp mlp;
 
         Block(Config c) {
             ln1 = registerModule("ln_1", new LayerNorm(c.nEmbd()));
@@ -124,10 +125,10 @@ public final class CharGpt implements Example {
     /** nanoGPT's {@code GPT}: token indices {@code [B, T]} to logits {@code [B, T, vocab]}. */
     public static final class GPT extends Module {
         public final Config config;
-        private final Embedding wte, wpe;
-        private final Dropout drop;
-        private final ModuleList h;
-        private final LayerNorm lnF;
+        private Embedding wte, wpe;
+        private Dropout drop;
+        private ModuleList h;
+        private LayerNorm lnF;
 
         public GPT(Config c) {
             config = c;

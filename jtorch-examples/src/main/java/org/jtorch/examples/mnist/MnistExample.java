@@ -40,12 +40,13 @@ public final class MnistExample implements Example {
 
     /** {@code Net} of main.py. */
     public static final class Net extends Module {
-        private final Conv2d conv1 = registerModule("conv1", new Conv2d(1, 32, 3));
-        private final Conv2d conv2 = registerModule("conv2", new Conv2d(32, 64, 3));
-        private final Dropout dropout1 = registerModule("dropout1", new Dropout(0.25));
-        private final Dropout dropout2 = registerModule("dropout2", new Dropout(0.5));
-        private final Linear fc1 = registerModule("fc1", new Linear(9216, 128));
-        private final Linear fc2 = registerModule("fc2", new Linear(128, 10));
+        // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+        private Conv2d conv1 = registerModule("conv1", new Conv2d(1, 32, 3));
+        private Conv2d conv2 = registerModule("conv2", new Conv2d(32, 64, 3));
+        private Dropout dropout1 = registerModule("dropout1", new Dropout(0.25));
+        private Dropout dropout2 = registerModule("dropout2", new Dropout(0.5));
+        private Linear fc1 = registerModule("fc1", new Linear(9216, 128));
+        private Linear fc2 = registerModule("fc2", new Linear(128, 10));
 
         @Override
         public Tensor forward(Tensor x) {

@@ -51,9 +51,10 @@ public final class TimeSequencePrediction implements Example {
 
     /** {@code Sequence} of train.py. */
     public static final class Sequence extends Module {
-        private final LSTMCell lstm1 = registerModule("lstm1", new LSTMCell(1, 51));
-        private final LSTMCell lstm2 = registerModule("lstm2", new LSTMCell(51, 51));
-        private final Linear linear = registerModule("linear", new Linear(51, 1));
+        // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+        private LSTMCell lstm1 = registerModule("lstm1", new LSTMCell(1, 51));
+        private LSTMCell lstm2 = registerModule("lstm2", new LSTMCell(51, 51));
+        private Linear linear = registerModule("linear", new Linear(51, 1));
 
         @Override
         public Tensor forward(Tensor input) {

@@ -41,11 +41,12 @@ public final class VaeExample implements Example {
 
     /** The VAE of main.py; {@link #forward(Tensor)} returns only the reconstruction, {@link #forwardAll} all three outputs. */
     public static final class VAE extends Module {
-        private final Linear fc1 = registerModule("fc1", new Linear(784, 400));
-        private final Linear fc21 = registerModule("fc21", new Linear(400, 20));
-        private final Linear fc22 = registerModule("fc22", new Linear(400, 20));
-        private final Linear fc3 = registerModule("fc3", new Linear(20, 400));
-        private final Linear fc4 = registerModule("fc4", new Linear(400, 784));
+        // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+        private Linear fc1 = registerModule("fc1", new Linear(784, 400));
+        private Linear fc21 = registerModule("fc21", new Linear(400, 20));
+        private Linear fc22 = registerModule("fc22", new Linear(400, 20));
+        private Linear fc3 = registerModule("fc3", new Linear(20, 400));
+        private Linear fc4 = registerModule("fc4", new Linear(400, 784));
 
         /** The reconstruction, the code's mean and its log-variance. */
         public record Output(Tensor reconstruction, Tensor mu, Tensor logvar) {}

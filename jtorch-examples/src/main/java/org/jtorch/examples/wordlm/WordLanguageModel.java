@@ -120,10 +120,11 @@ public final class WordLanguageModel implements Example {
 
     /** model.py's {@code RNNModel} for LSTM. */
     public static final class RNNModel extends WordModel {
-        private final Dropout drop;
-        private final Embedding encoder;
-        private final LSTM rnn;
-        private final Linear decoder;
+        // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+        private Dropout drop;
+        private Embedding encoder;
+        private LSTM rnn;
+        private Linear decoder;
         private final int nlayers, nhid;
         public final int ntoken;
 
@@ -157,8 +158,7 @@ public final class WordLanguageModel implements Example {
      * inputs (a buffer {@code pe} of {@code [maxLen, 1, d]}), then dropout.
      */
     public static final class PositionalEncoding extends Module {
-        private final Dropout dropout;
-        private final Tensor pe;
+        private Dropout dropout;
 
         public PositionalEncoding(int dModel, double dropout, int maxLen) {
             this.dropout = registerModule("dropout", new Dropout(dropout));
@@ -170,21 +170,22 @@ public final class WordLanguageModel implements Example {
                     if (i + 1 < dModel) v[pos * dModel + i + 1] = (float) Math.cos(angle);
                 }
             }
-            pe = registerBuffer("pe", Torch.tensor(v, maxLen, 1, dModel));
+            registerBuffer("pe", Torch.tensor(v, maxLen, 1, dModel));
         }
 
         @Override
         public Tensor forward(Tensor x) {
-            return dropout.forward(x.add(pe.narrow(0, 0, x.size(0))));
+            // Read by name: to(device) and deepCopy replace the buffer.
+            return dropout.forward(x.add(buffer("pe").narrow(0, 0, x.size(0))));
         }
     }
 
     /** model.py's {@code TransformerModel}: embedding x sqrt(ninp), positional encoding, a causal TransformerEncoder, a Linear. */
     public static final class TransformerModel extends WordModel {
-        private final PositionalEncoding posEncoder;
-        private final TransformerEncoder transformerEncoder;
-        private final Embedding encoder;
-        private final Linear decoder;
+        private PositionalEncoding posEncoder;
+        private TransformerEncoder transformerEncoder;
+        private Embedding encoder;
+        private Linear decoder;
         private final int ninp;
         public final int ntoken;
 

@@ -25,10 +25,11 @@ import org.jtorch.nn.Sequential;
  * used reference implementation (Y. Idelbayev, pytorch_resnet_cifar10).
  */
 public class CifarResNet extends Module {
-    private final Conv2d conv1;
-    private final BatchNorm2d bn1;
-    private final Sequential[] layers = new Sequential[3];
-    private final Linear fc;
+    // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+    private Conv2d conv1;
+    private BatchNorm2d bn1;
+    private Sequential[] layers = new Sequential[3];
+    private Linear fc;
 
     public static CifarResNet resnet20(int numClasses) {
         return new CifarResNet(20, numClasses, 3);
@@ -75,10 +76,10 @@ public class CifarResNet extends Module {
 
     /** Two 3x3 convolutions with batch norm and an option-A shortcut. */
     public static class BasicBlock extends Module {
-        private final Conv2d conv1;
-        private final BatchNorm2d bn1;
-        private final Conv2d conv2;
-        private final BatchNorm2d bn2;
+        private Conv2d conv1;
+        private BatchNorm2d bn1;
+        private Conv2d conv2;
+        private BatchNorm2d bn2;
         private final int padChannels;   // 0: identity shortcut
 
         public BasicBlock(int inPlanes, int planes, int stride) {

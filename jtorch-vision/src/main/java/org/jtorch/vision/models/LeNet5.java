@@ -20,12 +20,13 @@ import org.jtorch.nn.Module;
  * bias each); parameters keep PyTorch's default initialisation. 61,706 parameters for 10 classes.
  */
 public class LeNet5 extends Module {
-    private final Conv2d conv1;
-    private final Conv2d conv2;
-    private final MaxPool2d pool = new MaxPool2d(2);
-    private final Linear fc1;
-    private final Linear fc2;
-    private final Linear fc3;
+    // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+    private Conv2d conv1;
+    private Conv2d conv2;
+    private MaxPool2d pool = new MaxPool2d(2);
+    private Linear fc1;
+    private Linear fc2;
+    private Linear fc3;
 
     /** Ten classes, one input channel (MNIST). */
     public LeNet5() {

@@ -23,13 +23,14 @@ import org.jtorch.nn.Sequential;
  * Parameter counts: resnet18 11,689,512; resnet34 21,797,672; resnet50 25,557,032 (1,000 classes).
  */
 public class ResNet extends Module {
-    private final Conv2d conv1;
-    private final BatchNorm2d bn1;
-    private final ReLU relu;
-    private final MaxPool2d maxpool;
-    private final Sequential[] layers = new Sequential[4];
-    private final AdaptiveAvgPool2d avgpool;
-    private final Linear fc;
+    // Children are not final: deepCopy points a copy's fields at its own children (Module#deepCopy).
+    private Conv2d conv1;
+    private BatchNorm2d bn1;
+    private ReLU relu;
+    private MaxPool2d maxpool;
+    private Sequential[] layers = new Sequential[4];
+    private AdaptiveAvgPool2d avgpool;
+    private Linear fc;
     private int inPlanes = 64;
 
     public static ResNet resnet18() {
@@ -102,12 +103,12 @@ public class ResNet extends Module {
 
     /** torchvision's {@code BasicBlock}: two 3x3 convolutions (the first with the stride), batch norm, shortcut. */
     public static class BasicBlock extends Module {
-        private final Conv2d conv1;
-        private final BatchNorm2d bn1;
-        private final Conv2d conv2;
-        private final BatchNorm2d bn2;
-        private final ReLU relu;
-        private final Sequential downsample;
+        private Conv2d conv1;
+        private BatchNorm2d bn1;
+        private Conv2d conv2;
+        private BatchNorm2d bn2;
+        private ReLU relu;
+        private Sequential downsample;
 
         /** @param downsample the projection of the shortcut ({@code downsample.0} conv, {@code .1} batch norm), or null */
         public BasicBlock(int inPlanes, int planes, int stride, Sequential downsample) {
@@ -131,14 +132,14 @@ public class ResNet extends Module {
     /** torchvision's {@code Bottleneck}: 1x1 reduce, 3x3 (with the stride), 1x1 expand by 4, shortcut. */
     public static class Bottleneck extends Module {
         public static final int EXPANSION = 4;
-        private final Conv2d conv1;
-        private final BatchNorm2d bn1;
-        private final Conv2d conv2;
-        private final BatchNorm2d bn2;
-        private final Conv2d conv3;
-        private final BatchNorm2d bn3;
-        private final ReLU relu;
-        private final Sequential downsample;
+        private Conv2d conv1;
+        private BatchNorm2d bn1;
+        private Conv2d conv2;
+        private BatchNorm2d bn2;
+        private Conv2d conv3;
+        private BatchNorm2d bn3;
+        private ReLU relu;
+        private Sequential downsample;
 
         public Bottleneck(int inPlanes, int planes, int stride, Sequential downsample) {
             conv1 = registerModule("conv1", new Conv2d(inPlanes, planes, 1, Conv2d.options().bias(false)));
