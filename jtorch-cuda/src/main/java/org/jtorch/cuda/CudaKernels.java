@@ -343,6 +343,11 @@ final class CudaKernels {
     void copy(Tensor src, Tensor dst, boolean nonBlocking) {
         if (dst.numel() == 0) return;
         boolean srcCpu = src.device().isCpu(), dstCpu = dst.device().isCpu();
+        if (srcCpu != dstCpu || !src.device().equals(dst.device())) {
+            String what = "a copy from " + src.device() + " to " + dst.device() + (dstCpu ? " (item(), toArray(), to(cpu))" : "");
+            if (!srcCpu) CudaGraph.refuseDuringCapture(src.device(), what);
+            if (!dstCpu) CudaGraph.refuseDuringCapture(dst.device(), what);
+        }
         if (srcCpu && !dstCpu && nonBlocking && src.isPinned() && dst.isContiguous() && hostSlice(src, dst.dtype()) != null) {
             hostToDeviceAsync(src, dst);
         } else if (srcCpu && !dstCpu) {
