@@ -10,6 +10,8 @@ import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.amp.Autocast;
 import org.jtorch.autograd.Grad;
+import org.jtorch.backend.Backends;
+import org.jtorch.backend.GraphCapture;
 import org.jtorch.nn.Module;
 import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Dispatcher;
@@ -36,6 +38,13 @@ import org.jtorch.ops.Dispatcher;
  *   backward is fused too: each input's gradient is one generated kernel, derived from the registry's derivatives,
  *   recomputing the group's intermediates instead of saving them. Replayed ops record as they do eagerly. A double
  *   backward through a fused group is refused with an error, not computed wrong.</li>
+ *   <li><b>CUDA graphs</b> ({@link Options#cudaGraphs()}): on a CUDA device, where the result needs no autograd
+ *   (inference, or grad mode off), the second call of a signature warms the function up on a side stream and
+ *   captures it into a CUDA graph with static copies of the inputs; every later call copies its inputs into them,
+ *   replays the graph (one launch for the whole function) and returns a copy of the static output. A new
+ *   signature captures its own graph; a function the capture refuses (it synchronises, reads a value on the
+ *   host) runs as without graphs, and {@link Options#debug} says why. The parameters the function reads must be
+ *   updated in place (as optimizers do), not replaced.</li>
  *   <li><b>Trace semantics.</b> As {@code torch.jit.trace}: Java control flow and Java numbers are fixed at
  *   trace time (a branch on a Java value is not re-taken); tensors the function captures (parameters) are read
  *   at each call.</li>
@@ -45,14 +54,23 @@ public final class Jit {
     private Jit() {}
 
     /** Compilation options. */
-    public record Options(boolean debug) {
+    public record Options(boolean debug, boolean useCudaGraphs) {
         public static Options defaults() {
-            return new Options(false);
+            return new Options(false, false);
         }
 
-        /** Prints each trace, its fusion groups and each graph break to standard error. */
+        /** The defaults with CUDA graphs: calls on a CUDA device replay a captured graph (see {@link Jit}). */
+        public static Options cudaGraphs() {
+            return new Options(false, true);
+        }
+
+        /** Prints each trace, its fusion groups, each graph break and each CUDA graph decision to standard error. */
         public Options withDebug(boolean debug) {
-            return new Options(debug);
+            return new Options(debug, useCudaGraphs);
+        }
+
+        public Options withCudaGraphs(boolean useCudaGraphs) {
+            return new Options(debug, useCudaGraphs);
         }
     }
 
@@ -132,6 +150,10 @@ public final class Jit {
         private final Options options;
         /** Per signature, the compiled program, or empty where the function runs eagerly. */
         private final Map<Signature, Optional<Program>> programs = new ConcurrentHashMap<>();
+        /** With CUDA graphs, per signature: the graph, or empty where none can be used; absent until the second call. */
+        private final Map<Signature, Optional<Graphed>> graphs = new ConcurrentHashMap<>();
+        /** Signatures whose first call gave a result a graph can replay (on one CUDA device, without autograd). */
+        private final Map<Signature, Device> graphable = new ConcurrentHashMap<>();
 
         Compiled(TensorFunction fn, Options options) {
             this.fn = fn;
@@ -141,6 +163,56 @@ public final class Jit {
         @Override
         public Tensor apply(Tensor... inputs) {
             Signature sig = Signature.of(inputs);
+            if (!options.useCudaGraphs()) return applyCompiled(sig, inputs);
+            Optional<Graphed> g = graphs.get(sig);
+            if (g != null && g.isPresent()) return g.get().call(inputs);
+            if (g == null && programs.containsKey(sig)) {
+                Graphed captured = capture(sig, inputs);
+                if (captured != null) return captured.call(inputs);
+            }
+            boolean first = !programs.containsKey(sig);
+            Tensor result = applyCompiled(sig, inputs);
+            if (first) noteGraphable(sig, inputs, result);
+            return result;
+        }
+
+        /** After a signature's first call: whether a CUDA graph can replay it. */
+        private void noteGraphable(Signature sig, Tensor[] inputs, Tensor result) {
+            Device device = result.device();
+            String why = null;
+            if (!device.isCuda()) why = "the result is on " + device;
+            else if (result.requiresGrad()) why = "the result needs autograd, which a replayed forward would not record";
+            for (Tensor t : inputs) if (why == null && !t.device().equals(device)) why = "inputs on " + t.device() + " and " + device;
+            if (why == null && Backends.of(device).graphCapture() == null) why = "the " + device.type() + " backend has no graph capture";
+            if (why == null) {
+                graphable.put(sig, device);
+            } else {
+                graphs.put(sig, Optional.empty());
+                if (options.debug()) System.err.println("jit: no CUDA graph for " + describe(inputs) + ": " + why);
+            }
+        }
+
+        /** The second call of a graphable signature: static inputs, warm-up and capture; null (and never again) if refused. */
+        private Graphed capture(Signature sig, Tensor[] inputs) {
+            Device device = graphable.get(sig);
+            if (device == null) return null;
+            Tensor[] statics = new Tensor[inputs.length];
+            for (int i = 0; i < inputs.length; i++) statics[i] = inputs[i].detach().clone();
+            try {
+                GraphCapture.Recorded r = Backends.of(device).graphCapture().capture(device, 2, () -> applyCompiled(sig, statics));
+                Graphed graphed = new Graphed(statics, r);
+                graphs.put(sig, Optional.of(graphed));
+                if (options.debug()) System.err.println("jit: captured a CUDA graph for " + describe(inputs));
+                return graphed;
+            } catch (IllegalStateException refused) {
+                for (Tensor t : statics) t.close();
+                graphs.put(sig, Optional.empty());
+                if (options.debug()) System.err.println("jit: no CUDA graph for " + describe(inputs) + ": " + refused.getMessage());
+                return null;
+            }
+        }
+
+        private Tensor applyCompiled(Signature sig, Tensor[] inputs) {
             Optional<Program> p = programs.get(sig);
             if (p != null) return p.isPresent() ? p.get().run(inputs) : fn.apply(inputs);
             // First call with this signature: trace (the traced call's own result is the answer), then compile.
@@ -156,6 +228,18 @@ public final class Jit {
             programs.put(sig, Optional.of(program));
             if (options.debug()) System.err.println("jit: compiled for " + describe(inputs) + ":\n" + tracer.graph + program);
             return result;
+        }
+
+        /** A captured graph of one signature and its static inputs. */
+        private record Graphed(Tensor[] statics, GraphCapture.Recorded recorded) {
+            /** Copies {@code inputs} into the static inputs, replays, and returns a copy of the static output. */
+            Tensor call(Tensor[] inputs) {
+                for (int i = 0; i < inputs.length; i++) {
+                    if (inputs[i] != statics[i]) statics[i].copy_(inputs[i]);
+                }
+                recorded.replay();
+                return recorded.output().clone();
+            }
         }
 
         /** Runs {@code fn} eagerly under {@code tracer} and returns its result. */

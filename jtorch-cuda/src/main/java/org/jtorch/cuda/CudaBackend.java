@@ -237,6 +237,12 @@ public final class CudaBackend implements Backend {
         return recurrent;
     }
 
+    /** CUDA graphs for the JIT ({@link CudaGraph}). */
+    @Override
+    public org.jtorch.backend.GraphCapture graphCapture() {
+        return CudaGraph::warmUpAndCapture;
+    }
+
     // ------------------------------------------------------------------ fused optimizer steps
 
     private final OptimizerKernels optimizers = new CudaOptimizerKernels(this::kernels);

@@ -3,7 +3,10 @@ package org.jtorch.cuda;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
 import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.backend.GraphCapture;
 import org.jtorch.cuda.driver.CuConstants;
 import org.jtorch.cuda.driver.CudaDriver;
 
@@ -96,6 +99,7 @@ public final class CudaGraph implements AutoCloseable {
                     + " stream cannot be captured): use CudaGraph.graph(g) or Cuda.withStream(Stream.create(" + device + "))");
         }
         CudaCachingAllocator allocator = Cuda.allocator(device);
+        IndexCheckLog.of(device); // its pinned records cannot be allocated during the capture
         PoolHandle p = sharedPool != null ? sharedPool : new PoolHandle(device, allocator.newPool());
         if (CAPTURING.putIfAbsent(device.index(), this) != null) {
             throw new IllegalStateException("captureBegin: another CUDA graph capture is under way on " + device);
@@ -267,6 +271,48 @@ public final class CudaGraph implements AutoCloseable {
                 scope.close();
             }
         }
+    }
+
+    // ------------------------------------------------------------------ for the JIT
+
+    /**
+     * PyTorch's recipe: {@code warmups} eager calls of {@code region} on a side stream that waits for the
+     * current stream (and that the current stream then waits for), then one captured call on that stream.
+     */
+    static GraphCapture.Recorded warmUpAndCapture(Device device, int warmups, Supplier<Tensor> region) {
+        Stream current = Cuda.currentStream(device);
+        Stream side = CAPTURE_STREAMS.computeIfAbsent(device.index(), i -> Stream.create(device));
+        try (Event ready = current.recordEvent()) {
+            side.waitEvent(ready);
+        }
+        try (Cuda.StreamScope s = Cuda.withStream(side)) {
+            for (int i = 0; i < warmups; i++) region.get(); // outputs left to the Cleaner: one may share an input's storage
+        }
+        try (Event warmedUp = side.recordEvent()) {
+            current.waitEvent(warmedUp);
+        }
+        CudaGraph g = new CudaGraph(device);
+        Tensor output;
+        try (Capture c = graph(g, null, side)) {
+            output = region.get();
+        }
+        return new GraphCapture.Recorded() {
+            @Override
+            public Tensor output() {
+                return output;
+            }
+
+            @Override
+            public void replay() {
+                g.replay();
+            }
+
+            @Override
+            public void close() {
+                g.reset();
+                output.close();
+            }
+        };
     }
 
     // ------------------------------------------------------------------ what a capture refuses

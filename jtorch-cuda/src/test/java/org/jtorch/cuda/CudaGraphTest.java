@@ -1,0 +1,347 @@
+package org.jtorch.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.util.List;
+import java.util.function.Consumer;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Generator;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Grad;
+import org.jtorch.jit.Jit;
+import org.jtorch.jit.TensorFunction;
+import org.jtorch.nn.F;
+import org.jtorch.nn.Linear;
+import org.jtorch.nn.Module;
+import org.jtorch.nn.ReLU;
+import org.jtorch.nn.Sequential;
+import org.jtorch.optim.SGD;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link CudaGraph} on cuda:0 (the CUDA simulator in CI): PyTorch's {@code torch.cuda.CUDAGraph} contract.
+ * The reference for every replay is the same work run eagerly.
+ */
+class CudaGraphTest {
+    private static final Device CUDA = Device.cuda(0);
+
+    @BeforeEach
+    void cuda() {
+        assumeTrue(Cuda.isAvailable(), () -> "cuda:0 unavailable: " + Cuda.unavailableReason());
+    }
+
+    private static Tensor randn(long seed, long... shape) {
+        return Torch.randn(shape, DType.FLOAT32, Device.cpu(), new Generator(seed));
+    }
+
+    @Test
+    void aReplayRecomputesTheStaticOutputFromTheStaticInput() {
+        try (CudaGraph g = new CudaGraph(CUDA); Tensor x = randn(1, 1000).to(CUDA)) {
+            Tensor y;
+            try (CudaGraph.Capture c = CudaGraph.graph(g)) {
+                y = x.mul(2.0).add(1.0);
+            }
+            Tensor fresh = randn(2, 1000);
+            x.copy_(fresh.to(CUDA));
+            g.replay();
+            assertArrayEquals(fresh.mul(2.0).add(1.0).toFloatArray(), y.toFloatArray(), 1e-6f);
+            Tensor again = randn(3, 1000);
+            x.copy_(again.to(CUDA));
+            g.replay();
+            assertArrayEquals(again.mul(2.0).add(1.0).toFloatArray(), y.toFloatArray(), 1e-6f, "the same buffer, updated again");
+        }
+    }
+
+    @Test
+    void nothingRunsAtCapture() {
+        try (CudaGraph g = new CudaGraph(CUDA); Tensor x = Torch.zeros(new long[] {64}, DType.FLOAT32, CUDA)) {
+            try (CudaGraph.Capture c = CudaGraph.graph(g)) {
+                x.add_(Torch.ones(new long[] {64}, DType.FLOAT32, CUDA));
+            }
+            assertEquals(0.0, x.sum().item());
+            g.replay();
+            g.replay();
+            assertEquals(128.0, x.sum().item());
+        }
+    }
+
+    private static Module mlp() {
+        return new Sequential(new Linear(64, 128), new ReLU(), new Linear(128, 10)).to(CUDA);
+    }
+
+    private static void step(Module model, SGD opt, Tensor x, Tensor y, Tensor[] loss) {
+        Tensor l = F.crossEntropy(model.forward(x), y);
+        l.backward();
+        opt.step();
+        loss[0] = l;
+    }
+
+    /**
+     * PyTorch's whole-network capture: warm-up steps on a side stream, gradients set to none, then one captured
+     * step (forward, loss, backward, SGD with momentum) replayed on new batches copied into static inputs. The
+     * parameters and losses match the eager model trained on the same batches from the same initialisation.
+     */
+    @Test
+    void aReplayedTrainingStepWithItsOptimizerMatchesEagerTraining() {
+        Torch.manualSeed(0);
+        Module eager = mlp();
+        Torch.manualSeed(0);
+        Module graphed = mlp();
+        SGD eagerOpt = new SGD(eager.parameters(), SGD.options().lr(0.05).momentum(0.9));
+        SGD graphOpt = new SGD(graphed.parameters(), SGD.options().lr(0.05).momentum(0.9));
+        Tensor staticX = Torch.zeros(new long[] {32, 64}, DType.FLOAT32, CUDA);
+        Tensor staticY = Torch.zeros(new long[] {32}, DType.INT64, CUDA);
+        Tensor[] batchesX = new Tensor[8], batchesY = new Tensor[8];
+        for (int i = 0; i < 8; i++) {
+            batchesX[i] = randn(10 + i, 32, 64).to(CUDA);
+            batchesY[i] = Torch.randint(0, 10, new long[] {32}, DType.INT64, Device.cpu(), new Generator(20 + i)).to(CUDA);
+        }
+        Tensor[] eagerLoss = new Tensor[1], staticLoss = new Tensor[1];
+        Consumer<Integer> eagerStep = i -> {
+            eagerOpt.zeroGrad();
+            step(eager, eagerOpt, batchesX[i], batchesY[i], eagerLoss);
+        };
+        // Warm-up: lazy state (momentum buffers, kernels) is created eagerly, on the stream the capture will use.
+        try (Stream side = Stream.create(CUDA)) {
+            try (Cuda.StreamScope s = Cuda.withStream(side)) {
+                for (int i = 0; i < 3; i++) {
+                    staticX.copy_(batchesX[i]);
+                    staticY.copy_(batchesY[i]);
+                    graphOpt.zeroGrad();
+                    step(graphed, graphOpt, staticX, staticY, staticLoss);
+                }
+            }
+            side.synchronize();
+        }
+        for (int i = 0; i < 3; i++) eagerStep.accept(i);
+        assertParametersEqual(eager, graphed);
+
+        CudaGraph g = new CudaGraph(CUDA);
+        graphOpt.zeroGrad(); // gradients set to none: the captured backward allocates them in the graph's pool
+        try (CudaGraph.Capture c = CudaGraph.graph(g)) {
+            step(graphed, graphOpt, staticX, staticY, staticLoss);
+        }
+        assertParametersEqual(eager, graphed); // the capture ran nothing
+        for (int i = 3; i < 8; i++) {
+            staticX.copy_(batchesX[i]);
+            staticY.copy_(batchesY[i]);
+            g.replay();
+            eagerStep.accept(i);
+            assertEquals(eagerLoss[0].item(), staticLoss[0].item(), 1e-6, "loss of step " + i);
+            assertParametersEqual(eager, graphed);
+        }
+        g.reset();
+    }
+
+    private static void assertParametersEqual(Module expected, Module actual) {
+        List<Tensor> e = expected.parameters(), a = actual.parameters();
+        for (int p = 0; p < e.size(); p++) assertArrayEquals(e.get(p).toFloatArray(), a.get(p).toFloatArray(), 1e-6f, "parameter " + p);
+    }
+
+    @Test
+    void itemDuringCaptureIsRefusedTheCaptureDiscardedAndTheDeviceStaysUsable() {
+        CudaGraph g = new CudaGraph(CUDA);
+        Tensor x = Torch.ones(new long[] {16}, DType.FLOAT32, CUDA);
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> {
+            try (CudaGraph.Capture c = CudaGraph.graph(g)) {
+                x.mul(3.0).sum().item();
+            }
+        });
+        assertTrue(e.getMessage().contains("item()") && e.getMessage().contains("during CUDA graph capture on cuda:0"), e.getMessage());
+        assertEquals(1, e.getSuppressed().length, "the capture's end reports the discarded capture too");
+        assertTrue(e.getSuppressed()[0].getMessage().contains("nothing was captured"), e.getSuppressed()[0].getMessage());
+        assertFalse(g.isCaptured());
+        assertFalse(CudaGraph.isCapturing(CUDA));
+        assertEquals(48.0, x.mul(3.0).sum().item(), "eager work runs after the failed capture");
+        Tensor y;
+        try (CudaGraph.Capture c = CudaGraph.graph(g)) {
+            y = x.mul(3.0);
+        }
+        g.replay();
+        assertEquals(48.0, y.sum().item(), "the graph captures again");
+        g.reset();
+    }
+
+    @Test
+    void synchronisationsHostCopiesAndPinnedAllocationsAreRefusedDuringCapture() {
+        Tensor x = Torch.ones(new long[] {16}, DType.FLOAT32, CUDA);
+        Tensor host = Torch.ones(new long[] {16}, DType.FLOAT32, Device.cpu());
+        record Refused(String name, Runnable call) {}
+        for (Refused r : List.of(
+                new Refused("Cuda.synchronize()", () -> Cuda.synchronize(CUDA)),
+                new Refused("Stream.synchronize()", () -> Cuda.currentStream(CUDA).synchronize()),
+                new Refused("a copy from cuda:0 to cpu", x::toFloatArray),
+                new Refused("a copy from cpu to cuda:0", () -> host.to(CUDA)),
+                new Refused("a pinned host allocation", host::pinMemory))) {
+            CudaGraph g = new CudaGraph(CUDA);
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> {
+                try (CudaGraph.Capture c = CudaGraph.graph(g)) {
+                    x.add(1.0);
+                    r.call().run();
+                }
+            }, r.name());
+            assertTrue(e.getMessage().startsWith(r.name()), e.getMessage());
+            assertFalse(CudaGraph.isCapturing(CUDA));
+        }
+        assertEquals(32.0, x.add(1.0).sum().item());
+    }
+
+    @Test
+    void captureOnTheDefaultStreamIsRefused() {
+        CudaGraph g = new CudaGraph(CUDA);
+        IllegalStateException e = assertThrows(IllegalStateException.class, g::captureBegin);
+        assertTrue(e.getMessage().contains("non-default stream"), e.getMessage());
+        assertFalse(CudaGraph.isCapturing(CUDA));
+    }
+
+    @Test
+    void memoryFreedDuringCaptureIsReusedWithinTheGraphButNotByEagerWork() {
+        try (CudaGraph g = new CudaGraph(CUDA)) {
+            long tempAddress, secondAddress;
+            try (CudaGraph.Capture c = CudaGraph.graph(g)) {
+                Tensor temp = Torch.empty(new long[] {4096}, DType.FLOAT32, CUDA);
+                tempAddress = temp.storage().address();
+                temp.close();
+                Tensor second = Torch.empty(new long[] {4096}, DType.FLOAT32, CUDA);
+                secondAddress = second.storage().address();
+                second.close();
+            }
+            assertEquals(tempAddress, secondAddress, "reused within the capture");
+            try (Tensor eager = Torch.empty(new long[] {4096}, DType.FLOAT32, CUDA)) {
+                assertNotEquals(tempAddress, eager.storage().address(), "the graph's memory is its own");
+            }
+            assertTrue(Cuda.allocator(CUDA).poolReservedBytes(g.pool().id()) > 0);
+        }
+    }
+
+    /**
+     * Two graphs in one pool ({@code graph_pool_handle()}): the second reads the first's output and reuses
+     * memory the first freed; replayed in capture order they compute the eager result.
+     */
+    @Test
+    void graphsSharingAPoolReplayInCaptureOrder() {
+        CudaGraph.PoolHandle pool = CudaGraph.graphPoolHandle(CUDA);
+        CudaCachingAllocator allocator = Cuda.allocator(CUDA);
+        try (CudaGraph first = new CudaGraph(CUDA); CudaGraph second = new CudaGraph(CUDA);
+             Tensor x = randn(4, 2048).to(CUDA)) {
+            Tensor out1, out2;
+            try (CudaGraph.Capture c = CudaGraph.graph(first, pool, null)) {
+                Tensor temp = x.mul(2.0);
+                out1 = temp.add(1.0);
+                temp.close();
+            }
+            long reserved = allocator.poolReservedBytes(pool.id());
+            try (CudaGraph.Capture c = CudaGraph.graph(second, first.pool(), null)) {
+                Tensor temp = out1.mul(3.0); // lands where the first graph's temporary was
+                out2 = temp.sub(x);
+                temp.close();
+            }
+            assertEquals(reserved, allocator.poolReservedBytes(pool.id()), "the second graph grew no segment of the shared pool");
+            Tensor fresh = randn(5, 2048);
+            x.copy_(fresh.to(CUDA));
+            first.replay();
+            second.replay();
+            Tensor expected = fresh.mul(2.0).add(1.0).mul(3.0).sub(fresh);
+            assertArrayEquals(expected.toFloatArray(), out2.toFloatArray(), 1e-5f);
+            first.reset();
+            assertTrue(allocator.poolReservedBytes(pool.id()) > 0, "the pool lives while the second graph uses it");
+        }
+    }
+
+    /** Cross entropy gathers by its targets: a captured index check reports a bad target at the next synchronisation after a replay. */
+    @Test
+    void aCapturedIndexCheckReportsABadIndexAfterTheReplay() {
+        try (CudaGraph g = new CudaGraph(CUDA)) {
+            Tensor src = randn(6, 8, 4).to(CUDA);
+            Tensor index = Torch.zeros(new long[] {8, 1}, DType.INT64, CUDA);
+            Tensor out;
+            try (CudaGraph.Capture c = CudaGraph.graph(g)) {
+                out = src.gather(1, index);
+            }
+            g.replay();
+            assertArrayEquals(src.select(1, 0).toFloatArray(), out.reshape(8).toFloatArray());
+            index.copy_(Torch.full(new long[] {8, 1}, 7.0, DType.INT64, Device.cpu()).to(CUDA));
+            g.replay();
+            IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> Cuda.synchronize(CUDA));
+            assertTrue(e.getMessage().contains("7"), e.getMessage());
+            index.zero_();
+            g.replay();
+            Cuda.synchronize(CUDA); // the record was cleared for the next replay
+        }
+    }
+
+    /** The simulator's count of cuGraphLaunch calls (jtsim_get_stats, src/sim/jtsim.h: the second field). */
+    private static long graphLaunches() {
+        var get = CudaRuntime.system().driver().library().downcall(
+                java.lang.foreign.FunctionDescriptor.ofVoid(java.lang.foreign.ValueLayout.ADDRESS), "jtsim_get_stats");
+        try (var arena = java.lang.foreign.Arena.ofConfined()) {
+            var stats = arena.allocate(java.lang.foreign.ValueLayout.JAVA_LONG, 12);
+            get.invokeExact(stats);
+            return stats.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 1);
+        } catch (Throwable t) {
+            throw new AssertionError("not the CUDA simulator's driver: " + t);
+        }
+    }
+
+    /**
+     * {@code Jit.compile(module, Options.cudaGraphs())} for inference: the first call traces, the second captures,
+     * the later ones replay (one graph launch each); a new batch size captures its own graph; results equal eager.
+     */
+    @Test
+    void aCompiledModuleWithCudaGraphsReplaysOneGraphPerCallAndEqualsEager() {
+        Torch.manualSeed(0);
+        Module model = mlp();
+        TensorFunction compiled = Jit.compile(model, Jit.Options.cudaGraphs());
+        try (Grad.Mode off = Grad.noGrad()) {
+            for (int batch : new int[] {32, 32, 32, 32, 8, 8, 8, 32}) {
+                Tensor x = randn(100 + batch, batch, 64).to(CUDA);
+                long before = graphLaunches();
+                Tensor y = compiled.apply(x);
+                assertArrayEquals(model.forward(x).toFloatArray(), y.toFloatArray(), 1e-6f, "batch " + batch);
+                assertTrue(graphLaunches() - before <= 1);
+            }
+            long before = graphLaunches();
+            compiled.apply(randn(7, 32, 64).to(CUDA));
+            assertEquals(1, graphLaunches() - before, "a call of a captured signature is one graph launch");
+            // The graph reads the parameters where they are: an in-place update shows in the next replay.
+            model.parameters().get(0).mul_(2.0);
+            Tensor x = randn(8, 32, 64).to(CUDA);
+            assertArrayEquals(model.forward(x).toFloatArray(), compiled.apply(x).toFloatArray(), 1e-6f);
+        }
+    }
+
+    @Test
+    void aCompiledModuleWhoseResultNeedsAutogradRunsWithoutAGraph() {
+        Torch.manualSeed(0);
+        Module model = mlp();
+        TensorFunction compiled = Jit.compile(model, Jit.Options.cudaGraphs());
+        long before = graphLaunches();
+        for (int i = 0; i < 4; i++) {
+            Tensor x = randn(200 + i, 16, 64).to(CUDA);
+            Tensor y = compiled.apply(x);
+            assertTrue(y.requiresGrad());
+            assertArrayEquals(model.forward(x).toFloatArray(), y.toFloatArray(), 1e-6f);
+        }
+        assertEquals(0, graphLaunches() - before);
+    }
+
+    @Test
+    void aCompiledFunctionThatReadsTheHostFallsBackToRunningWithoutAGraph() {
+        TensorFunction f = x -> x[0].mul(x[0].sum().item());
+        TensorFunction compiled = Jit.trace(f, Jit.Options.cudaGraphs());
+        for (int i = 0; i < 4; i++) {
+            Tensor x = randn(300 + i, 64).to(CUDA);
+            assertArrayEquals(f.apply(x).toFloatArray(), compiled.apply(x).toFloatArray(), 1e-5f);
+        }
+        assertFalse(CudaGraph.isCapturing(CUDA));
+    }
+}
