@@ -1,6 +1,6 @@
-// The simulated driver's stream capture and graphs, its barrier-deadlock report and a context reset, through
-// the public CUDA and NVRTC APIs (jtorch does not bind the graph calls yet; DriverBehaviourTest covers the rest
-// through jtorch's own binding). Exits non-zero on a failed check.
+// The simulated driver's stream capture and graphs (the thread's capture mode, the calls a capture refuses), its
+// barrier-deadlock report and a context reset, through the public CUDA and NVRTC APIs (jtorch's CudaGraphTest and
+// DriverBehaviourTest cover the rest through jtorch's own binding). Exits non-zero on a failed check.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
