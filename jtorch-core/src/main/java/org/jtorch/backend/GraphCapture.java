@@ -18,6 +18,20 @@ public interface GraphCapture {
      */
     Recorded capture(Device device, int warmups, Supplier<Tensor> region);
 
+    /**
+     * When a capture is under way on a device of the backend: marks it failed (its end discards it) and throws
+     * {@link IllegalStateException} "{@code what} during CUDA graph capture on <device>: {@code why}".
+     */
+    void refuseDuringCapture(String what, String why);
+
+    /** {@link #refuseDuringCapture} on every backend: for work that cannot be captured correctly whatever its device. */
+    static void refuseDuringAnyCapture(String what, String why) {
+        for (Backend b : Backends.all().values()) {
+            GraphCapture g = b.graphCapture();
+            if (g != null) g.refuseDuringCapture(what, why);
+        }
+    }
+
     /** A captured region: {@link #replay()} recomputes {@link #output()} in place. */
     interface Recorded extends AutoCloseable {
         /** The tensor the captured call returned; each replay overwrites it. */

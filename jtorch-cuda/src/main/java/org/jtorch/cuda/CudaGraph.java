@@ -323,14 +323,25 @@ public final class CudaGraph implements AutoCloseable {
      */
     static void refuseDuringCapture(Device device, String what) {
         CudaGraph g = CAPTURING.get(device.index());
-        if (g != null) throw g.refuse(what);
+        if (g != null) throw g.refuse(what, SYNCHRONISES);
     }
+
+    private static final String SYNCHRONISES = "a capture cannot record it (it would synchronise with the device or read data"
+            + " on the host); move it out of the captured region";
 
     /** As {@link #refuseDuringCapture} for a capture on any device (pinned host memory belongs to every device). */
     static void refuseDuringAnyCapture(String what) {
-        CAPTURING.values().stream().findFirst().ifPresent(g -> {
-            throw g.refuse(what);
-        });
+        refuseDuringAnyCapture(what, SYNCHRONISES);
+    }
+
+    /** Every capture under way is marked failed; throws naming the first with {@code why}. */
+    static void refuseDuringAnyCapture(String what, String why) {
+        IllegalStateException first = null;
+        for (CudaGraph g : CAPTURING.values()) {
+            IllegalStateException e = g.refuse(what, why);
+            if (first == null) first = e;
+        }
+        if (first != null) throw first;
     }
 
     /** The graph capturing {@code stream} of {@code device}, or null. */
@@ -348,9 +359,8 @@ public final class CudaGraph implements AutoCloseable {
         indexRecords.add(record);
     }
 
-    private IllegalStateException refuse(String what) {
-        String message = what + " during CUDA graph capture on " + device + ": a capture cannot record it (it would"
-                + " synchronise with the device or read data on the host); move it out of the captured region";
+    private IllegalStateException refuse(String what, String why) {
+        String message = what + " during CUDA graph capture on " + device + ": " + why;
         if (refused == null) refused = message;
         return new IllegalStateException(message);
     }

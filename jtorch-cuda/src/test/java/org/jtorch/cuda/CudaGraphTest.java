@@ -142,6 +142,26 @@ class CudaGraphTest {
         g.reset();
     }
 
+    /** Adam's bias corrections come from a step count on the host: a replay would repeat the captured one, so capture is refused. */
+    @Test
+    void anAdamStepIsRefusedDuringCaptureRatherThanReplayedWithAFrozenStepCount() {
+        Torch.manualSeed(0);
+        Module model = mlp();
+        org.jtorch.optim.Adam adam = new org.jtorch.optim.Adam(model.parameters(), org.jtorch.optim.Adam.options().lr(1e-3));
+        Tensor x = randn(40, 8, 64).to(CUDA);
+        F.crossEntropy(model.forward(x), Torch.zeros(new long[] {8}, DType.INT64, CUDA)).backward();
+        adam.step(); // warm-up: state created
+        CudaGraph g = new CudaGraph(CUDA);
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> {
+            try (CudaGraph.Capture c = CudaGraph.graph(g)) {
+                adam.step();
+            }
+        });
+        assertTrue(e.getMessage().startsWith("Adam.step() during CUDA graph capture on cuda:0: its step count"), e.getMessage());
+        assertFalse(g.isCaptured(), "the capture was discarded");
+        assertFalse(CudaGraph.isCapturing(CUDA));
+    }
+
     private static void assertParametersEqual(Module expected, Module actual) {
         List<Tensor> e = expected.parameters(), a = actual.parameters();
         for (int p = 0; p < e.size(); p++) assertArrayEquals(e.get(p).toFloatArray(), a.get(p).toFloatArray(), 1e-6f, "parameter " + p);
