@@ -1,22 +1,26 @@
 package org.jtorch.backend;
 
-import java.util.function.Supplier;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 
 /**
- * A backend's way to record a region of device work once and replay it with one launch (CUDA graphs), for
+ * A backend's way to record device work once and replay it with one launch (CUDA graphs), for
  * {@code Jit.compile(module, Options.cudaGraphs())}; {@link Backend#graphCapture()} is null where the
  * device has none.
  */
 public interface GraphCapture {
     /**
-     * Runs {@code region} eagerly {@code warmups} times on a side stream (lazy initialisation happens there,
-     * outside the capture), then captures one more call of it. The captured region must read its inputs from
-     * tensors that outlive the graph (static inputs) and must not synchronise with the host: if it does, the
-     * capture is discarded and this throws {@link IllegalStateException} naming the refused call.
+     * Runs {@code region} {@code times} times on a side stream of {@code device}, after the work already
+     * enqueued on the current stream and before what is enqueued there later: lazy initialisation
+     * (kernels, optimizer state) happens there, outside a capture, as PyTorch recommends.
      */
-    Recorded capture(Device device, int warmups, Supplier<Tensor> region);
+    void warmUp(Device device, int times, Runnable region);
+
+    /**
+     * Begins capturing the calling thread's work on {@code device}: a side stream is current until
+     * {@link Graph#end()}, and allocations come from the memory pool of {@code sharePoolWith} (captured
+     * earlier; graphs sharing a pool must replay in capture order), or from a new private pool when null.
+     */
+    Graph begin(Device device, Graph sharePoolWith);
 
     /**
      * When a capture is under way on a device of the backend: marks it failed (its end discards it) and throws
@@ -32,15 +36,18 @@ public interface GraphCapture {
         }
     }
 
-    /** A captured region: {@link #replay()} recomputes {@link #output()} in place. */
-    interface Recorded extends AutoCloseable {
-        /** The tensor the captured call returned; each replay overwrites it. */
-        Tensor output();
+    /** A graph being captured, then captured. */
+    interface Graph extends AutoCloseable {
+        /**
+         * Ends the capture and restores the stream; throws {@link IllegalStateException} naming the refused call
+         * when the capture failed (nothing is then captured, and {@link #close()} has nothing to release).
+         */
+        void end();
 
         /** Enqueues the captured work on the device's current stream. */
         void replay();
 
-        /** Destroys the graph and releases its memory pool (the output with it). */
+        /** Destroys the graph and releases its use of its memory pool. */
         @Override
         void close();
     }

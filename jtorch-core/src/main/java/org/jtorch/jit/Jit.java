@@ -9,6 +9,8 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.amp.Autocast;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.GraphCapture;
@@ -38,13 +40,17 @@ import org.jtorch.ops.Dispatcher;
  *   backward is fused too: each input's gradient is one generated kernel, derived from the registry's derivatives,
  *   recomputing the group's intermediates instead of saving them. Replayed ops record as they do eagerly. A double
  *   backward through a fused group is refused with an error, not computed wrong.</li>
- *   <li><b>CUDA graphs</b> ({@link Options#cudaGraphs()}): on a CUDA device, where the result needs no autograd
- *   (inference, or grad mode off), the second call of a signature warms the function up on a side stream and
- *   captures it into a CUDA graph with static copies of the inputs; every later call copies its inputs into them,
- *   replays the graph (one launch for the whole function) and returns a copy of the static output. A new
- *   signature captures its own graph; a function the capture refuses (it synchronises, reads a value on the
- *   host) runs as without graphs, and {@link Options#debug} says why. The parameters the function reads must be
- *   updated in place (as optimizers do), not replaced.</li>
+ *   <li><b>CUDA graphs</b> ({@link Options#cudaGraphs()}): on a CUDA device, the second call of a signature warms
+ *   the function up on a side stream and captures it into a CUDA graph with static copies of the inputs; every
+ *   later call copies its inputs into them, replays the graph (one launch for the whole function) and returns a
+ *   copy of the static output. Where the result needs autograd (a module compiled with {@link #compile(Module,
+ *   Options)} in training), the backward is captured too, into the same memory pool, as PyTorch's
+ *   {@code make_graphed_callables}: the result's backward replays it and hands the gradients of the inputs and the
+ *   parameters to autograd; each backward must follow its own forward (a second forward replay in between
+ *   overwrites what the backward reads, and that backward then throws). A new signature captures its own graphs;
+ *   a function the capture refuses (it synchronises, reads a value on the host) runs as without graphs, and
+ *   {@link Options#debug} says why. The parameters the function reads must be updated in place (as optimizers
+ *   do), not replaced.</li>
  *   <li><b>Trace semantics.</b> As {@code torch.jit.trace}: Java control flow and Java numbers are fixed at
  *   trace time (a branch on a Java value is not re-taken); tensors the function captures (parameters) are read
  *   at each call.</li>
@@ -81,7 +87,7 @@ public final class Jit {
 
     public static TensorFunction trace(TensorFunction fn, Options options, Tensor... example) {
         Arguments.nonNull("Jit.trace", "fn", fn);
-        Compiled c = new Compiled(fn, options);
+        Compiled c = new Compiled(fn, options, List.of());
         if (example.length > 0) {
             try (Tensor warm = c.apply(example)) {
                 // Traced and compiled for the example's signature; its value is not needed.
@@ -97,7 +103,7 @@ public final class Jit {
 
     public static TensorFunction compile(Module module, Options options) {
         Arguments.nonNull("Jit.compile", "module", module);
-        return new Compiled(x -> module.forward(x[0]), options);
+        return new Compiled(x -> module.forward(x[0]), options, module.parameters());
     }
 
     /** The graph {@code fn} traces to on {@code inputs}, the steps it compiles to (fusion groups and their formulas), or why it runs eagerly. */
@@ -152,12 +158,18 @@ public final class Jit {
         private final Map<Signature, Optional<Program>> programs = new ConcurrentHashMap<>();
         /** With CUDA graphs, per signature: the graph, or empty where none can be used; absent until the second call. */
         private final Map<Signature, Optional<Graphed>> graphs = new ConcurrentHashMap<>();
-        /** Signatures whose first call gave a result a graph can replay (on one CUDA device, without autograd). */
-        private final Map<Signature, Device> graphable = new ConcurrentHashMap<>();
+        /** Signatures whose first call gave a result graphs can replay (on one CUDA device), and whether it needed autograd. */
+        private final Map<Signature, Graphable> graphable = new ConcurrentHashMap<>();
 
-        Compiled(TensorFunction fn, Options options) {
+        private record Graphable(Device device, boolean training) {}
+
+        /** The tensors the function reads that may need gradients besides its inputs (a module's parameters), for graphs. */
+        private final List<Tensor> parameters;
+
+        Compiled(TensorFunction fn, Options options, List<Tensor> parameters) {
             this.fn = fn;
             this.options = options;
+            this.parameters = parameters;
         }
 
         @Override
@@ -181,11 +193,11 @@ public final class Jit {
             Device device = result.device();
             String why = null;
             if (!device.isCuda()) why = "the result is on " + device;
-            else if (result.requiresGrad()) why = "the result needs autograd, which a replayed forward would not record";
+            else if (result.requiresGrad() && parameters.isEmpty()) why = "the result needs autograd, and a traced function's parameters are unknown (Jit.compile(module) knows them)";
             for (Tensor t : inputs) if (why == null && !t.device().equals(device)) why = "inputs on " + t.device() + " and " + device;
             if (why == null && Backends.of(device).graphCapture() == null) why = "the " + device.type() + " backend has no graph capture";
             if (why == null) {
-                graphable.put(sig, device);
+                graphable.put(sig, new Graphable(device, result.requiresGrad()));
             } else {
                 graphs.put(sig, Optional.empty());
                 if (options.debug()) System.err.println("jit: no CUDA graph for " + describe(inputs) + ": " + why);
@@ -194,22 +206,66 @@ public final class Jit {
 
         /** The second call of a graphable signature: static inputs, warm-up and capture; null (and never again) if refused. */
         private Graphed capture(Signature sig, Tensor[] inputs) {
-            Device device = graphable.get(sig);
-            if (device == null) return null;
+            Graphable how = graphable.get(sig);
+            if (how == null) return null;
+            Device device = how.device();
+            GraphCapture recorder = Backends.of(device).graphCapture();
             Tensor[] statics = new Tensor[inputs.length];
-            for (int i = 0; i < inputs.length; i++) statics[i] = inputs[i].detach().clone();
+            List<Tensor> gradInputs = new java.util.ArrayList<>();
+            for (int i = 0; i < inputs.length; i++) {
+                statics[i] = inputs[i].detach().clone();
+                if (how.training() && inputs[i].requiresGrad()) gradInputs.add(statics[i].requiresGrad_(true));
+            }
+            if (how.training()) for (Tensor p : parameters) if (p.requiresGrad()) gradInputs.add(p);
+            Tensor[] wrt = gradInputs.toArray(new Tensor[0]);
+            GraphCapture.Graph forward = null, backward = null;
             try {
-                GraphCapture.Recorded r = Backends.of(device).graphCapture().capture(device, 2, () -> applyCompiled(sig, statics));
-                Graphed graphed = new Graphed(statics, r);
+                recorder.warmUp(device, 2, () -> {
+                    Tensor out = applyCompiled(sig, statics);
+                    if (how.training()) Autograd.grad(new Tensor[] {out}, wrt, new Tensor[] {Torch.onesLike(out)}, false, false, true);
+                });
+                forward = recorder.begin(device, null);
+                Tensor staticOut = captured(forward, () -> applyCompiled(sig, statics));
+                Graphed graphed;
+                if (how.training()) {
+                    Tensor gradOut = Torch.zerosLike(staticOut);
+                    backward = recorder.begin(device, forward); // the forward's pool: it reads what the forward saved
+                    Tensor[] staticGrads = captured(backward,
+                            () -> Autograd.grad(new Tensor[] {staticOut}, wrt, new Tensor[] {gradOut}, false, false, true));
+                    graphed = new Graphed(statics, forward, staticOut.detach(), backward, gradOut, staticGrads, parameters);
+                } else {
+                    graphed = new Graphed(statics, forward, staticOut, null, null, null, parameters);
+                }
                 graphs.put(sig, Optional.of(graphed));
-                if (options.debug()) System.err.println("jit: captured a CUDA graph for " + describe(inputs));
+                if (options.debug()) {
+                    System.err.println("jit: captured CUDA graphs (" + (how.training() ? "forward and backward" : "forward") + ") for " + describe(inputs));
+                }
                 return graphed;
             } catch (IllegalStateException refused) {
+                if (forward != null) forward.close();
+                if (backward != null) backward.close();
                 for (Tensor t : statics) t.close();
                 graphs.put(sig, Optional.empty());
                 if (options.debug()) System.err.println("jit: no CUDA graph for " + describe(inputs) + ": " + refused.getMessage());
                 return null;
             }
+        }
+
+        /** {@code region}'s value, captured into {@code graph}; the capture is ended whatever happens. */
+        private static <T> T captured(GraphCapture.Graph graph, java.util.function.Supplier<T> region) {
+            T value;
+            try {
+                value = region.get();
+            } catch (RuntimeException e) {
+                try {
+                    graph.end();
+                } catch (RuntimeException failed) {
+                    e.addSuppressed(failed);
+                }
+                throw e;
+            }
+            graph.end();
+            return value;
         }
 
         private Tensor applyCompiled(Signature sig, Tensor[] inputs) {
@@ -230,15 +286,58 @@ public final class Jit {
             return result;
         }
 
-        /** A captured graph of one signature and its static inputs. */
-        private record Graphed(Tensor[] statics, GraphCapture.Recorded recorded) {
+        /**
+         * The captured graphs of one signature: the forward, and with autograd the backward, which reads what the
+         * forward saved and writes the gradients of the inputs that require grad and of the parameters.
+         */
+        private static final class Graphed {
+            private final Tensor[] statics;
+            private final GraphCapture.Graph forward, backward;
+            private final Tensor staticOut, gradOut;
+            private final Tensor[] staticGrads;
+            private final List<Tensor> parameters;
+            /** Forward replays so far: a backward is valid only right after its own forward's replay. */
+            private long replays;
+
+            Graphed(Tensor[] statics, GraphCapture.Graph forward, Tensor staticOut, GraphCapture.Graph backward, Tensor gradOut,
+                    Tensor[] staticGrads, List<Tensor> parameters) {
+                this.statics = statics;
+                this.forward = forward;
+                this.staticOut = staticOut;
+                this.backward = backward;
+                this.gradOut = gradOut;
+                this.staticGrads = staticGrads;
+                this.parameters = parameters;
+            }
+
             /** Copies {@code inputs} into the static inputs, replays, and returns a copy of the static output. */
             Tensor call(Tensor[] inputs) {
-                for (int i = 0; i < inputs.length; i++) {
-                    if (inputs[i] != statics[i]) statics[i].copy_(inputs[i]);
+                try (var off = Grad.noGrad()) {
+                    for (int i = 0; i < inputs.length; i++) {
+                        if (inputs[i] != statics[i]) statics[i].detach().copy_(inputs[i]);
+                    }
                 }
-                recorded.replay();
-                return recorded.output().clone();
+                forward.replay();
+                long replay = ++replays;
+                Tensor out = staticOut.detach().clone();
+                if (backward == null) return out;
+                List<Tensor> edges = new java.util.ArrayList<>();
+                for (int i = 0; i < inputs.length; i++) if (statics[i].requiresGrad()) edges.add(inputs[i]);
+                for (Tensor p : parameters) if (p.requiresGrad()) edges.add(p);
+                return Autograd.record("CudaGraphBackward", out, g -> {
+                    if (replays != replay) {
+                        throw new IllegalStateException("backward through a CUDA-graphed forward after the forward was replayed again:"
+                                + " the replay overwrote what this backward reads; run each backward before the next forward");
+                    }
+                    try (var off = Grad.noGrad()) {
+                        if (g[0] == null) gradOut.zero_();
+                        else gradOut.copy_(g[0]);
+                    }
+                    backward.replay();
+                    Tensor[] grads = new Tensor[staticGrads.length];
+                    for (int k = 0; k < grads.length; k++) grads[k] = staticGrads[k] == null ? null : staticGrads[k].clone();
+                    return grads;
+                }, edges.toArray(new Tensor[0]));
             }
         }
 

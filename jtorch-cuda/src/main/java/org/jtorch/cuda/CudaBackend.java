@@ -237,22 +237,10 @@ public final class CudaBackend implements Backend {
         return recurrent;
     }
 
-    private static final org.jtorch.backend.GraphCapture GRAPHS = new org.jtorch.backend.GraphCapture() {
-        @Override
-        public Recorded capture(Device device, int warmups, java.util.function.Supplier<Tensor> region) {
-            return CudaGraph.warmUpAndCapture(device, warmups, region);
-        }
-
-        @Override
-        public void refuseDuringCapture(String what, String why) {
-            CudaGraph.refuseDuringAnyCapture(what, why);
-        }
-    };
-
     /** CUDA graphs for the JIT and the optimizers' check ({@link CudaGraph}). */
     @Override
     public org.jtorch.backend.GraphCapture graphCapture() {
-        return GRAPHS;
+        return CudaGraph.CAPTURE;
     }
 
     // ------------------------------------------------------------------ fused optimizer steps

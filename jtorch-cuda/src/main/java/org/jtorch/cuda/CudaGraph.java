@@ -3,9 +3,7 @@ package org.jtorch.cuda;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Supplier;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 import org.jtorch.backend.GraphCapture;
 import org.jtorch.cuda.driver.CuConstants;
 import org.jtorch.cuda.driver.CudaDriver;
@@ -236,7 +234,7 @@ public final class CudaGraph implements AutoCloseable {
 
     /** {@link #graph(CudaGraph)} into {@code pool} (null: private), on {@code stream} (null: the device's capture stream). */
     public static Capture graph(CudaGraph g, PoolHandle pool, Stream stream) {
-        Stream s = stream != null ? stream : CAPTURE_STREAMS.computeIfAbsent(g.device.index(), i -> Stream.create(g.device));
+        Stream s = stream != null ? stream : captureStream(g.device);
         Cuda.synchronize(g.device);
         Cuda.StreamScope scope = Cuda.withStream(s);
         try {
@@ -275,44 +273,56 @@ public final class CudaGraph implements AutoCloseable {
 
     // ------------------------------------------------------------------ for the JIT
 
-    /**
-     * PyTorch's recipe: {@code warmups} eager calls of {@code region} on a side stream that waits for the
-     * current stream (and that the current stream then waits for), then one captured call on that stream.
-     */
-    static GraphCapture.Recorded warmUpAndCapture(Device device, int warmups, Supplier<Tensor> region) {
-        Stream current = Cuda.currentStream(device);
-        Stream side = CAPTURE_STREAMS.computeIfAbsent(device.index(), i -> Stream.create(device));
-        try (Event ready = current.recordEvent()) {
-            side.waitEvent(ready);
-        }
-        try (Cuda.StreamScope s = Cuda.withStream(side)) {
-            for (int i = 0; i < warmups; i++) region.get(); // outputs left to the Cleaner: one may share an input's storage
-        }
-        try (Event warmedUp = side.recordEvent()) {
-            current.waitEvent(warmedUp);
-        }
-        CudaGraph g = new CudaGraph(device);
-        Tensor output;
-        try (Capture c = graph(g, null, side)) {
-            output = region.get();
-        }
-        return new GraphCapture.Recorded() {
-            @Override
-            public Tensor output() {
-                return output;
+    /** {@link GraphCapture} on CUDA graphs (the backend's {@code graphCapture()}). */
+    static final GraphCapture CAPTURE = new GraphCapture() {
+        /** PyTorch's recipe: a side stream that waits for the current stream, which then waits for it. */
+        @Override
+        public void warmUp(Device device, int times, Runnable region) {
+            Stream current = Cuda.currentStream(device);
+            Stream side = captureStream(device);
+            try (Event ready = current.recordEvent()) {
+                side.waitEvent(ready);
             }
+            try (Cuda.StreamScope s = Cuda.withStream(side)) {
+                for (int i = 0; i < times; i++) region.run();
+            }
+            try (Event warmedUp = side.recordEvent()) {
+                current.waitEvent(warmedUp);
+            }
+        }
 
-            @Override
-            public void replay() {
-                g.replay();
-            }
+        @Override
+        public GraphCapture.Graph begin(Device device, GraphCapture.Graph sharePoolWith) {
+            CudaGraph g = new CudaGraph(device);
+            PoolHandle pool = sharePoolWith instanceof Handle h ? h.graph.pool() : null;
+            return new Handle(g, graph(g, pool, null));
+        }
 
-            @Override
-            public void close() {
-                g.reset();
-                output.close();
-            }
-        };
+        @Override
+        public void refuseDuringCapture(String what, String why) {
+            refuseDuringAnyCapture(what, why);
+        }
+    };
+
+    private record Handle(CudaGraph graph, Capture capture) implements GraphCapture.Graph {
+        @Override
+        public void end() {
+            capture.close();
+        }
+
+        @Override
+        public void replay() {
+            graph.replay();
+        }
+
+        @Override
+        public void close() {
+            graph.reset();
+        }
+    }
+
+    private static Stream captureStream(Device device) {
+        return CAPTURE_STREAMS.computeIfAbsent(device.index(), i -> Stream.create(device));
     }
 
     // ------------------------------------------------------------------ what a capture refuses

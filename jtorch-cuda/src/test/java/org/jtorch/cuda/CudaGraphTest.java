@@ -349,19 +349,64 @@ class CudaGraphTest {
         }
     }
 
+    /**
+     * Training through {@code Jit.compile(module, Options.cudaGraphs())}: from the second step on, the forward and
+     * its backward are replayed from two graphs (PyTorch's make_graphed_callables), and the model trains exactly
+     * as the eager one on the same batches.
+     */
     @Test
-    void aCompiledModuleWhoseResultNeedsAutogradRunsWithoutAGraph() {
+    void aCompiledModuleInTrainingReplaysForwardAndBackwardGraphsAndTrainsAsEager() {
+        Torch.manualSeed(0);
+        Module eager = mlp();
+        Torch.manualSeed(0);
+        Module graphed = mlp();
+        TensorFunction compiled = Jit.compile(graphed, Jit.Options.cudaGraphs());
+        SGD eagerOpt = new SGD(eager.parameters(), SGD.options().lr(0.05).momentum(0.9));
+        SGD graphOpt = new SGD(graphed.parameters(), SGD.options().lr(0.05).momentum(0.9));
+        for (int i = 0; i < 6; i++) {
+            Tensor x = randn(400 + i, 16, 64).to(CUDA);
+            Tensor y = Torch.randint(0, 10, new long[] {16}, DType.INT64, Device.cpu(), new Generator(500 + i)).to(CUDA);
+            eagerOpt.zeroGrad();
+            Tensor eagerLoss = F.crossEntropy(eager.forward(x), y);
+            eagerLoss.backward();
+            eagerOpt.step();
+            graphOpt.zeroGrad();
+            long before = graphLaunches();
+            Tensor loss = F.crossEntropy(compiled.apply(x), y);
+            loss.backward();
+            if (i >= 2 && simulated()) assertEquals(2, graphLaunches() - before, "step " + i + ": the forward and the backward graph");
+            graphOpt.step();
+            assertEquals(eagerLoss.item(), loss.item(), 1e-6, "loss of step " + i);
+            assertParametersEqual(eager, graphed);
+        }
+    }
+
+    @Test
+    void aBackwardAfterItsForwardWasReplayedAgainIsRefused() {
         Torch.manualSeed(0);
         Module model = mlp();
         TensorFunction compiled = Jit.compile(model, Jit.Options.cudaGraphs());
+        Tensor x = randn(600, 16, 64).to(CUDA);
+        for (int i = 0; i < 3; i++) compiled.apply(x).sum().backward(); // trace, capture, replay
+        Tensor first = compiled.apply(x).sum();
+        compiled.apply(x); // overwrites what the first one's backward would read
+        IllegalStateException e = assertThrows(IllegalStateException.class, first::backward);
+        assertTrue(e.getMessage().contains("run each backward before the next forward"), e.getMessage());
+    }
+
+    @Test
+    void aTracedFunctionWhoseResultNeedsAutogradRunsWithoutAGraph() {
+        Torch.manualSeed(0);
+        Module model = mlp();
+        TensorFunction traced = Jit.trace(x -> model.forward(x[0]), Jit.Options.cudaGraphs());
         long before = graphLaunches();
         for (int i = 0; i < 4; i++) {
             Tensor x = randn(200 + i, 16, 64).to(CUDA);
-            Tensor y = compiled.apply(x);
+            Tensor y = traced.apply(x);
             assertTrue(y.requiresGrad());
             assertArrayEquals(model.forward(x).toFloatArray(), y.toFloatArray(), 1e-6f);
         }
-        assertEquals(0, graphLaunches() - before);
+        assertEquals(0, graphLaunches() - before, "a traced function's parameters are unknown: no graph");
     }
 
     @Test
