@@ -100,5 +100,8 @@ class GpuSimBenchTest {
         assertEquals(GpuSimBench.STEPS + 1, r.graph().synchronizations(), "loss.item() per step and the loop's own: " + r);
         assertTrue(r.eager().launches() > 10, "eager launches per step: " + r.eager());
         assertTrue(r.graph().kernelsRun() >= GpuSimBench.STEPS * r.eager().launches(), "the replays ran the step's kernels: " + r);
+        assertEquals(2 * GpuSimBench.STEPS, r.jit().graphLaunches(), "Jit cudaGraphs(): the forward and the backward graph: " + r);
+        assertEquals(0, r.jit().libraryCalls(), "the linear layers' cuBLASLt calls replay inside the graphs: " + r.jit());
+        assertTrue(r.jit().kernelLaunches() < r.eager().launches() * GpuSimBench.STEPS, "loss and SGD step only: " + r.jit());
     }
 }

@@ -87,7 +87,7 @@ public final class Jit {
 
     public static TensorFunction trace(TensorFunction fn, Options options, Tensor... example) {
         Arguments.nonNull("Jit.trace", "fn", fn);
-        Compiled c = new Compiled(fn, options, List.of());
+        Compiled c = new Compiled(fn, options, List.of(), List.of());
         if (example.length > 0) {
             try (Tensor warm = c.apply(example)) {
                 // Traced and compiled for the example's signature; its value is not needed.
@@ -103,7 +103,7 @@ public final class Jit {
 
     public static TensorFunction compile(Module module, Options options) {
         Arguments.nonNull("Jit.compile", "module", module);
-        return new Compiled(x -> module.forward(x[0]), options, module.parameters());
+        return new Compiled(x -> module.forward(x[0]), options, module.parameters(), module.buffers());
     }
 
     /** The graph {@code fn} traces to on {@code inputs}, the steps it compiles to (fusion groups and their formulas), or why it runs eagerly. */
@@ -165,11 +165,14 @@ public final class Jit {
 
         /** The tensors the function reads that may need gradients besides its inputs (a module's parameters), for graphs. */
         private final List<Tensor> parameters;
+        /** A module's buffers (batch norm's running statistics): restored after the warm-up calls before a capture. */
+        private final List<Tensor> buffers;
 
-        Compiled(TensorFunction fn, Options options, List<Tensor> parameters) {
+        Compiled(TensorFunction fn, Options options, List<Tensor> parameters, List<Tensor> buffers) {
             this.fn = fn;
             this.options = options;
             this.parameters = parameters;
+            this.buffers = buffers;
         }
 
         @Override
@@ -213,26 +216,38 @@ public final class Jit {
             Tensor[] statics = new Tensor[inputs.length];
             List<Tensor> gradInputs = new java.util.ArrayList<>();
             for (int i = 0; i < inputs.length; i++) {
-                statics[i] = inputs[i].detach().clone();
+                statics[i] = inputs[i].detach().clone().untrack(); // the graph's, not the caller's MemoryScope's
                 if (how.training() && inputs[i].requiresGrad()) gradInputs.add(statics[i].requiresGrad_(true));
             }
             if (how.training()) for (Tensor p : parameters) if (p.requiresGrad()) gradInputs.add(p);
             Tensor[] wrt = gradInputs.toArray(new Tensor[0]);
             GraphCapture.Graph forward = null, backward = null;
             try {
+                // The warm-up calls are not the caller's: the buffers they update (running statistics) are put back.
+                List<Tensor> saved = new java.util.ArrayList<>();
+                try (var off = Grad.noGrad()) {
+                    for (Tensor b : buffers) saved.add(b.clone());
+                }
                 recorder.warmUp(device, 2, () -> {
                     Tensor out = applyCompiled(sig, statics);
                     if (how.training()) Autograd.grad(new Tensor[] {out}, wrt, new Tensor[] {Torch.onesLike(out)}, false, false, true);
                 });
+                try (var off = Grad.noGrad()) {
+                    for (int b = 0; b < saved.size(); b++) {
+                        buffers.get(b).copy_(saved.get(b));
+                        saved.get(b).close();
+                    }
+                }
                 forward = recorder.begin(device, null);
-                Tensor staticOut = captured(forward, () -> applyCompiled(sig, statics));
+                Tensor staticOut = captured(forward, () -> applyCompiled(sig, statics)).untrack();
                 Graphed graphed;
                 if (how.training()) {
-                    Tensor gradOut = Torch.zerosLike(staticOut);
+                    Tensor gradOut = Torch.zerosLike(staticOut).untrack();
                     backward = recorder.begin(device, forward); // the forward's pool: it reads what the forward saved
                     Tensor[] staticGrads = captured(backward,
                             () -> Autograd.grad(new Tensor[] {staticOut}, wrt, new Tensor[] {gradOut}, false, false, true));
-                    graphed = new Graphed(statics, forward, staticOut.detach(), backward, gradOut, staticGrads, parameters);
+                    for (Tensor g : staticGrads) if (g != null) g.untrack();
+                    graphed = new Graphed(statics, forward, staticOut.detach().untrack(), backward, gradOut, staticGrads, parameters);
                 } else {
                     graphed = new Graphed(statics, forward, staticOut, null, null, null, parameters);
                 }

@@ -332,8 +332,12 @@ public final class CudaGraph implements AutoCloseable {
      * refuses synchronising calls from any thread), and marks the capture failed, so that its end discards it.
      */
     static void refuseDuringCapture(Device device, String what) {
+        refuseDuringCapture(device, what, SYNCHRONISES);
+    }
+
+    static void refuseDuringCapture(Device device, String what, String why) {
         CudaGraph g = CAPTURING.get(device.index());
-        if (g != null) throw g.refuse(what, SYNCHRONISES);
+        if (g != null) throw g.refuse(what, why);
     }
 
     private static final String SYNCHRONISES = "a capture cannot record it (it would synchronise with the device or read data"

@@ -498,6 +498,10 @@ final class CudaKernels {
 
     /** As above on a grid of {@code grid} blocks ({@code 0}: {@link LaunchGeometry#blocks}), to test that the grid does not matter. */
     void random(RandomPlan.Fill fill, Tensor out, long seed, long firstBlock, double a, double b, long la, long lb, int grid) {
+        // PyTorch's graph-safe generator advances a device-side offset at each replay; jtorch's passes seed and
+        // offset as launch arguments, so a replay would repeat the captured numbers (the same dropout mask) forever.
+        CudaGraph.refuseDuringCapture(out.device(), "random sampling (" + RandomPlan.name(fill) + ": dropout, rand, randn,"
+                + " randint)", "its seed and offset are launch arguments, so every replay would draw the captured numbers again");
         if (!out.isContiguous()) {
             throw new IllegalArgumentException(RandomPlan.name(fill) + ": the CUDA kernel fills contiguous tensors, got strides "
                     + java.util.Arrays.toString(out.strides()));
