@@ -25,8 +25,10 @@ import org.jtorch.cuda.driver.CudaDriver;
  *       must be replayed in the order they were captured.</li>
  *   <li>What a capture cannot record is refused with an {@link IllegalStateException} naming it: a
  *       synchronisation, {@code item()} and every other copy between host and device, a pinned allocation,
- *       {@code emptyCache}. The capture is then invalidated: {@link #captureEnd()} ends it, releases its pool
- *       and throws, and the device stays usable.</li>
+ *       {@code emptyCache}; and what a replay would freeze: random sampling (its seed and offset are launch
+ *       arguments) and optimizers that count steps on the host (Adam and the like; SGD captures). The capture
+ *       is then invalidated: {@link #captureEnd()} ends it, releases its pool and throws, and the device stays
+ *       usable.</li>
  * </ul>
  * Index ops captured in a graph keep their device-side bounds checks: each replay's bad index is reported
  * at the next synchronisation with the replay stream, as for eager ops ({@link IndexCheckLog}).
