@@ -82,6 +82,27 @@ int main(void){
   P("  launch in capture", cuLaunchKernel(k,1,1,1,1,1,1,0,s,args,0));
   P("cuStreamEndCapture 3", cuStreamEndCapture(s,&g));
   P("cuGraphInstantiate", cuGraphInstantiate(&ge,g,0)); P("cuGraphLaunch", cuGraphLaunch(ge,s)); P("sync", cuStreamSynchronize(s));
+  // what jtorch's CudaGraph relies on: cuMemAlloc in relaxed thread mode; the calls the simulator refuses in a capture
+  CUstreamCaptureMode mode=CU_STREAM_CAPTURE_MODE_RELAXED; CUevent ev; void *h; CUdeviceptr before;
+  P("cuEventCreate", cuEventCreate(&ev,CU_EVENT_DISABLE_TIMING)); P("cuMemAlloc", cuMemAlloc(&before,4096));
+  P("cuStreamBeginCapture 4", cuStreamBeginCapture(s,CU_STREAM_CAPTURE_MODE_GLOBAL));
+  P("  cuThreadExchangeStreamCaptureMode relaxed", cuThreadExchangeStreamCaptureMode(&mode));
+  P("  cuMemAlloc in capture (relaxed thread mode)", cuMemAlloc(&q,4096));
+  P("  cuThreadExchangeStreamCaptureMode back", cuThreadExchangeStreamCaptureMode(&mode));
+  P("  launch in capture", cuLaunchKernel(k,1,1,1,1,1,1,0,s,args,0));
+  P("cuStreamEndCapture 4", cuStreamEndCapture(s,&g));
+  P("cuStreamBeginCapture 5", cuStreamBeginCapture(s,CU_STREAM_CAPTURE_MODE_GLOBAL));
+  P("  cuStreamQuery in capture", cuStreamQuery(s));
+  P("cuStreamEndCapture 5", cuStreamEndCapture(s,&g));
+  P("cuStreamBeginCapture 6", cuStreamBeginCapture(s,CU_STREAM_CAPTURE_MODE_GLOBAL));
+  P("  cuEventRecord in capture", cuEventRecord(ev,s)); P("  cuEventQuery of it", cuEventQuery(ev));
+  P("cuStreamEndCapture 6", cuStreamEndCapture(s,&g));
+  P("cuStreamBeginCapture 7", cuStreamBeginCapture(s,CU_STREAM_CAPTURE_MODE_GLOBAL));
+  P("  cuMemHostAlloc in capture", cuMemHostAlloc(&h,4096,0));
+  P("cuStreamEndCapture 7", cuStreamEndCapture(s,&g));
+  P("cuStreamBeginCapture 8", cuStreamBeginCapture(s,CU_STREAM_CAPTURE_MODE_GLOBAL));
+  P("  cuMemFree in capture", cuMemFree(before));
+  P("cuStreamEndCapture 8", cuStreamEndCapture(s,&g));
   // sticky error: illegal address
   CUdeviceptr bad=(CUdeviceptr)0x10; void *bargs[]={&bad};
   P("launch writing to 0x10", cuLaunchKernel(k,1,1,1,1,1,1,0,s,bargs,0));

@@ -150,6 +150,7 @@ struct Capture {
 struct CaptureSession {
     std::shared_ptr<Capture> work = std::make_shared<Capture>();
     int mode;
+    std::thread::id thread;   // the thread that began it: its mode decides what that thread may call
     bool invalidated = false;
     bool ended = false;
     struct jtsim_stream* origin;
@@ -460,13 +461,24 @@ struct StreamCall {
     }
 };
 
-// A call that may not run while a global-mode capture is active: invalidates the captures, as the real
-// driver does, and returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; CUDA_SUCCESS when none is active.
+// The calling thread's capture interaction mode (cuThreadExchangeStreamCaptureMode); GLOBAL by default.
+thread_local int thread_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+// A potentially unsafe call (cuMemAlloc, cuMemFree, a pinned allocation, a context synchronisation) while a
+// capture forbids it, as cuThreadExchangeStreamCaptureMode documents: unless the calling thread's mode is
+// RELAXED, a capture this thread began (not in RELAXED mode) forbids it, and in GLOBAL mode so does another
+// thread's GLOBAL capture. The forbidding captures are invalidated, as the real driver does, and the call
+// returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; CUDA_SUCCESS when none forbids it.
 CUresult refuse_during_capture(jtsim_context* c) {
+    if (thread_capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
     bool refused = false;
+    std::thread::id me = std::this_thread::get_id();
     for (jtsim_stream* s : c->streams) {
-        if (s->capture && s->capture->mode == CU_STREAM_CAPTURE_MODE_GLOBAL) {
-            s->capture->invalidated = true;
+        CaptureSession* k = s->capture.get();
+        if (k == nullptr || k->mode == CU_STREAM_CAPTURE_MODE_RELAXED) continue;
+        bool forbids = k->thread == me || (thread_capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL && k->mode == CU_STREAM_CAPTURE_MODE_GLOBAL);
+        if (forbids) {
+            k->invalidated = true;
             refused = true;
         }
     }
@@ -924,6 +936,7 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr pointer) {
     if (c == nullptr) return r;
     auto it = allocations.find((uintptr_t)pointer);
     if (it == allocations.end() || it->second.device < 0) return CUDA_ERROR_INVALID_VALUE;
+    if ((r = refuse_during_capture(c)) != CUDA_SUCCESS) return r;
     drain_context(c, lock, "cuMemFree");
     it = allocations.find((uintptr_t)pointer);
     if (it == allocations.end()) return CUDA_ERROR_INVALID_VALUE;
@@ -940,7 +953,9 @@ static CUresult host_alloc(void** out, size_t bytes) {
     if (out == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     std::lock_guard<std::mutex> lock(mu);
     CUresult r = CUDA_SUCCESS;
-    if (context_or(&r) == nullptr) return r;
+    jtsim_context* c = context_or(&r);
+    if (c == nullptr) return r;
+    if ((r = refuse_during_capture(c)) != CUDA_SUCCESS) return r;
     void* p = nullptr;
     if (posix_memalign(&p, 4096, bytes) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
     allocations[(uintptr_t)p] = Allocation{bytes, -1};
@@ -973,6 +988,7 @@ EXPORT CUresult cuMemFreeHost(void* pointer) {
     if (c == nullptr) return r;
     auto it = allocations.find((uintptr_t)pointer);
     if (it == allocations.end() || it->second.device >= 0) return CUDA_ERROR_INVALID_VALUE;
+    if ((r = refuse_during_capture(c)) != CUDA_SUCCESS) return r;
     drain_context(c, lock, "cuMemFreeHost");
     allocations.erase((uintptr_t)pointer);
     lock.unlock();
@@ -1121,6 +1137,10 @@ EXPORT CUresult cuStreamQuery(CUstream stream) {
     if (call.stream == nullptr) return call.error;
     jtsim_context* c = call.ctx;
     jtsim_stream* s = call.stream;
+    if (s->capture) {
+        s->capture->invalidated = true;
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
     if (c->sticky) return c->sticky;
     if (s->completed < s->enqueued) {
         nudges++;
@@ -1223,10 +1243,19 @@ EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
     }, nullptr});
 }
 
+// An event last recorded in a capture still under way has no completion to wait for: querying or waiting on
+// it conflicts with the capture in every mode; the capture is invalidated. Under mu.
+static CUresult refuse_captured_event(jtsim_event* event) {
+    if (!event->capture || event->capture->ended) return CUDA_SUCCESS;
+    event->capture->invalidated = true;
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
 EXPORT CUresult cuEventQuery(CUevent event) {
     std::lock_guard<std::mutex> lock(mu);
     if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (events.count(event) == 0) return CUDA_ERROR_INVALID_HANDLE;
+    if (CUresult r = refuse_captured_event(event)) return r;
     if (event->ctx->sticky) return event->ctx->sticky;
     if (event->completions < event->records) {
         nudges++;
@@ -1240,6 +1269,7 @@ EXPORT CUresult cuEventSynchronize(CUevent event) {
     std::unique_lock<std::mutex> lock(mu);
     if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
     if (events.count(event) == 0) return CUDA_ERROR_INVALID_HANDLE;
+    if (CUresult r = refuse_captured_event(event)) return r;
     jtsim_context* c = event->ctx;
     uint64_t target = event->records;
     wait_for(lock, [&] { return event->completions >= target || c->sticky != CUDA_SUCCESS || c->destroyed; }, "cuEventSynchronize");
@@ -1448,6 +1478,7 @@ static CUresult begin_capture(CUstream stream, int mode) {
     if (mode < 0 || mode > 2) return CUDA_ERROR_INVALID_VALUE;
     s->capture = std::make_shared<CaptureSession>();
     s->capture->mode = mode;
+    s->capture->thread = std::this_thread::get_id();
     s->capture->origin = s;
     s->capture->members.push_back(s);
     s->captured = s->joined = 0;
@@ -1494,6 +1525,15 @@ EXPORT CUresult cuStreamIsCapturing(CUstream stream, int* status) {
     jtsim_stream* s = call.stream;
     *status = !s->capture ? CU_STREAM_CAPTURE_STATUS_NONE
               : s->capture->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    return CUDA_SUCCESS;
+}
+
+// Sets the calling thread's capture interaction mode to *mode and returns the previous one there.
+EXPORT CUresult cuThreadExchangeStreamCaptureMode(int* mode) {
+    if (mode == nullptr || *mode < 0 || *mode > 2) return CUDA_ERROR_INVALID_VALUE;
+    int previous = thread_capture_mode;
+    thread_capture_mode = *mode;
+    *mode = previous;
     return CUDA_SUCCESS;
 }
 

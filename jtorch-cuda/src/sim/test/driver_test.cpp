@@ -1,6 +1,6 @@
-// The simulated driver's stream capture and graphs, its barrier-deadlock report and a context reset, through
-// the public CUDA and NVRTC APIs (jtorch does not bind the graph calls yet; DriverBehaviourTest covers the rest
-// through jtorch's own binding). Exits non-zero on a failed check.
+// The simulated driver's stream capture and graphs (the thread's capture mode, the calls a capture refuses), its
+// barrier-deadlock report and a context reset, through the public CUDA and NVRTC APIs (jtorch's CudaGraphTest and
+// DriverBehaviourTest cover the rest through jtorch's own binding). Exits non-zero on a failed check.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +28,10 @@ CUresult cuStreamSynchronize(CUstream);
 CUresult cuStreamBeginCapture_v2(CUstream, int);
 CUresult cuStreamEndCapture(CUstream, CUgraph*);
 CUresult cuStreamIsCapturing(CUstream, int*);
+CUresult cuThreadExchangeStreamCaptureMode(int*);
+CUresult cuStreamQuery(CUstream);
+CUresult cuEventQuery(CUevent);
+CUresult cuMemHostAlloc(void**, size_t, unsigned int);
 CUresult cuGraphInstantiateWithFlags(CUgraphExec*, CUgraph, unsigned long long);
 CUresult cuGraphLaunch(CUgraphExec, CUstream);
 CUresult cuGraphDestroy(CUgraph);
@@ -111,6 +115,8 @@ static std::vector<float> read(CUdeviceptr x, int n, CUstream s) {
     return host;
 }
 
+static CUdeviceptr allocated_before_capture;
+
 int main() {
     expect("cuInit", cuInit(0), CUDA_SUCCESS);
     CUcontext context;
@@ -161,6 +167,40 @@ int main() {
     expect("end", cuStreamEndCapture(s, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
     expect("the legacy stream cannot be captured", cuStreamBeginCapture_v2(nullptr, CU_STREAM_CAPTURE_MODE_GLOBAL),
            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+
+    // The thread's capture interaction mode: RELAXED lets cuMemAlloc run in a global capture (PyTorch's caching
+    // allocator grows its graph pool so); a free, a pinned allocation, a stream query and a query of an event
+    // recorded in the capture are still refused and invalidate it.
+    int mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    expect("exchange mode", cuThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);
+    check("the thread started in global mode", mode == CU_STREAM_CAPTURE_MODE_GLOBAL);
+    expect("capture", cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    expect("cuMemAlloc in relaxed mode", cuMemAlloc_v2(&y, 4096), CUDA_SUCCESS);
+    mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    expect("exchange back", cuThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);
+    check("the previous mode returned", mode == CU_STREAM_CAPTURE_MODE_RELAXED);
+    CUevent in_capture;
+    cuEventCreate(&in_capture, 2);
+    cuEventRecord(in_capture, s);
+    expect("end of a capture that allocated", cuStreamEndCapture(s, &graph), CUDA_SUCCESS);
+    cuGraphDestroy(graph);
+    expect("free after the capture", cuMemFree_v2(y), CUDA_SUCCESS);
+    struct Refused { const char* what; CUresult (*call)(CUstream, CUevent); };
+    Refused refused[] = {
+        {"cuMemFree in a capture", [](CUstream, CUevent) { return cuMemFree_v2(allocated_before_capture); }},
+        {"pinned allocation in a capture", [](CUstream, CUevent) { void* p; return cuMemHostAlloc(&p, 64, 0); }},
+        {"stream query in a capture", [](CUstream st, CUevent) { return cuStreamQuery(st); }},
+        {"query of an event recorded in the capture", [](CUstream st, CUevent e) { cuEventRecord(e, st); return cuEventQuery(e); }},
+    };
+    for (const Refused& r : refused) {
+        cuMemAlloc_v2(&allocated_before_capture, 64);
+        cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+        expect(r.what, r.call(s, in_capture), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+        cuStreamIsCapturing(s, &status);
+        check(r.what, status == CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+        expect("end", cuStreamEndCapture(s, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    }
+    expect("the stream is usable after an invalidated capture", cuStreamQuery(s), CUDA_SUCCESS);
     check("the dropped work never ran", read(x, n, s)[0] == 4.0f);
 
     // A capture across two streams: the side stream joins by waiting on an event of the origin (fork) and

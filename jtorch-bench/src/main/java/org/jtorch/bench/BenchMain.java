@@ -73,7 +73,8 @@ public final class BenchMain {
                                  (--only REGEX: those ops; JTORCH_NUM_THREADS=1: in thread CPU time)
                       data       DataLoader batches/s, ~1 ms CPU transform per sample, batch 32: 0 vs 2 workers
                       gpu-sim    per training step on the CUDA simulator (JTORCH_CUDA_PATH=$(scripts/cuda-sim build)): kernel
-                                 launches, library calls, host waits, bytes copied, allocations, peak memory
+                                 launches, library calls, host waits, bytes copied, allocations, peak memory; then
+                                 eager against CUDA graph launches per step (digits MLP, ResNet-20)
                     Prints 'name value' lines; scripts/bench runs PyTorch side by side and writes a table.
                     --profile (cnn, training): afterwards, each kernel's host time in a ResNet-20 step (cnn), or in an MLP
                               step in f32 and with bf16 autocast (training), to stderr.""");

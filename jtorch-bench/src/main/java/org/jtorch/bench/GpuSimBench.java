@@ -10,6 +10,7 @@ import java.lang.invoke.MethodHandle;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Generator;
@@ -18,6 +19,10 @@ import org.jtorch.Torch;
 import org.jtorch.amp.Autocast;
 import org.jtorch.backend.Backends;
 import org.jtorch.cuda.Cuda;
+import org.jtorch.cuda.CudaGraph;
+import org.jtorch.cuda.Stream;
+import org.jtorch.jit.Jit;
+import org.jtorch.jit.TensorFunction;
 import org.jtorch.cuda.CudaException;
 import org.jtorch.cuda.CudaRuntime;
 import org.jtorch.memory.MemoryScope;
@@ -103,12 +108,18 @@ final class GpuSimBench {
             rows.add(measure(stats, "CIFAR ResNet-20, batch 32", () -> CifarResNet.resnet20(10), new long[] {32, 3, 32, 32}, 10, bf16));
             rows.add(measure(stats, "ResNet-50, batch 8, 64x64", ResNet::resnet50, new long[] {8, 3, 64, 64}, 1000, bf16));
         }
-        return table(rows);
+        List<GraphRow> graphRows = List.of(
+                measureGraphed(stats, "digits MLP 64-128-10, batch 64", GpuSimBench::digitsMlp, new long[] {64, 64}, 10),
+                measureGraphed(stats, "CIFAR ResNet-20, batch 32", () -> CifarResNet.resnet20(10), new long[] {32, 3, 32, 32}, 10));
+        return table(rows) + "\n" + graphTable(graphRows);
+    }
+
+    static Module digitsMlp() {
+        return new Sequential(new Linear(64, 128), new ReLU(), new Linear(128, 10));
     }
 
     static Row measureMlp(Stats stats, boolean bf16) {
-        return measure(stats, "digits MLP 64-128-10, batch 64", () -> new Sequential(new Linear(64, 128), new ReLU(), new Linear(128, 10)),
-                new long[] {64, 64}, 10, bf16);
+        return measure(stats, "digits MLP 64-128-10, batch 64", GpuSimBench::digitsMlp, new long[] {64, 64}, 10, bf16);
     }
 
     private static Row measure(Stats stats, String workload, java.util.function.Supplier<Module> factory, long[] shape, int classes, boolean bf16) {
@@ -153,6 +164,112 @@ final class GpuSimBench {
             opt.step();
             loss.item();
         }
+    }
+
+    /**
+     * One f32 workload's launches per training step: eager, replayed whole from a CUDA graph, and with the model
+     * compiled by {@code Jit.compile(model, Options.cudaGraphs())} (forward and backward graphs; loss and optimizer eager).
+     */
+    record GraphRow(String workload, Row eager, Counts graph, Counts jit) {}
+
+    /**
+     * The same f32 training step eagerly ({@link #measure}'s loop) and as a CUDA graph: PyTorch's whole-network
+     * capture (three warm-up steps on a side stream, gradients set to none, one captured step: forward, loss,
+     * backward, SGD with momentum), then per step the batch copied from pinned memory into the static inputs, one
+     * replay and {@code loss.item()}. Counts per step over {@value #STEPS} steps.
+     */
+    static GraphRow measureGraphed(Stats stats, String workload, java.util.function.Supplier<Module> factory, long[] shape, int classes) {
+        Row eager = measure(stats, workload, factory, shape, classes, false);
+        Torch.emptyCache(CUDA);
+        Torch.manualSeed(0);
+        Module model = factory.get().to(CUDA);
+        SGD opt = new SGD(model.parameters(), SGD.options().lr(0.01).momentum(0.9));
+        CudaGraph graph = new CudaGraph(CUDA);
+        try (Tensor x = Torch.randn(shape, DType.FLOAT32, Device.cpu(), new Generator(1));
+             Tensor y = Torch.randint(0, classes, new long[] {shape[0]}, DType.INT64, Device.cpu(), new Generator(2));
+             Tensor xPinned = x.pinMemory(); Tensor yPinned = y.pinMemory();
+             Tensor staticX = x.to(CUDA); Tensor staticY = y.to(CUDA);
+             Stream side = Stream.create(CUDA)) {
+            try (Cuda.StreamScope s = Cuda.withStream(side)) {
+                for (int i = 0; i < 3; i++) step(model, opt, staticX, staticY, false);
+            }
+            side.synchronize();
+            opt.zeroGrad();
+            Tensor loss;
+            try (CudaGraph.Capture c = CudaGraph.graph(graph)) {
+                loss = F.crossEntropy(model.forward(shapeFor(model, staticX)), staticY);
+                loss.backward();
+                opt.step();
+            }
+            Cuda.synchronize(CUDA);
+            stats.reset();
+            for (int i = 0; i < STEPS; i++) {
+                staticX.copy_(xPinned, true);
+                staticY.copy_(yPinned, true);
+                graph.replay();
+                loss.item();
+            }
+            Cuda.synchronize(CUDA);
+            Counts graphed = stats.read();
+            return new GraphRow(workload, eager, graphed, measureJitGraphs(stats, factory, xPinned, yPinned));
+        } finally {
+            graph.reset();
+            opt.close();
+            model.close();
+        }
+    }
+
+    /** {@link #measure}'s loop with the model compiled with CUDA graphs: the first step traces, the second captures. */
+    private static Counts measureJitGraphs(Stats stats, java.util.function.Supplier<Module> factory, Tensor x, Tensor y) {
+        Torch.manualSeed(0);
+        Module model = factory.get().to(CUDA);
+        SGD opt = new SGD(model.parameters(), SGD.options().lr(0.01).momentum(0.9));
+        TensorFunction compiled = Jit.compile(model, Jit.Options.cudaGraphs());
+        Runnable step = () -> {
+            try (MemoryScope scope = new MemoryScope()) {
+                Tensor xs = x.to(CUDA, true), ys = y.to(CUDA, true);
+                Tensor loss = F.crossEntropy(compiled.apply(shapeFor(model, xs)), ys);
+                opt.zeroGrad();
+                loss.backward();
+                opt.step();
+                loss.item();
+            }
+        };
+        try {
+            step.run();
+            step.run();
+            Cuda.synchronize(CUDA);
+            stats.reset();
+            for (int i = 0; i < STEPS; i++) step.run();
+            Cuda.synchronize(CUDA);
+            return stats.read();
+        } finally {
+            opt.close();
+            model.close();
+        }
+    }
+
+    static String graphTable(List<GraphRow> rows) {
+        StringBuilder b = new StringBuilder();
+        b.append(String.format(Locale.ROOT, "%-32s %-22s %9s %8s %7s %6s%n", "workload (f32)", "step", "launches", "library",
+                "graphs", "syncs"));
+        for (GraphRow r : rows) {
+            b.append(String.format(Locale.ROOT, "%-32s %-22s %9.0f %8.0f %7d %6.1f%n", r.workload(), "eager", r.eager().launches(),
+                    r.eager().libraryCalls(), 0, r.eager().synchronizations()));
+            for (var c : List.of(Map.entry("CudaGraph, whole step", r.graph()), Map.entry("Jit cudaGraphs()", r.jit()))) {
+                Counts n = c.getValue();
+                b.append(String.format(Locale.ROOT, "%-32s %-22s %9.0f %8.0f %7.0f %6.1f%n", "", c.getKey(), (double) n.kernelLaunches() / STEPS,
+                        (double) n.libraryCalls() / STEPS, (double) n.graphLaunches() / STEPS, (n.synchronizations() - 1.0) / STEPS));
+            }
+        }
+        b.append("""
+                Per f32 training step (forward, loss, backward, SGD with momentum), counted by the CUDA simulator: launches =
+                cuLaunchKernel calls, library = cuBLASLt/cuDNN calls, graphs = cuGraphLaunch calls, syncs less the loop's own
+                one. CudaGraph, whole step: the batch copied from pinned memory into static inputs, one replay, loss.item().
+                Jit cudaGraphs(): the model compiled with Jit.compile(model, Options.cudaGraphs()) (its forward and backward
+                replayed from two graphs), loss, zeroGrad and the SGD step eager.
+                """);
+        return b.toString();
     }
 
     /** The MLP takes flat rows; the convolutional networks images. */

@@ -89,4 +89,19 @@ class GpuSimBenchTest {
             assertEquals(1, r.synchronizations(), r.toString());  // loss.item() (docs/BENCHMARKS.md)
         }
     }
+
+    /** The digits MLP's training step replayed from a CUDA graph: one cuGraphLaunch, no kernel launch, and the loss read only. */
+    @Test
+    void aTrainingStepReplayedFromACudaGraphIsOneGraphLaunch() {
+        GpuSimBench.GraphRow r = GpuSimBench.measureGraphed(stats, "digits MLP", GpuSimBench::digitsMlp, new long[] {64, 64}, 10);
+        assertEquals(GpuSimBench.STEPS, r.graph().graphLaunches(), r.toString());
+        assertEquals(0, r.graph().kernelLaunches(), r.toString());
+        assertEquals(0, r.graph().libraryCalls(), "cuBLASLt's calls replay inside the graph: " + r);
+        assertEquals(GpuSimBench.STEPS + 1, r.graph().synchronizations(), "loss.item() per step and the loop's own: " + r);
+        assertTrue(r.eager().launches() > 10, "eager launches per step: " + r.eager());
+        assertTrue(r.graph().kernelsRun() >= GpuSimBench.STEPS * r.eager().launches(), "the replays ran the step's kernels: " + r);
+        assertEquals(2 * GpuSimBench.STEPS, r.jit().graphLaunches(), "Jit cudaGraphs(): the forward and the backward graph: " + r);
+        assertEquals(0, r.jit().libraryCalls(), "the linear layers' cuBLASLt calls replay inside the graphs: " + r.jit());
+        assertTrue(r.jit().kernelLaunches() < r.eager().launches() * GpuSimBench.STEPS, "loss and SGD step only: " + r.jit());
+    }
 }

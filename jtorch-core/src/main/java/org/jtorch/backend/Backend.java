@@ -36,6 +36,11 @@ public interface Backend {
 
     Allocator allocator(Device device);
 
+    /** Graph capture and replay of device work (CUDA graphs), or null where the device has none. */
+    default GraphCapture graphCapture() {
+        return null;
+    }
+
     /** A new uninitialised storage of {@code bytes} bytes on {@code device}. */
     Storage allocate(Device device, long bytes);
 

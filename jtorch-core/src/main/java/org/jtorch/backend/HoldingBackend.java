@@ -236,6 +236,11 @@ final class HoldingBackend implements Backend {
     }
 
     @Override
+    public GraphCapture graphCapture() {
+        return b.graphCapture();
+    }
+
+    @Override
     public OptimizerKernels optimizers() {
         return optimizers;
     }

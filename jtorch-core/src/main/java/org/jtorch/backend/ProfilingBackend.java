@@ -130,6 +130,11 @@ final class ProfilingBackend implements Backend {
     }
 
     @Override
+    public GraphCapture graphCapture() {
+        return b.graphCapture();
+    }
+
+    @Override
     public OptimizerKernels optimizers() {
         return optimizers;
     }

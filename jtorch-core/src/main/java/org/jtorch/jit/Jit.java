@@ -9,7 +9,11 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.amp.Autocast;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
+import org.jtorch.backend.Backends;
+import org.jtorch.backend.GraphCapture;
 import org.jtorch.nn.Module;
 import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Dispatcher;
@@ -36,6 +40,17 @@ import org.jtorch.ops.Dispatcher;
  *   backward is fused too: each input's gradient is one generated kernel, derived from the registry's derivatives,
  *   recomputing the group's intermediates instead of saving them. Replayed ops record as they do eagerly. A double
  *   backward through a fused group is refused with an error, not computed wrong.</li>
+ *   <li><b>CUDA graphs</b> ({@link Options#cudaGraphs()}): on a CUDA device, the second call of a signature warms
+ *   the function up on a side stream and captures it into a CUDA graph with static copies of the inputs; every
+ *   later call copies its inputs into them, replays the graph (one launch for the whole function) and returns a
+ *   copy of the static output. Where the result needs autograd (a module compiled with {@link #compile(Module,
+ *   Options)} in training), the backward is captured too, into the same memory pool, as PyTorch's
+ *   {@code make_graphed_callables}: the result's backward replays it and hands the gradients of the inputs and the
+ *   parameters to autograd; each backward must follow its own forward (a second forward replay in between
+ *   overwrites what the backward reads, and that backward then throws). A new signature captures its own graphs;
+ *   a function the capture refuses (it synchronises, reads a value on the host) runs as without graphs, and
+ *   {@link Options#debug} says why. The parameters the function reads must be updated in place (as optimizers
+ *   do), not replaced.</li>
  *   <li><b>Trace semantics.</b> As {@code torch.jit.trace}: Java control flow and Java numbers are fixed at
  *   trace time (a branch on a Java value is not re-taken); tensors the function captures (parameters) are read
  *   at each call.</li>
@@ -45,14 +60,23 @@ public final class Jit {
     private Jit() {}
 
     /** Compilation options. */
-    public record Options(boolean debug) {
+    public record Options(boolean debug, boolean useCudaGraphs) {
         public static Options defaults() {
-            return new Options(false);
+            return new Options(false, false);
         }
 
-        /** Prints each trace, its fusion groups and each graph break to standard error. */
+        /** The defaults with CUDA graphs: calls on a CUDA device replay a captured graph (see {@link Jit}). */
+        public static Options cudaGraphs() {
+            return new Options(false, true);
+        }
+
+        /** Prints each trace, its fusion groups, each graph break and each CUDA graph decision to standard error. */
         public Options withDebug(boolean debug) {
-            return new Options(debug);
+            return new Options(debug, useCudaGraphs);
+        }
+
+        public Options withCudaGraphs(boolean useCudaGraphs) {
+            return new Options(debug, useCudaGraphs);
         }
     }
 
@@ -63,7 +87,7 @@ public final class Jit {
 
     public static TensorFunction trace(TensorFunction fn, Options options, Tensor... example) {
         Arguments.nonNull("Jit.trace", "fn", fn);
-        Compiled c = new Compiled(fn, options);
+        Compiled c = new Compiled(fn, options, List.of(), List.of());
         if (example.length > 0) {
             try (Tensor warm = c.apply(example)) {
                 // Traced and compiled for the example's signature; its value is not needed.
@@ -79,7 +103,7 @@ public final class Jit {
 
     public static TensorFunction compile(Module module, Options options) {
         Arguments.nonNull("Jit.compile", "module", module);
-        return new Compiled(x -> module.forward(x[0]), options);
+        return new Compiled(x -> module.forward(x[0]), options, module.parameters(), module.buffers());
     }
 
     /** The graph {@code fn} traces to on {@code inputs}, the steps it compiles to (fusion groups and their formulas), or why it runs eagerly. */
@@ -132,15 +156,134 @@ public final class Jit {
         private final Options options;
         /** Per signature, the compiled program, or empty where the function runs eagerly. */
         private final Map<Signature, Optional<Program>> programs = new ConcurrentHashMap<>();
+        /** With CUDA graphs, per signature: the graph, or empty where none can be used; absent until the second call. */
+        private final Map<Signature, Optional<Graphed>> graphs = new ConcurrentHashMap<>();
+        /** Signatures whose first call gave a result graphs can replay (on one CUDA device), and whether it needed autograd. */
+        private final Map<Signature, Graphable> graphable = new ConcurrentHashMap<>();
 
-        Compiled(TensorFunction fn, Options options) {
+        private record Graphable(Device device, boolean training) {}
+
+        /** The tensors the function reads that may need gradients besides its inputs (a module's parameters), for graphs. */
+        private final List<Tensor> parameters;
+        /** A module's buffers (batch norm's running statistics): restored after the warm-up calls before a capture. */
+        private final List<Tensor> buffers;
+
+        Compiled(TensorFunction fn, Options options, List<Tensor> parameters, List<Tensor> buffers) {
             this.fn = fn;
             this.options = options;
+            this.parameters = parameters;
+            this.buffers = buffers;
         }
 
         @Override
         public Tensor apply(Tensor... inputs) {
             Signature sig = Signature.of(inputs);
+            if (!options.useCudaGraphs()) return applyCompiled(sig, inputs);
+            Optional<Graphed> g = graphs.get(sig);
+            if (g != null && g.isPresent()) return g.get().call(inputs);
+            if (g == null && programs.containsKey(sig)) {
+                Graphed captured = capture(sig, inputs);
+                if (captured != null) return captured.call(inputs);
+            }
+            boolean first = !programs.containsKey(sig);
+            Tensor result = applyCompiled(sig, inputs);
+            if (first) noteGraphable(sig, inputs, result);
+            return result;
+        }
+
+        /** After a signature's first call: whether a CUDA graph can replay it. */
+        private void noteGraphable(Signature sig, Tensor[] inputs, Tensor result) {
+            Device device = result.device();
+            String why = null;
+            if (!device.isCuda()) why = "the result is on " + device;
+            else if (result.requiresGrad() && parameters.isEmpty()) why = "the result needs autograd, and a traced function's parameters are unknown (Jit.compile(module) knows them)";
+            for (Tensor t : inputs) if (why == null && !t.device().equals(device)) why = "inputs on " + t.device() + " and " + device;
+            if (why == null && Backends.of(device).graphCapture() == null) why = "the " + device.type() + " backend has no graph capture";
+            if (why == null) {
+                graphable.put(sig, new Graphable(device, result.requiresGrad()));
+            } else {
+                graphs.put(sig, Optional.empty());
+                if (options.debug()) System.err.println("jit: no CUDA graph for " + describe(inputs) + ": " + why);
+            }
+        }
+
+        /** The second call of a graphable signature: static inputs, warm-up and capture; null (and never again) if refused. */
+        private Graphed capture(Signature sig, Tensor[] inputs) {
+            Graphable how = graphable.get(sig);
+            if (how == null) return null;
+            Device device = how.device();
+            GraphCapture recorder = Backends.of(device).graphCapture();
+            Tensor[] statics = new Tensor[inputs.length];
+            List<Tensor> gradInputs = new java.util.ArrayList<>();
+            for (int i = 0; i < inputs.length; i++) {
+                statics[i] = inputs[i].detach().clone().untrack(); // the graph's, not the caller's MemoryScope's
+                if (how.training() && inputs[i].requiresGrad()) gradInputs.add(statics[i].requiresGrad_(true));
+            }
+            if (how.training()) for (Tensor p : parameters) if (p.requiresGrad()) gradInputs.add(p);
+            Tensor[] wrt = gradInputs.toArray(new Tensor[0]);
+            GraphCapture.Graph forward = null, backward = null;
+            try {
+                // The warm-up calls are not the caller's: the buffers they update (running statistics) are put back.
+                List<Tensor> saved = new java.util.ArrayList<>();
+                try (var off = Grad.noGrad()) {
+                    for (Tensor b : buffers) saved.add(b.clone());
+                }
+                recorder.warmUp(device, 2, () -> {
+                    Tensor out = applyCompiled(sig, statics);
+                    if (how.training()) Autograd.grad(new Tensor[] {out}, wrt, new Tensor[] {Torch.onesLike(out)}, false, false, true);
+                });
+                try (var off = Grad.noGrad()) {
+                    for (int b = 0; b < saved.size(); b++) {
+                        buffers.get(b).copy_(saved.get(b));
+                        saved.get(b).close();
+                    }
+                }
+                forward = recorder.begin(device, null);
+                Tensor staticOut = captured(forward, () -> applyCompiled(sig, statics)).untrack();
+                Graphed graphed;
+                if (how.training()) {
+                    Tensor gradOut = Torch.zerosLike(staticOut).untrack();
+                    backward = recorder.begin(device, forward); // the forward's pool: it reads what the forward saved
+                    Tensor[] staticGrads = captured(backward,
+                            () -> Autograd.grad(new Tensor[] {staticOut}, wrt, new Tensor[] {gradOut}, false, false, true));
+                    for (Tensor g : staticGrads) if (g != null) g.untrack();
+                    graphed = new Graphed(statics, forward, staticOut.detach().untrack(), backward, gradOut, staticGrads, parameters);
+                } else {
+                    graphed = new Graphed(statics, forward, staticOut, null, null, null, parameters);
+                }
+                graphs.put(sig, Optional.of(graphed));
+                if (options.debug()) {
+                    System.err.println("jit: captured CUDA graphs (" + (how.training() ? "forward and backward" : "forward") + ") for " + describe(inputs));
+                }
+                return graphed;
+            } catch (IllegalStateException refused) {
+                if (forward != null) forward.close();
+                if (backward != null) backward.close();
+                for (Tensor t : statics) t.close();
+                graphs.put(sig, Optional.empty());
+                if (options.debug()) System.err.println("jit: no CUDA graph for " + describe(inputs) + ": " + refused.getMessage());
+                return null;
+            }
+        }
+
+        /** {@code region}'s value, captured into {@code graph}; the capture is ended whatever happens. */
+        private static <T> T captured(GraphCapture.Graph graph, java.util.function.Supplier<T> region) {
+            T value;
+            try {
+                value = region.get();
+            } catch (RuntimeException e) {
+                try {
+                    graph.end();
+                } catch (RuntimeException failed) {
+                    e.addSuppressed(failed);
+                }
+                throw e;
+            }
+            graph.end();
+            return value;
+        }
+
+        private Tensor applyCompiled(Signature sig, Tensor[] inputs) {
             Optional<Program> p = programs.get(sig);
             if (p != null) return p.isPresent() ? p.get().run(inputs) : fn.apply(inputs);
             // First call with this signature: trace (the traced call's own result is the answer), then compile.
@@ -156,6 +299,61 @@ public final class Jit {
             programs.put(sig, Optional.of(program));
             if (options.debug()) System.err.println("jit: compiled for " + describe(inputs) + ":\n" + tracer.graph + program);
             return result;
+        }
+
+        /**
+         * The captured graphs of one signature: the forward, and with autograd the backward, which reads what the
+         * forward saved and writes the gradients of the inputs that require grad and of the parameters.
+         */
+        private static final class Graphed {
+            private final Tensor[] statics;
+            private final GraphCapture.Graph forward, backward;
+            private final Tensor staticOut, gradOut;
+            private final Tensor[] staticGrads;
+            private final List<Tensor> parameters;
+            /** Forward replays so far: a backward is valid only right after its own forward's replay. */
+            private long replays;
+
+            Graphed(Tensor[] statics, GraphCapture.Graph forward, Tensor staticOut, GraphCapture.Graph backward, Tensor gradOut,
+                    Tensor[] staticGrads, List<Tensor> parameters) {
+                this.statics = statics;
+                this.forward = forward;
+                this.staticOut = staticOut;
+                this.backward = backward;
+                this.gradOut = gradOut;
+                this.staticGrads = staticGrads;
+                this.parameters = parameters;
+            }
+
+            /** Copies {@code inputs} into the static inputs, replays, and returns a copy of the static output. */
+            Tensor call(Tensor[] inputs) {
+                try (var off = Grad.noGrad()) {
+                    for (int i = 0; i < inputs.length; i++) {
+                        if (inputs[i] != statics[i]) statics[i].detach().copy_(inputs[i]);
+                    }
+                }
+                forward.replay();
+                long replay = ++replays;
+                Tensor out = staticOut.detach().clone();
+                if (backward == null) return out;
+                List<Tensor> edges = new java.util.ArrayList<>();
+                for (int i = 0; i < inputs.length; i++) if (statics[i].requiresGrad()) edges.add(inputs[i]);
+                for (Tensor p : parameters) if (p.requiresGrad()) edges.add(p);
+                return Autograd.record("CudaGraphBackward", out, g -> {
+                    if (replays != replay) {
+                        throw new IllegalStateException("backward through a CUDA-graphed forward after the forward was replayed again:"
+                                + " the replay overwrote what this backward reads; run each backward before the next forward");
+                    }
+                    try (var off = Grad.noGrad()) {
+                        if (g[0] == null) gradOut.zero_();
+                        else gradOut.copy_(g[0]);
+                    }
+                    backward.replay();
+                    Tensor[] grads = new Tensor[staticGrads.length];
+                    for (int k = 0; k < grads.length; k++) grads[k] = staticGrads[k] == null ? null : staticGrads[k].clone();
+                    return grads;
+                }, edges.toArray(new Tensor[0]));
+            }
         }
 
         /** Runs {@code fn} eagerly under {@code tracer} and returns its result. */

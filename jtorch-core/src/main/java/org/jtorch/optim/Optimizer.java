@@ -195,8 +195,16 @@ public abstract class Optimizer implements AutoCloseable {
         return own(Torch.full(new long[0], 0.0, DType.FLOAT32, org.jtorch.Device.cpu()));
     }
 
+    /** A step whose update depends on its step count, captured in a CUDA graph, would replay that count's update forever. */
+    private void refuseDuringGraphCapture() {
+        org.jtorch.backend.GraphCapture.refuseDuringAnyCapture(getClass().getSimpleName() + ".step()", "its step count is a"
+                + " number on the host, which a replay would not advance (PyTorch's capturable=True, a step count on the"
+                + " device, is not supported yet); SGD steps can be captured");
+    }
+
     /** Increments a step counter (a 0-d tensor or, from older state dicts, a number) and returns its new value. */
     protected double incrementStep(Map<String, Object> st) {
+        refuseDuringGraphCapture();
         Object s = st.get("step");
         Tensor t;
         if (s instanceof Tensor tensor) {
@@ -215,6 +223,7 @@ public abstract class Optimizer implements AutoCloseable {
      * tensor is converted, a missing one starts at 0) and returns its new value.
      */
     protected long incrementCount(Map<String, Object> st) {
+        refuseDuringGraphCapture();
         Object s = st.get("step");
         long next = 1 + (s instanceof Tensor t ? (long) t.item() : s instanceof Number n ? n.longValue() : 0);
         if (s instanceof Tensor t) t.close();

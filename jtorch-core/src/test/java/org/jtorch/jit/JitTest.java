@@ -294,4 +294,28 @@ class JitTest {
         Tensor y = randn(4, 9);
         assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
     }
+
+    /**
+     * {@code Options.cudaGraphs()}: on cuda:0 the third call of a signature onwards replays a CUDA graph, on the CPU
+     * nothing changes; either way each call equals eager, through a new batch size (a guard failure: a new capture)
+     * and a function that needs autograd (never graphed).
+     */
+    @Test
+    void withCudaGraphsEveryCallEqualsEagerThroughNewShapes() {
+        Torch.manualSeed(7);
+        org.jtorch.nn.Sequential mlp = new org.jtorch.nn.Sequential(new org.jtorch.nn.Linear(20, 32), new org.jtorch.nn.ReLU(),
+                new org.jtorch.nn.Linear(32, 10));
+        mlp.to(DEVICE);
+        TensorFunction compiled = Jit.compile(mlp, Jit.Options.cudaGraphs());
+        try (var g = Grad.noGrad()) {
+            for (int batch : new int[] {8, 8, 8, 8, 3, 3, 3, 8}) {
+                Tensor x = randn(batch, 20);
+                assertClose(mlp.forward(x), compiled.apply(x), 1e-6f);
+            }
+        }
+        Tensor x = randn(8, 20);
+        Tensor y = compiled.apply(x);
+        assertTrue(y.requiresGrad(), "with grad enabled the result records autograd");
+        assertClose(mlp.forward(x), y, 1e-6f);
+    }
 }

@@ -39,6 +39,7 @@ public final class Cuda {
     }
 
     public static void synchronize(Device device) {
+        CudaGraph.refuseDuringCapture(device, "Cuda.synchronize()");
         CudaRuntime rt = CudaRuntime.system();
         rt.makeCurrent(device.index());
         rt.driver().ctxSynchronize();

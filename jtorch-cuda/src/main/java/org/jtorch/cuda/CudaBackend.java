@@ -252,6 +252,12 @@ public final class CudaBackend implements Backend {
         return recurrent;
     }
 
+    /** CUDA graphs for the JIT and the optimizers' check ({@link CudaGraph}). */
+    @Override
+    public org.jtorch.backend.GraphCapture graphCapture() {
+        return CudaGraph.CAPTURE;
+    }
+
     // ------------------------------------------------------------------ fused optimizer steps
 
     private final OptimizerKernels optimizers = new CudaOptimizerKernels(this::kernels);

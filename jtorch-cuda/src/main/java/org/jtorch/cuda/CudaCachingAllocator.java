@@ -32,6 +32,13 @@ import org.jtorch.memory.OutOfMemoryException;
  *       between streams until {@code emptyCache}.)</li>
  *   <li>{@link #recordStream}: a block used by other streams too is held back at free time until events
  *       recorded on each of those streams complete.</li>
+ *   <li>CUDA graphs ({@link CudaGraph}), as PyTorch's private pools: while a stream is being captured
+ *       ({@link #beginAllocateToPool}), its requests are served from the graph's pool only, new segments
+ *       included, and blocks of that pool never serve anything else; blocks freed during the capture are
+ *       reused within it, so the replayed work finds its memory where the capture left it. A pool lives
+ *       while a graph uses it ({@link #releasePool}); graphs may share one. While any capture is under way
+ *       the allocator queries and synchronises no event and frees no segment (the driver forbids both),
+ *       and blocks of the ordinary pool freed meanwhile wait for the end of the capture.</li>
  *   <li>Out of memory: wait for the streams using cached blocks, coalesce, release every wholly free
  *       cached segment and retry; then run the garbage
  *       collector once ({@link org.jtorch.memory.StorageCleaner#collect()}: the blocks of unreachable tensors are
@@ -52,6 +59,8 @@ public final class CudaCachingAllocator implements Allocator {
     static final class Block {
         final long segment;
         final boolean small;
+        /** 0: the ordinary pool; else the graph pool ({@link #newPool}) the segment belongs to. */
+        final long pool;
         long address;
         long size;
         long stream;
@@ -67,9 +76,10 @@ public final class CudaCachingAllocator implements Allocator {
          */
         final List<Long> events = new ArrayList<>();
 
-        Block(long segment, boolean small, long address, long size, long stream) {
+        Block(long segment, boolean small, long pool, long address, long size, long stream) {
             this.segment = segment;
             this.small = small;
+            this.pool = pool;
             this.address = address;
             this.size = size;
             this.stream = stream;
@@ -80,7 +90,7 @@ public final class CudaCachingAllocator implements Allocator {
         }
     }
 
-    private static final Comparator<Block> POOL_ORDER = Comparator.<Block>comparingLong(b -> b.stream)
+    private static final Comparator<Block> POOL_ORDER = Comparator.<Block>comparingLong(b -> b.pool).thenComparingLong(b -> b.stream)
             .thenComparingLong(b -> b.size).thenComparingLong(b -> b.address);
 
     private final DeviceMemory device;
@@ -92,6 +102,13 @@ public final class CudaCachingAllocator implements Allocator {
     /** Blocks freed by their owner but still awaiting events of other streams that used them. */
     private final List<Block> pendingFree = new ArrayList<>();
     private final Set<Long> streamsSeen = new LinkedHashSet<>();
+    /** Streams being captured, each to the graph pool its requests come from. */
+    private final Map<Long, Long> captureStreams = new HashMap<>();
+    /** Live graph pools and how many graphs use each. */
+    private final Map<Long, Integer> poolUses = new HashMap<>();
+    /** Ordinary blocks freed during a capture: freed for real (with their events) once no capture is under way. */
+    private final List<Block> freedDuringCapture = new ArrayList<>();
+    private long nextPool = 1;
 
     private long allocatedBytes, reservedBytes, activeBytes, requestedBytes;
     private long peakAllocatedBytes, peakReservedBytes, peakActiveBytes;
@@ -134,29 +151,36 @@ public final class CudaCachingAllocator implements Allocator {
         synchronized (this) {
             allocations++;
             streamsSeen.add(stream);
-            processEvents();
-            Block block = takeCached(size, stream);
+            long pool = captureStreams.getOrDefault(stream, 0L);
+            boolean capturing = !captureStreams.isEmpty();
+            if (!capturing) processEvents();
+            Block block = takeCached(size, stream, pool, capturing);
             if (block != null) {
                 cacheHits++;
                 return handOut(block, size, bytes, stream);
             }
-            block = newSegment(size, stream);
+            block = newSegment(size, stream, pool, capturing);
+            if (block == null && capturing) {
+                ooms++;
+                throw new OutOfMemoryException(device.name() + " out of memory during CUDA graph capture: tried to allocate "
+                        + MemoryStats.formatBytes(size) + " (the cache cannot be freed while a capture is under way)\n" + memorySummary());
+            }
             if (block == null) {
                 retries++;
                 synchronizeAndCoalesce();
                 releaseCachedSegments();
-                block = newSegment(size, stream);
+                block = newSegment(size, stream, 0, false);
             }
             if (block != null) return handOut(block, size, bytes, stream);
         }
         garbageCollection.run(); // outside the lock: Cleaners free blocks through it
         synchronized (this) {
             processEvents();
-            Block block = takeCached(size, stream);
+            Block block = takeCached(size, stream, 0, false);
             if (block == null) {
                 synchronizeAndCoalesce();
                 releaseCachedSegments();
-                block = newSegment(size, stream);
+                block = newSegment(size, stream, 0, false);
             }
             if (block == null) {
                 ooms++;
@@ -168,19 +192,24 @@ public final class CudaCachingAllocator implements Allocator {
         }
     }
 
-    private Block takeCached(long size, long stream) {
+    /**
+     * A free block of {@code graphPool} (0: the ordinary pool) for {@code stream}. Only ordinary blocks move
+     * between streams, and not during a capture: that needs event queries.
+     */
+    private Block takeCached(long size, long stream, long graphPool, boolean capturing) {
         TreeSet<Block> pool = size <= SMALL_REQUEST ? smallPool : largePool;
-        Block probe = new Block(0, false, Long.MIN_VALUE, size, stream);
+        Block probe = new Block(0, false, graphPool, Long.MIN_VALUE, size, stream);
         Block best = pool.ceiling(probe);
-        if (best != null && best.stream == stream) {
+        if (best != null && best.pool == graphPool && best.stream == stream) {
             pool.remove(best);
             releaseEvents(best);
             return best;
         }
+        if (graphPool != 0 || capturing) return null;
         // Another stream's free block, once the work that used it is known to be complete.
         Block crossStream = null;
         for (Block b : pool) {
-            if (b.stream == stream || b.size < size) continue;
+            if (b.pool != 0 || b.stream == stream || b.size < size) continue;
             if (b.events.isEmpty()) {
                 // Freed while one stream was in use: an event recorded now on its stream covers that work.
                 b.events.add(device.recordEvent(b.stream));
@@ -208,22 +237,22 @@ public final class CudaCachingAllocator implements Allocator {
         b.events.clear();
     }
 
-    private Block newSegment(long size, long stream) {
+    private Block newSegment(long size, long stream, long graphPool, boolean capturing) {
         long segmentSize = segmentSize(size);
-        long address = device.malloc(segmentSize);
+        long address = capturing ? device.mallocDuringCapture(segmentSize) : device.malloc(segmentSize);
         if (address == 0) return null;
         segments++;
         segmentAllocs++;
         reservedBytes += segmentSize;
         peakReservedBytes = Math.max(peakReservedBytes, reservedBytes);
-        return new Block(address, size <= SMALL_REQUEST, address, segmentSize, stream);
+        return new Block(address, size <= SMALL_REQUEST, graphPool, address, segmentSize, stream);
     }
 
     private MemoryBlock handOut(Block block, long size, long requested, long stream) {
         long remaining = block.size - size;
         boolean split = block.small ? remaining >= ROUND : remaining > SMALL_REQUEST;
         if (split) {
-            Block rest = new Block(block.segment, block.small, block.address + size, remaining, stream);
+            Block rest = new Block(block.segment, block.small, block.pool, block.address + size, remaining, stream);
             rest.prev = block;
             rest.next = block.next;
             if (block.next != null) block.next.prev = rest;
@@ -267,6 +296,14 @@ public final class CudaCachingAllocator implements Allocator {
         if (b == null) throw new IllegalArgumentException("free: 0x" + Long.toHexString(address) + " is not an allocated block");
         allocatedBytes -= b.size;
         requestedBytes -= b.requested;
+        if (b.pool == 0 && !captureStreams.isEmpty()) {
+            freedDuringCapture.add(b); // its events must wait for the end of the capture
+            return;
+        }
+        release(b);
+    }
+
+    private void release(Block b) {
         if (b.streamUses != null && !b.streamUses.isEmpty()) {
             for (long s : b.streamUses) b.events.add(device.recordEvent(s));
             b.streamUses = null;
@@ -284,7 +321,8 @@ public final class CudaCachingAllocator implements Allocator {
         b = merge(b, b.next);
         // One event recorded now on the block's stream covers all earlier work on it, both halves' of a merge.
         releaseEvents(b);
-        if (streamsSeen.size() > 1) b.events.add(device.recordEvent(b.stream));
+        // A graph pool's blocks are reused only by captures into it, in stream order (no events).
+        if (streamsSeen.size() > 1 && b.pool == 0) b.events.add(device.recordEvent(b.stream));
         pool(b).add(b);
     }
 
@@ -353,12 +391,12 @@ public final class CudaCachingAllocator implements Allocator {
         }
     }
 
-    /** Returns every wholly free segment to the device. */
+    /** Returns every wholly free segment of the ordinary pool and of graph pools no graph uses any more to the device. */
     private void releaseCachedSegments() {
         for (TreeSet<Block> pool : List.of(smallPool, largePool)) {
             for (Iterator<Block> it = pool.iterator(); it.hasNext(); ) {
                 Block b = it.next();
-                if (b.wholeSegment()) {
+                if (b.wholeSegment() && (b.pool == 0 || !poolUses.containsKey(b.pool))) {
                     it.remove();
                     releaseEvents(b);
                     device.free(b.address);
@@ -373,8 +411,73 @@ public final class CudaCachingAllocator implements Allocator {
     /** Waits for the streams that used cached blocks, coalesces, then returns every wholly free segment to the device. */
     @Override
     public synchronized void emptyCache() {
+        if (!captureStreams.isEmpty()) {
+            throw new IllegalStateException("emptyCache on " + device.name() + " during CUDA graph capture: freeing device memory"
+                    + " synchronises, which a capture cannot record");
+        }
         synchronizeAndCoalesce();
         releaseCachedSegments();
+    }
+
+    // ------------------------------------------------------------------ graph pools
+
+    /** A new graph pool's id ({@code torch.cuda.graph_pool_handle()}); it lives once a capture uses it. */
+    public synchronized long newPool() {
+        return nextPool++;
+    }
+
+    /**
+     * Serves {@code stream}'s requests from graph pool {@code pool} until {@link #endAllocateToPool}, and
+     * counts one more graph using the pool (released by {@link #releasePool}).
+     */
+    public synchronized void beginAllocateToPool(long pool, long stream) {
+        if (pool <= 0 || pool >= nextPool) throw new IllegalArgumentException("beginAllocateToPool: " + pool + " is not a pool of " + device.name());
+        if (captureStreams.containsKey(stream)) {
+            throw new IllegalStateException("beginAllocateToPool: stream 0x" + Long.toHexString(stream) + " already allocates to a graph pool");
+        }
+        captureStreams.put(stream, pool);
+        poolUses.merge(pool, 1, Integer::sum);
+    }
+
+    /** Ends {@link #beginAllocateToPool}; once no capture is under way, the ordinary blocks freed meanwhile are freed. */
+    public synchronized void endAllocateToPool(long stream) {
+        captureStreams.remove(stream);
+        if (!captureStreams.isEmpty()) return;
+        for (Block b : freedDuringCapture) release(b);
+        freedDuringCapture.clear();
+    }
+
+    /**
+     * One graph fewer uses {@code pool}; when none does, its wholly free segments go back to the device (blocks
+     * still held, such as a graph's outputs kept by the caller, follow when freed and the cache is emptied).
+     */
+    public synchronized void releasePool(long pool) {
+        Integer uses = poolUses.get(pool);
+        if (uses == null) throw new IllegalArgumentException("releasePool: " + pool + " is not a live pool of " + device.name());
+        if (uses > 1) {
+            poolUses.put(pool, uses - 1);
+            return;
+        }
+        poolUses.remove(pool);
+        if (captureStreams.isEmpty()) releaseCachedSegments();
+    }
+
+    /** Bytes reserved in segments of graph pool {@code pool} (for tests and the memory summary). */
+    public synchronized long poolReservedBytes(long pool) {
+        long bytes = 0;
+        Set<Long> seen = new java.util.HashSet<>();
+        List<Block> blocks = new ArrayList<>(active.values());
+        blocks.addAll(smallPool);
+        blocks.addAll(largePool);
+        blocks.addAll(pendingFree);
+        blocks.addAll(freedDuringCapture);
+        for (Block b : blocks) {
+            if (b.pool != pool || !seen.add(b.segment)) continue;
+            Block head = b;
+            while (head.prev != null) head = head.prev;
+            for (Block cur = head; cur != null; cur = cur.next) bytes += cur.size;
+        }
+        return bytes;
     }
 
     @Override

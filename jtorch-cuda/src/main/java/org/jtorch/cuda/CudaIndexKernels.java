@@ -71,6 +71,7 @@ final class CudaIndexKernels implements IndexKernels {
             }
         }
         if (log != null && IndexCheckLog.synchronous()) {
+            CudaGraph.refuseDuringCapture(device, "a synchronous index check (JTORCH_CUDA_SYNC_INDEX_CHECKS=1)");
             CudaRuntime.system().driver().streamSynchronize(stream);
             log.report(stream, false);
         }

@@ -377,6 +377,11 @@ final class CudaKernels {
     void copy(Tensor src, Tensor dst, boolean nonBlocking) {
         if (dst.numel() == 0) return;
         boolean srcCpu = src.device().isCpu(), dstCpu = dst.device().isCpu();
+        if (srcCpu != dstCpu || !src.device().equals(dst.device())) {
+            String what = "a copy from " + src.device() + " to " + dst.device() + (dstCpu ? " (item(), toArray(), to(cpu))" : "");
+            if (!srcCpu) CudaGraph.refuseDuringCapture(src.device(), what);
+            if (!dstCpu) CudaGraph.refuseDuringCapture(dst.device(), what);
+        }
         if (srcCpu && !dstCpu && nonBlocking && src.isPinned() && dst.isContiguous() && hostSlice(src, dst.dtype()) != null) {
             hostToDeviceAsync(src, dst);
         } else if (srcCpu && !dstCpu) {
@@ -527,6 +532,10 @@ final class CudaKernels {
 
     /** As above on a grid of {@code grid} blocks ({@code 0}: {@link LaunchGeometry#blocks}), to test that the grid does not matter. */
     void random(RandomPlan.Fill fill, Tensor out, long seed, long firstBlock, double a, double b, long la, long lb, int grid) {
+        // PyTorch's graph-safe generator advances a device-side offset at each replay; jtorch's passes seed and
+        // offset as launch arguments, so a replay would repeat the captured numbers (the same dropout mask) forever.
+        CudaGraph.refuseDuringCapture(out.device(), "random sampling (" + RandomPlan.name(fill) + ": dropout, rand, randn,"
+                + " randint)", "its seed and offset are launch arguments, so every replay would draw the captured numbers again");
         if (!out.isContiguous()) {
             throw new IllegalArgumentException(RandomPlan.name(fill) + ": the CUDA kernel fills contiguous tensors, got strides "
                     + java.util.Arrays.toString(out.strides()));

@@ -9,6 +9,14 @@ public interface DeviceMemory {
     /** Device memory of {@code bytes} bytes, or 0 when the device is out of memory (other errors throw). */
     long malloc(long bytes);
 
+    /**
+     * {@link #malloc} while a stream capture is under way: the driver refuses {@code cuMemAlloc} then unless
+     * the thread's capture mode is relaxed (PyTorch's allocator grows graph pools so).
+     */
+    default long mallocDuringCapture(long bytes) {
+        return malloc(bytes);
+    }
+
     void free(long address);
 
     /** Records an event on {@code stream}: it completes once all work enqueued on the stream so far has. */

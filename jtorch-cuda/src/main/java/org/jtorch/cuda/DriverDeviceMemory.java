@@ -24,6 +24,18 @@ final class DriverDeviceMemory implements DeviceMemory {
     }
 
     @Override
+    public long mallocDuringCapture(long bytes) {
+        runtime.makeCurrent(ordinal);
+        // Safe as long as the memory is not freed before the graph's replays: graph pools keep their segments.
+        int previous = driver.threadExchangeStreamCaptureMode(CuConstants.CU_STREAM_CAPTURE_MODE_RELAXED);
+        try {
+            return driver.memAllocOrZero(bytes);
+        } finally {
+            driver.threadExchangeStreamCaptureMode(previous);
+        }
+    }
+
+    @Override
     public void free(long address) {
         runtime.makeCurrent(ordinal);
         driver.memFree(address);

@@ -53,6 +53,7 @@ public final class Event implements AutoCloseable {
 
     /** Blocks the calling thread until the event has completed. */
     public void synchronize() {
+        CudaGraph.refuseDuringCapture(device, "Event.synchronize()");
         CudaRuntime.system().driver().eventSynchronize(handle());
     }
 

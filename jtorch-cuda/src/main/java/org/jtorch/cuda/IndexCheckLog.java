@@ -28,6 +28,9 @@ import org.jtorch.cuda.kernels.IndexPlan.Check;
  * each op reads its record at once, which synchronises its stream: the error surfaces at the op, with
  * the CPU backend's message, and the destination unchanged. That mode is for debugging, as PyTorch's
  * {@code CUDA_LAUNCH_BLOCKING=1}.
+ *
+ * <p>A check captured in a {@link CudaGraph} claims a record the graph owns until it is reset: each replay
+ * puts it back in flight on the replay stream ({@link #replayed}), and a report clears it for the next one.
  */
 final class IndexCheckLog {
     /** Records in flight per device before a claim waits for the device (a training step has a few). */
@@ -45,6 +48,8 @@ final class IndexCheckLog {
     /** The {@link IndexErrorContext} of each record's op. */
     private final String[] prefixes = new String[RECORDS];
     private final long[] streams = new long[RECORDS];
+    /** Records owned by a captured graph: reported like the others, but not freed by a report. */
+    private final boolean[] graphOwned = new boolean[RECORDS];
     private final ArrayDeque<Integer> free = new ArrayDeque<>();
     /** Claimed records, in claim order, so that the first bad op is the one reported. */
     private final List<Integer> pending = new ArrayList<>();
@@ -98,6 +103,11 @@ final class IndexCheckLog {
      * position, word 1: its value). When every record is in flight, waits for the device and reports them first.
      */
     synchronized long claim(Check check, long stream) {
+        CudaGraph graph = CudaGraph.capturing(Device.cuda(ordinal), stream);
+        if (graph != null && free.isEmpty()) {
+            throw new IllegalStateException("a CUDA graph capture on cuda:" + ordinal + " has more index checks in flight than the "
+                    + RECORDS + " records of its index-check log");
+        }
         if (free.isEmpty()) {
             runtime.makeCurrent(ordinal);
             runtime.driver().ctxSynchronize();
@@ -109,8 +119,13 @@ final class IndexCheckLog {
         checks[r] = check;
         prefixes[r] = IndexErrorContext.prefix();
         streams[r] = stream;
-        pending.add(r);
-        pendingCount = pending.size();
+        if (graph != null) {
+            graphOwned[r] = true; // in flight from the first replay on
+            graph.addIndexRecord(r);
+        } else {
+            pending.add(r);
+            pendingCount = pending.size();
+        }
         return deviceAddress + r * RECORD_BYTES;
     }
 
@@ -139,8 +154,9 @@ final class IndexCheckLog {
                 continue;
             }
             pending.remove(i);
-            free.push(r);
             long position = records.get(JAVA_LONG, r * RECORD_BYTES);
+            if (graphOwned[r]) records.set(JAVA_LONG, r * RECORD_BYTES, NONE); // ready for the graph's next replay
+            else free.push(r);
             if (position == NONE) continue;
             IndexOutOfBoundsException e = exception(checks[r], prefixes[r], records.get(JAVA_LONG, r * RECORD_BYTES + 8));
             if (first == null) first = e;
@@ -148,6 +164,25 @@ final class IndexCheckLog {
         }
         pendingCount = pending.size();
         if (first != null) throw first;
+    }
+
+    /** A replay of a graph owning {@code graphRecords} was launched on {@code stream}: its checks are in flight there. */
+    synchronized void replayed(List<Integer> graphRecords, long stream) {
+        for (int r : graphRecords) {
+            streams[r] = stream;
+            if (!pending.contains(r)) pending.add(r);
+        }
+        pendingCount = pending.size();
+    }
+
+    /** The graph owning {@code graphRecords} was reset: they return to the log. */
+    synchronized void release(List<Integer> graphRecords) {
+        for (int r : graphRecords) {
+            graphOwned[r] = false;
+            pending.remove(Integer.valueOf(r));
+            free.push(r);
+        }
+        pendingCount = pending.size();
     }
 
     /** Synchronously, the CPU backend's error (its caller adds its context); else the error with the context and how it was found. */

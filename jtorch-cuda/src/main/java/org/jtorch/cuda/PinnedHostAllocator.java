@@ -73,6 +73,7 @@ public final class PinnedHostAllocator implements Allocator {
     @Override
     public synchronized MemoryBlock allocate(long bytes) {
         if (bytes < 0) throw new IllegalArgumentException("pinned allocate: negative size " + bytes);
+        CudaGraph.refuseDuringAnyCapture("a pinned host allocation (pinMemory(), a pinning DataLoader)");
         long size = roundSize(bytes);
         allocations++;
         processEvents();

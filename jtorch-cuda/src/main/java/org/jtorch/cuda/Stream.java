@@ -66,6 +66,7 @@ public final class Stream implements AutoCloseable {
 
     /** Blocks until all work enqueued on this stream has completed. */
     public void synchronize() {
+        CudaGraph.refuseDuringCapture(device, "Stream.synchronize()");
         CudaRuntime rt = CudaRuntime.system();
         rt.makeCurrent(device.index());
         rt.driver().streamSynchronize(handle());

@@ -321,4 +321,88 @@ class CudaCachingAllocatorTest {
         assertEquals(0, allocator.stats().reservedBytes(), "every segment coalesced back to one free block");
         assertTrue(device.live.isEmpty());
     }
+
+    // ---- graph pools (PyTorch's private pools for CUDA graphs)
+
+    private long beginCapture(long pool, long stream) {
+        allocator.beginAllocateToPool(pool, stream);
+        device.capturing = true;
+        return pool;
+    }
+
+    private void endCapture(long stream) {
+        device.capturing = false;
+        allocator.endAllocateToPool(stream);
+    }
+
+    @Test
+    void aCaptureAllocatesFromItsOwnPoolWithoutTouchingTheOrdinaryCache() {
+        long before = alloc(1000, A);
+        allocator.free(before); // a free ordinary block the capture must not take
+        long pool = beginCapture(allocator.newPool(), A);
+        long inCapture = alloc(1000, A);
+        endCapture(A);
+        assertNotEquals(before, inCapture);
+        assertEquals(1, device.mallocsDuringCapture, "the pool's segment was allocated in relaxed capture mode");
+        assertEquals(2 * MiB, allocator.poolReservedBytes(pool));
+        assertEquals(before, alloc(1000, A), "eager requests keep using the ordinary pool");
+    }
+
+    @Test
+    void blocksFreedDuringACaptureAreReusedWithinItButNeverOutsideIt() {
+        long pool = beginCapture(allocator.newPool(), A);
+        long temp = alloc(4 * KiB, A);
+        allocator.free(temp);
+        assertEquals(temp, alloc(4 * KiB, A), "reused within the capture");
+        long temp2 = alloc(8 * KiB, A);
+        allocator.free(temp2);
+        endCapture(A);
+        long eager = alloc(8 * KiB, A);
+        assertNotEquals(temp2, eager, "a block the graph replays into is never handed to eager work");
+        beginCapture(pool, A);
+        assertEquals(temp2, alloc(8 * KiB, A), "a later capture into the same pool may reuse it");
+        endCapture(A);
+    }
+
+    @Test
+    void aPoolsSegmentsReturnToTheDeviceOnlyWhenNoGraphUsesIt() {
+        long pool = beginCapture(allocator.newPool(), A);
+        long out1 = alloc(1000, A);
+        endCapture(A);
+        beginCapture(pool, A); // a second graph shares the pool
+        long out2 = alloc(1000, A);
+        endCapture(A);
+        allocator.free(out1);
+        allocator.free(out2);
+        allocator.releasePool(pool);
+        allocator.emptyCache();
+        assertEquals(2 * MiB, allocator.poolReservedBytes(pool), "the second graph still uses the pool");
+        allocator.releasePool(pool);
+        assertEquals(0, allocator.poolReservedBytes(pool));
+        assertTrue(device.live.isEmpty());
+    }
+
+    @Test
+    void ordinaryBlocksFreedDuringACaptureWaitForItsEndAndNoEventIsTouchedMeanwhile() {
+        alloc(512, B); // two streams seen: frees record events
+        long ordinary = alloc(1000, A);
+        int events = device.eventsRecorded;
+        beginCapture(allocator.newPool(), A);
+        allocator.free(ordinary);
+        long inCapture = alloc(1000, A);
+        assertNotEquals(ordinary, inCapture);
+        allocator.free(inCapture);
+        assertEquals(events, device.eventsRecorded);
+        endCapture(A);
+        assertEquals(events + 1, device.eventsRecorded, "the deferred free records its event after the capture");
+        assertEquals(ordinary, alloc(1000, A));
+    }
+
+    @Test
+    void emptyCacheDuringACaptureIsRefused() {
+        beginCapture(allocator.newPool(), A);
+        IllegalStateException e = assertThrows(IllegalStateException.class, allocator::emptyCache);
+        assertTrue(e.getMessage().contains("during CUDA graph capture"), e.getMessage());
+        endCapture(A);
+    }
 }

@@ -25,6 +25,9 @@ final class SimulatedDevice implements DeviceMemory {
     private final Set<Long> released = new HashSet<>();
     int eventsRecorded;
     int eventsSynchronized;
+    /** Set by a test while a stream capture is under way: the calls the driver refuses then fail the test. */
+    boolean capturing;
+    int mallocsDuringCapture;
 
     SimulatedDevice(long capacity) {
         this.capacity = capacity;
@@ -32,6 +35,21 @@ final class SimulatedDevice implements DeviceMemory {
 
     @Override
     public long malloc(long bytes) {
+        refusedDuringCapture("cuMemAlloc outside relaxed capture mode");
+        return allocate(bytes);
+    }
+
+    @Override
+    public long mallocDuringCapture(long bytes) {
+        mallocsDuringCapture++;
+        return allocate(bytes);
+    }
+
+    private void refusedDuringCapture(String call) {
+        if (capturing) throw new AssertionError(call + " during a capture (the driver refuses it)");
+    }
+
+    private long allocate(long bytes) {
         if (used + bytes > capacity) return 0;
         long address = nextAddress;
         nextAddress += (bytes + (1 << 21)) & ~((1L << 21) - 1); // leave a gap: segments are never adjacent
@@ -43,6 +61,7 @@ final class SimulatedDevice implements DeviceMemory {
 
     @Override
     public void free(long address) {
+        refusedDuringCapture("cuMemFree");
         Long size = live.remove(address);
         if (size == null) throw new AssertionError("free of unknown address 0x" + Long.toHexString(address));
         used -= size;
@@ -50,6 +69,7 @@ final class SimulatedDevice implements DeviceMemory {
 
     @Override
     public long recordEvent(long stream) {
+        refusedDuringCapture("an allocator's event record");
         long e = nextEvent++;
         eventStream.put(e, stream);
         eventsRecorded++;
@@ -58,12 +78,14 @@ final class SimulatedDevice implements DeviceMemory {
 
     @Override
     public boolean eventCompleted(long event) {
+        refusedDuringCapture("cuEventQuery");
         if (released.contains(event)) throw new AssertionError("query of released event " + event);
         return completed.contains(event);
     }
 
     @Override
     public void synchronizeEvent(long event) {
+        refusedDuringCapture("cuEventSynchronize");
         eventsSynchronized++;
         completed.add(event);
     }

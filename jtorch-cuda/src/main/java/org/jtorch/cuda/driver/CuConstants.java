@@ -18,6 +18,8 @@ public final class CuConstants {
     public static final int CUDA_ERROR_INVALID_DEVICE = 101;
     public static final int CUDA_ERROR_NOT_FOUND = 500;
     public static final int CUDA_ERROR_NOT_READY = 600;
+    public static final int CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900;
+    public static final int CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901;
 
     // CUdevice_attribute
     public static final int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1;
@@ -37,6 +39,16 @@ public final class CuConstants {
     // CUstream_flags
     public static final int CU_STREAM_DEFAULT = 0x0;
     public static final int CU_STREAM_NON_BLOCKING = 0x1;
+
+    // CUstreamCaptureMode
+    public static final int CU_STREAM_CAPTURE_MODE_GLOBAL = 0;
+    public static final int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+    public static final int CU_STREAM_CAPTURE_MODE_RELAXED = 2;
+
+    // CUstreamCaptureStatus
+    public static final int CU_STREAM_CAPTURE_STATUS_NONE = 0;
+    public static final int CU_STREAM_CAPTURE_STATUS_ACTIVE = 1;
+    public static final int CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2;
 
     // CUevent_flags
     public static final int CU_EVENT_DEFAULT = 0x0;

@@ -44,6 +44,8 @@ public final class CudaDriver {
     private final MethodHandle cuStreamCreate, cuStreamDestroy, cuStreamSynchronize, cuStreamWaitEvent;
     private final MethodHandle cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsedTime, cuEventQuery, cuEventDestroy;
     private final MethodHandle cuModuleLoadData, cuModuleGetFunction, cuModuleUnload, cuLaunchKernel;
+    private final MethodHandle cuStreamBeginCapture, cuStreamEndCapture, cuStreamIsCapturing, cuThreadExchangeStreamCaptureMode;
+    private final MethodHandle cuGraphInstantiateWithFlags, cuGraphLaunch, cuGraphExecDestroy, cuGraphDestroy;
 
     /** Binds every function of {@code library}; throws {@link CudaException} naming a missing symbol. */
     public CudaDriver(NativeLibrary library) {
@@ -90,6 +92,16 @@ public final class CudaDriver {
         cuModuleUnload = library.downcall(I_L, "cuModuleUnload");
         cuLaunchKernel = library.downcall(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT,
                 JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS), "cuLaunchKernel");
+        // Stream capture and graphs (CUDA 11.4+ for cuGraphInstantiateWithFlags; cuda.h maps cuStreamBeginCapture to _v2).
+        cuStreamBeginCapture = library.downcall(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT), "cuStreamBeginCapture_v2");
+        cuStreamEndCapture = library.downcall(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS), "cuStreamEndCapture");
+        cuStreamIsCapturing = library.downcall(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS), "cuStreamIsCapturing");
+        cuThreadExchangeStreamCaptureMode = library.downcall(I_A, "cuThreadExchangeStreamCaptureMode");
+        cuGraphInstantiateWithFlags = library.downcall(FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG),
+                "cuGraphInstantiateWithFlags");
+        cuGraphLaunch = library.downcall(FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG), "cuGraphLaunch");
+        cuGraphExecDestroy = library.downcall(I_L, "cuGraphExecDestroy");
+        cuGraphDestroy = library.downcall(I_L, "cuGraphDestroy");
     }
 
     public NativeLibrary library() {
@@ -507,6 +519,90 @@ public final class CudaDriver {
         try {
             check("cuLaunchKernel", (int) cuLaunchKernel.invokeExact(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
                     sharedMemBytes, stream, kernelParams, MemorySegment.NULL));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    // ---- stream capture and graphs --------------------------------------------------------------
+
+    /** {@code cuStreamBeginCapture_v2}: work enqueued on {@code stream} is recorded into a graph instead of run. */
+    public void streamBeginCapture(long stream, int mode) {
+        try {
+            check("cuStreamBeginCapture_v2", (int) cuStreamBeginCapture.invokeExact(stream, mode));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * {@code cuStreamEndCapture}: the captured graph ({@code CUgraph}). Every stream of the capture stops
+     * capturing, also when this throws ({@code CUDA_ERROR_STREAM_CAPTURE_INVALIDATED} after a refused call).
+     */
+    public long streamEndCapture(long stream) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocate(JAVA_LONG);
+            check("cuStreamEndCapture", (int) cuStreamEndCapture.invokeExact(stream, v));
+            return v.get(JAVA_LONG, 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code cuStreamIsCapturing}: a {@code CU_STREAM_CAPTURE_STATUS_*} value. */
+    public int streamIsCapturing(long stream) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocate(JAVA_INT);
+            check("cuStreamIsCapturing", (int) cuStreamIsCapturing.invokeExact(stream, v));
+            return v.get(JAVA_INT, 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code cuThreadExchangeStreamCaptureMode}: sets the calling thread's capture interaction mode, returns the previous one. */
+    public int threadExchangeStreamCaptureMode(int mode) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocate(JAVA_INT);
+            v.set(JAVA_INT, 0, mode);
+            check("cuThreadExchangeStreamCaptureMode", (int) cuThreadExchangeStreamCaptureMode.invokeExact(v));
+            return v.get(JAVA_INT, 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code cuGraphInstantiateWithFlags}: an executable graph ({@code CUgraphExec}) of {@code graph}. */
+    public long graphInstantiate(long graph, long flags) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocate(JAVA_LONG);
+            check("cuGraphInstantiateWithFlags", (int) cuGraphInstantiateWithFlags.invokeExact(v, graph, flags));
+            return v.get(JAVA_LONG, 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code cuGraphLaunch}: enqueues one replay of {@code exec} on {@code stream}. */
+    public void graphLaunch(long exec, long stream) {
+        try {
+            check("cuGraphLaunch", (int) cuGraphLaunch.invokeExact(exec, stream));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public void graphExecDestroy(long exec) {
+        try {
+            check("cuGraphExecDestroy", (int) cuGraphExecDestroy.invokeExact(exec));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public void graphDestroy(long graph) {
+        try {
+            check("cuGraphDestroy", (int) cuGraphDestroy.invokeExact(graph));
         } catch (Throwable t) {
             throw rethrow(t);
         }
