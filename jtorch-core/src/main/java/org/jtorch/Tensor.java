@@ -227,6 +227,7 @@ public final class Tensor implements AutoCloseable {
     /** Records an in-place write (called by in-place ops). */
     public void bumpVersion() {
         storage.bumpVersion();
+        if (Dispatcher.tracing()) Dispatcher.traceMutation(this);
     }
 
     /** True for the zero-dimensional tensors that wrap Java scalars in mixed ops (lowest promotion priority). */

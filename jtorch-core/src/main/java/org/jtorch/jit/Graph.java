@@ -58,8 +58,15 @@ final class Graph {
         final long[] shape;
         final DType dtype;
         final Device device;
+        /** A pointwise op that wrote its result into its first input, whose value it then stands for no more than before. */
+        final boolean inPlace;
 
         Node(int id, OpDef op, List<Value> inputs, double[] scalars, ReduceArgs reduce, Tensor output) {
+            this(id, op, inputs, scalars, reduce, output, false);
+        }
+
+        Node(int id, OpDef op, List<Value> inputs, double[] scalars, ReduceArgs reduce, Tensor output, boolean inPlace) {
+            this.inPlace = inPlace;
             this.id = id;
             this.op = op;
             this.inputs = inputs;
@@ -81,6 +88,8 @@ final class Graph {
 
     final List<Input> inputs = new ArrayList<>();
     final List<Node> nodes = new ArrayList<>();
+    /** The values some in-place node writes into: their reads must stay in trace order, so nothing reading them fuses. */
+    final java.util.Set<Value> mutated = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
     Value output;
 
     static String name(Value v) {
@@ -96,7 +105,7 @@ final class Graph {
         StringBuilder s = new StringBuilder();
         for (Input i : inputs) s.append(name(i)).append(": ").append(i.dtype()).append(Shapes.format(i.shape())).append('\n');
         for (Node n : nodes) {
-            s.append(n).append(" = ").append(n.op.name()).append('(');
+            s.append(n).append(" = ").append(n.op.name()).append(n.inPlace ? "_" : "").append('(');
             for (int k = 0; k < n.inputs.size(); k++) {
                 if (k > 0) s.append(", ");
                 Value v = n.inputs.get(k);

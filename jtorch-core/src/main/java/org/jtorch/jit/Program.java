@@ -24,6 +24,7 @@ import org.jtorch.op.ReductionOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.ops.Elementwise;
 
 /**
  * A traced graph compiled into steps: chains of float32 pointwise ops fused into one generated kernel each (their
@@ -79,6 +80,8 @@ final class Program {
         Map<Graph.Node, Integer> uses = new IdentityHashMap<>();
         Map<Graph.Node, Boolean> live = new IdentityHashMap<>();
         markLive(graph.output, live);
+        // An in-place op is live for its effect on the tensor it writes.
+        for (Graph.Node n : graph.nodes) if (n.inPlace) markLive(n, live);
         if (graph.output instanceof Graph.Node out) uses.merge(out, 1, Integer::sum);
         for (Graph.Node n : graph.nodes) {
             if (!live.containsKey(n)) continue;
@@ -124,7 +127,7 @@ final class Program {
         }
         if (!differentiable) {
             for (Graph.Node n : graph.nodes) {
-                if (live.containsKey(n) && foldsIntoConv(n, uses)) {
+                if (live.containsKey(n) && foldsIntoConv(n, uses) && !graph.mutated.contains(n) && !graph.mutated.contains(n.inputs.get(0))) {
                     Graph.Node conv = (Graph.Node) n.inputs.get(0);
                     groups.put(n, new FoldedConvBatchNorm(n, conv));
                     inlined.put(conv, true);
@@ -165,6 +168,8 @@ final class Program {
             for (int k = 0; k < n.inputs.size(); k++) {
                 if (n.inputs.get(k) instanceof Graph.Node p && replaced.containsKey(p)) n.inputs.set(k, replaced.get(p));
             }
+            // An in-place op repeats its effect; a read of a value written in place depends on where it stands.
+            if (n.inPlace || readsMutated(n)) continue;
             Graph.Node first = seen.putIfAbsent(Computation.of(n), n);
             if (first != null) replaced.put(n, first);
         }
@@ -261,8 +266,17 @@ final class Program {
         };
     }
 
-    /** A float32 pointwise op with a formula, on a device that compiles formulas. */
-    private static boolean fusable(Graph.Node n) {
+    private boolean readsMutated(Graph.Node n) {
+        for (Graph.Value v : n.inputs) if (v != null && graph.mutated.contains(v)) return true;
+        return false;
+    }
+
+    /**
+     * A float32 pointwise op with a formula, on a device that compiles formulas, that neither writes in place nor reads
+     * or makes a value something writes in place (a fused group computes at its root's place in the order).
+     */
+    private boolean fusable(Graph.Node n) {
+        if (n.inPlace || graph.mutated.contains(n) || readsMutated(n)) return false;
         if (!n.op.kind().isPointwise() || n.op.formula() == null || n.dtype != DType.FLOAT32) return false;
         if (KernelRegistry.formulaCompiler(n.device.type()) == null) return false;
         for (Graph.Value v : n.inputs) {
@@ -459,6 +473,12 @@ final class Program {
         for (int k = 0; k < args.length; k++) args[k] = resolve(n.inputs.get(k), inputs, values);
         double[] s = n.scalars;
         OpDef op = n.op;
+        if (n.inPlace) {
+            // Writes into its first input's tensor; the node has no value of its own.
+            if (op.kind() == OpDef.Kind.UNARY) Elementwise.unaryInPlace(op, args[0], s[0], s[1]);
+            else Elementwise.binaryInPlace(op, args[0], args[1], s[0]);
+            return null;
+        }
         return switch (op.kind()) {
             case UNARY -> Dispatcher.unary(op, args[0], s.length > 0 ? s[0] : 0, s.length > 1 ? s[1] : 0);
             case BINARY -> Dispatcher.binary(op, args[0], args[1], s.length > 0 ? s[0] : 1);
@@ -508,7 +528,8 @@ final class Program {
                 }
                 case FoldedConvBatchNorm f -> s.append(f.node()).append(" = conv2d with the evaluation batch norm folded into its weight and bias (")
                         .append(f.conv()).append(")\n");
-                case Replayed r -> s.append(r.node()).append(" = ").append(r.node().op.name()).append(" (eager)\n");
+                case Replayed r -> s.append(r.node()).append(" = ").append(r.node().op.name())
+                        .append(r.node().inPlace ? "_ (eager, in place)\n" : " (eager)\n");
             }
         }
         return s.toString();

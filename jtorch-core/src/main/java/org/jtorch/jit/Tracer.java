@@ -26,6 +26,8 @@ final class Tracer implements TraceHook<Tensor> {
     private final Set<Tensor> created = Collections.newSetFromMap(new IdentityHashMap<>());
     /** Each tensor's version when the trace first saw it: a change by the end is an in-place op the trace missed. */
     private final Map<Tensor, Integer> versions = new IdentityHashMap<>();
+    /** A tensor just written in place whose op has not reported itself yet ({@link #mutated}). */
+    private Tensor pendingMutation;
     private String breakReason;
 
     Tracer(Tensor[] inputs) {
@@ -40,6 +42,7 @@ final class Tracer implements TraceHook<Tensor> {
 
     @Override
     public void record(OpDef op, List<Tensor> inputs, double[] scalars, ReduceArgs reduce, Tensor output) {
+        checkMutations();
         List<Graph.Value> args = new ArrayList<>(inputs.size());
         for (Tensor t : inputs) args.add(t == null ? null : valueOf(t));
         Graph.Node node = new Graph.Node(graph.nodes.size(), op, args, scalars, reduce, output);
@@ -50,11 +53,49 @@ final class Tracer implements TraceHook<Tensor> {
 
     @Override
     public void created(Tensor tensor) {
+        checkMutations();
         created.add(tensor);
     }
 
     @Override
+    public void mutated(Tensor tensor) {
+        checkMutations();
+        pendingMutation = tensor;
+    }
+
+    /**
+     * A pointwise op in place: recorded as a node that writes into its first input's value, replayed in trace order.
+     * Written tensors that require grad are not traced (their autograd history would have to be rewritten).
+     */
+    @Override
+    public void recordInPlace(OpDef op, List<Tensor> inputs, double[] scalars) {
+        Tensor self = inputs.get(0);
+        if (pendingMutation == self) pendingMutation = null;
+        checkMutations();
+        for (Tensor t : inputs) {
+            if (t.requiresGrad()) {
+                breakAt(op.pyName() + "_ changed a tensor of shape " + Shapes.format(self.shape()) + " in place with autograd recording");
+                return;
+            }
+        }
+        List<Graph.Value> args = new ArrayList<>(inputs.size());
+        for (Tensor t : inputs) args.add(valueOf(t));
+        graph.nodes.add(new Graph.Node(graph.nodes.size(), op, args, scalars, null, self, true));
+        graph.mutated.add(args.get(0));
+        versions.put(self, self.version());
+    }
+
+    /** Breaks the trace if a tensor was written in place by an op that did not report itself. */
+    private void checkMutations() {
+        if (pendingMutation == null) return;
+        Tensor t = pendingMutation;
+        pendingMutation = null;
+        breakAt("a tensor of shape " + Shapes.format(t.shape()) + " was changed in place by an op the trace does not see");
+    }
+
+    @Override
     public void hostRead(Tensor tensor, String what) {
+        checkMutations();
         breakAt(what + " read a tensor of shape " + Shapes.format(tensor.shape()) + " on the host");
     }
 
@@ -82,6 +123,7 @@ final class Tracer implements TraceHook<Tensor> {
 
     /** Ends the trace with the function's result. */
     void finish(Tensor result) {
+        checkMutations();
         if (result == null) {
             breakAt("the function returned null");
             return;

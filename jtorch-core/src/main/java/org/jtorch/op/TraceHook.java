@@ -20,4 +20,13 @@ public interface TraceHook<T> {
 
     /** A read of {@code tensor}'s values on the host ({@code item}, {@code toFloatArray}, ...): data the trace cannot replay. */
     default void hostRead(T tensor, String what) {}
+
+    /**
+     * {@code tensor}'s memory was just written in place. A pointwise op that did it reports itself next
+     * ({@link #recordInPlace}); any other event first means an op the trace does not see changed it.
+     */
+    default void mutated(T tensor) {}
+
+    /** A pointwise op ran in place: it wrote its result into {@code inputs.get(0)}. */
+    default void recordInPlace(OpDef op, List<T> inputs, double[] scalars) {}
 }

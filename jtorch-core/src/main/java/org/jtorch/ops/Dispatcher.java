@@ -116,6 +116,18 @@ public final class Dispatcher {
         if (hook != null) hook.created(t);
     }
 
+    /** Reports an in-place write into {@code t} to this thread's trace hook, if one is installed ({@link TraceHook#mutated}). */
+    public static void traceMutation(Tensor t) {
+        TraceHook<Tensor> hook = TRACE.get();
+        if (hook != null) hook.mutated(t);
+    }
+
+    /** Reports a pointwise op that wrote into {@code inputs[0]} ({@link TraceHook#recordInPlace}). */
+    static void tracedInPlace(OpDef op, double[] scalars, Tensor... inputs) {
+        TraceHook<Tensor> hook = TRACE.get();
+        if (hook != null) hook.recordInPlace(op, Arrays.asList(inputs), scalars.clone());
+    }
+
     /** Reports a host read of {@code t} to this thread's trace hook, if one is installed ({@link TraceHook#hostRead}). */
     public static void traceHostRead(Tensor t, String what) {
         TraceHook<Tensor> hook = TRACE.get();

@@ -66,6 +66,7 @@ public final class Elementwise {
                 Dispatcher.record(op, new Tensor[] {x}, new Tensor[] {before}, x, new double[] {p0, p1}, null);
             }
         }
+        if (Dispatcher.tracing()) Dispatcher.tracedInPlace(op, new double[] {p0, p1}, x);
         return x;
     }
 
@@ -114,6 +115,7 @@ public final class Elementwise {
                 Dispatcher.record(op, new Tensor[] {self, b}, new Tensor[] {before, b}, self, new double[] {alpha}, null);
             }
         }
+        if (Dispatcher.tracing()) Dispatcher.tracedInPlace(op, new double[] {alpha}, self, b);
         return self;
     }
 

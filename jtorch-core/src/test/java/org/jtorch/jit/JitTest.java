@@ -233,7 +233,8 @@ class JitTest {
     void whatTheTraceCannotReplayRunsEagerly() {
         TensorFunction flipped = x -> x[0].flip(0).relu().add(1.0);
         TensorFunction hostRead = x -> x[0].mul(x[0].sum().item()).relu();
-        TensorFunction inPlace = x -> x[0].mul(2.0).add_(x[0]).relu();
+        // fill_ is not a traced pointwise op: the trace sees a write it cannot replay.
+        TensorFunction inPlace = x -> x[0].mul(2.0).fill_(3.0).relu();
         Tensor x = randn(5, 5);
         for (TensorFunction f : new TensorFunction[] {flipped, hostRead, inPlace}) {
             assertTrue(Jit.explain(f, x).contains("runs eagerly"), Jit.explain(f, x));
@@ -241,12 +242,61 @@ class JitTest {
             Tensor y = randn(5, 5);
             assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
         }
-        // flip is not seen by the trace yet: its result is a tensor no recorded op made.
-        assertTrue(Jit.explain(flipped, x).contains("made by an op the trace does not see"), Jit.explain(flipped, x));
+        assertTrue(Jit.explain(inPlace, x).contains("changed in place by an op the trace does not see"), Jit.explain(inPlace, x));
+        // flip is not seen by the trace yet: it writes a tensor in place, and its result is a tensor no recorded op made.
+        assertTrue(Jit.explain(flipped, x).contains("by an op the trace does not see"), Jit.explain(flipped, x));
         // The host read is re-taken each call: a different input gives its own scale.
         TensorFunction compiled = Jit.trace(hostRead, x);
         Tensor z = randn(5, 5).mul(3.0);
         assertClose(hostRead.apply(z), compiled.apply(z), SAME_OPS);
+    }
+
+    /**
+     * Pointwise ops in place are replayed in trace order: on an intermediate, and on a captured buffer whose new value
+     * later ops read (which therefore do not fuse across the write). The buffer ends as the eager run leaves it.
+     */
+    @Test
+    void inPlacePointwiseOpsReplayInOrderOnIntermediatesAndCapturedBuffers() {
+        Torch.manualSeed(8);
+        Tensor x = randn(6, 5);
+        Tensor eagerBuf = randn(5);
+        Tensor compiledBuf = eagerBuf.clone();
+        java.util.function.Function<Tensor, TensorFunction> program = buf -> in -> {
+            Tensor before = in[0].mul(buf);
+            buf.mul_(0.5).add_(1.0);
+            return in[0].mul(2.0).add_(in[0]).relu().add(before).mul(buf);
+        };
+        TensorFunction eager = program.apply(eagerBuf);
+        String plan = Jit.explain(program.apply(compiledBuf.clone()), x);
+        assertTrue(!plan.contains("runs eagerly") && plan.contains("add_ (eager, in place)") && plan.contains("mul_ (eager, in place)"), plan);
+        TensorFunction compiled = Jit.trace(program.apply(compiledBuf), x);
+        // The trace's own call ran the function once.
+        eager.apply(x).close();
+        for (int call = 0; call < 3; call++) {
+            Tensor y = randn(6, 5);
+            assertClose(eager.apply(y), compiled.apply(y), SAME_OPS);
+            assertClose(eagerBuf, compiledBuf, SAME_OPS);
+        }
+    }
+
+    /** A batch norm in training counts its batches in place: the compiled module counts each call, as eager does. */
+    @Test
+    void aBatchNormInTrainingCountsItsBatchesWhenCompiled() {
+        Torch.manualSeed(9);
+        org.jtorch.nn.Sequential eager = new org.jtorch.nn.Sequential(new org.jtorch.nn.Linear(4, 3), new org.jtorch.nn.BatchNorm1d(3));
+        eager.to(DEVICE);
+        org.jtorch.nn.Sequential twin = (org.jtorch.nn.Sequential) eager.deepCopy();
+        TensorFunction compiled = Jit.compile(twin);
+        try (var g = Grad.noGrad()) {
+            for (int call = 0; call < 4; call++) {
+                Tensor x = randn(8, 4);
+                assertClose(eager.forward(x), compiled.apply(x), 1e-6f);
+            }
+        }
+        java.util.Map<String, Tensor> a = eager.stateDict();
+        java.util.Map<String, Tensor> b = twin.stateDict();
+        for (String k : a.keySet()) assertClose(a.get(k).to(DType.FLOAT32), b.get(k).to(DType.FLOAT32), 1e-6f);
+        assertEquals(4L, ((org.jtorch.nn.BatchNorm1d) twin.get(1)).numBatchesTracked().itemLong());
     }
 
     @Test
