@@ -74,7 +74,14 @@ final class TrainCommand {
             return 2;
         }
         Integer nproc = cl.getIntOrNull("nproc-per-node");
-        if (nproc != null && nproc > 1) return LaunchCommand.launch(nproc, "127.0.0.1", 29500, workerArguments(args), System.out, System.err);
+        if (nproc != null && nproc > 1) {
+            // GPUs meet through NCCL and the launcher's store, started without mpirun; the CPU's mpi backend needs mpirun's world.
+            if (config.device().isCuda()) {
+                return LaunchCommand.launchDirect(new org.jtorch.distributed.Launcher.Options(nproc, 1, 0, "127.0.0.1", 29500,
+                        java.time.Duration.ofSeconds(300), java.time.Duration.ofSeconds(5)), workerArguments(args), System.out, System.err);
+            }
+            return LaunchCommand.launch(nproc, "127.0.0.1", 29500, workerArguments(args), System.out, System.err);
+        }
         // Under a launcher, rank 0 reports; the others train quietly.
         boolean reporting = LaunchEnvironment.current().rank() == 0;
         PrintStream out = reporting ? System.out : new PrintStream(java.io.OutputStream.nullOutputStream());

@@ -102,8 +102,8 @@ public final class NcclProcessGroup extends ProcessGroup {
     }
 
     /**
-     * The group of the launch environment {@code env} (torchrun's contract): rank 0 serves a {@link TcpStore} at
-     * {@code MASTER_ADDR:MASTER_PORT} and publishes the NCCL unique id there. A process started alone is a world
+     * The group of the launch environment {@code env} (torchrun's contract): rank 0 publishes the NCCL unique id in the
+     * {@link TcpStore} at {@code MASTER_ADDR:MASTER_PORT}, which it serves unless the launcher does. A process started alone is a world
      * of one and needs no store. Throws {@link DistributedException} when NCCL or CUDA is missing, or the
      * rendezvous or {@code ncclCommInitRank} fails within {@code timeout}.
      */
@@ -119,7 +119,7 @@ public final class NcclProcessGroup extends ProcessGroup {
             throw new DistributedException("nccl backend: rank " + env.rank() + " of " + env.worldSize()
                     + " needs MASTER_ADDR and MASTER_PORT (the store where rank 0 publishes the NCCL unique id)");
         }
-        TcpStore store = new TcpStore(env.masterAddr(), env.masterPort(), env.rank() == 0, timeout);
+        TcpStore store = env.connectStore(timeout);
         try {
             return create(store, env.rank(), env.worldSize(), device, timeout);
         } catch (RuntimeException e) {
