@@ -16,6 +16,7 @@ import org.jtorch.Device;
 import org.jtorch.backend.Backend;
 import org.jtorch.backend.Backends;
 import org.jtorch.distributed.LaunchEnvironment;
+import org.jtorch.distributed.Launcher;
 import org.jtorch.cli.report.Plot;
 import org.jtorch.cli.report.ProgressBar;
 import org.jtorch.cli.report.Table;
@@ -77,8 +78,7 @@ final class TrainCommand {
         if (nproc != null && nproc > 1) {
             // GPUs meet through NCCL and the launcher's store, started without mpirun; the CPU's mpi backend needs mpirun's world.
             if (config.device().isCuda()) {
-                return LaunchCommand.launchDirect(new org.jtorch.distributed.Launcher.Options(nproc, 1, 0, "127.0.0.1", 29500,
-                        java.time.Duration.ofSeconds(300), java.time.Duration.ofSeconds(5)), workerArguments(args), System.out, System.err);
+                return LaunchCommand.launchDirect(Launcher.Options.local(nproc, 29500), workerArguments(args), System.out, System.err);
             }
             return LaunchCommand.launch(nproc, "127.0.0.1", 29500, workerArguments(args), System.out, System.err);
         }

@@ -63,6 +63,11 @@ public final class Launcher {
             if (masterPort < 1 || masterPort > 65535) throw new IllegalArgumentException("launch: --master-port must be in [1, 65535], got " + masterPort);
         }
 
+        /** One node of {@code nprocPerNode} workers, its store on loopback at {@code port}; torchrun's 300 s rendezvous, a 5 s stop grace. */
+        public static Options local(int nprocPerNode, int port) {
+            return new Options(nprocPerNode, 1, 0, "127.0.0.1", port, Duration.ofSeconds(300), Duration.ofSeconds(5));
+        }
+
         /** Workers in the whole job. */
         public int worldSize() {
             return nprocPerNode * nnodes;
@@ -81,7 +86,7 @@ public final class Launcher {
     private volatile boolean stopping;
     /** This node posted the job's first failure (the other nodes read it; this one does not). */
     private volatile boolean posted;
-    private TcpStore store;
+    private volatile TcpStore store;
 
     private Launcher(Options options, List<String> command, Map<String, String> extraEnv, PrintStream out, PrintStream err) {
         this.options = options;
