@@ -244,9 +244,21 @@ public final class Launcher {
                 }
                 if (failed != null) {
                     drain(failed);
-                    Outcome o = new Outcome(failed.process.exitValue(), failed.rank, "rank " + failed.rank + " of " + options.worldSize() + " (node "
-                            + options.nodeRank() + ", local rank " + failed.localRank + ") " + how(failed.process.exitValue())
-                            + "; the other workers were stopped." + (failed.last.isEmpty() ? "" : " Its last output:" + failed.lastOutput()));
+                    String here = "rank " + failed.rank + " of " + options.worldSize() + " (node " + options.nodeRank() + ", local rank "
+                            + failed.localRank + ") " + how(failed.process.exitValue());
+                    // A worker that fails because a peer on another node failed first (its collective broke) is not the cause.
+                    Outcome first = null;
+                    try {
+                        first = failureElsewhere();
+                    } catch (DistributedException lost) {
+                        // no store to ask: this node's failure is all it knows
+                    }
+                    if (first != null) {
+                        return new Outcome(first.exitCode(), first.failedRank(), first.message() + "; then " + here
+                                + (failed.last.isEmpty() ? "" : ". Its last output:" + failed.lastOutput()));
+                    }
+                    Outcome o = new Outcome(failed.process.exitValue(), failed.rank, here + "; the other workers were stopped."
+                            + (failed.last.isEmpty() ? "" : " Its last output:" + failed.lastOutput()));
                     post(o);
                     return o;
                 }
@@ -264,12 +276,8 @@ public final class Launcher {
             }
             try {
                 if (posted) return new Outcome(130, -1, "stopped by a signal; the workers were stopped"); // see interrupted()
-                if (store.check(List.of(FAILURE))) {
-                    String[] failure = store.getString(FAILURE).split(" ", 3);
-                    store.set(SEEN + options.nodeRank(), "yes");
-                    return new Outcome(1, Integer.parseInt(failure[1]), "stopped this node's workers (node " + options.nodeRank()
-                            + ") because another node failed: " + failure[2]);
-                }
+                Outcome elsewhere = failureElsewhere();
+                if (elsewhere != null) return elsewhere;
                 if (localDone && store.check(doneKeys)) return new Outcome(0, -1, "all " + options.worldSize() + " workers finished");
             } catch (DistributedException e) {
                 return new Outcome(1, -1, "lost the job's store at " + where + " (node 0's launcher ended?); stopped this node's workers: "
@@ -282,6 +290,15 @@ public final class Launcher {
                 return new Outcome(130, -1, "interrupted; the workers were stopped");
             }
         }
+    }
+
+    /** The failure another node posted, now marked as read by this one; null when there is none. */
+    private Outcome failureElsewhere() {
+        if (options.nnodes() == 1 || posted || !store.check(List.of(FAILURE))) return null;
+        String[] failure = store.getString(FAILURE).split(" ", 3);
+        store.set(SEEN + options.nodeRank(), "yes");
+        return new Outcome(1, Integer.parseInt(failure[1]), "stopped this node's workers (node " + options.nodeRank()
+                + ") because another node failed: " + failure[2]);
     }
 
     /** How a worker's status reads: Java reports a worker killed by signal N as 128 + N, as shells do. */

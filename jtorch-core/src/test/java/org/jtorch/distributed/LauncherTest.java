@@ -135,6 +135,20 @@ class LauncherTest {
         assertNothingLeftRunning(marker);
     }
 
+    /** A worker that fails because a peer on another node failed first is reported as a consequence, not as the cause. */
+    @Test
+    void aFailureCausedByAnotherNodesFailureNamesTheFirst() {
+        String marker = marker();
+        List<Node> nodes = job(1, 2, "cascade", marker);
+        Node node0 = nodes.get(0);
+        assertEquals(1, node0.outcome().failedRank(), node0.out() + node0.err());
+        assertTrue(node0.err().contains("jtorch launch: stopped this node's workers (node 0) because another node failed: rank 1 of 2 (node 1, "
+                + "local rank 0) exited with status 1"), node0.err());
+        assertTrue(node0.err().contains("; then rank 0 of 2 (node 0, local rank 0) exited with status 2. Its last output:"), node0.err());
+        assertEquals(1, nodes.get(1).outcome().failedRank());
+        assertNothingLeftRunning(marker);
+    }
+
     @Test
     void aWorkerKilledBySigkillStopsTheOthersAndIsNamed() {
         String marker = marker();

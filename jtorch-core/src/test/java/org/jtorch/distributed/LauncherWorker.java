@@ -30,6 +30,15 @@ public final class LauncherWorker {
                     if (rank == last) throw new IllegalStateException("rank " + rank + " fails on purpose");
                     Thread.sleep(120_000);
                 }
+                case "cascade" -> {
+                    // The others fail because the last rank did, as a collective with a dead peer would: at once when its
+                    // launcher has posted the failure, so usually before this node's launcher looks at the store.
+                    if (rank == last) throw new IllegalStateException("rank " + rank + " fails on purpose");
+                    while (!store.check(List.of("launch/failure"))) Thread.sleep(2);
+                    System.out.println("rank " + rank + " fails because rank " + last + " did");
+                    System.out.flush();
+                    Runtime.getRuntime().halt(2);
+                }
                 case "sigkill" -> {
                     if (rank == last) {
                         System.out.println("killing myself");
