@@ -20,30 +20,41 @@ import org.jtorch.nn.Module;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
 import org.jtorch.optim.SGD;
+import org.jtorch.vision.models.CifarResNet;
 
 /**
  * One rank of the DDP step benchmark ({@code scripts/bench-ddp}, under {@code mpirun}): the median training-step
- * time of an MLP (784-2048-2048-10, 6.2 M parameters, batch 64 per rank) three ways: alone (no communication),
- * with {@link DistributedDataParallel} (buckets all-reduced during backward), and with every gradient all-reduced
- * after backward returns (the design without overlap). Rank 0 prints one line per way.
+ * time of an MLP (784-2048-2048-10, 6.2 M parameters, batch 64 per rank) or ResNet-20 (CIFAR, 0.27 M parameters,
+ * batch 32 of 3x32x32 per rank) three ways: alone (no communication), with {@link DistributedDataParallel}
+ * (buckets all-reduced during backward), and with every gradient all-reduced after backward returns (the design
+ * without overlap). Rank 0 prints one line per way. {@code jtorch-bench/python/bench_ddp.py} runs the same steps
+ * on PyTorch's DDP over gloo ({@code scripts/bench-ddp-vs-torch}).
+ *
+ * <p>Arguments: {@code [rounds [mlp|resnet20]]}.
  */
 public final class DdpStepBench {
     private DdpStepBench() {}
 
-    private static Module model() {
+    private static Module model(String name) {
         Torch.manualSeed(0);
-        return new Sequential(new Flatten(), new Linear(784, 2048), new ReLU(), new Linear(2048, 2048), new ReLU(), new Linear(2048, 10));
+        return switch (name) {
+            case "mlp" -> new Sequential(new Flatten(), new Linear(784, 2048), new ReLU(), new Linear(2048, 2048), new ReLU(), new Linear(2048, 10));
+            case "resnet20" -> CifarResNet.resnet20(10);
+            default -> throw new IllegalArgumentException("DdpStepBench: model must be mlp or resnet20, got " + name);
+        };
     }
 
     public static void main(String[] args) {
         ProcessGroup pg = Distributed.initProcessGroup("mpi", Duration.ofMinutes(5));
         int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
-        Tensor x = Torch.randn(64, 784);
-        Tensor y = Torch.randint(0, 10, 64);
+        String name = args.length > 1 ? args[1] : "mlp";
+        boolean mlp = name.equals("mlp");
+        Tensor x = mlp ? Torch.randn(64, 784) : Torch.randn(32, 3, 32, 32);
+        Tensor y = Torch.randint(0, 10, mlp ? 64 : 32);
         Function<Module, Tensor> loss = m -> F.crossEntropy(m.forward(x), y);
-        Module alone = model();
-        Module after = model();
-        DistributedDataParallel ddp = new DistributedDataParallel(model(), pg);
+        Module alone = model(name);
+        Module after = model(name);
+        DistributedDataParallel ddp = new DistributedDataParallel(model(name), pg);
         Module[] models = {alone, ddp, after};
         SGD[] opts = {sgd(alone), sgd(ddp), sgd(after)};
         String[] names = {"alone (no communication)", "DDP (buckets reduced during backward)", "all-reduce after backward"};
@@ -62,7 +73,7 @@ public final class DdpStepBench {
         if (pg.rank() == 0) {
             for (int k = 0; k < 3; k++) {
                 Arrays.sort(t[k]);
-                System.out.printf(Locale.ROOT, "%-40s median %.1f ms%n", names[k], t[k][t[k].length / 2] * 1e3);
+                System.out.printf(Locale.ROOT, "%-9s %-40s median %.1f ms%n", name, names[k], t[k][t[k].length / 2] * 1e3);
             }
         }
         Distributed.destroyProcessGroup();

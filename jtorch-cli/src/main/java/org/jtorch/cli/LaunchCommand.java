@@ -9,6 +9,7 @@ import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -19,17 +20,24 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jtorch.distributed.Launcher;
 
 /**
- * {@code jtorch launch}: starts the workers of a data-parallel job on this machine, as {@code torchrun}.
+ * {@code jtorch launch}: starts the workers of a data-parallel job, as {@code torchrun}.
  *
- * <p>The workers form one MPI world, because the {@code mpi} backend needs one: the launcher runs Open MPI's
+ * <p>With {@code --backend nccl} or {@code store} the launcher starts the workers itself ({@link Launcher}: torchrun's
+ * environment, node 0's launcher serving the job's {@code TcpStore} at {@code MASTER_ADDR:MASTER_PORT}, one launcher
+ * per machine with {@code --nnodes}), so a job spans machines over TCP alone.
+ *
+ * <p>With {@code --backend mpi} (the default) the workers must form one MPI world: the launcher runs Open MPI's
  * {@code mpirun}, which starts them, wires their shared-memory transport, and stops every worker when one fails.
  * Each worker starts through a one-line {@code sh} shim that exports torchrun's environment contract ({@code RANK}
  * from {@code OMPI_COMM_WORLD_RANK}, ...) and then {@code exec}s the program, so the program is the MPI process
  * itself and signals reach it. The launcher reads {@code mpirun}'s tagged output, prints each line prefixed with
  * its rank, forwards SIGINT and SIGTERM (to {@code mpirun}, which forwards them to the workers), and when a worker
- * fails exits with its status, naming the rank, how it ended and its last lines of output.
+ * fails exits with its status, naming the rank, how it ended and its last lines of output. An MPI world over
+ * several machines is one {@code mpirun} over a host list (its processes are started through ssh from one place),
+ * so {@code --nnodes > 1} with mpi is refused with that advice rather than run as N separate worlds.
  */
 final class LaunchCommand {
     private static final Set<String> SUBCOMMANDS = Set.of("train", "info", "bench");
@@ -49,21 +57,24 @@ final class LaunchCommand {
 
     static CommandLine commandLine() {
         return new CommandLine("launch", """
-                Starts data-parallel workers on this machine, as torchrun: jtorch launch [options] -- PROGRAM [ARGS]
+                Starts data-parallel workers, as torchrun: jtorch launch [options] -- PROGRAM [ARGS]
                 PROGRAM is a jtorch command (train, info, bench) or any executable. Each worker gets RANK, LOCAL_RANK,
-                WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR and MASTER_PORT; they form one MPI world
-                (Open MPI's mpirun runs underneath), which Distributed.initProcessGroup("mpi") joins; with nccl they
-                meet in a TcpStore at MASTER_ADDR:MASTER_PORT, each on cuda:LOCAL_RANK (jtorch train picks the backend
-                from --device). Output lines
-                are prefixed with the rank; when a worker fails the others are stopped and the launcher exits
-                non-zero, naming it. Several machines: run one mpirun over a hostfile (mpirun --hostfile H -np N
-                ./jtorch train ...), which the mpi backend reads the same way.""")
+                WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR and MASTER_PORT. Output lines are prefixed with
+                the rank; when a worker fails the others are stopped (on every node) and the launcher exits non-zero,
+                naming it. --backend nccl or store: the launcher starts the workers itself, and the launcher of node 0
+                serves the job's TcpStore at MASTER_ADDR:MASTER_PORT, where the workers meet (nccl: each on
+                cuda:LOCAL_RANK); several machines: run one launcher on each with --nnodes M --node-rank R and node
+                0's address as --master-addr. --backend mpi: the workers form one MPI world on this machine (Open
+                MPI's mpirun runs underneath), which Distributed.initProcessGroup("mpi") joins; for several machines
+                run one mpirun over a hostfile (mpirun --hostfile H -np N ./jtorch train ...) instead.""")
                 .option("nproc-per-node", "N", null, "workers on this machine (required)")
-                .option("nnodes", "M", "1", "machines in the job (only 1 with the mpi backend: see above)")
-                .option("node-rank", "R", "0", "this machine's rank")
-                .option("master-addr", "ADDR", "127.0.0.1", "host of rank 0 (for a TcpStore rendezvous)")
-                .option("master-port", "PORT", "29500", "port of rank 0's store")
-                .option("backend", "NAME", "mpi", "mpi (CPU tensors through Open MPI) or nccl (CUDA tensors)");
+                .option("nnodes", "M", "1", "machines in the job (nccl or store; mpi: 1, see above)")
+                .option("node-rank", "R", "0", "this machine's rank, 0 .. M-1")
+                .option("master-addr", "ADDR", "127.0.0.1", "address of node 0, where its launcher serves the job's store")
+                .option("master-port", "PORT", "29500", "port of the job's store")
+                .option("rdzv-timeout", "SECONDS", "300", "how long to wait for the other nodes to join (nccl or store)")
+                .option("backend", "NAME", "mpi", "mpi (CPU tensors, one MPI world through mpirun), nccl (CUDA tensors) or store (any "
+                        + "program meeting in the TcpStore)");
     }
 
     static int run(String[] args) {
@@ -78,19 +89,41 @@ final class LaunchCommand {
             if (nproc < 1) throw new CommandLine.UsageException("--nproc-per-node must be at least 1, got " + nproc);
             int nnodes = cl.getInt("nnodes");
             int nodeRank = cl.getInt("node-rank");
-            cl.getInt("master-port");
-            cl.choice("backend", List.of("mpi", "nccl"));
-            if (nnodes != 1 || nodeRank != 0) {
-                throw new CommandLine.UsageException("--nnodes " + nnodes + " --node-rank " + nodeRank + ": the mpi backend starts a "
-                        + "multi-machine job from one place; run mpirun --hostfile HOSTS -np N ./jtorch ... instead");
-            }
+            int port = cl.getInt("master-port");
+            String backend = cl.choice("backend", List.of("mpi", "nccl", "store"));
             if (program.isEmpty()) throw new CommandLine.UsageException("no program: put it after '--', e.g. jtorch launch --nproc-per-node 2 -- train");
-            return launch(nproc, cl.get("master-addr"), cl.getInt("master-port"), program, System.out, System.err);
+            if (backend.equals("mpi")) {
+                if (nnodes != 1 || nodeRank != 0) {
+                    throw new CommandLine.UsageException("--nnodes " + nnodes + " --node-rank " + nodeRank + " with the mpi backend: an MPI world "
+                            + "over several machines is started by one mpirun over a host list (mpirun --hostfile HOSTS -np N ./jtorch ...); "
+                            + "or use --backend nccl (GPUs) or store, whose workers meet over TCP");
+                }
+                return launch(nproc, cl.get("master-addr"), port, program, System.out, System.err);
+            }
+            Launcher.Options options;
+            try {
+                options = new Launcher.Options(nproc, nnodes, nodeRank, cl.get("master-addr"), port,
+                        Duration.ofSeconds(cl.getInt("rdzv-timeout")), Duration.ofMillis(STOP_GRACE_MS));
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.UsageException(e.getMessage().substring("launch: ".length()));
+            }
+            return launchDirect(options, program, System.out, System.err);
         } catch (CommandLine.UsageException e) {
             System.err.println("jtorch launch: " + e.getMessage());
             System.err.println(cl.usage());
             return 2;
         }
+    }
+
+    /** Starts this node's workers without mpirun (nccl, store): see {@link Launcher}. */
+    static int launchDirect(Launcher.Options options, List<String> program, PrintStream out, PrintStream err) {
+        return Launcher.run(options, workerCommand(program), Map.of("OMP_NUM_THREADS", threadsPerWorker(options.nprocPerNode())), out, err)
+                .exitCode();
+    }
+
+    /** As torchrun, keep the workers' compute threads within the machine's cores (oversubscribed kernels wait on descheduled threads). */
+    private static String threadsPerWorker(int nproc) {
+        return System.getenv().getOrDefault("OMP_NUM_THREADS", Integer.toString(Math.max(1, Runtime.getRuntime().availableProcessors() / nproc)));
     }
 
     /** What the job's outcome was; {@code failedRank} is -1 when every worker succeeded. */
@@ -106,10 +139,7 @@ final class LaunchCommand {
                 "--bind-to", "none", "--tag-output", "--stdin", "none"));
         Map<String, String> contract = new java.util.LinkedHashMap<>(Map.of("WORLD_SIZE", Integer.toString(nproc),
                 "LOCAL_WORLD_SIZE", Integer.toString(nproc), "GROUP_RANK", "0", "MASTER_ADDR", masterAddr, "MASTER_PORT", Integer.toString(masterPort)));
-        // As torchrun, keep the workers' compute threads within the machine's cores: N workers each with every core
-        // oversubscribe it, and parallel kernels then wait on descheduled threads.
-        contract.put("OMP_NUM_THREADS", System.getenv().getOrDefault("OMP_NUM_THREADS",
-                Integer.toString(Math.max(1, Runtime.getRuntime().availableProcessors() / nproc))));
+        contract.put("OMP_NUM_THREADS", threadsPerWorker(nproc));
         for (String name : contract.keySet()) command.addAll(List.of("-x", name));
         command.addAll(List.of("sh", "-c", "export RANK=$OMPI_COMM_WORLD_RANK LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK; exec \"$@\"", "jtorch-worker"));
         command.addAll(workerCommand(program));

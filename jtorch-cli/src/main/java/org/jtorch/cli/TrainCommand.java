@@ -16,6 +16,7 @@ import org.jtorch.Device;
 import org.jtorch.backend.Backend;
 import org.jtorch.backend.Backends;
 import org.jtorch.distributed.LaunchEnvironment;
+import org.jtorch.distributed.Launcher;
 import org.jtorch.cli.report.Plot;
 import org.jtorch.cli.report.ProgressBar;
 import org.jtorch.cli.report.Table;
@@ -74,7 +75,13 @@ final class TrainCommand {
             return 2;
         }
         Integer nproc = cl.getIntOrNull("nproc-per-node");
-        if (nproc != null && nproc > 1) return LaunchCommand.launch(nproc, "127.0.0.1", 29500, workerArguments(args), System.out, System.err);
+        if (nproc != null && nproc > 1) {
+            // GPUs meet through NCCL and the launcher's store, started without mpirun; the CPU's mpi backend needs mpirun's world.
+            if (config.device().isCuda()) {
+                return LaunchCommand.launchDirect(Launcher.Options.local(nproc, 29500), workerArguments(args), System.out, System.err);
+            }
+            return LaunchCommand.launch(nproc, "127.0.0.1", 29500, workerArguments(args), System.out, System.err);
+        }
         // Under a launcher, rank 0 reports; the others train quietly.
         boolean reporting = LaunchEnvironment.current().rank() == 0;
         PrintStream out = reporting ? System.out : new PrintStream(java.io.OutputStream.nullOutputStream());

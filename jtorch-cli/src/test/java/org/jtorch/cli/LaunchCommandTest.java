@@ -138,10 +138,21 @@ class LaunchCommandTest {
         }
     }
 
+    /** --backend store starts the workers without mpirun (org.jtorch.distributed.LauncherTest tests the launcher itself). */
+    @Test
+    void theStoreBackendStartsTheWorkersItselfAndReturnsAFailingWorkersStatus() {
+        String port = Integer.toString(freePort());
+        assertEquals(0, LaunchCommand.run(new String[] {"--nproc-per-node", "2", "--backend", "store", "--master-port", port, "--", "sh", "-c",
+                "test \"$RANK $LOCAL_RANK $WORLD_SIZE $GROUP_RANK $TORCHELASTIC_USE_AGENT_STORE\" = \"$LOCAL_RANK $LOCAL_RANK 2 0 True\""}));
+        assertEquals(3, LaunchCommand.run(new String[] {"--nproc-per-node", "2", "--backend", "store", "--master-port", port, "--", "sh", "-c",
+                "exit $((RANK * 3))"}));
+    }
+
     @Test
     void usageErrorsSayWhatIsWrong() {
         assertEquals(2, LaunchCommand.run(new String[] {"--", "train"}));
         assertEquals(2, LaunchCommand.run(new String[] {"--nproc-per-node", "2"}));
-        assertEquals(2, LaunchCommand.run(new String[] {"--nproc-per-node", "2", "--nnodes", "2", "--", "train"}));
+        assertEquals(2, LaunchCommand.run(new String[] {"--nproc-per-node", "2", "--nnodes", "2", "--", "train"})); // mpi: one mpirun instead
+        assertEquals(2, LaunchCommand.run(new String[] {"--nproc-per-node", "2", "--backend", "store", "--nnodes", "2", "--node-rank", "2", "--", "train"}));
     }
 }

@@ -18,7 +18,7 @@ public final class CollectiveHeader {
     /** The operations, in the order their ordinals are encoded. */
     public enum Call {
         ALL_REDUCE("allReduce"), BROADCAST("broadcast"), ALL_GATHER("allGather"), REDUCE_SCATTER("reduceScatter"),
-        BARRIER("barrier"), SEND("send"), RECV("recv");
+        BARRIER("barrier"), SEND("send"), RECV("recv"), BATCH_P2P("batchIsendIrecv");
 
         private final String pyName;
 

@@ -1,5 +1,6 @@
 package org.jtorch.distributed;
 
+import java.time.Duration;
 import java.util.Map;
 
 /**
@@ -16,9 +17,12 @@ import java.util.Map;
  * @param masterAddr the host of rank 0's store, or null when not set
  * @param masterPort the port of rank 0's store, or 0 when not set
  * @param source where the values came from: {@code torchrun}, {@code mpirun} or {@code default}
+ * @param launcherServesStore true when the launcher itself serves the {@link TcpStore} at {@code MASTER_ADDR:MASTER_PORT}
+ *     and rank 0 only connects to it ({@code TORCHELASTIC_USE_AGENT_STORE=True}, as torchrun sets it; {@code jtorch
+ *     launch} does when it starts the workers itself)
  */
 public record LaunchEnvironment(int rank, int localRank, int worldSize, int localWorldSize, int groupRank, String masterAddr,
-        int masterPort, String source) {
+        int masterPort, String source, boolean launcherServesStore) {
     public LaunchEnvironment {
         if (worldSize < 1 || rank < 0 || rank >= worldSize) {
             throw new IllegalArgumentException("LaunchEnvironment: RANK must be in [0, WORLD_SIZE), got RANK=" + rank + " WORLD_SIZE=" + worldSize);
@@ -27,6 +31,23 @@ public record LaunchEnvironment(int rank, int localRank, int worldSize, int loca
             throw new IllegalArgumentException("LaunchEnvironment: LOCAL_RANK must be in [0, LOCAL_WORLD_SIZE), got LOCAL_RANK=" + localRank
                     + " LOCAL_WORLD_SIZE=" + localWorldSize);
         }
+    }
+
+    /** A launch environment whose store, if any, rank 0 serves. */
+    public LaunchEnvironment(int rank, int localRank, int worldSize, int localWorldSize, int groupRank, String masterAddr, int masterPort,
+            String source) {
+        this(rank, localRank, worldSize, localWorldSize, groupRank, masterAddr, masterPort, source, false);
+    }
+
+    /**
+     * Connects to the job's {@link TcpStore} at {@code MASTER_ADDR:MASTER_PORT}: rank 0 serves it unless the launcher
+     * does. Throws {@link DistributedException} when the environment names no store.
+     */
+    public TcpStore connectStore(Duration timeout) {
+        if (masterAddr == null || masterPort == 0) {
+            throw new DistributedException("rank " + rank + " of " + worldSize + " needs MASTER_ADDR and MASTER_PORT (the job's store)");
+        }
+        return new TcpStore(masterAddr, masterPort, rank == 0 && !launcherServesStore, timeout);
     }
 
     /** This process's environment. */
@@ -43,7 +64,8 @@ public record LaunchEnvironment(int rank, int localRank, int worldSize, int loca
             int localWorld = integer(env, "LOCAL_WORLD_SIZE", world);
             String port = env.get("MASTER_PORT");
             return new LaunchEnvironment(rank, localRank, world, localWorld, integer(env, "GROUP_RANK", 0), env.get("MASTER_ADDR"),
-                    port == null ? 0 : integer(env, "MASTER_PORT", null), "torchrun");
+                    port == null ? 0 : integer(env, "MASTER_PORT", null), "torchrun",
+                    "true".equalsIgnoreCase(env.getOrDefault("TORCHELASTIC_USE_AGENT_STORE", "false")));
         }
         if (env.containsKey("OMPI_COMM_WORLD_RANK")) {
             int rank = integer(env, "OMPI_COMM_WORLD_RANK", null);

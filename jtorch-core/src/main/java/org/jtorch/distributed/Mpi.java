@@ -52,6 +52,9 @@ final class Mpi {
     private final MethodHandle send;
     private final MethodHandle recv;
     private final MethodHandle abort;
+    private final MethodHandle isend;
+    private final MethodHandle irecv;
+    private final MethodHandle waitall;
 
     private Mpi(SymbolLookup lookup) {
         this.lookup = lookup;
@@ -74,6 +77,9 @@ final class Mpi {
         send = function("MPI_Send", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS);
         recv = function("MPI_Recv", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
         abort = function("MPI_Abort", JAVA_INT, ADDRESS, JAVA_INT);
+        isend = function("MPI_Isend", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
+        irecv = function("MPI_Irecv", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
+        waitall = function("MPI_Waitall", JAVA_INT, JAVA_INT, ADDRESS, ADDRESS);
     }
 
     /** Opens the system's Open MPI; throws {@link DistributedException} saying what to install when it is missing. */
@@ -170,6 +176,20 @@ final class Mpi {
 
     void recv(MemorySegment buffer, int count, MemorySegment type, int source, int tag) {
         call("MPI_Recv", recv, buffer, count, type, source, tag, commWorld, STATUS_IGNORE);
+    }
+
+    /** {@code MPI_Isend}: the request handle goes into {@code request} (an {@code MPI_Request}, pointer-sized in Open MPI). */
+    void isend(MemorySegment buffer, int count, MemorySegment type, int dest, int tag, MemorySegment request) {
+        call("MPI_Isend", isend, buffer, count, type, dest, tag, commWorld, request);
+    }
+
+    void irecv(MemorySegment buffer, int count, MemorySegment type, int source, int tag, MemorySegment request) {
+        call("MPI_Irecv", irecv, buffer, count, type, source, tag, commWorld, request);
+    }
+
+    /** {@code MPI_Waitall} on {@code count} requests ({@code MPI_STATUSES_IGNORE}). */
+    void waitAll(int count, MemorySegment requests) {
+        call("MPI_Waitall", waitall, count, requests, STATUS_IGNORE);
     }
 
     /** Calls {@code handle} (every MPI function returns an int error code) and throws naming {@code name} on error. */

@@ -297,6 +297,34 @@ public final class MpiProcessGroup extends ProcessGroup {
         });
     }
 
+    @Override
+    public Work batchIsendIrecv(List<P2POp> ops) {
+        checkBatch(ops, this::checkTensor);
+        for (P2POp op : ops) checkCount("batchIsendIrecv", op.tensor().numel());
+        List<P2POp> batch = List.copyOf(ops);
+        return submit(Call.BATCH_P2P, "batchIsendIrecv(" + batch.size() + " ops)", null, () -> {
+            List<Tensor> buffers = new ArrayList<>();
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment requests = arena.allocate(ValueLayout.ADDRESS, batch.size());
+                for (int i = 0; i < batch.size(); i++) {
+                    P2POp op = batch.get(i);
+                    Tensor buffer = staged(op.tensor(), false);
+                    buffers.add(buffer);
+                    MemorySegment request = requests.asSlice(i * ValueLayout.ADDRESS.byteSize(), ValueLayout.ADDRESS.byteSize());
+                    if (op.isSend()) {
+                        mpi.isend(segment(buffer), (int) buffer.numel(), datatype(buffer.dtype()), op.peer(), op.tag(), request);
+                    } else {
+                        mpi.irecv(segment(buffer), (int) buffer.numel(), datatype(buffer.dtype()), op.peer(), op.tag(), request);
+                    }
+                }
+                mpi.waitAll(batch.size(), requests);
+                for (int i = 0; i < batch.size(); i++) if (!batch.get(i).isSend()) unstage(batch.get(i).tensor(), buffers.get(i));
+            } finally {
+                for (int i = 0; i < buffers.size(); i++) if (buffers.get(i) != batch.get(i).tensor()) buffers.get(i).close();
+            }
+        });
+    }
+
     /**
      * Finalises MPI after the operations already issued; idempotent. A group broken by a failure or a timeout is
      * not finalised (its thread may be blocked in a collective that will never complete): the process should exit.

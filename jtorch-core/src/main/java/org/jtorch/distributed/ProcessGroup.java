@@ -70,6 +70,29 @@ public abstract class ProcessGroup implements AutoCloseable {
     /** Receives into {@code tensor} what rank {@code src} sent with {@code tag}. */
     public abstract Work recv(Tensor tensor, int src, int tag);
 
+    /**
+     * Issues the sends and receives of {@code ops} together, as one operation, as PyTorch's {@code batch_isend_irecv}:
+     * they progress at once, so each rank may list its own in any order (two ranks may both send first, which single
+     * {@link #send}s would deadlock on once the tensors are larger than the transport's buffers). Every peer must
+     * issue the matching batch. Returns one {@link Work} for the whole batch. The nccl backend brackets the calls in
+     * {@code ncclGroupStart}/{@code ncclGroupEnd}; the mpi backend posts {@code MPI_Isend}/{@code MPI_Irecv} and
+     * waits for all. Unlike {@link #send}/{@link #recv}, no header precedes the data: a receive whose size differs
+     * from the send fails in the backend (MPI's truncation error), or is not detected (NCCL).
+     */
+    public abstract Work batchIsendIrecv(List<P2POp> ops);
+
+    /** The batch must be non-empty and name valid peers other than this rank. */
+    protected final void checkBatch(List<P2POp> ops, TensorCheck checkTensor) {
+        if (ops == null || ops.isEmpty()) throw new IllegalArgumentException("batchIsendIrecv: expected at least one P2POp, got " + ops);
+        for (int i = 0; i < ops.size(); i++) {
+            P2POp op = ops.get(i);
+            String what = "ops[" + i + "] (" + op.describe() + ")";
+            checkTensor.check("batchIsendIrecv", what, op.tensor());
+            checkRank("batchIsendIrecv", what + " peer", op.peer());
+            if (op.peer() == rank()) throw new IllegalArgumentException("batchIsendIrecv: " + what + " names this rank (" + rank() + ") as its peer");
+        }
+    }
+
     /** Releases the group; collectives issued afterwards fail. */
     @Override
     public abstract void close();

@@ -381,6 +381,13 @@ public final class TcpStore implements AutoCloseable {
             closeQuietly(listener);
             for (Socket s : clients) closeQuietly(s);
             acceptor.interrupt();
+            // A socket closed while a virtual thread is blocked in accept() is released only once that thread has
+            // left it: wait, so that the port can be served again as soon as close() returns (a launcher run again).
+            try {
+                acceptor.join(Duration.ofSeconds(5));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 

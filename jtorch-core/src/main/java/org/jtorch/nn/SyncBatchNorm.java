@@ -15,11 +15,13 @@ import org.jtorch.ops.Arguments;
  * group's ranks, so that data-parallel training normalises as one process would on the global batch. On the
  * {@code mpi} backend it runs on CPU tensors, on {@code nccl} on CUDA tensors.
  *
- * <p>Forward, as PyTorch's {@code sync_batch_norm}: each rank sums its input per channel, and sums its squares, and
- * counts its elements per channel; one all-reduce of {@code [sum, sum of squares, count]} gives every rank the
- * global mean and biased variance ({@code E[x^2] - E[x]^2}); the input is normalised with them. Backward all-reduces
- * the gradients of those sums (PyTorch's {@code sum_dy} and {@code sum_dy_xmu}), so that each rank's input gradient
- * accounts for every rank's loss. Running statistics move as PyTorch's: the mean by the global mean, the variance by
+ * <p>Forward, as PyTorch's {@code sync_batch_norm}: each rank computes, per channel, the mean of its rows and their
+ * centred sum of squares (two passes, as Welford's result), and its row count, which may differ between ranks; one
+ * all-gather of {@code [mean, M2, count]} gives every rank all of them, merged with Chan's formula
+ * ({@code M2 = sum M2_r + sum n_r (mean_r - mean)^2}) into the global mean and biased variance; the input is
+ * normalised with them. The merge is differentiable and the all-gather's backward all-reduces the gradients, so
+ * that each rank's input gradient accounts for every rank's loss. (The textbook {@code E[x^2] - E[x]^2} cancels
+ * catastrophically in float32 when the mean is large against the deviation.) Running statistics move as PyTorch's: the mean by the global mean, the variance by
  * the global unbiased variance ({@code count / (count - 1)}), with {@code momentum}. Statistics of {@code float16}
  * and {@code bfloat16} inputs are computed in {@code float32}. In evaluation, or with a group of one rank, it is
  * plain batch norm. Every rank must run the same forward and backward (the all-reduces must match).
@@ -89,16 +91,21 @@ public class SyncBatchNorm extends BatchNorm {
         Tensor mean;
         Tensor var;
         Tensor count;
+        // Each rank's mean and centred sum of squares (two passes over its own rows), merged across ranks with Chan's
+        // formula: E[x^2] - E[x]^2 in float32 loses the variance entirely once the mean is ~1e4 times the deviation.
+        long rowsHere = input.numel() / channels;
         try (Tensor wide = input.to(statType); Tensor perChannel = wide.transpose(0, 1); Tensor rows = perChannel.reshape(channels, -1);
-                Tensor squares = rows.mul(rows); Tensor sum = rows.sum(1); Tensor sumOfSquares = squares.sum(1);
-                Tensor localCount = Torch.full(new long[] {1}, (double) rows.size(1), statType, input.device());
-                Tensor local = Torch.cat(sum, sumOfSquares, localCount); Tensor global = allReduceSum(local, group);
-                Tensor globalSum = global.narrow(0, 0, channels); Tensor globalSquares = global.narrow(0, channels, channels);
-                Tensor meanSquare = globalSquares.div(global.narrow(0, 2L * channels, 1))) {
-            count = global.narrow(0, 2L * channels, 1);
-            mean = globalSum.div(count);
-            try (Tensor meanSquared = mean.mul(mean)) {
-                var = meanSquare.sub(meanSquared);
+                Tensor sum = rows.sum(1); Tensor localMean = sum.div((double) Math.max(1, rowsHere)); Tensor column = localMean.view(channels, 1);
+                Tensor centred = rows.sub(column); Tensor squares = centred.mul(centred); Tensor localM2 = squares.sum(1);
+                Tensor localCount = Torch.full(new long[] {1}, (double) rowsHere, statType, input.device());
+                Tensor local = Torch.cat(localMean, localM2, localCount); Tensor all = allGatherRows(local, group);
+                Tensor means = all.narrow(1, 0, channels); Tensor m2s = all.narrow(1, channels, channels);
+                Tensor counts = all.narrow(1, 2L * channels, 1); Tensor weighted = means.mul(counts); Tensor weightedSum = weighted.sum(0)) {
+            count = counts.sum(0);
+            mean = weightedSum.div(count);
+            try (Tensor delta = means.sub(mean); Tensor deltaSquared = delta.mul(delta); Tensor between = deltaSquared.mul(counts);
+                    Tensor betweenSum = between.sum(0); Tensor within = m2s.sum(0); Tensor m2 = within.add(betweenSum)) {
+                var = m2.div(count);
             }
         }
         try (count) {
@@ -142,18 +149,27 @@ public class SyncBatchNorm extends BatchNorm {
         }
     }
 
-    /** The sum of {@code t} over the ranks; its backward is the sum of the gradients over the ranks. */
-    private static Tensor allReduceSum(Tensor t, ProcessGroup group) {
+    /**
+     * Every rank's {@code t} ({@code [L]}) as the rows of a {@code [ranks, L]} tensor; its backward gives this rank the
+     * sum over the ranks of the gradients of its row (each rank's loss used every row).
+     */
+    private static Tensor allGatherRows(Tensor t, ProcessGroup group) {
         Tensor out;
         try (Grad.Mode g = Grad.noGrad()) {
-            out = t.clone();
-            group.allReduce(out, ReduceOp.SUM).waitFor();
+            out = Tensor.empty(new long[] {group.size(), t.numel()}, t.dtype(), t.device());
+            try (Tensor c = t.contiguous()) {
+                group.allGatherIntoTensor(out, c).waitFor();
+            }
         }
         if (Autograd.needsGrad(t)) {
-            Autograd.record("SyncBatchNormAllReduceBackward", out, grads -> {
-                Tensor summed = grads[0].clone();
-                group.allReduce(summed, ReduceOp.SUM).waitFor();
-                return new Tensor[] {summed};
+            int rank = group.rank();
+            Autograd.record("SyncBatchNormAllGatherBackward", out, grads -> {
+                try (Tensor summed = grads[0].contiguous().clone()) {
+                    group.allReduce(summed, ReduceOp.SUM).waitFor();
+                    try (Tensor mine = summed.select(0, rank)) {
+                        return new Tensor[] {mine.clone()};
+                    }
+                }
             }, new Tensor[] {t});
         }
         return out;

@@ -51,4 +51,11 @@ class CollectivesTest {
         assertTrue(r.output().contains("rank 0 closed"), r.output());
         assertTrue(r.elapsed().toSeconds() < 30, "took " + r.elapsed());
     }
+
+    @Test
+    void batchedSendsAndReceivesProgressTogetherWhicheverComesFirst() throws Exception {
+        MpiJob.Result r = MpiJob.run(2, Duration.ofSeconds(90), CollectivesWorker.class, "batch-p2p");
+        assertRanksOk(r, 2);
+        assertTrue(r.output().contains("rank 0: batchIsendIrecv: ops[0] (isend to 0) names this rank (0) as its peer"), r.output());
+    }
 }

@@ -24,13 +24,15 @@ public final class CollectivesWorker {
     private static final Device DEVICE = BACKEND.equals("nccl") ? Device.cuda() : Device.cpu();
 
     public static void main(String[] args) throws Exception {
-        ProcessGroup pg = BACKEND.equals("mpi") ? MpiProcessGroup.init(Duration.ofSeconds(30))
-                : Distributed.initProcessGroup(BACKEND, Duration.ofSeconds(30));
+        Duration timeout = Duration.ofSeconds(args[0].equals("watchdog") ? 3 : 30);
+        ProcessGroup pg = BACKEND.equals("mpi") ? MpiProcessGroup.init(timeout) : Distributed.initProcessGroup(BACKEND, timeout);
         switch (args[0]) {
             case "collectives" -> collectives(pg);
             case "disagreement" -> disagreement(pg);
             case "timeout" -> timeout(pg);
             case "killed" -> killed(pg);
+            case "watchdog" -> watchdog(pg);
+            case "batch-p2p" -> batchP2p(pg);
             default -> throw new IllegalArgumentException(args[0]);
         }
         pg.close();
@@ -241,6 +243,60 @@ public final class CollectivesWorker {
             System.out.println("rank 0 closed");
             System.out.flush();
             System.exit(3);
+        }
+    }
+
+    /**
+     * Rank 1 stops taking part (alive, but it never calls the collective). Without header checks rank 0's all-reduce is
+     * enqueued at once and its wait returns (it only orders streams), so the hang is on the device: the watchdog must
+     * abort the communicator within the 3 s timeout, which ends the kernel (the host's read of the tensor returns),
+     * and name the collective, its tensor and the rank in the group's next error.
+     */
+    private static void watchdog(ProcessGroup pg) throws InterruptedException {
+        if (pg.rank() == 1) {
+            Thread.sleep(20_000); // still alive: the simulator's NCCL must not see a dead peer
+            System.out.println("rank 1 stayed away");
+            System.out.flush();
+            Runtime.getRuntime().halt(0); // its communicator saw the abort; nothing to finalise
+        }
+        try (Tensor t = on(Torch.ones(4, 3))) {
+            long start = System.nanoTime();
+            pg.allReduce(t).waitFor();
+            t.toDoubleArray(); // waits for the kernel, which only the watchdog's abort ends
+            long waited = (System.nanoTime() - start) / 1_000_000;
+            System.out.println("rank 0 released after " + waited + " ms");
+            check(waited >= 2_500 && waited < 15_000, "the watchdog fires after the 3 s timeout, not long after: " + waited + " ms");
+            String next = expectThrows(DistributedException.class, () -> pg.barrier().waitFor(), "nccl watchdog");
+            System.out.println("rank 0 then: " + next);
+        }
+    }
+
+    /**
+     * Every rank sends to the next and receives from the previous in one batch, sends listed first on every rank (single
+     * blocking sends of 4 MiB would deadlock that way): a 1M-element float32 tensor, a small int64 one, and a receive
+     * into a non-contiguous view; each arrives as the sender's values. A batch naming this rank as a peer is refused.
+     */
+    private static void batchP2p(ProcessGroup pg) {
+        int rank = pg.rank();
+        int next = (rank + 1) % pg.size();
+        int prev = (rank + pg.size() - 1) % pg.size();
+        int big = 1 << 20;
+        try (Tensor out = values(rank, big, DType.FLOAT32); Tensor in = on(Torch.zeros(big)); Tensor small = values(rank, 5, DType.INT64);
+                Tensor smallIn = values(rank, 5, DType.INT64); Tensor grid = values(rank, 12, DType.FLOAT32); Tensor sent = grid.view(3, 4);
+                Tensor storage = on(Torch.zeros(4, 3)); Tensor view = storage.t()) {
+            check(!view.isContiguous(), "the receive target is a non-contiguous view");
+            pg.batchIsendIrecv(List.of(P2POp.isend(out, next), P2POp.isend(small, next), new P2POp(true, sent, next, 1),
+                    P2POp.irecv(in, prev), P2POp.irecv(smallIn, prev), new P2POp(false, view, prev, 1))).waitFor();
+            try (Tensor expected = values(prev, big, DType.FLOAT32); Tensor expectedSmall = values(prev, 5, DType.INT64);
+                    Tensor expectedGrid = values(prev, 12, DType.FLOAT32)) {
+                check(Arrays.equals(in.toDoubleArray(), expected.toDoubleArray()), "the 1M-element receive holds rank " + prev + "'s values");
+                check(Arrays.equals(smallIn.toDoubleArray(), expectedSmall.toDoubleArray()), "the int64 receive holds rank " + prev + "'s values");
+                try (Tensor got = view.contiguous()) {
+                    check(Arrays.equals(got.toDoubleArray(), expectedGrid.toDoubleArray()), "the view received rank " + prev + "'s values");
+                }
+            }
+            String m = expectThrows(IllegalArgumentException.class, () -> pg.batchIsendIrecv(List.of(P2POp.isend(out, rank))), "names this rank");
+            System.out.println("rank " + rank + ": " + m);
         }
     }
 

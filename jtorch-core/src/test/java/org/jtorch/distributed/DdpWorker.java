@@ -49,6 +49,7 @@ public final class DdpWorker {
             case "mlp-small-buckets" -> mlp(pg, DistributedDataParallel.options().bucketCapMb(0.0002).firstBucketCapMb(0.0001));
             case "cnn" -> cnn(pg);
             case "sync-bn" -> syncBatchNorm(pg);
+            case "sync-bn-unequal" -> syncBatchNormUnequal(pg);
             case "no-sync" -> noSync(pg);
             case "unused" -> unused(pg);
             case "unused-found" -> unusedFound(pg);
@@ -209,6 +210,63 @@ public final class DdpWorker {
         }
         check(diff <= TOLERANCE, "evaluation outputs differ by " + diff);
         return diff;
+    }
+
+    /**
+     * syncBatchNorm with 4 rows on rank 0 and 9 on rank 1, against F.batchNorm on the 13 rows in one process:
+     * outputs, input gradients, the weight and bias gradients summed over the ranks, and the running statistics, in
+     * float64 to 1e-10; then float32 rows around 1e4 (deviation 1), whose normalised values and running variance stay
+     * within 2e-3 of the float64 reference (E[x^2] - E[x]^2 in float32 is off by several units there).
+     */
+    private static double syncBatchNormUnequal(ProcessGroup pg) {
+        int rank = pg.rank();
+        check(pg.size() == 2, "the scenario splits 13 rows over 2 ranks");
+        int from = rank == 0 ? 0 : 4;
+        int n = rank == 0 ? 4 : 9;
+        Torch.manualSeed(21);
+        Tensor full64;
+        Tensor upstream;
+        try (Tensor x = Torch.randn(13, 3, 2, 2); Tensor g = Torch.randn(13, 3, 2, 2)) {
+            full64 = x.to(org.jtorch.DType.FLOAT64).mul(1.5).add(0.5).to(DEVICE);
+            upstream = g.to(org.jtorch.DType.FLOAT64).to(DEVICE);
+        }
+        double worst = 0;
+        for (boolean largeMean : new boolean[] {false, true}) {
+            org.jtorch.DType dtype = largeMean ? org.jtorch.DType.FLOAT32 : org.jtorch.DType.FLOAT64;
+            double tolerance = largeMean ? 2e-3 : 1e-10;
+            // The float32 rows are exactly representable around 1e4; the reference normalises those same values in float64.
+            Tensor global = largeMean ? full64.add(1e4).to(dtype) : full64;
+            Tensor ref = global.to(org.jtorch.DType.FLOAT64).detach().requiresGrad_(true);
+            Tensor refW = Torch.tensor(new double[] {0.5, -1.0, 2.0}).to(DEVICE).requiresGrad_(true);
+            Tensor refB = Torch.tensor(new double[] {0.1, 0.2, -0.3}).to(DEVICE).requiresGrad_(true);
+            Tensor refMean = Torch.zeros(3).to(org.jtorch.DType.FLOAT64).to(DEVICE);
+            Tensor refVar = Torch.ones(3).to(org.jtorch.DType.FLOAT64).to(DEVICE);
+            Tensor refOut = F.batchNorm(ref, refMean, refVar, refW, refB, true, 0.1, 1e-5);
+            refOut.mul(upstream).sum().backward();
+
+            Tensor x = rows(global, from, n).detach().requiresGrad_(true);
+            Tensor w = Torch.tensor(new double[] {0.5, -1.0, 2.0}).to(dtype).to(DEVICE).requiresGrad_(true);
+            Tensor b = Torch.tensor(new double[] {0.1, 0.2, -0.3}).to(dtype).to(DEVICE).requiresGrad_(true);
+            Tensor runMean = Torch.zeros(3).to(dtype).to(DEVICE);
+            Tensor runVar = Torch.ones(3).to(dtype).to(DEVICE);
+            Tensor out = SyncBatchNorm.syncBatchNorm(x, runMean, runVar, w, b, 0.1, 1e-5, pg);
+            out.mul(rows(upstream, from, n).to(dtype)).sum().backward();
+            Tensor wGrad = w.grad().clone();
+            Tensor bGrad = b.grad().clone();
+            pg.allReduce(wGrad).waitFor();
+            pg.allReduce(bGrad).waitFor();
+            double[] diffs = {maxDiff(rows(refOut, from, n), out), maxDiff(rows(ref.grad(), from, n), x.grad()), maxDiff(refW.grad(), wGrad),
+                    maxDiff(refB.grad(), bGrad), maxDiff(refMean, runMean), maxDiff(refVar, runVar)};
+            String[] names = {"outputs", "input gradients", "weight gradient", "bias gradient", "running mean", "running variance"};
+            for (int i = 0; i < diffs.length; i++) {
+                // Around 1e4 the float32 gradients of the weight and bias sum 13*4 values of size ~1: their tolerance scales with them.
+                double scaled = tolerance * (largeMean && (i == 2 || i == 3) ? 50 : 1);
+                check(diffs[i] <= scaled, (largeMean ? "float32 around 1e4: " : "float64: ") + names[i] + " differ from batch norm on the "
+                        + "13 rows by " + diffs[i]);
+                if (!largeMean) worst = Math.max(worst, diffs[i]);
+            }
+        }
+        return worst;
     }
 
     private static void restore(Module m, Map<String, Tensor> buffers) {

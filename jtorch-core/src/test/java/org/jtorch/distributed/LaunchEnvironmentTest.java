@@ -1,6 +1,7 @@
 package org.jtorch.distributed;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -17,6 +18,15 @@ class LaunchEnvironmentTest {
         LaunchEnvironment e = LaunchEnvironment.from(Map.of("RANK", "3", "WORLD_SIZE", "4", "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "2",
                 "GROUP_RANK", "1", "MASTER_ADDR", "10.0.0.1", "MASTER_PORT", "29500"));
         assertEquals(new LaunchEnvironment(3, 1, 4, 2, 1, "10.0.0.1", 29500, "torchrun"), e);
+    }
+
+    /** torchrun (and jtorch launch without mpirun) serve the store in the launcher: rank 0 then only connects. */
+    @Test
+    void readsWhetherTheLauncherServesTheStore() {
+        Map<String, String> env = new java.util.HashMap<>(Map.of("RANK", "0", "WORLD_SIZE", "2", "MASTER_ADDR", "127.0.0.1", "MASTER_PORT", "29500"));
+        assertFalse(LaunchEnvironment.from(env).launcherServesStore());
+        env.put("TORCHELASTIC_USE_AGENT_STORE", "True");
+        assertTrue(LaunchEnvironment.from(env).launcherServesStore());
     }
 
     @Test

@@ -78,4 +78,24 @@ class NcclCollectivesTest {
         assertTrue(r.output().contains("--- rank 0 (exit 3) ---"), "rank 0 reported and exited by itself: " + r.output());
         assertTrue(r.elapsed().toSeconds() < 60, "took " + r.elapsed());
     }
+
+    @Test
+    void aCollectiveHungOnTheDeviceIsAbortedByTheWatchdogNamingItsTensorsAndRank() throws Exception {
+        MpiJob.Result r = TorchrunJob.run(2, Duration.ofSeconds(120), Map.of("JTORCH_NCCL_CHECK_HEADERS", "0"), NCCL, CollectivesWorker.class,
+                "watchdog");
+        assertTrue(r.output().contains("rank 0 ok"), r.output());
+        String why = "nccl watchdog: allReduce(SUM) of float32 [4, 3] (call 0 on rank 0 of 2) did not complete within 3 s of being enqueued on "
+                + "the device (a peer rank stopped taking part?); the communicator was aborted";
+        assertTrue(r.output().contains("jtorch: " + why), r.output());
+        assertTrue(r.output().contains("rank 0 then: barrier (call 1 on rank 0 of 2): the process group is unusable after an earlier failure: "
+                + why), r.output());
+        assertTrue(r.elapsed().toSeconds() < 60, "took " + r.elapsed());
+    }
+
+    @Test
+    void batchedSendsAndReceivesProgressTogetherWhicheverComesFirst() throws Exception {
+        MpiJob.Result r = TorchrunJob.run(2, Duration.ofSeconds(180), NCCL, CollectivesWorker.class, "batch-p2p");
+        assertRanksOk(r, 2);
+        assertTrue(r.output().contains("rank 0: batchIsendIrecv: ops[0] (isend to 0) names this rank (0) as its peer"), r.output());
+    }
 }

@@ -49,4 +49,10 @@ class NcclDistributedDataParallelTest {
     void syncBatchNormTrainsAsOneProcessWithBatchNormOnTheGlobalBatch() throws Exception {
         run("sync-bn");
     }
+
+    /** 4 rows on rank 0 and 9 on rank 1 against batch norm on the 13 rows, in float64, and in float32 around 1e4. */
+    @Test
+    void syncBatchNormWithUnequalBatchesPerRankEqualsBatchNormOnTheConcatenatedBatch() throws Exception {
+        run("sync-bn-unequal");
+    }
 }

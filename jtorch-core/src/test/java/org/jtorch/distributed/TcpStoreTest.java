@@ -105,4 +105,16 @@ class TcpStoreTest {
         DistributedException e = assertThrows(DistributedException.class, () -> new TcpStore("127.0.0.1", 1, false, Duration.ofMillis(300)));
         assertTrue(e.getMessage().contains("could not connect to 127.0.0.1:1 within 300 ms"), e.getMessage());
     }
+
+    /** A launcher run again at once serves on the same port: close() has released it when it returns. */
+    @Test
+    void aClosedServersPortCanBeServedAgainAtOnce() {
+        TcpStore first = new TcpStore("127.0.0.1", 0, true, TIMEOUT);
+        int port = first.port();
+        for (int i = 0; i < 20; i++) {
+            first.close();
+            first = new TcpStore("127.0.0.1", port, true, TIMEOUT);
+        }
+        first.close();
+    }
 }

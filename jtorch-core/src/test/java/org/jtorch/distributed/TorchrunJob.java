@@ -96,7 +96,8 @@ final class TorchrunJob {
         return new MpiJob.Result(timedOut ? -1 : failed, timedOut, output.toString(), Duration.ofNanos(System.nanoTime() - start));
     }
 
-    private static String classPath(Class<?> main) {
+    /** The worker's, core's and every provider's class path entries. */
+    static String classPath(Class<?> main) {
         Set<String> entries = new LinkedHashSet<>();
         List<Class<?>> classes = new ArrayList<>(List.of(main, org.jtorch.Tensor.class));
         for (ProcessGroupProvider p : ServiceLoader.load(ProcessGroupProvider.class)) classes.add(p.getClass());

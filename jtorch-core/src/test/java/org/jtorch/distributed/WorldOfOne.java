@@ -59,5 +59,6 @@ public final class WorldOfOne extends ProcessGroup {
     @Override public Work barrier() { return done("barrier"); }
     @Override public Work send(Tensor tensor, int dst, int tag) { throw new UnsupportedOperationException("send: a world of one has no peer"); }
     @Override public Work recv(Tensor tensor, int src, int tag) { throw new UnsupportedOperationException("recv: a world of one has no peer"); }
+    @Override public Work batchIsendIrecv(List<P2POp> ops) { throw new UnsupportedOperationException("batchIsendIrecv: a world of one has no peer"); }
     @Override public void close() { }
 }

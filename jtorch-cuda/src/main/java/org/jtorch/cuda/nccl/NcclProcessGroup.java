@@ -25,6 +25,7 @@ import org.jtorch.distributed.CollectiveHeader;
 import org.jtorch.distributed.CollectiveHeader.Call;
 import org.jtorch.distributed.DistributedException;
 import org.jtorch.distributed.LaunchEnvironment;
+import org.jtorch.distributed.P2POp;
 import org.jtorch.distributed.ProcessGroup;
 import org.jtorch.distributed.ReduceOp;
 import org.jtorch.distributed.TcpStore;
@@ -52,8 +53,10 @@ import org.jtorch.op.Shapes;
  *
  * <p>Threads and timeouts: every NCCL call runs on one daemon thread, in issue order. A wait that times out (a peer
  * never reached the collective) aborts the communicator ({@code ncclCommAbort}, which releases the peers' waits
- * too) and leaves the group unusable; so does an asynchronous NCCL error. Work already enqueued on the device is
- * bounded by NCCL itself (the simulator's {@code JTSIM_NCCL_TIMEOUT_S}).
+ * too) and leaves the group unusable; so does an asynchronous NCCL error. Work already enqueued on the device, which
+ * {@link Work#waitFor()} does not block on, is watched by a watchdog thread: an operation not complete within the
+ * timeout of being enqueued aborts the communicator and breaks the group, naming the collective, its tensors and the
+ * rank (see {@link #watch()}).
  *
  * <p>Dtypes: every jtorch dtype but {@code int16} (NCCL has no 16-bit integer); {@code bool} goes as
  * {@code uint8} with SUM and MAX a logical or, MIN a logical and. AVG needs a floating-point tensor and is NCCL's
@@ -75,6 +78,8 @@ public final class NcclProcessGroup extends ProcessGroup {
     private final ExecutorService thread;
     private final Tensor headerMine;
     private final Tensor headerAll;
+    private final java.util.concurrent.ConcurrentLinkedQueue<InFlight> inFlight = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final Thread watchdog;
     private long issued;
     private volatile String broken;
     private volatile boolean closed;
@@ -99,11 +104,52 @@ public final class NcclProcessGroup extends ProcessGroup {
         this.checkHeaders = !"0".equals(System.getenv("JTORCH_NCCL_CHECK_HEADERS"));
         this.headerMine = Tensor.empty(new long[] {H}, DType.INT64, device);
         this.headerAll = Tensor.empty(new long[] {(long) H * size}, DType.INT64, device);
+        this.watchdog = Thread.ofPlatform().daemon().name("jtorch-nccl-watchdog").start(this::watch);
+    }
+
+    /** An operation enqueued on the device and not yet seen complete; holding its completion keeps its end event open. */
+    private record InFlight(String description, Work.DeviceCompletion completion, long enqueuedNanos) {}
+
+    /**
+     * The watchdog, as PyTorch's {@code ProcessGroupNCCL}: an operation enqueued on the device that has not completed
+     * within the group's timeout (a peer rank stopped taking part, so its kernel waits for ever) aborts the
+     * communicator, which ends that kernel, and breaks the group with a message naming the collective, its tensors
+     * and this rank: printed on stderr at once, and thrown by every later operation.
+     */
+    private void watch() {
+        long period = Math.clamp(timeout.toMillis() / 4, 50, 1_000);
+        try {
+            CudaRuntime.system().makeCurrent(device.index());
+            while (!closed && !aborted) {
+                Thread.sleep(period);
+                for (InFlight op : inFlight) {
+                    if (op.completion().isDone()) {
+                        inFlight.remove(op);
+                    } else if (System.nanoTime() - op.enqueuedNanos() > timeout.toNanos()) {
+                        String why = "nccl watchdog: " + op.description() + " did not complete within " + seconds(timeout)
+                                + " of being enqueued on the device (a peer rank stopped taking part?); the communicator was aborted";
+                        breakWith(why);
+                        System.err.println("jtorch: " + why);
+                        abort();
+                        inFlight.clear();
+                        return;
+                    }
+                }
+            }
+        } catch (InterruptedException e) {
+            // closed
+        } catch (RuntimeException e) {
+            // The device failed under it: the operations report that themselves.
+        }
+    }
+
+    private static String seconds(Duration d) {
+        return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
     }
 
     /**
-     * The group of the launch environment {@code env} (torchrun's contract): rank 0 serves a {@link TcpStore} at
-     * {@code MASTER_ADDR:MASTER_PORT} and publishes the NCCL unique id there. A process started alone is a world
+     * The group of the launch environment {@code env} (torchrun's contract): rank 0 publishes the NCCL unique id in the
+     * {@link TcpStore} at {@code MASTER_ADDR:MASTER_PORT}, which it serves unless the launcher does. A process started alone is a world
      * of one and needs no store. Throws {@link DistributedException} when NCCL or CUDA is missing, or the
      * rendezvous or {@code ncclCommInitRank} fails within {@code timeout}.
      */
@@ -119,7 +165,7 @@ public final class NcclProcessGroup extends ProcessGroup {
             throw new DistributedException("nccl backend: rank " + env.rank() + " of " + env.worldSize()
                     + " needs MASTER_ADDR and MASTER_PORT (the store where rank 0 publishes the NCCL unique id)");
         }
-        TcpStore store = new TcpStore(env.masterAddr(), env.masterPort(), env.rank() == 0, timeout);
+        TcpStore store = env.connectStore(timeout);
         try {
             return create(store, env.rank(), env.worldSize(), device, timeout);
         } catch (RuntimeException e) {
@@ -329,6 +375,29 @@ public final class NcclProcessGroup extends ProcessGroup {
         });
     }
 
+    /** The calls bracketed by {@code ncclGroupStart}/{@code ncclGroupEnd}, so that they progress together. */
+    @Override
+    public Work batchIsendIrecv(List<P2POp> ops) {
+        checkBatch(ops, this::checkTensor);
+        List<P2POp> batch = List.copyOf(ops);
+        List<Staged> staged = new java.util.ArrayList<>();
+        for (P2POp op : batch) staged.add(stage(op.tensor()));
+        return submit(Call.BATCH_P2P, "batchIsendIrecv(" + batch.size() + " ops)", null, staged, () -> {
+            nccl.groupStart();
+            try {
+                for (int i = 0; i < batch.size(); i++) {
+                    P2POp op = batch.get(i);
+                    Staged t = staged.get(i);
+                    if (op.isSend()) nccl.send(t.pointer(), t.numel(), type(op.tensor().dtype()), op.peer(), comm, stream.handle());
+                    else nccl.recv(t.pointer(), t.numel(), type(op.tensor().dtype()), op.peer(), comm, stream.handle());
+                }
+            } finally {
+                nccl.groupEnd();
+            }
+            for (int i = 0; i < batch.size(); i++) if (!batch.get(i).isSend()) staged.get(i).unstage();
+        });
+    }
+
     /**
      * Destroys the communicator after the operations already issued (every rank should close), or aborts it when the
      * group is broken; closes the store. Idempotent.
@@ -339,6 +408,7 @@ public final class NcclProcessGroup extends ProcessGroup {
             if (closed) return;
             closed = true;
         }
+        watchdog.interrupt();
         try {
             if (broken != null) {
                 abort();
@@ -435,6 +505,12 @@ public final class NcclProcessGroup extends ProcessGroup {
         long seq = issued++;
         String where = "call " + seq + " on rank " + rank + " of " + size;
         String description = name + " (" + where + ")";
+        StringBuilder operandList = new StringBuilder();
+        for (Staged s : tensors) {
+            Tensor t = s.target != null ? s.target : s.buffer;
+            operandList.append(operandList.isEmpty() ? "" : ", ").append(t.dtype().pyName()).append(' ').append(Shapes.format(t.shape()));
+        }
+        String operands = operandList.toString();
         CompletableFuture<Work.DeviceCompletion> future = new CompletableFuture<>();
         Work work = new Work(description, future, timeout, () -> {
             breakWith(description + " timed out");
@@ -459,8 +535,9 @@ public final class NcclProcessGroup extends ProcessGroup {
                 if (header != null && checkHeaders) agree(call, where, header);
                 stream.waitEvent(start);
                 body.run();
-                Event end = stream.recordEvent();
-                future.complete(completion(end));
+                Work.DeviceCompletion done = completion(stream.recordEvent());
+                inFlight.add(new InFlight(name + " of " + operands + " (" + where + ")", done, System.nanoTime()));
+                future.complete(done);
             } catch (Disagreement d) {
                 future.completeExceptionally(new DistributedException(d.getMessage())); // every rank saw it: the group stays usable
             } catch (Throwable t) {
