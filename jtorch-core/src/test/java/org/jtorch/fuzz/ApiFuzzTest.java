@@ -12,8 +12,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The standing API fuzzer (issue 19): batches of {@link ApiFuzzer} calls, each batch in a child JVM with a timeout,
  * counting crashes, hangs, exceptions of the wrong kind (thrown from inside the JDK, or of a bug's type, or naming no
- * op) and meaningless results (a call that returns where PyTorch raises, or a result no valid call returns). Every
- * count must be zero.
+ * op), meaningless results (a call that returns where PyTorch raises, or a result no valid call returns) and refusals
+ * (an error where PyTorch returns a result the oracle knows the shape of). Every count must be zero.
  *
  * <p>CI runs fixed seeds for a bounded time. {@code -Djtorch.fuzz.seconds=600} runs batches of new seeds from
  * {@code -Djtorch.fuzz.seed} (default 1) until the time is up; {@code -Djtorch.fuzz.seed=S -Djtorch.fuzz.call=I}
@@ -56,7 +56,7 @@ class ApiFuzzTest {
 
     /** The counts over all batches, and a report line (with the command that reproduces it) for each failure. */
     private static final class Tally {
-        long batches, calls, crashes, hangs, jdkInternal, noOpName, meaningless;
+        long batches, calls, crashes, hangs, jdkInternal, noOpName, meaningless, refused, knownResults;
         final List<String> failures = new ArrayList<>();
 
         void batch(String mode, long seed, int count) throws Exception {
@@ -79,6 +79,8 @@ class ApiFuzzTest {
                 jdkInternal += field(summary, "jdk-internal");
                 noOpName += field(summary, "no-op-name");
                 meaningless += field(summary, "meaningless");
+                refused += field(summary, "refused");
+                knownResults += field(summary, "pytorch-returns");
             }
             r.output().lines().filter(l -> l.startsWith("FINDING ")).forEach(l -> failures.add(l + "\n    "
                     + "reproduce: mvn -B -q -pl jtorch-core test -Dtest=ApiFuzzTest -Djtorch.fuzz.seed=" + seed + " -Djtorch.fuzz.call="
@@ -97,7 +99,8 @@ class ApiFuzzTest {
 
         String totals() {
             return batches + " batches, " + calls + " calls: " + crashes + " crashes, " + hangs + " hangs, " + jdkInternal
-                    + " JDK-internal exceptions, " + noOpName + " exceptions without an op name, " + meaningless + " meaningless results";
+                    + " JDK-internal exceptions, " + noOpName + " exceptions without an op name, " + meaningless + " meaningless results, " + refused
+                    + " errors where PyTorch returns (of " + knownResults + " calls with a known PyTorch result)";
         }
     }
 }

@@ -136,7 +136,9 @@ public final class ApiFuzzer {
         for (int i = 0; i < args.length; i++) d.append(i == 0 ? "" : ", ").append(params[i].getName()).append('=').append(g.describe(args[i]));
         d.append(')');
         String expected = Oracle.expectedError(op, named, subject);
-        return new Call(op, d.toString(), () -> invoke(m, receiver, args), expected, null);
+        // In threads mode another thread may close a shared receiver mid-call: its verdict is not PyTorch's.
+        long[] shape = shared == null ? Oracle.expectedShape(op, named, receiver) : null;
+        return new Call(op, d.toString(), () -> invoke(m, receiver, args), expected, shape);
     }
 
     private Object pickOr(ArgumentGenerator g, Tensor subject, Parameter p, String op) {
@@ -230,6 +232,7 @@ public final class ApiFuzzer {
         if (verbose) out.println("call " + index + ": " + call.description() + (call.expectedError() == null ? "" : "  [PyTorch raises: "
                 + call.expectedError() + "]"));
         calls.increment();
+        if (call.expectedShape() != null) count("pytorch-returns");
         String finding = null;
         Object result = null;
         try {
@@ -251,8 +254,11 @@ public final class ApiFuzzer {
         } catch (Throwable e) {
             String kind = Oracle.wrongKind(e, call.op());
             boolean outOfMemory = e instanceof OutOfMemoryException || e instanceof OutOfMemoryError;
-            count(kind != null ? kind : outOfMemory ? "out-of-memory" : "errors");
+            // PyTorch returns a result of a known shape for these arguments: refusing them is a finding too
+            boolean refused = kind == null && !outOfMemory && call.expectedShape() != null;
+            count(kind != null ? kind : refused ? "refused" : outOfMemory ? "out-of-memory" : "errors");
             if (kind != null) finding = kind + ": " + e;
+            else if (refused) finding = "refused: " + e + " where PyTorch gives shape " + java.util.Arrays.toString(call.expectedShape());
             if (verbose) e.printStackTrace(out);
             if (e instanceof VirtualMachineError && !(e instanceof OutOfMemoryError)) throw (VirtualMachineError) e;
         } finally {
@@ -302,7 +308,8 @@ public final class ApiFuzzer {
 
     String summary() {
         StringBuilder s = new StringBuilder("SUMMARY calls=" + calls.sum());
-        for (String k : List.of("ok", "errors", "out-of-memory", "jdk-internal", "no-op-name", "meaningless")) {
+        for (String k : List.of("ok", "errors", "out-of-memory", "jdk-internal", "no-op-name", "meaningless", "refused",
+                "pytorch-returns")) {
             s.append(' ').append(k).append('=').append(counts.getOrDefault(k, new LongAdder()).sum());
         }
         return s.toString();

@@ -176,6 +176,21 @@ class FuzzFindingsTest {
         assertArrayEquals(new double[] {0, 0}, x64.grad().toDoubleArray());
     }
 
+    /**
+     * Seed 1, call 1042 once the fuzzer counted refusals: PyTorch 1.13's CPU max_pool1d without grad returns an empty
+     * output where the window does not fit ({@code max_pool1d(randn(2, 3, 2), 3, 3)} has shape [2, 3, 0]); jtorch
+     * raised "output size too small". With grad, or with indices, PyTorch raises too ("Output size is too small").
+     */
+    @Test
+    void maxPool1dWithoutGradGivesAnEmptyOutputWhereTheWindowDoesNotFit() {
+        assertArrayEquals(new long[] {2, 3, 0}, F.maxPool1d(Torch.randn(2, 3, 2), 3, 3, 0, 1, false).shape());
+        assertArrayEquals(new long[] {1, 0}, F.maxPool1d(Torch.randn(1, 1), 4, 2, 1, 1, false).shape());
+        assertArrayEquals(new long[] {2, 2, 0}, new MaxPool1d(4, 3, 0, 2, true).forward(Torch.randn(2, 2, 1).expand(2, 2, 4)).shape());
+        raisesNaming("maxPool1d", () -> F.maxPool1d(Torch.randn(1, 1, 2).requiresGrad_(true), 3, 2, 0, 1, false));
+        raisesNaming("maxPool1d", () -> F.maxPool1dWithIndices(Torch.randn(1, 1, 2), 3, 2, 0, 1, false));
+        raisesNaming("maxPool1d", () -> F.maxPool1d(Torch.randn(1, 1, 1), 2, 1, 0, 2, false)); // an output size of -1
+    }
+
     /** An adaptive pool to an empty output of 2^62 x 0 cells looped over the 2^62 rows: a hang. Now it returns at once. */
     @Test
     @org.junit.jupiter.api.Timeout(value = 10, threadMode = org.junit.jupiter.api.Timeout.ThreadMode.SEPARATE_THREAD)

@@ -162,12 +162,10 @@ final class Geometry {
             if (ceil && (size - 1) * stride[i] >= in[i] + padding[i]) size--;
             if (size <= 0) expected = "output size " + size;
             outShape[outShape.length - spatial + i] = size;
-            // PyTorch 1.13's max_pool1d (without indices) has its own check, which lets an output size of 0 through
-            if (size == 0 && max && spatial == 1) expected = "";
-        }
-        if ("".equals(expected)) {
-            expected = null;
-            outShape = null;
+            // PyTorch 1.13's CPU max_pool1d (without indices) has its own check, which lets an output size of 0 through
+            // (max_pool1d(randn(2, 3, 1), 2, 1) has shape [2, 3, 0]), unless the input requires grad: then it calls
+            // max_pool1d_with_indices, which refuses it.
+            if (size == 0 && max && spatial == 1 && !input.isClosed() && !input.requiresGrad()) expected = null;
         }
         if (input.isClosed()) expected = "closed tensor";
         String op = (max ? "F.maxPool" : "F.avgPool") + spatial + "d";

@@ -92,6 +92,90 @@ final class Oracle {
         return null;
     }
 
+    /** Unary ops PyTorch 1.13 runs on any float32 or float64 CPU tensor (some refuse float16 on the CPU). */
+    private static final Set<String> FLOAT_UNARY = Set.of("neg", "abs", "exp", "sqrt", "sin", "tanh", "sigmoid", "relu", "erf", "floor");
+    /** Ops that keep the shape for any dtype. */
+    private static final Set<String> SAME_SHAPE = Set.of("clone", "contiguous", "flip");
+
+    /**
+     * The shape PyTorch 1.13 returns for a call of a view or elementwise op that {@link #expectedError} lets through,
+     * or null where the oracle does not judge. A call judged here that raises is a refusal: jtorch rejects what
+     * PyTorch accepts.
+     */
+    static long[] expectedShape(String op, Map<String, Object> args, Tensor subject) {
+        if (!op.startsWith("Tensor.") || subject == null || subject.isClosed() || args.containsValue(null)) return null;
+        if (expectedError(op, args, subject) != null) return null;
+        String method = op.substring("Tensor.".length());
+        long[] shape = subject.shape();
+        int n = shape.length;
+        if (FLOAT_UNARY.contains(method) && args.isEmpty()) {
+            return subject.dtype() == org.jtorch.DType.FLOAT32 || subject.dtype() == org.jtorch.DType.FLOAT64 ? shape : null;
+        }
+        if (SAME_SHAPE.contains(method)) return shape;
+        switch (method) {
+            case "narrow" -> {
+                if (args.get("dim") instanceof Integer d && args.get("length") instanceof Long length && length >= 0) {
+                    shape[d < 0 ? d + n : d] = length;
+                    return shape;
+                }
+            }
+            case "unsqueeze" -> {
+                if (args.get("dim") instanceof Integer d) {
+                    int at = d < 0 ? d + n + 1 : d;
+                    long[] out = new long[n + 1];
+                    for (int i = 0, j = 0; i <= n; i++) out[i] = i == at ? 1 : shape[j++];
+                    return out;
+                }
+            }
+            case "transpose" -> {
+                if (n == 0) return shape;
+                if (args.get("dim0") instanceof Integer a && args.get("dim1") instanceof Integer b) {
+                    int i = a < 0 ? a + n : a, j = b < 0 ? b + n : b;
+                    long t = shape[i];
+                    shape[i] = shape[j];
+                    shape[j] = t;
+                    return shape;
+                }
+            }
+            case "squeeze" -> {
+                if (n == 0) return shape;
+                int only = args.get("dim") instanceof Integer d ? (d < 0 ? d + n : d) : -1;
+                return java.util.stream.IntStream.range(0, n).filter(i -> shape[i] != 1 || only >= 0 && i != only)
+                        .mapToLong(i -> shape[i]).toArray();
+            }
+            case "flatten" -> {
+                if (n == 0) return new long[] {1};
+                int start = args.get("startDim") instanceof Integer d ? (d < 0 ? d + n : d) : 0;
+                int end = args.get("endDim") instanceof Integer d ? (d < 0 ? d + n : d) : n - 1;
+                long[] out = new long[n - (end - start)];
+                for (int i = 0; i < start; i++) out[i] = shape[i];
+                out[start] = product(Arrays.copyOfRange(shape, start, end + 1), false);
+                for (int i = end + 1; i < n; i++) out[i - (end - start)] = shape[i];
+                return out;
+            }
+            case "permute" -> {
+                if (args.get("dims") instanceof int[] dims) return Arrays.stream(dims).mapToLong(d -> shape[d < 0 ? d + n : d]).toArray();
+            }
+            case "expand" -> {
+                if (args.get("sizes") instanceof long[] sizes) {
+                    long[] out = sizes.clone();
+                    for (int i = 0; i < out.length; i++) if (out[i] == -1) out[i] = shape[i - (out.length - n)];
+                    return out;
+                }
+            }
+            case "reshape" -> {
+                if (args.get("newShape") instanceof long[] target) {
+                    long[] out = target.clone();
+                    long known = product(target, true);
+                    for (int i = 0; i < out.length; i++) if (out[i] == -1) out[i] = subject.numel() / known;
+                    return out;
+                }
+            }
+            default -> {}
+        }
+        return null;
+    }
+
     /**
      * Index values out of range: PyTorch's "index out of range in self" (index_select, embedding), "index -1 is out of
      * bounds for dimension 0" (gather, indexing) and "Target 3 is out of bounds" (nll_loss, cross_entropy).
