@@ -45,6 +45,9 @@ public final class ApiFuzzer {
             "Tensor.pinMemory", "Torch.setNumThreads", "Torch.setDefaultDtype", "Torch.manualSeed", "Torch.emptyCache",
             "Tensor.wait", "Tensor.notify", "Tensor.notifyAll");
 
+    /** {@code -Djtorch.fuzz.printErrors=true}: print every right-kind error too, to audit them against PyTorch. */
+    private static final boolean PRINT_ERRORS = Boolean.getBoolean("jtorch.fuzz.printErrors");
+
     /** One generated call: what it is, how to run it, and what PyTorch does with it. */
     record Call(String op, String description, Callable<Object> body, String expectedError, long[] expectedShape) {}
 
@@ -257,6 +260,7 @@ public final class ApiFuzzer {
             // PyTorch returns a result of a known shape for these arguments: refusing them is a finding too
             boolean refused = kind == null && !outOfMemory && call.expectedShape() != null;
             count(kind != null ? kind : refused ? "refused" : outOfMemory ? "out-of-memory" : "errors");
+            if (PRINT_ERRORS && kind == null && !refused) out.println("ERROR " + call.description() + " -> " + e);
             if (kind != null) finding = kind + ": " + e;
             else if (refused) finding = "refused: " + e + " where PyTorch gives shape " + java.util.Arrays.toString(call.expectedShape());
             if (verbose) e.printStackTrace(out);
