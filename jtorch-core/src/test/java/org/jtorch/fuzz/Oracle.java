@@ -451,9 +451,6 @@ final class Oracle {
         // ("randn: gen must not be null", "div_trunc: integer division by zero").
         if (e instanceof NullPointerException) return message != null && NULL_MESSAGE.matcher(message).matches() ? null : "jdk-internal";
         if (BUG_TYPES.contains(e.getClass()) && (message == null || !OP_PREFIX.matcher(message).matches())) return "jdk-internal";
-        // The allocator's out-of-memory error names the size and the memory state, not the op (counted apart: the
-        // allocator is another piece of issue 19's work).
-        if (e instanceof org.jtorch.memory.OutOfMemoryException) return null;
         if (message == null) return "no-op-name";
         String method = op.substring(op.indexOf('.') + 1).replace("<init>", op.substring(0, Math.max(0, op.indexOf('.'))));
         if (OP_PREFIX.matcher(message).matches() || message.toLowerCase().contains(method.toLowerCase())) return null;

@@ -115,6 +115,42 @@ class MemoryPressureTest {
         }
     }
 
+    /**
+     * The hand-written front ends (convolution, matmul, linear, indexing, cat, pooling, modules) and requests of
+     * terabytes name the op too: the call the test made, and the op inside it where a front end names another.
+     */
+    @Test
+    void everyFrontEndsOutOfMemoryErrorNamesTheOp() {
+        long limit = alloc.memoryLimit();
+        alloc.emptyCache();
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor a = Torch.ones(512, 512); // 1 MiB: each call below makes at least one result as large
+            Tensor image = a.reshape(1, 1, 512, 512);
+            Tensor kernel = Torch.ones(1, 1, 1, 1);
+            Tensor rows = Torch.arange(512).to(DType.INT64);
+            Linear linear = new Linear(512, 512, false);
+            Map<String, org.junit.jupiter.api.function.Executable> calls = new java.util.LinkedHashMap<>();
+            calls.put("matmul", () -> a.matmul(a));
+            calls.put("linear", () -> F.linear(a, a, null));
+            calls.put("Linear.forward", () -> linear.forward(a));
+            calls.put("conv2d", () -> F.conv2d(image, kernel));
+            calls.put("maxPool2d", () -> F.maxPool2d(image, 1));
+            calls.put("index", () -> a.index(rows));
+            calls.put("cat", () -> Torch.cat(a, a));
+            calls.put("new Linear", () -> new Linear(1L << 20, 1L << 20)); // 4 TiB of weights
+            calls.put("zeros (in newZeros)", () -> a.newZeros(4, 1L << 40));
+            for (var call : calls.entrySet()) {
+                alloc.emptyCache();
+                alloc.setMemoryLimit(alloc.stats().reservedBytes() + 256 * 1024);
+                OutOfMemoryException e = assertThrows(OutOfMemoryException.class, call.getValue(), call.getKey());
+                assertTrue(e.getMessage().startsWith("CPU out of memory: tried to allocate ")
+                        && e.getMessage().endsWith("; while running " + call.getKey()), e.getMessage());
+            }
+        } finally {
+            alloc.setMemoryLimit(limit);
+        }
+    }
+
     @Test
     void anOutOfMemoryErrorInsideAGraphLeavesNothingAllocatedAfterTheScope() {
         long limit = alloc.memoryLimit();
