@@ -57,7 +57,9 @@ final class Oracle {
         if (known) {
             String dims = dimRule(op, method, args, subject, n);
             if (dims != null) return dims;
-            String indices = indexRule(op, method, args, subject, n);
+            // On CUDA an index out of range is PyTorch's device-side assert: the call returns, the error comes later;
+            // jtorch's CUDA index checks do the same, raising at the next synchronisation (DeferredIndexCheckTest)
+            String indices = subject.device().isCpu() ? indexRule(op, method, args, subject, n) : null;
             if (indices != null) return indices;
             if (op.startsWith("Tensor.") && method.endsWith("_") && !NO_OVERLAP_CHECK.contains(method) && overlaps(subject)) {
                 return "in-place write to a tensor whose elements share memory";
@@ -174,6 +176,58 @@ final class Oracle {
             default -> {}
         }
         return null;
+    }
+
+    /** Binary pointwise ops whose {@code other} may be a 0-dim CPU tensor beside a tensor on another device. */
+    private static final Set<String> BINARY_POINTWISE = Set.of("add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "lt",
+            "le", "gt", "ge", "add_", "sub_", "mul_", "div_");
+
+    /** The devices of a call's open tensor arguments, the receiver's included. */
+    static Set<org.jtorch.Device> devices(Tensor receiver, Map<String, Object> args) {
+        Set<org.jtorch.Device> out = new HashSet<>();
+        List<Object> all = new java.util.ArrayList<>(args.values());
+        if (receiver != null) all.add(receiver);
+        for (Object v : all) {
+            List<?> items = v instanceof Object[] a ? Arrays.asList(a) : v instanceof List<?> l ? l : List.of(v == null ? "" : v);
+            for (Object o : items) if (o instanceof Tensor t && !t.isClosed()) out.add(t.device());
+        }
+        return out;
+    }
+
+    /**
+     * PyTorch 1.13's verdict on a binary pointwise call whose two tensors are on different devices: a 0-dim CPU tensor
+     * is a scalar beside a tensor on any device (the result is on the other's device), unless it is the one written to;
+     * any other pair raises ("Expected all tensors to be on the same device, but found at least two devices, cuda:0
+     * and cpu!"). Returns the reason PyTorch raises, or null when it does not (or the call is not such a pair).
+     */
+    static String mixedDeviceError(String op, Map<String, Object> args, Tensor receiver) {
+        String method = op.substring(op.indexOf('.') + 1);
+        if (!op.startsWith("Tensor.") || !BINARY_POINTWISE.contains(method) || receiver == null || receiver.isClosed()
+                || !(args.get("other") instanceof Tensor other) || other.isClosed() || receiver.device().equals(other.device())) {
+            return null;
+        }
+        boolean scalarOther = other.device().isCpu() && other.dim() == 0;
+        boolean scalarReceiver = receiver.device().isCpu() && receiver.dim() == 0 && !method.endsWith("_");
+        return scalarOther || scalarReceiver ? null : "tensors on " + receiver.device() + " and " + other.device();
+    }
+
+    /**
+     * The shape PyTorch 1.13 gives for a binary pointwise call of float tensors, one a 0-dim CPU tensor and the other
+     * on another device ({@code cuda_x.add(torch.tensor(2.))} has cuda_x's shape), or null where not judged.
+     */
+    static long[] mixedDeviceShape(String op, Map<String, Object> args, Tensor receiver) {
+        String method = op.substring(op.indexOf('.') + 1);
+        if (!op.startsWith("Tensor.") || !BINARY_POINTWISE.contains(method) || receiver == null || receiver.isClosed()
+                || !(args.get("other") instanceof Tensor other) || other.isClosed() || receiver.device().equals(other.device())
+                || !args.keySet().equals(Set.of("other")) || mixedDeviceError(op, args, receiver) != null
+                || expectedError(op, args, receiver) != null) {
+            return null;
+        }
+        for (Tensor t : List.of(receiver, other)) {
+            if (t.dtype() != org.jtorch.DType.FLOAT32 && t.dtype() != org.jtorch.DType.FLOAT64) return null;
+        }
+        // an in-place result keeps the receiver's dtype: float64 into float32 casts, which PyTorch allows
+        return receiver.dim() == 0 ? other.shape() : receiver.shape();
     }
 
     /**
@@ -433,6 +487,16 @@ final class Oracle {
                 return null;
             }
         }
+    }
+
+    /**
+     * For a call whose tensors are on two devices: {@code "devices-unnamed"} when its error is about devices but does
+     * not name both (the CPU and {@code other}), else null.
+     */
+    static String deviceErrorKind(Throwable e, org.jtorch.Device other) {
+        String message = e.getMessage() == null ? "" : e.getMessage();
+        if (!message.toLowerCase(java.util.Locale.ROOT).contains("device")) return null;
+        return message.contains("cpu") && message.contains(other.toString()) ? null : "devices-unnamed";
     }
 
     /** The kind of wrong exception this is ({@code "jdk-internal"} or {@code "no-op-name"}), or null when it is right. */
