@@ -41,12 +41,12 @@ class MemoryPressureTest {
 
     @Test
     void sizesAreReadWithBinaryUnits() {
-        assertEquals(1073741824L, CpuCachingAllocator.parseBytes("x", "1073741824"));
-        assertEquals(512 * MIB, CpuCachingAllocator.parseBytes("x", "512m"));
-        assertEquals(4L << 30, CpuCachingAllocator.parseBytes("x", "4GiB"));
-        assertEquals(3L << 29, CpuCachingAllocator.parseBytes("x", "1.5 GB"));
+        assertEquals(1073741824L, MemoryStats.parseBytes("x", "1073741824"));
+        assertEquals(512 * MIB, MemoryStats.parseBytes("x", "512m"));
+        assertEquals(4L << 30, MemoryStats.parseBytes("x", "4GiB"));
+        assertEquals(3L << 29, MemoryStats.parseBytes("x", "1.5 GB"));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> CpuCachingAllocator.parseBytes("JTORCH_CPU_MEMORY_LIMIT", "lots"));
+                () -> MemoryStats.parseBytes("JTORCH_CPU_MEMORY_LIMIT", "lots"));
         assertEquals("JTORCH_CPU_MEMORY_LIMIT: cannot read 'lots' as a positive size in bytes (examples: 1073741824, 512m,"
                 + " 4g, 4GiB)", e.getMessage());
     }
