@@ -61,6 +61,11 @@ final class Oracle {
             // jtorch's CUDA index checks do the same, raising at the next synchronisation (DeferredIndexCheckTest)
             String indices = subject.device().isCpu() ? indexRule(op, method, args, subject, n) : null;
             if (indices != null) return indices;
+            // "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1"
+            if (op.startsWith("Tensor.") && BINARY_POINTWISE.contains(method) && args.get("other") instanceof Tensor other
+                    && !other.isClosed() && broadcast(subject.shape(), other.shape()) == null) {
+                return "shapes " + Arrays.toString(subject.shape()) + " and " + Arrays.toString(other.shape()) + " do not broadcast";
+            }
             if (op.startsWith("Tensor.") && method.endsWith("_") && !NO_OVERLAP_CHECK.contains(method) && overlaps(subject)) {
                 return "in-place write to a tensor whose elements share memory";
             }
@@ -110,9 +115,16 @@ final class Oracle {
         String method = op.substring("Tensor.".length());
         long[] shape = subject.shape();
         int n = shape.length;
-        if (FLOAT_UNARY.contains(method) && args.isEmpty()) {
-            return subject.dtype() == org.jtorch.DType.FLOAT32 || subject.dtype() == org.jtorch.DType.FLOAT64 ? shape : null;
+        if (FLOAT_UNARY.contains(method) && args.isEmpty()) return isFloat(subject) ? shape : null;
+        // float pointwise ops with a float tensor on the same device (broadcast) or a number
+        if (BINARY_POINTWISE.contains(method) && !method.endsWith("_") && args.size() == 1 && isFloat(subject)) {
+            if (args.get("value") instanceof Number) return shape;
+            if (args.get("other") instanceof Tensor other && !other.isClosed() && isFloat(other)
+                    && other.device().equals(subject.device())) {
+                return broadcast(shape, other.shape());
+            }
         }
+        if ((method.equals("sum") || method.equals("mean")) && args.isEmpty() && isFloat(subject)) return new long[0];
         if (SAME_SHAPE.contains(method)) return shape;
         switch (method) {
             case "narrow" -> {
@@ -176,6 +188,21 @@ final class Oracle {
             default -> {}
         }
         return null;
+    }
+
+    private static boolean isFloat(Tensor t) {
+        return t.dtype() == org.jtorch.DType.FLOAT32 || t.dtype() == org.jtorch.DType.FLOAT64;
+    }
+
+    /** The broadcast of two shapes, or null when they do not broadcast. */
+    static long[] broadcast(long[] a, long[] b) {
+        long[] out = new long[Math.max(a.length, b.length)];
+        for (int i = 1; i <= out.length; i++) {
+            long x = i <= a.length ? a[a.length - i] : 1, y = i <= b.length ? b[b.length - i] : 1;
+            if (x != y && x != 1 && y != 1) return null;
+            out[out.length - i] = x == 1 ? y : x;
+        }
+        return out;
     }
 
     /** Binary pointwise ops whose {@code other} may be a 0-dim CPU tensor beside a tensor on another device. */
