@@ -352,14 +352,16 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         }
 
         /**
-         * Loads the batch of {@code indices} in the worker's child JVM (started on first use): the samples come back
+         * Loads the batch of {@code indices} in the worker's child JVM (started on first use, and again after one
+         * died): the samples come back
          * through a file and are collated here. The child being killed (timeout, close) ends the wait.
          */
         private Result loadInProcess(long epoch, long seq, int[] indices, int worker, Worker w) {
             try (MemoryScope scope = new MemoryScope()) {
                 List<Object> samples;
                 try {
-                    if (w.child == null) {
+                    if (w.child == null || !w.child.isAlive()) { // first use, or the last child died (a persistent worker goes on)
+                        if (w.child != null) w.child.close();
                         w.child = WorkerProcess.start(dataset.getClass(), worker);
                         if (w.pool.shutDown) w.child.close(); // shut down while it started: the wait below ends at once
                     }

@@ -21,6 +21,7 @@ import java.util.Map;
 import org.jtorch.Tensor;
 import org.jtorch.io.SafeTensors;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.ops.Arguments;
 
 /**
  * A {@link DataLoader} worker in a child JVM ({@link WorkerMode#PROCESS}): the parent's side (start, request,
@@ -178,6 +179,7 @@ public final class WorkerProcess implements AutoCloseable {
 
     /** The child: {@code WorkerProcess DATASET_CLASS DIR}, with requests on stdin and answers on stdout. */
     public static void main(String[] args) throws Exception {
+        Arguments.nonNull("WorkerProcess.main", "args", args);
         // The protocol owns stdout: what the dataset prints goes to stderr.
         DataOutputStream out = new DataOutputStream(new BufferedOutputStream(new FileOutputStream(FileDescriptor.out)));
         System.setOut(new PrintStream(new FileOutputStream(FileDescriptor.err), true));

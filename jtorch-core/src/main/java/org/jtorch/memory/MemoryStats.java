@@ -1,5 +1,7 @@
 package org.jtorch.memory;
 
+import org.jtorch.ops.Arguments;
+
 /**
  * A snapshot of one allocator's counters (as {@code torch.cuda.memory_stats}, for any device).
  *
@@ -29,6 +31,8 @@ public record MemoryStats(long allocatedBytes, long reservedBytes, long peakAllo
 
     /** The size set by the system property {@code property}, else the environment variable {@code variable}. */
     public static long configuredBytes(String property, String variable, long fallback) {
+        Arguments.nonNull("configuredBytes", "property", property);
+        Arguments.nonNull("configuredBytes", "variable", variable);
         String p = System.getProperty(property);
         if (p != null) return parseBytes(property, p);
         String v = System.getenv(variable);
@@ -38,6 +42,8 @@ public record MemoryStats(long allocatedBytes, long reservedBytes, long peakAllo
 
     /** Bytes from {@code 1073741824}, {@code 512m}, {@code 4g}, {@code 4GiB}, {@code 1.5GB} (binary units). */
     public static long parseBytes(String name, String text) {
+        Arguments.nonNull("parseBytes", "name", name);
+        Arguments.nonNull("parseBytes", "text", text);
         String t = text.strip().toLowerCase(java.util.Locale.ROOT).replace("ib", "").replace("b", "");
         long unit = 1;
         if (!t.isEmpty()) {

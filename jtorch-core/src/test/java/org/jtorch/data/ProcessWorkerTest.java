@@ -62,6 +62,48 @@ class ProcessWorkerTest {
         }
     }
 
+    /** The first child to read index 2 dies there (a crash in native code); later children do not. */
+    public static final class DiesOnce implements Dataset<Tensor> {
+        @Override
+        public Tensor get(int index) {
+            java.nio.file.Path marker = java.nio.file.Path.of(System.getProperty("java.io.tmpdir"),
+                    "jtorch-process-worker-test-" + ProcessHandle.current().parent().orElseThrow().pid());
+            if (index == 2 && !java.nio.file.Files.exists(marker)) {
+                try {
+                    java.nio.file.Files.createFile(marker);
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+                Runtime.getRuntime().halt(3);
+            }
+            return Torch.tensor(new float[] {index});
+        }
+
+        @Override
+        public int size() {
+            return 4;
+        }
+    }
+
+    @Test
+    void aWorkerProcessThatDiedIsReplacedInTheNextEpoch() throws Exception {
+        java.nio.file.Path marker = java.nio.file.Path.of(System.getProperty("java.io.tmpdir"),
+                "jtorch-process-worker-test-" + ProcessHandle.current().pid());
+        java.nio.file.Files.deleteIfExists(marker);
+        try (DataLoader<Tensor> loader = DataLoader.builder(new DiesOnce()).batchSize(2).numWorkers(1).persistentWorkers(true)
+                .workerMode(WorkerMode.PROCESS).build()) {
+            DataLoaderException e = assertThrows(DataLoaderException.class, () -> {
+                for (Tensor b : loader) b.sum();
+            });
+            assertTrue(e.getMessage().contains("process ended while loading dataset index 2"), e.getMessage());
+            List<Float> seen = new ArrayList<>();
+            for (Tensor b : loader) for (float v : b.toFloatArray()) seen.add(v);
+            assertEquals(List.of(0f, 1f, 2f, 3f), seen);
+        } finally {
+            java.nio.file.Files.deleteIfExists(marker);
+        }
+    }
+
     private static List<float[]> epoch(WorkerMode mode) {
         List<float[]> out = new ArrayList<>();
         try (DataLoader<Sample> loader = DataLoader.builder(new Squares()).batchSize(4).shuffle(true).generator(new Generator(7))

@@ -324,7 +324,7 @@ final class Oracle {
             if (method.equals("narrow") && args.get("start") instanceof Long start && args.get("length") instanceof Long length) {
                 if (start < -size || start > size) return "start " + start + " out of range for size " + size;
                 long s = start < 0 ? start + size : start;
-                if (length >= 0 && s + length > size) return "start + length beyond size " + size;
+                if (length >= 0 && length > size - s) return "start + length beyond size " + size; // no overflow
             }
             if (op.equals("Tensor.unfold") && args.get("size") instanceof Long s && s > size) return "window larger than the dim";
             if (method.equals("split") && args.get("splitSize") instanceof Long s && s == 0 && size > 0) return "split size 0";
