@@ -2177,10 +2177,14 @@ public final class Tensor implements AutoCloseable {
         return view(other.shape);
     }
 
-    /** {@code type_as}: this tensor in {@code other}'s dtype. */
+    /**
+     * {@code type_as}: this tensor in {@code other}'s dtype and on its device (PyTorch's {@code self.type(other.type())}:
+     * a type such as {@code torch.cuda.FloatTensor} names the device too).
+     */
     public Tensor typeAs(Tensor other) {
         Arguments.nonNull("typeAs", "other", other);
-        return to(other.dtype);
+        other.checkOpen("typeAs");
+        return to(other.device(), other.dtype);
     }
 
     /** {@code new_zeros}: zeros of {@code shape} with this tensor's dtype and device. */

@@ -83,7 +83,9 @@ import org.jtorch.ops.Arguments;
  * interrupted, and one that ignores the interrupt for half a second (spinning, or blocked in native code) is
  * abandoned: Java cannot stop a thread. A warning names the worker, the dataset index and where its thread
  * is; the thread, a daemon, runs on until {@code get} returns, and its batch is then discarded. A dataset
- * that may hang should bound its own blocking calls.
+ * that may hang should bound its own blocking calls, or run in worker processes
+ * ({@code workerMode(WorkerMode.PROCESS)}: each worker a child JVM that builds the dataset from its class), which a
+ * timeout or close kills at once.
  *
  * @param <B> the batch type
  */
@@ -173,7 +175,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         this.pinner = pinMemory ? findPinner() : null;
         CLEANER.register(this, persistent);
         this.loading = new Loading(dataset, iterableDataset, batchSize, dropLast, batchSize != null || batchSampler != null,
-                collate, pinner, workerInitFn, numWorkers);
+                collate, pinner, workerInitFn, numWorkers, b.workerMode == WorkerMode.PROCESS);
     }
 
     /** A builder for a loader over a map-style dataset; batches have the sample's type under the default collate. */
@@ -314,9 +316,13 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         final MemoryPinner pinner;
         final Consumer<WorkerInfo> workerInitFn;
         final int numWorkers;
+        /** {@link WorkerMode#PROCESS}: each worker thread forwards its batches to a child JVM. */
+        final boolean processes;
 
         Loading(Dataset<?> dataset, IterableDataset<?> iterableDataset, Integer batchSize, boolean dropLast, boolean batching,
-                CollateFn<Object, Object> collate, MemoryPinner pinner, Consumer<WorkerInfo> workerInitFn, int numWorkers) {
+                CollateFn<Object, Object> collate, MemoryPinner pinner, Consumer<WorkerInfo> workerInitFn, int numWorkers,
+                boolean processes) {
+            this.processes = processes;
             this.dataset = dataset;
             this.iterableDataset = iterableDataset;
             this.batchSize = batchSize;
@@ -340,6 +346,46 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
                         return Result.failure(epoch, seq, worker, new DataLoaderException(where(worker) + " failed to load dataset index "
                                 + index + " (batch indices " + Arrays.toString(indices) + "): " + describe(e), e, worker, index, indices));
                     }
+                }
+                return finish(scope, epoch, seq, worker, samples, indices);
+            }
+        }
+
+        /**
+         * Loads the batch of {@code indices} in the worker's child JVM (started on first use, and again after one
+         * died): the samples come back
+         * through a file and are collated here. The child being killed (timeout, close) ends the wait.
+         */
+        private Result loadInProcess(long epoch, long seq, int[] indices, int worker, Worker w) {
+            try (MemoryScope scope = new MemoryScope()) {
+                List<Object> samples;
+                try {
+                    if (w.child == null || !w.child.isAlive()) { // first use, or the last child died (a persistent worker goes on)
+                        if (w.child != null) w.child.close();
+                        w.child = WorkerProcess.start(dataset.getClass(), worker);
+                        if (w.pool.shutDown) w.child.close(); // shut down while it started: the wait below ends at once
+                    }
+                    w.child.request(indices);
+                    while (true) {
+                        byte tag = w.child.readTag();
+                        if (tag == 'I') {
+                            w.index = w.child.readInt();
+                        } else if (tag == 'E') {
+                            int index = w.child.readInt();
+                            String what = w.child.readUtf();
+                            return Result.failure(epoch, seq, worker, new DataLoaderException(where(worker) + " (process " + w.child.pid()
+                                    + ") failed to load dataset index " + index + " (batch indices " + Arrays.toString(indices) + "): "
+                                    + what, null, worker, index, indices));
+                        } else {
+                            samples = WorkerProcess.readSamples(java.nio.file.Path.of(w.child.readUtf()));
+                            break;
+                        }
+                    }
+                } catch (java.io.IOException e) {
+                    int index = w.index;
+                    return Result.failure(epoch, seq, worker, new DataLoaderException(where(worker) + "'s process ended while loading "
+                            + (index >= 0 ? "dataset index " + index + " (batch indices " : "batch indices (") + Arrays.toString(indices)
+                            + "): " + describe(e), e, worker, index, indices));
                 }
                 return finish(scope, epoch, seq, worker, samples, indices);
             }
@@ -409,6 +455,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
             for (Worker w : workers) {
                 w.tasks.clear();
                 w.tasks.add(STOP);
+                killProcess(w); // a child JVM can be stopped: no waiting, no abandoning
             }
             try {
                 for (Worker w : workers) {
@@ -429,8 +476,14 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+            for (Worker w : workers) killProcess(w); // one started meanwhile
             Result r;
             while ((r = results.poll()) != null) r.release();
+        }
+
+        private static void killProcess(Worker w) {
+            WorkerProcess c = w.child;
+            if (c != null) c.close();
         }
 
         private static void join(Thread t, long deadlineNanos) throws InterruptedException {
@@ -463,6 +516,8 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         volatile Task busy;
         volatile long busySince;
         volatile int index = -1;
+        /** {@link WorkerMode#PROCESS}: the child JVM loading this worker's batches (null until the first). */
+        volatile WorkerProcess child;
 
         Worker(Loading loading, WorkerInfo info, WorkerPool pool) {
             this.loading = loading;
@@ -535,6 +590,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         }
 
         private Result process(Task t) {
+            if (loading.processes) return loading.loadInProcess(t.epoch, t.seq, t.indices, info.id(), this);
             if (loading.dataset != null) return loading.load(t.epoch, t.seq, t.indices, info.id(), this);
             if (streamEpoch != t.epoch) {
                 streamEpoch = t.epoch;
@@ -913,6 +969,7 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         private Duration timeout = Duration.ZERO;
         private Consumer<WorkerInfo> workerInitFn;
         private Generator generator;
+        private WorkerMode workerMode = WorkerMode.THREAD;
 
         private Builder(Dataset<T> dataset, IterableDataset<T> iterable) {
             this.dataset = dataset;
@@ -1017,6 +1074,16 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
             return this;
         }
 
+        /**
+         * Worker threads in this JVM ({@link WorkerMode#THREAD}, the default) or each worker in a child JVM that a
+         * timeout or close kills ({@link WorkerMode#PROCESS}: for datasets that may block in native code or ignore
+         * interrupts; see {@link WorkerMode}).
+         */
+        public Builder<T, B> workerMode(WorkerMode workerMode) {
+            this.workerMode = Arguments.nonNull("DataLoader.Builder.workerMode", "workerMode", workerMode);
+            return this;
+        }
+
         /** Source of shuffle orders and worker seeds (default: the default generator). */
         public Builder<T, B> generator(Generator generator) {
             this.generator = generator;
@@ -1026,6 +1093,14 @@ public final class DataLoader<B> implements Iterable<B>, AutoCloseable {
         public DataLoader<B> build() {
             if (numWorkers == 0 && persistentWorkers) {
                 throw new IllegalArgumentException("DataLoader: persistentWorkers option needs numWorkers > 0");
+            }
+            if (workerMode == WorkerMode.PROCESS) {
+                if (numWorkers == 0) throw new IllegalArgumentException("DataLoader: workerMode(PROCESS) needs numWorkers > 0");
+                if (dataset == null) throw new IllegalArgumentException("DataLoader: workerMode(PROCESS) needs a map-style Dataset");
+                if (workerInitFn != null) {
+                    throw new IllegalArgumentException("DataLoader: workerMode(PROCESS) runs no workerInitFn (it would run in another JVM)");
+                }
+                WorkerProcess.checkConstructible(dataset);
             }
             if (numWorkers == 0 && prefetchFactorSet) {
                 throw new IllegalArgumentException("DataLoader: prefetchFactor option could only be specified with numWorkers > 0");

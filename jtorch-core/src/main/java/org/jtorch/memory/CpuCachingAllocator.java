@@ -84,10 +84,10 @@ public final class CpuCachingAllocator implements Allocator {
     private long garbageCollections;
 
     private CpuCachingAllocator() {
-        memoryLimit = configuredBytes(LIMIT_PROPERTY, LIMIT_VARIABLE, Long.MAX_VALUE);
+        memoryLimit = MemoryStats.configuredBytes(LIMIT_PROPERTY, LIMIT_VARIABLE, Long.MAX_VALUE);
         limitOrigin = memoryLimit == Long.MAX_VALUE ? null
                 : System.getProperty(LIMIT_PROPERTY) != null ? LIMIT_PROPERTY : LIMIT_VARIABLE;
-        collectionThreshold = configuredBytes(THRESHOLD_PROPERTY, THRESHOLD_VARIABLE,
+        collectionThreshold = MemoryStats.configuredBytes(THRESHOLD_PROPERTY, THRESHOLD_VARIABLE,
                 Math.min(physicalMemory(), memoryLimit) / 16);
         collectionTrigger = collectionThreshold;
     }
@@ -291,39 +291,6 @@ public final class CpuCachingAllocator implements Allocator {
     /** How many garbage collections this allocator ran, for pressure or before failing a request. */
     public synchronized long garbageCollections() {
         return garbageCollections;
-    }
-
-    /** The size set by the system property {@code property}, else the environment variable {@code variable}. */
-    private static long configuredBytes(String property, String variable, long fallback) {
-        String p = System.getProperty(property);
-        if (p != null) return parseBytes(property, p);
-        String v = System.getenv(variable);
-        if (v != null && !v.isBlank()) return parseBytes(variable, v);
-        return fallback;
-    }
-
-    /** Bytes from {@code 1073741824}, {@code 512m}, {@code 4g}, {@code 4GiB}, {@code 1.5GB} (binary units). */
-    static long parseBytes(String name, String text) {
-        String t = text.strip().toLowerCase(java.util.Locale.ROOT).replace("ib", "").replace("b", "");
-        long unit = 1;
-        if (!t.isEmpty()) {
-            switch (t.charAt(t.length() - 1)) {
-                case 'k' -> unit = 1L << 10;
-                case 'm' -> unit = 1L << 20;
-                case 'g' -> unit = 1L << 30;
-                case 't' -> unit = 1L << 40;
-                default -> unit = 1;
-            }
-            if (unit != 1) t = t.substring(0, t.length() - 1).strip();
-        }
-        try {
-            double value = Double.parseDouble(t);
-            if (value > 0 && value * unit < Long.MAX_VALUE) return (long) (value * unit);
-        } catch (NumberFormatException ignored) {
-            // reported below
-        }
-        throw new IllegalArgumentException(name + ": cannot read '" + text + "' as a positive size in bytes"
-                + " (examples: 1073741824, 512m, 4g, 4GiB)");
     }
 
     /** The machine's (or container's) memory; 16 GiB if the JVM cannot tell. */

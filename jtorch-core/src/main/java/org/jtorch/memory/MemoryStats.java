@@ -1,5 +1,7 @@
 package org.jtorch.memory;
 
+import org.jtorch.ops.Arguments;
+
 /**
  * A snapshot of one allocator's counters (as {@code torch.cuda.memory_stats}, for any device).
  *
@@ -25,6 +27,43 @@ public record MemoryStats(long allocatedBytes, long reservedBytes, long peakAllo
                 "allocated %s, reserved %s (cached %s), peak %s, active blocks %d, allocations %d (cache hits %d), leaked storages %d",
                 formatBytes(allocatedBytes), formatBytes(reservedBytes), formatBytes(cachedBytes()),
                 formatBytes(peakAllocatedBytes), activeBlocks, allocations, cacheHits, leakedStorages);
+    }
+
+    /** The size set by the system property {@code property}, else the environment variable {@code variable}. */
+    public static long configuredBytes(String property, String variable, long fallback) {
+        Arguments.nonNull("configuredBytes", "property", property);
+        Arguments.nonNull("configuredBytes", "variable", variable);
+        String p = System.getProperty(property);
+        if (p != null) return parseBytes(property, p);
+        String v = System.getenv(variable);
+        if (v != null && !v.isBlank()) return parseBytes(variable, v);
+        return fallback;
+    }
+
+    /** Bytes from {@code 1073741824}, {@code 512m}, {@code 4g}, {@code 4GiB}, {@code 1.5GB} (binary units). */
+    public static long parseBytes(String name, String text) {
+        Arguments.nonNull("parseBytes", "name", name);
+        Arguments.nonNull("parseBytes", "text", text);
+        String t = text.strip().toLowerCase(java.util.Locale.ROOT).replace("ib", "").replace("b", "");
+        long unit = 1;
+        if (!t.isEmpty()) {
+            switch (t.charAt(t.length() - 1)) {
+                case 'k' -> unit = 1L << 10;
+                case 'm' -> unit = 1L << 20;
+                case 'g' -> unit = 1L << 30;
+                case 't' -> unit = 1L << 40;
+                default -> unit = 1;
+            }
+            if (unit != 1) t = t.substring(0, t.length() - 1).strip();
+        }
+        try {
+            double value = Double.parseDouble(t);
+            if (value > 0 && value * unit < Long.MAX_VALUE) return (long) (value * unit);
+        } catch (NumberFormatException ignored) {
+            // reported below
+        }
+        throw new IllegalArgumentException(name + ": cannot read '" + text + "' as a positive size in bytes"
+                + " (examples: 1073741824, 512m, 4g, 4GiB)");
     }
 
     /** Human-readable byte count: {@code 1.5 MiB}. */

@@ -94,6 +94,11 @@ public final class Elementwise {
         self.checkWritable(name);
         b.checkOpen(name);
         Device device = commonDevice(name, self, b);
+        if (!device.equals(self.device())) {
+            // PyTorch's TensorIterator takes a 0-dim CPU tensor beside other devices as an input only, never as the output
+            throw new IllegalArgumentException(name + ": expected all tensors to be on the same device, but found " + self.device()
+                    + " (the tensor written to) and " + b.device());
+        }
         long[] shape = Shapes.broadcast(name, self.shape(), b.shape());
         if (!java.util.Arrays.equals(shape, self.shape())) {
             throw new IllegalArgumentException(name + ": output with shape " + Shapes.format(self.shape())

@@ -51,6 +51,19 @@ public final class Pooling {
 
     /** {@code max_pool1d} over the last dimension of {@code (N, C, L)} or {@code (C, L)}; a null stride means the kernel size. */
     public static Tensor maxPool1d(Tensor x, int kernel, Integer stride, int padding, int dilation, boolean ceilMode) {
+        // PyTorch 1.13's CPU max_pool1d without autograd has its own check, which accepts an output length of 0
+        // (max_pool1d(randn(2, 3, 1), 2, 1) has shape [2, 3, 0]); with grad, or on another device, it goes through
+        // max_pool1d_with_indices, which refuses it.
+        if (x != null && !x.isClosed() && x.device().isCpu() && !Autograd.needsGrad(x) && x.dim() >= 2 && kernel > 0
+                && (stride == null || stride > 0) && padding >= 0 && padding <= kernel / 2 && dilation > 0) {
+            long[] shape = x.shape();
+            if (shape[shape.length - 1] > 0
+                    && outSize(shape[shape.length - 1], kernel, stride == null ? kernel : stride, padding, dilation, ceilMode) == 0) {
+                checkRank("maxPool1d", x, 1, false);
+                shape[shape.length - 1] = 0;
+                return Tensor.empty(shape, x.dtype(), x.device());
+            }
+        }
         return valuesOnly(maxPool("maxPool1d", x, 1, new int[] {kernel}, stride == null ? null : new int[] {stride}, new int[] {padding},
                 new int[] {dilation}, ceilMode, false));
     }

@@ -12,8 +12,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The standing API fuzzer (issue 19): batches of {@link ApiFuzzer} calls, each batch in a child JVM with a timeout,
  * counting crashes, hangs, exceptions of the wrong kind (thrown from inside the JDK, or of a bug's type, or naming no
- * op) and meaningless results (a call that returns where PyTorch raises, or a result no valid call returns). Every
- * count must be zero.
+ * op), meaningless results (a call that returns where PyTorch raises, or a result no valid call returns) and refusals
+ * (an error where PyTorch returns a result the oracle knows the shape of). Every count must be zero.
  *
  * <p>CI runs fixed seeds for a bounded time. {@code -Djtorch.fuzz.seconds=600} runs batches of new seeds from
  * {@code -Djtorch.fuzz.seed} (default 1) until the time is up; {@code -Djtorch.fuzz.seed=S -Djtorch.fuzz.call=I}
@@ -55,17 +55,27 @@ class ApiFuzzTest {
     }
 
     /** The counts over all batches, and a report line (with the command that reproduces it) for each failure. */
-    private static final class Tally {
-        long batches, calls, crashes, hangs, jdkInternal, noOpName, meaningless;
+    static final class Tally {
+        long batches, calls, crashes, hangs, jdkInternal, noOpName, meaningless, refused, knownResults, devicesUnnamed, mixed;
         final List<String> failures = new ArrayList<>();
+        private final Map<String, String> env;
+        private final long maxVirtualKiB;
+
+        Tally() {
+            this(Map.of(), MAX_VIRTUAL_KIB);
+        }
+
+        Tally(Map<String, String> env, long maxVirtualKiB) {
+            this.env = env;
+            this.maxVirtualKiB = maxVirtualKiB;
+        }
 
         void batch(String mode, long seed, int count) throws Exception {
-            ChildJvm.Result r = ChildJvm.run(ApiFuzzer.class, BATCH_TIMEOUT, Map.of(), MAX_VIRTUAL_KIB, mode, String.valueOf(seed), String.valueOf(count));
+            ChildJvm.Result r = ChildJvm.run(ApiFuzzer.class, BATCH_TIMEOUT, env, maxVirtualKiB, mode, String.valueOf(seed), String.valueOf(count));
             batches++;
             String summary = r.output().lines().filter(l -> l.startsWith("SUMMARY ")).findFirst().orElse(null);
             String lastCall = r.output().lines().filter(l -> l.startsWith("CALL ")).reduce((a, b) -> b).orElse("CALL ?");
-            String replay = "reproduce: mvn -B -q -pl jtorch-core test -Dtest=ApiFuzzTest -Djtorch.fuzz.seed=" + seed
-                    + " -Djtorch.fuzz.call=" + lastCall.substring(5);
+            String replay = reproduce(mode, seed, lastCall.substring(5));
             if (r.timedOut()) {
                 hangs++;
                 failures.add("HANG " + mode + " seed " + seed + " at " + lastCall + "; " + replay + "\n" + tail(r.output()));
@@ -79,10 +89,20 @@ class ApiFuzzTest {
                 jdkInternal += field(summary, "jdk-internal");
                 noOpName += field(summary, "no-op-name");
                 meaningless += field(summary, "meaningless");
+                refused += field(summary, "refused");
+                knownResults += field(summary, "pytorch-returns");
+                devicesUnnamed += field(summary, "devices-unnamed");
+                mixed += field(summary, "mixed-devices");
             }
             r.output().lines().filter(l -> l.startsWith("FINDING ")).forEach(l -> failures.add(l + "\n    "
-                    + "reproduce: mvn -B -q -pl jtorch-core test -Dtest=ApiFuzzTest -Djtorch.fuzz.seed=" + seed + " -Djtorch.fuzz.call="
-                    + l.replaceAll(".* call=(\\d+).*", "$1") + (mode.equals("threads") ? " (threads mode: the call alone may pass)" : "")));
+                    + reproduce(mode, seed, l.replaceAll(".* call=(\\d+).*", "$1"))
+                    + (mode.equals("threads") ? " (threads mode: the call alone may pass)" : "")));
+        }
+
+        private static String reproduce(String mode, long seed, String call) {
+            String properties = " -Djtorch.fuzz.seed=" + seed + " -Djtorch.fuzz.call=" + call;
+            return mode.equals("mixed") ? "reproduce: MixedDeviceFuzzTest with" + properties + " on the CUDA simulator (scripts/cuda-sim)"
+                    : "reproduce: mvn -B -q -pl jtorch-core test -Dtest=ApiFuzzTest" + properties;
         }
 
         private static long field(String summary, String name) {
@@ -97,7 +117,10 @@ class ApiFuzzTest {
 
         String totals() {
             return batches + " batches, " + calls + " calls: " + crashes + " crashes, " + hangs + " hangs, " + jdkInternal
-                    + " JDK-internal exceptions, " + noOpName + " exceptions without an op name, " + meaningless + " meaningless results";
+                    + " JDK-internal exceptions, " + noOpName + " exceptions without an op name, " + meaningless + " meaningless results, " + refused
+                    + " errors where PyTorch returns (of " + knownResults + " calls with a known PyTorch result)"
+                    + (mixed == 0 ? "" : ", " + devicesUnnamed + " device errors not naming both devices (of " + mixed
+                    + " mixed-device calls)");
         }
     }
 }

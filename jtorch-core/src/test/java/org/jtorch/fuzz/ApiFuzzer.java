@@ -45,8 +45,19 @@ public final class ApiFuzzer {
             "Tensor.pinMemory", "Torch.setNumThreads", "Torch.setDefaultDtype", "Torch.manualSeed", "Torch.emptyCache",
             "Tensor.wait", "Tensor.notify", "Tensor.notifyAll");
 
+    /**
+     * {@code -Djtorch.fuzz.printErrors=true}: print every right-kind error too, and every mixed-device call that returned,
+     * to audit them against PyTorch.
+     */
+    private static final boolean PRINT_ERRORS = Boolean.getBoolean("jtorch.fuzz.printErrors");
+
     /** One generated call: what it is, how to run it, and what PyTorch does with it. */
-    record Call(String op, String description, Callable<Object> body, String expectedError, long[] expectedShape) {}
+    record Call(String op, String description, Callable<Object> body, String expectedError, long[] expectedShape,
+                boolean mixedDevices) {
+        Call(String op, String description, Callable<Object> body, String expectedError, long[] expectedShape) {
+            this(op, description, body, expectedError, expectedShape, false);
+        }
+    }
 
     /** A way to make calls: a reflected public method or constructor, or a hand-written generator. */
     interface Entry {
@@ -61,9 +72,17 @@ public final class ApiFuzzer {
     /** In threads mode, the tensors all threads use. */
     private AtomicReferenceArray<Tensor> shared;
 
+    /** Mixed-device mode: the device that about half of the generated tensors are on, the others on the CPU; or null. */
+    private final Device other;
+
     ApiFuzzer(long seed, PrintStream out) {
+        this(seed, out, null);
+    }
+
+    ApiFuzzer(long seed, PrintStream out, Device other) {
         this.seed = seed;
         this.out = out;
+        this.other = other;
         for (Class<?> c : List.of(Tensor.class, Torch.class, F.class)) {
             List<Method> methods = new ArrayList<>(List.of(c.getDeclaredMethods()));
             methods.sort(Comparator.comparing(Method::toString)); // a stable order: a seed means the same calls
@@ -136,7 +155,15 @@ public final class ApiFuzzer {
         for (int i = 0; i < args.length; i++) d.append(i == 0 ? "" : ", ").append(params[i].getName()).append('=').append(g.describe(args[i]));
         d.append(')');
         String expected = Oracle.expectedError(op, named, subject);
-        return new Call(op, d.toString(), () -> invoke(m, receiver, args), expected, null);
+        // In threads mode another thread may close a shared receiver mid-call: its verdict is not PyTorch's.
+        long[] shape = shared == null ? Oracle.expectedShape(op, named, receiver) : null;
+        boolean mixed = Oracle.devices(receiver, named).size() > 1;
+        if (mixed) {
+            if (expected == null) expected = Oracle.mixedDeviceError(op, named, receiver);
+            // the shape rules above ignore devices: only the mixed-device rule judges such a call's success
+            shape = expected == null ? Oracle.mixedDeviceShape(op, named, receiver) : null;
+        }
+        return new Call(op, d.toString(), () -> invoke(m, receiver, args), expected, shape, mixed);
     }
 
     private Object pickOr(ArgumentGenerator g, Tensor subject, Parameter p, String op) {
@@ -217,7 +244,7 @@ public final class ApiFuzzer {
     /** Runs call {@code index} and reports a finding; returns what it found (null when nothing). */
     String run(int thread, long index, boolean verbose) {
         Random random = new Random(seed * 1_000_003L + index * 7919L + thread);
-        ArgumentGenerator g = new ArgumentGenerator(random);
+        ArgumentGenerator g = new ArgumentGenerator(random, other);
         Entry entry = entries.get(random.nextInt(entries.size()));
         Call call;
         try {
@@ -230,6 +257,8 @@ public final class ApiFuzzer {
         if (verbose) out.println("call " + index + ": " + call.description() + (call.expectedError() == null ? "" : "  [PyTorch raises: "
                 + call.expectedError() + "]"));
         calls.increment();
+        if (call.expectedShape() != null) count("pytorch-returns");
+        if (call.mixedDevices()) count("mixed-devices");
         String finding = null;
         Object result = null;
         try {
@@ -248,11 +277,17 @@ public final class ApiFuzzer {
                 finding = backward(t, verbose);
             }
             count(finding == null ? "ok" : finding.substring(0, finding.indexOf(':')));
+            if (PRINT_ERRORS && finding == null && call.mixedDevices()) out.println("MIXED " + call.description() + " -> " + g.describe(judged));
         } catch (Throwable e) {
             String kind = Oracle.wrongKind(e, call.op());
+            if (kind == null && call.mixedDevices()) kind = Oracle.deviceErrorKind(e, other);
             boolean outOfMemory = e instanceof OutOfMemoryException || e instanceof OutOfMemoryError;
-            count(kind != null ? kind : outOfMemory ? "out-of-memory" : "errors");
+            // PyTorch returns a result of a known shape for these arguments: refusing them is a finding too
+            boolean refused = kind == null && !outOfMemory && call.expectedShape() != null;
+            count(kind != null ? kind : refused ? "refused" : outOfMemory ? "out-of-memory" : "errors");
+            if (PRINT_ERRORS && kind == null && !refused) out.println("ERROR " + call.description() + " -> " + e);
             if (kind != null) finding = kind + ": " + e;
+            else if (refused) finding = "refused: " + e + " where PyTorch gives shape " + java.util.Arrays.toString(call.expectedShape());
             if (verbose) e.printStackTrace(out);
             if (e instanceof VirtualMachineError && !(e instanceof OutOfMemoryError)) throw (VirtualMachineError) e;
         } finally {
@@ -302,7 +337,8 @@ public final class ApiFuzzer {
 
     String summary() {
         StringBuilder s = new StringBuilder("SUMMARY calls=" + calls.sum());
-        for (String k : List.of("ok", "errors", "out-of-memory", "jdk-internal", "no-op-name", "meaningless")) {
+        for (String k : List.of("ok", "errors", "out-of-memory", "jdk-internal", "no-op-name", "meaningless", "refused",
+                "devices-unnamed", "pytorch-returns", "mixed-devices")) {
             s.append(' ').append(k).append('=').append(counts.getOrDefault(k, new LongAdder()).sum());
         }
         return s.toString();
@@ -357,7 +393,7 @@ public final class ApiFuzzer {
         String mode = args[0];
         long seed = Long.parseLong(args[1]);
         long count = Long.parseLong(args[2]);
-        ApiFuzzer fuzzer = new ApiFuzzer(seed, System.out);
+        ApiFuzzer fuzzer = new ApiFuzzer(seed, System.out, mode.equals("mixed") ? Device.cuda(0) : null);
         if (args.length > 3) {
             String finding = fuzzer.run(0, Long.parseLong(args[3]), true);
             System.out.println(finding == null ? "no finding" : "FINDING " + finding);

@@ -53,9 +53,25 @@ final class ArgumentGenerator {
     /** The tensors this call made, closed after it (in threads mode, those not shared). */
     final List<Tensor> created = new ArrayList<>();
 
+    /** Mixed-device mode: the device half of the tensors are moved to (the others stay on the CPU), or null. */
+    private final Device other;
+
     ArgumentGenerator(Random random) {
+        this(random, null);
+    }
+
+    ArgumentGenerator(Random random, Device other) {
         this.random = random;
         this.data = new Generator(random.nextLong());
+        this.other = other;
+    }
+
+    /** In mixed-device mode, {@code t} half of the time copied to the other device (contiguous), else {@code t}. */
+    private Tensor maybeMoved(Tensor t) {
+        if (other == null || t.isClosed() || random.nextBoolean()) return t;
+        Tensor moved = t.to(other);
+        created.add(moved);
+        return moved;
     }
 
     Random random() {
@@ -126,9 +142,14 @@ final class ArgumentGenerator {
             t = filled(dtype, shape);
             how = "";
         }
+        Tensor moved = maybeMoved(t);
+        if (moved != t) {
+            t = moved;
+            how = " " + other; // the copy is contiguous: the view's kind no longer holds
+        }
         String label = shortName(dtype) + Arrays.toString(shape) + how;
         if (dtype.isFloatingPoint() && random.nextInt(8) == 0 && !t.isClosed()) {
-            if (how.isEmpty() || how.equals("offset") || how.equals("transposed")) {
+            if (how.isEmpty() || how.equals("offset") || how.equals("transposed") || how.equals(" " + other)) {
                 t.requiresGrad_(true);
                 label += " grad";
             }
@@ -202,8 +223,9 @@ final class ArgumentGenerator {
         }
         Tensor t = Torch.tensor(values, random.nextInt(6) == 0 ? DType.INT32 : DType.INT64, shape);
         created.add(t);
-        labels.put(t, "index" + Arrays.toString(shape));
-        return t;
+        Tensor moved = maybeMoved(t);
+        labels.put(moved, "index" + Arrays.toString(shape) + (moved == t ? "" : " " + other));
+        return moved;
     }
 
     // ---- scalars and arrays, by parameter name ----

@@ -106,6 +106,7 @@ class FuzzFindingsTest {
     /** A missing backend's error named the device but not the op that asked for it. */
     @Test
     void anUnavailableDeviceErrorNamesTheOp() {
+        org.junit.jupiter.api.Assumptions.assumeTrue(org.jtorch.testing.Fixtures.device().isCpu(), "cuda:0 is there in this run");
         for (String op : List.of("zeros", "empty", "eye", "memoryStats")) {
             Executable call = switch (op) {
                 case "zeros" -> () -> Torch.zeros(new long[] {2}, DType.FLOAT32, Device.cuda(0));
@@ -174,6 +175,68 @@ class FuzzFindingsTest {
         Tensor x64 = Torch.tensor(new double[] {3, 5}, 2, 1).requiresGrad_(true);
         F.maxPool1d(x64, 2, 2, 1, 2, false).sum().backward();
         assertArrayEquals(new double[] {0, 0}, x64.grad().toDoubleArray());
+    }
+
+    /**
+     * Seed 1, call 1042 once the fuzzer counted refusals: PyTorch 1.13's CPU max_pool1d without grad returns an empty
+     * output where the window does not fit ({@code max_pool1d(randn(2, 3, 2), 3, 3)} has shape [2, 3, 0]); jtorch
+     * raised "output size too small". With grad, or with indices, PyTorch raises too ("Output size is too small").
+     */
+    @Test
+    void maxPool1dWithoutGradGivesAnEmptyOutputWhereTheWindowDoesNotFit() {
+        assertArrayEquals(new long[] {2, 3, 0}, F.maxPool1d(Torch.randn(2, 3, 2), 3, 3, 0, 1, false).shape());
+        assertArrayEquals(new long[] {1, 0}, F.maxPool1d(Torch.randn(1, 1), 4, 2, 1, 1, false).shape());
+        assertArrayEquals(new long[] {2, 2, 0}, new MaxPool1d(4, 3, 0, 2, true).forward(Torch.randn(2, 2, 1).expand(2, 2, 4)).shape());
+        raisesNaming("maxPool1d", () -> F.maxPool1d(Torch.randn(1, 1, 2).requiresGrad_(true), 3, 2, 0, 1, false));
+        raisesNaming("maxPool1d", () -> F.maxPool1dWithIndices(Torch.randn(1, 1, 2), 3, 2, 0, 1, false));
+        raisesNaming("maxPool1d", () -> F.maxPool1d(Torch.randn(1, 1, 1), 2, 1, 0, 2, false)); // an output size of -1
+    }
+
+    /** The second device of the simulator pass ({@code -Djtorch.test.device=cuda:0}); the CPU-only run skips these cases. */
+    private static Device accelerator() {
+        Device d = org.jtorch.testing.Fixtures.device();
+        org.junit.jupiter.api.Assumptions.assumeFalse(d.isCpu(), "needs a second device (-Djtorch.test.device=cuda:0)");
+        return d;
+    }
+
+    /**
+     * Mixed-device seed 1, call 1428: a 0-dim CPU tensor written to in place from a CUDA tensor returned. PyTorch 1.13's
+     * TensorIterator takes a 0-dim CPU tensor beside CUDA tensors as an input only ("Expected all tensors to be on the
+     * same device, but found at least two devices, cuda:0 and cpu!"); as an input it stays allowed.
+     */
+    @Test
+    void aZeroDimCpuTensorIsNotWrittenFromAnotherDevice() {
+        Device cuda = accelerator();
+        Tensor scalar = Torch.tensor(1f).reshape();
+        Tensor other = Torch.full(new long[0], 2.0, DType.FLOAT32, cuda);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> scalar.add_(other, 0.5));
+        assertTrue(e.getMessage().startsWith("add_: ") && e.getMessage().contains("cpu") && e.getMessage().contains(cuda.toString()),
+                e.getMessage());
+        assertArrayEquals(new float[] {1}, scalar.toFloatArray(), "left unchanged");
+        Tensor v = Torch.ones(new long[] {3}, DType.FLOAT32, cuda);
+        v.add_(Torch.tensor(2f).reshape());
+        assertArrayEquals(new float[] {3, 3, 3}, v.toFloatArray());
+        try (Tensor r = scalar.add(v)) {
+            assertTrue(r.device().equals(cuda), "the result is on the other's device: " + r.device());
+            assertArrayEquals(new float[] {4, 4, 4}, r.toFloatArray());
+        }
+    }
+
+    /**
+     * Mixed-device seed 1: {@code cpu.typeAs(cuda)} stayed on the CPU; PyTorch's type_as is {@code self.type(other.type())}
+     * and a type such as {@code torch.cuda.FloatTensor} names the device, so the result is on other's device.
+     */
+    @Test
+    void typeAsMovesToTheOtherTensorsDevice() {
+        Device cuda = accelerator();
+        Tensor x = Torch.tensor(new float[] {1, 2});
+        try (Tensor r = x.typeAs(Torch.zeros(new long[] {3}, DType.FLOAT64, cuda))) {
+            assertTrue(r.device().equals(cuda) && r.dtype() == DType.FLOAT64, r.device() + " " + r.dtype());
+            assertArrayEquals(new double[] {1, 2}, r.toDoubleArray());
+        }
+        try (Tensor r = x.typeAs(Torch.zeros(new long[] {1}, DType.FLOAT64, Device.cpu()))) {
+            assertTrue(r.device().isCpu() && r.dtype() == DType.FLOAT64);
+        }
     }
 
     /** An adaptive pool to an empty output of 2^62 x 0 cells looped over the 2^62 rows: a hang. Now it returns at once. */

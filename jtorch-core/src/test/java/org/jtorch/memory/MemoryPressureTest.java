@@ -41,12 +41,12 @@ class MemoryPressureTest {
 
     @Test
     void sizesAreReadWithBinaryUnits() {
-        assertEquals(1073741824L, CpuCachingAllocator.parseBytes("x", "1073741824"));
-        assertEquals(512 * MIB, CpuCachingAllocator.parseBytes("x", "512m"));
-        assertEquals(4L << 30, CpuCachingAllocator.parseBytes("x", "4GiB"));
-        assertEquals(3L << 29, CpuCachingAllocator.parseBytes("x", "1.5 GB"));
+        assertEquals(1073741824L, MemoryStats.parseBytes("x", "1073741824"));
+        assertEquals(512 * MIB, MemoryStats.parseBytes("x", "512m"));
+        assertEquals(4L << 30, MemoryStats.parseBytes("x", "4GiB"));
+        assertEquals(3L << 29, MemoryStats.parseBytes("x", "1.5 GB"));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> CpuCachingAllocator.parseBytes("JTORCH_CPU_MEMORY_LIMIT", "lots"));
+                () -> MemoryStats.parseBytes("JTORCH_CPU_MEMORY_LIMIT", "lots"));
         assertEquals("JTORCH_CPU_MEMORY_LIMIT: cannot read 'lots' as a positive size in bytes (examples: 1073741824, 512m,"
                 + " 4g, 4GiB)", e.getMessage());
     }
@@ -110,6 +110,42 @@ class MemoryPressureTest {
                     && mul.getMessage().endsWith("; while running mul"), mul.getMessage());
             OutOfMemoryException sum = assertThrows(OutOfMemoryException.class, () -> a.reshape(2, -1).sum(new int[] {0}, false, null));
             assertTrue(sum.getMessage().endsWith("; while running sum"), sum.getMessage());
+        } finally {
+            alloc.setMemoryLimit(limit);
+        }
+    }
+
+    /**
+     * The hand-written front ends (convolution, matmul, linear, indexing, cat, pooling, modules) and requests of
+     * terabytes name the op too: the call the test made, and the op inside it where a front end names another.
+     */
+    @Test
+    void everyFrontEndsOutOfMemoryErrorNamesTheOp() {
+        long limit = alloc.memoryLimit();
+        StorageCleaner.collect(); // no block of an earlier test's garbage comes back to the cache during the calls
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor a = Torch.ones(512, 512); // 1 MiB: each call below makes at least one result as large
+            Tensor image = a.reshape(1, 1, 512, 512);
+            Tensor kernel = Torch.ones(1, 1, 1, 1);
+            Tensor rows = Torch.arange(512).to(DType.INT64);
+            Linear linear = new Linear(512, 512, false);
+            Map<String, org.junit.jupiter.api.function.Executable> calls = new java.util.LinkedHashMap<>();
+            calls.put("matmul", () -> a.matmul(a));
+            calls.put("linear", () -> F.linear(a, a, null));
+            calls.put("Linear.forward", () -> linear.forward(a));
+            calls.put("conv2d", () -> F.conv2d(image, kernel));
+            calls.put("maxPool2d", () -> F.maxPool2d(image, 1));
+            calls.put("index", () -> a.index(rows));
+            calls.put("cat", () -> Torch.cat(a, a));
+            calls.put("new Linear", () -> new Linear(1L << 20, 1L << 20)); // 4 TiB of weights
+            calls.put("zeros (in newZeros)", () -> a.newZeros(4, 1L << 40));
+            for (var call : calls.entrySet()) {
+                alloc.emptyCache();
+                alloc.setMemoryLimit(alloc.stats().reservedBytes() + 256 * 1024);
+                OutOfMemoryException e = assertThrows(OutOfMemoryException.class, call.getValue(), call.getKey());
+                assertTrue(e.getMessage().startsWith("CPU out of memory: tried to allocate ")
+                        && e.getMessage().endsWith("; while running " + call.getKey()), e.getMessage());
+            }
         } finally {
             alloc.setMemoryLimit(limit);
         }

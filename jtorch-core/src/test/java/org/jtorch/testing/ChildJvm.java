@@ -50,7 +50,7 @@ public final class ChildJvm {
                     "-XX:-UseProfiledLoopPredicate", "-Xmx512m", "-XX:-CreateCoredumpOnCrash",
                     "-XX:ErrorFile=" + dir.resolve("hs_err_%p.log")));
             command.add("-cp");
-            command.add(classPath(main, ChildJvm.class, org.jtorch.Tensor.class));
+            command.add(classPath(withBackends(main, ChildJvm.class, org.jtorch.Tensor.class)));
             command.add(main.getName());
             command.addAll(List.of(args));
             if (maxVirtualKiB > 0) {
@@ -110,6 +110,13 @@ public final class ChildJvm {
     }
 
     /** Where the classes are loaded from (surefire's own class path may be a manifest-only jar). */
+    /** {@code classes} and the installed backends' providers: the child sees the devices the parent sees. */
+    private static Class<?>[] withBackends(Class<?>... classes) {
+        List<Class<?>> all = new ArrayList<>(List.of(classes));
+        java.util.ServiceLoader.load(org.jtorch.backend.BackendProvider.class).stream().forEach(p -> all.add(p.type()));
+        return all.toArray(Class<?>[]::new);
+    }
+
     private static String classPath(Class<?>... classes) {
         List<String> entries = new ArrayList<>();
         for (Class<?> c : classes) {

@@ -16,6 +16,7 @@ import org.jtorch.backend.ReductionKernels;
 import org.jtorch.backend.SpatialKernels;
 import org.jtorch.cuda.kernels.ElementwisePlan;
 import org.jtorch.memory.MemoryBlock;
+import org.jtorch.memory.MemoryStats;
 import org.jtorch.memory.Storage;
 import org.jtorch.memory.StorageCleaner;
 import org.jtorch.op.FormulaKernel;
@@ -38,6 +39,12 @@ import org.jtorch.ops.UnaryOp;
 public final class CudaBackend implements Backend {
     private static final CudaBackend INSTANCE = new CudaBackend();
 
+    /**
+     * The growth of device bytes handed out after which tensors dropped without close are collected (see README's
+     * Memory section): by default an eighth of the device's memory.
+     */
+    public static final String GC_THRESHOLD_VARIABLE = "JTORCH_CUDA_GC_THRESHOLD";
+    public static final String GC_THRESHOLD_PROPERTY = "jtorch.cudaGcThreshold";
     private final CudaCachingAllocator[] allocators = new CudaCachingAllocator[64];
 
     private CudaBackend() {}
@@ -143,8 +150,11 @@ public final class CudaBackend implements Backend {
             throw new IllegalArgumentException(device + " does not exist: " + rt.devices().size() + " CUDA device(s)");
         }
         if (allocators[index] == null) {
-            allocators[index] = new CudaCachingAllocator(new DriverDeviceMemory(rt, index),
+            CudaCachingAllocator a = new CudaCachingAllocator(new DriverDeviceMemory(rt, index),
                     () -> Cuda.currentStream(device).handle(), StorageCleaner::collect);
+            a.setCollectionThreshold(MemoryStats.configuredBytes(GC_THRESHOLD_PROPERTY, GC_THRESHOLD_VARIABLE,
+                    rt.devices().get(index).totalMemory() / 8));
+            allocators[index] = a;
         }
         return allocators[index];
     }

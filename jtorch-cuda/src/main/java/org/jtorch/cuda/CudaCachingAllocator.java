@@ -39,6 +39,11 @@ import org.jtorch.memory.OutOfMemoryException;
  *       while a graph uses it ({@link #releasePool}); graphs may share one. While any capture is under way
  *       the allocator queries and synchronises no event and frees no segment (the driver forbids both),
  *       and blocks of the ordinary pool freed meanwhile wait for the end of the capture.</li>
+ *   <li>Off-heap pressure: once the bytes handed out have grown by the collection threshold since the last
+ *       collection, a request the cache cannot serve first runs the garbage collector and looks in the cache
+ *       again, so that tensors dropped without close come back before the device fills (as the CPU allocator
+ *       does; {@link #setCollectionThreshold}, none by default here, the backend's from the device's memory).
+ *       Not during a CUDA graph capture, which serves its requests from its pool only.</li>
  *   <li>Out of memory: wait for the streams using cached blocks, coalesce, release every wholly free
  *       cached segment and retry; then run the garbage
  *       collector once ({@link org.jtorch.memory.StorageCleaner#collect()}: the blocks of unreachable tensors are
@@ -113,6 +118,11 @@ public final class CudaCachingAllocator implements Allocator {
     private long allocatedBytes, reservedBytes, activeBytes, requestedBytes;
     private long peakAllocatedBytes, peakReservedBytes, peakActiveBytes;
     private long activeBlocks, segments, allocations, cacheHits, segmentAllocs, segmentFrees, retries, ooms;
+    private long collectionThreshold = Long.MAX_VALUE;
+    /** A cache miss with more than this many bytes handed out collects garbage first. */
+    private long collectionTrigger = Long.MAX_VALUE;
+    private long garbageCollections;
+    private final Object collecting = new Object();
     private volatile long leakedStorages;
 
     /**
@@ -148,6 +158,7 @@ public final class CudaCachingAllocator implements Allocator {
         long size = roundSize(bytes);
         // A block is marked allocated in the same critical section that takes it, so a concurrent
         // free never sees it as a free neighbour to merge with.
+        boolean pressure;
         synchronized (this) {
             allocations++;
             streamsSeen.add(stream);
@@ -159,12 +170,29 @@ public final class CudaCachingAllocator implements Allocator {
                 cacheHits++;
                 return handOut(block, size, bytes, stream);
             }
-            block = newSegment(size, stream, pool, capturing);
-            if (block == null && capturing) {
-                ooms++;
-                throw new OutOfMemoryException(device.name() + " out of memory during CUDA graph capture: tried to allocate "
-                        + MemoryStats.formatBytes(size) + " (the cache cannot be freed while a capture is under way)\n" + memorySummary());
+            if (capturing) {
+                block = newSegment(size, stream, pool, true);
+                if (block == null) {
+                    ooms++;
+                    throw new OutOfMemoryException(device.name() + " out of memory during CUDA graph capture: tried to allocate "
+                            + MemoryStats.formatBytes(size) + " (the cache cannot be freed while a capture is under way)\n" + memorySummary());
+                }
+                return handOut(block, size, bytes, stream);
             }
+            pressure = underPressure(size);
+        }
+        if (pressure) collectGarbage(size);
+        synchronized (this) {
+            Block block = null;
+            if (pressure) {
+                processEvents();
+                block = takeCached(size, stream, 0, false);
+                if (block != null) {
+                    cacheHits++;
+                    return handOut(block, size, bytes, stream);
+                }
+            }
+            block = newSegment(size, stream, 0, false);
             if (block == null) {
                 retries++;
                 synchronizeAndCoalesce();
@@ -190,6 +218,38 @@ public final class CudaCachingAllocator implements Allocator {
             }
             return handOut(block, size, bytes, stream);
         }
+    }
+
+    private synchronized boolean underPressure(long size) {
+        return allocatedBytes + size > collectionTrigger;
+    }
+
+    /** Runs a garbage collection (outside the allocator's lock) unless another thread just relieved the pressure. */
+    private void collectGarbage(long size) {
+        synchronized (collecting) {
+            if (!underPressure(size)) return;
+            garbageCollection.run();
+            synchronized (this) {
+                garbageCollections++;
+                collectionTrigger = collectionThreshold == Long.MAX_VALUE ? Long.MAX_VALUE : allocatedBytes + collectionThreshold;
+            }
+        }
+    }
+
+    /** The growth of bytes handed out that triggers a garbage collection ({@code Long.MAX_VALUE}: none). */
+    public synchronized long collectionThreshold() {
+        return collectionThreshold;
+    }
+
+    public synchronized void setCollectionThreshold(long bytes) {
+        if (bytes <= 0) throw new IllegalArgumentException("setCollectionThreshold: expected a positive size, got " + bytes);
+        collectionThreshold = bytes;
+        collectionTrigger = bytes == Long.MAX_VALUE ? Long.MAX_VALUE : allocatedBytes + bytes;
+    }
+
+    /** The collections that off-heap pressure ran (not those of out-of-memory). */
+    public synchronized long garbageCollections() {
+        return garbageCollections;
     }
 
     /**

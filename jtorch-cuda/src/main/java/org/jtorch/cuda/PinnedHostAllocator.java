@@ -24,7 +24,9 @@ import org.jtorch.memory.OutOfMemoryException;
  *       neither reused nor returned to the driver) until every one of them has completed, so a later
  *       batch can never overwrite host memory that an earlier copy has not finished reading. Completed
  *       events are collected on every allocation and on {@link #emptyCache()}.</li>
- *   <li>Out of memory: release every free cached block and retry once; then
+ *   <li>Out of memory: release every free cached block and retry; then run the garbage collector once
+ *       ({@link org.jtorch.memory.StorageCleaner#collect()}: the blocks of unreachable pinned tensors are back when
+ *       it returns), look in the cache again, release what is free and retry, as the CPU allocator does; then
  *       {@link OutOfMemoryException} with the statistics.</li>
  * </ul>
  *
@@ -50,6 +52,7 @@ public final class PinnedHostAllocator implements Allocator {
     }
 
     private final DeviceMemory memory;
+    private final Runnable garbageCollection;
     private final Map<Long, Block> blocks = new HashMap<>();
     /** Free blocks with no pending events, by size. */
     private final TreeMap<Long, ArrayDeque<Block>> free = new TreeMap<>();
@@ -59,8 +62,18 @@ public final class PinnedHostAllocator implements Allocator {
     private long allocatedBytes, reservedBytes, peakAllocatedBytes, activeBlocks, allocations, cacheHits;
     private volatile long leakedStorages;
 
+    /** An allocator that collects no garbage on out-of-memory (tests of the cache alone). */
     public PinnedHostAllocator(DeviceMemory memory) {
+        this(memory, () -> {});
+    }
+
+    /**
+     * @param garbageCollection run once on out-of-memory before the last retry ({@code StorageCleaner::collect} in
+     *     production; tests free blocks from it)
+     */
+    public PinnedHostAllocator(DeviceMemory memory, Runnable garbageCollection) {
         this.memory = memory;
+        this.garbageCollection = garbageCollection;
     }
 
     /** {@code bytes} rounded up to a power of two, at least {@value #MIN_BLOCK}. */
@@ -71,11 +84,26 @@ public final class PinnedHostAllocator implements Allocator {
     }
 
     @Override
-    public synchronized MemoryBlock allocate(long bytes) {
+    public MemoryBlock allocate(long bytes) {
         if (bytes < 0) throw new IllegalArgumentException("pinned allocate: negative size " + bytes);
         CudaGraph.refuseDuringAnyCapture("a pinned host allocation (pinMemory(), a pinning DataLoader)");
         long size = roundSize(bytes);
-        allocations++;
+        synchronized (this) {
+            allocations++;
+            MemoryBlock block = cachedOrNew(size, bytes);
+            if (block != null) return block;
+        }
+        garbageCollection.run(); // outside the lock: Cleaners free blocks through it
+        synchronized (this) {
+            MemoryBlock block = cachedOrNew(size, bytes);
+            if (block != null) return block;
+            throw new OutOfMemoryException("pinned host memory: cannot allocate " + MemoryStats.formatBytes(size) + " ("
+                    + MemoryStats.formatBytes(bytes) + " requested) after freeing the cache and one garbage collection; " + stats());
+        }
+    }
+
+    /** Under the lock: a cached block of {@code size}, else a new one (the free cache released if needed), or null. */
+    private MemoryBlock cachedOrNew(long size, long bytes) {
         processEvents();
         Block block = takeFree(size);
         if (block != null) {
@@ -86,10 +114,7 @@ public final class PinnedHostAllocator implements Allocator {
                 releaseFreeBlocks();
                 address = memory.malloc(size);
             }
-            if (address == 0) {
-                throw new OutOfMemoryException("pinned host memory: cannot allocate " + MemoryStats.formatBytes(size) + " ("
-                        + MemoryStats.formatBytes(bytes) + " requested); " + stats());
-            }
+            if (address == 0) return null;
             block = new Block(address, size);
             blocks.put(address, block);
             reservedBytes += size;

@@ -25,7 +25,9 @@ public final class PinnedMemory {
             synchronized (PinnedMemory.class) {
                 CudaRuntime rt = CudaRuntime.system();
                 rt.requireAvailable();
-                if (allocator == null) allocator = new PinnedHostAllocator(new DriverPinnedMemory(rt));
+                if (allocator == null) {
+                    allocator = new PinnedHostAllocator(new DriverPinnedMemory(rt), org.jtorch.memory.StorageCleaner::collect);
+                }
                 a = allocator;
             }
         }

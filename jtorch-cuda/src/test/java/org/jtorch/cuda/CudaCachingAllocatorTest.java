@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jtorch.memory.MemoryBlock;
@@ -213,6 +214,35 @@ class CudaCachingAllocatorTest {
         MemoryBlock b = ref[0].allocate(15 * MiB, A);
         assertEquals(1, runs.get());
         assertEquals(escaped[0], b.address(), "the reclaimed block is reused");
+    }
+
+    /** Issue 19: blocks of tensors dropped without close come back once the bytes handed out pass the threshold. */
+    @Test
+    void droppedBlocksAreCollectedOnceTheThresholdIsPassed() {
+        List<Long> escaped = new ArrayList<>();
+        AtomicInteger runs = new AtomicInteger();
+        CudaCachingAllocator[] ref = new CudaCachingAllocator[1];
+        ref[0] = new CudaCachingAllocator(new SimulatedDevice(1L << 30), () -> A, () -> { // the Cleaners' work
+            runs.incrementAndGet();
+            escaped.forEach(ref[0]::free);
+            escaped.clear();
+        });
+        ref[0].setCollectionThreshold(64 * MiB);
+        long most = 0;
+        for (int i = 0; i < 100; i++) { // 12 MiB each, never freed by the loop: 1.2 GiB without collections
+            escaped.add(ref[0].allocate(12 * MiB, A).address());
+            most = Math.max(most, ref[0].stats().allocatedBytes());
+        }
+        assertTrue(runs.get() >= 10 && ref[0].garbageCollections() == runs.get(), "collections: " + runs.get());
+        assertTrue(most <= 64 * MiB + 12 * MiB, "at most the threshold and one block: " + most);
+        assertTrue(ref[0].stats().reservedBytes() <= 2 * (64 * MiB + 12 * MiB), "reserved " + ref[0].stats().reservedBytes());
+    }
+
+    @Test
+    void withoutAThresholdOnlyOutOfMemoryCollects() {
+        assertEquals(Long.MAX_VALUE, allocator.collectionThreshold());
+        for (int i = 0; i < 5; i++) allocator.allocate(12 * MiB, A); // 60 MiB of the device's 64
+        assertEquals(0, gcRuns.get());
     }
 
     @Test

@@ -134,6 +134,33 @@ class PinnedHostAllocatorTest {
         assertTrue(e.getMessage().contains("pinned host memory") && e.getMessage().contains("allocated 4.0 MiB"), e.getMessage());
     }
 
+    /** Issue 19: pinned tensors dropped without close hold blocks only a garbage collection returns. */
+    @Test
+    void outOfMemoryThenCollectsGarbageOnceAndReusesWhatItReturned() {
+        long[] escaped = new long[1];
+        int[] runs = new int[1];
+        PinnedHostAllocator[] ref = new PinnedHostAllocator[1];
+        ref[0] = new PinnedHostAllocator(new SimulatedDevice(4 * MiB), () -> {
+            runs[0]++;
+            ref[0].free(escaped[0]); // what a Cleaner does for an unreachable pinned tensor
+        });
+        escaped[0] = ref[0].allocate(4 * MiB).address();
+        MemoryBlock b = ref[0].allocate(3 * MiB); // would fail: the first block still holds all of the memory
+        assertEquals(1, runs[0]);
+        assertEquals(escaped[0], b.address(), "the returned block is found in the cache and reused");
+        assertEquals(1, ref[0].stats().cacheHits());
+    }
+
+    @Test
+    void outOfMemoryAfterTheCollectionNamesIt() {
+        int[] runs = new int[1];
+        PinnedHostAllocator small = new PinnedHostAllocator(new SimulatedDevice(4 * MiB), () -> runs[0]++);
+        small.allocate(4 * MiB);
+        OutOfMemoryException e = assertThrows(OutOfMemoryException.class, () -> small.allocate(512));
+        assertEquals(1, runs[0]);
+        assertTrue(e.getMessage().contains("after freeing the cache and one garbage collection"), e.getMessage());
+    }
+
     @Test
     void statisticsCountBlocksBytesAndPeaks() {
         MemoryBlock a = allocator.allocate(1000), b = allocator.allocate(MiB);
