@@ -874,6 +874,7 @@ public final class F {
             if (r != null) return r;
         }
         checkReduction("mseLoss", reduction);
+        checkFloatingLoss("mseLoss", input, target);
         return MemoryScope.run(() -> {
             Tensor d = input.sub(target);
             return reduce(d.mul(d), reduction);
@@ -897,6 +898,15 @@ public final class F {
 
     public static Tensor l1Loss(Tensor input, Tensor target) { return l1Loss(input, target, Reduction.MEAN); }
 
+    /** PyTorch's squared and smooth losses have no integer kernels ("mse_cpu" not implemented for 'Long'). */
+    private static void checkFloatingLoss(String op, Tensor input, Tensor target) {
+        if (!input.dtype().isFloatingPoint() && !target.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": expected floating-point input or target, got " + input.dtype() + " input of shape "
+                    + Shapes.format(input.shape()) + " and " + target.dtype() + " target of shape " + Shapes.format(target.shape())
+                    + " (PyTorch has no integer kernel for this loss)");
+        }
+    }
+
     /** {@code |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta}, and the L1 loss for {@code beta == 0}. */
     public static Tensor smoothL1Loss(Tensor input, Tensor target, Reduction reduction, double beta) {
         Arguments.nonNull("smoothL1Loss", "input", input);
@@ -907,6 +917,7 @@ public final class F {
             if (r != null) return r;
         }
         checkReduction("smoothL1Loss", reduction);
+        checkFloatingLoss("smoothL1Loss", input, target);
         if (beta < 0) throw new IllegalArgumentException("smoothL1Loss: smooth_l1_loss does not support negative values for beta, got " + beta);
         if (beta == 0) return l1Loss(input, target, reduction);
         return MemoryScope.run(() -> {
@@ -930,6 +941,7 @@ public final class F {
             if (r != null) return r;
         }
         checkReduction("huberLoss", reduction);
+        checkFloatingLoss("huberLoss", input, target);
         if (!(delta > 0)) throw new IllegalArgumentException("huberLoss: huber_loss does not support non-positive values for delta, got " + delta);
         return MemoryScope.run(() -> {
             Tensor d = input.sub(target).abs();

@@ -49,6 +49,17 @@ class FuzzFindingsTest {
     }
 
     /** "adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but received {1, -1}". */
+    /** PyTorch has no integer kernels for these losses ("smooth_l1_cpu" not implemented for 'Long'); integer targets of a float input promote. */
+    @Test
+    void squaredAndSmoothLossesRefuseIntegerInputAndTarget() {
+        Tensor a = Torch.tensor(new long[] {1, 2, 3});
+        Tensor b = Torch.tensor(new long[] {2, 2, 2});
+        raisesNaming("smoothL1Loss", () -> F.smoothL1Loss(a, b));
+        raisesNaming("huberLoss", () -> F.huberLoss(a, b));
+        raisesNaming("mseLoss", () -> F.mseLoss(a, b, F.Reduction.NONE));
+        assertArrayEquals(new long[0], F.smoothL1Loss(a.to(DType.FLOAT32), b).shape());
+    }
+
     @Test
     void adaptivePoolingRejectsNegativeOutputSizes() {
         Tensor x = Torch.randn(1, 2, 4, 4);
