@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.Set;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.memory.Storage;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.ReduceArgs;
@@ -28,6 +29,10 @@ final class Tracer implements TraceHook<Tensor> {
     private final Map<Tensor, Integer> versions = new IdentityHashMap<>();
     /** A tensor just written in place whose op has not reported itself yet ({@link #mutated}). */
     private Tensor pendingMutation;
+    /** Memory allocated during the trace (a created tensor holding its storage's only reference). */
+    private final Set<Storage> freshStorages = Collections.newSetFromMap(new IdentityHashMap<>());
+    /** Memory some recorded op read or wrote. */
+    private final Set<Storage> seenStorages = Collections.newSetFromMap(new IdentityHashMap<>());
     private String breakReason;
 
     Tracer(Tensor[] inputs) {
@@ -47,6 +52,7 @@ final class Tracer implements TraceHook<Tensor> {
         for (Tensor t : inputs) args.add(t == null ? null : valueOf(t));
         Graph.Node node = new Graph.Node(graph.nodes.size(), op, args, scalars, reduce, output);
         graph.nodes.add(node);
+        seenStorages.add(output.storage());
         values.put(output, node);
         versions.put(output, output.version());
     }
@@ -55,6 +61,7 @@ final class Tracer implements TraceHook<Tensor> {
     public void created(Tensor tensor) {
         checkMutations();
         created.add(tensor);
+        if (tensor.storage().refCount() == 1) freshStorages.add(tensor.storage());
     }
 
     @Override
@@ -85,11 +92,16 @@ final class Tracer implements TraceHook<Tensor> {
         versions.put(self, self.version());
     }
 
-    /** Breaks the trace if a tensor was written in place by an op that did not report itself. */
+    /**
+     * Breaks the trace if a tensor was written in place by an op that did not report itself, unless the write went into
+     * memory allocated during the trace that no recorded op has touched yet: that is part of making a tensor (a CUDA
+     * wrapped number is allocated and then filled), and a tensor made so is refused when an op reads it.
+     */
     private void checkMutations() {
         if (pendingMutation == null) return;
         Tensor t = pendingMutation;
         pendingMutation = null;
+        if (freshStorages.contains(t.storage()) && !seenStorages.contains(t.storage())) return;
         breakAt("a tensor of shape " + Shapes.format(t.shape()) + " was changed in place by an op the trace does not see");
     }
 
@@ -100,6 +112,7 @@ final class Tracer implements TraceHook<Tensor> {
     }
 
     private Graph.Value valueOf(Tensor t) {
+        seenStorages.add(t.storage());
         Graph.Value v = values.get(t);
         if (v != null) return v;
         if (created.contains(t) && !t.isWrappedNumber()) {
