@@ -34,6 +34,11 @@ public interface Backend {
         return deviceType().name().toLowerCase();
     }
 
+    /** How many devices of this type there are (ordinals 0 to count - 1); checked when an op first touches a device. */
+    default int deviceCount() {
+        return 1;
+    }
+
     Allocator allocator(Device device);
 
     /** Graph capture and replay of device work (CUDA graphs), or null where the device has none. */

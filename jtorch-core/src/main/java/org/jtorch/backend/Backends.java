@@ -39,6 +39,11 @@ public final class Backends {
         if (!b.isAvailable()) {
             throw new IllegalStateException(prefix + "device " + device + " is not available: " + b.unavailableReason());
         }
+        int count = b.deviceCount();
+        if (device.index() >= count) {
+            throw new IllegalArgumentException(prefix + "device " + device + " does not exist: " + count + " "
+                    + device.type().name().toLowerCase() + " device(s)");
+        }
         return KernelProfiler.wrapIfActive(b);
     }
 

@@ -142,6 +142,11 @@ public final class CudaBackend implements Backend {
     }
 
     @Override
+    public int deviceCount() {
+        return CudaRuntime.system().devices().size();
+    }
+
+    @Override
     public synchronized CudaCachingAllocator allocator(Device device) {
         CudaRuntime rt = CudaRuntime.system();
         rt.requireAvailable();
