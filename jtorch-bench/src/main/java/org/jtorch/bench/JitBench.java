@@ -47,6 +47,12 @@ final class JitBench {
         // then write fresh pages (measured 10-20x slower at 1M floats), which is the leak's cost, not eager's.
         double eager = 0;
         double fused = 0;
+        // Both sides warmed for a second first: a fresh JVM's first chain otherwise times eager kernels still in C1.
+        long warmUntil = System.nanoTime() + (quick ? 300_000_000L : 1_000_000_000L);
+        while (System.nanoTime() < warmUntil) {
+            scoped(f, x);
+            scoped(compiled, x);
+        }
         for (int r = 0; r < 3; r++) {
             eager += Timing.median(5, reps, () -> scoped(f, x));
             fused += Timing.median(5, reps, () -> scoped(compiled, x));
