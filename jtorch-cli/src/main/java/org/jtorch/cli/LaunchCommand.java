@@ -73,6 +73,8 @@ final class LaunchCommand {
                 .option("master-addr", "ADDR", "127.0.0.1", "address of node 0, where its launcher serves the job's store")
                 .option("master-port", "PORT", "29500", "port of the job's store")
                 .option("rdzv-timeout", "SECONDS", "300", "how long to wait for the other nodes to join (nccl or store)")
+                .option("heartbeat-timeout", "SECONDS", "30", "node 0 stops the job when another node's launcher has been silent "
+                        + "this long (killed, or its host lost; nccl or store)")
                 .option("backend", "NAME", "mpi", "mpi (CPU tensors, one MPI world through mpirun), nccl (CUDA tensors) or store (any "
                         + "program meeting in the TcpStore)");
     }
@@ -103,7 +105,8 @@ final class LaunchCommand {
             Launcher.Options options;
             try {
                 options = new Launcher.Options(nproc, nnodes, nodeRank, cl.get("master-addr"), port,
-                        Duration.ofSeconds(cl.getInt("rdzv-timeout")), Duration.ofMillis(STOP_GRACE_MS));
+                        Duration.ofSeconds(cl.getInt("rdzv-timeout")), Duration.ofMillis(STOP_GRACE_MS),
+                        Duration.ofSeconds(cl.getInt("heartbeat-timeout")));
             } catch (IllegalArgumentException e) {
                 throw new CommandLine.UsageException(e.getMessage().substring("launch: ".length()));
             }

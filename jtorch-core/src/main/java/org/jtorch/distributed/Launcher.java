@@ -28,8 +28,9 @@ import java.util.Map;
  * {@link #POLL} and stop theirs too, naming the failing rank. A node whose store connection breaks (node 0's launcher
  * is gone) stops its workers as well. SIGINT or SIGTERM to a launcher stop its workers the same way (through a
  * shutdown hook) and post that to the other nodes. So a job ends within the stop grace plus a poll of a failure,
- * never hangs, and leaves no worker running. Not covered: a launcher killed with SIGKILL on a node other than 0
- * posts nothing; its workers' peers then fail on their own collective timeouts.
+ * never hangs, and leaves no worker running. A launcher killed with SIGKILL on a node other than 0 posts nothing:
+ * node 0's launcher notices its silence within the heartbeat timeout and stops the job (that node's own workers,
+ * orphaned, end when their collectives with the stopped peers fail).
  */
 public final class Launcher {
     /** How often the launcher looks at its workers and at the store. */
@@ -50,10 +51,23 @@ public final class Launcher {
      * @param masterPort the store's port
      * @param rendezvousTimeout how long a launcher waits for the other nodes to join, and a worker for the store
      * @param stopGrace how long stopped workers get between SIGTERM and SIGKILL
+     * @param heartbeatTimeout how long node 0's launcher waits for news from another node's launcher before it calls that
+     *     node lost (its launcher was killed, or its host went away) and stops the job
      */
     public record Options(int nprocPerNode, int nnodes, int nodeRank, String masterAddr, int masterPort, Duration rendezvousTimeout,
-            Duration stopGrace) {
+            Duration stopGrace, Duration heartbeatTimeout) {
+        /** torchrun's elastic agent gives up on a silent node after its 30 s keep-alive; so does this launcher by default. */
+        public static final Duration DEFAULT_HEARTBEAT_TIMEOUT = Duration.ofSeconds(30);
+
+        public Options(int nprocPerNode, int nnodes, int nodeRank, String masterAddr, int masterPort, Duration rendezvousTimeout,
+                Duration stopGrace) {
+            this(nprocPerNode, nnodes, nodeRank, masterAddr, masterPort, rendezvousTimeout, stopGrace, DEFAULT_HEARTBEAT_TIMEOUT);
+        }
+
         public Options {
+            if (heartbeatTimeout == null || heartbeatTimeout.toMillis() < 1) {
+                throw new IllegalArgumentException("launch: --heartbeat-timeout must be positive, got " + heartbeatTimeout);
+            }
             if (nprocPerNode < 1) throw new IllegalArgumentException("launch: --nproc-per-node must be at least 1, got " + nprocPerNode);
             if (nnodes < 1) throw new IllegalArgumentException("launch: --nnodes must be at least 1, got " + nnodes);
             if (nodeRank < 0 || nodeRank >= nnodes) {
@@ -230,6 +244,7 @@ public final class Launcher {
     private Outcome watch(String where) {
         List<String> doneKeys = new ArrayList<>();
         for (int n = 0; n < options.nnodes(); n++) doneKeys.add("launch/done/" + n);
+        Heartbeats heartbeats = new Heartbeats(doneKeys);
         boolean localDone = false;
         while (true) {
             if (!localDone) {
@@ -276,6 +291,11 @@ public final class Launcher {
             }
             try {
                 if (posted) return new Outcome(130, -1, "stopped by a signal; the workers were stopped"); // see interrupted()
+                Outcome lost = heartbeats.beatAndCheck();
+                if (lost != null) {
+                    post(lost);
+                    return lost;
+                }
                 Outcome elsewhere = failureElsewhere();
                 if (elsewhere != null) return elsewhere;
                 if (localDone && store.check(doneKeys)) return new Outcome(0, -1, "all " + options.worldSize() + " workers finished");
@@ -289,6 +309,54 @@ public final class Launcher {
                 Thread.currentThread().interrupt();
                 return new Outcome(130, -1, "interrupted; the workers were stopped");
             }
+        }
+    }
+
+    /**
+     * Every launcher counts up its key in the store about once a second; node 0's launcher watches the other nodes'
+     * counts and calls a node lost when its count has not moved for the heartbeat timeout. A launcher killed with
+     * SIGKILL posts nothing, and its host may be gone altogether: without this, the other nodes would wait for their
+     * workers' collectives to time out. (The other nodes notice node 0's loss as their store connection breaking.)
+     */
+    private final class Heartbeats {
+        private static final String ALIVE = "launch/alive/";
+        private final List<String> doneKeys;
+        private final long intervalNanos;
+        private final long[] lastCount;
+        private final long[] lastChange;
+        private long nextBeat;
+
+        Heartbeats(List<String> doneKeys) {
+            this.doneKeys = doneKeys;
+            this.intervalNanos = Math.min(1_000_000_000L, options.heartbeatTimeout().toNanos() / 4);
+            this.lastCount = new long[options.nnodes()];
+            this.lastChange = new long[options.nnodes()];
+            long now = System.nanoTime();
+            java.util.Arrays.fill(lastChange, now);
+            this.nextBeat = now;
+        }
+
+        /** Beats when due; on node 0, also returns the outcome for the first node found silent, else null. */
+        Outcome beatAndCheck() {
+            if (options.nnodes() == 1) return null;
+            long now = System.nanoTime();
+            if (now < nextBeat) return null;
+            nextBeat = now + intervalNanos;
+            store.add(ALIVE + options.nodeRank(), 1);
+            if (options.nodeRank() != 0) return null;
+            for (int n = 1; n < options.nnodes(); n++) {
+                long count = store.add(ALIVE + n, 0);
+                if (count != lastCount[n]) {
+                    lastCount[n] = count;
+                    lastChange[n] = now;
+                } else if (now - lastChange[n] > options.heartbeatTimeout().toNanos() && !store.check(List.of(doneKeys.get(n)))) {
+                    int first = n * options.nprocPerNode();
+                    return new Outcome(1, first, "node " + n + " (ranks " + first + "-" + (first + options.nprocPerNode() - 1)
+                            + ") was lost: its launcher has not been heard from for " + options.heartbeatTimeout().toSeconds()
+                            + " s (killed, or its host unreachable); stopped this node's workers");
+                }
+            }
+            return null;
         }
     }
 

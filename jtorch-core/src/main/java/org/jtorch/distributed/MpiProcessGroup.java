@@ -297,28 +297,69 @@ public final class MpiProcessGroup extends ProcessGroup {
         });
     }
 
+    /**
+     * Each send's header goes ahead of the data, as for {@link #send}. All headers of the batch are posted before any
+     * data, so that two ops to one peer with one tag still pair up in order; the receives wait for their headers only
+     * (the sends never wait here, so two ranks sending to each other cannot deadlock), check them, then post the data
+     * receives. A receive whose header disagrees drains the data into scratch, so the channel stays usable, and the
+     * batch fails naming both sides.
+     */
     @Override
     public Work batchIsendIrecv(List<P2POp> ops) {
         checkBatch(ops, this::checkTensor);
         for (P2POp op : ops) checkCount("batchIsendIrecv", op.tensor().numel());
         List<P2POp> batch = List.copyOf(ops);
-        return submit(Call.BATCH_P2P, "batchIsendIrecv(" + batch.size() + " ops)", null, () -> {
+        int n = batch.size();
+        return submit(Call.BATCH_P2P, "batchIsendIrecv(" + n + " ops)", null, () -> {
             List<Tensor> buffers = new ArrayList<>();
             try (Arena arena = Arena.ofConfined()) {
-                MemorySegment requests = arena.allocate(ValueLayout.ADDRESS, batch.size());
-                for (int i = 0; i < batch.size(); i++) {
+                long addr = ValueLayout.ADDRESS.byteSize();
+                MemorySegment headerRequests = arena.allocate(ValueLayout.ADDRESS, n);
+                MemorySegment dataRequests = arena.allocate(ValueLayout.ADDRESS, n);
+                MemorySegment[] headers = new MemorySegment[n];
+                for (int i = 0; i < n; i++) {
+                    P2POp op = batch.get(i);
+                    long[] mine = header(Call.SEND, op.tensor(), op.tag());
+                    headers[i] = op.isSend() ? arena.allocateFrom(ValueLayout.JAVA_LONG, mine) : arena.allocate(ValueLayout.JAVA_LONG, HEADER_LONGS);
+                    MemorySegment request = headerRequests.asSlice(i * addr, addr);
+                    if (op.isSend()) {
+                        mpi.isend(headers[i], HEADER_LONGS, datatype(DType.INT64), op.peer(), op.tag(), request);
+                    } else {
+                        mpi.irecv(headers[i], HEADER_LONGS, datatype(DType.INT64), op.peer(), op.tag(), request);
+                    }
+                }
+                for (int i = 0; i < n; i++) {
                     P2POp op = batch.get(i);
                     Tensor buffer = staged(op.tensor(), false);
                     buffers.add(buffer);
-                    MemorySegment request = requests.asSlice(i * ValueLayout.ADDRESS.byteSize(), ValueLayout.ADDRESS.byteSize());
                     if (op.isSend()) {
-                        mpi.isend(segment(buffer), (int) buffer.numel(), datatype(buffer.dtype()), op.peer(), op.tag(), request);
-                    } else {
-                        mpi.irecv(segment(buffer), (int) buffer.numel(), datatype(buffer.dtype()), op.peer(), op.tag(), request);
+                        mpi.isend(segment(buffer), (int) buffer.numel(), datatype(buffer.dtype()), op.peer(), op.tag(), dataRequests.asSlice(i * addr, addr));
                     }
                 }
-                mpi.waitAll(batch.size(), requests);
-                for (int i = 0; i < batch.size(); i++) if (!batch.get(i).isSend()) unstage(batch.get(i).tensor(), buffers.get(i));
+                mpi.waitAll(n, headerRequests); // the receives' headers have come; the sends' are on their way
+                List<String> disagreements = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    P2POp op = batch.get(i);
+                    if (op.isSend()) continue;
+                    long[] got = headers[i].toArray(ValueLayout.JAVA_LONG);
+                    long[] expected = header(Call.SEND, op.tensor(), op.tag());
+                    MemorySegment request = dataRequests.asSlice(i * addr, addr);
+                    if (Arrays.equals(got, expected)) {
+                        Tensor buffer = buffers.get(i);
+                        mpi.irecv(segment(buffer), (int) buffer.numel(), datatype(buffer.dtype()), op.peer(), op.tag(), request);
+                    } else {
+                        DType sentType = CollectiveHeader.dtype(got);
+                        MemorySegment scratch = arena.allocate(Math.max(1, CollectiveHeader.numel(got) * sentType.byteSize()));
+                        mpi.irecv(scratch, (int) CollectiveHeader.numel(got), datatype(sentType), op.peer(), op.tag(), request);
+                        disagreements.add("ops[" + i + "] (" + op.describe() + "): rank " + op.peer() + " sent "
+                                + describe(got) + " but this rank expects " + describe(expected));
+                    }
+                }
+                mpi.waitAll(n, dataRequests);
+                if (!disagreements.isEmpty()) {
+                    throw new Disagreement("batchIsendIrecv on rank " + rank + ": " + String.join("; ", disagreements));
+                }
+                for (int i = 0; i < n; i++) if (!batch.get(i).isSend()) unstage(batch.get(i).tensor(), buffers.get(i));
             } finally {
                 for (int i = 0; i < buffers.size(); i++) if (buffers.get(i) != batch.get(i).tensor()) buffers.get(i).close();
             }

@@ -26,7 +26,8 @@ public record P2POp(boolean isSend, Tensor tensor, int peer, int tag) {
         return new P2POp(false, tensor, peer, 0);
     }
 
-    String describe() {
+    /** E.g. {@code isend to 1}. */
+    public String describe() {
         return (isSend ? "isend to " : "irecv from ") + peer;
     }
 }

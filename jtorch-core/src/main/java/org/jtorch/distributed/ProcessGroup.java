@@ -76,8 +76,10 @@ public abstract class ProcessGroup implements AutoCloseable {
      * {@link #send}s would deadlock on once the tensors are larger than the transport's buffers). Every peer must
      * issue the matching batch. Returns one {@link Work} for the whole batch. The nccl backend brackets the calls in
      * {@code ncclGroupStart}/{@code ncclGroupEnd}; the mpi backend posts {@code MPI_Isend}/{@code MPI_Irecv} and
-     * waits for all. Unlike {@link #send}/{@link #recv}, no header precedes the data: a receive whose size differs
-     * from the send fails in the backend (MPI's truncation error), or is not detected (NCCL).
+     * waits for all. As with {@link #send}/{@link #recv}, a header precedes each send's data: a receive whose dtype,
+     * shape or tag disagrees with its send fails naming both sides (the data is drained first, so the group stays
+     * usable). Headers cost a round trip before the data; the nccl backend skips them with
+     * {@code JTORCH_NCCL_CHECK_HEADERS=0}, and then a disagreement goes undetected, as in PyTorch.
      */
     public abstract Work batchIsendIrecv(List<P2POp> ops);
 

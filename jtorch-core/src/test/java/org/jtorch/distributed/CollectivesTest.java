@@ -57,5 +57,7 @@ class CollectivesTest {
         MpiJob.Result r = MpiJob.run(2, Duration.ofSeconds(90), CollectivesWorker.class, "batch-p2p");
         assertRanksOk(r, 2);
         assertTrue(r.output().contains("rank 0: batchIsendIrecv: ops[0] (isend to 0) names this rank (0) as its peer"), r.output());
+        assertTrue(r.output().contains("rank 0: batchIsendIrecv on rank 0: ops[2] (irecv from 1): rank 1 sent send(tag=0) float32 [2, 3] "
+                + "but this rank expects send(tag=0) float32 [3, 2]"), r.output());
     }
 }

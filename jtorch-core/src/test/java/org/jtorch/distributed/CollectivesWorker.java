@@ -298,6 +298,21 @@ public final class CollectivesWorker {
             String m = expectThrows(IllegalArgumentException.class, () -> pg.batchIsendIrecv(List.of(P2POp.isend(out, rank))), "names this rank");
             System.out.println("rank " + rank + ": " + m);
         }
+        // A receive whose shape disagrees with its send fails naming both; the matching op in the same batch still
+        // arrives, and the group stays usable.
+        try (Tensor wide = values(rank, 6, DType.FLOAT32); Tensor wideView = wide.view(2, 3); Tensor tall = on(Torch.zeros(3, 2));
+                Tensor small = values(rank, 5, DType.INT64); Tensor smallIn = on(Torch.zeros(new long[] {5}, DType.INT64, org.jtorch.Device.cpu()))) {
+            String m = expectThrows(DistributedException.class, () -> pg.batchIsendIrecv(List.of(P2POp.isend(wideView, next),
+                    P2POp.isend(small, next), P2POp.irecv(tall, prev), P2POp.irecv(smallIn, prev))).waitFor(), "batchIsendIrecv on rank " + rank);
+            System.out.println("rank " + rank + ": " + m);
+            try (Tensor expectedSmall = values(prev, 5, DType.INT64)) {
+                check(Arrays.equals(smallIn.toDoubleArray(), expectedSmall.toDoubleArray()), "the agreeing receive of the batch arrived");
+            }
+            try (Tensor t = on(Torch.ones(3))) {
+                pg.allReduce(t).waitFor();
+                check(t.toDoubleArray()[0] == pg.size(), "the group works after a batch that disagreed");
+            }
+        }
     }
 
     /** {@code t} on the backend's device (the CPU tensor closed when it moved). */

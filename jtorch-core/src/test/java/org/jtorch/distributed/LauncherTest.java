@@ -42,12 +42,16 @@ class LauncherTest {
     }
 
     private static Node node(int nproc, int nnodes, int nodeRank, int port, List<String> command, Duration rendezvous) {
+        return node(new Launcher.Options(nproc, nnodes, nodeRank, "127.0.0.1", port, rendezvous, GRACE), command);
+    }
+
+    private static Node node(Launcher.Options options, List<String> command) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         long start = System.nanoTime();
         Launcher.Outcome o;
         try (PrintStream po = new PrintStream(out, true, StandardCharsets.UTF_8); PrintStream pe = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-            o = Launcher.run(new Launcher.Options(nproc, nnodes, nodeRank, "127.0.0.1", port, rendezvous, GRACE), command, Map.of(), po, pe);
+            o = Launcher.run(options, command, Map.of(), po, pe);
         }
         return new Node(o, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8), (System.nanoTime() - start) / 1_000_000);
     }
@@ -201,6 +205,43 @@ class LauncherTest {
             assertNothingLeftRunning(marker);
         } finally {
             launcher.destroyForcibly();
+            ProcessHandle.allProcesses().filter(p -> p.info().commandLine().orElse("").contains(marker)).forEach(ProcessHandle::destroyForcibly);
+            Files.deleteIfExists(log);
+        }
+    }
+
+    /**
+     * A launcher killed with SIGKILL posts nothing: node 0's launcher notices its silence within the heartbeat timeout,
+     * stops its own workers and names the lost node, where before it waited for the workers' collectives to time out.
+     */
+    @Test
+    void aNodeWhoseLauncherIsKilledIsNamedWithinTheHeartbeatTimeout() throws Exception {
+        String marker = marker();
+        int port = freePort();
+        Path log = Files.createTempFile("jtorch-launcher", ".txt");
+        CompletableFuture<Node> node0 = inThread(() -> node(new Launcher.Options(1, 2, 0, "127.0.0.1", port, Duration.ofSeconds(60), GRACE,
+                Duration.ofSeconds(3)), worker("sleep", marker)));
+        List<String> command = new ArrayList<>(ChildJvm.command(null, List.of("-XX:TieredStopAtLevel=1", "-Xmx128m"), LauncherMain.class,
+                "1", "2", "1", "127.0.0.1", Integer.toString(port), "3", "--").command());
+        command.addAll(worker("sleep", marker));
+        Process launcher1 = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        try {
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (!Files.readString(log).contains("[rank1]: sleeping")) {
+                assertTrue(System.nanoTime() < deadline && launcher1.isAlive() && !node0.isDone(), "workers did not start: "
+                        + Files.readString(log));
+                Thread.sleep(100);
+            }
+            long start = System.nanoTime();
+            launcher1.destroyForcibly(); // SIGKILL: no shutdown hook, nothing posted
+            Node n = node0.get(30, java.util.concurrent.TimeUnit.SECONDS);
+            double seconds = (System.nanoTime() - start) / 1e9;
+            assertEquals(1, n.outcome().exitCode(), n.out() + n.err());
+            assertTrue(n.err().contains("jtorch launch: node 1 (ranks 1-1) was lost: its launcher has not been heard from for 3 s"), n.err());
+            assertTrue(seconds > 2 && seconds < 15, "took " + seconds + " s");
+        } finally {
+            launcher1.destroyForcibly();
+            // node 1's worker was orphaned with its launcher; the job's other side is gone, so nothing else ends it here
             ProcessHandle.allProcesses().filter(p -> p.info().commandLine().orElse("").contains(marker)).forEach(ProcessHandle::destroyForcibly);
             Files.deleteIfExists(log);
         }

@@ -97,5 +97,7 @@ class NcclCollectivesTest {
         MpiJob.Result r = TorchrunJob.run(2, Duration.ofSeconds(180), NCCL, CollectivesWorker.class, "batch-p2p");
         assertRanksOk(r, 2);
         assertTrue(r.output().contains("rank 0: batchIsendIrecv: ops[0] (isend to 0) names this rank (0) as its peer"), r.output());
+        assertTrue(r.output().contains("rank 0: batchIsendIrecv on rank 0: ops[2] (irecv from 1): rank 1 sent send(tag=0) float32 [2, 3] "
+                + "but this rank expects send(tag=0) float32 [3, 2]"), r.output());
     }
 }

@@ -375,26 +375,73 @@ public final class NcclProcessGroup extends ProcessGroup {
         });
     }
 
-    /** The calls bracketed by {@code ncclGroupStart}/{@code ncclGroupEnd}, so that they progress together. */
+    /**
+     * The calls bracketed by {@code ncclGroupStart}/{@code ncclGroupEnd}, so that they progress together. With header
+     * checks on (the default), a first group exchanges each send's header with its receive (NCCL pairs a peer's
+     * operations in order, and ignores tags: the header carries the tag), the receiving rank checks them, and a
+     * second group moves the data; a receive whose header disagrees takes the data into scratch, so the channel stays
+     * usable, and the batch fails naming both sides.
+     */
     @Override
     public Work batchIsendIrecv(List<P2POp> ops) {
         checkBatch(ops, this::checkTensor);
         List<P2POp> batch = List.copyOf(ops);
+        int n = batch.size();
         List<Staged> staged = new java.util.ArrayList<>();
         for (P2POp op : batch) staged.add(stage(op.tensor()));
-        return submit(Call.BATCH_P2P, "batchIsendIrecv(" + batch.size() + " ops)", null, staged, () -> {
-            nccl.groupStart();
-            try {
-                for (int i = 0; i < batch.size(); i++) {
-                    P2POp op = batch.get(i);
-                    Staged t = staged.get(i);
-                    if (op.isSend()) nccl.send(t.pointer(), t.numel(), type(op.tensor().dtype()), op.peer(), comm, stream.handle());
-                    else nccl.recv(t.pointer(), t.numel(), type(op.tensor().dtype()), op.peer(), comm, stream.handle());
+        return submit(Call.BATCH_P2P, "batchIsendIrecv(" + n + " ops)", null, staged, () -> {
+            long[][] expected = new long[n][];
+            for (int i = 0; i < n; i++) expected[i] = CollectiveHeader.of(Call.SEND, batch.get(i).tensor(), batch.get(i).tag());
+            List<String> disagreements = new java.util.ArrayList<>();
+            List<Tensor> scratch = new java.util.ArrayList<>();
+            try (Tensor headers = checkHeaders ? Tensor.empty(new long[] {(long) n * H}, DType.INT64, device) : null) {
+                long[][] got = new long[n][];
+                if (headers != null) {
+                    long[] mine = new long[n * H];
+                    for (int i = 0; i < n; i++) if (batch.get(i).isSend()) System.arraycopy(expected[i], 0, mine, i * H, H);
+                    upload(headers, mine);
+                    nccl.groupStart();
+                    try {
+                        for (int i = 0; i < n; i++) {
+                            long at = address(headers) + (long) i * H * Long.BYTES;
+                            if (batch.get(i).isSend()) nccl.send(at, H, Nccl.INT64, batch.get(i).peer(), comm, stream.handle());
+                            else nccl.recv(at, H, Nccl.INT64, batch.get(i).peer(), comm, stream.handle());
+                        }
+                    } finally {
+                        nccl.groupEnd();
+                    }
+                    long[] all = download(headers, n * H);
+                    for (int i = 0; i < n; i++) got[i] = Arrays.copyOfRange(all, i * H, (i + 1) * H);
+                }
+                nccl.groupStart();
+                try {
+                    for (int i = 0; i < n; i++) {
+                        P2POp op = batch.get(i);
+                        Staged t = staged.get(i);
+                        if (op.isSend()) {
+                            nccl.send(t.pointer(), t.numel(), type(op.tensor().dtype()), op.peer(), comm, stream.handle());
+                        } else if (got[i] == null || Arrays.equals(got[i], expected[i])) {
+                            nccl.recv(t.pointer(), t.numel(), type(op.tensor().dtype()), op.peer(), comm, stream.handle());
+                        } else {
+                            DType sent = CollectiveHeader.dtype(got[i]);
+                            Tensor drain = Tensor.empty(new long[] {Math.max(1, CollectiveHeader.numel(got[i]))}, sent, device);
+                            scratch.add(drain);
+                            nccl.recv(address(drain), CollectiveHeader.numel(got[i]), type(sent), op.peer(), comm, stream.handle());
+                            disagreements.add("ops[" + i + "] (" + op.describe() + "): rank " + op.peer() + " sent "
+                                    + CollectiveHeader.describe(got[i]) + " but this rank expects " + CollectiveHeader.describe(expected[i]));
+                        }
+                    }
+                } finally {
+                    nccl.groupEnd();
+                }
+                if (!disagreements.isEmpty()) {
+                    stream.synchronize();
+                    throw new Disagreement("batchIsendIrecv on rank " + rank + ": " + String.join("; ", disagreements));
                 }
             } finally {
-                nccl.groupEnd();
+                for (Tensor t : scratch) t.close();
             }
-            for (int i = 0; i < batch.size(); i++) if (!batch.get(i).isSend()) staged.get(i).unstage();
+            for (int i = 0; i < n; i++) if (!batch.get(i).isSend()) staged.get(i).unstage();
         });
     }
 
