@@ -37,9 +37,10 @@ public final class BenchMain {
             case "examples" -> {
                 String program = option(args, "--program");
                 if (program != null) {
-                    print(ExamplesBench.runOne(program, quick, Long.parseLong(option(args, "--launched-at"))));
+                    print(ExamplesBench.runOne(program, quick, Long.parseLong(option(args, "--launched-at")),
+                            Arrays.asList(args).contains("--profile")));
                 } else {
-                    ExamplesBench.runAll(quick, option(args, "--only"));
+                    ExamplesBench.runAll(quick, option(args, "--only"), Arrays.asList(args).contains("--profile"));
                 }
             }
             case "dtype" -> print(DtypeBench.run(quick, option(args, "--only")));
@@ -76,8 +77,8 @@ public final class BenchMain {
                                  launches, library calls, host waits, bytes copied, allocations, peak memory; then
                                  eager against CUDA graph launches per step (digits MLP, ResNet-20)
                     Prints 'name value' lines; scripts/bench runs PyTorch side by side and writes a table.
-                    --profile (cnn, training): afterwards, each kernel's host time in a ResNet-20 step (cnn), or in an MLP
-                              step in f32 and with bf16 autocast (training), to stderr.""");
+                    --profile (cnn, training, examples): afterwards, each kernel's host time in a ResNet-20 step (cnn), in an
+                              MLP step in f32 and with bf16 autocast (training), or in each program's step (examples), to stderr.""");
             default -> {
                 System.err.println("jtorch bench: unknown suite '" + what + "'");
                 System.exit(2);

@@ -66,7 +66,7 @@ final class ExamplesBench {
     static final int MIN_STEPS = 8, MAX_STEPS = 5000;
 
     /** Runs each program (or only {@code only}) in a child JVM with this JVM's flags; their lines go to stdout. */
-    static void runAll(boolean quick, String only) {
+    static void runAll(boolean quick, String only, boolean profile) {
         List<String> failed = new ArrayList<>();
         for (Program p : PROGRAMS) {
             if (only != null && !only.equals(p.name())) continue;
@@ -76,6 +76,7 @@ final class ExamplesBench {
             cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), BenchMain.class.getName(), "examples",
                     "--program", p.name(), "--launched-at", Long.toString(epochMicros())));
             if (quick) cmd.add("--quick");
+            if (profile) cmd.add("--profile");
             try {
                 System.out.flush();
                 int status = new ProcessBuilder(cmd).inheritIO().start().waitFor();
@@ -96,8 +97,11 @@ final class ExamplesBench {
         }
     }
 
-    /** The child's part: one program's steps, timed from {@code launchedAtMicros} (epoch microseconds). */
-    static Map<String, Double> runOne(String name, boolean quick, long launchedAtMicros) {
+    /**
+     * The child's part: one program's steps, timed from {@code launchedAtMicros} (epoch microseconds); with {@code profile},
+     * then each kernel's host time over 5 more steps, to stderr.
+     */
+    static Map<String, Double> runOne(String name, boolean quick, long launchedAtMicros, boolean profile) {
         Program program = PROGRAMS.stream().filter(p -> p.name().equals(name)).findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("jtorch bench examples: unknown program '" + name + "'"));
         long anchorMicros = epochMicros(), anchorNanos = System.nanoTime();
@@ -114,6 +118,7 @@ final class ExamplesBench {
             stepSeconds.add((t1 - t0) * 1e-9);
             endSeconds.add(launchToAnchor + (t1 - anchorNanos) * 1e-9);
         }
+        if (profile) System.err.print(name + ", kernels per step:\n" + Timing.kernelProfile(0, 5, step));
         return summary(name, stepSeconds, endSeconds);
     }
 

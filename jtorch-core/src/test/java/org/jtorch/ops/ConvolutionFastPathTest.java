@@ -51,6 +51,20 @@ class ConvolutionFastPathTest {
         }
     }
 
+    /**
+     * Small output images (at most 16 pixels, several images) run as one GEMM over the batch: ResNet-18's last stage at
+     * 64 px (2x2), stride 2 into 2x2, odd sizes, padding 2 with dilation 2, a 5x3 kernel, 1x1 stride 2 (downsampling).
+     */
+    @Test
+    void smallImagesRunAsOneGemmOverTheBatch() {
+        compare(new long[] {6, 64, 2, 2}, new long[] {48, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {5, 32, 4, 4}, new long[] {40, 32, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 20, 3, 5}, new long[] {17, 20, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {4, 16, 4, 4}, new long[] {24, 16, 3, 3}, new int[] {1}, new int[] {2}, new int[] {2}, 1);
+        compare(new long[] {3, 12, 6, 4}, new long[] {9, 12, 5, 3}, new int[] {2, 1}, new int[] {1, 0}, new int[] {1}, 1);
+        compare(new long[] {4, 48, 8, 8}, new long[] {96, 48, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
+    }
+
     @Test
     void deepReductionSplitsIntoBlocks() {
         compare(new long[] {2, 130, 7, 9}, new long[] {20, 130, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);

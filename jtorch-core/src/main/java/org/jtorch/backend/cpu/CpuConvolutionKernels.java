@@ -36,12 +36,19 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         }
     }
 
+    /** {@link ConvGemmF32} for small images; {@code -Djtorch.conv.smallImagesAsGemm=false} compares with the paths before it. */
+    private static final boolean SMALL_IMAGES_AS_GEMM = !"false".equals(System.getProperty("jtorch.conv.smallImagesAsGemm"));
     private static final ThreadLocal<Scratch> COL = ThreadLocal.withInitial(Scratch::new);
     private static final ThreadLocal<Scratch> FLIPPED = ThreadLocal.withInitial(Scratch::new);
 
     @Override
     public void conv2d(Tensor input, Tensor weight, Tensor bias, Tensor out, Geometry g) {
         boolean f32 = out.dtype() == DType.FLOAT32;
+        if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
+            ConvGemmF32.forward(seg(input), input.storageOffset(), seg(weight), weight.storageOffset(),
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.storageOffset(), seg(out), out.storageOffset(), g);
+            return;
+        }
         if (f32 && WinogradF32.handles(g)) {
             WinogradF32.forward(seg(input), input.storageOffset(), seg(weight), weight.storageOffset(),
                     bias == null ? null : seg(bias), bias == null ? 0 : bias.storageOffset(), seg(out), out.storageOffset(), g, false);
@@ -83,6 +90,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     @Override
     public void conv2dBackwardInput(Tensor gradOut, Tensor weight, Tensor gradInput, Geometry g) {
         boolean f32 = gradInput.dtype() == DType.FLOAT32;
+        if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
+            ConvGemmF32.backwardInput(seg(gradOut), gradOut.storageOffset(), seg(weight), weight.storageOffset(), seg(gradInput),
+                    gradInput.storageOffset(), g);
+            return;
+        }
         if (f32 && flipsToConvolution(g)) {
             // Stride 1: the input gradient is a convolution of gradOut with the flipped, channel-transposed
             // weight and padding d * (k - 1) - p. The direct tiles gather that weight from the forward one
@@ -177,6 +189,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     @Override
     public void conv2dBackwardWeight(Tensor gradOut, Tensor input, Tensor gradWeight, Geometry g) {
         boolean f32 = gradWeight.dtype() == DType.FLOAT32;
+        if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
+            ConvGemmF32.weightGrad(seg(gradOut), gradOut.storageOffset(), seg(input), input.storageOffset(), seg(gradWeight),
+                    gradWeight.storageOffset(), g);
+            return;
+        }
         if (f32 && ConvF32.handlesWeightGrad(g)) {
             ConvF32.weightGrad(seg(gradOut), gradOut.storageOffset(), seg(input), input.storageOffset(), seg(gradWeight),
                     gradWeight.storageOffset(), g);
@@ -326,12 +343,16 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
      * it only moves bytes.
      */
     static void im2colImage(MemorySegment x, long xOff, int channels, Geometry g, MemorySegment dst, long dOff, int esz) {
+        im2colImage(x, xOff, channels, g, dst, dOff, (long) g.oh() * g.ow(), esz);
+    }
+
+    /** As above, with the matrix's rows {@code ld} elements apart (several images' columns side by side: {@link ConvGemmF32}). */
+    static void im2colImage(MemorySegment x, long xOff, int channels, Geometry g, MemorySegment dst, long dOff, long ld, int esz) {
         int oh = g.oh(), ow = g.ow(), h = g.h(), w = g.w();
-        long l = (long) oh * ow;
         for (int c = 0; c < channels; c++) {
             for (int ki = 0; ki < g.kh(); ki++) {
                 for (int kj = 0; kj < g.kw(); kj++) {
-                    long row = dOff + (((long) c * g.kh() + ki) * g.kw() + kj) * l;
+                    long row = dOff + (((long) c * g.kh() + ki) * g.kw() + kj) * ld;
                     int ix0 = kj * g.dw() - g.pw();
                     // Output columns whose input column lies inside the image: ox in [lo, hi).
                     int lo = Math.min(ow, ceilDiv(Math.max(0, -ix0), g.sw()));
@@ -363,12 +384,16 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
 
     /** Adds the column matrix of {@code channels} channels at {@code cOff} into the image at {@code oOff} (the transpose of im2col). */
     static void col2imImage(boolean f32, MemorySegment col, long cOff, int channels, Geometry g, MemorySegment out, long oOff) {
+        col2imImage(f32, col, cOff, (long) g.oh() * g.ow(), channels, g, out, oOff);
+    }
+
+    /** As above, with the matrix's rows {@code ld} elements apart. */
+    static void col2imImage(boolean f32, MemorySegment col, long cOff, long ld, int channels, Geometry g, MemorySegment out, long oOff) {
         int oh = g.oh(), ow = g.ow(), h = g.h(), w = g.w();
-        long l = (long) oh * ow;
         for (int c = 0; c < channels; c++) {
             for (int ki = 0; ki < g.kh(); ki++) {
                 for (int kj = 0; kj < g.kw(); kj++) {
-                    long row = cOff + (((long) c * g.kh() + ki) * g.kw() + kj) * l;
+                    long row = cOff + (((long) c * g.kh() + ki) * g.kw() + kj) * ld;
                     int ix0 = kj * g.dw() - g.pw();
                     int lo = Math.min(ow, ceilDiv(Math.max(0, -ix0), g.sw()));
                     int hi = Math.max(lo, Math.min(ow, ceilDiv(w - ix0, g.sw())));

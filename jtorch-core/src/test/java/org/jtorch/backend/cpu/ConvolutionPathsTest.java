@@ -46,6 +46,17 @@ class ConvolutionPathsTest {
     }
 
     @Test
+    void smallImagesOfABatchTakeTheBatchGemm() {
+        assertEquals(true, ConvGemmF32.prefers(geometry(new int[] {32, 512, 2, 2}, new int[] {512, 512, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(true, ConvGemmF32.prefers(geometry(new int[] {32, 256, 4, 4}, new int[] {256, 256, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(true, ConvGemmF32.prefers(geometry(new int[] {32, 256, 8, 8}, new int[] {512, 256, 1, 1}, 2, 2, 0, 0, 1)));
+        // 8x8 outputs stay on the direct kernels; a single image, and a 1x1 stride-1 product, are not batch GEMMs.
+        assertEquals(false, ConvGemmF32.prefers(geometry(new int[] {32, 128, 8, 8}, new int[] {128, 128, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvGemmF32.prefers(geometry(new int[] {1, 512, 2, 2}, new int[] {512, 512, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvGemmF32.prefers(geometry(new int[] {8, 64, 4, 4}, new int[] {64, 64, 1, 1}, 1, 1, 0, 0, 1)));
+    }
+
+    @Test
     void stridedInputGradientsSplitIntoPhases() {
         assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {64, 32, 3, 3}, 2, 2, 1, 1, 1)));
         assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {32, 32, 4, 4}, 2, 2, 1, 1, 1)));
