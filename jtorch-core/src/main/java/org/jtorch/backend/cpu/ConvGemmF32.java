@@ -22,10 +22,14 @@ final class ConvGemmF32 {
     private static final ThreadLocal<CpuConvolutionKernels.Scratch> COL = ThreadLocal.withInitial(CpuConvolutionKernels.Scratch::new);
     private static final ThreadLocal<CpuConvolutionKernels.Scratch> MAT = ThreadLocal.withInitial(CpuConvolutionKernels.Scratch::new);
 
-    /** One group, small output images, and enough of them for a GEMM (one image alone runs the direct kernels). */
+    /**
+     * One group, small output images, enough of them and enough output channels for a GEMM: one image alone runs the
+     * direct kernels, and so does a single output channel (DCGAN's discriminator head, [256, 4, 4] -> 1: its input
+     * gradient would be an outer product, 4x slower as a GEMM than on the direct path).
+     */
     static boolean prefers(Geometry g) {
         long l = (long) g.oh() * g.ow();
-        return g.groups() == 1 && l <= MAX_PIXELS && l > 0 && g.n() >= 2 && !g.isPointwise()
+        return g.groups() == 1 && l <= MAX_PIXELS && l > 0 && g.n() >= 2 && g.cout() >= 16 && !g.isPointwise()
                 && (long) g.kg() * g.n() * l < Integer.MAX_VALUE && (long) g.cout() * g.n() * l < Integer.MAX_VALUE;
     }
 

@@ -54,6 +54,7 @@ class ConvolutionPathsTest {
         assertEquals(false, ConvGemmF32.prefers(geometry(new int[] {32, 128, 8, 8}, new int[] {128, 128, 3, 3}, 1, 1, 1, 1, 1)));
         assertEquals(false, ConvGemmF32.prefers(geometry(new int[] {1, 512, 2, 2}, new int[] {512, 512, 3, 3}, 1, 1, 1, 1, 1)));
         assertEquals(false, ConvGemmF32.prefers(geometry(new int[] {8, 64, 4, 4}, new int[] {64, 64, 1, 1}, 1, 1, 0, 0, 1)));
+        assertEquals(false, ConvGemmF32.prefers(geometry(new int[] {64, 256, 4, 4}, new int[] {1, 256, 4, 4}, 1, 1, 0, 0, 1)));
     }
 
     @Test
