@@ -5,6 +5,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
@@ -186,6 +187,10 @@ public final class Gemm {
      */
     private static void sgemmRowsDirect(int m, int n, int k, float alpha, MemorySegment a, long aOff, long ars, long acs,
                                         MemorySegment b, long bOff, long brs, float beta, MemorySegment c, long cOff, long ldc) {
+        if (m >= 4 && m <= SMALL_SIDE) { // short m; a long m with short k is bound by C's stores either way
+            sgemmRowBlocksDirect(m, n, k, alpha, a, aOff, ars, acs, b, bOff, brs, beta, c, cOff, ldc);
+            return;
+        }
         int chunks = (n + 4 * L - 1) / (4 * L);
         long work = (long) m * n * k;
         long grain = Math.max(1, (long) chunks * m * PARALLEL_MIN_WORK / Math.max(1, work));
@@ -196,6 +201,79 @@ public final class Gemm {
                 rowChunk(i, j0, Math.min(n, j0 + 4 * L), k, alpha, a, aOff, ars, acs, b, bOff, brs, beta, c, cOff, ldc);
             }
         });
+    }
+
+    /**
+     * Rows of A taken four at a time against three vectors of B's row: each B load feeds four FMAs, where one row at a
+     * time fed one and streamed all of B from L2 once per row of C. Serves the short-m products of recurrent layers
+     * (batch 20 x 200 x 800 in the LSTM language model), for which packing B cost more than the multiplications.
+     */
+    private static void sgemmRowBlocksDirect(int m, int n, int k, float alpha, MemorySegment a, long aOff, long ars, long acs,
+                                             MemorySegment b, long bOff, long brs, float beta, MemorySegment c, long cOff, long ldc) {
+        int wide = 3 * L;
+        int chunks = (n + wide - 1) / wide;
+        int blocks = (m + 3) / 4;
+        long items = (long) blocks * chunks;
+        long work = (long) m * n * k;
+        long grain = Math.max(1, items * PARALLEL_MIN_WORK / Math.max(1, work));
+        Parallel.forRange(items, grain, (t0, t1) -> {
+            for (long t = t0; t < t1; t++) {
+                int i0 = (int) (t / chunks) * 4;
+                int j0 = (int) (t % chunks) * wide;
+                int j1 = Math.min(n, j0 + wide);
+                if (i0 + 4 <= m && j1 - j0 == wide) {
+                    fourRowsChunk(i0, j0, k, alpha, a, aOff, ars, acs, b, bOff, brs, beta, c, cOff, ldc);
+                } else {
+                    for (int i = i0; i < Math.min(m, i0 + 4); i++) rowChunk(i, j0, j1, k, alpha, a, aOff, ars, acs, b, bOff, brs, beta, c, cOff, ldc);
+                }
+            }
+        });
+    }
+
+    /** C[i0, i0 + 4)[j0, j0 + 3L): twelve accumulators, three B loads and four A broadcasts per step of k. */
+    private static void fourRowsChunk(int i0, int j0, int k, float alpha, MemorySegment a, long aOff, long ars, long acs,
+                                      MemorySegment b, long bOff, long brs, float beta, MemorySegment c, long cOff, long ldc) {
+        FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS), c02 = FloatVector.zero(FS);
+        FloatVector c10 = FloatVector.zero(FS), c11 = FloatVector.zero(FS), c12 = FloatVector.zero(FS);
+        FloatVector c20 = FloatVector.zero(FS), c21 = FloatVector.zero(FS), c22 = FloatVector.zero(FS);
+        FloatVector c30 = FloatVector.zero(FS), c31 = FloatVector.zero(FS), c32 = FloatVector.zero(FS);
+        long a0 = (aOff + (long) i0 * ars) * Float.BYTES, rowStep = ars * Float.BYTES, colStep = acs * Float.BYTES;
+        for (int p = 0; p < k; p++) {
+            long bRow = (bOff + p * brs + j0) * Float.BYTES;
+            FloatVector b0 = FloatVector.fromMemorySegment(FS, b, bRow, NO);
+            FloatVector b1 = FloatVector.fromMemorySegment(FS, b, bRow + 4L * L, NO);
+            FloatVector b2 = FloatVector.fromMemorySegment(FS, b, bRow + 8L * L, NO);
+            long ap = a0 + p * colStep;
+            FloatVector x0 = FloatVector.broadcast(FS, a.get(F32, ap));
+            FloatVector x1 = FloatVector.broadcast(FS, a.get(F32, ap + rowStep));
+            FloatVector x2 = FloatVector.broadcast(FS, a.get(F32, ap + 2 * rowStep));
+            FloatVector x3 = FloatVector.broadcast(FS, a.get(F32, ap + 3 * rowStep));
+            c00 = b0.fma(x0, c00);
+            c01 = b1.fma(x0, c01);
+            c02 = b2.fma(x0, c02);
+            c10 = b0.fma(x1, c10);
+            c11 = b1.fma(x1, c11);
+            c12 = b2.fma(x1, c12);
+            c20 = b0.fma(x2, c20);
+            c21 = b1.fma(x2, c21);
+            c22 = b2.fma(x2, c22);
+            c30 = b0.fma(x3, c30);
+            c31 = b1.fma(x3, c31);
+            c32 = b2.fma(x3, c32);
+        }
+        long r0 = (cOff + (long) i0 * ldc + j0) * Float.BYTES, step = ldc * Float.BYTES;
+        storeRow(c00, c, r0, alpha, beta);
+        storeRow(c01, c, r0 + 4L * L, alpha, beta);
+        storeRow(c02, c, r0 + 8L * L, alpha, beta);
+        storeRow(c10, c, r0 + step, alpha, beta);
+        storeRow(c11, c, r0 + step + 4L * L, alpha, beta);
+        storeRow(c12, c, r0 + step + 8L * L, alpha, beta);
+        storeRow(c20, c, r0 + 2 * step, alpha, beta);
+        storeRow(c21, c, r0 + 2 * step + 4L * L, alpha, beta);
+        storeRow(c22, c, r0 + 2 * step + 8L * L, alpha, beta);
+        storeRow(c30, c, r0 + 3 * step, alpha, beta);
+        storeRow(c31, c, r0 + 3 * step + 4L * L, alpha, beta);
+        storeRow(c32, c, r0 + 3 * step + 8L * L, alpha, beta);
     }
 
     /** C[i][j0, j1) for one row i; up to 4 vectors of columns, then a scalar tail. */
@@ -228,12 +306,17 @@ public final class Gemm {
             }
             storeRow(s0, c, cRow + 4L * j, alpha, beta);
         }
-        for (; j < j1; j++) {
-            float acc = 0f;
-            for (int p = 0; p < k; p++) acc = Math.fma(a.get(F32, (aRow + p * acs) * Float.BYTES), b.get(F32, (bOff + p * brs + j) * Float.BYTES), acc);
-            long at = cRow + 4L * j;
-            float t = alpha * acc;
-            c.set(F32, at, beta == 0f ? t : Math.fma(beta, c.get(F32, at), t));
+        if (j < j1) {
+            // The last columns in one masked vector (a scalar loop over k per column ran 3x slower).
+            VectorMask<Float> last = FS.indexInRange(j, j1);
+            FloatVector s0 = FloatVector.zero(FS);
+            for (int p = 0; p < k; p++) {
+                FloatVector av = FloatVector.broadcast(FS, a.get(F32, (aRow + p * acs) * Float.BYTES));
+                s0 = FloatVector.fromMemorySegment(FS, b, (bOff + p * brs + j) * Float.BYTES, NO, last).fma(av, s0);
+            }
+            FloatVector t = s0.mul(alpha);
+            if (beta != 0f) t = FloatVector.fromMemorySegment(FS, c, cRow + 4L * j, NO, last).fma(FloatVector.broadcast(FS, beta), t);
+            t.intoMemorySegment(c, cRow + 4L * j, NO, last);
         }
     }
 

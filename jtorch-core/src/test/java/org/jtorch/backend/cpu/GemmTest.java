@@ -136,6 +136,18 @@ class GemmTest {
         }
     }
 
+    /** Short m (4-16 rows: four-row blocks of three vectors, then row tails) with every column tail and alpha/beta. */
+    @Test
+    void shortRowsWithColumnTails() {
+        long seed = 500;
+        for (int m : new int[] {4, 5, 7, 8, 13, 16}) {
+            for (int n : new int[] {16, 47, 48, 49, 100, 200}) {
+                for (int lb = 0; lb < 4; lb++) check(m, n, 33, 1f, 0f, 0, lb, seed++, false);
+                check(m, n, 200, -0.5f, 2f, 1, 0, seed++, false);
+            }
+        }
+    }
+
     @Test
     void alphaAndBetaValues() {
         float[][] ab = {{1, 1}, {-0.5f, 2}, {3, -1}, {0, 0.5f}, {0, 0}};
