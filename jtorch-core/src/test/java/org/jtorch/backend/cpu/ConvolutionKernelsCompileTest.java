@@ -18,7 +18,7 @@ import org.jtorch.testing.ChildJvm;
 import org.junit.jupiter.api.Test;
 
 /**
- * Every float32 convolution kernel compiles in C1 (tier 3). A vector kernel C1 cannot compile may be left in
+ * Every float32 convolution kernel (and the GEMM blocks they and short matrix products use) compiles in C1 (tier 3). A vector kernel C1 cannot compile may be left in
  * tier-2 code for good when C2 is busy as it first grows hot, where the Vector API runs as heap objects: the
  * one-input-channel weight gradient of the MNIST example ran 113-175 ms instead of 2-6 ms that way, or not,
  * depending on what the JVM had run before (issue 20). A child JVM compiles the convolution kernels at first
@@ -37,6 +37,8 @@ class ConvolutionKernelsCompileTest {
         assertEquals(0, p.exitValue(), log);
         assertTrue(log.contains("ConvDirectF32::weightTileNarrow"), "the workload reaches the narrow weight tile:\n" + log);
         assertTrue(log.contains("WinogradF32::outputTile"), "the workload reaches the Winograd path:\n" + log);
+        assertTrue(log.contains("ConvGemmF32::forward"), "the workload reaches the small-image GEMM path:\n" + log);
+        assertTrue(log.contains("Gemm::fourRowsChunk"), "the workload reaches the short-m GEMM blocks:\n" + log);
         List<String> skipped = log.lines().filter(l -> l.contains("COMPILE SKIPPED") && l.contains("org.jtorch")).toList();
         assertEquals(List.of(), skipped);
     }
@@ -54,7 +56,12 @@ class ConvolutionKernelsCompileTest {
                 {2, 32, 16, 16}, {64, 32, 3, 3}, {2, 1},   // strided input gradient by phase
                 {2, 8, 6, 32}, {16, 8, 3, 3}, {1, 1},      // row tiles over 32-pixel rows
                 {2, 5, 13, 11}, {11, 5, 3, 3}, {1, 1},     // implicit GEMM, ragged tiles
+                {4, 32, 4, 4}, {32, 32, 3, 3}, {1, 1},     // small images: one GEMM over the batch
             };
+            // Short-m products (four-row blocks, the masked column tail).
+            try (Tensor a = Torch.randn(8, 64); Tensor b = Torch.randn(64, 200); Tensor c = a.matmul(b)) {
+                c.sum().close();
+            }
             for (int i = 0; i < shapes.length; i += 3) {
                 try (Tensor x = Torch.randn(shapes[i], DType.FLOAT32, Device.cpu(), Torch.manualSeed(1));
                      Tensor w = Torch.randn(shapes[i + 1], DType.FLOAT32, Device.cpu(), Torch.manualSeed(2))) {
