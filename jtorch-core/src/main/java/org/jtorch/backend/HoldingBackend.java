@@ -55,24 +55,31 @@ final class HoldingBackend implements Backend {
     // ------------------------------------------------------------------ holding operands
 
     /**
-     * Takes a reference on {@code t}'s storage; throws the closed-tensor error if it was already released.
-     * Nothing for null, nor for storages whose memory a release does not free (heap, file mappings).
+     * Takes a reference on each distinct storage of up to three operands (an in-place op's input and output share
+     * one: held once; null storages, and those whose memory a release does not free, such as heap and file
+     * mappings, need none), without allocating. Returns the position (0, 1, 2) of an operand that cannot be held,
+     * having dropped what it took, or -1. {@code xLive} is false for an operand known to be closed already.
      */
-    static void hold(String op, Tensor t) {
-        if (t != null && !retain(t.storage())) throw closed(op, t.shapeArray(), t.dtype());
+    private static int retain(Storage a, boolean aLive, Storage b, boolean bLive, Storage c, boolean cLive) {
+        if (!aLive || !retain(a)) return 0;
+        boolean bNew = !sharesEarlier(b, a, null);
+        if (!bLive || (bNew && !retain(b))) {
+            release(a);
+            return 1;
+        }
+        if (!cLive || (!sharesEarlier(c, a, b) && !retain(c))) {
+            release(a);
+            if (bNew) release(b);
+            return 2;
+        }
+        return -1;
     }
 
-    /** As for a tensor; a view without memory is of a tensor closed before the view was taken. */
-    static void hold(String op, StridedView v) {
-        if (v != null && (v.memory() == null || !retain(v.storage()))) throw closed(op, v.shape(), v.dtype());
-    }
-
-    static void drop(Tensor t) {
-        if (t != null) release(t.storage());
-    }
-
-    static void drop(StridedView v) {
-        if (v != null) release(v.storage());
+    /** Drops what {@link #retain(Storage, boolean, Storage, boolean, Storage, boolean)} took. */
+    private static void release(Storage a, Storage b, Storage c) {
+        release(a);
+        if (!sharesEarlier(b, a, null)) release(b);
+        if (!sharesEarlier(c, a, b)) release(c);
     }
 
     private static boolean retain(Storage s) {
@@ -81,6 +88,11 @@ final class HoldingBackend implements Backend {
 
     private static void release(Storage s) {
         if (s != null && s.ownsMemory()) s.release();
+    }
+
+    /** Whether {@code s} is the storage of an earlier operand. */
+    private static boolean sharesEarlier(Storage s, Storage a, Storage b) {
+        return s != null && (s == a || s == b);
     }
 
     private static IllegalStateException closed(String op, long[] shape, DType dtype) {
@@ -96,56 +108,44 @@ final class HoldingBackend implements Backend {
         return v == null ? null : v.storage();
     }
 
-    /** Whether {@code s} is the storage of an earlier operand (an in-place op's input and output): held once. */
-    private static boolean sharesEarlier(Storage s, Storage a, Storage b) {
-        return s != null && (s == a || s == b);
+    /** A view without memory is of a tensor closed before the view was taken. */
+    private static boolean live(StridedView v) {
+        return v == null || v.memory() != null;
     }
 
-    // Up to three operands without allocation. The tensor forms are for the dispatcher's pointwise kernels, which hold
-    // on every op before they take views; every other kernel holds the storages its views carry.
-
+    /**
+     * The dispatcher's pointwise kernels hold tensors, on every op, before they take views: the closed-tensor error
+     * names the op when one was already released.
+     */
     static void hold(String op, Tensor a, Tensor b, Tensor c) {
-        hold(op, a);
-        try {
-            if (!sharesEarlier(storage(b), storage(a), null)) hold(op, b);
-            try {
-                if (!sharesEarlier(storage(c), storage(a), storage(b))) hold(op, c);
-            } catch (RuntimeException e) {
-                if (!sharesEarlier(storage(b), storage(a), null)) drop(b);
-                throw e;
-            }
-        } catch (RuntimeException e) {
-            drop(a);
-            throw e;
-        }
+        int bad = retain(storage(a), true, storage(b), true, storage(c), true);
+        if (bad < 0) return;
+        Tensor t = bad == 0 ? a : bad == 1 ? b : c;
+        throw closed(op, t.shapeArray(), t.dtype());
     }
 
     static void drop(Tensor a, Tensor b, Tensor c) {
-        drop(a);
-        if (!sharesEarlier(storage(b), storage(a), null)) drop(b);
-        if (!sharesEarlier(storage(c), storage(a), storage(b))) drop(c);
+        release(storage(a), storage(b), storage(c));
     }
 
+    /** Every other kernel holds the storages its views carry. */
     static void hold(String op, StridedView a, StridedView b, StridedView c) {
-        hold(op, a);
-        try {
-            if (!sharesEarlier(storage(b), storage(a), null)) hold(op, b);
-            try {
-                if (!sharesEarlier(storage(c), storage(a), storage(b))) hold(op, c);
-            } catch (RuntimeException e) {
-                if (!sharesEarlier(storage(b), storage(a), null)) drop(b);
-                throw e;
-            }
-        } catch (RuntimeException e) {
-            drop(a);
-            throw e;
-        }
+        int bad = retain(storage(a), live(a), storage(b), live(b), storage(c), live(c));
+        if (bad < 0) return;
+        StridedView v = bad == 0 ? a : bad == 1 ? b : c;
+        throw closed(op, v.shape(), v.dtype());
     }
 
     static void drop(StridedView a, StridedView b, StridedView c) {
-        drop(a);
-        if (!sharesEarlier(storage(b), storage(a), null)) drop(b);
-        if (!sharesEarlier(storage(c), storage(a), storage(b))) drop(c);
+        release(storage(a), storage(b), storage(c));
+    }
+
+    static void hold(String op, StridedView a) {
+        hold(op, a, null, null);
+    }
+
+    static void drop(StridedView a) {
+        drop(a, null, null);
     }
 
     static void hold(String op, StridedView a, StridedView b) {
@@ -410,8 +410,8 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void indexAccumulate(String op, StridedView self, int dim, StridedView index, StridedView source, boolean accumulate,
-                                    double alpha, boolean wrapNegative) {
+        public void indexAccumulate(String op, StridedView self, int dim, StridedView index, StridedView source,
+                                    boolean accumulate, double alpha, boolean wrapNegative) {
             hold(op, self, index, source);
             try {
                 k.indexAccumulate(op, self, dim, index, source, accumulate, alpha, wrapNegative);
@@ -468,7 +468,8 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void indexPut(StridedView dst, StridedView[] indices, long[] sizes, long[] strides, StridedView values, boolean accumulate) {
+        public void indexPut(StridedView dst, StridedView[] indices, long[] sizes, long[] strides, StridedView values,
+                             boolean accumulate) {
             hold("index_put_", dst, values);
             try {
                 hold("index_put_", indices);
@@ -623,7 +624,8 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void avgPool2dBackward(StridedView gradOut, StridedView gradIn, Pool2d g, boolean countIncludePad, long divisorOverride) {
+        public void avgPool2dBackward(StridedView gradOut, StridedView gradIn, Pool2d g, boolean countIncludePad,
+                                      long divisorOverride) {
             hold("avg_pool2d_backward", gradOut, gradIn);
             try {
                 k.avgPool2dBackward(gradOut, gradIn, g, countIncludePad, divisorOverride);
@@ -675,7 +677,8 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd, StridedView weight,
+        public void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
+                                   StridedView weight,
                                    StridedView bias, StridedView out) {
             StridedView[] operands = {x, mean, invstd, weight, bias, out};
             hold("batch_norm", operands);
@@ -687,8 +690,9 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
-                                      StridedView weight, boolean train, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
+        public void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
+                                      StridedView invstd, StridedView weight, boolean train, StridedView gradInput,
+                                      StridedView gradWeight, StridedView gradBias) {
             StridedView[] operands = {gradOut, x, mean, invstd, weight, gradInput, gradWeight, gradBias};
             hold("batch_norm_backward", operands);
             try {
@@ -701,7 +705,8 @@ final class HoldingBackend implements Backend {
 
     private record Recurrent(RecurrentKernels k) implements RecurrentKernels {
         @Override
-        public void lstmCellForward(StridedView inputGates, StridedView hiddenGates, StridedView cx, StridedView hy, StridedView cy, StridedView workspace) {
+        public void lstmCellForward(StridedView inputGates, StridedView hiddenGates, StridedView cx, StridedView hy,
+                                    StridedView cy, StridedView workspace) {
             StridedView[] operands = {inputGates, hiddenGates, cx, hy, cy, workspace};
             hold("lstm_cell", operands);
             try {
@@ -712,7 +717,8 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void lstmCellBackward(StridedView gradHy, StridedView gradCy, StridedView cx, StridedView cy, StridedView workspace, StridedView gradGates,
+        public void lstmCellBackward(StridedView gradHy, StridedView gradCy, StridedView cx, StridedView cy,
+                                     StridedView workspace, StridedView gradGates,
                                      StridedView gradCx) {
             StridedView[] operands = {gradHy, gradCy, cx, cy, workspace, gradGates, gradCx};
             hold("lstm_cell_backward", operands);
@@ -724,7 +730,8 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void gruCellForward(StridedView inputGates, StridedView hiddenGates, StridedView hx, StridedView hy, StridedView workspace) {
+        public void gruCellForward(StridedView inputGates, StridedView hiddenGates, StridedView hx, StridedView hy,
+                                   StridedView workspace) {
             StridedView[] operands = {inputGates, hiddenGates, hx, hy, workspace};
             hold("gru_cell", operands);
             try {
@@ -735,7 +742,8 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void gruCellBackward(StridedView gradHy, StridedView hx, StridedView workspace, StridedView gradInputGates, StridedView gradHiddenGates,
+        public void gruCellBackward(StridedView gradHy, StridedView hx, StridedView workspace, StridedView gradInputGates,
+                                    StridedView gradHiddenGates,
                                     StridedView gradHx) {
             StridedView[] operands = {gradHy, hx, workspace, gradInputGates, gradHiddenGates, gradHx};
             hold("gru_cell_backward", operands);
@@ -763,7 +771,8 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void adam(List<StridedView> params, List<StridedView> grads, List<StridedView> expAvgs, List<StridedView> expAvgSqs,
+        public void adam(List<StridedView> params, List<StridedView> grads, List<StridedView> expAvgs,
+                         List<StridedView> expAvgSqs,
                          List<StridedView> maxExpAvgSqs, float paramScale, float weightDecay, float beta1, float oneMinusBeta1,
                          float beta2, float oneMinusBeta2, float bc2Sqrt, float eps, float negStepSize, boolean maximize,
                          boolean amsgrad) {

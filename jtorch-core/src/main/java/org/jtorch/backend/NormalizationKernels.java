@@ -17,7 +17,8 @@ public interface NormalizationKernels {
     void batchNormStats(StridedView x, long n, long c, long s, StridedView mean, StridedView var);
 
     /** {@code out = (x - mean[ch]) * invstd[ch] * weight[ch] + bias[ch]}; {@code out} is contiguous like {@code x}. */
-    void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd, StridedView weight, StridedView bias, StridedView out);
+    void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd, StridedView weight,
+                        StridedView bias, StridedView out);
 
     /**
      * The fused backward of batch norm (PyTorch's {@code native_batch_norm_backward}) from the saved
@@ -26,6 +27,7 @@ public interface NormalizationKernels {
      * constants and {@code gradInput = g * invstd * weight}. {@code gradWeight = sum(g * xhat)},
      * {@code gradBias = sum(g)} per channel. {@code gradOut} is contiguous {@code [n, c, s]}.
      */
-    void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView invstd, StridedView weight,
+    void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
+                           StridedView invstd, StridedView weight,
                            boolean train, StridedView gradInput, StridedView gradWeight, StridedView gradBias);
 }

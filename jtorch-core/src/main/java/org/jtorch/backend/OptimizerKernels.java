@@ -28,7 +28,8 @@ public interface OptimizerKernels {
      * with AMSGrad {@code vmax = max(vmax, v)}, then {@code p += (m*negStepSize) / (sqrt(v or vmax)/bc2Sqrt + eps)}.
      * {@code maxExpAvgSqs} is null without AMSGrad.
      */
-    void adam(List<StridedView> params, List<StridedView> grads, List<StridedView> expAvgs, List<StridedView> expAvgSqs, List<StridedView> maxExpAvgSqs,
+    void adam(List<StridedView> params, List<StridedView> grads, List<StridedView> expAvgs, List<StridedView> expAvgSqs,
+              List<StridedView> maxExpAvgSqs,
               float paramScale, float weightDecay, float beta1, float oneMinusBeta1, float beta2, float oneMinusBeta2,
               float bc2Sqrt, float eps, float negStepSize, boolean maximize, boolean amsgrad);
 

@@ -18,14 +18,16 @@ public interface RecurrentKernels {
      * {@code cy = f * cx + i * g}, {@code hy = o * tanh(cy)}; {@code workspace} ({@code [b, 4h]}) receives the
      * activated gates for the backward.
      */
-    void lstmCellForward(StridedView inputGates, StridedView hiddenGates, StridedView cx, StridedView hy, StridedView cy, StridedView workspace);
+    void lstmCellForward(StridedView inputGates, StridedView hiddenGates, StridedView cx, StridedView hy, StridedView cy,
+                         StridedView workspace);
 
     /**
      * LSTM step backward from the forward's {@code cx}, {@code cy} and {@code workspace}: {@code gradGates}
      * ({@code [b, 4h]}, the gradient of both gate inputs, before the nonlinearities) and {@code gradCx}.
      * {@code gradHy} and {@code gradCy} may be null.
      */
-    void lstmCellBackward(StridedView gradHy, StridedView gradCy, StridedView cx, StridedView cy, StridedView workspace, StridedView gradGates, StridedView gradCx);
+    void lstmCellBackward(StridedView gradHy, StridedView gradCy, StridedView cx, StridedView cy, StridedView workspace,
+                          StridedView gradGates, StridedView gradCx);
 
     /**
      * GRU step: {@code r, z = sigmoid(input + hidden)} per gate, {@code n = tanh(in + r * hn)}, {@code hy = (1 - z)
@@ -38,5 +40,6 @@ public interface RecurrentKernels {
      * of the hidden gates ({@code [b, 3h]} each; they differ in the {@code n} block, which the hidden side sees
      * through {@code r}) and of {@code hx}. {@code gradHy} may be null.
      */
-    void gruCellBackward(StridedView gradHy, StridedView hx, StridedView workspace, StridedView gradInputGates, StridedView gradHiddenGates, StridedView gradHx);
+    void gruCellBackward(StridedView gradHy, StridedView hx, StridedView workspace, StridedView gradInputGates,
+                         StridedView gradHiddenGates, StridedView gradHx);
 }

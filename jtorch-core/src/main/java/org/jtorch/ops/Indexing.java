@@ -384,7 +384,8 @@ public final class Indexing {
         long[] shape = Shapes.broadcast(op, self.shape(), mask.shape());
         Tensor out = Tensor.empty(shape, self.dtype(), device);
         try (Tensor v = scalarLike(self, value)) {
-            Backends.of(device).where(view(mask.broadcastTo(shape)), view(v.broadcastTo(shape)), view(self.broadcastTo(shape)), view(out));
+            Backends.of(device).where(view(mask.broadcastTo(shape)), view(v.broadcastTo(shape)),
+                    view(self.broadcastTo(shape)), view(out));
         } catch (RuntimeException e) {
             out.close();
             throw e;

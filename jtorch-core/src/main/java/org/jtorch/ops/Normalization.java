@@ -145,7 +145,8 @@ public final class Normalization {
             Tensor gw = needWeight ? Tensor.empty(new long[] {fc}, wType, device) : null;
             Tensor gb = needBias ? Tensor.empty(new long[] {fc}, bType, device) : null;
             try (Tensor go = gr[0].contiguous()) {
-                Backends.of(device).normalization().batchNormBackward(view(go), view(sx.get()), n, fc, fs, view(sm.get()), view(si.get()),
+                Backends.of(device).normalization().batchNormBackward(view(go), view(sx.get()), n, fc, fs, view(sm.get()),
+                        view(si.get()),
                         view(w), training, view(gi), view(gw), view(gb));
             }
             return new Tensor[] {gi, gw, gb};

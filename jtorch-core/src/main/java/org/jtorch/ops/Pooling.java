@@ -158,7 +158,8 @@ public final class Pooling {
 
     private static Tensor avgPoolGrad(Tensor grad, Pool2d g, long[] inShape, boolean countIncludePad, long divisor) {
         Tensor r = runPlanes(grad, g.planes(), g.outH(), g.outW(), inShape, g.inH(), g.inW(),
-                (go, gi) -> Backends.of(grad.device()).spatial().avgPool2dBackward(view(go), view(gi), g, countIncludePad, divisor));
+                (go, gi) -> Backends.of(grad.device()).spatial().avgPool2dBackward(view(go), view(gi), g, countIncludePad,
+                        divisor));
         if (Autograd.needsGrad(grad)) {
             long[] outShape = grad.shape();
             Autograd.record("AvgPool2DBackwardBackward0", r, gg -> new Tensor[] {avgPool(gg[0], g, outShape, countIncludePad, divisor)},

@@ -126,7 +126,8 @@ public final class Recurrent {
                 Tensor ghx = needHx ? Tensor.empty(stateShape, dtype, device) : null;
                 try (Tensor ghy = contiguousOrNull(gr[0]);
                      Tensor scratch = ghx == null ? Tensor.empty(stateShape, dtype, device) : null) {
-                    Backends.of(device).recurrent().gruCellBackward(view(ghy), view(sHx.get()), view(sWs.get()), view(gi), view(gh),
+                    Backends.of(device).recurrent().gruCellBackward(view(ghy), view(sHx.get()), view(sWs.get()), view(gi),
+                            view(gh),
                             view(ghx != null ? ghx : scratch));
                 }
                 return new Tensor[] {gi, gh, ghx};

@@ -113,7 +113,8 @@ public final class Reductions {
         Tensor indices = Tensor.empty(resultShape(x.shape(), reduced, keepdim), DType.INT64, x.device());
         long[] keep = resultShape(x.shape(), reduced, true);
         try (Tensor vk = keepdimView(values, keep); Tensor ik = keepdimView(indices, keep)) {
-            Backends.of(x.device()).reductions().argReduce(max, view(x), view(vk.broadcastTo(x.shape())), view(ik.broadcastTo(x.shape())),
+            Backends.of(x.device()).reductions().argReduce(max, view(x), view(vk.broadcastTo(x.shape())),
+                    view(ik.broadcastTo(x.shape())),
                     x.dim() == 0 ? 0 : d);
         }
         if (Autograd.needsGrad(x)) {
@@ -167,7 +168,8 @@ public final class Reductions {
         checkNonEmpty(name, x, reduced, false);
         Tensor indices = Tensor.empty(resultShape(x.shape(), reduced, keepdim), DType.INT64, x.device());
         try (Tensor ik = keepdimView(indices, resultShape(x.shape(), reduced, true))) {
-            Backends.of(x.device()).reductions().argReduce(max, view(x), null, view(ik.broadcastTo(x.shape())), x.dim() == 0 ? 0 : d);
+            Backends.of(x.device()).reductions().argReduce(max, view(x), null, view(ik.broadcastTo(x.shape())),
+                    x.dim() == 0 ? 0 : d);
         }
         return indices;
     }

@@ -300,7 +300,8 @@ class GradScalerTest {
             float[] v = new float[35];
             for (int i = 0; i < v.length; i++) v[i] = (i - 17) * 0.37f;
             v[11] = Float.POSITIVE_INFINITY;
-            try (Tensor base = Torch.tensor(v).reshape(5, 7).to(dt); Tensor strided = base.t(); Tensor dense = strided.contiguous()) {
+            try (Tensor base = Torch.tensor(v).reshape(5,
+                    7).to(dt); Tensor strided = base.t(); Tensor dense = strided.contiguous()) {
                 try (Grad.Mode m = Grad.noGrad()) {
                     assertTrue(GradScaler.unscaleGrad(strided, 0.3f), dt + ": the inf is found");
                     assertTrue(GradScaler.unscaleGrad(dense, 0.3f), dt + ": the inf is found");

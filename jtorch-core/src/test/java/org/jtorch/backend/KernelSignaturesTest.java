@@ -45,7 +45,8 @@ class KernelSignaturesTest {
     void noCpuKernelClassTakesOrReturnsATensor() {
         Backend cpu = CpuBackend.get();
         List<String> found = new ArrayList<>(tensorSignatures(cpu.getClass(), true));
-        for (Object family : List.of(cpu.reductions(), cpu.indexing(), cpu.linalg(), cpu.random(), cpu.convolution(), cpu.spatial(),
+        for (Object family : List.of(cpu.reductions(), cpu.indexing(), cpu.linalg(), cpu.random(), cpu.convolution(),
+                cpu.spatial(),
                 cpu.normalization(), cpu.recurrent(), cpu.optimizers())) {
             found.addAll(tensorSignatures(family.getClass(), true));
         }

@@ -216,7 +216,8 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
         Fallback plan = ConvPlan.fallback(direction, g, dtype);
         Device device = x.device();
         long inImageBytes = (long) g.cin() * g.h() * g.w() * dtype.byteSize();
-        StridedView col = plan.usesCol() ? CudaKernels.scratch(device, new long[] {plan.imagesPerChunk() * plan.colElementsPerImage()}, dtype)
+        StridedView col = plan.usesCol() ? CudaKernels.scratch(device,
+                new long[] {plan.imagesPerChunk() * plan.colElementsPerImage()}, dtype)
                 : null;
         try {
             plan.run(new ConvPlan.Steps() {
@@ -232,7 +233,8 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
 
                 @Override
                 public void gemm(Gemm gemm) {
-                    backend.linalg().bmm(view(gemm.a(), gemm.batch(), gemm.m(), gemm.k()), view(gemm.b(), gemm.batch(), gemm.k(), gemm.n()),
+                    backend.linalg().bmm(view(gemm.a(), gemm.batch(), gemm.m(), gemm.k()), view(gemm.b(), gemm.batch(),
+                            gemm.k(), gemm.n()),
                             view(gemm.c(), gemm.batch(), gemm.m(), gemm.n()), 1, gemm.beta());
                 }
 
@@ -243,7 +245,8 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
                         case OUTPUT -> y;
                         case COL -> col;
                     };
-                    return base.restrided(new long[] {batch, rows, cols}, new long[] {mat.batchStride(), mat.rowStride(), mat.colStride()},
+                    return base.restrided(new long[] {batch, rows, cols}, new long[] {mat.batchStride(), mat.rowStride(),
+                            mat.colStride()},
                             base.offset() + mat.offset());
                 }
             });

@@ -119,13 +119,15 @@ final class CudaIndexKernels implements IndexKernels {
 
     @Override
     public void scatter(String op, StridedView self, int dim, StridedView index, StridedView src, boolean accumulate) {
-        validate(kernels.get(), self.device(), new StridedView[] {index}, new Check[] {IndexPlan.check(op, index, dim, size(self, dim), false)});
+        validate(kernels.get(), self.device(), new StridedView[] {index}, new Check[] {IndexPlan.check(op, index, dim,
+                size(self, dim), false)});
         run(accumulate ? Kernel.SCATTER_ADD : Kernel.SCATTER, self.dtype(), self, src, IndexPlan.scatter(op, self, dim, index, src),
                 new StridedView[] {index}, 1);
     }
 
     @Override
-    public void indexAccumulate(String op, StridedView self, int dim, StridedView index, StridedView source, boolean accumulate, double alpha,
+    public void indexAccumulate(String op, StridedView self, int dim, StridedView index, StridedView source,
+                                boolean accumulate, double alpha,
                                 boolean wrapNegative) {
         validate(kernels.get(), self.device(), new StridedView[] {index},
                 new Check[] {IndexPlan.check(op, index, dim, size(self, dim), wrapNegative)});
@@ -140,7 +142,8 @@ final class CudaIndexKernels implements IndexKernels {
     }
 
     @Override
-    public void indexPut(StridedView dst, StridedView[] indices, long[] sizes, long[] strides, StridedView values, boolean accumulate) {
+    public void indexPut(StridedView dst, StridedView[] indices, long[] sizes, long[] strides, StridedView values,
+                         boolean accumulate) {
         validate(kernels.get(), dst.device(), indices, advancedChecks("indexPut_", indices, sizes));
         run(accumulate ? Kernel.SCATTER_ADD : Kernel.SCATTER, dst.dtype(), dst, values,
                 IndexPlan.advanced("indexPut_", dst, indices, sizes, strides, values), indices, 1);

@@ -591,7 +591,8 @@ final class CudaKernels {
     }
 
     /** As above on a grid of {@code grid} blocks ({@code 0}: {@link LaunchGeometry#blocks}), to test that the grid does not matter. */
-    void random(RandomPlan.Fill fill, StridedView out, long seed, long firstBlock, double a, double b, long la, long lb, int grid) {
+    void random(RandomPlan.Fill fill, StridedView out, long seed, long firstBlock, double a, double b, long la, long lb,
+                int grid) {
         // PyTorch's graph-safe generator advances a device-side offset at each replay; jtorch's passes seed and
         // offset as launch arguments, so a replay would repeat the captured numbers (the same dropout mask) forever.
         CudaGraph.refuseDuringCapture(out.device(), "random sampling (" + RandomPlan.name(fill) + ": dropout, rand, randn,"
@@ -669,14 +670,16 @@ final class CudaKernels {
         }
     }
 
-    void sgd(List<StridedView> params, List<StridedView> grads, List<StridedView> buffers, float negLr, float weightDecay, float momentum,
+    void sgd(List<StridedView> params, List<StridedView> grads, List<StridedView> buffers, float negLr, float weightDecay,
+             float momentum,
              float oneMinusDampening, boolean nesterov, boolean maximize, boolean firstStep) {
         multiTensor("sgd", "jt_sgd_step_f32", java.util.Arrays.asList(params, grads, momentum != 0 ? buffers : null),
                 (arena, chunks) -> KernelArgs.sgd(arena, chunks, negLr, weightDecay, momentum, oneMinusDampening, nesterov,
                         maximize, firstStep));
     }
 
-    void adam(List<StridedView> params, List<StridedView> grads, List<StridedView> expAvgs, List<StridedView> expAvgSqs, List<StridedView> maxExpAvgSqs,
+    void adam(List<StridedView> params, List<StridedView> grads, List<StridedView> expAvgs, List<StridedView> expAvgSqs,
+              List<StridedView> maxExpAvgSqs,
               float paramScale, float weightDecay, float beta1, float oneMinusBeta1, float beta2, float oneMinusBeta2,
               float bc2Sqrt, float eps, float negStepSize, boolean maximize, boolean amsgrad) {
         multiTensor("adam", "jt_adam_step_f32", java.util.Arrays.asList(params, grads, expAvgs, expAvgSqs, amsgrad ? maxExpAvgSqs : null),

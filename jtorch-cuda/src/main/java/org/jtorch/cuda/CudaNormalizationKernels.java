@@ -110,7 +110,8 @@ final class CudaNormalizationKernels implements NormalizationKernels {
     }
 
     @Override
-    public void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd, StridedView weight, StridedView bias, StridedView out) {
+    public void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
+                               StridedView weight, StridedView bias, StridedView out) {
         String op = "batchNormApply";
         String entry = NormPlan.entry(Kernel.APPLY, op, x.dtype());
         checkBlocks(op, x, out);
@@ -122,7 +123,8 @@ final class CudaNormalizationKernels implements NormalizationKernels {
     }
 
     @Override
-    public void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView invstd, StridedView weight,
+    public void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
+                                  StridedView invstd, StridedView weight,
                                   boolean train, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
         String op = "batchNormBackward";
         boolean rows = NormPlan.rows(s);
@@ -133,7 +135,8 @@ final class CudaNormalizationKernels implements NormalizationKernels {
         boolean needSums = gradWeight != null || gradBias != null || (train && gradInput != null);
         int splits = needSums ? splits(d, n, c, s) : 1;
         // Training's input gradient needs the channel sums: they travel as coefficients in a device temporary.
-        StridedView coef = train && gradInput != null ? CudaKernels.scratch(d, new long[] {NormPlan.coefficients(c)}, DType.FLOAT64) : null;
+        StridedView coef = train && gradInput != null ? CudaKernels.scratch(d, new long[] {NormPlan.coefficients(c)},
+                DType.FLOAT64) : null;
         StridedView partial = needSums ? partials(d, c, splits) : null;
         try (Arena arena = Arena.ofConfined()) {
             Channel m = channel(op, mean, d);

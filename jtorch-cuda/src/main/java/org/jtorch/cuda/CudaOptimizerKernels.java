@@ -18,7 +18,8 @@ final class CudaOptimizerKernels implements OptimizerKernels {
     }
 
     @Override
-    public void sgd(List<StridedView> params, List<StridedView> grads, List<StridedView> momentumBuffers, float negLr, float weightDecay,
+    public void sgd(List<StridedView> params, List<StridedView> grads, List<StridedView> momentumBuffers, float negLr,
+                    float weightDecay,
                     float momentum, float oneMinusDampening, boolean nesterov, boolean maximize, boolean firstStep) {
         kernels.get().sgd(params, grads, momentumBuffers, negLr, weightDecay, momentum, oneMinusDampening, nesterov, maximize, firstStep);
     }

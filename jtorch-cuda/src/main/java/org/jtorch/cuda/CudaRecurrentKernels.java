@@ -56,26 +56,30 @@ final class CudaRecurrentKernels implements RecurrentKernels {
     }
 
     @Override
-    public void lstmCellForward(StridedView inputGates, StridedView hiddenGates, StridedView cx, StridedView hy, StridedView cy, StridedView workspace) {
+    public void lstmCellForward(StridedView inputGates, StridedView hiddenGates, StridedView cx, StridedView hy,
+                                StridedView cy, StridedView workspace) {
         String e = entry("lstmCellForward", "lstm_cell_forward", cx, inputGates, hiddenGates, cx, hy, cy, workspace);
         launch(e, cx, addr(inputGates), addr(hiddenGates), addr(cx), addr(hy), addr(cy), addr(workspace));
     }
 
     @Override
-    public void lstmCellBackward(StridedView gradHy, StridedView gradCy, StridedView cx, StridedView cy, StridedView workspace, StridedView gradGates,
+    public void lstmCellBackward(StridedView gradHy, StridedView gradCy, StridedView cx, StridedView cy,
+                                 StridedView workspace, StridedView gradGates,
                                  StridedView gradCx) {
         String e = entry("lstmCellBackward", "lstm_cell_backward", cx, gradHy, gradCy, cx, cy, workspace, gradGates, gradCx);
         launch(e, cx, addr(gradHy), addr(gradCy), addr(cx), addr(cy), addr(workspace), addr(gradGates), addr(gradCx));
     }
 
     @Override
-    public void gruCellForward(StridedView inputGates, StridedView hiddenGates, StridedView hx, StridedView hy, StridedView workspace) {
+    public void gruCellForward(StridedView inputGates, StridedView hiddenGates, StridedView hx, StridedView hy,
+                               StridedView workspace) {
         String e = entry("gruCellForward", "gru_cell_forward", hx, inputGates, hiddenGates, hx, hy, workspace);
         launch(e, hx, addr(inputGates), addr(hiddenGates), addr(hx), addr(hy), addr(workspace));
     }
 
     @Override
-    public void gruCellBackward(StridedView gradHy, StridedView hx, StridedView workspace, StridedView gradInputGates, StridedView gradHiddenGates,
+    public void gruCellBackward(StridedView gradHy, StridedView hx, StridedView workspace, StridedView gradInputGates,
+                                StridedView gradHiddenGates,
                                 StridedView gradHx) {
         String e = entry("gruCellBackward", "gru_cell_backward", hx, gradHy, hx, workspace, gradInputGates, gradHiddenGates, gradHx);
         launch(e, hx, addr(gradHy), addr(hx), addr(workspace), addr(gradInputGates), addr(gradHiddenGates), addr(gradHx));

@@ -159,7 +159,8 @@ final class CudaReductions implements ReductionKernels {
     // ------------------------------------------------------------------ along one dimension
 
     /** Softmax or scan along {@code dim}: rows with {@code dim} last, output laid out the same way (or staged and copied back). */
-    private void along(StridedView in, StridedView out, int dim, String entry, boolean scan, java.util.function.BiFunction<Arena, long[], KernelArgs> args,
+    private void along(StridedView in, StridedView out, int dim, String entry, boolean scan,
+                       java.util.function.BiFunction<Arena, long[], KernelArgs> args,
                        Rows r) {
         if (r.rows() == 0 || r.rowLength() == 0) return;
         Device device = out.device();

@@ -87,7 +87,8 @@ final class CudaSpatialKernels implements SpatialKernels {
     }
 
     @Override
-    public void avgPool2dBackward(StridedView gradOut, StridedView gradIn, Pool2d g, boolean countIncludePad, long divisorOverride) {
+    public void avgPool2dBackward(StridedView gradOut, StridedView gradIn, Pool2d g, boolean countIncludePad,
+                                  long divisorOverride) {
         check(Op.AVG_BACKWARD, gradOut, gradOut, gradIn);
         launch(Op.AVG_BACKWARD, gradOut, g.planes() * g.inH() * g.inW(),
                 a -> PoolPlan.avgArgs(a, addr(gradOut), addr(gradIn), g, countIncludePad, divisorOverride));

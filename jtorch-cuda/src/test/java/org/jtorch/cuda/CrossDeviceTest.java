@@ -139,7 +139,8 @@ class CrossDeviceTest {
                     assertThrows(IllegalStateException.class, () -> c.cuda(1)).getMessage(), "cuda(1)");
             // Reached directly, the CUDA backend itself refuses with the runtime's reason.
             assertEquals("CUDA is not available: " + Cuda.unavailableReason(),
-                    assertThrows(IllegalStateException.class, () -> CudaBackend.get().copy(Dispatcher.view(c), Dispatcher.view(g))).getMessage(),
+                    assertThrows(IllegalStateException.class, () -> CudaBackend.get().copy(Dispatcher.view(c),
+                            Dispatcher.view(g))).getMessage(),
                     "backend copy");
         }
     }

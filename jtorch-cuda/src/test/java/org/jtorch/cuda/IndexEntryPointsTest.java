@@ -49,11 +49,13 @@ class IndexEntryPointsTest {
                 expect(e, seen, IndexPlan.entry(Kernel.GATHER, t), IndexPlan.gatherArgs(arena, 1, 2, g, one));
                 expect(e, seen, IndexPlan.entry(Kernel.SCATTER, t), IndexPlan.scatterArgs(arena, 1, 2, g, one));
                 expect(e, seen, IndexPlan.entry(Kernel.SCATTER_ADD, t), IndexPlan.scatterAddArgs(arena, 1, 2, g, one, 2.0));
-                expect(e, seen, IndexPlan.entry(Kernel.COUNT_NONZERO, t), IndexPlan.countArgs(arena, 1, IndexPlan.countLayout(Dispatcher.view(self)), c, 3));
+                expect(e, seen, IndexPlan.entry(Kernel.COUNT_NONZERO, t), IndexPlan.countArgs(arena, 1,
+                        IndexPlan.countLayout(Dispatcher.view(self)), c, 3));
                 expect(e, seen, IndexPlan.entry(Kernel.NONZERO, t),
                         IndexPlan.nonzeroArgs(arena, 1, IndexPlan.nonzeroLayout(Dispatcher.view(self)), c, 3, 4, 5));
                 expect(e, seen, IndexPlan.entry(Kernel.MASKED_SELECT, t),
-                        IndexPlan.maskedSelectArgs(arena, 1, 2, IndexPlan.maskedSelectLayout(Dispatcher.view(self), Dispatcher.view(self)), c, 3, 4, 5));
+                        IndexPlan.maskedSelectArgs(arena, 1, 2, IndexPlan.maskedSelectLayout(Dispatcher.view(self),
+                                Dispatcher.view(self)), c, 3, 4, 5));
             }
             for (DType t : new DType[] {DType.INT32, DType.INT64}) {
                 try (Tensor idx = Tensor.empty(new long[] {5}, t, org.jtorch.Device.cpu())) {

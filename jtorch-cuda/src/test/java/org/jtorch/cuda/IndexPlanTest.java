@@ -106,7 +106,8 @@ class IndexPlanTest {
                     // index values in range for every dim: use index % size, computed on the CPU
                     try (Tensor idx = index.remainder(self.size(dim)).to(DType.INT32);
                          Tensor out = Tensor.empty(expected.shape(), DType.FLOAT32, org.jtorch.Device.cpu())) {
-                        Geometry g = IndexPlan.indexSelect(Dispatcher.view(self), dim, Dispatcher.view(idx), Dispatcher.view(out));
+                        Geometry g = IndexPlan.indexSelect(Dispatcher.view(self), dim, Dispatcher.view(idx),
+                                Dispatcher.view(out));
                         gather(g, out, self, idx);
                         assertArrayEquals(expected.toDoubleArray(), out.toDoubleArray(), "dim " + dim + ": " + g);
                     }
@@ -138,7 +139,8 @@ class IndexPlanTest {
                  Tensor self = base.t().contiguous().t().t()) {                  // transposed copy: strides (1, 4)
                 // the front end narrows src to index's corner
                 try (Tensor corner = src.asStrided(index.shape(), src.strides(), src.storageOffset())) {
-                    Geometry g = IndexPlan.scatter("scatter_add_", Dispatcher.view(self), 0, Dispatcher.view(index), Dispatcher.view(corner));
+                    Geometry g = IndexPlan.scatter("scatter_add_", Dispatcher.view(self), 0, Dispatcher.view(index),
+                            Dispatcher.view(corner));
                     scatterAdd(g, self, corner, 1, index);
                 }
                 assertArrayEquals(expected.toDoubleArray(), self.toDoubleArray());
@@ -150,7 +152,8 @@ class IndexPlanTest {
     void indexAddWithAlphaAlongTheLastDimMatchesTheCpu() {
         try (Tensor source = values(3, 4); Tensor index = longs(new long[] {4, 1, 4, 0}, 4)) {
             try (Tensor base = values(3, 5); Tensor expected = base.indexAdd(1, index, source, 2.5)) {
-                Geometry g = IndexPlan.indexAccumulate("indexAdd_", Dispatcher.view(base), 1, Dispatcher.view(index), Dispatcher.view(source), true);
+                Geometry g = IndexPlan.indexAccumulate("indexAdd_", Dispatcher.view(base), 1, Dispatcher.view(index),
+                        Dispatcher.view(source), true);
                 scatterAdd(g, base, source, 2.5f, index);
                 assertArrayEquals(expected.toDoubleArray(), base.toDoubleArray());
             }
@@ -163,7 +166,8 @@ class IndexPlanTest {
              Tensor expected = self.index(rows, cols);
              Tensor src = self.asStrided(new long[] {3}, new long[] {0}, self.storageOffset());
              Tensor out = Tensor.empty(new long[] {3}, DType.FLOAT32, org.jtorch.Device.cpu())) {
-            Geometry g = IndexPlan.advanced("index", Dispatcher.view(src), new StridedView[] {Dispatcher.view(rows), Dispatcher.view(cols)}, new long[] {4, 5}, new long[] {5, 1}, Dispatcher.view(out));
+            Geometry g = IndexPlan.advanced("index", Dispatcher.view(src), new StridedView[] {Dispatcher.view(rows),
+                    Dispatcher.view(cols)}, new long[] {4, 5}, new long[] {5, 1}, Dispatcher.view(out));
             gather(g, out, src, rows, cols);
             assertArrayEquals(expected.toDoubleArray(), out.toDoubleArray());
         }
@@ -183,7 +187,8 @@ class IndexPlanTest {
             assertArrayEquals(new long[] {0, 1, 0}, g.indexStrides()[0]);
             assertEquals(3, g.indexSizes()[0]);
             assertEquals(20, g.indexSteps()[0]);
-            Geometry first = IndexPlan.indexSelect(Dispatcher.view(self), 0, Dispatcher.view(index), Dispatcher.view(Tensor.empty(new long[] {2, 3, 4, 5}, DType.FLOAT32, org.jtorch.Device.cpu())));
+            Geometry first = IndexPlan.indexSelect(Dispatcher.view(self), 0, Dispatcher.view(index),
+                    Dispatcher.view(Tensor.empty(new long[] {2, 3, 4, 5}, DType.FLOAT32, org.jtorch.Device.cpu())));
             assertArrayEquals(new long[] {2, 60}, first.sizes(), "the dims after the indexed one merge: " + first);
         }
     }
@@ -204,9 +209,11 @@ class IndexPlanTest {
             Tensor[] nine = new Tensor[9];
             java.util.Arrays.fill(nine, index);
             UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
-                    () -> IndexPlan.advanced("index", Dispatcher.view(self), views(nine), new long[9], new long[9], Dispatcher.view(self)));
+                    () -> IndexPlan.advanced("index", Dispatcher.view(self), views(nine), new long[9], new long[9],
+                            Dispatcher.view(self)));
             assertTrue(e.getMessage().contains("at most 8 index tensors"), e.getMessage());
-            UnsupportedOperationException nz = assertThrows(UnsupportedOperationException.class, () -> IndexPlan.nonzeroLayout(Dispatcher.view(self)));
+            UnsupportedOperationException nz = assertThrows(UnsupportedOperationException.class,
+                    () -> IndexPlan.nonzeroLayout(Dispatcher.view(self)));
             assertTrue(nz.getMessage().startsWith("nonzero: ") && nz.getMessage().contains("cpu"), nz.getMessage());
         }
     }
@@ -268,9 +275,11 @@ class IndexPlanTest {
     void outOfBoundsMessagesEqualTheCpuBackends() {
         try (Tensor self = values(3, 4); Tensor index = longs(new long[] {1, 7}, 2); Tensor neg = longs(new long[] {-5}, 1)) {
             IndexOutOfBoundsException cpu = assertThrows(IndexOutOfBoundsException.class, () -> self.indexSelect(0, index));
-            assertEquals(cpu.getMessage(), IndexPlan.outOfBounds(IndexPlan.check("indexSelect", Dispatcher.view(index), 0, 3, false), 7).getMessage());
+            assertEquals(cpu.getMessage(), IndexPlan.outOfBounds(IndexPlan.check("indexSelect", Dispatcher.view(index), 0,
+                    3, false), 7).getMessage());
             IndexOutOfBoundsException adv = assertThrows(IndexOutOfBoundsException.class, () -> self.index(neg));
-            assertEquals(adv.getMessage(), IndexPlan.outOfBounds(IndexPlan.check("index", Dispatcher.view(neg), -1, 3, true), -5).getMessage());
+            assertEquals(adv.getMessage(), IndexPlan.outOfBounds(IndexPlan.check("index", Dispatcher.view(neg), -1, 3,
+                    true), -5).getMessage());
         }
     }
 

@@ -309,7 +309,8 @@ final class CpuIndexKernels implements IndexKernels {
     }
 
     @Override
-    public void indexPut(StridedView dst, StridedView[] indices, long[] sizes, long[] strides, StridedView values, boolean accumulate) {
+    public void indexPut(StridedView dst, StridedView[] indices, long[] sizes, long[] strides, StridedView values,
+                         boolean accumulate) {
         for (int k = 0; k < indices.length; k++) checkIndices("indexPut_", indices[k], sizes[k], -1, true);
         if (values.numel() == 0) return;
         scatterCore(dst, indices, sizes, strides, values, accumulate, 1);

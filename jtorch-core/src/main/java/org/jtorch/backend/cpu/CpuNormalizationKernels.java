@@ -243,7 +243,8 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     // ---------------------------------------------------------------- forward
 
     @Override
-    public void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd, StridedView weight, StridedView bias,
+    public void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
+                               StridedView weight, StridedView bias,
                                StridedView out) {
         int cc = Math.toIntExact(c);
         double[] m = channels(mean, cc, 0);
@@ -317,7 +318,8 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     // ---------------------------------------------------------------- backward
 
     @Override
-    public void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView invstd, StridedView weight,
+    public void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
+                                  StridedView invstd, StridedView weight,
                                   boolean train, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
         int cc = Math.toIntExact(c);
         double[] m = channels(mean, cc, 0);

@@ -41,7 +41,8 @@ public final class CpuOptimizerKernels implements OptimizerKernels {
     }
 
     @Override
-    public void sgd(List<StridedView> params, List<StridedView> grads, List<StridedView> momentumBuffers, float negLr, float weightDecay,
+    public void sgd(List<StridedView> params, List<StridedView> grads, List<StridedView> momentumBuffers, float negLr,
+                    float weightDecay,
                     float momentum, float oneMinusDampening, boolean nesterov, boolean maximize, boolean firstStep) {
         for (int i = 0; i < params.size(); i++) {
             StridedView p = params.get(i), g = grads.get(i), b = at(momentumBuffers, i);

@@ -90,7 +90,8 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     // ------------------------------------------------------------------ LSTM
 
     @Override
-    public void lstmCellForward(StridedView inputGates, StridedView hiddenGates, StridedView cx, StridedView hy, StridedView cy, StridedView workspace) {
+    public void lstmCellForward(StridedView inputGates, StridedView hiddenGates, StridedView cx, StridedView hy,
+                                StridedView cy, StridedView workspace) {
         long batch = cx.size(0), h = cx.size(1), vh = vectorPart(cx, h);
         Rows ig = Rows.of(inputGates), hg = Rows.of(hiddenGates), c0 = Rows.of(cx), ho = Rows.of(hy), co = Rows.of(cy),
                 ws = Rows.of(workspace);
@@ -120,7 +121,8 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     }
 
     @Override
-    public void lstmCellBackward(StridedView gradHy, StridedView gradCy, StridedView cx, StridedView cy, StridedView workspace, StridedView gradGates,
+    public void lstmCellBackward(StridedView gradHy, StridedView gradCy, StridedView cx, StridedView cy,
+                                 StridedView workspace, StridedView gradGates,
                                  StridedView gradCx) {
         long batch = cx.size(0), h = cx.size(1), vh = vectorPart(cx, h);
         Rows ghy = Rows.of(gradHy), gcy = Rows.of(gradCy), c0 = Rows.of(cx), c1 = Rows.of(cy), ws = Rows.of(workspace),
@@ -149,7 +151,8 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     // ------------------------------------------------------------------ GRU
 
     @Override
-    public void gruCellForward(StridedView inputGates, StridedView hiddenGates, StridedView hx, StridedView hy, StridedView workspace) {
+    public void gruCellForward(StridedView inputGates, StridedView hiddenGates, StridedView hx, StridedView hy,
+                               StridedView workspace) {
         long batch = hx.size(0), h = hx.size(1), vh = vectorPart(hx, h);
         Rows ig = Rows.of(inputGates), hg = Rows.of(hiddenGates), h0 = Rows.of(hx), ho = Rows.of(hy), ws = Rows.of(workspace);
         rows(batch, h, b -> {
@@ -174,7 +177,8 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     }
 
     @Override
-    public void gruCellBackward(StridedView gradHy, StridedView hx, StridedView workspace, StridedView gradInputGates, StridedView gradHiddenGates,
+    public void gruCellBackward(StridedView gradHy, StridedView hx, StridedView workspace, StridedView gradInputGates,
+                                StridedView gradHiddenGates,
                                 StridedView gradHx) {
         long batch = hx.size(0), h = hx.size(1), vh = vectorPart(hx, h);
         Rows ghy = Rows.of(gradHy), h0 = Rows.of(hx), ws = Rows.of(workspace), gi = Rows.of(gradInputGates),

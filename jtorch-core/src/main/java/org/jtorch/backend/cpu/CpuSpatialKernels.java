@@ -150,7 +150,8 @@ final class CpuSpatialKernels implements SpatialKernels {
     }
 
     @Override
-    public void avgPool2dBackward(StridedView gradOut, StridedView gradIn, Pool2d g, boolean countIncludePad, long divisorOverride) {
+    public void avgPool2dBackward(StridedView gradOut, StridedView gradIn, Pool2d g, boolean countIncludePad,
+                                  long divisorOverride) {
         boolean f32 = isF32(gradOut);
         MemorySegment gs = seg(gradOut);
         MemorySegment is = seg(gradIn);

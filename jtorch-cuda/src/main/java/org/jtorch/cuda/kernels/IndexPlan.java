@@ -151,7 +151,8 @@ public final class IndexPlan {
      * index_copy / index_fill / index_add: iteration shape = {@code source}'s; {@code index} along {@code dim},
      * negative values wrapping where the op allows them.
      */
-    public static Geometry indexAccumulate(String op, StridedView self, int dim, StridedView index, StridedView source, boolean wrapNegative) {
+    public static Geometry indexAccumulate(String op, StridedView self, int dim, StridedView index, StridedView source,
+                                           boolean wrapNegative) {
         return build(op, source.shape(), source.strides(), zeroAt(self, dim),
                 vectorAlong(index, dim, self.dim(), dimSize(self, dim), wrapNegative, dimStride(self, dim)));
     }
@@ -160,7 +161,8 @@ public final class IndexPlan {
      * Advanced indexing and index_put: {@code indexed} (the source or destination) and {@code indices} are
      * already restrided to {@code dense}'s shape by the front end; {@code sizes}/{@code strides} per index.
      */
-    public static Geometry advanced(String op, StridedView indexed, StridedView[] indices, long[] sizes, long[] strides, StridedView dense) {
+    public static Geometry advanced(String op, StridedView indexed, StridedView[] indices, long[] sizes, long[] strides,
+                                    StridedView dense) {
         Index[] idx = new Index[indices.length];
         for (int k = 0; k < idx.length; k++) {
             idx[k] = new Index(indices[k].strides(), indices[k].dtype() == DType.INT32, sizes[k], true, strides[k]);
