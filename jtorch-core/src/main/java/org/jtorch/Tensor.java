@@ -760,7 +760,7 @@ public final class Tensor implements AutoCloseable {
     public Tensor clone() {
         checkOpen("clone");
         Tensor r = Tensor.empty(shape, dtype, device());
-        Backends.of(device()).copy(this, r);
+        Backends.of(device()).copy(Dispatcher.view(this), Dispatcher.view(r));
         if (Autograd.needsGrad(this)) Autograd.record("CloneBackward0", r, g -> new Tensor[] {g[0]}, new Tensor[] {this});
         return r;
     }
@@ -812,9 +812,9 @@ public final class Tensor implements AutoCloseable {
         }
         Tensor s = src.broadcastTo(shape);
         if (device().equals(src.device())) {
-            Backends.of(device()).copy(s, this);
+            Backends.of(device()).copy(Dispatcher.view(s), Dispatcher.view(this));
         } else {
-            Backends.of(device().isCpu() ? src.device() : device()).copy(s, this, nonBlocking);
+            Backends.of(device().isCpu() ? src.device() : device()).copy(Dispatcher.view(s), Dispatcher.view(this), nonBlocking);
         }
         bumpVersion();
         if (Autograd.needsGrad(this, src)) {
@@ -835,7 +835,7 @@ public final class Tensor implements AutoCloseable {
         checkOpen("to");
         if (target == dtype) return alias();
         Tensor r = Tensor.empty(shape, target, device());
-        Backends.of(device()).copy(this, r);
+        Backends.of(device()).copy(Dispatcher.view(this), Dispatcher.view(r));
         DType from = dtype;
         if (Autograd.needsGrad(this) && target.isFloatingPoint()) {
             Autograd.record("ToCopyBackward0", r, g -> new Tensor[] {g[0].to(from)}, new Tensor[] {this});
@@ -932,7 +932,7 @@ public final class Tensor implements AutoCloseable {
         checkWritable(op);
         boolean record = Autograd.needsGrad(this);
         if (record) Elementwise.checkInPlaceAllowed(op, this);
-        Backends.of(device()).fill(this, value, exact);
+        Backends.of(device()).fill(Dispatcher.view(this), value, exact);
         bumpVersion();
         if (record) Autograd.record(op.equals("zero_") ? "ZeroBackward0" : "FillBackward0", this, g -> new Tensor[] {Torch.zerosLike(g[0])},
                 new Tensor[] {this});
@@ -1015,7 +1015,7 @@ public final class Tensor implements AutoCloseable {
         checkOpen("toArray");
         try (Tensor host = cpu()) {
             Tensor out = Tensor.fromStorage(Storage.wrapHeap(dst), type, shape.clone(), Shapes.contiguousStrides(shape), 0);
-            Backends.of(Device.cpu()).copy(host, out);
+            Backends.of(Device.cpu()).copy(Dispatcher.view(host), Dispatcher.view(out));
             out.close();
         }
     }

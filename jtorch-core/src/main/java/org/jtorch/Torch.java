@@ -1,6 +1,5 @@
 package org.jtorch;
 
-import org.jtorch.ops.Dispatcher;
 import org.jtorch.op.FrontEndOps;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -9,6 +8,7 @@ import org.jtorch.backend.Backends;
 import org.jtorch.backend.cpu.Parallel;
 import org.jtorch.memory.MemoryStats;
 import org.jtorch.ops.Arguments;
+import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Einsum;
 import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.Indexing;
@@ -284,7 +284,7 @@ public final class Torch {
         requireFloating("rand", dtype);
         Tensor r = Tensor.empty("rand", shape, dtype, device);
         long[] st = gen.reserve(ceilDiv(r.numel(), dtype == DType.FLOAT64 ? 2 : 4));
-        Backends.of(device).random().uniform(r, 0, 1, st[0], st[1]);
+        Backends.of(device).random().uniform(Dispatcher.view(r), 0, 1, st[0], st[1]);
         return r;
     }
 
@@ -301,7 +301,7 @@ public final class Torch {
         requireFloating("randn", dtype);
         Tensor r = Tensor.empty("randn", shape, dtype, device);
         long[] st = gen.reserve(ceilDiv(r.numel(), 4));
-        Backends.of(device).random().normal(r, 0, 1, st[0], st[1]);
+        Backends.of(device).random().normal(Dispatcher.view(r), 0, 1, st[0], st[1]);
         return r;
     }
 
@@ -320,7 +320,7 @@ public final class Torch {
         }
         Tensor r = Tensor.empty("randint", shape, dtype, device);
         long[] st = gen.reserve(ceilDiv(r.numel(), 2));
-        Backends.of(device).random().randint(r, low, high, st[0], st[1]);
+        Backends.of(device).random().randint(Dispatcher.view(r), low, high, st[0], st[1]);
         return r;
     }
 

@@ -13,6 +13,7 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.backend.Backends;
 import org.jtorch.io.StateReader;
 import org.jtorch.ops.Arguments;
+import org.jtorch.ops.Dispatcher;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
 
@@ -156,7 +157,7 @@ public final class GradScaler {
     private static boolean unscaleOnDevice(Device device, List<Tensor> grads, float invScale) {
         for (Tensor grad : grads) grad.checkWritable("GradScaler.unscale_");
         try (Tensor foundInf = Torch.zeros(new long[] {1}, DType.FLOAT32, device)) {
-            Backends.of(device).optimizers().unscaleAndCheckFinite(grads, foundInf, invScale);
+            Backends.of(device).optimizers().unscaleAndCheckFinite(Dispatcher.views(grads), Dispatcher.view(foundInf), invScale);
             for (Tensor grad : grads) grad.bumpVersion();
             return foundInf.item() != 0;
         }

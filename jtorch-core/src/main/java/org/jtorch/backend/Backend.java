@@ -1,15 +1,15 @@
 package org.jtorch.backend;
 
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 import org.jtorch.memory.Allocator;
 import org.jtorch.memory.Storage;
+import org.jtorch.op.StridedView;
 
 /**
  * The kernels of one device type. The front end ({@code org.jtorch.ops}) validates arguments,
  * broadcasts, promotes dtypes and allocates outputs; a backend only computes. Every tensor passed in
  * is on this backend's device and already has the output's shape (inputs broadcast with zero
- * strides), so kernels need no shape logic beyond strides.
+ * strides), so kernels need no shape logic beyond strides. Kernels see {@link StridedView}s, never a tensor.
  *
  * <p>Op families beyond elementwise live in their own interfaces so that each stays small; a backend
  * lacking a kernel throws {@link UnsupportedOperationException} naming the op and device.
@@ -50,23 +50,23 @@ public interface Backend {
     Storage allocate(Device device, long bytes);
 
     /** {@code dst.copy_(src)} for same-shaped tensors on this backend, converting dtypes. */
-    void copy(Tensor src, Tensor dst);
+    void copy(StridedView src, StridedView dst);
 
     /**
-     * {@code dst.copy_(src, nonBlocking)}: as {@link #copy(Tensor, Tensor)}, but a backend may return before
+     * {@code dst.copy_(src, nonBlocking)}: as {@link #copy(StridedView, StridedView)}, but a backend may return before
      * a copy between host and device has finished when {@code nonBlocking} is set and the host side is
      * pinned ({@link org.jtorch.memory.Storage#isPinned()}); the copy is then ordered on the device's
      * current stream like a kernel. By default the copy is synchronous.
      */
-    default void copy(Tensor src, Tensor dst, boolean nonBlocking) {
+    default void copy(StridedView src, StridedView dst, boolean nonBlocking) {
         copy(src, dst);
     }
 
     /** Sets every element of {@code dst} to {@code value} (as a double; integral dtypes also get {@code longValue}). */
-    void fill(Tensor dst, double value, long longValue);
+    void fill(StridedView dst, double value, long longValue);
 
     /** {@code out = cond ? a : b}, all broadcast to {@code out}'s shape; {@code cond} is bool. */
-    void where(Tensor cond, Tensor a, Tensor b, Tensor out);
+    void where(StridedView cond, StridedView a, StridedView b, StridedView out);
 
     ReductionKernels reductions();
 

@@ -1,6 +1,6 @@
 package org.jtorch.backend;
 
-import org.jtorch.Tensor;
+import org.jtorch.op.StridedView;
 
 /**
  * Convolution kernels (conv1d/2d, transposed convolution, im2col/col2im): forward and the two backwards.
@@ -41,20 +41,20 @@ public interface ConvolutionKernels {
     }
 
     /** {@code out = conv(input, weight) + bias}; {@code bias} may be null. */
-    void conv2d(Tensor input, Tensor weight, Tensor bias, Tensor out, Geometry g);
+    void conv2d(StridedView input, StridedView weight, StridedView bias, StridedView out, Geometry g);
 
     /** {@code gradInput = conv^T(gradOut, weight)}: the input gradient, which is also the transposed convolution's forward. */
-    void conv2dBackwardInput(Tensor gradOut, Tensor weight, Tensor gradInput, Geometry g);
+    void conv2dBackwardInput(StridedView gradOut, StridedView weight, StridedView gradInput, Geometry g);
 
     /** {@code gradWeight = sum over images of gradOut (x) im2col(input)}. */
-    void conv2dBackwardWeight(Tensor gradOut, Tensor input, Tensor gradWeight, Geometry g);
+    void conv2dBackwardWeight(StridedView gradOut, StridedView input, StridedView gradWeight, Geometry g);
 
     /** {@code gradBias[c] = sum over n, y, x of gradOut[n, c, y, x]} for {@code gradOut [N, C, H, W]}. */
-    void conv2dBackwardBias(Tensor gradOut, Tensor gradBias);
+    void conv2dBackwardBias(StridedView gradOut, StridedView gradBias);
 
     /** {@code col[N, cin*kh*kw, oh*ow]} of {@code input[N, cin, h, w]} (groups ignored). */
-    void im2col(Tensor input, Tensor col, Geometry g);
+    void im2col(StridedView input, StridedView col, Geometry g);
 
     /** {@code out[N, cin, h, w]} = the sum of the columns of {@code col[N, cin*kh*kw, oh*ow]} at their positions. */
-    void col2im(Tensor col, Tensor out, Geometry g);
+    void col2im(StridedView col, StridedView out, Geometry g);
 }

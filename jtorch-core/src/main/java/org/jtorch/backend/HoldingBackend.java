@@ -1,12 +1,14 @@
 package org.jtorch.backend;
 
 import java.util.List;
+import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.memory.Allocator;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.ReduceOp;
 import org.jtorch.op.Shapes;
+import org.jtorch.op.StridedView;
 
 /**
  * A backend whose every kernel call holds a reference on each operand's {@link Storage} until the kernel
@@ -15,7 +17,8 @@ import org.jtorch.op.Shapes;
  * last reference was dropped fails with the closed-tensor error instead of reading freed memory.
  * {@link Backends#of} hands out only such backends, so every kernel, on every device, is covered.
  *
- * <p>Why here: this is the one point every kernel call passes through, and it sees plain tensors. The hold
+ * <p>Why here: this is the one point every kernel call passes through, and each operand's view carries the
+ * storage that owns its memory (a view is taken before the hold: a tensor closed in between fails here). The hold
  * costs one uncontended compare-and-set and one decrement per distinct operand storage (an in-place op's
  * input and output are held once; heap-backed scalars, which no release frees, not at all). It covers a CPU
  * kernel's parallel tasks, since {@code Parallel} returns only when they have all finished. A CUDA kernel has
@@ -52,75 +55,121 @@ final class HoldingBackend implements Backend {
     // ------------------------------------------------------------------ holding operands
 
     /**
-     * Takes a reference on {@code t}'s storage; throws the closed-tensor error if it was already released.
-     * Nothing for null, nor for storages whose memory a release does not free (heap, file mappings).
+     * Takes a reference on each distinct storage of up to three operands (an in-place op's input and output share
+     * one: held once; null storages, and those whose memory a release does not free, such as heap and file
+     * mappings, need none), without allocating. Returns the position (0, 1, 2) of an operand that cannot be held,
+     * having dropped what it took, or -1. {@code xLive} is false for an operand known to be closed already.
      */
-    static void hold(String op, Tensor t) {
-        if (needsHold(t) && !t.storage().tryRetain()) {
-            throw new IllegalStateException(op + ": tensor of shape " + Shapes.format(t.shape()) + " and dtype "
-                    + t.dtype() + " was used after close()");
+    private static int retain(Storage a, boolean aLive, Storage b, boolean bLive, Storage c, boolean cLive) {
+        if (!aLive || !retain(a)) return 0;
+        boolean bNew = !sharesEarlier(b, a, null);
+        if (!bLive || (bNew && !retain(b))) {
+            release(a);
+            return 1;
         }
-    }
-
-    static void drop(Tensor t) {
-        if (needsHold(t)) t.storage().release();
-    }
-
-    private static boolean needsHold(Tensor t) {
-        return t != null && t.storage().ownsMemory();
-    }
-
-    /** Whether {@code t} views the same storage as {@code other} (an in-place op's input and output): held once. */
-    private static boolean shares(Tensor t, Tensor other) {
-        return t != null && other != null && t.storage() == other.storage();
-    }
-
-    static void hold(String op, Tensor a, Tensor b) {
-        hold(op, a);
-        if (shares(b, a)) return;
-        try {
-            hold(op, b);
-        } catch (RuntimeException e) {
-            drop(a);
-            throw e;
+        if (!cLive || (!sharesEarlier(c, a, b) && !retain(c))) {
+            release(a);
+            if (bNew) release(b);
+            return 2;
         }
+        return -1;
     }
 
-    static void drop(Tensor a, Tensor b) {
-        drop(a);
-        if (!shares(b, a)) drop(b);
+    /** Drops what {@link #retain(Storage, boolean, Storage, boolean, Storage, boolean)} took. */
+    private static void release(Storage a, Storage b, Storage c) {
+        release(a);
+        if (!sharesEarlier(b, a, null)) release(b);
+        if (!sharesEarlier(c, a, b)) release(c);
     }
 
+    private static boolean retain(Storage s) {
+        return s == null || !s.ownsMemory() || s.tryRetain();
+    }
+
+    private static void release(Storage s) {
+        if (s != null && s.ownsMemory()) s.release();
+    }
+
+    /** Whether {@code s} is the storage of an earlier operand. */
+    private static boolean sharesEarlier(Storage s, Storage a, Storage b) {
+        return s != null && (s == a || s == b);
+    }
+
+    private static IllegalStateException closed(String op, long[] shape, DType dtype) {
+        return new IllegalStateException(op + ": tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
+                + " was used after close()");
+    }
+
+    private static Storage storage(Tensor t) {
+        return t == null ? null : t.storage();
+    }
+
+    private static Storage storage(StridedView v) {
+        return v == null ? null : v.storage();
+    }
+
+    /** A view without memory is of a tensor closed before the view was taken. */
+    private static boolean live(StridedView v) {
+        return v == null || v.memory() != null;
+    }
+
+    /**
+     * The dispatcher's pointwise kernels hold tensors, on every op, before they take views: the closed-tensor error
+     * names the op when one was already released.
+     */
     static void hold(String op, Tensor a, Tensor b, Tensor c) {
-        hold(op, a, b);
-        if (shares(c, a) || shares(c, b)) return;
-        try {
-            hold(op, c);
-        } catch (RuntimeException e) {
-            drop(a, b);
-            throw e;
-        }
+        int bad = retain(storage(a), true, storage(b), true, storage(c), true);
+        if (bad < 0) return;
+        Tensor t = bad == 0 ? a : bad == 1 ? b : c;
+        throw closed(op, t.shapeArray(), t.dtype());
     }
 
     static void drop(Tensor a, Tensor b, Tensor c) {
-        drop(a, b);
-        if (!shares(c, a) && !shares(c, b)) drop(c);
+        release(storage(a), storage(b), storage(c));
+    }
+
+    /** Every other kernel holds the storages its views carry. */
+    static void hold(String op, StridedView a, StridedView b, StridedView c) {
+        int bad = retain(storage(a), live(a), storage(b), live(b), storage(c), live(c));
+        if (bad < 0) return;
+        StridedView v = bad == 0 ? a : bad == 1 ? b : c;
+        throw closed(op, v.shape(), v.dtype());
+    }
+
+    static void drop(StridedView a, StridedView b, StridedView c) {
+        release(storage(a), storage(b), storage(c));
+    }
+
+    static void hold(String op, StridedView a) {
+        hold(op, a, null, null);
+    }
+
+    static void drop(StridedView a) {
+        drop(a, null, null);
+    }
+
+    static void hold(String op, StridedView a, StridedView b) {
+        hold(op, a, b, null);
+    }
+
+    static void drop(StridedView a, StridedView b) {
+        drop(a, b, null);
     }
 
     /** Four or more operands (rarer, larger kernels): every non-null one, or none if one was released. */
-    static void hold(String op, Tensor... ts) {
-        for (int i = 0; i < ts.length; i++) {
+    static void hold(String op, StridedView... vs) {
+        for (int i = 0; i < vs.length; i++) {
             try {
-                hold(op, ts[i]);
+                hold(op, vs[i]);
             } catch (RuntimeException e) {
-                for (int j = 0; j < i; j++) drop(ts[j]);
+                for (int j = 0; j < i; j++) drop(vs[j]);
                 throw e;
             }
         }
     }
 
-    static void drop(Tensor... ts) {
-        for (Tensor t : ts) drop(t);
+    static void drop(StridedView... vs) {
+        for (StridedView v : vs) drop(v);
     }
 
     // ------------------------------------------------------------------ Backend
@@ -156,7 +205,7 @@ final class HoldingBackend implements Backend {
     }
 
     @Override
-    public void copy(Tensor src, Tensor dst) {
+    public void copy(StridedView src, StridedView dst) {
         hold("copy_", src, dst);
         try {
             b.copy(src, dst);
@@ -166,7 +215,7 @@ final class HoldingBackend implements Backend {
     }
 
     @Override
-    public void copy(Tensor src, Tensor dst, boolean nonBlocking) {
+    public void copy(StridedView src, StridedView dst, boolean nonBlocking) {
         hold("copy_", src, dst);
         try {
             b.copy(src, dst, nonBlocking);
@@ -176,7 +225,7 @@ final class HoldingBackend implements Backend {
     }
 
     @Override
-    public void fill(Tensor dst, double value, long longValue) {
+    public void fill(StridedView dst, double value, long longValue) {
         hold("fill_", dst);
         try {
             b.fill(dst, value, longValue);
@@ -186,7 +235,7 @@ final class HoldingBackend implements Backend {
     }
 
     @Override
-    public void where(Tensor cond, Tensor a, Tensor bt, Tensor out) {
+    public void where(StridedView cond, StridedView a, StridedView bt, StridedView out) {
         hold("where", cond, a, bt, out);
         try {
             b.where(cond, a, bt, out);
@@ -249,7 +298,7 @@ final class HoldingBackend implements Backend {
 
     private record Reductions(ReductionKernels k) implements ReductionKernels {
         @Override
-        public void reduce(ReduceOp op, Tensor in, Tensor out, double p) {
+        public void reduce(ReduceOp op, StridedView in, StridedView out, double p) {
             hold(op.pyName(), in, out);
             try {
                 k.reduce(op, in, out, p);
@@ -259,7 +308,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void argReduce(boolean max, Tensor in, Tensor values, Tensor indices, int dim) {
+        public void argReduce(boolean max, StridedView in, StridedView values, StridedView indices, int dim) {
             hold(max ? "max" : "min", in, values, indices);
             try {
                 k.argReduce(max, in, values, indices, dim);
@@ -269,7 +318,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void variance(Tensor in, Tensor out, double correction, boolean sqrt) {
+        public void variance(StridedView in, StridedView out, double correction, boolean sqrt) {
             hold(sqrt ? "std" : "var", in, out);
             try {
                 k.variance(in, out, correction, sqrt);
@@ -279,7 +328,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void logsumexp(Tensor in, Tensor out) {
+        public void logsumexp(StridedView in, StridedView out) {
             hold("logsumexp", in, out);
             try {
                 k.logsumexp(in, out);
@@ -289,7 +338,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void scan(boolean prod, Tensor in, Tensor out, int dim) {
+        public void scan(boolean prod, StridedView in, StridedView out, int dim) {
             hold(prod ? "cumprod" : "cumsum", in, out);
             try {
                 k.scan(prod, in, out, dim);
@@ -299,7 +348,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void argsort(Tensor in, Tensor indices, int dim, boolean descending) {
+        public void argsort(StridedView in, StridedView indices, int dim, boolean descending) {
             hold("sort", in, indices);
             try {
                 k.argsort(in, indices, dim, descending);
@@ -309,7 +358,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void searchsorted(Tensor boundaries, Tensor values, Tensor out, boolean right) {
+        public void searchsorted(StridedView boundaries, StridedView values, StridedView out, boolean right) {
             hold("searchsorted", boundaries, values, out);
             try {
                 k.searchsorted(boundaries, values, out, right);
@@ -319,7 +368,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void softmax(Tensor in, Tensor out, int dim, boolean log) {
+        public void softmax(StridedView in, StridedView out, int dim, boolean log) {
             hold(log ? "log_softmax" : "softmax", in, out);
             try {
                 k.softmax(in, out, dim, log);
@@ -331,7 +380,7 @@ final class HoldingBackend implements Backend {
 
     private record Indexing(IndexKernels k) implements IndexKernels {
         @Override
-        public void indexSelect(Tensor self, int dim, Tensor index, Tensor out) {
+        public void indexSelect(StridedView self, int dim, StridedView index, StridedView out) {
             hold("index_select", self, index, out);
             try {
                 k.indexSelect(self, dim, index, out);
@@ -341,7 +390,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void gather(Tensor self, int dim, Tensor index, Tensor out) {
+        public void gather(StridedView self, int dim, StridedView index, StridedView out) {
             hold("gather", self, index, out);
             try {
                 k.gather(self, dim, index, out);
@@ -351,7 +400,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void scatter(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
+        public void scatter(String op, StridedView self, int dim, StridedView index, StridedView src, boolean accumulate) {
             hold(op, self, index, src);
             try {
                 k.scatter(op, self, dim, index, src, accumulate);
@@ -361,8 +410,8 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void indexAccumulate(String op, Tensor self, int dim, Tensor index, Tensor source, boolean accumulate,
-                                    double alpha, boolean wrapNegative) {
+        public void indexAccumulate(String op, StridedView self, int dim, StridedView index, StridedView source,
+                                    boolean accumulate, double alpha, boolean wrapNegative) {
             hold(op, self, index, source);
             try {
                 k.indexAccumulate(op, self, dim, index, source, accumulate, alpha, wrapNegative);
@@ -372,7 +421,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public long countNonzero(Tensor t) {
+        public long countNonzero(StridedView t) {
             hold("count_nonzero", t);
             try {
                 return k.countNonzero(t);
@@ -382,7 +431,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void nonzero(Tensor t, Tensor out) {
+        public void nonzero(StridedView t, StridedView out) {
             hold("nonzero", t, out);
             try {
                 k.nonzero(t, out);
@@ -392,7 +441,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void maskedSelect(Tensor self, Tensor mask, Tensor out) {
+        public void maskedSelect(StridedView self, StridedView mask, StridedView out) {
             hold("masked_select", self, mask, out);
             try {
                 k.maskedSelect(self, mask, out);
@@ -402,7 +451,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void advancedIndex(Tensor src, Tensor[] indices, long[] sizes, long[] strides, Tensor out) {
+        public void advancedIndex(StridedView src, StridedView[] indices, long[] sizes, long[] strides, StridedView out) {
             hold("index", src, out);
             try {
                 hold("index", indices);
@@ -419,7 +468,8 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void indexPut(Tensor dst, Tensor[] indices, long[] sizes, long[] strides, Tensor values, boolean accumulate) {
+        public void indexPut(StridedView dst, StridedView[] indices, long[] sizes, long[] strides, StridedView values,
+                             boolean accumulate) {
             hold("index_put_", dst, values);
             try {
                 hold("index_put_", indices);
@@ -438,7 +488,7 @@ final class HoldingBackend implements Backend {
 
     private record Linalg(LinalgKernels k) implements LinalgKernels {
         @Override
-        public void bmm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
+        public void bmm(StridedView a, StridedView b, StridedView out, double alpha, double beta) {
             hold("bmm", a, b, out);
             try {
                 k.bmm(a, b, out, alpha, beta);
@@ -450,7 +500,7 @@ final class HoldingBackend implements Backend {
 
     private record Random(RandomKernels k) implements RandomKernels {
         @Override
-        public void uniform(Tensor out, double low, double high, long seed, long firstBlock) {
+        public void uniform(StridedView out, double low, double high, long seed, long firstBlock) {
             hold("uniform_", out);
             try {
                 k.uniform(out, low, high, seed, firstBlock);
@@ -460,7 +510,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void normal(Tensor out, double mean, double std, long seed, long firstBlock) {
+        public void normal(StridedView out, double mean, double std, long seed, long firstBlock) {
             hold("normal_", out);
             try {
                 k.normal(out, mean, std, seed, firstBlock);
@@ -470,7 +520,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void randint(Tensor out, long low, long high, long seed, long firstBlock) {
+        public void randint(StridedView out, long low, long high, long seed, long firstBlock) {
             hold("random_", out);
             try {
                 k.randint(out, low, high, seed, firstBlock);
@@ -482,7 +532,7 @@ final class HoldingBackend implements Backend {
 
     private record Convolution(ConvolutionKernels k) implements ConvolutionKernels {
         @Override
-        public void conv2d(Tensor input, Tensor weight, Tensor bias, Tensor out, Geometry g) {
+        public void conv2d(StridedView input, StridedView weight, StridedView bias, StridedView out, Geometry g) {
             hold("conv2d", input, weight, bias, out);
             try {
                 k.conv2d(input, weight, bias, out, g);
@@ -492,7 +542,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void conv2dBackwardInput(Tensor gradOut, Tensor weight, Tensor gradInput, Geometry g) {
+        public void conv2dBackwardInput(StridedView gradOut, StridedView weight, StridedView gradInput, Geometry g) {
             hold("conv2d_backward", gradOut, weight, gradInput);
             try {
                 k.conv2dBackwardInput(gradOut, weight, gradInput, g);
@@ -502,7 +552,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void conv2dBackwardWeight(Tensor gradOut, Tensor input, Tensor gradWeight, Geometry g) {
+        public void conv2dBackwardWeight(StridedView gradOut, StridedView input, StridedView gradWeight, Geometry g) {
             hold("conv2d_backward", gradOut, input, gradWeight);
             try {
                 k.conv2dBackwardWeight(gradOut, input, gradWeight, g);
@@ -512,7 +562,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void conv2dBackwardBias(Tensor gradOut, Tensor gradBias) {
+        public void conv2dBackwardBias(StridedView gradOut, StridedView gradBias) {
             hold("conv2d_backward", gradOut, gradBias);
             try {
                 k.conv2dBackwardBias(gradOut, gradBias);
@@ -522,7 +572,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void im2col(Tensor input, Tensor col, Geometry g) {
+        public void im2col(StridedView input, StridedView col, Geometry g) {
             hold("im2col", input, col);
             try {
                 k.im2col(input, col, g);
@@ -532,7 +582,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void col2im(Tensor col, Tensor out, Geometry g) {
+        public void col2im(StridedView col, StridedView out, Geometry g) {
             hold("col2im", col, out);
             try {
                 k.col2im(col, out, g);
@@ -544,7 +594,7 @@ final class HoldingBackend implements Backend {
 
     private record Spatial(SpatialKernels k) implements SpatialKernels {
         @Override
-        public void maxPool2d(Tensor in, Tensor out, Tensor indices, Pool2d g) {
+        public void maxPool2d(StridedView in, StridedView out, StridedView indices, Pool2d g) {
             hold("max_pool2d", in, out, indices);
             try {
                 k.maxPool2d(in, out, indices, g);
@@ -554,7 +604,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void maxPoolBackward(Tensor gradOut, Tensor indices, Tensor gradIn) {
+        public void maxPoolBackward(StridedView gradOut, StridedView indices, StridedView gradIn) {
             hold("max_pool2d_backward", gradOut, indices, gradIn);
             try {
                 k.maxPoolBackward(gradOut, indices, gradIn);
@@ -564,7 +614,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void avgPool2d(Tensor in, Tensor out, Pool2d g, boolean countIncludePad, long divisorOverride) {
+        public void avgPool2d(StridedView in, StridedView out, Pool2d g, boolean countIncludePad, long divisorOverride) {
             hold("avg_pool2d", in, out);
             try {
                 k.avgPool2d(in, out, g, countIncludePad, divisorOverride);
@@ -574,7 +624,8 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void avgPool2dBackward(Tensor gradOut, Tensor gradIn, Pool2d g, boolean countIncludePad, long divisorOverride) {
+        public void avgPool2dBackward(StridedView gradOut, StridedView gradIn, Pool2d g, boolean countIncludePad,
+                                      long divisorOverride) {
             hold("avg_pool2d_backward", gradOut, gradIn);
             try {
                 k.avgPool2dBackward(gradOut, gradIn, g, countIncludePad, divisorOverride);
@@ -584,7 +635,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void adaptiveAvgPool2d(Tensor in, Tensor out) {
+        public void adaptiveAvgPool2d(StridedView in, StridedView out) {
             hold("adaptive_avg_pool2d", in, out);
             try {
                 k.adaptiveAvgPool2d(in, out);
@@ -594,7 +645,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void adaptiveAvgPool2dBackward(Tensor gradOut, Tensor gradIn) {
+        public void adaptiveAvgPool2dBackward(StridedView gradOut, StridedView gradIn) {
             hold("adaptive_avg_pool2d_backward", gradOut, gradIn);
             try {
                 k.adaptiveAvgPool2dBackward(gradOut, gradIn);
@@ -604,7 +655,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void adaptiveMaxPool2d(Tensor in, Tensor out, Tensor indices) {
+        public void adaptiveMaxPool2d(StridedView in, StridedView out, StridedView indices) {
             hold("adaptive_max_pool2d", in, out, indices);
             try {
                 k.adaptiveMaxPool2d(in, out, indices);
@@ -616,7 +667,7 @@ final class HoldingBackend implements Backend {
 
     private record Normalization(NormalizationKernels k) implements NormalizationKernels {
         @Override
-        public void batchNormStats(Tensor x, long n, long c, long s, Tensor mean, Tensor var) {
+        public void batchNormStats(StridedView x, long n, long c, long s, StridedView mean, StridedView var) {
             hold("batch_norm", x, mean, var);
             try {
                 k.batchNormStats(x, n, c, s, mean, var);
@@ -626,9 +677,10 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void batchNormApply(Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight,
-                                   Tensor bias, Tensor out) {
-            Tensor[] operands = {x, mean, invstd, weight, bias, out};
+        public void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
+                                   StridedView weight,
+                                   StridedView bias, StridedView out) {
+            StridedView[] operands = {x, mean, invstd, weight, bias, out};
             hold("batch_norm", operands);
             try {
                 k.batchNormApply(x, n, c, s, mean, invstd, weight, bias, out);
@@ -638,9 +690,10 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void batchNormBackward(Tensor gradOut, Tensor x, long n, long c, long s, Tensor mean, Tensor invstd,
-                                      Tensor weight, boolean train, Tensor gradInput, Tensor gradWeight, Tensor gradBias) {
-            Tensor[] operands = {gradOut, x, mean, invstd, weight, gradInput, gradWeight, gradBias};
+        public void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
+                                      StridedView invstd, StridedView weight, boolean train, StridedView gradInput,
+                                      StridedView gradWeight, StridedView gradBias) {
+            StridedView[] operands = {gradOut, x, mean, invstd, weight, gradInput, gradWeight, gradBias};
             hold("batch_norm_backward", operands);
             try {
                 k.batchNormBackward(gradOut, x, n, c, s, mean, invstd, weight, train, gradInput, gradWeight, gradBias);
@@ -652,8 +705,9 @@ final class HoldingBackend implements Backend {
 
     private record Recurrent(RecurrentKernels k) implements RecurrentKernels {
         @Override
-        public void lstmCellForward(Tensor inputGates, Tensor hiddenGates, Tensor cx, Tensor hy, Tensor cy, Tensor workspace) {
-            Tensor[] operands = {inputGates, hiddenGates, cx, hy, cy, workspace};
+        public void lstmCellForward(StridedView inputGates, StridedView hiddenGates, StridedView cx, StridedView hy,
+                                    StridedView cy, StridedView workspace) {
+            StridedView[] operands = {inputGates, hiddenGates, cx, hy, cy, workspace};
             hold("lstm_cell", operands);
             try {
                 k.lstmCellForward(inputGates, hiddenGates, cx, hy, cy, workspace);
@@ -663,9 +717,10 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void lstmCellBackward(Tensor gradHy, Tensor gradCy, Tensor cx, Tensor cy, Tensor workspace, Tensor gradGates,
-                                     Tensor gradCx) {
-            Tensor[] operands = {gradHy, gradCy, cx, cy, workspace, gradGates, gradCx};
+        public void lstmCellBackward(StridedView gradHy, StridedView gradCy, StridedView cx, StridedView cy,
+                                     StridedView workspace, StridedView gradGates,
+                                     StridedView gradCx) {
+            StridedView[] operands = {gradHy, gradCy, cx, cy, workspace, gradGates, gradCx};
             hold("lstm_cell_backward", operands);
             try {
                 k.lstmCellBackward(gradHy, gradCy, cx, cy, workspace, gradGates, gradCx);
@@ -675,8 +730,9 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void gruCellForward(Tensor inputGates, Tensor hiddenGates, Tensor hx, Tensor hy, Tensor workspace) {
-            Tensor[] operands = {inputGates, hiddenGates, hx, hy, workspace};
+        public void gruCellForward(StridedView inputGates, StridedView hiddenGates, StridedView hx, StridedView hy,
+                                   StridedView workspace) {
+            StridedView[] operands = {inputGates, hiddenGates, hx, hy, workspace};
             hold("gru_cell", operands);
             try {
                 k.gruCellForward(inputGates, hiddenGates, hx, hy, workspace);
@@ -686,9 +742,10 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void gruCellBackward(Tensor gradHy, Tensor hx, Tensor workspace, Tensor gradInputGates, Tensor gradHiddenGates,
-                                    Tensor gradHx) {
-            Tensor[] operands = {gradHy, hx, workspace, gradInputGates, gradHiddenGates, gradHx};
+        public void gruCellBackward(StridedView gradHy, StridedView hx, StridedView workspace, StridedView gradInputGates,
+                                    StridedView gradHiddenGates,
+                                    StridedView gradHx) {
+            StridedView[] operands = {gradHy, hx, workspace, gradInputGates, gradHiddenGates, gradHx};
             hold("gru_cell_backward", operands);
             try {
                 k.gruCellBackward(gradHy, hx, workspace, gradInputGates, gradHiddenGates, gradHx);
@@ -700,10 +757,10 @@ final class HoldingBackend implements Backend {
 
     private record Optimizers(OptimizerKernels k) implements OptimizerKernels {
         @Override
-        public void sgd(List<Tensor> params, List<Tensor> grads, List<Tensor> momentumBuffers, float negLr,
+        public void sgd(List<StridedView> params, List<StridedView> grads, List<StridedView> momentumBuffers, float negLr,
                         float weightDecay, float momentum, float oneMinusDampening, boolean nesterov, boolean maximize,
                         boolean firstStep) {
-            Tensor[] operands = concat(params, grads, momentumBuffers);
+            StridedView[] operands = concat(params, grads, momentumBuffers);
             hold("sgd", operands);
             try {
                 k.sgd(params, grads, momentumBuffers, negLr, weightDecay, momentum, oneMinusDampening, nesterov,
@@ -714,11 +771,12 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void adam(List<Tensor> params, List<Tensor> grads, List<Tensor> expAvgs, List<Tensor> expAvgSqs,
-                         List<Tensor> maxExpAvgSqs, float paramScale, float weightDecay, float beta1, float oneMinusBeta1,
+        public void adam(List<StridedView> params, List<StridedView> grads, List<StridedView> expAvgs,
+                         List<StridedView> expAvgSqs,
+                         List<StridedView> maxExpAvgSqs, float paramScale, float weightDecay, float beta1, float oneMinusBeta1,
                          float beta2, float oneMinusBeta2, float bc2Sqrt, float eps, float negStepSize, boolean maximize,
                          boolean amsgrad) {
-            Tensor[] operands = concat(params, grads, expAvgs, expAvgSqs, maxExpAvgSqs);
+            StridedView[] operands = concat(params, grads, expAvgs, expAvgSqs, maxExpAvgSqs);
             hold("adam", operands);
             try {
                 k.adam(params, grads, expAvgs, expAvgSqs, maxExpAvgSqs, paramScale, weightDecay, beta1, oneMinusBeta1,
@@ -729,8 +787,8 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public void unscaleAndCheckFinite(List<Tensor> grads, Tensor foundInf, float invScale) {
-            Tensor[] operands = concat(grads, List.of(foundInf));
+        public void unscaleAndCheckFinite(List<StridedView> grads, StridedView foundInf, float invScale) {
+            StridedView[] operands = concat(grads, List.of(foundInf));
             hold("unscale_", operands);
             try {
                 k.unscaleAndCheckFinite(grads, foundInf, invScale);
@@ -744,13 +802,13 @@ final class HoldingBackend implements Backend {
          * exactly the storages held are dropped.
          */
         @SafeVarargs
-        private static Tensor[] concat(List<Tensor>... lists) {
+        private static StridedView[] concat(List<StridedView>... lists) {
             int n = 0;
-            for (List<Tensor> l : lists) if (l != null) n += l.size();
-            Tensor[] all = new Tensor[n];
+            for (List<StridedView> l : lists) if (l != null) n += l.size();
+            StridedView[] all = new StridedView[n];
             int i = 0;
-            for (List<Tensor> l : lists) {
-                if (l != null) for (Tensor t : l) all[i++] = t;
+            for (List<StridedView> l : lists) {
+                if (l != null) for (StridedView t : l) all[i++] = t;
             }
             return all;
         }

@@ -1,6 +1,6 @@
 package org.jtorch.backend;
 
-import org.jtorch.Tensor;
+import org.jtorch.op.StridedView;
 
 /**
  * Gather/scatter-style kernels: index select, gather, scatter, index add/copy, masked select,
@@ -21,13 +21,13 @@ public interface IndexKernels {
      * {@code [0, self.size(dim))}; {@code out} is contiguous with {@code self}'s shape except
      * {@code index.numel()} at {@code dim}.
      */
-    void indexSelect(Tensor self, int dim, Tensor index, Tensor out);
+    void indexSelect(StridedView self, int dim, StridedView index, StridedView out);
 
     /**
      * {@code out[i][j][k] = self[i][index[i][j][k]][k]} (for {@code dim == 1}): {@code out} has
      * {@code index}'s shape, {@code index.size(d) <= self.size(d)} for {@code d != dim}.
      */
-    void gather(Tensor self, int dim, Tensor index, Tensor out);
+    void gather(StridedView self, int dim, StridedView index, StridedView out);
 
     /**
      * In place: {@code self[i][index[i][j][k]][k] = src[i][j][k]} (for {@code dim == 1}), or {@code +=}
@@ -35,7 +35,7 @@ public interface IndexKernels {
      * source, or broadcasts a scalar). Duplicate indices without {@code accumulate} keep one of the
      * written values, as PyTorch. {@code op} names the op in errors.
      */
-    void scatter(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate);
+    void scatter(String op, StridedView self, int dim, StridedView index, StridedView src, boolean accumulate);
 
     /**
      * In place: for each {@code i}, the slice {@code self.select(dim, index[i])} becomes
@@ -44,20 +44,20 @@ public interface IndexKernels {
      * int32 or int64; negative values wrap when {@code wrapNegative} (index_fill), else they are errors.
      * {@code source} may be a broadcast view (index_fill passes an expanded scalar).
      */
-    void indexAccumulate(String op, Tensor self, int dim, Tensor index, Tensor source, boolean accumulate,
+    void indexAccumulate(String op, StridedView self, int dim, StridedView index, StridedView source, boolean accumulate,
                          double alpha, boolean wrapNegative);
 
     /** Number of nonzero elements (for bool: true elements). */
-    long countNonzero(Tensor t);
+    long countNonzero(StridedView t);
 
     /** Writes the indices of the nonzero elements of {@code t}, in row-major order, into {@code out} (int64 [n, t.dim()]). */
-    void nonzero(Tensor t, Tensor out);
+    void nonzero(StridedView t, StridedView out);
 
     /**
      * Copies the elements of {@code self} where {@code mask} (bool or uint8, same shape as {@code self},
      * possibly broadcast) is nonzero, in row-major order, into the 1-d contiguous {@code out}.
      */
-    void maskedSelect(Tensor self, Tensor mask, Tensor out);
+    void maskedSelect(StridedView self, StridedView mask, StridedView out);
 
     /**
      * Advanced-indexing gather, as ATen's index kernel: {@code src} is restrided to {@code out}'s shape
@@ -65,12 +65,12 @@ public interface IndexKernels {
      * to {@code out}'s shape) selects along a source dimension of size {@code sizes[k]} and stride
      * {@code strides[k]} (elements). Negative indices wrap.
      */
-    void advancedIndex(Tensor src, Tensor[] indices, long[] sizes, long[] strides, Tensor out);
+    void advancedIndex(StridedView src, StridedView[] indices, long[] sizes, long[] strides, StridedView out);
 
     /**
      * Advanced-indexing scatter ({@code index_put_}): the same geometry as {@link #advancedIndex} with
      * {@code dst} restrided to {@code values}' shape; writes or, when {@code accumulate}, adds (duplicate
      * indices then sum, deterministically).
      */
-    void indexPut(Tensor dst, Tensor[] indices, long[] sizes, long[] strides, Tensor values, boolean accumulate);
+    void indexPut(StridedView dst, StridedView[] indices, long[] sizes, long[] strides, StridedView values, boolean accumulate);
 }

@@ -9,10 +9,11 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jtorch.Tensor;
+import org.jtorch.op.StridedView;
 
 /**
  * Host time spent in each backend kernel, keyed by kernel and operand shapes (the first two tensor
- * arguments): where a training step's time goes, like {@code torch.profiler}'s operator table. While
+ * or view arguments): where a training step's time goes, like {@code torch.profiler}'s operator table. While
  * {@linkplain #start() started}, {@link Backends#of} hands out backends whose every kernel call is timed,
  * and the dispatcher times each declared op's kernel under its registry kernel name ({@code relu},
  * {@code add}, {@code div_floor}: docs/OPS.md's kernel names) and output shape.
@@ -92,7 +93,8 @@ public final class KernelProfiler {
         int shown = 0;
         if (args != null) {
             for (Object a : args) {
-                if (a instanceof Tensor t && shown++ < 2) sb.append(' ').append(Arrays.toString(t.shape()));
+                if (a instanceof StridedView v && shown++ < 2) sb.append(' ').append(Arrays.toString(v.shape()));
+                else if (a instanceof Tensor t && shown++ < 2) sb.append(' ').append(Arrays.toString(t.shape()));
             }
         }
         return sb.toString();

@@ -1,6 +1,6 @@
 package org.jtorch.backend;
 
-import org.jtorch.Tensor;
+import org.jtorch.op.StridedView;
 
 /** Matrix products: the batched GEMM behind mm, bmm, matmul, linear, addmm and baddbmm. */
 public interface LinalgKernels {
@@ -10,5 +10,5 @@ public interface LinalgKernels {
      * {@code a} and {@code b} may have any strides (transposed views need no copy); {@code out} has unit
      * column stride. With {@code beta == 0} the old contents of {@code out} are ignored (NaN-safe).
      */
-    void bmm(Tensor a, Tensor b, Tensor out, double alpha, double beta);
+    void bmm(StridedView a, StridedView b, StridedView out, double alpha, double beta);
 }

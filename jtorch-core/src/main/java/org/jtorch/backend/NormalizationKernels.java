@@ -1,6 +1,6 @@
 package org.jtorch.backend;
 
-import org.jtorch.Tensor;
+import org.jtorch.op.StridedView;
 
 /**
  * Normalisation kernels (batch, group, instance norm): statistics, forward and backward.
@@ -14,10 +14,11 @@ import org.jtorch.Tensor;
  */
 public interface NormalizationKernels {
     /** Per-channel mean and biased variance of {@code x} viewed as {@code [n, c, s]}, written into {@code mean} and {@code var}. */
-    void batchNormStats(Tensor x, long n, long c, long s, Tensor mean, Tensor var);
+    void batchNormStats(StridedView x, long n, long c, long s, StridedView mean, StridedView var);
 
     /** {@code out = (x - mean[ch]) * invstd[ch] * weight[ch] + bias[ch]}; {@code out} is contiguous like {@code x}. */
-    void batchNormApply(Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight, Tensor bias, Tensor out);
+    void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd, StridedView weight,
+                        StridedView bias, StridedView out);
 
     /**
      * The fused backward of batch norm (PyTorch's {@code native_batch_norm_backward}) from the saved
@@ -26,6 +27,7 @@ public interface NormalizationKernels {
      * constants and {@code gradInput = g * invstd * weight}. {@code gradWeight = sum(g * xhat)},
      * {@code gradBias = sum(g)} per channel. {@code gradOut} is contiguous {@code [n, c, s]}.
      */
-    void batchNormBackward(Tensor gradOut, Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight,
-                           boolean train, Tensor gradInput, Tensor gradWeight, Tensor gradBias);
+    void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
+                           StridedView invstd, StridedView weight,
+                           boolean train, StridedView gradInput, StridedView gradWeight, StridedView gradBias);
 }

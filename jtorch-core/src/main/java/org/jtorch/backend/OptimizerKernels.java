@@ -1,7 +1,7 @@
 package org.jtorch.backend;
 
 import java.util.List;
-import org.jtorch.Tensor;
+import org.jtorch.op.StridedView;
 
 /**
  * Fused optimizer steps over lists of contiguous float32 tensors on this backend's device: entry
@@ -19,7 +19,7 @@ public interface OptimizerKernels {
      * d*oneMinusDampening} and {@code d = nesterov ? d + buf*momentum : buf}; then {@code p += d*negLr}.
      * {@code momentumBuffers} is null when {@code momentum == 0}.
      */
-    void sgd(List<Tensor> params, List<Tensor> grads, List<Tensor> momentumBuffers, float negLr, float weightDecay,
+    void sgd(List<StridedView> params, List<StridedView> grads, List<StridedView> momentumBuffers, float negLr, float weightDecay,
              float momentum, float oneMinusDampening, boolean nesterov, boolean maximize, boolean firstStep);
 
     /**
@@ -28,7 +28,8 @@ public interface OptimizerKernels {
      * with AMSGrad {@code vmax = max(vmax, v)}, then {@code p += (m*negStepSize) / (sqrt(v or vmax)/bc2Sqrt + eps)}.
      * {@code maxExpAvgSqs} is null without AMSGrad.
      */
-    void adam(List<Tensor> params, List<Tensor> grads, List<Tensor> expAvgs, List<Tensor> expAvgSqs, List<Tensor> maxExpAvgSqs,
+    void adam(List<StridedView> params, List<StridedView> grads, List<StridedView> expAvgs, List<StridedView> expAvgSqs,
+              List<StridedView> maxExpAvgSqs,
               float paramScale, float weightDecay, float beta1, float oneMinusBeta1, float beta2, float oneMinusBeta2,
               float bc2Sqrt, float eps, float negStepSize, boolean maximize, boolean amsgrad);
 
@@ -41,5 +42,5 @@ public interface OptimizerKernels {
      * Gradients may have any dtype GradScaler accepts; a backend refuses layouts it has no kernel for with an
      * exception naming the op, dtype, layout and device. The caller bumps the gradients' versions.
      */
-    void unscaleAndCheckFinite(List<Tensor> grads, Tensor foundInf, float invScale);
+    void unscaleAndCheckFinite(List<StridedView> grads, StridedView foundInf, float invScale);
 }

@@ -1,9 +1,9 @@
 package org.jtorch.backend;
 
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 import org.jtorch.memory.Allocator;
 import org.jtorch.memory.Storage;
+import org.jtorch.op.StridedView;
 
 /** A backend whose kernel calls are timed into {@link KernelProfiler}; everything else is the wrapped backend's. */
 final class ProfilingBackend implements Backend {
@@ -62,28 +62,28 @@ final class ProfilingBackend implements Backend {
     }
 
     @Override
-    public void copy(Tensor src, Tensor dst) {
+    public void copy(StridedView src, StridedView dst) {
         long t0 = System.nanoTime();
         b.copy(src, dst);
         KernelProfiler.record("copy", new Object[] {dst}, System.nanoTime() - t0);
     }
 
     @Override
-    public void copy(Tensor src, Tensor dst, boolean nonBlocking) {
+    public void copy(StridedView src, StridedView dst, boolean nonBlocking) {
         long t0 = System.nanoTime();
         b.copy(src, dst, nonBlocking);
         KernelProfiler.record("copy", new Object[] {dst}, System.nanoTime() - t0);
     }
 
     @Override
-    public void fill(Tensor dst, double value, long longValue) {
+    public void fill(StridedView dst, double value, long longValue) {
         long t0 = System.nanoTime();
         b.fill(dst, value, longValue);
         KernelProfiler.record("fill", new Object[] {dst}, System.nanoTime() - t0);
     }
 
     @Override
-    public void where(Tensor cond, Tensor a, Tensor bt, Tensor out) {
+    public void where(StridedView cond, StridedView a, StridedView bt, StridedView out) {
         long t0 = System.nanoTime();
         b.where(cond, a, bt, out);
         KernelProfiler.record("where", new Object[] {out}, System.nanoTime() - t0);

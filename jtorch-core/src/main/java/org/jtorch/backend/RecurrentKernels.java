@@ -1,6 +1,6 @@
 package org.jtorch.backend;
 
-import org.jtorch.Tensor;
+import org.jtorch.op.StridedView;
 
 /**
  * Fused recurrent cell steps, as ATen's {@code _thnn_fused_lstm_cell} and {@code _thnn_fused_gru_cell}: the
@@ -18,25 +18,28 @@ public interface RecurrentKernels {
      * {@code cy = f * cx + i * g}, {@code hy = o * tanh(cy)}; {@code workspace} ({@code [b, 4h]}) receives the
      * activated gates for the backward.
      */
-    void lstmCellForward(Tensor inputGates, Tensor hiddenGates, Tensor cx, Tensor hy, Tensor cy, Tensor workspace);
+    void lstmCellForward(StridedView inputGates, StridedView hiddenGates, StridedView cx, StridedView hy, StridedView cy,
+                         StridedView workspace);
 
     /**
      * LSTM step backward from the forward's {@code cx}, {@code cy} and {@code workspace}: {@code gradGates}
      * ({@code [b, 4h]}, the gradient of both gate inputs, before the nonlinearities) and {@code gradCx}.
      * {@code gradHy} and {@code gradCy} may be null.
      */
-    void lstmCellBackward(Tensor gradHy, Tensor gradCy, Tensor cx, Tensor cy, Tensor workspace, Tensor gradGates, Tensor gradCx);
+    void lstmCellBackward(StridedView gradHy, StridedView gradCy, StridedView cx, StridedView cy, StridedView workspace,
+                          StridedView gradGates, StridedView gradCx);
 
     /**
      * GRU step: {@code r, z = sigmoid(input + hidden)} per gate, {@code n = tanh(in + r * hn)}, {@code hy = (1 - z)
      * * n + z * hx}; {@code workspace} ({@code [b, 4h]}) receives {@code r, z, n, hn}.
      */
-    void gruCellForward(Tensor inputGates, Tensor hiddenGates, Tensor hx, Tensor hy, Tensor workspace);
+    void gruCellForward(StridedView inputGates, StridedView hiddenGates, StridedView hx, StridedView hy, StridedView workspace);
 
     /**
      * GRU step backward from the forward's {@code hx} and {@code workspace}: the gradients of the input gates and
      * of the hidden gates ({@code [b, 3h]} each; they differ in the {@code n} block, which the hidden side sees
      * through {@code r}) and of {@code hx}. {@code gradHy} may be null.
      */
-    void gruCellBackward(Tensor gradHy, Tensor hx, Tensor workspace, Tensor gradInputGates, Tensor gradHiddenGates, Tensor gradHx);
+    void gruCellBackward(StridedView gradHy, StridedView hx, StridedView workspace, StridedView gradInputGates,
+                         StridedView gradHiddenGates, StridedView gradHx);
 }

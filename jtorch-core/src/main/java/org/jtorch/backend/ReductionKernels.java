@@ -1,7 +1,7 @@
 package org.jtorch.backend;
 
-import org.jtorch.Tensor;
 import org.jtorch.op.ReduceOp;
+import org.jtorch.op.StridedView;
 
 /**
  * Reductions over dimensions (sum, prod, max/min with indices, norms, var, logsumexp), cumulative
@@ -20,7 +20,7 @@ public interface ReductionKernels {
      * (integral and bool input; not for {@link ReduceOp#NORM}), converted to {@code out}'s dtype on store.
      * {@code p} is the norm order, ignored by other operators.
      */
-    void reduce(ReduceOp op, Tensor in, Tensor out, double p);
+    void reduce(ReduceOp op, StridedView in, StridedView out, double p);
 
     /**
      * The maximum ({@code max == true}) or minimum along {@code dim} and its index (int64), first
@@ -28,22 +28,22 @@ public interface ReductionKernels {
      * (argmax); {@code indices} and {@code values} follow the layout convention with {@code dim}
      * reduced; the input's size along {@code dim} is at least 1.
      */
-    void argReduce(boolean max, Tensor in, Tensor values, Tensor indices, int dim);
+    void argReduce(boolean max, StridedView in, StridedView values, StridedView indices, int dim);
 
     /**
      * Variance (or standard deviation when {@code sqrt}) over the reduced dimensions, computed in
      * double: {@code sum (x - mean)^2 / max(0, N - correction)}.
      */
-    void variance(Tensor in, Tensor out, double correction, boolean sqrt);
+    void variance(StridedView in, StridedView out, double correction, boolean sqrt);
 
     /** {@code log(sum(exp(x)))} over the reduced dimensions, shifted by the maximum for stability. */
-    void logsumexp(Tensor in, Tensor out);
+    void logsumexp(StridedView in, StridedView out);
 
     /**
      * Inclusive scan along {@code dim}: cumulative sum, or product when {@code prod}. {@code in} and
      * {@code out} have the same shape and dtype; floating scans accumulate in double, integral in long.
      */
-    void scan(boolean prod, Tensor in, Tensor out, int dim);
+    void scan(boolean prod, StridedView in, StridedView out, int dim);
 
     /**
      * Stable sort along {@code dim}: writes to {@code indices} (int64, {@code in}'s shape except that its size k
@@ -52,7 +52,7 @@ public interface ReductionKernels {
      * (NaNs among themselves, -0.0 and 0.0) keep their order. The sorted values are {@code in.gather(dim, indices)}.
      * A backend may select the k first without sorting the rest (topk, kthvalue, median).
      */
-    void argsort(Tensor in, Tensor indices, int dim, boolean descending);
+    void argsort(StridedView in, StridedView indices, int dim, boolean descending);
 
     /**
      * Binary search of each value in its row of sorted boundaries, as PyTorch's {@code searchsorted}: writes to
@@ -61,11 +61,11 @@ public interface ReductionKernels {
      * {@code [1 or rows, n]}, {@code values} {@code [rows, m]} of the same dtype and {@code out} {@code [rows, m]}
      * int64, all contiguous; a single boundary row serves every row.
      */
-    void searchsorted(Tensor boundaries, Tensor values, Tensor out, boolean right);
+    void searchsorted(StridedView boundaries, StridedView values, StridedView out, boolean right);
 
     /**
      * Softmax ({@code log == false}) or log-softmax along {@code dim}, stable (max subtracted). {@code in}
      * and {@code out} have the same shape and floating dtype.
      */
-    void softmax(Tensor in, Tensor out, int dim, boolean log);
+    void softmax(StridedView in, StridedView out, int dim, boolean log);
 }

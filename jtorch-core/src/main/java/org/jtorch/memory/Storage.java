@@ -138,6 +138,20 @@ public final class Storage {
         return s;
     }
 
+    /**
+     * The memory, or null once released (without throwing: a kernel view taken just as another thread closes the
+     * tensor is refused by the backend's hold with the closed-tensor error naming the op). Throws as {@link #segment()}
+     * when memory owned outside jtorch can no longer be read.
+     */
+    public MemorySegment segmentIfLive() {
+        MemorySegment s = segment;
+        if (s != null && external != null) {
+            String why = external.unreadableReason();
+            if (why != null) throw new IllegalStateException("a tensor " + why);
+        }
+        return s;
+    }
+
     /** Null while the memory can be read, else why not (memory owned outside jtorch: see {@link External}). */
     public String unreadableReason() {
         return external == null ? null : external.unreadableReason();

@@ -8,6 +8,7 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.backend.Backends;
 import org.jtorch.op.SpecialFunctions;
 import org.jtorch.ops.Arguments;
+import org.jtorch.ops.Dispatcher;
 
 /**
  * In-place parameter initialisations, as {@code torch.nn.init}: each fills its tensor without
@@ -36,7 +37,7 @@ public final class Init {
         t.checkNoInternalOverlap("uniform_");
         try (Grad.Mode g = Grad.noGrad(); Tensor r = Tensor.empty(t.shape(), t.dtype(), t.device())) {
             long[] st = gen.reserve(ceilDiv(r.numel(), t.dtype() == DType.FLOAT64 ? 2 : 4));
-            Backends.of(r.device()).random().uniform(r, low, high, st[0], st[1]);
+            Backends.of(r.device()).random().uniform(Dispatcher.view(r), low, high, st[0], st[1]);
             t.copy_(r);
         }
         return t;
@@ -55,7 +56,7 @@ public final class Init {
         t.checkNoInternalOverlap("normal_");
         try (Grad.Mode g = Grad.noGrad(); Tensor r = Tensor.empty(t.shape(), t.dtype(), t.device())) {
             long[] st = gen.reserve(ceilDiv(r.numel(), 4));
-            Backends.of(r.device()).random().normal(r, mean, std, st[0], st[1]);
+            Backends.of(r.device()).random().normal(Dispatcher.view(r), mean, std, st[0], st[1]);
             t.copy_(r);
         }
         return t;

@@ -1,5 +1,7 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.Dispatcher.view;
+
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
@@ -438,7 +440,7 @@ public final class Convolution {
             if (Grad.isEnabled() || (type != DType.FLOAT32 && type != DType.FLOAT64)) return g4.sum(new int[] {0, 2, 3}, false);
             try (Tensor c = g4.contiguous()) {
                 Tensor out = Tensor.empty(new long[] {shape4[1]}, type, g.device());
-                Backends.of(g.device()).convolution().conv2dBackwardBias(c, out);
+                Backends.of(g.device()).convolution().conv2dBackwardBias(view(c), view(out));
                 return out;
             }
         }
@@ -518,14 +520,14 @@ public final class Convolution {
             Tensor out = Tensor.empty(outShape, compute, device);
             var kernels = Backends.of(device).convolution();
             switch (kind) {
-                case CONV -> kernels.conv2d(ac, bc, biasC, out, geo);
+                case CONV -> kernels.conv2d(view(ac), view(bc), view(biasC), view(out), geo);
                 case CONV_T -> {
-                    kernels.conv2dBackwardInput(ac, bc, out, geo);
+                    kernels.conv2dBackwardInput(view(ac), view(bc), view(out), geo);
                     if (biasC != null) addChannelBias(out, biasC);
                 }
-                case WEIGHT_GRAD -> kernels.conv2dBackwardWeight(ac, bc, out, geo);
-                case IM2COL -> kernels.im2col(ac, out, geo);
-                case COL2IM -> kernels.col2im(ac, out, geo);
+                case WEIGHT_GRAD -> kernels.conv2dBackwardWeight(view(ac), view(bc), view(out), geo);
+                case IM2COL -> kernels.im2col(view(ac), view(out), geo);
+                case COL2IM -> kernels.col2im(view(ac), view(out), geo);
             }
             Tensor shaped;
             try (out) {

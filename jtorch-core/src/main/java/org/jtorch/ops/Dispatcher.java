@@ -17,6 +17,7 @@ import org.jtorch.backend.KernelProfiler;
 import org.jtorch.backend.ReductionKernels;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.OutOfMemoryException;
+import org.jtorch.memory.Storage;
 import org.jtorch.op.Expr;
 import org.jtorch.op.ReduceArgs;
 import org.jtorch.ops.ExprCompiler.ReduceCall;
@@ -287,8 +288,8 @@ public final class Dispatcher {
         ReductionKernels kernels = Backends.of(x.device()).reductions();
         long t0 = KernelProfiler.isActive() ? System.nanoTime() : 0;
         switch (op.kernel()) {
-            case "softmax" -> kernels.softmax(x, r, d, false);
-            case "log_softmax" -> kernels.softmax(x, r, d, true);
+            case "softmax" -> kernels.softmax(view(x), view(r), d, false);
+            case "log_softmax" -> kernels.softmax(view(x), view(r), d, true);
             default -> throw new IllegalStateException(op.name() + ": no backend kernel along a dimension named " + op.kernel());
         }
         if (KernelProfiler.isActive()) KernelProfiler.recordKernel(op.kernel(), r, System.nanoTime() - t0);
@@ -311,10 +312,10 @@ public final class Dispatcher {
              Tensor out = k.broadcastTo(call.inputShape())) {
             if (KernelProfiler.isActive()) {
                 long t0 = System.nanoTime();
-                reductionKernel(op, kernels, x, out, p);
+                reductionKernel(op, kernels, view(x), view(out), p);
                 KernelProfiler.recordKernel(op.kernel(), r, System.nanoTime() - t0);
             } else {
-                reductionKernel(op, kernels, x, out, p);
+                reductionKernel(op, kernels, view(x), view(out), p);
             }
         }
     }
@@ -324,7 +325,7 @@ public final class Dispatcher {
      * the kernel its declaration names. (Until backends register reduction kernels per op, as they do pointwise
      * kernels, this is where a reduction's kernel name meets the backend interface.)
      */
-    private static void reductionKernel(OpDef op, ReductionKernels kernels, Tensor in, Tensor out, double p) {
+    private static void reductionKernel(OpDef op, ReductionKernels kernels, StridedView in, StridedView out, double p) {
         if (op.accumulation() != null) {
             kernels.reduce(op.accumulation(), in, out, p);
             return;
@@ -385,9 +386,22 @@ public final class Dispatcher {
         }
     }
 
-    /** The view a kernel gets of a tensor. */
+    /**
+     * The view a kernel gets of a tensor; null for null (an optional operand left out). A closed tensor's view has
+     * no memory: the backend refuses it with the closed-tensor error naming the op.
+     */
     public static StridedView view(Tensor t) {
-        return new StridedView(t.storage().segment(), t.storageOffset(), t.shapeArray(), t.stridesArray(), t.dtype());
+        if (t == null) return null;
+        Storage s = t.storage();
+        return new StridedView(s.segmentIfLive(), t.storageOffset(), t.shapeArray(), t.stridesArray(), t.dtype(), s);
+    }
+
+    /** The views of a list of tensors (a multi-tensor kernel's operands); null for a null list, null elements stay null. */
+    public static List<StridedView> views(List<Tensor> ts) {
+        if (ts == null) return null;
+        List<StridedView> v = new java.util.ArrayList<>(ts.size());
+        for (Tensor t : ts) v.add(view(t));
+        return v;
     }
 
     /** PyTorch's operand rules beyond promotion: no bool operand in {@code sub}, no fractional {@code alpha} for integers. */

@@ -1,5 +1,7 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.Dispatcher.view;
+
 import org.jtorch.op.Shapes;
 import java.lang.foreign.MemorySegment;
 import org.jtorch.amp.Autocast;
@@ -154,7 +156,7 @@ public final class Elementwise {
         long[] shape = Shapes.broadcast("where", Shapes.broadcast("where", cond.shape(), a.shape()), b.shape());
         DType out = TypePromotion.resultType(a, b);
         Tensor r = Tensor.empty(shape, out, device);
-        Backends.of(device).where(cond.broadcastTo(shape), a.broadcastTo(shape), b.broadcastTo(shape), r);
+        Backends.of(device).where(view(cond.broadcastTo(shape)), view(a.broadcastTo(shape)), view(b.broadcastTo(shape)), view(r));
         if (Autograd.needsGrad(a, b)) {
             SavedTensor sc = Autograd.save(cond);
             long[] aShape = a.shape();

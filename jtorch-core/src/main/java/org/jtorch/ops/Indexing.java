@@ -1,6 +1,9 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.Dispatcher.view;
+
 import org.jtorch.op.Shapes;
+import org.jtorch.op.StridedView;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -71,7 +74,7 @@ public final class Indexing {
         shape[d] = index.numel();
         Tensor out = Tensor.empty(shape, self.dtype(), device);
         try {
-            kernels(device).indexSelect(self, d, index, out);
+            kernels(device).indexSelect(view(self), d, view(index), view(out));
         } catch (RuntimeException e) {
             out.close();
             throw e;
@@ -114,7 +117,7 @@ public final class Indexing {
         }
         Tensor out = Tensor.empty(index.shape(), self.dtype(), device);
         try {
-            kernels(device).gather(self, d, index, out);
+            kernels(device).gather(view(self), d, view(index), view(out));
         } catch (RuntimeException e) {
             out.close();
             throw e;
@@ -175,7 +178,7 @@ public final class Indexing {
             }
         }
         try (Tensor corner = src.asStrided(index.shape(), src.strides(), src.storageOffset())) {
-            kernels(device).scatter(op, self, d, index, corner, accumulate);
+            kernels(device).scatter(op, view(self), d, view(index), view(corner), accumulate);
         }
         self.bumpVersion();
         return self;
@@ -308,7 +311,7 @@ public final class Indexing {
         long[] shape = self.shape();
         shape[d] = index.numel();
         try (Tensor v = scalarLike(self, value); Tensor i = atLeast1d(index)) {
-            kernels(device).indexAccumulate(op, self, d, i, v.broadcastTo(shape), false, 1, true);
+            kernels(device).indexAccumulate(op, view(self), d, view(i), view(v.broadcastTo(shape)), false, 1, true);
         }
         self.bumpVersion();
         return self;
@@ -353,7 +356,7 @@ public final class Indexing {
             }
         }
         try (Tensor i = atLeast1d(index)) {
-            kernels(device).indexAccumulate(op, self, d, i, source, accumulate, alpha, false);
+            kernels(device).indexAccumulate(op, view(self), d, view(i), view(source), accumulate, alpha, false);
         }
         self.bumpVersion();
         return self;
@@ -381,7 +384,8 @@ public final class Indexing {
         long[] shape = Shapes.broadcast(op, self.shape(), mask.shape());
         Tensor out = Tensor.empty(shape, self.dtype(), device);
         try (Tensor v = scalarLike(self, value)) {
-            Backends.of(device).where(mask.broadcastTo(shape), v.broadcastTo(shape), self.broadcastTo(shape), out);
+            Backends.of(device).where(view(mask.broadcastTo(shape)), view(v.broadcastTo(shape)),
+                    view(self.broadcastTo(shape)), view(out));
         } catch (RuntimeException e) {
             out.close();
             throw e;
@@ -411,7 +415,7 @@ public final class Indexing {
         boolean record = Autograd.needsGrad(self);
         if (record) Elementwise.checkInPlaceAllowed(op, self);
         try (Tensor v = scalarLike(self, value)) {
-            Backends.of(device).where(mask.broadcastTo(shape), v.broadcastTo(shape), self, self);
+            Backends.of(device).where(view(mask.broadcastTo(shape)), view(v.broadcastTo(shape)), view(self), view(self));
         }
         self.bumpVersion();
         if (!record) return self;
@@ -429,8 +433,8 @@ public final class Indexing {
         long[] shape = Shapes.broadcast(op, self.shape(), mask.shape());
         Tensor m = mask.broadcastTo(shape);
         IndexKernels k = kernels(device);
-        Tensor out = Tensor.empty(new long[] {k.countNonzero(m)}, self.dtype(), device);
-        k.maskedSelect(self.broadcastTo(shape), m, out);
+        Tensor out = Tensor.empty(new long[] {k.countNonzero(view(m))}, self.dtype(), device);
+        k.maskedSelect(view(self.broadcastTo(shape)), view(m), view(out));
         if (!Autograd.needsGrad(self)) return out;
         long[] selfShape = self.shape();
         DType selfType = self.dtype();
@@ -449,8 +453,8 @@ public final class Indexing {
         String op = "nonzero";
         self.checkOpen(op);
         IndexKernels k = kernels(self.device());
-        Tensor out = Tensor.empty(new long[] {k.countNonzero(self), self.dim()}, DType.INT64, self.device());
-        k.nonzero(self, out);
+        Tensor out = Tensor.empty(new long[] {k.countNonzero(view(self)), self.dim()}, DType.INT64, self.device());
+        k.nonzero(view(self), view(out));
         return out;
     }
 
@@ -509,7 +513,7 @@ public final class Indexing {
             // The kernel checks the indices it visits; an empty result visits none, but PyTorch still checks them.
             if (out.numel() == 0) checkIndexRanges(op, ai.unexpanded, ai.sizes);
             try (Tensor src = ai.restrided(ai.self)) {
-                kernels(self.device()).advancedIndex(src, ai.indices, ai.sizes, ai.strides, out);
+                kernels(self.device()).advancedIndex(view(src), views(ai.indices), ai.sizes, ai.strides, view(out));
             } catch (RuntimeException e) {
                 out.close();
                 throw e;
@@ -578,8 +582,8 @@ public final class Indexing {
                         + " cannot be broadcast to indexing result of shape " + Shapes.format(ai.resultShape));
             }
             try (Tensor dst = ai.restrided(ai.self)) {
-                kernels(self.device()).indexPut(dst, ai.indices, ai.sizes, ai.strides, values.broadcastTo(ai.resultShape),
-                        accumulate);
+                kernels(self.device()).indexPut(view(dst), views(ai.indices), ai.sizes, ai.strides,
+                        view(values.broadcastTo(ai.resultShape)), accumulate);
             }
         }
         self.bumpVersion();
@@ -878,5 +882,11 @@ public final class Indexing {
     /** A 0-d tensor of {@code like}'s dtype and device holding {@code value} converted as {@code fill_} does. */
     private static Tensor scalarLike(Tensor like, double value) {
         return Tensor.empty(new long[0], like.dtype(), like.device()).fill_(value);
+    }
+
+    private static StridedView[] views(Tensor[] ts) {
+        StridedView[] v = new StridedView[ts.length];
+        for (int i = 0; i < v.length; i++) v[i] = view(ts[i]);
+        return v;
     }
 }

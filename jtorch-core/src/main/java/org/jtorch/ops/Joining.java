@@ -1,5 +1,7 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.Dispatcher.view;
+
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
 import java.util.ArrayList;
@@ -91,7 +93,7 @@ public final class Joining {
             long n = t.size(d);
             if (n > 0 && t.numel() > 0) {
                 try (Tensor slot = out.narrow(d, at, n)) {
-                    Backends.of(device).copy(t, slot);
+                    Backends.of(device).copy(view(t), view(slot));
                 }
             }
             at += n;

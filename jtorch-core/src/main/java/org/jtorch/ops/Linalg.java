@@ -1,5 +1,7 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.Dispatcher.view;
+
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
@@ -61,7 +63,7 @@ public final class Linalg {
         checkInner("bmm", a, b, a.size(2), b.size(1));
         Device device = sameDeviceAndType("bmm", a, b);
         Tensor out = Tensor.empty(new long[] {a.size(0), a.size(1), b.size(2)}, a.dtype(), device);
-        Backends.of(device).linalg().bmm(a, b, out, 1, 0);
+        Backends.of(device).linalg().bmm(view(a), view(b), view(out), 1, 0);
         if (Autograd.needsGrad(a, b)) {
             SavedTensor sa = b.requiresGrad() ? Autograd.save(a) : null;
             SavedTensor sb = a.requiresGrad() ? Autograd.save(b) : null;
@@ -216,7 +218,7 @@ public final class Linalg {
         boolean record = Autograd.needsGrad(input, b1, b2);
         try (Grad.Mode m = record ? Grad.noGrad() : null) {
             if (beta != 0) out.copy_(input);
-            Backends.of(device).linalg().bmm(b1, b2, out, alpha, beta);
+            Backends.of(device).linalg().bmm(view(b1), view(b2), view(out), alpha, beta);
         }
         if (record) {
             SavedTensor s1 = b2.requiresGrad() ? Autograd.save(b1) : null;
@@ -380,7 +382,7 @@ public final class Linalg {
     /** One 2-D GEMM as a batch of one. */
     private static void gemm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
         try (Tensor a3 = a.unsqueeze(0); Tensor b3 = b.unsqueeze(0); Tensor o3 = out.unsqueeze(0)) {
-            Backends.of(out.device()).linalg().bmm(a3, b3, o3, alpha, beta);
+            Backends.of(out.device()).linalg().bmm(view(a3), view(b3), view(o3), alpha, beta);
         }
     }
 

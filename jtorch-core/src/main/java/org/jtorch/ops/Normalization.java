@@ -1,5 +1,7 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.Dispatcher.view;
+
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
 import java.util.ArrayList;
@@ -92,7 +94,7 @@ public final class Normalization {
             if (training) {
                 mean = Tensor.empty(cShape, statsType, device);
                 try (Tensor var = Tensor.empty(cShape, statsType, device)) {
-                    k.batchNormStats(x, n, c, s, mean, var);
+                    k.batchNormStats(view(x), n, c, s, view(mean), view(var));
                     invstd = invstd(var, eps);
                     long count = n * s;
                     if (runningMean != null) runningMean.mul_(1 - momentum).add_(mean, momentum);
@@ -107,7 +109,7 @@ public final class Normalization {
                     invstd = invstd(rv, eps);
                 }
             }
-            k.batchNormApply(x, n, c, s, mean, invstd, weight, bias, out);
+            k.batchNormApply(view(x), n, c, s, view(mean), view(invstd), view(weight), view(bias), view(out));
         }
         if (!record) {
             x.close();
@@ -143,8 +145,9 @@ public final class Normalization {
             Tensor gw = needWeight ? Tensor.empty(new long[] {fc}, wType, device) : null;
             Tensor gb = needBias ? Tensor.empty(new long[] {fc}, bType, device) : null;
             try (Tensor go = gr[0].contiguous()) {
-                Backends.of(device).normalization().batchNormBackward(go, sx.get(), n, fc, fs, sm.get(), si.get(), w, training,
-                        gi, gw, gb);
+                Backends.of(device).normalization().batchNormBackward(view(go), view(sx.get()), n, fc, fs, view(sm.get()),
+                        view(si.get()),
+                        view(w), training, view(gi), view(gw), view(gb));
             }
             return new Tensor[] {gi, gw, gb};
         }, new Tensor[] {input, weight, bias}, saved.toArray(new SavedTensor[0]));

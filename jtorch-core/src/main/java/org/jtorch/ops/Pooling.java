@@ -1,5 +1,7 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.Dispatcher.view;
+
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
@@ -85,7 +87,7 @@ public final class Pooling {
         Tensor[] indices = new Tensor[1];
         Tensor out = runPlanes(x, g.planes(), g.inH(), g.inW(), geo.outShape, g.outH(), g.outW(), (in, o) -> {
             if (indexed) indices[0] = Tensor.empty(geo.outShape, DType.INT64, x.device());
-            Backends.of(x.device()).spatial().maxPool2d(in, o, indices[0], g);
+            Backends.of(x.device()).spatial().maxPool2d(view(in), view(o), view(indices[0]), g);
         });
         if (record) recordMaxBackward("MaxPool2DWithIndicesBackward0", x, out, indices[0], g.planes());
         return new ValuesIndices(out, indices[0]);
@@ -116,7 +118,7 @@ public final class Pooling {
         }
         try (Tensor idx = indices.reshape(planes, 1, outPlane)) {
             return runPlanes(grad, planes, 1, outPlane, inShape, 1, inPlane,
-                    (go, gi) -> Backends.of(grad.device()).spatial().maxPoolBackward(go, idx, gi));
+                    (go, gi) -> Backends.of(grad.device()).spatial().maxPoolBackward(view(go), view(idx), view(gi)));
         }
     }
 
@@ -145,7 +147,7 @@ public final class Pooling {
     // backward: the adjoint kernel, whose own backward is this forward (both are linear).
     private static Tensor avgPool(Tensor x, Pool2d g, long[] outShape, boolean countIncludePad, long divisor) {
         Tensor out = runPlanes(x, g.planes(), g.inH(), g.inW(), outShape, g.outH(), g.outW(),
-                (in, o) -> Backends.of(x.device()).spatial().avgPool2d(in, o, g, countIncludePad, divisor));
+                (in, o) -> Backends.of(x.device()).spatial().avgPool2d(view(in), view(o), g, countIncludePad, divisor));
         if (Autograd.needsGrad(x)) {
             long[] inShape = x.shape();
             Autograd.record("AvgPool2DBackward0", out, gr -> new Tensor[] {avgPoolGrad(gr[0], g, inShape, countIncludePad, divisor)},
@@ -156,7 +158,8 @@ public final class Pooling {
 
     private static Tensor avgPoolGrad(Tensor grad, Pool2d g, long[] inShape, boolean countIncludePad, long divisor) {
         Tensor r = runPlanes(grad, g.planes(), g.outH(), g.outW(), inShape, g.inH(), g.inW(),
-                (go, gi) -> Backends.of(grad.device()).spatial().avgPool2dBackward(go, gi, g, countIncludePad, divisor));
+                (go, gi) -> Backends.of(grad.device()).spatial().avgPool2dBackward(view(go), view(gi), g, countIncludePad,
+                        divisor));
         if (Autograd.needsGrad(grad)) {
             long[] outShape = grad.shape();
             Autograd.record("AvgPool2DBackwardBackward0", r, gg -> new Tensor[] {avgPool(gg[0], g, outShape, countIncludePad, divisor)},
@@ -187,7 +190,7 @@ public final class Pooling {
 
     private static Tensor adaptiveAvg(Tensor x, long planes, long inH, long inW, long outH, long outW, long[] outShape) {
         Tensor out = runPlanes(x, planes, inH, inW, outShape, outH, outW,
-                (in, o) -> Backends.of(x.device()).spatial().adaptiveAvgPool2d(in, o));
+                (in, o) -> Backends.of(x.device()).spatial().adaptiveAvgPool2d(view(in), view(o)));
         if (Autograd.needsGrad(x)) {
             long[] inShape = x.shape();
             Autograd.record("AdaptiveAvgPool2DBackward0", out,
@@ -198,7 +201,7 @@ public final class Pooling {
 
     private static Tensor adaptiveAvgGrad(Tensor grad, long planes, long inH, long inW, long outH, long outW, long[] inShape) {
         Tensor r = runPlanes(grad, planes, outH, outW, inShape, inH, inW,
-                (go, gi) -> Backends.of(grad.device()).spatial().adaptiveAvgPool2dBackward(go, gi));
+                (go, gi) -> Backends.of(grad.device()).spatial().adaptiveAvgPool2dBackward(view(go), view(gi)));
         if (Autograd.needsGrad(grad)) {
             long[] outShape = grad.shape();
             Autograd.record("AdaptiveAvgPool2DBackwardBackward0", r,
@@ -223,7 +226,7 @@ public final class Pooling {
         Tensor out = runPlanes(x, a.planes, a.inH, a.inW, a.outShape, a.outH, a.outW, (in, o) -> {
             indices[0] = Tensor.empty(a.outShape, DType.INT64, x.device());
             try (Tensor idx = indices[0].reshape(a.planes, a.outH, a.outW)) {
-                Backends.of(x.device()).spatial().adaptiveMaxPool2d(in, o, idx);
+                Backends.of(x.device()).spatial().adaptiveMaxPool2d(view(in), view(o), view(idx));
             }
         });
         recordMaxBackward("AdaptiveMaxPool2DBackward0", x, out, indices[0], a.planes);

@@ -1,5 +1,7 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.Dispatcher.view;
+
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -50,9 +52,7 @@ public final class Recurrent {
         Tensor ig = inputGates.contiguous(), hg = hiddenGates.contiguous(), c0 = cx.contiguous();
         Tensor hy = Tensor.empty(stateShape, dtype, device), cy = Tensor.empty(stateShape, dtype, device);
         Tensor ws = Tensor.empty(inputGates.shape(), dtype, device);
-        try (Grad.Mode g = Grad.noGrad()) {
-            Backends.of(device).recurrent().lstmCellForward(ig, hg, c0, hy, cy, ws);
-        }
+        Backends.of(device).recurrent().lstmCellForward(view(ig), view(hg), view(c0), view(hy), view(cy), view(ws));
         if (Autograd.needsGrad(inputGates, hiddenGates, cx)) {
             boolean needCx = cx.requiresGrad();
             SavedTensor sIg = Autograd.save(ig), sHg = Autograd.save(hg), sCx = Autograd.save(c0), sCy = Autograd.save(cy),
@@ -63,8 +63,8 @@ public final class Recurrent {
                 Tensor gcx = needCx ? Tensor.empty(stateShape, dtype, device) : null;
                 try (Tensor ghy = contiguousOrNull(gr[0]); Tensor gcy = contiguousOrNull(gr[1]);
                      Tensor scratch = gcx == null ? Tensor.empty(stateShape, dtype, device) : null) {
-                    Backends.of(device).recurrent().lstmCellBackward(ghy, gcy, sCx.get(), sCy.get(), sWs.get(), gates,
-                            gcx != null ? gcx : scratch);
+                    Backends.of(device).recurrent().lstmCellBackward(view(ghy), view(gcy), view(sCx.get()), view(sCy.get()),
+                            view(sWs.get()), view(gates), view(gcx != null ? gcx : scratch));
                 }
                 return new Tensor[] {gates, gates, gcx};
             }, sIg, sHg, sCx, sCy, sWs);
@@ -115,9 +115,7 @@ public final class Recurrent {
         Tensor ig = inputGates.contiguous(), hg = hiddenGates.contiguous(), h0 = hx.contiguous();
         Tensor hy = Tensor.empty(stateShape, dtype, device);
         Tensor ws = Tensor.empty(new long[] {hx.size(0), 4 * hx.size(1)}, dtype, device);
-        try (Grad.Mode g = Grad.noGrad()) {
-            Backends.of(device).recurrent().gruCellForward(ig, hg, h0, hy, ws);
-        }
+        Backends.of(device).recurrent().gruCellForward(view(ig), view(hg), view(h0), view(hy), view(ws));
         if (Autograd.needsGrad(inputGates, hiddenGates, hx)) {
             boolean needHx = hx.requiresGrad();
             long[] gateShape = inputGates.shape();
@@ -128,7 +126,9 @@ public final class Recurrent {
                 Tensor ghx = needHx ? Tensor.empty(stateShape, dtype, device) : null;
                 try (Tensor ghy = contiguousOrNull(gr[0]);
                      Tensor scratch = ghx == null ? Tensor.empty(stateShape, dtype, device) : null) {
-                    Backends.of(device).recurrent().gruCellBackward(ghy, sHx.get(), sWs.get(), gi, gh, ghx != null ? ghx : scratch);
+                    Backends.of(device).recurrent().gruCellBackward(view(ghy), view(sHx.get()), view(sWs.get()), view(gi),
+                            view(gh),
+                            view(ghx != null ? ghx : scratch));
                 }
                 return new Tensor[] {gi, gh, ghx};
             }, new Tensor[] {inputGates, hiddenGates, hx}, sIg, sHg, sHx, sWs);

@@ -1,5 +1,7 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.Dispatcher.view;
+
 import java.util.Arrays;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
@@ -111,7 +113,8 @@ public final class Reductions {
         Tensor indices = Tensor.empty(resultShape(x.shape(), reduced, keepdim), DType.INT64, x.device());
         long[] keep = resultShape(x.shape(), reduced, true);
         try (Tensor vk = keepdimView(values, keep); Tensor ik = keepdimView(indices, keep)) {
-            Backends.of(x.device()).reductions().argReduce(max, x, vk.broadcastTo(x.shape()), ik.broadcastTo(x.shape()),
+            Backends.of(x.device()).reductions().argReduce(max, view(x), view(vk.broadcastTo(x.shape())),
+                    view(ik.broadcastTo(x.shape())),
                     x.dim() == 0 ? 0 : d);
         }
         if (Autograd.needsGrad(x)) {
@@ -165,7 +168,8 @@ public final class Reductions {
         checkNonEmpty(name, x, reduced, false);
         Tensor indices = Tensor.empty(resultShape(x.shape(), reduced, keepdim), DType.INT64, x.device());
         try (Tensor ik = keepdimView(indices, resultShape(x.shape(), reduced, true))) {
-            Backends.of(x.device()).reductions().argReduce(max, x, null, ik.broadcastTo(x.shape()), x.dim() == 0 ? 0 : d);
+            Backends.of(x.device()).reductions().argReduce(max, view(x), null, view(ik.broadcastTo(x.shape())),
+                    x.dim() == 0 ? 0 : d);
         }
         return indices;
     }
@@ -246,7 +250,7 @@ public final class Reductions {
         DType out = dtype != null ? dtype : x.dtype().isFloatingPoint() ? x.dtype() : DType.INT64;
         try (Tensor in = x.to(out)) {
             Tensor r = Tensor.empty(x.shape(), out, x.device());
-            Backends.of(x.device()).reductions().scan(prod, in, r, x.dim() == 0 ? 0 : d);
+            Backends.of(x.device()).reductions().scan(prod, view(in), view(r), x.dim() == 0 ? 0 : d);
             if (Autograd.needsGrad(in) && out.isFloatingPoint()) {
                 int sd = x.dim() == 0 ? 0 : d;
                 if (!prod) {

@@ -1,5 +1,7 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.Dispatcher.view;
+
 import org.jtorch.DType;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
@@ -318,7 +320,7 @@ public final class Sorting {
              Tensor seqTyped = seq.to(common); Tensor seqContiguous = seqTyped.contiguous(); Tensor b2 = seqContiguous.reshape(boundaryRows, n);
              Tensor valuesTyped = values.to(common); Tensor valuesContiguous = valuesTyped.contiguous();
              Tensor v2 = valuesContiguous.reshape(valueRows, m); Tensor out = Tensor.empty(new long[] {valueRows, m}, DType.INT64, values.device())) {
-            Backends.of(values.device()).reductions().searchsorted(b2, v2, out, right);
+            Backends.of(values.device()).reductions().searchsorted(view(b2), view(v2), view(out), right);
             try (Tensor shaped = out.reshape(vs)) {
                 return outInt32 ? shaped.to(DType.INT32) : shaped.alias();
             }
@@ -496,7 +498,7 @@ public final class Sorting {
         long[] shape = x.shape().clone();
         if (shape.length > 0) shape[d] = k;
         Tensor indices = Tensor.empty(shape, DType.INT64, x.device());
-        Backends.of(x.device()).reductions().argsort(x, indices, x.dim() == 0 ? 0 : d, descending);
+        Backends.of(x.device()).reductions().argsort(view(x), view(indices), x.dim() == 0 ? 0 : d, descending);
         return indices;
     }
 

@@ -8,6 +8,8 @@ import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.OptimizerKernels;
+import org.jtorch.op.StridedView;
+import org.jtorch.ops.Dispatcher;
 
 /**
  * The parameters of one group that take a fused step, collected per (device, variant) so that each
@@ -30,7 +32,7 @@ final class FusedBatches {
     }
 
     interface Step {
-        void run(OptimizerKernels kernels, Object variant, List<List<Tensor>> lists);
+        void run(OptimizerKernels kernels, Object variant, List<List<StridedView>> lists);
     }
 
     /** Runs {@code step} once per (device, variant), then bumps the version of every updated tensor but the gradients (list 1). */
@@ -45,7 +47,9 @@ final class FusedBatches {
         }
         for (Map.Entry<Key, List<List<Tensor>>> e : batches.entrySet()) {
             List<List<Tensor>> lists = e.getValue();
-            step.run(Backends.of(e.getKey().device()).optimizers(), e.getKey().variant(), lists);
+            List<List<StridedView>> views = new ArrayList<>(lists.size());
+            for (List<Tensor> list : lists) views.add(Dispatcher.views(list));
+            step.run(Backends.of(e.getKey().device()).optimizers(), e.getKey().variant(), views);
             for (int l = 0; l < lists.size(); l++) {
                 if (l == 1) continue;
                 for (Tensor t : lists.get(l)) {

@@ -294,7 +294,27 @@ class GradScalerTest {
     }
 
     @Test
-    void nonContiguousGradientsTakeTheComposedPath() {
+    void nonContiguousGradientsAreUnscaledAsContiguousOnesAre() {
+        // A transposed gradient takes the kernel's element-by-element path; the contiguous path is the reference.
+        for (DType dt : new DType[] {DType.FLOAT32, DType.BFLOAT16, DType.FLOAT16, DType.FLOAT64}) {
+            float[] v = new float[35];
+            for (int i = 0; i < v.length; i++) v[i] = (i - 17) * 0.37f;
+            v[11] = Float.POSITIVE_INFINITY;
+            try (Tensor base = Torch.tensor(v).reshape(5,
+                    7).to(dt); Tensor strided = base.t(); Tensor dense = strided.contiguous()) {
+                try (Grad.Mode m = Grad.noGrad()) {
+                    assertTrue(GradScaler.unscaleGrad(strided, 0.3f), dt + ": the inf is found");
+                    assertTrue(GradScaler.unscaleGrad(dense, 0.3f), dt + ": the inf is found");
+                }
+                try (Tensor a = strided.to(DType.FLOAT64); Tensor b = dense.to(DType.FLOAT64)) {
+                    assertArrayEquals(b.toDoubleArray(), a.toDoubleArray(), dt.toString());
+                }
+            }
+        }
+    }
+
+    @Test
+    void nonContiguousGradientsAreUnscaledInPlace() {
         try (Tensor base = Torch.tensor(new float[] {1f, 2f, 3f, Float.NaN}).reshape(2, 2); Tensor g = base.t()) {
             try (Grad.Mode m = Grad.noGrad()) {
                 assertTrue(GradScaler.unscaleGrad(g, 0.5f));

@@ -19,6 +19,8 @@ import org.jtorch.Torch;
 import org.jtorch.backend.cpu.CpuBackend;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.ReduceOp;
+import org.jtorch.op.StridedView;
+import org.jtorch.ops.Dispatcher;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -60,7 +62,7 @@ class HoldingBackendTest {
         AtomicReference<Throwable> failure = new AtomicReference<>();
         Thread kernel = new Thread(() -> {
             try {
-                backend.fill(t, 3.0, 3);
+                backend.fill(Dispatcher.view(t), 3.0, 3);
             } catch (Throwable e) {
                 failure.set(e);
             }
@@ -86,9 +88,12 @@ class HoldingBackendTest {
         Tensor x = Torch.ones(4, 4);
         Tensor out = Torch.zeros(1, 1);
         Tensor outView = out.expand(4, 4);
+        // The views are taken first: the tensor is closed (by another thread, say) between that and the kernel call.
+        StridedView in = Dispatcher.view(x);
+        StridedView outKernelView = Dispatcher.view(outView);
         x.close();
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> Backends.of(Device.cpu()).reductions().reduce(ReduceOp.SUM, x, outView, 0));
+                () -> Backends.of(Device.cpu()).reductions().reduce(ReduceOp.SUM, in, outKernelView, 0));
         assertEquals("sum: tensor of shape [4, 4] and dtype torch.float32 was used after close()", e.getMessage());
         assertEquals(2, out.storage().refCount(), "the operands held before the failure are dropped again");
         outView.close();
@@ -101,8 +106,10 @@ class HoldingBackendTest {
         Tensor a = Torch.ones(3);
         Tensor b = Torch.ones(3);
         Tensor out = Torch.empty(3);
+        // The views are taken first: b is closed between that and the kernel call.
+        StridedView[] views = {Dispatcher.view(cond), Dispatcher.view(a), Dispatcher.view(b), Dispatcher.view(out)};
         b.close();
-        assertThrows(IllegalStateException.class, () -> Backends.of(Device.cpu()).where(cond, a, b, out));
+        assertThrows(IllegalStateException.class, () -> Backends.of(Device.cpu()).where(views[0], views[1], views[2], views[3]));
         assertEquals(1, cond.storage().refCount());
         assertEquals(1, a.storage().refCount());
         assertEquals(1, out.storage().refCount());

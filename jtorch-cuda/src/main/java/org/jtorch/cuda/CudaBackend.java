@@ -3,7 +3,6 @@ package org.jtorch.cuda;
 import java.lang.foreign.MemorySegment;
 import org.jtorch.DType;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 import org.jtorch.backend.Backend;
 import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.IndexKernels;
@@ -190,23 +189,23 @@ public final class CudaBackend implements Backend {
 
     /** Copies between any pair of devices at least one of which is CUDA (host reads synchronise), converting dtypes. */
     @Override
-    public void copy(Tensor src, Tensor dst) {
+    public void copy(StridedView src, StridedView dst) {
         kernels().copy(src, dst);
     }
 
     /** With {@code nonBlocking}, host-to-device copies from pinned memory do not wait for the device. */
     @Override
-    public void copy(Tensor src, Tensor dst, boolean nonBlocking) {
+    public void copy(StridedView src, StridedView dst, boolean nonBlocking) {
         kernels().copy(src, dst, nonBlocking);
     }
 
     @Override
-    public void fill(Tensor dst, double value, long longValue) {
+    public void fill(StridedView dst, double value, long longValue) {
         kernels().fill(dst, value, longValue);
     }
 
     @Override
-    public void where(Tensor cond, Tensor a, Tensor b, Tensor out) {
+    public void where(StridedView cond, StridedView a, StridedView b, StridedView out) {
         kernels().where(cond, a, b, out);
     }
 

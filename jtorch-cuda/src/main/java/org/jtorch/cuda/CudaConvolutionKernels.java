@@ -23,8 +23,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import org.jtorch.DType;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
-import org.jtorch.autograd.Grad;
 import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.MatmulSettings;
 import org.jtorch.cuda.cudnn.Cudnn;
@@ -40,6 +38,7 @@ import org.jtorch.cuda.kernels.ConvPlan.Matrix;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
 import org.jtorch.memory.MemoryBlock;
+import org.jtorch.op.StridedView;
 
 /**
  * {@link ConvolutionKernels} on a CUDA device. With cuDNN (found by {@link CudaLibraries}): the legacy
@@ -107,18 +106,18 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
         return handles[i];
     }
 
-    private static long address(Tensor t) {
-        return t.storage().address() + t.storageOffset() * t.dtype().byteSize();
+    private static long address(StridedView t) {
+        return t.address();
     }
 
-    private static void requireSupported(String op, Tensor t) {
+    private static void requireSupported(String op, StridedView t) {
         if (!ConvPlan.supports(t.dtype())) ConvPlan.entry(op, t.dtype()); // throws, naming op and dtype
     }
 
     // ------------------------------------------------------------------ the family
 
     @Override
-    public void conv2d(Tensor input, Tensor weight, Tensor bias, Tensor out, Geometry g) {
+    public void conv2d(StridedView input, StridedView weight, StridedView bias, StridedView out, Geometry g) {
         requireSupported("conv2d", out);
         if (g.n() == 0) return;
         if (useCudnn(g)) {
@@ -132,7 +131,7 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
     }
 
     @Override
-    public void conv2dBackwardInput(Tensor gradOut, Tensor weight, Tensor gradInput, Geometry g) {
+    public void conv2dBackwardInput(StridedView gradOut, StridedView weight, StridedView gradInput, Geometry g) {
         requireSupported("conv2d_backward_input", gradInput);
         if (g.n() == 0) return;
         if (useCudnn(g)) cudnnConvolve(Direction.BACKWARD_DATA, g, gradInput, weight, gradOut);
@@ -140,12 +139,10 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
     }
 
     @Override
-    public void conv2dBackwardWeight(Tensor gradOut, Tensor input, Tensor gradWeight, Geometry g) {
+    public void conv2dBackwardWeight(StridedView gradOut, StridedView input, StridedView gradWeight, Geometry g) {
         requireSupported("conv2d_backward_weight", gradWeight);
         if (g.n() == 0) {
-            try (Grad.Mode m = Grad.noGrad()) {
-                gradWeight.zero_();
-            }
+            kernels.get().fill(gradWeight, 0, 0);
             return;
         }
         if (useCudnn(g)) cudnnConvolve(Direction.BACKWARD_FILTER, g, input, gradWeight, gradOut);
@@ -153,7 +150,7 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
     }
 
     @Override
-    public void conv2dBackwardBias(Tensor gradOut, Tensor gradBias) {
+    public void conv2dBackwardBias(StridedView gradOut, StridedView gradBias) {
         requireSupported("conv2d_backward_bias", gradBias);
         long n = gradOut.size(0), channels = gradOut.size(1), plane = gradOut.size(2) * gradOut.size(3);
         if (channels == 0) return;
@@ -172,13 +169,13 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
     }
 
     @Override
-    public void im2col(Tensor input, Tensor col, Geometry g) {
+    public void im2col(StridedView input, StridedView col, Geometry g) {
         requireSupported("im2col", col);
         launchColumns("im2col", address(input), address(col), g.n(), g, col.dtype(), col.device());
     }
 
     @Override
-    public void col2im(Tensor col, Tensor out, Geometry g) {
+    public void col2im(StridedView col, StridedView out, Geometry g) {
         requireSupported("col2im", out);
         launchColumns("col2im", address(col), address(out), g.n(), g, out.dtype(), out.device());
     }
@@ -199,7 +196,7 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
         }
     }
 
-    private void launchBias(String op, Tensor out, Tensor bias, long images, long channels, long plane) {
+    private void launchBias(String op, StridedView out, StridedView bias, long images, long channels, long plane) {
         Device device = out.device();
         CudaKernels k = kernels.get();
         int blocks = LaunchGeometry.blocks(images * channels * plane, 1, k.multiprocessors(device));
@@ -214,13 +211,15 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
     // ------------------------------------------------------------------ fallback: im2col + cuBLASLt
 
     /** Runs {@link ConvPlan#fallback}: {@code x} is the input (or its gradient), {@code w} the weight (or its gradient), {@code y} the output (or its gradient). */
-    private void runFallback(Direction direction, Geometry g, Tensor x, Tensor w, Tensor y) {
+    private void runFallback(Direction direction, Geometry g, StridedView x, StridedView w, StridedView y) {
         DType dtype = x.dtype();
         Fallback plan = ConvPlan.fallback(direction, g, dtype);
         Device device = x.device();
         long inImageBytes = (long) g.cin() * g.h() * g.w() * dtype.byteSize();
-        try (Grad.Mode m = Grad.noGrad();
-             Tensor col = plan.usesCol() ? Tensor.empty(new long[] {plan.imagesPerChunk() * plan.colElementsPerImage()}, dtype, device) : null) {
+        StridedView col = plan.usesCol() ? CudaKernels.scratch(device,
+                new long[] {plan.imagesPerChunk() * plan.colElementsPerImage()}, dtype)
+                : null;
+        try {
             plan.run(new ConvPlan.Steps() {
                 @Override
                 public void im2col(int first, int count) {
@@ -234,31 +233,32 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
 
                 @Override
                 public void gemm(Gemm gemm) {
-                    try (Tensor a = view(gemm.a(), gemm.batch(), gemm.m(), gemm.k());
-                         Tensor b = view(gemm.b(), gemm.batch(), gemm.k(), gemm.n());
-                         Tensor c = view(gemm.c(), gemm.batch(), gemm.m(), gemm.n())) {
-                        backend.linalg().bmm(a, b, c, 1, gemm.beta());
-                    }
+                    backend.linalg().bmm(view(gemm.a(), gemm.batch(), gemm.m(), gemm.k()), view(gemm.b(), gemm.batch(),
+                            gemm.k(), gemm.n()),
+                            view(gemm.c(), gemm.batch(), gemm.m(), gemm.n()), 1, gemm.beta());
                 }
 
-                private Tensor view(Matrix mat, int batch, long rows, long cols) {
-                    Tensor base = switch (mat.buffer()) {
+                private StridedView view(Matrix mat, int batch, long rows, long cols) {
+                    StridedView base = switch (mat.buffer()) {
                         case INPUT -> x;
                         case WEIGHT -> w;
                         case OUTPUT -> y;
                         case COL -> col;
                     };
-                    return base.asStrided(new long[] {batch, rows, cols}, new long[] {mat.batchStride(), mat.rowStride(), mat.colStride()},
-                            base.storageOffset() + mat.offset());
+                    return base.restrided(new long[] {batch, rows, cols}, new long[] {mat.batchStride(), mat.rowStride(),
+                            mat.colStride()},
+                            base.offset() + mat.offset());
                 }
             });
+        } finally {
+            CudaKernels.free(col);
         }
     }
 
     // ------------------------------------------------------------------ cuDNN
 
     /** One direction through cuDNN in calls of {@link CudnnPlan#imagesPerCall()} images; backward filter sums the calls with beta = 1. */
-    private synchronized void cudnnConvolve(Direction direction, Geometry g, Tensor x, Tensor w, Tensor y) {
+    private synchronized void cudnnConvolve(Direction direction, Geometry g, StridedView x, StridedView w, StridedView y) {
         DType dtype = x.dtype();
         Device device = x.device();
         CudnnPlan plan = ConvPlan.cudnn(g, dtype, MatmulSettings.allowTf32());
@@ -373,7 +373,7 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
     }
 
     /** {@code out += bias} broadcast over images and positions ({@code cudnnAddTensor}, bias as {@code [1, C, 1, 1]}). */
-    private synchronized void cudnnAddBias(Tensor out, Tensor bias, Geometry g) {
+    private synchronized void cudnnAddBias(StridedView out, StridedView bias, Geometry g) {
         DType dtype = out.dtype();
         Device device = out.device();
         Cudnn dnn = cudnn();
@@ -400,7 +400,7 @@ final class CudaConvolutionKernels implements ConvolutionKernels {
     }
 
     /** {@code gradBias = sum over n, h, w of gradOut} ({@code cudnnConvolutionBackwardBias}); gradOut below 2^31 elements. */
-    private synchronized void cudnnBiasGrad(Tensor gradOut, Tensor gradBias, int n, int channels, int h, int w) {
+    private synchronized void cudnnBiasGrad(StridedView gradOut, StridedView gradBias, int n, int channels, int h, int w) {
         DType dtype = gradBias.dtype();
         Device device = gradBias.device();
         Cudnn dnn = cudnn();

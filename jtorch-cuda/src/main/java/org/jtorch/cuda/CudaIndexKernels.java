@@ -6,7 +6,6 @@ import java.util.List;
 import java.util.function.Supplier;
 import org.jtorch.DType;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 import org.jtorch.backend.IndexKernels;
 import org.jtorch.cuda.kernels.ElementwisePlan;
 import org.jtorch.cuda.kernels.IndexPlan;
@@ -16,6 +15,7 @@ import org.jtorch.cuda.kernels.IndexPlan.Geometry;
 import org.jtorch.cuda.kernels.IndexPlan.Kernel;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
+import org.jtorch.op.StridedView;
 
 /**
  * {@link IndexKernels} on a CUDA device: the gather, scatter, atomic scatter-add and row-major compaction
@@ -43,8 +43,8 @@ final class CudaIndexKernels implements IndexKernels {
         this.kernels = kernels;
     }
 
-    private static long addr(Tensor t) {
-        return CudaKernels.deviceAddress(t);
+    private static long addr(StridedView t) {
+        return t.address();
     }
 
     /**
@@ -52,7 +52,7 @@ final class CudaIndexKernels implements IndexKernels {
      * the stream's next synchronisation, or here (the first bad value of the first failing tensor, in
      * argument order, row-major within a tensor, before any data kernel runs) in synchronous mode.
      */
-    private static void validate(CudaKernels k, Device device, Tensor[] indices, Check[] checks) {
+    private static void validate(CudaKernels k, Device device, StridedView[] indices, Check[] checks) {
         IndexCheckLog log = null;
         long stream = 0;
         for (int q = 0; q < checks.length; q++) {
@@ -78,7 +78,7 @@ final class CudaIndexKernels implements IndexKernels {
     }
 
     /** Launches {@code kernel} over {@code g} ({@code a} = out or dst, {@code b} = src or values); no launch for an empty geometry. */
-    private void run(Kernel kernel, DType dtype, Tensor a, Tensor b, Geometry g, Tensor[] indices, double alpha) {
+    private void run(Kernel kernel, DType dtype, StridedView a, StridedView b, Geometry g, StridedView[] indices, double alpha) {
         if (g.n() == 0) return;
         CudaKernels k = kernels.get();
         Device device = a.device();
@@ -97,56 +97,59 @@ final class CudaIndexKernels implements IndexKernels {
         }
     }
 
-    private static long size(Tensor self, int dim) {
+    private static long size(StridedView self, int dim) {
         return self.dim() == 0 ? 1 : self.size(dim);
     }
 
     // ------------------------------------------------------------------ gather / scatter family
 
     @Override
-    public void indexSelect(Tensor self, int dim, Tensor index, Tensor out) {
-        validate(kernels.get(), self.device(), new Tensor[] {index},
+    public void indexSelect(StridedView self, int dim, StridedView index, StridedView out) {
+        validate(kernels.get(), self.device(), new StridedView[] {index},
                 new Check[] {IndexPlan.check("indexSelect", index, dim, size(self, dim), false)});
-        run(Kernel.GATHER, self.dtype(), out, self, IndexPlan.indexSelect(self, dim, index, out), new Tensor[] {index}, 1);
+        run(Kernel.GATHER, self.dtype(), out, self, IndexPlan.indexSelect(self, dim, index, out), new StridedView[] {index}, 1);
     }
 
     @Override
-    public void gather(Tensor self, int dim, Tensor index, Tensor out) {
-        validate(kernels.get(), self.device(), new Tensor[] {index},
+    public void gather(StridedView self, int dim, StridedView index, StridedView out) {
+        validate(kernels.get(), self.device(), new StridedView[] {index},
                 new Check[] {IndexPlan.check("gather", index, dim, size(self, dim), false)});
-        run(Kernel.GATHER, self.dtype(), out, self, IndexPlan.gather(self, dim, index, out), new Tensor[] {index}, 1);
+        run(Kernel.GATHER, self.dtype(), out, self, IndexPlan.gather(self, dim, index, out), new StridedView[] {index}, 1);
     }
 
     @Override
-    public void scatter(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
-        validate(kernels.get(), self.device(), new Tensor[] {index}, new Check[] {IndexPlan.check(op, index, dim, size(self, dim), false)});
+    public void scatter(String op, StridedView self, int dim, StridedView index, StridedView src, boolean accumulate) {
+        validate(kernels.get(), self.device(), new StridedView[] {index}, new Check[] {IndexPlan.check(op, index, dim,
+                size(self, dim), false)});
         run(accumulate ? Kernel.SCATTER_ADD : Kernel.SCATTER, self.dtype(), self, src, IndexPlan.scatter(op, self, dim, index, src),
-                new Tensor[] {index}, 1);
+                new StridedView[] {index}, 1);
     }
 
     @Override
-    public void indexAccumulate(String op, Tensor self, int dim, Tensor index, Tensor source, boolean accumulate, double alpha,
+    public void indexAccumulate(String op, StridedView self, int dim, StridedView index, StridedView source,
+                                boolean accumulate, double alpha,
                                 boolean wrapNegative) {
-        validate(kernels.get(), self.device(), new Tensor[] {index},
+        validate(kernels.get(), self.device(), new StridedView[] {index},
                 new Check[] {IndexPlan.check(op, index, dim, size(self, dim), wrapNegative)});
         run(accumulate ? Kernel.SCATTER_ADD : Kernel.SCATTER, self.dtype(), self, source,
-                IndexPlan.indexAccumulate(op, self, dim, index, source, wrapNegative), new Tensor[] {index}, alpha);
+                IndexPlan.indexAccumulate(op, self, dim, index, source, wrapNegative), new StridedView[] {index}, alpha);
     }
 
     @Override
-    public void advancedIndex(Tensor src, Tensor[] indices, long[] sizes, long[] strides, Tensor out) {
+    public void advancedIndex(StridedView src, StridedView[] indices, long[] sizes, long[] strides, StridedView out) {
         validate(kernels.get(), src.device(), indices, advancedChecks("index", indices, sizes));
         run(Kernel.GATHER, src.dtype(), out, src, IndexPlan.advanced("index", src, indices, sizes, strides, out), indices, 1);
     }
 
     @Override
-    public void indexPut(Tensor dst, Tensor[] indices, long[] sizes, long[] strides, Tensor values, boolean accumulate) {
+    public void indexPut(StridedView dst, StridedView[] indices, long[] sizes, long[] strides, StridedView values,
+                         boolean accumulate) {
         validate(kernels.get(), dst.device(), indices, advancedChecks("indexPut_", indices, sizes));
         run(accumulate ? Kernel.SCATTER_ADD : Kernel.SCATTER, dst.dtype(), dst, values,
                 IndexPlan.advanced("indexPut_", dst, indices, sizes, strides, values), indices, 1);
     }
 
-    private static Check[] advancedChecks(String op, Tensor[] indices, long[] sizes) {
+    private static Check[] advancedChecks(String op, StridedView[] indices, long[] sizes) {
         Check[] checks = new Check[indices.length];
         for (int q = 0; q < indices.length; q++) checks[q] = IndexPlan.check(op, indices[q], -1, sizes[q], true);
         return checks;
@@ -154,73 +157,84 @@ final class CudaIndexKernels implements IndexKernels {
 
     // ------------------------------------------------------------------ row-major compaction
 
-    /** Per-block counts of the nonzero elements of {@code t} over {@code c}'s chunks (a device tensor the caller closes). */
-    private static Tensor blockCounts(CudaKernels k, Tensor t, Compaction c) {
+    /** Per-block counts of the nonzero elements of {@code t} over {@code c}'s chunks (device scratch the caller frees). */
+    private static StridedView blockCounts(CudaKernels k, StridedView t, Compaction c) {
         Device device = t.device();
-        Tensor counts = Tensor.empty(new long[] {c.blocks()}, DType.INT64, device);
+        StridedView counts = CudaKernels.scratch(device, new long[] {c.blocks()}, DType.INT64);
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = IndexPlan.countArgs(arena, addr(t), IndexPlan.countLayout(t), c, addr(counts));
             k.launchRows(k.indexFunction(device, IndexPlan.entry(Kernel.COUNT_NONZERO, t.dtype())), c.blocks(), IndexPlan.COMPACT_THREADS,
                     k.currentStream(device), args);
         } catch (RuntimeException e) {
-            counts.close();
+            CudaKernels.free(counts);
             throw e;
         }
         return counts;
     }
 
     @Override
-    public long countNonzero(Tensor t) {
+    public long countNonzero(StridedView t) {
         CudaKernels k = kernels.get();
         Compaction c = IndexPlan.compaction(t.numel(), k.multiprocessors(t.device()));
         if (c.blocks() == 0) return 0;
         long total = 0;
-        try (Tensor counts = blockCounts(k, t, c)) {
-            for (long v : counts.toLongArray()) total += v;
+        StridedView counts = blockCounts(k, t, c);
+        try {
+            for (long v : k.toLongArray(counts)) total += v;
+        } finally {
+            CudaKernels.free(counts);
         }
         return total;
     }
 
-    /** {@code out} itself when the kernel can write it (contiguous), else a contiguous temporary to copy back. */
-    private static Tensor writable(Tensor out) {
-        return out.isContiguous() ? out : Tensor.empty(out.shape(), out.dtype(), out.device());
+    /** {@code out} itself when the kernel can write it (contiguous), else contiguous scratch to copy back. */
+    private static StridedView writable(StridedView out) {
+        return out.isContiguous() ? out : CudaKernels.scratch(out.device(), out.shape(), out.dtype());
     }
 
-    private static void storeBack(CudaKernels k, Tensor target, Tensor out) {
+    private static void storeBack(CudaKernels k, StridedView target, StridedView out) {
         if (target == out) return;
-        try (target) {
+        try {
             k.copyOnDevice(target, out);
+        } finally {
+            CudaKernels.free(target);
         }
     }
 
     @Override
-    public void nonzero(Tensor t, Tensor out) {
+    public void nonzero(StridedView t, StridedView out) {
         if (t.numel() == 0 || out.numel() == 0) return;
         CudaKernels k = kernels.get();
         Device device = t.device();
         ElementwisePlan.Strided layout = IndexPlan.nonzeroLayout(t);
         Compaction c = IndexPlan.compaction(t.numel(), k.multiprocessors(device));
-        Tensor target = writable(out);
-        try (Tensor counts = blockCounts(k, t, c); Arena arena = Arena.ofConfined()) {
+        StridedView target = writable(out);
+        StridedView counts = blockCounts(k, t, c);
+        try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = IndexPlan.nonzeroArgs(arena, addr(t), layout, c, addr(counts), addr(target), out.size(0));
             k.launchRows(k.indexFunction(device, IndexPlan.entry(Kernel.NONZERO, t.dtype())), c.blocks(), IndexPlan.COMPACT_THREADS,
                     k.currentStream(device), args);
+        } finally {
+            CudaKernels.free(counts);
         }
         storeBack(k, target, out);
     }
 
     @Override
-    public void maskedSelect(Tensor self, Tensor mask, Tensor out) {
+    public void maskedSelect(StridedView self, StridedView mask, StridedView out) {
         if (out.numel() == 0) return;
         CudaKernels k = kernels.get();
         Device device = self.device();
         Compaction c = IndexPlan.compaction(self.numel(), k.multiprocessors(device));
-        Tensor target = writable(out);
-        try (Tensor counts = blockCounts(k, mask, c); Arena arena = Arena.ofConfined()) {
+        StridedView target = writable(out);
+        StridedView counts = blockCounts(k, mask, c);
+        try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = IndexPlan.maskedSelectArgs(arena, addr(self), addr(mask), IndexPlan.maskedSelectLayout(self, mask), c,
                     addr(counts), addr(target), out.numel());
             k.launchRows(k.indexFunction(device, IndexPlan.entry(Kernel.MASKED_SELECT, self.dtype())), c.blocks(), IndexPlan.COMPACT_THREADS,
                     k.currentStream(device), args);
+        } finally {
+            CudaKernels.free(counts);
         }
         storeBack(k, target, out);
     }

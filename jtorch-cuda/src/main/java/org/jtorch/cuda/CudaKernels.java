@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jtorch.DType;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.cuda.driver.CudaDriver;
 import org.jtorch.cuda.kernels.ElementwisePlan;
@@ -21,8 +20,11 @@ import org.jtorch.cuda.kernels.MultiTensorPlan;
 import org.jtorch.cuda.kernels.RandomPlan;
 import org.jtorch.cuda.nvrtc.KernelCache;
 import org.jtorch.cuda.nvrtc.Nvrtc;
+import org.jtorch.memory.Storage;
 import org.jtorch.ops.BinaryOp;
+import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
+import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 import org.jtorch.ops.UnaryOp;
@@ -99,16 +101,8 @@ final class CudaKernels {
         });
     }
 
-    private static long address(Tensor t) {
-        return t.storage().address() + t.storageOffset() * t.dtype().byteSize();
-    }
-
     private static Operand operand(StridedView v) {
         return new Operand(v.dtype(), v.strides(), v.isContiguous());
-    }
-
-    private static Operand operand(Tensor t) {
-        return new Operand(t.dtype(), t.strides(), t.isContiguous());
     }
 
     private long stream(Device device) {
@@ -127,19 +121,31 @@ final class CudaKernels {
     }
 
     /** A CPU zero-dim operand (allowed next to device tensors, as in PyTorch) copied to {@code device} and broadcast to {@code shape}. */
-    private Tensor onDevice(Tensor t, Device device, long[] shape, List<Tensor> temps) {
+    private StridedView onDevice(StridedView t, Device device, long[] shape, List<StridedView> temps) {
         if (t.device().equals(device)) return t;
         for (long st : t.strides()) {
             if (st != 0) throw new IllegalArgumentException("expected a zero-dim CPU tensor broadcast to " + java.util.Arrays.toString(shape)
                     + ", got strides " + java.util.Arrays.toString(t.strides()));
         }
-        Tensor d = Tensor.empty(new long[0], t.dtype(), device);
+        StridedView d = scratch(device, new long[0], t.dtype());
         temps.add(d);
-        // t is a 0-d tensor broadcast to the op's shape (all strides zero): its one element is at storageOffset.
-        try (Tensor scalar = t.asStrided(new long[0], new long[0], t.storageOffset())) {
-            hostToDevice(scalar, d);
-        }
-        return d.broadcastTo(shape);
+        // t is a 0-d tensor broadcast to the op's shape (all strides zero): its one element is at its offset.
+        hostToDevice(t.restrided(new long[0], new long[0], t.offset()), d);
+        return broadcast(d, shape);
+    }
+
+    /** {@code v} (one element) seen with {@code shape}, every stride zero. */
+    private static StridedView broadcast(StridedView v, long[] shape) {
+        return v.restrided(shape, new long[shape.length], v.offset());
+    }
+
+    /** Uninitialised contiguous host scratch from the CPU allocator (staging for copies); give it back with {@link #free}. */
+    private static StridedView hostScratch(long[] shape, DType dtype) {
+        return StridedView.contiguous(Storage.allocateCpu(Shapes.numel(shape) * dtype.byteSize()), shape, dtype);
+    }
+
+    private static boolean isPinned(StridedView v) {
+        return v.storage() != null && v.storage().isPinned();
     }
 
     // ------------------------------------------------------------------ elementwise
@@ -266,29 +272,29 @@ final class CudaKernels {
         return index;
     }
 
-    void where(Tensor cond, Tensor a, Tensor b, Tensor out) {
+    void where(StridedView cond, StridedView a, StridedView b, StridedView out) {
         Device device = out.device();
         long[] shape = out.shape();
-        List<Tensor> temps = new ArrayList<>();
+        List<StridedView> temps = new ArrayList<>();
         try {
             cond = onDevice(cond, device, shape, temps);
             a = onDevice(a, device, shape, temps);
             b = onDevice(b, device, shape, temps);
-            Tensor target = out;
+            StridedView target = out;
             if (!out.isContiguous()) {
-                target = Tensor.empty(shape, out.dtype(), device);
+                target = scratch(device, shape, out.dtype());
                 temps.add(target);
             }
             Launch l = ElementwisePlan.where(shape, operand(cond), operand(a), operand(b));
             long s = stream(device);
             try (Arena arena = Arena.ofConfined()) {
-                KernelArgs args = KernelArgs.where(arena, l, address(target), address(cond), address(a), address(b),
+                KernelArgs args = KernelArgs.where(arena, l, target.address(), cond.address(), a.address(), b.address(),
                         out.dtype().ordinal());
                 launch(device, s, "elementwise.cu", "where", l, 1, args);
             }
             if (target != out) deviceCopy(target, out);
         } finally {
-            for (Tensor t : temps) t.close();
+            for (StridedView t : temps) free(t);
         }
     }
 
@@ -324,34 +330,88 @@ final class CudaKernels {
     }
 
     /** {@code dst = src} on one device, converting dtypes, any strides. */
-    void copyOnDevice(Tensor src, Tensor dst) {
+    void copyOnDevice(StridedView src, StridedView dst) {
         if (dst.numel() != 0) deviceCopy(src, dst);
     }
 
-    static long deviceAddress(Tensor t) {
-        return address(t);
+    /**
+     * Uninitialised contiguous scratch on {@code device} from its caching allocator (stream-ordered, so it may be
+     * freed as soon as the kernels using it are enqueued); give it back with {@link #free}.
+     */
+    static StridedView scratch(Device device, long[] shape, DType dtype) {
+        Storage s = CudaBackend.get().allocate(device, Shapes.numel(shape) * dtype.byteSize());
+        return StridedView.contiguous(s, shape, dtype);
+    }
+
+    /** Gives back {@link #scratch} views; nulls are skipped. */
+    static void free(StridedView... scratch) {
+        for (StridedView v : scratch) if (v != null) v.storage().release();
     }
 
     // ------------------------------------------------------------------ fill
 
-    void fill(Tensor dst, double value, long longValue) {
+    void fill(StridedView dst, double value, long longValue) {
         Device device = dst.device();
         long n = dst.numel();
         if (n == 0) return;
         long s = stream(device);
         if (dst.isContiguous() && Double.doubleToRawLongBits(value) == 0 && longValue == 0) {
-            rt.driver().memsetD8Async(address(dst), (byte) 0, n * dst.dtype().byteSize(), s);
+            rt.driver().memsetD8Async(dst.address(), (byte) 0, n * dst.dtype().byteSize(), s);
             return;
         }
         if (dst.isContiguous()) {
-            fillContiguous(device, s, address(dst), n, dst.dtype(), value, longValue);
+            fillContiguous(device, s, dst.address(), n, dst.dtype(), value, longValue);
             return;
         }
         // Non-contiguous: fill one element, then broadcast-copy it (same dtype: exact) into dst.
-        try (Tensor one = Tensor.empty(new long[0], dst.dtype(), device)) {
-            fillContiguous(device, s, address(one), 1, dst.dtype(), value, longValue);
-            deviceCopy(one.broadcastTo(dst.shape()), dst);
+        StridedView one = scratch(device, new long[0], dst.dtype());
+        try {
+            fillContiguous(device, s, one.address(), 1, dst.dtype(), value, longValue);
+            deviceCopy(broadcast(one, dst.shape()), dst);
+        } finally {
+            free(one);
         }
+    }
+
+    /** {@code out *= factor} in place (out's dtype, any strides), as {@code mul_} by a number. */
+    void scale(StridedView out, double factor) {
+        if (factor == 0) {
+            fill(out, 0, 0);
+            return;
+        }
+        StridedView f = scratch(out.device(), new long[0], out.dtype());
+        try {
+            fillContiguous(out.device(), stream(out.device()), f.address(), 1, out.dtype(), factor, (long) factor);
+            KernelRegistry.pointwise(PointwiseOps.MUL, Device.Type.CUDA).run(out.device().index(), out.dtype(), out, out,
+                    broadcast(f, out.shape()), 0, 0);
+        } finally {
+            free(f);
+        }
+    }
+
+    /**
+     * The int64 values of contiguous device memory {@code v}, read to the host: a synchronisation, refused during
+     * graph capture as any device-to-host read.
+     */
+    long[] toLongArray(StridedView v) {
+        Device device = v.device();
+        CudaGraph.refuseDuringCapture(device, "a copy from " + device + " to cpu (item(), toArray(), to(cpu))");
+        long bytes = v.numel() * 8;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment host = arena.allocate(Math.max(bytes, 8), 8);
+            long s = stream(device);
+            // Into pageable memory the copy returns once the data has arrived (CUDA's documented behaviour).
+            rt.driver().memcpyDtoHAsync(host, v.address(), bytes, s);
+            IndexCheckLog.streamSynchronized(device, s);
+            return host.asSlice(0, bytes).toArray(ValueLayout.JAVA_LONG);
+        }
+    }
+
+    /** A contiguous copy of {@code v} in scratch (give it back with {@link #free}). */
+    StridedView contiguousCopy(StridedView v) {
+        StridedView c = scratch(v.device(), v.shape(), v.dtype());
+        copyOnDevice(v, c);
+        return c;
     }
 
     private void fillContiguous(Device device, long s, long address, long n, DType t, double value, long longValue) {
@@ -365,16 +425,16 @@ final class CudaKernels {
     // ------------------------------------------------------------------ copies
 
     /** {@code dst = src} for same-shaped tensors, at least one of them on a CUDA device. */
-    void copy(Tensor src, Tensor dst) {
+    void copy(StridedView src, StridedView dst) {
         copy(src, dst, false);
     }
 
     /**
-     * As {@link #copy(Tensor, Tensor)}; with {@code nonBlocking}, a host-to-device copy from a pinned, contiguous
+     * As {@link #copy(StridedView, StridedView)}; with {@code nonBlocking}, a host-to-device copy from a pinned, contiguous
      * source of the destination's dtype into a contiguous destination is enqueued on the current stream and
      * not waited for ({@link #hostToDeviceAsync}). Every other copy synchronises as before.
      */
-    void copy(Tensor src, Tensor dst, boolean nonBlocking) {
+    void copy(StridedView src, StridedView dst, boolean nonBlocking) {
         if (dst.numel() == 0) return;
         boolean srcCpu = src.device().isCpu(), dstCpu = dst.device().isCpu();
         if (srcCpu != dstCpu || !src.device().equals(dst.device())) {
@@ -382,7 +442,7 @@ final class CudaKernels {
             if (!srcCpu) CudaGraph.refuseDuringCapture(src.device(), what);
             if (!dstCpu) CudaGraph.refuseDuringCapture(dst.device(), what);
         }
-        if (srcCpu && !dstCpu && nonBlocking && src.isPinned() && dst.isContiguous() && hostSlice(src, dst.dtype()) != null) {
+        if (srcCpu && !dstCpu && nonBlocking && isPinned(src) && dst.isContiguous() && hostSlice(src, dst.dtype()) != null) {
             hostToDeviceAsync(src, dst);
         } else if (srcCpu && !dstCpu) {
             hostToDevice(src, dst);
@@ -396,55 +456,55 @@ final class CudaKernels {
     }
 
     /** On one device: {@code cuMemcpyDtoDAsync} for contiguous same-dtype tensors, else the strided cast kernel. */
-    private void deviceCopy(Tensor src, Tensor dst) {
+    private void deviceCopy(StridedView src, StridedView dst) {
         Device device = dst.device();
         long s = stream(device);
         long n = dst.numel();
         if (src.isContiguous() && dst.isContiguous() && src.dtype() == dst.dtype()) {
-            rt.driver().memcpyDtoDAsync(address(dst), address(src), n * dst.dtype().byteSize(), s);
+            rt.driver().memcpyDtoDAsync(dst.address(), src.address(), n * dst.dtype().byteSize(), s);
             return;
         }
         Launch l = ElementwisePlan.copy(dst.shape(), operand(dst), operand(src));
         try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = KernelArgs.copy(arena, l, address(dst), address(src));
+            KernelArgs args = KernelArgs.copy(arena, l, dst.address(), src.address());
             launch(device, s, "copy.cu", null, l, 1, args);
         }
     }
 
     /** Host memory of {@code t} when it is contiguous, in native memory and of dtype {@code type}; else null. */
-    private static MemorySegment hostSlice(Tensor t, DType type) {
+    private static MemorySegment hostSlice(StridedView t, DType type) {
         if (!t.isContiguous() || t.dtype() != type) return null;
-        MemorySegment seg = t.storage().segment();
+        MemorySegment seg = t.memory();
         if (!seg.isNative()) return null;
-        return seg.asSlice(t.storageOffset() * type.byteSize(), t.numel() * type.byteSize());
+        return seg.asSlice(t.offset() * type.byteSize(), t.numel() * type.byteSize());
     }
 
-    private void hostToDevice(Tensor src, Tensor dst) {
+    private void hostToDevice(StridedView src, StridedView dst) {
         Device device = dst.device();
         DType type = dst.dtype();
         long bytes = dst.numel() * type.byteSize();
-        Tensor staging = null, devTemp = null;
+        StridedView staging = null, devTemp = null;
         try {
             MemorySegment host = hostSlice(src, type);
             if (host == null) {
                 // Strided, converting or heap-backed source: the CPU backend lays it out as dst's dtype first.
-                staging = Tensor.empty(dst.shape(), type, Device.cpu());
+                staging = hostScratch(dst.shape(), type);
                 Backends.of(Device.cpu()).copy(src, staging);
                 host = hostSlice(staging, type);
             }
-            Tensor target = dst;
+            StridedView target = dst;
             if (!dst.isContiguous()) {
-                devTemp = Tensor.empty(dst.shape(), type, device);
+                devTemp = scratch(device, dst.shape(), type);
                 target = devTemp;
             }
             long s = stream(device);
-            rt.driver().memcpyHtoDAsync(address(target), host, bytes, s);
+            rt.driver().memcpyHtoDAsync(target.address(), host, bytes, s);
             if (target != dst) deviceCopy(target, dst);
             rt.driver().streamSynchronize(s); // the host memory may be written or freed once we return
             IndexCheckLog.streamSynchronized(device, s);
         } finally {
-            if (staging != null) staging.close();
-            if (devTemp != null) devTemp.close();
+            free(staging);
+            free(devTemp);
         }
     }
 
@@ -453,69 +513,69 @@ final class CudaKernels {
      * recorded after it keeps the pinned block from being reused or released until the copy has read it
      * ({@link PinnedHostAllocator#recordUse}), however soon the source tensor is closed.
      */
-    private void hostToDeviceAsync(Tensor src, Tensor dst) {
+    private void hostToDeviceAsync(StridedView src, StridedView dst) {
         long bytes = dst.numel() * dst.dtype().byteSize();
         long s = stream(dst.device());
-        rt.driver().memcpyHtoDAsync(address(dst), hostSlice(src, dst.dtype()), bytes, s);
+        rt.driver().memcpyHtoDAsync(dst.address(), hostSlice(src, dst.dtype()), bytes, s);
         PinnedMemory.allocator().recordUse(src.storage().address(), s);
     }
 
-    private void deviceToHost(Tensor src, Tensor dst) {
+    private void deviceToHost(StridedView src, StridedView dst) {
         Device device = src.device();
         DType type = src.dtype();
         long bytes = src.numel() * type.byteSize();
-        Tensor staging = null, devTemp = null;
+        StridedView staging = null, devTemp = null;
         try {
-            Tensor from = src;
+            StridedView from = src;
             if (!src.isContiguous()) {
-                devTemp = Tensor.empty(src.shape(), type, device);
+                devTemp = scratch(device, src.shape(), type);
                 deviceCopy(src, devTemp);
                 from = devTemp;
             }
             MemorySegment host = hostSlice(dst, type);
             if (host == null) {
-                staging = Tensor.empty(src.shape(), type, Device.cpu());
+                staging = hostScratch(src.shape(), type);
                 host = hostSlice(staging, type);
             }
             long s = stream(device);
-            rt.driver().memcpyDtoHAsync(host, address(from), bytes, s);
+            rt.driver().memcpyDtoHAsync(host, from.address(), bytes, s);
             // A host read: the data must have arrived. Into pageable memory the copy itself returns only once it
             // has (CUDA's documented behaviour); into pinned memory it is asynchronous and needs the wait.
-            if (staging == null && dst.isPinned()) rt.driver().streamSynchronize(s);
+            if (staging == null && isPinned(dst)) rt.driver().streamSynchronize(s);
             if (staging != null) Backends.of(Device.cpu()).copy(staging, dst);
             IndexCheckLog.streamSynchronized(device, s);
         } finally {
-            if (staging != null) staging.close();
-            if (devTemp != null) devTemp.close();
+            free(staging);
+            free(devTemp);
         }
     }
 
     /** Between two CUDA devices: contiguous on the source device, {@code cuMemcpyDtoDAsync} (unified addressing), then laid out on the destination. */
-    private void peerCopy(Tensor src, Tensor dst) {
-        Tensor srcTemp = null, dstTemp = null;
+    private void peerCopy(StridedView src, StridedView dst) {
+        StridedView srcTemp = null, dstTemp = null;
         try {
-            Tensor from = src;
+            StridedView from = src;
             if (!src.isContiguous()) {
-                srcTemp = Tensor.empty(src.shape(), src.dtype(), src.device());
+                srcTemp = scratch(src.device(), src.shape(), src.dtype());
                 deviceCopy(src, srcTemp);
                 from = srcTemp;
             }
             long srcStream = stream(src.device());
             rt.driver().streamSynchronize(srcStream);
             IndexCheckLog.streamSynchronized(src.device(), srcStream);
-            Tensor target = dst;
+            StridedView target = dst;
             if (!dst.isContiguous() || dst.dtype() != src.dtype()) {
-                dstTemp = Tensor.empty(src.shape(), src.dtype(), dst.device());
+                dstTemp = scratch(dst.device(), src.shape(), src.dtype());
                 target = dstTemp;
             }
             long s = stream(dst.device());
-            rt.driver().memcpyDtoDAsync(address(target), address(from), from.numel() * from.dtype().byteSize(), s);
+            rt.driver().memcpyDtoDAsync(target.address(), from.address(), from.numel() * from.dtype().byteSize(), s);
             if (target != dst) deviceCopy(target, dst);
             rt.driver().streamSynchronize(s);
             IndexCheckLog.streamSynchronized(dst.device(), s);
         } finally {
-            if (srcTemp != null) srcTemp.close();
-            if (dstTemp != null) dstTemp.close();
+            free(srcTemp);
+            free(dstTemp);
         }
     }
 
@@ -526,12 +586,13 @@ final class CudaKernels {
      * {@code seed}, as the CPU backend does: uniform in [a, b), normal (mean a, std b), randint in
      * [la, lb). One thread per Philox block ({@link RandomPlan}).
      */
-    void random(RandomPlan.Fill fill, Tensor out, long seed, long firstBlock, double a, double b, long la, long lb) {
+    void random(RandomPlan.Fill fill, StridedView out, long seed, long firstBlock, double a, double b, long la, long lb) {
         random(fill, out, seed, firstBlock, a, b, la, lb, 0);
     }
 
     /** As above on a grid of {@code grid} blocks ({@code 0}: {@link LaunchGeometry#blocks}), to test that the grid does not matter. */
-    void random(RandomPlan.Fill fill, Tensor out, long seed, long firstBlock, double a, double b, long la, long lb, int grid) {
+    void random(RandomPlan.Fill fill, StridedView out, long seed, long firstBlock, double a, double b, long la, long lb,
+                int grid) {
         // PyTorch's graph-safe generator advances a device-side offset at each replay; jtorch's passes seed and
         // offset as launch arguments, so a replay would repeat the captured numbers (the same dropout mask) forever.
         CudaGraph.refuseDuringCapture(out.device(), "random sampling (" + RandomPlan.name(fill) + ": dropout, rand, randn,"
@@ -549,8 +610,8 @@ final class CudaKernels {
         long fn = function(device.index(), "random.cu", null, l.entry());
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = fill == RandomPlan.Fill.RANDINT
-                    ? KernelArgs.randint(arena, l, address(out), seed, firstBlock, la, lb)
-                    : KernelArgs.random(arena, l, address(out), seed, firstBlock, a, b);
+                    ? KernelArgs.randint(arena, l, out.address(), seed, firstBlock, la, lb)
+                    : KernelArgs.random(arena, l, out.address(), seed, firstBlock, a, b);
             rt.driver().launchKernel(fn, blocks, 1, 1, LaunchGeometry.THREADS, 1, 1, 0, s, args.build());
         }
     }
@@ -558,11 +619,11 @@ final class CudaKernels {
     // ------------------------------------------------------------------ fused optimizer steps (optim.cu)
 
     /** The device of a multi-tensor step, after checking every tensor is contiguous float32 on it. */
-    private static Device optimizerDevice(String op, List<List<Tensor>> lists) {
+    private static Device optimizerDevice(String op, List<List<StridedView>> lists) {
         Device device = lists.get(0).get(0).device();
-        for (List<Tensor> list : lists) {
+        for (List<StridedView> list : lists) {
             if (list == null) continue;
-            for (Tensor t : list) {
+            for (StridedView t : list) {
                 if (t.dtype() != DType.FLOAT32 || !t.isContiguous() || !t.device().equals(device)) {
                     throw new IllegalArgumentException(op + ": the fused CUDA step takes contiguous float32 tensors on " + device
                             + ", got " + t.dtype() + " on " + t.device() + (t.isContiguous() ? "" : " (not contiguous)"));
@@ -573,28 +634,28 @@ final class CudaKernels {
     }
 
     /** The (list x tensor) device addresses of {@code lists} (null lists stay null) and the tensors' sizes. */
-    private static long[][] addresses(List<List<Tensor>> lists) {
+    private static long[][] addresses(List<List<StridedView>> lists) {
         long[][] a = new long[lists.size()][];
         for (int k = 0; k < a.length; k++) {
-            List<Tensor> list = lists.get(k);
+            List<StridedView> list = lists.get(k);
             if (list == null) continue;
             a[k] = new long[list.size()];
-            for (int i = 0; i < a[k].length; i++) a[k][i] = address(list.get(i));
+            for (int i = 0; i < a[k].length; i++) a[k][i] = list.get(i).address();
         }
         return a;
     }
 
     /** Launches {@code entry} of {@code optim.cu} once per {@link MultiTensorPlan} launch over {@code lists}. */
-    private void multiTensor(String op, String entry, List<List<Tensor>> lists,
+    private void multiTensor(String op, String entry, List<List<StridedView>> lists,
                              java.util.function.BiFunction<Arena, MemorySegment, KernelArgs> args) {
         if (lists.get(0).isEmpty()) return;
         multiTensor(optimizerDevice(op, lists), entry, lists, args);
     }
 
     /** As above on {@code device}, whose tensors the caller has checked (contiguous, of the entry's dtype). */
-    private void multiTensor(Device device, String entry, List<List<Tensor>> lists,
+    private void multiTensor(Device device, String entry, List<List<StridedView>> lists,
                              java.util.function.BiFunction<Arena, MemorySegment, KernelArgs> args) {
-        List<Tensor> params = lists.get(0);
+        List<StridedView> params = lists.get(0);
         if (params.isEmpty()) return;
         long[] numels = new long[params.size()];
         for (int i = 0; i < numels.length; i++) numels[i] = params.get(i).numel();
@@ -609,14 +670,16 @@ final class CudaKernels {
         }
     }
 
-    void sgd(List<Tensor> params, List<Tensor> grads, List<Tensor> buffers, float negLr, float weightDecay, float momentum,
+    void sgd(List<StridedView> params, List<StridedView> grads, List<StridedView> buffers, float negLr, float weightDecay,
+             float momentum,
              float oneMinusDampening, boolean nesterov, boolean maximize, boolean firstStep) {
         multiTensor("sgd", "jt_sgd_step_f32", java.util.Arrays.asList(params, grads, momentum != 0 ? buffers : null),
                 (arena, chunks) -> KernelArgs.sgd(arena, chunks, negLr, weightDecay, momentum, oneMinusDampening, nesterov,
                         maximize, firstStep));
     }
 
-    void adam(List<Tensor> params, List<Tensor> grads, List<Tensor> expAvgs, List<Tensor> expAvgSqs, List<Tensor> maxExpAvgSqs,
+    void adam(List<StridedView> params, List<StridedView> grads, List<StridedView> expAvgs, List<StridedView> expAvgSqs,
+              List<StridedView> maxExpAvgSqs,
               float paramScale, float weightDecay, float beta1, float oneMinusBeta1, float beta2, float oneMinusBeta2,
               float bc2Sqrt, float eps, float negStepSize, boolean maximize, boolean amsgrad) {
         multiTensor("adam", "jt_adam_step_f32", java.util.Arrays.asList(params, grads, expAvgs, expAvgSqs, amsgrad ? maxExpAvgSqs : null),
@@ -630,15 +693,15 @@ final class CudaKernels {
      * {@code foundInf}'s device, float32, float64 or bfloat16; otherwise {@link IllegalArgumentException}
      * naming the op, dtype, layout and device.
      */
-    void ampUnscale(List<Tensor> grads, Tensor foundInf, float invScale) {
+    void ampUnscale(List<StridedView> grads, StridedView foundInf, float invScale) {
         String op = "_amp_foreach_non_finite_check_and_unscale_";
         Device device = foundInf.device();
         if (foundInf.dtype() != DType.FLOAT32 || foundInf.numel() != 1 || !device.isCuda()) {
             throw new IllegalArgumentException(op + ": found_inf must be one float32 element on a CUDA device, got "
                     + foundInf.dtype() + " of " + foundInf.numel() + " elements on " + device);
         }
-        java.util.Map<DType, List<Tensor>> byDtype = new java.util.EnumMap<>(DType.class);
-        for (Tensor g : grads) {
+        java.util.Map<DType, List<StridedView>> byDtype = new java.util.EnumMap<>(DType.class);
+        for (StridedView g : grads) {
             if (!g.device().equals(device) || !g.isContiguous() || !MultiTensorPlan.unscaleSupports(g.dtype())) {
                 throw new IllegalArgumentException(op + ": the CUDA kernel takes contiguous float32/float64/bfloat16 gradients on "
                         + device + ", got " + g.dtype() + " of shape " + java.util.Arrays.toString(g.shape()) + " on " + g.device()
@@ -646,8 +709,8 @@ final class CudaKernels {
             }
             byDtype.computeIfAbsent(g.dtype(), d -> new ArrayList<>()).add(g);
         }
-        long flag = address(foundInf);
-        for (java.util.Map.Entry<DType, List<Tensor>> e : byDtype.entrySet()) {
+        long flag = foundInf.address();
+        for (java.util.Map.Entry<DType, List<StridedView>> e : byDtype.entrySet()) {
             multiTensor(device, MultiTensorPlan.unscaleEntry(e.getKey()), List.of(e.getValue()),
                     (arena, chunks) -> KernelArgs.ampUnscale(arena, chunks, flag, invScale));
         }

@@ -24,8 +24,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import org.jtorch.DType;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
-import org.jtorch.autograd.Grad;
 import org.jtorch.backend.LinalgKernels;
 import org.jtorch.backend.MatmulSettings;
 import org.jtorch.cuda.cublaslt.CublasLt;
@@ -33,6 +31,7 @@ import org.jtorch.cuda.kernels.MatmulPlan;
 import org.jtorch.cuda.kernels.MatmulPlan.Operand;
 import org.jtorch.cuda.kernels.MatmulPlan.Plan;
 import org.jtorch.memory.MemoryBlock;
+import org.jtorch.op.StridedView;
 
 /**
  * {@link LinalgKernels} on a CUDA device through cuBLASLt: one strided-batched {@code cublasLtMatmul} per
@@ -80,43 +79,42 @@ final class CudaLinalgKernels implements LinalgKernels {
         return handles[i];
     }
 
-    private static long address(Tensor t) {
-        return t.storage().address() + t.storageOffset() * t.dtype().byteSize();
-    }
-
     @Override
-    public void bmm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
+    public void bmm(StridedView a, StridedView b, StridedView out, double alpha, double beta) {
         DType dtype = out.dtype();
         if (!MatmulPlan.supports(dtype)) MatmulPlan.dataType(dtype); // throws, naming the dtype
         long batch = out.size(0), m = out.size(1), n = out.size(2), k = a.size(2);
         if (batch == 0 || m == 0 || n == 0) return;
         if (k == 0) { // an empty sum: out = beta * out
-            try (Grad.Mode g = Grad.noGrad()) {
-                if (beta == 0) out.zero_();
-                else if (beta != 1) out.mul_(beta);
-            }
+            if (beta != 1) kernels.get().scale(out, beta);
             return;
         }
         Plan plan = MatmulPlan.plan(dtype, a.shape(), a.strides(), b.shape(), b.strides(), out.shape(), out.strides(),
                 MatmulSettings.allowTf32());
         if (plan.needsCopy()) {
             // cuBLASLt "A" is the core's b, "B" the core's a.
-            try (Grad.Mode g = Grad.noGrad();
-                 Tensor ac = plan.b().needsCopy() ? a.contiguous() : a.alias();
-                 Tensor bc = plan.a().needsCopy() ? b.contiguous() : b.alias()) {
-                bmm(ac, bc, out, alpha, beta);
+            StridedView ac = plan.b().needsCopy() ? kernels.get().contiguousCopy(a) : null;
+            StridedView bc = plan.a().needsCopy() ? kernels.get().contiguousCopy(b) : null;
+            try {
+                bmm(ac != null ? ac : a, bc != null ? bc : b, out, alpha, beta);
+            } finally {
+                CudaKernels.free(ac, bc);
             }
             return;
         }
         if (plan.outputNeedsTemp()) {
-            try (Grad.Mode g = Grad.noGrad(); Tensor tmp = Tensor.empty(out.shape(), dtype, out.device())) {
-                if (beta != 0) tmp.copy_(out);
+            CudaKernels cuda = kernels.get();
+            StridedView tmp = CudaKernels.scratch(out.device(), out.shape(), dtype);
+            try {
+                if (beta != 0) cuda.copyOnDevice(out, tmp);
                 bmm(a, b, tmp, alpha, beta);
-                out.copy_(tmp);
+                cuda.copyOnDevice(tmp, out);
+            } finally {
+                CudaKernels.free(tmp);
             }
             return;
         }
-        run(out.device(), plan, address(b), address(a), address(out), alpha, beta);
+        run(out.device(), plan, b.address(), a.address(), out.address(), alpha, beta);
     }
 
     private void run(Device device, Plan plan, long aPtr, long bPtr, long dPtr, double alpha, double beta) {

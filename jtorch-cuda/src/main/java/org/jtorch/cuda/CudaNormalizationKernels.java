@@ -4,13 +4,13 @@ import java.lang.foreign.Arena;
 import java.util.function.Supplier;
 import org.jtorch.DType;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 import org.jtorch.backend.NormalizationKernels;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
 import org.jtorch.cuda.kernels.NormPlan;
 import org.jtorch.cuda.kernels.NormPlan.Channel;
 import org.jtorch.cuda.kernels.NormPlan.Kernel;
+import org.jtorch.op.StridedView;
 
 /**
  * {@link NormalizationKernels} on a CUDA device: the batch-norm kernels of {@code norm.cu} (compiled whole,
@@ -35,8 +35,8 @@ final class CudaNormalizationKernels implements NormalizationKernels {
     }
 
     /** The block tensors of one call: contiguous, of {@code x}'s dtype, on its device. */
-    private static void checkBlocks(String op, Tensor x, Tensor... blocks) {
-        for (Tensor t : blocks) {
+    private static void checkBlocks(String op, StridedView x, StridedView... blocks) {
+        for (StridedView t : blocks) {
             if (t == null) continue;
             if (!t.isContiguous() || t.dtype() != x.dtype() || !t.device().equals(x.device())) {
                 throw new IllegalArgumentException(op + ": the CUDA kernels take contiguous [n, c, s] blocks of one dtype on one device,"
@@ -47,17 +47,17 @@ final class CudaNormalizationKernels implements NormalizationKernels {
     }
 
     /** A per-channel tensor as the kernels read it (null stays null). */
-    private static Channel channel(String op, Tensor t, Device device) {
+    private static Channel channel(String op, StridedView t, Device device) {
         if (t == null) return null;
         if (!t.device().equals(device) || !t.dtype().isFloatingPoint()) {
             throw new IllegalArgumentException(op + ": per-channel tensors must be floating and on " + device + ", got " + t.dtype()
                     + " on " + t.device());
         }
-        return new Channel(CudaKernels.deviceAddress(t), t.dim() == 0 ? 0 : t.stride(0), t.dtype());
+        return new Channel(t.address(), t.dim() == 0 ? 0 : t.stride(0), t.dtype());
     }
 
-    private static long addr(Tensor t) {
-        return t == null ? 0 : CudaKernels.deviceAddress(t);
+    private static long addr(StridedView t) {
+        return t == null ? 0 : t.address();
     }
 
     /** A reduction's blocks per channel (or per tile of channels, for {@code [n, c]} blocks) on {@code device}. */
@@ -66,9 +66,9 @@ final class CudaNormalizationKernels implements NormalizationKernels {
     }
 
     /** The double workspace of a split reduction's partial sums, or null when channels are not split. */
-    private static Tensor partials(Device device, long c, int splits) {
+    private static StridedView partials(Device device, long c, int splits) {
         long n = NormPlan.partials(c, splits);
-        return n == 0 ? null : Tensor.empty(new long[] {n}, DType.FLOAT64, device);
+        return n == 0 ? null : CudaKernels.scratch(device, new long[] {n}, DType.FLOAT64);
     }
 
     /** A reduction over {@code [n, c, s]}: one block per channel (or tile of channels) and split part. */
@@ -87,14 +87,15 @@ final class CudaNormalizationKernels implements NormalizationKernels {
     }
 
     @Override
-    public void batchNormStats(Tensor x, long n, long c, long s, Tensor mean, Tensor var) {
+    public void batchNormStats(StridedView x, long n, long c, long s, StridedView mean, StridedView var) {
         String op = "batchNormStats";
         boolean rows = NormPlan.rows(s);
         String entry = NormPlan.entry(rows ? Kernel.STATS_ROWS : Kernel.STATS, op, x.dtype());
         checkBlocks(op, x);
         Device d = x.device();
         int splits = splits(d, n, c, s);
-        try (Tensor partial = partials(d, c, splits); Arena arena = Arena.ofConfined()) {
+        StridedView partial = partials(d, c, splits);
+        try (Arena arena = Arena.ofConfined()) {
             Channel m = channel(op, mean, d), v = channel(op, var, d);
             perChannel(d, entry, n, c, s, splits, rows
                     ? NormPlan.statsRowsArgs(arena, addr(x), n, c, m, v, addr(partial), splits)
@@ -103,11 +104,14 @@ final class CudaNormalizationKernels implements NormalizationKernels {
                 elementwise(d, NormPlan.entry(Kernel.STATS_FINISH, op, x.dtype()), c,
                         NormPlan.statsArgs(arena, addr(x), n, c, s, m, v, addr(partial), splits));
             }
+        } finally {
+            CudaKernels.free(partial);
         }
     }
 
     @Override
-    public void batchNormApply(Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight, Tensor bias, Tensor out) {
+    public void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
+                               StridedView weight, StridedView bias, StridedView out) {
         String op = "batchNormApply";
         String entry = NormPlan.entry(Kernel.APPLY, op, x.dtype());
         checkBlocks(op, x, out);
@@ -119,8 +123,9 @@ final class CudaNormalizationKernels implements NormalizationKernels {
     }
 
     @Override
-    public void batchNormBackward(Tensor gradOut, Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight,
-                                  boolean train, Tensor gradInput, Tensor gradWeight, Tensor gradBias) {
+    public void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
+                                  StridedView invstd, StridedView weight,
+                                  boolean train, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
         String op = "batchNormBackward";
         boolean rows = NormPlan.rows(s);
         String sums = NormPlan.entry(rows ? Kernel.BACKWARD_SUMS_ROWS : Kernel.BACKWARD_SUMS, op, x.dtype());
@@ -130,9 +135,10 @@ final class CudaNormalizationKernels implements NormalizationKernels {
         boolean needSums = gradWeight != null || gradBias != null || (train && gradInput != null);
         int splits = needSums ? splits(d, n, c, s) : 1;
         // Training's input gradient needs the channel sums: they travel as coefficients in a device temporary.
-        try (Tensor coef = train && gradInput != null ? Tensor.empty(new long[] {NormPlan.coefficients(c)}, DType.FLOAT64, d) : null;
-             Tensor partial = needSums ? partials(d, c, splits) : null;
-             Arena arena = Arena.ofConfined()) {
+        StridedView coef = train && gradInput != null ? CudaKernels.scratch(d, new long[] {NormPlan.coefficients(c)},
+                DType.FLOAT64) : null;
+        StridedView partial = needSums ? partials(d, c, splits) : null;
+        try (Arena arena = Arena.ofConfined()) {
             Channel m = channel(op, mean, d);
             Channel is = channel(op, invstd, d);
             Channel w = channel(op, weight, d);
@@ -151,6 +157,8 @@ final class CudaNormalizationKernels implements NormalizationKernels {
                 elementwise(d, input, n * c * s, NormPlan.backwardInputArgs(arena, addr(gradOut), addr(x), addr(gradInput), n, c, s, m, is,
                         w, addr(coef)));
             }
+        } finally {
+            CudaKernels.free(coef, partial);
         }
     }
 

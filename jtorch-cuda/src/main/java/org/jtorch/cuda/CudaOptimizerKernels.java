@@ -2,8 +2,8 @@ package org.jtorch.cuda;
 
 import java.util.List;
 import java.util.function.Supplier;
-import org.jtorch.Tensor;
 import org.jtorch.backend.OptimizerKernels;
+import org.jtorch.op.StridedView;
 
 /**
  * {@link OptimizerKernels} on a CUDA device: the multi-tensor steps of {@code optim.cu}, one launch per
@@ -18,14 +18,15 @@ final class CudaOptimizerKernels implements OptimizerKernels {
     }
 
     @Override
-    public void sgd(List<Tensor> params, List<Tensor> grads, List<Tensor> momentumBuffers, float negLr, float weightDecay,
+    public void sgd(List<StridedView> params, List<StridedView> grads, List<StridedView> momentumBuffers, float negLr,
+                    float weightDecay,
                     float momentum, float oneMinusDampening, boolean nesterov, boolean maximize, boolean firstStep) {
         kernels.get().sgd(params, grads, momentumBuffers, negLr, weightDecay, momentum, oneMinusDampening, nesterov, maximize, firstStep);
     }
 
     @Override
-    public void adam(List<Tensor> params, List<Tensor> grads, List<Tensor> expAvgs, List<Tensor> expAvgSqs,
-                     List<Tensor> maxExpAvgSqs, float paramScale, float weightDecay, float beta1, float oneMinusBeta1,
+    public void adam(List<StridedView> params, List<StridedView> grads, List<StridedView> expAvgs, List<StridedView> expAvgSqs,
+                     List<StridedView> maxExpAvgSqs, float paramScale, float weightDecay, float beta1, float oneMinusBeta1,
                      float beta2, float oneMinusBeta2, float bc2Sqrt, float eps, float negStepSize, boolean maximize,
                      boolean amsgrad) {
         kernels.get().adam(params, grads, expAvgs, expAvgSqs, maxExpAvgSqs, paramScale, weightDecay, beta1, oneMinusBeta1,
@@ -34,7 +35,7 @@ final class CudaOptimizerKernels implements OptimizerKernels {
 
     /** One {@code jt_amp_unscale_<dtype>} multi-tensor kernel over all gradients (per dtype), writing a device flag. */
     @Override
-    public void unscaleAndCheckFinite(List<Tensor> grads, Tensor foundInf, float invScale) {
+    public void unscaleAndCheckFinite(List<StridedView> grads, StridedView foundInf, float invScale) {
         kernels.get().ampUnscale(grads, foundInf, invScale);
     }
 

@@ -1,9 +1,9 @@
 package org.jtorch.cuda;
 
 import java.util.function.Supplier;
-import org.jtorch.Tensor;
 import org.jtorch.backend.RandomKernels;
 import org.jtorch.cuda.kernels.RandomPlan.Fill;
+import org.jtorch.op.StridedView;
 
 /**
  * {@link RandomKernels} on a CUDA device: the Philox fills of {@code random.cu}, in the CPU backend's
@@ -18,17 +18,17 @@ final class CudaRandomKernels implements RandomKernels {
     }
 
     @Override
-    public void uniform(Tensor out, double low, double high, long seed, long firstBlock) {
+    public void uniform(StridedView out, double low, double high, long seed, long firstBlock) {
         kernels.get().random(Fill.UNIFORM, out, seed, firstBlock, low, high, 0, 0);
     }
 
     @Override
-    public void normal(Tensor out, double mean, double std, long seed, long firstBlock) {
+    public void normal(StridedView out, double mean, double std, long seed, long firstBlock) {
         kernels.get().random(Fill.NORMAL, out, seed, firstBlock, mean, std, 0, 0);
     }
 
     @Override
-    public void randint(Tensor out, long low, long high, long seed, long firstBlock) {
+    public void randint(StridedView out, long low, long high, long seed, long firstBlock) {
         kernels.get().random(Fill.RANDINT, out, seed, firstBlock, 0, 0, low, high);
     }
 

@@ -4,10 +4,10 @@ import java.lang.foreign.Arena;
 import java.util.function.Supplier;
 import org.jtorch.DType;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 import org.jtorch.backend.RecurrentKernels;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
+import org.jtorch.op.StridedView;
 
 /**
  * {@link RecurrentKernels} on a CUDA device: the fused LSTM and GRU cell steps of {@code recurrent.cu} (compiled whole),
@@ -25,12 +25,12 @@ final class CudaRecurrentKernels implements RecurrentKernels {
     }
 
     /** The entry of {@code kind} for the state's dtype, after checking every operand. */
-    private static String entry(String op, String kind, Tensor state, Tensor... operands) {
+    private static String entry(String op, String kind, StridedView state, StridedView... operands) {
         DType t = state.dtype();
         if (t != DType.FLOAT32 && t != DType.FLOAT64) {
             throw new IllegalArgumentException(op + ": the CUDA kernels take float32 or float64, got " + t + " on " + state.device());
         }
-        for (Tensor o : operands) {
+        for (StridedView o : operands) {
             if (o == null) continue;
             if (!o.isContiguous() || o.dtype() != t || !o.device().equals(state.device())) {
                 throw new IllegalArgumentException(op + ": the CUDA kernels take contiguous tensors of one dtype on one device, got "
@@ -41,11 +41,11 @@ final class CudaRecurrentKernels implements RecurrentKernels {
         return "jt_" + kind + "_" + (t == DType.FLOAT32 ? "f32" : "f64");
     }
 
-    private static long addr(Tensor t) {
-        return t == null ? 0 : CudaKernels.deviceAddress(t);
+    private static long addr(StridedView t) {
+        return t == null ? 0 : t.address();
     }
 
-    private void launch(String entry, Tensor state, long... pointers) {
+    private void launch(String entry, StridedView state, long... pointers) {
         long batch = state.size(0), hidden = state.size(1);
         Device d = state.device();
         CudaKernels k = kernels.get();
@@ -56,27 +56,31 @@ final class CudaRecurrentKernels implements RecurrentKernels {
     }
 
     @Override
-    public void lstmCellForward(Tensor inputGates, Tensor hiddenGates, Tensor cx, Tensor hy, Tensor cy, Tensor workspace) {
+    public void lstmCellForward(StridedView inputGates, StridedView hiddenGates, StridedView cx, StridedView hy,
+                                StridedView cy, StridedView workspace) {
         String e = entry("lstmCellForward", "lstm_cell_forward", cx, inputGates, hiddenGates, cx, hy, cy, workspace);
         launch(e, cx, addr(inputGates), addr(hiddenGates), addr(cx), addr(hy), addr(cy), addr(workspace));
     }
 
     @Override
-    public void lstmCellBackward(Tensor gradHy, Tensor gradCy, Tensor cx, Tensor cy, Tensor workspace, Tensor gradGates,
-                                 Tensor gradCx) {
+    public void lstmCellBackward(StridedView gradHy, StridedView gradCy, StridedView cx, StridedView cy,
+                                 StridedView workspace, StridedView gradGates,
+                                 StridedView gradCx) {
         String e = entry("lstmCellBackward", "lstm_cell_backward", cx, gradHy, gradCy, cx, cy, workspace, gradGates, gradCx);
         launch(e, cx, addr(gradHy), addr(gradCy), addr(cx), addr(cy), addr(workspace), addr(gradGates), addr(gradCx));
     }
 
     @Override
-    public void gruCellForward(Tensor inputGates, Tensor hiddenGates, Tensor hx, Tensor hy, Tensor workspace) {
+    public void gruCellForward(StridedView inputGates, StridedView hiddenGates, StridedView hx, StridedView hy,
+                               StridedView workspace) {
         String e = entry("gruCellForward", "gru_cell_forward", hx, inputGates, hiddenGates, hx, hy, workspace);
         launch(e, hx, addr(inputGates), addr(hiddenGates), addr(hx), addr(hy), addr(workspace));
     }
 
     @Override
-    public void gruCellBackward(Tensor gradHy, Tensor hx, Tensor workspace, Tensor gradInputGates, Tensor gradHiddenGates,
-                                Tensor gradHx) {
+    public void gruCellBackward(StridedView gradHy, StridedView hx, StridedView workspace, StridedView gradInputGates,
+                                StridedView gradHiddenGates,
+                                StridedView gradHx) {
         String e = entry("gruCellBackward", "gru_cell_backward", hx, gradHy, hx, workspace, gradInputGates, gradHiddenGates, gradHx);
         launch(e, hx, addr(gradHy), addr(hx), addr(workspace), addr(gradInputGates), addr(gradHiddenGates), addr(gradHx));
     }

@@ -4,13 +4,13 @@ import java.lang.foreign.Arena;
 import java.util.function.Supplier;
 import org.jtorch.DType;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 import org.jtorch.backend.ReductionKernels;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
 import org.jtorch.cuda.kernels.ReductionPlan;
 import org.jtorch.cuda.kernels.ReductionPlan.Rows;
 import org.jtorch.op.ReduceOp;
+import org.jtorch.op.StridedView;
 
 /**
  * The reduction family on CUDA: the row kernels of {@code reduce.cu} (sum, prod, amax/amin, p-norms,
@@ -32,35 +32,27 @@ final class CudaReductions implements ReductionKernels {
         return new UnsupportedOperationException(op + ": no CUDA kernel is wired to this op yet (device " + device + ")");
     }
 
-    /** The input as the kernel reads it: itself, or a row-major device copy in {@code type} (closed by the caller). */
-    private static Tensor rowsInput(CudaKernels k, Tensor in, Rows r, DType type) {
+    /** The input as the kernel reads it: itself, or a row-major device copy in {@code type} (freed by the caller). */
+    private static StridedView rowsInput(CudaKernels k, StridedView in, Rows r, DType type) {
         if (in.numel() == 0 || (r.inputRows() && in.dtype() == type)) return null;
-        Tensor staged = Tensor.empty(r.permutedShape(), type, in.device());
-        try (Tensor view = in.permute(r.permutation())) {
-            k.copyOnDevice(view, staged);
-        }
+        StridedView staged = CudaKernels.scratch(in.device(), r.permutedShape(), type);
+        k.copyOnDevice(in.permute(r.permutation()), staged);
         return staged;
     }
 
     /** A contiguous temporary of the kernel's output dtype when {@code out} cannot be written directly; else null. */
-    private static Tensor rowsOutput(Tensor out, boolean direct, long[] shape, DType type) {
-        return direct && ReductionPlan.writesAs(type, out.dtype()) ? null : Tensor.empty(shape, type, out.device());
+    private static StridedView rowsOutput(StridedView out, boolean direct, long[] shape, DType type) {
+        return direct && ReductionPlan.writesAs(type, out.dtype()) ? null : CudaKernels.scratch(out.device(), shape, type);
     }
 
     /** Copies a reduction's temporary result into {@code out}'s kept dimensions. */
-    private static void storeReduced(CudaKernels k, Tensor temp, Tensor out, Rows r) {
+    private static void storeReduced(CudaKernels k, StridedView temp, StridedView out, Rows r) {
         if (temp == null) return;
-        try (Tensor view = out.asStrided(r.keptShape(), r.keptOutStrides(), out.storageOffset())) {
-            k.copyOnDevice(temp, view);
-        }
+        k.copyOnDevice(temp, out.restrided(r.keptShape(), r.keptOutStrides(), out.offset()));
     }
 
-    private static long addr(Tensor primary, Tensor fallback) {
-        return CudaKernels.deviceAddress(primary != null ? primary : fallback);
-    }
-
-    private static void close(Tensor... ts) {
-        for (Tensor t : ts) if (t != null) t.close();
+    private static long addr(StridedView primary, StridedView fallback) {
+        return (primary != null ? primary : fallback).address();
     }
 
     /** One block a row over the {@code rows x rowLength} layout. */
@@ -75,7 +67,7 @@ final class CudaReductions implements ReductionKernels {
     // ------------------------------------------------------------------ accumulating reductions
 
     @Override
-    public void reduce(ReduceOp op, Tensor in, Tensor out, double p) {
+    public void reduce(ReduceOp op, StridedView in, StridedView out, double p) {
         Device device = in.device();
         DType kin = ReductionPlan.kernelInput(in.dtype());
         if (!ReductionPlan.supports(op, kin)) throw missing(op.pyName(), device);
@@ -100,9 +92,9 @@ final class CudaReductions implements ReductionKernels {
      * One value a row: stages the input as rows of {@code kin} and the output as {@code kout} where their
      * layouts or dtypes differ from the kernel's, launches {@code entry}, and copies the result into place.
      */
-    private void rowReduction(Tensor in, Tensor out, Rows r, String entry, DType kin, DType kout, RowArgs args) {
+    private void rowReduction(StridedView in, StridedView out, Rows r, String entry, DType kin, DType kout, RowArgs args) {
         CudaKernels k = kernels.get();
-        Tensor x = null, o = null;
+        StridedView x = null, o = null;
         try {
             x = rowsInput(k, in, r, kin);
             o = rowsOutput(out, r.outputRows(), r.keptShape(), kout);
@@ -111,12 +103,12 @@ final class CudaReductions implements ReductionKernels {
             }
             storeReduced(k, o, out, r);
         } finally {
-            close(x, o);
+            CudaKernels.free(x, o);
         }
     }
 
     @Override
-    public void argReduce(boolean max, Tensor in, Tensor values, Tensor indices, int dim) {
+    public void argReduce(boolean max, StridedView in, StridedView values, StridedView indices, int dim) {
         Device device = in.device();
         Rows r = ReductionPlan.reduction(in.shape(), in.strides(), indices.strides());
         if (r.rows() == 0) return;
@@ -127,7 +119,7 @@ final class CudaReductions implements ReductionKernels {
         DType kin = ReductionPlan.kernelInput(in.dtype());
         String entry = ReductionPlan.argReduceEntry(max, in.dtype());
         CudaKernels k = kernels.get();
-        Tensor x = null, v = null, i = null;
+        StridedView x = null, v = null, i = null;
         try {
             x = rowsInput(k, in, r, kin);
             if (values != null) {
@@ -142,12 +134,12 @@ final class CudaReductions implements ReductionKernels {
             if (values != null) storeReduced(k, v, values, r);
             storeReduced(k, i, indices, r);
         } finally {
-            close(x, v, i);
+            CudaKernels.free(x, v, i);
         }
     }
 
     @Override
-    public void variance(Tensor in, Tensor out, double correction, boolean sqrt) {
+    public void variance(StridedView in, StridedView out, double correction, boolean sqrt) {
         DType t = out.dtype();
         Rows r = ReductionPlan.reduction(in.shape(), in.strides(), out.strides());
         if (r.rows() == 0) return;
@@ -156,7 +148,7 @@ final class CudaReductions implements ReductionKernels {
     }
 
     @Override
-    public void logsumexp(Tensor in, Tensor out) {
+    public void logsumexp(StridedView in, StridedView out) {
         DType t = out.dtype();
         Rows r = ReductionPlan.reduction(in.shape(), in.strides(), out.strides());
         if (r.rows() == 0) return;
@@ -167,12 +159,13 @@ final class CudaReductions implements ReductionKernels {
     // ------------------------------------------------------------------ along one dimension
 
     /** Softmax or scan along {@code dim}: rows with {@code dim} last, output laid out the same way (or staged and copied back). */
-    private void along(Tensor in, Tensor out, int dim, String entry, boolean scan, java.util.function.BiFunction<Arena, long[], KernelArgs> args,
+    private void along(StridedView in, StridedView out, int dim, String entry, boolean scan,
+                       java.util.function.BiFunction<Arena, long[], KernelArgs> args,
                        Rows r) {
         if (r.rows() == 0 || r.rowLength() == 0) return;
         Device device = out.device();
         CudaKernels k = kernels.get();
-        Tensor x = null, o = null;
+        StridedView x = null, o = null;
         try {
             x = rowsInput(k, in, r, out.dtype());
             o = rowsOutput(out, r.outputRows(), r.permutedShape(), out.dtype());
@@ -187,17 +180,15 @@ final class CudaReductions implements ReductionKernels {
                 }
             }
             if (o != null) {
-                try (Tensor view = out.permute(r.permutation())) {
-                    k.copyOnDevice(o, view);
-                }
+                k.copyOnDevice(o, out.permute(r.permutation()));
             }
         } finally {
-            close(x, o);
+            CudaKernels.free(x, o);
         }
     }
 
     @Override
-    public void scan(boolean prod, Tensor in, Tensor out, int dim) {
+    public void scan(boolean prod, StridedView in, StridedView out, int dim) {
         String entry = ReductionPlan.scanEntry(prod, out.dtype());
         Rows r = ReductionPlan.line(in.shape(), dim, in.strides(), out.strides());
         along(in, out, dim, entry, true, (arena, p) -> ReductionPlan.rowArgs(arena, p[0], p[1], r), r);
@@ -209,7 +200,7 @@ final class CudaReductions implements ReductionKernels {
      * written as rows and copied into place when {@code indices} is laid out otherwise.
      */
     @Override
-    public void argsort(Tensor in, Tensor indices, int dim, boolean descending) {
+    public void argsort(StridedView in, StridedView indices, int dim, boolean descending) {
         Rows r = ReductionPlan.line(in.shape(), dim, in.strides(), in.strides());
         Rows ro = ReductionPlan.line(indices.shape(), dim, indices.strides(), indices.strides());
         long k = in.dim() == 0 ? 1 : indices.size(dim);
@@ -219,44 +210,42 @@ final class CudaReductions implements ReductionKernels {
         long slots = ReductionPlan.sortSlots(r.rowLength());
         int threads = ReductionPlan.threads(slots);
         int blocks = ReductionPlan.blocks(r.rows(), threads, cuda.multiprocessors(device));
-        Tensor x = null, o = null, scratch = null;
+        StridedView x = null, o = null, scratch = null;
         try {
             x = rowsInput(cuda, in, r, ReductionPlan.kernelInput(in.dtype()));
             o = rowsOutput(indices, ro.outputRows(), ro.permutedShape(), DType.INT64);
-            scratch = Tensor.empty(new long[] {blocks * slots}, DType.INT64, device);
+            scratch = CudaKernels.scratch(device, new long[] {blocks * slots}, DType.INT64);
             try (Arena arena = Arena.ofConfined()) {
-                KernelArgs a = ReductionPlan.argsortArgs(arena, addr(x, in), CudaKernels.deviceAddress(scratch), addr(o, indices), r,
+                KernelArgs a = ReductionPlan.argsortArgs(arena, addr(x, in), scratch.address(), addr(o, indices), r,
                         slots, descending, k);
                 cuda.launchRows(cuda.reduceFunction(device, ReductionPlan.argsortEntry(in.dtype())), blocks, threads, cuda.currentStream(device), a);
             }
             if (o != null) {
-                try (Tensor view = indices.permute(ro.permutation())) {
-                    cuda.copyOnDevice(o, view);
-                }
+                cuda.copyOnDevice(o, indices.permute(ro.permutation()));
             }
         } finally {
-            close(x, o, scratch);
+            CudaKernels.free(x, o, scratch);
         }
     }
 
     /** One thread a value ({@code reduce.cu}); the front end passes contiguous operands of one dtype. */
     @Override
-    public void searchsorted(Tensor boundaries, Tensor values, Tensor out, boolean right) {
+    public void searchsorted(StridedView boundaries, StridedView values, StridedView out, boolean right) {
         long rows = values.size(0), m = values.size(1);
         if (rows * m == 0) return;
         Device device = values.device();
         CudaKernels k = kernels.get();
         int blocks = LaunchGeometry.blocks(rows * m, 1, k.multiprocessors(device));
         try (Arena arena = Arena.ofConfined()) {
-            KernelArgs a = ReductionPlan.searchsortedArgs(arena, CudaKernels.deviceAddress(boundaries), CudaKernels.deviceAddress(values),
-                    CudaKernels.deviceAddress(out), rows, m, boundaries.size(1), boundaries.size(0), right);
+            KernelArgs a = ReductionPlan.searchsortedArgs(arena, boundaries.address(), values.address(),
+                    out.address(), rows, m, boundaries.size(1), boundaries.size(0), right);
             k.launchRows(k.reduceFunction(device, ReductionPlan.searchsortedEntry(values.dtype())), blocks, LaunchGeometry.THREADS,
                     k.currentStream(device), a);
         }
     }
 
     @Override
-    public void softmax(Tensor in, Tensor out, int dim, boolean log) {
+    public void softmax(StridedView in, StridedView out, int dim, boolean log) {
         String entry = ReductionPlan.floatingEntry("softmax", out.dtype());
         Rows r = ReductionPlan.line(in.shape(), dim, in.strides(), out.strides());
         along(in, out, dim, entry, false, (arena, p) -> ReductionPlan.softmaxArgs(arena, p[0], p[1], r, log), r);

@@ -4,12 +4,12 @@ import java.lang.foreign.Arena;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 import org.jtorch.backend.SpatialKernels;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
 import org.jtorch.cuda.kernels.PoolPlan;
 import org.jtorch.cuda.kernels.PoolPlan.Op;
+import org.jtorch.op.StridedView;
 
 /**
  * {@link SpatialKernels} on a CUDA device: the pooling kernels of {@code pool.cu} (compiled whole, as PTX
@@ -29,8 +29,8 @@ final class CudaSpatialKernels implements SpatialKernels {
         this.kernels = kernels;
     }
 
-    private static void check(Op op, Tensor reference, Tensor... operands) {
-        for (Tensor t : operands) {
+    private static void check(Op op, StridedView reference, StridedView... operands) {
+        for (StridedView t : operands) {
             if (t == null) continue;
             if (!t.isContiguous()) {
                 throw new IllegalArgumentException(op.method() + ": the CUDA kernels take contiguous operands, got strides "
@@ -43,7 +43,7 @@ final class CudaSpatialKernels implements SpatialKernels {
     }
 
     /** Launches {@code op} for {@code dtypeOf}'s dtype over {@code items} threads' work with {@code args}. */
-    private void launch(Op op, Tensor dtypeOf, long items, Function<Arena, KernelArgs> args) {
+    private void launch(Op op, StridedView dtypeOf, long items, Function<Arena, KernelArgs> args) {
         String entry = PoolPlan.entry(op, dtypeOf.dtype());
         if (items == 0) return;
         CudaKernels k = kernels.get();
@@ -56,18 +56,18 @@ final class CudaSpatialKernels implements SpatialKernels {
         }
     }
 
-    private static long addr(Tensor t) {
-        return t == null ? 0 : CudaKernels.deviceAddress(t);
+    private static long addr(StridedView t) {
+        return t == null ? 0 : t.address();
     }
 
     @Override
-    public void maxPool2d(Tensor in, Tensor out, Tensor indices, Pool2d g) {
+    public void maxPool2d(StridedView in, StridedView out, StridedView indices, Pool2d g) {
         check(Op.MAX, in, in, out, indices);
         launch(Op.MAX, in, g.planes() * g.outH() * g.outW(), a -> PoolPlan.maxArgs(a, addr(in), addr(out), addr(indices), g));
     }
 
     @Override
-    public void maxPoolBackward(Tensor gradOut, Tensor indices, Tensor gradIn) {
+    public void maxPoolBackward(StridedView gradOut, StridedView indices, StridedView gradIn) {
         check(Op.MAX_BACKWARD, gradOut, gradOut, indices, gradIn);
         PoolPlan.entry(Op.MAX_BACKWARD, gradOut.dtype()); // refuses other dtypes before gradIn is touched
         long planes = gradOut.size(0);
@@ -80,35 +80,36 @@ final class CudaSpatialKernels implements SpatialKernels {
     }
 
     @Override
-    public void avgPool2d(Tensor in, Tensor out, Pool2d g, boolean countIncludePad, long divisorOverride) {
+    public void avgPool2d(StridedView in, StridedView out, Pool2d g, boolean countIncludePad, long divisorOverride) {
         check(Op.AVG, in, in, out);
         launch(Op.AVG, in, g.planes() * g.outH() * g.outW(),
                 a -> PoolPlan.avgArgs(a, addr(in), addr(out), g, countIncludePad, divisorOverride));
     }
 
     @Override
-    public void avgPool2dBackward(Tensor gradOut, Tensor gradIn, Pool2d g, boolean countIncludePad, long divisorOverride) {
+    public void avgPool2dBackward(StridedView gradOut, StridedView gradIn, Pool2d g, boolean countIncludePad,
+                                  long divisorOverride) {
         check(Op.AVG_BACKWARD, gradOut, gradOut, gradIn);
         launch(Op.AVG_BACKWARD, gradOut, g.planes() * g.inH() * g.inW(),
                 a -> PoolPlan.avgArgs(a, addr(gradOut), addr(gradIn), g, countIncludePad, divisorOverride));
     }
 
     @Override
-    public void adaptiveAvgPool2d(Tensor in, Tensor out) {
+    public void adaptiveAvgPool2d(StridedView in, StridedView out) {
         check(Op.ADAPTIVE_AVG, in, in, out);
         launch(Op.ADAPTIVE_AVG, in, out.numel(), a -> PoolPlan.adaptiveArgs(a, addr(in), addr(out), in.size(0), in.size(1), in.size(2),
                 out.size(1), out.size(2)));
     }
 
     @Override
-    public void adaptiveAvgPool2dBackward(Tensor gradOut, Tensor gradIn) {
+    public void adaptiveAvgPool2dBackward(StridedView gradOut, StridedView gradIn) {
         check(Op.ADAPTIVE_AVG_BACKWARD, gradOut, gradOut, gradIn);
         launch(Op.ADAPTIVE_AVG_BACKWARD, gradOut, gradIn.numel(), a -> PoolPlan.adaptiveArgs(a, addr(gradOut), addr(gradIn),
                 gradIn.size(0), gradIn.size(1), gradIn.size(2), gradOut.size(1), gradOut.size(2)));
     }
 
     @Override
-    public void adaptiveMaxPool2d(Tensor in, Tensor out, Tensor indices) {
+    public void adaptiveMaxPool2d(StridedView in, StridedView out, StridedView indices) {
         check(Op.ADAPTIVE_MAX, in, in, out, indices);
         launch(Op.ADAPTIVE_MAX, in, out.numel(), a -> PoolPlan.adaptiveMaxArgs(a, addr(in), addr(out), addr(indices), in.size(0),
                 in.size(1), in.size(2), out.size(1), out.size(2)));

@@ -6,6 +6,7 @@ import org.jtorch.backend.Backends;
 import org.jtorch.memory.MemoryBlock;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.Shapes;
+import org.jtorch.ops.Dispatcher;
 
 /**
  * Page-locked host memory for CUDA copies ({@code Tensor.pinMemory()}, {@code DataLoader.pinMemory(true)}):
@@ -47,7 +48,7 @@ public final class PinnedMemory {
         long[] shape = t.shape();
         Storage storage = allocate(t.numel() * t.dtype().byteSize());
         Tensor pinned = Tensor.fromStorage(storage, t.dtype(), shape, Shapes.contiguousStrides(shape), 0);
-        if (t.numel() > 0) Backends.of(Device.cpu()).copy(t, pinned);
+        if (t.numel() > 0) Backends.of(Device.cpu()).copy(Dispatcher.view(t), Dispatcher.view(pinned));
         return pinned;
     }
 

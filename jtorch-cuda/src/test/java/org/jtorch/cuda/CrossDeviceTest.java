@@ -18,6 +18,7 @@ import org.jtorch.Torch;
 import org.jtorch.memory.Storage;
 import org.jtorch.nn.F;
 import org.jtorch.op.Shapes;
+import org.jtorch.ops.Dispatcher;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
@@ -138,7 +139,9 @@ class CrossDeviceTest {
                     assertThrows(IllegalStateException.class, () -> c.cuda(1)).getMessage(), "cuda(1)");
             // Reached directly, the CUDA backend itself refuses with the runtime's reason.
             assertEquals("CUDA is not available: " + Cuda.unavailableReason(),
-                    assertThrows(IllegalStateException.class, () -> CudaBackend.get().copy(c, g)).getMessage(), "backend copy");
+                    assertThrows(IllegalStateException.class, () -> CudaBackend.get().copy(Dispatcher.view(c),
+                            Dispatcher.view(g))).getMessage(),
+                    "backend copy");
         }
     }
 

@@ -15,6 +15,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.amp.GradScaler;
 import org.jtorch.backend.Backends;
+import org.jtorch.ops.Dispatcher;
 import org.jtorch.optim.SGD;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
@@ -77,7 +78,7 @@ class GradScalerDeviceConformanceTest {
                 }
             }
             try (Tensor foundInf = Torch.zeros(new long[] {1}, DType.FLOAT32, d)) {
-                Backends.of(d).optimizers().unscaleAndCheckFinite(grads, foundInf, INV_SCALE);
+                Backends.of(d).optimizers().unscaleAndCheckFinite(Dispatcher.views(grads), Dispatcher.view(foundInf), INV_SCALE);
                 assertEquals(anyBad ? 1.0 : 0.0, foundInf.item(), "found_inf");
             }
             for (int k = 0; k < count; k++) {
@@ -110,14 +111,16 @@ class GradScalerDeviceConformanceTest {
         }
         add(tests, "empty list leaves the flag", d -> {
             try (Tensor foundInf = Torch.zeros(new long[] {1}, DType.FLOAT32, d)) {
-                Backends.of(d).optimizers().unscaleAndCheckFinite(List.of(), foundInf, INV_SCALE);
+                Backends.of(d).optimizers().unscaleAndCheckFinite(Dispatcher.views(List.of()), Dispatcher.view(foundInf),
+                        INV_SCALE);
                 assertEquals(0.0, foundInf.item());
             }
         });
         add(tests, "mixed dtypes in one call", d -> {
             try (Tensor a = Torch.tensor(new float[] {1f, Float.NaN}).to(d); Tensor b = Torch.tensor(new double[] {4.0, 8.0}).to(d);
                  Tensor foundInf = Torch.zeros(new long[] {1}, DType.FLOAT32, d)) {
-                Backends.of(d).optimizers().unscaleAndCheckFinite(List.of(a, b), foundInf, 0.5f);
+                Backends.of(d).optimizers().unscaleAndCheckFinite(Dispatcher.views(List.of(a, b)),
+                        Dispatcher.view(foundInf), 0.5f);
                 assertEquals(1.0, foundInf.item());
                 assertEquals(0.5, a.toDoubleArray()[0]);
                 assertEquals(List.of(2.0, 4.0), List.of(b.toDoubleArray()[0], b.toDoubleArray()[1]));
@@ -162,10 +165,12 @@ class GradScalerDeviceConformanceTest {
                  Tensor foundInf = Torch.zeros(new long[] {1}, DType.FLOAT32, d)) {
                 if (d.isCuda()) {
                     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                            () -> Backends.of(d).optimizers().unscaleAndCheckFinite(List.of(t), foundInf, 0.5f));
+                            () -> Backends.of(d).optimizers().unscaleAndCheckFinite(Dispatcher.views(List.of(t)),
+                                    Dispatcher.view(foundInf), 0.5f));
                     assertTrue(e.getMessage().contains("not contiguous") && e.getMessage().contains("cuda:0"), e.getMessage());
                 } else {
-                    Backends.of(d).optimizers().unscaleAndCheckFinite(List.of(t), foundInf, 0.5f);
+                    Backends.of(d).optimizers().unscaleAndCheckFinite(Dispatcher.views(List.of(t)),
+                            Dispatcher.view(foundInf), 0.5f);
                     assertEquals(List.of(0.5, 1.0, 1.5, 2.0), java.util.Arrays.stream(base.toDoubleArray()).boxed().toList());
                 }
             }

@@ -17,6 +17,7 @@ import org.jtorch.cuda.kernels.IndexPlan.Compaction;
 import org.jtorch.cuda.kernels.IndexPlan.Geometry;
 import org.jtorch.cuda.kernels.IndexPlan.Kernel;
 import org.jtorch.cuda.kernels.KernelArgs;
+import org.jtorch.ops.Dispatcher;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.io.TempDir;
@@ -41,22 +42,24 @@ class IndexEntryPointsTest {
         try (Arena arena = Arena.ofConfined(); Tensor self = Tensor.empty(new long[] {3, 4}, DType.FLOAT32, org.jtorch.Device.cpu());
              Tensor index = Tensor.empty(new long[] {2}, DType.INT64, org.jtorch.Device.cpu());
              Tensor out = Tensor.empty(new long[] {2, 4}, DType.FLOAT32, org.jtorch.Device.cpu())) {
-            Geometry g = IndexPlan.indexSelect(self, 0, index, out);
+            Geometry g = IndexPlan.indexSelect(Dispatcher.view(self), 0, Dispatcher.view(index), Dispatcher.view(out));
             long[] one = {7};
             Compaction c = IndexPlan.compaction(12, 132);
             for (DType t : DType.values()) {
                 expect(e, seen, IndexPlan.entry(Kernel.GATHER, t), IndexPlan.gatherArgs(arena, 1, 2, g, one));
                 expect(e, seen, IndexPlan.entry(Kernel.SCATTER, t), IndexPlan.scatterArgs(arena, 1, 2, g, one));
                 expect(e, seen, IndexPlan.entry(Kernel.SCATTER_ADD, t), IndexPlan.scatterAddArgs(arena, 1, 2, g, one, 2.0));
-                expect(e, seen, IndexPlan.entry(Kernel.COUNT_NONZERO, t), IndexPlan.countArgs(arena, 1, IndexPlan.countLayout(self), c, 3));
+                expect(e, seen, IndexPlan.entry(Kernel.COUNT_NONZERO, t), IndexPlan.countArgs(arena, 1,
+                        IndexPlan.countLayout(Dispatcher.view(self)), c, 3));
                 expect(e, seen, IndexPlan.entry(Kernel.NONZERO, t),
-                        IndexPlan.nonzeroArgs(arena, 1, IndexPlan.nonzeroLayout(self), c, 3, 4, 5));
+                        IndexPlan.nonzeroArgs(arena, 1, IndexPlan.nonzeroLayout(Dispatcher.view(self)), c, 3, 4, 5));
                 expect(e, seen, IndexPlan.entry(Kernel.MASKED_SELECT, t),
-                        IndexPlan.maskedSelectArgs(arena, 1, 2, IndexPlan.maskedSelectLayout(self, self), c, 3, 4, 5));
+                        IndexPlan.maskedSelectArgs(arena, 1, 2, IndexPlan.maskedSelectLayout(Dispatcher.view(self),
+                                Dispatcher.view(self)), c, 3, 4, 5));
             }
             for (DType t : new DType[] {DType.INT32, DType.INT64}) {
                 try (Tensor idx = Tensor.empty(new long[] {5}, t, org.jtorch.Device.cpu())) {
-                    Check ck = IndexPlan.check("gather", idx, 0, 3, false);
+                    Check ck = IndexPlan.check("gather", Dispatcher.view(idx), 0, 3, false);
                     expect(e, seen, IndexPlan.checkEntry(t), IndexPlan.checkArgs(arena, 1, ck, 2));
                     expect(e, seen, IndexPlan.checkValueEntry(t), IndexPlan.checkValueArgs(arena, 1, ck, 2));
                 }

@@ -17,6 +17,8 @@ import org.jtorch.cuda.kernels.IndexPlan;
 import org.jtorch.cuda.kernels.IndexPlan.Check;
 import org.jtorch.cuda.kernels.IndexPlan.Compaction;
 import org.jtorch.cuda.kernels.IndexPlan.Geometry;
+import org.jtorch.op.StridedView;
+import org.jtorch.ops.Dispatcher;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -104,7 +106,8 @@ class IndexPlanTest {
                     // index values in range for every dim: use index % size, computed on the CPU
                     try (Tensor idx = index.remainder(self.size(dim)).to(DType.INT32);
                          Tensor out = Tensor.empty(expected.shape(), DType.FLOAT32, org.jtorch.Device.cpu())) {
-                        Geometry g = IndexPlan.indexSelect(self, dim, idx, out);
+                        Geometry g = IndexPlan.indexSelect(Dispatcher.view(self), dim, Dispatcher.view(idx),
+                                Dispatcher.view(out));
                         gather(g, out, self, idx);
                         assertArrayEquals(expected.toDoubleArray(), out.toDoubleArray(), "dim " + dim + ": " + g);
                     }
@@ -121,7 +124,7 @@ class IndexPlanTest {
             for (int dim = 0; dim < 2; dim++) {
                 try (Tensor i = dim == 0 ? idx.alias() : idx.remainder(4); Tensor expected = self.gather(dim, i);
                      Tensor outT = Tensor.empty(new long[] {4, 2}, DType.FLOAT32, org.jtorch.Device.cpu()); Tensor out = outT.t()) {
-                    Geometry g = IndexPlan.gather(self, dim, i, out);
+                    Geometry g = IndexPlan.gather(Dispatcher.view(self), dim, Dispatcher.view(i), Dispatcher.view(out));
                     gather(g, out, self, i);
                     assertArrayEquals(expected.toDoubleArray(), out.toDoubleArray(), "dim " + dim + ": " + g);
                 }
@@ -136,7 +139,8 @@ class IndexPlanTest {
                  Tensor self = base.t().contiguous().t().t()) {                  // transposed copy: strides (1, 4)
                 // the front end narrows src to index's corner
                 try (Tensor corner = src.asStrided(index.shape(), src.strides(), src.storageOffset())) {
-                    Geometry g = IndexPlan.scatter("scatter_add_", self, 0, index, corner);
+                    Geometry g = IndexPlan.scatter("scatter_add_", Dispatcher.view(self), 0, Dispatcher.view(index),
+                            Dispatcher.view(corner));
                     scatterAdd(g, self, corner, 1, index);
                 }
                 assertArrayEquals(expected.toDoubleArray(), self.toDoubleArray());
@@ -148,7 +152,8 @@ class IndexPlanTest {
     void indexAddWithAlphaAlongTheLastDimMatchesTheCpu() {
         try (Tensor source = values(3, 4); Tensor index = longs(new long[] {4, 1, 4, 0}, 4)) {
             try (Tensor base = values(3, 5); Tensor expected = base.indexAdd(1, index, source, 2.5)) {
-                Geometry g = IndexPlan.indexAccumulate("indexAdd_", base, 1, index, source, true);
+                Geometry g = IndexPlan.indexAccumulate("indexAdd_", Dispatcher.view(base), 1, Dispatcher.view(index),
+                        Dispatcher.view(source), true);
                 scatterAdd(g, base, source, 2.5f, index);
                 assertArrayEquals(expected.toDoubleArray(), base.toDoubleArray());
             }
@@ -161,7 +166,8 @@ class IndexPlanTest {
              Tensor expected = self.index(rows, cols);
              Tensor src = self.asStrided(new long[] {3}, new long[] {0}, self.storageOffset());
              Tensor out = Tensor.empty(new long[] {3}, DType.FLOAT32, org.jtorch.Device.cpu())) {
-            Geometry g = IndexPlan.advanced("index", src, new Tensor[] {rows, cols}, new long[] {4, 5}, new long[] {5, 1}, out);
+            Geometry g = IndexPlan.advanced("index", Dispatcher.view(src), new StridedView[] {Dispatcher.view(rows),
+                    Dispatcher.view(cols)}, new long[] {4, 5}, new long[] {5, 1}, Dispatcher.view(out));
             gather(g, out, src, rows, cols);
             assertArrayEquals(expected.toDoubleArray(), out.toDoubleArray());
         }
@@ -174,14 +180,15 @@ class IndexPlanTest {
         try (Tensor self = Tensor.empty(new long[] {2, 3, 4, 5}, DType.FLOAT32, org.jtorch.Device.cpu());
              Tensor index = longs(new long[] {0, 2}, 2);
              Tensor out = Tensor.empty(new long[] {2, 2, 4, 5}, DType.FLOAT32, org.jtorch.Device.cpu())) {
-            Geometry g = IndexPlan.indexSelect(self, 1, index, out);
+            Geometry g = IndexPlan.indexSelect(Dispatcher.view(self), 1, Dispatcher.view(index), Dispatcher.view(out));
             assertArrayEquals(new long[] {2, 2, 20}, g.sizes(), g.toString());
             assertArrayEquals(new long[] {40, 20, 1}, g.denseStrides());
             assertArrayEquals(new long[] {60, 0, 1}, g.indexedStrides());
             assertArrayEquals(new long[] {0, 1, 0}, g.indexStrides()[0]);
             assertEquals(3, g.indexSizes()[0]);
             assertEquals(20, g.indexSteps()[0]);
-            Geometry first = IndexPlan.indexSelect(self, 0, index, Tensor.empty(new long[] {2, 3, 4, 5}, DType.FLOAT32, org.jtorch.Device.cpu()));
+            Geometry first = IndexPlan.indexSelect(Dispatcher.view(self), 0, Dispatcher.view(index),
+                    Dispatcher.view(Tensor.empty(new long[] {2, 3, 4, 5}, DType.FLOAT32, org.jtorch.Device.cpu())));
             assertArrayEquals(new long[] {2, 60}, first.sizes(), "the dims after the indexed one merge: " + first);
         }
     }
@@ -196,15 +203,17 @@ class IndexPlanTest {
             // self's strides alternate in sign, so no neighbours merge: 9 dims remain
             try (Tensor odd = self.asStrided(shape, new long[] {256, 1, 128, 2, 64, 4, 32, 8, 16}, 0)) {
                 UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
-                        () -> IndexPlan.gather(odd, 0, index, self));
+                        () -> IndexPlan.gather(Dispatcher.view(odd), 0, Dispatcher.view(index), Dispatcher.view(self)));
                 assertTrue(e.getMessage().startsWith("gather: ") && e.getMessage().contains("at most 8 dimensions"), e.getMessage());
             }
             Tensor[] nine = new Tensor[9];
             java.util.Arrays.fill(nine, index);
             UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
-                    () -> IndexPlan.advanced("index", self, nine, new long[9], new long[9], self));
+                    () -> IndexPlan.advanced("index", Dispatcher.view(self), views(nine), new long[9], new long[9],
+                            Dispatcher.view(self)));
             assertTrue(e.getMessage().contains("at most 8 index tensors"), e.getMessage());
-            UnsupportedOperationException nz = assertThrows(UnsupportedOperationException.class, () -> IndexPlan.nonzeroLayout(self));
+            UnsupportedOperationException nz = assertThrows(UnsupportedOperationException.class,
+                    () -> IndexPlan.nonzeroLayout(Dispatcher.view(self)));
             assertTrue(nz.getMessage().startsWith("nonzero: ") && nz.getMessage().contains("cpu"), nz.getMessage());
         }
     }
@@ -214,7 +223,7 @@ class IndexPlanTest {
         try (Arena arena = Arena.ofConfined(); Tensor self = values(3, 4).t();
              Tensor index = Torch.tensor(new int[] {2, 0}, 2);
              Tensor out = Tensor.empty(new long[] {4, 2}, DType.FLOAT32, org.jtorch.Device.cpu())) {
-            Geometry g = IndexPlan.indexSelect(self, 1, index, out);
+            Geometry g = IndexPlan.indexSelect(Dispatcher.view(self), 1, Dispatcher.view(index), Dispatcher.view(out));
             MemorySegment m = IndexPlan.packGeometry(arena, g, new long[] {0xABCDEF});
             assertEquals(912, IndexPlan.INDEX_GEOMETRY.byteSize());
             assertEquals(2, m.get(ValueLayout.JAVA_INT, 0), "ndim");
@@ -239,10 +248,10 @@ class IndexPlanTest {
     @Test
     void checksBoundTheValuesAndLocateTheFirstBadOne() {
         try (Tensor base = longs(new long[] {0, 1, 2, 3, 4, 5}, 2, 3); Tensor index = base.t()) {   // [3, 2], strides (1, 3)
-            Check plain = IndexPlan.check("gather", index, 1, 4, false);
+            Check plain = IndexPlan.check("gather", Dispatcher.view(index), 1, 4, false);
             assertEquals(0, plain.low());
             assertEquals(4, plain.high());
-            Check wrapping = IndexPlan.check("indexFill_", index, 0, 4, true);
+            Check wrapping = IndexPlan.check("indexFill_", Dispatcher.view(index), 0, 4, true);
             assertEquals(-4, wrapping.low());
             assertEquals("jt_index_check_i64", IndexPlan.checkEntry(index.dtype()));
             assertEquals("jt_index_check_i32", IndexPlan.checkEntry(DType.INT32));
@@ -256,7 +265,7 @@ class IndexPlanTest {
     @Test
     void checksReadABroadcastIndexOnce() {
         try (Tensor base = longs(new long[] {4, 9, 6}, 3); Tensor index = base.asStrided(new long[] {5, 3, 7}, new long[] {0, 1, 0}, 0)) {
-            Check c = IndexPlan.check("index", index, -1, 5, true);
+            Check c = IndexPlan.check("index", Dispatcher.view(index), -1, 5, true);
             assertEquals(3, c.n(), "the two broadcast dims are left out");
             for (int p = 0; p < 3; p++) assertEquals(base.toLongArray()[p], element(index, IndexPlan.elementOffset(c, p)));
         }
@@ -266,9 +275,11 @@ class IndexPlanTest {
     void outOfBoundsMessagesEqualTheCpuBackends() {
         try (Tensor self = values(3, 4); Tensor index = longs(new long[] {1, 7}, 2); Tensor neg = longs(new long[] {-5}, 1)) {
             IndexOutOfBoundsException cpu = assertThrows(IndexOutOfBoundsException.class, () -> self.indexSelect(0, index));
-            assertEquals(cpu.getMessage(), IndexPlan.outOfBounds(IndexPlan.check("indexSelect", index, 0, 3, false), 7).getMessage());
+            assertEquals(cpu.getMessage(), IndexPlan.outOfBounds(IndexPlan.check("indexSelect", Dispatcher.view(index), 0,
+                    3, false), 7).getMessage());
             IndexOutOfBoundsException adv = assertThrows(IndexOutOfBoundsException.class, () -> self.index(neg));
-            assertEquals(adv.getMessage(), IndexPlan.outOfBounds(IndexPlan.check("index", neg, -1, 3, true), -5).getMessage());
+            assertEquals(adv.getMessage(), IndexPlan.outOfBounds(IndexPlan.check("index", Dispatcher.view(neg), -1, 3,
+                    true), -5).getMessage());
         }
     }
 
@@ -309,5 +320,11 @@ class IndexPlanTest {
         }
         assertArrayEquals(expected.toArray(), written);
         assertTrue(c.blocks() > 1, "several blocks: " + c);
+    }
+
+    private static StridedView[] views(Tensor[] ts) {
+        StridedView[] v = new StridedView[ts.length];
+        for (int i = 0; i < v.length; i++) v[i] = Dispatcher.view(ts[i]);
+        return v;
     }
 }

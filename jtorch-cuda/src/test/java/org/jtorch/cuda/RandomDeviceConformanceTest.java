@@ -12,6 +12,7 @@ import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.cuda.kernels.RandomPlan;
+import org.jtorch.ops.Dispatcher;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 
@@ -206,8 +207,8 @@ class RandomDeviceConformanceTest {
 
     private static void checkUniform(Device d, DType t, long n, double low, double high, long seed, long block, String what) {
         try (Tensor out = filled(d, t, n, RandomPlan.Fill.UNIFORM, (o, grid) -> {
-            if (grid == 0) Backends.of(d).random().uniform(o, low, high, seed, block);
-            else cudaKernels().random(RandomPlan.Fill.UNIFORM, o, seed, block, low, high, 0, 0, grid);
+            if (grid == 0) Backends.of(d).random().uniform(Dispatcher.view(o), low, high, seed, block);
+            else cudaKernels().random(RandomPlan.Fill.UNIFORM, Dispatcher.view(o), seed, block, low, high, 0, 0, grid);
         }, what)) {
             double[] got = host(out);
             assertBits(uniformReference(t, n, low, high, seed, block), got, d + "/" + what);
@@ -237,8 +238,8 @@ class RandomDeviceConformanceTest {
 
     private static void checkNormal(Device d, DType t, long n, double mean, double std, long seed, long block, String what) {
         try (Tensor out = filled(d, t, n, RandomPlan.Fill.NORMAL, (o, grid) -> {
-            if (grid == 0) Backends.of(d).random().normal(o, mean, std, seed, block);
-            else cudaKernels().random(RandomPlan.Fill.NORMAL, o, seed, block, mean, std, 0, 0, grid);
+            if (grid == 0) Backends.of(d).random().normal(Dispatcher.view(o), mean, std, seed, block);
+            else cudaKernels().random(RandomPlan.Fill.NORMAL, Dispatcher.view(o), seed, block, mean, std, 0, 0, grid);
         }, what)) {
             double[] expected = normalReference(t, n, mean, std, seed, block);
             if (d.isCpu()) assertBits(expected, host(out), d + "/" + what);
@@ -265,8 +266,8 @@ class RandomDeviceConformanceTest {
 
     private static void checkRandint(Device d, DType t, long n, long low, long high, long seed, long block, String what) {
         try (Tensor out = filled(d, t, n, RandomPlan.Fill.RANDINT, (o, grid) -> {
-            if (grid == 0) Backends.of(d).random().randint(o, low, high, seed, block);
-            else cudaKernels().random(RandomPlan.Fill.RANDINT, o, seed, block, 0, 0, low, high, grid);
+            if (grid == 0) Backends.of(d).random().randint(Dispatcher.view(o), low, high, seed, block);
+            else cudaKernels().random(RandomPlan.Fill.RANDINT, Dispatcher.view(o), seed, block, 0, 0, low, high, grid);
         }, what)) {
             long[] ref = randintReference(n, low, high, seed, block);
             if (t.isFloatingPoint()) {

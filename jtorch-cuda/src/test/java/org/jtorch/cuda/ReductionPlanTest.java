@@ -19,6 +19,7 @@ import org.jtorch.cuda.kernels.ReductionPlan.Rows;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.ReduceOp;
 import org.jtorch.op.Shapes;
+import org.jtorch.ops.Dispatcher;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -192,7 +193,7 @@ class ReductionPlanTest {
         Storage s = Storage.ofBlock(Device.cuda(0), 24, null, null, MemorySegment.ofArray(new int[6]));
         try (Tensor g = Tensor.fromStorage(s, DType.INT32, shape, c(shape), 0)) {
             UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
-                    () -> CudaBackend.get().reductions().reduce(ReduceOp.NORM, g, g, 2));
+                    () -> CudaBackend.get().reductions().reduce(ReduceOp.NORM, Dispatcher.view(g), Dispatcher.view(g), 2));
             assertEquals("norm: no CUDA kernel is wired to this op yet (device cuda:0)", e.getMessage());
         }
     }

@@ -2,7 +2,6 @@ package org.jtorch.backend.cpu;
 
 import jdk.incubator.vector.FloatVector;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 import org.jtorch.backend.Backend;
 import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.IndexKernels;
@@ -107,17 +106,17 @@ public final class CpuBackend implements Backend {
     }
 
     @Override
-    public void copy(Tensor src, Tensor dst) {
+    public void copy(StridedView src, StridedView dst) {
         ElementwiseKernels.copy(src, dst);
     }
 
     @Override
-    public void fill(Tensor dst, double value, long longValue) {
+    public void fill(StridedView dst, double value, long longValue) {
         ElementwiseKernels.fill(dst, value, longValue);
     }
 
     @Override
-    public void where(Tensor cond, Tensor a, Tensor b, Tensor out) {
+    public void where(StridedView cond, StridedView a, StridedView b, StridedView out) {
         ElementwiseKernels.where(cond, a, b, out);
     }
 

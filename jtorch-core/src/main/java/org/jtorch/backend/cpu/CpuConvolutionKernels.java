@@ -9,8 +9,9 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
-import org.jtorch.Tensor;
 import org.jtorch.backend.ConvolutionKernels;
+import org.jtorch.memory.Storage;
+import org.jtorch.op.StridedView;
 
 /**
  * The CPU's {@link ConvolutionKernels}: per image, im2col into a reused per-thread buffer and one
@@ -42,26 +43,26 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     private static final ThreadLocal<Scratch> FLIPPED = ThreadLocal.withInitial(Scratch::new);
 
     @Override
-    public void conv2d(Tensor input, Tensor weight, Tensor bias, Tensor out, Geometry g) {
+    public void conv2d(StridedView input, StridedView weight, StridedView bias, StridedView out, Geometry g) {
         boolean f32 = out.dtype() == DType.FLOAT32;
         if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
-            ConvGemmF32.forward(seg(input), input.storageOffset(), seg(weight), weight.storageOffset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.storageOffset(), seg(out), out.storageOffset(), g);
+            ConvGemmF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
             return;
         }
         if (f32 && WinogradF32.handles(g)) {
-            WinogradF32.forward(seg(input), input.storageOffset(), seg(weight), weight.storageOffset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.storageOffset(), seg(out), out.storageOffset(), g, false);
+            WinogradF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, false);
             return;
         }
         if (f32 && ConvF32.handles(g)) {
-            ConvF32.forward(seg(input), input.storageOffset(), seg(weight), weight.storageOffset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.storageOffset(), seg(out), out.storageOffset(), g);
+            ConvF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
             return;
         }
         int esz = f32 ? 4 : 8;
         MemorySegment x = seg(input), wt = seg(weight), o = seg(out);
-        long xOff = input.storageOffset(), wOff = weight.storageOffset(), oOff = out.storageOffset();
+        long xOff = input.offset(), wOff = weight.offset(), oOff = out.offset();
         long l = (long) g.oh() * g.ow();
         int kg = g.kg();
         long inImage = (long) g.cin() * g.h() * g.w();
@@ -82,17 +83,17 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
                     gemm(f32, g.coutG(), (int) l, kg, wt, wOff + (long) gi * g.coutG() * kg, kg, 1, b, bOff, l, 1, 0,
                             o, oOff + n * outImage + gi * g.coutG() * l, l);
                 }
-                if (bias != null) addBias(f32, seg(bias), bias.storageOffset(), o, oOff + n * outImage, g.cout(), l);
+                if (bias != null) addBias(f32, seg(bias), bias.offset(), o, oOff + n * outImage, g.cout(), l);
             }
         });
     }
 
     @Override
-    public void conv2dBackwardInput(Tensor gradOut, Tensor weight, Tensor gradInput, Geometry g) {
+    public void conv2dBackwardInput(StridedView gradOut, StridedView weight, StridedView gradInput, Geometry g) {
         boolean f32 = gradInput.dtype() == DType.FLOAT32;
         if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
-            ConvGemmF32.backwardInput(seg(gradOut), gradOut.storageOffset(), seg(weight), weight.storageOffset(), seg(gradInput),
-                    gradInput.storageOffset(), g);
+            ConvGemmF32.backwardInput(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), seg(gradInput),
+                    gradInput.offset(), g);
             return;
         }
         if (f32 && flipsToConvolution(g)) {
@@ -102,35 +103,35 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
             // a vector access site (Gemm's packing) that sees heap segments too is compiled without the intrinsics.
             Geometry fg = flippedGeometry(g);
             if (WinogradF32.handles(fg)) {
-                WinogradF32.forward(seg(gradOut), gradOut.storageOffset(), seg(weight), weight.storageOffset(), null, 0,
-                        seg(gradInput), gradInput.storageOffset(), fg, true);
+                WinogradF32.forward(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), null, 0,
+                        seg(gradInput), gradInput.offset(), fg, true);
                 return;
             }
             if (ConvDirectF32.handles(fg)) {
-                ConvDirectF32.backwardInputFlipped(seg(gradOut), gradOut.storageOffset(), seg(weight), weight.storageOffset(),
-                        seg(gradInput), gradInput.storageOffset(), fg);
+                ConvDirectF32.backwardInputFlipped(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(),
+                        seg(gradInput), gradInput.offset(), fg);
                 return;
             }
             float[] flipped = flippedWeight(weight, g);
             MemorySegment fw = FLIPPED.get().get((long) flipped.length * 4);
             MemorySegment.copy(flipped, 0, fw, F32, 0, flipped.length);
-            ConvF32.forward(seg(gradOut), gradOut.storageOffset(), fw, 0, null, 0,
-                    seg(gradInput), gradInput.storageOffset(), fg);
+            ConvF32.forward(seg(gradOut), gradOut.offset(), fw, 0, null, 0,
+                    seg(gradInput), gradInput.offset(), fg);
             return;
         }
         if (f32 && ConvDirectF32.handlesStride2InputGrad(g)) {
-            ConvDirectF32.stride2InputGrad(seg(gradOut), gradOut.storageOffset(), seg(weight), weight.storageOffset(),
-                    seg(gradInput), gradInput.storageOffset(), g);
+            ConvDirectF32.stride2InputGrad(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(),
+                    seg(gradInput), gradInput.offset(), g);
             return;
         }
         if (f32 && StridedInputGradF32.applies(g)) {
-            StridedInputGradF32.backwardInput(seg(gradOut), gradOut.storageOffset(), seg(weight), weight.storageOffset(),
-                    seg(gradInput), gradInput.storageOffset(), g);
+            StridedInputGradF32.backwardInput(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(),
+                    seg(gradInput), gradInput.offset(), g);
             return;
         }
         int esz = f32 ? 4 : 8;
         MemorySegment go = seg(gradOut), wt = seg(weight), gi = seg(gradInput);
-        long goOff = gradOut.storageOffset(), wOff = weight.storageOffset(), giOff = gradInput.storageOffset();
+        long goOff = gradOut.offset(), wOff = weight.offset(), giOff = gradInput.offset();
         long l = (long) g.oh() * g.ow();
         int kg = g.kg();
         long hw = (long) g.h() * g.w();
@@ -169,10 +170,10 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     }
 
     /** {@code w'[g*cinG + ci][co][kh-1-i][kw-1-j] = w[g*coutG + co][ci][i][j]}: the weight of {@link #flippedGeometry}. */
-    private static float[] flippedWeight(Tensor weight, Geometry g) {
+    private static float[] flippedWeight(StridedView weight, Geometry g) {
         int kh = g.kh(), kw = g.kw(), kk = kh * kw, cinG = g.cinG(), coutG = g.coutG();
         float[] w = new float[g.cin() * coutG * kk];
-        MemorySegment.copy(seg(weight), F32, weight.storageOffset() * 4, w, 0, w.length);
+        MemorySegment.copy(seg(weight), F32, weight.offset() * 4, w, 0, w.length);
         float[] r = new float[w.length];
         for (int grp = 0; grp < g.groups(); grp++) {
             for (int co = 0; co < coutG; co++) {
@@ -187,21 +188,21 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     }
 
     @Override
-    public void conv2dBackwardWeight(Tensor gradOut, Tensor input, Tensor gradWeight, Geometry g) {
+    public void conv2dBackwardWeight(StridedView gradOut, StridedView input, StridedView gradWeight, Geometry g) {
         boolean f32 = gradWeight.dtype() == DType.FLOAT32;
         if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
-            ConvGemmF32.weightGrad(seg(gradOut), gradOut.storageOffset(), seg(input), input.storageOffset(), seg(gradWeight),
-                    gradWeight.storageOffset(), g);
+            ConvGemmF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                    gradWeight.offset(), g);
             return;
         }
         if (f32 && ConvF32.handlesWeightGrad(g)) {
-            ConvF32.weightGrad(seg(gradOut), gradOut.storageOffset(), seg(input), input.storageOffset(), seg(gradWeight),
-                    gradWeight.storageOffset(), g);
+            ConvF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                    gradWeight.offset(), g);
             return;
         }
         int esz = f32 ? 4 : 8;
         MemorySegment go = seg(gradOut), x = seg(input), gw = seg(gradWeight);
-        long goOff = gradOut.storageOffset(), xOff = input.storageOffset(), gwOff = gradWeight.storageOffset();
+        long goOff = gradOut.offset(), xOff = input.offset(), gwOff = gradWeight.offset();
         long l = (long) g.oh() * g.ow();
         int kg = g.kg();
         long inImage = (long) g.cin() * g.h() * g.w();
@@ -215,9 +216,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
             return;
         }
         // Chunk 0 accumulates into gradWeight itself, chunk c > 0 into row c - 1 of a partial buffer.
-        try (Tensor partial = Tensor.empty(new long[] {chunks - 1, wSize}, gradWeight.dtype(), gradWeight.device())) {
-            MemorySegment p = seg(partial);
-            long pOff = partial.storageOffset();
+        // CPU scratch from the allocator, as halfGemm's.
+        Storage partial = Storage.allocateCpu((long) (chunks - 1) * wSize * esz);
+        try {
+            MemorySegment p = partial.segment();
+            long pOff = 0;
             Parallel.forRange(chunks, 1, (c0, c1) -> {
                 for (long c = c0; c < c1; c++) {
                     long n0 = c * g.n() / chunks, n1 = (c + 1) * g.n() / chunks;
@@ -228,16 +231,18 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
                 }
             });
             for (int c = 1; c < chunks; c++) addInto(f32, p, pOff + (c - 1) * wSize, gw, gwOff, wSize);
+        } finally {
+            partial.release();
         }
     }
 
     @Override
-    public void conv2dBackwardBias(Tensor gradOut, Tensor gradBias) {
+    public void conv2dBackwardBias(StridedView gradOut, StridedView gradBias) {
         boolean f32 = gradBias.dtype() == DType.FLOAT32;
         int n = (int) gradOut.size(0), channels = (int) gradOut.size(1);
         long l = gradOut.size(2) * gradOut.size(3);
         MemorySegment g = seg(gradOut), b = seg(gradBias);
-        long gOff = gradOut.storageOffset(), bOff = gradBias.storageOffset();
+        long gOff = gradOut.offset(), bOff = gradBias.offset();
         // Channels in parallel; each channel's rows summed in image order (vector lanes within a row).
         Parallel.forRange(channels, Math.max(1, 32768 / Math.max(1, n * l)), (c0, c1) -> {
             for (long c = c0; c < c1; c++) {
@@ -292,10 +297,10 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     }
 
     @Override
-    public void im2col(Tensor input, Tensor col, Geometry g) {
+    public void im2col(StridedView input, StridedView col, Geometry g) {
         int esz = (int) input.dtype().byteSize();
         MemorySegment x = seg(input), c = seg(col);
-        long xOff = input.storageOffset(), cOff = col.storageOffset();
+        long xOff = input.offset(), cOff = col.offset();
         long inImage = (long) g.cin() * g.h() * g.w();
         long colImage = (long) g.cin() * g.kh() * g.kw() * g.oh() * g.ow();
         forImages(g.n(), (n0, n1) -> {
@@ -304,11 +309,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     }
 
     @Override
-    public void col2im(Tensor col, Tensor out, Geometry g) {
+    public void col2im(StridedView col, StridedView out, Geometry g) {
         boolean f32 = out.dtype() == DType.FLOAT32;
         int esz = f32 ? 4 : 8;
         MemorySegment c = seg(col), o = seg(out);
-        long cOff = col.storageOffset(), oOff = out.storageOffset();
+        long cOff = col.offset(), oOff = out.offset();
         long outImage = (long) g.cin() * g.h() * g.w();
         long colImage = (long) g.cin() * g.kh() * g.kw() * g.oh() * g.ow();
         forImages(g.n(), (n0, n1) -> {
@@ -321,8 +326,8 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
 
     // ------------------------------------------------------------------ building blocks
 
-    private static MemorySegment seg(Tensor t) {
-        return t.storage().segment();
+    private static MemorySegment seg(StridedView t) {
+        return t.memory();
     }
 
     /** Images in parallel when there are several; a single image runs on the caller and its GEMMs use every thread. */

@@ -5,8 +5,8 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
-import org.jtorch.Tensor;
 import org.jtorch.backend.IndexKernels;
+import org.jtorch.op.StridedView;
 
 /**
  * CPU implementation of {@link IndexKernels}.
@@ -27,7 +27,7 @@ final class CpuIndexKernels implements IndexKernels {
     // ---------------------------------------------------------------- index_select
 
     @Override
-    public void indexSelect(Tensor self, int dim, Tensor index, Tensor out) {
+    public void indexSelect(StridedView self, int dim, StridedView index, StridedView out) {
         int rank = self.dim();
         long size = rank == 0 ? 1 : self.size(dim);
         checkIndices("indexSelect", index, size, dim, false);
@@ -37,20 +37,19 @@ final class CpuIndexKernels implements IndexKernels {
             return;
         }
         long[] outShape = out.shape();
-        long[] srcStrides = self.strides();
+        long[] srcStrides = self.strides().clone();
         long[] idxStrides = new long[rank];
         if (rank > 0) {
             srcStrides[dim] = 0;
             idxStrides[dim] = index.dim() == 0 ? 0 : index.stride(0);
         }
-        try (Tensor src = self.asStrided(outShape, srcStrides, self.storageOffset());
-             Tensor idx = index.asStrided(outShape, idxStrides, index.storageOffset())) {
-            gatherCore(src, new Tensor[] {idx}, new long[] {size}, new long[] {rank == 0 ? 0 : self.stride(dim)}, out);
-        }
+        StridedView src = self.restrided(outShape, srcStrides, self.offset());
+        StridedView idx = index.restrided(outShape, idxStrides, index.offset());
+        gatherCore(src, new StridedView[] {idx}, new long[] {size}, new long[] {rank == 0 ? 0 : self.stride(dim)}, out);
     }
 
     /** A contiguous source: each index copies one block of {@code inner} elements per outer position. */
-    private static void selectRowsContiguous(Tensor self, int dim, Tensor index, Tensor out) {
+    private static void selectRowsContiguous(StridedView self, int dim, StridedView index, StridedView out) {
         long[] shape = self.shape();
         long outer = 1;
         for (int d = 0; d < dim; d++) outer *= shape[d];
@@ -61,10 +60,10 @@ final class CpuIndexKernels implements IndexKernels {
         int n = idx.length;
         long es = self.dtype().byteSize();
         long rowBytes = inner * es;
-        long srcBase = self.storageOffset() * es;
-        long outBase = out.storageOffset() * es;
-        MemorySegment ss = self.storage().segment();
-        MemorySegment os = out.storage().segment();
+        long srcBase = self.offset() * es;
+        long outBase = out.offset() * es;
+        MemorySegment ss = self.memory();
+        MemorySegment os = out.memory();
         Parallel.forRange(outer * n, Math.max(1, GRAIN / Math.max(1, inner)), (begin, end) -> {
             for (long r = begin; r < end; r++) {
                 long o = r / n;
@@ -77,7 +76,7 @@ final class CpuIndexKernels implements IndexKernels {
     // ---------------------------------------------------------------- gather / scatter
 
     @Override
-    public void gather(Tensor self, int dim, Tensor index, Tensor out) {
+    public void gather(StridedView self, int dim, StridedView index, StridedView out) {
         int rank = self.dim();
         long size = rank == 0 ? 1 : self.size(dim);
         checkIndices("gather", index, size, dim, false);
@@ -87,25 +86,24 @@ final class CpuIndexKernels implements IndexKernels {
             gatherLastDim(self, index, out);
             return;
         }
-        long[] srcStrides = self.strides();
+        long[] srcStrides = self.strides().clone();
         if (rank > 0) srcStrides[dim] = 0;
-        try (Tensor src = self.asStrided(index.shape(), srcStrides, self.storageOffset())) {
-            gatherCore(src, new Tensor[] {index}, new long[] {size}, new long[] {rank == 0 ? 0 : self.stride(dim)}, out);
-        }
+        StridedView src = self.restrided(index.shape(), srcStrides, self.offset());
+        gatherCore(src, new StridedView[] {index}, new long[] {size}, new long[] {rank == 0 ? 0 : self.stride(dim)}, out);
     }
 
     /** {@code out[r, j] = self[r, index[r, j]]} over contiguous rows (cross-entropy's target picks). */
-    private static void gatherLastDim(Tensor self, Tensor index, Tensor out) {
+    private static void gatherLastDim(StridedView self, StridedView index, StridedView out) {
         long k = self.size(-1);
         long m = index.size(-1);
         long rows = index.numel() / m;
         int es = self.dtype().byteSize();
-        MemorySegment ss = self.storage().segment();
-        MemorySegment is = index.storage().segment();
-        MemorySegment os = out.storage().segment();
-        long sBase = self.storageOffset() * es;
-        long iBase = index.storageOffset() * 8;
-        long oBase = out.storageOffset() * es;
+        MemorySegment ss = self.memory();
+        MemorySegment is = index.memory();
+        MemorySegment os = out.memory();
+        long sBase = self.offset() * es;
+        long iBase = index.offset() * 8;
+        long oBase = out.offset() * es;
         Parallel.forRange(rows, Math.max(1, GRAIN / Math.max(1, m)), (begin, end) -> {
             for (long r = begin; r < end; r++) {
                 long srcRow = sBase + r * k * es;
@@ -119,7 +117,7 @@ final class CpuIndexKernels implements IndexKernels {
     }
 
     @Override
-    public void scatter(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
+    public void scatter(String op, StridedView self, int dim, StridedView index, StridedView src, boolean accumulate) {
         int rank = self.dim();
         long size = rank == 0 ? 1 : self.size(dim);
         checkIndices(op, index, size, dim, false);
@@ -129,29 +127,28 @@ final class CpuIndexKernels implements IndexKernels {
             scatterAddRowsF32(self, index, src);
             return;
         }
-        long[] dstStrides = self.strides();
+        long[] dstStrides = self.strides().clone();
         if (rank > 0) dstStrides[dim] = 0;
-        try (Tensor dst = self.asStrided(index.shape(), dstStrides, self.storageOffset())) {
-            scatterCore(dst, new Tensor[] {index}, new long[] {size}, new long[] {rank == 0 ? 0 : self.stride(dim)},
-                    src, accumulate, 1);
-        }
+        StridedView dst = self.restrided(index.shape(), dstStrides, self.offset());
+        scatterCore(dst, new StridedView[] {index}, new long[] {size}, new long[] {rank == 0 ? 0 : self.stride(dim)},
+                src, accumulate, 1);
     }
 
     /**
      * {@code self[index[i, j], j] += src[i, j]} for float32 matrices. Threads own disjoint column
      * ranges, so no two threads ever add into the same element.
      */
-    private static void scatterAddRowsF32(Tensor self, Tensor index, Tensor src) {
+    private static void scatterAddRowsF32(StridedView self, StridedView index, StridedView src) {
         long rows = index.size(0);
         long cols = index.size(1);
         long selfCols = self.size(1);
         long srcRowStride = src.stride(0);
-        MemorySegment ds = self.storage().segment();
-        MemorySegment is = index.storage().segment();
-        MemorySegment ss = src.storage().segment();
-        long dBase = self.storageOffset() * 4;
-        long iBase = index.storageOffset() * 8;
-        long sBase = src.storageOffset() * 4;
+        MemorySegment ds = self.memory();
+        MemorySegment is = index.memory();
+        MemorySegment ss = src.memory();
+        long dBase = self.offset() * 4;
+        long iBase = index.offset() * 8;
+        long sBase = src.offset() * 4;
         Parallel.forRange(cols, Math.max(16, GRAIN / Math.max(1, rows)), (c0, c1) -> {
             for (long i = 0; i < rows; i++) {
                 for (long j = c0; j < c1; j++) {
@@ -166,7 +163,7 @@ final class CpuIndexKernels implements IndexKernels {
     // ---------------------------------------------------------------- index_add / index_copy / index_fill
 
     @Override
-    public void indexAccumulate(String op, Tensor self, int dim, Tensor index, Tensor source, boolean accumulate,
+    public void indexAccumulate(String op, StridedView self, int dim, StridedView index, StridedView source, boolean accumulate,
                                 double alpha, boolean wrapNegative) {
         int rank = self.dim();
         long size = rank == 0 ? 1 : self.size(dim);
@@ -178,17 +175,16 @@ final class CpuIndexKernels implements IndexKernels {
             return;
         }
         long[] shape = source.shape();
-        long[] dstStrides = self.strides();
+        long[] dstStrides = self.strides().clone();
         long[] idxStrides = new long[rank];
         if (rank > 0) {
             dstStrides[dim] = 0;
             idxStrides[dim] = index.dim() == 0 ? 0 : index.stride(0);
         }
-        try (Tensor dst = self.asStrided(shape, dstStrides, self.storageOffset());
-             Tensor idx = index.asStrided(shape, idxStrides, index.storageOffset())) {
-            scatterCore(dst, new Tensor[] {idx}, new long[] {size}, new long[] {rank == 0 ? 0 : self.stride(dim)},
-                    source, accumulate, alpha);
-        }
+        StridedView dst = self.restrided(shape, dstStrides, self.offset());
+        StridedView idx = index.restrided(shape, idxStrides, index.offset());
+        scatterCore(dst, new StridedView[] {idx}, new long[] {size}, new long[] {rank == 0 ? 0 : self.stride(dim)},
+                source, accumulate, alpha);
     }
 
     /**
@@ -196,13 +192,13 @@ final class CpuIndexKernels implements IndexKernels {
      * the indices are validated and non-negative (index_add rejects negative ones).
      * Threads own disjoint column ranges of every row: no races, and each element sums in index order.
      */
-    private static void indexAddRowsF32(Tensor self, Tensor index, Tensor source, float alpha) {
+    private static void indexAddRowsF32(StridedView self, StridedView index, StridedView source, float alpha) {
         long[] idx = readIndexVector(index);
         long inner = self.numel() / self.size(0);
-        MemorySegment ds = self.storage().segment();
-        MemorySegment ss = source.storage().segment();
-        long dBase = self.storageOffset() * 4;
-        long sBase = source.storageOffset() * 4;
+        MemorySegment ds = self.memory();
+        MemorySegment ss = source.memory();
+        long dBase = self.offset() * 4;
+        long sBase = source.offset() * 4;
         long grain = Math.max(4L * FL, GRAIN / Math.max(1, idx.length));
         Parallel.forRange(inner, grain, (c0, c1) -> {
             for (int i = 0; i < idx.length; i++) {
@@ -234,10 +230,10 @@ final class CpuIndexKernels implements IndexKernels {
     // ---------------------------------------------------------------- nonzero / masked_select
 
     @Override
-    public long countNonzero(Tensor t) {
+    public long countNonzero(StridedView t) {
         if (t.numel() == 0) return 0;
         DType dt = t.dtype();
-        MemorySegment s = t.storage().segment();
+        MemorySegment s = t.memory();
         ElementwiseIteration it = new ElementwiseIteration(t);
         long[] count = new long[1];
         it.forEachRow(0, it.numel, (off, len) -> {
@@ -250,18 +246,18 @@ final class CpuIndexKernels implements IndexKernels {
     }
 
     @Override
-    public void nonzero(Tensor t, Tensor out) {
+    public void nonzero(StridedView t, StridedView out) {
         long[] shape = t.shape();
         long[] strides = t.strides();
         int rank = shape.length;
         long n = t.numel();
         DType dt = t.dtype();
         int es = dt.byteSize();
-        MemorySegment s = t.storage().segment();
-        MemorySegment os = out.storage().segment();
+        MemorySegment s = t.memory();
+        MemorySegment os = out.memory();
         long[] pos = new long[rank];
-        long off = t.storageOffset() * es;
-        long o = out.storageOffset() * 8;
+        long off = t.offset() * es;
+        long o = out.offset() * 8;
         long rows = out.size(0);
         long written = 0;
         for (long e = 0; e < n && written < rows; e++) {
@@ -281,14 +277,14 @@ final class CpuIndexKernels implements IndexKernels {
     }
 
     @Override
-    public void maskedSelect(Tensor self, Tensor mask, Tensor out) {
+    public void maskedSelect(StridedView self, StridedView mask, StridedView out) {
         if (out.numel() == 0) return;
         int es = self.dtype().byteSize();
-        MemorySegment ss = self.storage().segment();
-        MemorySegment ms = mask.storage().segment();
-        MemorySegment os = out.storage().segment();
+        MemorySegment ss = self.memory();
+        MemorySegment ms = mask.memory();
+        MemorySegment os = out.memory();
         long capacity = out.numel();
-        long[] o = {out.storageOffset() * es, 0};
+        long[] o = {out.offset() * es, 0};
         ElementwiseIteration it = new ElementwiseIteration(self, mask);
         it.forEachRow(0, it.numel, (off, len) -> {
             long sStride = it.innerByteStride(0);
@@ -306,14 +302,15 @@ final class CpuIndexKernels implements IndexKernels {
     // ---------------------------------------------------------------- advanced indexing
 
     @Override
-    public void advancedIndex(Tensor src, Tensor[] indices, long[] sizes, long[] strides, Tensor out) {
+    public void advancedIndex(StridedView src, StridedView[] indices, long[] sizes, long[] strides, StridedView out) {
         for (int k = 0; k < indices.length; k++) checkIndices("index", indices[k], sizes[k], -1, true);
         if (out.numel() == 0) return;
         gatherCore(src, indices, sizes, strides, out);
     }
 
     @Override
-    public void indexPut(Tensor dst, Tensor[] indices, long[] sizes, long[] strides, Tensor values, boolean accumulate) {
+    public void indexPut(StridedView dst, StridedView[] indices, long[] sizes, long[] strides, StridedView values,
+                         boolean accumulate) {
         for (int k = 0; k < indices.length; k++) checkIndices("indexPut_", indices[k], sizes[k], -1, true);
         if (values.numel() == 0) return;
         scatterCore(dst, indices, sizes, strides, values, accumulate, 1);
@@ -325,16 +322,16 @@ final class CpuIndexKernels implements IndexKernels {
      * {@code out[e] = src[e + sum_k idx_k[e] * strides[k]]}: {@code src} and every index are restrided to
      * {@code out}'s shape; indices are already validated, negative ones wrap by {@code sizes[k]}.
      */
-    private static void gatherCore(Tensor src, Tensor[] idx, long[] sizes, long[] strides, Tensor out) {
+    private static void gatherCore(StridedView src, StridedView[] idx, long[] sizes, long[] strides, StridedView out) {
         int k = idx.length;
-        Tensor[] operands = new Tensor[2 + k];
+        StridedView[] operands = new StridedView[2 + k];
         operands[0] = out;
         operands[1] = src;
         System.arraycopy(idx, 0, operands, 2, k);
         ElementwiseIteration it = new ElementwiseIteration(operands);
         int es = out.dtype().byteSize();
-        MemorySegment ss = src.storage().segment();
-        MemorySegment os = out.storage().segment();
+        MemorySegment ss = src.memory();
+        MemorySegment os = out.memory();
         IndexOperands io = new IndexOperands(idx, sizes, strides, es);
         Parallel.forRange(it.numel, GRAIN, (begin, end) -> it.forEachRow(begin, end, (off, len) -> {
             long oStride = it.innerByteStride(0);
@@ -350,18 +347,18 @@ final class CpuIndexKernels implements IndexKernels {
      * {@code dst[e + sum_k idx_k[e] * strides[k]] (+)= values[e]}: the mirror of {@link #gatherCore}.
      * Writes run in parallel; accumulation runs on one thread, so duplicates sum in a fixed order.
      */
-    private static void scatterCore(Tensor dst, Tensor[] idx, long[] sizes, long[] strides, Tensor values,
+    private static void scatterCore(StridedView dst, StridedView[] idx, long[] sizes, long[] strides, StridedView values,
                                     boolean accumulate, double alpha) {
         int k = idx.length;
-        Tensor[] operands = new Tensor[2 + k];
+        StridedView[] operands = new StridedView[2 + k];
         operands[0] = values;
         operands[1] = dst;
         System.arraycopy(idx, 0, operands, 2, k);
         ElementwiseIteration it = new ElementwiseIteration(operands);
         DType dt = dst.dtype();
         int es = dt.byteSize();
-        MemorySegment vs = values.storage().segment();
-        MemorySegment ds = dst.storage().segment();
+        MemorySegment vs = values.memory();
+        MemorySegment ds = dst.memory();
         IndexOperands io = new IndexOperands(idx, sizes, strides, es);
         long alphaLong = (long) alpha;
         ElementwiseIteration.RowBody body = (off, len) -> {
@@ -385,14 +382,14 @@ final class CpuIndexKernels implements IndexKernels {
         final long[] sizes;
         final long[] byteSteps;
 
-        IndexOperands(Tensor[] idx, long[] sizes, long[] strides, int es) {
+        IndexOperands(StridedView[] idx, long[] sizes, long[] strides, int es) {
             count = idx.length;
             segments = new MemorySegment[count];
             int32 = new boolean[count];
             byteSteps = new long[count];
             this.sizes = sizes;
             for (int q = 0; q < count; q++) {
-                segments[q] = idx[q].storage().segment();
+                segments[q] = idx[q].memory();
                 int32[q] = idx[q].dtype() == DType.INT32;
                 byteSteps[q] = strides[q] * es;
             }
@@ -417,9 +414,9 @@ final class CpuIndexKernels implements IndexKernels {
      * Throws when an index (int32 or int64) lies outside {@code [0, size)}, or {@code [-size, size)}
      * when negative indices wrap. {@code dim < 0} leaves the dimension number out of the message.
      */
-    static void checkIndices(String op, Tensor index, long size, int dim, boolean wrapNegative) {
+    static void checkIndices(String op, StridedView index, long size, int dim, boolean wrapNegative) {
         if (index.numel() == 0) return;
-        MemorySegment s = index.storage().segment();
+        MemorySegment s = index.memory();
         boolean int32 = index.dtype() == DType.INT32;
         long low = wrapNegative ? -size : 0;
         ElementwiseIteration it = new ElementwiseIteration(index);
@@ -436,19 +433,19 @@ final class CpuIndexKernels implements IndexKernels {
     }
 
     /** A validated 1-d (or 0-d) int32/int64 index as a Java array. */
-    private static long[] readIndexVector(Tensor index) {
+    private static long[] readIndexVector(StridedView index) {
         long[] r = new long[Math.toIntExact(index.numel())];
-        MemorySegment s = index.storage().segment();
+        MemorySegment s = index.memory();
         boolean int32 = index.dtype() == DType.INT32;
         long step = (index.dim() == 0 ? 0 : index.stride(0)) * (int32 ? 4 : 8);
-        long base = index.storageOffset() * (int32 ? 4 : 8);
+        long base = index.offset() * (int32 ? 4 : 8);
         for (int i = 0; i < r.length; i++) {
             r[i] = int32 ? s.get(ElementIO.I32, base + i * step) : s.get(ElementIO.I64, base + i * step);
         }
         return r;
     }
 
-    private static boolean sameLeadingShape(Tensor a, Tensor b) {
+    private static boolean sameLeadingShape(StridedView a, StridedView b) {
         for (int d = 0; d < a.dim() - 1; d++) if (a.size(d) != b.size(d)) return false;
         return true;
     }

@@ -6,9 +6,9 @@ import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
-import org.jtorch.Tensor;
 import org.jtorch.backend.LinalgKernels;
 import org.jtorch.memory.Storage;
+import org.jtorch.op.StridedView;
 
 /**
  * CPU matrix products: float32 and float64 through the packed {@link Gemm} kernels; float16 and
@@ -18,7 +18,7 @@ import org.jtorch.memory.Storage;
 final class CpuLinalgKernels implements LinalgKernels {
 
     @Override
-    public void bmm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
+    public void bmm(StridedView a, StridedView b, StridedView out, double alpha, double beta) {
         if (out.numel() == 0) return;
         DType t = out.dtype();
         switch (t) {
@@ -34,7 +34,7 @@ final class CpuLinalgKernels implements LinalgKernels {
      * by the float32 GEMM with float32 accumulation, and the result is rounded once into the output, as PyTorch's
      * CPU path.
      */
-    private static void halfGemm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
+    private static void halfGemm(StridedView a, StridedView b, StridedView out, double alpha, double beta) {
         GemmDims d = GemmDims.of(a, b, out);
         int batch = d.batch(), m = d.m(), n = d.n(), k = d.k();
         long[] os = out.strides();
@@ -63,7 +63,7 @@ final class CpuLinalgKernels implements LinalgKernels {
      * Converts a half-precision [batch, rows, cols] operand into dense float32 {@code dst} and returns the copy's
      * strides: row-major, or column-major when the operand's columns are its contiguous dimension.
      */
-    private static long[] toF32(Tensor t, MemorySegment dst) {
+    private static long[] toF32(StridedView t, MemorySegment dst) {
         long rows = t.size(1);
         long cols = t.size(2);
         long[] s = t.strides();
@@ -77,12 +77,12 @@ final class CpuLinalgKernels implements LinalgKernels {
      * strides {@code f32s} (one of them 1): {@code toF32} reads t, otherwise writes it. Lines along the float32
      * copy's unit stride convert with vectors where t is contiguous along them too, element by element elsewhere.
      */
-    private static void convertMatrices(Tensor t, MemorySegment f32, long[] f32s, boolean toF32) {
+    private static void convertMatrices(StridedView t, MemorySegment f32, long[] f32s, boolean toF32) {
         long[] shape = t.shape();
         long[] s = t.strides();
         DType dt = t.dtype();
-        MemorySegment seg = t.storage().segment();
-        long base = t.storageOffset();
+        MemorySegment seg = t.memory();
+        long base = t.offset();
         // The line dimension is the float32 copy's unit-stride one; lines are indexed by (batch, other dim).
         int lineDim = f32s[2] == 1 ? 2 : 1;
         int otherDim = 3 - lineDim;
@@ -110,7 +110,7 @@ final class CpuLinalgKernels implements LinalgKernels {
         });
     }
 
-    private static void gemm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
+    private static void gemm(StridedView a, StridedView b, StridedView out, double alpha, double beta) {
         GemmDims d = GemmDims.of(a, b, out);
         int batch = d.batch(), m = d.m(), n = d.n(), k = d.k();
         long[] as = a.strides();
@@ -118,27 +118,27 @@ final class CpuLinalgKernels implements LinalgKernels {
         long[] os = out.strides();
         if (os[2] != 1 && n > 1) throw new IllegalStateException("bmm: output needs unit column stride, got strides "
                 + java.util.Arrays.toString(os));
-        MemorySegment aSeg = a.storage().segment();
-        MemorySegment bSeg = b.storage().segment();
-        MemorySegment oSeg = out.storage().segment();
+        MemorySegment aSeg = a.memory();
+        MemorySegment bSeg = b.memory();
+        MemorySegment oSeg = out.memory();
         if (m == 1 && n == 1 && as[2] == 1 && bs[1] == 1) {
             // Dot products (torch.dot, a row times a column): the packed GEMM's set-up dwarfs them.
             for (int t = 0; t < batch; t++) {
-                dot(out.dtype(), k, alpha, aSeg, a.storageOffset() + t * as[0], bSeg, b.storageOffset() + t * bs[0], beta, oSeg,
-                        out.storageOffset() + t * os[0]);
+                dot(out.dtype(), k, alpha, aSeg, a.offset() + t * as[0], bSeg, b.offset() + t * bs[0], beta, oSeg,
+                        out.offset() + t * os[0]);
             }
             return;
         }
         long ldc = m > 1 ? os[1] : n;
         if (out.dtype() == DType.FLOAT32) {
             Gemm.sgemmBatched(batch, m, n, k, (float) alpha,
-                    aSeg, a.storageOffset(), as[0], as[1], as[2],
-                    bSeg, b.storageOffset(), bs[0], bs[1], bs[2],
-                    (float) beta, oSeg, out.storageOffset(), os[0], ldc);
+                    aSeg, a.offset(), as[0], as[1], as[2],
+                    bSeg, b.offset(), bs[0], bs[1], bs[2],
+                    (float) beta, oSeg, out.offset(), os[0], ldc);
         } else {
             for (int t = 0; t < batch; t++) {
-                Gemm.dgemm(m, n, k, alpha, aSeg, a.storageOffset() + t * as[0], as[1], as[2],
-                        bSeg, b.storageOffset() + t * bs[0], bs[1], bs[2], beta, oSeg, out.storageOffset() + t * os[0], ldc);
+                Gemm.dgemm(m, n, k, alpha, aSeg, a.offset() + t * as[0], as[1], as[2],
+                        bSeg, b.offset() + t * bs[0], bs[1], bs[2], beta, oSeg, out.offset() + t * os[0], ldc);
             }
         }
     }
@@ -209,14 +209,14 @@ final class CpuLinalgKernels implements LinalgKernels {
 
     /** The sizes of {@code out[batch, m, n] = a[batch, m, k] b[batch, k, n]}, as the packed GEMM's ints. */
     private record GemmDims(int batch, int m, int n, int k) {
-        static GemmDims of(Tensor a, Tensor b, Tensor out) {
+        static GemmDims of(StridedView a, StridedView b, StridedView out) {
             return new GemmDims(gemmSize("batch", out.size(0), a, b), gemmSize("m", out.size(1), a, b),
                     gemmSize("n", out.size(2), a, b), gemmSize("k", a.size(2), a, b));
         }
     }
 
     /** The packed GEMM counts in ints: a larger size is an error naming it, not Math.toIntExact's "integer overflow". */
-    private static int gemmSize(String what, long size, Tensor a, Tensor b) {
+    private static int gemmSize(String what, long size, StridedView a, StridedView b) {
         if (size > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("bmm: the CPU GEMM multiplies at most 2^31-1 along each of batch, m, n and k; got "
                     + what + " = " + size + " for operands of shapes " + java.util.Arrays.toString(a.shape()) + " and "
@@ -225,7 +225,7 @@ final class CpuLinalgKernels implements LinalgKernels {
         return (int) size;
     }
 
-    private static void integerBmm(Tensor a, Tensor b, Tensor out, long alpha, long beta) {
+    private static void integerBmm(StridedView a, StridedView b, StridedView out, long alpha, long beta) {
         DType at = a.dtype();
         DType ot = out.dtype();
         long batch = out.size(0);
@@ -235,9 +235,9 @@ final class CpuLinalgKernels implements LinalgKernels {
         long[] as = a.strides();
         long[] bs = b.strides();
         long[] os = out.strides();
-        MemorySegment aSeg = a.storage().segment();
-        MemorySegment bSeg = b.storage().segment();
-        MemorySegment oSeg = out.storage().segment();
+        MemorySegment aSeg = a.memory();
+        MemorySegment bSeg = b.memory();
+        MemorySegment oSeg = out.memory();
         long ae = at.byteSize();
         long oe = ot.byteSize();
         Parallel.forRange(batch * m, Math.max(1, 4096 / Math.max(1, n * k)), (begin, end) -> {
@@ -247,11 +247,11 @@ final class CpuLinalgKernels implements LinalgKernels {
                 for (long j = 0; j < n; j++) {
                     long acc = 0;
                     for (long p = 0; p < k; p++) {
-                        long x = ElementIO.getLong(at, aSeg, (a.storageOffset() + t * as[0] + i * as[1] + p * as[2]) * ae);
-                        long y = ElementIO.getLong(at, bSeg, (b.storageOffset() + t * bs[0] + p * bs[1] + j * bs[2]) * ae);
+                        long x = ElementIO.getLong(at, aSeg, (a.offset() + t * as[0] + i * as[1] + p * as[2]) * ae);
+                        long y = ElementIO.getLong(at, bSeg, (b.offset() + t * bs[0] + p * bs[1] + j * bs[2]) * ae);
                         acc += x * y;
                     }
-                    long o = (out.storageOffset() + t * os[0] + i * os[1] + j * os[2]) * oe;
+                    long o = (out.offset() + t * os[0] + i * os[1] + j * os[2]) * oe;
                     long prev = beta == 0 ? 0 : ElementIO.getLong(ot, oSeg, o);
                     ElementIO.setLong(ot, oSeg, o, beta * prev + alpha * acc);
                 }

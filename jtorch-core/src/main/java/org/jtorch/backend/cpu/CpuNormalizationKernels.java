@@ -5,8 +5,8 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
-import org.jtorch.Tensor;
 import org.jtorch.backend.NormalizationKernels;
+import org.jtorch.op.StridedView;
 
 /**
  * The CPU's {@link NormalizationKernels}.
@@ -39,12 +39,12 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         return Math.max(1, GRAIN / Math.max(1, workPerItem));
     }
 
-    private static boolean fastF32(Tensor x, long s) {
+    private static boolean fastF32(StridedView x, long s) {
         return x.dtype() == DType.FLOAT32 && s >= FL;
     }
 
     /** Float32 {@code [n, c]} (one element per plane) with at least one vector of channels: vectors run across channels. */
-    private static boolean rowsF32(Tensor x, long s, long c) {
+    private static boolean rowsF32(StridedView x, long s, long c) {
         return x.dtype() == DType.FLOAT32 && s == 1 && c >= FL;
     }
 
@@ -59,18 +59,18 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         return f;
     }
 
-    private static long base(Tensor t) {
-        return t.storageOffset() * t.dtype().byteSize();
+    private static long base(StridedView t) {
+        return t.offset() * t.dtype().byteSize();
     }
 
     /** A per-channel tensor's values as doubles ({@code fallback} everywhere when it is null). */
-    private static double[] channels(Tensor t, int c, double fallback) {
+    private static double[] channels(StridedView t, int c, double fallback) {
         double[] v = new double[c];
         if (t == null) {
             java.util.Arrays.fill(v, fallback);
             return v;
         }
-        MemorySegment seg = t.storage().segment();
+        MemorySegment seg = t.memory();
         long es = t.dtype().byteSize();
         long stride = t.dim() == 0 ? 0 : t.stride(0) * es;
         long b = base(t);
@@ -78,9 +78,9 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         return v;
     }
 
-    private static void storeChannels(Tensor t, double[] v) {
+    private static void storeChannels(StridedView t, double[] v) {
         if (t == null) return;
-        MemorySegment seg = t.storage().segment();
+        MemorySegment seg = t.memory();
         long es = t.dtype().byteSize();
         long stride = t.stride(0) * es;
         long b = base(t);
@@ -94,11 +94,11 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     // ---------------------------------------------------------------- statistics
 
     @Override
-    public void batchNormStats(Tensor x, long n, long c, long s, Tensor mean, Tensor var) {
+    public void batchNormStats(StridedView x, long n, long c, long s, StridedView mean, StridedView var) {
         int cc = Math.toIntExact(c);
         double[] m = new double[cc];
         double[] v = new double[cc];
-        MemorySegment xs = x.storage().segment();
+        MemorySegment xs = x.memory();
         long xb = base(x);
         if (rowsF32(x, s, c)) {
             Parallel.forRange(chunks(c), grain(n * FL), (begin, end) -> {
@@ -243,8 +243,9 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     // ---------------------------------------------------------------- forward
 
     @Override
-    public void batchNormApply(Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight, Tensor bias,
-                               Tensor out) {
+    public void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
+                               StridedView weight, StridedView bias,
+                               StridedView out) {
         int cc = Math.toIntExact(c);
         double[] m = channels(mean, cc, 0);
         double[] is = channels(invstd, cc, 1);
@@ -258,8 +259,8 @@ final class CpuNormalizationKernels implements NormalizationKernels {
             scale[i] = is[i] * w[i];
             shift[i] = b[i] - m[i] * scale[i];
         }
-        MemorySegment xs = x.storage().segment();
-        MemorySegment os = out.storage().segment();
+        MemorySegment xs = x.memory();
+        MemorySegment os = out.memory();
         long xb = base(x);
         long ob = base(out);
         DType xt = x.dtype();
@@ -317,16 +318,17 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     // ---------------------------------------------------------------- backward
 
     @Override
-    public void batchNormBackward(Tensor gradOut, Tensor x, long n, long c, long s, Tensor mean, Tensor invstd, Tensor weight,
-                                  boolean train, Tensor gradInput, Tensor gradWeight, Tensor gradBias) {
+    public void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
+                                  StridedView invstd, StridedView weight,
+                                  boolean train, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
         int cc = Math.toIntExact(c);
         double[] m = channels(mean, cc, 0);
         double[] is = channels(invstd, cc, 1);
         double[] w = channels(weight, cc, 1);
         double[] sumG = new double[cc];
         double[] sumGXmu = new double[cc];
-        MemorySegment gs = gradOut.storage().segment();
-        MemorySegment xs = x.storage().segment();
+        MemorySegment gs = gradOut.memory();
+        MemorySegment xs = x.memory();
         long gb = base(gradOut);
         long xb = base(x);
         DType gt = gradOut.dtype();
@@ -368,7 +370,7 @@ final class CpuNormalizationKernels implements NormalizationKernels {
                 mg[i] = sumG[i] / count;
             }
         }
-        MemorySegment ds = gradInput.storage().segment();
+        MemorySegment ds = gradInput.memory();
         long db = base(gradInput);
         DType dt = gradInput.dtype();
         if (rows && dt == DType.FLOAT32) {

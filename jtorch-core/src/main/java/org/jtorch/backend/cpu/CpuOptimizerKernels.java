@@ -5,8 +5,9 @@ import java.nio.ByteOrder;
 import java.util.List;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.Tensor;
+import org.jtorch.DType;
 import org.jtorch.backend.OptimizerKernels;
+import org.jtorch.op.StridedView;
 
 /**
  * Fused optimizer updates for contiguous float32 CPU tensors: one pass over each parameter's memory,
@@ -27,63 +28,66 @@ public final class CpuOptimizerKernels implements OptimizerKernels {
 
     CpuOptimizerKernels() {}
 
-    private static MemorySegment seg(Tensor t) {
-        return t == null ? null : t.storage().segment();
+    private static MemorySegment seg(StridedView t) {
+        return t == null ? null : t.memory();
     }
 
-    private static long off(Tensor t) {
-        return t == null ? 0 : t.storageOffset() * 4;
+    private static long off(StridedView t) {
+        return t == null ? 0 : t.offset() * 4;
     }
 
-    private static Tensor at(List<Tensor> list, int i) {
+    private static StridedView at(List<StridedView> list, int i) {
         return list == null ? null : list.get(i);
     }
 
     @Override
-    public void sgd(List<Tensor> params, List<Tensor> grads, List<Tensor> momentumBuffers, float negLr, float weightDecay,
+    public void sgd(List<StridedView> params, List<StridedView> grads, List<StridedView> momentumBuffers, float negLr,
+                    float weightDecay,
                     float momentum, float oneMinusDampening, boolean nesterov, boolean maximize, boolean firstStep) {
         for (int i = 0; i < params.size(); i++) {
-            Tensor p = params.get(i), g = grads.get(i), b = at(momentumBuffers, i);
+            StridedView p = params.get(i), g = grads.get(i), b = at(momentumBuffers, i);
             sgdF32(seg(p), off(p), seg(g), off(g), seg(b), off(b), p.numel(), negLr, weightDecay, momentum, oneMinusDampening,
                     nesterov, maximize, firstStep);
         }
     }
 
     @Override
-    public void adam(List<Tensor> params, List<Tensor> grads, List<Tensor> expAvgs, List<Tensor> expAvgSqs,
-                     List<Tensor> maxExpAvgSqs, float paramScale, float weightDecay, float beta1, float oneMinusBeta1,
+    public void adam(List<StridedView> params, List<StridedView> grads, List<StridedView> expAvgs, List<StridedView> expAvgSqs,
+                     List<StridedView> maxExpAvgSqs, float paramScale, float weightDecay, float beta1, float oneMinusBeta1,
                      float beta2, float oneMinusBeta2, float bc2Sqrt, float eps, float negStepSize, boolean maximize,
                      boolean amsgrad) {
         for (int i = 0; i < params.size(); i++) {
-            Tensor p = params.get(i), g = grads.get(i), m = expAvgs.get(i), v = expAvgSqs.get(i), x = at(maxExpAvgSqs, i);
+            StridedView p = params.get(i), g = grads.get(i), m = expAvgs.get(i), v = expAvgSqs.get(i), x = at(maxExpAvgSqs, i);
             adamF32(seg(p), off(p), seg(g), off(g), seg(m), off(m), seg(v), off(v), seg(x), off(x), p.numel(), paramScale,
                     weightDecay, beta1, oneMinusBeta1, beta2, oneMinusBeta2, bc2Sqrt, eps, negStepSize, maximize, amsgrad);
         }
     }
 
     /**
-     * Each gradient in turn: contiguous ones through {@link #unscaleAndCheckFinite(org.jtorch.DType, MemorySegment,
-     * long, long, float)} (one pass), others composed of tensor ops ({@code isfinite}, {@code all}, {@code mul_}).
+     * Each gradient in turn: contiguous ones through {@link #unscaleAndCheckFinite(DType, MemorySegment,
+     * long, long, float)} (one pass), strided ones element by element with the same arithmetic.
      */
     @Override
-    public void unscaleAndCheckFinite(List<Tensor> grads, Tensor foundInf, float invScale) {
+    public void unscaleAndCheckFinite(List<StridedView> grads, StridedView foundInf, float invScale) {
         boolean found = false;
-        for (Tensor g : grads) found |= unscaleAndCheckFinite(g, invScale);
-        if (found) foundInf.fill_(1.0);
+        for (StridedView g : grads) found |= unscaleAndCheckFinite(g, invScale);
+        if (found) ElementIO.setDouble(foundInf.dtype(), foundInf.memory(), foundInf.offset() * foundInf.dtype().byteSize(), 1.0);
     }
 
     /** Unscales one CPU gradient in place; whether it held an inf or NaN. */
-    private static boolean unscaleAndCheckFinite(Tensor grad, float invScale) {
+    private static boolean unscaleAndCheckFinite(StridedView grad, float invScale) {
+        DType t = grad.dtype();
         if (grad.isContiguous()) {
-            return unscaleAndCheckFinite(grad.dtype(), grad.storage().segment(), grad.storageOffset() * grad.dtype().byteSize(),
-                    grad.numel(), invScale);
+            return unscaleAndCheckFinite(t, grad.memory(), grad.offset() * t.byteSize(), grad.numel(), invScale);
         }
-        boolean bad;
-        try (Tensor finite = grad.isfinite(); Tensor all = finite.all()) {
-            bad = all.item() == 0;
-        }
-        grad.mul_(invScale);
-        return bad;
+        // A strided gradient (a view into a larger buffer): row by row, serially; such gradients are rare and small.
+        ElementwiseIteration it = new ElementwiseIteration(grad);
+        long stride = it.innerByteStride(0);
+        boolean[] bad = {false};
+        it.forEachRow(0, it.numel, (offsets, length) -> {
+            for (long i = 0; i < length; i++) bad[0] |= unscaleElement(t, grad.memory(), offsets[0] + i * stride, invScale);
+        });
+        return bad[0];
     }
 
     /**
@@ -200,10 +204,10 @@ public final class CpuOptimizerKernels implements OptimizerKernels {
      * whether any element was infinite or NaN before scaling. float16/bfloat16 multiply in float32 and
      * round once; float64 multiplies in double.
      */
-    public static boolean unscaleAndCheckFinite(org.jtorch.DType dtype, MemorySegment g, long off, long n, float invScale) {
+    public static boolean unscaleAndCheckFinite(DType dtype, MemorySegment g, long off, long n, float invScale) {
         java.util.concurrent.atomic.AtomicBoolean found = new java.util.concurrent.atomic.AtomicBoolean();
         Parallel.forRange(n, GRAIN, (begin, end) -> {
-            boolean bad = dtype == org.jtorch.DType.FLOAT32 ? unscaleF32(g, off, begin, end, invScale)
+            boolean bad = dtype == DType.FLOAT32 ? unscaleF32(g, off, begin, end, invScale)
                     : unscaleGeneric(dtype, g, off, begin, end, invScale);
             if (bad) found.set(true);
         });
@@ -231,16 +235,17 @@ public final class CpuOptimizerKernels implements OptimizerKernels {
         return Float.isNaN(acc.reduceLanes(jdk.incubator.vector.VectorOperators.ADD) + tail);
     }
 
-    private static boolean unscaleGeneric(org.jtorch.DType dtype, MemorySegment g, long off, long begin, long end, float invScale) {
+    private static boolean unscaleGeneric(DType dtype, MemorySegment g, long off, long begin, long end, float invScale) {
         long es = dtype.byteSize();
-        boolean wide = dtype == org.jtorch.DType.FLOAT64;
         boolean bad = false;
-        for (long i = begin; i < end; i++) {
-            long o = off + i * es;
-            double v = ElementIO.getDouble(dtype, g, o);
-            if (!Double.isFinite(v)) bad = true;
-            ElementIO.setDouble(dtype, g, o, wide ? v * invScale : (double) ((float) v * invScale));
-        }
+        for (long i = begin; i < end; i++) bad |= unscaleElement(dtype, g, off + i * es, invScale);
         return bad;
+    }
+
+    /** {@code g *= invScale} for one element at byte offset {@code o}; whether it was infinite or NaN. */
+    private static boolean unscaleElement(DType dtype, MemorySegment g, long o, float invScale) {
+        double v = ElementIO.getDouble(dtype, g, o);
+        ElementIO.setDouble(dtype, g, o, dtype == DType.FLOAT64 ? v * invScale : (double) ((float) v * invScale));
+        return !Double.isFinite(v);
     }
 }

@@ -3,8 +3,8 @@ package org.jtorch.backend.cpu;
 import java.lang.foreign.MemorySegment;
 import org.jtorch.DType;
 import org.jtorch.Generator;
-import org.jtorch.Tensor;
 import org.jtorch.backend.RandomKernels;
+import org.jtorch.op.StridedView;
 
 /** CPU implementation of {@link RandomKernels}: Philox blocks computed per chunk, in parallel. */
 final class CpuRandomKernels implements RandomKernels {
@@ -13,10 +13,10 @@ final class CpuRandomKernels implements RandomKernels {
     private static final long GRAIN = 16_384;
 
     @Override
-    public void uniform(Tensor out, double low, double high, long seed, long firstBlock) {
-        MemorySegment s = out.storage().segment();
+    public void uniform(StridedView out, double low, double high, long seed, long firstBlock) {
+        MemorySegment s = out.memory();
         DType t = out.dtype();
-        long base = out.storageOffset() * t.byteSize();
+        long base = out.offset() * t.byteSize();
         boolean wide = t == DType.FLOAT64;
         double range = high - low;
         Parallel.forRange(out.numel(), GRAIN, (begin, end) -> {
@@ -53,10 +53,10 @@ final class CpuRandomKernels implements RandomKernels {
     }
 
     @Override
-    public void normal(Tensor out, double mean, double std, long seed, long firstBlock) {
-        MemorySegment s = out.storage().segment();
+    public void normal(StridedView out, double mean, double std, long seed, long firstBlock) {
+        MemorySegment s = out.memory();
         DType t = out.dtype();
-        long base = out.storageOffset() * t.byteSize();
+        long base = out.offset() * t.byteSize();
         Parallel.forRange(out.numel(), GRAIN, (begin, end) -> {
             int[] w = new int[4];
             long loaded = -1;
@@ -79,10 +79,10 @@ final class CpuRandomKernels implements RandomKernels {
     }
 
     @Override
-    public void randint(Tensor out, long low, long high, long seed, long firstBlock) {
-        MemorySegment s = out.storage().segment();
+    public void randint(StridedView out, long low, long high, long seed, long firstBlock) {
+        MemorySegment s = out.memory();
         DType t = out.dtype();
-        long base = out.storageOffset() * t.byteSize();
+        long base = out.offset() * t.byteSize();
         long range = high - low;
         Parallel.forRange(out.numel(), GRAIN, (begin, end) -> {
             int[] w = new int[4];

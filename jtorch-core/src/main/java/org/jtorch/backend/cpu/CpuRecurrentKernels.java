@@ -7,8 +7,8 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
-import org.jtorch.Tensor;
 import org.jtorch.backend.RecurrentKernels;
+import org.jtorch.op.StridedView;
 
 /**
  * The fused LSTM and GRU cell steps on the CPU: each batch row is one pass over its gates, reading every
@@ -25,10 +25,10 @@ final class CpuRecurrentKernels implements RecurrentKernels {
 
     /** A contiguous tensor's memory and element size, or none for a null (zero) gradient. */
     private record Rows(MemorySegment seg, long base, boolean f64) {
-        static Rows of(Tensor t) {
+        static Rows of(StridedView t) {
             if (t == null) return null;
             boolean f64 = t.dtype() == DType.FLOAT64;
-            return new Rows(t.storage().segment(), t.storageOffset() * (f64 ? 8 : 4), f64);
+            return new Rows(t.memory(), t.offset() * (f64 ? 8 : 4), f64);
         }
 
         double get(long i) {
@@ -72,7 +72,7 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     }
 
     /** The number of float32 lanes of a row of {@code h} handled by vectors ({@code 0} for float64). */
-    private static long vectorPart(Tensor t, long h) {
+    private static long vectorPart(StridedView t, long h) {
         return t.dtype() == DType.FLOAT32 ? FS.loopBound(h) : 0;
     }
 
@@ -90,7 +90,8 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     // ------------------------------------------------------------------ LSTM
 
     @Override
-    public void lstmCellForward(Tensor inputGates, Tensor hiddenGates, Tensor cx, Tensor hy, Tensor cy, Tensor workspace) {
+    public void lstmCellForward(StridedView inputGates, StridedView hiddenGates, StridedView cx, StridedView hy,
+                                StridedView cy, StridedView workspace) {
         long batch = cx.size(0), h = cx.size(1), vh = vectorPart(cx, h);
         Rows ig = Rows.of(inputGates), hg = Rows.of(hiddenGates), c0 = Rows.of(cx), ho = Rows.of(hy), co = Rows.of(cy),
                 ws = Rows.of(workspace);
@@ -120,8 +121,9 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     }
 
     @Override
-    public void lstmCellBackward(Tensor gradHy, Tensor gradCy, Tensor cx, Tensor cy, Tensor workspace, Tensor gradGates,
-                                 Tensor gradCx) {
+    public void lstmCellBackward(StridedView gradHy, StridedView gradCy, StridedView cx, StridedView cy,
+                                 StridedView workspace, StridedView gradGates,
+                                 StridedView gradCx) {
         long batch = cx.size(0), h = cx.size(1), vh = vectorPart(cx, h);
         Rows ghy = Rows.of(gradHy), gcy = Rows.of(gradCy), c0 = Rows.of(cx), c1 = Rows.of(cy), ws = Rows.of(workspace),
                 gg = Rows.of(gradGates), gcx = Rows.of(gradCx);
@@ -149,7 +151,8 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     // ------------------------------------------------------------------ GRU
 
     @Override
-    public void gruCellForward(Tensor inputGates, Tensor hiddenGates, Tensor hx, Tensor hy, Tensor workspace) {
+    public void gruCellForward(StridedView inputGates, StridedView hiddenGates, StridedView hx, StridedView hy,
+                               StridedView workspace) {
         long batch = hx.size(0), h = hx.size(1), vh = vectorPart(hx, h);
         Rows ig = Rows.of(inputGates), hg = Rows.of(hiddenGates), h0 = Rows.of(hx), ho = Rows.of(hy), ws = Rows.of(workspace);
         rows(batch, h, b -> {
@@ -174,8 +177,9 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     }
 
     @Override
-    public void gruCellBackward(Tensor gradHy, Tensor hx, Tensor workspace, Tensor gradInputGates, Tensor gradHiddenGates,
-                                Tensor gradHx) {
+    public void gruCellBackward(StridedView gradHy, StridedView hx, StridedView workspace, StridedView gradInputGates,
+                                StridedView gradHiddenGates,
+                                StridedView gradHx) {
         long batch = hx.size(0), h = hx.size(1), vh = vectorPart(hx, h);
         Rows ghy = Rows.of(gradHy), h0 = Rows.of(hx), ws = Rows.of(workspace), gi = Rows.of(gradInputGates),
                 gh = Rows.of(gradHiddenGates), ghx = Rows.of(gradHx);

@@ -5,9 +5,9 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
-import org.jtorch.Tensor;
 import org.jtorch.backend.ReductionKernels;
 import org.jtorch.op.ReduceOp;
+import org.jtorch.op.StridedView;
 
 /**
  * CPU implementation of {@link ReductionKernels}.
@@ -51,11 +51,11 @@ final class CpuReductionKernels implements ReductionKernels {
     // ---------------------------------------------------------------- accumulating reductions
 
     @Override
-    public void reduce(ReduceOp op, Tensor in, Tensor out, double p) {
+    public void reduce(ReduceOp op, StridedView in, StridedView out, double p) {
         ReductionLayout g = new ReductionLayout(in, out);
         if (g.numOut == 0) return;
-        MemorySegment is = in.storage().segment();
-        MemorySegment os = out.storage().segment();
+        MemorySegment is = in.memory();
+        MemorySegment os = out.memory();
         DType it = in.dtype();
         DType ot = out.dtype();
         // float32, and bfloat16/float16 converted a strip at a time into float32 scratch: float32 accumulation and
@@ -269,12 +269,12 @@ final class CpuReductionKernels implements ReductionKernels {
     // ---------------------------------------------------------------- max/min with indices
 
     @Override
-    public void argReduce(boolean max, Tensor in, Tensor values, Tensor indices, int dim) {
+    public void argReduce(boolean max, StridedView in, StridedView values, StridedView indices, int dim) {
         LineLayout l = values == null ? new LineLayout(dim, in, indices) : new LineLayout(dim, in, indices, values);
         if (l.lines == 0 || l.length == 0) return;
-        MemorySegment is = in.storage().segment();
-        MemorySegment xs = indices.storage().segment();
-        MemorySegment vs = values == null ? null : values.storage().segment();
+        MemorySegment is = in.memory();
+        MemorySegment xs = indices.memory();
+        MemorySegment vs = values == null ? null : values.memory();
         DType it = in.dtype();
         DType vt = values == null ? null : values.dtype();
         boolean floating = it.isFloatingPoint();
@@ -286,7 +286,7 @@ final class CpuReductionKernels implements ReductionKernels {
             }
             if (in.isContiguous() && l.length < Integer.MAX_VALUE) {
                 long inner = stride / 4;
-                ReductionF32.argExtremumColumns(max, is, in.storageOffset() * 4, l.lines / inner, (int) l.length, inner,
+                ReductionF32.argExtremumColumns(max, is, in.offset() * 4, l.lines / inner, (int) l.length, inner,
                         (line, index, value) -> {
                             xs.set(ElementIO.I64, l.offset(1, line), index);
                             if (vs != null) vs.set(ElementIO.F32, l.offset(2, line), value);
@@ -378,11 +378,11 @@ final class CpuReductionKernels implements ReductionKernels {
     // ---------------------------------------------------------------- two-pass reductions
 
     @Override
-    public void variance(Tensor in, Tensor out, double correction, boolean sqrt) {
+    public void variance(StridedView in, StridedView out, double correction, boolean sqrt) {
         ReductionLayout g = new ReductionLayout(in, out);
         if (g.numOut == 0) return;
-        MemorySegment is = in.storage().segment();
-        MemorySegment os = out.storage().segment();
+        MemorySegment is = in.memory();
+        MemorySegment os = out.memory();
         DType ot = out.dtype();
         double count = g.numRed;
         double divisor = Math.max(0, count - correction);
@@ -451,11 +451,11 @@ final class CpuReductionKernels implements ReductionKernels {
     }
 
     @Override
-    public void logsumexp(Tensor in, Tensor out) {
+    public void logsumexp(StridedView in, StridedView out) {
         ReductionLayout g = new ReductionLayout(in, out);
         if (g.numOut == 0) return;
-        MemorySegment is = in.storage().segment();
-        MemorySegment os = out.storage().segment();
+        MemorySegment is = in.memory();
+        MemorySegment os = out.memory();
         DType ot = out.dtype();
         Parallel.forRange(g.numOut, grain(2 * g.numRed), (begin, end) -> {
             ReductionLayout.Cursor c = g.new Cursor(in.dtype(), is);
@@ -481,11 +481,11 @@ final class CpuReductionKernels implements ReductionKernels {
     // ---------------------------------------------------------------- scans
 
     @Override
-    public void scan(boolean prod, Tensor in, Tensor out, int dim) {
+    public void scan(boolean prod, StridedView in, StridedView out, int dim) {
         LineLayout l = new LineLayout(dim, in, out);
         if (l.lines == 0 || l.length == 0) return;
-        MemorySegment is = in.storage().segment();
-        MemorySegment os = out.storage().segment();
+        MemorySegment is = in.memory();
+        MemorySegment os = out.memory();
         DType it = in.dtype();
         DType ot = out.dtype();
         boolean floating = ot.isFloatingPoint();
@@ -518,11 +518,11 @@ final class CpuReductionKernels implements ReductionKernels {
     // ---------------------------------------------------------------- sort
 
     @Override
-    public void argsort(Tensor in, Tensor indices, int dim, boolean descending) {
+    public void argsort(StridedView in, StridedView indices, int dim, boolean descending) {
         LineLayout l = new LineLayout(dim, in, indices);
         if (l.lines == 0 || l.length == 0) return;
-        MemorySegment is = in.storage().segment();
-        MemorySegment xs = indices.storage().segment();
+        MemorySegment is = in.memory();
+        MemorySegment xs = indices.memory();
         DType it = in.dtype();
         boolean floating = it.isFloatingPoint();
         long si = l.lineStride[0];
@@ -555,7 +555,7 @@ final class CpuReductionKernels implements ReductionKernels {
     }
 
     @Override
-    public void searchsorted(Tensor boundaries, Tensor values, Tensor out, boolean right) {
+    public void searchsorted(StridedView boundaries, StridedView values, StridedView out, boolean right) {
         long rows = values.size(0), m = values.size(1);
         int n = Math.toIntExact(boundaries.size(1));
         if (rows * m == 0) return;
@@ -563,8 +563,8 @@ final class CpuReductionKernels implements ReductionKernels {
         DType t = values.dtype();
         boolean floating = t.isFloatingPoint();
         long es = t.byteSize();
-        MemorySegment bs = boundaries.storage().segment(), vs = values.storage().segment(), os = out.storage().segment();
-        long b0 = boundaries.storageOffset() * es, v0 = values.storageOffset() * es, o0 = out.storageOffset() * 8;
+        MemorySegment bs = boundaries.memory(), vs = values.memory(), os = out.memory();
+        long b0 = boundaries.offset() * es, v0 = values.offset() * es, o0 = out.offset() * 8;
         int width = (int) Math.min(m, BLOCK);
         Parallel.forRange(rows, grain(m * Math.max(1, 64 - Long.numberOfLeadingZeros(n))), (begin, end) -> {
             double[] db = floating ? new double[n] : null, dv = floating ? new double[width] : null;
@@ -618,11 +618,11 @@ final class CpuReductionKernels implements ReductionKernels {
     // ---------------------------------------------------------------- softmax
 
     @Override
-    public void softmax(Tensor in, Tensor out, int dim, boolean log) {
+    public void softmax(StridedView in, StridedView out, int dim, boolean log) {
         LineLayout l = new LineLayout(dim, in, out);
         if (l.lines == 0 || l.length == 0) return;
-        MemorySegment is = in.storage().segment();
-        MemorySegment os = out.storage().segment();
+        MemorySegment is = in.memory();
+        MemorySegment os = out.memory();
         DType it = in.dtype();
         DType ot = out.dtype();
         long si = l.lineStride[0];
@@ -635,7 +635,7 @@ final class CpuReductionKernels implements ReductionKernels {
             long outer = 1, inner = 1;
             for (int d = 0; d < dim; d++) outer *= shape[d];
             for (int d = dim + 1; d < shape.length; d++) inner *= shape[d];
-            SoftmaxF32.inner(is, in.storageOffset() * 4, os, out.storageOffset() * 4, outer, length, (int) inner, log);
+            SoftmaxF32.inner(is, in.offset() * 4, os, out.offset() * 4, outer, length, (int) inner, log);
             return;
         }
         Parallel.forRange(l.lines, grain(3 * l.length), (begin, end) -> {

@@ -3,8 +3,8 @@ package org.jtorch.backend.cpu;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import org.jtorch.DType;
-import org.jtorch.Tensor;
 import org.jtorch.backend.SpatialKernels;
+import org.jtorch.op.StridedView;
 
 /**
  * The CPU's {@link SpatialKernels}, parallel over planes. The scalar loops serve float32 and float64
@@ -20,8 +20,8 @@ final class CpuSpatialKernels implements SpatialKernels {
     private static final long GRAIN_ELEMENTS = 1 << 15;
 
     /** The tensor's elements from its storage offset on. */
-    static MemorySegment seg(Tensor t) {
-        return t.storage().segment().asSlice(t.storageOffset() * t.dtype().byteSize());
+    static MemorySegment seg(StridedView t) {
+        return t.memory().asSlice(t.offset() * t.dtype().byteSize());
     }
 
     static double ld(MemorySegment s, boolean f32, long i) {
@@ -33,7 +33,7 @@ final class CpuSpatialKernels implements SpatialKernels {
         else s.setAtIndex(F64, i, v);
     }
 
-    private static boolean isF32(Tensor t) {
+    private static boolean isF32(StridedView t) {
         if (t.dtype() != DType.FLOAT32 && t.dtype() != DType.FLOAT64) {
             throw new IllegalArgumentException("spatial kernels take float32 or float64, got " + t.dtype());
         }
@@ -47,7 +47,7 @@ final class CpuSpatialKernels implements SpatialKernels {
     // ------------------------------------------------------------------ max pooling
 
     @Override
-    public void maxPool2d(Tensor in, Tensor out, Tensor indices, Pool2d g) {
+    public void maxPool2d(StridedView in, StridedView out, StridedView indices, Pool2d g) {
         boolean f32 = isF32(in);
         MemorySegment is = seg(in);
         MemorySegment os = seg(out);
@@ -95,7 +95,7 @@ final class CpuSpatialKernels implements SpatialKernels {
     }
 
     @Override
-    public void maxPoolBackward(Tensor gradOut, Tensor indices, Tensor gradIn) {
+    public void maxPoolBackward(StridedView gradOut, StridedView indices, StridedView gradIn) {
         boolean f32 = isF32(gradOut);
         MemorySegment gs = seg(gradOut);
         MemorySegment xs = seg(indices);
@@ -133,7 +133,7 @@ final class CpuSpatialKernels implements SpatialKernels {
     // ------------------------------------------------------------------ average pooling
 
     @Override
-    public void avgPool2d(Tensor in, Tensor out, Pool2d g, boolean countIncludePad, long divisorOverride) {
+    public void avgPool2d(StridedView in, StridedView out, Pool2d g, boolean countIncludePad, long divisorOverride) {
         boolean f32 = isF32(in);
         MemorySegment is = seg(in);
         MemorySegment os = seg(out);
@@ -150,7 +150,8 @@ final class CpuSpatialKernels implements SpatialKernels {
     }
 
     @Override
-    public void avgPool2dBackward(Tensor gradOut, Tensor gradIn, Pool2d g, boolean countIncludePad, long divisorOverride) {
+    public void avgPool2dBackward(StridedView gradOut, StridedView gradIn, Pool2d g, boolean countIncludePad,
+                                  long divisorOverride) {
         boolean f32 = isF32(gradOut);
         MemorySegment gs = seg(gradOut);
         MemorySegment is = seg(gradIn);
@@ -223,7 +224,7 @@ final class CpuSpatialKernels implements SpatialKernels {
     }
 
     @Override
-    public void adaptiveAvgPool2d(Tensor in, Tensor out) {
+    public void adaptiveAvgPool2d(StridedView in, StridedView out) {
         boolean f32 = isF32(in);
         MemorySegment is = seg(in);
         MemorySegment os = seg(out);
@@ -263,7 +264,7 @@ final class CpuSpatialKernels implements SpatialKernels {
     }
 
     @Override
-    public void adaptiveAvgPool2dBackward(Tensor gradOut, Tensor gradIn) {
+    public void adaptiveAvgPool2dBackward(StridedView gradOut, StridedView gradIn) {
         boolean f32 = isF32(gradOut);
         MemorySegment gs = seg(gradOut);
         MemorySegment is = seg(gradIn);
@@ -305,7 +306,7 @@ final class CpuSpatialKernels implements SpatialKernels {
     }
 
     @Override
-    public void adaptiveMaxPool2d(Tensor in, Tensor out, Tensor indices) {
+    public void adaptiveMaxPool2d(StridedView in, StridedView out, StridedView indices) {
         boolean f32 = isF32(in);
         MemorySegment is = seg(in);
         MemorySegment os = seg(out);

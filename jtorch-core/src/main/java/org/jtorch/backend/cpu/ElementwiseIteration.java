@@ -1,6 +1,5 @@
 package org.jtorch.backend.cpu;
 
-import org.jtorch.Tensor;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 
@@ -26,19 +25,6 @@ final class ElementwiseIteration {
     /** {@code byteStrides[op][dim]} */
     final long[][] byteStrides;
     final long[] baseOffsets;
-
-    ElementwiseIteration(Tensor... tensors) {
-        this(views(tensors));
-    }
-
-    private static StridedView[] views(Tensor[] tensors) {
-        StridedView[] v = new StridedView[tensors.length];
-        for (int i = 0; i < v.length; i++) {
-            Tensor t = tensors[i];
-            v[i] = new StridedView(null, t.storageOffset(), t.shape(), t.strides(), t.dtype());
-        }
-        return v;
-    }
 
     ElementwiseIteration(StridedView... tensors) {
         operands = tensors.length;

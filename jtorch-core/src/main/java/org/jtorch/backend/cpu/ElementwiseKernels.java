@@ -7,7 +7,6 @@ import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
-import org.jtorch.Tensor;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.UnaryOp;
 import org.jtorch.op.StridedView;
@@ -52,11 +51,11 @@ final class ElementwiseKernels {
         for (; i < len; i++) ds.set(I32, d0 + i * dStride, ss.get(I32, so + i * sStride));
     }
 
-    static void copy(Tensor src, Tensor dst) {
+    static void copy(StridedView src, StridedView dst) {
         DType st = src.dtype();
         DType dt = dst.dtype();
-        MemorySegment ss = src.storage().segment();
-        MemorySegment ds = dst.storage().segment();
+        MemorySegment ss = src.memory();
+        MemorySegment ds = dst.memory();
         ElementwiseIteration it = new ElementwiseIteration(dst, src);
         boolean sameType = st == dt;
         boolean integral = !st.isFloatingPoint() && !dt.isFloatingPoint();
@@ -97,9 +96,9 @@ final class ElementwiseKernels {
         });
     }
 
-    static void fill(Tensor dst, double value, long longValue) {
+    static void fill(StridedView dst, double value, long longValue) {
         DType dt = dst.dtype();
-        MemorySegment ds = dst.storage().segment();
+        MemorySegment ds = dst.memory();
         ElementwiseIteration it = new ElementwiseIteration(dst);
         long es = dt.byteSize();
         boolean zeroBits = dt.isFloatingPoint() ? Double.doubleToRawLongBits(value) == 0 : longValue == 0;
@@ -290,11 +289,11 @@ final class ElementwiseKernels {
 
     // ---------------------------------------------------------------- where
 
-    static void where(Tensor cond, Tensor a, Tensor b, Tensor out) {
-        MemorySegment cs = cond.storage().segment();
-        MemorySegment as = a.storage().segment();
-        MemorySegment bs = b.storage().segment();
-        MemorySegment os = out.storage().segment();
+    static void where(StridedView cond, StridedView a, StridedView b, StridedView out) {
+        MemorySegment cs = cond.memory();
+        MemorySegment as = a.memory();
+        MemorySegment bs = b.memory();
+        MemorySegment os = out.memory();
         DType ot = out.dtype();
         DType at = a.dtype();
         DType bt = b.dtype();

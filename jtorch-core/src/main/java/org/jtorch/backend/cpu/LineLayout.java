@@ -1,6 +1,6 @@
 package org.jtorch.backend.cpu;
 
-import org.jtorch.Tensor;
+import org.jtorch.op.StridedView;
 
 /**
  * Same-shaped tensors seen as lines along one dimension (for scans, softmax and arg-reductions): every
@@ -16,7 +16,7 @@ final class LineLayout {
     private final long[][] outerStrides;
     private final long[] base;
 
-    LineLayout(int dim, Tensor... tensors) {
+    LineLayout(int dim, StridedView... tensors) {
         long[] shape = tensors[0].shape();
         int rank = shape.length;
         int ops = tensors.length;
@@ -31,7 +31,7 @@ final class LineLayout {
         for (int i = 0; i < ops; i++) {
             long es = tensors[i].dtype().byteSize();
             long[] st = tensors[i].strides();
-            base[i] = tensors[i].storageOffset() * es;
+            base[i] = tensors[i].offset() * es;
             for (int d = 0, j = 0; d < rank; d++) {
                 if (d == dim) lineStride[i] = st[d] * es;
                 else outerStrides[i][j++] = st[d] * es;

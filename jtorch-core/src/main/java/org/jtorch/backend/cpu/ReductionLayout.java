@@ -3,7 +3,7 @@ package org.jtorch.backend.cpu;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import org.jtorch.DType;
-import org.jtorch.Tensor;
+import org.jtorch.op.StridedView;
 
 /**
  * The geometry of a reduction, from an input and an output that has the input's shape with stride 0
@@ -30,7 +30,7 @@ final class ReductionLayout {
     final long rowLength;
     final long rowStride;
 
-    ReductionLayout(Tensor in, Tensor out) {
+    ReductionLayout(StridedView in, StridedView out) {
         long[] shape = in.shape();
         int rank = shape.length;
         long esIn = in.dtype().byteSize();
@@ -79,8 +79,8 @@ final class ReductionLayout {
         rowLength = redShape[nr - 1];
         rowStride = redIn[nr - 1];
         rows = rowLength == 0 ? 0 : nred / rowLength;
-        inBase = in.storageOffset() * esIn;
-        outBase = out.storageOffset() * esOut;
+        inBase = in.offset() * esIn;
+        outBase = out.offset() * esOut;
     }
 
     /** Byte offset in the input of the first element reduced into output element {@code o} (row-major over kept dims). */

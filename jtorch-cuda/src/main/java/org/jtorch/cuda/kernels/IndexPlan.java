@@ -9,8 +9,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.util.Arrays;
 import org.jtorch.DType;
-import org.jtorch.Tensor;
 import org.jtorch.cuda.KernelStructs;
+import org.jtorch.op.StridedView;
 
 /**
  * The host-side choices of the indexing kernels of {@code index.cu} (no GPU needed; only tensor metadata
@@ -107,42 +107,42 @@ public final class IndexPlan {
     }
 
     /** {@code self}'s size at {@code dim} (1 for a 0-d tensor, as the CPU backend). */
-    private static long dimSize(Tensor self, int dim) {
+    private static long dimSize(StridedView self, int dim) {
         return self.dim() == 0 ? 1 : self.size(dim);
     }
 
-    private static long dimStride(Tensor self, int dim) {
+    private static long dimStride(StridedView self, int dim) {
         return self.dim() == 0 ? 0 : self.stride(dim);
     }
 
     /** {@code self}'s strides with 0 at {@code dim}: the indexed side. */
-    private static long[] zeroAt(Tensor self, int dim) {
-        long[] s = self.strides();
+    private static long[] zeroAt(StridedView self, int dim) {
+        long[] s = self.strides().clone();
         if (s.length > 0) s[dim] = 0;
         return s;
     }
 
     /** A 1-d (or 0-d) index vector laid along {@code dim} of a rank-{@code rank} iteration shape. */
-    private static Index vectorAlong(Tensor index, int dim, int rank, long size, boolean wraps, long step) {
+    private static Index vectorAlong(StridedView index, int dim, int rank, long size, boolean wraps, long step) {
         long[] st = new long[rank];
         if (rank > 0) st[dim] = index.dim() == 0 ? 0 : index.stride(0);
         return new Index(st, index.dtype() == DType.INT32, size, wraps, step);
     }
 
     /** index_select: iteration shape = {@code out}'s; {@code out[..., i, ...] = self[..., index[i], ...]}. */
-    public static Geometry indexSelect(Tensor self, int dim, Tensor index, Tensor out) {
+    public static Geometry indexSelect(StridedView self, int dim, StridedView index, StridedView out) {
         return build("indexSelect", out.shape(), out.strides(), zeroAt(self, dim),
                 vectorAlong(index, dim, self.dim(), dimSize(self, dim), false, dimStride(self, dim)));
     }
 
     /** gather: iteration shape = {@code index}'s; dense side {@code out}. */
-    public static Geometry gather(Tensor self, int dim, Tensor index, Tensor out) {
+    public static Geometry gather(StridedView self, int dim, StridedView index, StridedView out) {
         return build("gather", index.shape(), out.strides(), zeroAt(self, dim),
                 new Index(index.strides(), index.dtype() == DType.INT32, dimSize(self, dim), false, dimStride(self, dim)));
     }
 
     /** scatter / scatter_add: iteration shape = {@code index}'s; dense side {@code src}, indexed side {@code self}. */
-    public static Geometry scatter(String op, Tensor self, int dim, Tensor index, Tensor src) {
+    public static Geometry scatter(String op, StridedView self, int dim, StridedView index, StridedView src) {
         return build(op, index.shape(), src.strides(), zeroAt(self, dim),
                 new Index(index.strides(), index.dtype() == DType.INT32, dimSize(self, dim), false, dimStride(self, dim)));
     }
@@ -151,7 +151,8 @@ public final class IndexPlan {
      * index_copy / index_fill / index_add: iteration shape = {@code source}'s; {@code index} along {@code dim},
      * negative values wrapping where the op allows them.
      */
-    public static Geometry indexAccumulate(String op, Tensor self, int dim, Tensor index, Tensor source, boolean wrapNegative) {
+    public static Geometry indexAccumulate(String op, StridedView self, int dim, StridedView index, StridedView source,
+                                           boolean wrapNegative) {
         return build(op, source.shape(), source.strides(), zeroAt(self, dim),
                 vectorAlong(index, dim, self.dim(), dimSize(self, dim), wrapNegative, dimStride(self, dim)));
     }
@@ -160,7 +161,8 @@ public final class IndexPlan {
      * Advanced indexing and index_put: {@code indexed} (the source or destination) and {@code indices} are
      * already restrided to {@code dense}'s shape by the front end; {@code sizes}/{@code strides} per index.
      */
-    public static Geometry advanced(String op, Tensor indexed, Tensor[] indices, long[] sizes, long[] strides, Tensor dense) {
+    public static Geometry advanced(String op, StridedView indexed, StridedView[] indices, long[] sizes, long[] strides,
+                                    StridedView dense) {
         Index[] idx = new Index[indices.length];
         for (int k = 0; k < idx.length; k++) {
             idx[k] = new Index(indices[k].strides(), indices[k].dtype() == DType.INT32, sizes[k], true, strides[k]);
@@ -311,9 +313,9 @@ public final class IndexPlan {
      * are left out, so each stored value is read once; the first bad value in the remaining row-major order is
      * also the first one met in the full tensor's.
      */
-    public static Check check(String op, Tensor index, int dim, long size, boolean wrapNegative) {
+    public static Check check(String op, StridedView index, int dim, long size, boolean wrapNegative) {
         checkEntry(index.dtype());
-        long[] shape = index.shape(), strides = index.strides();
+        long[] shape = index.shape().clone(), strides = index.strides().clone();
         int kept = 0;
         for (int d = 0; d < shape.length; d++) {
             if (strides[d] == 0 && shape[d] > 1) continue;
@@ -380,7 +382,7 @@ public final class IndexPlan {
      * {@code jt::Strided} of a nonzero input (operand 0), over its own uncoalesced shape: the kernel writes
      * coordinates over these sizes, so each dimension stays. More than {@value KernelStructs#MAX_DIMS} is refused.
      */
-    public static ElementwisePlan.Strided nonzeroLayout(Tensor t) {
+    public static ElementwisePlan.Strided nonzeroLayout(StridedView t) {
         if (t.dim() > KernelStructs.MAX_DIMS) {
             throw new UnsupportedOperationException("nonzero: the CUDA kernel handles at most " + KernelStructs.MAX_DIMS
                     + " dimensions, got shape " + Arrays.toString(t.shape()) + " on " + t.device());
@@ -389,14 +391,14 @@ public final class IndexPlan {
     }
 
     /** {@code jt::Strided} of masked_select: operand 0 {@code self}, operand 1 {@code mask}, coalesced together. */
-    public static ElementwisePlan.Strided maskedSelectLayout(Tensor self, Tensor mask) {
+    public static ElementwisePlan.Strided maskedSelectLayout(StridedView self, StridedView mask) {
         return coalesce("maskedSelect", self.shape(),
                 new ElementwisePlan.Operand(self.dtype(), self.strides(), self.isContiguous()),
                 new ElementwisePlan.Operand(mask.dtype(), mask.strides(), mask.isContiguous()));
     }
 
     /** {@code jt::Strided} of a count over {@code t} alone (operand 0), coalesced: same row-major order as its shape. */
-    public static ElementwisePlan.Strided countLayout(Tensor t) {
+    public static ElementwisePlan.Strided countLayout(StridedView t) {
         return coalesce("countNonzero", t.shape(), new ElementwisePlan.Operand(t.dtype(), t.strides(), t.isContiguous()));
     }
 
