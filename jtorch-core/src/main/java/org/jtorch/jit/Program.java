@@ -25,6 +25,7 @@ import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Elementwise;
+import org.jtorch.ops.Linalg;
 
 /**
  * A traced graph compiled into steps: chains of float32 pointwise ops fused into one generated kernel each (their
@@ -34,7 +35,7 @@ import org.jtorch.ops.Elementwise;
  */
 final class Program {
     /** One step: a fused group or one replayed op, producing the value of {@code node}. */
-    private sealed interface Step permits Fused, FusedSum, FoldedConvBatchNorm, Replayed {
+    private sealed interface Step permits Fused, FusedSum, GemmEpilogue, FoldedConvBatchNorm, Replayed {
         Graph.Node node();
     }
 
@@ -50,6 +51,15 @@ final class Program {
      * dimensions as 1, the shape the incoming gradient is broadcast from.
      */
     private record FusedSum(Graph.Node node, Fused group, long rowLength, long[] keepShape) implements Step {}
+
+    /**
+     * A fused group fed by a float32 linear layer used by it alone and computed at the layer's shape: the group runs as
+     * the layer's GEMM epilogue, on each block of the product while the block is in cache ({@link Linalg#linear(Tensor,
+     * Tensor, Tensor, java.util.function.Function)}). {@code slot} is the layer's index among the group's inputs. Without
+     * autograd the group writes into the product's own memory; with it, the product stays (its linear backward and the
+     * group's recomputing backward read it) and the group writes a second tensor.
+     */
+    private record GemmEpilogue(Graph.Node node, Fused group, Graph.Node producer, int slot) implements Step {}
 
     /**
      * A convolution whose only consumer is a batch norm in evaluation, folded into it (inference only): the batch
@@ -114,13 +124,17 @@ final class Program {
             if (!live.containsKey(n) || inlined.containsKey(n) || !fusable(n)) continue;
             FusedGroup g = FusedGroup.of(n, inlined::containsKey);
             Graph.Node sum = summedBy.get(n);
-            if (g.ops < 2 && sum == null) continue;
+            Graph.Node producer = sum == null ? epilogueProducer(g, uses) : null;
+            if (g.ops < 2 && sum == null && producer == null) continue;
             Fused f = compile(g);
             if (f == null) {
                 for (Graph.Node member : g.nodes()) inlined.remove(member);
             } else if (sum != null && f.kernel().sumsRows()) {
                 groups.put(sum, new FusedSum(sum, f, summedRow(sum, n), keepShape(sum, n)));
                 inlined.put(n, true);
+            } else if (producer != null) {
+                groups.put(n, new GemmEpilogue(n, f, producer, g.inputs.indexOf(producer)));
+                inlined.put(producer, true);
             } else if (g.ops >= 2) {
                 groups.put(n, f);
             }
@@ -195,6 +209,23 @@ final class Program {
     }
 
     /**
+     * The float32 linear layer among {@code g}'s inputs whose GEMM can run {@code g} as its epilogue: read by the group
+     * alone, of the group's shape (the group computes over the product's blocks), on its device, and not written in
+     * place, nor its operands (the layer runs at the group's place in the order); null where none.
+     */
+    private Graph.Node epilogueProducer(FusedGroup g, Map<Graph.Node, Integer> uses) {
+        Graph.Node root = g.root.node();
+        for (Graph.Value v : g.inputs) {
+            if (v instanceof Graph.Node p && p.op == FrontEndOps.LINEAR && p.dtype == DType.FLOAT32 && uses.get(p) == 1
+                    && java.util.Arrays.equals(p.shape, root.shape) && p.device.equals(root.device) && !graph.mutated.contains(p)
+                    && !readsMutated(p)) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    /**
      * Whether {@code n} is a batch norm in evaluation with running statistics whose input is a convolution used by it
      * alone, of the same floating dtype: then the batch norm folds into the convolution.
      */
@@ -257,6 +288,12 @@ final class Program {
         return switch (s) {
             case Fused f -> f.group().inputs;
             case FusedSum f -> f.group().group().inputs;
+            case GemmEpilogue e -> {
+                List<Graph.Value> in = new ArrayList<>(e.group().group().inputs);
+                in.remove(e.slot());
+                in.addAll(e.producer().inputs);
+                yield in;
+            }
             case FoldedConvBatchNorm f -> {
                 List<Graph.Value> in = new ArrayList<>(f.conv().inputs);
                 in.addAll(f.node().inputs.subList(1, f.node().inputs.size()));
@@ -317,6 +354,7 @@ final class Program {
                 values[node.id] = switch (step) {
                     case Fused f -> runFused(f, inputs, values);
                     case FusedSum f -> runFusedSum(f, inputs, values);
+                    case GemmEpilogue e -> runEpilogue(e, inputs, values);
                     case FoldedConvBatchNorm f -> runFolded(f, inputs, values);
                     case Replayed r -> replay(r.node(), inputs, values);
                 };
@@ -362,6 +400,88 @@ final class Program {
                 s.rowLength(), new double[0]));
         if (differentiable && Autograd.needsGrad(args)) recordBackward(f, args, out, s.keepShape());
         return out;
+    }
+
+    /**
+     * The linear layer with the group as its epilogue. The group's operands are seen as {@code [rows, features]}
+     * matrices, as the product is; an operand whose leading dimensions do not merge into one (a broadcast in the
+     * middle) sends the step the unfused way: the layer, then the group over its whole output.
+     */
+    private Tensor runEpilogue(GemmEpilogue e, Tensor[] inputs, Tensor[] values) {
+        Fused f = e.group();
+        Graph.Node root = f.node();
+        Graph.Node linear = e.producer();
+        Tensor x = resolve(linear.inputs.get(0), inputs, values);
+        Tensor w = resolve(linear.inputs.get(1), inputs, values);
+        Tensor b = linear.inputs.size() > 2 ? resolve(linear.inputs.get(2), inputs, values) : null;
+        Tensor[] args = arguments(f, inputs, values);
+        boolean needsGrad = Autograd.needsGrad(x, w, b) || Autograd.needsGrad(args);
+        long numel = Shapes.numel(root.shape);
+        long cols = root.shape[root.shape.length - 1];
+        Tensor out = needsGrad ? Tensor.empty(root.shape, DType.FLOAT32, root.device) : null;
+        Tensor[] broadcast = new Tensor[args.length];
+        try {
+            StridedView[] operands = new StridedView[args.length];
+            boolean blocks = numel > 0;
+            for (int k = 0; k < args.length && blocks; k++) {
+                if (k == e.slot()) continue;
+                Tensor bc = args[k].broadcastTo(root.shape);
+                if (bc != args[k]) broadcast[k] = bc;
+                operands[k] = matrix(Dispatcher.view(bc), numel / cols, cols);
+                blocks = operands[k] != null;
+            }
+            StridedView target = out == null || !blocks ? null : matrix(Dispatcher.view(out), numel / cols, cols);
+            Tensor product;
+            if (blocks) {
+                int device = root.device.index();
+                product = Linalg.linear(x, w, b, c -> {
+                    StridedView cv = Dispatcher.view(c);
+                    StridedView into = target != null ? target : cv;
+                    return (r0, r1, c0, c1) -> {
+                        StridedView[] in = new StridedView[operands.length];
+                        for (int k = 0; k < in.length; k++) in[k] = block(k == e.slot() ? cv : operands[k], r0, r1, c0, c1);
+                        f.kernel().run(device, DType.FLOAT32, block(into, r0, r1, c0, c1), in, NO_PARAMS);
+                    };
+                });
+            } else {
+                product = Linalg.linear(x, w, b, null);
+                if (out == null) out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+            }
+            args[e.slot()] = product;
+            if (!blocks) apply(f.kernel(), root, args, null, out);
+            if (out == null) return product;
+            if (differentiable && needsGrad) recordBackward(f, args, out, null);
+            product.close();
+            return out;
+        } finally {
+            for (Tensor t : broadcast) if (t != null) t.close();
+        }
+    }
+
+    private static final double[] NO_PARAMS = new double[0];
+
+    /**
+     * {@code v} (a row-major shape whose last dimension has {@code cols} values) as a {@code [rows, cols]} matrix, or
+     * null where its leading dimensions do not merge into one stride.
+     */
+    private static StridedView matrix(StridedView v, long rows, long cols) {
+        long[] shape = v.shape();
+        long[] strides = v.strides();
+        long rowStride = 0;
+        long next = -1;
+        for (int d = shape.length - 2; d >= 0; d--) {
+            if (shape[d] == 1) continue;
+            if (next < 0) rowStride = strides[d];
+            else if (strides[d] != next) return null;
+            next = strides[d] * shape[d];
+        }
+        return new StridedView(v.memory(), v.offset(), new long[] {rows, cols}, new long[] {rowStride, strides[shape.length - 1]}, v.dtype());
+    }
+
+    /** Rows {@code [r0, r1)} and columns {@code [c0, c1)} of a matrix view. */
+    private static StridedView block(StridedView m, long r0, long r1, long c0, long c1) {
+        long[] st = m.strides();
+        return new StridedView(m.memory(), m.offset() + r0 * st[0] + c0 * st[1], new long[] {r1 - r0, c1 - c0}, st, m.dtype());
     }
 
     /**
@@ -523,6 +643,12 @@ final class Program {
                 case FusedSum f -> {
                     FusedGroup g = f.group().group();
                     s.append(f.node()).append(" = sum of rows of ").append(f.rowLength()).append(", fused with ").append(g.ops)
+                            .append(g.ops == 1 ? " op" : " ops").append(" over (")
+                            .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
+                }
+                case GemmEpilogue e -> {
+                    FusedGroup g = e.group().group();
+                    s.append(e.node()).append(" = linear (").append(e.producer()).append(") with an epilogue of ").append(g.ops)
                             .append(g.ops == 1 ? " op" : " ops").append(" over (")
                             .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
                 }
