@@ -35,7 +35,7 @@ import org.jtorch.ops.Linalg;
  */
 final class Program {
     /** One step: a fused group or one replayed op, producing the value of {@code node}. */
-    private sealed interface Step permits Fused, FusedSum, GemmEpilogue, FoldedConvBatchNorm, Replayed {
+    private sealed interface Step permits Fused, FusedSum, FusedSoftmax, GemmEpilogue, FoldedConvBatchNorm, Replayed {
         Graph.Node node();
     }
 
@@ -51,6 +51,13 @@ final class Program {
      * dimensions as 1, the shape the incoming gradient is broadcast from.
      */
     private record FusedSum(Graph.Node node, Fused group, long rowLength, long[] keepShape) implements Step {}
+
+    /**
+     * A fused group normalised as it is computed: {@code node} is a float32 softmax (or log-softmax, {@code log}) over
+     * the group's last dimension, the group's only consumer; blocks of rows go through the formula and the softmax
+     * while in cache ({@link FormulaKernel#runRowSoftmax}).
+     */
+    private record FusedSoftmax(Graph.Node node, Fused group, boolean log) implements Step {}
 
     /**
      * A fused group fed by a float32 linear layer used by it alone and computed at the layer's shape: the group runs as
@@ -117,6 +124,10 @@ final class Program {
                     && !inlined.containsKey(p) && uses.get(p) == 1 && p.device.equals(n.device) && summedRow(n, p) >= 0) {
                 summedBy.put(p, n);
             }
+            if (live.containsKey(n) && softmaxOverRows(n) && n.inputs.get(0) instanceof Graph.Node p && fusable(p)
+                    && !inlined.containsKey(p) && uses.get(p) == 1 && p.device.equals(n.device)) {
+                summedBy.put(p, n);
+            }
         }
         // Groups of two ops or more; a group that cannot be compiled (its backward is not a formula) is replayed op by op.
         Map<Graph.Node, Step> groups = new IdentityHashMap<>();
@@ -129,7 +140,10 @@ final class Program {
             Fused f = compile(g);
             if (f == null) {
                 for (Graph.Node member : g.nodes()) inlined.remove(member);
-            } else if (sum != null && f.kernel().sumsRows()) {
+            } else if (sum != null && sum.op != ReductionOps.SUM && f.kernel().softmaxesRows()) {
+                groups.put(sum, new FusedSoftmax(sum, f, sum.op == ReductionOps.LOG_SOFTMAX));
+                inlined.put(n, true);
+            } else if (sum != null && sum.op == ReductionOps.SUM && f.kernel().sumsRows()) {
                 groups.put(sum, new FusedSum(sum, f, summedRow(sum, n), keepShape(sum, n)));
                 inlined.put(n, true);
             } else if (producer != null) {
@@ -254,6 +268,14 @@ final class Program {
         return row;
     }
 
+    /** Whether {@code n} is a float32 softmax or log-softmax over its last dimension, of a float32 value. */
+    private static boolean softmaxOverRows(Graph.Node n) {
+        if (n.op != ReductionOps.SOFTMAX && n.op != ReductionOps.LOG_SOFTMAX || n.dtype != DType.FLOAT32 || n.scalars.length < 1) return false;
+        int rank = n.shape.length;
+        int dim = (int) n.scalars[0];
+        return rank > 0 && (dim == -1 || dim == rank - 1) && n.inputs.get(0) != null && n.inputs.get(0).dtype() == DType.FLOAT32;
+    }
+
     /** Which of {@code rank} dimensions {@code sum} reduces (all for no dims), or null for a repeated or invalid dim. */
     private static boolean[] reducedDims(Graph.Node sum, int rank) {
         int[] dims = sum.reduce.dims();
@@ -288,6 +310,7 @@ final class Program {
         return switch (s) {
             case Fused f -> f.group().inputs;
             case FusedSum f -> f.group().group().inputs;
+            case FusedSoftmax f -> f.group().group().inputs;
             case GemmEpilogue e -> {
                 List<Graph.Value> in = new ArrayList<>(e.group().group().inputs);
                 in.remove(e.slot());
@@ -354,6 +377,7 @@ final class Program {
                 values[node.id] = switch (step) {
                     case Fused f -> runFused(f, inputs, values);
                     case FusedSum f -> runFusedSum(f, inputs, values);
+                    case FusedSoftmax f -> runFusedSoftmax(f, inputs, values);
                     case GemmEpilogue e -> runEpilogue(e, inputs, values);
                     case FoldedConvBatchNorm f -> runFolded(f, inputs, values);
                     case Replayed r -> replay(r.node(), inputs, values);
@@ -399,6 +423,59 @@ final class Program {
         withBroadcastViews(root, args, null, out, views -> f.kernel().runRowSums(root.device.index(), Dispatcher.view(out), views,
                 s.rowLength(), new double[0]));
         if (differentiable && Autograd.needsGrad(args)) recordBackward(f, args, out, s.keepShape());
+        return out;
+    }
+
+    /**
+     * The group and the softmax in one pass over blocks of rows. Operands whose leading dimensions do not merge into
+     * one stride send the step the unfused way: the group, then the softmax.
+     */
+    private Tensor runFusedSoftmax(FusedSoftmax s, Tensor[] inputs, Tensor[] values) {
+        Fused f = s.group();
+        Graph.Node root = f.node();
+        Tensor[] args = arguments(f, inputs, values);
+        long numel = Shapes.numel(root.shape);
+        long cols = root.shape[root.shape.length - 1];
+        Tensor out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+        Tensor[] broadcast = new Tensor[args.length];
+        try {
+            StridedView[] operands = new StridedView[args.length];
+            boolean rows = numel > 0;
+            for (int k = 0; k < args.length && rows; k++) {
+                Tensor bc = args[k].broadcastTo(root.shape);
+                if (bc != args[k]) broadcast[k] = bc;
+                operands[k] = matrix(Dispatcher.view(bc), numel / cols, cols);
+                rows = operands[k] != null;
+            }
+            if (!rows) {
+                out.close();
+                try (Tensor group = runFused(f, inputs, values)) {
+                    return Dispatcher.alongDim(s.node().op, group, -1, null);
+                }
+            }
+            Backends.hold("jit", out, null, null);
+            try {
+                f.kernel().runRowSoftmax(root.device.index(), matrix(Dispatcher.view(out), numel / cols, cols), operands, cols, s.log(),
+                        NO_PARAMS);
+            } finally {
+                Backends.drop(out, null, null);
+            }
+        } finally {
+            for (Tensor t : broadcast) if (t != null) t.close();
+        }
+        if (differentiable && Autograd.needsGrad(args)) {
+            SavedTensor result = Autograd.save(out);
+            boolean log = s.log();
+            // The softmax's gradient, then the group's: y (g - sum(g y)) or, through a log-softmax, g - exp(y) sum(g).
+            recordBackward(f, args, out, log ? "JitFusedLogSoftmaxBackward" : "JitFusedSoftmaxBackward", result, g -> {
+                try (MemoryScope scope = new MemoryScope()) {
+                    Tensor y = result.get();
+                    Tensor grad = log ? g.sub(y.exp().mul(g.sum(new int[] {-1}, true)))
+                            : y.mul(g.sub(g.mul(y).sum(new int[] {-1}, true)));
+                    return scope.keep(grad);
+                }
+            });
+        }
         return out;
     }
 
@@ -555,23 +632,39 @@ final class Program {
      * gradient is first seen at {@code keepShape} (the summed dimensions as 1) and broadcast over the group's values.
      */
     private static void recordBackward(Fused f, Tensor[] args, Tensor out, long[] keepShape) {
+        recordBackward(f, args, out, keepShape == null ? "JitFusedBackward" : "JitFusedSumBackward", null,
+                g -> keepShape == null ? g : g.reshape(keepShape));
+    }
+
+    /**
+     * Records the group as one autograd node named {@code name}, whose incoming gradient {@code incoming} turns into
+     * the gradient at the group's output (a new tensor, or the incoming one itself); {@code extra} is saved beside the
+     * group's inputs.
+     */
+    private static void recordBackward(Fused f, Tensor[] args, Tensor out, String name, SavedTensor extra,
+                                       java.util.function.UnaryOperator<Tensor> incoming) {
         Graph.Node root = f.node();
         SavedTensor[] saved = new SavedTensor[args.length];
         for (int k = 0; k < args.length; k++) saved[k] = Autograd.save(args[k]);
+        SavedTensor[] kept = saved;
+        if (extra != null) {
+            kept = java.util.Arrays.copyOf(saved, saved.length + 1);
+            kept[saved.length] = extra;
+        }
         long[][] shapes = new long[args.length][];
         boolean[] needs = new boolean[args.length];
         for (int k = 0; k < args.length; k++) {
             shapes[k] = args[k].shape();
             needs[k] = args[k].requiresGrad();
         }
-        Autograd.record(keepShape == null ? "JitFusedBackward" : "JitFusedSumBackward", out, g -> {
+        Autograd.record(name, out, g -> {
             if (Grad.isEnabled()) {
                 throw new UnsupportedOperationException("jit: a double backward (createGraph) through a fused group of "
                         + f.group().ops + " ops is not supported yet; call the function eagerly for higher-order gradients");
             }
             Tensor[] values = new Tensor[saved.length];
             for (int k = 0; k < saved.length; k++) values[k] = saved[k].get();
-            Tensor grad = keepShape == null ? g[0] : g[0].reshape(keepShape);
+            Tensor grad = incoming.apply(g[0]);
             try {
                 Tensor[] grads = new Tensor[saved.length];
                 for (int k = 0; k < saved.length; k++) {
@@ -585,7 +678,7 @@ final class Program {
             } finally {
                 if (grad != g[0]) grad.close();
             }
-        }, args, saved);
+        }, args, kept);
     }
 
     private static Tensor replay(Graph.Node n, Tensor[] inputs, Tensor[] values) {
@@ -643,6 +736,12 @@ final class Program {
                 case FusedSum f -> {
                     FusedGroup g = f.group().group();
                     s.append(f.node()).append(" = sum of rows of ").append(f.rowLength()).append(", fused with ").append(g.ops)
+                            .append(g.ops == 1 ? " op" : " ops").append(" over (")
+                            .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
+                }
+                case FusedSoftmax f -> {
+                    FusedGroup g = f.group().group();
+                    s.append(f.node()).append(f.log() ? " = log_softmax" : " = softmax").append(" of rows, fused with ").append(g.ops)
                             .append(g.ops == 1 ? " op" : " ops").append(" over (")
                             .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
                 }

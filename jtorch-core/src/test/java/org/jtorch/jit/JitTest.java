@@ -155,13 +155,15 @@ class JitTest {
     }
 
     @Test
-    void reductionsAndSoftmaxAreReplayedBetweenFusedGroups() {
+    void reductionsAndSoftmaxTakeTheirProducersIn() {
         Torch.manualSeed(4);
         TensorFunction f = x -> x[0].mul(2.0).add(1.0).softmax(1).log().neg().sum(1).sqrt();
         Tensor x = randn(6, 50);
         TensorFunction compiled = Jit.trace(f, x);
         String plan = Jit.explain(f, x);
-        assertTrue(plan.contains("softmax (eager)") && plan.contains("fused"), plan);
+        // CUDA's formula kernels do not fuse softmax yet: there the softmax is replayed.
+        assertTrue(plan.contains(DEVICE.isCpu() ? "softmax of rows, fused with 2 ops" : "softmax (eager)")
+                && plan.contains("sum of rows of 50, fused with 2 ops"), plan);
         assertClose(f.apply(x), compiled.apply(x), 1e-6f);
     }
 
