@@ -29,9 +29,10 @@ import org.jtorch.ops.Linalg;
 
 /**
  * A traced graph compiled into steps: chains of float32 pointwise ops fused into one generated kernel each (their
- * intermediates never reach memory), a chain feeding a sum over trailing dimensions fused into that sum where the
- * backend can, every other op replayed through the dispatcher. Dead ops are dropped. Intermediates are closed after
- * their last use.
+ * intermediates never reach memory), a chain feeding a sum over trailing dimensions or a softmax over the last one
+ * fused into it where the backend can, a chain fed by a linear layer run as the layer's GEMM epilogue, every other op
+ * replayed through the dispatcher. Dead ops are dropped. Intermediates are closed after their last use (the caching
+ * allocator hands the block to the next step of its size).
  */
 final class Program {
     /** One step: a fused group or one replayed op, producing the value of {@code node}. */
@@ -60,9 +61,10 @@ final class Program {
     private record FusedSoftmax(Graph.Node node, Fused group, boolean log) implements Step {}
 
     /**
-     * A fused group fed by a float32 linear layer used by it alone and computed at the layer's shape: the group runs as
-     * the layer's GEMM epilogue, on each block of the product while the block is in cache ({@link Linalg#linear(Tensor,
-     * Tensor, Tensor, java.util.function.Function)}). {@code slot} is the layer's index among the group's inputs. Without
+     * A fused group fed by a float32 linear layer (or a matmul by a matrix, the same product) used by it alone and
+     * computed at the layer's shape: the group runs as the layer's GEMM epilogue, on each block of the product while the
+     * block is in cache ({@link Linalg#linear(Tensor, Tensor, Tensor, java.util.function.Function)}). {@code slot} is
+     * the layer's index among the group's inputs. Without
      * autograd the group writes into the product's own memory; with it, the product stays (its linear backward and the
      * group's recomputing backward read it) and the group writes a second tensor.
      */
@@ -116,8 +118,8 @@ final class Program {
                 }
             }
         }
-        // A group whose only consumer sums its trailing dimensions is fused into the sum (even a single op: x * y summed
-        // is a dot product that never stores x * y).
+        // A group whose only consumer sums its trailing dimensions, or takes a softmax over the last one, is fused into
+        // that consumer (even a single op: x * y summed is a dot product that never stores x * y).
         Map<Graph.Node, Graph.Node> summedBy = new IdentityHashMap<>();
         for (Graph.Node n : graph.nodes) {
             if (live.containsKey(n) && n.inputs.size() == 1 && n.inputs.get(0) instanceof Graph.Node p && fusable(p)
@@ -223,20 +225,26 @@ final class Program {
     }
 
     /**
-     * The float32 linear layer among {@code g}'s inputs whose GEMM can run {@code g} as its epilogue: read by the group
-     * alone, of the group's shape (the group computes over the product's blocks), on its device, and not written in
+     * The float32 linear layer (or matmul of a matrix or batch of rows by a matrix) among {@code g}'s inputs whose GEMM
+     * can run {@code g} as its epilogue: read by the group alone, of the group's shape (the group computes over the product's blocks), on its device, and not written in
      * place, nor its operands (the layer runs at the group's place in the order); null where none.
      */
     private Graph.Node epilogueProducer(FusedGroup g, Map<Graph.Node, Integer> uses) {
         Graph.Node root = g.root.node();
         for (Graph.Value v : g.inputs) {
-            if (v instanceof Graph.Node p && p.op == FrontEndOps.LINEAR && p.dtype == DType.FLOAT32 && uses.get(p) == 1
+            if (v instanceof Graph.Node p && (p.op == FrontEndOps.LINEAR || isMatmulByMatrix(p)) && p.dtype == DType.FLOAT32 && uses.get(p) == 1
                     && java.util.Arrays.equals(p.shape, root.shape) && p.device.equals(root.device) && !graph.mutated.contains(p)
                     && !readsMutated(p)) {
                 return p;
             }
         }
         return null;
+    }
+
+    /** {@code a @ b} with {@code a} of two dimensions or more and {@code b} a matrix: {@code linear(a, b.T)}. */
+    private static boolean isMatmulByMatrix(Graph.Node n) {
+        return n.op == FrontEndOps.MATMUL && n.inputs.size() == 2 && n.inputs.get(0) != null && n.inputs.get(1) != null
+                && n.inputs.get(0).shape().length >= 2 && n.inputs.get(1).shape().length == 2;
     }
 
     /**
@@ -488,9 +496,11 @@ final class Program {
         Fused f = e.group();
         Graph.Node root = f.node();
         Graph.Node linear = e.producer();
+        boolean matmul = linear.op == FrontEndOps.MATMUL;
         Tensor x = resolve(linear.inputs.get(0), inputs, values);
-        Tensor w = resolve(linear.inputs.get(1), inputs, values);
-        Tensor b = linear.inputs.size() > 2 ? resolve(linear.inputs.get(2), inputs, values) : null;
+        // a @ m is linear(a, m.T): the transposed view multiplies as m itself.
+        Tensor w = matmul ? resolve(linear.inputs.get(1), inputs, values).t() : resolve(linear.inputs.get(1), inputs, values);
+        Tensor b = !matmul && linear.inputs.size() > 2 ? resolve(linear.inputs.get(2), inputs, values) : null;
         Tensor[] args = arguments(f, inputs, values);
         boolean needsGrad = Autograd.needsGrad(x, w, b) || Autograd.needsGrad(args);
         long numel = Shapes.numel(root.shape);
@@ -532,6 +542,7 @@ final class Program {
             return out;
         } finally {
             for (Tensor t : broadcast) if (t != null) t.close();
+            if (matmul) w.close();
         }
     }
 
@@ -747,7 +758,8 @@ final class Program {
                 }
                 case GemmEpilogue e -> {
                     FusedGroup g = e.group().group();
-                    s.append(e.node()).append(" = linear (").append(e.producer()).append(") with an epilogue of ").append(g.ops)
+                    s.append(e.node()).append(" = ").append(e.producer().op.name()).append(" (").append(e.producer())
+                            .append(") with an epilogue of ").append(g.ops)
                             .append(g.ops == 1 ? " op" : " ops").append(" over (")
                             .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
                 }

@@ -1,11 +1,12 @@
 package org.jtorch.jit;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.jtorch.jit.JitChecks.DEVICE;
+import static org.jtorch.jit.JitChecks.assertCompiledMatchesEager;
+import static org.jtorch.jit.JitChecks.randn;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.autograd.Grad;
 import org.jtorch.nn.F;
 import org.junit.jupiter.api.Test;
 
@@ -16,52 +17,11 @@ import org.junit.jupiter.api.Test;
  * The simulator pass runs this class on cuda:0.
  */
 class JitSoftmaxFusionTest {
-    private static final org.jtorch.Device DEVICE = org.jtorch.testing.Fixtures.device();
-
-    private static Tensor randn(long... shape) {
-        return Torch.randn(shape).to(DEVICE);
-    }
-
-    private static void assertClose(Tensor expected, Tensor actual, float tolerance) {
-        assertArrayEquals(expected.shape(), actual.shape());
-        float[] e = expected.toFloatArray();
-        float[] a = actual.toFloatArray();
-        for (int i = 0; i < e.length; i++) {
-            float tol = tolerance * Math.max(1, Math.abs(e[i]));
-            assertTrue(Math.abs(e[i] - a[i]) <= tol || (Float.isNaN(e[i]) && Float.isNaN(a[i])),
-                    "at " + i + ": expected " + e[i] + ", got " + a[i]);
-        }
-    }
-
-    /** {@code f(x)}, then the gradients of a weighted sum of it (a softmax's rows sum to 1: their gradient is zero). */
-    private static Tensor[] valueAndGradients(TensorFunction f, Tensor x, Tensor[] leaves) {
-        for (Tensor t : leaves) if (t.grad() != null) t.grad().zero_();
-        Tensor out = f.apply(x);
-        Torch.manualSeed(99);
-        out.mul(Torch.randn(out.shape()).to(DEVICE)).sum().backward();
-        Tensor[] g = new Tensor[leaves.length + 1];
-        g[0] = out.detach();
-        for (int i = 0; i < leaves.length; i++) g[i + 1] = leaves[i].grad().clone();
-        return g;
-    }
-
-    /**
-     * {@code f} compiled on {@code x} (fused into the softmax on the CPU where {@code fusedOnCpu}): values and gradients
-     * equal eager's. Each signature is called twice: its first call is the trace, which runs eagerly.
-     */
+    /** {@code f} compiled on {@code x} (fused into the softmax on the CPU where {@code fusedOnCpu}) matches eager. */
     private static void check(TensorFunction f, Tensor x, Tensor[] leaves, boolean fusedOnCpu) {
         String plan = Jit.explain(f, x);
         if (DEVICE.isCpu()) assertTrue(plan.contains("softmax of rows") == fusedOnCpu, plan);
-        TensorFunction compiled = Jit.trace(f, x);
-        try (var g = Grad.noGrad()) {
-            compiled.apply(x);
-            assertClose(f.apply(x), compiled.apply(x), 2e-6f);
-        }
-        Tensor[] eager = valueAndGradients(f, x, leaves);
-        valueAndGradients(compiled, x, leaves);
-        Tensor[] fused = valueAndGradients(compiled, x, leaves);
-        assertClose(eager[0], fused[0], 2e-6f);
-        for (int i = 1; i < eager.length; i++) assertClose(eager[i], fused[i], 1e-5f);
+        assertCompiledMatchesEager(f, x, leaves, 2e-6f);
     }
 
     @Test

@@ -1,5 +1,8 @@
 package org.jtorch.jit;
 
+import static org.jtorch.jit.JitChecks.DEVICE;
+import static org.jtorch.jit.JitChecks.assertClose;
+import static org.jtorch.jit.JitChecks.randn;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -21,28 +24,11 @@ import org.junit.jupiter.api.Test;
  * cuda:0).
  */
 class JitTest {
-    /** Where the tests run: the CPU, or cuda:0 in the simulator pass ({@code -Djtorch.test.device=cuda:0}). */
-    private static final org.jtorch.Device DEVICE = org.jtorch.testing.Fixtures.device();
-
     /**
      * The tolerance of "the same float ops": none on the CPU; on CUDA the compiler contracts {@code a * b + c} into
      * one FMA in a fused kernel (as Inductor's kernels do), one rounding fewer than the eager ops.
      */
     private static final float SAME_OPS = DEVICE.isCpu() ? 0f : 3e-7f;
-
-    private static Tensor randn(long... shape) {
-        return Torch.randn(shape).to(DEVICE);
-    }
-    private static void assertClose(Tensor expected, Tensor actual, float tolerance) {
-        assertArrayEquals(expected.shape(), actual.shape());
-        float[] e = expected.toFloatArray();
-        float[] a = actual.toFloatArray();
-        for (int i = 0; i < e.length; i++) {
-            float tol = tolerance * Math.max(1, Math.abs(e[i]));
-            assertTrue(Math.abs(e[i] - a[i]) <= tol || (Float.isNaN(e[i]) && Float.isNaN(a[i])),
-                    "at " + i + ": expected " + e[i] + ", got " + a[i]);
-        }
-    }
 
     @Test
     void reluPlusConstantFusesIntoOneKernelAndEqualsEager() {
