@@ -496,6 +496,16 @@ final class HoldingBackend implements Backend {
                 drop(a, b, out);
             }
         }
+
+        @Override
+        public void mmWithEpilogue(StridedView a, StridedView b, StridedView out, double alpha, double beta, Epilogue epilogue) {
+            hold("bmm", a, b, out);
+            try {
+                k.mmWithEpilogue(a, b, out, alpha, beta, epilogue);
+            } finally {
+                drop(a, b, out);
+            }
+        }
     }
 
     private record Random(RandomKernels k) implements RandomKernels {

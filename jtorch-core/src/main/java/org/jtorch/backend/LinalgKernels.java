@@ -11,4 +11,24 @@ public interface LinalgKernels {
      * column stride. With {@code beta == 0} the old contents of {@code out} are ignored (NaN-safe).
      */
     void bmm(StridedView a, StridedView b, StridedView out, double alpha, double beta);
+
+    /**
+     * Pointwise work on a finished block of a matrix product's output, rows {@code [row0, row1)} and columns
+     * {@code [col0, col1)}: the JIT's fused epilogue (bias, activation, residual add). Blocks do not overlap and
+     * together cover the output once.
+     */
+    @FunctionalInterface
+    interface Epilogue {
+        void block(long row0, long row1, long col0, long col1);
+    }
+
+    /**
+     * {@link #bmm} of one {@code [1, M, K] x [1, K, N]} product, then {@code epilogue} over the output. A backend may
+     * run the epilogue on each block of the output as it finishes, while the block is in cache (the CPU's float32
+     * GEMM does); by default it runs once over the whole output after the product.
+     */
+    default void mmWithEpilogue(StridedView a, StridedView b, StridedView out, double alpha, double beta, Epilogue epilogue) {
+        bmm(a, b, out, alpha, beta);
+        epilogue.block(0, out.size(1), 0, out.size(2));
+    }
 }

@@ -25,16 +25,18 @@ import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Elementwise;
+import org.jtorch.ops.Linalg;
 
 /**
  * A traced graph compiled into steps: chains of float32 pointwise ops fused into one generated kernel each (their
- * intermediates never reach memory), a chain feeding a sum over trailing dimensions fused into that sum where the
- * backend can, every other op replayed through the dispatcher. Dead ops are dropped. Intermediates are closed after
- * their last use.
+ * intermediates never reach memory), a chain feeding a sum over trailing dimensions or a softmax over the last one
+ * fused into it where the backend can, a chain fed by a linear layer run as the layer's GEMM epilogue, every other op
+ * replayed through the dispatcher. Dead ops are dropped. Intermediates are closed after their last use (the caching
+ * allocator hands the block to the next step of its size).
  */
 final class Program {
     /** One step: a fused group or one replayed op, producing the value of {@code node}. */
-    private sealed interface Step permits Fused, FusedSum, FoldedConvBatchNorm, Replayed {
+    private sealed interface Step permits Fused, FusedSum, FusedSoftmax, GemmEpilogue, FoldedConvBatchNorm, Replayed {
         Graph.Node node();
     }
 
@@ -50,6 +52,23 @@ final class Program {
      * dimensions as 1, the shape the incoming gradient is broadcast from.
      */
     private record FusedSum(Graph.Node node, Fused group, long rowLength, long[] keepShape) implements Step {}
+
+    /**
+     * A fused group normalised as it is computed: {@code node} is a float32 softmax (or log-softmax, {@code log}) over
+     * the group's last dimension, the group's only consumer; blocks of rows go through the formula and the softmax
+     * while in cache ({@link FormulaKernel#runRowSoftmax}).
+     */
+    private record FusedSoftmax(Graph.Node node, Fused group, boolean log) implements Step {}
+
+    /**
+     * A fused group fed by a float32 linear layer (or a matmul by a matrix, the same product) used by it alone and
+     * computed at the layer's shape: the group runs as the layer's GEMM epilogue, on each block of the product while the
+     * block is in cache ({@link Linalg#linear(Tensor, Tensor, Tensor, java.util.function.Function)}). {@code slot} is
+     * the layer's index among the group's inputs. Without
+     * autograd the group writes into the product's own memory; with it, the product stays (its linear backward and the
+     * group's recomputing backward read it) and the group writes a second tensor.
+     */
+    private record GemmEpilogue(Graph.Node node, Fused group, Graph.Node producer, int slot) implements Step {}
 
     /**
      * A convolution whose only consumer is a batch norm in evaluation, folded into it (inference only): the batch
@@ -99,12 +118,16 @@ final class Program {
                 }
             }
         }
-        // A group whose only consumer sums its trailing dimensions is fused into the sum (even a single op: x * y summed
-        // is a dot product that never stores x * y).
+        // A group whose only consumer sums its trailing dimensions, or takes a softmax over the last one, is fused into
+        // that consumer (even a single op: x * y summed is a dot product that never stores x * y).
         Map<Graph.Node, Graph.Node> summedBy = new IdentityHashMap<>();
         for (Graph.Node n : graph.nodes) {
             if (live.containsKey(n) && n.inputs.size() == 1 && n.inputs.get(0) instanceof Graph.Node p && fusable(p)
                     && !inlined.containsKey(p) && uses.get(p) == 1 && p.device.equals(n.device) && summedRow(n, p) >= 0) {
+                summedBy.put(p, n);
+            }
+            if (live.containsKey(n) && softmaxOverRows(n) && n.inputs.get(0) instanceof Graph.Node p && fusable(p)
+                    && !inlined.containsKey(p) && uses.get(p) == 1 && p.device.equals(n.device)) {
                 summedBy.put(p, n);
             }
         }
@@ -114,13 +137,20 @@ final class Program {
             if (!live.containsKey(n) || inlined.containsKey(n) || !fusable(n)) continue;
             FusedGroup g = FusedGroup.of(n, inlined::containsKey);
             Graph.Node sum = summedBy.get(n);
-            if (g.ops < 2 && sum == null) continue;
+            Graph.Node producer = sum == null ? epilogueProducer(g, uses) : null;
+            if (g.ops < 2 && sum == null && producer == null) continue;
             Fused f = compile(g);
             if (f == null) {
                 for (Graph.Node member : g.nodes()) inlined.remove(member);
-            } else if (sum != null && f.kernel().sumsRows()) {
+            } else if (sum != null && sum.op != ReductionOps.SUM && f.kernel().softmaxesRows()) {
+                groups.put(sum, new FusedSoftmax(sum, f, sum.op == ReductionOps.LOG_SOFTMAX));
+                inlined.put(n, true);
+            } else if (sum != null && sum.op == ReductionOps.SUM && f.kernel().sumsRows()) {
                 groups.put(sum, new FusedSum(sum, f, summedRow(sum, n), keepShape(sum, n)));
                 inlined.put(n, true);
+            } else if (producer != null) {
+                groups.put(n, new GemmEpilogue(n, f, producer, g.inputs.indexOf(producer)));
+                inlined.put(producer, true);
             } else if (g.ops >= 2) {
                 groups.put(n, f);
             }
@@ -195,6 +225,29 @@ final class Program {
     }
 
     /**
+     * The float32 linear layer (or matmul of a matrix or batch of rows by a matrix) among {@code g}'s inputs whose GEMM
+     * can run {@code g} as its epilogue: read by the group alone, of the group's shape (the group computes over the product's blocks), on its device, and not written in
+     * place, nor its operands (the layer runs at the group's place in the order); null where none.
+     */
+    private Graph.Node epilogueProducer(FusedGroup g, Map<Graph.Node, Integer> uses) {
+        Graph.Node root = g.root.node();
+        for (Graph.Value v : g.inputs) {
+            if (v instanceof Graph.Node p && (p.op == FrontEndOps.LINEAR || isMatmulByMatrix(p)) && p.dtype == DType.FLOAT32 && uses.get(p) == 1
+                    && java.util.Arrays.equals(p.shape, root.shape) && p.device.equals(root.device) && !graph.mutated.contains(p)
+                    && !readsMutated(p)) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    /** {@code a @ b} with {@code a} of two dimensions or more and {@code b} a matrix: {@code linear(a, b.T)}. */
+    private static boolean isMatmulByMatrix(Graph.Node n) {
+        return n.op == FrontEndOps.MATMUL && n.inputs.size() == 2 && n.inputs.get(0) != null && n.inputs.get(1) != null
+                && n.inputs.get(0).shape().length >= 2 && n.inputs.get(1).shape().length == 2;
+    }
+
+    /**
      * Whether {@code n} is a batch norm in evaluation with running statistics whose input is a convolution used by it
      * alone, of the same floating dtype: then the batch norm folds into the convolution.
      */
@@ -221,6 +274,14 @@ final class Program {
             else inner = false;
         }
         return row;
+    }
+
+    /** Whether {@code n} is a float32 softmax or log-softmax over its last dimension, of a float32 value. */
+    private static boolean softmaxOverRows(Graph.Node n) {
+        if (n.op != ReductionOps.SOFTMAX && n.op != ReductionOps.LOG_SOFTMAX || n.dtype != DType.FLOAT32 || n.scalars.length < 1) return false;
+        int rank = n.shape.length;
+        int dim = (int) n.scalars[0];
+        return rank > 0 && (dim == -1 || dim == rank - 1) && n.inputs.get(0) != null && n.inputs.get(0).dtype() == DType.FLOAT32;
     }
 
     /** Which of {@code rank} dimensions {@code sum} reduces (all for no dims), or null for a repeated or invalid dim. */
@@ -257,6 +318,13 @@ final class Program {
         return switch (s) {
             case Fused f -> f.group().inputs;
             case FusedSum f -> f.group().group().inputs;
+            case FusedSoftmax f -> f.group().group().inputs;
+            case GemmEpilogue e -> {
+                List<Graph.Value> in = new ArrayList<>(e.group().group().inputs);
+                in.remove(e.slot());
+                in.addAll(e.producer().inputs);
+                yield in;
+            }
             case FoldedConvBatchNorm f -> {
                 List<Graph.Value> in = new ArrayList<>(f.conv().inputs);
                 in.addAll(f.node().inputs.subList(1, f.node().inputs.size()));
@@ -317,6 +385,8 @@ final class Program {
                 values[node.id] = switch (step) {
                     case Fused f -> runFused(f, inputs, values);
                     case FusedSum f -> runFusedSum(f, inputs, values);
+                    case FusedSoftmax f -> runFusedSoftmax(f, inputs, values);
+                    case GemmEpilogue e -> runEpilogue(e, inputs, values);
                     case FoldedConvBatchNorm f -> runFolded(f, inputs, values);
                     case Replayed r -> replay(r.node(), inputs, values);
                 };
@@ -362,6 +432,144 @@ final class Program {
                 s.rowLength(), new double[0]));
         if (differentiable && Autograd.needsGrad(args)) recordBackward(f, args, out, s.keepShape());
         return out;
+    }
+
+    /**
+     * The group and the softmax in one pass over blocks of rows. Operands whose leading dimensions do not merge into
+     * one stride send the step the unfused way: the group, then the softmax.
+     */
+    private Tensor runFusedSoftmax(FusedSoftmax s, Tensor[] inputs, Tensor[] values) {
+        Fused f = s.group();
+        Graph.Node root = f.node();
+        Tensor[] args = arguments(f, inputs, values);
+        long numel = Shapes.numel(root.shape);
+        long cols = root.shape[root.shape.length - 1];
+        Tensor out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+        Tensor[] broadcast = new Tensor[args.length];
+        try {
+            StridedView[] operands = new StridedView[args.length];
+            boolean rows = numel > 0;
+            for (int k = 0; k < args.length && rows; k++) {
+                Tensor bc = args[k].broadcastTo(root.shape);
+                if (bc != args[k]) broadcast[k] = bc;
+                operands[k] = matrix(Dispatcher.view(bc), numel / cols, cols);
+                rows = operands[k] != null;
+            }
+            if (!rows) {
+                out.close();
+                try (Tensor group = runFused(f, inputs, values)) {
+                    return Dispatcher.alongDim(s.node().op, group, -1, null);
+                }
+            }
+            Backends.hold("jit", out, null, null);
+            try {
+                f.kernel().runRowSoftmax(root.device.index(), matrix(Dispatcher.view(out), numel / cols, cols), operands, cols, s.log(),
+                        NO_PARAMS);
+            } finally {
+                Backends.drop(out, null, null);
+            }
+        } finally {
+            for (Tensor t : broadcast) if (t != null) t.close();
+        }
+        if (differentiable && Autograd.needsGrad(args)) {
+            SavedTensor result = Autograd.save(out);
+            boolean log = s.log();
+            // The softmax's gradient, then the group's: y (g - sum(g y)) or, through a log-softmax, g - exp(y) sum(g).
+            recordBackward(f, args, out, log ? "JitFusedLogSoftmaxBackward" : "JitFusedSoftmaxBackward", result, g -> {
+                try (MemoryScope scope = new MemoryScope()) {
+                    Tensor y = result.get();
+                    Tensor grad = log ? g.sub(y.exp().mul(g.sum(new int[] {-1}, true)))
+                            : y.mul(g.sub(g.mul(y).sum(new int[] {-1}, true)));
+                    return scope.keep(grad);
+                }
+            });
+        }
+        return out;
+    }
+
+    /**
+     * The linear layer with the group as its epilogue. The group's operands are seen as {@code [rows, features]}
+     * matrices, as the product is; an operand whose leading dimensions do not merge into one (a broadcast in the
+     * middle) sends the step the unfused way: the layer, then the group over its whole output.
+     */
+    private Tensor runEpilogue(GemmEpilogue e, Tensor[] inputs, Tensor[] values) {
+        Fused f = e.group();
+        Graph.Node root = f.node();
+        Graph.Node linear = e.producer();
+        boolean matmul = linear.op == FrontEndOps.MATMUL;
+        Tensor x = resolve(linear.inputs.get(0), inputs, values);
+        // a @ m is linear(a, m.T): the transposed view multiplies as m itself.
+        Tensor w = matmul ? resolve(linear.inputs.get(1), inputs, values).t() : resolve(linear.inputs.get(1), inputs, values);
+        Tensor b = !matmul && linear.inputs.size() > 2 ? resolve(linear.inputs.get(2), inputs, values) : null;
+        Tensor[] args = arguments(f, inputs, values);
+        boolean needsGrad = Autograd.needsGrad(x, w, b) || Autograd.needsGrad(args);
+        long numel = Shapes.numel(root.shape);
+        long cols = root.shape[root.shape.length - 1];
+        Tensor out = needsGrad ? Tensor.empty(root.shape, DType.FLOAT32, root.device) : null;
+        Tensor[] broadcast = new Tensor[args.length];
+        try {
+            StridedView[] operands = new StridedView[args.length];
+            boolean blocks = numel > 0;
+            for (int k = 0; k < args.length && blocks; k++) {
+                if (k == e.slot()) continue;
+                Tensor bc = args[k].broadcastTo(root.shape);
+                if (bc != args[k]) broadcast[k] = bc;
+                operands[k] = matrix(Dispatcher.view(bc), numel / cols, cols);
+                blocks = operands[k] != null;
+            }
+            StridedView target = out == null || !blocks ? null : matrix(Dispatcher.view(out), numel / cols, cols);
+            Tensor product;
+            if (blocks) {
+                int device = root.device.index();
+                product = Linalg.linear(x, w, b, c -> {
+                    StridedView cv = Dispatcher.view(c);
+                    StridedView into = target != null ? target : cv;
+                    return (r0, r1, c0, c1) -> {
+                        StridedView[] in = new StridedView[operands.length];
+                        for (int k = 0; k < in.length; k++) in[k] = block(k == e.slot() ? cv : operands[k], r0, r1, c0, c1);
+                        f.kernel().run(device, DType.FLOAT32, block(into, r0, r1, c0, c1), in, NO_PARAMS);
+                    };
+                });
+            } else {
+                product = Linalg.linear(x, w, b, null);
+                if (out == null) out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+            }
+            args[e.slot()] = product;
+            if (!blocks) apply(f.kernel(), root, args, null, out);
+            if (out == null) return product;
+            if (differentiable && needsGrad) recordBackward(f, args, out, null);
+            product.close();
+            return out;
+        } finally {
+            for (Tensor t : broadcast) if (t != null) t.close();
+            if (matmul) w.close();
+        }
+    }
+
+    private static final double[] NO_PARAMS = new double[0];
+
+    /**
+     * {@code v} (a row-major shape whose last dimension has {@code cols} values) as a {@code [rows, cols]} matrix, or
+     * null where its leading dimensions do not merge into one stride.
+     */
+    private static StridedView matrix(StridedView v, long rows, long cols) {
+        long[] shape = v.shape();
+        long[] strides = v.strides();
+        long rowStride = 0;
+        long next = -1;
+        for (int d = shape.length - 2; d >= 0; d--) {
+            if (shape[d] == 1) continue;
+            if (next < 0) rowStride = strides[d];
+            else if (strides[d] != next) return null;
+            next = strides[d] * shape[d];
+        }
+        return new StridedView(v.memory(), v.offset(), new long[] {rows, cols}, new long[] {rowStride, strides[shape.length - 1]}, v.dtype());
+    }
+
+    /** Rows {@code [r0, r1)} and columns {@code [c0, c1)} of a matrix view. */
+    private static StridedView block(StridedView m, long r0, long r1, long c0, long c1) {
+        long[] st = m.strides();
+        return new StridedView(m.memory(), m.offset() + r0 * st[0] + c0 * st[1], new long[] {r1 - r0, c1 - c0}, st, m.dtype());
     }
 
     /**
@@ -435,23 +643,39 @@ final class Program {
      * gradient is first seen at {@code keepShape} (the summed dimensions as 1) and broadcast over the group's values.
      */
     private static void recordBackward(Fused f, Tensor[] args, Tensor out, long[] keepShape) {
+        recordBackward(f, args, out, keepShape == null ? "JitFusedBackward" : "JitFusedSumBackward", null,
+                g -> keepShape == null ? g : g.reshape(keepShape));
+    }
+
+    /**
+     * Records the group as one autograd node named {@code name}, whose incoming gradient {@code incoming} turns into
+     * the gradient at the group's output (a new tensor, or the incoming one itself); {@code extra} is saved beside the
+     * group's inputs.
+     */
+    private static void recordBackward(Fused f, Tensor[] args, Tensor out, String name, SavedTensor extra,
+                                       java.util.function.UnaryOperator<Tensor> incoming) {
         Graph.Node root = f.node();
         SavedTensor[] saved = new SavedTensor[args.length];
         for (int k = 0; k < args.length; k++) saved[k] = Autograd.save(args[k]);
+        SavedTensor[] kept = saved;
+        if (extra != null) {
+            kept = java.util.Arrays.copyOf(saved, saved.length + 1);
+            kept[saved.length] = extra;
+        }
         long[][] shapes = new long[args.length][];
         boolean[] needs = new boolean[args.length];
         for (int k = 0; k < args.length; k++) {
             shapes[k] = args[k].shape();
             needs[k] = args[k].requiresGrad();
         }
-        Autograd.record(keepShape == null ? "JitFusedBackward" : "JitFusedSumBackward", out, g -> {
+        Autograd.record(name, out, g -> {
             if (Grad.isEnabled()) {
                 throw new UnsupportedOperationException("jit: a double backward (createGraph) through a fused group of "
                         + f.group().ops + " ops is not supported yet; call the function eagerly for higher-order gradients");
             }
             Tensor[] values = new Tensor[saved.length];
             for (int k = 0; k < saved.length; k++) values[k] = saved[k].get();
-            Tensor grad = keepShape == null ? g[0] : g[0].reshape(keepShape);
+            Tensor grad = incoming.apply(g[0]);
             try {
                 Tensor[] grads = new Tensor[saved.length];
                 for (int k = 0; k < saved.length; k++) {
@@ -465,7 +689,7 @@ final class Program {
             } finally {
                 if (grad != g[0]) grad.close();
             }
-        }, args, saved);
+        }, args, kept);
     }
 
     private static Tensor replay(Graph.Node n, Tensor[] inputs, Tensor[] values) {
@@ -523,6 +747,19 @@ final class Program {
                 case FusedSum f -> {
                     FusedGroup g = f.group().group();
                     s.append(f.node()).append(" = sum of rows of ").append(f.rowLength()).append(", fused with ").append(g.ops)
+                            .append(g.ops == 1 ? " op" : " ops").append(" over (")
+                            .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
+                }
+                case FusedSoftmax f -> {
+                    FusedGroup g = f.group().group();
+                    s.append(f.node()).append(f.log() ? " = log_softmax" : " = softmax").append(" of rows, fused with ").append(g.ops)
+                            .append(g.ops == 1 ? " op" : " ops").append(" over (")
+                            .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
+                }
+                case GemmEpilogue e -> {
+                    FusedGroup g = e.group().group();
+                    s.append(e.node()).append(" = ").append(e.producer().op.name()).append(" (").append(e.producer())
+                            .append(") with an epilogue of ").append(g.ops)
                             .append(g.ops == 1 ? " op" : " ops").append(" over (")
                             .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
                 }

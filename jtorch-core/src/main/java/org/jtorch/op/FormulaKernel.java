@@ -27,6 +27,21 @@ public interface FormulaKernel {
         throw new UnsupportedOperationException("this backend's formula kernels do not fuse sums");
     }
 
+    /** Whether this kernel implements {@link #runRowSoftmax}: the formula fused into a softmax over rows. */
+    default boolean softmaxesRows() {
+        return false;
+    }
+
+    /**
+     * {@code out = softmax(formula(inputs))} (or log-softmax) over each row of {@code rowLength} values: {@code out}
+     * and every input are {@code [rows, rowLength]} matrices (inputs broadcast with zero strides), {@code out}
+     * contiguous float32. The formula's values are written into a block of rows of {@code out} and normalised there
+     * while the block is in cache: a pointwise producer fused into a softmax over the last dimension.
+     */
+    default void runRowSoftmax(int deviceIndex, StridedView out, StridedView[] inputs, long rowLength, boolean log, double[] params) {
+        throw new UnsupportedOperationException("this backend's formula kernels do not fuse softmax");
+    }
+
     /** Compiles formulas into kernels: one per backend ({@link KernelRegistry#formulaCompiler}). */
     @FunctionalInterface
     interface Compiler {

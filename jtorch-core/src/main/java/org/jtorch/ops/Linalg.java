@@ -5,6 +5,7 @@ import static org.jtorch.ops.Dispatcher.view;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
+import java.util.function.Function;
 import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Device;
@@ -14,6 +15,7 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
+import org.jtorch.backend.LinalgKernels;
 import org.jtorch.memory.MemoryScope;
 
 /**
@@ -243,6 +245,17 @@ public final class Linalg {
             Tensor r = Autocast.run("linear", t -> linear(t[0], t[1], t[2]), x, weight, bias);
             if (r != null) return r;
         }
+        return linear(x, weight, bias, null);
+    }
+
+    /**
+     * {@link #linear(Tensor, Tensor, Tensor)} (not traced, no autocast) with a fused epilogue: {@code epilogue} is given
+     * the product's output as a {@code [rows, out_features]} matrix and returns the work the backend runs on each block
+     * of it as the GEMM finishes it ({@link LinalgKernels#mmWithEpilogue}); the JIT's entry point for a pointwise chain
+     * fed by a linear layer. The returned tensor (and its autograd) is the linear layer's output before the epilogue, or
+     * whatever the epilogue wrote into it.
+     */
+    public static Tensor linear(Tensor x, Tensor weight, Tensor bias, Function<Tensor, LinalgKernels.Epilogue> epilogue) {
         if (weight.dim() != 2) {
             throw new IllegalArgumentException("linear: expected a 2-D weight [out_features, in_features], got shape "
                     + Shapes.format(weight.shape()));
@@ -267,7 +280,8 @@ public final class Linalg {
             Tensor out = Tensor.empty(new long[] {x2.size(0), outFeatures}, x.dtype(), device);
             try (out) {
                 if (bias != null) out.copy_(bias);
-                gemm(x2, wt, out, 1, bias != null ? 1 : 0);
+                if (epilogue == null) gemm(x2, wt, out, 1, bias != null ? 1 : 0);
+                else gemm(x2, wt, out, 1, bias != null ? 1 : 0, epilogue.apply(out));
                 result = out.view(outShape);
             }
         }
@@ -383,6 +397,13 @@ public final class Linalg {
     private static void gemm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
         try (Tensor a3 = a.unsqueeze(0); Tensor b3 = b.unsqueeze(0); Tensor o3 = out.unsqueeze(0)) {
             Backends.of(out.device()).linalg().bmm(view(a3), view(b3), view(o3), alpha, beta);
+        }
+    }
+
+    /** One 2-D GEMM with an epilogue on its output's blocks. */
+    private static void gemm(Tensor a, Tensor b, Tensor out, double alpha, double beta, LinalgKernels.Epilogue epilogue) {
+        try (Tensor a3 = a.unsqueeze(0); Tensor b3 = b.unsqueeze(0); Tensor o3 = out.unsqueeze(0)) {
+            Backends.of(out.device()).linalg().mmWithEpilogue(view(a3), view(b3), view(o3), alpha, beta, epilogue);
         }
     }
 

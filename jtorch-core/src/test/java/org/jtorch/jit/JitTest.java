@@ -1,5 +1,8 @@
 package org.jtorch.jit;
 
+import static org.jtorch.jit.JitChecks.DEVICE;
+import static org.jtorch.jit.JitChecks.assertClose;
+import static org.jtorch.jit.JitChecks.randn;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -21,28 +24,11 @@ import org.junit.jupiter.api.Test;
  * cuda:0).
  */
 class JitTest {
-    /** Where the tests run: the CPU, or cuda:0 in the simulator pass ({@code -Djtorch.test.device=cuda:0}). */
-    private static final org.jtorch.Device DEVICE = org.jtorch.testing.Fixtures.device();
-
     /**
      * The tolerance of "the same float ops": none on the CPU; on CUDA the compiler contracts {@code a * b + c} into
      * one FMA in a fused kernel (as Inductor's kernels do), one rounding fewer than the eager ops.
      */
     private static final float SAME_OPS = DEVICE.isCpu() ? 0f : 3e-7f;
-
-    private static Tensor randn(long... shape) {
-        return Torch.randn(shape).to(DEVICE);
-    }
-    private static void assertClose(Tensor expected, Tensor actual, float tolerance) {
-        assertArrayEquals(expected.shape(), actual.shape());
-        float[] e = expected.toFloatArray();
-        float[] a = actual.toFloatArray();
-        for (int i = 0; i < e.length; i++) {
-            float tol = tolerance * Math.max(1, Math.abs(e[i]));
-            assertTrue(Math.abs(e[i] - a[i]) <= tol || (Float.isNaN(e[i]) && Float.isNaN(a[i])),
-                    "at " + i + ": expected " + e[i] + ", got " + a[i]);
-        }
-    }
 
     @Test
     void reluPlusConstantFusesIntoOneKernelAndEqualsEager() {
@@ -155,13 +141,15 @@ class JitTest {
     }
 
     @Test
-    void reductionsAndSoftmaxAreReplayedBetweenFusedGroups() {
+    void reductionsAndSoftmaxTakeTheirProducersIn() {
         Torch.manualSeed(4);
         TensorFunction f = x -> x[0].mul(2.0).add(1.0).softmax(1).log().neg().sum(1).sqrt();
         Tensor x = randn(6, 50);
         TensorFunction compiled = Jit.trace(f, x);
         String plan = Jit.explain(f, x);
-        assertTrue(plan.contains("softmax (eager)") && plan.contains("fused"), plan);
+        // CUDA's formula kernels do not fuse softmax yet: there the softmax is replayed.
+        assertTrue(plan.contains(DEVICE.isCpu() ? "softmax of rows, fused with 2 ops" : "softmax (eager)")
+                && plan.contains("sum of rows of 50, fused with 2 ops"), plan);
         assertClose(f.apply(x), compiled.apply(x), 1e-6f);
     }
 
@@ -312,7 +300,7 @@ class JitTest {
     }
 
     @Test
-    void anMlpCompilesWithLinearAndViewsReplayedAndItsActivationsFused() {
+    void anMlpCompilesWithViewsReplayedAndItsActivationsAsLinearEpilogues() {
         Torch.manualSeed(6);
         org.jtorch.nn.Sequential mlp = new org.jtorch.nn.Sequential(new org.jtorch.nn.Linear(20, 32), new org.jtorch.nn.GELU(),
                 new org.jtorch.nn.Linear(32, 10));
@@ -320,13 +308,14 @@ class JitTest {
         TensorFunction f = in -> mlp.forward(in[0].reshape(8, 20)).mul(0.5).tanh().add(1.0).transpose(0, 1).contiguous();
         Tensor x = randn(2, 4, 20);
         String plan = Jit.explain(f, x);
-        assertTrue(!plan.contains("runs eagerly") && plan.contains("linear (eager)") && plan.contains("fused 3 ops"), plan);
+        assertTrue(!plan.contains("runs eagerly") && plan.contains("with an epilogue of 1 op") && plan.contains("with an epilogue of 3 ops"),
+                plan);
         TensorFunction compiled = Jit.trace(f, x);
         Tensor y = randn(2, 4, 20);
         try (var g = Grad.noGrad()) {
             assertClose(f.apply(y), compiled.apply(y), 1e-6f);
         }
-        // Training: the linear layers record their own autograd, the fused group its fused backward.
+        // Training: the linear layers record their own autograd, the fused epilogues their fused backward.
         Tensor[] params = mlp.parameters().toArray(new Tensor[0]);
         Tensor[] eager = gradients(f, y, params);
         Tensor[] fused = gradients(compiled, y, params);

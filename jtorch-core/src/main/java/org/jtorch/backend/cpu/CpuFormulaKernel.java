@@ -131,6 +131,49 @@ final class CpuFormulaKernel implements FormulaKernel {
         }
     }
 
+    @Override
+    public boolean softmaxesRows() {
+        return true;
+    }
+
+    /**
+     * Blocks of whole rows (about {@link #SOFTMAX_BLOCK} values) are computed into {@code out} and normalised in place
+     * right after, each by one thread.
+     */
+    @Override
+    public void runRowSoftmax(int deviceIndex, StridedView out, StridedView[] in, long rowLength, boolean log, double[] params) {
+        if (in.length != inputs) throw new IllegalArgumentException(formula + ": expected " + inputs + " inputs, got " + in.length);
+        if (out.dtype() != DType.FLOAT32 || !out.isContiguous() || out.shape().length != 2 || out.shape()[1] != rowLength
+                || rowLength > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(formula + ": a softmax over rows goes to a contiguous float32 [rows, " + rowLength
+                    + "] output, got " + out.dtype() + Shapes.format(out.shape()));
+        }
+        long rows = out.shape()[0];
+        if (rows == 0 || rowLength == 0) return;
+        long block = Math.max(1, SOFTMAX_BLOCK / rowLength);
+        MemorySegment os = out.memory();
+        Parallel.forRange(rows, Math.max(1, ElementwiseKernels.GRAIN / rowLength), (begin, end) -> {
+            for (long r0 = begin; r0 < end; r0 += block) {
+                long r1 = Math.min(end, r0 + block);
+                StridedView[] rowsIn = new StridedView[inputs];
+                for (int k = 0; k < inputs; k++) rowsIn[k] = rowsOf(in[k], r0, r1);
+                run(deviceIndex, DType.FLOAT32, rowsOf(out, r0, r1), rowsIn, params);
+                for (long r = r0; r < r1; r++) {
+                    long at = 4 * (out.offset() + r * rowLength);
+                    SoftmaxF32.row(os, at, os, at, (int) rowLength, log);
+                }
+            }
+        });
+    }
+
+    /** Rows {@code [r0, r1)} of a matrix view. */
+    private static StridedView rowsOf(StridedView m, long r0, long r1) {
+        return new StridedView(m.memory(), m.offset() + r0 * m.strides()[0], new long[] {r1 - r0, m.shape()[1]}, m.strides(), m.dtype());
+    }
+
+    /** Values per block of rows fused into a softmax: 32 KiB, resident in L1/L2 between the formula and the softmax. */
+    private static final long SOFTMAX_BLOCK = 8192;
+
     /** Values per block of a summed row: 8 KiB of scratch, resident in L1. */
     private static final int ROW_BLOCK = 2048;
     /** Values per independently summed chunk of a row (the chunks' partials are added in order). */

@@ -28,6 +28,24 @@ final class CpuLinalgKernels implements LinalgKernels {
         }
     }
 
+    /** float32 products run the epilogue on each block of the output as the GEMM finishes it. */
+    @Override
+    public void mmWithEpilogue(StridedView a, StridedView b, StridedView out, double alpha, double beta, Epilogue epilogue) {
+        if (out.dtype() != DType.FLOAT32 || out.size(0) != 1 || out.numel() == 0 || out.size(1) == 1 && out.size(2) == 1) {
+            LinalgKernels.super.mmWithEpilogue(a, b, out, alpha, beta, epilogue);
+            return;
+        }
+        GemmDims d = GemmDims.of(a, b, out);
+        long[] as = a.strides();
+        long[] bs = b.strides();
+        long[] os = out.strides();
+        if (os[2] != 1 && d.n() > 1) throw new IllegalStateException("bmm: output needs unit column stride, got strides "
+                + java.util.Arrays.toString(os));
+        Gemm.sgemm(d.m(), d.n(), d.k(), (float) alpha, a.memory(), a.offset(), as[1], as[2],
+                b.memory(), b.offset(), bs[1], bs[2], (float) beta,
+                out.memory(), out.offset(), d.m() > 1 ? os[1] : d.n(), epilogue::block);
+    }
+
     /**
      * float16/bfloat16: the operands are converted into float32 scratch from the allocator (a transposed operand,
      * such as a weight's {@code t()}, stays transposed so that the conversion reads its memory in order), multiplied

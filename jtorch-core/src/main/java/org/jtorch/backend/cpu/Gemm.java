@@ -117,21 +117,40 @@ public final class Gemm {
                              MemorySegment a, long aOffset, long aRowStride, long aColStride,
                              MemorySegment b, long bOffset, long bRowStride, long bColStride, float beta,
                              MemorySegment c, long cOffset, long ldc) {
+        sgemm(m, n, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc, null);
+    }
+
+    /**
+     * Work run on a finished block of C (rows {@code [i0, i1)}, columns {@code [j0, j1)}) by the thread that computed it,
+     * while the block is still in its cache: a fused pointwise epilogue (bias, activation, residual add). Blocks do not
+     * overlap and together cover C once.
+     */
+    @FunctionalInterface
+    public interface Epilogue {
+        void block(int i0, int i1, int j0, int j1);
+    }
+
+    /** {@link #sgemm(int, int, int, float, MemorySegment, long, long, long, MemorySegment, long, long, long, float, MemorySegment, long, long)} with an epilogue (null for none). */
+    public static void sgemm(int m, int n, int k, float alpha,
+                             MemorySegment a, long aOffset, long aRowStride, long aColStride,
+                             MemorySegment b, long bOffset, long bRowStride, long bColStride, float beta,
+                             MemorySegment c, long cOffset, long ldc, Epilogue epilogue) {
         checkDims("sgemm", m, n, k);
         if (m == 0 || n == 0) return;
         if (k == 0 || alpha == 0f) {
             scaleF(m, n, beta, c, cOffset, ldc);
+            if (epilogue != null) epilogue.block(0, m, 0, n);
             return;
         }
         long work = (long) m * n * k;
         if (bColStride == 1 && n >= L && (k <= SMALL_SIDE || m <= SMALL_SIDE)) {
-            sgemmRowsDirect(m, n, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, beta, c, cOffset, ldc);
+            sgemmRowsDirect(m, n, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, beta, c, cOffset, ldc, epilogue);
             return;
         }
         int threads = Parallel.numThreads();
         if (threads == 1 || work < PARALLEL_MIN_WORK || Parallel.inParallelRegion()) {
             sgemmBlock(0, m, 0, n, k, alpha, a, aOffset, aRowStride, aColStride,
-                    b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc);
+                    b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc, epilogue);
             return;
         }
         int mTiles = (m + MR - 1) / MR;
@@ -141,10 +160,10 @@ public final class Gemm {
         boolean splitN = nTiles >= threads && (m <= n || mTiles < threads);
         if (splitN) {
             Parallel.forRange(nTiles, 1, (t0, t1) -> sgemmBlock(0, m, (int) t0 * NR, (int) Math.min(n, t1 * NR), k,
-                    alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc));
+                    alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc, epilogue));
         } else {
             Parallel.forRange(mTiles, 1, (t0, t1) -> sgemmBlock((int) t0 * MR, (int) Math.min(m, t1 * MR), 0, n, k,
-                    alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc));
+                    alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc, epilogue));
         }
     }
 
@@ -186,9 +205,10 @@ public final class Gemm {
      * as {@code sum_p A[i][p] * B[p][:]}, with B's rows read in place.
      */
     private static void sgemmRowsDirect(int m, int n, int k, float alpha, MemorySegment a, long aOff, long ars, long acs,
-                                        MemorySegment b, long bOff, long brs, float beta, MemorySegment c, long cOff, long ldc) {
+                                        MemorySegment b, long bOff, long brs, float beta, MemorySegment c, long cOff, long ldc,
+                                        Epilogue epilogue) {
         if (m >= 4 && m <= SMALL_SIDE) { // short m; a long m with short k is bound by C's stores either way
-            sgemmRowBlocksDirect(m, n, k, alpha, a, aOff, ars, acs, b, bOff, brs, beta, c, cOff, ldc);
+            sgemmRowBlocksDirect(m, n, k, alpha, a, aOff, ars, acs, b, bOff, brs, beta, c, cOff, ldc, epilogue);
             return;
         }
         int chunks = (n + 4 * L - 1) / (4 * L);
@@ -199,6 +219,7 @@ public final class Gemm {
                 int i = (int) (t / chunks);
                 int j0 = (int) (t % chunks) * 4 * L;
                 rowChunk(i, j0, Math.min(n, j0 + 4 * L), k, alpha, a, aOff, ars, acs, b, bOff, brs, beta, c, cOff, ldc);
+                if (epilogue != null) epilogue.block(i, i + 1, j0, Math.min(n, j0 + 4 * L));
             }
         });
     }
@@ -209,7 +230,8 @@ public final class Gemm {
      * (batch 20 x 200 x 800 in the LSTM language model), for which packing B cost more than the multiplications.
      */
     private static void sgemmRowBlocksDirect(int m, int n, int k, float alpha, MemorySegment a, long aOff, long ars, long acs,
-                                             MemorySegment b, long bOff, long brs, float beta, MemorySegment c, long cOff, long ldc) {
+                                             MemorySegment b, long bOff, long brs, float beta, MemorySegment c, long cOff, long ldc,
+                                             Epilogue epilogue) {
         int wide = 3 * L;
         int chunks = (n + wide - 1) / wide;
         int blocks = (m + 3) / 4;
@@ -226,6 +248,7 @@ public final class Gemm {
                 } else {
                     for (int i = i0; i < Math.min(m, i0 + 4); i++) rowChunk(i, j0, j1, k, alpha, a, aOff, ars, acs, b, bOff, brs, beta, c, cOff, ldc);
                 }
+                if (epilogue != null) epilogue.block(i0, Math.min(m, i0 + 4), j0, j1);
             }
         });
     }
@@ -330,7 +353,7 @@ public final class Gemm {
     private static void sgemmBlock(int i0, int i1, int j0, int j1, int k, float alpha,
                                    MemorySegment a, long aOff, long ars, long acs,
                                    MemorySegment b, long bOff, long brs, long bcs, float beta,
-                                   MemorySegment c, long cOff, long ldc) {
+                                   MemorySegment c, long cOff, long ldc, Epilogue epilogue) {
         Workspace ws = WORKSPACE.get();
         int kcMax = Math.min(KC, k);
         int ncMax = Math.min(NC, roundUp(j1 - j0, NR));
@@ -354,6 +377,7 @@ public final class Gemm {
                                 acs * Float.BYTES, mr, bp, tile);
                         updateC(tile, c, (cOff + (long) ir * ldc + jc) * Float.BYTES, ldcBytes, mr, nc, alpha, betaHere);
                     }
+                    if (epilogue != null && pc + kc == k) epilogue.block(i0, i1, jc, jc + nc);
                     continue;
                 }
                 for (int ic = i0; ic < i1; ic += MC) {
@@ -374,6 +398,8 @@ public final class Gemm {
                             updateC(tile, c, cByte, ldcBytes, mr, nr, alpha, betaHere);
                         }
                     }
+                    // The last pass over k finished this block of C: it is still in cache.
+                    if (epilogue != null && pc + kc == k) epilogue.block(ic, ic + mc, jc, jc + nc);
                 }
             }
         }

@@ -1,0 +1,125 @@
+package org.jtorch.bench;
+
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.jtorch.Device;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Grad;
+import org.jtorch.backend.Backends;
+import org.jtorch.jit.Jit;
+import org.jtorch.jit.TensorFunction;
+import org.jtorch.memory.Allocator;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.nn.F;
+import org.jtorch.nn.Linear;
+import org.jtorch.nn.Module;
+import org.jtorch.nn.ReLU;
+import org.jtorch.nn.Sequential;
+import org.jtorch.optim.SGD;
+import org.jtorch.vision.models.CifarResNet;
+
+/**
+ * {@code jtorch bench jit-steps}: the MLP 784-512-512-10 (batch 128) and ResNet-20 (batch 32) training steps (cross
+ * entropy, backward, SGD with momentum), eager against the model compiled by {@link Jit#compile}, in alternating
+ * rounds in one JVM (medians of 5 rounds; the ratio is the figure to trust on a loaded machine), and the CPU
+ * allocator's peak bytes during one step each way; and the MLP's forward in inference, where its linear layers'
+ * bias and ReLU run as GEMM epilogues writing into the product.
+ */
+final class JitStepBench {
+    private JitStepBench() {}
+
+    private interface Forward {
+        Tensor apply(Tensor x);
+    }
+
+    static Map<String, Double> run(boolean quick) {
+        Map<String, Double> out = new LinkedHashMap<>();
+        Torch.manualSeed(0);
+        Module mlp = new Sequential(new Linear(784, 512), new ReLU(), new Linear(512, 512), new ReLU(), new Linear(512, 10));
+        Tensor batch = Torch.randn(128, 784);
+        measure(out, "mlp_b128", mlp, batch, Torch.randint(0, 10, 128), quick ? 10 : 50, quick);
+        measureInference(out, "mlp_b128_inference", mlp, batch, quick);
+        measure(out, "resnet20_b32", CifarResNet.resnet20(10), Torch.randn(32, 3, 32, 32), Torch.randint(0, 10, 32),
+                quick ? 2 : 5, quick);
+        return out;
+    }
+
+    private static void measure(Map<String, Double> out, String name, Module model, Tensor x, Tensor y, int steps, boolean quick) {
+        SGD opt = new SGD(model.parameters(), SGD.options().lr(0.01).momentum(0.9));
+        TensorFunction compiled = Jit.compile(model);
+        Forward eager = model::forward;
+        Forward fused = in -> compiled.apply(in);
+        time(eager, opt, x, y, steps);
+        time(fused, opt, x, y, steps);
+        int rounds = quick ? 3 : 5;
+        double[] e = new double[rounds];
+        double[] c = new double[rounds];
+        for (int r = 0; r < rounds; r++) {
+            e[r] = time(eager, opt, x, y, steps);
+            c[r] = time(fused, opt, x, y, steps);
+        }
+        Arrays.sort(e);
+        Arrays.sort(c);
+        out.put(name + "_eager_ms", e[rounds / 2]);
+        out.put(name + "_compiled_ms", c[rounds / 2]);
+        out.put(name + "_compiled_speedup", e[rounds / 2] / c[rounds / 2]);
+        out.put(name + "_eager_peak_mib", peakBytes(eager, opt, x, y) / 1048576.0);
+        out.put(name + "_compiled_peak_mib", peakBytes(fused, opt, x, y) / 1048576.0);
+    }
+
+    private static void measureInference(Map<String, Double> out, String name, Module model, Tensor x, boolean quick) {
+        try (var g = Grad.noGrad()) {
+            TensorFunction compiled = Jit.compile(model);
+            Forward plain = model::forward;
+            Forward jit = in -> compiled.apply(in);
+            Runnable eager = () -> scoped(plain, x);
+            Runnable fused = () -> scoped(jit, x);
+            int reps = quick ? 20 : 100;
+            double e = 0;
+            double c = 0;
+            Timing.median(5, reps, eager);
+            Timing.median(5, reps, fused);
+            for (int r = 0; r < 3; r++) {
+                e += Timing.median(5, reps, eager);
+                c += Timing.median(5, reps, fused);
+            }
+            out.put(name + "_eager_ms", e / 3 * 1e3);
+            out.put(name + "_compiled_ms", c / 3 * 1e3);
+            out.put(name + "_compiled_speedup", e / c);
+        }
+    }
+
+    private static void scoped(Forward f, Tensor x) {
+        try (MemoryScope scope = new MemoryScope()) {
+            f.apply(x);
+        }
+    }
+
+    /** Milliseconds per step over {@code steps} steps, each in a scope (as a jtorch program frees its intermediates). */
+    private static double time(Forward f, SGD opt, Tensor x, Tensor y, int steps) {
+        long t0 = System.nanoTime();
+        for (int i = 0; i < steps; i++) step(f, opt, x, y);
+        return (System.nanoTime() - t0) / 1e6 / steps;
+    }
+
+    private static void step(Forward f, SGD opt, Tensor x, Tensor y) {
+        try (MemoryScope s = new MemoryScope()) {
+            opt.zeroGrad();
+            F.crossEntropy(f.apply(x), y).backward();
+            opt.step();
+        }
+    }
+
+    /**
+     * The CPU allocator's peak of bytes in use during one step: the model's parameters, gradients, momentum and the
+     * batch (the same either way) and the step's activations and temporaries.
+     */
+    private static long peakBytes(Forward f, SGD opt, Tensor x, Tensor y) {
+        Allocator cpu = Backends.of(Device.cpu()).allocator(Device.cpu());
+        cpu.resetPeakStats();
+        step(f, opt, x, y);
+        return cpu.stats().peakAllocatedBytes();
+    }
+}

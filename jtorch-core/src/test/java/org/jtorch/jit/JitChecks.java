@@ -1,0 +1,64 @@
+package org.jtorch.jit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.autograd.Grad;
+
+/** What the JIT's tests share: the device they run on, and compiled against eager in values and gradients. */
+final class JitChecks {
+    /** Where the tests run: the CPU, or cuda:0 in the simulator pass ({@code -Djtorch.test.device=cuda:0}). */
+    static final org.jtorch.Device DEVICE = org.jtorch.testing.Fixtures.device();
+
+    private JitChecks() {}
+
+    static Tensor randn(long... shape) {
+        return Torch.randn(shape).to(DEVICE);
+    }
+
+    /** Elementwise within {@code tolerance}, relative above magnitude 1; NaN matches NaN. */
+    static void assertClose(Tensor expected, Tensor actual, float tolerance) {
+        assertArrayEquals(expected.shape(), actual.shape());
+        float[] e = expected.toFloatArray();
+        float[] a = actual.toFloatArray();
+        for (int i = 0; i < e.length; i++) {
+            float tol = tolerance * Math.max(1, Math.abs(e[i]));
+            assertTrue(Math.abs(e[i] - a[i]) <= tol || (Float.isNaN(e[i]) && Float.isNaN(a[i])),
+                    "at " + i + ": expected " + e[i] + ", got " + a[i]);
+        }
+    }
+
+    /**
+     * {@code f(x)}, then the gradients with respect to {@code leaves} of a fixed random weighting of it (a plain sum
+     * would give a softmax's rows zero gradient).
+     */
+    static Tensor[] valueAndGradients(TensorFunction f, Tensor x, Tensor[] leaves) {
+        for (Tensor t : leaves) if (t.grad() != null) t.grad().zero_();
+        Tensor out = f.apply(x);
+        Torch.manualSeed(99);
+        out.mul(Torch.randn(out.shape()).to(DEVICE)).sum().backward();
+        Tensor[] g = new Tensor[leaves.length + 1];
+        g[0] = out.detach();
+        for (int i = 0; i < leaves.length; i++) g[i + 1] = leaves[i].grad().clone();
+        return g;
+    }
+
+    /**
+     * {@code f} traced on {@code x}, in inference and with autograd: values within {@code tolerance} of eager's,
+     * gradients within 1e-5. Each signature is called twice: its first call is the trace, which runs eagerly.
+     */
+    static void assertCompiledMatchesEager(TensorFunction f, Tensor x, Tensor[] leaves, float tolerance) {
+        TensorFunction compiled = Jit.trace(f, x);
+        try (var g = Grad.noGrad()) {
+            compiled.apply(x);
+            assertClose(f.apply(x), compiled.apply(x), tolerance);
+        }
+        Tensor[] eager = valueAndGradients(f, x, leaves);
+        valueAndGradients(compiled, x, leaves);
+        Tensor[] fused = valueAndGradients(compiled, x, leaves);
+        assertClose(eager[0], fused[0], tolerance);
+        for (int i = 1; i < eager.length; i++) assertClose(eager[i], fused[i], 1e-5f);
+    }
+}
