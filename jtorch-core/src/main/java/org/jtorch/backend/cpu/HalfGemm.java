@@ -1,5 +1,6 @@
 package org.jtorch.backend.cpu;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -7,6 +8,7 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
 
@@ -26,6 +28,9 @@ import org.jtorch.DType;
 final class HalfGemm {
     private static final int L = Gemm.L, MR = Gemm.MR, NR = Gemm.NR, KC = Gemm.KC, MC = Gemm.MC, NC = Gemm.NC;
     private static final VectorSpecies<Short> S_MR = ShortVector.SPECIES_128;
+    /** L lanes of 16 and 32 bits, for widening a row of L bfloat16. */
+    private static final VectorSpecies<Short> S_L = VectorSpecies.of(short.class, VectorShape.forBitSize(16 * L));
+    private static final VectorSpecies<Integer> I_L = VectorSpecies.of(int.class, VectorShape.forBitSize(32 * L));
     private static final VectorSpecies<Integer> I_MR = IntVector.SPECIES_256;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED;
@@ -34,15 +39,18 @@ final class HalfGemm {
 
     private HalfGemm() {}
 
-    /** Per-thread pack buffers (as Gemm's), the conversion scratch and the float32 accumulator of a half C. */
+    /**
+     * Per-thread pack buffers (as Gemm's), the conversion scratch and the float32 accumulator of a half C. The scratch
+     * and the accumulator are native memory, as every segment Gemm's kernels see elsewhere: heap segments there would
+     * make C2's profile of the shared float32 kernels polymorphic.
+     */
     private static final class Workspace {
         float[] a = new float[0];
         float[] b = new float[0];
-        float[] acc = new float[0];
         final float[] tile = new float[MR * NR];
-        final float[] scratch = new float[Math.max(MR, NR) * KC];
-        final MemorySegment scratchSeg = MemorySegment.ofArray(scratch);
-        final float[] row = new float[L];
+        final MemorySegment scratch = Arena.ofAuto().allocate(4L * Math.max(MR, NR) * KC, 64);
+        final MemorySegment row = Arena.ofAuto().allocate(4L * L, 64);
+        MemorySegment acc = MemorySegment.NULL;
 
         float[] a(int size) {
             if (a.length < size) a = new float[size];
@@ -54,8 +62,8 @@ final class HalfGemm {
             return b;
         }
 
-        float[] acc(int size) {
-            if (acc.length < size) acc = new float[size];
+        MemorySegment acc(long floats) {
+            if (acc.byteSize() < 4 * floats) acc = Arena.ofAuto().allocate(4 * floats, 64);
             return acc;
         }
     }
@@ -131,8 +139,8 @@ final class HalfGemm {
         int chunk = Math.max(MR, ACC_FLOATS / n / MR * MR);
         for (int i0 = 0; i0 < m; i0 += chunk) {
             int rows = Math.min(chunk, m - i0);
-            float[] acc = ws.acc(Math.multiplyExact(rows, n));
-            block(rows, n, k, 1f, a.at(0, i0, 0), b, 0f, MemorySegment.ofArray(acc), 0, n);
+            MemorySegment acc = ws.acc((long) rows * n);
+            block(rows, n, k, 1f, a.at(0, i0, 0), b, 0f, acc, 0, n);
             store(rows, n, acc, alpha, beta, c.at(0, i0, 0), ws.row);
         }
     }
@@ -181,26 +189,25 @@ final class HalfGemm {
      */
     private static void packB(Matrix b, int kc, int nc, float[] dst, Workspace ws) {
         DType t = b.dtype();
-        MemorySegment seg = b.seg(), dstSeg = MemorySegment.ofArray(dst);
+        MemorySegment seg = b.seg();
         long rs = b.rowStride(), cs = b.colStride();
         for (int jr = 0; jr < nc; jr += NR) {
             int nr = Math.min(NR, nc - jr);
             int base = jr * kc;
             long src = b.offset() + jr * cs;
             if (cs == 1) {
-                for (int p = 0; p < kc; p++) HalfConversion.convert(t, seg, 2 * (src + p * rs), DType.FLOAT32, dstSeg, 4L * (base + p * NR), nr);
+                for (int p = 0; p < kc; p++) widen(t, seg, src + p * rs, nr, dst, base + p * NR);
             } else if (rs == 1) {
-                for (int j = 0; j < nr; j++) HalfConversion.convert(t, seg, 2 * (src + j * cs), DType.FLOAT32, ws.scratchSeg, 4L * j * kc, kc);
+                for (int j = 0; j < nr; j++) HalfConversion.convert(t, seg, 2 * (src + j * cs), DType.FLOAT32, ws.scratch, 4L * j * kc, kc);
                 int p = 0;
                 if (nr == NR && L == 16) {
                     for (; p + L <= kc; p += L) {
-                        Gemm.transposeBlock16(ws.scratchSeg, 4L * p, 4L * kc, dst, base + p * NR, NR);
-                        Gemm.transposeBlock16(ws.scratchSeg, 4L * (L * kc + p), 4L * kc, dst, base + p * NR + L, NR);
+                        Gemm.transposeBlock16(ws.scratch, 4L * p, 4L * kc, dst, base + p * NR, NR);
+                        Gemm.transposeBlock16(ws.scratch, 4L * (L * kc + p), 4L * kc, dst, base + p * NR + L, NR);
                     }
                 }
                 for (int j = 0; j < nr; j++) {
-                    float[] s = ws.scratch;
-                    for (int q = p, from = j * kc; q < kc; q++) dst[base + q * NR + j] = s[from + q];
+                    for (int q = p; q < kc; q++) dst[base + q * NR + j] = ws.scratch.getAtIndex(ElementIO.F32, (long) j * kc + q);
                 }
             } else {
                 for (int p = 0; p < kc; p++) {
@@ -229,14 +236,13 @@ final class HalfGemm {
             if (rs == 1 && mr == MR && t == DType.BFLOAT16 && MR == 8) {
                 for (int p = 0; p < kc; p++) bf16x8(seg, 2 * (src + p * cs), dst, base + p * MR);
             } else if (cs == 1) {
-                for (int r = 0; r < mr; r++) HalfConversion.convert(t, seg, 2 * (src + r * rs), DType.FLOAT32, ws.scratchSeg, 4L * r * kc, kc);
+                for (int r = 0; r < mr; r++) HalfConversion.convert(t, seg, 2 * (src + r * rs), DType.FLOAT32, ws.scratch, 4L * r * kc, kc);
                 int p = 0;
                 if (mr == MR && MR == 8 && L == 16) {
-                    for (; p + L <= kc; p += L) Gemm.transposeA8x16(ws.scratchSeg, 4L * p, 4L * kc, dst, base + p * MR);
+                    for (; p + L <= kc; p += L) Gemm.transposeA8x16(ws.scratch, 4L * p, 4L * kc, dst, base + p * MR);
                 }
-                float[] s = ws.scratch;
                 for (; p < kc; p++) {
-                    for (int r = 0; r < mr; r++) dst[base + p * MR + r] = s[r * kc + p];
+                    for (int r = 0; r < mr; r++) dst[base + p * MR + r] = ws.scratch.getAtIndex(ElementIO.F32, (long) r * kc + p);
                 }
             } else {
                 for (int p = 0; p < kc; p++) {
@@ -255,6 +261,18 @@ final class HalfGemm {
         w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoArray(dst, to);
     }
 
+    /** {@code n} contiguous half-precision elements from element {@code at}, widened into {@code dst[to..to+n)}. */
+    private static void widen(DType t, MemorySegment s, long at, int n, float[] dst, int to) {
+        int j = 0;
+        if (t == DType.BFLOAT16) {
+            for (; j + L <= n; j += L) {
+                IntVector w = (IntVector) ShortVector.fromMemorySegment(S_L, s, 2 * (at + j), LE).convertShape(VectorOperators.S2I, I_L, 0);
+                w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoArray(dst, to + j);
+            }
+        }
+        for (; j < n; j++) dst[to + j] = load(t, s, at + j);
+    }
+
     /** The half-precision element at element index {@code at}, as a float. */
     private static float load(DType t, MemorySegment s, long at) {
         short bits = s.get(I16, 2 * at);
@@ -265,32 +283,33 @@ final class HalfGemm {
      * Rounds the accumulated {@code rows x n} block into the half C: {@code alpha * acc + beta * C} in float32, one
      * rounding. Rows with unit column stride convert with vectors; {@code row} is an L-float scratch.
      */
-    private static void store(int rows, int n, float[] acc, float alpha, float beta, Matrix c, float[] row) {
+    private static void store(int rows, int n, MemorySegment acc, float alpha, float beta, Matrix c, MemorySegment row) {
         DType t = c.dtype();
-        MemorySegment seg = c.seg(), rowSeg = MemorySegment.ofArray(row);
+        MemorySegment seg = c.seg();
         long cs = c.colStride();
         FloatVector av = FloatVector.broadcast(Gemm.FS, alpha), bv = FloatVector.broadcast(Gemm.FS, beta);
         for (int i = 0; i < rows; i++) {
             long cRow = c.offset() + i * c.rowStride();
-            int from = i * n, j = 0;
+            long from = 4L * i * n;
+            int j = 0;
             if (cs == 1) {
                 if (alpha == 1f && beta == 0f) {
-                    HalfConversion.convert(DType.FLOAT32, MemorySegment.ofArray(acc), 4L * from, t, seg, 2 * cRow, n);
+                    HalfConversion.convert(DType.FLOAT32, acc, from, t, seg, 2 * cRow, n);
                     continue;
                 }
                 for (; j + L <= n; j += L) {
-                    FloatVector v = FloatVector.fromArray(Gemm.FS, acc, from + j).mul(av);
+                    FloatVector v = FloatVector.fromMemorySegment(Gemm.FS, acc, from + 4L * j, LE).mul(av);
                     if (beta != 0f) {
-                        HalfConversion.convert(t, seg, 2 * (cRow + j), DType.FLOAT32, rowSeg, 0, L);
-                        v = FloatVector.fromArray(Gemm.FS, row, 0).fma(bv, v);
+                        HalfConversion.convert(t, seg, 2 * (cRow + j), DType.FLOAT32, row, 0, L);
+                        v = FloatVector.fromMemorySegment(Gemm.FS, row, 0, LE).fma(bv, v);
                     }
-                    v.intoArray(row, 0);
-                    HalfConversion.convert(DType.FLOAT32, rowSeg, 0, t, seg, 2 * (cRow + j), L);
+                    v.intoMemorySegment(row, 0, LE);
+                    HalfConversion.convert(DType.FLOAT32, row, 0, t, seg, 2 * (cRow + j), L);
                 }
             }
             for (; j < n; j++) {
                 long at = cRow + j * cs;
-                float v = alpha * acc[from + j];
+                float v = alpha * acc.get(ElementIO.F32, from + 4L * j);
                 if (beta != 0f) v = Math.fma(beta, load(t, seg, at), v);
                 put(t, seg, at, v);
             }
