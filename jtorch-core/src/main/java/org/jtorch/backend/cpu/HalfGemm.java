@@ -45,22 +45,11 @@ final class HalfGemm {
      * make C2's profile of the shared float32 kernels polymorphic.
      */
     private static final class Workspace {
-        float[] a = new float[0];
-        float[] b = new float[0];
+        float[] a = new float[0], b = new float[0];
         final float[] tile = new float[MR * NR];
         final MemorySegment scratch = Arena.ofAuto().allocate(4L * Math.max(MR, NR) * KC, 64);
         final MemorySegment row = Arena.ofAuto().allocate(4L * L, 64);
         MemorySegment acc = MemorySegment.NULL;
-
-        float[] a(int size) {
-            if (a.length < size) a = new float[size];
-            return a;
-        }
-
-        float[] b(int size) {
-            if (b.length < size) b = new float[size];
-            return b;
-        }
 
         MemorySegment acc(long floats) {
             if (acc.byteSize() < 4 * floats) acc = Arena.ofAuto().allocate(4 * floats, 64);
@@ -150,8 +139,8 @@ final class HalfGemm {
                               MemorySegment c, long cOff, long ldc) {
         Workspace ws = WORKSPACE.get();
         int kcMax = Math.min(KC, k);
-        float[] bp = ws.b(kcMax * Math.min(NC, roundUp(n, NR)));
-        float[] ap = ws.a(kcMax * Math.min(MC, roundUp(m, MR)));
+        float[] bp = ws.b = atLeast(ws.b, kcMax * Math.min(NC, roundUp(n, NR)));
+        float[] ap = ws.a = atLeast(ws.a, kcMax * Math.min(MC, roundUp(m, MR)));
         long ldcBytes = ldc * Float.BYTES;
         for (int jc = 0; jc < n; jc += NC) {
             int nc = Math.min(NC, n - jc);
@@ -330,6 +319,10 @@ final class HalfGemm {
 
     private static void put(DType t, MemorySegment s, long at, float v) {
         s.set(I16, 2 * at, t == DType.BFLOAT16 ? ElementIO.floatToBf16(v) : Float.floatToFloat16(v));
+    }
+
+    private static float[] atLeast(float[] buffer, int size) {
+        return buffer.length < size ? new float[size] : buffer;
     }
 
     private static int roundUp(int x, int to) {
