@@ -15,7 +15,7 @@ public final class BenchMain {
             case "core" -> print(CoreBench.run(quick));
             case "reduce" -> print(ReduceBench.run(quick, Arrays.asList(args).contains("--cputime")));
             case "training" -> {
-                print(TrainingBench.run(quick));
+                print(TrainingBench.run(quick, Arrays.asList(args).contains("--cputime")));
                 if (Arrays.asList(args).contains("--profile")) {
                     System.err.println("MLP step, float32:");
                     System.err.print(TrainingBench.profileMlp(false, 200));
@@ -54,7 +54,8 @@ public final class BenchMain {
                       reduce     sum, mean, amax, argmax, var, norm, softmax and log-softmax on 16M floats: over everything,
                                  rows and columns of 4096x4096 (GB/s, and fractions of the peak read/copy bandwidth;
                                  --cputime: in thread CPU time, for JTORCH_NUM_THREADS=1)
-                      training   MLP 784-512-512-10 training step (batch 128), tiny autograd graph
+                      training   MLP 784-512-512-10 training step (batch 128), in f32 and with bf16 autocast; tiny autograd
+                                 graph (--cputime: the MLP steps in thread CPU time, for JTORCH_NUM_THREADS=1)
                       conv       conv2d forward and forward+backward: 128x64x32x32 3x3, ResNet-20 shapes
                       cnn        ResNet-20 (CIFAR shape, batch 128) and LeNet-5 (MNIST shape, batch 64) training steps
                                  (--amp: also the ResNet-20 step with CPU bf16 autocast)
