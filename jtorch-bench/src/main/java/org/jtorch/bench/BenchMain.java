@@ -15,7 +15,7 @@ public final class BenchMain {
             case "core" -> print(CoreBench.run(quick));
             case "reduce" -> print(ReduceBench.run(quick, Arrays.asList(args).contains("--cputime")));
             case "training" -> {
-                print(TrainingBench.run(quick));
+                print(TrainingBench.run(quick, Arrays.asList(args).contains("--cputime")));
                 if (Arrays.asList(args).contains("--profile")) {
                     System.err.println("MLP step, float32:");
                     System.err.print(TrainingBench.profileMlp(false, 200));
@@ -25,7 +25,7 @@ public final class BenchMain {
             }
             case "conv" -> print(ConvBench.run(quick));
             case "cnn" -> {
-                print(CnnBench.run(quick));
+                print(CnnBench.run(quick, Arrays.asList(args).contains("--amp")));
                 // To stderr: scripts/bench reads the measurements from stdout.
                 if (Arrays.asList(args).contains("--profile")) System.err.print(CnnBench.profileResnet20(20));
             }
@@ -56,9 +56,11 @@ public final class BenchMain {
                       reduce     sum, mean, amax, argmax, var, norm, softmax and log-softmax on 16M floats: over everything,
                                  rows and columns of 4096x4096 (GB/s, and fractions of the peak read/copy bandwidth;
                                  --cputime: in thread CPU time, for JTORCH_NUM_THREADS=1)
-                      training   MLP 784-512-512-10 training step (batch 128), tiny autograd graph
+                      training   MLP 784-512-512-10 training step (batch 128), in f32 and with bf16 autocast; tiny autograd
+                                 graph (--cputime: the MLP steps in thread CPU time, for JTORCH_NUM_THREADS=1)
                       conv       conv2d forward and forward+backward: 128x64x32x32 3x3, ResNet-20 shapes
                       cnn        ResNet-20 (CIFAR shape, batch 128) and LeNet-5 (MNIST shape, batch 64) training steps
+                                 (--amp: also the ResNet-20 step with CPU bf16 autocast)
                       rnn        LSTM and GRU layers (seq 35, batch 20, hidden 200, 2 layers) forward and forward+backward;
                                  one cell step's fused kernels against the same formulas as tensor ops
                                  (--cputime: the layers in thread CPU time, for JTORCH_NUM_THREADS=1)

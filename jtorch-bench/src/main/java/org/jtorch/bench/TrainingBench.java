@@ -21,23 +21,25 @@ import org.jtorch.optim.SGD;
 final class TrainingBench {
     private TrainingBench() {}
 
-    static Map<String, Double> run(boolean quick) {
+    /** With {@code cpuTime}, the MLP steps in thread CPU time ({@code --cputime}, for {@code JTORCH_NUM_THREADS=1}). */
+    static Map<String, Double> run(boolean quick, boolean cpuTime) {
         Map<String, Double> r = new LinkedHashMap<>();
-        r.put("mlp_step_ms", mlpStepSeconds(quick) * 1e3);
+        r.put("mlp_step_ms", mlpStepSeconds(quick, false, cpuTime) * 1e3);
         r.put("mlp_images_per_s", 128 / (r.get("mlp_step_ms") / 1e3));
         r.put("tiny_graph_us", tinyGraphSeconds(quick) * 1e6);
-        r.put("mlp_step_bf16_autocast_ms", mlpStepSeconds(quick, true) * 1e3);
+        r.put("mlp_step_bf16_autocast_ms", mlpStepSeconds(quick, true, cpuTime) * 1e3);
         return r;
     }
 
     /** Median time of one full training step, after enough steps for the JIT to compile the kernels. */
     static double mlpStepSeconds(boolean quick) {
-        return mlpStepSeconds(quick, false);
+        return mlpStepSeconds(quick, false, false);
     }
 
     /** With {@code amp}, the forward and loss run under CPU bf16 autocast (no GradScaler: bf16 needs none). */
-    static double mlpStepSeconds(boolean quick, boolean amp) {
-        return mlpSteps(amp, step -> Timing.median(quick ? 300 : 4000, quick ? 50 : 300, step));
+    static double mlpStepSeconds(boolean quick, boolean amp, boolean cpuTime) {
+        int warmup = quick ? 300 : 4000, reps = quick ? 50 : 300;
+        return mlpSteps(amp, step -> cpuTime ? Timing.medianCpu(warmup, reps, step) : Timing.median(warmup, reps, step));
     }
 
     /** Each kernel's host time in an MLP step (f32, or with bf16 autocast), after a warm-up: {@code --profile}. */

@@ -7,13 +7,12 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
 import org.jtorch.backend.LinalgKernels;
-import org.jtorch.memory.Storage;
 import org.jtorch.op.StridedView;
 
 /**
  * CPU matrix products: float32 and float64 through the packed {@link Gemm} kernels; float16 and
- * bfloat16 by converting the operands to float32 (f32 accumulation, one rounding of the result, as
- * PyTorch's CPU path); integers with an exact long accumulation.
+ * bfloat16 through {@link HalfGemm}, which widens them while packing (f32 accumulation, one rounding of the
+ * result, as PyTorch's CPU path); integers with an exact long accumulation.
  */
 final class CpuLinalgKernels implements LinalgKernels {
 
@@ -47,85 +46,17 @@ final class CpuLinalgKernels implements LinalgKernels {
     }
 
     /**
-     * float16/bfloat16: the operands are converted into float32 scratch from the allocator (a transposed operand,
-     * such as a weight's {@code t()}, stays transposed so that the conversion reads its memory in order), multiplied
-     * by the float32 GEMM with float32 accumulation, and the result is rounded once into the output, as PyTorch's
-     * CPU path.
+     * float16/bfloat16: {@link HalfGemm} widens the operands to float32 while packing them (no float32 copy of an
+     * operand), accumulates in float32 and rounds the result once into the output, as PyTorch's CPU path.
      */
     private static void halfGemm(StridedView a, StridedView b, StridedView out, double alpha, double beta) {
         GemmDims d = GemmDims.of(a, b, out);
-        int batch = d.batch(), m = d.m(), n = d.n(), k = d.k();
-        long[] os = out.strides();
-        Storage a32 = Storage.allocateCpu(4L * batch * m * k);
-        Storage b32 = null;
-        Storage o32 = null;
-        try {
-            b32 = Storage.allocateCpu(4L * batch * k * n);
-            o32 = Storage.allocateCpu(4L * batch * m * n);
-            long[] as = toF32(a, a32.segment());
-            long[] bs = toF32(b, b32.segment());
-            MemorySegment oSeg = o32.segment();
-            long[] o32s = {(long) m * n, n, 1};
-            if (beta != 0) convertMatrices(out, oSeg, o32s, true);
-            Gemm.sgemmBatched(batch, m, n, k, (float) alpha, a32.segment(), 0, as[0], as[1], as[2],
-                    b32.segment(), 0, bs[0], bs[1], bs[2], (float) beta, oSeg, 0, o32s[0], n);
-            convertMatrices(out, oSeg, o32s, false);
-        } finally {
-            a32.release();
-            if (b32 != null) b32.release();
-            if (o32 != null) o32.release();
-        }
+        HalfGemm.gemmBatched(d.batch(), d.m(), d.n(), d.k(), (float) alpha, matrix(a), matrix(b), (float) beta, matrix(out));
     }
 
-    /**
-     * Converts a half-precision [batch, rows, cols] operand into dense float32 {@code dst} and returns the copy's
-     * strides: row-major, or column-major when the operand's columns are its contiguous dimension.
-     */
-    private static long[] toF32(StridedView t, MemorySegment dst) {
-        long rows = t.size(1);
-        long cols = t.size(2);
+    private static HalfGemm.Matrix matrix(StridedView t) {
         long[] s = t.strides();
-        long[] strides = s[1] == 1 && s[2] != 1 ? new long[] {rows * cols, 1, rows} : new long[] {rows * cols, cols, 1};
-        convertMatrices(t, dst, strides, true);
-        return strides;
-    }
-
-    /**
-     * Converts between a half-precision [batch, rows, cols] tensor {@code t} and dense float32 {@code f32} with
-     * strides {@code f32s} (one of them 1): {@code toF32} reads t, otherwise writes it. Lines along the float32
-     * copy's unit stride convert with vectors where t is contiguous along them too, element by element elsewhere.
-     */
-    private static void convertMatrices(StridedView t, MemorySegment f32, long[] f32s, boolean toF32) {
-        long[] shape = t.shape();
-        long[] s = t.strides();
-        DType dt = t.dtype();
-        MemorySegment seg = t.memory();
-        long base = t.offset();
-        // The line dimension is the float32 copy's unit-stride one; lines are indexed by (batch, other dim).
-        int lineDim = f32s[2] == 1 ? 2 : 1;
-        int otherDim = 3 - lineDim;
-        long len = shape[lineDim];
-        long lines = shape[0] * shape[otherDim];
-        boolean vector = s[lineDim] == 1 || len == 1;
-        Parallel.forRange(lines, Math.max(1, ElementwiseKernels.GRAIN / Math.max(1, len)), (begin, end) -> {
-            for (long line = begin; line < end; line++) {
-                long bi = line / shape[otherDim];
-                long oi = line % shape[otherDim];
-                long tOff = base + bi * s[0] + oi * s[otherDim];
-                long fOff = bi * f32s[0] + oi * f32s[otherDim];
-                if (vector) {
-                    if (toF32) HalfConversion.convert(dt, seg, 2 * tOff, DType.FLOAT32, f32, 4 * fOff, len);
-                    else HalfConversion.convert(DType.FLOAT32, f32, 4 * fOff, dt, seg, 2 * tOff, len);
-                    continue;
-                }
-                for (long e = 0; e < len; e++) {
-                    long tAt = 2 * (tOff + e * s[lineDim]);
-                    long fAt = 4 * (fOff + e);
-                    if (toF32) f32.set(ElementIO.F32, fAt, (float) ElementIO.getDouble(dt, seg, tAt));
-                    else ElementIO.setDouble(dt, seg, tAt, f32.get(ElementIO.F32, fAt));
-                }
-            }
-        });
+        return new HalfGemm.Matrix(t.dtype(), t.memory(), t.offset(), s[0], s[1], s[2]);
     }
 
     private static void gemm(StridedView a, StridedView b, StridedView out, double alpha, double beta) {

@@ -32,7 +32,7 @@ import jdk.incubator.vector.VectorSpecies;
  * must be accessible from any thread (global, auto or shared arenas, not confined ones).
  */
 public final class Gemm {
-    private static final VectorSpecies<Float> FS =
+    static final VectorSpecies<Float> FS =
             FloatVector.SPECIES_PREFERRED.length() >= 16 ? FloatVector.SPECIES_512 : FloatVector.SPECIES_PREFERRED;
     private static final VectorSpecies<Double> DS =
             DoubleVector.SPECIES_PREFERRED.length() >= 8 ? DoubleVector.SPECIES_512 : DoubleVector.SPECIES_PREFERRED;
@@ -566,7 +566,7 @@ public final class Gemm {
      * exchanges move the row bits into the lanes and the column bits (but the lowest) into the
      * vector index.
      */
-    private static void transposeA8x16(MemorySegment a, long srcByte, long rowStrideBytes, float[] dst, int to) {
+    static void transposeA8x16(MemorySegment a, long srcByte, long rowStrideBytes, float[] dst, int to) {
         FloatVector v0 = FloatVector.fromMemorySegment(FS, a, srcByte, NO);
         FloatVector v1 = FloatVector.fromMemorySegment(FS, a, srcByte + rowStrideBytes, NO);
         FloatVector v2 = FloatVector.fromMemorySegment(FS, a, srcByte + 2 * rowStrideBytes, NO);
