@@ -41,9 +41,9 @@ final class WinogradF32 {
 
     /**
      * The switch, read per call (so that a program or test may turn it at any time): {@code -Djtorch.conv.winograd},
-     * else {@code JTORCH_CONV_WINOGRAD}. {@code 0} or {@code false}: off; unset (or {@code forward}): the forward
-     * only; {@code 1} or {@code true}: the forward and the input gradient. The input gradient stays direct by
-     * default: with both on, their errors together took a ResNet basic block's conv1 weight gradient, through
+     * else {@code JTORCH_CONV_WINOGRAD}. {@code 0} or {@code false}: off; unset (or {@code forward}): the forward,
+     * where it {@link #pays}; {@code 1} or {@code true}: the forward and the input gradient, every shape it
+     * {@link #fits}. The input gradient stays direct by default: with both on, their errors together took a ResNet basic block's conv1 weight gradient, through
      * training-mode batch norm's backward, outside its PyTorch fixture's tolerance ({@code ModelsTest}: 0.0034890
      * against 0.0035155, tolerance 1.35e-5; the float64 value is 0.0035141), where either alone stays inside it
      * (worst error over tolerance in that test: direct 0.36, Winograd forward 0.25, Winograd input gradient 0.62,
@@ -58,15 +58,35 @@ final class WinogradF32 {
         return "0".equals(setting) || "false".equals(setting);
     }
 
-    /** Whether {@link #forward} applies to a forward convolution: the switch on, and {@link #fits}. */
+    /**
+     * Whether {@link #forward} applies to a forward convolution: the switch fully on and {@link #fits}, or by
+     * default where it also {@link #pays}.
+     */
     static boolean handles(Geometry g) {
-        return fits(g) && !off(setting());
+        String setting = setting();
+        return fits(g) && (fullyOn(setting) || !off(setting) && pays(g));
+    }
+
+    private static boolean fullyOn(String setting) {
+        return "1".equals(setting) || "true".equals(setting);
+    }
+
+    /**
+     * Whether it beats the direct kernels, as measured on one core (thread CPU time, 8-128 images): with 32 or more
+     * channels each way, and at least one 4x4 tile per image for every 1024 weights' worth of transformed filters.
+     * 128x64x32x32 1.8x faster, ResNet-50's 64 channels at 56 px 1.3x, 128 at 28 px 1.7x; ResNet-20's 32 and 64
+     * channels level. Below: 16 channels (ResNet-20 at 32 px 1.33x slower: transforms against 16x16 products),
+     * and few tiles against large transformed weights that are streamed again for every block of 16 tiles
+     * (256 channels at 14 px 1.14x slower, 512 at 7 px, 37.7 MB of them, 2.7x).
+     */
+    static boolean pays(Geometry g) {
+        long tiles = (long) ((g.oh() + 3) / 4) * ((g.ow() + 3) / 4);
+        return Math.min(g.cin(), g.cout()) >= 32 && tiles * 1024 >= (long) g.cin() * g.cout();
     }
 
     /** Whether {@link #forward} runs the flipped convolution {@code g} of an input gradient: the switch fully on, and {@link #fits}. */
     static boolean handlesInputGrad(Geometry g) {
-        String setting = setting();
-        return fits(g) && ("1".equals(setting) || "true".equals(setting));
+        return fits(g) && fullyOn(setting());
     }
 
     /** Whether {@link #forward} can run {@code g}: 3x3, stride 1, no dilation or groups, channels in whole vectors. */

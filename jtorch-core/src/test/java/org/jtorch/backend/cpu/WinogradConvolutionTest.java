@@ -134,12 +134,28 @@ class WinogradConvolutionTest {
             assertEquals(false, WinogradF32.handles(g), "switched off: " + off);
             assertEquals(false, WinogradF32.handlesInputGrad(g), "switched off: " + off);
         }
-        System.setProperty("jtorch.conv.winograd", "forward");
-        assertTrue(WinogradF32.handles(g), "forward only");
-        assertEquals(false, WinogradF32.handlesInputGrad(g), "forward only");
-        System.clearProperty("jtorch.conv.winograd");
-        String env = System.getenv("JTORCH_CONV_WINOGRAD");
-        assertEquals(!"0".equals(env) && !"false".equals(env), WinogradF32.handles(g), "the forward on by default");
-        assertEquals("1".equals(env) || "true".equals(env), WinogradF32.handlesInputGrad(g), "the input gradient off by default");
+        // By default (or "forward"): the forward, where it pays.
+        Geometry pays = geometry(8, 64, 56, 56, 64, 1);
+        for (String forward : new String[] {"forward", null}) {
+            if (forward == null) System.clearProperty("jtorch.conv.winograd");
+            else System.setProperty("jtorch.conv.winograd", forward);
+            String env = forward == null ? System.getenv("JTORCH_CONV_WINOGRAD") : forward;
+            boolean off = "0".equals(env) || "false".equals(env), full = "1".equals(env) || "true".equals(env);
+            assertEquals(!off, WinogradF32.handles(pays), "forward on: " + env);
+            assertEquals(full, WinogradF32.handles(g), "16 input channels: " + env);
+            assertEquals(full, WinogradF32.handlesInputGrad(pays), "input gradient off: " + env);
+        }
+    }
+
+    /** Where it pays (measured on one core): 32 and more channels each way, and enough tiles for the transformed weights. */
+    @Test
+    void paysWithEnoughChannelsAndTiles() {
+        assertTrue(WinogradF32.pays(geometry(128, 64, 32, 32, 64, 1)), "128x64x32x32");
+        assertTrue(WinogradF32.pays(geometry(8, 128, 28, 28, 128, 1)), "128 channels at 28 px");
+        assertTrue(WinogradF32.pays(geometry(128, 64, 8, 8, 64, 1)), "64 channels at 8 px: 4 tiles, 4096 weights");
+        assertEquals(false, WinogradF32.pays(geometry(128, 16, 32, 32, 16, 1)), "16 channels");
+        assertEquals(false, WinogradF32.pays(geometry(128, 16, 32, 32, 64, 1)), "16 input channels");
+        assertEquals(false, WinogradF32.pays(geometry(8, 256, 14, 14, 256, 1)), "256 channels at 14 px: 16 tiles");
+        assertEquals(false, WinogradF32.pays(geometry(8, 512, 7, 7, 512, 1)), "512 channels at 7 px");
     }
 }
