@@ -73,15 +73,17 @@ final class WinogradF32 {
 
     /**
      * Whether it beats the direct kernels, as measured on one core (thread CPU time, 8-128 images): with 32 or more
-     * channels each way, and at least one 4x4 tile per image for every 1024 weights' worth of transformed filters.
-     * 128x64x32x32 1.8x faster, ResNet-50's 64 channels at 56 px 1.3x, 128 at 28 px 1.7x; ResNet-20's 32 and 64
-     * channels level. Below: 16 channels (ResNet-20 at 32 px 1.33x slower: transforms against 16x16 products),
-     * and few tiles against large transformed weights that are streamed again for every block of 16 tiles
-     * (256 channels at 14 px 1.14x slower, 512 at 7 px, 37.7 MB of them, 2.7x).
+     * channels each way, at least 32 4x4 tiles per image, and a tile per image for every 1024 weights' worth of
+     * transformed filters. 128x64x32x32 1.8x faster, ResNet-50's 64 channels at 56 px 1.3x, 128 at 28 px 1.7x.
+     * Left direct: 16 channels (ResNet-20 at 32 px 1.33x slower: transforms against 16x16 products); few tiles
+     * (ResNet-20's 32 channels at 16 px and 64 at 8 px, 16 and 4 tiles: level, and the direct path's lower error
+     * keeps a compiled ResNet-20, its batch norms folded into the weights, within 1e-6 of the eager one:
+     * {@code CompiledModelsTest}); and few tiles against large transformed weights, streamed again for every block
+     * of 16 tiles (256 channels at 14 px 1.14x slower; 512 at 7 px, 37.7 MB of them, 2.7x).
      */
     static boolean pays(Geometry g) {
         long tiles = (long) ((g.oh() + 3) / 4) * ((g.ow() + 3) / 4);
-        return Math.min(g.cin(), g.cout()) >= 32 && tiles * 1024 >= (long) g.cin() * g.cout();
+        return Math.min(g.cin(), g.cout()) >= 32 && tiles >= 32 && tiles * 1024 >= (long) g.cin() * g.cout();
     }
 
     /** Whether {@link #forward} runs the flipped convolution {@code g} of an input gradient: the switch fully on, and {@link #fits}. */
