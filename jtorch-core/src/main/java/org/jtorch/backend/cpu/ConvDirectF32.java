@@ -19,8 +19,9 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  *
  * <p>Against {@link ConvF32}'s pixels-in-lanes implicit GEMM this drops the per-strip packing (30% of
  * a 16-channel convolution's time) and the junk outputs of the pitched path (a third of them at 8 px).
- * It needs output channels in multiples of 16 (of 32 for 8-pixel rows) and output rows in multiples of
- * 8 or 16 pixels but not of 32; other shapes stay on {@link ConvF32}. The weight gradient here takes any
+ * It needs output channels in multiples of 16 (of 32 for 8-pixel rows) and output rows of at least one
+ * tile, not whole 32-pixel strips, that split into tiles with at most a quarter recomputed (a row's last
+ * tile may overlap the one before it); other shapes stay on {@link ConvF32}. The weight gradient here takes any
  * shape with output channels in multiples of 8, and the input gradient of 3x3 stride-2 layers runs its
  * four phases as one convolution ({@link #stride2InputGrad}).
  */
