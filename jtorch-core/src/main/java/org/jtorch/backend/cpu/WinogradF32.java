@@ -19,15 +19,20 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * channels-last (as {@link ConvDirectF32} does), so both transforms work on 16 channels per vector.
  *
  * <p>The transforms are Toom-Cook's at the points {@code 0, +-3/2, +-3/4} and infinity rather than the usual
- * {@code 0, +-1, +-2}: closer to 1 in magnitude, their Vandermonde matrices are better conditioned (the points
- * found best by a search over small fractions, in the spirit of Barabasz et al., "Error analysis and improving
- * the accuracy of Winograd convolution for deep neural networks", 2020), and every matrix entry but G's is a
- * dyadic fraction, exact in float32; G is applied in float64. Against a float64 reference, relative to the
+ * {@code 0, +-1, +-2}: closer to 1 in magnitude, their Vandermonde matrices are better conditioned (among the
+ * best points of a float32 simulation over small fractions, in the spirit of Barabasz et al., "Error analysis
+ * and improving the accuracy of Winograd convolution for deep neural networks", 2020), and every matrix entry
+ * but G's is a dyadic fraction, exact in float32; G is applied in float64. Against a float64 reference, relative to the
  * largest magnitude, 64 channels: output 1.7e-6 and input gradient 1.3e-6, where the usual points gave 8.0e-6
- * and 6.3e-6 and the direct path gives 1.0e-6 and 9.1e-7 ({@code WinogradConvolutionTest}).
+ * and 6.3e-6 and the direct path gives 1.0e-6 and 9.1e-7 ({@code WinogradConvolutionTest}). The matrices, rows
+ * separated by semicolons: {@code B^T = [81/64 0 -45/16 0 1 0; 0 -27/32 -9/16 3/2 1 0; 0 27/32 -9/16 -3/2 1 0;
+ * 0 -27/16 -9/4 3/4 1 0; 0 27/16 -9/4 -3/4 1 0; 0 81/64 0 -45/16 0 1]}, {@code G = [64/81 0 0; 32/243 16/81 8/27;
+ * 32/243 -16/81 8/27; -128/243 -32/81 -8/27; -128/243 32/81 -8/27; 0 0 1]}, {@code A^T = [1 1 1 1 1 0;
+ * 0 3/2 -3/2 3/4 -3/4 0; 0 9/4 9/4 9/16 9/16 0; 0 27/8 -27/8 27/64 -27/64 1]}.
  * The weight gradient stays on {@link ConvDirectF32}: its Winograd form (sums of 36 products over every tile,
  * transformed back at the end) ran slower there, its depth (the tiles) being the register tile's outer loop.
- * On by default for the forward, and for the input gradient too with {@code JTORCH_CONV_WINOGRAD=1} ({@link #setting}).
+ * On by default for the forward where it {@link #pays}, for the input gradient too with
+ * {@code JTORCH_CONV_WINOGRAD=1} ({@link #setting}).
  */
 final class WinogradF32 {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_512;
@@ -43,8 +48,9 @@ final class WinogradF32 {
      * The switch, read per call (so that a program or test may turn it at any time): {@code -Djtorch.conv.winograd},
      * else {@code JTORCH_CONV_WINOGRAD}. {@code 0} or {@code false}: off; unset (or {@code forward}): the forward,
      * where it {@link #pays}; {@code 1} or {@code true}: the forward and the input gradient, every shape it
-     * {@link #fits}. The input gradient stays direct by default: with both on, their errors together took a ResNet basic block's conv1 weight gradient, through
-     * training-mode batch norm's backward, outside its PyTorch fixture's tolerance ({@code ModelsTest}: 0.0034890
+     * {@link #fits}. The input gradient stays direct by default: with both on, their errors together took a ResNet
+     * basic block's conv1 weight gradient, through training-mode batch norm's backward, outside its PyTorch
+     * fixture's tolerance ({@code ModelsTest}: 0.0034890
      * against 0.0035155, tolerance 1.35e-5; the float64 value is 0.0035141), where either alone stays inside it
      * (worst error over tolerance in that test: direct 0.36, Winograd forward 0.25, Winograd input gradient 0.62,
      * both 1.96).
