@@ -23,7 +23,7 @@ public final class BenchMain {
                     System.err.print(TrainingBench.profileMlp(true, 200));
                 }
             }
-            case "conv" -> print(ConvBench.run(quick));
+            case "conv" -> print(ConvBench.run(quick, Arrays.asList(args).contains("--cputime"), option(args, "--only")));
             case "cnn" -> {
                 print(CnnBench.run(quick, Arrays.asList(args).contains("--amp")));
                 // To stderr: scripts/bench reads the measurements from stdout.
@@ -58,7 +58,9 @@ public final class BenchMain {
                                  --cputime: in thread CPU time, for JTORCH_NUM_THREADS=1)
                       training   MLP 784-512-512-10 training step (batch 128), in f32 and with bf16 autocast; tiny autograd
                                  graph (--cputime: the MLP steps in thread CPU time, for JTORCH_NUM_THREADS=1)
-                      conv       conv2d forward and forward+backward: 128x64x32x32 3x3, ResNet-20 shapes
+                      conv       conv2d forward and forward+backward: 128x64x32x32 3x3, ResNet-20 and ResNet-50 shapes,
+                                 each also as a fraction of the FMA peak (--only NAME: the shapes whose name contains it;
+                                 --cputime: in thread CPU time, for JTORCH_NUM_THREADS=1)
                       cnn        ResNet-20 (CIFAR shape, batch 128) and LeNet-5 (MNIST shape, batch 64) training steps
                                  (--amp: also the ResNet-20 step with CPU bf16 autocast)
                       rnn        LSTM and GRU layers (seq 35, batch 20, hidden 200, 2 layers) forward and forward+backward;

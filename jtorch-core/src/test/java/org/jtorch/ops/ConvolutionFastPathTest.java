@@ -1,6 +1,7 @@
 package org.jtorch.ops;
 
 import java.util.List;
+import java.util.Random;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
@@ -8,6 +9,8 @@ import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.nn.F;
 import org.jtorch.testing.Fixtures;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -15,9 +18,24 @@ import org.junit.jupiter.api.Test;
  * gradients) on shapes the small fixtures do not reach: reductions deeper than one packed block
  * (cin*kh*kw > 1024), channel counts that are not multiples of the 8-row tile, pixel counts that are
  * not multiples of the 32-column strip, single images split across threads. Reference: the same
- * convolution in float64, which runs the im2col + GEMM path.
+ * convolution in float64, which runs the im2col + GEMM path. The Winograd forward (on by default) is switched
+ * off, so that 3x3 stride-1 shapes reach the direct and implicit-GEMM forwards they are chosen for, except in
+ * {@link #randomShapesMatchFloat64}, which runs each shape both ways.
  */
 class ConvolutionFastPathTest {
+    private String winogradBefore;
+
+    @BeforeEach
+    void winogradOff() {
+        winogradBefore = System.getProperty("jtorch.conv.winograd");
+        System.setProperty("jtorch.conv.winograd", "false");
+    }
+
+    @AfterEach
+    void restoreWinograd() {
+        if (winogradBefore == null) System.clearProperty("jtorch.conv.winograd");
+        else System.setProperty("jtorch.conv.winograd", winogradBefore);
+    }
 
     private static void compare(long[] xShape, long[] wShape, int[] stride, int[] padding, int[] dilation, int groups) {
         try (Tensor x64 = Torch.randn(xShape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(11));
@@ -198,5 +216,66 @@ class ConvolutionFastPathTest {
         compare(new long[] {2, 6, 5, 32}, new long[] {6, 3, 1, 3}, new int[] {1}, new int[] {0, 1}, new int[] {1}, 2);
         compare(new long[] {2, 8, 4, 30}, new long[] {16, 8, 3, 3}, new int[] {1}, new int[] {1, 2}, new int[] {1}, 1);
         compare(new long[] {1, 113, 3, 32}, new long[] {8, 113, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /**
+     * Rows that are not whole 8- or 16-pixel tiles on the direct tiles, their last tile overlapping the one
+     * before it: 28- and 14-pixel rows (ResNet-50's layers), 20 pixels at stride 2, and the 16x16 tile on
+     * 28-pixel rows; forward, input gradient (the flipped convolution) and weight gradient.
+     */
+    @Test
+    void directTilesOnRaggedRows() {
+        compare(new long[] {2, 32, 28, 28}, new long[] {32, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 64, 14, 14}, new long[] {64, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 16, 40, 40}, new long[] {32, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 16, 28, 28}, new long[] {16, 16, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /**
+     * Random shapes, each fast path against float64 (whose im2col + GEMM path is the plain convolution): 1-3
+     * images of odd and even sizes 1-30, channel counts that are and are not whole vectors (3 to 64), 1x1 to
+     * 5x5 and non-square kernels, strides 1-3, dilations 1-2, paddings 0-3 and 1-2 groups; forward, input,
+     * weight and bias gradients. Each shape runs with the Winograd path off and on ({@code jtorch.conv.winograd}).
+     */
+    @Test
+    void randomShapesMatchFloat64() {
+        int[] channels = {3, 8, 16, 24, 32, 48, 64};
+        Random r = new Random(22);
+        for (int i = 0; i < 24; ) {
+            int groups = 1 + r.nextInt(2);
+            int cin = groups * channels[r.nextInt(channels.length)], cout = groups * channels[r.nextInt(channels.length)];
+            int kh = 1 + r.nextInt(5), kw = r.nextBoolean() ? kh : 1 + r.nextInt(5);
+            int s = 1 + r.nextInt(3), d = 1 + r.nextInt(2), ph = r.nextInt(4), pw = r.nextInt(4);
+            int h = 1 + r.nextInt(30), w = 1 + r.nextInt(30);
+            if (h + 2 * ph < d * (kh - 1) + 1 || w + 2 * pw < d * (kw - 1) + 1) continue; // no output
+            long n = 1 + r.nextInt(3);
+            // Stride 1 and no dilation for half the shapes: the direct, row and Winograd paths' domain.
+            if (i % 2 == 0) {
+                s = 1;
+                d = 1;
+                ph = Math.min(ph, kh - 1);
+                pw = Math.min(pw, kw - 1);
+            }
+            // And every fourth one a 3x3 kernel on whole 16-channel vectors: the Winograd path's.
+            if (i % 4 == 0) {
+                groups = 1;
+                kh = 3;
+                kw = 3;
+                cin = 16 * (1 + r.nextInt(4));
+                cout = 16 * (1 + r.nextInt(4));
+            }
+            if (h + 2 * ph < d * (kh - 1) + 1 || w + 2 * pw < d * (kw - 1) + 1) continue;
+            for (String winograd : new String[] {"false", "true"}) {
+                System.setProperty("jtorch.conv.winograd", winograd);
+                long[] x = {n, cin, h, w}, wt = {cout, cin / groups, kh, kw};
+                try {
+                    compare(x, wt, new int[] {s}, new int[] {ph, pw}, new int[] {d}, groups);
+                } catch (AssertionError e) {
+                    throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt) + ", stride "
+                            + s + ", padding " + ph + "x" + pw + ", dilation " + d + ", groups " + groups + ", winograd " + winograd, e);
+                }
+            }
+            i++;
+        }
     }
 }

@@ -19,8 +19,9 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  *
  * <p>Against {@link ConvF32}'s pixels-in-lanes implicit GEMM this drops the per-strip packing (30% of
  * a 16-channel convolution's time) and the junk outputs of the pitched path (a third of them at 8 px).
- * It needs output channels in multiples of 16 (of 32 for 8-pixel rows) and output rows in multiples of
- * 8 or 16 pixels but not of 32; other shapes stay on {@link ConvF32}. The weight gradient here takes any
+ * It needs output channels in multiples of 16 (of 32 for 8-pixel rows) and output rows of at least one
+ * tile, not whole 32-pixel strips, that split into tiles with at most a quarter recomputed (a row's last
+ * tile may overlap the one before it); other shapes stay on {@link ConvF32}. The weight gradient here takes any
  * shape with output channels in multiples of 8, and the input gradient of 3x3 stride-2 layers runs its
  * four phases as one convolution ({@link #stride2InputGrad}).
  */
@@ -39,6 +40,9 @@ final class ConvDirectF32 {
         /** One weight-gradient pass's gy, transposed ({@link #transposeGradOut}), and window offsets. */
         float[] gradOut = new float[0];
         int[] xo = new int[0];
+        /** Narrow window rows packed back to back per pixel ({@link #packWindows}), and each pixel's offset in them. */
+        float[] windows = new float[0];
+        int[] wo = new int[0];
         /**
          * One register tile, native like the tensors: a vector access site that sees both heap and native
          * segments is compiled without the intrinsics (transposeBlock16 reads tensors too).
@@ -56,9 +60,17 @@ final class ConvDirectF32 {
      */
     private static int tilePixels(Geometry g) {
         if (FloatVector.SPECIES_PREFERRED.length() != 16 || g.groups() != 1 || g.dw() != 1 || g.ow() % 32 == 0) return 0;
-        if (g.cout() % 32 == 0 && g.ow() % 8 == 0) return 8;
-        if (g.cout() % 16 == 0 && g.ow() % 16 == 0) return 16;
+        if (g.cout() % 32 == 0 && fewRecomputed(g.ow(), 8)) return 8;
+        if (g.cout() % 16 == 0 && fewRecomputed(g.ow(), 16)) return 16;
         return 0;
+    }
+
+    /**
+     * Whether rows of {@code ow} pixels split into tiles of {@code p} with at most a quarter more pixels computed:
+     * a row that is not whole tiles ends with a tile overlapping the one before it ({@link #rows}).
+     */
+    private static boolean fewRecomputed(int ow, int p) {
+        return ow >= p && 4 * ((ow + p - 1) / p * p) <= 5 * ow;
     }
 
     /** Whether {@link #forward} applies; 1x1 stride-1 convolutions are left to the caller's plain GEMM. */
@@ -196,7 +208,10 @@ final class ConvDirectF32 {
         for (int blk = 0; blk < g.cout() / ob; blk++) {
             int wBase = blk * k * ob;
             for (int oy = y0; oy < y1; oy++) {
-                for (int ox = 0; ox < g.ow(); ox += p) {
+                for (int next = 0; next < g.ow(); next += p) {
+                    // A row's last tile ends at the row's end, recomputing pixels of the one before it when the
+                    // row is not whole tiles (28 and 14 px: ResNet-50's layers).
+                    int ox = Math.min(next, g.ow() - p);
                     int xBase = (oy * g.sh() * wpad + ox * g.sw()) * cin;
                     long at = (outImage + (long) blk * ob * pixels + (long) oy * g.ow() + ox) * Float.BYTES;
                     if (p == 8) {
@@ -467,6 +482,9 @@ final class ConvDirectF32 {
         int perPass = Math.max(1, pass / pixels);
         int sub = Math.min(pixels, pass);
         int groups16 = (cout + 15) / 16;
+        // Window rows narrower than a 48-tap tile (up to 15 input channels, as in a network's first layer) would
+        // run on narrow tiles with most lanes idle: packed per pixel, kh of them fill whole vectors.
+        boolean packed = kwc < 48 && kh > 1;
         int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
         float[][] partial = new float[chunks][];
         Parallel.forRange(chunks, 1, (c0, c1) -> {
@@ -491,24 +509,16 @@ final class ConvDirectF32 {
                         }
                         float[] gt = wk.gradOut = ConvF32.grow(wk.gradOut, groups16 * len * 16);
                         transposeGradOut(gy, gyOff + n * cout * pixels, cout, pixels, count, p0, p1, gt);
-                        for (int ki = 0; ki < kh; ki++) {
-                            int xRow = ki * g.dh() * wpad * cin;
-                            int j = 0;
-                            for (; j + 96 <= kwc; j += 96) {
-                                for (int oc = 0; oc < cout; oc += 4) {
-                                    weightTileWide(len, images, xo, xRow + j, gt, (oc / 16) * len * 16 + oc % 16, acc, oc * k + ki * kwc + j, k);
-                                }
-                            }
-                            for (; j + 48 <= kwc; j += 48) {
-                                for (int oc = 0; oc < cout; oc += 8) {
-                                    weightTile(len, images, xo, xRow + j, gt, (oc / 16) * len * 16 + oc % 16, acc, oc * k + ki * kwc + j, k);
-                                }
-                            }
-                            for (; j < kwc; j += 16) {
-                                for (int oc = 0; oc < cout; oc += 8) {
-                                    weightTileNarrow(len, images, xo, xRow + j, gt, (oc / 16) * len * 16 + oc % 16, acc,
-                                            oc * k + ki * kwc + j, k, Math.min(16, kwc - j), wk.block);
-                                }
+                        if (packed) {
+                            // The kh window rows of each pixel as one row of k taps: the columns of acc in the same order.
+                            int kp = (k + 15) / 16 * 16;
+                            float[] win = wk.windows = ConvF32.grow(wk.windows, len * kp);
+                            int[] wo = wk.wo = ConvF32.growInts(wk.wo, len);
+                            packWindows(images, xo, len, kh, g.dh() * wpad * cin, kwc, kp, win, wo);
+                            weightTiles(len, win, wo, 0, k, gt, cout, acc, 0, k, wk.block);
+                        } else {
+                            for (int ki = 0; ki < kh; ki++) {
+                                weightTiles(len, images, xo, ki * g.dh() * wpad * cin, kwc, gt, cout, acc, ki * kwc, k, wk.block);
                             }
                         }
                     }
@@ -530,6 +540,44 @@ final class ConvDirectF32 {
      * transposed gy being 42 KB against L1's 48.
      */
     private static final int PASS_PIXELS = 256;
+
+    /**
+     * Adds to columns {@code [col0, col0 + width)} of every output channel's row of {@code acc} (row length k) the
+     * pass's products of gy ({@code gt}) with the {@code width} taps from {@code x[xo[t] + xOff]} on: 96 taps at a
+     * time against 4 output channels, then 48 against 8, then masked 16-tap vectors.
+     */
+    private static void weightTiles(int len, float[] x, int[] xo, int xOff, int width, float[] gt, int cout, float[] acc, int col0,
+                                    int k, float[] spill) {
+        int j = 0;
+        for (; j + 96 <= width; j += 96) {
+            for (int oc = 0; oc < cout; oc += 4) {
+                weightTileWide(len, x, xo, xOff + j, gt, (oc / 16) * len * 16 + oc % 16, acc, oc * k + col0 + j, k);
+            }
+        }
+        for (; j + 48 <= width; j += 48) {
+            for (int oc = 0; oc < cout; oc += 8) {
+                weightTile(len, x, xo, xOff + j, gt, (oc / 16) * len * 16 + oc % 16, acc, oc * k + col0 + j, k);
+            }
+        }
+        for (; j < width; j += 16) {
+            for (int oc = 0; oc < cout; oc += 8) {
+                weightTileNarrow(len, x, xo, xOff + j, gt, (oc / 16) * len * 16 + oc % 16, acc, oc * k + col0 + j, k,
+                        Math.min(16, width - j), spill);
+            }
+        }
+    }
+
+    /**
+     * {@code win[t * kp + ki * kwc + j] = images[xo[t] + ki * rowStride + j]} and {@code wo[t] = t * kp}: each
+     * pixel's kh window rows of kwc taps back to back, kp floats per pixel (the taps rounded up to whole vectors,
+     * so that a masked tile's vector stays inside the pixel's row).
+     */
+    private static void packWindows(float[] images, int[] xo, int len, int kh, int rowStride, int kwc, int kp, float[] win, int[] wo) {
+        for (int t = 0; t < len; t++) {
+            wo[t] = t * kp;
+            for (int ki = 0; ki < kh; ki++) System.arraycopy(images, xo[t] + ki * rowStride, win, t * kp + ki * kwc, kwc);
+        }
+    }
 
     /**
      * {@code gt[(grp * len + t) * 16 + c] = gy[image i][grp * 16 + c][p]} for the pass's flat list

@@ -102,7 +102,7 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
             // themselves; the implicit-GEMM forward path takes it flipped, in native memory as tensors are:
             // a vector access site (Gemm's packing) that sees heap segments too is compiled without the intrinsics.
             Geometry fg = flippedGeometry(g);
-            if (WinogradF32.handles(fg)) {
+            if (WinogradF32.handlesInputGrad(fg)) {
                 WinogradF32.forward(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), null, 0,
                         seg(gradInput), gradInput.offset(), fg, true);
                 return;

@@ -18,11 +18,21 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * lanes on the direct convolution's register tiles (8 tiles x 32 channels, or 16 x 16). Images are copied
  * channels-last (as {@link ConvDirectF32} does), so both transforms work on 16 channels per vector.
  *
- * <p>The transforms cost float32 accuracy: against a float64 reference the largest error, relative to the
- * largest magnitude, is 8.0e-6 where the direct path's is 1.0e-6 (64 channels, {@code WinogradConvolutionTest}).
+ * <p>The transforms are Toom-Cook's at the points {@code 0, +-3/2, +-3/4} and infinity rather than the usual
+ * {@code 0, +-1, +-2}: closer to 1 in magnitude, their Vandermonde matrices are better conditioned (among the
+ * best points of a float32 simulation over small fractions, in the spirit of Barabasz et al., "Error analysis
+ * and improving the accuracy of Winograd convolution for deep neural networks", 2020), and every matrix entry
+ * but G's is a dyadic fraction, exact in float32; G is applied in float64. Against a float64 reference, relative to the
+ * largest magnitude, 64 channels: output 1.7e-6 and input gradient 1.3e-6, where the usual points gave 8.0e-6
+ * and 6.3e-6 and the direct path gives 1.0e-6 and 9.1e-7 ({@code WinogradConvolutionTest}). The matrices, rows
+ * separated by semicolons: {@code B^T = [81/64 0 -45/16 0 1 0; 0 -27/32 -9/16 3/2 1 0; 0 27/32 -9/16 -3/2 1 0;
+ * 0 -27/16 -9/4 3/4 1 0; 0 27/16 -9/4 -3/4 1 0; 0 81/64 0 -45/16 0 1]}, {@code G = [64/81 0 0; 32/243 16/81 8/27;
+ * 32/243 -16/81 8/27; -128/243 -32/81 -8/27; -128/243 32/81 -8/27; 0 0 1]}, {@code A^T = [1 1 1 1 1 0;
+ * 0 3/2 -3/2 3/4 -3/4 0; 0 9/4 9/4 9/16 9/16 0; 0 27/8 -27/8 27/64 -27/64 1]}.
  * The weight gradient stays on {@link ConvDirectF32}: its Winograd form (sums of 36 products over every tile,
  * transformed back at the end) ran slower there, its depth (the tiles) being the register tile's outer loop.
- * Off unless {@code -Djtorch.conv.winograd=true} or {@code JTORCH_CONV_WINOGRAD=1} ({@link #enabled}).
+ * On by default for the forward where it {@link #pays}, for the input gradient too with
+ * {@code JTORCH_CONV_WINOGRAD=1} ({@link #setting}).
  */
 final class WinogradF32 {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_512;
@@ -35,22 +45,63 @@ final class WinogradF32 {
     private WinogradF32() {}
 
     /**
-     * Whether the switch is on (read per call, so that a program or test may turn it at any time). Off by default:
-     * its error, amplified by training-mode batch norm's backward, took a ResNet basic block's conv1 weight
-     * gradient outside the PyTorch fixture's tolerance ({@code ModelsTest}: 0.0034862 against 0.0035155, tolerance
-     * 1.35e-5), where the direct kernels stay inside it.
+     * The switch, read per call (so that a program or test may turn it at any time): {@code -Djtorch.conv.winograd},
+     * else {@code JTORCH_CONV_WINOGRAD}. {@code 0} or {@code false}: off; unset (or {@code forward}): the forward,
+     * where it {@link #pays}; {@code 1} or {@code true}: the forward and the input gradient, every shape it
+     * {@link #fits}. The input gradient stays direct by default: with both on, their errors together took a ResNet
+     * basic block's conv1 weight gradient, through training-mode batch norm's backward, outside its PyTorch
+     * fixture's tolerance ({@code ModelsTest}: 0.0034890
+     * against 0.0035155, tolerance 1.35e-5; the float64 value is 0.0035141), where either alone stays inside it
+     * (worst error over tolerance in that test: direct 0.36, Winograd forward 0.25, Winograd input gradient 0.62,
+     * both 1.96).
      */
-    static boolean enabled() {
+    private static String setting() {
         String property = System.getProperty("jtorch.conv.winograd");
-        if (property != null) return property.equals("true") || property.equals("1");
-        return "1".equals(System.getenv("JTORCH_CONV_WINOGRAD"));
+        return property != null ? property : System.getenv("JTORCH_CONV_WINOGRAD");
     }
 
-    /** Whether {@link #forward} applies: 3x3, stride 1, no dilation or groups, channels in whole vectors. */
+    private static boolean off(String setting) {
+        return "0".equals(setting) || "false".equals(setting);
+    }
+
+    /**
+     * Whether {@link #forward} applies to a forward convolution: the switch fully on and {@link #fits}, or by
+     * default where it also {@link #pays}.
+     */
     static boolean handles(Geometry g) {
+        String setting = setting();
+        return fits(g) && (fullyOn(setting) || !off(setting) && pays(g));
+    }
+
+    private static boolean fullyOn(String setting) {
+        return "1".equals(setting) || "true".equals(setting);
+    }
+
+    /**
+     * Whether it beats the direct kernels, as measured on one core (thread CPU time, 8-128 images): with 32 or more
+     * channels each way, at least 32 4x4 tiles per image, and a tile per image for every 1024 weights' worth of
+     * transformed filters. 128x64x32x32 1.8x faster, ResNet-50's 64 channels at 56 px 1.3x, 128 at 28 px 1.7x.
+     * Left direct: 16 channels (ResNet-20 at 32 px 1.33x slower: transforms against 16x16 products); few tiles
+     * (ResNet-20's 32 channels at 16 px and 64 at 8 px, 16 and 4 tiles: level, and the direct path's lower error
+     * keeps a compiled ResNet-20, its batch norms folded into the weights, within 1e-6 of the eager one:
+     * {@code CompiledModelsTest}); and few tiles against large transformed weights, streamed again for every block
+     * of 16 tiles (256 channels at 14 px 1.14x slower; 512 at 7 px, 37.7 MB of them, 2.7x).
+     */
+    static boolean pays(Geometry g) {
+        long tiles = (long) ((g.oh() + 3) / 4) * ((g.ow() + 3) / 4);
+        return Math.min(g.cin(), g.cout()) >= 32 && tiles >= 32 && tiles * 1024 >= (long) g.cin() * g.cout();
+    }
+
+    /** Whether {@link #forward} runs the flipped convolution {@code g} of an input gradient: the switch fully on, and {@link #fits}. */
+    static boolean handlesInputGrad(Geometry g) {
+        return fits(g) && fullyOn(setting());
+    }
+
+    /** Whether {@link #forward} can run {@code g}: 3x3, stride 1, no dilation or groups, channels in whole vectors. */
+    static boolean fits(Geometry g) {
         return FloatVector.SPECIES_PREFERRED.length() == 16 && g.groups() == 1 && g.kh() == 3 && g.kw() == 3
                 && g.sh() == 1 && g.sw() == 1 && g.dh() == 1 && g.dw() == 1 && g.ph() <= 2 && g.pw() <= 2
-                && g.cin() % 16 == 0 && g.cout() % 16 == 0 && g.oh() > 0 && g.ow() > 0 && enabled();
+                && g.cin() % 16 == 0 && g.cout() % 16 == 0 && g.oh() > 0 && g.ow() > 0;
     }
 
     /** Per-thread buffers, grown on demand and then reused. */
@@ -122,16 +173,13 @@ final class WinogradF32 {
         MemorySegment.copy(w, F32, wOff * Float.BYTES, wh, 0, wh.length);
         float[] u = new float[36 * cin * cout];
         int ob = lanes(cout);
-        double[] f = new double[9], gf = new double[18];
+        double[] f = new double[9], gf = new double[18], gu = new double[36];
         for (int oc = 0; oc < cout; oc++) {
             for (int ic = 0; ic < cin; ic++) {
                 for (int tap = 0; tap < 9; tap++) f[tap] = flipped ? wh[(ic * cout + oc) * 9 + 8 - tap] : wh[(oc * cin + ic) * 9 + tap];
                 for (int j = 0; j < 3; j++) filterTransform(f, j, 3, gf, j, 3);           // columns: G f, 6x3
-                for (int i = 0; i < 6; i++) {                                            // rows: (G f) G^T, 6x6
-                    double g0 = gf[i * 3], g1 = gf[i * 3 + 1], g2 = gf[i * 3 + 2];
-                    double[] r = {g0 / 4, -(g0 + g1 + g2) / 6, -(g0 - g1 + g2) / 6, g0 / 24 + g1 / 12 + g2 / 6, g0 / 24 - g1 / 12 + g2 / 6, g2};
-                    for (int j = 0; j < 6; j++) u[(((i * 6 + j) * (cout / ob) + oc / ob) * cin + ic) * ob + oc % ob] = (float) r[j];
-                }
+                for (int i = 0; i < 6; i++) filterTransform(gf, i * 3, 1, gu, i * 6, 1);  // rows: (G f) G^T, 6x6
+                for (int e = 0; e < 36; e++) u[((e * (cout / ob) + oc / ob) * cin + ic) * ob + oc % ob] = (float) gu[e];
             }
         }
         return u;
@@ -140,11 +188,14 @@ final class WinogradF32 {
     /** {@code dst[d0 + i * ds] = (G src)[i]} for the 3 elements {@code src[s0 + k * ss]}. */
     private static void filterTransform(double[] src, int s0, int ss, double[] dst, int d0, int ds) {
         double g0 = src[s0], g1 = src[s0 + ss], g2 = src[s0 + 2 * ss];
-        dst[d0] = g0 / 4;
-        dst[d0 + ds] = -(g0 + g1 + g2) / 6;
-        dst[d0 + 2 * ds] = -(g0 - g1 + g2) / 6;
-        dst[d0 + 3 * ds] = g0 / 24 + g1 / 12 + g2 / 6;
-        dst[d0 + 4 * ds] = g0 / 24 - g1 / 12 + g2 / 6;
+        double even = 32.0 / 243 * g0 + 8.0 / 27 * g2, odd = 16.0 / 81 * g1;
+        dst[d0] = 64.0 / 81 * g0;
+        dst[d0 + ds] = even + odd;
+        dst[d0 + 2 * ds] = even - odd;
+        even = -128.0 / 243 * g0 - 8.0 / 27 * g2;
+        odd = 32.0 / 81 * g1;
+        dst[d0 + 3 * ds] = even - odd;
+        dst[d0 + 4 * ds] = even + odd;
         dst[d0 + 5 * ds] = g2;
     }
 
@@ -166,13 +217,19 @@ final class WinogradF32 {
         FloatVector x0 = FloatVector.fromArray(FS, src, s0), x1 = FloatVector.fromArray(FS, src, s0 + ss);
         FloatVector x2 = FloatVector.fromArray(FS, src, s0 + 2 * ss), x3 = FloatVector.fromArray(FS, src, s0 + 3 * ss);
         FloatVector x4 = FloatVector.fromArray(FS, src, s0 + 4 * ss), x5 = FloatVector.fromArray(FS, src, s0 + 5 * ss);
-        FloatVector x4m2 = x4.sub(x2), x3m1 = x3.sub(x1).mul(2f);
-        x0.mul(4f).add(x4).sub(x2.mul(5f)).intoArray(dst, d0);
-        x3.add(x4).sub(x1.add(x2).mul(4f)).intoArray(dst, d0 + ds);
-        x4.sub(x3).add(x1.sub(x2).mul(4f)).intoArray(dst, d0 + 2 * ds);
-        x4m2.add(x3m1).intoArray(dst, d0 + 3 * ds);
-        x4m2.sub(x3m1).intoArray(dst, d0 + 4 * ds);
-        x1.mul(4f).add(x5).sub(x3.mul(5f)).intoArray(dst, d0 + 5 * ds);
+        FloatVector e12 = axpy(x2, -9f / 16, x4), o12 = axpy(x1, -27f / 32, x3.mul(1.5f));
+        FloatVector e34 = axpy(x2, -9f / 4, x4), o34 = axpy(x1, -27f / 16, x3.mul(0.75f));
+        axpy(x0, 81f / 64, axpy(x2, -45f / 16, x4)).intoArray(dst, d0);
+        e12.add(o12).intoArray(dst, d0 + ds);
+        e12.sub(o12).intoArray(dst, d0 + 2 * ds);
+        e34.add(o34).intoArray(dst, d0 + 3 * ds);
+        e34.sub(o34).intoArray(dst, d0 + 4 * ds);
+        axpy(x1, 81f / 64, axpy(x3, -45f / 16, x5)).intoArray(dst, d0 + 5 * ds);
+    }
+
+    /** {@code a * s + c}, one FMA per lane. */
+    private static FloatVector axpy(FloatVector a, float s, FloatVector c) {
+        return a.fma(FloatVector.broadcast(FS, s), c);
     }
 
     /** Output channels per register tile: 32 ({@link ConvDirectF32#tile8x32}) when they come in 32s, else 16 ({@link ConvDirectF32#tile16x16}). */
@@ -236,9 +293,9 @@ final class WinogradF32 {
         FloatVector x4 = FloatVector.fromArray(FS, src, s0 + 4 * ss), x5 = FloatVector.fromArray(FS, src, s0 + 5 * ss);
         FloatVector p12 = x1.add(x2), m12 = x1.sub(x2), p34 = x3.add(x4), m34 = x3.sub(x4);
         x0.add(p12).add(p34).intoArray(dst, d0);
-        m34.mul(2f).add(m12).intoArray(dst, d0 + ds);
-        p34.mul(4f).add(p12).intoArray(dst, d0 + 2 * ds);
-        m34.mul(8f).add(m12).add(x5).intoArray(dst, d0 + 3 * ds);
+        axpy(m12, 1.5f, m34.mul(0.75f)).intoArray(dst, d0 + ds);
+        axpy(p12, 2.25f, p34.mul(0.5625f)).intoArray(dst, d0 + 2 * ds);
+        axpy(m12, 3.375f, axpy(m34, 0.421875f, x5)).intoArray(dst, d0 + 3 * ds);
     }
 
     /** As {@link #outputTransform} along a row of {@code half} (vectors 16 floats apart), plus the bias, as 4 pixels of {@code pixels} from byte {@code at}. */
@@ -248,8 +305,8 @@ final class WinogradF32 {
         FloatVector x4 = FloatVector.fromArray(FS, half, s0 + 64), x5 = FloatVector.fromArray(FS, half, s0 + 80);
         FloatVector p12 = x1.add(x2), m12 = x1.sub(x2), p34 = x3.add(x4), m34 = x3.sub(x4);
         x0.add(p12).add(p34).add(bias).intoMemorySegment(pixels, at, NO);
-        m34.mul(2f).add(m12).add(bias).intoMemorySegment(pixels, at + 64, NO);
-        p34.mul(4f).add(p12).add(bias).intoMemorySegment(pixels, at + 128, NO);
-        m34.mul(8f).add(m12).add(x5).add(bias).intoMemorySegment(pixels, at + 192, NO);
+        axpy(m12, 1.5f, axpy(m34, 0.75f, bias)).intoMemorySegment(pixels, at + 64, NO);
+        axpy(p12, 2.25f, axpy(p34, 0.5625f, bias)).intoMemorySegment(pixels, at + 128, NO);
+        axpy(m12, 3.375f, axpy(m34, 0.421875f, x5.add(bias))).intoMemorySegment(pixels, at + 192, NO);
     }
 }

@@ -33,6 +33,15 @@ class ConvolutionPathsTest {
         assertPaths(geometry(new int[] {3, 3, 16, 16}, new int[] {16, 3, 3, 3}, 1, 1, 1, 1, 1), true, false);
         assertPaths(geometry(new int[] {2, 8, 20, 24}, new int[] {32, 8, 5, 3}, 2, 1, 2, 1, 1), true, true);
         assertPaths(geometry(new int[] {2, 16, 32, 32}, new int[] {32, 16, 3, 3}, 2, 2, 1, 1, 1), true, true);
+        // Rows that are not whole tiles, the last tile overlapping (at most a quarter more pixels computed).
+        assertPaths(geometry(new int[] {2, 32, 28, 28}, new int[] {32, 32, 3, 3}, 1, 1, 1, 1, 1), true, true);
+        assertPaths(geometry(new int[] {3, 64, 14, 14}, new int[] {64, 64, 3, 3}, 1, 1, 1, 1, 1), true, true);
+        assertPaths(geometry(new int[] {2, 16, 40, 40}, new int[] {32, 16, 3, 3}, 2, 2, 1, 1, 1), true, true);
+        assertPaths(geometry(new int[] {2, 16, 28, 28}, new int[] {16, 16, 3, 3}, 1, 1, 1, 1, 1), true, false);
+        // More than a quarter recomputed (12 px in 8-pixel tiles, 20 px in 16-pixel ones), or rows under a tile: the implicit GEMM.
+        assertEquals(false, ConvDirectF32.handles(geometry(new int[] {2, 32, 12, 12}, new int[] {32, 32, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvDirectF32.handles(geometry(new int[] {2, 16, 20, 20}, new int[] {16, 16, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvDirectF32.handles(geometry(new int[] {2, 64, 7, 7}, new int[] {64, 64, 3, 3}, 1, 1, 1, 1, 1)));
         // Whole 32-pixel rows stay on the packed implicit GEMM; the weight gradient is direct for any width.
         Geometry wide = geometry(new int[] {4, 16, 32, 32}, new int[] {16, 16, 3, 3}, 1, 1, 1, 1, 1);
         assertEquals(false, ConvDirectF32.handles(wide));
