@@ -97,14 +97,14 @@ public final class PointwiseOps {
     public static final OpDef POW_SCALAR = OpDef.unary("pow_scalar").py("pow").rule(SAME_NO_BOOL)
             .autocast(Device.Type.CUDA, CastPolicy.FP32)
             .signature(SELF, Param.scalar("exponent", "Scalar", null))
-            .handWritten(powScalarFormula())
+            .handWritten(m(Fn.POW_SCALAR, X, P0))
             .derivatives(() -> List.of(new Expr.IfScalar(0, 0, new Expr.ZerosLike(G),
                     mul(G, mul(Expr.call(powScalar(), X, Expr.math(Fn.SUB, P0, Expr.c(1))), P0))))).build();
     public static final OpDef LOGICAL_NOT = legacyUnary("logical_not", BOOL, m(Fn.EQ, X, Expr.c(0)), null);
-    public static final OpDef BITWISE_NOT = legacyUnary("bitwise_not", INTEGRAL_OR_BOOL, null, null);
+    public static final OpDef BITWISE_NOT = legacyUnary("bitwise_not", INTEGRAL_OR_BOOL, m(Fn.BITWISE_NOT, X), null);
     public static final OpDef ISNAN = legacyUnary("isnan", BOOL, m(Fn.NE, X, X), null);
-    public static final OpDef ISINF = legacyUnary("isinf", BOOL, m(Fn.EQ, m(Fn.ABS, X), Expr.c(Double.POSITIVE_INFINITY)), null);
-    public static final OpDef ISFINITE = legacyUnary("isfinite", BOOL, m(Fn.LT, m(Fn.ABS, X), Expr.c(Double.POSITIVE_INFINITY)), null);
+    public static final OpDef ISINF = legacyUnary("isinf", BOOL, m(Fn.ISINF, X), null);
+    public static final OpDef ISFINITE = legacyUnary("isfinite", BOOL, m(Fn.ISFINITE, X), null);
 
     // ---------------------------------------------------------------- binary, hand-written kernels
 
@@ -120,16 +120,20 @@ public final class PointwiseOps {
     public static final OpDef DIV = legacyBinary("div", FLOAT, m(Fn.DIV, A, B), () -> List.of(div(G, B), neg(div(mul(G, Y), B))));
     public static final OpDef DIV_TRUNC = OpDef.binary("div_trunc").py("div").rule(SAME).integerDivision()
             .signature(SELF, OTHER, Param.scalar("rounding_mode", "str?", "'trunc'"))
+            .handWritten(m(Fn.DIV_TRUNC, A, B))
             .derivatives(() -> List.of(new Expr.ZerosLike(G), new Expr.ZerosLike(G))).build();
     public static final OpDef DIV_FLOOR = OpDef.binary("div_floor").py("div").rule(SAME).integerDivision()
             .signature(SELF, OTHER, Param.scalar("rounding_mode", "str?", "'floor'"))
+            .handWritten(m(Fn.DIV_FLOOR, A, B))
             .derivatives(() -> List.of(new Expr.ZerosLike(G), new Expr.ZerosLike(G))).build();
     public static final OpDef REMAINDER = OpDef.binary("remainder").rule(SAME).integerDivision()
             .signature(SELF, OTHER)
+            .handWritten(m(Fn.REMAINDER, A, B))
             .derivatives(() -> List.of(G, neg(mul(G, Expr.call(DIV_FLOOR, A, B))))).build();
-    public static final OpDef POW = legacyBinary("pow", SAME, m(Fn.POW, A, B), () -> List.of(
+    public static final OpDef POW = OpDef.binary("pow").rule(SAME).signature(SELF, OTHER).handWritten(m(Fn.POW, A, B))
+            .autocast(Device.Type.CUDA, CastPolicy.FP32).derivatives(() -> List.of(
             mul(mul(G, B), Expr.call(pow(), A, sub(B, Expr.c(1)))),
-            Expr.where(b(logicalAnd(), b(eq(), A, Expr.c(0)), ge(B, Expr.c(0))), Expr.c(0), mul(mul(G, Y), u(log(), A)))));
+            Expr.where(b(logicalAnd(), b(eq(), A, Expr.c(0)), ge(B, Expr.c(0))), Expr.c(0), mul(mul(G, Y), u(log(), A))))).build();
     public static final OpDef MAXIMUM = legacyBinary("maximum", SAME, m(Fn.MAX, A, B), () -> {
         Expr half = Expr.where(b(eq(), A, B), div(G, Expr.c(2)), G);
         return List.of(Expr.where(lt(A, B), Expr.c(0), half), Expr.where(gt(A, B), Expr.c(0), half));
@@ -150,11 +154,11 @@ public final class PointwiseOps {
     public static final OpDef LOGICAL_AND = legacyBinary("logical_and", BOOL, m(Fn.MUL, nonzero(A), nonzero(B)), null);
     public static final OpDef LOGICAL_OR = legacyBinary("logical_or", BOOL, m(Fn.MAX, nonzero(A), nonzero(B)), null);
     public static final OpDef LOGICAL_XOR = legacyBinary("logical_xor", BOOL, m(Fn.NE, nonzero(A), nonzero(B)), null);
-    public static final OpDef BITWISE_AND = legacyBinary("bitwise_and", INTEGRAL_OR_BOOL, null, null);
-    public static final OpDef BITWISE_OR = legacyBinary("bitwise_or", INTEGRAL_OR_BOOL, null, null);
-    public static final OpDef BITWISE_XOR = legacyBinary("bitwise_xor", INTEGRAL_OR_BOOL, null, null);
-    public static final OpDef BITWISE_LEFT_SHIFT = legacyBinary("bitwise_left_shift", INTEGRAL_OR_BOOL, null, null);
-    public static final OpDef BITWISE_RIGHT_SHIFT = legacyBinary("bitwise_right_shift", INTEGRAL_OR_BOOL, null, null);
+    public static final OpDef BITWISE_AND = legacyBinary("bitwise_and", INTEGRAL_OR_BOOL, m(Fn.BITWISE_AND, A, B), null);
+    public static final OpDef BITWISE_OR = legacyBinary("bitwise_or", INTEGRAL_OR_BOOL, m(Fn.BITWISE_OR, A, B), null);
+    public static final OpDef BITWISE_XOR = legacyBinary("bitwise_xor", INTEGRAL_OR_BOOL, m(Fn.BITWISE_XOR, A, B), null);
+    public static final OpDef BITWISE_LEFT_SHIFT = legacyBinary("bitwise_left_shift", INTEGRAL_OR_BOOL, m(Fn.LEFT_SHIFT, A, B), null);
+    public static final OpDef BITWISE_RIGHT_SHIFT = legacyBinary("bitwise_right_shift", INTEGRAL_OR_BOOL, m(Fn.RIGHT_SHIFT, A, B), null);
 
     // ---------------------------------------------------------------- declared with their formula
 
@@ -229,28 +233,24 @@ public final class PointwiseOps {
         return m(Fn.DIV, X, m(Fn.ADD, Expr.c(1), m(Fn.EXP, m(Fn.MUL, Expr.c(-2), inner))));
     }
 
-    /** {@code pow(x, p0)}, with the exponents ATen special-cases computed as ATen does ({@code pow(-inf, 0.5)} is {@code sqrt(-inf) = nan}). */
-    private static Expr powScalarFormula() {
-        Expr general = m(Fn.POW, X, P0);
-        Expr r = general;
-        r = when(-2, m(Fn.DIV, Expr.c(1), m(Fn.MUL, X, X)), r);
-        r = when(-1, m(Fn.DIV, Expr.c(1), X), r);
-        r = when(3, m(Fn.MUL, m(Fn.MUL, X, X), X), r);
-        r = when(2, m(Fn.MUL, X, X), r);
-        r = when(-0.5, m(Fn.DIV, Expr.c(1), m(Fn.SQRT, X)), r);
-        return when(0.5, m(Fn.SQRT, X), r);
-    }
-
-    private static Expr when(double exponent, Expr then, Expr otherwise) {
-        return m(Fn.SELECT, m(Fn.EQ, P0, Expr.c(exponent)), then, otherwise);
-    }
-
     private static Expr nonzero(Expr x) {
         return m(Fn.NE, x, Expr.c(0));
     }
 
     private static Expr m(Fn fn, Expr... args) {
         return Expr.math(fn, args);
+    }
+
+    private static OpDef unary(String name, DTypeRule rule, Expr formula, java.util.function.Supplier<List<Expr>> derivative) {
+        return OpDef.unary(name).rule(rule).signature(SELF).formula(formula).derivatives(derivative).build();
+    }
+
+    private static OpDef unary(String name, DTypeRule rule, Expr formula, CastPolicy cuda, java.util.function.Supplier<List<Expr>> derivative) {
+        return OpDef.unary(name).rule(rule).signature(SELF).formula(formula).derivatives(derivative).autocast(Device.Type.CUDA, cuda).build();
+    }
+
+    private static OpDef binary(String name, DTypeRule rule, Expr formula, java.util.function.Supplier<List<Expr>> derivative) {
+        return OpDef.binary(name).rule(rule).signature(SELF, OTHER).formula(formula).derivatives(derivative).build();
     }
 
     private static OpDef legacyUnary(String name, DTypeRule rule, Expr formula, java.util.function.Supplier<List<Expr>> derivative) {

@@ -41,12 +41,29 @@ class HandWrittenFormulasTest {
         assertEquals(Double.doubleToLongBits(expected), Double.doubleToLongBits(actual), what + ": expected " + expected + ", got " + actual);
     }
 
+    private static boolean hasHandWrittenForm(OpDef op) {
+        String key = op.kernel().toUpperCase(Locale.ROOT);
+        for (UnaryOp u : UnaryOp.values()) if (u.name().equals(key)) return true;
+        for (BinaryOp b : BinaryOp.values()) if (b.name().equals(key)) return true;
+        return false;
+    }
+
+    private static boolean definedFor(Runnable r) {
+        try {
+            r.run();
+            return true;
+        } catch (UnsupportedOperationException | ArithmeticException e) {
+            return false;
+        }
+    }
+
     @Test
     void everyHandWrittenOpsFormulaIsItsScalarDefinition() {
         double[] values = values();
         int checked = 0;
         for (OpDef op : OpRegistry.all()) {
-            if (!op.kind().isPointwise() || op.formula() == null || op.hasGeneratedKernels()) continue;
+            if (!op.kind().isPointwise() || op.formula() == null || !hasHandWrittenForm(op)) continue;
+            if (!op.rule().admits(org.jtorch.DType.FLOAT32)) continue;
             Expr.ArrayFormula f = op.formula().compileArrays();
             String key = op.kernel().toUpperCase(Locale.ROOT);
             double[][] params = PARAMS.getOrDefault(op.name(), new double[][] {{0, 0}});
@@ -67,7 +84,54 @@ class HandWrittenFormulasTest {
             }
             checked++;
         }
-        // Every pointwise op but the bitwise ones and the integer divisions, which have no formula yet.
-        assertTrue(checked >= 45, "formulas checked: " + checked);
+        assertTrue(checked >= 50, "formulas checked: " + checked);
+    }
+
+    /** The same in integer compute, where the op admits integers: Java's long arithmetic, wrapping, with (long) parameters. */
+    @Test
+    void everyHandWrittenOpsIntegerFormulaIsItsIntegerDefinition() {
+        long[] values = {0, 1, -1, 2, -2, 3, 7, -7, 63, 64, 65, -64, 100, -100, 127, -128, 255, Integer.MAX_VALUE, Integer.MIN_VALUE,
+            Long.MAX_VALUE, Long.MIN_VALUE, 123456789012L, -987654321L};
+        Map<String, long[][]> params = Map.of(
+                "clamp", new long[][] {{Long.MIN_VALUE, Long.MAX_VALUE}, {-1, 2}, {3, -3}},
+                "pow_scalar", new long[][] {{0, 0}, {1, 0}, {2, 0}, {3, 0}, {5, 0}},
+                "add", new long[][] {{1, 0}, {2, 0}, {-1, 0}},
+                "sub", new long[][] {{1, 0}, {2, 0}, {-1, 0}});
+        int checked = 0;
+        for (OpDef op : OpRegistry.all()) {
+            if (!op.kind().isPointwise() || op.formula() == null || !hasHandWrittenForm(op)) continue;
+            if (!op.rule().admits(org.jtorch.DType.INT64)) continue;
+            Expr.LongArrayFormula f = op.formula().compileLongArrays();
+            String key = op.kernel().toUpperCase(Locale.ROOT);
+            for (long[] p : params.getOrDefault(op.name(), new long[][] {{0, 0}})) {
+                if (op.kind() == OpDef.Kind.UNARY) {
+                    UnaryOp u = UnaryOp.valueOf(key);
+                    for (long a : values) {
+                        long[] expected = new long[1];
+                        if (!definedFor(() -> expected[0] = u.applyLong(a, p[0], p[1]))) continue;
+                        assertEquals(expected[0], f.eval(new long[] {a}, p), op.name() + "(" + a + "; " + p[0] + ")");
+                    }
+                } else {
+                    BinaryOp b = BinaryOp.valueOf(key);
+                    for (long a : values) {
+                        for (long c : values) {
+                            long[] expected = new long[1];
+                            if (!definedFor(() -> expected[0] = b.applyLong(a, c, p[0]))) {
+                                // Division by zero: both raise, naming the op.
+                                if (c == 0 && op.integerDivision()) {
+                                    ArithmeticException e = org.junit.jupiter.api.Assertions.assertThrows(ArithmeticException.class,
+                                            () -> f.eval(new long[] {a, c}, p));
+                                    assertTrue(e.getMessage().startsWith(op.kernel() + ":"), e.getMessage());
+                                }
+                                continue;
+                            }
+                            assertEquals(expected[0], f.eval(new long[] {a, c}, p), op.name() + "(" + a + ", " + c + "; " + p[0] + ")");
+                        }
+                    }
+                }
+            }
+            checked++;
+        }
+        assertTrue(checked >= 30, "integer formulas checked: " + checked);
     }
 }

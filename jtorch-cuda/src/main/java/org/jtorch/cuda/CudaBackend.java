@@ -81,7 +81,8 @@ public final class CudaBackend implements Backend {
             }
         });
         for (OpDef op : OpRegistry.all()) {
-            if (!op.kind().isPointwise()) continue;
+            // An alias (floor_divide) runs the kernel its owner registers.
+            if (!op.kind().isPointwise() || !op.kernel().equals(op.name())) continue;
             if (op.hasGeneratedKernels()) {
                 KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
                     if (!FormulaKernels.supports(op, compute)) throw ElementwisePlan.unsupported(op.pyName(), compute, out.shape());

@@ -53,7 +53,8 @@ public final class CpuBackend implements Backend {
     private static void registerPointwiseKernels() {
         KernelRegistry.registerFormulaCompiler(Device.Type.CPU, CpuFormulaKernel::new);
         for (OpDef op : OpRegistry.all()) {
-            if (!op.kind().isPointwise()) continue;
+            // An alias (floor_divide) runs the kernel its owner registers.
+            if (!op.kind().isPointwise() || !op.kernel().equals(op.name())) continue;
             String key = op.kernel().toUpperCase(java.util.Locale.ROOT);
             PointwiseKernel k;
             if (op.hasGeneratedKernels()) {

@@ -121,6 +121,82 @@ template <typename A> __device__ __forceinline__ A java_fmod(A a, A b) {
     if constexpr (IsIntegral<A>::value) return java_rem(a, b); else return fmod(a, b);
 }
 
+// Math.pow for floating compute, powi (by squaring) for integer compute.
+template <typename A> __device__ __forceinline__ A java_pow_any(A x, A y) {
+    if constexpr (IsIntegral<A>::value) return (A)int_pow((jt_i64)x, (jt_i64)y); else return java_pow(x, y);
+}
+
+// pow with a scalar exponent: the exponents ATen special-cases go through the same functions as ATen's
+// (pow(-inf, 0.5) is sqrt(-inf) = nan); integers by squaring.
+template <typename A> __device__ __forceinline__ A pow_scalar(A x, A e) {
+    if constexpr (IsIntegral<A>::value) {
+        return (A)int_pow((jt_i64)x, (jt_i64)e);
+    } else {
+        if (e == A(0.5)) return sqrt(x);
+        if (e == A(-0.5)) return A(1) / sqrt(x);
+        if (e == A(2)) return x * x;
+        if (e == A(3)) return x * x * x;
+        if (e == A(-1)) return A(1) / x;
+        if (e == A(-2)) return A(1) / (x * x);
+        return java_pow(x, e);
+    }
+}
+
+// The rounding divisions and the remainder of floating operands are computed in double whatever the dtype, as
+// the CPU's reference: their results are integers (or exact remainders) that a float quotient could round
+// across. A zero integer divisor never reaches a kernel (the host checks first and throws).
+template <typename A> __device__ __forceinline__ A div_trunc(A a, A b) {
+    if constexpr (IsIntegral<A>::value) return (A)java_div((jt_i64)a, (jt_i64)b); else return (A)trunc((double)a / (double)b);
+}
+
+// Python's floor division: ATen's div_floor_floating (from fmod, so that -0.001 // inf == -1 and inf // 2 == nan);
+// integers round the quotient towards -inf (Math.floorDiv).
+template <typename A> __device__ __forceinline__ A div_floor(A a, A b) {
+    if constexpr (IsIntegral<A>::value) {
+        jt_i64 x = (jt_i64)a, y = (jt_i64)b, q = java_div(x, y);
+        return (A)((java_rem(x, y) != 0 && ((x ^ y) < 0)) ? q - 1 : q);
+    } else {
+        double x = (double)a, y = (double)b;
+        if (y == 0) return (A)(x / y);
+        double mod = fmod(x, y);
+        double div = (x - mod) / y;
+        if (mod != 0 && (y < 0) != (mod < 0)) div -= 1;
+        if (div == 0) return (A)copysign(0.0, x / y);
+        double fl = floor(div);
+        return (A)(div - fl > 0.5 ? fl + 1 : fl);
+    }
+}
+
+// Python's modulus: the result takes the divisor's sign (Math.floorMod for integers).
+template <typename A> __device__ __forceinline__ A remainder(A a, A b) {
+    if constexpr (IsIntegral<A>::value) {
+        jt_i64 x = (jt_i64)a, y = (jt_i64)b, r = java_rem(x, y);
+        return (A)((r != 0 && ((r ^ y) < 0)) ? r + y : r);
+    } else {
+        double x = (double)a, y = (double)b, r = fmod(x, y);
+        return (A)((r != 0 && (r < 0) != (y < 0)) ? r + y : r);
+    }
+}
+
+// 1 or 0 in the compute type; integers are never infinite and always finite.
+template <typename A> __device__ __forceinline__ A is_inf(A x) {
+    if constexpr (IsIntegral<A>::value) return A(0); else return A(x == x && !is_finite(x));
+}
+
+template <typename A> __device__ __forceinline__ A is_finite_01(A x) {
+    if constexpr (IsIntegral<A>::value) return A(1); else return A(is_finite(x));
+}
+
+// Shifts on the 64-bit values: a left count outside [0, 64) shifts everything out, shifted as unsigned so that
+// negative values are defined; a right count is clamped to [0, 63] (a large one leaves the sign).
+__device__ __forceinline__ jt_i64 shift_left(jt_i64 a, jt_i64 n) {
+    return n >= 64 || n < 0 ? 0 : (jt_i64)((jt_u64)a << n);
+}
+
+__device__ __forceinline__ jt_i64 shift_right(jt_i64 a, jt_i64 n) {
+    return a >> (n < 0 ? 0 : n > 63 ? 63 : n);
+}
+
 // N values of O, aligned to their total size: the output of a contiguous step (16 bytes when O is T,
 // N bytes of bool for a predicate or comparison).
 template <typename O, int N> struct alignas(sizeof(O) * N) Pack {
