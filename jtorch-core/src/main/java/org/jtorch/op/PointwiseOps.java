@@ -110,35 +110,35 @@ public final class PointwiseOps {
 
     public static final OpDef ADD = OpDef.binary("add").rule(SAME)
             .signature(SELF, OTHER, Param.scalar("alpha", "Scalar", "1"))
-            .handWritten(m(Fn.ADD, A, m(Fn.MUL, P0, B)))
+            .formula(m(Fn.ADD, A, m(Fn.MUL, P0, B)))
             .derivatives(() -> List.of(G, new Expr.IfScalar(0, 1, G, mul(G, P0)))).build();
     public static final OpDef SUB = OpDef.binary("sub").rule(SAME)
             .signature(SELF, OTHER, Param.scalar("alpha", "Scalar", "1"))
-            .handWritten(m(Fn.SUB, A, m(Fn.MUL, P0, B)))
+            .formula(m(Fn.SUB, A, m(Fn.MUL, P0, B)))
             .derivatives(() -> List.of(G, mul(G, Expr.math(Fn.NEG, P0)))).build();
-    public static final OpDef MUL = legacyBinary("mul", SAME, m(Fn.MUL, A, B), () -> List.of(mul(G, B), mul(G, A)));
-    public static final OpDef DIV = legacyBinary("div", FLOAT, m(Fn.DIV, A, B), () -> List.of(div(G, B), neg(div(mul(G, Y), B))));
+    public static final OpDef MUL = binary("mul", SAME, m(Fn.MUL, A, B), () -> List.of(mul(G, B), mul(G, A)));
+    public static final OpDef DIV = binary("div", FLOAT, m(Fn.DIV, A, B), () -> List.of(div(G, B), neg(div(mul(G, Y), B))));
     public static final OpDef DIV_TRUNC = OpDef.binary("div_trunc").py("div").rule(SAME).integerDivision()
             .signature(SELF, OTHER, Param.scalar("rounding_mode", "str?", "'trunc'"))
-            .handWritten(m(Fn.DIV_TRUNC, A, B))
+            .formula(m(Fn.DIV_TRUNC, A, B))
             .derivatives(() -> List.of(new Expr.ZerosLike(G), new Expr.ZerosLike(G))).build();
     public static final OpDef DIV_FLOOR = OpDef.binary("div_floor").py("div").rule(SAME).integerDivision()
             .signature(SELF, OTHER, Param.scalar("rounding_mode", "str?", "'floor'"))
-            .handWritten(m(Fn.DIV_FLOOR, A, B))
+            .formula(m(Fn.DIV_FLOOR, A, B))
             .derivatives(() -> List.of(new Expr.ZerosLike(G), new Expr.ZerosLike(G))).build();
     public static final OpDef REMAINDER = OpDef.binary("remainder").rule(SAME).integerDivision()
             .signature(SELF, OTHER)
-            .handWritten(m(Fn.REMAINDER, A, B))
+            .formula(m(Fn.REMAINDER, A, B))
             .derivatives(() -> List.of(G, neg(mul(G, Expr.call(DIV_FLOOR, A, B))))).build();
-    public static final OpDef POW = OpDef.binary("pow").rule(SAME).signature(SELF, OTHER).handWritten(m(Fn.POW, A, B))
+    public static final OpDef POW = OpDef.binary("pow").rule(SAME).signature(SELF, OTHER).formula(m(Fn.POW, A, B))
             .autocast(Device.Type.CUDA, CastPolicy.FP32).derivatives(() -> List.of(
             mul(mul(G, B), Expr.call(pow(), A, sub(B, Expr.c(1)))),
             Expr.where(b(logicalAnd(), b(eq(), A, Expr.c(0)), ge(B, Expr.c(0))), Expr.c(0), mul(mul(G, Y), u(log(), A))))).build();
-    public static final OpDef MAXIMUM = legacyBinary("maximum", SAME, m(Fn.MAX, A, B), () -> {
+    public static final OpDef MAXIMUM = binary("maximum", SAME, m(Fn.MAX, A, B), () -> {
         Expr half = Expr.where(b(eq(), A, B), div(G, Expr.c(2)), G);
         return List.of(Expr.where(lt(A, B), Expr.c(0), half), Expr.where(gt(A, B), Expr.c(0), half));
     });
-    public static final OpDef MINIMUM = legacyBinary("minimum", SAME, m(Fn.MIN, A, B), () -> {
+    public static final OpDef MINIMUM = binary("minimum", SAME, m(Fn.MIN, A, B), () -> {
         Expr half = Expr.where(b(eq(), A, B), div(G, Expr.c(2)), G);
         return List.of(Expr.where(gt(A, B), Expr.c(0), half), Expr.where(lt(A, B), Expr.c(0), half));
     });
@@ -196,7 +196,7 @@ public final class PointwiseOps {
      * differentiable (PyTorch's backward raises).
      */
     public static final OpDef FLOOR_DIVIDE = OpDef.binary("floor_divide").kernel("div_floor").rule(SAME).integerDivision()
-            .signature(SELF, OTHER).build();
+            .signature(SELF, OTHER).formula(m(Fn.DIV_FLOOR, A, B)).build();
     /** {@code clamp(self, min, max)} with tensor bounds, either of which may be None. */
     public static final OpDef CLAMP_TENSOR = OpDef.composite("clamp_tensor").py("clamp").rule(SAME_NO_BOOL)
             .signature(SELF, new Param("min", "Tensor?", "None"), new Param("max", "Tensor?", "None"))
