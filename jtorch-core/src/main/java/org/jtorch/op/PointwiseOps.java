@@ -100,11 +100,11 @@ public final class PointwiseOps {
             .handWritten(m(Fn.POW_SCALAR, X, P0))
             .derivatives(() -> List.of(new Expr.IfScalar(0, 0, new Expr.ZerosLike(G),
                     mul(G, mul(Expr.call(powScalar(), X, Expr.math(Fn.SUB, P0, Expr.c(1))), P0))))).build();
-    public static final OpDef LOGICAL_NOT = legacyUnary("logical_not", BOOL, m(Fn.EQ, X, Expr.c(0)), null);
-    public static final OpDef BITWISE_NOT = legacyUnary("bitwise_not", INTEGRAL_OR_BOOL, m(Fn.BITWISE_NOT, X), null);
-    public static final OpDef ISNAN = legacyUnary("isnan", BOOL, m(Fn.NE, X, X), null);
-    public static final OpDef ISINF = legacyUnary("isinf", BOOL, m(Fn.ISINF, X), null);
-    public static final OpDef ISFINITE = legacyUnary("isfinite", BOOL, m(Fn.ISFINITE, X), null);
+    public static final OpDef LOGICAL_NOT = unary("logical_not", BOOL, m(Fn.EQ, X, Expr.c(0)), null);
+    public static final OpDef BITWISE_NOT = unary("bitwise_not", INTEGRAL_OR_BOOL, m(Fn.BITWISE_NOT, X), null);
+    public static final OpDef ISNAN = unary("isnan", BOOL, m(Fn.NE, X, X), null);
+    public static final OpDef ISINF = unary("isinf", BOOL, m(Fn.ISINF, X), null);
+    public static final OpDef ISFINITE = unary("isfinite", BOOL, m(Fn.ISFINITE, X), null);
 
     // ---------------------------------------------------------------- binary, hand-written kernels
 
@@ -145,20 +145,20 @@ public final class PointwiseOps {
     /** {@code b <= 0 ? 0 : a}: ReLU's backward; a NaN {@code b} keeps the gradient. */
     public static final OpDef THRESHOLD_BACKWARD = legacyBinary("threshold_backward", SAME, m(Fn.THRESHOLD, A, B),
             () -> List.of(Expr.call(thresholdBackward(), G, B), new Expr.ZerosLike(B)));
-    public static final OpDef EQ = legacyBinary("eq", BOOL, m(Fn.EQ, A, B), null);
-    public static final OpDef NE = legacyBinary("ne", BOOL, m(Fn.NE, A, B), null);
-    public static final OpDef LT = legacyBinary("lt", BOOL, m(Fn.LT, A, B), null);
-    public static final OpDef LE = legacyBinary("le", BOOL, m(Fn.LE, A, B), null);
-    public static final OpDef GT = legacyBinary("gt", BOOL, m(Fn.GT, A, B), null);
-    public static final OpDef GE = legacyBinary("ge", BOOL, m(Fn.GE, A, B), null);
-    public static final OpDef LOGICAL_AND = legacyBinary("logical_and", BOOL, m(Fn.MUL, nonzero(A), nonzero(B)), null);
-    public static final OpDef LOGICAL_OR = legacyBinary("logical_or", BOOL, m(Fn.MAX, nonzero(A), nonzero(B)), null);
-    public static final OpDef LOGICAL_XOR = legacyBinary("logical_xor", BOOL, m(Fn.NE, nonzero(A), nonzero(B)), null);
-    public static final OpDef BITWISE_AND = legacyBinary("bitwise_and", INTEGRAL_OR_BOOL, m(Fn.BITWISE_AND, A, B), null);
-    public static final OpDef BITWISE_OR = legacyBinary("bitwise_or", INTEGRAL_OR_BOOL, m(Fn.BITWISE_OR, A, B), null);
-    public static final OpDef BITWISE_XOR = legacyBinary("bitwise_xor", INTEGRAL_OR_BOOL, m(Fn.BITWISE_XOR, A, B), null);
-    public static final OpDef BITWISE_LEFT_SHIFT = legacyBinary("bitwise_left_shift", INTEGRAL_OR_BOOL, m(Fn.LEFT_SHIFT, A, B), null);
-    public static final OpDef BITWISE_RIGHT_SHIFT = legacyBinary("bitwise_right_shift", INTEGRAL_OR_BOOL, m(Fn.RIGHT_SHIFT, A, B), null);
+    public static final OpDef EQ = binary("eq", BOOL, m(Fn.EQ, A, B), null);
+    public static final OpDef NE = binary("ne", BOOL, m(Fn.NE, A, B), null);
+    public static final OpDef LT = binary("lt", BOOL, m(Fn.LT, A, B), null);
+    public static final OpDef LE = binary("le", BOOL, m(Fn.LE, A, B), null);
+    public static final OpDef GT = binary("gt", BOOL, m(Fn.GT, A, B), null);
+    public static final OpDef GE = binary("ge", BOOL, m(Fn.GE, A, B), null);
+    public static final OpDef LOGICAL_AND = binary("logical_and", BOOL, m(Fn.MUL, nonzero(A), nonzero(B)), null);
+    public static final OpDef LOGICAL_OR = binary("logical_or", BOOL, m(Fn.MAX, nonzero(A), nonzero(B)), null);
+    public static final OpDef LOGICAL_XOR = binary("logical_xor", BOOL, m(Fn.NE, nonzero(A), nonzero(B)), null);
+    public static final OpDef BITWISE_AND = binary("bitwise_and", INTEGRAL_OR_BOOL, m(Fn.BITWISE_AND, A, B), null);
+    public static final OpDef BITWISE_OR = binary("bitwise_or", INTEGRAL_OR_BOOL, m(Fn.BITWISE_OR, A, B), null);
+    public static final OpDef BITWISE_XOR = binary("bitwise_xor", INTEGRAL_OR_BOOL, m(Fn.BITWISE_XOR, A, B), null);
+    public static final OpDef BITWISE_LEFT_SHIFT = binary("bitwise_left_shift", INTEGRAL_OR_BOOL, m(Fn.LEFT_SHIFT, A, B), null);
+    public static final OpDef BITWISE_RIGHT_SHIFT = binary("bitwise_right_shift", INTEGRAL_OR_BOOL, m(Fn.RIGHT_SHIFT, A, B), null);
 
     // ---------------------------------------------------------------- declared with their formula
 
