@@ -33,9 +33,9 @@ public final class PointwiseOps {
 
     // ---------------------------------------------------------------- unary, hand-written kernels
 
-    public static final OpDef NEG = legacyUnary("neg", SAME_NO_BOOL, m(Fn.NEG, X), () -> List.of(neg(G)));
-    public static final OpDef ABS = legacyUnary("abs", SAME_NO_BOOL, m(Fn.ABS, X), () -> List.of(mul(G, u(sign(), X))));
-    public static final OpDef SIGN = legacyUnary("sign", SAME, m(Fn.SIGN, X), PointwiseOps::zeroGrad);
+    public static final OpDef NEG = unary("neg", SAME_NO_BOOL, m(Fn.NEG, X), () -> List.of(neg(G)));
+    public static final OpDef ABS = unary("abs", SAME_NO_BOOL, m(Fn.ABS, X), () -> List.of(mul(G, u(sign(), X))));
+    public static final OpDef SIGN = unary("sign", SAME, m(Fn.SIGN, X), PointwiseOps::zeroGrad);
     public static final OpDef FLOOR = legacyUnary("floor", SAME_NO_BOOL, m(Fn.FLOOR, X), PointwiseOps::zeroGrad);
     public static final OpDef CEIL = legacyUnary("ceil", SAME_NO_BOOL, m(Fn.CEIL, X), PointwiseOps::zeroGrad);
     public static final OpDef ROUND = legacyUnary("round", SAME_NO_BOOL, m(Fn.RINT, X), PointwiseOps::zeroGrad);
@@ -52,16 +52,16 @@ public final class PointwiseOps {
             .handWritten(m(Fn.CLAMP, X, P0, P1))
             .derivatives(() -> List.of(mul(G, b(logicalAnd(), ge(X, new Expr.Scalar(0, "min", Double.NEGATIVE_INFINITY)),
                     le(X, new Expr.Scalar(1, "max", Double.POSITIVE_INFINITY)))))).build();
-    public static final OpDef EXP = legacyUnary("exp", FLOAT, m(Fn.EXP, X), CastPolicy.FP32, () -> List.of(mul(G, Y)));
-    public static final OpDef LOG = legacyUnary("log", FLOAT, m(Fn.LOG, X), CastPolicy.FP32, () -> List.of(div(G, X)));
-    public static final OpDef LOG1P = legacyUnary("log1p", FLOAT, m(Fn.LOG1P, X), CastPolicy.FP32, () -> List.of(div(G, add(X, Expr.c(1)))));
-    public static final OpDef EXPM1 = legacyUnary("expm1", FLOAT, m(Fn.EXPM1, X), CastPolicy.FP32, () -> List.of(mul(G, add(Y, Expr.c(1)))));
-    public static final OpDef SQRT = legacyUnary("sqrt", FLOAT, m(Fn.SQRT, X), () -> List.of(div(G, mul(Y, Expr.c(2)))));
-    public static final OpDef RSQRT = legacyUnary("rsqrt", FLOAT, m(Fn.DIV, Expr.c(1), m(Fn.SQRT, X)), CastPolicy.FP32,
+    public static final OpDef EXP = unary("exp", FLOAT, m(Fn.EXP, X), CastPolicy.FP32, () -> List.of(mul(G, Y)));
+    public static final OpDef LOG = unary("log", FLOAT, m(Fn.LOG, X), CastPolicy.FP32, () -> List.of(div(G, X)));
+    public static final OpDef LOG1P = unary("log1p", FLOAT, m(Fn.LOG1P, X), CastPolicy.FP32, () -> List.of(div(G, add(X, Expr.c(1)))));
+    public static final OpDef EXPM1 = unary("expm1", FLOAT, m(Fn.EXPM1, X), CastPolicy.FP32, () -> List.of(mul(G, add(Y, Expr.c(1)))));
+    public static final OpDef SQRT = unary("sqrt", FLOAT, m(Fn.SQRT, X), () -> List.of(div(G, mul(Y, Expr.c(2)))));
+    public static final OpDef RSQRT = unary("rsqrt", FLOAT, m(Fn.DIV, Expr.c(1), m(Fn.SQRT, X)), CastPolicy.FP32,
             () -> List.of(mul(G, mul(Expr.call(powScalar(), Y, Expr.c(3)), Expr.c(-0.5)))));
-    public static final OpDef RECIPROCAL = legacyUnary("reciprocal", FLOAT, m(Fn.DIV, Expr.c(1), X), CastPolicy.FP32, () -> List.of(mul(G, neg(mul(Y, Y)))));
-    public static final OpDef SIN = legacyUnary("sin", FLOAT, m(Fn.SIN, X), () -> List.of(mul(G, u(cos(), X))));
-    public static final OpDef COS = legacyUnary("cos", FLOAT, m(Fn.COS, X), () -> List.of(mul(G, neg(u(sin(), X)))));
+    public static final OpDef RECIPROCAL = unary("reciprocal", FLOAT, m(Fn.DIV, Expr.c(1), X), CastPolicy.FP32, () -> List.of(mul(G, neg(mul(Y, Y)))));
+    public static final OpDef SIN = unary("sin", FLOAT, m(Fn.SIN, X), () -> List.of(mul(G, u(cos(), X))));
+    public static final OpDef COS = unary("cos", FLOAT, m(Fn.COS, X), () -> List.of(mul(G, neg(u(sin(), X)))));
     public static final OpDef TANH = legacyUnary("tanh", FLOAT, m(Fn.TANH, X), () -> List.of(mul(G, sub(Expr.c(1), mul(Y, Y)))));
     public static final OpDef SIGMOID = legacyUnary("sigmoid", FLOAT, m(Fn.SIGMOID, X), () -> List.of(mul(G, mul(Y, sub(Expr.c(1), Y)))));
     public static final OpDef GELU = legacyUnary("gelu", FLOAT, m(Fn.GELU, X), () -> {
@@ -91,13 +91,13 @@ public final class PointwiseOps {
                 Expr d = div(z, add(z, Expr.c(1)));
                 return List.of(mul(G, Expr.where(gt(mul(X, P0), P1), Expr.c(1), d)));
             }).build();
-    public static final OpDef ERF = legacyUnary("erf", FLOAT, m(Fn.ERF, X),
+    public static final OpDef ERF = unary("erf", FLOAT, m(Fn.ERF, X),
             () -> List.of(mul(G, mul(u(exp(), neg(mul(X, X))), Expr.c(2.0 / Math.sqrt(Math.PI))))));
     /** {@code pow(self, exponent)} with a scalar exponent (p0). */
     public static final OpDef POW_SCALAR = OpDef.unary("pow_scalar").py("pow").rule(SAME_NO_BOOL)
             .autocast(Device.Type.CUDA, CastPolicy.FP32)
             .signature(SELF, Param.scalar("exponent", "Scalar", null))
-            .handWritten(m(Fn.POW_SCALAR, X, P0))
+            .formula(m(Fn.POW_SCALAR, X, P0))
             .derivatives(() -> List.of(new Expr.IfScalar(0, 0, new Expr.ZerosLike(G),
                     mul(G, mul(Expr.call(powScalar(), X, Expr.math(Fn.SUB, P0, Expr.c(1))), P0))))).build();
     public static final OpDef LOGICAL_NOT = unary("logical_not", BOOL, m(Fn.EQ, X, Expr.c(0)), null);
