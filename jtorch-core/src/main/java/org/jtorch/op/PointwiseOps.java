@@ -40,16 +40,16 @@ public final class PointwiseOps {
     public static final OpDef CEIL = legacyUnary("ceil", SAME_NO_BOOL, m(Fn.CEIL, X), PointwiseOps::zeroGrad);
     public static final OpDef ROUND = legacyUnary("round", SAME_NO_BOOL, m(Fn.RINT, X), PointwiseOps::zeroGrad);
     public static final OpDef TRUNC = legacyUnary("trunc", SAME_NO_BOOL, m(Fn.TRUNC, X), PointwiseOps::zeroGrad);
-    public static final OpDef RELU = legacyUnary("relu", SAME_NO_BOOL, m(Fn.RELU, X), () -> List.of(Expr.call(thresholdBackward(), G, Y)));
+    public static final OpDef RELU = unary("relu", SAME_NO_BOOL, m(Fn.RELU, X), () -> List.of(Expr.call(thresholdBackward(), G, Y)));
     public static final OpDef LEAKY_RELU = OpDef.unary("leaky_relu").rule(FLOAT)
             .signature(SELF, Param.scalar("negative_slope", "Scalar", "0.01"))
-            .handWritten(m(Fn.SELECT, m(Fn.GT, X, Expr.c(0)), X, m(Fn.MUL, X, P0)))
+            .formula(m(Fn.SELECT, m(Fn.GT, X, Expr.c(0)), X, m(Fn.MUL, X, P0)))
             .derivatives(() -> List.of(mul(G, add(mul(new Expr.CastLike(gt(X, Expr.c(0)), G),
                     Expr.math(Fn.SUB, Expr.c(1), P0)), P0)))).build();
     /** {@code clamp(min=p0, max=p1)}; a NaN bound is no bound. */
     public static final OpDef CLAMP = OpDef.unary("clamp").rule(SAME_NO_BOOL)
             .signature(SELF, Param.scalar("min", "Scalar?", "None"), Param.scalar("max", "Scalar?", "None"))
-            .handWritten(m(Fn.CLAMP, X, P0, P1))
+            .formula(m(Fn.CLAMP, X, P0, P1))
             .derivatives(() -> List.of(mul(G, b(logicalAnd(), ge(X, new Expr.Scalar(0, "min", Double.NEGATIVE_INFINITY)),
                     le(X, new Expr.Scalar(1, "max", Double.POSITIVE_INFINITY)))))).build();
     public static final OpDef EXP = unary("exp", FLOAT, m(Fn.EXP, X), CastPolicy.FP32, () -> List.of(mul(G, Y)));
@@ -62,14 +62,14 @@ public final class PointwiseOps {
     public static final OpDef RECIPROCAL = unary("reciprocal", FLOAT, m(Fn.DIV, Expr.c(1), X), CastPolicy.FP32, () -> List.of(mul(G, neg(mul(Y, Y)))));
     public static final OpDef SIN = unary("sin", FLOAT, m(Fn.SIN, X), () -> List.of(mul(G, u(cos(), X))));
     public static final OpDef COS = unary("cos", FLOAT, m(Fn.COS, X), () -> List.of(mul(G, neg(u(sin(), X)))));
-    public static final OpDef TANH = legacyUnary("tanh", FLOAT, m(Fn.TANH, X), () -> List.of(mul(G, sub(Expr.c(1), mul(Y, Y)))));
-    public static final OpDef SIGMOID = legacyUnary("sigmoid", FLOAT, m(Fn.SIGMOID, X), () -> List.of(mul(G, mul(Y, sub(Expr.c(1), Y)))));
-    public static final OpDef GELU = legacyUnary("gelu", FLOAT, m(Fn.GELU, X), () -> {
+    public static final OpDef TANH = unary("tanh", FLOAT, m(Fn.TANH, X), () -> List.of(mul(G, sub(Expr.c(1), mul(Y, Y)))));
+    public static final OpDef SIGMOID = unary("sigmoid", FLOAT, m(Fn.SIGMOID, X), () -> List.of(mul(G, mul(Y, sub(Expr.c(1), Y)))));
+    public static final OpDef GELU = unary("gelu", FLOAT, m(Fn.GELU, X), () -> {
         Expr cdf = mul(add(u(erf(), mul(X, Expr.c(1.0 / Math.sqrt(2.0)))), Expr.c(1)), Expr.c(0.5));
         Expr pdf = mul(u(exp(), mul(mul(X, X), Expr.c(-0.5))), Expr.c(1.0 / Math.sqrt(2.0 * Math.PI)));
         return List.of(mul(G, add(cdf, mul(X, pdf))));
     });
-    public static final OpDef GELU_TANH = legacyUnary("gelu_tanh", FLOAT, geluTanhFormula(), () -> {
+    public static final OpDef GELU_TANH = unary("gelu_tanh", FLOAT, geluTanhFormula(), () -> {
         double beta = Math.sqrt(2.0 / Math.PI);
         double kappa = 0.044715;
         Expr x2 = mul(X, X);
@@ -78,14 +78,14 @@ public final class PointwiseOps {
         Expr right = mul(mul(mul(X, Expr.c(0.5)), sub(Expr.c(1), mul(t, t))), mul(add(mul(x2, Expr.c(3 * kappa)), Expr.c(1)), Expr.c(beta)));
         return List.of(mul(G, add(left, right)));
     });
-    public static final OpDef SILU = legacyUnary("silu", FLOAT, m(Fn.DIV, X, m(Fn.ADD, Expr.c(1), m(Fn.EXP, m(Fn.NEG, X)))), () -> {
+    public static final OpDef SILU = unary("silu", FLOAT, m(Fn.DIV, X, m(Fn.ADD, Expr.c(1), m(Fn.EXP, m(Fn.NEG, X)))), () -> {
         Expr sig = u(sigmoid(), X);
         return List.of(mul(G, mul(sig, add(mul(X, sub(Expr.c(1), sig)), Expr.c(1)))));
     });
     /** {@code softplus(beta=p0, threshold=p1)}: linear above the threshold. */
     public static final OpDef SOFTPLUS = OpDef.unary("softplus").rule(FLOAT).autocast(Device.Type.CUDA, CastPolicy.FP32)
             .signature(SELF, Param.scalar("beta", "Scalar", "1"), Param.scalar("threshold", "Scalar", "20"))
-            .handWritten(m(Fn.SELECT, m(Fn.GT, m(Fn.MUL, X, P0), P1), X, m(Fn.DIV, m(Fn.LOG1P, m(Fn.EXP, m(Fn.MUL, X, P0))), P0)))
+            .formula(m(Fn.SELECT, m(Fn.GT, m(Fn.MUL, X, P0), P1), X, m(Fn.DIV, m(Fn.LOG1P, m(Fn.EXP, m(Fn.MUL, X, P0))), P0)))
             .derivatives(() -> {
                 Expr z = u(exp(), mul(X, P0));
                 Expr d = div(z, add(z, Expr.c(1)));
@@ -143,7 +143,7 @@ public final class PointwiseOps {
         return List.of(Expr.where(gt(A, B), Expr.c(0), half), Expr.where(lt(A, B), Expr.c(0), half));
     });
     /** {@code b <= 0 ? 0 : a}: ReLU's backward; a NaN {@code b} keeps the gradient. */
-    public static final OpDef THRESHOLD_BACKWARD = legacyBinary("threshold_backward", SAME, m(Fn.THRESHOLD, A, B),
+    public static final OpDef THRESHOLD_BACKWARD = binary("threshold_backward", SAME, m(Fn.THRESHOLD, A, B),
             () -> List.of(Expr.call(thresholdBackward(), G, B), new Expr.ZerosLike(B)));
     public static final OpDef EQ = binary("eq", BOOL, m(Fn.EQ, A, B), null);
     public static final OpDef NE = binary("ne", BOOL, m(Fn.NE, A, B), null);

@@ -66,6 +66,8 @@ class PointwiseOpTableTest {
         return new double[names.size()];
     }
 
+    private static final Map<String, double[]> GRADCHECK_SCALARS = Map.of("hardtanh", new double[] {-1.5, 2}, "pow_scalar",
+            new double[] {2.5}, "leaky_relu", new double[] {0.2}, "softplus", new double[] {1.5, 3}, "clamp", new double[] {-1, 2});
     private static final java.util.Set<String> POSITIVE_DOMAIN = java.util.Set.of("pow", "pow_scalar", "log", "log1p", "sqrt", "rsqrt");
 
     @Test
@@ -81,8 +83,7 @@ class PointwiseOpTableTest {
             x.requiresGrad_(true);
             try {
                 if (op.kind() == OpDef.Kind.UNARY) {
-                    double[] s = op.name().equals("hardtanh") ? new double[] {-1.5, 2}
-                            : op.name().equals("pow_scalar") ? new double[] {2.5} : new double[] {Double.NaN};
+                    double[] s = GRADCHECK_SCALARS.getOrDefault(op.name(), new double[] {Double.NaN});
                     assertTrue(Gradcheck.check(t -> Dispatcher.call(op, t, s), new Tensor[] {x}), op.name());
                 } else {
                     Tensor b = Torch.rand(7).add(0.5).to(DType.FLOAT64).requiresGrad_(true);
