@@ -36,10 +36,10 @@ public final class PointwiseOps {
     public static final OpDef NEG = unary("neg", SAME_NO_BOOL, m(Fn.NEG, X), () -> List.of(neg(G)));
     public static final OpDef ABS = unary("abs", SAME_NO_BOOL, m(Fn.ABS, X), () -> List.of(mul(G, u(sign(), X))));
     public static final OpDef SIGN = unary("sign", SAME, m(Fn.SIGN, X), PointwiseOps::zeroGrad);
-    public static final OpDef FLOOR = legacyUnary("floor", SAME_NO_BOOL, m(Fn.FLOOR, X), PointwiseOps::zeroGrad);
-    public static final OpDef CEIL = legacyUnary("ceil", SAME_NO_BOOL, m(Fn.CEIL, X), PointwiseOps::zeroGrad);
-    public static final OpDef ROUND = legacyUnary("round", SAME_NO_BOOL, m(Fn.RINT, X), PointwiseOps::zeroGrad);
-    public static final OpDef TRUNC = legacyUnary("trunc", SAME_NO_BOOL, m(Fn.TRUNC, X), PointwiseOps::zeroGrad);
+    public static final OpDef FLOOR = unary("floor", SAME_NO_BOOL, m(Fn.FLOOR, X), PointwiseOps::zeroGrad);
+    public static final OpDef CEIL = unary("ceil", SAME_NO_BOOL, m(Fn.CEIL, X), PointwiseOps::zeroGrad);
+    public static final OpDef ROUND = unary("round", SAME_NO_BOOL, m(Fn.RINT, X), PointwiseOps::zeroGrad);
+    public static final OpDef TRUNC = unary("trunc", SAME_NO_BOOL, m(Fn.TRUNC, X), PointwiseOps::zeroGrad);
     public static final OpDef RELU = unary("relu", SAME_NO_BOOL, m(Fn.RELU, X), () -> List.of(Expr.call(thresholdBackward(), G, Y)));
     public static final OpDef LEAKY_RELU = OpDef.unary("leaky_relu").rule(FLOAT)
             .signature(SELF, Param.scalar("negative_slope", "Scalar", "0.01"))
