@@ -13,9 +13,8 @@ import org.jtorch.Device;
 /**
  * The pointwise family, declared. Each op is one value: signature, dtype rule, autocast policy,
  * derivative written with ops ({@code grad} = the output gradient, {@code result} = the forward value),
- * and, for the ops added since the registry, the formula every backend renders its kernel from. The ops
- * that predate the registry still run the hand-written kernels of {@code UnaryOp}/{@code BinaryOp} and
- * {@code elementwise.cu}, keyed by {@link OpDef#kernel()} (docs/OPS.md marks them).
+ * and the formula every backend generates its kernel from (the CPU's Vector API loops and reference,
+ * CUDA's C), keyed by {@link OpDef#kernel()}.
  */
 public final class PointwiseOps {
     private PointwiseOps() {}
@@ -31,7 +30,7 @@ public final class PointwiseOps {
     private static final Param SELF = Param.tensor("self");
     private static final Param OTHER = Param.tensor("other");
 
-    // ---------------------------------------------------------------- unary, hand-written kernels
+    // ---------------------------------------------------------------- unary
 
     public static final OpDef NEG = unary("neg", SAME_NO_BOOL, m(Fn.NEG, X), () -> List.of(neg(G)));
     public static final OpDef ABS = unary("abs", SAME_NO_BOOL, m(Fn.ABS, X), () -> List.of(mul(G, u(sign(), X))));
@@ -106,7 +105,7 @@ public final class PointwiseOps {
     public static final OpDef ISINF = unary("isinf", BOOL, m(Fn.ISINF, X), null);
     public static final OpDef ISFINITE = unary("isfinite", BOOL, m(Fn.ISFINITE, X), null);
 
-    // ---------------------------------------------------------------- binary, hand-written kernels
+    // ---------------------------------------------------------------- binary
 
     public static final OpDef ADD = OpDef.binary("add").rule(SAME)
             .signature(SELF, OTHER, Param.scalar("alpha", "Scalar", "1"))
@@ -160,7 +159,7 @@ public final class PointwiseOps {
     public static final OpDef BITWISE_LEFT_SHIFT = binary("bitwise_left_shift", INTEGRAL_OR_BOOL, m(Fn.LEFT_SHIFT, A, B), null);
     public static final OpDef BITWISE_RIGHT_SHIFT = binary("bitwise_right_shift", INTEGRAL_OR_BOOL, m(Fn.RIGHT_SHIFT, A, B), null);
 
-    // ---------------------------------------------------------------- declared with their formula
+    // ---------------------------------------------------------------- added since the registry
 
     /** {@code log(z / (1 - z))}, {@code z = clamp(x, eps, 1 - eps)} when eps is given. */
     public static final OpDef LOGIT = OpDef.unary("logit").rule(FLOAT)
@@ -226,7 +225,7 @@ public final class PointwiseOps {
         return new Expr.IfPresent(2, Expr.call(MINIMUM, low, hi), low);
     }
 
-    /** {@code sqrt(2/pi) (x + 0.044715 x^3)} as {@code x / (1 + exp(-2 inner))}, the hand-written kernels' form (no cancellation for negative x). */
+    /** GELU's tanh form {@code 0.5 x (1 + tanh(inner))}, {@code inner = sqrt(2/pi) (x + 0.044715 x^3)}, written {@code x / (1 + exp(-2 inner))}: no cancellation for negative x. */
     private static Expr geluTanhFormula() {
         Expr cube = m(Fn.MUL, m(Fn.MUL, m(Fn.MUL, Expr.c(0.044715), X), X), X);
         Expr inner = m(Fn.MUL, Expr.c(Math.sqrt(2.0 / Math.PI)), m(Fn.ADD, X, cube));
@@ -251,22 +250,6 @@ public final class PointwiseOps {
 
     private static OpDef binary(String name, DTypeRule rule, Expr formula, java.util.function.Supplier<List<Expr>> derivative) {
         return OpDef.binary(name).rule(rule).signature(SELF, OTHER).formula(formula).derivatives(derivative).build();
-    }
-
-    private static OpDef legacyUnary(String name, DTypeRule rule, Expr formula, java.util.function.Supplier<List<Expr>> derivative) {
-        return OpDef.unary(name).rule(rule).signature(SELF).handWritten(formula).derivatives(derivative).build();
-    }
-
-    private static OpDef legacyUnary(String name, DTypeRule rule, Expr formula, CastPolicy cuda,
-                                     java.util.function.Supplier<List<Expr>> derivative) {
-        return OpDef.unary(name).rule(rule).signature(SELF).handWritten(formula).derivatives(derivative).autocast(Device.Type.CUDA, cuda)
-                .build();
-    }
-
-    private static OpDef legacyBinary(String name, DTypeRule rule, Expr formula, java.util.function.Supplier<List<Expr>> derivative) {
-        OpDef.Builder b = OpDef.binary(name).rule(rule).signature(SELF, OTHER).handWritten(formula).derivatives(derivative);
-        if (name.equals("pow")) b.autocast(Device.Type.CUDA, CastPolicy.FP32);
-        return b.build();
     }
 
     private static List<Expr> zeroGrad() {

@@ -226,9 +226,9 @@ class ElementwiseDeviceConformanceTest {
             List<DType> types = new ArrayList<>();
             for (DType t : List.of(DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16, DType.INT32, DType.INT64, DType.INT8,
                     DType.UINT8, DType.BOOL)) {
-                if (accepts(op, t) && ElementwisePlan.supports(op, computeType(op, t))) types.add(t);
+                if (accepts(op, t) && ElementwisePlan.supports(Elementwise.declaration(op), computeType(op, t))) types.add(t);
             }
-            boolean floatOnly = !ElementwisePlan.supports(op, DType.INT64);
+            boolean floatOnly = !ElementwisePlan.supports(Elementwise.declaration(op), DType.INT64);
             double[][] params = parameters(op);
             for (DType t : types) {
                 if (floatOnly && !t.isFloatingPoint()) continue;

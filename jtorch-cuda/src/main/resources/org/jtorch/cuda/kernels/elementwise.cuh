@@ -1,7 +1,9 @@
 // The shared machinery of the elementwise kernels: the functor traits and helpers, the contiguous and
-// strided paths, and the macros that instantiate an op's entry points for its dtypes. Included by
-// elementwise.cu (the hand-written functors) and by the sources the backend generates from an op's
-// declared formula (org.jtorch.cuda.FormulaKernels); both name their entries as described in elementwise.cu.
+// strided paths, and the macros that instantiate an op's entry points for its dtypes. Included by the sources
+// the backend generates from an op's declared formula (org.jtorch.cuda.FormulaKernels) and fused group
+// (FusedKernels), and by elementwise.cu (where). Entries: jt_<unary|binary>_<op>_<dtype> for contiguous
+// operands of the compute dtype (16-byte vectors plus a scalar tail), jt_<unary|binary>_<op>_strided_<f32|f64|i64>
+// for any strides and operand dtypes (converted to and from the compute type on load and store).
 #pragma once
 #include "jtorch_cuda.cuh"
 
@@ -9,8 +11,8 @@ namespace jt {
 
 // ---- traits and helpers of the functors ----
 
-// Whether compute type A is an integer type (integer and bool compute): such ops follow UnaryOp.applyLong /
-// BinaryOp.applyLong, computed in jt_i64.
+// Whether compute type A is an integer type (integer and bool compute): such ops follow Fn.applyLong, computed in
+// jt_i64.
 template <typename A> struct IsIntegral { static const bool value = true; };
 template <> struct IsIntegral<float> { static const bool value = false; };
 template <> struct IsIntegral<double> { static const bool value = false; };
@@ -19,7 +21,7 @@ template <> struct IsIntegral<double> { static const bool value = false; };
 struct ToSame { template <typename T> using out = T; };
 struct ToBool { template <typename T> using out = bool; };
 
-// The scalar parameters of unary ops (UnaryOp.apply(x, p0, p1)); integer compute reads them as Java's (long) cast.
+// The scalar parameters of unary ops (p0, p1); integer compute reads them as Java's (long) cast.
 struct UnaryParams { double p0, p1; };
 
 template <typename F> __device__ __forceinline__ F with_params(double p0, double p1) {
@@ -53,7 +55,7 @@ template <typename A> __device__ __forceinline__ A java_pow(A x, A y) {
     return pow(x, y);
 }
 
-// BinaryOp.intPow (ATen's powi): by squaring, wrapping; negative exponents give 0 except for bases 1 and -1.
+// Fn.intPow (ATen's powi): by squaring, wrapping; negative exponents give 0 except for bases 1 and -1.
 __device__ __forceinline__ jt_i64 int_pow(jt_i64 base, jt_i64 exp) {
     if (exp < 0) {
         if (base == 1) return 1;
@@ -300,7 +302,7 @@ using namespace jt;
 #define JT_FLOAT_COMPUTE(X, op, Functor) X(op, Functor, float, f32) X(op, Functor, double, f64)
 #define JT_INT_COMPUTE(X, op, Functor) X(op, Functor, jt_i64, i64)
 
-// Which dtypes an op computes in follows its declared Result in UnaryOp / BinaryOp (ElementwisePlan.supports):
+// Which dtypes an op computes in follows its declared dtype rule (ElementwisePlan.supports):
 // numeric = every dtype (bool through the strided int64 kernel); floating = Result.FLOAT (integer inputs are
 // promoted by the front end); integral = Result.INTEGRAL_OR_BOOL.
 #define JT_NUMERIC_UNARY(op, Functor) JT_FLOAT_TYPES(JT_UNARY, op, Functor) JT_INT_TYPES(JT_UNARY, op, Functor) \
