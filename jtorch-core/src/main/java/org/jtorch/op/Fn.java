@@ -102,20 +102,20 @@ public enum Fn {
         public double apply(double a, double b, double c) { return a > 0 ? 1 : a < 0 ? -1 : 0; }
         public long applyLong(long a, long b, long c) { return Long.signum(a); }
     },
-    FLOOR(1, "floor(%s)") {
+    FLOOR(1, "jt::round_floor(%s)") {
         public double apply(double a, double b, double c) { return java.lang.Math.floor(a); }
         public long applyLong(long a, long b, long c) { return a; }
     },
-    CEIL(1, "ceil(%s)") {
+    CEIL(1, "jt::round_ceil(%s)") {
         public double apply(double a, double b, double c) { return java.lang.Math.ceil(a); }
         public long applyLong(long a, long b, long c) { return a; }
     },
     /** Round half to even ({@code torch.round}). */
-    RINT(1, "rint(%s)") {
+    RINT(1, "jt::round_rint(%s)") {
         public double apply(double a, double b, double c) { return java.lang.Math.rint(a); }
         public long applyLong(long a, long b, long c) { return a; }
     },
-    TRUNC(1, "trunc(%s)") {
+    TRUNC(1, "jt::round_trunc(%s)") {
         public double apply(double a, double b, double c) { return a < 0 ? java.lang.Math.ceil(a) : java.lang.Math.floor(a); }
         public long applyLong(long a, long b, long c) { return a; }
     },

@@ -38,7 +38,7 @@ final class CpuFormulaKernel implements FormulaKernel {
         this.vectorizable = inputs <= 16 && PointwiseCodegen.supports(formula);
         this.vectorizableF64 = inputs <= MAX_LAID_OUT && PointwiseCodegen.supports(formula, true);
         this.reference = formula.compileArrays();
-        this.blocks = new BlockFormula(formula);
+        this.blocks = new BlockFormula(formula, inputs);
         this.generated = new PointwiseCodegen.RowKernel[vectorizable ? 1 << inputs : 0];
     }
 
@@ -153,7 +153,7 @@ final class CpuFormulaKernel implements FormulaKernel {
     /** The broadcast pattern when the generated float32 loop serves this call, else -1. */
     private int vectorPattern(ElementwiseIteration it, DType compute, StridedView[] operands) {
         if (!vectorizable || compute != DType.FLOAT32) return -1;
-        if (operands[0].dtype() != DType.FLOAT32 || it.innerByteStride(0) != 4) return -1;
+        if (operands[0].dtype() != DType.FLOAT32 || !outputRow(it, 4)) return -1;
         int pattern = 0;
         for (int k = 0; k < inputs; k++) {
             if (operands[k + 1].dtype() != DType.FLOAT32) return -1;
@@ -162,6 +162,15 @@ final class CpuFormulaKernel implements FormulaKernel {
             else if (stride != 4) return -1;
         }
         return pattern;
+    }
+
+    /**
+     * Whether the output is a contiguous row of {@code bytes}-sized elements. A single element counts (the iteration
+     * gives it stride 0): the generated loop serves it with one masked step, cheaper than the reference's buffers.
+     */
+    private static boolean outputRow(ElementwiseIteration it, long bytes) {
+        long stride = it.innerByteStride(0);
+        return stride == bytes || (stride == 0 && it.innerLength() == 1);
     }
 
     /** Inputs up to which a layout other than all-float32 is generated ({@link #layoutCode} packs it into a long). */
@@ -206,7 +215,7 @@ final class CpuFormulaKernel implements FormulaKernel {
             if (st == null) return -1;
             boolean ok;
             if (k == 0) {
-                ok = (t == compute || t == DType.BOOL) && stride == st.bytes;
+                ok = (t == compute || t == DType.BOOL) && outputRow(it, st.bytes);
             } else if (stride == 0 || stride == st.bytes) {
                 ok = switch (compute) {
                     case FLOAT64 -> t == DType.FLOAT64;

@@ -2,10 +2,12 @@ package org.jtorch.backend.cpu;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.op.Fn;
 
@@ -128,13 +130,16 @@ public final class VectorMath {
         return FloatVector.broadcast(FS, Float.float16ToFloat(s.get(I16, off)));
     }
 
-    /** A bool row: one byte per lane, 1 where the value is nonzero (NaN included), 8 lanes per store. */
+    /** Bytes, as many lanes as floats: a bool row step. */
+    static final VectorSpecies<Byte> BS = VectorSpecies.of(byte.class, VectorShape.forBitSize(FS.vectorBitSize() / 4));
+
+    /** A bool row: one byte per lane, 1 where the value is nonzero (NaN included). */
     public static void storeBool(FloatVector v, MemorySegment s, long off, long i) {
-        BoolRows.store(v.compare(VectorOperators.NE, 0f).toLong(), LANES, s, off + i);
+        ByteVector.zero(BS).blend((byte) 1, v.compare(VectorOperators.NE, 0f).cast(BS)).intoMemorySegment(s, off + i, LE);
     }
 
     public static void storeBoolMasked(FloatVector v, MemorySegment s, long off, long i, VectorMask<Float> m) {
-        BoolRows.store(v.compare(VectorOperators.NE, 0f).toLong(), m.trueCount(), s, off + i);
+        ByteVector.zero(BS).blend((byte) 1, v.compare(VectorOperators.NE, 0f).cast(BS)).intoMemorySegment(s, off + i, LE, m.cast(BS));
     }
 
     // ---------------------------------------------------------------- the functions, one per Fn

@@ -2,9 +2,11 @@ package org.jtorch.backend.cpu;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.op.Fn;
 
@@ -51,12 +53,15 @@ public final class VectorMathF64 {
         v.intoMemorySegment(s, off + 8 * i, LE, m);
     }
 
+    /** Bytes, as many lanes as doubles: a bool row step. */
+    static final VectorSpecies<Byte> BS = VectorSpecies.of(byte.class, VectorShape.forBitSize(DS.vectorBitSize() / 8));
+
     public static void storeBool(DoubleVector v, MemorySegment s, long off, long i) {
-        BoolRows.store(v.compare(VectorOperators.NE, 0).toLong(), LANES, s, off + i);
+        ByteVector.zero(BS).blend((byte) 1, v.compare(VectorOperators.NE, 0).cast(BS)).intoMemorySegment(s, off + i, LE);
     }
 
     public static void storeBoolMasked(DoubleVector v, MemorySegment s, long off, long i, VectorMask<Double> m) {
-        BoolRows.store(v.compare(VectorOperators.NE, 0).toLong(), m.trueCount(), s, off + i);
+        ByteVector.zero(BS).blend((byte) 1, v.compare(VectorOperators.NE, 0).cast(BS)).intoMemorySegment(s, off + i, LE, m.cast(BS));
     }
 
     public static DoubleVector splatAt(MemorySegment s, long off) {

@@ -123,6 +123,12 @@ template <typename A> __device__ __forceinline__ A java_fmod(A a, A b) {
     if constexpr (IsIntegral<A>::value) return java_rem(a, b); else return fmod(a, b);
 }
 
+// Rounding leaves integers as they are; rint rounds half to even (Math.rint, torch.round).
+template <typename A> __device__ __forceinline__ A round_floor(A x) { if constexpr (IsIntegral<A>::value) return x; else return floor(x); }
+template <typename A> __device__ __forceinline__ A round_ceil(A x) { if constexpr (IsIntegral<A>::value) return x; else return ceil(x); }
+template <typename A> __device__ __forceinline__ A round_rint(A x) { if constexpr (IsIntegral<A>::value) return x; else return rint(x); }
+template <typename A> __device__ __forceinline__ A round_trunc(A x) { if constexpr (IsIntegral<A>::value) return x; else return trunc(x); }
+
 // Math.pow for floating compute, powi (by squaring) for integer compute.
 template <typename A> __device__ __forceinline__ A java_pow_any(A x, A y) {
     if constexpr (IsIntegral<A>::value) return (A)int_pow((jt_i64)x, (jt_i64)y); else return java_pow(x, y);
