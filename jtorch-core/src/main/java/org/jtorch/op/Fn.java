@@ -260,6 +260,14 @@ public enum Fn {
         throw new UnsupportedOperationException(name().toLowerCase() + " has no floating-point form");
     }
 
+    /** Whether the function has an integer form only (the bitwise functions and shifts): no floating compute reaches it. */
+    public boolean integerOnly() {
+        return switch (this) {
+            case BITWISE_NOT, BITWISE_AND, BITWISE_OR, BITWISE_XOR, LEFT_SHIFT, RIGHT_SHIFT -> true;
+            default -> false;
+        };
+    }
+
     /** PyTorch raises {@code ZeroDivisionError} for integer division by zero; the message names the function. */
     long divisor(long b) {
         if (b == 0) throw new ArithmeticException(name().toLowerCase() + ": integer division by zero");

@@ -26,6 +26,8 @@ final class BlockFormula {
     private final Step[] steps;
     /** The value number of the formula's result. */
     private final int result;
+    /** Per step: the same for every element (a constant, a parameter, or math on them only). */
+    private final boolean[] uniform;
 
     BlockFormula(Expr formula, int inputs) {
         if (!formula.isFormula()) throw new IllegalArgumentException(formula + " is not a pointwise formula");
@@ -33,6 +35,13 @@ final class BlockFormula {
         List<Step> list = new ArrayList<>();
         this.result = flatten(formula, list, new IdentityHashMap<>());
         this.steps = list.toArray(new Step[0]);
+        this.uniform = new boolean[steps.length];
+        for (int j = 0; j < steps.length; j++) {
+            int[] args = steps[j].args();
+            boolean u = true;
+            if (args != null) for (int k : args) u &= uniform(k);
+            uniform[j] = u;
+        }
     }
 
     private int flatten(Expr e, List<Step> list, Map<Expr, Integer> done) {
@@ -60,45 +69,91 @@ final class BlockFormula {
         return steps.length;
     }
 
+    /** Whether value {@code v} is the same for every element (a constant, a parameter, math on them): held in [0]. */
+    private boolean uniform(int v) {
+        return v >= inputs && uniform[v - inputs];
+    }
+
     /** The formula over {@code n} elements of inputs {@code in[k]}: a row of {@code scratch} (or an input). */
     double[] eval(double[][] in, double[] p, int n, double[][] scratch) {
+        double[][] v = new double[inputs + steps.length][];
+        System.arraycopy(in, 0, v, 0, inputs);
         for (int j = 0; j < steps.length; j++) {
             Step s = steps[j];
             double[] r = scratch[j];
+            v[inputs + j] = r;
             if (s.fn() == null) {
-                double v = s.param() < 0 ? s.constant() : p[s.param()];
-                Arrays.fill(r, 0, n, v != v && s.param() >= 0 ? s.ifNone() : v);
+                double x = s.param() < 0 ? s.constant() : p[s.param()];
+                r[0] = x != x && s.param() >= 0 ? s.ifNone() : x;
                 continue;
             }
             int[] a = s.args();
-            double[] x = value(a[0], in, scratch);
-            double[] y = a.length > 1 ? value(a[1], in, scratch) : null;
-            double[] z = a.length > 2 ? value(a[2], in, scratch) : null;
-            apply(s.fn(), x, y, z, n, r);
+            if (uniform[j]) {
+                r[0] = s.fn().apply(v[a[0]][0], a.length > 1 ? v[a[1]][0] : 0, a.length > 2 ? v[a[2]][0] : 0);
+                continue;
+            }
+            double[] x = v[a[0]];
+            double[] y = a.length > 1 ? v[a[1]] : null;
+            if (s.fn() == Fn.MUL && (uniform(a[0]) && x[0] == 1 || uniform(a[1]) && y[0] == 1)) {
+                // x * 1 is x, bit for bit: add's and sub's alpha of 1 costs no pass.
+                v[inputs + j] = uniform(a[0]) && x[0] == 1 ? y : x;
+                continue;
+            }
+            if (y != null && a.length == 2 && uniform(a[1]) && arithmetic(s.fn())) {
+                applyScalar(s.fn(), x, y[0], n, r);
+                continue;
+            }
+            for (int k : a) if (uniform(k)) Arrays.fill(v[k], 1, n, v[k][0]);
+            apply(s.fn(), x, y, a.length > 2 ? v[a[2]] : null, n, r);
         }
-        return value(result, in, scratch);
+        double[] r = v[result];
+        if (uniform(result)) Arrays.fill(r, 1, n, r[0]);
+        return r;
     }
 
     /** The same in integer compute, parameters as Java's {@code (long)} of each. */
     long[] eval(long[][] in, long[] p, int n, long[][] scratch) {
+        long[][] v = new long[inputs + steps.length][];
+        System.arraycopy(in, 0, v, 0, inputs);
         for (int j = 0; j < steps.length; j++) {
             Step s = steps[j];
             long[] r = scratch[j];
+            v[inputs + j] = r;
             if (s.fn() == null) {
-                Arrays.fill(r, 0, n, s.param() < 0 ? (long) s.constant() : p[s.param()]);
+                r[0] = s.param() < 0 ? (long) s.constant() : p[s.param()];
                 continue;
             }
             int[] a = s.args();
-            long[] x = value(a[0], in, scratch);
-            long[] y = a.length > 1 ? value(a[1], in, scratch) : null;
-            long[] z = a.length > 2 ? value(a[2], in, scratch) : null;
-            apply(s.fn(), x, y, z, n, r);
+            if (uniform[j]) {
+                r[0] = s.fn().applyLong(v[a[0]][0], a.length > 1 ? v[a[1]][0] : 0, a.length > 2 ? v[a[2]][0] : 0);
+                continue;
+            }
+            long[] x = v[a[0]];
+            long[] y = a.length > 1 ? v[a[1]] : null;
+            if (s.fn() == Fn.MUL && (uniform(a[0]) && x[0] == 1 || uniform(a[1]) && y[0] == 1)) {
+                v[inputs + j] = uniform(a[0]) && x[0] == 1 ? y : x;
+                continue;
+            }
+            for (int k : a) if (uniform(k)) Arrays.fill(v[k], 1, n, v[k][0]);
+            apply(s.fn(), x, y, a.length > 2 ? v[a[2]] : null, n, r);
         }
-        return value(result, in, scratch);
+        long[] r = v[result];
+        if (uniform(result)) Arrays.fill(r, 1, n, r[0]);
+        return r;
     }
 
-    private <T> T value(int v, T[] in, T[] scratch) {
-        return v < inputs ? in[v] : scratch[v - inputs];
+    private static boolean arithmetic(Fn fn) {
+        return fn == Fn.ADD || fn == Fn.SUB || fn == Fn.MUL || fn == Fn.DIV;
+    }
+
+    /** {@code r = a fn c} with {@code c} the same for every element. */
+    private static void applyScalar(Fn fn, double[] a, double c, int n, double[] r) {
+        switch (fn) {
+            case ADD -> { for (int i = 0; i < n; i++) r[i] = a[i] + c; }
+            case SUB -> { for (int i = 0; i < n; i++) r[i] = a[i] - c; }
+            case MUL -> { for (int i = 0; i < n; i++) r[i] = a[i] * c; }
+            default -> { for (int i = 0; i < n; i++) r[i] = a[i] / c; }
+        }
     }
 
     private static void apply(Fn fn, double[] a, double[] b, double[] c, int n, double[] r) {

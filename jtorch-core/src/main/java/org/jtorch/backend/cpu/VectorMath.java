@@ -32,9 +32,8 @@ public final class VectorMath {
     /** Whether {@code fn} has a vector form here. */
     static boolean supports(Fn fn) {
         return switch (fn) {
-            case FMOD, FLOOR, CEIL, RINT, TRUNC, DIV_TRUNC, DIV_FLOOR, REMAINDER, BITWISE_NOT, BITWISE_AND, BITWISE_OR, BITWISE_XOR,
-                 LEFT_SHIFT, RIGHT_SHIFT -> false;
-            default -> true;
+            case FMOD, FLOOR, CEIL, RINT, TRUNC, DIV_TRUNC, DIV_FLOOR, REMAINDER -> false;
+            default -> !fn.integerOnly();
         };
     }
 
