@@ -74,9 +74,16 @@ final class BlockFormula {
         return v >= inputs && uniform[v - inputs];
     }
 
-    /** The formula over {@code n} elements of inputs {@code in[k]}: a row of {@code scratch} (or an input). */
-    double[] eval(double[][] in, double[] p, int n, double[][] scratch) {
-        double[][] v = new double[inputs + steps.length][];
+    /** Values {@link #eval} numbers: its {@code values} argument's length. */
+    int values() {
+        return inputs + steps.length;
+    }
+
+    /**
+     * The formula over {@code n} elements of inputs {@code in[k]}: a row of {@code scratch} (or an input);
+     * {@code v} ({@link #values} long) is the caller's, reused from block to block.
+     */
+    double[] eval(double[][] in, double[] p, int n, double[][] scratch, double[][] v) {
         System.arraycopy(in, 0, v, 0, inputs);
         for (int j = 0; j < steps.length; j++) {
             Step s = steps[j];
@@ -112,8 +119,7 @@ final class BlockFormula {
     }
 
     /** The same in integer compute, parameters as Java's {@code (long)} of each. */
-    long[] eval(long[][] in, long[] p, int n, long[][] scratch) {
-        long[][] v = new long[inputs + steps.length][];
+    long[] eval(long[][] in, long[] p, int n, long[][] scratch, long[][] v) {
         System.arraycopy(in, 0, v, 0, inputs);
         for (int j = 0; j < steps.length; j++) {
             Step s = steps[j];

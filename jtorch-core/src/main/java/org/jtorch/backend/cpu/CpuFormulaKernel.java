@@ -262,6 +262,7 @@ final class CpuFormulaKernel implements FormulaKernel {
             int cap = (int) Math.min(block, end - begin);
             double[][] in = new double[inputs][cap];
             double[][] scratch = new double[blocks.scratchRows()][cap];
+            double[][] values = new double[blocks.values()][];
             it.forEachRow(begin, end, (off, len) -> {
                 for (long done = 0; done < len; done += block) {
                     int n = (int) Math.min(block, len - done);
@@ -270,7 +271,7 @@ final class CpuFormulaKernel implements FormulaKernel {
                         ElementIO.load(operands[k].dtype(), segs[k], off[k] + done * stride, stride, n, in[k - 1]);
                         if (compute != DType.FLOAT64) ElementwiseKernels.roundTo(compute, in[k - 1], n);
                     }
-                    double[] r = blocks.eval(in, params, n, scratch);
+                    double[] r = blocks.eval(in, params, n, scratch, values);
                     long so = it.innerByteStride(0);
                     ElementIO.store(operands[0].dtype(), segs[0], off[0] + done * so, so, n, r);
                 }
@@ -286,6 +287,7 @@ final class CpuFormulaKernel implements FormulaKernel {
             int cap = (int) Math.min(block, end - begin);
             long[][] in = new long[inputs][cap];
             long[][] scratch = new long[blocks.scratchRows()][cap];
+            long[][] values = new long[blocks.values()][];
             it.forEachRow(begin, end, (off, len) -> {
                 for (long done = 0; done < len; done += block) {
                     int n = (int) Math.min(block, len - done);
@@ -293,7 +295,7 @@ final class CpuFormulaKernel implements FormulaKernel {
                         long stride = it.innerByteStride(k);
                         ElementIO.load(operands[k].dtype(), segs[k], off[k] + done * stride, stride, n, in[k - 1]);
                     }
-                    long[] r = blocks.eval(in, p, n, scratch);
+                    long[] r = blocks.eval(in, p, n, scratch, values);
                     long so = it.innerByteStride(0);
                     ElementIO.store(operands[0].dtype(), segs[0], off[0] + done * so, so, n, r);
                 }
