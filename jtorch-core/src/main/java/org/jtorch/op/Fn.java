@@ -66,8 +66,26 @@ public enum Fn {
     GELU(1, "(A(0.5) * (%1$s) * erfc(-(%1$s) * A(0.7071067811865476)))") {
         public double apply(double a, double b, double c) { return 0.5 * a * SpecialFunctions.erfc(-a / java.lang.Math.sqrt(2.0)); }
     },
-    POW(2, "pow(%s, %s)") {
+    /** Java's {@code Math.pow}; integers by squaring ({@link #intPow}). */
+    POW(2, "jt::java_pow_any(%s, %s)") {
         public double apply(double a, double b, double c) { return java.lang.Math.pow(a, b); }
+        public long applyLong(long a, long b, long c) { return intPow(a, b); }
+    },
+    /**
+     * {@code pow(x, e)} for a scalar exponent: the exponents ATen special-cases go through the same functions as
+     * ATen's ({@code pow(-inf, 0.5)} is {@code sqrt(-inf) = nan}, not C's {@code inf}); integers by squaring.
+     */
+    POW_SCALAR(2, "jt::pow_scalar(%s, %s)") {
+        public double apply(double x, double e, double c) {
+            if (e == 0.5) return java.lang.Math.sqrt(x);
+            if (e == -0.5) return 1.0 / java.lang.Math.sqrt(x);
+            if (e == 2) return x * x;
+            if (e == 3) return x * x * x;
+            if (e == -1) return 1.0 / x;
+            if (e == -2) return 1.0 / (x * x);
+            return java.lang.Math.pow(x, e);
+        }
+        public long applyLong(long a, long b, long c) { return intPow(a, b); }
     },
     /** {@code x <= 0 ? 0 : x}: a NaN input stays NaN (torch.relu). */
     RELU(1, "((%1$s) <= A(0) ? A(0) : (%1$s))") {
@@ -84,20 +102,20 @@ public enum Fn {
         public double apply(double a, double b, double c) { return a > 0 ? 1 : a < 0 ? -1 : 0; }
         public long applyLong(long a, long b, long c) { return Long.signum(a); }
     },
-    FLOOR(1, "floor(%s)") {
+    FLOOR(1, "jt::round_floor(%s)") {
         public double apply(double a, double b, double c) { return java.lang.Math.floor(a); }
         public long applyLong(long a, long b, long c) { return a; }
     },
-    CEIL(1, "ceil(%s)") {
+    CEIL(1, "jt::round_ceil(%s)") {
         public double apply(double a, double b, double c) { return java.lang.Math.ceil(a); }
         public long applyLong(long a, long b, long c) { return a; }
     },
     /** Round half to even ({@code torch.round}). */
-    RINT(1, "rint(%s)") {
+    RINT(1, "jt::round_rint(%s)") {
         public double apply(double a, double b, double c) { return java.lang.Math.rint(a); }
         public long applyLong(long a, long b, long c) { return a; }
     },
-    TRUNC(1, "trunc(%s)") {
+    TRUNC(1, "jt::round_trunc(%s)") {
         public double apply(double a, double b, double c) { return a < 0 ? java.lang.Math.ceil(a) : java.lang.Math.floor(a); }
         public long applyLong(long a, long b, long c) { return a; }
     },
@@ -151,13 +169,73 @@ public enum Fn {
         }
         public long applyLong(long x, long lo, long hi) { return java.lang.Math.min(java.lang.Math.max(x, lo), hi); }
     },
+    /** {@code div(rounding_mode='trunc')}: the quotient rounded towards zero. */
+    DIV_TRUNC(2, "jt::div_trunc(%s, %s)") {
+        public double apply(double a, double b, double c) {
+            double q = a / b;
+            return q < 0 ? java.lang.Math.ceil(q) : java.lang.Math.floor(q);
+        }
+        public long applyLong(long a, long b, long c) { return a / divisor(b); }
+    },
+    /**
+     * Python's floor division ({@code div(rounding_mode='floor')}): ATen's {@code div_floor_floating}, from fmod, so
+     * that {@code -0.001 // inf == -1} and {@code inf // 2 == nan}, as Python.
+     */
+    DIV_FLOOR(2, "jt::div_floor(%s, %s)") {
+        public double apply(double a, double b, double c) {
+            if (b == 0) return a / b;
+            double mod = a % b;
+            double div = (a - mod) / b;
+            if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;
+            if (div == 0) return java.lang.Math.copySign(0.0, a / b);
+            double floor = java.lang.Math.floor(div);
+            return div - floor > 0.5 ? floor + 1 : floor;
+        }
+        public long applyLong(long a, long b, long c) { return java.lang.Math.floorDiv(a, divisor(b)); }
+    },
+    /** Python's modulus: the result takes the divisor's sign ({@code torch.remainder}). */
+    REMAINDER(2, "jt::remainder(%s, %s)") {
+        public double apply(double a, double b, double c) {
+            double r = a % b;
+            return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+        }
+        public long applyLong(long a, long b, long c) { return java.lang.Math.floorMod(a, divisor(b)); }
+    },
+    /** 1 where {@code x} is infinite; integers never are. */
+    ISINF(1, "jt::is_inf(%s)") {
+        public double apply(double a, double b, double c) { return Double.isInfinite(a) ? 1 : 0; }
+        public long applyLong(long a, long b, long c) { return 0; }
+    },
+    /** 1 where {@code x} is neither infinite nor NaN; integers always are. */
+    ISFINITE(1, "jt::is_finite_01(%s)") {
+        public double apply(double a, double b, double c) { return Double.isFinite(a) ? 1 : 0; }
+        public long applyLong(long a, long b, long c) { return 1; }
+    },
+    // Bitwise ops and shifts: integer and bool compute only, on the 64-bit values.
+    BITWISE_NOT(1, "(~(%s))") {
+        public long applyLong(long a, long b, long c) { return ~a; }
+    },
+    BITWISE_AND(2, "((%s) & (%s))") {
+        public long applyLong(long a, long b, long c) { return a & b; }
+    },
+    BITWISE_OR(2, "((%s) | (%s))") {
+        public long applyLong(long a, long b, long c) { return a | b; }
+    },
+    BITWISE_XOR(2, "((%s) ^ (%s))") {
+        public long applyLong(long a, long b, long c) { return a ^ b; }
+    },
+    /** A count outside [0, 64) shifts everything out (0). */
+    LEFT_SHIFT(2, "jt::shift_left(%s, %s)") {
+        public long applyLong(long a, long b, long c) { return b >= 64 || b < 0 ? 0 : a << b; }
+    },
+    /** Arithmetic shift with the count clamped to [0, 63]: a large count leaves the sign. */
+    RIGHT_SHIFT(2, "jt::shift_right(%s, %s)") {
+        public long applyLong(long a, long b, long c) { return a >> java.lang.Math.min(java.lang.Math.max(b, 0), 63); }
+    },
     /** C's {@code fmod}: the remainder takes the dividend's sign ({@code torch.fmod}); Java's {@code %}. */
     FMOD(2, "jt::java_fmod(%s, %s)") {
         public double apply(double a, double b, double c) { return a % b; }
-        public long applyLong(long a, long b, long c) {
-            if (b == 0) throw new ArithmeticException("fmod: integer division by zero");
-            return a % b;
-        }
+        public long applyLong(long a, long b, long c) { return a % divisor(b); }
     };
 
     private final int arity;
@@ -178,7 +256,42 @@ public enum Fn {
     }
 
     /** The function in double (floating compute); unused arguments are ignored. */
-    public abstract double apply(double a, double b, double c);
+    public double apply(double a, double b, double c) {
+        throw new UnsupportedOperationException(name().toLowerCase() + " has no floating-point form");
+    }
+
+    /** Whether the function has an integer form only (the bitwise functions and shifts): no floating compute reaches it. */
+    public boolean integerOnly() {
+        return switch (this) {
+            case BITWISE_NOT, BITWISE_AND, BITWISE_OR, BITWISE_XOR, LEFT_SHIFT, RIGHT_SHIFT -> true;
+            default -> false;
+        };
+    }
+
+    /** PyTorch raises {@code ZeroDivisionError} for integer division by zero; the message names the function. */
+    long divisor(long b) {
+        if (b == 0) throw new ArithmeticException(name().toLowerCase() + ": integer division by zero");
+        return b;
+    }
+
+    /**
+     * Integer power by squaring; negative exponents give 0 except for bases 1 and -1, as ATen's {@code powi} (0 to a
+     * negative power is 0 too). Scalar negative exponents are rejected earlier, by {@code Tensor.pow(long)}, as PyTorch's.
+     */
+    static long intPow(long base, long exp) {
+        if (exp < 0) {
+            if (base == 1) return 1;
+            if (base == -1) return (exp & 1) == 0 ? 1 : -1;
+            return 0;
+        }
+        long result = 1;
+        while (exp > 0) {
+            if ((exp & 1) != 0) result *= base;
+            base *= base;
+            exp >>= 1;
+        }
+        return result;
+    }
 
     /** The function in long (integer and bool compute). */
     public long applyLong(long a, long b, long c) {

@@ -62,7 +62,6 @@ public final class OpDef {
     private final Signature signature;
     private final DTypeRule rule;
     private final Expr formula;
-    private final boolean handWritten;
     private final boolean frontEndDifferentiable;
     private final Expr composition;
     private final Supplier<List<Expr>> derivatives;
@@ -83,7 +82,6 @@ public final class OpDef {
         signature = Objects.requireNonNull(b.signature, name + ": signature");
         rule = Objects.requireNonNull(b.rule, name + ": dtype rule");
         formula = b.formula;
-        handWritten = b.handWritten;
         frontEndDifferentiable = b.frontEndDifferentiable;
         composition = b.composition;
         derivatives = b.derivatives;
@@ -157,17 +155,13 @@ public final class OpDef {
     public DTypeRule rule() { return rule; }
 
     /**
-     * The pointwise formula: the math of the op, which the JIT fuses and the reference evaluates. Null for the few
-     * pointwise ops not written as one yet (the bitwise and logical ones, the integer divisions).
+     * The pointwise formula: the math of the op, from which every backend generates its kernel, which the JIT fuses
+     * and the reference evaluates. Null for ops that are not pointwise.
      */
     public Expr formula() { return formula; }
 
-    /**
-     * Whether the backends run kernels generated from the {@link #formula}. Where they do not, the op's kernels are
-     * still the hand-written ones ({@code UnaryOp}/{@code BinaryOp} and {@code elementwise.cu}; see docs/OPS.md),
-     * and the formula is tested to compute what they compute.
-     */
-    public boolean hasGeneratedKernels() { return formula != null && !handWritten; }
+    /** Whether the backends run kernels generated from the {@link #formula}: every pointwise op. */
+    public boolean hasGeneratedKernels() { return formula != null; }
 
     /** A composite op's forward, written with ops; null for primitives. */
     public Expr composition() { return composition; }
@@ -228,7 +222,6 @@ public final class OpDef {
         private Signature signature;
         private DTypeRule rule;
         private Expr formula;
-        private boolean handWritten;
         private boolean frontEndDifferentiable;
         private Expr composition;
         private Supplier<List<Expr>> derivatives;
@@ -250,8 +243,6 @@ public final class OpDef {
         }
         public Builder rule(DTypeRule rule) { this.rule = rule; return this; }
         public Builder formula(Expr formula) { this.formula = formula; return this; }
-        /** The backends keep their hand-written kernels for this op; its formula serves the JIT and the reference. */
-        public Builder handWritten(Expr formula) { this.formula = formula; this.handWritten = true; return this; }
         public Builder composition(Expr composition) { this.composition = composition; return this; }
         /** The derivatives, one per tensor input; a supplier because they name ops declared later (or this one). */
         public Builder derivatives(Supplier<List<Expr>> derivatives) { this.derivatives = derivatives; return this; }

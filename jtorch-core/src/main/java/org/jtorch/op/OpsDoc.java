@@ -15,10 +15,9 @@ public final class OpsDoc {
         sb.append("Generated from the op registry (`org.jtorch.op.OpRegistry`) by `PointwiseOpTableTest`; do not edit by hand.\n");
         sb.append("Regenerate with `mvn -B -q -pl jtorch-core test -Dtest=PointwiseOpTableTest -Djtorch.regenerateDocs=true`.\n\n");
         sb.append("Devices: the device types whose backend registers a kernel for the op (CUDA registers when its backend loads;\n");
-        sb.append("`cuda (hand-written)` marks the kernels of `elementwise.cu`, `cuda (generated)` the CUDA C that jtorch-cuda renders\n");
-        sb.append("from the declared formula). Kernel: `formula` where the backends' kernels come from the declared formula (the\n");
-        sb.append("CPU evaluates it, CUDA compiles its rendering), a composite's composition, a reduction's accumulating kernel,\n");
-        sb.append("else the hand-written kernel it runs.\n\n");
+        sb.append("`generated`: the kernels come from the declared formula: the CPU's generated Vector API loops and reference, the CUDA C\n");
+        sb.append("that jtorch-cuda renders). Kernel: a pointwise op's `formula`, a composite's composition, a reduction's accumulating\n");
+        sb.append("kernel, else the kernel it runs.\n\n");
         sb.append("| op | signature | dtypes | devices | differentiable | autocast (cpu / cuda) | kernel |\n");
         sb.append("|---|---|---|---|---|---|---|\n");
         for (OpDef op : OpRegistry.all()) {
@@ -41,7 +40,7 @@ public final class OpsDoc {
     private static String devices(OpDef op) {
         if (op.kind() == OpDef.Kind.COMPOSITE || op.composition() != null) return "every (composite)";
         if (op.kind() == OpDef.Kind.REDUCTION || op.kind() == OpDef.Kind.ALONG_DIM || op.kind() == OpDef.Kind.FRONT_END) return "cpu, cuda";
-        return op.hasGeneratedKernels() ? "cpu, cuda (generated)" : "cpu, cuda (hand-written)";
+        return "cpu, cuda (generated)";
     }
 
     private static String policy(OpDef op, Device.Type type) {
@@ -54,8 +53,7 @@ public final class OpsDoc {
         if (op.accumulation() != null) return "accumulating reduction `" + op.accumulation().name().toLowerCase() + "`";
         if (op.kind() == OpDef.Kind.FRONT_END) return "hand-written front end" + (op.doc() == null ? "" : ": " + op.doc());
         if (!op.kind().isPointwise()) return "`" + op.kernel() + "`";
-        if (op.hasGeneratedKernels()) return "formula `" + op.formula() + "`";
-        String kernel = op.kernel().equals(op.name()) ? "hand-written" : "hand-written (`" + op.kernel() + "`)";
-        return op.formula() == null ? kernel : kernel + "; formula `" + op.formula() + "`";
+        String formula = "formula `" + op.formula() + "`";
+        return op.kernel().equals(op.name()) ? formula : formula + " (`" + op.kernel() + "`'s kernel)";
     }
 }

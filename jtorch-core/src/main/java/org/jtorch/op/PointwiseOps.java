@@ -13,9 +13,8 @@ import org.jtorch.Device;
 /**
  * The pointwise family, declared. Each op is one value: signature, dtype rule, autocast policy,
  * derivative written with ops ({@code grad} = the output gradient, {@code result} = the forward value),
- * and, for the ops added since the registry, the formula every backend renders its kernel from. The ops
- * that predate the registry still run the hand-written kernels of {@code UnaryOp}/{@code BinaryOp} and
- * {@code elementwise.cu}, keyed by {@link OpDef#kernel()} (docs/OPS.md marks them).
+ * and the formula every backend generates its kernel from (the CPU's Vector API loops and reference,
+ * CUDA's C), keyed by {@link OpDef#kernel()}.
  */
 public final class PointwiseOps {
     private PointwiseOps() {}
@@ -31,45 +30,45 @@ public final class PointwiseOps {
     private static final Param SELF = Param.tensor("self");
     private static final Param OTHER = Param.tensor("other");
 
-    // ---------------------------------------------------------------- unary, hand-written kernels
+    // ---------------------------------------------------------------- unary
 
-    public static final OpDef NEG = legacyUnary("neg", SAME_NO_BOOL, m(Fn.NEG, X), () -> List.of(neg(G)));
-    public static final OpDef ABS = legacyUnary("abs", SAME_NO_BOOL, m(Fn.ABS, X), () -> List.of(mul(G, u(sign(), X))));
-    public static final OpDef SIGN = legacyUnary("sign", SAME, m(Fn.SIGN, X), PointwiseOps::zeroGrad);
-    public static final OpDef FLOOR = legacyUnary("floor", SAME_NO_BOOL, m(Fn.FLOOR, X), PointwiseOps::zeroGrad);
-    public static final OpDef CEIL = legacyUnary("ceil", SAME_NO_BOOL, m(Fn.CEIL, X), PointwiseOps::zeroGrad);
-    public static final OpDef ROUND = legacyUnary("round", SAME_NO_BOOL, m(Fn.RINT, X), PointwiseOps::zeroGrad);
-    public static final OpDef TRUNC = legacyUnary("trunc", SAME_NO_BOOL, m(Fn.TRUNC, X), PointwiseOps::zeroGrad);
-    public static final OpDef RELU = legacyUnary("relu", SAME_NO_BOOL, m(Fn.RELU, X), () -> List.of(Expr.call(thresholdBackward(), G, Y)));
+    public static final OpDef NEG = unary("neg", SAME_NO_BOOL, m(Fn.NEG, X), () -> List.of(neg(G)));
+    public static final OpDef ABS = unary("abs", SAME_NO_BOOL, m(Fn.ABS, X), () -> List.of(mul(G, u(sign(), X))));
+    public static final OpDef SIGN = unary("sign", SAME, m(Fn.SIGN, X), PointwiseOps::zeroGrad);
+    public static final OpDef FLOOR = unary("floor", SAME_NO_BOOL, m(Fn.FLOOR, X), PointwiseOps::zeroGrad);
+    public static final OpDef CEIL = unary("ceil", SAME_NO_BOOL, m(Fn.CEIL, X), PointwiseOps::zeroGrad);
+    public static final OpDef ROUND = unary("round", SAME_NO_BOOL, m(Fn.RINT, X), PointwiseOps::zeroGrad);
+    public static final OpDef TRUNC = unary("trunc", SAME_NO_BOOL, m(Fn.TRUNC, X), PointwiseOps::zeroGrad);
+    public static final OpDef RELU = unary("relu", SAME_NO_BOOL, m(Fn.RELU, X), () -> List.of(Expr.call(thresholdBackward(), G, Y)));
     public static final OpDef LEAKY_RELU = OpDef.unary("leaky_relu").rule(FLOAT)
             .signature(SELF, Param.scalar("negative_slope", "Scalar", "0.01"))
-            .handWritten(m(Fn.SELECT, m(Fn.GT, X, Expr.c(0)), X, m(Fn.MUL, X, P0)))
+            .formula(m(Fn.SELECT, m(Fn.GT, X, Expr.c(0)), X, m(Fn.MUL, X, P0)))
             .derivatives(() -> List.of(mul(G, add(mul(new Expr.CastLike(gt(X, Expr.c(0)), G),
                     Expr.math(Fn.SUB, Expr.c(1), P0)), P0)))).build();
     /** {@code clamp(min=p0, max=p1)}; a NaN bound is no bound. */
     public static final OpDef CLAMP = OpDef.unary("clamp").rule(SAME_NO_BOOL)
             .signature(SELF, Param.scalar("min", "Scalar?", "None"), Param.scalar("max", "Scalar?", "None"))
-            .handWritten(m(Fn.CLAMP, X, P0, P1))
+            .formula(m(Fn.CLAMP, X, P0, P1))
             .derivatives(() -> List.of(mul(G, b(logicalAnd(), ge(X, new Expr.Scalar(0, "min", Double.NEGATIVE_INFINITY)),
                     le(X, new Expr.Scalar(1, "max", Double.POSITIVE_INFINITY)))))).build();
-    public static final OpDef EXP = legacyUnary("exp", FLOAT, m(Fn.EXP, X), CastPolicy.FP32, () -> List.of(mul(G, Y)));
-    public static final OpDef LOG = legacyUnary("log", FLOAT, m(Fn.LOG, X), CastPolicy.FP32, () -> List.of(div(G, X)));
-    public static final OpDef LOG1P = legacyUnary("log1p", FLOAT, m(Fn.LOG1P, X), CastPolicy.FP32, () -> List.of(div(G, add(X, Expr.c(1)))));
-    public static final OpDef EXPM1 = legacyUnary("expm1", FLOAT, m(Fn.EXPM1, X), CastPolicy.FP32, () -> List.of(mul(G, add(Y, Expr.c(1)))));
-    public static final OpDef SQRT = legacyUnary("sqrt", FLOAT, m(Fn.SQRT, X), () -> List.of(div(G, mul(Y, Expr.c(2)))));
-    public static final OpDef RSQRT = legacyUnary("rsqrt", FLOAT, m(Fn.DIV, Expr.c(1), m(Fn.SQRT, X)), CastPolicy.FP32,
+    public static final OpDef EXP = unary("exp", FLOAT, m(Fn.EXP, X), CastPolicy.FP32, () -> List.of(mul(G, Y)));
+    public static final OpDef LOG = unary("log", FLOAT, m(Fn.LOG, X), CastPolicy.FP32, () -> List.of(div(G, X)));
+    public static final OpDef LOG1P = unary("log1p", FLOAT, m(Fn.LOG1P, X), CastPolicy.FP32, () -> List.of(div(G, add(X, Expr.c(1)))));
+    public static final OpDef EXPM1 = unary("expm1", FLOAT, m(Fn.EXPM1, X), CastPolicy.FP32, () -> List.of(mul(G, add(Y, Expr.c(1)))));
+    public static final OpDef SQRT = unary("sqrt", FLOAT, m(Fn.SQRT, X), () -> List.of(div(G, mul(Y, Expr.c(2)))));
+    public static final OpDef RSQRT = unary("rsqrt", FLOAT, m(Fn.DIV, Expr.c(1), m(Fn.SQRT, X)), CastPolicy.FP32,
             () -> List.of(mul(G, mul(Expr.call(powScalar(), Y, Expr.c(3)), Expr.c(-0.5)))));
-    public static final OpDef RECIPROCAL = legacyUnary("reciprocal", FLOAT, m(Fn.DIV, Expr.c(1), X), CastPolicy.FP32, () -> List.of(mul(G, neg(mul(Y, Y)))));
-    public static final OpDef SIN = legacyUnary("sin", FLOAT, m(Fn.SIN, X), () -> List.of(mul(G, u(cos(), X))));
-    public static final OpDef COS = legacyUnary("cos", FLOAT, m(Fn.COS, X), () -> List.of(mul(G, neg(u(sin(), X)))));
-    public static final OpDef TANH = legacyUnary("tanh", FLOAT, m(Fn.TANH, X), () -> List.of(mul(G, sub(Expr.c(1), mul(Y, Y)))));
-    public static final OpDef SIGMOID = legacyUnary("sigmoid", FLOAT, m(Fn.SIGMOID, X), () -> List.of(mul(G, mul(Y, sub(Expr.c(1), Y)))));
-    public static final OpDef GELU = legacyUnary("gelu", FLOAT, m(Fn.GELU, X), () -> {
+    public static final OpDef RECIPROCAL = unary("reciprocal", FLOAT, m(Fn.DIV, Expr.c(1), X), CastPolicy.FP32, () -> List.of(mul(G, neg(mul(Y, Y)))));
+    public static final OpDef SIN = unary("sin", FLOAT, m(Fn.SIN, X), () -> List.of(mul(G, u(cos(), X))));
+    public static final OpDef COS = unary("cos", FLOAT, m(Fn.COS, X), () -> List.of(mul(G, neg(u(sin(), X)))));
+    public static final OpDef TANH = unary("tanh", FLOAT, m(Fn.TANH, X), () -> List.of(mul(G, sub(Expr.c(1), mul(Y, Y)))));
+    public static final OpDef SIGMOID = unary("sigmoid", FLOAT, m(Fn.SIGMOID, X), () -> List.of(mul(G, mul(Y, sub(Expr.c(1), Y)))));
+    public static final OpDef GELU = unary("gelu", FLOAT, m(Fn.GELU, X), () -> {
         Expr cdf = mul(add(u(erf(), mul(X, Expr.c(1.0 / Math.sqrt(2.0)))), Expr.c(1)), Expr.c(0.5));
         Expr pdf = mul(u(exp(), mul(mul(X, X), Expr.c(-0.5))), Expr.c(1.0 / Math.sqrt(2.0 * Math.PI)));
         return List.of(mul(G, add(cdf, mul(X, pdf))));
     });
-    public static final OpDef GELU_TANH = legacyUnary("gelu_tanh", FLOAT, geluTanhFormula(), () -> {
+    public static final OpDef GELU_TANH = unary("gelu_tanh", FLOAT, geluTanhFormula(), () -> {
         double beta = Math.sqrt(2.0 / Math.PI);
         double kappa = 0.044715;
         Expr x2 = mul(X, X);
@@ -78,85 +77,89 @@ public final class PointwiseOps {
         Expr right = mul(mul(mul(X, Expr.c(0.5)), sub(Expr.c(1), mul(t, t))), mul(add(mul(x2, Expr.c(3 * kappa)), Expr.c(1)), Expr.c(beta)));
         return List.of(mul(G, add(left, right)));
     });
-    public static final OpDef SILU = legacyUnary("silu", FLOAT, m(Fn.DIV, X, m(Fn.ADD, Expr.c(1), m(Fn.EXP, m(Fn.NEG, X)))), () -> {
+    public static final OpDef SILU = unary("silu", FLOAT, m(Fn.DIV, X, m(Fn.ADD, Expr.c(1), m(Fn.EXP, m(Fn.NEG, X)))), () -> {
         Expr sig = u(sigmoid(), X);
         return List.of(mul(G, mul(sig, add(mul(X, sub(Expr.c(1), sig)), Expr.c(1)))));
     });
     /** {@code softplus(beta=p0, threshold=p1)}: linear above the threshold. */
     public static final OpDef SOFTPLUS = OpDef.unary("softplus").rule(FLOAT).autocast(Device.Type.CUDA, CastPolicy.FP32)
             .signature(SELF, Param.scalar("beta", "Scalar", "1"), Param.scalar("threshold", "Scalar", "20"))
-            .handWritten(m(Fn.SELECT, m(Fn.GT, m(Fn.MUL, X, P0), P1), X, m(Fn.DIV, m(Fn.LOG1P, m(Fn.EXP, m(Fn.MUL, X, P0))), P0)))
+            .formula(m(Fn.SELECT, m(Fn.GT, m(Fn.MUL, X, P0), P1), X, m(Fn.DIV, m(Fn.LOG1P, m(Fn.EXP, m(Fn.MUL, X, P0))), P0)))
             .derivatives(() -> {
                 Expr z = u(exp(), mul(X, P0));
                 Expr d = div(z, add(z, Expr.c(1)));
                 return List.of(mul(G, Expr.where(gt(mul(X, P0), P1), Expr.c(1), d)));
             }).build();
-    public static final OpDef ERF = legacyUnary("erf", FLOAT, m(Fn.ERF, X),
+    public static final OpDef ERF = unary("erf", FLOAT, m(Fn.ERF, X),
             () -> List.of(mul(G, mul(u(exp(), neg(mul(X, X))), Expr.c(2.0 / Math.sqrt(Math.PI))))));
     /** {@code pow(self, exponent)} with a scalar exponent (p0). */
     public static final OpDef POW_SCALAR = OpDef.unary("pow_scalar").py("pow").rule(SAME_NO_BOOL)
             .autocast(Device.Type.CUDA, CastPolicy.FP32)
             .signature(SELF, Param.scalar("exponent", "Scalar", null))
-            .handWritten(powScalarFormula())
+            .formula(m(Fn.POW_SCALAR, X, P0))
             .derivatives(() -> List.of(new Expr.IfScalar(0, 0, new Expr.ZerosLike(G),
                     mul(G, mul(Expr.call(powScalar(), X, Expr.math(Fn.SUB, P0, Expr.c(1))), P0))))).build();
-    public static final OpDef LOGICAL_NOT = legacyUnary("logical_not", BOOL, m(Fn.EQ, X, Expr.c(0)), null);
-    public static final OpDef BITWISE_NOT = legacyUnary("bitwise_not", INTEGRAL_OR_BOOL, null, null);
-    public static final OpDef ISNAN = legacyUnary("isnan", BOOL, m(Fn.NE, X, X), null);
-    public static final OpDef ISINF = legacyUnary("isinf", BOOL, m(Fn.EQ, m(Fn.ABS, X), Expr.c(Double.POSITIVE_INFINITY)), null);
-    public static final OpDef ISFINITE = legacyUnary("isfinite", BOOL, m(Fn.LT, m(Fn.ABS, X), Expr.c(Double.POSITIVE_INFINITY)), null);
+    public static final OpDef LOGICAL_NOT = unary("logical_not", BOOL, m(Fn.EQ, X, Expr.c(0)), null);
+    public static final OpDef BITWISE_NOT = unary("bitwise_not", INTEGRAL_OR_BOOL, m(Fn.BITWISE_NOT, X), null);
+    public static final OpDef ISNAN = unary("isnan", BOOL, m(Fn.NE, X, X), null);
+    public static final OpDef ISINF = unary("isinf", BOOL, m(Fn.ISINF, X), null);
+    public static final OpDef ISFINITE = unary("isfinite", BOOL, m(Fn.ISFINITE, X), null);
 
-    // ---------------------------------------------------------------- binary, hand-written kernels
+    // ---------------------------------------------------------------- binary
 
     public static final OpDef ADD = OpDef.binary("add").rule(SAME)
             .signature(SELF, OTHER, Param.scalar("alpha", "Scalar", "1"))
-            .handWritten(m(Fn.ADD, A, m(Fn.MUL, P0, B)))
+            .formula(m(Fn.ADD, A, m(Fn.MUL, P0, B)))
             .derivatives(() -> List.of(G, new Expr.IfScalar(0, 1, G, mul(G, P0)))).build();
     public static final OpDef SUB = OpDef.binary("sub").rule(SAME)
             .signature(SELF, OTHER, Param.scalar("alpha", "Scalar", "1"))
-            .handWritten(m(Fn.SUB, A, m(Fn.MUL, P0, B)))
+            .formula(m(Fn.SUB, A, m(Fn.MUL, P0, B)))
             .derivatives(() -> List.of(G, mul(G, Expr.math(Fn.NEG, P0)))).build();
-    public static final OpDef MUL = legacyBinary("mul", SAME, m(Fn.MUL, A, B), () -> List.of(mul(G, B), mul(G, A)));
-    public static final OpDef DIV = legacyBinary("div", FLOAT, m(Fn.DIV, A, B), () -> List.of(div(G, B), neg(div(mul(G, Y), B))));
+    public static final OpDef MUL = binary("mul", SAME, m(Fn.MUL, A, B), () -> List.of(mul(G, B), mul(G, A)));
+    public static final OpDef DIV = binary("div", FLOAT, m(Fn.DIV, A, B), () -> List.of(div(G, B), neg(div(mul(G, Y), B))));
     public static final OpDef DIV_TRUNC = OpDef.binary("div_trunc").py("div").rule(SAME).integerDivision()
             .signature(SELF, OTHER, Param.scalar("rounding_mode", "str?", "'trunc'"))
+            .formula(m(Fn.DIV_TRUNC, A, B))
             .derivatives(() -> List.of(new Expr.ZerosLike(G), new Expr.ZerosLike(G))).build();
     public static final OpDef DIV_FLOOR = OpDef.binary("div_floor").py("div").rule(SAME).integerDivision()
             .signature(SELF, OTHER, Param.scalar("rounding_mode", "str?", "'floor'"))
+            .formula(m(Fn.DIV_FLOOR, A, B))
             .derivatives(() -> List.of(new Expr.ZerosLike(G), new Expr.ZerosLike(G))).build();
     public static final OpDef REMAINDER = OpDef.binary("remainder").rule(SAME).integerDivision()
             .signature(SELF, OTHER)
+            .formula(m(Fn.REMAINDER, A, B))
             .derivatives(() -> List.of(G, neg(mul(G, Expr.call(DIV_FLOOR, A, B))))).build();
-    public static final OpDef POW = legacyBinary("pow", SAME, m(Fn.POW, A, B), () -> List.of(
+    public static final OpDef POW = OpDef.binary("pow").rule(SAME).signature(SELF, OTHER).formula(m(Fn.POW, A, B))
+            .autocast(Device.Type.CUDA, CastPolicy.FP32).derivatives(() -> List.of(
             mul(mul(G, B), Expr.call(pow(), A, sub(B, Expr.c(1)))),
-            Expr.where(b(logicalAnd(), b(eq(), A, Expr.c(0)), ge(B, Expr.c(0))), Expr.c(0), mul(mul(G, Y), u(log(), A)))));
-    public static final OpDef MAXIMUM = legacyBinary("maximum", SAME, m(Fn.MAX, A, B), () -> {
+            Expr.where(b(logicalAnd(), b(eq(), A, Expr.c(0)), ge(B, Expr.c(0))), Expr.c(0), mul(mul(G, Y), u(log(), A))))).build();
+    public static final OpDef MAXIMUM = binary("maximum", SAME, m(Fn.MAX, A, B), () -> {
         Expr half = Expr.where(b(eq(), A, B), div(G, Expr.c(2)), G);
         return List.of(Expr.where(lt(A, B), Expr.c(0), half), Expr.where(gt(A, B), Expr.c(0), half));
     });
-    public static final OpDef MINIMUM = legacyBinary("minimum", SAME, m(Fn.MIN, A, B), () -> {
+    public static final OpDef MINIMUM = binary("minimum", SAME, m(Fn.MIN, A, B), () -> {
         Expr half = Expr.where(b(eq(), A, B), div(G, Expr.c(2)), G);
         return List.of(Expr.where(gt(A, B), Expr.c(0), half), Expr.where(lt(A, B), Expr.c(0), half));
     });
     /** {@code b <= 0 ? 0 : a}: ReLU's backward; a NaN {@code b} keeps the gradient. */
-    public static final OpDef THRESHOLD_BACKWARD = legacyBinary("threshold_backward", SAME, m(Fn.THRESHOLD, A, B),
+    public static final OpDef THRESHOLD_BACKWARD = binary("threshold_backward", SAME, m(Fn.THRESHOLD, A, B),
             () -> List.of(Expr.call(thresholdBackward(), G, B), new Expr.ZerosLike(B)));
-    public static final OpDef EQ = legacyBinary("eq", BOOL, m(Fn.EQ, A, B), null);
-    public static final OpDef NE = legacyBinary("ne", BOOL, m(Fn.NE, A, B), null);
-    public static final OpDef LT = legacyBinary("lt", BOOL, m(Fn.LT, A, B), null);
-    public static final OpDef LE = legacyBinary("le", BOOL, m(Fn.LE, A, B), null);
-    public static final OpDef GT = legacyBinary("gt", BOOL, m(Fn.GT, A, B), null);
-    public static final OpDef GE = legacyBinary("ge", BOOL, m(Fn.GE, A, B), null);
-    public static final OpDef LOGICAL_AND = legacyBinary("logical_and", BOOL, m(Fn.MUL, nonzero(A), nonzero(B)), null);
-    public static final OpDef LOGICAL_OR = legacyBinary("logical_or", BOOL, m(Fn.MAX, nonzero(A), nonzero(B)), null);
-    public static final OpDef LOGICAL_XOR = legacyBinary("logical_xor", BOOL, m(Fn.NE, nonzero(A), nonzero(B)), null);
-    public static final OpDef BITWISE_AND = legacyBinary("bitwise_and", INTEGRAL_OR_BOOL, null, null);
-    public static final OpDef BITWISE_OR = legacyBinary("bitwise_or", INTEGRAL_OR_BOOL, null, null);
-    public static final OpDef BITWISE_XOR = legacyBinary("bitwise_xor", INTEGRAL_OR_BOOL, null, null);
-    public static final OpDef BITWISE_LEFT_SHIFT = legacyBinary("bitwise_left_shift", INTEGRAL_OR_BOOL, null, null);
-    public static final OpDef BITWISE_RIGHT_SHIFT = legacyBinary("bitwise_right_shift", INTEGRAL_OR_BOOL, null, null);
+    public static final OpDef EQ = binary("eq", BOOL, m(Fn.EQ, A, B), null);
+    public static final OpDef NE = binary("ne", BOOL, m(Fn.NE, A, B), null);
+    public static final OpDef LT = binary("lt", BOOL, m(Fn.LT, A, B), null);
+    public static final OpDef LE = binary("le", BOOL, m(Fn.LE, A, B), null);
+    public static final OpDef GT = binary("gt", BOOL, m(Fn.GT, A, B), null);
+    public static final OpDef GE = binary("ge", BOOL, m(Fn.GE, A, B), null);
+    public static final OpDef LOGICAL_AND = binary("logical_and", BOOL, m(Fn.MUL, nonzero(A), nonzero(B)), null);
+    public static final OpDef LOGICAL_OR = binary("logical_or", BOOL, m(Fn.MAX, nonzero(A), nonzero(B)), null);
+    public static final OpDef LOGICAL_XOR = binary("logical_xor", BOOL, m(Fn.NE, nonzero(A), nonzero(B)), null);
+    public static final OpDef BITWISE_AND = binary("bitwise_and", INTEGRAL_OR_BOOL, m(Fn.BITWISE_AND, A, B), null);
+    public static final OpDef BITWISE_OR = binary("bitwise_or", INTEGRAL_OR_BOOL, m(Fn.BITWISE_OR, A, B), null);
+    public static final OpDef BITWISE_XOR = binary("bitwise_xor", INTEGRAL_OR_BOOL, m(Fn.BITWISE_XOR, A, B), null);
+    public static final OpDef BITWISE_LEFT_SHIFT = binary("bitwise_left_shift", INTEGRAL_OR_BOOL, m(Fn.LEFT_SHIFT, A, B), null);
+    public static final OpDef BITWISE_RIGHT_SHIFT = binary("bitwise_right_shift", INTEGRAL_OR_BOOL, m(Fn.RIGHT_SHIFT, A, B), null);
 
-    // ---------------------------------------------------------------- declared with their formula
+    // ---------------------------------------------------------------- added since the registry
 
     /** {@code log(z / (1 - z))}, {@code z = clamp(x, eps, 1 - eps)} when eps is given. */
     public static final OpDef LOGIT = OpDef.unary("logit").rule(FLOAT)
@@ -192,7 +195,7 @@ public final class PointwiseOps {
      * differentiable (PyTorch's backward raises).
      */
     public static final OpDef FLOOR_DIVIDE = OpDef.binary("floor_divide").kernel("div_floor").rule(SAME).integerDivision()
-            .signature(SELF, OTHER).build();
+            .signature(SELF, OTHER).formula(m(Fn.DIV_FLOOR, A, B)).build();
     /** {@code clamp(self, min, max)} with tensor bounds, either of which may be None. */
     public static final OpDef CLAMP_TENSOR = OpDef.composite("clamp_tensor").py("clamp").rule(SAME_NO_BOOL)
             .signature(SELF, new Param("min", "Tensor?", "None"), new Param("max", "Tensor?", "None"))
@@ -222,27 +225,11 @@ public final class PointwiseOps {
         return new Expr.IfPresent(2, Expr.call(MINIMUM, low, hi), low);
     }
 
-    /** {@code sqrt(2/pi) (x + 0.044715 x^3)} as {@code x / (1 + exp(-2 inner))}, the hand-written kernels' form (no cancellation for negative x). */
+    /** GELU's tanh form {@code 0.5 x (1 + tanh(inner))}, {@code inner = sqrt(2/pi) (x + 0.044715 x^3)}, written {@code x / (1 + exp(-2 inner))}: no cancellation for negative x. */
     private static Expr geluTanhFormula() {
         Expr cube = m(Fn.MUL, m(Fn.MUL, m(Fn.MUL, Expr.c(0.044715), X), X), X);
         Expr inner = m(Fn.MUL, Expr.c(Math.sqrt(2.0 / Math.PI)), m(Fn.ADD, X, cube));
         return m(Fn.DIV, X, m(Fn.ADD, Expr.c(1), m(Fn.EXP, m(Fn.MUL, Expr.c(-2), inner))));
-    }
-
-    /** {@code pow(x, p0)}, with the exponents ATen special-cases computed as ATen does ({@code pow(-inf, 0.5)} is {@code sqrt(-inf) = nan}). */
-    private static Expr powScalarFormula() {
-        Expr general = m(Fn.POW, X, P0);
-        Expr r = general;
-        r = when(-2, m(Fn.DIV, Expr.c(1), m(Fn.MUL, X, X)), r);
-        r = when(-1, m(Fn.DIV, Expr.c(1), X), r);
-        r = when(3, m(Fn.MUL, m(Fn.MUL, X, X), X), r);
-        r = when(2, m(Fn.MUL, X, X), r);
-        r = when(-0.5, m(Fn.DIV, Expr.c(1), m(Fn.SQRT, X)), r);
-        return when(0.5, m(Fn.SQRT, X), r);
-    }
-
-    private static Expr when(double exponent, Expr then, Expr otherwise) {
-        return m(Fn.SELECT, m(Fn.EQ, P0, Expr.c(exponent)), then, otherwise);
     }
 
     private static Expr nonzero(Expr x) {
@@ -253,20 +240,16 @@ public final class PointwiseOps {
         return Expr.math(fn, args);
     }
 
-    private static OpDef legacyUnary(String name, DTypeRule rule, Expr formula, java.util.function.Supplier<List<Expr>> derivative) {
-        return OpDef.unary(name).rule(rule).signature(SELF).handWritten(formula).derivatives(derivative).build();
+    private static OpDef unary(String name, DTypeRule rule, Expr formula, java.util.function.Supplier<List<Expr>> derivative) {
+        return OpDef.unary(name).rule(rule).signature(SELF).formula(formula).derivatives(derivative).build();
     }
 
-    private static OpDef legacyUnary(String name, DTypeRule rule, Expr formula, CastPolicy cuda,
-                                     java.util.function.Supplier<List<Expr>> derivative) {
-        return OpDef.unary(name).rule(rule).signature(SELF).handWritten(formula).derivatives(derivative).autocast(Device.Type.CUDA, cuda)
-                .build();
+    private static OpDef unary(String name, DTypeRule rule, Expr formula, CastPolicy cuda, java.util.function.Supplier<List<Expr>> derivative) {
+        return OpDef.unary(name).rule(rule).signature(SELF).formula(formula).derivatives(derivative).autocast(Device.Type.CUDA, cuda).build();
     }
 
-    private static OpDef legacyBinary(String name, DTypeRule rule, Expr formula, java.util.function.Supplier<List<Expr>> derivative) {
-        OpDef.Builder b = OpDef.binary(name).rule(rule).signature(SELF, OTHER).handWritten(formula).derivatives(derivative);
-        if (name.equals("pow")) b.autocast(Device.Type.CUDA, CastPolicy.FP32);
-        return b.build();
+    private static OpDef binary(String name, DTypeRule rule, Expr formula, java.util.function.Supplier<List<Expr>> derivative) {
+        return OpDef.binary(name).rule(rule).signature(SELF, OTHER).formula(formula).derivatives(derivative).build();
     }
 
     private static List<Expr> zeroGrad() {

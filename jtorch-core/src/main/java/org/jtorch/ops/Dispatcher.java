@@ -418,11 +418,11 @@ public final class Dispatcher {
 
     /**
      * Integer division by zero is an {@link ArithmeticException} naming the op on every device (PyTorch's
-     * {@code ZeroDivisionError}), raised before any element is written. The hand-written CPU kernels check
-     * inside instead (no extra pass); device kernels cannot throw, so they are always checked here.
+     * {@code ZeroDivisionError}), raised before any element is written. The CPU kernels check inside instead (no
+     * extra pass: {@code Fn}'s integer divisions throw); device kernels cannot throw, so they are checked here.
      */
     static void checkDivisor(OpDef op, Tensor divisor, DType compute, Device device) {
-        if (!op.integerDivision() || compute.isFloatingPoint() || (!op.hasGeneratedKernels() && device.isCpu())) return;
+        if (!op.integerDivision() || compute.isFloatingPoint() || device.isCpu()) return;
         try (var g = Grad.noGrad();
              Tensor zero = divisor.eq(0L);
              Tensor any = zero.any()) {

@@ -66,20 +66,31 @@ class PointwiseOpTableTest {
         return new double[names.size()];
     }
 
+    private static final Map<String, double[]> GRADCHECK_SCALARS = Map.of("hardtanh", new double[] {-1.5, 2}, "pow_scalar",
+            new double[] {2.5}, "leaky_relu", new double[] {0.2}, "softplus", new double[] {1.5, 3}, "clamp", new double[] {-1, 2});
+    private static final java.util.Set<String> POSITIVE_DOMAIN = java.util.Set.of("pow", "pow_scalar", "log", "log1p", "sqrt", "rsqrt");
+
     @Test
     void gradcheckEveryDifferentiableFormulaOpInFloat64() {
         Torch.manualSeed(15);
         for (OpDef op : OpRegistry.all()) {
             if (!op.hasGeneratedKernels() || !op.isDifferentiable()) continue;
+            // Inside the domain: logit's (0, 1), positive arguments of the logarithms and roots, positive bases of the
+            // powers (a negative one to a fractional power is NaN).
             Tensor x = op.name().equals("logit") ? Torch.rand(7).mul(0.8).add(0.1).to(DType.FLOAT64)
+                    : POSITIVE_DOMAIN.contains(op.name()) ? Torch.rand(7).add(0.5).to(DType.FLOAT64)
                     : Torch.randn(7).mul(3.0).to(DType.FLOAT64);
             x.requiresGrad_(true);
-            if (op.kind() == OpDef.Kind.UNARY) {
-                double[] s = op.name().equals("hardtanh") ? new double[] {-1.5, 2} : new double[] {Double.NaN};
-                assertTrue(Gradcheck.check(t -> Dispatcher.call(op, t, s), new Tensor[] {x}), op.name());
-            } else {
-                Tensor b = Torch.rand(7).add(0.5).to(DType.FLOAT64).requiresGrad_(true);
-                assertTrue(Gradcheck.check(t -> Dispatcher.call(op, t), new Tensor[] {x, b}), op.name());
+            try {
+                if (op.kind() == OpDef.Kind.UNARY) {
+                    double[] s = GRADCHECK_SCALARS.getOrDefault(op.name(), new double[] {Double.NaN});
+                    assertTrue(Gradcheck.check(t -> Dispatcher.call(op, t, s), new Tensor[] {x}), op.name());
+                } else {
+                    Tensor b = Torch.rand(7).add(0.5).to(DType.FLOAT64).requiresGrad_(true);
+                    assertTrue(Gradcheck.check(t -> Dispatcher.call(op, t), new Tensor[] {x, b}), op.name());
+                }
+            } catch (AssertionError | RuntimeException e) {
+                throw new AssertionError(op.name() + ": " + e.getMessage(), e);
             }
         }
     }

@@ -23,8 +23,6 @@ import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
 import org.jtorch.op.StridedView;
-import org.jtorch.ops.BinaryOp;
-import org.jtorch.ops.UnaryOp;
 
 /**
  * The CUDA backend, found by {@link java.util.ServiceLoader} through {@link CudaBackendProvider}.
@@ -53,9 +51,8 @@ public final class CudaBackend implements Backend {
     }
 
     /**
-     * A kernel for every declared pointwise op: the one generated from its formula ({@link FormulaKernels}) where
-     * it is declared with one, else the hand-written one of {@code elementwise.cu}. Integer division by zero is
-     * checked on the device first, by the dispatcher.
+     * A kernel for every declared pointwise op, generated from its formula ({@link FormulaKernels}). Integer division
+     * by zero is checked on the device first, by the dispatcher.
      */
     private static void registerPointwiseKernels() {
         // The JIT's fused groups: float32 formulas of inputs and constants, generated CUDA C compiled by NVRTC.
@@ -80,29 +77,13 @@ public final class CudaBackend implements Backend {
             }
         });
         for (OpDef op : OpRegistry.all()) {
-            if (!op.kind().isPointwise()) continue;
-            if (op.hasGeneratedKernels()) {
-                KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
-                    if (!FormulaKernels.supports(op, compute)) throw ElementwisePlan.unsupported(op.pyName(), compute, out.shape());
-                    INSTANCE.kernels().formula(op, ordinal, compute, out, a, b, p0, p1);
-                });
-                continue;
-            }
+            // An alias (floor_divide) runs the kernel its owner registers.
+            if (!op.kind().isPointwise() || !op.kernel().equals(op.name())) continue;
             // A compute dtype the op has no entry for is refused naming the op, dtype and shape, before CUDA is needed.
-            String key = op.kernel().toUpperCase(java.util.Locale.ROOT);
-            if (op.kind() == OpDef.Kind.UNARY) {
-                UnaryOp u = UnaryOp.valueOf(key);
-                KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
-                    if (!ElementwisePlan.supports(u, compute)) throw ElementwisePlan.unsupported(op.pyName(), compute, out.shape());
-                    INSTANCE.kernels().unary(u, ordinal, a, out, compute, p0, p1);
-                });
-            } else {
-                BinaryOp bo = BinaryOp.valueOf(key);
-                KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
-                    if (!ElementwisePlan.supports(bo, compute)) throw ElementwisePlan.unsupported(op.pyName(), compute, out.shape());
-                    INSTANCE.kernels().binary(bo, ordinal, a, b, out, compute, p0);
-                });
-            }
+            KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
+                if (!FormulaKernels.supports(op, compute)) throw ElementwisePlan.unsupported(op.pyName(), compute, out.shape());
+                INSTANCE.kernels().formula(op, ordinal, compute, out, a, b, p0, p1);
+            });
         }
     }
 

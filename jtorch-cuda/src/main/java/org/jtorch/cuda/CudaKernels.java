@@ -21,13 +21,11 @@ import org.jtorch.cuda.kernels.RandomPlan;
 import org.jtorch.cuda.nvrtc.KernelCache;
 import org.jtorch.cuda.nvrtc.Nvrtc;
 import org.jtorch.memory.Storage;
-import org.jtorch.ops.BinaryOp;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
-import org.jtorch.ops.UnaryOp;
 
 /**
  * Runs the elementwise, fill and copy kernels on a device: compiles each kernel file with NVRTC for
@@ -149,30 +147,6 @@ final class CudaKernels {
     }
 
     // ------------------------------------------------------------------ elementwise
-
-    /** {@code out = op(x)} on device {@code ordinal}, on the kernel views the dispatcher passes. */
-    void unary(UnaryOp op, int ordinal, StridedView x, StridedView out, DType compute, double p0, double p1) {
-        Device device = Device.cuda(ordinal);
-        Launch l = ElementwisePlan.unary(op, compute, out.shape(), operand(out), operand(x));
-        long s = stream(device);
-        try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = KernelArgs.unary(arena, l, x.address(), out.address(), p0, p1);
-            launch(device, s, "elementwise.cu", ElementwisePlan.kernelName(op), l,
-                    l.contiguous() ? LaunchGeometry.vectorWidth(compute.byteSize()) : 1, args);
-        }
-    }
-
-    /** {@code out = op(a, b)} on device {@code ordinal}, operands on the device and broadcast to out's shape. */
-    void binary(BinaryOp op, int ordinal, StridedView a, StridedView b, StridedView out, DType compute, double alpha) {
-        Device device = Device.cuda(ordinal);
-        Launch l = ElementwisePlan.binary(op, compute, out.shape(), operand(out), operand(a), operand(b));
-        long s = stream(device);
-        try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = KernelArgs.binary(arena, l, a.address(), b.address(), out.address(), alpha);
-            launch(device, s, "elementwise.cu", ElementwisePlan.kernelName(op), l,
-                    l.contiguous() ? LaunchGeometry.vectorWidth(compute.byteSize()) : 1, args);
-        }
-    }
 
     /**
      * {@code out = op(a[, b])} for an op declared with a formula: its generated source ({@link FormulaKernels}),

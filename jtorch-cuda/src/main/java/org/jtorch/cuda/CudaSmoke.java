@@ -16,11 +16,12 @@ import org.jtorch.cuda.nvrtc.KernelCache;
 import org.jtorch.cuda.nvrtc.Nvrtc;
 import org.jtorch.memory.MemoryBlock;
 import org.jtorch.memory.MemoryStats;
+import org.jtorch.op.PointwiseOps;
 
 /**
  * The GPU smoke test run by {@code scripts/gpu-check} on a machine with a device: initialises CUDA,
  * allocates through the caching allocator, copies host to device on a stream, compiles the {@code add}
- * kernels of {@code elementwise.cu} with NVRTC for the device's architecture, launches
+ * kernels generated for {@code add} with NVRTC for the device's architecture, launches
  * {@code jt_binary_add_f32}, copies back, checks every element against the host formula, and times
  * the kernel and a device-to-device copy with events. Prints a table; exits 1 on any failed check,
  * 2 when CUDA is unavailable.
@@ -92,12 +93,11 @@ public final class CudaSmoke {
                     v[0] + "." + v[1], nvrtc::compile);
             KernelSources.Target target = KernelSources.target(info.major(), info.minor(), nvrtc.supportedArchs());
             List<String> options = new ArrayList<>(target.options());
-            options.add("-DJT_SELECT");
-            options.add("-DJT_SELECT_add");
             long t0 = System.nanoTime();
-            byte[] compiled = cache.get("elementwise.cu", KernelSources.read("elementwise.cu"), KernelSources.headers(), options, target.output());
+            byte[] compiled = cache.get(FormulaKernels.fileName(PointwiseOps.ADD), FormulaKernels.source(PointwiseOps.ADD), KernelSources.headers(),
+                    options, target.output());
             double compileMs = (System.nanoTime() - t0) / 1e6;
-            row("NVRTC compile", true, String.format("elementwise.cu (add) for sm_%d%d as %s for %s: %.0f ms (%s), NVRTC %d.%d",
+            row("NVRTC compile", true, String.format("add's generated kernels for sm_%d%d as %s for %s: %.0f ms (%s), NVRTC %d.%d",
                     info.major(), info.minor(), target.output(), options.get(0), compileMs, cache.hits() > 0 ? "disk cache" : "compiled",
                     v[0], v[1]));
             MemorySegment image = arena.allocate(compiled.length + 1);

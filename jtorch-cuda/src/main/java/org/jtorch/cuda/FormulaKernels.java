@@ -11,8 +11,8 @@ import org.jtorch.op.OpDef;
  * declaration: one functor that evaluates {@link Expr#toC()} (floating compute in the dtype's compute type,
  * float for float16 and bfloat16; integer compute in {@code jt_i64}, wrapped on store, as the CPU's
  * {@code compileLong}), instantiated for the dtypes the op's {@link DTypeRule} admits with
- * {@code elementwise.cuh}'s macros, so the entries are named and laid out as {@code elementwise.cu}'s
- * ({@code jt_unary_<op>_<dtype>}, {@code jt_unary_<op>_strided_<f32|f64|i64>}, binary alike) and launched
+ * {@code elementwise.cuh}'s macros, which name and lay out the entries
+ * ({@code jt_unary_<op>_<dtype>}, {@code jt_unary_<op>_strided_<f32|f64|i64>}, binary alike), launched
  * through {@link org.jtorch.cuda.kernels.ElementwisePlan}. Compiled by NVRTC through the kernel cache like the
  * shipped files; {@code FormulaKernelsTest} compiles every one with nvcc.
  */
@@ -24,7 +24,7 @@ public final class FormulaKernels {
         return "formula_" + op.kernel() + ".cu";
     }
 
-    /** Whether {@code op} computing in {@code compute} has an entry (as for the hand-written kernels, by its dtype rule). */
+    /** Whether {@code op} computing in {@code compute} has an entry (by its dtype rule). */
     public static boolean supports(OpDef op, DType compute) {
         return ElementwisePlan.supports(op.rule(), compute);
     }

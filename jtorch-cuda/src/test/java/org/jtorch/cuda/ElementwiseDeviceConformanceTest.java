@@ -15,6 +15,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.cuda.kernels.ElementwisePlan;
 import org.jtorch.op.DTypeRule;
+import org.jtorch.op.Expr;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.UnaryOp;
@@ -22,12 +23,12 @@ import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 
 /**
- * The ops wired to CUDA (copies between devices, fill, the unary and binary ops of
- * {@code elementwise.cu}, where), run on every device: {@code cpu} always and {@code cuda:0}. Each
- * cuda case is skipped with CUDA's unavailability reason where there is no GPU (never passed).
+ * The ops wired to CUDA (copies between devices, fill, the unary and binary pointwise ops, where), run on
+ * every device: {@code cpu} always and {@code cuda:0}. Each cuda case is skipped with CUDA's unavailability
+ * reason where there is no GPU (never passed).
  *
- * <p>References: the op's scalar definition ({@link UnaryOp#apply}, {@link BinaryOp#apply} in double,
- * or their long forms for integral compute) on the inputs' values, converted to the result dtype by
+ * <p>References: the op's declared formula ({@code Expr.compileArrays} in double, or its long form
+ * for integral compute) on the inputs' values, converted to the result dtype by
  * {@code to(dtype)} on the CPU; results compared within the dtype's tolerance (integers exactly). On
  * cuda, results must also match the CPU backend's result for the same inputs. Inputs cover float32,
  * float64, float16, bfloat16 and integer dtypes; contiguous, transposed, sliced (stride 2), offset
@@ -132,21 +133,24 @@ class ElementwiseDeviceConformanceTest {
 
     // ------------------------------------------------------------------ unary
 
-    /** The op's scalar definition on x's values in the compute dtype's form (apply or applyLong with Java's (long) params), cast to {@code out}. */
+    /** The op's formula on x's values in the compute dtype's form (double, or long with Java's (long) params), cast to {@code out}. */
     private static double[] unaryReference(UnaryOp op, Tensor x, DType out, double p0, double p1) {
         if (op == UnaryOp.BITWISE_NOT && x.dtype() == DType.BOOL) op = UnaryOp.LOGICAL_NOT; // the front end's bool form: ~True == False
         boolean floating = computeType(op, x.dtype()).isFloatingPoint();
+        Expr formula = Elementwise.declaration(op).formula();
+        Expr.ArrayFormula f = formula.compileArrays();
+        Expr.LongArrayFormula g = formula.compileLongArrays();
         if (floating) {
             double[] xs = x.toDoubleArray();
             double[] r = new double[xs.length];
-            for (int i = 0; i < xs.length; i++) r[i] = op.apply(xs[i], p0, p1);
+            for (int i = 0; i < xs.length; i++) r[i] = f.eval(new double[] {xs[i]}, new double[] {p0, p1});
             try (Tensor ref = Torch.tensor(r, DType.FLOAT64, x.shape()); Tensor cast = ref.to(out)) {
                 return cast.toDoubleArray();
             }
         }
         long[] xs = x.toLongArray();
         long[] r = new long[xs.length];
-        for (int i = 0; i < xs.length; i++) r[i] = op.applyLong(xs[i], (long) p0, (long) p1);
+        for (int i = 0; i < xs.length; i++) r[i] = g.eval(new long[] {xs[i]}, new long[] {(long) p0, (long) p1});
         try (Tensor ref = Torch.tensor(r, x.shape()); Tensor cast = ref.to(out)) {
             return cast.toDoubleArray();
         }
@@ -222,9 +226,9 @@ class ElementwiseDeviceConformanceTest {
             List<DType> types = new ArrayList<>();
             for (DType t : List.of(DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.BFLOAT16, DType.INT32, DType.INT64, DType.INT8,
                     DType.UINT8, DType.BOOL)) {
-                if (accepts(op, t) && ElementwisePlan.supports(op, computeType(op, t))) types.add(t);
+                if (accepts(op, t) && ElementwisePlan.supports(Elementwise.declaration(op), computeType(op, t))) types.add(t);
             }
-            boolean floatOnly = !ElementwisePlan.supports(op, DType.INT64);
+            boolean floatOnly = !ElementwisePlan.supports(Elementwise.declaration(op), DType.INT64);
             double[][] params = parameters(op);
             for (DType t : types) {
                 if (floatOnly && !t.isFloatingPoint()) continue;
@@ -276,10 +280,13 @@ class ElementwiseDeviceConformanceTest {
     // ------------------------------------------------------------------ binary
 
     /**
-     * The op's scalar definition on the operands' values converted to the compute dtype (apply in double after
-     * rounding to it, as the CPU; applyLong on exact longs), cast to {@code out}.
+     * The op's formula on the operands' values converted to the compute dtype (in double after rounding to it, as
+     * the CPU; in long on exact longs), cast to {@code out}.
      */
     private static double[] binaryReference(BinaryOp op, Tensor a, Tensor b, long[] shape, DType out, double alpha) {
+        Expr formula = Elementwise.declaration(op).formula();
+        Expr.ArrayFormula f = formula.compileArrays();
+        Expr.LongArrayFormula g = formula.compileLongArrays();
         DType compute = computeType(op, org.jtorch.ops.TypePromotion.resultType(a, b));
         if (compute.isFloatingPoint()) {
             double[] as, bs;
@@ -288,14 +295,14 @@ class ElementwiseDeviceConformanceTest {
                 bs = bc.toDoubleArray();
             }
             double[] r = new double[as.length];
-            for (int i = 0; i < r.length; i++) r[i] = op.apply(as[i], bs[i], alpha);
+            for (int i = 0; i < r.length; i++) r[i] = f.eval(new double[] {as[i], bs[i]}, new double[] {alpha});
             try (Tensor ref = Torch.tensor(r, DType.FLOAT64, shape); Tensor cast = ref.to(out)) {
                 return cast.toDoubleArray();
             }
         }
         long[] as = a.broadcastTo(shape).toLongArray(), bs = b.broadcastTo(shape).toLongArray();
         long[] r = new long[as.length];
-        for (int i = 0; i < r.length; i++) r[i] = op.applyLong(as[i], bs[i], (long) alpha);
+        for (int i = 0; i < r.length; i++) r[i] = g.eval(new long[] {as[i], bs[i]}, new long[] {(long) alpha});
         try (Tensor ref = Torch.tensor(r, shape); Tensor cast = ref.to(out)) {
             return cast.toDoubleArray();
         }
@@ -549,7 +556,7 @@ class ElementwiseDeviceConformanceTest {
                 } else {
                     long[] as = a.broadcastTo(shape).toLongArray(), bs = b.broadcastTo(shape).toLongArray();
                     long[] e = new long[as.length];
-                    for (int i = 0; i < e.length; i++) e[i] = op.applyLong(as[i], bs[i], 1);
+                    for (int i = 0; i < e.length; i++) e[i] = Elementwise.declaration(op).formula().compileLongArrays().eval(new long[] {as[i], bs[i]}, new long[] {1});
                     expected = longReference(e, shape, r.dtype());
                 }
                 checkEdges(d, r, expected, exact(op) || !r.dtype().isFloatingPoint(), run, op.pyName());

@@ -13,6 +13,7 @@ import org.jtorch.cuda.kernels.ElementwisePlan.Launch;
 import org.jtorch.cuda.kernels.ElementwisePlan.Operand;
 import org.jtorch.cuda.kernels.ElementwisePlan.Strided;
 import org.jtorch.op.OpDef;
+import org.jtorch.op.PointwiseOps;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.UnaryOp;
@@ -47,16 +48,16 @@ class ElementwisePlanTest {
     @Test
     void sameDtypeContiguousOperandsTakeTheVectorKernelOfThatDtype() {
         long[] shape = {2, 3, 4};
-        Launch l = ElementwisePlan.unary(UnaryOp.EXP, DType.FLOAT32, shape, contiguous(DType.FLOAT32, shape), contiguous(DType.FLOAT32, shape));
+        Launch l = ElementwisePlan.unary(PointwiseOps.EXP, DType.FLOAT32, shape, contiguous(DType.FLOAT32, shape), contiguous(DType.FLOAT32, shape));
         assertEquals("jt_unary_exp_f32", l.entry());
         assertTrue(l.contiguous());
         assertEquals(24, l.n());
         assertNull(l.strided());
-        assertEquals("jt_unary_neg_bf16", ElementwisePlan.unary(UnaryOp.NEG, DType.BFLOAT16, shape,
+        assertEquals("jt_unary_neg_bf16", ElementwisePlan.unary(PointwiseOps.NEG, DType.BFLOAT16, shape,
                 contiguous(DType.BFLOAT16, shape), contiguous(DType.BFLOAT16, shape)).entry());
-        assertEquals("jt_binary_add_i32", ElementwisePlan.binary(BinaryOp.ADD, DType.INT32, shape, contiguous(DType.INT32, shape),
+        assertEquals("jt_binary_add_i32", ElementwisePlan.binary(PointwiseOps.ADD, DType.INT32, shape, contiguous(DType.INT32, shape),
                 contiguous(DType.INT32, shape), contiguous(DType.INT32, shape)).entry());
-        assertEquals("jt_binary_div_f16", ElementwisePlan.binary(BinaryOp.DIV, DType.FLOAT16, shape, contiguous(DType.FLOAT16, shape),
+        assertEquals("jt_binary_div_f16", ElementwisePlan.binary(PointwiseOps.DIV, DType.FLOAT16, shape, contiguous(DType.FLOAT16, shape),
                 contiguous(DType.FLOAT16, shape), contiguous(DType.FLOAT16, shape)).entry());
     }
 
@@ -64,24 +65,24 @@ class ElementwisePlanTest {
     void aConvertingOperandTakesTheStridedKernelOfTheComputeType() {
         long[] shape = {5};
         // exp of int32 computes in float32: the input converts on load.
-        Launch l = ElementwisePlan.unary(UnaryOp.EXP, DType.FLOAT32, shape, contiguous(DType.FLOAT32, shape), contiguous(DType.INT32, shape));
+        Launch l = ElementwisePlan.unary(PointwiseOps.EXP, DType.FLOAT32, shape, contiguous(DType.FLOAT32, shape), contiguous(DType.INT32, shape));
         assertEquals("jt_unary_exp_strided_f32", l.entry());
         assertFalse(l.contiguous());
         assertArrayEquals(new int[] {DType.FLOAT32.ordinal(), DType.INT32.ordinal()}, l.strided().dtypes());
         // add(int8, float64) -> float64
-        Launch b = ElementwisePlan.binary(BinaryOp.ADD, DType.FLOAT64, shape, contiguous(DType.FLOAT64, shape),
+        Launch b = ElementwisePlan.binary(PointwiseOps.ADD, DType.FLOAT64, shape, contiguous(DType.FLOAT64, shape),
                 contiguous(DType.INT8, shape), contiguous(DType.FLOAT64, shape));
         assertEquals("jt_binary_add_strided_f64", b.entry());
         assertArrayEquals(new int[] {9, 2, 9}, b.strided().dtypes());
         // float16 computes in float32 on the strided path (load, compute, round once on store)
-        assertEquals("jt_unary_sqrt_strided_f32", ElementwisePlan.unary(UnaryOp.SQRT, DType.FLOAT16, new long[] {3, 2},
+        assertEquals("jt_unary_sqrt_strided_f32", ElementwisePlan.unary(PointwiseOps.SQRT, DType.FLOAT16, new long[] {3, 2},
                 contiguous(DType.FLOAT16, 3, 2), strided(DType.FLOAT16, 1, 3)).entry());
     }
 
     @Test
     void boolHasNoVectorKernelAndComputesInInt64() {
         long[] shape = {8};
-        Launch l = ElementwisePlan.binary(BinaryOp.MUL, DType.BOOL, shape, contiguous(DType.BOOL, shape),
+        Launch l = ElementwisePlan.binary(PointwiseOps.MUL, DType.BOOL, shape, contiguous(DType.BOOL, shape),
                 contiguous(DType.BOOL, shape), contiguous(DType.BOOL, shape));
         assertEquals("jt_binary_mul_strided_i64", l.entry());
         assertEquals(1, l.strided().ndim());
@@ -91,7 +92,7 @@ class ElementwisePlanTest {
     void broadcastOperandsKeepTheirZeroStrides() {
         // out [2, 3] = a [2, 3] + b [3] (broadcast: strides [0, 1])
         long[] shape = {2, 3};
-        Launch l = ElementwisePlan.binary(BinaryOp.ADD, DType.FLOAT32, shape, contiguous(DType.FLOAT32, shape),
+        Launch l = ElementwisePlan.binary(PointwiseOps.ADD, DType.FLOAT32, shape, contiguous(DType.FLOAT32, shape),
                 contiguous(DType.FLOAT32, shape), strided(DType.FLOAT32, 0, 1));
         assertEquals("jt_binary_add_strided_f32", l.entry());
         Strided s = l.strided();
@@ -146,18 +147,18 @@ class ElementwisePlanTest {
     void computeDtypesWithoutADefinitionAreRefusedNamingTheOpDtypeAndShape() {
         long[] shape = {2};
         UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class, () -> ElementwisePlan.unary(
-                UnaryOp.BITWISE_NOT, DType.FLOAT32, shape, contiguous(DType.FLOAT32, shape), contiguous(DType.FLOAT32, shape)));
+                PointwiseOps.BITWISE_NOT, DType.FLOAT32, shape, contiguous(DType.FLOAT32, shape), contiguous(DType.FLOAT32, shape)));
         assertEquals("bitwise_not: no CUDA kernel computes this op in torch.float32 (shape [2], device cuda)", e.getMessage());
-        assertThrows(UnsupportedOperationException.class, () -> ElementwisePlan.binary(BinaryOp.DIV, DType.INT64, shape,
+        assertThrows(UnsupportedOperationException.class, () -> ElementwisePlan.binary(PointwiseOps.DIV, DType.INT64, shape,
                 contiguous(DType.INT64, shape), contiguous(DType.INT64, shape), contiguous(DType.INT64, shape)));
-        assertFalse(ElementwisePlan.supports(BinaryOp.DIV, DType.INT64), "integer div has no kernel (the front end promotes)");
-        assertFalse(ElementwisePlan.supports(UnaryOp.EXP, DType.INT32));
-        assertFalse(ElementwisePlan.supports(UnaryOp.LEAKY_RELU, DType.INT32));
-        assertFalse(ElementwisePlan.supports(BinaryOp.BITWISE_AND, DType.FLOAT16));
-        assertTrue(ElementwisePlan.supports(UnaryOp.ABS, DType.INT8));
-        assertTrue(ElementwisePlan.supports(UnaryOp.ISNAN, DType.BOOL));
-        assertTrue(ElementwisePlan.supports(BinaryOp.BITWISE_LEFT_SHIFT, DType.UINT8));
-        assertTrue(ElementwisePlan.supports(BinaryOp.REMAINDER, DType.FLOAT16));
+        assertFalse(ElementwisePlan.supports(PointwiseOps.DIV, DType.INT64), "integer div has no kernel (the front end promotes)");
+        assertFalse(ElementwisePlan.supports(PointwiseOps.EXP, DType.INT32));
+        assertFalse(ElementwisePlan.supports(PointwiseOps.LEAKY_RELU, DType.INT32));
+        assertFalse(ElementwisePlan.supports(PointwiseOps.BITWISE_AND, DType.FLOAT16));
+        assertTrue(ElementwisePlan.supports(PointwiseOps.ABS, DType.INT8));
+        assertTrue(ElementwisePlan.supports(PointwiseOps.ISNAN, DType.BOOL));
+        assertTrue(ElementwisePlan.supports(PointwiseOps.BITWISE_LEFT_SHIFT, DType.UINT8));
+        assertTrue(ElementwisePlan.supports(PointwiseOps.REMAINDER, DType.FLOAT16));
     }
 
     /** Every (op, input dtype) the front end accepts computes in a dtype the sources instantiate. */
@@ -174,8 +175,8 @@ class ElementwisePlanTest {
                     continue;
                 }
                 DType out = declared.resultType(compute);
-                assertTrue(ElementwisePlan.supports(op, compute), op + " computing in " + compute);
-                assertEquals(out, ElementwisePlan.resultType(op, compute), op + " of " + in + ": result dtype");
+                assertTrue(ElementwisePlan.supports(Elementwise.declaration(op), compute), op + " computing in " + compute);
+                assertEquals(out, ElementwisePlan.resultType(Elementwise.declaration(op), compute), op + " of " + in + ": result dtype");
                 pairs++;
             }
         }
@@ -188,7 +189,7 @@ class ElementwisePlanTest {
                 } catch (IllegalArgumentException refusedByTheFrontEnd) {
                     continue;
                 }
-                assertTrue(ElementwisePlan.supports(op, compute), op + " computing in " + compute);
+                assertTrue(ElementwisePlan.supports(Elementwise.declaration(op), compute), op + " computing in " + compute);
                 pairs++;
             }
         }
@@ -200,43 +201,43 @@ class ElementwisePlanTest {
     @Test
     void kernelNamesAreTheLowerCaseConstantsAndUniqueAcrossUnaryAndBinary() {
         java.util.Set<String> names = new java.util.HashSet<>();
-        for (UnaryOp op : UnaryOp.values()) assertTrue(names.add(ElementwisePlan.kernelName(op)), "duplicate " + op);
-        for (BinaryOp op : BinaryOp.values()) assertTrue(names.add(ElementwisePlan.kernelName(op)), "duplicate " + op);
-        assertEquals("pow_scalar", ElementwisePlan.kernelName(UnaryOp.POW_SCALAR), "JT_SELECT_pow would also build binary pow");
-        assertEquals("pow", ElementwisePlan.kernelName(BinaryOp.POW));
-        assertEquals("gelu_tanh", ElementwisePlan.kernelName(UnaryOp.GELU_TANH));
-        assertEquals("bitwise_right_shift", ElementwisePlan.kernelName(BinaryOp.BITWISE_RIGHT_SHIFT));
+        for (UnaryOp op : UnaryOp.values()) assertTrue(names.add(ElementwisePlan.kernelName(Elementwise.declaration(op))), "duplicate " + op);
+        for (BinaryOp op : BinaryOp.values()) assertTrue(names.add(ElementwisePlan.kernelName(Elementwise.declaration(op))), "duplicate " + op);
+        assertEquals("pow_scalar", ElementwisePlan.kernelName(PointwiseOps.POW_SCALAR), "distinct from binary pow");
+        assertEquals("pow", ElementwisePlan.kernelName(PointwiseOps.POW));
+        assertEquals("gelu_tanh", ElementwisePlan.kernelName(PointwiseOps.GELU_TANH));
+        assertEquals("bitwise_right_shift", ElementwisePlan.kernelName(PointwiseOps.BITWISE_RIGHT_SHIFT));
         for (UnaryOp op : UnaryOp.values()) {
-            if (op != UnaryOp.POW_SCALAR) assertEquals(op.pyName(), ElementwisePlan.kernelName(op));
+            if (op != UnaryOp.POW_SCALAR) assertEquals(op.pyName(), ElementwisePlan.kernelName(Elementwise.declaration(op)));
         }
-        for (BinaryOp op : BinaryOp.values()) assertEquals(op.pyName(), ElementwisePlan.kernelName(op));
+        for (BinaryOp op : BinaryOp.values()) assertEquals(op.pyName(), ElementwisePlan.kernelName(Elementwise.declaration(op)));
     }
 
     @Test
     void predicatesAndComparisonsWriteBoolFromTheVectorKernelOfTheInputDtype() {
         long[] shape = {4, 4};
-        Launch isnan = ElementwisePlan.unary(UnaryOp.ISNAN, DType.FLOAT16, shape, contiguous(DType.BOOL, shape), contiguous(DType.FLOAT16, shape));
+        Launch isnan = ElementwisePlan.unary(PointwiseOps.ISNAN, DType.FLOAT16, shape, contiguous(DType.BOOL, shape), contiguous(DType.FLOAT16, shape));
         assertEquals("jt_unary_isnan_f16", isnan.entry());
         assertTrue(isnan.contiguous());
-        Launch lt = ElementwisePlan.binary(BinaryOp.LT, DType.INT32, shape, contiguous(DType.BOOL, shape), contiguous(DType.INT32, shape),
+        Launch lt = ElementwisePlan.binary(PointwiseOps.LT, DType.INT32, shape, contiguous(DType.BOOL, shape), contiguous(DType.INT32, shape),
                 contiguous(DType.INT32, shape));
         assertEquals("jt_binary_lt_i32", lt.entry());
         assertTrue(lt.contiguous());
         // An output that is not the op's result dtype (an in-place or out= cast) converts on the strided path.
-        Launch cast = ElementwisePlan.binary(BinaryOp.LT, DType.INT32, shape, contiguous(DType.INT32, shape), contiguous(DType.INT32, shape),
+        Launch cast = ElementwisePlan.binary(PointwiseOps.LT, DType.INT32, shape, contiguous(DType.INT32, shape), contiguous(DType.INT32, shape),
                 contiguous(DType.INT32, shape));
         assertEquals("jt_binary_lt_strided_i64", cast.entry());
         // Bool compute (logical_and of bool tensors) has no vector kernel.
-        Launch and = ElementwisePlan.binary(BinaryOp.LOGICAL_AND, DType.BOOL, shape, contiguous(DType.BOOL, shape), contiguous(DType.BOOL, shape),
+        Launch and = ElementwisePlan.binary(PointwiseOps.LOGICAL_AND, DType.BOOL, shape, contiguous(DType.BOOL, shape), contiguous(DType.BOOL, shape),
                 contiguous(DType.BOOL, shape));
         assertEquals("jt_binary_logical_and_strided_i64", and.entry());
         assertArrayEquals(new int[] {0, 0, 0}, and.strided().dtypes());
         // clamp of float32 keeps float32; pow with a scalar exponent is its own kernel.
-        assertEquals("jt_unary_clamp_f32", ElementwisePlan.unary(UnaryOp.CLAMP, DType.FLOAT32, shape, contiguous(DType.FLOAT32, shape),
+        assertEquals("jt_unary_clamp_f32", ElementwisePlan.unary(PointwiseOps.CLAMP, DType.FLOAT32, shape, contiguous(DType.FLOAT32, shape),
                 contiguous(DType.FLOAT32, shape)).entry());
-        assertEquals("jt_unary_pow_scalar_strided_i64", ElementwisePlan.unary(UnaryOp.POW_SCALAR, DType.INT8, shape,
+        assertEquals("jt_unary_pow_scalar_strided_i64", ElementwisePlan.unary(PointwiseOps.POW_SCALAR, DType.INT8, shape,
                 contiguous(DType.INT8, shape), strided(DType.INT8, 1, 4)).entry());
-        assertEquals("jt_binary_bitwise_left_shift_u8", ElementwisePlan.binary(BinaryOp.BITWISE_LEFT_SHIFT, DType.UINT8, shape,
+        assertEquals("jt_binary_bitwise_left_shift_u8", ElementwisePlan.binary(PointwiseOps.BITWISE_LEFT_SHIFT, DType.UINT8, shape,
                 contiguous(DType.UINT8, shape), contiguous(DType.UINT8, shape), contiguous(DType.UINT8, shape)).entry());
     }
 

@@ -52,6 +52,7 @@ class FusedKernelsTest {
         // Every function in one kernel per arity, so that nvcc runs a few times rather than once per function.
         List<Expr> terms = new ArrayList<>();
         for (Fn fn : Fn.values()) {
+            if (fn.integerOnly()) continue;  // the JIT fuses float32 formulas; the bitwise ops compute in integers only
             List<Expr> args = new ArrayList<>();
             for (int k = 0; k < fn.arity(); k++) args.add(new Expr.In(k, "x" + k));
             terms.add(new Expr.Math(fn, args));

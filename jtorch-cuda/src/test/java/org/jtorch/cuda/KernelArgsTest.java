@@ -17,8 +17,7 @@ import org.jtorch.cuda.kernels.ElementwisePlan;
 import org.jtorch.cuda.kernels.ElementwisePlan.Launch;
 import org.jtorch.cuda.kernels.ElementwisePlan.Operand;
 import org.jtorch.cuda.kernels.KernelArgs;
-import org.jtorch.ops.BinaryOp;
-import org.jtorch.ops.UnaryOp;
+import org.jtorch.op.PointwiseOps;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -35,7 +34,7 @@ class KernelArgsTest {
     void stridedBytesOfATransposedInt64InputAndFloatOutput() {
         try (Tensor base = Torch.arange(12).reshape(3, 4); Tensor x = base.t();
              Tensor out = Tensor.empty(new long[] {4, 3}, DType.FLOAT32, Device.cpu()); Arena arena = Arena.ofConfined()) {
-            Launch l = ElementwisePlan.unary(UnaryOp.EXP, DType.FLOAT32, out.shape(), of(out), of(x));
+            Launch l = ElementwisePlan.unary(PointwiseOps.EXP, DType.FLOAT32, out.shape(), of(out), of(x));
             assertEquals("jt_unary_exp_strided_f32", l.entry());
             KernelArgs args = KernelArgs.unary(arena, l, 0x1000, 0x2000, 0.25, -3.5);
             assertArrayEquals(new long[] {8, 8, 8, 8, 8, 272}, args.sizes(), "x, y, n, p0, p1, Strided");
@@ -65,7 +64,7 @@ class KernelArgsTest {
         try (Arena arena = Arena.ofConfined()) {
             long[] shape = {1000};
             Operand c = new Operand(DType.FLOAT32, new long[] {1}, true);
-            Launch l = ElementwisePlan.binary(BinaryOp.ADD, DType.FLOAT32, shape, c, c, c);
+            Launch l = ElementwisePlan.binary(PointwiseOps.ADD, DType.FLOAT32, shape, c, c, c);
             KernelArgs args = KernelArgs.binary(arena, l, 0xA0, 0xB0, 0xC0, 2.5);
             assertArrayEquals(new long[] {8, 8, 8, 8, 8}, args.sizes(), "a, b, out, n, alpha");
             MemorySegment params = args.build();

@@ -24,19 +24,17 @@ import org.jtorch.cuda.kernels.ElementwisePlan.Launch;
 import org.jtorch.cuda.kernels.ElementwisePlan.Operand;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.nvrtc.Nvrtc;
-import org.jtorch.ops.BinaryOp;
-import org.jtorch.ops.UnaryOp;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * What the backend launches exists with the signature it packs: for every op wired to CUDA, the file
- * compiled as {@link CudaKernels} compiles it ({@code -DJT_SELECT -DJT_SELECT_<op>}, here with
- * {@code nvcc -arch=sm_90 --ptx}, and with NVRTC and the launcher's own options) contains every entry
- * point {@link ElementwisePlan} can choose for every dtype, on both paths, no entry of another op, and
- * each entry's PTX parameter sizes equal the sizes {@link KernelArgs} packs. Each compiler's cases are
- * skipped, saying so, where it is missing.
+ * What the backend launches from the shipped files exists with the signature it packs: where ({@code elementwise.cu},
+ * compiled as {@link CudaKernels} compiles it, {@code -DJT_SELECT -DJT_SELECT_where}), fill and copy, and the rest,
+ * here with {@code nvcc -arch=sm_90 --ptx} and with NVRTC and the launcher's own options: every entry point
+ * {@link ElementwisePlan} can choose, and each entry's PTX parameter sizes equal the sizes {@link KernelArgs}
+ * packs (the pointwise ops' generated sources: {@code FormulaKernelsTest}). Each compiler's cases are skipped,
+ * saying so, where it is missing.
  */
 class KernelEntryPointsTest {
     private static final Pattern ENTRY = Pattern.compile("\\.entry (\\w+)\\(([^)]*)\\)");
@@ -169,53 +167,6 @@ class KernelEntryPointsTest {
             return compiler[0];
         };
         List<DynamicTest> tests = new ArrayList<>();
-        for (UnaryOp op : UnaryOp.values()) {
-            String name = ElementwisePlan.kernelName(op);
-            tests.add(DynamicTest.dynamicTest("unary/" + name, () -> {
-                assumeTrue(present, skipReason);
-                Map<String, long[]> e = entries(lazy.get(), "elementwise.cu", CudaKernels.selectOptions(name));
-                java.util.Set<String> planned = new java.util.TreeSet<>();
-                try (Arena arena = Arena.ofConfined()) {
-                    for (DType compute : DType.values()) {
-                        if (!ElementwisePlan.supports(op, compute)) continue;
-                        DType result = ElementwisePlan.resultType(op, compute);
-                        Launch fast = ElementwisePlan.unary(op, compute, SHAPE, c(result), c(compute));
-                        assertEquals(compute != DType.BOOL, fast.contiguous(), fast.entry());
-                        assertEntry(e, fast, KernelArgs.unary(arena, fast, 1, 2, 0.5, 20));
-                        Launch slow = ElementwisePlan.unary(op, compute, SHAPE, c(result), t(compute));
-                        assertFalse(slow.contiguous());
-                        assertEntry(e, slow, KernelArgs.unary(arena, slow, 1, 2, 0.5, 20));
-                        planned.add(fast.entry());
-                        planned.add(slow.entry());
-                    }
-                }
-                assertTrue(planned.size() >= 6, "every op computes in at least 4 dtypes: " + planned);
-                assertEquals(planned, new java.util.TreeSet<>(e.keySet()), "the entries compiled are exactly those the planner names");
-            }));
-        }
-        for (BinaryOp op : BinaryOp.values()) {
-            String name = ElementwisePlan.kernelName(op);
-            tests.add(DynamicTest.dynamicTest("binary/" + name, () -> {
-                assumeTrue(present, skipReason);
-                Map<String, long[]> e = entries(lazy.get(), "elementwise.cu", CudaKernels.selectOptions(name));
-                java.util.Set<String> planned = new java.util.TreeSet<>();
-                try (Arena arena = Arena.ofConfined()) {
-                    for (DType compute : DType.values()) {
-                        if (!ElementwisePlan.supports(op, compute)) continue;
-                        DType result = ElementwisePlan.resultType(op, compute);
-                        Launch fast = ElementwisePlan.binary(op, compute, SHAPE, c(result), c(compute), c(compute));
-                        assertEquals(compute != DType.BOOL, fast.contiguous(), fast.entry());
-                        assertEntry(e, fast, KernelArgs.binary(arena, fast, 1, 2, 3, 1.0));
-                        Launch slow = ElementwisePlan.binary(op, compute, SHAPE, c(result), t(compute), c(DType.INT8));
-                        assertEntry(e, slow, KernelArgs.binary(arena, slow, 1, 2, 3, 1.0));
-                        planned.add(fast.entry());
-                        planned.add(slow.entry());
-                    }
-                }
-                assertTrue(planned.size() >= 6, "every op computes in at least 4 dtypes: " + planned);
-                assertEquals(planned, new java.util.TreeSet<>(e.keySet()), "the entries compiled are exactly those the planner names");
-            }));
-        }
         tests.add(DynamicTest.dynamicTest("where", () -> {
             assumeTrue(present, skipReason);
             Map<String, long[]> e = entries(lazy.get(), "elementwise.cu", CudaKernels.selectOptions("where"));

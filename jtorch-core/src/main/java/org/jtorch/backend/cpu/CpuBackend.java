@@ -20,8 +20,6 @@ import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
 import org.jtorch.op.PointwiseKernel;
 import org.jtorch.op.StridedView;
-import org.jtorch.ops.BinaryOp;
-import org.jtorch.ops.UnaryOp;
 
 /** The pure-Java CPU backend: Vector API kernels over off-heap memory, multi-threaded with {@link Parallel}. */
 public final class CpuBackend implements Backend {
@@ -45,27 +43,17 @@ public final class CpuBackend implements Backend {
     private CpuBackend() {}
 
     /**
-     * One kernel per declared pointwise op: the one generated from its formula ({@link CpuFormulaKernel}) where it
-     * has generated kernels, else the hand-written {@link UnaryOp}/{@link BinaryOp} kernels (with their Vector API
-     * fast paths). The same compiler serves the JIT's fused formulas.
+     * One kernel per declared pointwise op, generated from its formula ({@link CpuFormulaKernel}). The same compiler
+     * serves the JIT's fused formulas.
      */
     private static void registerPointwiseKernels() {
         KernelRegistry.registerFormulaCompiler(Device.Type.CPU, CpuFormulaKernel::new);
         for (OpDef op : OpRegistry.all()) {
-            if (!op.kind().isPointwise()) continue;
-            String key = op.kernel().toUpperCase(java.util.Locale.ROOT);
-            PointwiseKernel k;
-            if (op.hasGeneratedKernels()) {
-                CpuFormulaKernel f = new CpuFormulaKernel(op.formula(), op.kind() == OpDef.Kind.UNARY ? 1 : 2);
-                k = (device, compute, out, a, b, p0, p1) ->
-                        f.run(device, compute, out, b == null ? new StridedView[] {a} : new StridedView[] {a, b}, new double[] {p0, p1});
-            } else if (op.kind() == OpDef.Kind.UNARY) {
-                UnaryOp u = UnaryOp.valueOf(key);
-                k = (device, compute, out, a, b, p0, p1) -> ElementwiseKernels.unary(u, a, out, compute, p0, p1);
-            } else {
-                BinaryOp bo = BinaryOp.valueOf(key);
-                k = (device, compute, out, a, b, p0, p1) -> ElementwiseKernels.binary(bo, a, b, out, compute, p0);
-            }
+            // An alias (floor_divide) runs the kernel its owner registers.
+            if (!op.kind().isPointwise() || !op.kernel().equals(op.name())) continue;
+            CpuFormulaKernel f = new CpuFormulaKernel(op.formula(), op.kind() == OpDef.Kind.UNARY ? 1 : 2);
+            PointwiseKernel k = (device, compute, out, a, b, p0, p1) ->
+                    f.run(device, compute, out, b == null ? new StridedView[] {a} : new StridedView[] {a, b}, new double[] {p0, p1});
             KernelRegistry.register(Device.Type.CPU, op.kernel(), k);
         }
     }

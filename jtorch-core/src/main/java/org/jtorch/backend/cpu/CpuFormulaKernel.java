@@ -8,26 +8,37 @@ import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 
 /**
- * The CPU kernel of a pointwise formula over any number of inputs. float32 rows whose inputs are contiguous or
- * broadcast run a generated Vector API loop ({@link PointwiseCodegen}); everything else (other dtypes, strided
- * rows, functions without a vector form) runs the reference: a block at a time through double buffers (floating
- * compute, inputs rounded to the compute dtype first) or long buffers (integer compute).
+ * The CPU kernel of a pointwise formula over any number of inputs. Floating rows whose inputs are contiguous or
+ * broadcast run a generated Vector API loop ({@link PointwiseCodegen}): float32, bfloat16 and float16 rows in float
+ * lanes (halves widened on load, rounded on store), float64 rows in double lanes, into a row of the compute dtype
+ * or of bool. Everything else (integer compute, strided rows, functions without a vector form) runs the reference:
+ * a block at a time through double buffers (floating compute, inputs rounded to the compute dtype first) or long
+ * buffers (integer compute).
  */
 final class CpuFormulaKernel implements FormulaKernel {
     private final Expr formula;
     private final int inputs;
     private final boolean vectorizable;
+    private final boolean vectorizableF64;
     private final Expr.ArrayFormula reference;
-    private Expr.LongArrayFormula integerReference;
-    /** Generated kernels by broadcast pattern (bit k: input k broadcast along the row). */
+    /** The reference a block at a time (floating and integer compute). */
+    private final BlockFormula blocks;
+    /** Generated float32 kernels by broadcast pattern (bit k: input k broadcast along the row). */
     private final PointwiseCodegen.RowKernel[] generated;
+    /** Generated kernels of the other layouts, by {@link #layoutCode}; the last one used first. */
+    private final java.util.concurrent.ConcurrentHashMap<Long, PointwiseCodegen.RowKernel> otherLayouts = new java.util.concurrent.ConcurrentHashMap<>();
+    private volatile Generated lastOther;
+
+    private record Generated(long code, PointwiseCodegen.RowKernel kernel) {}
 
     CpuFormulaKernel(Expr formula, int inputs) {
         if (!formula.isFormula()) throw new IllegalArgumentException(formula + " is not a pointwise formula");
         this.formula = formula;
         this.inputs = inputs;
         this.vectorizable = inputs <= 16 && PointwiseCodegen.supports(formula);
+        this.vectorizableF64 = inputs <= MAX_LAID_OUT && PointwiseCodegen.supports(formula, true);
         this.reference = formula.compileArrays();
+        this.blocks = new BlockFormula(formula, inputs);
         this.generated = new PointwiseCodegen.RowKernel[vectorizable ? 1 << inputs : 0];
     }
 
@@ -41,9 +52,8 @@ final class CpuFormulaKernel implements FormulaKernel {
         if (it.numel == 0) return;
         MemorySegment[] segs = new MemorySegment[inputs + 1];
         for (int k = 0; k <= inputs; k++) segs[k] = operands[k].memory();
-        int broadcast = vectorPattern(it, compute, operands);
-        if (broadcast >= 0) {
-            PointwiseCodegen.RowKernel k = generated(broadcast);
+        PointwiseCodegen.RowKernel k = vectorKernel(it, compute, operands);
+        if (k != null) {
             Parallel.forRange(it.numel, ElementwiseKernels.GRAIN, (begin, end) -> it.forEachRow(begin, end, (off, len) -> k.row(segs, off, len, params)));
         } else if (compute.isFloatingPoint()) {
             floating(it, segs, operands, compute, params);
@@ -186,7 +196,7 @@ final class CpuFormulaKernel implements FormulaKernel {
     /** The broadcast pattern when the generated float32 loop serves this call, else -1. */
     private int vectorPattern(ElementwiseIteration it, DType compute, StridedView[] operands) {
         if (!vectorizable || compute != DType.FLOAT32) return -1;
-        if (operands[0].dtype() != DType.FLOAT32 || it.innerByteStride(0) != 4) return -1;
+        if (operands[0].dtype() != DType.FLOAT32 || !outputRow(it, 4)) return -1;
         int pattern = 0;
         for (int k = 0; k < inputs; k++) {
             if (operands[k + 1].dtype() != DType.FLOAT32) return -1;
@@ -195,6 +205,92 @@ final class CpuFormulaKernel implements FormulaKernel {
             else if (stride != 4) return -1;
         }
         return pattern;
+    }
+
+    /**
+     * Whether the output is a contiguous row of {@code bytes}-sized elements. A single element counts (the iteration
+     * gives it stride 0): the generated loop serves it with one masked step, cheaper than the reference's buffers.
+     */
+    private static boolean outputRow(ElementwiseIteration it, long bytes) {
+        long stride = it.innerByteStride(0);
+        return stride == bytes || (stride == 0 && it.innerLength() == 1);
+    }
+
+    /** Inputs up to which a layout other than all-float32 is generated ({@link #layoutCode} packs it into a long). */
+    private static final int MAX_LAID_OUT = 12;
+
+    /** The generated kernel that serves this call, or null where the reference does. */
+    private PointwiseCodegen.RowKernel vectorKernel(ElementwiseIteration it, DType compute, StridedView[] operands) {
+        int pattern = vectorPattern(it, compute, operands);
+        if (pattern >= 0) return generated(pattern);
+        if (inputs > MAX_LAID_OUT) return null;
+        boolean f64 = compute == DType.FLOAT64;
+        if (f64 ? !vectorizableF64 : !vectorizable) return null;
+        long code = layoutCode(it, compute, operands);
+        if (code < 0) return null;
+        Generated last = lastOther;
+        if (last != null && last.code() == code) return last.kernel();
+        PointwiseCodegen.RowKernel k = otherLayouts.computeIfAbsent(code, c -> PointwiseCodegen.kernel(formula, inputs, (int) (c & 0xffff),
+                new PointwiseCodegen.Layout(f64, layoutOf(c))));
+        lastOther = new Generated(code, k);
+        return k;
+    }
+
+    /**
+     * The generated layout of this call packed as bits: the broadcast pattern (low 16), double lanes (bit 16), then
+     * each operand's {@link PointwiseCodegen.Storage} ordinal in 3 bits, the output first; -1 where no generated loop
+     * serves it. float32 compute reads float32 or half rows; bfloat16/float16 compute reads rows of its dtype or a
+     * broadcast float32 (a wrapped Java number, kept unrounded, as the float32 lanes compute); float64 compute reads
+     * float64 rows. The output is a contiguous row of the compute dtype or of bool.
+     */
+    private long layoutCode(ElementwiseIteration it, DType compute, StridedView[] operands) {
+        PointwiseCodegen.Storage lanes = switch (compute) {
+            case FLOAT32, BFLOAT16, FLOAT16 -> PointwiseCodegen.Storage.F32;
+            case FLOAT64 -> PointwiseCodegen.Storage.F64;
+            default -> null;
+        };
+        if (lanes == null) return -1;
+        long code = lanes == PointwiseCodegen.Storage.F64 ? 1L << 16 : 0;
+        for (int k = 0; k <= inputs; k++) {
+            DType t = operands[k].dtype();
+            long stride = it.innerByteStride(k);
+            PointwiseCodegen.Storage st = storage(t);
+            if (st == null) return -1;
+            boolean ok;
+            if (k == 0) {
+                ok = (t == compute || t == DType.BOOL) && outputRow(it, st.bytes);
+            } else if (stride == 0 || stride == st.bytes) {
+                ok = switch (compute) {
+                    case FLOAT64 -> t == DType.FLOAT64;
+                    case FLOAT32 -> t == DType.FLOAT32 || t == DType.BFLOAT16 || t == DType.FLOAT16;
+                    default -> t == compute || (t == DType.FLOAT32 && stride == 0);
+                };
+                if (stride == 0) code |= 1L << (k - 1);
+            } else {
+                ok = false;
+            }
+            if (!ok) return -1;
+            code |= (long) st.ordinal() << (17 + 3 * k);
+        }
+        return code;
+    }
+
+    private static PointwiseCodegen.Storage storage(DType t) {
+        return switch (t) {
+            case FLOAT32 -> PointwiseCodegen.Storage.F32;
+            case FLOAT64 -> PointwiseCodegen.Storage.F64;
+            case BFLOAT16 -> PointwiseCodegen.Storage.BF16;
+            case FLOAT16 -> PointwiseCodegen.Storage.F16;
+            case BOOL -> PointwiseCodegen.Storage.BOOL;
+            default -> null;
+        };
+    }
+
+    private java.util.List<PointwiseCodegen.Storage> layoutOf(long code) {
+        PointwiseCodegen.Storage[] all = PointwiseCodegen.Storage.values();
+        PointwiseCodegen.Storage[] st = new PointwiseCodegen.Storage[inputs + 1];
+        for (int k = 0; k <= inputs; k++) st[k] = all[(int) ((code >>> (17 + 3 * k)) & 7)];
+        return java.util.List.of(st);
     }
 
     private PointwiseCodegen.RowKernel generated(int pattern) {
@@ -206,49 +302,45 @@ final class CpuFormulaKernel implements FormulaKernel {
     private void floating(ElementwiseIteration it, MemorySegment[] segs, StridedView[] operands, DType compute, double[] params) {
         int block = ElementwiseKernels.BLOCK;
         Parallel.forRange(it.numel, ElementwiseKernels.GRAIN, (begin, end) -> {
-            double[][] buf = new double[inputs + 1][(int) Math.min(block, end - begin)];
-            double[] x = new double[inputs];
+            int cap = (int) Math.min(block, end - begin);
+            double[][] in = new double[inputs][cap];
+            double[][] scratch = new double[blocks.scratchRows()][cap];
+            double[][] values = new double[blocks.values()][];
             it.forEachRow(begin, end, (off, len) -> {
                 for (long done = 0; done < len; done += block) {
                     int n = (int) Math.min(block, len - done);
                     for (int k = 1; k <= inputs; k++) {
                         long stride = it.innerByteStride(k);
-                        ElementIO.load(operands[k].dtype(), segs[k], off[k] + done * stride, stride, n, buf[k]);
-                        if (compute != DType.FLOAT64) ElementwiseKernels.roundTo(compute, buf[k], n);
+                        ElementIO.load(operands[k].dtype(), segs[k], off[k] + done * stride, stride, n, in[k - 1]);
+                        if (compute != DType.FLOAT64) ElementwiseKernels.roundTo(compute, in[k - 1], n);
                     }
-                    for (int e = 0; e < n; e++) {
-                        for (int k = 0; k < inputs; k++) x[k] = buf[k + 1][e];
-                        buf[0][e] = reference.eval(x, params);
-                    }
+                    double[] r = blocks.eval(in, params, n, scratch, values);
                     long so = it.innerByteStride(0);
-                    ElementIO.store(operands[0].dtype(), segs[0], off[0] + done * so, so, n, buf[0]);
+                    ElementIO.store(operands[0].dtype(), segs[0], off[0] + done * so, so, n, r);
                 }
             });
         });
     }
 
     private void integral(ElementwiseIteration it, MemorySegment[] segs, StridedView[] operands, double[] params) {
-        if (integerReference == null) integerReference = formula.compileLongArrays();
-        Expr.LongArrayFormula f = integerReference;
         long[] p = new long[params.length];
         for (int j = 0; j < p.length; j++) p[j] = (long) params[j];
         int block = ElementwiseKernels.BLOCK;
         Parallel.forRange(it.numel, ElementwiseKernels.GRAIN, (begin, end) -> {
-            long[][] buf = new long[inputs + 1][(int) Math.min(block, end - begin)];
-            long[] x = new long[inputs];
+            int cap = (int) Math.min(block, end - begin);
+            long[][] in = new long[inputs][cap];
+            long[][] scratch = new long[blocks.scratchRows()][cap];
+            long[][] values = new long[blocks.values()][];
             it.forEachRow(begin, end, (off, len) -> {
                 for (long done = 0; done < len; done += block) {
                     int n = (int) Math.min(block, len - done);
                     for (int k = 1; k <= inputs; k++) {
                         long stride = it.innerByteStride(k);
-                        ElementIO.load(operands[k].dtype(), segs[k], off[k] + done * stride, stride, n, buf[k]);
+                        ElementIO.load(operands[k].dtype(), segs[k], off[k] + done * stride, stride, n, in[k - 1]);
                     }
-                    for (int e = 0; e < n; e++) {
-                        for (int k = 0; k < inputs; k++) x[k] = buf[k + 1][e];
-                        buf[0][e] = f.eval(x, p);
-                    }
+                    long[] r = blocks.eval(in, p, n, scratch, values);
                     long so = it.innerByteStride(0);
-                    ElementIO.store(operands[0].dtype(), segs[0], off[0] + done * so, so, n, buf[0]);
+                    ElementIO.store(operands[0].dtype(), segs[0], off[0] + done * so, so, n, r);
                 }
             });
         });

@@ -46,9 +46,7 @@ final class HalfConversion {
         long i = 0;
         long upper = FS.loopBound(n);
         for (; i < upper; i += FS.length()) {
-            ShortVector h = ShortVector.fromMemorySegment(SS, s, so + i * 2, LE);
-            IntVector w = (IntVector) h.convertShape(VectorOperators.S2I, IS, 0);
-            w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoMemorySegment(d, dOff + i * 4, LE);
+            bf16ToFloat(ShortVector.fromMemorySegment(SS, s, so + i * 2, LE)).intoMemorySegment(d, dOff + i * 4, LE);
         }
         for (; i < n; i++) d.set(ElementIO.F32, dOff + i * 4, ElementIO.bf16ToFloat(s.get(I16, so + i * 2)));
     }
@@ -57,15 +55,66 @@ final class HalfConversion {
         long i = 0;
         long upper = FS.loopBound(n);
         for (; i < upper; i += FS.length()) {
-            FloatVector f = FloatVector.fromMemorySegment(FS, s, so + i * 4, LE);
-            IntVector bits = f.reinterpretAsInts();
-            IntVector high = bits.lanewise(VectorOperators.LSHR, 16);
-            IntVector rounded = bits.add(high.and(1)).add(0x7fff).lanewise(VectorOperators.LSHR, 16);
-            VectorMask<Integer> nan = f.test(VectorOperators.IS_NAN).cast(IS);
-            IntVector r = rounded.blend(high.or(0x40), nan);
-            ((ShortVector) r.convertShape(VectorOperators.I2S, SS, 0)).intoMemorySegment(d, dOff + i * 2, LE);
+            floatToBf16(FloatVector.fromMemorySegment(FS, s, so + i * 4, LE)).intoMemorySegment(d, dOff + i * 2, LE);
         }
         for (; i < n; i++) d.set(I16, dOff + i * 2, ElementIO.floatToBf16(s.get(ElementIO.F32, so + i * 4)));
+    }
+
+    /** bfloat16 bits to float32, lane for lane: the high half of the float. */
+    static FloatVector bf16ToFloat(ShortVector h) {
+        IntVector w = (IntVector) h.convertShape(VectorOperators.S2I, IS, 0);
+        return w.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+    }
+
+    /** float32 to bfloat16 bits, rounded to nearest even, NaN kept quiet (as {@link ElementIO#floatToBf16}). */
+    static ShortVector floatToBf16(FloatVector f) {
+        IntVector bits = f.reinterpretAsInts();
+        IntVector high = bits.lanewise(VectorOperators.LSHR, 16);
+        IntVector rounded = bits.add(high.and(1)).add(0x7fff).lanewise(VectorOperators.LSHR, 16);
+        VectorMask<Integer> nan = f.test(VectorOperators.IS_NAN).cast(IS);
+        IntVector r = rounded.blend(high.or(0x40), nan);
+        return (ShortVector) r.convertShape(VectorOperators.I2S, SS, 0);
+    }
+
+    /**
+     * float16 bits to float32, exactly: the exponent and mantissa shifted into place and scaled by 2^112 (which also
+     * normalises subnormals), infinities and NaN (exponent 31) rebuilt with the float exponent all ones, NaN made quiet
+ * (as the JDK's {@code Float.float16ToFloat}).
+     */
+    static FloatVector f16ToFloat(ShortVector h) {
+        IntVector bits = ((IntVector) h.convertShape(VectorOperators.S2I, IS, 0)).and(0xffff);
+        IntVector magnitude = bits.and(0x7fff);
+        IntVector shifted = magnitude.lanewise(VectorOperators.LSHL, 13);
+        IntVector finite = shifted.reinterpretAsFloats().mul(0x1p112f).reinterpretAsInts();
+        IntVector r = finite.blend(shifted.or(0x7f800000), magnitude.compare(VectorOperators.GE, 0x7c00))
+                .blend(shifted.or(0x7fc00000), magnitude.compare(VectorOperators.GT, 0x7c00));
+        return r.or(bits.and(0x8000).lanewise(VectorOperators.LSHL, 16)).reinterpretAsFloats();
+    }
+
+    /**
+     * float32 to float16 bits, rounded to nearest even: subnormal results by adding a magic float that aligns the 10
+     * kept mantissa bits at the bottom (the FPU rounds), normal ones by integer rounding of the rebiased bits;
+     * overflow to infinity, NaN to the quiet NaN 0x7e00 (with the sign).
+     */
+    static ShortVector floatToF16(FloatVector f) {
+        IntVector bits = f.reinterpretAsInts();
+        IntVector magnitude = bits.and(0x7fffffff);
+        IntVector subnormal = magnitude.reinterpretAsFloats().add(F16_DENORMAL_MAGIC).reinterpretAsInts().sub(F16_DENORMAL_MAGIC_BITS);
+        IntVector odd = magnitude.lanewise(VectorOperators.LSHR, 13).and(1);
+        IntVector normal = magnitude.add(((15 - 127) << 23) + 0xfff).add(odd).lanewise(VectorOperators.LSHR, 13);
+        IntVector r = normal.blend(subnormal, magnitude.compare(VectorOperators.LT, 113 << 23))
+                .blend(0x7c00, magnitude.compare(VectorOperators.GE, (127 + 16) << 23))
+                .blend(0x7e00, magnitude.compare(VectorOperators.GT, 0x7f800000));
+        r = r.or(bits.lanewise(VectorOperators.LSHR, 16).and(0x8000));
+        return (ShortVector) r.convertShape(VectorOperators.I2S, SS, 0);
+    }
+
+    private static final int F16_DENORMAL_MAGIC_BITS = ((127 - 15) + (23 - 10) + 1) << 23;
+    private static final float F16_DENORMAL_MAGIC = Float.intBitsToFloat(F16_DENORMAL_MAGIC_BITS);
+
+    /** The 16-bit lanes of a half-precision row step: as many as {@code FloatVector.SPECIES_PREFERRED} has floats. */
+    static VectorSpecies<Short> halfSpecies() {
+        return SS;
     }
 
     static void f16ToF32(MemorySegment s, long so, MemorySegment d, long dOff, long n) {

@@ -21,18 +21,21 @@ import java.lang.invoke.MethodType;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jtorch.op.Expr;
 
 /**
- * Generates the float32 Vector API loop of a pointwise formula as JVM bytecode (the Class-File API), loaded as a
- * hidden class: one straight loop over a row, each input loaded once per step (or broadcast once per row), the
- * formula evaluated in registers by calls of {@link VectorMath}'s small static methods (C2 inlines them, so no
- * vector is boxed), common subexpressions computed once, the tail done with masked loads and stores. A fused
- * chain of ops thus reads its inputs and writes its output once, with no intermediate in memory.
+ * Generates the Vector API loop of a pointwise formula as JVM bytecode (the Class-File API), loaded as a hidden
+ * class: one straight loop over a row, each input loaded once per step (or broadcast once per row), the formula
+ * evaluated in registers by calls of {@link VectorMath}'s (float lanes) or {@link VectorMathF64}'s (double lanes)
+ * small static methods (C2 inlines them, so no vector is boxed), common subexpressions computed once, the tail
+ * done with masked loads and stores. A fused chain of ops thus reads its inputs and writes its output once, with
+ * no intermediate in memory. Float lanes also serve bfloat16 and float16 rows (widened on load, rounded on store)
+ * and bool outputs.
  *
- * <p>Generated classes are cached per formula and per pattern of broadcast inputs, for the life of the JVM.
+ * <p>Generated classes are cached per formula, storage layout and pattern of broadcast inputs, for the life of the JVM.
  */
 final class PointwiseCodegen {
     private PointwiseCodegen() {}
@@ -46,53 +49,94 @@ final class PointwiseCodegen {
         void row(MemorySegment[] segs, long[] offs, long len, double[] params);
     }
 
-    private record Key(Expr formula, int broadcastMask) {}
+    /**
+     * How a row operand is stored: the suffix of its load and store methods (in {@link VectorMath} for float lanes,
+     * {@link VectorMathF64} for double lanes) and its element size.
+     */
+    enum Storage {
+        F32("", 4), F64("", 8), BF16("Bf16", 2), F16("F16", 2), BOOL("Bool", 1);
+
+        final String suffix;
+        final int bytes;
+
+        Storage(String suffix, int bytes) {
+            this.suffix = suffix;
+            this.bytes = bytes;
+        }
+    }
+
+    /** The lanes a row computes in ({@code f64}: double, else float) and each operand's storage, the output first. */
+    record Layout(boolean f64, List<Storage> operands) {
+        static Layout f32(int inputs) {
+            return new Layout(false, java.util.Collections.nCopies(inputs + 1, Storage.F32));
+        }
+    }
+
+    private record Key(Expr formula, int broadcastMask, Layout layout) {}
 
     private static final Map<Key, RowKernel> CACHE = new ConcurrentHashMap<>();
 
-    /** Whether {@link #kernel} can generate {@code formula}: every function has a vector form. */
+    /** Whether {@link #kernel} can generate {@code formula} in float lanes: every function has a vector form. */
     static boolean supports(Expr formula) {
+        return supports(formula, false);
+    }
+
+    /** Whether {@link #kernel} can generate {@code formula} in float ({@code f64} false) or double lanes. */
+    static boolean supports(Expr formula, boolean f64) {
         return switch (formula) {
             case Expr.In i -> true;
             case Expr.Scalar s -> true;
             case Expr.Const c -> true;
-            case Expr.Math m -> VectorMath.supports(m.fn()) && m.args().stream().allMatch(PointwiseCodegen::supports);
+            case Expr.Math m -> (f64 ? VectorMathF64.supports(m.fn()) : VectorMath.supports(m.fn()))
+                    && m.args().stream().allMatch(a -> supports(a, f64));
             default -> false;
         };
     }
 
     /**
-     * The kernel of {@code formula} (which {@link #supports}) over {@code inputs} inputs, input k broadcast when bit
-     * k of {@code broadcastMask} is set.
+     * The float32 kernel of {@code formula} (which {@link #supports}) over {@code inputs} inputs, input k broadcast
+     * when bit k of {@code broadcastMask} is set.
      */
     static RowKernel kernel(Expr formula, int inputs, int broadcastMask) {
-        return CACHE.computeIfAbsent(new Key(formula, broadcastMask), k -> define(generate(formula, inputs, broadcastMask)));
+        return kernel(formula, inputs, broadcastMask, Layout.f32(inputs));
+    }
+
+    /** The kernel of {@code formula} for rows stored as {@code layout} says. */
+    static RowKernel kernel(Expr formula, int inputs, int broadcastMask, Layout layout) {
+        return CACHE.computeIfAbsent(new Key(formula, broadcastMask, layout), k -> define(generate(formula, inputs, broadcastMask, layout)));
     }
 
     // ---------------------------------------------------------------- descriptors
 
     private static final ClassDesc CD_SEGMENT = ClassDesc.of(MemorySegment.class.getName());
-    private static final ClassDesc CD_VECTOR = ClassDesc.of("jdk.incubator.vector.FloatVector");
     private static final ClassDesc CD_MASK = ClassDesc.of("jdk.incubator.vector.VectorMask");
-    private static final ClassDesc CD_MATH = ClassDesc.of(VectorMath.class.getName());
     private static final ClassDesc CD_ROW = ClassDesc.of(RowKernel.class.getName());
     private static final ClassDesc CD_KERNEL = ClassDesc.of(PointwiseCodegen.class.getPackageName(), "GeneratedPointwiseKernel");
     private static final MethodTypeDesc MTD_ROW =
             MethodTypeDesc.of(CD_void, CD_SEGMENT.arrayType(), CD_long.arrayType(), CD_long, CD_double.arrayType());
-    private static final MethodTypeDesc MTD_LOAD = MethodTypeDesc.of(CD_VECTOR, CD_SEGMENT, CD_long, CD_long);
-    private static final MethodTypeDesc MTD_LOAD_MASKED = MethodTypeDesc.of(CD_VECTOR, CD_SEGMENT, CD_long, CD_long, CD_MASK);
-    private static final MethodTypeDesc MTD_STORE = MethodTypeDesc.of(CD_void, CD_VECTOR, CD_SEGMENT, CD_long, CD_long);
-    private static final MethodTypeDesc MTD_STORE_MASKED = MethodTypeDesc.of(CD_void, CD_VECTOR, CD_SEGMENT, CD_long, CD_long, CD_MASK);
-    private static final MethodTypeDesc MTD_SPLAT_AT = MethodTypeDesc.of(CD_VECTOR, CD_SEGMENT, CD_long);
-    private static final MethodTypeDesc MTD_PARAM = MethodTypeDesc.of(CD_VECTOR, CD_double.arrayType(), CD_int, CD_double);
-    private static final MethodTypeDesc MTD_CONSTANT = MethodTypeDesc.of(CD_VECTOR, CD_double);
     private static final MethodTypeDesc MTD_UPPER = MethodTypeDesc.of(CD_long, CD_long);
     private static final MethodTypeDesc MTD_MASK = MethodTypeDesc.of(CD_MASK, CD_long, CD_long);
 
-    private static MethodTypeDesc function(int arity) {
-        ClassDesc[] args = new ClassDesc[arity];
-        Arrays.fill(args, CD_VECTOR);
-        return MethodTypeDesc.of(CD_VECTOR, args);
+    /** The descriptors of one lane type's vector class and math methods. */
+    private record Lanes(ClassDesc math, ClassDesc vector, long width) {
+        static final Lanes FLOAT = new Lanes(ClassDesc.of(VectorMath.class.getName()), ClassDesc.of("jdk.incubator.vector.FloatVector"),
+                VectorMath.LANES);
+        static final Lanes DOUBLE = new Lanes(ClassDesc.of(VectorMathF64.class.getName()),
+                ClassDesc.of("jdk.incubator.vector.DoubleVector"), VectorMathF64.LANES);
+
+        MethodTypeDesc load() { return MethodTypeDesc.of(vector, CD_SEGMENT, CD_long, CD_long); }
+        MethodTypeDesc loadMasked() { return MethodTypeDesc.of(vector, CD_SEGMENT, CD_long, CD_long, CD_MASK); }
+        MethodTypeDesc store() { return MethodTypeDesc.of(CD_void, vector, CD_SEGMENT, CD_long, CD_long); }
+        MethodTypeDesc storeMasked() { return MethodTypeDesc.of(CD_void, vector, CD_SEGMENT, CD_long, CD_long, CD_MASK); }
+        MethodTypeDesc splatAt() { return MethodTypeDesc.of(vector, CD_SEGMENT, CD_long); }
+        MethodTypeDesc param() { return MethodTypeDesc.of(vector, CD_double.arrayType(), CD_int, CD_double); }
+        MethodTypeDesc constant() { return MethodTypeDesc.of(vector, CD_double); }
+
+        MethodTypeDesc function(int arity) {
+            ClassDesc[] args = new ClassDesc[arity];
+            Arrays.fill(args, vector);
+            return MethodTypeDesc.of(vector, args);
+        }
     }
 
     // ---------------------------------------------------------------- generation
@@ -103,8 +147,9 @@ final class PointwiseCodegen {
     private static final int LEN = 3;
     private static final int PARAMS = 5;
 
-    static byte[] generate(Expr formula, int inputs, int broadcastMask) {
-        if (!supports(formula)) throw new IllegalArgumentException("no vector form for " + formula);
+    static byte[] generate(Expr formula, int inputs, int broadcastMask, Layout layout) {
+        if (!supports(formula, layout.f64())) throw new IllegalArgumentException("no vector form for " + formula);
+        if (layout.operands().size() != inputs + 1) throw new IllegalArgumentException(layout + " does not lay out " + inputs + " inputs");
         ClassFile cf = ClassFile.of(ClassFile.ClassHierarchyResolverOption.of(ClassHierarchyResolver.defaultResolver()
                 .orElse(ClassHierarchyResolver.ofClassLoading(PointwiseCodegen.class.getClassLoader()))));
         return cf.build(CD_KERNEL, cb -> {
@@ -112,7 +157,7 @@ final class PointwiseCodegen {
             cb.withInterfaceSymbols(CD_ROW);
             cb.withMethodBody(INIT_NAME, MTD_void, ClassFile.ACC_PUBLIC,
                     code -> code.aload(0).invokespecial(CD_Object, INIT_NAME, MTD_void).return_());
-            cb.withMethodBody("row", MTD_ROW, ClassFile.ACC_PUBLIC, code -> new Row(code, formula, inputs, broadcastMask).emit());
+            cb.withMethodBody("row", MTD_ROW, ClassFile.ACC_PUBLIC, code -> new Row(code, formula, inputs, broadcastMask, layout).emit());
         });
     }
 
@@ -122,6 +167,8 @@ final class PointwiseCodegen {
         private final Expr formula;
         private final int inputs;
         private final int broadcastMask;
+        private final Lanes lanes;
+        private final List<Storage> storage;
         private final int[] segment;
         private final int[] offset;
         private final int[] broadcastVector;
@@ -133,11 +180,13 @@ final class PointwiseCodegen {
         private int i;
         private int mask = -1;
 
-        Row(CodeBuilder code, Expr formula, int inputs, int broadcastMask) {
+        Row(CodeBuilder code, Expr formula, int inputs, int broadcastMask, Layout layout) {
             this.code = code;
             this.formula = formula;
             this.inputs = inputs;
             this.broadcastMask = broadcastMask;
+            this.lanes = layout.f64() ? Lanes.DOUBLE : Lanes.FLOAT;
+            this.storage = layout.operands();
             segment = new int[inputs + 1];
             offset = new int[inputs + 1];
             broadcastVector = new int[inputs];
@@ -173,13 +222,14 @@ final class PointwiseCodegen {
             for (int k = 0; k < inputs; k++) {
                 if ((broadcastMask & (1 << k)) == 0) continue;
                 broadcastVector[k] = code.allocateLocal(TypeKind.REFERENCE);
-                code.aload(segment[k + 1]).lload(offset[k + 1]).invokestatic(CD_MATH, "splatAt", MTD_SPLAT_AT).astore(broadcastVector[k]);
+                code.aload(segment[k + 1]).lload(offset[k + 1]).invokestatic(lanes.math(), "splatAt" + storage.get(k + 1).suffix, lanes.splatAt())
+                        .astore(broadcastVector[k]);
             }
             hoist(formula);
             i = code.allocateLocal(TypeKind.LONG);
             int upper = code.allocateLocal(TypeKind.LONG);
             code.lconst_0().lstore(i);
-            code.lload(LEN).invokestatic(CD_MATH, "upper", MTD_UPPER).lstore(upper);
+            code.lload(LEN).invokestatic(lanes.math(), "upper", MTD_UPPER).lstore(upper);
             Label body = code.newLabel();
             Label test = code.newLabel();
             Label end = code.newLabel();
@@ -187,17 +237,18 @@ final class PointwiseCodegen {
             code.labelBinding(body);
             computed = new HashMap<>();
             eval(formula);
-            code.aload(segment[0]).lload(offset[0]).lload(i).invokestatic(CD_MATH, "store", MTD_STORE);
-            code.lload(i).loadConstant((long) VectorMath.LANES).ladd().lstore(i);
+            String store = "store" + storage.get(0).suffix;
+            code.aload(segment[0]).lload(offset[0]).lload(i).invokestatic(lanes.math(), store, lanes.store());
+            code.lload(i).loadConstant(lanes.width()).ladd().lstore(i);
             code.labelBinding(test);
             code.lload(i).lload(upper).lcmp().iflt(body);
             // The tail: one masked step.
             code.lload(i).lload(LEN).lcmp().ifge(end);
             mask = code.allocateLocal(TypeKind.REFERENCE);
-            code.lload(i).lload(LEN).invokestatic(CD_MATH, "mask", MTD_MASK).astore(mask);
+            code.lload(i).lload(LEN).invokestatic(lanes.math(), "mask", MTD_MASK).astore(mask);
             computed = new HashMap<>();
             eval(formula);
-            code.aload(segment[0]).lload(offset[0]).lload(i).aload(mask).invokestatic(CD_MATH, "storeMasked", MTD_STORE_MASKED);
+            code.aload(segment[0]).lload(offset[0]).lload(i).aload(mask).invokestatic(lanes.math(), store + "Masked", lanes.storeMasked());
             code.labelBinding(end);
             code.return_();
         }
@@ -207,14 +258,14 @@ final class PointwiseCodegen {
                 case Expr.Scalar s -> {
                     if (hoisted.containsKey(s)) return;
                     int slot = code.allocateLocal(TypeKind.REFERENCE);
-                    code.aload(PARAMS).loadConstant(s.index()).loadConstant(s.ifNone()).invokestatic(CD_MATH, "param", MTD_PARAM)
+                    code.aload(PARAMS).loadConstant(s.index()).loadConstant(s.ifNone()).invokestatic(lanes.math(), "param", lanes.param())
                             .astore(slot);
                     hoisted.put(s, slot);
                 }
                 case Expr.Const c -> {
                     if (hoisted.containsKey(c)) return;
                     int slot = code.allocateLocal(TypeKind.REFERENCE);
-                    code.loadConstant(c.value()).invokestatic(CD_MATH, "constant", MTD_CONSTANT).astore(slot);
+                    code.loadConstant(c.value()).invokestatic(lanes.math(), "constant", lanes.constant()).astore(slot);
                     hoisted.put(c, slot);
                 }
                 case Expr.Math m -> m.args().forEach(this::hoist);
@@ -234,8 +285,9 @@ final class PointwiseCodegen {
                         code.aload(loaded);
                     } else {
                         code.aload(segment[k + 1]).lload(offset[k + 1]).lload(i);
-                        if (mask < 0) code.invokestatic(CD_MATH, "load", MTD_LOAD);
-                        else code.aload(mask).invokestatic(CD_MATH, "loadMasked", MTD_LOAD_MASKED);
+                        String load = "load" + storage.get(k + 1).suffix;
+                        if (mask < 0) code.invokestatic(lanes.math(), load, lanes.load());
+                        else code.aload(mask).invokestatic(lanes.math(), load + "Masked", lanes.loadMasked());
                         remember(in);
                     }
                 }
@@ -248,7 +300,7 @@ final class PointwiseCodegen {
                         return;
                     }
                     for (Expr a : m.args()) eval(a);
-                    code.invokestatic(CD_MATH, VectorMath.method(m.fn()), function(m.fn().arity()));
+                    code.invokestatic(lanes.math(), VectorMath.method(m.fn()), lanes.function(m.fn().arity()));
                     remember(m);
                 }
                 default -> throw new IllegalStateException(e + " is not a pointwise formula");

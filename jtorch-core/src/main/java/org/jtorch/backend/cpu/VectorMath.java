@@ -2,9 +2,12 @@ package org.jtorch.backend.cpu;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.op.Fn;
 
@@ -15,7 +18,8 @@ import org.jtorch.op.Fn;
  * here ({@link #supports}) makes the codegen decline the formula; the kernel then takes the reference path.
  *
  * <p>Each method computes in float what {@link Fn#apply} computes in double, to the accuracy of the Vector API's
- * transcendentals (the same ones the hand-written kernels of {@link VectorF32} use).
+ * transcendentals. Rows stored as bfloat16 or float16 are widened to float in registers on load and rounded on
+ * store ({@link HalfConversion}); a bool output row stores 1 where the value is nonzero.
  */
 public final class VectorMath {
     private VectorMath() {}
@@ -28,8 +32,8 @@ public final class VectorMath {
     /** Whether {@code fn} has a vector form here. */
     static boolean supports(Fn fn) {
         return switch (fn) {
-            case FMOD, FLOOR, CEIL, RINT, TRUNC -> false;
-            default -> true;
+            case FMOD, FLOOR, CEIL, RINT, TRUNC, DIV_TRUNC, DIV_FLOOR, REMAINDER -> false;
+            default -> !fn.integerOnly();
         };
     }
 
@@ -80,6 +84,63 @@ public final class VectorMath {
         return FloatVector.broadcast(FS, (float) c);
     }
 
+    // Half-precision rows: FL 16-bit values widened in registers, rounded on store.
+
+    private static final VectorSpecies<Short> SS = HalfConversion.halfSpecies();
+    private static final java.lang.foreign.ValueLayout.OfShort I16 = java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED;
+
+    public static FloatVector loadBf16(MemorySegment s, long off, long i) {
+        return HalfConversion.bf16ToFloat(ShortVector.fromMemorySegment(SS, s, off + 2 * i, LE));
+    }
+
+    public static FloatVector loadBf16Masked(MemorySegment s, long off, long i, VectorMask<Float> m) {
+        return HalfConversion.bf16ToFloat(ShortVector.fromMemorySegment(SS, s, off + 2 * i, LE, m.cast(SS)));
+    }
+
+    public static void storeBf16(FloatVector v, MemorySegment s, long off, long i) {
+        HalfConversion.floatToBf16(v).intoMemorySegment(s, off + 2 * i, LE);
+    }
+
+    public static void storeBf16Masked(FloatVector v, MemorySegment s, long off, long i, VectorMask<Float> m) {
+        HalfConversion.floatToBf16(v).intoMemorySegment(s, off + 2 * i, LE, m.cast(SS));
+    }
+
+    public static FloatVector splatAtBf16(MemorySegment s, long off) {
+        return FloatVector.broadcast(FS, ElementIO.bf16ToFloat(s.get(I16, off)));
+    }
+
+    public static FloatVector loadF16(MemorySegment s, long off, long i) {
+        return HalfConversion.f16ToFloat(ShortVector.fromMemorySegment(SS, s, off + 2 * i, LE));
+    }
+
+    public static FloatVector loadF16Masked(MemorySegment s, long off, long i, VectorMask<Float> m) {
+        return HalfConversion.f16ToFloat(ShortVector.fromMemorySegment(SS, s, off + 2 * i, LE, m.cast(SS)));
+    }
+
+    public static void storeF16(FloatVector v, MemorySegment s, long off, long i) {
+        HalfConversion.floatToF16(v).intoMemorySegment(s, off + 2 * i, LE);
+    }
+
+    public static void storeF16Masked(FloatVector v, MemorySegment s, long off, long i, VectorMask<Float> m) {
+        HalfConversion.floatToF16(v).intoMemorySegment(s, off + 2 * i, LE, m.cast(SS));
+    }
+
+    public static FloatVector splatAtF16(MemorySegment s, long off) {
+        return FloatVector.broadcast(FS, Float.float16ToFloat(s.get(I16, off)));
+    }
+
+    /** Bytes, as many lanes as floats: a bool row step. */
+    static final VectorSpecies<Byte> BS = VectorSpecies.of(byte.class, VectorShape.forBitSize(FS.vectorBitSize() / 4));
+
+    /** A bool row: one byte per lane, 1 where the value is nonzero (NaN included). */
+    public static void storeBool(FloatVector v, MemorySegment s, long off, long i) {
+        ByteVector.zero(BS).blend((byte) 1, v.compare(VectorOperators.NE, 0f).cast(BS)).intoMemorySegment(s, off + i, LE);
+    }
+
+    public static void storeBoolMasked(FloatVector v, MemorySegment s, long off, long i, VectorMask<Float> m) {
+        ByteVector.zero(BS).blend((byte) 1, v.compare(VectorOperators.NE, 0f).cast(BS)).intoMemorySegment(s, off + i, LE, m.cast(BS));
+    }
+
     // ---------------------------------------------------------------- the functions, one per Fn
 
     public static FloatVector neg(FloatVector a) { return a.neg(); }
@@ -99,6 +160,34 @@ public final class VectorMath {
     public static FloatVector pow(FloatVector a, FloatVector b) { return a.lanewise(VectorOperators.POW, b); }
     public static FloatVector erf(FloatVector a) { return VectorErf.erf(a); }
     public static FloatVector gelu(FloatVector a) { return VectorErf.gelu(a); }
+
+    /** The exponents ATen special-cases, as {@link Fn#POW_SCALAR}, where {@code e} is the same in every lane (a parameter). */
+    public static FloatVector pow_scalar(FloatVector a, FloatVector e) {
+        float p = e.lane(0);
+        if (e.compare(VectorOperators.NE, p).anyTrue()) return powScalarLanes(a, e);
+        if (p == 0.5f) return a.sqrt();
+        if (p == -0.5f) return FloatVector.broadcast(FS, 1f).div(a.sqrt());
+        if (p == 2f) return a.mul(a);
+        if (p == 3f) return a.mul(a).mul(a);
+        if (p == -1f) return FloatVector.broadcast(FS, 1f).div(a);
+        if (p == -2f) return FloatVector.broadcast(FS, 1f).div(a.mul(a));
+        return a.lanewise(VectorOperators.POW, e);
+    }
+
+    public static FloatVector isinf(FloatVector a) { return ones(a.abs().compare(VectorOperators.EQ, Float.POSITIVE_INFINITY)); }
+    public static FloatVector isfinite(FloatVector a) { return ones(a.abs().compare(VectorOperators.LT, Float.POSITIVE_INFINITY)); }
+
+    /** The special cases lane by lane, for an exponent that is not the same in every lane. */
+    private static FloatVector powScalarLanes(FloatVector a, FloatVector e) {
+        FloatVector one = FloatVector.broadcast(FS, 1f);
+        return a.lanewise(VectorOperators.POW, e)
+                .blend(one.div(a.mul(a)), e.compare(VectorOperators.EQ, -2))
+                .blend(one.div(a), e.compare(VectorOperators.EQ, -1))
+                .blend(a.mul(a).mul(a), e.compare(VectorOperators.EQ, 3))
+                .blend(a.mul(a), e.compare(VectorOperators.EQ, 2))
+                .blend(one.div(a.sqrt()), e.compare(VectorOperators.EQ, -0.5f))
+                .blend(a.sqrt(), e.compare(VectorOperators.EQ, 0.5f));
+    }
 
     public static FloatVector sigmoid(FloatVector a) {
         return FloatVector.broadcast(FS, 1f).div(a.neg().lanewise(VectorOperators.EXP).add(1f));

@@ -8,6 +8,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import org.jtorch.DType;
 import org.jtorch.op.Expr;
@@ -53,7 +54,7 @@ class PointwiseCodegenTest {
     /** Whether {@code fn}'s float form is exactly the double reference rounded once. */
     private static boolean exact(Fn fn) {
         return switch (fn) {
-            case EXP, LOG, LOG1P, EXPM1, TANH, SIN, COS, SIGMOID, ERF, GELU, POW -> false;
+            case EXP, LOG, LOG1P, EXPM1, TANH, SIN, COS, SIGMOID, ERF, GELU, POW, POW_SCALAR -> false;
             default -> true;
         };
     }
@@ -172,5 +173,242 @@ class PointwiseCodegenTest {
         Expr formula = new Expr.Math(Fn.ADD, List.of(new Expr.In(0, "x0"), new Expr.Math(Fn.EXP, List.of(new Expr.In(1, "x1")))));
         assertSame(PointwiseCodegen.kernel(formula, 2, 0), PointwiseCodegen.kernel(formula, 2, 0));
         assertTrue(PointwiseCodegen.kernel(formula, 2, 0) != PointwiseCodegen.kernel(formula, 2, 2));
+    }
+
+    // ---------------------------------------------------------------- other layouts: float64, halves, bool
+
+    private static final PointwiseCodegen.Storage F64 = PointwiseCodegen.Storage.F64;
+
+    /** The ulps between {@code a} and {@code b} (0 when both are NaN or equal). */
+    private static double ulps(double expected, double actual) {
+        if (Double.isNaN(expected) && Double.isNaN(actual)) return 0;
+        if (expected == actual) return 0;
+        if (Double.isNaN(expected) || Double.isNaN(actual) || Double.isInfinite(expected) || Double.isInfinite(actual)) {
+            return Double.POSITIVE_INFINITY;
+        }
+        return Math.abs(expected - actual) / Math.ulp(expected);
+    }
+
+    private static MemorySegment doubles(Arena arena, double[] v) {
+        MemorySegment s = arena.allocate(8L * Math.max(v.length, 1), 64);
+        for (int i = 0; i < v.length; i++) s.set(ElementIO.F64, 8L * i, v[i]);
+        return s;
+    }
+
+    /** Wide ranges (every binade from 1e-300 to 1e300, both signs), the specials and the points where each function turns. */
+    private static double[] wideDoubles() {
+        List<Double> v = new ArrayList<>(List.of(0.0, -0.0, Double.NaN, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY,
+                Double.MIN_VALUE, -Double.MIN_VALUE, Double.MIN_NORMAL, Double.MAX_VALUE, -Double.MAX_VALUE, 1.0, -1.0,
+                709.78, 709.79, -745.1, -745.2, 710.0, -708.4, 1e-17, -1e-17, 0.5, -0.5, 19.0, -19.0, 22.0, -22.0, 40.0));
+        Random r = new Random(20);
+        for (int e = -300; e <= 300; e++) {
+            for (int k = 0; k < 6; k++) {
+                double x = (1 + r.nextDouble()) * Math.pow(10, e);
+                v.add(k % 2 == 0 ? x : -x);
+            }
+        }
+        for (int i = 0; i < 20_000; i++) v.add((r.nextDouble() - 0.5) * (i < 10_000 ? 4 : 1500));
+        return v.stream().mapToDouble(Double::doubleValue).toArray();
+    }
+
+    /** The float64 vector forms of exp, expm1, log, log1p, tanh and sigmoid are within 2 ulps of StrictMath's over wide ranges and the specials. */
+    @Test
+    void float64TranscendentalsAreWithinTwoUlpsOfStrictMath() {
+        double[] x = wideDoubles();
+        Map<Fn, java.util.function.DoubleUnaryOperator> strict = new java.util.LinkedHashMap<>();
+        strict.put(Fn.EXP, StrictMath::exp);
+        strict.put(Fn.EXPM1, StrictMath::expm1);
+        strict.put(Fn.LOG, StrictMath::log);
+        strict.put(Fn.LOG1P, StrictMath::log1p);
+        strict.put(Fn.TANH, StrictMath::tanh);
+        strict.put(Fn.SIGMOID, a -> 1.0 / (1.0 + StrictMath.exp(-a)));
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment in = doubles(arena, x);
+            MemorySegment out = arena.allocate(8L * x.length, 64);
+            for (var e : strict.entrySet()) {
+                Expr formula = new Expr.Math(e.getKey(), List.of(new Expr.In(0, "x0")));
+                PointwiseCodegen.kernel(formula, 1, 0, new PointwiseCodegen.Layout(true, List.of(F64, F64)))
+                        .row(new MemorySegment[] {out, in}, new long[2], x.length, new double[0]);
+                double worst = 0;
+                double at = 0;
+                for (int i = 0; i < x.length; i++) {
+                    double u = ulps(e.getValue().applyAsDouble(x[i]), out.get(ElementIO.F64, 8L * i));
+                    if (u > worst) {
+                        worst = u;
+                        at = x[i];
+                    }
+                }
+                assertTrue(worst <= 2, e.getKey() + ": " + worst + " ulps at " + at);
+            }
+        }
+    }
+
+    /** Every function with a float64 vector form computes, in double lanes, its double reference (transcendentals within 2 ulps). */
+    @Test
+    void everyFunctionWithAFloat64FormMatchesItsReference() {
+        double[] values = {0.0, -0.0, Double.NaN, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY, 1, -1, 2, 3, 0.5, -0.5, 1e-310, 7.25, -3.5};
+        try (Arena arena = Arena.ofConfined()) {
+            for (Fn fn : Fn.values()) {
+                if (!VectorMathF64.supports(fn)) continue;
+                List<Expr> args = new ArrayList<>();
+                for (int k = 0; k < fn.arity(); k++) args.add(new Expr.In(k, "x" + k));
+                List<PointwiseCodegen.Storage> layout = java.util.Collections.nCopies(fn.arity() + 1, F64);
+                PointwiseCodegen.RowKernel kernel = PointwiseCodegen.kernel(new Expr.Math(fn, args), fn.arity(), 0,
+                        new PointwiseCodegen.Layout(true, layout));
+                for (int n : LENGTHS) {
+                    double[][] in = new double[fn.arity()][n];
+                    MemorySegment[] segs = new MemorySegment[fn.arity() + 1];
+                    for (int k = 0; k < in.length; k++) {
+                        for (int i = 0; i < n; i++) in[k][i] = random.nextInt(3) == 0 ? values[random.nextInt(values.length)] : random.nextGaussian() * 4;
+                        segs[k + 1] = doubles(arena, in[k]);
+                    }
+                    segs[0] = arena.allocate(8L * Math.max(n, 1), 64);
+                    kernel.row(segs, new long[fn.arity() + 1], n, new double[0]);
+                    for (int i = 0; i < n; i++) {
+                        double a = in[0][i];
+                        double b = in.length > 1 ? in[1][i] : 0;
+                        double c = in.length > 2 ? in[2][i] : 0;
+                        double expected = fn.apply(a, b, c);
+                        double actual = segs[0].get(ElementIO.F64, 8L * i);
+                        double u = ulps(expected, actual);
+                        assertTrue(exact(fn) ? u == 0 : u <= 2 || Math.abs(expected - actual) < 1e-15,
+                                fn + "(" + a + ", " + b + ", " + c + "): expected " + expected + ", got " + actual);
+                    }
+                }
+            }
+        }
+    }
+
+    /** float16 bits widen exactly, for all 65,536 of them (NaN payloads kept). */
+    @Test
+    void float16WidensExactly() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment h = arena.allocate(2L * 65536, 64);
+            for (int b = 0; b < 65536; b++) h.set(ElementIO.I16, 2L * b, (short) b);
+            MemorySegment out = arena.allocate(4L * 65536, 64);
+            for (long i = 0; i < 65536; i += VectorMath.LANES) VectorMath.store(VectorMath.loadF16(h, 0, i), out, 0, i);
+            for (int b = 0; b < 65536; b++) {
+                float expected = Float.float16ToFloat((short) b);
+                assertEquals(Float.floatToRawIntBits(expected), Float.floatToRawIntBits(out.get(ElementIO.F32, 4L * b)),
+                        "half 0x" + Integer.toHexString(b) + " = " + expected);
+            }
+        }
+    }
+
+    /**
+     * float32 rounds to float16 as {@code Float.floatToFloat16} does (to nearest even, subnormals, overflow, signed
+     * zeros), at every half's neighbourhood (the half itself, the midpoints to its neighbours and one float ulp either
+     * side of them) and at random floats; a NaN stays NaN.
+     */
+    @Test
+    void float32RoundsToFloat16AsTheJdk() {
+        List<Float> v = new ArrayList<>();
+        for (int b = 0; b < 0x7c00; b++) {
+            float x = Float.float16ToFloat((short) b);
+            float next = Float.float16ToFloat((short) (b + 1));
+            float mid = (float) (((double) x + next) / 2);
+            for (float f : new float[] {x, mid, Math.nextUp(mid), Math.nextDown(mid)}) {
+                v.add(f);
+                v.add(-f);
+            }
+        }
+        v.addAll(List.of(65520f, 65519.99f, 1e9f, Float.MAX_VALUE, Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY, Float.NaN, 1e-10f,
+                Float.MIN_VALUE, -0f));
+        for (int i = 0; i < 100_000; i++) v.add(Float.intBitsToFloat(random.nextInt()));
+        int n = v.size();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment f = arena.allocate(4L * n, 64);
+            for (int i = 0; i < n; i++) f.set(ElementIO.F32, 4L * i, v.get(i));
+            MemorySegment h = arena.allocate(2L * n, 64);
+            long i = 0;
+            for (; i + VectorMath.LANES <= n; i += VectorMath.LANES) VectorMath.storeF16(VectorMath.load(f, 0, i), h, 0, i);
+            VectorMath.storeF16Masked(VectorMath.loadMasked(f, 0, i, VectorMath.mask(i, n)), h, 0, i, VectorMath.mask(i, n));
+            for (int k = 0; k < n; k++) {
+                float x = v.get(k);
+                short expected = Float.floatToFloat16(x);
+                short actual = h.get(ElementIO.I16, 2L * k);
+                if (Float.isNaN(x)) {
+                    assertTrue(Float.isNaN(Float.float16ToFloat(actual)), "NaN -> 0x" + Integer.toHexString(actual & 0xffff));
+                } else {
+                    assertEquals(expected, actual, x + " (0x" + Integer.toHexString(Float.floatToRawIntBits(x)) + ")");
+                }
+            }
+        }
+    }
+
+    /**
+     * The kernel of a declared formula serves half-precision rows (widened, computed in float, rounded once on store),
+     * bool outputs and float64 rows through generated loops, with the reference's results: exactly for exact
+     * functions, at every length around the vector width, with a broadcast operand.
+     */
+    @Test
+    void halfBoolAndFloat64RowsComputeWhatTheReferenceComputes() {
+        Expr x0 = new Expr.In(0, "x0");
+        Expr x1 = new Expr.In(1, "x1");
+        Expr formula = new Expr.Math(Fn.SUB, List.of(new Expr.Math(Fn.MAX, List.of(x0, x1)), new Expr.Math(Fn.MUL, List.of(x0,
+                new Expr.Scalar(0, "p0", Double.NaN)))));
+        Expr compare = new Expr.Math(Fn.LT, List.of(x0, x1));
+        CpuFormulaKernel kernel = new CpuFormulaKernel(formula, 2);
+        CpuFormulaKernel comparison = new CpuFormulaKernel(compare, 2);
+        double[] params = {0.75};
+        try (Arena arena = Arena.ofConfined()) {
+            for (DType t : new DType[] {DType.BFLOAT16, DType.FLOAT16, DType.FLOAT64, DType.FLOAT32}) {
+                for (int n : LENGTHS) {
+                    for (int bStride : new int[] {1, 0}) {
+                        long es = t.byteSize();
+                        MemorySegment a = arena.allocate(es * Math.max(n, 1), 64);
+                        MemorySegment b = arena.allocate(es * Math.max(n, 1), 64);
+                        double[] av = new double[n];
+                        double[] bv = new double[n];
+                        for (int i = 0; i < n; i++) {
+                            ElementIO.setDouble(t, a, es * i, value());
+                            ElementIO.setDouble(t, b, es * i, value());
+                            av[i] = ElementIO.getDouble(t, a, es * i);
+                        }
+                        for (int i = 0; i < n; i++) bv[i] = ElementIO.getDouble(t, b, es * i * bStride);
+                        MemorySegment out = arena.allocate(es * Math.max(n, 1), 64);
+                        MemorySegment bools = arena.allocate(Math.max(n, 1), 64);
+                        StridedView[] in = {
+                            new StridedView(a, 0, new long[] {n}, new long[] {1}, t), new StridedView(b, 0, new long[] {n}, new long[] {bStride}, t)};
+                        kernel.run(0, t, new StridedView(out, 0, new long[] {n}, new long[] {1}, t), in, params);
+                        comparison.run(0, t, new StridedView(bools, 0, new long[] {n}, new long[] {1}, DType.BOOL), in, params);
+                        for (int i = 0; i < n; i++) {
+                            double m = Math.max(av[i], bv[i]);
+                            // Float lanes round the product to float first (exact for halves' values times 0.75).
+                            double expected = t == DType.FLOAT64 ? m - av[i] * 0.75 : (float) ((float) m - (float) (av[i] * 0.75));
+                            MemorySegment ref = arena.allocate(8);
+                            ElementIO.setDouble(t, ref, 0, expected);
+                            double rounded = ElementIO.getDouble(t, ref, 0);
+                            double actual = ElementIO.getDouble(t, out, es * i);
+                            String what = t + " n=" + n + " stride " + bStride + " at " + i + ": max(" + av[i] + ", " + bv[i] + ") - 0.75 x";
+                            if (Double.isNaN(rounded)) assertTrue(Double.isNaN(actual), what);
+                            else assertEquals(rounded, actual, 0.0, what);
+                            assertEquals(av[i] < bv[i] ? 1 : 0, bools.get(ElementIO.I8, i), t + " lt at " + i);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * GELU's tanh form in float32 stays within a few ulps of its definition, evaluated in double as {@code x / (1 +
+     * exp(-2z))}, also for negative inputs, where {@code 1 + tanh(z)} cancels (the hand-written loop computed that form once:
+     * 15 ulps off near x = -4.5, and 0 instead of -4e-16 at x = -7.2).
+     */
+    @Test
+    void geluTanhIsAccurateWhereOnePlusTanhCancels() {
+        int n = 1051;
+        float[] x = new float[n];
+        for (int i = 0; i < n; i++) x[i] = -7.5f + 0.01f * i;
+        try (org.jtorch.Tensor t = org.jtorch.Torch.tensor(x); org.jtorch.Tensor y = t.gelu("tanh")) {
+            float[] got = y.toFloatArray();
+            for (int i = 0; i < n; i++) {
+                double z = Math.sqrt(2 / Math.PI) * (x[i] + 0.044715 * x[i] * x[i] * x[i]);
+                float expected = (float) (x[i] / (1 + Math.exp(-2 * z)));
+                // exp(-2z) turns the few float roundings in z into about 2|z| float ulps each of relative error.
+                assertEquals(expected, got[i], (4 + 6 * Math.abs(z)) * Math.ulp(expected), "gelu_tanh(" + x[i] + ")");
+            }
+        }
     }
 }

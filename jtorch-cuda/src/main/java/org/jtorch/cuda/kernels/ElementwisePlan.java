@@ -4,13 +4,12 @@ import java.util.Arrays;
 import org.jtorch.DType;
 import org.jtorch.cuda.KernelStructs;
 import org.jtorch.op.DTypeRule;
-import org.jtorch.ops.BinaryOp;
-import org.jtorch.ops.Elementwise;
-import org.jtorch.ops.UnaryOp;
+import org.jtorch.op.OpDef;
 
 /**
  * Host-side choices for an elementwise launch, with no GPU or driver involved (unit-tested on any
- * machine): which entry point of {@code elementwise.cu} / {@code copy.cu} serves an op and dtype, whether
+ * machine): which entry point of an op's generated source ({@code FormulaKernels}) / {@code copy.cu} /
+ * {@code elementwise.cu} (where) serves an op and dtype, whether
  * the contiguous (same-dtype, 16-byte vector) kernel applies or the strided dynamic-cast one, and the
  * coalesced shape and strides the strided kernels read from {@code jt::Strided}.
  *
@@ -43,16 +42,9 @@ public final class ElementwisePlan {
         return compute.isFloatingPoint() ? "f32" : "i64";
     }
 
-    /**
-     * The op's name in the sources ({@code JT_SELECT_<name>}, {@code jt_unary_<name>_...}): the enum constant's
-     * name in lower case, which is the PyTorch name except for {@code pow_scalar} (distinct from binary {@code pow}).
-     */
-    public static String kernelName(UnaryOp op) {
-        return op.name().toLowerCase(java.util.Locale.ROOT);
-    }
-
-    public static String kernelName(BinaryOp op) {
-        return op.name().toLowerCase(java.util.Locale.ROOT);
+    /** The op's name in the generated sources ({@code jt_unary_<name>_...}): its kernel's name ({@code pow_scalar} beside binary {@code pow}). */
+    public static String kernelName(OpDef op) {
+        return op.kernel();
     }
 
     /**
@@ -70,21 +62,13 @@ public final class ElementwisePlan {
         };
     }
 
-    public static boolean supports(UnaryOp op, DType compute) {
-        return supports(Elementwise.declaration(op).rule(), compute);
-    }
-
-    public static boolean supports(BinaryOp op, DType compute) {
-        return supports(Elementwise.declaration(op).rule(), compute);
+    public static boolean supports(OpDef op, DType compute) {
+        return supports(op.rule(), compute);
     }
 
     /** The dtype the kernels write for {@code op} computing in {@code compute}: bool for predicates, else {@code compute}. */
-    public static DType resultType(UnaryOp op, DType compute) {
-        return Elementwise.declaration(op).resultType(compute);
-    }
-
-    public static DType resultType(BinaryOp op, DType compute) {
-        return Elementwise.declaration(op).resultType(compute);
+    public static DType resultType(OpDef op, DType compute) {
+        return op.resultType(compute);
     }
 
     /** One operand as a kernel sees it: dtype, shape-aligned element strides, contiguity. */
@@ -112,9 +96,9 @@ public final class ElementwisePlan {
 
     /**
      * {@code out = op(x)}: the contiguous kernel when x is of the compute dtype, out of the op's result dtype
-     * ({@link #resultType(UnaryOp, DType)}), both contiguous and the compute dtype is not bool.
+     * ({@link #resultType(OpDef, DType)}), both contiguous and the compute dtype is not bool.
      */
-    public static Launch unary(UnaryOp op, DType compute, long[] shape, Operand out, Operand x) {
+    public static Launch unary(OpDef op, DType compute, long[] shape, Operand out, Operand x) {
         if (!supports(op, compute)) throw unsupported(op.pyName(), compute, shape);
         return unary(kernelName(op), resultType(op, compute), compute, shape, out, x);
     }
@@ -130,7 +114,7 @@ public final class ElementwisePlan {
     }
 
     /** {@code out = op(a, b)} with a and b broadcast to {@code shape} (zero strides); the contiguous rule as {@link #unary}. */
-    public static Launch binary(BinaryOp op, DType compute, long[] shape, Operand out, Operand a, Operand b) {
+    public static Launch binary(OpDef op, DType compute, long[] shape, Operand out, Operand a, Operand b) {
         if (!supports(op, compute)) throw unsupported(op.pyName(), compute, shape);
         return binary(kernelName(op), resultType(op, compute), compute, shape, out, a, b);
     }

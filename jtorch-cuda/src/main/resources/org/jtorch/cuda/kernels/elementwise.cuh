@@ -1,7 +1,9 @@
 // The shared machinery of the elementwise kernels: the functor traits and helpers, the contiguous and
-// strided paths, and the macros that instantiate an op's entry points for its dtypes. Included by
-// elementwise.cu (the hand-written functors) and by the sources the backend generates from an op's
-// declared formula (org.jtorch.cuda.FormulaKernels); both name their entries as described in elementwise.cu.
+// strided paths, and the macros that instantiate an op's entry points for its dtypes. Included by the sources
+// the backend generates from an op's declared formula (org.jtorch.cuda.FormulaKernels) and fused group
+// (FusedKernels), and by elementwise.cu (where). Entries: jt_<unary|binary>_<op>_<dtype> for contiguous
+// operands of the compute dtype (16-byte vectors plus a scalar tail), jt_<unary|binary>_<op>_strided_<f32|f64|i64>
+// for any strides and operand dtypes (converted to and from the compute type on load and store).
 #pragma once
 #include "jtorch_cuda.cuh"
 
@@ -9,8 +11,8 @@ namespace jt {
 
 // ---- traits and helpers of the functors ----
 
-// Whether compute type A is an integer type (integer and bool compute): such ops follow UnaryOp.applyLong /
-// BinaryOp.applyLong, computed in jt_i64.
+// Whether compute type A is an integer type (integer and bool compute): such ops follow Fn.applyLong, computed in
+// jt_i64.
 template <typename A> struct IsIntegral { static const bool value = true; };
 template <> struct IsIntegral<float> { static const bool value = false; };
 template <> struct IsIntegral<double> { static const bool value = false; };
@@ -19,7 +21,7 @@ template <> struct IsIntegral<double> { static const bool value = false; };
 struct ToSame { template <typename T> using out = T; };
 struct ToBool { template <typename T> using out = bool; };
 
-// The scalar parameters of unary ops (UnaryOp.apply(x, p0, p1)); integer compute reads them as Java's (long) cast.
+// The scalar parameters of unary ops (p0, p1); integer compute reads them as Java's (long) cast.
 struct UnaryParams { double p0, p1; };
 
 template <typename F> __device__ __forceinline__ F with_params(double p0, double p1) {
@@ -53,7 +55,7 @@ template <typename A> __device__ __forceinline__ A java_pow(A x, A y) {
     return pow(x, y);
 }
 
-// BinaryOp.intPow (ATen's powi): by squaring, wrapping; negative exponents give 0 except for bases 1 and -1.
+// Fn.intPow (ATen's powi): by squaring, wrapping; negative exponents give 0 except for bases 1 and -1.
 __device__ __forceinline__ jt_i64 int_pow(jt_i64 base, jt_i64 exp) {
     if (exp < 0) {
         if (base == 1) return 1;
@@ -119,6 +121,88 @@ template <typename A> __device__ __forceinline__ A clamp_opt(A x, A lo, A hi) {
 // kernel (the dispatcher checks first and throws); Long.MIN_VALUE % -1 is 0 as in Java.
 template <typename A> __device__ __forceinline__ A java_fmod(A a, A b) {
     if constexpr (IsIntegral<A>::value) return java_rem(a, b); else return fmod(a, b);
+}
+
+// Rounding leaves integers as they are; rint rounds half to even (Math.rint, torch.round).
+template <typename A> __device__ __forceinline__ A round_floor(A x) { if constexpr (IsIntegral<A>::value) return x; else return floor(x); }
+template <typename A> __device__ __forceinline__ A round_ceil(A x) { if constexpr (IsIntegral<A>::value) return x; else return ceil(x); }
+template <typename A> __device__ __forceinline__ A round_rint(A x) { if constexpr (IsIntegral<A>::value) return x; else return rint(x); }
+template <typename A> __device__ __forceinline__ A round_trunc(A x) { if constexpr (IsIntegral<A>::value) return x; else return trunc(x); }
+
+// Math.pow for floating compute, powi (by squaring) for integer compute.
+template <typename A> __device__ __forceinline__ A java_pow_any(A x, A y) {
+    if constexpr (IsIntegral<A>::value) return (A)int_pow((jt_i64)x, (jt_i64)y); else return java_pow(x, y);
+}
+
+// pow with a scalar exponent: the exponents ATen special-cases go through the same functions as ATen's
+// (pow(-inf, 0.5) is sqrt(-inf) = nan); integers by squaring.
+template <typename A> __device__ __forceinline__ A pow_scalar(A x, A e) {
+    if constexpr (IsIntegral<A>::value) {
+        return (A)int_pow((jt_i64)x, (jt_i64)e);
+    } else {
+        if (e == A(0.5)) return sqrt(x);
+        if (e == A(-0.5)) return A(1) / sqrt(x);
+        if (e == A(2)) return x * x;
+        if (e == A(3)) return x * x * x;
+        if (e == A(-1)) return A(1) / x;
+        if (e == A(-2)) return A(1) / (x * x);
+        return java_pow(x, e);
+    }
+}
+
+// The rounding divisions and the remainder of floating operands are computed in double whatever the dtype, as
+// the CPU's reference: their results are integers (or exact remainders) that a float quotient could round
+// across. A zero integer divisor never reaches a kernel (the host checks first and throws).
+template <typename A> __device__ __forceinline__ A div_trunc(A a, A b) {
+    if constexpr (IsIntegral<A>::value) return (A)java_div((jt_i64)a, (jt_i64)b); else return (A)trunc((double)a / (double)b);
+}
+
+// Python's floor division: ATen's div_floor_floating (from fmod, so that -0.001 // inf == -1 and inf // 2 == nan);
+// integers round the quotient towards -inf (Math.floorDiv).
+template <typename A> __device__ __forceinline__ A div_floor(A a, A b) {
+    if constexpr (IsIntegral<A>::value) {
+        jt_i64 x = (jt_i64)a, y = (jt_i64)b, q = java_div(x, y);
+        return (A)((java_rem(x, y) != 0 && ((x ^ y) < 0)) ? q - 1 : q);
+    } else {
+        double x = (double)a, y = (double)b;
+        if (y == 0) return (A)(x / y);
+        double mod = fmod(x, y);
+        double div = (x - mod) / y;
+        if (mod != 0 && (y < 0) != (mod < 0)) div -= 1;
+        if (div == 0) return (A)copysign(0.0, x / y);
+        double fl = floor(div);
+        return (A)(div - fl > 0.5 ? fl + 1 : fl);
+    }
+}
+
+// Python's modulus: the result takes the divisor's sign (Math.floorMod for integers).
+template <typename A> __device__ __forceinline__ A remainder(A a, A b) {
+    if constexpr (IsIntegral<A>::value) {
+        jt_i64 x = (jt_i64)a, y = (jt_i64)b, r = java_rem(x, y);
+        return (A)((r != 0 && ((r ^ y) < 0)) ? r + y : r);
+    } else {
+        double x = (double)a, y = (double)b, r = fmod(x, y);
+        return (A)((r != 0 && (r < 0) != (y < 0)) ? r + y : r);
+    }
+}
+
+// 1 or 0 in the compute type; integers are never infinite and always finite.
+template <typename A> __device__ __forceinline__ A is_inf(A x) {
+    if constexpr (IsIntegral<A>::value) return A(0); else return A(x == x && !is_finite(x));
+}
+
+template <typename A> __device__ __forceinline__ A is_finite_01(A x) {
+    if constexpr (IsIntegral<A>::value) return A(1); else return A(is_finite(x));
+}
+
+// Shifts on the 64-bit values: a left count outside [0, 64) shifts everything out, shifted as unsigned so that
+// negative values are defined; a right count is clamped to [0, 63] (a large one leaves the sign).
+__device__ __forceinline__ jt_i64 shift_left(jt_i64 a, jt_i64 n) {
+    return n >= 64 || n < 0 ? 0 : (jt_i64)((jt_u64)a << n);
+}
+
+__device__ __forceinline__ jt_i64 shift_right(jt_i64 a, jt_i64 n) {
+    return a >> (n < 0 ? 0 : n > 63 ? 63 : n);
 }
 
 // N values of O, aligned to their total size: the output of a contiguous step (16 bytes when O is T,
@@ -224,7 +308,7 @@ using namespace jt;
 #define JT_FLOAT_COMPUTE(X, op, Functor) X(op, Functor, float, f32) X(op, Functor, double, f64)
 #define JT_INT_COMPUTE(X, op, Functor) X(op, Functor, jt_i64, i64)
 
-// Which dtypes an op computes in follows its declared Result in UnaryOp / BinaryOp (ElementwisePlan.supports):
+// Which dtypes an op computes in follows its declared dtype rule (ElementwisePlan.supports):
 // numeric = every dtype (bool through the strided int64 kernel); floating = Result.FLOAT (integer inputs are
 // promoted by the front end); integral = Result.INTEGRAL_OR_BOOL.
 #define JT_NUMERIC_UNARY(op, Functor) JT_FLOAT_TYPES(JT_UNARY, op, Functor) JT_INT_TYPES(JT_UNARY, op, Functor) \

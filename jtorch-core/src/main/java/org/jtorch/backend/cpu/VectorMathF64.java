@@ -1,0 +1,160 @@
+package org.jtorch.backend.cpu;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
+import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.op.Fn;
+
+/**
+ * The float64 Vector API form of each formula function, for generated float64 rows: {@link VectorMath}'s methods
+ * over {@link DoubleVector}, named alike (the generator picks the class by the compute dtype). The transcendentals
+ * are the Vector API's (SVML on x86), within 1 ulp of {@code StrictMath} where the tests sweep them; functions
+ * without a double vector form here (erf, GELU, rounding) make the generator decline, and the reference serves.
+ */
+public final class VectorMathF64 {
+    private VectorMathF64() {}
+
+    static final VectorSpecies<Double> DS = DoubleVector.SPECIES_PREFERRED;
+    public static final int LANES = DS.length();
+    private static final ByteOrder LE = ByteOrder.nativeOrder();
+
+    static boolean supports(Fn fn) {
+        return VectorMath.supports(fn) && fn != Fn.ERF && fn != Fn.GELU;
+    }
+
+    // ---------------------------------------------------------------- loads, stores, loop bounds
+
+    public static long upper(long len) {
+        return len - len % LANES;
+    }
+
+    public static VectorMask<Double> mask(long i, long len) {
+        return DS.indexInRange(i, len);
+    }
+
+    public static DoubleVector load(MemorySegment s, long off, long i) {
+        return DoubleVector.fromMemorySegment(DS, s, off + 8 * i, LE);
+    }
+
+    public static DoubleVector loadMasked(MemorySegment s, long off, long i, VectorMask<Double> m) {
+        return DoubleVector.fromMemorySegment(DS, s, off + 8 * i, LE, m);
+    }
+
+    public static void store(DoubleVector v, MemorySegment s, long off, long i) {
+        v.intoMemorySegment(s, off + 8 * i, LE);
+    }
+
+    public static void storeMasked(DoubleVector v, MemorySegment s, long off, long i, VectorMask<Double> m) {
+        v.intoMemorySegment(s, off + 8 * i, LE, m);
+    }
+
+    /** Bytes, as many lanes as doubles: a bool row step. */
+    static final VectorSpecies<Byte> BS = VectorSpecies.of(byte.class, VectorShape.forBitSize(DS.vectorBitSize() / 8));
+
+    public static void storeBool(DoubleVector v, MemorySegment s, long off, long i) {
+        ByteVector.zero(BS).blend((byte) 1, v.compare(VectorOperators.NE, 0).cast(BS)).intoMemorySegment(s, off + i, LE);
+    }
+
+    public static void storeBoolMasked(DoubleVector v, MemorySegment s, long off, long i, VectorMask<Double> m) {
+        ByteVector.zero(BS).blend((byte) 1, v.compare(VectorOperators.NE, 0).cast(BS)).intoMemorySegment(s, off + i, LE, m.cast(BS));
+    }
+
+    public static DoubleVector splatAt(MemorySegment s, long off) {
+        return DoubleVector.broadcast(DS, s.get(ElementIO.F64, off));
+    }
+
+    public static DoubleVector param(double[] params, int j, double ifNone) {
+        double v = params[j];
+        return DoubleVector.broadcast(DS, v != v ? ifNone : v);
+    }
+
+    public static DoubleVector constant(double c) {
+        return DoubleVector.broadcast(DS, c);
+    }
+
+    // ---------------------------------------------------------------- the functions, one per Fn
+
+    public static DoubleVector neg(DoubleVector a) { return a.neg(); }
+    public static DoubleVector abs(DoubleVector a) { return a.abs(); }
+    public static DoubleVector add(DoubleVector a, DoubleVector b) { return a.add(b); }
+    public static DoubleVector sub(DoubleVector a, DoubleVector b) { return a.sub(b); }
+    public static DoubleVector mul(DoubleVector a, DoubleVector b) { return a.mul(b); }
+    public static DoubleVector div(DoubleVector a, DoubleVector b) { return a.div(b); }
+    public static DoubleVector exp(DoubleVector a) { return a.lanewise(VectorOperators.EXP); }
+    public static DoubleVector log(DoubleVector a) { return a.lanewise(VectorOperators.LOG); }
+    public static DoubleVector log1p(DoubleVector a) { return a.lanewise(VectorOperators.LOG1P); }
+    public static DoubleVector expm1(DoubleVector a) { return a.lanewise(VectorOperators.EXPM1); }
+    public static DoubleVector tanh(DoubleVector a) { return a.lanewise(VectorOperators.TANH); }
+    public static DoubleVector sin(DoubleVector a) { return a.lanewise(VectorOperators.SIN); }
+    public static DoubleVector cos(DoubleVector a) { return a.lanewise(VectorOperators.COS); }
+    public static DoubleVector sqrt(DoubleVector a) { return a.sqrt(); }
+    public static DoubleVector pow(DoubleVector a, DoubleVector b) { return a.lanewise(VectorOperators.POW, b); }
+
+    public static DoubleVector pow_scalar(DoubleVector a, DoubleVector e) {
+        double p = e.lane(0);
+        if (e.compare(VectorOperators.NE, p).anyTrue()) return powScalarLanes(a, e);
+        if (p == 0.5) return a.sqrt();
+        if (p == -0.5) return DoubleVector.broadcast(DS, 1).div(a.sqrt());
+        if (p == 2) return a.mul(a);
+        if (p == 3) return a.mul(a).mul(a);
+        if (p == -1) return DoubleVector.broadcast(DS, 1).div(a);
+        if (p == -2) return DoubleVector.broadcast(DS, 1).div(a.mul(a));
+        return a.lanewise(VectorOperators.POW, e);
+    }
+
+    /** The special cases lane by lane, for an exponent that is not the same in every lane. */
+    private static DoubleVector powScalarLanes(DoubleVector a, DoubleVector e) {
+        DoubleVector one = DoubleVector.broadcast(DS, 1);
+        return a.lanewise(VectorOperators.POW, e)
+                .blend(one.div(a.mul(a)), e.compare(VectorOperators.EQ, -2))
+                .blend(one.div(a), e.compare(VectorOperators.EQ, -1))
+                .blend(a.mul(a).mul(a), e.compare(VectorOperators.EQ, 3))
+                .blend(a.mul(a), e.compare(VectorOperators.EQ, 2))
+                .blend(one.div(a.sqrt()), e.compare(VectorOperators.EQ, -0.5))
+                .blend(a.sqrt(), e.compare(VectorOperators.EQ, 0.5));
+    }
+
+    public static DoubleVector sigmoid(DoubleVector a) {
+        return DoubleVector.broadcast(DS, 1).div(a.neg().lanewise(VectorOperators.EXP).add(1));
+    }
+
+    public static DoubleVector relu(DoubleVector a) { return a.blend(0, a.compare(VectorOperators.LE, 0)); }
+
+    public static DoubleVector threshold(DoubleVector a, DoubleVector b) { return a.blend(0, b.compare(VectorOperators.LE, 0)); }
+
+    public static DoubleVector sign(DoubleVector a) {
+        return DoubleVector.zero(DS).blend(1, a.compare(VectorOperators.GT, 0)).blend(-1, a.compare(VectorOperators.LT, 0));
+    }
+
+    public static DoubleVector isinf(DoubleVector a) { return ones(a.abs().compare(VectorOperators.EQ, Double.POSITIVE_INFINITY)); }
+    public static DoubleVector isfinite(DoubleVector a) { return ones(a.abs().compare(VectorOperators.LT, Double.POSITIVE_INFINITY)); }
+    public static DoubleVector gt(DoubleVector a, DoubleVector b) { return ones(a.compare(VectorOperators.GT, b)); }
+    public static DoubleVector ge(DoubleVector a, DoubleVector b) { return ones(a.compare(VectorOperators.GE, b)); }
+    public static DoubleVector lt(DoubleVector a, DoubleVector b) { return ones(a.compare(VectorOperators.LT, b)); }
+    public static DoubleVector le(DoubleVector a, DoubleVector b) { return ones(a.compare(VectorOperators.LE, b)); }
+    public static DoubleVector eq(DoubleVector a, DoubleVector b) { return ones(a.compare(VectorOperators.EQ, b)); }
+    public static DoubleVector ne(DoubleVector a, DoubleVector b) { return ones(a.compare(VectorOperators.NE, b)); }
+
+    private static DoubleVector ones(VectorMask<Double> m) {
+        return DoubleVector.zero(DS).blend(1, m);
+    }
+
+    public static DoubleVector select(DoubleVector cond, DoubleVector a, DoubleVector b) {
+        return b.blend(a, cond.compare(VectorOperators.NE, 0));
+    }
+
+    public static DoubleVector max(DoubleVector a, DoubleVector b) { return a.max(b); }
+
+    public static DoubleVector min(DoubleVector a, DoubleVector b) { return a.min(b); }
+
+    public static DoubleVector clamp(DoubleVector x, DoubleVector lo, DoubleVector hi) {
+        DoubleVector l = lo.blend(Double.NEGATIVE_INFINITY, lo.test(VectorOperators.IS_NAN));
+        DoubleVector h = hi.blend(Double.POSITIVE_INFINITY, hi.test(VectorOperators.IS_NAN));
+        return x.max(l).min(h).blend(x, x.test(VectorOperators.IS_NAN));
+    }
+}
