@@ -263,6 +263,10 @@ public sealed interface Expr {
             case In i -> "x" + i.index();
             case Scalar s -> "jt::scalar_param<A>(p" + s.index() + ", " + cDouble(s.ifNone()) + ")";
             case Const c -> "A(" + cDouble(c.value()) + ")";
+            // a +- b * c with one rounding (add/sub with alpha, as ATen's fmadd): contraction is the compiler's choice otherwise
+            case Math m when (m.fn() == Fn.ADD || m.fn() == Fn.SUB) && m.args().get(1) instanceof Math p && p.fn() == Fn.MUL ->
+                    (m.fn() == Fn.ADD ? "jt::mul_add(" : "jt::mul_sub(") + m.args().get(0).toC() + ", " + p.args().get(0).toC() + ", "
+                            + p.args().get(1).toC() + ")";
             case Math m -> String.format(m.fn().c(), m.args().stream().map(Expr::toC).toArray());
             default -> throw new IllegalStateException(this + " is not a pointwise formula");
         };

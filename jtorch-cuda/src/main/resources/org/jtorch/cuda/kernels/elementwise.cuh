@@ -47,6 +47,14 @@ template <> __device__ __forceinline__ double quiet_nan<double>() { return __lon
 // x is +-inf or NaN exactly when x - x is NaN (no INFINITY constant without system headers).
 template <typename A> __device__ __forceinline__ bool is_finite(A x) { return (x - x) == (x - x); }
 
+// a + b * c and a - b * c rounded once for floating compute (add and sub with alpha; ATen's fmadd), exact for integers.
+template <typename A> __device__ __forceinline__ A mul_add(A a, A b, A c) { return a + b * c; }
+template <> __device__ __forceinline__ float mul_add<float>(float a, float b, float c) { return fmaf(b, c, a); }
+template <> __device__ __forceinline__ double mul_add<double>(double a, double b, double c) { return fma(b, c, a); }
+template <typename A> __device__ __forceinline__ A mul_sub(A a, A b, A c) { return a - b * c; }
+template <> __device__ __forceinline__ float mul_sub<float>(float a, float b, float c) { return fmaf(-b, c, a); }
+template <> __device__ __forceinline__ double mul_sub<double>(double a, double b, double c) { return fma(-b, c, a); }
+
 // Java's Math.pow, which differs from C's pow: a NaN exponent gives NaN (C: pow(1, nan) = 1) and
 // |x| == 1 to an infinite power gives NaN (C: 1).
 template <typename A> __device__ __forceinline__ A java_pow(A x, A y) {
