@@ -27,8 +27,10 @@ import org.jtorch.ops.Arguments;
  * that identical optimizer steps keep the replicas identical.
  *
  * <ul>
- *   <li>At construction, rank 0's parameters and buffers are broadcast to every rank (ranks whose shapes differ
- *       fail there, naming the shapes).</li>
+ *   <li>At construction, rank 0's parameters and buffers are broadcast to every rank, and the ranks compare their
+ *       bucket layouts (each parameter's dtype and shape, in bucket order): replicas that differ fail there, naming the
+ *       first parameter that differs. Buckets are then all-reduced without the process group's per-call comparison
+ *       ({@link ProcessGroup#allReduceUnchecked}): every rank launches the same buckets in the same order.</li>
  *   <li>Gradients are gathered into buckets (one dtype each; the first about {@link Options#firstBucketCapBytes},
  *       the others about {@link Options#bucketCapBytes}), filled in reverse parameter order, which is about the
  *       order backward produces them. A post-accumulate-grad hook on each parameter copies its gradient into its
@@ -159,6 +161,7 @@ public final class DistributedDataParallel extends Module {
         List<Integer> reverse = new ArrayList<>();
         for (int i = params.size() - 1; i >= 0; i--) reverse.add(i);
         assignBuckets(reverse);
+        checkLayoutAgrees();
         for (Tensor p : params) p.registerPostAccumulateGradHook(this::gradientReady);
     }
 
@@ -380,7 +383,7 @@ public final class DistributedDataParallel extends Module {
     private void launchReadyBuckets() {
         while (nextToLaunch < buckets.size() && buckets.get(nextToLaunch).pending == 0) {
             Bucket b = buckets.get(nextToLaunch++);
-            b.work = group.allReduce(b.flat, ReduceOp.AVG);
+            b.work = group.allReduceUnchecked(b.flat, ReduceOp.AVG); // the layout was compared when the buckets were built
         }
     }
 
@@ -442,7 +445,82 @@ public final class DistributedDataParallel extends Module {
             for (long v : got) newOrder.add((int) v);
             List<Integer> current = new ArrayList<>();
             for (Bucket b : buckets) current.addAll(b.params);
-            if (!newOrder.equals(current) && isPermutation(newOrder)) assignBuckets(newOrder);
+            if (!newOrder.equals(current) && isPermutation(newOrder)) {
+                assignBuckets(newOrder);
+                checkLayoutAgrees();
+            }
+        }
+    }
+
+    /** Longs per parameter in {@link #layout()}: bucket, dtype, element count, rank of the shape, its first four sizes. */
+    private static final int LAYOUT_LONGS = 8;
+
+    /**
+     * Compares every rank's bucket layout (each parameter's bucket, dtype and shape, in bucket order) with rank 0's, so
+     * that the buckets' all-reduces can skip the per-call comparison ({@link ProcessGroup#allReduceUnchecked}): with the
+     * layout equal and buckets launched in index order, every rank issues the same all-reduces. Replicas that differ fail
+     * here on every rank, naming the first parameter that differs (the broadcast at construction only compares each
+     * dtype's total element count).
+     */
+    private void checkLayoutAgrees() {
+        if (group.size() == 1) return;
+        int n = group.size();
+        long[] counts = gathered(new long[] {params.size(), buckets.size()});
+        for (int r = 1; r < n; r++) {
+            if (counts[2 * r] != counts[0] || counts[2 * r + 1] != counts[1]) {
+                throw new DistributedException("DistributedDataParallel: the ranks' replicas differ: rank 0 has " + counts[0]
+                        + " parameters requiring grad in " + counts[1] + " gradient buckets, rank " + r + " has " + counts[2 * r] + " in "
+                        + counts[2 * r + 1] + " (every rank must wrap the same model with the same bucket options)");
+            }
+        }
+        long[] mine = layout();
+        long[] all = gathered(mine);
+        for (int r = 1; r < n; r++) {
+            for (int k = 0; k < params.size(); k++) {
+                int at = r * mine.length + k * LAYOUT_LONGS;
+                if (!java.util.Arrays.equals(all, at, at + LAYOUT_LONGS, all, k * LAYOUT_LONGS, (k + 1) * LAYOUT_LONGS)) {
+                    int i = buckets.stream().flatMap(b -> b.params.stream()).toList().get(k);
+                    throw new DistributedException("DistributedDataParallel: the ranks' replicas differ: in gradient bucket order, parameter "
+                            + k + " (" + names.get(i) + " here) is " + describeLayout(all, k * LAYOUT_LONGS) + " on rank 0 but "
+                            + describeLayout(all, at) + " on rank " + r + " (every rank must wrap the same model)");
+                }
+            }
+        }
+    }
+
+    private long[] layout() {
+        long[] out = new long[params.size() * LAYOUT_LONGS];
+        int k = 0;
+        for (int bi = 0; bi < buckets.size(); bi++) {
+            for (int i : buckets.get(bi).params) {
+                Tensor p = params.get(i);
+                long[] shape = p.shape();
+                int at = k++ * LAYOUT_LONGS;
+                out[at] = bi;
+                out[at + 1] = p.dtype().ordinal();
+                out[at + 2] = p.numel();
+                out[at + 3] = shape.length;
+                for (int d = 0; d < 4; d++) out[at + 4 + d] = d < shape.length ? shape[d] : -1;
+            }
+        }
+        return out;
+    }
+
+    private static String describeLayout(long[] all, int at) {
+        StringBuilder shape = new StringBuilder("[");
+        int ndim = (int) all[at + 3];
+        for (int d = 0; d < Math.min(ndim, 4); d++) shape.append(d > 0 ? ", " : "").append(all[at + 4 + d]);
+        if (ndim > 4) shape.append(", ...");
+        shape.append(']');
+        return DType.values()[(int) all[at + 1]].pyName() + " " + shape + " (" + all[at + 2] + " elements) in bucket " + all[at];
+    }
+
+    /** Every rank's {@code values}, rank r's at {@code r * values.length}. */
+    private long[] gathered(long[] values) {
+        try (Tensor local = Torch.tensor(values); Tensor mine = local.to(device);
+             Tensor all = Tensor.empty(new long[] {(long) values.length * group.size()}, DType.INT64, device)) {
+            group.allGatherIntoTensor(all, mine).waitFor();
+            return all.toLongArray();
         }
     }
 

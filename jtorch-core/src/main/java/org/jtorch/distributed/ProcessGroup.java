@@ -34,6 +34,17 @@ public abstract class ProcessGroup implements AutoCloseable {
     /** Reduces {@code tensor} across ranks in place: every rank ends with the combined values. */
     public abstract Work allReduce(Tensor tensor, ReduceOp op);
 
+    /**
+     * {@link #allReduce(Tensor, ReduceOp)} without the per-call comparison of the ranks' dtype and shape, for a caller
+     * that has established once that every rank issues the same sequence of such calls ({@link DistributedDataParallel}
+     * compares its bucket layout when it builds it, then reduces each bucket this way). The comparison costs a small
+     * all-gather and a host round trip per call, which on a device backend sits between consecutive buckets. A
+     * disagreement is then not detected, as in PyTorch. Backends without a cheaper path check anyway.
+     */
+    public Work allReduceUnchecked(Tensor tensor, ReduceOp op) {
+        return allReduce(tensor, op);
+    }
+
     /** {@link #allReduce(Tensor, ReduceOp)} with {@link ReduceOp#SUM}. */
     public Work allReduce(Tensor tensor) {
         return allReduce(tensor, ReduceOp.SUM);

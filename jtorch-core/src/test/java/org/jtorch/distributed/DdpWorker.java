@@ -51,6 +51,7 @@ public final class DdpWorker {
             case "sync-bn" -> syncBatchNorm(pg);
             case "sync-bn-unequal" -> syncBatchNormUnequal(pg);
             case "no-sync" -> noSync(pg);
+            case "layout-differs" -> layoutDiffers(pg);
             case "unused" -> unused(pg);
             case "unused-found" -> unusedFound(pg);
             case "lstm-typed" -> lstmTyped(pg);
@@ -106,11 +107,16 @@ public final class DdpWorker {
         Module ref = trainedOnTheWholeBatch(mlpModel(0), xs, ys);
         DistributedDataParallel ddp = new DistributedDataParallel(mlpModel(rank == 0 ? 0 : 99), pg, options);
         SGD opt = sgd(ddp);
+        long headersAfterFirstStep = 0;
         for (int s = 0; s < STEPS; s++) {
             opt.zeroGrad();
             F.mseLoss(ddp.forward(rows(xs.get(s), rank * local, local)), rows(ys.get(s), rank * local, local)).backward();
             opt.step();
+            if (s == 0) headersAfterFirstStep = headerExchanges(pg);
         }
+        // The layout was compared at construction and after the rebuild: the buckets' all-reduces exchange no headers.
+        check(headerExchanges(pg) == headersAfterFirstStep, "header exchanges after the first step: "
+                + (headerExchanges(pg) - headersAfterFirstStep));
         if (options.bucketCapBytes() < 1024) {
             // A bucket closes once it reaches its cap, so each holds a bias and a weight; rebuilt after the first
             // iteration in the order the gradients arrived (a layer's bias before its weight).
@@ -316,6 +322,28 @@ public final class DdpWorker {
         public Tensor forward(Tensor input) {
             return child("used").forward(input);
         }
+    }
+
+    /** The mpi group's count of header comparisons (0 on other backends, where the check is vacuous). */
+    private static long headerExchanges(ProcessGroup pg) {
+        return pg instanceof MpiProcessGroup mpi ? mpi.headerExchanges() : 0;
+    }
+
+    /**
+     * Rank 1's replica has the transposed weight: the same element count, so the construction's broadcast (one flat
+     * buffer per dtype) agrees, and the layout comparison must name the parameter on every rank.
+     */
+    private static double layoutDiffers(ProcessGroup pg) {
+        Module m = pg.rank() == 0 ? new Linear(2, 3, false) : new Linear(3, 2, false);
+        try {
+            new DistributedDataParallel(m.to(DEVICE), pg);
+        } catch (DistributedException e) {
+            System.out.println("rank " + pg.rank() + ": " + e.getMessage());
+            check(e.getMessage().contains("parameter 0 (weight here) is float32 [3, 2] (6 elements) in bucket 0 on rank 0 but float32 [2, 3] "
+                    + "(6 elements) in bucket 0 on rank 1"), e.getMessage());
+            return 0;
+        }
+        throw new AssertionError("no error for replicas with different shapes");
     }
 
     private static double unused(ProcessGroup pg) {

@@ -47,6 +47,12 @@ class DistributedDataParallelTest {
     }
 
     @Test
+    void replicasWithDifferentShapesFailAtConstructionNamingTheParameter() throws Exception {
+        MpiJob.Result r = run("layout-differs");
+        assertTrue(r.output().contains("rank 1: DistributedDataParallel: the ranks' replicas differ"), r.output());
+    }
+
+    @Test
     void parametersWithoutGradientAreNamedOnEveryRank() throws Exception {
         MpiJob.Result r = run("unused");
         assertTrue(r.output().contains("rank 1: DistributedDataParallel: rank 1: 2 of 4 parameters got no gradient in this backward: "

@@ -36,6 +36,11 @@ class NcclDistributedDataParallelTest {
     }
 
     @Test
+    void replicasWithDifferentShapesFailAtConstructionNamingTheParameter() throws Exception {
+        run("layout-differs");
+    }
+
+    @Test
     void noSyncAccumulationEqualsOneStepOnTheWholeBatch() throws Exception {
         run("no-sync");
     }

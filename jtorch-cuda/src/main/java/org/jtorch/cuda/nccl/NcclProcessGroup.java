@@ -253,11 +253,21 @@ public final class NcclProcessGroup extends ProcessGroup {
 
     @Override
     public Work allReduce(Tensor tensor, ReduceOp op) {
+        return allReduce(tensor, op, true);
+    }
+
+    @Override
+    public Work allReduceUnchecked(Tensor tensor, ReduceOp op) {
+        return allReduce(tensor, op, false);
+    }
+
+    private Work allReduce(Tensor tensor, ReduceOp op, boolean checked) {
         String name = "allReduce(" + op + ")";
         checkTensor(name, "tensor", tensor);
         checkReduceOp(name, op, tensor.dtype());
         Staged t = stage(tensor);
-        return submit(Call.ALL_REDUCE, name, CollectiveHeader.of(Call.ALL_REDUCE, tensor, op.ordinal()), List.of(t), () -> {
+        long[] header = checked ? CollectiveHeader.of(Call.ALL_REDUCE, tensor, op.ordinal()) : null;
+        return submit(Call.ALL_REDUCE, name, header, List.of(t), () -> {
             nccl.allReduce(t.pointer(), t.pointer(), t.numel(), type(tensor.dtype()), ncclOp(op, tensor.dtype()), comm, stream.handle());
             t.unstage();
         });
