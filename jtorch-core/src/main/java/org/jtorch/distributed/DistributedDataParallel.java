@@ -70,6 +70,8 @@ public final class DistributedDataParallel extends Module {
     /** For each parameter: its bucket and its offset (in elements) in the bucket. */
     private int[] bucketOf;
     private long[] offsetIn;
+    /** With {@link Options#gradientAsBucketView}: each parameter's slot in its bucket, shaped as the parameter. */
+    private Tensor[] bucketViews;
 
     // Per-iteration state.
     private boolean expectingBackward;
@@ -95,8 +97,20 @@ public final class DistributedDataParallel extends Module {
         }
     }
 
-    /** Options, with PyTorch's defaults: 25 MiB buckets, the first 1 MiB, buffers broadcast, unused parameters an error. */
-    public record Options(long bucketCapBytes, long firstBucketCapBytes, boolean findUnusedParameters, boolean broadcastBuffers) {
+    /**
+     * Options, with PyTorch's defaults: 25 MiB buckets, the first 1 MiB, buffers broadcast, unused parameters an error,
+     * gradients copied out of the buckets.
+     *
+     * <p>{@code gradientAsBucketView} (PyTorch's {@code gradient_as_bucket_view}): each parameter's {@code .grad} becomes a
+     * view of its slot in the gradient bucket, so gradients are not stored twice (a model's worth of memory saved) and
+     * the copy out of the bucket after the all-reduce is skipped. With {@code zeroGrad(false)} (zeroing in place) the
+     * backward accumulates straight into the bucket and the copy in is skipped too; with {@code zeroGrad()} (set to
+     * none) each backward's fresh gradient is copied in and released. As in PyTorch, {@code .grad} must not be replaced
+     * by another tensor's storage behind DDP's back ({@code setGrad} of a new tensor works: it is copied in at the next
+     * backward).
+     */
+    public record Options(long bucketCapBytes, long firstBucketCapBytes, boolean findUnusedParameters, boolean broadcastBuffers,
+                          boolean gradientAsBucketView) {
         public Options {
             if (bucketCapBytes <= 0 || firstBucketCapBytes <= 0) {
                 throw new IllegalArgumentException("DistributedDataParallel.Options: bucket caps must be positive, got " + bucketCapBytes
@@ -105,24 +119,28 @@ public final class DistributedDataParallel extends Module {
         }
 
         public Options bucketCapMb(double mib) {
-            return new Options((long) (mib * (1 << 20)), firstBucketCapBytes, findUnusedParameters, broadcastBuffers);
+            return new Options((long) (mib * (1 << 20)), firstBucketCapBytes, findUnusedParameters, broadcastBuffers, gradientAsBucketView);
         }
 
         public Options firstBucketCapMb(double mib) {
-            return new Options(bucketCapBytes, (long) (mib * (1 << 20)), findUnusedParameters, broadcastBuffers);
+            return new Options(bucketCapBytes, (long) (mib * (1 << 20)), findUnusedParameters, broadcastBuffers, gradientAsBucketView);
         }
 
         public Options findUnusedParameters(boolean find) {
-            return new Options(bucketCapBytes, firstBucketCapBytes, find, broadcastBuffers);
+            return new Options(bucketCapBytes, firstBucketCapBytes, find, broadcastBuffers, gradientAsBucketView);
         }
 
         public Options broadcastBuffers(boolean broadcast) {
-            return new Options(bucketCapBytes, firstBucketCapBytes, findUnusedParameters, broadcast);
+            return new Options(bucketCapBytes, firstBucketCapBytes, findUnusedParameters, broadcast, gradientAsBucketView);
+        }
+
+        public Options gradientAsBucketView(boolean asView) {
+            return new Options(bucketCapBytes, firstBucketCapBytes, findUnusedParameters, broadcastBuffers, asView);
         }
     }
 
     public static Options options() {
-        return new Options(25L << 20, 1L << 20, false, true);
+        return new Options(25L << 20, 1L << 20, false, true, false);
     }
 
     public DistributedDataParallel(Module module, ProcessGroup group) {
@@ -267,6 +285,7 @@ public final class DistributedDataParallel extends Module {
     @Override
     public void close() {
         super.close();
+        if (bucketViews != null) for (Tensor v : bucketViews) v.close();
         for (Bucket b : buckets) b.flat.close();
     }
 
@@ -278,7 +297,8 @@ public final class DistributedDataParallel extends Module {
     // ------------------------------------------------------------------ buckets
 
     private void assignBuckets(List<Integer> order) {
-        if (buckets != null) for (Bucket b : buckets) b.flat.close();
+        Tensor[] oldViews = bucketViews;
+        List<Bucket> oldBuckets = buckets;
         buckets = new ArrayList<>();
         bucketOf = new int[params.size()];
         offsetIn = new long[params.size()];
@@ -306,6 +326,26 @@ public final class DistributedDataParallel extends Module {
             b.flat = Tensor.empty(new long[] {b.numel}, b.dtype, device);
             buckets.add(b);
         }
+        if (options.gradientAsBucketView) {
+            bucketViews = new Tensor[params.size()];
+            try (Grad.Mode g = Grad.noGrad()) {
+                for (int i = 0; i < params.size(); i++) {
+                    Tensor p = params.get(i);
+                    try (Tensor slice = buckets.get(bucketOf[i]).flat.narrow(0, offsetIn[i], p.numel())) {
+                        bucketViews[i] = slice.view(p.shape());
+                    }
+                    // Rebuilt buckets: gradients that were views of the old ones move into the new slots.
+                    Tensor old = p.grad();
+                    if (oldViews != null && old != null && sameSlot(old, oldViews[i])) {
+                        bucketViews[i].copy_(old);
+                        p.setGrad(bucketViews[i].alias());
+                        old.close();
+                    }
+                }
+            }
+        }
+        if (oldViews != null) for (Tensor v : oldViews) v.close();
+        if (oldBuckets != null) for (Bucket b : oldBuckets) b.flat.close();
     }
 
     private void prepareForBackward() {
@@ -363,12 +403,26 @@ public final class DistributedDataParallel extends Module {
         arrival.add(i);
         Bucket b = buckets.get(bucketOf[i]);
         Tensor p = params.get(i);
-        try (Grad.Mode g = Grad.noGrad(); Tensor slice = b.flat.narrow(0, offsetIn[i], p.numel())) {
-            if (grad == null) {
-                slice.zero_();
-            } else {
-                try (Tensor view = slice.view(p.shape())) {
+        if (bucketViews != null) {
+            Tensor view = bucketViews[i];
+            try (Grad.Mode g = Grad.noGrad()) {
+                if (grad == null) {
+                    view.zero_();
+                } else if (!isSlot(grad, i)) {
+                    // A fresh gradient (the last one was set to none) or one the user set: into the bucket, then .grad is the slot.
                     view.copy_(grad);
+                    p.setGrad(view.alias());
+                    grad.close();
+                }
+            }
+        } else {
+            try (Grad.Mode g = Grad.noGrad(); Tensor slice = b.flat.narrow(0, offsetIn[i], p.numel())) {
+                if (grad == null) {
+                    slice.zero_();
+                } else {
+                    try (Tensor view = slice.view(p.shape())) {
+                        view.copy_(grad);
+                    }
                 }
             }
         }
@@ -408,6 +462,14 @@ public final class DistributedDataParallel extends Module {
             for (int i = 0; i < params.size(); i++) {
                 Tensor p = params.get(i);
                 if (usedAnywhere != null && !usedAnywhere[i]) continue;
+                if (bucketViews != null) {
+                    Tensor current = p.grad();
+                    if (current == null || !isSlot(current, i)) { // an unused parameter: its slot was zeroed before the all-reduce
+                        p.setGrad(bucketViews[i].alias());
+                        if (current != null) current.close();
+                    }
+                    continue;
+                }
                 Bucket b = buckets.get(bucketOf[i]);
                 try (Tensor slice = b.flat.narrow(0, offsetIn[i], p.numel()); Tensor view = slice.view(p.shape())) {
                     if (p.grad() == null) {
@@ -450,6 +512,19 @@ public final class DistributedDataParallel extends Module {
                 checkLayoutAgrees();
             }
         }
+    }
+
+    /**
+     * Whether {@code grad} is parameter {@code i}'s bucket slot. {@code .grad} holds an alias of the slot, never the slot
+     * itself, so that {@code zeroGrad()} closing it leaves the bucket's own view open.
+     */
+    private boolean isSlot(Tensor grad, int i) {
+        return sameSlot(grad, bucketViews[i]);
+    }
+
+    private static boolean sameSlot(Tensor a, Tensor slot) {
+        return !a.isClosed() && a.storage() == slot.storage() && a.storageOffset() == slot.storageOffset()
+                && java.util.Arrays.equals(a.strides(), slot.strides());
     }
 
     /** Longs per parameter in {@link #layout()}: bucket, dtype, element count, rank of the shape, its first four sizes. */

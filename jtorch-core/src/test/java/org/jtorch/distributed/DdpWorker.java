@@ -47,10 +47,13 @@ public final class DdpWorker {
         double diff = switch (args[0]) {
             case "mlp" -> mlp(pg, DistributedDataParallel.options());
             case "mlp-small-buckets" -> mlp(pg, DistributedDataParallel.options().bucketCapMb(0.0002).firstBucketCapMb(0.0001));
+            case "mlp-bucket-view" -> mlp(pg, DistributedDataParallel.options().bucketCapMb(0.0002).firstBucketCapMb(0.0001)
+                    .gradientAsBucketView(true));
             case "cnn" -> cnn(pg);
             case "sync-bn" -> syncBatchNorm(pg);
             case "sync-bn-unequal" -> syncBatchNormUnequal(pg);
-            case "no-sync" -> noSync(pg);
+            case "no-sync" -> noSync(pg, DistributedDataParallel.options());
+            case "no-sync-bucket-view" -> noSync(pg, DistributedDataParallel.options().gradientAsBucketView(true));
             case "layout-differs" -> layoutDiffers(pg);
             case "unused" -> unused(pg);
             case "unused-found" -> unusedFound(pg);
@@ -109,11 +112,15 @@ public final class DdpWorker {
         SGD opt = sgd(ddp);
         long headersAfterFirstStep = 0;
         for (int s = 0; s < STEPS; s++) {
-            opt.zeroGrad();
+            // As bucket views, gradients are set to none (copied into the bucket) and zeroed in place (accumulated there) in turn.
+            opt.zeroGrad(!options.gradientAsBucketView() || s % 2 == 0);
             F.mseLoss(ddp.forward(rows(xs.get(s), rank * local, local)), rows(ys.get(s), rank * local, local)).backward();
             opt.step();
             if (s == 0) headersAfterFirstStep = headerExchanges(pg);
         }
+        Map<String, Tensor> params = ddp.module().namedParameters();
+        boolean shared = params.get("4.bias").grad().storage() == params.get("4.weight").grad().storage();
+        check(shared == options.gradientAsBucketView(), "the gradients of one bucket share its storage: " + shared);
         // The layout was compared at construction and after the rebuild: the buckets' all-reduces exchange no headers.
         check(headerExchanges(pg) == headersAfterFirstStep, "header exchanges after the first step: "
                 + (headerExchanges(pg) - headersAfterFirstStep));
@@ -282,17 +289,17 @@ public final class DdpWorker {
     }
 
     /** Two micro-batches per step, the first under noSync: the same as one step on the whole batch. */
-    private static double noSync(ProcessGroup pg) {
+    private static double noSync(ProcessGroup pg, DistributedDataParallel.Options options) {
         int rank = pg.rank();
         int size = pg.size();
         int quarter = BATCH / (2 * size);
         List<Tensor> xs = data(5, BATCH, 8);
         List<Tensor> ys = data(6, BATCH, 4);
         Module ref = trainedOnTheWholeBatch(mlpModel(0), xs, ys);
-        DistributedDataParallel ddp = new DistributedDataParallel(mlpModel(rank == 0 ? 0 : 99), pg);
+        DistributedDataParallel ddp = new DistributedDataParallel(mlpModel(rank == 0 ? 0 : 99), pg, options);
         SGD opt = sgd(ddp);
         for (int s = 0; s < STEPS; s++) {
-            opt.zeroGrad();
+            opt.zeroGrad(!options.gradientAsBucketView() || s % 2 == 0);
             for (int m = 0; m < 2; m++) {
                 int from = (m * size + rank) * quarter;
                 Tensor x = rows(xs.get(s), from, quarter);

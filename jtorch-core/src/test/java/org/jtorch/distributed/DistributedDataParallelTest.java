@@ -37,6 +37,16 @@ class DistributedDataParallelTest {
     }
 
     @Test
+    void gradientsAsBucketViewsGiveTheSameResult() throws Exception {
+        run("mlp-bucket-view");
+    }
+
+    @Test
+    void noSyncAccumulationIntoBucketViewsEqualsOneStepOnTheWholeBatch() throws Exception {
+        run("no-sync-bucket-view");
+    }
+
+    @Test
     void cnnWithBatchNormTrainsAsOneProcessOverTheRanksShards() throws Exception {
         run("cnn");
     }

@@ -41,6 +41,16 @@ class NcclDistributedDataParallelTest {
     }
 
     @Test
+    void gradientsAsBucketViewsGiveTheSameResult() throws Exception {
+        run("mlp-bucket-view");
+    }
+
+    @Test
+    void noSyncAccumulationIntoBucketViewsEqualsOneStepOnTheWholeBatch() throws Exception {
+        run("no-sync-bucket-view");
+    }
+
+    @Test
     void noSyncAccumulationEqualsOneStepOnTheWholeBatch() throws Exception {
         run("no-sync");
     }
