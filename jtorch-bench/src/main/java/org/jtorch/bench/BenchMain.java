@@ -45,7 +45,7 @@ public final class BenchMain {
                 }
             }
             case "dtype" -> print(DtypeBench.run(quick, option(args, "--only")));
-            case "gpu-sim" -> System.out.print(GpuSimBench.run());
+            case "gpu-sim" -> System.out.print(Arrays.asList(args).contains("--graphs") ? GpuSimBench.runGraphs() : GpuSimBench.run());
             case "--help", "-h", "help" -> System.out.println("""
                     usage: jtorch bench <suite> [--quick] [--profile]
 
@@ -82,7 +82,8 @@ public final class BenchMain {
                       data       DataLoader batches/s, ~1 ms CPU transform per sample, batch 32: 0 vs 2 workers
                       gpu-sim    per training step on the CUDA simulator (JTORCH_CUDA_PATH=$(scripts/cuda-sim build)): kernel
                                  launches, library calls, host waits, bytes copied, allocations, peak memory; then
-                                 eager against CUDA graph launches per step (digits MLP, ResNet-20)
+                                 eager, compiled and CUDA graph launches per step (digits MLP, ResNet-20, ResNet-50);
+                                 --graphs: only that second table
                     Prints 'name value' lines; scripts/bench runs PyTorch side by side and writes a table.
                     --profile (cnn, training, examples): afterwards, each kernel's host time in a ResNet-20 step (cnn), in an
                               MLP step in f32 and with bf16 autocast (training), or in each program's step (examples), to stderr.""");

@@ -108,10 +108,19 @@ final class GpuSimBench {
             rows.add(measure(stats, "CIFAR ResNet-20, batch 32", () -> CifarResNet.resnet20(10), new long[] {32, 3, 32, 32}, 10, bf16));
             rows.add(measure(stats, "ResNet-50, batch 8, 64x64", ResNet::resnet50, new long[] {8, 3, 64, 64}, 1000, bf16));
         }
-        List<GraphRow> graphRows = List.of(
+        return table(rows) + "\n" + runGraphs(stats);
+    }
+
+    /** The second table alone: launches per step eagerly, compiled, and replayed from CUDA graphs. */
+    static String runGraphs() {
+        return runGraphs(new Stats());
+    }
+
+    private static String runGraphs(Stats stats) {
+        return graphTable(List.of(
                 measureGraphed(stats, "digits MLP 64-128-10, batch 64", GpuSimBench::digitsMlp, new long[] {64, 64}, 10),
-                measureGraphed(stats, "CIFAR ResNet-20, batch 32", () -> CifarResNet.resnet20(10), new long[] {32, 3, 32, 32}, 10));
-        return table(rows) + "\n" + graphTable(graphRows);
+                measureGraphed(stats, "CIFAR ResNet-20, batch 32", () -> CifarResNet.resnet20(10), new long[] {32, 3, 32, 32}, 10),
+                measureGraphed(stats, "ResNet-50, batch 8, 64x64", ResNet::resnet50, new long[] {8, 3, 64, 64}, 1000)));
     }
 
     static Module digitsMlp() {
@@ -170,7 +179,7 @@ final class GpuSimBench {
      * One f32 workload's launches per training step: eager, replayed whole from a CUDA graph, and with the model
      * compiled by {@code Jit.compile(model, Options.cudaGraphs())} (forward and backward graphs; loss and optimizer eager).
      */
-    record GraphRow(String workload, Row eager, Counts graph, Counts jit) {}
+    record GraphRow(String workload, Row eager, Counts graph, Counts jit, Counts fused) {}
 
     /**
      * The same f32 training step eagerly ({@link #measure}'s loop) and as a CUDA graph: PyTorch's whole-network
@@ -211,7 +220,8 @@ final class GpuSimBench {
             }
             Cuda.synchronize(CUDA);
             Counts graphed = stats.read();
-            return new GraphRow(workload, eager, graphed, measureJitGraphs(stats, factory, xPinned, yPinned));
+            return new GraphRow(workload, eager, graphed, measureJit(stats, factory, xPinned, yPinned, Jit.Options.cudaGraphs()),
+                    measureJit(stats, factory, xPinned, yPinned, Jit.Options.defaults()));
         } finally {
             graph.reset();
             opt.close();
@@ -219,12 +229,16 @@ final class GpuSimBench {
         }
     }
 
-    /** {@link #measure}'s loop with the model compiled with CUDA graphs: the first step traces, the second captures. */
-    private static Counts measureJitGraphs(Stats stats, java.util.function.Supplier<Module> factory, Tensor x, Tensor y) {
+    /**
+     * {@link #measure}'s loop with the model compiled: with {@link Jit.Options#cudaGraphs()} the first step traces and
+     * the second captures; with the defaults, the fused kernels launch one by one.
+     */
+    private static Counts measureJit(Stats stats, java.util.function.Supplier<Module> factory, Tensor x, Tensor y, Jit.Options options) {
+        Torch.emptyCache(CUDA);
         Torch.manualSeed(0);
         Module model = factory.get().to(CUDA);
         SGD opt = new SGD(model.parameters(), SGD.options().lr(0.01).momentum(0.9));
-        TensorFunction compiled = Jit.compile(model, Jit.Options.cudaGraphs());
+        TensorFunction compiled = Jit.compile(model, options);
         Runnable step = () -> {
             try (MemoryScope scope = new MemoryScope()) {
                 Tensor xs = x.to(CUDA, true), ys = y.to(CUDA, true);
@@ -256,7 +270,8 @@ final class GpuSimBench {
         for (GraphRow r : rows) {
             b.append(String.format(Locale.ROOT, "%-32s %-22s %9.0f %8.0f %7d %6.1f%n", r.workload(), "eager", r.eager().launches(),
                     r.eager().libraryCalls(), 0, r.eager().synchronizations()));
-            for (var c : List.of(Map.entry("CudaGraph, whole step", r.graph()), Map.entry("Jit cudaGraphs()", r.jit()))) {
+            for (var c : List.of(Map.entry("Jit.compile (fused)", r.fused()), Map.entry("CudaGraph, whole step", r.graph()),
+                    Map.entry("Jit cudaGraphs()", r.jit()))) {
                 Counts n = c.getValue();
                 b.append(String.format(Locale.ROOT, "%-32s %-22s %9.0f %8.0f %7.0f %6.1f%n", "", c.getKey(), (double) n.kernelLaunches() / STEPS,
                         (double) n.libraryCalls() / STEPS, (double) n.graphLaunches() / STEPS, (n.synchronizations() - 1.0) / STEPS));
@@ -265,7 +280,8 @@ final class GpuSimBench {
         b.append("""
                 Per f32 training step (forward, loss, backward, SGD with momentum), counted by the CUDA simulator: launches =
                 cuLaunchKernel calls, library = cuBLASLt/cuDNN calls, graphs = cuGraphLaunch calls, syncs less the loop's own
-                one. CudaGraph, whole step: the batch copied from pinned memory into static inputs, one replay, loss.item().
+                one. Jit.compile (fused): the model compiled with the default options (fused kernels, launched one by one),
+                loss, zeroGrad and the SGD step eager. CudaGraph, whole step: the batch copied from pinned memory into static inputs, one replay, loss.item().
                 Jit cudaGraphs(): the model compiled with Jit.compile(model, Options.cudaGraphs()) (its forward and backward
                 replayed from two graphs), loss, zeroGrad and the SGD step eager.
                 """);

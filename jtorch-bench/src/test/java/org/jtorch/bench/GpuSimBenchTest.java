@@ -103,5 +103,9 @@ class GpuSimBenchTest {
         assertEquals(2 * GpuSimBench.STEPS, r.jit().graphLaunches(), "Jit cudaGraphs(): the forward and the backward graph: " + r);
         assertEquals(0, r.jit().libraryCalls(), "the linear layers' cuBLASLt calls replay inside the graphs: " + r.jit());
         assertTrue(r.jit().kernelLaunches() < r.eager().launches() * GpuSimBench.STEPS, "loss and SGD step only: " + r.jit());
+        assertEquals(0, r.fused().graphLaunches(), "Jit.compile without graphs: " + r.fused());
+        // Compiled code never launches more kernels than eager (the counts per workload are in docs/BENCHMARKS.md).
+        assertTrue(r.fused().kernelLaunches() <= r.eager().launches() * GpuSimBench.STEPS,
+                "Jit.compile launches no more than eager: " + r.fused() + " against eager " + r.eager());
     }
 }
