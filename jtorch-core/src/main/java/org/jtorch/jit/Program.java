@@ -218,7 +218,10 @@ final class Program {
             }
             gradients = new FormulaKernel[grads.length];
             for (int k = 0; k < grads.length; k++) {
-                if (grads[k] != null) gradients[k] = compiler.compile(grads[k], grads.length + 1);
+                if (grads[k] == null) continue;
+                // Inputs with the same gradient (both operands of relu(a + b)) share one kernel, and one run of it.
+                int same = java.util.Arrays.asList(grads).indexOf(grads[k]);
+                gradients[k] = same < k ? gradients[same] : compiler.compile(grads[k], grads.length + 1);
             }
         }
         return new Fused(g.root.node(), g, compiler.compile(g.formula, g.inputs.size()), gradients);
@@ -676,17 +679,26 @@ final class Program {
             Tensor[] values = new Tensor[saved.length];
             for (int k = 0; k < saved.length; k++) values[k] = saved[k].get();
             Tensor grad = incoming.apply(g[0]);
+            // Each distinct gradient kernel runs once at the group's shape; inputs sharing it read the same values.
+            Map<FormulaKernel, Tensor> fulls = new IdentityHashMap<>();
             try {
                 Tensor[] grads = new Tensor[saved.length];
                 for (int k = 0; k < saved.length; k++) {
-                    if (!needs[k] || f.gradients()[k] == null) continue;
-                    Tensor full = Tensor.empty(root.shape, DType.FLOAT32, root.device);
-                    apply(f.gradients()[k], root, values, grad, full);
+                    FormulaKernel kernel = f.gradients()[k];
+                    if (!needs[k] || kernel == null) continue;
+                    Tensor full = fulls.get(kernel);
+                    if (full == null) {
+                        full = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+                        apply(kernel, root, values, grad, full);
+                        fulls.put(kernel, full);
+                    }
                     grads[k] = Gradients.sumTo(full, shapes[k], DType.FLOAT32);
-                    if (grads[k] != full) full.close();
+                    // The engine owns each result: a value handed out twice goes out as two handles on one storage.
+                    if (grads[k] == full) grads[k] = full.alias();
                 }
                 return grads;
             } finally {
+                for (Tensor full : fulls.values()) full.close();
                 if (grad != g[0]) grad.close();
             }
         }, args, kept);
@@ -740,7 +752,11 @@ final class Program {
                     if (f.gradients() != null) {
                         Expr[] grads = g.gradients();
                         for (int k = 0; k < grads.length; k++) {
-                            if (grads[k] != null) s.append("    grad ").append(Graph.name(g.inputs.get(k))).append(" = ").append(grads[k]).append('\n');
+                            if (grads[k] == null) continue;
+                            int same = java.util.Arrays.asList(f.gradients()).indexOf(f.gradients()[k]);
+                            s.append("    grad ").append(Graph.name(g.inputs.get(k))).append(" = ")
+                                    .append(same < k ? "grad " + Graph.name(g.inputs.get(same)) + " (one kernel, run once)" : grads[k])
+                                    .append('\n');
                         }
                     }
                 }
