@@ -467,11 +467,11 @@ final class Program {
                 Step step = steps.get(s);
                 Graph.Node node = step.node();
                 values[node.id] = switch (step) {
-                    case Fused f -> runFused(f, inputs, values);
+                    case Fused f -> runFused(f, inputs, values, s);
                     case FusedSum f -> runFusedSum(f, inputs, values);
                     case FusedSoftmax f -> runFusedSoftmax(f, inputs, values);
                     case GemmEpilogue e -> runEpilogue(e, inputs, values);
-                    case NormalizedGroup e -> runNormalized(e, inputs, values);
+                    case NormalizedGroup e -> runNormalized(e, inputs, values, s);
                     case FoldedConvBatchNorm f -> runFolded(f, inputs, values);
                     case Replayed r -> replay(r.node(), inputs, values);
                 };
@@ -499,13 +499,37 @@ final class Program {
         };
     }
 
-    private Tensor runFused(Fused f, Tensor[] inputs, Tensor[] values) {
+    private Tensor runFused(Fused f, Tensor[] inputs, Tensor[] values, int step) {
         Graph.Node root = f.node();
         Tensor[] args = arguments(f, inputs, values);
-        Tensor out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+        boolean record = differentiable && Autograd.needsGrad(args);
+        Tensor out = record ? null : reusable(f.group().inputs, step, root, values);
+        if (out == null) out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
         apply(f.kernel(), root, args, null, out);
-        if (differentiable && Autograd.needsGrad(args)) recordBackward(f, args, out, null);
+        if (record) recordBackward(f, args, out, null);
         return out;
+    }
+
+    /**
+     * Memory planning: an intermediate that step {@code step} reads last (not the result, not written in place; float32,
+     * contiguous, of the step's shape, and its memory held by this one handle) becomes the step's output where the step
+     * records no autograd, since a pointwise kernel reads each element before writing it. Its slot in {@code values} is
+     * cleared so that it is not closed after the step. Null where none can be; with autograd the group's inputs are
+     * saved for its backward, so nothing is reused.
+     */
+    private Tensor reusable(List<Graph.Value> candidates, int step, Graph.Node root, Tensor[] values) {
+        for (Graph.Value v : candidates) {
+            if (!(v instanceof Graph.Node p) || p == graph.output || graph.mutated.contains(p)) continue;
+            Integer last = lastUse.get(p.id);
+            Tensor t = values[p.id];
+            if (last != null && last == step && t != null && t.dtype() == DType.FLOAT32 && t.device().equals(root.device)
+                    && java.util.Arrays.equals(t.shape(), root.shape) && t.isContiguous() && !t.requiresGrad()
+                    && t.storage().refCount() == 1) {
+                values[p.id] = null;
+                return t;
+            }
+        }
+        return null;
     }
 
     private Tensor runFusedSum(FusedSum s, Tensor[] inputs, Tensor[] values) {
@@ -542,7 +566,7 @@ final class Program {
             }
             if (!rows) {
                 out.close();
-                try (Tensor group = runFused(f, inputs, values)) {
+                try (Tensor group = runFused(f, inputs, values, -1)) {
                     return Dispatcher.alongDim(s.node().op, group, -1, null);
                 }
             }
@@ -635,7 +659,7 @@ final class Program {
      * The batch norm's statistics (its running statistics updated, as eagerly), then the group's kernel normalising as it
      * goes: the batch norm's output is never written.
      */
-    private Tensor runNormalized(NormalizedGroup e, Tensor[] inputs, Tensor[] values) {
+    private Tensor runNormalized(NormalizedGroup e, Tensor[] inputs, Tensor[] values, int step) {
         Graph.Node root = e.node();
         Graph.Node bn = e.producer();
         Tensor input = resolve(bn.inputs.get(0), inputs, values);
@@ -644,6 +668,16 @@ final class Program {
         Tensor[] groupArgs = arguments(e.group(), inputs, values);
         List<Tensor> others = new ArrayList<>(java.util.Arrays.asList(groupArgs));
         others.remove(e.slot());
+        Tensor[] edges = new Tensor[3 + others.size()];
+        edges[0] = input;
+        edges[1] = weight;
+        edges[2] = bias;
+        for (int k = 0; k < others.size(); k++) edges[3 + k] = others.get(k);
+        boolean record = differentiable && Autograd.needsGrad(edges);
+        // Without autograd the output may take the memory of the batch norm's input or of another operand (memory planning).
+        List<Graph.Value> candidates = new ArrayList<>(e.group().group().inputs);
+        candidates.set(e.slot(), bn.inputs.get(0));
+        Tensor reused = record ? null : reusable(candidates, step, root, values);
         Tensor x;
         Tensor[] stats;
         try (var off = Grad.noGrad()) {
@@ -652,7 +686,7 @@ final class Program {
                     resolve(bn.inputs.get(2), inputs, values), bn.scalars[1], bn.scalars[2]);
         }
         Tensor[] perChannel = {stats[0], stats[1], weight, bias};
-        Tensor out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+        Tensor out = reused != null ? reused : Tensor.empty(root.shape, DType.FLOAT32, root.device);
         try {
             Tensor[] args = normalizedArguments(others, x, perChannel, root.shape.length);
             try {
@@ -660,12 +694,7 @@ final class Program {
             } finally {
                 closeChannelViews(args, others.size());
             }
-            Tensor[] edges = new Tensor[3 + others.size()];
-            edges[0] = input;
-            edges[1] = weight;
-            edges[2] = bias;
-            for (int k = 0; k < others.size(); k++) edges[3 + k] = others.get(k);
-            if (differentiable && Autograd.needsGrad(edges)) recordNormalizedBackward(e, edges, x, perChannel, out);
+            if (record) recordNormalizedBackward(e, edges, x, perChannel, out);
         } finally {
             x.close();
             stats[0].close();
@@ -1010,3 +1039,4 @@ final class Program {
         return s.toString();
     }
 }
+

@@ -132,6 +132,33 @@ class JitTest {
         assertClose(eager[1], b.grad(), 0f);
     }
 
+    /**
+     * Memory planning: without autograd a fused group writes into the memory of an intermediate it reads last (here a
+     * softmax over the first dimension, replayed), so the call holds one 1 MiB block at its peak instead of two.
+     */
+    @Test
+    void withoutAutogradAFusedGroupWritesIntoAnIntermediateItReadsLast() {
+        Torch.manualSeed(7);
+        TensorFunction f = in -> in[0].softmax(0).mul(2.0).add(1.0).tanh();
+        Tensor x = randn(512, 512);
+        try (var g = Grad.noGrad()) {
+            TensorFunction compiled = Jit.trace(f, x);
+            compiled.apply(x).close();
+            try (MemoryScope scope = new MemoryScope()) {
+                assertClose(f.apply(x), compiled.apply(x), SAME_OPS);
+            }
+            if (!DEVICE.isCpu()) return;
+            org.jtorch.memory.Allocator cpu = org.jtorch.backend.Backends.of(DEVICE).allocator(DEVICE);
+            long before = cpu.stats().allocatedBytes();
+            cpu.resetPeakStats();
+            Tensor y = compiled.apply(x);
+            long bytes = 512 * 512 * 4;
+            assertTrue(cpu.stats().peakAllocatedBytes() - before < 2 * bytes,
+                    "peak " + (cpu.stats().peakAllocatedBytes() - before) + " bytes above the inputs for a " + bytes + "-byte result");
+            y.close();
+        }
+    }
+
     /** Gradcheck through a fused group in float32 is too coarse; compare the fused backward with eager autograd in float64 math instead. */
     private static Tensor[] gradients(TensorFunction f, Tensor x, Tensor[] leaves) {
         for (Tensor t : leaves) if (t.grad() != null) t.grad().zero_();
