@@ -265,7 +265,8 @@ final class Program {
 
     /**
      * The float32 batch norm in training among {@code g}'s inputs that can be normalised inside the group's kernel:
-     * read by the group alone, of the group's shape, on its device, its input float32 too; null where none.
+     * read by the group alone, of the group's shape, on its device, its input float32 too, and its running statistics
+     * read by no op between it and the group (they are updated at the group's place in the order); null where none.
      */
     private Graph.Node batchNormProducer(FusedGroup g, Map<Graph.Node, Integer> uses) {
         Graph.Node root = g.root.node();
@@ -273,11 +274,21 @@ final class Program {
             if (v instanceof Graph.Node p && p.op == FrontEndOps.BATCH_NORM && p.scalars[0] != 0 && p.dtype == DType.FLOAT32
                     && uses.get(p) == 1 && p.shape.length >= 2 && Shapes.numel(p.shape) > 0 && java.util.Arrays.equals(p.shape, root.shape)
                     && p.device.equals(root.device) && p.inputs.get(0) != null && p.inputs.get(0).dtype() == DType.FLOAT32
-                    && !graph.mutated.contains(p) && !readsMutated(p)) {
+                    && !graph.mutated.contains(p) && !readsMutated(p) && !runningStatisticsReadBefore(p, root)) {
                 return p;
             }
         }
         return null;
+    }
+
+    /** Whether a node after batch norm {@code bn} and before {@code root} reads its running mean or variance. */
+    private boolean runningStatisticsReadBefore(Graph.Node bn, Graph.Node root) {
+        for (Graph.Node n : graph.nodes.subList(bn.id + 1, root.id)) {
+            for (Graph.Value v : n.inputs) {
+                if (v != null && (v == bn.inputs.get(1) || v == bn.inputs.get(2))) return true;
+            }
+        }
+        return false;
     }
 
     /** {@code f} with its input {@code bn} (a batch norm) computed inside its kernels: see {@link NormalizedGroup}. */

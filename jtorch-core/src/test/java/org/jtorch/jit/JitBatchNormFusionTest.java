@@ -105,6 +105,26 @@ class JitBatchNormFusionTest {
     }
 
     @Test
+    void withoutRunningStatisticsAndWithThemReadBeforeTheGroup() {
+        Torch.manualSeed(26);
+        Tensor gamma = randn(4).requiresGrad_(true);
+        Tensor x = randn(3, 4, 5).requiresGrad_(true);
+        // track_running_stats=False: no running statistics to update.
+        TensorFunction plain = in -> F.batchNorm(in[0], null, null, gamma, null, true, 0.1, 1e-5).relu();
+        assertTrue(Jit.explain(plain, x).contains(FUSED), Jit.explain(plain, x));
+        JitChecks.assertCompiledMatchesEager(plain, x, new Tensor[] {x, gamma}, 1e-5f);
+        // An op between the batch norm and its ReLU reads the running mean the batch norm has just moved: fusing would
+        // move the update after that read, so the batch norm runs on its own.
+        Stats s = Stats.of(4);
+        TensorFunction reads = in -> {
+            Tensor y = F.batchNorm(in[0], s.mean(), s.var(), gamma, null, true, 0.1, 1e-5);
+            Tensor m = s.mean().mul(1.0);
+            return y.relu().add(m.view(1, 4, 1));
+        };
+        assertFalse(Jit.explain(reads, x).contains(FUSED), Jit.explain(reads, x));
+    }
+
+    @Test
     void inferenceWithTrainingStatisticsAndDoubleBackwardRefused() {
         Torch.manualSeed(25);
         Tensor gamma = randn(4).requiresGrad_(true);
