@@ -34,7 +34,11 @@ final class JitStepBench {
         Tensor apply(Tensor x);
     }
 
-    static Map<String, Double> run(boolean quick) {
+    /** Whether steps are timed in the calling thread's CPU time ({@code --cputime}, for {@code JTORCH_NUM_THREADS=1}). */
+    private static boolean cpuTime;
+
+    static Map<String, Double> run(boolean quick, boolean cpuTime) {
+        JitStepBench.cpuTime = cpuTime;
         Map<String, Double> out = new LinkedHashMap<>();
         Torch.manualSeed(0);
         Module mlp = new Sequential(new Linear(784, 512), new ReLU(), new Linear(512, 512), new ReLU(), new Linear(512, 10));
@@ -79,11 +83,14 @@ final class JitStepBench {
             int reps = quick ? 20 : 100;
             double e = 0;
             double c = 0;
-            Timing.median(5, reps, eager);
-            Timing.median(5, reps, fused);
-            for (int r = 0; r < 3; r++) {
-                e += Timing.median(5, reps, eager);
-                c += Timing.median(5, reps, fused);
+            for (int r = 0; r < 4; r++) {
+                // Round 0 warms both up.
+                double re = cpuTime ? Timing.medianCpu(5, reps, eager) : Timing.median(5, reps, eager);
+                double rc = cpuTime ? Timing.medianCpu(5, reps, fused) : Timing.median(5, reps, fused);
+                if (r > 0) {
+                    e += re;
+                    c += rc;
+                }
             }
             out.put(name + "_eager_ms", e / 3 * 1e3);
             out.put(name + "_compiled_ms", c / 3 * 1e3);
@@ -99,9 +106,29 @@ final class JitStepBench {
 
     /** Milliseconds per step over {@code steps} steps, each in a scope (as a jtorch program frees its intermediates). */
     private static double time(Forward f, SGD opt, Tensor x, Tensor y, int steps) {
-        long t0 = System.nanoTime();
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        long t0 = cpuTime ? mx.getCurrentThreadCpuTime() : System.nanoTime();
         for (int i = 0; i < steps; i++) step(f, opt, x, y);
-        return (System.nanoTime() - t0) / 1e6 / steps;
+        return ((cpuTime ? mx.getCurrentThreadCpuTime() : System.nanoTime()) - t0) / 1e6 / steps;
+    }
+
+    /** Each kernel's host time per training step, eager and compiled, for the MLP and ResNet-20 ({@code --profile}). */
+    static String profile(int steps) {
+        StringBuilder s = new StringBuilder();
+        Torch.manualSeed(0);
+        Module mlp = new Sequential(new Linear(784, 512), new ReLU(), new Linear(512, 512), new ReLU(), new Linear(512, 10));
+        profile(s, "MLP 784-512-512-10, batch 128", mlp, Torch.randn(128, 784), Torch.randint(0, 10, 128), steps * 10);
+        profile(s, "ResNet-20, batch 32", CifarResNet.resnet20(10), Torch.randn(32, 3, 32, 32), Torch.randint(0, 10, 32), steps);
+        return s.toString();
+    }
+
+    private static void profile(StringBuilder s, String name, Module model, Tensor x, Tensor y, int steps) {
+        SGD opt = new SGD(model.parameters(), SGD.options().lr(0.01).momentum(0.9));
+        TensorFunction compiled = Jit.compile(model);
+        Forward eager = model::forward;
+        Forward fused = in -> compiled.apply(in);
+        s.append(name).append(", eager:\n").append(Timing.kernelProfile(steps, steps, () -> step(eager, opt, x, y)));
+        s.append(name).append(", compiled:\n").append(Timing.kernelProfile(steps, steps, () -> step(fused, opt, x, y)));
     }
 
     private static void step(Forward f, SGD opt, Tensor x, Tensor y) {

@@ -26,6 +26,7 @@ import org.jtorch.op.StridedView;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.Linalg;
+import org.jtorch.ops.Normalization;
 
 /**
  * A traced graph compiled into steps: chains of float32 pointwise ops fused into one generated kernel each (their
@@ -36,7 +37,7 @@ import org.jtorch.ops.Linalg;
  */
 final class Program {
     /** One step: a fused group or one replayed op, producing the value of {@code node}. */
-    private sealed interface Step permits Fused, FusedSum, FusedSoftmax, GemmEpilogue, FoldedConvBatchNorm, Replayed {
+    private sealed interface Step permits Fused, FusedSum, FusedSoftmax, GemmEpilogue, NormalizedGroup, FoldedConvBatchNorm, Replayed {
         Graph.Node node();
     }
 
@@ -69,6 +70,20 @@ final class Program {
      * group's recomputing backward read it) and the group writes a second tensor.
      */
     private record GemmEpilogue(Graph.Node node, Fused group, Graph.Node producer, int slot) implements Step {}
+
+    /**
+     * A fused group fed by a float32 batch norm in training ({@code producer}) used by it alone and of the group's
+     * shape (ReLU after a convolution's batch norm; a residual add and ReLU): the statistics are one pass over the
+     * batch norm's input, then one generated kernel normalises and computes the group, {@code kernel} being the
+     * group's formula with the batch norm's output written as {@code (x - mean) * invstd * weight + bias}; the batch
+     * norm's output never reaches memory. Its inputs are the group's other inputs in order, then {@code x},
+     * {@code mean}, {@code invstd}, {@code weight} and {@code bias} ([C, 1, ...] views; the last two where given).
+     * With autograd one node computes the gradient at the batch norm's output with {@code gradients[slot]} (the
+     * group's intermediates and the normalised values recomputed), then the batch norm's backward kernel from the
+     * saved statistics; the group's other inputs take their gradient kernels as a fused group's do.
+     */
+    private record NormalizedGroup(Graph.Node node, Fused group, Graph.Node producer, int slot, FormulaKernel kernel,
+                                   FormulaKernel[] gradients) implements Step {}
 
     /**
      * A convolution whose only consumer is a batch norm in evaluation, folded into it (inference only): the batch
@@ -138,7 +153,8 @@ final class Program {
             FusedGroup g = FusedGroup.of(n, inlined::containsKey);
             Graph.Node sum = summedBy.get(n);
             Graph.Node producer = sum == null ? epilogueProducer(g, uses) : null;
-            if (g.ops < 2 && sum == null && producer == null) continue;
+            Graph.Node normalizer = sum == null && producer == null ? batchNormProducer(g, uses) : null;
+            if (g.ops < 2 && sum == null && producer == null && normalizer == null) continue;
             Fused f = compile(g);
             if (f == null) {
                 for (Graph.Node member : g.nodes()) inlined.remove(member);
@@ -151,6 +167,9 @@ final class Program {
             } else if (producer != null) {
                 groups.put(n, new GemmEpilogue(n, f, producer, g.inputs.indexOf(producer)));
                 inlined.put(producer, true);
+            } else if (normalizer != null) {
+                groups.put(n, normalized(f, normalizer));
+                inlined.put(normalizer, true);
             } else if (g.ops >= 2) {
                 groups.put(n, f);
             }
@@ -218,7 +237,10 @@ final class Program {
             }
             gradients = new FormulaKernel[grads.length];
             for (int k = 0; k < grads.length; k++) {
-                if (grads[k] != null) gradients[k] = compiler.compile(grads[k], grads.length + 1);
+                if (grads[k] == null) continue;
+                // Inputs with the same gradient (both operands of relu(a + b)) share one kernel, and one run of it.
+                int same = java.util.Arrays.asList(grads).indexOf(grads[k]);
+                gradients[k] = same < k ? gradients[same] : compiler.compile(grads[k], grads.length + 1);
             }
         }
         return new Fused(g.root.node(), g, compiler.compile(g.formula, g.inputs.size()), gradients);
@@ -239,6 +261,73 @@ final class Program {
             }
         }
         return null;
+    }
+
+    /**
+     * The float32 batch norm in training among {@code g}'s inputs that can be normalised inside the group's kernel:
+     * read by the group alone, of the group's shape, on its device, its input float32 too, and its running statistics
+     * read by no op between it and the group (they are updated at the group's place in the order); null where none.
+     */
+    private Graph.Node batchNormProducer(FusedGroup g, Map<Graph.Node, Integer> uses) {
+        Graph.Node root = g.root.node();
+        for (Graph.Value v : g.inputs) {
+            if (v instanceof Graph.Node p && p.op == FrontEndOps.BATCH_NORM && p.scalars[0] != 0 && p.dtype == DType.FLOAT32
+                    && uses.get(p) == 1 && p.shape.length >= 2 && Shapes.numel(p.shape) > 0 && java.util.Arrays.equals(p.shape, root.shape)
+                    && p.device.equals(root.device) && p.inputs.get(0) != null && p.inputs.get(0).dtype() == DType.FLOAT32
+                    && !graph.mutated.contains(p) && !readsMutated(p) && !runningStatisticsReadBefore(p, root)) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    /** Whether a node after batch norm {@code bn} and before {@code root} reads its running mean or variance. */
+    private boolean runningStatisticsReadBefore(Graph.Node bn, Graph.Node root) {
+        for (Graph.Node n : graph.nodes.subList(bn.id + 1, root.id)) {
+            for (Graph.Value v : n.inputs) {
+                if (v != null && (v == bn.inputs.get(1) || v == bn.inputs.get(2))) return true;
+            }
+        }
+        return false;
+    }
+
+    /** {@code f} with its input {@code bn} (a batch norm) computed inside its kernels: see {@link NormalizedGroup}. */
+    private NormalizedGroup normalized(Fused f, Graph.Node bn) {
+        FusedGroup g = f.group();
+        int slot = g.inputs.indexOf(bn);
+        int others = g.inputs.size() - 1;
+        boolean weight = bn.inputs.get(3) != null;
+        boolean bias = bn.inputs.size() > 4 && bn.inputs.get(4) != null;
+        int count = others + 3 + (weight ? 1 : 0) + (bias ? 1 : 0);
+        Expr y = new Expr.Math(Fn.MUL, List.of(new Expr.Math(Fn.SUB, List.of(new Expr.In(others, "x"), new Expr.In(others + 1, "mean"))),
+                new Expr.In(others + 2, "invstd")));
+        if (weight) y = new Expr.Math(Fn.MUL, List.of(y, new Expr.In(others + 3, "weight")));
+        if (bias) y = new Expr.Math(Fn.ADD, List.of(y, new Expr.In(count - 1, "bias")));
+        Expr normalizedValue = y;
+        java.util.function.IntFunction<Expr> input = k -> k == slot ? normalizedValue
+                : k == g.inputs.size() ? new Expr.In(count, "grad") : new Expr.In(k < slot ? k : k - 1, Graph.name(g.inputs.get(k)));
+        FormulaKernel.Compiler compiler = KernelRegistry.formulaCompiler(f.node().device.type());
+        FormulaKernel kernel = compiler.compile(withInputs(g.formula, input), count);
+        FormulaKernel[] gradients = null;
+        if (f.gradients() != null) {
+            Expr[] grads = g.gradients();
+            gradients = new FormulaKernel[grads.length];
+            for (int k = 0; k < grads.length; k++) {
+                if (grads[k] == null) continue;
+                int same = java.util.Arrays.asList(grads).indexOf(grads[k]);
+                gradients[k] = same < k ? gradients[same] : compiler.compile(withInputs(grads[k], input), count + 1);
+            }
+        }
+        return new NormalizedGroup(f.node(), f, bn, slot, kernel, gradients);
+    }
+
+    /** {@code e} with each input {@code k} replaced by {@code input.apply(k)}. */
+    private static Expr withInputs(Expr e, java.util.function.IntFunction<Expr> input) {
+        return switch (e) {
+            case Expr.In in -> input.apply(in.index());
+            case Expr.Math m -> new Expr.Math(m.fn(), m.args().stream().map(a -> withInputs(a, input)).toList());
+            default -> e;
+        };
     }
 
     /** {@code a @ b} with {@code a} of two dimensions or more and {@code b} a matrix: {@code linear(a, b.T)}. */
@@ -325,6 +414,12 @@ final class Program {
                 in.addAll(e.producer().inputs);
                 yield in;
             }
+            case NormalizedGroup e -> {
+                List<Graph.Value> in = new ArrayList<>(e.group().group().inputs);
+                in.remove(e.slot());
+                for (Graph.Value v : e.producer().inputs) if (v != null) in.add(v);
+                yield in;
+            }
             case FoldedConvBatchNorm f -> {
                 List<Graph.Value> in = new ArrayList<>(f.conv().inputs);
                 in.addAll(f.node().inputs.subList(1, f.node().inputs.size()));
@@ -383,10 +478,11 @@ final class Program {
                 Step step = steps.get(s);
                 Graph.Node node = step.node();
                 values[node.id] = switch (step) {
-                    case Fused f -> runFused(f, inputs, values);
+                    case Fused f -> runFused(f, inputs, values, s);
                     case FusedSum f -> runFusedSum(f, inputs, values);
                     case FusedSoftmax f -> runFusedSoftmax(f, inputs, values);
                     case GemmEpilogue e -> runEpilogue(e, inputs, values);
+                    case NormalizedGroup e -> runNormalized(e, inputs, values, s);
                     case FoldedConvBatchNorm f -> runFolded(f, inputs, values);
                     case Replayed r -> replay(r.node(), inputs, values);
                 };
@@ -414,13 +510,37 @@ final class Program {
         };
     }
 
-    private Tensor runFused(Fused f, Tensor[] inputs, Tensor[] values) {
+    private Tensor runFused(Fused f, Tensor[] inputs, Tensor[] values, int step) {
         Graph.Node root = f.node();
         Tensor[] args = arguments(f, inputs, values);
-        Tensor out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+        boolean record = differentiable && Autograd.needsGrad(args);
+        Tensor out = record ? null : reusable(f.group().inputs, step, root, values);
+        if (out == null) out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
         apply(f.kernel(), root, args, null, out);
-        if (differentiable && Autograd.needsGrad(args)) recordBackward(f, args, out, null);
+        if (record) recordBackward(f, args, out, null);
         return out;
+    }
+
+    /**
+     * Memory planning: an intermediate that step {@code step} reads last (not the result, not written in place; float32,
+     * contiguous, of the step's shape, and its memory held by this one handle) becomes the step's output where the step
+     * records no autograd, since a pointwise kernel reads each element before writing it. Its slot in {@code values} is
+     * cleared so that it is not closed after the step. Null where none can be; with autograd the group's inputs are
+     * saved for its backward, so nothing is reused.
+     */
+    private Tensor reusable(List<Graph.Value> candidates, int step, Graph.Node root, Tensor[] values) {
+        for (Graph.Value v : candidates) {
+            if (!(v instanceof Graph.Node p) || p == graph.output || graph.mutated.contains(p)) continue;
+            Integer last = lastUse.get(p.id);
+            Tensor t = values[p.id];
+            if (last != null && last == step && t != null && t.dtype() == DType.FLOAT32 && t.device().equals(root.device)
+                    && java.util.Arrays.equals(t.shape(), root.shape) && t.isContiguous() && !t.requiresGrad()
+                    && t.storage().refCount() == 1) {
+                values[p.id] = null;
+                return t;
+            }
+        }
+        return null;
     }
 
     private Tensor runFusedSum(FusedSum s, Tensor[] inputs, Tensor[] values) {
@@ -457,7 +577,7 @@ final class Program {
             }
             if (!rows) {
                 out.close();
-                try (Tensor group = runFused(f, inputs, values)) {
+                try (Tensor group = runFused(f, inputs, values, -1)) {
                     return Dispatcher.alongDim(s.node().op, group, -1, null);
                 }
             }
@@ -544,6 +664,144 @@ final class Program {
             for (Tensor t : broadcast) if (t != null) t.close();
             if (matmul) w.close();
         }
+    }
+
+    /**
+     * The batch norm's statistics (its running statistics updated, as eagerly), then the group's kernel normalising as it
+     * goes: the batch norm's output is never written.
+     */
+    private Tensor runNormalized(NormalizedGroup e, Tensor[] inputs, Tensor[] values, int step) {
+        Graph.Node root = e.node();
+        Graph.Node bn = e.producer();
+        Tensor input = resolve(bn.inputs.get(0), inputs, values);
+        Tensor weight = resolve(bn.inputs.get(3), inputs, values);
+        Tensor bias = bn.inputs.size() > 4 ? resolve(bn.inputs.get(4), inputs, values) : null;
+        Tensor[] groupArgs = arguments(e.group(), inputs, values);
+        List<Tensor> others = new ArrayList<>(java.util.Arrays.asList(groupArgs));
+        others.remove(e.slot());
+        Tensor[] edges = new Tensor[3 + others.size()];
+        edges[0] = input;
+        edges[1] = weight;
+        edges[2] = bias;
+        for (int k = 0; k < others.size(); k++) edges[3 + k] = others.get(k);
+        boolean record = differentiable && Autograd.needsGrad(edges);
+        // Without autograd the output may take the memory of the batch norm's input or of another operand (memory planning).
+        List<Graph.Value> candidates = new ArrayList<>(e.group().group().inputs);
+        candidates.set(e.slot(), bn.inputs.get(0));
+        Tensor reused = record ? null : reusable(candidates, step, root, values);
+        Tensor x;
+        Tensor[] stats;
+        try (var off = Grad.noGrad()) {
+            x = input.contiguous();
+            stats = Normalization.batchNormStatistics(x, resolve(bn.inputs.get(1), inputs, values),
+                    resolve(bn.inputs.get(2), inputs, values), bn.scalars[1], bn.scalars[2]);
+        }
+        Tensor[] perChannel = {stats[0], stats[1], weight, bias};
+        Tensor out = reused != null ? reused : Tensor.empty(root.shape, DType.FLOAT32, root.device);
+        try {
+            Tensor[] args = normalizedArguments(others, x, perChannel, root.shape.length);
+            try {
+                apply(e.kernel(), root, args, null, out);
+            } finally {
+                closeChannelViews(args, others.size());
+            }
+            if (record) recordNormalizedBackward(e, edges, x, perChannel, out);
+        } finally {
+            x.close();
+            stats[0].close();
+            stats[1].close();
+        }
+        return out;
+    }
+
+    /** The normalised kernel's arguments: the group's other inputs, {@code x}, then the per-channel values as {@code [C, 1, ...]}. */
+    private static Tensor[] normalizedArguments(List<Tensor> others, Tensor x, Tensor[] perChannel, int rank) {
+        List<Tensor> args = new ArrayList<>(others);
+        args.add(x);
+        long[] channel = new long[rank - 1];
+        java.util.Arrays.fill(channel, 1);
+        for (Tensor t : perChannel) {
+            if (t == null) continue;
+            channel[0] = t.numel();
+            args.add(t.view(channel));
+        }
+        return args.toArray(new Tensor[0]);
+    }
+
+    /** Closes the per-channel views {@link #normalizedArguments} made (after the others and {@code x}). */
+    private static void closeChannelViews(Tensor[] args, int others) {
+        for (int k = others + 1; k < args.length; k++) args[k].close();
+    }
+
+    /**
+     * One node for the batch norm and its group: the gradient at the batch norm's output (one kernel, recomputing the
+     * normalised values), then the batch norm's backward kernel from the saved statistics for its input, weight and
+     * bias; each other input of the group its own gradient kernel, shared where the formulas are the same. {@code
+     * edges} are the batch norm's input, weight and bias, then the group's other inputs.
+     */
+    private static void recordNormalizedBackward(NormalizedGroup e, Tensor[] edges, Tensor x, Tensor[] perChannel, Tensor out) {
+        Graph.Node root = e.node();
+        int others = edges.length - 3;
+        SavedTensor[] saved = new SavedTensor[others + 5];
+        for (int k = 0; k < others; k++) saved[k] = Autograd.save(edges[3 + k]);
+        saved[others] = Autograd.save(x);
+        for (int k = 0; k < 4; k++) saved[others + 1 + k] = perChannel[k] == null ? null : Autograd.save(perChannel[k]);
+        long[][] shapes = new long[others][];
+        for (int k = 0; k < others; k++) shapes[k] = edges[3 + k].shape();
+        boolean[] needs = new boolean[edges.length];
+        for (int k = 0; k < edges.length; k++) needs[k] = edges[k] != null && edges[k].requiresGrad();
+        long n = root.shape[0];
+        long c = root.shape[1];
+        long spatial = Shapes.numel(root.shape) / (n * c);
+        Autograd.record("JitBatchNormFusedBackward", out, g -> {
+            if (Grad.isEnabled()) {
+                throw new UnsupportedOperationException("jit: a double backward (createGraph) through a batch norm fused with "
+                        + e.group().group().ops + " ops is not supported yet; call the function eagerly for higher-order gradients");
+            }
+            List<Tensor> otherValues = new ArrayList<>();
+            for (int k = 0; k < others; k++) otherValues.add(saved[k].get());
+            Tensor xv = saved[others].get();
+            Tensor[] channels = new Tensor[4];
+            for (int k = 0; k < 4; k++) channels[k] = saved[others + 1 + k] == null ? null : saved[others + 1 + k].get();
+            Tensor[] args = normalizedArguments(otherValues, xv, channels, root.shape.length);
+            Map<FormulaKernel, Tensor> fulls = new IdentityHashMap<>();
+            try {
+                java.util.function.Function<FormulaKernel, Tensor> full = kernel -> fulls.computeIfAbsent(kernel, k -> {
+                    Tensor t = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+                    apply(k, root, args, g[0], t);
+                    return t;
+                });
+                Tensor[] grads = new Tensor[edges.length];
+                FormulaKernel atNorm = e.gradients()[e.slot()];
+                if (atNorm != null && (needs[0] || needs[1] || needs[2])) {
+                    Tensor gy = full.apply(atNorm);
+                    Tensor gi = needs[0] ? Tensor.empty(root.shape, DType.FLOAT32, root.device) : null;
+                    Tensor gw = needs[1] ? Tensor.empty(new long[] {c}, channels[2].dtype(), root.device) : null;
+                    Tensor gb = needs[2] ? Tensor.empty(new long[] {c}, channels[3].dtype(), root.device) : null;
+                    Backends.of(root.device).normalization().batchNormBackward(Dispatcher.view(gy), Dispatcher.view(xv), n, c, spatial,
+                            Dispatcher.view(channels[0]), Dispatcher.view(channels[1]), viewOrNull(channels[2]), true,
+                            viewOrNull(gi), viewOrNull(gw), viewOrNull(gb));
+                    grads[0] = gi;
+                    grads[1] = gw;
+                    grads[2] = gb;
+                }
+                for (int k = 0; k < others; k++) {
+                    FormulaKernel kernel = e.gradients()[k < e.slot() ? k : k + 1];
+                    if (!needs[3 + k] || kernel == null) continue;
+                    Tensor f = full.apply(kernel);
+                    grads[3 + k] = Gradients.sumTo(f, shapes[k], DType.FLOAT32);
+                    if (grads[3 + k] == f) grads[3 + k] = f.alias();
+                }
+                return grads;
+            } finally {
+                closeChannelViews(args, others);
+                for (Tensor t : fulls.values()) t.close();
+            }
+        }, edges, java.util.Arrays.stream(saved).filter(java.util.Objects::nonNull).toArray(SavedTensor[]::new));
+    }
+
+    private static StridedView viewOrNull(Tensor t) {
+        return t == null ? null : Dispatcher.view(t);
     }
 
     private static final double[] NO_PARAMS = new double[0];
@@ -676,17 +934,26 @@ final class Program {
             Tensor[] values = new Tensor[saved.length];
             for (int k = 0; k < saved.length; k++) values[k] = saved[k].get();
             Tensor grad = incoming.apply(g[0]);
+            // Each distinct gradient kernel runs once at the group's shape; inputs sharing it read the same values.
+            Map<FormulaKernel, Tensor> fulls = new IdentityHashMap<>();
             try {
                 Tensor[] grads = new Tensor[saved.length];
                 for (int k = 0; k < saved.length; k++) {
-                    if (!needs[k] || f.gradients()[k] == null) continue;
-                    Tensor full = Tensor.empty(root.shape, DType.FLOAT32, root.device);
-                    apply(f.gradients()[k], root, values, grad, full);
+                    FormulaKernel kernel = f.gradients()[k];
+                    if (!needs[k] || kernel == null) continue;
+                    Tensor full = fulls.get(kernel);
+                    if (full == null) {
+                        full = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+                        apply(kernel, root, values, grad, full);
+                        fulls.put(kernel, full);
+                    }
                     grads[k] = Gradients.sumTo(full, shapes[k], DType.FLOAT32);
-                    if (grads[k] != full) full.close();
+                    // The engine owns each result: a value handed out twice goes out as two handles on one storage.
+                    if (grads[k] == full) grads[k] = full.alias();
                 }
                 return grads;
             } finally {
+                for (Tensor full : fulls.values()) full.close();
                 if (grad != g[0]) grad.close();
             }
         }, args, kept);
@@ -740,7 +1007,11 @@ final class Program {
                     if (f.gradients() != null) {
                         Expr[] grads = g.gradients();
                         for (int k = 0; k < grads.length; k++) {
-                            if (grads[k] != null) s.append("    grad ").append(Graph.name(g.inputs.get(k))).append(" = ").append(grads[k]).append('\n');
+                            if (grads[k] == null) continue;
+                            int same = java.util.Arrays.asList(f.gradients()).indexOf(f.gradients()[k]);
+                            s.append("    grad ").append(Graph.name(g.inputs.get(k))).append(" = ")
+                                    .append(same < k ? "grad " + Graph.name(g.inputs.get(same)) + " (one kernel, run once)" : grads[k])
+                                    .append('\n');
                         }
                     }
                 }
@@ -763,6 +1034,13 @@ final class Program {
                             .append(g.ops == 1 ? " op" : " ops").append(" over (")
                             .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
                 }
+                case NormalizedGroup e -> {
+                    FusedGroup g = e.group().group();
+                    s.append(e.node()).append(" = batch norm statistics of ").append(Graph.name(e.producer().inputs.get(0)))
+                            .append(", then one kernel normalising (").append(e.producer()).append(") into ").append(g.ops)
+                            .append(g.ops == 1 ? " op" : " ops").append(" over (")
+                            .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
+                }
                 case FoldedConvBatchNorm f -> s.append(f.node()).append(" = conv2d with the evaluation batch norm folded into its weight and bias (")
                         .append(f.conv()).append(")\n");
                 case Replayed r -> s.append(r.node()).append(" = ").append(r.node().op.name())
@@ -772,3 +1050,4 @@ final class Program {
         return s.toString();
     }
 }
+

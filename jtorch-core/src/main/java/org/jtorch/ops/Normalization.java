@@ -83,7 +83,6 @@ public final class Normalization {
         if (input.numel() == 0) return emptyBatchNorm(input, weight, bias);
         NormalizationKernels k = Backends.of(device).normalization();
         DType statsType = input.dtype() == DType.FLOAT64 ? DType.FLOAT64 : DType.FLOAT32;
-        long[] cShape = {c};
         boolean record = Autograd.needsGrad(input, weight, bias);
         // Made with grad mode as the caller has it, so that the saved copy is part of the graph (double backward).
         Tensor x = input.contiguous();
@@ -92,17 +91,9 @@ public final class Normalization {
         Tensor out = Tensor.empty(input.shape(), input.dtype(), device);
         try (Grad.Mode g = Grad.noGrad()) {
             if (training) {
-                mean = Tensor.empty(cShape, statsType, device);
-                try (Tensor var = Tensor.empty(cShape, statsType, device)) {
-                    k.batchNormStats(view(x), n, c, s, view(mean), view(var));
-                    invstd = invstd(var, eps);
-                    long count = n * s;
-                    if (runningMean != null) runningMean.mul_(1 - momentum).add_(mean, momentum);
-                    if (runningVar != null) {
-                        double unbias = count > 1 ? (double) count / (count - 1) : Double.NaN;
-                        runningVar.mul_(1 - momentum).add_(var, momentum * unbias);
-                    }
-                }
+                Tensor[] stats = batchNormStatistics(x, runningMean, runningVar, momentum, eps);
+                mean = stats[0];
+                invstd = stats[1];
             } else {
                 mean = runningMean.to(statsType);
                 try (Tensor rv = runningVar.to(statsType)) {
@@ -152,6 +143,30 @@ public final class Normalization {
             return new Tensor[] {gi, gw, gb};
         }, new Tensor[] {input, weight, bias}, saved.toArray(new SavedTensor[0]));
         return out;
+    }
+
+    /**
+     * Batch norm's statistics in training: the per-channel mean and {@code 1 / sqrt(var + eps)} of {@code x}
+     * (contiguous, at least {@code [N, C]}; float64 for a float64 input, else float32), with the running statistics
+     * (where given) moved towards them by {@code momentum}, the variance unbiased, as PyTorch does. Called with grad
+     * mode off; the JIT's batch norm fused with its activation computes its statistics here too.
+     */
+    public static Tensor[] batchNormStatistics(Tensor x, Tensor runningMean, Tensor runningVar, double momentum, double eps) {
+        long n = x.size(0);
+        long c = x.size(1);
+        long s = x.numel() / Math.max(1, n * c);
+        DType statsType = x.dtype() == DType.FLOAT64 ? DType.FLOAT64 : DType.FLOAT32;
+        Tensor mean = Tensor.empty(new long[] {c}, statsType, x.device());
+        try (Tensor var = Tensor.empty(new long[] {c}, statsType, x.device())) {
+            Backends.of(x.device()).normalization().batchNormStats(view(x), n, c, s, view(mean), view(var));
+            long count = n * s;
+            if (runningMean != null) runningMean.mul_(1 - momentum).add_(mean, momentum);
+            if (runningVar != null) {
+                double unbias = count > 1 ? (double) count / (count - 1) : Double.NaN;
+                runningVar.mul_(1 - momentum).add_(var, momentum * unbias);
+            }
+            return new Tensor[] {mean, invstd(var, eps)};
+        }
     }
 
     // ------------------------------------------------------------------ instance, group and local response norm

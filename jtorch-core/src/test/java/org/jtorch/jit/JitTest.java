@@ -2,6 +2,7 @@ package org.jtorch.jit;
 
 import static org.jtorch.jit.JitChecks.DEVICE;
 import static org.jtorch.jit.JitChecks.assertClose;
+import static org.jtorch.jit.JitChecks.assertCompiledMatchesEager;
 import static org.jtorch.jit.JitChecks.randn;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -106,6 +107,56 @@ class JitTest {
         Tensor[] eager = gradients(f, x, leaves);
         Tensor[] fused = gradients(compiled, x, leaves);
         for (int i = 0; i < leaves.length; i++) assertClose(eager[i], fused[i], 1e-5f);
+    }
+
+    @Test
+    void operandsWithTheSameGradientShareOneBackwardKernel() {
+        // relu(a + b + c), as a residual block's add and ReLU: every operand's gradient is the ReLU's mask times the
+        // incoming gradient, computed once; c is broadcast, so its share is summed to its shape.
+        Torch.manualSeed(6);
+        Tensor b = randn(6, 9).requiresGrad_(true);
+        Tensor c = randn(9).requiresGrad_(true);
+        TensorFunction f = in -> in[0].add(b).add(c).relu();
+        Tensor x = randn(6, 9).requiresGrad_(true);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("grad const[6, 9] = grad input0 (one kernel, run once)")
+                && plan.contains("grad const[9] = grad input0 (one kernel, run once)"), plan);
+        Tensor[] leaves = {x, b, c};
+        assertCompiledMatchesEager(f, x, leaves, 1e-6f);
+        TensorFunction compiled = Jit.trace(f, x);
+        Tensor[] eager = gradients(f, x, leaves);
+        Tensor[] fused = gradients(compiled, x, leaves);
+        for (int i = 0; i < leaves.length; i++) assertClose(eager[i], fused[i], 1e-6f);
+        // The shared values reach each leaf as its own gradient: changing one leaves the others.
+        x.grad().zero_();
+        assertClose(eager[1], b.grad(), 0f);
+    }
+
+    /**
+     * Memory planning: without autograd a fused group writes into the memory of an intermediate it reads last (here a
+     * softmax over the first dimension, replayed), so the call holds one 1 MiB block at its peak instead of two.
+     */
+    @Test
+    void withoutAutogradAFusedGroupWritesIntoAnIntermediateItReadsLast() {
+        Torch.manualSeed(7);
+        TensorFunction f = in -> in[0].softmax(0).mul(2.0).add(1.0).tanh();
+        Tensor x = randn(512, 512);
+        try (var g = Grad.noGrad()) {
+            TensorFunction compiled = Jit.trace(f, x);
+            compiled.apply(x).close();
+            try (MemoryScope scope = new MemoryScope()) {
+                assertClose(f.apply(x), compiled.apply(x), SAME_OPS);
+            }
+            if (!DEVICE.isCpu()) return;
+            org.jtorch.memory.Allocator cpu = org.jtorch.backend.Backends.of(DEVICE).allocator(DEVICE);
+            long before = cpu.stats().allocatedBytes();
+            cpu.resetPeakStats();
+            Tensor y = compiled.apply(x);
+            long bytes = 512 * 512 * 4;
+            assertTrue(cpu.stats().peakAllocatedBytes() - before < 2 * bytes,
+                    "peak " + (cpu.stats().peakAllocatedBytes() - before) + " bytes above the inputs for a " + bytes + "-byte result");
+            y.close();
+        }
     }
 
     /** Gradcheck through a fused group in float32 is too coarse; compare the fused backward with eager autograd in float64 math instead. */
