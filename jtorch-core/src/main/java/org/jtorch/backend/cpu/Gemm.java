@@ -990,8 +990,14 @@ public final class Gemm {
                              MemorySegment c, long cOffset, long ldc) {
         checkDims("dgemm", m, n, k);
         if (m == 0 || n == 0) return;
-        scaleD(m, n, beta, c, cOffset, ldc);
-        if (k == 0 || alpha == 0d) return;
+        if (k == 0 || alpha == 0d) {
+            scaleD(m, n, beta, c, cOffset, ldc);
+            return;
+        }
+        // beta 0: the first k block stores its tiles (NaN in C does not survive) instead of C being zeroed first, a
+        // scalar pass that cost as much as the products at time_sequence_prediction's shapes.
+        boolean overwrite = beta == 0d;
+        if (!overwrite) scaleD(m, n, beta, c, cOffset, ldc);
         boolean parallel = Parallel.numThreads() > 1 && (long) m * n * k >= PARALLEL_MIN_WORK && !Parallel.inParallelRegion();
         Workspace ws = WORKSPACE.get();
         int rowBlocks = (m + DMC - 1) / DMC;
@@ -999,6 +1005,7 @@ public final class Gemm {
             int nc = Math.min(DNC, n - jc), strips = (nc + DNR - 1) / DNR, groups = (strips + DSTRIPS_PER_TASK - 1) / DSTRIPS_PER_TASK;
             for (int pc = 0; pc < k; pc += DKC) {
                 int kc = Math.min(DKC, k - pc);
+                boolean store = overwrite && pc == 0;
                 if (ws.db.length < strips * DNR * kc) ws.db = new double[strips * DNR * kc];
                 double[] bp = ws.db;
                 packDB(b, bOffset + pc * bRowStride + jc * bColStride, bRowStride, bColStride, kc, nc, bp);
@@ -1016,7 +1023,7 @@ public final class Gemm {
                             for (int ir = 0; ir < mc; ir += DMR) {
                                 kernelD(kc, ap, ir * kc, bp, s * DNR * kc, own.dtile);
                                 updateCD(own.dtile, c, (cBlock + (i0 + ir) * ldc + (long) s * DNR) * Double.BYTES,
-                                        ldc * Double.BYTES, Math.min(DMR, mc - ir), nr, alpha);
+                                        ldc * Double.BYTES, Math.min(DMR, mc - ir), nr, alpha, store);
                             }
                         }
                     }
@@ -1130,21 +1137,22 @@ public final class Gemm {
         c71.intoArray(tile, 7 * DNR + DL);
     }
 
-    /** {@code C[0..mr)[0..nr) += alpha * tile}, C's rows {@code ldcBytes} apart from {@code cByte}. */
-    private static void updateCD(double[] tile, MemorySegment c, long cByte, long ldcBytes, int mr, int nr, double alpha) {
+    /** {@code C[0..mr)[0..nr) += alpha * tile} ({@code = alpha * tile} with {@code overwrite}), C's rows {@code ldcBytes} apart from {@code cByte}. */
+    private static void updateCD(double[] tile, MemorySegment c, long cByte, long ldcBytes, int mr, int nr, double alpha,
+                                 boolean overwrite) {
         DoubleVector alv = DoubleVector.broadcast(DS, alpha);
         for (int r = 0; r < mr; r++) {
             long row = cByte + r * ldcBytes;
             if (nr == DNR) {
                 for (int v = 0; v < DNR; v += DL) {
                     long at = row + (long) v * Double.BYTES;
-                    DoubleVector.fromArray(DS, tile, r * DNR + v)
-                            .fma(alv, DoubleVector.fromMemorySegment(DS, c, at, NO)).intoMemorySegment(c, at, NO);
+                    DoubleVector t = DoubleVector.fromArray(DS, tile, r * DNR + v);
+                    (overwrite ? t.mul(alv) : t.fma(alv, DoubleVector.fromMemorySegment(DS, c, at, NO))).intoMemorySegment(c, at, NO);
                 }
             } else {
                 for (int j = 0; j < nr; j++) {
                     long at = row + (long) j * Double.BYTES;
-                    c.set(F64, at, Math.fma(alpha, tile[r * DNR + j], c.get(F64, at)));
+                    c.set(F64, at, overwrite ? alpha * tile[r * DNR + j] : Math.fma(alpha, tile[r * DNR + j], c.get(F64, at)));
                 }
             }
         }
