@@ -1064,10 +1064,19 @@ public final class Gemm {
         }
     }
 
-    /** op(A)'s {@code mc x kc} block into DMR-tall strips, {@code [strip][p][DMR]}, the last strip zero-padded. */
+    /**
+     * op(A)'s {@code mc x kc} block into DMR-tall strips, {@code [strip][p][DMR]}, the last strip zero-padded. As
+     * {@link #packA}, a transposed A's strip is DMR contiguous doubles per p: one bulk copy each (element by element,
+     * packing took a quarter of the weight gradients' products in time_sequence_prediction). A plain A is read element by
+     * element: bulk-copying its rows and interleaving them from the heap measured slower at these sizes.
+     */
     private static void packDA(MemorySegment a, long off, long rs, long cs, int mc, int kc, double[] dst) {
         for (int i0 = 0; i0 < mc; i0 += DMR) {
             int base = i0 * kc;
+            if (i0 + DMR <= mc && rs == 1) {
+                for (int p = 0; p < kc; p++) MemorySegment.copy(a, F64, (off + i0 + p * cs) * Double.BYTES, dst, base + p * DMR, DMR);
+                continue;
+            }
             for (int r = 0; r < DMR; r++) {
                 if (i0 + r < mc) {
                     long row = off + (i0 + r) * rs;
