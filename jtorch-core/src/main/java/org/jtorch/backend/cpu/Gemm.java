@@ -1002,7 +1002,10 @@ public final class Gemm {
         Workspace ws = WORKSPACE.get();
         int rowBlocks = (m + DMC - 1) / DMC;
         for (int jc = 0; jc < n; jc += DNC) {
-            int nc = Math.min(DNC, n - jc), strips = (nc + DNR - 1) / DNR, groups = (strips + DSTRIPS_PER_TASK - 1) / DSTRIPS_PER_TASK;
+            // On one thread a row block's A is packed once for all strips; split between threads, a task packs it again
+            // for every DSTRIPS_PER_TASK strips (packing A four times over was a tenth of time_sequence_prediction's step).
+            int nc = Math.min(DNC, n - jc), strips = (nc + DNR - 1) / DNR;
+            int perTask = parallel ? DSTRIPS_PER_TASK : strips, groups = (strips + perTask - 1) / perTask;
             for (int pc = 0; pc < k; pc += DKC) {
                 int kc = Math.min(DKC, k - pc);
                 boolean store = overwrite && pc == 0;
@@ -1015,7 +1018,7 @@ public final class Gemm {
                     Workspace own = WORKSPACE.get();
                     for (long t = t0; t < t1; t++) {
                         int i0 = (int) (t / groups) * DMC, mc = Math.min(DMC, m - i0);
-                        int s0 = (int) (t % groups) * DSTRIPS_PER_TASK, s1 = Math.min(strips, s0 + DSTRIPS_PER_TASK);
+                        int s0 = (int) (t % groups) * perTask, s1 = Math.min(strips, s0 + perTask);
                         double[] ap = own.da((mc + DMR - 1) / DMR * DMR * kc);
                         packDA(a, aBlock + i0 * aRowStride, aRowStride, aColStride, mc, kc, ap);
                         for (int s = s0; s < s1; s++) {
