@@ -965,8 +965,6 @@ public final class Gemm {
     static final int DMC = 64;
     /** Columns of a packed double B block. */
     static final int DNC = 1024;
-    /** B strips per parallel task: a task packs its A block once for this many strips. */
-    private static final int DSTRIPS_PER_TASK = 4;
 
     /** BLAS-style double-precision entry point; see {@link #sgemm(boolean, boolean, int, int, int, float, MemorySegment, long, long, MemorySegment, long, long, float, MemorySegment, long, long)}. */
     public static void dgemm(boolean transA, boolean transB, int m, int n, int k, double alpha,
@@ -1002,10 +1000,12 @@ public final class Gemm {
         Workspace ws = WORKSPACE.get();
         int rowBlocks = (m + DMC - 1) / DMC;
         for (int jc = 0; jc < n; jc += DNC) {
-            // On one thread a row block's A is packed once for all strips; split between threads, a task packs it again
-            // for every DSTRIPS_PER_TASK strips (packing A four times over was a tenth of time_sequence_prediction's step).
+            // A task packs its row block of A once for its strips: the strips are split into only as many groups as give
+            // every thread a task (one group on one thread, or with as many row blocks as threads). Four-strip groups
+            // packed A four times over at n = 204, a tenth of time_sequence_prediction's step on one thread.
             int nc = Math.min(DNC, n - jc), strips = (nc + DNR - 1) / DNR;
-            int perTask = parallel ? DSTRIPS_PER_TASK : strips, groups = (strips + perTask - 1) / perTask;
+            int wanted = parallel ? Math.min(strips, (Parallel.numThreads() + rowBlocks - 1) / rowBlocks) : 1;
+            int perTask = (strips + wanted - 1) / wanted, groups = (strips + perTask - 1) / perTask;
             for (int pc = 0; pc < k; pc += DKC) {
                 int kc = Math.min(DKC, k - pc);
                 boolean store = overwrite && pc == 0;
