@@ -45,7 +45,7 @@ class RecurrentTest {
         }
     }
 
-    // ------------------------------------------------------------------ gradcheck (float64: the fused kernels' scalar path)
+    // ------------------------------------------------------------------ gradcheck (float64: the fused kernels)
 
     @Test
     void fusedCellsPassGradcheck() {
@@ -54,6 +54,12 @@ class RecurrentTest {
             return s.hy().mul(2.0).add(s.cy());
         }, rand(2, 12), rand(2, 12), rand(2, 3));
         gradcheck(x -> Recurrent.gruCell(x[0], x[1], x[2]), rand(2, 9), rand(2, 9), rand(2, 3));
+        // Hidden 9: whole float64 vectors and a scalar tail.
+        gradcheck(x -> {
+            Recurrent.LstmStep s = Recurrent.lstmCell(x[0], x[1], x[2]);
+            return s.hy().mul(2.0).add(s.cy());
+        }, rand(2, 36), rand(2, 36), rand(2, 9));
+        gradcheck(x -> Recurrent.gruCell(x[0], x[1], x[2]), rand(2, 27), rand(2, 27), rand(2, 9));
     }
 
     @Test

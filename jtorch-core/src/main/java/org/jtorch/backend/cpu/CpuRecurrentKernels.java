@@ -87,10 +87,10 @@ final class CpuRecurrentKernels implements RecurrentKernels {
         return r == null ? DoubleVector.zero(DS) : r.dvec(i);
     }
 
-    private static final DoubleVector DONE = DoubleVector.broadcast(DS, 1);
+    private static final DoubleVector ONE_D = DoubleVector.broadcast(DS, 1);
 
     private static DoubleVector sigmoid(DoubleVector x) {
-        return DONE.div(x.neg().lanewise(VectorOperators.EXP).add(1));
+        return ONE_D.div(x.neg().lanewise(VectorOperators.EXP).add(1));
     }
 
     private static DoubleVector tanh(DoubleVector x) {
@@ -324,8 +324,9 @@ final class CpuRecurrentKernels implements RecurrentKernels {
 
     // ------------------------------------------------------------------ float64 vector passes
     // The float32 passes' twins over DoubleVector: one set per species keeps every call site monomorphic, which the
-    // Vector API needs to stay unboxed. (A masked last vector instead of the scalar tail measured slower: masked
-    // segment loads were not intrinsified, building and checking masks took a third of the backward pass.)
+    // Vector API needs to stay unboxed. (A masked last vector instead of the scalar tail measured slower: the masked
+    // segment loads and stores took the JDK's checked path, JFR's firstTrue and checkValidStateRaw, about a third of the
+    // samples.)
 
     /** {@code ws[o..o+n) = act(ig + hg)} for one gate block: sigmoid, or tanh for the cell gate. */
     private static void gatesF64(Rows ig, Rows hg, Rows ws, long o, long n, boolean tanh) {
@@ -347,17 +348,17 @@ final class CpuRecurrentKernels implements RecurrentKernels {
                                         long n) {
         for (long j = 0; j < n; j += DL) {
             DoubleVector o = ws.dvec(g0 + 3 * h + j), tc = tanh(cy.dvec(s0 + j)), dh = dvec(ghy, s0 + j);
-            gcx.dput(s0 + j, dvec(gcy, s0 + j).add(dh.mul(o).mul(DONE.sub(tc.mul(tc)))));
-            gg.dput(g0 + 3 * h + j, dh.mul(tc).mul(o).mul(DONE.sub(o)));
+            gcx.dput(s0 + j, dvec(gcy, s0 + j).add(dh.mul(o).mul(ONE_D.sub(tc.mul(tc)))));
+            gg.dput(g0 + 3 * h + j, dh.mul(tc).mul(o).mul(ONE_D.sub(o)));
         }
         for (long j = 0; j < n; j += DL) {
             DoubleVector dc = gcx.dvec(s0 + j), i = ws.dvec(g0 + j), g = ws.dvec(g0 + 2 * h + j);
-            gg.dput(g0 + j, dc.mul(g).mul(i).mul(DONE.sub(i)));
-            gg.dput(g0 + 2 * h + j, dc.mul(i).mul(DONE.sub(g.mul(g))));
+            gg.dput(g0 + j, dc.mul(g).mul(i).mul(ONE_D.sub(i)));
+            gg.dput(g0 + 2 * h + j, dc.mul(i).mul(ONE_D.sub(g.mul(g))));
         }
         for (long j = 0; j < n; j += DL) {
             DoubleVector dc = gcx.dvec(s0 + j), f = ws.dvec(g0 + h + j);
-            gg.dput(g0 + h + j, dc.mul(cx.dvec(s0 + j)).mul(f).mul(DONE.sub(f)));
+            gg.dput(g0 + h + j, dc.mul(cx.dvec(s0 + j)).mul(f).mul(ONE_D.sub(f)));
             gcx.dput(s0 + j, dc.mul(f));
         }
     }
@@ -381,8 +382,8 @@ final class CpuRecurrentKernels implements RecurrentKernels {
                                       long n) {
         for (long j = 0; j < n; j += DL) {
             DoubleVector z = ws.dvec(w0 + h + j), nv = ws.dvec(w0 + 2 * h + j), dh = dvec(ghy, s0 + j);
-            DoubleVector dn = dh.mul(DONE.sub(z)).mul(DONE.sub(nv.mul(nv)));
-            DoubleVector dz = dh.mul(hx.dvec(s0 + j).sub(nv)).mul(z).mul(DONE.sub(z));
+            DoubleVector dn = dh.mul(ONE_D.sub(z)).mul(ONE_D.sub(nv.mul(nv)));
+            DoubleVector dz = dh.mul(hx.dvec(s0 + j).sub(nv)).mul(z).mul(ONE_D.sub(z));
             gi.dput(g0 + h + j, dz);
             gh.dput(g0 + h + j, dz);
             gi.dput(g0 + 2 * h + j, dn);
@@ -390,7 +391,7 @@ final class CpuRecurrentKernels implements RecurrentKernels {
         }
         for (long j = 0; j < n; j += DL) {
             DoubleVector r = ws.dvec(w0 + j), dn = gi.dvec(g0 + 2 * h + j);
-            DoubleVector dr = dn.mul(ws.dvec(w0 + 3 * h + j)).mul(r).mul(DONE.sub(r));
+            DoubleVector dr = dn.mul(ws.dvec(w0 + 3 * h + j)).mul(r).mul(ONE_D.sub(r));
             gi.dput(g0 + j, dr);
             gh.dput(g0 + j, dr);
             gh.dput(g0 + 2 * h + j, dn.mul(r));
