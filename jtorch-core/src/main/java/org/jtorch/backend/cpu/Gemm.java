@@ -1000,11 +1000,12 @@ public final class Gemm {
         Workspace ws = WORKSPACE.get();
         int rowBlocks = (m + DMC - 1) / DMC;
         for (int jc = 0; jc < n; jc += DNC) {
-            // A task packs its row block of A once for its strips: the strips are split into only as many groups as give
-            // every thread a task (one group on one thread, or with as many row blocks as threads). Four-strip groups
-            // packed A four times over at n = 204 (time_sequence_prediction's gate products: 72 -> 58 µs on one thread).
-            int nc = Math.min(DNC, n - jc), strips = (nc + DNR - 1) / DNR;
-            int wanted = parallel ? Math.min(strips, (Parallel.numThreads() + rowBlocks - 1) / rowBlocks) : 1;
+            // A task packs its row block of A once for its strips, so the strips are split into only as many groups as
+            // make the task count a multiple of the thread count (Parallel.forRange gives each thread an equal run of
+            // tasks): one group on one thread, or with an even number of row blocks on two. Four-strip groups packed A
+            // four times over at n = 204 (time_sequence_prediction's gate products: 72 -> 58 µs on one thread).
+            int nc = Math.min(DNC, n - jc), strips = (nc + DNR - 1) / DNR, threads = Parallel.numThreads();
+            int wanted = parallel ? Math.min(strips, threads / gcd(rowBlocks, threads)) : 1;
             int perTask = (strips + wanted - 1) / wanted, groups = (strips + perTask - 1) / perTask;
             for (int pc = 0; pc < k; pc += DKC) {
                 int kc = Math.min(DKC, k - pc);
@@ -1174,6 +1175,10 @@ public final class Gemm {
         if (m < 0 || n < 0 || k < 0) {
             throw new IllegalArgumentException(op + ": expected non-negative sizes, got m=" + m + " n=" + n + " k=" + k);
         }
+    }
+
+    private static int gcd(int a, int b) {
+        return b == 0 ? a : gcd(b, a % b);
     }
 
     private static int roundUp(int x, int to) {
