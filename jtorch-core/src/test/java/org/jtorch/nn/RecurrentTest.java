@@ -138,8 +138,8 @@ class RecurrentTest {
     }
 
     /**
-     * The fused float64 kernels run as vectors whose last one is masked: at hidden sizes around the vector width (one
-     * lane, a lane short, exactly one or two vectors, a lane over, time_sequence_prediction's 51) they give the composed
+     * The fused float64 kernels run whole vectors and a scalar tail: at hidden sizes around the vector width (one lane,
+     * a lane short, exactly one or two vectors, a lane over, time_sequence_prediction's 51) they give the composed
      * formulas' values and first derivatives (the formulas are the reference: the same math as tensor ops).
      */
     @Test
