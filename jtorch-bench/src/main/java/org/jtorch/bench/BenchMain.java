@@ -42,9 +42,10 @@ public final class BenchMain {
                 String program = option(args, "--program");
                 if (program != null) {
                     print(ExamplesBench.runOne(program, quick, Long.parseLong(option(args, "--launched-at")),
-                            Arrays.asList(args).contains("--profile")));
+                            Arrays.asList(args).contains("--profile"), Arrays.asList(args).contains("--cputime")));
                 } else {
-                    ExamplesBench.runAll(quick, option(args, "--only"), Arrays.asList(args).contains("--profile"));
+                    ExamplesBench.runAll(quick, option(args, "--only"), Arrays.asList(args).contains("--profile"),
+                            Arrays.asList(args).contains("--cputime"));
                 }
             }
             case "dtype" -> print(DtypeBench.run(quick, option(args, "--only")));
@@ -80,7 +81,8 @@ public final class BenchMain {
                       examples   training steps of the pytorch/examples ports (mnist, vae, dcgan, word LM LSTM and
                                  Transformer, char GPT, time-sequence prediction in float64) and LeNet-5, ResNet-20,
                                  ResNet-18 at 64x64, each in a fresh JVM: steady-state step (ms), time to the first
-                                 step and to 90% of the steady state (s, from the launch); --only NAME: one program
+                                 step and to 90% of the steady state (s, from the launch); --only NAME: one program;
+                                 --cputime: the steps in thread CPU time, for JTORCH_NUM_THREADS=1
                       dtype      float64 against float32 per element: GEMM, elementwise, sum, an LSTM cell, an L-BFGS step
                                  (--only REGEX: those ops; JTORCH_NUM_THREADS=1: in thread CPU time)
                       data       DataLoader batches/s, ~1 ms CPU transform per sample, batch 32: 0 vs 2 workers

@@ -2,6 +2,7 @@ package org.jtorch.bench;
 
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
@@ -66,7 +67,7 @@ final class ExamplesBench {
     static final int MIN_STEPS = 8, MAX_STEPS = 5000;
 
     /** Runs each program (or only {@code only}) in a child JVM with this JVM's flags; their lines go to stdout. */
-    static void runAll(boolean quick, String only, boolean profile) {
+    static void runAll(boolean quick, String only, boolean profile, boolean cpuTime) {
         List<String> failed = new ArrayList<>();
         for (Program p : PROGRAMS) {
             if (only != null && !only.equals(p.name())) continue;
@@ -77,6 +78,7 @@ final class ExamplesBench {
                     "--program", p.name(), "--launched-at", Long.toString(epochMicros())));
             if (quick) cmd.add("--quick");
             if (profile) cmd.add("--profile");
+            if (cpuTime) cmd.add("--cputime");
             try {
                 System.out.flush();
                 int status = new ProcessBuilder(cmd).inheritIO().start().waitFor();
@@ -99,9 +101,11 @@ final class ExamplesBench {
 
     /**
      * The child's part: one program's steps, timed from {@code launchedAtMicros} (epoch microseconds); with {@code profile},
-     * then each kernel's host time over 5 more steps, to stderr.
+     * then each kernel's host time over 5 more steps, to stderr. With {@code cpuTime} the step times (and so
+     * {@code NAME_step_ms}) are the calling thread's CPU time: with {@code JTORCH_NUM_THREADS=1} on a loaded machine,
+     * what a step costs rather than how long it waited for a core.
      */
-    static Map<String, Double> runOne(String name, boolean quick, long launchedAtMicros, boolean profile) {
+    static Map<String, Double> runOne(String name, boolean quick, long launchedAtMicros, boolean profile, boolean cpuTime) {
         Program program = PROGRAMS.stream().filter(p -> p.name().equals(name)).findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("jtorch bench examples: unknown program '" + name + "'"));
         long anchorMicros = epochMicros(), anchorNanos = System.nanoTime();
@@ -109,13 +113,14 @@ final class ExamplesBench {
         Torch.manualSeed(0);
         Runnable step = program.setUp().get();
         List<Double> stepSeconds = new ArrayList<>(), endSeconds = new ArrayList<>();
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
         long start = System.nanoTime();
         double budget = budgetSeconds(quick);
         while (stepSeconds.size() < MAX_STEPS && (stepSeconds.size() < MIN_STEPS || (System.nanoTime() - start) * 1e-9 < budget)) {
-            long t0 = System.nanoTime();
+            long t0 = System.nanoTime(), c0 = cpuTime ? threads.getCurrentThreadCpuTime() : 0;
             step.run();
-            long t1 = System.nanoTime();
-            stepSeconds.add((t1 - t0) * 1e-9);
+            long t1 = System.nanoTime(), c1 = cpuTime ? threads.getCurrentThreadCpuTime() : 0;
+            stepSeconds.add((cpuTime ? c1 - c0 : t1 - t0) * 1e-9);
             endSeconds.add(launchToAnchor + (t1 - anchorNanos) * 1e-9);
         }
         if (profile) System.err.print(name + ", kernels per step:\n" + Timing.kernelProfile(0, 5, step));

@@ -45,7 +45,7 @@ class RecurrentTest {
         }
     }
 
-    // ------------------------------------------------------------------ gradcheck (float64: the fused kernels' scalar path)
+    // ------------------------------------------------------------------ gradcheck (float64: the fused kernels)
 
     @Test
     void fusedCellsPassGradcheck() {
@@ -54,6 +54,12 @@ class RecurrentTest {
             return s.hy().mul(2.0).add(s.cy());
         }, rand(2, 12), rand(2, 12), rand(2, 3));
         gradcheck(x -> Recurrent.gruCell(x[0], x[1], x[2]), rand(2, 9), rand(2, 9), rand(2, 3));
+        // Hidden 9: whole float64 vectors and a scalar tail.
+        gradcheck(x -> {
+            Recurrent.LstmStep s = Recurrent.lstmCell(x[0], x[1], x[2]);
+            return s.hy().mul(2.0).add(s.cy());
+        }, rand(2, 36), rand(2, 36), rand(2, 9));
+        gradcheck(x -> Recurrent.gruCell(x[0], x[1], x[2]), rand(2, 27), rand(2, 27), rand(2, 9));
     }
 
     @Test
@@ -129,6 +135,51 @@ class RecurrentTest {
             assertClose(Autograd.grad(new Tensor[] {gruLoss.apply(gru)}, gru, null, false, false, false),
                     Autograd.grad(new Tensor[] {gruLoss.apply(gru)}, gru, null, false, true, false));
         }
+    }
+
+    /**
+     * The fused float64 kernels run whole vectors and a scalar tail: at hidden sizes around the vector width (one lane,
+     * a lane short, exactly one or two vectors, a lane over, time_sequence_prediction's 51) they give the composed
+     * formulas' values and first derivatives (the formulas are the reference: the same math as tensor ops).
+     */
+    @Test
+    void float64FusedCellsMatchTheComposedFormulasAtEveryVectorWidth() {
+        for (int h : new int[] {1, 3, 7, 8, 9, 16, 17, 51}) {
+            try (MemoryScope scope = new MemoryScope()) {
+                Tensor[] lstm = {rand(5, 4 * h), rand(5, 4 * h), rand(5, h)};
+                Function<Tensor[], Tensor[]> fused = x -> {
+                    Recurrent.LstmStep s = Recurrent.lstmCell(x[0], x[1], x[2]);
+                    return new Tensor[] {s.hy(), s.cy()};
+                };
+                Function<Tensor[], Tensor[]> composed = x -> {
+                    Recurrent.LstmStep s = Recurrent.lstmCellComposed(x[0], x[1], x[2]);
+                    return new Tensor[] {s.hy(), s.cy()};
+                };
+                assertSameValuesAndGradients(fused, composed, lstm);
+                Tensor[] gru = {rand(5, 3 * h), rand(5, 3 * h), rand(5, h)};
+                assertSameValuesAndGradients(x -> new Tensor[] {Recurrent.gruCell(x[0], x[1], x[2])},
+                        x -> new Tensor[] {Recurrent.gruCellComposed(x[0], x[1], x[2])}, gru);
+            }
+        }
+    }
+
+    /** Both functions' outputs, and the gradients of a weighted sum of them (hy and cy get different weights). */
+    private static void assertSameValuesAndGradients(Function<Tensor[], Tensor[]> actual, Function<Tensor[], Tensor[]> expected,
+                                                     Tensor[] inputs) {
+        Tensor[] a = actual.apply(inputs), e = expected.apply(inputs);
+        assertClose(e, a);
+        Tensor[] ga = Autograd.grad(new Tensor[] {weighted(a)}, inputs, null, false, false, false);
+        Tensor[] ge = Autograd.grad(new Tensor[] {weighted(e)}, inputs, null, false, false, false);
+        assertClose(ge, ga);
+    }
+
+    private static Tensor weighted(Tensor[] outputs) {
+        Tensor total = null;
+        for (int k = 0; k < outputs.length; k++) {
+            Tensor w = outputs[k].mul(Torch.linspace(-1.0 - k, 2.0 + k, outputs[k].numel(), DType.FLOAT64, Device.cpu()).view(outputs[k].shape()));
+            total = total == null ? w.sum() : total.add(w.sum());
+        }
+        return total;
     }
 
     private static void assertClose(Tensor[] expected, Tensor[] actual) {

@@ -965,8 +965,6 @@ public final class Gemm {
     static final int DMC = 64;
     /** Columns of a packed double B block. */
     static final int DNC = 1024;
-    /** B strips per parallel task: a task packs its A block once for this many strips. */
-    private static final int DSTRIPS_PER_TASK = 4;
 
     /** BLAS-style double-precision entry point; see {@link #sgemm(boolean, boolean, int, int, int, float, MemorySegment, long, long, MemorySegment, long, long, float, MemorySegment, long, long)}. */
     public static void dgemm(boolean transA, boolean transB, int m, int n, int k, double alpha,
@@ -990,15 +988,28 @@ public final class Gemm {
                              MemorySegment c, long cOffset, long ldc) {
         checkDims("dgemm", m, n, k);
         if (m == 0 || n == 0) return;
-        scaleD(m, n, beta, c, cOffset, ldc);
-        if (k == 0 || alpha == 0d) return;
+        if (k == 0 || alpha == 0d) {
+            scaleD(m, n, beta, c, cOffset, ldc);
+            return;
+        }
+        // beta 0: the first k block stores its tiles (NaN in C does not survive) instead of C being zeroed first, a
+        // scalar pass that cost as much as the products at time_sequence_prediction's shapes.
+        boolean overwrite = beta == 0d;
+        if (!overwrite) scaleD(m, n, beta, c, cOffset, ldc);
         boolean parallel = Parallel.numThreads() > 1 && (long) m * n * k >= PARALLEL_MIN_WORK && !Parallel.inParallelRegion();
         Workspace ws = WORKSPACE.get();
         int rowBlocks = (m + DMC - 1) / DMC;
         for (int jc = 0; jc < n; jc += DNC) {
-            int nc = Math.min(DNC, n - jc), strips = (nc + DNR - 1) / DNR, groups = (strips + DSTRIPS_PER_TASK - 1) / DSTRIPS_PER_TASK;
+            // A task packs its row block of A once for its strips, so the strips are split into only as many groups as
+            // make the task count a multiple of the thread count (Parallel.forRange gives each thread an equal run of
+            // tasks): one group on one thread, or with an even number of row blocks on two. Four-strip groups packed A
+            // four times over at n = 204 (time_sequence_prediction's gate products: 72 -> 58 µs on one thread).
+            int nc = Math.min(DNC, n - jc), strips = (nc + DNR - 1) / DNR, threads = Parallel.numThreads();
+            int wanted = parallel ? Math.min(strips, threads / gcd(rowBlocks, threads)) : 1;
+            int perTask = (strips + wanted - 1) / wanted, groups = (strips + perTask - 1) / perTask;
             for (int pc = 0; pc < k; pc += DKC) {
                 int kc = Math.min(DKC, k - pc);
+                boolean store = overwrite && pc == 0;
                 if (ws.db.length < strips * DNR * kc) ws.db = new double[strips * DNR * kc];
                 double[] bp = ws.db;
                 packDB(b, bOffset + pc * bRowStride + jc * bColStride, bRowStride, bColStride, kc, nc, bp);
@@ -1008,7 +1019,7 @@ public final class Gemm {
                     Workspace own = WORKSPACE.get();
                     for (long t = t0; t < t1; t++) {
                         int i0 = (int) (t / groups) * DMC, mc = Math.min(DMC, m - i0);
-                        int s0 = (int) (t % groups) * DSTRIPS_PER_TASK, s1 = Math.min(strips, s0 + DSTRIPS_PER_TASK);
+                        int s0 = (int) (t % groups) * perTask, s1 = Math.min(strips, s0 + perTask);
                         double[] ap = own.da((mc + DMR - 1) / DMR * DMR * kc);
                         packDA(a, aBlock + i0 * aRowStride, aRowStride, aColStride, mc, kc, ap);
                         for (int s = s0; s < s1; s++) {
@@ -1016,7 +1027,7 @@ public final class Gemm {
                             for (int ir = 0; ir < mc; ir += DMR) {
                                 kernelD(kc, ap, ir * kc, bp, s * DNR * kc, own.dtile);
                                 updateCD(own.dtile, c, (cBlock + (i0 + ir) * ldc + (long) s * DNR) * Double.BYTES,
-                                        ldc * Double.BYTES, Math.min(DMR, mc - ir), nr, alpha);
+                                        ldc * Double.BYTES, Math.min(DMR, mc - ir), nr, alpha, store);
                             }
                         }
                     }
@@ -1057,10 +1068,19 @@ public final class Gemm {
         }
     }
 
-    /** op(A)'s {@code mc x kc} block into DMR-tall strips, {@code [strip][p][DMR]}, the last strip zero-padded. */
+    /**
+     * op(A)'s {@code mc x kc} block into DMR-tall strips, {@code [strip][p][DMR]}, the last strip zero-padded. As
+     * {@link #packA}, a transposed A's strip is DMR contiguous doubles per p: one bulk copy each (packing element by
+     * element was a quarter of time_sequence_prediction's float64 product time). A plain A is read element by element:
+     * bulk-copying its rows and interleaving them from the heap measured slower at those sizes.
+     */
     private static void packDA(MemorySegment a, long off, long rs, long cs, int mc, int kc, double[] dst) {
         for (int i0 = 0; i0 < mc; i0 += DMR) {
             int base = i0 * kc;
+            if (i0 + DMR <= mc && rs == 1) {
+                for (int p = 0; p < kc; p++) MemorySegment.copy(a, F64, (off + i0 + p * cs) * Double.BYTES, dst, base + p * DMR, DMR);
+                continue;
+            }
             for (int r = 0; r < DMR; r++) {
                 if (i0 + r < mc) {
                     long row = off + (i0 + r) * rs;
@@ -1130,21 +1150,22 @@ public final class Gemm {
         c71.intoArray(tile, 7 * DNR + DL);
     }
 
-    /** {@code C[0..mr)[0..nr) += alpha * tile}, C's rows {@code ldcBytes} apart from {@code cByte}. */
-    private static void updateCD(double[] tile, MemorySegment c, long cByte, long ldcBytes, int mr, int nr, double alpha) {
+    /** {@code C[0..mr)[0..nr) += alpha * tile} ({@code = alpha * tile} with {@code overwrite}), C's rows {@code ldcBytes} apart from {@code cByte}. */
+    private static void updateCD(double[] tile, MemorySegment c, long cByte, long ldcBytes, int mr, int nr, double alpha,
+                                 boolean overwrite) {
         DoubleVector alv = DoubleVector.broadcast(DS, alpha);
         for (int r = 0; r < mr; r++) {
             long row = cByte + r * ldcBytes;
             if (nr == DNR) {
                 for (int v = 0; v < DNR; v += DL) {
                     long at = row + (long) v * Double.BYTES;
-                    DoubleVector.fromArray(DS, tile, r * DNR + v)
-                            .fma(alv, DoubleVector.fromMemorySegment(DS, c, at, NO)).intoMemorySegment(c, at, NO);
+                    DoubleVector t = DoubleVector.fromArray(DS, tile, r * DNR + v);
+                    (overwrite ? t.mul(alv) : t.fma(alv, DoubleVector.fromMemorySegment(DS, c, at, NO))).intoMemorySegment(c, at, NO);
                 }
             } else {
                 for (int j = 0; j < nr; j++) {
                     long at = row + (long) j * Double.BYTES;
-                    c.set(F64, at, Math.fma(alpha, tile[r * DNR + j], c.get(F64, at)));
+                    c.set(F64, at, overwrite ? alpha * tile[r * DNR + j] : Math.fma(alpha, tile[r * DNR + j], c.get(F64, at)));
                 }
             }
         }
@@ -1154,6 +1175,10 @@ public final class Gemm {
         if (m < 0 || n < 0 || k < 0) {
             throw new IllegalArgumentException(op + ": expected non-negative sizes, got m=" + m + " n=" + n + " k=" + k);
         }
+    }
+
+    private static int gcd(int a, int b) {
+        return b == 0 ? a : gcd(b, a % b);
     }
 
     private static int roundUp(int x, int to) {

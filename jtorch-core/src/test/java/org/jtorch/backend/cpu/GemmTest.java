@@ -252,6 +252,8 @@ class GemmTest {
         check(Gemm.DMC + Gemm.DMR + 3, Gemm.DNC + Gemm.DNR + 5, 2 * Gemm.DKC + 17, 1.5f, 0.25f, 0, 0, 500, true);
         check(Gemm.DMC + 1, 70, Gemm.DKC + 1, 1f, 1f, 1, 1, 501, true);
         check(97, 204, 51, 1f, 0f, 2, 3, 502, true);
+        // beta 0 over several k blocks: the first block's tiles overwrite C (full and partial tiles), the later ones add.
+        check(Gemm.DMC + 5, 3 * Gemm.DNR + 3, Gemm.DKC + 9, -0.75f, 0f, 1, 2, 503, true);
     }
 
     @Test
