@@ -232,135 +232,32 @@ final class WinogradF32 {
         return a.fma(FloatVector.broadcast(FS, s), c);
     }
 
-    /** Output channels per register tile: 32 ({@link #tile8x32}) when they come in 32s, else 16 ({@link #tile16x16}). */
+    /** Output channels per register tile: 32 ({@link ConvDirectF32#tile8x32}) when they come in 32s, else 16 ({@link ConvDirectF32#tile16x16}). */
     private static int lanes(int cout) {
         return cout % 32 == 0 ? 32 : 16;
     }
 
     /**
      * Rows {@code [r, r + 8)} by channels {@code [c0, c0 + 32)} of {@code M_e = V_e U_e} ({@code [r, r + 16)} by
-     * {@code [c0, c0 + 16)} with 16-channel blocks): a register tile over {@code cin} taps, the tile's rows
-     * {@code cin} floats apart, copied from its pixel-major tile into {@code m}.
+     * {@code [c0, c0 + 16)} with 16-channel blocks): {@link ConvDirectF32}'s register tile (one window row of
+     * {@code cin} taps, the tiles {@code cin} floats apart), copied from its pixel-major tile into {@code m}.
      */
     private static void product(Work wk, float[] u, int cin, int cout, int e, int r, int c0) {
         int ob = lanes(cout), vb = (e * TB + r) * cin, ub = (e * (cout / ob) + c0 / ob) * cin * ob;
         int mb = (e * TB + r) * cout + c0;
         if (ob == 32) {
-            tile8x32(wk.v, vb, cin, u, ub, wk.pixels);
+            ConvDirectF32.tile8x32(wk.v, vb, cin, 0, 1, cin, u, ub, ZERO_BIAS, 0, wk.pixels);
             for (int p = 0; p < 8; p++) {
                 FloatVector.fromMemorySegment(FS, wk.pixels, p * 64L, NO).intoArray(wk.m, mb + p * cout);
                 FloatVector.fromMemorySegment(FS, wk.pixels, 512 + p * 64L, NO).intoArray(wk.m, mb + p * cout + 16);
             }
         } else {
-            tile16x16(wk.v, vb, cin, u, ub, wk.pixels);
+            ConvDirectF32.tile16x16(wk.v, vb, cin, 0, 1, cin, u, ub, ZERO_BIAS, 0, wk.pixels);
             for (int p = 0; p < 16; p++) FloatVector.fromMemorySegment(FS, wk.pixels, p * 64L, NO).intoArray(wk.m, mb + p * cout);
         }
     }
 
-    /*
-     * The products' register tiles are ConvDirectF32.tile8x32 and tile16x16 reduced to one window row (kh = 1, no
-     * bias), copied here rather than shared on purpose: C2 compiles a method once for the profile of whichever
-     * caller ran it first, and the direct forward's kh window rows of kw * cin taps ran 15% slower (ResNet-20's
-     * 64-channel layer, 6.9-7.1 against 8.0-8.2 ms) in JVMs where a Winograd layer had run first through the shared
-     * tile. Separate methods keep each profile to one caller.
-     */
-
-    /** 8 rows ({@code cin} floats apart from {@code vBase}) by 32 channels: {@code tile[half * 128 + row * 16 + lane]}. */
-    private static void tile8x32(float[] v, int vBase, int cin, float[] u, int uBase, MemorySegment tile) {
-        FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
-        FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS), a7 = FloatVector.zero(FS);
-        FloatVector b0 = FloatVector.zero(FS), b1 = FloatVector.zero(FS), b2 = FloatVector.zero(FS), b3 = FloatVector.zero(FS);
-        FloatVector b4 = FloatVector.zero(FS), b5 = FloatVector.zero(FS), b6 = FloatVector.zero(FS), b7 = FloatVector.zero(FS);
-        for (int j = 0; j < cin; j++) {
-            FloatVector wl = FloatVector.fromArray(FS, u, uBase + j * 32);
-            FloatVector wh = FloatVector.fromArray(FS, u, uBase + j * 32 + 16);
-            int i = vBase + j;
-            FloatVector x = FloatVector.broadcast(FS, v[i]);
-            a0 = wl.fma(x, a0);
-            b0 = wh.fma(x, b0);
-            x = FloatVector.broadcast(FS, v[i + cin]);
-            a1 = wl.fma(x, a1);
-            b1 = wh.fma(x, b1);
-            x = FloatVector.broadcast(FS, v[i + 2 * cin]);
-            a2 = wl.fma(x, a2);
-            b2 = wh.fma(x, b2);
-            x = FloatVector.broadcast(FS, v[i + 3 * cin]);
-            a3 = wl.fma(x, a3);
-            b3 = wh.fma(x, b3);
-            x = FloatVector.broadcast(FS, v[i + 4 * cin]);
-            a4 = wl.fma(x, a4);
-            b4 = wh.fma(x, b4);
-            x = FloatVector.broadcast(FS, v[i + 5 * cin]);
-            a5 = wl.fma(x, a5);
-            b5 = wh.fma(x, b5);
-            x = FloatVector.broadcast(FS, v[i + 6 * cin]);
-            a6 = wl.fma(x, a6);
-            b6 = wh.fma(x, b6);
-            x = FloatVector.broadcast(FS, v[i + 7 * cin]);
-            a7 = wl.fma(x, a7);
-            b7 = wh.fma(x, b7);
-        }
-        a0.intoMemorySegment(tile, 0, NO);
-        a1.intoMemorySegment(tile, 64, NO);
-        a2.intoMemorySegment(tile, 128, NO);
-        a3.intoMemorySegment(tile, 192, NO);
-        a4.intoMemorySegment(tile, 256, NO);
-        a5.intoMemorySegment(tile, 320, NO);
-        a6.intoMemorySegment(tile, 384, NO);
-        a7.intoMemorySegment(tile, 448, NO);
-        b0.intoMemorySegment(tile, 512, NO);
-        b1.intoMemorySegment(tile, 576, NO);
-        b2.intoMemorySegment(tile, 640, NO);
-        b3.intoMemorySegment(tile, 704, NO);
-        b4.intoMemorySegment(tile, 768, NO);
-        b5.intoMemorySegment(tile, 832, NO);
-        b6.intoMemorySegment(tile, 896, NO);
-        b7.intoMemorySegment(tile, 960, NO);
-    }
-
-    /** 16 rows ({@code cin} floats apart from {@code vBase}) by 16 channels: {@code tile[row * 16 + lane]}. */
-    private static void tile16x16(float[] v, int vBase, int cin, float[] u, int uBase, MemorySegment tile) {
-        FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
-        FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS), a7 = FloatVector.zero(FS);
-        FloatVector a8 = FloatVector.zero(FS), a9 = FloatVector.zero(FS), a10 = FloatVector.zero(FS), a11 = FloatVector.zero(FS);
-        FloatVector a12 = FloatVector.zero(FS), a13 = FloatVector.zero(FS), a14 = FloatVector.zero(FS), a15 = FloatVector.zero(FS);
-        for (int j = 0; j < cin; j++) {
-            FloatVector w = FloatVector.fromArray(FS, u, uBase + j * 16);
-            int i = vBase + j;
-            a0 = w.fma(FloatVector.broadcast(FS, v[i]), a0);
-            a1 = w.fma(FloatVector.broadcast(FS, v[i + cin]), a1);
-            a2 = w.fma(FloatVector.broadcast(FS, v[i + 2 * cin]), a2);
-            a3 = w.fma(FloatVector.broadcast(FS, v[i + 3 * cin]), a3);
-            a4 = w.fma(FloatVector.broadcast(FS, v[i + 4 * cin]), a4);
-            a5 = w.fma(FloatVector.broadcast(FS, v[i + 5 * cin]), a5);
-            a6 = w.fma(FloatVector.broadcast(FS, v[i + 6 * cin]), a6);
-            a7 = w.fma(FloatVector.broadcast(FS, v[i + 7 * cin]), a7);
-            a8 = w.fma(FloatVector.broadcast(FS, v[i + 8 * cin]), a8);
-            a9 = w.fma(FloatVector.broadcast(FS, v[i + 9 * cin]), a9);
-            a10 = w.fma(FloatVector.broadcast(FS, v[i + 10 * cin]), a10);
-            a11 = w.fma(FloatVector.broadcast(FS, v[i + 11 * cin]), a11);
-            a12 = w.fma(FloatVector.broadcast(FS, v[i + 12 * cin]), a12);
-            a13 = w.fma(FloatVector.broadcast(FS, v[i + 13 * cin]), a13);
-            a14 = w.fma(FloatVector.broadcast(FS, v[i + 14 * cin]), a14);
-            a15 = w.fma(FloatVector.broadcast(FS, v[i + 15 * cin]), a15);
-        }
-        a0.intoMemorySegment(tile, 0, NO);
-        a1.intoMemorySegment(tile, 64, NO);
-        a2.intoMemorySegment(tile, 128, NO);
-        a3.intoMemorySegment(tile, 192, NO);
-        a4.intoMemorySegment(tile, 256, NO);
-        a5.intoMemorySegment(tile, 320, NO);
-        a6.intoMemorySegment(tile, 384, NO);
-        a7.intoMemorySegment(tile, 448, NO);
-        a8.intoMemorySegment(tile, 512, NO);
-        a9.intoMemorySegment(tile, 576, NO);
-        a10.intoMemorySegment(tile, 640, NO);
-        a11.intoMemorySegment(tile, 704, NO);
-        a12.intoMemorySegment(tile, 768, NO);
-        a13.intoMemorySegment(tile, 832, NO);
-        a14.intoMemorySegment(tile, 896, NO);
-        a15.intoMemorySegment(tile, 960, NO);
-    }
+    private static final float[] ZERO_BIAS = new float[32];
 
     /**
      * {@code A^T M A + bias} of tile (ty, tx), its products in row {@code slot} of each {@code M_e}, into the NCHW
