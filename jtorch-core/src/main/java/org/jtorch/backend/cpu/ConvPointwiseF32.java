@@ -56,9 +56,10 @@ final class ConvPointwiseF32 {
     /** The strided input gathered, or the input gradient before its scatter: native, as the tensors the kernels read. */
     private static final ThreadLocal<CpuConvolutionKernels.Scratch> GATHERED = ThreadLocal.withInitial(CpuConvolutionKernels.Scratch::new);
 
-    /** Whether this path applies: 512-bit vectors, a 1x1 kernel without padding, one group, any stride. */
+    /** Whether this path applies: 512-bit vectors, a 1x1 kernel without padding, one group, channels, any stride. */
     static boolean handles(Geometry g) {
         return Gemm.L == 16 && g.kh() == 1 && g.kw() == 1 && g.ph() == 0 && g.pw() == 0 && g.groups() == 1
+                && g.cin() > 0 && g.cout() > 0
                 && g.oh() == (g.h() - 1) / g.sh() + 1 && g.ow() == (g.w() - 1) / g.sw() + 1
                 && (long) g.n() * g.oh() * g.ow() < Integer.MAX_VALUE
                 && (long) g.n() * Math.max(g.cin(), g.cout()) * g.h() * g.w() < Integer.MAX_VALUE;
