@@ -165,19 +165,19 @@ final class ConvPointwiseF32 {
                 int n = (int) (col0 / l), p0 = (int) (col0 % l);
                 int width = (int) Math.min((long) NR * perBlock, cols - col0);
                 int count = (width + NR - 1) / NR;
-                // The block in one image and whole strips: kernels store straight into c.
+                // The block in one image and whole strips: packed as one run per row.
                 boolean whole = width % NR == 0 && p0 + width <= l;
-                long cImage = cOff + (long) n * m * l + p0;
                 long ld = (long) l * Float.BYTES;
                 for (int kb = 0; kb < blocks; kb++) {
                     int k0 = kb * kc0, kc = Math.min(kc0, k - k0);
                     if (whole) {
-                        packStrips(b, bOff + (long) n * k * l + (long) k0 * l + p0, l, kc, count, bp);
+                        packStrips(b, bOff + (long) n * k * l + (long) k0 * l + p0, l, kc, count, bp, 0);
                     } else {
                         for (int st = 0; st < count; st++) {
                             long sc = col0 + (long) st * NR;
-                            packStripAcross(b, bOff, k, l, k0, kc, (int) (sc / l), (int) (sc % l), (int) Math.min(NR, cols - sc),
-                                    bp, st * kc * NR);
+                            int sn = (int) (sc / l), sp = (int) (sc % l);
+                            if (inOneImage(sc, l, cols)) packStrips(b, bOff + (long) sn * k * l + (long) k0 * l + sp, l, kc, 1, bp, st * kc * NR);
+                            else packStripAcross(b, bOff, k, l, k0, kc, sn, sp, (int) Math.min(NR, cols - sc), bp, st * kc * NR);
                         }
                     }
                     boolean first = kb == 0, last = kb == blocks - 1;
@@ -185,14 +185,15 @@ final class ConvPointwiseF32 {
                     for (int ir = 0; ir < m; ir += MR) {
                         int mr = Math.min(MR, m - ir);
                         for (int st = 0; st < count; st++) {
-                            if (whole && mr == MR) {
-                                long cByte = (cImage + (long) ir * l + st * NR) * Float.BYTES;
+                            long sc = col0 + (long) st * NR;
+                            if (mr == MR && (whole || inOneImage(sc, l, cols))) {
+                                // A whole strip in one image: the kernels store straight into c.
+                                long cByte = (cOff + ((sc / l) * m + ir) * l + sc % l) * Float.BYTES;
                                 if (first) Gemm.kernelStore(kc, ap, aBlock + ir * kc, bp, st * kc * NR, c, cByte, ld, 1f);
                                 else Gemm.kernelUpdate(kc, ap, aBlock + ir * kc, bp, st * kc * NR, c, cByte, ld, 1f, 1f);
                                 if (last && bias != null) addBias(bias, ir, MR, c, cByte, ld);
                             } else {
                                 Gemm.kernel(kc, ap, aBlock + ir * kc, bp, st * kc * NR, tile);
-                                long sc = col0 + (long) st * NR;
                                 storeAcross(tile, mr, m, l, c, cOff, (int) (sc / l), (int) (sc % l), (int) Math.min(NR, cols - sc), ir,
                                         !first, last ? bias : null);
                             }
@@ -203,15 +204,20 @@ final class ConvPointwiseF32 {
         });
     }
 
+    /** Whether the 32 columns from column {@code col} on are all there and in one image of {@code l} pixels. */
+    private static boolean inOneImage(long col, int l, long cols) {
+        return col + NR <= cols && col % l + NR <= l;
+    }
+
     /**
      * {@code count} strips from {@code b[off]} on, rows {@code ld} apart: strip st holds
-     * {@code bp[st * kc * NR + p * NR + j] = b[off + p * ld + st * NR + j]}, each row read as one run.
+     * {@code bp[base + st * kc * NR + p * NR + j] = b[off + p * ld + st * NR + j]}, each row read as one run.
      */
-    private static void packStrips(MemorySegment b, long off, int ld, int kc, int count, float[] bp) {
+    private static void packStrips(MemorySegment b, long off, int ld, int kc, int count, float[] bp, int base) {
         long at = off * Float.BYTES, step = (long) ld * Float.BYTES;
         for (int p = 0; p < kc; p++, at += step) {
             for (int st = 0; st < count; st++) {
-                int d = st * kc * NR + p * NR;
+                int d = base + st * kc * NR + p * NR;
                 FloatVector.fromMemorySegment(FS, b, at + st * 128L, NO).intoArray(bp, d);
                 FloatVector.fromMemorySegment(FS, b, at + st * 128L + 64, NO).intoArray(bp, d + 16);
             }
