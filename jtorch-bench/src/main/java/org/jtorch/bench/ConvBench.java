@@ -12,7 +12,7 @@ import org.jtorch.nn.F;
  * Convolution measurements (float32, NCHW): the issue's 128x64x32x32 3x3 pad-1 convolution forward and
  * forward+backward (input, weight and bias gradients), the ResNet-20 (CIFAR) shapes at batch 128, and the
  * ResNet-50 (ImageNet, 224 px) layer shapes at batch 8: the 7x7 stride-2 stem, 1x1 reductions and expansions,
- * 3x3 at 56/28/14/7 px and the stride-2 3x3. Each time comes with its rate as a fraction of the FMA peak
+ * 3x3 at 56/28/14/7 px, the stride-2 3x3 and the stride-2 1x1 downsampling shortcut. Each time comes with its rate as a fraction of the FMA peak
  * ({@code *_of_peak}, {@link PeakBench}; forward+backward counts three convolutions' FLOPs).
  * {@code jtorch-bench/python/bench_conv.py} makes the same measurements with PyTorch.
  */
@@ -42,6 +42,8 @@ final class ConvBench {
         new Shape("resnet50_1x1_256to64_56px", 8, 256, 64, 56, 1, 1, 0),
         new Shape("resnet50_1x1_64to256_56px", 8, 64, 256, 56, 1, 1, 0),
         new Shape("resnet50_1x1_1024to256_14px", 8, 1024, 256, 14, 1, 1, 0),
+        new Shape("resnet50_1x1_2048to512_7px", 8, 2048, 512, 7, 1, 1, 0),
+        new Shape("resnet50_1x1s2_256to512_56px", 8, 256, 512, 56, 1, 2, 0),
         new Shape("resnet50_3x3_64c_56px", 8, 64, 64, 56, 3, 1, 1),
         new Shape("resnet50_3x3_128c_28px", 8, 128, 128, 28, 3, 1, 1),
         new Shape("resnet50_3x3_256c_14px", 8, 256, 256, 14, 3, 1, 1),

@@ -16,7 +16,9 @@ import org.jtorch.op.StridedView;
 /**
  * The CPU's {@link ConvolutionKernels}: per image, im2col into a reused per-thread buffer and one
  * {@link Gemm} per group, with images spread over {@link Parallel}'s threads (each GEMM then runs on
- * its thread alone). 1x1 stride-1 convolutions skip im2col: the image already is the column matrix.
+ * its thread alone). 1x1 convolutions skip im2col ({@link ConvPointwiseF32}, after {@link ConvGemmF32}'s small strided
+ * images, whose strips would cross 8 images each; the stride-1 weight gradient here: the image already is the column
+ * matrix).
  * The weight gradient is accumulated per thread and the partial sums are
  * added in a fixed order, so results do not depend on scheduling.
  */
@@ -47,6 +49,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         boolean f32 = out.dtype() == DType.FLOAT32;
         if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
             ConvGemmF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
+            return;
+        }
+        if (f32 && ConvPointwiseF32.handles(g)) {
+            ConvPointwiseF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
                     bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
             return;
         }
@@ -93,6 +100,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         boolean f32 = gradInput.dtype() == DType.FLOAT32;
         if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
             ConvGemmF32.backwardInput(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), seg(gradInput),
+                    gradInput.offset(), g);
+            return;
+        }
+        if (f32 && ConvPointwiseF32.handles(g)) {
+            ConvPointwiseF32.backwardInput(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), seg(gradInput),
                     gradInput.offset(), g);
             return;
         }
@@ -192,6 +204,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         boolean f32 = gradWeight.dtype() == DType.FLOAT32;
         if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
             ConvGemmF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                    gradWeight.offset(), g);
+            return;
+        }
+        if (f32 && ConvPointwiseF32.handlesWeightGrad(g)) {
+            ConvPointwiseF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
                     gradWeight.offset(), g);
             return;
         }

@@ -55,6 +55,20 @@ class ConvolutionPathsTest {
     }
 
     @Test
+    void pointwiseConvolutionsTakeTheGemmWithoutIm2col() {
+        assertEquals(true, ConvPointwiseF32.handles(geometry(new int[] {8, 256, 56, 56}, new int[] {64, 256, 1, 1}, 1, 1, 0, 0, 1)));
+        assertEquals(true, ConvPointwiseF32.handles(geometry(new int[] {8, 1024, 14, 14}, new int[] {2048, 1024, 1, 1}, 2, 2, 0, 0, 1)));
+        assertEquals(true, ConvPointwiseF32.handles(geometry(new int[] {3, 13, 3, 5}, new int[] {11, 13, 1, 1}, 3, 2, 0, 0, 2)));
+        // The weight gradient only when strided; small strided images go to the batch GEMM first (its test above).
+        assertEquals(false, ConvPointwiseF32.handlesWeightGrad(geometry(new int[] {8, 256, 56, 56}, new int[] {64, 256, 1, 1}, 1, 1, 0, 0, 1)));
+        assertEquals(true, ConvPointwiseF32.handlesWeightGrad(geometry(new int[] {8, 256, 56, 56}, new int[] {512, 256, 1, 1}, 2, 2, 0, 0, 1)));
+        // Padding, groups and larger kernels are the other paths'.
+        assertEquals(false, ConvPointwiseF32.handles(geometry(new int[] {2, 16, 6, 6}, new int[] {24, 16, 1, 1}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvPointwiseF32.handles(new Geometry(2, 32, 9, 9, 48, 1, 1, 2, 2, 0, 0, 1, 1, 2, 5, 5)));
+        assertEquals(false, ConvPointwiseF32.handles(geometry(new int[] {2, 16, 6, 6}, new int[] {24, 16, 3, 3}, 1, 1, 1, 1, 1)));
+    }
+
+    @Test
     void smallImagesOfABatchTakeTheBatchGemm() {
         assertEquals(true, ConvGemmF32.prefers(geometry(new int[] {32, 512, 2, 2}, new int[] {512, 512, 3, 3}, 1, 1, 1, 1, 1)));
         assertEquals(true, ConvGemmF32.prefers(geometry(new int[] {32, 256, 4, 4}, new int[] {256, 256, 3, 3}, 1, 1, 1, 1, 1)));
