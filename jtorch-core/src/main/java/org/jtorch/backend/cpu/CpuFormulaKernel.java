@@ -23,6 +23,8 @@ final class CpuFormulaKernel implements FormulaKernel {
     private final int inputs;
     private final boolean vectorizable;
     private final boolean vectorizableF64;
+    /** Whether the formula calls erf or GELU, whose double vector form is dear for a short row. */
+    private final boolean erfInFormula;
     /** By {@link PointwiseCodegen.Compute} ordinal: the formula's form in those integer lanes, null where not generated. */
     private final PointwiseCodegen.IntegerForm[] integerForms;
     private final Expr.ArrayFormula reference;
@@ -42,6 +44,7 @@ final class CpuFormulaKernel implements FormulaKernel {
         this.inputs = inputs;
         this.vectorizable = inputs <= 16 && PointwiseCodegen.supports(formula);
         this.vectorizableF64 = inputs <= MAX_LAID_OUT && PointwiseCodegen.supports(formula, true);
+        this.erfInFormula = calls(formula, org.jtorch.op.Fn.ERF) || calls(formula, org.jtorch.op.Fn.GELU);
         this.integerForms = new PointwiseCodegen.IntegerForm[PointwiseCodegen.Compute.values().length];
         for (PointwiseCodegen.Compute c : PointwiseCodegen.Compute.values()) {
             if (c.integral()) integerForms[c.ordinal()] = PointwiseCodegen.integerForm(formula, c);
@@ -225,6 +228,10 @@ final class CpuFormulaKernel implements FormulaKernel {
         return stride == bytes || (stride == 0 && it.innerLength() == 1);
     }
 
+    private static boolean calls(Expr e, org.jtorch.op.Fn fn) {
+        return e instanceof Expr.Math m && (m.fn() == fn || m.args().stream().anyMatch(a -> calls(a, fn)));
+    }
+
     /** Inputs up to which a layout other than all-float32 is generated ({@link #layoutCode} packs it into a long). */
     private static final int MAX_LAID_OUT = 12;
 
@@ -242,6 +249,8 @@ final class CpuFormulaKernel implements FormulaKernel {
             code = integerLayoutCode(it, compute, operands, form);
         } else {
             if (lanes == PointwiseCodegen.Compute.F64 ? !vectorizableF64 : !vectorizable) return null;
+            // A whole vector of erf pieces costs more than the reference's scalar erf for a few elements.
+            if (lanes == PointwiseCodegen.Compute.F64 && erfInFormula && it.numel < VectorMathF64.LANES) return null;
             code = layoutCode(it, compute, operands);
         }
         if (code < 0) return null;
