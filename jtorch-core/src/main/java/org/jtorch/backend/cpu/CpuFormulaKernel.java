@@ -262,7 +262,8 @@ final class CpuFormulaKernel implements FormulaKernel {
         return k;
     }
 
-    private static PointwiseCodegen.Compute lanes(DType compute) {
+    /** The lanes {@code compute} runs in; null for bool. */
+    static PointwiseCodegen.Compute lanes(DType compute) {
         return switch (compute) {
             case FLOAT32, BFLOAT16, FLOAT16 -> PointwiseCodegen.Compute.F32;
             case FLOAT64 -> PointwiseCodegen.Compute.F64;

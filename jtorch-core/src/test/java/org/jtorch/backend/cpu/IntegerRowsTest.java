@@ -32,13 +32,7 @@ class IntegerRowsTest {
     private final Random random = new Random(15);
 
     private static PointwiseCodegen.Compute lanes(DType t) {
-        return switch (t) {
-            case INT64 -> PointwiseCodegen.Compute.I64;
-            case INT32 -> PointwiseCodegen.Compute.I32;
-            case INT16 -> PointwiseCodegen.Compute.I16;
-            case INT8 -> PointwiseCodegen.Compute.I8;
-            default -> PointwiseCodegen.Compute.U8;
-        };
+        return CpuFormulaKernel.lanes(t);
     }
 
     /** A value of {@code t}: often an edge value, else random bits. */
