@@ -23,6 +23,8 @@ final class IntegerConversion {
     private static final ByteOrder LE = ByteOrder.nativeOrder();
     private static final VectorSpecies<Integer> IS = IntVector.SPECIES_PREFERRED;
     private static final VectorSpecies<Long> LS = LongVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Float> FS = IS.withLanes(float.class);
+    private static final VectorSpecies<Double> DS = LS.withLanes(double.class);
     /** As many bytes as IS has ints. */
     private static final VectorSpecies<Byte> BYTES_OF_INTS = VectorSpecies.of(byte.class, VectorShape.forBitSize(IS.length() * 8));
     /** As many ints as LS has longs. */
@@ -43,11 +45,11 @@ final class IntegerConversion {
         if (st == DType.UINT8) {
             for (; i < upper; i += lanes) {
                 ByteVector.fromMemorySegment(BYTES_OF_INTS, s, so + i, LE).convertShape(VectorOperators.ZERO_EXTEND_B2I, IS, 0)
-                        .convertShape(VectorOperators.I2F, IS.withLanes(float.class), 0).intoMemorySegment(d, dOff + 4 * i, LE);
+                        .convertShape(VectorOperators.I2F, FS, 0).intoMemorySegment(d, dOff + 4 * i, LE);
             }
         } else if (st == DType.INT32 && dt == DType.FLOAT32) {
             for (; i < upper; i += lanes) {
-                IntVector.fromMemorySegment(IS, s, so + 4 * i, LE).convertShape(VectorOperators.I2F, IS.withLanes(float.class), 0)
+                IntVector.fromMemorySegment(IS, s, so + 4 * i, LE).convertShape(VectorOperators.I2F, FS, 0)
                         .intoMemorySegment(d, dOff + 4 * i, LE);
             }
         } else if (st == DType.INT32) {
@@ -62,7 +64,7 @@ final class IntegerConversion {
             }
         } else {
             for (; i < upper; i += lanes) {
-                LongVector.fromMemorySegment(LS, s, so + 8 * i, LE).convertShape(VectorOperators.L2D, LS.withLanes(double.class), 0)
+                LongVector.fromMemorySegment(LS, s, so + 8 * i, LE).convertShape(VectorOperators.L2D, DS, 0)
                         .intoMemorySegment(d, dOff + 8 * i, LE);
             }
         }
