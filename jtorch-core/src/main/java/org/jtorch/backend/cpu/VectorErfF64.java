@@ -1,7 +1,5 @@
 package org.jtorch.backend.cpu;
 
-import java.math.BigDecimal;
-import java.math.MathContext;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
@@ -19,10 +17,8 @@ import jdk.incubator.vector.VectorSpecies;
  * intervals of width 1/2 over [1/2, 4), then {@code R(a) = H(s) / a} in {@code s = 16 / a^2} for a past 4 (H is flat
  * there; erfc underflows past 27). Each lane picks its piece's coefficients with one in-register permute per term
  * (eight pieces, eight double lanes), so a vector costs one polynomial whatever its lanes' spread; with fewer than
- * eight lanes the vector form is not offered ({@link #SUPPORTED}) and the reference serves. The coefficients are
- * computed once at class initialisation from R at the Chebyshev nodes, evaluated exactly enough in BigDecimal
- * (the series of erf, or erfc's continued fraction past 6), fitted twice (the second fit to the residual of the
- * first, which removes the rounding of the first's sums): there is no table to trust.
+ * eight lanes the vector form is not offered ({@link #SUPPORTED}) and the reference serves. The coefficients
+ * ({@link #PIECE_TABLE}) are a fit to R's exact values that the tests recompute and check.
  */
 final class VectorErfF64 {
     private VectorErfF64() {}
@@ -37,12 +33,6 @@ final class VectorErfF64 {
     private static final double TAIL = 4;
     private static final int TERMS = 16;
     private static final double[] SMALL = taylor(15);
-    // R's exact values (before the coefficients, which are fitted to them at initialisation).
-    private static final MathContext MC = new MathContext(80);
-    private static final BigDecimal PI = new BigDecimal("3.14159265358979323846264338327950288419716939937510582097494459230781640628620899862803482534211706798");
-    private static final BigDecimal SQRT_PI = PI.sqrt(MC);
-    /** Per Chebyshev index k, lane j: the coefficient of piece j. */
-    private static final DoubleVector[] COEFFICIENTS = SUPPORTED ? coefficients() : null;
 
     static DoubleVector erf(DoubleVector x) {
         DoubleVector a = x.abs();
@@ -118,7 +108,7 @@ final class VectorErfF64 {
         return r.blend(r.div(a), tail);
     }
 
-    // ---------------------------------------------------------------- coefficients, computed once
+    // ---------------------------------------------------------------- coefficients
 
     private static double[] taylor(int terms) {
         double[] c = new double[terms];
@@ -130,99 +120,34 @@ final class VectorErfF64 {
         return c;
     }
 
+    /**
+     * Per piece j, the Chebyshev coefficients of R on [1/2 + j/2, 1 + j/2] (j < 7), and of {@code H(s) = a R(a)} in
+     * {@code s = 16 / a^2} (j = 7), in u on [-1, 1]. Fitted to R evaluated exactly enough in BigDecimal, twice (the
+     * second fit to the first's residual at the nodes, which removes the rounding of the first's sums: about 20 ulps
+     * of R against 2 after); {@code VectorErfF64Test} refits them (a second of BigDecimal arithmetic, too slow for
+     * start-up) and checks this table against the fit.
+     */
+    static final double[][] PIECE_TABLE = {
+        {0.5142540300448141, -0.09353436157631646, 0.0073495435679659556, -5.170287683170902E-4, 3.3274891810400566E-5, -1.9877609419360963E-6, 1.113719839917434E-7, -5.8986496119446985E-9, 2.9712989841049305E-10, -1.4304890912893076E-11, 6.608808045845187E-13, -2.939421771402205E-14, 1.2447999125598748E-15, -6.348238098394908E-17, -2.6071596297545935E-18, -5.672591193758233E-18},
+        {0.3711927943420716, -0.05279955194046569, 0.0033807623615918917, -1.9896338415155765E-4, 1.0911979120975293E-5, -5.632372066300664E-7, 2.7564656120511505E-8, -1.2864436004546274E-9, 5.7518932869615213E-11, -2.47320455405436E-12, 1.0259335018716601E-13, -4.118845811648872E-15, 1.541530062544571E-16, -1.3723329063039608E-17, -2.8855965413133224E-18, -4.2262603910644554E-18},
+        {0.28672723893640484, -0.03300680108481148, 0.0017591477886840803, -8.788195718622805E-5, 4.151610275614116E-6, -1.8669721329771765E-7, 8.033784467340577E-9, -3.321836190254603E-10, 1.3243543610198757E-11, -5.10541304089922E-13, 1.907540147820833E-14, -6.84847844048819E-16, 3.3928894564237414E-17, -4.339375526670209E-18, -2.756851161948633E-18, -8.426306746061318E-18},
+        {0.23209235631383532, -0.022251257622195108, 0.0010068780404189391, -4.332790552146061E-5, 1.7831407324376355E-6, -7.049777845509682E-8, 2.6872932957740376E-9, -9.906296257354348E-11, 3.540495549379209E-12, -1.2293361467779795E-13, 4.1544440193979585E-15, -1.3218599171994324E-16, 2.9970463122188444E-18, 5.650842309409337E-18, -3.060629991117871E-19, 6.351249344329995E-18},
+        {0.1942820812745081, -0.015879247883337604, 6.208296616878318E-4, -2.3328859409809597E-5, 8.456745835099485E-7, -2.96637012588004E-8, 1.0094101795081598E-9, -3.3394275751759615E-11, 1.0760963538797626E-12, -3.3824607647484963E-14, 1.0333549427607487E-15, -3.4027663076546675E-17, -6.537703174016068E-20, 4.416184359051454E-18, 3.9237826852261744E-18, 5.8697461854171285E-18},
+        {0.16674094078984744, -0.011840246176534596, 4.06027066053894E-4, -1.348793686242396E-5, 4.351207693860019E-7, -1.3660344481921675E-8, 4.181059367516755E-10, -1.2495860948665833E-11, 3.6517443222441425E-13, -1.0439533034624487E-14, 2.8477089887571877E-16, -1.591828169569249E-17, 2.747489584135849E-18, 7.403469940133575E-18, 1.0397227592490533E-17, 2.2058204229281118E-20},
+        {0.1458678994299681, -0.009138826774976062, 2.7841748283801093E-4, -8.26542689606506E-6, 2.395159038286892E-7, -6.784928848864083E-9, 1.881315573471747E-10, -5.1118989662528185E-12, 1.3626277560398145E-13, -3.571563463820747E-15, 9.158700372580767E-17, -4.3974636907350144E-18, 6.0957682962640605E-18, 1.6128872154632587E-18, -4.189700206954286E-18, -1.6658202806246394E-18},
+        {0.555925693425176, -0.008090332092115706, 1.6776836928684836E-4, -5.531041633813135E-6, 2.4436936403699584E-7, -1.3327004408738942E-8, 8.550274943139175E-10, -6.254006724192286E-11, 5.101741843436912E-12, -4.566831362809835E-13, 4.429611672740723E-14, -4.613690159028565E-15, 4.906167633137853E-16, -1.0360744254258009E-16, -8.08841861719348E-19, 4.988951325500644E-19}
+    };
+
+    /** Per Chebyshev index k, lane j: the coefficient of piece j. */
+    private static final DoubleVector[] COEFFICIENTS = SUPPORTED ? coefficients() : null;
+
     private static DoubleVector[] coefficients() {
-        double[][] pieces = new double[PIECES][];
-        for (int j = 0; j < PIECES - 1; j++) {
-            double lo = SPLIT + 0.5 * j;
-            pieces[j] = fit(u -> r(lo + 0.25 * (u + 1)), TERMS);
-        }
-        // H(s) = a R(a) with a = 4 / sqrt(s), s = (u + 1) / 2 in (0, 1]; at s = 0, a R(a) -> 1 / sqrt(pi).
-        pieces[PIECES - 1] = fit(u -> {
-            double s = (u + 1) / 2;
-            if (s == 0) return 1 / Math.sqrt(Math.PI);
-            double a = TAIL / Math.sqrt(s);
-            return a * r(a);
-        }, TERMS);
         DoubleVector[] c = new DoubleVector[TERMS];
         double[] lanes = new double[PIECES];
         for (int k = 0; k < TERMS; k++) {
-            for (int j = 0; j < PIECES; j++) lanes[j] = pieces[j][k];
+            for (int j = 0; j < PIECES; j++) lanes[j] = PIECE_TABLE[j][k];
             c[k] = DoubleVector.fromArray(DS, lanes, 0);
         }
         return c;
-    }
-
-    /**
-     * The Chebyshev coefficients of {@code g} on [-1, 1] from its values at {@code n} Chebyshev nodes, fitted twice:
-     * the second fit, to the first's residual at the nodes, removes the rounding of the first's sums (about 20 ulps
-     * of R over 16 terms, against 2 after).
-     */
-    private static double[] fit(java.util.function.DoubleUnaryOperator g, int n) {
-        double[] node = new double[n];
-        double[] f = new double[n];
-        for (int j = 0; j < n; j++) {
-            node[j] = Math.cos(Math.PI * (j + 0.5) / n);
-            f[j] = g.applyAsDouble(node[j]);
-        }
-        double[] c = chebyshev(f);
-        double[] residual = new double[n];
-        for (int j = 0; j < n; j++) residual[j] = f[j] - clenshaw(c, node[j]);
-        double[] d = chebyshev(residual);
-        for (int k = 0; k < n; k++) c[k] += d[k];
-        return c;
-    }
-
-    private static double[] chebyshev(double[] f) {
-        int n = f.length;
-        double[] c = new double[n];
-        for (int k = 0; k < n; k++) {
-            double s = 0;
-            // The angle reduced exactly (k (2j + 1) mod 4n, in units of pi / 2n): a large rounded angle would cost ulps.
-            for (int j = 0; j < n; j++) s += f[j] * Math.cos(Math.PI * ((k * (2 * j + 1)) % (4 * n)) / (2 * n));
-            c[k] = s * (k == 0 ? 1.0 : 2.0) / n;
-        }
-        return c;
-    }
-
-    private static double clenshaw(double[] c, double u) {
-        double b1 = 0;
-        double b2 = 0;
-        for (int k = c.length - 1; k >= 1; k--) {
-            double b = 2 * u * b1 - b2 + c[k];
-            b2 = b1;
-            b1 = b;
-        }
-        return u * b1 - b2 + c[0];
-    }
-
-    /**
-     * {@code R(a) = erfc(a) exp(a^2)} to double precision: by erf's Taylor series and exp's in 80 digits below 6 (the
-     * terms reach e^36, 16 digits above the result), by erfc's continued fraction
-     * {@code 1 / (sqrt(pi) (a + (1/2) / (a + 1 / (a + (3/2) / ...))))}, 400 terms deep, from 6 on.
-     */
-    static double r(double a) {
-        BigDecimal x = new BigDecimal(a);
-        if (a >= 6) {
-            BigDecimal f = x;
-            BigDecimal half = new BigDecimal("0.5");
-            for (int n = 400; n >= 1; n--) f = x.add(half.multiply(BigDecimal.valueOf(n)).divide(f, MC), MC);
-            return BigDecimal.ONE.divide(SQRT_PI.multiply(f, MC), MC).doubleValue();
-        }
-        BigDecimal x2 = x.multiply(x, MC);
-        BigDecimal tiny = BigDecimal.ONE.movePointLeft(70);
-        BigDecimal term = x;
-        BigDecimal sum = x;
-        for (int n = 1; term.abs().compareTo(tiny) > 0; n++) {
-            term = term.multiply(x2, MC).divide(BigDecimal.valueOf(-n), MC);
-            sum = sum.add(term.divide(BigDecimal.valueOf(2L * n + 1), MC), MC);
-        }
-        BigDecimal erfc = BigDecimal.ONE.subtract(sum.multiply(BigDecimal.valueOf(2), MC).divide(SQRT_PI, MC), MC);
-        BigDecimal exp = BigDecimal.ONE;
-        term = BigDecimal.ONE;
-        for (int n = 1; term.compareTo(tiny) > 0; n++) {
-            term = term.multiply(x2, MC).divide(BigDecimal.valueOf(n), MC);
-            exp = exp.add(term, MC);
-        }
-        return erfc.multiply(exp, MC).doubleValue();
     }
 }

@@ -65,10 +65,10 @@ class VectorErfF64Test {
 
     /**
      * erfc(a) for a >= 1/2 with {@code a^2 = hi + lo}: {@code exp(-hi) (1 - lo) R(a)}, R from BigDecimal
-     * ({@link VectorErfF64#r}), exp StrictMath's: about an ulp.
+     * ({@link ErfF64Fit#r}), exp StrictMath's: about an ulp.
      */
     private static double erfcTail(double a, double hi, double lo) {
-        return StrictMath.exp(-hi) * (1 - lo) * VectorErfF64.r(a);
+        return StrictMath.exp(-hi) * (1 - lo) * ErfF64Fit.r(a);
     }
 
     private static double exactErf(double x) {
@@ -90,7 +90,7 @@ class VectorErfF64Test {
             double lo = Math.fma(x, x, -x * x) * 0.5;
             if (a > 40) return t < 0 ? x : -0.0;
             // x/2 R first: exp(-a^2) is subnormal in the far tail.
-            if (t >= 0) return 0.5 * x * VectorErfF64.r(a) * (StrictMath.exp(-hi) * (1 - lo));
+            if (t >= 0) return 0.5 * x * ErfF64Fit.r(a) * (StrictMath.exp(-hi) * (1 - lo));
             erfc = 2 - erfcTail(a, hi, lo);
         }
         return 0.5 * x * erfc;
@@ -133,6 +133,17 @@ class VectorErfF64Test {
         assumeTrue(VectorErfF64.SUPPORTED, "no eight-lane double vectors: the reference serves float64 gelu");
         double[] x = sweep();
         assertWithinUlps("gelu", 8, x, apply(x, true), VectorErfF64Test::exactGelu);
+    }
+
+    /** The table is the fit of R's exact values (to the last bits a different cos or summation order could move). */
+    @Test
+    void theCoefficientTableIsTheFit() {
+        double[][] fit = ErfF64Fit.pieces();
+        for (int j = 0; j < fit.length; j++) {
+            for (int k = 0; k < fit[j].length; k++) {
+                assertEquals(fit[j][k], VectorErfF64.PIECE_TABLE[j][k], 4e-16 * Math.abs(fit[j][0]), "piece " + j + ", term " + k);
+            }
+        }
     }
 
     /** The double-precision scalar reference agrees to its own accuracy (about 1e-15 relative), a check of the check. */
