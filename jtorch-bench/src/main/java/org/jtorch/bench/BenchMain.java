@@ -49,6 +49,7 @@ public final class BenchMain {
                 }
             }
             case "dtype" -> print(DtypeBench.run(quick, option(args, "--only")));
+            case "rows" -> print(RowsBench.run(quick));
             case "gpu-sim" -> System.out.print(Arrays.asList(args).contains("--graphs") ? GpuSimBench.runGraphs() : GpuSimBench.run());
             case "--help", "-h", "help" -> System.out.println("""
                     usage: jtorch bench <suite> [--quick] [--profile]
@@ -85,6 +86,8 @@ public final class BenchMain {
                                  --cputime: the steps in thread CPU time, for JTORCH_NUM_THREADS=1
                       dtype      float64 against float32 per element: GEMM, elementwise, sum, an LSTM cell, an L-BFGS step
                                  (--only REGEX: those ops; JTORCH_NUM_THREADS=1: in thread CPU time)
+                      rows       integer add/mul per dtype (1M), float64 erf/gelu (1 and 1M), integer casts (1M), in µs
+                                 (JTORCH_NUM_THREADS=1: in thread CPU time)
                       data       DataLoader batches/s, ~1 ms CPU transform per sample, batch 32: 0 vs 2 workers
                       gpu-sim    per training step on the CUDA simulator (JTORCH_CUDA_PATH=$(scripts/cuda-sim build)): kernel
                                  launches, library calls, host waits, bytes copied, allocations, peak memory; then

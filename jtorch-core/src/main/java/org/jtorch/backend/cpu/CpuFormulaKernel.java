@@ -8,18 +8,25 @@ import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 
 /**
- * The CPU kernel of a pointwise formula over any number of inputs. Floating rows whose inputs are contiguous or
- * broadcast run a generated Vector API loop ({@link PointwiseCodegen}): float32, bfloat16 and float16 rows in float
- * lanes (halves widened on load, rounded on store), float64 rows in double lanes, into a row of the compute dtype
- * or of bool. Everything else (integer compute, strided rows, functions without a vector form) runs the reference:
- * a block at a time through double buffers (floating compute, inputs rounded to the compute dtype first) or long
- * buffers (integer compute).
+ * The CPU kernel of a pointwise formula over any number of inputs. Rows whose inputs are contiguous or broadcast run
+ * a generated Vector API loop ({@link PointwiseCodegen}): float32, bfloat16 and float16 rows in float lanes (halves
+ * widened on load, rounded on store), float64 rows in double lanes, int64/int32/int16/int8/uint8 rows in integer
+ * lanes of their width (wrapping around as PyTorch's kernels; where narrow lanes would not store what the long
+ * reference stores, see {@link PointwiseCodegen#integerForm}, or a parameter does not fit them, the reference
+ * serves), into a row of the compute dtype or of bool. Everything else (bool compute, mixed input dtypes in integer
+ * compute, strided rows, functions without a vector form such as integer division, which raises on zero) runs the
+ * reference: a block at a time through double buffers (floating compute, inputs rounded to the compute dtype first)
+ * or long buffers (integer compute).
  */
 final class CpuFormulaKernel implements FormulaKernel {
     private final Expr formula;
     private final int inputs;
     private final boolean vectorizable;
     private final boolean vectorizableF64;
+    /** Whether the formula calls erf or GELU, whose double vector form is dear for a short row. */
+    private final boolean erfInFormula;
+    /** By {@link PointwiseCodegen.Compute} ordinal: the formula's form in those integer lanes, null where not generated. */
+    private final PointwiseCodegen.IntegerForm[] integerForms;
     private final Expr.ArrayFormula reference;
     /** The reference a block at a time (floating and integer compute). */
     private final BlockFormula blocks;
@@ -37,6 +44,11 @@ final class CpuFormulaKernel implements FormulaKernel {
         this.inputs = inputs;
         this.vectorizable = inputs <= 16 && PointwiseCodegen.supports(formula);
         this.vectorizableF64 = inputs <= MAX_LAID_OUT && PointwiseCodegen.supports(formula, true);
+        this.erfInFormula = calls(formula, org.jtorch.op.Fn.ERF) || calls(formula, org.jtorch.op.Fn.GELU);
+        this.integerForms = new PointwiseCodegen.IntegerForm[PointwiseCodegen.Compute.values().length];
+        for (PointwiseCodegen.Compute c : PointwiseCodegen.Compute.values()) {
+            if (c.integral()) integerForms[c.ordinal()] = PointwiseCodegen.integerForm(formula, c);
+        }
         this.reference = formula.compileArrays();
         this.blocks = new BlockFormula(formula, inputs);
         this.generated = new PointwiseCodegen.RowKernel[vectorizable ? 1 << inputs : 0];
@@ -52,7 +64,7 @@ final class CpuFormulaKernel implements FormulaKernel {
         if (it.numel == 0) return;
         MemorySegment[] segs = new MemorySegment[inputs + 1];
         for (int k = 0; k <= inputs; k++) segs[k] = operands[k].memory();
-        PointwiseCodegen.RowKernel k = vectorKernel(it, compute, operands);
+        PointwiseCodegen.RowKernel k = vectorKernel(it, compute, operands, params);
         if (k != null) {
             Parallel.forRange(it.numel, ElementwiseKernels.GRAIN, (begin, end) -> it.forEachRow(begin, end, (off, len) -> k.row(segs, off, len, params)));
         } else if (compute.isFloatingPoint()) {
@@ -216,41 +228,80 @@ final class CpuFormulaKernel implements FormulaKernel {
         return stride == bytes || (stride == 0 && it.innerLength() == 1);
     }
 
+    private static boolean calls(Expr e, org.jtorch.op.Fn fn) {
+        return e instanceof Expr.Math m && (m.fn() == fn || m.args().stream().anyMatch(a -> calls(a, fn)));
+    }
+
     /** Inputs up to which a layout other than all-float32 is generated ({@link #layoutCode} packs it into a long). */
     private static final int MAX_LAID_OUT = 12;
 
     /** The generated kernel that serves this call, or null where the reference does. */
-    private PointwiseCodegen.RowKernel vectorKernel(ElementwiseIteration it, DType compute, StridedView[] operands) {
+    private PointwiseCodegen.RowKernel vectorKernel(ElementwiseIteration it, DType compute, StridedView[] operands, double[] params) {
         int pattern = vectorPattern(it, compute, operands);
         if (pattern >= 0) return generated(pattern);
         if (inputs > MAX_LAID_OUT) return null;
-        boolean f64 = compute == DType.FLOAT64;
-        if (f64 ? !vectorizableF64 : !vectorizable) return null;
-        long code = layoutCode(it, compute, operands);
+        PointwiseCodegen.Compute lanes = lanes(compute);
+        if (lanes == null) return null;
+        long code;
+        if (lanes.integral()) {
+            PointwiseCodegen.IntegerForm form = integerForms[lanes.ordinal()];
+            if (form == null || !paramsFit(params, lanes)) return null;
+            code = integerLayoutCode(it, compute, operands, form);
+        } else {
+            if (lanes == PointwiseCodegen.Compute.F64 ? !vectorizableF64 : !vectorizable) return null;
+            // A whole vector of erf pieces costs more than the reference's scalar erf for a few elements.
+            if (lanes == PointwiseCodegen.Compute.F64 && erfInFormula && it.numel < VectorMathF64.LANES) return null;
+            code = layoutCode(it, compute, operands);
+        }
         if (code < 0) return null;
         Generated last = lastOther;
         if (last != null && last.code() == code) return last.kernel();
         PointwiseCodegen.RowKernel k = otherLayouts.computeIfAbsent(code, c -> PointwiseCodegen.kernel(formula, inputs, (int) (c & 0xffff),
-                new PointwiseCodegen.Layout(f64, layoutOf(c))));
+                layoutOf(c)));
         lastOther = new Generated(code, k);
         return k;
     }
 
+    /** The lanes {@code compute} runs in; null for bool. */
+    static PointwiseCodegen.Compute lanes(DType compute) {
+        return switch (compute) {
+            case FLOAT32, BFLOAT16, FLOAT16 -> PointwiseCodegen.Compute.F32;
+            case FLOAT64 -> PointwiseCodegen.Compute.F64;
+            case INT64 -> PointwiseCodegen.Compute.I64;
+            case INT32 -> PointwiseCodegen.Compute.I32;
+            case INT16 -> PointwiseCodegen.Compute.I16;
+            case INT8 -> PointwiseCodegen.Compute.I8;
+            case UINT8 -> PointwiseCodegen.Compute.U8;
+            case BOOL -> null;
+        };
+    }
+
+    /** Whether every parameter, as the reference takes it ({@code (long)}), fits the integer lanes. */
+    private static boolean paramsFit(double[] params, PointwiseCodegen.Compute lanes) {
+        if (lanes.wide()) return true;
+        for (double p : params) {
+            long v = (long) p;
+            if (v < lanes.min || v > lanes.max) return false;
+        }
+        return true;
+    }
+
+    // A layout packed as bits: the broadcast pattern (low 16), the lanes' Compute ordinal (3 bits from 16), then for
+    // float lanes each operand's Storage ordinal (a float or bool storage: under 8) in 3 bits from bit 19, the output
+    // first (13 operands at most: 58 bits); for integer lanes bit 19 alone: a bool output (the inputs are rows of the
+    // compute dtype).
+    private static final int LANES_SHIFT = 16;
+    private static final int OPERANDS_SHIFT = 19;
+
     /**
-     * The generated layout of this call packed as bits: the broadcast pattern (low 16), double lanes (bit 16), then
-     * each operand's {@link PointwiseCodegen.Storage} ordinal in 3 bits, the output first; -1 where no generated loop
-     * serves it. float32 compute reads float32 or half rows; bfloat16/float16 compute reads rows of its dtype or a
-     * broadcast float32 (a wrapped Java number, kept unrounded, as the float32 lanes compute); float64 compute reads
-     * float64 rows. The output is a contiguous row of the compute dtype or of bool.
+     * The generated float or double layout of this call, or -1 where no generated loop serves it. float32 compute
+     * reads float32 or half rows; bfloat16/float16 compute reads rows of its dtype or a broadcast float32 (a wrapped
+     * Java number, kept unrounded, as the float32 lanes compute); float64 compute reads float64 rows. The output is
+     * a contiguous row of the compute dtype or of bool.
      */
     private long layoutCode(ElementwiseIteration it, DType compute, StridedView[] operands) {
-        PointwiseCodegen.Storage lanes = switch (compute) {
-            case FLOAT32, BFLOAT16, FLOAT16 -> PointwiseCodegen.Storage.F32;
-            case FLOAT64 -> PointwiseCodegen.Storage.F64;
-            default -> null;
-        };
-        if (lanes == null) return -1;
-        long code = lanes == PointwiseCodegen.Storage.F64 ? 1L << 16 : 0;
+        PointwiseCodegen.Compute lanes = lanes(compute);
+        long code = (long) lanes.ordinal() << LANES_SHIFT;
         for (int k = 0; k <= inputs; k++) {
             DType t = operands[k].dtype();
             long stride = it.innerByteStride(k);
@@ -270,7 +321,29 @@ final class CpuFormulaKernel implements FormulaKernel {
                 ok = false;
             }
             if (!ok) return -1;
-            code |= (long) st.ordinal() << (17 + 3 * k);
+            code |= (long) st.ordinal() << (OPERANDS_SHIFT + 3 * k);
+        }
+        return code;
+    }
+
+    /**
+     * The generated integer layout of this call, or -1: every input a contiguous or broadcast row of the compute
+     * dtype, the output a contiguous row of it, or of bool where the formula's lanes hold its exact value.
+     */
+    private long integerLayoutCode(ElementwiseIteration it, DType compute, StridedView[] operands, PointwiseCodegen.IntegerForm form) {
+        long code = (long) lanes(compute).ordinal() << LANES_SHIFT;
+        DType out = operands[0].dtype();
+        if (out == DType.BOOL) {
+            if (form != PointwiseCodegen.IntegerForm.EXACT) return -1;
+            code |= 1L << OPERANDS_SHIFT;
+        } else if (out != compute) {
+            return -1;
+        }
+        if (!outputRow(it, out.byteSize())) return -1;
+        for (int k = 1; k <= inputs; k++) {
+            long stride = it.innerByteStride(k);
+            if (operands[k].dtype() != compute || (stride != 0 && stride != compute.byteSize())) return -1;
+            if (stride == 0) code |= 1L << (k - 1);
         }
         return code;
     }
@@ -286,11 +359,17 @@ final class CpuFormulaKernel implements FormulaKernel {
         };
     }
 
-    private java.util.List<PointwiseCodegen.Storage> layoutOf(long code) {
-        PointwiseCodegen.Storage[] all = PointwiseCodegen.Storage.values();
+    private PointwiseCodegen.Layout layoutOf(long code) {
+        PointwiseCodegen.Compute lanes = PointwiseCodegen.Compute.values()[(int) ((code >>> LANES_SHIFT) & 7)];
         PointwiseCodegen.Storage[] st = new PointwiseCodegen.Storage[inputs + 1];
-        for (int k = 0; k <= inputs; k++) st[k] = all[(int) ((code >>> (17 + 3 * k)) & 7)];
-        return java.util.List.of(st);
+        if (lanes.integral()) {
+            java.util.Arrays.fill(st, lanes.storage);
+            if ((code & (1L << OPERANDS_SHIFT)) != 0) st[0] = PointwiseCodegen.Storage.BOOL;
+        } else {
+            PointwiseCodegen.Storage[] all = PointwiseCodegen.Storage.values();
+            for (int k = 0; k <= inputs; k++) st[k] = all[(int) ((code >>> (OPERANDS_SHIFT + 3 * k)) & 7)];
+        }
+        return new PointwiseCodegen.Layout(lanes, java.util.List.of(st));
     }
 
     private PointwiseCodegen.RowKernel generated(int pattern) {

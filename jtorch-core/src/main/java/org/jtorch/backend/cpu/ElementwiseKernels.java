@@ -9,9 +9,9 @@ import org.jtorch.op.StridedView;
 
 /**
  * CPU elementwise kernels that are not formulas: copy, fill and where over strided tensors of any dtype (the
- * pointwise ops run {@link CpuFormulaKernel}). Same-dtype rows copy in bulk, half-precision rows convert with
- * the Vector API; everything else converts a row a block at a time through double (floating) or long (integral)
- * buffers.
+ * pointwise ops run {@link CpuFormulaKernel}). Same-dtype rows copy in bulk, half-precision rows and the common
+ * integer casts ({@link IntegerConversion}) convert with the Vector API; everything else converts a row a block at a
+ * time through double (floating) or long (integral) buffers.
  */
 final class ElementwiseKernels {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
@@ -55,10 +55,16 @@ final class ElementwiseKernels {
         boolean integral = !st.isFloatingPoint() && !dt.isFloatingPoint();
         long es = dt.byteSize();
         boolean bulk = sameType && it.innerByteStride(0) == es && it.innerByteStride(1) == es;
-        boolean half = HalfConversion.supports(st, dt) && it.innerByteStride(0) == es && it.innerByteStride(1) == st.byteSize();
+        boolean rows = it.innerByteStride(0) == es && it.innerByteStride(1) == st.byteSize();
+        boolean half = HalfConversion.supports(st, dt) && rows;
+        boolean integer = IntegerConversion.supports(st, dt) && rows;
         Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
             if (half) {
                 it.forEachRow(begin, end, (off, len) -> HalfConversion.convert(st, ss, off[1], dt, ds, off[0], len));
+                return;
+            }
+            if (integer) {
+                it.forEachRow(begin, end, (off, len) -> IntegerConversion.convert(st, ss, off[1], dt, ds, off[0], len));
                 return;
             }
             double[] dbuf = integral ? null : new double[(int) Math.min(BLOCK, end - begin)];

@@ -25,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jtorch.op.Expr;
+import org.jtorch.op.Fn;
 
 /**
  * Generates the Vector API loop of a pointwise formula as JVM bytecode (the Class-File API), loaded as a hidden
@@ -33,7 +34,7 @@ import org.jtorch.op.Expr;
  * small static methods (C2 inlines them, so no vector is boxed), common subexpressions computed once, the tail
  * done with masked loads and stores. A fused chain of ops thus reads its inputs and writes its output once, with
  * no intermediate in memory. Float lanes also serve bfloat16 and float16 rows (widened on load, rounded on store)
- * and bool outputs.
+ * and bool outputs; integer rows compute in lanes of their own width ({@link VectorMathInt}).
  *
  * <p>Generated classes are cached per formula, storage layout and pattern of broadcast inputs, for the life of the JVM.
  */
@@ -54,7 +55,8 @@ final class PointwiseCodegen {
      * {@link VectorMathF64} for double lanes) and its element size.
      */
     enum Storage {
-        F32("", 4), F64("", 8), BF16("Bf16", 2), F16("F16", 2), BOOL("Bool", 1);
+        F32("", 4), F64("", 8), BF16("Bf16", 2), F16("F16", 2), BOOL("Bool", 1),
+        I64("I64", 8), I32("I32", 4), I16("I16", 2), I8("I8", 1), U8("I8", 1);
 
         final String suffix;
         final int bytes;
@@ -65,10 +67,44 @@ final class PointwiseCodegen {
         }
     }
 
-    /** The lanes a row computes in ({@code f64}: double, else float) and each operand's storage, the output first. */
-    record Layout(boolean f64, List<Storage> operands) {
+    /**
+     * The lanes a row computes in: float (also for half rows), double, or integers of the dtype's width (uint8 in
+     * byte lanes with unsigned comparisons); {@code storage} is a row of the compute dtype itself.
+     */
+    enum Compute {
+        F32(Storage.F32, Long.MIN_VALUE, Long.MAX_VALUE), F64(Storage.F64, Long.MIN_VALUE, Long.MAX_VALUE),
+        I64(Storage.I64, Long.MIN_VALUE, Long.MAX_VALUE), I32(Storage.I32, Integer.MIN_VALUE, Integer.MAX_VALUE),
+        I16(Storage.I16, Short.MIN_VALUE, Short.MAX_VALUE), I8(Storage.I8, Byte.MIN_VALUE, Byte.MAX_VALUE), U8(Storage.U8, 0, 255);
+
+        final Storage storage;
+        /** The values integer lanes hold exactly: constants and parameters must lie within. */
+        final long min;
+        final long max;
+
+        Compute(Storage storage, long min, long max) {
+            this.storage = storage;
+            this.min = min;
+            this.max = max;
+        }
+
+        boolean integral() {
+            return this != F32 && this != F64;
+        }
+
+        /** Whether the lanes have the reference's 64 bits: every integer function computes exactly as the reference. */
+        boolean wide() {
+            return this == I64;
+        }
+    }
+
+    /** The lanes a row computes in and each operand's storage, the output first. */
+    record Layout(Compute compute, List<Storage> operands) {
+        Layout(boolean f64, List<Storage> operands) {
+            this(f64 ? Compute.F64 : Compute.F32, operands);
+        }
+
         static Layout f32(int inputs) {
-            return new Layout(false, java.util.Collections.nCopies(inputs + 1, Storage.F32));
+            return new Layout(Compute.F32, java.util.Collections.nCopies(inputs + 1, Storage.F32));
         }
     }
 
@@ -90,6 +126,57 @@ final class PointwiseCodegen {
             case Expr.Math m -> (f64 ? VectorMathF64.supports(m.fn()) : VectorMath.supports(m.fn()))
                     && m.args().stream().allMatch(a -> supports(a, f64));
             default -> false;
+        };
+    }
+
+    /** How a formula's value in integer lanes relates to the reference's (which computes in long and narrows on store). */
+    enum IntegerForm {
+        /** Equal to the reference's value modulo 2^width: the stored value is the reference's. */
+        WRAPPED,
+        /** Equal to the reference's value: it may also be compared, or stored as a bool. */
+        EXACT
+    }
+
+    /**
+     * The form of {@code formula} in {@code compute}'s integer lanes, or null where the generator declines it: a
+     * function without an integer vector form, a constant outside the lanes' range, or a function that depends on
+     * the value, not only on its residue (comparisons, min/max, clamp, abs, relu, sign, a where's condition), applied
+     * to a value that may have wrapped around in narrow lanes where the reference's long did not. Scalar parameters
+     * count as exact: the caller checks at each call that they fit the lanes ({@link Compute#min}, {@link Compute#max}).
+     */
+    static IntegerForm integerForm(Expr formula, Compute compute) {
+        return switch (formula) {
+            case Expr.In i -> IntegerForm.EXACT;
+            case Expr.Scalar s -> IntegerForm.EXACT;
+            case Expr.Const c -> {
+                long v = (long) c.value();
+                yield v >= compute.min && v <= compute.max ? IntegerForm.EXACT : null;
+            }
+            case Expr.Math m -> {
+                if (!VectorMathInt.supports(m.fn())) yield null;
+                IntegerForm[] args = new IntegerForm[m.args().size()];
+                for (int k = 0; k < args.length; k++) {
+                    args[k] = integerForm(m.args().get(k), compute);
+                    if (args[k] == null) yield null;
+                }
+                yield compute.wide() ? IntegerForm.EXACT : narrowForm(m.fn(), args, compute == Compute.U8);
+            }
+            default -> null;
+        };
+    }
+
+    private static IntegerForm narrowForm(Fn fn, IntegerForm[] args, boolean unsigned) {
+        IntegerForm exact = IntegerForm.EXACT;
+        return switch (fn) {
+            // Ring operations: the residue of the result depends only on the residues of the arguments.
+            case ADD, SUB, MUL, NEG, BITWISE_NOT, BITWISE_AND, BITWISE_OR, BITWISE_XOR -> IntegerForm.WRAPPED;
+            case FLOOR, CEIL, RINT, TRUNC -> args[0];
+            case ISINF, ISFINITE -> exact;
+            // abs(MIN) wraps in signed lanes (the long reference gives -MIN); unsigned values are their own abs.
+            case ABS -> args[0] == exact ? (unsigned ? exact : IntegerForm.WRAPPED) : null;
+            case THRESHOLD -> args[1] == exact ? args[0] : null;
+            case SELECT -> args[0] != exact ? null : args[1] == exact && args[2] == exact ? exact : IntegerForm.WRAPPED;
+            default -> java.util.Arrays.stream(args).allMatch(a -> a == exact) ? exact : null;
         };
     }
 
@@ -117,12 +204,33 @@ final class PointwiseCodegen {
     private static final MethodTypeDesc MTD_UPPER = MethodTypeDesc.of(CD_long, CD_long);
     private static final MethodTypeDesc MTD_MASK = MethodTypeDesc.of(CD_MASK, CD_long, CD_long);
 
-    /** The descriptors of one lane type's vector class and math methods. */
-    private record Lanes(ClassDesc math, ClassDesc vector, long width) {
+    /**
+     * The descriptors of one lane type's vector class and math methods: the loop helpers ({@code upper}, {@code mask},
+     * {@code param}, {@code constant}) are named with {@code helpers} appended; {@code unsigned} lanes call the
+     * {@code U} form of the sign-sensitive functions.
+     */
+    private record Lanes(ClassDesc math, ClassDesc vector, long width, String helpers, boolean unsigned) {
         static final Lanes FLOAT = new Lanes(ClassDesc.of(VectorMath.class.getName()), ClassDesc.of("jdk.incubator.vector.FloatVector"),
-                VectorMath.LANES);
+                VectorMath.LANES, "", false);
         static final Lanes DOUBLE = new Lanes(ClassDesc.of(VectorMathF64.class.getName()),
-                ClassDesc.of("jdk.incubator.vector.DoubleVector"), VectorMathF64.LANES);
+                ClassDesc.of("jdk.incubator.vector.DoubleVector"), VectorMathF64.LANES, "", false);
+        private static final ClassDesc INT_MATH = ClassDesc.of(VectorMathInt.class.getName());
+
+        static Lanes of(Compute c) {
+            return switch (c) {
+                case F32 -> FLOAT;
+                case F64 -> DOUBLE;
+                case I64 -> new Lanes(INT_MATH, ClassDesc.of("jdk.incubator.vector.LongVector"), VectorMathInt.LS.length(), "I64", false);
+                case I32 -> new Lanes(INT_MATH, ClassDesc.of("jdk.incubator.vector.IntVector"), VectorMathInt.IS.length(), "I32", false);
+                case I16 -> new Lanes(INT_MATH, ClassDesc.of("jdk.incubator.vector.ShortVector"), VectorMathInt.SS.length(), "I16", false);
+                case I8 -> new Lanes(INT_MATH, ClassDesc.of("jdk.incubator.vector.ByteVector"), VectorMathInt.BS.length(), "I8", false);
+                case U8 -> new Lanes(INT_MATH, ClassDesc.of("jdk.incubator.vector.ByteVector"), VectorMathInt.BS.length(), "I8", true);
+            };
+        }
+
+        String function(Fn fn) {
+            return VectorMath.method(fn) + (unsigned && VectorMathInt.signSensitive(fn) ? "U" : "");
+        }
 
         MethodTypeDesc load() { return MethodTypeDesc.of(vector, CD_SEGMENT, CD_long, CD_long); }
         MethodTypeDesc loadMasked() { return MethodTypeDesc.of(vector, CD_SEGMENT, CD_long, CD_long, CD_MASK); }
@@ -148,7 +256,11 @@ final class PointwiseCodegen {
     private static final int PARAMS = 5;
 
     static byte[] generate(Expr formula, int inputs, int broadcastMask, Layout layout) {
-        if (!supports(formula, layout.f64())) throw new IllegalArgumentException("no vector form for " + formula);
+        Compute compute = layout.compute();
+        IntegerForm form = compute.integral() ? integerForm(formula, compute) : null;
+        boolean supported = compute.integral() ? form != null && (layout.operands().get(0) != Storage.BOOL || form == IntegerForm.EXACT)
+                : supports(formula, compute == Compute.F64);
+        if (!supported) throw new IllegalArgumentException("no vector form for " + formula + " in " + compute + " lanes");
         if (layout.operands().size() != inputs + 1) throw new IllegalArgumentException(layout + " does not lay out " + inputs + " inputs");
         ClassFile cf = ClassFile.of(ClassFile.ClassHierarchyResolverOption.of(ClassHierarchyResolver.defaultResolver()
                 .orElse(ClassHierarchyResolver.ofClassLoading(PointwiseCodegen.class.getClassLoader()))));
@@ -185,7 +297,7 @@ final class PointwiseCodegen {
             this.formula = formula;
             this.inputs = inputs;
             this.broadcastMask = broadcastMask;
-            this.lanes = layout.f64() ? Lanes.DOUBLE : Lanes.FLOAT;
+            this.lanes = Lanes.of(layout.compute());
             this.storage = layout.operands();
             segment = new int[inputs + 1];
             offset = new int[inputs + 1];
@@ -229,7 +341,7 @@ final class PointwiseCodegen {
             i = code.allocateLocal(TypeKind.LONG);
             int upper = code.allocateLocal(TypeKind.LONG);
             code.lconst_0().lstore(i);
-            code.lload(LEN).invokestatic(lanes.math(), "upper", MTD_UPPER).lstore(upper);
+            code.lload(LEN).invokestatic(lanes.math(), "upper" + lanes.helpers(), MTD_UPPER).lstore(upper);
             Label body = code.newLabel();
             Label test = code.newLabel();
             Label end = code.newLabel();
@@ -245,7 +357,7 @@ final class PointwiseCodegen {
             // The tail: one masked step.
             code.lload(i).lload(LEN).lcmp().ifge(end);
             mask = code.allocateLocal(TypeKind.REFERENCE);
-            code.lload(i).lload(LEN).invokestatic(lanes.math(), "mask", MTD_MASK).astore(mask);
+            code.lload(i).lload(LEN).invokestatic(lanes.math(), "mask" + lanes.helpers(), MTD_MASK).astore(mask);
             computed = new HashMap<>();
             eval(formula);
             code.aload(segment[0]).lload(offset[0]).lload(i).aload(mask).invokestatic(lanes.math(), store + "Masked", lanes.storeMasked());
@@ -258,14 +370,14 @@ final class PointwiseCodegen {
                 case Expr.Scalar s -> {
                     if (hoisted.containsKey(s)) return;
                     int slot = code.allocateLocal(TypeKind.REFERENCE);
-                    code.aload(PARAMS).loadConstant(s.index()).loadConstant(s.ifNone()).invokestatic(lanes.math(), "param", lanes.param())
+                    code.aload(PARAMS).loadConstant(s.index()).loadConstant(s.ifNone()).invokestatic(lanes.math(), "param" + lanes.helpers(), lanes.param())
                             .astore(slot);
                     hoisted.put(s, slot);
                 }
                 case Expr.Const c -> {
                     if (hoisted.containsKey(c)) return;
                     int slot = code.allocateLocal(TypeKind.REFERENCE);
-                    code.loadConstant(c.value()).invokestatic(lanes.math(), "constant", lanes.constant()).astore(slot);
+                    code.loadConstant(c.value()).invokestatic(lanes.math(), "constant" + lanes.helpers(), lanes.constant()).astore(slot);
                     hoisted.put(c, slot);
                 }
                 case Expr.Math m -> m.args().forEach(this::hoist);
@@ -300,7 +412,7 @@ final class PointwiseCodegen {
                         return;
                     }
                     for (Expr a : m.args()) eval(a);
-                    code.invokestatic(lanes.math(), VectorMath.method(m.fn()), lanes.function(m.fn().arity()));
+                    code.invokestatic(lanes.math(), lanes.function(m.fn()), lanes.function(m.fn().arity()));
                     remember(m);
                 }
                 default -> throw new IllegalStateException(e + " is not a pointwise formula");

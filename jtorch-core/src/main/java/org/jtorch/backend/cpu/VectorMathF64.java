@@ -13,8 +13,9 @@ import org.jtorch.op.Fn;
 /**
  * The float64 Vector API form of each formula function, for generated float64 rows: {@link VectorMath}'s methods
  * over {@link DoubleVector}, named alike (the generator picks the class by the compute dtype). The transcendentals
- * are the Vector API's (SVML on x86), within 1 ulp of {@code StrictMath} where the tests sweep them; functions
- * without a double vector form here (erf, GELU, rounding) make the generator decline, and the reference serves.
+ * are the Vector API's (SVML on x86), within 1 ulp of {@code StrictMath} where the tests sweep them; erf and the
+ * exact GELU are {@link VectorErfF64}'s (with eight double lanes); functions without a double vector form here
+ * (rounding, and erf and GELU on narrower vectors) make the generator decline, and the reference serves.
  */
 public final class VectorMathF64 {
     private VectorMathF64() {}
@@ -24,7 +25,7 @@ public final class VectorMathF64 {
     private static final ByteOrder LE = ByteOrder.nativeOrder();
 
     static boolean supports(Fn fn) {
-        return VectorMath.supports(fn) && fn != Fn.ERF && fn != Fn.GELU;
+        return VectorMath.supports(fn) && (VectorErfF64.SUPPORTED || fn != Fn.ERF && fn != Fn.GELU);
     }
 
     // ---------------------------------------------------------------- loads, stores, loop bounds
@@ -94,6 +95,8 @@ public final class VectorMathF64 {
     public static DoubleVector cos(DoubleVector a) { return a.lanewise(VectorOperators.COS); }
     public static DoubleVector sqrt(DoubleVector a) { return a.sqrt(); }
     public static DoubleVector pow(DoubleVector a, DoubleVector b) { return a.lanewise(VectorOperators.POW, b); }
+    public static DoubleVector erf(DoubleVector a) { return VectorErfF64.erf(a); }
+    public static DoubleVector gelu(DoubleVector a) { return VectorErfF64.gelu(a); }
 
     public static DoubleVector pow_scalar(DoubleVector a, DoubleVector e) {
         double p = e.lane(0);

@@ -271,7 +271,11 @@ class PointwiseCodegenTest {
                         double expected = fn.apply(a, b, c);
                         double actual = segs[0].get(ElementIO.F64, 8L * i);
                         double u = ulps(expected, actual);
-                        assertTrue(exact(fn) ? u == 0 : u <= 2 || Math.abs(expected - actual) < 1e-15,
+                        // erf and GELU: the reference (SpecialFunctions) is the looser side, about 1e-15 relative (10 ulps off
+                        // glibc at erf(-1.95)); VectorErfF64Test checks the vector forms against an exact reference.
+                        boolean erfLike = fn == Fn.ERF || fn == Fn.GELU;
+                        assertTrue(exact(fn) ? u == 0 : u <= 2 || Math.abs(expected - actual) < 1e-15
+                                || erfLike && Math.abs(expected - actual) <= 4e-15 * Math.abs(expected),
                                 fn + "(" + a + ", " + b + ", " + c + "): expected " + expected + ", got " + actual);
                     }
                 }

@@ -241,6 +241,38 @@ class ReductionF32Test {
         }
     }
 
+    /**
+     * Rows whose maximum is not finite are NaN throughout in softmax and log-softmax (PyTorch 1.13: a row of -inf
+     * gives NaN, -inf - -inf), while -inf entries beside finite ones give exact zeros (an attention mask); rows past
+     * a vector's width, with the odd entry at the end (the masked tail).
+     */
+    @Test
+    void softmaxRowsWithNonFiniteMaximaAreNanAndMaskedEntriesZero() {
+        int n = 37;
+        float[][] rows = new float[4][];
+        for (int r = 0; r < 4; r++) rows[r] = random(n, 9 + r, 0f);
+        rows[0][n - 1] = Float.POSITIVE_INFINITY;
+        rows[1][n - 1] = Float.NaN;
+        java.util.Arrays.fill(rows[2], Float.NEGATIVE_INFINITY);
+        for (int i = 0; i < n; i += 3) rows[3][i] = Float.NEGATIVE_INFINITY;
+        float[] x = new float[4 * n];
+        for (int r = 0; r < 4; r++) System.arraycopy(rows[r], 0, x, r * n, n);
+        for (boolean log : new boolean[] {false, true}) {
+            try (Tensor t = Torch.tensor(x, new long[] {4, n}); Tensor y = log ? t.logSoftmax(1) : t.softmax(1)) {
+                float[] got = y.toFloatArray();
+                for (int i = 0; i < 3 * n; i++) assertTrue(Float.isNaN(got[i]), (log ? "log_softmax" : "softmax") + " at " + i);
+                double[] want = softmaxReference(x, new long[] {4, n}, 1, log);
+                for (int i = 3 * n; i < 4 * n; i++) {
+                    if (x[i] == Float.NEGATIVE_INFINITY) {
+                        assertEquals(log ? Float.NEGATIVE_INFINITY : 0f, got[i], 0f, "masked entry " + i);
+                    } else {
+                        assertClose("row 3 at " + i, want[i], got[i], 2e-6);
+                    }
+                }
+            }
+        }
+    }
+
     private static double[] softmaxReference(float[] x, long[] shape, int dim, boolean log) {
         int outer = 1, inner = 1, len = (int) shape[dim];
         for (int d = 0; d < dim; d++) outer *= (int) shape[d];
