@@ -19,6 +19,16 @@ public final class Backends {
     private static volatile Map<Device.Type, Backend> discovered;
     private static volatile Map<Device.Type, Backend> holding;
 
+    static {
+        registerOpKernels(CPU);
+    }
+
+    /** Registers the structured ops' kernels that {@code backend} provides through its kernel interfaces. */
+    private static void registerOpKernels(Backend backend) {
+        LinalgOpKernels.register(backend);
+        ConvolutionOpKernels.register(backend);
+    }
+
     private Backends() {}
 
     /** The backend serving {@code device}; throws with the backend's reason when it is unavailable. */
@@ -71,7 +81,11 @@ public final class Backends {
                     held.put(Device.Type.CPU, CPU);
                     for (BackendProvider p : ServiceLoader.load(BackendProvider.class)) {
                         Backend b = p.create();
-                        if (found.putIfAbsent(b.deviceType(), b) == null) held.put(b.deviceType(), new HoldingBackend(b));
+                        if (found.putIfAbsent(b.deviceType(), b) == null) {
+                            Backend h = new HoldingBackend(b);
+                            held.put(b.deviceType(), h);
+                            registerOpKernels(h);
+                        }
                     }
                     holding = held;
                     discovered = found;
