@@ -6,8 +6,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 import org.jtorch.backend.cpu.CpuBackend;
+import org.jtorch.op.StridedView;
 
 /**
  * Finds the backend for a device. The CPU backend is built in; others (CUDA) are discovered once with
@@ -61,11 +61,11 @@ public final class Backends {
      * Holds the storages of a kernel's operands (null allowed) for the duration of a kernel call that does not go
      * through a {@link Backend} (the dispatcher's registered kernels), as {@link HoldingBackend} does for the others.
      */
-    public static void hold(String op, Tensor a, Tensor b, Tensor c) {
+    public static void hold(String op, StridedView a, StridedView b, StridedView c) {
         HoldingBackend.hold(op, a, b, c);
     }
 
-    public static void drop(Tensor a, Tensor b, Tensor c) {
+    public static void drop(StridedView a, StridedView b, StridedView c) {
         HoldingBackend.drop(a, b, c);
     }
 

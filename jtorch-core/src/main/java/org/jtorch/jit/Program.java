@@ -462,12 +462,12 @@ final class Program {
                     return Dispatcher.alongDim(s.node().op, group, -1, null);
                 }
             }
-            Backends.hold("jit", out, null, null);
+            Backends.hold("jit", Dispatcher.view(out), null, null);
             try {
                 f.kernel().runRowSoftmax(root.device.index(), matrix(Dispatcher.view(out), numel / cols, cols), operands, cols, s.log(),
                         NO_PARAMS);
             } finally {
-                Backends.drop(out, null, null);
+                Backends.drop(Dispatcher.view(out), null, null);
             }
         } finally {
             for (Tensor t : broadcast) if (t != null) t.close();
@@ -627,11 +627,11 @@ final class Program {
                 if (b != source) broadcast[k] = b;
                 views[k] = Dispatcher.view(b);
             }
-            Backends.hold("jit", out, null, null);
+            Backends.hold("jit", Dispatcher.view(out), null, null);
             try {
                 body.accept(views);
             } finally {
-                Backends.drop(out, null, null);
+                Backends.drop(Dispatcher.view(out), null, null);
             }
         } finally {
             for (Tensor b : broadcast) if (b != null) b.close();

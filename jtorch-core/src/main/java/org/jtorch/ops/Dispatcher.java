@@ -184,12 +184,13 @@ public final class Dispatcher {
         Tensor r = allocate(name, meta.shape(), meta.dtype(), device);
         Backends.of(name, device);
         OpKernel k = KernelRegistry.kernel(op, device.type());
+        StridedView out = view(r);
         if (KernelProfiler.isActive()) {
             long t0 = System.nanoTime();
-            k.run(view(r), views, scalars);
-            KernelProfiler.recordKernel(op.kernel(), r, System.nanoTime() - t0);
+            k.run(out, views, scalars);
+            KernelProfiler.recordKernel(op.kernel(), out, System.nanoTime() - t0);
         } else {
-            k.run(view(r), views, scalars);
+            k.run(out, views, scalars);
         }
         if (TRACING.get() != 0) traced(op, r, scalars, null, inputs);
         if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, inputs, r, scalars, null);
@@ -338,7 +339,7 @@ public final class Dispatcher {
             case "log_softmax" -> kernels.softmax(view(x), view(r), d, true);
             default -> throw new IllegalStateException(op.name() + ": no backend kernel along a dimension named " + op.kernel());
         }
-        if (KernelProfiler.isActive()) KernelProfiler.recordKernel(op.kernel(), r, System.nanoTime() - t0);
+        if (KernelProfiler.isActive()) KernelProfiler.recordKernel(op.kernel(), view(r), System.nanoTime() - t0);
         double[] scalars = {d};
         if (TRACING.get() != 0) traced(op, r, scalars, args, x);
         if (op.isDifferentiable() && Autograd.needsGrad(x)) {
@@ -359,7 +360,7 @@ public final class Dispatcher {
             if (KernelProfiler.isActive()) {
                 long t0 = System.nanoTime();
                 reductionKernel(op, kernels, view(x), view(out), p);
-                KernelProfiler.recordKernel(op.kernel(), r, System.nanoTime() - t0);
+                KernelProfiler.recordKernel(op.kernel(), view(r), System.nanoTime() - t0);
             } else {
                 reductionKernel(op, kernels, view(x), view(out), p);
             }
@@ -406,17 +407,18 @@ public final class Dispatcher {
         Tensor ca = onDevice(a, device);
         Tensor cb = b == null ? null : onDevice(b, device);
         try {
-            Backends.hold(op.pyName(), out, ca, cb);
+            StridedView vo = view(out), va = view(ca), vb = view(cb);
+            Backends.hold(op.pyName(), vo, va, vb);
             try {
                 if (KernelProfiler.isActive()) {
                     long t0 = System.nanoTime();
-                    k.run(device.index(), compute, view(out), view(ca), cb == null ? null : view(cb), p0, p1);
-                    KernelProfiler.recordKernel(op.kernel(), out, System.nanoTime() - t0);
+                    k.run(device.index(), compute, vo, va, vb, p0, p1);
+                    KernelProfiler.recordKernel(op.kernel(), vo, System.nanoTime() - t0);
                 } else {
-                    k.run(device.index(), compute, view(out), view(ca), cb == null ? null : view(cb), p0, p1);
+                    k.run(device.index(), compute, vo, va, vb, p0, p1);
                 }
             } finally {
-                Backends.drop(out, ca, cb);
+                Backends.drop(vo, va, vb);
             }
         } finally {
             if (ca != a) ca.close();
