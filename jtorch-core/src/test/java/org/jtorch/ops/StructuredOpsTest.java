@@ -161,4 +161,27 @@ class StructuredOpsTest {
         e = assertThrows(IllegalArgumentException.class, () -> Torch.addmm(Torch.randn(3, 3).to(DEVICE), a, Torch.randn(3, 2).to(DEVICE), 1, 1));
         assertTrue(e.getMessage().startsWith("addmm:"), e.getMessage());
     }
+
+    /** A convolution primitive called generically (as the JIT replays it) with its geometry: n, cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh, ow. */
+    private static final double[] GEOMETRY = {2, 3, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 5, 5};
+
+    @Test
+    void aConvolutionPrimitiveCalledWithItsGeometryIsConv2d() {
+        Torch.manualSeed(7);
+        Tensor x = Torch.randn(2, 3, 5, 5).to(DEVICE);
+        Tensor w = Torch.randn(4, 3, 3, 3).to(DEVICE);
+        Tensor b = Torch.randn(4).to(DEVICE);
+        Tensor y = Dispatcher.call(org.jtorch.op.ConvolutionOps.CONVOLUTION, new Tensor[] {x, w, b}, GEOMETRY);
+        Tensor expected = org.jtorch.nn.F.conv2d(x, w, b, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        assertArrayEquals(expected.toFloatArray(), y.toFloatArray(), 0f);
+    }
+
+    @Test
+    void aConvolutionPrimitiveChecksItsOperandsAgainstTheGeometry() {
+        Tensor x = Torch.randn(2, 3, 6, 5).to(DEVICE);
+        Tensor w = Torch.randn(4, 3, 3, 3).to(DEVICE);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Dispatcher.call(org.jtorch.op.ConvolutionOps.CONVOLUTION, new Tensor[] {x, w, null}, GEOMETRY));
+        assertEquals("convolution: expected input of shape [2, 3, 5, 5] for its geometry, got [2, 3, 6, 5]", e.getMessage());
+    }
 }
