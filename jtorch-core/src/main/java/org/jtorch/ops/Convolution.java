@@ -1,6 +1,5 @@
 package org.jtorch.ops;
 
-
 import org.jtorch.op.ConvolutionOps;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.OpDef;
@@ -18,14 +17,10 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * {@code unfold} (im2col) and {@code fold} (col2im). Inputs are batched ({@code [N, C, ...]}) or
  * unbatched ({@code [C, ...]}).
  *
- * <p>Every op reduces to three kernels over one {@link Geometry}: the convolution, its input gradient
- * (which is the transposed convolution) and its weight gradient. Each is a differentiable op whose
- * backward is written with the other two, so gradients of gradients work as well:
- * <pre>
- *   y  = conv(x, w) + b        dx = convT(dy, w)      dw = wgrad(dy, x)    db = sum(dy, [N, H, W])
- *   x  = convT(y, w) + b       dy = conv(dx, w)       dw = wgrad(dx, y)    db = sum(dx, [N, H, W])
- *   w' = wgrad(dy, x)          d(dy) = conv(x, dw')   dx = convT(dy, dw')
- * </pre>
+ * <p>Every op validates its arguments, builds one {@link Geometry} and runs the declared primitives of
+ * {@link ConvolutionOps} through the dispatcher (the convolution, its input gradient, which is the transposed
+ * convolution, its weight and bias gradients, im2col and col2im), whose derivatives are written with each other, so
+ * gradients of gradients work as well.
  * float32 and float64 compute natively; bfloat16 computes in float32 and rounds once; integer
  * convolutions (conv1d/conv2d only, as PyTorch's CPU) compute in float64, exact while the sums stay
  * below 2^53. float16 convolutions compute in float32 and round once on CUDA, and are rejected on the
