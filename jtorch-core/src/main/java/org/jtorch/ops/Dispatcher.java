@@ -493,7 +493,7 @@ public final class Dispatcher {
      * derivatives needed are saved) and which derivatives read the result.
      */
     private record Plan(TensorFn[] derivatives, TensorFn composition, boolean[][] readsInput, boolean[] readsResult,
-                        String nodeName) {
+                        boolean[] anyReadsInput, boolean anyReadsResult, String nodeName) {
         static Plan of(OpDef op) {
             List<Expr> d = op.derivatives();
             TensorFn[] compiled = new TensorFn[d.size()];
@@ -508,11 +508,22 @@ public final class Dispatcher {
                 for (int j = 0; j < readsInput[i].length; j++) readsInput[i][j] = e.readsInput(j);
             }
             TensorFn composition = op.composition() == null ? null : ExprCompiler.compile(op.composition());
-            return new Plan(compiled, composition, readsInput, readsResult, Elementwise.backwardName(op.pyName()));
+            boolean[] anyReadsInput = new boolean[Math.max(inputs, d.size())];
+            boolean anyReadsResult = false;
+            for (int i = 0; i < d.size(); i++) {
+                anyReadsResult |= readsResult[i];
+                for (int j = 0; j < anyReadsInput.length; j++) anyReadsInput[j] |= readsInput[i][j];
+            }
+            return new Plan(compiled, composition, readsInput, readsResult, anyReadsInput, anyReadsResult,
+                    Elementwise.backwardName(op.pyName()));
         }
 
-        /** Whether a derivative of an input that needs a gradient reads input {@code i} (or the result, for -1). */
-        boolean saves(int i, boolean[] needs) {
+        /**
+         * Whether a derivative of an input that needs a gradient reads input {@code i} (or the result, for -1); when every
+         * input needs one ({@code all}, the common case in training), whether any derivative does.
+         */
+        boolean saves(int i, boolean[] needs, boolean all) {
+            if (all) return i < 0 ? anyReadsResult : i < anyReadsInput.length && anyReadsInput[i];
             for (int j = 0; j < derivatives.length; j++) {
                 if (j >= needs.length || !needs[j] || derivatives[j] == null) continue;
                 if (i < 0 ? readsResult[j] : i < readsInput[j].length && readsInput[j][i]) return true;
@@ -562,7 +573,11 @@ public final class Dispatcher {
         DType[] types = new DType[n];
         boolean[] needs = new boolean[n];
         boolean[] present = new boolean[n];
-        for (int i = 0; i < n; i++) needs[i] = inputs[i] != null && inputs[i].requiresGrad();
+        boolean everyNeeds = true;
+        for (int i = 0; i < n; i++) {
+            needs[i] = inputs[i] != null && inputs[i].requiresGrad();
+            everyNeeds &= needs[i] || inputs[i] == null;
+        }
         graphCount = 0;
         for (int i = 0; i < n; i++) {
             slot[i] = -1;
@@ -570,12 +585,12 @@ public final class Dispatcher {
             if (t == null) continue;
             slot[i] = graphCount;
             graphInputs[graphCount++] = t;
-            if (plan.saves(i, needs)) all[savedCount++] = saved[i] = Autograd.save(values[i]);
+            if (plan.saves(i, needs, everyNeeds)) all[savedCount++] = saved[i] = Autograd.save(values[i]);
             present[i] = true;
             shapes[i] = t.shape();
             types[i] = t.dtype();
         }
-        SavedTensor savedResult = plan.saves(-1, needs) ? Autograd.save(result) : null;
+        SavedTensor savedResult = plan.saves(-1, needs, everyNeeds) ? Autograd.save(result) : null;
         if (savedResult != null) all[savedCount++] = savedResult;
         boolean sameShape = op.kind() != OpDef.Kind.BINARY && op.kind() != OpDef.Kind.COMPOSITE && op.kind() != OpDef.Kind.STRUCTURED;
         Autograd.record(plan.nodeName(), result, g -> {
