@@ -11,7 +11,8 @@ import org.jtorch.op.OpRegistry;
 /**
  * What autocast does to each op's floating-point inputs, per device type: the tables of PyTorch
  * 1.13's {@code aten/src/ATen/autocast_mode.cpp}, in one place. Ops are named as ATen names them
- * (overload names dropped); an op that is in no table runs untouched, and the ops it is composed of
+ * (overload names dropped), except the declared ops ({@link OpRegistry}: mm, bmm, addmm, baddbmm ...), which carry
+ * their own policy; an op that is in no table runs untouched, and the ops it is composed of
  * are autocast one by one. A covered op casts its inputs once at entry and runs with autocast
  * suspended inside, so its composite parts are not cast again (as the {@code Autocast} dispatch
  * key's exclusion in ATen).
@@ -31,8 +32,8 @@ public final class AutocastPolicy {
     private static final Map<String, CastPolicy> CUDA = table(
             CastPolicy.LOWER_PRECISION, """
                     _convolution conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d
-                    convolution cudnn_convolution cudnn_convolution_transpose prelu addmm addmv addr einsum mm mv
-                    addbmm baddbmm bmm chain_matmul linalg_multi_dot _thnn_fused_lstm_cell _thnn_fused_gru_cell
+                    convolution cudnn_convolution cudnn_convolution_transpose prelu addmv addr einsum mv
+                    addbmm chain_matmul linalg_multi_dot _thnn_fused_lstm_cell _thnn_fused_gru_cell
                     lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell scaled_dot_product_attention""",
             CastPolicy.FP32, """
                     acos asin cosh erfinv log10 log2 sinh tan
@@ -51,7 +52,7 @@ public final class AutocastPolicy {
      */
     private static final Map<String, CastPolicy> CPU = table(
             CastPolicy.LOWER_PRECISION, """
-                    conv1d conv2d conv3d bmm mm baddbmm addmm addbmm _convolution conv_tbc
+                    conv1d conv2d conv3d addbmm _convolution conv_tbc
                     scaled_dot_product_attention""",
             CastPolicy.FP32, """
                     conv_transpose1d conv_transpose2d conv_transpose3d avg_pool3d binary_cross_entropy grid_sampler polar

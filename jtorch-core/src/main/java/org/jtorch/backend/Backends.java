@@ -6,8 +6,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 import org.jtorch.backend.cpu.CpuBackend;
+import org.jtorch.op.StridedView;
 
 /**
  * Finds the backend for a device. The CPU backend is built in; others (CUDA) are discovered once with
@@ -18,6 +18,16 @@ public final class Backends {
     private static final Backend CPU = new HoldingBackend(CpuBackend.get());
     private static volatile Map<Device.Type, Backend> discovered;
     private static volatile Map<Device.Type, Backend> holding;
+
+    static {
+        registerOpKernels(CPU);
+    }
+
+    /** Registers the structured ops' kernels that {@code backend} provides through its kernel interfaces. */
+    private static void registerOpKernels(Backend backend) {
+        LinalgOpKernels.register(backend);
+        ConvolutionOpKernels.register(backend);
+    }
 
     private Backends() {}
 
@@ -51,11 +61,11 @@ public final class Backends {
      * Holds the storages of a kernel's operands (null allowed) for the duration of a kernel call that does not go
      * through a {@link Backend} (the dispatcher's registered kernels), as {@link HoldingBackend} does for the others.
      */
-    public static void hold(String op, Tensor a, Tensor b, Tensor c) {
+    public static void hold(String op, StridedView a, StridedView b, StridedView c) {
         HoldingBackend.hold(op, a, b, c);
     }
 
-    public static void drop(Tensor a, Tensor b, Tensor c) {
+    public static void drop(StridedView a, StridedView b, StridedView c) {
         HoldingBackend.drop(a, b, c);
     }
 
@@ -71,7 +81,11 @@ public final class Backends {
                     held.put(Device.Type.CPU, CPU);
                     for (BackendProvider p : ServiceLoader.load(BackendProvider.class)) {
                         Backend b = p.create();
-                        if (found.putIfAbsent(b.deviceType(), b) == null) held.put(b.deviceType(), new HoldingBackend(b));
+                        if (found.putIfAbsent(b.deviceType(), b) == null) {
+                            Backend h = new HoldingBackend(b);
+                            held.put(b.deviceType(), h);
+                            registerOpKernels(h);
+                        }
                     }
                     holding = held;
                     discovered = found;

@@ -5,8 +5,8 @@ import org.jtorch.op.StridedView;
 /**
  * Convolution kernels (conv1d/2d, transposed convolution, im2col/col2im): forward and the two backwards.
  *
- * <p>Every kernel works on contiguous NCHW tensors of one floating dtype (float32 or float64; the front
- * end converts float16/bfloat16 to float32) described by one {@link Geometry}. The front end validates;
+ * <p>Every kernel works on contiguous NCHW tensors of one floating dtype (float32 or float64; the registered kernels of
+ * {@link ConvolutionOpKernels} convert other dtypes first) described by one {@link Geometry}. The front end validates;
  * kernels only compute, and write every element of their output.
  */
 public interface ConvolutionKernels {

@@ -3,7 +3,6 @@ package org.jtorch.backend;
 import java.util.List;
 import org.jtorch.DType;
 import org.jtorch.Device;
-import org.jtorch.Tensor;
 import org.jtorch.memory.Allocator;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.ReduceOp;
@@ -100,10 +99,6 @@ final class HoldingBackend implements Backend {
                 + " was used after close()");
     }
 
-    private static Storage storage(Tensor t) {
-        return t == null ? null : t.storage();
-    }
-
     private static Storage storage(StridedView v) {
         return v == null ? null : v.storage();
     }
@@ -114,21 +109,8 @@ final class HoldingBackend implements Backend {
     }
 
     /**
-     * The dispatcher's pointwise kernels hold tensors, on every op, before they take views: the closed-tensor error
-     * names the op when one was already released.
+     * Holds the storages the views carry (a closed tensor's view has no memory: the closed-tensor error names the op).
      */
-    static void hold(String op, Tensor a, Tensor b, Tensor c) {
-        int bad = retain(storage(a), true, storage(b), true, storage(c), true);
-        if (bad < 0) return;
-        Tensor t = bad == 0 ? a : bad == 1 ? b : c;
-        throw closed(op, t.shapeArray(), t.dtype());
-    }
-
-    static void drop(Tensor a, Tensor b, Tensor c) {
-        release(storage(a), storage(b), storage(c));
-    }
-
-    /** Every other kernel holds the storages its views carry. */
     static void hold(String op, StridedView a, StridedView b, StridedView c) {
         int bad = retain(storage(a), live(a), storage(b), live(b), storage(c), live(c));
         if (bad < 0) return;

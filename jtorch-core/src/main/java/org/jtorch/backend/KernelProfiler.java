@@ -8,7 +8,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import org.jtorch.Tensor;
 import org.jtorch.op.StridedView;
 
 /**
@@ -78,7 +77,7 @@ public final class KernelProfiler {
     }
 
     /** Records one call of a registered kernel (the dispatcher's profiling layer), keyed by name and output shape. */
-    public static void recordKernel(String kernel, Tensor out, long nanos) {
+    public static void recordKernel(String kernel, StridedView out, long nanos) {
         record(kernel, new Object[] {out}, nanos);
     }
 
@@ -94,7 +93,6 @@ public final class KernelProfiler {
         if (args != null) {
             for (Object a : args) {
                 if (a instanceof StridedView v && shown++ < 2) sb.append(' ').append(Arrays.toString(v.shape()));
-                else if (a instanceof Tensor t && shown++ < 2) sb.append(' ').append(Arrays.toString(t.shape()));
             }
         }
         return sb.toString();

@@ -19,6 +19,7 @@ import org.jtorch.op.Fn;
 import org.jtorch.op.FormulaKernel;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.KernelRegistry;
+import org.jtorch.op.LinalgOps;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.ReductionOps;
 import org.jtorch.op.Shapes;
@@ -254,7 +255,7 @@ final class Program {
     private Graph.Node epilogueProducer(FusedGroup g, Map<Graph.Node, Integer> uses) {
         Graph.Node root = g.root.node();
         for (Graph.Value v : g.inputs) {
-            if (v instanceof Graph.Node p && (p.op == FrontEndOps.LINEAR || isMatmulByMatrix(p)) && p.dtype == DType.FLOAT32 && uses.get(p) == 1
+            if (v instanceof Graph.Node p && (p.op == LinalgOps.LINEAR || isMatmulByMatrix(p)) && p.dtype == DType.FLOAT32 && uses.get(p) == 1
                     && java.util.Arrays.equals(p.shape, root.shape) && p.device.equals(root.device) && !graph.mutated.contains(p)
                     && !readsMutated(p)) {
                 return p;
@@ -581,12 +582,12 @@ final class Program {
                     return Dispatcher.alongDim(s.node().op, group, -1, null);
                 }
             }
-            Backends.hold("jit", out, null, null);
+            Backends.hold("jit", Dispatcher.view(out), null, null);
             try {
                 f.kernel().runRowSoftmax(root.device.index(), matrix(Dispatcher.view(out), numel / cols, cols), operands, cols, s.log(),
                         NO_PARAMS);
             } finally {
-                Backends.drop(out, null, null);
+                Backends.drop(Dispatcher.view(out), null, null);
             }
         } finally {
             for (Tensor t : broadcast) if (t != null) t.close();
@@ -884,11 +885,11 @@ final class Program {
                 if (b != source) broadcast[k] = b;
                 views[k] = Dispatcher.view(b);
             }
-            Backends.hold("jit", out, null, null);
+            Backends.hold("jit", Dispatcher.view(out), null, null);
             try {
                 body.accept(views);
             } finally {
-                Backends.drop(out, null, null);
+                Backends.drop(Dispatcher.view(out), null, null);
             }
         } finally {
             for (Tensor b : broadcast) if (b != null) b.close();
@@ -975,7 +976,7 @@ final class Program {
             case BINARY -> Dispatcher.binary(op, args[0], args[1], s.length > 0 ? s[0] : 1);
             case REDUCTION -> Dispatcher.reduce(op, args[0], n.reduce, resultDtype(op, args[0], n.dtype), s.length > 0 ? s[0] : 0);
             case ALONG_DIM -> Dispatcher.alongDim(op, args[0], (int) s[0], null);
-            case COMPOSITE, FRONT_END -> Dispatcher.call(op, args, s);
+            case COMPOSITE, FRONT_END, STRUCTURED -> Dispatcher.call(op, args, s);
         };
     }
 

@@ -7,7 +7,7 @@ import org.jtorch.Device;
 
 /**
  * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): the views of {@code Tensor}, matmul
- * and linear, conv2d, batch norm, pooling (2-d and 3-d), cat and zeros. Declared so that the registry lists them with PyTorch's signatures and
+ * (by rank, from the declared products of {@link LinalgOps}), conv2d, batch norm, pooling (2-d and 3-d), cat and zeros. Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
  * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
@@ -33,10 +33,12 @@ public final class FrontEndOps {
     public static final OpDef MATMUL = OpDef.frontEnd("matmul", true).rule(SAME_NO_BOOL).signature(SELF, Param.tensor("other"))
             .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
             .doc("`ops.Linalg.matmul` (packed GEMM on the CPU, cuBLASLt on CUDA)").build();
-    public static final OpDef LINEAR = OpDef.frontEnd("linear", true).rule(SAME_NO_BOOL)
-            .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"))
-            .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
-            .doc("`ops.Linalg.linear`").build();
+    /**
+     * {@code self.reshape(-1, self.size(-1))} with the row count spelled out (it cannot be inferred when the last
+     * dimension is empty), a 1-D tensor as one row: the matrix a linear layer multiplies (its weight's gradient).
+     */
+    public static final OpDef ROWS = OpDef.frontEnd("rows", true).rule(SAME).signature(SELF)
+            .doc("a view, or a copy where strides cannot express it").build();
 
     public static final OpDef SLICE = view("slice", new Param("dim", "int", "0"), new Param("start", "SymInt?", "None"),
             new Param("end", "SymInt?", "None"), new Param("step", "SymInt", "1"));

@@ -11,10 +11,14 @@ import org.jtorch.Device;
  */
 public final class KernelRegistry {
     private static final Map<Device.Type, Map<String, PointwiseKernel>> POINTWISE = new EnumMap<>(Device.Type.class);
+    private static final Map<Device.Type, Map<String, OpKernel>> STRUCTURED = new EnumMap<>(Device.Type.class);
     private static final Map<Device.Type, FormulaKernel.Compiler> FORMULA_COMPILERS = new ConcurrentHashMap<>();
 
     static {
-        for (Device.Type t : Device.Type.values()) POINTWISE.put(t, new ConcurrentHashMap<>());
+        for (Device.Type t : Device.Type.values()) {
+            POINTWISE.put(t, new ConcurrentHashMap<>());
+            STRUCTURED.put(t, new ConcurrentHashMap<>());
+        }
     }
 
     private KernelRegistry() {}
@@ -40,6 +44,30 @@ public final class KernelRegistry {
 
     public static boolean has(OpDef op, Device.Type type) {
         return POINTWISE.get(type).containsKey(op.kernel());
+    }
+
+    /** Registers (or replaces) the structured kernel named {@code kernel} on {@code type} ({@link OpDef.Kind#STRUCTURED}). */
+    public static void register(Device.Type type, String kernel, OpKernel k) {
+        STRUCTURED.get(type).put(kernel, k);
+        for (OpDef op : OpRegistry.all()) if (op.kernel().equals(kernel)) op.opKernels[type.ordinal()] = null;
+    }
+
+    /** The structured kernel of {@code op} on {@code type}, or an exception naming both; cached in the op after the first call. */
+    public static OpKernel kernel(OpDef op, Device.Type type) {
+        OpKernel k = op.opKernels[type.ordinal()];
+        if (k != null) return k;
+        k = STRUCTURED.get(type).get(op.kernel());
+        if (k == null) {
+            throw new UnsupportedOperationException(op.pyName() + ": no " + type.name().toLowerCase() + " kernel is registered for "
+                    + op.name());
+        }
+        op.opKernels[type.ordinal()] = k;
+        return k;
+    }
+
+    /** Whether a structured kernel for {@code op} is registered on {@code type}. */
+    public static boolean hasStructured(OpDef op, Device.Type type) {
+        return STRUCTURED.get(type).containsKey(op.kernel());
     }
 
     /** Registers the backend's compiler of pointwise formulas (fused kernels) on {@code type}. */

@@ -47,7 +47,13 @@ public final class OpDef {
          * it as one node ({@code Dispatcher.traceFrontEnd}); {@code Dispatcher.call} runs it through that front end,
          * its integer arguments passed as the call's scalars.
          */
-        FRONT_END;
+        FRONT_END,
+        /**
+         * Tensor inputs and scalar parameters in signature order, a {@link Meta} function that checks them and gives the
+         * result's shape and dtype, and a kernel per device type ({@link KernelRegistry#kernel}) that writes the result
+         * from the inputs' views (matmul's family, ...). Its derivative is written with ops.
+         */
+        STRUCTURED;
 
         /** Whether backends register an elementwise kernel for ops of this kind. */
         public boolean isPointwise() {
@@ -69,10 +75,14 @@ public final class OpDef {
     private final Map<Device.Type, CastPolicy> autocast;
     private final boolean integerDivision;
     private final ReduceOp accumulation;
+    private final Meta meta;
+    private final DType halfAccumulation;
     private final String doc;
     private final int id = NEXT_ID.getAndIncrement();
     /** The kernel per device type once looked up ({@link KernelRegistry#pointwise}): the dispatcher's hot path reads it. */
     final PointwiseKernel[] kernels = new PointwiseKernel[Device.Type.values().length];
+    /** A structured op's kernel per device type once looked up ({@link KernelRegistry#kernel}). */
+    final OpKernel[] opKernels = new OpKernel[Device.Type.values().length];
 
     private OpDef(Builder b) {
         name = Objects.requireNonNull(b.name);
@@ -88,7 +98,10 @@ public final class OpDef {
         autocast = b.autocast.isEmpty() ? Map.of() : Map.copyOf(b.autocast);
         integerDivision = b.integerDivision;
         accumulation = b.accumulation;
+        meta = b.meta;
+        halfAccumulation = b.halfAccumulation;
         doc = b.doc == null ? "" : b.doc;
+        if (kind == Kind.STRUCTURED && meta == null) throw new IllegalArgumentException(name + ": structured op without meta function");
         if (kind == Kind.COMPOSITE && composition == null) throw new IllegalArgumentException(name + ": composite without composition");
         if (kind == Kind.REDUCTION && accumulation != null && composition != null) {
             throw new IllegalArgumentException(name + ": a reduction has an accumulation or a composition, not both");
@@ -108,6 +121,11 @@ public final class OpDef {
         Builder b = new Builder(name, Kind.FRONT_END);
         b.frontEndDifferentiable = differentiable;
         return b;
+    }
+
+    /** An op with a meta function and a kernel per device ({@link Kind#STRUCTURED}). */
+    public static Builder structured(String name) {
+        return new Builder(name, Kind.STRUCTURED);
     }
 
     public static Builder composite(String name) {
@@ -174,6 +192,15 @@ public final class OpDef {
     /** The accumulating kernel a reduction runs; null for other ops, composite reductions and reductions with their own kernel. */
     public ReduceOp accumulation() { return accumulation; }
 
+    /**
+     * The dtype a reduction of float16 or bfloat16 input computes in when no {@code dtype} is given, its result rounded
+     * once to the input's dtype ({@code mean}: float32); null where the op computes in the input's dtype.
+     */
+    public DType halfAccumulation() { return halfAccumulation; }
+
+    /** A structured op's meta function (result shape and dtype from the inputs'); null for other kinds. */
+    public Meta meta() { return meta; }
+
     /** The autocast policy on {@code type}, or null when autocast leaves the op untouched there. */
     public CastPolicy autocast(Device.Type type) {
         return autocast.get(type);
@@ -228,6 +255,8 @@ public final class OpDef {
         private final Map<Device.Type, CastPolicy> autocast = new EnumMap<>(Device.Type.class);
         private boolean integerDivision;
         private ReduceOp accumulation;
+        private Meta meta;
+        private DType halfAccumulation;
         private String doc;
 
         private Builder(String name, Kind kind) {
@@ -249,6 +278,9 @@ public final class OpDef {
         public Builder autocast(Device.Type type, CastPolicy policy) { autocast.put(type, policy); return this; }
         public Builder integerDivision() { this.integerDivision = true; return this; }
         public Builder doc(String doc) { this.doc = doc; return this; }
+        public Builder meta(Meta meta) { this.meta = meta; return this; }
+        /** A reduction whose float16/bfloat16 input computes in {@code dtype} when no dtype is given ({@link #halfAccumulation}). */
+        public Builder halfAccumulatesIn(DType dtype) { this.halfAccumulation = dtype; return this; }
 
         public OpDef build() {
             return new OpDef(this);

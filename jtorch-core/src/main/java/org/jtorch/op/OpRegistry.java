@@ -19,6 +19,8 @@ public final class OpRegistry {
         Map<String, OpDef> byPy = new LinkedHashMap<>();
         List<OpDef> declared = new ArrayList<>(declaredIn(PointwiseOps.class));
         declared.addAll(declaredIn(ReductionOps.class));
+        declared.addAll(declaredIn(LinalgOps.class));
+        declared.addAll(declaredIn(ConvolutionOps.class));
         declared.addAll(declaredIn(FrontEndOps.class));
         for (OpDef op : declared) {
             if (byName.put(op.name(), op) != null) throw new IllegalStateException("op " + op.name() + " is declared twice");

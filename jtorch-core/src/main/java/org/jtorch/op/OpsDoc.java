@@ -25,7 +25,7 @@ public final class OpsDoc {
                     .append(dtypes(op)).append(" | ").append(devices(op)).append(" | ")
                     .append(op.isDifferentiable() ? "yes" : "no").append(" | ")
                     .append(policy(op, Device.Type.CPU)).append(" / ").append(policy(op, Device.Type.CUDA)).append(" | ")
-                    .append(kernel(op)).append(" |\n");
+                    .append(kernel(op)).append(halfAccumulation(op)).append(" |\n");
         }
         return sb.toString();
     }
@@ -39,7 +39,8 @@ public final class OpsDoc {
 
     private static String devices(OpDef op) {
         if (op.kind() == OpDef.Kind.COMPOSITE || op.composition() != null) return "every (composite)";
-        if (op.kind() == OpDef.Kind.REDUCTION || op.kind() == OpDef.Kind.ALONG_DIM || op.kind() == OpDef.Kind.FRONT_END) return "cpu, cuda";
+        if (op.kind() == OpDef.Kind.REDUCTION || op.kind() == OpDef.Kind.ALONG_DIM || op.kind() == OpDef.Kind.FRONT_END
+                || op.kind() == OpDef.Kind.STRUCTURED) return "cpu, cuda";
         return "cpu, cuda (generated)";
     }
 
@@ -48,10 +49,16 @@ public final class OpsDoc {
         return p == null ? "-" : p.name().toLowerCase();
     }
 
+    private static String halfAccumulation(OpDef op) {
+        DType t = op.halfAccumulation();
+        return t == null ? "" : "; float16 and bfloat16 compute in " + t.pyName() + ", rounded once";
+    }
+
     private static String kernel(OpDef op) {
         if (op.composition() != null) return "`" + op.composition() + "`";
         if (op.accumulation() != null) return "accumulating reduction `" + op.accumulation().name().toLowerCase() + "`";
         if (op.kind() == OpDef.Kind.FRONT_END) return "hand-written front end" + (op.doc() == null ? "" : ": " + op.doc());
+        if (op.kind() == OpDef.Kind.STRUCTURED) return "`" + op.kernel() + "` (meta function + kernel per device)" + (op.doc().isEmpty() ? "" : ": " + op.doc());
         if (!op.kind().isPointwise()) return "`" + op.kernel() + "`";
         String formula = "formula `" + op.formula() + "`";
         return op.kernel().equals(op.name()) ? formula : formula + " (`" + op.kernel() + "`'s kernel)";

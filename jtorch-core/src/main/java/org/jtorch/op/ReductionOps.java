@@ -3,6 +3,7 @@ package org.jtorch.op;
 import static org.jtorch.op.Expr.unreduce;
 
 import java.util.List;
+import org.jtorch.DType;
 import org.jtorch.Device;
 
 /**
@@ -45,9 +46,13 @@ public final class ReductionOps {
                 return List.of(mul(unreduce(G), local));
             }).build();
 
-    /** The sum divided by the count, as ATen's CPU mean (so its rounding is the sum's, then one division). */
+    /**
+     * The sum divided by the count, as ATen's CPU mean (so its rounding is the sum's, then one division). A float16 or
+     * bfloat16 mean without a {@code dtype} sums and divides in float32 and rounds once (65,505 float16 ones sum to inf
+     * long before their mean overflows).
+     */
     public static final OpDef MEAN = OpDef.compositeReduction("mean").rule(DTypeRule.FLOATING_RESULT)
-            .signature(SELF, DIM, KEEPDIM, DTYPE)
+            .signature(SELF, DIM, KEEPDIM, DTYPE).halfAccumulatesIn(DType.FLOAT32)
             .composition(Expr.call(PointwiseOps.DIV, Expr.call(SUM, X), new Expr.Count()))
             .derivatives(() -> List.of(Expr.call(PointwiseOps.DIV, unreduce(G), new Expr.Count()))).build();
 

@@ -28,6 +28,17 @@ public record StridedView(MemorySegment memory, long offset, long[] shape, long[
         return new StridedView(memory, offset, shape, strides, dtype, storage);
     }
 
+    /** The same elements seen with shape {@code newShape}, or null where strides cannot express it (a reshape would copy). */
+    public StridedView view(long... newShape) {
+        long[] st = Shapes.viewStrides(shape, strides, newShape);
+        return st == null ? null : new StridedView(memory, offset, newShape, st, dtype, storage);
+    }
+
+    /** This view broadcast to {@code target} (stride 0 along broadcast dimensions); an error naming {@code op} when it cannot be. */
+    public StridedView expand(String op, long[] target) {
+        return new StridedView(memory, offset, target, Shapes.broadcastStrides(op, shape, strides, target), dtype, storage);
+    }
+
     /** The dimensions reordered as {@code dims} lists them (what {@code permute} is to a tensor). */
     public StridedView permute(int... dims) {
         long[] sh = new long[dims.length], st = new long[dims.length];

@@ -1,18 +1,14 @@
 package org.jtorch.ops;
 
-import static org.jtorch.ops.Dispatcher.view;
-
+import org.jtorch.op.ConvolutionOps;
 import org.jtorch.op.FrontEndOps;
+import org.jtorch.op.OpDef;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
 import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
-import org.jtorch.autograd.Autograd;
-import org.jtorch.autograd.Grad;
-import org.jtorch.autograd.SavedTensor;
-import org.jtorch.backend.Backends;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
 
 /**
@@ -21,14 +17,10 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * {@code unfold} (im2col) and {@code fold} (col2im). Inputs are batched ({@code [N, C, ...]}) or
  * unbatched ({@code [C, ...]}).
  *
- * <p>Every op reduces to three kernels over one {@link Geometry}: the convolution, its input gradient
- * (which is the transposed convolution) and its weight gradient. Each is a differentiable op whose
- * backward is written with the other two, so gradients of gradients work as well:
- * <pre>
- *   y  = conv(x, w) + b        dx = convT(dy, w)      dw = wgrad(dy, x)    db = sum(dy, [N, H, W])
- *   x  = convT(y, w) + b       dy = conv(dx, w)       dw = wgrad(dx, y)    db = sum(dx, [N, H, W])
- *   w' = wgrad(dy, x)          d(dy) = conv(x, dw')   dx = convT(dy, dw')
- * </pre>
+ * <p>Every op validates its arguments, builds one {@link Geometry} and runs the declared primitives of
+ * {@link ConvolutionOps} through the dispatcher (the convolution, its input gradient, which is the transposed
+ * convolution, its weight and bias gradients, im2col and col2im), whose derivatives are written with each other, so
+ * gradients of gradients work as well.
  * float32 and float64 compute natively; bfloat16 computes in float32 and rounds once; integer
  * convolutions (conv1d/conv2d only, as PyTorch's CPU) compute in float64, exact while the sums stay
  * below 2^53. float16 convolutions compute in float32 and round once on CUDA, and are rejected on the
@@ -371,193 +363,47 @@ public final class Convolution {
 
     /** {@code conv(x, w) + b} with the result shaped {@code outShape} (x and w may be 1-D-convolution or unbatched shapes). */
     static Tensor conv(Tensor x, Tensor w, Tensor b, Geometry geo, long[] outShape) {
-        boolean record = Autograd.needsGrad(x, w, b);
-        Tensor out;
-        try (Grad.Mode m = record ? Grad.noGrad() : null) {
-            out = run(x, w, b, geo, outShape, Kind.CONV);
-        }
-        if (record) {
-            SavedTensor sx = w.requiresGrad() ? Autograd.save(x) : null;
-            SavedTensor sw = x.requiresGrad() ? Autograd.save(w) : null;
-            long[] xShape = x.shape();
-            long[] wShape = w.shape();
-            boolean biasGrad = b != null && b.requiresGrad();
-            Autograd.record("ConvolutionBackward0", out, g -> new Tensor[] {
-                    sw == null ? null : convT(g[0], sw.get(), null, geo, xShape),
-                    sx == null ? null : weightGrad(g[0], sx.get(), geo, wShape),
-                    biasGrad ? biasGrad(g[0], outShape(geo)) : null}, new Tensor[] {x, w, b}, nonNull(sx, sw));
-        }
-        return out;
+        return primitive(ConvolutionOps.CONVOLUTION, geo, outShape, x, inShape(geo), w, weightShape(geo), b);
     }
 
     /** The transpose of {@code conv} over {@code geo} (its forward maps conv-output space to conv-input space) plus {@code b}. */
     static Tensor convT(Tensor x, Tensor w, Tensor b, Geometry geo, long[] outShape) {
-        boolean record = Autograd.needsGrad(x, w, b);
-        Tensor out;
-        try (Grad.Mode m = record ? Grad.noGrad() : null) {
-            out = run(x, w, b, geo, outShape, Kind.CONV_T);
-        }
-        if (record) {
-            SavedTensor sx = w.requiresGrad() ? Autograd.save(x) : null;
-            SavedTensor sw = x.requiresGrad() ? Autograd.save(w) : null;
-            long[] xShape = x.shape();
-            long[] wShape = w.shape();
-            boolean biasGrad = b != null && b.requiresGrad();
-            Autograd.record("ConvolutionBackward0", out, g -> new Tensor[] {
-                    sw == null ? null : conv(g[0], sw.get(), null, geo, xShape),
-                    sx == null ? null : weightGrad(sx.get(), g[0], geo, wShape),
-                    biasGrad ? biasGrad(g[0], inShape(geo)) : null}, new Tensor[] {x, w, b}, nonNull(sx, sw));
-        }
-        return out;
-    }
-
-    /** The weight gradient {@code sum_n dy[n] (x) im2col(x[n])} of {@code conv} over {@code geo}, shaped {@code wShape}. */
-    static Tensor weightGrad(Tensor dy, Tensor x, Geometry geo, long[] wShape) {
-        boolean record = Autograd.needsGrad(dy, x);
-        Tensor out;
-        try (Grad.Mode m = record ? Grad.noGrad() : null) {
-            out = run(dy, x, null, geo, wShape, Kind.WEIGHT_GRAD);
-        }
-        if (record) {
-            SavedTensor sdy = x.requiresGrad() ? Autograd.save(dy) : null;
-            SavedTensor sx = dy.requiresGrad() ? Autograd.save(x) : null;
-            long[] dyShape = dy.shape();
-            long[] xShape = x.shape();
-            Autograd.record("ConvolutionBackwardBackward0", out, g -> new Tensor[] {
-                    sx == null ? null : conv(sx.get(), g[0], null, geo, dyShape),
-                    sdy == null ? null : convT(sdy.get(), g[0], null, geo, xShape)}, new Tensor[] {dy, x}, nonNull(sdy, sx));
-        }
-        return out;
-    }
-
-    /**
-     * Sum of {@code g} over all but the channel dimension, after viewing it as {@code [N, C, H, W]}: the
-     * backend's kernel, or a differentiable sum when the gradient itself is being recorded (createGraph).
-     */
-    private static Tensor biasGrad(Tensor g, long[] shape4) {
-        try (Tensor g4 = g.reshape(shape4)) {
-            DType type = g.dtype();
-            if (Grad.isEnabled() || (type != DType.FLOAT32 && type != DType.FLOAT64)) return g4.sum(new int[] {0, 2, 3}, false);
-            try (Tensor c = g4.contiguous()) {
-                Tensor out = Tensor.empty(new long[] {shape4[1]}, type, g.device());
-                Backends.of(g.device()).convolution().conv2dBackwardBias(view(c), view(out));
-                return out;
-            }
-        }
+        return primitive(ConvolutionOps.CONVOLUTION_TRANSPOSE, geo, outShape, x, outShape(geo), w, weightShape(geo), b);
     }
 
     static Tensor im2col(Tensor x, Geometry geo, long[] outShape) {
-        Tensor out;
-        boolean record = Autograd.needsGrad(x);
-        try (Grad.Mode m = record ? Grad.noGrad() : null) {
-            out = run(x, null, null, geo, outShape, Kind.IM2COL);
-        }
-        if (record) {
-            long[] xShape = x.shape();
-            Autograd.record("Im2ColBackward0", out, g -> new Tensor[] {col2im(g[0], geo, xShape)}, new Tensor[] {x});
-        }
-        return out;
+        return primitive(ConvolutionOps.IM2COL, geo, outShape, x, inShape(geo), null, null, null);
     }
 
     static Tensor col2im(Tensor x, Geometry geo, long[] outShape) {
-        Tensor out;
-        boolean record = Autograd.needsGrad(x);
-        try (Grad.Mode m = record ? Grad.noGrad() : null) {
-            out = run(x, null, null, geo, outShape, Kind.COL2IM);
-        }
-        if (record) {
-            long[] xShape = x.shape();
-            Autograd.record("Col2ImBackward0", out, g -> new Tensor[] {im2col(g[0], geo, xShape)}, new Tensor[] {x});
-        }
-        return out;
+        long[] columns = {geo.n(), (long) geo.cin() * geo.kh() * geo.kw(), (long) geo.oh() * geo.ow()};
+        return primitive(ConvolutionOps.COL2IM, geo, outShape, x, columns, null, null, null);
     }
-
-    private enum Kind { CONV, CONV_T, WEIGHT_GRAD, IM2COL, COL2IM }
 
     /**
-     * Runs one kernel: converts the operands to the compute dtype (float32 for bfloat16/float16, float64
-     * for integers) as contiguous 4-D/3-D views, and converts the result back (one rounding).
+     * Runs a convolution primitive on {@code a} (and {@code w}, {@code bias}) seen with the primitive's shapes, its result
+     * seen as {@code resultShape}: the front ends' unbatched and 1-D shapes are views of the primitives' 4-D ones.
      */
-    private static Tensor run(Tensor a, Tensor b, Tensor bias, Geometry geo, long[] resultShape, Kind kind) {
-        DType type = a.dtype();
-        DType compute = switch (type) {
-            case FLOAT32, FLOAT64 -> type;
-            case FLOAT16, BFLOAT16 -> DType.FLOAT32;
-            default -> DType.FLOAT64;
-        };
-        // im2col only moves elements, so it runs in the input's own dtype.
-        if (kind == Kind.IM2COL) compute = type;
-        Device device = a.device();
-        long[] aShape, bShape = null, outShape;
-        long kk = (long) geo.kh() * geo.kw();
-        switch (kind) {
-            case CONV -> {
-                aShape = inShape(geo);
-                bShape = weightShape(geo);
-                outShape = outShape(geo);
-            }
-            case CONV_T -> {
-                aShape = outShape(geo);
-                bShape = weightShape(geo);
-                outShape = inShape(geo);
-            }
-            case WEIGHT_GRAD -> {
-                aShape = outShape(geo);
-                bShape = inShape(geo);
-                outShape = weightShape(geo);
-            }
-            case IM2COL -> {
-                aShape = inShape(geo);
-                outShape = new long[] {geo.n(), geo.cin() * kk, (long) geo.oh() * geo.ow()};
-            }
-            default -> {
-                aShape = new long[] {geo.n(), geo.cin() * kk, (long) geo.oh() * geo.ow()};
-                outShape = inShape(geo);
-            }
-        }
-        try (Tensor ac = operand(a, compute, aShape); Tensor bc = b == null ? null : operand(b, compute, bShape);
-             Tensor biasC = bias == null ? null : operand(bias, compute, bias.shape())) {
-            Tensor out = Tensor.empty(outShape, compute, device);
-            var kernels = Backends.of(device).convolution();
-            switch (kind) {
-                case CONV -> kernels.conv2d(view(ac), view(bc), view(biasC), view(out), geo);
-                case CONV_T -> {
-                    kernels.conv2dBackwardInput(view(ac), view(bc), view(out), geo);
-                    if (biasC != null) addChannelBias(out, biasC);
-                }
-                case WEIGHT_GRAD -> kernels.conv2dBackwardWeight(view(ac), view(bc), view(out), geo);
-                case IM2COL -> kernels.im2col(view(ac), view(out), geo);
-                case COL2IM -> kernels.col2im(view(ac), view(out), geo);
-            }
-            Tensor shaped;
-            try (out) {
-                shaped = out.view(resultShape);
-            }
-            if (compute == type) return shaped;
-            try (shaped) {
-                if (type.isIntegral()) {
-                    try (Tensor r = shaped.round()) {
-                        return r.to(type);
-                    }
-                }
-                return shaped.to(type);
+    private static Tensor primitive(OpDef op, Geometry geo, long[] resultShape, Tensor a, long[] aShape, Tensor w, long[] wShape,
+                                    Tensor bias) {
+        try (Tensor a4 = shaped(a, aShape); Tensor w4 = w == null ? null : shaped(w, wShape)) {
+            Tensor[] inputs = op == ConvolutionOps.IM2COL || op == ConvolutionOps.COL2IM ? new Tensor[] {a4} : new Tensor[] {a4, w4, bias};
+            Tensor r = Dispatcher.structured(op, inputs, scalars(geo));
+            if (Arrays.equals(r.shape(), resultShape)) return r;
+            try (r) {
+                return r.view(resultShape);
             }
         }
     }
 
-    private static Tensor operand(Tensor t, DType compute, long[] shape) {
-        try (Tensor converted = t.to(compute); Tensor c = converted.contiguous()) {
-            return c.view(shape);
-        }
+    /** {@code t} seen as {@code shape} (an alias when it has it already, so that the caller may close it). */
+    private static Tensor shaped(Tensor t, long[] shape) {
+        return Arrays.equals(t.shape(), shape) ? t.alias() : t.reshape(shape);
     }
 
-    private static void addChannelBias(Tensor out, Tensor bias) {
-        try (Tensor b = bias.view(1, bias.size(0), 1, 1)) {
-            out.add_(b);
-        }
-    }
-
-    private static SavedTensor[] nonNull(SavedTensor... s) {
-        return Arrays.stream(s).filter(java.util.Objects::nonNull).toArray(SavedTensor[]::new);
+    /** The geometry as the primitives' scalars, in its record order. */
+    private static double[] scalars(Geometry g) {
+        return new double[] {g.n(), g.cin(), g.h(), g.w(), g.cout(), g.kh(), g.kw(), g.sh(), g.sw(), g.ph(), g.pw(), g.dh(), g.dw(),
+                g.groups(), g.oh(), g.ow()};
     }
 }

@@ -24,6 +24,8 @@ import org.jtorch.ops.ExprCompiler.ReduceCall;
 import org.jtorch.ops.ExprCompiler.TensorFn;
 import org.jtorch.ops.ExprCompiler.Values;
 import org.jtorch.op.KernelRegistry;
+import org.jtorch.op.Meta;
+import org.jtorch.op.OpKernel;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.PointwiseKernel;
 import org.jtorch.op.PointwiseOps;
@@ -152,7 +154,47 @@ public final class Dispatcher {
             case REDUCTION -> reduce(op, inputs[0], ALL_DIMS, null, p0);
             case ALONG_DIM -> alongDim(op, inputs[0], (int) p0, null);
             case FRONT_END -> FrontEnds.call(op, inputs, scalars);
+            case STRUCTURED -> structured(op, inputs, scalars);
         };
+    }
+
+    /**
+     * A structured op ({@link OpDef.Kind#STRUCTURED}): its meta function checks the inputs (null where an optional one
+     * is left out) and gives the result's shape and dtype, the result is allocated on the inputs' device, and the
+     * kernel registered for that device writes it from the views.
+     */
+    static Tensor structured(OpDef op, Tensor[] inputs, double[] scalars) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run(op.pyName(), t -> structured(op, t, scalars), inputs);
+            if (r != null) return r;
+        }
+        String name = op.pyName();
+        int declared = (int) op.signature().tensorCount();
+        if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
+        StridedView[] views = new StridedView[inputs.length];
+        Device device = null;
+        for (int i = 0; i < inputs.length; i++) {
+            Tensor t = inputs[i];
+            if (t == null) continue;
+            t.checkOpen(name);
+            views[i] = view(t);
+            if (device == null) device = t.device();
+        }
+        Meta.Output meta = op.meta().infer(views, scalars);
+        Tensor r = allocate(name, meta.shape(), meta.dtype(), device);
+        Backends.of(name, device);
+        OpKernel k = KernelRegistry.kernel(op, device.type());
+        StridedView out = view(r);
+        if (KernelProfiler.isActive()) {
+            long t0 = System.nanoTime();
+            k.run(out, views, scalars);
+            KernelProfiler.recordKernel(op.kernel(), out, System.nanoTime() - t0);
+        } else {
+            k.run(out, views, scalars);
+        }
+        if (TRACING.get() != 0) traced(op, r, scalars, null, inputs);
+        if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, inputs, r, scalars, null);
+        return r;
     }
 
     /** {@code op(x; p0, p1)} for a unary pointwise op. */
@@ -227,6 +269,11 @@ public final class Dispatcher {
         }
         String name = op.pyName();
         x.checkOpen(name);
+        if (dtype == null && op.halfAccumulation() != null && (x.dtype() == DType.FLOAT16 || x.dtype() == DType.BFLOAT16)) {
+            try (Tensor wide = reduce(op, x, args, op.halfAccumulation(), p)) {
+                return wide.to(x.dtype());
+            }
+        }
         DType out = dtype != null && op.accumulation() != null ? dtype
                 : op.resultType(op.computeType(dtype != null ? dtype : x.dtype(), Torch.defaultDtype()));
         if (dtype != null && dtype != x.dtype()) {
@@ -292,7 +339,7 @@ public final class Dispatcher {
             case "log_softmax" -> kernels.softmax(view(x), view(r), d, true);
             default -> throw new IllegalStateException(op.name() + ": no backend kernel along a dimension named " + op.kernel());
         }
-        if (KernelProfiler.isActive()) KernelProfiler.recordKernel(op.kernel(), r, System.nanoTime() - t0);
+        if (KernelProfiler.isActive()) KernelProfiler.recordKernel(op.kernel(), view(r), System.nanoTime() - t0);
         double[] scalars = {d};
         if (TRACING.get() != 0) traced(op, r, scalars, args, x);
         if (op.isDifferentiable() && Autograd.needsGrad(x)) {
@@ -313,7 +360,7 @@ public final class Dispatcher {
             if (KernelProfiler.isActive()) {
                 long t0 = System.nanoTime();
                 reductionKernel(op, kernels, view(x), view(out), p);
-                KernelProfiler.recordKernel(op.kernel(), r, System.nanoTime() - t0);
+                KernelProfiler.recordKernel(op.kernel(), view(r), System.nanoTime() - t0);
             } else {
                 reductionKernel(op, kernels, view(x), view(out), p);
             }
@@ -360,17 +407,18 @@ public final class Dispatcher {
         Tensor ca = onDevice(a, device);
         Tensor cb = b == null ? null : onDevice(b, device);
         try {
-            Backends.hold(op.pyName(), out, ca, cb);
+            StridedView vo = view(out), va = view(ca), vb = view(cb);
+            Backends.hold(op.pyName(), vo, va, vb);
             try {
                 if (KernelProfiler.isActive()) {
                     long t0 = System.nanoTime();
-                    k.run(device.index(), compute, view(out), view(ca), cb == null ? null : view(cb), p0, p1);
-                    KernelProfiler.recordKernel(op.kernel(), out, System.nanoTime() - t0);
+                    k.run(device.index(), compute, vo, va, vb, p0, p1);
+                    KernelProfiler.recordKernel(op.kernel(), vo, System.nanoTime() - t0);
                 } else {
-                    k.run(device.index(), compute, view(out), view(ca), cb == null ? null : view(cb), p0, p1);
+                    k.run(device.index(), compute, vo, va, vb, p0, p1);
                 }
             } finally {
-                Backends.drop(out, ca, cb);
+                Backends.drop(vo, va, vb);
             }
         } finally {
             if (ca != a) ca.close();
@@ -441,26 +489,46 @@ public final class Dispatcher {
 
     /**
      * What the dispatcher runs of one op, compiled once from its declaration: the derivatives and the
-     * composition as closures ({@link ExprCompiler}), which inputs the derivatives read (only those are saved)
-     * and whether they read the result.
+     * composition as closures ({@link ExprCompiler}), which inputs each derivative reads (only those of the
+     * derivatives needed are saved) and which derivatives read the result.
      */
-    private record Plan(TensorFn[] derivatives, TensorFn composition, boolean[] readsInput, boolean readsResult,
-                        String nodeName) {
+    private record Plan(TensorFn[] derivatives, TensorFn composition, boolean[][] readsInput, boolean[] readsResult,
+                        boolean[] anyReadsInput, boolean anyReadsResult, String nodeName) {
         static Plan of(OpDef op) {
             List<Expr> d = op.derivatives();
             TensorFn[] compiled = new TensorFn[d.size()];
-            boolean readsResult = false;
             int inputs = (int) op.signature().tensorCount();
-            boolean[] readsInput = new boolean[Math.max(inputs, d.size())];
+            boolean[][] readsInput = new boolean[d.size()][Math.max(inputs, d.size())];
+            boolean[] readsResult = new boolean[d.size()];
             for (int i = 0; i < d.size(); i++) {
                 Expr e = d.get(i);
                 if (e == null) continue;
                 compiled[i] = ExprCompiler.compile(e);
-                readsResult |= e.reads(Expr.RESULT);
-                for (int j = 0; j < readsInput.length; j++) readsInput[j] |= e.readsInput(j);
+                readsResult[i] = e.reads(Expr.RESULT);
+                for (int j = 0; j < readsInput[i].length; j++) readsInput[i][j] = e.readsInput(j);
             }
             TensorFn composition = op.composition() == null ? null : ExprCompiler.compile(op.composition());
-            return new Plan(compiled, composition, readsInput, readsResult, Elementwise.backwardName(op.pyName()));
+            boolean[] anyReadsInput = new boolean[Math.max(inputs, d.size())];
+            boolean anyReadsResult = false;
+            for (int i = 0; i < d.size(); i++) {
+                anyReadsResult |= readsResult[i];
+                for (int j = 0; j < anyReadsInput.length; j++) anyReadsInput[j] |= readsInput[i][j];
+            }
+            return new Plan(compiled, composition, readsInput, readsResult, anyReadsInput, anyReadsResult,
+                    Elementwise.backwardName(op.pyName()));
+        }
+
+        /**
+         * Whether a derivative of an input that needs a gradient reads input {@code i} (or the result, for -1); when every
+         * input needs one ({@code all}, the common case in training), whether any derivative does.
+         */
+        boolean saves(int i, boolean[] needs, boolean all) {
+            if (all) return i < 0 ? anyReadsResult : i < anyReadsInput.length && anyReadsInput[i];
+            for (int j = 0; j < derivatives.length; j++) {
+                if (j >= needs.length || !needs[j] || derivatives[j] == null) continue;
+                if (i < 0 ? readsResult[j] : i < readsInput[j].length && readsInput[j][i]) return true;
+            }
+            return false;
         }
     }
 
@@ -505,6 +573,11 @@ public final class Dispatcher {
         DType[] types = new DType[n];
         boolean[] needs = new boolean[n];
         boolean[] present = new boolean[n];
+        boolean everyNeeds = true;
+        for (int i = 0; i < n; i++) {
+            needs[i] = inputs[i] != null && inputs[i].requiresGrad();
+            everyNeeds &= needs[i] || inputs[i] == null;
+        }
         graphCount = 0;
         for (int i = 0; i < n; i++) {
             slot[i] = -1;
@@ -512,15 +585,14 @@ public final class Dispatcher {
             if (t == null) continue;
             slot[i] = graphCount;
             graphInputs[graphCount++] = t;
-            if (i < plan.readsInput().length && plan.readsInput()[i]) all[savedCount++] = saved[i] = Autograd.save(values[i]);
+            if (plan.saves(i, needs, everyNeeds)) all[savedCount++] = saved[i] = Autograd.save(values[i]);
             present[i] = true;
             shapes[i] = t.shape();
             types[i] = t.dtype();
-            needs[i] = t.requiresGrad();
         }
-        SavedTensor savedResult = plan.readsResult() ? Autograd.save(result) : null;
+        SavedTensor savedResult = plan.saves(-1, needs, everyNeeds) ? Autograd.save(result) : null;
         if (savedResult != null) all[savedCount++] = savedResult;
-        boolean sameShape = op.kind() != OpDef.Kind.BINARY && op.kind() != OpDef.Kind.COMPOSITE;
+        boolean sameShape = op.kind() != OpDef.Kind.BINARY && op.kind() != OpDef.Kind.COMPOSITE && op.kind() != OpDef.Kind.STRUCTURED;
         Autograd.record(plan.nodeName(), result, g -> {
             Tensor[] in = new Tensor[n];
             for (int i = 0; i < n; i++) if (saved[i] != null) in[i] = saved[i].get();

@@ -160,6 +160,22 @@ final class ExprCompiler {
                 TensorFn x = compile(args.get(0));
                 return v -> Dispatcher.reduce(op, x.eval(v), v.reduction().args(), null, 0);
             }
+            case FRONT_END, STRUCTURED -> {
+                // Tensor arguments, then the op's scalars (a view's dimensions, addmm's beta and alpha).
+                int tensors = 0;
+                while (tensors < args.size() && !args.get(tensors).isScalar()) tensors++;
+                TensorFn[] in = new TensorFn[tensors];
+                for (int i = 0; i < tensors; i++) in[i] = compile(args.get(i));
+                ScalarFn[] sc = new ScalarFn[args.size() - tensors];
+                for (int i = 0; i < sc.length; i++) sc[i] = compileScalar(args.get(tensors + i));
+                return v -> {
+                    Tensor[] t = new Tensor[in.length];
+                    for (int i = 0; i < t.length; i++) t[i] = in[i].eval(v);
+                    double[] s = new double[sc.length];
+                    for (int i = 0; i < s.length; i++) s[i] = sc[i].eval(v);
+                    return Dispatcher.call(op, t, s);
+                };
+            }
             default -> {
                 TensorFn[] in = new TensorFn[args.size()];
                 for (int i = 0; i < in.length; i++) in[i] = compile(args.get(i));

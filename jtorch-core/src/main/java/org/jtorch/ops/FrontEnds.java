@@ -26,7 +26,7 @@ public final class FrontEnds {
         if (op == FrontEndOps.EXPAND) return in[0].expand(longs(args));
         if (op == FrontEndOps.CONTIGUOUS) return in[0].contiguous();
         if (op == FrontEndOps.MATMUL) return Linalg.matmul(in[0], in[1]);
-        if (op == FrontEndOps.LINEAR) return Linalg.linear(in[0], in[1], in.length > 2 ? in[2] : null);
+        if (op == FrontEndOps.ROWS) return Linalg.rowsOf(in[0]);
         if (op == FrontEndOps.SLICE) return in[0].slice((int) args[0], (long) args[1], (long) args[2], (long) args[3]);
         if (op == FrontEndOps.CAT) return Joining.cat(java.util.Arrays.asList(in), (int) args[0]);
         if (op == FrontEndOps.ZEROS) {

@@ -3,19 +3,20 @@ package org.jtorch.ops;
 import static org.jtorch.ops.Dispatcher.view;
 
 import org.jtorch.op.FrontEndOps;
+import org.jtorch.op.LinalgOps;
+import org.jtorch.op.Meta;
 import org.jtorch.op.Shapes;
+import org.jtorch.op.StridedView;
 import java.util.Arrays;
 import java.util.function.Function;
 import org.jtorch.amp.Autocast;
-import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
-import org.jtorch.autograd.Gradients;
-import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.LinalgKernels;
+import org.jtorch.backend.LinalgOpKernels;
 import org.jtorch.memory.MemoryScope;
 
 /**
@@ -26,54 +27,14 @@ import org.jtorch.memory.MemoryScope;
 public final class Linalg {
     private Linalg() {}
 
+    private static final double[] NO_SCALARS = {};
+
     public static Tensor mm(Tensor a, Tensor b) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("mm", t -> mm(t[0], t[1]), a, b);
-            if (r != null) return r;
-        }
-        check2d("mm", a, b);
-        checkInner("mm", a, b, a.size(1), b.size(0));
-        Device device = sameDeviceAndType("mm", a, b);
-        Tensor out = Tensor.empty(new long[] {a.size(0), b.size(1)}, a.dtype(), device);
-        boolean record = Autograd.needsGrad(a, b);
-        try (Grad.Mode m = record ? Grad.noGrad() : null) {
-            gemm(a, b, out, 1, 0);
-        }
-        if (record) {
-            SavedTensor sa = b.requiresGrad() ? Autograd.save(a) : null;
-            SavedTensor sb = a.requiresGrad() ? Autograd.save(b) : null;
-            Autograd.record("MmBackward0", out, g -> new Tensor[] {
-                    sb == null ? null : g[0].mm(sb.get().t()),
-                    sa == null ? null : sa.get().t().mm(g[0])}, new Tensor[] {a, b}, nonNull(sa, sb));
-        }
-        return out;
+        return Dispatcher.structured(LinalgOps.MM, new Tensor[] {a, b}, NO_SCALARS);
     }
 
     public static Tensor bmm(Tensor a, Tensor b) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("bmm", t -> bmm(t[0], t[1]), a, b);
-            if (r != null) return r;
-        }
-        if (a.dim() != 3 || b.dim() != 3) {
-            throw new IllegalArgumentException("bmm: expected 3-D tensors, got shapes " + Shapes.format(a.shape()) + " and "
-                    + Shapes.format(b.shape()));
-        }
-        if (a.size(0) != b.size(0)) {
-            throw new IllegalArgumentException("bmm: batch sizes differ: shapes " + Shapes.format(a.shape()) + " and "
-                    + Shapes.format(b.shape()) + " (" + a.size(0) + " != " + b.size(0) + ")");
-        }
-        checkInner("bmm", a, b, a.size(2), b.size(1));
-        Device device = sameDeviceAndType("bmm", a, b);
-        Tensor out = Tensor.empty(new long[] {a.size(0), a.size(1), b.size(2)}, a.dtype(), device);
-        Backends.of(device).linalg().bmm(view(a), view(b), view(out), 1, 0);
-        if (Autograd.needsGrad(a, b)) {
-            SavedTensor sa = b.requiresGrad() ? Autograd.save(a) : null;
-            SavedTensor sb = a.requiresGrad() ? Autograd.save(b) : null;
-            Autograd.record("BmmBackward0", out, g -> new Tensor[] {
-                    sb == null ? null : g[0].bmm(sb.get().transpose(1, 2)),
-                    sa == null ? null : sa.get().transpose(1, 2).bmm(g[0])}, new Tensor[] {a, b}, nonNull(sa, sb));
-        }
-        return out;
+        return Dispatcher.structured(LinalgOps.BMM, new Tensor[] {a, b}, NO_SCALARS);
     }
 
     public static Tensor mv(Tensor m, Tensor v) {
@@ -168,84 +129,17 @@ public final class Linalg {
 
     /** {@code beta * input + alpha * (m1 @ m2)}, input broadcast to {@code [M, N]}. */
     public static Tensor addmm(Tensor input, Tensor m1, Tensor m2, double beta, double alpha) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("addmm", t -> addmm(t[0], t[1], t[2], beta, alpha), input, m1, m2);
-            if (r != null) return r;
-        }
-        check2d("addmm", m1, m2);
-        checkInner("addmm", m1, m2, m1.size(1), m2.size(0));
-        Device device = sameDeviceAndType("addmm", m1, m2);
-        sameDeviceAndType("addmm", input, m1);
-        long[] shape = {m1.size(0), m2.size(1)};
-        checkBroadcastsTo("addmm", input, shape);
-        Tensor out = Tensor.empty(shape, m1.dtype(), device);
-        boolean record = Autograd.needsGrad(input, m1, m2);
-        try (Grad.Mode m = record ? Grad.noGrad() : null) {
-            if (beta != 0) out.copy_(input);
-            gemm(m1, m2, out, alpha, beta);
-        }
-        if (record) {
-            SavedTensor s1 = m2.requiresGrad() ? Autograd.save(m1) : null;
-            SavedTensor s2 = m1.requiresGrad() ? Autograd.save(m2) : null;
-            long[] inShape = input.shape();
-            DType inType = input.dtype();
-            boolean inGrad = input.requiresGrad();
-            Autograd.record("AddmmBackward0", out, g -> new Tensor[] {
-                    inGrad ? Gradients.sumTo(g[0].mul(beta), inShape, inType) : null,
-                    s2 == null ? null : g[0].mm(s2.get().t()).mul(alpha),
-                    s1 == null ? null : s1.get().t().mm(g[0]).mul(alpha)}, new Tensor[] {input, m1, m2}, nonNull(s1, s2));
-        }
-        return out;
+        return Dispatcher.structured(LinalgOps.ADDMM, new Tensor[] {input, m1, m2}, new double[] {beta, alpha});
     }
 
     /** {@code beta * input + alpha * bmm(b1, b2)}, input broadcast to {@code [B, M, N]}. */
     public static Tensor baddbmm(Tensor input, Tensor b1, Tensor b2, double beta, double alpha) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("baddbmm", t -> baddbmm(t[0], t[1], t[2], beta, alpha), input, b1, b2);
-            if (r != null) return r;
-        }
-        if (b1.dim() != 3 || b2.dim() != 3) {
-            throw new IllegalArgumentException("baddbmm: expected 3-D batch tensors, got shapes " + Shapes.format(b1.shape())
-                    + " and " + Shapes.format(b2.shape()));
-        }
-        if (b1.size(0) != b2.size(0)) {
-            throw new IllegalArgumentException("baddbmm: batch sizes differ (" + b1.size(0) + " != " + b2.size(0) + ")");
-        }
-        checkInner("baddbmm", b1, b2, b1.size(2), b2.size(1));
-        Device device = sameDeviceAndType("baddbmm", b1, b2);
-        sameDeviceAndType("baddbmm", input, b1);
-        long[] shape = {b1.size(0), b1.size(1), b2.size(2)};
-        checkBroadcastsTo("baddbmm", input, shape);
-        Tensor out = Tensor.empty(shape, b1.dtype(), device);
-        boolean record = Autograd.needsGrad(input, b1, b2);
-        try (Grad.Mode m = record ? Grad.noGrad() : null) {
-            if (beta != 0) out.copy_(input);
-            Backends.of(device).linalg().bmm(view(b1), view(b2), view(out), alpha, beta);
-        }
-        if (record) {
-            SavedTensor s1 = b2.requiresGrad() ? Autograd.save(b1) : null;
-            SavedTensor s2 = b1.requiresGrad() ? Autograd.save(b2) : null;
-            long[] inShape = input.shape();
-            DType inType = input.dtype();
-            boolean inGrad = input.requiresGrad();
-            Autograd.record("BaddbmmBackward0", out, g -> new Tensor[] {
-                    inGrad ? Gradients.sumTo(g[0].mul(beta), inShape, inType) : null,
-                    s2 == null ? null : g[0].bmm(s2.get().transpose(1, 2)).mul(alpha),
-                    s1 == null ? null : s1.get().transpose(1, 2).bmm(g[0]).mul(alpha)}, new Tensor[] {input, b1, b2}, nonNull(s1, s2));
-        }
-        return out;
+        return Dispatcher.structured(LinalgOps.BADDBMM, new Tensor[] {input, b1, b2}, new double[] {beta, alpha});
     }
 
     /** {@code x @ weight.T + bias} over the last dimension of {@code x}; {@code bias} may be null. */
     public static Tensor linear(Tensor x, Tensor weight, Tensor bias) {
-        if (Dispatcher.tracing()) {
-            return Dispatcher.traceFrontEnd(FrontEndOps.LINEAR, new Tensor[] {x, weight, bias}, new double[0], () -> linear(x, weight, bias));
-        }
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("linear", t -> linear(t[0], t[1], t[2]), x, weight, bias);
-            if (r != null) return r;
-        }
-        return linear(x, weight, bias, null);
+        return Dispatcher.structured(LinalgOps.LINEAR, new Tensor[] {x, weight, bias}, NO_SCALARS);
     }
 
     /**
@@ -253,54 +147,19 @@ public final class Linalg {
      * the product's output as a {@code [rows, out_features]} matrix and returns the work the backend runs on each block
      * of it as the GEMM finishes it ({@link LinalgKernels#mmWithEpilogue}); the JIT's entry point for a pointwise chain
      * fed by a linear layer. The returned tensor (and its autograd) is the linear layer's output before the epilogue, or
-     * whatever the epilogue wrote into it.
+     * whatever the epilogue wrote into it. A null {@code epilogue} is the plain layer without trace or autocast.
      */
     public static Tensor linear(Tensor x, Tensor weight, Tensor bias, Function<Tensor, LinalgKernels.Epilogue> epilogue) {
-        if (weight.dim() != 2) {
-            throw new IllegalArgumentException("linear: expected a 2-D weight [out_features, in_features], got shape "
-                    + Shapes.format(weight.shape()));
+        Tensor[] inputs = {x, weight, bias};
+        for (Tensor t : inputs) if (t != null) t.checkOpen("linear");
+        Meta.Output meta = LinalgOps.LINEAR.meta().infer(new StridedView[] {view(x), view(weight), view(bias)}, NO_SCALARS);
+        Tensor out = Tensor.empty(meta.shape(), meta.dtype(), x.device());
+        try (var g = Grad.noGrad(); Tensor rows = epilogue == null ? null : rowsOf(out)) {
+            LinalgKernels.Epilogue e = epilogue == null ? null : epilogue.apply(rows);
+            LinalgOpKernels.linear(Backends.of("linear", x.device()), view(x), view(weight), view(bias), view(out), e);
         }
-        if (x.dim() == 0) throw new IllegalArgumentException("linear: input must have at least 1 dimension");
-        long in = weight.size(1);
-        long outFeatures = weight.size(0);
-        if (x.size(-1) != in) {
-            throw new IllegalArgumentException("linear: input shape " + Shapes.format(x.shape()) + " and weight shape "
-                    + Shapes.format(weight.shape()) + " cannot be multiplied (" + x.size(-1) + " != " + in + ")");
-        }
-        Device device = sameDeviceAndType("linear", x, weight);
-        if (bias != null) {
-            sameDeviceAndType("linear", x, bias);
-            checkBroadcastsTo("linear", bias, new long[] {outFeatures});
-        }
-        long[] outShape = x.shape();
-        outShape[outShape.length - 1] = outFeatures;
-        boolean record = Autograd.needsGrad(x, weight, bias);
-        Tensor result;
-        try (Grad.Mode m = record ? Grad.noGrad() : null; Tensor x2 = rowsOf(x); Tensor wt = weight.t()) {
-            Tensor out = Tensor.empty(new long[] {x2.size(0), outFeatures}, x.dtype(), device);
-            try (out) {
-                if (bias != null) out.copy_(bias);
-                if (epilogue == null) gemm(x2, wt, out, 1, bias != null ? 1 : 0);
-                else gemm(x2, wt, out, 1, bias != null ? 1 : 0, epilogue.apply(out));
-                result = out.view(outShape);
-            }
-        }
-        if (record) {
-            SavedTensor sx = weight.requiresGrad() ? Autograd.save(x) : null;
-            SavedTensor sw = x.requiresGrad() ? Autograd.save(weight) : null;
-            long[] xShape = x.shape();
-            boolean biasGrad = bias != null && bias.requiresGrad();
-            long[] biasShape = bias == null ? null : bias.shape();
-            DType biasType = bias == null ? null : bias.dtype();
-            Autograd.record("LinearBackward0", result, g -> {
-                Tensor g2 = rowsOf(g[0]);
-                return new Tensor[] {
-                        sw == null ? null : g2.mm(sw.get()).reshape(xShape),
-                        sx == null ? null : g2.t().mm(rowsOf(sx.get())),
-                        biasGrad ? Gradients.sumTo(g2.sum(new int[] {0}, false), biasShape, biasType) : null};
-            }, new Tensor[] {x, weight, bias}, nonNull(sx, sw));
-        }
-        return result;
+        if (Autograd.needsGrad(inputs)) Dispatcher.record(LinalgOps.LINEAR, inputs, inputs, out, NO_SCALARS, null);
+        return out;
     }
 
     /** Outer product of two vectors, with type promotion. */
@@ -378,9 +237,6 @@ public final class Linalg {
         return MemoryScope.run(() -> x1.unsqueeze(-2).sub(x2.unsqueeze(-3)).norm(p, new int[] {-1}, false));
     }
 
-    private static SavedTensor[] nonNull(SavedTensor... s) {
-        return java.util.Arrays.stream(s).filter(java.util.Objects::nonNull).toArray(SavedTensor[]::new);
-    }
 
     /**
      * {@code t.reshape(-1, t.size(-1))} with the row count spelled out: {@code -1} cannot be inferred when the
@@ -393,55 +249,18 @@ public final class Linalg {
         return t.reshape(rows, shape.length == 0 ? 1 : shape[shape.length - 1]);
     }
 
-    /** One 2-D GEMM as a batch of one. */
-    private static void gemm(Tensor a, Tensor b, Tensor out, double alpha, double beta) {
-        try (Tensor a3 = a.unsqueeze(0); Tensor b3 = b.unsqueeze(0); Tensor o3 = out.unsqueeze(0)) {
-            Backends.of(out.device()).linalg().bmm(view(a3), view(b3), view(o3), alpha, beta);
-        }
-    }
 
-    /** One 2-D GEMM with an epilogue on its output's blocks. */
-    private static void gemm(Tensor a, Tensor b, Tensor out, double alpha, double beta, LinalgKernels.Epilogue epilogue) {
-        try (Tensor a3 = a.unsqueeze(0); Tensor b3 = b.unsqueeze(0); Tensor o3 = out.unsqueeze(0)) {
-            Backends.of(out.device()).linalg().mmWithEpilogue(view(a3), view(b3), view(o3), alpha, beta, epilogue);
-        }
-    }
 
-    private static void check2d(String op, Tensor a, Tensor b) {
-        if (a.dim() != 2 || b.dim() != 2) {
-            throw new IllegalArgumentException(op + ": expected 2-D tensors, got shapes " + Shapes.format(a.shape()) + " and "
-                    + Shapes.format(b.shape()));
-        }
-    }
 
     private static void checkInner(String op, Tensor a, Tensor b, long ka, long kb) {
-        if (ka != kb) {
-            throw new IllegalArgumentException(op + ": shapes " + Shapes.format(a.shape()) + " and " + Shapes.format(b.shape())
-                    + " cannot be multiplied (" + ka + " != " + kb + ")");
-        }
+        LinalgOps.checkInner(op, view(a), view(b), ka, kb);
     }
 
     private static Device sameDeviceAndType(String op, Tensor a, Tensor b) {
         a.checkOpen(op);
         b.checkOpen(op);
-        if (!a.device().equals(b.device())) {
-            throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + a.device()
-                    + " and " + b.device());
-        }
-        if (a.dtype() != b.dtype()) {
-            throw new IllegalArgumentException(op + ": expected both operands to have the same dtype, but got " + a.dtype()
-                    + " and " + b.dtype());
-        }
-        if (a.dtype() == DType.BOOL) throw new IllegalArgumentException(op + ": not implemented for bool tensors");
+        LinalgOps.sameDeviceAndType(op, view(a), view(b));
         return a.device();
-    }
-
-    private static void checkBroadcastsTo(String op, Tensor t, long[] shape) {
-        long[] b = Shapes.broadcast(op, t.shape(), shape);
-        if (!Arrays.equals(b, shape)) {
-            throw new IllegalArgumentException(op + ": input of shape " + Shapes.format(t.shape())
-                    + " cannot be broadcast to the result shape " + Shapes.format(shape));
-        }
     }
 
     private static long[] concat(long[] batch, long x, long y) {

@@ -57,15 +57,7 @@ public final class Reductions {
 
     /** {@code torch.mean}: floating tensors only (or an explicit floating {@code dtype}); the sum divided by the count, as ATen's CPU mean. */
     public static Tensor mean(Tensor x, int[] dims, boolean keepdim, DType dtype) {
-        ReduceArgs args = new ReduceArgs(dims, keepdim);
-        if (dtype == null && (x.dtype() == DType.BFLOAT16 || x.dtype() == DType.FLOAT16)) {
-            // A half-precision sum overflows long before the mean does (65,505 float16 ones sum to inf): sum and divide
-            // in float32 and round once, as PyTorch's CPU mean.
-            try (Tensor m = Dispatcher.reduce(ReductionOps.MEAN, x, args, DType.FLOAT32, 0)) {
-                return m.to(x.dtype());
-            }
-        }
-        return Dispatcher.reduce(ReductionOps.MEAN, x, args, dtype, 0);
+        return Dispatcher.reduce(ReductionOps.MEAN, x, new ReduceArgs(dims, keepdim), dtype, 0);
     }
 
     // ---------------------------------------------------------------- extrema

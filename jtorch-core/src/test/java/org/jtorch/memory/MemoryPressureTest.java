@@ -130,10 +130,10 @@ class MemoryPressureTest {
             Tensor rows = Torch.arange(512).to(DType.INT64);
             Linear linear = new Linear(512, 512, false);
             Map<String, org.junit.jupiter.api.function.Executable> calls = new java.util.LinkedHashMap<>();
-            calls.put("matmul", () -> a.matmul(a));
+            calls.put("mm (in matmul)", () -> a.matmul(a));
             calls.put("linear", () -> F.linear(a, a, null));
-            calls.put("Linear.forward", () -> linear.forward(a));
-            calls.put("conv2d", () -> F.conv2d(image, kernel));
+            calls.put("linear (in Linear.forward)", () -> linear.forward(a));
+            calls.put("convolution (in conv2d)", () -> F.conv2d(image, kernel));
             calls.put("maxPool2d", () -> F.maxPool2d(image, 1));
             calls.put("index", () -> a.index(rows));
             calls.put("cat", () -> Torch.cat(a, a));

@@ -71,4 +71,16 @@ class HalfScalarOpsTest {
             assertEquals(1.0, h.item(), 0.0);
         }
     }
+
+    /** The float32 accumulation is the declaration's ({@code ReductionOps.MEAN}), so a generic call (the JIT's replay) gets it too. */
+    @ParameterizedTest
+    @EnumSource(value = DType.class, names = {"FLOAT16", "BFLOAT16"})
+    void theDeclaredMeanSumsHalfPrecisionInFloat32ThroughTheDispatcher(DType dt) {
+        try (Tensor ones = Torch.ones(70_001).to(dt).to(DEVICE);
+             Tensor m = Dispatcher.call(org.jtorch.op.ReductionOps.MEAN, new Tensor[] {ones});
+             Tensor h = m.to(Device.cpu())) {
+            assertEquals(dt, m.dtype());
+            assertEquals(1.0, h.item(), 0.0);
+        }
+    }
 }

@@ -1,0 +1,70 @@
+package org.jtorch.backend;
+
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.memory.Storage;
+import org.jtorch.op.KernelRegistry;
+import org.jtorch.op.LinalgOps;
+import org.jtorch.op.StridedView;
+
+/**
+ * The kernels of the declared matrix products ({@link LinalgOps}) for one backend, from its batched GEMM
+ * ({@link LinalgKernels#bmm}) over strided views: a matrix is a batch of one, a transposed operand is a permuted view.
+ */
+public final class LinalgOpKernels {
+    private LinalgOpKernels() {}
+
+    /** Registers {@code backend}'s kernels of the products on its device type. */
+    static void register(Backend backend) {
+        Device.Type type = backend.deviceType();
+        KernelRegistry.register(type, LinalgOps.MM.kernel(), (out, in, s) ->
+                backend.linalg().bmm(batchOfOne(in[0]), batchOfOne(in[1]), batchOfOne(out), 1, 0));
+        KernelRegistry.register(type, LinalgOps.BMM.kernel(), (out, in, s) -> backend.linalg().bmm(in[0], in[1], out, 1, 0));
+        KernelRegistry.register(type, LinalgOps.ADDMM.kernel(), (out, in, s) -> {
+            if (s[0] != 0) backend.copy(in[0].expand("addmm", out.shape()), out);
+            backend.linalg().bmm(batchOfOne(in[1]), batchOfOne(in[2]), batchOfOne(out), s[1], s[0]);
+        });
+        KernelRegistry.register(type, LinalgOps.BADDBMM.kernel(), (out, in, s) -> {
+            if (s[0] != 0) backend.copy(in[0].expand("baddbmm", out.shape()), out);
+            backend.linalg().bmm(in[1], in[2], out, s[1], s[0]);
+        });
+        KernelRegistry.register(type, LinalgOps.LINEAR.kernel(), (out, in, s) -> linear(backend, in[0], in[1], in[2], out, null));
+    }
+
+    /**
+     * {@code out = x @ weight.T + bias} as one GEMM over {@code x}'s rows ({@code bias} may be null); with an
+     * {@code epilogue} on each finished block of the product ({@link LinalgKernels#mmWithEpilogue}; its rows and
+     * columns index {@code out} seen as {@code [rows, out_features]}). {@code x} is copied first only where its rows
+     * cannot be seen as one matrix.
+     */
+    public static void linear(Backend backend, StridedView x, StridedView weight, StridedView bias, StridedView out,
+                              LinalgKernels.Epilogue epilogue) {
+        long in = weight.size(1);
+        long features = weight.size(0);
+        long rows = 1;
+        for (int d = 0; d < x.dim() - 1; d++) rows *= x.size(d);
+        StridedView o2 = out.view(rows, features);
+        if (bias != null) backend.copy(bias.expand("linear", o2.shape()), o2);
+        StridedView x2 = x.view(rows, in);
+        Storage scratch = null;
+        if (x2 == null) {
+            scratch = backend.allocate(x.device(), x.numel() * x.dtype().byteSize());
+            x2 = StridedView.contiguous(scratch, new long[] {rows, in}, x.dtype());
+            backend.copy(x, x2.view(x.shape()));
+        }
+        try {
+            StridedView a = batchOfOne(x2), b = batchOfOne(weight.permute(1, 0)), c = batchOfOne(o2);
+            double beta = bias != null ? 1 : 0;
+            if (epilogue == null) backend.linalg().bmm(a, b, c, 1, beta);
+            else backend.linalg().mmWithEpilogue(a, b, c, 1, beta, epilogue);
+        } finally {
+            if (scratch != null) scratch.release();
+        }
+    }
+
+    /** A matrix as a batch of one (strided as {@code unsqueeze(0)} makes it). */
+    private static StridedView batchOfOne(StridedView m) {
+        return m.restrided(new long[] {1, m.size(0), m.size(1)}, new long[] {m.size(0) * m.stride(0), m.stride(0), m.stride(1)},
+                m.offset());
+    }
+}

@@ -1,0 +1,182 @@
+package org.jtorch.op;
+
+import static org.jtorch.op.DTypeRule.SAME_NO_BOOL;
+import static org.jtorch.op.Expr.GRAD;
+import static org.jtorch.op.Expr.call;
+import static org.jtorch.op.Expr.in;
+import static org.jtorch.op.Expr.scalar;
+
+import java.util.Arrays;
+import java.util.List;
+import org.jtorch.DType;
+import org.jtorch.Device;
+
+/**
+ * The matrix products that run as one backend GEMM ({@link OpDef.Kind#STRUCTURED}): {@code mm}, {@code bmm},
+ * {@code addmm}, {@code baddbmm} and {@code linear}. Each backend registers their kernels from its batched GEMM over
+ * strided views (transposed operands are never copied). {@code matmul}, {@code mv} and {@code dot} are built from
+ * these by rank.
+ */
+public final class LinalgOps {
+    private LinalgOps() {}
+
+    private static final Expr A = in(0, "self");
+    private static final Expr B = in(1, "mat2");
+
+    public static final OpDef MM = OpDef.structured("mm").rule(SAME_NO_BOOL)
+            .signature(Param.tensor("self"), Param.tensor("mat2"))
+            .meta((in, s) -> {
+                check2d("mm", in[0], in[1]);
+                checkInner("mm", in[0], in[1], in[0].size(1), in[1].size(0));
+                return new Meta.Output(new long[] {in[0].size(0), in[1].size(1)}, sameDeviceAndType("mm", in[0], in[1]));
+            })
+            .derivatives(() -> List.of(call(LinalgOps.MM, GRAD, t(B)), call(LinalgOps.MM, t(A), GRAD)))
+            .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("a GEMM").build();
+
+    public static final OpDef BMM = OpDef.structured("bmm").rule(SAME_NO_BOOL)
+            .signature(Param.tensor("self"), Param.tensor("mat2"))
+            .meta((in, s) -> {
+                checkBatches("bmm", "3-D tensors", in[0], in[1]);
+                return new Meta.Output(new long[] {in[0].size(0), in[0].size(1), in[1].size(2)}, sameDeviceAndType("bmm", in[0], in[1]));
+            })
+            .derivatives(() -> List.of(call(LinalgOps.BMM, GRAD, bt(B)), call(LinalgOps.BMM, bt(A), GRAD)))
+            .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("a batched GEMM").build();
+
+    private static final Expr INPUT = in(0, "self");
+    private static final Expr M1 = in(1, "mat1");
+    private static final Expr M2 = in(2, "mat2");
+    private static final Expr BETA = scalar(0, "beta");
+    private static final Expr ALPHA = scalar(1, "alpha");
+
+    /** {@code beta * self + alpha * (mat1 @ mat2)}: its scalars are {@code beta, alpha}. */
+    public static final OpDef ADDMM = OpDef.structured("addmm").rule(SAME_NO_BOOL)
+            .signature(Param.tensor("self"), Param.tensor("mat1"), Param.tensor("mat2"), Param.scalar("beta", "Scalar", "1"),
+                    Param.scalar("alpha", "Scalar", "1"))
+            .meta((in, s) -> {
+                check2d("addmm", in[1], in[2]);
+                checkInner("addmm", in[1], in[2], in[1].size(1), in[2].size(0));
+                DType t = sameDeviceAndType("addmm", in[1], in[2]);
+                sameDeviceAndType("addmm", in[0], in[1]);
+                long[] shape = {in[1].size(0), in[2].size(1)};
+                checkBroadcastsTo("addmm", in[0], shape);
+                return new Meta.Output(shape, t);
+            })
+            .derivatives(() -> List.of(mul(GRAD, BETA), mul(call(MM, GRAD, t(M2)), ALPHA), mul(call(MM, t(M1), GRAD), ALPHA)))
+            .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("a GEMM accumulating into the broadcast `self`").build();
+
+    /** {@code beta * self + alpha * bmm(batch1, batch2)}: its scalars are {@code beta, alpha}. */
+    public static final OpDef BADDBMM = OpDef.structured("baddbmm").rule(SAME_NO_BOOL)
+            .signature(Param.tensor("self"), Param.tensor("batch1"), Param.tensor("batch2"), Param.scalar("beta", "Scalar", "1"),
+                    Param.scalar("alpha", "Scalar", "1"))
+            .meta((in, s) -> {
+                checkBatches("baddbmm", "3-D batch tensors", in[1], in[2]);
+                DType t = sameDeviceAndType("baddbmm", in[1], in[2]);
+                sameDeviceAndType("baddbmm", in[0], in[1]);
+                long[] shape = {in[1].size(0), in[1].size(1), in[2].size(2)};
+                checkBroadcastsTo("baddbmm", in[0], shape);
+                return new Meta.Output(shape, t);
+            })
+            .derivatives(() -> List.of(mul(GRAD, BETA), mul(call(BMM, GRAD, bt(M2)), ALPHA), mul(call(BMM, bt(M1), GRAD), ALPHA)))
+            .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("a batched GEMM accumulating into the broadcast `self`").build();
+
+    private static final Expr X = in(0, "input");
+    private static final Expr W = in(1, "weight");
+
+    /**
+     * {@code input @ weight.T + bias} over the last dimension of {@code input}. The weight's gradient is one GEMM over
+     * all rows ({@link FrontEndOps#ROWS}); the bias's is the gradient summed to its shape.
+     */
+    public static final OpDef LINEAR = OpDef.structured("linear").rule(SAME_NO_BOOL)
+            .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"))
+            .meta((in, s) -> {
+                StridedView x = in[0], w = in[1], bias = in[2];
+                if (w.dim() != 2) {
+                    throw new IllegalArgumentException("linear: expected a 2-D weight [out_features, in_features], got shape "
+                            + Shapes.format(w.shape()));
+                }
+                if (x.dim() == 0) throw new IllegalArgumentException("linear: input must have at least 1 dimension");
+                if (x.size(-1) != w.size(1)) {
+                    throw new IllegalArgumentException("linear: input shape " + Shapes.format(x.shape()) + " and weight shape "
+                            + Shapes.format(w.shape()) + " cannot be multiplied (" + x.size(-1) + " != " + w.size(1) + ")");
+                }
+                DType t = sameDeviceAndType("linear", x, w);
+                if (bias != null) {
+                    sameDeviceAndType("linear", x, bias);
+                    checkBroadcastsTo("linear", bias, new long[] {w.size(0)});
+                }
+                long[] shape = x.shape().clone();
+                shape[shape.length - 1] = w.size(0);
+                return new Meta.Output(shape, t);
+            })
+            .derivatives(() -> List.of(call(FrontEndOps.MATMUL, GRAD, W),
+                    call(MM, t(call(FrontEndOps.ROWS, GRAD)), call(FrontEndOps.ROWS, X)), GRAD))
+            .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("one GEMM over the input's rows, the bias its initial value").build();
+
+    /** {@code x.t()}. */
+    private static Expr t(Expr x) {
+        return call(FrontEndOps.TRANSPOSE, x, Expr.c(0), Expr.c(1));
+    }
+
+    /** {@code x.transpose(1, 2)}: each matrix of a batch transposed. */
+    private static Expr bt(Expr x) {
+        return call(FrontEndOps.TRANSPOSE, x, Expr.c(1), Expr.c(2));
+    }
+
+    private static Expr mul(Expr x, Expr s) {
+        return call(PointwiseOps.MUL, x, s);
+    }
+
+    private static void check2d(String op, StridedView a, StridedView b) {
+        if (a.dim() != 2 || b.dim() != 2) {
+            throw new IllegalArgumentException(op + ": expected 2-D tensors, got shapes " + Shapes.format(a.shape()) + " and "
+                    + Shapes.format(b.shape()));
+        }
+    }
+
+    private static void checkBatches(String op, String what, StridedView a, StridedView b) {
+        if (a.dim() != 3 || b.dim() != 3) {
+            throw new IllegalArgumentException(op + ": expected " + what + ", got shapes " + Shapes.format(a.shape()) + " and "
+                    + Shapes.format(b.shape()));
+        }
+        if (a.size(0) != b.size(0)) {
+            throw new IllegalArgumentException(op + ": batch sizes differ: shapes " + Shapes.format(a.shape()) + " and "
+                    + Shapes.format(b.shape()) + " (" + a.size(0) + " != " + b.size(0) + ")");
+        }
+        checkInner(op, a, b, a.size(2), b.size(1));
+    }
+
+    /** An inner-dimension mismatch, named as PyTorch's message. */
+    public static void checkInner(String op, StridedView a, StridedView b, long ka, long kb) {
+        if (ka != kb) {
+            throw new IllegalArgumentException(op + ": shapes " + Shapes.format(a.shape()) + " and " + Shapes.format(b.shape())
+                    + " cannot be multiplied (" + ka + " != " + kb + ")");
+        }
+    }
+
+    /** The operands' common dtype; an error naming the op when their devices or dtypes differ, or they are bool. */
+    public static DType sameDeviceAndType(String op, StridedView a, StridedView b) {
+        if (!a.device().equals(b.device())) {
+            throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + a.device()
+                    + " and " + b.device());
+        }
+        if (a.dtype() != b.dtype()) {
+            throw new IllegalArgumentException(op + ": expected both operands to have the same dtype, but got " + a.dtype()
+                    + " and " + b.dtype());
+        }
+        if (a.dtype() == DType.BOOL) throw new IllegalArgumentException(op + ": not implemented for bool tensors");
+        return a.dtype();
+    }
+
+    private static void checkBroadcastsTo(String op, StridedView t, long[] shape) {
+        long[] b = Shapes.broadcast(op, t.shape(), shape);
+        if (!Arrays.equals(b, shape)) {
+            throw new IllegalArgumentException(op + ": input of shape " + Shapes.format(t.shape())
+                    + " cannot be broadcast to the result shape " + Shapes.format(shape));
+        }
+    }
+}

@@ -1,0 +1,12 @@
+package org.jtorch.op;
+
+/**
+ * A structured op's kernel on one device type ({@link OpDef.Kind#STRUCTURED}), registered in {@link KernelRegistry}:
+ * writes the result into {@code out} (allocated by the dispatcher from the op's {@link Meta}) from the tensor inputs
+ * (null where an optional one is left out) and the call's scalars. Sees only views: it cannot call back into the
+ * front end.
+ */
+@FunctionalInterface
+public interface OpKernel {
+    void run(StridedView out, StridedView[] inputs, double[] scalars);
+}

@@ -1,0 +1,63 @@
+package org.jtorch;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The layering of issue 15 that holds so far, read from the sources: the op registry ({@code op}) and the backends
+ * ({@code backend}) sit below the front end and never name {@code Tensor} or the packages above them. (Still to
+ * cut: {@code Tensor} names {@code data.MemoryPinner}, and {@code ops}, {@code amp}, {@code autograd} and
+ * {@code memory} name {@code Tensor} and each other.)
+ */
+class PackageDependenciesTest {
+    private static final Pattern REFERENCE = Pattern.compile("\\borg\\.jtorch\\.(Tensor\\b|[a-z]+\\b)");
+
+    private static Path sources() {
+        for (String p : new String[] {"src/main/java/org/jtorch", "jtorch-core/src/main/java/org/jtorch"}) {
+            if (Files.isDirectory(Path.of(p))) return Path.of(p);
+        }
+        throw new IllegalStateException("jtorch-core's sources are not under the working directory " + Path.of("").toAbsolutePath());
+    }
+
+    /** The files of {@code pkg} (and its subpackages) that refer to any of {@code forbidden}, with what they refer to. */
+    private static List<String> references(String pkg, List<String> forbidden) throws IOException {
+        List<String> found = new ArrayList<>();
+        try (Stream<Path> files = Files.walk(pkg.isEmpty() ? sources() : sources().resolve(pkg))) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
+                // comments may name anything: only code counts
+                String code = Files.readString(f).replaceAll("(?s)/\\*.*?\\*/", "").replaceAll("//[^\\n]*", "");
+                Matcher m = REFERENCE.matcher(code);
+                while (m.find()) {
+                    if (forbidden.contains(m.group(1))) found.add(sources().relativize(f) + " -> " + m.group(1));
+                }
+            }
+        }
+        return found.stream().distinct().toList();
+    }
+
+    @Test
+    void theOpRegistryNamesNothingAboveIt() throws IOException {
+        assertEquals(List.of(), references("op", List.of("Tensor", "ops", "backend", "amp", "autograd", "data", "jit", "nn", "optim")));
+    }
+
+    @Test
+    void theBackendsNameNeitherTensorNorTheFrontEnd() throws IOException {
+        assertEquals(List.of(), references("backend", List.of("Tensor", "ops", "amp", "autograd", "data", "jit", "nn", "optim")));
+    }
+
+    @Test
+    void theCheckSeesAReference() throws IOException {
+        // the check itself: Tensor.java does refer to the front end's ops
+        assertTrue(references("", List.of("ops")).stream().anyMatch(r -> r.startsWith("Tensor.java")));
+    }
+}
