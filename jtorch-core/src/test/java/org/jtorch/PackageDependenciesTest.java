@@ -29,14 +29,17 @@ class PackageDependenciesTest {
         throw new IllegalStateException("jtorch-core's sources are not under the working directory " + Path.of("").toAbsolutePath());
     }
 
+    /** A source file without its comments: comments may name anything, only code counts. */
+    private static String code(Path f) throws IOException {
+        return Files.readString(f).replaceAll("(?s)/\\*.*?\\*/", "").replaceAll("//[^\\n]*", "");
+    }
+
     /** The files of {@code pkg} (and its subpackages) that refer to any of {@code forbidden}, with what they refer to. */
     private static List<String> references(String pkg, List<String> forbidden) throws IOException {
         List<String> found = new ArrayList<>();
         try (Stream<Path> files = Files.walk(pkg.isEmpty() ? sources() : sources().resolve(pkg))) {
             for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
-                // comments may name anything: only code counts
-                String code = Files.readString(f).replaceAll("(?s)/\\*.*?\\*/", "").replaceAll("//[^\\n]*", "");
-                Matcher m = REFERENCE.matcher(code);
+                Matcher m = REFERENCE.matcher(code(f));
                 while (m.find()) {
                     if (forbidden.contains(m.group(1))) found.add(sources().relativize(f) + " -> " + m.group(1));
                 }
@@ -53,6 +56,23 @@ class PackageDependenciesTest {
     @Test
     void theBackendsNameNeitherTensorNorTheFrontEnd() throws IOException {
         assertEquals(List.of(), references("backend", List.of("Tensor", "ops", "amp", "autograd", "data", "jit", "nn", "optim")));
+    }
+
+    @Test
+    void theFrontEndNamesOnlyTheCpuBackendsThreadPool() throws IOException {
+        // element reads and writes go through memory.ElementCodec; the CPU backend's kernels are reached through the
+        // dispatcher. Its thread pool is the one CPU setting the front end owns (Torch.setNumThreads, DataLoader workers).
+        Pattern cpuBackend = Pattern.compile("\\borg\\.jtorch\\.backend\\.cpu\\.(\\w+)");
+        List<String> found = new ArrayList<>();
+        try (Stream<Path> files = Files.walk(sources())) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".java") && !sources().relativize(p).startsWith("backend")).toList()) {
+                Matcher m = cpuBackend.matcher(code(f));
+                while (m.find()) {
+                    if (!m.group(1).equals("Parallel")) found.add(sources().relativize(f) + " -> backend.cpu." + m.group(1));
+                }
+            }
+        }
+        assertEquals(List.of(), found);
     }
 
     @Test
