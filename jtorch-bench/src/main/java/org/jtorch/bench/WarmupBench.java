@@ -31,13 +31,17 @@ import org.jtorch.backend.SteadyState;
  *       within 2 s of the first step; ResNet-20: within 10 steps);</li>
  *   <li>{@code NAME_vector_fallback_share}: the share of the execution samples before the steady state that ran the
  *       Vector API's Java fallbacks (vector code not yet compiled by C2);</li>
- *   <li>{@code NAME_warmup_jit_cpu_s} and {@code NAME_warmup_process_cpu_s}: the CPU seconds the JIT compilers and
- *       the whole process spent until the steady state (the whole run if it was not reached).</li>
+ *   <li>{@code NAME_warmup_compiler_cpu_s} and {@code NAME_warmup_process_cpu_s}: the CPU seconds the JIT compiler
+ *       threads (Linux only) and the whole process spent from the set-up to the steady state (the whole run if it was
+ *       not reached).</li>
  * </ul>
  * and, to stderr, the per-step curve, where each half second went (interpreter, C1, C2, the fallbacks, compilations
  * finished, the C2 queue), the steady state's hottest methods with the times C2 compiled them, and C2 recompilations
  * in the steady state. {@code --aot}: first records an AOT cache with the same workload ({@code -XX:AOTCacheOutput}),
  * then alternates runs without and with it ({@code --rounds N}), so that the two are measured at the same load.
+ * {@code --cputime}: the steps (and so the curve and {@code NAME_steady_s}) in the main thread's CPU time, for
+ * {@code JTORCH_NUM_THREADS=1} on a loaded machine: what the warm-up costs rather than how long it waited for a core
+ * (the compilers run beside it, on another core if there is one).
  */
 final class WarmupBench {
     private WarmupBench() {}
@@ -63,7 +67,7 @@ final class WarmupBench {
                     .filter(p -> p.name().equals("resnet20")).findFirst().orElseThrow().setUp().get()), 20, 40, new Target(Double.POSITIVE_INFINITY, 10)));
 
     /** Runs each workload (or only {@code only}) in child JVMs; with {@code aot}, alternating without and with a cache. */
-    static void runAll(String only, boolean aot, int rounds) {
+    static void runAll(String only, boolean aot, int rounds, String seconds, boolean cpuTime) {
         List<String> base = new ArrayList<>();
         base.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         base.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
@@ -79,25 +83,28 @@ final class WarmupBench {
             Path cache = Path.of(System.getProperty("java.io.tmpdir"), "jtorch-warmup-" + w.name() + ".aot");
             if (aot) {
                 System.err.println("== " + w.name() + ": recording " + cache);
-                run(base, List.of("-XX:AOTCacheOutput=" + cache), classPath, w.name(), "record");
+                run(base, List.of("-XX:AOTCacheOutput=" + cache), classPath, w.name(), "record", seconds, cpuTime);
             }
             for (int r = 0; r < (aot ? rounds : 1); r++) {
                 System.err.println("== " + w.name() + (aot ? ", round " + (r + 1) + ", without the cache" : ""));
-                run(base, List.of(), classPath, w.name(), aot ? "nocache" : null);
+                run(base, List.of(), classPath, w.name(), aot ? "nocache" : null, seconds, cpuTime);
                 if (aot) {
                     System.err.println("== " + w.name() + ", round " + (r + 1) + ", with the cache");
-                    run(base, List.of("-XX:AOTCache=" + cache), classPath, w.name(), "cache");
+                    run(base, List.of("-XX:AOTCache=" + cache), classPath, w.name(), "cache", seconds, cpuTime);
                 }
             }
         }
     }
 
-    private static void run(List<String> base, List<String> extra, String classPath, String workload, String tag) {
+    private static void run(List<String> base, List<String> extra, String classPath, String workload, String tag,
+            String seconds, boolean cpuTime) {
         List<String> cmd = new ArrayList<>(base);
         cmd.addAll(extra);
         cmd.addAll(List.of("-cp", classPath, BenchMain.class.getName(), "warmup", "--workload", workload,
                 "--launched-at", Long.toString(epochMicros())));
         if (tag != null) cmd.addAll(List.of("--tag", tag));
+        if (seconds != null) cmd.addAll(List.of("--seconds", seconds));
+        if (cpuTime) cmd.add("--cputime");
         try {
             System.out.flush();
             int status = new ProcessBuilder(cmd).inheritIO().start().waitFor();
@@ -113,32 +120,36 @@ final class WarmupBench {
     }
 
     /** The child's part: one workload's steps under a JFR recording; figures to stdout, the analysis to stderr. */
-    static Map<String, Double> runOne(String name, long launchedAtMicros, String tag) throws IOException {
+    static Map<String, Double> runOne(String name, long launchedAtMicros, String tag, Double seconds, boolean cpuTime)
+            throws IOException {
         Workload w = WORKLOADS.stream().filter(x -> x.name().equals(name)).findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("jtorch bench warmup: unknown workload '" + name + "'"));
         String key = tag == null ? name : name + "_" + tag;
+        double budget = seconds != null ? seconds : w.seconds();
         try (Recording rec = new Recording()) {
             rec.enable("jdk.Compilation").withThreshold(Duration.ZERO);
             rec.enable("jdk.ExecutionSample").withPeriod(Duration.ofMillis(10)).withStackTrace();
             rec.enable("jdk.CompilerQueueUtilization").withPeriod(Duration.ofMillis(500));
             rec.start();
             double launchToNow = (epochMicros() - launchedAtMicros) * 1e-6;
-            var compiler = ManagementFactory.getCompilationMXBean();
+            var threads = ManagementFactory.getThreadMXBean();
             var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
-            double[] before = {compiler.getTotalCompilationTime() * 1e-3, os.getProcessCpuTime() * 1e-9};
+            double[] before = {compilerCpuSeconds(), os.getProcessCpuTime() * 1e-9};
             long anchor = System.nanoTime();
             Instant[] first = new Instant[1];
             double[] firstStepEnd = new double[1];
             List<double[]> costs = new ArrayList<>();
+            List<Double> wallEnds = new ArrayList<>();
             List<Double> stepSeconds = w.withStep().apply(step -> {
                 first[0] = Instant.now();
                 long start = System.nanoTime();
                 List<Double> times = new ArrayList<>();
-                while (times.size() < w.minSteps() || (System.nanoTime() - start) * 1e-9 < w.seconds()) {
-                    long t0 = System.nanoTime();
+                while (times.size() < w.minSteps() || (System.nanoTime() - start) * 1e-9 < budget) {
+                    long t0 = cpuTime ? threads.getCurrentThreadCpuTime() : System.nanoTime();
                     step.run();
-                    times.add((System.nanoTime() - t0) * 1e-9);
-                    costs.add(new double[] {compiler.getTotalCompilationTime() * 1e-3, os.getProcessCpuTime() * 1e-9});
+                    times.add(((cpuTime ? threads.getCurrentThreadCpuTime() : System.nanoTime()) - t0) * 1e-9);
+                    costs.add(new double[] {compilerCpuSeconds(), os.getProcessCpuTime() * 1e-9});
+                    wallEnds.add((System.nanoTime() - start) * 1e-9);
                     if (times.size() == 1) firstStepEnd[0] = (System.nanoTime() - anchor) * 1e-9;
                 }
                 return times;
@@ -148,11 +159,12 @@ final class WarmupBench {
             try {
                 rec.dump(file);
                 WarmupTimeline timeline = timeline(file, first[0]);
-                Map<String, Double> r = report(key, w.target(), stepSeconds, launchToNow + firstStepEnd[0], timeline);
+                Map<String, Double> r = report(key, w.target(), stepSeconds, wallEnds,
+                        launchToNow + firstStepEnd[0], timeline);
                 // Where the warm-up's CPU went: the JIT compilers' threads against the whole process.
                 int k = r.get(key + "_steady_steps").intValue();
                 double[] at = k == 0 ? before : costs.get(k > 0 ? k - 1 : costs.size() - 1);
-                r.put(key + "_warmup_jit_cpu_s", at[0] - before[0]);
+                r.put(key + "_warmup_compiler_cpu_s", at[0] - before[0]);
                 r.put(key + "_warmup_process_cpu_s", at[1] - before[1]);
                 return r;
             } finally {
@@ -161,9 +173,12 @@ final class WarmupBench {
         }
     }
 
-    /** The figures, and the analysis to stderr. */
-    static Map<String, Double> report(String key, Target target, List<Double> stepSeconds, double firstStepFromLaunch,
-            WarmupTimeline timeline) {
+    /**
+     * The figures, and the analysis to stderr. {@code wallEnds}: when each step ended, in wall seconds from the first
+     * step's start (the timeline's clock, which the steps' own times are not under {@code --cputime}).
+     */
+    static Map<String, Double> report(String key, Target target, List<Double> stepSeconds, List<Double> wallEnds,
+            double firstStepFromLaunch, WarmupTimeline timeline) {
         double[] steps = stepSeconds.stream().mapToDouble(Double::doubleValue).toArray();
         Curve curve = Curve.of(steps);
         Map<String, Double> r = new LinkedHashMap<>();
@@ -173,18 +188,20 @@ final class WarmupBench {
         r.put(key + "_steady_s", curve.steadySeconds());
         r.put(key + "_steady_steps", (double) curve.steady().warmupSteps());
         r.put(key + "_target_met", target.met(curve.steadySeconds(), curve.steady().warmupSteps()) ? 1.0 : 0.0);
-        double until = Double.isNaN(curve.steadySeconds()) ? curve.totalSeconds() : curve.steadySeconds();
+        int k = curve.steady().warmupSteps();
+        double wallTotal = wallEnds.get(wallEnds.size() - 1);
+        double until = k < 0 ? wallTotal : k == 0 ? 0 : wallEnds.get(k - 1);
         r.put(key + "_vector_fallback_share", timeline.vectorFallbackShare(0, until));
         StringBuilder sb = new StringBuilder();
         sb.append(key).append(": per-step curve (ms)\n").append(curve.describe());
-        double shown = Math.min(curve.totalSeconds(), Math.max(6, 1.5 * (Double.isNaN(until) ? 0 : until)));
+        double shown = Math.min(wallTotal, Math.max(6, 1.5 * until));
         sb.append(key).append(": where the time went, per half second from the first step (samples' tier; vec-fallb: Vector "
                 + "API Java fallbacks; C1+/C2+: compilations finished; C2 queue: its length)\n");
         sb.append(timeline.table(0.5, shown));
         sb.append(key).append(": C2 compilations of org.jtorch methods per second: ")
-                .append(timeline.c2PerSecond("org.jtorch.", curve.totalSeconds() + 1)).append('\n');
-        sb.append(key).append(": hottest methods of the steady state\n").append(timeline.hotMethods(curve.totalSeconds() * 0.6, 15));
-        String re = timeline.recompilations(Double.isNaN(until) ? 0 : until);
+                .append(timeline.c2PerSecond("org.jtorch.", wallTotal + 1)).append('\n');
+        sb.append(key).append(": hottest methods of the steady state\n").append(timeline.hotMethods(wallEnds.get(wallEnds.size() * 3 / 5), 15));
+        String re = timeline.recompilations(until);
         sb.append(key).append(": C2 recompilations in the steady state").append(re.isEmpty() ? ": none\n" : "\n" + re);
         System.err.print(sb);
         return r;
@@ -261,6 +278,38 @@ final class WarmupBench {
         }
         return new WarmupTimeline(compiles, samples, queues);
     }
+
+    /**
+     * The CPU seconds of this JVM's JIT compiler threads so far, from Linux's per-thread counters (the JVM hides them
+     * from ThreadMXBean); NaN elsewhere. Read at most every 50 ms, so that it costs the steps nothing.
+     */
+    private static double compilerCpuSeconds() {
+        long now = System.nanoTime();
+        if (now - compilerCpuReadAt < 50_000_000L && !Double.isNaN(compilerCpu)) return compilerCpu;
+        compilerCpuReadAt = now;
+        Path tasks = Path.of("/proc/self/task");
+        if (!Files.isDirectory(tasks)) return compilerCpu = Double.NaN;
+        long ticks = 0;
+        try (var threads = Files.list(tasks)) {
+            for (Path t : threads.toList()) {
+                try {
+                    if (!Files.readString(t.resolve("comm")).contains("CompilerThre")) continue;
+                    // Fields 14 and 15 of stat, counted after the command name's closing parenthesis: user and system ticks.
+                    String stat = Files.readString(t.resolve("stat"));
+                    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                    ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]);
+                } catch (IOException | RuntimeException e) {
+                    // the thread ended between the listing and the read
+                }
+            }
+        } catch (IOException e) {
+            return compilerCpu = Double.NaN;
+        }
+        return compilerCpu = ticks / 100.0;   // USER_HZ is 100 on Linux
+    }
+
+    private static double compilerCpu = Double.NaN;
+    private static long compilerCpuReadAt;
 
     private static String name(RecordedMethod m) {
         return m == null ? "?" : m.getType().getName() + "." + m.getName() + m.getDescriptor();

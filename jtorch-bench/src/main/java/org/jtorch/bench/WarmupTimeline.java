@@ -129,14 +129,20 @@ final class WarmupTimeline {
 
     /**
      * The methods that hold the most samples from {@code fromSeconds} on (the steady state's hot code: the compiled
-     * method under the top frame), each with the times of its C2 compilations (OSR marked), most samples first.
+     * method under the top frame), each with the times of its C2 compilations (OSR marked), most samples first. A
+     * JDK method among them (the Vector API's fallbacks, run as calls where C2 did not intrinsify them) also names
+     * the jtorch method that called it most often.
      */
     String hotMethods(double fromSeconds, int count) {
         Map<String, Integer> hot = new HashMap<>();
+        Map<String, Map<String, Integer>> callers = new HashMap<>();
         int total = 0;
         for (Sample s : samples) {
             if (s.seconds() < fromSeconds || s.frames().isEmpty()) continue;
-            hot.merge(holder(s.frames()), 1, Integer::sum);
+            String holder = holder(s.frames());
+            hot.merge(holder, 1, Integer::sum);
+            s.frames().stream().map(Frame::method).filter(m -> m.startsWith("org.jtorch.")).findFirst()
+                    .ifPresent(c -> callers.computeIfAbsent(holder, h -> new HashMap<>()).merge(c, 1, Integer::sum));
             total++;
         }
         StringBuilder sb = new StringBuilder();
@@ -148,6 +154,11 @@ final class WarmupTimeline {
             }
             sb.append(String.format("%5.1f%%  %-90s C2 at %s%n", 100.0 * e.getValue() / all, e.getKey(),
                     c2.isEmpty() ? "never (or before the recording)" : String.join(", ", c2)));
+            if (!e.getKey().startsWith("org.jtorch.") && callers.containsKey(e.getKey())) {
+                callers.get(e.getKey()).entrySet().stream().max(Map.Entry.comparingByValue())
+                        .ifPresent(c -> sb.append(String.format("        called from %s (%d of %d samples)%n", c.getKey(),
+                                c.getValue(), e.getValue())));
+            }
         });
         return sb.toString();
     }
