@@ -36,8 +36,8 @@ import org.jtorch.backend.SteadyState;
  *       not reached).</li>
  * </ul>
  * and, to stderr, the per-step curve, where each half second went (interpreter, C1, C2, the fallbacks, compilations
- * finished, the C2 queue), the steady state's hottest methods with the times C2 compiled them, and C2 recompilations
- * in the steady state. {@code --aot}: first records an AOT cache with the same workload ({@code -XX:AOTCacheOutput}),
+ * finished, the C2 queue), the steady state's hottest methods with the times C2 compiled them, the longest C2
+ * compilations before the steady state, and C2 recompilations in the steady state. {@code --aot}: first records an AOT cache with the same workload ({@code -XX:AOTCacheOutput}),
  * then alternates runs without and with it ({@code --rounds N}), so that the two are measured at the same load.
  * {@code --cputime}: the steps (and so the curve and {@code NAME_steady_s}) in the main thread's CPU time, for
  * {@code JTORCH_NUM_THREADS=1} on a loaded machine: what the warm-up costs rather than how long it waited for a core
@@ -201,6 +201,7 @@ final class WarmupBench {
         sb.append(key).append(": C2 compilations of org.jtorch methods per second: ")
                 .append(timeline.c2PerSecond("org.jtorch.", wallTotal + 1)).append('\n');
         sb.append(key).append(": hottest methods of the steady state\n").append(timeline.hotMethods(wallEnds.get(wallEnds.size() * 3 / 5), 15));
+        sb.append(key).append(": the longest C2 compilations before the steady state\n").append(timeline.longestC2(until, 12));
         String re = timeline.recompilations(until);
         sb.append(key).append(": C2 recompilations in the steady state").append(re.isEmpty() ? ": none\n" : "\n" + re);
         System.err.print(sb);
@@ -260,7 +261,7 @@ final class WarmupBench {
                 case "jdk.Compilation" -> {
                     if (e.getBoolean("succeded")) {
                         compiles.add(new WarmupTimeline.Compile(name(e.getValue("method")), e.getShort("compileLevel"),
-                                e.getBoolean("isOsr"), seconds(origin, e.getEndTime())));
+                                e.getBoolean("isOsr"), seconds(origin, e.getEndTime()), e.getDuration().toNanos() * 1e-9));
                     }
                 }
                 case "jdk.ExecutionSample" -> {

@@ -16,8 +16,8 @@ import java.util.TreeMap;
  * Times are seconds from the first training step.
  */
 final class WarmupTimeline {
-    /** One finished compilation: {@code level} 1-3 is C1, 4 is C2. */
-    record Compile(String method, int level, boolean osr, double endSeconds) {}
+    /** One finished compilation: {@code level} 1-3 is C1, 4 is C2; {@code seconds}: how long it took (wall). */
+    record Compile(String method, int level, boolean osr, double endSeconds, double seconds) {}
 
     /** One stack frame of a sample; {@code type} is JFR's: "Interpreted", "JIT compiled", "Inlined" or "Native". */
     record Frame(String method, String type) {}
@@ -180,6 +180,21 @@ final class WarmupTimeline {
         StringBuilder sb = new StringBuilder();
         perSecond.forEach((s, k) -> sb.append(s).append("s:").append(k).append(' '));
         return sb.toString().trim();
+    }
+
+    /**
+     * The {@code count} longest C2 compilations that finished before {@code untilSeconds}, and the C2 compile time of
+     * all of them: what the compiler thread spent before the steady state, and on which methods.
+     */
+    String longestC2(double untilSeconds, int count) {
+        List<Compile> c2 = compiles.stream().filter(c -> c.level() == 4 && c.endSeconds() < untilSeconds).toList();
+        double total = c2.stream().mapToDouble(Compile::seconds).sum();
+        StringBuilder sb = new StringBuilder(String.format("  %d C2 compilations, %.2f s in all (wall, compiler thread)%n",
+                c2.size(), total));
+        c2.stream().sorted(Comparator.comparingDouble(Compile::seconds).reversed()).limit(count).forEach(c -> sb.append(
+                String.format("  %6.0f ms  done at %6.2f s%s  %s%n", c.seconds() * 1e3, c.endSeconds(), c.osr() ? " (osr)" : "      ",
+                        c.method())));
+        return sb.toString();
     }
 
     /** Methods C2 compiled more than once (not counting OSR) after {@code fromSeconds}: recompilations in the steady state. */

@@ -17,7 +17,7 @@ class WarmupBenchTest {
     private static final String VECTOR_OP = "jdk.incubator.vector.FloatVector.lanewiseTemplate()V";
 
     /** The kernel compiled by C1 at 0.5 s and by C2 at 2 s. */
-    private static final List<Compile> COMPILES = List.of(new Compile(KERNEL, 3, false, 0.5), new Compile(KERNEL, 4, false, 2.0));
+    private static final List<Compile> COMPILES = List.of(new Compile(KERNEL, 3, false, 0.5, 0.01), new Compile(KERNEL, 4, false, 2.0, 0.3));
     private static final WarmupTimeline TIMELINE = new WarmupTimeline(COMPILES, List.of(), List.of());
 
     private static Sample inKernel(double seconds, String topType) {
