@@ -189,8 +189,10 @@ final class WarmupTimeline {
     String longestC2(double untilSeconds, int count) {
         List<Compile> c2 = compiles.stream().filter(c -> c.level() == 4 && c.endSeconds() < untilSeconds).toList();
         double total = c2.stream().mapToDouble(Compile::seconds).sum();
-        StringBuilder sb = new StringBuilder(String.format("  %d C2 compilations, %.2f s in all (wall, compiler thread)%n",
-                c2.size(), total));
+        double osr = c2.stream().filter(Compile::osr).mapToDouble(Compile::seconds).sum();
+        StringBuilder sb = new StringBuilder(String.format(
+                "  %d C2 compilations, %.2f s in all (wall, compiler thread), of which %d OSR compilations %.2f s%n",
+                c2.size(), total, c2.stream().filter(Compile::osr).count(), osr));
         c2.stream().sorted(Comparator.comparingDouble(Compile::seconds).reversed()).limit(count).forEach(c -> sb.append(
                 String.format("  %6.0f ms  done at %6.2f s%s  %s%n", c.seconds() * 1e3, c.endSeconds(), c.osr() ? " (osr)" : "      ",
                         c.method())));
