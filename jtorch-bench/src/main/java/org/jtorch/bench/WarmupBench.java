@@ -64,7 +64,8 @@ final class WarmupBench {
             new Workload("mlp", loop -> TrainingBench.mlpSteps(false, loop), 20, 50,
                     new Target(2, Integer.MAX_VALUE)),
             new Workload("resnet20", loop -> loop.apply(ExamplesBench.PROGRAMS.stream()
-                    .filter(p -> p.name().equals("resnet20")).findFirst().orElseThrow().setUp().get()), 20, 40, new Target(Double.POSITIVE_INFINITY, 10)));
+                    .filter(p -> p.name().equals("resnet20")).findFirst().orElseThrow().setUp().get()), 20, 40,
+                    new Target(Double.POSITIVE_INFINITY, 10)));
 
     /** Runs each workload (or only {@code only}) in child JVMs; with {@code aot}, alternating without and with a cache. */
     static void runAll(String only, boolean aot, int rounds, String seconds, boolean cpuTime) {
@@ -73,6 +74,11 @@ final class WarmupBench {
         base.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
                 .filter(a -> !a.startsWith("-XX:AOTCache")).toList());
         String classPath = System.getProperty("java.class.path");
+        if (only != null && WORKLOADS.stream().noneMatch(w -> w.name().equals(only))) {
+            System.err.println("jtorch bench warmup: unknown workload '" + only + "' (known: "
+                    + String.join(", ", WORKLOADS.stream().map(Workload::name).toList()) + ")");
+            System.exit(2);
+        }
         if (aot && !List.of(classPath.split(java.io.File.pathSeparator)).stream().allMatch(p -> p.endsWith(".jar"))) {
             System.err.println("jtorch bench warmup --aot: an AOT cache needs jars on the class path (run it through ./jtorch "
                     + "after 'mvn -DskipTests package')");
