@@ -31,6 +31,8 @@ import org.jtorch.backend.SteadyState;
  *       within 2 s of the first step; ResNet-20: within 10 steps);</li>
  *   <li>{@code NAME_vector_fallback_share}: the share of the execution samples before the steady state that ran the
  *       Vector API's Java fallbacks (vector code not yet compiled by C2);</li>
+ *   <li>{@code NAME_compilations}: JIT compilations (any tier) during the run, from JFR; {@code
+ *       NAME_c2_compilations_to_steady}: C2's before the steady state;</li>
  *   <li>{@code NAME_warmup_compiler_cpu_s} and {@code NAME_warmup_process_cpu_s}: the CPU seconds the JIT compiler
  *       threads (Linux only) and the whole process spent from the set-up to the steady state (the whole run if it was
  *       not reached).</li>
@@ -130,8 +132,13 @@ final class WarmupBench {
             throws IOException {
         Workload w = WORKLOADS.stream().filter(x -> x.name().equals(name)).findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("jtorch bench warmup: unknown workload '" + name + "'"));
-        String key = tag == null ? name : name + "_" + tag;
-        double budget = seconds != null ? seconds : w.seconds();
+        return measure(w, launchedAtMicros, tag, seconds != null ? seconds : w.seconds(), cpuTime);
+    }
+
+    /** Runs {@code w} for {@code budget} seconds (and its minimum steps) under JFR and reports it. */
+    static Map<String, Double> measure(Workload w, long launchedAtMicros, String tag, double budget, boolean cpuTime)
+            throws IOException {
+        String key = tag == null ? w.name() : w.name() + "_" + tag;
         try (Recording rec = new Recording()) {
             rec.enable("jdk.Compilation").withThreshold(Duration.ZERO);
             rec.enable("jdk.ExecutionSample").withPeriod(Duration.ofMillis(10)).withStackTrace();
@@ -198,6 +205,8 @@ final class WarmupBench {
         double wallTotal = wallEnds.get(wallEnds.size() - 1);
         double until = k < 0 ? wallTotal : k == 0 ? 0 : wallEnds.get(k - 1);
         r.put(key + "_vector_fallback_share", timeline.vectorFallbackShare(0, until));
+        r.put(key + "_compilations", (double) timeline.compilations(0, 4, Double.POSITIVE_INFINITY));
+        r.put(key + "_c2_compilations_to_steady", (double) timeline.compilations(4, 4, until));
         StringBuilder sb = new StringBuilder();
         sb.append(key).append(": per-step curve (ms)\n").append(curve.describe());
         double shown = Math.min(wallTotal, Math.max(6, 1.5 * until));

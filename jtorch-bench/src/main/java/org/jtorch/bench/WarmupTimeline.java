@@ -199,6 +199,12 @@ final class WarmupTimeline {
         return sb.toString();
     }
 
+    /** The compilations at tiers {@code minLevel} to {@code maxLevel} that finished before {@code untilSeconds}. */
+    long compilations(int minLevel, int maxLevel, double untilSeconds) {
+        return compiles.stream().filter(c -> c.level() >= minLevel && c.level() <= maxLevel && c.endSeconds() < untilSeconds)
+                .count();
+    }
+
     /** Methods C2 compiled more than once (not counting OSR) after {@code fromSeconds}: recompilations in the steady state. */
     String recompilations(double fromSeconds) {
         StringBuilder sb = new StringBuilder();

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import java.util.Map;
 import org.jtorch.bench.WarmupTimeline.Compile;
 import org.jtorch.bench.WarmupTimeline.Frame;
 import org.jtorch.bench.WarmupTimeline.Sample;
@@ -49,6 +50,23 @@ class WarmupBenchTest {
         assertEquals(3, c.steady().warmupSteps());
         assertEquals(3.5, c.steadySeconds(), 1e-12);
         assertEquals(4.4, c.totalSeconds(), 1e-12);
+    }
+
+    @Test
+    void aMeasuredRunReportsItsStepsAndTheCompilationsJfrRecorded() throws java.io.IOException {
+        // A workload this JVM has not run before: its lambda and loop are compiled while it runs.
+        float[] data = new float[1 << 14];
+        double[] sink = new double[1];
+        var w = new WarmupBench.Workload("probe", loop -> loop.apply(() -> {
+            double s = 0;
+            for (int i = 0; i < data.length; i++) s += data[i] * 1.0001f + i;
+            sink[0] += s;
+        }), 0.3, 200, new WarmupBench.Target(2, Integer.MAX_VALUE));
+        Map<String, Double> r = WarmupBench.measure(w, System.currentTimeMillis() * 1000, null, 0.3, false);
+        assertTrue(r.get("probe_step_ms") > 0, "step: " + r);
+        assertTrue(r.get("probe_first_step_s") >= 0, "first step: " + r);
+        assertTrue(r.get("probe_compilations") > 0, "JFR's jdk.Compilation events were read: " + r);
+        assertTrue(sink[0] != 0);
     }
 
     @Test
