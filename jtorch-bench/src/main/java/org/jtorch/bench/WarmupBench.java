@@ -39,8 +39,9 @@ import org.jtorch.backend.SteadyState;
  * </ul>
  * and, to stderr, the per-step curve, where each half second went (interpreter, C1, C2, the fallbacks, compilations
  * finished, the C2 queue), the steady state's hottest methods with the times C2 compiled them, the longest C2
- * compilations before the steady state, and C2 recompilations in the steady state. {@code --aot}: first records an AOT cache with the same workload ({@code -XX:AOTCacheOutput}),
- * then alternates runs without and with it ({@code --rounds N}), so that the two are measured at the same load.
+ * compilations before the steady state, and C2 recompilations in the steady state. {@code --aot}: first records an
+ * AOT cache with the same workload ({@code -XX:AOTCacheOutput}), then alternates runs without and with it
+ * ({@code --rounds N}), so that the two are measured at the same load.
  * {@code --cputime}: the steps (and so the curve and {@code NAME_steady_s}) in the main thread's CPU time, for
  * {@code JTORCH_NUM_THREADS=1} on a loaded machine: what the warm-up costs rather than how long it waited for a core
  * (the compilers run beside it, on another core if there is one).
