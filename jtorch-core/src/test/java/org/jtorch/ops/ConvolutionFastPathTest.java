@@ -243,15 +243,33 @@ class ConvolutionFastPathTest {
 
     /**
      * Rows that are not whole 8- or 16-pixel tiles on the direct tiles, their last tile overlapping the one
-     * before it: 28- and 14-pixel rows (ResNet-50's layers), 20 pixels at stride 2, and the 16x16 tile on
-     * 28-pixel rows; forward, input gradient (the flipped convolution) and weight gradient.
+     * before it: 20- and 15-pixel rows, 20 pixels at stride 2, and the 16x16 tile on 28-pixel rows; forward, input gradient (the flipped
+     * convolution) and weight gradient.
      */
     @Test
     void directTilesOnRaggedRows() {
-        compare(new long[] {2, 32, 28, 28}, new long[] {32, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
-        compare(new long[] {3, 64, 14, 14}, new long[] {64, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 20, 20}, new long[] {32, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 64, 15, 15}, new long[] {64, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {2, 16, 40, 40}, new long[] {32, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {2, 16, 28, 28}, new long[] {16, 16, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /**
+     * The 7x32 direct tile, for rows of whole 7-pixel tiles that are not whole 8-pixel ones: 7-pixel rows (ResNet-50's
+     * last stage, which the implicit GEMM served before), 14 and 28 at stride 1, 14 and 28 at stride 2 from odd and even
+     * inputs, 21 with dilated kernel rows, the 7x7 stride-2 stem's shape on 3 channels, and one image split by rows;
+     * forward, input gradient (the flipped convolution, also on 7-pixel tiles at stride 1) and weight gradient.
+     */
+    @Test
+    void sevenPixelTiles() {
+        compare(new long[] {3, 64, 7, 7}, new long[] {64, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 14, 14}, new long[] {96, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 16, 28, 28}, new long[] {32, 16, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 28, 28}, new long[] {64, 32, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 24, 55, 55}, new long[] {32, 24, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 8, 25, 21}, new long[] {32, 8, 5, 3}, new int[] {1}, new int[] {2, 1}, new int[] {2, 1}, 1);
+        compare(new long[] {2, 3, 28, 28}, new long[] {64, 3, 7, 7}, new int[] {2}, new int[] {3}, new int[] {1}, 1);
+        compare(new long[] {1, 32, 14, 14}, new long[] {32, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
     }
 
     /**

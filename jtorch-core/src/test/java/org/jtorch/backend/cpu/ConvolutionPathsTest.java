@@ -41,7 +41,11 @@ class ConvolutionPathsTest {
         // More than a quarter recomputed (12 px in 8-pixel tiles, 20 px in 16-pixel ones), or rows under a tile: the implicit GEMM.
         assertEquals(false, ConvDirectF32.handles(geometry(new int[] {2, 32, 12, 12}, new int[] {32, 32, 3, 3}, 1, 1, 1, 1, 1)));
         assertEquals(false, ConvDirectF32.handles(geometry(new int[] {2, 16, 20, 20}, new int[] {16, 16, 3, 3}, 1, 1, 1, 1, 1)));
-        assertEquals(false, ConvDirectF32.handles(geometry(new int[] {2, 64, 7, 7}, new int[] {64, 64, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvDirectF32.handles(geometry(new int[] {2, 32, 6, 6}, new int[] {32, 32, 3, 3}, 1, 1, 1, 1, 1)));
+        // Rows of whole 7-pixel tiles take the 7x32 tile: 7 px (under an 8-pixel tile), 21 px, 28 px at stride 2.
+        assertPaths(geometry(new int[] {2, 64, 7, 7}, new int[] {64, 64, 3, 3}, 1, 1, 1, 1, 1), true, true);
+        assertPaths(geometry(new int[] {1, 8, 25, 21}, new int[] {32, 8, 5, 3}, 1, 1, 2, 1, 2), true, true);
+        assertPaths(geometry(new int[] {2, 24, 55, 55}, new int[] {32, 24, 3, 3}, 2, 2, 1, 1, 1), true, true);
         // Whole 32-pixel rows stay on the packed implicit GEMM; the weight gradient is direct for any width.
         Geometry wide = geometry(new int[] {4, 16, 32, 32}, new int[] {16, 16, 3, 3}, 1, 1, 1, 1, 1);
         assertEquals(false, ConvDirectF32.handles(wide));
