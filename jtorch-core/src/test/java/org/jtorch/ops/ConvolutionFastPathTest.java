@@ -87,7 +87,7 @@ class ConvolutionFastPathTest {
      * 1x1 convolutions as GEMMs without im2col (ConvPointwiseF32): strips of 32 columns that lie in one image or cross
      * into the next (7- and 14-pixel images, odd sizes, images smaller than a strip), output and input channel counts
      * that are not whole 8-row or 32-column tiles, depths over one packed block (1100 and 1030, in strips that cross
-     * images and in whole ones, forward and input gradient), strides 2 and 3 (gathered
+     * images and in whole ones, forward and input gradient; 200 against 40 rows, split into shallow blocks in whole strips), strides 2 and 3 (gathered
      * input, scattered input gradient, odd sizes whose last row and column the stride skips), a single image; and a 1x1
      * kernel with padding, and with groups, which this path leaves to the general one.
      */
@@ -100,6 +100,7 @@ class ConvolutionFastPathTest {
         compare(new long[] {1, 1030, 4, 16}, new long[] {24, 1030, 1, 1}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {1, 40, 8, 8}, new long[] {1030, 40, 1, 1}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {1, 48, 9, 40}, new long[] {96, 48, 1, 1}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 200, 16, 16}, new long[] {40, 200, 1, 1}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {3, 32, 15, 14}, new long[] {64, 32, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {2, 24, 11, 10}, new long[] {40, 24, 1, 1}, new int[] {3, 2}, new int[] {0}, new int[] {2}, 1);
         compare(new long[] {2, 16, 6, 6}, new long[] {24, 16, 1, 1}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
