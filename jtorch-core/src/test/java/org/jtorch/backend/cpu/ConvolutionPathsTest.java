@@ -91,6 +91,9 @@ class ConvolutionPathsTest {
         assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {64, 32, 1, 1}, 2, 2, 0, 0, 1)));
         assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {1, 32, 18, 16}, new int[] {32, 32, 5, 3}, 3, 2, 2, 1, 1)));
         assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {32, 32, 3, 3}, 2, 2, 0, 0, 1)));
+        // 28-pixel phases on the 7-pixel tile; 7-pixel phases (14 px at stride 2) measured slower than GEMM + col2im.
+        assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 56, 56}, new int[] {32, 32, 3, 3}, 2, 2, 1, 1, 1)));
+        assertEquals(false, StridedInputGradF32.applies(geometry(new int[] {2, 32, 14, 14}, new int[] {32, 32, 3, 3}, 2, 2, 1, 1, 1)));
         // 16 input channels: the phases would run on the 16x16 tile, slower than GEMM + col2im.
         assertEquals(false, StridedInputGradF32.applies(geometry(new int[] {2, 16, 32, 32}, new int[] {32, 16, 3, 3}, 2, 2, 1, 1, 1)));
         // Stride 3, padding 1, 3x3: phase 2 reads only output row m + 1, which would need negative padding.
