@@ -21,7 +21,8 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * a 16-channel convolution's time) and the junk outputs of the pitched path (a third of them at 8 px).
  * It needs output channels in multiples of 16 (of 32 for 8-pixel rows) and output rows of at least one
  * tile, not whole 32-pixel strips, that split into tiles with at most a quarter recomputed (a row's last
- * tile may overlap the one before it); other shapes stay on {@link ConvF32}. The weight gradient here takes any
+ * tile may overlap the one before it), or, with 32-channel multiples, rows of whole 7-pixel tiles (a 7x32
+ * tile: ResNet-50's 28, 14 and 7 px); other shapes stay on {@link ConvF32}. The weight gradient here takes any
  * shape with output channels in multiples of 8, and the input gradient of 3x3 stride-2 layers runs its
  * four phases as one convolution ({@link #stride2InputGrad}).
  */

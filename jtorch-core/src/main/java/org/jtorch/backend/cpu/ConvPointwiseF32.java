@@ -213,7 +213,7 @@ final class ConvPointwiseF32 {
      * 256-deep block (one thread); with more rows (1024 to 256 at 14 px) the extra C updates lost (11.7-13.2
      * against 10.8-11.4 ms).
      */
-    static int depthBlocks(int m, int k) {
+    private static int depthBlocks(int m, int k) {
         int deepest = m <= 8 * MR ? SHALLOW : KMAX;
         return (k + deepest - 1) / deepest;
     }

@@ -27,7 +27,7 @@ class ConvolutionPathsTest {
 
     @Test
     void directTilesTakeTheirShapes() {
-        // {x shape, w shape, sh, sw, ph, pw, dh} -> forward direct, 8x32 tile, weight gradient direct
+        // {x shape, w shape, sh, sw, ph, pw, dh} -> forward direct, 32-channel tile (8 or 7 pixels), weight gradient direct
         assertPaths(geometry(new int[] {2, 16, 8, 8}, new int[] {32, 16, 3, 3}, 1, 1, 1, 1, 1), true, true);
         assertPaths(geometry(new int[] {1, 24, 12, 16}, new int[] {64, 24, 3, 3}, 1, 1, 2, 1, 2), true, true);
         assertPaths(geometry(new int[] {3, 3, 16, 16}, new int[] {16, 3, 3, 3}, 1, 1, 1, 1, 1), true, false);
@@ -54,7 +54,7 @@ class ConvolutionPathsTest {
 
     private static void assertPaths(Geometry g, boolean direct, boolean wideTile) {
         assertEquals(direct, ConvDirectF32.handles(g), "direct forward for " + g);
-        assertEquals(wideTile, ConvDirectF32.handlesWithWideTile(g), "8x32 tile for " + g);
+        assertEquals(wideTile, ConvDirectF32.handlesWithWideTile(g), "32-channel tile for " + g);
         assertEquals(true, ConvDirectF32.handlesWeightGrad(g), "direct weight gradient for " + g);
     }
 
