@@ -87,9 +87,9 @@ class ConvolutionFastPathTest {
      * 1x1 convolutions as GEMMs without im2col (ConvPointwiseF32): strips of 32 columns that lie in one image or cross
      * into the next (7- and 14-pixel images, odd sizes, images smaller than a strip), output and input channel counts
      * that are not whole 8-row or 32-column tiles, depths over one packed block (1100 and 1030, in strips that cross
-     * images and in whole ones, forward and input gradient; 200 against 40 rows, split into shallow blocks in whole strips), strides 2 and 3 (gathered
-     * input, scattered input gradient, odd sizes whose last row and column the stride skips), a single image; and a 1x1
-     * kernel with padding, and with groups, which this path leaves to the general one.
+     * images and in whole ones, forward and input gradient; a depth of 200 against 40 rows, in 128-deep blocks and whole
+     * strips), strides 2 and 3 (gathered input, scattered input gradient, odd sizes whose last row and column the stride
+     * skips), a single image; and a 1x1 kernel with padding, and with groups, which this path leaves to the general one.
      */
     @Test
     void pointwiseConvolutionsAsGemms() {
@@ -244,8 +244,8 @@ class ConvolutionFastPathTest {
 
     /**
      * Rows that are not whole 8- or 16-pixel tiles on the direct tiles, their last tile overlapping the one
-     * before it: 20- and 15-pixel rows, 20 pixels at stride 2, and the 16x16 tile on 28-pixel rows; forward, input gradient (the flipped
-     * convolution) and weight gradient.
+     * before it: 20- and 15-pixel rows, 20 pixels at stride 2, and the 16x16 tile on 28-pixel rows; forward, input
+     * gradient (the flipped convolution) and weight gradient.
      */
     @Test
     void directTilesOnRaggedRows() {
@@ -257,9 +257,10 @@ class ConvolutionFastPathTest {
 
     /**
      * The 7x32 direct tile, for rows of whole 7-pixel tiles that are not whole 8-pixel ones: 7-pixel rows (ResNet-50's
-     * last stage, which the implicit GEMM served before), 14 and 28 at stride 1, 14 and 28 at stride 2 from odd and even
-     * inputs, 21 with dilated kernel rows, the 7x7 stride-2 stem's shape on 3 channels, and one image split by rows;
-     * forward, input gradient (the flipped convolution, also on 7-pixel tiles at stride 1) and weight gradient.
+     * last stage, which the implicit GEMM served before), 14 and 28 at stride 1, 14 and 28 at stride 2 (from even and
+     * odd inputs), 21 with dilated kernel rows, a 7x7 stride-2 kernel on 3 channels (the stem's, at 28 px), and one image
+     * split by rows; forward, input gradient (the flipped convolution at stride 1, the phases at stride 2) and weight
+     * gradient.
      */
     @Test
     void sevenPixelTiles() {
