@@ -162,6 +162,33 @@ public final class Linalg {
         return out;
     }
 
+    /**
+     * {@code activation(x @ weight.T + bias)} as one kernel where the backend has one ({@link LinalgKernels#mmBiasActivation}:
+     * cuBLASLt's bias and activation epilogues), not traced, no autocast; null where it has none. With
+     * {@code keepPreActivation} the result is {@code {out, pre}}, {@code pre} the activation's input carrying the linear
+     * layer's autograd (the activation's is the caller's to record); else {@code {out, null}} with no autograd.
+     */
+    public static Tensor[] linearActivation(Tensor x, Tensor weight, Tensor bias, LinalgKernels.Activation activation,
+                                            boolean keepPreActivation) {
+        Tensor[] inputs = {x, weight, bias};
+        for (Tensor t : inputs) if (t != null) t.checkOpen("linear");
+        Meta.Output meta = LinalgOps.LINEAR.meta().infer(new StridedView[] {view(x), view(weight), view(bias)}, NO_SCALARS);
+        Tensor out = Tensor.empty(meta.shape(), meta.dtype(), x.device());
+        Tensor pre = keepPreActivation ? Tensor.empty(meta.shape(), meta.dtype(), x.device()) : null;
+        boolean done;
+        try (var g = Grad.noGrad()) {
+            done = LinalgOpKernels.linearActivation(Backends.of("linear", x.device()), view(x), view(weight), view(bias), view(out),
+                    activation, pre == null ? null : view(pre));
+        }
+        if (!done) {
+            out.close();
+            if (pre != null) pre.close();
+            return null;
+        }
+        if (pre != null && Autograd.needsGrad(inputs)) Dispatcher.record(LinalgOps.LINEAR, inputs, inputs, pre, NO_SCALARS, null);
+        return new Tensor[] {out, pre};
+    }
+
     /** Outer product of two vectors, with type promotion. */
     public static Tensor outer(Tensor a, Tensor b) {
         if (a.dim() != 1 || b.dim() != 1) {
