@@ -74,9 +74,9 @@ final class Program {
      *
      * <p>{@code activation} (null for other groups) says that the group is one ReLU or tanh-GELU of the product alone:
      * a backend whose GEMM applies it itself ({@link LinalgKernels#mmBiasActivation}, cuBLASLt's epilogues on CUDA)
-     * runs layer and group as one kernel. Without autograd for both; with it for GELU, whose input the GEMM also
-     * writes for the backward (a ReLU's would be a bit mask: it takes the generated epilogue then). {@code declined}
-     * is set once the backend has said no, so that later calls do not ask again.
+     * runs layer and group as one kernel, with autograd too: the GEMM also writes GELU's input for its backward, and a
+     * ReLU's backward reads the sign of its output ({@link Linalg#linearActivation}). {@code declined} is set once the
+     * backend has said no, so that later calls do not ask again.
      */
     private record GemmEpilogue(Graph.Node node, Fused group, Graph.Node producer, int slot, LinalgKernels.Activation activation,
                                 java.util.concurrent.atomic.AtomicBoolean declined) implements Step {}
@@ -647,7 +647,7 @@ final class Program {
         long cols = root.shape[root.shape.length - 1];
         Tensor[] broadcast = new Tensor[args.length];
         boolean record = differentiable && needsGrad;
-        if (e.activation() != null && !e.declined().get() && (!record || e.activation() == LinalgKernels.Activation.GELU_TANH)) {
+        if (e.activation() != null && !e.declined().get()) {
             Tensor[] fused;
             try {
                 fused = Linalg.linearActivation(x, w, b, e.activation(), record);
