@@ -3,6 +3,7 @@ package org.jtorch.cuda;
 import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static org.jtorch.cuda.cublaslt.CublasLtConstants.ALGO_SIZE;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLAS_STATUS_NOT_SUPPORTED;
 import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_EPILOGUE_BIAS;
 import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_EPILOGUE_DEFAULT;
 import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_EPILOGUE_GELU;
@@ -65,6 +66,8 @@ final class CudaLinalgKernels implements LinalgKernels {
     private volatile CublasLt lt;
     private final long[] handles = new long[64];
     private final Map<Key, Algo> algos = new ConcurrentHashMap<>();
+    /** Plans and epilogues the library refused (alignments 0): their products take the unfused way. */
+    private final java.util.Set<Key> unsupported = ConcurrentHashMap.newKeySet();
 
     private record Key(int device, Plan plan, int alignA, int alignB, int alignD, int epilogue) {}
 
@@ -169,12 +172,21 @@ final class CudaLinalgKernels implements LinalgKernels {
         Plan plan = MatmulPlan.plan(dtype, a.shape(), a.strides(), b.shape(), b.strides(), out.shape(), out.strides(),
                 MatmulSettings.allowTf32());
         if (plan.needsCopy() || plan.outputNeedsTemp()) return false;
-        run(out.device(), plan, b.address(), a.address(), out.address(), 1, 0, new Epilogue(code, bias == null ? 0 : bias.address(),
-                preActivation == null ? 0 : preActivation.address(), auxLd));
-        return true;
+        Epilogue epilogue = new Epilogue(code, bias == null ? 0 : bias.address(), preActivation == null ? 0 : preActivation.address(), auxLd);
+        Key refused = new Key(out.device().index(), plan, 0, 0, 0, code);
+        if (unsupported.contains(refused)) return false;
+        try {
+            if (run(out.device(), plan, b.address(), a.address(), out.address(), 1, 0, epilogue)) return true;
+        } catch (CudaException e) {
+            if (e.code() != CUBLAS_STATUS_NOT_SUPPORTED) throw e;
+        }
+        // The library has no algorithm for this epilogue here (a GPU or type without it): the unfused way, from now on.
+        unsupported.add(refused);
+        return false;
     }
 
-    private void run(Device device, Plan plan, long aPtr, long bPtr, long dPtr, double alpha, double beta, Epilogue epilogue) {
+    /** The product; false, having done nothing, where the heuristic has no algorithm for an epilogue (an error without one). */
+    private boolean run(Device device, Plan plan, long aPtr, long bPtr, long dPtr, double alpha, double beta, Epilogue epilogue) {
         long stream = kernels.get().currentStream(device); // also makes the device's context current
         CublasLt l = lt();
         long handle = handle(device);
@@ -198,6 +210,10 @@ final class CudaLinalgKernels implements LinalgKernels {
             Key key = new Key(device.index(), plan, MatmulPlan.alignment(aPtr), MatmulPlan.alignment(bPtr),
                     MatmulPlan.alignment(dPtr), epilogue.code());
             Algo algo = algo(l, handle, key, desc, aDesc, bDesc, dDesc);
+            if (algo == null) {
+                if (epilogue != Epilogue.NONE) return false;
+                throw new CudaException("cublasLtMatmulAlgoGetHeuristic found no algorithm for bmm " + key, null);
+            }
             MemorySegment algoSeg = arena.allocate(ALGO_SIZE, 8);
             MemorySegment.copy(MemorySegment.ofArray(algo.bytes()), 0, algoSeg, 0, ALGO_SIZE);
             ValueLayout scale = plan.scaleType() == CUDA_R_64F ? JAVA_DOUBLE : JAVA_FLOAT;
@@ -219,6 +235,7 @@ final class CudaLinalgKernels implements LinalgKernels {
                 // Stream-ordered: a later allocation on this stream runs after the matmul.
                 if (workspace != null) allocator.free(workspace);
             }
+            return true;
         } finally {
             if (dDesc != 0) l.matrixLayoutDestroy(dDesc);
             if (bDesc != 0) l.matrixLayoutDestroy(bDesc);
@@ -239,7 +256,7 @@ final class CudaLinalgKernels implements LinalgKernels {
         }
     }
 
-    /** The heuristic's first algorithm for this plan on this device, asked once and cached. */
+    /** The heuristic's first algorithm for this plan on this device, asked once and cached; null where it has none. */
     private Algo algo(CublasLt l, long handle, Key key, long desc, long aDesc, long bDesc, long dDesc) {
         Algo cached = algos.get(key);
         if (cached != null) return cached;
@@ -252,9 +269,7 @@ final class CudaLinalgKernels implements LinalgKernels {
             l.preferenceSetInt(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.alignD());
             MemorySegment results = CublasLt.allocateHeuristicResults(arena, 1);
             int found = l.algoGetHeuristic(handle, desc, aDesc, bDesc, dDesc, dDesc, pref, 1, results);
-            if (found < 1) {
-                throw new CudaException("cublasLtMatmulAlgoGetHeuristic found no algorithm for bmm " + key, null);
-            }
+            if (found < 1) return null;
             byte[] bytes = results.asSlice(HEURISTIC_ALGO_OFFSET, ALGO_SIZE).toArray(ValueLayout.JAVA_BYTE);
             long ws = results.get(ValueLayout.JAVA_LONG, HEURISTIC_WORKSPACE_SIZE_OFFSET);
             Algo algo = new Algo(bytes, ws);
