@@ -7,8 +7,16 @@
 // compute 32F (also 32F_PEDANTIC and the 32F_FAST_* variants, computed exactly in f32 here: the
 // TF32/bf16x3 shortcuts are allowed to be less accurate, never required to be), 64F for f64;
 // f16/bf16 inputs with f16/bf16 or f32 outputs in 32F with f32 alpha/beta. Accumulation is in f32
-// (f64 for 64F), with one rounding to the storage type at the end. No epilogues, one algorithm, no
-// workspace.
+// (f64 for 64F), with one rounding to the storage type at the end. One algorithm, no workspace.
+//
+// Epilogues (cublasLtEpilogue_t), as NVIDIA documents them: D = act(alpha op(A) op(B) + beta C + bias)
+// with bias a packed vector of D's type, one element per row of D (BIAS_BATCH_STRIDE elements apart
+// between batch entries), broadcast over the columns; act is ReLU, max(x, 0), or GELU in its tanh form,
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (cuBLASLt's GELU is the tanh approximation). The
+// _AUX forms of GELU also store act's input, rounded to D's type, in the aux matrix (D's type,
+// column-major, EPILOGUE_AUX_LD elements apart, a multiple of 8 and at least D's rows). Not simulated
+// (NOT_SUPPORTED here, though the real library runs them): the ReLU bit-mask aux forms, the DRELU/DGELU
+// backward forms and the bias gradients (BGRADA/BGRADB).
 #include "half.h"
 #include "jtsim.h"
 
@@ -60,6 +68,19 @@ enum Order { ORDER_COL = 0, ORDER_ROW = 1 };
 enum PointerMode { POINTER_MODE_HOST = 0, POINTER_MODE_DEVICE = 1 };
 constexpr int32_t FILL_MODE_FULL = 2;
 constexpr uint32_t EPILOGUE_DEFAULT = 1;
+
+// cublasLtEpilogue_t: bits of one value (RELU 2, BIAS 4, GELU 32, AUX 128).
+enum Epilogue : uint32_t {
+    EPILOGUE_RELU = 2,
+    EPILOGUE_BIAS = 4,
+    EPILOGUE_RELU_BIAS = 6,
+    EPILOGUE_GELU = 32,
+    EPILOGUE_GELU_BIAS = 36,
+    EPILOGUE_GELU_AUX = 160,
+    EPILOGUE_GELU_AUX_BIAS = 164,
+};
+constexpr uint32_t EPILOGUE_BIAS_BIT = 4, EPILOGUE_AUX_BIT = 128;
+enum class Activation { None, Relu, Gelu };
 
 // ---- live objects ---------------------------------------------------------------------------------
 // Every handle and descriptor is registered with its kind, so that a null, freed or foreign pointer,
@@ -294,7 +315,27 @@ struct Problem {
     int64_t m = 0, n = 0, k = 0;
     int32_t batch = 1;
     Operand a, b, c, d;
+    // The epilogue: bias (m elements, biasBatchStride apart) and aux (D's shape, column-major, auxLd).
+    Activation activation = Activation::None;
+    bool bias = false, aux = false;
+    int64_t biasBatchStride = 0;
+    Operand auxMatrix;
 };
+
+// The epilogue's parts, NOT_SUPPORTED for one the simulator does not run.
+int epilogueOf(uint32_t e, Problem* p) {
+    switch (e) {
+        case EPILOGUE_DEFAULT: case EPILOGUE_BIAS: p->activation = Activation::None; break;
+        case EPILOGUE_RELU: case EPILOGUE_RELU_BIAS: p->activation = Activation::Relu; break;
+        case EPILOGUE_GELU: case EPILOGUE_GELU_BIAS: case EPILOGUE_GELU_AUX: case EPILOGUE_GELU_AUX_BIAS:
+            p->activation = Activation::Gelu;
+            break;
+        default: return NOT_SUPPORTED;
+    }
+    p->bias = e != EPILOGUE_DEFAULT && (e & EPILOGUE_BIAS_BIT) != 0;
+    p->aux = (e & EPILOGUE_AUX_BIT) != 0;
+    return SUCCESS;
+}
 
 // Validates the stored matrix: order, sizes, leading dimension and batch count.
 int storedOperand(const Layout& l, Operand* o) {
@@ -344,12 +385,14 @@ int checkTypes(int compute, int scale, int ab, int cd) {
 int makeProblem(const MatmulDesc& desc, const Layout& la, const Layout& lb, const Layout& lc, const Layout& ld,
         Problem* p) {
     if (desc.pointerMode != POINTER_MODE_HOST && desc.pointerMode != POINTER_MODE_DEVICE) return NOT_SUPPORTED;
-    if (desc.epilogue != EPILOGUE_DEFAULT || desc.transC != OP_N || desc.fillMode != FILL_MODE_FULL) return NOT_SUPPORTED;
+    if (desc.transC != OP_N || desc.fillMode != FILL_MODE_FULL) return NOT_SUPPORTED;
+    int rc = epilogueOf(desc.epilogue, p);
+    if (rc != SUCCESS) return rc;
     for (int32_t op : {desc.transA, desc.transB}) {
         if (op != OP_N && !transposes(op)) return INVALID_VALUE;
     }
     if (la.type != lb.type || lc.type != ld.type) return NOT_SUPPORTED;
-    int rc = checkTypes(desc.computeType, desc.scaleType, int(la.type), int(lc.type));
+    rc = checkTypes(desc.computeType, desc.scaleType, int(la.type), int(lc.type));
     if (rc != SUCCESS) return rc;
     Operand a, b, c, d;
     const Layout* stored[4] = {&la, &lb, &lc, &ld};
@@ -388,6 +431,18 @@ int makeProblem(const MatmulDesc& desc, const Layout& la, const Layout& lb, cons
     p->b = b;
     p->c = c;
     p->d = d;
+    p->biasBatchStride = desc.biasBatchStride;
+    if (p->aux) {
+        // The GELU input matrix: D's type and rows, leading dimension a multiple of 8 and not below D's rows.
+        if (desc.auxLd < m || desc.auxLd % 8 != 0) return INVALID_VALUE;
+        Operand& x = p->auxMatrix;
+        x.type = int(ld.type);
+        x.rows = d.rows;
+        x.cols = d.cols;
+        x.rowStride = x.sx = 1;
+        x.colStride = x.sy = desc.auxLd;
+        x.batchStride = desc.auxBatchStride;
+    }
     return SUCCESS;
 }
 
@@ -490,7 +545,27 @@ struct Work {
     int64_t aI, aP, aBatch, bP, bJ, bBatch, cI, cJ, cBatch, dI, dJ, dBatch;
     Acc alpha, beta;
     bool readC;
+    // The epilogue: bias indexed by D's row (by its column once compute() has transposed the problem).
+    Activation activation = Activation::None;
+    const unsigned char* bias = nullptr;
+    int64_t biasBatch = 0;
+    bool biasByColumn = false;
+    unsigned char* aux = nullptr;
+    int64_t auxI = 0, auxJ = 0, auxBatch = 0;
 };
+
+template <class Acc>
+Acc activate(Activation act, Acc x) {
+    switch (act) {
+        // NaN gives 0, as fmaxf(x, 0) does on the GPU (NVIDIA does not document the epilogue's NaN rule).
+        case Activation::Relu: return x > 0 ? x : Acc(0);
+        case Activation::Gelu: {
+            const Acc k = Acc(0.7978845608028654), c = Acc(0.044715);  // sqrt(2 / pi)
+            return Acc(0.5) * x * (Acc(1) + std::tanh(k * (x + c * x * x * x)));
+        }
+        default: return x;
+    }
+}
 
 // Computes tiles taken from *next until none is left; throws only before taking one (no memory).
 template <class Acc, class SAB, class SCD>
@@ -521,11 +596,16 @@ void computeTiles(const Work<Acc>& w, std::atomic<int64_t>* next) {
         // D = alpha * W + beta * C, C read only when beta != 0 (its NaNs must not reach D otherwise).
         const unsigned char* c = w.readC ? w.c + entry * w.cBatch * int64_t(sizeof(typename SCD::Raw)) : nullptr;
         unsigned char* d = w.d + entry * w.dBatch * int64_t(sizeof(typename SCD::Raw));
+        // Then the epilogue: + bias, the activation's input kept in aux (rounded to D's type), the activation.
+        const unsigned char* bias = w.bias ? w.bias + entry * w.biasBatch * int64_t(sizeof(typename SCD::Raw)) : nullptr;
+        unsigned char* aux = w.aux ? w.aux + entry * w.auxBatch * int64_t(sizeof(typename SCD::Raw)) : nullptr;
         for (int64_t j = 0; j < nb; ++j) {
             for (int64_t i = 0; i < mb; ++i) {
                 Acc v = w.alpha * tile[size_t(i + j * MB)];
                 if (w.readC) v += w.beta * load<SCD>(c, (i0 + i) * w.cI + (j0 + j) * w.cJ);
-                store<SCD>(d, (i0 + i) * w.dI + (j0 + j) * w.dJ, v);
+                if (bias != nullptr) v += load<SCD>(bias, w.biasByColumn ? j0 + j : i0 + i);
+                if (aux != nullptr) store<SCD>(aux, (i0 + i) * w.auxI + (j0 + j) * w.auxJ, v);
+                store<SCD>(d, (i0 + i) * w.dI + (j0 + j) * w.dJ, activate(w.activation, v));
             }
         }
     }
@@ -545,6 +625,8 @@ void compute(Work<Acc> w) {
         w.bP = aP;
         std::swap(w.cI, w.cJ);
         std::swap(w.dI, w.dJ);
+        std::swap(w.auxI, w.auxJ);
+        w.biasByColumn = !w.biasByColumn;
     }
     std::atomic<int64_t> next{0};
     using B = Blocking<Acc>;
@@ -579,7 +661,7 @@ void compute(Work<Acc> w) {
 
 struct Job {
     Problem p;
-    uintptr_t a, b, c, d;
+    uintptr_t a, b, c, d, bias, aux;
     int pointerMode;
     double alpha, beta;             // host mode: the values at the call
     uintptr_t alphaPtr, betaPtr;    // device mode: read when the work runs
@@ -646,6 +728,11 @@ void run(const Job& job) {
     w.alpha = Acc(job.alpha);
     w.beta = Acc(job.beta);
     w.readC = job.beta != 0;
+    w.activation = p.activation;
+    w.bias = p.bias ? reinterpret_cast<const unsigned char*>(job.bias) : nullptr;
+    w.biasBatch = p.biasBatchStride;
+    w.aux = p.aux ? reinterpret_cast<unsigned char*>(job.aux) : nullptr;
+    w.auxI = p.auxMatrix.sx, w.auxJ = p.auxMatrix.sy, w.auxBatch = p.auxMatrix.batchStride;
     compute<Acc, SAB, SCD>(w);
 }
 
@@ -659,6 +746,16 @@ void runJob(void* arg) {
     if (!checkOperand("operand A", job.a, p.a, p.batch) || !checkOperand("operand B", job.b, p.b, p.batch)) return;
     if (job.beta != 0 && !checkOperand("operand C", job.c, p.c, p.batch)) return;
     if (!checkOperand("operand D", job.d, p.d, p.batch)) return;
+    if (p.bias) {
+        Operand v;  // a column of m elements of D's type
+        v.type = p.cdType;
+        v.rows = uint64_t(p.m);
+        v.cols = 1;
+        v.rowStride = 1;
+        v.batchStride = p.biasBatchStride;
+        if (!checkOperand("the bias vector", job.bias, v, p.batch)) return;
+    }
+    if (p.aux && !checkOperand("the epilogue's aux matrix", job.aux, p.auxMatrix, p.batch)) return;
     try {
         if (p.f64) {
             run<double, F64, F64>(job);
@@ -864,6 +961,13 @@ int cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const voi
     job->b = reinterpret_cast<uintptr_t>(B);
     job->c = reinterpret_cast<uintptr_t>(C);
     job->d = reinterpret_cast<uintptr_t>(D);
+    job->bias = uintptr_t(d.biasPointer);
+    job->aux = uintptr_t(d.auxPointer);
+    // An epilogue that reads a bias or writes an aux matrix needs its pointer.
+    if ((job->p.bias && job->bias == 0) || (job->p.aux && job->aux == 0)) {
+        delete job;
+        return INVALID_VALUE;
+    }
     job->pointerMode = d.pointerMode;
     if (d.pointerMode == POINTER_MODE_DEVICE) {
         job->alphaPtr = reinterpret_cast<uintptr_t>(alpha);

@@ -55,7 +55,13 @@ namespace {
 constexpr int SUCCESS = 0, NOT_INITIALIZED = 1, INVALID_VALUE = 7, EXECUTION_FAILED = 13, NOT_SUPPORTED = 15;
 constexpr int R_32F = 0, R_64F = 1, R_16F = 2, R_8I = 3, R_32I = 10, R_16BF = 14;
 constexpr int COMPUTE_32F = 68, COMPUTE_64F = 70, COMPUTE_32F_FAST_TF32 = 77;
-constexpr int DESC_COMPUTE_TYPE = 0, DESC_POINTER_MODE = 2, DESC_TRANSA = 3, DESC_TRANSB = 4, DESC_EPILOGUE = 7;
+constexpr int DESC_COMPUTE_TYPE = 0, DESC_POINTER_MODE = 2, DESC_TRANSA = 3, DESC_TRANSB = 4, DESC_EPILOGUE = 7,
+              DESC_BIAS_POINTER = 8, DESC_BIAS_BATCH_STRIDE = 10, DESC_EPILOGUE_AUX_POINTER = 11,
+              DESC_EPILOGUE_AUX_LD = 12, DESC_EPILOGUE_AUX_BATCH_STRIDE = 13;
+// cublasLtEpilogue_t
+constexpr uint32_t EPI_DEFAULT = 1, EPI_RELU = 2, EPI_BIAS = 4, EPI_RELU_BIAS = 6, EPI_GELU = 32, EPI_GELU_BIAS = 36,
+                   EPI_RELU_AUX_BIAS = 134, EPI_DRELU = 136, EPI_GELU_AUX = 160, EPI_GELU_AUX_BIAS = 164,
+                   EPI_DGELU_BGRAD = 208, EPI_BGRADB = 512;
 constexpr int LAYOUT_TYPE = 0, LAYOUT_ORDER = 1, LAYOUT_ROWS = 2, LAYOUT_LD = 4, LAYOUT_BATCH_COUNT = 5,
               LAYOUT_STRIDED_BATCH_OFFSET = 6;
 constexpr int PREF_MAX_WORKSPACE_BYTES = 1, PREF_MIN_ALIGNMENT_A_BYTES = 5;
@@ -220,6 +226,11 @@ struct Spec {
     Mat a, b, c, d;
     int pointerMode = 0;
     uint32_t epilogue = 1;  // CUBLASLT_EPILOGUE_DEFAULT
+    // The epilogue's vector and matrix (set on the descriptor when not null).
+    const void* bias = nullptr;
+    int64_t biasStride = 0;
+    void* aux = nullptr;
+    int64_t auxLd = 0, auxStride = 0;
 };
 
 // A product m x n x k of one type, with ops and leading-dimension padding.
@@ -265,6 +276,15 @@ Descs makeDescs(const Spec& s) {
     cublasLtMatmulDescSetAttribute(d.desc, DESC_TRANSB, &s.tb, 4);
     cublasLtMatmulDescSetAttribute(d.desc, DESC_POINTER_MODE, &s.pointerMode, 4);
     cublasLtMatmulDescSetAttribute(d.desc, DESC_EPILOGUE, &s.epilogue, 4);
+    if (s.bias != nullptr) {
+        cublasLtMatmulDescSetAttribute(d.desc, DESC_BIAS_POINTER, &s.bias, 8);
+        cublasLtMatmulDescSetAttribute(d.desc, DESC_BIAS_BATCH_STRIDE, &s.biasStride, 8);
+    }
+    if (s.aux != nullptr || s.auxLd != 0) {
+        cublasLtMatmulDescSetAttribute(d.desc, DESC_EPILOGUE_AUX_POINTER, &s.aux, 8);
+        cublasLtMatmulDescSetAttribute(d.desc, DESC_EPILOGUE_AUX_LD, &s.auxLd, 8);
+        cublasLtMatmulDescSetAttribute(d.desc, DESC_EPILOGUE_AUX_BATCH_STRIDE, &s.auxStride, 8);
+    }
     void** outs[4] = {&d.a, &d.b, &d.c, &d.d};
     const Mat* ms[4] = {&s.a, &s.b, &s.c, &s.d};
     for (int i = 0; i < 4; ++i) {
@@ -737,8 +757,8 @@ void testRefusals() {
     tf32half.compute = COMPUTE_32F_FAST_TF32;
     both(tf32half, NOT_SUPPORTED, "f16 in 32F_FAST_TF32");
     Spec epilogue = ok;
-    epilogue.epilogue = 2;  // CUBLASLT_EPILOGUE_RELU
-    both(epilogue, NOT_SUPPORTED, "a ReLU epilogue");
+    epilogue.epilogue = EPI_RELU;
+    both(epilogue, SUCCESS, "a ReLU epilogue");
 
     Spec inner = ok;
     inner.b.rows = 7;
@@ -943,6 +963,210 @@ void testSpeed() {
     }
 }
 
+// ---- epilogues -------------------------------------------------------------------------------------
+
+long double activation(uint32_t epilogue, long double x) {
+    if (epilogue == EPI_RELU || epilogue == EPI_RELU_BIAS) return x > 0 ? x : 0;
+    if (epilogue == EPI_GELU || epilogue == EPI_GELU_BIAS || epilogue == EPI_GELU_AUX || epilogue == EPI_GELU_AUX_BIAS) {
+        const long double k = 0.79788456080286535587989211986876373L;  // sqrt(2 / pi)
+        return 0.5L * x * (1 + std::tanh(k * (x + 0.044715L * x * x * x)));
+    }
+    return x;
+}
+
+bool hasBias(uint32_t e) {
+    return e == EPI_BIAS || e == EPI_RELU_BIAS || e == EPI_GELU_BIAS || e == EPI_GELU_AUX_BIAS;
+}
+
+bool hasAux(uint32_t e) {
+    return e == EPI_GELU_AUX || e == EPI_GELU_AUX_BIAS;
+}
+
+// D = act(alpha op(A) op(B) + beta C + bias) (aux = the activation's input) against the long double
+// reference: within the accumulation's bound, plus one rounding to D's type and, for GELU, the
+// accumulator's tanh. D's and aux's padding stay untouched.
+void checkEpilogue(const char* label, Spec s, uint32_t epilogue, double alpha, double beta, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    s.epilogue = epilogue;
+    Operands o(s, false);
+    fill(s.a, o.a, rng, Values::Uniform, false);
+    fill(s.b, o.b, rng, Values::Uniform, false);
+    fill(s.c, o.c, rng, Values::Uniform, true);
+    int64_t m = int64_t(s.d.rows), n = int64_t(s.d.cols), k = int64_t(s.ta ? s.a.rows : s.a.cols);
+    int type = s.d.type;
+    // Bias vectors m elements long, biasStride apart (padded, so that a wrong stride shows).
+    s.biasStride = s.d.batch > 1 ? m + 3 : 0;
+    DeviceBuffer bias(size_t((s.d.batch - 1) * s.biasStride + m) * elementSize(type));
+    std::uniform_real_distribution<double> uniform(-1, 1);
+    for (int64_t i = 0; i < (s.d.batch - 1) * s.biasStride + m; ++i) put(type, bias.p, i, uniform(rng));
+    int64_t auxLd = (m + 7) / 8 * 8 + 8, auxSpan = (s.d.batch - 1) * auxLd * (n + 1) + auxLd * n;
+    DeviceBuffer aux(size_t(auxSpan) * elementSize(type));
+    for (int64_t i = 0; i < auxSpan; ++i) put(type, aux.p, i, -7.25);
+    if (hasBias(epilogue)) s.bias = bias.p;
+    if (hasAux(epilogue)) {
+        s.aux = aux.p;
+        s.auxLd = auxLd;
+        s.auxStride = auxLd * (n + 1);
+    }
+    for (int64_t i = 0; i < s.d.span(); ++i) put(type, o.d.p, i, -3.5);
+    float fa = float(alpha), fb = float(beta);
+    bool f64 = s.scale == R_64F;
+    int rc = matmul(s, f64 ? static_cast<const void*>(&alpha) : &fa, o.a.p, o.b.p,
+            f64 ? static_cast<const void*>(&beta) : &fb, o.c.p, o.d.p);
+    CHECK(rc == SUCCESS, "%s: cublasLtMatmul returned %d", label, rc);
+    CHECK(jtsim_stub_error() == 0, "%s: jtsim_fail: %s", label, jtsim_last_failure());
+    if (rc != SUCCESS) return;
+    double eps = type == R_64F ? std::ldexp(1.0, -52) : std::ldexp(1.0, -23);
+    double storage = type == R_16F ? std::ldexp(1.0, -11) : type == R_16BF ? std::ldexp(1.0, -8) : eps;
+    double accEps = s.compute == COMPUTE_64F ? std::ldexp(1.0, -52) : std::ldexp(1.0, -23);
+    std::vector<char> written(size_t(s.d.span()), 0), auxWritten(size_t(auxSpan), 0);
+    int reported = 0;
+    for (int64_t t = 0; t < s.d.batch; ++t) {
+        for (int64_t j = 0; j < n; ++j) {
+            for (int64_t i = 0; i < m; ++i) {
+                long double mag;
+                long double pre = (long double)alpha * dot(s, o.a.p, o.b.p, t, i, j, k, &mag);
+                long double cv = get(s.c.type, o.c.p, s.c.index(t, i, j));
+                pre += (long double)beta * cv;
+                long double bv = hasBias(epilogue) ? get(type, bias.p, t * s.biasStride + i) : 0;
+                pre += bv;
+                long double want = activation(epilogue, pre);
+                // The accumulation's error, through an activation of slope at most 1.13, then the roundings.
+                long double bound = 1.2L * 2 * accEps * (k + 3) * (std::fabs(alpha) * mag + std::fabs(beta * cv) + std::fabs(bv))
+                        + 4 * accEps * std::fabs(pre) + storage * std::fabs(want) + 1e-300;
+                int64_t at = s.d.index(t, i, j);
+                written[size_t(at)] = 1;
+                double got = get(type, o.d.p, at);
+                bool ok = std::fabs((long double)got - want) <= bound;
+                if (hasAux(epilogue)) {
+                    int64_t ax = t * s.auxStride + i + j * auxLd;
+                    auxWritten[size_t(ax)] = 1;
+                    double gotAux = get(type, aux.p, ax);
+                    long double auxBound = 1.2L * 2 * accEps * (k + 3) * (std::fabs(alpha) * mag + std::fabs(beta * cv) + std::fabs(bv))
+                            + storage * std::fabs(pre) + 1e-300;
+                    if (std::fabs((long double)gotAux - pre) > auxBound && reported++ < 3) {
+                        CHECK(false, "%s: aux[%lld](%lld, %lld) = %.10g, expected %.10Lg", label, (long long)t,
+                                (long long)i, (long long)j, gotAux, pre);
+                    }
+                }
+                if (!ok && reported++ < 3) {
+                    CHECK(ok, "%s: D[%lld](%lld, %lld) = %.10g, expected %.10Lg", label, (long long)t, (long long)i,
+                            (long long)j, got, want);
+                } else if (!ok) {
+                    ++failures;
+                }
+            }
+        }
+    }
+    for (int64_t at = 0; at < s.d.span(); ++at) {
+        if (!written[size_t(at)] && get(type, o.d.p, at) != -3.5) {
+            CHECK(false, "%s: D's padding element %lld was overwritten", label, (long long)at);
+            break;
+        }
+    }
+    for (int64_t at = 0; at < auxSpan; ++at) {
+        if (!auxWritten[size_t(at)] && get(type, aux.p, at) != -7.25) {
+            CHECK(false, "%s: aux element %lld outside the matrix was written", label, (long long)at);
+            break;
+        }
+    }
+}
+
+void testEpilogues() {
+    const uint32_t epilogues[] = {EPI_RELU, EPI_BIAS, EPI_RELU_BIAS, EPI_GELU, EPI_GELU_BIAS, EPI_GELU_AUX,
+                                  EPI_GELU_AUX_BIAS};
+    uint64_t seed = 900;
+    struct Types {
+        int ab, cd;
+        const char* name;
+    } types[] = {{R_32F, R_32F, "f32"}, {R_64F, R_64F, "f64"}, {R_16F, R_16F, "f16"}, {R_16BF, R_16BF, "bf16"},
+                 {R_16BF, R_32F, "bf16 -> f32"}};
+    for (const Types& ty : types) {
+        // Tall, wide (fewer rows than a micro-tile: the simulator transposes the problem) and transposed.
+        int64_t shapes[][5] = {{37, 29, 19, 0, 1}, {3, 40, 11, 1, 0}, {130, 7, 300, 0, 0}};
+        for (auto& sh : shapes) {
+            Spec s = product(ty.ab, sh[0], sh[1], sh[2], int(sh[3]), int(sh[4]), 2);
+            s.c.type = s.d.type = ty.cd;
+            for (uint32_t e : epilogues) {
+                std::string l = std::string(ty.name) + " " + std::to_string(sh[0]) + "x" + std::to_string(sh[1]) + "x"
+                        + std::to_string(sh[2]) + " epilogue " + std::to_string(e);
+                checkEpilogue(l.c_str(), s, e, 1, 0, ++seed);
+                checkEpilogue((l + " alpha 0.5 beta -1").c_str(), s, e, 0.5, -1, ++seed);
+            }
+        }
+    }
+    // A batch: one bias vector and one aux matrix per entry.
+    Spec batch = product(R_32F, 9, 6, 5, 0, 0, 1);
+    for (Mat* m : {&batch.a, &batch.b, &batch.c, &batch.d}) {
+        m->batch = 3;
+        m->stride = m->ld * int64_t(m->cols) + 4;
+    }
+    checkEpilogue("batch of 3, GELU_AUX_BIAS", batch, EPI_GELU_AUX_BIAS, 1, 0.25, 990);
+    checkEpilogue("batch of 3, RELU_BIAS", batch, EPI_RELU_BIAS, 1, 0, 991);
+
+    // The ReLU of NaN is 0 here (fmaxf's rule), of a negative 0; GELU of 0 is 0.
+    {
+        Spec s = product(R_32F, 2, 1, 1, 0, 0, 0);
+        s.epilogue = EPI_RELU;
+        DeviceBuffer a(8), b(4), d(8);
+        float av[2] = {NAN, -2}, bv = 1;
+        std::memcpy(a.p, av, 8);
+        std::memcpy(b.p, &bv, 4);
+        float one = 1, zero = 0;
+        CHECK(matmul(s, &one, a.p, b.p, &zero, d.p, d.p) == SUCCESS, "ReLU of NaN ran");
+        float out[2];
+        std::memcpy(out, d.p, 8);
+        CHECK(out[0] == 0 && out[1] == 0, "ReLU of NaN and -2: %g %g", out[0], out[1]);
+    }
+
+    // Refusals, as the real library answers them.
+    HeuristicResult r;
+    int count;
+    DeviceBuffer buf(1 << 14);
+    float one = 1;
+    Spec ok = product(R_32F, 16, 5, 6, 0, 0, 0);
+    for (uint32_t e : {EPI_RELU_AUX_BIAS, EPI_DRELU, EPI_DGELU_BGRAD, EPI_BGRADB, 3u, 12345u}) {
+        Spec s = ok;
+        s.epilogue = e;
+        s.bias = buf.p;
+        s.aux = buf.p + 4096;
+        s.auxLd = 128;
+        CHECK(heuristic(s, &r, &count) == NOT_SUPPORTED, "epilogue %u is not simulated: heuristic", e);
+        CHECK(matmul(s, &one, buf.p, buf.p, &one, buf.p + 8192, buf.p + 8192, false) == NOT_SUPPORTED,
+                "epilogue %u is not simulated: matmul", e);
+    }
+    Spec noBias = ok;
+    noBias.epilogue = EPI_RELU_BIAS;
+    CHECK(matmul(noBias, &one, buf.p, buf.p, &one, buf.p + 8192, buf.p + 8192, false) == INVALID_VALUE,
+            "RELU_BIAS without a bias pointer");
+    Spec noAux = ok;
+    noAux.epilogue = EPI_GELU_AUX_BIAS;
+    noAux.bias = buf.p;
+    noAux.auxLd = 16;
+    CHECK(matmul(noAux, &one, buf.p, buf.p, &one, buf.p + 8192, buf.p + 8192, false) == INVALID_VALUE,
+            "GELU_AUX_BIAS without an aux pointer");
+    for (int64_t ld : {int64_t(12), int64_t(8), int64_t(0)}) {  // not a multiple of 8, or below D's 16 rows
+        Spec s = noAux;
+        s.aux = buf.p + 4096;
+        s.auxLd = ld;
+        CHECK(heuristic(s, &r, &count) == INVALID_VALUE, "aux ld %lld: heuristic", (long long)ld);
+        CHECK(matmul(s, &one, buf.p, buf.p, &one, buf.p + 8192, buf.p + 8192, false) == INVALID_VALUE, "aux ld %lld",
+                (long long)ld);
+    }
+    CHECK(jtsim_stub_error() == 0, "no work ran for refused calls: %s", jtsim_last_failure());
+
+    // A bias vector outside any allocation faults when the work runs, as a kernel would.
+    {
+        Spec s = ok;
+        s.epilogue = EPI_BIAS;
+        DeviceBuffer small(16 * 4 - 4);  // one element short of D's 16 rows
+        s.bias = small.p;
+        CHECK(matmul(s, &one, buf.p, buf.p, &one, buf.p + 8192, buf.p + 8192) == SUCCESS, "enqueued");
+        CHECK(jtsim_stub_error() == ILLEGAL_ADDRESS, "a short bias vector: %d", jtsim_stub_error());
+        jtsim_stub_reset();
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -953,7 +1177,7 @@ int main() {
                  {"batches", testBatches}, {"f16/bf16 rounding", testHalfRounding}, {"f16/bf16 edges", testHalfEdges},
                  {"compute types and orders", testComputeTypes}, {"refusals", testRefusals},
                  {"out of range", testOutOfRange}, {"deferred", testDeferred}, {"stream error", testStreamError},
-                 {"device pointers", testDevicePointers}, {"speed", testSpeed}};
+                 {"device pointers", testDevicePointers}, {"epilogues", testEpilogues}, {"speed", testSpeed}};
     for (auto& t : tests) {
         int before = failures;
         std::printf("%s\n", t.name);

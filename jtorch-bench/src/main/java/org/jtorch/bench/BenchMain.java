@@ -35,8 +35,13 @@ public final class BenchMain {
             case "optim" -> print(OptimBench.run(quick));
             case "jit" -> print(JitBench.run(quick));
             case "jit-steps" -> {
-                print(JitStepBench.run(quick, Arrays.asList(args).contains("--cputime")));
-                if (Arrays.asList(args).contains("--profile")) System.err.print(JitStepBench.profile(quick ? 5 : 20));
+                boolean cpuTime = Arrays.asList(args).contains("--cputime");
+                if (Arrays.asList(args).contains("--phases")) {
+                    System.out.print(JitStepBench.phases(quick, cpuTime));
+                } else {
+                    print(JitStepBench.run(quick, cpuTime));
+                    if (Arrays.asList(args).contains("--profile")) System.err.print(JitStepBench.profile(quick ? 5 : 20));
+                }
             }
             case "examples" -> {
                 String program = option(args, "--program");
@@ -93,7 +98,8 @@ public final class BenchMain {
                                  eager against Jit.trace, and the first compiled call (python/bench_jit.py: torch.compile)
                       jit-steps  MLP (batch 128) and ResNet-20 (batch 32) training steps, eager against Jit.compile in
                                  alternating rounds, and each step's peak CPU allocator bytes (--cputime: in thread CPU
-                                 time, for JTORCH_NUM_THREADS=1; --profile: each kernel's time per step, both ways)
+                                 time, for JTORCH_NUM_THREADS=1; --profile: each kernel's time per step, both ways;
+                                 --phases: the MLP step's forward, loss, backward and optimizer times, both ways)
                       optim      one step of Adam, NAdam, RAdam, Adamax, SparseAdam (1024x1024 float32); one LBFGS step
                                  with the strong-Wolfe line search (least squares, 65,536 parameters, 10 iterations)
                       examples   training steps of the pytorch/examples ports (mnist, vae, dcgan, word LM LSTM and

@@ -1,6 +1,7 @@
 package org.jtorch.bench;
 
 import java.util.Arrays;
+import java.util.Locale;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.jtorch.Device;
@@ -129,6 +130,73 @@ final class JitStepBench {
         Forward fused = in -> compiled.apply(in);
         s.append(name).append(", eager:\n").append(Timing.kernelProfile(steps, steps, () -> step(eager, opt, x, y)));
         s.append(name).append(", compiled:\n").append(Timing.kernelProfile(steps, steps, () -> step(fused, opt, x, y)));
+    }
+
+    /**
+     * The MLP step's phases ({@code --phases}): forward, loss, backward and optimizer step, eager against compiled in
+     * alternating rounds of {@code steps} steps, medians of the rounds, in the calling thread's CPU time with
+     * {@code --cputime}. Says which phase a difference between the two steps is in.
+     */
+    static String phases(boolean quick, boolean cpuTime) {
+        JitStepBench.cpuTime = cpuTime;
+        Torch.manualSeed(0);
+        Module mlp = new Sequential(new Linear(784, 512), new ReLU(), new Linear(512, 512), new ReLU(), new Linear(512, 10));
+        Tensor x = Torch.randn(128, 784);
+        Tensor y = Torch.randint(0, 10, 128);
+        SGD opt = new SGD(mlp.parameters(), SGD.options().lr(0.01).momentum(0.9));
+        TensorFunction compiled = Jit.compile(mlp);
+        Forward eager = mlp::forward;
+        Forward fused = compiled::apply;
+        int rounds = quick ? 3 : 9;
+        int steps = quick ? 10 : 60;
+        String[] names = {"forward", "loss", "backward", "optimizer"};
+        double[][][] t = new double[2][names.length][rounds];
+        for (int r = -2; r < rounds; r++) {  // two rounds of warm-up
+            for (int w = 0; w < 2; w++) {
+                long[] sum = new long[names.length];
+                for (int i = 0; i < steps; i++) phasedStep(w == 0 ? eager : fused, opt, x, y, sum);
+                if (r >= 0) for (int p = 0; p < names.length; p++) t[w][p][r] = sum[p] / 1e6 / steps;
+            }
+        }
+        StringBuilder s = new StringBuilder(String.format(Locale.ROOT, "MLP 784-512-512-10, batch 128: ms per step (%s), medians of %d rounds of %d steps%n",
+                cpuTime ? "thread CPU time" : "wall clock", rounds, steps));
+        double[] total = new double[2];
+        for (int p = 0; p < names.length; p++) {
+            double[] m = new double[2];
+            for (int w = 0; w < 2; w++) {
+                Arrays.sort(t[w][p]);
+                m[w] = t[w][p][rounds / 2];
+                total[w] += m[w];
+            }
+            s.append(String.format(Locale.ROOT, "  %-10s eager %7.3f  compiled %7.3f  (%+.3f)%n", names[p], m[0], m[1], m[1] - m[0]));
+        }
+        s.append(String.format(Locale.ROOT, "  %-10s eager %7.3f  compiled %7.3f  (eager / compiled %.3f)%n", "sum", total[0], total[1],
+                total[0] / total[1]));
+        return s.toString();
+    }
+
+    private static long now(java.lang.management.ThreadMXBean mx) {
+        return cpuTime ? mx.getCurrentThreadCpuTime() : System.nanoTime();
+    }
+
+    private static void phasedStep(Forward f, SGD opt, Tensor x, Tensor y, long[] sum) {
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        try (MemoryScope s = new MemoryScope()) {
+            long t0 = now(mx);
+            opt.zeroGrad();
+            Tensor out = f.apply(x);
+            long t1 = now(mx);
+            Tensor loss = F.crossEntropy(out, y);
+            long t2 = now(mx);
+            loss.backward();
+            long t3 = now(mx);
+            opt.step();
+            long t4 = now(mx);
+            sum[0] += t1 - t0;
+            sum[1] += t2 - t1;
+            sum[2] += t3 - t2;
+            sum[3] += t4 - t3;
+        }
     }
 
     private static void step(Forward f, SGD opt, Tensor x, Tensor y) {

@@ -488,6 +488,17 @@ final class HoldingBackend implements Backend {
                 drop(a, b, out);
             }
         }
+
+        @Override
+        public boolean mmBiasActivation(StridedView a, StridedView b, StridedView out, StridedView bias, Activation activation,
+                                        StridedView preActivation) {
+            hold("linear", a, b, out, bias, preActivation);
+            try {
+                return k.mmBiasActivation(a, b, out, bias, activation, preActivation);
+            } finally {
+                drop(a, b, out, bias, preActivation);
+            }
+        }
     }
 
     private record Random(RandomKernels k) implements RandomKernels {

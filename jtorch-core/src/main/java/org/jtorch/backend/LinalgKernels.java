@@ -31,4 +31,25 @@ public interface LinalgKernels {
         bmm(a, b, out, alpha, beta);
         epilogue.block(0, out.size(1), 0, out.size(2));
     }
+
+    /** An activation a backend's GEMM can apply as it writes the product (cuBLASLt's epilogues). */
+    enum Activation {
+        NONE,
+        /** {@code max(x, 0)}. */
+        RELU,
+        /** GELU's tanh form, {@code 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))} (PyTorch's {@code approximate="tanh"}). */
+        GELU_TANH
+    }
+
+    /**
+     * {@code out = activation(a @ b + bias)} for one {@code [1, M, K] x [1, K, N]} product in one kernel, {@code bias}
+     * a contiguous {@code [N]} vector of {@code out}'s dtype added to every row (or null); {@code preActivation} (null,
+     * or laid out as {@code out}) also receives {@code a @ b + bias}, the activation's input, for its gradient. Returns
+     * false, having done nothing, where the backend has no such kernel for these operands (then the caller runs
+     * {@link #bmm} and the rest itself); by default it has none.
+     */
+    default boolean mmBiasActivation(StridedView a, StridedView b, StridedView out, StridedView bias, Activation activation,
+                                     StridedView preActivation) {
+        return false;
+    }
 }

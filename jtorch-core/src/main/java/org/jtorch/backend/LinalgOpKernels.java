@@ -44,7 +44,6 @@ public final class LinalgOpKernels {
         long rows = 1;
         for (int d = 0; d < x.dim() - 1; d++) rows *= x.size(d);
         StridedView o2 = out.view(rows, features);
-        if (bias != null) backend.copy(bias.expand("linear", o2.shape()), o2);
         StridedView x2 = x.view(rows, in);
         Storage scratch = null;
         if (x2 == null) {
@@ -54,12 +53,34 @@ public final class LinalgOpKernels {
         }
         try {
             StridedView a = batchOfOne(x2), b = batchOfOne(weight.permute(1, 0)), c = batchOfOne(o2);
+            // The bias added by the GEMM itself where the backend can (cuBLASLt's bias epilogue), else copied in first.
+            if (bias != null && backend.linalg().mmBiasActivation(a, b, c, bias, LinalgKernels.Activation.NONE, null)) {
+                if (epilogue != null) epilogue.block(0, rows, 0, features);
+                return;
+            }
+            if (bias != null) backend.copy(bias.expand("linear", o2.shape()), o2);
             double beta = bias != null ? 1 : 0;
             if (epilogue == null) backend.linalg().bmm(a, b, c, 1, beta);
             else backend.linalg().mmWithEpilogue(a, b, c, 1, beta, epilogue);
         } finally {
             if (scratch != null) scratch.release();
         }
+    }
+
+    /**
+     * {@code out = activation(x @ weight.T + bias)} as one kernel of the backend ({@link LinalgKernels#mmBiasActivation});
+     * {@code preActivation}, where not null, receives {@code x @ weight.T + bias}. False, having done nothing, where the
+     * backend has no such kernel for these operands, or {@code x}'s rows cannot be seen as one matrix.
+     */
+    public static boolean linearActivation(Backend backend, StridedView x, StridedView weight, StridedView bias, StridedView out,
+                                           LinalgKernels.Activation activation, StridedView preActivation) {
+        long features = weight.size(0);
+        long rows = 1;
+        for (int d = 0; d < x.dim() - 1; d++) rows *= x.size(d);
+        StridedView x2 = x.view(rows, weight.size(1));
+        if (x2 == null) return false;
+        return backend.linalg().mmBiasActivation(batchOfOne(x2), batchOfOne(weight.permute(1, 0)), batchOfOne(out.view(rows, features)),
+                bias, activation, preActivation == null ? null : batchOfOne(preActivation.view(rows, features)));
     }
 
     /** A matrix as a batch of one (strided as {@code unsqueeze(0)} makes it). */

@@ -13,6 +13,7 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
+import org.jtorch.backend.LinalgKernels;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.Expr;
 import org.jtorch.op.Fn;
@@ -21,6 +22,7 @@ import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.LinalgOps;
 import org.jtorch.op.OpDef;
+import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.ReductionOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
@@ -69,8 +71,15 @@ final class Program {
      * the layer's index among the group's inputs. Without
      * autograd the group writes into the product's own memory; with it, the product stays (its linear backward and the
      * group's recomputing backward read it) and the group writes a second tensor.
+     *
+     * <p>{@code activation} (null for other groups) says that the group is one ReLU or tanh-GELU of the product alone:
+     * a backend whose GEMM applies it itself ({@link LinalgKernels#mmBiasActivation}, cuBLASLt's epilogues on CUDA)
+     * runs layer and group as one kernel, with autograd too: the GEMM also writes GELU's input for its backward, and a
+     * ReLU's backward reads the sign of its output ({@link Linalg#linearActivation}). {@code declined} is set once the
+     * backend has said no, so that later calls do not ask again.
      */
-    private record GemmEpilogue(Graph.Node node, Fused group, Graph.Node producer, int slot) implements Step {}
+    private record GemmEpilogue(Graph.Node node, Fused group, Graph.Node producer, int slot, LinalgKernels.Activation activation,
+                                java.util.concurrent.atomic.AtomicBoolean declined) implements Step {}
 
     /**
      * A fused group fed by a float32 batch norm in training ({@code producer}) used by it alone and of the group's
@@ -166,7 +175,8 @@ final class Program {
                 groups.put(sum, new FusedSum(sum, f, summedRow(sum, n), keepShape(sum, n)));
                 inlined.put(n, true);
             } else if (producer != null) {
-                groups.put(n, new GemmEpilogue(n, f, producer, g.inputs.indexOf(producer)));
+                groups.put(n, new GemmEpilogue(n, f, producer, g.inputs.indexOf(producer), gemmActivation(g),
+                        new java.util.concurrent.atomic.AtomicBoolean()));
                 inlined.put(producer, true);
             } else if (normalizer != null) {
                 groups.put(n, normalized(f, normalizer));
@@ -261,6 +271,15 @@ final class Program {
                 return p;
             }
         }
+        return null;
+    }
+
+    /** The activation a GEMM could apply for {@code g}: where {@code g} is one ReLU or tanh-GELU of its only input. */
+    private static LinalgKernels.Activation gemmActivation(FusedGroup g) {
+        Graph.Node root = g.root.node();
+        if (g.ops != 1 || g.inputs.size() != 1 || root.inputs.size() != 1) return null;
+        if (root.op == PointwiseOps.RELU) return LinalgKernels.Activation.RELU;
+        if (root.op == PointwiseOps.GELU_TANH) return LinalgKernels.Activation.GELU_TANH;
         return null;
     }
 
@@ -626,8 +645,31 @@ final class Program {
         boolean needsGrad = Autograd.needsGrad(x, w, b) || Autograd.needsGrad(args);
         long numel = Shapes.numel(root.shape);
         long cols = root.shape[root.shape.length - 1];
-        Tensor out = needsGrad ? Tensor.empty(root.shape, DType.FLOAT32, root.device) : null;
         Tensor[] broadcast = new Tensor[args.length];
+        boolean record = differentiable && needsGrad;
+        if (e.activation() != null && !e.declined().get()) {
+            Tensor[] fused;
+            try {
+                fused = Linalg.linearActivation(x, w, b, e.activation(), record);
+            } catch (RuntimeException ex) {
+                if (matmul) w.close();
+                throw ex;
+            }
+            if (fused == null) {
+                e.declined().set(true);
+            } else {
+                try {
+                    if (fused[1] == null) return fused[0];
+                    args[e.slot()] = fused[1];
+                    recordBackward(f, args, fused[0], null);
+                    fused[1].close();
+                    return fused[0];
+                } finally {
+                    if (matmul) w.close();
+                }
+            }
+        }
+        Tensor out = needsGrad ? Tensor.empty(root.shape, DType.FLOAT32, root.device) : null;
         try {
             StridedView[] operands = new StridedView[args.length];
             boolean blocks = numel > 0;

@@ -162,6 +162,38 @@ public final class Linalg {
         return out;
     }
 
+    /**
+     * {@code activation(x @ weight.T + bias)} as one kernel where the backend has one ({@link LinalgKernels#mmBiasActivation}:
+     * cuBLASLt's bias and activation epilogues), not traced, no autocast; null where it has none. With
+     * {@code forGradient} the result is {@code {out, in}}: {@code in} carries the linear layer's autograd and holds what
+     * the activation's gradient formula reads of its input (the activation's own autograd is the caller's to record).
+     * For GELU that is the input itself, written by the same kernel; for ReLU, whose gradient reads only its input's
+     * sign, which its output keeps, {@code in} is a view of {@code out} (cuBLASLt's ReLU input would be a bit mask).
+     * Without, {@code {out, null}} and no autograd.
+     */
+    public static Tensor[] linearActivation(Tensor x, Tensor weight, Tensor bias, LinalgKernels.Activation activation,
+                                            boolean forGradient) {
+        Tensor[] inputs = {x, weight, bias};
+        for (Tensor t : inputs) if (t != null) t.checkOpen("linear");
+        Meta.Output meta = LinalgOps.LINEAR.meta().infer(new StridedView[] {view(x), view(weight), view(bias)}, NO_SCALARS);
+        Tensor out = Tensor.empty(meta.shape(), meta.dtype(), x.device());
+        boolean signOnly = activation == LinalgKernels.Activation.RELU;
+        Tensor pre = forGradient && !signOnly ? Tensor.empty(meta.shape(), meta.dtype(), x.device()) : null;
+        boolean done;
+        try (var g = Grad.noGrad()) {
+            done = LinalgOpKernels.linearActivation(Backends.of("linear", x.device()), view(x), view(weight), view(bias), view(out),
+                    activation, pre == null ? null : view(pre));
+        }
+        if (!done) {
+            out.close();
+            if (pre != null) pre.close();
+            return null;
+        }
+        if (forGradient && signOnly) pre = out.alias();
+        if (pre != null && Autograd.needsGrad(inputs)) Dispatcher.record(LinalgOps.LINEAR, inputs, inputs, pre, NO_SCALARS, null);
+        return new Tensor[] {out, pre};
+    }
+
     /** Outer product of two vectors, with type promotion. */
     public static Tensor outer(Tensor a, Tensor b) {
         if (a.dim() != 1 || b.dim() != 1) {

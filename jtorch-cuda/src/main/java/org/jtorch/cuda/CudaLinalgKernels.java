@@ -3,6 +3,19 @@ package org.jtorch.cuda;
 import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static org.jtorch.cuda.cublaslt.CublasLtConstants.ALGO_SIZE;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLAS_STATUS_NOT_SUPPORTED;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_EPILOGUE_BIAS;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_EPILOGUE_DEFAULT;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_EPILOGUE_GELU;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_EPILOGUE_GELU_AUX;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_EPILOGUE_GELU_BIAS;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_EPILOGUE_RELU;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_EPILOGUE_RELU_BIAS;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATMUL_DESC_BIAS_POINTER;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATMUL_DESC_EPILOGUE;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD;
+import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER;
 import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATMUL_DESC_TRANSA;
 import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATMUL_DESC_TRANSB;
 import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES;
@@ -38,6 +51,8 @@ import org.jtorch.op.StridedView;
  * {@code bmm}, planned by {@link MatmulPlan} (column-major {@code C^T = B^T A^T}, transposed views passed
  * as {@code CUBLAS_OP_T}, other layouts made contiguous first), on the device's current stream, with a
  * workspace from the caching allocator and the heuristic's first algorithm cached per plan and device.
+ * {@link #mmBiasActivation} adds a bias and applies ReLU or tanh-GELU in the same call (cuBLASLt's
+ * {@code BIAS}, {@code RELU_BIAS}, {@code GELU_BIAS} and {@code GELU_AUX_BIAS} epilogues).
  *
  * <p>{@code MatmulDeviceConformanceTest} checks it on cuda:0: on an H200 (2026-12-04) and, in CI, on the
  * CUDA simulator.
@@ -51,8 +66,15 @@ final class CudaLinalgKernels implements LinalgKernels {
     private volatile CublasLt lt;
     private final long[] handles = new long[64];
     private final Map<Key, Algo> algos = new ConcurrentHashMap<>();
+    /** Plans and epilogues the library refused (alignments 0): their products take the unfused way. */
+    private final java.util.Set<Key> unsupported = ConcurrentHashMap.newKeySet();
 
-    private record Key(int device, Plan plan, int alignA, int alignB, int alignD) {}
+    private record Key(int device, Plan plan, int alignA, int alignB, int alignD, int epilogue) {}
+
+    /** A {@code cublasLtEpilogue_t} and its operands: a bias vector and the aux matrix (0 where unused). */
+    private record Epilogue(int code, long bias, long aux, long auxLd) {
+        static final Epilogue NONE = new Epilogue(CUBLASLT_EPILOGUE_DEFAULT, 0, 0, 0);
+    }
 
     private record Algo(byte[] bytes, long workspaceBytes) {}
 
@@ -114,10 +136,57 @@ final class CudaLinalgKernels implements LinalgKernels {
             }
             return;
         }
-        run(out.device(), plan, b.address(), a.address(), out.address(), alpha, beta);
+        run(out.device(), plan, b.address(), a.address(), out.address(), alpha, beta, Epilogue.NONE);
     }
 
-    private void run(Device device, Plan plan, long aPtr, long bPtr, long dPtr, double alpha, double beta) {
+    /**
+     * One cuBLASLt call with an epilogue, where the operands allow it: one product (no batch), nothing to copy first,
+     * a contiguous bias of {@code out}'s dtype and length N, and a pre-activation matrix (GELU only: cuBLASLt's
+     * ReLU aux is a bit mask) laid out as {@code out} with a row stride that is a multiple of 8 elements.
+     */
+    @Override
+    public boolean mmBiasActivation(StridedView a, StridedView b, StridedView out, StridedView bias, Activation activation,
+                                    StridedView preActivation) {
+        DType dtype = out.dtype();
+        long m = out.size(1), n = out.size(2), k = a.size(2);
+        if (!MatmulPlan.supports(dtype) || out.size(0) != 1 || m == 0 || n == 0 || k == 0) return false;
+        if (bias != null && (bias.dtype() != dtype || bias.dim() != 1 || bias.size(0) != n || (n > 1 && bias.stride(0) != 1))) {
+            return false;
+        }
+        long auxLd = 0;
+        if (preActivation != null) {
+            auxLd = m > 1 ? preActivation.stride(1) : n;
+            if (activation != Activation.GELU_TANH || preActivation.dtype() != dtype
+                    || !java.util.Arrays.equals(preActivation.shape(), out.shape()) || (n > 1 && preActivation.stride(2) != 1)
+                    || auxLd < n || auxLd % 8 != 0) {
+                return false;
+            }
+        }
+        int code = switch (activation) {
+            case NONE -> bias != null ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+            case RELU -> bias != null ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+            case GELU_TANH -> preActivation != null ? (bias != null ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+                    : bias != null ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+        };
+        if (code == CUBLASLT_EPILOGUE_DEFAULT) return false;
+        Plan plan = MatmulPlan.plan(dtype, a.shape(), a.strides(), b.shape(), b.strides(), out.shape(), out.strides(),
+                MatmulSettings.allowTf32());
+        if (plan.needsCopy() || plan.outputNeedsTemp()) return false;
+        Epilogue epilogue = new Epilogue(code, bias == null ? 0 : bias.address(), preActivation == null ? 0 : preActivation.address(), auxLd);
+        Key refused = new Key(out.device().index(), plan, 0, 0, 0, code);
+        if (unsupported.contains(refused)) return false;
+        try {
+            if (run(out.device(), plan, b.address(), a.address(), out.address(), 1, 0, epilogue)) return true;
+        } catch (CudaException e) {
+            if (e.code() != CUBLAS_STATUS_NOT_SUPPORTED) throw e;
+        }
+        // The library has no algorithm for this epilogue here (a GPU or type without it): the unfused way, from now on.
+        unsupported.add(refused);
+        return false;
+    }
+
+    /** The product; false, having done nothing, where the heuristic has no algorithm for an epilogue (an error without one). */
+    private boolean run(Device device, Plan plan, long aPtr, long bPtr, long dPtr, double alpha, double beta, Epilogue epilogue) {
         long stream = kernels.get().currentStream(device); // also makes the device's context current
         CublasLt l = lt();
         long handle = handle(device);
@@ -126,13 +195,25 @@ final class CudaLinalgKernels implements LinalgKernels {
             desc = l.matmulDescCreate(plan.computeType(), plan.scaleType());
             l.matmulDescSetInt(desc, CUBLASLT_MATMUL_DESC_TRANSA, plan.a().op());
             l.matmulDescSetInt(desc, CUBLASLT_MATMUL_DESC_TRANSB, plan.b().op());
+            if (epilogue != Epilogue.NONE) {
+                l.matmulDescSetInt(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue.code());
+                if (epilogue.bias() != 0) l.matmulDescSetLong(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, epilogue.bias());
+                if (epilogue.aux() != 0) {
+                    l.matmulDescSetLong(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, epilogue.aux());
+                    l.matmulDescSetLong(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, epilogue.auxLd());
+                }
+            }
             aDesc = layout(l, plan.dataType(), plan.a(), plan.batch());
             bDesc = layout(l, plan.dataType(), plan.b(), plan.batch());
             dDesc = layout(l, plan.dataType(), new Operand(false, 0, plan.rows(), plan.cols(), plan.ldd(), plan.batchStrideD()),
                     plan.batch());
             Key key = new Key(device.index(), plan, MatmulPlan.alignment(aPtr), MatmulPlan.alignment(bPtr),
-                    MatmulPlan.alignment(dPtr));
+                    MatmulPlan.alignment(dPtr), epilogue.code());
             Algo algo = algo(l, handle, key, desc, aDesc, bDesc, dDesc);
+            if (algo == null) {
+                if (epilogue != Epilogue.NONE) return false;
+                throw new CudaException("cublasLtMatmulAlgoGetHeuristic found no algorithm for bmm " + key, null);
+            }
             MemorySegment algoSeg = arena.allocate(ALGO_SIZE, 8);
             MemorySegment.copy(MemorySegment.ofArray(algo.bytes()), 0, algoSeg, 0, ALGO_SIZE);
             ValueLayout scale = plan.scaleType() == CUDA_R_64F ? JAVA_DOUBLE : JAVA_FLOAT;
@@ -154,6 +235,7 @@ final class CudaLinalgKernels implements LinalgKernels {
                 // Stream-ordered: a later allocation on this stream runs after the matmul.
                 if (workspace != null) allocator.free(workspace);
             }
+            return true;
         } finally {
             if (dDesc != 0) l.matrixLayoutDestroy(dDesc);
             if (bDesc != 0) l.matrixLayoutDestroy(bDesc);
@@ -174,7 +256,7 @@ final class CudaLinalgKernels implements LinalgKernels {
         }
     }
 
-    /** The heuristic's first algorithm for this plan on this device, asked once and cached. */
+    /** The heuristic's first algorithm for this plan on this device, asked once and cached; null where it has none. */
     private Algo algo(CublasLt l, long handle, Key key, long desc, long aDesc, long bDesc, long dDesc) {
         Algo cached = algos.get(key);
         if (cached != null) return cached;
@@ -187,9 +269,7 @@ final class CudaLinalgKernels implements LinalgKernels {
             l.preferenceSetInt(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.alignD());
             MemorySegment results = CublasLt.allocateHeuristicResults(arena, 1);
             int found = l.algoGetHeuristic(handle, desc, aDesc, bDesc, dDesc, dDesc, pref, 1, results);
-            if (found < 1) {
-                throw new CudaException("cublasLtMatmulAlgoGetHeuristic found no algorithm for bmm " + key, null);
-            }
+            if (found < 1) return null;
             byte[] bytes = results.asSlice(HEURISTIC_ALGO_OFFSET, ALGO_SIZE).toArray(ValueLayout.JAVA_BYTE);
             long ws = results.get(ValueLayout.JAVA_LONG, HEURISTIC_WORKSPACE_SIZE_OFFSET);
             Algo algo = new Algo(bytes, ws);

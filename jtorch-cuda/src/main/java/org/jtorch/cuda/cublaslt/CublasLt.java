@@ -161,6 +161,11 @@ public final class CublasLt {
         setInt(matmulDescSetAttribute, "cublasLtMatmulDescSetAttribute", desc, attribute, value);
     }
 
+    /** A 64-bit attribute: a device pointer ({@code BIAS_POINTER}, {@code EPILOGUE_AUX_POINTER}) or an {@code int64_t}. */
+    public void matmulDescSetLong(long desc, int attribute, long value) {
+        setLong(matmulDescSetAttribute, "cublasLtMatmulDescSetAttribute", desc, attribute, value);
+    }
+
     // ---- matrix layouts -------------------------------------------------------------------------
 
     /** {@code cublasLtMatrixLayoutCreate(type, rows, cols, ld)} (column-major unless the ORDER attribute says otherwise). */

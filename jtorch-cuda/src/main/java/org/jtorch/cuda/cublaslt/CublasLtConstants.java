@@ -62,6 +62,26 @@ public final class CublasLtConstants {
     public static final int CUBLASLT_MATMUL_DESC_POINTER_MODE = 2; // cublasLt.h, int32_t
     public static final int CUBLASLT_MATMUL_DESC_TRANSA = 3;       // cublasLt.h, int32_t (cublasOperation_t)
     public static final int CUBLASLT_MATMUL_DESC_TRANSB = 4;       // cublasLt.h, int32_t (cublasOperation_t)
+    public static final int CUBLASLT_MATMUL_DESC_EPILOGUE = 7;     // cublasLt.h, uint32_t (cublasLtEpilogue_t)
+    /** A device vector of D's type (for these types), one element per row of D. */
+    public static final int CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8;          // cublasLt.h, void*
+    public static final int CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE = 10;    // cublasLt.h, int64_t (elements)
+    /** GELU_AUX: the activation's input, D's type, column-major. */
+    public static final int CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER = 11; // cublasLt.h, void*
+    /** In elements: a multiple of 8 (GELU input matrix) and at least D's rows. */
+    public static final int CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD = 12;      // cublasLt.h, int64_t
+    public static final int CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE = 13; // cublasLt.h, int64_t
+
+    // ---- cublasLtEpilogue_t (cublasLt.h) --------------------------------------------------------------
+    public static final int CUBLASLT_EPILOGUE_DEFAULT = 1;        // cublasLt.h
+    public static final int CUBLASLT_EPILOGUE_RELU = 2;           // cublasLt.h
+    public static final int CUBLASLT_EPILOGUE_BIAS = 4;           // cublasLt.h
+    public static final int CUBLASLT_EPILOGUE_RELU_BIAS = 6;      // cublasLt.h
+    /** cuBLASLt's GELU is the tanh approximation. */
+    public static final int CUBLASLT_EPILOGUE_GELU = 32;          // cublasLt.h
+    public static final int CUBLASLT_EPILOGUE_GELU_BIAS = 36;     // cublasLt.h
+    public static final int CUBLASLT_EPILOGUE_GELU_AUX = 160;     // cublasLt.h
+    public static final int CUBLASLT_EPILOGUE_GELU_AUX_BIAS = 164; // cublasLt.h
 
     // ---- cublasLtMatrixLayoutAttribute_t (cublasLt.h) -----------------------------------------------
     public static final int CUBLASLT_MATRIX_LAYOUT_TYPE = 0;                  // cublasLt.h, uint32_t
