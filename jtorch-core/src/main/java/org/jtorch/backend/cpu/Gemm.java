@@ -143,6 +143,10 @@ public final class Gemm {
             return;
         }
         long work = (long) m * n * k;
+        if (GemmShortM.serves(m, n, k, bColStride)) {
+            GemmShortM.sgemm(m, n, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc, epilogue);
+            return;
+        }
         if (bColStride == 1 && n >= L && (k <= SMALL_SIDE || m <= SMALL_SIDE)) {
             sgemmRowsDirect(m, n, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, beta, c, cOffset, ldc, epilogue);
             return;
@@ -409,7 +413,7 @@ public final class Gemm {
      * Packs the {@code kc x nc} block of op(B) starting at element {@code off} into strips of NR
      * columns: strip s holds {@code dst[s*NR*kc + p*NR + j]}; columns past nc are zero.
      */
-    private static void packB(MemorySegment b, long off, long rs, long cs, int kc, int nc, float[] dst, float[] scratch) {
+    static void packB(MemorySegment b, long off, long rs, long cs, int kc, int nc, float[] dst, float[] scratch) {
         for (int jr = 0; jr < nc; jr += NR) {
             int nr = Math.min(NR, nc - jr);
             int base = jr * kc;

@@ -3,6 +3,7 @@ package org.jtorch.backend.cpu;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.lang.foreign.Arena;
@@ -148,6 +149,26 @@ class GemmTest {
         }
     }
 
+    /**
+     * The short-m path (GemmShortM: 10-row blocks, B's panels read in place, the last narrower panel packed): every row
+     * count it serves, partial last blocks, column tails, k from 1 to its limit and just past it, plain and transposed A.
+     */
+    @Test
+    void shortMRowBlocksAgainstTheReference() {
+        assertTrue(GemmShortM.serves(20, 200, 800, 1) || Gemm.L != 16, "the LSTM's m = 20 products take the short-m path");
+        long seed = 700;
+        for (int m : new int[] {17, 19, 20, 25, 28, 30}) {
+            for (int n : new int[] {32, 33, 47, 64, 100, 200}) {
+                for (int la = 0; la < 4; la++) check(m, n, 37, 1f, 0f, la, la % 2 == 0 ? 0 : 2, seed++, false);
+                check(m, n, 1, 1f, 0.5f, 0, 0, seed++, false);
+                check(m, n, 200, -0.5f, 2f, 1, 2, seed++, false);
+            }
+        }
+        for (int k : new int[] {Gemm.KC, Gemm.KC + 1}) check(20, 50, k, 1f, 0f, 0, 0, seed++, false);
+        check(21, 64, 40, 1f, 0f, 0, 0, seed++, false); // m = 21-24: the general path's 8-row tiles
+        check(20, 31, 40, 1f, 0f, 0, 0, seed++, false); // n under one panel: the general path
+    }
+
     @Test
     void alphaAndBetaValues() {
         float[][] ab = {{1, 1}, {-0.5f, 2}, {3, -1}, {0, 0.5f}, {0, 0}};
@@ -200,7 +221,7 @@ class GemmTest {
 
     @Test
     void multiThreadedEqualsSingleThreaded() {
-        int[][] sizes = {{300, 200, 150}, {64, 1000, 70}, {1000, 20, 90}, {128, 10, 512}};
+        int[][] sizes = {{300, 200, 150}, {64, 1000, 70}, {1000, 20, 90}, {128, 10, 512}, {20, 200, 800}, {20, 810, 200}};
         SplittableRandom rnd = new SplittableRandom(9);
         for (int[] s : sizes) {
             int m = s[0], n = s[1], k = s[2];
