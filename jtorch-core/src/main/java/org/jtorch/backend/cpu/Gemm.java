@@ -143,7 +143,7 @@ public final class Gemm {
             return;
         }
         long work = (long) m * n * k;
-        if (GemmShortM.serves(m, n, k, bColStride)) {
+        if (GemmShortM.serves(m, n, k)) {
             GemmShortM.sgemm(m, n, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc, epilogue);
             return;
         }

@@ -15,8 +15,10 @@ import jdk.incubator.vector.FloatVector;
  * are then used by only m multiply-adds, and its 8-row tiles computed m = 20 as 24 rows.
  *
  * <p>Here op(A) is packed once, whole, into {@value #R}-row blocks (it is small), and op(B) is walked one {@code NR}-wide
- * column panel at a time, over all of k, read in place (only the last, narrower panel is packed, zero-padded). Each panel is finished before the next, so an epilogue sees it while it is in cache.
- * Panels are split between threads; each panel's result is computed the same way on any thread count.
+ * column panel at a time, over all of k: read in place where its rows are contiguous, else packed one panel at a time
+ * (a transposed B, a linear layer's weight; the row blocks then read the panel from L1/L2). Each panel is finished
+ * before the next, so an epilogue sees it while it is in cache. Panels are split between threads; each panel's result
+ * is computed the same way on any thread count.
  */
 final class GemmShortM {
     /** Rows of the register tile: 10 x 2 vectors is 20 accumulators, 2 B vectors and a broadcast in 32 registers. */
@@ -32,14 +34,11 @@ final class GemmShortM {
     private GemmShortM() {}
 
     /**
-     * Whether this path serves the product: B's rows contiguous (so its panels are read in place), and only where the
-     * 10-row blocks pad m less than the general path's 8-row tiles (m = 17-20, 25-30). At m = 24 or 32 the packed 8-row
-     * path measured 10-25% faster (512-bit vectors, one thread), and so did a transposed B at m = 28 (69 against 59
-     * GFLOP/s): packing its panels here costs what packing all of it there does, with more padding.
+     * Whether this path serves the product: only where its 10-row blocks pad m less than the general path's 8-row tiles
+     * (m = 17-20, 25-30). At m = 24 or 32 the packed 8-row path measured 10-25% faster (512-bit vectors, one thread).
      */
-    static boolean serves(int m, int n, int k, long bColStride) {
-        return L == 16 && bColStride == 1 && m >= MIN_M && m <= MAX_M && n >= NR && k <= MAX_K
-                && roundUp(m, R) < roundUp(m, Gemm.MR);
+    static boolean serves(int m, int n, int k) {
+        return L == 16 && m >= MIN_M && m <= MAX_M && n >= NR && k <= MAX_K && roundUp(m, R) < roundUp(m, Gemm.MR);
     }
 
     private static int roundUp(int x, int to) {

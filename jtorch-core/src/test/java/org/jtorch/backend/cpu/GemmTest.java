@@ -150,16 +150,16 @@ class GemmTest {
     }
 
     /**
-     * The short-m path (GemmShortM: 10-row blocks, B's panels read in place, the last narrower panel packed): every row
-     * count it serves, partial last blocks, column tails, k from 1 to its limit and just past it, plain and transposed A.
+     * The short-m path (GemmShortM: 10-row blocks, B's panels read in place or packed): every row count it serves, partial
+     * last blocks, column tails, k from 1 to its limit and just past it, every layout of A and B.
      */
     @Test
     void shortMRowBlocksAgainstTheReference() {
-        assertTrue(GemmShortM.serves(20, 200, 800, 1) || Gemm.L != 16, "the LSTM's m = 20 products take the short-m path");
+        assertTrue(GemmShortM.serves(20, 200, 800) || Gemm.L != 16, "the LSTM's m = 20 products take the short-m path");
         long seed = 700;
         for (int m : new int[] {17, 19, 20, 25, 28, 30}) {
             for (int n : new int[] {32, 33, 47, 64, 100, 200}) {
-                for (int la = 0; la < 4; la++) check(m, n, 37, 1f, 0f, la, la % 2 == 0 ? 0 : 2, seed++, false);
+                for (int l = 0; l < 4; l++) check(m, n, 37, 1f, 0f, l, 3 - l, seed++, false);
                 check(m, n, 1, 1f, 0.5f, 0, 0, seed++, false);
                 check(m, n, 200, -0.5f, 2f, 1, 2, seed++, false);
             }
