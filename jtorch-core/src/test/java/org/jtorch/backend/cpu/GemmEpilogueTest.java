@@ -66,7 +66,7 @@ class GemmEpilogueTest {
     @Test
     void everyPathHandsEachFinishedElementOverOnce() {
         for (int threads : new int[] {1, 2}) {
-            check(64, 200, 8, 0f, threads);      // k short: rows accumulated unpacked
+            check(64, 200, 8, 0f, threads);      // k short: packed tiles of depth 8
             check(5, 300, 40, 1f, threads);      // m short
             check(40, 7, 50, 0f, threads);       // one narrow strip of columns
             check(300, 70, 60, 1f, threads);     // packed blocks, split over rows

@@ -149,6 +149,20 @@ class GemmTest {
         }
     }
 
+    /** Short k with a longer m (a 10-class layer's input gradient): packed tiles of depth 1-16, row and column tails. */
+    @Test
+    void shortDepthLongRowsAgainstTheReference() {
+        long seed = 900;
+        for (int m : new int[] {17, 33, 128}) {
+            for (int n : new int[] {16, 47, 100}) {
+                for (int k : new int[] {1, 3, 10, 16}) {
+                    for (int l = 0; l < 4; l++) check(m, n, k, 1f, 0f, l, (l + 1) % 4, seed++, false);
+                    check(m, n, k, -0.5f, 2f, 0, 0, seed++, false);
+                }
+            }
+        }
+    }
+
     /**
      * The short-m path (GemmShortM: 10-row blocks, B's panels read in place or packed): every row count it serves, partial
      * last blocks, column tails, k from 1 to its limit and just past it, every layout of A and B.
