@@ -137,13 +137,16 @@ class GemmTest {
         }
     }
 
-    /** Short m (4-16 rows: four-row blocks of three vectors, then row tails) with every column tail and alpha/beta. */
+    /**
+     * Short m (4-16 rows: four-row blocks of three vectors, then row tails; a transposed A from 9 rows packed) with every
+     * column tail and alpha/beta.
+     */
     @Test
     void shortRowsWithColumnTails() {
         long seed = 500;
-        for (int m : new int[] {4, 5, 7, 8, 13, 16}) {
+        for (int m : new int[] {4, 5, 7, 8, 9, 10, 13, 16}) {
             for (int n : new int[] {16, 47, 48, 49, 100, 200}) {
-                for (int lb = 0; lb < 4; lb++) check(m, n, 33, 1f, 0f, 0, lb, seed++, false);
+                for (int lb = 0; lb < 4; lb++) check(m, n, 33, 1f, 0f, lb, lb, seed++, false);
                 check(m, n, 200, -0.5f, 2f, 1, 0, seed++, false);
             }
         }
