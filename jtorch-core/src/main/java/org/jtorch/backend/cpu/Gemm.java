@@ -149,9 +149,7 @@ public final class Gemm {
         }
         // Short m only: with short k (a 10-class layer's input gradient, 128 x 512 x 10) and a longer m the packed path
         // below runs 2-2.8x faster than these unpacked rows (its 8 x 32 tiles store C once per 10-16 FMAs per vector).
-        // From 9 rows a transposed A (a 10-class layer's weight gradient, dY^T X) packs faster than it is read in place:
-        // 10 x 512 x 128 42 -> 49 GFLOP/s, 16 x 512 x 512 56 -> 78.
-        if (bColStride == 1 && n >= L && (m <= 8 || (m <= SMALL_SIDE && aColStride == 1))) {
+        if (bColStride == 1 && n >= L && m <= SMALL_SIDE) {
             sgemmRowsDirect(m, n, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, beta, c, cOffset, ldc, epilogue);
             return;
         }

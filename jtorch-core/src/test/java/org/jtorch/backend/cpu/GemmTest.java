@@ -138,8 +138,8 @@ class GemmTest {
     }
 
     /**
-     * Short m (4-16 rows: four-row blocks of three vectors, then row tails; a transposed A from 9 rows packed) with every
-     * column tail and alpha/beta.
+     * Short m (4-16 rows: four-row blocks of three vectors, then row tails) with every layout, column tail and
+     * alpha/beta.
      */
     @Test
     void shortRowsWithColumnTails() {
