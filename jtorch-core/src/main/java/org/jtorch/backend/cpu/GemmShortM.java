@@ -191,7 +191,11 @@ final class GemmShortM {
         c91.intoArray(tile, 9 * NR + L);
     }
 
-    /** As {@link #kernelInPlace} over a packed panel {@code bp[p*NR + j]}. */
+    /**
+     * As {@link #kernelInPlace} over a packed panel {@code bp[p*NR + j]}. A separate copy on purpose, as Gemm's three
+     * tile kernels are: reading the panel through a heap segment instead would mix heap and native segments at one
+     * load site (C2 then compiles for both), and copying it into native memory would add a bulk copy per panel.
+     */
     private static void kernelPacked(int k, float[] ap, int aBase, float[] bp, float[] tile) {
         FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS), c10 = FloatVector.zero(FS), c11 = FloatVector.zero(FS);
         FloatVector c20 = FloatVector.zero(FS), c21 = FloatVector.zero(FS), c30 = FloatVector.zero(FS), c31 = FloatVector.zero(FS);
