@@ -3,6 +3,8 @@ package org.jtorch.bench;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -16,7 +18,8 @@ import org.jtorch.backend.cpu.Parallel;
  * <p>For each shape and thread count, timed reps alternate between the two libraries (so both see
  * the same machine load); each rep runs the call enough times to last about {@code --rep-ms} and
  * the table shows the median rep. Usage:
- * {@code GemmBench [--threads 1,2] [--reps 7] [--rep-ms 30] [--shapes square,mlp,small]}.
+ * {@code GemmBench [--threads 1,2] [--reps 7] [--rep-ms 30] [--shapes square,mlp,small] [--cputime]}. With {@code --cputime}
+ * (one thread only) reps are timed in the calling thread's CPU time, which a loaded machine disturbs less than wall time.
  */
 public final class GemmBench {
     record Shape(String name, boolean transA, boolean transB, int m, int n, int k) {
@@ -70,8 +73,12 @@ public final class GemmBench {
                 case "--reps" -> reps = Integer.parseInt(args[++i]);
                 case "--rep-ms" -> repMs = Double.parseDouble(args[++i]);
                 case "--shapes" -> which = args[++i];
+                case "--cputime" -> cpuTime = true;
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
+        }
+        if (cpuTime && Arrays.stream(threads).anyMatch(t -> t != 1)) {
+            throw new IllegalArgumentException("--cputime needs --threads 1: CPU time counts the calling thread's work only");
         }
         System.out.printf("OpenBLAS core: %s, OPENBLAS_CORETYPE=%s, OPENBLAS_THREAD_TIMEOUT=%s, cpus=%d%n",
                 OpenBlas.coreName(), System.getenv("OPENBLAS_CORETYPE"), System.getenv("OPENBLAS_THREAD_TIMEOUT"),
@@ -148,10 +155,14 @@ public final class GemmBench {
         return (int) Math.max(1, Math.round(repMs / perCall));
     }
 
+    /** Time reps in the calling thread's CPU time instead of wall time ({@code --cputime}, one thread). */
+    static boolean cpuTime;
+
     static long time(Runnable r, int iters) {
-        long t0 = System.nanoTime();
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        long t0 = cpuTime ? mx.getCurrentThreadCpuTime() : System.nanoTime();
         for (int i = 0; i < iters; i++) r.run();
-        return System.nanoTime() - t0;
+        return (cpuTime ? mx.getCurrentThreadCpuTime() : System.nanoTime()) - t0;
     }
 
     static MemorySegment random(Arena arena, long count, long seed) {

@@ -10,10 +10,11 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 
 /**
- * {@link Gemm#sgemm}'s path for a short op(A) ({@value #MIN_M} to {@value #MAX_M} rows: a recurrent layer's batch, a
- * small batch's linear layers), where the general path ran at 57-68 GFLOP/s on one core against PyTorch's 81-88: it
- * packed all of op(B), whose elements are then used by only m multiply-adds, and its 8-row tiles computed m = 20 as 24
- * rows.
+ * {@link Gemm#sgemm}'s path for a short op(A) (some of {@value #MIN_M} to {@value #MAX_M} rows: a recurrent layer's
+ * batch, a 10-class layer's weight gradient), where the general path ran at 57-68 GFLOP/s on one core against
+ * PyTorch's 81-88: it packed all of op(B), whose elements are then used by only m multiply-adds, and its 8-row tiles
+ * computed m = 20 as 24 rows. At m = 10 the unpacked rows of {@code Gemm.sgemmRowsDirect} read a transposed A element
+ * by element (10 x 512 x 128: 41 GFLOP/s here 98).
  *
  * <p>Here op(A) is packed once, whole, into {@value #R}-row blocks (it is small), and op(B) is walked one {@code NR}-wide
  * column panel at a time, over all of k: read in place where its rows are contiguous, else packed one panel at a time
@@ -24,7 +25,7 @@ import jdk.incubator.vector.FloatVector;
 final class GemmShortM {
     /** Rows of the register tile: 10 x 2 vectors is 20 accumulators, 2 B vectors and a broadcast in 32 registers. */
     static final int R = 10;
-    static final int MIN_M = Gemm.SMALL_SIDE + 1;
+    static final int MIN_M = 9;
     static final int MAX_M = 30;
     /** op(A) is packed whole and op(B) a whole-k panel at a time, in KC-deep buffers; deeper products take the general path. */
     static final int MAX_K = Gemm.KC;
@@ -36,7 +37,8 @@ final class GemmShortM {
 
     /**
      * Whether this path serves the product: only where its 10-row blocks pad m less than the general path's 8-row tiles
-     * (m = 17-20, 25-30). At m = 24 or 32 the packed 8-row path measured 10-25% faster (512-bit vectors, one thread).
+     * (m = 9-10, 17-20, 25-30). At m = 24 or 32 the packed 8-row path measured 10-25% faster (512-bit vectors, one
+     * thread).
      */
     static boolean serves(int m, int n, int k) {
         return L == 16 && m >= MIN_M && m <= MAX_M && n >= NR && k <= MAX_K && roundUp(m, R) < roundUp(m, Gemm.MR);

@@ -138,8 +138,8 @@ class GemmTest {
     }
 
     /**
-     * Short m (4-16 rows: four-row blocks of three vectors, then row tails) with every layout, column tail and
-     * alpha/beta.
+     * Short m (4-16 rows: four-row blocks of three vectors, then row tails; 9-10 rows from 32 columns the short-m path)
+     * with every layout, column tail and alpha/beta.
      */
     @Test
     void shortRowsWithColumnTails() {
@@ -173,8 +173,9 @@ class GemmTest {
     @Test
     void shortMRowBlocksAgainstTheReference() {
         assertTrue(GemmShortM.serves(20, 200, 800) || Gemm.L != 16, "the LSTM's m = 20 products take the short-m path");
+        assertTrue(GemmShortM.serves(10, 512, 128) || Gemm.L != 16, "a 10-class weight gradient takes the short-m path");
         long seed = 700;
-        for (int m : new int[] {17, 19, 20, 25, 28, 30}) {
+        for (int m : new int[] {9, 10, 17, 19, 20, 25, 28, 30}) {
             for (int n : new int[] {32, 33, 47, 64, 100, 200}) {
                 for (int l = 0; l < 4; l++) check(m, n, 37, 1f, 0f, l, 3 - l, seed++, false);
                 check(m, n, 1, 1f, 0.5f, 0, 0, seed++, false);
@@ -238,7 +239,8 @@ class GemmTest {
 
     @Test
     void multiThreadedEqualsSingleThreaded() {
-        int[][] sizes = {{300, 200, 150}, {64, 1000, 70}, {1000, 20, 90}, {128, 10, 512}, {20, 200, 800}, {20, 810, 200}};
+        int[][] sizes = {{300, 200, 150}, {64, 1000, 70}, {1000, 20, 90}, {128, 10, 512}, {20, 200, 800}, {20, 810, 200},
+                {10, 800, 200}};
         SplittableRandom rnd = new SplittableRandom(9);
         for (int[] s : sizes) {
             int m = s[0], n = s[1], k = s[2];
