@@ -206,9 +206,9 @@ public final class Gemm {
     static final int SMALL_SIDE = 16;
 
     /**
-     * Unpacked kernel for a short m (at most {@link #SMALL_SIDE}, e.g. a 10-class layer's weight gradient) with rows of
-     * B contiguous: each row of C is accumulated 64 columns at a time as {@code sum_p A[i][p] * B[p][:]}, with B's rows
-     * read in place.
+     * Unpacked kernel for a short m (at most {@link #SMALL_SIDE} rows that {@link GemmShortM} does not take: m = 1-8 and
+     * 11-16, or fewer than 32 columns) with rows of B contiguous: each row of C is accumulated 64 columns at a time as
+     * {@code sum_p A[i][p] * B[p][:]}, with B's rows read in place.
      */
     private static void sgemmRowsDirect(int m, int n, int k, float alpha, MemorySegment a, long aOff, long ars, long acs,
                                         MemorySegment b, long bOff, long brs, float beta, MemorySegment c, long cOff, long ldc,
