@@ -14,7 +14,7 @@ import jdk.incubator.vector.FloatVector;
  * batch, a 10-class layer's weight gradient), where the general path ran at 57-68 GFLOP/s on one core against
  * PyTorch's 81-88: it packed all of op(B), whose elements are then used by only m multiply-adds, and its 8-row tiles
  * computed m = 20 as 24 rows. At m = 10 the unpacked rows of {@code Gemm.sgemmRowsDirect} read a transposed A element
- * by element (10 x 512 x 128: 41 GFLOP/s here 98).
+ * by element (10 x 512 x 128: 41 GFLOP/s there, 94-98 here).
  *
  * <p>Here op(A) is packed once, whole, into {@value #R}-row blocks (it is small), and op(B) is walked one {@code NR}-wide
  * column panel at a time, over all of k: read in place where its rows are contiguous, else packed one panel at a time
