@@ -3,6 +3,8 @@ package org.jtorch.bench;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -16,7 +18,8 @@ import org.jtorch.backend.cpu.Parallel;
  * <p>For each shape and thread count, timed reps alternate between the two libraries (so both see
  * the same machine load); each rep runs the call enough times to last about {@code --rep-ms} and
  * the table shows the median rep. Usage:
- * {@code GemmBench [--threads 1,2] [--reps 7] [--rep-ms 30] [--shapes square,mlp]}.
+ * {@code GemmBench [--threads 1,2] [--reps 7] [--rep-ms 30] [--shapes square,mlp,small] [--cputime]}. With {@code --cputime}
+ * (one thread only) reps are timed in the calling thread's CPU time, which a loaded machine disturbs less than wall time.
  */
 public final class GemmBench {
     record Shape(String name, boolean transA, boolean transB, int m, int n, int k) {
@@ -42,6 +45,20 @@ public final class GemmBench {
             s.add(new Shape("dgrad[128x512]x[512x512] (B^T)", false, true, 128, 512, 512));
             s.add(new Shape("dgrad[128x10]x[10x512] (B^T)", false, true, 128, 512, 10));
         }
+        if (which.contains("small")) {
+            // The word language model's LSTM at batch 20 (per time step, 2 x 200 wide) and 10-class heads as nn.Linear
+            // runs them (weights [out x in]): the issue-20 shapes of few rows or a short depth.
+            s.add(new Shape("lstm fwd [20x200]x[200x800] (B^T)", false, true, 20, 800, 200));
+            s.add(new Shape("lstm dgrad [20x800]x[800x200]", false, false, 20, 200, 800));
+            s.add(new Shape("lstm wgrad [800x20]x[20x200] (A^T)", true, false, 800, 200, 20));
+            s.add(new Shape("dgrad [28x800]x[800x200]", false, false, 28, 200, 800));
+            s.add(new Shape("head fwd [128x512]x[512x10] (B^T)", false, true, 128, 10, 512));
+            s.add(new Shape("head wgrad [10x128]x[128x512] (A^T)", true, false, 10, 512, 128));
+            s.add(new Shape("head dgrad [128x10]x[10x512]", false, false, 128, 512, 10));
+            s.add(new Shape("head fwd [64x84]x[84x10] (B^T)", false, true, 64, 10, 84));
+            s.add(new Shape("head wgrad [10x64]x[64x84] (A^T)", true, false, 10, 84, 64));
+            s.add(new Shape("head dgrad [64x10]x[10x84]", false, false, 64, 84, 10));
+        }
         return s;
     }
 
@@ -56,8 +73,12 @@ public final class GemmBench {
                 case "--reps" -> reps = Integer.parseInt(args[++i]);
                 case "--rep-ms" -> repMs = Double.parseDouble(args[++i]);
                 case "--shapes" -> which = args[++i];
+                case "--cputime" -> cpuTime = true;
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
+        }
+        if (cpuTime && Arrays.stream(threads).anyMatch(t -> t != 1)) {
+            throw new IllegalArgumentException("--cputime needs --threads 1: CPU time counts the calling thread's work only");
         }
         System.out.printf("OpenBLAS core: %s, OPENBLAS_CORETYPE=%s, OPENBLAS_THREAD_TIMEOUT=%s, cpus=%d%n",
                 OpenBlas.coreName(), System.getenv("OPENBLAS_CORETYPE"), System.getenv("OPENBLAS_THREAD_TIMEOUT"),
@@ -70,7 +91,7 @@ public final class GemmBench {
             Parallel.setNumThreads(t);
             OpenBlas.setNumThreads(t);
             System.out.printf("%n%d thread(s)%n", t);
-            System.out.printf("%-34s %12s %12s %7s %10s%n", "shape (m x k) x (k x n)", "jtorch GF/s", "OpenBLAS GF/s", "ratio", "max relerr");
+            System.out.printf("%-38s %12s %12s %7s %10s%n", "shape (m x k) x (k x n)", "jtorch GF/s", "OpenBLAS GF/s", "ratio", "max relerr");
             for (Shape s : list) run(s, reps, repMs, true);
         }
     }
@@ -105,7 +126,7 @@ public final class GemmBench {
             }
             double err = maxRelErr(c1, c2, (long) s.m * s.n);
             double mj = median(gj), mo = median(go);
-            if (print) System.out.printf("%-34s %12.1f %12.1f %7.2f %10.1e%n", s.name, mj, mo, mj / mo, err);
+            if (print) System.out.printf("%-38s %12.1f %12.1f %7.2f %10.1e%n", s.name, mj, mo, mj / mo, err);
         }
     }
 
@@ -134,10 +155,14 @@ public final class GemmBench {
         return (int) Math.max(1, Math.round(repMs / perCall));
     }
 
+    /** Time reps in the calling thread's CPU time instead of wall time ({@code --cputime}, one thread). */
+    static boolean cpuTime;
+
     static long time(Runnable r, int iters) {
-        long t0 = System.nanoTime();
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        long t0 = cpuTime ? mx.getCurrentThreadCpuTime() : System.nanoTime();
         for (int i = 0; i < iters; i++) r.run();
-        return System.nanoTime() - t0;
+        return (cpuTime ? mx.getCurrentThreadCpuTime() : System.nanoTime()) - t0;
     }
 
     static MemorySegment random(Arena arena, long count, long seed) {

@@ -66,11 +66,13 @@ class GemmEpilogueTest {
     @Test
     void everyPathHandsEachFinishedElementOverOnce() {
         for (int threads : new int[] {1, 2}) {
-            check(64, 200, 8, 0f, threads);      // k short: rows accumulated unpacked
+            check(64, 200, 8, 0f, threads);      // k short: packed tiles of depth 8
             check(5, 300, 40, 1f, threads);      // m short
             check(40, 7, 50, 0f, threads);       // one narrow strip of columns
             check(300, 70, 60, 1f, threads);     // packed blocks, split over rows
-            check(20, 900, 60, 0f, threads);     // split over columns
+            check(24, 900, 60, 0f, threads);     // split over columns
+            check(20, 250, 300, 1f, threads);    // m = 20: short-m panels, the last (26 columns) packed
+            check(10, 100, 64, 0f, threads);     // m = 10: one short-m block
             check(130, 96, 1100, 0f, threads);   // k over one cache block: two passes, the epilogue after the last
             check(9, 33, 0, 1f, threads);        // k = 0: C = beta * C, then the epilogue
         }

@@ -3,6 +3,7 @@ package org.jtorch.backend.cpu;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.lang.foreign.Arena;
@@ -136,16 +137,54 @@ class GemmTest {
         }
     }
 
-    /** Short m (4-16 rows: four-row blocks of three vectors, then row tails) with every column tail and alpha/beta. */
+    /**
+     * Short m (4-16 rows: four-row blocks of three vectors, then row tails; 9-10 rows from 32 columns the short-m path)
+     * with every layout, column tail and alpha/beta.
+     */
     @Test
     void shortRowsWithColumnTails() {
         long seed = 500;
-        for (int m : new int[] {4, 5, 7, 8, 13, 16}) {
+        for (int m : new int[] {4, 5, 7, 8, 9, 10, 13, 16}) {
             for (int n : new int[] {16, 47, 48, 49, 100, 200}) {
-                for (int lb = 0; lb < 4; lb++) check(m, n, 33, 1f, 0f, 0, lb, seed++, false);
+                for (int lb = 0; lb < 4; lb++) check(m, n, 33, 1f, 0f, lb, lb, seed++, false);
                 check(m, n, 200, -0.5f, 2f, 1, 0, seed++, false);
             }
         }
+    }
+
+    /** Short k with a longer m (a 10-class layer's input gradient): packed tiles of depth 1-16, row and column tails. */
+    @Test
+    void shortDepthLongRowsAgainstTheReference() {
+        long seed = 900;
+        for (int m : new int[] {17, 33, 128}) {
+            for (int n : new int[] {16, 47, 100}) {
+                for (int k : new int[] {1, 3, 10, 16}) {
+                    for (int l = 0; l < 4; l++) check(m, n, k, 1f, 0f, l, (l + 1) % 4, seed++, false);
+                    check(m, n, k, -0.5f, 2f, 0, 0, seed++, false);
+                }
+            }
+        }
+    }
+
+    /**
+     * The short-m path (GemmShortM: 10-row blocks, B's panels read in place or packed): every row count it serves, partial
+     * last blocks, column tails, k from 1 to its limit and just past it, every layout of A and B.
+     */
+    @Test
+    void shortMRowBlocksAgainstTheReference() {
+        assertTrue(GemmShortM.serves(20, 200, 800) || Gemm.L != 16, "the LSTM's m = 20 products take the short-m path");
+        assertTrue(GemmShortM.serves(10, 512, 128) || Gemm.L != 16, "a 10-class weight gradient takes the short-m path");
+        long seed = 700;
+        for (int m : new int[] {9, 10, 17, 19, 20, 25, 28, 30}) {
+            for (int n : new int[] {32, 33, 47, 64, 100, 200}) {
+                for (int l = 0; l < 4; l++) check(m, n, 37, 1f, 0f, l, 3 - l, seed++, false);
+                check(m, n, 1, 1f, 0.5f, 0, 0, seed++, false);
+                check(m, n, 200, -0.5f, 2f, 1, 2, seed++, false);
+            }
+        }
+        for (int k : new int[] {Gemm.KC, Gemm.KC + 1}) check(20, 50, k, 1f, 0f, 0, 0, seed++, false);
+        check(21, 64, 40, 1f, 0f, 0, 0, seed++, false); // m = 21-24: the general path's 8-row tiles
+        check(20, 31, 40, 1f, 0f, 0, 0, seed++, false); // n under one panel: the general path
     }
 
     @Test
@@ -200,7 +239,8 @@ class GemmTest {
 
     @Test
     void multiThreadedEqualsSingleThreaded() {
-        int[][] sizes = {{300, 200, 150}, {64, 1000, 70}, {1000, 20, 90}, {128, 10, 512}};
+        int[][] sizes = {{300, 200, 150}, {64, 1000, 70}, {1000, 20, 90}, {128, 10, 512}, {20, 200, 800}, {20, 810, 200},
+                {10, 800, 200}};
         SplittableRandom rnd = new SplittableRandom(9);
         for (int[] s : sizes) {
             int m = s[0], n = s[1], k = s[2];
