@@ -353,21 +353,7 @@ public final class F {
     public static Tensor layerNorm(Tensor x, long[] normalizedShape, Tensor weight, Tensor bias, double eps) {
         Arguments.nonNull("layerNorm", "x", x);
         Arguments.nonNull("layerNorm", "normalizedShape", normalizedShape);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("layer_norm", t -> layerNorm(t[0], normalizedShape, t[1], t[2], eps), x, weight, bias);
-            if (r != null) return r;
-        }
-        int[] dims = trailingDims("layerNorm", x, normalizedShape);
-        checkAffine("layerNorm", "weight", weight, normalizedShape);
-        checkAffine("layerNorm", "bias", bias, normalizedShape);
-        return MemoryScope.run(() -> {
-            Tensor mean = x.mean(dims, true);
-            Tensor var = x.var(dims, 0, true);
-            Tensor y = x.sub(mean).mul(var.add(eps).rsqrt());
-            if (weight != null) y = y.mul(weight);
-            if (bias != null) y = y.add(bias);
-            return y;
-        });
+        return org.jtorch.ops.Normalization.layerNorm(x, normalizedShape, weight, bias, eps);
     }
 
     /**
@@ -377,46 +363,7 @@ public final class F {
     public static Tensor rmsNorm(Tensor x, long[] normalizedShape, Tensor weight, Double eps) {
         Arguments.nonNull("rmsNorm", "x", x);
         Arguments.nonNull("rmsNorm", "normalizedShape", normalizedShape);
-        int[] dims = trailingDims("rmsNorm", x, normalizedShape);
-        checkAffine("rmsNorm", "weight", weight, normalizedShape);
-        double e = eps != null ? eps : machineEpsilon(x.dtype());
-        return MemoryScope.run(() -> {
-            Tensor y = x.mul(x.mul(x).mean(dims, true).add(e).rsqrt());
-            return weight != null ? y.mul(weight) : y;
-        });
-    }
-
-    /** {@code torch.finfo(dtype).eps}. */
-    static double machineEpsilon(DType dtype) {
-        return switch (dtype) {
-            case FLOAT64 -> Math.ulp(1.0);
-            case FLOAT32 -> Math.ulp(1.0f);
-            case FLOAT16 -> 0.0009765625;
-            case BFLOAT16 -> 0.0078125;
-            default -> throw new IllegalArgumentException("rmsNorm: expected a floating point input, got " + dtype);
-        };
-    }
-
-    private static int[] trailingDims(String op, Tensor x, long[] normalizedShape) {
-        int k = normalizedShape.length;
-        if (k == 0) throw new IllegalArgumentException(op + ": normalizedShape must have at least one dimension");
-        long[] s = x.shape();
-        boolean ok = s.length >= k && Arrays.equals(Arrays.copyOfRange(s, s.length - k, s.length), normalizedShape);
-        if (!ok) {
-            throw new IllegalArgumentException(op + ": given normalized_shape=" + Shapes.format(normalizedShape)
-                    + ", expected input with shape [*, " + Shapes.format(normalizedShape).substring(1) + ", but got input of size "
-                    + Shapes.format(s));
-        }
-        int[] dims = new int[k];
-        for (int i = 0; i < k; i++) dims[i] = s.length - k + i;
-        return dims;
-    }
-
-    private static void checkAffine(String op, String what, Tensor t, long[] normalizedShape) {
-        if (t != null && !Arrays.equals(t.shape(), normalizedShape)) {
-            throw new IllegalArgumentException(op + ": expected " + what + " of shape " + Shapes.format(normalizedShape) + ", got "
-                    + Shapes.format(t.shape()));
-        }
+        return org.jtorch.ops.Normalization.rmsNorm(x, normalizedShape, weight, eps);
     }
 
     // ------------------------------------------------------------------ embedding

@@ -89,6 +89,19 @@ final class ExprCompiler {
                 TensorFn value = compile(u.value());
                 yield v -> v.reduction().unreduce(value.eval(v));
             }
+            case Expr.ReduceTrailing r -> compileReduceTrailing(r);
+            case Expr.ReshapeLike r -> {
+                TensorFn value = compile(r.value());
+                TensorFn like = compile(r.like());
+                yield v -> value.eval(v).reshape(like.eval(v).shape());
+            }
+            case Expr.Widened w -> {
+                TensorFn value = compile(w.value());
+                yield v -> {
+                    Tensor t = value.eval(v);
+                    return t.dtype() == DType.FLOAT16 || t.dtype() == DType.BFLOAT16 ? t.to(DType.FLOAT32) : t;
+                };
+            }
             case Expr.IfScalar p -> {
                 int i = p.index();
                 double value = p.value();
@@ -107,7 +120,12 @@ final class ExprCompiler {
                 yield v -> value;
             }
             case Expr.Count c -> v -> v.reduction().count();
-            case Expr.Math m when m.args().stream().anyMatch(ExprCompiler::readsCount) -> {
+            case Expr.Size z -> {
+                TensorFn of = compile(z.of());
+                int dim = z.dim();
+                yield v -> of.eval(v).size(dim);
+            }
+            case Expr.Math m when m.args().stream().anyMatch(ExprCompiler::readsCall) -> {
                 ScalarFn a = compileScalar(m.args().get(0));
                 ScalarFn b = m.args().size() > 1 ? compileScalar(m.args().get(1)) : v -> 0;
                 ScalarFn c = m.args().size() > 2 ? compileScalar(m.args().get(2)) : v -> 0;
@@ -117,8 +135,24 @@ final class ExprCompiler {
         };
     }
 
-    private static boolean readsCount(Expr e) {
-        return e instanceof Expr.Count || e instanceof Expr.Math m && m.args().stream().anyMatch(ExprCompiler::readsCount);
+    /** Whether a scalar tree reads the call (a reduction's count, a tensor's size), not only its parameters. */
+    private static boolean readsCall(Expr e) {
+        return e instanceof Expr.Count || e instanceof Expr.Size || e instanceof Expr.Math m && m.args().stream().anyMatch(ExprCompiler::readsCall);
+    }
+
+    /** A reduction over the last dimensions of its value, keeping them ({@link Expr.ReduceTrailing}). */
+    private static TensorFn compileReduceTrailing(Expr.ReduceTrailing r) {
+        OpDef op = r.op();
+        TensorFn x = compile(r.value());
+        ScalarFn count = compileScalar(r.count());
+        ScalarFn param = r.param() == null ? v -> 0 : compileScalar(r.param());
+        return v -> {
+            Tensor t = x.eval(v);
+            int k = (int) count.eval(v);
+            int[] dims = new int[k];
+            for (int i = 0; i < k; i++) dims[i] = t.dim() - k + i;
+            return Dispatcher.reduce(op, t, new ReduceArgs(dims, true), null, param.eval(v));
+        };
     }
 
     private static TensorFn compileOp(Expr.Op o) {
