@@ -28,6 +28,7 @@ public final class Backends {
     private static void registerOpKernels(Backend backend) {
         LinalgOpKernels.register(backend);
         ConvolutionOpKernels.register(backend);
+        PoolingOpKernels.register(backend);
     }
 
     private Backends() {}
