@@ -12,6 +12,8 @@ import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
+import org.jtorch.op.LossOps;
+import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Padding;
 import org.jtorch.ops.Pooling;
 import org.jtorch.ops.Pooling3d;
@@ -811,21 +813,24 @@ public final class F {
         };
     }
 
-    /** Mean squared error {@code (input - target)^2}, broadcast, then reduced. */
+    /** PyTorch's {@code at::Reduction} value of {@code reduction}: the declared losses' first scalar ({@link LossOps}). */
+    private static double reductionEnum(Reduction reduction) {
+        return switch (reduction) {
+            case NONE -> LossOps.NONE;
+            case MEAN -> LossOps.MEAN;
+            case SUM -> LossOps.SUM;
+            case BATCHMEAN -> throw new IllegalArgumentException("reduction BATCHMEAN is only defined for klDiv");
+        };
+    }
+
+    /** Mean squared error {@code (input - target)^2}, broadcast, then reduced ({@link LossOps#MSE_LOSS}). */
     public static Tensor mseLoss(Tensor input, Tensor target, Reduction reduction) {
         Arguments.nonNull("mseLoss", "input", input);
         Arguments.nonNull("mseLoss", "target", target);
         Arguments.nonNull("mseLoss", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("mse_loss", t -> mseLoss(t[0], t[1], reduction), input, target);
-            if (r != null) return r;
-        }
         checkReduction("mseLoss", reduction);
         checkFloatingLoss("mseLoss", input, target);
-        return MemoryScope.run(() -> {
-            Tensor d = input.sub(target);
-            return reduce(d.mul(d), reduction);
-        });
+        return Dispatcher.call(LossOps.MSE_LOSS, new Tensor[] {input, target}, reductionEnum(reduction));
     }
 
     public static Tensor mseLoss(Tensor input, Tensor target) { return mseLoss(input, target, Reduction.MEAN); }
@@ -835,12 +840,8 @@ public final class F {
         Arguments.nonNull("l1Loss", "input", input);
         Arguments.nonNull("l1Loss", "target", target);
         Arguments.nonNull("l1Loss", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("l1_loss", t -> l1Loss(t[0], t[1], reduction), input, target);
-            if (r != null) return r;
-        }
         checkReduction("l1Loss", reduction);
-        return MemoryScope.run(() -> reduce(input.sub(target).abs(), reduction));
+        return Dispatcher.call(LossOps.L1_LOSS, new Tensor[] {input, target}, reductionEnum(reduction));
     }
 
     public static Tensor l1Loss(Tensor input, Tensor target) { return l1Loss(input, target, Reduction.MEAN); }
@@ -859,19 +860,11 @@ public final class F {
         Arguments.nonNull("smoothL1Loss", "input", input);
         Arguments.nonNull("smoothL1Loss", "target", target);
         Arguments.nonNull("smoothL1Loss", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("smooth_l1_loss", t -> smoothL1Loss(t[0], t[1], reduction, beta), input, target);
-            if (r != null) return r;
-        }
         checkReduction("smoothL1Loss", reduction);
         checkFloatingLoss("smoothL1Loss", input, target);
         if (beta < 0) throw new IllegalArgumentException("smoothL1Loss: smooth_l1_loss does not support negative values for beta, got " + beta);
         if (beta == 0) return l1Loss(input, target, reduction);
-        return MemoryScope.run(() -> {
-            Tensor d = input.sub(target).abs();
-            Tensor loss = Torch.where(d.lt(beta), d.mul(d).mul(0.5 / beta), d.sub(0.5 * beta));
-            return reduce(loss, reduction);
-        });
+        return Dispatcher.call(LossOps.SMOOTH_L1_LOSS, new Tensor[] {input, target}, reductionEnum(reduction), beta);
     }
 
     public static Tensor smoothL1Loss(Tensor input, Tensor target) { return smoothL1Loss(input, target, Reduction.MEAN, 1.0); }
@@ -883,18 +876,10 @@ public final class F {
         Arguments.nonNull("huberLoss", "input", input);
         Arguments.nonNull("huberLoss", "target", target);
         Arguments.nonNull("huberLoss", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("huber_loss", t -> huberLoss(t[0], t[1], reduction, delta), input, target);
-            if (r != null) return r;
-        }
         checkReduction("huberLoss", reduction);
         checkFloatingLoss("huberLoss", input, target);
         if (!(delta > 0)) throw new IllegalArgumentException("huberLoss: huber_loss does not support non-positive values for delta, got " + delta);
-        return MemoryScope.run(() -> {
-            Tensor d = input.sub(target).abs();
-            Tensor loss = Torch.where(d.lt(delta), d.mul(d).mul(0.5), d.sub(0.5 * delta).mul(delta));
-            return reduce(loss, reduction);
-        });
+        return Dispatcher.call(LossOps.HUBER_LOSS, new Tensor[] {input, target}, reductionEnum(reduction), delta);
     }
 
     public static Tensor huberLoss(Tensor input, Tensor target) { return huberLoss(input, target, Reduction.MEAN, 1.0); }

@@ -110,6 +110,11 @@ public sealed interface Expr {
         }
     }
 
+    /** {@code op} (a reduction) of {@code value} over all its dimensions: a 0-dim result (a loss's {@code mean} or {@code sum}). */
+    record ReduceAll(OpDef op, Expr value) implements Expr {
+        public String toString() { return op.name() + "(" + value + ")"; }
+    }
+
     /** The size of tensor {@code of} along dimension {@code dim}: a scalar read from a shape, not from data. */
     record Size(Expr of, int dim) implements Expr {
         public String toString() { return of + ".size(" + dim + ")"; }
@@ -152,6 +157,7 @@ public sealed interface Expr {
             case IfScalar p -> p.then().reads(node) || p.otherwise().reads(node);
             case Unreduce u -> u.value().reads(node);
             case ReduceTrailing r -> r.value().reads(node);
+            case ReduceAll r -> r.value().reads(node);
             case Size z -> z.of().reads(node);
             case ReshapeLike r -> r.value().reads(node) || r.like().reads(node);
             case Widened w -> w.value().reads(node);
@@ -172,6 +178,7 @@ public sealed interface Expr {
             case IfScalar p -> p.then().readsInput(index) || p.otherwise().readsInput(index);
             case Unreduce u -> u.value().readsInput(index);
             case ReduceTrailing r -> r.value().readsInput(index);
+            case ReduceAll r -> r.value().readsInput(index);
             case Size z -> z.of().readsInput(index);
             case ReshapeLike r -> r.value().readsInput(index) || r.like().readsInput(index);
             case Widened w -> w.value().readsInput(index);

@@ -514,7 +514,7 @@ public final class Dispatcher {
                 readsResult[i] = e.reads(Expr.RESULT);
                 for (int j = 0; j < readsInput[i].length; j++) readsInput[i][j] = e.readsInput(j);
             }
-            TensorFn composition = op.composition() == null ? null : ExprCompiler.compile(op.composition());
+            TensorFn composition = op.composition() == null ? null : ExprCompiler.compileComposition(op.composition());
             boolean[] anyReadsInput = new boolean[Math.max(inputs, d.size())];
             boolean anyReadsResult = false;
             for (int i = 0; i < d.size(); i++) {

@@ -1,0 +1,75 @@
+package org.jtorch.op;
+
+import static org.jtorch.op.Expr.call;
+import static org.jtorch.op.Expr.in;
+import static org.jtorch.op.Expr.scalar;
+
+import org.jtorch.Device;
+
+/**
+ * The elementwise regression losses, declared as compositions ({@link OpDef.Kind#COMPOSITE}, differentiated through
+ * their parts): {@code mse_loss}, {@code l1_loss}, {@code smooth_l1_loss} and {@code huber_loss}. The first scalar is
+ * PyTorch's {@code reduction} enum ({@link #NONE}, {@link #MEAN}, {@link #SUM}). Their front ends ({@code nn.F}) check
+ * the arguments; autocast runs them in float32 on both device types, as PyTorch 1.13's lists.
+ */
+public final class LossOps {
+    private LossOps() {}
+
+    /** PyTorch's {@code at::Reduction} values, the losses' first scalar. */
+    public static final int NONE = 0, MEAN = 1, SUM = 2;
+
+    private static final Expr SELF = in(0, "self");
+    private static final Expr TARGET = in(1, "target");
+
+    public static final OpDef MSE_LOSS = loss("mse_loss", DTypeRule.FLOATING_ONLY, null,
+            reduced(call(PointwiseOps.MUL, difference(), difference())), "(self - target)^2, reduced");
+
+    public static final OpDef L1_LOSS = loss("l1_loss", DTypeRule.SAME_NO_BOOL, null, reduced(absoluteDifference()),
+            "|self - target|, reduced");
+
+    /** {@code |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta} ({@code beta > 0}: the front end calls {@link #L1_LOSS} for 0). */
+    public static final OpDef SMOOTH_L1_LOSS = loss("smooth_l1_loss", DTypeRule.FLOATING_ONLY, Param.scalar("beta", "float", "1.0"),
+            reduced(piecewise(scalar(1, "beta"),
+                    call(PointwiseOps.MUL, square(), Expr.math(Fn.DIV, Expr.c(0.5), scalar(1, "beta"))),
+                    call(PointwiseOps.SUB, absoluteDifference(), Expr.math(Fn.MUL, Expr.c(0.5), scalar(1, "beta"))))),
+            "quadratic below beta, linear above, reduced");
+
+    /** {@code |d| < delta ? 0.5 d^2 : delta (|d| - 0.5 delta)}. */
+    public static final OpDef HUBER_LOSS = loss("huber_loss", DTypeRule.FLOATING_ONLY, Param.scalar("delta", "float", "1.0"),
+            reduced(piecewise(scalar(1, "delta"), call(PointwiseOps.MUL, square(), Expr.c(0.5)),
+                    call(PointwiseOps.MUL, call(PointwiseOps.SUB, absoluteDifference(), Expr.math(Fn.MUL, Expr.c(0.5), scalar(1, "delta"))),
+                            scalar(1, "delta")))),
+            "quadratic below delta, linear above, reduced");
+
+    private static OpDef loss(String name, DTypeRule rule, Param extra, Expr composition, String doc) {
+        Param reduction = Param.scalar("reduction", "int", "Mean");
+        OpDef.Builder b = OpDef.composite(name).rule(rule);
+        if (extra == null) b.signature(Param.tensor("self"), Param.tensor("target"), reduction);
+        else b.signature(Param.tensor("self"), Param.tensor("target"), reduction, extra);
+        return b.composition(composition).autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.FP32)
+                .doc(doc).build();
+    }
+
+    private static Expr difference() {
+        return call(PointwiseOps.SUB, SELF, TARGET);
+    }
+
+    private static Expr absoluteDifference() {
+        return call(PointwiseOps.ABS, difference());
+    }
+
+    private static Expr square() {
+        return call(PointwiseOps.MUL, absoluteDifference(), absoluteDifference());
+    }
+
+    /** {@code |d| < bound ? below : above}. */
+    private static Expr piecewise(Expr bound, Expr below, Expr above) {
+        return Expr.where(call(PointwiseOps.LT, absoluteDifference(), bound), below, above);
+    }
+
+    /** The loss per element reduced as the call's {@code reduction} says. */
+    private static Expr reduced(Expr loss) {
+        return new Expr.IfScalar(0, MEAN, new Expr.ReduceAll(ReductionOps.MEAN, loss),
+                new Expr.IfScalar(0, SUM, new Expr.ReduceAll(ReductionOps.SUM, loss), loss));
+    }
+}

@@ -1,0 +1,119 @@
+package org.jtorch.ops;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.Generator;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.amp.Autocast;
+import org.jtorch.autograd.Gradcheck;
+import org.jtorch.memory.MemoryScope;
+import org.jtorch.nn.F;
+import org.jtorch.nn.F.Reduction;
+import org.jtorch.op.LossOps;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.ReduceArgs;
+import org.jtorch.op.TraceHook;
+import org.jtorch.testing.Fixtures;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The regression losses as declared compositions ({@link LossOps}): what the trace sees (a subtree used twice runs once),
+ * the reductions, autocast from the declaration, and gradients of both orders. References are the formulas computed
+ * here; values against PyTorch 1.13 are in {@code nn.NnConformanceTest} and {@code nn.LossOverloadsConformanceTest}.
+ */
+class LossOpsTest {
+    private static final Device DEVICE = Fixtures.device();
+    private MemoryScope scope;
+
+    @BeforeEach
+    void open() {
+        scope = new MemoryScope();
+    }
+
+    @AfterEach
+    void close() {
+        scope.close();
+    }
+
+    private static List<String> traced(Runnable body) {
+        List<String> names = new ArrayList<>();
+        TraceHook<Tensor> hook = (OpDef op, List<Tensor> inputs, double[] scalars, ReduceArgs reduce, Tensor output) -> names.add(op.name());
+        try (Dispatcher.TraceScope t = Dispatcher.trace(hook)) {
+            body.run();
+        }
+        return names;
+    }
+
+    @Test
+    void mseLossComputesTheDifferenceOnce() {
+        Tensor x = Torch.randn(4, 3).to(DEVICE);
+        Tensor y = Torch.randn(4, 3).to(DEVICE);
+        List<String> ops = traced(() -> F.mseLoss(x, y));
+        assertEquals(1, Collections.frequency(ops, "sub"), ops.toString());
+        assertTrue(ops.contains("mul"), ops.toString());
+    }
+
+    @Test
+    void groupNormReshapesItsInputIntoGroupsOnce() {
+        Tensor x = Torch.randn(2, 4, 3).to(DEVICE);
+        List<String> ops = traced(() -> F.groupNorm(x, 2, Torch.ones(4).to(DEVICE), Torch.zeros(4).to(DEVICE), 1e-5));
+        // groups, channels, weight, bias and the result's reshape: the groups' view feeds sub, mean and var once
+        assertEquals(5, Collections.frequency(ops, "reshape"), ops.toString());
+    }
+
+    @Test
+    void theReductionsOfHuberLossMatchTheFormula() {
+        Torch.manualSeed(2);
+        Tensor x = Torch.randn(5, 2).to(DEVICE).mul(2.0);
+        Tensor y = Torch.randn(5, 2).to(DEVICE);
+        float[] xv = x.toFloatArray(), yv = y.toFloatArray();
+        double[] loss = new double[xv.length];
+        double sum = 0;
+        for (int i = 0; i < loss.length; i++) {
+            double d = Math.abs((double) xv[i] - yv[i]);
+            loss[i] = d < 1.5 ? 0.5 * d * d : 1.5 * (d - 0.75);
+            sum += loss[i];
+        }
+        float[] none = F.huberLoss(x, y, Reduction.NONE, 1.5).toFloatArray();
+        for (int i = 0; i < loss.length; i++) assertEquals(loss[i], none[i], 1e-5, "at " + i);
+        Tensor s = F.huberLoss(x, y, Reduction.SUM, 1.5);
+        assertArrayEquals(new long[0], s.shape());
+        assertEquals(sum, s.item(), 1e-4);
+        assertEquals(sum / loss.length, F.huberLoss(x, y, Reduction.MEAN, 1.5).item(), 1e-5);
+    }
+
+    @Test
+    void autocastRunsTheLossesInFloat32FromTheirDeclaration() {
+        Tensor x = Torch.randn(4, 3).to(DEVICE).to(DType.BFLOAT16);
+        Tensor y = Torch.randn(4, 3).to(DEVICE).to(DType.BFLOAT16);
+        try (Autocast a = Autocast.enable(DEVICE, DType.BFLOAT16)) {
+            for (Tensor l : List.of(F.mseLoss(x, y), F.l1Loss(x, y), F.smoothL1Loss(x, y), F.huberLoss(x, y))) {
+                assertEquals(DType.FLOAT32, l.dtype());
+            }
+        }
+    }
+
+    private static final Generator GEN = new Generator(17);
+
+    private static Tensor randn64(long... shape) {
+        return Torch.randn(shape, DType.FLOAT64, Device.cpu(), GEN).requiresGrad_(true);
+    }
+
+    @Test
+    void theLossesGradientsMatchFiniteDifferences() {
+        assertTrue(Gradcheck.check(a -> F.mseLoss(a[0], a[1]), randn64(3, 4), randn64(3, 4)));
+        assertTrue(Gradcheck.check(a -> F.l1Loss(a[0], a[1], Reduction.SUM), randn64(3, 4), randn64(3, 4)));
+        assertTrue(Gradcheck.check(a -> F.smoothL1Loss(a[0], a[1], Reduction.NONE, 0.5), randn64(3, 4), randn64(3, 4)));
+        assertTrue(Gradcheck.check(a -> F.huberLoss(a[0], a[1], Reduction.MEAN, 0.7), randn64(3, 4), randn64(3, 4)));
+    }
+}
