@@ -976,26 +976,13 @@ public final class F {
         Arguments.nonNull("binaryCrossEntropyWithLogits", "input", input);
         Arguments.nonNull("binaryCrossEntropyWithLogits", "target", target);
         Arguments.nonNull("binaryCrossEntropyWithLogits", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("binary_cross_entropy_with_logits", t -> binaryCrossEntropyWithLogits(t[0], t[1], t[2], t[3], reduction), input, target, weight, posWeight);
-            if (r != null) return r;
-        }
         checkReduction("binaryCrossEntropyWithLogits", reduction);
         if (!Arrays.equals(input.shape(), target.shape())) {
             throw new IllegalArgumentException("binaryCrossEntropyWithLogits: Target size (" + Shapes.format(target.shape())
                     + ") must be the same as input size (" + Shapes.format(input.shape()) + ")");
         }
-        return MemoryScope.run(() -> {
-            // softplus(-x) = m + log(exp(-m) + exp(-x - m)) with m = max(-x, 0): stable, and its composite
-            // gradient is exact at x = 0 (unlike log1p(exp(-|x|)) + max(-x, 0), whose pieces have kinks there).
-            Tensor maxVal = input.neg().clampMin(0);
-            Tensor softplusNeg = maxVal.add(maxVal.neg().exp().add(input.neg().sub(maxVal).exp()).log());
-            Tensor loss = posWeight != null
-                    ? target.rsub(1.0).mul(input).add(posWeight.sub(1.0).mul(target).add(1.0).mul(softplusNeg))
-                    : target.rsub(1.0).mul(input).add(softplusNeg);
-            if (weight != null) loss = loss.mul(weight);
-            return reduce(loss, reduction);
-        });
+        return Dispatcher.call(LossOps.BINARY_CROSS_ENTROPY_WITH_LOGITS, new Tensor[] {input, target, weight, posWeight},
+                reductionEnum(reduction));
     }
 
     public static Tensor binaryCrossEntropyWithLogits(Tensor input, Tensor target) {

@@ -7,8 +7,9 @@ import static org.jtorch.op.Expr.scalar;
 import org.jtorch.Device;
 
 /**
- * The elementwise regression losses, declared as compositions ({@link OpDef.Kind#COMPOSITE}, differentiated through
- * their parts): {@code mse_loss}, {@code l1_loss}, {@code smooth_l1_loss} and {@code huber_loss}. The first scalar is
+ * The elementwise losses, declared as compositions ({@link OpDef.Kind#COMPOSITE}, differentiated through
+ * their parts): {@code mse_loss}, {@code l1_loss}, {@code smooth_l1_loss}, {@code huber_loss} and
+ * {@code binary_cross_entropy_with_logits}. The first scalar is
  * PyTorch's {@code reduction} enum ({@link #NONE}, {@link #MEAN}, {@link #SUM}). Their front ends ({@code nn.F}) check
  * the arguments; autocast runs them in float32 on both device types, as PyTorch 1.13's lists.
  */
@@ -40,6 +41,32 @@ public final class LossOps {
                     call(PointwiseOps.MUL, call(PointwiseOps.SUB, absoluteDifference(), Expr.math(Fn.MUL, Expr.c(0.5), scalar(1, "delta"))),
                             scalar(1, "delta")))),
             "quadratic below delta, linear above, reduced");
+
+    /**
+     * {@code (1 - target) x + (1 + (pos_weight - 1) target) softplus(-x)}, times {@code weight}, reduced; {@code softplus(-x)}
+     * written {@code m + log(exp(-m) + exp(-x - m))} with {@code m = max(-x, 0)}: stable, and its gradient through the parts
+     * is exact at {@code x = 0} (the pieces of {@code log1p(exp(-|x|)) + max(-x, 0)} have kinks there).
+     */
+    public static final OpDef BINARY_CROSS_ENTROPY_WITH_LOGITS = OpDef.composite("binary_cross_entropy_with_logits")
+            .rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", "None"),
+                    new Param("pos_weight", "Tensor?", "None"), Param.scalar("reduction", "int", "Mean"))
+            .composition(reduced(binaryCrossEntropyWithLogits()))
+            .autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.FP32)
+            .doc("log-sigmoid cross entropy, stable for large logits").build();
+
+    private static Expr binaryCrossEntropyWithLogits() {
+        Expr negX = call(PointwiseOps.NEG, SELF);
+        Expr m = call(PointwiseOps.CLAMP, negX, Expr.c(0), Expr.c(Double.NaN));
+        Expr softplusNeg = call(PointwiseOps.ADD, m, call(PointwiseOps.LOG, call(PointwiseOps.ADD, call(PointwiseOps.EXP,
+                call(PointwiseOps.NEG, m)), call(PointwiseOps.EXP, call(PointwiseOps.SUB, negX, m)))));
+        Expr linear = call(PointwiseOps.MUL, call(PointwiseOps.SUB, Expr.c(1), TARGET), SELF);
+        Expr posWeight = in(3, "pos_weight");
+        Expr weighted = call(PointwiseOps.MUL, call(PointwiseOps.ADD, call(PointwiseOps.MUL, call(PointwiseOps.SUB, posWeight, Expr.c(1)),
+                TARGET), Expr.c(1)), softplusNeg);
+        Expr loss = new Expr.IfPresent(3, call(PointwiseOps.ADD, linear, weighted), call(PointwiseOps.ADD, linear, softplusNeg));
+        return new Expr.IfPresent(2, call(PointwiseOps.MUL, loss, in(2, "weight")), loss);
+    }
 
     private static OpDef loss(String name, DTypeRule rule, Param extra, Expr composition, String doc) {
         Param reduction = Param.scalar("reduction", "int", "Mean");

@@ -97,7 +97,8 @@ class LossOpsTest {
         Tensor x = Torch.randn(4, 3).to(DEVICE).to(DType.BFLOAT16);
         Tensor y = Torch.randn(4, 3).to(DEVICE).to(DType.BFLOAT16);
         try (Autocast a = Autocast.enable(DEVICE, DType.BFLOAT16)) {
-            for (Tensor l : List.of(F.mseLoss(x, y), F.l1Loss(x, y), F.smoothL1Loss(x, y), F.huberLoss(x, y))) {
+            for (Tensor l : List.of(F.mseLoss(x, y), F.l1Loss(x, y), F.smoothL1Loss(x, y), F.huberLoss(x, y),
+                    F.binaryCrossEntropyWithLogits(x, y))) {
                 assertEquals(DType.FLOAT32, l.dtype());
             }
         }
@@ -115,5 +116,24 @@ class LossOpsTest {
         assertTrue(Gradcheck.check(a -> F.l1Loss(a[0], a[1], Reduction.SUM), randn64(3, 4), randn64(3, 4)));
         assertTrue(Gradcheck.check(a -> F.smoothL1Loss(a[0], a[1], Reduction.NONE, 0.5), randn64(3, 4), randn64(3, 4)));
         assertTrue(Gradcheck.check(a -> F.huberLoss(a[0], a[1], Reduction.MEAN, 0.7), randn64(3, 4), randn64(3, 4)));
+        assertTrue(Gradcheck.check(a -> F.binaryCrossEntropyWithLogits(a[0], a[1], a[2], a[3], Reduction.SUM), randn64(3, 4),
+                randn64(3, 4), randn64(3, 4), randn64(4)));
+    }
+
+    @Test
+    void binaryCrossEntropyWithLogitsComputesSoftplusOnceAndMatchesTheFormula() {
+        Torch.manualSeed(3);
+        Tensor x = Torch.randn(6).to(DEVICE).mul(30.0); // large logits: the stable form stays finite
+        Tensor t = Torch.rand(6).to(DEVICE);
+        Tensor p = Torch.rand(6).to(DEVICE).add(0.5);
+        List<String> ops = traced(() -> F.binaryCrossEntropyWithLogits(x, t, null, p, Reduction.NONE));
+        assertEquals(2, Collections.frequency(ops, "exp"), ops.toString());
+        float[] xv = x.toFloatArray(), tv = t.toFloatArray(), pv = p.toFloatArray();
+        float[] loss = F.binaryCrossEntropyWithLogits(x, t, null, p, Reduction.NONE).toFloatArray();
+        for (int i = 0; i < xv.length; i++) {
+            double softplusNeg = Math.max(-xv[i], 0) + Math.log1p(Math.exp(-Math.abs((double) xv[i])));
+            double expected = (1 - tv[i]) * xv[i] + (1 + (pv[i] - 1) * tv[i]) * softplusNeg;
+            assertEquals(expected, loss[i], 1e-5 * Math.max(1, Math.abs(expected)), "at " + i);
+        }
     }
 }
