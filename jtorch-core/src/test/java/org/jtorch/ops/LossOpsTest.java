@@ -1,10 +1,11 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.OpTestSupport.traced;
+
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import org.jtorch.DType;
@@ -18,9 +19,6 @@ import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.nn.F.Reduction;
 import org.jtorch.op.LossOps;
-import org.jtorch.op.OpDef;
-import org.jtorch.op.ReduceArgs;
-import org.jtorch.op.TraceHook;
 import org.jtorch.testing.Fixtures;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -43,15 +41,6 @@ class LossOpsTest {
     @AfterEach
     void close() {
         scope.close();
-    }
-
-    private static List<String> traced(Runnable body) {
-        List<String> names = new ArrayList<>();
-        TraceHook<Tensor> hook = (OpDef op, List<Tensor> inputs, double[] scalars, ReduceArgs reduce, Tensor output) -> names.add(op.name());
-        try (Dispatcher.TraceScope t = Dispatcher.trace(hook)) {
-            body.run();
-        }
-        return names;
     }
 
     @Test

@@ -1,11 +1,13 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.OpTestSupport.firstGradient;
+import static org.jtorch.ops.OpTestSupport.traced;
+
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
 import org.jtorch.DType;
@@ -13,15 +15,12 @@ import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Gradcheck;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.op.NormalizationOps;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
-import org.jtorch.op.ReduceArgs;
-import org.jtorch.op.TraceHook;
 import org.jtorch.testing.Fixtures;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -54,16 +53,6 @@ class NormalizationOpsTest {
             assertTrue(op.differentiatesThroughComposition(), op.name());
             assertTrue(op.isDifferentiable(), op.name());
         }
-    }
-
-    /** The ops a trace records while {@code body} runs, by name. */
-    private static List<String> traced(Runnable body) {
-        List<String> names = new ArrayList<>();
-        TraceHook<Tensor> hook = (OpDef op, List<Tensor> inputs, double[] scalars, ReduceArgs reduce, Tensor output) -> names.add(op.name());
-        try (Dispatcher.TraceScope t = Dispatcher.trace(hook)) {
-            body.run();
-        }
-        return names;
     }
 
     @Test
@@ -147,18 +136,6 @@ class NormalizationOpsTest {
 
     private static Tensor randn64(long... shape) {
         return Torch.randn(shape, DType.FLOAT64, Device.cpu(), GEN).requiresGrad_(true);
-    }
-
-    /** The gradient of {@code sum(fn(x) * probe)} with respect to every input, with its graph: for gradgradcheck. */
-    private static Function<Tensor[], Tensor> firstGradient(Function<Tensor[], Tensor> fn) {
-        return a -> {
-            Tensor y = fn.apply(a);
-            Tensor probe = Torch.linspace(-1, 1, y.numel(), DType.FLOAT64, Device.cpu()).reshape(y.shape());
-            Tensor[] g = Autograd.grad(new Tensor[] {y}, a, new Tensor[] {probe}, true, true, false);
-            List<Tensor> flat = new ArrayList<>();
-            for (Tensor t : g) flat.add(t.reshape(-1));
-            return Torch.cat(flat, 0);
-        };
     }
 
     @Test

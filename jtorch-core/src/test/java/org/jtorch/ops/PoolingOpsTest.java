@@ -1,5 +1,7 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.OpTestSupport.firstGradient;
+
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -13,7 +15,6 @@ import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Gradcheck;
 import org.jtorch.backend.Backends;
 import org.jtorch.memory.MemoryScope;
@@ -117,15 +118,6 @@ class PoolingOpsTest {
 
     private static Tensor randn64(long... shape) {
         return Torch.randn(shape, DType.FLOAT64, Device.cpu(), GEN).requiresGrad_(true);
-    }
-
-    /** The gradient of {@code sum(fn(x) * probe)}, with its graph: for gradgradcheck. */
-    private static Function<Tensor[], Tensor> firstGradient(Function<Tensor[], Tensor> fn) {
-        return a -> {
-            Tensor y = fn.apply(a);
-            Tensor probe = Torch.linspace(-1, 1, y.numel(), DType.FLOAT64, Device.cpu()).reshape(y.shape());
-            return Autograd.grad(new Tensor[] {y}, a, new Tensor[] {probe}, true, true, false)[0];
-        };
     }
 
     @Test
