@@ -38,7 +38,7 @@ public final class AutocastPolicy {
             CastPolicy.FP32, """
                     acos asin cosh erfinv log10 log2 sinh tan
                     native_layer_norm frobenius_norm nuclear_norm cosine_similarity
-                    poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss kl_div
+                    poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss
                     margin_ranking_loss multilabel_margin_loss soft_margin_loss
                     triplet_margin_loss multi_margin_loss dist pdist cdist renorm""",
             CastPolicy.FP32_SET_OPT_DTYPE, "cumprod cumsum",
@@ -61,7 +61,7 @@ public final class AutocastPolicy {
                     reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d replication_pad3d
                     cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss poisson_nll_loss
                     cross_entropy_loss margin_ranking_loss soft_margin_loss triplet_margin_loss
-                    multi_margin_loss ctc_loss kl_div multilabel_margin_loss fft_fft
+                    multi_margin_loss ctc_loss multilabel_margin_loss fft_fft
                     fft_ifft fft_fft2 fft_ifft2 fft_fftn fft_ifftn fft_rfft fft_irfft fft_rfft2 fft_irfft2 fft_rfftn
                     fft_irfftn fft_hfft fft_ihfft linalg_cond linalg_matrix_rank linalg_solve linalg_cholesky
                     linalg_svdvals linalg_eigvals linalg_eigvalsh linalg_inv linalg_householder_product

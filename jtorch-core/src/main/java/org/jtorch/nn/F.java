@@ -1002,23 +1002,15 @@ public final class F {
         Arguments.nonNull("klDiv", "input", input);
         Arguments.nonNull("klDiv", "target", target);
         Arguments.nonNull("klDiv", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("kl_div", t -> klDiv(t[0], t[1], reduction, logTarget), input, target);
-            if (r != null) return r;
+        double log = logTarget ? 1 : 0;
+        if (reduction != Reduction.BATCHMEAN) {
+            return Dispatcher.call(LossOps.KL_DIV, new Tensor[] {input, target}, reductionEnum(reduction), log);
         }
-        return MemoryScope.run(() -> {
-            Tensor loss;
-            if (logTarget) {
-                loss = target.exp().mul(target.sub(input));
-            } else {
-                Tensor xlogy = Torch.where(target.eq(0.0), target.mul(0.0), target.mul(target.log()));
-                loss = xlogy.sub(target.mul(input));
-            }
-            if (reduction == Reduction.BATCHMEAN) {
-                return input.dim() == 0 ? loss.sum() : loss.sum().div((double) input.size(0));
-            }
-            return reduce(loss, reduction);
-        });
+        Tensor sum = Dispatcher.call(LossOps.KL_DIV, new Tensor[] {input, target}, LossOps.SUM, log);
+        if (input.dim() == 0) return sum;
+        try (sum) {
+            return sum.div((double) input.size(0));
+        }
     }
 
     public static Tensor klDiv(Tensor input, Tensor target) { return klDiv(input, target, Reduction.MEAN, false); }

@@ -8,8 +8,8 @@ import org.jtorch.Device;
 
 /**
  * The elementwise losses, declared as compositions ({@link OpDef.Kind#COMPOSITE}, differentiated through
- * their parts): {@code mse_loss}, {@code l1_loss}, {@code smooth_l1_loss}, {@code huber_loss} and
- * {@code binary_cross_entropy_with_logits}. The first scalar is
+ * their parts): {@code mse_loss}, {@code l1_loss}, {@code smooth_l1_loss}, {@code huber_loss},
+ * {@code binary_cross_entropy_with_logits} and {@code kl_div}. The first scalar is
  * PyTorch's {@code reduction} enum ({@link #NONE}, {@link #MEAN}, {@link #SUM}). Their front ends ({@code nn.F}) check
  * the arguments; autocast runs them in float32 on both device types, as PyTorch 1.13's lists.
  */
@@ -54,6 +54,25 @@ public final class LossOps {
             .composition(reduced(binaryCrossEntropyWithLogits()))
             .autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.FP32)
             .doc("log-sigmoid cross entropy, stable for large logits").build();
+
+    /**
+     * {@code target * (log(target) - self)} (0 where {@code target == 0}), or {@code exp(target) * (target - self)} with
+     * {@code log_target}, reduced: {@code self} holds log-probabilities. PyTorch's {@code batchmean} is its front end's
+     * {@code sum} divided by the batch size, as {@code torch.nn.functional.kl_div}'s.
+     */
+    public static final OpDef KL_DIV = OpDef.composite("kl_div").rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("self"), Param.tensor("target"), Param.scalar("reduction", "int", "Mean"),
+                    Param.scalar("log_target", "bool", "False"))
+            .composition(reduced(new Expr.IfScalar(1, 1, call(PointwiseOps.MUL, call(PointwiseOps.EXP, TARGET),
+                    call(PointwiseOps.SUB, TARGET, SELF)), call(PointwiseOps.SUB, xlogx(TARGET), call(PointwiseOps.MUL, TARGET, SELF)))))
+            .autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.FP32)
+            .doc("pointwise KL divergence from log-probabilities, reduced").build();
+
+    /** {@code x * log(x)}, 0 where {@code x == 0}. */
+    private static Expr xlogx(Expr x) {
+        return Expr.where(call(PointwiseOps.EQ, x, Expr.c(0)), call(PointwiseOps.MUL, x, Expr.c(0)),
+                call(PointwiseOps.MUL, x, call(PointwiseOps.LOG, x)));
+    }
 
     private static Expr binaryCrossEntropyWithLogits() {
         Expr negX = call(PointwiseOps.NEG, SELF);

@@ -87,7 +87,7 @@ class LossOpsTest {
         Tensor y = Torch.randn(4, 3).to(DEVICE).to(DType.BFLOAT16);
         try (Autocast a = Autocast.enable(DEVICE, DType.BFLOAT16)) {
             for (Tensor l : List.of(F.mseLoss(x, y), F.l1Loss(x, y), F.smoothL1Loss(x, y), F.huberLoss(x, y),
-                    F.binaryCrossEntropyWithLogits(x, y))) {
+                    F.binaryCrossEntropyWithLogits(x, y), F.klDiv(x, y))) {
                 assertEquals(DType.FLOAT32, l.dtype());
             }
         }
@@ -107,6 +107,20 @@ class LossOpsTest {
         assertTrue(Gradcheck.check(a -> F.huberLoss(a[0], a[1], Reduction.MEAN, 0.7), randn64(3, 4), randn64(3, 4)));
         assertTrue(Gradcheck.check(a -> F.binaryCrossEntropyWithLogits(a[0], a[1], a[2], a[3], Reduction.SUM), randn64(3, 4),
                 randn64(3, 4), randn64(3, 4), randn64(4)));
+        assertTrue(Gradcheck.check(a -> F.klDiv(a[0], a[1].exp(), Reduction.BATCHMEAN, false), randn64(3, 4), randn64(3, 4)));
+        assertTrue(Gradcheck.check(a -> F.klDiv(a[0], a[1], Reduction.SUM, true), randn64(3, 4), randn64(3, 4)));
+    }
+
+    @Test
+    void klDivIsZeroWhereTheTargetIsAndBatchmeanDividesTheSumByTheBatch() {
+        Tensor x = Torch.tensor(new float[] {-1, -2, -0.5f, -3}).reshape(2, 2).to(DEVICE);
+        Tensor t = Torch.tensor(new float[] {0, 0.25f, 0.75f, 0}).reshape(2, 2).to(DEVICE);
+        float[] none = F.klDiv(x, t, Reduction.NONE).toFloatArray();
+        double[] expected = {0, 0.25 * (Math.log(0.25) + 2), 0.75 * (Math.log(0.75) + 0.5), 0};
+        for (int i = 0; i < 4; i++) assertEquals(expected[i], none[i], 1e-6, "at " + i);
+        double sum = expected[1] + expected[2];
+        assertEquals(sum / 2, F.klDiv(x, t, Reduction.BATCHMEAN).item(), 1e-6);
+        assertEquals(sum / 4, F.klDiv(x, t, Reduction.MEAN).item(), 1e-6);
     }
 
     @Test
