@@ -13,7 +13,7 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.Node;
 import org.jtorch.backend.Backends;
-import org.jtorch.backend.cpu.ElementIO;
+import org.jtorch.memory.ElementCodec;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.OutOfMemoryException;
 import org.jtorch.memory.Storage;
@@ -949,7 +949,7 @@ public final class Tensor implements AutoCloseable {
                     + ") cannot be converted to a scalar");
         }
         try (Tensor host = cpu()) {
-            return ElementIO.getDouble(dtype, host.storage.segment(), host.offset * dtype.byteSize());
+            return ElementCodec.getDouble(dtype, host.storage.segment(), host.offset * dtype.byteSize());
         }
     }
 
@@ -962,7 +962,7 @@ public final class Tensor implements AutoCloseable {
                     + ") cannot be converted to a scalar");
         }
         try (Tensor host = cpu()) {
-            return ElementIO.getLong(dtype, host.storage.segment(), host.offset * dtype.byteSize());
+            return ElementCodec.getLong(dtype, host.storage.segment(), host.offset * dtype.byteSize());
         }
     }
 

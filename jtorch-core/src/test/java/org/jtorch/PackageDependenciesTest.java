@@ -29,14 +29,17 @@ class PackageDependenciesTest {
         throw new IllegalStateException("jtorch-core's sources are not under the working directory " + Path.of("").toAbsolutePath());
     }
 
+    /** A source file without its comments: comments may name anything, only code counts. */
+    private static String code(Path f) throws IOException {
+        return Files.readString(f).replaceAll("(?s)/\\*.*?\\*/", "").replaceAll("//[^\\n]*", "");
+    }
+
     /** The files of {@code pkg} (and its subpackages) that refer to any of {@code forbidden}, with what they refer to. */
     private static List<String> references(String pkg, List<String> forbidden) throws IOException {
         List<String> found = new ArrayList<>();
         try (Stream<Path> files = Files.walk(pkg.isEmpty() ? sources() : sources().resolve(pkg))) {
             for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
-                // comments may name anything: only code counts
-                String code = Files.readString(f).replaceAll("(?s)/\\*.*?\\*/", "").replaceAll("//[^\\n]*", "");
-                Matcher m = REFERENCE.matcher(code);
+                Matcher m = REFERENCE.matcher(code(f));
                 while (m.find()) {
                     if (forbidden.contains(m.group(1))) found.add(sources().relativize(f) + " -> " + m.group(1));
                 }
@@ -55,7 +58,7 @@ class PackageDependenciesTest {
         assertEquals(List.of(), references("backend", List.of("Tensor", "ops", "amp", "autograd", "data", "jit", "nn", "optim")));
     }
 
-    /** The files directly in package {@code org.jtorch} named {@code name}.java that refer to any of {@code forbidden}. */
+    /** What {@code file} (directly in package {@code org.jtorch}) refers to among {@code forbidden}. */
     private static List<String> referencesOf(String file, List<String> forbidden) throws IOException {
         return references("", forbidden).stream().filter(r -> r.startsWith(file + " -> ")).toList();
     }
@@ -63,6 +66,23 @@ class PackageDependenciesTest {
     @Test
     void tensorNamesNoFrontEndPackageAboveIt() throws IOException {
         assertEquals(List.of(), referencesOf("Tensor.java", List.of("data", "nn", "optim", "jit", "io", "distributed", "vision")));
+    }
+
+    @Test
+    void theFrontEndNamesOnlyTheCpuBackendsThreadPool() throws IOException {
+        // element reads and writes go through memory.ElementCodec; the CPU backend's kernels are reached through the
+        // dispatcher. Its thread pool is the one CPU setting the front end owns (Torch.setNumThreads, DataLoader workers).
+        Pattern cpuBackend = Pattern.compile("\\borg\\.jtorch\\.backend\\.cpu\\.(\\w+)");
+        List<String> found = new ArrayList<>();
+        try (Stream<Path> files = Files.walk(sources())) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".java") && !sources().relativize(p).startsWith("backend")).toList()) {
+                Matcher m = cpuBackend.matcher(code(f));
+                while (m.find()) {
+                    if (!m.group(1).equals("Parallel")) found.add(sources().relativize(f) + " -> backend.cpu." + m.group(1));
+                }
+            }
+        }
+        assertEquals(List.of(), found);
     }
 
     @Test

@@ -48,6 +48,23 @@ public final class BenchMain {
                             Arrays.asList(args).contains("--cputime"));
                 }
             }
+            case "warmup" -> {
+                String workload = option(args, "--workload");
+                if (workload != null) {
+                    try {
+                        String seconds = option(args, "--seconds");
+                        print(WarmupBench.runOne(workload, Long.parseLong(option(args, "--launched-at")), option(args, "--tag"),
+                                seconds == null ? null : Double.parseDouble(seconds), Arrays.asList(args).contains("--cputime")));
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                } else {
+                    String rounds = option(args, "--rounds");
+                    WarmupBench.runAll(option(args, "--only"), Arrays.asList(args).contains("--aot"),
+                            rounds == null ? 3 : Integer.parseInt(rounds), option(args, "--seconds"),
+                            Arrays.asList(args).contains("--cputime"));
+                }
+            }
             case "dtype" -> print(DtypeBench.run(quick, option(args, "--only")));
             case "rows" -> print(RowsBench.run(quick));
             case "gpu-sim" -> System.out.print(Arrays.asList(args).contains("--graphs") ? GpuSimBench.runGraphs() : GpuSimBench.run());
@@ -84,6 +101,13 @@ public final class BenchMain {
                                  ResNet-18 at 64x64, each in a fresh JVM: steady-state step (ms), time to the first
                                  step and to 90% of the steady state (s, from the launch); --only NAME: one program;
                                  --cputime: the steps in thread CPU time, for JTORCH_NUM_THREADS=1
+                      warmup     time to the steady state in a fresh JVM, MLP (batch 128) and ResNet-20 (batch 128), under
+                                 JFR: per-step curve, steps and seconds to 90% of the steady state from the first step, where
+                                 each half second went (interpreter, C1, C2, Vector API fallbacks, compile queue), when C2
+                                 compiled the hot methods; --only mlp|resnet20; --aot: records an AOT cache with the same
+                                 workload, then alternates runs without and with it (--rounds N, default 3; needs the jars);
+                                 --seconds S: seconds of steps per run (default 20, at least 40 ResNet-20 steps);
+                                 --cputime: the steps in the main thread's CPU time, for JTORCH_NUM_THREADS=1
                       dtype      float64 against float32 per element: GEMM, elementwise, sum, an LSTM cell, an L-BFGS step
                                  (--only REGEX: those ops; JTORCH_NUM_THREADS=1: in thread CPU time)
                       rows       integer add/mul per dtype (1M), float64 erf/gelu (1 and 1M), integer casts (1M), in µs

@@ -47,7 +47,8 @@ final class TrainingBench {
         return mlpSteps(amp, step -> Timing.kernelProfile(2000, steps, step));
     }
 
-    private static <T> T mlpSteps(boolean amp, java.util.function.Function<Runnable, T> body) {
+    /** Sets up the MLP step (784-512-512-10, batch 128, SGD with momentum), hands it to {@code body}, then frees it. */
+    static <T> T mlpSteps(boolean amp, java.util.function.Function<Runnable, T> body) {
         Torch.manualSeed(0);
         Sequential model = new Sequential(new Linear(784, 512), new ReLU(), new Linear(512, 512), new ReLU(), new Linear(512, 10));
         SGD opt = new SGD(model.parameters(), SGD.options().lr(0.01).momentum(0.9));

@@ -2,6 +2,7 @@ package org.jtorch.ops;
 
 import static org.jtorch.ops.Dispatcher.view;
 
+import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.Shapes;
 import java.lang.foreign.MemorySegment;
 import org.jtorch.amp.Autocast;
@@ -10,7 +11,6 @@ import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.backend.Backends;
-import org.jtorch.backend.cpu.ElementIO;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.SavedTensor;
@@ -261,8 +261,8 @@ public final class Elementwise {
             return s;
         }
         MemorySegment seg = MemorySegment.ofArray(new long[1]);
-        if (t.isFloatingPoint()) ElementIO.setDouble(t, seg, 0, value);
-        else ElementIO.setLong(t, seg, 0, longValue);
+        if (t.isFloatingPoint()) ElementCodec.setDouble(t, seg, 0, value);
+        else ElementCodec.setLong(t, seg, 0, longValue);
         Tensor s = Tensor.fromStorage(Storage.wrapHeap(seg), t, new long[0], new long[0], 0);
         s.markWrappedNumber();
         return s;

@@ -87,9 +87,9 @@ class ConvolutionFastPathTest {
      * 1x1 convolutions as GEMMs without im2col (ConvPointwiseF32): strips of 32 columns that lie in one image or cross
      * into the next (7- and 14-pixel images, odd sizes, images smaller than a strip), output and input channel counts
      * that are not whole 8-row or 32-column tiles, depths over one packed block (1100 and 1030, in strips that cross
-     * images and in whole ones, forward and input gradient), strides 2 and 3 (gathered
-     * input, scattered input gradient, odd sizes whose last row and column the stride skips), a single image; and a 1x1
-     * kernel with padding, and with groups, which this path leaves to the general one.
+     * images and in whole ones, forward and input gradient; a depth of 200 against 40 rows, in 128-deep blocks and whole
+     * strips), strides 2 and 3 (gathered input, scattered input gradient, odd sizes whose last row and column the stride
+     * skips), a single image; and a 1x1 kernel with padding, and with groups, which this path leaves to the general one.
      */
     @Test
     void pointwiseConvolutionsAsGemms() {
@@ -100,6 +100,7 @@ class ConvolutionFastPathTest {
         compare(new long[] {1, 1030, 4, 16}, new long[] {24, 1030, 1, 1}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {1, 40, 8, 8}, new long[] {1030, 40, 1, 1}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {1, 48, 9, 40}, new long[] {96, 48, 1, 1}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 200, 16, 16}, new long[] {40, 200, 1, 1}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {3, 32, 15, 14}, new long[] {64, 32, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {2, 24, 11, 10}, new long[] {40, 24, 1, 1}, new int[] {3, 2}, new int[] {0}, new int[] {2}, 1);
         compare(new long[] {2, 16, 6, 6}, new long[] {24, 16, 1, 1}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
@@ -243,15 +244,34 @@ class ConvolutionFastPathTest {
 
     /**
      * Rows that are not whole 8- or 16-pixel tiles on the direct tiles, their last tile overlapping the one
-     * before it: 28- and 14-pixel rows (ResNet-50's layers), 20 pixels at stride 2, and the 16x16 tile on
-     * 28-pixel rows; forward, input gradient (the flipped convolution) and weight gradient.
+     * before it: 20- and 15-pixel rows, 20 pixels at stride 2, and the 16x16 tile on 28-pixel rows; forward, input
+     * gradient (the flipped convolution) and weight gradient.
      */
     @Test
     void directTilesOnRaggedRows() {
-        compare(new long[] {2, 32, 28, 28}, new long[] {32, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
-        compare(new long[] {3, 64, 14, 14}, new long[] {64, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 20, 20}, new long[] {32, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 64, 15, 15}, new long[] {64, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {2, 16, 40, 40}, new long[] {32, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {2, 16, 28, 28}, new long[] {16, 16, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /**
+     * The 7x32 direct tile, for rows of whole 7-pixel tiles that are not whole 8-pixel ones: 7-pixel rows (ResNet-50's
+     * last stage, which the implicit GEMM served before), 14 and 28 at stride 1, 14 and 28 at stride 2 (from even and
+     * odd inputs), 21 with dilated kernel rows, a 7x7 stride-2 kernel on 3 channels (the stem's, at 28 px), and one image
+     * split by rows; forward, input gradient (the flipped convolution at stride 1, the phases at stride 2) and weight
+     * gradient.
+     */
+    @Test
+    void sevenPixelTiles() {
+        compare(new long[] {3, 64, 7, 7}, new long[] {64, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 14, 14}, new long[] {96, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 16, 28, 28}, new long[] {32, 16, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 28, 28}, new long[] {64, 32, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 24, 55, 55}, new long[] {32, 24, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 8, 25, 21}, new long[] {32, 8, 5, 3}, new int[] {1}, new int[] {2, 1}, new int[] {2, 1}, 1);
+        compare(new long[] {2, 3, 28, 28}, new long[] {64, 3, 7, 7}, new int[] {2}, new int[] {3}, new int[] {1}, 1);
+        compare(new long[] {1, 32, 14, 14}, new long[] {32, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
     }
 
     /**

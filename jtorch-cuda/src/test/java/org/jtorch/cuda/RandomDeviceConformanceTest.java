@@ -34,7 +34,7 @@ class RandomDeviceConformanceTest {
 
     // ------------------------------------------------------------------ the reference scheme
 
-    /** The value stored by {@code ElementIO.setDouble} into {@code t}, read back as double. */
+    /** The value stored by {@code ElementCodec.setDouble} into {@code t}, read back as double. */
     private static double stored(DType t, double v) {
         return switch (t) {
             case FLOAT64 -> v;

@@ -21,7 +21,8 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * a 16-channel convolution's time) and the junk outputs of the pitched path (a third of them at 8 px).
  * It needs output channels in multiples of 16 (of 32 for 8-pixel rows) and output rows of at least one
  * tile, not whole 32-pixel strips, that split into tiles with at most a quarter recomputed (a row's last
- * tile may overlap the one before it); other shapes stay on {@link ConvF32}. The weight gradient here takes any
+ * tile may overlap the one before it), or, with 32-channel multiples, rows of whole 7-pixel tiles (a 7x32
+ * tile: ResNet-50's 28, 14 and 7 px); other shapes stay on {@link ConvF32}. The weight gradient here takes any
  * shape with output channels in multiples of 8, and the input gradient of 3x3 stride-2 layers runs its
  * four phases as one convolution ({@link #stride2InputGrad}).
  */
@@ -31,6 +32,11 @@ final class ConvDirectF32 {
     private static final ByteOrder NO = ByteOrder.nativeOrder();
     private static final VectorMask<Float> FIRST_8 = FS.indexInRange(0, 8);
     private static final VectorMask<Float> LAST_8 = FIRST_8.not();
+    private static final VectorMask<Float> FIRST_7 = FS.indexInRange(0, 7);
+    /** Lanes 8-14: the second half of a transposed 7x32 tile. */
+    private static final VectorMask<Float> SECOND_7 = LAST_8.and(FS.indexInRange(0, 15));
+    /** {@code -Djtorch.conv.sevenPixelTiles=false} leaves rows of 7-pixel multiples to the 8-pixel tile, to compare. */
+    private static final boolean SEVEN_PIXEL_TILES = !"false".equals(System.getProperty("jtorch.conv.sevenPixelTiles"));
 
     private ConvDirectF32() {}
 
@@ -60,6 +66,9 @@ final class ConvDirectF32 {
      */
     private static int tilePixels(Geometry g) {
         if (FloatVector.SPECIES_PREFERRED.length() != 16 || g.groups() != 1 || g.dw() != 1 || g.ow() % 32 == 0) return 0;
+        // Rows of whole 7-pixel tiles (ResNet-50's 28, 14 and 7 px) take the 7x32 tile: 8-pixel tiles recompute
+        // 4 of 28 and 2 of 14 pixels, and 7-pixel rows were left to the implicit GEMM.
+        if (g.cout() % 32 == 0 && g.ow() % 8 != 0 && g.ow() % 7 == 0 && SEVEN_PIXEL_TILES) return 7;
         if (g.cout() % 32 == 0 && fewRecomputed(g.ow(), 8)) return 8;
         if (g.cout() % 16 == 0 && fewRecomputed(g.ow(), 16)) return 16;
         return 0;
@@ -78,9 +87,9 @@ final class ConvDirectF32 {
         return tilePixels(g) != 0 && !g.isPointwise();
     }
 
-    /** Whether {@link #forward} runs {@code g} on its 8-pixel x 32-channel tile (any kernel size, 1x1 included). */
+    /** Whether {@link #forward} runs {@code g} on a 32-channel tile (8 or 7 pixels; any kernel size, 1x1 included). */
     static boolean handlesWithWideTile(Geometry g) {
-        return tilePixels(g) == 8;
+        return tilePixels(g) == 8 || tilePixels(g) == 7;
     }
 
     /** {@code out = conv(x, w) + bias} for contiguous float32 tensors given as segments and element offsets ({@code bias} may be null). */
@@ -112,7 +121,7 @@ final class ConvDirectF32 {
      * {@code w[ic][oc][kh - 1 - ki][kw - 1 - kj]}.
      */
     private static float[] blockedWeights(MemorySegment w, long wOff, Geometry g, boolean flipped) {
-        int ob = tilePixels(g) == 8 ? 32 : 16;
+        int ob = tilePixels(g) == 16 ? 16 : 32;
         int cin = g.cin(), cout = g.cout(), kh = g.kh(), kw = g.kw();
         int kk = kh * kw, kwc = kw * cin, k = kh * kwc;
         WeightBuffers buffers = WEIGHTS.get();
@@ -157,7 +166,7 @@ final class ConvDirectF32 {
     /** {@link #rows} over every image with blocked weights {@code wp} and bias {@code bv}. */
     private static void run(MemorySegment x, long xOff, float[] wp, float[] bv, MemorySegment out, long oOff, Geometry g) {
         int p = tilePixels(g);
-        int ob = p == 8 ? 32 : 16;
+        int ob = p == 16 ? 16 : 32;
         int kwc = g.kw() * g.cin(), k = g.kh() * kwc;
         int wpad = ConvF32.paddedWidth(g);
         long pixels = (long) g.oh() * g.ow();
@@ -216,10 +225,13 @@ final class ConvDirectF32 {
                     long at = (outImage + (long) blk * ob * pixels + (long) oy * g.ow() + ox) * Float.BYTES;
                     if (p == 8) {
                         tile8x32(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * ob, tile);
-                        storeTransposed(wk, out, at, rsBytes, true);
+                        storeTransposed(wk, out, at, rsBytes, FIRST_8, LAST_8);
+                    } else if (p == 7) {
+                        tile7x32(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * ob, tile);
+                        storeTransposed(wk, out, at, rsBytes, FIRST_7, SECOND_7);
                     } else {
                         tile16x16(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * ob, tile);
-                        storeTransposed(wk, out, at, rsBytes, false);
+                        storeTransposed(wk, out, at, rsBytes, null, null);
                     }
                 }
             }
@@ -342,19 +354,77 @@ final class ConvDirectF32 {
     }
 
     /**
-     * Transposes the 16x16 {@code wk.tile} (rows: pixels, lanes: channels) and stores channel rows into the NCHW
-     * output, {@code rsBytes} apart from {@code at}. With {@code halves} the tile is {@link #tile8x32}'s: each
-     * transposed row holds 8 pixels of channel l and 8 of channel 16 + l.
+     * 7 pixels by 32 channels, as {@link #tile8x32} with pixel slot 7 left unwritten (its stores are masked off).
+     * A copy rather than a pixel-count parameter: C2 keeps the accumulators in registers only in straight-line code.
      */
-    private static void storeTransposed(Work wk, MemorySegment out, long at, long rsBytes, boolean halves) {
+    static void tile7x32(float[] x, int xBase, int sx, int rowStride, int kh, int kwc, float[] wp, int wBase,
+                                 float[] bias, int c0, MemorySegment tile) {
+        FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
+        FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS);
+        FloatVector b0 = FloatVector.zero(FS), b1 = FloatVector.zero(FS), b2 = FloatVector.zero(FS), b3 = FloatVector.zero(FS);
+        FloatVector b4 = FloatVector.zero(FS), b5 = FloatVector.zero(FS), b6 = FloatVector.zero(FS);
+        for (int ki = 0; ki < kh; ki++) {
+            int xb = xBase + ki * rowStride;
+            int wb = wBase + ki * kwc * 32;
+            for (int j = 0; j < kwc; j++) {
+                FloatVector wl = FloatVector.fromArray(FS, wp, wb + j * 32);
+                FloatVector wh = FloatVector.fromArray(FS, wp, wb + j * 32 + 16);
+                int i = xb + j;
+                FloatVector v = FloatVector.broadcast(FS, x[i]);
+                a0 = wl.fma(v, a0);
+                b0 = wh.fma(v, b0);
+                v = FloatVector.broadcast(FS, x[i + sx]);
+                a1 = wl.fma(v, a1);
+                b1 = wh.fma(v, b1);
+                v = FloatVector.broadcast(FS, x[i + 2 * sx]);
+                a2 = wl.fma(v, a2);
+                b2 = wh.fma(v, b2);
+                v = FloatVector.broadcast(FS, x[i + 3 * sx]);
+                a3 = wl.fma(v, a3);
+                b3 = wh.fma(v, b3);
+                v = FloatVector.broadcast(FS, x[i + 4 * sx]);
+                a4 = wl.fma(v, a4);
+                b4 = wh.fma(v, b4);
+                v = FloatVector.broadcast(FS, x[i + 5 * sx]);
+                a5 = wl.fma(v, a5);
+                b5 = wh.fma(v, b5);
+                v = FloatVector.broadcast(FS, x[i + 6 * sx]);
+                a6 = wl.fma(v, a6);
+                b6 = wh.fma(v, b6);
+            }
+        }
+        FloatVector bl = FloatVector.fromArray(FS, bias, c0), bh = FloatVector.fromArray(FS, bias, c0 + 16);
+        a0.add(bl).intoMemorySegment(tile, 0, NO);
+        a1.add(bl).intoMemorySegment(tile, 64, NO);
+        a2.add(bl).intoMemorySegment(tile, 128, NO);
+        a3.add(bl).intoMemorySegment(tile, 192, NO);
+        a4.add(bl).intoMemorySegment(tile, 256, NO);
+        a5.add(bl).intoMemorySegment(tile, 320, NO);
+        a6.add(bl).intoMemorySegment(tile, 384, NO);
+        b0.add(bh).intoMemorySegment(tile, 512, NO);
+        b1.add(bh).intoMemorySegment(tile, 576, NO);
+        b2.add(bh).intoMemorySegment(tile, 640, NO);
+        b3.add(bh).intoMemorySegment(tile, 704, NO);
+        b4.add(bh).intoMemorySegment(tile, 768, NO);
+        b5.add(bh).intoMemorySegment(tile, 832, NO);
+        b6.add(bh).intoMemorySegment(tile, 896, NO);
+    }
+
+    /**
+     * Transposes the 16x16 {@code wk.tile} (rows: pixels, lanes: channels) and stores channel rows into the NCHW
+     * output, {@code rsBytes} apart from {@code at}. With masks the tile is {@link #tile8x32}'s or {@link #tile7x32}'s: each
+     * transposed row holds 8 pixel slots of channel l ({@code first} of them stored) and 8 of channel 16 + l ({@code second}).
+     */
+    private static void storeTransposed(Work wk, MemorySegment out, long at, long rsBytes, VectorMask<Float> first,
+                                        VectorMask<Float> second) {
         float[] t = wk.block;
         Gemm.transposeBlock16(wk.tile, 0, 16 * Float.BYTES, t, 0, 16);
         for (int l = 0; l < 16; l++) {
             FloatVector r = FloatVector.fromArray(FS, t, l * 16);
-            if (halves) {
-                r.intoMemorySegment(out, at + l * rsBytes, NO, FIRST_8);
+            if (first != null) {
+                r.intoMemorySegment(out, at + l * rsBytes, NO, first);
                 // Lanes 8-15 go to channel 16 + l: a store starting 8 floats early, masked to them.
-                r.intoMemorySegment(out, at + (16 + l) * rsBytes - 32, NO, LAST_8);
+                r.intoMemorySegment(out, at + (16 + l) * rsBytes - 32, NO, second);
             } else {
                 r.intoMemorySegment(out, at + l * rsBytes, NO);
             }

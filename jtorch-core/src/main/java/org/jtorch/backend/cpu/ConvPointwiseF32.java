@@ -35,6 +35,8 @@ final class ConvPointwiseF32 {
     private static final ByteOrder NO = ByteOrder.nativeOrder();
     /** Deepest packed block of the forward and input gradient (as {@link Gemm#KC}): deeper ones split into balanced blocks. */
     private static final int KMAX = 1024;
+    /** Deepest block when A has at most 8 strips ({@link #depthBlocks}): the 32-column B strip (16 KB) stays in L1. */
+    private static final int SHALLOW = Integer.getInteger("jtorch.conv.pointwiseShallowDepth", 128);
     /** Depth (pixels) of one weight-gradient block: the 32-channel B strip (32 KB) stays in L1, the gy block in L2. */
     private static final int KW = 256;
 
@@ -119,7 +121,7 @@ final class ConvPointwiseF32 {
      */
     private static float[] packed(MemorySegment a, long off, long rs, long cs, int m, int k) {
         int mPad = roundUp(m, MR);
-        int blocks = (k + KMAX - 1) / KMAX, kc0 = (k + blocks - 1) / blocks;
+        int blocks = depthBlocks(m, k), kc0 = (k + blocks - 1) / blocks;
         // Reused buffers: fresh megabytes cost a page fault per 4 KB.
         Work wk = WORK.get();
         float[] ap = wk.weights = ConvF32.grow(wk.weights, mPad * k);
@@ -147,7 +149,7 @@ final class ConvPointwiseF32 {
     private static void product(float[] ap, int m, int k, MemorySegment b, long bOff, int l, MemorySegment c, long cOff,
                                 int images, float[] bias) {
         int mPad = roundUp(m, MR);
-        int blocks = (k + KMAX - 1) / KMAX, kc0 = (k + blocks - 1) / blocks;
+        int blocks = depthBlocks(m, k), kc0 = (k + blocks - 1) / blocks;
         // Strips per block: up to 512 KB of packed B (in L2), at most 16, so that a deep A (2048 x 512 at 7 px: 4 MB)
         // streams from L3 once per 4 strips rather than once per strip.
         int perBlock = Math.max(1, Math.min(16, 131072 / (kc0 * NR)));
@@ -202,6 +204,18 @@ final class ConvPointwiseF32 {
                 }
             }
         });
+    }
+
+    /**
+     * Depth blocks of an {@code m x k} A: at most {@link #KMAX} deep, and at most {@link #SHALLOW} when A has few rows.
+     * With 8 A strips or fewer each packed B strip is read by few kernel calls, from L2 unless it fits L1 beside
+     * the A strip: 256 to 64 channels at 56 px ran at 10.7-11.3 ms in 128-deep blocks against 11.7-12.2 in one
+     * 256-deep block (one thread); with more rows (1024 to 256 at 14 px) the extra C updates lost (11.7-13.2
+     * against 10.8-11.4 ms).
+     */
+    private static int depthBlocks(int m, int k) {
+        int deepest = m <= 8 * MR ? SHALLOW : KMAX;
+        return (k + deepest - 1) / deepest;
     }
 
     /** Whether the 32 columns from column {@code col} on are all there and in one image of {@code l} pixels. */

@@ -6,6 +6,7 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
 import org.jtorch.backend.IndexKernels;
+import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.StridedView;
 
 /**
@@ -469,10 +470,10 @@ final class CpuIndexKernels implements IndexKernels {
         if (t == DType.FLOAT64) {
             dst.set(ElementIO.F64, dstOff, dst.get(ElementIO.F64, dstOff) + alpha * src.get(ElementIO.F64, srcOff));
         } else if (t.isFloatingPoint()) {
-            float v = (float) ElementIO.getDouble(t, dst, dstOff) + (float) alpha * (float) ElementIO.getDouble(t, src, srcOff);
-            ElementIO.setDouble(t, dst, dstOff, v);
+            float v = (float) ElementCodec.getDouble(t, dst, dstOff) + (float) alpha * (float) ElementCodec.getDouble(t, src, srcOff);
+            ElementCodec.setDouble(t, dst, dstOff, v);
         } else {
-            ElementIO.setLong(t, dst, dstOff, ElementIO.getLong(t, dst, dstOff) + alphaLong * ElementIO.getLong(t, src, srcOff));
+            ElementCodec.setLong(t, dst, dstOff, ElementCodec.getLong(t, dst, dstOff) + alphaLong * ElementCodec.getLong(t, src, srcOff));
         }
     }
 
@@ -482,7 +483,7 @@ final class CpuIndexKernels implements IndexKernels {
             case INT16 -> s.get(ElementIO.I16, off) != 0;
             case INT32 -> s.get(ElementIO.I32, off) != 0;
             case INT64 -> s.get(ElementIO.I64, off) != 0;
-            default -> ElementIO.getDouble(t, s, off) != 0;
+            default -> ElementCodec.getDouble(t, s, off) != 0;
         };
     }
 }

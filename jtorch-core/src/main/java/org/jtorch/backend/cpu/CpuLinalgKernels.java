@@ -7,6 +7,7 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
 import org.jtorch.backend.LinalgKernels;
+import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.StridedView;
 
 /**
@@ -196,13 +197,13 @@ final class CpuLinalgKernels implements LinalgKernels {
                 for (long j = 0; j < n; j++) {
                     long acc = 0;
                     for (long p = 0; p < k; p++) {
-                        long x = ElementIO.getLong(at, aSeg, (a.offset() + t * as[0] + i * as[1] + p * as[2]) * ae);
-                        long y = ElementIO.getLong(at, bSeg, (b.offset() + t * bs[0] + p * bs[1] + j * bs[2]) * ae);
+                        long x = ElementCodec.getLong(at, aSeg, (a.offset() + t * as[0] + i * as[1] + p * as[2]) * ae);
+                        long y = ElementCodec.getLong(at, bSeg, (b.offset() + t * bs[0] + p * bs[1] + j * bs[2]) * ae);
                         acc += x * y;
                     }
                     long o = (out.offset() + t * os[0] + i * os[1] + j * os[2]) * oe;
-                    long prev = beta == 0 ? 0 : ElementIO.getLong(ot, oSeg, o);
-                    ElementIO.setLong(ot, oSeg, o, beta * prev + alpha * acc);
+                    long prev = beta == 0 ? 0 : ElementCodec.getLong(ot, oSeg, o);
+                    ElementCodec.setLong(ot, oSeg, o, beta * prev + alpha * acc);
                 }
             }
         });

@@ -6,6 +6,7 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
 import org.jtorch.backend.NormalizationKernels;
+import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.StridedView;
 
 /**
@@ -74,7 +75,7 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         long es = t.dtype().byteSize();
         long stride = t.dim() == 0 ? 0 : t.stride(0) * es;
         long b = base(t);
-        for (int i = 0; i < c; i++) v[i] = ElementIO.getDouble(t.dtype(), seg, b + i * stride);
+        for (int i = 0; i < c; i++) v[i] = ElementCodec.getDouble(t.dtype(), seg, b + i * stride);
         return v;
     }
 
@@ -84,7 +85,7 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         long es = t.dtype().byteSize();
         long stride = t.stride(0) * es;
         long b = base(t);
-        for (int i = 0; i < v.length; i++) ElementIO.setDouble(t.dtype(), seg, b + i * stride, v[i]);
+        for (int i = 0; i < v.length; i++) ElementCodec.setDouble(t.dtype(), seg, b + i * stride, v[i]);
     }
 
     private static FloatVector ld(MemorySegment s, long off) {
@@ -182,7 +183,7 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     private static void statsGeneric(DType dt, MemorySegment xs, long xb, long n, long c, long s, long ch, double[] buf,
                                      double[] m, double[] v) {
         long es = dt.byteSize();
-        double k = ElementIO.getDouble(dt, xs, xb + ch * s * es);
+        double k = ElementCodec.getDouble(dt, xs, xb + ch * s * es);
         double sum = 0;
         double sq = 0;
         for (long i = 0; i < n; i++) {

@@ -7,6 +7,7 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
 import org.jtorch.backend.OptimizerKernels;
+import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.StridedView;
 
 /**
@@ -71,7 +72,7 @@ public final class CpuOptimizerKernels implements OptimizerKernels {
     public void unscaleAndCheckFinite(List<StridedView> grads, StridedView foundInf, float invScale) {
         boolean found = false;
         for (StridedView g : grads) found |= unscaleAndCheckFinite(g, invScale);
-        if (found) ElementIO.setDouble(foundInf.dtype(), foundInf.memory(), foundInf.offset() * foundInf.dtype().byteSize(), 1.0);
+        if (found) ElementCodec.setDouble(foundInf.dtype(), foundInf.memory(), foundInf.offset() * foundInf.dtype().byteSize(), 1.0);
     }
 
     /** Unscales one CPU gradient in place; whether it held an inf or NaN. */
@@ -244,8 +245,8 @@ public final class CpuOptimizerKernels implements OptimizerKernels {
 
     /** {@code g *= invScale} for one element at byte offset {@code o}; whether it was infinite or NaN. */
     private static boolean unscaleElement(DType dtype, MemorySegment g, long o, float invScale) {
-        double v = ElementIO.getDouble(dtype, g, o);
-        ElementIO.setDouble(dtype, g, o, dtype == DType.FLOAT64 ? v * invScale : (double) ((float) v * invScale));
+        double v = ElementCodec.getDouble(dtype, g, o);
+        ElementCodec.setDouble(dtype, g, o, dtype == DType.FLOAT64 ? v * invScale : (double) ((float) v * invScale));
         return !Double.isFinite(v);
     }
 }

@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import org.jtorch.DType;
 import org.jtorch.Generator;
 import org.jtorch.backend.RandomKernels;
+import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.StridedView;
 
 /** CPU implementation of {@link RandomKernels}: Philox blocks computed per chunk, in parallel. */
@@ -44,9 +45,9 @@ final class CpuRandomKernels implements RandomKernels {
                 }
                 double v = low + u * range;
                 // Rounding to a narrow float type may land on 'high'; keep the interval half-open.
-                ElementIO.setDouble(t, s, base + i * t.byteSize(), v);
-                if (ElementIO.getDouble(t, s, base + i * t.byteSize()) >= high && high > low) {
-                    ElementIO.setDouble(t, s, base + i * t.byteSize(), low);
+                ElementCodec.setDouble(t, s, base + i * t.byteSize(), v);
+                if (ElementCodec.getDouble(t, s, base + i * t.byteSize()) >= high && high > low) {
+                    ElementCodec.setDouble(t, s, base + i * t.byteSize(), low);
                 }
             }
         });
@@ -73,7 +74,7 @@ final class CpuRandomKernels implements RandomKernels {
                 double u2 = (w[k + 1] >>> 8) * TWO_POW_M24;
                 double r = Math.sqrt(-2.0 * Math.log(u1));
                 double z = (i & 1) == 0 ? r * Math.cos(2 * Math.PI * u2) : r * Math.sin(2 * Math.PI * u2);
-                ElementIO.setDouble(t, s, base + i * t.byteSize(), mean + std * z);
+                ElementCodec.setDouble(t, s, base + i * t.byteSize(), mean + std * z);
             }
         });
     }
@@ -96,8 +97,8 @@ final class CpuRandomKernels implements RandomKernels {
                 int k = (int) (i & 1) * 2;
                 long bits = ((long) w[k] << 32) | (w[k + 1] & 0xffffffffL);
                 long v = low + Long.remainderUnsigned(bits, range);
-                if (t.isFloatingPoint()) ElementIO.setDouble(t, s, base + i * t.byteSize(), v);
-                else ElementIO.setLong(t, s, base + i * t.byteSize(), v);
+                if (t.isFloatingPoint()) ElementCodec.setDouble(t, s, base + i * t.byteSize(), v);
+                else ElementCodec.setLong(t, s, base + i * t.byteSize(), v);
             }
         });
     }

@@ -6,6 +6,7 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
 import org.jtorch.backend.ReductionKernels;
+import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.ReduceOp;
 import org.jtorch.op.StridedView;
 
@@ -87,11 +88,11 @@ final class CpuReductionKernels implements ReductionKernels {
                 if (floating) {
                     double acc = op.identity(p);
                     while ((n = c.next(dbuf)) > 0) acc = fold(op, acc, dbuf, n, p);
-                    ElementIO.setDouble(ot, os, oo, op.finish(acc, g.numRed, p));
+                    ElementCodec.setDouble(ot, os, oo, op.finish(acc, g.numRed, p));
                 } else {
                     long acc = op.identityLong();
                     while ((n = c.next(lbuf)) > 0) acc = foldLong(op, acc, lbuf, n);
-                    ElementIO.setLong(ot, os, oo, acc);
+                    ElementCodec.setLong(ot, os, oo, acc);
                 }
             }
         });
@@ -134,7 +135,7 @@ final class CpuReductionKernels implements ReductionKernels {
         Parallel.forRange(g.numOut, grain(g.numRed), (begin, end) -> {
             for (long o = begin; o < end; o++) {
                 double acc = row(op, p, it, is, g.inOffset(o), g.numRed);
-                ElementIO.setDouble(ot, os, g.outOffset(o), op.finish(acc, g.numRed, p));
+                ElementCodec.setDouble(ot, os, g.outOffset(o), op.finish(acc, g.numRed, p));
             }
         });
     }
@@ -153,7 +154,7 @@ final class CpuReductionKernels implements ReductionKernels {
         ReduceOp combineAs = op == ReduceOp.NORM ? ReduceOp.SUM : op;
         double acc = partial[0];
         for (int c = 1; c < chunks; c++) acc = combineAs.combine(acc, partial[c], p);
-        ElementIO.setDouble(ot, os, oo, op.finish(acc, n, p));
+        ElementCodec.setDouble(ot, os, oo, op.finish(acc, n, p));
     }
 
     /** The accumulator of {@code op} over {@code n >= 1} contiguous float32 or half-precision values. */
@@ -303,7 +304,7 @@ final class CpuReductionKernels implements ReductionKernels {
                 double best = 0;
                 long bestLong = 0;
                 if (floating) {
-                    best = ElementIO.getDouble(it, is, io);
+                    best = ElementCodec.getDouble(it, is, io);
                     for (long done = 0; done < l.length; done += BLOCK) {
                         int n = (int) Math.min(BLOCK, l.length - done);
                         ElementIO.load(it, is, io + done * stride, stride, n, dbuf);
@@ -318,7 +319,7 @@ final class CpuReductionKernels implements ReductionKernels {
                         }
                     }
                 } else {
-                    bestLong = ElementIO.getLong(it, is, io);
+                    bestLong = ElementCodec.getLong(it, is, io);
                     for (long done = 0; done < l.length; done += BLOCK) {
                         int n = (int) Math.min(BLOCK, l.length - done);
                         ElementIO.load(it, is, io + done * stride, stride, n, lbuf);
@@ -333,8 +334,8 @@ final class CpuReductionKernels implements ReductionKernels {
                 }
                 xs.set(ElementIO.I64, l.offset(1, line), bestIndex);
                 if (vs != null) {
-                    if (floating) ElementIO.setDouble(vt, vs, l.offset(2, line), best);
-                    else ElementIO.setLong(vt, vs, l.offset(2, line), bestLong);
+                    if (floating) ElementCodec.setDouble(vt, vs, l.offset(2, line), best);
+                    else ElementCodec.setLong(vt, vs, l.offset(2, line), bestLong);
                 }
             }
         });
@@ -412,7 +413,7 @@ final class CpuReductionKernels implements ReductionKernels {
                     }
                 }
                 double var = (m2 - sd * sd / count) / divisor;
-                ElementIO.setDouble(ot, os, g.outOffset(o), sqrt ? Math.sqrt(var) : var);
+                ElementCodec.setDouble(ot, os, g.outOffset(o), sqrt ? Math.sqrt(var) : var);
             }
         });
     }
@@ -436,7 +437,7 @@ final class CpuReductionKernels implements ReductionKernels {
             double[] acc = new double[3];
             for (int c = 0; c < chunks; c++) ReductionF32.merge(acc, parts[3 * c], parts[3 * c + 1], parts[3 * c + 2]);
             double var = acc[2] / divisor;
-            ElementIO.setDouble(ot, os, g.outOffset(0), sqrt ? Math.sqrt(var) : var);
+            ElementCodec.setDouble(ot, os, g.outOffset(0), sqrt ? Math.sqrt(var) : var);
             return;
         }
         Parallel.forRange(g.numOut, grain(g.numRed), (begin, end) -> {
@@ -445,7 +446,7 @@ final class CpuReductionKernels implements ReductionKernels {
                 acc[0] = acc[1] = acc[2] = 0;
                 ReductionF32.moments(is, g.inOffset(o), g.numRed, acc);
                 double var = acc[2] / divisor;
-                ElementIO.setDouble(ot, os, g.outOffset(o), sqrt ? Math.sqrt(var) : var);
+                ElementCodec.setDouble(ot, os, g.outOffset(o), sqrt ? Math.sqrt(var) : var);
             }
         });
     }
@@ -473,7 +474,7 @@ final class CpuReductionKernels implements ReductionKernels {
                 while ((n = c.next(buf)) > 0) {
                     for (int i = 0; i < n; i++) sum += Math.exp(buf[i] - shift);
                 }
-                ElementIO.setDouble(ot, os, g.outOffset(o), Math.log(sum) + shift);
+                ElementCodec.setDouble(ot, os, g.outOffset(o), Math.log(sum) + shift);
             }
         });
     }

@@ -5,6 +5,7 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
+import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.StridedView;
 
 /**
@@ -111,9 +112,9 @@ final class ElementwiseKernels {
                 } else if (dt == DType.FLOAT32 && contiguous) {
                     fillF32(ds, off[0], len, (float) value);
                 } else if (dt.isFloatingPoint()) {
-                    for (long i = 0; i < len; i++) ElementIO.setDouble(dt, ds, off[0] + i * stride, value);
+                    for (long i = 0; i < len; i++) ElementCodec.setDouble(dt, ds, off[0] + i * stride, value);
                 } else {
-                    for (long i = 0; i < len; i++) ElementIO.setLong(dt, ds, off[0] + i * stride, longValue);
+                    for (long i = 0; i < len; i++) ElementCodec.setLong(dt, ds, off[0] + i * stride, longValue);
                 }
             });
         });
@@ -156,8 +157,8 @@ final class ElementwiseKernels {
                     long src = c ? off[2] + i * sa : off[3] + i * sb;
                     DType st = c ? at : bt;
                     MemorySegment ss = c ? as : bs;
-                    if (floating) ElementIO.setDouble(ot, os, off[0] + i * so, ElementIO.getDouble(st, ss, src));
-                    else ElementIO.setLong(ot, os, off[0] + i * so, ElementIO.getLong(st, ss, src));
+                    if (floating) ElementCodec.setDouble(ot, os, off[0] + i * so, ElementCodec.getDouble(st, ss, src));
+                    else ElementCodec.setLong(ot, os, off[0] + i * so, ElementCodec.getLong(st, ss, src));
                 }
             });
         });

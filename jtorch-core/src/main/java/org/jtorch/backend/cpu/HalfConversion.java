@@ -11,6 +11,7 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
+import org.jtorch.memory.ElementCodec;
 
 /**
  * Contiguous float32 &lt;-&gt; bfloat16/float16 conversion, the glue of half-precision compute (bf16
@@ -48,7 +49,7 @@ final class HalfConversion {
         for (; i < upper; i += FS.length()) {
             bf16ToFloat(ShortVector.fromMemorySegment(SS, s, so + i * 2, LE)).intoMemorySegment(d, dOff + i * 4, LE);
         }
-        for (; i < n; i++) d.set(ElementIO.F32, dOff + i * 4, ElementIO.bf16ToFloat(s.get(I16, so + i * 2)));
+        for (; i < n; i++) d.set(ElementIO.F32, dOff + i * 4, ElementCodec.bf16ToFloat(s.get(I16, so + i * 2)));
     }
 
     static void f32ToBf16(MemorySegment s, long so, MemorySegment d, long dOff, long n) {
@@ -57,7 +58,7 @@ final class HalfConversion {
         for (; i < upper; i += FS.length()) {
             floatToBf16(FloatVector.fromMemorySegment(FS, s, so + i * 4, LE)).intoMemorySegment(d, dOff + i * 2, LE);
         }
-        for (; i < n; i++) d.set(I16, dOff + i * 2, ElementIO.floatToBf16(s.get(ElementIO.F32, so + i * 4)));
+        for (; i < n; i++) d.set(I16, dOff + i * 2, ElementCodec.floatToBf16(s.get(ElementIO.F32, so + i * 4)));
     }
 
     /** bfloat16 bits to float32, lane for lane: the high half of the float. */

@@ -11,6 +11,7 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
+import org.jtorch.memory.ElementCodec;
 
 /**
  * Matrix multiply of bfloat16/float16 operands with float32 accumulation: {@code C = alpha * op(A) op(B) + beta * C},
@@ -265,7 +266,7 @@ final class HalfGemm {
     /** The half-precision element at element index {@code at}, as a float. */
     private static float load(DType t, MemorySegment s, long at) {
         short bits = s.get(I16, 2 * at);
-        return t == DType.BFLOAT16 ? ElementIO.bf16ToFloat(bits) : Float.float16ToFloat(bits);
+        return t == DType.BFLOAT16 ? ElementCodec.bf16ToFloat(bits) : Float.float16ToFloat(bits);
     }
 
     /**
@@ -318,7 +319,7 @@ final class HalfGemm {
     }
 
     private static void put(DType t, MemorySegment s, long at, float v) {
-        s.set(I16, 2 * at, t == DType.BFLOAT16 ? ElementIO.floatToBf16(v) : Float.floatToFloat16(v));
+        s.set(I16, 2 * at, t == DType.BFLOAT16 ? ElementCodec.floatToBf16(v) : Float.floatToFloat16(v));
     }
 
     private static float[] atLeast(float[] buffer, int size) {

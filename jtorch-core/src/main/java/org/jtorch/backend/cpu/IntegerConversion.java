@@ -9,6 +9,7 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
+import org.jtorch.memory.ElementCodec;
 
 /**
  * The common contiguous casts from integers in the Vector API (images in uint8 to float32, indices between int32 and
@@ -69,9 +70,9 @@ final class IntegerConversion {
             }
         }
         for (; i < n; i++) {
-            long v = ElementIO.getLong(st, s, so + i * ss);
-            if (dt.isFloatingPoint()) ElementIO.setDouble(dt, d, dOff + i * ds, v);
-            else ElementIO.setLong(dt, d, dOff + i * ds, v);
+            long v = ElementCodec.getLong(st, s, so + i * ss);
+            if (dt.isFloatingPoint()) ElementCodec.setDouble(dt, d, dOff + i * ds, v);
+            else ElementCodec.setLong(dt, d, dOff + i * ds, v);
         }
     }
 }

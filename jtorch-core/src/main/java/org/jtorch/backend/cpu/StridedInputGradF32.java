@@ -35,8 +35,10 @@ final class StridedInputGradF32 {
 
     /**
      * Whether {@link #backwardInput} applies: stride 2 along rows, no dilation or groups, and every phase on
-     * the direct convolution's 8-pixel x 32-channel tile. On the 16x16 tile the phases' short reductions
-     * (one to four taps of gradOut's channels) pay too much for each tile's transpose: ResNet-20's
+     * the direct convolution's 8- or 7-pixel x 32-channel tile, in rows longer than 7 pixels (ResNet-50's 512
+     * channels at 14 px, in 7-pixel phases: 43-45 ms this way against 34-40 with GEMM + col2im, one thread). On
+     * the 16x16 tile the phases' short reductions (one to four taps of gradOut's channels) pay too much for each
+     * tile's transpose: ResNet-20's
      * 16->32-channel layer took 5.2 ms that way against 4.5 with GEMM + col2im (32->64: 3.6 against 4.9).
      */
     static boolean applies(Geometry g) {
@@ -44,7 +46,7 @@ final class StridedInputGradF32 {
         List<Phase> phases = phases(g);
         if (phases == null) return false;
         for (Phase p : phases) {
-            if (p.geometry() != null && !ConvDirectF32.handlesWithWideTile(p.geometry())) return false;
+            if (p.geometry() != null && (!ConvDirectF32.handlesWithWideTile(p.geometry()) || p.geometry().ow() < 8)) return false;
         }
         return true;
     }

@@ -9,6 +9,7 @@ import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.Fn;
 
 /**
@@ -106,7 +107,7 @@ public final class VectorMath {
     }
 
     public static FloatVector splatAtBf16(MemorySegment s, long off) {
-        return FloatVector.broadcast(FS, ElementIO.bf16ToFloat(s.get(I16, off)));
+        return FloatVector.broadcast(FS, ElementCodec.bf16ToFloat(s.get(I16, off)));
     }
 
     public static FloatVector loadF16(MemorySegment s, long off, long i) {

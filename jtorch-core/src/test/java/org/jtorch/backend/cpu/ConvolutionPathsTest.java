@@ -27,7 +27,7 @@ class ConvolutionPathsTest {
 
     @Test
     void directTilesTakeTheirShapes() {
-        // {x shape, w shape, sh, sw, ph, pw, dh} -> forward direct, 8x32 tile, weight gradient direct
+        // {x shape, w shape, sh, sw, ph, pw, dh} -> forward direct, 32-channel tile (8 or 7 pixels), weight gradient direct
         assertPaths(geometry(new int[] {2, 16, 8, 8}, new int[] {32, 16, 3, 3}, 1, 1, 1, 1, 1), true, true);
         assertPaths(geometry(new int[] {1, 24, 12, 16}, new int[] {64, 24, 3, 3}, 1, 1, 2, 1, 2), true, true);
         assertPaths(geometry(new int[] {3, 3, 16, 16}, new int[] {16, 3, 3, 3}, 1, 1, 1, 1, 1), true, false);
@@ -41,7 +41,11 @@ class ConvolutionPathsTest {
         // More than a quarter recomputed (12 px in 8-pixel tiles, 20 px in 16-pixel ones), or rows under a tile: the implicit GEMM.
         assertEquals(false, ConvDirectF32.handles(geometry(new int[] {2, 32, 12, 12}, new int[] {32, 32, 3, 3}, 1, 1, 1, 1, 1)));
         assertEquals(false, ConvDirectF32.handles(geometry(new int[] {2, 16, 20, 20}, new int[] {16, 16, 3, 3}, 1, 1, 1, 1, 1)));
-        assertEquals(false, ConvDirectF32.handles(geometry(new int[] {2, 64, 7, 7}, new int[] {64, 64, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvDirectF32.handles(geometry(new int[] {2, 32, 6, 6}, new int[] {32, 32, 3, 3}, 1, 1, 1, 1, 1)));
+        // Rows of whole 7-pixel tiles take the 7x32 tile: 7 px (under an 8-pixel tile), 21 px, 28 px at stride 2.
+        assertPaths(geometry(new int[] {2, 64, 7, 7}, new int[] {64, 64, 3, 3}, 1, 1, 1, 1, 1), true, true);
+        assertPaths(geometry(new int[] {1, 8, 25, 21}, new int[] {32, 8, 5, 3}, 1, 1, 2, 1, 2), true, true);
+        assertPaths(geometry(new int[] {2, 24, 55, 55}, new int[] {32, 24, 3, 3}, 2, 2, 1, 1, 1), true, true);
         // Whole 32-pixel rows stay on the packed implicit GEMM; the weight gradient is direct for any width.
         Geometry wide = geometry(new int[] {4, 16, 32, 32}, new int[] {16, 16, 3, 3}, 1, 1, 1, 1, 1);
         assertEquals(false, ConvDirectF32.handles(wide));
@@ -50,7 +54,7 @@ class ConvolutionPathsTest {
 
     private static void assertPaths(Geometry g, boolean direct, boolean wideTile) {
         assertEquals(direct, ConvDirectF32.handles(g), "direct forward for " + g);
-        assertEquals(wideTile, ConvDirectF32.handlesWithWideTile(g), "8x32 tile for " + g);
+        assertEquals(wideTile, ConvDirectF32.handlesWithWideTile(g), "32-channel tile for " + g);
         assertEquals(true, ConvDirectF32.handlesWeightGrad(g), "direct weight gradient for " + g);
     }
 
@@ -87,6 +91,9 @@ class ConvolutionPathsTest {
         assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {64, 32, 1, 1}, 2, 2, 0, 0, 1)));
         assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {1, 32, 18, 16}, new int[] {32, 32, 5, 3}, 3, 2, 2, 1, 1)));
         assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {32, 32, 3, 3}, 2, 2, 0, 0, 1)));
+        // 28-pixel phases on the 7-pixel tile; 7-pixel phases (14 px at stride 2) measured slower than GEMM + col2im.
+        assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 56, 56}, new int[] {32, 32, 3, 3}, 2, 2, 1, 1, 1)));
+        assertEquals(false, StridedInputGradF32.applies(geometry(new int[] {2, 32, 14, 14}, new int[] {32, 32, 3, 3}, 2, 2, 1, 1, 1)));
         // 16 input channels: the phases would run on the 16x16 tile, slower than GEMM + col2im.
         assertEquals(false, StridedInputGradF32.applies(geometry(new int[] {2, 16, 32, 32}, new int[] {32, 16, 3, 3}, 2, 2, 1, 1, 1)));
         // Stride 3, padding 1, 3x3: phase 2 reads only output row m + 1, which would need negative padding.

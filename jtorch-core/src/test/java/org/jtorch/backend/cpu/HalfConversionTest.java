@@ -6,6 +6,7 @@ import java.util.SplittableRandom;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.memory.ElementCodec;
 import org.junit.jupiter.api.Test;
 
 /** The vectorised half conversions give bit-for-bit the scalar reference ({@link ElementIO}, the JDK's float16 conversions). */
@@ -20,7 +21,7 @@ class HalfConversionTest {
             for (int i = 0; i < n; i++) hs.set(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED, i * 2L, (short) i);
             HalfConversion.bf16ToF32(hs, 0, f.storage().segment(), 0, n);
             for (int i = 0; i < n; i++) {
-                assertEquals(Float.floatToRawIntBits(ElementIO.bf16ToFloat((short) i)),
+                assertEquals(Float.floatToRawIntBits(ElementCodec.bf16ToFloat((short) i)),
                         Float.floatToRawIntBits(f.storage().segment().get(ElementIO.F32, i * 4L)), "bf16 bits " + i);
             }
             SplittableRandom rnd = new SplittableRandom(7);
@@ -34,7 +35,7 @@ class HalfConversionTest {
             HalfConversion.f32ToBf16(fs, 0, hs, 0, n);
             for (int i = 0; i < n; i++) {
                 float v = fs.get(ElementIO.F32, i * 4L);
-                assertEquals(ElementIO.floatToBf16(v), hs.get(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED, i * 2L), "float bits " + Integer.toHexString(Float.floatToRawIntBits(v)));
+                assertEquals(ElementCodec.floatToBf16(v), hs.get(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED, i * 2L), "float bits " + Integer.toHexString(Float.floatToRawIntBits(v)));
             }
         }
     }
@@ -47,7 +48,7 @@ class HalfConversionTest {
             float[] bs = back.toFloatArray();
             float[] hs = hback.toFloatArray();
             for (int i = 0; i < xs.length; i++) {
-                assertEquals(ElementIO.bf16ToFloat(ElementIO.floatToBf16(xs[i])), bs[i]);
+                assertEquals(ElementCodec.bf16ToFloat(ElementCodec.floatToBf16(xs[i])), bs[i]);
                 assertEquals(Float.float16ToFloat(Float.floatToFloat16(xs[i])), hs[i]);
             }
         }

@@ -12,6 +12,7 @@ import java.util.SplittableRandom;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.memory.ElementCodec;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -63,7 +64,7 @@ class HalfGemmTest {
     private static double get(DType type, MemorySegment seg, long e) {
         return switch (type) {
             case FLOAT32 -> seg.getAtIndex(F, e);
-            case BFLOAT16 -> ElementIO.bf16ToFloat(seg.getAtIndex(H, e));
+            case BFLOAT16 -> ElementCodec.bf16ToFloat(seg.getAtIndex(H, e));
             default -> Float.float16ToFloat(seg.getAtIndex(H, e));
         };
     }
@@ -71,7 +72,7 @@ class HalfGemmTest {
     private static void set(DType type, MemorySegment seg, long e, float v) {
         switch (type) {
             case FLOAT32 -> seg.setAtIndex(F, e, v);
-            case BFLOAT16 -> seg.setAtIndex(H, e, ElementIO.floatToBf16(v));
+            case BFLOAT16 -> seg.setAtIndex(H, e, ElementCodec.floatToBf16(v));
             default -> seg.setAtIndex(H, e, Float.floatToFloat16(v));
         }
     }

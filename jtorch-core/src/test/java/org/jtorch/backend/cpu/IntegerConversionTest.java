@@ -7,6 +7,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Random;
 import org.jtorch.DType;
+import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.StridedView;
 import org.junit.jupiter.api.Test;
 
@@ -41,20 +42,20 @@ class IntegerConversionTest {
                 assertTrue(IntegerConversion.supports(st, dt));
                 for (int n : LENGTHS) {
                     MemorySegment src = arena.allocate(st.byteSize() * Math.max(n, 1) + 8, 64);
-                    for (int i = 0; i < n; i++) ElementIO.setLong(st, src, 8 + i * st.byteSize(), value(st)); // offset: unaligned rows too
+                    for (int i = 0; i < n; i++) ElementCodec.setLong(st, src, 8 + i * st.byteSize(), value(st)); // offset: unaligned rows too
                     MemorySegment dst = arena.allocate(dt.byteSize() * Math.max(n, 1), 64);
                     ElementwiseKernels.copy(new StridedView(src, 8 / st.byteSize(), new long[] {n}, new long[] {1}, st),
                             new StridedView(dst, 0, new long[] {n}, new long[] {1}, dt));
                     MemorySegment expected = arena.allocate(dt.byteSize() * Math.max(n, 1), 64);
                     for (int i = 0; i < n; i++) {
-                        long v = ElementIO.getLong(st, src, 8 + i * st.byteSize());
-                        if (dt.isFloatingPoint()) ElementIO.setDouble(dt, expected, i * dt.byteSize(), v);
-                        else ElementIO.setLong(dt, expected, i * dt.byteSize(), v);
+                        long v = ElementCodec.getLong(st, src, 8 + i * st.byteSize());
+                        if (dt.isFloatingPoint()) ElementCodec.setDouble(dt, expected, i * dt.byteSize(), v);
+                        else ElementCodec.setLong(dt, expected, i * dt.byteSize(), v);
                     }
                     for (int i = 0; i < n; i++) {
                         for (long b = 0; b < dt.byteSize(); b++) {
                             assertEquals(expected.get(ElementIO.I8, i * dt.byteSize() + b), dst.get(ElementIO.I8, i * dt.byteSize() + b),
-                                    st + " -> " + dt + " at " + i + " of " + n + ": " + ElementIO.getLong(st, src, 8 + i * st.byteSize()));
+                                    st + " -> " + dt + " at " + i + " of " + n + ": " + ElementCodec.getLong(st, src, 8 + i * st.byteSize()));
                         }
                         checked++;
                     }

@@ -13,6 +13,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Random;
 import org.jtorch.DType;
+import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.Expr;
 import org.jtorch.op.Fn;
 import org.jtorch.op.StridedView;
@@ -60,13 +61,13 @@ class IntegerRowsTest {
 
     private MemorySegment row(Arena arena, DType t, long[] values) {
         MemorySegment s = arena.allocate(t.byteSize() * Math.max(values.length, 1), 64);
-        for (int i = 0; i < values.length; i++) ElementIO.setLong(t, s, i * t.byteSize(), values[i]);
+        for (int i = 0; i < values.length; i++) ElementCodec.setLong(t, s, i * t.byteSize(), values[i]);
         return s;
     }
 
     private static long[] read(MemorySegment s, DType t, int n) {
         long[] r = new long[n];
-        for (int i = 0; i < n; i++) r[i] = ElementIO.getLong(t, s, i * t.byteSize());
+        for (int i = 0; i < n; i++) r[i] = ElementCodec.getLong(t, s, i * t.byteSize());
         return r;
     }
 

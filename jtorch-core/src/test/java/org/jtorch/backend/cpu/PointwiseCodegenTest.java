@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import org.jtorch.DType;
+import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.Expr;
 import org.jtorch.op.Fn;
 import org.jtorch.op.StridedView;
@@ -365,11 +366,11 @@ class PointwiseCodegenTest {
                         double[] av = new double[n];
                         double[] bv = new double[n];
                         for (int i = 0; i < n; i++) {
-                            ElementIO.setDouble(t, a, es * i, value());
-                            ElementIO.setDouble(t, b, es * i, value());
-                            av[i] = ElementIO.getDouble(t, a, es * i);
+                            ElementCodec.setDouble(t, a, es * i, value());
+                            ElementCodec.setDouble(t, b, es * i, value());
+                            av[i] = ElementCodec.getDouble(t, a, es * i);
                         }
-                        for (int i = 0; i < n; i++) bv[i] = ElementIO.getDouble(t, b, es * i * bStride);
+                        for (int i = 0; i < n; i++) bv[i] = ElementCodec.getDouble(t, b, es * i * bStride);
                         MemorySegment out = arena.allocate(es * Math.max(n, 1), 64);
                         MemorySegment bools = arena.allocate(Math.max(n, 1), 64);
                         StridedView[] in = {
@@ -381,9 +382,9 @@ class PointwiseCodegenTest {
                             // Float lanes round the product to float first (exact for halves' values times 0.75).
                             double expected = t == DType.FLOAT64 ? m - av[i] * 0.75 : (float) ((float) m - (float) (av[i] * 0.75));
                             MemorySegment ref = arena.allocate(8);
-                            ElementIO.setDouble(t, ref, 0, expected);
-                            double rounded = ElementIO.getDouble(t, ref, 0);
-                            double actual = ElementIO.getDouble(t, out, es * i);
+                            ElementCodec.setDouble(t, ref, 0, expected);
+                            double rounded = ElementCodec.getDouble(t, ref, 0);
+                            double actual = ElementCodec.getDouble(t, out, es * i);
                             String what = t + " n=" + n + " stride " + bStride + " at " + i + ": max(" + av[i] + ", " + bv[i] + ") - 0.75 x";
                             if (Double.isNaN(rounded)) assertTrue(Double.isNaN(actual), what);
                             else assertEquals(rounded, actual, 0.0, what);
