@@ -13,7 +13,6 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.Node;
 import org.jtorch.backend.Backends;
-import org.jtorch.data.MemoryPinner;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.OutOfMemoryException;
@@ -896,7 +895,7 @@ public final class Tensor implements AutoCloseable {
     /**
      * This CPU tensor copied into page-locked host memory (contiguous), from which copies to an accelerator
      * can be asynchronous ({@code to(device, true)}); this tensor itself (a new reference) when it is pinned
-     * already. Pinned memory comes from the accelerator backend found through {@link MemoryPinner}.
+     * already. Pinned memory comes from an accelerator backend ({@link Backends#allocatePinnedHost}).
      *
      * @throws IllegalStateException when no accelerator with pinned memory is available, naming why
      * @throws IllegalArgumentException for a tensor that is not on the CPU
@@ -905,9 +904,11 @@ public final class Tensor implements AutoCloseable {
         checkOpen("pinMemory");
         if (!device().isCpu()) throw new IllegalArgumentException("pinMemory: cannot pin a tensor on " + device() + ", only CPU tensors");
         if (isPinned()) return alias();
-        MemoryPinner pinner = MemoryPinner.find().orElseThrow(() -> new IllegalStateException(
-                "pinMemory: no accelerator with pinned host memory is available (" + MemoryPinner.unavailableReasons() + ")"));
-        return (Tensor) pinner.pin(this);
+        long[] shape = shape();
+        Tensor pinned = fromStorage(Backends.allocatePinnedHost("pinMemory", numel() * dtype().byteSize()), dtype(), shape,
+                Shapes.contiguousStrides(shape), 0);
+        if (numel() > 0) Backends.of(Device.cpu()).copy(Dispatcher.view(this), Dispatcher.view(pinned));
+        return pinned;
     }
 
     /** Sets every element to {@code value}. */

@@ -37,10 +37,10 @@ public final class AutocastPolicy {
                     lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell scaled_dot_product_attention""",
             CastPolicy.FP32, """
                     acos asin cosh erfinv log10 log2 sinh tan
-                    layer_norm native_layer_norm group_norm frobenius_norm nuclear_norm cosine_similarity
-                    poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss kl_div l1_loss
-                    smooth_l1_loss huber_loss mse_loss margin_ranking_loss multilabel_margin_loss soft_margin_loss
-                    triplet_margin_loss multi_margin_loss binary_cross_entropy_with_logits dist pdist cdist renorm""",
+                    native_layer_norm frobenius_norm nuclear_norm cosine_similarity
+                    poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss
+                    margin_ranking_loss multilabel_margin_loss soft_margin_loss
+                    triplet_margin_loss multi_margin_loss dist pdist cdist renorm""",
             CastPolicy.FP32_SET_OPT_DTYPE, "cumprod cumsum",
             CastPolicy.PROMOTE, "addcdiv addcmul atan2 bilinear cross dot grid_sampler index_put tensordot scatter_add",
             CastPolicy.BANNED, "binary_cross_entropy",
@@ -58,10 +58,10 @@ public final class AutocastPolicy {
                     conv_transpose1d conv_transpose2d conv_transpose3d avg_pool3d binary_cross_entropy grid_sampler polar
                     quantile nanquantile stft cdist trace view_as_complex cholesky cholesky_inverse cholesky_solve
                     inverse lu_solve orgqr ormqr pinverse max_pool3d max_unpool2d max_unpool3d adaptive_avg_pool3d
-                    reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d replication_pad3d mse_loss
-                    cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss poisson_nll_loss smooth_l1_loss
-                    cross_entropy_loss l1_loss huber_loss margin_ranking_loss soft_margin_loss triplet_margin_loss
-                    multi_margin_loss ctc_loss kl_div multilabel_margin_loss binary_cross_entropy_with_logits fft_fft
+                    reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d replication_pad3d
+                    cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss poisson_nll_loss
+                    cross_entropy_loss margin_ranking_loss soft_margin_loss triplet_margin_loss
+                    multi_margin_loss ctc_loss multilabel_margin_loss fft_fft
                     fft_ifft fft_fft2 fft_ifft2 fft_fftn fft_ifftn fft_rfft fft_irfft fft_rfft2 fft_irfft2 fft_rfftn
                     fft_irfftn fft_hfft fft_ihfft linalg_cond linalg_matrix_rank linalg_solve linalg_cholesky
                     linalg_svdvals linalg_eigvals linalg_eigvalsh linalg_inv linalg_householder_product

@@ -49,6 +49,15 @@ public interface Backend {
     /** A new uninitialised storage of {@code bytes} bytes on {@code device}. */
     Storage allocate(Device device, long bytes);
 
+    /**
+     * A new uninitialised CPU storage of {@code bytes} bytes in page-locked host memory from this accelerator's pinned
+     * allocator ({@link Storage#isPinned()}: copies from it to this backend's devices may be asynchronous); null when
+     * this backend has no pinned memory (the CPU's). Called only when {@link #isAvailable()}.
+     */
+    default Storage allocatePinnedHost(long bytes) {
+        return null;
+    }
+
     /** {@code dst.copy_(src)} for same-shaped tensors on this backend, converting dtypes. */
     void copy(StridedView src, StridedView dst);
 

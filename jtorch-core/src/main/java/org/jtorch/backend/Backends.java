@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
 import org.jtorch.Device;
+import org.jtorch.memory.Storage;
 import org.jtorch.backend.cpu.CpuBackend;
 import org.jtorch.op.StridedView;
 
@@ -27,6 +28,7 @@ public final class Backends {
     private static void registerOpKernels(Backend backend) {
         LinalgOpKernels.register(backend);
         ConvolutionOpKernels.register(backend);
+        PoolingOpKernels.register(backend);
     }
 
     private Backends() {}
@@ -94,6 +96,30 @@ public final class Backends {
             }
         }
         return m;
+    }
+
+    /**
+     * A new CPU storage of {@code bytes} bytes in page-locked host memory, from the first available accelerator backend
+     * that has pinned memory ({@link Backend#allocatePinnedHost}): pinned memory belongs to the backends, not to the
+     * data loader that uses it most.
+     *
+     * @throws IllegalStateException naming {@code op} and why no backend can pin (unavailable, with its reason, or none)
+     */
+    public static Storage allocatePinnedHost(String op, long bytes) {
+        List<String> reasons = new ArrayList<>();
+        for (Backend b : all().values()) {
+            if (b.deviceType() == Device.Type.CPU) continue;
+            String name = b.deviceType().name();
+            if (!b.isAvailable()) {
+                reasons.add(name + ": " + b.unavailableReason());
+                continue;
+            }
+            Storage s = b.allocatePinnedHost(bytes);
+            if (s != null) return s;
+            reasons.add(name + " has no pinned memory");
+        }
+        throw new IllegalStateException(op + ": no accelerator with pinned host memory is available ("
+                + (reasons.isEmpty() ? "no accelerator backend on the class path" : String.join("; ", reasons)) + ")");
     }
 
     /**

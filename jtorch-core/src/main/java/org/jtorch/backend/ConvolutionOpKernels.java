@@ -90,7 +90,7 @@ public final class ConvolutionOpKernels {
     }
 
     /** The kernel's scratch memory: operands and results converted to the compute dtype, released when the call ends. */
-    private static final class Scratch implements AutoCloseable {
+    static final class Scratch implements AutoCloseable {
         private final Backend backend;
         private final List<Storage> held = new ArrayList<>();
 

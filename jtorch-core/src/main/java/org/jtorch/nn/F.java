@@ -12,6 +12,8 @@ import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
+import org.jtorch.op.LossOps;
+import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Padding;
 import org.jtorch.ops.Pooling;
 import org.jtorch.ops.Pooling3d;
@@ -353,21 +355,7 @@ public final class F {
     public static Tensor layerNorm(Tensor x, long[] normalizedShape, Tensor weight, Tensor bias, double eps) {
         Arguments.nonNull("layerNorm", "x", x);
         Arguments.nonNull("layerNorm", "normalizedShape", normalizedShape);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("layer_norm", t -> layerNorm(t[0], normalizedShape, t[1], t[2], eps), x, weight, bias);
-            if (r != null) return r;
-        }
-        int[] dims = trailingDims("layerNorm", x, normalizedShape);
-        checkAffine("layerNorm", "weight", weight, normalizedShape);
-        checkAffine("layerNorm", "bias", bias, normalizedShape);
-        return MemoryScope.run(() -> {
-            Tensor mean = x.mean(dims, true);
-            Tensor var = x.var(dims, 0, true);
-            Tensor y = x.sub(mean).mul(var.add(eps).rsqrt());
-            if (weight != null) y = y.mul(weight);
-            if (bias != null) y = y.add(bias);
-            return y;
-        });
+        return org.jtorch.ops.Normalization.layerNorm(x, normalizedShape, weight, bias, eps);
     }
 
     /**
@@ -377,46 +365,7 @@ public final class F {
     public static Tensor rmsNorm(Tensor x, long[] normalizedShape, Tensor weight, Double eps) {
         Arguments.nonNull("rmsNorm", "x", x);
         Arguments.nonNull("rmsNorm", "normalizedShape", normalizedShape);
-        int[] dims = trailingDims("rmsNorm", x, normalizedShape);
-        checkAffine("rmsNorm", "weight", weight, normalizedShape);
-        double e = eps != null ? eps : machineEpsilon(x.dtype());
-        return MemoryScope.run(() -> {
-            Tensor y = x.mul(x.mul(x).mean(dims, true).add(e).rsqrt());
-            return weight != null ? y.mul(weight) : y;
-        });
-    }
-
-    /** {@code torch.finfo(dtype).eps}. */
-    static double machineEpsilon(DType dtype) {
-        return switch (dtype) {
-            case FLOAT64 -> Math.ulp(1.0);
-            case FLOAT32 -> Math.ulp(1.0f);
-            case FLOAT16 -> 0.0009765625;
-            case BFLOAT16 -> 0.0078125;
-            default -> throw new IllegalArgumentException("rmsNorm: expected a floating point input, got " + dtype);
-        };
-    }
-
-    private static int[] trailingDims(String op, Tensor x, long[] normalizedShape) {
-        int k = normalizedShape.length;
-        if (k == 0) throw new IllegalArgumentException(op + ": normalizedShape must have at least one dimension");
-        long[] s = x.shape();
-        boolean ok = s.length >= k && Arrays.equals(Arrays.copyOfRange(s, s.length - k, s.length), normalizedShape);
-        if (!ok) {
-            throw new IllegalArgumentException(op + ": given normalized_shape=" + Shapes.format(normalizedShape)
-                    + ", expected input with shape [*, " + Shapes.format(normalizedShape).substring(1) + ", but got input of size "
-                    + Shapes.format(s));
-        }
-        int[] dims = new int[k];
-        for (int i = 0; i < k; i++) dims[i] = s.length - k + i;
-        return dims;
-    }
-
-    private static void checkAffine(String op, String what, Tensor t, long[] normalizedShape) {
-        if (t != null && !Arrays.equals(t.shape(), normalizedShape)) {
-            throw new IllegalArgumentException(op + ": expected " + what + " of shape " + Shapes.format(normalizedShape) + ", got "
-                    + Shapes.format(t.shape()));
-        }
+        return org.jtorch.ops.Normalization.rmsNorm(x, normalizedShape, weight, eps);
     }
 
     // ------------------------------------------------------------------ embedding
@@ -864,21 +813,24 @@ public final class F {
         };
     }
 
-    /** Mean squared error {@code (input - target)^2}, broadcast, then reduced. */
+    /** PyTorch's {@code at::Reduction} value of {@code reduction}: the declared losses' first scalar ({@link LossOps}). */
+    private static double reductionEnum(Reduction reduction) {
+        return switch (reduction) {
+            case NONE -> LossOps.NONE;
+            case MEAN -> LossOps.MEAN;
+            case SUM -> LossOps.SUM;
+            case BATCHMEAN -> throw new IllegalArgumentException("reduction BATCHMEAN is only defined for klDiv");
+        };
+    }
+
+    /** Mean squared error {@code (input - target)^2}, broadcast, then reduced ({@link LossOps#MSE_LOSS}). */
     public static Tensor mseLoss(Tensor input, Tensor target, Reduction reduction) {
         Arguments.nonNull("mseLoss", "input", input);
         Arguments.nonNull("mseLoss", "target", target);
         Arguments.nonNull("mseLoss", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("mse_loss", t -> mseLoss(t[0], t[1], reduction), input, target);
-            if (r != null) return r;
-        }
         checkReduction("mseLoss", reduction);
         checkFloatingLoss("mseLoss", input, target);
-        return MemoryScope.run(() -> {
-            Tensor d = input.sub(target);
-            return reduce(d.mul(d), reduction);
-        });
+        return Dispatcher.call(LossOps.MSE_LOSS, new Tensor[] {input, target}, reductionEnum(reduction));
     }
 
     public static Tensor mseLoss(Tensor input, Tensor target) { return mseLoss(input, target, Reduction.MEAN); }
@@ -888,12 +840,8 @@ public final class F {
         Arguments.nonNull("l1Loss", "input", input);
         Arguments.nonNull("l1Loss", "target", target);
         Arguments.nonNull("l1Loss", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("l1_loss", t -> l1Loss(t[0], t[1], reduction), input, target);
-            if (r != null) return r;
-        }
         checkReduction("l1Loss", reduction);
-        return MemoryScope.run(() -> reduce(input.sub(target).abs(), reduction));
+        return Dispatcher.call(LossOps.L1_LOSS, new Tensor[] {input, target}, reductionEnum(reduction));
     }
 
     public static Tensor l1Loss(Tensor input, Tensor target) { return l1Loss(input, target, Reduction.MEAN); }
@@ -912,19 +860,11 @@ public final class F {
         Arguments.nonNull("smoothL1Loss", "input", input);
         Arguments.nonNull("smoothL1Loss", "target", target);
         Arguments.nonNull("smoothL1Loss", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("smooth_l1_loss", t -> smoothL1Loss(t[0], t[1], reduction, beta), input, target);
-            if (r != null) return r;
-        }
         checkReduction("smoothL1Loss", reduction);
         checkFloatingLoss("smoothL1Loss", input, target);
         if (beta < 0) throw new IllegalArgumentException("smoothL1Loss: smooth_l1_loss does not support negative values for beta, got " + beta);
         if (beta == 0) return l1Loss(input, target, reduction);
-        return MemoryScope.run(() -> {
-            Tensor d = input.sub(target).abs();
-            Tensor loss = Torch.where(d.lt(beta), d.mul(d).mul(0.5 / beta), d.sub(0.5 * beta));
-            return reduce(loss, reduction);
-        });
+        return Dispatcher.call(LossOps.SMOOTH_L1_LOSS, new Tensor[] {input, target}, reductionEnum(reduction), beta);
     }
 
     public static Tensor smoothL1Loss(Tensor input, Tensor target) { return smoothL1Loss(input, target, Reduction.MEAN, 1.0); }
@@ -936,18 +876,10 @@ public final class F {
         Arguments.nonNull("huberLoss", "input", input);
         Arguments.nonNull("huberLoss", "target", target);
         Arguments.nonNull("huberLoss", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("huber_loss", t -> huberLoss(t[0], t[1], reduction, delta), input, target);
-            if (r != null) return r;
-        }
         checkReduction("huberLoss", reduction);
         checkFloatingLoss("huberLoss", input, target);
         if (!(delta > 0)) throw new IllegalArgumentException("huberLoss: huber_loss does not support non-positive values for delta, got " + delta);
-        return MemoryScope.run(() -> {
-            Tensor d = input.sub(target).abs();
-            Tensor loss = Torch.where(d.lt(delta), d.mul(d).mul(0.5), d.sub(0.5 * delta).mul(delta));
-            return reduce(loss, reduction);
-        });
+        return Dispatcher.call(LossOps.HUBER_LOSS, new Tensor[] {input, target}, reductionEnum(reduction), delta);
     }
 
     public static Tensor huberLoss(Tensor input, Tensor target) { return huberLoss(input, target, Reduction.MEAN, 1.0); }
@@ -1044,26 +976,13 @@ public final class F {
         Arguments.nonNull("binaryCrossEntropyWithLogits", "input", input);
         Arguments.nonNull("binaryCrossEntropyWithLogits", "target", target);
         Arguments.nonNull("binaryCrossEntropyWithLogits", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("binary_cross_entropy_with_logits", t -> binaryCrossEntropyWithLogits(t[0], t[1], t[2], t[3], reduction), input, target, weight, posWeight);
-            if (r != null) return r;
-        }
         checkReduction("binaryCrossEntropyWithLogits", reduction);
         if (!Arrays.equals(input.shape(), target.shape())) {
             throw new IllegalArgumentException("binaryCrossEntropyWithLogits: Target size (" + Shapes.format(target.shape())
                     + ") must be the same as input size (" + Shapes.format(input.shape()) + ")");
         }
-        return MemoryScope.run(() -> {
-            // softplus(-x) = m + log(exp(-m) + exp(-x - m)) with m = max(-x, 0): stable, and its composite
-            // gradient is exact at x = 0 (unlike log1p(exp(-|x|)) + max(-x, 0), whose pieces have kinks there).
-            Tensor maxVal = input.neg().clampMin(0);
-            Tensor softplusNeg = maxVal.add(maxVal.neg().exp().add(input.neg().sub(maxVal).exp()).log());
-            Tensor loss = posWeight != null
-                    ? target.rsub(1.0).mul(input).add(posWeight.sub(1.0).mul(target).add(1.0).mul(softplusNeg))
-                    : target.rsub(1.0).mul(input).add(softplusNeg);
-            if (weight != null) loss = loss.mul(weight);
-            return reduce(loss, reduction);
-        });
+        return Dispatcher.call(LossOps.BINARY_CROSS_ENTROPY_WITH_LOGITS, new Tensor[] {input, target, weight, posWeight},
+                reductionEnum(reduction));
     }
 
     public static Tensor binaryCrossEntropyWithLogits(Tensor input, Tensor target) {
@@ -1083,23 +1002,15 @@ public final class F {
         Arguments.nonNull("klDiv", "input", input);
         Arguments.nonNull("klDiv", "target", target);
         Arguments.nonNull("klDiv", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("kl_div", t -> klDiv(t[0], t[1], reduction, logTarget), input, target);
-            if (r != null) return r;
+        double log = logTarget ? 1 : 0;
+        if (reduction != Reduction.BATCHMEAN) {
+            return Dispatcher.call(LossOps.KL_DIV, new Tensor[] {input, target}, reductionEnum(reduction), log);
         }
-        return MemoryScope.run(() -> {
-            Tensor loss;
-            if (logTarget) {
-                loss = target.exp().mul(target.sub(input));
-            } else {
-                Tensor xlogy = Torch.where(target.eq(0.0), target.mul(0.0), target.mul(target.log()));
-                loss = xlogy.sub(target.mul(input));
-            }
-            if (reduction == Reduction.BATCHMEAN) {
-                return input.dim() == 0 ? loss.sum() : loss.sum().div((double) input.size(0));
-            }
-            return reduce(loss, reduction);
-        });
+        Tensor sum = Dispatcher.call(LossOps.KL_DIV, new Tensor[] {input, target}, LossOps.SUM, log);
+        if (input.dim() == 0) return sum;
+        try (sum) {
+            return sum.div((double) input.size(0));
+        }
     }
 
     public static Tensor klDiv(Tensor input, Tensor target) { return klDiv(input, target, Reduction.MEAN, false); }

@@ -99,6 +99,37 @@ public sealed interface Expr {
         public String toString() { return "count"; }
     }
 
+    /**
+     * {@code op} (a reduction) of {@code value} over its last {@code count} dimensions, keeping them, with {@code param}
+     * as the op's scalar ({@code var}'s correction; null for none): how a composite normalises over trailing dimensions (layer norm,
+     * group norm), where no call's dimensions are there to reduce over.
+     */
+    record ReduceTrailing(OpDef op, Expr value, Expr count, Expr param) implements Expr {
+        public String toString() {
+            return op.name() + "(" + value + ", dims=last " + count + (param == null ? "" : ", " + param) + ", keepdim=True)";
+        }
+    }
+
+    /** {@code op} (a reduction) of {@code value} over all its dimensions: a 0-dim result (a loss's {@code mean} or {@code sum}). */
+    record ReduceAll(OpDef op, Expr value) implements Expr {
+        public String toString() { return op.name() + "(" + value + ")"; }
+    }
+
+    /** The size of tensor {@code of} along dimension {@code dim}: a scalar read from a shape, not from data. */
+    record Size(Expr of, int dim) implements Expr {
+        public String toString() { return of + ".size(" + dim + ")"; }
+    }
+
+    /** {@code value} reshaped to {@code like}'s shape. */
+    record ReshapeLike(Expr value, Expr like) implements Expr {
+        public String toString() { return value + ".reshape_as(" + like + ")"; }
+    }
+
+    /** {@code value} in float32 when it is float16 or bfloat16, else itself: a composite computing low precision widened. */
+    record Widened(Expr value) implements Expr {
+        public String toString() { return "widened(" + value + ")"; }
+    }
+
     // ------------------------------------------------------------------ building
 
     static Expr in(int index, String name) { return new In(index, name); }
@@ -125,6 +156,11 @@ public sealed interface Expr {
             case IfPresent p -> p.then().reads(node) || p.otherwise().reads(node);
             case IfScalar p -> p.then().reads(node) || p.otherwise().reads(node);
             case Unreduce u -> u.value().reads(node);
+            case ReduceTrailing r -> r.value().reads(node);
+            case ReduceAll r -> r.value().reads(node);
+            case Size z -> z.of().reads(node);
+            case ReshapeLike r -> r.value().reads(node) || r.like().reads(node);
+            case Widened w -> w.value().reads(node);
             default -> false;
         };
     }
@@ -141,6 +177,11 @@ public sealed interface Expr {
             case IfPresent p -> p.then().readsInput(index) || p.otherwise().readsInput(index);
             case IfScalar p -> p.then().readsInput(index) || p.otherwise().readsInput(index);
             case Unreduce u -> u.value().readsInput(index);
+            case ReduceTrailing r -> r.value().readsInput(index);
+            case ReduceAll r -> r.value().readsInput(index);
+            case Size z -> z.of().readsInput(index);
+            case ReshapeLike r -> r.value().readsInput(index) || r.like().readsInput(index);
+            case Widened w -> w.value().readsInput(index);
             default -> false;
         };
     }
@@ -151,6 +192,7 @@ public sealed interface Expr {
             case Const c -> true;
             case Scalar s -> true;
             case Count c -> true;
+            case Size z -> true;
             case Math m -> m.args().stream().allMatch(Expr::isScalar);
             default -> false;
         };

@@ -7,7 +7,7 @@ import org.jtorch.Device;
 
 /**
  * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): the views of {@code Tensor}, matmul
- * (by rank, from the declared products of {@link LinalgOps}), conv2d, batch norm, pooling (2-d and 3-d), cat and zeros. Declared so that the registry lists them with PyTorch's signatures and
+ * (by rank, from the declared products of {@link LinalgOps}), conv2d, batch norm, max pooling (2-d and 3-d), adaptive average pooling in 3-d, cat and zeros. Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
  * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
@@ -62,8 +62,6 @@ public final class FrontEndOps {
             .signature(SELF, new Param("kernel_size", "int[2]", null), new Param("stride", "int[2]", "[]"),
                     new Param("padding", "int[2]", "0"), new Param("dilation", "int[2]", "1"), new Param("ceil_mode", "bool", "False"))
             .doc("`ops.Pooling.maxPool2d`").build();
-    public static final OpDef ADAPTIVE_AVG_POOL2D = OpDef.frontEnd("adaptive_avg_pool2d", true).rule(DTypeRule.FLOATING_ONLY)
-            .signature(SELF, new Param("output_size", "SymInt[2]", null)).doc("`ops.Pooling.adaptiveAvgPool2d`").build();
 
     /** A composite of two 2-d max pools (see {@code ops.Pooling3d}), traced and replayed as one op. */
     public static final OpDef MAX_POOL3D = OpDef.frontEnd("max_pool3d", true).rule(DTypeRule.FLOATING_ONLY)

@@ -27,7 +27,10 @@ public final class OpDef {
         UNARY,
         /** Two broadcast tensor inputs and one scalar ({@code alpha}), elementwise. */
         BINARY,
-        /** A composition of declared ops ({@link #composition}), run through the dispatcher op by op. */
+        /**
+         * A composition of declared ops ({@link #composition}), run through the dispatcher op by op; differentiated by
+         * its declared derivatives, or without them through its parts ({@link #differentiatesThroughComposition}).
+         */
         COMPOSITE,
         /**
          * One tensor input reduced over a list of dimensions ({@code dim}, empty for all) with {@code keepdim}
@@ -222,7 +225,16 @@ public final class OpDef {
 
     public boolean isDifferentiable() {
         if (kind == Kind.FRONT_END) return frontEndDifferentiable;
+        if (differentiatesThroughComposition()) return rule.isDifferentiable();
         return derivatives != null && rule.isDifferentiable();
+    }
+
+    /**
+     * Whether autograd records the composition's ops rather than a derivative of the whole: a composite declared without
+     * derivatives (layer norm), whose gradients of any order are then those of its parts.
+     */
+    public boolean differentiatesThroughComposition() {
+        return kind == Kind.COMPOSITE && derivatives == null;
     }
 
     /** The dtype the op computes in, given the inputs' promoted dtype. */

@@ -21,6 +21,9 @@ public final class OpRegistry {
         declared.addAll(declaredIn(ReductionOps.class));
         declared.addAll(declaredIn(LinalgOps.class));
         declared.addAll(declaredIn(ConvolutionOps.class));
+        declared.addAll(declaredIn(NormalizationOps.class));
+        declared.addAll(declaredIn(PoolingOps.class));
+        declared.addAll(declaredIn(LossOps.class));
         declared.addAll(declaredIn(FrontEndOps.class));
         for (OpDef op : declared) {
             if (byName.put(op.name(), op) != null) throw new IllegalStateException("op " + op.name() + " is declared twice");

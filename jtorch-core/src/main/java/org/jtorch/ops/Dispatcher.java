@@ -248,10 +248,17 @@ public final class Dispatcher {
             Tensor r = Autocast.run(op.pyName(), t -> composite(op, t, scalars), inputs);
             if (r != null) return r;
         }
+        Values values = new Values(inputs, presence(inputs), null, null, scalars);
+        if (op.differentiatesThroughComposition()) {
+            // Autograd records the parts (it saves what their backwards read, so the scope may close the rest).
+            try (MemoryScope scope = new MemoryScope()) {
+                return scope.keep(plan(op).composition().eval(values));
+            }
+        }
         Tensor r;
         // The composition's intermediates are closed with the scope; only the result leaves it.
         try (var g = Grad.noGrad(); MemoryScope scope = new MemoryScope()) {
-            r = scope.keep(plan(op).composition().eval(new Values(inputs, presence(inputs), null, null, scalars)));
+            r = scope.keep(plan(op).composition().eval(values));
         }
         // The trace saw the composition's ops: the JIT sees through composites, so the whole is not reported again.
         if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, inputs, r, scalars, null);
@@ -507,7 +514,7 @@ public final class Dispatcher {
                 readsResult[i] = e.reads(Expr.RESULT);
                 for (int j = 0; j < readsInput[i].length; j++) readsInput[i][j] = e.readsInput(j);
             }
-            TensorFn composition = op.composition() == null ? null : ExprCompiler.compile(op.composition());
+            TensorFn composition = op.composition() == null ? null : ExprCompiler.compileComposition(op.composition());
             boolean[] anyReadsInput = new boolean[Math.max(inputs, d.size())];
             boolean anyReadsResult = false;
             for (int i = 0; i < d.size(); i++) {

@@ -1,6 +1,8 @@
 package org.jtorch.ops;
 
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Gradients;
@@ -18,11 +20,17 @@ final class ExprCompiler {
 
     /**
      * What a tree reads: the op's inputs (null where not saved), which optional inputs were given, its
-     * result, the incoming gradient, its scalar parameters (NaN for None) and, for a reduction, its call.
+     * result, the incoming gradient, its scalar parameters (NaN for None), for a reduction its call, and the values of
+     * the subtrees a composition uses more than once, once computed ({@link #compileComposition}; null elsewhere).
      */
-    record Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction) {
+    record Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction,
+                  Tensor[] shared) {
+        Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction) {
+            this(inputs, present, result, grad, scalars, reduction, null);
+        }
+
         Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars) {
-            this(inputs, present, result, grad, scalars, null);
+            this(inputs, present, result, grad, scalars, null, null);
         }
     }
 
@@ -50,6 +58,8 @@ final class ExprCompiler {
         }
     }
 
+    private static final ReduceArgs ALL_DIMS = new ReduceArgs(null, false);
+
     /** A compiled tensor-valued tree. */
     interface TensorFn {
         Tensor eval(Values v);
@@ -60,7 +70,69 @@ final class ExprCompiler {
         double eval(Values v);
     }
 
+    /** The subtrees of the composition being compiled that are evaluated once per call, by slot (see {@link #compileComposition}). */
+    private static final ThreadLocal<Map<Expr, Integer>> SHARED = ThreadLocal.withInitial(Map::of);
+
+    /**
+     * Compiles a composition so that a tensor subtree it uses more than once (layer norm's input minus its mean, a loss's
+     * difference) is evaluated once per call: its value is kept in the call's {@link Values#shared} slot.
+     */
+    static TensorFn compileComposition(Expr e) {
+        Map<Expr, Integer> uses = new HashMap<>();
+        countUses(e, uses);
+        Map<Expr, Integer> slots = new HashMap<>();
+        for (Map.Entry<Expr, Integer> u : uses.entrySet()) {
+            Expr t = u.getKey();
+            boolean leaf = t instanceof Expr.In || t instanceof Expr.Grad || t instanceof Expr.Result || t.isScalar();
+            if (u.getValue() > 1 && !leaf) slots.put(t, slots.size());
+        }
+        if (slots.isEmpty()) return compile(e);
+        SHARED.set(slots);
+        TensorFn root;
+        try {
+            root = compile(e);
+        } finally {
+            SHARED.remove();
+        }
+        int n = slots.size();
+        return v -> root.eval(new Values(v.inputs(), v.present(), v.result(), v.grad(), v.scalars(), v.reduction(), new Tensor[n]));
+    }
+
+    /** How often each subtree occurs in {@code e} (a branch of a conditional counts as it is written). */
+    private static void countUses(Expr e, Map<Expr, Integer> uses) {
+        if (uses.merge(e, 1, Integer::sum) > 1) return;
+        switch (e) {
+            case Expr.Op o -> o.args().forEach(a -> countUses(a, uses));
+            case Expr.Where w -> List.of(w.cond(), w.a(), w.b()).forEach(a -> countUses(a, uses));
+            case Expr.ZerosLike z -> countUses(z.like(), uses);
+            case Expr.CastLike c -> List.of(c.value(), c.like()).forEach(a -> countUses(a, uses));
+            case Expr.IfPresent p -> List.of(p.then(), p.otherwise()).forEach(a -> countUses(a, uses));
+            case Expr.IfScalar p -> List.of(p.then(), p.otherwise()).forEach(a -> countUses(a, uses));
+            case Expr.Unreduce u -> countUses(u.value(), uses);
+            case Expr.ReduceTrailing r -> countUses(r.value(), uses);
+            case Expr.ReduceAll r -> countUses(r.value(), uses);
+            case Expr.ReshapeLike r -> List.of(r.value(), r.like()).forEach(a -> countUses(a, uses));
+            case Expr.Widened w -> countUses(w.value(), uses);
+            case Expr.Size z -> countUses(z.of(), uses);
+            default -> { }
+        }
+    }
+
     static TensorFn compile(Expr e) {
+        Integer slot = SHARED.get().get(e);
+        if (slot == null) return compileOnce(e);
+        TensorFn once = compileOnce(e);
+        int i = slot;
+        return v -> {
+            Tensor[] shared = v.shared();
+            if (shared == null) return once.eval(v);
+            Tensor t = shared[i];
+            if (t == null) shared[i] = t = once.eval(v);
+            return t;
+        };
+    }
+
+    private static TensorFn compileOnce(Expr e) {
         return switch (e) {
             case Expr.In in -> {
                 int i = in.index();
@@ -89,6 +161,24 @@ final class ExprCompiler {
                 TensorFn value = compile(u.value());
                 yield v -> v.reduction().unreduce(value.eval(v));
             }
+            case Expr.ReduceTrailing r -> compileReduceTrailing(r);
+            case Expr.ReduceAll r -> {
+                OpDef op = r.op();
+                TensorFn value = compile(r.value());
+                yield v -> Dispatcher.reduce(op, value.eval(v), ALL_DIMS, null, 0);
+            }
+            case Expr.ReshapeLike r -> {
+                TensorFn value = compile(r.value());
+                TensorFn like = compile(r.like());
+                yield v -> value.eval(v).reshape(like.eval(v).shape());
+            }
+            case Expr.Widened w -> {
+                TensorFn value = compile(w.value());
+                yield v -> {
+                    Tensor t = value.eval(v);
+                    return t.dtype() == DType.FLOAT16 || t.dtype() == DType.BFLOAT16 ? t.to(DType.FLOAT32) : t;
+                };
+            }
             case Expr.IfScalar p -> {
                 int i = p.index();
                 double value = p.value();
@@ -107,7 +197,12 @@ final class ExprCompiler {
                 yield v -> value;
             }
             case Expr.Count c -> v -> v.reduction().count();
-            case Expr.Math m when m.args().stream().anyMatch(ExprCompiler::readsCount) -> {
+            case Expr.Size z -> {
+                TensorFn of = compile(z.of());
+                int dim = z.dim();
+                yield v -> of.eval(v).size(dim);
+            }
+            case Expr.Math m when m.args().stream().anyMatch(ExprCompiler::readsCall) -> {
                 ScalarFn a = compileScalar(m.args().get(0));
                 ScalarFn b = m.args().size() > 1 ? compileScalar(m.args().get(1)) : v -> 0;
                 ScalarFn c = m.args().size() > 2 ? compileScalar(m.args().get(2)) : v -> 0;
@@ -117,8 +212,24 @@ final class ExprCompiler {
         };
     }
 
-    private static boolean readsCount(Expr e) {
-        return e instanceof Expr.Count || e instanceof Expr.Math m && m.args().stream().anyMatch(ExprCompiler::readsCount);
+    /** Whether a scalar tree reads the call (a reduction's count, a tensor's size), not only its parameters. */
+    private static boolean readsCall(Expr e) {
+        return e instanceof Expr.Count || e instanceof Expr.Size || e instanceof Expr.Math m && m.args().stream().anyMatch(ExprCompiler::readsCall);
+    }
+
+    /** A reduction over the last dimensions of its value, keeping them ({@link Expr.ReduceTrailing}). */
+    private static TensorFn compileReduceTrailing(Expr.ReduceTrailing r) {
+        OpDef op = r.op();
+        TensorFn x = compile(r.value());
+        ScalarFn count = compileScalar(r.count());
+        ScalarFn param = r.param() == null ? v -> 0 : compileScalar(r.param());
+        return v -> {
+            Tensor t = x.eval(v);
+            int k = (int) count.eval(v);
+            int[] dims = new int[k];
+            for (int i = 0; i < k; i++) dims[i] = t.dim() - k + i;
+            return Dispatcher.reduce(op, t, new ReduceArgs(dims, true), null, param.eval(v));
+        };
     }
 
     private static TensorFn compileOp(Expr.Op o) {

@@ -41,7 +41,6 @@ public final class FrontEnds {
             Lists l = new Lists(args);
             return Pooling.maxPool2d(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);
         }
-        if (op == FrontEndOps.ADAPTIVE_AVG_POOL2D) return Pooling.adaptiveAvgPool2d(in[0], longs(args));
         if (op == FrontEndOps.MAX_POOL3D) {
             Lists l = new Lists(args);
             return Pooling3d.maxPool3d(in[0], l.next(), l.next(), l.next(), l.next(), l.rest()[0] != 0);

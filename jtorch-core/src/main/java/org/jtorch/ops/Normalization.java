@@ -3,11 +3,11 @@ package org.jtorch.ops;
 import static org.jtorch.ops.Dispatcher.view;
 
 import org.jtorch.op.FrontEndOps;
+import org.jtorch.op.NormalizationOps;
 import org.jtorch.op.Shapes;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
@@ -21,8 +21,9 @@ import org.jtorch.memory.MemoryScope;
 
 /**
  * The normalisation family, as {@code torch.nn.functional}: {@code batchNorm} (one fused kernel
- * forward and one backward, as PyTorch's {@code native_batch_norm}), and {@code instanceNorm} (batch
- * norm over a {@code [1, N*C, ...]} view, as PyTorch does it), {@code groupNorm} and
+ * forward and one backward, as PyTorch's {@code native_batch_norm}), {@code instanceNorm} (batch
+ * norm over a {@code [1, N*C, ...]} view, as PyTorch does it), {@code layerNorm}, {@code rmsNorm} and
+ * {@code groupNorm} (front ends of the compositions declared in {@link NormalizationOps}) and
  * {@code localResponseNorm} composed from tensor ops.
  *
  * <p>Inputs are {@code [N, C, *]}. Float16 and bfloat16 inputs are normalised with float32
@@ -220,16 +221,69 @@ public final class Normalization {
     }
 
     /**
+     * {@code torch.nn.functional.layer_norm}: {@code (x - mean) / sqrt(var + eps) * weight + bias} over the trailing
+     * dimensions {@code normalizedShape}, the variance biased; {@code weight} and {@code bias} (of shape
+     * {@code normalizedShape}) may be null. Declared as a composition ({@link NormalizationOps#LAYER_NORM}).
+     */
+    public static Tensor layerNorm(Tensor input, long[] normalizedShape, Tensor weight, Tensor bias, double eps) {
+        int k = checkTrailing("layerNorm", input, normalizedShape, weight, bias);
+        return Dispatcher.call(NormalizationOps.LAYER_NORM, new Tensor[] {input, weight, bias}, k, eps);
+    }
+
+    /**
+     * RMS normalisation, as PyTorch 2.4's {@code rms_norm}: {@code x / sqrt(mean(x^2) + eps) * weight} over
+     * {@code normalizedShape}; a null {@code eps} means the machine epsilon of {@code x}'s dtype. Declared as a
+     * composition ({@link NormalizationOps#RMS_NORM}).
+     */
+    public static Tensor rmsNorm(Tensor input, long[] normalizedShape, Tensor weight, Double eps) {
+        int k = checkTrailing("rmsNorm", input, normalizedShape, weight, null);
+        double e = eps != null ? eps : machineEpsilon(input.dtype());
+        return Dispatcher.call(NormalizationOps.RMS_NORM, new Tensor[] {input, weight}, k, e);
+    }
+
+    /** {@code torch.finfo(dtype).eps}. */
+    static double machineEpsilon(DType dtype) {
+        return switch (dtype) {
+            case FLOAT64 -> Math.ulp(1.0);
+            case FLOAT32 -> Math.ulp(1.0f);
+            case FLOAT16 -> 0.0009765625;
+            case BFLOAT16 -> 0.0078125;
+            default -> throw new IllegalArgumentException("rmsNorm: expected a floating point input, got " + dtype);
+        };
+    }
+
+    /** The number of normalised trailing dimensions, checked against the input's shape and the affine parameters'. */
+    private static int checkTrailing(String op, Tensor input, long[] normalizedShape, Tensor weight, Tensor bias) {
+        input.checkOpen(op);
+        int k = normalizedShape.length;
+        if (k == 0) throw new IllegalArgumentException(op + ": normalizedShape must have at least one dimension");
+        long[] s = input.shape();
+        if (s.length < k || !Arrays.equals(Arrays.copyOfRange(s, s.length - k, s.length), normalizedShape)) {
+            throw new IllegalArgumentException(op + ": given normalized_shape=" + Shapes.format(normalizedShape)
+                    + ", expected input with shape [*, " + Shapes.format(normalizedShape).substring(1) + ", but got input of size "
+                    + Shapes.format(s));
+        }
+        checkAffine(op, "weight", weight, normalizedShape);
+        checkAffine(op, "bias", bias, normalizedShape);
+        return k;
+    }
+
+    private static void checkAffine(String op, String what, Tensor t, long[] normalizedShape) {
+        if (t == null) return;
+        t.checkOpen(op);
+        if (!Arrays.equals(t.shape(), normalizedShape)) {
+            throw new IllegalArgumentException(op + ": expected " + what + " of shape " + Shapes.format(normalizedShape) + ", got "
+                    + Shapes.format(t.shape()));
+        }
+    }
+
+    /**
      * {@code torch.nn.functional.group_norm}: the channels are split into {@code numGroups} groups and
      * each (sample, group) is normalised to zero mean and unit biased variance, then scaled by {@code
-     * weight} and shifted by {@code bias} per channel. Composed of tensor ops (so differentiable to any
-     * order); float16 and bfloat16 inputs are computed in float32.
+     * weight} and shifted by {@code bias} per channel. Declared as a composition ({@link NormalizationOps#GROUP_NORM}),
+     * so differentiable to any order; float16 and bfloat16 inputs are computed in float32.
      */
     public static Tensor groupNorm(Tensor input, long numGroups, Tensor weight, Tensor bias, double eps) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("group_norm", t -> groupNorm(t[0], numGroups, t[1], t[2], eps), input, weight, bias);
-            if (r != null) return r;
-        }
         final String op = "groupNorm";
         input.checkOpen(op);
         if (input.dim() < 2) {
@@ -251,20 +305,7 @@ public final class Normalization {
         }
         checkChannels(op, "weight", weight, c, input.device());
         checkChannels(op, "bias", bias, c, input.device());
-        long[] affineShape = new long[input.dim()];
-        Arrays.fill(affineShape, 1);
-        affineShape[1] = c;
-        DType low = input.dtype() == DType.FLOAT16 || input.dtype() == DType.BFLOAT16 ? input.dtype() : null;
-        return MemoryScope.run(() -> {
-            Tensor x = low != null ? input.to(DType.FLOAT32) : input;
-            Tensor g = x.reshape(n, numGroups, c / numGroups * spatial);
-            Tensor mean = g.mean(new int[] {2}, true);
-            Tensor invstd = g.var(new int[] {2}, 0, true).add(eps).rsqrt();
-            Tensor y = g.sub(mean).mul(invstd).reshape(input.shape());
-            if (weight != null) y = y.mul(weight.reshape(affineShape));
-            if (bias != null) y = y.add(bias.reshape(affineShape));
-            return low != null ? y.to(low) : y;
-        });
+        return Dispatcher.call(NormalizationOps.GROUP_NORM, new Tensor[] {input, weight, bias}, numGroups, eps);
     }
 
     /**

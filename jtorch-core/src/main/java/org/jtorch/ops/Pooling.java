@@ -3,6 +3,7 @@ package org.jtorch.ops;
 import static org.jtorch.ops.Dispatcher.view;
 
 import org.jtorch.op.FrontEndOps;
+import org.jtorch.op.PoolingOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
 import java.util.function.BiConsumer;
@@ -134,38 +135,24 @@ public final class Pooling {
             throw new IllegalArgumentException("avgPool2d: divisor must be not zero, got " + divisorOverride);
         }
         Geometry geo = geometry("avgPool2d", x, 2, kernel, stride, padding, new int[] {1}, ceilMode, false);
-        return avgPool(x, geo.g, geo.outShape, countIncludePad, divisorOverride);
+        return avgPool(x, geo.g, 2, countIncludePad, divisorOverride);
     }
 
     /** {@code avg_pool1d} over the last dimension; a null stride means the kernel size. */
     public static Tensor avgPool1d(Tensor x, int kernel, Integer stride, int padding, boolean ceilMode, boolean countIncludePad) {
         Geometry geo = geometry("avgPool1d", x, 1, new int[] {kernel}, stride == null ? null : new int[] {stride}, new int[] {padding},
                 new int[] {1}, ceilMode, false);
-        return avgPool(x, geo.g, geo.outShape, countIncludePad, 0);
+        return avgPool(x, geo.g, 1, countIncludePad, 0);
     }
 
-    // backward: the adjoint kernel, whose own backward is this forward (both are linear).
-    private static Tensor avgPool(Tensor x, Pool2d g, long[] outShape, boolean countIncludePad, long divisor) {
-        Tensor out = runPlanes(x, g.planes(), g.inH(), g.inW(), outShape, g.outH(), g.outW(),
-                (in, o) -> Backends.of(x.device()).spatial().avgPool2d(view(in), view(o), g, countIncludePad, divisor));
-        if (Autograd.needsGrad(x)) {
-            long[] inShape = x.shape();
-            Autograd.record("AvgPool2DBackward0", out, gr -> new Tensor[] {avgPoolGrad(gr[0], g, inShape, countIncludePad, divisor)},
-                    new Tensor[] {x});
-        }
-        return out;
+    /** The declared op ({@link PoolingOps#AVG_POOL2D}) over the last one or two dimensions of {@code x}. */
+    private static Tensor avgPool(Tensor x, Pool2d g, int spatial, boolean countIncludePad, long divisor) {
+        return Dispatcher.call(PoolingOps.AVG_POOL2D, new Tensor[] {x}, avgGeometry(g, spatial, countIncludePad, divisor));
     }
 
-    private static Tensor avgPoolGrad(Tensor grad, Pool2d g, long[] inShape, boolean countIncludePad, long divisor) {
-        Tensor r = runPlanes(grad, g.planes(), g.outH(), g.outW(), inShape, g.inH(), g.inW(),
-                (go, gi) -> Backends.of(grad.device()).spatial().avgPool2dBackward(view(go), view(gi), g, countIncludePad,
-                        divisor));
-        if (Autograd.needsGrad(grad)) {
-            long[] outShape = grad.shape();
-            Autograd.record("AvgPool2DBackwardBackward0", r, gg -> new Tensor[] {avgPool(gg[0], g, outShape, countIncludePad, divisor)},
-                    new Tensor[] {grad});
-        }
-        return r;
+    private static double[] avgGeometry(Pool2d g, int spatial, boolean countIncludePad, long divisor) {
+        return new double[] {spatial, g.inH(), g.inW(), g.outH(), g.outW(), g.kH(), g.kW(), g.sH(), g.sW(), g.pH(), g.pW(),
+                countIncludePad ? 1 : 0, divisor};
     }
 
     // ------------------------------------------------------------------ adaptive pooling
@@ -174,40 +161,17 @@ public final class Pooling {
      * {@code adaptive_avg_pool2d} to {@code outputSize} (1 or 2 sizes; -1 keeps the input's, as PyTorch's None). Output cell {@code o} averages input {@code [floor(o * I / O), ceil((o + 1) * I / O))}.
      */
     public static Tensor adaptiveAvgPool2d(Tensor x, long... outputSize) {
-        if (Dispatcher.tracing()) {
-            return Dispatcher.traceFrontEnd(FrontEndOps.ADAPTIVE_AVG_POOL2D, new Tensor[] {x}, FrontEnds.args(outputSize),
-                    () -> adaptiveAvgPool2d(x, outputSize));
-        }
-        Adaptive a = adaptive("adaptiveAvgPool2d", x, 2, outputSize);
-        return adaptiveAvg(x, a.planes, a.inH, a.inW, a.outH, a.outW, a.outShape);
+        return adaptiveAvg(adaptive("adaptiveAvgPool2d", x, 2, outputSize), 2, x);
     }
 
     /** {@code adaptive_avg_pool1d} of {@code (N, C, L)} or {@code (C, L)} to length {@code outputSize}. */
     public static Tensor adaptiveAvgPool1d(Tensor x, long outputSize) {
-        Adaptive a = adaptive("adaptiveAvgPool1d", x, 1, new long[] {outputSize});
-        return adaptiveAvg(x, a.planes, a.inH, a.inW, a.outH, a.outW, a.outShape);
+        return adaptiveAvg(adaptive("adaptiveAvgPool1d", x, 1, new long[] {outputSize}), 1, x);
     }
 
-    private static Tensor adaptiveAvg(Tensor x, long planes, long inH, long inW, long outH, long outW, long[] outShape) {
-        Tensor out = runPlanes(x, planes, inH, inW, outShape, outH, outW,
-                (in, o) -> Backends.of(x.device()).spatial().adaptiveAvgPool2d(view(in), view(o)));
-        if (Autograd.needsGrad(x)) {
-            long[] inShape = x.shape();
-            Autograd.record("AdaptiveAvgPool2DBackward0", out,
-                    g -> new Tensor[] {adaptiveAvgGrad(g[0], planes, inH, inW, outH, outW, inShape)}, new Tensor[] {x});
-        }
-        return out;
-    }
-
-    private static Tensor adaptiveAvgGrad(Tensor grad, long planes, long inH, long inW, long outH, long outW, long[] inShape) {
-        Tensor r = runPlanes(grad, planes, outH, outW, inShape, inH, inW,
-                (go, gi) -> Backends.of(grad.device()).spatial().adaptiveAvgPool2dBackward(view(go), view(gi)));
-        if (Autograd.needsGrad(grad)) {
-            long[] outShape = grad.shape();
-            Autograd.record("AdaptiveAvgPool2DBackwardBackward0", r,
-                    gg -> new Tensor[] {adaptiveAvg(gg[0], planes, inH, inW, outH, outW, outShape)}, new Tensor[] {grad});
-        }
-        return r;
+    /** The declared op ({@link PoolingOps#ADAPTIVE_AVG_POOL2D}) over the last one or two dimensions of {@code x}. */
+    private static Tensor adaptiveAvg(Adaptive a, int spatial, Tensor x) {
+        return Dispatcher.call(PoolingOps.ADAPTIVE_AVG_POOL2D, new Tensor[] {x}, spatial, a.inH, a.inW, a.outH, a.outW);
     }
 
     /** {@code adaptive_max_pool2d} with indices (flat {@code h * W + w} per plane); sizes as {@link #adaptiveAvgPool2d}. */
@@ -314,7 +278,8 @@ public final class Pooling {
         try (Tensor probe = Tensor.empty(ones, grad.dtype(), grad.device()); Tensor input = probe.expand(inputShape)) {
             Geometry geo = geometry("avgPool2dBackward", input, 2, kernel, stride, padding, new int[] {1}, ceilMode, false);
             checkBackward("avgPool2dBackward", grad, geo.outShape);
-            return avgPoolGrad(grad, geo.g, inputShape, countIncludePad, divisorOverride);
+            return Dispatcher.call(PoolingOps.AVG_POOL2D_BACKWARD, new Tensor[] {grad}, avgGeometry(geo.g, 2, countIncludePad,
+                    divisorOverride));
         }
     }
 
@@ -328,8 +293,7 @@ public final class Pooling {
         checkBackwardInput("adaptiveAvgPool2dBackward", grad, inputShape);
         long inH = inputShape[r - 2];
         long inW = inputShape[r - 1];
-        long planes = Shapes.numel(inputShape) / (inH * inW);
-        return adaptiveAvgGrad(grad, planes, inH, inW, grad.size(-2), grad.size(-1), inputShape);
+        return Dispatcher.call(PoolingOps.ADAPTIVE_AVG_POOL2D_BACKWARD, new Tensor[] {grad}, 2, inH, inW, grad.size(-2), grad.size(-1));
     }
 
     /**

@@ -152,6 +152,12 @@ public final class CudaBackend implements Backend {
         return Storage.ofBlock(device, bytes, allocator, block, MemorySegment.ofAddress(block.address()));
     }
 
+    /** Host memory from {@link PinnedMemory}'s allocator (page-locked with the driver, cached). */
+    @Override
+    public Storage allocatePinnedHost(long bytes) {
+        return PinnedMemory.allocate(bytes);
+    }
+
     private volatile CudaKernels kernels;
 
     /** The launcher, once CUDA is known to be available; otherwise {@link IllegalStateException} with the reason. */

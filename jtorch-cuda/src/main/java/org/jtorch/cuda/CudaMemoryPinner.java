@@ -10,7 +10,7 @@ import org.jtorch.data.MemoryPinner;
 
 /**
  * The CUDA {@link MemoryPinner}, registered in {@code META-INF/services}: pins batches in
- * {@link PinnedMemory} and moves them to a device on a side stream.
+ * {@link PinnedMemory} (through {@link Tensor#pinMemory()}) and moves them to a device on a side stream.
  *
  * <p>{@link #toDevice}: the device tensors are allocated on the device's copy stream (one non-blocking
  * stream per device, created on first use and kept for the process), every pinned tensor is copied there
@@ -38,7 +38,7 @@ public final class CudaMemoryPinner implements MemoryPinner {
 
     @Override
     public Object pin(Object batch) {
-        return Collate.mapTensors(batch, t -> t.device().isCpu() && !t.isPinned() ? PinnedMemory.pin(t) : t);
+        return Collate.mapTensors(batch, t -> t.device().isCpu() && !t.isPinned() ? t.pinMemory() : t);
     }
 
     @Override

@@ -1,12 +1,8 @@
 package org.jtorch.cuda;
 
-import org.jtorch.Device;
 import org.jtorch.Tensor;
-import org.jtorch.backend.Backends;
 import org.jtorch.memory.MemoryBlock;
 import org.jtorch.memory.Storage;
-import org.jtorch.op.Shapes;
-import org.jtorch.ops.Dispatcher;
 
 /**
  * Page-locked host memory for CUDA copies ({@code Tensor.pinMemory()}, {@code DataLoader.pinMemory(true)}):
@@ -40,16 +36,6 @@ public final class PinnedMemory {
         PinnedHostAllocator a = allocator();
         MemoryBlock block = a.allocate(bytes);
         return Storage.ofPinnedHost(bytes, a, block);
-    }
-
-    /** A contiguous pinned copy of CPU tensor {@code t} (same shape and dtype), tracked by the current memory scope. */
-    public static Tensor pin(Tensor t) {
-        if (!t.device().isCpu()) throw new IllegalArgumentException("pinMemory: cannot pin a tensor on " + t.device() + ", only CPU tensors");
-        long[] shape = t.shape();
-        Storage storage = allocate(t.numel() * t.dtype().byteSize());
-        Tensor pinned = Tensor.fromStorage(storage, t.dtype(), shape, Shapes.contiguousStrides(shape), 0);
-        if (t.numel() > 0) Backends.of(Device.cpu()).copy(Dispatcher.view(t), Dispatcher.view(pinned));
-        return pinned;
     }
 
     /** Returns every pinned block that no tensor uses and no copy still reads to the driver. */

@@ -1,0 +1,121 @@
+package org.jtorch.op;
+
+import static org.jtorch.op.Expr.call;
+import static org.jtorch.op.Expr.in;
+import static org.jtorch.op.Expr.scalar;
+
+import org.jtorch.Device;
+
+/**
+ * The elementwise losses, declared as compositions ({@link OpDef.Kind#COMPOSITE}, differentiated through
+ * their parts): {@code mse_loss}, {@code l1_loss}, {@code smooth_l1_loss}, {@code huber_loss},
+ * {@code binary_cross_entropy_with_logits} and {@code kl_div}. The first scalar is
+ * PyTorch's {@code reduction} enum ({@link #NONE}, {@link #MEAN}, {@link #SUM}). Their front ends ({@code nn.F}) check
+ * the arguments; autocast runs them in float32 on both device types, as PyTorch 1.13's lists.
+ */
+public final class LossOps {
+    private LossOps() {}
+
+    /** PyTorch's {@code at::Reduction} values, the losses' first scalar. */
+    public static final int NONE = 0, MEAN = 1, SUM = 2;
+
+    private static final Expr SELF = in(0, "self");
+    private static final Expr TARGET = in(1, "target");
+
+    public static final OpDef MSE_LOSS = loss("mse_loss", DTypeRule.FLOATING_ONLY, null,
+            reduced(call(PointwiseOps.MUL, difference(), difference())), "(self - target)^2, reduced");
+
+    public static final OpDef L1_LOSS = loss("l1_loss", DTypeRule.SAME_NO_BOOL, null, reduced(absoluteDifference()),
+            "|self - target|, reduced");
+
+    /** {@code |d| < beta ? 0.5 d^2 / beta : |d| - 0.5 beta} ({@code beta > 0}: the front end calls {@link #L1_LOSS} for 0). */
+    public static final OpDef SMOOTH_L1_LOSS = loss("smooth_l1_loss", DTypeRule.FLOATING_ONLY, Param.scalar("beta", "float", "1.0"),
+            reduced(piecewise(scalar(1, "beta"),
+                    call(PointwiseOps.MUL, square(), Expr.math(Fn.DIV, Expr.c(0.5), scalar(1, "beta"))),
+                    call(PointwiseOps.SUB, absoluteDifference(), Expr.math(Fn.MUL, Expr.c(0.5), scalar(1, "beta"))))),
+            "quadratic below beta, linear above, reduced");
+
+    /** {@code |d| < delta ? 0.5 d^2 : delta (|d| - 0.5 delta)}. */
+    public static final OpDef HUBER_LOSS = loss("huber_loss", DTypeRule.FLOATING_ONLY, Param.scalar("delta", "float", "1.0"),
+            reduced(piecewise(scalar(1, "delta"), call(PointwiseOps.MUL, square(), Expr.c(0.5)),
+                    call(PointwiseOps.MUL, call(PointwiseOps.SUB, absoluteDifference(), Expr.math(Fn.MUL, Expr.c(0.5), scalar(1, "delta"))),
+                            scalar(1, "delta")))),
+            "quadratic below delta, linear above, reduced");
+
+    /**
+     * {@code (1 - target) x + (1 + (pos_weight - 1) target) softplus(-x)}, times {@code weight}, reduced; {@code softplus(-x)}
+     * written {@code m + log(exp(-m) + exp(-x - m))} with {@code m = max(-x, 0)}: stable, and its gradient through the parts
+     * is exact at {@code x = 0} (the pieces of {@code log1p(exp(-|x|)) + max(-x, 0)} have kinks there).
+     */
+    public static final OpDef BINARY_CROSS_ENTROPY_WITH_LOGITS = OpDef.composite("binary_cross_entropy_with_logits")
+            .rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", "None"),
+                    new Param("pos_weight", "Tensor?", "None"), Param.scalar("reduction", "int", "Mean"))
+            .composition(reduced(binaryCrossEntropyWithLogits()))
+            .autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.FP32)
+            .doc("log-sigmoid cross entropy, stable for large logits").build();
+
+    /**
+     * {@code target * (log(target) - self)} (0 where {@code target == 0}), or {@code exp(target) * (target - self)} with
+     * {@code log_target}, reduced: {@code self} holds log-probabilities. PyTorch's {@code batchmean} is its front end's
+     * {@code sum} divided by the batch size, as {@code torch.nn.functional.kl_div}'s.
+     */
+    public static final OpDef KL_DIV = OpDef.composite("kl_div").rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("self"), Param.tensor("target"), Param.scalar("reduction", "int", "Mean"),
+                    Param.scalar("log_target", "bool", "False"))
+            .composition(reduced(new Expr.IfScalar(1, 1, call(PointwiseOps.MUL, call(PointwiseOps.EXP, TARGET),
+                    call(PointwiseOps.SUB, TARGET, SELF)), call(PointwiseOps.SUB, xlogx(TARGET), call(PointwiseOps.MUL, TARGET, SELF)))))
+            .autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.FP32)
+            .doc("pointwise KL divergence from log-probabilities, reduced").build();
+
+    /** {@code x * log(x)}, 0 where {@code x == 0}. */
+    private static Expr xlogx(Expr x) {
+        return Expr.where(call(PointwiseOps.EQ, x, Expr.c(0)), call(PointwiseOps.MUL, x, Expr.c(0)),
+                call(PointwiseOps.MUL, x, call(PointwiseOps.LOG, x)));
+    }
+
+    private static Expr binaryCrossEntropyWithLogits() {
+        Expr negX = call(PointwiseOps.NEG, SELF);
+        Expr m = call(PointwiseOps.CLAMP, negX, Expr.c(0), Expr.c(Double.NaN));
+        Expr softplusNeg = call(PointwiseOps.ADD, m, call(PointwiseOps.LOG, call(PointwiseOps.ADD, call(PointwiseOps.EXP,
+                call(PointwiseOps.NEG, m)), call(PointwiseOps.EXP, call(PointwiseOps.SUB, negX, m)))));
+        Expr linear = call(PointwiseOps.MUL, call(PointwiseOps.SUB, Expr.c(1), TARGET), SELF);
+        Expr posWeight = in(3, "pos_weight");
+        Expr weighted = call(PointwiseOps.MUL, call(PointwiseOps.ADD, call(PointwiseOps.MUL, call(PointwiseOps.SUB, posWeight, Expr.c(1)),
+                TARGET), Expr.c(1)), softplusNeg);
+        Expr loss = new Expr.IfPresent(3, call(PointwiseOps.ADD, linear, weighted), call(PointwiseOps.ADD, linear, softplusNeg));
+        return new Expr.IfPresent(2, call(PointwiseOps.MUL, loss, in(2, "weight")), loss);
+    }
+
+    private static OpDef loss(String name, DTypeRule rule, Param extra, Expr composition, String doc) {
+        Param reduction = Param.scalar("reduction", "int", "Mean");
+        OpDef.Builder b = OpDef.composite(name).rule(rule);
+        if (extra == null) b.signature(Param.tensor("self"), Param.tensor("target"), reduction);
+        else b.signature(Param.tensor("self"), Param.tensor("target"), reduction, extra);
+        return b.composition(composition).autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.FP32)
+                .doc(doc).build();
+    }
+
+    private static Expr difference() {
+        return call(PointwiseOps.SUB, SELF, TARGET);
+    }
+
+    private static Expr absoluteDifference() {
+        return call(PointwiseOps.ABS, difference());
+    }
+
+    private static Expr square() {
+        return call(PointwiseOps.MUL, absoluteDifference(), absoluteDifference());
+    }
+
+    /** {@code |d| < bound ? below : above}. */
+    private static Expr piecewise(Expr bound, Expr below, Expr above) {
+        return Expr.where(call(PointwiseOps.LT, absoluteDifference(), bound), below, above);
+    }
+
+    /** The loss per element reduced as the call's {@code reduction} says. */
+    private static Expr reduced(Expr loss) {
+        return new Expr.IfScalar(0, MEAN, new Expr.ReduceAll(ReductionOps.MEAN, loss),
+                new Expr.IfScalar(0, SUM, new Expr.ReduceAll(ReductionOps.SUM, loss), loss));
+    }
+}
