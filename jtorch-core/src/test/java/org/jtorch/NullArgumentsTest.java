@@ -46,7 +46,7 @@ class NullArgumentsTest {
             "Tensor.fromStorage", "Tensor.setGradFn", "Tensor.setScope", "Tensor.checkOpen", "Tensor.checkWritable",
             "Tensor.checkNoInternalOverlap", "Tensor.checkNoPartialOverlap", "Tensor.checkNoOverlap",
             "Autocast.run", "AutocastPolicy", "Edge", "Node", "AccumulateGrad", "SavedTensor", "BackwardFunction", "Engine",
-            "Gradients", "Storage", "MemoryBlock", "Allocator", "CpuCachingAllocator", "OutOfMemoryException", "StateReader",
+            "Gradients", "Storage", "MemoryBlock", "ElementCodec", "Allocator", "CpuCachingAllocator", "OutOfMemoryException", "StateReader",
             "Json", "StateCodec", "AtomicFile", "TensorFormatter", "Autograd.record", "Autograd.needsGrad", "Autograd.save",
             "Autograd.accumulatorFor", "Autograd.addPreHook");
 
