@@ -5,11 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.jtorch.testing.ScopePerTest;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.function.Executable;
 
 /**
@@ -19,20 +18,9 @@ import org.junit.jupiter.api.function.Executable;
  * calculation overflowed with sizes=[...]", "numel: integer multiplication overflow"). None of these
  * cases allocates: a size that fits but is too large for memory is the allocator's out-of-memory error.
  */
+@ExtendWith(ScopePerTest.class)
 class ShapeOverflowTest {
     private static final long TWO_32 = 1L << 32;
-    private MemoryScope scope;
-
-    @BeforeEach
-    void open() {
-        scope = new MemoryScope();
-    }
-
-    @AfterEach
-    void close() {
-        scope.close();
-    }
-
     private static void assertRefused(String op, String shownShape, Executable call) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
         assertTrue(e.getMessage().startsWith(op + ":"), "should name the op " + op + ": " + e.getMessage());

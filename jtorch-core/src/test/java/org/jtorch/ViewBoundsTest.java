@@ -6,10 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
-import org.jtorch.memory.MemoryScope;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.jtorch.testing.ScopePerTest;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.function.Executable;
 
 /**
@@ -18,19 +17,8 @@ import org.junit.jupiter.api.function.Executable;
  * offset of 2^63-1 and gives {@code t[0:5:2**63-1]} no element), so the reference is the definition of
  * the view, and every refusal is an exception naming the op and the bad argument.
  */
+@ExtendWith(ScopePerTest.class)
 class ViewBoundsTest {
-    private MemoryScope scope;
-
-    @BeforeEach
-    void open() {
-        scope = new MemoryScope();
-    }
-
-    @AfterEach
-    void close() {
-        scope.close();
-    }
-
     private static void assertRefused(Class<? extends RuntimeException> kind, String op, String argument, Executable call) {
         RuntimeException e = assertThrows(kind, call);
         assertTrue(e.getMessage().startsWith(op + ":"), "should name " + op + ": " + e.getMessage());

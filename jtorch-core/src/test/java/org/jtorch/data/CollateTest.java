@@ -13,25 +13,13 @@ import java.util.Map;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.memory.MemoryScope;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.jtorch.testing.ScopePerTest;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Collate.defaultCollate against torch.utils.data.default_collate (PyTorch 1.13) for each kind of sample. */
+@ExtendWith(ScopePerTest.class)
 class CollateTest {
-    private MemoryScope scope;
-
-    @BeforeEach
-    void open() {
-        scope = new MemoryScope();
-    }
-
-    @AfterEach
-    void close() {
-        scope.close();
-    }
-
     record Pair(Tensor image, Object label) {}
 
     record Labelled(Tensor image, int label) {}

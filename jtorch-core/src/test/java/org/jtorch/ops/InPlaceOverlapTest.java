@@ -11,11 +11,10 @@ import java.util.Map;
 import java.util.function.Consumer;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.Init;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.jtorch.testing.ScopePerTest;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * In-place writes into a tensor whose elements share memory (issue 19). Reference: PyTorch 1.13, whose
@@ -27,19 +26,8 @@ import org.junit.jupiter.api.Test;
  * an input that shares only part of the destination's memory, or the same memory in another layout
  * ({@code assert_no_overlap}, for the indexing ops, refuses the same layout too).
  */
+@ExtendWith(ScopePerTest.class)
 class InPlaceOverlapTest {
-    private MemoryScope scope;
-
-    @BeforeEach
-    void open() {
-        scope = new MemoryScope();
-    }
-
-    @AfterEach
-    void close() {
-        scope.close();
-    }
-
     /** Four elements over one memory location. */
     private static Tensor expanded() {
         return Torch.zeros(1).expand(4);

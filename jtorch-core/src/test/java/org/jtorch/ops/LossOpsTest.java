@@ -15,34 +15,22 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.amp.Autocast;
 import org.jtorch.autograd.Gradcheck;
-import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.nn.F.Reduction;
 import org.jtorch.op.LossOps;
 import org.jtorch.testing.Fixtures;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.jtorch.testing.ScopePerTest;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The regression losses as declared compositions ({@link LossOps}): what the trace sees (a subtree used twice runs once),
  * the reductions, autocast from the declaration, and gradients of both orders. References are the formulas computed
  * here; values against PyTorch 1.13 are in {@code nn.NnConformanceTest} and {@code nn.LossOverloadsConformanceTest}.
  */
+@ExtendWith(ScopePerTest.class)
 class LossOpsTest {
     private static final Device DEVICE = Fixtures.device();
-    private MemoryScope scope;
-
-    @BeforeEach
-    void open() {
-        scope = new MemoryScope();
-    }
-
-    @AfterEach
-    void close() {
-        scope.close();
-    }
-
     @Test
     void mseLossComputesTheDifferenceOnce() {
         Tensor x = Torch.randn(4, 3).to(DEVICE);

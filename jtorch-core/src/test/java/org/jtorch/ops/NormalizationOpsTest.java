@@ -16,35 +16,23 @@ import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Gradcheck;
-import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.op.NormalizationOps;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
 import org.jtorch.testing.Fixtures;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.jtorch.testing.ScopePerTest;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Layer norm, RMS norm and group norm as declared compositions ({@link NormalizationOps}): what the trace and autograd
  * see of them, and the formulas they compute (references computed here in double). Values against PyTorch 1.13 are in
  * {@code nn.NormalizationConformanceTest} and {@code nn.NnConformanceTest}.
  */
+@ExtendWith(ScopePerTest.class)
 class NormalizationOpsTest {
     private static final Device DEVICE = Fixtures.device();
-    private MemoryScope scope;
-
-    @BeforeEach
-    void open() {
-        scope = new MemoryScope();
-    }
-
-    @AfterEach
-    void close() {
-        scope.close();
-    }
-
     @Test
     void theNormsAreCompositesDifferentiatedThroughTheirParts() {
         for (OpDef op : new OpDef[] {NormalizationOps.LAYER_NORM, NormalizationOps.RMS_NORM, NormalizationOps.GROUP_NORM}) {

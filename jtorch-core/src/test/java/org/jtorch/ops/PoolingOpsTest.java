@@ -17,7 +17,6 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Gradcheck;
 import org.jtorch.backend.Backends;
-import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
@@ -26,29 +25,18 @@ import org.jtorch.op.PoolingOps;
 import org.jtorch.op.ReduceArgs;
 import org.jtorch.op.TraceHook;
 import org.jtorch.testing.Fixtures;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.jtorch.testing.ScopePerTest;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Average and adaptive average pooling as declared structured pairs ({@link PoolingOps}): kernels per device, what the
  * trace records, gradients of the second order through the pair, and the meta function's errors. References are the
  * windows' means computed here; values against PyTorch 1.13 are in {@link SpatialConformanceTest}.
  */
+@ExtendWith(ScopePerTest.class)
 class PoolingOpsTest {
     private static final Device DEVICE = Fixtures.device();
-    private MemoryScope scope;
-
-    @BeforeEach
-    void open() {
-        scope = new MemoryScope();
-    }
-
-    @AfterEach
-    void close() {
-        scope.close();
-    }
-
     @Test
     void thePoolingPairsAreStructuredWithKernelsOnTheTestDevice() {
         Backends.of(DEVICE);

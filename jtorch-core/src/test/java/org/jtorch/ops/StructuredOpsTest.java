@@ -10,34 +10,22 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.backend.Backends;
-import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.LinalgOps;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
 import org.jtorch.testing.Fixtures;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.jtorch.testing.ScopePerTest;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The structured ops' path through the dispatcher ({@link OpDef.Kind#STRUCTURED}): meta function, kernel per device,
  * derivative written with ops. References are the formulas (sums of products computed here in double).
  */
+@ExtendWith(ScopePerTest.class)
 class StructuredOpsTest {
     private static final Device DEVICE = Fixtures.device();
-    private MemoryScope scope;
-
-    @BeforeEach
-    void open() {
-        scope = new MemoryScope();
-    }
-
-    @AfterEach
-    void close() {
-        scope.close();
-    }
-
     @Test
     void theMatrixProductsAreStructuredWithAKernelOnTheTestDevice() {
         Backends.of(DEVICE);
