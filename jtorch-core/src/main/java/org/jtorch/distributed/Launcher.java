@@ -101,6 +101,8 @@ public final class Launcher {
     /** This node posted the job's first failure (the other nodes read it; this one does not). */
     private volatile boolean posted;
     private volatile TcpStore store;
+    /** The watch ended because another node posted a failure; this node's workers were not the cause. */
+    private volatile boolean stoppedForAnotherNode;
 
     private Launcher(Options options, List<String> command, Map<String, String> extraEnv, PrintStream out, PrintStream err) {
         this.options = options;
@@ -126,6 +128,7 @@ public final class Launcher {
             outcome = launcher.supervise();
         } finally {
             launcher.stopAll();
+            if (outcome != null) outcome = launcher.withLocalConsequence(outcome);
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);
             } catch (IllegalStateException shuttingDown) {
@@ -149,6 +152,8 @@ public final class Launcher {
         final Process process;
         final ArrayDeque<String> last = new ArrayDeque<>();
         final List<Thread> pumps = new ArrayList<>();
+        /** The launcher sent it SIGTERM to stop it. */
+        volatile boolean signalled;
 
         Worker(int rank, int localRank, Process process) {
             this.rank = rank;
@@ -259,8 +264,7 @@ public final class Launcher {
                 }
                 if (failed != null) {
                     drain(failed);
-                    String here = "rank " + failed.rank + " of " + options.worldSize() + " (node " + options.nodeRank() + ", local rank "
-                            + failed.localRank + ") " + how(failed.process.exitValue());
+                    String here = describe(failed);
                     // A worker that fails because a peer on another node failed first (its collective broke) is not the cause.
                     Outcome first = null;
                     try {
@@ -268,10 +272,7 @@ public final class Launcher {
                     } catch (DistributedException lost) {
                         // no store to ask: this node's failure is all it knows
                     }
-                    if (first != null) {
-                        return new Outcome(first.exitCode(), first.failedRank(), first.message() + "; then " + here
-                                + (failed.last.isEmpty() ? "" : ". Its last output:" + failed.lastOutput()));
-                    }
+                    if (first != null) return then(first, failed);
                     Outcome o = new Outcome(failed.process.exitValue(), failed.rank, here + "; the other workers were stopped."
                             + (failed.last.isEmpty() ? "" : " Its last output:" + failed.lastOutput()));
                     post(o);
@@ -297,7 +298,10 @@ public final class Launcher {
                     return lost;
                 }
                 Outcome elsewhere = failureElsewhere();
-                if (elsewhere != null) return elsewhere;
+                if (elsewhere != null) {
+                    stoppedForAnotherNode = true;
+                    return elsewhere;
+                }
                 if (localDone && store.check(doneKeys)) return new Outcome(0, -1, "all " + options.worldSize() + " workers finished");
             } catch (DistributedException e) {
                 return new Outcome(1, -1, "lost the job's store at " + where + " (node 0's launcher ended?); stopped this node's workers: "
@@ -358,6 +362,33 @@ public final class Launcher {
             }
             return null;
         }
+    }
+
+    private String describe(Worker w) {
+        return "rank " + w.rank + " of " + options.worldSize() + " (node " + options.nodeRank() + ", local rank " + w.localRank + ") "
+                + how(w.process.exitValue());
+    }
+
+    /** The failure elsewhere as the cause, and this node's failed worker as its consequence. */
+    private Outcome then(Outcome cause, Worker failed) {
+        return new Outcome(cause.exitCode(), cause.failedRank(), cause.message() + "; then " + describe(failed)
+                + (failed.last.isEmpty() ? "" : ". Its last output:" + failed.lastOutput()));
+    }
+
+    /**
+     * After this node stopped its workers because another node failed: a worker that had failed on its own meanwhile
+     * (its collective broke between two polls, or while it was being stopped) is named as a consequence. A worker
+     * that ended with the signal sent to stop it is not.
+     */
+    private Outcome withLocalConsequence(Outcome o) {
+        if (!stoppedForAnotherNode) return o;
+        for (Worker w : workers) {
+            if (w.process.isAlive()) continue;
+            int status = w.process.exitValue();
+            if (status == 0 || (w.signalled && (status == 128 + 15 || status == 128 + 9))) continue;
+            return then(o, w);
+        }
+        return o;
     }
 
     /** The failure another node posted, now marked as read by this one; null when there is none. */
@@ -437,6 +468,7 @@ public final class Launcher {
             if (!w.process.isAlive()) continue;
             tree.addAll(w.process.descendants().toList());
             tree.add(w.process.toHandle());
+            w.signalled = true;
             w.process.destroy();
         }
         long deadline = System.nanoTime() + options.stopGrace().toNanos();

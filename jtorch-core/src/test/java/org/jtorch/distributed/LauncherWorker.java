@@ -31,9 +31,11 @@ public final class LauncherWorker {
                     Thread.sleep(120_000);
                 }
                 case "cascade" -> {
-                    // The others fail because the last rank did, as a collective with a dead peer would: at once when its
-                    // launcher has posted the failure, so usually before this node's launcher looks at the store.
+                    // The others fail because the last rank did, as a collective with a dead peer would, once its launcher
+                    // has posted the failure. They outlive the launcher's SIGTERM, so that they fail on their own whichever
+                    // comes first: their failure or this node's launcher reading the post.
                     if (rank == last) throw new IllegalStateException("rank " + rank + " fails on purpose");
+                    sun.misc.Signal.handle(new sun.misc.Signal("TERM"), signal -> {});
                     while (!store.check(List.of("launch/failure"))) Thread.sleep(2);
                     System.out.println("rank " + rank + " fails because rank " + last + " did");
                     System.out.flush();
