@@ -3,9 +3,11 @@ package org.jtorch.nn;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import org.jtorch.DType;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.amp.Autocast;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.utils.PackedSequence;
 import org.jtorch.ops.Arguments;
@@ -267,6 +269,16 @@ public abstract class RNNBase extends Module {
         Tensor wIh = parameter("weight_ih" + sfx), wHh = parameter("weight_hh" + sfx);
         Tensor bIh = bias ? parameter("bias_ih" + sfx) : null, bHh = bias ? parameter("bias_hh" + sfx) : null;
         Tensor wHr = projSize > 0 ? parameter("weight_hr" + sfx) : null;
+        // A padded LSTM layer in float32/float64 runs as one fused op (its weight gradients one product each, not one per
+        // step); packed batches, projections and autocast's mixed dtypes run step by step.
+        boolean fusedLayer = mode == Mode.LSTM && wHr == null && sameBatchEveryStep(batchSizes)
+                && (x.dtype() == DType.FLOAT32 || x.dtype() == DType.FLOAT64) && !Autocast.isEnabled(x.device());
+        if (fusedLayer) {
+            Recurrent.LstmLayer layer = Recurrent.lstmLayer(x, wIh, wHh, bIh, bHh, h0, c0, batchSizes.length, reverse);
+            last[0] = layer.hN();
+            last[1] = layer.cN();
+            return layer.output();
+        }
         List<Tensor> inputGates = Recurrent.splitRows(F.linear(x, wIh, bIh), batchSizes);
         int steps = batchSizes.length;
         Tensor[] outputs = new Tensor[steps];
@@ -314,6 +326,12 @@ public abstract class RNNBase extends Module {
             last[1] = finishedC.size() == 1 ? c : Torch.cat(finishedC, 0);
         }
         return Torch.cat(List.of(outputs), 0);
+    }
+
+    /** A padded batch: every sequence runs every step (the fused layer's case; packed sequences shrink the batch). */
+    private static boolean sameBatchEveryStep(long[] batchSizes) {
+        for (long b : batchSizes) if (b != batchSizes[0]) return false;
+        return true;
     }
 
     @Override

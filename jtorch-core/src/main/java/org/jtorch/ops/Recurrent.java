@@ -98,6 +98,178 @@ public final class Recurrent {
         return new Tensor[] {grad, grad, needCx ? dc.mul(f) : null};
     }
 
+    // ------------------------------------------------------------------ LSTM layer
+
+    /** The rows of one LSTM layer's direction ({@code [steps * batch, hidden]}) and its final states ({@code [batch, hidden]}). */
+    public record LstmLayer(Tensor output, Tensor hN, Tensor cN) {}
+
+    /**
+     * One direction of one LSTM layer over {@code steps} time steps of {@code batch} rows each ({@code x}: {@code [steps
+     * * batch, in]}, time-major), from {@code h0} and {@code c0} ({@code [batch, hidden]}); {@code reverse} runs from the
+     * last step to the first. The same values as {@link #lstmCell} step after step, recorded as one autograd node, as
+     * oneDNN's and cuDNN's RNN layers: its backward runs the cells back in time (each step's hidden gradient one
+     * {@code [batch, 4h] x [4h, h]} product), keeps every step's gate gradients, and then forms the weight and bias
+     * gradients and the input gradient as one product each over the whole sequence, where the per-step graph formed
+     * and accumulated one short ({@code k = batch}) product per step and weight. Float32 and float64 only, as the
+     * fused cells; double backward (a backward under {@code createGraph}) recomputes the layer as differentiable ops.
+     */
+    public static LstmLayer lstmLayer(Tensor x, Tensor wIh, Tensor wHh, Tensor bIh, Tensor bHh, Tensor h0, Tensor c0, int steps,
+                                      boolean reverse) {
+        final String op = "lstmLayer";
+        Arguments.nonNull(op, "x", x);
+        Arguments.nonNull(op, "wIh", wIh);
+        Arguments.nonNull(op, "wHh", wHh);
+        Arguments.nonNull(op, "h0", h0);
+        Arguments.nonNull(op, "c0", c0);
+        long batch = h0.size(0), hidden = wHh.size(1);
+        if (!fused(c0) || steps < 1 || x.dim() != 2 || x.size(0) != steps * batch || c0.size(0) != batch || wHh.size(0) != 4 * hidden
+                || h0.size(1) != hidden || c0.size(1) != hidden) {
+            throw new IllegalArgumentException(op + ": expected float32 or float64 rows [steps * batch, in] and states [batch, hidden]"
+                    + " with weight_hh [4 * hidden, hidden], got x " + Shapes.format(x.shape()) + " (" + steps + " steps), weight_hh "
+                    + Shapes.format(wHh.shape()) + ", h0 " + Shapes.format(h0.shape()) + " and c0 " + Shapes.format(c0.shape())
+                    + " of " + c0.dtype());
+        }
+        DType dtype = c0.dtype();
+        Device device = c0.device();
+        RecurrentKernels kernels = Backends.of(device).recurrent();
+        Tensor y = Tensor.empty(new long[] {steps * batch, hidden}, dtype, device);
+        Tensor cs = Tensor.empty(new long[] {steps * batch, hidden}, dtype, device);
+        Tensor ws = Tensor.empty(new long[] {steps * batch, 4 * hidden}, dtype, device);
+        Tensor hN, cN;
+        try (MemoryScope scope = new MemoryScope(); Grad.Mode g = Grad.noGrad()) {
+            Tensor gx = Torch.linear(x, wIh, bIh);
+            Tensor h = h0, c = c0.contiguous();
+            for (int s = 0; s < steps; s++) {
+                long row = (reverse ? steps - 1 - s : s) * batch;
+                Tensor hg = Torch.linear(h, wHh, bHh);
+                Tensor yt = y.narrow(0, row, batch), ct = cs.narrow(0, row, batch);
+                kernels.lstmCellForward(view(gx.narrow(0, row, batch)), view(hg), view(c), view(yt), view(ct),
+                        view(ws.narrow(0, row, batch)));
+                hg.close();
+                h = yt;
+                c = ct;
+            }
+            hN = scope.keep(h.clone());
+            cN = scope.keep(c.clone());
+        }
+        if (Autograd.needsGrad(x, wIh, wHh, bIh, bHh, h0, c0)) {
+            boolean[] need = {x.requiresGrad(), wIh.requiresGrad(), wHh.requiresGrad(), bIh != null && bIh.requiresGrad(),
+                    bHh != null && bHh.requiresGrad(), h0.requiresGrad(), c0.requiresGrad()};
+            SavedTensor sX = Autograd.save(x), sWih = Autograd.save(wIh), sWhh = Autograd.save(wHh), sH0 = Autograd.save(h0),
+                    sC0 = Autograd.save(c0), sY = Autograd.save(y), sCs = Autograd.save(cs), sWs = Autograd.save(ws);
+            SavedTensor sBih = bIh == null ? null : Autograd.save(bIh), sBhh = bHh == null ? null : Autograd.save(bHh);
+            SavedTensor[] saved = java.util.stream.Stream.of(sX, sWih, sWhh, sH0, sC0, sY, sCs, sWs, sBih, sBhh)
+                    .filter(java.util.Objects::nonNull).toArray(SavedTensor[]::new);
+            Autograd.record("LstmLayerBackward0", new Tensor[] {x, wIh, wHh, bIh, bHh, h0, c0}, new Tensor[] {y, hN, cN}, gr -> {
+                LstmLayerSaved v = new LstmLayerSaved(sX.get(), sWih.get(), sWhh.get(), sBih == null ? null : sBih.get(),
+                        sBhh == null ? null : sBhh.get(), sH0.get(), sC0.get(), steps, batch, reverse);
+                return Grad.isEnabled() ? lstmLayerBackwardComposed(v, gr, need)
+                        : lstmLayerBackward(v, sY.get(), sCs.get(), sWs.get(), gr, need, kernels);
+            }, saved);
+        }
+        ws.close();
+        cs.close();
+        return new LstmLayer(y, hN, cN);
+    }
+
+    /** What the layer's backward reads besides its intermediates. */
+    private record LstmLayerSaved(Tensor x, Tensor wIh, Tensor wHh, Tensor bIh, Tensor bHh, Tensor h0, Tensor c0, int steps, long batch,
+                                  boolean reverse) {
+        Tensor rows(Tensor t, int step) {
+            return t.narrow(0, step * batch, batch);
+        }
+
+        /** The time step at position {@code s} in the forward's order. */
+        int step(int s) {
+            return reverse ? steps - 1 - s : s;
+        }
+    }
+
+    /** The fused backward: cells back in time through the kernels, then one product per weight over the sequence. */
+    private static Tensor[] lstmLayerBackward(LstmLayerSaved v, Tensor y, Tensor cs, Tensor ws, Tensor[] gr, boolean[] need,
+                                              RecurrentKernels kernels) {
+        long hidden = v.wHh.size(1);
+        DType dtype = y.dtype();
+        Device device = y.device();
+        Tensor gates = Tensor.empty(new long[] {v.steps * v.batch, 4 * hidden}, dtype, device);
+        Tensor dh = gr[1] != null ? gr[1].contiguous() : Torch.zeros(new long[] {v.batch, hidden}, dtype, device);
+        Tensor dc = gr[2] != null ? gr[2].contiguous() : Torch.zeros(new long[] {v.batch, hidden}, dtype, device);
+        for (int s = v.steps - 1; s >= 0; s--) {
+            int t = v.step(s);
+            Tensor ghy = gr[0] == null ? dh : dh.add(v.rows(gr[0], t));
+            Tensor cx = s == 0 ? v.c0.contiguous() : v.rows(cs, v.step(s - 1));
+            Tensor gt = v.rows(gates, t);
+            Tensor gcx = Tensor.empty(new long[] {v.batch, hidden}, dtype, device);
+            kernels.lstmCellBackward(view(ghy), view(dc), view(cx), view(v.rows(cs, t)), view(v.rows(ws, t)), view(gt), view(gcx));
+            dc = gcx;
+            if (s > 0 || need[5]) dh = gt.mm(v.wHh);
+        }
+        return lstmLayerGradients(v, gates, y, dh, dc, need);
+    }
+
+    /**
+     * The backward as differentiable ops, for a backward under {@code createGraph}: the layer is recomputed from its
+     * saved inputs, and each step's gate gradients come from {@link #lstmCellBackwardComposed}.
+     */
+    private static Tensor[] lstmLayerBackwardComposed(LstmLayerSaved v, Tensor[] gr, boolean[] need) {
+        Tensor gx = Torch.linear(v.x, v.wIh, v.bIh);
+        Tensor[] pre = new Tensor[v.steps], cPrev = new Tensor[v.steps], cy = new Tensor[v.steps], hy = new Tensor[v.steps];
+        Tensor h = v.h0, c = v.c0;
+        for (int s = 0; s < v.steps; s++) {
+            int t = v.step(s);
+            pre[t] = v.rows(gx, t).add(Torch.linear(h, v.wHh, v.bHh));
+            List<Tensor> q = pre[t].chunk(4, 1);
+            cPrev[t] = c;
+            c = q.get(1).sigmoid().mul(c).add(q.get(0).sigmoid().mul(q.get(2).tanh()));
+            h = q.get(3).sigmoid().mul(c.tanh());
+            cy[t] = c;
+            hy[t] = h;
+        }
+        Tensor[] stepGates = new Tensor[v.steps];
+        Tensor dh = gr[1] != null ? gr[1] : Torch.zerosLike(v.h0), dc = gr[2] != null ? gr[2] : Torch.zerosLike(v.c0);
+        Tensor zero = Torch.zerosLike(pre[0]);
+        for (int s = v.steps - 1; s >= 0; s--) {
+            int t = v.step(s);
+            Tensor ghy = gr[0] == null ? dh : dh.add(v.rows(gr[0], t));
+            Tensor[] g = lstmCellBackwardComposed(ghy, dc, pre[t], zero, cPrev[t], cy[t], true);
+            stepGates[t] = g[0];
+            dc = g[2];
+            dh = g[0].mm(v.wHh);
+        }
+        return lstmLayerGradients(v, Torch.cat(List.of(stepGates), 0), Torch.cat(List.of(hy), 0), dh, dc, need);
+    }
+
+    /**
+     * The gradients of the layer's inputs from every step's gate gradients ({@code [steps * batch, 4h]}): each
+     * step's hidden product read the previous step's output (in the forward's order), the first read {@code h0}.
+     */
+    private static Tensor[] lstmLayerGradients(LstmLayerSaved v, Tensor gates, Tensor y, Tensor dh0, Tensor dc0, boolean[] need) {
+        Tensor[] g = new Tensor[7];
+        if (need[0]) g[0] = gates.mm(v.wIh);
+        if (need[1]) g[1] = gates.t().mm(v.x);
+        if (need[2]) {
+            // Step t (t > 0 in the forward's order) read the output of the step before it.
+            long later = (v.steps - 1) * v.batch;
+            int first = v.step(0);
+            Tensor fromH0 = v.rows(gates, first).t().mm(v.h0);
+            if (later == 0) {
+                g[2] = fromH0;
+            } else {
+                Tensor laterGates = gates.narrow(0, v.reverse ? 0 : v.batch, later);
+                Tensor previousOutputs = y.narrow(0, v.reverse ? v.batch : 0, later);
+                g[2] = Torch.addmm(fromH0, laterGates.t(), previousOutputs);
+            }
+        }
+        if (need[3] || need[4]) {
+            Tensor bias = gates.sum(0);
+            g[3] = need[3] ? bias : null;
+            g[4] = need[4] ? bias : null;
+        }
+        g[5] = need[5] ? dh0 : null;
+        g[6] = need[6] ? dc0 : null;
+        return g;
+    }
+
     // ------------------------------------------------------------------ GRU
 
     /**

@@ -106,6 +106,98 @@ class RecurrentTest {
 
     // ------------------------------------------------------------------ double backward
 
+    // ------------------------------------------------------------------ the fused LSTM layer
+
+    /** {@code x, W_ih, W_hh, b_ih, b_hh, h0, c0} of a layer with {@code in} inputs and {@code h} hidden over {@code steps x batch} rows. */
+    private static Tensor[] layerInputs(int steps, int batch, int in, int h) {
+        return new Tensor[] {rand(steps * batch, in), rand(4 * h, in), rand(4 * h, h), rand(4 * h), rand(4 * h), rand(batch, h), rand(batch, h)};
+    }
+
+    private static Tensor[] fusedLayer(Tensor[] p, int steps, boolean reverse) {
+        Recurrent.LstmLayer l = Recurrent.lstmLayer(p[0], p[1], p[2], p[3], p[4], p[5], p[6], steps, reverse);
+        return new Tensor[] {l.output(), l.hN(), l.cN()};
+    }
+
+    /** The layer as the step-by-step graph of fused cells (RNNBase's path for packed batches). */
+    private static Tensor[] stepByStep(Tensor[] p, int steps, boolean reverse) {
+        long batch = p[5].size(0);
+        Tensor gx = Torch.linear(p[0], p[1], p[3]);
+        Tensor h = p[5], c = p[6];
+        Tensor[] out = new Tensor[steps];
+        for (int s = 0; s < steps; s++) {
+            int t = reverse ? steps - 1 - s : s;
+            Recurrent.LstmStep step = Recurrent.lstmCell(gx.narrow(0, t * batch, batch), Torch.linear(h, p[2], p[4]), c);
+            h = step.hy();
+            c = step.cy();
+            out[t] = h;
+        }
+        return new Tensor[] {Torch.cat(List.of(out), 0), h, c};
+    }
+
+    @Test
+    void fusedLstmLayerPassesGradcheckInEveryInputBothWays() {
+        for (boolean reverse : new boolean[] {false, true}) {
+            gradcheck(x -> {
+                Tensor[] o = fusedLayer(x, 3, reverse);
+                return Torch.cat(List.of(o[0].flatten(), o[1].flatten(), o[2].flatten()), 0);
+            }, layerInputs(3, 2, 3, 2));
+        }
+        // One step: the hidden weight's gradient comes from h0 alone.
+        gradcheck(x -> fusedLayer(x, 1, false)[0], layerInputs(1, 2, 2, 3));
+    }
+
+    @Test
+    void fusedLstmLayerPassesGradgradcheck() {
+        for (boolean reverse : new boolean[] {false, true}) {
+            gradcheck(x -> {
+                Tensor[] o = fusedLayer(x, 2, reverse);
+                return firstDerivatives(o[0].pow(2.0).sum().add(o[2].mul(o[1]).sum()), x);
+            }, layerInputs(2, 2, 2, 2));
+        }
+    }
+
+    /**
+     * The fused layer gives the step-by-step graph's values and gradients in every input (its weight and bias
+     * gradients summed in one product over the sequence, not per step), at hidden sizes with whole float64 vectors
+     * and a tail, forward and reverse, and without gradients for some outputs.
+     */
+    @Test
+    void fusedLstmLayerMatchesTheStepByStepGraph() {
+        for (int h : new int[] {2, 9}) {
+            for (boolean reverse : new boolean[] {false, true}) {
+                try (MemoryScope scope = new MemoryScope()) {
+                    Tensor[] p = layerInputs(5, 3, 4, h);
+                    assertSameValuesAndGradients(x -> fusedLayer(x, 5, reverse), x -> stepByStep(x, 5, reverse), p);
+                    assertSameValuesAndGradients(x -> new Tensor[] {fusedLayer(x, 5, reverse)[0]},
+                            x -> new Tensor[] {stepByStep(x, 5, reverse)[0]}, p);
+                    assertSameValuesAndGradients(x -> new Tensor[] {fusedLayer(x, 5, reverse)[2]},
+                            x -> new Tensor[] {stepByStep(x, 5, reverse)[2]}, p);
+                }
+            }
+        }
+    }
+
+    /** The differentiable backward (createGraph) of the fused layer gives its fused first derivatives. */
+    @Test
+    void fusedLstmLayerDifferentiableBackwardMatchesTheKernels() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor[] p = layerInputs(4, 2, 3, 5);
+            Function<Tensor[], Tensor> loss = x -> weighted(fusedLayer(x, 4, true));
+            assertClose(Autograd.grad(new Tensor[] {loss.apply(p)}, p, null, false, false, false),
+                    Autograd.grad(new Tensor[] {loss.apply(p)}, p, null, false, true, false));
+        }
+    }
+
+    @Test
+    void unprojectedLstmModulePassesGradcheckThroughTheFusedLayers() {
+        try (LSTM lstm = new LSTM(3, 4, f64().numLayers(2).bidirectional(true))) {
+            gradcheck(x -> {
+                LSTM.Output o = lstm.forward(x[0], new LSTM.State(x[1], x[2]));
+                return Torch.cat(List.of(o.output().flatten(), o.hN().flatten(), o.cN().flatten()), 0);
+            }, rand(4, 2, 3), rand(4, 2, 4), rand(4, 2, 4));
+        }
+    }
+
     /**
      * Under createGraph the fused cells' backward runs as differentiable tensor ops: gradcheck of the first derivatives
      * (PyTorch's gradgradcheck) checks the second derivatives against finite differences.
