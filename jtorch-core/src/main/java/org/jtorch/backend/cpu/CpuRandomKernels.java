@@ -20,6 +20,13 @@ final class CpuRandomKernels implements RandomKernels {
         long base = out.offset() * t.byteSize();
         boolean wide = t == DType.FLOAT64;
         double range = high - low;
+        if ((t == DType.FLOAT32 || t == DType.FLOAT64) && VectorPhilox.supported()) {
+            Parallel.forRange(out.numel(), GRAIN, (begin, end) -> {
+                if (wide) VectorPhilox.uniformDoubles(s, base, begin, end, low, high, seed, firstBlock);
+                else VectorPhilox.uniformFloats(s, base, begin, end, low, high, seed, firstBlock);
+            });
+            return;
+        }
         Parallel.forRange(out.numel(), GRAIN, (begin, end) -> {
             int[] w = new int[4];
             long loaded = -1;

@@ -1,0 +1,172 @@
+package org.jtorch.backend.cpu;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.Generator;
+
+/**
+ * {@link Generator#philox} for many consecutive blocks at once, one block per vector lane, and the uniform floats
+ * made from them. The bits are the scalar generator's: a block's four words land at its four elements, so a tensor
+ * filled here holds what the element-by-element loop wrote (and what the other backends write).
+ *
+ * <p>Each lane keeps a 32-bit word zero-extended in a 64-bit lane, so that Philox's 32 x 32 -> 64-bit products are
+ * plain 64-bit lane multiplies, exact.
+ */
+final class VectorPhilox {
+    private static final VectorSpecies<Long> LONGS = LongVector.SPECIES_512;
+    private static final VectorSpecies<Integer> INTS = IntVector.SPECIES_256;
+    private static final VectorSpecies<Double> DOUBLES = DoubleVector.SPECIES_512;
+    private static final VectorSpecies<Float> FLOATS = FloatVector.SPECIES_256;
+    /** Blocks per vector. */
+    private static final int LANES = LONGS.length();
+    private static final long M0 = 0xD2511F53L, M1 = 0xCD9E8D57L;
+    private static final int W0 = 0x9E3779B9, W1 = 0xBB67AE85;
+    private static final long LOW32 = 0xffffffffL;
+    private static final double TWO_POW_M24 = 1.0 / (1 << 24);
+    private static final double TWO_POW_M53 = 1.0 / (1L << 53);
+    /** Where word j of the vector's lane b goes in element order: {@code 4 b + j}. */
+    private static final int[][] SCATTER = new int[4][LANES];
+    /** Blocks generated per pass of a chunk: a 2 KiB word buffer, reused per thread. */
+    static final int CHUNK_BLOCKS = 128;
+    private static final ThreadLocal<int[]> WORDS = ThreadLocal.withInitial(() -> new int[4 * CHUNK_BLOCKS]);
+
+    static {
+        for (int j = 0; j < 4; j++) for (int b = 0; b < LANES; b++) SCATTER[j][b] = 4 * b + j;
+    }
+
+    private VectorPhilox() {}
+
+    /** Whether this machine runs the 512-bit lanes this class is written for as vectors. */
+    static boolean supported() {
+        return LongVector.SPECIES_PREFERRED.vectorBitSize() >= 512;
+    }
+
+    /** The words of blocks {@code first .. first + blocks - 1} ({@code blocks} a multiple of the lanes), in element order. */
+    static void blocks(long seed, long first, int blocks, int[] words) {
+        long k0 = seed & LOW32, k1 = (seed >>> 32) & LOW32;
+        LongVector lane = LongVector.zero(LONGS).addIndex(1);
+        for (int b = 0; b < blocks; b += LANES) {
+            LongVector counter = lane.add(first + b);
+            LongVector c0 = counter.and(LOW32), c1 = counter.lanewise(VectorOperators.LSHR, 32);
+            LongVector c2 = LongVector.zero(LONGS), c3 = LongVector.zero(LONGS);
+            int key0 = (int) k0, key1 = (int) k1;
+            for (int r = 0; r < 10; r++) {
+                LongVector p0 = c0.mul(M0), p1 = c2.mul(M1);
+                LongVector hi0 = p0.lanewise(VectorOperators.LSHR, 32), hi1 = p1.lanewise(VectorOperators.LSHR, 32);
+                c0 = hi1.lanewise(VectorOperators.XOR, c1).lanewise(VectorOperators.XOR, key0 & LOW32);
+                c1 = p1.and(LOW32);
+                c2 = hi0.lanewise(VectorOperators.XOR, c3).lanewise(VectorOperators.XOR, key1 & LOW32);
+                c3 = p0.and(LOW32);
+                key0 += W0;
+                key1 += W1;
+            }
+            int at = 4 * b;
+            ints(c0).intoArray(words, at, SCATTER[0], 0);
+            ints(c1).intoArray(words, at, SCATTER[1], 0);
+            ints(c2).intoArray(words, at, SCATTER[2], 0);
+            ints(c3).intoArray(words, at, SCATTER[3], 0);
+        }
+    }
+
+    private static IntVector ints(LongVector v) {
+        return (IntVector) v.convertShape(VectorOperators.L2I, INTS, 0);
+    }
+
+    /**
+     * Uniform float32 values in {@code [low, high)} at elements {@code begin .. end - 1} of {@code out} (contiguous
+     * floats from byte {@code base}), element {@code i} from word {@code i % 4} of block {@code firstBlock + i / 4}:
+     * {@code low + (w >>> 8) 2^-24 (high - low)} in double, rounded to float, and {@code low} where that rounding
+     * reached {@code high}, as {@link CpuRandomKernels}'s scalar loop.
+     */
+    static void uniformFloats(MemorySegment out, long base, long begin, long end, double low, double high, long seed, long firstBlock) {
+        int[] words = WORDS.get();
+        double range = high - low;
+        boolean clampHigh = high > low;
+        float lowF = (float) low;
+        // Whole blocks from the first whole one; the partial blocks at both ends go element by element.
+        long i = begin;
+        long firstWhole = Math.min(end, (begin + 3) & ~3L);
+        i = scalarFloats(out, base, i, firstWhole, low, high, seed, firstBlock);
+        while (end - i >= 4L * LANES) {
+            int blocks = (int) Math.min(CHUNK_BLOCKS, (end - i) / 4 / LANES * LANES);
+            blocks(seed, firstBlock + i / 4, blocks, words);
+            for (int w = 0; w < 4 * blocks; w += FLOATS.length()) {
+                IntVector bits = IntVector.fromArray(INTS, words, w).lanewise(VectorOperators.LSHR, 8);
+                DoubleVector u = (DoubleVector) bits.convertShape(VectorOperators.I2D, DOUBLES, 0);
+                DoubleVector v = u.mul(TWO_POW_M24).mul(range).add(low);
+                FloatVector f = (FloatVector) v.convertShape(VectorOperators.D2F, FLOATS, 0);
+                if (clampHigh) {
+                    VectorMask<Double> atHigh = ((DoubleVector) f.convertShape(VectorOperators.F2D, DOUBLES, 0))
+                            .compare(VectorOperators.GE, high);
+                    if (atHigh.anyTrue()) f = f.blend(lowF, atHigh.cast(FLOATS));
+                }
+                f.intoMemorySegment(out, base + (i + w) * Float.BYTES, ByteOrder.nativeOrder());
+            }
+            i += 4L * blocks;
+        }
+        scalarFloats(out, base, i, end, low, high, seed, firstBlock);
+    }
+
+    /** Uniform float64 values as {@link #uniformFloats}: element {@code i} from words {@code 2 (i % 2)} and the next of block {@code i / 2}. */
+    static void uniformDoubles(MemorySegment out, long base, long begin, long end, double low, double high, long seed, long firstBlock) {
+        int[] words = WORDS.get();
+        MemorySegment wordBytes = MemorySegment.ofArray(words);
+        double range = high - low;
+        boolean clampHigh = high > low;
+        long i = begin;
+        long firstWhole = Math.min(end, (begin + 1) & ~1L);
+        i = scalarDoubles(out, base, i, firstWhole, low, high, seed, firstBlock);
+        while (end - i >= 2L * LANES) {
+            int blocks = (int) Math.min(CHUNK_BLOCKS, (end - i) / 2 / LANES * LANES);
+            blocks(seed, firstBlock + i / 2, blocks, words);
+            for (int e = 0; e < 2 * blocks; e += DOUBLES.length()) {
+                // Little-endian pairs: the element's first word in the low half, its second in the high half.
+                LongVector pair = LongVector.fromMemorySegment(LONGS, wordBytes, (long) e * Long.BYTES, ByteOrder.LITTLE_ENDIAN);
+                LongVector bits = pair.and(LOW32).lanewise(VectorOperators.LSHL, 21)
+                        .lanewise(VectorOperators.XOR, pair.lanewise(VectorOperators.LSHR, 32 + 11))
+                        .and((1L << 53) - 1);
+                DoubleVector v = ((DoubleVector) bits.convertShape(VectorOperators.L2D, DOUBLES, 0)).mul(TWO_POW_M53).mul(range).add(low);
+                if (clampHigh) {
+                    VectorMask<Double> atHigh = v.compare(VectorOperators.GE, high);
+                    if (atHigh.anyTrue()) v = v.blend(low, atHigh);
+                }
+                v.intoMemorySegment(out, base + (i + e) * Double.BYTES, ByteOrder.nativeOrder());
+            }
+            i += 2L * blocks;
+        }
+        scalarDoubles(out, base, i, end, low, high, seed, firstBlock);
+    }
+
+    private static long scalarFloats(MemorySegment out, long base, long begin, long end, double low, double high, long seed,
+                                     long firstBlock) {
+        int[] w = new int[4];
+        for (long i = begin; i < end; i++) {
+            Generator.philox(seed, firstBlock + i / 4, w);
+            float v = (float) (low + (w[(int) (i & 3)] >>> 8) * TWO_POW_M24 * (high - low));
+            if (v >= high && high > low) v = (float) low;
+            out.set(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, base + i * Float.BYTES, v);
+        }
+        return end;
+    }
+
+    private static long scalarDoubles(MemorySegment out, long base, long begin, long end, double low, double high, long seed,
+                                      long firstBlock) {
+        int[] w = new int[4];
+        for (long i = begin; i < end; i++) {
+            Generator.philox(seed, firstBlock + i / 2, w);
+            int k = (int) (i & 1) * 2;
+            long bits = ((w[k] & LOW32) << 21) ^ ((w[k + 1] & LOW32) >>> 11);
+            double v = low + (bits & ((1L << 53) - 1)) * TWO_POW_M53 * (high - low);
+            if (v >= high && high > low) v = low;
+            out.set(java.lang.foreign.ValueLayout.JAVA_DOUBLE_UNALIGNED, base + i * Double.BYTES, v);
+        }
+        return end;
+    }
+}

@@ -1,0 +1,72 @@
+package org.jtorch.backend.cpu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import org.jtorch.Generator;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The vectorised Philox uniforms hold the scalar generator's values bit for bit: every element from its block's
+ * word, computed here element by element with {@link Generator#philox}, for ranges that start and end inside a
+ * block, short ranges, counters past 2^32, and intervals where float rounding reaches the upper bound.
+ */
+class VectorPhiloxTest {
+    private static final double[][] INTERVALS = {{0, 1}, {-3.5, 7.25}, {1, 1 + 1e-7}, {-1e-3, 0}, {2, 2}};
+    private static final long[][] RANGES = {{0, 4096}, {3, 1001}, {1, 2}, {0, 0}, {5, 37}, {17, 16_401}};
+
+    @Test
+    void floatsMatchTheScalarGenerator() {
+        Assumptions.assumeTrue(VectorPhilox.supported(), "no 512-bit vectors on this machine");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(20_000 * Float.BYTES);
+            for (long firstBlock : new long[] {0, 12_345, (1L << 32) - 3}) {
+                for (double[] in : INTERVALS) {
+                    for (long[] r : RANGES) {
+                        long seed = 0x9E3779B97F4A7C15L ^ firstBlock;
+                        VectorPhilox.uniformFloats(out, 4, r[0], r[1], in[0], in[1], seed, firstBlock);
+                        int[] w = new int[4];
+                        for (long i = r[0]; i < r[1]; i++) {
+                            Generator.philox(seed, firstBlock + i / 4, w);
+                            float expected = (float) (in[0] + (w[(int) (i & 3)] >>> 8) * (1.0 / (1 << 24)) * (in[1] - in[0]));
+                            if (expected >= in[1] && in[1] > in[0]) expected = (float) in[0];
+                            float actual = out.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 4 + i * Float.BYTES);
+                            assertEquals(Float.floatToRawIntBits(expected), Float.floatToRawIntBits(actual),
+                                    "element " + i + " of [" + in[0] + ", " + in[1] + ") from block " + firstBlock);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void doublesMatchTheScalarGenerator() {
+        Assumptions.assumeTrue(VectorPhilox.supported(), "no 512-bit vectors on this machine");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(20_000 * Double.BYTES);
+            for (long firstBlock : new long[] {0, 777, (1L << 32) - 1}) {
+                for (double[] in : INTERVALS) {
+                    for (long[] r : RANGES) {
+                        long seed = 42 + firstBlock;
+                        VectorPhilox.uniformDoubles(out, 8, r[0], r[1], in[0], in[1], seed, firstBlock);
+                        int[] w = new int[4];
+                        for (long i = r[0]; i < r[1]; i++) {
+                            Generator.philox(seed, firstBlock + i / 2, w);
+                            int k = (int) (i & 1) * 2;
+                            long bits = ((w[k] & 0xffffffffL) << 21) ^ ((w[k + 1] & 0xffffffffL) >>> 11);
+                            double expected = in[0] + (bits & ((1L << 53) - 1)) * (1.0 / (1L << 53)) * (in[1] - in[0]);
+                            if (expected >= in[1] && in[1] > in[0]) expected = in[0];
+                            double actual = out.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, 8 + i * Double.BYTES);
+                            assertEquals(Double.doubleToRawLongBits(expected), Double.doubleToRawLongBits(actual),
+                                    "element " + i + " of [" + in[0] + ", " + in[1] + ") from block " + firstBlock);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
