@@ -269,12 +269,13 @@ public abstract class RNNBase extends Module {
         Tensor wIh = parameter("weight_ih" + sfx), wHh = parameter("weight_hh" + sfx);
         Tensor bIh = bias ? parameter("bias_ih" + sfx) : null, bHh = bias ? parameter("bias_hh" + sfx) : null;
         Tensor wHr = projSize > 0 ? parameter("weight_hr" + sfx) : null;
-        // A padded LSTM layer in float32/float64 runs as one fused op (its weight gradients one product each, not one per
-        // step); packed batches, projections and autocast's mixed dtypes run step by step.
-        boolean fusedLayer = mode == Mode.LSTM && wHr == null && sameBatchEveryStep(batchSizes)
+        // A padded LSTM or GRU layer in float32/float64 runs as one fused op (its weight gradients one product each, not
+        // one per step); packed batches, projections and autocast's mixed dtypes run step by step.
+        boolean fusedLayer = (mode == Mode.LSTM || mode == Mode.GRU) && wHr == null && sameBatchEveryStep(batchSizes)
                 && (x.dtype() == DType.FLOAT32 || x.dtype() == DType.FLOAT64) && !Autocast.isEnabled(x.device());
         if (fusedLayer) {
-            Recurrent.LstmLayer layer = Recurrent.lstmLayer(x, wIh, wHh, bIh, bHh, h0, c0, batchSizes.length, reverse);
+            Recurrent.Layer layer = mode == Mode.LSTM ? Recurrent.lstmLayer(x, wIh, wHh, bIh, bHh, h0, c0, batchSizes.length, reverse)
+                    : Recurrent.gruLayer(x, wIh, wHh, bIh, bHh, h0, batchSizes.length, reverse);
             last[0] = layer.hN();
             last[1] = layer.cN();
             return layer.output();

@@ -98,10 +98,13 @@ public final class Recurrent {
         return new Tensor[] {grad, grad, needCx ? dc.mul(f) : null};
     }
 
-    // ------------------------------------------------------------------ LSTM layer
+    // ------------------------------------------------------------------ whole layers
 
-    /** The rows of one LSTM layer's direction ({@code [steps * batch, hidden]}) and its final states ({@code [batch, hidden]}). */
-    public record LstmLayer(Tensor output, Tensor hN, Tensor cN) {}
+    /**
+     * The rows of one layer direction ({@code [steps * batch, hidden]}) and its final states ({@code [batch, hidden]};
+     * {@code cN} null for a GRU).
+     */
+    public record Layer(Tensor output, Tensor hN, Tensor cN) {}
 
     /**
      * One direction of one LSTM layer over {@code steps} time steps of {@code batch} rows each ({@code x}: {@code [steps
@@ -113,68 +116,89 @@ public final class Recurrent {
      * and accumulated one short ({@code k = batch}) product per step and weight. Float32 and float64 only, as the
      * fused cells; double backward (a backward under {@code createGraph}) recomputes the layer as differentiable ops.
      */
-    public static LstmLayer lstmLayer(Tensor x, Tensor wIh, Tensor wHh, Tensor bIh, Tensor bHh, Tensor h0, Tensor c0, int steps,
-                                      boolean reverse) {
-        final String op = "lstmLayer";
+    public static Layer lstmLayer(Tensor x, Tensor wIh, Tensor wHh, Tensor bIh, Tensor bHh, Tensor h0, Tensor c0, int steps,
+                                  boolean reverse) {
+        Arguments.nonNull("lstmLayer", "c0", c0);
+        return layer(true, x, wIh, wHh, bIh, bHh, h0, c0, steps, reverse);
+    }
+
+    /** {@link #lstmLayer} for a GRU layer ({@link #gruCell} step after step), from {@code h0}. */
+    public static Layer gruLayer(Tensor x, Tensor wIh, Tensor wHh, Tensor bIh, Tensor bHh, Tensor h0, int steps, boolean reverse) {
+        return layer(false, x, wIh, wHh, bIh, bHh, h0, null, steps, reverse);
+    }
+
+    private static Layer layer(boolean lstm, Tensor x, Tensor wIh, Tensor wHh, Tensor bIh, Tensor bHh, Tensor h0, Tensor c0, int steps,
+                               boolean reverse) {
+        final String op = lstm ? "lstmLayer" : "gruLayer";
         Arguments.nonNull(op, "x", x);
         Arguments.nonNull(op, "wIh", wIh);
         Arguments.nonNull(op, "wHh", wHh);
         Arguments.nonNull(op, "h0", h0);
-        Arguments.nonNull(op, "c0", c0);
+        int gates = lstm ? 4 : 3;
         long batch = h0.size(0), hidden = wHh.size(1);
-        if (!fused(c0) || steps < 1 || x.dim() != 2 || x.size(0) != steps * batch || c0.size(0) != batch || wHh.size(0) != 4 * hidden
-                || h0.size(1) != hidden || c0.size(1) != hidden) {
+        boolean shapes = steps >= 1 && x.dim() == 2 && x.size(0) == steps * batch && wHh.size(0) == gates * hidden && h0.dim() == 2
+                && h0.size(1) == hidden && (c0 == null || c0.dim() == 2 && c0.size(0) == batch && c0.size(1) == hidden);
+        if (!fused(h0) || !shapes) {
             throw new IllegalArgumentException(op + ": expected float32 or float64 rows [steps * batch, in] and states [batch, hidden]"
-                    + " with weight_hh [4 * hidden, hidden], got x " + Shapes.format(x.shape()) + " (" + steps + " steps), weight_hh "
-                    + Shapes.format(wHh.shape()) + ", h0 " + Shapes.format(h0.shape()) + " and c0 " + Shapes.format(c0.shape())
-                    + " of " + c0.dtype());
+                    + " with weight_hh [" + gates + " * hidden, hidden], got x " + Shapes.format(x.shape()) + " (" + steps
+                    + " steps), weight_hh " + Shapes.format(wHh.shape()) + ", h0 " + Shapes.format(h0.shape())
+                    + (c0 == null ? "" : " and c0 " + Shapes.format(c0.shape())) + " of " + h0.dtype());
         }
-        DType dtype = c0.dtype();
-        Device device = c0.device();
+        DType dtype = h0.dtype();
+        Device device = h0.device();
         RecurrentKernels kernels = Backends.of(device).recurrent();
         Tensor y = Tensor.empty(new long[] {steps * batch, hidden}, dtype, device);
-        Tensor cs = Tensor.empty(new long[] {steps * batch, hidden}, dtype, device);
+        Tensor cs = lstm ? Tensor.empty(new long[] {steps * batch, hidden}, dtype, device) : null;
         Tensor ws = Tensor.empty(new long[] {steps * batch, 4 * hidden}, dtype, device);
-        Tensor hN, cN;
+        Tensor hN, cN = null;
         try (MemoryScope scope = new MemoryScope(); Grad.Mode g = Grad.noGrad()) {
             Tensor gx = Torch.linear(x, wIh, bIh);
-            Tensor h = h0, c = c0.contiguous();
+            Tensor h = h0.contiguous(), c = lstm ? c0.contiguous() : null;
             for (int s = 0; s < steps; s++) {
                 long row = (reverse ? steps - 1 - s : s) * batch;
                 Tensor hg = Torch.linear(h, wHh, bHh);
-                Tensor yt = y.narrow(0, row, batch), ct = cs.narrow(0, row, batch);
-                kernels.lstmCellForward(view(gx.narrow(0, row, batch)), view(hg), view(c), view(yt), view(ct),
-                        view(ws.narrow(0, row, batch)));
+                Tensor yt = y.narrow(0, row, batch);
+                if (lstm) {
+                    Tensor ct = cs.narrow(0, row, batch);
+                    kernels.lstmCellForward(view(gx.narrow(0, row, batch)), view(hg), view(c), view(yt), view(ct),
+                            view(ws.narrow(0, row, batch)));
+                    c = ct;
+                } else {
+                    kernels.gruCellForward(view(gx.narrow(0, row, batch)), view(hg), view(h), view(yt), view(ws.narrow(0, row, batch)));
+                }
                 hg.close();
                 h = yt;
-                c = ct;
             }
             hN = scope.keep(h.clone());
-            cN = scope.keep(c.clone());
+            if (lstm) cN = scope.keep(c.clone());
         }
         if (Autograd.needsGrad(x, wIh, wHh, bIh, bHh, h0, c0)) {
             boolean[] need = {x.requiresGrad(), wIh.requiresGrad(), wHh.requiresGrad(), bIh != null && bIh.requiresGrad(),
-                    bHh != null && bHh.requiresGrad(), h0.requiresGrad(), c0.requiresGrad()};
+                    bHh != null && bHh.requiresGrad(), h0.requiresGrad(), c0 != null && c0.requiresGrad()};
             SavedTensor sX = Autograd.save(x), sWih = Autograd.save(wIh), sWhh = Autograd.save(wHh), sH0 = Autograd.save(h0),
-                    sC0 = Autograd.save(c0), sY = Autograd.save(y), sCs = Autograd.save(cs), sWs = Autograd.save(ws);
+                    sY = Autograd.save(y), sWs = Autograd.save(ws);
+            SavedTensor sC0 = lstm ? Autograd.save(c0) : null, sCs = lstm ? Autograd.save(cs) : null;
             SavedTensor sBih = bIh == null ? null : Autograd.save(bIh), sBhh = bHh == null ? null : Autograd.save(bHh);
             SavedTensor[] saved = java.util.stream.Stream.of(sX, sWih, sWhh, sH0, sC0, sY, sCs, sWs, sBih, sBhh)
                     .filter(java.util.Objects::nonNull).toArray(SavedTensor[]::new);
-            Autograd.record("LstmLayerBackward0", new Tensor[] {x, wIh, wHh, bIh, bHh, h0, c0}, new Tensor[] {y, hN, cN}, gr -> {
-                LstmLayerSaved v = new LstmLayerSaved(sX.get(), sWih.get(), sWhh.get(), sBih == null ? null : sBih.get(),
-                        sBhh == null ? null : sBhh.get(), sH0.get(), sC0.get(), steps, batch, reverse);
-                return Grad.isEnabled() ? lstmLayerBackwardComposed(v, gr, need)
-                        : lstmLayerBackward(v, sY.get(), sCs.get(), sWs.get(), gr, need, kernels);
+            Tensor[] outputs = lstm ? new Tensor[] {y, hN, cN} : new Tensor[] {y, hN};
+            Autograd.record(lstm ? "LstmLayerBackward0" : "GruLayerBackward0", new Tensor[] {x, wIh, wHh, bIh, bHh, h0, c0}, outputs, gr -> {
+                LayerSaved v = new LayerSaved(lstm, sX.get(), sWih.get(), sWhh.get(), sBih == null ? null : sBih.get(),
+                        sBhh == null ? null : sBhh.get(), sH0.get(), lstm ? sC0.get() : null, sY.get(), steps, batch, reverse);
+                Tensor gY = gr[0], ghN = gr[1], gcN = lstm ? gr[2] : null;
+                if (Grad.isEnabled()) return layerBackwardComposed(v, gY, ghN, gcN, need);
+                return lstm ? lstmLayerBackward(v, sCs.get(), sWs.get(), gY, ghN, gcN, need, kernels)
+                        : gruLayerBackward(v, sWs.get(), gY, ghN, need, kernels);
             }, saved);
         }
         ws.close();
-        cs.close();
-        return new LstmLayer(y, hN, cN);
+        if (cs != null) cs.close();
+        return new Layer(y, hN, cN);
     }
 
-    /** What the layer's backward reads besides its intermediates. */
-    private record LstmLayerSaved(Tensor x, Tensor wIh, Tensor wHh, Tensor bIh, Tensor bHh, Tensor h0, Tensor c0, int steps, long batch,
-                                  boolean reverse) {
+    /** What a layer's backward reads besides the fused cells' intermediates. */
+    private record LayerSaved(boolean lstm, Tensor x, Tensor wIh, Tensor wHh, Tensor bIh, Tensor bHh, Tensor h0, Tensor c0, Tensor y,
+                              int steps, long batch, boolean reverse) {
         Tensor rows(Tensor t, int step) {
             return t.narrow(0, step * batch, batch);
         }
@@ -183,88 +207,120 @@ public final class Recurrent {
         int step(int s) {
             return reverse ? steps - 1 - s : s;
         }
+
+        /** The hidden state the step at position {@code s} read: {@code h0}, or the output of the step before. */
+        Tensor hiddenBefore(int s) {
+            return s == 0 ? h0 : rows(y, step(s - 1));
+        }
+
+        Tensor zeroState() {
+            return Torch.zeros(new long[] {batch, wHh.size(1)}, h0.dtype(), h0.device());
+        }
     }
 
-    /** The fused backward: cells back in time through the kernels, then one product per weight over the sequence. */
-    private static Tensor[] lstmLayerBackward(LstmLayerSaved v, Tensor y, Tensor cs, Tensor ws, Tensor[] gr, boolean[] need,
+    /** The fused LSTM backward: cells back in time through the kernels, then one product per weight over the sequence. */
+    private static Tensor[] lstmLayerBackward(LayerSaved v, Tensor cs, Tensor ws, Tensor gY, Tensor ghN, Tensor gcN, boolean[] need,
                                               RecurrentKernels kernels) {
         long hidden = v.wHh.size(1);
-        DType dtype = y.dtype();
-        Device device = y.device();
-        Tensor gates = Tensor.empty(new long[] {v.steps * v.batch, 4 * hidden}, dtype, device);
-        Tensor dh = gr[1] != null ? gr[1].contiguous() : Torch.zeros(new long[] {v.batch, hidden}, dtype, device);
-        Tensor dc = gr[2] != null ? gr[2].contiguous() : Torch.zeros(new long[] {v.batch, hidden}, dtype, device);
+        Tensor gates = Tensor.empty(new long[] {v.steps * v.batch, 4 * hidden}, v.y.dtype(), v.y.device());
+        Tensor dh = ghN != null ? ghN.contiguous() : v.zeroState();
+        Tensor dc = gcN != null ? gcN.contiguous() : v.zeroState();
         for (int s = v.steps - 1; s >= 0; s--) {
             int t = v.step(s);
-            Tensor ghy = gr[0] == null ? dh : dh.add(v.rows(gr[0], t));
+            Tensor ghy = gY == null ? dh : dh.add(v.rows(gY, t));
             Tensor cx = s == 0 ? v.c0.contiguous() : v.rows(cs, v.step(s - 1));
             Tensor gt = v.rows(gates, t);
-            Tensor gcx = Tensor.empty(new long[] {v.batch, hidden}, dtype, device);
+            Tensor gcx = Tensor.empty(new long[] {v.batch, hidden}, v.y.dtype(), v.y.device());
             kernels.lstmCellBackward(view(ghy), view(dc), view(cx), view(v.rows(cs, t)), view(v.rows(ws, t)), view(gt), view(gcx));
             dc = gcx;
             if (s > 0 || need[5]) dh = gt.mm(v.wHh);
         }
-        return lstmLayerGradients(v, gates, y, dh, dc, need);
+        return layerGradients(v, gates, gates, dh, dc, need);
+    }
+
+    /** The fused GRU backward, as {@link #lstmLayerBackward}; the hidden state also gets {@code z}'s direct share. */
+    private static Tensor[] gruLayerBackward(LayerSaved v, Tensor ws, Tensor gY, Tensor ghN, boolean[] need, RecurrentKernels kernels) {
+        long hidden = v.wHh.size(1);
+        long[] gateShape = {v.steps * v.batch, 3 * hidden};
+        Tensor inputGates = Tensor.empty(gateShape, v.y.dtype(), v.y.device()), hiddenGates = Tensor.empty(gateShape, v.y.dtype(), v.y.device());
+        Tensor dh = ghN != null ? ghN.contiguous() : v.zeroState();
+        for (int s = v.steps - 1; s >= 0; s--) {
+            int t = v.step(s);
+            Tensor ghy = gY == null ? dh : dh.add(v.rows(gY, t));
+            Tensor ghx = Tensor.empty(new long[] {v.batch, hidden}, v.y.dtype(), v.y.device());
+            Tensor gh = v.rows(hiddenGates, t);
+            kernels.gruCellBackward(view(ghy), view(v.hiddenBefore(s).contiguous()), view(v.rows(ws, t)), view(v.rows(inputGates, t)),
+                    view(gh), view(ghx));
+            dh = s > 0 || need[5] ? Torch.addmm(ghx, gh, v.wHh) : ghx;
+        }
+        return layerGradients(v, inputGates, hiddenGates, dh, null, need);
     }
 
     /**
      * The backward as differentiable ops, for a backward under {@code createGraph}: the layer is recomputed from its
-     * saved inputs, and each step's gate gradients come from {@link #lstmCellBackwardComposed}.
+     * saved inputs, and each step's gate gradients come from the cells' composed backward formulas.
      */
-    private static Tensor[] lstmLayerBackwardComposed(LstmLayerSaved v, Tensor[] gr, boolean[] need) {
+    private static Tensor[] layerBackwardComposed(LayerSaved v, Tensor gY, Tensor ghN, Tensor gcN, boolean[] need) {
         Tensor gx = Torch.linear(v.x, v.wIh, v.bIh);
-        Tensor[] pre = new Tensor[v.steps], cPrev = new Tensor[v.steps], cy = new Tensor[v.steps], hy = new Tensor[v.steps];
+        int n = v.steps;
+        Tensor[] ig = new Tensor[n], hg = new Tensor[n], hx = new Tensor[n], cx = new Tensor[n], cy = new Tensor[n], hy = new Tensor[n];
         Tensor h = v.h0, c = v.c0;
-        for (int s = 0; s < v.steps; s++) {
+        for (int s = 0; s < n; s++) {
             int t = v.step(s);
-            pre[t] = v.rows(gx, t).add(Torch.linear(h, v.wHh, v.bHh));
-            List<Tensor> q = pre[t].chunk(4, 1);
-            cPrev[t] = c;
-            c = q.get(1).sigmoid().mul(c).add(q.get(0).sigmoid().mul(q.get(2).tanh()));
-            h = q.get(3).sigmoid().mul(c.tanh());
-            cy[t] = c;
+            ig[t] = v.rows(gx, t);
+            hg[t] = Torch.linear(h, v.wHh, v.bHh);
+            hx[t] = h;
+            if (v.lstm) {
+                LstmStep step = lstmCellComposed(ig[t], hg[t], c);
+                cx[t] = c;
+                c = cy[t] = step.cy();
+                h = step.hy();
+            } else {
+                h = gruCellComposed(ig[t], hg[t], h);
+            }
             hy[t] = h;
         }
-        Tensor[] stepGates = new Tensor[v.steps];
-        Tensor dh = gr[1] != null ? gr[1] : Torch.zerosLike(v.h0), dc = gr[2] != null ? gr[2] : Torch.zerosLike(v.c0);
-        Tensor zero = Torch.zerosLike(pre[0]);
-        for (int s = v.steps - 1; s >= 0; s--) {
+        Tensor[] inputGates = new Tensor[n], hiddenGates = new Tensor[n];
+        Tensor dh = ghN != null ? ghN : Torch.zerosLike(v.h0), dc = gcN != null ? gcN : v.lstm ? Torch.zerosLike(v.c0) : null;
+        for (int s = n - 1; s >= 0; s--) {
             int t = v.step(s);
-            Tensor ghy = gr[0] == null ? dh : dh.add(v.rows(gr[0], t));
-            Tensor[] g = lstmCellBackwardComposed(ghy, dc, pre[t], zero, cPrev[t], cy[t], true);
-            stepGates[t] = g[0];
-            dc = g[2];
-            dh = g[0].mm(v.wHh);
+            Tensor ghy = gY == null ? dh : dh.add(v.rows(gY, t));
+            if (v.lstm) {
+                Tensor[] g = lstmCellBackwardComposed(ghy, dc, ig[t], hg[t], cx[t], cy[t], true);
+                inputGates[t] = hiddenGates[t] = g[0];
+                dc = g[2];
+                dh = g[0].mm(v.wHh);
+            } else {
+                Tensor[] g = gruCellBackwardComposed(ghy, ig[t], hg[t], hx[t], true);
+                inputGates[t] = g[0];
+                hiddenGates[t] = g[1];
+                dh = g[2].add(g[1].mm(v.wHh));
+            }
         }
-        return lstmLayerGradients(v, Torch.cat(List.of(stepGates), 0), Torch.cat(List.of(hy), 0), dh, dc, need);
+        Tensor in = Torch.cat(List.of(inputGates), 0);
+        Tensor hid = v.lstm ? in : Torch.cat(List.of(hiddenGates), 0);
+        LayerSaved recomputed = new LayerSaved(v.lstm, v.x, v.wIh, v.wHh, v.bIh, v.bHh, v.h0, v.c0, Torch.cat(List.of(hy), 0), n, v.batch,
+                v.reverse);
+        return layerGradients(recomputed, in, hid, dh, dc, need);
     }
 
     /**
-     * The gradients of the layer's inputs from every step's gate gradients ({@code [steps * batch, 4h]}): each
-     * step's hidden product read the previous step's output (in the forward's order), the first read {@code h0}.
+     * The gradients of the layer's inputs from every step's input-side and hidden-side gate gradients ({@code [steps *
+     * batch, k h]}; one tensor for an LSTM): each step's hidden product read the previous step's output (in the
+     * forward's order), the first read {@code h0}.
      */
-    private static Tensor[] lstmLayerGradients(LstmLayerSaved v, Tensor gates, Tensor y, Tensor dh0, Tensor dc0, boolean[] need) {
+    private static Tensor[] layerGradients(LayerSaved v, Tensor inputGates, Tensor hiddenGates, Tensor dh0, Tensor dc0, boolean[] need) {
         Tensor[] g = new Tensor[7];
-        if (need[0]) g[0] = gates.mm(v.wIh);
-        if (need[1]) g[1] = gates.t().mm(v.x);
+        if (need[0]) g[0] = inputGates.mm(v.wIh);
+        if (need[1]) g[1] = inputGates.t().mm(v.x);
         if (need[2]) {
-            // Step t (t > 0 in the forward's order) read the output of the step before it.
             long later = (v.steps - 1) * v.batch;
-            int first = v.step(0);
-            Tensor fromH0 = v.rows(gates, first).t().mm(v.h0);
-            if (later == 0) {
-                g[2] = fromH0;
-            } else {
-                Tensor laterGates = gates.narrow(0, v.reverse ? 0 : v.batch, later);
-                Tensor previousOutputs = y.narrow(0, v.reverse ? v.batch : 0, later);
-                g[2] = Torch.addmm(fromH0, laterGates.t(), previousOutputs);
-            }
+            Tensor fromH0 = v.rows(hiddenGates, v.step(0)).t().mm(v.h0);
+            g[2] = later == 0 ? fromH0
+                    : Torch.addmm(fromH0, hiddenGates.narrow(0, v.reverse ? 0 : v.batch, later).t(), v.y.narrow(0, v.reverse ? v.batch : 0, later));
         }
-        if (need[3] || need[4]) {
-            Tensor bias = gates.sum(0);
-            g[3] = need[3] ? bias : null;
-            g[4] = need[4] ? bias : null;
-        }
+        if (need[3]) g[3] = inputGates.sum(0);
+        if (need[4]) g[4] = hiddenGates == inputGates && g[3] != null ? g[3] : hiddenGates.sum(0);
         g[5] = need[5] ? dh0 : null;
         g[6] = need[6] ? dc0 : null;
         return g;

@@ -106,85 +106,110 @@ class RecurrentTest {
 
     // ------------------------------------------------------------------ double backward
 
-    // ------------------------------------------------------------------ the fused LSTM layer
+    // ------------------------------------------------------------------ the fused LSTM and GRU layers
 
-    /** {@code x, W_ih, W_hh, b_ih, b_hh, h0, c0} of a layer with {@code in} inputs and {@code h} hidden over {@code steps x batch} rows. */
-    private static Tensor[] layerInputs(int steps, int batch, int in, int h) {
-        return new Tensor[] {rand(steps * batch, in), rand(4 * h, in), rand(4 * h, h), rand(4 * h), rand(4 * h), rand(batch, h), rand(batch, h)};
+    /**
+     * {@code x, W_ih, W_hh, b_ih, b_hh, h0} and, for an LSTM, {@code c0}, of a layer with {@code in} inputs and {@code h}
+     * hidden over {@code steps x batch} rows.
+     */
+    private static Tensor[] layerInputs(boolean lstm, int steps, int batch, int in, int h) {
+        int g = lstm ? 4 : 3;
+        Tensor[] p = {rand(steps * batch, in), rand(g * h, in), rand(g * h, h), rand(g * h), rand(g * h), rand(batch, h)};
+        return lstm ? new Tensor[] {p[0], p[1], p[2], p[3], p[4], p[5], rand(batch, h)} : p;
     }
 
     private static Tensor[] fusedLayer(Tensor[] p, int steps, boolean reverse) {
-        Recurrent.LstmLayer l = Recurrent.lstmLayer(p[0], p[1], p[2], p[3], p[4], p[5], p[6], steps, reverse);
-        return new Tensor[] {l.output(), l.hN(), l.cN()};
+        Recurrent.Layer l = p.length == 7 ? Recurrent.lstmLayer(p[0], p[1], p[2], p[3], p[4], p[5], p[6], steps, reverse)
+                : Recurrent.gruLayer(p[0], p[1], p[2], p[3], p[4], p[5], steps, reverse);
+        return l.cN() == null ? new Tensor[] {l.output(), l.hN()} : new Tensor[] {l.output(), l.hN(), l.cN()};
     }
 
     /** The layer as the step-by-step graph of fused cells (RNNBase's path for packed batches). */
     private static Tensor[] stepByStep(Tensor[] p, int steps, boolean reverse) {
+        boolean lstm = p.length == 7;
         long batch = p[5].size(0);
         Tensor gx = Torch.linear(p[0], p[1], p[3]);
-        Tensor h = p[5], c = p[6];
+        Tensor h = p[5], c = lstm ? p[6] : null;
         Tensor[] out = new Tensor[steps];
         for (int s = 0; s < steps; s++) {
             int t = reverse ? steps - 1 - s : s;
-            Recurrent.LstmStep step = Recurrent.lstmCell(gx.narrow(0, t * batch, batch), Torch.linear(h, p[2], p[4]), c);
-            h = step.hy();
-            c = step.cy();
+            Tensor ig = gx.narrow(0, t * batch, batch), hg = Torch.linear(h, p[2], p[4]);
+            if (lstm) {
+                Recurrent.LstmStep step = Recurrent.lstmCell(ig, hg, c);
+                h = step.hy();
+                c = step.cy();
+            } else {
+                h = Recurrent.gruCell(ig, hg, h);
+            }
             out[t] = h;
         }
-        return new Tensor[] {Torch.cat(List.of(out), 0), h, c};
+        Tensor y = Torch.cat(List.of(out), 0);
+        return lstm ? new Tensor[] {y, h, c} : new Tensor[] {y, h};
+    }
+
+    private static Tensor flatCat(Tensor[] outputs) {
+        List<Tensor> flat = new java.util.ArrayList<>();
+        for (Tensor o : outputs) flat.add(o.flatten());
+        return Torch.cat(flat, 0);
     }
 
     @Test
-    void fusedLstmLayerPassesGradcheckInEveryInputBothWays() {
-        for (boolean reverse : new boolean[] {false, true}) {
-            gradcheck(x -> {
-                Tensor[] o = fusedLayer(x, 3, reverse);
-                return Torch.cat(List.of(o[0].flatten(), o[1].flatten(), o[2].flatten()), 0);
-            }, layerInputs(3, 2, 3, 2));
+    void fusedLayersPassGradcheckInEveryInputBothWays() {
+        for (boolean lstm : new boolean[] {true, false}) {
+            for (boolean reverse : new boolean[] {false, true}) {
+                gradcheck(x -> flatCat(fusedLayer(x, 3, reverse)), layerInputs(lstm, 3, 2, 3, 2));
+            }
+            // One step: the hidden weight's gradient comes from h0 alone.
+            gradcheck(x -> fusedLayer(x, 1, false)[0], layerInputs(lstm, 1, 2, 2, 3));
         }
-        // One step: the hidden weight's gradient comes from h0 alone.
-        gradcheck(x -> fusedLayer(x, 1, false)[0], layerInputs(1, 2, 2, 3));
     }
 
     @Test
-    void fusedLstmLayerPassesGradgradcheck() {
-        for (boolean reverse : new boolean[] {false, true}) {
-            gradcheck(x -> {
-                Tensor[] o = fusedLayer(x, 2, reverse);
-                return firstDerivatives(o[0].pow(2.0).sum().add(o[2].mul(o[1]).sum()), x);
-            }, layerInputs(2, 2, 2, 2));
+    void fusedLayersPassGradgradcheck() {
+        for (boolean lstm : new boolean[] {true, false}) {
+            for (boolean reverse : new boolean[] {false, true}) {
+                gradcheck(x -> {
+                    Tensor[] o = fusedLayer(x, 2, reverse);
+                    return firstDerivatives(o[0].pow(2.0).sum().add(o[o.length - 1].mul(o[1]).sum()), x);
+                }, layerInputs(lstm, 2, 2, 2, 2));
+            }
         }
     }
 
     /**
-     * The fused layer gives the step-by-step graph's values and gradients in every input (its weight and bias
+     * The fused layers give the step-by-step graph's values and gradients in every input (their weight and bias
      * gradients summed in one product over the sequence, not per step), at hidden sizes with whole float64 vectors
      * and a tail, forward and reverse, and without gradients for some outputs.
      */
     @Test
-    void fusedLstmLayerMatchesTheStepByStepGraph() {
-        for (int h : new int[] {2, 9}) {
-            for (boolean reverse : new boolean[] {false, true}) {
-                try (MemoryScope scope = new MemoryScope()) {
-                    Tensor[] p = layerInputs(5, 3, 4, h);
-                    assertSameValuesAndGradients(x -> fusedLayer(x, 5, reverse), x -> stepByStep(x, 5, reverse), p);
-                    assertSameValuesAndGradients(x -> new Tensor[] {fusedLayer(x, 5, reverse)[0]},
-                            x -> new Tensor[] {stepByStep(x, 5, reverse)[0]}, p);
-                    assertSameValuesAndGradients(x -> new Tensor[] {fusedLayer(x, 5, reverse)[2]},
-                            x -> new Tensor[] {stepByStep(x, 5, reverse)[2]}, p);
+    void fusedLayersMatchTheStepByStepGraph() {
+        for (boolean lstm : new boolean[] {true, false}) {
+            for (int h : new int[] {2, 9}) {
+                for (boolean reverse : new boolean[] {false, true}) {
+                    try (MemoryScope scope = new MemoryScope()) {
+                        Tensor[] p = layerInputs(lstm, 5, 3, 4, h);
+                        assertSameValuesAndGradients(x -> fusedLayer(x, 5, reverse), x -> stepByStep(x, 5, reverse), p);
+                        for (int k = 0; k < (lstm ? 3 : 2); k++) {
+                            int output = k;
+                            assertSameValuesAndGradients(x -> new Tensor[] {fusedLayer(x, 5, reverse)[output]},
+                                    x -> new Tensor[] {stepByStep(x, 5, reverse)[output]}, p);
+                        }
+                    }
                 }
             }
         }
     }
 
-    /** The differentiable backward (createGraph) of the fused layer gives its fused first derivatives. */
+    /** The differentiable backward (createGraph) of the fused layers gives their fused first derivatives. */
     @Test
-    void fusedLstmLayerDifferentiableBackwardMatchesTheKernels() {
-        try (MemoryScope scope = new MemoryScope()) {
-            Tensor[] p = layerInputs(4, 2, 3, 5);
-            Function<Tensor[], Tensor> loss = x -> weighted(fusedLayer(x, 4, true));
-            assertClose(Autograd.grad(new Tensor[] {loss.apply(p)}, p, null, false, false, false),
-                    Autograd.grad(new Tensor[] {loss.apply(p)}, p, null, false, true, false));
+    void fusedLayersDifferentiableBackwardMatchesTheKernels() {
+        for (boolean lstm : new boolean[] {true, false}) {
+            try (MemoryScope scope = new MemoryScope()) {
+                Tensor[] p = layerInputs(lstm, 4, 2, 3, 5);
+                Function<Tensor[], Tensor> loss = x -> weighted(fusedLayer(x, 4, true));
+                assertClose(Autograd.grad(new Tensor[] {loss.apply(p)}, p, null, false, false, false),
+                        Autograd.grad(new Tensor[] {loss.apply(p)}, p, null, false, true, false));
+            }
         }
     }
 
