@@ -25,7 +25,8 @@ import org.jtorch.op.StridedView;
  *   <li>a full reduction of a contiguous tensor: fixed 64K-element chunks reduced in parallel, then
  *       combined in order.
  * </ul>
- * Float32 sums are cascaded ({@link ReductionF32}), as accurate as PyTorch's cascade sum. Argmax/argmin of
+ * Float32 sums are cascaded ({@link ReductionF32}), as accurate as PyTorch's cascade sum; float64 sums, norms and
+ * extrema take the same three layouts with double vectors ({@link ReductionF64}). Argmax/argmin of
  * contiguous lines, variance over contiguous runs and softmax along any dimension of contiguous tensors have
  * float32 vector paths too ({@link ReductionF32}, {@link SoftmaxF32}). Everything else takes the generic
  * path: blocks converted to double (floating input) or long (integral input) by {@link ElementIO}.
@@ -61,7 +62,7 @@ final class CpuReductionKernels implements ReductionKernels {
         DType ot = out.dtype();
         // float32, and bfloat16/float16 converted a strip at a time into float32 scratch: float32 accumulation and
         // one rounding of each result, as PyTorch's CPU path.
-        boolean vectorIn = it == DType.FLOAT32 ? ot == DType.FLOAT32 : isHalf(it) && (ot == it || ot == DType.FLOAT32);
+        boolean vectorIn = it == DType.FLOAT32 || it == DType.FLOAT64 ? ot == it : isHalf(it) && (ot == it || ot == DType.FLOAT32);
         if (vectorIn && g.numRed > 0) {
             boolean vectorOp = op == ReduceOp.SUM || op == ReduceOp.MAX || op == ReduceOp.MIN
                     || (op == ReduceOp.NORM && (p == 1 || p == 2));
@@ -72,7 +73,8 @@ final class CpuReductionKernels implements ReductionKernels {
             }
             int last = g.keptShape.length - 1;
             if (op == ReduceOp.SUM && g.keptIn[last] == it.byteSize() && g.keptOut[last] == ot.byteSize()) {
-                outerSum(g, it, is, ot, os);
+                if (it == DType.FLOAT64) outerSumF64(g, is, os);
+                else outerSum(g, it, is, ot, os);
                 return;
             }
         }
@@ -157,9 +159,21 @@ final class CpuReductionKernels implements ReductionKernels {
         ElementCodec.setDouble(ot, os, oo, op.finish(acc, n, p));
     }
 
-    /** The accumulator of {@code op} over {@code n >= 1} contiguous float32 or half-precision values. */
+    /** The accumulator of {@code op} over {@code n >= 1} contiguous float32, float64 or half-precision values. */
     private static double row(ReduceOp op, double p, DType it, MemorySegment s, long off, long n) {
+        if (it == DType.FLOAT64) return rowF64(op, p, s, off, n);
         return it == DType.FLOAT32 ? rowF32(op, p, s, off, n) : rowHalf(op, p, it, s, off, n, SCRATCH.get());
+    }
+
+    /** The accumulator of {@code op} over {@code n >= 1} contiguous doubles, before {@link ReduceOp#finish}. */
+    private static double rowF64(ReduceOp op, double p, MemorySegment s, long off, long n) {
+        return switch (op) {
+            case SUM -> ReductionF64.sum(s, off, n, ReductionF32.Term.VALUE);
+            case MAX -> ReductionF64.extremum(s, off, n, true);
+            case MIN -> ReductionF64.extremum(s, off, n, false);
+            case NORM -> ReductionF64.sum(s, off, n, p == 2 ? ReductionF32.Term.SQUARE : ReductionF32.Term.ABS);
+            default -> throw new IllegalStateException("no vector form for " + op);
+        };
     }
 
     /** The accumulator of {@code op} over {@code n >= 1} contiguous floats, before {@link ReduceOp#finish}. */
@@ -228,6 +242,27 @@ final class CpuReductionKernels implements ReductionKernels {
                     MemorySegment.copy(total, 0, scratch, ElementIO.F32, 0, width);
                     HalfConversion.convert(DType.FLOAT32, scratch, 0, ot, os, oo, width);
                 }
+            }
+        });
+    }
+
+    /** {@link #outerSum} in float64: each strip of output columns adds the reduced rows in memory order, in double. */
+    private static void outerSumF64(ReductionLayout g, MemorySegment is, MemorySegment os) {
+        long cols = g.keptShape[g.keptShape.length - 1];
+        long outer = g.numOut / cols;
+        int lanes = jdk.incubator.vector.DoubleVector.SPECIES_PREFERRED.length();
+        long strip = Math.min(OUTER_STRIP, Math.max(lanes, (cols / Parallel.numThreads() + lanes - 1) / lanes * lanes));
+        long strips = (cols + strip - 1) / strip;
+        Parallel.forRange(outer * strips, grain(g.numRed * strip), (begin, end) -> {
+            double[] total = new double[(int) strip];
+            for (long item = begin; item < end; item++) {
+                long o0 = (item / strips) * cols;
+                long j = (item % strips) * strip;
+                int width = (int) Math.min(strip, cols - j);
+                java.util.Arrays.fill(total, 0, width, 0);
+                long io = g.inOffset(o0) + j * 8;
+                for (long k = 0; k < g.numRed; k++) ReductionF64.addRow(is, io + g.redOffset(k), width, total);
+                MemorySegment.copy(total, 0, os, ElementIO.F64, g.outOffset(o0) + j * 8, width);
             }
         });
     }

@@ -1,0 +1,97 @@
+package org.jtorch.backend.cpu;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * Vector API reductions of contiguous float64 runs, {@link ReductionF32}'s counterparts: sums (of values, magnitudes
+ * or squares) and extrema, each run read once with four independent accumulators. Sums are cascaded as the float32
+ * ones: each lane adds 16 elements per block, a chunk adds its block sums lane by lane, and the chunks' sums join the
+ * total; every partial sums at most 16 terms at each level.
+ */
+final class ReductionF64 {
+    private static final VectorSpecies<Double> DS = DoubleVector.SPECIES_PREFERRED;
+    private static final int DL = DS.length();
+    private static final ByteOrder LE = ByteOrder.nativeOrder();
+    private static final int BLOCK_VECTORS = 64;
+    private static final int BLOCK = BLOCK_VECTORS * DL;
+    private static final int CHUNK = 16 * BLOCK;
+
+    private ReductionF64() {}
+
+    private static DoubleVector load(MemorySegment s, long off) {
+        return DoubleVector.fromMemorySegment(DS, s, off, LE);
+    }
+
+    private static DoubleVector term(DoubleVector x, ReductionF32.Term t) {
+        return switch (t) {
+            case VALUE -> x;
+            case ABS -> x.abs();
+            case SQUARE -> x.mul(x);
+        };
+    }
+
+    /** Sum of {@code term(x)} over {@code n} contiguous doubles at byte offset {@code off}, cascaded. */
+    static double sum(MemorySegment s, long off, long n, ReductionF32.Term t) {
+        double total = 0;
+        for (long i = 0; i < n; i += CHUNK) total += chunkSum(s, off + 8 * i, (int) Math.min(CHUNK, n - i), t);
+        return total;
+    }
+
+    private static double chunkSum(MemorySegment s, long off, int n, ReductionF32.Term t) {
+        DoubleVector blocks = DoubleVector.zero(DS);
+        int i = 0;
+        for (; i + BLOCK <= n; i += BLOCK) blocks = blocks.add(blockSum(s, off + 8L * i, t));
+        DoubleVector rest = DoubleVector.zero(DS);
+        for (; i + DL <= n; i += DL) rest = rest.add(term(load(s, off + 8L * i), t));
+        if (i < n) {
+            VectorMask<Double> m = DS.indexInRange(i, n);
+            rest = rest.add(term(DoubleVector.fromMemorySegment(DS, s, off + 8L * i, LE, m), t));
+        }
+        return blocks.add(rest).reduceLanes(VectorOperators.ADD);
+    }
+
+    private static DoubleVector blockSum(MemorySegment s, long off, ReductionF32.Term t) {
+        DoubleVector a0 = DoubleVector.zero(DS), a1 = a0, a2 = a0, a3 = a0;
+        long step = 4L * DS.vectorByteSize();
+        for (long b = off, end = off + 8L * BLOCK; b < end; b += step) {
+            a0 = a0.add(term(load(s, b), t));
+            a1 = a1.add(term(load(s, b + DS.vectorByteSize()), t));
+            a2 = a2.add(term(load(s, b + 2L * DS.vectorByteSize()), t));
+            a3 = a3.add(term(load(s, b + 3L * DS.vectorByteSize()), t));
+        }
+        return a0.add(a1).add(a2.add(a3));
+    }
+
+    /** Maximum (or minimum) of {@code n >= 1} contiguous doubles; NaN propagates, as {@link Math#max}. */
+    static double extremum(MemorySegment s, long off, long n, boolean max) {
+        DoubleVector a0 = DoubleVector.broadcast(DS, s.get(ElementIO.F64, off));
+        DoubleVector a1 = a0;
+        long i = 0;
+        for (long upper = n - 2L * DL; i <= upper; i += 2L * DL) {
+            DoubleVector x0 = load(s, off + i * 8);
+            DoubleVector x1 = load(s, off + (i + DL) * 8);
+            a0 = max ? a0.max(x0) : a0.min(x0);
+            a1 = max ? a1.max(x1) : a1.min(x1);
+        }
+        DoubleVector a = max ? a0.max(a1) : a0.min(a1);
+        double r = a.reduceLanes(max ? VectorOperators.MAX : VectorOperators.MIN);
+        for (; i < n; i++) {
+            double x = s.get(ElementIO.F64, off + i * 8);
+            r = max ? Math.max(r, x) : Math.min(r, x);
+        }
+        return r;
+    }
+
+    /** Adds one row of {@code width} contiguous doubles at byte offset {@code off} into {@code total} (a column sum's step). */
+    static void addRow(MemorySegment s, long off, int width, double[] total) {
+        int whole = width - width % DL;
+        int j = 0;
+        for (; j < whole; j += DL) DoubleVector.fromArray(DS, total, j).add(load(s, off + 8L * j)).intoArray(total, j);
+        for (; j < width; j++) total[j] += s.get(ElementIO.F64, off + 8L * j);
+    }
+}

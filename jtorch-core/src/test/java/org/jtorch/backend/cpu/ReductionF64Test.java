@@ -1,0 +1,113 @@
+package org.jtorch.backend.cpu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Random;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The float64 vector reductions ({@link ReductionF64}) through the public ops, on lengths that cross their blocks,
+ * chunks and tails, against sums computed here element by element in double (the formula is the reference; the
+ * small-shape PyTorch fixtures are in {@code ReductionsConformanceTest}).
+ */
+class ReductionF64Test {
+    private static final int[] LENGTHS = {1, 2, 7, 8, 9, 511, 512, 513, 8_191, 8_193, 65_537, 200_001};
+
+    private static double[] random(int n, long seed) {
+        Random r = new Random(seed);
+        double[] x = new double[n];
+        for (int i = 0; i < n; i++) x[i] = 0.25 + r.nextGaussian();
+        return x;
+    }
+
+    /** Within 1e-13 of the sum of magnitudes: a few hundred ulps at most, where a wrong element would be far off. */
+    private static void assertClose(String what, double expected, double actual, double magnitude) {
+        assertTrue(Math.abs(actual - expected) <= 1e-13 * Math.max(1, magnitude), what + ": expected " + expected + ", got " + actual);
+    }
+
+    @Test
+    void sumsNormsAndExtremaOfEveryLengthMatchTheElementByElementOnes() {
+        for (int n : LENGTHS) {
+            double[] x = random(n, n);
+            double sum = 0, abs = 0, sq = 0, max = Double.NEGATIVE_INFINITY, min = Double.POSITIVE_INFINITY;
+            for (double v : x) {
+                sum += v;
+                abs += Math.abs(v);
+                sq += v * v;
+                max = Math.max(max, v);
+                min = Math.min(min, v);
+            }
+            try (Tensor t = Torch.tensor(x, n)) {
+                assertEquals(DType.FLOAT64, t.dtype());
+                assertClose("sum n=" + n, sum, t.sum().item(), abs);
+                assertClose("mean n=" + n, sum / n, t.mean().item(), abs / n);
+                assertClose("norm1 n=" + n, abs, t.norm(1).item(), abs);
+                assertClose("norm2 n=" + n, Math.sqrt(sq), t.norm().item(), Math.sqrt(sq));
+                assertEquals(max, t.amax().item(), 0, "max n=" + n);
+                assertEquals(min, t.amin().item(), 0, "min n=" + n);
+            }
+        }
+    }
+
+    @Test
+    void rowAndColumnSumsMatchTheElementByElementOnes() {
+        for (int[] rc : new int[][] {{300, 2100}, {129, 17}, {1, 5000}, {1000, 1}, {97, 204}, {3, 9}}) {
+            int rows = rc[0], cols = rc[1];
+            double[] x = random(rows * cols, rows + 31L * cols);
+            try (Tensor t = Torch.tensor(x, rows, cols); Tensor bycol = t.sum(new int[] {0}, false); Tensor byrow = t.sum(new int[] {1}, false);
+                 Tensor rowMax = t.amax(new int[] {1}, false)) {
+                double[] c = bycol.toDoubleArray(), r = byrow.toDoubleArray(), m = rowMax.toDoubleArray();
+                for (int j = 0; j < cols; j++) {
+                    double want = 0, abs = 0;
+                    for (int i = 0; i < rows; i++) {
+                        want += x[i * cols + j];
+                        abs += Math.abs(x[i * cols + j]);
+                    }
+                    assertClose("column " + j + " of " + rows + "x" + cols, want, c[j], abs);
+                }
+                for (int i = 0; i < rows; i++) {
+                    double want = 0, abs = 0, max = Double.NEGATIVE_INFINITY;
+                    for (int j = 0; j < cols; j++) {
+                        want += x[i * cols + j];
+                        abs += Math.abs(x[i * cols + j]);
+                        max = Math.max(max, x[i * cols + j]);
+                    }
+                    assertClose("row " + i + " of " + rows + "x" + cols, want, r[i], abs);
+                    assertEquals(max, m[i], 0, "row max " + i + " of " + rows + "x" + cols);
+                }
+            }
+        }
+    }
+
+    /** A bias gradient of a 3-D activation: the sum over the two outer dimensions, whose rows are not one stride apart. */
+    @Test
+    void sumOverTwoOuterDimensionsOfAView() {
+        double[] x = random(5 * 7 * 24, 11);
+        try (Tensor t = Torch.tensor(x, 5, 7, 24); Tensor v = t.narrow(2, 3, 19); Tensor s = v.sum(new int[] {0, 1}, false)) {
+            double[] got = s.toDoubleArray();
+            for (int k = 0; k < 19; k++) {
+                double want = 0, abs = 0;
+                for (int i = 0; i < 35; i++) {
+                    want += x[i * 24 + 3 + k];
+                    abs += Math.abs(x[i * 24 + 3 + k]);
+                }
+                assertClose("column " + k, want, got[k], abs);
+            }
+        }
+    }
+
+    @Test
+    void nanPropagatesThroughMaximaAndSums() {
+        double[] x = random(1000, 5);
+        x[517] = Double.NaN;
+        try (Tensor t = Torch.tensor(x, 1000)) {
+            assertTrue(Double.isNaN(t.amax().item()));
+            assertTrue(Double.isNaN(t.amin().item()));
+            assertTrue(Double.isNaN(t.sum().item()));
+        }
+    }
+}
