@@ -151,6 +151,11 @@ final class ElementwiseKernels {
             long sc = it.innerByteStride(1);
             long sa = it.innerByteStride(2);
             long sb = it.innerByteStride(3);
+            if (at == ot && bt == ot && SelectRows.serves(ot.byteSize(), so, sc, sa, sb)) {
+                // Same dtypes: selecting is copying bits, a blend per vector.
+                it.forEachRow(begin, end, (off, len) -> SelectRows.row(ot.byteSize(), cs, off[1], as, off[2], sa, bs, off[3], sb, os, off[0], len));
+                return;
+            }
             it.forEachRow(begin, end, (off, len) -> {
                 for (long i = 0; i < len; i++) {
                     boolean c = cs.get(ElementIO.I8, off[1] + i * sc) != 0;

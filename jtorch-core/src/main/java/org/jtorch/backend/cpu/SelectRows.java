@@ -1,0 +1,98 @@
+package org.jtorch.backend.cpu;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * {@code where(cond, a, b)} on rows where both sources have the output's dtype, so that selecting is copying bits:
+ * the condition's bytes become a lane mask and one blend picks each lane. Sources may be contiguous rows or one
+ * broadcast element (stride 0: {@code masked_fill}'s value, a scalar operand); the condition is a contiguous row of
+ * bool bytes. Elements of 2, 4 and 8 bytes; anything else is the caller's.
+ */
+final class SelectRows {
+    private static final ByteOrder LE = ByteOrder.nativeOrder();
+    private static final VectorSpecies<Integer> INTS = IntVector.SPECIES_512;
+    private static final VectorSpecies<Byte> INT_CONDITIONS = ByteVector.SPECIES_128;
+    private static final VectorSpecies<Long> LONGS = LongVector.SPECIES_512;
+    private static final VectorSpecies<Byte> LONG_CONDITIONS = ByteVector.SPECIES_64;
+    private static final VectorSpecies<Short> SHORTS = ShortVector.SPECIES_512;
+    private static final VectorSpecies<Byte> SHORT_CONDITIONS = ByteVector.SPECIES_256;
+
+    private SelectRows() {}
+
+    /** Whether a row of {@code size}-byte elements with these byte strides runs here. */
+    static boolean serves(long size, long out, long cond, long a, long b) {
+        boolean sizeOk = size == 2 || size == 4 || size == 8;
+        return sizeOk && LongVector.SPECIES_PREFERRED.vectorBitSize() >= 512 && out == size && cond == 1 && (a == size || a == 0)
+                && (b == size || b == 0);
+    }
+
+    /** One row of {@code len} elements; {@code a}/{@code b} strides are {@code size} or 0. */
+    static void row(long size, MemorySegment cs, long c0, MemorySegment as, long a0, long aStride, MemorySegment bs, long b0,
+                    long bStride, MemorySegment os, long o0, long len) {
+        if (size == 4) ints(cs, c0, as, a0, aStride, bs, b0, bStride, os, o0, len);
+        else if (size == 8) longs(cs, c0, as, a0, aStride, bs, b0, bStride, os, o0, len);
+        else shorts(cs, c0, as, a0, aStride, bs, b0, bStride, os, o0, len);
+    }
+
+    private static void ints(MemorySegment cs, long c0, MemorySegment as, long a0, long aStride, MemorySegment bs, long b0, long bStride,
+                             MemorySegment os, long o0, long len) {
+        int n = INTS.length();
+        long i = 0;
+        IntVector aFixed = aStride == 0 ? IntVector.broadcast(INTS, as.get(ElementIO.I32, a0)) : null;
+        IntVector bFixed = bStride == 0 ? IntVector.broadcast(INTS, bs.get(ElementIO.I32, b0)) : null;
+        for (; i + n <= len; i += n) {
+            VectorMask<Integer> take = ByteVector.fromMemorySegment(INT_CONDITIONS, cs, c0 + i, LE).compare(VectorOperators.NE, 0).cast(INTS);
+            IntVector a = aFixed != null ? aFixed : IntVector.fromMemorySegment(INTS, as, a0 + 4 * i, LE);
+            IntVector b = bFixed != null ? bFixed : IntVector.fromMemorySegment(INTS, bs, b0 + 4 * i, LE);
+            b.blend(a, take).intoMemorySegment(os, o0 + 4 * i, LE);
+        }
+        for (; i < len; i++) {
+            boolean c = cs.get(ElementIO.I8, c0 + i) != 0;
+            os.set(ElementIO.I32, o0 + 4 * i, c ? as.get(ElementIO.I32, a0 + aStride * i) : bs.get(ElementIO.I32, b0 + bStride * i));
+        }
+    }
+
+    private static void longs(MemorySegment cs, long c0, MemorySegment as, long a0, long aStride, MemorySegment bs, long b0, long bStride,
+                              MemorySegment os, long o0, long len) {
+        int n = LONGS.length();
+        long i = 0;
+        LongVector aFixed = aStride == 0 ? LongVector.broadcast(LONGS, as.get(ElementIO.I64, a0)) : null;
+        LongVector bFixed = bStride == 0 ? LongVector.broadcast(LONGS, bs.get(ElementIO.I64, b0)) : null;
+        for (; i + n <= len; i += n) {
+            VectorMask<Long> take = ByteVector.fromMemorySegment(LONG_CONDITIONS, cs, c0 + i, LE).compare(VectorOperators.NE, 0).cast(LONGS);
+            LongVector a = aFixed != null ? aFixed : LongVector.fromMemorySegment(LONGS, as, a0 + 8 * i, LE);
+            LongVector b = bFixed != null ? bFixed : LongVector.fromMemorySegment(LONGS, bs, b0 + 8 * i, LE);
+            b.blend(a, take).intoMemorySegment(os, o0 + 8 * i, LE);
+        }
+        for (; i < len; i++) {
+            boolean c = cs.get(ElementIO.I8, c0 + i) != 0;
+            os.set(ElementIO.I64, o0 + 8 * i, c ? as.get(ElementIO.I64, a0 + aStride * i) : bs.get(ElementIO.I64, b0 + bStride * i));
+        }
+    }
+
+    private static void shorts(MemorySegment cs, long c0, MemorySegment as, long a0, long aStride, MemorySegment bs, long b0, long bStride,
+                               MemorySegment os, long o0, long len) {
+        int n = SHORTS.length();
+        long i = 0;
+        ShortVector aFixed = aStride == 0 ? ShortVector.broadcast(SHORTS, as.get(ElementIO.I16, a0)) : null;
+        ShortVector bFixed = bStride == 0 ? ShortVector.broadcast(SHORTS, bs.get(ElementIO.I16, b0)) : null;
+        for (; i + n <= len; i += n) {
+            VectorMask<Short> take = ByteVector.fromMemorySegment(SHORT_CONDITIONS, cs, c0 + i, LE).compare(VectorOperators.NE, 0).cast(SHORTS);
+            ShortVector a = aFixed != null ? aFixed : ShortVector.fromMemorySegment(SHORTS, as, a0 + 2 * i, LE);
+            ShortVector b = bFixed != null ? bFixed : ShortVector.fromMemorySegment(SHORTS, bs, b0 + 2 * i, LE);
+            b.blend(a, take).intoMemorySegment(os, o0 + 2 * i, LE);
+        }
+        for (; i < len; i++) {
+            boolean c = cs.get(ElementIO.I8, c0 + i) != 0;
+            os.set(ElementIO.I16, o0 + 2 * i, c ? as.get(ElementIO.I16, a0 + aStride * i) : bs.get(ElementIO.I16, b0 + bStride * i));
+        }
+    }
+}
