@@ -665,6 +665,7 @@ final class CpuReductionKernels implements ReductionKernels {
         long so = l.lineStride[1];
         boolean f32 = it == DType.FLOAT32 && ot == DType.FLOAT32;
         boolean fast = f32 && (si == 4 || l.length == 1) && (so == 4 || l.length == 1);
+        boolean fast64 = it == DType.FLOAT64 && ot == DType.FLOAT64 && (si == 8 || l.length == 1) && (so == 8 || l.length == 1);
         int length = Math.toIntExact(l.length);
         if (f32 && !fast && in.isContiguous() && out.isContiguous() && in.numel() < Integer.MAX_VALUE) {
             long[] shape = in.shape();
@@ -675,12 +676,16 @@ final class CpuReductionKernels implements ReductionKernels {
             return;
         }
         Parallel.forRange(l.lines, grain(3 * l.length), (begin, end) -> {
-            double[] buf = fast ? null : new double[length];
+            double[] buf = fast || fast64 ? null : new double[length];
             for (long line = begin; line < end; line++) {
                 long io = l.offset(0, line);
                 long oo = l.offset(1, line);
                 if (fast) {
                     SoftmaxF32.row(is, io, os, oo, length, log);
+                    continue;
+                }
+                if (fast64) {
+                    ReductionF64.softmaxRow(is, io, os, oo, length, log);
                     continue;
                 }
                 ElementIO.load(it, is, io, si, length, buf);

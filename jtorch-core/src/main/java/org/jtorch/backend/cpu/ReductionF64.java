@@ -94,4 +94,42 @@ final class ReductionF64 {
         for (; j < whole; j += DL) DoubleVector.fromArray(DS, total, j).add(load(s, off + 8L * j)).intoArray(total, j);
         for (; j < width; j++) total[j] += s.get(ElementIO.F64, off + 8L * j);
     }
+
+    /**
+     * Softmax (or log-softmax) of one contiguous row of {@code n >= 1} doubles, with the generic path's formulas:
+     * {@code exp(x - max) / sum} and {@code x - max - log(sum)}. A row whose maximum is infinite gives NaN, as there.
+     */
+    static void softmaxRow(MemorySegment is, long io, MemorySegment os, long oo, int n, boolean log) {
+        double max = extremum(is, io, n, true);
+        DoubleVector vmax = DoubleVector.broadcast(DS, max);
+        DoubleVector a0 = DoubleVector.zero(DS), a1 = a0;
+        int i = 0;
+        for (; i + 2 * DL <= n; i += 2 * DL) {
+            DoubleVector e0 = load(is, io + 8L * i).sub(vmax).lanewise(VectorOperators.EXP);
+            DoubleVector e1 = load(is, io + 8L * (i + DL)).sub(vmax).lanewise(VectorOperators.EXP);
+            if (!log) {
+                e0.intoMemorySegment(os, oo + 8L * i, LE);
+                e1.intoMemorySegment(os, oo + 8L * (i + DL), LE);
+            }
+            a0 = a0.add(e0);
+            a1 = a1.add(e1);
+        }
+        double sum = a0.add(a1).reduceLanes(VectorOperators.ADD);
+        for (; i < n; i++) {
+            double e = Math.exp(is.get(ElementIO.F64, io + 8L * i) - max);
+            if (!log) os.set(ElementIO.F64, oo + 8L * i, e);
+            sum += e;
+        }
+        int whole = n - n % DL;
+        if (log) {
+            double logSum = Math.log(sum);
+            int j = 0;
+            for (; j < whole; j += DL) load(is, io + 8L * j).sub(max).sub(logSum).intoMemorySegment(os, oo + 8L * j, LE);
+            for (; j < n; j++) os.set(ElementIO.F64, oo + 8L * j, is.get(ElementIO.F64, io + 8L * j) - max - logSum);
+        } else {
+            int j = 0;
+            for (; j < whole; j += DL) load(os, oo + 8L * j).div(sum).intoMemorySegment(os, oo + 8L * j, LE);
+            for (; j < n; j++) os.set(ElementIO.F64, oo + 8L * j, os.get(ElementIO.F64, oo + 8L * j) / sum);
+        }
+    }
 }

@@ -110,4 +110,38 @@ class ReductionF64Test {
             assertTrue(Double.isNaN(t.sum().item()));
         }
     }
+
+    /** Softmax and log-softmax rows against the formulas in double, at lengths around the vector widths and with non-finite entries. */
+    @Test
+    void softmaxRowsMatchTheFormulas() {
+        for (int n : new int[] {1, 3, 8, 15, 16, 17, 100, 1001}) {
+            double[] x = random(3 * n, 17L * n);
+            x[0] = Double.NEGATIVE_INFINITY; // a masked entry in row 0
+            if (n > 1) java.util.Arrays.fill(x, n, 2 * n, Double.NEGATIVE_INFINITY); // row 1 fully masked: NaN
+            x[2 * n] = Double.POSITIVE_INFINITY; // row 2 holds +inf: NaN
+            try (Tensor t = Torch.tensor(x, 3, n); Tensor p = t.softmax(1); Tensor lp = t.logSoftmax(1)) {
+                double[] sm = p.toDoubleArray(), lsm = lp.toDoubleArray();
+                for (int r = 0; r < 3; r++) {
+                    double max = Double.NEGATIVE_INFINITY, sum = 0;
+                    for (int j = 0; j < n; j++) max = Math.max(max, x[r * n + j]);
+                    for (int j = 0; j < n; j++) sum += Math.exp(x[r * n + j] - max);
+                    for (int j = 0; j < n; j++) {
+                        int k = r * n + j;
+                        double want = Math.exp(x[k] - max) / sum, wantLog = x[k] - max - Math.log(sum);
+                        String at = "n=" + n + " row " + r + " column " + j;
+                        if (Double.isNaN(want)) {
+                            assertTrue(Double.isNaN(sm[k]), at + ": softmax " + sm[k]);
+                        } else {
+                            assertEquals(want, sm[k], 1e-15 + 1e-14 * want, at);
+                        }
+                        if (Double.isNaN(wantLog) || Double.isInfinite(wantLog)) {
+                            assertEquals(wantLog, lsm[k], 0, at);
+                        } else {
+                            assertEquals(wantLog, lsm[k], 1e-14 * Math.max(1, Math.abs(wantLog)), at);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
