@@ -59,6 +59,7 @@ final class ElementwiseKernels {
         boolean rows = it.innerByteStride(0) == es && it.innerByteStride(1) == st.byteSize();
         boolean half = HalfConversion.supports(st, dt) && rows;
         boolean integer = IntegerConversion.supports(st, dt) && rows;
+        boolean floats = !integer && FloatConversion.supports(st, dt) && rows;
         Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
             if (half) {
                 it.forEachRow(begin, end, (off, len) -> HalfConversion.convert(st, ss, off[1], dt, ds, off[0], len));
@@ -66,6 +67,10 @@ final class ElementwiseKernels {
             }
             if (integer) {
                 it.forEachRow(begin, end, (off, len) -> IntegerConversion.convert(st, ss, off[1], dt, ds, off[0], len));
+                return;
+            }
+            if (floats) {
+                it.forEachRow(begin, end, (off, len) -> FloatConversion.convert(st, ss, off[1], dt, ds, off[0], len));
                 return;
             }
             double[] dbuf = integral ? null : new double[(int) Math.min(BLOCK, end - begin)];
