@@ -65,6 +65,14 @@ final class CpuIndexKernels implements IndexKernels {
         long outBase = out.offset() * es;
         MemorySegment ss = self.memory();
         MemorySegment os = out.memory();
+        if (inner == 1) {
+            // Selecting single elements (the last dim: flip, roll, a column subset): typed loads and stores, not one
+            // bulk copy call per element.
+            Parallel.forRange(outer, Math.max(1, GRAIN / n), (begin, end) -> {
+                for (long o = begin; o < end; o++) selectElements(ss, srcBase + o * size * es, os, outBase + o * n * es, idx, es);
+            });
+            return;
+        }
         Parallel.forRange(outer * n, Math.max(1, GRAIN / Math.max(1, inner)), (begin, end) -> {
             for (long r = begin; r < end; r++) {
                 long o = r / n;
@@ -72,6 +80,17 @@ final class CpuIndexKernels implements IndexKernels {
                 MemorySegment.copy(ss, srcBase + (o * size + idx[i]) * rowBytes, os, outBase + r * rowBytes, rowBytes);
             }
         });
+    }
+
+    /** {@code out[i] = src[idx[i]]} for elements of {@code es} bytes at byte offsets {@code src} and {@code out}. */
+    private static void selectElements(MemorySegment ss, long src, MemorySegment os, long out, long[] idx, long es) {
+        int n = idx.length;
+        switch ((int) es) {
+            case 4 -> { for (int i = 0; i < n; i++) os.set(ElementIO.I32, out + 4L * i, ss.get(ElementIO.I32, src + 4 * idx[i])); }
+            case 8 -> { for (int i = 0; i < n; i++) os.set(ElementIO.I64, out + 8L * i, ss.get(ElementIO.I64, src + 8 * idx[i])); }
+            case 2 -> { for (int i = 0; i < n; i++) os.set(ElementIO.I16, out + 2L * i, ss.get(ElementIO.I16, src + 2 * idx[i])); }
+            default -> { for (int i = 0; i < n; i++) os.set(ElementIO.I8, out + i, ss.get(ElementIO.I8, src + idx[i])); }
+        }
     }
 
     // ---------------------------------------------------------------- gather / scatter
