@@ -60,6 +60,10 @@ final class ElementwiseKernels {
         boolean half = HalfConversion.supports(st, dt) && rows;
         boolean integer = IntegerConversion.supports(st, dt) && rows;
         boolean floats = !integer && FloatConversion.supports(st, dt) && rows;
+        if (sameType && TransposeCopy.serves(it, es)) {
+            TransposeCopy.run(it, ss, ds, es);
+            return;
+        }
         Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
             if (half) {
                 it.forEachRow(begin, end, (off, len) -> HalfConversion.convert(st, ss, off[1], dt, ds, off[0], len));
