@@ -11,15 +11,17 @@ import org.jtorch.op.StridedView;
  * <p>Operands: {@code q [batch..., L, E]}, {@code k [batch..., S, E]}, {@code v [batch..., S, Ev]}, all float32 with
  * the same batch dimensions and unit stride along their last dimension (other strides free: the heads of a
  * transposed projection need no copy). {@code mask} is null or a float32 view expanded to {@code [batch..., L, S]}
- * (stride 0 where broadcast) that is added to the scaled scores; {@code causal} keeps the keys {@code j <= i}.
+ * (stride 0 where broadcast) that is added to the scaled scores; {@code causal} keeps the keys {@code j <= i};
+ * {@code dropoutScale} is null or a float32 {@code [batch..., L, S]} view by which the softmax weights are multiplied
+ * (dropout's mask, {@code 0} or {@code 1 / (1 - p)}: drawn by the caller, so it is the composition's).
  * {@code out [batch..., L, Ev]}, {@code logsumexp [batch..., L]} and the gradients (shaped as their inputs) are
  * contiguous and written whole. A row whose keys are all masked gets NaN outputs, as the softmax of the composition.
  */
 public interface AttentionKernels {
-    void forward(StridedView q, StridedView k, StridedView v, StridedView mask, boolean causal, double scale, StridedView out,
-                 StridedView logsumexp);
+    void forward(StridedView q, StridedView k, StridedView v, StridedView mask, boolean causal, double scale,
+                 StridedView dropoutScale, StridedView out, StridedView logsumexp);
 
     /** The gradients of {@link #forward}'s output {@code out} (given {@code gradOut}) for q, k and v. */
     void backward(StridedView gradOut, StridedView q, StridedView k, StridedView v, StridedView mask, boolean causal, double scale,
-                  StridedView out, StridedView logsumexp, StridedView gradQ, StridedView gradK, StridedView gradV);
+                  StridedView dropoutScale, StridedView out, StridedView logsumexp, StridedView gradQ, StridedView gradK, StridedView gradV);
 }

@@ -716,11 +716,11 @@ final class HoldingBackend implements Backend {
     private record Attention(AttentionKernels k) implements AttentionKernels {
         @Override
         public void forward(StridedView q, StridedView kk, StridedView v, StridedView mask, boolean causal, double scale,
-                            StridedView out, StridedView logsumexp) {
-            StridedView[] operands = {q, kk, v, mask, out, logsumexp};
+                            StridedView dropoutScale, StridedView out, StridedView logsumexp) {
+            StridedView[] operands = {q, kk, v, mask, dropoutScale, out, logsumexp};
             hold("scaled_dot_product_attention", operands);
             try {
-                k.forward(q, kk, v, mask, causal, scale, out, logsumexp);
+                k.forward(q, kk, v, mask, causal, scale, dropoutScale, out, logsumexp);
             } finally {
                 drop(operands);
             }
@@ -728,12 +728,12 @@ final class HoldingBackend implements Backend {
 
         @Override
         public void backward(StridedView gradOut, StridedView q, StridedView kk, StridedView v, StridedView mask, boolean causal,
-                             double scale, StridedView out, StridedView logsumexp, StridedView gradQ, StridedView gradK,
-                             StridedView gradV) {
-            StridedView[] operands = {gradOut, q, kk, v, mask, out, logsumexp, gradQ, gradK, gradV};
+                             double scale, StridedView dropoutScale, StridedView out, StridedView logsumexp, StridedView gradQ,
+                             StridedView gradK, StridedView gradV) {
+            StridedView[] operands = {gradOut, q, kk, v, mask, dropoutScale, out, logsumexp, gradQ, gradK, gradV};
             hold("scaled_dot_product_attention_backward", operands);
             try {
-                k.backward(gradOut, q, kk, v, mask, causal, scale, out, logsumexp, gradQ, gradK, gradV);
+                k.backward(gradOut, q, kk, v, mask, causal, scale, dropoutScale, out, logsumexp, gradQ, gradK, gradV);
             } finally {
                 drop(operands);
             }

@@ -2,6 +2,7 @@ package org.jtorch.nn;
 
 import java.util.Arrays;
 import org.jtorch.DType;
+import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
@@ -317,8 +318,13 @@ public final class F {
 
     /** The kept elements' factor {@code 1 / (1 - p)}, zero where dropped: one uniform draw per element. */
     private static Tensor dropoutScale(Tensor x, double p, Generator gen) {
-        Tensor keep = Torch.rand(x.shape(), x.dtype(), x.device(), gen).lt(1 - p);
-        return keep.to(x.dtype()).mul(1.0 / (1 - p));
+        return dropoutScale(x.shape(), x.dtype(), x.device(), p, gen);
+    }
+
+    /** Dropout's multiplier for a tensor of {@code shape}: 0 with probability {@code p}, else {@code 1 / (1 - p)}. */
+    static Tensor dropoutScale(long[] shape, DType dtype, Device device, double p, Generator gen) {
+        Tensor keep = Torch.rand(shape, dtype, device, gen).lt(1 - p);
+        return keep.to(dtype).mul(1.0 / (1 - p));
     }
 
     /** Dropout with the default generator. */
@@ -542,8 +548,8 @@ public final class F {
                     + " must agree on the embedding size (query/key) and the sequence length (key/value)");
         }
         double scale = scaleOrNull != null ? scaleOrNull : 1.0 / Math.sqrt(q.size(-1));
-        if (dropoutP == 0 && !keepWeights) {
-            Tensor fused = FusedAttention.forward(q, k, v, attnMask, isCausal, scale);
+        if (dropoutP < 1 && !keepWeights) {
+            Tensor fused = FusedAttention.forward(q, k, v, attnMask, isCausal, scale, dropoutP, gen);
             if (fused != null) return new Attention(fused, null);
         }
         try (MemoryScope scope = new MemoryScope()) {

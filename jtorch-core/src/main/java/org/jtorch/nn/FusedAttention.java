@@ -5,6 +5,7 @@ import static org.jtorch.ops.Dispatcher.view;
 import java.util.Arrays;
 import org.jtorch.DType;
 import org.jtorch.Device;
+import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
@@ -19,7 +20,8 @@ import org.jtorch.ops.Dispatcher;
  * {@link F#scaledDotProductAttention}'s fused path, as PyTorch's {@code _scaled_dot_product_flash_attention} on the
  * CPU: one backend kernel forward ({@link AttentionKernels}) that saves each query row's log-sum-exp instead of the
  * {@code L x S} weights, and one backward that recomputes them. It serves float32 query, key and value with the same
- * batch dimensions, without dropout, with no mask, the causal one or a float or bool mask that needs no gradient, on a
+ * batch dimensions, with or without dropout (its mask drawn as the composition draws it, so a generator gives both
+ * paths the same mask), with no mask, the causal one or a float or bool mask that needs no gradient, on a
  * backend that has the kernels; {@link F#attention} composes every other call from ops, and so does a trace (the JIT
  * sees the ops). A backward that records a graph ({@code createGraph}) runs as ops over the recomputed weights.
  *
@@ -31,7 +33,8 @@ final class FusedAttention {
     private FusedAttention() {}
 
     /** The attention output by the fused kernels, or null where they do not serve this call. */
-    static Tensor forward(Tensor q, Tensor k, Tensor v, Tensor attnMask, boolean isCausal, double scale) {
+    static Tensor forward(Tensor q, Tensor k, Tensor v, Tensor attnMask, boolean isCausal, double scale, double dropoutP,
+                          Generator gen) {
         AttentionKernels kernels = kernels(q, k, v, attnMask);
         if (kernels == null) return null;
         int nb = q.dim() - 2;
@@ -41,21 +44,23 @@ final class FusedAttention {
         long[] scoreShape = withRows(batch, l, s);
         Tensor qc = unitLastStride(q), kc = unitLastStride(k), vc = unitLastStride(v);
         Tensor mask = attnMask == null ? null : additive(attnMask, q);
+        Tensor drop = dropoutP > 0 ? F.dropoutScale(scoreShape, DType.FLOAT32, device, dropoutP, gen) : null;
         Tensor out = Tensor.empty(withRows(batch, l, v.size(-1)), DType.FLOAT32, device);
         Tensor lse = Tensor.empty(Arrays.copyOf(scoreShape, nb + 1), DType.FLOAT32, device);
-        kernels.forward(view(qc), view(kc), view(vc), maskView(mask, scoreShape), isCausal, scale, view(out), view(lse));
+        kernels.forward(view(qc), view(kc), view(vc), maskView(mask, scoreShape), isCausal, scale, drop == null ? null : view(drop),
+                view(out), view(lse));
         if (Autograd.needsGrad(q, k, v)) {
             SavedTensor sq = Autograd.save(qc), sk = Autograd.save(kc), sv = Autograd.save(vc), so = Autograd.save(out),
-                    sl = Autograd.save(lse), sm = mask == null ? null : Autograd.save(mask);
-            SavedTensor[] saved = sm == null ? new SavedTensor[] {sq, sk, sv, so, sl} : new SavedTensor[] {sq, sk, sv, so, sl, sm};
+                    sl = Autograd.save(lse), sm = mask == null ? null : Autograd.save(mask), sd = drop == null ? null : Autograd.save(drop);
+            SavedTensor[] saved = java.util.stream.Stream.of(sq, sk, sv, so, sl, sm, sd).filter(x -> x != null).toArray(SavedTensor[]::new);
             Autograd.record("ScaledDotProductFlashAttentionForCpuBackward0", out, grads -> {
-                Tensor m = sm == null ? null : sm.get();
-                if (Grad.isEnabled()) return backwardComposed(grads[0], sq.get(), sk.get(), sv.get(), m, isCausal, scale);
+                Tensor m = sm == null ? null : sm.get(), d = sd == null ? null : sd.get();
+                if (Grad.isEnabled()) return backwardComposed(grads[0], sq.get(), sk.get(), sv.get(), m, isCausal, scale, d);
                 Tensor gq = Tensor.empty(q.shape(), DType.FLOAT32, device), gk = Tensor.empty(k.shape(), DType.FLOAT32, device),
                         gv = Tensor.empty(v.shape(), DType.FLOAT32, device);
                 try (Tensor go = unitLastStride(grads[0])) {
                     kernels.backward(view(go), view(sq.get()), view(sk.get()), view(sv.get()), maskView(m, scoreShape), isCausal,
-                            scale, view(so.get()), view(sl.get()), view(gq), view(gk), view(gv));
+                            scale, d == null ? null : view(d), view(so.get()), view(sl.get()), view(gq), view(gk), view(gv));
                 }
                 return new Tensor[] {gq, gk, gv};
             }, new Tensor[] {q, k, v}, saved);
@@ -64,6 +69,7 @@ final class FusedAttention {
             if (pair[1] != null && pair[1] != pair[0]) pair[1].close();
         }
         lse.close();
+        if (drop != null) drop.close();
         return out;
     }
 
@@ -120,14 +126,17 @@ final class FusedAttention {
     }
 
     /**
-     * The backward as ops, differentiable again: with {@code P} the weights recomputed by the composition,
-     * {@code dV = P^T dO}, {@code dS = P (dO V^T - rowsum(dO V^T * P))}, {@code dQ = dS K scale}, {@code dK = dS^T Q scale}.
+     * The backward as ops, differentiable again: with {@code P} the weights recomputed by the composition and
+     * {@code D} the dropout scale (1 without), {@code dV = (P D)^T dO}, {@code G = (dO V^T) D},
+     * {@code dS = P (G - rowsum(G P))}, {@code dQ = dS K scale}, {@code dK = dS^T Q scale}.
      */
-    private static Tensor[] backwardComposed(Tensor gradOut, Tensor q, Tensor k, Tensor v, Tensor mask, boolean isCausal, double scale) {
+    private static Tensor[] backwardComposed(Tensor gradOut, Tensor q, Tensor k, Tensor v, Tensor mask, boolean isCausal, double scale,
+                                             Tensor dropoutScale) {
         try (MemoryScope scope = new MemoryScope()) {
             Tensor p = F.attentionWeights(q, k, mask, isCausal, scale);
-            Tensor gv = p.transpose(-2, -1).matmul(gradOut);
+            Tensor gv = (dropoutScale == null ? p : p.mul(dropoutScale)).transpose(-2, -1).matmul(gradOut);
             Tensor gp = gradOut.matmul(v.transpose(-2, -1));
+            if (dropoutScale != null) gp = gp.mul(dropoutScale);
             Tensor gs = p.mul(gp.sub(gp.mul(p).sum(new int[] {-1}, true))).mul(scale);
             Tensor gq = gs.matmul(k), gk = gs.transpose(-2, -1).matmul(q);
             return new Tensor[] {scope.keep(gq), scope.keep(gk), scope.keep(gv)};

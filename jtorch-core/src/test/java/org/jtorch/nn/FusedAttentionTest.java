@@ -130,22 +130,29 @@ class FusedAttentionTest {
         assertClose(ref2, out2, "2-D causal");
     }
 
-    /** The backward under createGraph runs as ops, so a second derivative is that of the composition. */
+    /**
+     * The backward under createGraph runs as ops, so a second derivative is that of the composition: float64 without
+     * dropout, and with dropout the float32 composition drawing the same mask.
+     */
     @Test
     void doubleBackwardMatchesTheComposition() {
         Tensor q = randn(2, 2, 6, 4), k = randn(2, 2, 5, 4), v = randn(2, 2, 5, 3), w = randn(2, 2, 6, 4);
         Tensor m = randn(6, 5);
-        double[][] secondOrder = new double[2][];
-        for (int r = 0; r < 2; r++) {
-            DType t = r == 0 ? DType.FLOAT32 : DType.FLOAT64;
-            Tensor qq = q.to(t).requiresGrad_(true), kk = k.to(t).requiresGrad_(true), vv = v.to(t).requiresGrad_(true);
-            Tensor out = F.scaledDotProductAttention(qq, kk, vv, m.to(t), 0, false);
-            assertEquals(r == 0, FUSED.equals(out.gradFn().name()));
-            Tensor gq = Autograd.grad(new Tensor[] {out.sum()}, new Tensor[] {qq}, null, true, true, false)[0];
-            Tensor gv = Autograd.grad(new Tensor[] {gq.mul(w.to(t)).sum()}, new Tensor[] {vv}, null, false, false, false)[0];
-            secondOrder[r] = gv.to(DType.FLOAT64).toDoubleArray();
+        for (double p : new double[] {0, 0.4}) {
+            double[][] secondOrder = new double[2][];
+            for (int r = 0; r < 2; r++) {
+                DType t = r == 1 && p == 0 ? DType.FLOAT64 : DType.FLOAT32;
+                Tensor qq = q.to(t).requiresGrad_(true), kk = k.to(t).requiresGrad_(true), vv = v.to(t).requiresGrad_(true);
+                Tensor out = F.attention(qq, kk, vv, m.to(t), p, false, new Generator(9), r == 1).output();
+                assertEquals(r == 0, FUSED.equals(out.gradFn().name()));
+                Tensor gq = Autograd.grad(new Tensor[] {out.sum()}, new Tensor[] {qq}, null, true, true, false)[0];
+                Tensor gv = Autograd.grad(new Tensor[] {gq.mul(w.to(t)).sum()}, new Tensor[] {vv}, null, false, false, false)[0];
+                secondOrder[r] = gv.to(DType.FLOAT64).toDoubleArray();
+            }
+            for (int i = 0; i < secondOrder[0].length; i++) {
+                assertEquals(secondOrder[1][i], secondOrder[0][i], 1e-4, "dropout " + p + ", element " + i);
+            }
         }
-        for (int i = 0; i < secondOrder[0].length; i++) assertEquals(secondOrder[1][i], secondOrder[0][i], 1e-4, "element " + i);
     }
 
     /** A row whose every key is masked is NaN, as the composition's softmax over -inf. */
@@ -179,11 +186,36 @@ class FusedAttentionTest {
         assertArrayEquals(grads[0], grads[1]);
     }
 
-    /** Calls the kernels do not serve run the composition: float64, dropout, a mask that needs a gradient, kept weights. */
+    /**
+     * With dropout the fused kernels draw the composition's mask from the same generator state, so both paths give the
+     * same output and gradients (float32 both: the composition runs when the weights are kept).
+     */
+    @Test
+    void dropoutDrawsTheCompositionsMask() {
+        for (boolean causal : new boolean[] {false, true}) {
+            Tensor q = randn(2, 3, 70, 8), k = randn(2, 3, 90, 8), v = randn(2, 3, 90, 5), gradOut = randn(2, 3, 70, 5);
+            Tensor m = causal ? null : randn(70, 90);
+            Tensor[][] grads = new Tensor[2][];
+            Tensor[] outs = new Tensor[2];
+            for (int r = 0; r < 2; r++) {
+                Tensor[] x = {q.detach().requiresGrad_(true), k.detach().requiresGrad_(true), v.detach().requiresGrad_(true)};
+                Generator g = new Generator(5);
+                F.Attention a = F.attention(x[0], x[1], x[2], m, 0.3, causal, g, r == 1);
+                assertEquals(r == 0, FUSED.equals(a.output().gradFn().name()));
+                outs[r] = a.output();
+                grads[r] = Autograd.grad(new Tensor[] {a.output()}, x, new Tensor[] {gradOut}, false, false, false);
+            }
+            assertClose(outs[1].to(DType.FLOAT64), outs[0], "dropout output, causal " + causal);
+            for (int i = 0; i < 3; i++) assertClose(grads[1][i].to(DType.FLOAT64), grads[0][i], "dropout gradient " + i + ", causal " + causal);
+        }
+    }
+
+    /** Calls the kernels do not serve run the composition: float64, dropout 1, a mask that needs a gradient, kept weights. */
     @Test
     void unservedCallsAreComposed() {
         Tensor q = randn(2, 4, 3).requiresGrad_(true), k = randn(2, 5, 3), v = randn(2, 5, 3);
-        assertNotEquals(FUSED, F.scaledDotProductAttention(q, k, v, null, 0.5, false).gradFn().name());
+        assertNotEquals(FUSED, F.scaledDotProductAttention(q.to(DType.FLOAT64), k.to(DType.FLOAT64), v.to(DType.FLOAT64), null, 0, false).gradFn().name());
+        assertNotEquals(FUSED, F.scaledDotProductAttention(q, k, v, null, 1, false).gradFn().name());
         Tensor m = randn(4, 5).requiresGrad_(true);
         Tensor out = F.scaledDotProductAttention(q, k, v, m, 0, false);
         assertNotEquals(FUSED, out.gradFn().name());

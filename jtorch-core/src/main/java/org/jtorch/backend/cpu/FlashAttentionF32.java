@@ -16,7 +16,8 @@ import org.jtorch.op.StridedView;
  * in blocks of {@value #BK} with a running maximum and sum per row, and writes the output and each row's log-sum-exp.
  * The backward runs one task per batch entry (its query gradient gathers over all key blocks, so that no two threads
  * write it), recomputing each block's weights from the log-sum-exp: {@code dV += P^T dO}, {@code dP = dO V^T},
- * {@code dS = P (dP - rowsum(dO * O))}, {@code dQ += dS K scale}, {@code dK += dS^T Q scale}.
+ * {@code dS = P (dP - rowsum(dO * O))}, {@code dQ += dS K scale}, {@code dK += dS^T Q scale}. Dropout multiplies the
+ * weights by a scale drawn beforehand ({@code 0} or {@code 1 / (1 - p)} per weight, as the composition's dropout).
  *
  * <p>Every product is the one small kernel {@link #gemm}: a scalar of A broadcast against rows of B held in a Java
  * array, four rows and two vectors at a time. Operands are copied into arrays whose rows are padded with zeros to a
@@ -89,29 +90,35 @@ final class FlashAttentionF32 implements AttentionKernels {
         return (n + FL - 1) / FL * FL;
     }
 
-    /** The additive mask's element (i, j) of batch entry b, or 0 without a mask. */
-    private record Mask(MemorySegment seg, long[] batchOffsets, long strideL, long strideS) {
-        static Mask of(StridedView m, int batchDims) {
+    /** A {@code [batch..., L, S]} float32 operand read a row of keys at a time: the additive mask, the dropout scale. */
+    private record ScoreOperand(MemorySegment seg, long[] batchOffsets, long strideL, long strideS) {
+        static ScoreOperand of(StridedView m, int batchDims) {
             if (m == null) return null;
             if (m.dtype() != DType.FLOAT32) throw new IllegalArgumentException("flash attention: expected a float32 mask, got " + m.dtype());
-            return new Mask(m.memory(), offsetsOf(m, batchDims), m.stride(-2), m.stride(-1));
+            return new ScoreOperand(m.memory(), offsetsOf(m, batchDims), m.stride(-2), m.stride(-1));
         }
 
-        /** Adds row i's mask for keys {@code [j0, j0 + n)} to {@code s} from index {@code off}. */
+        /** Adds row i's values for keys {@code [j0, j0 + n)} to {@code s} from index {@code off}. */
         void add(int b, int i, int j0, int n, float[] s, int off) {
             long base = batchOffsets[b] + i * strideL + j0 * strideS;
             for (int c = 0; c < n; c++) s[off + c] += seg.getAtIndex(F32, base + c * strideS);
+        }
+
+        /** Multiplies {@code s} from index {@code off} by row i's values for keys {@code [j0, j0 + n)}. */
+        void multiply(int b, int i, int j0, int n, float[] s, int off) {
+            long base = batchOffsets[b] + i * strideL + j0 * strideS;
+            for (int c = 0; c < n; c++) s[off + c] *= seg.getAtIndex(F32, base + c * strideS);
         }
     }
 
     // ------------------------------------------------------------------ forward
 
     @Override
-    public void forward(StridedView q, StridedView k, StridedView v, StridedView mask, boolean causal, double scale, StridedView out,
-                        StridedView logsumexp) {
+    public void forward(StridedView q, StridedView k, StridedView v, StridedView mask, boolean causal, double scale,
+                        StridedView dropoutScale, StridedView out, StridedView logsumexp) {
         int bd = q.dim() - 2;
         Operand oq = Operand.of(q, bd), ok = Operand.of(k, bd), ov = Operand.of(v, bd), oo = Operand.of(out, bd);
-        Mask om = Mask.of(mask, bd);
+        ScoreOperand om = ScoreOperand.of(mask, bd), od = ScoreOperand.of(dropoutScale, bd);
         MemorySegment lse = logsumexp.memory();
         long lseBase = logsumexp.offset();
         int batch = oq.batchOffsets().length, l = oq.rows(), s = ok.rows(), e = oq.cols(), ev = ov.cols();
@@ -121,7 +128,7 @@ final class FlashAttentionF32 implements AttentionKernels {
         Parallel.forRange((long) batch * qBlocks, grain, (begin, end) -> {
             ForwardScratch w = new ForwardScratch(e, ev);
             for (long t = begin; t < end; t++) {
-                forwardBlock(w, oq, ok, ov, oo, om, causal, (float) scale, lse, lseBase, (int) (t / qBlocks), (int) (t % qBlocks) * BQ);
+                forwardBlock(w, oq, ok, ov, oo, om, od, causal, (float) scale, lse, lseBase, (int) (t / qBlocks), (int) (t % qBlocks) * BQ);
             }
         });
     }
@@ -145,8 +152,8 @@ final class FlashAttentionF32 implements AttentionKernels {
         }
     }
 
-    private static void forwardBlock(ForwardScratch w, Operand oq, Operand ok, Operand ov, Operand oo, Mask om, boolean causal,
-                                     float scale, MemorySegment lse, long lseBase, int b, int i0) {
+    private static void forwardBlock(ForwardScratch w, Operand oq, Operand ok, Operand ov, Operand oo, ScoreOperand om,
+                                     ScoreOperand od, boolean causal, float scale, MemorySegment lse, long lseBase, int b, int i0) {
         int l = oq.rows(), s = ok.rows(), e = oq.cols(), ev = ov.cols(), evPad = w.evPad;
         int mq = Math.min(BQ, l - i0);
         oq.load(b, i0, mq, w.q, e);
@@ -175,6 +182,8 @@ final class FlashAttentionF32 implements AttentionKernels {
                 w.sum[r] = w.sum[r] * corr + blockSum;
                 w.max[r] = mNew;
                 if (corr != 1f) scaleRow(w.acc, r * evPad, evPad, corr);
+                // Dropout applies to the normalised weights: the row sum is of the weights before it.
+                if (od != null) od.multiply(b, i, j0, nk, w.scores, off);
             }
             gemm(mq, evPad, nk, w.scores, 0, ld, 1, w.vb, 0, evPad, w.acc, 0, evPad, true);
         }
@@ -190,7 +199,7 @@ final class FlashAttentionF32 implements AttentionKernels {
      * Scores {@code [off, off + ld)} times {@code scale} plus row i's mask, the keys from {@code valid} on (causally
      * masked, or padding) set to -inf; returns their maximum.
      */
-    private static float scaleAndMask(float[] sc, int off, int ld, int valid, float scale, Mask om, int b, int i, int j0) {
+    private static float scaleAndMask(float[] sc, int off, int ld, int valid, float scale, ScoreOperand om, int b, int i, int j0) {
         for (int c = 0; c < ld; c += FL) FloatVector.fromArray(FS, sc, off + c).mul(scale).intoArray(sc, off + c);
         if (om != null && valid > 0) om.add(b, i, j0, valid, sc, off);
         for (int c = Math.max(valid, 0); c < ld; c++) sc[off + c] = Float.NEGATIVE_INFINITY;
@@ -218,19 +227,19 @@ final class FlashAttentionF32 implements AttentionKernels {
 
     @Override
     public void backward(StridedView gradOut, StridedView q, StridedView k, StridedView v, StridedView mask, boolean causal,
-                         double scale, StridedView out, StridedView logsumexp, StridedView gradQ, StridedView gradK,
+                         double scale, StridedView dropoutScale, StridedView out, StridedView logsumexp, StridedView gradQ, StridedView gradK,
                          StridedView gradV) {
         int bd = q.dim() - 2;
         Operand oq = Operand.of(q, bd), ok = Operand.of(k, bd), ov = Operand.of(v, bd), oo = Operand.of(out, bd);
         Operand ogo = Operand.of(gradOut, bd), ogq = Operand.of(gradQ, bd), ogk = Operand.of(gradK, bd), ogv = Operand.of(gradV, bd);
-        Mask om = Mask.of(mask, bd);
+        ScoreOperand om = ScoreOperand.of(mask, bd), od = ScoreOperand.of(dropoutScale, bd);
         int batch = oq.batchOffsets().length, l = oq.rows(), s = ok.rows(), e = oq.cols(), ev = ov.cols();
         long work = (long) l * s * (e + ev);
         long grain = Math.max(1, (1L << 18) / Math.max(1, work));
         Parallel.forRange(batch, grain, (begin, end) -> {
             BackwardScratch w = new BackwardScratch(l, s, e, ev);
             for (long b = begin; b < end; b++) {
-                backwardEntry(w, ogo, oq, ok, ov, oo, om, causal, (float) scale, logsumexp, ogq, ogk, ogv, (int) b);
+                backwardEntry(w, ogo, oq, ok, ov, oo, om, od, causal, (float) scale, logsumexp, ogq, ogk, ogv, (int) b);
             }
         });
     }
@@ -238,7 +247,7 @@ final class FlashAttentionF32 implements AttentionKernels {
     /** One task's arrays: the whole of one batch entry's operands and gradients, padded to whole vectors. */
     private static final class BackwardScratch {
         final int ePad, evPad, sPad;
-        final float[] q, k, kt, vt, dout, delta, lse, dq, dk, dv, p, dp, row;
+        final float[] q, k, kt, vt, dout, delta, lse, dq, dk, dv, p, pd, dp, row;
 
         BackwardScratch(int l, int s, int e, int ev) {
             ePad = padded(e);
@@ -255,13 +264,14 @@ final class FlashAttentionF32 implements AttentionKernels {
             dk = new float[s * ePad];
             dv = new float[s * evPad];
             p = new float[BQ * BK];
+            pd = new float[BQ * BK];
             dp = new float[BQ * BK];
             row = new float[Math.max(e, ev)];
         }
     }
 
-    private static void backwardEntry(BackwardScratch w, Operand ogo, Operand oq, Operand ok, Operand ov, Operand oo, Mask om,
-                                      boolean causal, float scale, StridedView logsumexp, Operand ogq, Operand ogk, Operand ogv,
+    private static void backwardEntry(BackwardScratch w, Operand ogo, Operand oq, Operand ok, Operand ov, Operand oo, ScoreOperand om,
+                                      ScoreOperand od, boolean causal, float scale, StridedView logsumexp, Operand ogq, Operand ogk, Operand ogv,
                                       int b) {
         int l = oq.rows(), s = ok.rows(), e = oq.cols(), ev = ov.cols();
         int ePad = w.ePad, evPad = w.evPad, sPad = w.sPad;
@@ -291,16 +301,22 @@ final class FlashAttentionF32 implements AttentionKernels {
                     int valid = causal ? Math.min(nk, i - j0 + 1) : nk;
                     weights(w.p, off, ld, valid, scale, om, b, i, j0, w.lse[i]);
                 }
-                gemm(nk, evPad, mq, w.p, 0, 1, ld, w.dout, i0 * evPad, evPad, w.dv, j0 * evPad, evPad, true);
                 gemm(mq, ld, ev, w.dout, i0 * evPad, evPad, 1, w.vt, j0, sPad, w.dp, 0, ld, false);
                 for (int r = 0; r < mq; r++) {
                     int off = r * ld;
+                    if (od != null) {
+                        // With dropout scale D: out = (P D) V, so dV takes P D and the weights' gradient is (dO V^T) D.
+                        od.multiply(b, i0 + r, j0, nk, w.dp, off);
+                        System.arraycopy(w.p, off, w.pd, off, ld);
+                        od.multiply(b, i0 + r, j0, nk, w.pd, off);
+                    }
                     FloatVector delta = FloatVector.broadcast(FS, w.delta[i0 + r]);
                     for (int c = 0; c < ld; c += FL) {
                         FloatVector pv = FloatVector.fromArray(FS, w.p, off + c);
                         pv.mul(FloatVector.fromArray(FS, w.dp, off + c).sub(delta)).mul(scale).intoArray(w.dp, off + c);
                     }
                 }
+                gemm(nk, evPad, mq, od != null ? w.pd : w.p, 0, 1, ld, w.dout, i0 * evPad, evPad, w.dv, j0 * evPad, evPad, true);
                 gemm(mq, ePad, nk, w.dp, 0, ld, 1, w.k, j0 * ePad, ePad, w.dq, i0 * ePad, ePad, true);
                 gemm(nk, ePad, mq, w.dp, 0, 1, ld, w.q, i0 * ePad, ePad, w.dk, j0 * ePad, ePad, true);
             }
@@ -311,7 +327,7 @@ final class FlashAttentionF32 implements AttentionKernels {
     }
 
     /** Row i's attention weights in place: {@code exp(scale * s + mask - lse)}, 0 from {@code valid} on. */
-    private static void weights(float[] sc, int off, int ld, int valid, float scale, Mask om, int b, int i, int j0, float lse) {
+    private static void weights(float[] sc, int off, int ld, int valid, float scale, ScoreOperand om, int b, int i, int j0, float lse) {
         for (int c = 0; c < ld; c += FL) FloatVector.fromArray(FS, sc, off + c).mul(scale).intoArray(sc, off + c);
         if (om != null && valid > 0) om.add(b, i, j0, valid, sc, off);
         for (int c = Math.max(valid, 0); c < ld; c++) sc[off + c] = Float.NEGATIVE_INFINITY;
