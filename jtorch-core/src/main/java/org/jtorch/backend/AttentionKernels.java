@@ -14,8 +14,8 @@ import org.jtorch.op.StridedView;
  * (stride 0 where broadcast) that is added to the scaled scores; {@code causal} keeps the keys {@code j <= i};
  * {@code dropoutScale} is null or a float32 {@code [batch..., L, S]} view by which the softmax weights are multiplied
  * (dropout's mask, {@code 0} or {@code 1 / (1 - p)}: drawn by the caller, so it is the composition's).
- * {@code out [batch..., L, Ev]}, {@code logsumexp [batch..., L]} and the gradients (shaped as their inputs) are
- * contiguous and written whole. A row whose keys are all masked gets NaN outputs, as the softmax of the composition.
+ * {@code out [batch..., L, Ev]} and the gradients (shaped as their inputs) have unit stride along their last dimension
+ * and do not overlap; {@code logsumexp [batch..., L]} is contiguous; all are written whole. A row whose keys are all masked gets NaN outputs, as the softmax of the composition.
  */
 public interface AttentionKernels {
     void forward(StridedView q, StridedView k, StridedView v, StridedView mask, boolean causal, double scale,

@@ -45,7 +45,7 @@ final class FusedAttention {
         Tensor qc = unitLastStride(q), kc = unitLastStride(k), vc = unitLastStride(v);
         Tensor mask = attnMask == null ? null : additive(attnMask, q);
         Tensor drop = dropoutP > 0 ? F.dropoutScale(scoreShape, DType.FLOAT32, device, dropoutP, gen) : null;
-        Tensor out = Tensor.empty(withRows(batch, l, v.size(-1)), DType.FLOAT32, device);
+        Tensor out = emptyInLayoutOf(q, withRows(batch, l, v.size(-1)));
         Tensor lse = Tensor.empty(Arrays.copyOf(scoreShape, nb + 1), DType.FLOAT32, device);
         kernels.forward(view(qc), view(kc), view(vc), maskView(mask, scoreShape), isCausal, scale, drop == null ? null : view(drop),
                 view(out), view(lse));
@@ -56,8 +56,7 @@ final class FusedAttention {
             Autograd.record("ScaledDotProductFlashAttentionForCpuBackward0", out, grads -> {
                 Tensor m = sm == null ? null : sm.get(), d = sd == null ? null : sd.get();
                 if (Grad.isEnabled()) return backwardComposed(grads[0], sq.get(), sk.get(), sv.get(), m, isCausal, scale, d);
-                Tensor gq = Tensor.empty(q.shape(), DType.FLOAT32, device), gk = Tensor.empty(k.shape(), DType.FLOAT32, device),
-                        gv = Tensor.empty(v.shape(), DType.FLOAT32, device);
+                Tensor gq = emptyInLayoutOf(q, q.shape()), gk = emptyInLayoutOf(k, k.shape()), gv = emptyInLayoutOf(v, v.shape());
                 try (Tensor go = unitLastStride(grads[0])) {
                     kernels.backward(view(go), view(sq.get()), view(sk.get()), view(sv.get()), maskView(m, scoreShape), isCausal,
                             scale, d == null ? null : view(d), view(so.get()), view(sl.get()), view(gq), view(gk), view(gv));
@@ -109,6 +108,31 @@ final class FusedAttention {
         shape[batch.length] = rows;
         shape[batch.length + 1] = cols;
         return shape;
+    }
+
+    /**
+     * A new float32 tensor of {@code shape} (which differs from {@code t}'s at most in the last dimension) whose
+     * dimensions lie in memory in the order of {@code t}'s strides, the last innermost, as ATen's flash attention
+     * allocates its output and gradients: heads split from one projection ({@code [b, l, h, e]} seen as
+     * {@code [b, h, l, e]}) get an output and gradients in that same order, so that merging the heads back is a view,
+     * not a copy.
+     */
+    private static Tensor emptyInLayoutOf(Tensor t, long[] shape) {
+        int n = shape.length;
+        Integer[] order = new Integer[n - 1];
+        for (int d = 0; d < n - 1; d++) order[d] = d;
+        Arrays.sort(order, (a, b) -> Long.compare(t.stride(b), t.stride(a)));
+        long[] permuted = new long[n];
+        int[] back = new int[n];
+        for (int i = 0; i < n - 1; i++) {
+            permuted[i] = shape[order[i]];
+            back[order[i]] = i;
+        }
+        permuted[n - 1] = shape[n - 1];
+        back[n - 1] = n - 1;
+        try (Tensor dense = Tensor.empty(permuted, DType.FLOAT32, t.device())) {
+            return dense.permute(back);
+        }
     }
 
     /** {@code t} itself when its last dimension has unit stride (what the kernels read), else a contiguous copy. */

@@ -110,11 +110,21 @@ class FusedAttentionTest {
         compare(1, 2, 3, 200, 100, 3, MaskKind.NONE, false);
     }
 
-    /** The char GPT's layout: heads split from one projection, so rows are strided and the heads interleaved. */
+    /**
+     * The char GPT's layout: heads split from one projection, so rows are strided and the heads interleaved. The output
+     * and the gradients come in the same order of dimensions, so that merging the heads back is a view.
+     */
     @Test
     void transposedHeadsNeedNoCopy() {
         compare(2, 4, 64, 64, 32, 32, MaskKind.CAUSAL, true);
         compare(3, 2, 19, 19, 6, 6, MaskKind.FLOAT_2D, true);
+        Tensor q = randn(2, 5, 3, 4).transpose(1, 2).requiresGrad_(true), k = randn(2, 5, 3, 4).transpose(1, 2);
+        Tensor v = randn(2, 5, 3, 4).transpose(1, 2);
+        Tensor out = F.scaledDotProductAttention(q, k, v, null, 0, true);
+        assertTrue(out.transpose(1, 2).isContiguous(), "output in [b, l, h, e] order");
+        Tensor gq = Autograd.grad(new Tensor[] {out.sum()}, new Tensor[] {q})[0];
+        assertTrue(gq.transpose(1, 2).isContiguous(), "query gradient in [b, l, h, e] order");
+        assertTrue(F.scaledDotProductAttention(q.contiguous(), k, v, null, 0, true).isContiguous(), "contiguous heads, contiguous output");
     }
 
     @Test
