@@ -3,6 +3,8 @@ package org.jtorch.nn;
 import static org.jtorch.ops.Dispatcher.view;
 
 import java.util.Arrays;
+import java.util.Objects;
+import java.util.stream.Stream;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Generator;
@@ -47,19 +49,23 @@ final class FusedAttention {
         Tensor drop = dropoutP > 0 ? F.dropoutScale(scoreShape, DType.FLOAT32, device, dropoutP, gen) : null;
         Tensor out = emptyInLayoutOf(q, withRows(batch, l, v.size(-1)));
         Tensor lse = Tensor.empty(Arrays.copyOf(scoreShape, nb + 1), DType.FLOAT32, device);
-        kernels.forward(view(qc), view(kc), view(vc), maskView(mask, scoreShape), isCausal, scale, drop == null ? null : view(drop),
-                view(out), view(lse));
+        kernels.forward(view(qc), view(kc), view(vc), maskView(mask, scoreShape), isCausal, scale,
+                drop == null ? null : view(drop), view(out), view(lse));
         if (Autograd.needsGrad(q, k, v)) {
             SavedTensor sq = Autograd.save(qc), sk = Autograd.save(kc), sv = Autograd.save(vc), so = Autograd.save(out),
-                    sl = Autograd.save(lse), sm = mask == null ? null : Autograd.save(mask), sd = drop == null ? null : Autograd.save(drop);
-            SavedTensor[] saved = java.util.stream.Stream.of(sq, sk, sv, so, sl, sm, sd).filter(x -> x != null).toArray(SavedTensor[]::new);
+                    sl = Autograd.save(lse);
+            SavedTensor sm = mask == null ? null : Autograd.save(mask), sd = drop == null ? null : Autograd.save(drop);
+            SavedTensor[] saved = Stream.of(sq, sk, sv, so, sl, sm, sd).filter(Objects::nonNull).toArray(SavedTensor[]::new);
             Autograd.record("ScaledDotProductFlashAttentionForCpuBackward0", out, grads -> {
                 Tensor m = sm == null ? null : sm.get(), d = sd == null ? null : sd.get();
                 if (Grad.isEnabled()) return backwardComposed(grads[0], sq.get(), sk.get(), sv.get(), m, isCausal, scale, d);
                 Tensor gq = emptyInLayoutOf(q, q.shape()), gk = emptyInLayoutOf(k, k.shape()), gv = emptyInLayoutOf(v, v.shape());
-                try (Tensor go = unitLastStride(grads[0])) {
+                Tensor go = unitLastStride(grads[0]);
+                try {
                     kernels.backward(view(go), view(sq.get()), view(sk.get()), view(sv.get()), maskView(m, scoreShape), isCausal,
                             scale, d == null ? null : view(d), view(so.get()), view(sl.get()), view(gq), view(gk), view(gv));
+                } finally {
+                    if (go != grads[0]) go.close();
                 }
                 return new Tensor[] {gq, gk, gv};
             }, new Tensor[] {q, k, v}, saved);
