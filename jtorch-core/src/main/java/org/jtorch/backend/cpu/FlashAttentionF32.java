@@ -94,7 +94,7 @@ final class FlashAttentionF32 implements AttentionKernels {
     private record ScoreOperand(MemorySegment seg, long[] batchOffsets, long strideL, long strideS) {
         static ScoreOperand of(StridedView m, int batchDims) {
             if (m == null) return null;
-            if (m.dtype() != DType.FLOAT32) throw new IllegalArgumentException("flash attention: expected a float32 mask, got " + m.dtype());
+            if (m.dtype() != DType.FLOAT32) throw new IllegalArgumentException("flash attention: expected a float32 mask or dropout scale, got " + m.dtype());
             return new ScoreOperand(m.memory(), offsetsOf(m, batchDims), m.stride(-2), m.stride(-1));
         }
 
