@@ -96,4 +96,9 @@ public interface Backend {
 
     /** Fused optimizer steps over contiguous float32 tensors of this backend's device. */
     OptimizerKernels optimizers();
+
+    /** Fused scaled-dot-product attention, or null where this backend has none (the front end composes it from ops). */
+    default AttentionKernels attention() {
+        return null;
+    }
 }

@@ -37,6 +37,7 @@ final class HoldingBackend implements Backend {
     private final NormalizationKernels normalization;
     private final RecurrentKernels recurrent;
     private final OptimizerKernels optimizers;
+    private final AttentionKernels attention;
 
     HoldingBackend(Backend b) {
         this.b = b;
@@ -49,6 +50,7 @@ final class HoldingBackend implements Backend {
         normalization = new Normalization(b.normalization());
         recurrent = new Recurrent(b.recurrent());
         optimizers = new Optimizers(b.optimizers());
+        attention = b.attention() == null ? null : new Attention(b.attention());
     }
 
     // ------------------------------------------------------------------ holding operands
@@ -274,6 +276,11 @@ final class HoldingBackend implements Backend {
     @Override
     public OptimizerKernels optimizers() {
         return optimizers;
+    }
+
+    @Override
+    public AttentionKernels attention() {
+        return attention;
     }
 
     // ------------------------------------------------------------------ op families
@@ -700,6 +707,33 @@ final class HoldingBackend implements Backend {
             hold("batch_norm_backward", operands);
             try {
                 k.batchNormBackward(gradOut, x, n, c, s, mean, invstd, weight, train, gradInput, gradWeight, gradBias);
+            } finally {
+                drop(operands);
+            }
+        }
+    }
+
+    private record Attention(AttentionKernels k) implements AttentionKernels {
+        @Override
+        public void forward(StridedView q, StridedView kk, StridedView v, StridedView mask, boolean causal, double scale,
+                            StridedView dropoutScale, StridedView out, StridedView logsumexp) {
+            StridedView[] operands = {q, kk, v, mask, dropoutScale, out, logsumexp};
+            hold("scaled_dot_product_attention", operands);
+            try {
+                k.forward(q, kk, v, mask, causal, scale, dropoutScale, out, logsumexp);
+            } finally {
+                drop(operands);
+            }
+        }
+
+        @Override
+        public void backward(StridedView gradOut, StridedView q, StridedView kk, StridedView v, StridedView mask, boolean causal,
+                             double scale, StridedView dropoutScale, StridedView out, StridedView logsumexp, StridedView gradQ,
+                             StridedView gradK, StridedView gradV) {
+            StridedView[] operands = {gradOut, q, kk, v, mask, dropoutScale, out, logsumexp, gradQ, gradK, gradV};
+            hold("scaled_dot_product_attention_backward", operands);
+            try {
+                k.backward(gradOut, q, kk, v, mask, causal, scale, dropoutScale, out, logsumexp, gradQ, gradK, gradV);
             } finally {
                 drop(operands);
             }

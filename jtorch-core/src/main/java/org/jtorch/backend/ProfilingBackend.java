@@ -17,6 +17,7 @@ final class ProfilingBackend implements Backend {
     private final NormalizationKernels normalization;
     private final RecurrentKernels recurrent;
     private final OptimizerKernels optimizers;
+    private final AttentionKernels attention;
 
     ProfilingBackend(Backend b) {
         this.b = b;
@@ -29,6 +30,7 @@ final class ProfilingBackend implements Backend {
         normalization = KernelProfiler.timed(NormalizationKernels.class, b.normalization(), "normalization");
         recurrent = KernelProfiler.timed(RecurrentKernels.class, b.recurrent(), "recurrent");
         optimizers = KernelProfiler.timed(OptimizerKernels.class, b.optimizers(), "optimizers");
+        attention = b.attention() == null ? null : KernelProfiler.timed(AttentionKernels.class, b.attention(), "attention");
     }
 
     @Override
@@ -137,5 +139,10 @@ final class ProfilingBackend implements Backend {
     @Override
     public OptimizerKernels optimizers() {
         return optimizers;
+    }
+
+    @Override
+    public AttentionKernels attention() {
+        return attention;
     }
 }

@@ -2,6 +2,7 @@ package org.jtorch.nn;
 
 import java.util.Arrays;
 import org.jtorch.DType;
+import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
@@ -317,8 +318,13 @@ public final class F {
 
     /** The kept elements' factor {@code 1 / (1 - p)}, zero where dropped: one uniform draw per element. */
     private static Tensor dropoutScale(Tensor x, double p, Generator gen) {
-        Tensor keep = Torch.rand(x.shape(), x.dtype(), x.device(), gen).lt(1 - p);
-        return keep.to(x.dtype()).mul(1.0 / (1 - p));
+        return dropoutScale(x.shape(), x.dtype(), x.device(), p, gen);
+    }
+
+    /** Dropout's multiplier for a tensor of {@code shape}: 0 with probability {@code p}, else {@code 1 / (1 - p)}. */
+    static Tensor dropoutScale(long[] shape, DType dtype, Device device, double p, Generator gen) {
+        Tensor keep = Torch.rand(shape, dtype, device, gen).lt(1 - p);
+        return keep.to(dtype).mul(1.0 / (1 - p));
     }
 
     /** Dropout with the default generator. */
@@ -541,29 +547,38 @@ public final class F {
                     + Shapes.format(k.shape()) + " and value " + Shapes.format(v.shape())
                     + " must agree on the embedding size (query/key) and the sequence length (key/value)");
         }
-        long l = q.size(-2);
-        long s = k.size(-2);
         double scale = scaleOrNull != null ? scaleOrNull : 1.0 / Math.sqrt(q.size(-1));
+        if (dropoutP < 1 && !keepWeights) {
+            Tensor fused = FusedAttention.forward(q, k, v, attnMask, isCausal, scale, dropoutP, gen);
+            if (fused != null) return new Attention(fused, null);
+        }
         try (MemoryScope scope = new MemoryScope()) {
-            Tensor scores = q.matmul(k.transpose(-2, -1)).mul(scale);
-            // Masks are applied as additive -inf/0 tensors, so the scores' gradient flows through one add.
-            if (isCausal) {
-                Tensor keep = Torch.arange(0, l, 1, DType.INT64, scores.device()).unsqueeze(1)
-                        .ge(Torch.arange(0, s, 1, DType.INT64, scores.device()).unsqueeze(0));
-                scores = scores.add(additiveMask(keep, scores));
-            }
-            if (attnMask != null) {
-                scores = scores.add(attnMask.dtype() == DType.BOOL ? additiveMask(attnMask, scores) : attnMask);
-            }
-            Tensor weights = scores.softmax(-1);
+            Tensor weights = attentionWeights(q, k, attnMask, isCausal, scale);
             if (dropoutP > 0) weights = dropout(weights, dropoutP, true, gen);
             Tensor out = weights.matmul(v);
             return new Attention(scope.keep(out), keepWeights ? scope.keep(weights) : null);
         }
     }
 
+    /** {@code softmax(q @ k^T * scale + masks)}, composed from ops: the attention weights before dropout. */
+    static Tensor attentionWeights(Tensor q, Tensor k, Tensor attnMask, boolean isCausal, double scale) {
+        long l = q.size(-2);
+        long s = k.size(-2);
+        Tensor scores = q.matmul(k.transpose(-2, -1)).mul(scale);
+        // Masks are applied as additive -inf/0 tensors, so the scores' gradient flows through one add.
+        if (isCausal) {
+            Tensor keep = Torch.arange(0, l, 1, DType.INT64, scores.device()).unsqueeze(1)
+                    .ge(Torch.arange(0, s, 1, DType.INT64, scores.device()).unsqueeze(0));
+            scores = scores.add(additiveMask(keep, scores));
+        }
+        if (attnMask != null) {
+            scores = scores.add(attnMask.dtype() == DType.BOOL ? additiveMask(attnMask, scores) : attnMask);
+        }
+        return scores.softmax(-1);
+    }
+
     /** 0 where {@code keep} is true, -inf elsewhere, in the scores' dtype and device. */
-    private static Tensor additiveMask(Tensor keep, Tensor scores) {
+    static Tensor additiveMask(Tensor keep, Tensor scores) {
         try (Tensor zeros = Torch.zeros(keep.shape(), scores.dtype(), scores.device()); Tensor drop = keep.logicalNot()) {
             return zeros.maskedFill(drop, Double.NEGATIVE_INFINITY);
         }

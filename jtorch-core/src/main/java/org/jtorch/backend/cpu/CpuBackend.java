@@ -2,6 +2,7 @@ package org.jtorch.backend.cpu;
 
 import jdk.incubator.vector.FloatVector;
 import org.jtorch.Device;
+import org.jtorch.backend.AttentionKernels;
 import org.jtorch.backend.Backend;
 import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.IndexKernels;
@@ -34,6 +35,7 @@ public final class CpuBackend implements Backend {
     private final NormalizationKernels normalization = new CpuNormalizationKernels();
     private final RecurrentKernels recurrent = new CpuRecurrentKernels();
     private final OptimizerKernels optimizers = new CpuOptimizerKernels();
+    private final AttentionKernels attention = new FlashAttentionF32();
 
     static {
         registerPointwiseKernels();
@@ -151,5 +153,10 @@ public final class CpuBackend implements Backend {
     @Override
     public OptimizerKernels optimizers() {
         return optimizers;
+    }
+
+    @Override
+    public AttentionKernels attention() {
+        return attention;
     }
 }
