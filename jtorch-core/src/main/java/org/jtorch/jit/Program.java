@@ -111,9 +111,13 @@ final class Program {
      * is in that core's cache ({@link org.jtorch.backend.ConvolutionKernels#conv2dWithEpilogue}), writing into the
      * convolution's own output. {@code slot} is the producer's (the convolution's, or the batch norm's) index among the
      * group's inputs. ReLU after a convolution's batch norm; add and ReLU at a residual block's end.
+     *
+     * <p>Where the convolution has a bias (a folded batch norm always gives one), {@code biased} is the group's formula
+     * with the producer's value written as {@code product + bias} (the bias its last input, per channel): the
+     * convolution then runs without its bias, and the epilogue adds it in the same pass. Null without a bias.
      */
-    private record ConvEpilogue(Graph.Node node, Fused group, Graph.Node conv, Graph.Node bn, BatchNormFolding folding, int slot)
-            implements Step {}
+    private record ConvEpilogue(Graph.Node node, Fused group, Graph.Node conv, Graph.Node bn, BatchNormFolding folding, int slot,
+                                FormulaKernel biased) implements Step {}
 
     private record Replayed(Graph.Node node) implements Step {}
 
@@ -198,8 +202,15 @@ final class Program {
             } else if (convolution != null) {
                 boolean folded = convolution.op == FrontEndOps.BATCH_NORM;
                 Graph.Node conv = folded ? (Graph.Node) convolution.inputs.get(0) : convolution;
+                int slot = g.inputs.indexOf(convolution);
+                FormulaKernel biased = null;
+                if (folded || conv.inputs.get(2) != null) {
+                    Expr plusBias = new Expr.Math(Fn.ADD, List.of(new Expr.In(slot, Graph.name(convolution)), new Expr.In(g.inputs.size(), "bias")));
+                    biased = KernelRegistry.formulaCompiler(n.device.type())
+                            .compile(withInputs(g.formula, k -> k == slot ? plusBias : new Expr.In(k, Graph.name(g.inputs.get(k)))), g.inputs.size() + 1);
+                }
                 groups.put(n, new ConvEpilogue(n, f, conv, folded ? convolution : null, folded ? new BatchNormFolding(convolution.scalars[2]) : null,
-                        g.inputs.indexOf(convolution)));
+                        slot, biased));
                 inlined.put(convolution, true);
                 inlined.put(conv, true);
             } else if (g.ops >= 2) {
@@ -959,24 +970,29 @@ final class Program {
         Tensor x = resolve(conv.inputs.get(0), inputs, values);
         Tensor w = folded != null ? folded[0] : resolve(conv.inputs.get(1), inputs, values);
         Tensor b = folded != null ? folded[1] : resolve(conv.inputs.get(2), inputs, values);
-        Tensor[] broadcast = new Tensor[args.length];
+        // The bias goes into the epilogue's formula where there is one, as a last operand of shape [C, 1, 1].
+        boolean biasInEpilogue = e.biased() != null && b != null && b.dim() == 1;
+        Tensor[] operandTensors = java.util.Arrays.copyOf(args, args.length + (biasInEpilogue ? 1 : 0));
+        if (biasInEpilogue) operandTensors[args.length] = b.view(b.size(0), 1, 1);
+        Tensor[] broadcast = new Tensor[operandTensors.length];
         try {
-            StridedView[] operands = new StridedView[args.length];
+            StridedView[] operands = new StridedView[operandTensors.length];
             boolean blocks = true;
-            for (int k = 0; k < args.length && blocks; k++) {
+            for (int k = 0; k < operands.length && blocks; k++) {
                 if (k == e.slot()) continue;
-                Tensor bc = args[k].broadcastTo(root.shape);
-                if (bc != args[k]) broadcast[k] = bc;
+                Tensor bc = operandTensors[k].broadcastTo(root.shape);
+                if (bc != operandTensors[k]) broadcast[k] = bc;
                 operands[k] = Dispatcher.view(bc);
                 blocks = pixelsMerge(operands[k]);
             }
-            Tensor out = !blocks ? null : org.jtorch.ops.Convolution.conv2d(x, w, b, conv.scalars, product -> {
+            FormulaKernel kernel = biasInEpilogue ? e.biased() : f.kernel();
+            Tensor out = !blocks ? null : org.jtorch.ops.Convolution.conv2d(x, w, biasInEpilogue ? null : b, conv.scalars, product -> {
                 StridedView pv = Dispatcher.view(product);
                 int device = root.device.index();
                 return (i0, i1, c0, c1, p0, p1) -> {
                     StridedView[] in = new StridedView[operands.length];
                     for (int k = 0; k < in.length; k++) in[k] = block(k == e.slot() ? pv : operands[k], i0, i1, c0, c1, p0, p1);
-                    f.kernel().run(device, DType.FLOAT32, block(pv, i0, i1, c0, c1, p0, p1), in, NO_PARAMS);
+                    kernel.run(device, DType.FLOAT32, block(pv, i0, i1, c0, c1, p0, p1), in, NO_PARAMS);
                 };
             });
             if (out != null) return out;
@@ -989,6 +1005,7 @@ final class Program {
             }
         } finally {
             for (Tensor t : broadcast) if (t != null) t.close();
+            if (biasInEpilogue) operandTensors[args.length].close();
             if (folded != null) {
                 folded[0].close();
                 folded[1].close();

@@ -133,6 +133,32 @@ class JitConvEpilogueTest {
         }
     }
 
+    /**
+     * The folded pair is PyTorch's {@code fuse_conv_bn_eval} formula, kept while nothing changes, and folded again after
+     * an in-place write to any of the six tensors.
+     */
+    @Test
+    void foldedWeightsAreKeptUntilAVersionChanges() {
+        Torch.manualSeed(37);
+        Tensor w = randn(4, 3, 3, 3), b = randn(4), mean = randn(4), var = Torch.rand(4).add(0.5).to(DEVICE);
+        Tensor gamma = randn(4), beta = randn(4);
+        BatchNormFolding folding = new BatchNormFolding(1e-5);
+        try (var g = Grad.noGrad()) {
+            for (int round = 0; round < 3; round++) {
+                Tensor[] f = folding.folded(w, b, mean, var, gamma, beta);
+                Tensor s = gamma.div(var.add(1e-5).sqrt());
+                assertClose(w.mul(s.view(4, 1, 1, 1)), f[0], 1e-6f);
+                assertClose(b.sub(mean).mul(s).add(beta), f[1], 1e-6f);
+                folding.folded(w, b, mean, var, gamma, beta);
+                assertEquals(round + 1, folding.folds());
+                (round == 0 ? w : var).mul_(1.5);
+            }
+            // Another tensor in a slot (a value computed per call) folds again too.
+            folding.folded(w, b.clone(), mean, var, gamma, beta);
+            assertEquals(4, folding.folds());
+        }
+    }
+
     /** A module compiled in evaluation and then switched to training (and back) traces again each way, with autograd off too. */
     @Test
     void aModulesTrainEvalSwitchRetraces() {
