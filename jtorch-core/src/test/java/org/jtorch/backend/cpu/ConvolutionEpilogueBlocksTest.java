@@ -49,17 +49,13 @@ class ConvolutionEpilogueBlocksTest {
     /** Tile rows of 8, 7 (28 px: blocks of 16 tiles end inside a row) and 14 tiles (56 px). */
     @Test
     void winogradBlocksOfTiles() {
-        String before = System.getProperty("jtorch.conv.winograd");
-        System.setProperty("jtorch.conv.winograd", "1");
-        try {
+        withWinograd("1", () -> {
             for (Geometry g : new Geometry[] {geometry(2, 16, 32, 32, 32, 3, 1, 1, 1), geometry(1, 16, 28, 28, 16, 3, 1, 1, 1),
                     geometry(3, 16, 26, 30, 16, 3, 1, 1, 1), geometry(1, 16, 56, 56, 16, 3, 1, 1, 1)}) {
                 assertTrue(WinogradF32.handles(g), g.toString());
                 check(g, DType.FLOAT32);
             }
-        } finally {
-            restore(before);
-        }
+        });
     }
 
     /** Rows of one image (every image, and one image split over the threads). */
@@ -75,17 +71,13 @@ class ConvolutionEpilogueBlocksTest {
     /** The packed implicit GEMM: whole images per task, and a single image split over the threads (one block at the end). */
     @Test
     void implicitGemmImagesAndGroups() {
-        String before = System.getProperty("jtorch.conv.winograd");
-        System.setProperty("jtorch.conv.winograd", "0");
-        try {
+        withWinograd("0", () -> {
             for (Geometry g : new Geometry[] {geometry(4, 16, 32, 32, 16, 3, 1, 1, 1), geometry(1, 16, 32, 32, 16, 3, 1, 1, 1),
                     geometry(3, 32, 9, 9, 48, 3, 1, 1, 2)}) {
                 assertTrue(ConvF32.handles(g) && !ConvDirectF32.handles(g) && !WinogradF32.handles(g) && !ConvGemmF32.prefers(g), g.toString());
                 check(g, DType.FLOAT32);
             }
-        } finally {
-            restore(before);
-        }
+        });
     }
 
     @Test
@@ -93,9 +85,16 @@ class ConvolutionEpilogueBlocksTest {
         check(geometry(3, 5, 7, 6, 4, 3, 2, 1, 1), DType.FLOAT64);
     }
 
-    private static void restore(String setting) {
-        if (setting == null) System.clearProperty("jtorch.conv.winograd");
-        else System.setProperty("jtorch.conv.winograd", setting);
+    /** Runs {@code body} with Winograd's switch ({@code -Djtorch.conv.winograd}, read per call) set, then puts it back. */
+    private static void withWinograd(String setting, Runnable body) {
+        String before = System.getProperty("jtorch.conv.winograd");
+        System.setProperty("jtorch.conv.winograd", setting);
+        try {
+            body.run();
+        } finally {
+            if (before == null) System.clearProperty("jtorch.conv.winograd");
+            else System.setProperty("jtorch.conv.winograd", before);
+        }
     }
 
     private void check(Geometry g, DType dtype) {
