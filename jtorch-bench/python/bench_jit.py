@@ -1,4 +1,5 @@
-"""PyTorch side of `jtorch bench jit`: the same pointwise chains eager and compiled by torch.compile (Inductor, CPU).
+"""PyTorch side of `jtorch bench jit`: the same pointwise chains eager and compiled by torch.compile (Inductor, CPU);
+with `--models`, the side of `jtorch bench jit-inference` (ResNet-20 and ResNet-50 forwards in evaluation).
 
 Needs PyTorch 2 (the 2.13 wheel in a virtual environment) and a C++ compiler for Inductor.
 Prints `name value` lines as JitBench does.
@@ -8,6 +9,7 @@ import time
 
 import torch
 
+from bench_cnn import ResNet20
 from timing import median
 
 quick = "--quick" in sys.argv
@@ -27,6 +29,99 @@ def measure(name, f, x):
     print(f"{name}_eager_ms {eager / 3 * 1e3:.3f}")
     print(f"{name}_compiled_ms {fused / 3 * 1e3:.3f}")
 
+
+def resnet50():
+    """torchvision's ResNet-50 (v1.5: the stride on the 3x3 convolution), written out: torchvision is not installed."""
+    nn = torch.nn
+
+    class Bottleneck(nn.Module):
+        def __init__(self, inp, planes, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(inp, planes, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(planes)
+            self.conv2 = nn.Conv2d(planes, planes, 3, stride, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.conv3 = nn.Conv2d(planes, planes * 4, 1, bias=False)
+            self.bn3 = nn.BatchNorm2d(planes * 4)
+            self.downsample = None
+            if stride != 1 or inp != planes * 4:
+                self.downsample = nn.Sequential(nn.Conv2d(inp, planes * 4, 1, stride, bias=False), nn.BatchNorm2d(planes * 4))
+
+        def forward(self, x):
+            out = torch.relu(self.bn1(self.conv1(x)))
+            out = torch.relu(self.bn2(self.conv2(out)))
+            out = self.bn3(self.conv3(out))
+            return torch.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+            self.bn1 = nn.BatchNorm2d(64)
+            self.maxpool = nn.MaxPool2d(3, 2, 1)
+            layers, inp = [], 64
+            for planes, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+                for i in range(blocks):
+                    layers.append(Bottleneck(inp, planes, stride if i == 0 else 1))
+                    inp = planes * 4
+            self.layers = nn.Sequential(*layers)
+            self.fc = nn.Linear(2048, 1000)
+
+        def forward(self, x):
+            h = self.layers(self.maxpool(torch.relu(self.bn1(self.conv1(x)))))
+            return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(h, 1), 1))
+
+    return Net()
+
+
+def models():
+    """`--models`: the forwards of JitInferenceBench (`jtorch bench jit-inference`) in evaluation without autograd, eager
+    against torch.compile (Inductor's defaults, and with `freezing`, which folds batch norms into convolutions and
+    prepacks their weights), in alternating rounds of the same number of forwards, medians of the rounds; with
+    `--cputime` in this thread's CPU time (run with one thread: torch.set_num_threads(1) here)."""
+    import torch._inductor.config as inductor
+    torch.set_num_threads(1)
+    clock = time.thread_time if "--cputime" in sys.argv else time.perf_counter
+    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
+    variants = sys.argv[sys.argv.index("--variants") + 1].split(",") if "--variants" in sys.argv else ["default", "freezing"]
+    work = [("resnet20_b32", ResNet20, (32, 3, 32, 32), 2 if quick else 10), ("resnet20_b1", ResNet20, (1, 3, 32, 32), 20 if quick else 200),
+            ("resnet50_b1", resnet50, (1, 3, 224, 224), 1 if quick else 6), ("resnet50_b32", resnet50, (32, 3, 224, 224), 1)]
+    rounds = 3 if quick else 5
+    for name, make, shape, per_round in work:
+        if only and name not in only:
+            continue
+        torch.manual_seed(0)
+        model = make().eval()
+        x = torch.randn(shape)
+        for variant in variants:
+            torch._dynamo.reset()
+            inductor.freezing = variant == "freezing"
+            tag = name if variant == "default" else f"{name}_{variant}"
+            with torch.no_grad():
+                t0 = time.perf_counter()
+                compiled = torch.compile(model)
+                compiled(x)
+                print(f"{tag}_first_call_ms {(time.perf_counter() - t0) * 1e3:.3f}", flush=True)
+                for _ in range(2):
+                    model(x)
+                    compiled(x)
+                eager, fused = [], []
+                for _ in range(rounds):
+                    for f, ts in ((model, eager), (compiled, fused)):
+                        t0 = clock()
+                        for _ in range(per_round):
+                            f(x)
+                        ts.append((clock() - t0) / per_round * 1e3)
+                eager.sort()
+                fused.sort()
+                print(f"{tag}_eager_ms {eager[rounds // 2]:.3f}")
+                print(f"{tag}_compiled_ms {fused[rounds // 2]:.3f}")
+                print(f"{tag}_compiled_speedup {eager[rounds // 2] / fused[rounds // 2]:.3f}", flush=True)
+
+
+if "--models" in sys.argv:
+    models()
+    sys.exit(0)
 
 with torch.no_grad():
     for n in ([1 << 20] if quick else [1 << 20, 1 << 24]):

@@ -43,6 +43,7 @@ public final class BenchMain {
                     if (Arrays.asList(args).contains("--profile")) System.err.print(JitStepBench.profile(quick ? 5 : 20));
                 }
             }
+            case "jit-inference" -> print(JitInferenceBench.run(quick, Arrays.asList(args).contains("--cputime"), option(args, "--only")));
             case "examples" -> {
                 String program = option(args, "--program");
                 if (program != null) {
@@ -100,6 +101,10 @@ public final class BenchMain {
                                  alternating rounds, and each step's peak CPU allocator bytes (--cputime: in thread CPU
                                  time, for JTORCH_NUM_THREADS=1; --profile: each kernel's time per step, both ways;
                                  --phases: the MLP step's forward, loss, backward and optimizer times, both ways)
+                      jit-inference  ResNet-20 (32x32) and ResNet-50 (224x224) forwards in evaluation, batch 32 and 1,
+                                 eager against Jit.compile (batch norms folded, convolution epilogues) in alternating
+                                 rounds (--cputime: in thread CPU time, for JTORCH_NUM_THREADS=1; --only NAME,...:
+                                 resnet20_b32, resnet20_b1, resnet50_b1, resnet50_b32; python/bench_jit.py --models)
                       optim      one step of Adam, NAdam, RAdam, Adamax, SparseAdam (1024x1024 float32); one LBFGS step
                                  with the strong-Wolfe line search (least squares, 65,536 parameters, 10 iterations)
                       examples   training steps of the pytorch/examples ports (mnist, vae, dcgan, word LM LSTM and

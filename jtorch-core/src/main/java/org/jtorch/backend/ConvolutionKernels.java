@@ -43,6 +43,28 @@ public interface ConvolutionKernels {
     /** {@code out = conv(input, weight) + bias}; {@code bias} may be null. */
     void conv2d(StridedView input, StridedView weight, StridedView bias, StridedView out, Geometry g);
 
+    /**
+     * Pointwise work on a finished block of a convolution's output: images {@code [image0, image1)}, channels
+     * {@code [channel0, channel1)} and, in each channel's {@code oh * ow} plane in row-major order, the pixels
+     * {@code [pixel0, pixel1)}. The JIT's fused epilogue (activation, residual add). Blocks do not overlap, together
+     * cover the output once, and may run on several threads at once.
+     */
+    @FunctionalInterface
+    interface Epilogue {
+        void block(long image0, long image1, int channel0, int channel1, long pixel0, long pixel1);
+    }
+
+    /**
+     * {@link #conv2d}, then {@code epilogue} over the output. A backend may run the epilogue on each block of the output
+     * as a thread finishes it, while the block is still in that core's cache (the CPU's float32 kernels do); by default
+     * it runs once over the whole output after the convolution.
+     */
+    default void conv2dWithEpilogue(StridedView input, StridedView weight, StridedView bias, StridedView out, Geometry g,
+                                    Epilogue epilogue) {
+        conv2d(input, weight, bias, out, g);
+        epilogue.block(0, g.n(), 0, g.cout(), 0, (long) g.oh() * g.ow());
+    }
+
     /** {@code gradInput = conv^T(gradOut, weight)}: the input gradient, which is also the transposed convolution's forward. */
     void conv2dBackwardInput(StridedView gradOut, StridedView weight, StridedView gradInput, Geometry g);
 

@@ -552,6 +552,17 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
+        public void conv2dWithEpilogue(StridedView input, StridedView weight, StridedView bias, StridedView out, Geometry g,
+                                       Epilogue epilogue) {
+            hold("conv2d", input, weight, bias, out);
+            try {
+                k.conv2dWithEpilogue(input, weight, bias, out, g, epilogue);
+            } finally {
+                drop(input, weight, bias, out);
+            }
+        }
+
+        @Override
         public void conv2dBackwardInput(StridedView gradOut, StridedView weight, StridedView gradInput, Geometry g) {
             hold("conv2d_backward", gradOut, weight, gradInput);
             try {

@@ -30,8 +30,8 @@ import org.jtorch.ops.Dispatcher;
  * <p>What a compiled function guarantees:
  * <ul>
  *   <li><b>Guards.</b> A compiled graph is specialised on its inputs' shapes, dtypes and devices and on whether
- *   they require grad (and on grad mode and autocast); a call that differs traces again, and graphs are cached per
- *   input signature.</li>
+ *   they require grad (and on grad mode and autocast; for a compiled module, on which of its modules are in training
+ *   mode); a call that differs traces again, and graphs are cached per input signature.</li>
  *   <li><b>Never a wrong result.</b> What the trace cannot replay runs eagerly: a function that uses an op the
  *   dispatcher does not see yet (views, matmul, convolution, indexing, ...), reads values on the host
  *   ({@code item}, {@code toFloatArray}) or changes a tensor in place is called as it is, every time, for that
@@ -87,7 +87,7 @@ public final class Jit {
 
     public static TensorFunction trace(TensorFunction fn, Options options, Tensor... example) {
         Arguments.nonNull("Jit.trace", "fn", fn);
-        Compiled c = new Compiled(fn, options, List.of(), List.of());
+        Compiled c = new Compiled(fn, options, List.of(), List.of(), null);
         if (example.length > 0) {
             try (Tensor warm = c.apply(example)) {
                 // Traced and compiled for the example's signature; its value is not needed.
@@ -103,7 +103,7 @@ public final class Jit {
 
     public static TensorFunction compile(Module module, Options options) {
         Arguments.nonNull("Jit.compile", "module", module);
-        return new Compiled(x -> module.forward(x[0]), options, module.parameters(), module.buffers());
+        return new Compiled(x -> module.forward(x[0]), options, module.parameters(), module.buffers(), module);
     }
 
     /** The graph {@code fn} traces to on {@code inputs}, the steps it compiles to (fusion groups and their formulas), or why it runs eagerly. */
@@ -120,8 +120,9 @@ public final class Jit {
 
     /** What a compiled graph is specialised on. */
     private record Signature(long[][] shapes, DType[] dtypes, Device[] devices, boolean[] requiresGrad, boolean gradMode,
-                             boolean autocast) {
-        static Signature of(Tensor[] inputs) {
+                             boolean autocast, boolean[] training) {
+        /** {@code module} (null for a traced function): its modules' training flags are part of the signature (batch norm, dropout). */
+        static Signature of(Tensor[] inputs, Module module) {
             int n = inputs.length;
             long[][] shapes = new long[n][];
             DType[] dtypes = new DType[n];
@@ -134,20 +135,29 @@ public final class Jit {
                 devices[i] = inputs[i].device();
                 grad[i] = inputs[i].requiresGrad();
             }
-            return new Signature(shapes, dtypes, devices, grad, Grad.isEnabled(), Autocast.isActive());
+            boolean[] training = NO_MODULES;
+            if (module != null) {
+                List<Module> modules = module.modules();
+                training = new boolean[modules.size()];
+                for (int i = 0; i < training.length; i++) training[i] = modules.get(i).isTraining();
+            }
+            return new Signature(shapes, dtypes, devices, grad, Grad.isEnabled(), Autocast.isActive(), training);
         }
 
         @Override
         public boolean equals(Object o) {
             return o instanceof Signature s && Arrays.deepEquals(shapes, s.shapes) && Arrays.equals(dtypes, s.dtypes)
                     && Arrays.equals(devices, s.devices) && Arrays.equals(requiresGrad, s.requiresGrad) && gradMode == s.gradMode
-                    && autocast == s.autocast;
+                    && autocast == s.autocast && Arrays.equals(training, s.training);
         }
 
         @Override
         public int hashCode() {
-            return Arrays.deepHashCode(shapes) * 31 + Arrays.hashCode(dtypes) * 7 + Arrays.hashCode(requiresGrad) + (gradMode ? 1 : 0);
+            return Arrays.deepHashCode(shapes) * 31 + Arrays.hashCode(dtypes) * 7 + Arrays.hashCode(requiresGrad) + (gradMode ? 1 : 0)
+                    + Arrays.hashCode(training) * 11;
         }
+
+        private static final boolean[] NO_MODULES = new boolean[0];
     }
 
     /** A compiled function: one program (or the eager function) per input signature. */
@@ -168,16 +178,20 @@ public final class Jit {
         /** A module's buffers (batch norm's running statistics): restored after the warm-up calls before a capture. */
         private final List<Tensor> buffers;
 
-        Compiled(TensorFunction fn, Options options, List<Tensor> parameters, List<Tensor> buffers) {
+        /** The compiled module, whose modules' training flags guard the programs; null for a traced function. */
+        private final Module module;
+
+        Compiled(TensorFunction fn, Options options, List<Tensor> parameters, List<Tensor> buffers, Module module) {
             this.fn = fn;
             this.options = options;
             this.parameters = parameters;
             this.buffers = buffers;
+            this.module = module;
         }
 
         @Override
         public Tensor apply(Tensor... inputs) {
-            Signature sig = Signature.of(inputs);
+            Signature sig = Signature.of(inputs, module);
             if (!options.useCudaGraphs()) return applyCompiled(sig, inputs);
             Optional<Graphed> g = graphs.get(sig);
             if (g != null && g.isPresent()) return g.get().call(inputs);

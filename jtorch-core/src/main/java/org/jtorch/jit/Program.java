@@ -40,7 +40,8 @@ import org.jtorch.ops.Normalization;
  */
 final class Program {
     /** One step: a fused group or one replayed op, producing the value of {@code node}. */
-    private sealed interface Step permits Fused, FusedSum, FusedSoftmax, GemmEpilogue, NormalizedGroup, FoldedConvBatchNorm, Replayed {
+    private sealed interface Step permits Fused, FusedSum, FusedSoftmax, GemmEpilogue, NormalizedGroup, FoldedConvBatchNorm, ConvEpilogue,
+            Replayed {
         Graph.Node node();
     }
 
@@ -97,10 +98,26 @@ final class Program {
 
     /**
      * A convolution whose only consumer is a batch norm in evaluation, folded into it (inference only): the batch
-     * norm's per-channel scale and shift are applied to the convolution's weight and bias at each call (so parameter
-     * and statistics updates are seen), and one convolution replaces the two passes. {@code node} is the batch norm.
+     * norm's per-channel scale and shift are applied to the convolution's weight and bias ({@link BatchNormFolding},
+     * folded again whenever a parameter or statistic has changed since), and one convolution replaces the two passes.
+     * {@code node} is the batch norm.
      */
-    private record FoldedConvBatchNorm(Graph.Node node, Graph.Node conv) implements Step {}
+    private record FoldedConvBatchNorm(Graph.Node node, Graph.Node conv, BatchNormFolding folding) implements Step {}
+
+    /**
+     * A fused group fed by a float32 2-D convolution (or by a batch norm in evaluation folded into one, {@code bn}, with
+     * its {@code folding}; else null) used by it alone and of the group's shape, in inference: the group runs as the
+     * convolution's epilogue, on each block of the output as the thread that computed it finishes it, while the block
+     * is in that core's cache ({@link org.jtorch.backend.ConvolutionKernels#conv2dWithEpilogue}), writing into the
+     * convolution's own output. {@code slot} is the producer's (the convolution's, or the batch norm's) index among the
+     * group's inputs. ReLU after a convolution's batch norm; add and ReLU at a residual block's end.
+     *
+     * <p>Where the convolution has a bias (a folded batch norm always gives one), {@code biased} is the group's formula
+     * with the producer's value written as {@code product + bias} (the bias its last input, per channel): the
+     * convolution then runs without its bias, and the epilogue adds it in the same pass. Null without a bias.
+     */
+    private record ConvEpilogue(Graph.Node node, Fused group, Graph.Node conv, Graph.Node bn, BatchNormFolding folding, int slot,
+                                FormulaKernel biased) implements Step {}
 
     private record Replayed(Graph.Node node) implements Step {}
 
@@ -164,7 +181,8 @@ final class Program {
             Graph.Node sum = summedBy.get(n);
             Graph.Node producer = sum == null ? epilogueProducer(g, uses) : null;
             Graph.Node normalizer = sum == null && producer == null ? batchNormProducer(g, uses) : null;
-            if (g.ops < 2 && sum == null && producer == null && normalizer == null) continue;
+            Graph.Node convolution = sum == null && producer == null && normalizer == null ? convolutionProducer(g, uses) : null;
+            if (g.ops < 2 && sum == null && producer == null && normalizer == null && convolution == null) continue;
             Fused f = compile(g);
             if (f == null) {
                 for (Graph.Node member : g.nodes()) inlined.remove(member);
@@ -181,15 +199,30 @@ final class Program {
             } else if (normalizer != null) {
                 groups.put(n, normalized(f, normalizer));
                 inlined.put(normalizer, true);
+            } else if (convolution != null) {
+                boolean folded = convolution.op == FrontEndOps.BATCH_NORM;
+                Graph.Node conv = folded ? (Graph.Node) convolution.inputs.get(0) : convolution;
+                int slot = g.inputs.indexOf(convolution);
+                FormulaKernel biased = null;
+                if (folded || conv.inputs.get(2) != null) {
+                    Expr plusBias = new Expr.Math(Fn.ADD, List.of(new Expr.In(slot, Graph.name(convolution)), new Expr.In(g.inputs.size(), "bias")));
+                    biased = KernelRegistry.formulaCompiler(n.device.type())
+                            .compile(withInputs(g.formula, k -> k == slot ? plusBias : new Expr.In(k, Graph.name(g.inputs.get(k)))), g.inputs.size() + 1);
+                }
+                groups.put(n, new ConvEpilogue(n, f, conv, folded ? convolution : null, folded ? new BatchNormFolding(convolution.scalars[2]) : null,
+                        slot, biased));
+                inlined.put(convolution, true);
+                inlined.put(conv, true);
             } else if (g.ops >= 2) {
                 groups.put(n, f);
             }
         }
         if (!differentiable) {
             for (Graph.Node n : graph.nodes) {
-                if (live.containsKey(n) && foldsIntoConv(n, uses) && !graph.mutated.contains(n) && !graph.mutated.contains(n.inputs.get(0))) {
+                if (live.containsKey(n) && !inlined.containsKey(n) && foldsIntoConv(n, uses) && !graph.mutated.contains(n)
+                        && !graph.mutated.contains(n.inputs.get(0))) {
                     Graph.Node conv = (Graph.Node) n.inputs.get(0);
-                    groups.put(n, new FoldedConvBatchNorm(n, conv));
+                    groups.put(n, new FoldedConvBatchNorm(n, conv, new BatchNormFolding(n.scalars[2])));
                     inlined.put(conv, true);
                 }
             }
@@ -357,6 +390,28 @@ final class Program {
     }
 
     /**
+     * In inference, the float32 value among {@code g}'s inputs that a convolution's epilogue can feed the group from: a
+     * 2-D convolution of a batched input, or a batch norm in evaluation folded into one ({@link #foldsIntoConv}), read
+     * by the group alone, of the group's shape, on its device, neither written in place nor reading what is (the
+     * convolution runs at the group's place in the order); null where none.
+     */
+    private Graph.Node convolutionProducer(FusedGroup g, Map<Graph.Node, Integer> uses) {
+        if (differentiable) return null;
+        Graph.Node root = g.root.node();
+        for (Graph.Value v : g.inputs) {
+            if (!(v instanceof Graph.Node p) || p.dtype != DType.FLOAT32 || uses.get(p) != 1 || !java.util.Arrays.equals(p.shape, root.shape)
+                    || !p.device.equals(root.device) || p.shape.length != 4 || graph.mutated.contains(p) || readsMutated(p)) {
+                continue;
+            }
+            Graph.Node conv = p.op == FrontEndOps.BATCH_NORM && foldsIntoConv(p, uses) ? (Graph.Node) p.inputs.get(0) : p;
+            if (conv.op == FrontEndOps.CONV2D && conv.inputs.get(0).shape().length == 4 && !graph.mutated.contains(conv) && !readsMutated(conv)) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    /**
      * Whether {@code n} is a batch norm in evaluation with running statistics whose input is a convolution used by it
      * alone, of the same floating dtype: then the batch norm folds into the convolution.
      */
@@ -445,6 +500,13 @@ final class Program {
                 in.addAll(f.node().inputs.subList(1, f.node().inputs.size()));
                 yield in;
             }
+            case ConvEpilogue e -> {
+                List<Graph.Value> in = new ArrayList<>(e.group().group().inputs);
+                in.remove(e.slot());
+                in.addAll(e.conv().inputs);
+                if (e.bn() != null) in.addAll(e.bn().inputs.subList(1, e.bn().inputs.size()));
+                yield in;
+            }
             case Replayed r -> r.node().inputs;
         };
     }
@@ -504,6 +566,7 @@ final class Program {
                     case GemmEpilogue e -> runEpilogue(e, inputs, values);
                     case NormalizedGroup e -> runNormalized(e, inputs, values, s);
                     case FoldedConvBatchNorm f -> runFolded(f, inputs, values);
+                    case ConvEpilogue e -> runConvEpilogue(e, inputs, values);
                     case Replayed r -> replay(r.node(), inputs, values);
                 };
                 for (Graph.Value v : reads(step)) {
@@ -879,25 +942,89 @@ final class Program {
      */
     private static Tensor runFolded(FoldedConvBatchNorm f, Tensor[] inputs, Tensor[] values) {
         Graph.Node conv = f.conv();
-        Graph.Node bn = f.node();
-        Tensor x = resolve(conv.inputs.get(0), inputs, values);
-        Tensor w = resolve(conv.inputs.get(1), inputs, values);
-        Tensor b = resolve(conv.inputs.get(2), inputs, values);
-        Tensor mean = resolve(bn.inputs.get(1), inputs, values);
-        Tensor var = resolve(bn.inputs.get(2), inputs, values);
-        Tensor gamma = resolve(bn.inputs.get(3), inputs, values);
-        Tensor beta = resolve(bn.inputs.get(4), inputs, values);
-        try (MemoryScope scope = new MemoryScope()) {
-            Tensor s = var.add(bn.scalars[2]).rsqrt();
-            if (gamma != null) s = s.mul(gamma);
-            long[] channel = new long[w.dim()];
-            java.util.Arrays.fill(channel, 1);
-            channel[0] = w.size(0);
-            Tensor folded = w.mul(s.reshape(channel));
-            Tensor shift = (b != null ? b.sub(mean) : mean.neg()).mul(s);
-            if (beta != null) shift = shift.add(beta);
-            return scope.keep(Dispatcher.call(FrontEndOps.CONV2D, new Tensor[] {x, folded, shift}, conv.scalars));
+        Tensor[] folded = folded(f.folding(), conv, f.node(), inputs, values);
+        try (Tensor w = folded[0]; Tensor b = folded[1]) {
+            return Dispatcher.call(FrontEndOps.CONV2D, new Tensor[] {resolve(conv.inputs.get(0), inputs, values), w, b}, conv.scalars);
         }
+    }
+
+    /** The folded weight and bias of {@code conv} followed by {@code bn} (handles the caller closes). */
+    private static Tensor[] folded(BatchNormFolding folding, Graph.Node conv, Graph.Node bn, Tensor[] inputs, Tensor[] values) {
+        return folding.folded(resolve(conv.inputs.get(1), inputs, values), resolve(conv.inputs.get(2), inputs, values),
+                resolve(bn.inputs.get(1), inputs, values), resolve(bn.inputs.get(2), inputs, values),
+                resolve(bn.inputs.get(3), inputs, values), resolve(bn.inputs.get(4), inputs, values));
+    }
+
+    /**
+     * The convolution (its batch norm folded in where there is one) with the group as its epilogue, written into the
+     * convolution's output. The group's operands are seen as {@code [N, C, H * W]}; one whose height and width do not
+     * merge into one stride, or a convolution the fused entry does not take, sends the step the unfused way: the
+     * convolution, then the group over its whole output.
+     */
+    private static Tensor runConvEpilogue(ConvEpilogue e, Tensor[] inputs, Tensor[] values) {
+        Fused f = e.group();
+        Graph.Node root = f.node();
+        Graph.Node conv = e.conv();
+        Tensor[] args = arguments(f, inputs, values);
+        Tensor[] folded = e.bn() == null ? null : folded(e.folding(), conv, e.bn(), inputs, values);
+        Tensor x = resolve(conv.inputs.get(0), inputs, values);
+        Tensor w = folded != null ? folded[0] : resolve(conv.inputs.get(1), inputs, values);
+        Tensor b = folded != null ? folded[1] : resolve(conv.inputs.get(2), inputs, values);
+        // The bias goes into the epilogue's formula where there is one, as a last operand of shape [C, 1, 1].
+        boolean biasInEpilogue = e.biased() != null && b != null && b.dim() == 1;
+        Tensor[] operandTensors = java.util.Arrays.copyOf(args, args.length + (biasInEpilogue ? 1 : 0));
+        if (biasInEpilogue) operandTensors[args.length] = b.view(b.size(0), 1, 1);
+        Tensor[] broadcast = new Tensor[operandTensors.length];
+        try {
+            StridedView[] operands = new StridedView[operandTensors.length];
+            boolean blocks = true;
+            for (int k = 0; k < operands.length && blocks; k++) {
+                if (k == e.slot()) continue;
+                Tensor bc = operandTensors[k].broadcastTo(root.shape);
+                if (bc != operandTensors[k]) broadcast[k] = bc;
+                operands[k] = Dispatcher.view(bc);
+                blocks = pixelsMerge(operands[k]);
+            }
+            FormulaKernel kernel = biasInEpilogue ? e.biased() : f.kernel();
+            Tensor out = !blocks ? null : org.jtorch.ops.Convolution.conv2d(x, w, biasInEpilogue ? null : b, conv.scalars, product -> {
+                StridedView pv = Dispatcher.view(product);
+                int device = root.device.index();
+                return (i0, i1, c0, c1, p0, p1) -> {
+                    StridedView[] in = new StridedView[operands.length];
+                    for (int k = 0; k < in.length; k++) in[k] = block(k == e.slot() ? pv : operands[k], i0, i1, c0, c1, p0, p1);
+                    kernel.run(device, DType.FLOAT32, block(pv, i0, i1, c0, c1, p0, p1), in, NO_PARAMS);
+                };
+            });
+            if (out != null) return out;
+            Tensor product = Dispatcher.call(FrontEndOps.CONV2D, new Tensor[] {x, w, b}, conv.scalars);
+            args[e.slot()] = product;
+            try (product) {
+                Tensor result = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+                apply(f.kernel(), root, args, null, result);
+                return result;
+            }
+        } finally {
+            for (Tensor t : broadcast) if (t != null) t.close();
+            if (biasInEpilogue) operandTensors[args.length].close();
+            if (folded != null) {
+                folded[0].close();
+                folded[1].close();
+            }
+        }
+    }
+
+    /** Whether an {@code [N, C, H, W]} view's pixels are one stride apart in row-major order (its H and W merge). */
+    private static boolean pixelsMerge(StridedView v) {
+        long[] shape = v.shape(), strides = v.strides();
+        return shape[2] == 1 || shape[3] == 1 || strides[2] == shape[3] * strides[3];
+    }
+
+    /** Images {@code [i0, i1)}, channels {@code [c0, c1)} and pixels {@code [p0, p1)} of an {@code [N, C, H, W]} view, as {@code [images, channels, pixels]}. */
+    private static StridedView block(StridedView v, long i0, long i1, int c0, int c1, long p0, long p1) {
+        long[] st = v.strides();
+        long pixelStride = v.shape()[3] == 1 ? st[2] : st[3];
+        return new StridedView(v.memory(), v.offset() + i0 * st[0] + c0 * st[1] + p0 * pixelStride, new long[] {i1 - i0, c1 - c0, p1 - p0},
+                new long[] {st[0], st[1], pixelStride}, v.dtype());
     }
 
     private static Tensor[] arguments(Fused f, Tensor[] inputs, Tensor[] values) {
@@ -1086,6 +1213,13 @@ final class Program {
                 }
                 case FoldedConvBatchNorm f -> s.append(f.node()).append(" = conv2d with the evaluation batch norm folded into its weight and bias (")
                         .append(f.conv()).append(")\n");
+                case ConvEpilogue e -> {
+                    FusedGroup g = e.group().group();
+                    s.append(e.node()).append(" = conv2d").append(e.bn() != null ? " with the evaluation batch norm folded into its weight and bias" : "")
+                            .append(" (").append(e.conv()).append(") and an epilogue of ").append(g.ops).append(g.ops == 1 ? " op" : " ops")
+                            .append(" over (").append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ")
+                            .append(g.formula).append('\n');
+                }
                 case Replayed r -> s.append(r.node()).append(" = ").append(r.node().op.name())
                         .append(r.node().inPlace ? "_ (eager, in place)\n" : " (eager)\n");
             }

@@ -9,6 +9,7 @@ import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
+import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
 
 /**
@@ -202,6 +203,47 @@ public final class Convolution {
     /** conv1d / conv2d: validates, builds the geometry and runs {@link #conv}. */
     private static Tensor conv(String op, int dims, Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding,
                                String paddingMode, int[] dilation, int groups) {
+        Planned p = plan(op, dims, input, weight, bias, stride, padding, paddingMode, dilation, groups);
+        return conv(input, weight, bias, p.geo(), p.outShape());
+    }
+
+    /**
+     * {@code conv2d} of a batched float32 input with float32 weight and bias (not traced, no autocast, no autograd)
+     * with a fused epilogue: {@code epilogue} is given the output and returns the work the backend runs on each block
+     * of it as the convolution finishes it ({@link ConvolutionKernels#conv2dWithEpilogue}). The JIT's entry point for a
+     * pointwise chain fed by a convolution in inference; {@code args} are the traced ones (stride, padding and dilation
+     * as pairs, then groups). Returns the output as the epilogue left it, or null, having done nothing, for operands
+     * this path does not take (another dtype or rank, mixed devices).
+     */
+    public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, double[] args,
+                                java.util.function.Function<Tensor, ConvolutionKernels.Epilogue> epilogue) {
+        if (input.dim() != 4 || input.dtype() != DType.FLOAT32 || weight.dtype() != DType.FLOAT32
+                || bias != null && (bias.dtype() != DType.FLOAT32 || !bias.device().equals(input.device()))
+                || !weight.device().equals(input.device())) {
+            return null;
+        }
+        int[] v = new int[args.length];
+        for (int i = 0; i < v.length; i++) v[i] = (int) args[i];
+        Planned p = plan("conv2d", 2, input, weight, bias, new int[] {v[0], v[1]}, new int[] {v[2], v[3]}, null,
+                new int[] {v[4], v[5]}, v[6]);
+        Tensor out = Tensor.empty(p.outShape(), DType.FLOAT32, input.device());
+        try (var g = org.jtorch.autograd.Grad.noGrad(); Tensor x = input.contiguous(); Tensor w = weight.contiguous();
+             Tensor b = bias == null ? null : bias.contiguous()) {
+            ConvolutionKernels.Epilogue e = epilogue.apply(out);
+            org.jtorch.backend.Backends.of("conv2d", input.device()).convolution().conv2dWithEpilogue(Dispatcher.view(x),
+                    Dispatcher.view(w), Dispatcher.view(b), Dispatcher.view(out), p.geo(), e);
+        } catch (RuntimeException ex) {
+            out.close();
+            throw ex;
+        }
+        return out;
+    }
+
+    /** A convolution's checked geometry and output shape. */
+    private record Planned(Geometry geo, long[] outShape) {}
+
+    private static Planned plan(String op, int dims, Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding,
+                                String paddingMode, int[] dilation, int groups) {
         checkOperands(op, dims, input, weight, bias, groups);
         boolean batched = input.dim() == dims + 2;
         long n = batched ? input.size(0) : 1;
@@ -265,7 +307,7 @@ public final class Convolution {
         long[] outShape;
         if (dims == 2) outShape = batched ? new long[] {n, cout, oh, ow} : new long[] {cout, oh, ow};
         else outShape = batched ? new long[] {n, cout, ow} : new long[] {cout, ow};
-        return conv(input, weight, bias, geo, outShape);
+        return new Planned(geo, outShape);
     }
 
     private static void checkOperands(String op, int dims, Tensor input, Tensor weight, Tensor bias, int groups) {

@@ -6,6 +6,7 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
 
 /**
@@ -94,12 +95,12 @@ final class ConvDirectF32 {
 
     /** {@code out = conv(x, w) + bias} for contiguous float32 tensors given as segments and element offsets ({@code bias} may be null). */
     static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment bias, long bOff,
-                        MemorySegment out, long oOff, Geometry g) {
+                        MemorySegment out, long oOff, Geometry g, ConvolutionKernels.Epilogue epilogue) {
         float[] bv = new float[g.cout()];
         if (bias != null) {
             for (int oc = 0; oc < g.cout(); oc++) bv[oc] = bias.get(F32, (bOff + oc) * Float.BYTES);
         }
-        run(x, xOff, blockedWeights(w, wOff, g, false), bv, out, oOff, g);
+        run(x, xOff, blockedWeights(w, wOff, g, false), bv, out, oOff, g, epilogue);
     }
 
     /**
@@ -109,7 +110,7 @@ final class ConvDirectF32 {
      */
     static void backwardInputFlipped(MemorySegment gy, long gyOff, MemorySegment w, long wOff, MemorySegment gi, long giOff,
                                      Geometry flipped) {
-        run(gy, gyOff, blockedWeights(w, wOff, flipped, true), new float[flipped.cout()], gi, giOff, flipped);
+        run(gy, gyOff, blockedWeights(w, wOff, flipped, true), new float[flipped.cout()], gi, giOff, flipped, null);
     }
 
     /**
@@ -164,14 +165,17 @@ final class ConvDirectF32 {
     private static final ThreadLocal<WeightBuffers> WEIGHTS = ThreadLocal.withInitial(WeightBuffers::new);
 
     /** {@link #rows} over every image with blocked weights {@code wp} and bias {@code bv}. */
-    private static void run(MemorySegment x, long xOff, float[] wp, float[] bv, MemorySegment out, long oOff, Geometry g) {
+    private static void run(MemorySegment x, long xOff, float[] wp, float[] bv, MemorySegment out, long oOff, Geometry g,
+                            ConvolutionKernels.Epilogue epilogue) {
         int p = tilePixels(g);
         int ob = p == 16 ? 16 : 32;
         int kwc = g.kw() * g.cin(), k = g.kh() * kwc;
         int wpad = ConvF32.paddedWidth(g);
         long pixels = (long) g.oh() * g.ow();
-        overPaddedImages(x, xOff, g, (wk, n, y0, y1) ->
-                rows(wk, wp, bv, g, p, ob, k, kwc, wpad, y0, y1, out, oOff + n * g.cout() * pixels, pixels));
+        overPaddedImages(x, xOff, g, (wk, n, y0, y1) -> {
+            rows(wk, wp, bv, g, p, ob, k, kwc, wpad, y0, y1, out, oOff + n * g.cout() * pixels, pixels);
+            if (epilogue != null) epilogue.block(n, n + 1, 0, g.cout(), (long) y0 * g.ow(), (long) y1 * g.ow());
+        });
     }
 
     /** What {@link #overPaddedImages} runs: output rows {@code [y0, y1)} of image n, its padded copy in {@code wk.image}. */

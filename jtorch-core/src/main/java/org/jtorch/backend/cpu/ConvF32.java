@@ -6,6 +6,7 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
 
 /**
@@ -79,9 +80,9 @@ final class ConvF32 {
      * ({@code bias} may be null).
      */
     static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment bias, long bOff,
-                        MemorySegment out, long oOff, Geometry g) {
+                        MemorySegment out, long oOff, Geometry g, ConvolutionKernels.Epilogue epilogue) {
         if (ConvDirectF32.handles(g)) {
-            ConvDirectF32.forward(x, xOff, w, wOff, bias, bOff, out, oOff, g);
+            ConvDirectF32.forward(x, xOff, w, wOff, bias, bOff, out, oOff, g, epilogue);
             return;
         }
         int kg = g.kg();
@@ -130,8 +131,11 @@ final class ConvF32 {
                 if (rows != null) rows.strips(wp, gi * mPad * kg, g, wk, s0, s1, bias, bGroup, out, outBase);
                 else if (pitch != null) pitch.strips(wp, gi * mPad * kg, mPad, kc0, blocks, g, wk, s0, s1, bias, bGroup, out, outBase);
                 else strips(wp, gi * mPad * kg, mPad, kc0, blocks, g, wk, s0, s1, bias, bGroup, out, outBase);
+                // A task of a whole image has finished its group's channels; split images end together, below.
+                if (epilogue != null && split == 1) epilogue.block(n, n + 1, gi * coutG, (gi + 1) * coutG, 0, pixels);
             }
         });
+        if (epilogue != null && split > 1) epilogue.block(0, g.n(), 0, g.cout(), 0, pixels);
     }
 
     // ------------------------------------------------------------------ stride 1, 3 taps wide, whole 32-pixel rows

@@ -2,6 +2,7 @@ package org.jtorch.backend.cpu;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
 
 /**
@@ -34,7 +35,7 @@ final class ConvGemmF32 {
     }
 
     static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment bias, long bOff,
-                        MemorySegment out, long oOff, Geometry g) {
+                        MemorySegment out, long oOff, Geometry g, ConvolutionKernels.Epilogue epilogue) {
         int k = g.kg(), cout = g.cout();
         long l = (long) g.oh() * g.ow();
         int cols = (int) (g.n() * l);
@@ -52,6 +53,7 @@ final class ConvGemmF32 {
                         for (long j = 0; j < l; j++) out.set(F32, dst + j * 4, out.get(F32, dst + j * 4) + b);
                     }
                 }
+                if (epilogue != null) epilogue.block(n, n + 1, 0, cout, 0, l);
             }
         });
     }

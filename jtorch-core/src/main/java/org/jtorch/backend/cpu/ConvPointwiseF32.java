@@ -5,6 +5,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
 
 /**
@@ -82,7 +83,7 @@ final class ConvPointwiseF32 {
 
     /** {@code out = conv(x, w) + bias} for contiguous float32 tensors ({@code bias} may be null). */
     static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment bias, long bOff,
-                        MemorySegment out, long oOff, Geometry g) {
+                        MemorySegment out, long oOff, Geometry g, ConvolutionKernels.Epilogue epilogue) {
         int cin = g.cin(), cout = g.cout();
         int l = g.oh() * g.ow();
         MemorySegment b = x;
@@ -97,7 +98,7 @@ final class ConvPointwiseF32 {
             MemorySegment.copy(bias, F32, bOff * Float.BYTES, bv, 0, cout);
         }
         // A = W (cout x cin), rows contiguous.
-        product(packed(w, wOff, cin, 1, cout, cin), cout, cin, b, bBase, l, out, oOff, g.n(), bv);
+        product(packed(w, wOff, cin, 1, cout, cin), cout, cin, b, bBase, l, out, oOff, g.n(), bv, epilogue);
     }
 
     /** {@code gi = conv^T(gy, w)}: {@code W^T (cin x cout) @ gy[n]}, scattered to every stride-th pixel when strided. */
@@ -107,11 +108,11 @@ final class ConvPointwiseF32 {
         // A = W^T (cin x cout): columns of W contiguous.
         float[] ap = packed(w, wOff, 1, cin, cin, cout);
         if (!strided(g)) {
-            product(ap, cin, cout, gy, gyOff, l, gi, giOff, g.n(), null);
+            product(ap, cin, cout, gy, gyOff, l, gi, giOff, g.n(), null, null);
             return;
         }
         MemorySegment dense = GATHERED.get().get((long) g.n() * cin * l * Float.BYTES);
-        product(ap, cin, cout, gy, gyOff, l, dense, 0, g.n(), null);
+        product(ap, cin, cout, gy, gyOff, l, dense, 0, g.n(), null, null);
         scatter(dense, gi, giOff, g);
     }
 
@@ -147,7 +148,7 @@ final class ConvPointwiseF32 {
      * when m is small) and multiplied by every 8-row strip of A.
      */
     private static void product(float[] ap, int m, int k, MemorySegment b, long bOff, int l, MemorySegment c, long cOff,
-                                int images, float[] bias) {
+                                int images, float[] bias, ConvolutionKernels.Epilogue epilogue) {
         int mPad = roundUp(m, MR);
         int blocks = depthBlocks(m, k), kc0 = (k + blocks - 1) / blocks;
         // Strips per block: up to 512 KB of packed B (in L2), at most 16, so that a deep A (2048 x 512 at 7 px: 4 MB)
@@ -202,6 +203,7 @@ final class ConvPointwiseF32 {
                         }
                     }
                 }
+                if (epilogue != null) CpuConvolutionKernels.epilogueOverColumns(epilogue, col0, col0 + width, l, m);
             }
         });
     }

@@ -46,25 +46,35 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
 
     @Override
     public void conv2d(StridedView input, StridedView weight, StridedView bias, StridedView out, Geometry g) {
+        conv2dWithEpilogue(input, weight, bias, out, g, null);
+    }
+
+    /**
+     * Every path runs the epilogue (where given) on each block of the output as the thread that computed it finishes
+     * it: an image's rows (direct kernels), a block of Winograd tiles, a block of columns (1x1), an image (the rest).
+     */
+    @Override
+    public void conv2dWithEpilogue(StridedView input, StridedView weight, StridedView bias, StridedView out, Geometry g,
+                                   Epilogue epilogue) {
         boolean f32 = out.dtype() == DType.FLOAT32;
         if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
             ConvGemmF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
             return;
         }
         if (f32 && ConvPointwiseF32.handles(g)) {
             ConvPointwiseF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
             return;
         }
         if (f32 && WinogradF32.handles(g)) {
             WinogradF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, false);
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, false, epilogue);
             return;
         }
         if (f32 && ConvF32.handles(g)) {
             ConvF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
             return;
         }
         int esz = f32 ? 4 : 8;
@@ -91,8 +101,21 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
                             o, oOff + n * outImage + gi * g.coutG() * l, l);
                 }
                 if (bias != null) addBias(f32, seg(bias), bias.offset(), o, oOff + n * outImage, g.cout(), l);
+                if (epilogue != null) epilogue.block(n, n + 1, 0, g.cout(), 0, l);
             }
         });
+    }
+
+    /**
+     * {@code epilogue} over columns {@code [col0, col1)} of the images' outputs side by side ({@code pixels} columns an
+     * image, every channel finished): one block per image they touch.
+     */
+    static void epilogueOverColumns(Epilogue epilogue, long col0, long col1, long pixels, int channels) {
+        for (long c = col0; c < col1; ) {
+            long n = c / pixels, p0 = c % pixels, p1 = Math.min(pixels, p0 + col1 - c);
+            epilogue.block(n, n + 1, 0, channels, p0, p1);
+            c += p1 - p0;
+        }
     }
 
     @Override
@@ -116,7 +139,7 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
             Geometry fg = flippedGeometry(g);
             if (WinogradF32.handlesInputGrad(fg)) {
                 WinogradF32.forward(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), null, 0,
-                        seg(gradInput), gradInput.offset(), fg, true);
+                        seg(gradInput), gradInput.offset(), fg, true, null);
                 return;
             }
             if (ConvDirectF32.handles(fg)) {
@@ -128,7 +151,7 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
             MemorySegment fw = FLIPPED.get().get((long) flipped.length * 4);
             MemorySegment.copy(flipped, 0, fw, F32, 0, flipped.length);
             ConvF32.forward(seg(gradOut), gradOut.offset(), fw, 0, null, 0,
-                    seg(gradInput), gradInput.offset(), fg);
+                    seg(gradInput), gradInput.offset(), fg, null);
             return;
         }
         if (f32 && ConvDirectF32.handlesStride2InputGrad(g)) {

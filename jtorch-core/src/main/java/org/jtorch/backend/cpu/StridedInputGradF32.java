@@ -112,7 +112,7 @@ final class StridedInputGradF32 {
                     }
                 }
             }
-            ConvDirectF32.forward(gy, gyOff, MemorySegment.ofArray(wp), 0, null, 0, planes, planeOff[i], pg);
+            ConvDirectF32.forward(gy, gyOff, MemorySegment.ofArray(wp), 0, null, 0, planes, planeOff[i], pg, null);
         }
         interleave(phases, planes, planeOff, gi, giOff, g);
     }

@@ -7,6 +7,7 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
 
 /**
@@ -127,7 +128,7 @@ final class WinogradF32 {
      * the convolution whose input gradient {@code g} computes: {@code w[ic][oc][2 - ki][2 - kj]}.
      */
     static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment bias, long bOff,
-                        MemorySegment out, long oOff, Geometry g, boolean flipped) {
+                        MemorySegment out, long oOff, Geometry g, boolean flipped, ConvolutionKernels.Epilogue epilogue) {
         int cin = g.cin(), cout = g.cout(), oh = g.oh(), ow = g.ow();
         float[] u = transformedWeights(w, wOff, cin, cout, flipped);
         float[] bv = new float[cout];
@@ -160,8 +161,29 @@ final class WinogradF32 {
                 }
                 long image = (oOff + n * outImage) * Float.BYTES;
                 for (int t = t0; t < t1; t++) outputTile(wk, cout, oh, ow, t / tW, t % tW, t - t0, bv, out, image);
+                if (epilogue != null) epilogueOverTiles(epilogue, n, cout, oh, ow, tW, t0, t1);
             }
         });
+    }
+
+    /**
+     * {@code epilogue} over the output of tiles {@code [t0, t1)} of image n ({@code tW} tiles of 4x4 pixels a row):
+     * whole tile rows as one range of pixels, a part of a tile row one pixel row at a time.
+     */
+    private static void epilogueOverTiles(ConvolutionKernels.Epilogue epilogue, long n, int cout, int oh, int ow, int tW, int t0, int t1) {
+        for (int t = t0; t < t1; ) {
+            int ty = t / tW, tx = t % tW;
+            if (tx == 0 && t + tW <= t1) {
+                int rows = (t1 - t) / tW;
+                epilogue.block(n, n + 1, 0, cout, 4L * ty * ow, (long) Math.min(oh, 4 * (ty + rows)) * ow);
+                t += rows * tW;
+            } else {
+                int end = Math.min(t1, (ty + 1) * tW);
+                int x0 = 4 * tx, x1 = Math.min(ow, 4 * (end - ty * tW));
+                for (int y = 4 * ty; y < Math.min(oh, 4 * ty + 4); y++) epilogue.block(n, n + 1, 0, cout, (long) y * ow + x0, (long) y * ow + x1);
+                t = end;
+            }
+        }
     }
 
     /**

@@ -61,15 +61,8 @@ class CompiledModelsTest {
         check(CifarResNet.resnet20(10), Torch.randn(2, 3, 32, 32));
     }
 
-    /**
-     * In evaluation, without autograd, each convolution followed by its batch norm runs as one convolution with the
-     * batch norm folded into its weight and bias; with statistics and affine parameters far from the identity the
-     * compiled model still returns what the eager one returns.
-     */
-    @Test
-    void resnet20InEvaluationFoldsEachBatchNormIntoItsConvolution() {
-        Torch.manualSeed(3);
-        Module model = CifarResNet.resnet20(10);
+    /** Running statistics and affine parameters far from the identity, so that a wrong fold shows. */
+    private static void randomiseBatchNorms(Module model) {
         try (var g = Grad.noGrad()) {
             for (Module m : model.modules()) {
                 if (!(m instanceof BatchNorm bn)) continue;
@@ -79,16 +72,55 @@ class CompiledModelsTest {
                 bn.weight().copy_(Torch.rand(c).add(0.5));
                 bn.bias().copy_(Torch.randn(c).mul(0.2));
             }
+        }
+    }
+
+    /**
+     * In evaluation, without autograd, each convolution followed by its batch norm runs as one convolution with the
+     * batch norm folded into its weight and bias, and the ReLU (or add and ReLU) after it as its epilogue; with
+     * statistics and affine parameters far from the identity the compiled model still returns what the eager one returns.
+     */
+    @Test
+    void resnet20InEvaluationFoldsEachBatchNormIntoItsConvolution() {
+        Torch.manualSeed(3);
+        Module model = CifarResNet.resnet20(10);
+        randomiseBatchNorms(model);
+        try (var g = Grad.noGrad()) {
             model.eval();
             Tensor x = Torch.randn(2, 3, 32, 32);
             String plan = Jit.explain(in -> model.forward(in[0]), x);
             assertEquals(19, plan.split("batch norm folded", -1).length - 1, plan);
+            // The last block's add and ReLU are fused into the global average pool's sum instead.
+            assertEquals(18, plan.split("and an epilogue of", -1).length - 1, plan);
             assertFalse(plan.contains("batch_norm (eager)"), plan);
             TensorFunction compiled = Jit.compile(model);
             assertClose(model.forward(x), compiled.apply(x), 2e-5f);
-            // Statistics changed after compiling are seen: the folding happens at each call.
+            // Statistics changed after compiling are seen: their versions changed, so the weights are folded again.
             for (Module m : model.modules()) if (m instanceof BatchNorm bn) bn.runningVar().mul_(2.0);
             assertClose(model.forward(x), compiled.apply(x), 2e-5f);
+        }
+    }
+
+    /**
+     * ResNet-18's and ResNet-50's convolutions in evaluation (the 7x7 stem, 1x1 bottlenecks and downsamples, 3x3 at
+     * stride 1 and 2, small images at the last stages) with their batch norms folded and their epilogues, in a batch of
+     * two and of one: the compiled model returns what the eager one returns.
+     */
+    @Test
+    void resnet18And50InEvaluationMatchEagerWithFoldedBatchNormsAndEpilogues() {
+        Torch.manualSeed(4);
+        for (Module model : new Module[] {ResNet.resnet18(10, 3), ResNet.resnet50(10, 3)}) {
+            randomiseBatchNorms(model);
+            model.eval();
+            TensorFunction compiled = Jit.compile(model);
+            try (var g = Grad.noGrad()) {
+                for (Tensor x : new Tensor[] {Torch.randn(2, 3, 64, 64), Torch.randn(1, 3, 48, 48)}) {
+                    String plan = Jit.explain(in -> model.forward(in[0]), x);
+                    assertFalse(plan.contains("batch_norm (eager)"), plan);
+                    compiled.apply(x).close();
+                    assertClose(model.forward(x), compiled.apply(x), 1e-4f);
+                }
+            }
         }
     }
 
