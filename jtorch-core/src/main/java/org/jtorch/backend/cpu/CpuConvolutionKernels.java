@@ -47,6 +47,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     @Override
     public void conv2d(StridedView input, StridedView weight, StridedView bias, StridedView out, Geometry g) {
         boolean f32 = out.dtype() == DType.FLOAT32;
+        if (f32 && ConvWholeImageF32.handles(g)) {
+            ConvWholeImageF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
+            return;
+        }
         if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
             ConvGemmF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
                     bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
@@ -98,6 +103,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     @Override
     public void conv2dBackwardInput(StridedView gradOut, StridedView weight, StridedView gradInput, Geometry g) {
         boolean f32 = gradInput.dtype() == DType.FLOAT32;
+        if (f32 && ConvWholeImageF32.handles(g)) {
+            ConvWholeImageF32.backwardInput(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), seg(gradInput),
+                    gradInput.offset(), g);
+            return;
+        }
         if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
             ConvGemmF32.backwardInput(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), seg(gradInput),
                     gradInput.offset(), g);
@@ -202,6 +212,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     @Override
     public void conv2dBackwardWeight(StridedView gradOut, StridedView input, StridedView gradWeight, Geometry g) {
         boolean f32 = gradWeight.dtype() == DType.FLOAT32;
+        if (f32 && ConvWholeImageF32.handles(g)) {
+            ConvWholeImageF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                    gradWeight.offset(), g);
+            return;
+        }
         if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
             ConvGemmF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
                     gradWeight.offset(), g);

@@ -85,6 +85,19 @@ class ConvolutionPathsTest {
     }
 
     @Test
+    void wholeImageKernelsAreMatrixProducts() {
+        // DCGAN's discriminator head and its generator's first layer (as the convolution it transposes).
+        assertEquals(true, ConvWholeImageF32.handles(geometry(new int[] {64, 256, 4, 4}, new int[] {1, 256, 4, 4}, 1, 1, 0, 0, 1)));
+        assertEquals(true, ConvWholeImageF32.handles(geometry(new int[] {64, 256, 4, 4}, new int[] {100, 256, 4, 4}, 1, 1, 0, 0, 1)));
+        assertEquals(true, ConvWholeImageF32.handles(geometry(new int[] {1, 3, 2, 5}, new int[] {7, 3, 2, 5}, 3, 3, 0, 0, 1)));
+        // Padding, a kernel smaller than the image, dilation and groups are the other paths'.
+        assertEquals(false, ConvWholeImageF32.handles(geometry(new int[] {2, 8, 3, 3}, new int[] {4, 8, 5, 5}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvWholeImageF32.handles(geometry(new int[] {2, 8, 4, 4}, new int[] {4, 8, 3, 3}, 1, 1, 0, 0, 1)));
+        assertEquals(false, ConvWholeImageF32.handles(geometry(new int[] {2, 8, 5, 5}, new int[] {4, 8, 3, 3}, 1, 1, 0, 0, 2)));
+        assertEquals(false, ConvWholeImageF32.handles(new Geometry(2, 8, 3, 3, 4, 3, 3, 1, 1, 0, 0, 1, 1, 2, 1, 1)));
+    }
+
+    @Test
     void stridedInputGradientsSplitIntoPhases() {
         assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {64, 32, 3, 3}, 2, 2, 1, 1, 1)));
         assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {32, 32, 4, 4}, 2, 2, 1, 1, 1)));
