@@ -132,6 +132,24 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * Output images of 8 or 16 pixels with output channels in 32-channel blocks take the raster-order tiles (8 pixels
+     * across output rows): rows of 4, 2, 8 and 1 pixels, strides, row dilation, padding, a bias, 1 to 70 input channels;
+     * and the 4x4 stride-2 padding-1 input gradient by phases (input channels in 32-channel blocks, gradOut of 2x4 and
+     * 4x4 pixels, with 5 to 256 of its channels).
+     */
+    @Test
+    void rasterTilesOnSmallImages() {
+        compare(new long[] {3, 70, 8, 8}, new long[] {32, 70, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 5, 4, 8}, new long[] {64, 5, 3, 3}, new int[] {2, 1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 1, 6, 4}, new long[] {32, 1, 3, 3}, new int[] {1}, new int[] {1, 0}, new int[] {2, 1}, 1);
+        compare(new long[] {4, 9, 3, 10}, new long[] {32, 9, 3, 3}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 16, 8, 1}, new long[] {96, 16, 3, 1}, new int[] {1}, new int[] {1, 0}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 4, 8}, new long[] {5, 32, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 64, 8, 8}, new long[] {17, 64, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 8, 8}, new long[] {256, 32, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /**
      * Random small-output shapes (at most 16 output pixels, 2-5 images, 16 or more output channels: the batch GEMM, its
      * column matrices gathered a vector of pixels at a time): kernels 1-5 wide, strides 1-3, dilations 1-2, paddings
      * 0-2, odd and non-square images, output pixel counts from 1 to 16.

@@ -41,6 +41,8 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
 
     /** {@link ConvGemmF32} for small images; {@code -Djtorch.conv.smallImagesAsGemm=false} compares with the paths before it. */
     private static final boolean SMALL_IMAGES_AS_GEMM = !"false".equals(System.getProperty("jtorch.conv.smallImagesAsGemm"));
+    /** {@link ConvRasterTileF32} for small images of whole 8-pixel tiles; {@code -Djtorch.conv.rasterTiles=false} compares without. */
+    private static final boolean RASTER_TILES = !"false".equals(System.getProperty("jtorch.conv.rasterTiles"));
     private static final ThreadLocal<Scratch> COL = ThreadLocal.withInitial(Scratch::new);
     private static final ThreadLocal<Scratch> FLIPPED = ThreadLocal.withInitial(Scratch::new);
 
@@ -49,6 +51,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         boolean f32 = out.dtype() == DType.FLOAT32;
         if (f32 && ConvWholeImageF32.handles(g)) {
             ConvWholeImageF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
+            return;
+        }
+        if (f32 && ConvRasterTileF32.handles(g) && RASTER_TILES) {
+            ConvRasterTileF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
                     bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
             return;
         }
@@ -105,6 +112,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         boolean f32 = gradInput.dtype() == DType.FLOAT32;
         if (f32 && ConvWholeImageF32.handles(g)) {
             ConvWholeImageF32.backwardInput(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), seg(gradInput),
+                    gradInput.offset(), g);
+            return;
+        }
+        if (f32 && ConvRasterTileF32.handlesStride2InputGrad(g) && RASTER_TILES) {
+            ConvRasterTileF32.stride2InputGrad(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), seg(gradInput),
                     gradInput.offset(), g);
             return;
         }
