@@ -134,8 +134,8 @@ class ConvolutionFastPathTest {
     /**
      * Output images of 8 or 16 pixels with output channels in 32-channel blocks take the raster-order tiles (8 pixels
      * across output rows): rows of 4, 2, 8 and 1 pixels, strides, row dilation, padding, a bias, 1 to 70 input channels;
-     * and the 4x4 stride-2 padding-1 input gradient by phases (input channels in 32-channel blocks, gradOut of 2x4 and
-     * 4x4 pixels, with 5 to 256 of its channels).
+     * and the 4x4 stride-2 padding-1 input gradient by phases (input channels in 32-channel blocks, gradOut of 2x4,
+     * 4x4, 6x8 and 8x8 pixels, with 5 to 256 of its channels).
      */
     @Test
     void rasterTilesOnSmallImages() {
@@ -147,6 +147,8 @@ class ConvolutionFastPathTest {
         compare(new long[] {2, 32, 4, 8}, new long[] {5, 32, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {3, 64, 8, 8}, new long[] {17, 64, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {2, 32, 8, 8}, new long[] {256, 32, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 16, 16}, new long[] {40, 32, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 64, 12, 16}, new long[] {7, 64, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
     }
 
     /**

@@ -105,6 +105,7 @@ class ConvolutionPathsTest {
         assertEquals(true, ConvRasterTileF32.handles(geometry(new int[] {2, 16, 8, 1}, new int[] {96, 16, 3, 1}, 1, 1, 1, 0, 1)));
         assertEquals(true, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {64, 128, 8, 8}, new int[] {256, 128, 4, 4}, 2, 2, 1, 1, 1)));
         assertEquals(true, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 4, 8}, new int[] {5, 32, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(true, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {64, 64, 16, 16}, new int[] {128, 64, 4, 4}, 2, 2, 1, 1, 1)));
         // 12 pixels (not whole tiles), 64 pixels (the row tiles'), 48 output channels, and, for the input gradient, 48
         // input channels, an odd input (output padding), 3x3 kernels.
         assertEquals(false, ConvRasterTileF32.handles(geometry(new int[] {2, 8, 3, 4}, new int[] {32, 8, 3, 3}, 1, 1, 1, 1, 1)));
