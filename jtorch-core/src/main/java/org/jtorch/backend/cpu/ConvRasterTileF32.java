@@ -30,6 +30,7 @@ final class ConvRasterTileF32 {
         final float[] tile = new float[P * OB];
         final int[] base = new int[P];
         float[] weights = new float[0];
+        float[] source = new float[0];
     }
 
     private static final ThreadLocal<Work> WORK = ThreadLocal.withInitial(Work::new);
@@ -144,23 +145,24 @@ final class ConvRasterTileF32 {
 
     /**
      * The four phases' blocked weights, {@code wp[phase][blk][dy][dx * cout + oc][lane]} = {@code w[oc][blk * 32 + lane][ki][kj]}
-     * for the tap {@code (ki, kj) = (3 - py - 2dy, 3 - px - 2dx)} of phase {@code (py, px)}.
+     * for the tap {@code (ki, kj) = (3 - py - 2dy, 3 - px - 2dx)} of phase {@code (py, px)}: 16 input channels (16
+     * floats apart in w) gathered at a time.
      */
     private static float[] phaseWeights(MemorySegment w, long wOff, Geometry g) {
         int cin = g.cin(), cout = g.cout(), k = 4 * cout, kwc = 2 * cout;
         Work wk = WORK.get();
+        float[] wh = source(wk, w, wOff, cout * cin * 16);
         float[] wp = wk.weights = ConvF32.grow(wk.weights, 4 * cin * k);
-        float[] row = new float[cin * 16];
-        for (int oc = 0; oc < cout; oc++) {
-            MemorySegment.copy(w, F32, (wOff + (long) oc * cin * 16) * Float.BYTES, row, 0, cin * 16);
-            for (int ic = 0; ic < cin; ic++) {
-                int blockBase = (ic / OB) * k * OB + ic % OB;
-                for (int ki = 0; ki < 4; ki++) {
-                    int py = (ki + 1) % 2, dy = (3 - py - ki) / 2;
-                    for (int kj = 0; kj < 4; kj++) {
-                        int px = (kj + 1) % 2, dx = (3 - px - kj) / 2;
-                        int phase = py * 2 + px;
-                        wp[phase * cin * k + blockBase + (dy * kwc + dx * cout + oc) * OB] = row[(ic * 4 + ki) * 4 + kj];
+        int[] lanes = laneOffsets(16);
+        for (int ki = 0; ki < 4; ki++) {
+            int py = (ki + 1) % 2, dy = (3 - py - ki) / 2;
+            for (int kj = 0; kj < 4; kj++) {
+                int px = (kj + 1) % 2, dx = (3 - px - kj) / 2;
+                int base = (py * 2 + px) * cin * k + (dy * kwc + dx * cout) * OB;
+                for (int ic = 0; ic < cin; ic += 16) {
+                    int dst = base + (ic / OB) * k * OB + ic % OB;
+                    for (int oc = 0; oc < cout; oc++) {
+                        FloatVector.fromArray(FS, wh, (oc * cin + ic) * 16 + ki * 4 + kj, lanes, 0).intoArray(wp, dst + oc * OB);
                     }
                 }
             }
@@ -168,22 +170,41 @@ final class ConvRasterTileF32 {
         return wp;
     }
 
-    /** {@code wp[blk][ki][kj * cin + ic][lane]} = {@code w[blk * 32 + lane][ic][ki][kj]}, in the calling thread's buffer. */
+    /**
+     * {@code wp[blk][ki][kj * cin + ic][lane]} = {@code w[blk * 32 + lane][ic][ki][kj]}, in the calling thread's buffer: 16
+     * output channels (a filter apart in w) gathered at a time. Element by element this took 1.1 ms of the 12 ms forward of
+     * DCGAN's 128 -> 256 layer.
+     */
     private static float[] blockedWeights(MemorySegment w, long wOff, Geometry g) {
         int cin = g.cin(), cout = g.cout(), kh = g.kh(), kw = g.kw(), kk = kh * kw, kwc = kw * cin, k = kh * kwc;
         Work wk = WORK.get();
+        float[] wh = source(wk, w, wOff, cout * cin * kk);
         float[] wp = wk.weights = ConvF32.grow(wk.weights, cout * k);
-        float[] row = new float[cin * kk];
-        for (int co = 0; co < cout; co++) {
-            MemorySegment.copy(w, F32, (wOff + (long) co * cin * kk) * Float.BYTES, row, 0, cin * kk);
-            int dst = (co / OB) * k * OB + co % OB;
-            for (int ic = 0; ic < cin; ic++) {
-                for (int ki = 0; ki < kh; ki++) {
-                    for (int kj = 0; kj < kw; kj++) wp[dst + (ki * kwc + kj * cin + ic) * OB] = row[(ic * kh + ki) * kw + kj];
+        int[] lanes = laneOffsets(cin * kk);
+        for (int oc = 0; oc < cout; oc += 16) {
+            int dst = (oc / OB) * k * OB + oc % OB;
+            for (int ki = 0; ki < kh; ki++) {
+                for (int kj = 0; kj < kw; kj++) {
+                    int to = dst + (ki * kwc + kj * cin) * OB, from = oc * cin * kk + ki * kw + kj;
+                    for (int ic = 0; ic < cin; ic++) FloatVector.fromArray(FS, wh, from + ic * kk, lanes, 0).intoArray(wp, to + ic * OB);
                 }
             }
         }
         return wp;
+    }
+
+    /** The weight {@code w} copied to the calling thread's heap buffer. */
+    private static float[] source(Work wk, MemorySegment w, long wOff, int size) {
+        float[] wh = wk.source = ConvF32.grow(wk.source, size);
+        MemorySegment.copy(w, F32, wOff * Float.BYTES, wh, 0, size);
+        return wh;
+    }
+
+    /** {@code {0, stride, 2 * stride, ...}}: 16 lanes' offsets. */
+    private static int[] laneOffsets(int stride) {
+        int[] lanes = new int[16];
+        for (int l = 0; l < 16; l++) lanes[l] = l * stride;
+        return lanes;
     }
 
     /**
