@@ -38,15 +38,25 @@ class ConvolutionFastPathTest {
     }
 
     private static void compare(long[] xShape, long[] wShape, int[] stride, int[] padding, int[] dilation, int groups) {
+        compareWithFloat64(xShape, wShape, wShape[0], (x, w, b) -> F.conv2d(x, w, b, stride, padding, dilation, groups));
+    }
+
+    /** A convolution-like op of (input, weight, bias). */
+    private interface Op {
+        Tensor apply(Tensor x, Tensor w, Tensor b);
+    }
+
+    /** {@code op} in float32 against float64 on the same random operands: its output and its three gradients. */
+    private static void compareWithFloat64(long[] xShape, long[] wShape, long biasLength, Op op) {
         try (Tensor x64 = Torch.randn(xShape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(11));
              Tensor w64 = Torch.randn(wShape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(12));
-             Tensor b64 = Torch.randn(new long[] {wShape[0]}, DType.FLOAT64, Device.cpu(), Torch.manualSeed(13));
+             Tensor b64 = Torch.randn(new long[] {biasLength}, DType.FLOAT64, Device.cpu(), Torch.manualSeed(13));
              Tensor x32 = x64.to(DType.FLOAT32); Tensor w32 = w64.to(DType.FLOAT32); Tensor b32 = b64.to(DType.FLOAT32)) {
             List<Tensor> in64 = List.of(x64, w64, b64), in32 = List.of(x32, w32, b32);
             in64.forEach(t -> t.requiresGrad_(true));
             in32.forEach(t -> t.requiresGrad_(true));
-            try (Tensor y64 = F.conv2d(x64, w64, b64, stride, padding, dilation, groups);
-                 Tensor y32 = F.conv2d(x32, w32, b32, stride, padding, dilation, groups);
+            try (Tensor y64 = op.apply(x64, w64, b64);
+                 Tensor y32 = op.apply(x32, w32, b32);
                  Tensor u64 = Torch.randn(y64.shape(), DType.FLOAT64, Device.cpu(), Torch.manualSeed(14));
                  Tensor u32 = u64.to(DType.FLOAT32)) {
                 assertClose(y64, y32, "output");
@@ -206,24 +216,8 @@ class ConvolutionFastPathTest {
 
     private static void compareTransposed(long[] xShape, long[] wShape, int[] stride, int[] padding, int[] outputPadding, int[] dilation,
                                           int groups) {
-        try (Tensor x64 = Torch.randn(xShape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(21));
-             Tensor w64 = Torch.randn(wShape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(22));
-             Tensor b64 = Torch.randn(new long[] {wShape[1] * groups}, DType.FLOAT64, Device.cpu(), Torch.manualSeed(23));
-             Tensor x32 = x64.to(DType.FLOAT32); Tensor w32 = w64.to(DType.FLOAT32); Tensor b32 = b64.to(DType.FLOAT32)) {
-            List<Tensor> in64 = List.of(x64, w64, b64), in32 = List.of(x32, w32, b32);
-            in64.forEach(t -> t.requiresGrad_(true));
-            in32.forEach(t -> t.requiresGrad_(true));
-            try (Tensor y64 = F.convTranspose2d(x64, w64, b64, stride, padding, outputPadding, groups, dilation);
-                 Tensor y32 = F.convTranspose2d(x32, w32, b32, stride, padding, outputPadding, groups, dilation);
-                 Tensor u64 = Torch.randn(y64.shape(), DType.FLOAT64, Device.cpu(), Torch.manualSeed(24));
-                 Tensor u32 = u64.to(DType.FLOAT32)) {
-                assertClose(y64, y32, "output");
-                Tensor[] g64 = Autograd.grad(new Tensor[] {y64}, in64.toArray(new Tensor[0]), new Tensor[] {u64}, false, false, false);
-                Tensor[] g32 = Autograd.grad(new Tensor[] {y32}, in32.toArray(new Tensor[0]), new Tensor[] {u32}, false, false, false);
-                String[] names = {"input gradient", "weight gradient", "bias gradient"};
-                for (int i = 0; i < 3; i++) assertClose(g64[i], g32[i], names[i]);
-            }
-        }
+        compareWithFloat64(xShape, wShape, wShape[1] * groups,
+                (x, w, b) -> F.convTranspose2d(x, w, b, stride, padding, outputPadding, groups, dilation));
     }
 
     @Test
