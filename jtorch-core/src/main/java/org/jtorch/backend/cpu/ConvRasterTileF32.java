@@ -37,13 +37,14 @@ final class ConvRasterTileF32 {
 
     /**
      * Whether this path serves {@code g}: 16-lane vectors, one group, no column dilation (window rows contiguous), output
-     * channels in whole 32-channel blocks, and small output images of whole 8-pixel tiles, at most 16 pixels (measured:
-     * DCGAN's 8x8 -> 4x4 layer; larger images are {@link ConvDirectF32}'s row tiles').
+     * channels in whole 32-channel blocks, small output images of whole 8-pixel tiles, at most 16 pixels (measured:
+     * DCGAN's 8x8 -> 4x4 layer; larger images are {@link ConvDirectF32}'s row tiles'), and kernels larger than 1x1
+     * (strided 1x1 convolutions stay on the batch GEMM, not measured here).
      */
     static boolean handles(Geometry g) {
         long l = (long) g.oh() * g.ow();
         return FloatVector.SPECIES_PREFERRED.length() == 16 && g.groups() == 1 && g.dw() == 1 && g.cout() % OB == 0
-                && l % P == 0 && l > 0 && l <= 16 && !g.isPointwise();
+                && l % P == 0 && l > 0 && l <= 16 && g.kh() * g.kw() > 1;
     }
 
     static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment bias, long bOff,

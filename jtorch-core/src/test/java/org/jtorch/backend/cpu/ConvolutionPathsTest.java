@@ -106,11 +106,12 @@ class ConvolutionPathsTest {
         assertEquals(true, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {64, 128, 8, 8}, new int[] {256, 128, 4, 4}, 2, 2, 1, 1, 1)));
         assertEquals(true, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 4, 8}, new int[] {5, 32, 4, 4}, 2, 2, 1, 1, 1)));
         assertEquals(true, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {64, 64, 16, 16}, new int[] {128, 64, 4, 4}, 2, 2, 1, 1, 1)));
-        // 12 pixels (not whole tiles), 64 pixels (the row tiles'), 48 output channels, and, for the input gradient, 48
+        // 12 pixels (not whole tiles), 64 pixels (the row tiles'), 48 output channels, a 1x1 kernel, and, for the input gradient, 48
         // input channels, an odd input (output padding), 3x3 kernels.
         assertEquals(false, ConvRasterTileF32.handles(geometry(new int[] {2, 8, 3, 4}, new int[] {32, 8, 3, 3}, 1, 1, 1, 1, 1)));
         assertEquals(false, ConvRasterTileF32.handles(geometry(new int[] {64, 64, 16, 16}, new int[] {128, 64, 4, 4}, 2, 2, 1, 1, 1)));
         assertEquals(false, ConvRasterTileF32.handles(geometry(new int[] {2, 8, 4, 4}, new int[] {48, 8, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvRasterTileF32.handles(geometry(new int[] {4, 48, 8, 8}, new int[] {96, 48, 1, 1}, 2, 2, 0, 0, 1)));
         assertEquals(false, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {2, 48, 8, 8}, new int[] {64, 48, 4, 4}, 2, 2, 1, 1, 1)));
         assertEquals(false, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 9, 8}, new int[] {64, 32, 4, 4}, 2, 2, 1, 1, 1)));
         assertEquals(false, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 8, 8}, new int[] {64, 32, 3, 3}, 2, 2, 1, 1, 1)));
