@@ -38,15 +38,25 @@ class ConvolutionFastPathTest {
     }
 
     private static void compare(long[] xShape, long[] wShape, int[] stride, int[] padding, int[] dilation, int groups) {
+        compareWithFloat64(xShape, wShape, wShape[0], (x, w, b) -> F.conv2d(x, w, b, stride, padding, dilation, groups));
+    }
+
+    /** A convolution-like op of (input, weight, bias). */
+    private interface Op {
+        Tensor apply(Tensor x, Tensor w, Tensor b);
+    }
+
+    /** {@code op} in float32 against float64 on the same random operands: its output and its three gradients. */
+    private static void compareWithFloat64(long[] xShape, long[] wShape, long biasLength, Op op) {
         try (Tensor x64 = Torch.randn(xShape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(11));
              Tensor w64 = Torch.randn(wShape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(12));
-             Tensor b64 = Torch.randn(new long[] {wShape[0]}, DType.FLOAT64, Device.cpu(), Torch.manualSeed(13));
+             Tensor b64 = Torch.randn(new long[] {biasLength}, DType.FLOAT64, Device.cpu(), Torch.manualSeed(13));
              Tensor x32 = x64.to(DType.FLOAT32); Tensor w32 = w64.to(DType.FLOAT32); Tensor b32 = b64.to(DType.FLOAT32)) {
             List<Tensor> in64 = List.of(x64, w64, b64), in32 = List.of(x32, w32, b32);
             in64.forEach(t -> t.requiresGrad_(true));
             in32.forEach(t -> t.requiresGrad_(true));
-            try (Tensor y64 = F.conv2d(x64, w64, b64, stride, padding, dilation, groups);
-                 Tensor y32 = F.conv2d(x32, w32, b32, stride, padding, dilation, groups);
+            try (Tensor y64 = op.apply(x64, w64, b64);
+                 Tensor y32 = op.apply(x32, w32, b32);
                  Tensor u64 = Torch.randn(y64.shape(), DType.FLOAT64, Device.cpu(), Torch.manualSeed(14));
                  Tensor u32 = u64.to(DType.FLOAT32)) {
                 assertClose(y64, y32, "output");
@@ -105,6 +115,109 @@ class ConvolutionFastPathTest {
         compare(new long[] {2, 24, 11, 10}, new long[] {40, 24, 1, 1}, new int[] {3, 2}, new int[] {0}, new int[] {2}, 1);
         compare(new long[] {2, 16, 6, 6}, new long[] {24, 16, 1, 1}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {2, 32, 9, 9}, new long[] {48, 16, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 2);
+    }
+
+    /**
+     * Kernels that cover the whole unpadded image run as matrix products (ConvWholeImageF32): DCGAN's discriminator head
+     * ([256, 4, 4] -> 1) and its generator's first layer's shape (256 channels of 4x4 -> 100), a kernel that is not square,
+     * a stride (no part in a one-pixel output), a single image, one input channel; and padding, which leaves the path.
+     */
+    @Test
+    void wholeImageKernelsAsMatrixProducts() {
+        compare(new long[] {6, 256, 4, 4}, new long[] {1, 256, 4, 4}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {5, 256, 4, 4}, new long[] {100, 256, 4, 4}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {3, 7, 3, 5}, new long[] {9, 7, 3, 5}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 8, 3, 3}, new long[] {4, 8, 3, 3}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {1, 33, 2, 2}, new long[] {17, 33, 2, 2}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {4, 1, 5, 5}, new long[] {3, 1, 5, 5}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 8, 3, 3}, new long[] {4, 8, 5, 5}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /** DCGAN's (32 x 32) convolutions at a small batch: 4x4 kernels, stride 2, padding 1, from 1, 64 and 128 channels. */
+    @Test
+    void dcganConvolutions() {
+        compare(new long[] {3, 1, 32, 32}, new long[] {64, 1, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 64, 16, 16}, new long[] {128, 64, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 128, 8, 8}, new long[] {256, 128, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /**
+     * Output images of 8 or 16 pixels with output channels in 32-channel blocks take the raster-order tiles (8 pixels
+     * across output rows): rows of 4, 2, 8 and 1 pixels, strides, row dilation, padding, a bias, 1 to 70 input channels;
+     * and the 4x4 stride-2 padding-1 input gradient by phases (input channels in 32-channel blocks, gradOut of 2x4,
+     * 4x4, 6x8 and 8x8 pixels, with 5 to 256 of its channels).
+     */
+    @Test
+    void rasterTilesOnSmallImages() {
+        compare(new long[] {3, 70, 8, 8}, new long[] {32, 70, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 5, 4, 8}, new long[] {64, 5, 3, 3}, new int[] {2, 1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 1, 6, 4}, new long[] {32, 1, 3, 3}, new int[] {1}, new int[] {1, 0}, new int[] {2, 1}, 1);
+        compare(new long[] {4, 9, 3, 10}, new long[] {32, 9, 3, 3}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 16, 8, 1}, new long[] {96, 16, 3, 1}, new int[] {1}, new int[] {1, 0}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 4, 8}, new long[] {5, 32, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 64, 8, 8}, new long[] {17, 64, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 8, 8}, new long[] {256, 32, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 16, 16}, new long[] {40, 32, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 64, 12, 16}, new long[] {7, 64, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /**
+     * Random small-output shapes (at most 16 output pixels, 2-5 images, 16 or more output channels: the batch GEMM, its
+     * column matrices gathered a vector of pixels at a time): kernels 1-5 wide, strides 1-3, dilations 1-2, paddings
+     * 0-2, odd and non-square images, output pixel counts from 1 to 16.
+     */
+    @Test
+    void randomSmallImagesMatchFloat64() {
+        Random r = new Random(31);
+        for (int i = 0; i < 16; ) {
+            int kh = 1 + r.nextInt(5), kw = 1 + r.nextInt(5), s = 1 + r.nextInt(3), d = 1 + r.nextInt(2);
+            int ph = r.nextInt(3), pw = r.nextInt(3), h = 1 + r.nextInt(12), w = 1 + r.nextInt(12);
+            int oh = (h + 2 * ph - d * (kh - 1) - 1) / s + 1, ow = (w + 2 * pw - d * (kw - 1) - 1) / s + 1;
+            if (h + 2 * ph < d * (kh - 1) + 1 || w + 2 * pw < d * (kw - 1) + 1 || oh * ow > 16) continue;
+            long[] x = {2 + r.nextInt(4), 1 + r.nextInt(40), h, w}, wt = {16 + r.nextInt(30), x[1], kh, kw};
+            try {
+                compare(x, wt, new int[] {s}, new int[] {ph, pw}, new int[] {d}, 1);
+            } catch (AssertionError e) {
+                throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt) + ", stride " + s
+                        + ", padding " + ph + "x" + pw + ", dilation " + d, e);
+            }
+            i++;
+        }
+    }
+
+    /**
+     * Transposed convolutions against float64, forward and the input, weight and bias gradients: DCGAN's generator
+     * layers (100 -> 256 from 1x1, 256 -> 128, 128 -> 64, 64 -> 1, kernel 4, stride 2, padding 1) at a small batch,
+     * then random shapes with output padding, strides, dilations and groups.
+     */
+    @Test
+    void transposedConvolutionsMatchFloat64() {
+        compareTransposed(new long[] {3, 100, 1, 1}, new long[] {100, 256, 4, 4}, new int[] {1}, new int[] {0}, new int[] {0}, new int[] {1}, 1);
+        compareTransposed(new long[] {3, 256, 4, 4}, new long[] {256, 128, 4, 4}, new int[] {2}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compareTransposed(new long[] {3, 128, 8, 8}, new long[] {128, 64, 4, 4}, new int[] {2}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compareTransposed(new long[] {3, 64, 16, 16}, new long[] {64, 1, 4, 4}, new int[] {2}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        Random r = new Random(41);
+        for (int i = 0; i < 16; ) {
+            int groups = 1 + r.nextInt(2), k = 1 + r.nextInt(5), s = 1 + r.nextInt(3), d = 1 + r.nextInt(2), p = r.nextInt(3);
+            int op = r.nextInt(Math.max(s, d));
+            int h = 1 + r.nextInt(9), w = 1 + r.nextInt(9);
+            long hOut = (h - 1L) * s - 2L * p + d * (k - 1L) + op + 1, wOut = (w - 1L) * s - 2L * p + d * (k - 1L) + op + 1;
+            if (hOut <= 0 || wOut <= 0) continue;
+            long[] x = {2 + r.nextInt(3), groups * (1 + r.nextInt(40)), h, w}, wt = {x[1], 1 + r.nextInt(40), k, k};
+            try {
+                compareTransposed(x, wt, new int[] {s}, new int[] {p}, new int[] {op}, new int[] {d}, groups);
+            } catch (AssertionError e) {
+                throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt) + ", stride " + s
+                        + ", padding " + p + ", output padding " + op + ", dilation " + d + ", groups " + groups, e);
+            }
+            i++;
+        }
+    }
+
+    private static void compareTransposed(long[] xShape, long[] wShape, int[] stride, int[] padding, int[] outputPadding, int[] dilation,
+                                          int groups) {
+        compareWithFloat64(xShape, wShape, wShape[1] * groups,
+                (x, w, b) -> F.convTranspose2d(x, w, b, stride, padding, outputPadding, groups, dilation));
     }
 
     @Test

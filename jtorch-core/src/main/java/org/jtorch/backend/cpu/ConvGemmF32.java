@@ -66,13 +66,7 @@ final class ConvGemmF32 {
         MemorySegment go = gathered(gradOut, goOff, g);
         MemorySegment col = COL.get().get((long) k * cols * 4);
         Gemm.sgemm(k, cols, cout, 1f, w, wOff, 1, k, go, 0, cols, 1, 0f, col, 0, cols);
-        long image = (long) g.cin() * g.h() * g.w();
-        Parallel.forRange(g.n(), 1, (n0, n1) -> {
-            for (long n = n0; n < n1; n++) {
-                gradInput.asSlice((giOff + n * image) * 4, image * 4).fill((byte) 0);
-                CpuConvolutionKernels.col2imImage(true, col, n * l, cols, g.cin(), g, gradInput, giOff + n * image);
-            }
-        });
+        BatchColumnsF32.addColumns(col, cols, g, gradInput, giOff);
     }
 
     static void weightGrad(MemorySegment gradOut, long goOff, MemorySegment x, long xOff, MemorySegment gradWeight, long gwOff,
@@ -89,10 +83,7 @@ final class ConvGemmF32 {
         long l = (long) g.oh() * g.ow();
         long cols = g.n() * l;
         MemorySegment col = COL.get().get(g.kg() * cols * 4);
-        long image = (long) g.cin() * g.h() * g.w();
-        Parallel.forRange(g.n(), 1, (n0, n1) -> {
-            for (long n = n0; n < n1; n++) CpuConvolutionKernels.im2colImage(x, xOff + n * image, g.cin(), g, col, n * l, cols, 4);
-        });
+        BatchColumnsF32.columns(x, xOff, g, col, cols);
         return col;
     }
 

@@ -38,6 +38,8 @@ class ConvolutionKernelsCompileTest {
         assertTrue(log.contains("ConvDirectF32::weightTileNarrow"), "the workload reaches the narrow weight tile:\n" + log);
         assertTrue(log.contains("WinogradF32::outputTile"), "the workload reaches the Winograd path:\n" + log);
         assertTrue(log.contains("ConvGemmF32::forward"), "the workload reaches the small-image GEMM path:\n" + log);
+        assertTrue(log.contains("ConvRasterTileF32::tile"), "the workload reaches the raster-order tile:\n" + log);
+        assertTrue(log.contains("ConvRasterTileF32::stride2InputGrad"), "the workload reaches the phased input gradient:\n" + log);
         assertTrue(log.contains("Gemm::fourRowsChunk"), "the workload reaches the short-m GEMM blocks:\n" + log);
         List<String> skipped = log.lines().filter(l -> l.contains("COMPILE SKIPPED") && l.contains("org.jtorch")).toList();
         assertEquals(List.of(), skipped);
@@ -56,7 +58,9 @@ class ConvolutionKernelsCompileTest {
                 {2, 32, 16, 16}, {64, 32, 3, 3}, {2, 1},   // strided input gradient by phase
                 {2, 8, 6, 32}, {16, 8, 3, 3}, {1, 1},      // row tiles over 32-pixel rows
                 {2, 5, 13, 11}, {11, 5, 3, 3}, {1, 1},     // implicit GEMM, ragged tiles
-                {4, 32, 4, 4}, {32, 32, 3, 3}, {1, 1},     // small images: one GEMM over the batch
+                {4, 32, 4, 4}, {48, 32, 3, 3}, {1, 1},     // small images: one GEMM over the batch
+                {2, 32, 8, 8}, {32, 32, 4, 4}, {2, 1},     // raster-order tiles, the 4x4 stride-2 input gradient by phases
+                {2, 16, 4, 4}, {8, 16, 4, 4}, {1, 0},      // a whole-image kernel: matrix products
             };
             // Short-m products (four-row blocks, the masked column tail).
             try (Tensor a = Torch.randn(8, 64); Tensor b = Torch.randn(64, 200); Tensor c = a.matmul(b)) {

@@ -85,6 +85,39 @@ class ConvolutionPathsTest {
     }
 
     @Test
+    void wholeImageKernelsAreMatrixProducts() {
+        // DCGAN's discriminator head and its generator's first layer (as the convolution it transposes).
+        assertEquals(true, ConvWholeImageF32.handles(geometry(new int[] {64, 256, 4, 4}, new int[] {1, 256, 4, 4}, 1, 1, 0, 0, 1)));
+        assertEquals(true, ConvWholeImageF32.handles(geometry(new int[] {64, 256, 4, 4}, new int[] {100, 256, 4, 4}, 1, 1, 0, 0, 1)));
+        assertEquals(true, ConvWholeImageF32.handles(geometry(new int[] {1, 3, 2, 5}, new int[] {7, 3, 2, 5}, 3, 3, 0, 0, 1)));
+        // Padding, a kernel smaller than the image, dilation and groups are the other paths'.
+        assertEquals(false, ConvWholeImageF32.handles(geometry(new int[] {2, 8, 3, 3}, new int[] {4, 8, 5, 5}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvWholeImageF32.handles(geometry(new int[] {2, 8, 4, 4}, new int[] {4, 8, 3, 3}, 1, 1, 0, 0, 1)));
+        assertEquals(false, ConvWholeImageF32.handles(geometry(new int[] {2, 8, 5, 5}, new int[] {4, 8, 3, 3}, 1, 1, 0, 0, 2)));
+        assertEquals(false, ConvWholeImageF32.handles(new Geometry(2, 8, 3, 3, 4, 3, 3, 1, 1, 0, 0, 1, 1, 2, 1, 1)));
+    }
+
+    @Test
+    void smallImagesOfWholeTilesTakeTheRasterTiles() {
+        // DCGAN's 128 -> 256 layer into 4x4, and 8-pixel images in rows of 2, 4 and 8; its input gradient by phases.
+        assertEquals(true, ConvRasterTileF32.handles(geometry(new int[] {64, 128, 8, 8}, new int[] {256, 128, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(true, ConvRasterTileF32.handles(geometry(new int[] {2, 5, 4, 8}, new int[] {64, 5, 3, 3}, 2, 1, 1, 1, 1)));
+        assertEquals(true, ConvRasterTileF32.handles(geometry(new int[] {2, 16, 8, 1}, new int[] {96, 16, 3, 1}, 1, 1, 1, 0, 1)));
+        assertEquals(true, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {64, 128, 8, 8}, new int[] {256, 128, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(true, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 4, 8}, new int[] {5, 32, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(true, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {64, 64, 16, 16}, new int[] {128, 64, 4, 4}, 2, 2, 1, 1, 1)));
+        // 12 pixels (not whole tiles), 64 pixels (the row tiles'), 48 output channels, a 1x1 kernel, and, for the input gradient, 48
+        // input channels, an odd input (output padding), 3x3 kernels.
+        assertEquals(false, ConvRasterTileF32.handles(geometry(new int[] {2, 8, 3, 4}, new int[] {32, 8, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvRasterTileF32.handles(geometry(new int[] {64, 64, 16, 16}, new int[] {128, 64, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(false, ConvRasterTileF32.handles(geometry(new int[] {2, 8, 4, 4}, new int[] {48, 8, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvRasterTileF32.handles(geometry(new int[] {4, 48, 8, 8}, new int[] {96, 48, 1, 1}, 2, 2, 0, 0, 1)));
+        assertEquals(false, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {2, 48, 8, 8}, new int[] {64, 48, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(false, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 9, 8}, new int[] {64, 32, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(false, ConvRasterTileF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 8, 8}, new int[] {64, 32, 3, 3}, 2, 2, 1, 1, 1)));
+    }
+
+    @Test
     void stridedInputGradientsSplitIntoPhases() {
         assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {64, 32, 3, 3}, 2, 2, 1, 1, 1)));
         assertEquals(true, StridedInputGradF32.applies(geometry(new int[] {2, 32, 16, 16}, new int[] {32, 32, 4, 4}, 2, 2, 1, 1, 1)));
