@@ -62,11 +62,14 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         if (f32 && ConvWholeImageF32.handles(g)) {
             ConvWholeImageF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
                     bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
+            // These two paths have no per-block hook yet: the epilogue runs once over the whole output.
+            if (epilogue != null) epilogue.block(0, g.n(), 0, g.cout(), 0, (long) g.oh() * g.ow());
             return;
         }
         if (f32 && ConvRasterTileF32.handles(g) && RASTER_TILES) {
             ConvRasterTileF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
                     bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
+            if (epilogue != null) epilogue.block(0, g.n(), 0, g.cout(), 0, (long) g.oh() * g.ow());
             return;
         }
         if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {

@@ -80,6 +80,16 @@ class ConvolutionEpilogueBlocksTest {
         });
     }
 
+    /** The whole-image products and the raster tiles run the epilogue once over the output after the convolution. */
+    @Test
+    void wholeImageAndRasterTilePaths() {
+        Geometry whole = geometry(3, 4, 4, 4, 8, 4, 1, 0, 1);
+        Geometry raster = geometry(2, 16, 8, 8, 32, 4, 2, 1, 1);
+        assertTrue(ConvWholeImageF32.handles(whole) && ConvRasterTileF32.handles(raster));
+        check(whole, DType.FLOAT32);
+        check(raster, DType.FLOAT32);
+    }
+
     @Test
     void float64TakesThePerImageGemm() {
         check(geometry(3, 5, 7, 6, 4, 3, 2, 1, 1), DType.FLOAT64);
