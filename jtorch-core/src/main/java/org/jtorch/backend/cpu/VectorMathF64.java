@@ -94,7 +94,18 @@ public final class VectorMathF64 {
     public static DoubleVector sin(DoubleVector a) { return a.lanewise(VectorOperators.SIN); }
     public static DoubleVector cos(DoubleVector a) { return a.lanewise(VectorOperators.COS); }
     public static DoubleVector sqrt(DoubleVector a) { return a.sqrt(); }
-    public static DoubleVector pow(DoubleVector a, DoubleVector b) { return a.lanewise(VectorOperators.POW, b); }
+    public static DoubleVector pow(DoubleVector a, DoubleVector b) { return javaPow(a, b); }
+
+    /**
+     * {@code POW} with {@link Math#pow}'s special cases ({@link Fn#POW}, and CUDA's {@code java_pow}): once C2
+     * intrinsifies the lanewise pow (SVML), it gives C's {@code pow(1, NaN) = 1} and {@code pow(-1, inf) = 1}, where
+     * the interpreted Vector API and Java give NaN; the result would depend on when a kernel was compiled.
+     */
+    private static DoubleVector javaPow(DoubleVector a, DoubleVector b) {
+        VectorMask<Double> nan = b.test(VectorOperators.IS_NAN)
+                .or(a.abs().compare(VectorOperators.EQ, 1).and(b.abs().compare(VectorOperators.EQ, Double.POSITIVE_INFINITY)));
+        return a.lanewise(VectorOperators.POW, b).blend(Double.NaN, nan);
+    }
     public static DoubleVector erf(DoubleVector a) { return VectorErfF64.erf(a); }
     public static DoubleVector gelu(DoubleVector a) { return VectorErfF64.gelu(a); }
 
@@ -107,13 +118,13 @@ public final class VectorMathF64 {
         if (p == 3) return a.mul(a).mul(a);
         if (p == -1) return DoubleVector.broadcast(DS, 1).div(a);
         if (p == -2) return DoubleVector.broadcast(DS, 1).div(a.mul(a));
-        return a.lanewise(VectorOperators.POW, e);
+        return javaPow(a, e);
     }
 
     /** The special cases lane by lane, for an exponent that is not the same in every lane. */
     private static DoubleVector powScalarLanes(DoubleVector a, DoubleVector e) {
         DoubleVector one = DoubleVector.broadcast(DS, 1);
-        return a.lanewise(VectorOperators.POW, e)
+        return javaPow(a, e)
                 .blend(one.div(a.mul(a)), e.compare(VectorOperators.EQ, -2))
                 .blend(one.div(a), e.compare(VectorOperators.EQ, -1))
                 .blend(a.mul(a).mul(a), e.compare(VectorOperators.EQ, 3))
