@@ -60,6 +60,21 @@ public sealed interface Expr {
         public String toString() { return "result"; }
     }
 
+    /**
+     * Output {@code index} of a multi-output op, which autograd saved for the backward (derivatives only; output 0 is
+     * {@link #RESULT}): max pooling's indices, batch norm's saved statistics.
+     */
+    record Output(int index, String name) implements Expr {
+        public String toString() { return name; }
+
+        /** The same output whatever it is called here ({@link #reads} looks for it by index). */
+        @Override
+        public boolean equals(Object o) { return o instanceof Output other && other.index == index; }
+
+        @Override
+        public int hashCode() { return Integer.hashCode(index); }
+    }
+
     /** {@code cond ? a : b} elementwise ({@code torch.where}). */
     record Where(Expr cond, Expr a, Expr b) implements Expr {
         public String toString() { return "where(" + cond + ", " + a + ", " + b + ")"; }
@@ -139,6 +154,7 @@ public sealed interface Expr {
     static Expr call(OpDef op, Expr... args) { return new Op(op, List.of(args)); }
     static Expr where(Expr cond, Expr a, Expr b) { return new Where(cond, a, b); }
     static Expr unreduce(Expr value) { return new Unreduce(value); }
+    static Expr output(int index, String name) { return new Output(index, name); }
     Expr GRAD = new Grad();
     Expr RESULT = new Result();
 

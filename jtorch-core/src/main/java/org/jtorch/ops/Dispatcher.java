@@ -154,8 +154,62 @@ public final class Dispatcher {
             case REDUCTION -> reduce(op, inputs[0], ALL_DIMS, null, p0);
             case ALONG_DIM -> alongDim(op, inputs[0], (int) p0, null);
             case FRONT_END -> FrontEnds.call(op, inputs, scalars);
-            case STRUCTURED -> structured(op, inputs, scalars);
+            case STRUCTURED -> op.outputCount() == 1 ? structured(op, inputs, scalars) : firstOf(structuredAll(op, inputs, scalars));
         };
+    }
+
+    /**
+     * Runs a multi-output structured op ({@link OpDef#outputCount} above 1) and returns all its outputs, in declared order:
+     * its meta function gives every output's shape and dtype, all are allocated on the inputs' device, and the kernel
+     * registered for that device writes them in one call. Autograd differentiates the first output (the others, indices
+     * or saved statistics, are what its derivatives read); the trace records the first output and sees the others as
+     * made by an op it cannot replay.
+     */
+    public static Tensor[] callAll(OpDef op, Tensor[] inputs, double... scalars) {
+        if (op.kind() != OpDef.Kind.STRUCTURED || op.outputCount() == 1) {
+            return new Tensor[] {call(op, inputs, scalars)};
+        }
+        return structuredAll(op, inputs, scalars);
+    }
+
+    /** The first output; the others are released (a caller of {@link #call} asked for one tensor). */
+    private static Tensor firstOf(Tensor[] outputs) {
+        for (int i = 1; i < outputs.length; i++) outputs[i].close();
+        return outputs[0];
+    }
+
+    private static Tensor[] structuredAll(OpDef op, Tensor[] inputs, double[] scalars) {
+        String name = op.pyName();
+        int declared = (int) op.signature().tensorCount();
+        if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
+        StridedView[] views = new StridedView[inputs.length];
+        Device device = null;
+        for (int i = 0; i < inputs.length; i++) {
+            Tensor t = inputs[i];
+            if (t == null) continue;
+            t.checkOpen(name);
+            views[i] = view(t);
+            if (device == null) device = t.device();
+        }
+        Meta.Output[] metas = op.metaAll().infer(views, scalars);
+        Tensor[] outs = new Tensor[metas.length];
+        StridedView[] outViews = new StridedView[metas.length];
+        for (int i = 0; i < metas.length; i++) {
+            outs[i] = allocate(name, metas[i].shape(), metas[i].dtype(), device);
+            outViews[i] = view(outs[i]);
+        }
+        Backends.of(name, device);
+        OpKernel.Multi k = KernelRegistry.kernels(op, device.type());
+        if (KernelProfiler.isActive()) {
+            long t0 = System.nanoTime();
+            k.run(outViews, views, scalars);
+            KernelProfiler.recordKernel(op.kernel(), outViews[0], System.nanoTime() - t0);
+        } else {
+            k.run(outViews, views, scalars);
+        }
+        if (TRACING.get() != 0) traced(op, outs[0], scalars, null, inputs);
+        if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, inputs, outs[0], outs, scalars, null);
+        return outs;
     }
 
     /**
@@ -500,7 +554,7 @@ public final class Dispatcher {
      * derivatives needed are saved) and which derivatives read the result.
      */
     private record Plan(TensorFn[] derivatives, TensorFn composition, boolean[][] readsInput, boolean[] readsResult,
-                        boolean[] anyReadsInput, boolean anyReadsResult, String nodeName) {
+                        boolean[] anyReadsInput, boolean anyReadsResult, boolean[] anyReadsOutput, String nodeName) {
         static Plan of(OpDef op) {
             List<Expr> d = op.derivatives();
             TensorFn[] compiled = new TensorFn[d.size()];
@@ -521,7 +575,12 @@ public final class Dispatcher {
                 anyReadsResult |= readsResult[i];
                 for (int j = 0; j < anyReadsInput.length; j++) anyReadsInput[j] |= readsInput[i][j];
             }
-            return new Plan(compiled, composition, readsInput, readsResult, anyReadsInput, anyReadsResult,
+            // A multi-output op's other outputs are saved when a derivative reads them (max pooling's indices).
+            boolean[] anyReadsOutput = new boolean[op.outputCount()];
+            for (int k = 1; k < anyReadsOutput.length; k++) {
+                for (Expr e : d) anyReadsOutput[k] |= e != null && e.reads(new Expr.Output(k, op.outputNames().get(k)));
+            }
+            return new Plan(compiled, composition, readsInput, readsResult, anyReadsInput, anyReadsResult, anyReadsOutput,
                     Elementwise.backwardName(op.pyName()));
         }
 
@@ -566,6 +625,15 @@ public final class Dispatcher {
      * {@code call} is a reduction's call (null for other ops).
      */
     static void record(OpDef op, Tensor[] inputs, Tensor[] values, Tensor result, double[] scalars, ReduceCall call) {
+        record(op, inputs, values, result, null, scalars, call);
+    }
+
+    /**
+     * {@link #record} of a multi-output op: the node is {@code result}'s ({@code outputs[0]}); of the other {@code outputs}
+     * (null for a single-output op), those the derivatives read are saved.
+     */
+    private static void record(OpDef op, Tensor[] inputs, Tensor[] values, Tensor result, Tensor[] outputs, double[] scalars,
+                               ReduceCall call) {
         Plan plan = plan(op);
         TensorFn[] derivatives = plan.derivatives();
         int n = inputs.length;
@@ -599,11 +667,25 @@ public final class Dispatcher {
         }
         SavedTensor savedResult = plan.saves(-1, needs, everyNeeds) ? Autograd.save(result) : null;
         if (savedResult != null) all[savedCount++] = savedResult;
+        SavedTensor[] savedOutputs = null;
+        if (outputs != null) {
+            savedOutputs = new SavedTensor[outputs.length];
+            all = Arrays.copyOf(all, all.length + outputs.length);
+            for (int k = 1; k < outputs.length; k++) {
+                if (plan.anyReadsOutput()[k]) all[savedCount++] = savedOutputs[k] = Autograd.save(outputs[k]);
+            }
+        }
+        SavedTensor[] outs = savedOutputs;
         boolean sameShape = op.kind() != OpDef.Kind.BINARY && op.kind() != OpDef.Kind.COMPOSITE && op.kind() != OpDef.Kind.STRUCTURED;
         Autograd.record(plan.nodeName(), result, g -> {
             Tensor[] in = new Tensor[n];
             for (int i = 0; i < n; i++) if (saved[i] != null) in[i] = saved[i].get();
-            Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars, call);
+            Tensor[] o = null;
+            if (outs != null) {
+                o = new Tensor[outs.length];
+                for (int k = 1; k < o.length; k++) if (outs[k] != null) o[k] = outs[k].get();
+            }
+            Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars, call, null, o);
             Tensor[] grads = new Tensor[graphInputs.length];
             for (int i = 0; i < n; i++) {
                 if (!needs[i] || i >= derivatives.length || derivatives[i] == null) continue;

@@ -21,16 +21,17 @@ final class ExprCompiler {
     /**
      * What a tree reads: the op's inputs (null where not saved), which optional inputs were given, its
      * result, the incoming gradient, its scalar parameters (NaN for None), for a reduction its call, and the values of
-     * the subtrees a composition uses more than once, once computed ({@link #compileComposition}; null elsewhere).
+     * the subtrees a composition uses more than once, once computed ({@link #compileComposition}; null elsewhere), and a
+     * multi-output op's outputs that its derivatives read ({@link Expr.Output}; null elsewhere).
      */
     record Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction,
-                  Tensor[] shared) {
+                  Tensor[] shared, Tensor[] outputs) {
         Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction) {
-            this(inputs, present, result, grad, scalars, reduction, null);
+            this(inputs, present, result, grad, scalars, reduction, null, null);
         }
 
         Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars) {
-            this(inputs, present, result, grad, scalars, null, null);
+            this(inputs, present, result, grad, scalars, null, null, null);
         }
     }
 
@@ -83,7 +84,7 @@ final class ExprCompiler {
         Map<Expr, Integer> slots = new HashMap<>();
         for (Map.Entry<Expr, Integer> u : uses.entrySet()) {
             Expr t = u.getKey();
-            boolean leaf = t instanceof Expr.In || t instanceof Expr.Grad || t instanceof Expr.Result || t.isScalar();
+            boolean leaf = t instanceof Expr.In || t instanceof Expr.Output || t instanceof Expr.Grad || t instanceof Expr.Result || t.isScalar();
             if (u.getValue() > 1 && !leaf) slots.put(t, slots.size());
         }
         if (slots.isEmpty()) return compile(e);
@@ -95,7 +96,7 @@ final class ExprCompiler {
             SHARED.remove();
         }
         int n = slots.size();
-        return v -> root.eval(new Values(v.inputs(), v.present(), v.result(), v.grad(), v.scalars(), v.reduction(), new Tensor[n]));
+        return v -> root.eval(new Values(v.inputs(), v.present(), v.result(), v.grad(), v.scalars(), v.reduction(), new Tensor[n], v.outputs()));
     }
 
     /** How often each subtree occurs in {@code e} (a branch of a conditional counts as it is written). */
@@ -139,6 +140,10 @@ final class ExprCompiler {
                 yield v -> v.inputs()[i];
             }
             case Expr.Result r -> Values::result;
+            case Expr.Output o -> {
+                int k = o.index();
+                yield v -> v.outputs()[k];
+            }
             case Expr.Grad g -> Values::grad;
             case Expr.Op o -> compileOp(o);
             case Expr.Where w -> compileWhere(w);
