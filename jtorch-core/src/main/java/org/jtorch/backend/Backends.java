@@ -29,6 +29,7 @@ public final class Backends {
         LinalgOpKernels.register(backend);
         ConvolutionOpKernels.register(backend);
         PoolingOpKernels.register(backend);
+        NormalizationOpKernels.register(backend);
     }
 
     private Backends() {}

@@ -75,6 +75,22 @@ public sealed interface Expr {
         public int hashCode() { return Integer.hashCode(index); }
     }
 
+    /**
+     * Output {@code output} of {@code call}, a multi-output op's call: the derivatives of one op that select different
+     * outputs of the same call share one evaluation of it (batch norm's fused backward gives all three gradients).
+     */
+    record Select(Op call, int output) implements Expr {
+        public String toString() { return call + "[" + output + "]"; }
+    }
+
+    /**
+     * {@code then} when the backward records a graph of its own (grad mode on: {@code create_graph}), else
+     * {@code otherwise}: a fused backward kernel with no derivative of its own beside a form differentiable through its parts.
+     */
+    record IfGrad(Expr then, Expr otherwise) implements Expr {
+        public String toString() { return "(" + then + " if create_graph else " + otherwise + ")"; }
+    }
+
     /** {@code cond ? a : b} elementwise ({@code torch.where}). */
     record Where(Expr cond, Expr a, Expr b) implements Expr {
         public String toString() { return "where(" + cond + ", " + a + ", " + b + ")"; }
@@ -177,6 +193,8 @@ public sealed interface Expr {
             case Size z -> z.of().reads(node);
             case ReshapeLike r -> r.value().reads(node) || r.like().reads(node);
             case Widened w -> w.value().reads(node);
+            case Select sel -> sel.call().reads(node);
+            case IfGrad p -> p.then().reads(node) || p.otherwise().reads(node);
             default -> false;
         };
     }
@@ -198,6 +216,8 @@ public sealed interface Expr {
             case Size z -> z.of().readsInput(index);
             case ReshapeLike r -> r.value().readsInput(index) || r.like().readsInput(index);
             case Widened w -> w.value().readsInput(index);
+            case Select sel -> sel.call().readsInput(index);
+            case IfGrad p -> p.then().readsInput(index) || p.otherwise().readsInput(index);
             default -> false;
         };
     }

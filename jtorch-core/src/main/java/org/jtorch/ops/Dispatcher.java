@@ -553,18 +553,18 @@ public final class Dispatcher {
      * composition as closures ({@link ExprCompiler}), which inputs each derivative reads (only those of the
      * derivatives needed are saved) and which derivatives read the result.
      */
-    private record Plan(TensorFn[] derivatives, TensorFn composition, boolean[][] readsInput, boolean[] readsResult,
+    private record Plan(TensorFn[] derivatives, int sharedSlots, TensorFn composition, boolean[][] readsInput, boolean[] readsResult,
                         boolean[] anyReadsInput, boolean anyReadsResult, boolean[] anyReadsOutput, String nodeName) {
         static Plan of(OpDef op) {
             List<Expr> d = op.derivatives();
-            TensorFn[] compiled = new TensorFn[d.size()];
+            ExprCompiler.Derivatives compiledAll = ExprCompiler.compileDerivatives(d);
+            TensorFn[] compiled = compiledAll.fns();
             int inputs = (int) op.signature().tensorCount();
             boolean[][] readsInput = new boolean[d.size()][Math.max(inputs, d.size())];
             boolean[] readsResult = new boolean[d.size()];
             for (int i = 0; i < d.size(); i++) {
                 Expr e = d.get(i);
                 if (e == null) continue;
-                compiled[i] = ExprCompiler.compile(e);
                 readsResult[i] = e.reads(Expr.RESULT);
                 for (int j = 0; j < readsInput[i].length; j++) readsInput[i][j] = e.readsInput(j);
             }
@@ -580,7 +580,7 @@ public final class Dispatcher {
             for (int k = 1; k < anyReadsOutput.length; k++) {
                 for (Expr e : d) anyReadsOutput[k] |= e != null && e.reads(new Expr.Output(k, op.outputNames().get(k)));
             }
-            return new Plan(compiled, composition, readsInput, readsResult, anyReadsInput, anyReadsResult, anyReadsOutput,
+            return new Plan(compiled, compiledAll.slots(), composition, readsInput, readsResult, anyReadsInput, anyReadsResult, anyReadsOutput,
                     Elementwise.backwardName(op.pyName()));
         }
 
@@ -685,7 +685,8 @@ public final class Dispatcher {
                 o = new Tensor[outs.length];
                 for (int k = 1; k < o.length; k++) if (outs[k] != null) o[k] = outs[k].get();
             }
-            Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars, call, null, o);
+            Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars, call,
+                    plan.sharedSlots() == 0 ? null : new Object[plan.sharedSlots()], o);
             Tensor[] grads = new Tensor[graphInputs.length];
             for (int i = 0; i < n; i++) {
                 if (!needs[i] || i >= derivatives.length || derivatives[i] == null) continue;

@@ -25,7 +25,7 @@ final class ExprCompiler {
      * multi-output op's outputs that its derivatives read ({@link Expr.Output}; null elsewhere).
      */
     record Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction,
-                  Tensor[] shared, Tensor[] outputs) {
+                  Object[] shared, Tensor[] outputs) {
         Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction) {
             this(inputs, present, result, grad, scalars, reduction, null, null);
         }
@@ -96,7 +96,31 @@ final class ExprCompiler {
             SHARED.remove();
         }
         int n = slots.size();
-        return v -> root.eval(new Values(v.inputs(), v.present(), v.result(), v.grad(), v.scalars(), v.reduction(), new Tensor[n], v.outputs()));
+        return v -> root.eval(new Values(v.inputs(), v.present(), v.result(), v.grad(), v.scalars(), v.reduction(), new Object[n], v.outputs()));
+    }
+
+    /** An op's derivatives, compiled together: {@code slots} is the length of the {@link Values#shared} array they need. */
+    record Derivatives(TensorFn[] fns, int slots) {}
+
+    /**
+     * Compiles an op's derivatives (null where an input gets none) so that a multi-output call several of them select from
+     * ({@link Expr.Select}: batch norm's fused backward) runs once per backward, in a {@link Values#shared} slot.
+     */
+    static Derivatives compileDerivatives(List<Expr> derivatives) {
+        Map<Expr, Integer> uses = new HashMap<>();
+        for (Expr e : derivatives) if (e != null) countUses(e, uses);
+        Map<Expr, Integer> slots = new HashMap<>();
+        for (Map.Entry<Expr, Integer> u : uses.entrySet()) {
+            if (u.getValue() > 1 && u.getKey() instanceof Expr.Op o && o.op().outputCount() > 1) slots.put(o, slots.size());
+        }
+        TensorFn[] fns = new TensorFn[derivatives.size()];
+        SHARED.set(slots);
+        try {
+            for (int i = 0; i < fns.length; i++) if (derivatives.get(i) != null) fns[i] = compile(derivatives.get(i));
+        } finally {
+            SHARED.remove();
+        }
+        return new Derivatives(fns, slots.size());
     }
 
     /** How often each subtree occurs in {@code e} (a branch of a conditional counts as it is written). */
@@ -115,6 +139,8 @@ final class ExprCompiler {
             case Expr.ReshapeLike r -> List.of(r.value(), r.like()).forEach(a -> countUses(a, uses));
             case Expr.Widened w -> countUses(w.value(), uses);
             case Expr.Size z -> countUses(z.of(), uses);
+            case Expr.Select sel -> countUses(sel.call(), uses);
+            case Expr.IfGrad p -> List.of(p.then(), p.otherwise()).forEach(a -> countUses(a, uses));
             default -> { }
         }
     }
@@ -125,9 +151,9 @@ final class ExprCompiler {
         TensorFn once = compileOnce(e);
         int i = slot;
         return v -> {
-            Tensor[] shared = v.shared();
+            Object[] shared = v.shared();
             if (shared == null) return once.eval(v);
-            Tensor t = shared[i];
+            Tensor t = (Tensor) shared[i];
             if (t == null) shared[i] = t = once.eval(v);
             return t;
         };
@@ -146,6 +172,12 @@ final class ExprCompiler {
             }
             case Expr.Grad g -> Values::grad;
             case Expr.Op o -> compileOp(o);
+            case Expr.Select sel -> compileSelect(sel);
+            case Expr.IfGrad p -> {
+                TensorFn then = compile(p.then());
+                TensorFn otherwise = compile(p.otherwise());
+                yield v -> org.jtorch.autograd.Grad.isEnabled() ? then.eval(v) : otherwise.eval(v);
+            }
             case Expr.Where w -> compileWhere(w);
             case Expr.ZerosLike z -> {
                 TensorFn like = compile(z.like());
@@ -234,6 +266,33 @@ final class ExprCompiler {
             int[] dims = new int[k];
             for (int i = 0; i < k; i++) dims[i] = t.dim() - k + i;
             return Dispatcher.reduce(op, t, new ReduceArgs(dims, true), null, param.eval(v));
+        };
+    }
+
+    /** Output {@code output} of a multi-output call, the call run once per {@link Values} where it has a shared slot. */
+    private static TensorFn compileSelect(Expr.Select sel) {
+        Integer slot = SHARED.get().get(sel.call());
+        OpDef op = sel.call().op();
+        List<Expr> args = sel.call().args();
+        int tensors = 0;
+        while (tensors < args.size() && !args.get(tensors).isScalar()) tensors++;
+        TensorFn[] in = new TensorFn[tensors];
+        for (int i = 0; i < tensors; i++) in[i] = compile(args.get(i));
+        ScalarFn[] sc = new ScalarFn[args.size() - tensors];
+        for (int i = 0; i < sc.length; i++) sc[i] = compileScalar(args.get(tensors + i));
+        int k = sel.output();
+        return v -> {
+            Object[] shared = v.shared();
+            Tensor[] outs = slot == null || shared == null ? null : (Tensor[]) shared[slot];
+            if (outs == null) {
+                Tensor[] t = new Tensor[in.length];
+                for (int i = 0; i < t.length; i++) t[i] = in[i].eval(v);
+                double[] s = new double[sc.length];
+                for (int i = 0; i < s.length; i++) s[i] = sc[i].eval(v);
+                outs = Dispatcher.callAll(op, t, s);
+                if (slot != null && shared != null) shared[slot] = outs;
+            }
+            return outs[k];
         };
     }
 

@@ -36,6 +36,9 @@ public final class FrontEnds {
         if (op == FrontEndOps.CONV2D) {
             return Convolution.conv2d(in[0], in[1], in[2], ints(args, 0, 2), ints(args, 2, 4), ints(args, 4, 6), (int) args[6]);
         }
+        if (op == org.jtorch.op.NormalizationOps.BATCH_NORM_BACKWARD_COMPOSITE) {
+            return Normalization.batchNormBackwardComposite(in[0], in[1], in[2], in[3], in[4], args[0] != 0, args[1], (int) args[2]);
+        }
         if (op == FrontEndOps.BATCH_NORM) return Normalization.batchNorm(in[0], in[1], in[2], in[3], in[4], args[0] != 0, args[1], args[2]);
         if (op == FrontEndOps.MAX_POOL2D) {
             Lists l = new Lists(args);
