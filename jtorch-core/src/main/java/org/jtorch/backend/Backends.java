@@ -30,6 +30,7 @@ public final class Backends {
         ConvolutionOpKernels.register(backend);
         PoolingOpKernels.register(backend);
         NormalizationOpKernels.register(backend);
+        JoiningOpKernels.register(backend);
     }
 
     private Backends() {}

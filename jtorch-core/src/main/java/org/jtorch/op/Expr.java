@@ -91,6 +91,16 @@ public sealed interface Expr {
         public String toString() { return "(" + then + " if create_graph else " + otherwise + ")"; }
     }
 
+    /**
+     * The part of {@code value} (a variadic op's gradient) that belongs to the input being differentiated, along dimension
+     * {@code scalars[dim]}: its slice there ({@code cat}: a narrow at the sizes of the inputs before it), or with
+     * {@code select} its index, the dimension removed ({@code stack}). A variadic op declares one derivative, evaluated
+     * once per input.
+     */
+    record Part(Expr value, int dim, boolean select) implements Expr {
+        public String toString() { return (select ? "select" : "narrow") + "(" + value + ", dim, this input's " + (select ? "index" : "slice") + ")"; }
+    }
+
     /** {@code cond ? a : b} elementwise ({@code torch.where}). */
     record Where(Expr cond, Expr a, Expr b) implements Expr {
         public String toString() { return "where(" + cond + ", " + a + ", " + b + ")"; }
@@ -194,6 +204,7 @@ public sealed interface Expr {
             case ReshapeLike r -> r.value().reads(node) || r.like().reads(node);
             case Widened w -> w.value().reads(node);
             case Select sel -> sel.call().reads(node);
+            case Part p -> p.value().reads(node);
             case IfGrad p -> p.then().reads(node) || p.otherwise().reads(node);
             default -> false;
         };
@@ -217,6 +228,7 @@ public sealed interface Expr {
             case ReshapeLike r -> r.value().readsInput(index) || r.like().readsInput(index);
             case Widened w -> w.value().readsInput(index);
             case Select sel -> sel.call().readsInput(index);
+            case Part p -> p.value().readsInput(index);
             case IfGrad p -> p.then().readsInput(index) || p.otherwise().readsInput(index);
             default -> false;
         };

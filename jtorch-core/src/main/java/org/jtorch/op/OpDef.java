@@ -227,6 +227,14 @@ public final class OpDef {
      */
     public int outputCount() { return metaAll == null ? 1 : outputs.size(); }
 
+    /**
+     * Whether the op's tensor parameter is a list ({@code Tensor[]}: {@code cat}, {@code stack}): a call passes as many
+     * inputs as the list holds, and its one derivative is evaluated for each ({@link Expr.Part}).
+     */
+    public boolean isVariadic() {
+        return !signature.params().isEmpty() && signature.params().get(0).type().equals("Tensor[]");
+    }
+
     /** A multi-output op's output names, in order (PyTorch's schema names); empty for single-output ops. */
     public List<String> outputNames() { return outputs; }
 

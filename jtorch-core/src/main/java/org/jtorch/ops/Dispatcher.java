@@ -676,6 +676,7 @@ public final class Dispatcher {
             }
         }
         SavedTensor[] outs = savedOutputs;
+        boolean variadic = op.isVariadic();
         boolean sameShape = op.kind() != OpDef.Kind.BINARY && op.kind() != OpDef.Kind.COMPOSITE && op.kind() != OpDef.Kind.STRUCTURED;
         Autograd.record(plan.nodeName(), result, g -> {
             Tensor[] in = new Tensor[n];
@@ -686,9 +687,16 @@ public final class Dispatcher {
                 for (int k = 1; k < o.length; k++) if (outs[k] != null) o[k] = outs[k].get();
             }
             Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars, call,
-                    plan.sharedSlots() == 0 ? null : new Object[plan.sharedSlots()], o);
+                    plan.sharedSlots() == 0 ? null : new Object[plan.sharedSlots()], o, null);
             Tensor[] grads = new Tensor[graphInputs.length];
             for (int i = 0; i < n; i++) {
+                if (variadic && needs[i]) {
+                    // one derivative for every input of the list, told which input it is
+                    Tensor gi = derivatives[0].eval(new Values(in, present, v.result(), g[0], scalars, call, null, o,
+                            new ExprCompiler.Part(i, shapes)));
+                    grads[slot[i]] = Gradients.sumTo(gi, shapes[i], types[i]);
+                    continue;
+                }
                 if (!needs[i] || i >= derivatives.length || derivatives[i] == null) continue;
                 Tensor gi = derivatives[i].eval(v);
                 grads[slot[i]] = sameShape ? Elementwise.castTo(gi, types[i]) : Gradients.sumTo(gi, shapes[i], types[i]);

@@ -25,15 +25,18 @@ final class ExprCompiler {
      * multi-output op's outputs that its derivatives read ({@link Expr.Output}; null elsewhere).
      */
     record Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction,
-                  Object[] shared, Tensor[] outputs) {
+                  Object[] shared, Tensor[] outputs, Part part) {
         Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction) {
-            this(inputs, present, result, grad, scalars, reduction, null, null);
+            this(inputs, present, result, grad, scalars, reduction, null, null, null);
         }
 
         Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars) {
-            this(inputs, present, result, grad, scalars, null, null, null);
+            this(inputs, present, result, grad, scalars, null, null, null, null);
         }
     }
+
+    /** The input a variadic op's derivative is evaluated for ({@link Expr.Part}): its position and every input's shape. */
+    record Part(int index, long[][] shapes) {}
 
     /**
      * One reduction call, resolved: its dimensions as given, {@code keepdim}, the input's shape, which
@@ -96,7 +99,7 @@ final class ExprCompiler {
             SHARED.remove();
         }
         int n = slots.size();
-        return v -> root.eval(new Values(v.inputs(), v.present(), v.result(), v.grad(), v.scalars(), v.reduction(), new Object[n], v.outputs()));
+        return v -> root.eval(new Values(v.inputs(), v.present(), v.result(), v.grad(), v.scalars(), v.reduction(), new Object[n], v.outputs(), v.part()));
     }
 
     /** An op's derivatives, compiled together: {@code slots} is the length of the {@link Values#shared} array they need. */
@@ -140,6 +143,7 @@ final class ExprCompiler {
             case Expr.Widened w -> countUses(w.value(), uses);
             case Expr.Size z -> countUses(z.of(), uses);
             case Expr.Select sel -> countUses(sel.call(), uses);
+            case Expr.Part p -> countUses(p.value(), uses);
             case Expr.IfGrad p -> List.of(p.then(), p.otherwise()).forEach(a -> countUses(a, uses));
             default -> { }
         }
@@ -173,6 +177,7 @@ final class ExprCompiler {
             case Expr.Grad g -> Values::grad;
             case Expr.Op o -> compileOp(o);
             case Expr.Select sel -> compileSelect(sel);
+            case Expr.Part p -> compilePart(p);
             case Expr.IfGrad p -> {
                 TensorFn then = compile(p.then());
                 TensorFn otherwise = compile(p.otherwise());
@@ -266,6 +271,27 @@ final class ExprCompiler {
             int[] dims = new int[k];
             for (int i = 0; i < k; i++) dims[i] = t.dim() - k + i;
             return Dispatcher.reduce(op, t, new ReduceArgs(dims, true), null, param.eval(v));
+        };
+    }
+
+    /**
+     * The differentiated input's part of a variadic op's gradient: {@code cat}'s slice (zeros for an input {@code cat}
+     * skipped, an empty 1-d tensor) or {@code stack}'s index.
+     */
+    private static TensorFn compilePart(Expr.Part p) {
+        TensorFn value = compile(p.value());
+        int dim = p.dim();
+        boolean select = p.select();
+        return v -> {
+            Tensor g = value.eval(v);
+            int i = v.part().index();
+            long[][] shapes = v.part().shapes();
+            if (!select && org.jtorch.op.JoiningOps.skippedByCat(shapes[i])) return org.jtorch.Torch.zeros(shapes[i], g.dtype(), g.device());
+            int d = org.jtorch.op.Shapes.wrapDim("part", (int) v.scalars()[dim], g.dim());
+            if (select) return g.select(d, i);
+            long start = 0;
+            for (int j = 0; j < i; j++) if (!org.jtorch.op.JoiningOps.skippedByCat(shapes[j])) start += shapes[j][d];
+            return g.narrow(d, start, shapes[i][d]);
         };
     }
 

@@ -28,7 +28,6 @@ public final class FrontEnds {
         if (op == FrontEndOps.MATMUL) return Linalg.matmul(in[0], in[1]);
         if (op == FrontEndOps.ROWS) return Linalg.rowsOf(in[0]);
         if (op == FrontEndOps.SLICE) return in[0].slice((int) args[0], (long) args[1], (long) args[2], (long) args[3]);
-        if (op == FrontEndOps.CAT) return Joining.cat(java.util.Arrays.asList(in), (int) args[0]);
         if (op == FrontEndOps.ZEROS) {
             Device device = Device.Type.values()[(int) args[1]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[2]);
             return Torch.zeros(longs(java.util.Arrays.copyOfRange(args, 3, args.length)), DType.values()[(int) args[0]], device);
