@@ -183,14 +183,7 @@ public final class Dispatcher {
         int declared = (int) op.signature().tensorCount();
         if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
         StridedView[] views = new StridedView[inputs.length];
-        Device device = null;
-        for (int i = 0; i < inputs.length; i++) {
-            Tensor t = inputs[i];
-            if (t == null) continue;
-            t.checkOpen(name);
-            views[i] = view(t);
-            if (device == null) device = t.device();
-        }
+        Device device = structuredViews(name, inputs, views);
         Meta.Output[] metas = op.metaAll().infer(views, scalars);
         Tensor[] outs = new Tensor[metas.length];
         StridedView[] outViews = new StridedView[metas.length];
@@ -212,6 +205,19 @@ public final class Dispatcher {
         return outs;
     }
 
+    /** The views of a structured op's inputs (null where an optional one is left out); returns the first input's device. */
+    private static Device structuredViews(String name, Tensor[] inputs, StridedView[] views) {
+        Device device = null;
+        for (int i = 0; i < inputs.length; i++) {
+            Tensor t = inputs[i];
+            if (t == null) continue;
+            t.checkOpen(name);
+            views[i] = view(t);
+            if (device == null) device = t.device();
+        }
+        return device;
+    }
+
     /**
      * A structured op ({@link OpDef.Kind#STRUCTURED}): its meta function checks the inputs (null where an optional one
      * is left out) and gives the result's shape and dtype, the result is allocated on the inputs' device, and the
@@ -226,14 +232,7 @@ public final class Dispatcher {
         int declared = (int) op.signature().tensorCount();
         if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
         StridedView[] views = new StridedView[inputs.length];
-        Device device = null;
-        for (int i = 0; i < inputs.length; i++) {
-            Tensor t = inputs[i];
-            if (t == null) continue;
-            t.checkOpen(name);
-            views[i] = view(t);
-            if (device == null) device = t.device();
-        }
+        Device device = structuredViews(name, inputs, views);
         Meta.Output meta = op.meta().infer(views, scalars);
         Tensor r = allocate(name, meta.shape(), meta.dtype(), device);
         Backends.of(name, device);

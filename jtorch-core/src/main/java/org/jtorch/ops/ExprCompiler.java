@@ -295,27 +295,42 @@ final class ExprCompiler {
         };
     }
 
+    /** A call's arguments, compiled: its tensor arguments, then the op's scalars (a view's dimensions, addmm's beta and alpha). */
+    private record CallArgs(TensorFn[] in, ScalarFn[] sc) {
+        static CallArgs of(List<Expr> args) {
+            int tensors = 0;
+            while (tensors < args.size() && !args.get(tensors).isScalar()) tensors++;
+            TensorFn[] in = new TensorFn[tensors];
+            for (int i = 0; i < tensors; i++) in[i] = compile(args.get(i));
+            ScalarFn[] sc = new ScalarFn[args.size() - tensors];
+            for (int i = 0; i < sc.length; i++) sc[i] = compileScalar(args.get(tensors + i));
+            return new CallArgs(in, sc);
+        }
+
+        Tensor[] tensors(Values v) {
+            Tensor[] t = new Tensor[in.length];
+            for (int i = 0; i < t.length; i++) t[i] = in[i].eval(v);
+            return t;
+        }
+
+        double[] scalars(Values v) {
+            double[] s = new double[sc.length];
+            for (int i = 0; i < s.length; i++) s[i] = sc[i].eval(v);
+            return s;
+        }
+    }
+
     /** Output {@code output} of a multi-output call, the call run once per {@link Values} where it has a shared slot. */
     private static TensorFn compileSelect(Expr.Select sel) {
         Integer slot = SHARED.get().get(sel.call());
         OpDef op = sel.call().op();
-        List<Expr> args = sel.call().args();
-        int tensors = 0;
-        while (tensors < args.size() && !args.get(tensors).isScalar()) tensors++;
-        TensorFn[] in = new TensorFn[tensors];
-        for (int i = 0; i < tensors; i++) in[i] = compile(args.get(i));
-        ScalarFn[] sc = new ScalarFn[args.size() - tensors];
-        for (int i = 0; i < sc.length; i++) sc[i] = compileScalar(args.get(tensors + i));
+        CallArgs args = CallArgs.of(sel.call().args());
         int k = sel.output();
         return v -> {
             Object[] shared = v.shared();
             Tensor[] outs = slot == null || shared == null ? null : (Tensor[]) shared[slot];
             if (outs == null) {
-                Tensor[] t = new Tensor[in.length];
-                for (int i = 0; i < t.length; i++) t[i] = in[i].eval(v);
-                double[] s = new double[sc.length];
-                for (int i = 0; i < s.length; i++) s[i] = sc[i].eval(v);
-                outs = Dispatcher.callAll(op, t, s);
+                outs = Dispatcher.callAll(op, args.tensors(v), args.scalars(v));
                 if (slot != null && shared != null) shared[slot] = outs;
             }
             return outs[k];
@@ -362,20 +377,8 @@ final class ExprCompiler {
                 return v -> Dispatcher.reduce(op, x.eval(v), v.reduction().args(), null, 0);
             }
             case FRONT_END, STRUCTURED -> {
-                // Tensor arguments, then the op's scalars (a view's dimensions, addmm's beta and alpha).
-                int tensors = 0;
-                while (tensors < args.size() && !args.get(tensors).isScalar()) tensors++;
-                TensorFn[] in = new TensorFn[tensors];
-                for (int i = 0; i < tensors; i++) in[i] = compile(args.get(i));
-                ScalarFn[] sc = new ScalarFn[args.size() - tensors];
-                for (int i = 0; i < sc.length; i++) sc[i] = compileScalar(args.get(tensors + i));
-                return v -> {
-                    Tensor[] t = new Tensor[in.length];
-                    for (int i = 0; i < t.length; i++) t[i] = in[i].eval(v);
-                    double[] s = new double[sc.length];
-                    for (int i = 0; i < s.length; i++) s[i] = sc[i].eval(v);
-                    return Dispatcher.call(op, t, s);
-                };
+                CallArgs call = CallArgs.of(args);
+                return v -> Dispatcher.call(op, call.tensors(v), call.scalars(v));
             }
             default -> {
                 TensorFn[] in = new TensorFn[args.size()];
