@@ -70,14 +70,14 @@ public final class PoolingOpKernels {
 
     /**
      * Runs {@code kernel} on {@code src} seen as {@code [planes, in_h, in_w]} of the compute dtype into {@code outs}' values
-     * (rounded once) and indices, each seen as {@code [planes, out_h, out_w]}.
+     * (rounded once) and indices (none where the dispatcher skipped them), each seen as {@code [planes, out_h, out_w]}.
      */
     private static void withIndices(Backend backend, StridedView src, StridedView[] outs, double[] g, IndexedPool kernel) {
         long planes = planes(src, g), inH = (long) g[IN_H], inW = (long) g[IN_W], outH = (long) g[OUT_H], outW = (long) g[OUT_W];
         try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
             StridedView s = scratch.operand(src, computeType(src.dtype()), new long[] {planes, inH, inW});
             StridedView r = scratch.result(outs[0], s.dtype());
-            kernel.run(s, r.view(planes, outH, outW), outs[1].view(planes, outH, outW));
+            kernel.run(s, r.view(planes, outH, outW), outs[1] == null ? null : outs[1].view(planes, outH, outW));
             scratch.finish(r, outs[0]);
         }
     }

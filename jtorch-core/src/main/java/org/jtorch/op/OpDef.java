@@ -81,6 +81,7 @@ public final class OpDef {
     private final Meta meta;
     private final Meta.Multi metaAll;
     private final List<String> outputs;
+    private final boolean skipsUnread;
     private final DType halfAccumulation;
     private final String doc;
     private final int id = NEXT_ID.getAndIncrement();
@@ -108,6 +109,7 @@ public final class OpDef {
         meta = b.meta;
         metaAll = b.metaAll;
         outputs = b.outputs == null ? List.of() : b.outputs;
+        skipsUnread = b.skipsUnread;
         halfAccumulation = b.halfAccumulation;
         doc = b.doc == null ? "" : b.doc;
         if (kind == Kind.STRUCTURED && (meta == null) == (metaAll == null)) {
@@ -238,6 +240,13 @@ public final class OpDef {
     /** A multi-output op's output names, in order (PyTorch's schema names); empty for single-output ops. */
     public List<String> outputNames() { return outputs; }
 
+    /**
+     * Whether the kernel of this multi-output op takes a null view for an output after the first that nobody reads: a
+     * call that wants the first output only and records no autograd then skips the others (max pooling's indices in
+     * inference).
+     */
+    public boolean skipsUnreadOutputs() { return skipsUnread; }
+
     /** The autocast policy on {@code type}, or null when autocast leaves the op untouched there. */
     public CastPolicy autocast(Device.Type type) {
         return autocast.get(type);
@@ -304,6 +313,7 @@ public final class OpDef {
         private Meta meta;
         private Meta.Multi metaAll;
         private List<String> outputs;
+        private boolean skipsUnread;
         private DType halfAccumulation;
         private String doc;
 
@@ -329,6 +339,8 @@ public final class OpDef {
         public Builder integerDivision() { this.integerDivision = true; return this; }
         public Builder doc(String doc) { this.doc = doc; return this; }
         public Builder meta(Meta meta) { this.meta = meta; return this; }
+        /** The kernel skips the outputs after the first when given null views for them ({@link #skipsUnreadOutputs}). */
+        public Builder skipsUnreadOutputs() { this.skipsUnread = true; return this; }
         /** A multi-output op: its outputs' names (call before {@link #signature}) and one meta function for all of them. */
         public Builder outputs(Meta.Multi meta, String... names) {
             this.metaAll = meta;

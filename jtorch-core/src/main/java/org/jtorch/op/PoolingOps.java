@@ -53,10 +53,11 @@ public final class PoolingOps {
             true, () -> List.of(call(PoolingOps.ADAPTIVE_AVG_POOL2D, geometry(ADAPTIVE_GEOMETRY))),
             "each window's share of its output's gradient");
 
-    public static final OpDef MAX_POOL2D_WITH_INDICES = withIndices("max_pool2d_with_indices", MAX_GEOMETRY,
+    /** Its kernel writes no indices where nobody reads them (inference through {@code Dispatcher.call}). */
+    public static final OpDef MAX_POOL2D_WITH_INDICES = withIndices("max_pool2d_with_indices", MAX_GEOMETRY, true,
             "the window's largest element (NaN wins) and its flat index h * W + w in the input plane");
 
-    public static final OpDef ADAPTIVE_MAX_POOL2D = withIndices("adaptive_max_pool2d", ADAPTIVE_GEOMETRY,
+    public static final OpDef ADAPTIVE_MAX_POOL2D = withIndices("adaptive_max_pool2d", ADAPTIVE_GEOMETRY, false,
             "the largest element of input [floor(o * I / O), ceil((o + 1) * I / O)) and its flat index");
 
     /** The gradient of the max poolings: {@code grad_output} scattered (added) to {@code indices} in zeroed input planes. */
@@ -70,8 +71,10 @@ public final class PoolingOps {
             "self's elements at indices, per plane");
 
     /** A max pooling over {@code self}'s last 1 or 2 dimensions with scalars {@code geometry}: (output, indices). */
-    private static OpDef withIndices(String name, List<String> geometry, String doc) {
-        return OpDef.structured(name).rule(DTypeRule.FLOATING_ONLY)
+    private static OpDef withIndices(String name, List<String> geometry, boolean skipsIndices, String doc) {
+        OpDef.Builder b = OpDef.structured(name);
+        if (skipsIndices) b.skipsUnreadOutputs();
+        return b.rule(DTypeRule.FLOATING_ONLY)
                 .outputs((in, g) -> {
                     long[] shape = pooledShape(name, "self", geometry, in[0], g, false);
                     return new Meta.Output[] {new Meta.Output(shape, in[0].dtype()), new Meta.Output(shape, org.jtorch.DType.INT64)};

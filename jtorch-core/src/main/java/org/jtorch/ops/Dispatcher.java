@@ -154,7 +154,7 @@ public final class Dispatcher {
             case REDUCTION -> reduce(op, inputs[0], ALL_DIMS, null, p0);
             case ALONG_DIM -> alongDim(op, inputs[0], (int) p0, null);
             case FRONT_END -> FrontEnds.call(op, inputs, scalars);
-            case STRUCTURED -> op.outputCount() == 1 ? structured(op, inputs, scalars) : firstOf(structuredAll(op, inputs, scalars));
+            case STRUCTURED -> op.outputCount() == 1 ? structured(op, inputs, scalars) : firstOf(structuredAll(op, inputs, scalars, true));
         };
     }
 
@@ -169,25 +169,29 @@ public final class Dispatcher {
         if (op.kind() != OpDef.Kind.STRUCTURED || op.outputCount() == 1) {
             return new Tensor[] {call(op, inputs, scalars)};
         }
-        return structuredAll(op, inputs, scalars);
+        return structuredAll(op, inputs, scalars, false);
     }
 
-    /** The first output; the others are released (a caller of {@link #call} asked for one tensor). */
+    /** The first output; the others (null where skipped) are released (a caller of {@link #call} asked for one tensor). */
     private static Tensor firstOf(Tensor[] outputs) {
-        for (int i = 1; i < outputs.length; i++) outputs[i].close();
+        for (int i = 1; i < outputs.length; i++) if (outputs[i] != null) outputs[i].close();
         return outputs[0];
     }
 
-    private static Tensor[] structuredAll(OpDef op, Tensor[] inputs, double[] scalars) {
+    /** {@code firstOnly}: the caller wants the first output (the others are skipped where the op allows and autograd needs none). */
+    private static Tensor[] structuredAll(OpDef op, Tensor[] inputs, double[] scalars, boolean firstOnly) {
         String name = op.pyName();
         int declared = (int) op.signature().tensorCount();
         if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
         StridedView[] views = new StridedView[inputs.length];
         Device device = structuredViews(name, inputs, views);
         Meta.Output[] metas = op.metaAll().infer(views, scalars);
+        // Read once: another thread may set an input's requiresGrad meanwhile, and the backward reads what is written here.
+        boolean record = op.isDifferentiable() && Autograd.needsGrad(inputs);
+        int written = firstOnly && !record && op.skipsUnreadOutputs() ? 1 : metas.length;
         Tensor[] outs = new Tensor[metas.length];
         StridedView[] outViews = new StridedView[metas.length];
-        for (int i = 0; i < metas.length; i++) {
+        for (int i = 0; i < written; i++) {
             outs[i] = allocate(name, metas[i].shape(), metas[i].dtype(), device);
             outViews[i] = view(outs[i]);
         }
@@ -201,7 +205,7 @@ public final class Dispatcher {
             k.run(outViews, views, scalars);
         }
         if (TRACING.get() != 0) traced(op, outs[0], scalars, null, inputs);
-        if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, inputs, outs[0], outs, scalars, null);
+        if (record) record(op, inputs, inputs, outs[0], outs, scalars, null);
         return outs;
     }
 
