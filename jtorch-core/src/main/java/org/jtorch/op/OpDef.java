@@ -82,6 +82,7 @@ public final class OpDef {
     private final Meta.Multi metaAll;
     private final List<String> outputs;
     private final boolean skipsUnread;
+    private final boolean variadic;
     private final DType halfAccumulation;
     private final String doc;
     private final int id = NEXT_ID.getAndIncrement();
@@ -110,6 +111,7 @@ public final class OpDef {
         metaAll = b.metaAll;
         outputs = b.outputs == null ? List.of() : b.outputs;
         skipsUnread = b.skipsUnread;
+        variadic = !signature.params().isEmpty() && signature.params().get(0).type().equals("Tensor[]");
         halfAccumulation = b.halfAccumulation;
         doc = b.doc == null ? "" : b.doc;
         if (kind == Kind.STRUCTURED && (meta == null) == (metaAll == null)) {
@@ -234,7 +236,7 @@ public final class OpDef {
      * inputs as the list holds, and its one derivative is evaluated for each ({@link Expr.Part}).
      */
     public boolean isVariadic() {
-        return !signature.params().isEmpty() && signature.params().get(0).type().equals("Tensor[]");
+        return variadic;
     }
 
     /** A multi-output op's output names, in order (PyTorch's schema names); empty for single-output ops. */
