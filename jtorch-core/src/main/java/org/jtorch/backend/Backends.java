@@ -29,6 +29,8 @@ public final class Backends {
         LinalgOpKernels.register(backend);
         ConvolutionOpKernels.register(backend);
         PoolingOpKernels.register(backend);
+        NormalizationOpKernels.register(backend);
+        JoiningOpKernels.register(backend);
     }
 
     private Backends() {}

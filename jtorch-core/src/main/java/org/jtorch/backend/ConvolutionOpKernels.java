@@ -98,7 +98,7 @@ public final class ConvolutionOpKernels {
             this.backend = backend;
         }
 
-        private StridedView allocate(Device device, long[] shape, DType dtype) {
+        StridedView allocate(Device device, long[] shape, DType dtype) {
             long numel = org.jtorch.op.Shapes.numel(shape);
             Storage s = backend.allocate(device, Math.max(1, numel) * dtype.byteSize());
             held.add(s);

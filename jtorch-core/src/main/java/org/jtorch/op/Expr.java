@@ -60,6 +60,47 @@ public sealed interface Expr {
         public String toString() { return "result"; }
     }
 
+    /**
+     * Output {@code index} of a multi-output op, which autograd saved for the backward (derivatives only; output 0 is
+     * {@link #RESULT}): max pooling's indices, batch norm's saved statistics.
+     */
+    record Output(int index, String name) implements Expr {
+        public String toString() { return name; }
+
+        /** The same output whatever it is called here ({@link #reads} looks for it by index). */
+        @Override
+        public boolean equals(Object o) { return o instanceof Output other && other.index == index; }
+
+        @Override
+        public int hashCode() { return Integer.hashCode(index); }
+    }
+
+    /**
+     * Output {@code output} of {@code call}, a multi-output op's call: the derivatives of one op that select different
+     * outputs of the same call share one evaluation of it (batch norm's fused backward gives all three gradients).
+     */
+    record Select(Op call, int output) implements Expr {
+        public String toString() { return call + "[" + output + "]"; }
+    }
+
+    /**
+     * {@code then} when the backward records a graph of its own (grad mode on: {@code create_graph}), else
+     * {@code otherwise}: a fused backward kernel with no derivative of its own beside a form differentiable through its parts.
+     */
+    record IfGrad(Expr then, Expr otherwise) implements Expr {
+        public String toString() { return "(" + then + " if create_graph else " + otherwise + ")"; }
+    }
+
+    /**
+     * The part of {@code value} (a variadic op's gradient) that belongs to the input being differentiated, along dimension
+     * {@code scalars[dim]}: its slice there ({@code cat}: a narrow at the sizes of the inputs before it), or with
+     * {@code select} its index, the dimension removed ({@code stack}). A variadic op declares one derivative, evaluated
+     * once per input.
+     */
+    record Part(Expr value, int dim, boolean select) implements Expr {
+        public String toString() { return (select ? "select" : "narrow") + "(" + value + ", dim, this input's " + (select ? "index" : "slice") + ")"; }
+    }
+
     /** {@code cond ? a : b} elementwise ({@code torch.where}). */
     record Where(Expr cond, Expr a, Expr b) implements Expr {
         public String toString() { return "where(" + cond + ", " + a + ", " + b + ")"; }
@@ -139,6 +180,7 @@ public sealed interface Expr {
     static Expr call(OpDef op, Expr... args) { return new Op(op, List.of(args)); }
     static Expr where(Expr cond, Expr a, Expr b) { return new Where(cond, a, b); }
     static Expr unreduce(Expr value) { return new Unreduce(value); }
+    static Expr output(int index, String name) { return new Output(index, name); }
     Expr GRAD = new Grad();
     Expr RESULT = new Result();
 
@@ -161,6 +203,9 @@ public sealed interface Expr {
             case Size z -> z.of().reads(node);
             case ReshapeLike r -> r.value().reads(node) || r.like().reads(node);
             case Widened w -> w.value().reads(node);
+            case Select sel -> sel.call().reads(node);
+            case Part p -> p.value().reads(node);
+            case IfGrad p -> p.then().reads(node) || p.otherwise().reads(node);
             default -> false;
         };
     }
@@ -182,6 +227,9 @@ public sealed interface Expr {
             case Size z -> z.of().readsInput(index);
             case ReshapeLike r -> r.value().readsInput(index) || r.like().readsInput(index);
             case Widened w -> w.value().readsInput(index);
+            case Select sel -> sel.call().readsInput(index);
+            case Part p -> p.value().readsInput(index);
+            case IfGrad p -> p.then().readsInput(index) || p.otherwise().readsInput(index);
             default -> false;
         };
     }

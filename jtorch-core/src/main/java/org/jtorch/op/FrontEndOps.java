@@ -7,7 +7,7 @@ import org.jtorch.Device;
 
 /**
  * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): the views of {@code Tensor}, matmul
- * (by rank, from the declared products of {@link LinalgOps}), conv2d, batch norm, max pooling (2-d and 3-d), adaptive average pooling in 3-d, cat and zeros. Declared so that the registry lists them with PyTorch's signatures and
+ * (by rank, from the declared products of {@link LinalgOps}), conv2d, batch norm and max pooling (front ends over declared structured ops), max pooling and adaptive average pooling in 3-d, and zeros. Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
  * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
@@ -42,8 +42,6 @@ public final class FrontEndOps {
 
     public static final OpDef SLICE = view("slice", new Param("dim", "int", "0"), new Param("start", "SymInt?", "None"),
             new Param("end", "SymInt?", "None"), new Param("step", "SymInt", "1"));
-    public static final OpDef CAT = OpDef.frontEnd("cat", true).rule(SAME).signature(new Param("tensors", "Tensor[]", null),
-            new Param("dim", "int", "0")).autocast(Device.Type.CPU, CastPolicy.PROMOTE).doc("`ops.Joining.cat`").build();
     /** A tensor of zeros of a given shape, dtype and device (a constant of the graph, made anew at each call). */
     public static final OpDef ZEROS = OpDef.frontEnd("zeros", false).rule(SAME).signature(new Param("size", "SymInt[]", null),
             new Param("dtype", "ScalarType?", "None"), new Param("device", "Device?", "None")).doc("`Torch.zeros`").build();

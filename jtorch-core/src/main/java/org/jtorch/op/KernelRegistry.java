@@ -12,12 +12,14 @@ import org.jtorch.Device;
 public final class KernelRegistry {
     private static final Map<Device.Type, Map<String, PointwiseKernel>> POINTWISE = new EnumMap<>(Device.Type.class);
     private static final Map<Device.Type, Map<String, OpKernel>> STRUCTURED = new EnumMap<>(Device.Type.class);
+    private static final Map<Device.Type, Map<String, OpKernel.Multi>> MULTI = new EnumMap<>(Device.Type.class);
     private static final Map<Device.Type, FormulaKernel.Compiler> FORMULA_COMPILERS = new ConcurrentHashMap<>();
 
     static {
         for (Device.Type t : Device.Type.values()) {
             POINTWISE.put(t, new ConcurrentHashMap<>());
             STRUCTURED.put(t, new ConcurrentHashMap<>());
+            MULTI.put(t, new ConcurrentHashMap<>());
         }
     }
 
@@ -65,9 +67,28 @@ public final class KernelRegistry {
         return k;
     }
 
-    /** Whether a structured kernel for {@code op} is registered on {@code type}. */
+    /** Whether a structured kernel (of one output or several) for {@code op} is registered on {@code type}. */
     public static boolean hasStructured(OpDef op, Device.Type type) {
-        return STRUCTURED.get(type).containsKey(op.kernel());
+        return STRUCTURED.get(type).containsKey(op.kernel()) || MULTI.get(type).containsKey(op.kernel());
+    }
+
+    /** Registers (or replaces) the multi-output kernel named {@code kernel} on {@code type} ({@link OpDef#outputCount} above 1). */
+    public static void registerMulti(Device.Type type, String kernel, OpKernel.Multi k) {
+        MULTI.get(type).put(kernel, k);
+        for (OpDef op : OpRegistry.all()) if (op.kernel().equals(kernel)) op.multiKernels[type.ordinal()] = null;
+    }
+
+    /** The multi-output kernel of {@code op} on {@code type}, or an exception naming both; cached in the op after the first call. */
+    public static OpKernel.Multi kernels(OpDef op, Device.Type type) {
+        OpKernel.Multi k = op.multiKernels[type.ordinal()];
+        if (k != null) return k;
+        k = MULTI.get(type).get(op.kernel());
+        if (k == null) {
+            throw new UnsupportedOperationException(op.pyName() + ": no " + type.name().toLowerCase() + " kernel is registered for "
+                    + op.name());
+        }
+        op.multiKernels[type.ordinal()] = k;
+        return k;
     }
 
     /** Registers the backend's compiler of pointwise formulas (fused kernels) on {@code type}. */

@@ -14,4 +14,13 @@ public interface Meta {
 
     /** The result's shape and dtype. */
     record Output(long[] shape, DType dtype) {}
+
+    /**
+     * A multi-output op's meta function ({@link OpDef#outputCount} above 1): one {@link Output} per declared output, in
+     * order, all on the inputs' device.
+     */
+    @FunctionalInterface
+    interface Multi {
+        Output[] infer(StridedView[] inputs, double[] scalars);
+    }
 }

@@ -13,8 +13,11 @@ import org.jtorch.Device;
  * variance, kept for broadcasting. Their front ends ({@code ops.Normalization}) check the arguments and pass the
  * normalised shape by its number of dimensions.
  *
- * <p>Batch norm (fused statistics and backward kernels, running statistics updated in place) is still a hand-written
- * front end ({@link FrontEndOps#BATCH_NORM}).
+ * <p>Batch norm is a multi-output structured op ({@link #NATIVE_BATCH_NORM}, as PyTorch's {@code native_batch_norm}): one
+ * kernel call gives the output and the saved mean and inverse standard deviation, and updates the running statistics in
+ * place; its derivatives select the three gradients of one fused backward call ({@link #NATIVE_BATCH_NORM_BACKWARD}), or,
+ * when the backward records a graph, run the backward formula as differentiable ops ({@link #BATCH_NORM_BACKWARD_COMPOSITE}).
+ * The JIT traces batch norm by its front end ({@link FrontEndOps#BATCH_NORM}).
  */
 public final class NormalizationOps {
     private NormalizationOps() {}
@@ -22,6 +25,110 @@ public final class NormalizationOps {
     private static final Expr X = in(0, "input");
     private static final Expr W = in(1, "weight");
     private static final Expr B = in(2, "bias");
+
+    /**
+     * {@code (x - mean) / sqrt(var + eps) * weight + bias} per channel (dimension 1 of {@code [N, C, *]}): in training
+     * with the batch's mean and biased variance, the running statistics (where given) moved towards them in place
+     * ({@code running = (1 - momentum) * running + momentum * batch}, the variance unbiased, as PyTorch's); in evaluation
+     * with the running statistics. Outputs: the result, and the mean and {@code 1 / sqrt(var + eps)} it used (float64 for a
+     * float64 input, else float32), which the backward reads. Scalars: {@code training, momentum, eps}.
+     */
+    public static final OpDef NATIVE_BATCH_NORM = OpDef.structured("native_batch_norm").rule(DTypeRule.FLOATING_ONLY)
+            .outputs(NormalizationOps::batchNormMeta, "output", "save_mean", "save_invstd")
+            .signature(Param.tensor("input"), new Param("weight", "Tensor?", null), new Param("bias", "Tensor?", null),
+                    new Param("running_mean", "Tensor(a!)?", null), new Param("running_var", "Tensor(b!)?", null),
+                    Param.scalar("training", "bool", null), Param.scalar("momentum", "float", null), Param.scalar("eps", "float", null))
+            .derivatives(NormalizationOps::batchNormDerivatives)
+            .doc("fused statistics and normalisation; running statistics updated in place").build();
+
+    /**
+     * The gradients of {@link #NATIVE_BATCH_NORM} with respect to input, weight and bias from one fused kernel call:
+     * with {@code xhat = (x - mean) * invstd}, {@code grad_bias = sum(g)}, {@code grad_weight = sum(g * xhat)} and
+     * {@code grad_input = weight * invstd * (g - mean(g) - xhat * mean(g * xhat))} in training ({@code weight * invstd * g} in
+     * evaluation), over every dimension but 1. No derivative of its own: a backward that records a graph runs
+     * {@link #BATCH_NORM_BACKWARD_COMPOSITE} instead. Scalars: {@code training, eps}.
+     */
+    public static final OpDef NATIVE_BATCH_NORM_BACKWARD = OpDef.structured("native_batch_norm_backward").rule(DTypeRule.FLOATING_ONLY)
+            .outputs(NormalizationOps::batchNormBackwardMeta, "grad_input", "grad_weight", "grad_bias")
+            .signature(Param.tensor("grad_out"), Param.tensor("input"), new Param("weight", "Tensor?", null), Param.tensor("save_mean"),
+                    Param.tensor("save_invstd"), Param.scalar("train", "bool", null), Param.scalar("eps", "float", null))
+            .doc("one fused kernel for the three gradients").build();
+
+    /**
+     * Gradient {@code output} (0: input, 1: weight, 2: bias) of {@link #NATIVE_BATCH_NORM} as differentiable tensor ops
+     * (the statistics recomputed from the input in training), for gradients of gradients: {@code ops.Normalization}'s front end.
+     */
+    public static final OpDef BATCH_NORM_BACKWARD_COMPOSITE = OpDef.frontEnd("batch_norm_backward_composite", true)
+            .rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("grad_out"), Param.tensor("input"), new Param("weight", "Tensor?", null), Param.tensor("save_mean"),
+                    Param.tensor("save_invstd"), Param.scalar("train", "bool", null), Param.scalar("eps", "float", null),
+                    Param.scalar("output", "int", null))
+            .doc("`ops.Normalization.batchNormBackwardComposite`: the backward as ops, differentiable").build();
+
+    private static java.util.List<Expr> batchNormDerivatives() {
+        Expr mean = Expr.output(1, "save_mean"), invstd = Expr.output(2, "save_invstd");
+        Expr training = scalar(0, "training"), eps = scalar(2, "eps");
+        Expr.Op fused = (Expr.Op) call(NATIVE_BATCH_NORM_BACKWARD, Expr.GRAD, X, W, mean, invstd, training, eps);
+        Expr[] d = new Expr[3];
+        for (int j = 0; j < 3; j++) {
+            d[j] = new Expr.IfGrad(call(BATCH_NORM_BACKWARD_COMPOSITE, Expr.GRAD, X, W, mean, invstd, training, eps, Expr.c(j)),
+                    new Expr.Select(fused, j));
+        }
+        return java.util.Arrays.asList(d[0], d[1], d[2], null, null);
+    }
+
+    private static Meta.Output[] batchNormMeta(StridedView[] in, double[] scalars) {
+        String op = "native_batch_norm";
+        StridedView x = in[0];
+        if (x.dim() < 2) {
+            throw new IllegalArgumentException(op + ": expected an input of at least 2 dimensions [N, C, *], got shape " + Shapes.format(x.shape()));
+        }
+        if (!x.dtype().isFloatingPoint()) throw new IllegalArgumentException(op + ": expected a floating point input, got " + x.dtype());
+        long c = x.size(1);
+        String[] names = {"input", "weight", "bias", "running_mean", "running_var"};
+        for (int j = 1; j < 5; j++) checkChannels(op, names[j], in[j], c, x);
+        if (scalars[0] == 0 && (in[3] == null || in[4] == null)) {
+            throw new IllegalArgumentException(op + ": running_mean and running_var must be defined in evaluation mode");
+        }
+        org.jtorch.DType stats = statsType(x);
+        return new Meta.Output[] {new Meta.Output(x.shape(), x.dtype()), new Meta.Output(new long[] {c}, stats),
+                new Meta.Output(new long[] {c}, stats)};
+    }
+
+    private static Meta.Output[] batchNormBackwardMeta(StridedView[] in, double[] scalars) {
+        String op = "native_batch_norm_backward";
+        StridedView g = in[0], x = in[1];
+        if (x.dim() < 2 || !java.util.Arrays.equals(g.shape(), x.shape())) {
+            throw new IllegalArgumentException(op + ": expected grad_out and input of one shape [N, C, *], got " + Shapes.format(g.shape())
+                    + " and " + Shapes.format(x.shape()));
+        }
+        long c = x.size(1);
+        checkChannels(op, "weight", in[2], c, x);
+        checkChannels(op, "save_mean", in[3], c, x);
+        checkChannels(op, "save_invstd", in[4], c, x);
+        org.jtorch.DType w = in[2] == null ? x.dtype() : in[2].dtype();
+        return new Meta.Output[] {new Meta.Output(x.shape(), x.dtype()), new Meta.Output(new long[] {c}, w),
+                new Meta.Output(new long[] {c}, w)};
+    }
+
+    /** Batch norm's statistics dtype: float64 for a float64 input, else float32. */
+    private static org.jtorch.DType statsType(StridedView x) {
+        return x.dtype() == org.jtorch.DType.FLOAT64 ? org.jtorch.DType.FLOAT64 : org.jtorch.DType.FLOAT32;
+    }
+
+    private static void checkChannels(String op, String name, StridedView t, long c, StridedView x) {
+        if (t == null) return;
+        if (t.dim() != 1 || t.size(0) != c) {
+            throw new IllegalArgumentException(op + ": expected " + name + " of shape [" + c + "] for an input of shape "
+                    + Shapes.format(x.shape()) + ", got " + Shapes.format(t.shape()));
+        }
+        if (!t.device().equals(x.device())) {
+            throw new IllegalArgumentException(op + ": " + name + " is on " + t.device() + " but the input is on " + x.device());
+        }
+        if (!t.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": " + name + " must have a floating point dtype, got " + t.dtype());
+        }
+    }
 
     /**
      * {@code (x - mean) / sqrt(var + eps) * weight + bias} over the last {@code len(normalized_shape)} dimensions, the

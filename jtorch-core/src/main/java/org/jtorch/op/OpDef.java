@@ -79,6 +79,10 @@ public final class OpDef {
     private final boolean integerDivision;
     private final ReduceOp accumulation;
     private final Meta meta;
+    private final Meta.Multi metaAll;
+    private final List<String> outputs;
+    private final boolean skipsUnread;
+    private final boolean variadic;
     private final DType halfAccumulation;
     private final String doc;
     private final int id = NEXT_ID.getAndIncrement();
@@ -86,6 +90,8 @@ public final class OpDef {
     final PointwiseKernel[] kernels = new PointwiseKernel[Device.Type.values().length];
     /** A structured op's kernel per device type once looked up ({@link KernelRegistry#kernel}). */
     final OpKernel[] opKernels = new OpKernel[Device.Type.values().length];
+    /** A multi-output structured op's kernel per device type once looked up ({@link KernelRegistry#kernels}). */
+    final OpKernel.Multi[] multiKernels = new OpKernel.Multi[Device.Type.values().length];
 
     private OpDef(Builder b) {
         name = Objects.requireNonNull(b.name);
@@ -102,9 +108,20 @@ public final class OpDef {
         integerDivision = b.integerDivision;
         accumulation = b.accumulation;
         meta = b.meta;
+        metaAll = b.metaAll;
+        outputs = b.outputs == null ? List.of() : b.outputs;
+        skipsUnread = b.skipsUnread;
+        variadic = !signature.params().isEmpty() && signature.params().get(0).type().equals("Tensor[]");
         halfAccumulation = b.halfAccumulation;
         doc = b.doc == null ? "" : b.doc;
-        if (kind == Kind.STRUCTURED && meta == null) throw new IllegalArgumentException(name + ": structured op without meta function");
+        if (kind == Kind.STRUCTURED && (meta == null) == (metaAll == null)) {
+            throw new IllegalArgumentException(name + ": a structured op has one meta function, for one output or for all of them");
+        }
+        if (metaAll != null && outputs.size() < 2) throw new IllegalArgumentException(name + ": a multi-output op names its outputs");
+        if (metaAll != null && !autocast.isEmpty()) {
+            // Autocast's layer returns one tensor; no multi-output op needs a policy yet (PyTorch's lists have none of them).
+            throw new IllegalArgumentException(name + ": a multi-output op has no autocast policy");
+        }
         if (kind == Kind.COMPOSITE && composition == null) throw new IllegalArgumentException(name + ": composite without composition");
         if (kind == Kind.REDUCTION && accumulation != null && composition != null) {
             throw new IllegalArgumentException(name + ": a reduction has an accumulation or a composition, not both");
@@ -201,8 +218,36 @@ public final class OpDef {
      */
     public DType halfAccumulation() { return halfAccumulation; }
 
-    /** A structured op's meta function (result shape and dtype from the inputs'); null for other kinds. */
+    /** A structured op's meta function (result shape and dtype from the inputs'); null for other kinds and multi-output ops. */
     public Meta meta() { return meta; }
+
+    /** A multi-output structured op's meta function (every output's shape and dtype); null for single-output ops. */
+    public Meta.Multi metaAll() { return metaAll; }
+
+    /**
+     * How many tensors the op returns: more than one for a multi-output structured op (output and saved statistics or
+     * indices), whose first output is the one autograd differentiates; its derivatives read the others as
+     * {@link Expr.Output}.
+     */
+    public int outputCount() { return metaAll == null ? 1 : outputs.size(); }
+
+    /**
+     * Whether the op's tensor parameter is a list ({@code Tensor[]}: {@code cat}, {@code stack}): a call passes as many
+     * inputs as the list holds, and its one derivative is evaluated for each ({@link Expr.Part}).
+     */
+    public boolean isVariadic() {
+        return variadic;
+    }
+
+    /** A multi-output op's output names, in order (PyTorch's schema names); empty for single-output ops. */
+    public List<String> outputNames() { return outputs; }
+
+    /**
+     * Whether the kernel of this multi-output op takes a null view for an output after the first that nobody reads: a
+     * call that wants the first output only and records no autograd then skips the others (max pooling's indices in
+     * inference).
+     */
+    public boolean skipsUnreadOutputs() { return skipsUnread; }
 
     /** The autocast policy on {@code type}, or null when autocast leaves the op untouched there. */
     public CastPolicy autocast(Device.Type type) {
@@ -268,6 +313,9 @@ public final class OpDef {
         private boolean integerDivision;
         private ReduceOp accumulation;
         private Meta meta;
+        private Meta.Multi metaAll;
+        private List<String> outputs;
+        private boolean skipsUnread;
         private DType halfAccumulation;
         private String doc;
 
@@ -279,7 +327,9 @@ public final class OpDef {
         public Builder py(String pyName) { this.pyName = pyName; return this; }
         public Builder kernel(String kernel) { this.kernel = kernel; return this; }
         public Builder signature(Param... params) {
-            this.signature = Signature.of(pyName == null ? name : pyName, params);
+            String n = pyName == null ? name : pyName;
+            this.signature = outputs == null ? Signature.of(n, params)
+                    : new Signature(n, List.of(params), "(" + String.join(", ", outputs.stream().map(o -> "Tensor " + o).toList()) + ")");
             return this;
         }
         public Builder rule(DTypeRule rule) { this.rule = rule; return this; }
@@ -291,6 +341,14 @@ public final class OpDef {
         public Builder integerDivision() { this.integerDivision = true; return this; }
         public Builder doc(String doc) { this.doc = doc; return this; }
         public Builder meta(Meta meta) { this.meta = meta; return this; }
+        /** The kernel skips the outputs after the first when given null views for them ({@link #skipsUnreadOutputs}). */
+        public Builder skipsUnreadOutputs() { this.skipsUnread = true; return this; }
+        /** A multi-output op: its outputs' names (call before {@link #signature}) and one meta function for all of them. */
+        public Builder outputs(Meta.Multi meta, String... names) {
+            this.metaAll = meta;
+            this.outputs = List.of(names);
+            return this;
+        }
         /** A reduction whose float16/bfloat16 input computes in {@code dtype} when no dtype is given ({@link #halfAccumulation}). */
         public Builder halfAccumulatesIn(DType dtype) { this.halfAccumulation = dtype; return this; }
 

@@ -9,4 +9,10 @@ package org.jtorch.op;
 @FunctionalInterface
 public interface OpKernel {
     void run(StridedView out, StridedView[] inputs, double[] scalars);
+
+    /** A multi-output op's kernel: writes every output ({@code outs}, in the op's declared order, allocated from its meta function). */
+    @FunctionalInterface
+    interface Multi {
+        void run(StridedView[] outs, StridedView[] inputs, double[] scalars);
+    }
 }

@@ -154,8 +154,72 @@ public final class Dispatcher {
             case REDUCTION -> reduce(op, inputs[0], ALL_DIMS, null, p0);
             case ALONG_DIM -> alongDim(op, inputs[0], (int) p0, null);
             case FRONT_END -> FrontEnds.call(op, inputs, scalars);
-            case STRUCTURED -> structured(op, inputs, scalars);
+            case STRUCTURED -> op.outputCount() == 1 ? structured(op, inputs, scalars) : firstOf(structuredAll(op, inputs, scalars, true));
         };
+    }
+
+    /**
+     * Runs a multi-output structured op ({@link OpDef#outputCount} above 1) and returns all its outputs, in declared order:
+     * its meta function gives every output's shape and dtype, all are allocated on the inputs' device, and the kernel
+     * registered for that device writes them in one call. Autograd differentiates the first output (the others, indices
+     * or saved statistics, are what its derivatives read); the trace records the first output and sees the others as
+     * made by an op it cannot replay.
+     */
+    public static Tensor[] callAll(OpDef op, Tensor[] inputs, double... scalars) {
+        if (op.kind() != OpDef.Kind.STRUCTURED || op.outputCount() == 1) {
+            return new Tensor[] {call(op, inputs, scalars)};
+        }
+        return structuredAll(op, inputs, scalars, false);
+    }
+
+    /** The first output; the others (null where skipped) are released (a caller of {@link #call} asked for one tensor). */
+    private static Tensor firstOf(Tensor[] outputs) {
+        for (int i = 1; i < outputs.length; i++) if (outputs[i] != null) outputs[i].close();
+        return outputs[0];
+    }
+
+    /** {@code firstOnly}: the caller wants the first output (the others are skipped where the op allows and autograd needs none). */
+    private static Tensor[] structuredAll(OpDef op, Tensor[] inputs, double[] scalars, boolean firstOnly) {
+        String name = op.pyName();
+        int declared = (int) op.signature().tensorCount();
+        if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
+        StridedView[] views = new StridedView[inputs.length];
+        Device device = structuredViews(name, inputs, views);
+        Meta.Output[] metas = op.metaAll().infer(views, scalars);
+        // Read once: another thread may set an input's requiresGrad meanwhile, and the backward reads what is written here.
+        boolean record = op.isDifferentiable() && Autograd.needsGrad(inputs);
+        int written = firstOnly && !record && op.skipsUnreadOutputs() ? 1 : metas.length;
+        Tensor[] outs = new Tensor[metas.length];
+        StridedView[] outViews = new StridedView[metas.length];
+        for (int i = 0; i < written; i++) {
+            outs[i] = allocate(name, metas[i].shape(), metas[i].dtype(), device);
+            outViews[i] = view(outs[i]);
+        }
+        Backends.of(name, device);
+        OpKernel.Multi k = KernelRegistry.kernels(op, device.type());
+        if (KernelProfiler.isActive()) {
+            long t0 = System.nanoTime();
+            k.run(outViews, views, scalars);
+            KernelProfiler.recordKernel(op.kernel(), outViews[0], System.nanoTime() - t0);
+        } else {
+            k.run(outViews, views, scalars);
+        }
+        if (TRACING.get() != 0) traced(op, outs[0], scalars, null, inputs);
+        if (record) record(op, inputs, inputs, outs[0], outs, scalars, null);
+        return outs;
+    }
+
+    /** The views of a structured op's inputs (null where an optional one is left out); returns the first input's device. */
+    private static Device structuredViews(String name, Tensor[] inputs, StridedView[] views) {
+        Device device = null;
+        for (int i = 0; i < inputs.length; i++) {
+            Tensor t = inputs[i];
+            if (t == null) continue;
+            t.checkOpen(name);
+            views[i] = view(t);
+            if (device == null) device = t.device();
+        }
+        return device;
     }
 
     /**
@@ -172,14 +236,7 @@ public final class Dispatcher {
         int declared = (int) op.signature().tensorCount();
         if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
         StridedView[] views = new StridedView[inputs.length];
-        Device device = null;
-        for (int i = 0; i < inputs.length; i++) {
-            Tensor t = inputs[i];
-            if (t == null) continue;
-            t.checkOpen(name);
-            views[i] = view(t);
-            if (device == null) device = t.device();
-        }
+        Device device = structuredViews(name, inputs, views);
         Meta.Output meta = op.meta().infer(views, scalars);
         Tensor r = allocate(name, meta.shape(), meta.dtype(), device);
         Backends.of(name, device);
@@ -499,18 +556,18 @@ public final class Dispatcher {
      * composition as closures ({@link ExprCompiler}), which inputs each derivative reads (only those of the
      * derivatives needed are saved) and which derivatives read the result.
      */
-    private record Plan(TensorFn[] derivatives, TensorFn composition, boolean[][] readsInput, boolean[] readsResult,
-                        boolean[] anyReadsInput, boolean anyReadsResult, String nodeName) {
+    private record Plan(TensorFn[] derivatives, int sharedSlots, TensorFn composition, boolean[][] readsInput, boolean[] readsResult,
+                        boolean[] anyReadsInput, boolean anyReadsResult, boolean[] anyReadsOutput, String nodeName) {
         static Plan of(OpDef op) {
             List<Expr> d = op.derivatives();
-            TensorFn[] compiled = new TensorFn[d.size()];
+            ExprCompiler.Derivatives compiledAll = ExprCompiler.compileDerivatives(d);
+            TensorFn[] compiled = compiledAll.fns();
             int inputs = (int) op.signature().tensorCount();
             boolean[][] readsInput = new boolean[d.size()][Math.max(inputs, d.size())];
             boolean[] readsResult = new boolean[d.size()];
             for (int i = 0; i < d.size(); i++) {
                 Expr e = d.get(i);
                 if (e == null) continue;
-                compiled[i] = ExprCompiler.compile(e);
                 readsResult[i] = e.reads(Expr.RESULT);
                 for (int j = 0; j < readsInput[i].length; j++) readsInput[i][j] = e.readsInput(j);
             }
@@ -521,7 +578,12 @@ public final class Dispatcher {
                 anyReadsResult |= readsResult[i];
                 for (int j = 0; j < anyReadsInput.length; j++) anyReadsInput[j] |= readsInput[i][j];
             }
-            return new Plan(compiled, composition, readsInput, readsResult, anyReadsInput, anyReadsResult,
+            // A multi-output op's other outputs are saved when a derivative reads them (max pooling's indices).
+            boolean[] anyReadsOutput = new boolean[op.outputCount()];
+            for (int k = 1; k < anyReadsOutput.length; k++) {
+                for (Expr e : d) anyReadsOutput[k] |= e != null && e.reads(new Expr.Output(k, op.outputNames().get(k)));
+            }
+            return new Plan(compiled, compiledAll.slots(), composition, readsInput, readsResult, anyReadsInput, anyReadsResult, anyReadsOutput,
                     Elementwise.backwardName(op.pyName()));
         }
 
@@ -566,6 +628,15 @@ public final class Dispatcher {
      * {@code call} is a reduction's call (null for other ops).
      */
     static void record(OpDef op, Tensor[] inputs, Tensor[] values, Tensor result, double[] scalars, ReduceCall call) {
+        record(op, inputs, values, result, null, scalars, call);
+    }
+
+    /**
+     * {@link #record} of a multi-output op: the node is {@code result}'s ({@code outputs[0]}); of the other {@code outputs}
+     * (null for a single-output op), those the derivatives read are saved.
+     */
+    private static void record(OpDef op, Tensor[] inputs, Tensor[] values, Tensor result, Tensor[] outputs, double[] scalars,
+                               ReduceCall call) {
         Plan plan = plan(op);
         TensorFn[] derivatives = plan.derivatives();
         int n = inputs.length;
@@ -599,13 +670,36 @@ public final class Dispatcher {
         }
         SavedTensor savedResult = plan.saves(-1, needs, everyNeeds) ? Autograd.save(result) : null;
         if (savedResult != null) all[savedCount++] = savedResult;
+        SavedTensor[] savedOutputs = null;
+        if (outputs != null) {
+            savedOutputs = new SavedTensor[outputs.length];
+            all = Arrays.copyOf(all, all.length + outputs.length);
+            for (int k = 1; k < outputs.length; k++) {
+                if (plan.anyReadsOutput()[k]) all[savedCount++] = savedOutputs[k] = Autograd.save(outputs[k]);
+            }
+        }
+        SavedTensor[] outs = savedOutputs;
+        boolean variadic = op.isVariadic();
         boolean sameShape = op.kind() != OpDef.Kind.BINARY && op.kind() != OpDef.Kind.COMPOSITE && op.kind() != OpDef.Kind.STRUCTURED;
         Autograd.record(plan.nodeName(), result, g -> {
             Tensor[] in = new Tensor[n];
             for (int i = 0; i < n; i++) if (saved[i] != null) in[i] = saved[i].get();
-            Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars, call);
+            Tensor[] o = null;
+            if (outs != null) {
+                o = new Tensor[outs.length];
+                for (int k = 1; k < o.length; k++) if (outs[k] != null) o[k] = outs[k].get();
+            }
+            Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars, call,
+                    plan.sharedSlots() == 0 ? null : new Object[plan.sharedSlots()], o, null);
             Tensor[] grads = new Tensor[graphInputs.length];
             for (int i = 0; i < n; i++) {
+                if (variadic && needs[i]) {
+                    // one derivative for every input of the list, told which input it is
+                    Tensor gi = derivatives[0].eval(new Values(in, present, v.result(), g[0], scalars, call, null, o,
+                            new ExprCompiler.Part(i, shapes)));
+                    grads[slot[i]] = Gradients.sumTo(gi, shapes[i], types[i]);
+                    continue;
+                }
                 if (!needs[i] || i >= derivatives.length || derivatives[i] == null) continue;
                 Tensor gi = derivatives[i].eval(v);
                 grads[slot[i]] = sameShape ? Elementwise.castTo(gi, types[i]) : Gradients.sumTo(gi, shapes[i], types[i]);

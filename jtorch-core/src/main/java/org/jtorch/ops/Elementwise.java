@@ -221,13 +221,18 @@ public final class Elementwise {
     private static String buildBackwardName(String pyName) {
         StringBuilder sb = new StringBuilder();
         boolean upper = true;
+        char previous = 0;
         for (char c : pyName.toCharArray()) {
             if (c == '_') {
                 upper = true;
+                previous = c;
                 continue;
             }
-            sb.append(upper ? Character.toUpperCase(c) : c);
+            // PyTorch's node names write a spatial rank as 2D (MaxPool2DWithIndicesBackward0)
+            boolean rank = c == 'd' && Character.isDigit(previous);
+            sb.append(upper || rank ? Character.toUpperCase(c) : c);
             upper = false;
+            previous = c;
         }
         return sb.append("Backward0").toString();
     }

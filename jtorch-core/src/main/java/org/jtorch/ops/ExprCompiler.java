@@ -21,18 +21,22 @@ final class ExprCompiler {
     /**
      * What a tree reads: the op's inputs (null where not saved), which optional inputs were given, its
      * result, the incoming gradient, its scalar parameters (NaN for None), for a reduction its call, and the values of
-     * the subtrees a composition uses more than once, once computed ({@link #compileComposition}; null elsewhere).
+     * the subtrees a composition uses more than once, once computed ({@link #compileComposition}; null elsewhere), and a
+     * multi-output op's outputs that its derivatives read ({@link Expr.Output}; null elsewhere).
      */
     record Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction,
-                  Tensor[] shared) {
+                  Object[] shared, Tensor[] outputs, Part part) {
         Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction) {
-            this(inputs, present, result, grad, scalars, reduction, null);
+            this(inputs, present, result, grad, scalars, reduction, null, null, null);
         }
 
         Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars) {
-            this(inputs, present, result, grad, scalars, null, null);
+            this(inputs, present, result, grad, scalars, null, null, null, null);
         }
     }
+
+    /** The input a variadic op's derivative is evaluated for ({@link Expr.Part}): its position and every input's shape. */
+    record Part(int index, long[][] shapes) {}
 
     /**
      * One reduction call, resolved: its dimensions as given, {@code keepdim}, the input's shape, which
@@ -83,7 +87,7 @@ final class ExprCompiler {
         Map<Expr, Integer> slots = new HashMap<>();
         for (Map.Entry<Expr, Integer> u : uses.entrySet()) {
             Expr t = u.getKey();
-            boolean leaf = t instanceof Expr.In || t instanceof Expr.Grad || t instanceof Expr.Result || t.isScalar();
+            boolean leaf = t instanceof Expr.In || t instanceof Expr.Output || t instanceof Expr.Grad || t instanceof Expr.Result || t.isScalar();
             if (u.getValue() > 1 && !leaf) slots.put(t, slots.size());
         }
         if (slots.isEmpty()) return compile(e);
@@ -95,7 +99,31 @@ final class ExprCompiler {
             SHARED.remove();
         }
         int n = slots.size();
-        return v -> root.eval(new Values(v.inputs(), v.present(), v.result(), v.grad(), v.scalars(), v.reduction(), new Tensor[n]));
+        return v -> root.eval(new Values(v.inputs(), v.present(), v.result(), v.grad(), v.scalars(), v.reduction(), new Object[n], v.outputs(), v.part()));
+    }
+
+    /** An op's derivatives, compiled together: {@code slots} is the length of the {@link Values#shared} array they need. */
+    record Derivatives(TensorFn[] fns, int slots) {}
+
+    /**
+     * Compiles an op's derivatives (null where an input gets none) so that a multi-output call several of them select from
+     * ({@link Expr.Select}: batch norm's fused backward) runs once per backward, in a {@link Values#shared} slot.
+     */
+    static Derivatives compileDerivatives(List<Expr> derivatives) {
+        Map<Expr, Integer> uses = new HashMap<>();
+        for (Expr e : derivatives) if (e != null) countUses(e, uses);
+        Map<Expr, Integer> slots = new HashMap<>();
+        for (Map.Entry<Expr, Integer> u : uses.entrySet()) {
+            if (u.getValue() > 1 && u.getKey() instanceof Expr.Op o && o.op().outputCount() > 1) slots.put(o, slots.size());
+        }
+        TensorFn[] fns = new TensorFn[derivatives.size()];
+        SHARED.set(slots);
+        try {
+            for (int i = 0; i < fns.length; i++) if (derivatives.get(i) != null) fns[i] = compile(derivatives.get(i));
+        } finally {
+            SHARED.remove();
+        }
+        return new Derivatives(fns, slots.size());
     }
 
     /** How often each subtree occurs in {@code e} (a branch of a conditional counts as it is written). */
@@ -114,6 +142,9 @@ final class ExprCompiler {
             case Expr.ReshapeLike r -> List.of(r.value(), r.like()).forEach(a -> countUses(a, uses));
             case Expr.Widened w -> countUses(w.value(), uses);
             case Expr.Size z -> countUses(z.of(), uses);
+            case Expr.Select sel -> countUses(sel.call(), uses);
+            case Expr.Part p -> countUses(p.value(), uses);
+            case Expr.IfGrad p -> List.of(p.then(), p.otherwise()).forEach(a -> countUses(a, uses));
             default -> { }
         }
     }
@@ -124,9 +155,9 @@ final class ExprCompiler {
         TensorFn once = compileOnce(e);
         int i = slot;
         return v -> {
-            Tensor[] shared = v.shared();
+            Object[] shared = v.shared();
             if (shared == null) return once.eval(v);
-            Tensor t = shared[i];
+            Tensor t = (Tensor) shared[i];
             if (t == null) shared[i] = t = once.eval(v);
             return t;
         };
@@ -139,8 +170,19 @@ final class ExprCompiler {
                 yield v -> v.inputs()[i];
             }
             case Expr.Result r -> Values::result;
+            case Expr.Output o -> {
+                int k = o.index();
+                yield v -> v.outputs()[k];
+            }
             case Expr.Grad g -> Values::grad;
             case Expr.Op o -> compileOp(o);
+            case Expr.Select sel -> compileSelect(sel);
+            case Expr.Part p -> compilePart(p);
+            case Expr.IfGrad p -> {
+                TensorFn then = compile(p.then());
+                TensorFn otherwise = compile(p.otherwise());
+                yield v -> org.jtorch.autograd.Grad.isEnabled() ? then.eval(v) : otherwise.eval(v);
+            }
             case Expr.Where w -> compileWhere(w);
             case Expr.ZerosLike z -> {
                 TensorFn like = compile(z.like());
@@ -232,6 +274,69 @@ final class ExprCompiler {
         };
     }
 
+    /**
+     * The differentiated input's part of a variadic op's gradient: {@code cat}'s slice (zeros for an input {@code cat}
+     * skipped, an empty 1-d tensor) or {@code stack}'s index.
+     */
+    private static TensorFn compilePart(Expr.Part p) {
+        TensorFn value = compile(p.value());
+        int dim = p.dim();
+        boolean select = p.select();
+        return v -> {
+            Tensor g = value.eval(v);
+            int i = v.part().index();
+            long[][] shapes = v.part().shapes();
+            if (!select && org.jtorch.op.JoiningOps.skippedByCat(shapes[i])) return org.jtorch.Torch.zeros(shapes[i], g.dtype(), g.device());
+            int d = org.jtorch.op.Shapes.wrapDim("part", (int) v.scalars()[dim], g.dim());
+            if (select) return g.select(d, i);
+            long start = 0;
+            for (int j = 0; j < i; j++) if (!org.jtorch.op.JoiningOps.skippedByCat(shapes[j])) start += shapes[j][d];
+            return g.narrow(d, start, shapes[i][d]);
+        };
+    }
+
+    /** A call's arguments, compiled: its tensor arguments, then the op's scalars (a view's dimensions, addmm's beta and alpha). */
+    private record CallArgs(TensorFn[] in, ScalarFn[] sc) {
+        static CallArgs of(List<Expr> args) {
+            int tensors = 0;
+            while (tensors < args.size() && !args.get(tensors).isScalar()) tensors++;
+            TensorFn[] in = new TensorFn[tensors];
+            for (int i = 0; i < tensors; i++) in[i] = compile(args.get(i));
+            ScalarFn[] sc = new ScalarFn[args.size() - tensors];
+            for (int i = 0; i < sc.length; i++) sc[i] = compileScalar(args.get(tensors + i));
+            return new CallArgs(in, sc);
+        }
+
+        Tensor[] tensors(Values v) {
+            Tensor[] t = new Tensor[in.length];
+            for (int i = 0; i < t.length; i++) t[i] = in[i].eval(v);
+            return t;
+        }
+
+        double[] scalars(Values v) {
+            double[] s = new double[sc.length];
+            for (int i = 0; i < s.length; i++) s[i] = sc[i].eval(v);
+            return s;
+        }
+    }
+
+    /** Output {@code output} of a multi-output call, the call run once per {@link Values} where it has a shared slot. */
+    private static TensorFn compileSelect(Expr.Select sel) {
+        Integer slot = SHARED.get().get(sel.call());
+        OpDef op = sel.call().op();
+        CallArgs args = CallArgs.of(sel.call().args());
+        int k = sel.output();
+        return v -> {
+            Object[] shared = v.shared();
+            Tensor[] outs = slot == null || shared == null ? null : (Tensor[]) shared[slot];
+            if (outs == null) {
+                outs = Dispatcher.callAll(op, args.tensors(v), args.scalars(v));
+                if (slot != null && shared != null) shared[slot] = outs;
+            }
+            return outs[k];
+        };
+    }
+
     private static TensorFn compileOp(Expr.Op o) {
         OpDef op = o.op();
         List<Expr> args = o.args();
@@ -272,20 +377,8 @@ final class ExprCompiler {
                 return v -> Dispatcher.reduce(op, x.eval(v), v.reduction().args(), null, 0);
             }
             case FRONT_END, STRUCTURED -> {
-                // Tensor arguments, then the op's scalars (a view's dimensions, addmm's beta and alpha).
-                int tensors = 0;
-                while (tensors < args.size() && !args.get(tensors).isScalar()) tensors++;
-                TensorFn[] in = new TensorFn[tensors];
-                for (int i = 0; i < tensors; i++) in[i] = compile(args.get(i));
-                ScalarFn[] sc = new ScalarFn[args.size() - tensors];
-                for (int i = 0; i < sc.length; i++) sc[i] = compileScalar(args.get(tensors + i));
-                return v -> {
-                    Tensor[] t = new Tensor[in.length];
-                    for (int i = 0; i < t.length; i++) t[i] = in[i].eval(v);
-                    double[] s = new double[sc.length];
-                    for (int i = 0; i < s.length; i++) s[i] = sc[i].eval(v);
-                    return Dispatcher.call(op, t, s);
-                };
+                CallArgs call = CallArgs.of(args);
+                return v -> Dispatcher.call(op, call.tensors(v), call.scalars(v));
             }
             default -> {
                 TensorFn[] in = new TensorFn[args.size()];

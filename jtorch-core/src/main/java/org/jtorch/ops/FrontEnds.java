@@ -28,13 +28,15 @@ public final class FrontEnds {
         if (op == FrontEndOps.MATMUL) return Linalg.matmul(in[0], in[1]);
         if (op == FrontEndOps.ROWS) return Linalg.rowsOf(in[0]);
         if (op == FrontEndOps.SLICE) return in[0].slice((int) args[0], (long) args[1], (long) args[2], (long) args[3]);
-        if (op == FrontEndOps.CAT) return Joining.cat(java.util.Arrays.asList(in), (int) args[0]);
         if (op == FrontEndOps.ZEROS) {
             Device device = Device.Type.values()[(int) args[1]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[2]);
             return Torch.zeros(longs(java.util.Arrays.copyOfRange(args, 3, args.length)), DType.values()[(int) args[0]], device);
         }
         if (op == FrontEndOps.CONV2D) {
             return Convolution.conv2d(in[0], in[1], in[2], ints(args, 0, 2), ints(args, 2, 4), ints(args, 4, 6), (int) args[6]);
+        }
+        if (op == org.jtorch.op.NormalizationOps.BATCH_NORM_BACKWARD_COMPOSITE) {
+            return Normalization.batchNormBackwardComposite(in[0], in[1], in[2], in[3], in[4], args[0] != 0, args[1], (int) args[2]);
         }
         if (op == FrontEndOps.BATCH_NORM) return Normalization.batchNorm(in[0], in[1], in[2], in[3], in[4], args[0] != 0, args[1], args[2]);
         if (op == FrontEndOps.MAX_POOL2D) {

@@ -5,23 +5,19 @@ import static org.jtorch.ops.Dispatcher.view;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.NormalizationOps;
 import org.jtorch.op.Shapes;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
-import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
-import org.jtorch.backend.NormalizationKernels;
 import org.jtorch.memory.MemoryScope;
 
 /**
- * The normalisation family, as {@code torch.nn.functional}: {@code batchNorm} (one fused kernel
- * forward and one backward, as PyTorch's {@code native_batch_norm}), {@code instanceNorm} (batch
+ * The normalisation family, as {@code torch.nn.functional}: {@code batchNorm} (the declared
+ * {@link NormalizationOps#NATIVE_BATCH_NORM}: one fused kernel forward and one backward, as PyTorch's), {@code instanceNorm} (batch
  * norm over a {@code [1, N*C, ...]} view, as PyTorch does it), {@code layerNorm}, {@code rmsNorm} and
  * {@code groupNorm} (front ends of the compositions declared in {@link NormalizationOps}) and
  * {@code localResponseNorm} composed from tensor ops.
@@ -42,11 +38,8 @@ public final class Normalization {
      * momentum * batch} with the unbiased batch variance. In evaluation the running statistics are used.
      * {@code weight}, {@code bias} and (in training) the running statistics may be null.
      *
-     * <p>Backward (derivatives.yaml's {@code native_batch_norm_backward}): with {@code xhat = (x - mean)
-     * * invstd}, {@code grad_bias = sum(g)}, {@code grad_weight = sum(g * xhat)}, and {@code grad_input
-     * = weight * invstd * (g - mean(g) - xhat * mean(g * xhat))} in training ({@code weight * invstd * g}
-     * in evaluation), sums and means over all dimensions but 1. One fused kernel computes all three;
-     * under {@code createGraph} the same formula runs as differentiable tensor ops (double backward).
+     * <p>Backward: {@link NormalizationOps#NATIVE_BATCH_NORM_BACKWARD}, one fused kernel for the three gradients; under
+     * {@code createGraph} the same formula runs as differentiable tensor ops (double backward).
      */
     public static Tensor batchNorm(Tensor input, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias,
                                    boolean training, double momentum, double eps) {
@@ -82,68 +75,17 @@ public final class Normalization {
             throw new IllegalArgumentException(op + ": running_mean and running_var must be defined in evaluation mode");
         }
         if (input.numel() == 0) return emptyBatchNorm(input, weight, bias);
-        NormalizationKernels k = Backends.of(device).normalization();
-        DType statsType = input.dtype() == DType.FLOAT64 ? DType.FLOAT64 : DType.FLOAT32;
-        boolean record = Autograd.needsGrad(input, weight, bias);
-        // Made with grad mode as the caller has it, so that the saved copy is part of the graph (double backward).
-        Tensor x = input.contiguous();
-        Tensor mean;
-        Tensor invstd;
-        Tensor out = Tensor.empty(input.shape(), input.dtype(), device);
-        try (Grad.Mode g = Grad.noGrad()) {
-            if (training) {
-                Tensor[] stats = batchNormStatistics(x, runningMean, runningVar, momentum, eps);
-                mean = stats[0];
-                invstd = stats[1];
-            } else {
-                mean = runningMean.to(statsType);
-                try (Tensor rv = runningVar.to(statsType)) {
-                    invstd = invstd(rv, eps);
-                }
-            }
-            k.batchNormApply(view(x), n, c, s, view(mean), view(invstd), view(weight), view(bias), view(out));
+        Tensor[] r = Dispatcher.callAll(NormalizationOps.NATIVE_BATCH_NORM, new Tensor[] {input, weight, bias, runningMean, runningVar},
+                training ? 1 : 0, momentum, eps);
+        // the saved statistics: autograd holds its own references where the backward reads them
+        r[1].close();
+        r[2].close();
+        if (training) {
+            // the kernel moved the running statistics in place
+            if (runningMean != null) runningMean.bumpVersion();
+            if (runningVar != null) runningVar.bumpVersion();
         }
-        if (!record) {
-            x.close();
-            mean.close();
-            invstd.close();
-            return out;
-        }
-        boolean needInput = input.requiresGrad();
-        boolean needWeight = weight != null && weight.requiresGrad();
-        boolean needBias = bias != null && bias.requiresGrad();
-        SavedTensor sx = Autograd.save(x);
-        SavedTensor sw = weight != null ? Autograd.save(weight) : null;
-        SavedTensor sm = Autograd.save(mean);
-        SavedTensor si = Autograd.save(invstd);
-        x.close();
-        mean.close();
-        invstd.close();
-        long[] shape = input.shape();
-        DType inType = input.dtype();
-        DType wType = weight != null ? weight.dtype() : null;
-        DType bType = bias != null ? bias.dtype() : null;
-        final long fc = c;
-        final long fs = s;
-        List<SavedTensor> saved = new ArrayList<>(List.of(sx, sm, si));
-        if (sw != null) saved.add(sw);
-        Autograd.record("NativeBatchNormBackward0", out, gr -> {
-            Tensor w = sw == null ? null : sw.get();
-            if (Grad.isEnabled()) {
-                return batchNormBackwardComposite(gr[0], sx.get(), w, sm.get(), si.get(), training, eps, needInput, needWeight,
-                        needBias, inType);
-            }
-            Tensor gi = needInput ? Tensor.empty(shape, inType, device) : null;
-            Tensor gw = needWeight ? Tensor.empty(new long[] {fc}, wType, device) : null;
-            Tensor gb = needBias ? Tensor.empty(new long[] {fc}, bType, device) : null;
-            try (Tensor go = gr[0].contiguous()) {
-                Backends.of(device).normalization().batchNormBackward(view(go), view(sx.get()), n, fc, fs, view(sm.get()),
-                        view(si.get()),
-                        view(w), training, view(gi), view(gw), view(gb));
-            }
-            return new Tensor[] {gi, gw, gb};
-        }, new Tensor[] {input, weight, bias}, saved.toArray(new SavedTensor[0]));
-        return out;
+        return r[0];
     }
 
     /**
@@ -367,7 +309,18 @@ public final class Normalization {
         return MemoryScope.run(() -> var.to(DType.FLOAT64).add(eps).rsqrt().to(var.dtype()));
     }
 
-    /** The batch-norm backward formula as differentiable tensor ops, for gradients of gradients. */
+    /**
+     * Gradient {@code output} (0: input, 1: weight, 2: bias) of batch norm as differentiable tensor ops, for gradients of
+     * gradients ({@link NormalizationOps#BATCH_NORM_BACKWARD_COMPOSITE}); in training the statistics are recomputed from
+     * {@code x}, so that they are differentiated too.
+     */
+    static Tensor batchNormBackwardComposite(Tensor gradOut, Tensor x, Tensor weight, Tensor mean, Tensor invstd, boolean training,
+                                             double eps, int output) {
+        Tensor[] g = batchNormBackwardComposite(gradOut, x, weight, mean, invstd, training, eps, output == 0, output == 1, output == 2,
+                x.dtype());
+        return g[output];
+    }
+
     private static Tensor[] batchNormBackwardComposite(Tensor gradOut, Tensor x, Tensor weight, Tensor mean, Tensor invstd,
                                                        boolean training, double eps, boolean needInput, boolean needWeight,
                                                        boolean needBias, DType inType) {

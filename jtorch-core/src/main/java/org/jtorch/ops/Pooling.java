@@ -1,19 +1,15 @@
 package org.jtorch.ops;
 
-import static org.jtorch.ops.Dispatcher.view;
 
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.PoolingOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
-import java.util.function.BiConsumer;
 import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
-import org.jtorch.autograd.Grad;
-import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.SpatialKernels;
 import org.jtorch.backend.SpatialKernels.Pool2d;
@@ -27,9 +23,9 @@ import org.jtorch.ops.Reductions.ValuesIndices;
  * float64 planes: other floating dtypes compute in float32 and round once, strided inputs (channels-last) are
  * copied first.
  *
- * <p>Gradients: max pooling scatters the output gradient to the saved indices; average and adaptive average
- * pooling are linear, so their backward is the adjoint kernel, which records the forward kernel as its own
- * backward (double backward works).
+ * <p>Every pooling here is a declared op ({@link PoolingOps}): these front ends check the call as PyTorch does and
+ * compute its geometry, and the dispatcher runs the kernels, autograd (max pooling's backward scatters the gradient
+ * to the indices it returned beside its values; the average poolings' is the adjoint kernel) and the trace.
  */
 public final class Pooling {
     private Pooling() {}
@@ -77,50 +73,20 @@ public final class Pooling {
                 new int[] {dilation}, ceilMode, true);
     }
 
-    /** Values, and indices when asked for or needed by backward (else null: inference skips writing them). */
+    /** The declared op ({@link PoolingOps#MAX_POOL2D_WITH_INDICES}): values, and indices only where asked for ({@code wantIndices}). */
     private static ValuesIndices maxPool(String op, Tensor x, int dims, int[] kernel, int[] stride, int[] padding, int[] dilation,
                                          boolean ceilMode, boolean wantIndices) {
-        Geometry geo = geometry(op, x, dims, kernel, stride, padding, dilation, ceilMode, true);
-        Pool2d g = geo.g;
-        // Read once: another thread may set x's requiresGrad meanwhile, and backward needs the indices made here.
-        boolean record = Autograd.needsGrad(x);
-        boolean indexed = wantIndices || record;
-        Tensor[] indices = new Tensor[1];
-        Tensor out = runPlanes(x, g.planes(), g.inH(), g.inW(), geo.outShape, g.outH(), g.outW(), (in, o) -> {
-            if (indexed) indices[0] = Tensor.empty(geo.outShape, DType.INT64, x.device());
-            Backends.of(x.device()).spatial().maxPool2d(view(in), view(o), view(indices[0]), g);
-        });
-        if (record) recordMaxBackward("MaxPool2DWithIndicesBackward0", x, out, indices[0], g.planes());
-        return new ValuesIndices(out, indices[0]);
+        Pool2d g = geometry(op, x, dims, kernel, stride, padding, dilation, ceilMode, true).g;
+        double[] geometry = {dims, g.inH(), g.inW(), g.outH(), g.outW(), g.kH(), g.kW(), g.sH(), g.sW(), g.pH(), g.pW(), g.dH(), g.dW()};
+        if (!wantIndices) return new ValuesIndices(Dispatcher.call(PoolingOps.MAX_POOL2D_WITH_INDICES, new Tensor[] {x}, geometry), null);
+        Tensor[] r = Dispatcher.callAll(PoolingOps.MAX_POOL2D_WITH_INDICES, new Tensor[] {x}, geometry);
+        return new ValuesIndices(r[0], r[1]);
     }
 
     /** The values; the indices, if any, are released (backward keeps its own reference). */
     private static Tensor valuesOnly(ValuesIndices r) {
         if (r.indices() != null) r.indices().close();
         return r.values();
-    }
-
-    /** {@code out}'s backward: the output gradient scattered to {@code indices} (flat positions in each input plane). */
-    private static void recordMaxBackward(String name, Tensor x, Tensor out, Tensor indices, long planes) {
-        if (!Autograd.needsGrad(x)) return;
-        long[] inShape = x.shape();
-        SavedTensor si = Autograd.save(indices);
-        Autograd.record(name, out, g -> new Tensor[] {scatterToPlanes(g[0], si.get(), inShape, planes)}, new Tensor[] {x}, si);
-    }
-
-    /** {@code zeros(inShape)} with each plane's {@code grad[j]} added at {@code indices[j]}. */
-    static Tensor scatterToPlanes(Tensor grad, Tensor indices, long[] inShape, long planes) {
-        long inPlane = planes == 0 ? 0 : Shapes.numel(inShape) / planes;
-        long outPlane = planes == 0 ? 0 : grad.numel() / planes;
-        if (Grad.isEnabled() && grad.requiresGrad()) {
-            // create_graph: the differentiable form (its backward gathers at the indices).
-            return MemoryScope.run(() -> Torch.zeros(new long[] {planes, inPlane}, grad.dtype(), grad.device())
-                    .scatterAdd(1, indices.reshape(planes, outPlane), grad.reshape(planes, outPlane)).reshape(inShape));
-        }
-        try (Tensor idx = indices.reshape(planes, 1, outPlane)) {
-            return runPlanes(grad, planes, 1, outPlane, inShape, 1, inPlane,
-                    (go, gi) -> Backends.of(grad.device()).spatial().maxPoolBackward(view(go), view(idx), view(gi)));
-        }
     }
 
     // ------------------------------------------------------------------ average pooling
@@ -186,15 +152,8 @@ public final class Pooling {
 
     private static ValuesIndices adaptiveMax(String op, Tensor x, int dims, long[] outputSize) {
         Adaptive a = adaptive(op, x, dims, outputSize);
-        Tensor[] indices = new Tensor[1];
-        Tensor out = runPlanes(x, a.planes, a.inH, a.inW, a.outShape, a.outH, a.outW, (in, o) -> {
-            indices[0] = Tensor.empty(a.outShape, DType.INT64, x.device());
-            try (Tensor idx = indices[0].reshape(a.planes, a.outH, a.outW)) {
-                Backends.of(x.device()).spatial().adaptiveMaxPool2d(view(in), view(o), view(idx));
-            }
-        });
-        recordMaxBackward("AdaptiveMaxPool2DBackward0", x, out, indices[0], a.planes);
-        return new ValuesIndices(out, indices[0]);
+        Tensor[] r = Dispatcher.callAll(PoolingOps.ADAPTIVE_MAX_POOL2D, new Tensor[] {x}, dims, a.inH, a.inW, a.outH, a.outW);
+        return new ValuesIndices(r[0], r[1]);
     }
 
     // ------------------------------------------------------------------ max unpooling
@@ -265,8 +224,8 @@ public final class Pooling {
                     + indices.dtype());
         }
         checkBackwardInput("maxPool2dBackward", grad, inputShape);
-        long planes = Shapes.numel(inputShape) / (inputShape[r - 1] * inputShape[r - 2]);
-        return scatterToPlanes(grad, indices, inputShape, planes);
+        return Dispatcher.call(PoolingOps.MAX_POOL2D_WITH_INDICES_BACKWARD, new Tensor[] {grad, indices}, 2, inputShape[r - 2],
+                inputShape[r - 1], grad.size(-2), grad.size(-1));
     }
 
     /** {@code avg_pool2d_backward} for an input of {@code inputShape} with these pooling arguments. */
@@ -453,44 +412,6 @@ public final class Pooling {
 
     private static String sizes(int[] v, int dims) {
         return dims == 2 ? "[" + v[0] + ", " + v[1] + "]" : String.valueOf(v[1]);
-    }
-
-    // ------------------------------------------------------------------ running kernels
-
-    /** float64 and int64 compute in float64 (exact for int64 sums below 2^53); the other floating dtypes in float32. */
-    private static DType computeType(DType t) {
-        return t == DType.FLOAT64 || t == DType.INT64 ? DType.FLOAT64 : DType.FLOAT32;
-    }
-
-    /**
-     * Runs {@code kernel(in, out)} on {@code src} as contiguous {@code [planes, srcH, srcW]} planes of the compute
-     * dtype into a new {@code [planes, dstH, dstW]}, returned reshaped to {@code dstShape} in {@code src}'s dtype.
-     * No graph is recorded (callers record their own node).
-     */
-    private static Tensor runPlanes(Tensor src, long planes, long srcH, long srcW, long[] dstShape, long dstH, long dstW,
-                                    BiConsumer<Tensor, Tensor> kernel) {
-        DType ct = computeType(src.dtype());
-        try (Grad.Mode m = Grad.noGrad(); Tensor in = planesOf(src, ct, planes, srcH, srcW)) {
-            if (ct == src.dtype()) {
-                // Allocated in its final shape: the kernel sees a [planes, dstH, dstW] view of it.
-                Tensor out = Tensor.empty(dstShape, ct, src.device());
-                try (Tensor view = out.reshape(planes, dstH, dstW)) {
-                    kernel.accept(in, view);
-                }
-                return out;
-            }
-            try (Tensor out = Tensor.empty(new long[] {planes, dstH, dstW}, ct, src.device()); Tensor shaped = out.reshape(dstShape)) {
-                kernel.accept(in, out);
-                return shaped.to(src.dtype());
-            }
-        }
-    }
-
-    private static Tensor planesOf(Tensor src, DType ct, long planes, long h, long w) {
-        if (src.dtype() == ct && src.isContiguous()) return src.reshape(planes, h, w);
-        try (Tensor c = src.to(ct); Tensor cc = c.contiguous()) {
-            return cc.reshape(planes, h, w);
-        }
     }
 
     static SpatialKernels kernels(Tensor t) {

@@ -134,7 +134,7 @@ class MemoryPressureTest {
             calls.put("linear", () -> F.linear(a, a, null));
             calls.put("linear (in Linear.forward)", () -> linear.forward(a));
             calls.put("convolution (in conv2d)", () -> F.conv2d(image, kernel));
-            calls.put("maxPool2d", () -> F.maxPool2d(image, 1));
+            calls.put("max_pool2d_with_indices (in maxPool2d)", () -> F.maxPool2d(image, 1));
             calls.put("index", () -> a.index(rows));
             calls.put("cat", () -> Torch.cat(a, a));
             calls.put("new Linear", () -> new Linear(1L << 20, 1L << 20)); // 4 TiB of weights

@@ -1,0 +1,97 @@
+package org.jtorch.backend;
+
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.op.KernelRegistry;
+import org.jtorch.op.NormalizationOps;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.PointwiseOps;
+import org.jtorch.op.StridedView;
+
+/**
+ * The kernels of the declared batch norm ({@link NormalizationOps#NATIVE_BATCH_NORM} and its backward) for one backend,
+ * from its {@link NormalizationKernels} over a contiguous input ({@code [n, c, s]}). The running statistics are updated
+ * with the backend's own {@code mul} and {@code add} kernels, as {@code running.mul_(1 - momentum).add_(batch, momentum)}
+ * computes them, and {@code 1 / sqrt(var + eps)} in float64 by its {@code add} and {@code rsqrt} kernels, rounded once:
+ * the results are those of the tensor ops they replace, bit for bit.
+ */
+public final class NormalizationOpKernels {
+    private NormalizationOpKernels() {}
+
+    private static final int TRAINING = 0, MOMENTUM = 1, EPS = 2;
+    static void register(Backend backend) {
+        Device.Type type = backend.deviceType();
+        KernelRegistry.registerMulti(type, NormalizationOps.NATIVE_BATCH_NORM.kernel(), (outs, in, g) -> {
+            StridedView out = outs[0], mean = outs[1], inv = outs[2];
+            long n = in[0].size(0), c = in[0].size(1), s = in[0].numel() / Math.max(1, n * c);
+            NormalizationKernels k = backend.normalization();
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                StridedView x = scratch.operand(in[0], in[0].dtype(), in[0].shape());
+                StridedView var = scratch.allocate(out.device(), new long[] {c}, mean.dtype());
+                if (g[TRAINING] != 0) {
+                    k.batchNormStats(x, n, c, s, mean, var);
+                    double momentum = g[MOMENTUM];
+                    long count = n * s;
+                    double unbias = count > 1 ? (double) count / (count - 1) : Double.NaN;
+                    if (in[3] != null) moveTowards(backend, scratch, in[3], mean, momentum, momentum);
+                    if (in[4] != null) moveTowards(backend, scratch, in[4], var, momentum, momentum * unbias);
+                } else {
+                    backend.copy(in[3], mean);
+                    backend.copy(in[4], var);
+                }
+                inverseStd(backend, scratch, var, g[EPS], inv);
+                k.batchNormApply(x, n, c, s, mean, inv, in[1], in[2], out);
+            }
+        });
+        KernelRegistry.registerMulti(type, NormalizationOps.NATIVE_BATCH_NORM_BACKWARD.kernel(), (outs, in, g) -> {
+            long n = in[1].size(0), c = in[1].size(1), s = in[1].numel() / Math.max(1, n * c);
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                StridedView go = scratch.operand(in[0], in[0].dtype(), in[0].shape());
+                StridedView x = scratch.operand(in[1], in[1].dtype(), in[1].shape());
+                backend.normalization().batchNormBackward(go, x, n, c, s, in[3], in[4], in[2], g[TRAINING] != 0, outs[0], outs[1],
+                        outs[2]);
+            }
+        });
+    }
+
+    /**
+     * {@code out = 1 / sqrt(var + eps)} computed in float64 and rounded once, by the backend's {@code add} and {@code rsqrt}
+     * kernels: {@code var.to(float64).add(eps).rsqrt().to(out.dtype)}, each step correctly rounded.
+     */
+    private static void inverseStd(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView var, double eps, StridedView out) {
+        Device device = var.device();
+        StridedView v = scratch.allocate(device, var.shape(), DType.FLOAT64);
+        backend.copy(var, v);
+        pointwise(backend, PointwiseOps.ADD, DType.FLOAT64, v, v, scalar(backend, scratch, DType.FLOAT64, eps, v), 1);
+        pointwise(backend, PointwiseOps.RSQRT, DType.FLOAT64, v, v, null, 0);
+        backend.copy(v, out);
+    }
+
+    /**
+     * {@code running = running * (1 - momentum) + alpha * batch} in place, by the backend's {@code mul} kernel (the factor a
+     * one-element operand, as a wrapped number: float32 for a half-precision {@code running}) and its {@code add} kernel
+     * with {@code alpha}, in the dtypes {@code running.mul_(1 - momentum).add_(batch, alpha)} computes in.
+     */
+    private static void moveTowards(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView running, StridedView batch,
+                                    double momentum, double alpha) {
+        DType r = running.dtype();
+        // as a wrapped number: a half-precision op computes in float32 with the scalar unrounded
+        DType factor = r == DType.FLOAT16 || r == DType.BFLOAT16 ? DType.FLOAT32 : r;
+        pointwise(backend, PointwiseOps.MUL, r, running, running, scalar(backend, scratch, factor, 1 - momentum, running), 0);
+        DType b = batch.dtype();
+        DType compute = r == b ? r : r == DType.FLOAT64 || b == DType.FLOAT64 ? DType.FLOAT64 : DType.FLOAT32;
+        pointwise(backend, PointwiseOps.ADD, compute, running, running, batch, alpha);
+    }
+
+    /** A one-element operand holding {@code value} in {@code dtype} (a wrapped number), broadcast to {@code like}'s shape. */
+    private static StridedView scalar(Backend backend, ConvolutionOpKernels.Scratch scratch, DType dtype, double value, StridedView like) {
+        StridedView s = scratch.allocate(like.device(), new long[0], dtype);
+        backend.fill(s, value, 0);
+        return s.restrided(like.shape(), new long[like.dim()], s.offset());
+    }
+
+    /** {@code out = op(a, b; p0)} by the backend's kernel of pointwise {@code op}, computing in {@code compute}. */
+    private static void pointwise(Backend backend, OpDef op, DType compute, StridedView out, StridedView a, StridedView b, double p0) {
+        KernelRegistry.pointwise(op, backend.deviceType()).run(out.device().index(), compute, out, a, b, p0, 0);
+    }
+}
