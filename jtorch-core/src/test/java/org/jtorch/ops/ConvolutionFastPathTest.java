@@ -89,7 +89,7 @@ class ConvolutionFastPathTest {
      * that are not whole 8-row or 32-column tiles, depths over one packed block (1100 and 1030, in strips that cross
      * images and in whole ones, forward and input gradient; a depth of 200 against 40 rows, in 128-deep blocks and whole
      * strips), strides 2 and 3 (gathered input, scattered input gradient, odd sizes whose last row and column the stride
-     * skips), a single image; and a 1x1 kernel with padding, and with groups, which this path leaves to the general one.
+     * skips; a weight gradient 270 pixels deep, over one depth block, in two blocks of rows, the second ragged), a single image; and a 1x1 kernel with padding, and with groups, which this path leaves to the general one.
      */
     @Test
     void pointwiseConvolutionsAsGemms() {
@@ -103,6 +103,7 @@ class ConvolutionFastPathTest {
         compare(new long[] {2, 200, 16, 16}, new long[] {40, 200, 1, 1}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {3, 32, 15, 14}, new long[] {64, 32, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {2, 24, 11, 10}, new long[] {40, 24, 1, 1}, new int[] {3, 2}, new int[] {0}, new int[] {2}, 1);
+        compare(new long[] {3, 40, 20, 18}, new long[] {140, 40, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {2, 16, 6, 6}, new long[] {24, 16, 1, 1}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {2, 32, 9, 9}, new long[] {48, 16, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 2);
     }
