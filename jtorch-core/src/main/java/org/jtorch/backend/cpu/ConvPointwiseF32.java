@@ -415,15 +415,11 @@ final class ConvPointwiseF32 {
      * pixels transposed in registers at a time.
      */
     private static void packTransposed(MemorySegment x, long off, int ld, int kc, int nr, float[] bp, int base) {
-        long ldBytes = (long) ld * Float.BYTES;
-        int p = 0;
         if (nr == NR) {
-            for (; p + 16 <= kc; p += 16) {
-                Gemm.transposeBlock16(x, (off + p) * Float.BYTES, ldBytes, bp, base + p * NR, NR);
-                Gemm.transposeBlock16(x, (off + 16L * ld + p) * Float.BYTES, ldBytes, bp, base + p * NR + 16, NR);
-            }
+            Gemm.packTransposedStrip(x, off, ld, kc, bp, base);
+            return;
         }
-        for (int q = p; q < kc; q++) {
+        for (int q = 0; q < kc; q++) {
             for (int j = 0; j < nr; j++) bp[base + q * NR + j] = x.get(F32, (off + (long) j * ld + q) * Float.BYTES);
             java.util.Arrays.fill(bp, base + q * NR + nr, base + (q + 1) * NR, 0f);
         }
