@@ -184,12 +184,15 @@ class ConvolutionFastPathTest {
      * The direct weight gradient's tiles and its transposed gy: 96-tap tiles against 4 channels (twice per
      * window row at 64 input channels), then a 48-tap tile; 49- and 90-pixel images, whose gy transposes end
      * in partial blocks and whose passes hold two images; 24 output channels, a whole 16-channel group and
-     * a half one that is zero-filled.
+     * a half one that is zero-filled; sums over a million floats (256 x 512 x 3 x 3), whose passes take whole images
+     * whatever the channels (three 25-pixel images in one pass), at stride 1 and 2.
      */
     @Test
     void weightGradientTiles() {
         compare(new long[] {3, 64, 7, 7}, new long[] {16, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {3, 48, 9, 10}, new long[] {24, 48, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 512, 5, 5}, new long[] {256, 512, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 512, 9, 9}, new long[] {256, 512, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
     }
 
     /**

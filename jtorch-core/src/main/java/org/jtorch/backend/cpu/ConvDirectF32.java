@@ -550,8 +550,9 @@ final class ConvDirectF32 {
         int padSize = hp * wpad * cin;
         int pixels = g.oh() * g.ow();
         int[] pixOff = ConvF32.windowOffsets(g, wpad, cin);
-        // Wider pixels (more channels) make fewer of them fit in L1: half the pass from 32 channels on, a quarter from 64.
-        int pass = PASS_PIXELS >> Math.min(2, cin / 32);
+        // Wider pixels (more channels) make fewer of them fit in L1: half the pass from 32 channels on, a quarter from 64;
+        // but a whole pass when the sums (cout x k) outgrow L2 by far, as every pass reads and writes all of them.
+        int pass = (long) cout * k > BIG_SUMS ? PASS_PIXELS : PASS_PIXELS >> Math.min(2, cin / 32);
         int perPass = Math.max(1, pass / pixels);
         int sub = Math.min(pixels, pass);
         int groups16 = (cout + 15) / 16;
@@ -613,6 +614,13 @@ final class ConvDirectF32 {
      * transposed gy being 42 KB against L1's 48.
      */
     private static final int PASS_PIXELS = 256;
+
+    /**
+     * Weight-gradient sums (floats) beyond which a pass takes {@link #PASS_PIXELS} whatever the channels: ResNet-50's
+     * 512-channel 3x3 layers (2.4 M floats, 9 MB) at 7 px and at 14 px stride 2, one thread: 47-55% of the FMA peak
+     * in one-image passes of 49 pixels, 57-66% in passes of five images (256 channels at 14 px, 0.6 M floats: level).
+     */
+    private static final long BIG_SUMS = 1 << 20;
 
     /**
      * Adds to columns {@code [col0, col0 + width)} of every output channel's row of {@code acc} (row length k) the
