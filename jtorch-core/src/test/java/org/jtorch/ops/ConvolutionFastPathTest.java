@@ -99,7 +99,7 @@ class ConvolutionFastPathTest {
      * that are not whole 8-row or 32-column tiles, depths over one packed block (1100 and 1030, in strips that cross
      * images and in whole ones, forward and input gradient; a depth of 200 against 40 rows, in 128-deep blocks and whole
      * strips), strides 2 and 3 (gathered input, scattered input gradient, odd sizes whose last row and column the stride
-     * skips), a single image; and a 1x1 kernel with padding, and with groups, which this path leaves to the general one.
+     * skips; a weight gradient 270 pixels deep, over one depth block, in two blocks of rows, the second ragged), a single image; and a 1x1 kernel with padding, and with groups, which this path leaves to the general one.
      */
     @Test
     void pointwiseConvolutionsAsGemms() {
@@ -113,6 +113,7 @@ class ConvolutionFastPathTest {
         compare(new long[] {2, 200, 16, 16}, new long[] {40, 200, 1, 1}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {3, 32, 15, 14}, new long[] {64, 32, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {2, 24, 11, 10}, new long[] {40, 24, 1, 1}, new int[] {3, 2}, new int[] {0}, new int[] {2}, 1);
+        compare(new long[] {3, 40, 20, 18}, new long[] {140, 40, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {2, 16, 6, 6}, new long[] {24, 16, 1, 1}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {2, 32, 9, 9}, new long[] {48, 16, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 2);
     }
@@ -296,12 +297,15 @@ class ConvolutionFastPathTest {
      * The direct weight gradient's tiles and its transposed gy: 96-tap tiles against 4 channels (twice per
      * window row at 64 input channels), then a 48-tap tile; 49- and 90-pixel images, whose gy transposes end
      * in partial blocks and whose passes hold two images; 24 output channels, a whole 16-channel group and
-     * a half one that is zero-filled.
+     * a half one that is zero-filled; sums over a million floats (256 x 512 x 3 x 3), whose passes take whole images
+     * whatever the channels (three 25-pixel images in one pass), at stride 1 and 2.
      */
     @Test
     void weightGradientTiles() {
         compare(new long[] {3, 64, 7, 7}, new long[] {16, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {3, 48, 9, 10}, new long[] {24, 48, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 512, 5, 5}, new long[] {256, 512, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 512, 9, 9}, new long[] {256, 512, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
     }
 
     /**

@@ -554,8 +554,9 @@ final class ConvDirectF32 {
         int padSize = hp * wpad * cin;
         int pixels = g.oh() * g.ow();
         int[] pixOff = ConvF32.windowOffsets(g, wpad, cin);
-        // Wider pixels (more channels) make fewer of them fit in L1: half the pass from 32 channels on, a quarter from 64.
-        int pass = PASS_PIXELS >> Math.min(2, cin / 32);
+        // Wider pixels (more channels) make fewer of them fit in L1: half the pass from 32 channels on, a quarter from 64;
+        // but a whole pass when the sums (cout x k) outgrow L2 by far, as every pass reads and writes all of them.
+        int pass = (long) cout * k > BIG_SUMS ? PASS_PIXELS : PASS_PIXELS >> Math.min(2, cin / 32);
         int perPass = Math.max(1, pass / pixels);
         int sub = Math.min(pixels, pass);
         int groups16 = (cout + 15) / 16;
@@ -588,7 +589,7 @@ final class ConvDirectF32 {
                         transposeGradOut(gy, gyOff + n * cout * pixels, cout, pixels, count, p0, p1, gt);
                         if (packed) {
                             // The kh window rows of each pixel as one row of k taps: the columns of acc in the same order.
-                            int kp = (k + 15) / 16 * 16;
+                            int kp = ((kh - 1) * kwc + (kwc + 15) / 16 * 16 + 15) / 16 * 16;
                             float[] win = wk.windows = ConvF32.grow(wk.windows, len * kp);
                             int[] wo = wk.wo = ConvF32.growInts(wk.wo, len);
                             packWindows(images, xo, len, kh, g.dh() * wpad * cin, kwc, kp, win, wo);
@@ -617,6 +618,13 @@ final class ConvDirectF32 {
      * transposed gy being 42 KB against L1's 48.
      */
     private static final int PASS_PIXELS = 256;
+
+    /**
+     * Weight-gradient sums (floats) beyond which a pass takes {@link #PASS_PIXELS} whatever the channels: ResNet-50's
+     * 512-channel 3x3 layers (2.4 M floats, 9 MB) at 7 px and at 14 px stride 2, one thread: 47-55% of the FMA peak
+     * in one-image passes of 49 pixels, 57-66% in passes of five images (256 channels at 14 px, 0.6 M floats: level).
+     */
+    private static final long BIG_SUMS = 1 << 20;
 
     /**
      * Adds to columns {@code [col0, col0 + width)} of every output channel's row of {@code acc} (row length k) the
@@ -650,6 +658,20 @@ final class ConvDirectF32 {
      * so that a masked tile's vector stays inside the pixel's row).
      */
     private static void packWindows(float[] images, int[] xo, int len, int kh, int rowStride, int kwc, int kp, float[] win, int[] wo) {
+        if (kwc <= 32) {
+            // Whole vectors, each row's overshoot overwritten by the next row (kp leaves room for the last one's; the
+            // images' 16 floats of slack for the reads past a row's end): seven 21-float copies per pixel through
+            // System.arraycopy cost the 7x7 stem's weight gradient 3-8% (one thread, 25.5-25.7 against 25.9-29.8 ms).
+            for (int t = 0; t < len; t++) {
+                wo[t] = t * kp;
+                for (int ki = 0; ki < kh; ki++) {
+                    int from = xo[t] + ki * rowStride, to = t * kp + ki * kwc;
+                    FloatVector.fromArray(FS, images, from).intoArray(win, to);
+                    if (kwc > 16) FloatVector.fromArray(FS, images, from + 16).intoArray(win, to + 16);
+                }
+            }
+            return;
+        }
         for (int t = 0; t < len; t++) {
             wo[t] = t * kp;
             for (int ki = 0; ki < kh; ki++) System.arraycopy(images, xo[t] + ki * rowStride, win, t * kp + ki * kwc, kwc);

