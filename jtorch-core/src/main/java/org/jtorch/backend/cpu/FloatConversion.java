@@ -36,8 +36,8 @@ final class FloatConversion {
 
     /** Converts {@code n} contiguous elements ({@link #supports}); offsets in bytes. */
     static void convert(DType st, MemorySegment s, long so, DType dt, MemorySegment d, long dOff, long n) {
-        // One method per pair: a single method holding every loop compiled the first pair it met, and the other pairs'
-        // first calls then deoptimised it until C2 gave up on it (the casts ran 20x slower in one JVM than in fresh ones).
+        // One method per pair: with every loop in one method, the casts ran 20x slower in a JVM that had used several
+        // pairs than in fresh JVMs (measured; the shared method's compiled code is the likely cause, not confirmed).
         long done = n - n % LANES;
         if (st == DType.FLOAT32 && dt == DType.FLOAT64) f32ToF64(s, so, d, dOff, done);
         else if (st == DType.FLOAT64 && dt == DType.FLOAT32) f64ToF32(s, so, d, dOff, done);
