@@ -66,9 +66,9 @@ public enum Fn {
     GELU(1, "(A(0.5) * (%1$s) * erfc(-(%1$s) * A(0.7071067811865476)))") {
         public double apply(double a, double b, double c) { return 0.5 * a * SpecialFunctions.erfc(-a / java.lang.Math.sqrt(2.0)); }
     },
-    /** Java's {@code Math.pow}; integers by squaring ({@link #intPow}). */
-    POW(2, "jt::java_pow_any(%s, %s)") {
-        public double apply(double a, double b, double c) { return java.lang.Math.pow(a, b); }
+    /** C's (and so ATen's) {@code pow} ({@link #cPow}); integers by squaring ({@link #intPow}). */
+    POW(2, "jt::pow_any(%s, %s)") {
+        public double apply(double a, double b, double c) { return cPow(a, b); }
         public long applyLong(long a, long b, long c) { return intPow(a, b); }
     },
     /**
@@ -83,7 +83,7 @@ public enum Fn {
             if (e == 3) return x * x * x;
             if (e == -1) return 1.0 / x;
             if (e == -2) return 1.0 / (x * x);
-            return java.lang.Math.pow(x, e);
+            return cPow(x, e);
         }
         public long applyLong(long a, long b, long c) { return intPow(a, b); }
     },
@@ -278,6 +278,15 @@ public enum Fn {
      * Integer power by squaring; negative exponents give 0 except for bases 1 and -1, as ATen's {@code powi} (0 to a
      * negative power is 0 too). Scalar negative exponents are rejected earlier, by {@code Tensor.pow(long)}, as PyTorch's.
      */
+    /**
+     * C's {@code pow}, which PyTorch's CPU and CUDA kernels inherit: {@code Math.pow} except that a base of 1 gives 1
+     * whatever the exponent (NaN included), and so does -1 to an infinite power (Java gives NaN for both).
+     */
+    public static double cPow(double base, double exponent) {
+        if (base == 1 || (base == -1 && Double.isInfinite(exponent))) return 1;
+        return java.lang.Math.pow(base, exponent);
+    }
+
     static long intPow(long base, long exp) {
         if (exp < 0) {
             if (base == 1) return 1;

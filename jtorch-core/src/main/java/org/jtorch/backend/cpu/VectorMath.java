@@ -158,17 +158,17 @@ public final class VectorMath {
     public static FloatVector sin(FloatVector a) { return a.lanewise(VectorOperators.SIN); }
     public static FloatVector cos(FloatVector a) { return a.lanewise(VectorOperators.COS); }
     public static FloatVector sqrt(FloatVector a) { return a.sqrt(); }
-    public static FloatVector pow(FloatVector a, FloatVector b) { return javaPow(a, b); }
+    public static FloatVector pow(FloatVector a, FloatVector b) { return cPow(a, b); }
 
     /**
-     * {@code POW} with {@link Math#pow}'s special cases ({@link Fn#POW}, and CUDA's {@code java_pow}): once C2
-     * intrinsifies the lanewise pow (SVML), it gives C's {@code pow(1, NaN) = 1} and {@code pow(-1, inf) = 1}, where
-     * the interpreted Vector API and Java give NaN; the result would depend on when a kernel was compiled.
+     * C's {@code pow} ({@link Fn#cPow}, as ATen's): the intrinsic (SVML) already gives {@code pow(1, y) = 1} and
+     * {@code pow(-1, inf) = 1}, but the interpreted Vector API follows {@code Math.pow} (NaN), so the result would
+     * depend on whether the kernel had been compiled yet.
      */
-    private static FloatVector javaPow(FloatVector a, FloatVector b) {
-        VectorMask<Float> nan = b.test(VectorOperators.IS_NAN)
-                .or(a.abs().compare(VectorOperators.EQ, 1f).and(b.abs().compare(VectorOperators.EQ, Float.POSITIVE_INFINITY)));
-        return a.lanewise(VectorOperators.POW, b).blend(Float.NaN, nan);
+    private static FloatVector cPow(FloatVector a, FloatVector b) {
+        VectorMask<Float> one = a.compare(VectorOperators.EQ, 1f)
+                .or(a.compare(VectorOperators.EQ, -1f).and(b.abs().compare(VectorOperators.EQ, Float.POSITIVE_INFINITY)));
+        return a.lanewise(VectorOperators.POW, b).blend(1f, one);
     }
     public static FloatVector erf(FloatVector a) { return VectorErf.erf(a); }
     public static FloatVector gelu(FloatVector a) { return VectorErf.gelu(a); }
@@ -183,7 +183,7 @@ public final class VectorMath {
         if (p == 3f) return a.mul(a).mul(a);
         if (p == -1f) return FloatVector.broadcast(FS, 1f).div(a);
         if (p == -2f) return FloatVector.broadcast(FS, 1f).div(a.mul(a));
-        return javaPow(a, e);
+        return cPow(a, e);
     }
 
     public static FloatVector isinf(FloatVector a) { return ones(a.abs().compare(VectorOperators.EQ, Float.POSITIVE_INFINITY)); }
@@ -192,7 +192,7 @@ public final class VectorMath {
     /** The special cases lane by lane, for an exponent that is not the same in every lane. */
     private static FloatVector powScalarLanes(FloatVector a, FloatVector e) {
         FloatVector one = FloatVector.broadcast(FS, 1f);
-        return javaPow(a, e)
+        return cPow(a, e)
                 .blend(one.div(a.mul(a)), e.compare(VectorOperators.EQ, -2))
                 .blend(one.div(a), e.compare(VectorOperators.EQ, -1))
                 .blend(a.mul(a).mul(a), e.compare(VectorOperators.EQ, 3))

@@ -94,17 +94,17 @@ public final class VectorMathF64 {
     public static DoubleVector sin(DoubleVector a) { return a.lanewise(VectorOperators.SIN); }
     public static DoubleVector cos(DoubleVector a) { return a.lanewise(VectorOperators.COS); }
     public static DoubleVector sqrt(DoubleVector a) { return a.sqrt(); }
-    public static DoubleVector pow(DoubleVector a, DoubleVector b) { return javaPow(a, b); }
+    public static DoubleVector pow(DoubleVector a, DoubleVector b) { return cPow(a, b); }
 
     /**
-     * {@code POW} with {@link Math#pow}'s special cases ({@link Fn#POW}, and CUDA's {@code java_pow}): once C2
-     * intrinsifies the lanewise pow (SVML), it gives C's {@code pow(1, NaN) = 1} and {@code pow(-1, inf) = 1}, where
-     * the interpreted Vector API and Java give NaN; the result would depend on when a kernel was compiled.
+     * C's {@code pow} ({@link Fn#cPow}, as ATen's): the intrinsic (SVML) already gives {@code pow(1, y) = 1} and
+     * {@code pow(-1, inf) = 1}, but the interpreted Vector API follows {@code Math.pow} (NaN), so the result would
+     * depend on whether the kernel had been compiled yet.
      */
-    private static DoubleVector javaPow(DoubleVector a, DoubleVector b) {
-        VectorMask<Double> nan = b.test(VectorOperators.IS_NAN)
-                .or(a.abs().compare(VectorOperators.EQ, 1).and(b.abs().compare(VectorOperators.EQ, Double.POSITIVE_INFINITY)));
-        return a.lanewise(VectorOperators.POW, b).blend(Double.NaN, nan);
+    private static DoubleVector cPow(DoubleVector a, DoubleVector b) {
+        VectorMask<Double> one = a.compare(VectorOperators.EQ, 1)
+                .or(a.compare(VectorOperators.EQ, -1).and(b.abs().compare(VectorOperators.EQ, Double.POSITIVE_INFINITY)));
+        return a.lanewise(VectorOperators.POW, b).blend(1, one);
     }
     public static DoubleVector erf(DoubleVector a) { return VectorErfF64.erf(a); }
     public static DoubleVector gelu(DoubleVector a) { return VectorErfF64.gelu(a); }
@@ -118,13 +118,13 @@ public final class VectorMathF64 {
         if (p == 3) return a.mul(a).mul(a);
         if (p == -1) return DoubleVector.broadcast(DS, 1).div(a);
         if (p == -2) return DoubleVector.broadcast(DS, 1).div(a.mul(a));
-        return javaPow(a, e);
+        return cPow(a, e);
     }
 
     /** The special cases lane by lane, for an exponent that is not the same in every lane. */
     private static DoubleVector powScalarLanes(DoubleVector a, DoubleVector e) {
         DoubleVector one = DoubleVector.broadcast(DS, 1);
-        return javaPow(a, e)
+        return cPow(a, e)
                 .blend(one.div(a.mul(a)), e.compare(VectorOperators.EQ, -2))
                 .blend(one.div(a), e.compare(VectorOperators.EQ, -1))
                 .blend(a.mul(a).mul(a), e.compare(VectorOperators.EQ, 3))

@@ -55,11 +55,10 @@ template <typename A> __device__ __forceinline__ A mul_sub(A a, A b, A c) { retu
 template <> __device__ __forceinline__ float mul_sub<float>(float a, float b, float c) { return fmaf(-b, c, a); }
 template <> __device__ __forceinline__ double mul_sub<double>(double a, double b, double c) { return fma(-b, c, a); }
 
-// Java's Math.pow, which differs from C's pow: a NaN exponent gives NaN (C: pow(1, nan) = 1) and
-// |x| == 1 to an infinite power gives NaN (C: 1).
-template <typename A> __device__ __forceinline__ A java_pow(A x, A y) {
-    if (y != y) return quiet_nan<A>();
-    if ((x == A(1) || x == A(-1)) && !is_finite(y)) return quiet_nan<A>();
+// C's pow, as ATen's kernels and Fn.cPow: pow(1, y) = 1 for every y (NaN included) and pow(-1, +-inf) = 1.
+// Spelled out rather than left to the math library, so that the simulator's host libm cannot differ.
+template <typename A> __device__ __forceinline__ A c_pow(A x, A y) {
+    if (x == A(1) || (x == A(-1) && !is_finite(y) && y == y)) return A(1);
     return pow(x, y);
 }
 
@@ -137,9 +136,9 @@ template <typename A> __device__ __forceinline__ A round_ceil(A x) { if constexp
 template <typename A> __device__ __forceinline__ A round_rint(A x) { if constexpr (IsIntegral<A>::value) return x; else return rint(x); }
 template <typename A> __device__ __forceinline__ A round_trunc(A x) { if constexpr (IsIntegral<A>::value) return x; else return trunc(x); }
 
-// Math.pow for floating compute, powi (by squaring) for integer compute.
-template <typename A> __device__ __forceinline__ A java_pow_any(A x, A y) {
-    if constexpr (IsIntegral<A>::value) return (A)int_pow((jt_i64)x, (jt_i64)y); else return java_pow(x, y);
+// C's pow for floating compute, powi (by squaring) for integer compute.
+template <typename A> __device__ __forceinline__ A pow_any(A x, A y) {
+    if constexpr (IsIntegral<A>::value) return (A)int_pow((jt_i64)x, (jt_i64)y); else return c_pow(x, y);
 }
 
 // pow with a scalar exponent: the exponents ATen special-cases go through the same functions as ATen's
@@ -154,7 +153,7 @@ template <typename A> __device__ __forceinline__ A pow_scalar(A x, A e) {
         if (e == A(3)) return x * x * x;
         if (e == A(-1)) return A(1) / x;
         if (e == A(-2)) return A(1) / (x * x);
-        return java_pow(x, e);
+        return c_pow(x, e);
     }
 }
 
