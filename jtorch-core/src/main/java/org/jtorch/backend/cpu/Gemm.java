@@ -143,6 +143,10 @@ public final class Gemm {
             return;
         }
         long work = (long) m * n * k;
+        if (GemmDot.serves(m, k, aColStride, bRowStride)) {
+            GemmDot.sgemm(m, n, k, alpha, a, aOffset, aRowStride, b, bOffset, bColStride, beta, c, cOffset, ldc, epilogue);
+            return;
+        }
         if (GemmShortM.serves(m, n, k)) {
             GemmShortM.sgemm(m, n, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc, epilogue);
             return;

@@ -41,6 +41,7 @@ class ConvolutionKernelsCompileTest {
         assertTrue(log.contains("ConvRasterTileF32::tile"), "the workload reaches the raster-order tile:\n" + log);
         assertTrue(log.contains("ConvRasterTileF32::stride2InputGrad"), "the workload reaches the phased input gradient:\n" + log);
         assertTrue(log.contains("Gemm::fourRowsChunk"), "the workload reaches the short-m GEMM blocks:\n" + log);
+        assertTrue(log.contains("GemmDot::pairByFour") && log.contains("GemmDot::oneByFour"), "the workload reaches the dot products:\n" + log);
         List<String> skipped = log.lines().filter(l -> l.contains("COMPILE SKIPPED") && l.contains("org.jtorch")).toList();
         assertEquals(List.of(), skipped);
     }
@@ -65,6 +66,10 @@ class ConvolutionKernelsCompileTest {
             // Short-m products (four-row blocks, the masked column tail).
             try (Tensor a = Torch.randn(8, 64); Tensor b = Torch.randn(64, 200); Tensor c = a.matmul(b)) {
                 c.sum().close();
+            }
+            // Linear layers at batch 3 (dot products of two rows, then one), depth with a tail.
+            try (Tensor x = Torch.randn(3, 70); Tensor w = Torch.randn(9, 70); Tensor y = F.linear(x, w, null)) {
+                y.sum().close();
             }
             for (int i = 0; i < shapes.length; i += 3) {
                 try (Tensor x = Torch.randn(shapes[i], DType.FLOAT32, Device.cpu(), Torch.manualSeed(1));

@@ -32,8 +32,13 @@ class GemmEpilogueTest {
         return s;
     }
 
-    /** sgemm with the epilogue {@code c = 2c + 1} against sgemm without it, C with a padded leading dimension. */
     private void check(int m, int n, int k, float beta, int threads) {
+        check(m, n, k, beta, threads, false);
+    }
+
+    /** sgemm with the epilogue {@code c = 2c + 1} against sgemm without it, C with a padded leading dimension. */
+    private void check(int m, int n, int k, float beta, int threads, boolean transposedB) {
+        long brs = transposedB ? 1 : n, bcs = transposedB ? k : 1;
         Parallel.setNumThreads(threads);
         SplittableRandom rnd = new SplittableRandom(m * 31L + n * 7L + k);
         MemorySegment a = random((long) m * k, rnd);
@@ -42,9 +47,9 @@ class GemmEpilogueTest {
         MemorySegment plain = random(m * ldc, rnd);
         MemorySegment fused = arena.allocate(m * ldc * 4, 64);
         fused.copyFrom(plain);
-        Gemm.sgemm(m, n, k, 1f, a, 0, k, 1, b, 0, n, 1, beta, plain, 0, ldc);
+        Gemm.sgemm(m, n, k, 1f, a, 0, k, 1, b, 0, brs, bcs, beta, plain, 0, ldc);
         AtomicIntegerArray seen = new AtomicIntegerArray(m * n);
-        Gemm.sgemm(m, n, k, 1f, a, 0, k, 1, b, 0, n, 1, beta, fused, 0, ldc, (i0, i1, j0, j1) -> {
+        Gemm.sgemm(m, n, k, 1f, a, 0, k, 1, b, 0, brs, bcs, beta, fused, 0, ldc, (i0, i1, j0, j1) -> {
             for (int i = i0; i < i1; i++) {
                 for (int j = j0; j < j1; j++) {
                     seen.incrementAndGet(i * n + j);
@@ -75,6 +80,8 @@ class GemmEpilogueTest {
             check(10, 100, 64, 0f, threads);     // m = 10: one short-m block
             check(130, 96, 1100, 0f, threads);   // k over one cache block: two passes, the epilogue after the last
             check(9, 33, 0, 1f, threads);        // k = 0: C = beta * C, then the epilogue
+            check(3, 1030, 70, 1f, threads, true); // m <= 8 against a transposed B: dot products
+            check(8, 6, 33, 0f, threads, true);
         }
     }
 }

@@ -187,6 +187,26 @@ class GemmTest {
         check(20, 31, 40, 1f, 0f, 0, 0, seed++, false); // n under one panel: the general path
     }
 
+    /**
+     * The dot-product path (GemmDot: at most 8 rows of A against a transposed B, a linear layer at batch 1-8): every row
+     * count, column counts around its groups of four, depths with and without a vector tail, padded rows of A.
+     */
+    @Test
+    void shortMAgainstATransposedBAgainstTheReference() {
+        assertTrue(GemmDot.serves(1, 512, 1, 1) || Gemm.L > 16 || Gemm.L < 4, "x W^T at batch 1 takes the dot-product path");
+        long seed = 900;
+        for (int m = 1; m <= GemmDot.MAX_M; m++) {
+            for (int n : new int[] {1, 3, 4, 5, 9, 66}) {
+                for (int k : new int[] {2 * Gemm.L, 2 * Gemm.L + 1, 77, 300}) {
+                    check(m, n, k, 1f, 0f, (m + n) % 2 == 0 ? 0 : 2, 1, seed++, false);
+                }
+                check(m, n, 100, -0.5f, 2f, 0, 1, seed++, false);
+            }
+        }
+        check(9, 40, 64, 1f, 0f, 0, 1, seed++, false); // m = 9: past the path
+        check(4, 40, 2 * Gemm.L - 1, 1f, 0f, 0, 1, seed++, false); // too shallow for it
+    }
+
     @Test
     void alphaAndBetaValues() {
         float[][] ab = {{1, 1}, {-0.5f, 2}, {3, -1}, {0, 0.5f}, {0, 0}};
@@ -240,7 +260,7 @@ class GemmTest {
     @Test
     void multiThreadedEqualsSingleThreaded() {
         int[][] sizes = {{300, 200, 150}, {64, 1000, 70}, {1000, 20, 90}, {128, 10, 512}, {20, 200, 800}, {20, 810, 200},
-                {10, 800, 200}};
+                {10, 800, 200}, {1, 4096, 64}, {3, 1001, 200}, {8, 513, 100}};
         SplittableRandom rnd = new SplittableRandom(9);
         for (int[] s : sizes) {
             int m = s[0], n = s[1], k = s[2];
