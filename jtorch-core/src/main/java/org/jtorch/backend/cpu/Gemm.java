@@ -144,7 +144,12 @@ public final class Gemm {
         }
         long work = (long) m * n * k;
         if (GemmDot.serves(m, k, aColStride, bRowStride)) {
-            GemmDot.sgemm(m, n, k, alpha, a, aOffset, aRowStride, b, bOffset, bColStride, beta, c, cOffset, ldc, epilogue);
+            GemmDot.sgemm(m, n, k, alpha, a, aOffset, aRowStride, b, bOffset, bColStride, beta, c, cOffset, 1, ldc, epilogue);
+            return;
+        }
+        if (GemmDot.serves(n, k, bRowStride, aColStride)) { // C^T = B^T A^T: a matrix times a few columns
+            GemmDot.sgemm(n, m, k, alpha, b, bOffset, bColStride, a, aOffset, aRowStride, beta, c, cOffset, 1, ldc,
+                    epilogue == null ? null : (j0, j1, i0, i1) -> epilogue.block(i0, i1, j0, j1));
             return;
         }
         if (GemmShortM.serves(m, n, k)) {

@@ -12,10 +12,11 @@ import jdk.incubator.vector.VectorOperators;
 
 /**
  * {@link Gemm#sgemm}'s path for a very short op(A) (at most {@value #MAX_M} rows) against a transposed op(B) whose
- * columns are contiguous: a linear layer's forward at batch 1-4 ({@code x W^T}, W stored {@code [n, k]}), a
- * matrix-vector product. Each element of C is a dot product of two contiguous rows, so B is streamed once, in place,
- * with no packing: the general path packed all of B for one or two rows of A and ran at 3-6 GFLOP/s where this
- * reaches the memory's rate.
+ * columns are contiguous: a linear layer's forward at batch 1-8 ({@code x W^T}, W stored {@code [n, k]}); and, through
+ * {@code C^T = B^T A^T}, a matrix times at most {@value #MAX_M} columns ({@code W x}, a matrix-vector product). Each
+ * element of C is a dot product of two contiguous rows, so the long operand is streamed once, in place, with no
+ * packing: the general path packed all of it for one or two rows and ran at 3-6 GFLOP/s where this reaches the
+ * memory's rate.
  *
  * <p>Four columns of C at a time, two rows of A at a time (eight vector accumulators, six loads a step), each
  * accumulator reduced across its lanes at the end. A thread's share is a run of whole four-column groups, so every
@@ -34,8 +35,9 @@ final class GemmDot {
         return L >= 4 && L <= 16 && m <= MAX_M && aColStride == 1 && bRowStride == 1 && k >= 2 * L;
     }
 
+    /** C's element (i, j) at {@code cOff + i * crs + j * ccs}; the epilogue gets blocks in these (i, j). */
     static void sgemm(int m, int n, int k, float alpha, MemorySegment a, long aOff, long ars,
-                      MemorySegment b, long bOff, long bcs, float beta, MemorySegment c, long cOff, long ldc,
+                      MemorySegment b, long bOff, long bcs, float beta, MemorySegment c, long cOff, long crs, long ccs,
                       Gemm.Epilogue epilogue) {
         int groups = (n + 3) / 4;
         long work = (long) m * n * k;
@@ -49,12 +51,12 @@ final class GemmDot {
                     if (width < 4) {
                         for (int r = i; r < Math.min(m, i + 2); r++) {
                             long aRow = (aOff + r * ars) * Float.BYTES;
-                            for (int jj = j; jj < j + width; jj++) single(aRow, r, jj, k, alpha, a, b, bOff, bcs, beta, c, cOff, ldc);
+                            for (int jj = j; jj < j + width; jj++) single(aRow, r, jj, k, alpha, a, b, bOff, bcs, beta, c, cOff, crs, ccs);
                         }
                     } else if (i + 1 < m) {
-                        pairByFour(aRow0, aRow0 + ars * Float.BYTES, i, j, k, alpha, a, b, bOff, bcs, beta, c, cOff, ldc);
+                        pairByFour(aRow0, aRow0 + ars * Float.BYTES, i, j, k, alpha, a, b, bOff, bcs, beta, c, cOff, crs, ccs);
                     } else {
-                        oneByFour(aRow0, i, j, k, alpha, a, b, bOff, bcs, beta, c, cOff, ldc);
+                        oneByFour(aRow0, i, j, k, alpha, a, b, bOff, bcs, beta, c, cOff, crs, ccs);
                     }
                 }
             }
@@ -64,7 +66,7 @@ final class GemmDot {
 
     /** Rows i and i + 1 of C, columns j to j + 3. */
     private static void pairByFour(long aRow0, long aRow1, int i, int j, int k, float alpha, MemorySegment a,
-                                   MemorySegment b, long bOff, long bcs, float beta, MemorySegment c, long cOff, long ldc) {
+                                   MemorySegment b, long bOff, long bcs, float beta, MemorySegment c, long cOff, long crs, long ccs) {
         long col0 = (bOff + j * bcs) * Float.BYTES, step = bcs * Float.BYTES;
         long col1 = col0 + step, col2 = col1 + step, col3 = col2 + step;
         FloatVector s00 = FloatVector.zero(FS), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00, s13 = s00;
@@ -94,20 +96,20 @@ final class GemmDot {
             s10 = s10.add(a1.mul(b0), fresh); s11 = s11.add(a1.mul(b1), fresh); s12 = s12.add(a1.mul(b2), fresh); s13 = s13.add(a1.mul(b3), fresh);
         }
         // Reduced here, not in a helper: a vector passed to a call C2 does not inline is boxed.
-        long c0 = (cOff + i * ldc + j) * Float.BYTES, c1 = c0 + ldc * Float.BYTES;
+        long c0 = (cOff + i * crs + j * ccs) * Float.BYTES, c1 = c0 + crs * Float.BYTES, cs = ccs * Float.BYTES;
         store(c, c0, s00.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c0 + 4, s01.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c0 + 8, s02.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c0 + 12, s03.reduceLanes(VectorOperators.ADD), alpha, beta);
+        store(c, c0 + cs, s01.reduceLanes(VectorOperators.ADD), alpha, beta);
+        store(c, c0 + 2 * cs, s02.reduceLanes(VectorOperators.ADD), alpha, beta);
+        store(c, c0 + 3 * cs, s03.reduceLanes(VectorOperators.ADD), alpha, beta);
         store(c, c1, s10.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c1 + 4, s11.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c1 + 8, s12.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c1 + 12, s13.reduceLanes(VectorOperators.ADD), alpha, beta);
+        store(c, c1 + cs, s11.reduceLanes(VectorOperators.ADD), alpha, beta);
+        store(c, c1 + 2 * cs, s12.reduceLanes(VectorOperators.ADD), alpha, beta);
+        store(c, c1 + 3 * cs, s13.reduceLanes(VectorOperators.ADD), alpha, beta);
     }
 
     /** Row i of C, columns j to j + 3. */
     private static void oneByFour(long aRow, int i, int j, int k, float alpha, MemorySegment a,
-                                  MemorySegment b, long bOff, long bcs, float beta, MemorySegment c, long cOff, long ldc) {
+                                  MemorySegment b, long bOff, long bcs, float beta, MemorySegment c, long cOff, long crs, long ccs) {
         long col0 = (bOff + j * bcs) * Float.BYTES, step = bcs * Float.BYTES;
         long col1 = col0 + step, col2 = col1 + step, col3 = col2 + step;
         FloatVector s0 = FloatVector.zero(FS), s1 = s0, s2 = s0, s3 = s0;
@@ -129,16 +131,16 @@ final class GemmDot {
             s2 = s2.add(a0.mul(FloatVector.fromMemorySegment(FS, b, col2 + o, NO)), fresh);
             s3 = s3.add(a0.mul(FloatVector.fromMemorySegment(FS, b, col3 + o, NO)), fresh);
         }
-        long c0 = (cOff + i * ldc + j) * Float.BYTES;
+        long c0 = (cOff + i * crs + j * ccs) * Float.BYTES, cs = ccs * Float.BYTES;
         store(c, c0, s0.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c0 + 4, s1.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c0 + 8, s2.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c0 + 12, s3.reduceLanes(VectorOperators.ADD), alpha, beta);
+        store(c, c0 + cs, s1.reduceLanes(VectorOperators.ADD), alpha, beta);
+        store(c, c0 + 2 * cs, s2.reduceLanes(VectorOperators.ADD), alpha, beta);
+        store(c, c0 + 3 * cs, s3.reduceLanes(VectorOperators.ADD), alpha, beta);
     }
 
     /** One element of C. */
     private static void single(long aRow, int i, int j, int k, float alpha, MemorySegment a, MemorySegment b, long bOff,
-                               long bcs, float beta, MemorySegment c, long cOff, long ldc) {
+                               long bcs, float beta, MemorySegment c, long cOff, long crs, long ccs) {
         long col = (bOff + j * bcs) * Float.BYTES;
         FloatVector s = FloatVector.zero(FS);
         int p = 0;
@@ -150,7 +152,7 @@ final class GemmDot {
             s = s.add(FloatVector.fromMemorySegment(FS, a, aRow + o, NO).mul(FloatVector.fromMemorySegment(FS, b, col + o, NO)),
                     FS.indexInRange(k - L - p, L));
         }
-        store(c, (cOff + i * ldc + j) * Float.BYTES, s.reduceLanes(VectorOperators.ADD), alpha, beta);
+        store(c, (cOff + i * crs + j * ccs) * Float.BYTES, s.reduceLanes(VectorOperators.ADD), alpha, beta);
     }
 
     /** {@code C = alpha * sum + beta * C}; C is not read when beta is 0 (it may hold NaN). */

@@ -82,6 +82,8 @@ class GemmEpilogueTest {
             check(9, 33, 0, 1f, threads);        // k = 0: C = beta * C, then the epilogue
             check(3, 1030, 70, 1f, threads, true); // m <= 8 against a transposed B: dot products
             check(8, 6, 33, 0f, threads, true);
+            check(300, 3, 70, 1f, threads, true); // a long A against 3 columns: the transposed product's dot products
+            check(1030, 1, 64, 0f, threads, false); // a matrix-vector product
         }
     }
 }

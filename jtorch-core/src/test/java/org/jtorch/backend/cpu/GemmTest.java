@@ -205,6 +205,14 @@ class GemmTest {
         }
         check(9, 40, 64, 1f, 0f, 0, 1, seed++, false); // m = 9: past the path
         check(4, 40, 2 * Gemm.L - 1, 1f, 0f, 0, 1, seed++, false); // too shallow for it
+        // C^T = B^T A^T: a long A against at most 8 columns (a matrix-vector product when n = 1, B's one column contiguous).
+        for (int m : new int[] {1, 5, 37, 100}) {
+            for (int n = 1; n <= GemmDot.MAX_M; n++) {
+                check(m, n, 77, 1f, 0f, m % 2 == 0 ? 0 : 2, 1, seed++, false);
+                check(m, n, 2 * Gemm.L, -0.5f, 2f, 0, 1, seed++, false);
+            }
+            check(m, 1, 300, 1f, 0.5f, 2, 0, seed++, false);
+        }
     }
 
     @Test
@@ -260,7 +268,7 @@ class GemmTest {
     @Test
     void multiThreadedEqualsSingleThreaded() {
         int[][] sizes = {{300, 200, 150}, {64, 1000, 70}, {1000, 20, 90}, {128, 10, 512}, {20, 200, 800}, {20, 810, 200},
-                {10, 800, 200}, {1, 4096, 64}, {3, 1001, 200}, {8, 513, 100}};
+                {10, 800, 200}, {1, 4096, 64}, {3, 1001, 200}, {8, 513, 100}, {4097, 1, 300}, {1001, 5, 77}};
         SplittableRandom rnd = new SplittableRandom(9);
         for (int[] s : sizes) {
             int m = s[0], n = s[1], k = s[2];
