@@ -10,10 +10,10 @@ import org.jtorch.op.StridedView;
 /**
  * The CPU's fused layer norm over the rows of a contiguous {@code [rows, cols]} block of float32 or float64 (every operand
  * of that dtype, contiguous; the caller converts): forward reads each row three times while it sits in L1 (the sum, the
- * centred sum of squares, then {@code (x - mean) * rstd * w + b}); backward twice (the two row sums of {@code g * w} and
- * {@code g * w * xhat}, then the input gradient, accumulating {@code g * xhat} and {@code g} per column). float32 rows run
- * Vector API loops whose f32 lane sums are flushed into doubles every {@value #SUM_BLOCK} elements, the column sums a
- * vector of columns at a time down each part's rows; float64 rows run
+ * centred sum of squares, then {@code (x - mean) * rstd * w + b}); backward twice for the input gradient (the row sums of
+ * {@code g * w} and {@code g * w * (x - mean)}, then the gradient), then, for a part of rows still in L2, sums
+ * {@code g * xhat} and {@code g} down its rows, four vectors of columns at a time in registers. float32 rows run
+ * Vector API loops whose f32 lane sums are flushed into doubles every {@value #SUM_BLOCK} elements; float64 rows run
  * plain loops (gradcheck sizes, not a hot path). Rows are split into parts whose count depends on the row count only,
  * each part's column sums kept apart and added in part order, so the weight and bias gradients do not depend on the
  * thread count.
