@@ -37,7 +37,7 @@ public final class AutocastPolicy {
                     lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell scaled_dot_product_attention""",
             CastPolicy.FP32, """
                     acos asin cosh erfinv log10 log2 sinh tan
-                    native_layer_norm frobenius_norm nuclear_norm cosine_similarity
+                    layer_norm frobenius_norm nuclear_norm cosine_similarity
                     poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss
                     margin_ranking_loss multilabel_margin_loss soft_margin_loss
                     triplet_margin_loss multi_margin_loss dist pdist cdist renorm""",

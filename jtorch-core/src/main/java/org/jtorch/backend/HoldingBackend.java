@@ -722,6 +722,31 @@ final class HoldingBackend implements Backend {
                 drop(operands);
             }
         }
+
+        @Override
+        public boolean layerNorm(StridedView x, long rows, long cols, StridedView weight, StridedView bias, double eps,
+                                 StridedView out, StridedView mean, StridedView rstd) {
+            StridedView[] operands = {x, weight, bias, out, mean, rstd};
+            hold("layer_norm", operands);
+            try {
+                return k.layerNorm(x, rows, cols, weight, bias, eps, out, mean, rstd);
+            } finally {
+                drop(operands);
+            }
+        }
+
+        @Override
+        public boolean layerNormBackward(StridedView gradOut, StridedView x, long rows, long cols, StridedView mean,
+                                         StridedView rstd, StridedView weight, StridedView gradInput, StridedView gradWeight,
+                                         StridedView gradBias) {
+            StridedView[] operands = {gradOut, x, mean, rstd, weight, gradInput, gradWeight, gradBias};
+            hold("layer_norm_backward", operands);
+            try {
+                return k.layerNormBackward(gradOut, x, rows, cols, mean, rstd, weight, gradInput, gradWeight, gradBias);
+            } finally {
+                drop(operands);
+            }
+        }
     }
 
     private record Attention(AttentionKernels k) implements AttentionKernels {

@@ -30,4 +30,27 @@ public interface NormalizationKernels {
     void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
                            StridedView invstd, StridedView weight,
                            boolean train, StridedView gradInput, StridedView gradWeight, StridedView gradBias);
+
+    /**
+     * Fused layer norm over the rows of {@code x}, a contiguous {@code [rows, cols]} block of float32 or float64 ({@code weight}
+     * and {@code bias} {@code [cols]} or null, and the outputs, contiguous of that dtype): per row {@code mean} and
+     * {@code rstd = 1 / sqrt(var + eps)} (the variance biased), and {@code out = (x - mean) * rstd * weight + bias}. Returns
+     * false, writing nothing, where this backend has no fused kernel: the caller then composes layer norm from the batch norm
+     * kernels above.
+     */
+    default boolean layerNorm(StridedView x, long rows, long cols, StridedView weight, StridedView bias, double eps, StridedView out,
+                              StridedView mean, StridedView rstd) {
+        return false;
+    }
+
+    /**
+     * The fused backward of {@link #layerNorm} (operands as there; {@code mean} and {@code rstd} as it wrote them): with
+     * {@code xhat = (x - mean) * rstd} and {@code gw = gradOut * weight}, {@code gradInput = rstd * (gw - mean(gw) - xhat *
+     * mean(gw * xhat))} per row, {@code gradWeight = sum(gradOut * xhat)} and {@code gradBias = sum(gradOut)} per column;
+     * an output may be null. Returns false, writing nothing, where this backend has no fused kernel.
+     */
+    default boolean layerNormBackward(StridedView gradOut, StridedView x, long rows, long cols, StridedView mean, StridedView rstd,
+                                      StridedView weight, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
+        return false;
+    }
 }

@@ -20,6 +20,7 @@ public final class NormalizationOpKernels {
 
     private static final int TRAINING = 0, MOMENTUM = 1, EPS = 2;
     static void register(Backend backend) {
+        registerLayerNorm(backend);
         Device.Type type = backend.deviceType();
         KernelRegistry.registerMulti(type, NormalizationOps.NATIVE_BATCH_NORM.kernel(), (outs, in, g) -> {
             StridedView out = outs[0], mean = outs[1], inv = outs[2];
@@ -52,6 +53,116 @@ public final class NormalizationOpKernels {
                         outs[2]);
             }
         });
+    }
+
+    /**
+     * The kernels of the declared layer norm ({@link NormalizationOps#NATIVE_LAYER_NORM} and its backward): the operands as
+     * contiguous {@code [rows, cols]} blocks of the statistics' dtype (float32, or float64), then the backend's fused kernels,
+     * or, where it has none, a composition of its batch norm kernels (a row is a channel of a {@code [1, rows, cols]} batch;
+     * the per-column affine and its gradients a batch norm of {@code [rows, cols, 1]} with zero means and unit scales).
+     */
+    private static void registerLayerNorm(Backend backend) {
+        Device.Type type = backend.deviceType();
+        KernelRegistry.registerMulti(type, NormalizationOps.NATIVE_LAYER_NORM.kernel(), (outs, in, g) -> {
+            long cols = trailing(in[0], (int) g[0]), rows = in[0].numel() / Math.max(1, cols);
+            DType ct = outs[1].dtype();
+            if (in[0].numel() == 0) {
+                // no elements to normalise: PyTorch's statistics of an empty row are NaN
+                backend.fill(outs[1], Double.NaN, 0);
+                backend.fill(outs[2], Double.NaN, 0);
+                return;
+            }
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                long[] block = {rows, cols};
+                StridedView x = scratch.operand(in[0], ct, block);
+                StridedView w = in[1] == null ? null : scratch.operand(in[1], ct, new long[] {cols});
+                StridedView b = in[2] == null ? null : scratch.operand(in[2], ct, new long[] {cols});
+                StridedView r = scratch.result(outs[0], ct);
+                StridedView y = r.view(block), mean = outs[1].view(rows), rstd = outs[2].view(rows);
+                NormalizationKernels k = backend.normalization();
+                if (!k.layerNorm(x, rows, cols, w, b, g[1], y, mean, rstd)) {
+                    composedLayerNorm(backend, scratch, x, rows, cols, w, b, g[1], y, mean, rstd);
+                }
+                scratch.finish(r, outs[0]);
+            }
+        });
+        KernelRegistry.registerMulti(type, NormalizationOps.NATIVE_LAYER_NORM_BACKWARD.kernel(), (outs, in, g) -> {
+            long cols = trailing(in[1], (int) g[0]), rows = in[1].numel() / Math.max(1, cols);
+            DType ct = in[2].dtype();
+            if (in[1].numel() == 0) {
+                for (int j = 1; j < 3; j++) backend.fill(outs[j], 0, 0);
+                return;
+            }
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                long[] block = {rows, cols}, column = {cols};
+                StridedView go = scratch.operand(in[0], ct, block);
+                StridedView x = scratch.operand(in[1], ct, block);
+                StridedView mean = scratch.operand(in[2], ct, new long[] {rows}), rstd = scratch.operand(in[3], ct, new long[] {rows});
+                StridedView w = in[4] == null ? null : scratch.operand(in[4], ct, column);
+                StridedView[] r = new StridedView[3];
+                for (int j = 0; j < 3; j++) r[j] = scratch.result(outs[j], ct);
+                StridedView gi = r[0].view(block), gw = r[1].view(column), gb = r[2].view(column);
+                NormalizationKernels k = backend.normalization();
+                if (!k.layerNormBackward(go, x, rows, cols, mean, rstd, w, gi, gw, gb)) {
+                    composedLayerNormBackward(backend, scratch, go, x, rows, cols, mean, rstd, w, gi, gw, gb);
+                }
+                for (int j = 0; j < 3; j++) scratch.finish(r[j], outs[j]);
+            }
+        });
+    }
+
+    /** {@link NormalizationKernels#layerNorm} from the batch norm kernels, for a backend without a fused one. */
+    static void composedLayerNorm(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView x, long rows, long cols,
+                                  StridedView w, StridedView b, double eps, StridedView y, StridedView mean, StridedView rstd) {
+        NormalizationKernels k = backend.normalization();
+        DType ct = x.dtype();
+        StridedView var = scratch.allocate(x.device(), new long[] {rows}, ct);
+        k.batchNormStats(x, 1, rows, cols, mean, var);
+        inverseStd(backend, scratch, var, eps, rstd);
+        if (w == null && b == null) {
+            k.batchNormApply(x, 1, rows, cols, mean, rstd, null, null, y);
+            return;
+        }
+        StridedView xhat = scratch.allocate(x.device(), new long[] {rows, cols}, ct);
+        k.batchNormApply(x, 1, rows, cols, mean, rstd, null, null, xhat);
+        StridedView zeros = constant(backend, scratch, x.device(), ct, cols, 0);
+        StridedView ones = constant(backend, scratch, x.device(), ct, cols, 1);
+        k.batchNormApply(xhat, rows, cols, 1, zeros, ones, w, b, y);
+    }
+
+    /** {@link NormalizationKernels#layerNormBackward} from the batch norm kernels, for a backend without a fused one. */
+    static void composedLayerNormBackward(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView go, StridedView x,
+                                          long rows, long cols, StridedView mean, StridedView rstd, StridedView w, StridedView gi,
+                                          StridedView gw, StridedView gb) {
+        NormalizationKernels k = backend.normalization();
+        DType ct = x.dtype();
+        long[] block = {rows, cols};
+        StridedView zeros = constant(backend, scratch, x.device(), ct, cols, 0);
+        StridedView ones = constant(backend, scratch, x.device(), ct, cols, 1);
+        StridedView scaled = go;
+        if (w != null) {
+            scaled = scratch.allocate(x.device(), block, ct);
+            k.batchNormApply(go, rows, cols, 1, zeros, ones, w, null, scaled);
+        }
+        k.batchNormBackward(scaled, x, 1, rows, cols, mean, rstd, null, true, gi, null, null);
+        StridedView xhat = scratch.allocate(x.device(), block, ct);
+        k.batchNormApply(x, 1, rows, cols, mean, rstd, null, null, xhat);
+        k.batchNormBackward(go, xhat, rows, cols, 1, zeros, ones, null, false, null, gw, gb);
+    }
+
+    /** The product of the last {@code k} dimensions of {@code x}. */
+    private static long trailing(StridedView x, int k) {
+        long n = 1;
+        for (int d = x.dim() - k; d < x.dim(); d++) n *= x.size(d);
+        return n;
+    }
+
+    /** A {@code [n]} vector of {@code value} in {@code dtype}. */
+    private static StridedView constant(Backend backend, ConvolutionOpKernels.Scratch scratch, Device device, DType dtype, long n,
+                                        double value) {
+        StridedView v = scratch.allocate(device, new long[] {n}, dtype);
+        backend.fill(v, value, 0);
+        return v;
     }
 
     /**

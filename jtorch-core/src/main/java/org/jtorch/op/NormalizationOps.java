@@ -7,11 +7,13 @@ import static org.jtorch.op.Expr.scalar;
 import org.jtorch.Device;
 
 /**
- * Layer norm, RMS norm and group norm, declared as compositions of ops ({@link OpDef.Kind#COMPOSITE}): every backend runs them
+ * RMS norm and group norm, declared as compositions of ops ({@link OpDef.Kind#COMPOSITE}): every backend runs them
  * from the kernels of their parts, the JIT traces (and fuses) those parts, and autograd differentiates through them,
  * to any order. Normalisation over the trailing dimensions is {@link Expr.ReduceTrailing}: the mean and the biased
  * variance, kept for broadcasting. Their front ends ({@code ops.Normalization}) check the arguments and pass the
  * normalised shape by its number of dimensions.
+ *
+ * <p>Layer norm is a multi-output structured op with a fused backward ({@link #NATIVE_LAYER_NORM}), as batch norm.
  *
  * <p>Batch norm is a multi-output structured op ({@link #NATIVE_BATCH_NORM}, as PyTorch's {@code native_batch_norm}): one
  * kernel call gives the output and the saved mean and inverse standard deviation, and updates the running statistics in
@@ -132,15 +134,131 @@ public final class NormalizationOps {
 
     /**
      * {@code (x - mean) / sqrt(var + eps) * weight + bias} over the last {@code len(normalized_shape)} dimensions, the
-     * variance biased. Its scalars are {@code len(normalized_shape), eps}: the front end checks that the trailing
-     * dimensions are {@code normalized_shape} and that the weight and bias have that shape.
+     * variance biased, as PyTorch's {@code native_layer_norm}: one fused kernel call gives the output and the per-row
+     * {@code mean} and {@code rstd = 1 / sqrt(var + eps)} (float64 for a float64 result, else float32, of the input's
+     * leading shape followed by ones), which the backward reads. The result's dtype is the promotion of the input's, the
+     * weight's and the bias's; float16 and bfloat16 compute in float32, rounded once. Its scalars are
+     * {@code len(normalized_shape), eps}: the front end ({@code ops.Normalization.layerNorm}) checks that the trailing
+     * dimensions are {@code normalized_shape} and that the weight and bias have that shape. Its derivatives select the
+     * three gradients of one fused backward call ({@link #NATIVE_LAYER_NORM_BACKWARD}), or, when the backward records a
+     * graph, run the backward formula as differentiable ops ({@link #LAYER_NORM_BACKWARD_COMPOSITE}).
      */
-    public static final OpDef LAYER_NORM = OpDef.composite("layer_norm").rule(DTypeRule.FLOATING_ONLY)
-            .signature(Param.tensor("input"), new Param("normalized_shape", "int[]", null), new Param("weight", "Tensor?", "None"),
-                    new Param("bias", "Tensor?", "None"), Param.scalar("eps", "float", "1e-05"))
-            .composition(affine(normalized(X, scalar(0, "len(normalized_shape)"), scalar(1, "eps")), W, B))
+    public static final OpDef NATIVE_LAYER_NORM = OpDef.structured("native_layer_norm").rule(DTypeRule.FLOATING_ONLY)
+            .outputs(NormalizationOps::layerNormMeta, "output", "mean", "rstd")
+            .signature(Param.tensor("input"), new Param("weight", "Tensor?", "None"), new Param("bias", "Tensor?", "None"),
+                    new Param("normalized_shape", "int[]", null), Param.scalar("eps", "float", "1e-05"))
+            .derivatives(NormalizationOps::layerNormDerivatives)
             .autocast(Device.Type.CUDA, CastPolicy.FP32)
-            .doc("mean and biased variance over the trailing dimensions").build();
+            .doc("fused statistics and normalisation over the trailing dimensions").build();
+
+    /**
+     * The gradients of {@link #NATIVE_LAYER_NORM} with respect to input, weight and bias from one fused kernel call: with
+     * {@code xhat = (x - mean) * rstd} and {@code gw = grad_out * weight}, {@code grad_input = rstd * (gw - mean(gw) - xhat *
+     * mean(gw * xhat))} over each row, {@code grad_weight = sum(grad_out * xhat)} and {@code grad_bias = sum(grad_out)} over
+     * the leading dimensions. The bias is read for its dtype only. No derivative of its own: a backward that records a graph
+     * runs {@link #LAYER_NORM_BACKWARD_COMPOSITE} instead. Scalar: {@code len(normalized_shape)}.
+     */
+    public static final OpDef NATIVE_LAYER_NORM_BACKWARD = OpDef.structured("native_layer_norm_backward")
+            .rule(DTypeRule.FLOATING_ONLY)
+            .outputs(NormalizationOps::layerNormBackwardMeta, "grad_input", "grad_weight", "grad_bias")
+            .signature(Param.tensor("grad_out"), Param.tensor("input"), Param.tensor("mean"), Param.tensor("rstd"),
+                    new Param("weight", "Tensor?", null), new Param("bias", "Tensor?", null), new Param("normalized_shape", "int[]", null))
+            .doc("one fused kernel for the three gradients").build();
+
+    /**
+     * Gradient {@code output} (0: input, 1: weight, 2: bias) of {@link #NATIVE_LAYER_NORM} as differentiable tensor ops (the
+     * statistics recomputed from the input), for gradients of gradients: {@code ops.Normalization}'s front end.
+     */
+    public static final OpDef LAYER_NORM_BACKWARD_COMPOSITE = OpDef.frontEnd("layer_norm_backward_composite", true)
+            .rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("grad_out"), Param.tensor("input"), new Param("weight", "Tensor?", null),
+                    new Param("normalized_shape", "int[]", null), Param.scalar("eps", "float", null), Param.scalar("output", "int", null))
+            .doc("`ops.Normalization.layerNormBackwardComposite`: the backward as ops, differentiable").build();
+
+    private static java.util.List<Expr> layerNormDerivatives() {
+        Expr mean = Expr.output(1, "mean"), rstd = Expr.output(2, "rstd");
+        Expr k = scalar(0, "len(normalized_shape)"), eps = scalar(1, "eps");
+        Expr.Op fused = (Expr.Op) call(NATIVE_LAYER_NORM_BACKWARD, Expr.GRAD, X, mean, rstd, W, B, k);
+        Expr[] d = new Expr[3];
+        for (int j = 0; j < 3; j++) {
+            d[j] = new Expr.IfGrad(call(LAYER_NORM_BACKWARD_COMPOSITE, Expr.GRAD, X, W, k, eps, Expr.c(j)), new Expr.Select(fused, j));
+        }
+        return java.util.Arrays.asList(d);
+    }
+
+    /** The number of rows (the product of the leading dimensions) of {@code x} normalised over its last {@code k}. */
+    private static long layerNormRows(String op, StridedView x, double k) {
+        int nk = (int) k;
+        if (nk < 1 || nk > x.dim()) {
+            throw new IllegalArgumentException(op + ": expected 1 to " + x.dim() + " normalised dimensions for an input of shape "
+                    + Shapes.format(x.shape()) + ", got " + nk);
+        }
+        long rows = 1;
+        for (int d = 0; d < x.dim() - nk; d++) rows *= x.size(d);
+        return rows;
+    }
+
+    /** The statistics' shape: the leading dimensions of {@code x}, then a one for each of the last {@code k}. */
+    private static long[] layerNormStatsShape(StridedView x, double k) {
+        long[] s = x.shape().clone();
+        for (int d = x.dim() - (int) k; d < s.length; d++) s[d] = 1;
+        return s;
+    }
+
+    private static Meta.Output[] layerNormMeta(StridedView[] in, double[] scalars) {
+        String op = "native_layer_norm";
+        StridedView x = in[0];
+        if (!x.dtype().isFloatingPoint()) throw new IllegalArgumentException(op + ": expected a floating point input, got " + x.dtype());
+        layerNormRows(op, x, scalars[0]);
+        long[] normalized = java.util.Arrays.copyOfRange(x.shape(), x.dim() - (int) scalars[0], x.dim());
+        org.jtorch.DType out = x.dtype();
+        String[] names = {"input", "weight", "bias"};
+        for (int j = 1; j < 3; j++) {
+            StridedView t = in[j];
+            if (t == null) continue;
+            checkAffine(op, names[j], t, normalized, x);
+            out = org.jtorch.DType.promote(out, t.dtype());
+        }
+        org.jtorch.DType stats = out == org.jtorch.DType.FLOAT64 ? org.jtorch.DType.FLOAT64 : org.jtorch.DType.FLOAT32;
+        long[] statsShape = layerNormStatsShape(x, scalars[0]);
+        return new Meta.Output[] {new Meta.Output(x.shape(), out), new Meta.Output(statsShape, stats), new Meta.Output(statsShape, stats)};
+    }
+
+    private static Meta.Output[] layerNormBackwardMeta(StridedView[] in, double[] scalars) {
+        String op = "native_layer_norm_backward";
+        StridedView g = in[0], x = in[1];
+        if (!java.util.Arrays.equals(g.shape(), x.shape())) {
+            throw new IllegalArgumentException(op + ": expected grad_out and input of one shape, got " + Shapes.format(g.shape())
+                    + " and " + Shapes.format(x.shape()));
+        }
+        long rows = layerNormRows(op, x, scalars[0]);
+        for (int j = 2; j < 4; j++) {
+            if (in[j].numel() != rows || in[j].dtype() != in[2].dtype()) {
+                throw new IllegalArgumentException(op + ": expected " + (j == 2 ? "mean" : "rstd") + " of " + rows + " elements of "
+                        + in[2].dtype() + " for an input of shape " + Shapes.format(x.shape()) + ", got " + Shapes.format(in[j].shape())
+                        + " of " + in[j].dtype());
+            }
+        }
+        long[] normalized = java.util.Arrays.copyOfRange(x.shape(), x.dim() - (int) scalars[0], x.dim());
+        if (in[4] != null) checkAffine(op, "weight", in[4], normalized, x);
+        if (in[5] != null) checkAffine(op, "bias", in[5], normalized, x);
+        org.jtorch.DType w = in[4] == null ? x.dtype() : in[4].dtype();
+        org.jtorch.DType b = in[5] == null ? w : in[5].dtype();
+        return new Meta.Output[] {new Meta.Output(x.shape(), x.dtype()), new Meta.Output(normalized, w), new Meta.Output(normalized, b)};
+    }
+
+    private static void checkAffine(String op, String name, StridedView t, long[] normalized, StridedView x) {
+        if (!java.util.Arrays.equals(t.shape(), normalized)) {
+            throw new IllegalArgumentException(op + ": expected " + name + " of shape " + Shapes.format(normalized) + " for an input of shape "
+                    + Shapes.format(x.shape()) + ", got " + Shapes.format(t.shape()));
+        }
+        if (!t.device().equals(x.device())) {
+            throw new IllegalArgumentException(op + ": " + name + " is on " + t.device() + " but the input is on " + x.device());
+        }
+        if (!t.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": " + name + " must have a floating point dtype, got " + t.dtype());
+        }
+    }
 
     /**
      * {@code x / sqrt(mean(x^2) + eps) * weight} over the last {@code len(normalized_shape)} dimensions, as PyTorch 2.4's

@@ -118,10 +118,6 @@ public final class OpDef {
             throw new IllegalArgumentException(name + ": a structured op has one meta function, for one output or for all of them");
         }
         if (metaAll != null && outputs.size() < 2) throw new IllegalArgumentException(name + ": a multi-output op names its outputs");
-        if (metaAll != null && !autocast.isEmpty()) {
-            // Autocast's layer returns one tensor; no multi-output op needs a policy yet (PyTorch's lists have none of them).
-            throw new IllegalArgumentException(name + ": a multi-output op has no autocast policy");
-        }
         if (kind == Kind.COMPOSITE && composition == null) throw new IllegalArgumentException(name + ": composite without composition");
         if (kind == Kind.REDUCTION && accumulation != null && composition != null) {
             throw new IllegalArgumentException(name + ": a reduction has an accumulation or a composition, not both");

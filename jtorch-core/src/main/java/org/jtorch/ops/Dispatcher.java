@@ -180,6 +180,11 @@ public final class Dispatcher {
 
     /** {@code firstOnly}: the caller wants the first output (the others are skipped where the op allows and autograd needs none). */
     private static Tensor[] structuredAll(OpDef op, Tensor[] inputs, double[] scalars, boolean firstOnly) {
+        if (Autocast.isActive()) {
+            Tensor[][] all = new Tensor[1][];
+            Tensor r = Autocast.run(op.pyName(), t -> (all[0] = structuredAll(op, t, scalars, firstOnly))[0], inputs);
+            if (r != null) return all[0];
+        }
         String name = op.pyName();
         int declared = (int) op.signature().tensorCount();
         if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);

@@ -18,7 +18,8 @@ import org.jtorch.memory.MemoryScope;
 /**
  * The normalisation family, as {@code torch.nn.functional}: {@code batchNorm} (the declared
  * {@link NormalizationOps#NATIVE_BATCH_NORM}: one fused kernel forward and one backward, as PyTorch's), {@code instanceNorm} (batch
- * norm over a {@code [1, N*C, ...]} view, as PyTorch does it), {@code layerNorm}, {@code rmsNorm} and
+ * norm over a {@code [1, N*C, ...]} view, as PyTorch does it), {@code layerNorm} (the declared
+ * {@link NormalizationOps#NATIVE_LAYER_NORM}, fused as batch norm), {@code rmsNorm} and
  * {@code groupNorm} (front ends of the compositions declared in {@link NormalizationOps}) and
  * {@code localResponseNorm} composed from tensor ops.
  *
@@ -165,11 +166,46 @@ public final class Normalization {
     /**
      * {@code torch.nn.functional.layer_norm}: {@code (x - mean) / sqrt(var + eps) * weight + bias} over the trailing
      * dimensions {@code normalizedShape}, the variance biased; {@code weight} and {@code bias} (of shape
-     * {@code normalizedShape}) may be null. Declared as a composition ({@link NormalizationOps#LAYER_NORM}).
+     * {@code normalizedShape}) may be null. The declared {@link NormalizationOps#NATIVE_LAYER_NORM}: one fused kernel
+     * forward and one backward; under {@code createGraph} the backward runs as differentiable tensor ops (double backward).
      */
     public static Tensor layerNorm(Tensor input, long[] normalizedShape, Tensor weight, Tensor bias, double eps) {
         int k = checkTrailing("layerNorm", input, normalizedShape, weight, bias);
-        return Dispatcher.call(NormalizationOps.LAYER_NORM, new Tensor[] {input, weight, bias}, k, eps);
+        if (!input.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException("layerNorm: expected a floating point input, got " + input.dtype());
+        }
+        return Dispatcher.call(NormalizationOps.NATIVE_LAYER_NORM, new Tensor[] {input, weight, bias}, k, eps);
+    }
+
+    /**
+     * Gradient {@code output} (0: input, 1: weight, 2: bias) of layer norm over the last {@code k} dimensions as
+     * differentiable tensor ops, for gradients of gradients ({@link NormalizationOps#LAYER_NORM_BACKWARD_COMPOSITE}): the
+     * statistics recomputed from {@code x}, {@code xhat = (x - mean) * rstd}, {@code gw = gradOut * weight},
+     * {@code gradInput = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))} per row, the weight's and bias's gradients
+     * {@code gradOut * xhat} and {@code gradOut} summed over the leading dimensions.
+     */
+    static Tensor layerNormBackwardComposite(Tensor gradOut, Tensor x, Tensor weight, int k, double eps, int output) {
+        int lead = x.dim() - k;
+        int[] rowDims = new int[k];
+        for (int d = 0; d < k; d++) rowDims[d] = lead + d;
+        int[] leadDims = new int[lead];
+        for (int d = 0; d < lead; d++) leadDims[d] = d;
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor rstd = x.var(rowDims, 0, true).add(eps).rsqrt();
+            Tensor xhat = x.sub(x.mean(rowDims, true)).mul(rstd);
+            Tensor r;
+            if (output == 0) {
+                Tensor gw = weight != null ? gradOut.mul(weight) : gradOut;
+                r = gw.sub(gw.mean(rowDims, true)).sub(xhat.mul(gw.mul(xhat).mean(rowDims, true))).mul(rstd);
+                if (r.dtype() != x.dtype()) r = r.to(x.dtype());
+            } else {
+                Tensor each = output == 1 ? gradOut.mul(xhat) : gradOut;
+                r = lead == 0 ? each : each.sum(leadDims, false);
+                DType dtype = weight != null ? weight.dtype() : x.dtype();
+                if (r.dtype() != dtype) r = r.to(dtype);
+            }
+            return scope.keep(r);
+        }
     }
 
     /**

@@ -92,6 +92,20 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         return FloatVector.fromMemorySegment(FS, s, off, LE);
     }
 
+    @Override
+    public boolean layerNorm(StridedView x, long rows, long cols, StridedView weight, StridedView bias, double eps, StridedView out,
+                             StridedView mean, StridedView rstd) {
+        CpuLayerNormKernels.forward(x, rows, cols, weight, bias, eps, out, mean, rstd);
+        return true;
+    }
+
+    @Override
+    public boolean layerNormBackward(StridedView gradOut, StridedView x, long rows, long cols, StridedView mean, StridedView rstd,
+                                     StridedView weight, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
+        CpuLayerNormKernels.backward(gradOut, x, rows, cols, mean, rstd, weight, gradInput, gradWeight, gradBias);
+        return true;
+    }
+
     // ---------------------------------------------------------------- statistics
 
     @Override

@@ -1,0 +1,345 @@
+package org.jtorch.backend.cpu;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.DType;
+import org.jtorch.op.StridedView;
+
+/**
+ * The CPU's fused layer norm over the rows of a contiguous {@code [rows, cols]} block of float32 or float64 (every operand
+ * of that dtype, contiguous; the caller converts): forward reads each row three times while it sits in L1 (the sum, the
+ * centred sum of squares, then {@code (x - mean) * rstd * w + b}); backward twice for the input gradient (the row sums of
+ * {@code g * w} and {@code g * w * (x - mean)}, then the gradient), then, for a part of rows still in L2, sums
+ * {@code g * xhat} and {@code g} down its rows, four vectors of columns at a time in registers. float32 rows run
+ * Vector API loops whose f32 lane sums are flushed into doubles every {@value #SUM_BLOCK} elements; float64 rows run
+ * plain loops (gradcheck sizes, not a hot path). Rows are split into parts whose count depends on the row count only,
+ * each part's column sums kept apart and added in part order, so the weight and bias gradients do not depend on the
+ * thread count.
+ */
+final class CpuLayerNormKernels {
+    private CpuLayerNormKernels() {}
+
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
+    private static final int FL = FS.length();
+    private static final ByteOrder LE = ByteOrder.nativeOrder();
+    /** Elements of a row summed in f32 lanes before the partial sums join a double total. */
+    private static final int SUM_BLOCK = 2048;
+    /** Elements of work per thread before a kernel goes parallel. */
+    private static final long GRAIN = 32_768;
+    /** The most row parts of the backward's column sums (each holds two {@code cols} float arrays). */
+    private static final int MAX_PARTS = 256;
+    /** The fewest rows of a backward part. */
+    private static final int MIN_PART_ROWS = 16;
+
+    private static long base(StridedView t) {
+        return t.offset() * t.dtype().byteSize();
+    }
+
+    private static FloatVector ld(MemorySegment s, long off) {
+        return FloatVector.fromMemorySegment(FS, s, off, LE);
+    }
+
+    static void forward(StridedView x, long rows, long cols, StridedView weight, StridedView bias, double eps, StridedView out,
+                        StridedView mean, StridedView rstd) {
+        int n = Math.toIntExact(cols);
+        boolean f32 = x.dtype() == DType.FLOAT32;
+        long es = x.dtype().byteSize();
+        MemorySegment xs = x.memory(), os = out.memory();
+        long xb = base(x), ob = base(out);
+        MemorySegment ws = weight == null ? null : weight.memory(), bs = bias == null ? null : bias.memory();
+        long wb = weight == null ? 0 : base(weight), bb = bias == null ? 0 : base(bias);
+        MemorySegment ms = mean.memory(), rs = rstd.memory();
+        long mb = base(mean), rb = base(rstd);
+        Parallel.forRange(rows, Math.max(1, GRAIN / Math.max(1, cols)), (begin, end) -> {
+            for (long i = begin; i < end; i++) {
+                long xo = xb + i * n * es, oo = ob + i * n * es;
+                if (f32) {
+                    double m = sumF32(xs, xo, n, 0f, false) / n;
+                    double v = sumF32(xs, xo, n, (float) m, true) / n;
+                    double r = 1 / Math.sqrt(v + eps);
+                    rowF32(xs, xo, n, (float) m, (float) r, ws, wb, bs, bb, os, oo);
+                    ms.set(ElementIO.F32, mb + 4 * i, (float) m);
+                    rs.set(ElementIO.F32, rb + 4 * i, (float) r);
+                } else {
+                    double s = 0;
+                    for (int j = 0; j < n; j++) s += xs.get(ElementIO.F64, xo + 8L * j);
+                    double m = s / n;
+                    double q = 0;
+                    for (int j = 0; j < n; j++) {
+                        double d = xs.get(ElementIO.F64, xo + 8L * j) - m;
+                        q += d * d;
+                    }
+                    double r = 1 / Math.sqrt(q / n + eps);
+                    for (int j = 0; j < n; j++) {
+                        double y = (xs.get(ElementIO.F64, xo + 8L * j) - m) * r;
+                        if (ws != null) y *= ws.get(ElementIO.F64, wb + 8L * j);
+                        if (bs != null) y += bs.get(ElementIO.F64, bb + 8L * j);
+                        os.set(ElementIO.F64, oo + 8L * j, y);
+                    }
+                    ms.set(ElementIO.F64, mb + 8 * i, m);
+                    rs.set(ElementIO.F64, rb + 8 * i, r);
+                }
+            }
+        });
+    }
+
+    /** A float32 row's sum, or with {@code squares} its sum of squares about {@code shift} (the mean). */
+    private static double sumF32(MemorySegment xs, long xo, int n, float shift, boolean squares) {
+        double total = 0;
+        for (int j0 = 0; j0 < n; j0 += SUM_BLOCK) {
+            int len = Math.min(SUM_BLOCK, n - j0);
+            long o = xo + 4L * j0;
+            FloatVector a = FloatVector.zero(FS), b = FloatVector.zero(FS);
+            int upper2 = len - len % (2 * FL), upper = len - len % FL;
+            int j = 0;
+            // two chains: one add chain alone is latency-bound
+            for (; j < upper2; j += 2 * FL) {
+                FloatVector u = ld(xs, o + 4L * j), w = ld(xs, o + 4L * (j + FL));
+                if (squares) {
+                    u = u.sub(shift);
+                    w = w.sub(shift);
+                    a = u.fma(u, a);
+                    b = w.fma(w, b);
+                } else {
+                    a = a.add(u);
+                    b = b.add(w);
+                }
+            }
+            for (; j < upper; j += FL) {
+                FloatVector u = ld(xs, o + 4L * j);
+                if (squares) {
+                    u = u.sub(shift);
+                    a = u.fma(u, a);
+                } else {
+                    a = a.add(u);
+                }
+            }
+            float t = 0;
+            for (; j < len; j++) {
+                float u = xs.get(ElementIO.F32, o + 4L * j) - shift;
+                t += squares ? u * u : u;
+            }
+            total += VectorF32.sumLanes(a.add(b)) + (double) t;
+        }
+        return total;
+    }
+
+    /** {@code out = (x - m) * r * w + b} over a float32 row (w and b where given). */
+    private static void rowF32(MemorySegment xs, long xo, int n, float m, float r, MemorySegment ws, long wb, MemorySegment bs,
+                               long bb, MemorySegment os, long oo) {
+        int upper = n - n % FL;
+        int j = 0;
+        for (; j < upper; j += FL) {
+            FloatVector y = ld(xs, xo + 4L * j).sub(m).mul(r);
+            if (ws != null) {
+                y = bs != null ? y.fma(ld(ws, wb + 4L * j), ld(bs, bb + 4L * j)) : y.mul(ld(ws, wb + 4L * j));
+            } else if (bs != null) {
+                y = y.add(ld(bs, bb + 4L * j));
+            }
+            y.intoMemorySegment(os, oo + 4L * j, LE);
+        }
+        for (; j < n; j++) {
+            float y = (xs.get(ElementIO.F32, xo + 4L * j) - m) * r;
+            if (ws != null) {
+                y = bs != null ? Math.fma(y, ws.get(ElementIO.F32, wb + 4L * j), bs.get(ElementIO.F32, bb + 4L * j))
+                        : y * ws.get(ElementIO.F32, wb + 4L * j);
+            } else if (bs != null) {
+                y += bs.get(ElementIO.F32, bb + 4L * j);
+            }
+            os.set(ElementIO.F32, oo + 4L * j, y);
+        }
+    }
+
+    /**
+     * Layer norm's three gradients: with {@code xhat = (x - mean) * rstd} and {@code gw = g * w}, {@code gradInput = rstd *
+     * (gw - mean(gw) - xhat * mean(gw * xhat))} per row, {@code gradWeight = sum(g * xhat)} and {@code gradBias = sum(g)}
+     * per column. Any of the three outputs may be null.
+     */
+    static void backward(StridedView gradOut, StridedView x, long rows, long cols, StridedView mean, StridedView rstd,
+                         StridedView weight, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
+        int n = Math.toIntExact(cols);
+        boolean f32 = x.dtype() == DType.FLOAT32;
+        long es = x.dtype().byteSize();
+        boolean columns = gradWeight != null || gradBias != null;
+        int partRows = (int) Math.max(MIN_PART_ROWS, (rows + MAX_PARTS - 1) / MAX_PARTS);
+        int parts = (int) Math.max(1, (rows + partRows - 1) / partRows);
+        // per part: the column sums of g * xhat, then of g
+        float[] colsF = columns && f32 ? new float[parts * 2 * n] : null;
+        double[] colsD = columns && !f32 ? new double[parts * 2 * n] : null;
+        MemorySegment gs = gradOut.memory(), xs = x.memory(), ms = mean.memory(), rs = rstd.memory();
+        long gb = base(gradOut), xb = base(x), mb = base(mean), rb = base(rstd);
+        MemorySegment ws = weight == null ? null : weight.memory();
+        long wb = weight == null ? 0 : base(weight);
+        MemorySegment ds = gradInput == null ? null : gradInput.memory();
+        long db = gradInput == null ? 0 : base(gradInput);
+        Parallel.forRange(parts, Math.max(1, GRAIN / Math.max(1, (long) partRows * n)), (begin, end) -> {
+            for (long p = begin; p < end; p++) {
+                long r0 = p * partRows, r1 = Math.min(rows, r0 + partRows);
+                int at = (int) p * 2 * n;
+                for (long i = r0; i < r1; i++) {
+                    long go = gb + i * n * es, xo = xb + i * n * es, dO = db + i * n * es;
+                    if (f32) {
+                        float m = ms.get(ElementIO.F32, mb + 4 * i), r = rs.get(ElementIO.F32, rb + 4 * i);
+                        if (ds != null) backwardRowF32(gs, go, xs, xo, n, m, r, ws, wb, ds, dO);
+                    } else {
+                        double m = ms.get(ElementIO.F64, mb + 8 * i), r = rs.get(ElementIO.F64, rb + 8 * i);
+                        backwardRowF64(gs, go, xs, xo, n, m, r, ws, wb, ds, dO, colsD, at);
+                    }
+                }
+                if (colsF != null) columnsF32(gs, gb, xs, xb, ms, mb, rs, rb, r0, r1, n, colsF, at);
+            }
+        });
+        if (!columns) return;
+        // the parts' sums added in part order, each column's on its own (independent adds, not one chain)
+        double[] total = new double[2 * n];
+        for (int p = 0; p < parts; p++) {
+            int at = p * 2 * n;
+            if (f32) for (int j = 0; j < 2 * n; j++) total[j] += colsF[at + j];
+            else for (int j = 0; j < 2 * n; j++) total[j] += colsD[at + j];
+        }
+        for (int k = 0; k < 2; k++) {
+            StridedView dst = k == 0 ? gradWeight : gradBias;
+            if (dst == null) continue;
+            MemorySegment s = dst.memory();
+            long o = base(dst);
+            for (int j = 0; j < n; j++) {
+                if (f32) s.set(ElementIO.F32, o + 4L * j, (float) total[k * n + j]);
+                else s.set(ElementIO.F64, o + 8L * j, total[k * n + j]);
+            }
+        }
+    }
+
+    /** A float32 row's input gradient. */
+    private static void backwardRowF32(MemorySegment gs, long go, MemorySegment xs, long xo, int n, float m, float r,
+                                       MemorySegment ws, long wb, MemorySegment ds, long dO) {
+        int upper = n - n % FL;
+        // the row sums of gw and gw * (x - m), each in f32 lanes flushed into a double per SUM_BLOCK
+        double sa = 0, sb = 0;
+        for (int j0 = 0; j0 < n; j0 += SUM_BLOCK) {
+            int end = Math.min(n, j0 + SUM_BLOCK), vend = Math.min(end, upper);
+            FloatVector a = FloatVector.zero(FS), b = FloatVector.zero(FS);
+            int j = j0;
+            for (; j < vend; j += FL) {
+                FloatVector g = ld(gs, go + 4L * j);
+                if (ws != null) g = g.mul(ld(ws, wb + 4L * j));
+                a = a.add(g);
+                b = g.fma(ld(xs, xo + 4L * j).sub(m), b);
+            }
+            float ta = 0, tb = 0;
+            for (; j < end; j++) {
+                float g = gs.get(ElementIO.F32, go + 4L * j);
+                if (ws != null) g *= ws.get(ElementIO.F32, wb + 4L * j);
+                ta += g;
+                tb += g * (xs.get(ElementIO.F32, xo + 4L * j) - m);
+            }
+            sa += VectorF32.sumLanes(a) + (double) ta;
+            sb += VectorF32.sumLanes(b) + (double) tb;
+        }
+        // gradInput = gw * r + xhat * c1 + c0, xhat = (x - m) * r; sb sums gw * (x - m), so mean(gw * xhat) = sb * r / n
+        float c1 = (float) (-sb * r * r / n), c0 = (float) (-sa * r / n);
+        FloatVector rv = FloatVector.broadcast(FS, r);
+        int j = 0;
+        for (; j < upper; j += FL) {
+            FloatVector g = ld(gs, go + 4L * j);
+            FloatVector xhat = ld(xs, xo + 4L * j).sub(m).mul(r);
+            FloatVector gw = ws != null ? g.mul(ld(ws, wb + 4L * j)) : g;
+            gw.fma(rv, xhat.fma(c1, c0)).intoMemorySegment(ds, dO + 4L * j, LE);
+        }
+        for (; j < n; j++) {
+            float g = gs.get(ElementIO.F32, go + 4L * j);
+            float xhat = (xs.get(ElementIO.F32, xo + 4L * j) - m) * r;
+            float gw = ws != null ? g * ws.get(ElementIO.F32, wb + 4L * j) : g;
+            ds.set(ElementIO.F32, dO + 4L * j, Math.fma(gw, r, Math.fma(xhat, c1, c0)));
+        }
+    }
+
+    /**
+     * The column sums of {@code g * xhat} and {@code g} over float32 rows {@code [r0, r1)} into {@code cols[at..]}: a
+     * vector of columns at a time, summed down the rows in registers (the part's rows are still in L2), so that the
+     * sums are stored once per part rather than loaded and stored once per row.
+     */
+    private static void columnsF32(MemorySegment gs, long gb, MemorySegment xs, long xb, MemorySegment ms, long mb,
+                                   MemorySegment rs, long rb, long r0, long r1, int n, float[] cols, int at) {
+        int rowsIn = (int) (r1 - r0);
+        float[] m = new float[rowsIn], r = new float[rowsIn];
+        for (int i = 0; i < rowsIn; i++) {
+            m[i] = ms.get(ElementIO.F32, mb + 4 * (r0 + i));
+            r[i] = rs.get(ElementIO.F32, rb + 4 * (r0 + i));
+        }
+        int upper = n - n % FL, upper4 = n - n % (4 * FL);
+        int j = 0;
+        // four vectors of columns at a time: eight independent sums, not two latency-bound chains
+        for (; j < upper4; j += 4 * FL) {
+            FloatVector w0 = FloatVector.zero(FS), w1 = w0, w2 = w0, w3 = w0, b0 = w0, b1 = w0, b2 = w0, b3 = w0;
+            for (int i = 0; i < rowsIn; i++) {
+                long o = 4L * ((r0 + i) * n + j);
+                float mi = m[i], ri = r[i];
+                FloatVector g0 = ld(gs, gb + o), g1 = ld(gs, gb + o + 4L * FL), g2 = ld(gs, gb + o + 8L * FL), g3 = ld(gs, gb + o + 12L * FL);
+                w0 = g0.fma(ld(xs, xb + o).sub(mi).mul(ri), w0);
+                w1 = g1.fma(ld(xs, xb + o + 4L * FL).sub(mi).mul(ri), w1);
+                w2 = g2.fma(ld(xs, xb + o + 8L * FL).sub(mi).mul(ri), w2);
+                w3 = g3.fma(ld(xs, xb + o + 12L * FL).sub(mi).mul(ri), w3);
+                b0 = b0.add(g0);
+                b1 = b1.add(g1);
+                b2 = b2.add(g2);
+                b3 = b3.add(g3);
+            }
+            w0.intoArray(cols, at + j);
+            w1.intoArray(cols, at + j + FL);
+            w2.intoArray(cols, at + j + 2 * FL);
+            w3.intoArray(cols, at + j + 3 * FL);
+            b0.intoArray(cols, at + n + j);
+            b1.intoArray(cols, at + n + j + FL);
+            b2.intoArray(cols, at + n + j + 2 * FL);
+            b3.intoArray(cols, at + n + j + 3 * FL);
+        }
+        for (; j < upper; j += FL) {
+            FloatVector sw = FloatVector.zero(FS), sb = FloatVector.zero(FS);
+            for (int i = 0; i < rowsIn; i++) {
+                long o = 4L * ((r0 + i) * n + j);
+                FloatVector g = ld(gs, gb + o);
+                sw = g.fma(ld(xs, xb + o).sub(m[i]).mul(r[i]), sw);
+                sb = sb.add(g);
+            }
+            sw.intoArray(cols, at + j);
+            sb.intoArray(cols, at + n + j);
+        }
+        for (; j < n; j++) {
+            float sw = 0, sb = 0;
+            for (int i = 0; i < rowsIn; i++) {
+                long o = 4L * ((r0 + i) * n + j);
+                float g = gs.get(ElementIO.F32, gb + o);
+                sw = Math.fma(g, (xs.get(ElementIO.F32, xb + o) - m[i]) * r[i], sw);
+                sb += g;
+            }
+            cols[at + j] = sw;
+            cols[at + n + j] = sb;
+        }
+    }
+
+    private static void backwardRowF64(MemorySegment gs, long go, MemorySegment xs, long xo, int n, double m, double r,
+                                       MemorySegment ws, long wb, MemorySegment ds, long dO, double[] cols, int at) {
+        double sa = 0, sb = 0;
+        for (int j = 0; j < n; j++) {
+            double g = gs.get(ElementIO.F64, go + 8L * j);
+            if (ws != null) g *= ws.get(ElementIO.F64, wb + 8L * j);
+            sa += g;
+            sb += g * (xs.get(ElementIO.F64, xo + 8L * j) - m);
+        }
+        double c1 = -sb * r * r / n, c0 = -sa * r / n;
+        for (int j = 0; j < n; j++) {
+            double g = gs.get(ElementIO.F64, go + 8L * j);
+            double xhat = (xs.get(ElementIO.F64, xo + 8L * j) - m) * r;
+            if (ds != null) {
+                double gw = ws != null ? g * ws.get(ElementIO.F64, wb + 8L * j) : g;
+                ds.set(ElementIO.F64, dO + 8L * j, gw * r + xhat * c1 + c0);
+            }
+            if (cols != null) {
+                cols[at + j] += g * xhat;
+                cols[at + n + j] += g;
+            }
+        }
+    }
+}
