@@ -144,7 +144,7 @@ public final class Gemm {
         }
         long work = (long) m * n * k;
         if (GemmDot.serves(m, k, aColStride, bRowStride)) {
-            GemmDot.sgemm(m, n, k, alpha, a, aOffset, aRowStride, b, bOffset, bColStride, beta, c, cOffset, 1, ldc, epilogue);
+            GemmDot.sgemm(m, n, k, alpha, a, aOffset, aRowStride, b, bOffset, bColStride, beta, c, cOffset, ldc, 1, epilogue);
             return;
         }
         if (GemmDot.serves(n, k, bRowStride, aColStride)) { // C^T = B^T A^T: a matrix times a few columns
