@@ -31,7 +31,7 @@ final class CpuIndexKernels implements IndexKernels {
     public void indexSelect(StridedView self, int dim, StridedView index, StridedView out) {
         int rank = self.dim();
         long size = rank == 0 ? 1 : self.size(dim);
-        checkIndices("indexSelect", index, size, dim, false);
+        checkIndices("index_select", index, size, dim, false);
         if (out.numel() == 0) return;
         if (self.isContiguous() && rank > 0) {
             selectRowsContiguous(self, dim, index, out);
