@@ -32,6 +32,17 @@ public final class IndexingOpKernels {
             backend.indexing().scatter("scatter_add", atLeast1d(out), d, index, src.restrided(index.shape(), src.strides(), src.offset()),
                     true);
         });
+        KernelRegistry.register(type, IndexingOps.INDEX_SELECT_BACKWARD.kernel(), (out, in, g) -> {
+            int d = Shapes.wrapDim("index_select_backward", (long) g[0], in[0].dim());
+            if (out.numel() > 0) backend.fill(out, 0, 0);
+            backend.indexing().indexAccumulate("index_select_backward", atLeast1d(out), d, atLeast1d(in[1]), atLeast1d(in[2]), true, 1,
+                    false);
+        });
+        KernelRegistry.register(type, IndexingOps.GATHER_BACKWARD.kernel(), (out, in, g) -> {
+            int d = Shapes.wrapDim("gather_backward", (long) g[0], in[0].dim());
+            if (out.numel() > 0) backend.fill(out, 0, 0);
+            backend.indexing().scatter("gather_backward", atLeast1d(out), d, atLeast1d(in[1]), atLeast1d(in[2]), true);
+        });
         KernelRegistry.register(type, IndexingOps.INDEX_ADD.kernel(), (out, in, g) -> {
             int d = Shapes.wrapDim("index_add", (long) g[0], in[0].dim());
             if (out.numel() > 0) backend.copy(in[0], out);

@@ -8,9 +8,9 @@ import org.jtorch.DType;
 
 /**
  * The indexing ops along one dimension, declared as structured ops ({@link OpDef.Kind#STRUCTURED}) with PyTorch's
- * derivatives ({@code derivatives.yaml}): {@code index_select} and {@code index_add}, {@code gather} and
- * {@code scatter_add}, each pair's derivatives written with each other (the backward of a select adds the gradient at
- * the indices into zeros of {@code self}, which is saved for its shape and dtype, as PyTorch 1.13's gather). The
+ * derivatives ({@code derivatives.yaml}): {@code index_select} and {@code gather}, whose backwards add the gradient at
+ * the indices into zeros of {@code self}'s shape ({@code self} is saved for its shape and dtype, as PyTorch 1.13's
+ * gather saves it), and {@code index_add} and {@code scatter_add}, whose derivatives are the selects again. The
  * index tensor is the second input and gets no gradient; the dimension is the first scalar, unwrapped (the meta function
  * wraps it). A 0-d tensor indexes as one of size 1. Index values are checked by the kernels before they write: a bad one
  * raises {@link IndexOutOfBoundsException} naming the op, the value and the size of the dimension.
@@ -18,6 +18,7 @@ import org.jtorch.DType;
 public final class IndexingOps {
     private IndexingOps() {}
 
+    private static final Expr SELF = Expr.in(0, "self");
     private static final Expr INDEX = Expr.in(1, "index");
     private static final Expr DIM = Expr.scalar(0, "dim");
 
@@ -25,9 +26,19 @@ public final class IndexingOps {
     public static final OpDef INDEX_SELECT = OpDef.structured("index_select").rule(DTypeRule.SAME)
             .signature(Param.tensor("self"), Param.tensor("index"), Param.scalar("dim", "int", null))
             .meta(IndexingOps::indexSelectMeta)
-            .derivatives(() -> Arrays.asList(call(IndexingOps.INDEX_ADD, new Expr.ZerosLike(Expr.in(0, "self")), INDEX, GRAD, DIM,
-                    Expr.c(1)), null))
+            .derivatives(() -> Arrays.asList(call(IndexingOps.INDEX_SELECT_BACKWARD, SELF, INDEX, GRAD, DIM), null))
             .doc("self's slices at index along dim").build();
+
+    /**
+     * The gradient of {@link #INDEX_SELECT}: {@code grad} added at {@code index} along {@code dim} into zeros of
+     * {@code self}'s shape and dtype (self's values are not read: its gradient here is none). One kernel fills and adds;
+     * {@code index_add} into a zeros tensor would allocate, fill and copy it first.
+     */
+    public static final OpDef INDEX_SELECT_BACKWARD = OpDef.structured("index_select_backward").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.tensor("index"), Param.tensor("grad"), Param.scalar("dim", "int", null))
+            .meta((in, g) -> indexAddMeta("index_select_backward", in, g))
+            .derivatives(() -> Arrays.asList(null, null, call(IndexingOps.INDEX_SELECT, GRAD, INDEX, DIM)))
+            .doc("grad added at index along dim into zeros of self's shape").build();
 
     /**
      * {@code self.index_add(dim, index, source, alpha)}: a copy of {@code self} with {@code alpha * source.select(dim, i)}
@@ -36,7 +47,7 @@ public final class IndexingOps {
     public static final OpDef INDEX_ADD = OpDef.structured("index_add").rule(DTypeRule.SAME)
             .signature(Param.tensor("self"), Param.tensor("index"), Param.tensor("source"), Param.scalar("dim", "int", null),
                     Param.scalar("alpha", "Scalar", "1"))
-            .meta(IndexingOps::indexAddMeta)
+            .meta((in, g) -> indexAddMeta("index_add", in, g))
             .derivatives(() -> Arrays.asList(GRAD, null, call(PointwiseOps.MUL, call(IndexingOps.INDEX_SELECT, GRAD, INDEX, DIM),
                     Expr.scalar(1, "alpha"))))
             .doc("self with alpha * source added at index along dim").build();
@@ -45,9 +56,21 @@ public final class IndexingOps {
     public static final OpDef GATHER = OpDef.structured("gather").rule(DTypeRule.SAME)
             .signature(Param.tensor("self"), Param.tensor("index"), Param.scalar("dim", "int", null))
             .meta((in, g) -> new Meta.Output(gatherMeta("gather", in[0], in[1], null, g).clone(), in[0].dtype()))
-            .derivatives(() -> Arrays.asList(call(IndexingOps.SCATTER_ADD, new Expr.ZerosLike(Expr.in(0, "self")), INDEX, GRAD, DIM),
-                    null))
+            .derivatives(() -> Arrays.asList(call(IndexingOps.GATHER_BACKWARD, SELF, INDEX, GRAD, DIM), null))
             .doc("self's elements at index along dim").build();
+
+    /**
+     * The gradient of {@link #GATHER}: {@code grad} added at {@code index} along {@code dim} into zeros of {@code self}'s
+     * shape and dtype (PyTorch's {@code gather_backward}; self's values are not read).
+     */
+    public static final OpDef GATHER_BACKWARD = OpDef.structured("gather_backward").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.tensor("index"), Param.tensor("grad"), Param.scalar("dim", "int", null))
+            .meta((in, g) -> {
+                gatherMeta("gather_backward", in[0], in[1], in[2], g);
+                return new Meta.Output(in[0].shape(), in[0].dtype());
+            })
+            .derivatives(() -> Arrays.asList(null, null, call(IndexingOps.GATHER, GRAD, INDEX, DIM)))
+            .doc("grad added at index along dim into zeros of self's shape").build();
 
     /**
      * {@code self.scatter_add(dim, index, src)}: a copy of {@code self} with {@code src[i][j]} added at
@@ -86,8 +109,7 @@ public final class IndexingOps {
         return new Meta.Output(shape, self.dtype());
     }
 
-    private static Meta.Output indexAddMeta(StridedView[] in, double[] g) {
-        String op = "index_add";
+    private static Meta.Output indexAddMeta(String op, StridedView[] in, double[] g) {
         StridedView self = in[0], index = in[1], source = in[2];
         requireIndex(op, self, index);
         if (source == null) throw new IllegalArgumentException(op + ": source is required");

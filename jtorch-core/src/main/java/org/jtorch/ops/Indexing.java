@@ -32,6 +32,10 @@ import org.jtorch.backend.IndexKernels;
  * Out-of-place forms copy {@code self} and run the in-place form; in-place forms bump the version
  * counter.
  *
+ * <p>{@code index_select}, {@code gather} and the out-of-place {@code scatter_add} and {@code index_add} are declared
+ * ops ({@link IndexingOps}) that the dispatcher runs: their checks, derivatives and kernels live there. The others
+ * still write their chain here (issue 15).
+ *
  * <p>Autograd: each public op computes with grad mode off (internal views and recursion record
  * nothing) and then records one node with PyTorch's formula from {@code derivatives.yaml}. Index
  * tensors and masks get no gradient. In-place forms refuse leaves and views that require grad

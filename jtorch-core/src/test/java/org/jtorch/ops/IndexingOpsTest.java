@@ -47,7 +47,8 @@ class IndexingOpsTest {
     @Test
     void theOpsAreStructuredWithKernelsOnTheTestDevice() {
         Backends.of(DEVICE);
-        for (OpDef op : new OpDef[] {IndexingOps.INDEX_SELECT, IndexingOps.INDEX_ADD, IndexingOps.GATHER, IndexingOps.SCATTER_ADD}) {
+        for (OpDef op : new OpDef[] {IndexingOps.INDEX_SELECT, IndexingOps.INDEX_SELECT_BACKWARD, IndexingOps.INDEX_ADD,
+                IndexingOps.GATHER, IndexingOps.GATHER_BACKWARD, IndexingOps.SCATTER_ADD}) {
             assertEquals(OpDef.Kind.STRUCTURED, op.kind(), op.name());
             assertEquals(op, OpRegistry.get(op.name()));
             assertTrue(KernelRegistry.hasStructured(op, DEVICE.type()), op.name() + " on " + DEVICE);
