@@ -1760,10 +1760,6 @@ public final class Tensor implements AutoCloseable {
     public Tensor scatterAdd(int dim, Tensor index, Tensor src) {
         Arguments.nonNull("scatterAdd", "index", index);
         Arguments.nonNull("scatterAdd", "src", src);
-        if (org.jtorch.amp.Autocast.isActive()) {
-            Tensor r = org.jtorch.amp.Autocast.run("scatter_add", t -> t[0].scatterAdd(dim, index, t[1]), this, src);
-            if (r != null) return r;
-        }
         return Indexing.scatter("scatterAdd", this, dim, index, src, true);
     }
 
@@ -1777,7 +1773,7 @@ public final class Tensor implements AutoCloseable {
     public Tensor indexAdd(int dim, Tensor index, Tensor source, double alpha) {
         Arguments.nonNull("indexAdd", "index", index);
         Arguments.nonNull("indexAdd", "source", source);
-        return Indexing.onCopy(this, r -> Indexing.indexAddInPlace(r, dim, index, source, alpha));
+        return Indexing.indexAdd(this, dim, index, source, alpha);
     }
 
     public Tensor indexAdd(int dim, Tensor index, Tensor source) {

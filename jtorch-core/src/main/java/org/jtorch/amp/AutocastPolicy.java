@@ -42,7 +42,7 @@ public final class AutocastPolicy {
                     margin_ranking_loss multilabel_margin_loss soft_margin_loss
                     triplet_margin_loss multi_margin_loss dist pdist cdist renorm""",
             CastPolicy.FP32_SET_OPT_DTYPE, "cumprod cumsum",
-            CastPolicy.PROMOTE, "addcdiv addcmul atan2 bilinear cross dot grid_sampler index_put tensordot scatter_add",
+            CastPolicy.PROMOTE, "addcdiv addcmul atan2 bilinear cross dot grid_sampler index_put tensordot",
             CastPolicy.BANNED, "binary_cross_entropy",
             CastPolicy.AS_IS, "elu");
 

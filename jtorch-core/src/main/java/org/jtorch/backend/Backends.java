@@ -31,6 +31,7 @@ public final class Backends {
         PoolingOpKernels.register(backend);
         NormalizationOpKernels.register(backend);
         JoiningOpKernels.register(backend);
+        IndexingOpKernels.register(backend);
     }
 
     private Backends() {}

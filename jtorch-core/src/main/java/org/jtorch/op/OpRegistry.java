@@ -24,6 +24,7 @@ public final class OpRegistry {
         declared.addAll(declaredIn(NormalizationOps.class));
         declared.addAll(declaredIn(PoolingOps.class));
         declared.addAll(declaredIn(JoiningOps.class));
+        declared.addAll(declaredIn(IndexingOps.class));
         declared.addAll(declaredIn(LossOps.class));
         declared.addAll(declaredIn(FrontEndOps.class));
         for (OpDef op : declared) {

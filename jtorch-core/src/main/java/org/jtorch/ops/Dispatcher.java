@@ -648,8 +648,11 @@ public final class Dispatcher {
         SavedTensor[] saved = new SavedTensor[n];
         SavedTensor[] all = new SavedTensor[n + 1];
         int savedCount = 0;
+        boolean variadic = op.isVariadic();
+        // An input without a derivative (an index, or a backward's self read for its shape only) is no edge of the graph:
+        // its own graph is neither needed nor visited (it may have been freed already).
         int graphCount = 0;
-        for (Tensor t : inputs) if (t != null) graphCount++;
+        for (int i = 0; i < n; i++) if (inputs[i] != null && (variadic || i < derivatives.length && derivatives[i] != null)) graphCount++;
         Tensor[] graphInputs = new Tensor[graphCount];
         int[] slot = new int[n];
         long[][] shapes = new long[n][];
@@ -666,8 +669,10 @@ public final class Dispatcher {
             slot[i] = -1;
             Tensor t = inputs[i];
             if (t == null) continue;
-            slot[i] = graphCount;
-            graphInputs[graphCount++] = t;
+            if (variadic || i < derivatives.length && derivatives[i] != null) {
+                slot[i] = graphCount;
+                graphInputs[graphCount++] = t;
+            }
             if (plan.saves(i, needs, everyNeeds)) all[savedCount++] = saved[i] = Autograd.save(values[i]);
             present[i] = true;
             shapes[i] = t.shape();
@@ -684,7 +689,6 @@ public final class Dispatcher {
             }
         }
         SavedTensor[] outs = savedOutputs;
-        boolean variadic = op.isVariadic();
         boolean sameShape = op.kind() != OpDef.Kind.BINARY && op.kind() != OpDef.Kind.COMPOSITE && op.kind() != OpDef.Kind.STRUCTURED;
         Autograd.record(plan.nodeName(), result, g -> {
             Tensor[] in = new Tensor[n];

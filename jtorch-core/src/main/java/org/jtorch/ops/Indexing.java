@@ -2,6 +2,7 @@ package org.jtorch.ops;
 
 import static org.jtorch.ops.Dispatcher.view;
 
+import org.jtorch.op.IndexingOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 import java.util.ArrayList;
@@ -31,6 +32,10 @@ import org.jtorch.backend.IndexKernels;
  * Out-of-place forms copy {@code self} and run the in-place form; in-place forms bump the version
  * counter.
  *
+ * <p>{@code index_select}, {@code gather} and the out-of-place {@code scatter_add} and {@code index_add} are declared
+ * ops ({@link IndexingOps}) that the dispatcher runs: their checks, derivatives and kernels live there. The others
+ * still write their chain here (issue 15).
+ *
  * <p>Autograd: each public op computes with grad mode off (internal views and recursion record
  * nothing) and then records one node with PyTorch's formula from {@code derivatives.yaml}. Index
  * tensors and masks get no gradient. In-place forms refuse leaves and views that require grad
@@ -41,88 +46,14 @@ public final class Indexing {
 
     // ---------------------------------------------------------------- index_select / gather
 
-    /** {@code self.index_select(dim, index)}: {@code index} is a vector (or 0-d) of int32 or int64. */
+    /** {@code self.index_select(dim, index)}: {@code index} is a vector (or 0-d) of int32 or int64 ({@link IndexingOps#INDEX_SELECT}). */
     public static Tensor indexSelect(Tensor self, int dim, Tensor index) {
-        if (!Autograd.needsGrad(self)) return indexSelectImpl(self, dim, index);
-        Tensor out = withoutGrad(() -> indexSelectImpl(self, dim, index));
-        int d = Shapes.wrapDim("indexSelect", dim, Math.max(self.dim(), 1));
-        long[] shape = self.shape();
-        SavedTensor si = Autograd.save(index);
-        // self: zeros.index_add(dim, index, grad)
-        return Autograd.record("IndexSelectBackward0", out, g -> new Tensor[] {
-                zerosOf(shape, g[0]).indexAdd_(d, si.get(), g[0])}, new Tensor[] {self}, si);
+        return Dispatcher.call(IndexingOps.INDEX_SELECT, new Tensor[] {self, index}, dim);
     }
 
-    private static Tensor indexSelectImpl(Tensor self, int dim, Tensor index) {
-        String op = "indexSelect";
-        checkOpen(op, self, index);
-        Device device = sameDevice(op, self, index);
-        if (index.dim() > 1) {
-            throw new IllegalArgumentException(op + ": index is supposed to be a vector, got shape " + Shapes.format(index.shape()));
-        }
-        requireIndexType(op, index, true);
-        int d = Shapes.wrapDim(op, dim, self.dim());
-        if (self.dim() == 0) {
-            if (index.numel() != 1) {
-                throw new IllegalArgumentException(op + ": index to a 0-d tensor can have only 1 value, got " + index.numel());
-            }
-            try (Tensor v = self.unsqueeze(0); Tensor r = indexSelectImpl(v, 0, index)) {
-                return r.squeeze(0);
-            }
-        }
-        long[] shape = self.shape();
-        shape[d] = index.numel();
-        Tensor out = Tensor.empty(shape, self.dtype(), device);
-        try {
-            kernels(device).indexSelect(view(self), d, view(index), view(out));
-        } catch (RuntimeException e) {
-            out.close();
-            throw e;
-        }
-        return out;
-    }
-
-    /** {@code self.gather(dim, index)}: {@code out[i][j] = self[index[i][j]][j]} for dim 0; index is int64. */
+    /** {@code self.gather(dim, index)}: {@code out[i][j] = self[index[i][j]][j]} for dim 0; index is int64 ({@link IndexingOps#GATHER}). */
     public static Tensor gather(Tensor self, int dim, Tensor index) {
-        if (!Autograd.needsGrad(self)) return gatherImpl(self, dim, index);
-        Tensor out = withoutGrad(() -> gatherImpl(self, dim, index));
-        int d = Shapes.wrapDim("gather", dim, Math.max(self.dim(), 1));
-        long[] shape = self.shape();
-        SavedTensor si = Autograd.save(index);
-        // self: zeros.scatter_add(dim, index, grad)
-        return Autograd.record("GatherBackward0", out, g -> new Tensor[] {
-                zerosOf(shape, g[0]).scatterAdd_(d, si.get(), g[0])}, new Tensor[] {self}, si);
-    }
-
-    private static Tensor gatherImpl(Tensor self, int dim, Tensor index) {
-        String op = "gather";
-        checkOpen(op, self, index);
-        Device device = sameDevice(op, self, index);
-        if (index.dtype() != DType.INT64) {
-            throw new IllegalArgumentException(op + ": expected dtype int64 for index, got " + index.dtype());
-        }
-        int d = Shapes.wrapDim(op, dim, self.dim());
-        if (self.dim() == 0 || index.dim() == 0) {
-            try (Tensor s = atLeast1d(self); Tensor i = atLeast1d(index); Tensor r = gatherImpl(s, d, i)) {
-                return r.reshape(index.shape());
-            }
-        }
-        checkSameRank(op, self, index);
-        for (int k = 0; k < self.dim(); k++) {
-            if (k != d && index.size(k) > self.size(k)) {
-                throw new IllegalArgumentException(op + ": size does not match at dimension " + k + ": expected index "
-                        + Shapes.format(index.shape()) + " to be smaller than self " + Shapes.format(self.shape())
-                        + " apart from dimension " + d);
-            }
-        }
-        Tensor out = Tensor.empty(index.shape(), self.dtype(), device);
-        try {
-            kernels(device).gather(view(self), d, view(index), view(out));
-        } catch (RuntimeException e) {
-            out.close();
-            throw e;
-        }
-        return out;
+        return Dispatcher.call(IndexingOps.GATHER, new Tensor[] {self, index}, dim);
     }
 
     // ---------------------------------------------------------------- scatter
@@ -205,7 +136,21 @@ public final class Indexing {
                 new Tensor[] {self}, si);
     }
 
+    /**
+     * {@code self.scatter(dim, index, src)}, or {@code scatter_add} when {@code accumulate} ({@link IndexingOps#SCATTER_ADD},
+     * given the index-shaped corner of a larger {@code src}, so that the rest of it gets a zero gradient).
+     */
     public static Tensor scatter(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
+        if (accumulate) {
+            if (!cornerNeeded(src, index)) return Dispatcher.call(IndexingOps.SCATTER_ADD, new Tensor[] {self, index, src}, dim);
+            Tensor corner = src.asStrided(index.shape(), src.strides(), src.storageOffset());
+            try {
+                return Dispatcher.call(IndexingOps.SCATTER_ADD, new Tensor[] {self, index, corner}, dim);
+            } finally {
+                // a view in the graph stays referenced by its node
+                if (!corner.requiresGrad()) corner.close();
+            }
+        }
         Tensor r = self.clone();
         try {
             return scatterInPlace(op, r, dim, index, src, accumulate);
@@ -225,6 +170,15 @@ public final class Indexing {
         }
     }
 
+    /** Whether {@code src} is larger than {@code index} (same rank, every size at least the index's) somewhere. */
+    private static boolean cornerNeeded(Tensor src, Tensor index) {
+        src.checkOpen("scatter_add");
+        index.checkOpen("scatter_add");
+        if (src.dim() != index.dim() || src.dim() == 0 || Arrays.equals(src.shape(), index.shape())) return false;
+        for (int k = 0; k < src.dim(); k++) if (src.size(k) < index.size(k)) return false;
+        return true;
+    }
+
     private static void checkScatterIndex(String op, Tensor self, int dim, Tensor index) {
         if (index.dtype() != DType.INT64) {
             throw new IllegalArgumentException(op + ": expected dtype int64 for index, got " + index.dtype());
@@ -234,6 +188,11 @@ public final class Indexing {
     }
 
     // ---------------------------------------------------------------- index_add / index_copy / index_fill
+
+    /** {@code self.index_add(dim, index, source, alpha)}: a copy of self with the slices added ({@link IndexingOps#INDEX_ADD}). */
+    public static Tensor indexAdd(Tensor self, int dim, Tensor index, Tensor source, double alpha) {
+        return Dispatcher.call(IndexingOps.INDEX_ADD, new Tensor[] {self, index, source}, dim, alpha);
+    }
 
     /** {@code self.index_add_(dim, index, source, alpha)}: {@code self.select(dim, index[i]) += alpha * source.select(dim, i)}. */
     public static Tensor indexAddInPlace(Tensor self, int dim, Tensor index, Tensor source, double alpha) {

@@ -38,9 +38,10 @@ class IndexingConformanceTest {
         try {
             if (c.expectsError()) {
                 RuntimeException e = assertThrows(RuntimeException.class, () -> readAndRelease(apply(c, in)), c.toString());
+                // the ops declared in IndexingOps name themselves as PyTorch does, the others by their Java method
                 String name = javaName(c.op());
-                assertTrue(e.getMessage() != null && e.getMessage().contains(name),
-                        c + ": message should name " + name + ": " + e.getMessage());
+                assertTrue(e.getMessage() != null && (e.getMessage().contains(name) || e.getMessage().startsWith(c.op() + ":")),
+                        c + ": message should name " + name + " or " + c.op() + ": " + e.getMessage());
                 if (c.name().contains("out_of_range") || c.name().startsWith("negative_index")) {
                     assertInstanceOf(IndexOutOfBoundsException.class, e, c + ": " + e.getMessage());
                 }

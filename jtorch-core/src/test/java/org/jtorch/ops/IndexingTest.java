@@ -257,7 +257,7 @@ class IndexingTest {
         x.close();
         try (Tensor idx = Torch.tensor(0L)) {
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> x.indexSelect(0, idx));
-            assertTrue(e.getMessage().contains("indexSelect"), e.getMessage());
+            assertTrue(e.getMessage().contains("index_select"), e.getMessage());
         }
     }
 

@@ -106,7 +106,7 @@ final class CudaIndexKernels implements IndexKernels {
     @Override
     public void indexSelect(StridedView self, int dim, StridedView index, StridedView out) {
         validate(kernels.get(), self.device(), new StridedView[] {index},
-                new Check[] {IndexPlan.check("indexSelect", index, dim, size(self, dim), false)});
+                new Check[] {IndexPlan.check("index_select", index, dim, size(self, dim), false)});
         run(Kernel.GATHER, self.dtype(), out, self, IndexPlan.indexSelect(self, dim, index, out), new StridedView[] {index}, 1);
     }
 

@@ -177,7 +177,7 @@ class IndexDeviceConformanceTest {
         add(tests, "indexSelect/out of range", d -> {
             try (Tensor x = onDevice(matrix(DType.FLOAT32, 5, 6), DType.FLOAT32, false, d); Tensor i = longs(d, new long[] {1, 7, 2}, 3)) {
                 IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> synchronousChecks(() -> x.indexSelect(0, i)));
-                assertEquals("indexSelect: index 7 is out of bounds for dimension 0 with size 5", e.getMessage());
+                assertEquals("index_select: index 7 is out of bounds for dimension 0 with size 5", e.getMessage());
             }
         });
         return tests;

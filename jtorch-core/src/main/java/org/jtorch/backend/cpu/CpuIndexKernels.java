@@ -31,7 +31,7 @@ final class CpuIndexKernels implements IndexKernels {
     public void indexSelect(StridedView self, int dim, StridedView index, StridedView out) {
         int rank = self.dim();
         long size = rank == 0 ? 1 : self.size(dim);
-        checkIndices("indexSelect", index, size, dim, false);
+        checkIndices("index_select", index, size, dim, false);
         if (out.numel() == 0) return;
         if (self.isContiguous() && rank > 0) {
             selectRowsContiguous(self, dim, index, out);
@@ -99,6 +99,11 @@ final class CpuIndexKernels implements IndexKernels {
     public void gather(StridedView self, int dim, StridedView index, StridedView out) {
         int rank = self.dim();
         long size = rank == 0 ? 1 : self.size(dim);
+        if (out.numel() > 0 && IndexRows.fits(self, dim, index, out)) {
+            // checks each index as it reads it: only the op's own result is written before a bad one throws
+            IndexRows.gather("gather", self, dim, index, out);
+            return;
+        }
         checkIndices("gather", index, size, dim, false);
         if (out.numel() == 0) return;
         if (rank > 0 && dim == rank - 1 && self.isContiguous() && index.isContiguous() && out.isContiguous()
@@ -145,6 +150,10 @@ final class CpuIndexKernels implements IndexKernels {
         if (accumulate && rank == 2 && dim == 0 && self.dtype() == DType.FLOAT32 && self.isContiguous()
                 && index.isContiguous() && src.stride(1) == 1) {
             scatterAddRowsF32(self, index, src);
+            return;
+        }
+        if (accumulate && IndexRows.addsInPlace(self.dtype()) && IndexRows.fits(self, dim, index, src)) {
+            IndexRows.scatterAdd(self, dim, index, src);
             return;
         }
         long[] dstStrides = self.strides().clone();
@@ -436,6 +445,7 @@ final class CpuIndexKernels implements IndexKernels {
      */
     static void checkIndices(String op, StridedView index, long size, int dim, boolean wrapNegative) {
         if (index.numel() == 0) return;
+        if (index.dtype() == DType.INT64 && index.isContiguous() && IndexRows.inRange(index, wrapNegative ? -size : 0, size)) return;
         MemorySegment s = index.memory();
         boolean int32 = index.dtype() == DType.INT32;
         long low = wrapNegative ? -size : 0;
