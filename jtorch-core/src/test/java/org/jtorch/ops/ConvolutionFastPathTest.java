@@ -116,6 +116,12 @@ class ConvolutionFastPathTest {
         compare(new long[] {3, 40, 20, 18}, new long[] {140, 40, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {2, 16, 6, 6}, new long[] {24, 16, 1, 1}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {2, 32, 9, 9}, new long[] {48, 16, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 2);
+        // Images of 37 whole strips, in blocks within each image (13, 13 and 11 strips).
+        compare(new long[] {2, 8, 37, 32}, new long[] {24, 8, 1, 1}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        // Stride 2 along rows of 64, 70 and 45 pixels, and 3 by 2.
+        compare(new long[] {1, 8, 8, 64}, new long[] {16, 8, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 16, 13, 70}, new long[] {24, 16, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 16, 10, 45}, new long[] {24, 16, 1, 1}, new int[] {3, 2}, new int[] {0}, new int[] {1}, 1);
     }
 
     /**
