@@ -164,8 +164,9 @@ final class ConvPointwiseF32 {
         long strips = (cols + NR - 1) / NR;
         // Images of whole strips, at least a block each (56 px): blocks within an image, balanced, so that every
         // block packs as one run per row; blocks across image boundaries packed strip by strip. One thread, 56 px,
-        // 3 rounds: 64 -> 256 channels 8.7-9.1 ms against 8.9, 256 -> 64 10.3-10.4 against 10.6-12.2, their input
-        // gradients 10.0-10.2 against 10.7-11.2 and 8.7-8.8 against 9.2-9.6.
+        // 2 rounds against batch blocks in one tree (load 13-20): 64 -> 256 channels 8.7-9.1 ms against 8.9, 256 -> 64
+        // 10.3-10.4 against 10.6-12.2, their input gradients 10.0-10.2 against 10.7-11.2 and 8.7-8.8 against 9.2-9.6;
+        // against the tree before it (load 19-25) level within the noise, 0.93-1.02x.
         int imageStrips = l / NR;
         boolean byImage = l % NR == 0 && imageStrips >= perBlock;
         int perImage = byImage ? (imageStrips + perBlock - 1) / perBlock : 0;
