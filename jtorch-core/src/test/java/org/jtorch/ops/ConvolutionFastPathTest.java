@@ -116,6 +116,12 @@ class ConvolutionFastPathTest {
         compare(new long[] {3, 40, 20, 18}, new long[] {140, 40, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
         compare(new long[] {2, 16, 6, 6}, new long[] {24, 16, 1, 1}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {2, 32, 9, 9}, new long[] {48, 16, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 2);
+        // Images of 37 whole strips, in blocks within each image (13, 13 and 11 strips).
+        compare(new long[] {2, 8, 37, 32}, new long[] {24, 8, 1, 1}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        // Stride 2 along rows of 64, 70 and 45 pixels, and 3 by 2.
+        compare(new long[] {1, 8, 8, 64}, new long[] {16, 8, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 16, 13, 70}, new long[] {24, 16, 1, 1}, new int[] {2}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 16, 10, 45}, new long[] {24, 16, 1, 1}, new int[] {3, 2}, new int[] {0}, new int[] {1}, 1);
     }
 
     /**
@@ -322,13 +328,21 @@ class ConvolutionFastPathTest {
     /**
      * Input gradients of 3x3 stride-2 padding-1 convolutions with the four phases combined into one 2x2
      * convolution: 16 input channels (ResNet-20's 16->32 layer), three 16-channel groups with 24 output
-     * channels and non-square images, and a single image split by rows across threads.
+     * channels and non-square images, and a single image split by rows across threads; on the 7-pixel tile,
+     * gradient rows of 14, 28 and 56 pixels (ResNet-50's), with 7- and 14-pixel rows in one image, and 3 output channels;
+     * and small images several at a time.
      */
     @Test
     void stride2InputGradientsWithPhasesCombined() {
         compare(new long[] {3, 16, 32, 32}, new long[] {32, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {2, 48, 16, 32}, new long[] {24, 48, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {1, 16, 8, 16}, new long[] {8, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 16, 56, 56}, new long[] {32, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 32, 14, 14}, new long[] {48, 32, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 48, 28, 14}, new long[] {24, 48, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 16, 28, 28}, new long[] {3, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        // Five small images: run two at a time, the last one alone.
+        compare(new long[] {5, 16, 14, 14}, new long[] {32, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
     }
 
     /**

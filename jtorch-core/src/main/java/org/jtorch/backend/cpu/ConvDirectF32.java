@@ -439,13 +439,14 @@ final class ConvDirectF32 {
 
     /**
      * Whether {@link #stride2InputGrad} applies: 3x3 kernels at stride 2 with padding 1 (ResNet's downsampling
-     * layers), even input sizes (every phase as large as gradOut), output rows of whole 8-pixel tiles, and input
-     * channels in multiples of 16.
+     * layers), even input sizes (every phase as large as gradOut), output rows of whole 8- or 7-pixel tiles
+     * (ResNet-50's 28, 14 and 7), and input channels in multiples of 16.
      */
     static boolean handlesStride2InputGrad(Geometry g) {
         return FloatVector.SPECIES_PREFERRED.length() == 16 && g.groups() == 1 && g.sh() == 2 && g.sw() == 2
                 && g.kh() == 3 && g.kw() == 3 && g.ph() == 1 && g.pw() == 1 && g.dh() == 1 && g.dw() == 1
-                && g.h() == 2 * g.oh() && g.w() == 2 * g.ow() && g.ow() % 8 == 0 && g.cin() % 16 == 0;
+                && g.h() == 2 * g.oh() && g.w() == 2 * g.ow() && g.ow() > 0 && (g.ow() % 8 == 0 || g.ow() % 7 == 0)
+                && g.cin() % 16 == 0;
     }
 
     /** Lane l of a transposed {@link #tile8x32} row (8 pixels of the even phase, then 8 of the odd one) interleaved: element l / 2, or 8 + l / 2 in odd lanes. */
@@ -463,32 +464,35 @@ final class ConvDirectF32 {
      * receives from gradOut pixels {@code (a + di, b + dj)} through kernel tap {@code (py + 1 - 2di, px + 1 - 2dj)}
      * when that is in the kernel (one or two taps per direction): output channel {@code (py, group, px, c)} of
      * the combined convolution is phase {@code (py, px)} of input channel {@code group * 16 + c}, its missing
-     * taps zero. Each 8x32 tile is then 8 pixels of both column phases of 16 channels, which a transpose and
-     * one permute interleave into whole 16-pixel rows of {@code gi}. Even rows' tiles skip the second window row,
-     * whose taps are all zero for them; the zero taps left cost 3/9 more FMAs than the phases separately
-     * ({@link StridedInputGradF32}; 7/9 when even rows ran both window rows), but 16 input channels get the 8x32
-     * tile, and there are no phase planes to interleave in a second pass.
+     * taps zero. Each 8x32 (7x32) tile is then 8 (7) pixels of both column phases of 16 channels, which a
+     * transpose and one permute interleave into whole 16-pixel (14-pixel) rows of {@code gi}. Even rows' tiles
+     * skip the second window row, whose taps are all zero for them, and the even column phase skips the window's
+     * second column ({@link #phaseTile8x32}): so the tiles do the phases' FMAs and no others, 16 input channels get
+     * the 8x32 tile, and there are no phase planes to interleave in a second pass. Running the zero taps (3/9 more
+     * FMAs) measured 44-56% of the one-thread peak on ResNet-50's layers (those at 28, 14 and 7 px then ran the
+     * phases separately, {@link StridedInputGradF32}).
      */
     static void stride2InputGrad(MemorySegment gy, long gyOff, MemorySegment w, long wOff, MemorySegment gi, long giOff, Geometry g) {
         int cin = g.cin(), cout = g.cout(), oh = g.oh(), ow = g.ow();
         int groups = cin / 16, blocks = 2 * groups;
         int kwc = 2 * cout, k = 2 * kwc;
-        float[] wh = new float[cout * cin * 9];
-        MemorySegment.copy(w, F32, wOff * Float.BYTES, wh, 0, wh.length);
-        // wp[block (py, group)][di][dj * cout + co][lane (px, c)] = w[co][group * 16 + c][py + 1 - 2di][px + 1 - 2dj], or 0.
-        float[] wp = new float[blocks * k * 32];
-        for (int blk = 0; blk < blocks; blk++) {
-            int py = blk / groups, group = blk % groups;
-            for (int di = 0; di < 2; di++) {
-                int ki = py + 1 - 2 * di;
-                if (ki < 0) continue;
-                for (int dj = 0; dj < 2; dj++) {
-                    for (int lane = 0; lane < 32; lane++) {
-                        int px = lane / 16, ci = group * 16 + lane % 16;
-                        int kj = px + 1 - 2 * dj;
-                        if (kj < 0) continue;
-                        int dst = blk * k * 32 + (di * kwc + dj * cout) * 32 + lane;
-                        for (int co = 0; co < cout; co++) wp[dst + co * 32] = wh[((co * cin + ci) * 3 + ki) * 3 + kj];
+        // wp[block (py, group)][di][dj * cout + co][lane (px, c)] = w[co][group * 16 + c][py + 1 - 2di][px + 1 - 2dj]:
+        // each tap in one place (kernel row 0 is (py, di) = (1, 1), row 1 (0, 0), row 2 (1, 0); columns alike), w read
+        // in order. The places of no tap (di = 1 for even rows, lanes 0-15 at dj = 1) are never read: the buffer is
+        // reused unzeroed. Gathering it per place (reading w 9 * cin floats apart, into a fresh array) took 8 ms of
+        // the 33 for ResNet-50's 512 channels.
+        float[] wp = STRIDE2_WEIGHTS.get();
+        if (wp.length < blocks * k * 32) STRIDE2_WEIGHTS.set(wp = new float[blocks * k * 32]);
+        long at = wOff * Float.BYTES;
+        for (int co = 0; co < cout; co++) {
+            for (int ci = 0; ci < cin; ci++) {
+                int group = ci / 16, c = ci % 16;
+                for (int ki = 0; ki < 3; ki++) {
+                    int py = ki == 1 ? 0 : 1, di = ki == 0 ? 1 : 0;
+                    int rowBase = (py * groups + group) * k * 32 + (di * kwc + co) * 32 + c;
+                    for (int kj = 0; kj < 3; kj++, at += Float.BYTES) {
+                        int px = kj == 1 ? 0 : 1, dj = kj == 0 ? 1 : 0;
+                        wp[rowBase + dj * cout * 32 + px * 16] = w.get(F32, at);
                     }
                 }
             }
@@ -496,35 +500,222 @@ final class ConvDirectF32 {
         // gradOut as the combined convolution's input: 2x2 window, no leading padding, one zero row and column after.
         Geometry pg = new Geometry(g.n(), cout, oh, ow, 4 * cin, 2, 2, 1, 1, 0, 0, 1, 1, 1, oh, ow);
         int wpad = ConvF32.paddedWidth(pg);
-        float[] zeroBias = new float[32];
-        long giImage = (long) cin * g.h() * g.w();
-        long rowBytes = (long) g.w() * Float.BYTES, planeBytes = (long) g.h() * rowBytes;
-        overPaddedImages(gy, gyOff, pg, (wk, n, a0, a1) -> {
-            for (int blk = 0; blk < blocks; blk++) {
-                int py = blk / groups, group = blk % groups;
-                // Even rows (py = 0) take no tap from gradOut row a + 1 (their di = 1 weights are all zero): one window row.
-                int rows = py == 0 ? 1 : 2;
-                long channelBase = (giOff + n * giImage) * Float.BYTES + group * 16L * planeBytes;
-                for (int a = a0; a < a1; a++) {
-                    for (int b = 0; b < ow; b += 8) {
-                        tile8x32(wk.image, (a * wpad + b) * cout, cout, wpad * cout, rows, kwc, wp, blk * k * 32, zeroBias, 0, wk.tile);
-                        storeInterleaved(wk, gi, channelBase + (2L * a + py) * rowBytes + 2L * b * Float.BYTES, planeBytes);
-                    }
+        int p = ow % 8 == 0 ? 8 : 7;
+        VectorMask<Float> lanes = p == 8 ? null : FS.indexInRange(0, 2 * p);
+        float[] weights = wp;
+        int hp = ConvF32.paddedHeight(pg), imageFloats = hp * wpad * cout;
+        int threads = Parallel.inParallelRegion() ? 1 : Parallel.numThreads();
+        // Small gradOut images several at a time, up to 1 MB of them, so that each block's weights (256 KB for 512
+        // channels) serve them all from L2. One thread, 2 rounds (load 18): 512 channels at 7 px 27.5-31.7 ms one at
+        // a time, 26.9-27.4 two, 26.5-26.6 four; 128 at 28 px 26.3-27.6 one, 24.6-24.7 two.
+        int together = (int) Math.max(1, Math.min(Math.min(4, g.n() / threads), STRIDE2_FLOATS / imageFloats));
+        if (together == 1) {
+            overPaddedImages(gy, gyOff, pg, (wk, n, a0, a1) -> {
+                for (int blk = 0; blk < blocks; blk++) stride2Rows(wk, 0, n, a0, a1, blk, weights, p, lanes, gi, giOff, g);
+            });
+            return;
+        }
+        Parallel.forRange((g.n() + together - 1) / together, 1, (t0, t1) -> {
+            Work wk = WORK.get();
+            for (long t = t0; t < t1; t++) {
+                long n0 = t * together;
+                int count = (int) Math.min(together, g.n() - n0);
+                wk.image = ConvF32.grow(wk.image, count * imageFloats);
+                for (int i = 0; i < count; i++) {
+                    ConvF32.padChannelsLast(gy, gyOff + (n0 + i) * cout * oh * ow, cout, pg, hp, wpad, wk.image, i * imageFloats, wk.block);
+                }
+                for (int blk = 0; blk < blocks; blk++) {
+                    for (int i = 0; i < count; i++) stride2Rows(wk, i * imageFloats, n0 + i, 0, oh, blk, weights, p, lanes, gi, giOff, g);
                 }
             }
         });
     }
 
+    /** Padded gradOut floats {@link #stride2InputGrad} runs together (1 MB). */
+    private static final int STRIDE2_FLOATS = 1 << 18;
+
     /**
-     * Transposes {@code wk.tile} ({@link #tile8x32}'s: 8 pixels of 16 channels' even column phase, then of their
-     * odd one) and stores channel l's 16 interleaved pixels at {@code at + l * planeBytes}.
+     * Block {@code blk} (row phase, 16 input channels) of {@link #stride2InputGrad} for gradOut rows {@code [a0, a1)} of
+     * image n, padded in {@code wk.image} from {@code imageBase} on: {@code p}-pixel tiles, interleaved into gi.
      */
-    private static void storeInterleaved(Work wk, MemorySegment out, long at, long planeBytes) {
+    private static void stride2Rows(Work wk, int imageBase, long n, int a0, int a1, int blk, float[] wp, int p,
+                                    VectorMask<Float> lanes, MemorySegment gi, long giOff, Geometry g) {
+        // The padded gradOut rows: one zero column after (ConvF32.paddedWidth of the combined geometry).
+        int cout = g.cout(), ow = g.ow(), groups = g.cin() / 16, wpad = ow + 1;
+        int py = blk / groups, group = blk % groups;
+        // Even rows (py = 0) take no tap from gradOut row a + 1: one window row.
+        int rows = py == 0 ? 1 : 2;
+        long rowBytes = (long) g.w() * Float.BYTES, planeBytes = (long) g.h() * rowBytes;
+        long channelBase = (giOff + n * g.cin() * g.h() * g.w()) * Float.BYTES + group * 16L * planeBytes;
+        int wBase = blk * 4 * cout * 32;
+        for (int a = a0; a < a1; a++) {
+            for (int b = 0; b < ow; b += p) {
+                int xBase = imageBase + (a * wpad + b) * cout;
+                if (p == 8) phaseTile8x32(wk.image, xBase, cout, wpad * cout, rows, cout, wp, wBase, wk.tile);
+                else phaseTile7x32(wk.image, xBase, cout, wpad * cout, rows, cout, wp, wBase, wk.tile);
+                storeInterleaved(wk, gi, channelBase + (2L * a + py) * rowBytes + 2L * b * Float.BYTES, planeBytes, lanes);
+            }
+        }
+    }
+
+    /** {@link #stride2InputGrad}'s blocked weight, of the calling thread, reused. */
+    private static final ThreadLocal<float[]> STRIDE2_WEIGHTS = ThreadLocal.withInitial(() -> new float[0]);
+
+    /**
+     * Transposes {@code wk.tile} ({@link #phaseTile8x32}'s: 8 pixels of 16 channels' even column phase, then of their
+     * odd one; {@link #phaseTile7x32}'s with slot 7 unused) and stores channel l's interleaved pixels, the
+     * {@code lanes} of 16 (all when null), at {@code at + l * planeBytes}.
+     */
+    private static void storeInterleaved(Work wk, MemorySegment out, long at, long planeBytes, VectorMask<Float> lanes) {
         float[] t = wk.block;
         Gemm.transposeBlock16(wk.tile, 0, 16 * Float.BYTES, t, 0, 16);
         for (int l = 0; l < 16; l++) {
-            ZIP_HALVES.selectFrom(FloatVector.fromArray(FS, t, l * 16)).intoMemorySegment(out, at + l * planeBytes, NO);
+            FloatVector row = ZIP_HALVES.selectFrom(FloatVector.fromArray(FS, t, l * 16));
+            if (lanes == null) row.intoMemorySegment(out, at + l * planeBytes, NO);
+            else row.intoMemorySegment(out, at + l * planeBytes, NO, lanes);
         }
+    }
+
+    /**
+     * The tile of {@link #stride2InputGrad}: as {@link #tile8x32} without bias, over {@code rows} window rows of
+     * two pixels of {@code cout} channels each, where the first pixel's taps go to all 32 lanes and the second
+     * pixel's to lanes 16-31 only (the even column phase takes no tap from it: its weights there are zero).
+     */
+    static void phaseTile8x32(float[] x, int xBase, int sx, int rowStride, int rows, int cout, float[] wp, int wBase,
+                              MemorySegment tile) {
+        FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
+        FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS), a7 = FloatVector.zero(FS);
+        FloatVector b0 = FloatVector.zero(FS), b1 = FloatVector.zero(FS), b2 = FloatVector.zero(FS), b3 = FloatVector.zero(FS);
+        FloatVector b4 = FloatVector.zero(FS), b5 = FloatVector.zero(FS), b6 = FloatVector.zero(FS), b7 = FloatVector.zero(FS);
+        for (int ki = 0; ki < rows; ki++) {
+            int xb = xBase + ki * rowStride;
+            int wb = wBase + ki * 2 * cout * 32;
+            for (int j = 0; j < cout; j++) {
+                FloatVector wl = FloatVector.fromArray(FS, wp, wb + j * 32);
+                FloatVector wh = FloatVector.fromArray(FS, wp, wb + j * 32 + 16);
+                int i = xb + j;
+                FloatVector v = FloatVector.broadcast(FS, x[i]);
+                a0 = wl.fma(v, a0);
+                b0 = wh.fma(v, b0);
+                v = FloatVector.broadcast(FS, x[i + sx]);
+                a1 = wl.fma(v, a1);
+                b1 = wh.fma(v, b1);
+                v = FloatVector.broadcast(FS, x[i + 2 * sx]);
+                a2 = wl.fma(v, a2);
+                b2 = wh.fma(v, b2);
+                v = FloatVector.broadcast(FS, x[i + 3 * sx]);
+                a3 = wl.fma(v, a3);
+                b3 = wh.fma(v, b3);
+                v = FloatVector.broadcast(FS, x[i + 4 * sx]);
+                a4 = wl.fma(v, a4);
+                b4 = wh.fma(v, b4);
+                v = FloatVector.broadcast(FS, x[i + 5 * sx]);
+                a5 = wl.fma(v, a5);
+                b5 = wh.fma(v, b5);
+                v = FloatVector.broadcast(FS, x[i + 6 * sx]);
+                a6 = wl.fma(v, a6);
+                b6 = wh.fma(v, b6);
+                v = FloatVector.broadcast(FS, x[i + 7 * sx]);
+                a7 = wl.fma(v, a7);
+                b7 = wh.fma(v, b7);
+            }
+            xb += cout;
+            wb += cout * 32;
+            for (int j = 0; j < cout; j++) {
+                FloatVector wh = FloatVector.fromArray(FS, wp, wb + j * 32 + 16);
+                int i = xb + j;
+                b0 = wh.fma(FloatVector.broadcast(FS, x[i]), b0);
+                b1 = wh.fma(FloatVector.broadcast(FS, x[i + sx]), b1);
+                b2 = wh.fma(FloatVector.broadcast(FS, x[i + 2 * sx]), b2);
+                b3 = wh.fma(FloatVector.broadcast(FS, x[i + 3 * sx]), b3);
+                b4 = wh.fma(FloatVector.broadcast(FS, x[i + 4 * sx]), b4);
+                b5 = wh.fma(FloatVector.broadcast(FS, x[i + 5 * sx]), b5);
+                b6 = wh.fma(FloatVector.broadcast(FS, x[i + 6 * sx]), b6);
+                b7 = wh.fma(FloatVector.broadcast(FS, x[i + 7 * sx]), b7);
+            }
+        }
+        a0.intoMemorySegment(tile, 0, NO);
+        a1.intoMemorySegment(tile, 64, NO);
+        a2.intoMemorySegment(tile, 128, NO);
+        a3.intoMemorySegment(tile, 192, NO);
+        a4.intoMemorySegment(tile, 256, NO);
+        a5.intoMemorySegment(tile, 320, NO);
+        a6.intoMemorySegment(tile, 384, NO);
+        a7.intoMemorySegment(tile, 448, NO);
+        b0.intoMemorySegment(tile, 512, NO);
+        b1.intoMemorySegment(tile, 576, NO);
+        b2.intoMemorySegment(tile, 640, NO);
+        b3.intoMemorySegment(tile, 704, NO);
+        b4.intoMemorySegment(tile, 768, NO);
+        b5.intoMemorySegment(tile, 832, NO);
+        b6.intoMemorySegment(tile, 896, NO);
+        b7.intoMemorySegment(tile, 960, NO);
+    }
+
+    /** {@link #phaseTile8x32} for 7 pixels, slot 7 left unwritten: a copy, as {@link #tile7x32} is of {@link #tile8x32}. */
+    static void phaseTile7x32(float[] x, int xBase, int sx, int rowStride, int rows, int cout, float[] wp, int wBase,
+                              MemorySegment tile) {
+        FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
+        FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS);
+        FloatVector b0 = FloatVector.zero(FS), b1 = FloatVector.zero(FS), b2 = FloatVector.zero(FS), b3 = FloatVector.zero(FS);
+        FloatVector b4 = FloatVector.zero(FS), b5 = FloatVector.zero(FS), b6 = FloatVector.zero(FS);
+        for (int ki = 0; ki < rows; ki++) {
+            int xb = xBase + ki * rowStride;
+            int wb = wBase + ki * 2 * cout * 32;
+            for (int j = 0; j < cout; j++) {
+                FloatVector wl = FloatVector.fromArray(FS, wp, wb + j * 32);
+                FloatVector wh = FloatVector.fromArray(FS, wp, wb + j * 32 + 16);
+                int i = xb + j;
+                FloatVector v = FloatVector.broadcast(FS, x[i]);
+                a0 = wl.fma(v, a0);
+                b0 = wh.fma(v, b0);
+                v = FloatVector.broadcast(FS, x[i + sx]);
+                a1 = wl.fma(v, a1);
+                b1 = wh.fma(v, b1);
+                v = FloatVector.broadcast(FS, x[i + 2 * sx]);
+                a2 = wl.fma(v, a2);
+                b2 = wh.fma(v, b2);
+                v = FloatVector.broadcast(FS, x[i + 3 * sx]);
+                a3 = wl.fma(v, a3);
+                b3 = wh.fma(v, b3);
+                v = FloatVector.broadcast(FS, x[i + 4 * sx]);
+                a4 = wl.fma(v, a4);
+                b4 = wh.fma(v, b4);
+                v = FloatVector.broadcast(FS, x[i + 5 * sx]);
+                a5 = wl.fma(v, a5);
+                b5 = wh.fma(v, b5);
+                v = FloatVector.broadcast(FS, x[i + 6 * sx]);
+                a6 = wl.fma(v, a6);
+                b6 = wh.fma(v, b6);
+            }
+            xb += cout;
+            wb += cout * 32;
+            for (int j = 0; j < cout; j++) {
+                FloatVector wh = FloatVector.fromArray(FS, wp, wb + j * 32 + 16);
+                int i = xb + j;
+                b0 = wh.fma(FloatVector.broadcast(FS, x[i]), b0);
+                b1 = wh.fma(FloatVector.broadcast(FS, x[i + sx]), b1);
+                b2 = wh.fma(FloatVector.broadcast(FS, x[i + 2 * sx]), b2);
+                b3 = wh.fma(FloatVector.broadcast(FS, x[i + 3 * sx]), b3);
+                b4 = wh.fma(FloatVector.broadcast(FS, x[i + 4 * sx]), b4);
+                b5 = wh.fma(FloatVector.broadcast(FS, x[i + 5 * sx]), b5);
+                b6 = wh.fma(FloatVector.broadcast(FS, x[i + 6 * sx]), b6);
+            }
+        }
+        a0.intoMemorySegment(tile, 0, NO);
+        a1.intoMemorySegment(tile, 64, NO);
+        a2.intoMemorySegment(tile, 128, NO);
+        a3.intoMemorySegment(tile, 192, NO);
+        a4.intoMemorySegment(tile, 256, NO);
+        a5.intoMemorySegment(tile, 320, NO);
+        a6.intoMemorySegment(tile, 384, NO);
+        b0.intoMemorySegment(tile, 512, NO);
+        b1.intoMemorySegment(tile, 576, NO);
+        b2.intoMemorySegment(tile, 640, NO);
+        b3.intoMemorySegment(tile, 704, NO);
+        b4.intoMemorySegment(tile, 768, NO);
+        b5.intoMemorySegment(tile, 832, NO);
+        b6.intoMemorySegment(tile, 896, NO);
     }
 
     // ------------------------------------------------------------------ weight gradient

@@ -140,6 +140,11 @@ class ConvolutionPathsTest {
         assertEquals(true, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {3, 16, 32, 32}, new int[] {32, 16, 3, 3}, 2, 2, 1, 1, 1)));
         assertEquals(true, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {2, 48, 16, 32}, new int[] {24, 48, 3, 3}, 2, 2, 1, 1, 1)));
         assertEquals(true, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {1, 16, 8, 16}, new int[] {8, 16, 3, 3}, 2, 2, 1, 1, 1)));
+        // Output rows of whole 7-pixel tiles (ResNet-50's 28, 14 and 7 px).
+        assertEquals(true, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {8, 128, 56, 56}, new int[] {128, 128, 3, 3}, 2, 2, 1, 1, 1)));
+        assertEquals(true, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {8, 256, 28, 28}, new int[] {256, 256, 3, 3}, 2, 2, 1, 1, 1)));
+        assertEquals(true, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {8, 512, 14, 14}, new int[] {512, 512, 3, 3}, 2, 2, 1, 1, 1)));
+        assertEquals(false, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 12, 12}, new int[] {32, 32, 3, 3}, 2, 2, 1, 1, 1)));
         // Left to the phases (or GEMM + col2im): 4x4 and 1x1 kernels, padding 0, odd sizes, 4-pixel output rows, 8 channels.
         assertEquals(false, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 16, 16}, new int[] {32, 32, 4, 4}, 2, 2, 1, 1, 1)));
         assertEquals(false, ConvDirectF32.handlesStride2InputGrad(geometry(new int[] {2, 32, 16, 16}, new int[] {64, 32, 1, 1}, 2, 2, 0, 0, 1)));
