@@ -1,5 +1,6 @@
 """PyTorch side of `jtorch bench jit`: the same pointwise chains eager and compiled by torch.compile (Inductor, CPU);
-with `--models`, the side of `jtorch bench jit-inference` (ResNet-20 and ResNet-50 forwards in evaluation).
+with `--models`, the side of `jtorch bench jit-inference` (ResNet-20 and ResNet-50 forwards in evaluation); with
+`--steps`, the side of `jtorch bench jit-steps` (MLP and ResNet-20 training steps).
 
 Needs PyTorch 2 (the 2.13 wheel in a virtual environment) and a C++ compiler for Inductor.
 Prints `name value` lines as JitBench does.
@@ -119,8 +120,60 @@ def models():
                 print(f"{tag}_compiled_speedup {eager[rounds // 2] / fused[rounds // 2]:.3f}", flush=True)
 
 
+def steps():
+    """`--steps`: the training steps of JitStepBench (`jtorch bench jit-steps`): the MLP 784-512-512-10 at batch 128 and
+    ResNet-20 at batch 32 (cross entropy, backward, SGD with momentum 0.9, lr 0.01), the model eager against the model
+    compiled by torch.compile (Inductor's defaults; the loss, backward and optimizer step run as in eager, as in the
+    jtorch bench where `Jit.compile` compiles the model), in alternating rounds, medians of the rounds; with
+    `--cputime` in this thread's CPU time, one thread."""
+    torch.set_num_threads(1)
+    clock = time.thread_time if "--cputime" in sys.argv else time.perf_counter
+    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
+    nn = torch.nn
+    mlp = lambda: nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    work = [("mlp_b128", mlp, (128, 784), 10 if quick else 50), ("resnet20_b32", ResNet20, (32, 3, 32, 32), 2 if quick else 5)]
+    rounds = 3 if quick else 5
+    for name, make, shape, per_round in work:
+        if only and name not in only:
+            continue
+        torch.manual_seed(0)
+        model = make().train()
+        x = torch.randn(shape)
+        y = torch.randint(0, 10, (shape[0],))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+        def step(f):
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(f(x), y).backward()
+            opt.step()
+
+        torch._dynamo.reset()
+        t0 = time.perf_counter()
+        compiled = torch.compile(model)
+        step(compiled)
+        print(f"{name}_train_first_call_ms {(time.perf_counter() - t0) * 1e3:.3f}", flush=True)
+        for _ in range(per_round):
+            step(model)
+            step(compiled)
+        eager, fused = [], []
+        for _ in range(rounds):
+            for f, ts in ((model, eager), (compiled, fused)):
+                t0 = clock()
+                for _ in range(per_round):
+                    step(f)
+                ts.append((clock() - t0) / per_round * 1e3)
+        eager.sort()
+        fused.sort()
+        print(f"{name}_train_eager_ms {eager[rounds // 2]:.3f}")
+        print(f"{name}_train_compiled_ms {fused[rounds // 2]:.3f}")
+        print(f"{name}_train_compiled_speedup {eager[rounds // 2] / fused[rounds // 2]:.3f}", flush=True)
+
+
 if "--models" in sys.argv:
     models()
+    sys.exit(0)
+if "--steps" in sys.argv:
+    steps()
     sys.exit(0)
 
 with torch.no_grad():
