@@ -757,7 +757,10 @@ final class Program {
                 }
             }
         }
-        Tensor out = needsGrad ? Tensor.empty(root.shape, DType.FLOAT32, root.device) : null;
+        // A lone ReLU of the product writes into the product with autograd too: its gradient reads only its input's sign,
+        // which the ReLU's output keeps, so the product need not be kept beside the output (one tensor stored, not two).
+        boolean inPlace = !needsGrad || record && e.activation() == LinalgKernels.Activation.RELU;
+        Tensor out = inPlace ? null : Tensor.empty(root.shape, DType.FLOAT32, root.device);
         try {
             StridedView[] operands = new StridedView[args.length];
             boolean blocks = numel > 0;
@@ -787,7 +790,14 @@ final class Program {
             }
             args[e.slot()] = product;
             if (!blocks) apply(f.kernel(), root, args, null, out);
-            if (out == null) return product;
+            if (out == null && !record) return product;
+            if (out == null) {
+                // The ReLU's values are in the product; its node (on a second handle) saves them for the sign.
+                out = product.alias();
+                recordBackward(f, args, out, null);
+                product.close();
+                return out;
+            }
             if (differentiable && needsGrad) recordBackward(f, args, out, null);
             product.close();
             return out;
