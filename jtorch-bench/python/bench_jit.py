@@ -18,17 +18,35 @@ torch.manual_seed(0)
 
 
 def measure(name, f, x):
+    """`name`'s chain eager and compiled, medians of 3 rounds; with `--cputime` in this thread's CPU time, one thread."""
     reps = 20 if quick else 60
+    clock = time.thread_time if "--cputime" in sys.argv else time.perf_counter
     t0 = time.perf_counter()
     compiled = torch.compile(f)
     compiled(x)
     print(f"{name}_first_call_ms {(time.perf_counter() - t0) * 1e3:.3f}")
     eager = fused = 0.0
     for _ in range(3):
-        eager += median(lambda: f(x), 5, reps)
-        fused += median(lambda: compiled(x), 5, reps)
+        eager += median(lambda: f(x), 5, reps, clock)
+        fused += median(lambda: compiled(x), 5, reps, clock)
     print(f"{name}_eager_ms {eager / 3 * 1e3:.3f}")
     print(f"{name}_compiled_ms {fused / 3 * 1e3:.3f}")
+
+
+def alternate(tag, eager_call, compiled_call, rounds, per_round, clock):
+    """Rounds of `per_round` calls, eager and compiled alternating; prints the medians (ms per call) and the speedup."""
+    eager, fused = [], []
+    for _ in range(rounds):
+        for f, ts in ((eager_call, eager), (compiled_call, fused)):
+            t0 = clock()
+            for _ in range(per_round):
+                f()
+            ts.append((clock() - t0) / per_round * 1e3)
+    eager.sort()
+    fused.sort()
+    print(f"{tag}_eager_ms {eager[rounds // 2]:.3f}")
+    print(f"{tag}_compiled_ms {fused[rounds // 2]:.3f}")
+    print(f"{tag}_compiled_speedup {eager[rounds // 2] / fused[rounds // 2]:.3f}", flush=True)
 
 
 def resnet50():
@@ -106,18 +124,7 @@ def models():
                 for _ in range(2):
                     model(x)
                     compiled(x)
-                eager, fused = [], []
-                for _ in range(rounds):
-                    for f, ts in ((model, eager), (compiled, fused)):
-                        t0 = clock()
-                        for _ in range(per_round):
-                            f(x)
-                        ts.append((clock() - t0) / per_round * 1e3)
-                eager.sort()
-                fused.sort()
-                print(f"{tag}_eager_ms {eager[rounds // 2]:.3f}")
-                print(f"{tag}_compiled_ms {fused[rounds // 2]:.3f}")
-                print(f"{tag}_compiled_speedup {eager[rounds // 2] / fused[rounds // 2]:.3f}", flush=True)
+                alternate(tag, lambda: model(x), lambda: compiled(x), rounds, per_round, clock)
 
 
 def steps():
@@ -155,18 +162,7 @@ def steps():
         for _ in range(per_round):
             step(model)
             step(compiled)
-        eager, fused = [], []
-        for _ in range(rounds):
-            for f, ts in ((model, eager), (compiled, fused)):
-                t0 = clock()
-                for _ in range(per_round):
-                    step(f)
-                ts.append((clock() - t0) / per_round * 1e3)
-        eager.sort()
-        fused.sort()
-        print(f"{name}_train_eager_ms {eager[rounds // 2]:.3f}")
-        print(f"{name}_train_compiled_ms {fused[rounds // 2]:.3f}")
-        print(f"{name}_train_compiled_speedup {eager[rounds // 2] / fused[rounds // 2]:.3f}", flush=True)
+        alternate(f"{name}_train", lambda: step(model), lambda: step(compiled), rounds, per_round, clock)
 
 
 if "--models" in sys.argv:
@@ -176,6 +172,8 @@ if "--steps" in sys.argv:
     steps()
     sys.exit(0)
 
+if "--cputime" in sys.argv:
+    torch.set_num_threads(1)
 with torch.no_grad():
     for n in ([1 << 20] if quick else [1 << 20, 1 << 24]):
         size = "1M" if n == 1 << 20 else "16M"
@@ -183,3 +181,11 @@ with torch.no_grad():
         measure(f"relu_add_{size}", lambda t: t.relu() + c, x)
         measure(f"bias_gelu_{size}", lambda t: torch.nn.functional.gelu(t * w + b), x)
         measure(f"tanh_chain_{size}", lambda t: torch.sigmoid(torch.tanh(t * 0.5) * t + 1.0) * c, x)
+        rows, residual = x.view(n // 1024, 1024), c.view(n // 1024, 1024)
+        gamma, beta = torch.randn(1024), torch.randn(1024)
+        ln = torch.nn.functional.layer_norm
+        measure(f"layer_norm_{size}", lambda t: ln(t, (1024,), gamma, beta, 1e-5), rows)
+        measure(f"residual_layer_norm_{size}", lambda t: ln(t + residual, (1024,), gamma, beta, 1e-5), rows)
+        if n == 1 << 20:
+            a, m, bias = torch.randn(1024, 256), torch.randn(256, 1024) * 0.06, torch.randn(1024)
+            measure("matmul_bias_gelu_1M", lambda t: torch.nn.functional.gelu(t @ m + bias), a)
