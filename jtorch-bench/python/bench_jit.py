@@ -18,7 +18,10 @@ torch.manual_seed(0)
 
 
 def measure(name, f, x):
-    """`name`'s chain eager and compiled, medians of 3 rounds; with `--cputime` in this thread's CPU time, one thread."""
+    """`name`'s chain eager and compiled, medians of 3 rounds; with `--cputime` in this thread's CPU time, one thread;
+    with `--only NAME,...` those chains alone."""
+    if "--only" in sys.argv and name not in sys.argv[sys.argv.index("--only") + 1].split(","):
+        return
     reps = 20 if quick else 60
     clock = time.thread_time if "--cputime" in sys.argv else time.perf_counter
     t0 = time.perf_counter()
