@@ -126,13 +126,7 @@ class JitEpilogueTest {
         if (!DEVICE.isCpu()) return;
         TensorFunction compiled = Jit.trace(f, x);
         compiled.apply(x).close();
-        org.jtorch.memory.Allocator cpu = org.jtorch.backend.Backends.of(DEVICE).allocator(DEVICE);
-        long before = cpu.stats().allocatedBytes();
-        cpu.resetPeakStats();
-        Tensor y = compiled.apply(x);
-        long bytes = 512 * 256 * 4;
-        assertTrue(cpu.stats().peakAllocatedBytes() - before < 2 * bytes,
-                "peak " + (cpu.stats().peakAllocatedBytes() - before) + " bytes above the inputs for a " + bytes + "-byte result");
+        Tensor y = JitChecks.assertPeakUnderTwoResults(() -> compiled.apply(x), 512 * 256 * 4);
         y.sum().backward();
         y.close();
     }
