@@ -1,5 +1,6 @@
 """PyTorch side of `jtorch bench jit`: the same pointwise chains eager and compiled by torch.compile (Inductor, CPU);
-with `--models`, the side of `jtorch bench jit-inference` (ResNet-20 and ResNet-50 forwards in evaluation).
+with `--models`, the side of `jtorch bench jit-inference` (ResNet-20 and ResNet-50 forwards in evaluation); with
+`--steps`, the side of `jtorch bench jit-steps` (MLP and ResNet-20 training steps).
 
 Needs PyTorch 2 (the 2.13 wheel in a virtual environment) and a C++ compiler for Inductor.
 Prints `name value` lines as JitBench does.
@@ -17,17 +18,38 @@ torch.manual_seed(0)
 
 
 def measure(name, f, x):
+    """`name`'s chain eager and compiled, medians of 3 rounds; with `--cputime` in this thread's CPU time, one thread;
+    with `--only NAME,...` those chains alone."""
+    if "--only" in sys.argv and name not in sys.argv[sys.argv.index("--only") + 1].split(","):
+        return
     reps = 20 if quick else 60
+    clock = time.thread_time if "--cputime" in sys.argv else time.perf_counter
     t0 = time.perf_counter()
     compiled = torch.compile(f)
     compiled(x)
     print(f"{name}_first_call_ms {(time.perf_counter() - t0) * 1e3:.3f}")
     eager = fused = 0.0
     for _ in range(3):
-        eager += median(lambda: f(x), 5, reps)
-        fused += median(lambda: compiled(x), 5, reps)
+        eager += median(lambda: f(x), 5, reps, clock)
+        fused += median(lambda: compiled(x), 5, reps, clock)
     print(f"{name}_eager_ms {eager / 3 * 1e3:.3f}")
     print(f"{name}_compiled_ms {fused / 3 * 1e3:.3f}")
+
+
+def alternate(tag, eager_call, compiled_call, rounds, per_round, clock):
+    """Rounds of `per_round` calls, eager and compiled alternating; prints the medians (ms per call) and the speedup."""
+    eager, fused = [], []
+    for _ in range(rounds):
+        for f, ts in ((eager_call, eager), (compiled_call, fused)):
+            t0 = clock()
+            for _ in range(per_round):
+                f()
+            ts.append((clock() - t0) / per_round * 1e3)
+    eager.sort()
+    fused.sort()
+    print(f"{tag}_eager_ms {eager[rounds // 2]:.3f}")
+    print(f"{tag}_compiled_ms {fused[rounds // 2]:.3f}")
+    print(f"{tag}_compiled_speedup {eager[rounds // 2] / fused[rounds // 2]:.3f}", flush=True)
 
 
 def resnet50():
@@ -105,24 +127,56 @@ def models():
                 for _ in range(2):
                     model(x)
                     compiled(x)
-                eager, fused = [], []
-                for _ in range(rounds):
-                    for f, ts in ((model, eager), (compiled, fused)):
-                        t0 = clock()
-                        for _ in range(per_round):
-                            f(x)
-                        ts.append((clock() - t0) / per_round * 1e3)
-                eager.sort()
-                fused.sort()
-                print(f"{tag}_eager_ms {eager[rounds // 2]:.3f}")
-                print(f"{tag}_compiled_ms {fused[rounds // 2]:.3f}")
-                print(f"{tag}_compiled_speedup {eager[rounds // 2] / fused[rounds // 2]:.3f}", flush=True)
+                alternate(tag, lambda: model(x), lambda: compiled(x), rounds, per_round, clock)
+
+
+def steps():
+    """`--steps`: the training steps of JitStepBench (`jtorch bench jit-steps`): the MLP 784-512-512-10 at batch 128 and
+    ResNet-20 at batch 32 (cross entropy, backward, SGD with momentum 0.9, lr 0.01), the model eager against the model
+    compiled by torch.compile (Inductor's defaults; the loss, backward and optimizer step run as in eager, as in the
+    jtorch bench where `Jit.compile` compiles the model), in alternating rounds, medians of the rounds; with
+    `--cputime` in this thread's CPU time, one thread."""
+    torch.set_num_threads(1)
+    clock = time.thread_time if "--cputime" in sys.argv else time.perf_counter
+    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
+    nn = torch.nn
+    mlp = lambda: nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    work = [("mlp_b128", mlp, (128, 784), 10 if quick else 50), ("resnet20_b32", ResNet20, (32, 3, 32, 32), 2 if quick else 5)]
+    rounds = 3 if quick else 5
+    for name, make, shape, per_round in work:
+        if only and name not in only:
+            continue
+        torch.manual_seed(0)
+        model = make().train()
+        x = torch.randn(shape)
+        y = torch.randint(0, 10, (shape[0],))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+        def step(f):
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(f(x), y).backward()
+            opt.step()
+
+        torch._dynamo.reset()
+        t0 = time.perf_counter()
+        compiled = torch.compile(model)
+        step(compiled)
+        print(f"{name}_train_first_call_ms {(time.perf_counter() - t0) * 1e3:.3f}", flush=True)
+        for _ in range(per_round):
+            step(model)
+            step(compiled)
+        alternate(f"{name}_train", lambda: step(model), lambda: step(compiled), rounds, per_round, clock)
 
 
 if "--models" in sys.argv:
     models()
     sys.exit(0)
+if "--steps" in sys.argv:
+    steps()
+    sys.exit(0)
 
+if "--cputime" in sys.argv:
+    torch.set_num_threads(1)
 with torch.no_grad():
     for n in ([1 << 20] if quick else [1 << 20, 1 << 24]):
         size = "1M" if n == 1 << 20 else "16M"
@@ -130,3 +184,11 @@ with torch.no_grad():
         measure(f"relu_add_{size}", lambda t: t.relu() + c, x)
         measure(f"bias_gelu_{size}", lambda t: torch.nn.functional.gelu(t * w + b), x)
         measure(f"tanh_chain_{size}", lambda t: torch.sigmoid(torch.tanh(t * 0.5) * t + 1.0) * c, x)
+        rows, residual = x.view(n // 1024, 1024), c.view(n // 1024, 1024)
+        gamma, beta = torch.randn(1024), torch.randn(1024)
+        ln = torch.nn.functional.layer_norm
+        measure(f"layer_norm_{size}", lambda t: ln(t, (1024,), gamma, beta, 1e-5), rows)
+        measure(f"residual_layer_norm_{size}", lambda t: ln(t + residual, (1024,), gamma, beta, 1e-5), rows)
+        if n == 1 << 20:
+            a, m, bias = torch.randn(1024, 256), torch.randn(256, 1024) * 0.06, torch.randn(1024)
+            measure("matmul_bias_gelu_1M", lambda t: torch.nn.functional.gelu(t @ m + bias), a)

@@ -33,7 +33,7 @@ public final class BenchMain {
             case "sort" -> print(SortBench.run(quick));
             case "rnn" -> print(RnnBench.run(quick, Arrays.asList(args).contains("--cputime")));
             case "optim" -> print(OptimBench.run(quick));
-            case "jit" -> print(JitBench.run(quick));
+            case "jit" -> print(JitBench.run(quick, Arrays.asList(args).contains("--cputime")));
             case "jit-steps" -> {
                 boolean cpuTime = Arrays.asList(args).contains("--cputime");
                 if (Arrays.asList(args).contains("--phases")) {
@@ -95,8 +95,10 @@ public final class BenchMain {
                                  one cell step's fused kernels against the same formulas as tensor ops
                                  (--cputime: the layers in thread CPU time, for JTORCH_NUM_THREADS=1)
                       sort       sort, argsort, topk, median, unique, searchsorted, multinomial (ms)
-                      jit        pointwise chains (relu(x) + c, gelu(x * w + b), a tanh/sigmoid chain) at 1M and 16M floats,
-                                 eager against Jit.trace, and the first compiled call (python/bench_jit.py: torch.compile)
+                      jit        pointwise chains (relu(x) + c, gelu(x * w + b), a tanh/sigmoid chain), layer norm over rows of
+                                 1024 with and without a residual add, at 1M and 16M floats, and gelu(x @ w + b) at 1M,
+                                 eager against Jit.trace, and the first compiled call (python/bench_jit.py: torch.compile;
+                                 --cputime: in thread CPU time, for JTORCH_NUM_THREADS=1)
                       jit-steps  MLP (batch 128) and ResNet-20 (batch 32) training steps, eager against Jit.compile in
                                  alternating rounds, and each step's peak CPU allocator bytes (--cputime: in thread CPU
                                  time, for JTORCH_NUM_THREADS=1; --profile: each kernel's time per step, both ways;

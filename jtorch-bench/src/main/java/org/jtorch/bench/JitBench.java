@@ -17,7 +17,11 @@ import org.jtorch.memory.MemoryScope;
 final class JitBench {
     private JitBench() {}
 
-    static Map<String, Double> run(boolean quick) {
+    /** Whether calls are timed in the calling thread's CPU time ({@code --cputime}, for {@code JTORCH_NUM_THREADS=1}). */
+    private static boolean cpuTime;
+
+    static Map<String, Double> run(boolean quick, boolean cpuTime) {
+        JitBench.cpuTime = cpuTime;
         Map<String, Double> out = new LinkedHashMap<>();
         long[] sizes = quick ? new long[] {1 << 20} : new long[] {1 << 20, 1 << 24};
         try (var g = Grad.noGrad()) {
@@ -31,6 +35,22 @@ final class JitBench {
                 measure(out, "relu_add_" + size, in -> in[0].relu().add(c), x, quick);
                 measure(out, "bias_gelu_" + size, in -> in[0].mul(w).add(b).gelu(), x, quick);
                 measure(out, "tanh_chain_" + size, in -> in[0].mul(0.5).tanh().mul(in[0]).add(1.0).sigmoid().mul(c), x, quick);
+                // The layer norm (rows of 1024) and a residual add feeding it (the dropout of its dropout-residual-
+                // layernorm block left out: random ops are not traced).
+                Tensor rows = x.view(n / 1024, 1024);
+                Tensor residual = c.view(n / 1024, 1024);
+                Tensor gamma = Torch.randn(1024);
+                Tensor beta = Torch.randn(1024);
+                measure(out, "layer_norm_" + size, in -> org.jtorch.nn.F.layerNorm(in[0], new long[] {1024}, gamma, beta, 1e-5), rows, quick);
+                measure(out, "residual_layer_norm_" + size,
+                        in -> org.jtorch.nn.F.layerNorm(in[0].add(residual), new long[] {1024}, gamma, beta, 1e-5), rows, quick);
+                if (n == 1 << 20) {
+                    // gelu(x @ w + b) with a [1024, 1024] result: the GEMM's epilogue.
+                    Tensor a = Torch.randn(1024, 256);
+                    Tensor m = Torch.randn(256, 1024).mul(0.06);
+                    Tensor bias = Torch.randn(1024);
+                    measure(out, "matmul_bias_gelu_1M", in -> in[0].matmul(m).add(bias).gelu(), a, quick);
+                }
             }
         }
         return out;
@@ -54,8 +74,8 @@ final class JitBench {
             scoped(compiled, x);
         }
         for (int r = 0; r < 3; r++) {
-            eager += Timing.median(5, reps, () -> scoped(f, x));
-            fused += Timing.median(5, reps, () -> scoped(compiled, x));
+            eager += cpuTime ? Timing.medianCpu(5, reps, () -> scoped(f, x)) : Timing.median(5, reps, () -> scoped(f, x));
+            fused += cpuTime ? Timing.medianCpu(5, reps, () -> scoped(compiled, x)) : Timing.median(5, reps, () -> scoped(compiled, x));
         }
         out.put(name + "_eager_ms", eager / 3 * 1e3);
         out.put(name + "_compiled_ms", fused / 3 * 1e3);

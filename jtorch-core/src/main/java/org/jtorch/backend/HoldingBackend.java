@@ -688,6 +688,16 @@ final class HoldingBackend implements Backend {
 
     private record Normalization(NormalizationKernels k) implements NormalizationKernels {
         @Override
+        public boolean blockMoments(StridedView block, double[] mean, double[] m2) {
+            hold("batch_norm", block, null, null);
+            try {
+                return k.blockMoments(block, mean, m2);
+            } finally {
+                drop(block, null, null);
+            }
+        }
+
+        @Override
         public void batchNormStats(StridedView x, long n, long c, long s, StridedView mean, StridedView var) {
             hold("batch_norm", x, mean, var);
             try {

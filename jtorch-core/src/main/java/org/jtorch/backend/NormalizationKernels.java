@@ -16,6 +16,18 @@ public interface NormalizationKernels {
     /** Per-channel mean and biased variance of {@code x} viewed as {@code [n, c, s]}, written into {@code mean} and {@code var}. */
     void batchNormStats(StridedView x, long n, long c, long s, StridedView mean, StridedView var);
 
+    /**
+     * Per-channel moments of one float32 block seen as {@code [images, channels, pixels]} (any strides): for block
+     * channel {@code k}, the mean of its {@code images * pixels} values into {@code mean[k]} and the sum of their squared
+     * deviations from that mean into {@code m2[k]}. A convolution's epilogue gathers a batch norm's statistics this way,
+     * block by block while each block is in cache, and combines the blocks' moments (Chan's formula). Returns false,
+     * having done nothing, where the backend does not read its memory on the host (then the caller takes the
+     * statistics of the whole tensor with {@link #batchNormStats}).
+     */
+    default boolean blockMoments(StridedView block, double[] mean, double[] m2) {
+        return false;
+    }
+
     /** {@code out = (x - mean[ch]) * invstd[ch] * weight[ch] + bias[ch]}; {@code out} is contiguous like {@code x}. */
     void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd, StridedView weight,
                         StridedView bias, StridedView out);

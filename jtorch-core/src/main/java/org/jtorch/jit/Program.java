@@ -92,9 +92,15 @@ final class Program {
      * With autograd one node computes the gradient at the batch norm's output with {@code gradients[slot]} (the
      * group's intermediates and the normalised values recomputed), then the batch norm's backward kernel from the
      * saved statistics; the group's other inputs take their gradient kernels as a fused group's do.
+     *
+     * <p>{@code conv}, where not null, is the float32 2-D convolution feeding the batch norm alone: it runs at the
+     * group's place with an epilogue that reads each block of its output as the thread that computed it finishes it,
+     * while the block is in that core's cache, and gathers the block's per-channel moments; the statistics come from
+     * those (combined in a fixed order, so they do not depend on the threads' schedule) instead of a second pass over
+     * the output. The convolution's output is still stored: the batch norm's backward reads it.
      */
     private record NormalizedGroup(Graph.Node node, Fused group, Graph.Node producer, int slot, FormulaKernel kernel,
-                                   FormulaKernel[] gradients) implements Step {}
+                                   FormulaKernel[] gradients, Graph.Node conv) implements Step {}
 
     /**
      * A convolution whose only consumer is a batch norm in evaluation, folded into it (inference only): the batch
@@ -197,8 +203,10 @@ final class Program {
                         new java.util.concurrent.atomic.AtomicBoolean()));
                 inlined.put(producer, true);
             } else if (normalizer != null) {
-                groups.put(n, normalized(f, normalizer));
+                Graph.Node conv = statisticsConvolution(normalizer, uses);
+                groups.put(n, normalized(f, normalizer, conv));
                 inlined.put(normalizer, true);
+                if (conv != null) inlined.put(conv, true);
             } else if (convolution != null) {
                 boolean folded = convolution.op == FrontEndOps.BATCH_NORM;
                 Graph.Node conv = folded ? (Graph.Node) convolution.inputs.get(0) : convolution;
@@ -334,6 +342,21 @@ final class Program {
         return null;
     }
 
+    /**
+     * The float32 2-D convolution of a batched input that feeds training-mode batch norm {@code bn} alone, on its device,
+     * neither written in place nor reading what is (it runs at the fused group's place in the order): its epilogue
+     * can gather the batch norm's statistics ({@link NormalizedGroup}); null where none.
+     */
+    private Graph.Node statisticsConvolution(Graph.Node bn, Map<Graph.Node, Integer> uses) {
+        if (!(bn.inputs.get(0) instanceof Graph.Node conv) || conv.op != FrontEndOps.CONV2D || uses.get(conv) != 1
+                || conv.dtype != DType.FLOAT32 || conv.shape.length != 4 || conv.inputs.get(0) == null
+                || conv.inputs.get(0).shape().length != 4 || !conv.device.equals(bn.device) || graph.mutated.contains(conv)
+                || readsMutated(conv)) {
+            return null;
+        }
+        return conv;
+    }
+
     /** Whether a node after batch norm {@code bn} and before {@code root} reads its running mean or variance. */
     private boolean runningStatisticsReadBefore(Graph.Node bn, Graph.Node root) {
         for (Graph.Node n : graph.nodes.subList(bn.id + 1, root.id)) {
@@ -345,7 +368,7 @@ final class Program {
     }
 
     /** {@code f} with its input {@code bn} (a batch norm) computed inside its kernels: see {@link NormalizedGroup}. */
-    private NormalizedGroup normalized(Fused f, Graph.Node bn) {
+    private NormalizedGroup normalized(Fused f, Graph.Node bn, Graph.Node conv) {
         FusedGroup g = f.group();
         int slot = g.inputs.indexOf(bn);
         int others = g.inputs.size() - 1;
@@ -371,7 +394,7 @@ final class Program {
                 gradients[k] = same < k ? gradients[same] : compiler.compile(withInputs(grads[k], input), count + 1);
             }
         }
-        return new NormalizedGroup(f.node(), f, bn, slot, kernel, gradients);
+        return new NormalizedGroup(f.node(), f, bn, slot, kernel, gradients, conv);
     }
 
     /** {@code e} with each input {@code k} replaced by {@code input.apply(k)}. */
@@ -492,7 +515,9 @@ final class Program {
             case NormalizedGroup e -> {
                 List<Graph.Value> in = new ArrayList<>(e.group().group().inputs);
                 in.remove(e.slot());
-                for (Graph.Value v : e.producer().inputs) if (v != null) in.add(v);
+                List<Graph.Value> bnInputs = e.producer().inputs;
+                for (Graph.Value v : e.conv() == null ? bnInputs : bnInputs.subList(1, bnInputs.size())) if (v != null) in.add(v);
+                if (e.conv() != null) for (Graph.Value v : e.conv().inputs) if (v != null) in.add(v);
                 yield in;
             }
             case FoldedConvBatchNorm f -> {
@@ -732,7 +757,10 @@ final class Program {
                 }
             }
         }
-        Tensor out = needsGrad ? Tensor.empty(root.shape, DType.FLOAT32, root.device) : null;
+        // A lone ReLU of the product writes into the product with autograd too: its gradient reads only its input's sign,
+        // which the ReLU's output keeps, so the product need not be kept beside the output (one tensor stored, not two).
+        boolean inPlace = !needsGrad || record && e.activation() == LinalgKernels.Activation.RELU;
+        Tensor out = inPlace ? null : Tensor.empty(root.shape, DType.FLOAT32, root.device);
         try {
             StridedView[] operands = new StridedView[args.length];
             boolean blocks = numel > 0;
@@ -762,7 +790,14 @@ final class Program {
             }
             args[e.slot()] = product;
             if (!blocks) apply(f.kernel(), root, args, null, out);
-            if (out == null) return product;
+            if (out == null && !record) return product;
+            if (out == null) {
+                // The ReLU's values are in the product; its node (on a second handle) saves them for the sign.
+                out = product.alias();
+                recordBackward(f, args, out, null);
+                product.close();
+                return out;
+            }
             if (differentiable && needsGrad) recordBackward(f, args, out, null);
             product.close();
             return out;
@@ -779,7 +814,13 @@ final class Program {
     private Tensor runNormalized(NormalizedGroup e, Tensor[] inputs, Tensor[] values, int step) {
         Graph.Node root = e.node();
         Graph.Node bn = e.producer();
-        Tensor input = resolve(bn.inputs.get(0), inputs, values);
+        Tensor runningMean = resolve(bn.inputs.get(1), inputs, values);
+        Tensor runningVar = resolve(bn.inputs.get(2), inputs, values);
+        // With the convolution fused in: its output, its statistics gathered by its epilogue (null: it could not take one).
+        Tensor[] convolved = e.conv() == null ? null : convolutionWithStatistics(e, inputs, values, runningMean, runningVar);
+        Tensor input = convolved != null ? convolved[0] : e.conv() != null ? replay(e.conv(), inputs, values) : resolve(bn.inputs.get(0), inputs, values);
+        // The convolution's output is this step's: closed at its end unless it becomes the step's output.
+        Tensor owned = e.conv() != null ? input : null;
         Tensor weight = resolve(bn.inputs.get(3), inputs, values);
         Tensor bias = bn.inputs.size() > 4 ? resolve(bn.inputs.get(4), inputs, values) : null;
         Tensor[] groupArgs = arguments(e.group(), inputs, values);
@@ -795,12 +836,17 @@ final class Program {
         List<Graph.Value> candidates = new ArrayList<>(e.group().group().inputs);
         candidates.set(e.slot(), bn.inputs.get(0));
         Tensor reused = record ? null : reusable(candidates, step, root, values);
+        if (reused == null && !record && owned != null && owned.isContiguous()) {
+            // Memory planning: the convolution's output is read by this kernel alone, each element before it is written.
+            reused = owned;
+            owned = null;
+        }
         Tensor x;
         Tensor[] stats;
         try (var off = Grad.noGrad()) {
             x = input.contiguous();
-            stats = Normalization.batchNormStatistics(x, resolve(bn.inputs.get(1), inputs, values),
-                    resolve(bn.inputs.get(2), inputs, values), bn.scalars[1], bn.scalars[2]);
+            stats = convolved != null ? new Tensor[] {convolved[1], convolved[2]}
+                    : Normalization.batchNormStatistics(x, runningMean, runningVar, bn.scalars[1], bn.scalars[2]);
         }
         Tensor[] perChannel = {stats[0], stats[1], weight, bias};
         Tensor out = reused != null ? reused : Tensor.empty(root.shape, DType.FLOAT32, root.device);
@@ -816,8 +862,82 @@ final class Program {
             x.close();
             stats[0].close();
             stats[1].close();
+            if (owned != null) owned.close();
         }
         return out;
+    }
+
+    /** One block's per-channel moments (over its images and pixels), where it starts in the output. */
+    private record BlockMoments(long image0, long pixel0, int channel0, double count, double[] mean, double[] m2) {}
+
+    /**
+     * The convolution feeding {@code e}'s batch norm with an epilogue gathering each block's per-channel moments, and
+     * the batch norm's statistics from them (the running statistics updated as eagerly): {@code [output, mean,
+     * invstd]}, or null, having done nothing, where the convolution does not take an epilogue. Where the backend does
+     * not read its blocks on the host, the statistics are one pass over the output after it.
+     */
+    private static Tensor[] convolutionWithStatistics(NormalizedGroup e, Tensor[] inputs, Tensor[] values, Tensor runningMean,
+                                                      Tensor runningVar) {
+        Graph.Node conv = e.conv();
+        Graph.Node bn = e.producer();
+        org.jtorch.backend.NormalizationKernels kernels = Backends.of(conv.device).normalization();
+        List<BlockMoments> parts = java.util.Collections.synchronizedList(new ArrayList<>());
+        java.util.concurrent.atomic.AtomicBoolean onHost = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Tensor out = org.jtorch.ops.Convolution.conv2dObserved(resolve(conv.inputs.get(0), inputs, values),
+                resolve(conv.inputs.get(1), inputs, values), resolve(conv.inputs.get(2), inputs, values), conv.scalars, product -> {
+                    StridedView pv = Dispatcher.view(product);
+                    return (i0, i1, c0, c1, p0, p1) -> {
+                        double[] mean = new double[c1 - c0];
+                        double[] m2 = new double[c1 - c0];
+                        if (kernels.blockMoments(block(pv, i0, i1, c0, c1, p0, p1), mean, m2)) {
+                            parts.add(new BlockMoments(i0, p0, c0, (double) (i1 - i0) * (p1 - p0), mean, m2));
+                        } else {
+                            onHost.set(false);
+                        }
+                    };
+                });
+        if (out == null) return null;
+        try (var off = Grad.noGrad()) {
+            if (!onHost.get()) {
+                try (Tensor x = out.contiguous()) {
+                    Tensor[] stats = Normalization.batchNormStatistics(x, runningMean, runningVar, bn.scalars[1], bn.scalars[2]);
+                    return new Tensor[] {out, stats[0], stats[1]};
+                }
+            }
+            int channels = Math.toIntExact(out.size(1));
+            double[] count = new double[channels];
+            double[] mean = new double[channels];
+            double[] m2 = new double[channels];
+            // Chan et al.'s pairwise update, in the blocks' order in the output (not the order the threads finished them).
+            parts.sort(java.util.Comparator.comparingLong(BlockMoments::image0).thenComparingLong(BlockMoments::pixel0)
+                    .thenComparingInt(BlockMoments::channel0));
+            for (BlockMoments p : parts) {
+                if (p.count() == 0) continue;
+                for (int k = 0; k < p.mean().length; k++) {
+                    int ch = p.channel0() + k;
+                    double total = count[ch] + p.count();
+                    double delta = p.mean()[k] - mean[ch];
+                    mean[ch] += delta * p.count() / total;
+                    m2[ch] += p.m2()[k] + delta * delta * count[ch] * p.count() / total;
+                    count[ch] = total;
+                }
+            }
+            float[] meanValues = new float[channels];
+            float[] varValues = new float[channels];
+            for (int ch = 0; ch < channels; ch++) {
+                meanValues[ch] = (float) mean[ch];
+                varValues[ch] = (float) (m2[ch] / count[ch]);
+            }
+            Tensor meanTensor = Torch.tensor(meanValues);
+            try (Tensor var = Torch.tensor(varValues)) {
+                Tensor[] stats = Normalization.batchNormStatistics(meanTensor, var, out.numel() / channels, runningMean, runningVar,
+                        bn.scalars[1], bn.scalars[2]);
+                return new Tensor[] {out, stats[0], stats[1]};
+            }
+        } catch (RuntimeException ex) {
+            out.close();
+            throw ex;
+        }
     }
 
     /** The normalised kernel's arguments: the group's other inputs, {@code x}, then the per-channel values as {@code [C, 1, ...]}. */
@@ -1207,6 +1327,7 @@ final class Program {
                 case NormalizedGroup e -> {
                     FusedGroup g = e.group().group();
                     s.append(e.node()).append(" = batch norm statistics of ").append(Graph.name(e.producer().inputs.get(0)))
+                            .append(e.conv() != null ? " gathered by its convolution's epilogue (" + e.conv() + ")" : "")
                             .append(", then one kernel normalising (").append(e.producer()).append(") into ").append(g.ops)
                             .append(g.ops == 1 ? " op" : " ops").append(" over (")
                             .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');

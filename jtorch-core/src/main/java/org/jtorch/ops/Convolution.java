@@ -6,6 +6,7 @@ import org.jtorch.op.OpDef;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
 import org.jtorch.amp.Autocast;
+import org.jtorch.autograd.Autograd;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
@@ -217,6 +218,22 @@ public final class Convolution {
      */
     public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, double[] args,
                                 java.util.function.Function<Tensor, ConvolutionKernels.Epilogue> epilogue) {
+        return conv2dWithEpilogue(input, weight, bias, args, epilogue, false);
+    }
+
+    /**
+     * {@link #conv2d(Tensor, Tensor, Tensor, double[], java.util.function.Function)} for an epilogue that only reads
+     * each block, leaving the output as the convolution wrote it: the convolution's autograd is recorded as by
+     * {@code conv2d}. The JIT's training-mode batch norm gathers its statistics this way.
+     */
+    public static Tensor conv2dObserved(Tensor input, Tensor weight, Tensor bias, double[] args,
+                                        java.util.function.Function<Tensor, ConvolutionKernels.Epilogue> observer) {
+        return conv2dWithEpilogue(input, weight, bias, args, observer, true);
+    }
+
+    private static Tensor conv2dWithEpilogue(Tensor input, Tensor weight, Tensor bias, double[] args,
+                                             java.util.function.Function<Tensor, ConvolutionKernels.Epilogue> epilogue,
+                                             boolean differentiable) {
         if (input.dim() != 4 || input.dtype() != DType.FLOAT32 || weight.dtype() != DType.FLOAT32
                 || bias != null && (bias.dtype() != DType.FLOAT32 || !bias.device().equals(input.device()))
                 || !weight.device().equals(input.device())) {
@@ -235,6 +252,10 @@ public final class Convolution {
         } catch (RuntimeException ex) {
             out.close();
             throw ex;
+        }
+        Tensor[] operands = {input, weight, bias};
+        if (differentiable && Autograd.needsGrad(operands)) {
+            Dispatcher.record(ConvolutionOps.CONVOLUTION, operands, operands, out, scalars(p.geo()), null);
         }
         return out;
     }

@@ -103,14 +103,24 @@ public final class Normalization {
         Tensor mean = Tensor.empty(new long[] {c}, statsType, x.device());
         try (Tensor var = Tensor.empty(new long[] {c}, statsType, x.device())) {
             Backends.of(x.device()).normalization().batchNormStats(view(x), n, c, s, view(mean), view(var));
-            long count = n * s;
-            if (runningMean != null) runningMean.mul_(1 - momentum).add_(mean, momentum);
-            if (runningVar != null) {
-                double unbias = count > 1 ? (double) count / (count - 1) : Double.NaN;
-                runningVar.mul_(1 - momentum).add_(var, momentum * unbias);
-            }
-            return new Tensor[] {mean, invstd(var, eps)};
+            return batchNormStatistics(mean, var, n * s, runningMean, runningVar, momentum, eps);
         }
+    }
+
+    /**
+     * The end of {@link #batchNormStatistics(Tensor, Tensor, Tensor, double, double)} from a batch's per-channel
+     * {@code mean} and biased {@code var} over {@code count} values each, computed elsewhere (the JIT gathers them in a
+     * convolution's epilogue): the running statistics updated, then {@code [mean, invstd]} ({@code mean} itself, now
+     * the caller's to close with the new {@code invstd}; {@code var} stays the caller's).
+     */
+    public static Tensor[] batchNormStatistics(Tensor mean, Tensor var, long count, Tensor runningMean, Tensor runningVar,
+                                               double momentum, double eps) {
+        if (runningMean != null) runningMean.mul_(1 - momentum).add_(mean, momentum);
+        if (runningVar != null) {
+            double unbias = count > 1 ? (double) count / (count - 1) : Double.NaN;
+            runningVar.mul_(1 - momentum).add_(var, momentum * unbias);
+        }
+        return new Tensor[] {mean, invstd(var, eps)};
     }
 
     // ------------------------------------------------------------------ instance, group and local response norm

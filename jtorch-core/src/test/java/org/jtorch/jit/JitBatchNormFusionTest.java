@@ -85,6 +85,79 @@ class JitBatchNormFusionTest {
                 new long[] {2, 3, 6, 6}, 3, new Tensor[] {w, gamma, beta}, true);
     }
 
+    /**
+     * The convolution feeding the batch norm gathers its statistics block by block in its epilogue (each CPU path cuts
+     * the output into different blocks: Winograd's tiles, the direct kernels' rows, the 1x1 path's columns, the batch
+     * GEMM of small images, the stem's implicit GEMM), a conv bias and outputs far from zero (the moments are shifted
+     * sums) included: compiled equals eager in values, gradients and running statistics.
+     */
+    @Test
+    void aConvolutionGathersItsBatchNormsStatisticsInItsEpilogue() {
+        Torch.manualSeed(27);
+        record Case(long[] input, int cout, int kernel, int stride, int padding, boolean bias) {}
+        Case[] cases = {
+            new Case(new long[] {2, 16, 32, 32}, 16, 3, 1, 1, false),
+            new Case(new long[] {3, 8, 13, 11}, 12, 3, 2, 1, true),
+            new Case(new long[] {2, 16, 14, 14}, 32, 1, 1, 0, false),
+            new Case(new long[] {5, 8, 4, 4}, 16, 3, 1, 1, true),
+            new Case(new long[] {1, 3, 40, 40}, 8, 7, 2, 3, false),
+        };
+        for (Case k : cases) {
+            long cin = k.input()[1];
+            Tensor w = randn(k.cout(), cin, k.kernel(), k.kernel()).mul(1.0 / Math.sqrt(cin * k.kernel() * k.kernel())).requiresGrad_(true);
+            // A bias of 40 puts every output far from zero: unshifted sums of squares would cancel there.
+            Tensor b = k.bias() ? randn(k.cout()).add(40).requiresGrad_(true) : null;
+            Tensor gamma = randn(k.cout()).requiresGrad_(true);
+            Tensor beta = randn(k.cout()).requiresGrad_(true);
+            Tensor[] leaves = b == null ? new Tensor[] {w, gamma, beta} : new Tensor[] {w, b, gamma, beta};
+            check((x, s) -> F.batchNorm(F.conv2d(x, w, b, k.stride(), k.padding()), s.mean(), s.var(), gamma, beta, true, 0.1, 1e-5).relu(),
+                    k.input(), k.cout(), leaves, true);
+            TensorFunction f = in -> F.batchNorm(F.conv2d(in[0], w, b, k.stride(), k.padding()), null, null, gamma, beta, true, 0.1, 1e-5).relu();
+            String plan = Jit.explain(f, randn(k.input()));
+            assertTrue(plan.contains("gathered by its convolution's epilogue"), plan);
+        }
+    }
+
+    /**
+     * Without autograd the statistics still come from the epilogue and the normalised group writes over the
+     * convolution's output (memory planning); a convolution whose output is read twice keeps its own step.
+     */
+    @Test
+    void aConvolutionsStatisticsWithoutAutogradAndAConvolutionReadTwice() {
+        Torch.manualSeed(28);
+        Tensor w = randn(8, 4, 3, 3).mul(0.3);
+        Tensor gamma = randn(8);
+        Stats s = Stats.of(8);
+        Stats t = s.copy();
+        Tensor x = randn(3, 4, 9, 10);
+        try (var g = Grad.noGrad()) {
+            TensorFunction f = in -> F.batchNorm(F.conv2d(in[0], w, null, 1, 1), t.mean(), t.var(), gamma, null, true, 0.1, 1e-5).relu();
+            // explain traces a call: on a copy of the statistics, so that both sides stay one update apart.
+            Stats u = s.copy();
+            TensorFunction other = in -> F.batchNorm(F.conv2d(in[0], w, null, 1, 1), u.mean(), u.var(), gamma, null, true, 0.1, 1e-5).relu();
+            assertTrue(Jit.explain(other, x).contains("gathered by its convolution's epilogue"), Jit.explain(other, x));
+            TensorFunction compiled = Jit.trace(f, x);
+            F.batchNorm(F.conv2d(x, w, null, 1, 1), s.mean(), s.var(), gamma, null, true, 0.1, 1e-5).close();
+            for (int batch = 0; batch < 2; batch++) {
+                Tensor y = randn(3, 4, 9, 10);
+                assertClose(F.batchNorm(F.conv2d(y, w, null, 1, 1), s.mean(), s.var(), gamma, null, true, 0.1, 1e-5).relu(),
+                        compiled.apply(y), 1e-5f);
+                assertClose(s.mean(), t.mean(), 1e-6f);
+                assertClose(s.var(), t.var(), 1e-6f);
+            }
+        }
+        Tensor wg = w.clone().requiresGrad_(true);
+        check((in, st) -> {
+            Tensor c = F.conv2d(in, wg, null, 1, 1);
+            return F.batchNorm(c, st.mean(), st.var(), gamma, null, true, 0.1, 1e-5).relu().add(c.mul(0.5));
+        }, new long[] {3, 4, 9, 10}, 8, new Tensor[] {wg}, true);
+        TensorFunction twice = in -> {
+            Tensor c = F.conv2d(in[0], wg, null, 1, 1);
+            return F.batchNorm(c, null, null, gamma, null, true, 0.1, 1e-5).relu().add(c.mul(0.5));
+        };
+        assertFalse(Jit.explain(twice, x).contains("gathered by its convolution's epilogue"), Jit.explain(twice, x));
+    }
+
     @Test
     void withoutAffineParametersAndOnRowsOfFeatures() {
         Torch.manualSeed(23);

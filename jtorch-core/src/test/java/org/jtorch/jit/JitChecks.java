@@ -14,6 +14,21 @@ final class JitChecks {
 
     private JitChecks() {}
 
+    /**
+     * {@code call()} on the CPU with the allocator's peak reset: asserts that the call's peak above what was allocated
+     * before it stays under two blocks of {@code resultBytes} (the result and at most part of another), and returns
+     * the result.
+     */
+    static Tensor assertPeakUnderTwoResults(java.util.function.Supplier<Tensor> call, long resultBytes) {
+        org.jtorch.memory.Allocator cpu = org.jtorch.backend.Backends.of(DEVICE).allocator(DEVICE);
+        long before = cpu.stats().allocatedBytes();
+        cpu.resetPeakStats();
+        Tensor y = call.get();
+        long peak = cpu.stats().peakAllocatedBytes() - before;
+        assertTrue(peak < 2 * resultBytes, "peak " + peak + " bytes above the inputs for a " + resultBytes + "-byte result");
+        return y;
+    }
+
     static Tensor randn(long... shape) {
         return Torch.randn(shape).to(DEVICE);
     }

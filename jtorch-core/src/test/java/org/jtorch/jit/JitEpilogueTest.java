@@ -110,6 +110,27 @@ class JitEpilogueTest {
         }
     }
 
+    /**
+     * With autograd, a linear layer's lone ReLU is written into the product (its gradient reads only the sign, which
+     * the output keeps): the call holds one product-sized block beside its inputs, not the product and the output,
+     * and the gradients still match eager.
+     */
+    @Test
+    void withAutogradALinearLayersReluStoresOneTensor() {
+        Torch.manualSeed(18);
+        Tensor w = randn(256, 64).mul(0.2).requiresGrad_(true);
+        Tensor b = randn(256).requiresGrad_(true);
+        Tensor x = randn(512, 64).requiresGrad_(true);
+        TensorFunction f = in -> F.linear(in[0], w, b).relu();
+        checkCompiled(f, x, new Tensor[] {x, w, b}, "with an epilogue of 1 op", 1e-6f);
+        if (!DEVICE.isCpu()) return;
+        TensorFunction compiled = Jit.trace(f, x);
+        compiled.apply(x).close();
+        Tensor y = JitChecks.assertPeakUnderTwoResults(() -> compiled.apply(x), 512 * 256 * 4);
+        y.sum().backward();
+        y.close();
+    }
+
     @Test
     void anMlpTrainsTheSameCompiled() {
         Torch.manualSeed(15);

@@ -148,14 +148,7 @@ class JitTest {
                 assertClose(f.apply(x), compiled.apply(x), SAME_OPS);
             }
             if (!DEVICE.isCpu()) return;
-            org.jtorch.memory.Allocator cpu = org.jtorch.backend.Backends.of(DEVICE).allocator(DEVICE);
-            long before = cpu.stats().allocatedBytes();
-            cpu.resetPeakStats();
-            Tensor y = compiled.apply(x);
-            long bytes = 512 * 512 * 4;
-            assertTrue(cpu.stats().peakAllocatedBytes() - before < 2 * bytes,
-                    "peak " + (cpu.stats().peakAllocatedBytes() - before) + " bytes above the inputs for a " + bytes + "-byte result");
-            y.close();
+            JitChecks.assertPeakUnderTwoResults(() -> compiled.apply(x), 512 * 512 * 4).close();
         }
     }
 

@@ -136,6 +136,59 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         storeChannels(var, v);
     }
 
+    @Override
+    public boolean blockMoments(StridedView block, double[] mean, double[] m2) {
+        if (block.dtype() != DType.FLOAT32 || block.dim() != 3) {
+            throw new IllegalArgumentException("blockMoments: expected a float32 [images, channels, pixels] block, got "
+                    + block.dtype() + " of rank " + block.dim());
+        }
+        long images = block.shape()[0];
+        long pixels = block.shape()[2];
+        int channels = Math.toIntExact(block.shape()[1]);
+        long[] st = block.strides();
+        MemorySegment xs = block.memory();
+        long xb = base(block);
+        double count = (double) images * pixels;
+        for (int ch = 0; ch < channels; ch++) {
+            if (count == 0) {
+                mean[ch] = 0;
+                m2[ch] = 0;
+                continue;
+            }
+            long channelBase = xb + ch * st[1] * 4;
+            // Shifted by the block's first value of the channel, as batchNormStats shifts by the channel's first value:
+            // the sum of squares then does not cancel for values far from zero.
+            float k = xs.get(ElementIO.F32, channelBase);
+            FloatVector acc = FloatVector.zero(FS);
+            FloatVector acc2 = FloatVector.zero(FS);
+            double sum = 0;
+            double sq = 0;
+            for (long i = 0; i < images; i++) {
+                long off = channelBase + i * st[0] * 4;
+                long j = 0;
+                if (st[2] == 1) {
+                    long upper = pixels - pixels % FL;
+                    for (; j < upper; j += FL) {
+                        FloatVector d = ld(xs, off + 4 * j).sub(k);
+                        acc = acc.add(d);
+                        acc2 = d.fma(d, acc2);
+                    }
+                }
+                for (; j < pixels; j++) {
+                    double d = xs.get(ElementIO.F32, off + 4 * j * st[2]) - k;
+                    sum += d;
+                    sq += d * d;
+                }
+            }
+            sum += VectorF32.sumLanes(acc);
+            sq += VectorF32.sumLanes(acc2);
+            double shifted = sum / count;
+            mean[ch] = k + shifted;
+            m2[ch] = Math.max(0, sq - sum * shifted);
+        }
+        return true;
+    }
+
     private static void statsF32(MemorySegment xs, long xb, long n, long c, long s, long ch, double[] m, double[] v) {
         float k = xs.get(ElementIO.F32, xb + ch * s * 4);
         double sum = 0;
