@@ -21,7 +21,6 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  */
 final class ConvSmallMapF32 {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_512;
-    private static final VectorSpecies<Float> FS8 = FloatVector.SPECIES_256;
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
     private static final int MR = Gemm.MR, NR = Gemm.NR, L = 16;
     /** Output maps of at most this many pixels go here (4x4 and below, as {@link ConvGemmF32#MAX_PIXELS}). */
@@ -38,9 +37,10 @@ final class ConvSmallMapF32 {
      */
     static boolean handlesInputGrad(Geometry g) {
         long l = (long) g.oh() * g.ow();
+        long pixels = Math.max(l, (long) g.h() * g.w()), channels = roundUp(Math.max(g.cin(), g.cout()), NR);
         return Gemm.L == L && g.groups() == 1 && g.kh() * g.kw() > 1 && l > 0 && l <= MAX_PIXELS && g.n() >= 16 && g.cin() >= 16
-                && g.cout() >= 16 && (long) g.n() * g.cin() * g.h() * g.w() < Integer.MAX_VALUE
-                && (long) g.n() * g.cout() * l < Integer.MAX_VALUE && (long) roundUp(Math.max(g.cin(), g.cout()), MR) * g.kg() < Integer.MAX_VALUE;
+                && g.cout() >= 16 && (long) roundUp(g.n(), NR) * channels * pixels < Integer.MAX_VALUE
+                && channels * channels * g.kh() * g.kw() < Integer.MAX_VALUE;
     }
 
     /**
@@ -98,6 +98,7 @@ final class ConvSmallMapF32 {
         float[] bv = new float[cout];
         if (bias != null) MemorySegment.copy(bias, F32, bOff * Float.BYTES, bv, 0, cout);
         run(wp, k * MR, kk * MR, xb, lin * cin * NR, cin, new Pairs(start, aOffs, bOffs), cout, l, g.n(), bv, out, oOff);
+        // Every strip's task writes a channel block of every image: the epilogue runs once, over the whole output.
         if (epilogue != null) epilogue.block(0, g.n(), 0, cout, 0, l);
     }
 
