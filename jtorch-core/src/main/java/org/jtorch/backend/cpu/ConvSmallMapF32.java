@@ -276,7 +276,9 @@ final class ConvSmallMapF32 {
 
     /**
      * {@code tile[r * NR + j] = sum over target i's pairs of sum_c A[aBase + aOff + c * aStep + r] * B[bBase + bOff + c * NR + j]}:
-     * {@link Gemm#kernel}'s 8x32 register tile, accumulating over every pair before it stores.
+     * {@link Gemm#kernel}'s 8x32 register tile, accumulating over every pair before it stores. Its own copy of that loop:
+     * Gemm's reads one packed A strip at step MR and stores per call; here A is strided (the forward's taps lie kk apart
+     * in the packed weight) and the accumulators stay in registers across the pairs.
      */
     private static void tile(int depth, Pairs pairs, int i, float[] ap, int aBase, int aStep, float[] bp, int bBase, float[] tile) {
         FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS);
