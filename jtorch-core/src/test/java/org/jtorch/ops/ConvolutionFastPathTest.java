@@ -169,13 +169,23 @@ class ConvolutionFastPathTest {
      */
     @Test
     void randomSmallImagesMatchFloat64() {
-        Random r = new Random(31);
-        for (int i = 0; i < 16; ) {
-            int kh = 1 + r.nextInt(5), kw = 1 + r.nextInt(5), s = 1 + r.nextInt(3), d = 1 + r.nextInt(2);
-            int ph = r.nextInt(3), pw = r.nextInt(3), h = 1 + r.nextInt(12), w = 1 + r.nextInt(12);
+        compareRandomSmallOutputs(new Random(31), 16, 5, 3, 12, new int[] {2, 4}, new int[] {1, 40}, 30);
+    }
+
+    /**
+     * {@code shapes} random convolutions with at most 16 output pixels against float64: kernels 1 to {@code maxKernel}
+     * wide, strides 1 to {@code maxStride}, dilations 1-2, paddings 0-2, images 1 to {@code maxSize} each way, images and
+     * input channels {@code [from, from + range)}, 16 to {@code 16 + coutRange - 1} output channels.
+     */
+    private static void compareRandomSmallOutputs(Random r, int shapes, int maxKernel, int maxStride, int maxSize, int[] images,
+                                                  int[] channels, int coutRange) {
+        for (int i = 0; i < shapes; ) {
+            int kh = 1 + r.nextInt(maxKernel), kw = 1 + r.nextInt(maxKernel), s = 1 + r.nextInt(maxStride), d = 1 + r.nextInt(2);
+            int ph = r.nextInt(3), pw = r.nextInt(3), h = 1 + r.nextInt(maxSize), w = 1 + r.nextInt(maxSize);
             int oh = (h + 2 * ph - d * (kh - 1) - 1) / s + 1, ow = (w + 2 * pw - d * (kw - 1) - 1) / s + 1;
             if (h + 2 * ph < d * (kh - 1) + 1 || w + 2 * pw < d * (kw - 1) + 1 || oh * ow > 16) continue;
-            long[] x = {2 + r.nextInt(4), 1 + r.nextInt(40), h, w}, wt = {16 + r.nextInt(30), x[1], kh, kw};
+            long[] x = {images[0] + r.nextInt(images[1]), channels[0] + r.nextInt(channels[1]), h, w};
+            long[] wt = {16 + r.nextInt(coutRange), x[1], kh, kw};
             try {
                 compare(x, wt, new int[] {s}, new int[] {ph, pw}, new int[] {d}, 1);
             } catch (AssertionError e) {
@@ -210,21 +220,7 @@ class ConvolutionFastPathTest {
      */
     @Test
     void randomTinyMapsMatchFloat64() {
-        Random r = new Random(37);
-        for (int i = 0; i < 10; ) {
-            int kh = 1 + r.nextInt(4), kw = 1 + r.nextInt(4), s = 1 + r.nextInt(2), d = 1 + r.nextInt(2);
-            int ph = r.nextInt(3), pw = r.nextInt(3), h = 1 + r.nextInt(6), w = 1 + r.nextInt(6);
-            int oh = (h + 2 * ph - d * (kh - 1) - 1) / s + 1, ow = (w + 2 * pw - d * (kw - 1) - 1) / s + 1;
-            if (h + 2 * ph < d * (kh - 1) + 1 || w + 2 * pw < d * (kw - 1) + 1 || oh * ow > 16) continue;
-            long[] x = {16 + r.nextInt(25), 16 + r.nextInt(25), h, w}, wt = {16 + r.nextInt(25), x[1], kh, kw};
-            try {
-                compare(x, wt, new int[] {s}, new int[] {ph, pw}, new int[] {d}, 1);
-            } catch (AssertionError e) {
-                throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt) + ", stride " + s
-                        + ", padding " + ph + "x" + pw + ", dilation " + d, e);
-            }
-            i++;
-        }
+        compareRandomSmallOutputs(new Random(37), 10, 4, 2, 6, new int[] {16, 25}, new int[] {16, 25}, 25);
     }
 
     /**
