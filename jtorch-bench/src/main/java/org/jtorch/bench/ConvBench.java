@@ -12,7 +12,8 @@ import org.jtorch.nn.F;
  * Convolution measurements (float32, NCHW): the issue's 128x64x32x32 3x3 pad-1 convolution forward and
  * forward+backward (input, weight and bias gradients), the ResNet-20 (CIFAR) shapes at batch 128, and the
  * ResNet-50 (ImageNet, 224 px) layer shapes at batch 8: the 7x7 stride-2 stem, 1x1 reductions and expansions,
- * 3x3 at 56/28/14/7 px, the stride-2 3x3s (56, 28 and 14 px) and the stride-2 1x1 downsampling shortcut. Each
+ * 3x3 at 56/28/14/7 px, the stride-2 3x3s (56, 28 and 14 px) and the stride-2 1x1 downsampling shortcut; ResNet-18's
+ * last two stages at 64 px (batch 32: 3x3 at 4x4 and 2x2, and the stride-2 3x3s into them). Each
  * time comes with its rate as a fraction of the FMA peak ({@code *_of_peak}, {@link PeakBench}; forward+backward
  * counts three convolutions' FLOPs).
  * {@code jtorch-bench/python/bench_conv.py} makes the same measurements with PyTorch.
@@ -52,6 +53,10 @@ final class ConvBench {
         new Shape("resnet50_3x3s2_128c_56px", 8, 128, 128, 56, 3, 2, 1),
         new Shape("resnet50_3x3s2_256c_28px", 8, 256, 256, 28, 3, 2, 1),
         new Shape("resnet50_3x3s2_512c_14px", 8, 512, 512, 14, 3, 2, 1),
+        new Shape("resnet18_64px_3x3_256c_4px", 32, 256, 256, 4, 3, 1, 1),
+        new Shape("resnet18_64px_3x3_512c_2px", 32, 512, 512, 2, 3, 1, 1),
+        new Shape("resnet18_64px_3x3s2_128to256_8px", 32, 128, 256, 8, 3, 2, 1),
+        new Shape("resnet18_64px_3x3s2_256to512_4px", 32, 256, 512, 4, 3, 2, 1),
     };
 
     /**

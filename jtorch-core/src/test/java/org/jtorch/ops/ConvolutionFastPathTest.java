@@ -175,13 +175,23 @@ class ConvolutionFastPathTest {
      */
     @Test
     void randomSmallImagesMatchFloat64() {
-        Random r = new Random(31);
-        for (int i = 0; i < 16; ) {
-            int kh = 1 + r.nextInt(5), kw = 1 + r.nextInt(5), s = 1 + r.nextInt(3), d = 1 + r.nextInt(2);
-            int ph = r.nextInt(3), pw = r.nextInt(3), h = 1 + r.nextInt(12), w = 1 + r.nextInt(12);
+        compareRandomSmallOutputs(new Random(31), 16, 5, 3, 12, new int[] {2, 4}, new int[] {1, 40}, 30);
+    }
+
+    /**
+     * {@code shapes} random convolutions with at most 16 output pixels against float64: kernels 1 to {@code maxKernel}
+     * wide, strides 1 to {@code maxStride}, dilations 1-2, paddings 0-2, images 1 to {@code maxSize} each way, images and
+     * input channels {@code [from, from + range)}, 16 to {@code 16 + coutRange - 1} output channels.
+     */
+    private static void compareRandomSmallOutputs(Random r, int shapes, int maxKernel, int maxStride, int maxSize, int[] images,
+                                                  int[] channels, int coutRange) {
+        for (int i = 0; i < shapes; ) {
+            int kh = 1 + r.nextInt(maxKernel), kw = 1 + r.nextInt(maxKernel), s = 1 + r.nextInt(maxStride), d = 1 + r.nextInt(2);
+            int ph = r.nextInt(3), pw = r.nextInt(3), h = 1 + r.nextInt(maxSize), w = 1 + r.nextInt(maxSize);
             int oh = (h + 2 * ph - d * (kh - 1) - 1) / s + 1, ow = (w + 2 * pw - d * (kw - 1) - 1) / s + 1;
             if (h + 2 * ph < d * (kh - 1) + 1 || w + 2 * pw < d * (kw - 1) + 1 || oh * ow > 16) continue;
-            long[] x = {2 + r.nextInt(4), 1 + r.nextInt(40), h, w}, wt = {16 + r.nextInt(30), x[1], kh, kw};
+            long[] x = {images[0] + r.nextInt(images[1]), channels[0] + r.nextInt(channels[1]), h, w};
+            long[] wt = {16 + r.nextInt(coutRange), x[1], kh, kw};
             try {
                 compare(x, wt, new int[] {s}, new int[] {ph, pw}, new int[] {d}, 1);
             } catch (AssertionError e) {
@@ -190,6 +200,33 @@ class ConvolutionFastPathTest {
             }
             i++;
         }
+    }
+
+    /**
+     * Tiny output maps of 16 or more images (ConvSmallMapF32: the batch as the GEMM's columns, taps as pixel pairs):
+     * ResNet-18's 2x2 and 4x4 layers at small channel counts, 33 images (a second, one-image strip of the 32-image tile),
+     * channel counts that are not whole 8- or 32-channel strips, stride 2 into 2x2, padding 2 with dilation 2 (taps that
+     * read no pixel at all), a non-square 3x2 kernel, and a stride-2 layer from 8x8 whose input gradient alone runs here.
+     */
+    @Test
+    void tinyMapsRunAsTapPairs() {
+        compare(new long[] {33, 24, 2, 2}, new long[] {40, 24, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {16, 32, 4, 4}, new long[] {32, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {17, 20, 3, 5}, new long[] {19, 20, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {20, 16, 4, 4}, new long[] {24, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {18, 17, 4, 4}, new long[] {23, 17, 3, 3}, new int[] {1}, new int[] {2}, new int[] {2}, 1);
+        compare(new long[] {16, 18, 4, 3}, new long[] {21, 18, 3, 2}, new int[] {1}, new int[] {1, 0}, new int[] {1}, 1);
+        compare(new long[] {16, 16, 8, 8}, new long[] {32, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /**
+     * Random tiny-map shapes of 16-40 images and 16-40 channels each way (ConvSmallMapF32 where its predicates take them,
+     * the paths before it where not): kernels 1-4 wide, strides 1-2, dilations 1-2, paddings 0-2, odd and non-square
+     * images of at most 6x6, output pixel counts from 1 to 16.
+     */
+    @Test
+    void randomTinyMapsMatchFloat64() {
+        compareRandomSmallOutputs(new Random(37), 10, 4, 2, 6, new int[] {16, 25}, new int[] {16, 25}, 25);
     }
 
     /**

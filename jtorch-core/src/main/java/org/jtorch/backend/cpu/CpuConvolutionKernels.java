@@ -43,6 +43,8 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     private static final boolean SMALL_IMAGES_AS_GEMM = !"false".equals(System.getProperty("jtorch.conv.smallImagesAsGemm"));
     /** {@link ConvRasterTileF32} for small images of whole 8-pixel tiles; {@code -Djtorch.conv.rasterTiles=false} compares without. */
     private static final boolean RASTER_TILES = !"false".equals(System.getProperty("jtorch.conv.rasterTiles"));
+    /** {@link ConvSmallMapF32} for tiny output maps; {@code -Djtorch.conv.smallMaps=false} compares with the paths before it. */
+    private static final boolean SMALL_MAPS = !"false".equals(System.getProperty("jtorch.conv.smallMaps"));
     private static final ThreadLocal<Scratch> COL = ThreadLocal.withInitial(Scratch::new);
     private static final ThreadLocal<Scratch> FLIPPED = ThreadLocal.withInitial(Scratch::new);
 
@@ -64,6 +66,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
                     bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
             // These two paths have no per-block hook yet: the epilogue runs once over the whole output.
             if (epilogue != null) epilogue.block(0, g.n(), 0, g.cout(), 0, (long) g.oh() * g.ow());
+            return;
+        }
+        if (f32 && SMALL_MAPS && ConvSmallMapF32.handles(g)) {
+            ConvSmallMapF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
             return;
         }
         if (f32 && ConvRasterTileF32.handles(g) && RASTER_TILES) {
@@ -138,6 +145,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         boolean f32 = gradInput.dtype() == DType.FLOAT32;
         if (f32 && ConvWholeImageF32.handles(g)) {
             ConvWholeImageF32.backwardInput(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), seg(gradInput),
+                    gradInput.offset(), g);
+            return;
+        }
+        if (f32 && SMALL_MAPS && ConvSmallMapF32.handlesInputGrad(g)) {
+            ConvSmallMapF32.backwardInput(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), seg(gradInput),
                     gradInput.offset(), g);
             return;
         }
@@ -252,6 +264,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         boolean f32 = gradWeight.dtype() == DType.FLOAT32;
         if (f32 && ConvWholeImageF32.handles(g)) {
             ConvWholeImageF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                    gradWeight.offset(), g);
+            return;
+        }
+        if (f32 && SMALL_MAPS && ConvSmallMapF32.handles(g)) {
+            ConvSmallMapF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
                     gradWeight.offset(), g);
             return;
         }

@@ -38,6 +38,13 @@ class ConvolutionEpilogueBlocksTest {
     }
 
     @Test
+    void tapPairsOfTinyMaps() {
+        Geometry g = geometry(18, 16, 4, 4, 24, 3, 1, 1, 1);
+        assertTrue(ConvSmallMapF32.handles(g));
+        check(g, DType.FLOAT32);
+    }
+
+    @Test
     void pointwiseConvolutionsBlocksOfColumnsAcrossImages() {
         Geometry plain = geometry(3, 16, 14, 14, 24, 1, 1, 0, 1);
         Geometry strided = geometry(2, 16, 9, 9, 32, 1, 2, 0, 1);

@@ -85,6 +85,24 @@ class ConvolutionPathsTest {
     }
 
     @Test
+    void tinyMapsOfABatchTakeTheTapPairs() {
+        // ResNet-18's 3x3 layers at 64 px: 2x2 and 4x4, and the stride-2 ones into them.
+        assertEquals(true, ConvSmallMapF32.handles(geometry(new int[] {32, 512, 2, 2}, new int[] {512, 512, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(true, ConvSmallMapF32.handles(geometry(new int[] {32, 256, 4, 4}, new int[] {256, 256, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(true, ConvSmallMapF32.handles(geometry(new int[] {32, 256, 4, 4}, new int[] {512, 256, 3, 3}, 2, 2, 1, 1, 1)));
+        // From 8x8 into 4x4: the input gradient only.
+        Geometry from8 = geometry(new int[] {32, 128, 8, 8}, new int[] {256, 128, 3, 3}, 2, 2, 1, 1, 1);
+        assertEquals(false, ConvSmallMapF32.handles(from8));
+        assertEquals(true, ConvSmallMapF32.handlesInputGrad(from8));
+        // 8x8 outputs, 1x1 shortcuts, small batches, few channels and groups are the other paths'.
+        assertEquals(false, ConvSmallMapF32.handlesInputGrad(geometry(new int[] {32, 128, 8, 8}, new int[] {128, 128, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvSmallMapF32.handlesInputGrad(geometry(new int[] {32, 256, 8, 8}, new int[] {512, 256, 1, 1}, 2, 2, 0, 0, 1)));
+        assertEquals(false, ConvSmallMapF32.handlesInputGrad(geometry(new int[] {8, 512, 2, 2}, new int[] {512, 512, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvSmallMapF32.handlesInputGrad(geometry(new int[] {32, 3, 4, 4}, new int[] {64, 3, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvSmallMapF32.handlesInputGrad(new Geometry(32, 64, 4, 4, 64, 3, 3, 1, 1, 1, 1, 1, 1, 2, 4, 4)));
+    }
+
+    @Test
     void wholeImageKernelsAreMatrixProducts() {
         // DCGAN's discriminator head and its generator's first layer (as the convolution it transposes).
         assertEquals(true, ConvWholeImageF32.handles(geometry(new int[] {64, 256, 4, 4}, new int[] {1, 256, 4, 4}, 1, 1, 0, 0, 1)));
