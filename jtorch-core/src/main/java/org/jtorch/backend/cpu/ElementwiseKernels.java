@@ -233,7 +233,8 @@ final class ElementwiseKernels {
             long sb = it.innerByteStride(3);
             if (at == ot && bt == ot && SelectRows.serves(ot.byteSize(), so, sc, sa, sb)) {
                 // Same dtypes: selecting is copying bits, a blend per vector.
-                it.forEachRow(begin, end, (off, len) -> SelectRows.row(ot.byteSize(), cs, off[1], as, off[2], sa, bs, off[3], sb, os, off[0], len));
+                MemorySegment[] splats = SelectRows.splats();
+                it.forEachRow(begin, end, (off, len) -> SelectRows.row(ot.byteSize(), cs, off[1], as, off[2], sa, bs, off[3], sb, os, off[0], len, splats));
                 return;
             }
             it.forEachRow(begin, end, (off, len) -> {

@@ -35,9 +35,14 @@ final class SelectRows {
                 && (b == size || b == 0);
     }
 
-    /** Per thread, two vectors' worth of bytes for each source's broadcast element (see {@link #row}). */
+    /** Per thread, a vector's worth of bytes for each source's broadcast element (see {@link #row}). */
     private static final ThreadLocal<MemorySegment[]> SPLATS = ThreadLocal.withInitial(
             () -> new MemorySegment[] {Arena.global().allocate(64, 64), Arena.global().allocate(64, 64)});
+
+    /** This thread's scratch for {@link #row}: fetched once per task, not per row. */
+    static MemorySegment[] splats() {
+        return SPLATS.get();
+    }
 
     /**
      * One row of {@code len} elements; {@code a}/{@code b} strides are {@code size} or 0.
@@ -46,11 +51,11 @@ final class SelectRows {
      * pattern of broadcasts runs the same loop, a load per step. A loop choosing per step between a broadcast vector
      * and a load had C2 merge the two into one value, which it boxed once its profile had seen both patterns: every
      * {@code where} then ran 50x slower in a JVM that had run one with a scalar operand ({@code tril}'s zero) before.
+     * {@code splats} is this thread's {@link #splats()}.
      */
     static void row(long size, MemorySegment cs, long c0, MemorySegment as, long a0, long aStride, MemorySegment bs, long b0,
-                    long bStride, MemorySegment os, long o0, long len) {
+                    long bStride, MemorySegment os, long o0, long len, MemorySegment[] splats) {
         if (aStride == 0 || bStride == 0) {
-            MemorySegment[] splats = SPLATS.get();
             if (aStride == 0) {
                 as = splat(splats[0], as, a0, size);
                 a0 = 0;
@@ -65,9 +70,14 @@ final class SelectRows {
         else shorts(cs, c0, as, a0, aStride, bs, b0, bStride, os, o0, len);
     }
 
-    /** {@code scratch} filled with copies of the {@code size}-byte element at {@code s[offset]}. */
+    /**
+     * {@code scratch} filled with copies of the {@code size}-byte element at {@code s[offset]}: one broadcast vector
+     * store, as this runs once per row (a broadcast condition over attention scores calls it for every row).
+     */
     private static MemorySegment splat(MemorySegment scratch, MemorySegment s, long offset, long size) {
-        for (long k = 0; k < scratch.byteSize(); k += size) MemorySegment.copy(s, offset, scratch, k, size);
+        if (size == 4) IntVector.broadcast(INTS, s.get(ElementIO.I32, offset)).intoMemorySegment(scratch, 0, LE);
+        else if (size == 8) LongVector.broadcast(LONGS, s.get(ElementIO.I64, offset)).intoMemorySegment(scratch, 0, LE);
+        else ShortVector.broadcast(SHORTS, s.get(ElementIO.I16, offset)).intoMemorySegment(scratch, 0, LE);
         return scratch;
     }
 
