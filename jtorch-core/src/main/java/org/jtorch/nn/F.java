@@ -204,6 +204,18 @@ public final class F {
         shape[indices.dim()] = classes;
         long[] columns = Arrays.copyOf(indices.shape(), indices.dim() + 1);
         columns[indices.dim()] = 1;
+        if (indices.device().isCpu()) {
+            // The values were checked above: one broadcast comparison against the class numbers selects 1 or 0,
+            // writing each output element once (zeros then a scatter wrote them twice, the second time one by one).
+            long n = classes;
+            return MemoryScope.run(() -> {
+                try (var g = Grad.noGrad()) {
+                    Tensor hit = indices.reshape(columns).eq(Torch.arange(0, n, 1, DType.INT64, indices.device()));
+                    return Torch.where(hit, Torch.ones(new long[0], DType.INT64, indices.device()),
+                            Torch.zeros(new long[0], DType.INT64, indices.device()));
+                }
+            });
+        }
         String outOfRange = "oneHot: class values must be in [0, " + classes + "): ";
         try (Tensor index = indices.reshape(columns)) {
             return IndexErrorContext.run(outOfRange,

@@ -234,8 +234,12 @@ public final class Rearranging {
         try (MemoryScope scope = new MemoryScope()) {
             Tensor mask;
             try (var g = Grad.noGrad()) {
-                Tensor offset = positions(cols, x).unsqueeze(0).sub(positions(rows, x).unsqueeze(1));
-                mask = lower ? offset.le(k) : offset.ge(k);
+                // Column j is kept where j - i <= k (tril) or >= k (triu): one broadcast comparison of a row of
+                // column numbers against a column of row numbers shifted by k writes the bool mask directly, with
+                // no rows x cols int64 offsets in between. The shift saturates so that a huge k cannot overflow.
+                Tensor columns = positions(cols, x).unsqueeze(0);
+                Tensor limits = positions(rows, x).add(saturatedShift(k, Math.max(rows, cols))).unsqueeze(1);
+                mask = lower ? columns.le(limits) : columns.ge(limits);
             }
             return scope.keep(Torch.where(mask, x, Torch.zeros(new long[0], x.dtype(), x.device())));
         }
@@ -291,6 +295,11 @@ public final class Rearranging {
             }
             return scope.keep(Torch.where(onDiagonal, values, Torch.zeros(new long[0], x.dtype(), x.device())));
         }
+    }
+
+    /** {@code k} clamped to {@code [-n - 1, n + 1]} beyond which tril/triu keep all or nothing, so that adding it cannot overflow. */
+    private static long saturatedShift(long k, long n) {
+        return Math.max(-n - 1, Math.min(n + 1, k));
     }
 
     /** {@code 0, 1, ..., n - 1} as int64 on x's device. */

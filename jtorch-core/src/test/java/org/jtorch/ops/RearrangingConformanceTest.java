@@ -1,9 +1,11 @@
 package org.jtorch.ops;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Stream;
 import org.jtorch.DType;
@@ -120,5 +122,64 @@ class RearrangingConformanceTest {
         assertTrue(i.viewAs(Torch.zeros(2, 2)).dim() == 2);
         assertTrue(i.typeAs(x).dtype() == DType.FLOAT64);
         assertTrue(Torch.zeros(2, 3, 4).flatten(1).shape()[1] == 12);
+    }
+
+    /**
+     * tril and triu against the definition element by element: odd and batched shapes, a transposed input, integer,
+     * bool and half dtypes, and diagonals far outside the matrix (which must keep all or nothing, not overflow).
+     */
+    @Test
+    void trilAndTriuKeepExactlyTheirSideOfTheDiagonal() {
+        Torch.manualSeed(21);
+        long[] diagonals = {0, 1, -1, 3, -4, 40, -40, Long.MAX_VALUE, Long.MIN_VALUE};
+        DType[] types = {DType.FLOAT32, DType.FLOAT64, DType.INT64, DType.INT32, DType.BOOL, DType.BFLOAT16};
+        for (long[] shape : new long[][] {{1, 1}, {5, 3}, {3, 7}, {2, 17, 19}, {2, 3, 4, 33}}) {
+            for (DType t : types) {
+                for (boolean transposed : new boolean[] {false, true}) {
+                    try (MemoryScope scope = new MemoryScope()) {
+                        Tensor base = Torch.randn(shape).mul(3).to(t).to(Fixtures.device());
+                        Tensor x = transposed ? base.transpose(-1, -2) : base;
+                        long rows = x.size(-2), cols = x.size(-1);
+                        double[] v = x.contiguous().to(DType.FLOAT64).toDoubleArray();
+                        for (long k : diagonals) {
+                            double[] lower = x.tril(k).to(DType.FLOAT64).toDoubleArray();
+                            double[] upper = x.triu(k).to(DType.FLOAT64).toDoubleArray();
+                            for (int e = 0; e < v.length; e++) {
+                                long i = e / cols % rows, j = e % cols;
+                                String at = t + " " + Arrays.toString(shape) + (transposed ? " transposed" : "") + " k=" + k + " element " + e;
+                                boolean below = j - i <= k;
+                                boolean above = j - i >= k;
+                                assertEquals(below ? v[e] : 0, lower[e], 0, "tril " + at);
+                                assertEquals(above ? v[e] : 0, upper[e], 0, "triu " + at);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /** one_hot against the definition, for given and inferred class counts and a non-contiguous index tensor. */
+    @Test
+    void oneHotSetsExactlyTheIndexedClass() {
+        Torch.manualSeed(22);
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor idx = Torch.randint(0, 13, new long[] {7, 5}).to(Fixtures.device());
+            for (Tensor x : new Tensor[] {idx, idx.t(), idx.narrow(1, 1, 3)}) {
+                long[] values = x.contiguous().toLongArray();
+                for (long classes : new long[] {-1, 13, 40}) {
+                    Tensor got = F.oneHot(x, classes);
+                    long n = classes == -1 ? Arrays.stream(values).max().getAsLong() + 1 : classes;
+                    assertEquals(DType.INT64, got.dtype());
+                    assertEquals(n, got.size(-1));
+                    long[] g = got.toLongArray();
+                    for (int e = 0; e < values.length; e++) {
+                        for (int c = 0; c < n; c++) assertEquals(values[e] == c ? 1 : 0, g[(int) (e * n + c)], "element " + e + " class " + c);
+                    }
+                }
+            }
+            assertThrows(IllegalArgumentException.class, () -> F.oneHot(idx, 5));
+            assertThrows(IllegalArgumentException.class, () -> F.oneHot(idx.sub(20), 13));
+        }
     }
 }

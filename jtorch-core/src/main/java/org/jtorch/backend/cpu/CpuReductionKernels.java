@@ -315,6 +315,16 @@ final class CpuReductionKernels implements ReductionKernels {
         DType vt = values == null ? null : values.dtype();
         boolean floating = it.isFloatingPoint();
         long stride = l.lineStride[0];
+        if (it == DType.FLOAT64 && (vt == null || vt == DType.FLOAT64) && (stride == 8 || l.length == 1)) {
+            Parallel.forRange(l.lines, grain(l.length), (begin, end) -> {
+                double[] v = new double[1];
+                for (long line = begin; line < end; line++) {
+                    xs.set(ElementIO.I64, l.offset(1, line), ReductionF64.argExtremum(is, l.offset(0, line), l.length, max, v));
+                    if (vs != null) vs.set(ElementIO.F64, l.offset(2, line), v[0]);
+                }
+            });
+            return;
+        }
         if (it == DType.FLOAT32 && (vt == null || vt == DType.FLOAT32)) {
             if (stride == 4 || l.length == 1) {
                 argExtremumF32(max, l, is, xs, vs);
@@ -424,6 +434,19 @@ final class CpuReductionKernels implements ReductionKernels {
         double divisor = Math.max(0, count - correction);
         if (in.dtype() == DType.FLOAT32 && g.numRed > 0 && g.redShape.length == 1 && g.rowStride == 4) {
             varianceF32(g, is, os, ot, divisor, sqrt);
+            return;
+        }
+        if (in.dtype() == DType.FLOAT64 && g.numRed > 0 && g.redShape.length == 1 && g.rowStride == 8) {
+            // One pass over memory per chunk, as float32's (ReductionF64.moments); the generic path below reads through a buffer twice.
+            Parallel.forRange(g.numOut, grain(g.numRed), (begin, end) -> {
+                double[] acc = new double[3];
+                for (long o = begin; o < end; o++) {
+                    acc[0] = acc[1] = acc[2] = 0;
+                    ReductionF64.moments(is, g.inOffset(o), g.numRed, acc);
+                    double var = acc[2] / divisor;
+                    ElementCodec.setDouble(ot, os, g.outOffset(o), sqrt ? Math.sqrt(var) : var);
+                }
+            });
             return;
         }
         Parallel.forRange(g.numOut, grain(2 * g.numRed), (begin, end) -> {

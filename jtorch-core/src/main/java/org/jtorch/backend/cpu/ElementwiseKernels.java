@@ -2,6 +2,7 @@ package org.jtorch.backend.cpu;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
@@ -46,6 +47,72 @@ final class ElementwiseKernels {
         for (; i < len; i++) ds.set(I32, d0 + i * dStride, ss.get(I32, so + i * sStride));
     }
 
+    private static final VectorSpecies<Byte> BS = ByteVector.SPECIES_PREFERRED;
+    private static final int BL = BS.length();
+
+    /**
+     * Copies {@code bytes} bytes. Short runs (a padded image's rows, a column block of a concatenation) move a vector
+     * at a time, the last vector overlapping the one before, for {@link MemorySegment#copy}'s checks and dispatch cost
+     * about as much as the copy itself below a few hundred bytes.
+     */
+    private static void copyBytes(MemorySegment ss, long so, MemorySegment ds, long d0, long bytes) {
+        if (bytes < BL || bytes > 4L * BL || ss == ds) {
+            MemorySegment.copy(ss, so, ds, d0, bytes);
+            return;
+        }
+        long last = bytes - BL;
+        for (long i = 0; i < last; i += BL) ByteVector.fromMemorySegment(BS, ss, so + i, LE).intoMemorySegment(ds, d0 + i, LE);
+        ByteVector.fromMemorySegment(BS, ss, so + last, LE).intoMemorySegment(ds, d0 + last, LE);
+    }
+
+    /** Rows up to this long are copied by {@link #copyShortRows}, whose per-row cost is a few nanoseconds. */
+    private static final long SHORT_ROW_BYTES = 1024;
+
+    /**
+     * A same-dtype copy of short contiguous rows ({@code pad}'s interior, {@code cat} of narrow blocks): the rows of
+     * each plane are walked by a counted loop here rather than by {@link ElementwiseIteration#forEachRow}, whose call
+     * of its row body is shared by every kernel (a virtual call per row, about as costly as copying 128 bytes).
+     */
+    private static void copyShortRows(ElementwiseIteration it, MemorySegment ss, MemorySegment ds, long es) {
+        int rank = it.shape.length;
+        long rowBytes = it.innerLength() * es;
+        long rows = it.numel / it.innerLength();
+        long[] dStrides = it.byteStrides[0];
+        long[] sStrides = it.byteStrides[1];
+        long planeRows = it.shape[rank - 2];
+        long dRow = dStrides[rank - 2];
+        long sRow = sStrides[rank - 2];
+        Parallel.forRange(rows, Math.max(1, GRAIN / it.innerLength()), (begin, end) -> {
+            long[] index = new long[rank - 1];
+            long rem = begin;
+            for (int d = rank - 2; d >= 0; d--) {
+                index[d] = rem % it.shape[d];
+                rem /= it.shape[d];
+            }
+            long d0 = it.baseOffsets[0];
+            long s0 = it.baseOffsets[1];
+            for (int d = 0; d < rank - 1; d++) {
+                d0 += index[d] * dStrides[d];
+                s0 += index[d] * sStrides[d];
+            }
+            for (long r = begin; r < end; ) {
+                long run = Math.min(planeRows - index[rank - 2], end - r);
+                for (long j = 0; j < run; j++) copyBytes(ss, s0 + j * sRow, ds, d0 + j * dRow, rowBytes);
+                r += run;
+                if (r >= end) break;
+                d0 += run * dRow;
+                s0 += run * sRow;
+                index[rank - 2] += run;
+                for (int d = rank - 2; d > 0 && index[d] == it.shape[d]; d--) {
+                    index[d] = 0;
+                    index[d - 1]++;
+                    d0 += dStrides[d - 1] - it.shape[d] * dStrides[d];
+                    s0 += sStrides[d - 1] - it.shape[d] * sStrides[d];
+                }
+            }
+        });
+    }
+
     static void copy(StridedView src, StridedView dst) {
         DType st = src.dtype();
         DType dt = dst.dtype();
@@ -62,6 +129,10 @@ final class ElementwiseKernels {
         boolean floats = !integer && FloatConversion.supports(st, dt) && rows;
         if (sameType && TransposeCopy.serves(it, es)) {
             TransposeCopy.run(it, ss, ds, es);
+            return;
+        }
+        if (bulk && it.shape.length >= 2 && it.innerLength() * es <= SHORT_ROW_BYTES) {
+            copyShortRows(it, ss, ds, es);
             return;
         }
         Parallel.forRange(it.numel, GRAIN, (begin, end) -> {
@@ -83,7 +154,7 @@ final class ElementwiseKernels {
             long sStride = it.innerByteStride(1);
             it.forEachRow(begin, end, (off, len) -> {
                 if (bulk) {
-                    MemorySegment.copy(ss, off[1], ds, off[0], len * es);
+                    copyBytes(ss, off[1], ds, off[0], len * es);
                     return;
                 }
                 if (sameType && es == 4) {
@@ -162,7 +233,8 @@ final class ElementwiseKernels {
             long sb = it.innerByteStride(3);
             if (at == ot && bt == ot && SelectRows.serves(ot.byteSize(), so, sc, sa, sb)) {
                 // Same dtypes: selecting is copying bits, a blend per vector.
-                it.forEachRow(begin, end, (off, len) -> SelectRows.row(ot.byteSize(), cs, off[1], as, off[2], sa, bs, off[3], sb, os, off[0], len));
+                MemorySegment[] splats = SelectRows.splats();
+                it.forEachRow(begin, end, (off, len) -> SelectRows.row(ot.byteSize(), cs, off[1], as, off[2], sa, bs, off[3], sb, os, off[0], len, splats));
                 return;
             }
             it.forEachRow(begin, end, (off, len) -> {

@@ -3,6 +3,7 @@ package org.jtorch.backend.cpu;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.LongVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
@@ -85,6 +86,92 @@ final class ReductionF64 {
             r = max ? Math.max(r, x) : Math.min(r, x);
         }
         return r;
+    }
+
+    private static final VectorSpecies<Long> LS = VectorSpecies.of(long.class, DS.vectorShape());
+
+    /**
+     * Index of the first maximum (or minimum) of {@code n >= 1} contiguous doubles, NaN counting as the largest (the
+     * first NaN wins), as {@link ReductionF32#argExtremum}: each lane keeps its best value and index, the lanes'
+     * winners are compared at the end (lowest index among equals).
+     */
+    static long argExtremum(MemorySegment s, long off, long n, boolean max, double[] bestValue) {
+        long i = 0;
+        long whole = n - n % DL;
+        double best;
+        long bestIndex;
+        if (whole > 0) {
+            DoubleVector bv = load(s, off);
+            LongVector lanes = LongVector.zero(LS).addIndex(1);
+            LongVector bi = lanes;
+            for (i = DL; i < whole; i += DL) {
+                DoubleVector x = load(s, off + 8L * i);
+                VectorMask<Double> better = max ? x.compare(VectorOperators.GT, bv) : x.compare(VectorOperators.LT, bv);
+                better = better.or(x.test(VectorOperators.IS_NAN).andNot(bv.test(VectorOperators.IS_NAN)));
+                bv = bv.blend(x, better);
+                bi = bi.blend(lanes.add(i), better.cast(LS));
+            }
+            best = bv.lane(0);
+            bestIndex = bi.lane(0);
+            for (int l = 1; l < DL; l++) {
+                double x = bv.lane(l);
+                long xi = bi.lane(l);
+                boolean same = x == best || (x != x && best != best);
+                if (better(x, best, max) || (same && xi < bestIndex)) {
+                    best = x;
+                    bestIndex = xi;
+                }
+            }
+        } else {
+            best = s.get(ElementIO.F64, off);
+            bestIndex = 0;
+            i = 1;
+        }
+        for (; i < n; i++) {
+            double x = s.get(ElementIO.F64, off + 8L * i);
+            if (better(x, best, max)) {
+                best = x;
+                bestIndex = i;
+            }
+        }
+        bestValue[0] = best;
+        return bestIndex;
+    }
+
+    /** Whether {@code x} replaces {@code best} when it comes later: strictly better, or the first NaN. */
+    private static boolean better(double x, double best, boolean max) {
+        return (max ? x > best : x < best) || (x != x && best == best);
+    }
+
+    /**
+     * Adds the count, mean and sum of squared deviations of {@code n} contiguous doubles into {@code acc}
+     * ({@code [count, mean, m2]}), a chunk at a time as {@link ReductionF32#moments}: the chunk's mean from a first
+     * pass, its deviations from a second while it is in cache, the residual sum of deviations correcting the mean.
+     */
+    static void moments(MemorySegment s, long off, long n, double[] acc) {
+        for (long i = 0; i < n; i += CHUNK) {
+            int len = (int) Math.min(CHUNK, n - i);
+            long o = off + 8 * i;
+            double mean = chunkSum(s, o, len, ReductionF32.Term.VALUE) / len;
+            DoubleVector vm = DoubleVector.broadcast(DS, mean);
+            DoubleVector d0 = DoubleVector.zero(DS), d1 = d0, q0 = d0, q1 = d0;
+            int j = 0;
+            for (; j + 2 * DL <= len; j += 2 * DL) {
+                DoubleVector x0 = load(s, o + 8L * j).sub(vm), x1 = load(s, o + 8L * (j + DL)).sub(vm);
+                d0 = d0.add(x0);
+                d1 = d1.add(x1);
+                q0 = x0.fma(x0, q0);
+                q1 = x1.fma(x1, q1);
+            }
+            double sd = d0.add(d1).reduceLanes(VectorOperators.ADD);
+            double m2 = q0.add(q1).reduceLanes(VectorOperators.ADD);
+            for (; j < len; j++) {
+                double d = s.get(ElementIO.F64, o + 8L * j) - mean;
+                sd += d;
+                m2 += d * d;
+            }
+            ReductionF32.merge(acc, len, mean + sd / len, m2 - sd * sd / len);
+        }
     }
 
     /** Adds one row of {@code width} contiguous doubles at byte offset {@code off} into {@code total} (a column sum's step). */

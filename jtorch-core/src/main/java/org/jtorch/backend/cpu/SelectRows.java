@@ -1,5 +1,6 @@
 package org.jtorch.backend.cpu;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.ByteVector;
@@ -34,24 +35,60 @@ final class SelectRows {
                 && (b == size || b == 0);
     }
 
-    /** One row of {@code len} elements; {@code a}/{@code b} strides are {@code size} or 0. */
+    /** Per thread, a vector's worth of bytes for each source's broadcast element (see {@link #row}). */
+    private static final ThreadLocal<MemorySegment[]> SPLATS = ThreadLocal.withInitial(
+            () -> new MemorySegment[] {Arena.global().allocate(64, 64), Arena.global().allocate(64, 64)});
+
+    /** This thread's scratch for {@link #row}: fetched once per task, not per row. */
+    static MemorySegment[] splats() {
+        return SPLATS.get();
+    }
+
+    /**
+     * One row of {@code len} elements; {@code a}/{@code b} strides are {@code size} or 0.
+     *
+     * <p>A broadcast source (stride 0) is read as a vector of copies of its element at a fixed address, so that every
+     * pattern of broadcasts runs the same loop, a load per step. A loop choosing per step between a broadcast vector
+     * and a load had C2 merge the two into one value, which it boxed once its profile had seen both patterns: every
+     * {@code where} then ran 50x slower in a JVM that had run one with a scalar operand ({@code tril}'s zero) before.
+     * {@code splats} is this thread's {@link #splats()}.
+     */
     static void row(long size, MemorySegment cs, long c0, MemorySegment as, long a0, long aStride, MemorySegment bs, long b0,
-                    long bStride, MemorySegment os, long o0, long len) {
+                    long bStride, MemorySegment os, long o0, long len, MemorySegment[] splats) {
+        if (aStride == 0 || bStride == 0) {
+            if (aStride == 0) {
+                as = splat(splats[0], as, a0, size);
+                a0 = 0;
+            }
+            if (bStride == 0) {
+                bs = splat(splats[1], bs, b0, size);
+                b0 = 0;
+            }
+        }
         if (size == 4) ints(cs, c0, as, a0, aStride, bs, b0, bStride, os, o0, len);
         else if (size == 8) longs(cs, c0, as, a0, aStride, bs, b0, bStride, os, o0, len);
         else shorts(cs, c0, as, a0, aStride, bs, b0, bStride, os, o0, len);
+    }
+
+    /**
+     * {@code scratch} filled with copies of the {@code size}-byte element at {@code s[offset]}: one broadcast vector
+     * store, as this runs once per row (a broadcast condition over attention scores calls it for every row).
+     */
+    private static MemorySegment splat(MemorySegment scratch, MemorySegment s, long offset, long size) {
+        if (size == 4) IntVector.broadcast(INTS, s.get(ElementIO.I32, offset)).intoMemorySegment(scratch, 0, LE);
+        else if (size == 8) LongVector.broadcast(LONGS, s.get(ElementIO.I64, offset)).intoMemorySegment(scratch, 0, LE);
+        else ShortVector.broadcast(SHORTS, s.get(ElementIO.I16, offset)).intoMemorySegment(scratch, 0, LE);
+        return scratch;
     }
 
     private static void ints(MemorySegment cs, long c0, MemorySegment as, long a0, long aStride, MemorySegment bs, long b0, long bStride,
                              MemorySegment os, long o0, long len) {
         int n = INTS.length();
         long i = 0;
-        IntVector aFixed = aStride == 0 ? IntVector.broadcast(INTS, as.get(ElementIO.I32, a0)) : null;
-        IntVector bFixed = bStride == 0 ? IntVector.broadcast(INTS, bs.get(ElementIO.I32, b0)) : null;
         for (; i + n <= len; i += n) {
             VectorMask<Integer> take = ByteVector.fromMemorySegment(INT_CONDITIONS, cs, c0 + i, LE).compare(VectorOperators.NE, 0).cast(INTS);
-            IntVector a = aFixed != null ? aFixed : IntVector.fromMemorySegment(INTS, as, a0 + 4 * i, LE);
-            IntVector b = bFixed != null ? bFixed : IntVector.fromMemorySegment(INTS, bs, b0 + 4 * i, LE);
+            IntVector a = IntVector.fromMemorySegment(INTS, as, a0 + aStride * i, LE);
+            IntVector b = IntVector.fromMemorySegment(INTS, bs, b0 + bStride * i, LE);
             b.blend(a, take).intoMemorySegment(os, o0 + 4 * i, LE);
         }
         for (; i < len; i++) {
@@ -64,12 +101,10 @@ final class SelectRows {
                               MemorySegment os, long o0, long len) {
         int n = LONGS.length();
         long i = 0;
-        LongVector aFixed = aStride == 0 ? LongVector.broadcast(LONGS, as.get(ElementIO.I64, a0)) : null;
-        LongVector bFixed = bStride == 0 ? LongVector.broadcast(LONGS, bs.get(ElementIO.I64, b0)) : null;
         for (; i + n <= len; i += n) {
             VectorMask<Long> take = ByteVector.fromMemorySegment(LONG_CONDITIONS, cs, c0 + i, LE).compare(VectorOperators.NE, 0).cast(LONGS);
-            LongVector a = aFixed != null ? aFixed : LongVector.fromMemorySegment(LONGS, as, a0 + 8 * i, LE);
-            LongVector b = bFixed != null ? bFixed : LongVector.fromMemorySegment(LONGS, bs, b0 + 8 * i, LE);
+            LongVector a = LongVector.fromMemorySegment(LONGS, as, a0 + aStride * i, LE);
+            LongVector b = LongVector.fromMemorySegment(LONGS, bs, b0 + bStride * i, LE);
             b.blend(a, take).intoMemorySegment(os, o0 + 8 * i, LE);
         }
         for (; i < len; i++) {
@@ -82,12 +117,10 @@ final class SelectRows {
                                MemorySegment os, long o0, long len) {
         int n = SHORTS.length();
         long i = 0;
-        ShortVector aFixed = aStride == 0 ? ShortVector.broadcast(SHORTS, as.get(ElementIO.I16, a0)) : null;
-        ShortVector bFixed = bStride == 0 ? ShortVector.broadcast(SHORTS, bs.get(ElementIO.I16, b0)) : null;
         for (; i + n <= len; i += n) {
             VectorMask<Short> take = ByteVector.fromMemorySegment(SHORT_CONDITIONS, cs, c0 + i, LE).compare(VectorOperators.NE, 0).cast(SHORTS);
-            ShortVector a = aFixed != null ? aFixed : ShortVector.fromMemorySegment(SHORTS, as, a0 + 2 * i, LE);
-            ShortVector b = bFixed != null ? bFixed : ShortVector.fromMemorySegment(SHORTS, bs, b0 + 2 * i, LE);
+            ShortVector a = ShortVector.fromMemorySegment(SHORTS, as, a0 + aStride * i, LE);
+            ShortVector b = ShortVector.fromMemorySegment(SHORTS, bs, b0 + bStride * i, LE);
             b.blend(a, take).intoMemorySegment(os, o0 + 2 * i, LE);
         }
         for (; i < len; i++) {

@@ -235,10 +235,13 @@ public final class VectorMath {
 
     public static FloatVector min(FloatVector a, FloatVector b) { return a.min(b); }
 
-    /** A NaN bound is no bound; a NaN input stays NaN (torch.clamp). */
+    /**
+     * A NaN bound is no bound; a NaN input stays NaN (torch.clamp): Java's max and min already return NaN for a NaN
+     * lane, so only the bounds need replacing (a loop-invariant step when they are parameters).
+     */
     public static FloatVector clamp(FloatVector x, FloatVector lo, FloatVector hi) {
         FloatVector l = lo.blend(Float.NEGATIVE_INFINITY, lo.test(VectorOperators.IS_NAN));
         FloatVector h = hi.blend(Float.POSITIVE_INFINITY, hi.test(VectorOperators.IS_NAN));
-        return x.max(l).min(h).blend(x, x.test(VectorOperators.IS_NAN));
+        return x.max(l).min(h);
     }
 }

@@ -144,4 +144,68 @@ class ReductionF64Test {
             }
         }
     }
+
+    /**
+     * argmax/argmin and max/min with indices along rows: lengths across the vector width and its tails, ties (the first
+     * index wins), NaN (the first NaN wins), infinities; var/std along rows against the two-pass formula in double.
+     */
+    @Test
+    void argExtremaAndVarianceAlongRowsMatchTheElementByElementOnes() {
+        Random r = new Random(5);
+        for (int n : new int[] {1, 2, 7, 8, 9, 17, 100, 513, 70_000}) {
+            for (int pattern = 0; pattern < 4; pattern++) {
+                int rows = 3;
+                double[] x = new double[rows * n];
+                for (int i = 0; i < x.length; i++) {
+                    x[i] = switch (pattern) {
+                        case 0 -> r.nextGaussian();
+                        case 1 -> r.nextInt(3);
+                        case 2 -> r.nextInt(50) == 0 ? Double.NaN : r.nextGaussian();
+                        default -> r.nextInt(40) == 0 ? Double.POSITIVE_INFINITY : -r.nextDouble();
+                    };
+                }
+                try (org.jtorch.memory.MemoryScope scope = new org.jtorch.memory.MemoryScope()) {
+                    Tensor t = Torch.tensor(x, rows, n);
+                    long[] am = t.argmax(1, false).toLongArray();
+                    long[] an = t.argmin(1, false).toLongArray();
+                    var mx = t.max(1, false);
+                    double[] mv = mx.values().toDoubleArray();
+                    long[] mi = mx.indices().toLongArray();
+                    double[] var = t.var(new int[] {1}, 1, false).toDoubleArray();
+                    for (int row = 0; row < rows; row++) {
+                        int bestMax = 0, bestMin = 0;
+                        for (int i = 1; i < n; i++) {
+                            double v = x[row * n + i], bM = x[row * n + bestMax], bm = x[row * n + bestMin];
+                            if (v > bM || (v != v && bM == bM)) bestMax = i;
+                            if (v < bm || (v != v && bm == bm)) bestMin = i;
+                        }
+                        String at = "n=" + n + " pattern " + pattern + " row " + row;
+                        assertEquals(bestMax, am[row], "argmax " + at);
+                        assertEquals(bestMin, an[row], "argmin " + at);
+                        assertEquals(bestMax, mi[row], "max index " + at);
+                        assertEquals(x[row * n + bestMax], mv[row], 0, "max value " + at);
+                        if (pattern >= 2 || n == 1) {
+                            // A NaN or infinite element, or no degrees of freedom: NaN, as the definition gives.
+                            boolean finite = true;
+                            for (int i = 0; i < n; i++) finite &= Double.isFinite(x[row * n + i]);
+                            if (!finite || n == 1) assertTrue(Double.isNaN(var[row]), "var " + at + ": got " + var[row]);
+                            continue;
+                        }
+                        // The reference in 34 significant digits, so that its own rounding does not count.
+                        java.math.MathContext mc = java.math.MathContext.DECIMAL128;
+                        java.math.BigDecimal sum = java.math.BigDecimal.ZERO;
+                        for (int i = 0; i < n; i++) sum = sum.add(new java.math.BigDecimal(x[row * n + i]));
+                        java.math.BigDecimal mean = sum.divide(java.math.BigDecimal.valueOf(n), mc);
+                        java.math.BigDecimal m2 = java.math.BigDecimal.ZERO;
+                        for (int i = 0; i < n; i++) {
+                            java.math.BigDecimal d = new java.math.BigDecimal(x[row * n + i]).subtract(mean, mc);
+                            m2 = m2.add(d.multiply(d, mc), mc);
+                        }
+                        double expected = m2.divide(java.math.BigDecimal.valueOf(n - 1), mc).doubleValue();
+                        assertClose("var " + at, expected, var[row], expected);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -34,11 +34,15 @@ class SelectRowsTest {
                     double[] got = Torch.where(cond, a, b).toDoubleArray();
                     double[] filled = b.maskedFill(cond, -3.0).toDoubleArray();
                     double[] scalarA = Torch.where(cond, a.narrow(0, 0, 1), b).toDoubleArray();
+                    double[] scalarB = Torch.where(cond, a, b.narrow(0, 1 % n, 1)).toDoubleArray();
+                    double[] scalars = Torch.where(cond, a.narrow(0, 0, 1), b.narrow(0, n - 1, 1)).toDoubleArray();
                     for (int i = 0; i < n; i++) {
                         String at = t + " n=" + n + " element " + i;
                         assertEquals(c[i] != 0 ? x[i] : y[i], got[i], 0, at);
                         assertEquals(c[i] != 0 ? -3.0 : y[i], filled[i], 0, at);
                         assertEquals(c[i] != 0 ? x[0] : y[i], scalarA[i], 0, at);
+                        assertEquals(c[i] != 0 ? x[i] : y[1 % n], scalarB[i], 0, at);
+                        assertEquals(c[i] != 0 ? x[0] : y[n - 1], scalars[i], 0, at);
                     }
                     b.maskedFill_(cond, 2.0);
                     double[] inPlace = b.toDoubleArray();

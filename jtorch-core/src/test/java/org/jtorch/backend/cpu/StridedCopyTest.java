@@ -43,4 +43,34 @@ class StridedCopyTest {
             }
         }
     }
+
+    /**
+     * Short contiguous rows into a padded destination (pad's interior, cat of narrow blocks), the rows walked plane by
+     * plane: row lengths around one and four vectors, every element size, leading dimensions that end mid-plane.
+     */
+    @Test
+    void shortRowsIntoTheInteriorOfALargerTensor() {
+        DType[] types = {DType.FLOAT32, DType.FLOAT64, DType.INT64, DType.INT16, DType.UINT8, DType.BOOL};
+        for (DType dtype : types) {
+            for (int width : new int[] {1, 3, 16, 17, 63, 64, 65, 200, 257}) {
+                try (org.jtorch.memory.MemoryScope scope = new org.jtorch.memory.MemoryScope()) {
+                    Tensor src = Torch.arange(0, 3L * 5 * width, 1).remainder(251).to(dtype).reshape(3, 5, width);
+                    Tensor dst = Torch.full(new long[] {3, 7, width + 3}, 7.0, dtype, org.jtorch.Device.cpu());
+                    dst.narrow(1, 1, 5).narrow(2, 2, width).copy_(src);
+                    double[] got = dst.to(DType.FLOAT64).toDoubleArray();
+                    double[] want = src.to(DType.FLOAT64).toDoubleArray();
+                    double fill = dtype == DType.BOOL ? 1 : 7;
+                    for (int b = 0; b < 3; b++) {
+                        for (int r = 0; r < 7; r++) {
+                            for (int c = 0; c < width + 3; c++) {
+                                boolean inside = r >= 1 && r < 6 && c >= 2 && c < width + 2;
+                                double expected = inside ? want[(b * 5 + r - 1) * width + c - 2] : fill;
+                                assertEquals(expected, got[(b * 7 + r) * (width + 3) + c], 0, dtype + " width " + width + " at " + b + "," + r + "," + c);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
