@@ -13,6 +13,7 @@ import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
+import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.LossOps;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Padding;
@@ -666,6 +667,21 @@ public final class F {
                 };
             });
         }
+        if (fusedCrossEntropy(input, target, weight)) {
+            boolean unbatched = input.dim() == 1;
+            return MemoryScope.run(() -> {
+                Tensor x = unbatched ? input.unsqueeze(0) : input;
+                // the kernel reads rows in place: only a row with a stride is copied
+                Tensor[] operands = {x.isContiguous() ? x : x.contiguous(), unbatched ? target.unsqueeze(0) : target, weight};
+                Tensor loss;
+                try {
+                    loss = Dispatcher.call(LossOps.CROSS_ENTROPY_FUSED, operands, reductionEnum(reduction), ignoreIndex, labelSmoothing);
+                } catch (IndexOutOfBoundsException e) {
+                    throw new IndexOutOfBoundsException("crossEntropy: " + e.getMessage());
+                }
+                return unbatched && reduction == Reduction.NONE ? loss.squeeze(0) : loss;
+            });
+        }
         return MemoryScope.run(() -> {
             Tensor logp = input.logSoftmax(classDim);
             Tensor nll = nllLoss("crossEntropy", logp, target, weight, ignoreIndex, reduction);
@@ -685,6 +701,20 @@ public final class F {
             };
             return nll.mul(1 - labelSmoothing).add(reduced.mul(labelSmoothing / classes));
         });
+    }
+
+    /**
+     * Whether cross entropy of class indices runs as the declared fused op ({@link LossOps#CROSS_ENTROPY_FUSED}): float32 or
+     * float64 logits of shape {@code [N, C]} or {@code [C]}, int64 targets of the matching shape, a weight of the logits' dtype
+     * that needs no gradient (the fused op gives none), on a backend with the fused kernel; else the composition below.
+     */
+    private static boolean fusedCrossEntropy(Tensor input, Tensor target, Tensor weight) {
+        DType dt = input.dtype();
+        if (input.dim() > 2 || (dt != DType.FLOAT32 && dt != DType.FLOAT64) || target.dtype() != DType.INT64) return false;
+        if (target.dim() != input.dim() - 1 || (input.dim() == 2 && target.size(0) != input.size(0))) return false;
+        if (!target.device().equals(input.device())) return false;
+        if (weight != null && (weight.dtype() != dt || weight.requiresGrad() || !weight.device().equals(input.device()))) return false;
+        return KernelRegistry.hasStructured(LossOps.CROSS_ENTROPY_FUSED, input.device().type());
     }
 
     private static long[] classWeightShape(int rank, int classDim, long classes) {

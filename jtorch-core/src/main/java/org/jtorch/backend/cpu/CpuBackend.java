@@ -39,6 +39,7 @@ public final class CpuBackend implements Backend {
 
     static {
         registerPointwiseKernels();
+        CpuLossKernels.register();
         JvmFlags.checkOnce();
     }
 
