@@ -717,6 +717,18 @@ public final class F {
         return KernelRegistry.hasStructured(LossOps.CROSS_ENTROPY_FUSED, input.device().type());
     }
 
+    /**
+     * Whether a reduced MSE runs as the declared fused op ({@link LossOps#MSE_LOSS_FUSED}): operands of one shape and dtype
+     * (float32 or float64) on one device whose backend has the fused kernel, outside autocast (which runs the composition in
+     * float32); broadcasting and mixed dtypes take the composition.
+     */
+    private static boolean fusedMse(Tensor input, Tensor target) {
+        DType dt = input.dtype();
+        if ((dt != DType.FLOAT32 && dt != DType.FLOAT64) || target.dtype() != dt || Autocast.isActive()) return false;
+        if (!Arrays.equals(input.shape(), target.shape()) || !target.device().equals(input.device())) return false;
+        return KernelRegistry.hasStructured(LossOps.MSE_LOSS_FUSED, input.device().type());
+    }
+
     private static long[] classWeightShape(int rank, int classDim, long classes) {
         long[] s = new long[rank];
         Arrays.fill(s, 1);
@@ -875,6 +887,11 @@ public final class F {
         Arguments.nonNull("mseLoss", "reduction", reduction);
         checkReduction("mseLoss", reduction);
         checkFloatingLoss("mseLoss", input, target);
+        if (reduction != Reduction.NONE && fusedMse(input, target)) {
+            // the kernel reads both operands as flat arrays: a strided one is copied
+            return MemoryScope.run(() -> Dispatcher.call(LossOps.MSE_LOSS_FUSED, new Tensor[] {input.isContiguous() ? input : input.contiguous(),
+                    target.isContiguous() ? target : target.contiguous()}, reductionEnum(reduction)));
+        }
         return Dispatcher.call(LossOps.MSE_LOSS, new Tensor[] {input, target}, reductionEnum(reduction));
     }
 

@@ -165,6 +165,62 @@ public final class LossOps {
         return x.size(0);
     }
 
+    /**
+     * {@link #MSE_LOSS} reduced (mean or sum) in one pass: {@code sum((self - target)^2)}, divided by the element count for
+     * the mean, for operands of one shape and dtype (float32 or float64). The front end ({@code nn.F.mseLoss}) calls it on a
+     * backend that registers its kernel, the composition otherwise. Its derivatives are one fused backward call
+     * ({@link #MSE_LOSS_FUSED_BACKWARD}), or, when the backward records a graph, the same formula as differentiable ops
+     * ({@link #MSE_LOSS_BACKWARD_COMPOSITE}).
+     */
+    public static final OpDef MSE_LOSS_FUSED = OpDef.structured("mse_loss_fused").rule(DTypeRule.FLOATING_ONLY)
+            .meta(LossOps::mseMeta).signature(Param.tensor("self"), Param.tensor("target"), Param.scalar("reduction", "int", "Mean"))
+            .derivatives(LossOps::mseDerivatives)
+            .doc("(self - target)^2 summed in one pass, mean or sum").build();
+
+    /** {@code 2 grad_out (self - target)}, over the element count for the mean, in one pass. */
+    public static final OpDef MSE_LOSS_FUSED_BACKWARD = OpDef.structured("mse_loss_fused_backward").rule(DTypeRule.FLOATING_ONLY)
+            .meta(LossOps::mseBackwardMeta)
+            .signature(Param.tensor("grad_out"), Param.tensor("self"), Param.tensor("target"), Param.scalar("reduction", "int", null))
+            .doc("2 grad_out (self - target), scaled, in one pass").build();
+
+    /** {@link #MSE_LOSS_FUSED_BACKWARD} as differentiable tensor ops, for gradients of gradients. */
+    public static final OpDef MSE_LOSS_BACKWARD_COMPOSITE = OpDef.frontEnd("mse_loss_backward_composite", true)
+            .rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("grad_out"), Param.tensor("self"), Param.tensor("target"), Param.scalar("reduction", "int", null))
+            .doc("`ops.LossBackward.mse`: the backward as ops, differentiable").build();
+
+    private static java.util.List<Expr> mseDerivatives() {
+        Expr reduction = scalar(0, "reduction");
+        Expr self = new Expr.IfGrad(call(MSE_LOSS_BACKWARD_COMPOSITE, Expr.GRAD, SELF, TARGET, reduction),
+                call(MSE_LOSS_FUSED_BACKWARD, Expr.GRAD, SELF, TARGET, reduction));
+        return java.util.Arrays.asList(self, call(PointwiseOps.NEG, self));
+    }
+
+    private static Meta.Output mseMeta(StridedView[] in, double[] scalars) {
+        checkMse("mse_loss_fused", in[0], in[1]);
+        if ((int) scalars[0] == NONE) throw new IllegalArgumentException("mse_loss_fused: expected reduction mean or sum, got none");
+        return new Meta.Output(new long[0], in[0].dtype());
+    }
+
+    private static Meta.Output mseBackwardMeta(StridedView[] in, double[] scalars) {
+        checkMse("mse_loss_fused_backward", in[1], in[2]);
+        if (in[0].numel() != 1 || in[0].dtype() != in[1].dtype()) {
+            throw new IllegalArgumentException("mse_loss_fused_backward: expected one grad_out element of " + in[1].dtype() + ", got "
+                    + Shapes.format(in[0].shape()) + " of " + in[0].dtype());
+        }
+        return new Meta.Output(in[1].shape(), in[1].dtype());
+    }
+
+    private static void checkMse(String op, StridedView x, StridedView t) {
+        boolean floating = x.dtype() == org.jtorch.DType.FLOAT32 || x.dtype() == org.jtorch.DType.FLOAT64;
+        if (!floating || t.dtype() != x.dtype() || !java.util.Arrays.equals(x.shape(), t.shape()) || !x.isContiguous()
+                || !t.isContiguous() || !t.device().equals(x.device())) {
+            throw new IllegalArgumentException(op + ": expected contiguous self and target of one shape and dtype (float32 or "
+                    + "float64) on one device, got " + Shapes.format(x.shape()) + " of " + x.dtype() + " on " + x.device() + " and "
+                    + Shapes.format(t.shape()) + " of " + t.dtype() + " on " + t.device());
+        }
+    }
+
     /** {@code x * log(x)}, 0 where {@code x == 0}. */
     private static Expr xlogx(Expr x) {
         return Expr.where(call(PointwiseOps.EQ, x, Expr.c(0)), call(PointwiseOps.MUL, x, Expr.c(0)),

@@ -40,4 +40,12 @@ final class LossBackward {
             return scope.keep(g.mul(scale));
         }
     }
+
+    /** The gradient of {@link LossOps#MSE_LOSS_FUSED} with respect to {@code x}: {@code 2 gradOut (x - t)}, over the count for the mean. */
+    static Tensor mse(Tensor gradOut, Tensor x, Tensor t, int reduction) {
+        double scale = reduction == LossOps.MEAN ? 2.0 / x.numel() : 2.0;
+        try (MemoryScope scope = new MemoryScope()) {
+            return scope.keep(x.sub(t).mul(gradOut).mul(scale));
+        }
+    }
 }

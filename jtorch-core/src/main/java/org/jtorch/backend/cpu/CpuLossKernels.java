@@ -33,6 +33,8 @@ final class CpuLossKernels {
     static void register() {
         KernelRegistry.registerMulti(Device.Type.CPU, LossOps.CROSS_ENTROPY_FUSED.kernel(), CpuLossKernels::forward);
         KernelRegistry.register(Device.Type.CPU, LossOps.CROSS_ENTROPY_FUSED_BACKWARD.kernel(), (OpKernel) CpuLossKernels::backward);
+        KernelRegistry.register(Device.Type.CPU, LossOps.MSE_LOSS_FUSED.kernel(), (OpKernel) CpuLossKernels::mse);
+        KernelRegistry.register(Device.Type.CPU, LossOps.MSE_LOSS_FUSED_BACKWARD.kernel(), (OpKernel) CpuLossKernels::mseBackward);
     }
 
     private static long base(StridedView t) {
@@ -225,5 +227,88 @@ final class CpuLossKernels {
             FloatVector p = SoftmaxF32.expNonPositive(FloatVector.fromMemorySegment(FS, xs, xo + 4L * j, LE, mk).sub(lse));
             p.fma(va, vb.neg()).intoMemorySegment(os, oo + 4L * j, LE, mk);
         }
+    }
+
+    // ---------------------------------------------------------------- mse
+
+    /** Elements of one block of the squared-difference sum: f32 lanes within it, blocks joined in double. */
+    private static final int SUM_BLOCK = 2048;
+
+    /**
+     * {@code sum((x - t)^2)} (over the count for the mean) of contiguous operands: blocks of {@value #SUM_BLOCK} elements
+     * summed in f32 lanes and joined in double in block order, so the result does not depend on the thread count.
+     */
+    private static void mse(StridedView out, StridedView[] in, double[] g) {
+        StridedView x = in[0], t = in[1];
+        long n = x.numel();
+        boolean f32 = x.dtype() == DType.FLOAT32;
+        MemorySegment xs = x.memory(), ts = t.memory();
+        long xb = base(x), tb = base(t);
+        int blocks = Math.toIntExact((n + SUM_BLOCK - 1) / SUM_BLOCK);
+        double[] partial = new double[blocks];
+        Parallel.forRange(blocks, Math.max(1, GRAIN / SUM_BLOCK), (begin, end) -> {
+            for (long b = begin; b < end; b++) {
+                long from = b * SUM_BLOCK;
+                int len = (int) Math.min(SUM_BLOCK, n - from);
+                partial[(int) b] = f32 ? squaredF32(xs, xb + 4 * from, ts, tb + 4 * from, len)
+                        : squaredF64(xs, xb + 8 * from, ts, tb + 8 * from, len);
+            }
+        });
+        double sum = 0;
+        for (double p : partial) sum += p;
+        set(out, 0, (int) g[0] == LossOps.MEAN ? sum / n : sum);
+    }
+
+    private static double squaredF32(MemorySegment xs, long xo, MemorySegment ts, long to, int len) {
+        FloatVector a = FloatVector.zero(FS), b = FloatVector.zero(FS);
+        int j = 0;
+        // two chains: one fma chain alone is latency-bound
+        for (; j + 2 * FL <= len; j += 2 * FL) {
+            FloatVector d0 = FloatVector.fromMemorySegment(FS, xs, xo + 4L * j, LE).sub(FloatVector.fromMemorySegment(FS, ts, to + 4L * j, LE));
+            FloatVector d1 = FloatVector.fromMemorySegment(FS, xs, xo + 4L * (j + FL), LE)
+                    .sub(FloatVector.fromMemorySegment(FS, ts, to + 4L * (j + FL), LE));
+            a = d0.fma(d0, a);
+            b = d1.fma(d1, b);
+        }
+        double s = VectorF32.sumLanes(a.add(b));
+        for (; j < len; j++) {
+            float d = xs.get(ElementIO.F32, xo + 4L * j) - ts.get(ElementIO.F32, to + 4L * j);
+            s += d * d;
+        }
+        return s;
+    }
+
+    private static double squaredF64(MemorySegment xs, long xo, MemorySegment ts, long to, int len) {
+        double s = 0;
+        for (int j = 0; j < len; j++) {
+            double d = xs.get(ElementIO.F64, xo + 8L * j) - ts.get(ElementIO.F64, to + 8L * j);
+            s += d * d;
+        }
+        return s;
+    }
+
+    /** {@code out = c (x - t)} with {@code c = 2 grad_out} (over the count for the mean), contiguous operands. */
+    private static void mseBackward(StridedView out, StridedView[] in, double[] g) {
+        StridedView x = in[1], t = in[2];
+        long n = x.numel();
+        double c = 2 * get(in[0], 0) / ((int) g[0] == LossOps.MEAN ? n : 1);
+        boolean f32 = x.dtype() == DType.FLOAT32;
+        MemorySegment xs = x.memory(), ts = t.memory(), os = out.memory();
+        long xb = base(x), tb = base(t), ob = base(out);
+        Parallel.forRange(n, GRAIN, (begin, end) -> {
+            long j = begin;
+            if (f32) {
+                FloatVector vc = FloatVector.broadcast(FS, (float) c);
+                for (; j + FL <= end; j += FL) {
+                    FloatVector.fromMemorySegment(FS, xs, xb + 4 * j, LE).sub(FloatVector.fromMemorySegment(FS, ts, tb + 4 * j, LE)).mul(vc)
+                            .intoMemorySegment(os, ob + 4 * j, LE);
+                }
+                for (; j < end; j++) {
+                    os.set(ElementIO.F32, ob + 4 * j, (float) c * (xs.get(ElementIO.F32, xb + 4 * j) - ts.get(ElementIO.F32, tb + 4 * j)));
+                }
+            } else {
+                for (; j < end; j++) os.set(ElementIO.F64, ob + 8 * j, c * (xs.get(ElementIO.F64, xb + 8 * j) - ts.get(ElementIO.F64, tb + 8 * j)));
+            }
+        });
     }
 }
