@@ -18,7 +18,8 @@ import org.jtorch.op.StridedView;
  * L1 (its maximum, then the sum of exponentials) and keeps its log-sum-exp; backward writes each gradient row in one pass
  * from that log-sum-exp. float32 rows run Vector API loops (the exponential of {@link SoftmaxF32}); float64 rows plain
  * loops (gradcheck sizes, not a hot path). The row losses are summed in row order in double, so a reduced loss does not
- * depend on the thread count.
+ * depend on the thread count. The reduced MSE ({@link LossOps#MSE_LOSS_FUSED}) sums squared differences of contiguous
+ * operands in one pass, and its backward writes {@code 2 g (x - t)} in one.
  */
 final class CpuLossKernels {
     private CpuLossKernels() {}
@@ -174,6 +175,12 @@ final class CpuLossKernels {
         int reduction = (int) g[REDUCTION];
         long[] t = targets(in[2], c, ignore);
         double[] w = weights(in[3]);
+        float[] wf = null;
+        if (w != null) {
+            wf = new float[c];
+            for (int j = 0; j < c; j++) wf[j] = (float) w[j];
+        }
+        float[] weightsF32 = wf;
         double scale = reduction == LossOps.MEAN ? 1 / get(in[5], 0) : 1;
         double reducedGrad = reduction == LossOps.NONE ? 0 : get(gradOut, 0);
         boolean f32 = x.dtype() == DType.FLOAT32;
@@ -191,7 +198,7 @@ final class CpuLossKernels {
                 double b = keep ? gi * ls / c : 0;
                 double m = get(lse, i);
                 if (f32) {
-                    rowF32(xs, xo, os, oo, c, (float) m, (float) a, (float) b, w);
+                    rowF32(xs, xo, os, oo, c, (float) m, (float) a, (float) b, weightsF32);
                 } else {
                     for (int j = 0; j < c; j++) {
                         double p = Math.exp(xs.get(ElementIO.F64, xo + 8L * j) - m);
@@ -208,24 +215,20 @@ final class CpuLossKernels {
         });
     }
 
-    /** {@code out_j = a exp(x_j - lse) - b w_j} over one float32 row. */
-    private static void rowF32(MemorySegment xs, long xo, MemorySegment os, long oo, int c, float lse, float a, float b, double[] w) {
-        if (w != null) {
-            for (int j = 0; j < c; j++) {
-                os.set(ElementIO.F32, oo + 4L * j, a * (float) Math.exp(xs.get(ElementIO.F32, xo + 4L * j) - lse) - b * (float) w[j]);
-            }
-            return;
-        }
-        FloatVector va = FloatVector.broadcast(FS, a), vb = FloatVector.broadcast(FS, b);
+    /** {@code out_j = a exp(x_j - lse) - b w_j} over one float32 row ({@code w} null: every weight 1). */
+    private static void rowF32(MemorySegment xs, long xo, MemorySegment os, long oo, int c, float lse, float a, float b, float[] w) {
+        FloatVector va = FloatVector.broadcast(FS, a), vb = FloatVector.broadcast(FS, -b);
         int j = 0;
         for (; j + FL <= c; j += FL) {
             FloatVector p = SoftmaxF32.expNonPositive(FloatVector.fromMemorySegment(FS, xs, xo + 4L * j, LE).sub(lse));
-            p.fma(va, vb.neg()).intoMemorySegment(os, oo + 4L * j, LE);
+            FloatVector sb = w == null ? vb : vb.mul(FloatVector.fromArray(FS, w, j));
+            p.fma(va, sb).intoMemorySegment(os, oo + 4L * j, LE);
         }
         if (j < c) {
             VectorMask<Float> mk = FS.indexInRange(j, c);
             FloatVector p = SoftmaxF32.expNonPositive(FloatVector.fromMemorySegment(FS, xs, xo + 4L * j, LE, mk).sub(lse));
-            p.fma(va, vb.neg()).intoMemorySegment(os, oo + 4L * j, LE, mk);
+            FloatVector sb = w == null ? vb : vb.mul(FloatVector.fromArray(FS, w, j, mk));
+            p.fma(va, sb).intoMemorySegment(os, oo + 4L * j, LE, mk);
         }
     }
 
