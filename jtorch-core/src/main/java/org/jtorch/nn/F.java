@@ -630,7 +630,9 @@ public final class F {
      * for input {@code [N, C, d...]}, or 0-d for input {@code [C]}), or {@code -sum(target * log_softmax(input))}
      * for class-probability targets (floating, the input's shape). {@code weight} ({@code [C]}, may be
      * null) rescales classes; a weighted mean divides by the summed weights of the non-ignored targets;
-     * {@code labelSmoothing} mixes the target with the uniform distribution, as PyTorch 1.13.
+     * {@code labelSmoothing} mixes the target with the uniform distribution, as PyTorch 1.13. Class indices over
+     * {@code [N, C]} or {@code [C]} float32/float64 logits run as one fused op ({@link LossOps#CROSS_ENTROPY_FUSED}) where the
+     * backend has its kernel; other calls compose log_softmax and nll_loss.
      */
     public static Tensor crossEntropy(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction,
                                       double labelSmoothing) {
@@ -880,7 +882,10 @@ public final class F {
         };
     }
 
-    /** Mean squared error {@code (input - target)^2}, broadcast, then reduced ({@link LossOps#MSE_LOSS}). */
+    /**
+     * Mean squared error {@code (input - target)^2}, broadcast, then reduced ({@link LossOps#MSE_LOSS}); reduced over operands
+     * of one shape and floating dtype, one fused op ({@link LossOps#MSE_LOSS_FUSED}) where the backend has its kernel.
+     */
     public static Tensor mseLoss(Tensor input, Tensor target, Reduction reduction) {
         Arguments.nonNull("mseLoss", "input", input);
         Arguments.nonNull("mseLoss", "target", target);

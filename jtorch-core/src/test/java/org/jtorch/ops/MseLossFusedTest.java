@@ -1,6 +1,8 @@
 package org.jtorch.ops;
 
+import static org.jtorch.ops.OpTestSupport.assertCloseRelative;
 import static org.jtorch.ops.OpTestSupport.firstGradient;
+import static org.jtorch.ops.OpTestSupport.kernelCalls;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -14,7 +16,6 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Gradcheck;
-import org.jtorch.backend.KernelProfiler;
 import org.jtorch.nn.F;
 import org.jtorch.op.LossOps;
 import org.jtorch.testing.ScopePerTest;
@@ -37,17 +38,9 @@ class MseLossFusedTest {
     @Test
     void theReducedLossRunsTheFusedKernels() {
         Tensor x = randn(DType.FLOAT32, 6, 5), t = randn(DType.FLOAT32, 6, 5).detach();
-        KernelProfiler.reset();
-        KernelProfiler.start();
-        try {
-            F.mseLoss(x, t).backward();
-        } finally {
-            KernelProfiler.stop();
-        }
-        for (String kernel : new String[] {"mse_loss_fused ", "mse_loss_fused_backward "}) {
-            assertEquals(1, KernelProfiler.entries().stream().filter(e -> e.kernel().startsWith(kernel))
-                    .mapToLong(KernelProfiler.Entry::calls).sum(), kernel);
-        }
+        Runnable step = () -> F.mseLoss(x, t).backward();
+        assertEquals(1, kernelCalls("mse_loss_fused", step));
+        assertEquals(1, kernelCalls("mse_loss_fused_backward", step));
     }
 
     @Test
@@ -63,22 +56,16 @@ class MseLossFusedTest {
                 Tensor plain = reduction == F.Reduction.MEAN ? each.mean() : each.sum();
                 String what = dtype + " " + java.util.Arrays.toString(shape) + " " + reduction;
                 double tol = dtype == DType.FLOAT32 ? 1e-5 : 1e-12;
-                assertClose(plain, fused, tol, what);
+                assertCloseRelative(plain, fused, tol, what);
                 Tensor[] gf = Autograd.grad(new Tensor[] {fused}, new Tensor[] {x, t});
                 Tensor[] gp = Autograd.grad(new Tensor[] {plain}, new Tensor[] {x, t});
-                assertClose(gp[0], gf[0], tol, what + " input gradient");
-                assertClose(gp[1], gf[1], tol, what + " target gradient");
+                assertCloseRelative(gp[0], gf[0], tol, what + " input gradient");
+                assertCloseRelative(gp[1], gf[1], tol, what + " target gradient");
             }
         }
         Tensor x = randn(DType.FLOAT32, 7, 9), t = randn(DType.FLOAT32, 9, 7);
         Tensor xt = x.transpose(0, 1);
-        assertClose(F.mseLoss(xt, t, F.Reduction.NONE).mean(), F.mseLoss(xt, t), 1e-5, "transposed");
-    }
-
-    private static void assertClose(Tensor expected, Tensor actual, double tol, String what) {
-        double[] e = expected.to(DType.FLOAT64).reshape(-1).toDoubleArray(), a = actual.to(DType.FLOAT64).reshape(-1).toDoubleArray();
-        assertEquals(e.length, a.length, what);
-        for (int i = 0; i < e.length; i++) assertEquals(e[i], a[i], tol * Math.max(1, Math.abs(e[i])), what + " at " + i);
+        assertCloseRelative(F.mseLoss(xt, t, F.Reduction.NONE).mean(), F.mseLoss(xt, t), 1e-5, "transposed");
     }
 
     @Test
