@@ -13,6 +13,7 @@ import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
+import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.LossOps;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Padding;
@@ -641,7 +642,9 @@ public final class F {
      * for input {@code [N, C, d...]}, or 0-d for input {@code [C]}), or {@code -sum(target * log_softmax(input))}
      * for class-probability targets (floating, the input's shape). {@code weight} ({@code [C]}, may be
      * null) rescales classes; a weighted mean divides by the summed weights of the non-ignored targets;
-     * {@code labelSmoothing} mixes the target with the uniform distribution, as PyTorch 1.13.
+     * {@code labelSmoothing} mixes the target with the uniform distribution, as PyTorch 1.13. Class indices over
+     * {@code [N, C]} or {@code [C]} float32/float64 logits run as one fused op ({@link LossOps#CROSS_ENTROPY_FUSED}) where the
+     * backend has its kernel; other calls compose log_softmax and nll_loss.
      */
     public static Tensor crossEntropy(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction,
                                       double labelSmoothing) {
@@ -678,6 +681,21 @@ public final class F {
                 };
             });
         }
+        if (fusedCrossEntropy(input, target, weight)) {
+            boolean unbatched = input.dim() == 1;
+            return MemoryScope.run(() -> {
+                Tensor x = unbatched ? input.unsqueeze(0) : input;
+                // the kernel reads rows in place: only a row with a stride is copied
+                Tensor[] operands = {x.isContiguous() ? x : x.contiguous(), unbatched ? target.unsqueeze(0) : target, weight};
+                Tensor loss;
+                try {
+                    loss = Dispatcher.call(LossOps.CROSS_ENTROPY_FUSED, operands, reductionEnum(reduction), ignoreIndex, labelSmoothing);
+                } catch (IndexOutOfBoundsException e) {
+                    throw new IndexOutOfBoundsException("crossEntropy: " + e.getMessage());
+                }
+                return unbatched && reduction == Reduction.NONE ? loss.squeeze(0) : loss;
+            });
+        }
         return MemoryScope.run(() -> {
             Tensor logp = input.logSoftmax(classDim);
             Tensor nll = nllLoss("crossEntropy", logp, target, weight, ignoreIndex, reduction);
@@ -697,6 +715,32 @@ public final class F {
             };
             return nll.mul(1 - labelSmoothing).add(reduced.mul(labelSmoothing / classes));
         });
+    }
+
+    /**
+     * Whether cross entropy of class indices runs as the declared fused op ({@link LossOps#CROSS_ENTROPY_FUSED}): float32 or
+     * float64 logits of shape {@code [N, C]} or {@code [C]}, int64 targets of the matching shape, a weight of the logits' dtype
+     * that needs no gradient (the fused op gives none), on a backend with the fused kernel; else the composition below.
+     */
+    private static boolean fusedCrossEntropy(Tensor input, Tensor target, Tensor weight) {
+        DType dt = input.dtype();
+        if (input.dim() > 2 || (dt != DType.FLOAT32 && dt != DType.FLOAT64) || target.dtype() != DType.INT64) return false;
+        if (target.dim() != input.dim() - 1 || (input.dim() == 2 && target.size(0) != input.size(0))) return false;
+        if (!target.device().equals(input.device())) return false;
+        if (weight != null && (weight.dtype() != dt || weight.requiresGrad() || !weight.device().equals(input.device()))) return false;
+        return KernelRegistry.hasStructured(LossOps.CROSS_ENTROPY_FUSED, input.device().type());
+    }
+
+    /**
+     * Whether a reduced MSE runs as the declared fused op ({@link LossOps#MSE_LOSS_FUSED}): operands of one shape and dtype
+     * (float32 or float64) on one device whose backend has the fused kernel, outside autocast (which runs the composition in
+     * float32); broadcasting and mixed dtypes take the composition.
+     */
+    private static boolean fusedMse(Tensor input, Tensor target) {
+        DType dt = input.dtype();
+        if ((dt != DType.FLOAT32 && dt != DType.FLOAT64) || target.dtype() != dt || Autocast.isActive()) return false;
+        if (!Arrays.equals(input.shape(), target.shape()) || !target.device().equals(input.device())) return false;
+        return KernelRegistry.hasStructured(LossOps.MSE_LOSS_FUSED, input.device().type());
     }
 
     private static long[] classWeightShape(int rank, int classDim, long classes) {
@@ -850,13 +894,21 @@ public final class F {
         };
     }
 
-    /** Mean squared error {@code (input - target)^2}, broadcast, then reduced ({@link LossOps#MSE_LOSS}). */
+    /**
+     * Mean squared error {@code (input - target)^2}, broadcast, then reduced ({@link LossOps#MSE_LOSS}); reduced over operands
+     * of one shape and floating dtype, one fused op ({@link LossOps#MSE_LOSS_FUSED}) where the backend has its kernel.
+     */
     public static Tensor mseLoss(Tensor input, Tensor target, Reduction reduction) {
         Arguments.nonNull("mseLoss", "input", input);
         Arguments.nonNull("mseLoss", "target", target);
         Arguments.nonNull("mseLoss", "reduction", reduction);
         checkReduction("mseLoss", reduction);
         checkFloatingLoss("mseLoss", input, target);
+        if (reduction != Reduction.NONE && fusedMse(input, target)) {
+            // the kernel reads both operands as flat arrays: a strided one is copied
+            return MemoryScope.run(() -> Dispatcher.call(LossOps.MSE_LOSS_FUSED, new Tensor[] {input.isContiguous() ? input : input.contiguous(),
+                    target.isContiguous() ? target : target.contiguous()}, reductionEnum(reduction)));
+        }
         return Dispatcher.call(LossOps.MSE_LOSS, new Tensor[] {input, target}, reductionEnum(reduction));
     }
 

@@ -68,6 +68,159 @@ public final class LossOps {
             .autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.FP32)
             .doc("pointwise KL divergence from log-probabilities, reduced").build();
 
+    /**
+     * Cross entropy of logits {@code self} ({@code [N, C]}, float32 or float64) at class indices {@code target} ({@code [N]},
+     * int64) as one pass over each row: the row's log-sum-exp {@code lse}, then {@code lse - self[n, t]} (and, with label
+     * smoothing {@code ls}, {@code W lse - sum_c weight[c] self[n, c]} mixed in as PyTorch: {@code (1 - ls) nll + ls / C smooth}),
+     * times {@code weight[t]} ({@code [C]}, may be None), zero where {@code t == ignore_index}, reduced. Outputs: the loss
+     * ({@code [N]} for reduction none, else a scalar), {@code lse} ({@code [N]}) and {@code total_weight} (the mean's divisor:
+     * the summed weights of the kept targets). Scalars: {@code reduction, ignore_index, label_smoothing}. The front end
+     * ({@code nn.F.crossEntropy}) checks the arguments and calls it on a backend that registers its kernel (others compose
+     * log_softmax and nll_loss). Its derivative is one fused backward call ({@link #CROSS_ENTROPY_FUSED_BACKWARD}), or, when
+     * the backward records a graph, the same formula as differentiable ops ({@link #CROSS_ENTROPY_BACKWARD_COMPOSITE}).
+     */
+    public static final OpDef CROSS_ENTROPY_FUSED = OpDef.structured("cross_entropy_fused").rule(DTypeRule.FLOATING_ONLY)
+            .outputs(LossOps::crossEntropyMeta, "output", "lse", "total_weight")
+            .signature(Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", "None"),
+                    Param.scalar("reduction", "int", "Mean"), Param.scalar("ignore_index", "int", "-100"),
+                    Param.scalar("label_smoothing", "float", "0.0"))
+            .derivatives(LossOps::crossEntropyDerivatives)
+            .doc("log_softmax and nll_loss in one pass over each row").build();
+
+    /**
+     * The gradient of {@link #CROSS_ENTROPY_FUSED} with respect to its logits in one pass over each row: with
+     * {@code p = exp(self - lse)}, {@code w_t = weight[t]} (1 without weights; 0 where ignored) and {@code W = sum(weight)}
+     * ({@code C} without), {@code grad_out * scale * ((1 - ls) w_t (p - onehot(t)) + ls / C (W p - weight))}, {@code scale}
+     * {@code 1 / total_weight} for the mean. No derivative of its own (see {@link #CROSS_ENTROPY_BACKWARD_COMPOSITE}).
+     */
+    public static final OpDef CROSS_ENTROPY_FUSED_BACKWARD = OpDef.structured("cross_entropy_fused_backward")
+            .rule(DTypeRule.FLOATING_ONLY).meta(LossOps::crossEntropyBackwardMeta)
+            .signature(Param.tensor("grad_out"), Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", null),
+                    Param.tensor("lse"), Param.tensor("total_weight"), Param.scalar("reduction", "int", null),
+                    Param.scalar("ignore_index", "int", null), Param.scalar("label_smoothing", "float", null))
+            .doc("softmax minus the smoothed one-hot target, scaled, in one pass").build();
+
+    /** {@link #CROSS_ENTROPY_FUSED_BACKWARD} as differentiable tensor ops, for gradients of gradients. */
+    public static final OpDef CROSS_ENTROPY_BACKWARD_COMPOSITE = OpDef.frontEnd("cross_entropy_backward_composite", true)
+            .rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("grad_out"), Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", null),
+                    Param.scalar("reduction", "int", null), Param.scalar("ignore_index", "int", null),
+                    Param.scalar("label_smoothing", "float", null))
+            .doc("`ops.LossBackward.crossEntropy`: the backward as ops, differentiable").build();
+
+    private static java.util.List<Expr> crossEntropyDerivatives() {
+        Expr target = in(1, "target"), weight = in(2, "weight");
+        Expr reduction = scalar(0, "reduction"), ignore = scalar(1, "ignore_index"), smoothing = scalar(2, "label_smoothing");
+        Expr fused = call(CROSS_ENTROPY_FUSED_BACKWARD, Expr.GRAD, SELF, target, weight, Expr.output(1, "lse"),
+                Expr.output(2, "total_weight"), reduction, ignore, smoothing);
+        Expr composite = call(CROSS_ENTROPY_BACKWARD_COMPOSITE, Expr.GRAD, SELF, target, weight, reduction, ignore, smoothing);
+        return java.util.Arrays.asList(new Expr.IfGrad(composite, fused), null, null);
+    }
+
+    private static Meta.Output[] crossEntropyMeta(StridedView[] in, double[] scalars) {
+        String op = "cross_entropy_fused";
+        StridedView x = in[0];
+        long rows = checkCrossEntropy(op, x, in[1], in[2]);
+        long[] loss = (int) scalars[0] == NONE ? new long[] {rows} : new long[0];
+        return new Meta.Output[] {new Meta.Output(loss, x.dtype()), new Meta.Output(new long[] {rows}, x.dtype()),
+                new Meta.Output(new long[0], x.dtype())};
+    }
+
+    private static Meta.Output crossEntropyBackwardMeta(StridedView[] in, double[] scalars) {
+        String op = "cross_entropy_fused_backward";
+        StridedView x = in[1];
+        long rows = checkCrossEntropy(op, x, in[2], in[3]);
+        if (in[4].numel() != rows || in[4].dtype() != x.dtype() || in[5].numel() != 1) {
+            throw new IllegalArgumentException(op + ": expected lse of " + rows + " elements of " + x.dtype()
+                    + " and one total weight, got " + Shapes.format(in[4].shape()) + " of " + in[4].dtype() + " and "
+                    + Shapes.format(in[5].shape()));
+        }
+        long expected = (int) scalars[0] == NONE ? rows : 1;
+        if (in[0].numel() != expected || in[0].dtype() != x.dtype()) {
+            throw new IllegalArgumentException(op + ": expected grad_out of " + expected + " elements of " + x.dtype() + ", got "
+                    + Shapes.format(in[0].shape()) + " of " + in[0].dtype());
+        }
+        return new Meta.Output(x.shape(), x.dtype());
+    }
+
+    /** Checks the fused cross entropy's logits, targets and weight; returns the row count. */
+    private static long checkCrossEntropy(String op, StridedView x, StridedView target, StridedView weight) {
+        if (x.dim() != 2 || (x.dtype() != org.jtorch.DType.FLOAT32 && x.dtype() != org.jtorch.DType.FLOAT64)) {
+            throw new IllegalArgumentException(op + ": expected [N, C] logits of float32 or float64, got " + Shapes.format(x.shape())
+                    + " of " + x.dtype());
+        }
+        if (target.dtype() != org.jtorch.DType.INT64 || target.dim() != 1 || target.size(0) != x.size(0)) {
+            throw new IllegalArgumentException(op + ": expected int64 targets of shape [" + x.size(0) + "] for logits of shape "
+                    + Shapes.format(x.shape()) + ", got " + Shapes.format(target.shape()) + " of " + target.dtype());
+        }
+        if (weight != null && (weight.dim() != 1 || weight.size(0) != x.size(1) || weight.dtype() != x.dtype())) {
+            throw new IllegalArgumentException(op + ": expected a weight of shape [" + x.size(1) + "] of " + x.dtype() + ", got "
+                    + Shapes.format(weight.shape()) + " of " + weight.dtype());
+        }
+        for (StridedView t : new StridedView[] {target, weight}) {
+            if (t != null && !t.device().equals(x.device())) {
+                throw new IllegalArgumentException(op + ": expected every operand on " + x.device() + ", got one on " + t.device());
+            }
+        }
+        return x.size(0);
+    }
+
+    /**
+     * {@link #MSE_LOSS} reduced (mean or sum) in one pass: {@code sum((self - target)^2)}, divided by the element count for
+     * the mean, for operands of one shape and dtype (float32 or float64). The front end ({@code nn.F.mseLoss}) calls it on a
+     * backend that registers its kernel, the composition otherwise. Its derivatives are one fused backward call
+     * ({@link #MSE_LOSS_FUSED_BACKWARD}), or, when the backward records a graph, the same formula as differentiable ops
+     * ({@link #MSE_LOSS_BACKWARD_COMPOSITE}).
+     */
+    public static final OpDef MSE_LOSS_FUSED = OpDef.structured("mse_loss_fused").rule(DTypeRule.FLOATING_ONLY)
+            .meta(LossOps::mseMeta).signature(Param.tensor("self"), Param.tensor("target"), Param.scalar("reduction", "int", "Mean"))
+            .derivatives(LossOps::mseDerivatives)
+            .doc("(self - target)^2 summed in one pass, mean or sum").build();
+
+    /** {@code 2 grad_out (self - target)}, over the element count for the mean, in one pass. */
+    public static final OpDef MSE_LOSS_FUSED_BACKWARD = OpDef.structured("mse_loss_fused_backward").rule(DTypeRule.FLOATING_ONLY)
+            .meta(LossOps::mseBackwardMeta)
+            .signature(Param.tensor("grad_out"), Param.tensor("self"), Param.tensor("target"), Param.scalar("reduction", "int", null))
+            .doc("2 grad_out (self - target), scaled, in one pass").build();
+
+    /** {@link #MSE_LOSS_FUSED_BACKWARD} as differentiable tensor ops, for gradients of gradients. */
+    public static final OpDef MSE_LOSS_BACKWARD_COMPOSITE = OpDef.frontEnd("mse_loss_backward_composite", true)
+            .rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("grad_out"), Param.tensor("self"), Param.tensor("target"), Param.scalar("reduction", "int", null))
+            .doc("`ops.LossBackward.mse`: the backward as ops, differentiable").build();
+
+    private static java.util.List<Expr> mseDerivatives() {
+        Expr reduction = scalar(0, "reduction");
+        Expr self = new Expr.IfGrad(call(MSE_LOSS_BACKWARD_COMPOSITE, Expr.GRAD, SELF, TARGET, reduction),
+                call(MSE_LOSS_FUSED_BACKWARD, Expr.GRAD, SELF, TARGET, reduction));
+        return java.util.Arrays.asList(self, call(PointwiseOps.NEG, self));
+    }
+
+    private static Meta.Output mseMeta(StridedView[] in, double[] scalars) {
+        checkMse("mse_loss_fused", in[0], in[1]);
+        if ((int) scalars[0] == NONE) throw new IllegalArgumentException("mse_loss_fused: expected reduction mean or sum, got none");
+        return new Meta.Output(new long[0], in[0].dtype());
+    }
+
+    private static Meta.Output mseBackwardMeta(StridedView[] in, double[] scalars) {
+        checkMse("mse_loss_fused_backward", in[1], in[2]);
+        if (in[0].numel() != 1 || in[0].dtype() != in[1].dtype()) {
+            throw new IllegalArgumentException("mse_loss_fused_backward: expected one grad_out element of " + in[1].dtype() + ", got "
+                    + Shapes.format(in[0].shape()) + " of " + in[0].dtype());
+        }
+        return new Meta.Output(in[1].shape(), in[1].dtype());
+    }
+
+    private static void checkMse(String op, StridedView x, StridedView t) {
+        boolean floating = x.dtype() == org.jtorch.DType.FLOAT32 || x.dtype() == org.jtorch.DType.FLOAT64;
+        if (!floating || t.dtype() != x.dtype() || !java.util.Arrays.equals(x.shape(), t.shape()) || !x.isContiguous()
+                || !t.isContiguous() || !t.device().equals(x.device())) {
+            throw new IllegalArgumentException(op + ": expected contiguous self and target of one shape and dtype (float32 or "
+                    + "float64) on one device, got " + Shapes.format(x.shape()) + " of " + x.dtype() + " on " + x.device() + " and "
+                    + Shapes.format(t.shape()) + " of " + t.dtype() + " on " + t.device());
+        }
+    }
+
     /** {@code x * log(x)}, 0 where {@code x == 0}. */
     private static Expr xlogx(Expr x) {
         return Expr.where(call(PointwiseOps.EQ, x, Expr.c(0)), call(PointwiseOps.MUL, x, Expr.c(0)),

@@ -40,6 +40,7 @@ public final class CpuBackend implements Backend {
     static {
         loadMemoryAccessClasses();
         registerPointwiseKernels();
+        CpuLossKernels.register();
         JvmFlags.checkOnce();
     }
 

@@ -107,7 +107,7 @@ final class SoftmaxF32 {
     }
 
     /** sum(exp(x - max)) without storing. */
-    private static float expSum(MemorySegment is, long io, int n, float max) {
+    static float expSum(MemorySegment is, long io, int n, float max) {
         FloatVector vmax = FloatVector.broadcast(FS, max);
         FloatVector a0 = FloatVector.zero(FS), a1 = a0;
         int i = 0;
