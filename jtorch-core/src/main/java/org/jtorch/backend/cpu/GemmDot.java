@@ -8,7 +8,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorMask;
-import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShuffle;
 
 /**
  * {@link Gemm#sgemm}'s path for a very short op(A) (at most {@value #MAX_M} rows) against a transposed op(B) whose
@@ -95,16 +95,21 @@ final class GemmDot {
             s00 = s00.add(a0.mul(b0), fresh); s01 = s01.add(a0.mul(b1), fresh); s02 = s02.add(a0.mul(b2), fresh); s03 = s03.add(a0.mul(b3), fresh);
             s10 = s10.add(a1.mul(b0), fresh); s11 = s11.add(a1.mul(b1), fresh); s12 = s12.add(a1.mul(b2), fresh); s13 = s13.add(a1.mul(b3), fresh);
         }
-        // Reduced here, not in a helper: a vector passed to a call C2 does not inline is boxed.
+        // Four accumulators' lane sums at once, in a fixed order (see SWAP_HALVES), written out here: a vector passed to a
+        // call that C2 does not inline is boxed.
+        FloatVector r001 = s00.add(s00.rearrange(SWAP_HALVES)).blend(s01.add(s01.rearrange(SWAP_HALVES)), UPPER_HALF);
+        FloatVector r023 = s02.add(s02.rearrange(SWAP_HALVES)).blend(s03.add(s03.rearrange(SWAP_HALVES)), UPPER_HALF);
+        FloatVector r0 = r001.add(r001.rearrange(SWAP_QUARTERS)).blend(r023.add(r023.rearrange(SWAP_QUARTERS)), ODD_QUARTERS);
+        if (L >= 8) r0 = r0.add(r0.rearrange(SWAP_EIGHTHS));
+        if (L >= 16) r0 = r0.add(r0.rearrange(SWAP_SIXTEENTHS));
+        FloatVector r101 = s10.add(s10.rearrange(SWAP_HALVES)).blend(s11.add(s11.rearrange(SWAP_HALVES)), UPPER_HALF);
+        FloatVector r123 = s12.add(s12.rearrange(SWAP_HALVES)).blend(s13.add(s13.rearrange(SWAP_HALVES)), UPPER_HALF);
+        FloatVector r1 = r101.add(r101.rearrange(SWAP_QUARTERS)).blend(r123.add(r123.rearrange(SWAP_QUARTERS)), ODD_QUARTERS);
+        if (L >= 8) r1 = r1.add(r1.rearrange(SWAP_EIGHTHS));
+        if (L >= 16) r1 = r1.add(r1.rearrange(SWAP_SIXTEENTHS));
         long c0 = (cOff + i * crs + j * ccs) * Float.BYTES, c1 = c0 + crs * Float.BYTES, cs = ccs * Float.BYTES;
-        store(c, c0, s00.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c0 + cs, s01.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c0 + 2 * cs, s02.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c0 + 3 * cs, s03.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c1, s10.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c1 + cs, s11.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c1 + 2 * cs, s12.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c1 + 3 * cs, s13.reduceLanes(VectorOperators.ADD), alpha, beta);
+        storeFour(c, c0, cs, r0.lane(0), r0.lane(L / 2), r0.lane(L / 4), r0.lane(3 * L / 4), alpha, beta);
+        storeFour(c, c1, cs, r1.lane(0), r1.lane(L / 2), r1.lane(L / 4), r1.lane(3 * L / 4), alpha, beta);
     }
 
     /** Row i of C, columns j to j + 3. */
@@ -131,11 +136,13 @@ final class GemmDot {
             s2 = s2.add(a0.mul(FloatVector.fromMemorySegment(FS, b, col2 + o, NO)), fresh);
             s3 = s3.add(a0.mul(FloatVector.fromMemorySegment(FS, b, col3 + o, NO)), fresh);
         }
+        FloatVector r01 = s0.add(s0.rearrange(SWAP_HALVES)).blend(s1.add(s1.rearrange(SWAP_HALVES)), UPPER_HALF);
+        FloatVector r23 = s2.add(s2.rearrange(SWAP_HALVES)).blend(s3.add(s3.rearrange(SWAP_HALVES)), UPPER_HALF);
+        FloatVector r = r01.add(r01.rearrange(SWAP_QUARTERS)).blend(r23.add(r23.rearrange(SWAP_QUARTERS)), ODD_QUARTERS);
+        if (L >= 8) r = r.add(r.rearrange(SWAP_EIGHTHS));
+        if (L >= 16) r = r.add(r.rearrange(SWAP_SIXTEENTHS));
         long c0 = (cOff + i * crs + j * ccs) * Float.BYTES, cs = ccs * Float.BYTES;
-        store(c, c0, s0.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c0 + cs, s1.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c0 + 2 * cs, s2.reduceLanes(VectorOperators.ADD), alpha, beta);
-        store(c, c0 + 3 * cs, s3.reduceLanes(VectorOperators.ADD), alpha, beta);
+        storeFour(c, c0, cs, r.lane(0), r.lane(L / 2), r.lane(L / 4), r.lane(3 * L / 4), alpha, beta);
     }
 
     /** One element of C. */
@@ -152,7 +159,36 @@ final class GemmDot {
             s = s.add(FloatVector.fromMemorySegment(FS, a, aRow + o, NO).mul(FloatVector.fromMemorySegment(FS, b, col + o, NO)),
                     FS.indexInRange(k - L - p, L));
         }
-        store(c, (cOff + i * crs + j * ccs) * Float.BYTES, s.reduceLanes(VectorOperators.ADD), alpha, beta);
+        store(c, (cOff + i * crs + j * ccs) * Float.BYTES, VectorF32.sumLanes(s), alpha, beta);
+    }
+
+    /**
+     * The lane sums of four accumulators s0..s3 in one vector: fold each onto itself across halves and keep s0's in the
+     * lower half, s1's in the upper (likewise s2, s3); fold across quarters and interleave the two, then fold the rest.
+     * s0's sum ends in lane 0, s1's in L/2, s2's in L/4, s3's in 3L/4. Lanewise adds and exact permutations only, so the
+     * result is the same whether C2 has compiled the kernel or not, which {@code reduceLanes(ADD)} does not promise
+     * (C2's intrinsic and the interpreter sum in different orders). Static finals: the intrinsic needs each shuffle
+     * and mask as a constant of its exact class.
+     */
+    private static final VectorShuffle<Float> SWAP_HALVES = xor(L / 2), SWAP_QUARTERS = xor(L / 4);
+    private static final VectorShuffle<Float> SWAP_EIGHTHS = L >= 8 ? xor(L / 8) : null, SWAP_SIXTEENTHS = L >= 16 ? xor(L / 16) : null;
+    private static final VectorMask<Float> UPPER_HALF = lanes(i -> i >= L / 2), ODD_QUARTERS = lanes(i -> (i & (L / 4)) != 0);
+
+    private static VectorShuffle<Float> xor(int distance) {
+        return VectorShuffle.fromOp(FS, i -> i ^ distance);
+    }
+
+    private static VectorMask<Float> lanes(java.util.function.IntPredicate which) {
+        boolean[] bits = new boolean[L];
+        for (int i = 0; i < L; i++) bits[i] = which.test(i);
+        return VectorMask.fromArray(FS, bits, 0);
+    }
+
+    private static void storeFour(MemorySegment c, long at, long step, float s0, float s1, float s2, float s3, float alpha, float beta) {
+        store(c, at, s0, alpha, beta);
+        store(c, at + step, s1, alpha, beta);
+        store(c, at + 2 * step, s2, alpha, beta);
+        store(c, at + 3 * step, s3, alpha, beta);
     }
 
     /** {@code C = alpha * sum + beta * C}; C is not read when beta is 0 (it may hold NaN). */

@@ -42,7 +42,10 @@ class ConvolutionKernelsCompileTest {
         assertTrue(log.contains("ConvRasterTileF32::stride2InputGrad"), "the workload reaches the phased input gradient:\n" + log);
         assertTrue(log.contains("Gemm::fourRowsChunk"), "the workload reaches the short-m GEMM blocks:\n" + log);
         assertTrue(log.contains("GemmDot::pairByFour") && log.contains("GemmDot::oneByFour"), "the workload reaches the dot products:\n" + log);
-        List<String> skipped = log.lines().filter(l -> l.contains("COMPILE SKIPPED") && l.contains("org.jtorch")).toList();
+        // "concurrent class loading" is a transient bail-out (a class loaded while the method compiled; the JIT retries),
+        // not a kernel C1 cannot compile.
+        List<String> skipped = log.lines().filter(l -> l.contains("COMPILE SKIPPED") && l.contains("org.jtorch")
+                && !l.contains("concurrent class loading")).toList();
         assertEquals(List.of(), skipped);
     }
 

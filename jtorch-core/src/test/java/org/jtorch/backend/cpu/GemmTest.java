@@ -215,6 +215,49 @@ class GemmTest {
         }
     }
 
+    /**
+     * The dot-product path sums in one documented order, whether its kernels run compiled or not: per lane a chain of
+     * FMAs over the full vectors, the depth's tail added lane by lane, then the lanes folded pairwise (halves onto
+     * halves). {@code reduceLanes(ADD)} would not do (C2's order and the interpreter's differ), and the same layer's
+     * gradients once differed in their last bits between two calls (DistributedDataParallelLocalTest).
+     */
+    @Test
+    void dotProductsSumInTheDocumentedOrder() {
+        int L = Gemm.L;
+        org.junit.jupiter.api.Assumptions.assumeTrue(L >= 4 && L <= 16, "the dot-product path needs 4 to 16 float lanes");
+        SplittableRandom rnd = new SplittableRandom(11);
+        for (int m : new int[] {1, 2, 3}) {
+            for (int k : new int[] {2 * L, 2 * L + 5, 3 * L + L - 1}) {
+                int n = 6;
+                float[] a = new float[m * k], b = new float[n * k];
+                for (int e = 0; e < a.length; e++) a[e] = (float) ((rnd.nextDouble() - 0.5) * Math.pow(10, rnd.nextInt(7) - 3));
+                for (int e = 0; e < b.length; e++) b[e] = (float) ((rnd.nextDouble() - 0.5) * Math.pow(10, rnd.nextInt(7) - 3));
+                MemorySegment as = arena.allocate(a.length * 4L, 64), bs = arena.allocate(b.length * 4L, 64), cs = arena.allocate(m * n * 4L, 64);
+                MemorySegment.copy(a, 0, as, F, 0, a.length);
+                MemorySegment.copy(b, 0, bs, F, 0, b.length);
+                assertTrue(GemmDot.serves(m, k, 1, 1));
+                Gemm.sgemm(m, n, k, 1f, as, 0, k, 1, bs, 0, 1, k, 0f, cs, 0, n);
+                for (int i = 0; i < m; i++) {
+                    for (int j = 0; j < n; j++) {
+                        float[] lanes = new float[L];
+                        int p = 0;
+                        for (; p + L <= k; p += L) {
+                            for (int l = 0; l < L; l++) lanes[l] = Math.fma(a[i * k + p + l], b[j * k + p + l], lanes[l]);
+                        }
+                        for (int l = 0, w = k - L; p < k && l < L; l++) {
+                            if (w + l >= p) lanes[l] = lanes[l] + a[i * k + w + l] * b[j * k + w + l];
+                        }
+                        for (int half = L / 2; half >= 1; half /= 2) {
+                            for (int l = 0; l < half; l++) lanes[l] = lanes[l] + lanes[l + half];
+                        }
+                        assertEquals(Float.floatToIntBits(lanes[0]), Float.floatToIntBits(cs.getAtIndex(F, (long) i * n + j)),
+                                "C[" + i + "][" + j + "] of " + m + "x" + n + "x" + k);
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void alphaAndBetaValues() {
         float[][] ab = {{1, 1}, {-0.5f, 2}, {3, -1}, {0, 0.5f}, {0, 0}};
