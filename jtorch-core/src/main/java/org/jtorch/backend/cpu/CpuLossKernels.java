@@ -150,7 +150,7 @@ final class CpuLossKernels {
         }
         double s = 0;
         int j = 0;
-        for (; j + FL <= c; j += FL) s += FloatVector.fromMemorySegment(FS, xs, xo + 4L * j, LE).sub(max).reduceLanes(jdk.incubator.vector.VectorOperators.ADD);
+        for (; j + FL <= c; j += FL) s += VectorF32.sumLanes(FloatVector.fromMemorySegment(FS, xs, xo + 4L * j, LE).sub(max));
         for (; j < c; j++) s += xs.get(ElementIO.F32, xo + 4L * j) - max;
         return s;
     }

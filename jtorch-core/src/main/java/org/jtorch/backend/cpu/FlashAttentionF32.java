@@ -216,7 +216,7 @@ final class FlashAttentionF32 implements AttentionKernels {
             p.intoArray(sc, off + c);
             sum = sum.add(p);
         }
-        return sum.reduceLanes(VectorOperators.ADD);
+        return VectorF32.sumLanes(sum);
     }
 
     private static void scaleRow(float[] a, int off, int n, float f) {

@@ -53,7 +53,7 @@ final class ReductionF64 {
             VectorMask<Double> m = DS.indexInRange(i, n);
             rest = rest.add(term(DoubleVector.fromMemorySegment(DS, s, off + 8L * i, LE, m), t));
         }
-        return blocks.add(rest).reduceLanes(VectorOperators.ADD);
+        return VectorF64.sumLanes(blocks.add(rest));
     }
 
     private static DoubleVector blockSum(MemorySegment s, long off, ReductionF32.Term t) {
@@ -163,8 +163,8 @@ final class ReductionF64 {
                 q0 = x0.fma(x0, q0);
                 q1 = x1.fma(x1, q1);
             }
-            double sd = d0.add(d1).reduceLanes(VectorOperators.ADD);
-            double m2 = q0.add(q1).reduceLanes(VectorOperators.ADD);
+            double sd = VectorF64.sumLanes(d0.add(d1));
+            double m2 = VectorF64.sumLanes(q0.add(q1));
             for (; j < len; j++) {
                 double d = s.get(ElementIO.F64, o + 8L * j) - mean;
                 sd += d;
@@ -201,7 +201,7 @@ final class ReductionF64 {
             a0 = a0.add(e0);
             a1 = a1.add(e1);
         }
-        double sum = a0.add(a1).reduceLanes(VectorOperators.ADD);
+        double sum = VectorF64.sumLanes(a0.add(a1));
         for (; i < n; i++) {
             double e = Math.exp(is.get(ElementIO.F64, io + 8L * i) - max);
             if (!log) os.set(ElementIO.F64, oo + 8L * i, e);

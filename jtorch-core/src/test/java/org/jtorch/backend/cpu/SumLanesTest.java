@@ -28,4 +28,20 @@ class SumLanesTest {
             assertEquals(Float.floatToIntBits(pairwise(lanes)), Float.floatToIntBits(VectorF32.sumLanes(v)), "trial " + trial);
         }
     }
+
+    @Test
+    void sumsDoubleLanesInTheDocumentedPairwiseOrder() {
+        int n = jdk.incubator.vector.DoubleVector.SPECIES_PREFERRED.length();
+        Random r = new Random(2);
+        for (int trial = 0; trial < 1000; trial++) {
+            double[] lanes = new double[n];
+            for (int i = 0; i < n; i++) lanes[i] = r.nextGaussian() * Math.pow(10, r.nextInt(16) - 8);
+            double[] a = lanes.clone();
+            for (int half = n / 2; half >= 1; half /= 2) {
+                for (int i = 0; i < half; i++) a[i] = a[i] + a[i + half];
+            }
+            var v = jdk.incubator.vector.DoubleVector.fromArray(jdk.incubator.vector.DoubleVector.SPECIES_PREFERRED, lanes, 0);
+            assertEquals(Double.doubleToLongBits(a[0]), Double.doubleToLongBits(VectorF64.sumLanes(v)), "trial " + trial);
+        }
+    }
 }
