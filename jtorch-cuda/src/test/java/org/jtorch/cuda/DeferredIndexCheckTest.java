@@ -80,9 +80,9 @@ class DeferredIndexCheckTest {
         Tensor a = x.indexSelect(0, i);
         Tensor b = x.indexSelect(1, j);
         IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> a.add(b).toFloatArray());
-        assertTrue(e.getMessage().startsWith("indexSelect: index 5 is out of bounds for dimension 0 with size 2"), e.getMessage());
+        assertTrue(e.getMessage().startsWith("index_select: index 5 is out of bounds for dimension 0 with size 2"), e.getMessage());
         assertEquals(1, e.getSuppressed().length);
-        assertTrue(e.getSuppressed()[0].getMessage().startsWith("indexSelect: index -4 is out of bounds for dimension 1 with size 3"),
+        assertTrue(e.getSuppressed()[0].getMessage().startsWith("index_select: index -4 is out of bounds for dimension 1 with size 3"),
                 e.getSuppressed()[0].getMessage());
     }
 
@@ -97,7 +97,7 @@ class DeferredIndexCheckTest {
             }
             assertArrayEquals(new float[] {0, 1, 2, 3, 4, 5}, x.toFloatArray(), "the default stream's read does not see the side stream's check");
             IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, side::synchronize);
-            assertTrue(e.getMessage().startsWith("indexSelect: index 3 is out of bounds for dimension 0 with size 2"), e.getMessage());
+            assertTrue(e.getMessage().startsWith("index_select: index 3 is out of bounds for dimension 0 with size 2"), e.getMessage());
         }
     }
 
@@ -119,7 +119,7 @@ class DeferredIndexCheckTest {
         IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> {
             for (int k = 0; k < IndexCheckLog.RECORDS; k++) x.indexSelect(0, good);
         });
-        assertTrue(e.getMessage().startsWith("indexSelect: index 2 is out of bounds for dimension 0 with size 2"), e.getMessage());
+        assertTrue(e.getMessage().startsWith("index_select: index 2 is out of bounds for dimension 0 with size 2"), e.getMessage());
         assertFalse(Float.isNaN(x.indexSelect(0, good).toFloatArray()[0]), "the device stays usable");
     }
 }

@@ -275,7 +275,7 @@ class IndexPlanTest {
     void outOfBoundsMessagesEqualTheCpuBackends() {
         try (Tensor self = values(3, 4); Tensor index = longs(new long[] {1, 7}, 2); Tensor neg = longs(new long[] {-5}, 1)) {
             IndexOutOfBoundsException cpu = assertThrows(IndexOutOfBoundsException.class, () -> self.indexSelect(0, index));
-            assertEquals(cpu.getMessage(), IndexPlan.outOfBounds(IndexPlan.check("indexSelect", Dispatcher.view(index), 0,
+            assertEquals(cpu.getMessage(), IndexPlan.outOfBounds(IndexPlan.check("index_select", Dispatcher.view(index), 0,
                     3, false), 7).getMessage());
             IndexOutOfBoundsException adv = assertThrows(IndexOutOfBoundsException.class, () -> self.index(neg));
             assertEquals(adv.getMessage(), IndexPlan.outOfBounds(IndexPlan.check("index", Dispatcher.view(neg), -1, 3,
