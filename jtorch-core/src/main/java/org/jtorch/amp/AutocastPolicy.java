@@ -41,8 +41,7 @@ public final class AutocastPolicy {
                     poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss
                     margin_ranking_loss multilabel_margin_loss soft_margin_loss
                     triplet_margin_loss multi_margin_loss dist pdist cdist renorm""",
-            CastPolicy.FP32_SET_OPT_DTYPE, "cumprod cumsum",
-            CastPolicy.PROMOTE, "addcdiv addcmul atan2 bilinear cross dot grid_sampler index_put tensordot",
+            CastPolicy.PROMOTE, "atan2 bilinear cross dot grid_sampler index_put tensordot",
             CastPolicy.BANNED, "binary_cross_entropy",
             CastPolicy.AS_IS, "elu");
 

@@ -32,6 +32,7 @@ public final class Backends {
         NormalizationOpKernels.register(backend);
         JoiningOpKernels.register(backend);
         IndexingOpKernels.register(backend);
+        SelectingReductionOpKernels.register(backend);
     }
 
     private Backends() {}

@@ -19,6 +19,7 @@ public final class OpRegistry {
         Map<String, OpDef> byPy = new LinkedHashMap<>();
         List<OpDef> declared = new ArrayList<>(declaredIn(PointwiseOps.class));
         declared.addAll(declaredIn(ReductionOps.class));
+        declared.addAll(declaredIn(SelectingReductionOps.class));
         declared.addAll(declaredIn(LinalgOps.class));
         declared.addAll(declaredIn(ConvolutionOps.class));
         declared.addAll(declaredIn(NormalizationOps.class));

@@ -211,6 +211,24 @@ public final class PointwiseOps {
                 return List.of(Expr.where(inside, G, Expr.c(0)), Expr.where(toMin, G, Expr.c(0)), Expr.where(toMax, G, Expr.c(0)));
             }).build();
 
+    /**
+     * {@code self + value * tensor1 * tensor2}, the product formed as {@code (tensor1 * value) * tensor2} as ATen's CPU
+     * kernel rounds it; differentiated through its parts.
+     */
+    public static final OpDef ADDCMUL = scaledCombination("addcmul", false);
+
+    /** {@code self + value * tensor1 / tensor2}; its front end refuses integer division, as PyTorch. */
+    public static final OpDef ADDCDIV = scaledCombination("addcdiv", true);
+
+    private static OpDef scaledCombination(String name, boolean divide) {
+        Expr scaled = Expr.call(MUL, Expr.in(1, "tensor1"), Expr.scalar(0, "value"));
+        Expr combined = Expr.call(divide ? DIV : MUL, scaled, Expr.in(2, "tensor2"));
+        return OpDef.composite(name).rule(SAME)
+                .signature(SELF, Param.tensor("tensor1"), Param.tensor("tensor2"), Param.scalar("value", "Scalar", "1"))
+                .autocast(Device.Type.CUDA, CastPolicy.PROMOTE)
+                .composition(Expr.call(ADD, X, combined)).build();
+    }
+
     // ---------------------------------------------------------------- helpers
 
     private static Expr logitFormula() {

@@ -116,6 +116,47 @@ public final class ReductionOps {
             .derivatives(() -> List.of(Expr.call(PointwiseOps.SUB, G, mul(Expr.call(PointwiseOps.EXP, Y), Expr.call(SUM, G)))))
             .build();
 
+    /**
+     * The inclusive cumulative sum along {@code dim}: bool and integers give int64 unless a {@code dtype} is given, floating
+     * scans accumulate in double. Its derivative is the reverse cumulative sum of the gradient, {@code sum - cumsum + g}.
+     */
+    public static final OpDef CUMSUM = OpDef.alongDim("cumsum").rule(DTypeRule.INT64_FOR_INTEGRAL)
+            .signature(SELF, Param.scalar("dim", "int", null), DTYPE)
+            .autocast(Device.Type.CUDA, CastPolicy.FP32_SET_OPT_DTYPE)
+            .derivatives(() -> List.of(reverseCumsum(G))).build();
+
+    /**
+     * The inclusive cumulative product along {@code dim}. Its derivative ({@code d y_j / d x_i = prod_{k<=j, k!=i} x_k} for
+     * {@code j >= i}) without zeros is {@code reverse_cumsum(g * y) / x}. With zeros, before the first zero of a slice it is
+     * still that (every later {@code y_j} is 0); at the first zero it is {@code reverse_cumsum(g * y')}, where {@code y'} is
+     * the cumulative product with that zero taken as 1; after it, 0. Written with ops, so that gradients of any order follow.
+     */
+    public static final OpDef CUMPROD = OpDef.alongDim("cumprod").rule(DTypeRule.INT64_FOR_INTEGRAL)
+            .signature(SELF, Param.scalar("dim", "int", null), DTYPE)
+            .autocast(Device.Type.CUDA, CastPolicy.FP32_SET_OPT_DTYPE)
+            .derivatives(() -> {
+                Expr isZero = eq(X, Expr.c(0));
+                Expr zerosSoFar = Expr.call(CUMSUM, isZero);
+                Expr beforeZero = eq(zerosSoFar, Expr.c(0));
+                Expr firstZero = Expr.where(isZero, eq(zerosSoFar, Expr.c(1)), isZero);
+                Expr beforeFirst = Expr.call(PointwiseOps.DIV, reverseCumsum(mul(G, Y)), Expr.where(beforeZero, X, Expr.c(1)));
+                Expr zeroAsOne = Expr.call(cumprod(), Expr.where(firstZero, Expr.c(1), X));
+                Expr atFirst = reverseCumsum(mul(G, zeroAsOne));
+                Expr firstOrder = Expr.where(beforeZero, beforeFirst, Expr.where(firstZero, atFirst, Expr.c(0)));
+                // The masks' zero after the first zero has no derivative with respect to that zero: a graph of the
+                // gradient takes the form differentiable through its parts, as ATen's in grad mode.
+                return List.of(new Expr.IfGrad(Expr.call(ReductionOps.CUMPROD_BACKWARD, G, X, Y, Expr.scalar(0, "dim")), firstOrder));
+            }).build();
+
+    /**
+     * {@link #CUMPROD}'s gradient as ops that autograd records ({@code ops.Reductions.cumprodBackward}): without zeros
+     * {@code reverse_cumsum(g * y) / x}, with zeros the products left of each element times the reverse recurrence
+     * {@code S_i = g_i + x_{i+1} S_{i+1}}, so that it is differentiable again at zeros. Scalar: the dimension.
+     */
+    public static final OpDef CUMPROD_BACKWARD = OpDef.frontEnd("cumprod_backward", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("grad"), SELF, Param.tensor("result"), Param.scalar("dim", "int", null))
+            .doc("`ops.Reductions.cumprodBackward`: cumprod's gradient as ops, differentiable").build();
+
     public static final OpDef ANY = OpDef.reduction("any", ReduceOp.ANY).rule(DTypeRule.LOGICAL)
             .signature(SELF, DIM, KEEPDIM).build();
     public static final OpDef ALL = OpDef.reduction("all", ReduceOp.ALL).rule(DTypeRule.LOGICAL)
@@ -141,6 +182,12 @@ public final class ReductionOps {
 
     // Derivatives may name the op being declared, so they are built lazily and reach it through a method.
     private static OpDef prod() { return PROD; }
+    private static OpDef cumprod() { return CUMPROD; }
+
+    /** {@code sum_{j >= i} v_j} along the call's dimension: {@code sum(v) - cumsum(v) + v}, as ATen's reversed cumsum. */
+    private static Expr reverseCumsum(Expr v) {
+        return Expr.call(PointwiseOps.ADD, Expr.call(PointwiseOps.SUB, Expr.call(SUM, v), Expr.call(CUMSUM, v)), v);
+    }
     private static Expr eq(Expr a, Expr b) { return Expr.call(PointwiseOps.EQ, a, b); }
     private static Expr mul(Expr a, Expr b) { return Expr.call(PointwiseOps.MUL, a, b); }
 }

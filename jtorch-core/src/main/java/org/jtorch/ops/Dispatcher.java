@@ -389,13 +389,25 @@ public final class Dispatcher {
         x.checkOpen(name);
         int wrapped = Shapes.wrapDim(name, dim, x.dim());
         int d = x.dim() == 0 ? 0 : wrapped;
-        DType out = op.resultType(op.computeType(dtype != null ? dtype : x.dtype(), Torch.defaultDtype()));
+        DType out = alongDimType(op, x.dtype(), dtype);
         if (x.dtype() != out) {
             try (Tensor converted = x.to(out)) {
                 return alongDimAs(op, converted, d);
             }
         }
         return alongDimAs(op, x, d);
+    }
+
+    /**
+     * The result dtype of an op along a dimension: a given {@code dtype}, as PyTorch (the input is converted to it), which a
+     * floating-only op refuses when it is not floating; else the op's rule applied to the input's dtype.
+     */
+    private static DType alongDimType(OpDef op, DType input, DType dtype) {
+        if (dtype == null) return op.resultType(op.computeType(input, Torch.defaultDtype()));
+        if (op.rule() == org.jtorch.op.DTypeRule.FLOAT && !dtype.isFloatingPoint()) {
+            throw new IllegalArgumentException(op.pyName() + ": expected a floating-point dtype, got " + dtype);
+        }
+        return dtype;
     }
 
     private static Tensor alongDimAs(OpDef op, Tensor x, int d) {
@@ -406,6 +418,8 @@ public final class Dispatcher {
         switch (op.kernel()) {
             case "softmax" -> kernels.softmax(view(x), view(r), d, false);
             case "log_softmax" -> kernels.softmax(view(x), view(r), d, true);
+            case "cumsum" -> kernels.scan(false, view(x), view(r), d);
+            case "cumprod" -> kernels.scan(true, view(x), view(r), d);
             default -> throw new IllegalStateException(op.name() + ": no backend kernel along a dimension named " + op.kernel());
         }
         if (KernelProfiler.isActive()) KernelProfiler.recordKernel(op.kernel(), view(r), System.nanoTime() - t0);

@@ -376,6 +376,11 @@ final class ExprCompiler {
                 TensorFn x = compile(args.get(0));
                 return v -> Dispatcher.reduce(op, x.eval(v), v.reduction().args(), null, 0);
             }
+            case ALONG_DIM -> {
+                // An op along a dimension inside a tree runs along the call's one (reduced, kept) dimension.
+                TensorFn x = compile(args.get(0));
+                return v -> Dispatcher.alongDim(op, x.eval(v), v.reduction().args().dims()[0], null);
+            }
             case FRONT_END, STRUCTURED -> {
                 CallArgs call = CallArgs.of(args);
                 return v -> Dispatcher.call(op, call.tensors(v), call.scalars(v));

@@ -1,7 +1,7 @@
 package org.jtorch.ops;
 
-import org.jtorch.amp.Autocast;
 import org.jtorch.Tensor;
+import org.jtorch.op.PointwiseOps;
 
 /**
  * Composite pointwise ops built from the elementwise primitives, so that every backend (and autograd)
@@ -12,15 +12,9 @@ import org.jtorch.Tensor;
 public final class Pointwise {
     private Pointwise() {}
 
-    /** {@code self + value * tensor1 * tensor2} */
+    /** {@code self + value * tensor1 * tensor2} ({@link PointwiseOps#ADDCMUL}). */
     public static Tensor addcmul(Tensor self, Tensor tensor1, Tensor tensor2, double value) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("addcmul", t -> addcmul(t[0], t[1], t[2], value), self, tensor1, tensor2);
-            if (r != null) return r;
-        }
-        try (Tensor product = scaledProduct("addcmul", tensor1, tensor2, value, false)) {
-            return self.add(product);
-        }
+        return Dispatcher.call(PointwiseOps.ADDCMUL, new Tensor[] {self, tensor1, tensor2}, value);
     }
 
     public static Tensor addcmul_(Tensor self, Tensor tensor1, Tensor tensor2, double value) {
@@ -30,15 +24,11 @@ public final class Pointwise {
         }
     }
 
-    /** {@code self + value * tensor1 / tensor2}; integer division is rejected, as in PyTorch. */
+    /** {@code self + value * tensor1 / tensor2}; integer division is rejected, as in PyTorch ({@link PointwiseOps#ADDCDIV}). */
     public static Tensor addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, double value) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("addcdiv", t -> addcdiv(t[0], t[1], t[2], value), self, tensor1, tensor2);
-            if (r != null) return r;
-        }
-        try (Tensor quotient = scaledProduct("addcdiv", tensor1, tensor2, value, true)) {
-            return self.add(quotient);
-        }
+        checkOpen("addcdiv", tensor1, tensor2);
+        checkDivision("addcdiv", tensor1, tensor2);
+        return Dispatcher.call(PointwiseOps.ADDCDIV, new Tensor[] {self, tensor1, tensor2}, value);
     }
 
     public static Tensor addcdiv_(Tensor self, Tensor tensor1, Tensor tensor2, double value) {
@@ -61,10 +51,7 @@ public final class Pointwise {
 
     private static Tensor scaledProduct(String op, Tensor t1, Tensor t2, double value, boolean divide) {
         checkOpen(op, t1, t2);
-        if (divide && !t1.dtype().isFloatingPoint() && !t2.dtype().isFloatingPoint()) {
-            throw new IllegalArgumentException(op + ": integer division with addcdiv is no longer supported (dtypes "
-                    + t1.dtype() + " and " + t2.dtype() + "); use true division of floating tensors instead");
-        }
+        if (divide) checkDivision(op, t1, t2);
         Tensor scaled = value == 1 ? t1.alias() : t1.mul(value);
         try (scaled) {
             return divide ? scaled.div(t2) : scaled.mul(t2);
@@ -80,6 +67,13 @@ public final class Pointwise {
         self.checkNoInternalOverlap(op);
         self.checkNoPartialOverlap(op, input1);
         self.checkNoPartialOverlap(op, input2);
+    }
+
+    private static void checkDivision(String op, Tensor t1, Tensor t2) {
+        if (!t1.dtype().isFloatingPoint() && !t2.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": integer division with addcdiv is no longer supported (dtypes "
+                    + t1.dtype() + " and " + t2.dtype() + "); use true division of floating tensors instead");
+        }
     }
 
     private static void checkOpen(String op, Tensor t1, Tensor t2) {

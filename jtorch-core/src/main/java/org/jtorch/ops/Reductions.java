@@ -1,18 +1,13 @@
 package org.jtorch.ops;
 
-import static org.jtorch.ops.Dispatcher.view;
-
 import java.util.Arrays;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.amp.Autocast;
-import org.jtorch.autograd.Autograd;
-import org.jtorch.autograd.SavedTensor;
-import org.jtorch.backend.Backends;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.ReduceArgs;
 import org.jtorch.op.ReductionOps;
+import org.jtorch.op.SelectingReductionOps;
 import org.jtorch.op.Shapes;
 
 /**
@@ -89,38 +84,17 @@ public final class Reductions {
 
     /** {@code torch.max(x, dim, keepdim)}: values and the index of their first occurrence (the first NaN, if any). */
     public static ValuesIndices max(Tensor x, int dim, boolean keepdim) {
-        return withIndices(true, "max", x, dim, keepdim);
+        return withIndices(true, x, dim, keepdim);
     }
 
     public static ValuesIndices min(Tensor x, int dim, boolean keepdim) {
-        return withIndices(false, "min", x, dim, keepdim);
+        return withIndices(false, x, dim, keepdim);
     }
 
-    private static ValuesIndices withIndices(boolean max, String name, Tensor x, int dim, boolean keepdim) {
-        x.checkOpen(name);
-        int d = Shapes.wrapDim(name, dim, x.dim());
-        boolean[] reduced = reducedDims(name, x.shape(), new int[] {dim});
-        checkNonEmpty(name, x, reduced, false);
-        Tensor values = Tensor.empty(resultShape(x.shape(), reduced, keepdim), x.dtype(), x.device());
-        Tensor indices = Tensor.empty(resultShape(x.shape(), reduced, keepdim), DType.INT64, x.device());
-        long[] keep = resultShape(x.shape(), reduced, true);
-        try (Tensor vk = keepdimView(values, keep); Tensor ik = keepdimView(indices, keep)) {
-            Backends.of(x.device()).reductions().argReduce(max, view(x), view(vk.broadcastTo(x.shape())),
-                    view(ik.broadcastTo(x.shape())),
-                    x.dim() == 0 ? 0 : d);
-        }
-        if (Autograd.needsGrad(x)) {
-            SavedTensor si = Autograd.save(indices);
-            long[] inShape = x.shape();
-            DType type = x.dtype();
-            Autograd.record(max ? "MaxBackward0" : "MinBackward0", values, g -> {
-                if (inShape.length == 0) return new Tensor[] {g[0].reshape()};
-                Tensor gk = g[0].reshape(keep);
-                Tensor ik = si.get().reshape(keep);
-                return new Tensor[] {Torch.zeros(inShape, type, gk.device()).scatter_(d, ik, gk)};
-            }, new Tensor[] {x}, si);
-        }
-        return new ValuesIndices(values, indices);
+    private static ValuesIndices withIndices(boolean max, Tensor x, int dim, boolean keepdim) {
+        Tensor[] r = Dispatcher.callAll(max ? SelectingReductionOps.MAX_DIM : SelectingReductionOps.MIN_DIM, new Tensor[] {x}, dim,
+                keepdim ? 1 : 0);
+        return new ValuesIndices(r[0], r[1]);
     }
 
     /** {@code torch.argmax(x)}: the index of the maximum in the flattened tensor (0-d int64). */
@@ -134,11 +108,11 @@ public final class Reductions {
 
     /** {@code torch.argmax(x, dim, keepdim)}. */
     public static Tensor argmax(Tensor x, int dim, boolean keepdim) {
-        return argAlong(true, "argmax", x, dim, keepdim);
+        return argAlong(true, x, dim, keepdim);
     }
 
     public static Tensor argmin(Tensor x, int dim, boolean keepdim) {
-        return argAlong(false, "argmin", x, dim, keepdim);
+        return argAlong(false, x, dim, keepdim);
     }
 
     private static Tensor argFlat(boolean max, String name, Tensor x) {
@@ -148,22 +122,12 @@ public final class Reductions {
             throw new IllegalArgumentException(name + "(): Expected reduction dim to be specified for input.numel() == 0.");
         }
         try (Tensor flat = x.dim() == 0 ? x.alias() : x.reshape(-1)) {
-            return argAlong(max, name, flat, 0, false);
+            return argAlong(max, flat, 0, false);
         }
     }
 
-    private static Tensor argAlong(boolean max, String name, Tensor x, int dim, boolean keepdim) {
-        x.checkOpen(name);
-        checkArgDtype(name, x);
-        int d = Shapes.wrapDim(name, dim, x.dim());
-        boolean[] reduced = reducedDims(name, x.shape(), new int[] {dim});
-        checkNonEmpty(name, x, reduced, false);
-        Tensor indices = Tensor.empty(resultShape(x.shape(), reduced, keepdim), DType.INT64, x.device());
-        try (Tensor ik = keepdimView(indices, resultShape(x.shape(), reduced, true))) {
-            Backends.of(x.device()).reductions().argReduce(max, view(x), null, view(ik.broadcastTo(x.shape())),
-                    x.dim() == 0 ? 0 : d);
-        }
-        return indices;
+    private static Tensor argAlong(boolean max, Tensor x, int dim, boolean keepdim) {
+        return Dispatcher.call(max ? SelectingReductionOps.ARGMAX : SelectingReductionOps.ARGMIN, new Tensor[] {x}, dim, keepdim ? 1 : 0);
     }
 
     private static void checkArgDtype(String name, Tensor x) {
@@ -219,45 +183,14 @@ public final class Reductions {
 
     // ---------------------------------------------------------------- scans
 
-    /** {@code torch.cumsum(x, dim, dtype)}; {@code dtype} may be null (bool/integers then give int64). */
+    /** {@code torch.cumsum(x, dim, dtype)}; {@code dtype} may be null (bool/integers then give int64) ({@link ReductionOps#CUMSUM}). */
     public static Tensor cumsum(Tensor x, int dim, DType dtype) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("cumsum", dtype != null, t -> cumsum(t[0], dim, dtype), x);
-            if (r != null) return r;
-        }
-        return scan(false, "cumsum", x, dim, dtype);
+        return Dispatcher.alongDim(ReductionOps.CUMSUM, x, dim, dtype);
     }
 
+    /** {@code torch.cumprod(x, dim, dtype)} ({@link ReductionOps#CUMPROD}). */
     public static Tensor cumprod(Tensor x, int dim, DType dtype) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("cumprod", dtype != null, t -> cumprod(t[0], dim, dtype), x);
-            if (r != null) return r;
-        }
-        return scan(true, "cumprod", x, dim, dtype);
-    }
-
-    private static Tensor scan(boolean prod, String name, Tensor x, int dim, DType dtype) {
-        x.checkOpen(name);
-        int d = Shapes.wrapDim(name, dim, x.dim());
-        DType out = dtype != null ? dtype : x.dtype().isFloatingPoint() ? x.dtype() : DType.INT64;
-        try (Tensor in = x.to(out)) {
-            Tensor r = Tensor.empty(x.shape(), out, x.device());
-            Backends.of(x.device()).reductions().scan(prod, view(in), view(r), x.dim() == 0 ? 0 : d);
-            if (Autograd.needsGrad(in) && out.isFloatingPoint()) {
-                int sd = x.dim() == 0 ? 0 : d;
-                if (!prod) {
-                    // Reverse cumulative sum: total - cumsum(g) + g.
-                    Autograd.record("CumsumBackward0", r, g -> new Tensor[] {
-                            g[0].sum(new int[] {sd}, true).sub(g[0].cumsum(sd)).add(g[0])}, new Tensor[] {in});
-                } else {
-                    SavedTensor sx = Autograd.save(in);
-                    SavedTensor sr = Autograd.save(r);
-                    Autograd.record("CumprodBackward0", r, g -> new Tensor[] {cumprodBackward(g[0], sx.get(), sr.get(), sd)},
-                            new Tensor[] {in}, sx, sr);
-                }
-            }
-            return r;
-        }
+        return Dispatcher.alongDim(ReductionOps.CUMPROD, x, dim, dtype);
     }
 
     /**
@@ -265,7 +198,7 @@ public final class Reductions {
      * zeros, S_i = sum_{j>=i} g_j prod_{i<k<=j} x_k follows S_i = g_i + x_{i+1} S_{i+1}, and the gradient is
      * (prod_{k<i} x_k) S_i, computed along the dimension one step at a time.
      */
-    private static Tensor cumprodBackward(Tensor g, Tensor x, Tensor y, int d) {
+    static Tensor cumprodBackward(Tensor g, Tensor x, Tensor y, int d) {
         if (x.dim() == 0) return g.alias();
         if (!x.eq(0.0).any(new int[0], false).toBooleanArray()[0]) {
             Tensor gy = g.mul(y);

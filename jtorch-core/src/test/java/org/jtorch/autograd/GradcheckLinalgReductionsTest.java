@@ -96,5 +96,38 @@ class GradcheckLinalgReductionsTest {
     void cumprodWithZeros() {
         Tensor x = on(Torch.tensor(new double[] {1.5, 0, 2, -1, 0.5, 3, 0, 0}, 2, 4)).requiresGrad_();
         check(t -> t[0].cumprod(1), x);
+        // a zero in the first place, and a slice without zeros along dim 0
+        Tensor y = on(Torch.tensor(new double[] {0, 2, 1.5, -0.5, 3, 0.25, 0, -2, 1}, 3, 3)).requiresGrad_();
+        check(t -> t[0].cumprod(0), y);
+        check(t -> t[0].cumprod(1), y);
+        check(t -> t[0].cumprod(0), on(Torch.tensor(new double[] {0.0})).reshape().requiresGrad_());
+        check(t -> t[0].cumsum(0), on(Torch.tensor(new double[] {1.5})).reshape().requiresGrad_());
+    }
+
+    /** The scans' derivatives are written with ops: their gradients are differentiable again, zeros included. */
+    @Test
+    void scansHaveSecondDerivatives() {
+        Tensor x = on(Torch.tensor(new double[] {1.5, 0, 2, -1, 0.5, 3, -0.75, 1.25}, 2, 4)).requiresGrad_();
+        check(t -> gradOf(t[0], u -> u.cumprod(1)), x);
+        check(t -> gradOf(t[0], u -> u.cumsum(1).mul(u)), x);
+        check(t -> gradOf(t[0], u -> u.cumprod(0)), rand(3, 2));
+    }
+
+    /** max(dim)/min(dim) send the gradient to the selected elements; that backward and its own gradient are each other's. */
+    @Test
+    void selectingReductionsHaveGradientsOfEveryOrder() {
+        check(t -> t[0].max(1, false).values(), rand(3, 4));
+        check(t -> t[0].min(0, true).values(), rand(3, 4));
+        check(t -> t[0].max(-1, true).values(), rand(2, 3, 4));
+        check(t -> gradOf(t[0], u -> u.max(1, false).values().mul(u.max(1, false).values())), rand(3, 4));
+        check(t -> gradOf(t[0], u -> u.min(0, true).values().pow(3.0)), rand(3, 4));
+        check(t -> t[0].max(0, false).values(), on(Torch.tensor(new double[] {0.5})).reshape().requiresGrad_());
+    }
+
+    /** The gradient of {@code fn(x)} weighted by a fixed, non-uniform output gradient, with its own graph. */
+    private static Tensor gradOf(Tensor x, Function<Tensor, Tensor> fn) {
+        Tensor y = fn.apply(x);
+        Tensor w = Torch.arange(0, y.numel(), 1, x.dtype(), x.device()).reshape(y.shape()).add(0.5);
+        return Autograd.grad(new Tensor[] {y}, new Tensor[] {x}, new Tensor[] {w}, true, true, false)[0];
     }
 }
