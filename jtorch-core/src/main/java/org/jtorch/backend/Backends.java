@@ -33,6 +33,7 @@ public final class Backends {
         JoiningOpKernels.register(backend);
         IndexingOpKernels.register(backend);
         SelectingReductionOpKernels.register(backend);
+        SortingOpKernels.register(backend);
     }
 
     private Backends() {}

@@ -20,6 +20,7 @@ public final class OpRegistry {
         List<OpDef> declared = new ArrayList<>(declaredIn(PointwiseOps.class));
         declared.addAll(declaredIn(ReductionOps.class));
         declared.addAll(declaredIn(SelectingReductionOps.class));
+        declared.addAll(declaredIn(SortingOps.class));
         declared.addAll(declaredIn(LinalgOps.class));
         declared.addAll(declaredIn(ConvolutionOps.class));
         declared.addAll(declaredIn(NormalizationOps.class));

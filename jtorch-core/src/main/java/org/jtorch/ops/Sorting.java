@@ -1,14 +1,12 @@
 package org.jtorch.ops;
 
-import static org.jtorch.ops.Dispatcher.view;
-
 import org.jtorch.DType;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
-import org.jtorch.backend.Backends;
 import org.jtorch.op.Shapes;
+import org.jtorch.op.SortingOps;
 import org.jtorch.ops.Reductions.ValuesIndices;
 
 /**
@@ -319,8 +317,8 @@ public final class Sorting {
              Tensor seq = sorter == null ? sortedSequence.alias() : sortedSequence.gather(bs.length - 1, sorter);
              Tensor seqTyped = seq.to(common); Tensor seqContiguous = seqTyped.contiguous(); Tensor b2 = seqContiguous.reshape(boundaryRows, n);
              Tensor valuesTyped = values.to(common); Tensor valuesContiguous = valuesTyped.contiguous();
-             Tensor v2 = valuesContiguous.reshape(valueRows, m); Tensor out = Tensor.empty(new long[] {valueRows, m}, DType.INT64, values.device())) {
-            Backends.of(values.device()).reductions().searchsorted(view(b2), view(v2), view(out), right);
+             Tensor v2 = valuesContiguous.reshape(valueRows, m);
+             Tensor out = Dispatcher.call(SortingOps.SEARCHSORTED_ROWS, new Tensor[] {b2, v2}, right ? 1 : 0)) {
             try (Tensor shaped = out.reshape(vs)) {
                 return outInt32 ? shaped.to(DType.INT32) : shaped.alias();
             }
@@ -495,11 +493,7 @@ public final class Sorting {
 
     /** The first k of {@link #sortedPositions(Tensor, int, boolean)} along d (a backend may select them without a full sort). */
     private static Tensor sortedPositions(Tensor x, int d, boolean descending, long k) {
-        long[] shape = x.shape().clone();
-        if (shape.length > 0) shape[d] = k;
-        Tensor indices = Tensor.empty(shape, DType.INT64, x.device());
-        Backends.of(x.device()).reductions().argsort(view(x), view(indices), x.dim() == 0 ? 0 : d, descending);
-        return indices;
+        return Dispatcher.call(SortingOps.SORT_INDICES, new Tensor[] {x}, d, descending ? 1 : 0, k);
     }
 
     /** The values at keepdim-shaped {@code indices} along d (differentiable through gather), squeezed unless keepdim. */
