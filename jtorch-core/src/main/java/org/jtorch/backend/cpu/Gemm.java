@@ -152,6 +152,11 @@ public final class Gemm {
                     epilogue == null ? null : (j0, j1, i0, i1) -> epilogue.block(i0, i1, j0, j1));
             return;
         }
+        if (GemmStream.serves(m, n, aRowStride)) { // A^T B with a few columns: rows of A run along C's columns
+            GemmStream.sgemm(m, n, k, alpha, a, aOffset, aColStride, b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc, 1,
+                    epilogue);
+            return;
+        }
         if (GemmShortM.serves(m, n, k)) {
             GemmShortM.sgemm(m, n, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, bColStride, beta, c, cOffset, ldc, epilogue);
             return;

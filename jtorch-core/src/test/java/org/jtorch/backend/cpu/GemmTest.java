@@ -216,6 +216,39 @@ class GemmTest {
     }
 
     /**
+     * The streamed path ({@link GemmStream}): A^T (A stored [k, m], layout 1) times at most four columns of B in any layout,
+     * and the shapes just past it (five to eight columns, the general path); long-side tails past the last two-vector
+     * block, alpha and beta, padded and strided operands, one and two threads (bit for bit equal).
+     */
+    @Test
+    void fewColumnsAlongTheLongOperandsRowsAgainstTheReference() {
+        int L = Gemm.L;
+        org.junit.jupiter.api.Assumptions.assumeTrue(L >= 4 && L <= 16, "the streamed path needs 4 to 16 float lanes");
+        assertTrue(GemmStream.serves(4096, 1, 1), "A^T x takes the streamed path");
+        long seed = 1200;
+        for (int threads : new int[] {1, 2}) {
+            Parallel.setNumThreads(threads);
+            for (int longSide : new int[] {2 * L, 2 * L + 3, 5 * L + 1, 300}) {
+                for (int few = 1; few <= 2 * GemmStream.MAX_N; few++) {
+                    for (int k : new int[] {1, 3, 50}) check(longSide, few, k, 1f, 0f, 1, (few + k) % 2 == 0 ? 0 : 2, seed++, false);
+                    check(longSide, few, 33, -0.5f, 2f, 1, 3, seed++, false);
+                }
+            }
+        }
+        SplittableRandom rnd = new SplittableRandom(12);
+        for (int[] s : new int[][] {{1000, 3, 77}, {4096, 1, 128}, {999, 4, 128}, {333, 2, 1}}) {
+            int m = s[0], n = s[1], k = s[2];
+            View a = randomMatrix(m, k, 1, rnd, false), b = randomMatrix(k, n, 0, rnd, false);
+            MemorySegment c1 = arena.allocate((long) m * n * 4), c2 = arena.allocate((long) m * n * 4);
+            Parallel.setNumThreads(1);
+            Gemm.sgemm(m, n, k, 1f, a.seg, 0, a.rowStride, a.colStride, b.seg, 0, b.rowStride, b.colStride, 0f, c1, 0, n);
+            Parallel.setNumThreads(2);
+            Gemm.sgemm(m, n, k, 1f, a.seg, 0, a.rowStride, a.colStride, b.seg, 0, b.rowStride, b.colStride, 0f, c2, 0, n);
+            assertArrayEquals(c1.toArray(F), c2.toArray(F), "m=" + m + " n=" + n + " k=" + k);
+        }
+    }
+
+    /**
      * The dot-product path sums in one documented order, whether its kernels run compiled or not: per lane a chain of
      * FMAs over the full vectors, the depth's tail added lane by lane, then the lanes folded pairwise (halves onto
      * halves). {@code reduceLanes(ADD)} would not do (C2's order and the interpreter's differ), and the same layer's
