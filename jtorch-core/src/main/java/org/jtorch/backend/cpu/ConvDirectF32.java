@@ -216,7 +216,7 @@ final class ConvDirectF32 {
     private static void rows(Work wk, float[] wp, float[] bv, Geometry g, int p, int ob, int k, int kwc, int wpad, int y0, int y1,
                              MemorySegment out, long outImage, long pixels) {
         if (p == 8 && spreadsStores(g)) {
-            spreadRows(wk, wp, bv, g, k, kwc, y0, y1, out, outImage, pixels);
+            spreadRows(wk, wp, bv, g, k, kwc, wpad, y0, y1, out, outImage, pixels);
             return;
         }
         int cin = g.cin();
@@ -284,11 +284,10 @@ final class ConvDirectF32 {
      * 26.3-27.8 ms (load 20-23). Storing whole runs of 8 or 16 rows per channel instead was level with the tile stores.
      * Buffer row q holds, per tile, its 8 pixels of channel q and then of channel 16 + q.
      */
-    private static void spreadRows(Work wk, float[] wp, float[] bv, Geometry g, int k, int kwc, int y0, int y1,
+    private static void spreadRows(Work wk, float[] wp, float[] bv, Geometry g, int k, int kwc, int wpad, int y0, int y1,
                                    MemorySegment out, long outImage, long pixels) {
         int cin = g.cin(), ow = g.ow();
         int sx = g.sw() * cin;
-        int wpad = ConvF32.paddedWidth(g);
         int rowStride = g.dh() * wpad * cin;
         int ld = 2 * ow, tiles = ow / 8, pairs = ow / 16;
         long rsBytes = pixels * Float.BYTES;
