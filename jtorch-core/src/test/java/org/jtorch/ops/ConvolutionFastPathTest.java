@@ -424,6 +424,19 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * 8x32 tiles on rows of whole 16-pixel vectors, at least 48 wide, whose stores are spread over the next row's
+     * tiles ({@code ConvDirectF32.spreadRows}): a 7x7 stride-2 stem on 3 channels (48-pixel rows, 64 channels: two
+     * blocks), one image of 80-pixel rows split by rows over the threads, and a 3x3 stride-1 layer of 80-pixel rows
+     * with dilated kernel rows; forward, input and weight gradients.
+     */
+    @Test
+    void spreadTileStores() {
+        compare(new long[] {2, 3, 96, 96}, new long[] {64, 3, 7, 7}, new int[] {2}, new int[] {3}, new int[] {1}, 1);
+        compare(new long[] {1, 3, 127, 160}, new long[] {32, 3, 7, 7}, new int[] {2}, new int[] {3}, new int[] {1}, 1);
+        compare(new long[] {1, 8, 9, 80}, new long[] {32, 8, 3, 3}, new int[] {1}, new int[] {2, 1}, new int[] {2, 1}, 1);
+    }
+
+    /**
      * The 7x32 direct tile, for rows of whole 7-pixel tiles that are not whole 8-pixel ones: 7-pixel rows (ResNet-50's
      * last stage, which the implicit GEMM served before), 14 and 28 at stride 1, 14 and 28 at stride 2 (from even and
      * odd inputs), 21 with dilated kernel rows, a 7x7 stride-2 kernel on 3 channels (the stem's, at 28 px), and one image

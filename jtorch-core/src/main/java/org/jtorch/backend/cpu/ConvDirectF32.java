@@ -56,6 +56,9 @@ final class ConvDirectF32 {
          */
         final MemorySegment tile = java.lang.foreign.Arena.ofAuto().allocate(16 * 16 * Float.BYTES, 64);
         final float[] block = new float[16 * 16];
+        /** Two output rows of one 32-channel block, transposed, for {@link #spreadRows}: one filled while the other is stored. */
+        float[] rowsA = new float[0];
+        float[] rowsB = new float[0];
     }
 
     private static final ThreadLocal<Work> WORK = ThreadLocal.withInitial(Work::new);
@@ -212,6 +215,10 @@ final class ConvDirectF32 {
     /** Output rows {@code [y0, y1)} of the image in {@code wk.image}, every channel block. */
     private static void rows(Work wk, float[] wp, float[] bv, Geometry g, int p, int ob, int k, int kwc, int wpad, int y0, int y1,
                              MemorySegment out, long outImage, long pixels) {
+        if (p == 8 && spreadsStores(g)) {
+            spreadRows(wk, wp, bv, g, k, kwc, wpad, y0, y1, out, outImage, pixels);
+            return;
+        }
         int cin = g.cin();
         int sx = g.sw() * cin;
         int rowStride = g.dh() * wpad * cin;
@@ -236,6 +243,80 @@ final class ConvDirectF32 {
                     } else {
                         tile16x16(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * ob, tile);
                         storeTransposed(wk, out, at, rsBytes, null, null);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * Whether {@link #rows} stores 8x32 tiles through {@link #spreadRows}: rows of whole 16-pixel vectors, at least
+     * {@link #SPREAD_MIN_WIDTH} wide (the 7x7 stem's 112), whose output planes stream to memory.
+     */
+    private static boolean spreadsStores(Geometry g) {
+        return SPREAD_STORES && g.ow() % 16 == 0 && g.ow() >= SPREAD_MIN_WIDTH;
+    }
+
+    /** {@code -Djtorch.conv.spreadStores=false} stores each 8x32 tile as it finishes ({@link #storeTransposed}), to compare. */
+    private static final boolean SPREAD_STORES = !"false".equals(System.getProperty("jtorch.conv.spreadStores"));
+    /** Narrowest output row {@link #spreadRows} takes: shorter rows' planes mostly stay in cache. */
+    private static final int SPREAD_MIN_WIDTH = 48;
+
+    /** Index vectors picking, from two transposed tile rows a:b, lanes 0-7 of each (the first channel's 16 pixels) or lanes 8-15. */
+    private static final FloatVector FIRST_HALVES = halves(0), SECOND_HALVES = halves(8);
+
+    private static FloatVector halves(int from) {
+        float[] idx = new float[16];
+        for (int l = 0; l < 8; l++) {
+            idx[l] = from + l;
+            idx[8 + l] = 16 + from + l;
+        }
+        return FloatVector.fromArray(FS, idx, 0);
+    }
+
+    /**
+     * As {@link #rows} for 8x32 tiles on rows of whole 16-pixel vectors, the stores spread out: each row's tiles are
+     * transposed into a row buffer, and the row before it is stored from the other buffer a slice after each tile,
+     * as whole 16-pixel vectors. Storing each tile's 32 channel pieces as it finishes stalled on the output's
+     * cache misses in bursts: the 7x7 stem writes 3.2 MB an image, which the tile kernel alone computes in
+     * 2.27 ms and with those stores in 2.93 (one thread, scratch prototype, loaded machine); spread, 2.70. The
+     * whole stem forward at batch 8, 3 rounds against the tile-by-tile stores in one tree: 24.7-25.8 against
+     * 26.3-27.8 ms (load 20-23). Storing whole runs of 8 or 16 rows per channel instead was level with the tile stores.
+     * Buffer row q holds, per tile, its 8 pixels of channel q and then of channel 16 + q.
+     */
+    private static void spreadRows(Work wk, float[] wp, float[] bv, Geometry g, int k, int kwc, int wpad, int y0, int y1,
+                                   MemorySegment out, long outImage, long pixels) {
+        int cin = g.cin(), ow = g.ow();
+        int sx = g.sw() * cin;
+        int rowStride = g.dh() * wpad * cin;
+        int ld = 2 * ow, tiles = ow / 8, pairs = ow / 16;
+        long rsBytes = pixels * Float.BYTES;
+        float[] image = wk.image;
+        MemorySegment tile = wk.tile;
+        float[] bufA = wk.rowsA = ConvF32.grow(wk.rowsA, 16 * ld), bufB = wk.rowsB = ConvF32.grow(wk.rowsB, 16 * ld);
+        for (int blk = 0; blk < g.cout() / 32; blk++) {
+            int wBase = blk * k * 32;
+            long blockBytes = (outImage + (long) blk * 32 * pixels) * Float.BYTES;
+            // One pass more than rows: the last pass only stores the last row.
+            for (int oy = y0; oy <= y1; oy++) {
+                float[] cur = ((oy - y0) & 1) == 0 ? bufA : bufB, prev = cur == bufA ? bufB : bufA;
+                long prevRow = blockBytes + (long) (oy - 1) * ow * Float.BYTES;
+                for (int t = 0; t < tiles; t++) {
+                    if (oy < y1) {
+                        int xBase = (oy * g.sh() * wpad + t * 8 * g.sw()) * cin;
+                        tile8x32(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * 32, tile);
+                        Gemm.transposeBlock16(tile, 0, 16 * Float.BYTES, cur, t * 16, ld);
+                    }
+                    if (oy > y0) {
+                        // The previous row's 16 channel pairs x pairs vectors, 8 of them after each of the tiles.
+                        for (int u = t * 8; u < t * 8 + 8; u++) {
+                            int q = u / pairs, v = u % pairs;
+                            FloatVector a = FloatVector.fromArray(FS, prev, q * ld + v * 32);
+                            FloatVector b = FloatVector.fromArray(FS, prev, q * ld + v * 32 + 16);
+                            long at = prevRow + v * 16L * Float.BYTES;
+                            FIRST_HALVES.selectFrom(a, b).intoMemorySegment(out, at + q * rsBytes, NO);
+                            SECOND_HALVES.selectFrom(a, b).intoMemorySegment(out, at + (16 + q) * rsBytes, NO);
+                        }
                     }
                 }
             }

@@ -39,6 +39,7 @@ class ConvolutionKernelsCompileTest {
         assertTrue(log.contains("WinogradF32::outputTile"), "the workload reaches the Winograd path:\n" + log);
         assertTrue(log.contains("ConvGemmF32::forward"), "the workload reaches the small-image GEMM path:\n" + log);
         assertTrue(log.contains("ConvRasterTileF32::tile"), "the workload reaches the raster-order tile:\n" + log);
+        assertTrue(log.contains("ConvDirectF32::spreadRows"), "the workload reaches the spread tile stores:\n" + log);
         assertTrue(log.contains("ConvRasterTileF32::stride2InputGrad"), "the workload reaches the phased input gradient:\n" + log);
         assertTrue(log.contains("Gemm::fourRowsChunk"), "the workload reaches the short-m GEMM blocks:\n" + log);
         assertTrue(log.contains("GemmDot::pairByFour") && log.contains("GemmDot::oneByFour"), "the workload reaches the dot products:\n" + log);
@@ -65,6 +66,7 @@ class ConvolutionKernelsCompileTest {
                 {4, 32, 4, 4}, {48, 32, 3, 3}, {1, 1},     // small images: one GEMM over the batch
                 {2, 32, 8, 8}, {32, 32, 4, 4}, {2, 1},     // raster-order tiles, the 4x4 stride-2 input gradient by phases
                 {2, 16, 4, 4}, {8, 16, 4, 4}, {1, 0},      // a whole-image kernel: matrix products
+                {1, 3, 96, 96}, {32, 3, 7, 7}, {2, 3},     // 48-pixel rows of 8x32 tiles, their stores spread
             };
             // Short-m products (four-row blocks, the masked column tail).
             try (Tensor a = Torch.randn(8, 64); Tensor b = Torch.randn(64, 200); Tensor c = a.matmul(b)) {
