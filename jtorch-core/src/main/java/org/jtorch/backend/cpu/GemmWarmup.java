@@ -14,7 +14,7 @@ import java.lang.management.ThreadMXBean;
  * most of it there, against 6 ms once compiled. The small products reach C2's thresholds for a fraction of that work
  * (0.4-0.8 s of this thread's CPU at load 20, then it stops).
  *
- * <p>Only the GEMM: its micro-kernels are three quarters of a linear layer's step, and its branches are shapes (full
+ * <p>Only the GEMM (its packed path and {@link GemmShortM}'s): its micro-kernels are three quarters of a linear layer's step, and its branches are shapes (full
  * or partial tiles, beta zero or not, transposed operands), which this covers in every combination, so its profile
  * holds no branch that a real product would find untaken. Kernels with flags (an optimizer's weight decay, momentum)
  * are left to the program: a warm-up with other flags would make C2 compile a version the program's first call
@@ -30,6 +30,8 @@ final class GemmWarmup {
     static final int M = 36, N = 80, K = 16;
     /** A product's n at most one vector wide (a classifier's last layer): A read in place ({@code kernelHalfDirect}). */
     static final int NARROW = 10;
+    /** A short m that {@link GemmShortM} serves (a 10-class layer's weight gradient). */
+    static final int SHORT_M = 10;
     /** At most this many rounds. */
     static final int MAX_ROUNDS = 4000;
     /** A round this fast runs C2's code (about 0.12 ms; the boxed fallbacks take 1-10 ms): done. */
@@ -50,8 +52,9 @@ final class GemmWarmup {
      * Rounds of products until a pair of rounds runs at C2's speed (or the CPU budget is spent): op(A) {@link #M} x
      * {@link #K} times op(B) {@link #K} x {@link #N}, and the same with {@link #NARROW} columns, for A and B as stored
      * and transposed (a linear layer's forward, input gradient and weight gradient), beta 0 in even rounds and 1 in
-     * odd ones. M is above {@link GemmShortM}'s and {@link Gemm#SMALL_SIDE}'s range and M * N * K below
-     * {@link Gemm#PARALLEL_MIN_WORK}, so each runs on the packed path in this thread.
+     * odd ones; and {@link #SHORT_M} x {@link #K} times {@link #K} x {@link #N}, which {@link GemmShortM} serves. M is
+     * above {@link GemmShortM}'s and {@link Gemm#SMALL_SIDE}'s range and M * N * K below {@link Gemm#PARALLEL_MIN_WORK},
+     * so each runs on the packed path in this thread.
      */
     static void run() {
         long bytes = 4L * M * N * K; // more than any operand needs
@@ -76,6 +79,7 @@ final class GemmWarmup {
                 long lda = transA ? M : K;
                 Gemm.sgemm(transA, transB, M, N, K, 1f, a, 0, lda, b, 0, transB ? K : N, beta, c, 0, N);
                 Gemm.sgemm(transA, transB, M, NARROW, K, 1f, a, 0, lda, b, 0, transB ? K : NARROW, beta, c, 0, NARROW);
+                Gemm.sgemm(transA, transB, SHORT_M, N, K, 1f, a, 0, transA ? SHORT_M : K, b, 0, transB ? K : N, beta, c, 0, N);
             }
             if (r % 2 == 1) {
                 long now = threads.getCurrentThreadCpuTime();

@@ -8,7 +8,7 @@ import org.junit.jupiter.api.Test;
 /** The GEMM warm-up's products take the paths it is there to warm up, and it runs to its end. */
 class GemmWarmupTest {
     @Test
-    void itsProductsRunThePackedSingleThreadPathWithPartialTilesAndANarrowStrip() {
+    void itsProductsRunThePackedSingleThreadPathWithPartialTilesANarrowStripAndTheShortMPath() {
         int m = GemmWarmup.M, n = GemmWarmup.N, k = GemmWarmup.K, narrow = GemmWarmup.NARROW;
         // Not one of the unpacked paths that sgemm tries first.
         assertFalse(GemmShortM.serves(m, n, k));
@@ -20,6 +20,9 @@ class GemmWarmupTest {
         assertTrue(m > Gemm.MR && m % Gemm.MR != 0);
         assertTrue(n > Gemm.NR && n % Gemm.NR > 0 && n % Gemm.NR <= Gemm.L);
         assertTrue(narrow <= Gemm.L);
+        // And the short-m path, B read in place and packed (transposed).
+        assertTrue(GemmShortM.serves(GemmWarmup.SHORT_M, n, k));
+        assertTrue(GemmWarmup.SHORT_M * k <= m * n);
     }
 
     @Test
