@@ -12,14 +12,14 @@ import java.lang.management.ThreadMXBean;
  * products (a training step's linear layers) run the micro-kernels as the Vector API's boxed Java fallbacks, in the
  * interpreter and C1, until C2 compiles them by on-stack replacement: the MLP's first step took 0.9-1.1 s of CPU,
  * most of it there, against 6 ms once compiled. The small products reach C2's thresholds for a fraction of that work
- * (0.4-0.8 s of this thread's CPU at load 20, then it stops).
+ * (0.4-1.5 s of this thread's CPU at load 20-30, then it stops; docs/BENCHMARKS.md, issue 20, eighth session).
  *
- * <p>Only the GEMM (its packed path and {@link GemmShortM}'s): its micro-kernels are three quarters of a linear layer's step, and its branches are shapes (full
- * or partial tiles, beta zero or not, transposed operands), which this covers in every combination, so its profile
- * holds no branch that a real product would find untaken. Kernels with flags (an optimizer's weight decay, momentum)
- * are left to the program: a warm-up with other flags would make C2 compile a version the program's first call
- * throws away. Nothing here touches tensors, the allocator, the random generators or any other shared state; the
- * products are computed into this thread's own memory and dropped.
+ * <p>Only the GEMM (its packed path and {@link GemmShortM}'s): its micro-kernels are three quarters of a linear
+ * layer's step, and its branches are shapes (full or partial tiles, beta zero or not, transposed operands), which this
+ * covers in every combination, so its profile holds no branch that a real product would find untaken. Kernels with
+ * flags (an optimizer's weight decay, momentum) are left to the program: a warm-up with other flags would make C2
+ * compile a version the program's first call throws away. Nothing here touches tensors, the allocator, the random
+ * generators or any other shared state; the products are computed into this thread's own memory and dropped.
  *
  * <p>Off with {@code JTORCH_JIT_WARMUP=0} or {@code -Djtorch.jitWarmup=false}; off without C2 (nothing to warm up).
  */
