@@ -79,6 +79,7 @@ public final class WorkerProcess implements AutoCloseable {
         Path dir = Files.createTempDirectory("jtorch-dataloader-worker");
         List<String> command = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--add-modules=jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1",
+                "-Djtorch.jitWarmup=false", // no C2 here to warm up for
                 "-Djtorch.dataloader.worker=" + worker, "-cp", String.join(File.pathSeparator, cp),
                 WorkerProcess.class.getName(), datasetClass.getName(), dir.toString());
         Process p = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();

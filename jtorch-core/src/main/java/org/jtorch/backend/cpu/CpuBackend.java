@@ -42,6 +42,7 @@ public final class CpuBackend implements Backend {
         registerPointwiseKernels();
         CpuLossKernels.register();
         JvmFlags.checkOnce();
+        GemmWarmup.start();
     }
 
     /**
