@@ -19,6 +19,7 @@ public final class LossOps {
     /** PyTorch's {@code at::Reduction} values, the losses' first scalar. */
     public static final int NONE = 0, MEAN = 1, SUM = 2;
 
+
     private static final Expr SELF = in(0, "self");
     private static final Expr TARGET = in(1, "target");
 
@@ -69,14 +70,24 @@ public final class LossOps {
             .doc("pointwise KL divergence from log-probabilities, reduced").build();
 
     /**
+     * Cross entropy of class indices as {@code log_softmax} then {@code nll_loss} (and the label smoothing term), for every
+     * shape, dtype and device: {@link #CROSS_ENTROPY_FUSED}'s decomposition ({@code ops.Losses.crossEntropy}).
+     */
+    public static final OpDef CROSS_ENTROPY_COMPOSITE = OpDef.frontEnd("cross_entropy_composite", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", "None"),
+                    Param.scalar("reduction", "int", "Mean"), Param.scalar("ignore_index", "int", "-100"),
+                    Param.scalar("label_smoothing", "float", "0.0"))
+            .doc("`ops.Losses.crossEntropy`: log_softmax, nll_loss and the smoothing term as ops").build();
+
+    /**
      * Cross entropy of logits {@code self} ({@code [N, C]}, float32 or float64) at class indices {@code target} ({@code [N]},
      * int64) as one pass over each row: the row's log-sum-exp {@code lse}, then {@code lse - self[n, t]} (and, with label
      * smoothing {@code ls}, {@code W lse - sum_c weight[c] self[n, c]} mixed in as PyTorch: {@code (1 - ls) nll + ls / C smooth}),
      * times {@code weight[t]} ({@code [C]}, may be None), zero where {@code t == ignore_index}, reduced. Outputs: the loss
      * ({@code [N]} for reduction none, else a scalar), {@code lse} ({@code [N]}) and {@code total_weight} (the mean's divisor:
      * the summed weights of the kept targets). Scalars: {@code reduction, ignore_index, label_smoothing}. The front end
-     * ({@code nn.F.crossEntropy}) checks the arguments and calls it on a backend that registers its kernel (others compose
-     * log_softmax and nll_loss). Its derivative is one fused backward call ({@link #CROSS_ENTROPY_FUSED_BACKWARD}), or, when
+     * ({@code nn.F.crossEntropy}) checks the arguments and calls it; the dispatcher runs the kernel where one takes the call
+     * ({@link #crossEntropyFusedForm}), its decomposition into log_softmax and nll_loss otherwise. Its derivative is one fused backward call ({@link #CROSS_ENTROPY_FUSED_BACKWARD}), or, when
      * the backward records a graph, the same formula as differentiable ops ({@link #CROSS_ENTROPY_BACKWARD_COMPOSITE}).
      */
     public static final OpDef CROSS_ENTROPY_FUSED = OpDef.structured("cross_entropy_fused").rule(DTypeRule.FLOATING_ONLY)
@@ -85,7 +96,31 @@ public final class LossOps {
                     Param.scalar("reduction", "int", "Mean"), Param.scalar("ignore_index", "int", "-100"),
                     Param.scalar("label_smoothing", "float", "0.0"))
             .derivatives(LossOps::crossEntropyDerivatives)
+            .decomposition(call(CROSS_ENTROPY_COMPOSITE, SELF, TARGET, in(2, "weight"), scalar(0, "reduction"),
+                    scalar(1, "ignore_index"), scalar(2, "label_smoothing")))
+            .denseInputs(0)
             .doc("log_softmax and nll_loss in one pass over each row").build();
+
+    /**
+     * The argument forms of {@link #CROSS_ENTROPY_FUSED}'s kernels (what its meta function accepts): {@code [N, C]} logits of
+     * float32 or float64, int64 targets of shape {@code [N]}, a weight of shape {@code [C]} of the logits' dtype or none, all
+     * on one device. Other calls run its decomposition.
+     */
+    public static boolean crossEntropyFusedForm(StridedView[] in, double[] scalars) {
+        StridedView x = in[0], t = in[1], w = in[2];
+        org.jtorch.DType dt = x.dtype();
+        if (x.dim() != 2 || (dt != org.jtorch.DType.FLOAT32 && dt != org.jtorch.DType.FLOAT64)) return false;
+        if (t.dtype() != org.jtorch.DType.INT64 || t.dim() != 1 || t.size(0) != x.size(0) || !t.device().equals(x.device())) return false;
+        return w == null || (w.dim() == 1 && w.size(0) == x.size(1) && w.dtype() == dt && w.device().equals(x.device()));
+    }
+
+    /** The argument forms of {@link #MSE_LOSS_FUSED}'s kernels: operands of one shape and dtype (float32 or float64), reduced. */
+    public static boolean mseFusedForm(StridedView[] in, double[] scalars) {
+        StridedView x = in[0], t = in[1];
+        org.jtorch.DType dt = x.dtype();
+        return (dt == org.jtorch.DType.FLOAT32 || dt == org.jtorch.DType.FLOAT64) && t.dtype() == dt
+                && java.util.Arrays.equals(x.shape(), t.shape()) && t.device().equals(x.device()) && (int) scalars[0] != NONE;
+    }
 
     /**
      * The gradient of {@link #CROSS_ENTROPY_FUSED} with respect to its logits in one pass over each row: with
@@ -167,14 +202,16 @@ public final class LossOps {
 
     /**
      * {@link #MSE_LOSS} reduced (mean or sum) in one pass: {@code sum((self - target)^2)}, divided by the element count for
-     * the mean, for operands of one shape and dtype (float32 or float64). The front end ({@code nn.F.mseLoss}) calls it on a
-     * backend that registers its kernel, the composition otherwise. Its derivatives are one fused backward call
+     * the mean, for operands of one shape and dtype (float32 or float64). The front end ({@code nn.F.mseLoss}) calls it for every
+     * call; the dispatcher runs the kernel where one takes the call ({@link #mseFusedForm}), its decomposition
+     * ({@link #MSE_LOSS}: broadcast, unreduced or mixed dtypes) otherwise. Its derivatives are one fused backward call
      * ({@link #MSE_LOSS_FUSED_BACKWARD}), or, when the backward records a graph, the same formula as differentiable ops
      * ({@link #MSE_LOSS_BACKWARD_COMPOSITE}).
      */
     public static final OpDef MSE_LOSS_FUSED = OpDef.structured("mse_loss_fused").rule(DTypeRule.FLOATING_ONLY)
             .meta(LossOps::mseMeta).signature(Param.tensor("self"), Param.tensor("target"), Param.scalar("reduction", "int", "Mean"))
             .derivatives(LossOps::mseDerivatives)
+            .decomposition(call(MSE_LOSS, SELF, TARGET, scalar(0, "reduction"))).denseInputs(0, 1)
             .doc("(self - target)^2 summed in one pass, mean or sum").build();
 
     /** {@code 2 grad_out (self - target)}, over the element count for the mean, in one pass. */

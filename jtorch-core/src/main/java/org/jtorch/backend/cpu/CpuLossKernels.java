@@ -32,9 +32,9 @@ final class CpuLossKernels {
     private static final int REDUCTION = 0, IGNORE = 1, SMOOTHING = 2;
 
     static void register() {
-        KernelRegistry.registerMulti(Device.Type.CPU, LossOps.CROSS_ENTROPY_FUSED.kernel(), CpuLossKernels::forward);
+        KernelRegistry.registerMulti(Device.Type.CPU, LossOps.CROSS_ENTROPY_FUSED.kernel(), CpuLossKernels::forward, LossOps::crossEntropyFusedForm);
         KernelRegistry.register(Device.Type.CPU, LossOps.CROSS_ENTROPY_FUSED_BACKWARD.kernel(), (OpKernel) CpuLossKernels::backward);
-        KernelRegistry.register(Device.Type.CPU, LossOps.MSE_LOSS_FUSED.kernel(), (OpKernel) CpuLossKernels::mse);
+        KernelRegistry.register(Device.Type.CPU, LossOps.MSE_LOSS_FUSED.kernel(), (OpKernel) CpuLossKernels::mse, LossOps::mseFusedForm);
         KernelRegistry.register(Device.Type.CPU, LossOps.MSE_LOSS_FUSED_BACKWARD.kernel(), (OpKernel) CpuLossKernels::mseBackward);
     }
 
