@@ -706,16 +706,13 @@ public final class F {
      * Negative log likelihood of log-probabilities {@code input} ({@code [N, C, d...]} or {@code [C]}) at
      * class indices {@code target} ({@code [N, d...]} or 0-d): {@code -weight[t] * input[n, t]}, zero where
      * {@code target == ignoreIndex}; the mean divides by the summed weights of the non-ignored targets
-     * (NaN when all are ignored), as PyTorch.
+     * (NaN when all are ignored), as PyTorch. The declared {@link LossOps#NLL_LOSS}: its autocast policy (float32), then
+     * a fused kernel or its decomposition, as the dispatcher chooses.
      */
     public static Tensor nllLoss(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction) {
         Arguments.nonNull("nllLoss", "input", input);
         Arguments.nonNull("nllLoss", "target", target);
         Arguments.nonNull("nllLoss", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("nll_loss", t -> nllLoss(t[0], t[1], t[2], ignoreIndex, reduction), input, target, weight);
-            if (r != null) return r;
-        }
         checkReduction("nllLoss", reduction);
         return Losses.nllLoss("nllLoss", input, target, weight, ignoreIndex, (int) reductionEnum(reduction));
     }

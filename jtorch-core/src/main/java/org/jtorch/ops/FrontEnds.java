@@ -44,6 +44,10 @@ public final class FrontEnds {
         if (op == org.jtorch.op.LossOps.CROSS_ENTROPY_BACKWARD_COMPOSITE) {
             return LossBackward.crossEntropy(in[0], in[1], in[2], in[3], (int) args[0], (long) args[1], args[2]);
         }
+        if (op == org.jtorch.op.LossOps.NLL_LOSS_COMPOSITE) return Losses.nllLossComposite(in[0], in[1], in[2], (int) args[0], (long) args[1]);
+        if (op == org.jtorch.op.LossOps.NLL_LOSS_BACKWARD_COMPOSITE) {
+            return Losses.nllLossBackwardComposite(in[0], in[1], in[2], in[3], (int) args[0], (long) args[1]);
+        }
         if (op == org.jtorch.op.LossOps.CROSS_ENTROPY_COMPOSITE) {
             return Losses.crossEntropy(in[0], in[1], in[2], (int) args[0], (long) args[1], args[2]);
         }

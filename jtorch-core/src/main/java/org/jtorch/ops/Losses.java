@@ -3,6 +3,7 @@ package org.jtorch.ops;
 import java.util.Arrays;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
+import org.jtorch.Torch;
 import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.LossOps;
@@ -59,7 +60,9 @@ public final class Losses {
     /**
      * Negative log likelihood of log-probabilities {@code input} ({@code [N, C, d...]} or {@code [C]}) at class indices
      * {@code target} ({@code [N, d...]} or 0-d): {@code -weight[t] * input[n, t]}, zero where {@code target == ignoreIndex};
-     * the mean divides by the summed weights of the non-ignored targets (NaN when all are ignored), as PyTorch.
+     * the mean divides by the summed weights of the non-ignored targets (NaN when all are ignored), as PyTorch. Checks the
+     * arguments, then calls the declared {@link LossOps#NLL_LOSS} (a fused kernel, or its decomposition
+     * {@link #nllLossComposite}); an index error is reworded under {@code op}, its cause kept.
      */
     public static Tensor nllLoss(String op, Tensor input, Tensor target, Tensor weight, long ignoreIndex, int reduction) {
         if (input.dim() == 0) throw new IllegalArgumentException(op + ": input must have at least 1 dimension (classes)");
@@ -76,15 +79,35 @@ public final class Losses {
             throw new IllegalArgumentException(op + ": expected target of shape " + Shapes.format(expectTarget) + " for input of shape "
                     + Shapes.format(input.shape()) + ", got " + Shapes.format(target.shape()));
         }
+        checkClassWeight(op, weight, input.size(unbatched ? 0 : 1));
+        String named = op + ": ";
+        try {
+            // a backend that reports a bad index later (CUDA's deferred checks) names the loss then too
+            return IndexErrorContext.run(named, () -> Dispatcher.call(LossOps.NLL_LOSS, new Tensor[] {input, target, weight}, reduction,
+                    ignoreIndex));
+        } catch (IndexOutOfBoundsException e) {
+            if (e.getMessage() != null && e.getMessage().startsWith(named)) throw e;
+            IndexOutOfBoundsException r = new IndexOutOfBoundsException(named + e.getMessage());
+            r.initCause(e);
+            throw r;
+        }
+    }
+
+    /**
+     * {@link LossOps#NLL_LOSS} written with ops ({@link LossOps#NLL_LOSS_COMPOSITE}), for arguments its caller checked. On
+     * the CPU the targets are checked on the host, and the common case (no weight, nothing ignored) gathers the targets'
+     * log-probabilities; other cases mask the ignored targets and gather the weights.
+     */
+    static Tensor nllLossComposite(Tensor input, Tensor target, Tensor weight, int reduction, long ignoreIndex) {
+        boolean unbatched = input.dim() == 1;
         long classes = input.size(unbatched ? 0 : 1);
-        checkClassWeight(op, weight, classes);
-        if (!target.device().isCpu()) return nllLossOnDevice(op, input, target, weight, ignoreIndex, reduction, classes);
+        if (!target.device().isCpu()) return nllLossOnDevice(input, target, weight, ignoreIndex, reduction, classes);
         boolean anyIgnored = false;
         for (long t : target.toLongArray()) {
             if (t == ignoreIndex) {
                 anyIgnored = true;
             } else if (t < 0 || t >= classes) {
-                throw new IndexOutOfBoundsException(op + ": Target " + t + " is out of bounds (" + classes + " classes).");
+                throw new IndexOutOfBoundsException("Target " + t + " is out of bounds (" + classes + " classes).");
             }
         }
         if (weight == null && !anyIgnored && target.dtype() == DType.INT64) {
@@ -106,18 +129,40 @@ public final class Losses {
     /**
      * On an accelerator the targets are not read on the host (that would copy them and wait for the device on
      * every call): ignored targets are masked on the device, and one out of range is caught by gather's own
-     * index check, reported under the loss's name: here when the check throws at once, or at the device's next
-     * synchronisation (CUDA's deferred index checks) through the {@link IndexErrorContext}.
+     * index check, reported as a target out of bounds (the caller adds the loss's name): here when the check throws at
+     * once, or at the device's next synchronisation (CUDA's deferred index checks) through the {@link IndexErrorContext}.
      */
-    private static Tensor nllLossOnDevice(String op, Tensor input, Tensor target, Tensor weight, long ignoreIndex, int reduction,
-                                          long classes) {
-        String outOfBounds = op + ": a target is out of bounds (" + classes + " classes): ";
+    private static Tensor nllLossOnDevice(Tensor input, Tensor target, Tensor weight, long ignoreIndex, int reduction, long classes) {
+        String outOfBounds = "a target is out of bounds (" + classes + " classes): ";
         try {
             return IndexErrorContext.run(outOfBounds, () -> maskedNllLoss(input, target, weight, ignoreIndex, reduction));
         } catch (IndexOutOfBoundsException e) {
             IndexOutOfBoundsException r = new IndexOutOfBoundsException(outOfBounds + e.getMessage());
             r.initCause(e);
             throw r;
+        }
+    }
+
+    /**
+     * The gradient of {@link LossOps#NLL_LOSS} with respect to {@code x} ({@code [N, C, d...]}) as differentiable ops, as the
+     * fused backward computes it: {@code -w_t grad_out} at each kept target (over the summed kept weights for the mean),
+     * zero elsewhere ({@link LossOps#NLL_LOSS_BACKWARD_COMPOSITE}, for gradients of gradients).
+     */
+    static Tensor nllLossBackwardComposite(Tensor gradOut, Tensor x, Tensor target, Tensor weight, int reduction, long ignoreIndex) {
+        long classes = x.size(1);
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor kept = target.ne((double) ignoreIndex);
+            Tensor safe = target.maskedFill(kept.logicalNot(), 0);
+            Tensor keptF = kept.to(x.dtype());
+            Tensor wt = weight == null ? keptF : weight.indexSelect(0, safe.reshape(-1)).view(safe.shape()).mul(keptF);
+            Tensor scaled = switch (reduction) {
+                case LossOps.NONE -> wt.mul(gradOut);
+                case LossOps.SUM -> wt.mul(gradOut.reshape());
+                default -> wt.mul(gradOut.reshape().div(wt.sum()));
+            };
+            long[] classShape = classWeightShape(x.dim(), 1, classes);
+            Tensor onehot = Torch.arange(0, classes, 1, DType.INT64, x.device()).view(classShape).eq(safe.unsqueeze(1)).to(x.dtype());
+            return scope.keep(onehot.mul(scaled.neg().unsqueeze(1)));
         }
     }
 
