@@ -734,6 +734,11 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
+        public boolean fusesLayerNorm() {
+            return k.fusesLayerNorm();
+        }
+
+        @Override
         public boolean layerNorm(StridedView x, long rows, long cols, StridedView weight, StridedView bias, double eps,
                                  StridedView out, StridedView mean, StridedView rstd) {
             StridedView[] operands = {x, weight, bias, out, mean, rstd};

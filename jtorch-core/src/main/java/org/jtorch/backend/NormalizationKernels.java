@@ -47,9 +47,16 @@ public interface NormalizationKernels {
      * Fused layer norm over the rows of {@code x}, a contiguous {@code [rows, cols]} block of float32 or float64 ({@code weight}
      * and {@code bias} {@code [cols]} or null, and the outputs, contiguous of that dtype): per row {@code mean} and
      * {@code rstd = 1 / sqrt(var + eps)} (the variance biased), and {@code out = (x - mean) * rstd * weight + bias}. Returns
-     * false, writing nothing, where this backend has no fused kernel: the caller then composes layer norm from the batch norm
-     * kernels above.
+     * false, writing nothing, where this backend has no fused kernel ({@link #fusesLayerNorm}).
      */
+    /**
+     * Whether this backend has the fused layer norm kernels ({@link #layerNorm}, {@link #layerNormBackward}): where not, the
+     * declared layer norm runs its decomposition (batch norm of the rows, then the affine) through the dispatcher.
+     */
+    default boolean fusesLayerNorm() {
+        return false;
+    }
+
     default boolean layerNorm(StridedView x, long rows, long cols, StridedView weight, StridedView bias, double eps, StridedView out,
                               StridedView mean, StridedView rstd) {
         return false;

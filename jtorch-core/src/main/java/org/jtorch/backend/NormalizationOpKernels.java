@@ -57,11 +57,12 @@ public final class NormalizationOpKernels {
 
     /**
      * The kernels of the declared layer norm ({@link NormalizationOps#NATIVE_LAYER_NORM} and its backward): the operands as
-     * contiguous {@code [rows, cols]} blocks of the statistics' dtype (float32, or float64), then the backend's fused kernels,
-     * or, where it has none, a composition of its batch norm kernels (a row is a channel of a {@code [1, rows, cols]} batch;
-     * the per-column affine and its gradients a batch norm of {@code [rows, cols, 1]} with zero means and unit scales).
+     * contiguous {@code [rows, cols]} blocks of the statistics' dtype (float32, or float64), then the backend's fused kernels.
+     * A backend without them registers none: the dispatcher runs the op's decomposition
+     * ({@link NormalizationOps#LAYER_NORM_COMPOSITE}, batch norm of the rows then the affine) there.
      */
     private static void registerLayerNorm(Backend backend) {
+        if (!backend.normalization().fusesLayerNorm()) return;
         Device.Type type = backend.deviceType();
         KernelRegistry.registerMulti(type, NormalizationOps.NATIVE_LAYER_NORM.kernel(), (outs, in, g) -> {
             long cols = trailing(in[0], (int) g[0]), rows = in[0].numel() / Math.max(1, cols);
@@ -80,9 +81,7 @@ public final class NormalizationOpKernels {
                 StridedView r = scratch.result(outs[0], ct);
                 StridedView y = r.view(block), mean = outs[1].view(rows), rstd = outs[2].view(rows);
                 NormalizationKernels k = backend.normalization();
-                if (!k.layerNorm(x, rows, cols, w, b, g[1], y, mean, rstd)) {
-                    composedLayerNorm(backend, scratch, x, rows, cols, w, b, g[1], y, mean, rstd);
-                }
+                if (!k.layerNorm(x, rows, cols, w, b, g[1], y, mean, rstd)) throw new IllegalStateException("layer_norm: no fused kernel");
                 scratch.finish(r, outs[0]);
             }
         });
@@ -104,50 +103,11 @@ public final class NormalizationOpKernels {
                 StridedView gi = r[0].view(block), gw = r[1].view(column), gb = r[2].view(column);
                 NormalizationKernels k = backend.normalization();
                 if (!k.layerNormBackward(go, x, rows, cols, mean, rstd, w, gi, gw, gb)) {
-                    composedLayerNormBackward(backend, scratch, go, x, rows, cols, mean, rstd, w, gi, gw, gb);
+                    throw new IllegalStateException("layer_norm_backward: no fused kernel");
                 }
                 for (int j = 0; j < 3; j++) scratch.finish(r[j], outs[j]);
             }
         });
-    }
-
-    /** {@link NormalizationKernels#layerNorm} from the batch norm kernels, for a backend without a fused one. */
-    static void composedLayerNorm(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView x, long rows, long cols,
-                                  StridedView w, StridedView b, double eps, StridedView y, StridedView mean, StridedView rstd) {
-        NormalizationKernels k = backend.normalization();
-        DType ct = x.dtype();
-        StridedView var = scratch.allocate(x.device(), new long[] {rows}, ct);
-        k.batchNormStats(x, 1, rows, cols, mean, var);
-        inverseStd(backend, scratch, var, eps, rstd);
-        if (w == null && b == null) {
-            k.batchNormApply(x, 1, rows, cols, mean, rstd, null, null, y);
-            return;
-        }
-        StridedView xhat = scratch.allocate(x.device(), new long[] {rows, cols}, ct);
-        k.batchNormApply(x, 1, rows, cols, mean, rstd, null, null, xhat);
-        StridedView zeros = constant(backend, scratch, x.device(), ct, cols, 0);
-        StridedView ones = constant(backend, scratch, x.device(), ct, cols, 1);
-        k.batchNormApply(xhat, rows, cols, 1, zeros, ones, w, b, y);
-    }
-
-    /** {@link NormalizationKernels#layerNormBackward} from the batch norm kernels, for a backend without a fused one. */
-    static void composedLayerNormBackward(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView go, StridedView x,
-                                          long rows, long cols, StridedView mean, StridedView rstd, StridedView w, StridedView gi,
-                                          StridedView gw, StridedView gb) {
-        NormalizationKernels k = backend.normalization();
-        DType ct = x.dtype();
-        long[] block = {rows, cols};
-        StridedView zeros = constant(backend, scratch, x.device(), ct, cols, 0);
-        StridedView ones = constant(backend, scratch, x.device(), ct, cols, 1);
-        StridedView scaled = go;
-        if (w != null) {
-            scaled = scratch.allocate(x.device(), block, ct);
-            k.batchNormApply(go, rows, cols, 1, zeros, ones, w, null, scaled);
-        }
-        k.batchNormBackward(scaled, x, 1, rows, cols, mean, rstd, null, true, gi, null, null);
-        StridedView xhat = scratch.allocate(x.device(), block, ct);
-        k.batchNormApply(x, 1, rows, cols, mean, rstd, null, null, xhat);
-        k.batchNormBackward(go, xhat, rows, cols, 1, zeros, ones, null, false, null, gw, gb);
     }
 
     /** The product of the last {@code k} dimensions of {@code x}. */
@@ -155,14 +115,6 @@ public final class NormalizationOpKernels {
         long n = 1;
         for (int d = x.dim() - k; d < x.dim(); d++) n *= x.size(d);
         return n;
-    }
-
-    /** A {@code [n]} vector of {@code value} in {@code dtype}. */
-    private static StridedView constant(Backend backend, ConvolutionOpKernels.Scratch scratch, Device device, DType dtype, long n,
-                                        double value) {
-        StridedView v = scratch.allocate(device, new long[] {n}, dtype);
-        backend.fill(v, value, 0);
-        return v;
     }
 
     /**

@@ -13,9 +13,9 @@ import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
-import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.LossOps;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.ops.Losses;
 import org.jtorch.ops.Padding;
 import org.jtorch.ops.Pooling;
 import org.jtorch.ops.Pooling3d;
@@ -643,8 +643,8 @@ public final class F {
      * for class-probability targets (floating, the input's shape). {@code weight} ({@code [C]}, may be
      * null) rescales classes; a weighted mean divides by the summed weights of the non-ignored targets;
      * {@code labelSmoothing} mixes the target with the uniform distribution, as PyTorch 1.13. Class indices over
-     * {@code [N, C]} or {@code [C]} float32/float64 logits run as one fused op ({@link LossOps#CROSS_ENTROPY_FUSED}) where the
-     * backend has its kernel; other calls compose log_softmax and nll_loss.
+     * {@link LossOps#CROSS_ENTROPY_FUSED}: one fused kernel where the backend has one for the call's form, else its
+     * decomposition into log_softmax and nll_loss (the dispatcher chooses).
      */
     public static Tensor crossEntropy(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction,
                                       double labelSmoothing) {
@@ -662,7 +662,7 @@ public final class F {
         if (input.dim() == 0) throw new IllegalArgumentException("crossEntropy: input must have at least 1 dimension (classes)");
         int classDim = input.dim() == 1 ? 0 : 1;
         long classes = input.size(classDim);
-        checkClassWeight("crossEntropy", weight, classes);
+        Losses.checkClassWeight("crossEntropy", weight, classes);
         if (target.dtype().isFloatingPoint()) {
             if (!Arrays.equals(input.shape(), target.shape())) {
                 throw new IllegalArgumentException("crossEntropy: expected class-probability target of the input's shape "
@@ -672,7 +672,7 @@ public final class F {
                 Tensor logp = input.logSoftmax(classDim);
                 Tensor t = labelSmoothing > 0 ? target.mul(1 - labelSmoothing).add(labelSmoothing / classes) : target;
                 Tensor prod = logp.mul(t);
-                if (weight != null) prod = prod.mul(weight.view(classWeightShape(input.dim(), classDim, classes)));
+                if (weight != null) prod = prod.mul(weight.view(Losses.classWeightShape(input.dim(), classDim, classes)));
                 return switch (reduction) {
                     case NONE -> prod.sum(classDim).neg();
                     case SUM -> prod.sum().neg();
@@ -681,73 +681,16 @@ public final class F {
                 };
             });
         }
-        if (fusedCrossEntropy(input, target, weight)) {
-            boolean unbatched = input.dim() == 1;
-            return MemoryScope.run(() -> {
-                Tensor x = unbatched ? input.unsqueeze(0) : input;
-                // the kernel reads rows in place: only a row with a stride is copied
-                Tensor[] operands = {x.isContiguous() ? x : x.contiguous(), unbatched ? target.unsqueeze(0) : target, weight};
-                Tensor loss;
-                try {
-                    loss = Dispatcher.call(LossOps.CROSS_ENTROPY_FUSED, operands, reductionEnum(reduction), ignoreIndex, labelSmoothing);
-                } catch (IndexOutOfBoundsException e) {
-                    throw new IndexOutOfBoundsException("crossEntropy: " + e.getMessage());
-                }
-                return unbatched && reduction == Reduction.NONE ? loss.squeeze(0) : loss;
-            });
+        try {
+            return Dispatcher.call(LossOps.CROSS_ENTROPY_FUSED, new Tensor[] {input, target, weight}, reductionEnum(reduction), ignoreIndex,
+                    labelSmoothing);
+        } catch (IndexOutOfBoundsException e) {
+            // the decomposition names the loss itself; the fused kernel reports the target only
+            if (e.getMessage() != null && e.getMessage().startsWith("crossEntropy")) throw e;
+            IndexOutOfBoundsException named = new IndexOutOfBoundsException("crossEntropy: " + e.getMessage());
+            named.initCause(e);
+            throw named;
         }
-        return MemoryScope.run(() -> {
-            Tensor logp = input.logSoftmax(classDim);
-            Tensor nll = nllLoss("crossEntropy", logp, target, weight, ignoreIndex, reduction);
-            if (labelSmoothing == 0) return nll;
-            Tensor ignored = target.eq((double) ignoreIndex);
-            Tensor smooth = weight != null ? logp.mul(weight.view(classWeightShape(input.dim(), classDim, classes))) : logp;
-            smooth = smooth.sum(classDim).neg().maskedFill(ignored, 0);
-            Tensor reduced = switch (reduction) {
-                case NONE -> smooth;
-                case SUM -> smooth.sum();
-                default -> {
-                    if (weight == null) yield smooth.sum().div(ignored.logicalNot().sum().to(smooth.dtype()));
-                    // Normalised by the summed weights of the non-ignored targets, as nll_loss's mean.
-                    Tensor kept = target.maskedSelect(ignored.logicalNot()).reshape(-1);
-                    yield smooth.sum().div(weight.indexSelect(0, kept).sum());
-                }
-            };
-            return nll.mul(1 - labelSmoothing).add(reduced.mul(labelSmoothing / classes));
-        });
-    }
-
-    /**
-     * Whether cross entropy of class indices runs as the declared fused op ({@link LossOps#CROSS_ENTROPY_FUSED}): float32 or
-     * float64 logits of shape {@code [N, C]} or {@code [C]}, int64 targets of the matching shape, a weight of the logits' dtype
-     * that needs no gradient (the fused op gives none), on a backend with the fused kernel; else the composition below.
-     */
-    private static boolean fusedCrossEntropy(Tensor input, Tensor target, Tensor weight) {
-        DType dt = input.dtype();
-        if (input.dim() > 2 || (dt != DType.FLOAT32 && dt != DType.FLOAT64) || target.dtype() != DType.INT64) return false;
-        if (target.dim() != input.dim() - 1 || (input.dim() == 2 && target.size(0) != input.size(0))) return false;
-        if (!target.device().equals(input.device())) return false;
-        if (weight != null && (weight.dtype() != dt || weight.requiresGrad() || !weight.device().equals(input.device()))) return false;
-        return KernelRegistry.hasStructured(LossOps.CROSS_ENTROPY_FUSED, input.device().type());
-    }
-
-    /**
-     * Whether a reduced MSE runs as the declared fused op ({@link LossOps#MSE_LOSS_FUSED}): operands of one shape and dtype
-     * (float32 or float64) on one device whose backend has the fused kernel, outside autocast (which runs the composition in
-     * float32); broadcasting and mixed dtypes take the composition.
-     */
-    private static boolean fusedMse(Tensor input, Tensor target) {
-        DType dt = input.dtype();
-        if ((dt != DType.FLOAT32 && dt != DType.FLOAT64) || target.dtype() != dt || Autocast.isActive()) return false;
-        if (!Arrays.equals(input.shape(), target.shape()) || !target.device().equals(input.device())) return false;
-        return KernelRegistry.hasStructured(LossOps.MSE_LOSS_FUSED, input.device().type());
-    }
-
-    private static long[] classWeightShape(int rank, int classDim, long classes) {
-        long[] s = new long[rank];
-        Arrays.fill(s, 1);
-        s[classDim] = classes;
-        return s;
     }
 
     public static Tensor nllLoss(Tensor input, Tensor target) {
@@ -763,110 +706,15 @@ public final class F {
      * Negative log likelihood of log-probabilities {@code input} ({@code [N, C, d...]} or {@code [C]}) at
      * class indices {@code target} ({@code [N, d...]} or 0-d): {@code -weight[t] * input[n, t]}, zero where
      * {@code target == ignoreIndex}; the mean divides by the summed weights of the non-ignored targets
-     * (NaN when all are ignored), as PyTorch.
+     * (NaN when all are ignored), as PyTorch. The declared {@link LossOps#NLL_LOSS}: its autocast policy (float32), then
+     * a fused kernel or its decomposition, as the dispatcher chooses.
      */
     public static Tensor nllLoss(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction) {
         Arguments.nonNull("nllLoss", "input", input);
         Arguments.nonNull("nllLoss", "target", target);
         Arguments.nonNull("nllLoss", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("nll_loss", t -> nllLoss(t[0], t[1], t[2], ignoreIndex, reduction), input, target, weight);
-            if (r != null) return r;
-        }
-        return nllLoss("nllLoss", input, target, weight, ignoreIndex, reduction);
-    }
-
-    /** {@code op} names the caller in error messages. */
-    private static Tensor nllLoss(String op, Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction) {
-        checkReduction(op, reduction);
-        if (input.dim() == 0) throw new IllegalArgumentException(op + ": input must have at least 1 dimension (classes)");
-        if (target.dtype() != DType.INT64 && target.dtype() != DType.INT32) {
-            throw new IllegalArgumentException(op + ": expected a target of class indices (int64), got " + target.dtype());
-        }
-        boolean unbatched = input.dim() == 1;
-        long[] expectTarget = unbatched ? new long[0] : removeDim(input.shape(), 1);
-        if (!Arrays.equals(target.shape(), expectTarget)) {
-            if (!unbatched && target.dim() > 0 && target.size(0) != input.size(0)) {
-                throw new IllegalArgumentException(op + ": Expected input batch_size (" + input.size(0) + ") to match target batch_size ("
-                        + target.size(0) + ").");
-            }
-            throw new IllegalArgumentException(op + ": expected target of shape " + Shapes.format(expectTarget) + " for input of shape "
-                    + Shapes.format(input.shape()) + ", got " + Shapes.format(target.shape()));
-        }
-        long classes = input.size(unbatched ? 0 : 1);
-        checkClassWeight(op, weight, classes);
-        if (!target.device().isCpu()) return nllLossOnDevice(op, input, target, weight, ignoreIndex, reduction, classes);
-        boolean anyIgnored = false;
-        for (long t : target.toLongArray()) {
-            if (t == ignoreIndex) {
-                anyIgnored = true;
-            } else if (t < 0 || t >= classes) {
-                throw new IndexOutOfBoundsException(op + ": Target " + t + " is out of bounds (" + classes + " classes).");
-            }
-        }
-        if (weight == null && !anyIgnored && target.dtype() == DType.INT64) {
-            // The common case needs no masks or weights: pick the targets' log-probabilities.
-            return MemoryScope.run(() -> {
-                Tensor x = unbatched ? input.unsqueeze(0) : input;
-                Tensor t = unbatched ? target.unsqueeze(0) : target;
-                Tensor picked = x.gather(1, t.unsqueeze(1)).squeeze(1);
-                return switch (reduction) {
-                    case NONE -> unbatched ? picked.squeeze(0).neg() : picked.neg();
-                    case SUM -> picked.sum().neg();
-                    default -> picked.numel() == 0 ? picked.sum().mul(Double.NaN) : picked.sum().mul(-1.0 / picked.numel());
-                };
-            });
-        }
-        return maskedNllLoss(input, target, weight, ignoreIndex, reduction);
-    }
-
-    /**
-     * On an accelerator the targets are not read on the host (that would copy them and wait for the device on
-     * every call): ignored targets are masked on the device, and one out of range is caught by gather's own
-     * index check, reported under the loss's name: here when the check throws at once, or at the device's next
-     * synchronisation (CUDA's deferred index checks) through the {@link IndexErrorContext}.
-     */
-    private static Tensor nllLossOnDevice(String op, Tensor input, Tensor target, Tensor weight, long ignoreIndex,
-                                          Reduction reduction, long classes) {
-        String outOfBounds = op + ": a target is out of bounds (" + classes + " classes): ";
-        try {
-            return IndexErrorContext.run(outOfBounds, () -> maskedNllLoss(input, target, weight, ignoreIndex, reduction));
-        } catch (IndexOutOfBoundsException e) {
-            throw new IndexOutOfBoundsException(outOfBounds + e.getMessage());
-        }
-    }
-
-    /** The loss with ignored targets masked and per-class weights gathered: right for every target. */
-    private static Tensor maskedNllLoss(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction) {
-        boolean unbatched = input.dim() == 1;
-        return MemoryScope.run(() -> {
-            Tensor x = unbatched ? input.unsqueeze(0) : input;
-            Tensor t = (unbatched ? target.unsqueeze(0) : target).to(DType.INT64);
-            Tensor ignored = t.eq((double) ignoreIndex);
-            Tensor safe = t.maskedFill(ignored, 0);
-            Tensor picked = x.gather(1, safe.unsqueeze(1)).squeeze(1).maskedFill(ignored, 0);
-            Tensor w = weight == null ? ignored.logicalNot().to(x.dtype())
-                    : weight.indexSelect(0, safe.reshape(-1)).view(safe.shape()).maskedFill(ignored, 0);
-            Tensor loss = picked.mul(w).neg();
-            return switch (reduction) {
-                case NONE -> unbatched ? loss.squeeze(0) : loss;
-                case SUM -> loss.sum();
-                default -> loss.sum().div(w.sum());
-            };
-        });
-    }
-
-    private static long[] removeDim(long[] s, int d) {
-        long[] r = new long[s.length - 1];
-        for (int i = 0, j = 0; i < s.length; i++) if (i != d) r[j++] = s[i];
-        return r;
-    }
-
-    private static void checkClassWeight(String op, Tensor weight, long classes) {
-        if (weight != null && (weight.dim() != 1 || weight.size(0) != classes)) {
-            throw new IllegalArgumentException(op + ": weight tensor should be defined either for all " + classes
-                    + " classes or no classes but got weight tensor of shape: " + Shapes.format(weight.shape()));
-        }
+        checkReduction("nllLoss", reduction);
+        return Losses.nllLoss("nllLoss", input, target, weight, ignoreIndex, (int) reductionEnum(reduction));
     }
 
     private static void checkReduction(String op, Reduction reduction) {
@@ -896,7 +744,8 @@ public final class F {
 
     /**
      * Mean squared error {@code (input - target)^2}, broadcast, then reduced ({@link LossOps#MSE_LOSS}); reduced over operands
-     * of one shape and floating dtype, one fused op ({@link LossOps#MSE_LOSS_FUSED}) where the backend has its kernel.
+     * of one shape and floating dtype, one fused op where the backend has its kernel ({@link LossOps#MSE_LOSS_FUSED}: the
+     * dispatcher chooses).
      */
     public static Tensor mseLoss(Tensor input, Tensor target, Reduction reduction) {
         Arguments.nonNull("mseLoss", "input", input);
@@ -904,12 +753,7 @@ public final class F {
         Arguments.nonNull("mseLoss", "reduction", reduction);
         checkReduction("mseLoss", reduction);
         checkFloatingLoss("mseLoss", input, target);
-        if (reduction != Reduction.NONE && fusedMse(input, target)) {
-            // the kernel reads both operands as flat arrays: a strided one is copied
-            return MemoryScope.run(() -> Dispatcher.call(LossOps.MSE_LOSS_FUSED, new Tensor[] {input.isContiguous() ? input : input.contiguous(),
-                    target.isContiguous() ? target : target.contiguous()}, reductionEnum(reduction)));
-        }
-        return Dispatcher.call(LossOps.MSE_LOSS, new Tensor[] {input, target}, reductionEnum(reduction));
+        return Dispatcher.call(LossOps.MSE_LOSS_FUSED, new Tensor[] {input, target}, reductionEnum(reduction));
     }
 
     public static Tensor mseLoss(Tensor input, Tensor target) { return mseLoss(input, target, Reduction.MEAN); }

@@ -14,12 +14,14 @@ public final class KernelRegistry {
     private static final Map<Device.Type, Map<String, OpKernel>> STRUCTURED = new EnumMap<>(Device.Type.class);
     private static final Map<Device.Type, Map<String, OpKernel.Multi>> MULTI = new EnumMap<>(Device.Type.class);
     private static final Map<Device.Type, FormulaKernel.Compiler> FORMULA_COMPILERS = new ConcurrentHashMap<>();
+    private static final Map<Device.Type, Map<String, OpKernel.Applies>> APPLIES = new EnumMap<>(Device.Type.class);
 
     static {
         for (Device.Type t : Device.Type.values()) {
             POINTWISE.put(t, new ConcurrentHashMap<>());
             STRUCTURED.put(t, new ConcurrentHashMap<>());
             MULTI.put(t, new ConcurrentHashMap<>());
+            APPLIES.put(t, new ConcurrentHashMap<>());
         }
     }
 
@@ -52,6 +54,31 @@ public final class KernelRegistry {
     public static void register(Device.Type type, String kernel, OpKernel k) {
         STRUCTURED.get(type).put(kernel, k);
         for (OpDef op : OpRegistry.all()) if (op.kernel().equals(kernel)) op.opKernels[type.ordinal()] = null;
+    }
+
+    /**
+     * Registers the structured kernel named {@code kernel} on {@code type} for the argument forms {@code applies} accepts:
+     * an op with a decomposition ({@link OpDef#hasDecomposition}) runs it for the others.
+     */
+    public static void register(Device.Type type, String kernel, OpKernel k, OpKernel.Applies applies) {
+        APPLIES.get(type).put(kernel, applies);
+        register(type, kernel, k);
+    }
+
+    /** {@link #registerMulti} for the argument forms {@code applies} accepts (as {@link #register(Device.Type, String, OpKernel, OpKernel.Applies)}). */
+    public static void registerMulti(Device.Type type, String kernel, OpKernel.Multi k, OpKernel.Applies applies) {
+        APPLIES.get(type).put(kernel, applies);
+        registerMulti(type, kernel, k);
+    }
+
+    /**
+     * Whether a kernel of {@code op} is registered on {@code type} and takes these inputs and scalars: where not, an op
+     * with a decomposition runs that instead.
+     */
+    public static boolean applies(OpDef op, Device.Type type, StridedView[] inputs, double[] scalars) {
+        if (!hasStructured(op, type)) return false;
+        OpKernel.Applies a = APPLIES.get(type).get(op.kernel());
+        return a == null || a.test(inputs, scalars);
     }
 
     /** The structured kernel of {@code op} on {@code type}, or an exception naming both; cached in the op after the first call. */

@@ -19,6 +19,7 @@ public final class LossOps {
     /** PyTorch's {@code at::Reduction} values, the losses' first scalar. */
     public static final int NONE = 0, MEAN = 1, SUM = 2;
 
+
     private static final Expr SELF = in(0, "self");
     private static final Expr TARGET = in(1, "target");
 
@@ -69,14 +70,131 @@ public final class LossOps {
             .doc("pointwise KL divergence from log-probabilities, reduced").build();
 
     /**
+     * Negative log likelihood written with ops ({@code ops.Losses.nllLossComposite}: gather, the ignored targets masked, the
+     * class weights gathered), for every shape, dtype and device: {@link #NLL_LOSS}'s decomposition.
+     */
+    public static final OpDef NLL_LOSS_COMPOSITE = OpDef.frontEnd("nll_loss_composite", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", "None"),
+                    Param.scalar("reduction", "int", "Mean"), Param.scalar("ignore_index", "int", "-100"))
+            .doc("`ops.Losses.nllLossComposite`: gather, masks and weights as ops").build();
+
+    /**
+     * Negative log likelihood of log-probabilities {@code self} ({@code [N, C, d...]}) at class indices {@code target}
+     * ({@code [N, d...]}, int64): {@code -weight[t] * self[n, t, d...]}, zero where {@code t == ignore_index}, reduced (the mean
+     * divides by the summed weights of the kept targets), as PyTorch's {@code nll_loss}/{@code nll_loss2d}. Outputs: the loss
+     * and {@code total_weight}. Scalars: {@code reduction, ignore_index}. The dispatcher runs a backend's fused kernel where
+     * one takes the call ({@link #nllFusedForm}: float32 or float64, int64 targets), its decomposition
+     * ({@link #NLL_LOSS_COMPOSITE}) otherwise. Its derivative is one fused backward call ({@link #NLL_LOSS_BACKWARD}), or, when
+     * the backward records a graph, the same formula as differentiable ops ({@link #NLL_LOSS_BACKWARD_COMPOSITE}).
+     */
+    public static final OpDef NLL_LOSS = OpDef.structured("nll_loss").rule(DTypeRule.FLOATING_ONLY)
+            .outputs(LossOps::nllMeta, "output", "total_weight")
+            .signature(Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", "None"),
+                    Param.scalar("reduction", "int", "Mean"), Param.scalar("ignore_index", "int", "-100"))
+            .derivatives(LossOps::nllDerivatives)
+            .decomposition(call(NLL_LOSS_COMPOSITE, SELF, TARGET, in(2, "weight"), scalar(0, "reduction"), scalar(1, "ignore_index")))
+            .denseInputs(0, 1)
+            .autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.FP32)
+            .doc("the targets' negative log-probabilities, weighted and reduced, in one pass").build();
+
+    /**
+     * The gradient of {@link #NLL_LOSS} with respect to {@code self}: zero but at each kept target,
+     * {@code -weight[t] * grad_out} (over {@code total_weight} for the mean), in one pass. No derivative of its own (see
+     * {@link #NLL_LOSS_BACKWARD_COMPOSITE}).
+     */
+    public static final OpDef NLL_LOSS_BACKWARD = OpDef.structured("nll_loss_backward").rule(DTypeRule.FLOATING_ONLY)
+            .meta(LossOps::nllBackwardMeta)
+            .signature(Param.tensor("grad_out"), Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", null),
+                    Param.tensor("total_weight"), Param.scalar("reduction", "int", null), Param.scalar("ignore_index", "int", null))
+            .denseInputs(0, 2)
+            .doc("-weight[t] grad_out at each kept target, zero elsewhere").build();
+
+    /** {@link #NLL_LOSS_BACKWARD} as differentiable tensor ops, for gradients of gradients. */
+    public static final OpDef NLL_LOSS_BACKWARD_COMPOSITE = OpDef.frontEnd("nll_loss_backward_composite", true)
+            .rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("grad_out"), Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", null),
+                    Param.scalar("reduction", "int", null), Param.scalar("ignore_index", "int", null))
+            .doc("`ops.Losses.nllLossBackwardComposite`: the backward as ops, differentiable").build();
+
+    private static java.util.List<Expr> nllDerivatives() {
+        Expr weight = in(2, "weight"), reduction = scalar(0, "reduction"), ignore = scalar(1, "ignore_index");
+        Expr fused = call(NLL_LOSS_BACKWARD, Expr.GRAD, SELF, TARGET, weight, Expr.output(1, "total_weight"), reduction, ignore);
+        Expr composite = call(NLL_LOSS_BACKWARD_COMPOSITE, Expr.GRAD, SELF, TARGET, weight, reduction, ignore);
+        return java.util.Arrays.asList(new Expr.IfGrad(composite, fused), null, null);
+    }
+
+    /**
+     * The argument forms of {@link #NLL_LOSS}'s kernels (what its meta function accepts): {@code [N, C, d...]} log-probabilities
+     * of float32 or float64, int64 targets of shape {@code [N, d...]}, a weight of shape {@code [C]} of their dtype or none, all
+     * on one device. Other calls (a {@code [C]} input, int32 targets, half precision) run its decomposition.
+     */
+    public static boolean nllFusedForm(StridedView[] in, double[] scalars) {
+        StridedView x = in[0], t = in[1], w = in[2];
+        org.jtorch.DType dt = x.dtype();
+        if (x.dim() < 2 || (dt != org.jtorch.DType.FLOAT32 && dt != org.jtorch.DType.FLOAT64)) return false;
+        if (t.dtype() != org.jtorch.DType.INT64 || !java.util.Arrays.equals(t.shape(), nllTargetShape(x)) || !t.device().equals(x.device())) {
+            return false;
+        }
+        return w == null || (w.dim() == 1 && w.size(0) == x.size(1) && w.dtype() == dt && w.device().equals(x.device()));
+    }
+
+    /** {@code [N, d...]}: the input's shape without its class dimension. */
+    private static long[] nllTargetShape(StridedView x) {
+        long[] s = new long[x.dim() - 1];
+        s[0] = x.size(0);
+        for (int d = 2; d < x.dim(); d++) s[d - 1] = x.size(d);
+        return s;
+    }
+
+    private static Meta.Output[] nllMeta(StridedView[] in, double[] scalars) {
+        String op = "nll_loss";
+        StridedView x = in[0];
+        if (!nllFusedForm(in, scalars)) {
+            throw new IllegalArgumentException(op + ": expected [N, C, d...] input of float32 or float64, int64 targets of its shape "
+                    + "without the class dimension and a [C] weight of its dtype on its device, got " + Shapes.format(x.shape()) + " of "
+                    + x.dtype() + ", targets " + Shapes.format(in[1].shape()) + " of " + in[1].dtype()
+                    + (in[2] == null ? "" : ", weight " + Shapes.format(in[2].shape()) + " of " + in[2].dtype()));
+        }
+        long[] loss = (int) scalars[0] == NONE ? nllTargetShape(x) : new long[0];
+        return new Meta.Output[] {new Meta.Output(loss, x.dtype()), new Meta.Output(new long[0], x.dtype())};
+    }
+
+    private static Meta.Output nllBackwardMeta(StridedView[] in, double[] scalars) {
+        String op = "nll_loss_backward";
+        StridedView x = in[1];
+        if (!nllFusedForm(new StridedView[] {x, in[2], in[3]}, scalars)) {
+            throw new IllegalArgumentException(op + ": expected [N, C, d...] input of float32 or float64 and int64 targets of its shape "
+                    + "without the class dimension, got " + Shapes.format(x.shape()) + " of " + x.dtype() + " and "
+                    + Shapes.format(in[2].shape()) + " of " + in[2].dtype());
+        }
+        long expected = (int) scalars[0] == NONE ? in[2].numel() : 1;
+        if (in[0].numel() != expected || in[0].dtype() != x.dtype() || in[4].numel() != 1) {
+            throw new IllegalArgumentException(op + ": expected grad_out of " + expected + " elements of " + x.dtype()
+                    + " and one total weight, got " + Shapes.format(in[0].shape()) + " of " + in[0].dtype() + " and "
+                    + Shapes.format(in[4].shape()));
+        }
+        return new Meta.Output(x.shape(), x.dtype());
+    }
+
+    /**
+     * Cross entropy of class indices as {@code log_softmax} then {@code nll_loss} (and the label smoothing term), for every
+     * shape, dtype and device: {@link #CROSS_ENTROPY_FUSED}'s decomposition ({@code ops.Losses.crossEntropy}).
+     */
+    public static final OpDef CROSS_ENTROPY_COMPOSITE = OpDef.frontEnd("cross_entropy_composite", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", "None"),
+                    Param.scalar("reduction", "int", "Mean"), Param.scalar("ignore_index", "int", "-100"),
+                    Param.scalar("label_smoothing", "float", "0.0"))
+            .doc("`ops.Losses.crossEntropy`: log_softmax, nll_loss and the smoothing term as ops").build();
+
+    /**
      * Cross entropy of logits {@code self} ({@code [N, C]}, float32 or float64) at class indices {@code target} ({@code [N]},
      * int64) as one pass over each row: the row's log-sum-exp {@code lse}, then {@code lse - self[n, t]} (and, with label
      * smoothing {@code ls}, {@code W lse - sum_c weight[c] self[n, c]} mixed in as PyTorch: {@code (1 - ls) nll + ls / C smooth}),
      * times {@code weight[t]} ({@code [C]}, may be None), zero where {@code t == ignore_index}, reduced. Outputs: the loss
      * ({@code [N]} for reduction none, else a scalar), {@code lse} ({@code [N]}) and {@code total_weight} (the mean's divisor:
      * the summed weights of the kept targets). Scalars: {@code reduction, ignore_index, label_smoothing}. The front end
-     * ({@code nn.F.crossEntropy}) checks the arguments and calls it on a backend that registers its kernel (others compose
-     * log_softmax and nll_loss). Its derivative is one fused backward call ({@link #CROSS_ENTROPY_FUSED_BACKWARD}), or, when
+     * ({@code nn.F.crossEntropy}) checks the arguments and calls it; the dispatcher runs the kernel where one takes the call
+     * ({@link #crossEntropyFusedForm}), its decomposition into log_softmax and nll_loss otherwise. Its derivative is one fused backward call ({@link #CROSS_ENTROPY_FUSED_BACKWARD}), or, when
      * the backward records a graph, the same formula as differentiable ops ({@link #CROSS_ENTROPY_BACKWARD_COMPOSITE}).
      */
     public static final OpDef CROSS_ENTROPY_FUSED = OpDef.structured("cross_entropy_fused").rule(DTypeRule.FLOATING_ONLY)
@@ -85,7 +203,31 @@ public final class LossOps {
                     Param.scalar("reduction", "int", "Mean"), Param.scalar("ignore_index", "int", "-100"),
                     Param.scalar("label_smoothing", "float", "0.0"))
             .derivatives(LossOps::crossEntropyDerivatives)
+            .decomposition(call(CROSS_ENTROPY_COMPOSITE, SELF, TARGET, in(2, "weight"), scalar(0, "reduction"),
+                    scalar(1, "ignore_index"), scalar(2, "label_smoothing")))
+            .denseInputs(0)
             .doc("log_softmax and nll_loss in one pass over each row").build();
+
+    /**
+     * The argument forms of {@link #CROSS_ENTROPY_FUSED}'s kernels (what its meta function accepts): {@code [N, C]} logits of
+     * float32 or float64, int64 targets of shape {@code [N]}, a weight of shape {@code [C]} of the logits' dtype or none, all
+     * on one device. Other calls run its decomposition.
+     */
+    public static boolean crossEntropyFusedForm(StridedView[] in, double[] scalars) {
+        StridedView x = in[0], t = in[1], w = in[2];
+        org.jtorch.DType dt = x.dtype();
+        if (x.dim() != 2 || (dt != org.jtorch.DType.FLOAT32 && dt != org.jtorch.DType.FLOAT64)) return false;
+        if (t.dtype() != org.jtorch.DType.INT64 || t.dim() != 1 || t.size(0) != x.size(0) || !t.device().equals(x.device())) return false;
+        return w == null || (w.dim() == 1 && w.size(0) == x.size(1) && w.dtype() == dt && w.device().equals(x.device()));
+    }
+
+    /** The argument forms of {@link #MSE_LOSS_FUSED}'s kernels: operands of one shape and dtype (float32 or float64), reduced. */
+    public static boolean mseFusedForm(StridedView[] in, double[] scalars) {
+        StridedView x = in[0], t = in[1];
+        org.jtorch.DType dt = x.dtype();
+        return (dt == org.jtorch.DType.FLOAT32 || dt == org.jtorch.DType.FLOAT64) && t.dtype() == dt
+                && java.util.Arrays.equals(x.shape(), t.shape()) && t.device().equals(x.device()) && (int) scalars[0] != NONE;
+    }
 
     /**
      * The gradient of {@link #CROSS_ENTROPY_FUSED} with respect to its logits in one pass over each row: with
@@ -167,14 +309,16 @@ public final class LossOps {
 
     /**
      * {@link #MSE_LOSS} reduced (mean or sum) in one pass: {@code sum((self - target)^2)}, divided by the element count for
-     * the mean, for operands of one shape and dtype (float32 or float64). The front end ({@code nn.F.mseLoss}) calls it on a
-     * backend that registers its kernel, the composition otherwise. Its derivatives are one fused backward call
+     * the mean, for operands of one shape and dtype (float32 or float64). The front end ({@code nn.F.mseLoss}) calls it for every
+     * call; the dispatcher runs the kernel where one takes the call ({@link #mseFusedForm}), its decomposition
+     * ({@link #MSE_LOSS}: broadcast, unreduced or mixed dtypes) otherwise. Its derivatives are one fused backward call
      * ({@link #MSE_LOSS_FUSED_BACKWARD}), or, when the backward records a graph, the same formula as differentiable ops
      * ({@link #MSE_LOSS_BACKWARD_COMPOSITE}).
      */
     public static final OpDef MSE_LOSS_FUSED = OpDef.structured("mse_loss_fused").rule(DTypeRule.FLOATING_ONLY)
             .meta(LossOps::mseMeta).signature(Param.tensor("self"), Param.tensor("target"), Param.scalar("reduction", "int", "Mean"))
             .derivatives(LossOps::mseDerivatives)
+            .decomposition(call(MSE_LOSS, SELF, TARGET, scalar(0, "reduction"))).denseInputs(0, 1)
             .doc("(self - target)^2 summed in one pass, mean or sum").build();
 
     /** {@code 2 grad_out (self - target)}, over the element count for the mean, in one pass. */

@@ -133,13 +133,28 @@ public final class NormalizationOps {
     }
 
     /**
+     * Layer norm written with ops: each row normalised by {@link #NATIVE_BATCH_NORM} as a channel of a {@code [1, rows, cols]}
+     * batch, then the affine ({@code ops.Normalization.layerNormComposite}): {@link #NATIVE_LAYER_NORM}'s decomposition.
+     */
+    public static final OpDef LAYER_NORM_COMPOSITE = LayerNormComposite.OP;
+
+    /** Holds {@link #LAYER_NORM_COMPOSITE}, initialised before {@link #NATIVE_LAYER_NORM} names it. */
+    private static final class LayerNormComposite {
+        static final OpDef OP = OpDef.frontEnd("layer_norm_composite", true).rule(DTypeRule.FLOATING_ONLY)
+                .signature(Param.tensor("input"), new Param("weight", "Tensor?", "None"), new Param("bias", "Tensor?", "None"),
+                        new Param("normalized_shape", "int[]", null), Param.scalar("eps", "float", "1e-05"))
+                .doc("`ops.Normalization.layerNormComposite`: batch norm of the rows, then the affine, as ops").build();
+    }
+
+    /**
      * {@code (x - mean) / sqrt(var + eps) * weight + bias} over the last {@code len(normalized_shape)} dimensions, the
      * variance biased, as PyTorch's {@code native_layer_norm}: one fused kernel call gives the output and the per-row
      * {@code mean} and {@code rstd = 1 / sqrt(var + eps)} (float64 for a float64 result, else float32, of the input's
      * leading shape followed by ones), which the backward reads. The result's dtype is the promotion of the input's, the
      * weight's and the bias's; float16 and bfloat16 compute in float32, rounded once. Its scalars are
      * {@code len(normalized_shape), eps}: the front end ({@code ops.Normalization.layerNorm}) checks that the trailing
-     * dimensions are {@code normalized_shape} and that the weight and bias have that shape. Its derivatives select the
+     * dimensions are {@code normalized_shape} and that the weight and bias have that shape. A backend without its kernel
+     * runs its decomposition ({@link #LAYER_NORM_COMPOSITE}: batch norm of the rows, then the affine). Its derivatives select the
      * three gradients of one fused backward call ({@link #NATIVE_LAYER_NORM_BACKWARD}), or, when the backward records a
      * graph, run the backward formula as differentiable ops ({@link #LAYER_NORM_BACKWARD_COMPOSITE}).
      */
@@ -148,6 +163,7 @@ public final class NormalizationOps {
             .signature(Param.tensor("input"), new Param("weight", "Tensor?", "None"), new Param("bias", "Tensor?", "None"),
                     new Param("normalized_shape", "int[]", null), Param.scalar("eps", "float", "1e-05"))
             .derivatives(NormalizationOps::layerNormDerivatives)
+            .decomposition(call(LayerNormComposite.OP, X, W, B, scalar(0, "len(normalized_shape)"), scalar(1, "eps")))
             .autocast(Device.Type.CUDA, CastPolicy.FP32)
             .doc("fused statistics and normalisation over the trailing dimensions").build();
 

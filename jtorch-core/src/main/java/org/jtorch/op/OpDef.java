@@ -54,7 +54,10 @@ public final class OpDef {
         /**
          * Tensor inputs and scalar parameters in signature order, a {@link Meta} function that checks them and gives the
          * result's shape and dtype, and a kernel per device type ({@link KernelRegistry#kernel}) that writes the result
-         * from the inputs' views (matmul's family, ...). Its derivative is written with ops.
+         * from the inputs' views (matmul's family, ...). Its derivative is written with ops. An op declared with a
+         * {@link #composition} (its decomposition into other ops: the fused losses, layer norm) runs the kernel where one is
+         * registered for the device and takes the call's argument form ({@link KernelRegistry#applies}), the composition,
+         * differentiated through its parts, otherwise.
          */
         STRUCTURED;
 
@@ -82,6 +85,7 @@ public final class OpDef {
     private final Meta.Multi metaAll;
     private final List<String> outputs;
     private final boolean skipsUnread;
+    private final int denseInputs;
     private final boolean variadic;
     private final DType halfAccumulation;
     private final String doc;
@@ -111,6 +115,7 @@ public final class OpDef {
         metaAll = b.metaAll;
         outputs = b.outputs == null ? List.of() : b.outputs;
         skipsUnread = b.skipsUnread;
+        denseInputs = b.denseInputs;
         variadic = !signature.params().isEmpty() && signature.params().get(0).type().equals("Tensor[]");
         halfAccumulation = b.halfAccumulation;
         doc = b.doc == null ? "" : b.doc;
@@ -197,8 +202,26 @@ public final class OpDef {
     /** Whether the backends run kernels generated from the {@link #formula}: every pointwise op. */
     public boolean hasGeneratedKernels() { return formula != null; }
 
-    /** A composite op's forward, written with ops; null for primitives. */
+    /**
+     * A composite op's forward, written with ops; for a structured op, its decomposition into other ops, run where no
+     * kernel applies ({@link #hasDecomposition}); null for primitives.
+     */
     public Expr composition() { return composition; }
+
+    /**
+     * Whether this structured op has a decomposition: the dispatcher calls the backend's kernel where one is registered
+     * for the device and takes the call's argument form, the {@link #composition} otherwise.
+     */
+    public boolean hasDecomposition() { return kind == Kind.STRUCTURED && composition != null; }
+
+    /**
+     * Whether the kernels read tensor input {@code i} as a dense row-major block: the dispatcher passes them a contiguous
+     * copy of a strided one (as the autograd values too, so the backward reads the same block).
+     */
+    public boolean readsDense(int i) { return i < 32 && (denseInputs & (1 << i)) != 0; }
+
+    /** Whether the kernels read any input dense ({@link #readsDense}). */
+    public boolean readsAnyDense() { return denseInputs != 0; }
 
     /** Whether integer compute divides by the second input (a zero divisor is an error, as PyTorch's). */
     public boolean integerDivision() { return integerDivision; }
@@ -312,6 +335,7 @@ public final class OpDef {
         private Meta.Multi metaAll;
         private List<String> outputs;
         private boolean skipsUnread;
+        private int denseInputs;
         private DType halfAccumulation;
         private String doc;
 
@@ -331,6 +355,16 @@ public final class OpDef {
         public Builder rule(DTypeRule rule) { this.rule = rule; return this; }
         public Builder formula(Expr formula) { this.formula = formula; return this; }
         public Builder composition(Expr composition) { this.composition = composition; return this; }
+        /**
+         * A structured op's decomposition into other ops, run where no backend kernel takes the call
+         * ({@link #hasDecomposition}); its scalars and tensor inputs are the op's.
+         */
+        public Builder decomposition(Expr decomposition) { this.composition = decomposition; return this; }
+        /** The tensor inputs the kernels read as dense blocks ({@link #readsDense}). */
+        public Builder denseInputs(int... inputs) {
+            for (int i : inputs) denseInputs |= 1 << i;
+            return this;
+        }
         /** The derivatives, one per tensor input; a supplier because they name ops declared later (or this one). */
         public Builder derivatives(Supplier<List<Expr>> derivatives) { this.derivatives = derivatives; return this; }
         public Builder autocast(Device.Type type, CastPolicy policy) { autocast.put(type, policy); return this; }

@@ -15,4 +15,13 @@ public interface OpKernel {
     interface Multi {
         void run(StridedView[] outs, StridedView[] inputs, double[] scalars);
     }
+
+    /**
+     * The argument forms a kernel takes (dtypes, ranks, shapes, scalars), registered beside it for an op with a
+     * decomposition ({@link OpDef#hasDecomposition}): the dispatcher runs the decomposition for the others.
+     */
+    @FunctionalInterface
+    interface Applies {
+        boolean test(StridedView[] inputs, double[] scalars);
+    }
 }

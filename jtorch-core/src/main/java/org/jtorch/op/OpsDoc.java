@@ -38,6 +38,7 @@ public final class OpsDoc {
     }
 
     private static String devices(OpDef op) {
+        if (op.hasDecomposition()) return "every (fused kernel where registered, else decomposed)";
         if (op.kind() == OpDef.Kind.COMPOSITE || op.composition() != null) return "every (composite)";
         if (op.kind() == OpDef.Kind.REDUCTION || op.kind() == OpDef.Kind.ALONG_DIM || op.kind() == OpDef.Kind.FRONT_END
                 || op.kind() == OpDef.Kind.STRUCTURED) return "cpu, cuda";
@@ -55,6 +56,10 @@ public final class OpsDoc {
     }
 
     private static String kernel(OpDef op) {
+        if (op.hasDecomposition()) {
+            return "`" + op.kernel() + "` (meta function + kernel per device) where one takes the call, else `" + op.composition() + "`"
+                    + (op.doc().isEmpty() ? "" : ": " + op.doc());
+        }
         if (op.composition() != null) return "`" + op.composition() + "`";
         if (op.accumulation() != null) return "accumulating reduction `" + op.accumulation().name().toLowerCase() + "`";
         if (op.kind() == OpDef.Kind.FRONT_END) return "hand-written front end" + (op.doc() == null ? "" : ": " + op.doc());

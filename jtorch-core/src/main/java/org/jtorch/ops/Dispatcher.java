@@ -190,6 +190,16 @@ public final class Dispatcher {
         if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
         StridedView[] views = new StridedView[inputs.length];
         Device device = structuredViews(name, inputs, views);
+        if (op.hasDecomposition() && !kernelApplies(op, inputs, views, device, scalars)) {
+            if (!firstOnly) {
+                throw new UnsupportedOperationException(name + ": no " + device.type().name().toLowerCase() + " kernel takes these "
+                        + "arguments, and its decomposition gives the first output only");
+            }
+            Tensor[] outs = new Tensor[op.outputCount()];
+            outs[0] = decomposed(op, inputs, scalars);
+            return outs;
+        }
+        Tensor[] values = denseValues(op, inputs, views);
         Meta.Output[] metas = op.metaAll().infer(views, scalars);
         // Read once: another thread may set an input's requiresGrad meanwhile, and the backward reads what is written here.
         boolean record = op.isDifferentiable() && Autograd.needsGrad(inputs);
@@ -210,7 +220,8 @@ public final class Dispatcher {
             k.run(outViews, views, scalars);
         }
         if (TRACING.get() != 0) traced(op, outs[0], scalars, null, inputs);
-        if (record) record(op, inputs, inputs, outs[0], outs, scalars, null);
+        if (record) record(op, inputs, values, outs[0], outs, scalars, null);
+        closeCopies(inputs, values);
         return outs;
     }
 
@@ -242,6 +253,8 @@ public final class Dispatcher {
         if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
         StridedView[] views = new StridedView[inputs.length];
         Device device = structuredViews(name, inputs, views);
+        if (op.hasDecomposition() && !kernelApplies(op, inputs, views, device, scalars)) return decomposed(op, inputs, scalars);
+        Tensor[] values = denseValues(op, inputs, views);
         Meta.Output meta = op.meta().infer(views, scalars);
         Tensor r = allocate(name, meta.shape(), meta.dtype(), device);
         Backends.of(name, device);
@@ -255,8 +268,53 @@ public final class Dispatcher {
             k.run(out, views, scalars);
         }
         if (TRACING.get() != 0) traced(op, r, scalars, null, inputs);
-        if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, inputs, r, scalars, null);
+        if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, values, r, scalars, null);
+        closeCopies(inputs, values);
         return r;
+    }
+
+    /**
+     * Whether an op with a decomposition runs its kernel: one is registered on the device and takes the argument form
+     * ({@link KernelRegistry#applies}), and no input that needs a gradient lacks a derivative (the kernel path gives none
+     * there: a class weight that requires grad takes the decomposition, which differentiates through its parts).
+     */
+    private static boolean kernelApplies(OpDef op, Tensor[] inputs, StridedView[] views, Device device, double[] scalars) {
+        if (device == null || !KernelRegistry.applies(op, device.type(), views, scalars)) return false;
+        List<Expr> d = op.derivatives();
+        for (int i = 0; i < inputs.length; i++) {
+            if (inputs[i] != null && (i >= d.size() || d.get(i) == null) && Autograd.needsGrad(inputs[i])) return false;
+        }
+        return true;
+    }
+
+    /**
+     * An op's decomposition (where no kernel takes the call): its parts run through the dispatcher, each traced and
+     * recorded for autograd, so the JIT and gradients of any order see through it. Autocast applied at the op's entry.
+     */
+    private static Tensor decomposed(OpDef op, Tensor[] inputs, double[] scalars) {
+        Values values = new Values(inputs, presence(inputs), null, null, scalars);
+        try (MemoryScope scope = new MemoryScope()) {
+            return scope.keep(plan(op).composition().eval(values));
+        }
+    }
+
+    /** The inputs the kernels read, with a contiguous copy of each strided one the op reads dense ({@link OpDef#readsDense}). */
+    private static Tensor[] denseValues(OpDef op, Tensor[] inputs, StridedView[] views) {
+        Tensor[] values = inputs;
+        if (!op.readsAnyDense()) return values;
+        for (int i = 0; i < inputs.length; i++) {
+            if (inputs[i] == null || !op.readsDense(i) || inputs[i].isContiguous()) continue;
+            if (values == inputs) values = inputs.clone();
+            values[i] = inputs[i].contiguous();
+            views[i] = view(values[i]);
+        }
+        return values;
+    }
+
+    /** Releases the copies {@link #denseValues} made (autograd keeps what its backward reads). */
+    private static void closeCopies(Tensor[] inputs, Tensor[] values) {
+        if (values == inputs) return;
+        for (int i = 0; i < inputs.length; i++) if (values[i] != inputs[i]) values[i].close();
     }
 
     /** {@code op(x; p0, p1)} for a unary pointwise op. */

@@ -385,6 +385,11 @@ final class ExprCompiler {
                 CallArgs call = CallArgs.of(args);
                 return v -> Dispatcher.call(op, call.tensors(v), call.scalars(v));
             }
+            case COMPOSITE -> {
+                // a structured op's decomposition calls the composite with the op's scalars (a loss's reduction)
+                CallArgs call = CallArgs.of(args);
+                return v -> Dispatcher.composite(op, call.tensors(v), call.scalars(v));
+            }
             default -> {
                 TensorFn[] in = new TensorFn[args.size()];
                 for (int i = 0; i < in.length; i++) in[i] = compile(args.get(i));

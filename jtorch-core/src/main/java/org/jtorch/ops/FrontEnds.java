@@ -45,6 +45,16 @@ public final class FrontEnds {
             return LossBackward.crossEntropy(in[0], in[1], in[2], in[3], (int) args[0], (long) args[1], args[2]);
         }
         if (op == org.jtorch.op.ReductionOps.CUMPROD_BACKWARD) return Reductions.cumprodBackward(in[0], in[1], in[2], (int) args[0]);
+        if (op == org.jtorch.op.LossOps.NLL_LOSS_COMPOSITE) return Losses.nllLossComposite(in[0], in[1], in[2], (int) args[0], (long) args[1]);
+        if (op == org.jtorch.op.LossOps.NLL_LOSS_BACKWARD_COMPOSITE) {
+            return Losses.nllLossBackwardComposite(in[0], in[1], in[2], in[3], (int) args[0], (long) args[1]);
+        }
+        if (op == org.jtorch.op.LossOps.CROSS_ENTROPY_COMPOSITE) {
+            return Losses.crossEntropy(in[0], in[1], in[2], (int) args[0], (long) args[1], args[2]);
+        }
+        if (op == org.jtorch.op.NormalizationOps.LAYER_NORM_COMPOSITE) {
+            return Normalization.layerNormComposite(in[0], in[1], in[2], (int) args[0], args[1]);
+        }
         if (op == org.jtorch.op.LossOps.MSE_LOSS_BACKWARD_COMPOSITE) return LossBackward.mse(in[0], in[1], in[2], (int) args[0]);
         if (op == FrontEndOps.BATCH_NORM) return Normalization.batchNorm(in[0], in[1], in[2], in[3], in[4], args[0] != 0, args[1], args[2]);
         if (op == FrontEndOps.MAX_POOL2D) {

@@ -177,7 +177,8 @@ public final class Normalization {
      * {@code torch.nn.functional.layer_norm}: {@code (x - mean) / sqrt(var + eps) * weight + bias} over the trailing
      * dimensions {@code normalizedShape}, the variance biased; {@code weight} and {@code bias} (of shape
      * {@code normalizedShape}) may be null. The declared {@link NormalizationOps#NATIVE_LAYER_NORM}: one fused kernel
-     * forward and one backward; under {@code createGraph} the backward runs as differentiable tensor ops (double backward).
+     * forward and one backward where the backend has them, else its decomposition; under {@code createGraph} the backward
+     * runs as differentiable tensor ops (double backward).
      */
     public static Tensor layerNorm(Tensor input, long[] normalizedShape, Tensor weight, Tensor bias, double eps) {
         int k = checkTrailing("layerNorm", input, normalizedShape, weight, bias);
@@ -185,6 +186,30 @@ public final class Normalization {
             throw new IllegalArgumentException("layerNorm: expected a floating point input, got " + input.dtype());
         }
         return Dispatcher.call(NormalizationOps.NATIVE_LAYER_NORM, new Tensor[] {input, weight, bias}, k, eps);
+    }
+
+    /**
+     * Layer norm over the last {@code k} dimensions written with ops ({@link NormalizationOps#LAYER_NORM_COMPOSITE}, the
+     * decomposition of {@link NormalizationOps#NATIVE_LAYER_NORM} for a backend without its kernel): each row a channel
+     * of a {@code [1, rows, cols]} batch normalised by the declared batch norm (its statistics biased, as layer norm's),
+     * then the per-column affine, in the statistics' dtype (float32 for float16 and bfloat16, rounded once at the end).
+     */
+    static Tensor layerNormComposite(Tensor input, Tensor weight, Tensor bias, int k, double eps) {
+        DType out = input.dtype();
+        if (weight != null) out = DType.promote(out, weight.dtype());
+        if (bias != null) out = DType.promote(out, bias.dtype());
+        DType ct = out == DType.FLOAT64 ? DType.FLOAT64 : DType.FLOAT32;
+        long cols = 1;
+        for (int d = input.dim() - k; d < input.dim(); d++) cols *= input.size(d);
+        long rows = cols == 0 ? 0 : input.numel() / cols;
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor x = input.dtype() == ct ? input : input.to(ct);
+            Tensor y = Dispatcher.call(NormalizationOps.NATIVE_BATCH_NORM, new Tensor[] {x.reshape(1, rows, cols), null, null, null, null},
+                    1, 0, eps).reshape(input.shape());
+            if (weight != null) y = y.mul(weight.dtype() == ct ? weight : weight.to(ct));
+            if (bias != null) y = y.add(bias.dtype() == ct ? bias : bias.to(ct));
+            return scope.keep(y.dtype() == out ? y : y.to(out));
+        }
     }
 
     /**

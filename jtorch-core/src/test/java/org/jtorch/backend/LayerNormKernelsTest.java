@@ -9,13 +9,16 @@ import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.op.NormalizationOps;
+import org.jtorch.op.OpDef;
+import org.jtorch.ops.Dispatcher;
 import org.jtorch.testing.ScopePerTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The CPU's fused layer norm kernels against the composition of batch norm kernels that a backend without them runs
- * ({@link NormalizationOpKernels#composedLayerNorm}, the CUDA path), on random shapes: row lengths below, at and past a
+ * The CPU's fused layer norm kernels against the decomposition that a backend without them runs
+ * ({@link NormalizationOps#LAYER_NORM_COMPOSITE}: batch norm of the rows, then the affine, the CUDA path), on random shapes: row lengths below, at and past a
  * vector, past a summation block, and row counts that split the backward's column sums into several parts.
  */
 @ExtendWith(ScopePerTest.class)
@@ -25,37 +28,35 @@ class LayerNormKernelsTest {
 
     @Test
     void fusedKernelsMatchTheBatchNormComposition() {
-        Backend cpu = Backends.of(Device.cpu());
-        NormalizationKernels k = cpu.normalization();
         for (DType dt : new DType[] {DType.FLOAT32, DType.FLOAT64}) {
             double tol = dt == DType.FLOAT32 ? 2e-5 : 1e-12;
             for (long[] s : SHAPES) {
                 for (boolean affine : new boolean[] {false, true}) {
-                    long rows = s[0], cols = s[1];
+                    long cols = s[1];
                     Tensor x = Torch.randn(s, dt, Device.cpu(), GEN).mul(3).add(2);
                     Tensor w = affine ? Torch.randn(new long[] {cols}, dt, Device.cpu(), GEN) : null;
                     Tensor b = affine ? Torch.randn(new long[] {cols}, dt, Device.cpu(), GEN) : null;
                     Tensor g = Torch.randn(s, dt, Device.cpu(), GEN);
-                    Tensor[] fused = outputs(s, dt), composed = outputs(s, dt);
-                    String what = dt + " " + rows + "x" + cols + (affine ? " affine" : "");
-                    assertTrue(k.layerNorm(view(x), rows, cols, view(w), view(b), 1e-5, view(fused[0]), view(fused[1]), view(fused[2])));
-                    try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(cpu)) {
-                        NormalizationOpKernels.composedLayerNorm(cpu, scratch, view(x), rows, cols, view(w), view(b), 1e-5,
-                                view(composed[0]), view(composed[1]), view(composed[2]));
-                    }
-                    for (int j = 0; j < 3; j++) assertClose(composed[j], fused[j], tol, what + " forward output " + j);
-                    Tensor[] gf = gradients(s, dt), gc = gradients(s, dt);
-                    assertTrue(k.layerNormBackward(view(g), view(x), rows, cols, view(fused[1]), view(fused[2]), view(w), view(gf[0]),
-                            view(gf[1]), view(gf[2])));
-                    try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(cpu)) {
-                        NormalizationOpKernels.composedLayerNormBackward(cpu, scratch, view(g), view(x), rows, cols, view(fused[1]),
-                                view(fused[2]), view(w), view(gc[0]), view(gc[1]), view(gc[2]));
-                    }
+                    String what = dt + " " + s[0] + "x" + cols + (affine ? " affine" : "");
+                    Tensor[] fused = run(NormalizationOps.NATIVE_LAYER_NORM, x, w, b, g);
+                    Tensor[] composed = run(NormalizationOps.LAYER_NORM_COMPOSITE, x, w, b, g);
+                    assertClose(composed[0], fused[0], tol, what + " forward");
                     // the column sums run over up to 1000 rows
-                    for (int j = 0; j < 3; j++) assertClose(gc[j], gf[j], j == 0 ? tol : tol * 20, what + " gradient " + j);
+                    for (int j = 1; j < fused.length; j++) {
+                        assertClose(composed[j], fused[j], j == 1 ? tol : tol * 20, what + " gradient " + (j - 1));
+                    }
                 }
             }
         }
+    }
+
+    /** The output of {@code op} (native layer norm or its decomposition) over the last dimension, then the gradients of {@code <out, g>}. */
+    private static Tensor[] run(OpDef op, Tensor x, Tensor w, Tensor b, Tensor g) {
+        Tensor xi = x.detach().requiresGrad_(true);
+        Tensor wi = w == null ? null : w.detach().requiresGrad_(true), bi = b == null ? null : b.detach().requiresGrad_(true);
+        Tensor out = Dispatcher.call(op, new Tensor[] {xi, wi, bi}, 1, 1e-5);
+        out.mul(g).sum().backward();
+        return w == null ? new Tensor[] {out.detach(), xi.grad()} : new Tensor[] {out.detach(), xi.grad(), wi.grad(), bi.grad()};
     }
 
     @Test

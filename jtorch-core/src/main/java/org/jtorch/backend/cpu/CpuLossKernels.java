@@ -32,10 +32,12 @@ final class CpuLossKernels {
     private static final int REDUCTION = 0, IGNORE = 1, SMOOTHING = 2;
 
     static void register() {
-        KernelRegistry.registerMulti(Device.Type.CPU, LossOps.CROSS_ENTROPY_FUSED.kernel(), CpuLossKernels::forward);
+        KernelRegistry.registerMulti(Device.Type.CPU, LossOps.CROSS_ENTROPY_FUSED.kernel(), CpuLossKernels::forward, LossOps::crossEntropyFusedForm);
         KernelRegistry.register(Device.Type.CPU, LossOps.CROSS_ENTROPY_FUSED_BACKWARD.kernel(), (OpKernel) CpuLossKernels::backward);
-        KernelRegistry.register(Device.Type.CPU, LossOps.MSE_LOSS_FUSED.kernel(), (OpKernel) CpuLossKernels::mse);
+        KernelRegistry.register(Device.Type.CPU, LossOps.MSE_LOSS_FUSED.kernel(), (OpKernel) CpuLossKernels::mse, LossOps::mseFusedForm);
         KernelRegistry.register(Device.Type.CPU, LossOps.MSE_LOSS_FUSED_BACKWARD.kernel(), (OpKernel) CpuLossKernels::mseBackward);
+        KernelRegistry.registerMulti(Device.Type.CPU, LossOps.NLL_LOSS.kernel(), CpuLossKernels::nll, LossOps::nllFusedForm);
+        KernelRegistry.register(Device.Type.CPU, LossOps.NLL_LOSS_BACKWARD.kernel(), (OpKernel) CpuLossKernels::nllBackward);
     }
 
     private static long base(StridedView t) {
@@ -313,5 +315,88 @@ final class CpuLossKernels {
                 for (; j < end; j++) os.set(ElementIO.F64, ob + 8 * j, c * (xs.get(ElementIO.F64, xb + 8 * j) - ts.get(ElementIO.F64, tb + 8 * j)));
             }
         });
+    }
+
+    // ---------------------------------------------------------------- nll_loss
+
+    private static final int NLL_REDUCTION = 0, NLL_IGNORE = 1;
+
+    /**
+     * A call's targets (checked, in order), class weights (null: every weight 1) and the geometry of its dense
+     * {@code [N, C, S]} input: {@link #element} is the flat index of target {@code i}'s element.
+     */
+    private record NllTargets(long[] t, double[] w, int classes, long spatial, long ignore, int reduction) {
+        static NllTargets of(StridedView x, StridedView target, StridedView weight, double[] g) {
+            int c = Math.toIntExact(x.size(1));
+            long n = x.size(0), spatial = n == 0 || c == 0 ? 1 : x.numel() / (n * c);
+            long ignore = (long) g[NLL_IGNORE];
+            return new NllTargets(targets(target.view(target.numel()), c, ignore), weights(weight), c, spatial, ignore,
+                    (int) g[NLL_REDUCTION]);
+        }
+
+        double weight(long target) {
+            return w == null ? 1 : w[(int) target];
+        }
+
+        long element(long i, long target) {
+            return ((i / spatial) * classes + target) * spatial + i % spatial;
+        }
+    }
+
+    /**
+     * {@code nll_loss} of dense {@code [N, C, S]} log-probabilities ({@code S} the product of the trailing dimensions, 1 for
+     * {@code [N, C]}) at dense {@code [N, S]} targets: one read per target, in target order; the sums (loss and kept weight)
+     * in double in that order, so a reduced loss does not depend on the thread count and is rounded once.
+     */
+    private static void nll(StridedView[] outs, StridedView[] in, double[] g) {
+        StridedView x = in[0];
+        NllTargets nt = NllTargets.of(x, in[1], in[2], g);
+        boolean f32 = x.dtype() == DType.FLOAT32;
+        MemorySegment xs = x.memory();
+        long es = x.dtype().byteSize(), xb = base(x);
+        StridedView out = outs[0];
+        int reduction = nt.reduction();
+        double total = 0, totalWeight = 0;
+        for (long i = 0; i < nt.t().length; i++) {
+            long ti = nt.t()[(int) i];
+            double l = 0, wt = 0;
+            if (ti != nt.ignore()) {
+                wt = nt.weight(ti);
+                long at = xb + es * nt.element(i, ti);
+                l = -wt * (f32 ? xs.get(ElementIO.F32, at) : xs.get(ElementIO.F64, at));
+            }
+            if (reduction == LossOps.NONE) set(out, i, l);
+            total += l;
+            totalWeight += wt;
+        }
+        if (reduction != LossOps.NONE) set(out, 0, reduction == LossOps.SUM ? total : total / totalWeight);
+        set(outs[1], 0, totalWeight);
+    }
+
+    /**
+     * The gradient of {@link #nll}: zero, then {@code -weight[t] grad_out} (over the total weight for the mean) at each kept
+     * target; {@code grad_out} dense ({@code [N, S]} unreduced, one element reduced).
+     */
+    private static void nllBackward(StridedView out, StridedView[] in, double[] g) {
+        StridedView gradOut = in[0], x = in[1];
+        NllTargets nt = NllTargets.of(x, in[2], in[3], g);
+        int reduction = nt.reduction();
+        long count = nt.t().length;
+        double scale = reduction == LossOps.MEAN ? 1 / get(in[4], 0) : 1;
+        double reduced = reduction == LossOps.NONE ? 0 : get(gradOut, 0);
+        StridedView perTarget = reduction == LossOps.NONE ? gradOut.view(count) : null;
+        boolean f32 = x.dtype() == DType.FLOAT32;
+        long es = x.dtype().byteSize(), ob = base(out);
+        MemorySegment os = out.memory();
+        os.asSlice(ob, out.numel() * es).fill((byte) 0);
+        for (long i = 0; i < count; i++) {
+            long ti = nt.t()[(int) i];
+            if (ti == nt.ignore()) continue;
+            double gi = perTarget != null ? get(perTarget, i) : reduced;
+            double v = -nt.weight(ti) * gi * scale;
+            long at = ob + es * nt.element(i, ti);
+            if (f32) os.set(ElementIO.F32, at, (float) v);
+            else os.set(ElementIO.F64, at, v);
+        }
     }
 }

@@ -93,6 +93,11 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     }
 
     @Override
+    public boolean fusesLayerNorm() {
+        return true;
+    }
+
+    @Override
     public boolean layerNorm(StridedView x, long rows, long cols, StridedView weight, StridedView bias, double eps, StridedView out,
                              StridedView mean, StridedView rstd) {
         CpuLayerNormKernels.forward(x, rows, cols, weight, bias, eps, out, mean, rstd);
