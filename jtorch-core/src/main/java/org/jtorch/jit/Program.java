@@ -1135,6 +1135,7 @@ final class Program {
         long n = root.shape[0];
         long c = root.shape[1];
         long spatial = Shapes.numel(root.shape) / (n * c);
+        boolean loneRelu = others == 0 && e.group().group().ops == 1 && root.op == PointwiseOps.RELU;
         Autograd.record("JitBatchNormFusedBackward", out, g -> {
             if (Grad.isEnabled()) {
                 throw new UnsupportedOperationException("jit: a double backward (createGraph) through a batch norm fused with "
@@ -1156,13 +1157,20 @@ final class Program {
                 Tensor[] grads = new Tensor[edges.length];
                 FormulaKernel atNorm = e.gradients()[e.slot()];
                 if (atNorm != null && (needs[0] || needs[1] || needs[2])) {
-                    Tensor gy = full.apply(atNorm);
                     Tensor gi = needs[0] ? Tensor.empty(root.shape, DType.FLOAT32, root.device) : null;
                     Tensor gw = needs[1] ? Tensor.empty(new long[] {c}, channels[2].dtype(), root.device) : null;
                     Tensor gb = needs[2] ? Tensor.empty(new long[] {c}, channels[3].dtype(), root.device) : null;
-                    Backends.of(root.device).normalization().batchNormBackward(Dispatcher.view(gy), Dispatcher.view(xv), n, c, spatial,
-                            Dispatcher.view(channels[0]), Dispatcher.view(channels[1]), viewOrNull(channels[2]), true,
+                    org.jtorch.backend.NormalizationKernels kernels = Backends.of(root.device).normalization();
+                    // A lone ReLU's mask is applied as the batch norm's backward reads the gradient (recomputed from x), where
+                    // the backend can: the masked gradient is never written.
+                    boolean masked = loneRelu && kernels.batchNormReluBackward(Dispatcher.view(g[0]), Dispatcher.view(xv), n, c, spatial,
+                            Dispatcher.view(channels[0]), Dispatcher.view(channels[1]), viewOrNull(channels[2]), viewOrNull(channels[3]),
                             viewOrNull(gi), viewOrNull(gw), viewOrNull(gb));
+                    if (!masked) {
+                        Tensor gy = full.apply(atNorm);
+                        kernels.batchNormBackward(Dispatcher.view(gy), Dispatcher.view(xv), n, c, spatial, Dispatcher.view(channels[0]),
+                                Dispatcher.view(channels[1]), viewOrNull(channels[2]), true, viewOrNull(gi), viewOrNull(gw), viewOrNull(gb));
+                    }
                     grads[0] = gi;
                     grads[1] = gw;
                     grads[2] = gb;

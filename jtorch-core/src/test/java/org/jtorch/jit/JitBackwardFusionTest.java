@@ -111,6 +111,29 @@ class JitBackwardFusionTest {
         assertFalse(Jit.explain(returned, x).contains("masked"), Jit.explain(returned, x));
     }
 
+    /**
+     * A training batch norm's lone ReLU is applied as batch norm's backward reads the gradient (the mask recomputed from
+     * the input, through a weight of either sign and the bias): compiled equals eager, values and gradients of the
+     * input, weight and bias, with and without affine parameters, on planes of whole vectors, planes with a tail, and
+     * planes too small for the kernel (the masked gradient written first, as before).
+     */
+    @Test
+    void aBatchNormsReluIsMaskedInsideItsBackward() {
+        Torch.manualSeed(36);
+        for (long[] shape : new long[][] {{4, 6, 8, 8}, {3, 5, 7, 9}, {2, 3, 35}, {5, 4, 3}}) {
+            int c = (int) shape[1];
+            Tensor gamma = randn(c).requiresGrad_(true);
+            Tensor beta = randn(c).mul(0.5).requiresGrad_(true);
+            Tensor x = randn(shape).mul(1.5).add(0.5).requiresGrad_(true);
+            TensorFunction affine = in -> F.batchNorm(in[0], null, null, gamma, beta, true, 0.1, 1e-5).relu();
+            String plan = Jit.explain(affine, x);
+            assertTrue(plan.contains("then one kernel normalising"), plan);
+            assertCompiledMatchesEager(affine, x, new Tensor[] {x, gamma, beta}, 1e-5f);
+            TensorFunction plain = in -> F.batchNorm(in[0], null, null, null, null, true, 0.1, 1e-5).relu();
+            assertCompiledMatchesEager(plain, x, new Tensor[] {x}, 1e-5f);
+        }
+    }
+
     /** A model trains the same compiled: SGD steps of an MLP, eager against compiled from the same weights. */
     @Test
     void anMlpTrainsTheSameCompiledOverSteps() {

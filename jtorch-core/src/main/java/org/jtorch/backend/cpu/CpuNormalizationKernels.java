@@ -484,6 +484,15 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         });
     }
 
+    @Override
+    public boolean batchNormReluBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
+                                         StridedView weight, StridedView bias, StridedView gradInput, StridedView gradWeight,
+                                         StridedView gradBias) {
+        if (!CpuBatchNormReluBackward.fits(gradOut, x, n, c, s, gradInput)) return false;
+        CpuBatchNormReluBackward.run(gradOut, x, n, c, s, mean, invstd, weight, bias, gradInput, gradWeight, gradBias);
+        return true;
+    }
+
     /** As {@link #statsF32}: accumulators across planes, reduced once per {@value #SUM_BLOCK} elements. */
     private static void sumsF32(MemorySegment gs, long gb, MemorySegment xs, long xb, long n, long c, long s, long ch,
                                 float mean, double[] sumG, double[] sumGXmu) {
