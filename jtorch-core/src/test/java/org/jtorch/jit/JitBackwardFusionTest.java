@@ -55,6 +55,8 @@ class JitBackwardFusionTest {
                     && plan.contains("linear, its input's gradient masked by %3's ReLU"), plan);
             assertEquals(2, plan.split("arrives masked", -1).length - 1, plan);
             assertCompiledMatchesEager(f, x, new Tensor[] {x, w1, b1, w2, b2, w3, b3}, 1e-5f);
+            // On CUDA a linear + ReLU layer is one cuBLASLt call with its own autograd (the ReLU masked again: same values).
+            if (!JitChecks.DEVICE.isCpu()) continue;
             TensorFunction compiled = Jit.trace(f, x);
             compiled.apply(x).close();
             try (Tensor y = compiled.apply(x)) {

@@ -15,6 +15,7 @@ import org.junit.jupiter.api.Test;
  * tracer records each as one node (not its decomposition into means, variances, log-softmax and gathers), the compiled
  * step replays their fused kernels, and compiled equals eager, values and gradients, in a char-GPT-style block
  * (pre-norm MLP with a residual, the final norm, the head and the loss) on rows and on {@code [batch, time, features]}.
+ * On CUDA, where cross entropy is composed, layer norm alone is checked to be one node.
  */
 class JitFusedRegistryOpsTest {
     private static int count(String text, String what) {
@@ -45,9 +46,13 @@ class JitFusedRegistryOpsTest {
             };
             String plan = Jit.explain(f, x);
             assertEquals(2, count(plan, "= native_layer_norm("), plan);
-            assertEquals(1, count(plan, "= cross_entropy_fused("), plan);
-            assertTrue(!plan.contains("= var") && !plan.contains("= mean") && !plan.contains("log_softmax"), plan);
-            assertTrue(plan.contains("= linear (%1) with an epilogue of 1 op over (%1)"), plan);
+            assertTrue(!plan.contains("= var") && !plan.contains("= mean"), plan);
+            // CUDA has no fused cross entropy: it is composed (log_softmax, gather, ...) there, and the trace breaks at a
+            // tensor the composition makes, so the call runs eagerly; still equal below.
+            if (JitChecks.DEVICE.isCpu()) {
+                assertEquals(1, count(plan, "= cross_entropy_fused("), plan);
+                assertTrue(!plan.contains("log_softmax") && plan.contains("= linear (%1) with an epilogue of 1 op over (%1)"), plan);
+            }
             assertCompiledMatchesEager(f, x, new Tensor[] {x, g1, b1, g2, b2, w1, c1, w2, head}, 1e-5f);
         }
     }

@@ -3,11 +3,9 @@ package org.jtorch.backend.cpu;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
-import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.StridedView;
 
 /**
@@ -38,10 +36,11 @@ final class CpuBatchNormReluBackward {
     static void run(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
                     StridedView weight, StridedView bias, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
         int cc = Math.toIntExact(c);
-        float[] m = channels(mean, cc, 0);
-        float[] is = channels(invstd, cc, 1);
-        float[] w = channels(weight, cc, 1);
-        float[] b = channels(bias, cc, 0);
+        double[] invstdValues = CpuNormalizationKernels.channels(invstd, cc, 1);
+        float[] m = CpuNormalizationKernels.floats(CpuNormalizationKernels.channels(mean, cc, 0));
+        float[] is = CpuNormalizationKernels.floats(invstdValues);
+        float[] w = CpuNormalizationKernels.floats(CpuNormalizationKernels.channels(weight, cc, 1));
+        float[] b = CpuNormalizationKernels.floats(CpuNormalizationKernels.channels(bias, cc, 0));
         double[] sumG = new double[cc];
         double[] sumGXmu = new double[cc];
         MemorySegment gs = gradOut.memory();
@@ -63,8 +62,12 @@ final class CpuBatchNormReluBackward {
                 sumGXmu[k] = sgx;
             }
         });
-        if (gradBias != null) storeChannels(gradBias, sumG, null);
-        if (gradWeight != null) storeChannels(gradWeight, sumGXmu, is);
+        if (gradBias != null) CpuNormalizationKernels.storeChannels(gradBias, sumG);
+        if (gradWeight != null) {
+            double[] gw = new double[cc];
+            for (int i = 0; i < cc; i++) gw[i] = sumGXmu[i] * invstdValues[i];
+            CpuNormalizationKernels.storeChannels(gradWeight, gw);
+        }
         if (gradInput == null) return;
         double count = (double) n * s;
         // gradInput = (gm - (x - mean) * k - mean(gm)) * invstd * weight, gm the masked gradient.
@@ -72,8 +75,8 @@ final class CpuBatchNormReluBackward {
         float[] kk = new float[cc];
         float[] mg = new float[cc];
         for (int i = 0; i < cc; i++) {
-            a[i] = (float) ((double) is[i] * w[i]);
-            kk[i] = count > 0 ? (float) (sumGXmu[i] / count * is[i] * is[i]) : 0;
+            a[i] = (float) (invstdValues[i] * w[i]);
+            kk[i] = count > 0 ? (float) (sumGXmu[i] / count * invstdValues[i] * invstdValues[i]) : 0;
             mg[i] = count > 0 ? (float) (sumG[i] / count) : 0;
         }
         MemorySegment ds = gradInput.memory();
@@ -91,13 +94,11 @@ final class CpuBatchNormReluBackward {
                                      float bias) {
         FloatVector acc = FloatVector.zero(FS);
         FloatVector acc2 = FloatVector.zero(FS);
-        FloatVector zero = FloatVector.zero(FS);
         long upper = len - len % FL;
         long j = 0;
         for (; j < upper; j += FL) {
             FloatVector xm = ld(xs, xo + 4 * j).sub(mean);
-            VectorMask<Float> live = xm.mul(invstd).mul(weight).add(bias).compare(VectorOperators.GT, 0f);
-            FloatVector g = zero.blend(ld(gs, go + 4 * j), live);
+            FloatVector g = masked(ld(gs, go + 4 * j), xm, invstd, weight, bias);
             acc = acc.add(g);
             acc2 = g.fma(xm, acc2);
         }
@@ -116,13 +117,11 @@ final class CpuBatchNormReluBackward {
 
     private static void planeGradInput(MemorySegment gs, long go, MemorySegment xs, long xo, MemorySegment ds, long dO, long len, float mean,
                                        float invstd, float weight, float bias, float k, float meanG, float a) {
-        FloatVector zero = FloatVector.zero(FS);
         long upper = len - len % FL;
         long j = 0;
         for (; j < upper; j += FL) {
             FloatVector xm = ld(xs, xo + 4 * j).sub(mean);
-            VectorMask<Float> live = xm.mul(invstd).mul(weight).add(bias).compare(VectorOperators.GT, 0f);
-            zero.blend(ld(gs, go + 4 * j), live).sub(xm.mul(k)).sub(meanG).mul(a).intoMemorySegment(ds, dO + 4 * j, LE);
+            masked(ld(gs, go + 4 * j), xm, invstd, weight, bias).sub(xm.mul(k)).sub(meanG).mul(a).intoMemorySegment(ds, dO + 4 * j, LE);
         }
         for (; j < len; j++) {
             float xm = xs.get(ElementIO.F32, xo + 4 * j) - mean;
@@ -135,25 +134,8 @@ final class CpuBatchNormReluBackward {
         return FloatVector.fromMemorySegment(FS, s, off, LE);
     }
 
-    /** A per-channel tensor's values as floats ({@code fallback} everywhere when it is null). */
-    private static float[] channels(StridedView t, int c, float fallback) {
-        float[] v = new float[c];
-        if (t == null) {
-            java.util.Arrays.fill(v, fallback);
-            return v;
-        }
-        long es = t.dtype().byteSize();
-        long stride = t.dim() == 0 ? 0 : t.stride(0) * es;
-        for (int i = 0; i < c; i++) v[i] = (float) ElementCodec.getDouble(t.dtype(), t.memory(), t.offset() * es + i * stride);
-        return v;
-    }
-
-    /** {@code v[i] * scale[i]} (scale null: 1) into a per-channel tensor. */
-    private static void storeChannels(StridedView t, double[] v, float[] scale) {
-        long es = t.dtype().byteSize();
-        long stride = t.stride(0) * es;
-        for (int i = 0; i < v.length; i++) {
-            ElementCodec.setDouble(t.dtype(), t.memory(), t.offset() * es + i * stride, scale == null ? v[i] : v[i] * scale[i]);
-        }
+    /** The incoming gradient where the ReLU's input {@code xm * invstd * weight + bias} is positive, else 0. */
+    private static FloatVector masked(FloatVector g, FloatVector xm, float invstd, float weight, float bias) {
+        return FloatVector.zero(FS).blend(g, xm.mul(invstd).mul(weight).add(bias).compare(VectorOperators.GT, 0f));
     }
 }

@@ -54,7 +54,7 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         return (c + FL - 1) / FL;
     }
 
-    private static float[] floats(double[] v) {
+    static float[] floats(double[] v) {
         float[] f = new float[v.length];
         for (int i = 0; i < v.length; i++) f[i] = (float) v[i];
         return f;
@@ -65,7 +65,7 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     }
 
     /** A per-channel tensor's values as doubles ({@code fallback} everywhere when it is null). */
-    private static double[] channels(StridedView t, int c, double fallback) {
+    static double[] channels(StridedView t, int c, double fallback) {
         double[] v = new double[c];
         if (t == null) {
             java.util.Arrays.fill(v, fallback);
@@ -79,7 +79,7 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         return v;
     }
 
-    private static void storeChannels(StridedView t, double[] v) {
+    static void storeChannels(StridedView t, double[] v) {
         if (t == null) return;
         MemorySegment seg = t.memory();
         long es = t.dtype().byteSize();
