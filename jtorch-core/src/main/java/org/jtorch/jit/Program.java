@@ -798,7 +798,10 @@ final class Program {
         long cols = root.shape[root.shape.length - 1];
         Tensor[] broadcast = new Tensor[args.length];
         boolean record = differentiable && needsGrad;
-        if (e.activation() != null && !e.declined().get()) {
+        // A layer that masks its input's gradient for the ReLU layer before it (which then does not mask it itself) must
+        // record its own backward: the backend's fused GEMM and activation would record the plain linear one.
+        boolean masksInput = record && inputMasks.containsKey(linear);
+        if (e.activation() != null && !e.declined().get() && !masksInput) {
             Tensor[] fused;
             try {
                 fused = Linalg.linearActivation(x, w, b, e.activation(), record);
@@ -820,7 +823,7 @@ final class Program {
                 }
             }
         }
-        if (record && reluLayer(e) && (premasked.contains(root) || inputMasks.containsKey(linear))) {
+        if (record && reluLayer(e) && (premasked.contains(root) || masksInput)) {
             // Layer and ReLU as one autograd node: the product written over by the ReLU, then one backward for both.
             Tensor product;
             try (var off = Grad.noGrad()) {

@@ -95,6 +95,25 @@ class JitBackwardFusionTest {
         assertCompiledMatchesEager(f, x, new Tensor[] {x, w1, b1, w2, b2}, 1e-5f);
     }
 
+    /**
+     * Layers of widths a backend's own fused GEMM and ReLU may take or decline one by one (60, 64): the second layer
+     * masks the first's gradient whatever the backend does for it, since the first then does not mask it itself. (On
+     * the simulator cuBLASLt takes both widths, so this does not reach a mixed case there.)
+     */
+    @Test
+    void aLayerTheBackendWouldFuseStillMasksTheLayerBefore() {
+        Torch.manualSeed(37);
+        Tensor w1 = randn(60, 20).mul(0.3).requiresGrad_(true);
+        Tensor b1 = randn(60).requiresGrad_(true);
+        Tensor w2 = randn(64, 60).mul(0.2).requiresGrad_(true);
+        Tensor b2 = randn(64).requiresGrad_(true);
+        Tensor w3 = randn(5, 64).mul(0.2).requiresGrad_(true);
+        Tensor x = randn(24, 20).requiresGrad_(true);
+        TensorFunction f = in -> F.linear(F.linear(F.linear(in[0], w1, b1).relu(), w2, b2).relu(), w3, null);
+        assertTrue(Jit.explain(f, x).contains("the input's gradient masked by %1's ReLU"), Jit.explain(f, x));
+        assertCompiledMatchesEager(f, x, new Tensor[] {x, w1, b1, w2, b2, w3}, 1e-5f);
+    }
+
     /** A ReLU output read by two ops, or returned, keeps its own backward: the consumers' gradients add up before the mask. */
     @Test
     void aReluOutputReadTwiceOrReturnedIsNotMaskedByItsReader() {
