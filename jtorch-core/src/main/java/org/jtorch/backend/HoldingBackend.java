@@ -739,6 +739,19 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
+        public boolean batchNormReluBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
+                                             StridedView invstd, StridedView weight, StridedView bias, StridedView gradInput,
+                                             StridedView gradWeight, StridedView gradBias) {
+            StridedView[] operands = {gradOut, x, mean, invstd, weight, bias, gradInput, gradWeight, gradBias};
+            hold("batch_norm_backward", operands);
+            try {
+                return k.batchNormReluBackward(gradOut, x, n, c, s, mean, invstd, weight, bias, gradInput, gradWeight, gradBias);
+            } finally {
+                drop(operands);
+            }
+        }
+
+        @Override
         public boolean layerNorm(StridedView x, long rows, long cols, StridedView weight, StridedView bias, double eps,
                                  StridedView out, StridedView mean, StridedView rstd) {
             StridedView[] operands = {x, weight, bias, out, mean, rstd};

@@ -44,6 +44,19 @@ public interface NormalizationKernels {
                            boolean train, StridedView gradInput, StridedView gradWeight, StridedView gradBias);
 
     /**
+     * {@link #batchNormBackward} in training of {@code relu(batch_norm(x))}: {@code gradOut} is the ReLU's incoming
+     * gradient, masked where the ReLU's input {@code (x - mean) * invstd * weight + bias} is not positive (recomputed
+     * from {@code x}; {@code weight} and {@code bias} null for 1 and 0) as the kernel reads it, without writing the
+     * masked gradient. The JIT's backward of a batch norm fused with its ReLU. Returns false, having done nothing,
+     * where this backend has no such kernel for these operands (then the caller masks the gradient itself).
+     */
+    default boolean batchNormReluBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
+                                          StridedView weight, StridedView bias, StridedView gradInput, StridedView gradWeight,
+                                          StridedView gradBias) {
+        return false;
+    }
+
+    /**
      * Fused layer norm over the rows of {@code x}, a contiguous {@code [rows, cols]} block of float32 or float64 ({@code weight}
      * and {@code bias} {@code [cols]} or null, and the outputs, contiguous of that dtype): per row {@code mean} and
      * {@code rstd = 1 / sqrt(var + eps)} (the variance biased), and {@code out = (x - mean) * rstd * weight + bias}. Returns

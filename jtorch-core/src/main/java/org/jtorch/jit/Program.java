@@ -41,7 +41,7 @@ import org.jtorch.ops.Normalization;
 final class Program {
     /** One step: a fused group or one replayed op, producing the value of {@code node}. */
     private sealed interface Step permits Fused, FusedSum, FusedSoftmax, GemmEpilogue, NormalizedGroup, FoldedConvBatchNorm, ConvEpilogue,
-            Replayed {
+            MaskedLinear, Replayed {
         Graph.Node node();
     }
 
@@ -125,6 +125,12 @@ final class Program {
     private record ConvEpilogue(Graph.Node node, Fused group, Graph.Node conv, Graph.Node bn, BatchNormFolding folding, int slot,
                                 FormulaKernel biased) implements Step {}
 
+    /**
+     * A float32 linear layer, replayed, whose input is the output of a linear + ReLU layer read by it alone (see
+     * {@link #inputMasks}): its backward writes its input's gradient through that ReLU's mask.
+     */
+    private record MaskedLinear(Graph.Node node) implements Step {}
+
     private record Replayed(Graph.Node node) implements Step {}
 
     private final Graph graph;
@@ -133,6 +139,20 @@ final class Program {
     private final List<Step> steps = new ArrayList<>();
     /** For each node id, the index of the last step reading it (its value is closed after that step). */
     private final Map<Integer, Integer> lastUse = new HashMap<>();
+    /**
+     * Backward fusion, with autograd: a float32 linear layer (run at a linear + ReLU layer's place, or replayed as a
+     * {@link MaskedLinear}) whose input is the output of a linear + ReLU layer read by it alone, mapped to that ReLU's
+     * gradient kernel. The layer's backward applies it to its input's gradient in the GEMM's epilogue, on each block of
+     * the product while the block is in cache, and the ReLU layer's own backward (its node in {@link #premasked}) takes
+     * that gradient as it comes: the ReLU's backward pass, and the tensor it wrote, are gone.
+     */
+    private final Map<Graph.Node, FormulaKernel> inputMasks = new IdentityHashMap<>();
+    /**
+     * The linear + ReLU layers (their ReLU nodes) whose incoming gradient is already masked by the layer reading them
+     * ({@link #inputMasks}). Masking twice gives the same values, so this only saves work: a layer whose consumer's
+     * backward took another path (a backend's own fused GEMM) is still right.
+     */
+    private final java.util.Set<Graph.Node> premasked = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
 
     Program(Graph graph, boolean differentiable) {
         this.graph = graph;
@@ -225,6 +245,7 @@ final class Program {
                 groups.put(n, f);
             }
         }
+        if (differentiable) planMaskedLinears(groups, inlined, uses, live);
         if (!differentiable) {
             for (Graph.Node n : graph.nodes) {
                 if (live.containsKey(n) && !inlined.containsKey(n) && foldsIntoConv(n, uses) && !graph.mutated.contains(n)
@@ -313,6 +334,46 @@ final class Program {
             }
         }
         return null;
+    }
+
+    /**
+     * Finds the linear layers that can apply the ReLU mask of the layer before them in their backward ({@link
+     * #inputMasks}): a float32 linear layer, not reading what is written in place, whose input is the output of a
+     * linear + ReLU layer ({@link #reluLayer}) read by it alone, of two dimensions, on its device, not the program's
+     * output nor written in place (its gradient is seen by no one but that layer's backward). The reading layer runs
+     * either at another linear + ReLU layer's place or, left alone, as a {@link MaskedLinear}.
+     */
+    private void planMaskedLinears(Map<Graph.Node, Step> groups, Map<Graph.Node, Boolean> inlined, Map<Graph.Node, Integer> uses,
+                                   Map<Graph.Node, Boolean> live) {
+        Map<Graph.Node, GemmEpilogue> reluLayers = new IdentityHashMap<>();
+        Map<Graph.Node, GemmEpilogue> byProducer = new IdentityHashMap<>();
+        for (Step s : groups.values()) {
+            if (s instanceof GemmEpilogue e && reluLayer(e)) {
+                reluLayers.put(e.node(), e);
+                byProducer.put(e.producer(), e);
+            }
+        }
+        for (Graph.Node n : graph.nodes) {
+            if (!live.containsKey(n) || n.op != LinalgOps.LINEAR || n.dtype != DType.FLOAT32 || n.inPlace || graph.mutated.contains(n)
+                    || readsMutated(n) || !(n.inputs.get(0) instanceof Graph.Node h) || !(reluLayers.get(h) instanceof GemmEpilogue before)) {
+                continue;
+            }
+            if (uses.get(h) != 1 || h == graph.output || graph.mutated.contains(h) || h.shape.length != 2 || !h.device.equals(n.device)) continue;
+            boolean replayed = !inlined.containsKey(n) && !groups.containsKey(n);
+            if (!replayed && !byProducer.containsKey(n)) continue;
+            inputMasks.put(n, before.group().gradients()[before.slot()]);
+            premasked.add(h);
+            if (replayed) groups.put(n, new MaskedLinear(n));
+        }
+    }
+
+    /**
+     * Whether {@code e} is a float32 linear layer (not a matmul) of a 2-D input followed by its lone ReLU, with the
+     * ReLU's gradient compiled: its backward can be one node ({@link #recordLinearBackward}).
+     */
+    private static boolean reluLayer(GemmEpilogue e) {
+        return e.activation() == LinalgKernels.Activation.RELU && e.producer().op == LinalgOps.LINEAR && e.producer().inputs.get(0) != null
+                && e.producer().inputs.get(0).shape().length == 2 && e.group().gradients() != null && e.group().gradients()[e.slot()] != null;
     }
 
     /** The activation a GEMM could apply for {@code g}: where {@code g} is one ReLU or tanh-GELU of its only input. */
@@ -532,6 +593,7 @@ final class Program {
                 if (e.bn() != null) in.addAll(e.bn().inputs.subList(1, e.bn().inputs.size()));
                 yield in;
             }
+            case MaskedLinear m -> m.node().inputs;
             case Replayed r -> r.node().inputs;
         };
     }
@@ -592,6 +654,7 @@ final class Program {
                     case NormalizedGroup e -> runNormalized(e, inputs, values, s);
                     case FoldedConvBatchNorm f -> runFolded(f, inputs, values);
                     case ConvEpilogue e -> runConvEpilogue(e, inputs, values);
+                    case MaskedLinear m -> runMaskedLinear(m, inputs, values);
                     case Replayed r -> replay(r.node(), inputs, values);
                 };
                 for (Graph.Value v : reads(step)) {
@@ -735,7 +798,10 @@ final class Program {
         long cols = root.shape[root.shape.length - 1];
         Tensor[] broadcast = new Tensor[args.length];
         boolean record = differentiable && needsGrad;
-        if (e.activation() != null && !e.declined().get()) {
+        // A layer that masks its input's gradient for the ReLU layer before it (which then does not mask it itself) must
+        // record its own backward: the backend's fused GEMM and activation would record the plain linear one.
+        boolean masksInput = record && inputMasks.containsKey(linear);
+        if (e.activation() != null && !e.declined().get() && !masksInput) {
             Tensor[] fused;
             try {
                 fused = Linalg.linearActivation(x, w, b, e.activation(), record);
@@ -756,6 +822,22 @@ final class Program {
                     if (matmul) w.close();
                 }
             }
+        }
+        if (record && reluLayer(e) && (premasked.contains(root) || masksInput)) {
+            // Layer and ReLU as one autograd node: the product written over by the ReLU, then one backward for both.
+            Tensor product;
+            try (var off = Grad.noGrad()) {
+                int device = root.device.index();
+                product = Linalg.linear(x, w, b, c -> {
+                    StridedView cv = Dispatcher.view(c);
+                    return (r0, r1, c0, c1) -> {
+                        StridedView block = block(cv, r0, r1, c0, c1);
+                        f.kernel().run(device, DType.FLOAT32, block, new StridedView[] {block}, NO_PARAMS);
+                    };
+                });
+            }
+            recordLinearBackward(root, product, x, w, b, premasked.contains(root) ? null : f.gradients()[e.slot()], inputMasks.get(linear));
+            return product;
         }
         // A lone ReLU of the product writes into the product with autograd too: its gradient reads only its input's sign,
         // which the ReLU's output keeps, so the product need not be kept beside the output (one tensor stored, not two).
@@ -805,6 +887,83 @@ final class Program {
             for (Tensor t : broadcast) if (t != null) t.close();
             if (matmul) w.close();
         }
+    }
+
+    /** A linear layer replayed without its own autograd, recorded as one node that masks its input's gradient. */
+    private Tensor runMaskedLinear(MaskedLinear m, Tensor[] inputs, Tensor[] values) {
+        Graph.Node n = m.node();
+        Tensor x = resolve(n.inputs.get(0), inputs, values);
+        Tensor w = resolve(n.inputs.get(1), inputs, values);
+        Tensor b = n.inputs.size() > 2 ? resolve(n.inputs.get(2), inputs, values) : null;
+        Tensor out;
+        try (var off = Grad.noGrad()) {
+            out = Linalg.linear(x, w, b, null);
+        }
+        if (Autograd.needsGrad(x, w, b)) recordLinearBackward(n, out, x, w, b, null, inputMasks.get(n));
+        return out;
+    }
+
+    /**
+     * One autograd node for {@code out = x @ w.T + b} (2-D {@code x}), its output's activation ({@code ownMask}, the
+     * ReLU's gradient kernel reading {@code out}; null where the incoming gradient is already masked or there is
+     * none), and the ReLU before it ({@code inputMask}, the previous layer's ReLU gradient kernel reading {@code x};
+     * null for none): the input's gradient is masked by the GEMM's epilogue as each block of it is written, so the
+     * ReLU layer before receives it masked and runs no pass of its own. The bias's gradient is the column sum of the
+     * incoming gradient itself where that is masked already (no chain is left to fuse it with). Saves {@code x},
+     * {@code w} and, with {@code ownMask}, {@code out}.
+     */
+    private static void recordLinearBackward(Graph.Node root, Tensor out, Tensor x, Tensor w, Tensor b, FormulaKernel ownMask,
+                                             FormulaKernel inputMask) {
+        SavedTensor savedX = Autograd.save(x);
+        SavedTensor savedW = Autograd.save(w);
+        SavedTensor savedOut = ownMask == null ? null : Autograd.save(out);
+        boolean[] needs = {x.requiresGrad(), w.requiresGrad(), b != null && b.requiresGrad()};
+        long[] biasShape = b == null ? null : b.shape();
+        int device = root.device.index();
+        SavedTensor[] saved = savedOut == null ? new SavedTensor[] {savedX, savedW} : new SavedTensor[] {savedX, savedW, savedOut};
+        Autograd.record(inputMask == null ? "JitLinearReluBackward" : "JitLinearMaskedBackward", out, g -> {
+            if (Grad.isEnabled()) {
+                throw new UnsupportedOperationException("jit: a double backward (createGraph) through a fused linear layer's backward is not"
+                        + " supported yet; call the function eagerly for higher-order gradients");
+            }
+            Tensor xv = savedX.get();
+            Tensor wv = savedW.get();
+            Tensor gy = g[0];
+            if (ownMask != null) {
+                gy = Tensor.empty(out.shape(), DType.FLOAT32, root.device);
+                apply(ownMask, root, new Tensor[] {savedOut.get()}, g[0], gy);
+            }
+            try {
+                Tensor[] grads = new Tensor[3];
+                if (needs[2]) {
+                    grads[2] = Gradients.sumTo(gy, biasShape, DType.FLOAT32);
+                    if (grads[2] == gy) grads[2] = gy.alias();
+                }
+                if (needs[1]) {
+                    try (Tensor gt = gy.t()) {
+                        grads[1] = Linalg.mm(gt, xv);
+                    }
+                }
+                if (needs[0] && inputMask == null) {
+                    grads[0] = Linalg.mm(gy, wv);
+                } else if (needs[0]) {
+                    StridedView xs = Dispatcher.view(xv);
+                    try (Tensor wt = wv.t()) {
+                        // The product of the gradient and the weight, each block multiplied by the ReLU's mask as it is written.
+                        grads[0] = Linalg.linear(gy, wt, null, c -> {
+                            StridedView cv = Dispatcher.view(c);
+                            return (r0, r1, c0, c1) -> {
+                                StridedView block = block(cv, r0, r1, c0, c1);
+                                inputMask.run(device, DType.FLOAT32, block, new StridedView[] {block(xs, r0, r1, c0, c1), block}, NO_PARAMS);
+                            };
+                        });
+                    }
+                }
+                return grads;
+            } finally {
+                if (gy != g[0]) gy.close();
+            }
+        }, new Tensor[] {x, w, b}, saved);
     }
 
     /**
@@ -979,6 +1138,7 @@ final class Program {
         long n = root.shape[0];
         long c = root.shape[1];
         long spatial = Shapes.numel(root.shape) / (n * c);
+        boolean loneRelu = others == 0 && e.group().group().ops == 1 && root.op == PointwiseOps.RELU;
         Autograd.record("JitBatchNormFusedBackward", out, g -> {
             if (Grad.isEnabled()) {
                 throw new UnsupportedOperationException("jit: a double backward (createGraph) through a batch norm fused with "
@@ -1000,13 +1160,20 @@ final class Program {
                 Tensor[] grads = new Tensor[edges.length];
                 FormulaKernel atNorm = e.gradients()[e.slot()];
                 if (atNorm != null && (needs[0] || needs[1] || needs[2])) {
-                    Tensor gy = full.apply(atNorm);
                     Tensor gi = needs[0] ? Tensor.empty(root.shape, DType.FLOAT32, root.device) : null;
                     Tensor gw = needs[1] ? Tensor.empty(new long[] {c}, channels[2].dtype(), root.device) : null;
                     Tensor gb = needs[2] ? Tensor.empty(new long[] {c}, channels[3].dtype(), root.device) : null;
-                    Backends.of(root.device).normalization().batchNormBackward(Dispatcher.view(gy), Dispatcher.view(xv), n, c, spatial,
-                            Dispatcher.view(channels[0]), Dispatcher.view(channels[1]), viewOrNull(channels[2]), true,
+                    org.jtorch.backend.NormalizationKernels kernels = Backends.of(root.device).normalization();
+                    // A lone ReLU's mask is applied as the batch norm's backward reads the gradient (recomputed from x), where
+                    // the backend can: the masked gradient is never written.
+                    boolean masked = loneRelu && kernels.batchNormReluBackward(Dispatcher.view(g[0]), Dispatcher.view(xv), n, c, spatial,
+                            Dispatcher.view(channels[0]), Dispatcher.view(channels[1]), viewOrNull(channels[2]), viewOrNull(channels[3]),
                             viewOrNull(gi), viewOrNull(gw), viewOrNull(gb));
+                    if (!masked) {
+                        Tensor gy = full.apply(atNorm);
+                        kernels.batchNormBackward(Dispatcher.view(gy), Dispatcher.view(xv), n, c, spatial, Dispatcher.view(channels[0]),
+                                Dispatcher.view(channels[1]), viewOrNull(channels[2]), true, viewOrNull(gi), viewOrNull(gw), viewOrNull(gb));
+                    }
                     grads[0] = gi;
                     grads[1] = gw;
                     grads[2] = gb;
@@ -1278,7 +1445,8 @@ final class Program {
     // ------------------------------------------------------------------ explaining
 
     int fusedGroups() {
-        return (int) steps.stream().filter(s -> !(s instanceof Replayed)).count();
+        // A masked linear layer's forward is the eager op's: only its backward is fused.
+        return (int) steps.stream().filter(s -> !(s instanceof Replayed) && !(s instanceof MaskedLinear)).count();
     }
 
     int kernelLaunches() {
@@ -1323,6 +1491,11 @@ final class Program {
                             .append(") with an epilogue of ").append(g.ops)
                             .append(g.ops == 1 ? " op" : " ops").append(" over (")
                             .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
+                    if (inputMasks.containsKey(e.producer())) {
+                        s.append("    backward: the input's gradient masked by ").append(Graph.name(e.producer().inputs.get(0)))
+                                .append("'s ReLU in the GEMM's epilogue\n");
+                    }
+                    if (premasked.contains(e.node())) s.append("    backward: the incoming gradient arrives masked (no ReLU pass)\n");
                 }
                 case NormalizedGroup e -> {
                     FusedGroup g = e.group().group();
@@ -1341,6 +1514,8 @@ final class Program {
                             .append(" over (").append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ")
                             .append(g.formula).append('\n');
                 }
+                case MaskedLinear m -> s.append(m.node()).append(" = linear, its input's gradient masked by ")
+                        .append(Graph.name(m.node().inputs.get(0))).append("'s ReLU in the GEMM's epilogue\n");
                 case Replayed r -> s.append(r.node()).append(" = ").append(r.node().op.name())
                         .append(r.node().inPlace ? "_ (eager, in place)\n" : " (eager)\n");
             }

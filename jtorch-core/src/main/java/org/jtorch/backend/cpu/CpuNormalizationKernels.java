@@ -54,7 +54,7 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         return (c + FL - 1) / FL;
     }
 
-    private static float[] floats(double[] v) {
+    static float[] floats(double[] v) {
         float[] f = new float[v.length];
         for (int i = 0; i < v.length; i++) f[i] = (float) v[i];
         return f;
@@ -65,7 +65,7 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     }
 
     /** A per-channel tensor's values as doubles ({@code fallback} everywhere when it is null). */
-    private static double[] channels(StridedView t, int c, double fallback) {
+    static double[] channels(StridedView t, int c, double fallback) {
         double[] v = new double[c];
         if (t == null) {
             java.util.Arrays.fill(v, fallback);
@@ -79,7 +79,7 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         return v;
     }
 
-    private static void storeChannels(StridedView t, double[] v) {
+    static void storeChannels(StridedView t, double[] v) {
         if (t == null) return;
         MemorySegment seg = t.memory();
         long es = t.dtype().byteSize();
@@ -487,6 +487,15 @@ final class CpuNormalizationKernels implements NormalizationKernels {
                 }
             }
         });
+    }
+
+    @Override
+    public boolean batchNormReluBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
+                                         StridedView weight, StridedView bias, StridedView gradInput, StridedView gradWeight,
+                                         StridedView gradBias) {
+        if (!CpuBatchNormReluBackward.fits(gradOut, x, n, c, s, gradInput)) return false;
+        CpuBatchNormReluBackward.run(gradOut, x, n, c, s, mean, invstd, weight, bias, gradInput, gradWeight, gradBias);
+        return true;
     }
 
     /** As {@link #statsF32}: accumulators across planes, reduced once per {@value #SUM_BLOCK} elements. */
