@@ -34,7 +34,7 @@ import jdk.incubator.vector.VectorSpecies;
 public final class Gemm {
     static final VectorSpecies<Float> FS =
             FloatVector.SPECIES_PREFERRED.length() >= 16 ? FloatVector.SPECIES_512 : FloatVector.SPECIES_PREFERRED;
-    private static final VectorSpecies<Double> DS =
+    static final VectorSpecies<Double> DS =
             DoubleVector.SPECIES_PREFERRED.length() >= 8 ? DoubleVector.SPECIES_512 : DoubleVector.SPECIES_PREFERRED;
     /** MR lanes, for packing MR consecutive rows of a transposed A with one load. */
     private static final VectorSpecies<Float> FS_MR = FloatVector.SPECIES_256;
@@ -1013,6 +1013,14 @@ public final class Gemm {
         if (m == 0 || n == 0) return;
         if (k == 0 || alpha == 0d) {
             scaleD(m, n, beta, c, cOffset, ldc);
+            return;
+        }
+        if (GemmDotF64.serves(m, k, aColStride, bRowStride)) {
+            GemmDotF64.dgemm(m, n, k, alpha, a, aOffset, aRowStride, b, bOffset, bColStride, beta, c, cOffset, ldc, 1);
+            return;
+        }
+        if (GemmDotF64.serves(n, k, bRowStride, aColStride)) { // C^T = B^T A^T: a matrix times a few columns
+            GemmDotF64.dgemm(n, m, k, alpha, b, bOffset, bColStride, a, aOffset, aRowStride, beta, c, cOffset, 1, ldc);
             return;
         }
         // beta 0: the first k block stores its tiles (NaN in C does not survive) instead of C being zeroed first, a
