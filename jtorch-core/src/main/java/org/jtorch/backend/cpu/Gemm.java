@@ -1028,6 +1028,13 @@ public final class Gemm {
         boolean overwrite = beta == 0d;
         if (!overwrite) scaleD(m, n, beta, c, cOffset, ldc);
         boolean parallel = Parallel.numThreads() > 1 && (long) m * n * k >= PARALLEL_MIN_WORK && !Parallel.inParallelRegion();
+        if (bColStride == 1 && m <= DMC && n >= DNR) {
+            int full = n / DNR * DNR;
+            dgemmRowsOfB(m, full, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, c, cOffset, ldc, overwrite, parallel);
+            if (full < n) dgemm(m, n - full, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset + full, bRowStride, 1,
+                    overwrite ? 0d : 1d, c, cOffset + full, ldc);
+            return;
+        }
         Workspace ws = WORKSPACE.get();
         int rowBlocks = (m + DMC - 1) / DMC;
         for (int jc = 0; jc < n; jc += DNC) {
@@ -1067,6 +1074,95 @@ public final class Gemm {
                 else tasks.run(0, (long) rowBlocks * groups);
             }
         }
+    }
+
+    /**
+     * {@link #dgemm} for a short op(A) (at most {@value #DMC} rows, packed once per depth block) against a row-major B of
+     * whole {@link #DNR}-wide strips, read in place: B is not packed. At a convolution's shapes (16 output channels
+     * against a 144 x 1024 im2col matrix per image) packing B cost a fifth of the float64 product and each packed element
+     * was used by only two row strips. C has been scaled by beta already unless {@code overwrite}.
+     */
+    private static void dgemmRowsOfB(int m, int n, int k, double alpha, MemorySegment a, long aOffset, long aRowStride,
+                                     long aColStride, MemorySegment b, long bOffset, long bRowStride, MemorySegment c,
+                                     long cOffset, long ldc, boolean overwrite, boolean parallel) {
+        int strips = n / DNR, rowStrips = (m + DMR - 1) / DMR;
+        for (int pc = 0; pc < k; pc += DKC) {
+            int kc = Math.min(DKC, k - pc);
+            boolean store = overwrite && pc == 0;
+            double[] ap = WORKSPACE.get().da(rowStrips * DMR * kc);
+            packDA(a, aOffset + pc * aColStride, aRowStride, aColStride, m, kc, ap);
+            long bBlock = (bOffset + pc * bRowStride) * Double.BYTES;
+            Parallel.RangeBody tasks = (s0, s1) -> {
+                double[] tile = WORKSPACE.get().dtile;
+                for (long s = s0; s < s1; s++) {
+                    for (int ir = 0; ir < m; ir += DMR) {
+                        kernelDRowsOfB(kc, ap, ir * kc, b, bBlock + s * DNR * Double.BYTES, bRowStride * Double.BYTES, tile);
+                        updateCD(tile, c, (cOffset + ir * ldc + s * DNR) * Double.BYTES, ldc * Double.BYTES, Math.min(DMR, m - ir), DNR,
+                                alpha, store);
+                    }
+                }
+            };
+            if (parallel) Parallel.forRange(strips, 1, tasks);
+            else tasks.run(0, strips);
+        }
+    }
+
+    /** {@link #kernelD} with B's strip read in place: row p's DNR doubles at {@code bByte + p * ldbBytes}. */
+    static void kernelDRowsOfB(int kc, double[] ap, int aBase, MemorySegment b, long bByte, long ldbBytes, double[] tile) {
+        DoubleVector c00 = DoubleVector.zero(DS), c01 = DoubleVector.zero(DS);
+        DoubleVector c10 = DoubleVector.zero(DS), c11 = DoubleVector.zero(DS);
+        DoubleVector c20 = DoubleVector.zero(DS), c21 = DoubleVector.zero(DS);
+        DoubleVector c30 = DoubleVector.zero(DS), c31 = DoubleVector.zero(DS);
+        DoubleVector c40 = DoubleVector.zero(DS), c41 = DoubleVector.zero(DS);
+        DoubleVector c50 = DoubleVector.zero(DS), c51 = DoubleVector.zero(DS);
+        DoubleVector c60 = DoubleVector.zero(DS), c61 = DoubleVector.zero(DS);
+        DoubleVector c70 = DoubleVector.zero(DS), c71 = DoubleVector.zero(DS);
+        for (int p = 0; p < kc; p++) {
+            long bi = bByte + p * ldbBytes;
+            int ai = aBase + p * DMR;
+            DoubleVector b0 = DoubleVector.fromMemorySegment(DS, b, bi, NO);
+            DoubleVector b1 = DoubleVector.fromMemorySegment(DS, b, bi + DL * Double.BYTES, NO);
+            DoubleVector av = DoubleVector.broadcast(DS, ap[ai]);
+            c00 = b0.fma(av, c00);
+            c01 = b1.fma(av, c01);
+            av = DoubleVector.broadcast(DS, ap[ai + 1]);
+            c10 = b0.fma(av, c10);
+            c11 = b1.fma(av, c11);
+            av = DoubleVector.broadcast(DS, ap[ai + 2]);
+            c20 = b0.fma(av, c20);
+            c21 = b1.fma(av, c21);
+            av = DoubleVector.broadcast(DS, ap[ai + 3]);
+            c30 = b0.fma(av, c30);
+            c31 = b1.fma(av, c31);
+            av = DoubleVector.broadcast(DS, ap[ai + 4]);
+            c40 = b0.fma(av, c40);
+            c41 = b1.fma(av, c41);
+            av = DoubleVector.broadcast(DS, ap[ai + 5]);
+            c50 = b0.fma(av, c50);
+            c51 = b1.fma(av, c51);
+            av = DoubleVector.broadcast(DS, ap[ai + 6]);
+            c60 = b0.fma(av, c60);
+            c61 = b1.fma(av, c61);
+            av = DoubleVector.broadcast(DS, ap[ai + 7]);
+            c70 = b0.fma(av, c70);
+            c71 = b1.fma(av, c71);
+        }
+        c00.intoArray(tile, 0);
+        c01.intoArray(tile, DL);
+        c10.intoArray(tile, DNR);
+        c11.intoArray(tile, DNR + DL);
+        c20.intoArray(tile, 2 * DNR);
+        c21.intoArray(tile, 2 * DNR + DL);
+        c30.intoArray(tile, 3 * DNR);
+        c31.intoArray(tile, 3 * DNR + DL);
+        c40.intoArray(tile, 4 * DNR);
+        c41.intoArray(tile, 4 * DNR + DL);
+        c50.intoArray(tile, 5 * DNR);
+        c51.intoArray(tile, 5 * DNR + DL);
+        c60.intoArray(tile, 6 * DNR);
+        c61.intoArray(tile, 6 * DNR + DL);
+        c70.intoArray(tile, 7 * DNR);
+        c71.intoArray(tile, 7 * DNR + DL);
     }
 
     /** {@code C = beta * C}; beta 0 writes zeros (NaN in C does not survive), beta 1 leaves C alone. */

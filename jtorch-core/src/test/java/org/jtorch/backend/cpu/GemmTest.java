@@ -415,6 +415,36 @@ class GemmTest {
         check(Gemm.DMC + 5, 3 * Gemm.DNR + 3, Gemm.DKC + 9, -0.75f, 0f, 1, 2, 503, true);
     }
 
+    /**
+     * dgemm's path for a short A against a row-major B read in place (a float64 convolution's weights against its im2col
+     * matrix): row counts around its 8-row strips and up to its limit, whole 16-column strips plus a tail, depths past a
+     * depth block, beta 0 and not, every layout of A, B's rows padded or not.
+     */
+    @Test
+    void dgemmShortAAgainstRowsOfBAgainstTheReference() {
+        long seed = 2900;
+        for (int m : new int[] {1, 7, 8, 9, 16, Gemm.DMC}) {
+            for (int n : new int[] {Gemm.DNR, Gemm.DNR + 1, 3 * Gemm.DNR + 5}) {
+                for (int k : new int[] {1, 5, 144, Gemm.DKC + 44}) {
+                    check(m, n, k, 1f, 0f, (m + k) % 4, n % 2 == 0 ? 0 : 2, seed++, true);
+                }
+                check(m, n, 37, -0.5f, 1.5f, 1, 0, seed++, true);
+                check(m, n, Gemm.DKC + 3, 2f, 1f, 3, 2, seed++, true);
+            }
+        }
+        check(Gemm.DMC, 1030, 144, 1f, 0f, 0, 0, seed++, true);
+        // Strips split over threads: the same bits as on one.
+        SplittableRandom rnd = new SplittableRandom(seed);
+        int m = 16, n = 1030, k = 144;
+        View a = randomMatrix(m, k, 0, rnd, true), b = randomMatrix(k, n, 0, rnd, true);
+        MemorySegment c1 = arena.allocate((long) m * n * 8), c2 = arena.allocate((long) m * n * 8);
+        Parallel.setNumThreads(1);
+        Gemm.dgemm(m, n, k, 1.0, a.seg, 0, a.rowStride, a.colStride, b.seg, 0, b.rowStride, b.colStride, 0.0, c1, 0, n);
+        Parallel.setNumThreads(2);
+        Gemm.dgemm(m, n, k, 1.0, a.seg, 0, a.rowStride, a.colStride, b.seg, 0, b.rowStride, b.colStride, 0.0, c2, 0, n);
+        assertArrayEquals(c1.toArray(D), c2.toArray(D));
+    }
+
     @Test
     void dgemmMultiThreadedEqualsSingleThreadedBitwise() {
         SplittableRandom rnd = new SplittableRandom(12);
