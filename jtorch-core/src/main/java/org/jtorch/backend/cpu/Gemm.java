@@ -1,5 +1,6 @@
 package org.jtorch.backend.cpu;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -72,7 +73,8 @@ public final class Gemm {
         final float[] tile = new float[MR * NR];
         final float[] scratch = new float[Math.max(MR, NR) * KC];
         double[] da = new double[0];
-        double[] db = new double[0];
+        /** Packed double B, off-heap: {@link #kernelD} reads its B strip from a segment, packed or in place. */
+        MemorySegment db = MemorySegment.NULL;
         final double[] dtile = new double[DMR * DNR];
 
         float[] a(int size) {
@@ -88,6 +90,11 @@ public final class Gemm {
         double[] da(int size) {
             if (da.length < size) da = new double[size];
             return da;
+        }
+
+        MemorySegment db(long doubles) {
+            if (db.byteSize() < doubles * Double.BYTES) db = Arena.ofAuto().allocate(doubles * Double.BYTES, 64);
+            return db;
         }
     }
 
@@ -1048,8 +1055,7 @@ public final class Gemm {
             for (int pc = 0; pc < k; pc += DKC) {
                 int kc = Math.min(DKC, k - pc);
                 boolean store = overwrite && pc == 0;
-                if (ws.db.length < strips * DNR * kc) ws.db = new double[strips * DNR * kc];
-                double[] bp = ws.db;
+                MemorySegment bp = ws.db((long) strips * DNR * kc);
                 packDB(b, bOffset + pc * bRowStride + jc * bColStride, bRowStride, bColStride, kc, nc, bp);
                 long aBlock = aOffset + pc * aColStride;
                 long cBlock = cOffset + jc;
@@ -1063,7 +1069,7 @@ public final class Gemm {
                         for (int s = s0; s < s1; s++) {
                             int nr = Math.min(DNR, nc - s * DNR);
                             for (int ir = 0; ir < mc; ir += DMR) {
-                                kernelD(kc, ap, ir * kc, bp, s * DNR * kc, own.dtile);
+                                kernelD(kc, ap, ir * kc, bp, (long) s * DNR * kc * Double.BYTES, DNR * Double.BYTES, own.dtile);
                                 updateCD(own.dtile, c, (cBlock + (i0 + ir) * ldc + (long) s * DNR) * Double.BYTES,
                                         ldc * Double.BYTES, Math.min(DMR, mc - ir), nr, alpha, store);
                             }
@@ -1096,7 +1102,7 @@ public final class Gemm {
                 double[] tile = WORKSPACE.get().dtile;
                 for (long s = s0; s < s1; s++) {
                     for (int ir = 0; ir < m; ir += DMR) {
-                        kernelDRowsOfB(kc, ap, ir * kc, b, bBlock + s * DNR * Double.BYTES, bRowStride * Double.BYTES, tile);
+                        kernelD(kc, ap, ir * kc, b, bBlock + s * DNR * Double.BYTES, bRowStride * Double.BYTES, tile);
                         updateCD(tile, c, (cOffset + ir * ldc + s * DNR) * Double.BYTES, ldc * Double.BYTES, Math.min(DMR, m - ir), DNR,
                                 alpha, store);
                     }
@@ -1107,8 +1113,11 @@ public final class Gemm {
         }
     }
 
-    /** {@link #kernelD} with B's strip read in place: row p's DNR doubles at {@code bByte + p * ldbBytes}. */
-    static void kernelDRowsOfB(int kc, double[] ap, int aBase, MemorySegment b, long bByte, long ldbBytes, double[] tile) {
+    /**
+     * A DMR x DNR tile of {@code A_strip B_strip} over depth {@code kc}, into {@code tile} (row-major). B's strip row p is
+     * DNR doubles at {@code bByte + p * ldbBytes}: a packed strip ({@code ldbBytes} one strip row) or B's rows in place.
+     */
+    static void kernelD(int kc, double[] ap, int aBase, MemorySegment b, long bByte, long ldbBytes, double[] tile) {
         DoubleVector c00 = DoubleVector.zero(DS), c01 = DoubleVector.zero(DS);
         DoubleVector c10 = DoubleVector.zero(DS), c11 = DoubleVector.zero(DS);
         DoubleVector c20 = DoubleVector.zero(DS), c21 = DoubleVector.zero(DS);
@@ -1178,18 +1187,19 @@ public final class Gemm {
     }
 
     /** op(B)'s {@code kc x nc} block into DNR-wide strips, {@code [strip][p][DNR]}, the last strip zero-padded. */
-    private static void packDB(MemorySegment b, long off, long rs, long cs, int kc, int nc, double[] dst) {
+    private static void packDB(MemorySegment b, long off, long rs, long cs, int kc, int nc, MemorySegment dst) {
         for (int s = 0, j0 = 0; j0 < nc; s++, j0 += DNR) {
-            int w = Math.min(DNR, nc - j0), base = s * kc * DNR;
+            int w = Math.min(DNR, nc - j0);
+            long base = (long) s * kc * DNR;
             for (int p = 0; p < kc; p++) {
                 long row = off + p * rs + j0 * cs;
-                int at = base + p * DNR;
+                long at = (base + (long) p * DNR) * Double.BYTES;
                 if (w == DNR && cs == 1) {
-                    DoubleVector.fromMemorySegment(DS, b, row * Double.BYTES, NO).intoArray(dst, at);
-                    DoubleVector.fromMemorySegment(DS, b, (row + DL) * Double.BYTES, NO).intoArray(dst, at + DL);
+                    DoubleVector.fromMemorySegment(DS, b, row * Double.BYTES, NO).intoMemorySegment(dst, at, NO);
+                    DoubleVector.fromMemorySegment(DS, b, (row + DL) * Double.BYTES, NO).intoMemorySegment(dst, at + DL * Double.BYTES, NO);
                 } else {
-                    for (int j = 0; j < w; j++) dst[at + j] = b.get(F64, (row + j * cs) * Double.BYTES);
-                    for (int j = w; j < DNR; j++) dst[at + j] = 0d;
+                    for (int j = 0; j < w; j++) dst.set(F64, at + (long) j * Double.BYTES, b.get(F64, (row + j * cs) * Double.BYTES));
+                    for (int j = w; j < DNR; j++) dst.set(F64, at + (long) j * Double.BYTES, 0d);
                 }
             }
         }
@@ -1217,64 +1227,6 @@ public final class Gemm {
                 }
             }
         }
-    }
-
-    /** A DMR x DNR tile of {@code A_strip B_strip} over depth {@code kc}, into {@code tile} (row-major). */
-    static void kernelD(int kc, double[] ap, int aBase, double[] bp, int bBase, double[] tile) {
-        DoubleVector c00 = DoubleVector.zero(DS), c01 = DoubleVector.zero(DS);
-        DoubleVector c10 = DoubleVector.zero(DS), c11 = DoubleVector.zero(DS);
-        DoubleVector c20 = DoubleVector.zero(DS), c21 = DoubleVector.zero(DS);
-        DoubleVector c30 = DoubleVector.zero(DS), c31 = DoubleVector.zero(DS);
-        DoubleVector c40 = DoubleVector.zero(DS), c41 = DoubleVector.zero(DS);
-        DoubleVector c50 = DoubleVector.zero(DS), c51 = DoubleVector.zero(DS);
-        DoubleVector c60 = DoubleVector.zero(DS), c61 = DoubleVector.zero(DS);
-        DoubleVector c70 = DoubleVector.zero(DS), c71 = DoubleVector.zero(DS);
-        for (int p = 0; p < kc; p++) {
-            int bi = bBase + p * DNR;
-            int ai = aBase + p * DMR;
-            DoubleVector b0 = DoubleVector.fromArray(DS, bp, bi);
-            DoubleVector b1 = DoubleVector.fromArray(DS, bp, bi + DL);
-            DoubleVector av = DoubleVector.broadcast(DS, ap[ai]);
-            c00 = b0.fma(av, c00);
-            c01 = b1.fma(av, c01);
-            av = DoubleVector.broadcast(DS, ap[ai + 1]);
-            c10 = b0.fma(av, c10);
-            c11 = b1.fma(av, c11);
-            av = DoubleVector.broadcast(DS, ap[ai + 2]);
-            c20 = b0.fma(av, c20);
-            c21 = b1.fma(av, c21);
-            av = DoubleVector.broadcast(DS, ap[ai + 3]);
-            c30 = b0.fma(av, c30);
-            c31 = b1.fma(av, c31);
-            av = DoubleVector.broadcast(DS, ap[ai + 4]);
-            c40 = b0.fma(av, c40);
-            c41 = b1.fma(av, c41);
-            av = DoubleVector.broadcast(DS, ap[ai + 5]);
-            c50 = b0.fma(av, c50);
-            c51 = b1.fma(av, c51);
-            av = DoubleVector.broadcast(DS, ap[ai + 6]);
-            c60 = b0.fma(av, c60);
-            c61 = b1.fma(av, c61);
-            av = DoubleVector.broadcast(DS, ap[ai + 7]);
-            c70 = b0.fma(av, c70);
-            c71 = b1.fma(av, c71);
-        }
-        c00.intoArray(tile, 0);
-        c01.intoArray(tile, DL);
-        c10.intoArray(tile, DNR);
-        c11.intoArray(tile, DNR + DL);
-        c20.intoArray(tile, 2 * DNR);
-        c21.intoArray(tile, 2 * DNR + DL);
-        c30.intoArray(tile, 3 * DNR);
-        c31.intoArray(tile, 3 * DNR + DL);
-        c40.intoArray(tile, 4 * DNR);
-        c41.intoArray(tile, 4 * DNR + DL);
-        c50.intoArray(tile, 5 * DNR);
-        c51.intoArray(tile, 5 * DNR + DL);
-        c60.intoArray(tile, 6 * DNR);
-        c61.intoArray(tile, 6 * DNR + DL);
-        c70.intoArray(tile, 7 * DNR);
-        c71.intoArray(tile, 7 * DNR + DL);
     }
 
     /** {@code C[0..mr)[0..nr) += alpha * tile} ({@code = alpha * tile} with {@code overwrite}), C's rows {@code ldcBytes} apart from {@code cByte}. */

@@ -43,7 +43,7 @@ class ConvolutionKernelsCompileTest {
         assertTrue(log.contains("Gemm::fourRowsChunk"), "the workload reaches the short-m GEMM blocks:\n" + log);
         assertTrue(log.contains("GemmDot::pairByFour") && log.contains("GemmDot::oneByFour"), "the workload reaches the dot products:\n" + log);
         assertTrue(log.contains("GemmDotF64::pairByFour") && log.contains("GemmDotF64::oneByFour"), "the workload reaches the float64 dot products:\n" + log);
-        assertTrue(log.contains("Gemm::kernelDRowsOfB"), "the workload reaches float64 products against rows of B:\n" + log);
+        assertTrue(log.contains("Gemm::kernelD "), "the workload reaches float64 products against rows of B:\n" + log);
         assertTrue(log.contains("TransposeCopy::longTile"), "the workload reaches the 8-byte transpose tile:\n" + log);
         assertTrue(log.contains("ReverseCopy::row"), "the workload reaches the reversed rows:\n" + log);
         // "concurrent class loading" is a transient bail-out (a class loaded while the method compiled; the JIT retries),
