@@ -68,8 +68,13 @@ final class CpuIndexKernels implements IndexKernels {
         if (inner == 1) {
             // Selecting single elements (the last dim: flip, roll, a column subset): typed loads and stores, not one
             // bulk copy call per element.
+            boolean reversal = ReverseCopy.serves(idx, size, es);
             Parallel.forRange(outer, Math.max(1, GRAIN / n), (begin, end) -> {
-                for (long o = begin; o < end; o++) selectElements(ss, srcBase + o * size * es, os, outBase + o * n * es, idx, es);
+                for (long o = begin; o < end; o++) {
+                    long src = srcBase + o * size * es, dst = outBase + o * n * es;
+                    if (reversal) ReverseCopy.row(ss, src, os, dst, n, es);
+                    else selectElements(ss, src, os, dst, idx, es);
+                }
             });
             return;
         }

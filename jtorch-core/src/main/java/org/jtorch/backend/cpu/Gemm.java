@@ -1,5 +1,6 @@
 package org.jtorch.backend.cpu;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -34,7 +35,7 @@ import jdk.incubator.vector.VectorSpecies;
 public final class Gemm {
     static final VectorSpecies<Float> FS =
             FloatVector.SPECIES_PREFERRED.length() >= 16 ? FloatVector.SPECIES_512 : FloatVector.SPECIES_PREFERRED;
-    private static final VectorSpecies<Double> DS =
+    static final VectorSpecies<Double> DS =
             DoubleVector.SPECIES_PREFERRED.length() >= 8 ? DoubleVector.SPECIES_512 : DoubleVector.SPECIES_PREFERRED;
     /** MR lanes, for packing MR consecutive rows of a transposed A with one load. */
     private static final VectorSpecies<Float> FS_MR = FloatVector.SPECIES_256;
@@ -72,7 +73,8 @@ public final class Gemm {
         final float[] tile = new float[MR * NR];
         final float[] scratch = new float[Math.max(MR, NR) * KC];
         double[] da = new double[0];
-        double[] db = new double[0];
+        /** Packed double B, off-heap: {@link #kernelD} reads its B strip from a segment, packed or in place. */
+        MemorySegment db = MemorySegment.NULL;
         final double[] dtile = new double[DMR * DNR];
 
         float[] a(int size) {
@@ -88,6 +90,11 @@ public final class Gemm {
         double[] da(int size) {
             if (da.length < size) da = new double[size];
             return da;
+        }
+
+        MemorySegment db(long doubles) {
+            if (db.byteSize() < doubles * Double.BYTES) db = Arena.ofAuto().allocate(doubles * Double.BYTES, 64);
+            return db;
         }
     }
 
@@ -1020,11 +1027,26 @@ public final class Gemm {
             scaleD(m, n, beta, c, cOffset, ldc);
             return;
         }
+        if (GemmDotF64.serves(m, k, aColStride, bRowStride)) {
+            GemmDotF64.dgemm(m, n, k, alpha, a, aOffset, aRowStride, b, bOffset, bColStride, beta, c, cOffset, ldc, 1);
+            return;
+        }
+        if (GemmDotF64.serves(n, k, bRowStride, aColStride)) { // C^T = B^T A^T: a matrix times a few columns
+            GemmDotF64.dgemm(n, m, k, alpha, b, bOffset, bColStride, a, aOffset, aRowStride, beta, c, cOffset, 1, ldc);
+            return;
+        }
         // beta 0: the first k block stores its tiles (NaN in C does not survive) instead of C being zeroed first, a
         // scalar pass that cost as much as the products at time_sequence_prediction's shapes.
         boolean overwrite = beta == 0d;
         if (!overwrite) scaleD(m, n, beta, c, cOffset, ldc);
         boolean parallel = Parallel.numThreads() > 1 && (long) m * n * k >= PARALLEL_MIN_WORK && !Parallel.inParallelRegion();
+        if (bColStride == 1 && m <= DMC && n >= DNR) {
+            int full = n / DNR * DNR;
+            dgemmRowsOfB(m, full, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, c, cOffset, ldc, overwrite, parallel);
+            if (full < n) dgemm(m, n - full, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset + full, bRowStride, 1,
+                    overwrite ? 0d : 1d, c, cOffset + full, ldc);
+            return;
+        }
         Workspace ws = WORKSPACE.get();
         int rowBlocks = (m + DMC - 1) / DMC;
         for (int jc = 0; jc < n; jc += DNC) {
@@ -1038,8 +1060,7 @@ public final class Gemm {
             for (int pc = 0; pc < k; pc += DKC) {
                 int kc = Math.min(DKC, k - pc);
                 boolean store = overwrite && pc == 0;
-                if (ws.db.length < strips * DNR * kc) ws.db = new double[strips * DNR * kc];
-                double[] bp = ws.db;
+                MemorySegment bp = ws.db((long) strips * DNR * kc);
                 packDB(b, bOffset + pc * bRowStride + jc * bColStride, bRowStride, bColStride, kc, nc, bp);
                 long aBlock = aOffset + pc * aColStride;
                 long cBlock = cOffset + jc;
@@ -1053,7 +1074,7 @@ public final class Gemm {
                         for (int s = s0; s < s1; s++) {
                             int nr = Math.min(DNR, nc - s * DNR);
                             for (int ir = 0; ir < mc; ir += DMR) {
-                                kernelD(kc, ap, ir * kc, bp, s * DNR * kc, own.dtile);
+                                kernelD(kc, ap, ir * kc, bp, (long) s * DNR * kc * Double.BYTES, DNR * Double.BYTES, own.dtile);
                                 updateCD(own.dtile, c, (cBlock + (i0 + ir) * ldc + (long) s * DNR) * Double.BYTES,
                                         ldc * Double.BYTES, Math.min(DMR, mc - ir), nr, alpha, store);
                             }
@@ -1066,62 +1087,42 @@ public final class Gemm {
         }
     }
 
-    /** {@code C = beta * C}; beta 0 writes zeros (NaN in C does not survive), beta 1 leaves C alone. */
-    private static void scaleD(int m, int n, double beta, MemorySegment c, long cOffset, long ldc) {
-        if (beta == 1d) return;
-        for (int i = 0; i < m; i++) {
-            long row = (cOffset + i * ldc) * Double.BYTES;
-            for (int j = 0; j < n; j++) {
-                long at = row + (long) j * Double.BYTES;
-                c.set(F64, at, beta == 0d ? 0d : beta * c.get(F64, at));
-            }
-        }
-    }
-
-    /** op(B)'s {@code kc x nc} block into DNR-wide strips, {@code [strip][p][DNR]}, the last strip zero-padded. */
-    private static void packDB(MemorySegment b, long off, long rs, long cs, int kc, int nc, double[] dst) {
-        for (int s = 0, j0 = 0; j0 < nc; s++, j0 += DNR) {
-            int w = Math.min(DNR, nc - j0), base = s * kc * DNR;
-            for (int p = 0; p < kc; p++) {
-                long row = off + p * rs + j0 * cs;
-                int at = base + p * DNR;
-                if (w == DNR && cs == 1) {
-                    DoubleVector.fromMemorySegment(DS, b, row * Double.BYTES, NO).intoArray(dst, at);
-                    DoubleVector.fromMemorySegment(DS, b, (row + DL) * Double.BYTES, NO).intoArray(dst, at + DL);
-                } else {
-                    for (int j = 0; j < w; j++) dst[at + j] = b.get(F64, (row + j * cs) * Double.BYTES);
-                    for (int j = w; j < DNR; j++) dst[at + j] = 0d;
+    /**
+     * {@link #dgemm} for a short op(A) (at most {@value #DMC} rows, packed once per depth block) against a row-major B of
+     * whole {@link #DNR}-wide strips, read in place: B is not packed. At a convolution's shapes (16 output channels
+     * against a 144 x 1024 im2col matrix per image) packing B cost a fifth of the float64 product and each packed element
+     * was used by only two row strips. C has been scaled by beta already unless {@code overwrite}.
+     */
+    private static void dgemmRowsOfB(int m, int n, int k, double alpha, MemorySegment a, long aOffset, long aRowStride,
+                                     long aColStride, MemorySegment b, long bOffset, long bRowStride, MemorySegment c,
+                                     long cOffset, long ldc, boolean overwrite, boolean parallel) {
+        int strips = n / DNR, rowStrips = (m + DMR - 1) / DMR;
+        for (int pc = 0; pc < k; pc += DKC) {
+            int kc = Math.min(DKC, k - pc);
+            boolean store = overwrite && pc == 0;
+            double[] ap = WORKSPACE.get().da(rowStrips * DMR * kc);
+            packDA(a, aOffset + pc * aColStride, aRowStride, aColStride, m, kc, ap);
+            long bBlock = (bOffset + pc * bRowStride) * Double.BYTES;
+            Parallel.RangeBody tasks = (s0, s1) -> {
+                double[] tile = WORKSPACE.get().dtile;
+                for (long s = s0; s < s1; s++) {
+                    for (int ir = 0; ir < m; ir += DMR) {
+                        kernelD(kc, ap, ir * kc, b, bBlock + s * DNR * Double.BYTES, bRowStride * Double.BYTES, tile);
+                        updateCD(tile, c, (cOffset + ir * ldc + s * DNR) * Double.BYTES, ldc * Double.BYTES, Math.min(DMR, m - ir), DNR,
+                                alpha, store);
+                    }
                 }
-            }
+            };
+            if (parallel) Parallel.forRange(strips, 1, tasks);
+            else tasks.run(0, strips);
         }
     }
 
     /**
-     * op(A)'s {@code mc x kc} block into DMR-tall strips, {@code [strip][p][DMR]}, the last strip zero-padded. As
-     * {@link #packA}, a transposed A's strip is DMR contiguous doubles per p: one bulk copy each (packing element by
-     * element was a quarter of time_sequence_prediction's float64 product time). A plain A is read element by element:
-     * bulk-copying its rows and interleaving them from the heap measured slower at those sizes.
+     * A DMR x DNR tile of {@code A_strip B_strip} over depth {@code kc}, into {@code tile} (row-major). B's strip row p is
+     * DNR doubles at {@code bByte + p * ldbBytes}: a packed strip ({@code ldbBytes} one strip row) or B's rows in place.
      */
-    private static void packDA(MemorySegment a, long off, long rs, long cs, int mc, int kc, double[] dst) {
-        for (int i0 = 0; i0 < mc; i0 += DMR) {
-            int base = i0 * kc;
-            if (i0 + DMR <= mc && rs == 1) {
-                for (int p = 0; p < kc; p++) MemorySegment.copy(a, F64, (off + i0 + p * cs) * Double.BYTES, dst, base + p * DMR, DMR);
-                continue;
-            }
-            for (int r = 0; r < DMR; r++) {
-                if (i0 + r < mc) {
-                    long row = off + (i0 + r) * rs;
-                    for (int p = 0; p < kc; p++) dst[base + p * DMR + r] = a.get(F64, (row + p * cs) * Double.BYTES);
-                } else {
-                    for (int p = 0; p < kc; p++) dst[base + p * DMR + r] = 0d;
-                }
-            }
-        }
-    }
-
-    /** A DMR x DNR tile of {@code A_strip B_strip} over depth {@code kc}, into {@code tile} (row-major). */
-    static void kernelD(int kc, double[] ap, int aBase, double[] bp, int bBase, double[] tile) {
+    static void kernelD(int kc, double[] ap, int aBase, MemorySegment b, long bByte, long ldbBytes, double[] tile) {
         DoubleVector c00 = DoubleVector.zero(DS), c01 = DoubleVector.zero(DS);
         DoubleVector c10 = DoubleVector.zero(DS), c11 = DoubleVector.zero(DS);
         DoubleVector c20 = DoubleVector.zero(DS), c21 = DoubleVector.zero(DS);
@@ -1131,10 +1132,10 @@ public final class Gemm {
         DoubleVector c60 = DoubleVector.zero(DS), c61 = DoubleVector.zero(DS);
         DoubleVector c70 = DoubleVector.zero(DS), c71 = DoubleVector.zero(DS);
         for (int p = 0; p < kc; p++) {
-            int bi = bBase + p * DNR;
+            long bi = bByte + p * ldbBytes;
             int ai = aBase + p * DMR;
-            DoubleVector b0 = DoubleVector.fromArray(DS, bp, bi);
-            DoubleVector b1 = DoubleVector.fromArray(DS, bp, bi + DL);
+            DoubleVector b0 = DoubleVector.fromMemorySegment(DS, b, bi, NO);
+            DoubleVector b1 = DoubleVector.fromMemorySegment(DS, b, bi + DL * Double.BYTES, NO);
             DoubleVector av = DoubleVector.broadcast(DS, ap[ai]);
             c00 = b0.fma(av, c00);
             c01 = b1.fma(av, c01);
@@ -1176,6 +1177,61 @@ public final class Gemm {
         c61.intoArray(tile, 6 * DNR + DL);
         c70.intoArray(tile, 7 * DNR);
         c71.intoArray(tile, 7 * DNR + DL);
+    }
+
+    /** {@code C = beta * C}; beta 0 writes zeros (NaN in C does not survive), beta 1 leaves C alone. */
+    private static void scaleD(int m, int n, double beta, MemorySegment c, long cOffset, long ldc) {
+        if (beta == 1d) return;
+        for (int i = 0; i < m; i++) {
+            long row = (cOffset + i * ldc) * Double.BYTES;
+            for (int j = 0; j < n; j++) {
+                long at = row + (long) j * Double.BYTES;
+                c.set(F64, at, beta == 0d ? 0d : beta * c.get(F64, at));
+            }
+        }
+    }
+
+    /** op(B)'s {@code kc x nc} block into DNR-wide strips, {@code [strip][p][DNR]}, the last strip zero-padded. */
+    private static void packDB(MemorySegment b, long off, long rs, long cs, int kc, int nc, MemorySegment dst) {
+        for (int s = 0, j0 = 0; j0 < nc; s++, j0 += DNR) {
+            int w = Math.min(DNR, nc - j0);
+            long base = (long) s * kc * DNR;
+            for (int p = 0; p < kc; p++) {
+                long row = off + p * rs + j0 * cs;
+                long at = (base + (long) p * DNR) * Double.BYTES;
+                if (w == DNR && cs == 1) {
+                    DoubleVector.fromMemorySegment(DS, b, row * Double.BYTES, NO).intoMemorySegment(dst, at, NO);
+                    DoubleVector.fromMemorySegment(DS, b, (row + DL) * Double.BYTES, NO).intoMemorySegment(dst, at + DL * Double.BYTES, NO);
+                } else {
+                    for (int j = 0; j < w; j++) dst.set(F64, at + (long) j * Double.BYTES, b.get(F64, (row + j * cs) * Double.BYTES));
+                    for (int j = w; j < DNR; j++) dst.set(F64, at + (long) j * Double.BYTES, 0d);
+                }
+            }
+        }
+    }
+
+    /**
+     * op(A)'s {@code mc x kc} block into DMR-tall strips, {@code [strip][p][DMR]}, the last strip zero-padded. As
+     * {@link #packA}, a transposed A's strip is DMR contiguous doubles per p: one bulk copy each (packing element by
+     * element was a quarter of time_sequence_prediction's float64 product time). A plain A is read element by element:
+     * bulk-copying its rows and interleaving them from the heap measured slower at those sizes.
+     */
+    private static void packDA(MemorySegment a, long off, long rs, long cs, int mc, int kc, double[] dst) {
+        for (int i0 = 0; i0 < mc; i0 += DMR) {
+            int base = i0 * kc;
+            if (i0 + DMR <= mc && rs == 1) {
+                for (int p = 0; p < kc; p++) MemorySegment.copy(a, F64, (off + i0 + p * cs) * Double.BYTES, dst, base + p * DMR, DMR);
+                continue;
+            }
+            for (int r = 0; r < DMR; r++) {
+                if (i0 + r < mc) {
+                    long row = off + (i0 + r) * rs;
+                    for (int p = 0; p < kc; p++) dst[base + p * DMR + r] = a.get(F64, (row + p * cs) * Double.BYTES);
+                } else {
+                    for (int p = 0; p < kc; p++) dst[base + p * DMR + r] = 0d;
+                }
+            }
+        }
     }
 
     /** {@code C[0..mr)[0..nr) += alpha * tile} ({@code = alpha * tile} with {@code overwrite}), C's rows {@code ldcBytes} apart from {@code cByte}. */

@@ -43,6 +43,10 @@ class ConvolutionKernelsCompileTest {
         assertTrue(log.contains("ConvRasterTileF32::stride2InputGrad"), "the workload reaches the phased input gradient:\n" + log);
         assertTrue(log.contains("Gemm::fourRowsChunk"), "the workload reaches the short-m GEMM blocks:\n" + log);
         assertTrue(log.contains("GemmDot::pairByFour") && log.contains("GemmDot::oneByFour"), "the workload reaches the dot products:\n" + log);
+        assertTrue(log.contains("GemmDotF64::pairByFour") && log.contains("GemmDotF64::oneByFour"), "the workload reaches the float64 dot products:\n" + log);
+        assertTrue(log.contains("Gemm::kernelD "), "the workload reaches float64 products against rows of B:\n" + log);
+        assertTrue(log.contains("TransposeCopy::longTile"), "the workload reaches the 8-byte transpose tile:\n" + log);
+        assertTrue(log.contains("ReverseCopy::row"), "the workload reaches the reversed rows:\n" + log);
         // "concurrent class loading" is a transient bail-out (a class loaded while the method compiled; the JIT retries),
         // not a kernel C1 cannot compile.
         List<String> skipped = log.lines().filter(l -> l.contains("COMPILE SKIPPED") && l.contains("org.jtorch")
@@ -74,6 +78,14 @@ class ConvolutionKernelsCompileTest {
             }
             // Linear layers at batch 3 (dot products of two rows, then one), depth with a tail.
             try (Tensor x = Torch.randn(3, 70); Tensor w = Torch.randn(9, 70); Tensor y = F.linear(x, w, null)) {
+                y.sum().close();
+            }
+            // The same in float64, a float64 transposed copy, and a flip (rows reversed as vectors).
+            try (Tensor x = Torch.randn(3, 70).to(DType.FLOAT64); Tensor w = Torch.randn(9, 70).to(DType.FLOAT64);
+                 Tensor y = F.linear(x, w, null); Tensor m = Torch.randn(20, 40).to(DType.FLOAT64);
+                 Tensor t = m.t().contiguous(); Tensor f = x.flip(1);
+                 Tensor img = Torch.randn(1, 3, 8, 8).to(DType.FLOAT64); Tensor cw = Torch.randn(4, 3, 3, 3).to(DType.FLOAT64);
+                 Tensor conv = F.conv2d(img, cw, null, 1, 1)) {
                 y.sum().close();
             }
             for (int i = 0; i < shapes.length; i += 3) {

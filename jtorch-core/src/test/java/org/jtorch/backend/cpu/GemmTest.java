@@ -194,24 +194,34 @@ class GemmTest {
     @Test
     void shortMAgainstATransposedBAgainstTheReference() {
         assertTrue(GemmDot.serves(1, 512, 1, 1) || Gemm.L > 16 || Gemm.L < 4, "x W^T at batch 1 takes the dot-product path");
-        long seed = 900;
+        shortMAgainstATransposedB(false, 2 * Gemm.L, 900);
+    }
+
+    /** The same shapes through dgemm's dot-product path (GemmDotF64, a float64 linear layer at batch 1-8). */
+    @Test
+    void dgemmShortMAgainstATransposedBAgainstTheReference() {
+        assertTrue(GemmDotF64.serves(1, 512, 1, 1) || Gemm.DL > 8 || Gemm.DL < 4, "x W^T at batch 1 takes the dot-product path");
+        shortMAgainstATransposedB(true, 2 * Gemm.DL, 1900);
+    }
+
+    private void shortMAgainstATransposedB(boolean dbl, int minDepth, long seed) {
         for (int m = 1; m <= GemmDot.MAX_M; m++) {
             for (int n : new int[] {1, 3, 4, 5, 9, 66}) {
-                for (int k : new int[] {2 * Gemm.L, 2 * Gemm.L + 1, 77, 300}) {
-                    check(m, n, k, 1f, 0f, (m + n) % 2 == 0 ? 0 : 2, 1, seed++, false);
+                for (int k : new int[] {minDepth, minDepth + 1, 77, 300}) {
+                    check(m, n, k, 1f, 0f, (m + n) % 2 == 0 ? 0 : 2, 1, seed++, dbl);
                 }
-                check(m, n, 100, -0.5f, 2f, 0, 1, seed++, false);
+                check(m, n, 100, -0.5f, 2f, 0, 1, seed++, dbl);
             }
         }
-        check(9, 40, 64, 1f, 0f, 0, 1, seed++, false); // m = 9: past the path
-        check(4, 40, 2 * Gemm.L - 1, 1f, 0f, 0, 1, seed++, false); // too shallow for it
+        check(9, 40, 64, 1f, 0f, 0, 1, seed++, dbl); // m = 9: past the path
+        check(4, 40, minDepth - 1, 1f, 0f, 0, 1, seed++, dbl); // too shallow for it
         // C^T = B^T A^T: a long A against at most 8 columns (a matrix-vector product when n = 1, B's one column contiguous).
         for (int m : new int[] {1, 5, 37, 100}) {
             for (int n = 1; n <= GemmDot.MAX_M; n++) {
-                check(m, n, 77, 1f, 0f, m % 2 == 0 ? 0 : 2, 1, seed++, false);
-                check(m, n, 2 * Gemm.L, -0.5f, 2f, 0, 1, seed++, false);
+                check(m, n, 77, 1f, 0f, m % 2 == 0 ? 0 : 2, 1, seed++, dbl);
+                check(m, n, minDepth, -0.5f, 2f, 0, 1, seed++, dbl);
             }
-            check(m, 1, 300, 1f, 0.5f, 2, 0, seed++, false);
+            check(m, 1, 300, 1f, 0.5f, 2, 0, seed++, dbl);
         }
     }
 
@@ -284,6 +294,44 @@ class GemmTest {
                             for (int l = 0; l < half; l++) lanes[l] = lanes[l] + lanes[l + half];
                         }
                         assertEquals(Float.floatToIntBits(lanes[0]), Float.floatToIntBits(cs.getAtIndex(F, (long) i * n + j)),
+                                "C[" + i + "][" + j + "] of " + m + "x" + n + "x" + k);
+                    }
+                }
+            }
+        }
+    }
+
+    /** {@link #dotProductsSumInTheDocumentedOrder}'s order for dgemm's dot-product path, in double lanes. */
+    @Test
+    void dgemmDotProductsSumInTheDocumentedOrder() {
+        int L = Gemm.DL;
+        org.junit.jupiter.api.Assumptions.assumeTrue(L >= 4 && L <= 8, "the float64 dot-product path needs 4 to 8 double lanes");
+        SplittableRandom rnd = new SplittableRandom(13);
+        for (int m : new int[] {1, 2, 3}) {
+            for (int k : new int[] {2 * L, 2 * L + 3, 3 * L + L - 1}) {
+                int n = 6;
+                double[] a = new double[m * k], b = new double[n * k];
+                for (int e = 0; e < a.length; e++) a[e] = (rnd.nextDouble() - 0.5) * Math.pow(10, rnd.nextInt(15) - 7);
+                for (int e = 0; e < b.length; e++) b[e] = (rnd.nextDouble() - 0.5) * Math.pow(10, rnd.nextInt(15) - 7);
+                MemorySegment as = arena.allocate(a.length * 8L, 64), bs = arena.allocate(b.length * 8L, 64), cs = arena.allocate(m * n * 8L, 64);
+                MemorySegment.copy(a, 0, as, D, 0, a.length);
+                MemorySegment.copy(b, 0, bs, D, 0, b.length);
+                assertTrue(GemmDotF64.serves(m, k, 1, 1));
+                Gemm.dgemm(m, n, k, 1.0, as, 0, k, 1, bs, 0, 1, k, 0.0, cs, 0, n);
+                for (int i = 0; i < m; i++) {
+                    for (int j = 0; j < n; j++) {
+                        double[] lanes = new double[L];
+                        int p = 0;
+                        for (; p + L <= k; p += L) {
+                            for (int l = 0; l < L; l++) lanes[l] = Math.fma(a[i * k + p + l], b[j * k + p + l], lanes[l]);
+                        }
+                        for (int l = 0, w = k - L; p < k && l < L; l++) {
+                            if (w + l >= p) lanes[l] = lanes[l] + a[i * k + w + l] * b[j * k + w + l];
+                        }
+                        for (int half = L / 2; half >= 1; half /= 2) {
+                            for (int l = 0; l < half; l++) lanes[l] = lanes[l] + lanes[l + half];
+                        }
+                        assertEquals(Double.doubleToLongBits(lanes[0]), Double.doubleToLongBits(cs.getAtIndex(D, (long) i * n + j)),
                                 "C[" + i + "][" + j + "] of " + m + "x" + n + "x" + k);
                     }
                 }
@@ -398,6 +446,36 @@ class GemmTest {
         check(97, 204, 51, 1f, 0f, 2, 3, 502, true);
         // beta 0 over several k blocks: the first block's tiles overwrite C (full and partial tiles), the later ones add.
         check(Gemm.DMC + 5, 3 * Gemm.DNR + 3, Gemm.DKC + 9, -0.75f, 0f, 1, 2, 503, true);
+    }
+
+    /**
+     * dgemm's path for a short A against a row-major B read in place (a float64 convolution's weights against its im2col
+     * matrix): row counts around its 8-row strips and up to its limit, whole 16-column strips plus a tail, depths past a
+     * depth block, beta 0 and not, every layout of A, B's rows padded or not.
+     */
+    @Test
+    void dgemmShortAAgainstRowsOfBAgainstTheReference() {
+        long seed = 2900;
+        for (int m : new int[] {1, 7, 8, 9, 16, Gemm.DMC}) {
+            for (int n : new int[] {Gemm.DNR, Gemm.DNR + 1, 3 * Gemm.DNR + 5}) {
+                for (int k : new int[] {1, 5, 144, Gemm.DKC + 44}) {
+                    check(m, n, k, 1f, 0f, (m + k) % 4, n % 2 == 0 ? 0 : 2, seed++, true);
+                }
+                check(m, n, 37, -0.5f, 1.5f, 1, 0, seed++, true);
+                check(m, n, Gemm.DKC + 3, 2f, 1f, 3, 2, seed++, true);
+            }
+        }
+        check(Gemm.DMC, 1030, 144, 1f, 0f, 0, 0, seed++, true);
+        // Strips split over threads: the same bits as on one.
+        SplittableRandom rnd = new SplittableRandom(seed);
+        int m = 16, n = 1030, k = 144;
+        View a = randomMatrix(m, k, 0, rnd, true), b = randomMatrix(k, n, 0, rnd, true);
+        MemorySegment c1 = arena.allocate((long) m * n * 8), c2 = arena.allocate((long) m * n * 8);
+        Parallel.setNumThreads(1);
+        Gemm.dgemm(m, n, k, 1.0, a.seg, 0, a.rowStride, a.colStride, b.seg, 0, b.rowStride, b.colStride, 0.0, c1, 0, n);
+        Parallel.setNumThreads(2);
+        Gemm.dgemm(m, n, k, 1.0, a.seg, 0, a.rowStride, a.colStride, b.seg, 0, b.rowStride, b.colStride, 0.0, c2, 0, n);
+        assertArrayEquals(c1.toArray(D), c2.toArray(D));
     }
 
     @Test

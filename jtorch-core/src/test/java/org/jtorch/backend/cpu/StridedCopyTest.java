@@ -52,7 +52,7 @@ class StridedCopyTest {
     void shortRowsIntoTheInteriorOfALargerTensor() {
         DType[] types = {DType.FLOAT32, DType.FLOAT64, DType.INT64, DType.INT16, DType.UINT8, DType.BOOL};
         for (DType dtype : types) {
-            for (int width : new int[] {1, 3, 16, 17, 63, 64, 65, 200, 257}) {
+            for (int width : new int[] {1, 3, 16, 17, 63, 64, 65, 200, 257, 513, 1023, 1100}) {
                 try (org.jtorch.memory.MemoryScope scope = new org.jtorch.memory.MemoryScope()) {
                     Tensor src = Torch.arange(0, 3L * 5 * width, 1).remainder(251).to(dtype).reshape(3, 5, width);
                     Tensor dst = Torch.full(new long[] {3, 7, width + 3}, 7.0, dtype, org.jtorch.Device.cpu());
