@@ -334,28 +334,9 @@ public final class Indexing {
 
     // ---------------------------------------------------------------- masks
 
-    /** {@code self.masked_fill(mask, value)}: the result has the broadcast shape of self and mask, self's dtype. */
+    /** {@code self.masked_fill(mask, value)}: the result has the broadcast shape of self and mask, self's dtype ({@link IndexingOps#MASKED_FILL}). */
     public static Tensor maskedFill(Tensor self, Tensor mask, double value) {
-        String op = "maskedFill";
-        checkOpen(op, self, mask);
-        Device device = sameDevice(op, self, mask);
-        requireMask(op, mask);
-        long[] shape = Shapes.broadcast(op, self.shape(), mask.shape());
-        Tensor out = Tensor.empty(shape, self.dtype(), device);
-        try (Tensor v = scalarLike(self, value)) {
-            Backends.of(device).where(view(mask.broadcastTo(shape)), view(v.broadcastTo(shape)),
-                    view(self.broadcastTo(shape)), view(out));
-        } catch (RuntimeException e) {
-            out.close();
-            throw e;
-        }
-        if (!Autograd.needsGrad(self)) return out;
-        long[] selfShape = self.shape();
-        DType selfType = self.dtype();
-        SavedTensor sm = Autograd.save(mask);
-        // self: grad.masked_fill(mask, 0), summed over the dimensions the mask broadcast self to
-        return Autograd.record("MaskedFillBackward0", out, g -> new Tensor[] {
-                Gradients.sumTo(g[0].maskedFill(sm.get(), 0.0), selfShape, selfType)}, new Tensor[] {self}, sm);
+        return Dispatcher.call(IndexingOps.MASKED_FILL, new Tensor[] {self, mask}, value);
     }
 
     /** {@code self.masked_fill_(mask, value)}: the mask must broadcast to self's shape. */
