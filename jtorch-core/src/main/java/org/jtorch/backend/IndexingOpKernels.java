@@ -29,10 +29,10 @@ public final class IndexingOpKernels {
         KernelRegistry.register(type, IndexingOps.SCATTER_ADD.kernel(), (out, in, g) -> {
             int d = Shapes.wrapDim("scatter_add", (long) g[0], in[0].dim());
             StridedView index = atLeast1d(in[1]);
-            if (out.numel() > 0) backend.copy(in[0], out);
+            if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out); // in place (Dispatcher.callInPlace): one view is both
             StridedView src = atLeast1d(in[2]);
             // only the index-shaped corner of src is read
-            backend.indexing().scatter("scatter_add", atLeast1d(out), d, index, src.restrided(index.shape(), src.strides(), src.offset()),
+            backend.indexing().scatter(out == in[0] ? "scatter_add_" : "scatter_add", atLeast1d(out), d, index, src.restrided(index.shape(), src.strides(), src.offset()),
                     true);
         });
         KernelRegistry.register(type, IndexingOps.INDEX_SELECT_BACKWARD.kernel(), (out, in, g) -> {
@@ -48,9 +48,38 @@ public final class IndexingOpKernels {
         });
         KernelRegistry.register(type, IndexingOps.INDEX_ADD.kernel(), (out, in, g) -> {
             int d = Shapes.wrapDim("index_add", (long) g[0], in[0].dim());
-            if (out.numel() > 0) backend.copy(in[0], out);
-            backend.indexing().indexAccumulate("index_add", atLeast1d(out), d, atLeast1d(in[1]), atLeast1d(in[2]), true,
+            if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out); // in place (Dispatcher.callInPlace): one view is both
+            backend.indexing().indexAccumulate(out == in[0] ? "index_add_" : "index_add", atLeast1d(out), d, atLeast1d(in[1]), atLeast1d(in[2]), true,
                     g.length > 1 ? g[1] : 1, false);
+        });
+        KernelRegistry.register(type, IndexingOps.SCATTER.kernel(), (out, in, g) -> {
+            String op = out == in[0] ? "scatter_" : "scatter";
+            int d = Shapes.wrapDim(op, (long) g[0], in[0].dim());
+            if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out);
+            StridedView index = atLeast1d(in[1]), src = atLeast1d(in[2]);
+            backend.indexing().scatter(op, atLeast1d(out), d, index, src.restrided(index.shape(), src.strides(), src.offset()), false);
+        });
+        KernelRegistry.register(type, IndexingOps.SCATTER_VALUE.kernel(), (out, in, g) -> {
+            String op = out == in[0] ? "scatter_" : "scatter";
+            int d = Shapes.wrapDim(op, (long) g[0], in[0].dim());
+            if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out);
+            StridedView index = atLeast1d(in[1]);
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                backend.indexing().scatter(op, atLeast1d(out), d, index, constant(backend, scratch, index.restrided(index.shape(),
+                        index.strides(), index.offset()), out.dtype(), g[1]), false);
+            }
+        });
+        KernelRegistry.register(type, IndexingOps.INDEX_FILL.kernel(), (out, in, g) -> {
+            String op = out == in[0] ? "index_fill_" : "index_fill";
+            int d = Shapes.wrapDim(op, (long) g[0], in[0].dim());
+            if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out);
+            StridedView self = atLeast1d(out), index = atLeast1d(in[1]);
+            long[] shape = self.shape().clone();
+            shape[d] = index.numel();
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                StridedView value = constant(backend, scratch, self.restrided(shape, self.strides(), self.offset()), out.dtype(), g[1]);
+                backend.indexing().indexAccumulate(op, self, d, index, value, false, 1, true);
+            }
         });
         KernelRegistry.register(type, IndexingOps.MASKED_FILL.kernel(), (out, in, g) -> {
             if (out.numel() == 0) return;
@@ -136,7 +165,12 @@ public final class IndexingOpKernels {
 
     /** A one-element scratch {@code value} of {@code like}'s dtype, broadcast to its shape ({@code fill_}'s conversion). */
     private static StridedView constant(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView like, double value) {
-        StridedView s = scratch.allocate(like.device(), new long[0], like.dtype());
+        return constant(backend, scratch, like, like.dtype(), value);
+    }
+
+    /** A one-element scratch {@code value} of {@code dtype}, broadcast to {@code like}'s shape ({@code fill_}'s conversion). */
+    private static StridedView constant(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView like, DType dtype, double value) {
+        StridedView s = scratch.allocate(like.device(), new long[0], dtype);
         backend.fill(s, value, (long) value);
         return s.restrided(like.shape(), new long[like.dim()], s.offset());
     }

@@ -87,6 +87,52 @@ public final class IndexingOps {
             .derivatives(() -> Arrays.asList(GRAD, null, call(IndexingOps.GATHER, GRAD, INDEX, DIM)))
             .doc("self with src added at index along dim").build();
 
+    /**
+     * {@code self.scatter(dim, index, src)}: a copy of {@code self} with {@code src[i][j]} written at {@code [index[i][j]][j]}
+     * for dim 0 (of duplicates, the last in index order on the CPU; any one on CUDA, as PyTorch); only the index-shaped
+     * corner of {@code src} is read.
+     */
+    public static final OpDef SCATTER = OpDef.structured("scatter").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.tensor("index"), Param.tensor("src"), Param.scalar("dim", "int", null))
+            .meta((in, g) -> {
+                gatherMeta("scatter", in[0], in[1], in[2], g);
+                return new Meta.Output(in[0].shape(), in[0].dtype());
+            })
+            .derivatives(() -> Arrays.asList(call(IndexingOps.SCATTER_VALUE, GRAD, INDEX, DIM, Expr.c(0)), null,
+                    call(IndexingOps.GATHER, GRAD, INDEX, DIM)))
+            .doc("self with src written at index along dim").build();
+
+    /** {@code self.scatter(dim, index, value)}: a copy of {@code self} with {@code value} (as {@code fill_} converts it) at the indexed places. */
+    public static final OpDef SCATTER_VALUE = OpDef.structured("scatter_value").py("scatter").node("ScatterBackward1").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.tensor("index"), Param.scalar("dim", "int", null), Param.scalar("value", "Scalar", null))
+            .meta((in, g) -> {
+                gatherMeta("scatter", in[0], in[1], null, g);
+                return new Meta.Output(in[0].shape(), in[0].dtype());
+            })
+            .derivatives(() -> Arrays.asList(call(IndexingOps.SCATTER_VALUE, GRAD, INDEX, DIM, Expr.c(0)), null))
+            .doc("self with value written at index along dim").build();
+
+    /**
+     * {@code self.index_fill(dim, index, value)}: a copy of {@code self} with {@code value} in the slices at the int64
+     * {@code index} (a vector or 0-d) along {@code dim}; negative indices count from the end, as PyTorch.
+     */
+    public static final OpDef INDEX_FILL = OpDef.structured("index_fill").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.tensor("index"), Param.scalar("dim", "int", null), Param.scalar("value", "Scalar", null))
+            .meta((in, g) -> {
+                String op = "index_fill";
+                requireIndex(op, in[0], in[1]);
+                if (in[1].dtype() != DType.INT64) {
+                    throw new IllegalArgumentException(op + ": expected dtype int64 for index, got " + in[1].dtype());
+                }
+                if (in[1].dim() > 1) {
+                    throw new IllegalArgumentException(op + ": index has to be a vector or a scalar, got shape " + Shapes.format(in[1].shape()));
+                }
+                Shapes.wrapDim(op, (long) g[0], in[0].dim());
+                return new Meta.Output(in[0].shape(), in[0].dtype());
+            })
+            .derivatives(() -> Arrays.asList(call(IndexingOps.INDEX_FILL, GRAD, INDEX, DIM, Expr.c(0)), null))
+            .doc("self with value in the slices at index along dim").build();
+
     private static final Expr MASK = Expr.in(1, "mask");
 
     /**
