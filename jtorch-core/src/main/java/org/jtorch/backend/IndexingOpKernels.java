@@ -32,8 +32,8 @@ public final class IndexingOpKernels {
             if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out); // in place (Dispatcher.callInPlace): one view is both
             StridedView src = atLeast1d(in[2]);
             // only the index-shaped corner of src is read
-            backend.indexing().scatter(out == in[0] ? "scatter_add_" : "scatter_add", atLeast1d(out), d, index, src.restrided(index.shape(), src.strides(), src.offset()),
-                    true);
+            backend.indexing().scatter(out == in[0] ? "scatter_add_" : "scatter_add", atLeast1d(out), d, index,
+                    src.restrided(index.shape(), src.strides(), src.offset()), true);
         });
         KernelRegistry.register(type, IndexingOps.INDEX_SELECT_BACKWARD.kernel(), (out, in, g) -> {
             int d = Shapes.wrapDim("index_select_backward", (long) g[0], in[0].dim());
@@ -49,15 +49,16 @@ public final class IndexingOpKernels {
         KernelRegistry.register(type, IndexingOps.INDEX_ADD.kernel(), (out, in, g) -> {
             int d = Shapes.wrapDim("index_add", (long) g[0], in[0].dim());
             if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out); // in place (Dispatcher.callInPlace): one view is both
-            backend.indexing().indexAccumulate(out == in[0] ? "index_add_" : "index_add", atLeast1d(out), d, atLeast1d(in[1]), atLeast1d(in[2]), true,
-                    g.length > 1 ? g[1] : 1, false);
+            backend.indexing().indexAccumulate(out == in[0] ? "index_add_" : "index_add", atLeast1d(out), d, atLeast1d(in[1]),
+                    atLeast1d(in[2]), true, g.length > 1 ? g[1] : 1, false);
         });
         KernelRegistry.register(type, IndexingOps.SCATTER.kernel(), (out, in, g) -> {
             String op = out == in[0] ? "scatter_" : "scatter";
             int d = Shapes.wrapDim(op, (long) g[0], in[0].dim());
             if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out);
             StridedView index = atLeast1d(in[1]), src = atLeast1d(in[2]);
-            backend.indexing().scatter(op, atLeast1d(out), d, index, src.restrided(index.shape(), src.strides(), src.offset()), false);
+            backend.indexing().scatter(op, atLeast1d(out), d, index, src.restrided(index.shape(), src.strides(), src.offset()),
+                    false);
         });
         KernelRegistry.register(type, IndexingOps.SCATTER_VALUE.kernel(), (out, in, g) -> {
             String op = out == in[0] ? "scatter_" : "scatter";
@@ -65,8 +66,8 @@ public final class IndexingOpKernels {
             if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out);
             StridedView index = atLeast1d(in[1]);
             try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
-                backend.indexing().scatter(op, atLeast1d(out), d, index, constant(backend, scratch, index.restrided(index.shape(),
-                        index.strides(), index.offset()), out.dtype(), g[1]), false);
+                StridedView value = constant(backend, scratch, index, out.dtype(), g[1]);
+                backend.indexing().scatter(op, atLeast1d(out), d, index, value, false);
             }
         });
         KernelRegistry.register(type, IndexingOps.INDEX_FILL.kernel(), (out, in, g) -> {
@@ -77,7 +78,8 @@ public final class IndexingOpKernels {
             long[] shape = self.shape().clone();
             shape[d] = index.numel();
             try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
-                StridedView value = constant(backend, scratch, self.restrided(shape, self.strides(), self.offset()), out.dtype(), g[1]);
+                StridedView slices = self.restrided(shape, self.strides(), self.offset());
+                StridedView value = constant(backend, scratch, slices, out.dtype(), g[1]);
                 backend.indexing().indexAccumulate(op, self, d, index, value, false, 1, true);
             }
         });
@@ -90,7 +92,8 @@ public final class IndexingOpKernels {
         });
         KernelRegistry.register(type, IndexingOps.WHERE.kernel(), (out, in, g) -> {
             if (out.numel() > 0) {
-                backend.where(in[0].expand("where", out.shape()), in[1].expand("where", out.shape()), in[2].expand("where", out.shape()), out);
+                long[] shape = out.shape();
+                backend.where(in[0].expand("where", shape), in[1].expand("where", shape), in[2].expand("where", shape), out);
             }
         });
         KernelRegistry.register(type, IndexingOps.EMBEDDING.kernel(), (out, in, g) -> {
@@ -107,7 +110,10 @@ public final class IndexingOpKernels {
             try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
                 StridedView index = flat(scratch, in[1]);
                 StridedView rows = scratch.operand(in[0], in[0].dtype(), new long[] {n, out.size(1)});
-                if (g[2] != 0) rows = dividedByFrequency(backend, scratch, rows, index, out.size(0), scratch.allocate(rows.device(), rows.shape(), rows.dtype()));
+                if (g[2] != 0) {
+                    StridedView scaled = scratch.allocate(rows.device(), rows.shape(), rows.dtype());
+                    rows = dividedByFrequency(backend, scratch, rows, index, out.size(0), scaled);
+                }
                 backend.indexing().indexAccumulate("embedding_dense_backward", out, 0, index, rows, true, 1, false);
                 // the padding row's gradients were added with the others; it is zero, as if they had been masked first
                 if (g[1] >= 0) backend.fill(row(out, (long) g[1]), 0, 0);
@@ -169,7 +175,8 @@ public final class IndexingOpKernels {
     }
 
     /** A one-element scratch {@code value} of {@code dtype}, broadcast to {@code like}'s shape ({@code fill_}'s conversion). */
-    private static StridedView constant(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView like, DType dtype, double value) {
+    private static StridedView constant(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView like, DType dtype,
+                                        double value) {
         StridedView s = scratch.allocate(like.device(), new long[0], dtype);
         backend.fill(s, value, (long) value);
         return s.restrided(like.shape(), new long[like.dim()], s.offset());

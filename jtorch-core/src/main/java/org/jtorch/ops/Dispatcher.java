@@ -245,16 +245,7 @@ public final class Dispatcher {
         Device device = structuredViews(name, inputs, views);
         Meta.Output meta = op.meta().infer(views, scalars);
         Tensor r = allocate(name, meta.shape(), meta.dtype(), device);
-        Backends.of(name, device);
-        OpKernel k = KernelRegistry.kernel(op, device.type());
-        StridedView out = view(r);
-        if (KernelProfiler.isActive()) {
-            long t0 = System.nanoTime();
-            k.run(out, views, scalars);
-            KernelProfiler.recordKernel(op.kernel(), out, System.nanoTime() - t0);
-        } else {
-            k.run(out, views, scalars);
-        }
+        runStructured(op, device, view(r), views, scalars);
         if (TRACING.get() != 0) traced(op, r, scalars, null, inputs);
         if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, inputs, r, scalars, null);
         return r;
@@ -315,16 +306,7 @@ public final class Dispatcher {
         boolean record = op.isDifferentiable() && Autograd.needsGrad(inputs);
         if (record) Elementwise.checkInPlaceAllowed(name, self);
         Tensor before = record && plan(op).saves(0, null, true) ? self.clone() : null;
-        Backends.of(name, device);
-        OpKernel k = KernelRegistry.kernel(op, device.type());
-        StridedView out = views[0];
-        if (KernelProfiler.isActive()) {
-            long t0 = System.nanoTime();
-            k.run(out, views, scalars);
-            KernelProfiler.recordKernel(op.kernel(), out, System.nanoTime() - t0);
-        } else {
-            k.run(out, views, scalars);
-        }
+        runStructured(op, device, views[0], views, scalars);
         self.bumpVersion();
         if (record) {
             try (before) {
@@ -335,6 +317,19 @@ public final class Dispatcher {
         }
         if (TRACING.get() != 0) tracedInPlace(op, scalars, inputs);
         return self;
+    }
+
+    /** Runs a single-output structured op's kernel for {@code device} into {@code out} (profiled when the profiler is on). */
+    private static void runStructured(OpDef op, Device device, StridedView out, StridedView[] views, double[] scalars) {
+        Backends.of(op.pyName(), device);
+        OpKernel k = KernelRegistry.kernel(op, device.type());
+        if (KernelProfiler.isActive()) {
+            long t0 = System.nanoTime();
+            k.run(out, views, scalars);
+            KernelProfiler.recordKernel(op.kernel(), out, System.nanoTime() - t0);
+        } else {
+            k.run(out, views, scalars);
+        }
     }
 
     /** {@code op(x; p0, p1)} for a unary pointwise op. */
