@@ -462,7 +462,8 @@ public final class F {
         if (paddingIdx != null && (pad < 0 || pad >= num)) {
             throw new IllegalArgumentException("embedding: padding_idx " + paddingIdx + " must be within num_embeddings " + num);
         }
-        return Dispatcher.call(IndexingOps.EMBEDDING, new Tensor[] {weight, indices}, pad, scaleGradByFreq ? 1 : 0);
+        return Dispatcher.call(IndexingOps.EMBEDDING, new Tensor[] {weight, indices}, pad < 0 ? Double.NaN : pad,
+                scaleGradByFreq ? 1 : 0);
     }
 
     // ------------------------------------------------------------------ attention

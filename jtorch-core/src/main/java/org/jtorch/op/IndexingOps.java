@@ -168,10 +168,11 @@ public final class IndexingOps {
     /**
      * {@code torch.embedding(weight, indices, padding_idx, scale_grad_by_freq)}: the rows of the 2-d {@code weight} at the
      * int64 or int32 {@code indices}, of shape {@code indices.shape + [embedding_dim]}. {@code padding_idx} (non-negative,
-     * or -1 for none) and {@code scale_grad_by_freq} (0 or 1) shape the gradient only ({@link #EMBEDDING_DENSE_BACKWARD}).
+     * or NaN for None, as F.embedding's keyword) and {@code scale_grad_by_freq} (0 or 1) shape the gradient only
+     * ({@link #EMBEDDING_DENSE_BACKWARD}).
      */
     public static final OpDef EMBEDDING = OpDef.structured("embedding").rule(DTypeRule.SAME)
-            .signature(Param.tensor("weight"), Param.tensor("indices"), Param.scalar("padding_idx", "int", "-1"),
+            .signature(Param.tensor("weight"), Param.tensor("indices"), Param.scalar("padding_idx", "int?", "None"),
                     Param.scalar("scale_grad_by_freq", "bool", "False"))
             .meta((in, g) -> embeddingMeta("embedding", in[0], in[1], g[0]))
             .derivatives(() -> Arrays.asList(call(IndexingOps.EMBEDDING_DENSE_BACKWARD, GRAD, INDICES, new Expr.Size(WEIGHT, 0),
@@ -189,7 +190,7 @@ public final class IndexingOps {
      */
     public static final OpDef EMBEDDING_DENSE_BACKWARD = OpDef.structured("embedding_dense_backward").rule(DTypeRule.SAME)
             .signature(Param.tensor("grad_output"), Param.tensor("indices"), Param.scalar("num_weights", "int", null),
-                    Param.scalar("padding_idx", "int", null), Param.scalar("scale_grad_by_freq", "bool", null))
+                    Param.scalar("padding_idx", "int?", null), Param.scalar("scale_grad_by_freq", "bool", null))
             .meta((in, g) -> embeddingDenseBackwardMeta(in[0], in[1], g))
             .derivatives(() -> Arrays.asList(call(IndexingOps.EMBEDDING_DENSE_DOUBLE_BACKWARD, GRAD, INDICES, DENSE_PADDING_IDX,
                     DENSE_SCALE_GRAD_BY_FREQ), null))
@@ -201,7 +202,7 @@ public final class IndexingOps {
      * (PyTorch's {@code embedding_dense_double_backward}, with the frequency scaling its first backward applies).
      */
     public static final OpDef EMBEDDING_DENSE_DOUBLE_BACKWARD = OpDef.structured("embedding_dense_double_backward").rule(DTypeRule.SAME)
-            .signature(Param.tensor("grad"), Param.tensor("indices"), Param.scalar("padding_idx", "int", null),
+            .signature(Param.tensor("grad"), Param.tensor("indices"), Param.scalar("padding_idx", "int?", null),
                     Param.scalar("scale_grad_by_freq", "bool", null))
             .meta((in, g) -> embeddingMeta("embedding_dense_double_backward", in[0], in[1], g[0]))
             .derivatives(() -> Arrays.asList(call(IndexingOps.EMBEDDING_DENSE_BACKWARD, GRAD, INDICES, new Expr.Size(Expr.in(0, "grad"), 0),
@@ -242,7 +243,7 @@ public final class IndexingOps {
                     + Shapes.format(weight.shape()));
         }
         requireEmbeddingIndices(op, weight, indices);
-        if (paddingIdx < -1 || paddingIdx >= Math.max(weight.size(0), 1) || paddingIdx != Math.rint(paddingIdx)) {
+        if (!Double.isNaN(paddingIdx) && (paddingIdx < 0 || paddingIdx >= weight.size(0) || paddingIdx != Math.rint(paddingIdx))) {
             throw new IllegalArgumentException(op + ": padding_idx " + (long) paddingIdx + " must be within num_embeddings " + weight.size(0));
         }
         long[] shape = Arrays.copyOf(indices.shape(), indices.dim() + 1);
@@ -259,7 +260,7 @@ public final class IndexingOps {
                     + Shapes.format(grad.shape()) + " for indices " + Shapes.format(indices.shape()));
         }
         long num = (long) g[0];
-        if (num < 0 || g[1] < -1 || g[1] >= Math.max(num, 1)) {
+        if (num < 0 || g[1] < 0 || g[1] >= num) {
             throw new IllegalArgumentException(op + ": num_weights " + num + " and padding_idx " + (long) g[1] + " out of range");
         }
         return new Meta.Output(new long[] {num, grad.size(grad.dim() - 1)}, grad.dtype());

@@ -141,7 +141,8 @@ class MaskAndEmbeddingOpsTest {
                 Tensor idxT = idx.t();
                 Tensor grad = Torch.randn(new long[] {idx.size(1), 3, dim}, DType.FLOAT32, Device.cpu(), GEN).to(dtype).to(DEVICE)
                         .transpose(0, 1).transpose(0, 1);
-                Tensor fused = Dispatcher.call(IndexingOps.EMBEDDING_DENSE_BACKWARD, new Tensor[] {grad, idxT}, num, pad, scale ? 1 : 0);
+                Tensor fused = Dispatcher.call(IndexingOps.EMBEDDING_DENSE_BACKWARD, new Tensor[] {grad, idxT}, num,
+                        pad < 0 ? Double.NaN : pad, scale ? 1 : 0);
                 Tensor expected;
                 try (Grad.Mode m = Grad.noGrad()) {
                     Tensor flat = idxT.reshape(-1);
@@ -197,7 +198,7 @@ class MaskAndEmbeddingOpsTest {
         e = assertThrows(IllegalArgumentException.class, () -> F.embedding(x, x));
         assertEquals("embedding: expected indices of dtype int64 or int32, got torch.float32", e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> Dispatcher.call(IndexingOps.EMBEDDING_DENSE_BACKWARD,
-                new Tensor[] {x, longs(new long[] {2}, 0, 1)}, 5, -1, 0));
+                new Tensor[] {x, longs(new long[] {2}, 0, 1)}, 5, Double.NaN, 0));
         assertTrue(e.getMessage().startsWith("embedding_dense_backward: expected grad_output of shape indices.shape + [embedding_dim]"),
                 e.getMessage());
         IndexOutOfBoundsException o = assertThrows(IndexOutOfBoundsException.class,
