@@ -1736,7 +1736,7 @@ public final class Tensor implements AutoCloseable {
     public Tensor scatter(int dim, Tensor index, Tensor src) {
         Arguments.nonNull("scatter", "index", index);
         Arguments.nonNull("scatter", "src", src);
-        return Indexing.scatter("scatter", this, dim, index, src, false);
+        return Indexing.scatter(this, dim, index, src, false);
     }
 
     /** {@code scatter} of a scalar (converted to this tensor's dtype). */
@@ -1748,7 +1748,7 @@ public final class Tensor implements AutoCloseable {
     public Tensor scatter_(int dim, Tensor index, Tensor src) {
         Arguments.nonNull("scatter_", "index", index);
         Arguments.nonNull("scatter_", "src", src);
-        return Indexing.scatterInPlace("scatter_", this, dim, index, src, false);
+        return Indexing.scatterInPlace(this, dim, index, src, false);
     }
 
     public Tensor scatter_(int dim, Tensor index, double value) {
@@ -1760,13 +1760,13 @@ public final class Tensor implements AutoCloseable {
     public Tensor scatterAdd(int dim, Tensor index, Tensor src) {
         Arguments.nonNull("scatterAdd", "index", index);
         Arguments.nonNull("scatterAdd", "src", src);
-        return Indexing.scatter("scatterAdd", this, dim, index, src, true);
+        return Indexing.scatter(this, dim, index, src, true);
     }
 
     public Tensor scatterAdd_(int dim, Tensor index, Tensor src) {
         Arguments.nonNull("scatterAdd_", "index", index);
         Arguments.nonNull("scatterAdd_", "src", src);
-        return Indexing.scatterInPlace("scatterAdd_", this, dim, index, src, true);
+        return Indexing.scatterInPlace(this, dim, index, src, true);
     }
 
     /** {@code index_add}: a copy with {@code out.select(dim, index[i]) += alpha * source.select(dim, i)}. */
@@ -1812,7 +1812,7 @@ public final class Tensor implements AutoCloseable {
     /** {@code index_fill}: a copy with the slices {@code index} (int64; negative values wrap) picks along {@code dim} set to {@code value}. */
     public Tensor indexFill(int dim, Tensor index, double value) {
         Arguments.nonNull("indexFill", "index", index);
-        return Indexing.onCopy(this, r -> Indexing.indexFillInPlace(r, dim, index, value));
+        return Indexing.indexFill(this, dim, index, value);
     }
 
     public Tensor indexFill_(int dim, Tensor index, double value) {

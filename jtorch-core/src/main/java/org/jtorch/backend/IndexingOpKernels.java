@@ -1,8 +1,11 @@
 package org.jtorch.backend;
 
+import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.op.IndexingOps;
 import org.jtorch.op.KernelRegistry;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 
@@ -26,11 +29,11 @@ public final class IndexingOpKernels {
         KernelRegistry.register(type, IndexingOps.SCATTER_ADD.kernel(), (out, in, g) -> {
             int d = Shapes.wrapDim("scatter_add", (long) g[0], in[0].dim());
             StridedView index = atLeast1d(in[1]);
-            if (out.numel() > 0) backend.copy(in[0], out);
+            if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out); // in place (Dispatcher.callInPlace): one view is both
             StridedView src = atLeast1d(in[2]);
             // only the index-shaped corner of src is read
-            backend.indexing().scatter("scatter_add", atLeast1d(out), d, index, src.restrided(index.shape(), src.strides(), src.offset()),
-                    true);
+            backend.indexing().scatter(out == in[0] ? "scatter_add_" : "scatter_add", atLeast1d(out), d, index,
+                    src.restrided(index.shape(), src.strides(), src.offset()), true);
         });
         KernelRegistry.register(type, IndexingOps.INDEX_SELECT_BACKWARD.kernel(), (out, in, g) -> {
             int d = Shapes.wrapDim("index_select_backward", (long) g[0], in[0].dim());
@@ -45,10 +48,143 @@ public final class IndexingOpKernels {
         });
         KernelRegistry.register(type, IndexingOps.INDEX_ADD.kernel(), (out, in, g) -> {
             int d = Shapes.wrapDim("index_add", (long) g[0], in[0].dim());
-            if (out.numel() > 0) backend.copy(in[0], out);
-            backend.indexing().indexAccumulate("index_add", atLeast1d(out), d, atLeast1d(in[1]), atLeast1d(in[2]), true,
-                    g.length > 1 ? g[1] : 1, false);
+            if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out); // in place (Dispatcher.callInPlace): one view is both
+            backend.indexing().indexAccumulate(out == in[0] ? "index_add_" : "index_add", atLeast1d(out), d, atLeast1d(in[1]),
+                    atLeast1d(in[2]), true, g.length > 1 ? g[1] : 1, false);
         });
+        KernelRegistry.register(type, IndexingOps.SCATTER.kernel(), (out, in, g) -> {
+            String op = out == in[0] ? "scatter_" : "scatter";
+            int d = Shapes.wrapDim(op, (long) g[0], in[0].dim());
+            if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out);
+            StridedView index = atLeast1d(in[1]), src = atLeast1d(in[2]);
+            backend.indexing().scatter(op, atLeast1d(out), d, index, src.restrided(index.shape(), src.strides(), src.offset()),
+                    false);
+        });
+        KernelRegistry.register(type, IndexingOps.SCATTER_VALUE.kernel(), (out, in, g) -> {
+            String op = out == in[0] ? "scatter_" : "scatter";
+            int d = Shapes.wrapDim(op, (long) g[0], in[0].dim());
+            if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out);
+            StridedView index = atLeast1d(in[1]);
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                StridedView value = constant(backend, scratch, index, out.dtype(), g[1]);
+                backend.indexing().scatter(op, atLeast1d(out), d, index, value, false);
+            }
+        });
+        KernelRegistry.register(type, IndexingOps.INDEX_FILL.kernel(), (out, in, g) -> {
+            String op = out == in[0] ? "index_fill_" : "index_fill";
+            int d = Shapes.wrapDim(op, (long) g[0], in[0].dim());
+            if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out);
+            StridedView self = atLeast1d(out), index = atLeast1d(in[1]);
+            long[] shape = self.shape().clone();
+            shape[d] = index.numel();
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                StridedView slices = self.restrided(shape, self.strides(), self.offset());
+                StridedView value = constant(backend, scratch, slices, out.dtype(), g[1]);
+                backend.indexing().indexAccumulate(op, self, d, index, value, false, 1, true);
+            }
+        });
+        KernelRegistry.register(type, IndexingOps.MASKED_FILL.kernel(), (out, in, g) -> {
+            if (out.numel() == 0) return;
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                backend.where(in[1].expand("masked_fill", out.shape()), constant(backend, scratch, out, g[0]),
+                        in[0].expand("masked_fill", out.shape()), out);
+            }
+        });
+        KernelRegistry.register(type, IndexingOps.WHERE.kernel(), (out, in, g) -> {
+            if (out.numel() > 0) {
+                long[] shape = out.shape();
+                backend.where(in[0].expand("where", shape), in[1].expand("where", shape), in[2].expand("where", shape), out);
+            }
+        });
+        KernelRegistry.register(type, IndexingOps.EMBEDDING.kernel(), (out, in, g) -> {
+            long n = in[1].numel();
+            if (n == 0) return;
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                backend.indexing().indexSelect(in[0], 0, flat(scratch, in[1]), out.view(n, in[0].size(1)));
+            }
+        });
+        KernelRegistry.register(type, IndexingOps.EMBEDDING_DENSE_BACKWARD.kernel(), (out, in, g) -> {
+            if (out.numel() > 0) backend.fill(out, 0, 0);
+            long n = in[1].numel();
+            if (n == 0 || out.numel() == 0) return;
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                StridedView index = flat(scratch, in[1]);
+                StridedView rows = scratch.operand(in[0], in[0].dtype(), new long[] {n, out.size(1)});
+                if (g[2] != 0) {
+                    StridedView scaled = scratch.allocate(rows.device(), rows.shape(), rows.dtype());
+                    rows = dividedByFrequency(backend, scratch, rows, index, out.size(0), scaled);
+                }
+                backend.indexing().indexAccumulate("embedding_dense_backward", out, 0, index, rows, true, 1, false);
+                // the padding row's gradients were added with the others; it is zero, as if they had been masked first
+                if (g[1] >= 0) backend.fill(row(out, (long) g[1]), 0, 0);
+            }
+        });
+        KernelRegistry.register(type, IndexingOps.EMBEDDING_DENSE_DOUBLE_BACKWARD.kernel(), (out, in, g) -> {
+            long n = in[1].numel();
+            if (n == 0 || out.numel() == 0) return;
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                StridedView index = flat(scratch, in[1]);
+                StridedView rows = out.view(n, in[0].size(1));
+                backend.indexing().indexSelect(in[0], 0, index, rows);
+                if (g[1] != 0) dividedByFrequency(backend, scratch, rows, index, in[0].size(0), rows);
+                if (g[0] >= 0) {
+                    StridedView padding = scratch.allocate(out.device(), new long[] {n}, DType.BOOL);
+                    pointwise(backend, PointwiseOps.EQ, index.dtype(), padding, index, constant(backend, scratch, index, g[0]));
+                    StridedView wide = padding.restrided(rows.shape(), new long[] {1, 0}, padding.offset());
+                    backend.where(wide, constant(backend, scratch, rows, 0), rows, rows);
+                }
+            }
+        });
+    }
+
+    /**
+     * {@code rows[i] / count(index[i])} into {@code out} (may be {@code rows}), the count of each of the {@code num} rows
+     * summed in {@code rows}' dtype as {@code zeros(num).index_add_(0, index, ones)} sums it: PyTorch's
+     * {@code scale_grad_by_freq}. Returns {@code out}.
+     */
+    private static StridedView dividedByFrequency(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView rows,
+                                                  StridedView index, long num, StridedView out) {
+        DType dtype = rows.dtype();
+        Device device = rows.device();
+        long n = index.numel();
+        StridedView counts = scratch.allocate(device, new long[] {num}, dtype);
+        backend.fill(counts, 0, 0);
+        StridedView ones = scratch.allocate(device, new long[] {n}, dtype);
+        backend.fill(ones, 1, 1);
+        backend.indexing().indexAccumulate("embedding_dense_backward", counts, 0, index, ones, true, 1, false);
+        StridedView count = scratch.allocate(device, new long[] {n}, dtype);
+        backend.indexing().indexSelect(counts, 0, index, count);
+        pointwise(backend, PointwiseOps.DIV, PointwiseOps.DIV.computeType(dtype, DType.FLOAT32), out, rows,
+                count.restrided(rows.shape(), new long[] {1, 0}, count.offset()));
+        return out;
+    }
+
+    /** {@code v}'s elements as a vector: itself viewed, or a contiguous copy in scratch memory. */
+    private static StridedView flat(ConvolutionOpKernels.Scratch scratch, StridedView v) {
+        return scratch.operand(v, v.dtype(), new long[] {v.numel()});
+    }
+
+    /** Row {@code r} of a 2-d view, as a {@code [1, cols]} view. */
+    private static StridedView row(StridedView v, long r) {
+        return v.restrided(new long[] {1, v.size(1)}, v.strides(), v.offset() + r * v.stride(0));
+    }
+
+    /** A one-element scratch {@code value} of {@code like}'s dtype, broadcast to its shape ({@code fill_}'s conversion). */
+    private static StridedView constant(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView like, double value) {
+        return constant(backend, scratch, like, like.dtype(), value);
+    }
+
+    /** A one-element scratch {@code value} of {@code dtype}, broadcast to {@code like}'s shape ({@code fill_}'s conversion). */
+    private static StridedView constant(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView like, DType dtype,
+                                        double value) {
+        StridedView s = scratch.allocate(like.device(), new long[0], dtype);
+        backend.fill(s, value, (long) value);
+        return s.restrided(like.shape(), new long[like.dim()], s.offset());
+    }
+
+    /** {@code out = op(a, b)} by the backend's kernel of pointwise {@code op}, computing in {@code compute}. */
+    private static void pointwise(Backend backend, OpDef op, DType compute, StridedView out, StridedView a, StridedView b) {
+        KernelRegistry.pointwise(op, backend.deviceType()).run(out.device().index(), compute, out, a, b, 0, 0);
     }
 
     /** A 0-d view seen as 1-d of size 1 (a 0-d tensor indexes as one of size 1); others as they are. */

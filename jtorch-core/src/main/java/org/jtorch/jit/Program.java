@@ -1424,6 +1424,7 @@ final class Program {
         if (n.inPlace) {
             // Writes into its first input's tensor; the node has no value of its own.
             if (op.kind() == OpDef.Kind.UNARY) Elementwise.unaryInPlace(op, args[0], s[0], s[1]);
+            else if (op.kind() == OpDef.Kind.STRUCTURED) Dispatcher.callInPlace(op, args, s);
             else Elementwise.binaryInPlace(op, args[0], args[1], s[0]);
             return null;
         }

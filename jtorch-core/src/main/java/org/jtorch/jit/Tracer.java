@@ -71,7 +71,8 @@ final class Tracer implements TraceHook<Tensor> {
     }
 
     /**
-     * A pointwise op in place: recorded as a node that writes into its first input's value, replayed in trace order.
+     * A pointwise or structured op in place: recorded as a node that writes into its first input's value, replayed in trace
+     * order.
      * Written tensors that require grad are not traced (their autograd history would have to be rewritten).
      */
     @Override

@@ -13,6 +13,7 @@ import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
+import org.jtorch.op.IndexingOps;
 import org.jtorch.op.LossOps;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Losses;
@@ -450,8 +451,9 @@ public final class F {
     }
 
     /**
-     * The lookup and its backward; with {@code scaleGradByFreq} each looked-up row's gradient is divided by how often
-     * its index occurs in {@code indices}, as PyTorch's {@code scale_grad_by_freq}.
+     * The lookup ({@link IndexingOps#EMBEDDING}); its gradient is {@code embedding_dense_backward}, where with
+     * {@code scaleGradByFreq} each looked-up row's gradient is divided by how often its index occurs in {@code indices},
+     * as PyTorch's {@code scale_grad_by_freq}.
      */
     private static Tensor embedding(Tensor indices, Tensor weight, Long paddingIdx, boolean scaleGradByFreq) {
         checkEmbeddingArguments(indices, weight);
@@ -460,32 +462,8 @@ public final class F {
         if (paddingIdx != null && (pad < 0 || pad >= num)) {
             throw new IllegalArgumentException("embedding: padding_idx " + paddingIdx + " must be within num_embeddings " + num);
         }
-        long[] outShape = Arrays.copyOf(indices.shape(), indices.dim() + 1);
-        outShape[indices.dim()] = weight.size(1);
-        Tensor out;
-        try (Grad.Mode g = Grad.noGrad(); Tensor flat = indices.reshape(-1); Tensor rows = weight.indexSelect(0, flat)) {
-            out = rows.view(outShape);
-        }
-        if (Autograd.needsGrad(weight)) {
-            long[] weightShape = weight.shape();
-            SavedTensor saved = Autograd.save(indices);
-            Autograd.record("EmbeddingBackward0", out, grads -> {
-                try (MemoryScope scope = new MemoryScope()) {
-                    Tensor idx = saved.get().reshape(-1);
-                    Tensor rowsGrad = grads[0].reshape(idx.numel(), weightShape[1]);
-                    if (pad >= 0) rowsGrad = rowsGrad.maskedFill(idx.eq((double) pad).unsqueeze(1), 0);
-                    if (scaleGradByFreq) {
-                        Tensor counts = Torch.zeros(new long[] {weightShape[0]}, rowsGrad.dtype(), rowsGrad.device())
-                                .indexAdd_(0, idx, Torch.onesLike(idx).to(rowsGrad.dtype()));
-                        rowsGrad = rowsGrad.div(counts.indexSelect(0, idx).unsqueeze(1));
-                    }
-                    Tensor gw = Torch.zeros(weightShape, grads[0].dtype(), grads[0].device());
-                    gw.indexAdd_(0, idx, rowsGrad);
-                    return new Tensor[] {scope.keep(gw)};
-                }
-            }, new Tensor[] {weight}, saved);
-        }
-        return out;
+        return Dispatcher.call(IndexingOps.EMBEDDING, new Tensor[] {weight, indices}, pad < 0 ? Double.NaN : pad,
+                scaleGradByFreq ? 1 : 0);
     }
 
     // ------------------------------------------------------------------ attention

@@ -87,6 +87,203 @@ public final class IndexingOps {
             .derivatives(() -> Arrays.asList(GRAD, null, call(IndexingOps.GATHER, GRAD, INDEX, DIM)))
             .doc("self with src added at index along dim").build();
 
+    /**
+     * {@code self.scatter(dim, index, src)}: a copy of {@code self} with {@code src[i][j]} written at {@code [index[i][j]][j]}
+     * for dim 0 (of duplicates, the last in index order on the CPU; any one on CUDA, as PyTorch); only the index-shaped
+     * corner of {@code src} is read.
+     */
+    public static final OpDef SCATTER = OpDef.structured("scatter").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.tensor("index"), Param.tensor("src"), Param.scalar("dim", "int", null))
+            .meta((in, g) -> {
+                gatherMeta("scatter", in[0], in[1], in[2], g);
+                return new Meta.Output(in[0].shape(), in[0].dtype());
+            })
+            .derivatives(() -> Arrays.asList(call(IndexingOps.SCATTER_VALUE, GRAD, INDEX, DIM, Expr.c(0)), null,
+                    call(IndexingOps.GATHER, GRAD, INDEX, DIM)))
+            .doc("self with src written at index along dim").build();
+
+    /** {@code self.scatter(dim, index, value)}: a copy of {@code self} with {@code value} (as {@code fill_} converts it) at the indexed places. */
+    public static final OpDef SCATTER_VALUE = OpDef.structured("scatter_value").py("scatter").node("ScatterBackward1").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.tensor("index"), Param.scalar("dim", "int", null), Param.scalar("value", "Scalar", null))
+            .meta((in, g) -> {
+                gatherMeta("scatter", in[0], in[1], null, g);
+                return new Meta.Output(in[0].shape(), in[0].dtype());
+            })
+            .derivatives(() -> Arrays.asList(call(IndexingOps.SCATTER_VALUE, GRAD, INDEX, DIM, Expr.c(0)), null))
+            .doc("self with value written at index along dim").build();
+
+    /**
+     * {@code self.index_fill(dim, index, value)}: a copy of {@code self} with {@code value} in the slices at the int64
+     * {@code index} (a vector or 0-d) along {@code dim}; negative indices count from the end, as PyTorch.
+     */
+    public static final OpDef INDEX_FILL = OpDef.structured("index_fill").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.tensor("index"), Param.scalar("dim", "int", null), Param.scalar("value", "Scalar", null))
+            .meta((in, g) -> {
+                String op = "index_fill";
+                requireIndex(op, in[0], in[1]);
+                if (in[1].dtype() != DType.INT64) {
+                    throw new IllegalArgumentException(op + ": expected dtype int64 for index, got " + in[1].dtype());
+                }
+                if (in[1].dim() > 1) {
+                    throw new IllegalArgumentException(op + ": index has to be a vector or a scalar, got shape " + Shapes.format(in[1].shape()));
+                }
+                Shapes.wrapDim(op, (long) g[0], in[0].dim());
+                return new Meta.Output(in[0].shape(), in[0].dtype());
+            })
+            .derivatives(() -> Arrays.asList(call(IndexingOps.INDEX_FILL, GRAD, INDEX, DIM, Expr.c(0)), null))
+            .doc("self with value in the slices at index along dim").build();
+
+    private static final Expr MASK = Expr.in(1, "mask");
+
+    /**
+     * {@code self.masked_fill(mask, value)}: {@code value} (converted to self's dtype, as {@code fill_}) where the bool
+     * {@code mask} is true, self elsewhere; the result has the broadcast shape of self and mask and self's dtype.
+     */
+    public static final OpDef MASKED_FILL = OpDef.structured("masked_fill").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.tensor("mask"), Param.scalar("value", "Scalar", null))
+            .meta(IndexingOps::maskedFillMeta)
+            .derivatives(() -> Arrays.asList(call(IndexingOps.MASKED_FILL, GRAD, MASK, Expr.c(0)), null))
+            .doc("value where mask is true, self elsewhere").build();
+
+    private static final Expr CONDITION = Expr.in(0, "condition");
+
+    /**
+     * {@code torch.where(condition, self, other)}: {@code self} where the bool {@code condition} is true, {@code other}
+     * elsewhere, broadcast together. {@code self} and {@code other} have one dtype here: the front end promotes them first
+     * (the promotion of a wrapped number needs the tensors, which a meta function does not see).
+     */
+    public static final OpDef WHERE = OpDef.structured("where").rule(DTypeRule.SAME)
+            .signature(Param.tensor("condition"), Param.tensor("self"), Param.tensor("other"))
+            .meta(IndexingOps::whereMeta)
+            .derivatives(() -> Arrays.asList(null,
+                    call(IndexingOps.MASKED_FILL, GRAD, call(PointwiseOps.LOGICAL_NOT, CONDITION), Expr.c(0)),
+                    call(IndexingOps.MASKED_FILL, GRAD, CONDITION, Expr.c(0))))
+            .doc("self where condition is true, other elsewhere").build();
+
+    private static final Expr WEIGHT = Expr.in(0, "weight");
+    private static final Expr INDICES = Expr.in(1, "indices");
+    private static final Expr PADDING_IDX = Expr.scalar(0, "padding_idx");
+    private static final Expr SCALE_GRAD_BY_FREQ = Expr.scalar(1, "scale_grad_by_freq");
+
+    /**
+     * {@code torch.embedding(weight, indices, padding_idx, scale_grad_by_freq)}: the rows of the 2-d {@code weight} at the
+     * int64 or int32 {@code indices}, of shape {@code indices.shape + [embedding_dim]}. {@code padding_idx} (non-negative,
+     * or NaN for None, as F.embedding's keyword) and {@code scale_grad_by_freq} (0 or 1) shape the gradient only
+     * ({@link #EMBEDDING_DENSE_BACKWARD}).
+     */
+    public static final OpDef EMBEDDING = OpDef.structured("embedding").rule(DTypeRule.SAME)
+            .signature(Param.tensor("weight"), Param.tensor("indices"), Param.scalar("padding_idx", "int?", "None"),
+                    Param.scalar("scale_grad_by_freq", "bool", "False"))
+            .meta((in, g) -> embeddingMeta("embedding", in[0], in[1], g[0]))
+            .derivatives(() -> Arrays.asList(call(IndexingOps.EMBEDDING_DENSE_BACKWARD, GRAD, INDICES, new Expr.Size(WEIGHT, 0),
+                    PADDING_IDX, SCALE_GRAD_BY_FREQ), null))
+            .doc("rows of weight at indices").build();
+
+    private static final Expr GRAD_OUTPUT = Expr.in(0, "grad_output");
+    private static final Expr DENSE_PADDING_IDX = Expr.scalar(1, "padding_idx");
+    private static final Expr DENSE_SCALE_GRAD_BY_FREQ = Expr.scalar(2, "scale_grad_by_freq");
+
+    /**
+     * The gradient of {@link #EMBEDDING} (PyTorch's {@code embedding_dense_backward}): {@code grad_output}'s rows added at
+     * {@code indices} into zeros of {@code [num_weights, embedding_dim]} in index order, each divided first by how often
+     * its index occurs when {@code scale_grad_by_freq}; row {@code padding_idx} stays zero. One kernel fills and adds.
+     */
+    public static final OpDef EMBEDDING_DENSE_BACKWARD = OpDef.structured("embedding_dense_backward").rule(DTypeRule.SAME)
+            .signature(Param.tensor("grad_output"), Param.tensor("indices"), Param.scalar("num_weights", "int", null),
+                    Param.scalar("padding_idx", "int?", null), Param.scalar("scale_grad_by_freq", "bool", null))
+            .meta((in, g) -> embeddingDenseBackwardMeta(in[0], in[1], g))
+            .derivatives(() -> Arrays.asList(call(IndexingOps.EMBEDDING_DENSE_DOUBLE_BACKWARD, GRAD, INDICES, DENSE_PADDING_IDX,
+                    DENSE_SCALE_GRAD_BY_FREQ), null))
+            .doc("grad_output's rows added at indices into zeros of [num_weights, embedding_dim]").build();
+
+    /**
+     * The gradient of {@link #EMBEDDING_DENSE_BACKWARD} with respect to its {@code grad_output}: {@code grad}'s rows at
+     * {@code indices}, divided by their index's frequency when {@code scale_grad_by_freq}, zero at {@code padding_idx}
+     * (PyTorch's {@code embedding_dense_double_backward}, with the frequency scaling its first backward applies).
+     */
+    public static final OpDef EMBEDDING_DENSE_DOUBLE_BACKWARD = OpDef.structured("embedding_dense_double_backward").rule(DTypeRule.SAME)
+            .signature(Param.tensor("grad"), Param.tensor("indices"), Param.scalar("padding_idx", "int?", null),
+                    Param.scalar("scale_grad_by_freq", "bool", null))
+            .meta((in, g) -> embeddingMeta("embedding_dense_double_backward", in[0], in[1], g[0]))
+            .derivatives(() -> Arrays.asList(call(IndexingOps.EMBEDDING_DENSE_BACKWARD, GRAD, INDICES, new Expr.Size(Expr.in(0, "grad"), 0),
+                    PADDING_IDX, SCALE_GRAD_BY_FREQ), null))
+            .doc("grad's rows at indices, zero at padding_idx").build();
+
+    private static Meta.Output maskedFillMeta(StridedView[] in, double[] g) {
+        String op = "masked_fill";
+        StridedView self = in[0], mask = in[1];
+        requireMask(op, self, mask, "mask");
+        return new Meta.Output(Shapes.broadcast(op, self.shape(), mask.shape()), self.dtype());
+    }
+
+    private static Meta.Output whereMeta(StridedView[] in, double[] g) {
+        String op = "where";
+        StridedView condition = in[0], self = in[1], other = in[2];
+        if (self == null || other == null) throw new IllegalArgumentException(op + ": self and other are required");
+        if (condition == null) throw new IllegalArgumentException(op + ": condition is required");
+        if (condition.dtype() != DType.BOOL) {
+            throw new IllegalArgumentException(op + ": expected a bool condition, got " + condition.dtype());
+        }
+        if (!condition.device().equals(self.device()) || !other.device().equals(self.device())) {
+            throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + condition.device()
+                    + " (condition), " + self.device() + " (self) and " + other.device() + " (other)");
+        }
+        if (self.dtype() != other.dtype()) {
+            throw new IllegalArgumentException(op + ": expected self and other to have the same dtype, got " + self.dtype() + " and "
+                    + other.dtype());
+        }
+        long[] shape = Shapes.broadcast(op, Shapes.broadcast(op, condition.shape(), self.shape()), other.shape());
+        return new Meta.Output(shape, self.dtype());
+    }
+
+    private static Meta.Output embeddingMeta(String op, StridedView weight, StridedView indices, double paddingIdx) {
+        if (indices == null) throw new IllegalArgumentException(op + ": indices is required");
+        if (weight.dim() != 2) {
+            throw new IllegalArgumentException(op + ": expected a 2-D weight [num_embeddings, embedding_dim], got shape "
+                    + Shapes.format(weight.shape()));
+        }
+        requireEmbeddingIndices(op, weight, indices);
+        if (!Double.isNaN(paddingIdx) && (paddingIdx < 0 || paddingIdx >= weight.size(0) || paddingIdx != Math.rint(paddingIdx))) {
+            throw new IllegalArgumentException(op + ": padding_idx " + (long) paddingIdx + " must be within num_embeddings " + weight.size(0));
+        }
+        long[] shape = Arrays.copyOf(indices.shape(), indices.dim() + 1);
+        shape[indices.dim()] = weight.size(1);
+        return new Meta.Output(shape, weight.dtype());
+    }
+
+    private static Meta.Output embeddingDenseBackwardMeta(StridedView grad, StridedView indices, double[] g) {
+        String op = "embedding_dense_backward";
+        if (indices == null) throw new IllegalArgumentException(op + ": indices is required");
+        requireEmbeddingIndices(op, grad, indices);
+        if (grad.dim() != indices.dim() + 1 || !Arrays.equals(Arrays.copyOf(grad.shape(), indices.dim()), indices.shape())) {
+            throw new IllegalArgumentException(op + ": expected grad_output of shape indices.shape + [embedding_dim], got "
+                    + Shapes.format(grad.shape()) + " for indices " + Shapes.format(indices.shape()));
+        }
+        long num = (long) g[0];
+        if (num < 0 || g[1] < 0 || g[1] >= num) {
+            throw new IllegalArgumentException(op + ": num_weights " + num + " and padding_idx " + (long) g[1] + " out of range");
+        }
+        return new Meta.Output(new long[] {num, grad.size(grad.dim() - 1)}, grad.dtype());
+    }
+
+    private static void requireEmbeddingIndices(String op, StridedView like, StridedView indices) {
+        requireIndex(op, like, indices);
+        if (indices.dtype() != DType.INT64 && indices.dtype() != DType.INT32) {
+            throw new IllegalArgumentException(op + ": expected indices of dtype int64 or int32, got " + indices.dtype());
+        }
+    }
+
+    private static void requireMask(String op, StridedView self, StridedView mask, String name) {
+        if (mask == null) throw new IllegalArgumentException(op + ": " + name + " is required");
+        if (!mask.device().equals(self.device())) {
+            throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + self.device()
+                    + " (self) and " + mask.device() + " (" + name + ")");
+        }
+        if (mask.dtype() != DType.BOOL && mask.dtype() != DType.UINT8) {
+            throw new IllegalArgumentException(op + ": expected a bool mask, got " + mask.dtype());
+        }
+    }
+
     private static Meta.Output indexSelectMeta(StridedView[] in, double[] g) {
         String op = "index_select";
         StridedView self = in[0], index = in[1];

@@ -89,6 +89,7 @@ public final class OpDef {
     private final boolean variadic;
     private final DType halfAccumulation;
     private final String doc;
+    private final String node;
     private final int id = NEXT_ID.getAndIncrement();
     /** The kernel per device type once looked up ({@link KernelRegistry#pointwise}): the dispatcher's hot path reads it. */
     final PointwiseKernel[] kernels = new PointwiseKernel[Device.Type.values().length];
@@ -119,6 +120,7 @@ public final class OpDef {
         variadic = !signature.params().isEmpty() && signature.params().get(0).type().equals("Tensor[]");
         halfAccumulation = b.halfAccumulation;
         doc = b.doc == null ? "" : b.doc;
+        node = b.node;
         if (kind == Kind.STRUCTURED && (meta == null) == (metaAll == null)) {
             throw new IllegalArgumentException(name + ": a structured op has one meta function, for one output or for all of them");
         }
@@ -227,6 +229,9 @@ public final class OpDef {
     public boolean integerDivision() { return integerDivision; }
 
     public String doc() { return doc; }
+
+    /** PyTorch's name of the op's autograd node where it is not made from {@link #pyName} (an overload's: {@code ScatterBackward1}); else null. */
+    public String node() { return node; }
 
     /** The accumulating kernel a reduction runs; null for other ops, composite reductions and reductions with their own kernel. */
     public ReduceOp accumulation() { return accumulation; }
@@ -338,6 +343,7 @@ public final class OpDef {
         private int denseInputs;
         private DType halfAccumulation;
         private String doc;
+        private String node;
 
         private Builder(String name, Kind kind) {
             this.name = name;
@@ -370,6 +376,7 @@ public final class OpDef {
         public Builder autocast(Device.Type type, CastPolicy policy) { autocast.put(type, policy); return this; }
         public Builder integerDivision() { this.integerDivision = true; return this; }
         public Builder doc(String doc) { this.doc = doc; return this; }
+        public Builder node(String node) { this.node = node; return this; }
         public Builder meta(Meta meta) { this.meta = meta; return this; }
         /** The kernel skips the outputs after the first when given null views for them ({@link #skipsUnreadOutputs}). */
         public Builder skipsUnreadOutputs() { this.skipsUnread = true; return this; }

@@ -27,6 +27,6 @@ public interface TraceHook<T> {
      */
     default void mutated(T tensor) {}
 
-    /** A pointwise op ran in place: it wrote its result into {@code inputs.get(0)}. */
+    /** A pointwise or structured op ran in place: it wrote its result into {@code inputs.get(0)}. */
     default void recordInPlace(OpDef op, List<T> inputs, double[] scalars) {}
 }

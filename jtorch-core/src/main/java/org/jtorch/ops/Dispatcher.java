@@ -19,6 +19,7 @@ import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.OutOfMemoryException;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.Expr;
+import org.jtorch.op.IndexingOps;
 import org.jtorch.op.ReduceArgs;
 import org.jtorch.ops.ExprCompiler.ReduceCall;
 import org.jtorch.ops.ExprCompiler.TensorFn;
@@ -125,7 +126,7 @@ public final class Dispatcher {
         if (hook != null) hook.mutated(t);
     }
 
-    /** Reports a pointwise op that wrote into {@code inputs[0]} ({@link TraceHook#recordInPlace}). */
+    /** Reports a pointwise or structured op that wrote into {@code inputs[0]} ({@link TraceHook#recordInPlace}). */
     static void tracedInPlace(OpDef op, double[] scalars, Tensor... inputs) {
         TraceHook<Tensor> hook = TRACE.get();
         if (hook != null) hook.recordInPlace(op, Arrays.asList(inputs), scalars.clone());
@@ -257,9 +258,85 @@ public final class Dispatcher {
         Tensor[] values = denseValues(op, inputs, views);
         Meta.Output meta = op.meta().infer(views, scalars);
         Tensor r = allocate(name, meta.shape(), meta.dtype(), device);
-        Backends.of(name, device);
+        runStructured(op, device, view(r), views, scalars);
+        if (TRACING.get() != 0) traced(op, r, scalars, null, inputs);
+        if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, values, r, scalars, null);
+        closeCopies(inputs, values);
+        return r;
+    }
+
+    /** How the inputs of an in-place structured op may share self's memory: PyTorch's overlap checks, which differ by op. */
+    private enum Aliasing {
+        /** {@code masked_fill_}: a value where a mask broadcast to self is true; self may repeat elements, the mask may be self. */
+        MASKED_FILL,
+        /** {@code index_fill_}: a value at indexed places; self may repeat elements, the index may not share its memory. */
+        INDEXED_FILL,
+        /** {@code scatter_}, {@code index_add_}, ...: values read from elsewhere; self may not repeat elements, no input may share its memory. */
+        INDEXED;
+
+        static Aliasing of(OpDef op) {
+            if (op == IndexingOps.MASKED_FILL) return MASKED_FILL;
+            return op == IndexingOps.INDEX_FILL ? INDEXED_FILL : INDEXED;
+        }
+    }
+
+    /**
+     * The in-place form of a structured op ({@code masked_fill_}, {@code index_add_}, {@code scatter_add_}, ...): {@code op}
+     * run with {@code inputs[0]} as its result, so that its meta function checks the operands and its kernel, seeing the
+     * same view as {@code self} and as the output, writes in place. As the in-place pointwise ops: the result must have
+     * self's shape and dtype; the overlap checks are PyTorch's for the op ({@code Aliasing}); the version counter is bumped; autograd refuses
+     * leaves and views made without grad ({@link Elementwise#checkInPlaceAllowed}), keeps a copy of self's old value only
+     * when a derivative reads it, and records the op's node on self (a view's base is rebased onto it, {@code CopySlices});
+     * the trace reports an in-place op. Returns {@code self}.
+     */
+    public static Tensor callInPlace(OpDef op, Tensor[] inputs, double... scalars) {
+        Aliasing aliasing = Aliasing.of(op);
+        Tensor self = inputs[0];
+        String name = op.pyName() + "_";
+        self.checkWritable(name);
+        int declared = (int) op.signature().tensorCount();
+        if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
+        StridedView[] views = new StridedView[inputs.length];
+        Device device = structuredViews(name, inputs, views);
+        Meta.Output meta = op.meta().infer(views, scalars);
+        if (!Arrays.equals(meta.shape(), self.shapeArray())) {
+            throw new IllegalArgumentException(name + ": output with shape " + Shapes.format(self.shape())
+                    + " doesn't match the broadcast shape " + Shapes.format(meta.shape()));
+        }
+        if (meta.dtype() != self.dtype()) {
+            throw new IllegalArgumentException(name + ": result type " + meta.dtype() + " can't be cast to the desired output type "
+                    + self.dtype());
+        }
+        if (aliasing == Aliasing.INDEXED) self.checkNoInternalOverlap(name);
+        for (int i = 1; i < inputs.length; i++) {
+            if (inputs[i] == null) continue;
+            if (aliasing == Aliasing.MASKED_FILL) {
+                self.checkNoPartialOverlap(name, inputs[i]);
+            } else {
+                self.checkNoOverlap(name, inputs[i]);
+            }
+        }
+        // Read once: another thread may set an input's requiresGrad meanwhile, and the backward reads what is written here.
+        boolean record = op.isDifferentiable() && Autograd.needsGrad(inputs);
+        if (record) Elementwise.checkInPlaceAllowed(name, self);
+        Tensor before = record && plan(op).saves(0, null, true) ? self.clone() : null;
+        runStructured(op, device, views[0], views, scalars);
+        self.bumpVersion();
+        if (record) {
+            try (before) {
+                Tensor[] values = inputs.clone();
+                values[0] = before;
+                record(op, inputs, values, self, scalars, null);
+            }
+        }
+        if (TRACING.get() != 0) tracedInPlace(op, scalars, inputs);
+        return self;
+    }
+
+    /** Runs a single-output structured op's kernel for {@code device} into {@code out} (profiled when the profiler is on). */
+    private static void runStructured(OpDef op, Device device, StridedView out, StridedView[] views, double[] scalars) {
+        Backends.of(op.pyName(), device);
         OpKernel k = KernelRegistry.kernel(op, device.type());
-        StridedView out = view(r);
         if (KernelProfiler.isActive()) {
             long t0 = System.nanoTime();
             k.run(out, views, scalars);
@@ -267,10 +344,6 @@ public final class Dispatcher {
         } else {
             k.run(out, views, scalars);
         }
-        if (TRACING.get() != 0) traced(op, r, scalars, null, inputs);
-        if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, values, r, scalars, null);
-        closeCopies(inputs, values);
-        return r;
     }
 
     /**
@@ -661,7 +734,7 @@ public final class Dispatcher {
                 for (Expr e : d) anyReadsOutput[k] |= e != null && e.reads(new Expr.Output(k, op.outputNames().get(k)));
             }
             return new Plan(compiled, compiledAll.slots(), composition, readsInput, readsResult, anyReadsInput, anyReadsResult, anyReadsOutput,
-                    Elementwise.backwardName(op.pyName()));
+                    op.node() != null ? op.node() : Elementwise.backwardName(op.pyName()));
         }
 
         /**

@@ -5,14 +5,12 @@ import static org.jtorch.ops.Dispatcher.view;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.Shapes;
 import java.lang.foreign.MemorySegment;
-import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
+import org.jtorch.op.IndexingOps;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.backend.Backends;
 import org.jtorch.autograd.Autograd;
-import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.OpDef;
@@ -143,7 +141,10 @@ public final class Elementwise {
         return wrappedScalar(like, value, longValue, scalarType);
     }
 
-    /** {@code torch.where(cond, a, b)} */
+    /**
+     * {@code torch.where(cond, a, b)} ({@link IndexingOps#WHERE}): {@code a} and {@code b} promoted to their result type
+     * first, and a CPU zero-dim operand beside device tensors moved to their device, as PyTorch's TensorIterator does.
+     */
     public static Tensor where(Tensor cond, Tensor a, Tensor b) {
         cond.checkOpen("where");
         a.checkOpen("where");
@@ -152,27 +153,25 @@ public final class Elementwise {
             throw new IllegalArgumentException("where: expected a bool condition, got " + cond.dtype());
         }
         commonDevice("where", cond, a);
+        commonDevice("where", cond, b);
         Device device = commonDevice("where", a, b);
-        long[] shape = Shapes.broadcast("where", Shapes.broadcast("where", cond.shape(), a.shape()), b.shape());
+        // every CPU zero-dim operand goes where the others are (the condition may be the only one on a device)
+        if (device.isCpu() && !cond.device().isCpu()) device = cond.device();
         DType out = TypePromotion.resultType(a, b);
-        Tensor r = Tensor.empty(shape, out, device);
-        Backends.of(device).where(view(cond.broadcastTo(shape)), view(a.broadcastTo(shape)), view(b.broadcastTo(shape)), view(r));
-        if (Autograd.needsGrad(a, b)) {
-            SavedTensor sc = Autograd.save(cond);
-            long[] aShape = a.shape();
-            long[] bShape = b.shape();
-            DType aType = a.dtype();
-            DType bType = b.dtype();
-            boolean aGrad = a.requiresGrad();
-            boolean bGrad = b.requiresGrad();
-            Autograd.record("WhereBackward0", r, g -> {
-                Tensor c = sc.get();
-                return new Tensor[] {
-                        aGrad ? Gradients.sumTo(g[0].maskedFill(c.logicalNot(), 0.0), aShape, aType) : null,
-                        bGrad ? Gradients.sumTo(g[0].maskedFill(c, 0.0), bShape, bType) : null};
-            }, new Tensor[] {a, b}, sc);
+        Tensor c = operand(cond, cond.dtype(), device), ca = operand(a, out, device), cb = operand(b, out, device);
+        try {
+            return Dispatcher.call(IndexingOps.WHERE, new Tensor[] {c, ca, cb});
+        } finally {
+            // a converted operand in the graph stays referenced by its node
+            if (c != cond) c.close();
+            if (ca != a && !ca.requiresGrad()) ca.close();
+            if (cb != b && !cb.requiresGrad()) cb.close();
         }
-        return r;
+    }
+
+    /** {@code t} in {@code dtype} on {@code device} (a converted copy, differentiable), or {@code t} itself. */
+    private static Tensor operand(Tensor t, DType dtype, Device device) {
+        return t.dtype() == dtype && t.device().equals(device) ? t : t.to(device, dtype);
     }
 
     /**

@@ -3,6 +3,7 @@ package org.jtorch.ops;
 import static org.jtorch.ops.Dispatcher.view;
 
 import org.jtorch.op.IndexingOps;
+import org.jtorch.op.OpDef;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 import java.util.ArrayList;
@@ -32,9 +33,10 @@ import org.jtorch.backend.IndexKernels;
  * Out-of-place forms copy {@code self} and run the in-place form; in-place forms bump the version
  * counter.
  *
- * <p>{@code index_select}, {@code gather} and the out-of-place {@code scatter_add} and {@code index_add} are declared
- * ops ({@link IndexingOps}) that the dispatcher runs: their checks, derivatives and kernels live there. The others
- * still write their chain here (issue 15).
+ * <p>{@code index_select}, {@code gather}, {@code scatter} (src and value), {@code scatter_add}, {@code index_add},
+ * {@code index_fill} and {@code masked_fill} are declared ops ({@link IndexingOps}) that the dispatcher runs, their in-place
+ * forms through {@link Dispatcher#callInPlace}: their checks, derivatives and kernels live there. {@code index_copy_},
+ * {@code masked_select}, advanced indexing and {@code index_put_} still write their chain here (issue 15).
  *
  * <p>Autograd: each public op computes with grad mode off (internal views and recursion record
  * nothing) and then records one node with PyTorch's formula from {@code derivatives.yaml}. Index
@@ -63,110 +65,43 @@ public final class Indexing {
      * {@code self[index[i][j]][j] = src[i][j]} for dim 0. Only the index-shaped corner of {@code src}
      * is read. Returns {@code self}.
      */
-    public static Tensor scatterInPlace(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
-        self.checkWritable(op);
-        boolean selfGrad = self.requiresGrad();
-        boolean srcGrad = src.requiresGrad();
-        if (!Autograd.needsGrad(self, src)) return scatterImpl(op, self, dim, index, src, accumulate);
-        Elementwise.checkInPlaceAllowed(op, self);
-        withoutGrad(() -> scatterImpl(op, self, dim, index, src, accumulate));
-        int d = Shapes.wrapDim(op, dim, Math.max(self.dim(), 1));
-        long[] srcShape = src.shape();
-        SavedTensor si = Autograd.save(index);
-        // self: grad with the written places zeroed (scatter) or grad (scatter_add); src: grad.gather(dim, index)
-        return Autograd.record(accumulate ? "ScatterAddBackward0" : "ScatterBackward0", self, g -> new Tensor[] {
-                !selfGrad ? null : accumulate ? g[0] : g[0].scatter(d, si.get(), 0.0),
-                srcGrad ? padTo(g[0].gather(d, si.get()), srcShape) : null}, new Tensor[] {self, src}, si);
-    }
-
-    private static Tensor scatterImpl(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
-        checkOpen(op, self, index);
-        src.checkOpen(op);
-        Device device = sameDevice(op, self, index);
-        sameDevice(op, self, src);
-        if (self.dtype() != src.dtype()) {
-            throw new IllegalArgumentException(op + ": expected self.dtype to be equal to src.dtype, got " + self.dtype()
-                    + " and " + src.dtype());
-        }
-        checkScatterIndex(op, self, dim, index);
-        self.checkNoInternalOverlap(op);
-        self.checkNoOverlap(op, index);
-        self.checkNoOverlap(op, src);
-        int d = Shapes.wrapDim(op, dim, self.dim());
-        if (self.dim() == 0 || index.dim() == 0 || src.dim() == 0) {
-            try (Tensor s = atLeast1d(self); Tensor i = atLeast1d(index); Tensor v = atLeast1d(src)) {
-                scatterImpl(op, s, d, i, v, accumulate);
-            }
-            return self;
-        }
-        checkSameRank(op, self, index);
-        checkSameRank(op, src, index);
-        for (int k = 0; k < self.dim(); k++) {
-            if ((k != d && index.size(k) > self.size(k)) || index.size(k) > src.size(k)) {
-                throw new IllegalArgumentException(op + ": expected index " + Shapes.format(index.shape())
-                        + " to be smaller than self " + Shapes.format(self.shape()) + " apart from dimension " + d
-                        + " and to be smaller than src " + Shapes.format(src.shape()));
-            }
-        }
-        try (Tensor corner = src.asStrided(index.shape(), src.strides(), src.storageOffset())) {
-            kernels(device).scatter(op, view(self), d, view(index), view(corner), accumulate);
-        }
-        self.bumpVersion();
-        return self;
+    public static Tensor scatterInPlace(Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
+        OpDef def = accumulate ? IndexingOps.SCATTER_ADD : IndexingOps.SCATTER;
+        return withCorner(src, index, s -> Dispatcher.callInPlace(def, new Tensor[] {self, index, s}, dim));
     }
 
     /** {@code self.scatter_(dim, index, value)}: writes a scalar (converted to self's dtype) at the indexed places. */
     public static Tensor scatterValueInPlace(Tensor self, int dim, Tensor index, double value) {
-        String op = "scatter_";
-        self.checkWritable(op);
-        checkOpen(op, self, index);
-        checkScatterIndex(op, self, dim, index);
-        self.checkNoInternalOverlap(op);
-        self.checkNoOverlap(op, index);
-        boolean record = Autograd.needsGrad(self);
-        if (record) Elementwise.checkInPlaceAllowed(op, self);
-        try (Tensor v = scalarLike(self, value)) {
-            withoutGrad(() -> scatterImpl(op, self, dim, index, v.broadcastTo(index.shape()), false));
-        }
-        if (!record) return self;
-        int d = Shapes.wrapDim(op, dim, Math.max(self.dim(), 1));
-        SavedTensor si = Autograd.save(index);
-        // self: grad with the written places zeroed
-        return Autograd.record("ScatterBackward1", self, g -> new Tensor[] {g[0].scatter(d, si.get(), 0.0)},
-                new Tensor[] {self}, si);
+        return Dispatcher.callInPlace(IndexingOps.SCATTER_VALUE, new Tensor[] {self, index}, dim, value);
     }
 
     /**
-     * {@code self.scatter(dim, index, src)}, or {@code scatter_add} when {@code accumulate} ({@link IndexingOps#SCATTER_ADD},
-     * given the index-shaped corner of a larger {@code src}, so that the rest of it gets a zero gradient).
+     * {@code self.scatter(dim, index, src)}, or {@code scatter_add} when {@code accumulate} ({@link IndexingOps#SCATTER},
+     * {@link IndexingOps#SCATTER_ADD}), given the index-shaped corner of a larger {@code src}, so that the rest of it gets a
+     * zero gradient.
      */
-    public static Tensor scatter(String op, Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
-        if (accumulate) {
-            if (!cornerNeeded(src, index)) return Dispatcher.call(IndexingOps.SCATTER_ADD, new Tensor[] {self, index, src}, dim);
-            Tensor corner = src.asStrided(index.shape(), src.strides(), src.storageOffset());
-            try {
-                return Dispatcher.call(IndexingOps.SCATTER_ADD, new Tensor[] {self, index, corner}, dim);
-            } finally {
-                // a view in the graph stays referenced by its node
-                if (!corner.requiresGrad()) corner.close();
-            }
-        }
-        Tensor r = self.clone();
-        try {
-            return scatterInPlace(op, r, dim, index, src, accumulate);
-        } catch (RuntimeException e) {
-            r.close();
-            throw e;
-        }
+    public static Tensor scatter(Tensor self, int dim, Tensor index, Tensor src, boolean accumulate) {
+        OpDef def = accumulate ? IndexingOps.SCATTER_ADD : IndexingOps.SCATTER;
+        return withCorner(src, index, s -> Dispatcher.call(def, new Tensor[] {self, index, s}, dim));
     }
 
+    /** {@code self.scatter(dim, index, value)} ({@link IndexingOps#SCATTER_VALUE}). */
     public static Tensor scatterValue(Tensor self, int dim, Tensor index, double value) {
-        Tensor r = self.clone();
+        return Dispatcher.call(IndexingOps.SCATTER_VALUE, new Tensor[] {self, index}, dim, value);
+    }
+
+    /**
+     * {@code body} of {@code src}, or of its index-shaped corner when {@code src} is larger than {@code index}: only the
+     * corner is read, so that the rest of a larger {@code src} gets a zero gradient.
+     */
+    private static Tensor withCorner(Tensor src, Tensor index, java.util.function.UnaryOperator<Tensor> body) {
+        if (!cornerNeeded(src, index)) return body.apply(src);
+        Tensor corner = src.asStrided(index.shape(), src.strides(), src.storageOffset());
         try {
-            return scatterValueInPlace(r, dim, index, value);
-        } catch (RuntimeException e) {
-            r.close();
-            throw e;
+            return body.apply(corner);
+        } finally {
+            // a view in the graph stays referenced by its node
+            if (!corner.requiresGrad()) corner.close();
         }
     }
 
@@ -179,14 +114,6 @@ public final class Indexing {
         return true;
     }
 
-    private static void checkScatterIndex(String op, Tensor self, int dim, Tensor index) {
-        if (index.dtype() != DType.INT64) {
-            throw new IllegalArgumentException(op + ": expected dtype int64 for index, got " + index.dtype());
-        }
-        sameDevice(op, self, index);
-        Shapes.wrapDim(op, dim, self.dim());
-    }
-
     // ---------------------------------------------------------------- index_add / index_copy / index_fill
 
     /** {@code self.index_add(dim, index, source, alpha)}: a copy of self with the slices added ({@link IndexingOps#INDEX_ADD}). */
@@ -196,25 +123,7 @@ public final class Indexing {
 
     /** {@code self.index_add_(dim, index, source, alpha)}: {@code self.select(dim, index[i]) += alpha * source.select(dim, i)}. */
     public static Tensor indexAddInPlace(Tensor self, int dim, Tensor index, Tensor source, double alpha) {
-        String op = "indexAdd_";
-        self.checkWritable(op);
-        if (!self.dtype().isFloatingPoint() && alpha != Math.rint(alpha)) {
-            throw new IllegalArgumentException(op + ": for integral input tensors, alpha must not be a floating point number, got "
-                    + alpha);
-        }
-        boolean selfGrad = self.requiresGrad();
-        boolean sourceGrad = source.requiresGrad();
-        if (!Autograd.needsGrad(self, source)) return indexAccumulate(op, self, dim, index, source, true, alpha, true);
-        Elementwise.checkInPlaceAllowed(op, self);
-        withoutGrad(() -> indexAccumulate(op, self, dim, index, source, true, alpha, true));
-        int d = Shapes.wrapDim(op, dim, Math.max(self.dim(), 1));
-        long[] sourceShape = source.shape();
-        SavedTensor si = Autograd.save(index);
-        // self: grad; source: alpha * grad.index_select(dim, index)
-        return Autograd.record("IndexAddBackward0", self, g -> new Tensor[] {
-                selfGrad ? g[0] : null,
-                sourceGrad ? reshapeTo(scaled(g[0].indexSelect(d, si.get()), alpha), sourceShape) : null},
-                new Tensor[] {self, source}, si);
+        return Dispatcher.callInPlace(IndexingOps.INDEX_ADD, new Tensor[] {self, index, source}, dim, alpha);
     }
 
     /** {@code self.index_copy_(dim, index, source)}: {@code self.select(dim, index[i]) = source.select(dim, i)}; index is int64. */
@@ -236,44 +145,14 @@ public final class Indexing {
                 new Tensor[] {self, source}, si);
     }
 
-    /** {@code self.index_fill_(dim, index, value)}; index is int64 and negative entries wrap, as PyTorch. */
+    /** {@code self.index_fill_(dim, index, value)}; index is int64 and negative entries wrap, as PyTorch ({@link IndexingOps#INDEX_FILL}). */
     public static Tensor indexFillInPlace(Tensor self, int dim, Tensor index, double value) {
-        self.checkWritable("indexFill_");
-        if (!Autograd.needsGrad(self)) return indexFillImpl(self, dim, index, value);
-        Elementwise.checkInPlaceAllowed("indexFill_", self);
-        withoutGrad(() -> indexFillImpl(self, dim, index, value));
-        int d = Shapes.wrapDim("indexFill_", dim, Math.max(self.dim(), 1));
-        SavedTensor si = Autograd.save(index);
-        // self: grad.index_fill(dim, index, 0)
-        return Autograd.record("IndexFillBackward0", self, g -> new Tensor[] {g[0].indexFill(d, si.get(), 0.0)},
-                new Tensor[] {self}, si);
+        return Dispatcher.callInPlace(IndexingOps.INDEX_FILL, new Tensor[] {self, index}, dim, value);
     }
 
-    private static Tensor indexFillImpl(Tensor self, int dim, Tensor index, double value) {
-        String op = "indexFill_";
-        checkOpen(op, self, index);
-        Device device = sameDevice(op, self, index);
-        if (index.dtype() != DType.INT64) {
-            throw new IllegalArgumentException(op + ": expected dtype int64 for index, got " + index.dtype());
-        }
-        if (index.dim() > 1) {
-            throw new IllegalArgumentException(op + ": index has to be a vector or a scalar, got shape " + Shapes.format(index.shape()));
-        }
-        self.checkNoOverlap(op, index);
-        int d = Shapes.wrapDim(op, dim, self.dim());
-        if (self.dim() == 0) {
-            try (Tensor s = self.unsqueeze(0)) {
-                indexFillImpl(s, 0, index, value);
-            }
-            return self;
-        }
-        long[] shape = self.shape();
-        shape[d] = index.numel();
-        try (Tensor v = scalarLike(self, value); Tensor i = atLeast1d(index)) {
-            kernels(device).indexAccumulate(op, view(self), d, view(i), view(v.broadcastTo(shape)), false, 1, true);
-        }
-        self.bumpVersion();
-        return self;
+    /** {@code self.index_fill(dim, index, value)} ({@link IndexingOps#INDEX_FILL}). */
+    public static Tensor indexFill(Tensor self, int dim, Tensor index, double value) {
+        return Dispatcher.call(IndexingOps.INDEX_FILL, new Tensor[] {self, index}, dim, value);
     }
 
     private static Tensor indexAccumulate(String op, Tensor self, int dim, Tensor index, Tensor source, boolean accumulate,
@@ -334,53 +213,14 @@ public final class Indexing {
 
     // ---------------------------------------------------------------- masks
 
-    /** {@code self.masked_fill(mask, value)}: the result has the broadcast shape of self and mask, self's dtype. */
+    /** {@code self.masked_fill(mask, value)}: the result has the broadcast shape of self and mask, self's dtype ({@link IndexingOps#MASKED_FILL}). */
     public static Tensor maskedFill(Tensor self, Tensor mask, double value) {
-        String op = "maskedFill";
-        checkOpen(op, self, mask);
-        Device device = sameDevice(op, self, mask);
-        requireMask(op, mask);
-        long[] shape = Shapes.broadcast(op, self.shape(), mask.shape());
-        Tensor out = Tensor.empty(shape, self.dtype(), device);
-        try (Tensor v = scalarLike(self, value)) {
-            Backends.of(device).where(view(mask.broadcastTo(shape)), view(v.broadcastTo(shape)),
-                    view(self.broadcastTo(shape)), view(out));
-        } catch (RuntimeException e) {
-            out.close();
-            throw e;
-        }
-        if (!Autograd.needsGrad(self)) return out;
-        long[] selfShape = self.shape();
-        DType selfType = self.dtype();
-        SavedTensor sm = Autograd.save(mask);
-        // self: grad.masked_fill(mask, 0), summed over the dimensions the mask broadcast self to
-        return Autograd.record("MaskedFillBackward0", out, g -> new Tensor[] {
-                Gradients.sumTo(g[0].maskedFill(sm.get(), 0.0), selfShape, selfType)}, new Tensor[] {self}, sm);
+        return Dispatcher.call(IndexingOps.MASKED_FILL, new Tensor[] {self, mask}, value);
     }
 
-    /** {@code self.masked_fill_(mask, value)}: the mask must broadcast to self's shape. */
+    /** {@code self.masked_fill_(mask, value)}: the mask must broadcast to self's shape ({@link Dispatcher#callInPlace}). */
     public static Tensor maskedFillInPlace(Tensor self, Tensor mask, double value) {
-        String op = "maskedFill_";
-        self.checkWritable(op);
-        checkOpen(op, self, mask);
-        Device device = sameDevice(op, self, mask);
-        requireMask(op, mask);
-        self.checkNoPartialOverlap(op, mask);
-        long[] shape = Shapes.broadcast(op, self.shape(), mask.shape());
-        if (!Arrays.equals(shape, self.shape())) {
-            throw new IllegalArgumentException(op + ": output with shape " + Shapes.format(self.shape())
-                    + " doesn't match the broadcast shape " + Shapes.format(shape));
-        }
-        boolean record = Autograd.needsGrad(self);
-        if (record) Elementwise.checkInPlaceAllowed(op, self);
-        try (Tensor v = scalarLike(self, value)) {
-            Backends.of(device).where(view(mask.broadcastTo(shape)), view(v.broadcastTo(shape)), view(self), view(self));
-        }
-        self.bumpVersion();
-        if (!record) return self;
-        SavedTensor sm = Autograd.save(mask);
-        return Autograd.record("MaskedFillBackward0", self, g -> new Tensor[] {g[0].maskedFill(sm.get(), 0.0)},
-                new Tensor[] {self}, sm);
+        return Dispatcher.callInPlace(IndexingOps.MASKED_FILL, new Tensor[] {self, mask}, value);
     }
 
     /** {@code self.masked_select(mask)}: the elements where the broadcast mask is true, as a 1-d tensor. */
@@ -742,29 +582,9 @@ public final class Indexing {
         return Torch.zeros(shape, g.dtype(), g.device());
     }
 
-    private static Tensor scaled(Tensor t, double alpha) {
-        return alpha == 1 ? t : t.mul(alpha);
-    }
-
     /** {@code t} with {@code shape}, which differs at most by size-1 dimensions (0-d operands indexed as 1-d). */
     private static Tensor reshapeTo(Tensor t, long[] shape) {
         return Arrays.equals(t.shape(), shape) ? t : t.reshape(shape);
-    }
-
-    /**
-     * The gradient of a scatter {@code src} that is larger than the index: the index-shaped gradient
-     * in the leading corner, zeros elsewhere (only the corner was read).
-     */
-    private static Tensor padTo(Tensor t, long[] shape) {
-        if (Arrays.equals(t.shape(), shape)) return t;
-        if (t.numel() == Shapes.numel(shape)) return t.reshape(shape);
-        Tensor z = zerosOf(shape, t);
-        if (t.numel() == 0) return z;
-        try (Tensor z1 = z.dim() == 0 ? z.unsqueeze(0) : z.alias(); Tensor t1 = t.dim() == 0 ? t.unsqueeze(0) : t.alias();
-             Tensor corner = z1.asStrided(t1.shape(), z1.strides(), 0)) {
-            corner.copy_(t1);
-        }
-        return z;
     }
 
     /** The non-null entries of an advanced index, saved for backward, and the list rebuilt from them. */
@@ -825,22 +645,10 @@ public final class Indexing {
         }
     }
 
-    private static void checkSameRank(String op, Tensor self, Tensor index) {
-        if (self.dim() != index.dim()) {
-            throw new IllegalArgumentException(op + ": index tensor must have the same number of dimensions as the input"
-                    + " (index " + Shapes.format(index.shape()) + ", tensor " + Shapes.format(self.shape()) + ")");
-        }
-    }
-
     /** A 1-d view of a 0-d tensor (a new reference otherwise), since a 0-d tensor indexes as one of size 1. */
     private static Tensor atLeast1d(Tensor t) {
         // unsqueeze rather than view(1): Shapes.viewStrides rejects 0-d inputs.
         return t.dim() == 0 ? t.unsqueeze(0) : t.alias();
-    }
-
-    /** A 0-d tensor of {@code like}'s dtype and device holding {@code value} converted as {@code fill_} does. */
-    private static Tensor scalarLike(Tensor like, double value) {
-        return Tensor.empty(new long[0], like.dtype(), like.device()).fill_(value);
     }
 
     private static StridedView[] views(Tensor[] ts) {

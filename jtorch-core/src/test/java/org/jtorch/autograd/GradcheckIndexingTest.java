@@ -279,7 +279,7 @@ class GradcheckIndexingTest {
     void inPlaceIndexingOfALeafThatRequiresGradIsRefused() {
         try (Tensor x = input(3, 4); Tensor i = longs(new long[] {0}, 1); Tensor src = input(1, 4)) {
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> x.indexFill_(0, i, 1.0));
-            assertTrue(e.getMessage().contains("indexFill_"), e.getMessage());
+            assertTrue(e.getMessage().contains("index_fill_"), e.getMessage());
             assertThrows(IllegalStateException.class, () -> x.scatter_(0, i.view(1, 1), src));
             assertThrows(IllegalStateException.class, () -> x.indexPut_(new Tensor[] {i}, src, false));
         }

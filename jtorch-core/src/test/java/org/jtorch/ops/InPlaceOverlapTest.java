@@ -59,11 +59,11 @@ class InPlaceOverlapTest {
         ops.add(Map.entry("addcmul_", t -> t.addcmul_(src(), src(), 1)));
         ops.add(Map.entry("addcdiv_", t -> t.addcdiv_(src(), src(), 1)));
         ops.add(Map.entry("lerp_", t -> t.lerp_(src(), 0.5)));
-        ops.add(Map.entry("indexAdd_", t -> t.indexAdd_(0, Torch.tensor(0L), Torch.tensor(1f))));
+        ops.add(Map.entry("index_add_", t -> t.indexAdd_(0, Torch.tensor(0L), Torch.tensor(1f))));
         ops.add(Map.entry("indexCopy_", t -> t.indexCopy_(0, Torch.tensor(0L), Torch.tensor(1f))));
         ops.add(Map.entry("scatter_", t -> t.scatter_(0, Torch.tensor(0L), Torch.tensor(1f))));
         ops.add(Map.entry("scatter_", t -> t.scatter_(0, Torch.tensor(0L), 1.0)));
-        ops.add(Map.entry("scatterAdd_", t -> t.scatterAdd_(0, Torch.tensor(0L), Torch.tensor(1f))));
+        ops.add(Map.entry("scatter_add_", t -> t.scatterAdd_(0, Torch.tensor(0L), Torch.tensor(1f))));
         ops.add(Map.entry("uniform_", t -> Init.uniform_(t, 0, 1)));
         ops.add(Map.entry("normal_", t -> Init.normal_(t, 0, 1)));
         ops.add(Map.entry("truncNormal_", t -> Init.truncNormal_(t, 0, 1, -2, 2)));
@@ -141,14 +141,14 @@ class InPlaceOverlapTest {
     void indexingOpsRefuseAnyInputSharingTheDestination() {
         Tensor all = Torch.tensor(0L, 1L, 2L, 3L, 4L, 5L);
         Tensor x = six();
-        assertSharedWithInput("indexAdd_", () -> x.indexAdd_(0, all, x));
+        assertSharedWithInput("index_add_", () -> x.indexAdd_(0, all, x));
         assertSharedWithInput("indexCopy_", () -> x.indexCopy_(0, all, x));
         assertSharedWithInput("scatter_", () -> x.scatter_(0, all, x));
-        assertSharedWithInput("scatterAdd_", () -> x.scatterAdd_(0, all, x));
+        assertSharedWithInput("scatter_add_", () -> x.scatterAdd_(0, all, x));
         assertSharedWithInput("indexPut_", () -> x.indexPut_(new Tensor[] {all}, x, false));
         assertSharedWithInput("indexPut_", () -> x.indexPut_(new Tensor[] {Torch.tensor(0L, 1L)}, x.narrow(0, 1, 2), true));
         Tensor ids = Torch.tensor(0L, 1L, 2L);
-        assertSharedWithInput("indexFill_", () -> ids.indexFill_(0, ids, 7));
+        assertSharedWithInput("index_fill_", () -> ids.indexFill_(0, ids, 7));
         assertArrayEquals(new float[] {0, 1, 2, 3, 4, 5}, x.toFloatArray(), "a refused op wrote");
     }
 

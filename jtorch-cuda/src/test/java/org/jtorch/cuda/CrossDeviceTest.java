@@ -89,13 +89,13 @@ class CrossDeviceTest {
         calls.put("conv2d", () -> F.conv2d(labelledCuda(f, 1, 2, 5, 5), host(f, 3, 2, 3, 3)));
         calls.put("index_select", () -> labelledCuda(f, 4, 3).indexSelect(0, host(l, 2)));
         calls.put("gather", () -> labelledCuda(f, 4, 3).gather(0, host(l, 2, 3)));
-        calls.put("maskedFill", () -> labelledCuda(f, 4, 3).maskedFill(host(DType.BOOL, 4, 3), 1.0));
+        calls.put("masked_fill", () -> labelledCuda(f, 4, 3).maskedFill(host(DType.BOOL, 4, 3), 1.0));
         calls.put("maskedSelect", () -> labelledCuda(f, 4, 3).maskedSelect(host(DType.BOOL, 4, 3)));
         calls.put("index", () -> labelledCuda(f, 4, 3).index(host(l, 2)));
         calls.put("indexPut_", () -> labelledCuda(f, 4, 3).indexPut_(new Tensor[] {host(l, 2)}, labelledCuda(f, 2, 3), false));
         calls.put("cat", () -> Torch.cat(labelledCuda(f, 2, 3), host(f, 2, 3)));
         calls.put("gather (nllLoss)", () -> F.nllLoss(labelledCuda(f, 2, 3), host(l, 2)));
-        calls.put("index_select (embedding)", () -> F.embedding(host(l, 2), labelledCuda(f, 4, 3)));
+        calls.put("embedding", () -> F.embedding(host(l, 2), labelledCuda(f, 4, 3)));
         calls.put("batchNorm", () -> F.batchNorm(labelledCuda(f, 2, 3, 4), host(f, 3), host(f, 3)));
         calls.put("groupNorm", () -> F.groupNorm(labelledCuda(f, 2, 4, 3), 2, host(f, 4), null, 1e-5));
         calls.put("bmm (einsum)", () -> Torch.einsum("ij,jk->ik", labelledCuda(f, 2, 3), host(f, 3, 4)));

@@ -360,7 +360,7 @@ class IndexDeviceConformanceTest {
             try (Tensor x = onDevice(matrix(DType.FLOAT32, 5, 6), DType.FLOAT32, false, d); Tensor i = longs(d, new long[] {-1}, 1);
                  Tensor s = onDevice(matrix(DType.FLOAT32, 1, 6), DType.FLOAT32, false, d)) {
                 IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> synchronousChecks(() -> x.indexAdd_(0, i, s)));
-                assertEquals("indexAdd_: index -1 is out of bounds for dimension 0 with size 5", e.getMessage());
+                assertEquals("index_add_: index -1 is out of bounds for dimension 0 with size 5", e.getMessage());
                 assertArrayEquals(flat(matrix(DType.FLOAT32, 5, 6)), host(x));
             }
         });
