@@ -369,9 +369,12 @@ final class ExprCompiler {
                     };
                 }
                 TensorFn b = compile(eb);
-                // A third argument is the op's scalar parameter (leaky_relu_backward's slope); add's alpha is 1 by default.
-                ScalarFn p0 = args.size() > 2 ? compileScalar(args.get(2)) : p -> 1;
-                return v -> Dispatcher.binary(op, a.eval(v), b.eval(v), p0.eval(v));
+                if (args.size() > 2) {
+                    // A third argument is the op's scalar parameter (leaky_relu_backward's slope).
+                    ScalarFn p0 = compileScalar(args.get(2));
+                    return v -> Dispatcher.binary(op, a.eval(v), b.eval(v), p0.eval(v));
+                }
+                return v -> Dispatcher.binary(op, a.eval(v), b.eval(v), 1);
             }
             case REDUCTION -> {
                 // A reduction inside a tree reduces like the call being evaluated (see Expr.Unreduce).
