@@ -66,6 +66,9 @@ final class ExamplesBench {
 
     static final int MIN_STEPS = 8, MAX_STEPS = 5000;
 
+    /** Steps the kernel profile averages over: enough that one stray compile or collection does not lead the table. */
+    static final int PROFILED_STEPS = 10;
+
     /** Runs each program (or only {@code only}) in a child JVM with this JVM's flags; their lines go to stdout. */
     static void runAll(boolean quick, String only, boolean profile, boolean cpuTime) {
         List<String> failed = new ArrayList<>();
@@ -101,9 +104,9 @@ final class ExamplesBench {
 
     /**
      * The child's part: one program's steps, timed from {@code launchedAtMicros} (epoch microseconds); with {@code profile},
-     * then each kernel's host time over 5 more steps, to stderr. With {@code cpuTime} the step times (and so
-     * {@code NAME_step_ms}) are the calling thread's CPU time: with {@code JTORCH_NUM_THREADS=1} on a loaded machine,
-     * what a step costs rather than how long it waited for a core.
+     * then each kernel's host time over {@link #PROFILED_STEPS} more steps, to stderr. With {@code cpuTime} the step times
+     * (and so {@code NAME_step_ms}) and the kernel times are the calling thread's CPU time: with
+     * {@code JTORCH_NUM_THREADS=1} on a loaded machine, what a step costs rather than how long it waited for a core.
      */
     static Map<String, Double> runOne(String name, boolean quick, long launchedAtMicros, boolean profile, boolean cpuTime) {
         Program program = PROGRAMS.stream().filter(p -> p.name().equals(name)).findFirst()
@@ -123,7 +126,10 @@ final class ExamplesBench {
             stepSeconds.add((cpuTime ? c1 - c0 : t1 - t0) * 1e-9);
             endSeconds.add(launchToAnchor + (t1 - anchorNanos) * 1e-9);
         }
-        if (profile) System.err.print(name + ", kernels per step:\n" + Timing.kernelProfile(0, 5, step));
+        if (profile) {
+            System.err.print(name + ", kernels per step" + (cpuTime ? " (thread CPU time)" : "") + ":\n"
+                    + Timing.kernelProfile(0, PROFILED_STEPS, step, cpuTime));
+        }
         return summary(name, stepSeconds, endSeconds);
     }
 

@@ -45,9 +45,14 @@ final class Timing {
 
     /** Each kernel's host time per step ({@code KernelProfiler}'s table) over {@code steps} steps after {@code warmup}. */
     static String kernelProfile(int warmup, int steps, Runnable step) {
+        return kernelProfile(warmup, steps, step, false);
+    }
+
+    /** {@link #kernelProfile(int, int, Runnable)}, in the calling thread's CPU time with {@code threadCpuTime}. */
+    static String kernelProfile(int warmup, int steps, Runnable step, boolean threadCpuTime) {
         for (int i = 0; i < warmup; i++) step.run();
         org.jtorch.backend.KernelProfiler.reset();
-        org.jtorch.backend.KernelProfiler.start();
+        org.jtorch.backend.KernelProfiler.start(threadCpuTime);
         try {
             for (int i = 0; i < steps; i++) step.run();
         } finally {

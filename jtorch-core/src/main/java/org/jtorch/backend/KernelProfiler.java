@@ -20,6 +20,8 @@ import org.jtorch.op.StridedView;
  */
 public final class KernelProfiler {
     private static volatile boolean active;
+    private static volatile boolean threadCpuTime;
+    private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
     private static final Map<String, Totals> TOTALS = new ConcurrentHashMap<>();
     private static final Map<Backend, Backend> WRAPPED = new ConcurrentHashMap<>();
 
@@ -33,9 +35,23 @@ public final class KernelProfiler {
         final AtomicLong nanos = new AtomicLong();
     }
 
-    /** Starts timing kernel calls (adding to what was recorded before; see {@link #reset}). */
+    /** Starts timing kernel calls in wall-clock time (adding to what was recorded before; see {@link #reset}). */
     public static void start() {
+        start(false);
+    }
+
+    /**
+     * Starts timing kernel calls, in the calling thread's CPU time with {@code threadCpuTime}: on a loaded machine with
+     * one kernel thread ({@code JTORCH_NUM_THREADS=1}) what each kernel costs rather than how long it waited for a core.
+     */
+    public static void start(boolean threadCpuTime) {
+        KernelProfiler.threadCpuTime = threadCpuTime;
         active = true;
+    }
+
+    /** The clock the recorded times are differences of: {@link System#nanoTime} or the thread's CPU time (see {@link #start(boolean)}). */
+    public static long clock() {
+        return threadCpuTime ? THREADS.getCurrentThreadCpuTime() : System.nanoTime();
     }
 
     /** Stops timing; the recorded totals stay until {@link #reset}. */
@@ -103,13 +119,13 @@ public final class KernelProfiler {
     static <T> T timed(Class<T> family, T target, String name) {
         return (T) Proxy.newProxyInstance(family.getClassLoader(), new Class<?>[] {family}, (proxy, method, args) -> {
             if (method.getDeclaringClass() == Object.class) return method.invoke(target, args);
-            long t0 = System.nanoTime();
+            long t0 = clock();
             try {
                 return method.invoke(target, args);
             } catch (InvocationTargetException e) {
                 throw e.getCause();
             } finally {
-                record(name + "." + method.getName(), args, System.nanoTime() - t0);
+                record(name + "." + method.getName(), args, clock() - t0);
             }
         });
     }

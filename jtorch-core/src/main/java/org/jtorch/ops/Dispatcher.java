@@ -214,9 +214,9 @@ public final class Dispatcher {
         Backends.of(name, device);
         OpKernel.Multi k = KernelRegistry.kernels(op, device.type());
         if (KernelProfiler.isActive()) {
-            long t0 = System.nanoTime();
+            long t0 = KernelProfiler.clock();
             k.run(outViews, views, scalars);
-            KernelProfiler.recordKernel(op.kernel(), outViews[0], System.nanoTime() - t0);
+            KernelProfiler.recordKernel(op.kernel(), outViews[0], KernelProfiler.clock() - t0);
         } else {
             k.run(outViews, views, scalars);
         }
@@ -338,9 +338,9 @@ public final class Dispatcher {
         Backends.of(op.pyName(), device);
         OpKernel k = KernelRegistry.kernel(op, device.type());
         if (KernelProfiler.isActive()) {
-            long t0 = System.nanoTime();
+            long t0 = KernelProfiler.clock();
             k.run(out, views, scalars);
-            KernelProfiler.recordKernel(op.kernel(), out, System.nanoTime() - t0);
+            KernelProfiler.recordKernel(op.kernel(), out, KernelProfiler.clock() - t0);
         } else {
             k.run(out, views, scalars);
         }
@@ -545,7 +545,7 @@ public final class Dispatcher {
         ReduceArgs args = new ReduceArgs(new int[] {d}, true);
         Tensor r = allocate(op.pyName(), x.shape(), x.dtype(), x.device());
         ReductionKernels kernels = Backends.of(x.device()).reductions();
-        long t0 = KernelProfiler.isActive() ? System.nanoTime() : 0;
+        long t0 = KernelProfiler.isActive() ? KernelProfiler.clock() : 0;
         switch (op.kernel()) {
             case "softmax" -> kernels.softmax(view(x), view(r), d, false);
             case "log_softmax" -> kernels.softmax(view(x), view(r), d, true);
@@ -553,7 +553,7 @@ public final class Dispatcher {
             case "cumprod" -> kernels.scan(true, view(x), view(r), d);
             default -> throw new IllegalStateException(op.name() + ": no backend kernel along a dimension named " + op.kernel());
         }
-        if (KernelProfiler.isActive()) KernelProfiler.recordKernel(op.kernel(), view(r), System.nanoTime() - t0);
+        if (KernelProfiler.isActive()) KernelProfiler.recordKernel(op.kernel(), view(r), KernelProfiler.clock() - t0);
         double[] scalars = {d};
         if (TRACING.get() != 0) traced(op, r, scalars, args, x);
         if (op.isDifferentiable() && Autograd.needsGrad(x)) {
@@ -572,9 +572,9 @@ public final class Dispatcher {
         try (Tensor k = r.asStrided(keep, Shapes.contiguousStrides(keep), r.storageOffset());
              Tensor out = k.broadcastTo(call.inputShape())) {
             if (KernelProfiler.isActive()) {
-                long t0 = System.nanoTime();
+                long t0 = KernelProfiler.clock();
                 reductionKernel(op, kernels, view(x), view(out), p);
-                KernelProfiler.recordKernel(op.kernel(), view(r), System.nanoTime() - t0);
+                KernelProfiler.recordKernel(op.kernel(), view(r), KernelProfiler.clock() - t0);
             } else {
                 reductionKernel(op, kernels, view(x), view(out), p);
             }
@@ -625,9 +625,9 @@ public final class Dispatcher {
             Backends.hold(op.pyName(), vo, va, vb);
             try {
                 if (KernelProfiler.isActive()) {
-                    long t0 = System.nanoTime();
+                    long t0 = KernelProfiler.clock();
                     k.run(device.index(), compute, vo, va, vb, p0, p1);
-                    KernelProfiler.recordKernel(op.kernel(), vo, System.nanoTime() - t0);
+                    KernelProfiler.recordKernel(op.kernel(), vo, KernelProfiler.clock() - t0);
                 } else {
                     k.run(device.index(), compute, vo, va, vb, p0, p1);
                 }

@@ -369,6 +369,11 @@ final class ExprCompiler {
                     };
                 }
                 TensorFn b = compile(eb);
+                if (args.size() > 2) {
+                    // A third argument is the op's scalar parameter (leaky_relu_backward's slope).
+                    ScalarFn p0 = compileScalar(args.get(2));
+                    return v -> Dispatcher.binary(op, a.eval(v), b.eval(v), p0.eval(v));
+                }
                 return v -> Dispatcher.binary(op, a.eval(v), b.eval(v), 1);
             }
             case REDUCTION -> {

@@ -52,6 +52,26 @@ class KernelProfilerTest {
     }
 
     @Test
+    void threadCpuTimeIsWhatTheCallingThreadSpentInTheKernels() {
+        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        try (Tensor x = Torch.randn(8, 16, 16, 16); Tensor w = Torch.randn(16, 16, 3, 3)) {
+            KernelProfiler.start(true);
+            long c0 = threads.getCurrentThreadCpuTime();
+            try (Tensor y = F.conv2d(x, w, null, new int[] {1}, new int[] {1}, new int[] {1}, 1)) {
+                assertEquals(16, y.size(1));
+            }
+            long spent = threads.getCurrentThreadCpuTime() - c0;
+            KernelProfiler.stop();
+            // The kernel's CPU time is part of the calling thread's (with more kernel threads, the others' is not counted).
+            double ms = find("convolution [8, 16, 16, 16]").totalMillis();
+            assertTrue(ms > 0 && ms <= spent / 1e6 + 1e-9, ms + " ms recorded, the thread spent " + spent / 1e6);
+        }
+        // start() is wall-clock time again.
+        KernelProfiler.start();
+        assertTrue(Math.abs(KernelProfiler.clock() - System.nanoTime()) < 60_000_000_000L);
+    }
+
+    @Test
     void backendsAreWrappedOnlyWhileStarted() {
         Backend plain = Backends.of(Device.cpu());
         assertTrue(plain instanceof HoldingBackend);

@@ -63,11 +63,12 @@ class PointwiseOpTableTest {
         List<String> names = SCALARS.getOrDefault(op.name(), List.of());
         if (op.name().equals("hardtanh")) return new double[] {c.doubleArg("min_val", -1), c.doubleArg("max_val", 1)};
         if (op.name().equals("logit")) return new double[] {c.doubleArg("eps", Double.NaN)};
+        if (op.name().equals("leaky_relu_backward")) return new double[] {c.doubleArg("negative_slope", Double.NaN)};
         return new double[names.size()];
     }
 
     private static final Map<String, double[]> GRADCHECK_SCALARS = Map.of("hardtanh", new double[] {-1.5, 2}, "pow_scalar",
-            new double[] {2.5}, "leaky_relu", new double[] {0.2}, "softplus", new double[] {1.5, 3}, "clamp", new double[] {-1, 2});
+            new double[] {2.5}, "leaky_relu", new double[] {0.2}, "leaky_relu_backward", new double[] {0.2}, "softplus", new double[] {1.5, 3}, "clamp", new double[] {-1, 2});
     private static final java.util.Set<String> POSITIVE_DOMAIN = java.util.Set.of("pow", "pow_scalar", "log", "log1p", "sqrt", "rsqrt");
 
     @Test
@@ -87,7 +88,9 @@ class PointwiseOpTableTest {
                     assertTrue(Gradcheck.check(t -> Dispatcher.call(op, t, s), new Tensor[] {x}), op.name());
                 } else {
                     Tensor b = Torch.rand(7).add(0.5).to(DType.FLOAT64).requiresGrad_(true);
-                    assertTrue(Gradcheck.check(t -> Dispatcher.call(op, t), new Tensor[] {x, b}), op.name());
+                    double[] s = GRADCHECK_SCALARS.get(op.name());
+                    assertTrue(Gradcheck.check(t -> s == null ? Dispatcher.call(op, t) : Dispatcher.call(op, t, s),
+                            new Tensor[] {x, b}), op.name());
                 }
             } catch (AssertionError | RuntimeException e) {
                 throw new AssertionError(op.name() + ": " + e.getMessage(), e);

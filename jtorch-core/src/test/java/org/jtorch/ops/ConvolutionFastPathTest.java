@@ -217,6 +217,10 @@ class ConvolutionFastPathTest {
         compare(new long[] {18, 17, 4, 4}, new long[] {23, 17, 3, 3}, new int[] {1}, new int[] {2}, new int[] {2}, 1);
         compare(new long[] {16, 18, 4, 3}, new long[] {21, 18, 3, 2}, new int[] {1}, new int[] {1, 0}, new int[] {1}, 1);
         compare(new long[] {16, 16, 8, 8}, new long[] {32, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        // DCGAN's 4x4 stride-2 layer from 8x8 into 4x4 (its padding is 23% of the products: all three passes here), and
+        // a ragged 7x6 input.
+        compare(new long[] {33, 20, 8, 8}, new long[] {24, 20, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {17, 18, 7, 6}, new long[] {19, 18, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
     }
 
     /**
@@ -227,6 +231,8 @@ class ConvolutionFastPathTest {
     @Test
     void randomTinyMapsMatchFloat64() {
         compareRandomSmallOutputs(new Random(37), 10, 4, 2, 6, new int[] {16, 25}, new int[] {16, 25}, 25);
+        // Input maps up to 8x8 (the padded ones among them take the tap pairs for all three passes).
+        compareRandomSmallOutputs(new Random(43), 10, 4, 2, 8, new int[] {16, 25}, new int[] {16, 25}, 25);
     }
 
     /**

@@ -18,7 +18,8 @@ import org.jtorch.op.StridedView;
  * {@code g * (x - mean)} per channel in one pass and writes the input gradient in a second. Float32
  * planes of at least one vector get Vector API loops whose f32 lane sums are flushed into doubles
  * every {@value #SUM_BLOCK} elements; float32 {@code [n, c]} inputs (one element per plane, BatchNorm1d)
- * run vectors across channels instead; every other case (float64, bfloat16, float16, small planes) loads
+ * run vectors across channels instead, and float32 planes shorter than a vector across each image's
+ * {@code c * s} elements, folding lanes into channels; every other case (float64, bfloat16, float16) loads
  * blocks into doubles with {@link ElementIO}. Statistics are parallel over channels, elementwise passes
  * over the {@code n * c} planes; each channel's sums run in a fixed order, so results do not depend on
  * the thread count.
@@ -47,6 +48,32 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     /** Float32 {@code [n, c]} (one element per plane) with at least one vector of channels: vectors run across channels. */
     private static boolean rowsF32(StridedView x, long s, long c) {
         return x.dtype() == DType.FLOAT32 && s == 1 && c >= FL;
+    }
+
+    /**
+     * Float32 planes shorter than a vector (2x2 and 1x2 maps: ResNet-18's last stage at 64 px) whose image rows
+     * ({@code c * s} elements) hold one: the row kernels run over {@code [n, c * s]} with per-lane parameters (each
+     * channel's repeated {@code s} times) and fold lanes into channels, where the per-plane loops would load 4-element
+     * planes into double buffers one at a time.
+     */
+    private static boolean smallPlanesF32(StridedView x, long s, long c) {
+        return x.dtype() == DType.FLOAT32 && s > 1 && s < FL && c * s >= FL && c * s <= Integer.MAX_VALUE;
+    }
+
+    /** Each channel's value repeated for the {@code s} lanes of its plane in an image row. */
+    private static float[] lanes(double[] perChannel, int s) {
+        float[] f = new float[perChannel.length * s];
+        for (int i = 0; i < f.length; i++) f[i] = (float) perChannel[i / s];
+        return f;
+    }
+
+    /** The per-lane sums of an image row added up per channel ({@code s} lanes each). */
+    private static void foldLanes(double[] perLane, int s, double[] perChannel) {
+        for (int ch = 0; ch < perChannel.length; ch++) {
+            double t = 0;
+            for (int q = 0; q < s; q++) t += perLane[ch * s + q];
+            perChannel[ch] = t;
+        }
     }
 
     /** Chunks of {@link #FL} channels, the last one possibly partial. */
@@ -124,6 +151,32 @@ final class CpuNormalizationKernels implements NormalizationKernels {
             Parallel.forRange(chunks(c), grain(n * FL), (begin, end) -> {
                 for (long k = begin; k < end; k++) rowStatsF32(xs, xb, n, cc, (int) k * FL, m, v);
             });
+            storeChannels(mean, m);
+            storeChannels(var, v);
+            return;
+        }
+        if (smallPlanesF32(x, s, c)) {
+            // Each lane's mean and variance over the n images, then a channel's from its s lanes' (equal counts): the
+            // mean of the means, and the mean of the variances plus the variance of the means.
+            int r = Math.toIntExact(c * s);
+            int si = (int) s;
+            double[] lm = new double[r];
+            double[] lv = new double[r];
+            Parallel.forRange(chunks(r), grain(n * FL), (begin, end) -> {
+                for (long k = begin; k < end; k++) rowStatsF32(xs, xb, n, r, (int) k * FL, lm, lv);
+            });
+            for (int ch = 0; ch < cc; ch++) {
+                double mu = 0;
+                for (int q = 0; q < si; q++) mu += lm[ch * si + q];
+                mu /= si;
+                double var2 = 0;
+                for (int q = 0; q < si; q++) {
+                    double d = lm[ch * si + q] - mu;
+                    var2 += lv[ch * si + q] + d * d;
+                }
+                m[ch] = n == 0 ? Double.NaN : mu;
+                v[ch] = n == 0 ? Double.NaN : var2 / si;
+            }
             storeChannels(mean, m);
             storeChannels(var, v);
             return;
@@ -347,6 +400,17 @@ final class CpuNormalizationKernels implements NormalizationKernels {
             });
             return;
         }
+        if (smallPlanesF32(x, s, c) && ot == DType.FLOAT32) {
+            int si = (int) s;
+            int r = cc * si;
+            float[] mf = lanes(m, si);
+            float[] sf = lanes(scale, si);
+            float[] bf = lanes(b, si);
+            Parallel.forRange(n, grain(r), (begin, end) -> {
+                for (long i = begin; i < end; i++) applyRowF32(xs, xb + 4 * i * r, os, ob + 4 * i * r, r, mf, sf, bf);
+            });
+            return;
+        }
         boolean fast = fastF32(x, s) && ot == DType.FLOAT32;
         Parallel.forRange(n * c, grain(s), (begin, end) -> {
             double[] buf = fast ? null : new double[BLOCK];
@@ -410,7 +474,20 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         double count = (double) n * s;
         boolean needSums = gradWeight != null || gradBias != null || (train && gradInput != null);
         boolean rows = rowsF32(x, s, c) && gt == DType.FLOAT32;
-        if (needSums && rows) {
+        boolean small = smallPlanesF32(x, s, c) && gt == DType.FLOAT32;
+        if (needSums && small) {
+            int si = (int) s;
+            int r = cc * si;
+            double[] meanLanes = new double[r];
+            for (int i = 0; i < r; i++) meanLanes[i] = (float) m[i / si];
+            double[] lg = new double[r];
+            double[] lgx = new double[r];
+            Parallel.forRange(chunks(r), grain(2 * n * FL), (begin, end) -> {
+                for (long k = begin; k < end; k++) rowSumsF32(gs, gb, xs, xb, n, r, (int) k * FL, meanLanes, lg, lgx);
+            });
+            foldLanes(lg, si, sumG);
+            foldLanes(lgx, si, sumGXmu);
+        } else if (needSums && rows) {
             Parallel.forRange(chunks(c), grain(2 * n * FL), (begin, end) -> {
                 for (long k = begin; k < end; k++) rowSumsF32(gs, gb, xs, xb, n, cc, (int) k * FL, m, sumG, sumGXmu);
             });
@@ -453,6 +530,18 @@ final class CpuNormalizationKernels implements NormalizationKernels {
             float[] af = floats(a);
             Parallel.forRange(n, grain(2 * c), (begin, end) -> {
                 for (long i = begin; i < end; i++) gradInputRowF32(gs, gb + 4 * i * c, xs, xb + 4 * i * c, ds, db + 4 * i * c, cc, mf, kf, gf, af);
+            });
+            return;
+        }
+        if (small && dt == DType.FLOAT32) {
+            int si = (int) s;
+            int r = cc * si;
+            float[] mf = lanes(m, si);
+            float[] kf = lanes(kk, si);
+            float[] gf = lanes(mg, si);
+            float[] af = lanes(a, si);
+            Parallel.forRange(n, grain(2 * r), (begin, end) -> {
+                for (long i = begin; i < end; i++) gradInputRowF32(gs, gb + 4 * i * r, xs, xb + 4 * i * r, ds, db + 4 * i * r, r, mf, kf, gf, af);
             });
             return;
         }

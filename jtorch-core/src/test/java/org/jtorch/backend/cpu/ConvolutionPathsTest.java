@@ -94,6 +94,14 @@ class ConvolutionPathsTest {
         Geometry from8 = geometry(new int[] {32, 128, 8, 8}, new int[] {256, 128, 3, 3}, 2, 2, 1, 1, 1);
         assertEquals(false, ConvSmallMapF32.handles(from8));
         assertEquals(true, ConvSmallMapF32.handlesInputGrad(from8));
+        assertEquals(23.0 / 144, ConvSmallMapF32.paddingShare(from8), 1e-12);
+        // DCGAN's 4x4 stride-2 layer from 8x8 into 4x4: its padding is 23% of the products, all three passes here.
+        Geometry dcgan = geometry(new int[] {64, 128, 8, 8}, new int[] {256, 128, 4, 4}, 2, 2, 1, 1, 1);
+        assertEquals(1 - 3.5 * 3.5 / 16, ConvSmallMapF32.paddingShare(dcgan), 1e-12);
+        assertEquals(true, ConvSmallMapF32.handles(dcgan));
+        // Unpadded, or from 16x16: the raster tiles' and direct kernels'.
+        assertEquals(false, ConvSmallMapF32.handles(geometry(new int[] {64, 128, 8, 8}, new int[] {256, 128, 4, 4}, 2, 2, 0, 0, 1)));
+        assertEquals(false, ConvSmallMapF32.handles(geometry(new int[] {64, 64, 16, 16}, new int[] {128, 64, 4, 4}, 2, 2, 1, 1, 1)));
         // 8x8 outputs, 1x1 shortcuts, small batches, few channels and groups are the other paths'.
         assertEquals(false, ConvSmallMapF32.handlesInputGrad(geometry(new int[] {32, 128, 8, 8}, new int[] {128, 128, 3, 3}, 1, 1, 1, 1, 1)));
         assertEquals(false, ConvSmallMapF32.handlesInputGrad(geometry(new int[] {32, 256, 8, 8}, new int[] {512, 256, 1, 1}, 2, 2, 0, 0, 1)));
