@@ -232,14 +232,6 @@ public final class Reductions {
 
     // ---------------------------------------------------------------- shared
 
-    /**
-     * A freshly allocated (contiguous) result seen with the reduced dims kept as size 1, to broadcast back
-     * to the input's shape for the kernel. Built with asStrided because a 0-d result may need a [1, 1] view.
-     */
-    private static Tensor keepdimView(Tensor result, long[] keepShape) {
-        return result.asStrided(keepShape, Shapes.contiguousStrides(keepShape), result.storageOffset());
-    }
-
     /** Which dimensions a reduction over {@code dims} covers: all when {@code dims} is empty; duplicates are an error. */
     static boolean[] reducedDims(String op, long[] shape, int[] dims) {
         boolean[] reduced = new boolean[shape.length];
