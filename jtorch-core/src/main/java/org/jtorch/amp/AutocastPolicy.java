@@ -31,8 +31,8 @@ public final class AutocastPolicy {
      */
     private static final Map<String, CastPolicy> CUDA = table(
             CastPolicy.LOWER_PRECISION, """
-                    _convolution conv1d conv2d conv3d conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d
-                    convolution cudnn_convolution cudnn_convolution_transpose prelu addmv addr einsum mv
+                    _convolution conv3d conv_tbc conv_transpose1d conv_transpose3d
+                    convolution cudnn_convolution cudnn_convolution_transpose prelu addmv addr
                     addbmm chain_matmul linalg_multi_dot _thnn_fused_lstm_cell _thnn_fused_gru_cell
                     lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell scaled_dot_product_attention""",
             CastPolicy.FP32, """
@@ -41,7 +41,7 @@ public final class AutocastPolicy {
                     poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss
                     margin_ranking_loss multilabel_margin_loss soft_margin_loss
                     triplet_margin_loss multi_margin_loss dist pdist cdist renorm""",
-            CastPolicy.PROMOTE, "atan2 bilinear cross dot grid_sampler index_put tensordot",
+            CastPolicy.PROMOTE, "atan2 bilinear cross grid_sampler index_put tensordot",
             CastPolicy.BANNED, "binary_cross_entropy",
             CastPolicy.AS_IS, "elu");
 
@@ -51,12 +51,12 @@ public final class AutocastPolicy {
      */
     private static final Map<String, CastPolicy> CPU = table(
             CastPolicy.LOWER_PRECISION, """
-                    conv1d conv2d conv3d addbmm _convolution conv_tbc
+                    conv3d addbmm _convolution conv_tbc
                     scaled_dot_product_attention""",
             CastPolicy.FP32, """
-                    conv_transpose1d conv_transpose2d conv_transpose3d avg_pool3d binary_cross_entropy grid_sampler polar
+                    conv_transpose1d conv_transpose3d avg_pool3d binary_cross_entropy grid_sampler polar
                     quantile nanquantile stft cdist trace view_as_complex cholesky cholesky_inverse cholesky_solve
-                    inverse lu_solve orgqr ormqr pinverse max_pool3d max_unpool2d max_unpool3d adaptive_avg_pool3d
+                    inverse lu_solve orgqr ormqr pinverse max_unpool3d
                     reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d replication_pad3d
                     cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss poisson_nll_loss
                     cross_entropy_loss margin_ranking_loss soft_margin_loss triplet_margin_loss
@@ -69,8 +69,7 @@ public final class AutocastPolicy {
                     multilabel_margin_loss_forward linalg_qr linalg_cholesky_ex linalg_svd linalg_eig linalg_eigh
                     linalg_lstsq linalg_inv_ex linalg_matrix_norm grid_sampler_2d _grid_sampler_2d_cpu_fallback
                     grid_sampler_3d""",
-            CastPolicy.PROMOTE, "index_copy",
-            CastPolicy.AS_IS, "mv dot");
+            CastPolicy.PROMOTE, "index_copy");
 
     /**
      * The policy of {@code op} on {@code deviceType}, or null when autocast leaves the op untouched there. The

@@ -51,6 +51,37 @@ public final class FrontEndOps {
                     new Param("groups", "int", "1"))
             .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
             .doc("`ops.Convolution.conv2d` (numeric padding; `padding='same'` is not traced yet)").build();
+    public static final OpDef CONV1D = OpDef.frontEnd("conv1d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"),
+                    new Param("stride", "int[1]", "1"), new Param("padding", "int[1]", "0"), new Param("dilation", "int[1]", "1"),
+                    new Param("groups", "int", "1"))
+            .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("`ops.Convolution.conv1d` (a 2-d convolution of height 1; `padding='same'` is not traced yet)").build();
+    /** float32 under CPU autocast, as PyTorch's CPU list; lower precision on CUDA. */
+    public static final OpDef CONV_TRANSPOSE2D = OpDef.frontEnd("conv_transpose2d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"),
+                    new Param("stride", "int[2]", "1"), new Param("padding", "int[2]", "0"), new Param("output_padding", "int[2]", "0"),
+                    new Param("groups", "int", "1"), new Param("dilation", "int[2]", "1"))
+            .autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("`ops.Convolution.convTranspose2d` (the convolution's input gradient, plus the bias)").build();
+    /** As is under CPU autocast (PyTorch 1.13's CPU list); lower precision on CUDA. */
+    public static final OpDef MV = OpDef.frontEnd("mv", true).rule(SAME_NO_BOOL).signature(SELF, Param.tensor("vec"))
+            .autocast(Device.Type.CPU, CastPolicy.AS_IS).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("`ops.Linalg.mv` (`mm` against one column)").build();
+    /** As is under CPU autocast; on CUDA both operands are promoted to the widest floating type, as PyTorch's list. */
+    public static final OpDef DOT = OpDef.frontEnd("dot", true).rule(SAME_NO_BOOL).signature(SELF, Param.tensor("tensor"))
+            .autocast(Device.Type.CPU, CastPolicy.AS_IS).autocast(Device.Type.CUDA, CastPolicy.PROMOTE)
+            .doc("`ops.Linalg.dot` (`mm` of a row against a column)").build();
+    /** Not traced as one op (its equation is a string): the trace sees the permutes, reshapes and products inside. */
+    public static final OpDef EINSUM = OpDef.frontEnd("einsum", true).rule(SAME_NO_BOOL)
+            .signature(new Param("equation", "str", null), new Param("tensors", "Tensor[]", null))
+            .autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("`ops.Einsum.einsum` (permutes, reshapes and one batched product per contraction)").build();
+    /** float32 under CPU autocast, as PyTorch's CPU list; untouched on CUDA. */
+    public static final OpDef MAX_UNPOOL2D = OpDef.frontEnd("max_unpool2d", true).rule(SAME_NO_BOOL)
+            .signature(SELF, Param.tensor("indices"), new Param("output_size", "SymInt[2]", null))
+            .autocast(Device.Type.CPU, CastPolicy.FP32)
+            .doc("`ops.Pooling.maxUnpool2d` (a scatter of the values to their recorded positions)").build();
     public static final OpDef BATCH_NORM = OpDef.frontEnd("batch_norm", true).rule(DTypeRule.FLOATING_ONLY)
             .signature(Param.tensor("input"), new Param("running_mean", "Tensor?", null), new Param("running_var", "Tensor?", null),
                     new Param("weight", "Tensor?", null), new Param("bias", "Tensor?", null), new Param("training", "bool", null),
@@ -65,9 +96,11 @@ public final class FrontEndOps {
     public static final OpDef MAX_POOL3D = OpDef.frontEnd("max_pool3d", true).rule(DTypeRule.FLOATING_ONLY)
             .signature(SELF, new Param("kernel_size", "int[3]", null), new Param("stride", "int[3]", "[]"),
                     new Param("padding", "int[3]", "0"), new Param("dilation", "int[3]", "1"), new Param("ceil_mode", "bool", "False"))
+            .autocast(Device.Type.CPU, CastPolicy.FP32)
             .doc("`ops.Pooling3d.maxPool3d` (separable: two passes of the 2-d kernels)").build();
     public static final OpDef ADAPTIVE_AVG_POOL3D = OpDef.frontEnd("adaptive_avg_pool3d", true).rule(DTypeRule.FLOATING_ONLY)
             .signature(SELF, new Param("output_size", "SymInt[3]", null))
+            .autocast(Device.Type.CPU, CastPolicy.FP32)
             .doc("`ops.Pooling3d.adaptiveAvgPool3d` (separable: two passes of the 2-d kernels)").build();
 
     private static OpDef view(String name, Param... params) {

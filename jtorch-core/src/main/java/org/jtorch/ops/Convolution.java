@@ -5,7 +5,6 @@ import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
-import org.jtorch.amp.Autocast;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.DType;
 import org.jtorch.Device;
@@ -34,43 +33,37 @@ public final class Convolution {
     // ------------------------------------------------------------------ public ops
 
     public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding, int[] dilation, int groups) {
-        if (Dispatcher.tracing()) {
-            double[] args = FrontEnds.concat(pair("conv2d", "stride", stride, 2), pair("conv2d", "padding", padding, 2),
-                    pair("conv2d", "dilation", dilation, 2), new int[] {groups});
-            return Dispatcher.traceFrontEnd(FrontEndOps.CONV2D, new Tensor[] {input, weight, bias}, args,
-                    () -> conv2d(input, weight, bias, stride, padding, dilation, groups));
+        int[] s = pair("conv2d", "stride", stride, 2), p = pair("conv2d", "padding", padding, 2), d = pair("conv2d", "dilation", dilation, 2);
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.CONV2D, new Tensor[] {input, weight, bias}, FrontEnds.concat(s, p, d, new int[] {groups}),
+                    t -> conv("conv2d", 2, t[0], t[1], t[2], s, p, null, d, groups));
         }
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("conv2d", t -> conv2d(t[0], t[1], t[2], stride, padding, dilation, groups), input, weight, bias);
-            if (r != null) return r;
-        }
-        return conv("conv2d", 2, input, weight, bias, pair("conv2d", "stride", stride, 2), pair("conv2d", "padding", padding, 2),
-                null, pair("conv2d", "dilation", dilation, 2), groups);
+        return conv("conv2d", 2, input, weight, bias, s, p, null, d, groups);
     }
 
     /** {@code padding} is "valid" (none) or "same" (output size = input size; stride 1 only). */
     public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, int[] stride, String padding, int[] dilation, int groups) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("conv2d", t -> conv2d(t[0], t[1], t[2], stride, padding, dilation, groups), input, weight, bias);
-            if (r != null) return r;
+        int[] s = pair("conv2d", "stride", stride, 2), d = pair("conv2d", "dilation", dilation, 2);
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.CONV2D, new Tensor[] {input, weight, bias}, null,
+                    t -> conv("conv2d", 2, t[0], t[1], t[2], s, null, padding, d, groups));
         }
-        return conv("conv2d", 2, input, weight, bias, pair("conv2d", "stride", stride, 2), null, padding,
-                pair("conv2d", "dilation", dilation, 2), groups);
+        return conv("conv2d", 2, input, weight, bias, s, null, padding, d, groups);
     }
 
     public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, int padding, int dilation, int groups) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("conv1d", t -> conv1d(t[0], t[1], t[2], stride, padding, dilation, groups), input, weight, bias);
-            if (r != null) return r;
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.CONV1D, new Tensor[] {input, weight, bias}, new double[] {stride, padding, dilation, groups},
+                    t -> conv("conv1d", 1, t[0], t[1], t[2], new int[] {stride}, new int[] {padding}, null, new int[] {dilation}, groups));
         }
         return conv("conv1d", 1, input, weight, bias, new int[] {stride}, new int[] {padding}, null, new int[] {dilation}, groups);
     }
 
     /** {@code padding} is "valid" (none) or "same" (output length = input length; stride 1 only). */
     public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, String padding, int dilation, int groups) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("conv1d", t -> conv1d(t[0], t[1], t[2], stride, padding, dilation, groups), input, weight, bias);
-            if (r != null) return r;
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.CONV1D, new Tensor[] {input, weight, bias}, null,
+                    t -> conv("conv1d", 1, t[0], t[1], t[2], new int[] {stride}, null, padding, new int[] {dilation}, groups));
         }
         return conv("conv1d", 1, input, weight, bias, new int[] {stride}, null, padding, new int[] {dilation}, groups);
     }
@@ -82,15 +75,20 @@ public final class Convolution {
      */
     public static Tensor convTranspose2d(Tensor input, Tensor weight, Tensor bias, int[] stride, int[] padding,
                                          int[] outputPadding, int groups, int[] dilation) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("conv_transpose2d", t -> convTranspose2d(t[0], t[1], t[2], stride, padding, outputPadding, groups, dilation), input, weight, bias);
-            if (r != null) return r;
-        }
         String op = "conv_transpose2d";
         int[] s = pair(op, "stride", stride, 2);
         int[] p = pair(op, "padding", padding, 2);
         int[] op2 = pair(op, "output_padding", outputPadding, 2);
         int[] d = pair(op, "dilation", dilation, 2);
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.CONV_TRANSPOSE2D, new Tensor[] {input, weight, bias},
+                    FrontEnds.concat(s, p, op2, new int[] {groups}, d), t -> convTranspose2d(op, t[0], t[1], t[2], s, p, op2, groups, d));
+        }
+        return convTranspose2d(op, input, weight, bias, s, p, op2, groups, d);
+    }
+
+    private static Tensor convTranspose2d(String op, Tensor input, Tensor weight, Tensor bias, int[] s, int[] p, int[] op2, int groups,
+                                          int[] d) {
         checkOperands(op, 2, input, weight, bias, groups);
         for (int i = 0; i < 2; i++) {
             if (s[i] <= 0) throw new IllegalArgumentException(op + ": stride must be positive, got " + Arrays.toString(s));

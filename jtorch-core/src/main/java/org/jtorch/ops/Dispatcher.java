@@ -102,6 +102,30 @@ public final class Dispatcher {
         return r;
     }
 
+    /**
+     * Whether a layer wraps the hand-written front ends now (autocast or a trace on this thread): the one test such a
+     * front end makes before calling {@link #frontEnd}.
+     */
+    public static boolean wrapsFrontEnds() {
+        return Autocast.isActive() || tracing();
+    }
+
+    /**
+     * Runs {@code body}, the hand-written front end of {@code op} ({@link OpDef.Kind#FRONT_END}), inside the layers
+     * the dispatcher puts around every op: autocast casts {@code inputs} by the op's declared policy and runs the body
+     * with autocast suspended (its parts are not cast again); the trace records the call as one op when {@code args}
+     * (its integer and scalar arguments in signature order) are given, or sees the ops inside when they are null.
+     * Front ends call it when {@link #wrapsFrontEnds}.
+     */
+    public static Tensor frontEnd(OpDef op, Tensor[] inputs, double[] args, java.util.function.Function<Tensor[], Tensor> body) {
+        if (Autocast.isActive()) {
+            Tensor r = Autocast.run(op.pyName(), t -> frontEnd(op, t, args, body), inputs);
+            if (r != null) return r;
+        }
+        if (args != null && tracing()) return traceFrontEnd(op, inputs, args, () -> body.apply(inputs));
+        return body.apply(inputs);
+    }
+
     /** Runs {@code body} with this thread's trace hook suspended (the tracer's own work: nothing in it is traced). */
     public static <T> T withoutTrace(java.util.function.Supplier<T> body) {
         TraceHook<Tensor> hook = TRACE.get();

@@ -4,7 +4,7 @@ import org.jtorch.op.Shapes;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.amp.Autocast;
+import org.jtorch.op.FrontEndOps;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 
@@ -18,10 +18,11 @@ public final class Einsum {
     private Einsum() {}
 
     public static Tensor einsum(String equation, Tensor... operands) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("einsum", t -> einsum(equation, t), operands);
-            if (r != null) return r;
-        }
+        if (Dispatcher.wrapsFrontEnds()) return Dispatcher.frontEnd(FrontEndOps.EINSUM, operands, null, t -> contract(equation, t));
+        return contract(equation, operands);
+    }
+
+    private static Tensor contract(String equation, Tensor... operands) {
         String eq = equation.replace(" ", "");
         if (eq.contains(".")) {
             throw new IllegalArgumentException("einsum: ellipsis ('...') is not supported yet in '" + equation + "'");

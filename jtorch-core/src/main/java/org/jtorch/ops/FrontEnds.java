@@ -35,6 +35,14 @@ public final class FrontEnds {
         if (op == FrontEndOps.CONV2D) {
             return Convolution.conv2d(in[0], in[1], in[2], ints(args, 0, 2), ints(args, 2, 4), ints(args, 4, 6), (int) args[6]);
         }
+        if (op == FrontEndOps.CONV1D) return Convolution.conv1d(in[0], in[1], in[2], (int) args[0], (int) args[1], (int) args[2], (int) args[3]);
+        if (op == FrontEndOps.CONV_TRANSPOSE2D) {
+            return Convolution.convTranspose2d(in[0], in[1], in[2], ints(args, 0, 2), ints(args, 2, 4), ints(args, 4, 6), (int) args[6],
+                    ints(args, 7, 9));
+        }
+        if (op == FrontEndOps.MV) return Linalg.mv(in[0], in[1]);
+        if (op == FrontEndOps.DOT) return Linalg.dot(in[0], in[1]);
+        if (op == FrontEndOps.MAX_UNPOOL2D) return Pooling.maxUnpool2d(in[0], in[1], (long) args[0], (long) args[1]);
         if (op == org.jtorch.op.NormalizationOps.BATCH_NORM_BACKWARD_COMPOSITE) {
             return Normalization.batchNormBackwardComposite(in[0], in[1], in[2], in[3], in[4], args[0] != 0, args[1], (int) args[2]);
         }

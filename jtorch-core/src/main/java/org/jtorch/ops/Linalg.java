@@ -9,7 +9,6 @@ import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 import java.util.Arrays;
 import java.util.function.Function;
-import org.jtorch.amp.Autocast;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Autograd;
@@ -38,10 +37,11 @@ public final class Linalg {
     }
 
     public static Tensor mv(Tensor m, Tensor v) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("mv", t -> mv(t[0], t[1]), m, v);
-            if (r != null) return r;
-        }
+        if (Dispatcher.wrapsFrontEnds()) return Dispatcher.frontEnd(FrontEndOps.MV, new Tensor[] {m, v}, NO_SCALARS, t -> mvOf(t[0], t[1]));
+        return mvOf(m, v);
+    }
+
+    private static Tensor mvOf(Tensor m, Tensor v) {
         if (m.dim() != 2 || v.dim() != 1) {
             throw new IllegalArgumentException("mv: expected a 2-D matrix and a 1-D vector, got shapes " + Shapes.format(m.shape())
                     + " and " + Shapes.format(v.shape()));
@@ -54,10 +54,11 @@ public final class Linalg {
     }
 
     public static Tensor dot(Tensor a, Tensor b) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("dot", t -> dot(t[0], t[1]), a, b);
-            if (r != null) return r;
-        }
+        if (Dispatcher.wrapsFrontEnds()) return Dispatcher.frontEnd(FrontEndOps.DOT, new Tensor[] {a, b}, NO_SCALARS, t -> dotOf(t[0], t[1]));
+        return dotOf(a, b);
+    }
+
+    private static Tensor dotOf(Tensor a, Tensor b) {
         if (a.dim() != 1 || b.dim() != 1) {
             throw new IllegalArgumentException("dot: expected 1-D tensors, got shapes " + Shapes.format(a.shape()) + " and "
                     + Shapes.format(b.shape()));
@@ -74,11 +75,13 @@ public final class Linalg {
 
     /** {@code torch.matmul}: dot, mv, mm or batched matmul with broadcast batch dimensions, by rank. */
     public static Tensor matmul(Tensor a, Tensor b) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.MATMUL, new Tensor[] {a, b}, new double[0], () -> matmul(a, b));
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("matmul", t -> matmul(t[0], t[1]), a, b);
-            if (r != null) return r;
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.MATMUL, new Tensor[] {a, b}, NO_SCALARS, t -> matmulOf(t[0], t[1]));
         }
+        return matmulOf(a, b);
+    }
+
+    private static Tensor matmulOf(Tensor a, Tensor b) {
         int da = a.dim();
         int db = b.dim();
         if (da == 0 || db == 0) {

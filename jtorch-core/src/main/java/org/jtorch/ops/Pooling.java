@@ -5,7 +5,6 @@ import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.PoolingOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
-import org.jtorch.amp.Autocast;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
@@ -163,19 +162,8 @@ public final class Pooling {
      * zero plane of size {@code outputSize} (2 ints; null: {@code (in - 1) * stride - 2 * padding + kernel}).
      */
     public static Tensor maxUnpool2d(Tensor x, Tensor indices, int[] kernel, int[] stride, int[] padding, long[] outputSize) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("max_unpool2d", t -> maxUnpool2d(t[0], indices, kernel, stride, padding, outputSize), x);
-            if (r != null) return r;
-        }
         String op = "maxUnpool2d";
         checkRank(op, x, 2, false);
-        if (indices.dtype() != DType.INT64) {
-            throw new IllegalArgumentException(op + ": expected indices of dtype int64, got " + indices.dtype());
-        }
-        if (!Arrays.equals(x.shape(), indices.shape())) {
-            throw new IllegalArgumentException(op + ": expected input and indices of the same shape, got " + Shapes.format(x.shape())
-                    + " and " + Shapes.format(indices.shape()));
-        }
         int[] k = pair(op, "kernel_size", kernel, null);
         int[] s = pair(op, "stride", stride, k);
         int[] p = pair(op, "padding", padding, new int[] {0, 0});
@@ -194,6 +182,26 @@ public final class Pooling {
             outH = o[0];
             outW = o[1];
         }
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.MAX_UNPOOL2D, new Tensor[] {x, indices}, new double[] {outH, outW},
+                    t -> maxUnpool2d(t[0], t[1], outH, outW));
+        }
+        return maxUnpool2d(x, indices, outH, outW);
+    }
+
+    /** {@code max_unpool2d} into planes of {@code outH x outW}: PyTorch's op, which takes the output size only. */
+    static Tensor maxUnpool2d(Tensor x, Tensor indices, long outH, long outW) {
+        String op = "maxUnpool2d";
+        checkRank(op, x, 2, false);
+        if (indices.dtype() != DType.INT64) {
+            throw new IllegalArgumentException(op + ": expected indices of dtype int64, got " + indices.dtype());
+        }
+        if (!Arrays.equals(x.shape(), indices.shape())) {
+            throw new IllegalArgumentException(op + ": expected input and indices of the same shape, got " + Shapes.format(x.shape())
+                    + " and " + Shapes.format(indices.shape()));
+        }
+        long inH = x.size(-2);
+        long inW = x.size(-1);
         long[] outShape = x.shape();
         outShape[outShape.length - 2] = outH;
         outShape[outShape.length - 1] = outW;

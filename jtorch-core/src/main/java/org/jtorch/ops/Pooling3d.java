@@ -27,11 +27,15 @@ public final class Pooling3d {
 
     /** {@code max_pool3d}: kernel, stride (null or empty: the kernel), padding and dilation as 1 or 3 ints. */
     public static Tensor maxPool3d(Tensor x, int[] kernel, int[] stride, int[] padding, int[] dilation, boolean ceilMode) {
-        if (Dispatcher.tracing()) {
-            return Dispatcher.traceFrontEnd(FrontEndOps.MAX_POOL3D, new Tensor[] {x},
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.MAX_POOL3D, new Tensor[] {x},
                     FrontEnds.lists(new int[][] {kernel, stride, padding, dilation}, ceilMode ? 1 : 0),
-                    () -> maxPool3d(x, kernel, stride, padding, dilation, ceilMode));
+                    t -> maxPool3dValues(t[0], kernel, stride, padding, dilation, ceilMode));
         }
+        return maxPool3dValues(x, kernel, stride, padding, dilation, ceilMode);
+    }
+
+    private static Tensor maxPool3dValues(Tensor x, int[] kernel, int[] stride, int[] padding, int[] dilation, boolean ceilMode) {
         try (ValuesIndices r = maxPool3dWithIndices("maxPool3d", x, kernel, stride, padding, dilation, ceilMode, false)) {
             return r.values().alias();
         }
@@ -124,10 +128,14 @@ public final class Pooling3d {
 
     /** {@code adaptive_avg_pool3d} to {@code (oD, oH, oW)} (1 or 3 sizes; -1 keeps the input's, PyTorch's None). */
     public static Tensor adaptiveAvgPool3d(Tensor x, long... outputSize) {
-        if (Dispatcher.tracing()) {
-            return Dispatcher.traceFrontEnd(FrontEndOps.ADAPTIVE_AVG_POOL3D, new Tensor[] {x}, FrontEnds.args(outputSize),
-                    () -> adaptiveAvgPool3d(x, outputSize));
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.ADAPTIVE_AVG_POOL3D, new Tensor[] {x}, FrontEnds.args(outputSize),
+                    t -> adaptiveAvgPool3dOf(t[0], outputSize));
         }
+        return adaptiveAvgPool3dOf(x, outputSize);
+    }
+
+    private static Tensor adaptiveAvgPool3dOf(Tensor x, long[] outputSize) {
         Adaptive a = adaptive("adaptiveAvgPool3d", x, outputSize);
         return MemoryScope.run(() -> {
             Tensor slices = Pooling.adaptiveAvgPool2d(x.reshape(a.planes, a.in[0], a.in[1], a.in[2]), a.out[1], a.out[2]);

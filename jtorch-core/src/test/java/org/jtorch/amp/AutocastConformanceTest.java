@@ -97,6 +97,8 @@ class AutocastConformanceTest {
                     x[5], x[6], x[3], x[4], true, 0.1, 1e-5);
             case "group_norm" -> F.groupNorm(x[0], 2);
             case "max_unpool2d" -> F.maxUnpool2d(x[0], x[1], new int[] {2}, null, new int[] {0}, null);
+            case "max_pool3d" -> org.jtorch.ops.Pooling3d.maxPool3d(x[0], new int[] {2}, null, new int[] {0}, new int[] {1}, false);
+            case "adaptive_avg_pool3d" -> org.jtorch.ops.Pooling3d.adaptiveAvgPool3d(x[0], 2);
             default -> throw new IllegalArgumentException("no runner for " + op);
         };
     }

@@ -10,7 +10,10 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
 import org.junit.jupiter.api.Test;
 
-/** The structured ops (mm, bmm, addmm, baddbmm, linear) are traced as one op each and replayed through the dispatcher. */
+/**
+ * The structured ops (mm, bmm, addmm, baddbmm, linear) and the declared front ends (conv1d, conv_transpose2d, mv, dot,
+ * max_unpool2d) are traced as one op each and replayed through the dispatcher.
+ */
 class JitStructuredOpsTest {
     @Test
     void productsCalledDirectlyAreTracedAndReplayed() {
@@ -32,6 +35,38 @@ class JitStructuredOpsTest {
             assertTrue(!plan.contains("runs eagerly"), plan);
             TensorFunction compiled = Jit.trace(f, x);
             Tensor y = randn(4, 6);
+            try (var g = Grad.noGrad()) {
+                assertClose(f.apply(y), compiled.apply(y), 1e-5f);
+            }
+        }
+    }
+    @Test
+    void declaredFrontEndsAreTracedAsOneOpEach() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Torch.manualSeed(9);
+            Tensor w1 = randn(4, 3, 3);
+            Tensor wt = randn(4, 2, 2, 2);
+            Tensor v = randn(12);
+            // Where each value lands (a constant of the graph: the second output of a multi-output op is not traced).
+            Tensor places = org.jtorch.ops.Pooling.maxPool2dWithIndices(randn(2, 2, 6, 6), new int[] {2}, null, new int[] {0},
+                    new int[] {1}, false).indices();
+            TensorFunction f = in -> {
+                Tensor c = org.jtorch.ops.Convolution.conv1d(in[0], w1, null, 1, 1, 1, 1);          // [2, 4, 9]
+                Tensor t = org.jtorch.ops.Convolution.convTranspose2d(c.reshape(2, 4, 3, 3), wt, null, new int[] {2},
+                        new int[] {0}, new int[] {0}, 1, new int[] {1});                                 // [2, 2, 6, 6]
+                Tensor pooled = t.reshape(2, 2, 3, 2, 3, 2).amax(new int[] {3, 5}, false);               // [2, 2, 3, 3]
+                Tensor u = org.jtorch.ops.Pooling.maxUnpool2d(pooled, places, new int[] {2}, null, new int[] {0}, null);
+                Tensor m = u.reshape(12, 12).mv(v);                                                     // [12]
+                return m.mul(m.dot(v));
+            };
+            Tensor x = randn(2, 3, 9);
+            String plan = Jit.explain(f, x);
+            for (String op : new String[] {"conv1d", "conv_transpose2d", "max_unpool2d", "mv", "dot"}) {
+                assertTrue(plan.contains(op + "("), op + " is not one node of the plan:\n" + plan);
+            }
+            assertTrue(!plan.contains("runs eagerly"), plan);
+            TensorFunction compiled = Jit.trace(f, x);
+            Tensor y = randn(2, 3, 9);
             try (var g = Grad.noGrad()) {
                 assertClose(f.apply(y), compiled.apply(y), 1e-5f);
             }
