@@ -30,6 +30,7 @@ import org.jtorch.ops.Pointwise;
 import org.jtorch.ops.Rearranging;
 import org.jtorch.ops.Reductions;
 import org.jtorch.ops.Sorting;
+import org.jtorch.op.CopyOps;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.ops.UnaryOp;
@@ -757,11 +758,7 @@ public final class Tensor implements AutoCloseable {
 
     /** A contiguous copy with the same dtype and device. */
     public Tensor clone() {
-        checkOpen("clone");
-        Tensor r = Tensor.empty(shape, dtype, device());
-        Backends.of(device()).copy(Dispatcher.view(this), Dispatcher.view(r));
-        if (Autograd.needsGrad(this)) Autograd.record("CloneBackward0", r, g -> new Tensor[] {g[0]}, new Tensor[] {this});
-        return r;
+        return Dispatcher.call(CopyOps.CLONE, new Tensor[] {this});
     }
 
     /** A new view of the same data that holds its own storage reference (closing it leaves this tensor open). */
@@ -833,13 +830,7 @@ public final class Tensor implements AutoCloseable {
         Arguments.nonNull("to", "target", target);
         checkOpen("to");
         if (target == dtype) return alias();
-        Tensor r = Tensor.empty(shape, target, device());
-        Backends.of(device()).copy(Dispatcher.view(this), Dispatcher.view(r));
-        DType from = dtype;
-        if (Autograd.needsGrad(this) && target.isFloatingPoint()) {
-            Autograd.record("ToCopyBackward0", r, g -> new Tensor[] {g[0].to(from)}, new Tensor[] {this});
-        }
-        return r;
+        return Dispatcher.call(CopyOps.TO_COPY, new Tensor[] {this}, target.ordinal());
     }
 
     /** This tensor moved to {@code target}: a new reference when it is already there. */

@@ -72,4 +72,26 @@ class JitStructuredOpsTest {
             }
         }
     }
+    @Test
+    void copiesAndCastsAreTracedAndDifferentiated() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Torch.manualSeed(10);
+            TensorFunction f = in -> in[0].to(org.jtorch.DType.FLOAT64).mul(3).to(org.jtorch.DType.BFLOAT16).t().clone()
+                    .to(org.jtorch.DType.FLOAT32).relu();
+            Tensor x = randn(5, 4);
+            String plan = Jit.explain(f, x);
+            assertTrue(plan.contains("_to_copy(") && plan.contains("clone("), plan);
+            assertTrue(!plan.contains("runs eagerly"), plan);
+            TensorFunction compiled = Jit.trace(f, x);
+            Tensor y = randn(5, 4).requiresGrad_(true);
+            Tensor yEager = y.detach().requiresGrad_(true);
+            Tensor out = compiled.apply(y);
+            Tensor expected = f.apply(yEager);
+            assertClose(expected, out, 0f);
+            out.sum().backward();
+            expected.sum().backward();
+            assertTrue(y.grad().dtype() == org.jtorch.DType.FLOAT32, "the gradient comes back in the input's dtype");
+            assertClose(yEager.grad(), y.grad(), 0f);
+        }
+    }
 }
