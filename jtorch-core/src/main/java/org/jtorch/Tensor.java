@@ -902,33 +902,21 @@ public final class Tensor implements AutoCloseable {
         return pinned;
     }
 
-    /** Sets every element to {@code value}. */
+    /**
+     * Sets every element to {@code value}. An in-place op for autograd: refused on a leaf that requires grad (as
+     * PyTorch's), and recorded on a graph tensor, whose earlier values then get a zero gradient ({@code FillBackward0}).
+     */
     public Tensor fill_(double value) {
-        return fill("fill_", value, (long) value);
+        return Dispatcher.callInPlace(CopyOps.FILL, new Tensor[] {this}, CopyOps.fillScalars(value, (long) value));
     }
 
     /** Sets every element to {@code value}; exact for 64-bit integers. */
     public Tensor fill_(long value) {
-        return fill("fill_", value, value);
+        return Dispatcher.callInPlace(CopyOps.FILL, new Tensor[] {this}, CopyOps.fillScalars(value, value));
     }
 
     public Tensor zero_() {
-        return fill("zero_", 0, 0);
-    }
-
-    /**
-     * A fill is an in-place op for autograd: refused on a leaf that requires grad (as PyTorch's), and recorded on a
-     * graph tensor, whose earlier values then get a zero gradient ({@code FillBackward0}).
-     */
-    private Tensor fill(String op, double value, long exact) {
-        checkWritable(op);
-        boolean record = Autograd.needsGrad(this);
-        if (record) Elementwise.checkInPlaceAllowed(op, this);
-        Backends.of(device()).fill(Dispatcher.view(this), value, exact);
-        bumpVersion();
-        if (record) Autograd.record(op.equals("zero_") ? "ZeroBackward0" : "FillBackward0", this, g -> new Tensor[] {Torch.zerosLike(g[0])},
-                new Tensor[] {this});
-        return this;
+        return Dispatcher.callInPlace(CopyOps.ZERO, new Tensor[] {this});
     }
 
     /** The value of a one-element tensor, as a double. */

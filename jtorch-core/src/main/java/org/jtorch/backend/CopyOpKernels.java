@@ -4,7 +4,7 @@ import org.jtorch.Device;
 import org.jtorch.op.CopyOps;
 import org.jtorch.op.KernelRegistry;
 
-/** The kernels of {@code clone} and {@code _to_copy} ({@link CopyOps}) for one backend: its strided copy, which converts dtypes. */
+/** The kernels of {@link CopyOps} for one backend: its strided copy (which converts dtypes) and its fill. */
 public final class CopyOpKernels {
     private CopyOpKernels() {}
 
@@ -12,5 +12,7 @@ public final class CopyOpKernels {
         Device.Type type = backend.deviceType();
         KernelRegistry.register(type, CopyOps.CLONE.kernel(), (out, in, g) -> backend.copy(in[0], out));
         KernelRegistry.register(type, CopyOps.TO_COPY.kernel(), (out, in, g) -> backend.copy(in[0], out));
+        KernelRegistry.register(type, CopyOps.FILL.kernel(), (out, in, g) -> backend.fill(out, g[0], CopyOps.fillExact(g)));
+        KernelRegistry.register(type, CopyOps.ZERO.kernel(), (out, in, g) -> backend.fill(out, 0, 0));
     }
 }

@@ -19,6 +19,7 @@ import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.OutOfMemoryException;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.Expr;
+import org.jtorch.op.CopyOps;
 import org.jtorch.op.IndexingOps;
 import org.jtorch.op.ReduceArgs;
 import org.jtorch.ops.ExprCompiler.ReduceCall;
@@ -296,10 +297,13 @@ public final class Dispatcher {
         /** {@code index_fill_}: a value at indexed places; self may repeat elements, the index may not share its memory. */
         INDEXED_FILL,
         /** {@code scatter_}, {@code index_add_}, ...: values read from elsewhere; self may not repeat elements, no input may share its memory. */
-        INDEXED;
+        INDEXED,
+        /** {@code fill_}, {@code zero_}: one value everywhere; self may repeat elements. */
+        FILL;
 
         static Aliasing of(OpDef op) {
             if (op == IndexingOps.MASKED_FILL) return MASKED_FILL;
+            if (op == CopyOps.FILL || op == CopyOps.ZERO) return FILL;
             return op == IndexingOps.INDEX_FILL ? INDEXED_FILL : INDEXED;
         }
     }

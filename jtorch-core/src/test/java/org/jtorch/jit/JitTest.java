@@ -265,8 +265,8 @@ class JitTest {
     void whatTheTraceCannotReplayRunsEagerly() {
         TensorFunction flipped = x -> x[0].flip(0).relu().add(1.0);
         TensorFunction hostRead = x -> x[0].mul(x[0].sum().item()).relu();
-        // fill_ is not a traced pointwise op: the trace sees a write it cannot replay.
-        TensorFunction inPlace = x -> x[0].mul(2.0).fill_(3.0).relu();
+        // copy_ is not a traced op: the trace sees a write it cannot replay.
+        TensorFunction inPlace = x -> x[0].mul(2.0).copy_(x[0].t()).relu();
         Tensor x = randn(5, 5);
         for (TensorFunction f : new TensorFunction[] {flipped, hostRead, inPlace}) {
             assertTrue(Jit.explain(f, x).contains("runs eagerly"), Jit.explain(f, x));
@@ -281,6 +281,33 @@ class JitTest {
         TensorFunction compiled = Jit.trace(hostRead, x);
         Tensor z = randn(5, 5).mul(3.0);
         assertClose(hostRead.apply(z), compiled.apply(z), SAME_OPS);
+    }
+
+    /** fill_ and zero_ are traced in place and replayed, and the values they overwrite get a zero gradient. */
+    @Test
+    void fillAndZeroAreReplayedInPlace() {
+        Torch.manualSeed(11);
+        TensorFunction f = in -> {
+            Tensor a = in[0].mul(2.0);
+            Tensor b = in[0].add(1.0);
+            a.fill_(3.0);
+            b.zero_();
+            return a.mul(in[0]).add(b).add(in[0].exp());
+        };
+        Tensor x = randn(4, 3);
+        String plan = Jit.explain(f, x);
+        assertTrue(plan.contains("fill_(") && plan.contains("zero_(") && !plan.contains("runs eagerly"), plan);
+        TensorFunction compiled = Jit.trace(f, x);
+        Tensor y = randn(4, 3).requiresGrad_(true);
+        Tensor yEager = y.detach().requiresGrad_(true);
+        Tensor out = compiled.apply(y);
+        Tensor expected = f.apply(yEager);
+        assertClose(expected, out, SAME_OPS);
+        out.sum().backward();
+        expected.sum().backward();
+        // d/dy of 3 * y + exp(y): the overwritten 2 * y and y + 1 contribute nothing
+        assertClose(yEager.detach().exp().add(3.0), y.grad(), 1e-6f);
+        assertClose(yEager.grad(), y.grad(), SAME_OPS);
     }
 
     /**
