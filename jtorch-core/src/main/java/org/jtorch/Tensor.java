@@ -796,6 +796,7 @@ public final class Tensor implements AutoCloseable {
      */
     public Tensor copy_(Tensor src, boolean nonBlocking) {
         Arguments.nonNull("copy_", "src", src);
+        if (device().equals(src.device())) return Dispatcher.callInPlace(CopyOps.COPY, new Tensor[] {this, src});
         checkWritable("copy_");
         src.checkOpen("copy_");
         checkNoInternalOverlap("copy_");
@@ -806,12 +807,9 @@ public final class Tensor implements AutoCloseable {
             throw new IllegalArgumentException("copy_: source of shape " + Shapes.format(src.shape)
                     + " cannot be broadcast to the destination's shape " + Shapes.format(shape));
         }
+        // Across devices: the accelerator's backend copies either way.
         Tensor s = src.broadcastTo(shape);
-        if (device().equals(src.device())) {
-            Backends.of(device()).copy(Dispatcher.view(s), Dispatcher.view(this));
-        } else {
-            Backends.of(device().isCpu() ? src.device() : device()).copy(Dispatcher.view(s), Dispatcher.view(this), nonBlocking);
-        }
+        Backends.of(device().isCpu() ? src.device() : device()).copy(Dispatcher.view(s), Dispatcher.view(this), nonBlocking);
         bumpVersion();
         if (Autograd.needsGrad(this, src)) {
             long[] srcShape = src.shape;

@@ -12,6 +12,7 @@ public final class CopyOpKernels {
         Device.Type type = backend.deviceType();
         KernelRegistry.register(type, CopyOps.CLONE.kernel(), (out, in, g) -> backend.copy(in[0], out));
         KernelRegistry.register(type, CopyOps.TO_COPY.kernel(), (out, in, g) -> backend.copy(in[0], out));
+        KernelRegistry.register(type, CopyOps.COPY.kernel(), (out, in, g) -> backend.copy(in[1].expand("copy_", out.shape()), out));
         KernelRegistry.register(type, CopyOps.FILL.kernel(), (out, in, g) -> backend.fill(out, g[0], CopyOps.fillExact(g)));
         KernelRegistry.register(type, CopyOps.ZERO.kernel(), (out, in, g) -> backend.fill(out, 0, 0));
     }

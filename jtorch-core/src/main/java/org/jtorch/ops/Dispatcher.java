@@ -299,11 +299,14 @@ public final class Dispatcher {
         /** {@code scatter_}, {@code index_add_}, ...: values read from elsewhere; self may not repeat elements, no input may share its memory. */
         INDEXED,
         /** {@code fill_}, {@code zero_}: one value everywhere; self may repeat elements. */
-        FILL;
+        FILL,
+        /** {@code copy_}: self may not repeat elements; src may be self, but may not overlap it partly. */
+        COPY;
 
         static Aliasing of(OpDef op) {
             if (op == IndexingOps.MASKED_FILL) return MASKED_FILL;
             if (op == CopyOps.FILL || op == CopyOps.ZERO) return FILL;
+            if (op == CopyOps.COPY) return COPY;
             return op == IndexingOps.INDEX_FILL ? INDEXED_FILL : INDEXED;
         }
     }
@@ -335,10 +338,10 @@ public final class Dispatcher {
             throw new IllegalArgumentException(name + ": result type " + meta.dtype() + " can't be cast to the desired output type "
                     + self.dtype());
         }
-        if (aliasing == Aliasing.INDEXED) self.checkNoInternalOverlap(name);
+        if (aliasing == Aliasing.INDEXED || aliasing == Aliasing.COPY) self.checkNoInternalOverlap(name);
         for (int i = 1; i < inputs.length; i++) {
             if (inputs[i] == null) continue;
-            if (aliasing == Aliasing.MASKED_FILL) {
+            if (aliasing == Aliasing.MASKED_FILL || aliasing == Aliasing.COPY) {
                 self.checkNoPartialOverlap(name, inputs[i]);
             } else {
                 self.checkNoOverlap(name, inputs[i]);

@@ -265,8 +265,9 @@ class JitTest {
     void whatTheTraceCannotReplayRunsEagerly() {
         TensorFunction flipped = x -> x[0].flip(0).relu().add(1.0);
         TensorFunction hostRead = x -> x[0].mul(x[0].sum().item()).relu();
-        // copy_ is not a traced op: the trace sees a write it cannot replay.
-        TensorFunction inPlace = x -> x[0].mul(2.0).copy_(x[0].t()).relu();
+        // index_put_ is not a traced op: the trace sees a write it cannot replay.
+        Tensor rows = Torch.tensor(new long[] {1, 3});
+        TensorFunction inPlace = x -> x[0].mul(2.0).indexPut_(new Tensor[] {rows}, x[0].narrow(0, 0, 2), false).relu();
         Tensor x = randn(5, 5);
         for (TensorFunction f : new TensorFunction[] {flipped, hostRead, inPlace}) {
             assertTrue(Jit.explain(f, x).contains("runs eagerly"), Jit.explain(f, x));
@@ -283,7 +284,7 @@ class JitTest {
         assertClose(hostRead.apply(z), compiled.apply(z), SAME_OPS);
     }
 
-    /** fill_ and zero_ are traced in place and replayed, and the values they overwrite get a zero gradient. */
+    /** fill_, zero_ and copy_ are traced in place and replayed, and the values they overwrite get a zero gradient. */
     @Test
     void fillAndZeroAreReplayedInPlace() {
         Torch.manualSeed(11);
@@ -292,11 +293,13 @@ class JitTest {
             Tensor b = in[0].add(1.0);
             a.fill_(3.0);
             b.zero_();
-            return a.mul(in[0]).add(b).add(in[0].exp());
+            Tensor c = in[0].mul(5.0);
+            c.copy_(in[0].sin().to(org.jtorch.DType.FLOAT64));
+            return a.mul(in[0]).add(b).add(in[0].exp()).add(c);
         };
         Tensor x = randn(4, 3);
         String plan = Jit.explain(f, x);
-        assertTrue(plan.contains("fill_(") && plan.contains("zero_(") && !plan.contains("runs eagerly"), plan);
+        assertTrue(plan.contains("fill_(") && plan.contains("zero_(") && plan.contains("copy_(") && !plan.contains("runs eagerly"), plan);
         TensorFunction compiled = Jit.trace(f, x);
         Tensor y = randn(4, 3).requiresGrad_(true);
         Tensor yEager = y.detach().requiresGrad_(true);
@@ -305,8 +308,8 @@ class JitTest {
         assertClose(expected, out, SAME_OPS);
         out.sum().backward();
         expected.sum().backward();
-        // d/dy of 3 * y + exp(y): the overwritten 2 * y and y + 1 contribute nothing
-        assertClose(yEager.detach().exp().add(3.0), y.grad(), 1e-6f);
+        // d/dy of 3 * y + exp(y) + sin(y): the overwritten 2 * y, y + 1 and 5 * y contribute nothing
+        assertClose(yEager.detach().exp().add(3.0).add(yEager.detach().cos()), y.grad(), 1e-6f);
         assertClose(yEager.grad(), y.grad(), SAME_OPS);
     }
 
