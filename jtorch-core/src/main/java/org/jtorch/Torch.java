@@ -1,5 +1,6 @@
 package org.jtorch;
 
+import org.jtorch.op.CopyOps;
 import org.jtorch.op.FrontEndOps;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -102,7 +103,7 @@ public final class Torch {
     }
 
     public static Tensor ones(long[] shape, DType dtype, Device device) {
-        return Tensor.empty("ones", shape, dtype, device).fill_(1L);
+        return filled("ones", shape, 1, 1, dtype, device);
     }
 
     /** A tensor filled with {@code value}, of the default dtype. */
@@ -116,11 +117,27 @@ public final class Torch {
     }
 
     public static Tensor full(long[] shape, double value, DType dtype, Device device) {
-        return Tensor.empty("full", shape, dtype, device).fill_(value);
+        return filled("full", shape, value, (long) value, dtype, device);
     }
 
     public static Tensor full(long[] shape, long value, DType dtype, Device device) {
-        return Tensor.empty("full", shape, dtype, device).fill_(value);
+        return filled("full", shape, value, value, dtype, device);
+    }
+
+    /** A new tensor filled with {@code value} ({@code exact} for int64): traced as one op ({@code full}), which the JIT replays. */
+    private static Tensor filled(String op, long[] shape, double value, long exact, DType dtype, Device device) {
+        if (Dispatcher.tracing()) {
+            double[] fill = CopyOps.fillScalars(value, exact);
+            double[] args = new double[6 + shape.length];
+            System.arraycopy(fill, 0, args, 0, 3);
+            args[3] = dtype.ordinal();
+            args[4] = device.type().ordinal();
+            args[5] = device.index();
+            for (int i = 0; i < shape.length; i++) args[6 + i] = shape[i];
+            return Dispatcher.traceFrontEnd(FrontEndOps.FULL, new Tensor[0], args, () -> filled(op, shape, value, exact, dtype, device));
+        }
+        Tensor t = Tensor.empty(op, shape, dtype, device);
+        return Dispatcher.callInPlace(CopyOps.FILL, new Tensor[] {t}, CopyOps.fillScalars(value, exact));
     }
 
     public static Tensor emptyLike(Tensor t) {

@@ -45,6 +45,13 @@ public final class FrontEndOps {
     /** A tensor of zeros of a given shape, dtype and device (a constant of the graph, made anew at each call). */
     public static final OpDef ZEROS = OpDef.frontEnd("zeros", false).rule(SAME).signature(new Param("size", "SymInt[]", null),
             new Param("dtype", "ScalarType?", "None"), new Param("device", "Device?", "None")).doc("`Torch.zeros`").build();
+    /**
+     * A tensor filled with one value, of a given shape, dtype and device (a constant of the graph, made anew at each call).
+     * Its scalars are the fill's ({@code CopyOps.FILL}: the value, then an int64 value's exact halves), then dtype and device.
+     */
+    public static final OpDef FULL = OpDef.frontEnd("full", false).rule(SAME).signature(new Param("size", "SymInt[]", null),
+            new Param("fill_value", "Scalar", null), new Param("dtype", "ScalarType?", "None"), new Param("device", "Device?", "None"))
+            .doc("`Torch.full`, `Torch.ones`").build();
     public static final OpDef CONV2D = OpDef.frontEnd("conv2d", true).rule(DTypeRule.FLOATING_ONLY)
             .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"),
                     new Param("stride", "int[2]", "1"), new Param("padding", "int[2]", "0"), new Param("dilation", "int[2]", "1"),

@@ -260,7 +260,9 @@ public final class Elementwise {
         // inf in float16, 0.1 off by 0.2% in bfloat16); a float32 wrapped number never changes the result's dtype.
         DType t = promoted == DType.BFLOAT16 || promoted == DType.FLOAT16 ? DType.FLOAT32 : promoted;
         if (!like.device().isCpu()) {
-            Tensor s = Torch.full(new long[0], t.isFloatingPoint() ? value : longValue, t, like.device());
+            // Made inside the op, as the CPU's heap scalar below: not an op of the trace.
+            Tensor s = Dispatcher.withoutTrace(() -> t.isFloatingPoint() ? Torch.full(new long[0], value, t, like.device())
+                    : Torch.full(new long[0], longValue, t, like.device()));
             s.markWrappedNumber();
             return s;
         }

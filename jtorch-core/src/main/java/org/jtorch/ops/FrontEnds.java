@@ -32,6 +32,13 @@ public final class FrontEnds {
             Device device = Device.Type.values()[(int) args[1]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[2]);
             return Torch.zeros(longs(java.util.Arrays.copyOfRange(args, 3, args.length)), DType.values()[(int) args[0]], device);
         }
+        if (op == FrontEndOps.FULL) {
+            DType dtype = DType.values()[(int) args[3]];
+            Device device = Device.Type.values()[(int) args[4]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[5]);
+            long[] shape = longs(java.util.Arrays.copyOfRange(args, 6, args.length));
+            return dtype.isFloatingPoint() ? Torch.full(shape, args[0], dtype, device)
+                    : Torch.full(shape, org.jtorch.op.CopyOps.fillExact(args), dtype, device);
+        }
         if (op == FrontEndOps.CONV2D) {
             return Convolution.conv2d(in[0], in[1], in[2], ints(args, 0, 2), ints(args, 2, 4), ints(args, 4, 6), (int) args[6]);
         }

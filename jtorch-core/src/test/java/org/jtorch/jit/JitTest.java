@@ -266,7 +266,7 @@ class JitTest {
         TensorFunction flipped = x -> x[0].flip(0).relu().add(1.0);
         TensorFunction hostRead = x -> x[0].mul(x[0].sum().item()).relu();
         // index_put_ is not a traced op: the trace sees a write it cannot replay.
-        Tensor rows = Torch.tensor(new long[] {1, 3});
+        Tensor rows = Torch.tensor(new long[] {1, 3}).to(DEVICE);
         TensorFunction inPlace = x -> x[0].mul(2.0).indexPut_(new Tensor[] {rows}, x[0].narrow(0, 0, 2), false).relu();
         Tensor x = randn(5, 5);
         for (TensorFunction f : new TensorFunction[] {flipped, hostRead, inPlace}) {
