@@ -150,7 +150,8 @@ final class ExamplesBench {
      * The CPU figures of a {@code --cputime} run (at least two steps): step i took {@code stepSeconds[i]} of the main
      * thread's CPU and started when it had spent {@code startCpu[i]} and the process {@code startProcessCpu[i]}.
      */
-    static Map<String, Double> cpuSummary(String name, List<Double> stepSeconds, List<Double> startCpu, List<Double> startProcessCpu) {
+    static Map<String, Double> cpuSummary(String name, List<Double> stepSeconds, List<Double> startCpu,
+            List<Double> startProcessCpu) {
         SteadyState st = SteadyState.of(stepSeconds.stream().mapToDouble(Double::doubleValue).toArray());
         int k = st.warmupSteps();
         Map<String, Double> r = new LinkedHashMap<>();

@@ -75,7 +75,8 @@ class WarmupBenchTest {
         var timeline = new WarmupTimeline(COMPILES, List.of(inKernel(0.5, "Interpreted"), inKernel(1.5, "Interpreted"),
                 new Sample(2.5, List.of(new Frame(other, "JIT compiled")))), List.of());
         String firstSteps = timeline.hotMethods(0, 2, 5), after = timeline.hotMethods(2, 5);
-        assertTrue(firstSteps.contains("100.0%") && firstSteps.contains("lanewiseTemplate") && !firstSteps.contains("tile8x32"), firstSteps);
+        assertTrue(firstSteps.contains("100.0%") && firstSteps.contains("lanewiseTemplate") && !firstSteps.contains("tile8x32"),
+                firstSteps);
         assertTrue(after.contains("100.0%") && after.contains("tile8x32") && !after.contains("lanewiseTemplate"), after);
     }
 
