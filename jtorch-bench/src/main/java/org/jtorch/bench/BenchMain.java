@@ -113,12 +113,14 @@ public final class BenchMain {
                                  Transformer, char GPT, time-sequence prediction in float64) and LeNet-5, ResNet-20,
                                  ResNet-18 at 64x64, each in a fresh JVM: steady-state step (ms), time to the first
                                  step and to 90% of the steady state (s, from the launch); --only NAME: one program;
-                                 --cputime: the steps in thread CPU time, for JTORCH_NUM_THREADS=1
+                                 --cputime: the steps in thread CPU time, for JTORCH_NUM_THREADS=1, for 10 s of the
+                                 main thread's CPU, and both times also in the main thread's and the process's CPU
                       warmup     time to the steady state in a fresh JVM, MLP (batch 128) and ResNet-20 (batch 128), under
                                  JFR: per-step curve, steps and seconds to 90% of the steady state from the first step, where
                                  each half second went (interpreter, C1, C2, Vector API fallbacks, compile queue), when C2
-                                 compiled the hot methods; --only mlp|resnet20; --aot: records an AOT cache with the same
-                                 workload, then alternates runs without and with it (--rounds N, default 3; needs the jars);
+                                 compiled the hot methods, the first step's hottest methods; --only mlp|resnet20 or one
+                                 of the examples' programs; --aot: records an AOT cache with the same workload, then
+                                 alternates runs without and with it (--rounds N, default 3; needs the jars);
                                  --seconds S: seconds of steps per run (default 20, at least 40 ResNet-20 steps);
                                  --cputime: the steps in the main thread's CPU time, for JTORCH_NUM_THREADS=1
                       dtype      float64 against float32 per element: GEMM, elementwise, sum, an LSTM cell, an L-BFGS step

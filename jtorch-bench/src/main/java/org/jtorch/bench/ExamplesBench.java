@@ -38,7 +38,11 @@ import org.jtorch.vision.models.Models;
  *   <li>{@code NAME_first_step_s}: from the launch of the process to the end of the first step (JVM start,
  *       class loading, model and data set-up, the first step);</li>
  *   <li>{@code NAME_steady_s}: from the launch to the start of the first run of five steps whose mean
- *       throughput is at least 90% of the steady state's (NaN: not reached within the run).</li>
+ *       throughput is at least 90% of the steady state's (NaN: not reached within the run);</li>
+ *   <li>with {@code --cputime}, the same two times in CPU rather than wall time, which a loaded machine changes
+ *       little: {@code NAME_first_step_cpu_s} and {@code NAME_steady_cpu_s} in the main thread's CPU (from its start
+ *       with the JVM's, set-up included), {@code NAME_process_cpu_first_step_s} and {@code NAME_process_cpu_steady_s}
+ *       in the whole process's (the JIT compilers, the collector and the warm-up thread included).</li>
  * </ul>
  */
 final class ExamplesBench {
@@ -116,21 +120,46 @@ final class ExamplesBench {
         Torch.manualSeed(0);
         Runnable step = program.setUp().get();
         List<Double> stepSeconds = new ArrayList<>(), endSeconds = new ArrayList<>();
+        List<Double> startCpu = new ArrayList<>(), startProcessCpu = new ArrayList<>();
         ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+        var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
         long start = System.nanoTime();
         double budget = budgetSeconds(quick);
-        while (stepSeconds.size() < MAX_STEPS && (stepSeconds.size() < MIN_STEPS || (System.nanoTime() - start) * 1e-9 < budget)) {
+        // With cpuTime the budget is the main thread's CPU: on a loaded machine a wall-time budget ends before the steady state.
+        long cpuStart = cpuTime ? threads.getCurrentThreadCpuTime() : 0;
+        while (stepSeconds.size() < MAX_STEPS && (stepSeconds.size() < MIN_STEPS
+                || ((cpuTime ? threads.getCurrentThreadCpuTime() - cpuStart : System.nanoTime() - start) * 1e-9) < budget)) {
+            if (cpuTime) startProcessCpu.add(os.getProcessCpuTime() * 1e-9);
             long t0 = System.nanoTime(), c0 = cpuTime ? threads.getCurrentThreadCpuTime() : 0;
             step.run();
             long t1 = System.nanoTime(), c1 = cpuTime ? threads.getCurrentThreadCpuTime() : 0;
             stepSeconds.add((cpuTime ? c1 - c0 : t1 - t0) * 1e-9);
             endSeconds.add(launchToAnchor + (t1 - anchorNanos) * 1e-9);
+            if (cpuTime) startCpu.add(c0 * 1e-9);
         }
         if (profile) {
             System.err.print(name + ", kernels per step" + (cpuTime ? " (thread CPU time)" : "") + ":\n"
                     + Timing.kernelProfile(0, PROFILED_STEPS, step, cpuTime));
         }
-        return summary(name, stepSeconds, endSeconds);
+        Map<String, Double> r = summary(name, stepSeconds, endSeconds);
+        if (cpuTime) r.putAll(cpuSummary(name, stepSeconds, startCpu, startProcessCpu));
+        return r;
+    }
+
+    /**
+     * The CPU figures of a {@code --cputime} run (at least two steps): step i took {@code stepSeconds[i]} of the main
+     * thread's CPU and started when it had spent {@code startCpu[i]} and the process {@code startProcessCpu[i]}.
+     */
+    static Map<String, Double> cpuSummary(String name, List<Double> stepSeconds, List<Double> startCpu,
+            List<Double> startProcessCpu) {
+        SteadyState st = SteadyState.of(stepSeconds.stream().mapToDouble(Double::doubleValue).toArray());
+        int k = st.warmupSteps();
+        Map<String, Double> r = new LinkedHashMap<>();
+        r.put(name + "_first_step_cpu_s", startCpu.get(0) + stepSeconds.get(0));
+        r.put(name + "_steady_cpu_s", st.reached() ? startCpu.get(k) : Double.NaN);
+        r.put(name + "_process_cpu_first_step_s", startProcessCpu.get(1));
+        r.put(name + "_process_cpu_steady_s", st.reached() ? startProcessCpu.get(k) : Double.NaN);
+        return r;
     }
 
     /** The three figures of a run from its step times and the launch-relative time at which each step ended. */

@@ -66,9 +66,22 @@ final class WarmupBench {
     static final List<Workload> WORKLOADS = List.of(
             new Workload("mlp", loop -> TrainingBench.mlpSteps(false, loop), 20, 50,
                     new Target(2, Integer.MAX_VALUE)),
-            new Workload("resnet20", loop -> loop.apply(ExamplesBench.PROGRAMS.stream()
-                    .filter(p -> p.name().equals("resnet20")).findFirst().orElseThrow().setUp().get()), 20, 40,
-                    new Target(Double.POSITIVE_INFINITY, 10)));
+            example("resnet20"));
+
+    /**
+     * {@code bench examples}' program {@code name} as a workload (with {@code --only}; the default run has only the two
+     * above), with ResNet-20's target of at most 10 steps.
+     */
+    static Workload example(String name) {
+        ExamplesBench.Program p = ExamplesBench.PROGRAMS.stream().filter(x -> x.name().equals(name)).findFirst().orElse(null);
+        if (p == null) return null;
+        return new Workload(name, loop -> loop.apply(p.setUp().get()), 20, 40, new Target(Double.POSITIVE_INFINITY, 10));
+    }
+
+    /** The workload named {@code name}: one of {@link #WORKLOADS}, or an example program; null if none. */
+    static Workload workload(String name) {
+        return WORKLOADS.stream().filter(w -> w.name().equals(name)).findFirst().orElseGet(() -> example(name));
+    }
 
     /** Runs each workload (or only {@code only}) in child JVMs; with {@code aot}, alternating without and with a cache. */
     static void runAll(String only, boolean aot, int rounds, String seconds, boolean cpuTime) {
@@ -77,9 +90,9 @@ final class WarmupBench {
         base.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
                 .filter(a -> !a.startsWith("-XX:AOTCache")).toList());
         String classPath = System.getProperty("java.class.path");
-        if (only != null && WORKLOADS.stream().noneMatch(w -> w.name().equals(only))) {
+        if (only != null && workload(only) == null) {
             System.err.println("jtorch bench warmup: unknown workload '" + only + "' (known: "
-                    + String.join(", ", WORKLOADS.stream().map(Workload::name).toList()) + ")");
+                    + String.join(", ", WORKLOADS.stream().map(Workload::name).toList()) + " and the examples' programs)");
             System.exit(2);
         }
         if (aot && !List.of(classPath.split(java.io.File.pathSeparator)).stream().allMatch(p -> p.endsWith(".jar"))) {
@@ -87,8 +100,7 @@ final class WarmupBench {
                     + "after 'mvn -DskipTests package')");
             System.exit(2);
         }
-        for (Workload w : WORKLOADS) {
-            if (only != null && !only.equals(w.name())) continue;
+        for (Workload w : only != null ? List.of(workload(only)) : WORKLOADS) {
             Path cache = Path.of(System.getProperty("java.io.tmpdir"), "jtorch-warmup-" + w.name() + ".aot");
             if (aot) {
                 System.err.println("== " + w.name() + ": recording " + cache);
@@ -131,8 +143,8 @@ final class WarmupBench {
     /** The child's part: one workload's steps under a JFR recording; figures to stdout, the analysis to stderr. */
     static Map<String, Double> runOne(String name, long launchedAtMicros, String tag, Double seconds, boolean cpuTime)
             throws IOException {
-        Workload w = WORKLOADS.stream().filter(x -> x.name().equals(name)).findFirst()
-                .orElseThrow(() -> new IllegalArgumentException("jtorch bench warmup: unknown workload '" + name + "'"));
+        Workload w = workload(name);
+        if (w == null) throw new IllegalArgumentException("jtorch bench warmup: unknown workload '" + name + "'");
         return measure(w, launchedAtMicros, tag, seconds != null ? seconds : w.seconds(), cpuTime);
     }
 
@@ -172,7 +184,7 @@ final class WarmupBench {
             Path file = Files.createTempFile("jtorch-warmup", ".jfr");
             try {
                 rec.dump(file);
-                WarmupTimeline timeline = timeline(file, first[0]);
+                WarmupTimeline timeline = timeline(file, first[0], Thread.currentThread().threadId());
                 Map<String, Double> r = report(key, w.target(), stepSeconds, wallEnds,
                         launchToNow + firstStepEnd[0], timeline);
                 // Where the warm-up's CPU went: the JIT compilers' threads against the whole process.
@@ -216,6 +228,9 @@ final class WarmupBench {
         sb.append(timeline.table(0.5, shown));
         sb.append(key).append(": C2 compilations of org.jtorch methods per second: ")
                 .append(timeline.c2PerSecond("org.jtorch.", wallTotal + 1)).append('\n');
+        sb.append(key).append(": hottest methods of the first step\n").append(timeline.hotMethods(0, wallEnds.get(0), 15));
+        sb.append(key).append(": hottest methods from the second step to the steady state\n")
+                .append(timeline.hotMethods(wallEnds.get(0), Math.max(until, wallEnds.get(0)), 15));
         sb.append(key).append(": hottest methods of the steady state\n").append(timeline.hotMethods(wallEnds.get(wallEnds.size() * 3 / 5), 15));
         sb.append(key).append(": the longest C2 compilations before the steady state\n").append(timeline.longestC2(until, 12));
         String re = timeline.recompilations(until);
@@ -267,8 +282,11 @@ final class WarmupBench {
         }
     }
 
-    /** The recording's compilations, samples and queue lengths, timed from {@code origin} (the first step's start). */
-    private static WarmupTimeline timeline(Path file, Instant origin) throws IOException {
+    /**
+     * The recording's compilations, samples (of thread {@code steppingThread}) and queue lengths, timed from
+     * {@code origin} (the first step's start).
+     */
+    private static WarmupTimeline timeline(Path file, Instant origin, long steppingThread) throws IOException {
         List<WarmupTimeline.Compile> compiles = new ArrayList<>();
         List<WarmupTimeline.Sample> samples = new ArrayList<>();
         List<WarmupTimeline.Queue> queues = new ArrayList<>();
@@ -281,7 +299,9 @@ final class WarmupBench {
                     }
                 }
                 case "jdk.ExecutionSample" -> {
-                    if (e.getStackTrace() == null) continue;
+                    // The stepping thread's only: a warm-up thread's samples would pass for the program's.
+                    if (e.getStackTrace() == null || e.getThread("sampledThread") == null
+                            || e.getThread("sampledThread").getJavaThreadId() != steppingThread) continue;
                     List<WarmupTimeline.Frame> frames = new ArrayList<>();
                     for (RecordedFrame f : e.getStackTrace().getFrames()) {
                         frames.add(new WarmupTimeline.Frame(name(f.getMethod()), f.getType()));

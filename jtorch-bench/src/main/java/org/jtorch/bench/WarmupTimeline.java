@@ -134,11 +134,16 @@ final class WarmupTimeline {
      * the jtorch method that called it most often.
      */
     String hotMethods(double fromSeconds, int count) {
+        return hotMethods(fromSeconds, Double.POSITIVE_INFINITY, count);
+    }
+
+    /** {@link #hotMethods(double, int)} over the samples from {@code fromSeconds} to {@code toSeconds}. */
+    String hotMethods(double fromSeconds, double toSeconds, int count) {
         Map<String, Integer> hot = new HashMap<>();
         Map<String, Map<String, Integer>> callers = new HashMap<>();
         int total = 0;
         for (Sample s : samples) {
-            if (s.seconds() < fromSeconds || s.frames().isEmpty()) continue;
+            if (s.seconds() < fromSeconds || s.seconds() >= toSeconds || s.frames().isEmpty()) continue;
             String holder = holder(s.frames());
             hot.merge(holder, 1, Integer::sum);
             s.frames().stream().map(Frame::method).filter(m -> m.startsWith("org.jtorch.")).findFirst()

@@ -70,6 +70,24 @@ class WarmupBenchTest {
     }
 
     @Test
+    void theHotMethodsOfAWindowCountOnlyItsSamples() {
+        String other = "org.jtorch.backend.cpu.ConvDirectF32.tile8x32()V";
+        var timeline = new WarmupTimeline(COMPILES, List.of(inKernel(0.5, "Interpreted"), inKernel(1.5, "Interpreted"),
+                new Sample(2.5, List.of(new Frame(other, "JIT compiled")))), List.of());
+        String firstSteps = timeline.hotMethods(0, 2, 5), after = timeline.hotMethods(2, 5);
+        assertTrue(firstSteps.contains("100.0%") && firstSteps.contains("lanewiseTemplate") && !firstSteps.contains("tile8x32"),
+                firstSteps);
+        assertTrue(after.contains("100.0%") && after.contains("tile8x32") && !after.contains("lanewiseTemplate"), after);
+    }
+
+    @Test
+    void anExamplesProgramIsAWorkloadToo() {
+        assertEquals("mnist", WarmupBench.workload("mnist").name());
+        assertEquals("mlp", WarmupBench.workload("mlp").name());
+        assertEquals(null, WarmupBench.workload("no-such-program"));
+    }
+
+    @Test
     void theTargetsAreSecondsForTheMlpAndStepsForResNet() {
         var mlp = new WarmupBench.Target(2, Integer.MAX_VALUE);
         var resnet = new WarmupBench.Target(Double.POSITIVE_INFINITY, 10);
