@@ -88,6 +88,29 @@ final class VectorErf {
         return x.mul(0.5f).mul(erfc);
     }
 
+    private static final float RSQRT_2PI = (float) (1 / Math.sqrt(2 * Math.PI));
+
+    /**
+     * GELU's derivative times the gradient, {@code g (Phi(x) + x phi(x))} (ATen's {@code gelu_backward}): the density
+     * {@code phi(x) = exp(-x^2/2) / sqrt(2 pi)} is the exponential that {@code Phi(x) = erfc(-x / sqrt 2) / 2 =
+     * exp(-x^2/2) R(a) / 2} needs, so one exponential and one polynomial serve both (the forward's cost).
+     */
+    static FloatVector geluBackward(FloatVector g, FloatVector x) {
+        FloatVector x2 = x.mul(x);
+        FloatVector hi = x2.mul(0.5f);
+        FloatVector lo = x.fma(x, x2.neg()).mul(0.5f);
+        FloatVector t = x.mul(MINUS_RSQRT2);
+        FloatVector a = t.abs();
+        FloatVector e = expPart(hi, lo);
+        FloatVector r = poly(a.min(4f), WHOLE, 0, 4);
+        VectorMask<Float> far = a.compare(VectorOperators.GT, 4f);
+        if (far.anyTrue()) r = r.blend(poly(a.min(10f), FAR, 4, 10), far);
+        // Phi(-|x|) = exp(-x^2/2) R(a) / 2; Phi(|x|) = 1 - Phi(-|x|) does not cancel (Phi(-|x|) <= 1/2).
+        FloatVector lower = e.mul(r).mul(0.5f);
+        FloatVector cdf = lower.blend(FloatVector.broadcast(FS, 1f).sub(lower), x.compare(VectorOperators.GT, 0f));
+        return g.mul(x.mul(e).fma(FloatVector.broadcast(FS, RSQRT_2PI), cdf));
+    }
+
     /** {@code x P(x^2)} with the Taylor coefficients. */
     private static FloatVector small(FloatVector x) {
         FloatVector x2 = x.mul(x);
@@ -103,12 +126,21 @@ final class VectorErf {
      * NaN for an infinite a).
      */
     private static FloatVector tail(FloatVector hi, FloatVector lo, FloatVector a, float[] c, float from, float to) {
+        return expPart(hi, lo).mul(poly(a, c, from, to));
+    }
+
+    /** {@code exp(-a^2)} with {@code a^2 = hi + lo} exactly (see {@link #tail}). */
+    private static FloatVector expPart(FloatVector hi, FloatVector lo) {
         FloatVector small = lo.blend(0f, hi.compare(VectorOperators.GT, 100f));
-        FloatVector e = hi.neg().lanewise(VectorOperators.EXP).mul(FloatVector.broadcast(FS, 1f).sub(small));
+        return hi.neg().lanewise(VectorOperators.EXP).mul(FloatVector.broadcast(FS, 1f).sub(small));
+    }
+
+    /** R's polynomial {@code c}, fitted on {@code [from, to]}, at {@code a} (held inside that range). */
+    private static FloatVector poly(FloatVector a, float[] c, float from, float to) {
         FloatVector u = a.mul(2f / (to - from)).sub((from + to) / (to - from));
         FloatVector p = FloatVector.broadcast(FS, c[c.length - 1]);
         for (int k = c.length - 2; k >= 0; k--) p = p.fma(u, FloatVector.broadcast(FS, c[k]));
-        return e.mul(p);
+        return p;
     }
 
     // ---------------------------------------------------------------- coefficients, computed once
