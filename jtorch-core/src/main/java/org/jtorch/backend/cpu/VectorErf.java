@@ -72,20 +72,20 @@ final class VectorErf {
         for (long i = 0; i < upper; i += FL) gelu(FloatVector.fromMemorySegment(FS, xs, xo + 4 * i, LE)).intoMemorySegment(os, oo + 4 * i, LE);
     }
 
-    private static final float MINUS_RSQRT2 = (float) -Math.sqrt(0.5);
+    private static final float RSQRT2 = (float) Math.sqrt(0.5);
 
     static FloatVector gelu(FloatVector x) {
-        FloatVector x2 = x.mul(x);
-        FloatVector hi = x2.mul(0.5f);
-        FloatVector lo = x.fma(x, x2.neg()).mul(0.5f);
-        FloatVector t = x.mul(MINUS_RSQRT2);
-        FloatVector a = t.abs();
+        // x/2 is exact, so hi + lo = x^2 / 2 exactly (halving x rather than the square saves two products).
+        FloatVector half = x.mul(0.5f);
+        FloatVector hi = half.mul(x);
+        FloatVector lo = half.fma(x, hi.neg());
+        FloatVector a = x.abs().mul(RSQRT2);
         // erfc(a) = exp(-a^2) R(a) on [0, 4] in one polynomial; erfc(-a) = 2 - erfc(a) does not cancel.
         FloatVector e = tail(hi, lo, a.min(4f), WHOLE, 0, 4);
         VectorMask<Float> far = a.compare(VectorOperators.GT, 4f);
         if (far.anyTrue()) e = e.blend(tail(hi, lo, a.min(10f), FAR, 4, 10), far);
-        FloatVector erfc = e.blend(FloatVector.broadcast(FS, 2f).sub(e), t.compare(VectorOperators.LT, 0f));
-        return x.mul(0.5f).mul(erfc);
+        FloatVector erfc = e.blend(FloatVector.broadcast(FS, 2f).sub(e), x.compare(VectorOperators.GT, 0f));
+        return half.mul(erfc);
     }
 
     private static final float RSQRT_2PI = (float) (1 / Math.sqrt(2 * Math.PI));
@@ -96,11 +96,10 @@ final class VectorErf {
      * exp(-x^2/2) R(a) / 2} needs, so one exponential and one polynomial serve both (the forward's cost).
      */
     static FloatVector geluBackward(FloatVector g, FloatVector x) {
-        FloatVector x2 = x.mul(x);
-        FloatVector hi = x2.mul(0.5f);
-        FloatVector lo = x.fma(x, x2.neg()).mul(0.5f);
-        FloatVector t = x.mul(MINUS_RSQRT2);
-        FloatVector a = t.abs();
+        FloatVector half = x.mul(0.5f);
+        FloatVector hi = half.mul(x);
+        FloatVector lo = half.fma(x, hi.neg());
+        FloatVector a = x.abs().mul(RSQRT2);
         FloatVector e = expPart(hi, lo);
         FloatVector r = poly(a.min(4f), WHOLE, 0, 4);
         VectorMask<Float> far = a.compare(VectorOperators.GT, 4f);
