@@ -72,20 +72,20 @@ final class VectorErf {
         for (long i = 0; i < upper; i += FL) gelu(FloatVector.fromMemorySegment(FS, xs, xo + 4 * i, LE)).intoMemorySegment(os, oo + 4 * i, LE);
     }
 
-    private static final float RSQRT2 = (float) Math.sqrt(0.5);
+    private static final float MINUS_RSQRT2 = (float) -Math.sqrt(0.5);
 
     static FloatVector gelu(FloatVector x) {
-        // x/2 is exact, so hi + lo = x^2 / 2 exactly (halving x rather than the square saves two products).
-        FloatVector half = x.mul(0.5f);
-        FloatVector hi = half.mul(x);
-        FloatVector lo = half.fma(x, hi.neg());
-        FloatVector a = x.abs().mul(RSQRT2);
+        FloatVector x2 = x.mul(x);
+        FloatVector hi = x2.mul(0.5f);
+        FloatVector lo = x.fma(x, x2.neg()).mul(0.5f);
+        FloatVector t = x.mul(MINUS_RSQRT2);
+        FloatVector a = t.abs();
         // erfc(a) = exp(-a^2) R(a) on [0, 4] in one polynomial; erfc(-a) = 2 - erfc(a) does not cancel.
         FloatVector e = tail(hi, lo, a.min(4f), WHOLE, 0, 4);
         VectorMask<Float> far = a.compare(VectorOperators.GT, 4f);
         if (far.anyTrue()) e = e.blend(tail(hi, lo, a.min(10f), FAR, 4, 10), far);
-        FloatVector erfc = e.blend(FloatVector.broadcast(FS, 2f).sub(e), x.compare(VectorOperators.GT, 0f));
-        return half.mul(erfc);
+        FloatVector erfc = e.blend(FloatVector.broadcast(FS, 2f).sub(e), t.compare(VectorOperators.LT, 0f));
+        return x.mul(0.5f).mul(erfc);
     }
 
     private static final float RSQRT_2PI = (float) (1 / Math.sqrt(2 * Math.PI));
@@ -96,18 +96,33 @@ final class VectorErf {
      * exp(-x^2/2) R(a) / 2} needs, so one exponential and one polynomial serve both (the forward's cost).
      */
     static FloatVector geluBackward(FloatVector g, FloatVector x) {
+        // x/2 is exact, so hi + lo = x^2 / 2 exactly.
         FloatVector half = x.mul(0.5f);
         FloatVector hi = half.mul(x);
         FloatVector lo = half.fma(x, hi.neg());
-        FloatVector a = x.abs().mul(RSQRT2);
-        FloatVector e = expPart(hi, lo);
-        FloatVector r = poly(a.min(4f), WHOLE, 0, 4);
+        FloatVector a = x.abs().mul(-MINUS_RSQRT2);
+        // exp(-x^2/2) and R(a) on [0, 4] written out here rather than through tail's helpers: C2 inlines a kernel's
+        // calls only so deep and so large, and a call it does not inline boxes its vectors (the forward ran at half speed).
+        FloatVector small = lo.blend(0f, hi.compare(VectorOperators.GT, 100f));
+        FloatVector e = hi.neg().lanewise(VectorOperators.EXP).mul(FloatVector.broadcast(FS, 1f).sub(small));
+        FloatVector u = a.min(4f).mul(0.5f).sub(1f);
+        FloatVector r = FloatVector.broadcast(FS, WHOLE[WHOLE.length - 1]);
+        for (int k = WHOLE.length - 2; k >= 0; k--) r = r.fma(u, FloatVector.broadcast(FS, WHOLE[k]));
         VectorMask<Float> far = a.compare(VectorOperators.GT, 4f);
-        if (far.anyTrue()) r = r.blend(poly(a.min(10f), FAR, 4, 10), far);
+        // Past a = 4 (rare in practice) the far polynomial, in a call of its own on the cold path.
+        if (far.anyTrue()) r = r.blend(farR(a.min(10f)), far);
         // Phi(-|x|) = exp(-x^2/2) R(a) / 2; Phi(|x|) = 1 - Phi(-|x|) does not cancel (Phi(-|x|) <= 1/2).
         FloatVector lower = e.mul(r).mul(0.5f);
         FloatVector cdf = lower.blend(FloatVector.broadcast(FS, 1f).sub(lower), x.compare(VectorOperators.GT, 0f));
         return g.mul(x.mul(e).fma(FloatVector.broadcast(FS, RSQRT_2PI), cdf));
+    }
+
+    /** R(a) on [4, 10] (the far polynomial). */
+    private static FloatVector farR(FloatVector a) {
+        FloatVector u = a.mul(2f / 6).sub(14f / 6);
+        FloatVector p = FloatVector.broadcast(FS, FAR[FAR.length - 1]);
+        for (int k = FAR.length - 2; k >= 0; k--) p = p.fma(u, FloatVector.broadcast(FS, FAR[k]));
+        return p;
     }
 
     /** {@code x P(x^2)} with the Taylor coefficients. */
@@ -125,21 +140,12 @@ final class VectorErf {
      * NaN for an infinite a).
      */
     private static FloatVector tail(FloatVector hi, FloatVector lo, FloatVector a, float[] c, float from, float to) {
-        return expPart(hi, lo).mul(poly(a, c, from, to));
-    }
-
-    /** {@code exp(-a^2)} with {@code a^2 = hi + lo} exactly (see {@link #tail}). */
-    private static FloatVector expPart(FloatVector hi, FloatVector lo) {
         FloatVector small = lo.blend(0f, hi.compare(VectorOperators.GT, 100f));
-        return hi.neg().lanewise(VectorOperators.EXP).mul(FloatVector.broadcast(FS, 1f).sub(small));
-    }
-
-    /** R's polynomial {@code c}, fitted on {@code [from, to]}, at {@code a} (held inside that range). */
-    private static FloatVector poly(FloatVector a, float[] c, float from, float to) {
+        FloatVector e = hi.neg().lanewise(VectorOperators.EXP).mul(FloatVector.broadcast(FS, 1f).sub(small));
         FloatVector u = a.mul(2f / (to - from)).sub((from + to) / (to - from));
         FloatVector p = FloatVector.broadcast(FS, c[c.length - 1]);
         for (int k = c.length - 2; k >= 0; k--) p = p.fma(u, FloatVector.broadcast(FS, c[k]));
-        return p;
+        return e.mul(p);
     }
 
     // ---------------------------------------------------------------- coefficients, computed once
