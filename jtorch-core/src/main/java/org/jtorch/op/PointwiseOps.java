@@ -165,8 +165,8 @@ public final class PointwiseOps {
     /**
      * The tanh form's gradient in one pass ({@code gelu_backward} with approximate='tanh'): with {@code s = (1 +
      * tanh(inner)) / 2 = 1 / (1 + exp(-2 inner))}, {@code d gelu/dx = s + 2 x s (1 - s) beta (1 + 3 kappa x^2)}, which
-     * does not cancel for negative x as {@code 1 + tanh} does (nor, with {@code 1 - s = exp(-2 inner) s}, for positive x). Its own derivative is written with ops
-     * ({@link #geluTanhSecondDerivative}).
+     * does not cancel for negative x as {@code 1 + tanh} does (nor, with {@code 1 - s = exp(-2 inner) s}, for positive
+     * x). Its own derivative is written with ops ({@link #geluTanhSecondDerivative}).
      */
     public static final OpDef GELU_TANH_BACKWARD = OpDef.binary("gelu_tanh_backward").py("gelu_backward").rule(FLOAT)
             .signature(GRAD_OUTPUT, SELF, Param.scalar("approximate", "str", "'tanh'"))
