@@ -66,6 +66,16 @@ public enum Fn {
     GELU(1, "(A(0.5) * (%1$s) * erfc(-(%1$s) * A(0.7071067811865476)))") {
         public double apply(double a, double b, double c) { return 0.5 * a * SpecialFunctions.erfc(-a / java.lang.Math.sqrt(2.0)); }
     },
+    /**
+     * GELU's derivative times the gradient {@code g}: {@code g (Phi(x) + x phi(x))} with {@code Phi(x) = erfc(-x / sqrt 2) / 2}
+     * and {@code phi(x) = exp(-x^2 / 2) / sqrt(2 pi)} (ATen's {@code gelu_backward}, approximate='none'); the vector forms
+     * take both from one exponential.
+     */
+    GELU_BACKWARD(2, "jt::gelu_backward(%s, %s)") {
+        public double apply(double g, double x, double c) {
+            return g * (0.5 * SpecialFunctions.erfc(-x / java.lang.Math.sqrt(2.0)) + x * java.lang.Math.exp(-0.5 * x * x) / java.lang.Math.sqrt(2 * java.lang.Math.PI));
+        }
+    },
     /** C's (and so ATen's) {@code pow} ({@link #cPow}); integers by squaring ({@link #intPow}). */
     POW(2, "jt::pow_any(%s, %s)") {
         public double apply(double a, double b, double c) { return cPow(a, b); }

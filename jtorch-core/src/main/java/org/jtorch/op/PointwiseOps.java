@@ -27,7 +27,16 @@ public final class PointwiseOps {
     private static final Expr P0 = Expr.scalar(0, "p0");
     private static final Expr P1 = Expr.scalar(1, "p1");
 
+    /** A backward op's inputs, as ATen names them: the output gradient, then the forward's input. */
+    private static final Expr GO = Expr.in(0, "grad_output");
+    private static final Expr GX = Expr.in(1, "self");
+
+    /** The tanh GELU's constants, {@code inner = beta (x + kappa x^3)} (declared before the ops whose formulas read them). */
+    private static final double GELU_BETA = Math.sqrt(2.0 / Math.PI);
+    private static final double GELU_KAPPA = 0.044715;
+
     private static final Param SELF = Param.tensor("self");
+    private static final Param GRAD_OUTPUT = Param.tensor("grad_output");
     private static final Param OTHER = Param.tensor("other");
 
     // ---------------------------------------------------------------- unary
@@ -62,20 +71,8 @@ public final class PointwiseOps {
     public static final OpDef COS = unary("cos", FLOAT, m(Fn.COS, X), () -> List.of(mul(G, neg(u(sin(), X)))));
     public static final OpDef TANH = unary("tanh", FLOAT, m(Fn.TANH, X), () -> List.of(mul(G, sub(Expr.c(1), mul(Y, Y)))));
     public static final OpDef SIGMOID = unary("sigmoid", FLOAT, m(Fn.SIGMOID, X), () -> List.of(mul(G, mul(Y, sub(Expr.c(1), Y)))));
-    public static final OpDef GELU = unary("gelu", FLOAT, m(Fn.GELU, X), () -> {
-        Expr cdf = mul(add(u(erf(), mul(X, Expr.c(1.0 / Math.sqrt(2.0)))), Expr.c(1)), Expr.c(0.5));
-        Expr pdf = mul(u(exp(), mul(mul(X, X), Expr.c(-0.5))), Expr.c(1.0 / Math.sqrt(2.0 * Math.PI)));
-        return List.of(mul(G, add(cdf, mul(X, pdf))));
-    });
-    public static final OpDef GELU_TANH = unary("gelu_tanh", FLOAT, geluTanhFormula(), () -> {
-        double beta = Math.sqrt(2.0 / Math.PI);
-        double kappa = 0.044715;
-        Expr x2 = mul(X, X);
-        Expr t = u(tanh(), mul(add(X, mul(mul(x2, X), Expr.c(kappa))), Expr.c(beta)));
-        Expr left = mul(add(t, Expr.c(1)), Expr.c(0.5));
-        Expr right = mul(mul(mul(X, Expr.c(0.5)), sub(Expr.c(1), mul(t, t))), mul(add(mul(x2, Expr.c(3 * kappa)), Expr.c(1)), Expr.c(beta)));
-        return List.of(mul(G, add(left, right)));
-    });
+    public static final OpDef GELU = unary("gelu", FLOAT, m(Fn.GELU, X), () -> List.of(Expr.call(geluBackward(), G, X)));
+    public static final OpDef GELU_TANH = unary("gelu_tanh", FLOAT, geluTanhFormula(), () -> List.of(Expr.call(geluTanhBackward(), G, X)));
     public static final OpDef SILU = unary("silu", FLOAT, m(Fn.DIV, X, m(Fn.ADD, Expr.c(1), m(Fn.EXP, m(Fn.NEG, X)))), () -> {
         Expr sig = u(sigmoid(), X);
         return List.of(mul(G, mul(sig, add(mul(X, sub(Expr.c(1), sig)), Expr.c(1)))));
@@ -152,6 +149,29 @@ public final class PointwiseOps {
             .signature(SELF, OTHER, Param.scalar("negative_slope", "Scalar", null))
             .formula(m(Fn.SELECT, m(Fn.GT, B, Expr.c(0)), A, m(Fn.MUL, A, P0)))
             .derivatives(() -> List.of(Expr.call(leakyReluBackward(), G, B, P0), new Expr.ZerosLike(B))).build();
+    /**
+     * GELU's gradient {@code grad_output (Phi(self) + self phi(self))} in one pass, as ATen's {@code gelu_backward}
+     * (approximate='none'), where the composite (erf, exp, and products and sums) made eleven; the vector kernels take
+     * the density and the distribution from one exponential. Differentiated as ATen's {@code gelu_double_backward}:
+     * {@code d/dself = grad grad_output phi(self) (2 - self^2)}.
+     */
+    public static final OpDef GELU_BACKWARD = OpDef.binary("gelu_backward").rule(FLOAT)
+            .signature(GRAD_OUTPUT, SELF, Param.scalar("approximate", "str", "'none'"))
+            .formula(m(Fn.GELU_BACKWARD, GO, GX))
+            .derivatives(() -> {
+                Expr pdf = mul(u(exp(), mul(mul(GX, GX), Expr.c(-0.5))), Expr.c(1 / Math.sqrt(2 * Math.PI)));
+                return List.of(Expr.call(geluBackward(), G, GX), mul(mul(G, GO), mul(pdf, sub(Expr.c(2), mul(GX, GX)))));
+            }).build();
+    /**
+     * The tanh form's gradient in one pass ({@code gelu_backward} with approximate='tanh'): with {@code s = (1 +
+     * tanh(inner)) / 2 = 1 / (1 + exp(-2 inner))}, {@code d gelu/dx = s + 2 x s (1 - s) beta (1 + 3 kappa x^2)}, which
+     * does not cancel for negative x as {@code 1 + tanh} does (nor, with {@code 1 - s = exp(-2 inner) s}, for positive
+     * x). Its own derivative is written with ops ({@link #geluTanhSecondDerivative}).
+     */
+    public static final OpDef GELU_TANH_BACKWARD = OpDef.binary("gelu_tanh_backward").py("gelu_backward").rule(FLOAT)
+            .signature(GRAD_OUTPUT, SELF, Param.scalar("approximate", "str", "'tanh'"))
+            .formula(m(Fn.MUL, GO, geluTanhDerivative()))
+            .derivatives(() -> List.of(Expr.call(geluTanhBackward(), G, GX), mul(mul(G, GO), geluTanhSecondDerivative()))).build();
     public static final OpDef EQ = binary("eq", BOOL, m(Fn.EQ, A, B), null);
     public static final OpDef NE = binary("ne", BOOL, m(Fn.NE, A, B), null);
     public static final OpDef LT = binary("lt", BOOL, m(Fn.LT, A, B), null);
@@ -258,6 +278,33 @@ public final class PointwiseOps {
         return m(Fn.DIV, X, m(Fn.ADD, Expr.c(1), m(Fn.EXP, m(Fn.MUL, Expr.c(-2), inner))));
     }
 
+    /** {@code s + 2 x s (1 - s) beta (1 + 3 kappa x^2)}, {@code s = 1 / (1 + exp(-2 inner))}, as a formula of {@link #GX}. */
+    private static Expr geluTanhDerivative() {
+        Expr x2 = m(Fn.MUL, GX, GX);
+        Expr inner = m(Fn.MUL, Expr.c(GELU_BETA), m(Fn.ADD, GX, m(Fn.MUL, m(Fn.MUL, Expr.c(GELU_KAPPA), x2), GX)));
+        Expr e = m(Fn.EXP, m(Fn.MUL, Expr.c(-2), inner));
+        Expr s = m(Fn.DIV, Expr.c(1), m(Fn.ADD, Expr.c(1), e));
+        Expr q = m(Fn.ADD, Expr.c(1), m(Fn.MUL, Expr.c(3 * GELU_KAPPA), x2));
+        // 1 - s = e s, which does not cancel where s nears 1 (1 - s itself does, by up to x q times an ulp of 1).
+        Expr w = m(Fn.MUL, s, m(Fn.SELECT, m(Fn.GT, inner, Expr.c(0)), m(Fn.MUL, e, s), m(Fn.SUB, Expr.c(1), s)));
+        return m(Fn.ADD, s, m(Fn.MUL, m(Fn.MUL, m(Fn.MUL, Expr.c(2 * GELU_BETA), GX), w), q));
+    }
+
+    /**
+     * The tanh form's second derivative with ops: {@code 2 beta w (2 q + 2 beta x q^2 (1 - 2 s) + 6 kappa x^2)}, with
+     * {@code w = s (1 - s)}, {@code q = 1 + 3 kappa x^2} and {@code ds/dx = 2 beta q w}.
+     */
+    private static Expr geluTanhSecondDerivative() {
+        Expr x2 = mul(GX, GX);
+        Expr inner = mul(add(GX, mul(mul(x2, GX), Expr.c(GELU_KAPPA))), Expr.c(GELU_BETA));
+        Expr s = u(sigmoid(), mul(inner, Expr.c(2)));
+        Expr w = mul(s, sub(Expr.c(1), s));
+        Expr q = add(mul(x2, Expr.c(3 * GELU_KAPPA)), Expr.c(1));
+        Expr middle = mul(mul(mul(GX, Expr.c(2 * GELU_BETA)), mul(q, q)), sub(Expr.c(1), mul(s, Expr.c(2))));
+        Expr sum = add(add(mul(q, Expr.c(2)), middle), mul(x2, Expr.c(6 * GELU_KAPPA)));
+        return mul(mul(w, Expr.c(2 * GELU_BETA)), sum);
+    }
+
     private static Expr nonzero(Expr x) {
         return m(Fn.NE, x, Expr.c(0));
     }
@@ -297,7 +344,6 @@ public final class PointwiseOps {
     private static OpDef sign() { return SIGN; }
     private static OpDef cos() { return COS; }
     private static OpDef sin() { return SIN; }
-    private static OpDef erf() { return ERF; }
     private static OpDef exp() { return EXP; }
     private static OpDef log() { return LOG; }
     private static OpDef log1p() { return LOG1P; }
@@ -309,5 +355,7 @@ public final class PointwiseOps {
     private static OpDef logicalAnd() { return LOGICAL_AND; }
     private static OpDef logicalOr() { return LOGICAL_OR; }
     private static OpDef thresholdBackward() { return THRESHOLD_BACKWARD; }
+    private static OpDef geluBackward() { return GELU_BACKWARD; }
+    private static OpDef geluTanhBackward() { return GELU_TANH_BACKWARD; }
     private static OpDef leakyReluBackward() { return LEAKY_RELU_BACKWARD; }
 }

@@ -23,7 +23,7 @@ final class CpuFormulaKernel implements FormulaKernel {
     private final int inputs;
     private final boolean vectorizable;
     private final boolean vectorizableF64;
-    /** Whether the formula calls erf or GELU, whose double vector form is dear for a short row. */
+    /** Whether the formula calls erf or GELU (or its derivative), whose double vector form is dear for a short row. */
     private final boolean erfInFormula;
     /** By {@link PointwiseCodegen.Compute} ordinal: the formula's form in those integer lanes, null where not generated. */
     private final PointwiseCodegen.IntegerForm[] integerForms;
@@ -44,7 +44,8 @@ final class CpuFormulaKernel implements FormulaKernel {
         this.inputs = inputs;
         this.vectorizable = inputs <= 16 && PointwiseCodegen.supports(formula);
         this.vectorizableF64 = inputs <= MAX_LAID_OUT && PointwiseCodegen.supports(formula, true);
-        this.erfInFormula = calls(formula, org.jtorch.op.Fn.ERF) || calls(formula, org.jtorch.op.Fn.GELU);
+        this.erfInFormula = calls(formula, org.jtorch.op.Fn.ERF) || calls(formula, org.jtorch.op.Fn.GELU)
+                || calls(formula, org.jtorch.op.Fn.GELU_BACKWARD);
         this.integerForms = new PointwiseCodegen.IntegerForm[PointwiseCodegen.Compute.values().length];
         for (PointwiseCodegen.Compute c : PointwiseCodegen.Compute.values()) {
             if (c.integral()) integerForms[c.ordinal()] = PointwiseCodegen.integerForm(formula, c);

@@ -88,6 +88,43 @@ final class VectorErf {
         return x.mul(0.5f).mul(erfc);
     }
 
+    private static final float RSQRT_2PI = (float) (1 / Math.sqrt(2 * Math.PI));
+
+    /**
+     * GELU's derivative times the gradient, {@code g (Phi(x) + x phi(x))} (ATen's {@code gelu_backward}): the density
+     * {@code phi(x) = exp(-x^2/2) / sqrt(2 pi)} is the exponential that {@code Phi(x) = erfc(-x / sqrt 2) / 2 =
+     * exp(-x^2/2) R(a) / 2} needs, so one exponential and one polynomial serve both (the forward's cost).
+     */
+    static FloatVector geluBackward(FloatVector g, FloatVector x) {
+        // x/2 is exact, so hi + lo = x^2 / 2 exactly.
+        FloatVector half = x.mul(0.5f);
+        FloatVector hi = half.mul(x);
+        FloatVector lo = half.fma(x, hi.neg());
+        FloatVector a = x.abs().mul(-MINUS_RSQRT2);
+        // exp(-x^2/2) and R(a) on [0, 4] written out here rather than through tail's helpers: C2 inlines a kernel's
+        // calls only so deep and so large, and a call it does not inline boxes its vectors (the forward ran at half speed).
+        FloatVector small = lo.blend(0f, hi.compare(VectorOperators.GT, 100f));
+        FloatVector e = hi.neg().lanewise(VectorOperators.EXP).mul(FloatVector.broadcast(FS, 1f).sub(small));
+        FloatVector u = a.min(4f).mul(0.5f).sub(1f);
+        FloatVector r = FloatVector.broadcast(FS, WHOLE[WHOLE.length - 1]);
+        for (int k = WHOLE.length - 2; k >= 0; k--) r = r.fma(u, FloatVector.broadcast(FS, WHOLE[k]));
+        VectorMask<Float> far = a.compare(VectorOperators.GT, 4f);
+        // Past a = 4 (rare in practice) the far polynomial, in a call of its own on the cold path.
+        if (far.anyTrue()) r = r.blend(farR(a.min(10f)), far);
+        // Phi(-|x|) = exp(-x^2/2) R(a) / 2; Phi(|x|) = 1 - Phi(-|x|) does not cancel (Phi(-|x|) <= 1/2).
+        FloatVector lower = e.mul(r).mul(0.5f);
+        FloatVector cdf = lower.blend(FloatVector.broadcast(FS, 1f).sub(lower), x.compare(VectorOperators.GT, 0f));
+        return g.mul(x.mul(e).fma(FloatVector.broadcast(FS, RSQRT_2PI), cdf));
+    }
+
+    /** R(a) on [4, 10] (the far polynomial). */
+    private static FloatVector farR(FloatVector a) {
+        FloatVector u = a.mul(2f / 6).sub(14f / 6);
+        FloatVector p = FloatVector.broadcast(FS, FAR[FAR.length - 1]);
+        for (int k = FAR.length - 2; k >= 0; k--) p = p.fma(u, FloatVector.broadcast(FS, FAR[k]));
+        return p;
+    }
+
     /** {@code x P(x^2)} with the Taylor coefficients. */
     private static FloatVector small(FloatVector x) {
         FloatVector x2 = x.mul(x);

@@ -69,6 +69,29 @@ final class VectorErfF64 {
         return half.mul(erfc).blend(head.blend(tail, t.compare(VectorOperators.GE, 0)), big);
     }
 
+    private static final double RSQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
+
+    /**
+     * {@code g (Phi(x) + x phi(x))}, GELU's derivative times the gradient, with one exponential for the density and the
+     * distribution (as {@link VectorErf#geluBackward}); below |x / sqrt 2| = 1/2 the distribution is the series'.
+     */
+    static DoubleVector geluBackward(DoubleVector g, DoubleVector x) {
+        DoubleVector x2 = x.mul(x);
+        DoubleVector hi = x2.mul(0.5);
+        DoubleVector lo = x.fma(x, x2.neg()).mul(0.5);
+        DoubleVector t = x.mul(MINUS_RSQRT2);
+        DoubleVector a = t.abs();
+        DoubleVector e = expPart(hi, lo);
+        DoubleVector cdf = DoubleVector.broadcast(DS, 1).sub(small(t)).mul(0.5);
+        VectorMask<Double> big = a.compare(VectorOperators.GE, SPLIT);
+        if (big.anyTrue()) {
+            // Phi(-|x|) = exp(-x^2/2) R(a) / 2; Phi(|x|) = 1 - Phi(-|x|) does not cancel.
+            DoubleVector lower = e.mul(rPart(hi, a)).mul(0.5);
+            cdf = cdf.blend(lower.blend(DoubleVector.broadcast(DS, 1).sub(lower), x.compare(VectorOperators.GT, 0)), big);
+        }
+        return g.mul(x.mul(e).fma(DoubleVector.broadcast(DS, RSQRT_2PI), cdf));
+    }
+
     /** {@code x P(x^2)} with the Taylor coefficients. */
     private static DoubleVector small(DoubleVector x) {
         DoubleVector x2 = x.mul(x);

@@ -172,6 +172,7 @@ public final class VectorMath {
     }
     public static FloatVector erf(FloatVector a) { return VectorErf.erf(a); }
     public static FloatVector gelu(FloatVector a) { return VectorErf.gelu(a); }
+    public static FloatVector gelu_backward(FloatVector g, FloatVector x) { return VectorErf.geluBackward(g, x); }
 
     /** The exponents ATen special-cases, as {@link Fn#POW_SCALAR}, where {@code e} is the same in every lane (a parameter). */
     public static FloatVector pow_scalar(FloatVector a, FloatVector e) {

@@ -25,7 +25,7 @@ public final class VectorMathF64 {
     private static final ByteOrder LE = ByteOrder.nativeOrder();
 
     static boolean supports(Fn fn) {
-        return VectorMath.supports(fn) && (VectorErfF64.SUPPORTED || fn != Fn.ERF && fn != Fn.GELU);
+        return VectorMath.supports(fn) && (VectorErfF64.SUPPORTED || fn != Fn.ERF && fn != Fn.GELU && fn != Fn.GELU_BACKWARD);
     }
 
     // ---------------------------------------------------------------- loads, stores, loop bounds
@@ -108,6 +108,7 @@ public final class VectorMathF64 {
     }
     public static DoubleVector erf(DoubleVector a) { return VectorErfF64.erf(a); }
     public static DoubleVector gelu(DoubleVector a) { return VectorErfF64.gelu(a); }
+    public static DoubleVector gelu_backward(DoubleVector g, DoubleVector x) { return VectorErfF64.geluBackward(g, x); }
 
     public static DoubleVector pow_scalar(DoubleVector a, DoubleVector e) {
         double p = e.lane(0);

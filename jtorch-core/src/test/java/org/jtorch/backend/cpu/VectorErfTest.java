@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.function.DoubleUnaryOperator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.SpecialFunctions;
+import org.jtorch.ops.Dispatcher;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -64,6 +66,34 @@ class VectorErfTest {
         float[] x = sweep();
         try (Tensor t = Torch.tensor(x); Tensor r = t.gelu()) {
             assertWithinUlps("gelu", 6, x, r.toFloatArray(), v -> 0.5 * v * SpecialFunctions.erfc(-v / Math.sqrt(2)));
+        }
+    }
+
+    /**
+     * GELU's derivative ({@code gelu_backward} with a gradient of 1) within 4 ulps of the exact {@code Phi(x) + x phi(x)},
+     * in ulps of the larger term: the sum cancels where GELU has its minimum (x = -0.7518), there in PyTorch's as in any
+     * float evaluation of the two terms.
+     */
+    @Test
+    void geluDerivativeIsWithinFourUlpsOfItsLargerTerm() {
+        float[] x = sweep();
+        float[] ones = new float[x.length];
+        java.util.Arrays.fill(ones, 1f);
+        try (Tensor t = Torch.tensor(x); Tensor g = Torch.tensor(ones);
+                Tensor r = Dispatcher.call(PointwiseOps.GELU_BACKWARD, new Tensor[] {g, t}, new double[] {1})) {
+            float[] got = r.toFloatArray();
+            double worst = 0;
+            float at = 0;
+            for (int i = 0; i < x.length; i++) {
+                double cdf = 0.5 * SpecialFunctions.erfc(-x[i] / Math.sqrt(2));
+                double xpdf = x[i] * Math.exp(-0.5 * (double) x[i] * x[i]) / Math.sqrt(2 * Math.PI);
+                double u = Math.abs(got[i] - (cdf + xpdf)) / Math.max(Math.ulp((float) Math.max(cdf, Math.abs(xpdf))), Math.ulp(Float.MIN_NORMAL));
+                if (u > worst) {
+                    worst = u;
+                    at = x[i];
+                }
+            }
+            assertTrue(worst <= 4, "gelu_backward: " + worst + " ulps at x = " + at);
         }
     }
 

@@ -124,6 +124,11 @@ template <typename A> __device__ __forceinline__ A clamp_opt(A x, A lo, A hi) {
     }
 }
 
+// GELU's derivative times the gradient, g (Phi(x) + x phi(x)) (Fn.GELU_BACKWARD): floating compute only.
+template <typename A> __device__ __forceinline__ A gelu_backward(A g, A x) {
+    return g * (A(0.5) * erfc(-x * A(0.7071067811865476)) + x * exp(A(-0.5) * x * x) * A(0.3989422804014327));
+}
+
 // C's fmod, which is Java's %: the remainder takes the dividend's sign. A zero integer divisor never reaches a
 // kernel (the dispatcher checks first and throws); Long.MIN_VALUE % -1 is 0 as in Java.
 template <typename A> __device__ __forceinline__ A java_fmod(A a, A b) {
