@@ -143,6 +143,24 @@ class CopySelectOneHotOpsTest {
         }
     }
 
+    /** The CPU's row copies (contiguous self and source along dim 0) against the element loop (a strided source), duplicates included. */
+    @Test
+    void indexCopyOfContiguousRowsEqualsTheStridedPath() {
+        for (DType dtype : new DType[] {DType.FLOAT32, DType.BFLOAT16, DType.FLOAT64, DType.INT64, DType.BOOL}) {
+            for (int trial = 0; trial < 5; trial++) {
+                long rows = 1 + SIZES.nextLong(12), cols = 1 + SIZES.nextLong(300), n = 1 + SIZES.nextLong(2 * rows);
+                Tensor self = Torch.randn(new long[] {rows, cols}, DType.FLOAT32, Device.cpu(), GEN).mul(10).to(dtype).to(DEVICE);
+                Tensor source = Torch.randn(new long[] {n, cols}, DType.FLOAT32, Device.cpu(), GEN).mul(10).to(dtype).to(DEVICE);
+                Tensor index = Torch.randint(0, rows, new long[] {n}, DType.INT64, Device.cpu(), GEN).to(DEVICE);
+                Tensor strided = source.t().contiguous().t();
+                String what = dtype + " " + rows + "x" + cols + " n " + n;
+                assertTrue(!strided.isContiguous() || n == 1 || cols == 1, what);
+                assertArrayEquals(self.indexCopy(0, index, strided).to(DType.FLOAT64).toDoubleArray(),
+                        self.indexCopy(0, index, source).to(DType.FLOAT64).toDoubleArray(), 0, what);
+            }
+        }
+    }
+
     @Test
     void gradientsOfBothOrdersMatchFiniteDifferences() {
         Tensor i = Torch.tensor(new long[] {2, 0});

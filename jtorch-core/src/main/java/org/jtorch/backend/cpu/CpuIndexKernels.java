@@ -208,6 +208,10 @@ final class CpuIndexKernels implements IndexKernels {
             indexAddRowsF32(self, index, source, (float) alpha);
             return;
         }
+        if (!accumulate && !wrapNegative && rank > 0 && dim == 0 && self.isContiguous() && source.isContiguous()) {
+            indexCopyRows(self, index, source);
+            return;
+        }
         long[] shape = source.shape();
         long[] dstStrides = self.strides().clone();
         long[] idxStrides = new long[rank];
@@ -237,6 +241,27 @@ final class CpuIndexKernels implements IndexKernels {
         Parallel.forRange(inner, grain, (c0, c1) -> {
             for (int i = 0; i < idx.length; i++) {
                 axpyF32(alpha, ss, sBase + (i * inner + c0) * 4, ds, dBase + (idx[i] * inner + c0) * 4, c1 - c0);
+            }
+        });
+    }
+
+    /**
+     * {@code self[index[i]] = source[i]} over contiguous rows of any dtype (index_copy along dim 0): one block copy per row
+     * where the element loop moved an element at a time. The indices are validated and non-negative. Threads own disjoint
+     * column ranges of every row and copy the rows in index order, so that of duplicates the last is kept.
+     */
+    private static void indexCopyRows(StridedView self, StridedView index, StridedView source) {
+        long[] idx = readIndexVector(index);
+        int es = self.dtype().byteSize();
+        long inner = self.numel() / self.size(0);
+        MemorySegment ds = self.memory();
+        MemorySegment ss = source.memory();
+        long dBase = self.offset() * es;
+        long sBase = source.offset() * es;
+        long grain = Math.max(256, GRAIN / Math.max(1, idx.length));
+        Parallel.forRange(inner, grain, (c0, c1) -> {
+            for (int i = 0; i < idx.length; i++) {
+                MemorySegment.copy(ss, sBase + (i * inner + c0) * es, ds, dBase + (idx[i] * inner + c0) * es, (c1 - c0) * es);
             }
         });
     }
