@@ -161,6 +161,35 @@ class CopySelectOneHotOpsTest {
         }
     }
 
+    /** masked_select and nonzero on random shapes, masks of both dtypes, strided and broadcast, against the definition on the host. */
+    @Test
+    void maskedSelectAndNonzeroMatchTheDefinitionOnRandomMasks() {
+        for (int trial = 0; trial < 12; trial++) {
+            long rows = 1 + SIZES.nextLong(20), cols = 1 + SIZES.nextLong(70);
+            double p = SIZES.nextDouble();
+            Tensor x = Torch.randn(new long[] {rows, cols}, DType.FLOAT32, Device.cpu(), GEN).to(DEVICE);
+            Tensor mask = Torch.rand(new long[] {cols, rows}, DType.FLOAT32, Device.cpu(), GEN).lt(p).t(); // strided
+            if (trial % 3 == 1) mask = mask.to(DType.UINT8).mul(3L); // nonzero bytes above 1 select too
+            if (trial % 3 == 2) mask = mask.narrow(0, 0, 1); // broadcast over the rows
+            mask = mask.to(DEVICE);
+            float[] xs = x.toFloatArray();
+            long[] ms = mask.expand(rows, cols).contiguous().to(DType.INT64).toLongArray();
+            int count = 0;
+            for (long m : ms) if (m != 0) count++;
+            float[] expected = new float[count];
+            long[] coordinates = new long[2 * count];
+            for (int e = 0, k = 0; e < ms.length; e++) {
+                if (ms[e] == 0) continue;
+                coordinates[2 * k] = e / cols;
+                coordinates[2 * k + 1] = e % cols;
+                expected[k++] = xs[e];
+            }
+            String what = "trial " + trial + ", " + rows + "x" + cols + ", p " + p;
+            assertArrayEquals(expected, x.maskedSelect(mask).toFloatArray(), what);
+            assertArrayEquals(coordinates, mask.expand(rows, cols).nonzero().toLongArray(), what);
+        }
+    }
+
     @Test
     void gradientsOfBothOrdersMatchFiniteDifferences() {
         Tensor i = Torch.tensor(new long[] {2, 0});
