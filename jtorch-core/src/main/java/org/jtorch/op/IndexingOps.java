@@ -13,7 +13,9 @@ import org.jtorch.DType;
  * gather saves it), and {@code index_add} and {@code scatter_add}, whose derivatives are the selects again. The
  * index tensor is the second input and gets no gradient; the dimension is the first scalar, unwrapped (the meta function
  * wraps it). A 0-d tensor indexes as one of size 1. Index values are checked by the kernels before they write: a bad one
- * raises {@link IndexOutOfBoundsException} naming the op, the value and the size of the dimension.
+ * raises {@link IndexOutOfBoundsException} naming the op, the value and the size of the dimension. Also declared here:
+ * the scatters, {@code index_fill} and {@code index_copy}, the mask ops ({@code masked_fill}, {@code where},
+ * {@code masked_select}), {@code embedding} with its backwards, and {@code one_hot}.
  */
 public final class IndexingOps {
     private IndexingOps() {}

@@ -179,6 +179,8 @@ public final class Indexing {
         long[] shape = Shapes.broadcast(op, self.shape(), mask.shape());
         // the meta function reports a mask of another device or dtype
         boolean countable = self.device().equals(mask.device()) && (mask.dtype() == DType.BOOL || mask.dtype() == DType.UINT8);
+        // a trace must not fix the count: the JIT runs a function that reads one eagerly
+        if (countable && Dispatcher.tracing()) Dispatcher.traceHostRead(mask, op);
         long count = countable ? kernels(mask.device()).countNonzero(view(mask).expand(op, shape)) : 0;
         return Dispatcher.call(IndexingOps.MASKED_SELECT, new Tensor[] {self, mask}, count);
     }

@@ -88,6 +88,15 @@ class CopySelectOneHotOpsTest {
         assertNull(F.oneHot(i, 5).gradFn());
     }
 
+    /** masked_select's count is read on the host: a traced function runs it eagerly, never with the trace's count. */
+    @Test
+    void aTracedMaskedSelectCountsEachCallsMask() {
+        org.jtorch.jit.TensorFunction f = org.jtorch.jit.Jit.trace(a -> a[0].maskedSelect(a[0].gt(0)).mul(2.0),
+                Torch.tensor(new float[] {1, -1, 2, -2}).to(DEVICE));
+        Tensor other = Torch.tensor(new float[] {3, 4, -5, 6}).to(DEVICE);
+        assertArrayEquals(new float[] {6, 8, 12}, f.apply(other).toFloatArray());
+    }
+
     /** PyTorch 1.13: x 2x4 float64, source 2x2, index [3, 0] along dim 1; the gradients of {@code sum(y^3)} and of their squares' sum. */
     @Test
     void indexCopyGradientsOfBothOrdersMatchPyTorch() {
