@@ -69,6 +69,7 @@ public final class AutocastPolicy {
                     multilabel_margin_loss_forward linalg_qr linalg_cholesky_ex linalg_svd linalg_eig linalg_eigh
                     linalg_lstsq linalg_inv_ex linalg_matrix_norm grid_sampler_2d _grid_sampler_2d_cpu_fallback
                     grid_sampler_3d""",
+            CastPolicy.PROMOTE, "index_copy",
             CastPolicy.AS_IS, "mv dot");
 
     /**
