@@ -159,8 +159,6 @@ public final class IndexingOps {
             .derivatives(() -> Arrays.asList(call(IndexingOps.MASKED_FILL, GRAD, MASK, Expr.c(0)), null))
             .doc("value where mask is true, self elsewhere").build();
 
-    private static final Expr COUNT = Expr.scalar(0, "count");
-
     /**
      * {@code self.masked_select(mask)}: the elements of {@code self} where the bool {@code mask} is true, both broadcast
      * together, in row-major order, as a vector of {@code count} elements. {@code count} is not PyTorch's parameter: the
