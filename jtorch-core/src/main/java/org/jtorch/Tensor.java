@@ -1773,11 +1773,7 @@ public final class Tensor implements AutoCloseable {
     public Tensor indexCopy(int dim, Tensor index, Tensor source) {
         Arguments.nonNull("indexCopy", "index", index);
         Arguments.nonNull("indexCopy", "source", source);
-        if (org.jtorch.amp.Autocast.isActive()) {
-            Tensor r = org.jtorch.amp.Autocast.run("index_copy", t -> t[0].indexCopy(dim, index, t[1]), this, source);
-            if (r != null) return r;
-        }
-        return Indexing.onCopy(this, r -> Indexing.indexCopyInPlace(r, dim, index, source));
+        return Indexing.indexCopy(this, dim, index, source);
     }
 
     public Tensor indexCopy_(int dim, Tensor index, Tensor source) {

@@ -83,6 +83,53 @@ public final class IndexingOpKernels {
                 backend.indexing().indexAccumulate(op, self, d, index, value, false, 1, true);
             }
         });
+        KernelRegistry.register(type, IndexingOps.INDEX_COPY.kernel(), (out, in, g) -> {
+            String op = out == in[0] ? "index_copy_" : "index_copy";
+            int d = Shapes.wrapDim(op, (long) g[0], in[0].dim());
+            if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out); // in place (Dispatcher.callInPlace): one view is both
+            backend.indexing().indexAccumulate(op, atLeast1d(out), d, atLeast1d(in[1]), atLeast1d(in[2]), false, 1, false);
+        });
+        KernelRegistry.register(type, IndexingOps.ONE_HOT.kernel(), (out, in, g) -> {
+            if (out.numel() == 0) return;
+            backend.fill(out, 0, 0);
+            // each value is an index into the new last dimension: a scatter of ones along it, one write per value
+            StridedView self = in[0];
+            int last = self.dim();
+            long[] shape = java.util.Arrays.copyOf(self.shape(), last + 1);
+            shape[last] = 1;
+            long[] strides = java.util.Arrays.copyOf(self.strides(), last + 1);
+            StridedView index = self.restrided(shape, strides, self.offset());
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                backend.indexing().scatter("one_hot", out, last, index, constant(backend, scratch, index, DType.INT64, 1), false);
+            }
+        });
+        KernelRegistry.register(type, IndexingOps.MASKED_SELECT.kernel(), (out, in, g) -> {
+            long[] shape = Shapes.broadcast("masked_select", in[0].shape(), in[1].shape());
+            backend.indexing().maskedSelect(in[0].expand("masked_select", shape), in[1].expand("masked_select", shape), out);
+        });
+        KernelRegistry.register(type, IndexingOps.MASKED_SELECT_BACKWARD.kernel(), (out, in, g) -> {
+            if (out.numel() > 0) backend.fill(out, 0, 0);
+            long n = in[0].numel();
+            if (n == 0) return;
+            // masked_scatter into zeros: the coordinates of the mask's true elements (as many as grad has) index the result
+            StridedView result = atLeast1d(out);
+            StridedView mask = atLeast1d(in[2]).expand("masked_select_backward", result.shape());
+            int rank = result.dim();
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                StridedView coordinates = scratch.allocate(out.device(), new long[] {n, rank}, DType.INT64);
+                backend.indexing().nonzero(mask, coordinates);
+                StridedView[] indices = new StridedView[rank];
+                long[] sizes = new long[rank];
+                long[] strides = new long[rank];
+                for (int k = 0; k < rank; k++) {
+                    indices[k] = coordinates.restrided(new long[] {n}, new long[] {rank}, coordinates.offset() + k);
+                    sizes[k] = result.size(k);
+                    strides[k] = result.stride(k);
+                }
+                backend.indexing().indexPut(result.restrided(new long[] {n}, new long[] {0}, result.offset()), indices, sizes, strides,
+                        in[0], false);
+            }
+        });
         KernelRegistry.register(type, IndexingOps.MASKED_FILL.kernel(), (out, in, g) -> {
             if (out.numel() == 0) return;
             try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {

@@ -177,12 +177,13 @@ public final class F {
      * {@code numClasses} -1 takes the largest index plus one (read on the host).
      */
     public static Tensor oneHot(Tensor indices, long numClasses) {
-        Arguments.nonNull("oneHot", "indices", indices);
+        String op = "one_hot";
+        Arguments.nonNull(op, "indices", indices);
         if (indices.dtype() != DType.INT64) {
-            throw new IllegalArgumentException("oneHot: one_hot is only applicable to index tensor (int64), got " + indices.dtype());
+            throw new IllegalArgumentException(op + ": one_hot is only applicable to index tensor (int64), got " + indices.dtype());
         }
         if (numClasses < -1 || numClasses == 0 && indices.numel() > 0) {
-            throw new IllegalArgumentException("oneHot: num_classes should be positive or -1, got " + numClasses);
+            throw new IllegalArgumentException(op + ": num_classes should be positive or -1, got " + numClasses);
         }
         long classes = numClasses;
         // Only an inferred class count is read on the host. With a given count, off the CPU, the scatter's
@@ -194,35 +195,17 @@ public final class F {
                 min = lo.itemLong();
                 max = hi.itemLong();
             }
-            if (min < 0) throw new IllegalArgumentException("oneHot: class values must be non-negative, got " + min);
+            if (min < 0) throw new IllegalArgumentException(op + ": class values must be non-negative, got " + min);
             if (classes == -1) classes = max + 1;
             if (max >= classes) {
-                throw new IllegalArgumentException("oneHot: class values must be smaller than num_classes (" + classes + "), got " + max);
+                throw new IllegalArgumentException(op + ": class values must be smaller than num_classes (" + classes + "), got " + max);
             }
         } else if (indices.numel() == 0 && classes == -1) {
-            throw new IllegalArgumentException("oneHot: can not infer total number of classes from empty tensor");
+            throw new IllegalArgumentException(op + ": can not infer total number of classes from empty tensor");
         }
-        long[] shape = Arrays.copyOf(indices.shape(), indices.dim() + 1);
-        shape[indices.dim()] = classes;
-        long[] columns = Arrays.copyOf(indices.shape(), indices.dim() + 1);
-        columns[indices.dim()] = 1;
-        if (indices.device().isCpu()) {
-            // The values were checked above: one broadcast comparison against the class numbers selects 1 or 0,
-            // writing each output element once (zeros then a scatter wrote them twice, the second time one by one).
-            long n = classes;
-            return MemoryScope.run(() -> {
-                try (var g = Grad.noGrad()) {
-                    Tensor hit = indices.reshape(columns).eq(Torch.arange(0, n, 1, DType.INT64, indices.device()));
-                    return Torch.where(hit, Torch.ones(new long[0], DType.INT64, indices.device()),
-                            Torch.zeros(new long[0], DType.INT64, indices.device()));
-                }
-            });
-        }
-        String outOfRange = "oneHot: class values must be in [0, " + classes + "): ";
-        try (Tensor index = indices.reshape(columns)) {
-            return IndexErrorContext.run(outOfRange,
-                    () -> Torch.zeros(shape, DType.INT64, indices.device()).scatter(indices.dim(), index, 1.0));
-        }
+        long n = classes;
+        return IndexErrorContext.run(op + ": class values must be in [0, " + classes + "): ",
+                () -> Dispatcher.call(IndexingOps.ONE_HOT, new Tensor[] {indices}, n));
     }
 
     /** {@code x > 0 ? x : alpha * (exp(x) - 1)} */

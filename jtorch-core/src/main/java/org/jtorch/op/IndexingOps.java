@@ -13,7 +13,9 @@ import org.jtorch.DType;
  * gather saves it), and {@code index_add} and {@code scatter_add}, whose derivatives are the selects again. The
  * index tensor is the second input and gets no gradient; the dimension is the first scalar, unwrapped (the meta function
  * wraps it). A 0-d tensor indexes as one of size 1. Index values are checked by the kernels before they write: a bad one
- * raises {@link IndexOutOfBoundsException} naming the op, the value and the size of the dimension.
+ * raises {@link IndexOutOfBoundsException} naming the op, the value and the size of the dimension. Also declared here:
+ * the scatters, {@code index_fill} and {@code index_copy}, the mask ops ({@code masked_fill}, {@code where},
+ * {@code masked_select}), {@code embedding} with its backwards, and {@code one_hot}.
  */
 public final class IndexingOps {
     private IndexingOps() {}
@@ -36,7 +38,7 @@ public final class IndexingOps {
      */
     public static final OpDef INDEX_SELECT_BACKWARD = OpDef.structured("index_select_backward").rule(DTypeRule.SAME)
             .signature(Param.tensor("self"), Param.tensor("index"), Param.tensor("grad"), Param.scalar("dim", "int", null))
-            .meta((in, g) -> indexAddMeta("index_select_backward", in, g))
+            .meta((in, g) -> indexAddMeta("index_select_backward", in, g, true))
             .derivatives(() -> Arrays.asList(null, null, call(IndexingOps.INDEX_SELECT, GRAD, INDEX, DIM)))
             .doc("grad added at index along dim into zeros of self's shape").build();
 
@@ -47,7 +49,7 @@ public final class IndexingOps {
     public static final OpDef INDEX_ADD = OpDef.structured("index_add").rule(DTypeRule.SAME)
             .signature(Param.tensor("self"), Param.tensor("index"), Param.tensor("source"), Param.scalar("dim", "int", null),
                     Param.scalar("alpha", "Scalar", "1"))
-            .meta((in, g) -> indexAddMeta("index_add", in, g))
+            .meta((in, g) -> indexAddMeta("index_add", in, g, true))
             .derivatives(() -> Arrays.asList(GRAD, null, call(PointwiseOps.MUL, call(IndexingOps.INDEX_SELECT, GRAD, INDEX, DIM),
                     Expr.scalar(1, "alpha"))))
             .doc("self with alpha * source added at index along dim").build();
@@ -133,6 +135,18 @@ public final class IndexingOps {
             .derivatives(() -> Arrays.asList(call(IndexingOps.INDEX_FILL, GRAD, INDEX, DIM, Expr.c(0)), null))
             .doc("self with value in the slices at index along dim").build();
 
+    /**
+     * {@code self.index_copy(dim, index, source)}: a copy of {@code self} with {@code source.select(dim, i)} written to
+     * {@code self.select(dim, index[i])}; {@code index} is int64 (of duplicates, the last in index order on the CPU).
+     */
+    public static final OpDef INDEX_COPY = OpDef.structured("index_copy").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.tensor("index"), Param.tensor("source"), Param.scalar("dim", "int", null))
+            .autocast(org.jtorch.Device.Type.CPU, CastPolicy.PROMOTE)
+            .meta((in, g) -> indexAddMeta("index_copy", in, g, false))
+            .derivatives(() -> Arrays.asList(call(IndexingOps.INDEX_FILL, GRAD, INDEX, DIM, Expr.c(0)), null,
+                    call(IndexingOps.INDEX_SELECT, GRAD, INDEX, DIM)))
+            .doc("self with source's slices written at index along dim").build();
+
     private static final Expr MASK = Expr.in(1, "mask");
 
     /**
@@ -144,6 +158,44 @@ public final class IndexingOps {
             .meta(IndexingOps::maskedFillMeta)
             .derivatives(() -> Arrays.asList(call(IndexingOps.MASKED_FILL, GRAD, MASK, Expr.c(0)), null))
             .doc("value where mask is true, self elsewhere").build();
+
+    /**
+     * {@code self.masked_select(mask)}: the elements of {@code self} where the bool {@code mask} is true, both broadcast
+     * together, in row-major order, as a vector of {@code count} elements. {@code count} is not PyTorch's parameter: the
+     * number of true elements of the broadcast mask, which the front end reads on the host (PyTorch's masked_select
+     * synchronises for it too), since a meta function does not read memory.
+     */
+    public static final OpDef MASKED_SELECT = OpDef.structured("masked_select").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.tensor("mask"), Param.scalar("count", "int", null))
+            .meta((in, g) -> {
+                String op = "masked_select";
+                requireMask(op, in[0], in[1], "mask");
+                Shapes.broadcast(op, in[0].shape(), in[1].shape());
+                return new Meta.Output(new long[] {(long) g[0]}, in[0].dtype());
+            })
+            .derivatives(() -> Arrays.asList(call(IndexingOps.MASKED_SELECT_BACKWARD, GRAD, SELF, MASK), null))
+            .doc("self's elements where mask is true, as a vector").build();
+
+    /**
+     * The gradient of {@link #MASKED_SELECT} (PyTorch's {@code masked_select_backward}): zeros of the broadcast shape of
+     * {@code self} and {@code mask} with {@code grad}'s elements written where the mask is true, in row-major order
+     * ({@code masked_scatter} into zeros); the dispatcher sums it to self's shape. Self is read for its shape only.
+     */
+    public static final OpDef MASKED_SELECT_BACKWARD = OpDef.structured("masked_select_backward").rule(DTypeRule.SAME)
+            .signature(Param.tensor("grad"), Param.tensor("self"), Param.tensor("mask"))
+            .meta((in, g) -> {
+                String op = "masked_select_backward";
+                StridedView grad = in[0], self = in[1], mask = in[2];
+                requireMask(op, grad, mask, "mask");
+                long[] shape = Shapes.broadcast(op, self.shape(), mask.shape());
+                if (grad.dim() != 1) {
+                    throw new IllegalArgumentException(op + ": expected a 1-D grad, got shape " + Shapes.format(grad.shape()));
+                }
+                return new Meta.Output(shape, grad.dtype());
+            })
+            .derivatives(() -> Arrays.asList(call(IndexingOps.MASKED_SELECT, GRAD, Expr.in(2, "mask"),
+                    new Expr.Size(Expr.in(0, "grad"), 0)), null, null))
+            .doc("grad written where mask is true into zeros of the broadcast shape").build();
 
     private static final Expr CONDITION = Expr.in(0, "condition");
 
@@ -208,6 +260,29 @@ public final class IndexingOps {
             .derivatives(() -> Arrays.asList(call(IndexingOps.EMBEDDING_DENSE_BACKWARD, GRAD, INDICES, new Expr.Size(Expr.in(0, "grad"), 0),
                     PADDING_IDX, SCALE_GRAD_BY_FREQ), null))
             .doc("grad's rows at indices, zero at padding_idx").build();
+
+    /**
+     * {@code F.one_hot(self, num_classes)}: int64 one-hot vectors of the int64 class values of {@code self} in a new last
+     * dimension of size {@code num_classes}. The front end resolves {@code num_classes=-1} (the largest value plus one)
+     * and, on the CPU, checks the values on the host, as PyTorch; the kernels check them again as scatter indices.
+     */
+    public static final OpDef ONE_HOT = OpDef.structured("one_hot").rule(DTypeRule.INTEGRAL_OR_BOOL)
+            .signature(Param.tensor("self"), Param.scalar("num_classes", "int", "-1"))
+            .meta((in, g) -> {
+                String op = "one_hot";
+                StridedView self = in[0];
+                if (self.dtype() != DType.INT64) {
+                    throw new IllegalArgumentException(op + ": one_hot is only applicable to index tensor (int64), got " + self.dtype());
+                }
+                long classes = (long) g[0];
+                if (classes < 0 || classes == 0 && self.numel() > 0 || classes != g[0]) {
+                    throw new IllegalArgumentException(op + ": num_classes should be positive, got " + g[0]);
+                }
+                long[] shape = Arrays.copyOf(self.shape(), self.dim() + 1);
+                shape[self.dim()] = classes;
+                return new Meta.Output(shape, DType.INT64);
+            })
+            .doc("int64 one-hot vectors of self's class values in a new last dimension").build();
 
     private static Meta.Output maskedFillMeta(StridedView[] in, double[] g) {
         String op = "masked_fill";
@@ -306,7 +381,8 @@ public final class IndexingOps {
         return new Meta.Output(shape, self.dtype());
     }
 
-    private static Meta.Output indexAddMeta(String op, StridedView[] in, double[] g) {
+    /** Checks an index_add's or index_copy's operands ({@code index} int32 or int64 when {@code int32Allowed}, else int64). */
+    private static Meta.Output indexAddMeta(String op, StridedView[] in, double[] g, boolean int32Allowed) {
         StridedView self = in[0], index = in[1], source = in[2];
         requireIndex(op, self, index);
         if (source == null) throw new IllegalArgumentException(op + ": source is required");
@@ -317,8 +393,9 @@ public final class IndexingOps {
         if (index.dim() > 1) {
             throw new IllegalArgumentException(op + ": index should have dimension 1 or 0, got shape " + Shapes.format(index.shape()));
         }
-        if (index.dtype() != DType.INT64 && index.dtype() != DType.INT32) {
-            throw new IllegalArgumentException(op + ": expected int32 or int64 for index, got " + index.dtype());
+        if (index.dtype() != DType.INT64 && (!int32Allowed || index.dtype() != DType.INT32)) {
+            throw new IllegalArgumentException(op + ": expected " + (int32Allowed ? "int32 or int64" : "int64") + " for index, got "
+                    + index.dtype());
         }
         if (self.dtype() != source.dtype()) {
             throw new IllegalArgumentException(op + ": self (" + self.dtype() + ") and source (" + source.dtype()

@@ -34,9 +34,9 @@ import org.jtorch.backend.IndexKernels;
  * counter.
  *
  * <p>{@code index_select}, {@code gather}, {@code scatter} (src and value), {@code scatter_add}, {@code index_add},
- * {@code index_fill} and {@code masked_fill} are declared ops ({@link IndexingOps}) that the dispatcher runs, their in-place
- * forms through {@link Dispatcher#callInPlace}: their checks, derivatives and kernels live there. {@code index_copy_},
- * {@code masked_select}, advanced indexing and {@code index_put_} still write their chain here (issue 15).
+ * {@code index_copy}, {@code index_fill}, {@code masked_fill} and {@code masked_select} are declared ops ({@link IndexingOps})
+ * that the dispatcher runs, their in-place forms through {@link Dispatcher#callInPlace}: their checks, derivatives and
+ * kernels live there. Advanced indexing and {@code index_put_} still write their chain here (issue 15).
  *
  * <p>Autograd: each public op computes with grad mode off (internal views and recursion record
  * nothing) and then records one node with PyTorch's formula from {@code derivatives.yaml}. Index
@@ -126,23 +126,14 @@ public final class Indexing {
         return Dispatcher.callInPlace(IndexingOps.INDEX_ADD, new Tensor[] {self, index, source}, dim, alpha);
     }
 
+    /** {@code self.index_copy(dim, index, source)}: a copy of self with the slices written ({@link IndexingOps#INDEX_COPY}). */
+    public static Tensor indexCopy(Tensor self, int dim, Tensor index, Tensor source) {
+        return Dispatcher.call(IndexingOps.INDEX_COPY, new Tensor[] {self, index, source}, dim);
+    }
+
     /** {@code self.index_copy_(dim, index, source)}: {@code self.select(dim, index[i]) = source.select(dim, i)}; index is int64. */
     public static Tensor indexCopyInPlace(Tensor self, int dim, Tensor index, Tensor source) {
-        String op = "indexCopy_";
-        self.checkWritable(op);
-        boolean selfGrad = self.requiresGrad();
-        boolean sourceGrad = source.requiresGrad();
-        if (!Autograd.needsGrad(self, source)) return indexAccumulate(op, self, dim, index, source, false, 1, false);
-        Elementwise.checkInPlaceAllowed(op, self);
-        withoutGrad(() -> indexAccumulate(op, self, dim, index, source, false, 1, false));
-        int d = Shapes.wrapDim(op, dim, Math.max(self.dim(), 1));
-        long[] sourceShape = source.shape();
-        SavedTensor si = Autograd.save(index);
-        // self: grad.index_fill(dim, index, 0); source: grad.index_select(dim, index)
-        return Autograd.record("IndexCopyBackward0", self, g -> new Tensor[] {
-                selfGrad ? g[0].indexFill(d, si.get(), 0.0) : null,
-                sourceGrad ? reshapeTo(g[0].indexSelect(d, si.get()), sourceShape) : null},
-                new Tensor[] {self, source}, si);
+        return Dispatcher.callInPlace(IndexingOps.INDEX_COPY, new Tensor[] {self, index, source}, dim);
     }
 
     /** {@code self.index_fill_(dim, index, value)}; index is int64 and negative entries wrap, as PyTorch ({@link IndexingOps#INDEX_FILL}). */
@@ -153,51 +144,6 @@ public final class Indexing {
     /** {@code self.index_fill(dim, index, value)} ({@link IndexingOps#INDEX_FILL}). */
     public static Tensor indexFill(Tensor self, int dim, Tensor index, double value) {
         return Dispatcher.call(IndexingOps.INDEX_FILL, new Tensor[] {self, index}, dim, value);
-    }
-
-    private static Tensor indexAccumulate(String op, Tensor self, int dim, Tensor index, Tensor source, boolean accumulate,
-                                          double alpha, boolean intIndexAllowed) {
-        checkOpen(op, self, index);
-        source.checkOpen(op);
-        Device device = sameDevice(op, self, index);
-        sameDevice(op, self, source);
-        if (index.dim() > 1) {
-            throw new IllegalArgumentException(op + ": index should have dimension 1 or 0, got shape " + Shapes.format(index.shape()));
-        }
-        requireIndexType(op, index, intIndexAllowed);
-        self.checkNoInternalOverlap(op);
-        self.checkNoOverlap(op, index);
-        self.checkNoOverlap(op, source);
-        if (self.dtype() != source.dtype()) {
-            throw new IllegalArgumentException(op + ": self (" + self.dtype() + ") and source (" + source.dtype()
-                    + ") must have the same dtype");
-        }
-        int d = Shapes.wrapDim(op, dim, self.dim());
-        if (self.dim() == 0 || source.dim() == 0) {
-            try (Tensor s = atLeast1d(self); Tensor v = atLeast1d(source)) {
-                indexAccumulate(op, s, d, index, v, accumulate, alpha, intIndexAllowed);
-            }
-            return self;
-        }
-        if (source.dim() != self.dim()) {
-            throw new IllegalArgumentException(op + ": source " + Shapes.format(source.shape())
-                    + " must have the same number of dimensions as self " + Shapes.format(self.shape()));
-        }
-        if (source.size(d) != index.numel()) {
-            throw new IllegalArgumentException(op + ": number of indices (" + index.numel() + ") should be equal to source.size("
-                    + d + ") (" + source.size(d) + ")");
-        }
-        for (int k = 0; k < self.dim(); k++) {
-            if (k != d && self.size(k) != source.size(k)) {
-                throw new IllegalArgumentException(op + ": self " + Shapes.format(self.shape()) + " and source "
-                        + Shapes.format(source.shape()) + " must match in every dimension but " + d);
-            }
-        }
-        try (Tensor i = atLeast1d(index)) {
-            kernels(device).indexAccumulate(op, view(self), d, view(i), view(source), accumulate, alpha, false);
-        }
-        self.bumpVersion();
-        return self;
     }
 
     /** Out-of-place form of an in-place indexing op: runs {@code body} on a copy of {@code self}. */
@@ -223,28 +169,20 @@ public final class Indexing {
         return Dispatcher.callInPlace(IndexingOps.MASKED_FILL, new Tensor[] {self, mask}, value);
     }
 
-    /** {@code self.masked_select(mask)}: the elements where the broadcast mask is true, as a 1-d tensor. */
+    /**
+     * {@code self.masked_select(mask)}: the elements where the broadcast mask is true, as a 1-d tensor
+     * ({@link IndexingOps#MASKED_SELECT}). The count of true elements, which fixes the result's size, is read here, on the host.
+     */
     public static Tensor maskedSelect(Tensor self, Tensor mask) {
-        String op = "maskedSelect";
+        String op = "masked_select";
         checkOpen(op, self, mask);
-        Device device = sameDevice(op, self, mask);
-        requireMask(op, mask);
         long[] shape = Shapes.broadcast(op, self.shape(), mask.shape());
-        Tensor m = mask.broadcastTo(shape);
-        IndexKernels k = kernels(device);
-        Tensor out = Tensor.empty(new long[] {k.countNonzero(view(m))}, self.dtype(), device);
-        k.maskedSelect(view(self.broadcastTo(shape)), view(m), view(out));
-        if (!Autograd.needsGrad(self)) return out;
-        long[] selfShape = self.shape();
-        DType selfType = self.dtype();
-        SavedTensor sm = Autograd.save(mask);
-        // self: zeros.masked_scatter(mask, grad), summed to self's shape (written as index_put with the mask)
-        return Autograd.record("MaskedSelectBackward0", out, g -> {
-            try (Tensor fullMask = sm.get().expand(shape)) {
-                Tensor z = zerosOf(shape, g[0]).indexPut_(new Tensor[] {fullMask}, g[0], false);
-                return new Tensor[] {Gradients.sumTo(z, selfShape, selfType)};
-            }
-        }, new Tensor[] {self}, sm);
+        // the meta function reports a mask of another device or dtype
+        boolean countable = self.device().equals(mask.device()) && (mask.dtype() == DType.BOOL || mask.dtype() == DType.UINT8);
+        // a trace must not fix the count: the JIT runs a function that reads one eagerly
+        if (countable && Dispatcher.tracing()) Dispatcher.traceHostRead(mask, op);
+        long count = countable ? kernels(mask.device()).countNonzero(view(mask).expand(op, shape)) : 0;
+        return Dispatcher.call(IndexingOps.MASKED_SELECT, new Tensor[] {self, mask}, count);
     }
 
     /** {@code self.nonzero()}: int64 {@code [n, self.dim()]}, the coordinates of nonzero elements in row-major order. */
@@ -582,11 +520,6 @@ public final class Indexing {
         return Torch.zeros(shape, g.dtype(), g.device());
     }
 
-    /** {@code t} with {@code shape}, which differs at most by size-1 dimensions (0-d operands indexed as 1-d). */
-    private static Tensor reshapeTo(Tensor t, long[] shape) {
-        return Arrays.equals(t.shape(), shape) ? t : t.reshape(shape);
-    }
-
     /** The non-null entries of an advanced index, saved for backward, and the list rebuilt from them. */
     private static final class SavedIndices {
         final SavedTensor[] saved;
@@ -631,24 +564,6 @@ public final class Indexing {
                     + a.device() + " and " + b.device());
         }
         return a.device();
-    }
-
-    private static void requireIndexType(String op, Tensor index, boolean int32Allowed) {
-        if (index.dtype() == DType.INT64 || (int32Allowed && index.dtype() == DType.INT32)) return;
-        throw new IllegalArgumentException(op + ": expected " + (int32Allowed ? "int32 or int64" : "int64")
-                + " for index, got " + index.dtype());
-    }
-
-    private static void requireMask(String op, Tensor mask) {
-        if (mask.dtype() != DType.BOOL && mask.dtype() != DType.UINT8) {
-            throw new IllegalArgumentException(op + ": expected a bool mask, got " + mask.dtype());
-        }
-    }
-
-    /** A 1-d view of a 0-d tensor (a new reference otherwise), since a 0-d tensor indexes as one of size 1. */
-    private static Tensor atLeast1d(Tensor t) {
-        // unsqueeze rather than view(1): Shapes.viewStrides rejects 0-d inputs.
-        return t.dim() == 0 ? t.unsqueeze(0) : t.alias();
     }
 
     private static StridedView[] views(Tensor[] ts) {

@@ -60,7 +60,7 @@ class InPlaceOverlapTest {
         ops.add(Map.entry("addcdiv_", t -> t.addcdiv_(src(), src(), 1)));
         ops.add(Map.entry("lerp_", t -> t.lerp_(src(), 0.5)));
         ops.add(Map.entry("index_add_", t -> t.indexAdd_(0, Torch.tensor(0L), Torch.tensor(1f))));
-        ops.add(Map.entry("indexCopy_", t -> t.indexCopy_(0, Torch.tensor(0L), Torch.tensor(1f))));
+        ops.add(Map.entry("index_copy_", t -> t.indexCopy_(0, Torch.tensor(0L), Torch.tensor(1f))));
         ops.add(Map.entry("scatter_", t -> t.scatter_(0, Torch.tensor(0L), Torch.tensor(1f))));
         ops.add(Map.entry("scatter_", t -> t.scatter_(0, Torch.tensor(0L), 1.0)));
         ops.add(Map.entry("scatter_add_", t -> t.scatterAdd_(0, Torch.tensor(0L), Torch.tensor(1f))));
@@ -142,7 +142,7 @@ class InPlaceOverlapTest {
         Tensor all = Torch.tensor(0L, 1L, 2L, 3L, 4L, 5L);
         Tensor x = six();
         assertSharedWithInput("index_add_", () -> x.indexAdd_(0, all, x));
-        assertSharedWithInput("indexCopy_", () -> x.indexCopy_(0, all, x));
+        assertSharedWithInput("index_copy_", () -> x.indexCopy_(0, all, x));
         assertSharedWithInput("scatter_", () -> x.scatter_(0, all, x));
         assertSharedWithInput("scatter_add_", () -> x.scatterAdd_(0, all, x));
         assertSharedWithInput("indexPut_", () -> x.indexPut_(new Tensor[] {all}, x, false));

@@ -198,6 +198,6 @@ class RearrangingConformanceTest {
                 t.toLongArray();
             }
         });
-        assertTrue(e.getMessage().startsWith("oneHot: "), e.getMessage());
+        assertTrue(e.getMessage().startsWith("one_hot: "), e.getMessage());
     }
 }

@@ -208,6 +208,10 @@ final class CpuIndexKernels implements IndexKernels {
             indexAddRowsF32(self, index, source, (float) alpha);
             return;
         }
+        if (!accumulate && !wrapNegative && rank > 0 && dim == 0 && self.isContiguous() && source.isContiguous()) {
+            indexCopyRows(self, index, source);
+            return;
+        }
         long[] shape = source.shape();
         long[] dstStrides = self.strides().clone();
         long[] idxStrides = new long[rank];
@@ -237,6 +241,27 @@ final class CpuIndexKernels implements IndexKernels {
         Parallel.forRange(inner, grain, (c0, c1) -> {
             for (int i = 0; i < idx.length; i++) {
                 axpyF32(alpha, ss, sBase + (i * inner + c0) * 4, ds, dBase + (idx[i] * inner + c0) * 4, c1 - c0);
+            }
+        });
+    }
+
+    /**
+     * {@code self[index[i]] = source[i]} over contiguous rows of any dtype (index_copy along dim 0): one block copy per row
+     * where the element loop moved an element at a time. The indices are validated and non-negative. Threads own disjoint
+     * column ranges of every row and copy the rows in index order, so that of duplicates the last is kept.
+     */
+    private static void indexCopyRows(StridedView self, StridedView index, StridedView source) {
+        long[] idx = readIndexVector(index);
+        int es = self.dtype().byteSize();
+        long inner = self.numel() / self.size(0);
+        MemorySegment ds = self.memory();
+        MemorySegment ss = source.memory();
+        long dBase = self.offset() * es;
+        long sBase = source.offset() * es;
+        long grain = Math.max(256, GRAIN / Math.max(1, idx.length));
+        Parallel.forRange(inner, grain, (c0, c1) -> {
+            for (int i = 0; i < idx.length; i++) {
+                MemorySegment.copy(ss, sBase + (i * inner + c0) * es, ds, dBase + (idx[i] * inner + c0) * es, (c1 - c0) * es);
             }
         });
     }
@@ -273,7 +298,8 @@ final class CpuIndexKernels implements IndexKernels {
         it.forEachRow(0, it.numel, (off, len) -> {
             long stride = it.innerByteStride(0);
             long c = 0;
-            for (long j = 0; j < len; j++) if (isNonzero(dt, s, off[0] + j * stride)) c++;
+            // counted without a branch: a random mask would mispredict half of them
+            for (long j = 0; j < len; j++) c += isNonzero(dt, s, off[0] + j * stride) ? 1 : 0;
             count[0] += c;
         });
         return count[0];
@@ -295,11 +321,11 @@ final class CpuIndexKernels implements IndexKernels {
         long rows = out.size(0);
         long written = 0;
         for (long e = 0; e < n && written < rows; e++) {
-            if (isNonzero(dt, s, off)) {
-                for (int d = 0; d < rank; d++) os.set(ElementIO.I64, o + d * 8L, pos[d]);
-                o += rank * 8L;
-                written++;
-            }
+            // without a branch, as maskedSelect: every coordinate is written at the next row, which a nonzero element keeps
+            for (int d = 0; d < rank; d++) os.set(ElementIO.I64, o + d * 8L, pos[d]);
+            long keep = isNonzero(dt, s, off) ? 1 : 0;
+            o += keep * rank * 8L;
+            written += keep;
             // Advance the multi-index and the byte offset, innermost dimension first.
             for (int d = rank - 1; d >= 0; d--) {
                 off += strides[d] * es;
@@ -323,13 +349,18 @@ final class CpuIndexKernels implements IndexKernels {
         it.forEachRow(0, it.numel, (off, len) -> {
             long sStride = it.innerByteStride(0);
             long mStride = it.innerByteStride(1);
-            for (long j = 0; j < len && o[1] < capacity; j++) {
-                if (ms.get(ElementIO.I8, off[1] + j * mStride) != 0) {
-                    moveElement(ss, off[0] + j * sStride, os, o[0], es);
-                    o[0] += es;
-                    o[1]++;
-                }
+            // Without a branch on the mask (a random one would mispredict half the time): every element is written at the
+            // next place, which only a selected one then keeps; the next writes land below the capacity, as written counts.
+            long at = o[0];
+            long written = o[1];
+            for (long j = 0; j < len && written < capacity; j++) {
+                moveElement(ss, off[0] + j * sStride, os, at, es);
+                long keep = ms.get(ElementIO.I8, off[1] + j * mStride) != 0 ? 1 : 0;
+                written += keep;
+                at += keep * es;
             }
+            o[0] = at;
+            o[1] = written;
         });
     }
 
