@@ -17,13 +17,14 @@ import org.junit.jupiter.api.Test;
  */
 class IntegerConversionTest {
     private static final DType[][] PAIRS = {
-        {DType.UINT8, DType.FLOAT32}, {DType.INT32, DType.FLOAT32}, {DType.INT32, DType.INT64}, {DType.INT64, DType.INT32},
-        {DType.INT64, DType.FLOAT64}};
+        {DType.UINT8, DType.FLOAT32}, {DType.BOOL, DType.FLOAT32}, {DType.INT32, DType.FLOAT32}, {DType.INT32, DType.INT64},
+        {DType.INT64, DType.INT32}, {DType.INT64, DType.FLOAT64}};
     private static final int[] LENGTHS = {0, 1, 7, 8, 9, 15, 16, 17, 33, 100};
 
     private final Random random = new Random(22);
 
     private long value(DType t) {
+        if (t == DType.BOOL) return random.nextInt(2);
         return switch (random.nextInt(5)) {
             case 0 -> t == DType.UINT8 ? 255 : t == DType.INT32 ? Integer.MAX_VALUE : Long.MAX_VALUE;
             case 1 -> t == DType.UINT8 ? 0 : t == DType.INT32 ? Integer.MIN_VALUE : Long.MIN_VALUE;
