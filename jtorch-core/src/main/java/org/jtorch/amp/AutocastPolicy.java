@@ -68,8 +68,7 @@ public final class AutocastPolicy {
                     symeig triangular_solve fractional_max_pool2d fractional_max_pool3d adaptive_max_pool3d
                     multilabel_margin_loss_forward linalg_qr linalg_cholesky_ex linalg_svd linalg_eig linalg_eigh
                     linalg_lstsq linalg_inv_ex linalg_matrix_norm grid_sampler_2d _grid_sampler_2d_cpu_fallback
-                    grid_sampler_3d""",
-            CastPolicy.PROMOTE, "index_copy");
+                    grid_sampler_3d""");
 
     /**
      * The policy of {@code op} on {@code deviceType}, or null when autocast leaves the op untouched there. The
