@@ -34,6 +34,7 @@ public final class Backends {
         IndexingOpKernels.register(backend);
         SelectingReductionOpKernels.register(backend);
         SortingOpKernels.register(backend);
+        RecurrentOpKernels.register(backend);
     }
 
     private Backends() {}

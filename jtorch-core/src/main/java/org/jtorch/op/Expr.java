@@ -55,6 +55,14 @@ public sealed interface Expr {
         public String toString() { return "grad"; }
     }
 
+    /**
+     * The gradient flowing into output {@code index} of a multi-output op whose first {@link OpDef#gradOutputs} outputs are
+     * differentiable (an LSTM cell's {@code hy} and {@code cy}); null where that output got none (derivatives only).
+     */
+    record OutputGrad(int index, String name) implements Expr {
+        public String toString() { return "grad_" + name; }
+    }
+
     /** The op's forward result (derivatives only). */
     record Result() implements Expr {
         public String toString() { return "result"; }
@@ -181,6 +189,7 @@ public sealed interface Expr {
     static Expr where(Expr cond, Expr a, Expr b) { return new Where(cond, a, b); }
     static Expr unreduce(Expr value) { return new Unreduce(value); }
     static Expr output(int index, String name) { return new Output(index, name); }
+    static Expr outputGrad(int index, String name) { return new OutputGrad(index, name); }
     Expr GRAD = new Grad();
     Expr RESULT = new Result();
 

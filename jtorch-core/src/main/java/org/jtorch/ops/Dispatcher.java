@@ -835,7 +835,9 @@ public final class Dispatcher {
         }
         SavedTensor[] outs = savedOutputs;
         boolean sameShape = op.kind() != OpDef.Kind.BINARY && op.kind() != OpDef.Kind.COMPOSITE && op.kind() != OpDef.Kind.STRUCTURED;
-        Autograd.record(plan.nodeName(), result, g -> {
+        int gradOutputs = outputs == null ? 1 : op.gradOutputs();
+        Tensor[] recorded = gradOutputs == 1 ? new Tensor[] {result} : Arrays.copyOf(outputs, gradOutputs);
+        Autograd.record(plan.nodeName(), graphInputs, recorded, g -> {
             Tensor[] in = new Tensor[n];
             for (int i = 0; i < n; i++) if (saved[i] != null) in[i] = saved[i].get();
             Tensor[] o = null;
@@ -844,7 +846,7 @@ public final class Dispatcher {
                 for (int k = 1; k < o.length; k++) if (outs[k] != null) o[k] = outs[k].get();
             }
             Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars, call,
-                    plan.sharedSlots() == 0 ? null : new Object[plan.sharedSlots()], o, null);
+                    plan.sharedSlots() == 0 ? null : new Object[plan.sharedSlots()], o, null, gradOutputs == 1 ? null : g);
             Tensor[] grads = new Tensor[graphInputs.length];
             for (int i = 0; i < n; i++) {
                 if (variadic && needs[i]) {
@@ -859,7 +861,7 @@ public final class Dispatcher {
                 grads[slot[i]] = sameShape ? Elementwise.castTo(gi, types[i]) : Gradients.sumTo(gi, shapes[i], types[i]);
             }
             return grads;
-        }, graphInputs, savedCount == all.length ? all : Arrays.copyOf(all, savedCount));
+        }, savedCount == all.length ? all : Arrays.copyOf(all, savedCount));
     }
 
     private static boolean[] presence(Tensor[] inputs) {

@@ -15,6 +15,7 @@ import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.RecurrentKernels;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.op.RecurrentOps;
 import org.jtorch.op.Shapes;
 
 /**
@@ -43,35 +44,11 @@ public final class Recurrent {
      * and the cell state {@code cx} ({@code [b, h]}).
      */
     public static LstmStep lstmCell(Tensor inputGates, Tensor hiddenGates, Tensor cx) {
-        final String op = "lstmCell";
-        checkGates(op, inputGates, hiddenGates, cx, 4);
+        checkGates("lstmCell", inputGates, hiddenGates, cx, 4);
         if (!fused(cx)) return lstmCellComposed(inputGates, hiddenGates, cx);
-        long[] stateShape = cx.shape();
-        Device device = cx.device();
-        DType dtype = cx.dtype();
-        Tensor ig = inputGates.contiguous(), hg = hiddenGates.contiguous(), c0 = cx.contiguous();
-        Tensor hy = Tensor.empty(stateShape, dtype, device), cy = Tensor.empty(stateShape, dtype, device);
-        Tensor ws = Tensor.empty(inputGates.shape(), dtype, device);
-        Backends.of(device).recurrent().lstmCellForward(view(ig), view(hg), view(c0), view(hy), view(cy), view(ws));
-        if (Autograd.needsGrad(inputGates, hiddenGates, cx)) {
-            boolean needCx = cx.requiresGrad();
-            SavedTensor sIg = Autograd.save(ig), sHg = Autograd.save(hg), sCx = Autograd.save(c0), sCy = Autograd.save(cy),
-                    sWs = Autograd.save(ws);
-            Autograd.record("ThnnFusedLstmCellBackward0", new Tensor[] {inputGates, hiddenGates, cx}, new Tensor[] {hy, cy}, gr -> {
-                if (Grad.isEnabled()) return lstmCellBackwardComposed(gr[0], gr[1], sIg.get(), sHg.get(), sCx.get(), sCy.get(), needCx);
-                Tensor gates = Tensor.empty(sWs.get().shape(), dtype, device);
-                Tensor gcx = needCx ? Tensor.empty(stateShape, dtype, device) : null;
-                try (Tensor ghy = contiguousOrNull(gr[0]); Tensor gcy = contiguousOrNull(gr[1]);
-                     Tensor scratch = gcx == null ? Tensor.empty(stateShape, dtype, device) : null) {
-                    Backends.of(device).recurrent().lstmCellBackward(view(ghy), view(gcy), view(sCx.get()), view(sCy.get()),
-                            view(sWs.get()), view(gates), view(gcx != null ? gcx : scratch));
-                }
-                return new Tensor[] {gates, gates, gcx};
-            }, sIg, sHg, sCx, sCy, sWs);
-        }
-        closeTemporaries(inputGates, ig, hiddenGates, hg, cx, c0);
-        ws.close();
-        return new LstmStep(hy, cy);
+        Tensor[] out = Dispatcher.callAll(RecurrentOps.LSTM_CELL, new Tensor[] {inputGates, hiddenGates, cx});
+        out[2].close();
+        return new LstmStep(out[0], out[1]);
     }
 
     /** {@link #lstmCell} as tensor ops (any floating dtype). */
@@ -83,6 +60,16 @@ public final class Recurrent {
             Tensor cy = f.mul(cx).add(i.mul(g));
             Tensor hy = o.mul(cy.tanh());
             return new LstmStep(scope.keep(hy), scope.keep(cy));
+        }
+    }
+
+    /**
+     * Gradient {@code output} (0: the gates, 1: {@code cx}) of the LSTM cell as differentiable ops, for gradients of gradients
+     * ({@link RecurrentOps#LSTM_CELL_BACKWARD_COMPOSITE}); {@code ghy} and {@code gcy} may be null (zero).
+     */
+    static Tensor lstmCellBackwardComposite(Tensor ghy, Tensor gcy, Tensor ig, Tensor hg, Tensor cx, Tensor cy, int output) {
+        try (MemoryScope scope = new MemoryScope()) {
+            return scope.keep(lstmCellBackwardComposed(ghy, gcy, ig, hg, cx, cy, output == 1)[output == 0 ? 0 : 2]);
         }
     }
 
@@ -334,36 +321,11 @@ public final class Recurrent {
      * {@code r}, as PyTorch's GRU.
      */
     public static Tensor gruCell(Tensor inputGates, Tensor hiddenGates, Tensor hx) {
-        final String op = "gruCell";
-        checkGates(op, inputGates, hiddenGates, hx, 3);
+        checkGates("gruCell", inputGates, hiddenGates, hx, 3);
         if (!fused(hx)) return gruCellComposed(inputGates, hiddenGates, hx);
-        long[] stateShape = hx.shape();
-        Device device = hx.device();
-        DType dtype = hx.dtype();
-        Tensor ig = inputGates.contiguous(), hg = hiddenGates.contiguous(), h0 = hx.contiguous();
-        Tensor hy = Tensor.empty(stateShape, dtype, device);
-        Tensor ws = Tensor.empty(new long[] {hx.size(0), 4 * hx.size(1)}, dtype, device);
-        Backends.of(device).recurrent().gruCellForward(view(ig), view(hg), view(h0), view(hy), view(ws));
-        if (Autograd.needsGrad(inputGates, hiddenGates, hx)) {
-            boolean needHx = hx.requiresGrad();
-            long[] gateShape = inputGates.shape();
-            SavedTensor sIg = Autograd.save(ig), sHg = Autograd.save(hg), sHx = Autograd.save(h0), sWs = Autograd.save(ws);
-            Autograd.record("ThnnFusedGruCellBackward0", hy, gr -> {
-                if (Grad.isEnabled()) return gruCellBackwardComposed(gr[0], sIg.get(), sHg.get(), sHx.get(), needHx);
-                Tensor gi = Tensor.empty(gateShape, dtype, device), gh = Tensor.empty(gateShape, dtype, device);
-                Tensor ghx = needHx ? Tensor.empty(stateShape, dtype, device) : null;
-                try (Tensor ghy = contiguousOrNull(gr[0]);
-                     Tensor scratch = ghx == null ? Tensor.empty(stateShape, dtype, device) : null) {
-                    Backends.of(device).recurrent().gruCellBackward(view(ghy), view(sHx.get()), view(sWs.get()), view(gi),
-                            view(gh),
-                            view(ghx != null ? ghx : scratch));
-                }
-                return new Tensor[] {gi, gh, ghx};
-            }, new Tensor[] {inputGates, hiddenGates, hx}, sIg, sHg, sHx, sWs);
-        }
-        closeTemporaries(inputGates, ig, hiddenGates, hg, hx, h0);
-        ws.close();
-        return hy;
+        Tensor[] out = Dispatcher.callAll(RecurrentOps.GRU_CELL, new Tensor[] {inputGates, hiddenGates, hx});
+        out[1].close();
+        return out[0];
     }
 
     /** {@link #gruCell} as tensor ops (any floating dtype). */
@@ -375,6 +337,16 @@ public final class Recurrent {
             Tensor z = in.get(1).add(hid.get(1)).sigmoid();
             Tensor n = in.get(2).add(r.mul(hid.get(2))).tanh();
             return scope.keep(n.add(z.mul(hx.sub(n))));
+        }
+    }
+
+    /**
+     * Gradient {@code output} (0: the input gates, 1: the hidden gates, 2: {@code hx}) of the GRU cell as differentiable ops,
+     * for gradients of gradients ({@link RecurrentOps#GRU_CELL_BACKWARD_COMPOSITE}).
+     */
+    static Tensor gruCellBackwardComposite(Tensor ghy, Tensor ig, Tensor hg, Tensor hx, int output) {
+        try (MemoryScope scope = new MemoryScope()) {
+            return scope.keep(gruCellBackwardComposed(ghy, ig, hg, hx, output == 2)[output]);
         }
     }
 
