@@ -63,6 +63,14 @@ public sealed interface Expr {
         public String toString() { return "grad_" + name; }
     }
 
+    /**
+     * Which tensor inputs need a gradient, bit {@code i} for input {@code i}: a scalar, derivatives.yaml's
+     * {@code grad_input_mask}, which lets one fused backward call skip the gradients nobody reads (derivatives only).
+     */
+    record GradInputMask() implements Expr {
+        public String toString() { return "grad_input_mask"; }
+    }
+
     /** The op's forward result (derivatives only). */
     record Result() implements Expr {
         public String toString() { return "result"; }
@@ -192,6 +200,7 @@ public sealed interface Expr {
     static Expr outputGrad(int index, String name) { return new OutputGrad(index, name); }
     Expr GRAD = new Grad();
     Expr RESULT = new Result();
+    Expr GRAD_INPUT_MASK = new GradInputMask();
 
     // ------------------------------------------------------------------ analysis
 
@@ -249,6 +258,7 @@ public sealed interface Expr {
             case Const c -> true;
             case Scalar s -> true;
             case Count c -> true;
+            case GradInputMask m -> true;
             case Size z -> true;
             case Math m -> m.args().stream().allMatch(Expr::isScalar);
             default -> false;

@@ -101,6 +101,106 @@ public final class RecurrentOps {
                     Param.scalar("output", "int", null))
             .doc("`ops.Recurrent.gruCellBackwardComposite`: the backward as ops, differentiable").build();
 
+    /**
+     * One direction of one LSTM layer over {@code steps} time steps of {@code batch} rows each, time-major ({@code input}:
+     * {@code [steps * batch, in]}), from {@code hx} and {@code cx} ({@code [batch, hidden]}); {@code reverse} runs from the
+     * last step to the first. One GEMM for the input gates of the whole sequence, then per step the hidden product and the
+     * fused cell, as {@link #LSTM_CELL} step after step; recorded as one node, as oneDNN's and cuDNN's RNN layers (PyTorch
+     * 2's {@code mkldnn_rnn_layer}). Outputs: the rows of every step, the final {@code hy} and {@code cy} (the three
+     * differentiable), and every step's cell state and gate workspace, which the backward reads. Scalars: {@code steps,
+     * reverse}. Float32 and float64.
+     */
+    public static final OpDef LSTM_LAYER = OpDef.structured("_lstm_layer").rule(DTypeRule.FLOATING_ONLY)
+            .outputs((in, s) -> layerMeta(true, in, s), "output", "hy", "cy", "cell_states", "workspace").gradOutputs(3)
+            .signature(Param.tensor("input"), Param.tensor("weight_ih"), Param.tensor("weight_hh"), new Param("bias_ih", "Tensor?", null),
+                    new Param("bias_hh", "Tensor?", null), Param.tensor("hx"), Param.tensor("cx"), Param.scalar("steps", "int", null),
+                    Param.scalar("reverse", "bool", null))
+            .denseInputs(5, 6)
+            .derivatives(() -> layerDerivatives(true))
+            .node("LstmLayerBackward0")
+            .doc("one LSTM layer direction: the input GEMM, then the hidden GEMM and the fused cell per step").build();
+
+    /** {@link #LSTM_LAYER} for a GRU layer ({@link #GRU_CELL} step after step), from {@code hx}; outputs: the rows, {@code hy} and the workspace. */
+    public static final OpDef GRU_LAYER = OpDef.structured("_gru_layer").rule(DTypeRule.FLOATING_ONLY)
+            .outputs((in, s) -> layerMeta(false, in, s), "output", "hy", "workspace").gradOutputs(2)
+            .signature(Param.tensor("input"), Param.tensor("weight_ih"), Param.tensor("weight_hh"), new Param("bias_ih", "Tensor?", null),
+                    new Param("bias_hh", "Tensor?", null), Param.tensor("hx"), Param.scalar("steps", "int", null),
+                    Param.scalar("reverse", "bool", null))
+            .denseInputs(5)
+            .derivatives(() -> layerDerivatives(false))
+            .node("GruLayerBackward0")
+            .doc("one GRU layer direction: the input GEMM, then the hidden GEMM and the fused cell per step").build();
+
+    /**
+     * The gradients of {@link #LSTM_LAYER}: the cells back in time through the fused backward kernel (each step's hidden
+     * gradient one {@code [batch, 4h] x [4h, h]} product), every step's gate gradients kept, then the input's, the weights'
+     * and the bias's gradients as one product (or sum) each over the whole sequence. Outputs: {@code grad_input,
+     * grad_weight_ih, grad_weight_hh, grad_bias} (the same for both biases), {@code grad_hx, grad_cx}; those whose input's bit
+     * is clear in {@code grad_input_mask} (the layer's inputs, in its signature order) are not written. No derivative of its
+     * own: a backward that records a graph runs {@link #RNN_LAYER_BACKWARD_COMPOSITE}.
+     */
+    public static final OpDef LSTM_LAYER_BACKWARD = OpDef.structured("_lstm_layer_backward").rule(DTypeRule.FLOATING_ONLY)
+            .outputs((in, s) -> layerBackwardMeta(true, in), "grad_input", "grad_weight_ih", "grad_weight_hh", "grad_bias", "grad_hx",
+                    "grad_cx")
+            .signature(new Param("grad_output", "Tensor?", null), new Param("grad_hy", "Tensor?", null), new Param("grad_cy", "Tensor?", null),
+                    Param.tensor("input"), Param.tensor("weight_ih"), Param.tensor("weight_hh"), Param.tensor("hx"), Param.tensor("cx"),
+                    Param.tensor("output"), Param.tensor("cell_states"), Param.tensor("workspace"), Param.scalar("steps", "int", null),
+                    Param.scalar("reverse", "bool", null), Param.scalar("grad_input_mask", "int", null))
+            .denseInputs(0, 1, 2, 6, 7)
+            .doc("the layer's backward: fused cells back in time, one GEMM per weight").build();
+
+    /**
+     * The gradients of {@link #GRU_LAYER}, as {@link #LSTM_LAYER_BACKWARD}: {@code grad_input, grad_weight_ih, grad_weight_hh,
+     * grad_bias_ih, grad_bias_hh, grad_hx} (the biases' differ in the {@code n} block).
+     */
+    public static final OpDef GRU_LAYER_BACKWARD = OpDef.structured("_gru_layer_backward").rule(DTypeRule.FLOATING_ONLY)
+            .outputs((in, s) -> layerBackwardMeta(false, in), "grad_input", "grad_weight_ih", "grad_weight_hh", "grad_bias_ih",
+                    "grad_bias_hh", "grad_hx")
+            .signature(new Param("grad_output", "Tensor?", null), new Param("grad_hy", "Tensor?", null), Param.tensor("input"),
+                    Param.tensor("weight_ih"), Param.tensor("weight_hh"), Param.tensor("hx"), Param.tensor("output"),
+                    Param.tensor("workspace"), Param.scalar("steps", "int", null), Param.scalar("reverse", "bool", null),
+                    Param.scalar("grad_input_mask", "int", null))
+            .denseInputs(0, 1, 5)
+            .doc("the layer's backward: fused cells back in time, one GEMM per weight").build();
+
+    /**
+     * Gradient {@code output} (the layer's input in signature order: 0 input, 1-2 weights, 3-4 biases, 5 hx, 6 cx) of
+     * {@link #LSTM_LAYER} (called with {@code grad_cy} and {@code cx}) or {@link #GRU_LAYER} (without) as differentiable ops (the layer recomputed from its
+     * inputs, the cells' backward formulas per step), for gradients of gradients: {@code ops.Recurrent}'s front end.
+     */
+    public static final OpDef RNN_LAYER_BACKWARD_COMPOSITE = OpDef.frontEnd("rnn_layer_backward_composite", true)
+            .rule(DTypeRule.FLOATING_ONLY)
+            .signature(new Param("grad_output", "Tensor?", null), new Param("grad_hy", "Tensor?", null), Param.tensor("input"),
+                    Param.tensor("weight_ih"), Param.tensor("weight_hh"), new Param("bias_ih", "Tensor?", null),
+                    new Param("bias_hh", "Tensor?", null), Param.tensor("hx"), new Param("grad_cy", "Tensor?", "None"),
+                    new Param("cx", "Tensor?", "None"), Param.scalar("steps", "int", null), Param.scalar("reverse", "bool", null),
+                    Param.scalar("output", "int", null))
+            .doc("`ops.Recurrent.layerBackwardComposite`: the layer's backward as ops, differentiable").build();
+
+    private static List<Expr> layerDerivatives(boolean lstm) {
+        Expr x = in(0, "input"), wIh = in(1, "weight_ih"), wHh = in(2, "weight_hh"), bIh = in(3, "bias_ih"), bHh = in(4, "bias_hh");
+        Expr hx = in(5, "hx"), cx = lstm ? in(6, "cx") : null;
+        Expr gY = Expr.outputGrad(0, "output"), ghy = Expr.outputGrad(1, "hy"), gcy = lstm ? Expr.outputGrad(2, "cy") : null;
+        Expr y = Expr.output(0, "output");
+        Expr steps = Expr.scalar(0, "steps"), reverse = Expr.scalar(1, "reverse");
+        Expr.Op fused = lstm
+                ? (Expr.Op) call(LSTM_LAYER_BACKWARD, gY, ghy, gcy, x, wIh, wHh, hx, cx, Expr.RESULT, Expr.output(3, "cell_states"),
+                        Expr.output(4, "workspace"), steps, reverse, Expr.GRAD_INPUT_MASK)
+                : (Expr.Op) call(GRU_LAYER_BACKWARD, gY, ghy, x, wIh, wHh, hx, Expr.RESULT, Expr.output(2, "workspace"), steps, reverse,
+                        Expr.GRAD_INPUT_MASK);
+        int inputs = lstm ? 7 : 6;
+        // the fused call's output for each of the layer's inputs (the LSTM's two biases share one gradient)
+        int[] select = lstm ? new int[] {0, 1, 2, 3, 3, 4, 5} : new int[] {0, 1, 2, 3, 4, 5};
+        Expr[] d = new Expr[inputs];
+        for (int i = 0; i < inputs; i++) {
+            // a GRU passes no cell state: its call ends with hx, and the front end reads the LSTM's by the tensor count
+            Expr composite = lstm ? call(RNN_LAYER_BACKWARD_COMPOSITE, gY, ghy, x, wIh, wHh, bIh, bHh, hx, gcy, cx, steps, reverse, Expr.c(i))
+                    : call(RNN_LAYER_BACKWARD_COMPOSITE, gY, ghy, x, wIh, wHh, bIh, bHh, hx, steps, reverse, Expr.c(i));
+            d[i] = new Expr.IfGrad(composite, new Expr.Select(fused, select[i]));
+        }
+        return Arrays.asList(d);
+    }
+
     private static List<Expr> lstmCellDerivatives() {
         Expr ghy = Expr.outputGrad(0, "hy"), gcy = Expr.outputGrad(1, "cy");
         Expr cy = Expr.output(1, "cy"), workspace = Expr.output(2, "workspace");
@@ -156,6 +256,44 @@ public final class RecurrentOps {
         checkOperand(op, "workspace", in[2], workspaceShape(op, hx, 4), hx);
         Meta.Output gates = new Meta.Output(new long[] {hx.size(0), 3 * hx.size(1)}, hx.dtype());
         return new Meta.Output[] {gates, gates, new Meta.Output(state, hx.dtype())};
+    }
+
+    private static Meta.Output[] layerMeta(boolean lstm, StridedView[] in, double[] scalars) {
+        String op = lstm ? "_lstm_layer" : "_gru_layer";
+        StridedView x = in[0], wIh = in[1], wHh = in[2], h0 = in[5], c0 = lstm ? in[6] : null;
+        int gates = lstm ? 4 : 3;
+        long steps = (long) scalars[0];
+        boolean shapes = steps >= 1 && h0.dim() == 2 && x.dim() == 2 && wIh.dim() == 2 && wHh.dim() == 2;
+        long batch = shapes ? h0.size(0) : 0, hidden = shapes ? wHh.size(1) : 0;
+        shapes = shapes && x.size(0) == steps * batch && wHh.size(0) == gates * hidden && wIh.size(0) == gates * hidden
+                && wIh.size(1) == x.size(1) && h0.size(1) == hidden && (c0 == null || Arrays.equals(c0.shape(), h0.shape()));
+        for (int b = 3; b < 5; b++) shapes &= in[b] == null || in[b].dim() == 1 && in[b].size(0) == gates * hidden;
+        DType dtype = h0.dtype();
+        boolean types = dtype == DType.FLOAT32 || dtype == DType.FLOAT64;
+        for (StridedView t : in) types &= t == null || t.dtype() == dtype && t.device().equals(h0.device());
+        if (!shapes || !types) {
+            throw new IllegalArgumentException(op + ": expected float32 or float64 rows [steps * batch, in], weight_ih [" + gates
+                    + " * hidden, in], weight_hh [" + gates + " * hidden, hidden] and states [batch, hidden] of one dtype on one device,"
+                    + " got input " + describe(x) + " (" + steps + " steps), weight_ih " + describe(wIh) + ", weight_hh " + describe(wHh)
+                    + ", hx " + describe(h0) + (c0 == null ? "" : " and cx " + describe(c0)));
+        }
+        Meta.Output rows = new Meta.Output(new long[] {steps * batch, hidden}, dtype), state = new Meta.Output(h0.shape(), dtype);
+        Meta.Output workspace = new Meta.Output(new long[] {steps * batch, 4 * hidden}, dtype);
+        return lstm ? new Meta.Output[] {rows, state, state, rows, workspace} : new Meta.Output[] {rows, state, workspace};
+    }
+
+    private static Meta.Output[] layerBackwardMeta(boolean lstm, StridedView[] in) {
+        int first = lstm ? 3 : 2;
+        StridedView x = in[first], wIh = in[first + 1], wHh = in[first + 2], h0 = in[first + 3];
+        DType dtype = h0.dtype();
+        Meta.Output bias = new Meta.Output(new long[] {wHh.size(0)}, dtype), state = new Meta.Output(h0.shape(), dtype);
+        Meta.Output gx = new Meta.Output(x.shape(), dtype), gWih = new Meta.Output(wIh.shape(), dtype);
+        Meta.Output gWhh = new Meta.Output(wHh.shape(), dtype);
+        return lstm ? new Meta.Output[] {gx, gWih, gWhh, bias, state, state} : new Meta.Output[] {gx, gWih, gWhh, bias, bias, state};
+    }
+
+    private static String describe(StridedView t) {
+        return Shapes.format(t.shape()) + " of " + t.dtype() + " on " + t.device();
     }
 
     /** Checks a cell's gates ({@code [b, gates * h]}, one floating dtype and device with the state) and returns the state. */

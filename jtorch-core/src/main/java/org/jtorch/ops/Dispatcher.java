@@ -836,6 +836,9 @@ public final class Dispatcher {
         SavedTensor[] outs = savedOutputs;
         boolean sameShape = op.kind() != OpDef.Kind.BINARY && op.kind() != OpDef.Kind.COMPOSITE && op.kind() != OpDef.Kind.STRUCTURED;
         int gradOutputs = outputs == null ? 1 : op.gradOutputs();
+        long needMask = 0;
+        for (int i = 0; i < n && i < 63; i++) if (needs[i]) needMask |= 1L << i;
+        long mask = needMask;
         Tensor[] recorded = gradOutputs == 1 ? new Tensor[] {result} : Arrays.copyOf(outputs, gradOutputs);
         Autograd.record(plan.nodeName(), graphInputs, recorded, g -> {
             Tensor[] in = new Tensor[n];
@@ -846,7 +849,7 @@ public final class Dispatcher {
                 for (int k = 1; k < o.length; k++) if (outs[k] != null) o[k] = outs[k].get();
             }
             Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars, call,
-                    plan.sharedSlots() == 0 ? null : new Object[plan.sharedSlots()], o, null, gradOutputs == 1 ? null : g);
+                    plan.sharedSlots() == 0 ? null : new Object[plan.sharedSlots()], o, null, gradOutputs == 1 ? null : g, mask);
             Tensor[] grads = new Tensor[graphInputs.length];
             for (int i = 0; i < n; i++) {
                 if (variadic && needs[i]) {

@@ -50,7 +50,7 @@ class RecurrentCellOpsTest {
     }
 
     private static Tensor randn64(long... shape) {
-        return Torch.randn(shape, DType.FLOAT64, Device.cpu(), GEN).to(DEVICE).requiresGrad_(true);
+        return Torch.randn(shape, DType.FLOAT64, Device.cpu(), GEN).requiresGrad_(true);
     }
 
     @Test
@@ -193,6 +193,38 @@ class RecurrentCellOpsTest {
             assertEquals(expected, s.cy().dtype());
             assertEquals(expected, Recurrent.gruCell(randn(2, 6), randn(2, 6), cx).dtype());
         }
+    }
+
+    @Test
+    void aLayerIsOneNodeWithOneFusedBackwardCall() {
+        for (boolean lstm : new boolean[] {true, false}) {
+            int g = lstm ? 4 : 3;
+            Tensor x = randn(3 * 2, 5), wIh = randn(g * 4, 5).requiresGrad_(true), wHh = randn(g * 4, 4).requiresGrad_(true);
+            Tensor bIh = randn(g * 4).requiresGrad_(true), bHh = randn(g * 4).requiresGrad_(true), h0 = randn(2, 4), c0 = randn(2, 4);
+            Recurrent.Layer[] layer = new Recurrent.Layer[1];
+            List<String> ops = traced(() -> layer[0] = lstm ? Recurrent.lstmLayer(x, wIh, wHh, bIh, bHh, h0, c0, 3, true)
+                    : Recurrent.gruLayer(x, wIh, wHh, bIh, bHh, h0, 3, true));
+            assertEquals(List.of(lstm ? "_lstm_layer" : "_gru_layer"), ops);
+            Recurrent.Layer l = layer[0];
+            assertEquals(lstm ? "LstmLayerBackward0" : "GruLayerBackward0", l.output().gradFn().name());
+            assertSame(l.output().gradFn(), l.hN().gradFn());
+            Tensor[] probes = {randn(6, 4), randn(2, 4), randn(2, 4)};
+            Tensor[][] grads = new Tensor[1][];
+            assertEquals(1, kernelCalls(lstm ? "_lstm_layer_backward" : "_gru_layer_backward",
+                    () -> grads[0] = Autograd.grad(new Tensor[] {probed(l, probes)}, new Tensor[] {wIh, wHh, bIh, bHh})));
+            // the same weight gradients when the input and the initial states need theirs too (grad_input_mask)
+            Tensor x2 = x.detach().requiresGrad_(true), h2 = h0.detach().requiresGrad_(true), c2 = c0.detach().requiresGrad_(true);
+            Recurrent.Layer l2 = lstm ? Recurrent.lstmLayer(x2, wIh, wHh, bIh, bHh, h2, c2, 3, true)
+                    : Recurrent.gruLayer(x2, wIh, wHh, bIh, bHh, h2, 3, true);
+            Tensor[] all = Autograd.grad(new Tensor[] {probed(l2, probes)}, lstm ? new Tensor[] {wIh, wHh, bIh, bHh, x2, h2, c2}
+                    : new Tensor[] {wIh, wHh, bIh, bHh, x2, h2});
+            for (int i = 0; i < 4; i++) assertArrayEquals(grads[0][i].toFloatArray(), all[i].toFloatArray(), (lstm ? "lstm #" : "gru #") + i);
+        }
+    }
+
+    private static Tensor probed(Recurrent.Layer l, Tensor[] probes) {
+        Tensor loss = l.output().mul(probes[0]).sum().add(l.hN().mul(probes[1]).sum());
+        return l.cN() == null ? loss : loss.add(l.cN().mul(probes[2]).sum());
     }
 
     @Test
