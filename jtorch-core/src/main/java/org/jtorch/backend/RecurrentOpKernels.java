@@ -107,14 +107,11 @@ public final class RecurrentOpKernels {
             DType dtype = h0.dtype();
             long[] state = h0.shape();
             StridedView gates = scratch.allocate(device, ws.shape(), dtype);
-            StridedView dh = ghN != null ? ghN : zeros(backend, scratch, state, h0), dc = gcN != null ? gcN : zeros(backend, scratch, state, h0);
+            StridedView dh = ghN != null ? ghN : zeros(backend, scratch, state, h0);
+            StridedView dc = gcN != null ? gcN : zeros(backend, scratch, state, h0);
             StridedView ghy = gY == null ? null : scratch.allocate(device, state, dtype);
             for (int s = steps.steps() - 1; s >= 0; s--) {
-                StridedView stepGrad = dh;
-                if (gY != null) {
-                    add(backend, dh, steps.at(gY, s), ghy);
-                    stepGrad = ghy;
-                }
+                StridedView stepGrad = stepGradient(backend, steps, s, dh, gY, ghy);
                 StridedView cx = s == 0 ? c0 : steps.at(cs, s - 1);
                 StridedView gt = steps.at(gates, s);
                 StridedView gcx = s == 0 && (mask & 1 << 6) != 0 ? outs[5] : scratch.allocate(device, state, dtype);
@@ -145,11 +142,7 @@ public final class RecurrentOpKernels {
             StridedView dh = ghN != null ? ghN : zeros(backend, scratch, state, h0);
             StridedView ghy = gY == null ? null : scratch.allocate(device, state, dtype);
             for (int s = steps.steps() - 1; s >= 0; s--) {
-                StridedView stepGrad = dh;
-                if (gY != null) {
-                    add(backend, dh, steps.at(gY, s), ghy);
-                    stepGrad = ghy;
-                }
+                StridedView stepGrad = stepGradient(backend, steps, s, dh, gY, ghy);
                 StridedView hx = s == 0 ? h0 : steps.at(y, s - 1);
                 StridedView ghx = scratch.allocate(device, state, dtype);
                 StridedView gh = steps.at(hiddenGates, s);
@@ -190,6 +183,16 @@ public final class RecurrentOpKernels {
         boolean shared = inputGates == hiddenGates;
         if ((mask & (shared ? 3L << 3 : 1L << 3)) != 0) sumRows(backend, inputGates, outs[3]);
         if (!shared && (mask & 1 << 4) != 0) sumRows(backend, hiddenGates, outs[4]);
+    }
+
+    /**
+     * The gradient of the output of the step at position {@code s}: what flowed back from the later steps ({@code dh}), plus
+     * that step's rows of the output's own gradient where it has one (written into {@code into}).
+     */
+    private static StridedView stepGradient(Backend backend, Steps steps, int s, StridedView dh, StridedView gY, StridedView into) {
+        if (gY == null) return dh;
+        add(backend, dh, steps.at(gY, s), into);
+        return into;
     }
 
     private static StridedView zeros(Backend backend, ConvolutionOpKernels.Scratch scratch, long[] shape, StridedView like) {
