@@ -162,8 +162,9 @@ public final class Dispatcher {
     /**
      * Runs a multi-output structured op ({@link OpDef#outputCount} above 1) and returns all its outputs, in declared order:
      * its meta function gives every output's shape and dtype, all are allocated on the inputs' device, and the kernel
-     * registered for that device writes them in one call. Autograd differentiates the first output (the others, indices
-     * or saved statistics, are what its derivatives read); the trace records the first output and sees the others as
+     * registered for that device writes them in one call. Autograd differentiates the first output, or the first
+     * {@link OpDef#gradOutputs} (an LSTM cell's {@code hy} and {@code cy}; the others, indices, saved statistics or
+     * workspaces, are what its derivatives read); the trace records the first output and sees the others as
      * made by an op it cannot replay.
      */
     public static Tensor[] callAll(OpDef op, Tensor[] inputs, double... scalars) {
