@@ -143,7 +143,7 @@ public final class Recurrent {
         }
     }
 
-    /** What a layer's backward reads besides the fused cells' intermediates. */
+    /** What the composite backward of a layer reads: its inputs, and its output where it has one. */
     private record LayerSaved(boolean lstm, Tensor x, Tensor wIh, Tensor wHh, Tensor bIh, Tensor bHh, Tensor h0, Tensor c0, Tensor y,
                               int steps, long batch, boolean reverse) {
         Tensor rows(Tensor t, int step) {
@@ -153,15 +153,6 @@ public final class Recurrent {
         /** The time step at position {@code s} in the forward's order. */
         int step(int s) {
             return reverse ? steps - 1 - s : s;
-        }
-
-        /** The hidden state the step at position {@code s} read: {@code h0}, or the output of the step before. */
-        Tensor hiddenBefore(int s) {
-            return s == 0 ? h0 : rows(y, step(s - 1));
-        }
-
-        Tensor zeroState() {
-            return Torch.zeros(new long[] {batch, wHh.size(1)}, h0.dtype(), h0.device());
         }
     }
 
@@ -344,14 +335,5 @@ public final class Recurrent {
             throw new IllegalArgumentException(op + ": expected gates and state on one device, got " + inputGates.device() + ", "
                     + hiddenGates.device() + " and " + state.device());
         }
-    }
-
-    private static Tensor contiguousOrNull(Tensor t) {
-        return t == null ? null : t.contiguous();
-    }
-
-    /** Closes the contiguous copies made of arguments (not the arguments themselves). */
-    private static void closeTemporaries(Tensor... pairs) {
-        for (int i = 0; i < pairs.length; i += 2) if (pairs[i + 1] != pairs[i]) pairs[i + 1].close();
     }
 }
