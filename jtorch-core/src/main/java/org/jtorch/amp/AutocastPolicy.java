@@ -42,8 +42,7 @@ public final class AutocastPolicy {
                     margin_ranking_loss multilabel_margin_loss soft_margin_loss
                     triplet_margin_loss multi_margin_loss dist pdist cdist renorm""",
             CastPolicy.PROMOTE, "atan2 bilinear cross grid_sampler index_put tensordot",
-            CastPolicy.BANNED, "binary_cross_entropy",
-            CastPolicy.AS_IS, "elu");
+            CastPolicy.BANNED, "binary_cross_entropy");
 
     /**
      * PyTorch 1.13, {@code KERNEL_CPU} entries (bfloat16 only). {@code scaled_dot_product_attention} is

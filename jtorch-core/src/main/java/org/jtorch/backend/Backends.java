@@ -35,6 +35,7 @@ public final class Backends {
         SelectingReductionOpKernels.register(backend);
         SortingOpKernels.register(backend);
         CopyOpKernels.register(backend);
+        RecurrentOpKernels.register(backend);
     }
 
     private Backends() {}

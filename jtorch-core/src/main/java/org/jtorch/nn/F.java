@@ -15,6 +15,7 @@ import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
 import org.jtorch.op.IndexingOps;
 import org.jtorch.op.LossOps;
+import org.jtorch.op.PointwiseOps;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Losses;
 import org.jtorch.ops.Padding;
@@ -211,11 +212,7 @@ public final class F {
     /** {@code x > 0 ? x : alpha * (exp(x) - 1)} */
     public static Tensor elu(Tensor x, double alpha) {
         Arguments.nonNull("elu", "x", x);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("elu", t -> elu(t[0], alpha), x);
-            if (r != null) return r;
-        }
-        return MemoryScope.run(() -> Torch.where(x.gt(0), x, x.expm1().mul(alpha)));
+        return Dispatcher.call(PointwiseOps.ELU, new Tensor[] {x}, alpha);
     }
 
     public static Tensor elu(Tensor x) { return elu(x, 1.0); }

@@ -18,8 +18,7 @@ public enum CastPolicy {
     /**
      * Not a PyTorch policy: inputs untouched and autocast suspended inside, for ops that PyTorch runs as
      * one kernel but jtorch composes from covered ops (CPU {@code mv} and {@code dot}: jtorch's call
-     * {@code mm}; CUDA {@code elu}: jtorch's uses {@code expm1}), so their results keep PyTorch's dtype
-     * and precision.
+     * {@code mm}), so their results keep PyTorch's dtype and precision.
      */
     AS_IS
 }

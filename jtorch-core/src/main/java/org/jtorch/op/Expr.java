@@ -55,6 +55,22 @@ public sealed interface Expr {
         public String toString() { return "grad"; }
     }
 
+    /**
+     * The gradient flowing into output {@code index} of a multi-output op whose first {@link OpDef#gradOutputs} outputs are
+     * differentiable (an LSTM cell's {@code hy} and {@code cy}); null where that output got none (derivatives only).
+     */
+    record OutputGrad(int index, String name) implements Expr {
+        public String toString() { return "grad_" + name; }
+    }
+
+    /**
+     * Which tensor inputs need a gradient, bit {@code i} for input {@code i}: a scalar, derivatives.yaml's
+     * {@code grad_input_mask}, which lets one fused backward call skip the gradients nobody reads (derivatives only).
+     */
+    record GradInputMask() implements Expr {
+        public String toString() { return "grad_input_mask"; }
+    }
+
     /** The op's forward result (derivatives only). */
     record Result() implements Expr {
         public String toString() { return "result"; }
@@ -181,8 +197,10 @@ public sealed interface Expr {
     static Expr where(Expr cond, Expr a, Expr b) { return new Where(cond, a, b); }
     static Expr unreduce(Expr value) { return new Unreduce(value); }
     static Expr output(int index, String name) { return new Output(index, name); }
+    static Expr outputGrad(int index, String name) { return new OutputGrad(index, name); }
     Expr GRAD = new Grad();
     Expr RESULT = new Result();
+    Expr GRAD_INPUT_MASK = new GradInputMask();
 
     // ------------------------------------------------------------------ analysis
 
@@ -240,6 +258,7 @@ public sealed interface Expr {
             case Const c -> true;
             case Scalar s -> true;
             case Count c -> true;
+            case GradInputMask m -> true;
             case Size z -> true;
             case Math m -> m.args().stream().allMatch(Expr::isScalar);
             default -> false;

@@ -85,6 +85,7 @@ public final class OpDef {
     private final Meta.Multi metaAll;
     private final List<String> outputs;
     private final boolean skipsUnread;
+    private final int gradOutputs;
     private final int denseInputs;
     private final boolean variadic;
     private final DType halfAccumulation;
@@ -116,6 +117,7 @@ public final class OpDef {
         metaAll = b.metaAll;
         outputs = b.outputs == null ? List.of() : b.outputs;
         skipsUnread = b.skipsUnread;
+        gradOutputs = b.gradOutputs;
         denseInputs = b.denseInputs;
         variadic = !signature.params().isEmpty() && signature.params().get(0).type().equals("Tensor[]");
         halfAccumulation = b.halfAccumulation;
@@ -273,6 +275,12 @@ public final class OpDef {
      */
     public boolean skipsUnreadOutputs() { return skipsUnread; }
 
+    /**
+     * How many of the outputs, from the first, autograd differentiates: 1, or more for an op whose later outputs carry
+     * gradients too (an LSTM cell's {@code cy}); its derivatives read them as {@link Expr.OutputGrad}.
+     */
+    public int gradOutputs() { return gradOutputs; }
+
     /** The autocast policy on {@code type}, or null when autocast leaves the op untouched there. */
     public CastPolicy autocast(Device.Type type) {
         return autocast.get(type);
@@ -340,6 +348,7 @@ public final class OpDef {
         private Meta.Multi metaAll;
         private List<String> outputs;
         private boolean skipsUnread;
+        private int gradOutputs = 1;
         private int denseInputs;
         private DType halfAccumulation;
         private String doc;
@@ -380,6 +389,8 @@ public final class OpDef {
         public Builder meta(Meta meta) { this.meta = meta; return this; }
         /** The kernel skips the outputs after the first when given null views for them ({@link #skipsUnreadOutputs}). */
         public Builder skipsUnreadOutputs() { this.skipsUnread = true; return this; }
+        /** The first {@code n} outputs are differentiable ({@link #gradOutputs}). */
+        public Builder gradOutputs(int n) { this.gradOutputs = n; return this; }
         /** A multi-output op: its outputs' names (call before {@link #signature}) and one meta function for all of them. */
         public Builder outputs(Meta.Multi meta, String... names) {
             this.metaAll = meta;

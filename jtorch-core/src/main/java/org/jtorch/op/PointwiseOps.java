@@ -53,6 +53,11 @@ public final class PointwiseOps {
             .signature(SELF, Param.scalar("negative_slope", "Scalar", "0.01"))
             .formula(m(Fn.SELECT, m(Fn.GT, X, Expr.c(0)), X, m(Fn.MUL, X, P0)))
             .derivatives(() -> List.of(Expr.call(leakyReluBackward(), G, X, P0))).build();
+    /** {@code x > 0 ? x : alpha * (exp(x) - 1)}; its gradient is one op ({@link #ELU_BACKWARD}), as PyTorch's. */
+    public static final OpDef ELU = OpDef.unary("elu").rule(FLOAT)
+            .signature(SELF, Param.scalar("alpha", "Scalar", "1.0"))
+            .formula(m(Fn.SELECT, m(Fn.GT, X, Expr.c(0)), X, m(Fn.MUL, m(Fn.EXPM1, X), P0)))
+            .derivatives(() -> List.of(Expr.call(eluBackward(), G, X, P0))).build();
     /** {@code clamp(min=p0, max=p1)}; a NaN bound is no bound. */
     public static final OpDef CLAMP = OpDef.unary("clamp").rule(SAME_NO_BOOL)
             .signature(SELF, Param.scalar("min", "Scalar?", "None"), Param.scalar("max", "Scalar?", "None"))
@@ -172,6 +177,15 @@ public final class PointwiseOps {
             .signature(GRAD_OUTPUT, SELF, Param.scalar("approximate", "str", "'tanh'"))
             .formula(m(Fn.MUL, GO, geluTanhDerivative()))
             .derivatives(() -> List.of(Expr.call(geluTanhBackward(), G, GX), mul(mul(G, GO), geluTanhSecondDerivative()))).build();
+    /**
+     * ELU's gradient from its input: {@code x > 0 ? grad : grad * alpha * (expm1(x) + 1)} ({@code exp(x)} written as the
+     * forward's {@code expm1} plus one, as the composition it replaces differentiated it).
+     */
+    public static final OpDef ELU_BACKWARD = OpDef.binary("elu_backward").rule(FLOAT)
+            .signature(Param.tensor("grad_output"), Param.tensor("self"), Param.scalar("alpha", "Scalar", null))
+            .formula(m(Fn.SELECT, m(Fn.GT, B, Expr.c(0)), A, m(Fn.MUL, m(Fn.MUL, A, P0), m(Fn.ADD, m(Fn.EXPM1, B), Expr.c(1)))))
+            .derivatives(() -> List.of(Expr.call(eluBackward(), G, B, P0),
+                    mul(G, Expr.where(gt(B, Expr.c(0)), new Expr.ZerosLike(B), mul(mul(A, P0), u(exp(), B)))))).build();
     public static final OpDef EQ = binary("eq", BOOL, m(Fn.EQ, A, B), null);
     public static final OpDef NE = binary("ne", BOOL, m(Fn.NE, A, B), null);
     public static final OpDef LT = binary("lt", BOOL, m(Fn.LT, A, B), null);
@@ -358,4 +372,5 @@ public final class PointwiseOps {
     private static OpDef geluBackward() { return GELU_BACKWARD; }
     private static OpDef geluTanhBackward() { return GELU_TANH_BACKWARD; }
     private static OpDef leakyReluBackward() { return LEAKY_RELU_BACKWARD; }
+    private static OpDef eluBackward() { return ELU_BACKWARD; }
 }

@@ -187,8 +187,9 @@ public final class Dispatcher {
     /**
      * Runs a multi-output structured op ({@link OpDef#outputCount} above 1) and returns all its outputs, in declared order:
      * its meta function gives every output's shape and dtype, all are allocated on the inputs' device, and the kernel
-     * registered for that device writes them in one call. Autograd differentiates the first output (the others, indices
-     * or saved statistics, are what its derivatives read); the trace records the first output and sees the others as
+     * registered for that device writes them in one call. Autograd differentiates the first output, or the first
+     * {@link OpDef#gradOutputs} (an LSTM cell's {@code hy} and {@code cy}; the others, indices, saved statistics or
+     * workspaces, are what its derivatives read); the trace records the first output and sees the others as
      * made by an op it cannot replay.
      */
     public static Tensor[] callAll(OpDef op, Tensor[] inputs, double... scalars) {
@@ -866,7 +867,12 @@ public final class Dispatcher {
         }
         SavedTensor[] outs = savedOutputs;
         boolean sameShape = op.kind() != OpDef.Kind.BINARY && op.kind() != OpDef.Kind.COMPOSITE && op.kind() != OpDef.Kind.STRUCTURED;
-        Autograd.record(plan.nodeName(), result, g -> {
+        int gradOutputs = outputs == null ? 1 : op.gradOutputs();
+        long needMask = 0;
+        for (int i = 0; i < n && i < 63; i++) if (needs[i]) needMask |= 1L << i;
+        long mask = needMask;
+        Tensor[] recorded = gradOutputs == 1 ? new Tensor[] {result} : Arrays.copyOf(outputs, gradOutputs);
+        Autograd.record(plan.nodeName(), graphInputs, recorded, g -> {
             Tensor[] in = new Tensor[n];
             for (int i = 0; i < n; i++) if (saved[i] != null) in[i] = saved[i].get();
             Tensor[] o = null;
@@ -875,7 +881,7 @@ public final class Dispatcher {
                 for (int k = 1; k < o.length; k++) if (outs[k] != null) o[k] = outs[k].get();
             }
             Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars, call,
-                    plan.sharedSlots() == 0 ? null : new Object[plan.sharedSlots()], o, null);
+                    plan.sharedSlots() == 0 ? null : new Object[plan.sharedSlots()], o, null, gradOutputs == 1 ? null : g, mask);
             Tensor[] grads = new Tensor[graphInputs.length];
             for (int i = 0; i < n; i++) {
                 if (variadic && needs[i]) {
@@ -890,7 +896,7 @@ public final class Dispatcher {
                 grads[slot[i]] = sameShape ? Elementwise.castTo(gi, types[i]) : Gradients.sumTo(gi, shapes[i], types[i]);
             }
             return grads;
-        }, graphInputs, savedCount == all.length ? all : Arrays.copyOf(all, savedCount));
+        }, savedCount == all.length ? all : Arrays.copyOf(all, savedCount));
     }
 
     private static boolean[] presence(Tensor[] inputs) {

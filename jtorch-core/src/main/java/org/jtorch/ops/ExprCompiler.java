@@ -25,7 +25,13 @@ final class ExprCompiler {
      * multi-output op's outputs that its derivatives read ({@link Expr.Output}; null elsewhere).
      */
     record Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction,
-                  Object[] shared, Tensor[] outputs, Part part) {
+                  Object[] shared, Tensor[] outputs, Part part, Tensor[] grads, long gradInputMask) {
+        /** Without the gradients of further outputs (an op whose first output alone is differentiable), every input's gradient asked. */
+        Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction,
+               Object[] shared, Tensor[] outputs, Part part) {
+            this(inputs, present, result, grad, scalars, reduction, shared, outputs, part, null, -1L);
+        }
+
         Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction) {
             this(inputs, present, result, grad, scalars, reduction, null, null, null);
         }
@@ -87,7 +93,7 @@ final class ExprCompiler {
         Map<Expr, Integer> slots = new HashMap<>();
         for (Map.Entry<Expr, Integer> u : uses.entrySet()) {
             Expr t = u.getKey();
-            boolean leaf = t instanceof Expr.In || t instanceof Expr.Output || t instanceof Expr.Grad || t instanceof Expr.Result || t.isScalar();
+            boolean leaf = t instanceof Expr.In || t instanceof Expr.Output || t instanceof Expr.Grad || t instanceof Expr.OutputGrad || t instanceof Expr.Result || t.isScalar();
             if (u.getValue() > 1 && !leaf) slots.put(t, slots.size());
         }
         if (slots.isEmpty()) return compile(e);
@@ -99,7 +105,8 @@ final class ExprCompiler {
             SHARED.remove();
         }
         int n = slots.size();
-        return v -> root.eval(new Values(v.inputs(), v.present(), v.result(), v.grad(), v.scalars(), v.reduction(), new Object[n], v.outputs(), v.part()));
+        return v -> root.eval(new Values(v.inputs(), v.present(), v.result(), v.grad(), v.scalars(), v.reduction(), new Object[n], v.outputs(), v.part(), v.grads(),
+                v.gradInputMask()));
     }
 
     /** An op's derivatives, compiled together: {@code slots} is the length of the {@link Values#shared} array they need. */
@@ -175,6 +182,10 @@ final class ExprCompiler {
                 yield v -> v.outputs()[k];
             }
             case Expr.Grad g -> Values::grad;
+            case Expr.OutputGrad g -> {
+                int k = g.index();
+                yield v -> v.grads()[k];
+            }
             case Expr.Op o -> compileOp(o);
             case Expr.Select sel -> compileSelect(sel);
             case Expr.Part p -> compilePart(p);
@@ -239,6 +250,7 @@ final class ExprCompiler {
                 yield v -> value;
             }
             case Expr.Count c -> v -> v.reduction().count();
+            case Expr.GradInputMask m -> v -> v.gradInputMask();
             case Expr.Size z -> {
                 TensorFn of = compile(z.of());
                 int dim = z.dim();
@@ -256,7 +268,8 @@ final class ExprCompiler {
 
     /** Whether a scalar tree reads the call (a reduction's count, a tensor's size), not only its parameters. */
     private static boolean readsCall(Expr e) {
-        return e instanceof Expr.Count || e instanceof Expr.Size || e instanceof Expr.Math m && m.args().stream().anyMatch(ExprCompiler::readsCall);
+        return e instanceof Expr.Count || e instanceof Expr.Size || e instanceof Expr.GradInputMask
+                || e instanceof Expr.Math m && m.args().stream().anyMatch(ExprCompiler::readsCall);
     }
 
     /** A reduction over the last dimensions of its value, keeping them ({@link Expr.ReduceTrailing}). */

@@ -53,6 +53,15 @@ public final class FrontEnds {
         if (op == org.jtorch.op.NormalizationOps.BATCH_NORM_BACKWARD_COMPOSITE) {
             return Normalization.batchNormBackwardComposite(in[0], in[1], in[2], in[3], in[4], args[0] != 0, args[1], (int) args[2]);
         }
+        if (op == org.jtorch.op.RecurrentOps.LSTM_CELL_BACKWARD_COMPOSITE) {
+            return Recurrent.lstmCellBackwardComposite(in[0], in[1], in[2], in[3], in[4], in[5], (int) args[0]);
+        }
+        if (op == org.jtorch.op.RecurrentOps.RNN_LAYER_BACKWARD_COMPOSITE) {
+            return Recurrent.layerBackwardComposite(in, (int) args[0], args[1] != 0, (int) args[2]);
+        }
+        if (op == org.jtorch.op.RecurrentOps.GRU_CELL_BACKWARD_COMPOSITE) {
+            return Recurrent.gruCellBackwardComposite(in[0], in[1], in[2], in[3], (int) args[0]);
+        }
         if (op == org.jtorch.op.NormalizationOps.LAYER_NORM_BACKWARD_COMPOSITE) {
             return Normalization.layerNormBackwardComposite(in[0], in[1], in[2], (int) args[0], args[1], (int) args[2]);
         }

@@ -1,7 +1,5 @@
 package org.jtorch.ops;
 
-import static org.jtorch.ops.Dispatcher.view;
-
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -11,24 +9,17 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
-import org.jtorch.autograd.SavedTensor;
-import org.jtorch.backend.Backends;
-import org.jtorch.backend.RecurrentKernels;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.op.RecurrentOps;
 import org.jtorch.op.Shapes;
 
 /**
- * The pointwise part of recurrent cells, as ATen's {@code _thnn_fused_lstm_cell} and {@code _thnn_fused_gru_cell}:
- * from the gate pre-activations of the input ({@code x @ W_ih^T + b_ih}) and of the hidden state
- * ({@code h @ W_hh^T + b_hh}), the next state. Float32 and float64 run one fused kernel forward and one backward
- * ({@link RecurrentKernels}); other floating dtypes, and the backward under {@code createGraph} (double backward),
- * run the same formulas as tensor ops ({@link #lstmCellComposed}, {@link #gruCellComposed}).
- *
- * <p>Derivatives (as derivatives.yaml's {@code _thnn_differentiable_lstm_cell_backward}): with activated gates
- * {@code i, f, g, o} and {@code dc = gcy + ghy * o * (1 - tanh(cy)^2)}, the gate gradient is {@code [dc g i(1-i),
- * dc cx f(1-f), dc i (1-g^2), ghy tanh(cy) o(1-o)]} and {@code gcx = dc f}; both gate inputs receive it. GRU:
- * {@code dn = ghy (1-z)(1-n^2)}, {@code dz = ghy (hx-n) z(1-z)}, {@code dr = dn hn r(1-r)}; the input gates get
- * {@code [dr, dz, dn]}, the hidden gates {@code [dr, dz, dn r]}, and {@code ghx = ghy z}.
+ * The front ends of the recurrent cells and layers, as ATen's {@code _thnn_fused_lstm_cell} and {@code _thnn_fused_gru_cell}:
+ * from the gate pre-activations of the input ({@code x @ W_ih^T + b_ih}) and of the hidden state ({@code h @ W_hh^T + b_hh}),
+ * the next state. Float32 and float64 (and autocast's float16 on CUDA) run the declared ops ({@link RecurrentOps}: one fused
+ * kernel forward and one backward, a layer direction as one op); other floating dtypes run the same formulas as tensor ops
+ * ({@link #lstmCellComposed}, {@link #gruCellComposed}), and so do the backwards under {@code createGraph} (double
+ * backward). {@link RecurrentOps} writes out the derivatives.
  */
 public final class Recurrent {
     private Recurrent() {}
@@ -43,35 +34,11 @@ public final class Recurrent {
      * and the cell state {@code cx} ({@code [b, h]}).
      */
     public static LstmStep lstmCell(Tensor inputGates, Tensor hiddenGates, Tensor cx) {
-        final String op = "lstmCell";
-        checkGates(op, inputGates, hiddenGates, cx, 4);
+        checkGates("lstmCell", inputGates, hiddenGates, cx, 4);
         if (!fused(cx)) return lstmCellComposed(inputGates, hiddenGates, cx);
-        long[] stateShape = cx.shape();
-        Device device = cx.device();
-        DType dtype = cx.dtype();
-        Tensor ig = inputGates.contiguous(), hg = hiddenGates.contiguous(), c0 = cx.contiguous();
-        Tensor hy = Tensor.empty(stateShape, dtype, device), cy = Tensor.empty(stateShape, dtype, device);
-        Tensor ws = Tensor.empty(inputGates.shape(), dtype, device);
-        Backends.of(device).recurrent().lstmCellForward(view(ig), view(hg), view(c0), view(hy), view(cy), view(ws));
-        if (Autograd.needsGrad(inputGates, hiddenGates, cx)) {
-            boolean needCx = cx.requiresGrad();
-            SavedTensor sIg = Autograd.save(ig), sHg = Autograd.save(hg), sCx = Autograd.save(c0), sCy = Autograd.save(cy),
-                    sWs = Autograd.save(ws);
-            Autograd.record("ThnnFusedLstmCellBackward0", new Tensor[] {inputGates, hiddenGates, cx}, new Tensor[] {hy, cy}, gr -> {
-                if (Grad.isEnabled()) return lstmCellBackwardComposed(gr[0], gr[1], sIg.get(), sHg.get(), sCx.get(), sCy.get(), needCx);
-                Tensor gates = Tensor.empty(sWs.get().shape(), dtype, device);
-                Tensor gcx = needCx ? Tensor.empty(stateShape, dtype, device) : null;
-                try (Tensor ghy = contiguousOrNull(gr[0]); Tensor gcy = contiguousOrNull(gr[1]);
-                     Tensor scratch = gcx == null ? Tensor.empty(stateShape, dtype, device) : null) {
-                    Backends.of(device).recurrent().lstmCellBackward(view(ghy), view(gcy), view(sCx.get()), view(sCy.get()),
-                            view(sWs.get()), view(gates), view(gcx != null ? gcx : scratch));
-                }
-                return new Tensor[] {gates, gates, gcx};
-            }, sIg, sHg, sCx, sCy, sWs);
-        }
-        closeTemporaries(inputGates, ig, hiddenGates, hg, cx, c0);
-        ws.close();
-        return new LstmStep(hy, cy);
+        Tensor[] out = Dispatcher.callAll(RecurrentOps.LSTM_CELL, new Tensor[] {inputGates, hiddenGates, cx});
+        out[2].close();
+        return new LstmStep(out[0], out[1]);
     }
 
     /** {@link #lstmCell} as tensor ops (any floating dtype). */
@@ -83,6 +50,16 @@ public final class Recurrent {
             Tensor cy = f.mul(cx).add(i.mul(g));
             Tensor hy = o.mul(cy.tanh());
             return new LstmStep(scope.keep(hy), scope.keep(cy));
+        }
+    }
+
+    /**
+     * Gradient {@code output} (0: the gates, 1: {@code cx}) of the LSTM cell as differentiable ops, for gradients of gradients
+     * ({@link RecurrentOps#LSTM_CELL_BACKWARD_COMPOSITE}); {@code ghy} and {@code gcy} may be null (zero).
+     */
+    static Tensor lstmCellBackwardComposite(Tensor ghy, Tensor gcy, Tensor ig, Tensor hg, Tensor cx, Tensor cy, int output) {
+        try (MemoryScope scope = new MemoryScope()) {
+            return scope.keep(lstmCellBackwardComposed(ghy, gcy, ig, hg, cx, cy, output == 1)[output == 0 ? 0 : 2]);
         }
     }
 
@@ -144,59 +121,29 @@ public final class Recurrent {
                     + " steps), weight_hh " + Shapes.format(wHh.shape()) + ", h0 " + Shapes.format(h0.shape())
                     + (c0 == null ? "" : " and c0 " + Shapes.format(c0.shape())) + " of " + h0.dtype());
         }
-        DType dtype = h0.dtype();
-        Device device = h0.device();
-        RecurrentKernels kernels = Backends.of(device).recurrent();
-        Tensor y = Tensor.empty(new long[] {steps * batch, hidden}, dtype, device);
-        Tensor cs = lstm ? Tensor.empty(new long[] {steps * batch, hidden}, dtype, device) : null;
-        Tensor ws = Tensor.empty(new long[] {steps * batch, 4 * hidden}, dtype, device);
-        Tensor hN, cN = null;
-        try (MemoryScope scope = new MemoryScope(); Grad.Mode g = Grad.noGrad()) {
-            Tensor gx = Torch.linear(x, wIh, bIh);
-            Tensor h = h0.contiguous(), c = lstm ? c0.contiguous() : null;
-            for (int s = 0; s < steps; s++) {
-                long row = (reverse ? steps - 1 - s : s) * batch;
-                Tensor hg = Torch.linear(h, wHh, bHh);
-                Tensor yt = y.narrow(0, row, batch);
-                if (lstm) {
-                    Tensor ct = cs.narrow(0, row, batch);
-                    kernels.lstmCellForward(view(gx.narrow(0, row, batch)), view(hg), view(c), view(yt), view(ct),
-                            view(ws.narrow(0, row, batch)));
-                    c = ct;
-                } else {
-                    kernels.gruCellForward(view(gx.narrow(0, row, batch)), view(hg), view(h), view(yt), view(ws.narrow(0, row, batch)));
-                }
-                hg.close();
-                h = yt;
-            }
-            hN = scope.keep(h.clone());
-            if (lstm) cN = scope.keep(c.clone());
-        }
-        if (Autograd.needsGrad(x, wIh, wHh, bIh, bHh, h0, c0)) {
-            boolean[] need = {x.requiresGrad(), wIh.requiresGrad(), wHh.requiresGrad(), bIh != null && bIh.requiresGrad(),
-                    bHh != null && bHh.requiresGrad(), h0.requiresGrad(), c0 != null && c0.requiresGrad()};
-            SavedTensor sX = Autograd.save(x), sWih = Autograd.save(wIh), sWhh = Autograd.save(wHh), sH0 = Autograd.save(h0),
-                    sY = Autograd.save(y), sWs = Autograd.save(ws);
-            SavedTensor sC0 = lstm ? Autograd.save(c0) : null, sCs = lstm ? Autograd.save(cs) : null;
-            SavedTensor sBih = bIh == null ? null : Autograd.save(bIh), sBhh = bHh == null ? null : Autograd.save(bHh);
-            SavedTensor[] saved = java.util.stream.Stream.of(sX, sWih, sWhh, sH0, sC0, sY, sCs, sWs, sBih, sBhh)
-                    .filter(java.util.Objects::nonNull).toArray(SavedTensor[]::new);
-            Tensor[] outputs = lstm ? new Tensor[] {y, hN, cN} : new Tensor[] {y, hN};
-            Autograd.record(lstm ? "LstmLayerBackward0" : "GruLayerBackward0", new Tensor[] {x, wIh, wHh, bIh, bHh, h0, c0}, outputs, gr -> {
-                LayerSaved v = new LayerSaved(lstm, sX.get(), sWih.get(), sWhh.get(), sBih == null ? null : sBih.get(),
-                        sBhh == null ? null : sBhh.get(), sH0.get(), lstm ? sC0.get() : null, sY.get(), steps, batch, reverse);
-                Tensor gY = gr[0], ghN = gr[1], gcN = lstm ? gr[2] : null;
-                if (Grad.isEnabled()) return layerBackwardComposed(v, gY, ghN, gcN, need);
-                return lstm ? lstmLayerBackward(v, sCs.get(), sWs.get(), gY, ghN, gcN, need, kernels)
-                        : gruLayerBackward(v, sWs.get(), gY, ghN, need, kernels);
-            }, saved);
-        }
-        ws.close();
-        if (cs != null) cs.close();
-        return new Layer(y, hN, cN);
+        Tensor[] inputs = lstm ? new Tensor[] {x, wIh, wHh, bIh, bHh, h0, c0} : new Tensor[] {x, wIh, wHh, bIh, bHh, h0};
+        Tensor[] out = Dispatcher.callAll(lstm ? RecurrentOps.LSTM_LAYER : RecurrentOps.GRU_LAYER, inputs, steps, reverse ? 1 : 0);
+        for (int i = lstm ? 3 : 2; i < out.length; i++) out[i].close();
+        return new Layer(out[0], out[1], lstm ? out[2] : null);
     }
 
-    /** What a layer's backward reads besides the fused cells' intermediates. */
+    /**
+     * Gradient {@code output} (0 input, 1-2 weights, 3-4 biases, 5 h0, 6 c0) of a fused layer as differentiable ops, for
+     * gradients of gradients ({@link RecurrentOps#RNN_LAYER_BACKWARD_COMPOSITE}): {@code in} is {@code grad_output, grad_hy,
+     * input, weight_ih, weight_hh, bias_ih, bias_hh, h0}, then for an LSTM {@code grad_cy, c0}; the gradients may be null.
+     */
+    static Tensor layerBackwardComposite(Tensor[] in, int steps, boolean reverse, int output) {
+        boolean lstm = in.length > 8;
+        Tensor h0 = in[7];
+        LayerSaved v = new LayerSaved(lstm, in[2], in[3], in[4], in[5], in[6], h0, lstm ? in[9] : null, null, steps, h0.size(0), reverse);
+        boolean[] need = new boolean[7];
+        need[output] = true;
+        try (MemoryScope scope = new MemoryScope()) {
+            return scope.keep(layerBackwardComposed(v, in[0], in[1], lstm ? in[8] : null, need)[output]);
+        }
+    }
+
+    /** What the composite backward of a layer reads: its inputs, and its output where it has one. */
     private record LayerSaved(boolean lstm, Tensor x, Tensor wIh, Tensor wHh, Tensor bIh, Tensor bHh, Tensor h0, Tensor c0, Tensor y,
                               int steps, long batch, boolean reverse) {
         Tensor rows(Tensor t, int step) {
@@ -207,53 +154,6 @@ public final class Recurrent {
         int step(int s) {
             return reverse ? steps - 1 - s : s;
         }
-
-        /** The hidden state the step at position {@code s} read: {@code h0}, or the output of the step before. */
-        Tensor hiddenBefore(int s) {
-            return s == 0 ? h0 : rows(y, step(s - 1));
-        }
-
-        Tensor zeroState() {
-            return Torch.zeros(new long[] {batch, wHh.size(1)}, h0.dtype(), h0.device());
-        }
-    }
-
-    /** The fused LSTM backward: cells back in time through the kernels, then one product per weight over the sequence. */
-    private static Tensor[] lstmLayerBackward(LayerSaved v, Tensor cs, Tensor ws, Tensor gY, Tensor ghN, Tensor gcN, boolean[] need,
-                                              RecurrentKernels kernels) {
-        long hidden = v.wHh.size(1);
-        Tensor gates = Tensor.empty(new long[] {v.steps * v.batch, 4 * hidden}, v.y.dtype(), v.y.device());
-        Tensor dh = ghN != null ? ghN.contiguous() : v.zeroState();
-        Tensor dc = gcN != null ? gcN.contiguous() : v.zeroState();
-        for (int s = v.steps - 1; s >= 0; s--) {
-            int t = v.step(s);
-            Tensor ghy = gY == null ? dh : dh.add(v.rows(gY, t));
-            Tensor cx = s == 0 ? v.c0.contiguous() : v.rows(cs, v.step(s - 1));
-            Tensor gt = v.rows(gates, t);
-            Tensor gcx = Tensor.empty(new long[] {v.batch, hidden}, v.y.dtype(), v.y.device());
-            kernels.lstmCellBackward(view(ghy), view(dc), view(cx), view(v.rows(cs, t)), view(v.rows(ws, t)), view(gt), view(gcx));
-            dc = gcx;
-            if (s > 0 || need[5]) dh = gt.mm(v.wHh);
-        }
-        return layerGradients(v, gates, gates, dh, dc, need);
-    }
-
-    /** The fused GRU backward, as {@link #lstmLayerBackward}; the hidden state also gets {@code z}'s direct share. */
-    private static Tensor[] gruLayerBackward(LayerSaved v, Tensor ws, Tensor gY, Tensor ghN, boolean[] need, RecurrentKernels kernels) {
-        long hidden = v.wHh.size(1);
-        long[] gateShape = {v.steps * v.batch, 3 * hidden};
-        Tensor inputGates = Tensor.empty(gateShape, v.y.dtype(), v.y.device()), hiddenGates = Tensor.empty(gateShape, v.y.dtype(), v.y.device());
-        Tensor dh = ghN != null ? ghN.contiguous() : v.zeroState();
-        for (int s = v.steps - 1; s >= 0; s--) {
-            int t = v.step(s);
-            Tensor ghy = gY == null ? dh : dh.add(v.rows(gY, t));
-            Tensor ghx = Tensor.empty(new long[] {v.batch, hidden}, v.y.dtype(), v.y.device());
-            Tensor gh = v.rows(hiddenGates, t);
-            kernels.gruCellBackward(view(ghy), view(v.hiddenBefore(s).contiguous()), view(v.rows(ws, t)), view(v.rows(inputGates, t)),
-                    view(gh), view(ghx));
-            dh = s > 0 || need[5] ? Torch.addmm(ghx, gh, v.wHh) : ghx;
-        }
-        return layerGradients(v, inputGates, hiddenGates, dh, null, need);
     }
 
     /**
@@ -334,36 +234,11 @@ public final class Recurrent {
      * {@code r}, as PyTorch's GRU.
      */
     public static Tensor gruCell(Tensor inputGates, Tensor hiddenGates, Tensor hx) {
-        final String op = "gruCell";
-        checkGates(op, inputGates, hiddenGates, hx, 3);
+        checkGates("gruCell", inputGates, hiddenGates, hx, 3);
         if (!fused(hx)) return gruCellComposed(inputGates, hiddenGates, hx);
-        long[] stateShape = hx.shape();
-        Device device = hx.device();
-        DType dtype = hx.dtype();
-        Tensor ig = inputGates.contiguous(), hg = hiddenGates.contiguous(), h0 = hx.contiguous();
-        Tensor hy = Tensor.empty(stateShape, dtype, device);
-        Tensor ws = Tensor.empty(new long[] {hx.size(0), 4 * hx.size(1)}, dtype, device);
-        Backends.of(device).recurrent().gruCellForward(view(ig), view(hg), view(h0), view(hy), view(ws));
-        if (Autograd.needsGrad(inputGates, hiddenGates, hx)) {
-            boolean needHx = hx.requiresGrad();
-            long[] gateShape = inputGates.shape();
-            SavedTensor sIg = Autograd.save(ig), sHg = Autograd.save(hg), sHx = Autograd.save(h0), sWs = Autograd.save(ws);
-            Autograd.record("ThnnFusedGruCellBackward0", hy, gr -> {
-                if (Grad.isEnabled()) return gruCellBackwardComposed(gr[0], sIg.get(), sHg.get(), sHx.get(), needHx);
-                Tensor gi = Tensor.empty(gateShape, dtype, device), gh = Tensor.empty(gateShape, dtype, device);
-                Tensor ghx = needHx ? Tensor.empty(stateShape, dtype, device) : null;
-                try (Tensor ghy = contiguousOrNull(gr[0]);
-                     Tensor scratch = ghx == null ? Tensor.empty(stateShape, dtype, device) : null) {
-                    Backends.of(device).recurrent().gruCellBackward(view(ghy), view(sHx.get()), view(sWs.get()), view(gi),
-                            view(gh),
-                            view(ghx != null ? ghx : scratch));
-                }
-                return new Tensor[] {gi, gh, ghx};
-            }, new Tensor[] {inputGates, hiddenGates, hx}, sIg, sHg, sHx, sWs);
-        }
-        closeTemporaries(inputGates, ig, hiddenGates, hg, hx, h0);
-        ws.close();
-        return hy;
+        Tensor[] out = Dispatcher.callAll(RecurrentOps.GRU_CELL, new Tensor[] {inputGates, hiddenGates, hx});
+        out[1].close();
+        return out[0];
     }
 
     /** {@link #gruCell} as tensor ops (any floating dtype). */
@@ -375,6 +250,16 @@ public final class Recurrent {
             Tensor z = in.get(1).add(hid.get(1)).sigmoid();
             Tensor n = in.get(2).add(r.mul(hid.get(2))).tanh();
             return scope.keep(n.add(z.mul(hx.sub(n))));
+        }
+    }
+
+    /**
+     * Gradient {@code output} (0: the input gates, 1: the hidden gates, 2: {@code hx}) of the GRU cell as differentiable ops,
+     * for gradients of gradients ({@link RecurrentOps#GRU_CELL_BACKWARD_COMPOSITE}).
+     */
+    static Tensor gruCellBackwardComposite(Tensor ghy, Tensor ig, Tensor hg, Tensor hx, int output) {
+        try (MemoryScope scope = new MemoryScope()) {
+            return scope.keep(gruCellBackwardComposed(ghy, ig, hg, hx, output == 2)[output]);
         }
     }
 
@@ -450,14 +335,5 @@ public final class Recurrent {
             throw new IllegalArgumentException(op + ": expected gates and state on one device, got " + inputGates.device() + ", "
                     + hiddenGates.device() + " and " + state.device());
         }
-    }
-
-    private static Tensor contiguousOrNull(Tensor t) {
-        return t == null ? null : t.contiguous();
-    }
-
-    /** Closes the contiguous copies made of arguments (not the arguments themselves). */
-    private static void closeTemporaries(Tensor... pairs) {
-        for (int i = 0; i < pairs.length; i += 2) if (pairs[i + 1] != pairs[i]) pairs[i + 1].close();
     }
 }

@@ -145,7 +145,9 @@ class JitTest {
             TensorFunction compiled = Jit.trace(f, x);
             compiled.apply(x).close();
             try (MemoryScope scope = new MemoryScope()) {
-                assertClose(f.apply(x), compiled.apply(x), SAME_OPS);
+                // The same ops, but float32 tanh is the Vector API's: C2's intrinsic once compiled, its Java fallback
+                // before, 1 ulp apart; the eager and the fused loop may be compiled at different times (values <= 1).
+                assertClose(f.apply(x), compiled.apply(x), 2.5e-7f);
             }
             if (!DEVICE.isCpu()) return;
             JitChecks.assertPeakUnderTwoResults(() -> compiled.apply(x), 512 * 512 * 4).close();

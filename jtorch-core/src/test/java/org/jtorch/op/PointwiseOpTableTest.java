@@ -68,7 +68,8 @@ class PointwiseOpTableTest {
     }
 
     private static final Map<String, double[]> GRADCHECK_SCALARS = Map.of("hardtanh", new double[] {-1.5, 2}, "pow_scalar",
-            new double[] {2.5}, "leaky_relu", new double[] {0.2}, "leaky_relu_backward", new double[] {0.2}, "softplus", new double[] {1.5, 3}, "clamp", new double[] {-1, 2});
+            new double[] {2.5}, "leaky_relu", new double[] {0.2}, "leaky_relu_backward", new double[] {0.2}, "softplus", new double[] {1.5, 3}, "clamp", new double[] {-1, 2},
+            "elu", new double[] {1.3}, "elu_backward", new double[] {1.3});
     private static final java.util.Set<String> POSITIVE_DOMAIN = java.util.Set.of("pow", "pow_scalar", "log", "log1p", "sqrt", "rsqrt");
 
     @Test
