@@ -1,9 +1,7 @@
 package org.jtorch.backend.cpu;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
@@ -13,10 +11,9 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * The float32 weight gradient of convolutions with few taps ({@code cin * kh * kw}, as a network's first layer on
  * 3-channel images) with output pixels in the vector lanes: {@code gw[oc][tap] = sum over images and pixels of
  * gy[oc][pixel] * x[tap's shift of pixel]}. Both operands stay channel-major (NCHW), so neither is transposed:
- * each image's gy is copied into rows of whole 16-pixel vectors (zeros past the row's end and past the last
- * output channel), its input into zero-padded planes, and a register tile of 8 output channels x 3 taps
- * multiplies 16 pixels of gy by the input shifted by each tap, summing per lane. The lanes are added up once
- * per call.
+ * each image's gy is copied into rows of whole 16-pixel vectors (zeros past each row's end and past the last output
+ * channel), its input into zero-padded planes, and a register tile of 8 output channels x 3 taps multiplies 16
+ * pixels of gy by the input shifted by each tap, summing per lane. The lanes are added up once per call.
  *
  * <p>The direct weight gradient ({@link ConvDirectF32}) puts taps in the lanes and gy in broadcasts; with 27 taps
  * (ResNet-20's 3 -> 16 stem) its vectors are mostly idle lanes, and transposing gy and packing each pixel's window
@@ -29,7 +26,6 @@ final class ConvLaneWeightGradF32 {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_512;
     private static final int L = 16;
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
-    private static final ByteOrder NO = ByteOrder.nativeOrder();
     /** Output channels and taps of one register tile. */
     private static final int ROWS = 8, TAPS = 3;
     /** Switch: {@code -Djtorch.conv.laneWeightGrad=false} leaves these shapes to {@link ConvDirectF32}. */
@@ -46,15 +42,15 @@ final class ConvLaneWeightGradF32 {
 
     /** Per-thread buffers, grown on demand. */
     private static final class Work {
-        /** One image's gy in rows of whole vectors; native, as the tensors the tile otherwise reads gy from are. */
-        private MemorySegment gy = MemorySegment.NULL;
+        /** One image's gy in rows of whole vectors. */
+        private float[] gy = new float[0];
         /** One image's zero-padded input planes. */
         private float[] x = new float[0];
 
-        /** {@link #gy}, at least {@code bytes}, zero-filled: the padding past rows and channels must read 0. */
-        MemorySegment staged(long bytes) {
-            if (gy.byteSize() < bytes) gy = Arena.ofAuto().allocate(bytes, 64);
-            gy.asSlice(0, bytes).fill((byte) 0);
+        /** {@link #gy}, at least {@code floats}, zero-filled: the padding past rows and channels must read 0. */
+        float[] staged(int floats) {
+            gy = ConvF32.grow(gy, floats);
+            Arrays.fill(gy, 0, floats, 0f);
             return gy;
         }
 
@@ -97,34 +93,31 @@ final class ConvLaneWeightGradF32 {
         for (int v = 0; v < vectors; v++) xo[v] = v / perRow * g.sh() * wpad + v % perRow * L;
         int passVectors = Math.max(perRow, PASS_PIXELS / wq * perRow);
         int accSize = coutP * tapsP * L;
-        // gy is read in place when its rows are whole vectors and its channels whole tiles (staging it cost 10-20%: the
-        // stem's 8 MB read from memory, then again from L2); otherwise each image's is staged into rows of whole vectors,
-        // its channels one vector more than a channel's pixels apart (at a multiple of 4 KB, as a 32-pixel image's 1024
-        // floats, the tile's 8 channel streams would share L1 sets).
+        // gy's channels one vector more than a channel's pixels apart: at a multiple of 4 KB (a 32-pixel image's 1024
+        // floats) the tile's 8 channel streams would share L1 sets. Staged on the heap, as ConvDirectF32's tiles read
+        // theirs: read in place from the tensor the stem measured 1.97-2.15 ms against 2.20-2.30 alone, but ResNet-20
+        // steps 508-515 ms against 489-491 before this class (one thread, load 27-33; whether that was the load is open).
         long pixels = (long) g.oh() * g.ow();
-        boolean inPlace = wq == g.ow() && coutP == cout;
-        long pitch = inPlace ? pixels * Float.BYTES : ((long) vectors * L + L) * Float.BYTES;
+        int pitch = vectors * L + L;
         int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
         float[][] partial = new float[chunks][];
         Parallel.forRange(chunks, 1, (c0, c1) -> {
             for (long c = c0; c < c1; c++) {
                 Work wk = WORK.get();
                 float[] acc = new float[accSize];
-                MemorySegment staged = inPlace ? null : wk.staged(coutP * pitch);
+                float[] staged = wk.staged(coutP * pitch);
                 // Slack past the last plane: the discarded lanes of the last row's vectors read up to a row further.
                 float[] xp = wk.image(g.cin() * plane + wpad);
                 long n0 = c * g.n() / chunks, n1 = (c + 1) * g.n() / chunks;
                 for (long n = n0; n < n1; n++) {
                     long image = gyOff + n * cout * pixels;
-                    if (!inPlace) stageGradOut(gy, image, g, wq, pitch, staged);
-                    MemorySegment gs = inPlace ? gy : staged;
-                    long gBase = inPlace ? image * Float.BYTES : 0;
+                    stageGradOut(gy, image, g, wq, pitch, staged);
                     copyInput(x, xOff + n * g.cin() * g.h() * g.w(), g, wpad, plane, xp);
                     for (int v0 = 0; v0 < vectors; v0 += passVectors) {
                         int v1 = Math.min(vectors, v0 + passVectors);
                         for (int oc = 0; oc < coutP; oc += ROWS) {
                             for (int t = 0; t < tapsP; t += TAPS) {
-                                tile(v0, v1, gs, gBase + oc * pitch, pitch, xp, xo, tapOff[t], tapOff[t + 1], tapOff[t + 2], acc,
+                                tile(v0, v1, staged, oc * pitch, pitch, xp, xo, tapOff[t], tapOff[t + 1], tapOff[t + 2], acc,
                                         (oc * tapsP + t * ROWS) * L);
                             }
                         }
@@ -136,8 +129,8 @@ final class ConvLaneWeightGradF32 {
         for (int oc = 0; oc < cout; oc++) {
             for (int t = 0; t < taps; t++) {
                 int at = (oc / ROWS * ROWS * tapsP + t / TAPS * TAPS * ROWS + oc % ROWS * TAPS + t % TAPS) * L;
-                // The lanes in a fixed order, chunk by chunk: 432 sums (the stem's) through VectorF32.sumLanes' shuffles took
-                // 0.1-0.15 ms of a 2 ms call.
+                // The lanes in a fixed order, chunk by chunk: the stem's 432 sums through VectorF32.sumLanes' shuffles made a
+                // call without its tiles and copies 0.16 ms against 0.09 (scratch timing, one thread).
                 float v = 0f;
                 for (float[] acc : partial) {
                     float s = 0f;
@@ -150,15 +143,20 @@ final class ConvLaneWeightGradF32 {
     }
 
     /**
-     * One image's gy (from element {@code off}) into {@code staged}, channel oc's row oy at byte {@code oc * pitch + oy * wq * 4};
-     * the zeros past each row and past the last channel are left as they are.
+     * One image's gy (from element {@code off}) into {@code staged[oc * pitch + oy * wq + ox]}; the zeros past each row
+     * and past the last channel are left as they are. Rows of whole vectors go a channel at a time (a copy per 32-float
+     * row cost the stem about 0.5 ms a call).
      */
-    private static void stageGradOut(MemorySegment gy, long off, Geometry g, int wq, long pitch, MemorySegment staged) {
+    private static void stageGradOut(MemorySegment gy, long off, Geometry g, int wq, int pitch, float[] staged) {
         int oh = g.oh(), ow = g.ow();
         for (int oc = 0; oc < g.cout(); oc++) {
-            for (int oy = 0; oy < oh; oy++) {
-                MemorySegment.copy(gy, (off + ((long) oc * oh + oy) * ow) * Float.BYTES, staged,
-                        oc * pitch + (long) oy * wq * Float.BYTES, (long) ow * Float.BYTES);
+            long src = (off + (long) oc * oh * ow) * Float.BYTES;
+            if (ow == wq) {
+                MemorySegment.copy(gy, F32, src, staged, oc * pitch, oh * ow);
+            } else {
+                for (int oy = 0; oy < oh; oy++) {
+                    MemorySegment.copy(gy, F32, src + (long) oy * ow * Float.BYTES, staged, oc * pitch + oy * wq, ow);
+                }
             }
         }
     }
@@ -174,11 +172,10 @@ final class ConvLaneWeightGradF32 {
     }
 
     /**
-     * {@code acc[aBase + (r * 3 + j) * 16 + lane] += sum over v in [v0, v1) of gy at byte gBase + r * gs + v * 64, lane,
-     * times
+     * {@code acc[aBase + (r * 3 + j) * 16 + lane] += sum over v in [v0, v1) of gp[gBase + r * gs + v * 16 + lane] *
      * xp[xo[v] + tj + lane]} for 8 output channels r and the 3 taps j at offsets t0, t1, t2: 11 loads per 24 FMAs.
      */
-    private static void tile(int v0, int v1, MemorySegment gp, long gBase, long gs, float[] xp, int[] xo, int t0, int t1, int t2,
+    private static void tile(int v0, int v1, float[] gp, int gBase, int gs, float[] xp, int[] xo, int t0, int t1, int t2,
                              float[] acc, int aBase) {
         FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS), c02 = FloatVector.zero(FS);
         FloatVector c10 = FloatVector.zero(FS), c11 = FloatVector.zero(FS), c12 = FloatVector.zero(FS);
@@ -193,36 +190,36 @@ final class ConvLaneWeightGradF32 {
             FloatVector b0 = FloatVector.fromArray(FS, xp, xi + t0);
             FloatVector b1 = FloatVector.fromArray(FS, xp, xi + t1);
             FloatVector b2 = FloatVector.fromArray(FS, xp, xi + t2);
-            long gi = gBase + (long) v * L * Float.BYTES;
-            FloatVector a = FloatVector.fromMemorySegment(FS, gp, gi, NO);
+            int gi = gBase + v * L;
+            FloatVector a = FloatVector.fromArray(FS, gp, gi);
             c00 = a.fma(b0, c00);
             c01 = a.fma(b1, c01);
             c02 = a.fma(b2, c02);
-            a = FloatVector.fromMemorySegment(FS, gp, gi + gs, NO);
+            a = FloatVector.fromArray(FS, gp, gi + gs);
             c10 = a.fma(b0, c10);
             c11 = a.fma(b1, c11);
             c12 = a.fma(b2, c12);
-            a = FloatVector.fromMemorySegment(FS, gp, gi + 2 * gs, NO);
+            a = FloatVector.fromArray(FS, gp, gi + 2 * gs);
             c20 = a.fma(b0, c20);
             c21 = a.fma(b1, c21);
             c22 = a.fma(b2, c22);
-            a = FloatVector.fromMemorySegment(FS, gp, gi + 3 * gs, NO);
+            a = FloatVector.fromArray(FS, gp, gi + 3 * gs);
             c30 = a.fma(b0, c30);
             c31 = a.fma(b1, c31);
             c32 = a.fma(b2, c32);
-            a = FloatVector.fromMemorySegment(FS, gp, gi + 4 * gs, NO);
+            a = FloatVector.fromArray(FS, gp, gi + 4 * gs);
             c40 = a.fma(b0, c40);
             c41 = a.fma(b1, c41);
             c42 = a.fma(b2, c42);
-            a = FloatVector.fromMemorySegment(FS, gp, gi + 5 * gs, NO);
+            a = FloatVector.fromArray(FS, gp, gi + 5 * gs);
             c50 = a.fma(b0, c50);
             c51 = a.fma(b1, c51);
             c52 = a.fma(b2, c52);
-            a = FloatVector.fromMemorySegment(FS, gp, gi + 6 * gs, NO);
+            a = FloatVector.fromArray(FS, gp, gi + 6 * gs);
             c60 = a.fma(b0, c60);
             c61 = a.fma(b1, c61);
             c62 = a.fma(b2, c62);
-            a = FloatVector.fromMemorySegment(FS, gp, gi + 7 * gs, NO);
+            a = FloatVector.fromArray(FS, gp, gi + 7 * gs);
             c70 = a.fma(b0, c70);
             c71 = a.fma(b1, c71);
             c72 = a.fma(b2, c72);
