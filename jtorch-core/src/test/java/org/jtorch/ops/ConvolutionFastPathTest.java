@@ -358,6 +358,24 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * The weight gradient with pixels in the lanes, for few taps ({@code ConvLaneWeightGradF32}): ResNet-20's 3 -> 16
+     * stem (gy read in place); 27-pixel rows with dilated kernel rows and 12 output channels (gy staged in whole vectors,
+     * a half-empty 8-channel tile); one input channel 5x5 (25 taps, 24-pixel rows); stride 2 down the rows only; a
+     * 3x5 kernel with unequal padding on 44-pixel rows (45 taps); 48 taps (3 channels 4x4) on 15-pixel rows; and one
+     * image (a single chunk).
+     */
+    @Test
+    void fewTapWeightGradientsInPixelLanes() {
+        compare(new long[] {3, 3, 32, 32}, new long[] {16, 3, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 3, 27, 27}, new long[] {12, 3, 3, 3}, new int[] {1}, new int[] {2}, new int[] {2}, 1);
+        compare(new long[] {3, 1, 28, 28}, new long[] {20, 1, 5, 5}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 2, 17, 32}, new long[] {8, 2, 3, 3}, new int[] {2, 1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 3, 12, 44}, new long[] {16, 3, 3, 5}, new int[] {1}, new int[] {1, 2}, new int[] {1}, 1);
+        compare(new long[] {2, 3, 16, 16}, new long[] {8, 3, 4, 4}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 3, 30, 31}, new long[] {24, 3, 3, 3}, new int[] {1}, new int[] {1, 0}, new int[] {1}, 1);
+    }
+
+    /**
      * Stride-1 input gradients on the direct tiles, their blocked weights gathered from the forward weight
      * with channels swapped and the kernel rotated: the 16x16 tile (16 input channels, 16-pixel rows) and the
      * 8x32 tile with a 3x5 kernel, whose rotation a square kernel's symmetric taps could hide.

@@ -52,6 +52,26 @@ class ConvolutionPathsTest {
         assertEquals(true, ConvDirectF32.handlesWeightGrad(wide));
     }
 
+    /**
+     * Few taps (at most 48), stride 1 along rows, and rows at least three quarters whole vectors take the weight gradient
+     * with pixels in the lanes: ConvolutionFastPathTest.fewTapWeightGradientsInPixelLanes's shapes, and not the others.
+     */
+    @Test
+    void fewTapWeightGradientsTakeThePixelLanes() {
+        // {x shape, w shape, sh, sw, ph, pw, dh}
+        assertEquals(true, ConvLaneWeightGradF32.handles(geometry(new int[] {3, 3, 32, 32}, new int[] {16, 3, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(true, ConvLaneWeightGradF32.handles(geometry(new int[] {3, 1, 28, 28}, new int[] {20, 1, 5, 5}, 1, 1, 0, 0, 1)));
+        assertEquals(true, ConvLaneWeightGradF32.handles(geometry(new int[] {2, 2, 17, 32}, new int[] {8, 2, 3, 3}, 2, 1, 1, 1, 1)));
+        assertEquals(true, ConvLaneWeightGradF32.handles(geometry(new int[] {2, 3, 12, 44}, new int[] {16, 3, 3, 5}, 1, 1, 1, 2, 1)));
+        assertEquals(true, ConvLaneWeightGradF32.handles(geometry(new int[] {2, 3, 16, 16}, new int[] {8, 3, 4, 4}, 1, 1, 1, 1, 1)));
+        assertEquals(true, ConvLaneWeightGradF32.handles(geometry(new int[] {1, 3, 30, 31}, new int[] {24, 3, 3, 3}, 1, 1, 1, 0, 1)));
+        // Rows of 20 (20 of 32 lanes used), stride 2 along rows, 75 taps, 16 input channels: the direct tiles.
+        assertEquals(false, ConvLaneWeightGradF32.handles(geometry(new int[] {2, 3, 20, 20}, new int[] {16, 3, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvLaneWeightGradF32.handles(geometry(new int[] {2, 3, 64, 64}, new int[] {16, 3, 3, 3}, 2, 2, 1, 1, 1)));
+        assertEquals(false, ConvLaneWeightGradF32.handles(geometry(new int[] {2, 3, 32, 32}, new int[] {16, 3, 5, 5}, 1, 1, 2, 2, 1)));
+        assertEquals(false, ConvLaneWeightGradF32.handles(geometry(new int[] {2, 16, 32, 32}, new int[] {16, 16, 3, 3}, 1, 1, 1, 1, 1)));
+    }
+
     private static void assertPaths(Geometry g, boolean direct, boolean wideTile) {
         assertEquals(direct, ConvDirectF32.handles(g), "direct forward for " + g);
         assertEquals(wideTile, ConvDirectF32.handlesWithWideTile(g), "32-channel tile for " + g);
