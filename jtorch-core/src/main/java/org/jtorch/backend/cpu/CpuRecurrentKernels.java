@@ -13,9 +13,11 @@ import org.jtorch.op.StridedView;
 
 /**
  * The fused LSTM and GRU cell steps on the CPU: each batch row is one pass over its gates, reading every
- * input and writing every output once, with no temporary tensors. Float32 rows run as Vector API loops
- * with a scalar tail (computed in double and rounded); float64 rows likewise, with a scalar tail
- * (time_sequence_prediction's 51-wide cells spent a third of their step in the scalar code). Rows are split
+ * input and writing every output once, with no temporary tensors. Float32 and float64 rows at least one vector
+ * wide run as Vector API loops whose last window overlaps the one before it (its lanes already done are kept, not
+ * stored again); narrower rows run scalar code (computed in double and rounded). A scalar tail cost the word
+ * language model's 200-wide float32 cells three quarters of their time (8 of 200 lanes, five scalar
+ * transcendentals each), and time_sequence_prediction's 51-wide float64 cells a third of their step. Rows are split
  * between threads.
  */
 final class CpuRecurrentKernels implements RecurrentKernels {
@@ -48,7 +50,9 @@ final class CpuRecurrentKernels implements RecurrentKernels {
             return FloatVector.fromMemorySegment(FS, seg, base + 4 * i, LE);
         }
 
-        void put(long i, FloatVector v) {
+        /** Stores {@code v} at {@code i}, leaving the first {@code keep} lanes as they are (a row's last, overlapping window). */
+        void put(long i, FloatVector v, int keep) {
+            if (keep > 0) v = vec(i).blend(v, IOTA_F.compare(VectorOperators.GE, keep));
             v.intoMemorySegment(seg, base + 4 * i, LE);
         }
 
@@ -56,7 +60,8 @@ final class CpuRecurrentKernels implements RecurrentKernels {
             return DoubleVector.fromMemorySegment(DS, seg, base + 8 * i, LE);
         }
 
-        void dput(long i, DoubleVector v) {
+        void dput(long i, DoubleVector v, int keep) {
+            if (keep > 0) v = dvec(i).blend(v, IOTA_D.compare(VectorOperators.GE, keep));
             v.intoMemorySegment(seg, base + 8 * i, LE);
         }
     }
@@ -74,6 +79,8 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     }
 
     private static final FloatVector ONE = FloatVector.broadcast(FS, 1f);
+    private static final FloatVector IOTA_F = FloatVector.zero(FS).addIndex(1);
+    private static final DoubleVector IOTA_D = DoubleVector.zero(DS).addIndex(1);
 
     private static FloatVector sigmoid(FloatVector x) {
         return ONE.div(x.neg().lanewise(VectorOperators.EXP).add(1f));
@@ -97,9 +104,12 @@ final class CpuRecurrentKernels implements RecurrentKernels {
         return x.lanewise(VectorOperators.TANH);
     }
 
-    /** The lanes of a row of {@code h} handled by whole vectors (the rest run the scalar code). */
+    /**
+     * The lanes of a row of {@code h} that the vector passes handle: all of a row at least one vector wide (its last
+     * window overlaps the one before, see {@link Rows#put}), none of a shorter one (the scalar code runs it).
+     */
     private static long vectorPart(StridedView t, long h) {
-        return t.dtype() == DType.FLOAT32 ? FS.loopBound(h) : DS.loopBound(h);
+        return h >= (t.dtype() == DType.FLOAT32 ? FL : DL) ? h : 0;
     }
 
     private static void rows(long batch, long h, RowBody body) {
@@ -253,72 +263,90 @@ final class CpuRecurrentKernels implements RecurrentKernels {
 
     /** {@code ws[o..o+n) = act(ig + hg)} for one gate block: sigmoid, or tanh for the cell gate. */
     private static void gatesF32(Rows ig, Rows hg, Rows ws, long o, long n, boolean tanh) {
-        for (long j = 0; j < n; j += FL) {
+        for (long w = 0; w < n; w += FL) {
+            long j = Math.min(w, n - FL);
+            int keep = (int) (w - j);
             FloatVector x = ig.vec(o + j).add(hg.vec(o + j));
-            ws.put(o + j, tanh ? tanh(x) : sigmoid(x));
+            ws.put(o + j, tanh ? tanh(x) : sigmoid(x), keep);
         }
     }
 
     /** {@code cy = f * cx + i * g}, {@code hy = o * tanh(cy)} from the activated gates at {@code g0}. */
     private static void lstmStateF32(Rows ws, long g0, long h, Rows cx, Rows cy, Rows hy, long s0, long n) {
-        for (long j = 0; j < n; j += FL) {
+        for (long w = 0; w < n; w += FL) {
+            long j = Math.min(w, n - FL);
+            int keep = (int) (w - j);
             FloatVector c = ws.vec(g0 + h + j).mul(cx.vec(s0 + j)).add(ws.vec(g0 + j).mul(ws.vec(g0 + 2 * h + j)));
-            cy.put(s0 + j, c);
-            hy.put(s0 + j, ws.vec(g0 + 3 * h + j).mul(tanh(c)));
+            cy.put(s0 + j, c, keep);
+            hy.put(s0 + j, ws.vec(g0 + 3 * h + j).mul(tanh(c)), keep);
         }
     }
 
     private static void lstmBackwardF32(Rows ghy, Rows gcy, Rows cx, Rows cy, Rows ws, Rows gg, Rows gcx, long g0, long s0, long h,
                                         long n) {
         // dc (parked in gcx) and the output gate's gradient.
-        for (long j = 0; j < n; j += FL) {
+        for (long w = 0; w < n; w += FL) {
+            long j = Math.min(w, n - FL);
+            int keep = (int) (w - j);
             FloatVector o = ws.vec(g0 + 3 * h + j), tc = tanh(cy.vec(s0 + j)), dh = vec(ghy, s0 + j);
-            gcx.put(s0 + j, vec(gcy, s0 + j).add(dh.mul(o).mul(ONE.sub(tc.mul(tc)))));
-            gg.put(g0 + 3 * h + j, dh.mul(tc).mul(o).mul(ONE.sub(o)));
+            gcx.put(s0 + j, vec(gcy, s0 + j).add(dh.mul(o).mul(ONE.sub(tc.mul(tc)))), keep);
+            gg.put(g0 + 3 * h + j, dh.mul(tc).mul(o).mul(ONE.sub(o)), keep);
         }
-        for (long j = 0; j < n; j += FL) {
+        for (long w = 0; w < n; w += FL) {
+            long j = Math.min(w, n - FL);
+            int keep = (int) (w - j);
             FloatVector dc = gcx.vec(s0 + j), i = ws.vec(g0 + j), g = ws.vec(g0 + 2 * h + j);
-            gg.put(g0 + j, dc.mul(g).mul(i).mul(ONE.sub(i)));
-            gg.put(g0 + 2 * h + j, dc.mul(i).mul(ONE.sub(g.mul(g))));
+            gg.put(g0 + j, dc.mul(g).mul(i).mul(ONE.sub(i)), keep);
+            gg.put(g0 + 2 * h + j, dc.mul(i).mul(ONE.sub(g.mul(g))), keep);
         }
-        for (long j = 0; j < n; j += FL) {
+        for (long w = 0; w < n; w += FL) {
+            long j = Math.min(w, n - FL);
+            int keep = (int) (w - j);
             FloatVector dc = gcx.vec(s0 + j), f = ws.vec(g0 + h + j);
-            gg.put(g0 + h + j, dc.mul(cx.vec(s0 + j)).mul(f).mul(ONE.sub(f)));
-            gcx.put(s0 + j, dc.mul(f));
+            gg.put(g0 + h + j, dc.mul(cx.vec(s0 + j)).mul(f).mul(ONE.sub(f)), keep);
+            gcx.put(s0 + j, dc.mul(f), keep);
         }
     }
 
     private static void gruForwardF32(Rows ig, Rows hg, Rows hx, Rows hy, Rows ws, long g0, long w0, long s0, long h, long n) {
-        for (long j = 0; j < n; j += FL) {
-            ws.put(w0 + j, sigmoid(ig.vec(g0 + j).add(hg.vec(g0 + j))));
-            ws.put(w0 + h + j, sigmoid(ig.vec(g0 + h + j).add(hg.vec(g0 + h + j))));
+        for (long w = 0; w < n; w += FL) {
+            long j = Math.min(w, n - FL);
+            int keep = (int) (w - j);
+            ws.put(w0 + j, sigmoid(ig.vec(g0 + j).add(hg.vec(g0 + j))), keep);
+            ws.put(w0 + h + j, sigmoid(ig.vec(g0 + h + j).add(hg.vec(g0 + h + j))), keep);
         }
-        for (long j = 0; j < n; j += FL) {
+        for (long w = 0; w < n; w += FL) {
+            long j = Math.min(w, n - FL);
+            int keep = (int) (w - j);
             FloatVector hn = hg.vec(g0 + 2 * h + j);
             FloatVector nv = tanh(ig.vec(g0 + 2 * h + j).add(ws.vec(w0 + j).mul(hn)));
-            ws.put(w0 + 2 * h + j, nv);
-            ws.put(w0 + 3 * h + j, hn);
-            hy.put(s0 + j, nv.add(ws.vec(w0 + h + j).mul(hx.vec(s0 + j).sub(nv))));
+            ws.put(w0 + 2 * h + j, nv, keep);
+            ws.put(w0 + 3 * h + j, hn, keep);
+            hy.put(s0 + j, nv.add(ws.vec(w0 + h + j).mul(hx.vec(s0 + j).sub(nv))), keep);
         }
     }
 
     private static void gruBackwardF32(Rows ghy, Rows hx, Rows ws, Rows gi, Rows gh, Rows ghx, long g0, long w0, long s0, long h,
                                        long n) {
-        for (long j = 0; j < n; j += FL) {
+        for (long w = 0; w < n; w += FL) {
+            long j = Math.min(w, n - FL);
+            int keep = (int) (w - j);
             FloatVector z = ws.vec(w0 + h + j), nv = ws.vec(w0 + 2 * h + j), dh = vec(ghy, s0 + j);
             FloatVector dn = dh.mul(ONE.sub(z)).mul(ONE.sub(nv.mul(nv)));
             FloatVector dz = dh.mul(hx.vec(s0 + j).sub(nv)).mul(z).mul(ONE.sub(z));
-            gi.put(g0 + h + j, dz);
-            gh.put(g0 + h + j, dz);
-            gi.put(g0 + 2 * h + j, dn);
-            ghx.put(s0 + j, dh.mul(z));
+            gi.put(g0 + h + j, dz, keep);
+            gh.put(g0 + h + j, dz, keep);
+            gi.put(g0 + 2 * h + j, dn, keep);
+            ghx.put(s0 + j, dh.mul(z), keep);
         }
-        for (long j = 0; j < n; j += FL) {
+        for (long w = 0; w < n; w += FL) {
+            long j = Math.min(w, n - FL);
+            int keep = (int) (w - j);
             FloatVector r = ws.vec(w0 + j), dn = gi.vec(g0 + 2 * h + j);
             FloatVector dr = dn.mul(ws.vec(w0 + 3 * h + j)).mul(r).mul(ONE.sub(r));
-            gi.put(g0 + j, dr);
-            gh.put(g0 + j, dr);
-            gh.put(g0 + 2 * h + j, dn.mul(r));
+            gi.put(g0 + j, dr, keep);
+            gh.put(g0 + j, dr, keep);
+            gh.put(g0 + 2 * h + j, dn.mul(r), keep);
         }
     }
 
@@ -326,75 +354,93 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     // The float32 passes' twins over DoubleVector: one set per species keeps every call site monomorphic, which the
     // Vector API needs to stay unboxed. (A masked last vector instead of the scalar tail measured slower: the masked
     // segment loads and stores took the JDK's checked path, JFR's firstTrue and checkValidStateRaw, about a third of the
-    // samples.)
+    // samples. The overlapping last window loads and stores whole vectors and blends in registers.)
 
     /** {@code ws[o..o+n) = act(ig + hg)} for one gate block: sigmoid, or tanh for the cell gate. */
     private static void gatesF64(Rows ig, Rows hg, Rows ws, long o, long n, boolean tanh) {
-        for (long j = 0; j < n; j += DL) {
+        for (long w = 0; w < n; w += DL) {
+            long j = Math.min(w, n - DL);
+            int keep = (int) (w - j);
             DoubleVector x = ig.dvec(o + j).add(hg.dvec(o + j));
-            ws.dput(o + j, tanh ? tanh(x) : sigmoid(x));
+            ws.dput(o + j, tanh ? tanh(x) : sigmoid(x), keep);
         }
     }
 
     private static void lstmStateF64(Rows ws, long g0, long h, Rows cx, Rows cy, Rows hy, long s0, long n) {
-        for (long j = 0; j < n; j += DL) {
+        for (long w = 0; w < n; w += DL) {
+            long j = Math.min(w, n - DL);
+            int keep = (int) (w - j);
             DoubleVector c = ws.dvec(g0 + h + j).mul(cx.dvec(s0 + j)).add(ws.dvec(g0 + j).mul(ws.dvec(g0 + 2 * h + j)));
-            cy.dput(s0 + j, c);
-            hy.dput(s0 + j, ws.dvec(g0 + 3 * h + j).mul(tanh(c)));
+            cy.dput(s0 + j, c, keep);
+            hy.dput(s0 + j, ws.dvec(g0 + 3 * h + j).mul(tanh(c)), keep);
         }
     }
 
     private static void lstmBackwardF64(Rows ghy, Rows gcy, Rows cx, Rows cy, Rows ws, Rows gg, Rows gcx, long g0, long s0, long h,
                                         long n) {
-        for (long j = 0; j < n; j += DL) {
+        for (long w = 0; w < n; w += DL) {
+            long j = Math.min(w, n - DL);
+            int keep = (int) (w - j);
             DoubleVector o = ws.dvec(g0 + 3 * h + j), tc = tanh(cy.dvec(s0 + j)), dh = dvec(ghy, s0 + j);
-            gcx.dput(s0 + j, dvec(gcy, s0 + j).add(dh.mul(o).mul(ONE_D.sub(tc.mul(tc)))));
-            gg.dput(g0 + 3 * h + j, dh.mul(tc).mul(o).mul(ONE_D.sub(o)));
+            gcx.dput(s0 + j, dvec(gcy, s0 + j).add(dh.mul(o).mul(ONE_D.sub(tc.mul(tc)))), keep);
+            gg.dput(g0 + 3 * h + j, dh.mul(tc).mul(o).mul(ONE_D.sub(o)), keep);
         }
-        for (long j = 0; j < n; j += DL) {
+        for (long w = 0; w < n; w += DL) {
+            long j = Math.min(w, n - DL);
+            int keep = (int) (w - j);
             DoubleVector dc = gcx.dvec(s0 + j), i = ws.dvec(g0 + j), g = ws.dvec(g0 + 2 * h + j);
-            gg.dput(g0 + j, dc.mul(g).mul(i).mul(ONE_D.sub(i)));
-            gg.dput(g0 + 2 * h + j, dc.mul(i).mul(ONE_D.sub(g.mul(g))));
+            gg.dput(g0 + j, dc.mul(g).mul(i).mul(ONE_D.sub(i)), keep);
+            gg.dput(g0 + 2 * h + j, dc.mul(i).mul(ONE_D.sub(g.mul(g))), keep);
         }
-        for (long j = 0; j < n; j += DL) {
+        for (long w = 0; w < n; w += DL) {
+            long j = Math.min(w, n - DL);
+            int keep = (int) (w - j);
             DoubleVector dc = gcx.dvec(s0 + j), f = ws.dvec(g0 + h + j);
-            gg.dput(g0 + h + j, dc.mul(cx.dvec(s0 + j)).mul(f).mul(ONE_D.sub(f)));
-            gcx.dput(s0 + j, dc.mul(f));
+            gg.dput(g0 + h + j, dc.mul(cx.dvec(s0 + j)).mul(f).mul(ONE_D.sub(f)), keep);
+            gcx.dput(s0 + j, dc.mul(f), keep);
         }
     }
 
     private static void gruForwardF64(Rows ig, Rows hg, Rows hx, Rows hy, Rows ws, long g0, long w0, long s0, long h,
                                       long n) {
-        for (long j = 0; j < n; j += DL) {
-            ws.dput(w0 + j, sigmoid(ig.dvec(g0 + j).add(hg.dvec(g0 + j))));
-            ws.dput(w0 + h + j, sigmoid(ig.dvec(g0 + h + j).add(hg.dvec(g0 + h + j))));
+        for (long w = 0; w < n; w += DL) {
+            long j = Math.min(w, n - DL);
+            int keep = (int) (w - j);
+            ws.dput(w0 + j, sigmoid(ig.dvec(g0 + j).add(hg.dvec(g0 + j))), keep);
+            ws.dput(w0 + h + j, sigmoid(ig.dvec(g0 + h + j).add(hg.dvec(g0 + h + j))), keep);
         }
-        for (long j = 0; j < n; j += DL) {
+        for (long w = 0; w < n; w += DL) {
+            long j = Math.min(w, n - DL);
+            int keep = (int) (w - j);
             DoubleVector hn = hg.dvec(g0 + 2 * h + j);
             DoubleVector nv = tanh(ig.dvec(g0 + 2 * h + j).add(ws.dvec(w0 + j).mul(hn)));
-            ws.dput(w0 + 2 * h + j, nv);
-            ws.dput(w0 + 3 * h + j, hn);
-            hy.dput(s0 + j, nv.add(ws.dvec(w0 + h + j).mul(hx.dvec(s0 + j).sub(nv))));
+            ws.dput(w0 + 2 * h + j, nv, keep);
+            ws.dput(w0 + 3 * h + j, hn, keep);
+            hy.dput(s0 + j, nv.add(ws.dvec(w0 + h + j).mul(hx.dvec(s0 + j).sub(nv))), keep);
         }
     }
 
     private static void gruBackwardF64(Rows ghy, Rows hx, Rows ws, Rows gi, Rows gh, Rows ghx, long g0, long w0, long s0, long h,
                                       long n) {
-        for (long j = 0; j < n; j += DL) {
+        for (long w = 0; w < n; w += DL) {
+            long j = Math.min(w, n - DL);
+            int keep = (int) (w - j);
             DoubleVector z = ws.dvec(w0 + h + j), nv = ws.dvec(w0 + 2 * h + j), dh = dvec(ghy, s0 + j);
             DoubleVector dn = dh.mul(ONE_D.sub(z)).mul(ONE_D.sub(nv.mul(nv)));
             DoubleVector dz = dh.mul(hx.dvec(s0 + j).sub(nv)).mul(z).mul(ONE_D.sub(z));
-            gi.dput(g0 + h + j, dz);
-            gh.dput(g0 + h + j, dz);
-            gi.dput(g0 + 2 * h + j, dn);
-            ghx.dput(s0 + j, dh.mul(z));
+            gi.dput(g0 + h + j, dz, keep);
+            gh.dput(g0 + h + j, dz, keep);
+            gi.dput(g0 + 2 * h + j, dn, keep);
+            ghx.dput(s0 + j, dh.mul(z), keep);
         }
-        for (long j = 0; j < n; j += DL) {
+        for (long w = 0; w < n; w += DL) {
+            long j = Math.min(w, n - DL);
+            int keep = (int) (w - j);
             DoubleVector r = ws.dvec(w0 + j), dn = gi.dvec(g0 + 2 * h + j);
             DoubleVector dr = dn.mul(ws.dvec(w0 + 3 * h + j)).mul(r).mul(ONE_D.sub(r));
-            gi.dput(g0 + j, dr);
-            gh.dput(g0 + j, dr);
-            gh.dput(g0 + 2 * h + j, dn.mul(r));
+            gi.dput(g0 + j, dr, keep);
+            gh.dput(g0 + j, dr, keep);
+            gh.dput(g0 + 2 * h + j, dn.mul(r), keep);
         }
     }
 }
