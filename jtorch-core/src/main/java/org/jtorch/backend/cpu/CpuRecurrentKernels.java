@@ -101,7 +101,7 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     }
 
     private static DoubleVector tanh(DoubleVector x) {
-        return x.lanewise(VectorOperators.TANH);
+        return VectorTanhF64.tanh(x);
     }
 
     /**
