@@ -12,7 +12,8 @@ import org.jtorch.DType;
 import org.jtorch.memory.ElementCodec;
 
 /**
- * The common contiguous casts from integers in the Vector API (images in uint8 to float32, indices between int32 and
+ * The common contiguous casts from integers in the Vector API (images in uint8 to float32, masks in bool to float32 as
+ * dropout makes them, indices between int32 and
  * int64, integers to the float of their width), storing what the copy's long/double buffers store: uint8
  * zero-extended, int64 to int32 truncated (a store wraps around), int32 to float32 and int64 to float64 rounded once
  * (the buffers' double is exact there). Each species is a constant, so that C2 compiles the conversions to
@@ -32,7 +33,7 @@ final class IntegerConversion {
     private static final VectorSpecies<Integer> INTS_OF_LONGS = VectorSpecies.of(int.class, VectorShape.forBitSize(LS.length() * 32));
 
     static boolean supports(DType src, DType dst) {
-        return src == DType.UINT8 && dst == DType.FLOAT32 || src == DType.INT32 && (dst == DType.FLOAT32 || dst == DType.INT64)
+        return (src == DType.UINT8 || src == DType.BOOL) && dst == DType.FLOAT32 || src == DType.INT32 && (dst == DType.FLOAT32 || dst == DType.INT64)
                 || src == DType.INT64 && (dst == DType.INT32 || dst == DType.FLOAT64);
     }
 
@@ -43,7 +44,7 @@ final class IntegerConversion {
         int lanes = st == DType.INT64 || dt == DType.INT64 ? LS.length() : IS.length();
         long i = 0;
         long upper = n - n % lanes;
-        if (st == DType.UINT8) {
+        if (st == DType.UINT8 || st == DType.BOOL) { // a bool's byte is 0 or 1
             for (; i < upper; i += lanes) {
                 ByteVector.fromMemorySegment(BYTES_OF_INTS, s, so + i, LE).convertShape(VectorOperators.ZERO_EXTEND_B2I, IS, 0)
                         .convertShape(VectorOperators.I2F, FS, 0).intoMemorySegment(d, dOff + 4 * i, LE);

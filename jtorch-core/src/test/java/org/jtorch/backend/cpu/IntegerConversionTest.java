@@ -17,8 +17,8 @@ import org.junit.jupiter.api.Test;
  */
 class IntegerConversionTest {
     private static final DType[][] PAIRS = {
-        {DType.UINT8, DType.FLOAT32}, {DType.INT32, DType.FLOAT32}, {DType.INT32, DType.INT64}, {DType.INT64, DType.INT32},
-        {DType.INT64, DType.FLOAT64}};
+        {DType.UINT8, DType.FLOAT32}, {DType.BOOL, DType.FLOAT32}, {DType.INT32, DType.FLOAT32}, {DType.INT32, DType.INT64},
+        {DType.INT64, DType.INT32}, {DType.INT64, DType.FLOAT64}};
     private static final int[] LENGTHS = {0, 1, 7, 8, 9, 15, 16, 17, 33, 100};
 
     private final Random random = new Random(22);
