@@ -13,12 +13,12 @@ import org.jtorch.op.StridedView;
 
 /**
  * The fused LSTM and GRU cell steps on the CPU: each batch row is one pass over its gates, reading every
- * input and writing every output once, with no temporary tensors. Float32 and float64 rows at least one vector
- * wide run as Vector API loops whose last window overlaps the one before it (its lanes already done are kept, not
- * stored again); narrower rows run scalar code (computed in double and rounded). A scalar tail cost the word
- * language model's 200-wide float32 cells three quarters of their time (8 of 200 lanes, five scalar
- * transcendentals each), and time_sequence_prediction's 51-wide float64 cells a third of their step. Rows are split
- * between threads.
+ * input and writing every output once, with no temporary tensors. Rows run as Vector API loops with a scalar
+ * tail (computed in double and rounded), except the float32 forward of rows at least one vector wide, whose last
+ * window overlaps the one before it (its lanes already done are kept, not stored again): the scalar tail cost the
+ * word language model's 200-wide float32 forward cell three quarters of its time alone (8 of 200 lanes, five scalar
+ * transcendentals each). time_sequence_prediction's 51-wide float64 cells spent a third of their step in the
+ * scalar code before their vector passes. Rows are split between threads.
  */
 final class CpuRecurrentKernels implements RecurrentKernels {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
@@ -67,11 +67,6 @@ final class CpuRecurrentKernels implements RecurrentKernels {
         void dput(long i, DoubleVector v) {
             v.intoMemorySegment(seg, base + 8 * i, LE);
         }
-
-        void dput(long i, DoubleVector v, int keep) {
-            if (keep > 0) v = dvec(i).blend(v, IOTA_D.compare(VectorOperators.GE, keep));
-            v.intoMemorySegment(seg, base + 8 * i, LE);
-        }
     }
 
     private static double get(Rows r, long i) {
@@ -88,7 +83,6 @@ final class CpuRecurrentKernels implements RecurrentKernels {
 
     private static final FloatVector ONE = FloatVector.broadcast(FS, 1f);
     private static final FloatVector IOTA_F = FloatVector.zero(FS).addIndex(1);
-    private static final DoubleVector IOTA_D = DoubleVector.zero(DS).addIndex(1);
 
     private static FloatVector sigmoid(FloatVector x) {
         return ONE.div(x.neg().lanewise(VectorOperators.EXP).add(1f));
@@ -109,15 +103,17 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     }
 
     private static DoubleVector tanh(DoubleVector x) {
-        return VectorTanhF64.tanh(x);
+        return x.lanewise(VectorOperators.TANH);
     }
 
     /**
-     * The lanes of a row of {@code h} that the vector passes handle: all of a row at least one vector wide (its last
-     * window overlaps the one before, see {@link Rows#put}), none of a shorter one (the scalar code runs it).
+     * The lanes of a row of {@code h} that the forward's vector passes handle: all of a float32 row at least one vector
+     * wide (its last window overlaps the one before, see {@link Rows#put}), none of a shorter one (the scalar code runs
+     * it); float64 rows' whole vectors (time_sequence_prediction's 51-wide step was not measurably better with the
+     * window at the load of its measurement, so its code stays as it was).
      */
     private static long vectorPart(StridedView t, long h) {
-        return h >= (t.dtype() == DType.FLOAT32 ? FL : DL) ? h : 0;
+        return t.dtype() == DType.FLOAT32 ? (h >= FL ? h : 0) : DS.loopBound(h);
     }
 
     /**
@@ -364,21 +360,17 @@ final class CpuRecurrentKernels implements RecurrentKernels {
 
     /** {@code ws[o..o+n) = act(ig + hg)} for one gate block: sigmoid, or tanh for the cell gate. */
     private static void gatesF64(Rows ig, Rows hg, Rows ws, long o, long n, boolean tanh) {
-        for (long w = 0; w < n; w += DL) {
-            long j = Math.min(w, n - DL);
-            int keep = (int) (w - j);
+        for (long j = 0; j < n; j += DL) {
             DoubleVector x = ig.dvec(o + j).add(hg.dvec(o + j));
-            ws.dput(o + j, tanh ? tanh(x) : sigmoid(x), keep);
+            ws.dput(o + j, tanh ? tanh(x) : sigmoid(x));
         }
     }
 
     private static void lstmStateF64(Rows ws, long g0, long h, Rows cx, Rows cy, Rows hy, long s0, long n) {
-        for (long w = 0; w < n; w += DL) {
-            long j = Math.min(w, n - DL);
-            int keep = (int) (w - j);
+        for (long j = 0; j < n; j += DL) {
             DoubleVector c = ws.dvec(g0 + h + j).mul(cx.dvec(s0 + j)).add(ws.dvec(g0 + j).mul(ws.dvec(g0 + 2 * h + j)));
-            cy.dput(s0 + j, c, keep);
-            hy.dput(s0 + j, ws.dvec(g0 + 3 * h + j).mul(tanh(c)), keep);
+            cy.dput(s0 + j, c);
+            hy.dput(s0 + j, ws.dvec(g0 + 3 * h + j).mul(tanh(c)));
         }
     }
 
@@ -403,20 +395,16 @@ final class CpuRecurrentKernels implements RecurrentKernels {
 
     private static void gruForwardF64(Rows ig, Rows hg, Rows hx, Rows hy, Rows ws, long g0, long w0, long s0, long h,
                                       long n) {
-        for (long w = 0; w < n; w += DL) {
-            long j = Math.min(w, n - DL);
-            int keep = (int) (w - j);
-            ws.dput(w0 + j, sigmoid(ig.dvec(g0 + j).add(hg.dvec(g0 + j))), keep);
-            ws.dput(w0 + h + j, sigmoid(ig.dvec(g0 + h + j).add(hg.dvec(g0 + h + j))), keep);
+        for (long j = 0; j < n; j += DL) {
+            ws.dput(w0 + j, sigmoid(ig.dvec(g0 + j).add(hg.dvec(g0 + j))));
+            ws.dput(w0 + h + j, sigmoid(ig.dvec(g0 + h + j).add(hg.dvec(g0 + h + j))));
         }
-        for (long w = 0; w < n; w += DL) {
-            long j = Math.min(w, n - DL);
-            int keep = (int) (w - j);
+        for (long j = 0; j < n; j += DL) {
             DoubleVector hn = hg.dvec(g0 + 2 * h + j);
             DoubleVector nv = tanh(ig.dvec(g0 + 2 * h + j).add(ws.dvec(w0 + j).mul(hn)));
-            ws.dput(w0 + 2 * h + j, nv, keep);
-            ws.dput(w0 + 3 * h + j, hn, keep);
-            hy.dput(s0 + j, nv.add(ws.dvec(w0 + h + j).mul(hx.dvec(s0 + j).sub(nv))), keep);
+            ws.dput(w0 + 2 * h + j, nv);
+            ws.dput(w0 + 3 * h + j, hn);
+            hy.dput(s0 + j, nv.add(ws.dvec(w0 + h + j).mul(hx.dvec(s0 + j).sub(nv))));
         }
     }
 
