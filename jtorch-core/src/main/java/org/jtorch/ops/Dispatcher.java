@@ -352,6 +352,7 @@ public final class Dispatcher {
         boolean record = op.isDifferentiable() && Autograd.needsGrad(inputs);
         if (record) Elementwise.checkInPlaceAllowed(name, self);
         Tensor before = record && plan(op).saves(0, null, true) ? self.clone() : null;
+        Backends.of(name, device); // an unavailable device's error names the in-place op
         runStructured(op, device, views[0], views, scalars);
         self.bumpVersion();
         if (record) {

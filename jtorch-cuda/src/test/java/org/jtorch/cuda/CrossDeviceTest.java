@@ -131,7 +131,7 @@ class CrossDeviceTest {
             assertEquals(expected, assertThrows(IllegalStateException.class, () -> c.copy_(g)).getMessage(), "device to host");
             assertEquals(expected, assertThrows(IllegalStateException.class, g::cpu).getMessage(), "to(cpu)");
             assertEquals(expected, assertThrows(IllegalStateException.class, g::toFloatArray).getMessage(), "host read");
-            assertEquals(expected, assertThrows(IllegalStateException.class, () -> g.fill_(1.0)).getMessage(), "fill_");
+            assertEquals("fill_: " + expected, assertThrows(IllegalStateException.class, () -> g.fill_(1.0)).getMessage(), "fill_");
             // Moving a host tensor there allocates on the device first: the error names the op.
             assertEquals("to: " + expected, assertThrows(IllegalStateException.class, () -> c.to(Device.cuda())).getMessage(), "to(cuda)");
             assertEquals("to: " + expected, assertThrows(IllegalStateException.class, c::cuda).getMessage(), "cuda()");
