@@ -72,6 +72,8 @@ public final class OpDef {
     private final String kernel;
     private final Kind kind;
     private final Signature signature;
+    /** {@code signature.tensorCount()}, read on every dispatch (the signature counts by a stream). */
+    private final int tensorInputs;
     private final DTypeRule rule;
     private final Expr formula;
     private final boolean frontEndDifferentiable;
@@ -105,6 +107,7 @@ public final class OpDef {
         kernel = b.kernel == null ? b.name : b.kernel;
         kind = Objects.requireNonNull(b.kind);
         signature = Objects.requireNonNull(b.signature, name + ": signature");
+        tensorInputs = (int) signature.tensorCount();
         rule = Objects.requireNonNull(b.rule, name + ": dtype rule");
         formula = b.formula;
         frontEndDifferentiable = b.frontEndDifferentiable;
@@ -194,6 +197,9 @@ public final class OpDef {
     public int id() { return id; }
 
     public Signature signature() { return signature; }
+
+    /** The number of tensor parameters of the signature: the op's inputs (optional ones included). */
+    public int tensorInputs() { return tensorInputs; }
 
     public DTypeRule rule() { return rule; }
 

@@ -213,7 +213,7 @@ public final class Dispatcher {
             if (r != null) return all[0];
         }
         String name = op.pyName();
-        int declared = (int) op.signature().tensorCount();
+        int declared = op.tensorInputs();
         if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
         StridedView[] views = new StridedView[inputs.length];
         Device device = structuredViews(name, inputs, views);
@@ -276,7 +276,7 @@ public final class Dispatcher {
             if (r != null) return r;
         }
         String name = op.pyName();
-        int declared = (int) op.signature().tensorCount();
+        int declared = op.tensorInputs();
         if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
         StridedView[] views = new StridedView[inputs.length];
         Device device = structuredViews(name, inputs, views);
@@ -326,7 +326,7 @@ public final class Dispatcher {
         Tensor self = inputs[0];
         String name = op.pyName() + "_";
         self.checkWritable(name);
-        int declared = (int) op.signature().tensorCount();
+        int declared = op.tensorInputs();
         if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
         StridedView[] views = new StridedView[inputs.length];
         Device device = structuredViews(name, inputs, views);
@@ -745,7 +745,7 @@ public final class Dispatcher {
             List<Expr> d = op.derivatives();
             ExprCompiler.Derivatives compiledAll = ExprCompiler.compileDerivatives(d);
             TensorFn[] compiled = compiledAll.fns();
-            int inputs = (int) op.signature().tensorCount();
+            int inputs = op.tensorInputs();
             boolean[][] readsInput = new boolean[d.size()][Math.max(inputs, d.size())];
             boolean[] readsResult = new boolean[d.size()];
             for (int i = 0; i < d.size(); i++) {
