@@ -110,15 +110,20 @@ public final class RecurrentOpKernels {
             StridedView dh = ghN != null ? ghN : zeros(backend, scratch, state, h0);
             StridedView dc = gcN != null ? gcN : zeros(backend, scratch, state, h0);
             StridedView ghy = gY == null ? null : scratch.allocate(device, state, dtype);
+            // Two cell-state gradients in turn (a step reads the one the step after it wrote), one hidden-state gradient
+            // (read by the step's cell backward before the product overwrites it): no allocation per step.
+            StridedView[] gc = new StridedView[2];
+            StridedView dhNext = null;
             for (int s = steps.steps() - 1; s >= 0; s--) {
                 StridedView stepGrad = stepGradient(backend, steps, s, dh, gY, ghy);
                 StridedView cx = s == 0 ? c0 : steps.at(cs, s - 1);
                 StridedView gt = steps.at(gates, s);
-                StridedView gcx = s == 0 && (mask & 1 << 6) != 0 ? outs[5] : scratch.allocate(device, state, dtype);
+                StridedView gcx = s == 0 && (mask & 1 << 6) != 0 ? outs[5]
+                        : gc[s & 1] != null ? gc[s & 1] : (gc[s & 1] = scratch.allocate(device, state, dtype));
                 k.lstmCellBackward(stepGrad, dc, cx, steps.at(cs, s), steps.at(ws, s), gt, gcx);
                 dc = gcx;
                 if (s > 0) {
-                    dh = scratch.allocate(device, state, dtype);
+                    dh = dhNext != null ? dhNext : (dhNext = scratch.allocate(device, state, dtype));
                     mm(backend, gt, wHh, dh);
                 } else if ((mask & 1 << 5) != 0) {
                     mm(backend, gt, wHh, outs[4]);
@@ -141,14 +146,16 @@ public final class RecurrentOpKernels {
             StridedView inputGates = scratch.allocate(device, gateShape, dtype), hiddenGates = scratch.allocate(device, gateShape, dtype);
             StridedView dh = ghN != null ? ghN : zeros(backend, scratch, state, h0);
             StridedView ghy = gY == null ? null : scratch.allocate(device, state, dtype);
+            // One buffer each for the step's direct hidden gradient and the next hidden-state gradient, as the LSTM's.
+            StridedView ghx = scratch.allocate(device, state, dtype);
+            StridedView dhNext = null;
             for (int s = steps.steps() - 1; s >= 0; s--) {
                 StridedView stepGrad = stepGradient(backend, steps, s, dh, gY, ghy);
                 StridedView hx = s == 0 ? h0 : steps.at(y, s - 1);
-                StridedView ghx = scratch.allocate(device, state, dtype);
                 StridedView gh = steps.at(hiddenGates, s);
                 k.gruCellBackward(stepGrad, hx, steps.at(ws, s), steps.at(inputGates, s), gh, ghx);
                 if (s > 0) {
-                    dh = scratch.allocate(device, state, dtype);
+                    dh = dhNext != null ? dhNext : (dhNext = scratch.allocate(device, state, dtype));
                     addmm(backend, ghx, gh, wHh, dh);
                 } else if ((mask & 1 << 5) != 0) {
                     addmm(backend, ghx, gh, wHh, outs[5]);
