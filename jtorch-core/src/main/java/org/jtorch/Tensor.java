@@ -33,6 +33,7 @@ import org.jtorch.ops.Sorting;
 import org.jtorch.op.CopyOps;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
+import org.jtorch.op.ViewOps;
 import org.jtorch.ops.UnaryOp;
 
 /**
@@ -151,6 +152,10 @@ public final class Tensor implements AutoCloseable {
             throw op.equals("empty") ? e : e.whileRunning(op);
         }
         return new Tensor(storage, dtype, shape.clone(), Shapes.contiguousStrides(shape), 0);
+    }
+
+    private Tensor view(ViewOps.Geometry v) {
+        return view(v.shape(), v.strides(), v.offset());
     }
 
     private Tensor view(long[] newShape, long[] newStrides, long newOffset) {
@@ -397,27 +402,20 @@ public final class Tensor implements AutoCloseable {
 
     /** A view with a new shape (one dimension may be -1); fails if the strides do not allow it, as PyTorch's {@code view}. */
     public Tensor view(long... newShape) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.VIEW, new Tensor[] {this}, FrontEnds.args(newShape), () -> view(newShape));
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.VIEW, new Tensor[] {this}, FrontEnds.args(newShape), () -> view(newShape));
         Arguments.nonNull("view", "newShape", newShape);
         checkOpen("view");
-        long[] s = Shapes.inferSize("view", newShape, numel(), shape);
-        long[] st = Shapes.viewStrides(shape, strides, s);
-        if (st == null) {
-            throw new IllegalArgumentException("view: size " + Shapes.format(s) + " is not compatible with the input's size "
-                    + Shapes.format(shape) + " and strides " + Shapes.format(strides)
-                    + " (at least one dimension spans two contiguous subspaces); use reshape() instead");
-        }
-        return viewGrad("ViewBackward0", view(s, st, offset), g -> g.reshape(shape));
+        return viewGrad("ViewBackward0", view(ViewOps.view(shape, strides, offset, newShape)), g -> g.reshape(shape));
     }
 
     /** A view when possible, otherwise a contiguous copy with the new shape. */
     public Tensor reshape(long... newShape) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.RESHAPE, new Tensor[] {this}, FrontEnds.args(newShape), () -> reshape(newShape));
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.RESHAPE, new Tensor[] {this}, FrontEnds.args(newShape), () -> reshape(newShape));
         Arguments.nonNull("reshape", "newShape", newShape);
         checkOpen("reshape");
         long[] s = Shapes.inferSize("reshape", newShape, numel(), shape);
-        long[] st = Shapes.viewStrides(shape, strides, s);
-        if (st != null) return viewGrad("ViewBackward0", view(s, st, offset), g -> g.reshape(shape));
+        ViewOps.Geometry v = ViewOps.reshapeView(shape, strides, offset, s);
+        if (v != null) return viewGrad("ViewBackward0", view(v), g -> g.reshape(shape));
         try (Tensor c = contiguous()) {
             return c.view(s);
         }
@@ -425,41 +423,20 @@ public final class Tensor implements AutoCloseable {
 
     /** Reorders dimensions: {@code dims} is a permutation of {@code 0..dim()-1} (negative allowed). */
     public Tensor permute(int... dims) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.PERMUTE, new Tensor[] {this}, FrontEnds.args(dims), () -> permute(dims));
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.PERMUTE, new Tensor[] {this}, FrontEnds.args(dims), () -> permute(dims));
         Arguments.nonNull("permute", "dims", dims);
         checkOpen("permute");
-        if (dims.length != shape.length) {
-            throw new IllegalArgumentException("permute: number of dims " + dims.length + " doesn't match the tensor's "
-                    + shape.length + " (shape " + Shapes.format(shape) + ")");
-        }
-        long[] s = new long[dims.length];
-        long[] st = new long[dims.length];
-        boolean[] seen = new boolean[dims.length];
-        for (int i = 0; i < dims.length; i++) {
-            int d = Shapes.wrapDim("permute", dims[i], shape.length);
-            if (seen[d]) throw new IllegalArgumentException("permute: repeated dim " + dims[i] + " in " + Arrays.toString(dims));
-            seen[d] = true;
-            s[i] = shape[d];
-            st[i] = strides[d];
-        }
-        int[] inverse = new int[dims.length];
-        for (int i = 0; i < dims.length; i++) inverse[Shapes.wrapDim("permute", dims[i], shape.length)] = i;
-        return viewGrad("PermuteBackward0", view(s, st, offset), g -> g.permute(inverse));
+        ViewOps.Geometry v = ViewOps.permute(shape, strides, offset, dims);
+        int[] inverse = ViewOps.inversePermutation(dims);
+        return viewGrad("PermuteBackward0", view(v), g -> g.permute(inverse));
     }
 
     public Tensor transpose(int dim0, int dim1) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.TRANSPOSE, new Tensor[] {this}, FrontEnds.args(dim0, dim1), () -> transpose(dim0, dim1));
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.TRANSPOSE, new Tensor[] {this}, FrontEnds.args(dim0, dim1), () -> transpose(dim0, dim1));
         checkOpen("transpose");
-        int a = Shapes.wrapDim("transpose", dim0, shape.length);
-        int b = Shapes.wrapDim("transpose", dim1, shape.length);
-        if (shape.length == 0) return alias(); // dims 0 and -1 name the 0-d tensor itself, as PyTorch
-        long[] s = shape.clone();
-        long[] st = strides.clone();
-        s[a] = shape[b];
-        s[b] = shape[a];
-        st[a] = strides[b];
-        st[b] = strides[a];
-        return viewGrad("TransposeBackward0", view(s, st, offset), g -> g.transpose(a, b));
+        ViewOps.Geometry v = ViewOps.transpose(shape, strides, offset, dim0, dim1);
+        if (v == null) return alias(); // dims 0 and -1 name the 0-d tensor itself, as PyTorch
+        return viewGrad("TransposeBackward0", view(v), g -> g.transpose(dim0, dim1));
     }
 
     /** Transpose of a matrix; 0-d and 1-d tensors are returned as views unchanged, as PyTorch's {@code t()}. */
@@ -482,82 +459,33 @@ public final class Tensor implements AutoCloseable {
 
     /** Removes every dimension of size 1. */
     public Tensor squeeze() {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.SQUEEZE, new Tensor[] {this}, new double[0], () -> squeeze());
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.SQUEEZE, new Tensor[] {this}, new double[0], () -> squeeze());
         checkOpen("squeeze");
-        int n = 0;
-        for (long s : shape) if (s != 1) n++;
-        long[] s = new long[n];
-        long[] st = new long[n];
-        for (int i = 0, j = 0; i < shape.length; i++) {
-            if (shape[i] != 1) {
-                s[j] = shape[i];
-                st[j++] = strides[i];
-            }
-        }
-        return viewGrad("SqueezeBackward0", view(s, st, offset), g -> g.reshape(shape));
+        return viewGrad("SqueezeBackward0", view(ViewOps.squeeze(shape, strides, offset)), g -> g.reshape(shape));
     }
 
     /** Removes dimension {@code dim} if its size is 1 (otherwise returns a view unchanged). */
     public Tensor squeeze(int dim) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.SQUEEZE_DIM, new Tensor[] {this}, FrontEnds.args(dim), () -> squeeze(dim));
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.SQUEEZE_DIM, new Tensor[] {this}, FrontEnds.args(dim), () -> squeeze(dim));
         checkOpen("squeeze");
-        if (shape.length == 0) {
-            Shapes.wrapDim("squeeze", dim, 0);
-            return alias();
-        }
-        int d = Shapes.wrapDim("squeeze", dim, shape.length);
-        if (shape[d] != 1) return alias();
-        return viewGrad("SqueezeBackward1", view(remove(shape, d), remove(strides, d), offset), g -> g.reshape(shape));
+        ViewOps.Geometry v = ViewOps.squeezeDim(shape, strides, offset, dim);
+        if (v == null) return alias();
+        return viewGrad("SqueezeBackward1", view(v), g -> g.reshape(shape));
     }
 
     /** Inserts a dimension of size 1 at {@code dim} (in {@code [-dim()-1, dim()]}). */
     public Tensor unsqueeze(int dim) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.UNSQUEEZE, new Tensor[] {this}, FrontEnds.args(dim), () -> unsqueeze(dim));
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.UNSQUEEZE, new Tensor[] {this}, FrontEnds.args(dim), () -> unsqueeze(dim));
         checkOpen("unsqueeze");
-        int d = Shapes.wrapDim("unsqueeze", dim, shape.length + 1);
-        long newStride = d < shape.length ? shape[d] * strides[d] : 1;
-        return viewGrad("UnsqueezeBackward0", view(insert(shape, d, 1), insert(strides, d, newStride), offset), g -> g.reshape(shape));
+        return viewGrad("UnsqueezeBackward0", view(ViewOps.unsqueeze(shape, strides, offset, dim)), g -> g.reshape(shape));
     }
 
     /** Broadcasts size-1 dimensions to larger sizes without copying (-1 keeps a size). */
     public Tensor expand(long... sizes) {
-        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.EXPAND, new Tensor[] {this}, FrontEnds.args(sizes), () -> expand(sizes));
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.EXPAND, new Tensor[] {this}, FrontEnds.args(sizes), () -> expand(sizes));
         Arguments.nonNull("expand", "sizes", sizes);
         checkOpen("expand");
-        if (sizes.length < shape.length) {
-            throw new IllegalArgumentException("expand: the number of sizes provided (" + sizes.length
-                    + ") must be greater or equal to the number of dimensions in the tensor (" + shape.length + ")");
-        }
-        long[] s = new long[sizes.length];
-        long[] st = new long[sizes.length];
-        int lead = sizes.length - shape.length;
-        for (int i = sizes.length - 1; i >= 0; i--) {
-            int j = i - lead;
-            long want = sizes[i];
-            if (want < -1) {
-                throw new IllegalArgumentException("expand: the expanded size of the tensor (" + want + ") at dimension " + i
-                        + " must be non-negative, or -1 to keep the existing size. Target sizes: " + Shapes.format(sizes)
-                        + ". Tensor sizes: " + Shapes.format(shape));
-            }
-            if (j < 0) {
-                if (want < 0) throw new IllegalArgumentException("expand: -1 is not allowed in a leading, non-existing dimension "
-                        + i + " (sizes " + Shapes.format(sizes) + ")");
-                s[i] = want;
-                st[i] = 0;
-            } else if (want == -1 || want == shape[j]) {
-                s[i] = shape[j];
-                st[i] = strides[j];
-            } else if (shape[j] == 1) {
-                s[i] = want;
-                st[i] = 0;
-            } else {
-                throw new IllegalArgumentException("expand: the expanded size of the tensor (" + want
-                        + ") must match the existing size (" + shape[j] + ") at non-singleton dimension " + i
-                        + ". Target sizes: " + Shapes.format(sizes) + ". Tensor sizes: " + Shapes.format(shape));
-            }
-        }
-        Shapes.checkedNumel("expand", s);
-        return viewGrad("ExpandBackward0", view(s, st, offset), g -> Gradients.sumTo(g, shape, dtype));
+        return viewGrad("ExpandBackward0", view(ViewOps.expand(shape, strides, offset, sizes)), g -> Gradients.sumTo(g, shape, dtype));
     }
 
     public Tensor expandAs(Tensor other) {
@@ -578,64 +506,31 @@ public final class Tensor implements AutoCloseable {
 
     /** Elements {@code [start, start+length)} of dimension {@code dim}, as a view. */
     public Tensor narrow(int dim, long start, long length) {
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEnd(ViewOps.NARROW, new Tensor[] {this}, new double[] {dim, start, length}, () -> narrow(dim, start, length));
+        }
         checkOpen("narrow");
-        if (shape.length == 0) throw new IllegalArgumentException("narrow: cannot be applied to a 0-dim tensor");
-        int d = Shapes.wrapDim("narrow", dim, shape.length);
-        long size = shape[d];
-        if (start < -size || start > size) {
-            throw new IndexOutOfBoundsException("narrow: start " + start + " out of range for dimension " + dim + " of size "
-                    + size + " (expected to be in [" + (-size) + ", " + size + "]; shape " + Shapes.format(shape) + ")");
-        }
-        long from = start < 0 ? start + size : start;
-        // length > size - from rather than from + length > size: the sum overflows for a huge length.
-        if (length < 0 || length > size - from) {
-            throw new IndexOutOfBoundsException("narrow: start (" + from + ") + length (" + length
-                    + ") exceeds dimension size (" + size + ") of dimension " + dim + " (shape " + Shapes.format(shape) + ")");
-        }
-        long[] s = shape.clone();
-        s[d] = length;
-        return viewGrad("NarrowBackward0", view(s, strides.clone(), offset + from * strides[d]), g -> embed(g, z -> z.narrow(d, from, length)));
+        ViewOps.Geometry v = ViewOps.narrow(shape, strides, offset, dim, start, length);
+        return viewGrad("NarrowBackward0", view(v), g -> embed(g, z -> z.narrow(dim, start, length)));
     }
 
     /** Python-style slice {@code [start:end:step]} of dimension {@code dim}; bounds are clamped, negative values count from the end. */
     public Tensor slice(int dim, long start, long end, long step) {
         if (Dispatcher.tracing()) {
-            long from = start;
-            long to = end;
-            return Dispatcher.traceFrontEnd(FrontEndOps.SLICE, new Tensor[] {this}, new double[] {dim, start, end, step},
-                    () -> slice(dim, from, to, step));
+            return Dispatcher.traceFrontEnd(ViewOps.SLICE, new Tensor[] {this}, new double[] {dim, start, end, step},
+                    () -> slice(dim, start, end, step));
         }
         checkOpen("slice");
-        if (shape.length == 0) throw new IllegalArgumentException("slice: cannot be applied to a 0-dim tensor");
-        if (step <= 0) throw new IllegalArgumentException("slice: step must be positive, got " + step);
-        int d = Shapes.wrapDim("slice", dim, shape.length);
-        long size = shape[d];
-        if (start < 0) start += size;
-        if (end < 0) end += size;
-        start = Math.min(Math.max(start, 0), size);
-        end = Math.min(Math.max(end, start), size);
-        long[] s = shape.clone();
-        long[] st = strides.clone();
-        s[d] = end > start ? (end - start - 1) / step + 1 : 0; // (end - start + step - 1) / step overflows for a huge step
-        st[d] = steppedStride(strides[d], step, s[d]);
-        long from = start;
-        long to = end;
-        return viewGrad("SliceBackward0", view(s, st, offset + start * strides[d]), g -> embed(g, z -> z.slice(d, from, to, step)));
+        ViewOps.Geometry v = ViewOps.slice(shape, strides, offset, dim, start, end, step);
+        return viewGrad("SliceBackward0", view(v), g -> embed(g, z -> z.slice(dim, start, end, step)));
     }
 
     /** Removes dimension {@code dim} by taking index {@code index} (negative counts from the end). */
     public Tensor select(int dim, long index) {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.SELECT, new Tensor[] {this}, new double[] {dim, index}, () -> select(dim, index));
         checkOpen("select");
-        if (shape.length == 0) throw new IllegalArgumentException("select: cannot be applied to a 0-dim tensor");
-        int d = Shapes.wrapDim("select", dim, shape.length);
-        long size = shape[d];
-        if (index < -size || index >= size) {
-            throw new IndexOutOfBoundsException("select: index " + index + " out of range for tensor of size "
-                    + Shapes.format(shape) + " at dimension " + dim);
-        }
-        if (index < 0) index += size;
-        long at = index;
-        return viewGrad("SelectBackward0", view(remove(shape, d), remove(strides, d), offset + index * strides[d]), g -> embed(g, z -> z.select(d, at)));
+        ViewOps.Geometry v = ViewOps.select(shape, strides, offset, dim, index);
+        return viewGrad("SelectBackward0", view(v), g -> embed(g, z -> z.select(dim, index)));
     }
 
     public Tensor flatten() {
@@ -684,30 +579,11 @@ public final class Tensor implements AutoCloseable {
 
     /** All windows of {@code size} elements taken every {@code step} along {@code dim}, as a new last dimension (a view). */
     public Tensor unfold(int dim, long size, long step) {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.UNFOLD, new Tensor[] {this}, new double[] {dim, size, step}, () -> unfold(dim, size, step));
         checkOpen("unfold");
+        ViewOps.Geometry v = ViewOps.unfold(shape, strides, offset, dim, size, step);
         int d = Shapes.wrapDim("unfold", dim, shape.length);
-        long dimSize = shape.length == 0 ? 1 : shape[d];
-        if (size < 0 || size > dimSize) {
-            throw new IllegalArgumentException("unfold: maximum size for tensor at dimension " + d + " is " + dimSize
-                    + " but size is " + size);
-        }
-        if (step <= 0) throw new IllegalArgumentException("unfold: step is " + step + " but must be > 0");
-        long[] s = new long[shape.length + 1];
-        long[] st = new long[shape.length + 1];
-        for (int i = 0; i < shape.length; i++) {
-            s[i] = shape[i];
-            st[i] = strides[i];
-        }
-        if (shape.length > 0) {
-            s[d] = (dimSize - size) / step + 1;
-            st[d] = steppedStride(strides[d], step, s[d]);
-            st[shape.length] = strides[d];
-        } else {
-            st[0] = 1;
-        }
-        s[shape.length] = size;
-        Shapes.checkedNumel("unfold", s); // windows of an expanded tensor can outnumber int64
-        return viewGrad("UnfoldBackward0", view(s, st, offset), g -> unfoldBackward(g, d, size, step));
+        return viewGrad("UnfoldBackward0", view(v), g -> unfoldBackward(g, d, size, step));
     }
 
     /** A view with explicit sizes, strides and storage offset (in elements), as {@code torch.as_strided}. */
@@ -715,33 +591,8 @@ public final class Tensor implements AutoCloseable {
         Arguments.nonNull("asStrided", "size", size);
         Arguments.nonNull("asStrided", "stride", stride);
         checkOpen("asStrided");
-        if (size.length != stride.length) {
-            throw new IllegalArgumentException("asStrided: mismatch in length of strides and shape (" + size.length
-                    + " vs " + stride.length + ")");
-        }
-        if (storageOffset < 0) throw new IllegalArgumentException("asStrided: invalid storage offset " + storageOffset);
-        for (int i = 0; i < size.length; i++) {
-            if (size[i] < 0) throw new IllegalArgumentException("asStrided: negative size in " + Shapes.format(size));
-            if (stride[i] < 0) {
-                throw new IllegalArgumentException("asStrided: negative strides are not supported, got strides " + Shapes.format(stride));
-            }
-        }
-        boolean empty = Shapes.checkedNumel("asStrided", size) == 0;
-        long elements = storage.byteSize() / dtype.byteSize();
-        // The last element's index, offset + sum (size - 1) * stride, in arithmetic that cannot wrap around.
-        long maxIndex = storageOffset;
-        boolean overflow = false;
-        for (int i = 0; i < size.length && !empty; i++) {
-            long extent = (size[i] - 1) * stride[i];
-            overflow |= Math.multiplyHigh(size[i] - 1, stride[i]) != 0 || extent < 0;
-            maxIndex += extent;
-            overflow |= maxIndex < 0;
-        }
-        if (!empty && (overflow || maxIndex >= elements)) {
-            throw new IndexOutOfBoundsException("asStrided: size " + Shapes.format(size) + " with stride " + Shapes.format(stride)
-                    + " and offset " + storageOffset + " is out of bounds for a storage of " + elements + " elements");
-        }
-        return viewGrad("AsStridedBackward0", view(size.clone(), stride.clone(), storageOffset), g -> asStridedBackward(g, size, stride, storageOffset));
+        ViewOps.Geometry v = ViewOps.asStrided(size, stride, storageOffset, storage.byteSize() / dtype.byteSize());
+        return viewGrad("AsStridedBackward0", view(v), g -> asStridedBackward(g, v.shape(), v.strides(), storageOffset));
     }
 
     public Tensor asStrided(long[] size, long[] stride) {
@@ -2301,31 +2152,5 @@ public final class Tensor implements AutoCloseable {
         try (buffer) {
             return buffer.asStrided(shape, strides, offset).contiguous();
         }
-    }
-
-    // ------------------------------------------------------------------ helpers
-
-    /**
-     * {@code stride * step} for a dimension of {@code size} elements taken every {@code step}; with at most one
-     * element the stride is never followed, and a huge step must not wrap it around to a negative value.
-     */
-    private static long steppedStride(long stride, long step, long size) {
-        long r = stride * step;
-        return size <= 1 && (Math.multiplyHigh(stride, step) != 0 || r < 0) ? stride : r;
-    }
-
-    private static long[] remove(long[] a, int i) {
-        long[] r = new long[a.length - 1];
-        System.arraycopy(a, 0, r, 0, i);
-        System.arraycopy(a, i + 1, r, i, a.length - i - 1);
-        return r;
-    }
-
-    private static long[] insert(long[] a, int i, long v) {
-        long[] r = new long[a.length + 1];
-        System.arraycopy(a, 0, r, 0, i);
-        r[i] = v;
-        System.arraycopy(a, i, r, i + 1, a.length - i);
-        return r;
     }
 }

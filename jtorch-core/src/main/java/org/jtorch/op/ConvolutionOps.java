@@ -66,7 +66,7 @@ public final class ConvolutionOps {
             })
             // Each channel's gradient spread over its positions.
             .derivatives(() -> List.of(call(PointwiseOps.ADD, new Expr.ZerosLike(in(0, "grad_output")),
-                    call(FrontEndOps.VIEW, GRAD, Expr.c(1), Expr.c(-1), Expr.c(1), Expr.c(1)))))
+                    call(ViewOps.VIEW, GRAD, Expr.c(1), Expr.c(-1), Expr.c(1), Expr.c(1)))))
             .doc("`conv2dBackwardBias`").build();
 
     public static final OpDef IM2COL = primitive("im2col", List.of("self"), g -> new long[][] {shape(g, N, CIN, H, W)},

@@ -6,7 +6,7 @@ import static org.jtorch.op.DTypeRule.SAME_NO_BOOL;
 import org.jtorch.Device;
 
 /**
- * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): the views of {@code Tensor}, matmul
+ * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): matmul
  * (by rank, from the declared products of {@link LinalgOps}), conv2d, batch norm and max pooling (front ends over declared structured ops), max pooling and adaptive average pooling in 3-d, and zeros. Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
@@ -18,15 +18,6 @@ public final class FrontEndOps {
 
     private static final Param SELF = Param.tensor("self");
 
-    public static final OpDef VIEW = view("view", new Param("size", "SymInt[]", null));
-    public static final OpDef RESHAPE = view("reshape", new Param("shape", "SymInt[]", null));
-    public static final OpDef PERMUTE = view("permute", new Param("dims", "int[]", null));
-    public static final OpDef TRANSPOSE = view("transpose", new Param("dim0", "int", null), new Param("dim1", "int", null));
-    public static final OpDef SQUEEZE = view("squeeze");
-    public static final OpDef SQUEEZE_DIM = OpDef.frontEnd("squeeze_dim", true).py("squeeze").rule(SAME)
-            .signature(SELF, new Param("dim", "int", null)).doc("a view").build();
-    public static final OpDef UNSQUEEZE = view("unsqueeze", new Param("dim", "int", null));
-    public static final OpDef EXPAND = view("expand", new Param("size", "SymInt[]", null));
     /** A contiguous tensor: the tensor itself (an alias) or a copy. */
     public static final OpDef CONTIGUOUS = OpDef.frontEnd("contiguous", true).rule(SAME).signature(SELF)
             .doc("an alias or a copy").build();
@@ -40,8 +31,6 @@ public final class FrontEndOps {
     public static final OpDef ROWS = OpDef.frontEnd("rows", true).rule(SAME).signature(SELF)
             .doc("a view, or a copy where strides cannot express it").build();
 
-    public static final OpDef SLICE = view("slice", new Param("dim", "int", "0"), new Param("start", "SymInt?", "None"),
-            new Param("end", "SymInt?", "None"), new Param("step", "SymInt", "1"));
     /** A tensor of zeros of a given shape, dtype and device (a constant of the graph, made anew at each call). */
     public static final OpDef ZEROS = OpDef.frontEnd("zeros", false).rule(SAME).signature(new Param("size", "SymInt[]", null),
             new Param("dtype", "ScalarType?", "None"), new Param("device", "Device?", "None")).doc("`Torch.zeros`").build();
@@ -110,10 +99,4 @@ public final class FrontEndOps {
             .autocast(Device.Type.CPU, CastPolicy.FP32)
             .doc("`ops.Pooling3d.adaptiveAvgPool3d` (separable: two passes of the 2-d kernels)").build();
 
-    private static OpDef view(String name, Param... params) {
-        Param[] all = new Param[params.length + 1];
-        all[0] = SELF;
-        System.arraycopy(params, 0, all, 1, params.length);
-        return OpDef.frontEnd(name, true).rule(SAME).signature(all).doc("a view").build();
-    }
 }

@@ -119,12 +119,12 @@ public final class LinalgOps {
 
     /** {@code x.t()}. */
     private static Expr t(Expr x) {
-        return call(FrontEndOps.TRANSPOSE, x, Expr.c(0), Expr.c(1));
+        return call(ViewOps.TRANSPOSE, x, Expr.c(0), Expr.c(1));
     }
 
     /** {@code x.transpose(1, 2)}: each matrix of a batch transposed. */
     private static Expr bt(Expr x) {
-        return call(FrontEndOps.TRANSPOSE, x, Expr.c(1), Expr.c(2));
+        return call(ViewOps.TRANSPOSE, x, Expr.c(1), Expr.c(2));
     }
 
     private static Expr mul(Expr x, Expr s) {

@@ -320,12 +320,12 @@ public final class NormalizationOps {
     private static Expr groupNorm() {
         Expr x = new Expr.Widened(X);
         Expr n = new Expr.Size(X, 0);
-        Expr groups = call(FrontEndOps.RESHAPE, x, n, scalar(0, "num_groups"), Expr.c(-1));
+        Expr groups = call(ViewOps.RESHAPE, x, n, scalar(0, "num_groups"), Expr.c(-1));
         Expr y = normalized(groups, Expr.c(1), scalar(1, "eps"));
         // [N, C, spatial] so that a per-channel [C, 1] weight and bias broadcast.
-        Expr channels = call(FrontEndOps.RESHAPE, y, n, new Expr.Size(X, 1), Expr.c(-1));
-        Expr w = call(FrontEndOps.RESHAPE, W, new Expr.Size(W, 0), Expr.c(1));
-        Expr b = call(FrontEndOps.RESHAPE, B, new Expr.Size(B, 0), Expr.c(1));
+        Expr channels = call(ViewOps.RESHAPE, y, n, new Expr.Size(X, 1), Expr.c(-1));
+        Expr w = call(ViewOps.RESHAPE, W, new Expr.Size(W, 0), Expr.c(1));
+        Expr b = call(ViewOps.RESHAPE, B, new Expr.Size(B, 0), Expr.c(1));
         return new Expr.CastLike(new Expr.ReshapeLike(affine(channels, w, b), X), X);
     }
 }

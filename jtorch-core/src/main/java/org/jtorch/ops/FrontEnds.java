@@ -6,9 +6,10 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.OpDef;
+import org.jtorch.op.ViewOps;
 
 /**
- * Calls of the ops declared with hand-written front ends ({@link FrontEndOps}) from a generic call: the op, its
+ * Calls of the ops declared with hand-written front ends ({@link FrontEndOps}, {@link ViewOps}) from a generic call: the op, its
  * tensors and its integer arguments as doubles, in signature order (what the trace records). The JIT replays
  * such ops through here.
  */
@@ -16,18 +17,22 @@ public final class FrontEnds {
     private FrontEnds() {}
 
     static Tensor call(OpDef op, Tensor[] in, double[] args) {
-        if (op == FrontEndOps.VIEW) return in[0].view(longs(args));
-        if (op == FrontEndOps.RESHAPE) return in[0].reshape(longs(args));
-        if (op == FrontEndOps.PERMUTE) return in[0].permute(ints(args));
-        if (op == FrontEndOps.TRANSPOSE) return in[0].transpose((int) args[0], (int) args[1]);
-        if (op == FrontEndOps.SQUEEZE) return in[0].squeeze();
-        if (op == FrontEndOps.SQUEEZE_DIM) return in[0].squeeze((int) args[0]);
-        if (op == FrontEndOps.UNSQUEEZE) return in[0].unsqueeze((int) args[0]);
-        if (op == FrontEndOps.EXPAND) return in[0].expand(longs(args));
+        if (op == ViewOps.VIEW) return in[0].view(longs(args));
+        if (op == ViewOps.RESHAPE) return in[0].reshape(longs(args));
+        if (op == ViewOps.PERMUTE) return in[0].permute(ints(args));
+        if (op == ViewOps.TRANSPOSE) return in[0].transpose((int) args[0], (int) args[1]);
+        if (op == ViewOps.SQUEEZE) return in[0].squeeze();
+        if (op == ViewOps.SQUEEZE_DIM) return in[0].squeeze((int) args[0]);
+        if (op == ViewOps.UNSQUEEZE) return in[0].unsqueeze((int) args[0]);
+        if (op == ViewOps.EXPAND) return in[0].expand(longs(args));
         if (op == FrontEndOps.CONTIGUOUS) return in[0].contiguous();
         if (op == FrontEndOps.MATMUL) return Linalg.matmul(in[0], in[1]);
         if (op == FrontEndOps.ROWS) return Linalg.rowsOf(in[0]);
-        if (op == FrontEndOps.SLICE) return in[0].slice((int) args[0], (long) args[1], (long) args[2], (long) args[3]);
+        if (op == ViewOps.SLICE) return in[0].slice((int) args[0], (long) args[1], (long) args[2], (long) args[3]);
+        if (op == ViewOps.NARROW) return in[0].narrow((int) args[0], (long) args[1], (long) args[2]);
+        if (op == ViewOps.SELECT) return in[0].select((int) args[0], (long) args[1]);
+        if (op == ViewOps.UNFOLD) return in[0].unfold((int) args[0], (long) args[1], (long) args[2]);
+        if (op == ViewOps.DIAGONAL) return Rearranging.diagonal(in[0], (long) args[0], (int) args[1], (int) args[2]);
         if (op == FrontEndOps.ZEROS) {
             Device device = Device.Type.values()[(int) args[1]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[2]);
             return Torch.zeros(longs(java.util.Arrays.copyOfRange(args, 3, args.length)), DType.values()[(int) args[0]], device);

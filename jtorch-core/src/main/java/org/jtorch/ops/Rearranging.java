@@ -7,6 +7,7 @@ import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.Shapes;
+import org.jtorch.op.ViewOps;
 
 /**
  * Ops that move, repeat or mask elements by their position, with PyTorch 1.13's semantics: {@code flip},
@@ -250,26 +251,12 @@ public final class Rearranging {
      * spanned by {@code dim1} and {@code dim2}, appended as the last dim.
      */
     public static Tensor diagonal(Tensor x, long offset, int dim1, int dim2) {
-        x.checkOpen("diagonal");
-        int d1 = Shapes.wrapDim("diagonal", dim1, x.dim());
-        int d2 = Shapes.wrapDim("diagonal", dim2, x.dim());
-        if (d1 == d2) throw new IllegalArgumentException("diagonal: dimensions cannot be identical " + dim1 + ", " + dim2);
-        long[] shape = x.shape();
-        long[] strides = x.strides();
-        long length = offset >= 0 ? Math.max(0, Math.min(shape[d1], shape[d2] - offset))
-                : Math.max(0, Math.min(shape[d1] + offset, shape[d2]));
-        long start = x.storageOffset();
-        if (length > 0) start += offset >= 0 ? offset * strides[d2] : -offset * strides[d1];
-        long[] size = new long[shape.length - 1];
-        long[] stride = new long[shape.length - 1];
-        for (int i = 0, j = 0; i < shape.length; i++) {
-            if (i == d1 || i == d2) continue;
-            size[j] = shape[i];
-            stride[j++] = strides[i];
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEnd(ViewOps.DIAGONAL, new Tensor[] {x}, new double[] {offset, dim1, dim2}, () -> diagonal(x, offset, dim1, dim2));
         }
-        size[size.length - 1] = length;
-        stride[stride.length - 1] = strides[d1] + strides[d2];
-        return x.asStrided(size, stride, start);
+        x.checkOpen("diagonal");
+        ViewOps.Geometry v = ViewOps.diagonal(x.shape(), x.strides(), x.storageOffset(), offset, dim1, dim2);
+        return x.asStrided(v.shape(), v.strides(), v.offset());
     }
 
     /**

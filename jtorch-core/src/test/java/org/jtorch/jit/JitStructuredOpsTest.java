@@ -94,4 +94,36 @@ class JitStructuredOpsTest {
             assertClose(yEager.grad(), y.grad(), 0f);
         }
     }
+
+    @Test
+    void narrowingViewsAreTracedAndDifferentiated() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Torch.manualSeed(11);
+            // select, narrow, unfold and diagonal: each one node, replayed through its view method (a GLU-style gate by
+            // narrow, a row by select, windows by unfold, a diagonal of a product).
+            TensorFunction f = in -> {
+                Tensor h = in[0];                                                     // [4, 6, 5]
+                Tensor gate = h.narrow(1, 0, 3).sigmoid().mul(h.narrow(1, 3, 3));    // [4, 3, 5]
+                Tensor row = h.select(0, -1);                                         // [6, 5]
+                Tensor windows = row.unfold(0, 2, 2).sum(new int[] {2}, false);       // [3, 5]
+                Tensor d = windows.mm(windows.t()).diagonal();                        // [3]
+                return gate.sum(new int[] {0}, false).mul(d.unsqueeze(1));
+            };
+            Tensor x = randn(4, 6, 5);
+            String plan = Jit.explain(f, x);
+            for (String op : new String[] {"narrow", "select", "unfold", "diagonal"}) {
+                assertTrue(plan.contains(op + "("), op + " is not one node of the plan:\n" + plan);
+            }
+            assertTrue(!plan.contains("runs eagerly"), plan);
+            TensorFunction compiled = Jit.trace(f, x);
+            Tensor y = randn(4, 6, 5).requiresGrad_(true);
+            Tensor yEager = y.detach().requiresGrad_(true);
+            Tensor out = compiled.apply(y);
+            Tensor expected = f.apply(yEager);
+            assertClose(expected, out, 1e-5f);
+            out.sum().backward();
+            expected.sum().backward();
+            assertClose(yEager.grad(), y.grad(), 1e-5f);
+        }
+    }
 }
