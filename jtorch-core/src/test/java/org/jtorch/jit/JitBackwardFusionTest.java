@@ -136,12 +136,13 @@ class JitBackwardFusionTest {
      * A training batch norm's lone ReLU is applied as batch norm's backward reads the gradient (the mask recomputed from
      * the input, through a weight of either sign and the bias): compiled equals eager, values and gradients of the
      * input, weight and bias, with and without affine parameters, on planes of whole vectors, planes with a tail, and
-     * planes too small for the kernel (the masked gradient written first, as before).
+     * planes too small for the kernel (the masked gradient written first, as before), and [n, c] rows (BatchNorm1d; CUDA
+     * reads them with its rows kernels).
      */
     @Test
     void aBatchNormsReluIsMaskedInsideItsBackward() {
         Torch.manualSeed(36);
-        for (long[] shape : new long[][] {{4, 6, 8, 8}, {3, 5, 7, 9}, {2, 3, 35}, {5, 4, 3}}) {
+        for (long[] shape : new long[][] {{4, 6, 8, 8}, {3, 5, 7, 9}, {2, 3, 35}, {5, 4, 3}, {40, 6}}) {
             int c = (int) shape[1];
             Tensor gamma = randn(c).requiresGrad_(true);
             Tensor beta = randn(c).mul(0.5).requiresGrad_(true);

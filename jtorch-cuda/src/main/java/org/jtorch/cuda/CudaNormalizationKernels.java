@@ -126,10 +126,25 @@ final class CudaNormalizationKernels implements NormalizationKernels {
     public void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
                                   StridedView invstd, StridedView weight,
                                   boolean train, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
-        String op = "batchNormBackward";
+        backward("batchNormBackward", gradOut, x, n, c, s, mean, invstd, weight, null, false, train, gradInput, gradWeight, gradBias);
+    }
+
+    /** The masked kernels of {@code norm.cu}: the ReLU's input recomputed from {@code x} as each pass reads the gradient. */
+    @Override
+    public boolean batchNormReluBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
+                                         StridedView weight, StridedView bias, StridedView gradInput, StridedView gradWeight,
+                                         StridedView gradBias) {
+        backward("batchNormReluBackward", gradOut, x, n, c, s, mean, invstd, weight, bias, true, true, gradInput, gradWeight, gradBias);
+        return true;
+    }
+
+    private void backward(String op, StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
+                          StridedView weight, StridedView bias, boolean relu, boolean train, StridedView gradInput, StridedView gradWeight,
+                          StridedView gradBias) {
         boolean rows = NormPlan.rows(s);
-        String sums = NormPlan.entry(rows ? Kernel.BACKWARD_SUMS_ROWS : Kernel.BACKWARD_SUMS, op, x.dtype());
-        String input = NormPlan.entry(Kernel.BACKWARD_INPUT, op, x.dtype());
+        String sums = NormPlan.entry(relu ? rows ? Kernel.RELU_BACKWARD_SUMS_ROWS : Kernel.RELU_BACKWARD_SUMS
+                : rows ? Kernel.BACKWARD_SUMS_ROWS : Kernel.BACKWARD_SUMS, op, x.dtype());
+        String input = NormPlan.entry(relu ? Kernel.RELU_BACKWARD_INPUT : Kernel.BACKWARD_INPUT, op, x.dtype());
         checkBlocks(op, x, gradOut, gradInput);
         Device d = x.device();
         boolean needSums = gradWeight != null || gradBias != null || (train && gradInput != null);
@@ -144,18 +159,20 @@ final class CudaNormalizationKernels implements NormalizationKernels {
             Channel w = channel(op, weight, d);
             Channel gw = channel(op, gradWeight, d);
             Channel gb = channel(op, gradBias, d);
+            Channel b = relu ? channel(op, bias, d) : null;
             if (needSums) {
-                perChannel(d, sums, n, c, s, splits, rows
+                KernelArgs args = rows
                         ? NormPlan.backwardSumsRowsArgs(arena, addr(gradOut), addr(x), n, c, m, is, gw, gb, addr(coef), w, addr(partial), splits)
-                        : NormPlan.backwardSumsArgs(arena, addr(gradOut), addr(x), n, c, s, m, is, gw, gb, addr(coef), w, addr(partial), splits));
+                        : NormPlan.backwardSumsArgs(arena, addr(gradOut), addr(x), n, c, s, m, is, gw, gb, addr(coef), w, addr(partial), splits);
+                perChannel(d, sums, n, c, s, splits, relu ? NormPlan.reluArgs(arena, args, m, is, w, b) : args);
                 if (partial != null) {
                     elementwise(d, NormPlan.BACKWARD_FINISH, c,
                             NormPlan.backwardFinishArgs(arena, n, c, s, m, is, gw, gb, addr(coef), w, addr(partial), splits));
                 }
             }
             if (gradInput != null) {
-                elementwise(d, input, n * c * s, NormPlan.backwardInputArgs(arena, addr(gradOut), addr(x), addr(gradInput), n, c, s, m, is,
-                        w, addr(coef)));
+                KernelArgs args = NormPlan.backwardInputArgs(arena, addr(gradOut), addr(x), addr(gradInput), n, c, s, m, is, w, addr(coef));
+                elementwise(d, input, n * c * s, relu ? NormPlan.reluArgs(arena, args, m, is, w, b) : args);
             }
         } finally {
             CudaKernels.free(coef, partial);
@@ -164,6 +181,6 @@ final class CudaNormalizationKernels implements NormalizationKernels {
 
     @Override
     public String toString() {
-        return "CUDA NormalizationKernels (norm.cu: batch-norm statistics, apply, backward)";
+        return "CUDA NormalizationKernels (norm.cu: batch-norm statistics, apply, backward, backward through a ReLU)";
     }
 }

@@ -22,7 +22,9 @@ public final class NormPlan {
     /** The kernels of {@code norm.cu}. */
     public enum Kernel {
         STATS("stats"), STATS_FINISH("stats_finish"), STATS_ROWS("stats_rows"), APPLY("apply"), BACKWARD_SUMS("backward_sums"),
-        BACKWARD_SUMS_ROWS("backward_sums_rows"), BACKWARD_INPUT("backward_input");
+        BACKWARD_SUMS_ROWS("backward_sums_rows"), BACKWARD_INPUT("backward_input"),
+        /** The three backward kernels of {@code relu(batch_norm(x))} in training: their arguments and then {@link #reluArgs}. */
+        RELU_BACKWARD_SUMS("relu_backward_sums"), RELU_BACKWARD_SUMS_ROWS("relu_backward_sums_rows"), RELU_BACKWARD_INPUT("relu_backward_input");
 
         private final String name;
 
@@ -204,6 +206,14 @@ public final class NormPlan {
                                                Channel invstd, Channel weight, long coef) {
         return new KernelArgs(arena).pointer(grad).pointer(x).pointer(gradIn).i64(n).i64(c).i64(s)
                 .struct(packChannels(arena, mean, invstd, weight)).pointer(coef);
+    }
+
+    /**
+     * The last parameter of the {@code jt_norm_relu_backward_*} entries, after their unmasked siblings' arguments:
+     * {@code ChannelTensors {mean, invstd, weight, bias}}, from which the ReLU's input is recomputed.
+     */
+    public static KernelArgs reluArgs(Arena arena, KernelArgs args, Channel mean, Channel invstd, Channel weight, Channel bias) {
+        return args.struct(packChannels(arena, mean, invstd, weight, bias));
     }
 
     /** Doubles of the training backward's coefficient workspace: (invstd * weight, k, mean(g)) per channel. */

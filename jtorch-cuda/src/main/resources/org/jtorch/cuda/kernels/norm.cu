@@ -21,6 +21,9 @@
 //   jt_norm_backward_finish(n, c, s, ChannelTensors {mean, invstd, grad_weight, grad_bias}, coef or null,
 //                           weight or null, weight_stride, weight_dtype, partial, splits)
 //   jt_norm_backward_input_T(grad_out, x, grad_in, n, c, s, ChannelTensors {mean, invstd, weight, -}, coef or null)
+//   jt_norm_relu_backward_sums_T, jt_norm_relu_backward_sums_rows_T, jt_norm_relu_backward_input_T: the three above with a
+//                           last parameter ChannelTensors relu {mean, invstd, weight, bias}: the backward of relu(batch_norm(x))
+//                           in training, the gradient masked where the ReLU's input is not positive (recomputed from x)
 //   jt_norm_stats_rows_T, jt_norm_backward_sums_rows_T: the two reductions for s == 1 ([n, c] blocks), without s,
 //                           launched with JT_ROWS_THREADS threads a block, one block a tile of 32 channels and split
 // partial (2 doubles per channel and split) is unused (null) when splits == 1.
@@ -164,10 +167,21 @@ __device__ __forceinline__ void finish_backward(const ChannelTensors& p, const C
 }
 
 // Per channel: sum(g) and sum(g * (x - mean)) in double, split over blocks as the statistics are.
+// The ReLU after a training batch norm lets the gradient through where its input y = (x - mean) * invstd * weight + bias
+// is positive: recomputed from x with relu = {mean, invstd, weight, bias}, in the CPU kernel's order of operations
+// (CpuBatchNormReluBackward), so that the masked gradient is never written.
 template <typename T>
+__device__ __forceinline__ double relu_masked(double g, T xv, const ChannelTensors& relu, jt_i64 ch) {
+    typedef typename Scalar<T>::acc A;
+    const A xm = Scalar<T>::load(xv) - (A)channel_value(relu, 0, ch, 0.0);
+    const A y = xm * (A)channel_value(relu, 1, ch, 1.0) * (A)channel_value(relu, 2, ch, 1.0) + (A)channel_value(relu, 3, ch, 0.0);
+    return y > (A)0 ? g : 0.0;
+}
+
+template <typename T, bool RELU>
 __device__ __forceinline__ void backward_sums(const T* __restrict__ grad, const T* __restrict__ x, jt_i64 n, jt_i64 c, jt_i64 s,
                                               ChannelTensors p, double* __restrict__ coef, const ChannelTensors weight,
-                                              double* __restrict__ partial, int splits) {
+                                              double* __restrict__ partial, int splits, const ChannelTensors relu) {
     __shared__ double shared[64];
     const jt_i64 count = n * s;
     for (jt_i64 b = blockIdx.x; b < c * splits; b += gridDim.x) {
@@ -176,7 +190,8 @@ __device__ __forceinline__ void backward_sums(const T* __restrict__ grad, const 
         double sum_g = 0.0, sum_gx = 0.0;
         for (jt_i64 k = part * blockDim.x + threadIdx.x; k < count; k += (jt_i64)splits * blockDim.x) {
             const jt_i64 e = channel_element(k, ch, c, s);
-            const double g = (double)Scalar<T>::load(grad[e]);
+            double g = (double)Scalar<T>::load(grad[e]);
+            if (RELU) g = relu_masked<T>(g, x[e], relu, ch);
             sum_g += g;
             sum_gx += g * ((double)Scalar<T>::load(x[e]) - mean);
         }
@@ -204,14 +219,16 @@ __device__ __forceinline__ void backward_finish(jt_i64 n, jt_i64 c, jt_i64 s, Ch
     }
 }
 
-template <typename T>
+template <typename T, bool RELU>
 __device__ __forceinline__ void backward_input(const T* __restrict__ grad, const T* __restrict__ x, T* __restrict__ grad_in, jt_i64 n,
-                                               jt_i64 c, jt_i64 s, ChannelTensors p, const double* __restrict__ coef) {
+                                               jt_i64 c, jt_i64 s, ChannelTensors p, const double* __restrict__ coef,
+                                               const ChannelTensors relu) {
     typedef typename Scalar<T>::acc A;
     const jt_i64 total = n * c * s;
     for (jt_i64 e = global_thread(); e < total; e += grid_threads()) {
         const jt_i64 ch = (e / s) % c;
-        const A g = Scalar<T>::load(grad[e]);
+        A g = Scalar<T>::load(grad[e]);
+        if (RELU) g = (A)relu_masked<T>((double)g, x[e], relu, ch);
         if (coef != nullptr) {
             const A mean = (A)channel_value(p, 0, ch, 0.0);
             const A a = (A)coef[3 * ch], k = (A)coef[3 * ch + 1], mean_g = (A)coef[3 * ch + 2];
@@ -281,10 +298,10 @@ __device__ __forceinline__ void stats_rows(const T* __restrict__ x, jt_i64 n, jt
     }
 }
 
-template <typename T>
+template <typename T, bool RELU>
 __device__ __forceinline__ void backward_sums_rows(const T* __restrict__ grad, const T* __restrict__ x, jt_i64 n, jt_i64 c,
                                                    ChannelTensors p, double* __restrict__ coef, const ChannelTensors weight,
-                                                   double* __restrict__ partial, int splits) {
+                                                   double* __restrict__ partial, int splits, const ChannelTensors relu) {
     __shared__ double shared[2 * JT_ROWS_THREADS];
     const jt_i64 tiles = (c + 31) / 32, warps = blockDim.x >> 5;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -294,7 +311,8 @@ __device__ __forceinline__ void backward_sums_rows(const T* __restrict__ grad, c
         const double mean = active ? channel_value(p, 0, ch, 0.0) : 0.0;
         double sum_g = 0.0, sum_gx = 0.0;
         for (jt_i64 i = part * warps + warp; active && i < n; i += splits * warps) {
-            const double g = (double)Scalar<T>::load(grad[i * c + ch]);
+            double g = (double)Scalar<T>::load(grad[i * c + ch]);
+            if (RELU) g = relu_masked<T>(g, x[i * c + ch], relu, ch);
             sum_g += g;
             sum_gx += g * ((double)Scalar<T>::load(x[i * c + ch]) - mean);
         }
@@ -326,17 +344,32 @@ using namespace jt;
     extern "C" __global__ void jt_norm_backward_sums_##suffix(const T* grad, const T* x, jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors p, \
                                                              double* coef, const char* weight, jt_i64 weight_stride, int weight_dtype, \
                                                              double* partial, int splits) { \
-        backward_sums<T>(grad, x, n, c, s, p, coef, weight_only(weight, weight_stride, weight_dtype), partial, splits); } \
+        backward_sums<T, false>(grad, x, n, c, s, p, coef, weight_only(weight, weight_stride, weight_dtype), partial, splits, \
+                                ChannelTensors{}); } \
+    extern "C" __global__ void jt_norm_relu_backward_sums_##suffix(const T* grad, const T* x, jt_i64 n, jt_i64 c, jt_i64 s, \
+                                                                  ChannelTensors p, double* coef, const char* weight, \
+                                                                  jt_i64 weight_stride, int weight_dtype, double* partial, int splits, \
+                                                                  ChannelTensors relu) { \
+        backward_sums<T, true>(grad, x, n, c, s, p, coef, weight_only(weight, weight_stride, weight_dtype), partial, splits, relu); } \
     extern "C" __global__ void jt_norm_stats_rows_##suffix(const T* x, jt_i64 n, jt_i64 c, ChannelTensors out, double* partial, \
                                                           int splits) { \
         stats_rows<T>(x, n, c, out, partial, splits); } \
     extern "C" __global__ void jt_norm_backward_sums_rows_##suffix(const T* grad, const T* x, jt_i64 n, jt_i64 c, ChannelTensors p, \
                                                                   double* coef, const char* weight, jt_i64 weight_stride, \
                                                                   int weight_dtype, double* partial, int splits) { \
-        backward_sums_rows<T>(grad, x, n, c, p, coef, weight_only(weight, weight_stride, weight_dtype), partial, splits); } \
+        backward_sums_rows<T, false>(grad, x, n, c, p, coef, weight_only(weight, weight_stride, weight_dtype), partial, splits, \
+                                     ChannelTensors{}); } \
+    extern "C" __global__ void jt_norm_relu_backward_sums_rows_##suffix(const T* grad, const T* x, jt_i64 n, jt_i64 c, \
+                                                                       ChannelTensors p, double* coef, const char* weight, \
+                                                                       jt_i64 weight_stride, int weight_dtype, double* partial, \
+                                                                       int splits, ChannelTensors relu) { \
+        backward_sums_rows<T, true>(grad, x, n, c, p, coef, weight_only(weight, weight_stride, weight_dtype), partial, splits, relu); } \
     extern "C" __global__ void jt_norm_backward_input_##suffix(const T* grad, const T* x, T* grad_in, jt_i64 n, jt_i64 c, jt_i64 s, \
                                                               ChannelTensors p, const double* coef) { \
-        backward_input<T>(grad, x, grad_in, n, c, s, p, coef); }
+        backward_input<T, false>(grad, x, grad_in, n, c, s, p, coef, ChannelTensors{}); } \
+    extern "C" __global__ void jt_norm_relu_backward_input_##suffix(const T* grad, const T* x, T* grad_in, jt_i64 n, jt_i64 c, \
+                                                                   jt_i64 s, ChannelTensors p, const double* coef, ChannelTensors relu) { \
+        backward_input<T, true>(grad, x, grad_in, n, c, s, p, coef, relu); }
 
 // The backward's finish reads no element of x or grad: one entry for every dtype.
 extern "C" __global__ void jt_norm_backward_finish(jt_i64 n, jt_i64 c, jt_i64 s, ChannelTensors p, double* coef, const char* weight,
