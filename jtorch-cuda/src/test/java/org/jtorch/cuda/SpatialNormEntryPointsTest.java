@@ -47,7 +47,7 @@ class SpatialNormEntryPointsTest {
         Set<String> unused = new HashSet<>(entries.keySet());
         unused.removeAll(seen);
         assertEquals(Set.of(), unused, "entries of " + file + " that no launch uses");
-        assertEquals(file.equals("pool.cu") ? 14 : 29, seen.size(), "entries the planner names in " + file);
+        assertEquals(file.equals("pool.cu") ? 14 : 41, seen.size(), "entries the planner names in " + file);
     }
 
     private static void expectPool(Map<String, long[]> e, Set<String> seen, Arena arena) {
@@ -78,6 +78,12 @@ class SpatialNormEntryPointsTest {
                     NormPlan.backwardSumsArgs(arena, 1, 2, 2, 3, 4, f32, f32, null, strided, 64, strided, 0, 1));
             expect(e, seen, NormPlan.entry(Kernel.BACKWARD_INPUT, "batchNormBackward", t),
                     NormPlan.backwardInputArgs(arena, 1, 2, 3, 2, 3, 4, f32, f32, null, 0));
+            expect(e, seen, NormPlan.entry(Kernel.RELU_BACKWARD_SUMS, "batchNormReluBackward", t), NormPlan.reluArgs(arena,
+                    NormPlan.backwardSumsArgs(arena, 1, 2, 2, 3, 4, f32, f32, null, strided, 64, strided, 0, 1), f32, f32, strided, null));
+            expect(e, seen, NormPlan.entry(Kernel.RELU_BACKWARD_SUMS_ROWS, "batchNormReluBackward", t), NormPlan.reluArgs(arena,
+                    NormPlan.backwardSumsRowsArgs(arena, 1, 2, 2, 3, f32, f32, null, strided, 64, strided, 8, 5), f32, f32, strided, f32));
+            expect(e, seen, NormPlan.entry(Kernel.RELU_BACKWARD_INPUT, "batchNormReluBackward", t), NormPlan.reluArgs(arena,
+                    NormPlan.backwardInputArgs(arena, 1, 2, 3, 2, 3, 4, f32, f32, strided, 64), f32, f32, strided, f32));
         }
         expect(e, seen, NormPlan.BACKWARD_FINISH, NormPlan.backwardFinishArgs(arena, 2, 3, 4, f32, f32, f32, null, 64, null, 8, 5));
     }
