@@ -12,7 +12,6 @@ import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.Node;
-import org.jtorch.backend.Backends;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.OutOfMemoryException;
@@ -147,7 +146,7 @@ public final class Tensor implements AutoCloseable {
         }
         Storage storage;
         try {
-            storage = Backends.of(op, device).allocate(device, numel * elementSize);
+            storage = Dispatcher.allocateStorage(op, device, numel * elementSize);
         } catch (OutOfMemoryException e) {
             throw op.equals("empty") ? e : e.whileRunning(op);
         }
@@ -660,7 +659,7 @@ public final class Tensor implements AutoCloseable {
         }
         // Across devices: the accelerator's backend copies either way.
         Tensor s = src.broadcastTo(shape);
-        Backends.of(device().isCpu() ? src.device() : device()).copy(Dispatcher.view(s), Dispatcher.view(this), nonBlocking);
+        Dispatcher.copyBetween(s, this, nonBlocking);
         bumpVersion();
         if (Autograd.needsGrad(this, src)) {
             long[] srcShape = src.shape;
@@ -735,7 +734,7 @@ public final class Tensor implements AutoCloseable {
     /**
      * This CPU tensor copied into page-locked host memory (contiguous), from which copies to an accelerator
      * can be asynchronous ({@code to(device, true)}); this tensor itself (a new reference) when it is pinned
-     * already. Pinned memory comes from an accelerator backend ({@link Backends#allocatePinnedHost}).
+     * already. Pinned memory comes from an accelerator backend ({@link Dispatcher#allocatePinnedHost}).
      *
      * @throws IllegalStateException when no accelerator with pinned memory is available, naming why
      * @throws IllegalArgumentException for a tensor that is not on the CPU
@@ -745,9 +744,9 @@ public final class Tensor implements AutoCloseable {
         if (!device().isCpu()) throw new IllegalArgumentException("pinMemory: cannot pin a tensor on " + device() + ", only CPU tensors");
         if (isPinned()) return alias();
         long[] shape = shape();
-        Tensor pinned = fromStorage(Backends.allocatePinnedHost("pinMemory", numel() * dtype().byteSize()), dtype(), shape,
+        Tensor pinned = fromStorage(Dispatcher.allocatePinnedHost("pinMemory", numel() * dtype().byteSize()), dtype(), shape,
                 Shapes.contiguousStrides(shape), 0);
-        if (numel() > 0) Backends.of(Device.cpu()).copy(Dispatcher.view(this), Dispatcher.view(pinned));
+        if (numel() > 0) Dispatcher.copyBetween(this, pinned, false);
         return pinned;
     }
 
@@ -844,7 +843,7 @@ public final class Tensor implements AutoCloseable {
         checkOpen("toArray");
         try (Tensor host = cpu()) {
             Tensor out = Tensor.fromStorage(Storage.wrapHeap(dst), type, shape.clone(), Shapes.contiguousStrides(shape), 0);
-            Backends.of(Device.cpu()).copy(Dispatcher.view(host), Dispatcher.view(out));
+            Dispatcher.copyBetween(host, out, false);
             out.close();
         }
     }

@@ -634,6 +634,24 @@ public final class Dispatcher {
 
     // ------------------------------------------------------------------ kernel layer (with profiling)
 
+    /** {@code bytes} of memory on {@code device} from its backend's caching allocator; errors name {@code op}. */
+    public static org.jtorch.memory.Storage allocateStorage(String op, Device device, long bytes) {
+        return Backends.of(op, device).allocate(device, bytes);
+    }
+
+    /** {@code bytes} of page-locked host memory from an accelerator backend, for asynchronous copies; errors name {@code op}. */
+    public static org.jtorch.memory.Storage allocatePinnedHost(String op, long bytes) {
+        return Backends.allocatePinnedHost(op, bytes);
+    }
+
+    /**
+     * Copies {@code src} into {@code dst} (same shape; dtypes converted), within a device or across two: across, the
+     * accelerator's backend copies either way ({@code nonBlocking} from or to pinned host memory).
+     */
+    public static void copyBetween(Tensor src, Tensor dst, boolean nonBlocking) {
+        Backends.of(dst.device().isCpu() ? src.device() : dst.device()).copy(view(src), view(dst), nonBlocking);
+    }
+
     /** The op's result, allocated; running out of memory names the op. */
     private static Tensor allocate(String op, long[] shape, DType dtype, Device device) {
         try {
