@@ -667,7 +667,9 @@ final class ConvDirectF32 {
     /**
      * The tile of {@link #stride2InputGrad}: as {@link #tile8x32} without bias, over {@code rows} window rows of
      * two pixels of {@code cout} channels each, where the first pixel's taps go to all 32 lanes and the second
-     * pixel's to lanes 16-31 only (the even column phase takes no tap from it: its weights there are zero).
+     * pixel's to lanes 16-31 only (the even column phase takes no tap from it: its weights there are zero). By default
+     * {@link Stride2PhaseTilesF32}'s tiles run instead, with both pixels in one loop; this one with
+     * {@code -Djtorch.conv.fusedPhaseTiles=false}.
      */
     static void phaseTile8x32(float[] x, int xBase, int sx, int rowStride, int rows, int cout, float[] wp, int wBase,
                               MemorySegment tile) {
