@@ -395,6 +395,26 @@ class ConvolutionFastPathTest {
      */
     @Test
     void stride2InputGradientsWithPhasesCombined() {
+        stride2PhaseShapes();
+    }
+
+    /**
+     * The same shapes on the phase tiles that run the window's two pixels as two loops
+     * ({@code -Djtorch.conv.fusedPhaseTiles=false}): the fused tiles ({@code Stride2PhaseTilesF32}) are on by default.
+     */
+    @Test
+    void stride2InputGradientsWithTwoLoopPhaseTiles() {
+        String before = System.getProperty("jtorch.conv.fusedPhaseTiles");
+        System.setProperty("jtorch.conv.fusedPhaseTiles", "false");
+        try {
+            stride2PhaseShapes();
+        } finally {
+            if (before == null) System.clearProperty("jtorch.conv.fusedPhaseTiles");
+            else System.setProperty("jtorch.conv.fusedPhaseTiles", before);
+        }
+    }
+
+    private static void stride2PhaseShapes() {
         compare(new long[] {3, 16, 32, 32}, new long[] {32, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {2, 48, 16, 32}, new long[] {24, 48, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {1, 16, 8, 16}, new long[] {8, 16, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);

@@ -584,6 +584,7 @@ final class ConvDirectF32 {
         int p = ow % 8 == 0 ? 8 : 7;
         VectorMask<Float> lanes = p == 8 ? null : FS.indexInRange(0, 2 * p);
         float[] weights = wp;
+        boolean fused = Stride2PhaseTilesF32.enabled();
         int hp = ConvF32.paddedHeight(pg), imageFloats = hp * wpad * cout;
         int threads = Parallel.inParallelRegion() ? 1 : Parallel.numThreads();
         // Small gradOut images several at a time, up to 1 MB of them, so that each block's weights (256 KB for 512
@@ -592,7 +593,7 @@ final class ConvDirectF32 {
         int together = (int) Math.max(1, Math.min(Math.min(4, g.n() / threads), STRIDE2_FLOATS / imageFloats));
         if (together == 1) {
             overPaddedImages(gy, gyOff, pg, (wk, n, a0, a1) -> {
-                for (int blk = 0; blk < blocks; blk++) stride2Rows(wk, 0, n, a0, a1, blk, weights, p, lanes, gi, giOff, g);
+                for (int blk = 0; blk < blocks; blk++) stride2Rows(wk, 0, n, a0, a1, blk, weights, p, lanes, gi, giOff, g, fused);
             });
             return;
         }
@@ -606,7 +607,7 @@ final class ConvDirectF32 {
                     ConvF32.padChannelsLast(gy, gyOff + (n0 + i) * cout * oh * ow, cout, pg, hp, wpad, wk.image, i * imageFloats, wk.block);
                 }
                 for (int blk = 0; blk < blocks; blk++) {
-                    for (int i = 0; i < count; i++) stride2Rows(wk, i * imageFloats, n0 + i, 0, oh, blk, weights, p, lanes, gi, giOff, g);
+                    for (int i = 0; i < count; i++) stride2Rows(wk, i * imageFloats, n0 + i, 0, oh, blk, weights, p, lanes, gi, giOff, g, fused);
                 }
             }
         });
@@ -620,7 +621,7 @@ final class ConvDirectF32 {
      * image n, padded in {@code wk.image} from {@code imageBase} on: {@code p}-pixel tiles, interleaved into gi.
      */
     private static void stride2Rows(Work wk, int imageBase, long n, int a0, int a1, int blk, float[] wp, int p,
-                                    VectorMask<Float> lanes, MemorySegment gi, long giOff, Geometry g) {
+                                    VectorMask<Float> lanes, MemorySegment gi, long giOff, Geometry g, boolean fused) {
         // The padded gradOut rows: one zero column after (ConvF32.paddedWidth of the combined geometry).
         int cout = g.cout(), ow = g.ow(), groups = g.cin() / 16, wpad = ow + 1;
         int py = blk / groups, group = blk % groups;
@@ -632,8 +633,14 @@ final class ConvDirectF32 {
         for (int a = a0; a < a1; a++) {
             for (int b = 0; b < ow; b += p) {
                 int xBase = imageBase + (a * wpad + b) * cout;
-                if (p == 8) phaseTile8x32(wk.image, xBase, cout, wpad * cout, rows, cout, wp, wBase, wk.tile);
-                else phaseTile7x32(wk.image, xBase, cout, wpad * cout, rows, cout, wp, wBase, wk.tile);
+                if (fused) {
+                    if (p == 8) Stride2PhaseTilesF32.tile8x32(wk.image, xBase, cout, wpad * cout, rows, cout, wp, wBase, wk.tile);
+                    else Stride2PhaseTilesF32.tile7x32(wk.image, xBase, cout, wpad * cout, rows, cout, wp, wBase, wk.tile);
+                } else if (p == 8) {
+                    phaseTile8x32(wk.image, xBase, cout, wpad * cout, rows, cout, wp, wBase, wk.tile);
+                } else {
+                    phaseTile7x32(wk.image, xBase, cout, wpad * cout, rows, cout, wp, wBase, wk.tile);
+                }
                 storeInterleaved(wk, gi, channelBase + (2L * a + py) * rowBytes + 2L * b * Float.BYTES, planeBytes, lanes);
             }
         }
@@ -660,7 +667,9 @@ final class ConvDirectF32 {
     /**
      * The tile of {@link #stride2InputGrad}: as {@link #tile8x32} without bias, over {@code rows} window rows of
      * two pixels of {@code cout} channels each, where the first pixel's taps go to all 32 lanes and the second
-     * pixel's to lanes 16-31 only (the even column phase takes no tap from it: its weights there are zero).
+     * pixel's to lanes 16-31 only (the even column phase takes no tap from it: its weights there are zero). By default
+     * {@link Stride2PhaseTilesF32}'s tiles run instead, with both pixels in one loop; this one with
+     * {@code -Djtorch.conv.fusedPhaseTiles=false}.
      */
     static void phaseTile8x32(float[] x, int xBase, int sx, int rowStride, int rows, int cout, float[] wp, int wBase,
                               MemorySegment tile) {
