@@ -506,6 +506,27 @@ final class HoldingBackend implements Backend {
                 drop(a, b, out, bias, preActivation);
             }
         }
+
+        /** The packing holds {@code b}; each product holds its operands and {@code b}, which short products read in place. */
+        @Override
+        public PackedRight packRight(StridedView b) {
+            hold("mm", b);
+            PackedRight packed;
+            try {
+                packed = k.packRight(b);
+            } finally {
+                drop(b);
+            }
+            if (packed == null) return null;
+            return (a, out, alpha, beta) -> {
+                hold("mm", a, b, out);
+                try {
+                    packed.multiply(a, out, alpha, beta);
+                } finally {
+                    drop(a, b, out);
+                }
+            };
+        }
     }
 
     private record Random(RandomKernels k) implements RandomKernels {

@@ -52,4 +52,25 @@ public interface LinalgKernels {
                                      StridedView preActivation) {
         return false;
     }
+
+    /** A right-hand matrix prepared once for many products with it ({@link LinalgKernels#packRight}). */
+    @FunctionalInterface
+    interface PackedRight {
+        /**
+         * {@code out = alpha * a @ B + beta * out}, {@code a} {@code [M, K]} of any strides, {@code out} {@code [M, N]} with
+         * unit column stride, both of B's dtype and device; beta 0 ignores the old contents of {@code out}.
+         */
+        void multiply(StridedView a, StridedView out, double alpha, double beta);
+    }
+
+    /**
+     * {@code b} ({@code [K, N]}, any strides) packed once into the backend's GEMM layout, for products with many left-hand
+     * matrices while its values stay fixed (a recurrent layer's hidden weights over its time steps, which a GEMM would
+     * otherwise pack again at every step); null where the backend has no such form for {@code b} (then the caller runs
+     * {@link #bmm}). The matrix must stay alive and unchanged while the result is used: the products may read the
+     * packed copy or, short ones, the matrix in place. By default there is none.
+     */
+    default PackedRight packRight(StridedView b) {
+        return null;
+    }
 }

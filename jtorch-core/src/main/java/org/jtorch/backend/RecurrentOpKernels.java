@@ -15,8 +15,9 @@ import org.jtorch.op.StridedView;
  * over the contiguous operands the dispatcher hands them. Float16 and bfloat16 operands are widened to float32 in scratch
  * memory and the results rounded once (the backends' fused cells take float32 and float64). The layers
  * ({@link RecurrentOps#LSTM_LAYER}, {@link RecurrentOps#GRU_LAYER}) run the backend's GEMM, sum and add kernels as the
- * products, sums and additions they replace ran them (the same kernels, so the same values bit for bit), with the fused
- * cells between.
+ * products, sums and additions they replace ran them, with the fused cells between; the per-step products with the hidden
+ * weights run on {@code W_hh} packed once per layer call where the backend packs ({@link LinalgKernels#packRight}), as
+ * oneDNN's layers do, instead of a GEMM that packs it again at every step.
  */
 public final class RecurrentOpKernels {
     private RecurrentOpKernels() {}
@@ -77,9 +78,10 @@ public final class RecurrentOpKernels {
             StridedView gx = scratch.allocate(x.device(), new long[] {x.size(0), wIh.size(0)}, h0.dtype());
             StridedView hg = scratch.allocate(x.device(), new long[] {steps.batch(), wHh.size(0)}, h0.dtype());
             LinalgOpKernels.linear(backend, x, wIh, bIh, gx, null);
+            LinalgKernels.PackedRight wHhT = backend.linalg().packRight(t(wHh));
             StridedView h = h0, c = c0;
             for (int s = 0; s < steps.steps(); s++) {
-                LinalgOpKernels.linear(backend, h, wHh, bHh, hg, null);
+                hiddenGates(backend, h, wHh, wHhT, bHh, hg);
                 StridedView yt = steps.at(y, s);
                 if (lstm) {
                     StridedView ct = steps.at(cs, s);
@@ -114,6 +116,7 @@ public final class RecurrentOpKernels {
             // (read by the step's cell backward before the product overwrites it): no allocation per step.
             StridedView[] gc = new StridedView[2];
             StridedView dhNext = null;
+            LinalgKernels.PackedRight packedWHh = backend.linalg().packRight(wHh);
             for (int s = steps.steps() - 1; s >= 0; s--) {
                 StridedView stepGrad = stepGradient(backend, steps, s, dh, gY, ghy);
                 StridedView cx = s == 0 ? c0 : steps.at(cs, s - 1);
@@ -124,9 +127,9 @@ public final class RecurrentOpKernels {
                 dc = gcx;
                 if (s > 0) {
                     dh = dhNext != null ? dhNext : (dhNext = scratch.allocate(device, state, dtype));
-                    mm(backend, gt, wHh, dh);
+                    hiddenGradient(backend, null, gt, wHh, packedWHh, dh);
                 } else if ((mask & 1 << 5) != 0) {
-                    mm(backend, gt, wHh, outs[4]);
+                    hiddenGradient(backend, null, gt, wHh, packedWHh, outs[4]);
                 }
             }
             layerGradients(backend, scratch, steps, mask, x, wIh, h0, y, gates, gates, outs);
@@ -149,6 +152,7 @@ public final class RecurrentOpKernels {
             // One buffer each for the step's direct hidden gradient and the next hidden-state gradient, as the LSTM's.
             StridedView ghx = scratch.allocate(device, state, dtype);
             StridedView dhNext = null;
+            LinalgKernels.PackedRight packedWHh = backend.linalg().packRight(wHh);
             for (int s = steps.steps() - 1; s >= 0; s--) {
                 StridedView stepGrad = stepGradient(backend, steps, s, dh, gY, ghy);
                 StridedView hx = s == 0 ? h0 : steps.at(y, s - 1);
@@ -156,9 +160,9 @@ public final class RecurrentOpKernels {
                 k.gruCellBackward(stepGrad, hx, steps.at(ws, s), steps.at(inputGates, s), gh, ghx);
                 if (s > 0) {
                     dh = dhNext != null ? dhNext : (dhNext = scratch.allocate(device, state, dtype));
-                    addmm(backend, ghx, gh, wHh, dh);
+                    hiddenGradient(backend, ghx, gh, wHh, packedWHh, dh);
                 } else if ((mask & 1 << 5) != 0) {
-                    addmm(backend, ghx, gh, wHh, outs[5]);
+                    hiddenGradient(backend, ghx, gh, wHh, packedWHh, outs[5]);
                 }
             }
             layerGradients(backend, scratch, steps, mask, x, wIh, h0, y, inputGates, hiddenGates, outs);
@@ -190,6 +194,35 @@ public final class RecurrentOpKernels {
         boolean shared = inputGates == hiddenGates;
         if ((mask & (shared ? 3L << 3 : 1L << 3)) != 0) sumRows(backend, inputGates, outs[3]);
         if (!shared && (mask & 1 << 4) != 0) sumRows(backend, hiddenGates, outs[4]);
+    }
+
+    /**
+     * A step's hidden gates {@code h @ W_hh^T + b_hh} ({@code b_hh} may be null): on {@code W_hh^T} packed once for the layer
+     * where the backend packs ({@code wHhT} not null; the bias copied in first, as the linear kernel does), else the linear kernel.
+     */
+    private static void hiddenGates(Backend backend, StridedView h, StridedView wHh, LinalgKernels.PackedRight wHhT, StridedView bHh,
+                                    StridedView out) {
+        if (wHhT == null) {
+            LinalgOpKernels.linear(backend, h, wHh, bHh, out, null);
+            return;
+        }
+        if (bHh != null) backend.copy(bHh.expand("linear", out.shape()), out);
+        wHhT.multiply(h, out, 1, bHh != null ? 1 : 0);
+    }
+
+    /**
+     * A step's gradient of the previous hidden state, {@code direct + g @ W_hh} ({@code direct} null for none): on
+     * {@code W_hh} packed once for the layer where the backend packs ({@code packed} not null), else the mm or addmm kernel.
+     */
+    private static void hiddenGradient(Backend backend, StridedView direct, StridedView g, StridedView wHh, LinalgKernels.PackedRight packed,
+                                       StridedView out) {
+        if (packed == null) {
+            if (direct == null) mm(backend, g, wHh, out);
+            else addmm(backend, direct, g, wHh, out);
+            return;
+        }
+        if (direct != null) backend.copy(direct, out);
+        packed.multiply(g, out, 1, direct != null ? 1 : 0);
     }
 
     /**

@@ -200,6 +200,46 @@ class RecurrentTest {
         }
     }
 
+    /**
+     * From batch 9 up the CPU layers run their per-step hidden products on {@code W_hh} packed once per layer call
+     * ({@code LinalgKernels.packRight}); the step-by-step graph runs them as plain linear and mm kernels. Odd hidden sizes
+     * (partial panels), batch 1 (the unpacked hand-off) and past both row tilings, one step and several, both ways.
+     */
+    @Test
+    void fusedLayersOnPackedHiddenWeightsMatchTheStepByStepGraph() {
+        int[][] shapes = {{1, 1, 1}, {1, 9, 7}, {4, 9, 17}, {3, 13, 5}, {2, 20, 33}, {3, 31, 3}, {1, 1, 17}, {2, 45, 9}};
+        for (boolean lstm : new boolean[] {true, false}) {
+            for (int[] shape : shapes) {
+                int steps = shape[0], batch = shape[1], h = shape[2];
+                for (boolean reverse : new boolean[] {false, true}) {
+                    try (MemoryScope scope = new MemoryScope()) {
+                        Tensor[] p = layerInputs(lstm, steps, batch, 3, h);
+                        assertSameValuesAndGradients(x -> fusedLayer(x, steps, reverse), x -> stepByStep(x, steps, reverse), p);
+                    }
+                }
+            }
+        }
+    }
+
+    /** The same in float32 (the word LM's dtype), within float32's rounding of the two summation orders. */
+    @Test
+    void float32FusedLayersOnPackedHiddenWeightsMatchTheStepByStepGraph() {
+        for (boolean lstm : new boolean[] {true, false}) {
+            for (int[] shape : new int[][] {{3, 20, 33}, {2, 9, 7}, {1, 13, 5}}) {
+                int steps = shape[0], batch = shape[1], h = shape[2];
+                try (MemoryScope scope = new MemoryScope()) {
+                    Tensor[] p = layerInputs(lstm, steps, batch, 3, h);
+                    for (int i = 0; i < p.length; i++) p[i] = p[i].detach().to(DType.FLOAT32).requiresGrad_(true);
+                    Tensor[] a = fusedLayer(p, steps, false), e = stepByStep(p, steps, false);
+                    Tensor[] ga = Autograd.grad(new Tensor[] {weighted(a)}, p, null, false, false, false);
+                    Tensor[] ge = Autograd.grad(new Tensor[] {weighted(e)}, p, null, false, false, false);
+                    assertClose(e, a, 1e-5, 1e-5);
+                    assertClose(ge, ga, 1e-5, 1e-5);
+                }
+            }
+        }
+    }
+
     /** The differentiable backward (createGraph) of the fused layers gives their fused first derivatives. */
     @Test
     void fusedLayersDifferentiableBackwardMatchesTheKernels() {
@@ -300,9 +340,13 @@ class RecurrentTest {
     }
 
     private static void assertClose(Tensor[] expected, Tensor[] actual) {
+        assertClose(expected, actual, 1e-12, 1e-10);
+    }
+
+    private static void assertClose(Tensor[] expected, Tensor[] actual, double absolute, double relative) {
         for (int k = 0; k < expected.length; k++) {
             double[] e = expected[k].toDoubleArray(), a = actual[k].toDoubleArray();
-            for (int i = 0; i < e.length; i++) assertEquals(e[i], a[i], 1e-12 + 1e-10 * Math.abs(e[i]), "input " + k + " element " + i);
+            for (int i = 0; i < e.length; i++) assertEquals(e[i], a[i], absolute + relative * Math.abs(e[i]), "input " + k + " element " + i);
         }
     }
 

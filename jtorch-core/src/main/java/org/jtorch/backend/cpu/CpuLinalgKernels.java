@@ -46,6 +46,28 @@ final class CpuLinalgKernels implements LinalgKernels {
                 out.memory(), out.offset(), d.m() > 1 ? os[1] : d.n(), epilogue::block);
     }
 
+    /** float32 and float64 as {@link GemmPackedB}'s panels; other dtypes have none. */
+    @Override
+    public PackedRight packRight(StridedView b) {
+        DType t = b.dtype();
+        if (b.dim() != 2 || t != DType.FLOAT32 && t != DType.FLOAT64) return null;
+        int k = gemmSize("k", b.size(0), b, b), n = gemmSize("n", b.size(1), b, b);
+        GemmPackedB packed = t == DType.FLOAT32 ? GemmPackedB.f32(k, n, b.memory(), b.offset(), b.stride(0), b.stride(1))
+                : GemmPackedB.f64(k, n, b.memory(), b.offset(), b.stride(0), b.stride(1));
+        return (a, out, alpha, beta) -> {
+            if (a.dtype() != t || out.dtype() != t || a.dim() != 2 || out.dim() != 2 || a.size(1) != k || out.size(0) != a.size(0)
+                    || out.size(1) != n || out.stride(1) != 1 && n > 1) {
+                throw new IllegalArgumentException("mm: a packed [" + k + ", " + n + "] " + t + " right operand needs a [M, " + k
+                        + "] left operand and a [M, " + n + "] output with unit column stride, both " + t + "; got " + a.dtype() + " "
+                        + java.util.Arrays.toString(a.shape()) + " and " + out.dtype() + " " + java.util.Arrays.toString(out.shape())
+                        + " with strides " + java.util.Arrays.toString(out.strides()));
+            }
+            int m = gemmSize("m", a.size(0), a, b);
+            packed.multiply(m, alpha, a.memory(), a.offset(), a.stride(0), a.stride(1), beta, out.memory(), out.offset(),
+                    m > 1 ? out.stride(0) : n);
+        };
+    }
+
     /**
      * float16/bfloat16: {@link HalfGemm} widens the operands to float32 while packing them (no float32 copy of an
      * operand), accumulates in float32 and rounds the result once into the output, as PyTorch's CPU path.

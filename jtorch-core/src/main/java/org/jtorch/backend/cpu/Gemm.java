@@ -1180,7 +1180,7 @@ public final class Gemm {
     }
 
     /** {@code C = beta * C}; beta 0 writes zeros (NaN in C does not survive), beta 1 leaves C alone. */
-    private static void scaleD(int m, int n, double beta, MemorySegment c, long cOffset, long ldc) {
+    static void scaleD(int m, int n, double beta, MemorySegment c, long cOffset, long ldc) {
         if (beta == 1d) return;
         for (int i = 0; i < m; i++) {
             long row = (cOffset + i * ldc) * Double.BYTES;
@@ -1192,7 +1192,7 @@ public final class Gemm {
     }
 
     /** op(B)'s {@code kc x nc} block into DNR-wide strips, {@code [strip][p][DNR]}, the last strip zero-padded. */
-    private static void packDB(MemorySegment b, long off, long rs, long cs, int kc, int nc, MemorySegment dst) {
+    static void packDB(MemorySegment b, long off, long rs, long cs, int kc, int nc, MemorySegment dst) {
         for (int s = 0, j0 = 0; j0 < nc; s++, j0 += DNR) {
             int w = Math.min(DNR, nc - j0);
             long base = (long) s * kc * DNR;
@@ -1216,7 +1216,7 @@ public final class Gemm {
      * element was a quarter of time_sequence_prediction's float64 product time). A plain A is read element by element:
      * bulk-copying its rows and interleaving them from the heap measured slower at those sizes.
      */
-    private static void packDA(MemorySegment a, long off, long rs, long cs, int mc, int kc, double[] dst) {
+    static void packDA(MemorySegment a, long off, long rs, long cs, int mc, int kc, double[] dst) {
         for (int i0 = 0; i0 < mc; i0 += DMR) {
             int base = i0 * kc;
             if (i0 + DMR <= mc && rs == 1) {
@@ -1235,7 +1235,7 @@ public final class Gemm {
     }
 
     /** {@code C[0..mr)[0..nr) += alpha * tile} ({@code = alpha * tile} with {@code overwrite}), C's rows {@code ldcBytes} apart from {@code cByte}. */
-    private static void updateCD(double[] tile, MemorySegment c, long cByte, long ldcBytes, int mr, int nr, double alpha,
+    static void updateCD(double[] tile, MemorySegment c, long cByte, long ldcBytes, int mr, int nr, double alpha,
                                  boolean overwrite) {
         DoubleVector alv = DoubleVector.broadcast(DS, alpha);
         for (int r = 0; r < mr; r++) {

@@ -91,7 +91,7 @@ final class GemmShortM {
                     float[] bp = ws.panel(k * NR);
                     Gemm.packB(b, bOff + j0 * bcs, brs, bcs, k, nr, bp, ws.scratch);
                     for (int i0 = 0; i0 < m; i0 += R) {
-                        kernelPacked(k, ap, i0 * k, bp, ws.tile);
+                        kernelPacked(k, ap, i0 * k, bp, 0, ws.tile);
                         Gemm.updateC(ws.tile, c, cCol + i0 * ldcBytes, ldcBytes, Math.min(R, m - i0), nr, alpha, beta);
                     }
                 }
@@ -109,7 +109,7 @@ final class GemmShortM {
      * op(A) ({@code m x k}) as R-row blocks {@code dst[block*R*k + p*R + r]}, rows past m zero. A plain A's rows are
      * bulk-copied to the heap first and interleaved there, as {@link Gemm#packA} does.
      */
-    private static void packRows(MemorySegment a, long off, long rs, long cs, int m, int k, float[] dst, float[] scratch) {
+    static void packRows(MemorySegment a, long off, long rs, long cs, int m, int k, float[] dst, float[] scratch) {
         int blocks = (m + R - 1) / R;
         for (int blk = 0; blk < blocks; blk++) {
             int base = blk * R * k;
@@ -194,18 +194,18 @@ final class GemmShortM {
     }
 
     /**
-     * As {@link #kernelInPlace} over a packed panel {@code bp[p*NR + j]}. A separate copy on purpose, as Gemm's three
+     * As {@link #kernelInPlace} over a packed panel {@code bp[bBase + p*NR + j]} ({@link GemmPackedB} keeps whole panel sets). A separate copy on purpose, as Gemm's three
      * tile kernels are: reading the panel through a heap segment instead would mix heap and native segments at one
      * load site (C2 then compiles for both), and copying it into native memory would add a bulk copy per panel.
      */
-    private static void kernelPacked(int k, float[] ap, int aBase, float[] bp, float[] tile) {
+    static void kernelPacked(int k, float[] ap, int aBase, float[] bp, int bBase, float[] tile) {
         FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS), c10 = FloatVector.zero(FS), c11 = FloatVector.zero(FS);
         FloatVector c20 = FloatVector.zero(FS), c21 = FloatVector.zero(FS), c30 = FloatVector.zero(FS), c31 = FloatVector.zero(FS);
         FloatVector c40 = FloatVector.zero(FS), c41 = FloatVector.zero(FS), c50 = FloatVector.zero(FS), c51 = FloatVector.zero(FS);
         FloatVector c60 = FloatVector.zero(FS), c61 = FloatVector.zero(FS), c70 = FloatVector.zero(FS), c71 = FloatVector.zero(FS);
         FloatVector c80 = FloatVector.zero(FS), c81 = FloatVector.zero(FS), c90 = FloatVector.zero(FS), c91 = FloatVector.zero(FS);
         for (int p = 0; p < k; p++) {
-            int bi = p * NR;
+            int bi = bBase + p * NR;
             int ai = aBase + p * R;
             FloatVector b0 = FloatVector.fromArray(FS, bp, bi);
             FloatVector b1 = FloatVector.fromArray(FS, bp, bi + L);
