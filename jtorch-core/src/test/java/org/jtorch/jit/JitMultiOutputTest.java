@@ -249,4 +249,32 @@ class JitMultiOutputTest {
             }
         }
     }
+
+    /**
+     * A causal self-attention block as the char GPT's: positions from {@code Torch.arange}, the causal mask built from
+     * two more, layer norm (three outputs, the first read), dropout with p = 0 in training (an alias) and the residual:
+     * all traced, compiled, and equal to eager in values and gradients.
+     */
+    @Test
+    void aCausalAttentionBlockWithPositionsAndAnAliasingDropoutCompiles() {
+        Torch.manualSeed(58);
+        int d = 16, t = 6;
+        Tensor pos = randn(t, d).requiresGrad_(true);
+        Tensor g = randn(d).requiresGrad_(true);
+        Tensor b = randn(d).requiresGrad_(true);
+        Tensor wqkv = randn(3 * d, d).mul(0.3).requiresGrad_(true);
+        Tensor x = randn(2, t, d).requiresGrad_(true);
+        TensorFunction f = in -> {
+            Tensor h = in[0].add(F.embedding(Torch.arange(0, t, 1, DType.INT64, in[0].device()), pos));
+            Tensor qkv = F.linear(F.layerNorm(h, new long[] {d}, g, b, 1e-5), wqkv, null);
+            List<Tensor> parts = qkv.chunk(3, 2);
+            Tensor y = F.scaledDotProductAttention(parts.get(0), parts.get(1), parts.get(2), null, 0, true);
+            return h.add(F.dropout(y, 0.0, true));
+        };
+        String plan = Jit.explain(f, x);
+        assertFalse(plan.contains("runs eagerly"), plan);
+        assertTrue(plan.contains("= arange(; [0.0, 6.0, 1.0, "), plan);
+        assertTrue(plan.contains("= alias(%"), plan);
+        assertCompiledMatchesEager(f, x, new Tensor[] {x, pos, g, b, wqkv}, 1e-5f);
+    }
 }
