@@ -613,6 +613,7 @@ public final class Tensor implements AutoCloseable {
 
     /** A new view of the same data that holds its own storage reference (closing it leaves this tensor open). */
     public Tensor alias() {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.ALIAS, new Tensor[] {this}, new double[0], this::alias);
         checkOpen("alias");
         refreshViewHistory();
         Tensor a = view(shape, strides, offset);

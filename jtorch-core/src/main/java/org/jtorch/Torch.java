@@ -183,6 +183,9 @@ public final class Torch {
 
     /** {@code [start, end)} with an integer step, as int64. */
     public static Tensor arange(long start, long end, long step) {
+        if (Dispatcher.tracing() && exactAsDouble(start) && exactAsDouble(end) && exactAsDouble(step)) {
+            return tracedArange(start, end, step, DType.INT64, Device.cpu(), () -> arange(start, end, step));
+        }
         if (step == 0) throw new IllegalArgumentException("arange: step must be nonzero");
         if (step > 0 ? end < start : end > start) {
             throw new IllegalArgumentException("arange: upper bound and larger bound inconsistent with step sign (start " + start
@@ -202,6 +205,17 @@ public final class Torch {
         return r;
     }
 
+    /** Whether the trace's double arguments hold {@code v} exactly (an integer arange's bounds up to 2^53). */
+    private static boolean exactAsDouble(long v) {
+        return Math.abs(v) <= (1L << 53);
+    }
+
+    /** An arange reported to the trace as one op ({@link FrontEndOps#ARANGE}); the integer and floating forms give the same values. */
+    private static Tensor tracedArange(double start, double end, double step, DType dtype, Device device, java.util.function.Supplier<Tensor> body) {
+        double[] args = {start, end, step, dtype.ordinal(), device.type().ordinal(), device.index()};
+        return Dispatcher.traceFrontEnd(FrontEndOps.ARANGE, new Tensor[0], args, body);
+    }
+
     /** {@code [start, end)} with a floating step, of the default dtype. */
     public static Tensor arange(double start, double end, double step) {
         return arange(start, end, step, defaultDtype, Device.cpu());
@@ -210,6 +224,7 @@ public final class Torch {
     public static Tensor arange(double start, double end, double step, DType dtype, Device device) {
         Arguments.nonNull("arange", "dtype", dtype);
         Arguments.nonNull("arange", "device", device);
+        if (Dispatcher.tracing()) return tracedArange(start, end, step, dtype, device, () -> arange(start, end, step, dtype, device));
         if (step == 0) throw new IllegalArgumentException("arange: step must be nonzero");
         if (!Double.isFinite(start) || !Double.isFinite(end)) {
             throw new IllegalArgumentException("arange: unsupported range: " + start + " -> " + end);

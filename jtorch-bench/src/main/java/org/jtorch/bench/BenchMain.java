@@ -39,7 +39,7 @@ public final class BenchMain {
                 if (Arrays.asList(args).contains("--phases")) {
                     System.out.print(JitStepBench.phases(quick, cpuTime));
                 } else {
-                    print(JitStepBench.run(quick, cpuTime));
+                    print(JitStepBench.run(quick, cpuTime, option(args, "--only")));
                     if (Arrays.asList(args).contains("--profile")) System.err.print(JitStepBench.profile(quick ? 5 : 20));
                 }
             }
@@ -99,10 +99,11 @@ public final class BenchMain {
                                  1024 with and without a residual add, at 1M and 16M floats, and gelu(x @ w + b) at 1M,
                                  eager against Jit.trace, and the first compiled call (python/bench_jit.py: torch.compile;
                                  --cputime: in thread CPU time, for JTORCH_NUM_THREADS=1)
-                      jit-steps  MLP (batch 128) and ResNet-20 (batch 32) training steps, eager against Jit.compile in
-                                 alternating rounds, and each step's peak CPU allocator bytes (--cputime: in thread CPU
-                                 time, for JTORCH_NUM_THREADS=1; --profile: each kernel's time per step, both ways;
-                                 --phases: the MLP step's forward, loss, backward and optimizer times, both ways)
+                      jit-steps  MLP (batch 128), ResNet-20 (batch 32), LSTM word LM and char GPT training steps, eager
+                                 against Jit.compile in alternating rounds, and each step's peak CPU allocator bytes
+                                 (--cputime: in thread CPU time, for JTORCH_NUM_THREADS=1; --only mlp,resnet20,wordlm,chargpt;
+                                 --profile: each kernel's time per step, both ways; --phases: the MLP step's forward,
+                                 loss, backward and optimizer times, both ways)
                       jit-inference  ResNet-20 (32x32) and ResNet-50 (224x224) forwards in evaluation, batch 32 and 1,
                                  eager against Jit.compile (batch norms folded, convolution epilogues) in alternating
                                  rounds (--cputime: in thread CPU time, for JTORCH_NUM_THREADS=1; --only NAME,...:

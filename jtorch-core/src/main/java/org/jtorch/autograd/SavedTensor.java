@@ -2,6 +2,7 @@ package org.jtorch.autograd;
 
 import org.jtorch.Tensor;
 import org.jtorch.op.Shapes;
+import org.jtorch.ops.Dispatcher;
 
 /**
  * A tensor saved for backward: holds its own reference to the storage (so the user may close the
@@ -17,7 +18,8 @@ public final class SavedTensor {
 
     SavedTensor(Tensor t) {
         this.source = t;
-        this.tensor = t.alias().untrack(); // owned by the graph, not by the caller's MemoryScope
+        // Owned by the graph, not by the caller's MemoryScope; autograd's own handle, not an op of a traced function.
+        this.tensor = (Dispatcher.tracing() ? Dispatcher.withoutTrace(t::alias) : t.alias()).untrack();
         this.version = t.version();
     }
 

@@ -110,7 +110,7 @@ public final class Jit {
     public static String explain(TensorFunction fn, Tensor... inputs) {
         Tracer tracer = new Tracer(inputs);
         Tensor result = Compiled.traceInto(tracer, fn, inputs);
-        if (tracer.graph.output instanceof Graph.Node) result.close();
+        if (tracer.graph.output instanceof Graph.Node || tracer.graph.output instanceof Graph.Output) result.close();
         StringBuilder s = new StringBuilder("graph:\n").append(tracer.graph);
         if (tracer.breakReason() != null) return s.append("runs eagerly: ").append(tracer.breakReason()).append('\n').toString();
         Program p = new Program(tracer.graph, Compiled.needsGrad(tracer.graph, inputs));

@@ -137,8 +137,13 @@ final class Program {
     /** Whether this program records autograd: grad mode was on and an input or captured tensor required grad. */
     private final boolean differentiable;
     private final List<Step> steps = new ArrayList<>();
-    /** For each node id, the index of the last step reading it (its value is closed after that step). */
+    /** For each value's slot ({@link Graph#slot}), the index of the last step reading it (its value is closed after that step). */
     private final Map<Integer, Integer> lastUse = new HashMap<>();
+    /**
+     * The later outputs of multi-output nodes that some live node reads, or that the program returns: a replay keeps
+     * these and closes the others at once (where none is read, the op runs asking for its first output alone).
+     */
+    private final java.util.Set<Graph.Output> liveOutputs = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
     /**
      * Backward fusion, with autograd: a float32 linear layer (run at a linear + ReLU layer's place, or replayed as a
      * {@link MaskedLinear}) whose input is the output of a linear + ReLU layer read by it alone, mapped to that ReLU's
@@ -169,6 +174,10 @@ final class Program {
         markLive(graph.output, live);
         // An in-place op is live for its effect on the tensor it writes.
         for (Graph.Node n : graph.nodes) if (n.inPlace) markLive(n, live);
+        if (graph.output instanceof Graph.Output o) liveOutputs.add(o);
+        for (Graph.Node n : graph.nodes) {
+            if (live.containsKey(n)) for (Graph.Value v : n.inputs) if (v instanceof Graph.Output o) liveOutputs.add(o);
+        }
         if (graph.output instanceof Graph.Node out) uses.merge(out, 1, Integer::sum);
         for (Graph.Node n : graph.nodes) {
             if (!live.containsKey(n)) continue;
@@ -262,7 +271,7 @@ final class Program {
             steps.add(f != null ? f : new Replayed(n));
         }
         for (int s = 0; s < steps.size(); s++) {
-            for (Graph.Value v : reads(steps.get(s))) if (v instanceof Graph.Node p) lastUse.put(p.id, s);
+            for (Graph.Value v : reads(steps.get(s))) if (Graph.slot(v) >= 0) lastUse.put(Graph.slot(v), s);
         }
     }
 
@@ -287,15 +296,27 @@ final class Program {
         Map<Computation, Graph.Node> seen = new HashMap<>();
         Map<Graph.Node, Graph.Node> replaced = new IdentityHashMap<>();
         for (Graph.Node n : graph.nodes) {
-            for (int k = 0; k < n.inputs.size(); k++) {
-                if (n.inputs.get(k) instanceof Graph.Node p && replaced.containsKey(p)) n.inputs.set(k, replaced.get(p));
-            }
+            for (int k = 0; k < n.inputs.size(); k++) n.inputs.set(k, replacement(n.inputs.get(k), replaced));
             // An in-place op repeats its effect; a read of a value written in place depends on where it stands.
             if (n.inPlace || readsMutated(n)) continue;
             Graph.Node first = seen.putIfAbsent(Computation.of(n), n);
-            if (first != null) replaced.put(n, first);
+            // A multi-output node stands in for another only with the same outputs kept (the op skips some unasked).
+            if (first != null && sameOutputs(first, n)) replaced.put(n, first);
         }
-        if (graph.output instanceof Graph.Node out && replaced.containsKey(out)) graph.output = replaced.get(out);
+        graph.output = replacement(graph.output, replaced);
+    }
+
+    /** {@code v}, or what stands for it once the nodes in {@code replaced} are replaced: the same output of their replacement. */
+    private static Graph.Value replacement(Graph.Value v, Map<Graph.Node, Graph.Node> replaced) {
+        if (v instanceof Graph.Node p && replaced.containsKey(p)) return replaced.get(p);
+        if (v instanceof Graph.Output o && replaced.containsKey(o.node)) return replaced.get(o.node).outputs[o.index - 1];
+        return v;
+    }
+
+    private static boolean sameOutputs(Graph.Node a, Graph.Node b) {
+        if (a.outputs.length != b.outputs.length) return false;
+        for (int k = 0; k < a.outputs.length; k++) if ((a.outputs[k] == null) != (b.outputs[k] == null)) return false;
+        return true;
     }
 
     private Fused compile(FusedGroup g) {
@@ -557,6 +578,7 @@ final class Program {
     }
 
     private static void markLive(Graph.Value v, Map<Graph.Node, Boolean> live) {
+        if (v instanceof Graph.Output o) v = o.node;
         if (!(v instanceof Graph.Node n) || live.containsKey(n)) return;
         live.put(n, true);
         for (Graph.Value in : n.inputs) if (in != null) markLive(in, live);
@@ -641,7 +663,7 @@ final class Program {
     // ------------------------------------------------------------------ running
 
     Tensor run(Tensor[] inputs) {
-        Tensor[] values = new Tensor[graph.nodes.size()];
+        Tensor[] values = new Tensor[graph.slots()];
         try {
             for (int s = 0; s < steps.size(); s++) {
                 Step step = steps.get(s);
@@ -658,14 +680,15 @@ final class Program {
                     case Replayed r -> replay(r.node(), inputs, values);
                 };
                 for (Graph.Value v : reads(step)) {
-                    if (v instanceof Graph.Node p && lastUse.get(p.id) == s && p != graph.output && values[p.id] != null) {
-                        values[p.id].close();
-                        values[p.id] = null;
+                    int slot = Graph.slot(v);
+                    if (slot >= 0 && lastUse.get(slot) == s && v != graph.output && values[slot] != null) {
+                        values[slot].close();
+                        values[slot] = null;
                     }
                 }
             }
             Tensor out = resolve(graph.output, inputs, values);
-            if (graph.output instanceof Graph.Node n) values[n.id] = null;
+            if (Graph.slot(graph.output) >= 0) values[Graph.slot(graph.output)] = null;
             return out;
         } finally {
             for (Tensor t : values) if (t != null) t.close();
@@ -678,6 +701,7 @@ final class Program {
             case Graph.Input i -> inputs[i.index()];
             case Graph.Constant c -> c.tensor;
             case Graph.Node n -> values[n.id];
+            case Graph.Output o -> values[o.slot];
         };
     }
 
@@ -1416,11 +1440,12 @@ final class Program {
         }, args, kept);
     }
 
-    private static Tensor replay(Graph.Node n, Tensor[] inputs, Tensor[] values) {
+    private Tensor replay(Graph.Node n, Tensor[] inputs, Tensor[] values) {
         Tensor[] args = new Tensor[n.inputs.size()];
         for (int k = 0; k < args.length; k++) args[k] = resolve(n.inputs.get(k), inputs, values);
         double[] s = n.scalars;
         OpDef op = n.op;
+        if (readsLaterOutputs(n)) return replayAll(n, args, values);
         if (n.inPlace) {
             // Writes into its first input's tensor; the node has no value of its own.
             if (op.kind() == OpDef.Kind.UNARY) Elementwise.unaryInPlace(op, args[0], s[0], s[1]);
@@ -1435,6 +1460,31 @@ final class Program {
             case ALONG_DIM -> Dispatcher.alongDim(op, args[0], (int) s[0], null);
             case COMPOSITE, FRONT_END, STRUCTURED -> Dispatcher.call(op, args, s);
         };
+    }
+
+    /** Whether the program reads an output of {@code n} after its first. */
+    private boolean readsLaterOutputs(Graph.Node n) {
+        for (Graph.Output o : n.outputs) if (o != null && liveOutputs.contains(o)) return true;
+        return false;
+    }
+
+    /**
+     * Replays a multi-output node whose later outputs the program reads: all its outputs, as eager's call made them
+     * (autograd records the op once, with every output, as eagerly), the read ones kept at their slots and the others
+     * closed at once. Returns the first.
+     */
+    private Tensor replayAll(Graph.Node n, Tensor[] args, Tensor[] values) {
+        Tensor[] outs = Dispatcher.callAll(n.op, args, n.scalars);
+        if (outs.length != n.outputs.length + 1) {
+            for (Tensor t : outs) if (t != null) t.close();
+            throw new IllegalStateException(n.op.pyName() + " made " + outs.length + " outputs when replayed, " + (n.outputs.length + 1) + " when traced");
+        }
+        for (int k = 1; k < outs.length; k++) {
+            Graph.Output o = n.outputs[k - 1];
+            if (o != null && liveOutputs.contains(o)) values[o.slot] = outs[k];
+            else if (outs[k] != null) outs[k].close();
+        }
+        return outs[0];
     }
 
     /** The dtype a reduction was asked for: null where the op's own rule gives the traced result type. */
@@ -1517,8 +1567,16 @@ final class Program {
                 }
                 case MaskedLinear m -> s.append(m.node()).append(" = linear, its input's gradient masked by ")
                         .append(Graph.name(m.node().inputs.get(0))).append("'s ReLU in the GEMM's epilogue\n");
-                case Replayed r -> s.append(r.node()).append(" = ").append(r.node().op.name())
-                        .append(r.node().inPlace ? "_ (eager, in place)\n" : " (eager)\n");
+                case Replayed r -> {
+                    s.append(r.node()).append(" = ").append(r.node().op.name()).append(r.node().inPlace ? "_ (eager, in place" : " (eager");
+                    if (r.node().multiOutput()) {
+                        List<String> read = new ArrayList<>();
+                        for (Graph.Output o : r.node().outputs) if (o != null && liveOutputs.contains(o)) read.add(o.toString());
+                        s.append(", ").append(r.node().outputs.length + 1).append(" outputs")
+                                .append(read.isEmpty() ? ", the first read" : ", also read: " + String.join(", ", read));
+                    }
+                    s.append(")\n");
+                }
             }
         }
         return s.toString();

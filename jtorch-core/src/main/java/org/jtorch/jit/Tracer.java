@@ -57,6 +57,30 @@ final class Tracer implements TraceHook<Tensor> {
         versions.put(output, output.version());
     }
 
+    /**
+     * An op with several outputs: one node standing for the first, with the others as its {@link Graph.Output}s, so
+     * that a program reading an LSTM cell's {@code cy} or max pooling's indices is still one graph.
+     */
+    @Override
+    public void recordAll(OpDef op, List<Tensor> inputs, double[] scalars, List<Tensor> outputs) {
+        if (outputs.isEmpty() || outputs.get(0) == null) {
+            breakAt(op.pyName() + " returned no first output");
+            return;
+        }
+        record(op, inputs, scalars, null, outputs.get(0));
+        Graph.Node node = graph.nodes.getLast();
+        node.outputs = new Graph.Output[outputs.size() - 1];
+        for (int i = 1; i < outputs.size(); i++) {
+            Tensor t = outputs.get(i);
+            if (t == null) continue;
+            Graph.Output o = new Graph.Output(node, i, t);
+            node.outputs[i - 1] = o;
+            seenStorages.add(t.storage());
+            values.put(t, o);
+            versions.put(t, t.version());
+        }
+    }
+
     @Override
     public void created(Tensor tensor) {
         checkMutations();
@@ -143,6 +167,7 @@ final class Tracer implements TraceHook<Tensor> {
             return;
         }
         graph.output = valueOf(result);
+        graph.seal();
         for (Map.Entry<Tensor, Integer> e : versions.entrySet()) {
             Tensor t = e.getKey();
             if (!t.isClosed() && t.version() != e.getValue()) {

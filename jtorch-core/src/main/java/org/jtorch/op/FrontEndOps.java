@@ -41,6 +41,15 @@ public final class FrontEndOps {
     public static final OpDef FULL = OpDef.frontEnd("full", false).rule(SAME).signature(new Param("size", "SymInt[]", null),
             new Param("fill_value", "Scalar", null), new Param("dtype", "ScalarType?", "None"), new Param("device", "Device?", "None"))
             .doc("`Torch.full`, `Torch.ones`").build();
+    /**
+     * {@code Torch.arange}: a constant of the graph made anew at each call (its bounds are Java numbers, fixed at trace
+     * time); the trace's arguments are start, end, step, the dtype's and the device's ordinals and the device index.
+     */
+    public static final OpDef ARANGE = OpDef.frontEnd("arange", false).rule(SAME).signature(new Param("start", "Scalar", "0"),
+            new Param("end", "Scalar", null), new Param("step", "Scalar", "1"), new Param("dtype", "ScalarType?", "None"),
+            new Param("device", "Device?", "None")).doc("`Torch.arange`").build();
+    /** Another handle to the same tensor ({@code Tensor.alias}: dropout in evaluation or with p = 0, a module returning its input). */
+    public static final OpDef ALIAS = OpDef.frontEnd("alias", true).rule(SAME).signature(SELF).doc("a view of the whole tensor").build();
     public static final OpDef CONV2D = OpDef.frontEnd("conv2d", true).rule(DTypeRule.FLOATING_ONLY)
             .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"),
                     new Param("stride", "int[2]", "1"), new Param("padding", "int[2]", "0"), new Param("dilation", "int[2]", "1"),

@@ -13,6 +13,15 @@ public interface TraceHook<T> {
     void record(OpDef op, List<T> inputs, double[] scalars, ReduceArgs reduce, T output);
 
     /**
+     * An op with several outputs ran (a multi-output structured op, or a front end returning several tensors): {@code
+     * outputs} in declared order, null where the op skipped one nobody asked for. A hook that ignores the others sees
+     * them as made by an op it does not see.
+     */
+    default void recordAll(OpDef op, List<T> inputs, double[] scalars, List<T> outputs) {
+        record(op, inputs, scalars, null, outputs.get(0));
+    }
+
+    /**
      * Every tensor the thread creates while the hook is installed, whether an op the hook sees made it or not: a
      * tensor used later that no recorded op made was made by an op the trace does not see.
      */

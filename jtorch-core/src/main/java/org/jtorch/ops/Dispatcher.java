@@ -189,8 +189,8 @@ public final class Dispatcher {
      * its meta function gives every output's shape and dtype, all are allocated on the inputs' device, and the kernel
      * registered for that device writes them in one call. Autograd differentiates the first output, or the first
      * {@link OpDef#gradOutputs} (an LSTM cell's {@code hy} and {@code cy}; the others, indices, saved statistics or
-     * workspaces, are what its derivatives read); the trace records the first output and sees the others as
-     * made by an op it cannot replay.
+     * workspaces, are what its derivatives read); the trace records the op with all its outputs ({@link
+     * TraceHook#recordAll}).
      */
     public static Tensor[] callAll(OpDef op, Tensor[] inputs, double... scalars) {
         if (op.kind() != OpDef.Kind.STRUCTURED || op.outputCount() == 1) {
@@ -246,7 +246,7 @@ public final class Dispatcher {
         } else {
             k.run(outViews, views, scalars);
         }
-        if (TRACING.get() != 0) traced(op, outs[0], scalars, null, inputs);
+        if (TRACING.get() != 0) tracedAll(op, outs, scalars, inputs);
         if (record) record(op, inputs, values, outs[0], outs, scalars, null);
         closeCopies(inputs, values);
         return outs;
@@ -748,6 +748,11 @@ public final class Dispatcher {
     private static void traced(OpDef op, Tensor out, double[] scalars, ReduceArgs reduce, Tensor... inputs) {
         TraceHook<Tensor> hook = TRACE.get();
         if (hook != null) hook.record(op, Arrays.asList(inputs), scalars.clone(), reduce, out);
+    }
+
+    private static void tracedAll(OpDef op, Tensor[] outs, double[] scalars, Tensor... inputs) {
+        TraceHook<Tensor> hook = TRACE.get();
+        if (hook != null) hook.recordAll(op, Arrays.asList(inputs), scalars.clone(), Arrays.asList(outs));
     }
 
     // ------------------------------------------------------------------ autograd layer

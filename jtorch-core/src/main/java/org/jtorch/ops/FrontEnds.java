@@ -26,6 +26,11 @@ public final class FrontEnds {
         if (op == ViewOps.UNSQUEEZE) return in[0].unsqueeze((int) args[0]);
         if (op == ViewOps.EXPAND) return in[0].expand(longs(args));
         if (op == FrontEndOps.CONTIGUOUS) return in[0].contiguous();
+        if (op == FrontEndOps.ALIAS) return in[0].alias();
+        if (op == FrontEndOps.ARANGE) {
+            Device device = Device.Type.values()[(int) args[4]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[5]);
+            return Torch.arange(args[0], args[1], args[2], DType.values()[(int) args[3]], device);
+        }
         if (op == FrontEndOps.MATMUL) return Linalg.matmul(in[0], in[1]);
         if (op == FrontEndOps.ROWS) return Linalg.rowsOf(in[0]);
         if (op == ViewOps.SLICE) return in[0].slice((int) args[0], (long) args[1], (long) args[2], (long) args[3]);
