@@ -167,8 +167,9 @@ final class Program {
         Map<Graph.Node, Integer> uses = new IdentityHashMap<>();
         Map<Graph.Node, Boolean> live = new IdentityHashMap<>();
         markLive(graph.output, live);
-        // An in-place op is live for its effect on the tensor it writes.
-        for (Graph.Node n : graph.nodes) if (n.inPlace) markLive(n, live);
+        // An in-place op is live for its effect on the tensor it writes; a random op for its draws, which advance its
+        // generator as the eager call did even where its value goes unread.
+        for (Graph.Node n : graph.nodes) if (n.inPlace || n.op.isRandom()) markLive(n, live);
         if (graph.output instanceof Graph.Node out) uses.merge(out, 1, Integer::sum);
         for (Graph.Node n : graph.nodes) {
             if (!live.containsKey(n)) continue;
@@ -281,7 +282,7 @@ final class Program {
 
     /**
      * Common subexpressions: a node that repeats an earlier node's computation (the same op on the same values with
-     * the same arguments) is replaced by it. Every traced op is deterministic (random ops are not traced yet).
+     * the same arguments) is replaced by it. Random ops are not: two draws are two draws.
      */
     private void eliminateCommonSubexpressions() {
         Map<Computation, Graph.Node> seen = new HashMap<>();
@@ -291,7 +292,7 @@ final class Program {
                 if (n.inputs.get(k) instanceof Graph.Node p && replaced.containsKey(p)) n.inputs.set(k, replaced.get(p));
             }
             // An in-place op repeats its effect; a read of a value written in place depends on where it stands.
-            if (n.inPlace || readsMutated(n)) continue;
+            if (n.inPlace || n.op.isRandom() || readsMutated(n)) continue;
             Graph.Node first = seen.putIfAbsent(Computation.of(n), n);
             if (first != null) replaced.put(n, first);
         }
