@@ -346,7 +346,7 @@ public final class Torch {
         }
         Tensor r = Tensor.empty("randint", shape, dtype, device);
         try {
-            return Dispatcher.callInPlace(RandomOps.RANDOM, new Tensor[] {r}, bounds);
+            return Dispatcher.fillNew(RandomOps.RANDOM, r, bounds);
         } catch (RuntimeException e) {
             r.close();
             throw e;
@@ -358,7 +358,7 @@ public final class Torch {
                                      long generator) {
         Tensor r = Tensor.empty(op, shape, dtype, device);
         try {
-            return Dispatcher.callInPlace(fill, new Tensor[] {r}, a, b, generator);
+            return Dispatcher.fillNew(fill, r, a, b, generator);
         } catch (RuntimeException e) {
             r.close();
             throw e;

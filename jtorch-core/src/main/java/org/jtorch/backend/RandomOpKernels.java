@@ -4,9 +4,12 @@ import static org.jtorch.op.RandomOps.exact;
 import static org.jtorch.op.RandomOps.firstBlock;
 import static org.jtorch.op.RandomOps.seed;
 
+import java.lang.foreign.MemorySegment;
 import java.util.function.Consumer;
 import org.jtorch.DType;
 import org.jtorch.Device;
+import org.jtorch.memory.ElementCodec;
+import org.jtorch.memory.Storage;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.PointwiseOps;
@@ -16,8 +19,8 @@ import org.jtorch.op.StridedView;
 /**
  * The kernels of {@link RandomOps} for one backend, from its {@link RandomKernels} (Philox fills of contiguous memory)
  * and its pointwise kernels: bernoulli and dropout draw their uniforms into scratch memory and compare and scale them with
- * the backend's {@code lt}, {@code mul} and strided copy, the very kernels, dtypes and wrapped scalars the composition of
- * tensor ops they replace ran, so that results stay bit for bit. The generator's state comes after the call's scalars
+ * the backend's {@code lt}, {@code mul}, {@code where} and strided copy, in the dtypes and with the numbers the
+ * composition of tensor ops they replace used, so that results stay bit for bit. The generator's state comes after the call's scalars
  * ({@link RandomOps#seed}, {@link RandomOps#firstBlock}).
  */
 public final class RandomOpKernels {
@@ -95,11 +98,15 @@ public final class RandomOpKernels {
         }
     }
 
-    /** {@code mask.to(t) * scale} in scratch: the multiplier a kept element gets. */
+    /**
+     * {@code mask.to(t) * scale} in scratch, in one pass: {@code mask ? scale : 0} with the kept value rounded as that
+     * product rounds it ({@code t}'s multiplication computes in float32 for float16/bfloat16, with the number unrounded).
+     */
     private static StridedView scaled(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView mask, DType t, double scale) {
-        StridedView s = scratch.allocate(mask.device(), mask.shape(), t);
-        backend.copy(mask, s);
-        pointwise(PointwiseOps.MUL, t, s, s, number(backend, scratch, mask.device(), scalarType(t), scale, mask.shape()));
+        Device device = mask.device();
+        StridedView s = scratch.allocate(device, mask.shape(), t);
+        double kept = t == DType.FLOAT64 ? scale : (float) scale;
+        backend.where(mask, number(backend, scratch, device, t, kept, mask.shape()), number(backend, scratch, device, t, 0, mask.shape()), s);
         return s;
     }
 
@@ -111,9 +118,14 @@ public final class RandomOpKernels {
         return t == DType.FLOAT16 || t == DType.BFLOAT16 ? DType.FLOAT32 : t;
     }
 
-    /** A 0-d scratch holding {@code value} in {@code dtype}, broadcast to {@code shape}. */
+    /** {@code value} in {@code dtype} broadcast to {@code shape}: on the heap for the CPU (as its wrapped numbers), else scratch. */
     private static StridedView number(Backend backend, ConvolutionOpKernels.Scratch scratch, Device device, DType dtype, double value,
                                       long[] shape) {
+        if (device.isCpu()) {
+            MemorySegment seg = MemorySegment.ofArray(new long[1]);
+            ElementCodec.setDouble(dtype, seg, 0, value);
+            return new StridedView(seg, 0, shape, new long[shape.length], dtype, Storage.wrapHeap(seg));
+        }
         StridedView v = scratch.allocate(device, new long[0], dtype);
         backend.fill(v, value, (long) value);
         return v.restrided(shape, new long[shape.length], 0);

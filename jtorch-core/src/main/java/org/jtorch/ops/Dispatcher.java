@@ -370,6 +370,18 @@ public final class Dispatcher {
     }
 
     /**
+     * {@code op} run in place on {@code fresh}, a tensor a factory just made ({@code Torch.rand}): the op's meta function
+     * and kernel without the checks of {@link #callInPlace} that a new tensor passes by construction (writable, no
+     * overlap, no autograd history, nothing traced: the factory is traced as one op). Returns {@code fresh}.
+     */
+    public static Tensor fillNew(OpDef op, Tensor fresh, double... scalars) {
+        StridedView[] views = {view(fresh)};
+        Meta.Output meta = op.meta().infer(views, scalars);
+        runStructured(op, fresh.device(), views[0], views, op.isRandom() ? drawn(op, meta, scalars) : scalars);
+        return fresh;
+    }
+
+    /**
      * The random layer: reserves the Philox blocks the call of random op {@code op} draws from the generator its scalars
      * name, and returns the kernel's scalars, the call's followed by the generator's state ({@link RandomOps#withState}).
      * Run when the op runs (eagerly or replayed by the JIT), after its checks: a refused call draws nothing.
