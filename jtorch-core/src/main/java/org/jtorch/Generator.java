@@ -1,5 +1,9 @@
 package org.jtorch;
 
+import java.lang.ref.ReferenceQueue;
+import java.lang.ref.WeakReference;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import org.jtorch.ops.Arguments;
 /**
  * A seeded, counter-based random number generator (Philox4x32-10, as cuRAND and PyTorch's CUDA
@@ -15,13 +19,59 @@ public final class Generator {
     private static final int W0 = 0x9E3779B9;
     private static final int W1 = 0xBB67AE85;
 
+    /** Ids in creation order; the default generator's is 0. */
+    private static final AtomicLong NEXT_ID = new AtomicLong();
+    /** The generators a random op has named by id ({@link #id}), held weakly: an id does not keep its generator alive. */
+    private static final ConcurrentHashMap<Long, Ref> BY_ID = new ConcurrentHashMap<>();
+    private static final ReferenceQueue<Generator> RELEASED = new ReferenceQueue<>();
+
     private static final Generator DEFAULT = new Generator(67280421310721L);
 
+    private final long id = NEXT_ID.getAndIncrement();
+    private volatile boolean listed;
     private long seed;
     private long offset;
 
     public Generator(long seed) {
         this.seed = seed;
+    }
+
+    private static final class Ref extends WeakReference<Generator> {
+        final long id;
+
+        Ref(Generator g) {
+            super(g, RELEASED);
+            id = g.id;
+        }
+    }
+
+    /**
+     * The number by which a random op's arguments name this generator (PyTorch's {@code Generator? generator}
+     * parameter): the dispatcher draws from the generator it names when the op runs, so a replayed trace draws fresh
+     * numbers as an eager call would. Ids grow in creation order and fit a double exactly; the default generator's is 0.
+     */
+    public long id() {
+        if (!listed && id != 0) {
+            for (Object r; (r = RELEASED.poll()) != null; ) BY_ID.remove(((Ref) r).id, r);
+            BY_ID.putIfAbsent(id, new Ref(this));
+            listed = true;
+        }
+        return id;
+    }
+
+    /** The generator with id {@code id} ({@link #id}), or an exception naming {@code op} when none is alive. */
+    public static Generator byId(String op, long id) {
+        Arguments.nonNull("Generator.byId", "op", op);
+        if (id == 0) return DEFAULT;
+        Ref r = BY_ID.get(id);
+        Generator g = r == null ? null : r.get();
+        if (g == null) throw new IllegalStateException(op + ": no generator with id " + id + " is alive");
+        return g;
+    }
+
+    /** The id the next generator created will get: a generator whose id is at least this was made after the call. */
+    public static long nextId() {
+        return NEXT_ID.get();
     }
 
     /** The process-wide generator that {@link Torch#manualSeed} seeds. */

@@ -2,6 +2,7 @@ package org.jtorch;
 
 import org.jtorch.op.CopyOps;
 import org.jtorch.op.FrontEndOps;
+import org.jtorch.op.RandomOps;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
@@ -314,10 +315,11 @@ public final class Torch {
         Arguments.nonNull("rand", "device", device);
         Arguments.nonNull("rand", "gen", gen);
         requireFloating("rand", dtype);
-        Tensor r = Tensor.empty("rand", shape, dtype, device);
-        long[] st = gen.reserve(ceilDiv(r.numel(), dtype == DType.FLOAT64 ? 2 : 4));
-        Backends.of(device).random().uniform(Dispatcher.view(r), 0, 1, st[0], st[1]);
-        return r;
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEnd(RandomOps.RAND, new Tensor[0], factoryArgs(gen, dtype, device, new double[0], shape),
+                    () -> rand(shape, dtype, device, gen));
+        }
+        return randomFill("rand", shape, dtype, device, RandomOps.UNIFORM, 0, 1, gen.id());
     }
 
     /** Standard normal samples, of the default dtype. */
@@ -331,10 +333,11 @@ public final class Torch {
         Arguments.nonNull("randn", "device", device);
         Arguments.nonNull("randn", "gen", gen);
         requireFloating("randn", dtype);
-        Tensor r = Tensor.empty("randn", shape, dtype, device);
-        long[] st = gen.reserve(ceilDiv(r.numel(), 4));
-        Backends.of(device).random().normal(Dispatcher.view(r), 0, 1, st[0], st[1]);
-        return r;
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEnd(RandomOps.RANDN, new Tensor[0], factoryArgs(gen, dtype, device, new double[0], shape),
+                    () -> randn(shape, dtype, device, gen));
+        }
+        return randomFill("randn", shape, dtype, device, RandomOps.NORMAL, 0, 1, gen.id());
     }
 
     /** Integers uniform in {@code [low, high)}, as int64. */
@@ -350,10 +353,43 @@ public final class Torch {
         if (high <= low) {
             throw new IllegalArgumentException("randint: expects 'low' < 'high', but got low=" + low + " and high=" + high);
         }
+        double[] bounds = RandomOps.randomScalars(low, high, gen.id());
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEnd(RandomOps.RANDINT, new Tensor[0],
+                    factoryArgs(gen, dtype, device, java.util.Arrays.copyOfRange(bounds, 3, 7), shape),
+                    () -> randint(low, high, shape, dtype, device, gen));
+        }
         Tensor r = Tensor.empty("randint", shape, dtype, device);
-        long[] st = gen.reserve(ceilDiv(r.numel(), 2));
-        Backends.of(device).random().randint(Dispatcher.view(r), low, high, st[0], st[1]);
-        return r;
+        try {
+            return Dispatcher.fillNew(RandomOps.RANDOM, r, bounds);
+        } catch (RuntimeException e) {
+            r.close();
+            throw e;
+        }
+    }
+
+    /** A new tensor filled in place by the random op {@code fill} with scalars {@code a}, {@code b} and the generator's id. */
+    private static Tensor randomFill(String op, long[] shape, DType dtype, Device device, org.jtorch.op.OpDef fill, double a, double b,
+                                     long generator) {
+        Tensor r = Tensor.empty(op, shape, dtype, device);
+        try {
+            return Dispatcher.fillNew(fill, r, a, b, generator);
+        } catch (RuntimeException e) {
+            r.close();
+            throw e;
+        }
+    }
+
+    /** A random factory's traced scalars: the generator's id, dtype, device type and index, {@code extra}, then the shape. */
+    private static double[] factoryArgs(Generator gen, DType dtype, Device device, double[] extra, long[] shape) {
+        double[] args = new double[4 + extra.length + shape.length];
+        args[0] = gen.id();
+        args[1] = dtype.ordinal();
+        args[2] = device.type().ordinal();
+        args[3] = device.index();
+        System.arraycopy(extra, 0, args, 4, extra.length);
+        for (int i = 0; i < shape.length; i++) args[4 + extra.length + i] = shape[i];
+        return args;
     }
 
     /** A random permutation of {@code 0..n-1}, as int64. */
@@ -364,6 +400,9 @@ public final class Torch {
     public static Tensor randperm(long n, Generator gen) {
         Arguments.nonNull("randperm", "gen", gen);
         if (n < 0) throw new IllegalArgumentException("randperm: n must be non-negative, got " + n);
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEnd(RandomOps.RANDPERM, new Tensor[0], new double[] {gen.id(), n}, () -> randperm(n, gen));
+        }
         Tensor r = Tensor.empty("randperm", new long[] {n}, DType.INT64, Device.cpu());
         MemorySegment perm = r.storage().segment();
         for (long i = 0; i < n; i++) perm.setAtIndex(ValueLayout.JAVA_LONG, i, i);

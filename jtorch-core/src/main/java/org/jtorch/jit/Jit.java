@@ -173,6 +173,9 @@ public final class Jit {
 
         private record Graphable(Device device, boolean training) {}
 
+        /** Signatures whose traced call drew random numbers: a CUDA graph would replay the same draws, so none is captured. */
+        private final java.util.Set<Signature> random = ConcurrentHashMap.newKeySet();
+
         /** The tensors the function reads that may need gradients besides its inputs (a module's parameters), for graphs. */
         private final List<Tensor> parameters;
         /** A module's buffers (batch norm's running statistics): restored after the warm-up calls before a capture. */
@@ -213,6 +216,7 @@ public final class Jit {
             else if (result.requiresGrad() && parameters.isEmpty()) why = "the result needs autograd, and a traced function's parameters are unknown (Jit.compile(module) knows them)";
             for (Tensor t : inputs) if (why == null && !t.device().equals(device)) why = "inputs on " + t.device() + " and " + device;
             if (why == null && Backends.of(device).graphCapture() == null) why = "the " + device.type() + " backend has no graph capture";
+            if (why == null && random.contains(sig)) why = "the function draws random numbers (a graph would replay the same draws)";
             if (why == null) {
                 graphable.put(sig, new Graphable(device, result.requiresGrad()));
             } else {
@@ -303,6 +307,7 @@ public final class Jit {
             // First call with this signature: trace (the traced call's own result is the answer), then compile.
             Tracer tracer = new Tracer(inputs);
             Tensor result = traceInto(tracer, fn, inputs);
+            if (tracer.drewRandomNumbers()) random.add(sig);
             String reason = tracer.breakReason();
             if (reason != null) {
                 programs.put(sig, Optional.empty());

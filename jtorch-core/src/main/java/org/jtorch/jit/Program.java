@@ -172,8 +172,9 @@ final class Program {
         Map<Graph.Node, Integer> uses = new IdentityHashMap<>();
         Map<Graph.Node, Boolean> live = new IdentityHashMap<>();
         markLive(graph.output, live);
-        // An in-place op is live for its effect on the tensor it writes.
-        for (Graph.Node n : graph.nodes) if (n.inPlace) markLive(n, live);
+        // An in-place op is live for its effect on the tensor it writes; a random op for its draws, which advance its
+        // generator as the eager call did even where its value goes unread.
+        for (Graph.Node n : graph.nodes) if (n.inPlace || n.op.isRandom()) markLive(n, live);
         if (graph.output instanceof Graph.Output o) liveOutputs.add(o);
         for (Graph.Node n : graph.nodes) {
             if (live.containsKey(n)) for (Graph.Value v : n.inputs) if (v instanceof Graph.Output o) liveOutputs.add(o);
@@ -290,7 +291,7 @@ final class Program {
 
     /**
      * Common subexpressions: a node that repeats an earlier node's computation (the same op on the same values with
-     * the same arguments) is replaced by it. Every traced op is deterministic (random ops are not traced yet).
+     * the same arguments) is replaced by it. Random ops are not: two draws are two draws.
      */
     private void eliminateCommonSubexpressions() {
         Map<Computation, Graph.Node> seen = new HashMap<>();
@@ -298,7 +299,7 @@ final class Program {
         for (Graph.Node n : graph.nodes) {
             for (int k = 0; k < n.inputs.size(); k++) n.inputs.set(k, replacement(n.inputs.get(k), replaced));
             // An in-place op repeats its effect; a read of a value written in place depends on where it stands.
-            if (n.inPlace || readsMutated(n)) continue;
+            if (n.inPlace || n.op.isRandom() || readsMutated(n)) continue;
             Graph.Node first = seen.putIfAbsent(Computation.of(n), n);
             // A multi-output node stands in for another only with the same outputs kept (the op skips some unasked).
             if (first != null && sameOutputs(first, n)) replaced.put(n, first);

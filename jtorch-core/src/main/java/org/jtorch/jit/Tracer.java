@@ -6,6 +6,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.Storage;
@@ -34,6 +35,10 @@ final class Tracer implements TraceHook<Tensor> {
     /** Memory some recorded op read or wrote. */
     private final Set<Storage> seenStorages = Collections.newSetFromMap(new IdentityHashMap<>());
     private String breakReason;
+    /** Generators made from here on are made by the traced function: a replay would keep drawing from the first call's. */
+    private final long firstNewGenerator = Generator.nextId();
+    /** Whether a random op ran: a CUDA graph would replay its draws unchanged. */
+    private boolean drewRandomNumbers;
 
     Tracer(Tensor[] inputs) {
         for (int i = 0; i < inputs.length; i++) {
@@ -48,6 +53,7 @@ final class Tracer implements TraceHook<Tensor> {
     @Override
     public void record(OpDef op, List<Tensor> inputs, double[] scalars, ReduceArgs reduce, Tensor output) {
         checkMutations();
+        checkGenerator(op, scalars);
         List<Graph.Value> args = new ArrayList<>(inputs.size());
         for (Tensor t : inputs) args.add(t == null ? null : valueOf(t));
         Graph.Node node = new Graph.Node(graph.nodes.size(), op, args, scalars, reduce, output);
@@ -104,6 +110,7 @@ final class Tracer implements TraceHook<Tensor> {
         Tensor self = inputs.get(0);
         if (pendingMutation == self) pendingMutation = null;
         checkMutations();
+        checkGenerator(op, scalars);
         for (Tensor t : inputs) {
             if (t.requiresGrad()) {
                 breakAt(op.pyName() + "_ changed a tensor of shape " + Shapes.format(self.shape()) + " in place with autograd recording");
@@ -115,6 +122,18 @@ final class Tracer implements TraceHook<Tensor> {
         graph.nodes.add(new Graph.Node(graph.nodes.size(), op, args, scalars, null, self, true));
         graph.mutated.add(args.get(0));
         versions.put(self, self.version());
+    }
+
+    /**
+     * Breaks the trace at a random op drawing from a generator the function made: each eager call draws from a new one
+     * (the same numbers again when it is seeded alike), which a replay of the traced graph cannot do.
+     */
+    private void checkGenerator(OpDef op, double[] scalars) {
+        if (!op.isRandom()) return;
+        drewRandomNumbers = true;
+        if ((long) scalars[op.generatorScalar()] >= firstNewGenerator) {
+            breakAt(op.pyName() + " drew from a generator made by the traced function");
+        }
     }
 
     /**
@@ -178,6 +197,11 @@ final class Tracer implements TraceHook<Tensor> {
 
     private void breakAt(String reason) {
         if (breakReason == null) breakReason = reason;
+    }
+
+    /** Whether the traced call ran a random op ({@link OpDef#isRandom}). */
+    boolean drewRandomNumbers() {
+        return drewRandomNumbers;
     }
 
     /** Why the trace cannot be replayed, or null when it can. */

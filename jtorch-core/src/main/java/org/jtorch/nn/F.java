@@ -17,6 +17,7 @@ import org.jtorch.op.IndexingOps;
 import org.jtorch.op.LossOps;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.op.RandomOps;
 import org.jtorch.ops.Losses;
 import org.jtorch.ops.Padding;
 import org.jtorch.ops.Pooling;
@@ -332,10 +333,11 @@ public final class F {
      */
     public static Tensor dropout(Tensor x, double p, boolean training, Generator gen) {
         Arguments.nonNull("dropout", "x", x);
+        Arguments.nonNull("dropout", "gen", gen);
         checkDropoutP("dropout", p);
         if (!training || p == 0) return x.alias();
         if (p == 1) return x.mul(0.0);
-        return MemoryScope.run(() -> x.mul(dropoutScale(x, p, gen)));
+        return Dispatcher.call(RandomOps.NATIVE_DROPOUT, new Tensor[] {x}, p, 1, gen.id());
     }
 
     // ------------------------------------------------------------------ normalisation

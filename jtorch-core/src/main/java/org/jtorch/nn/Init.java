@@ -5,7 +5,7 @@ import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
-import org.jtorch.backend.Backends;
+import org.jtorch.op.RandomOps;
 import org.jtorch.op.SpecialFunctions;
 import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Dispatcher;
@@ -34,13 +34,9 @@ public final class Init {
         Arguments.nonNull("uniform_", "t", t);
         Arguments.nonNull("uniform_", "gen", gen);
         requireFloating("uniform_", t);
-        t.checkNoInternalOverlap("uniform_");
-        try (Grad.Mode g = Grad.noGrad(); Tensor r = Tensor.empty(t.shape(), t.dtype(), t.device())) {
-            long[] st = gen.reserve(ceilDiv(r.numel(), t.dtype() == DType.FLOAT64 ? 2 : 4));
-            Backends.of(r.device()).random().uniform(Dispatcher.view(r), low, high, st[0], st[1]);
-            t.copy_(r);
+        try (Grad.Mode g = Grad.noGrad()) {
+            return Dispatcher.callInPlace(RandomOps.UNIFORM, new Tensor[] {t}, low, high, gen.id());
         }
-        return t;
     }
 
     public static Tensor normal_(Tensor t, double mean, double std) {
@@ -53,13 +49,9 @@ public final class Init {
         Arguments.nonNull("normal_", "gen", gen);
         requireFloating("normal_", t);
         if (std < 0) throw new IllegalArgumentException("normal_: expects std >= 0.0, but found std " + std);
-        t.checkNoInternalOverlap("normal_");
-        try (Grad.Mode g = Grad.noGrad(); Tensor r = Tensor.empty(t.shape(), t.dtype(), t.device())) {
-            long[] st = gen.reserve(ceilDiv(r.numel(), 4));
-            Backends.of(r.device()).random().normal(Dispatcher.view(r), mean, std, st[0], st[1]);
-            t.copy_(r);
+        try (Grad.Mode g = Grad.noGrad()) {
+            return Dispatcher.callInPlace(RandomOps.NORMAL, new Tensor[] {t}, mean, std, gen.id());
         }
-        return t;
     }
 
     public static Tensor constant_(Tensor t, double value) {
@@ -332,7 +324,4 @@ public final class Init {
         }
     }
 
-    private static long ceilDiv(long a, long b) {
-        return (a + b - 1) / b;
-    }
 }

@@ -93,6 +93,8 @@ public final class OpDef {
     private final DType halfAccumulation;
     private final String doc;
     private final String node;
+    private final Draws draws;
+    private final int generatorScalar;
     private final int id = NEXT_ID.getAndIncrement();
     /** The kernel per device type once looked up ({@link KernelRegistry#pointwise}): the dispatcher's hot path reads it. */
     final PointwiseKernel[] kernels = new PointwiseKernel[Device.Type.values().length];
@@ -126,6 +128,8 @@ public final class OpDef {
         halfAccumulation = b.halfAccumulation;
         doc = b.doc == null ? "" : b.doc;
         node = b.node;
+        draws = b.draws;
+        generatorScalar = b.generatorScalar;
         if (kind == Kind.STRUCTURED && (meta == null) == (metaAll == null)) {
             throw new IllegalArgumentException(name + ": a structured op has one meta function, for one output or for all of them");
         }
@@ -306,6 +310,28 @@ public final class OpDef {
         return d;
     }
 
+    /**
+     * How many 128-bit Philox blocks one call of a random op draws from its generator: a pure function of the result's
+     * element count and dtype and the call's scalars, so that the dispatcher reserves them before the kernel runs.
+     */
+    @FunctionalInterface
+    public interface Draws {
+        long blocks(long numel, DType dtype, double[] scalars);
+    }
+
+    /**
+     * Whether the op draws random numbers ({@link Draws}): its scalars name a generator by id ({@link #generatorScalar});
+     * the dispatcher reserves the blocks the call draws from it and appends the generator's state ({@code RandomOps.state})
+     * to the scalars the kernel gets. The trace records the call without that state, so a replay draws anew.
+     */
+    public boolean isRandom() { return generatorScalar >= 0; }
+
+    /** The Philox blocks a call draws ({@link #isRandom}); null for deterministic ops and for front ends, which draw their own. */
+    public Draws draws() { return draws; }
+
+    /** The index among the call's scalars of the generator's id (PyTorch's {@code Generator? generator}); -1 when not random. */
+    public int generatorScalar() { return generatorScalar; }
+
     public boolean isDifferentiable() {
         if (kind == Kind.FRONT_END) return frontEndDifferentiable;
         if (differentiatesThroughComposition()) return rule.isDifferentiable();
@@ -359,6 +385,8 @@ public final class OpDef {
         private DType halfAccumulation;
         private String doc;
         private String node;
+        private Draws draws;
+        private int generatorScalar = -1;
 
         private Builder(String name, Kind kind) {
             this.name = name;
@@ -392,6 +420,17 @@ public final class OpDef {
         public Builder integerDivision() { this.integerDivision = true; return this; }
         public Builder doc(String doc) { this.doc = doc; return this; }
         public Builder node(String node) { this.node = node; return this; }
+        /** A random op ({@link #isRandom}): its scalar {@code generatorScalar} names the generator, {@code draws} counts its blocks. */
+        public Builder random(int generatorScalar, Draws draws) {
+            this.generatorScalar = generatorScalar;
+            this.draws = draws;
+            return this;
+        }
+        /** A random front end ({@link Kind#FRONT_END}): its scalar {@code generatorScalar} names the generator it draws from. */
+        public Builder random(int generatorScalar) {
+            this.generatorScalar = generatorScalar;
+            return this;
+        }
         public Builder meta(Meta meta) { this.meta = meta; return this; }
         /** The kernel skips the outputs after the first when given null views for them ({@link #skipsUnreadOutputs}). */
         public Builder skipsUnreadOutputs() { this.skipsUnread = true; return this; }

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jtorch.DType;
 import org.jtorch.Device;
+import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.amp.Autocast;
@@ -31,6 +32,7 @@ import org.jtorch.op.OpKernel;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.PointwiseKernel;
 import org.jtorch.op.PointwiseOps;
+import org.jtorch.op.RandomOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 import org.jtorch.op.TraceHook;
@@ -239,12 +241,13 @@ public final class Dispatcher {
         }
         Backends.of(name, device);
         OpKernel.Multi k = KernelRegistry.kernels(op, device.type());
+        double[] ks = op.isRandom() ? drawn(op, metas[0], scalars) : scalars;
         if (KernelProfiler.isActive()) {
             long t0 = KernelProfiler.clock();
-            k.run(outViews, views, scalars);
+            k.run(outViews, views, ks);
             KernelProfiler.recordKernel(op.kernel(), outViews[0], KernelProfiler.clock() - t0);
         } else {
-            k.run(outViews, views, scalars);
+            k.run(outViews, views, ks);
         }
         if (TRACING.get() != 0) tracedAll(op, outs, scalars, inputs);
         if (record) record(op, inputs, values, outs[0], outs, scalars, null);
@@ -284,7 +287,7 @@ public final class Dispatcher {
         Tensor[] values = denseValues(op, inputs, views);
         Meta.Output meta = op.meta().infer(views, scalars);
         Tensor r = allocate(name, meta.shape(), meta.dtype(), device);
-        runStructured(op, device, view(r), views, scalars);
+        runStructured(op, device, view(r), views, op.isRandom() ? drawn(op, meta, scalars) : scalars);
         if (TRACING.get() != 0) traced(op, r, scalars, null, inputs);
         if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, values, r, scalars, null);
         closeCopies(inputs, values);
@@ -353,7 +356,7 @@ public final class Dispatcher {
         if (record) Elementwise.checkInPlaceAllowed(name, self);
         Tensor before = record && plan(op).saves(0, null, true) ? self.clone() : null;
         Backends.of(name, device); // an unavailable device's error names the in-place op
-        runStructured(op, device, views[0], views, scalars);
+        runStructured(op, device, views[0], views, op.isRandom() ? drawn(op, meta, scalars) : scalars);
         self.bumpVersion();
         if (record) {
             try (before) {
@@ -364,6 +367,29 @@ public final class Dispatcher {
         }
         if (TRACING.get() != 0) tracedInPlace(op, scalars, inputs);
         return self;
+    }
+
+    /**
+     * {@code op} run in place on {@code fresh}, a tensor a factory just made ({@code Torch.rand}): the op's meta function
+     * and kernel without the checks of {@link #callInPlace} that a new tensor passes by construction (writable, no
+     * overlap, no autograd history, nothing traced: the factory is traced as one op). Returns {@code fresh}.
+     */
+    public static Tensor fillNew(OpDef op, Tensor fresh, double... scalars) {
+        StridedView[] views = {view(fresh)};
+        Meta.Output meta = op.meta().infer(views, scalars);
+        runStructured(op, fresh.device(), views[0], views, op.isRandom() ? drawn(op, meta, scalars) : scalars);
+        return fresh;
+    }
+
+    /**
+     * The random layer: reserves the Philox blocks the call of random op {@code op} draws from the generator its scalars
+     * name, and returns the kernel's scalars, the call's followed by the generator's state ({@link RandomOps#withState}).
+     * Run when the op runs (eagerly or replayed by the JIT), after its checks: a refused call draws nothing.
+     */
+    private static double[] drawn(OpDef op, Meta.Output result, double[] scalars) {
+        Generator gen = Generator.byId(op.pyName(), (long) scalars[op.generatorScalar()]);
+        long[] st = gen.reserve(op.draws().blocks(Shapes.numel(result.shape()), result.dtype(), scalars));
+        return RandomOps.withState(scalars, st[0], st[1]);
     }
 
     /** Runs a single-output structured op's kernel for {@code device} into {@code out} (profiled when the profiler is on). */

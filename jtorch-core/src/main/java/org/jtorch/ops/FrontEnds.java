@@ -6,6 +6,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.OpDef;
+import org.jtorch.op.RandomOps;
 import org.jtorch.op.ViewOps;
 
 /**
@@ -48,6 +49,20 @@ public final class FrontEnds {
             long[] shape = longs(java.util.Arrays.copyOfRange(args, 6, args.length));
             return dtype.isFloatingPoint() ? Torch.full(shape, args[0], dtype, device)
                     : Torch.full(shape, org.jtorch.op.CopyOps.fillExact(args), dtype, device);
+        }
+        if (op == RandomOps.RAND || op == RandomOps.RANDN || op == RandomOps.RANDINT) {
+            org.jtorch.Generator gen = org.jtorch.Generator.byId(op.pyName(), (long) args[0]);
+            DType dtype = DType.values()[(int) args[1]];
+            Device device = Device.Type.values()[(int) args[2]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[3]);
+            int sizeAt = op == RandomOps.RANDINT ? 8 : 4;
+            long[] shape = longs(java.util.Arrays.copyOfRange(args, sizeAt, args.length));
+            if (op == RandomOps.RAND) return Torch.rand(shape, dtype, device, gen);
+            if (op == RandomOps.RANDN) return Torch.randn(shape, dtype, device, gen);
+            return Torch.randint(RandomOps.exact(args, 4), RandomOps.exact(args, 6), shape, dtype, device, gen);
+        }
+        if (op == RandomOps.RANDPERM) return Torch.randperm((long) args[1], org.jtorch.Generator.byId(op.pyName(), (long) args[0]));
+        if (op == RandomOps.MULTINOMIAL) {
+            return Sorting.multinomial(in[0], (long) args[0], args[1] != 0, org.jtorch.Generator.byId(op.pyName(), (long) args[2]));
         }
         if (op == FrontEndOps.CONV2D) {
             return Convolution.conv2d(in[0], in[1], in[2], ints(args, 0, 2), ints(args, 2, 4), ints(args, 4, 6), (int) args[6]);

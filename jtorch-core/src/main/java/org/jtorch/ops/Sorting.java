@@ -5,6 +5,7 @@ import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
+import org.jtorch.op.RandomOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.SortingOps;
 import org.jtorch.ops.Reductions.ValuesIndices;
@@ -367,6 +368,10 @@ public final class Sorting {
                     + " (n_sample = " + numSamples + ", categories = " + categories + ")");
         }
         if (categories > (1L << 24)) throw new IllegalArgumentException("multinomial(): number of categories cannot exceed 2^24");
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEnd(RandomOps.MULTINOMIAL, new Tensor[] {probs}, new double[] {numSamples, replacement ? 1 : 0,
+                    generator.id()}, () -> multinomial(probs, numSamples, replacement, generator));
+        }
         long rows = probs.dim() == 1 ? 1 : probs.size(0);
         try (Grad.Mode m = Grad.noGrad(); Tensor p = probs.to(DType.FLOAT64); Tensor p2 = p.reshape(rows, categories)) {
             checkDistribution(p2, !replacement || numSamples == 1);
@@ -423,17 +428,17 @@ public final class Sorting {
         Arguments.nonNull("bernoulli", "p", p);
         Arguments.nonNull("bernoulli", "generator", generator);
         p.checkOpen("bernoulli");
-        if (!p.dtype().isFloatingPoint()) {
-            throw new IllegalArgumentException("bernoulli(): expected a floating tensor of probabilities, got " + p.dtype());
+        if (p.dtype().isFloatingPoint()) {
+            // A host read: the trace then runs a function using it eagerly (a replay would not check its probabilities).
+            try (Grad.Mode m = Grad.noGrad(); Tensor low = p.ge(0); Tensor high = p.le(1); Tensor in = low.logicalAnd(high); Tensor ok = in.all()) {
+                if (p.numel() > 0 && ok.item() == 0) {
+                    throw new IllegalArgumentException("bernoulli(): Expected p_in >= 0 && p_in <= 1 to be true, but got false"
+                            + " (a probability of the tensor of shape " + Shapes.format(p.shape()) + " is outside [0, 1] or NaN)");
+                }
+            }
         }
-        try (Grad.Mode m = Grad.noGrad(); Tensor low = p.ge(0); Tensor high = p.le(1); Tensor in = low.logicalAnd(high); Tensor ok = in.all()) {
-            if (p.numel() > 0 && ok.item() == 0) {
-                throw new IllegalArgumentException("bernoulli(): Expected p_in >= 0 && p_in <= 1 to be true, but got false"
-                        + " (a probability of the tensor of shape " + Shapes.format(p.shape()) + " is outside [0, 1] or NaN)");
-            }
-            try (Tensor u = Torch.rand(p.shape(), DType.FLOAT64, p.device(), generator); Tensor hit = u.lt(p)) {
-                return hit.to(p.dtype());
-            }
+        try (Grad.Mode m = Grad.noGrad()) {
+            return Dispatcher.call(RandomOps.BERNOULLI, new Tensor[] {p}, generator.id());
         }
     }
 
@@ -442,9 +447,8 @@ public final class Sorting {
         Arguments.nonNull("bernoulli", "x", x);
         Arguments.nonNull("bernoulli", "generator", generator);
         x.checkOpen("bernoulli");
-        if (!(p >= 0 && p <= 1)) throw new IllegalArgumentException("bernoulli_ expects p to be in [0, 1], but got p=" + p);
-        try (Grad.Mode m = Grad.noGrad(); Tensor u = Torch.rand(x.shape(), DType.FLOAT64, x.device(), generator); Tensor hit = u.lt(p)) {
-            return hit.to(x.dtype());
+        try (Grad.Mode m = Grad.noGrad()) {
+            return Dispatcher.call(RandomOps.BERNOULLI_P, new Tensor[] {x}, p, generator.id());
         }
     }
 
