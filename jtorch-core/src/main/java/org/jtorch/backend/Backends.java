@@ -36,6 +36,7 @@ public final class Backends {
         SortingOpKernels.register(backend);
         CopyOpKernels.register(backend);
         RecurrentOpKernels.register(backend);
+        AttentionOpKernels.register(backend);
     }
 
     private Backends() {}
