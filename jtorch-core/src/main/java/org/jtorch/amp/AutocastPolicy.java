@@ -26,34 +26,32 @@ public final class AutocastPolicy {
     private AutocastPolicy() {}
 
     /**
-     * PyTorch 1.13, {@code KERNEL_CUDA} entries. {@code scaled_dot_product_attention} is PyTorch 2.0's
-     * entry (1.13 has no such op).
+     * PyTorch 1.13, {@code KERNEL_CUDA} entries. ({@code scaled_dot_product_attention}, PyTorch 2.0's entry, is declared:
+     * {@code op.AttentionOps}.)
      */
     private static final Map<String, CastPolicy> CUDA = table(
             CastPolicy.LOWER_PRECISION, """
                     _convolution conv3d conv_tbc conv_transpose1d conv_transpose3d
                     convolution cudnn_convolution cudnn_convolution_transpose prelu addmv addr
                     addbmm chain_matmul linalg_multi_dot _thnn_fused_lstm_cell _thnn_fused_gru_cell
-                    lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell scaled_dot_product_attention""",
+                    lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell""",
             CastPolicy.FP32, """
                     acos asin cosh erfinv log10 log2 sinh tan
                     layer_norm frobenius_norm nuclear_norm cosine_similarity
                     poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss
                     margin_ranking_loss multilabel_margin_loss soft_margin_loss
                     triplet_margin_loss multi_margin_loss dist pdist cdist renorm""",
-            CastPolicy.PROMOTE, "atan2 bilinear cross grid_sampler index_put tensordot",
-            CastPolicy.BANNED, "binary_cross_entropy");
+            CastPolicy.PROMOTE, "atan2 cross grid_sampler index_put tensordot");
 
     /**
-     * PyTorch 1.13, {@code KERNEL_CPU} entries (bfloat16 only). {@code scaled_dot_product_attention} is
-     * PyTorch 2.1's entry.
+     * PyTorch 1.13, {@code KERNEL_CPU} entries (bfloat16 only). ({@code scaled_dot_product_attention}, PyTorch 2.1's
+     * entry, is declared: {@code op.AttentionOps}.)
      */
     private static final Map<String, CastPolicy> CPU = table(
             CastPolicy.LOWER_PRECISION, """
-                    conv3d addbmm _convolution conv_tbc
-                    scaled_dot_product_attention""",
+                    conv3d addbmm _convolution conv_tbc""",
             CastPolicy.FP32, """
-                    conv_transpose1d conv_transpose3d avg_pool3d binary_cross_entropy grid_sampler polar
+                    conv_transpose1d conv_transpose3d avg_pool3d grid_sampler polar
                     quantile nanquantile stft cdist trace view_as_complex cholesky cholesky_inverse cholesky_solve
                     inverse lu_solve orgqr ormqr pinverse max_unpool3d
                     reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d replication_pad3d

@@ -9,10 +9,10 @@ import org.jtorch.Torch;
 import org.jtorch.amp.Autocast;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
-import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
+import org.jtorch.op.AttentionOps;
 import org.jtorch.op.IndexingOps;
 import org.jtorch.op.LossOps;
 import org.jtorch.op.PointwiseOps;
@@ -235,46 +235,13 @@ public final class F {
 
     /**
      * {@code y[..., o] = x1[..., :] @ weight[o] @ x2[..., :] + bias[o]} with {@code weight} of shape
-     * {@code [out, in1, in2]}; {@code bias} may be null.
+     * {@code [out, in1, in2]}; {@code bias} may be null. The declared {@link org.jtorch.op.FrontEndOps#BILINEAR}.
      */
     public static Tensor bilinear(Tensor x1, Tensor x2, Tensor weight, Tensor bias) {
         Arguments.nonNull("bilinear", "x1", x1);
         Arguments.nonNull("bilinear", "x2", x2);
         Arguments.nonNull("bilinear", "weight", weight);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("bilinear", t -> bilinear(t[0], t[1], t[2], t[3]), x1, x2, weight, bias);
-            if (r != null) return r;
-        }
-        if (weight.dim() != 3) {
-            throw new IllegalArgumentException("bilinear: expected a 3-D weight [out, in1, in2], got shape " + Shapes.format(weight.shape()));
-        }
-        long out = weight.size(0);
-        long in1 = weight.size(1);
-        long in2 = weight.size(2);
-        if (x1.dim() == 0 || x1.size(-1) != in1 || x2.dim() == 0 || x2.size(-1) != in2) {
-            throw new IllegalArgumentException("bilinear: input shapes " + Shapes.format(x1.shape()) + " and " + Shapes.format(x2.shape())
-                    + " do not match the weight " + Shapes.format(weight.shape()) + " (expected [*, " + in1 + "] and [*, " + in2 + "])");
-        }
-        long[] lead1 = Arrays.copyOf(x1.shape(), x1.dim() - 1);
-        long[] lead2 = Arrays.copyOf(x2.shape(), x2.dim() - 1);
-        if (!Arrays.equals(lead1, lead2)) {
-            throw new IllegalArgumentException("bilinear: input batch dimensions " + Shapes.format(lead1) + " and " + Shapes.format(lead2)
-                    + " must be equal");
-        }
-        long[] outShape = Arrays.copyOf(lead1, lead1.length + 1);
-        outShape[lead1.length] = out;
-        return MemoryScope.run(() -> {
-            // t[n, o, j] = sum_i x1[n, i] w[o, i, j], then y[n, o] = sum_j t[n, o, j] x2[n, j].
-            // Row counts spelled out: -1 cannot be inferred next to an empty dimension.
-            long rows = Shapes.numel(lead1);
-            Tensor a = x1.reshape(rows, in1);
-            Tensor b = x2.reshape(rows, in2);
-            Tensor w = weight.permute(1, 0, 2).reshape(in1, out * in2);
-            Tensor t = a.matmul(w).view(rows, out, in2);
-            Tensor y = t.mul(b.unsqueeze(1)).sum(-1);
-            if (bias != null) y = y.add(bias);
-            return y.reshape(outShape);
-        });
+        return org.jtorch.ops.Linalg.bilinear(x1, x2, weight, bias);
     }
 
     // ------------------------------------------------------------------ dropout
@@ -463,44 +430,47 @@ public final class F {
      * {@code softmax(q @ k^T / sqrt(E) + mask) @ v} over {@code [..., L, E]} queries and {@code [..., S, E]}
      * keys, as PyTorch 2's {@code scaled_dot_product_attention}: a bool {@code attnMask} keeps the
      * positions where it is true, a floating one is added to the scores; {@code isCausal} keeps
-     * {@code j <= i} (and excludes {@code attnMask}); dropout applies to the attention weights.
+     * {@code j <= i} (and excludes {@code attnMask}); dropout applies to the attention weights. The declared front end
+     * {@link AttentionOps#SCALED_DOT_PRODUCT_ATTENTION} (autocast's policy), which calls the fused op
+     * {@link AttentionOps#FLASH_ATTENTION} (its composition where no kernel takes the call).
      */
     public static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP, boolean isCausal,
                                                    Generator gen) {
         Arguments.nonNull("scaledDotProductAttention", "q", q);
         Arguments.nonNull("scaledDotProductAttention", "k", k);
         Arguments.nonNull("scaledDotProductAttention", "v", v);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("scaled_dot_product_attention", t -> scaledDotProductAttention(t[0], t[1], t[2], t[3], dropoutP, isCausal, gen), q, k, v, attnMask);
-            if (r != null) return r;
-        }
-        if (isCausal && attnMask != null) {
-            throw new IllegalArgumentException("scaledDotProductAttention: explicit attn_mask should not be set when is_causal=True");
-        }
-        Attention a = attention(q, k, v, attnMask, dropoutP, isCausal, gen, false);
-        return a.output();
+        return scaledDotProductAttention(q, k, v, attnMask, dropoutP, isCausal, null, gen);
     }
 
-    /** Output {@code [..., L, Ev]} and, when asked for, the attention weights {@code [..., L, S]} (after dropout). */
     /** {@code F.scaled_dot_product_attention(q, k, v, **options)}; see {@link ScaledDotProductAttention}. */
     public static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, ScaledDotProductAttention options) {
         Arguments.nonNull("scaledDotProductAttention", "q", q);
         Arguments.nonNull("scaledDotProductAttention", "k", k);
         Arguments.nonNull("scaledDotProductAttention", "v", v);
         Arguments.nonNull("scaledDotProductAttention", "options", options);
-        Tensor mask = options.attnMask();
         Generator gen = options.generator() != null ? options.generator() : Generator.defaultGenerator();
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("scaled_dot_product_attention",
-                    t -> scaledDotProductAttention(t[0], t[1], t[2], options.attnMask(t[3])), q, k, v, mask);
-            if (r != null) return r;
-        }
-        if (options.isCausal() && mask != null) {
-            throw new IllegalArgumentException("scaledDotProductAttention: explicit attn_mask should not be set when is_causal=True");
-        }
-        return attention(q, k, v, mask, options.dropoutP(), options.isCausal(), options.scale(), gen, false).output();
+        return scaledDotProductAttention(q, k, v, options.attnMask(), options.dropoutP(), options.isCausal(), options.scale(), gen);
     }
 
+    /** Autocast (the declared policy) around the front end; the trace sees the ops inside, the fused op among them. */
+    private static Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP, boolean isCausal,
+                                                    Double scale, Generator gen) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(AttentionOps.SCALED_DOT_PRODUCT_ATTENTION, new Tensor[] {q, k, v, attnMask}, null,
+                    t -> scaledDotProductAttentionBody(t[0], t[1], t[2], t[3], dropoutP, isCausal, scale, gen));
+        }
+        return scaledDotProductAttentionBody(q, k, v, attnMask, dropoutP, isCausal, scale, gen);
+    }
+
+    private static Tensor scaledDotProductAttentionBody(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP,
+                                                        boolean isCausal, Double scale, Generator gen) {
+        if (isCausal && attnMask != null) {
+            throw new IllegalArgumentException("scaledDotProductAttention: explicit attn_mask should not be set when is_causal=True");
+        }
+        return attention(q, k, v, attnMask, dropoutP, isCausal, scale, gen, false).output();
+    }
+
+    /** Output {@code [..., L, Ev]} and, when asked for, the attention weights {@code [..., L, S]} (after dropout). */
     record Attention(Tensor output, Tensor weights) {}
 
     static Attention attention(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP, boolean isCausal, Generator gen,
@@ -508,7 +478,12 @@ public final class F {
         return attention(q, k, v, attnMask, dropoutP, isCausal, null, gen, keepWeights);
     }
 
-    /** {@code scale} null: {@code 1 / sqrt(E)}. */
+    /**
+     * {@code scale} null: {@code 1 / sqrt(E)}. Without the weights and with {@code dropoutP < 1}, the fused op
+     * ({@link AttentionOps#FLASH_ATTENTION}) with the bool mask made additive in the query's dtype and dropout's mask drawn
+     * here, in the scores' shape and dtype (as the composition draws it, so that both paths apply the same mask); else the
+     * composition of ops ({@link org.jtorch.ops.Attention}).
+     */
     static Attention attention(Tensor q, Tensor k, Tensor v, Tensor attnMask, double dropoutP, boolean isCausal, Double scaleOrNull,
                                Generator gen, boolean keepWeights) {
         if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2) {
@@ -521,39 +496,29 @@ public final class F {
                     + " must agree on the embedding size (query/key) and the sequence length (key/value)");
         }
         double scale = scaleOrNull != null ? scaleOrNull : 1.0 / Math.sqrt(q.size(-1));
-        if (dropoutP < 1 && !keepWeights) {
-            Tensor fused = FusedAttention.forward(q, k, v, attnMask, isCausal, scale, dropoutP, gen);
-            if (fused != null) return new Attention(fused, null);
-        }
         try (MemoryScope scope = new MemoryScope()) {
-            Tensor weights = attentionWeights(q, k, attnMask, isCausal, scale);
+            if (dropoutP < 1 && !keepWeights) {
+                Tensor mask = attnMask != null && attnMask.dtype() == DType.BOOL ? org.jtorch.ops.Attention.additiveMask(attnMask, q) : attnMask;
+                Tensor drop = null;
+                if (dropoutP > 0) {
+                    long[] scores = Arrays.copyOf(Shapes.broadcast("scaledDotProductAttention", Arrays.copyOf(q.shape(), q.dim() - 2),
+                            Arrays.copyOf(k.shape(), k.dim() - 2)), Math.max(q.dim(), k.dim()));
+                    scores[scores.length - 2] = q.size(-2);
+                    scores[scores.length - 1] = k.size(-2);
+                    DType dtype = q.dtype();
+                    if (mask != null) {
+                        scores = Shapes.broadcast("scaledDotProductAttention", scores, mask.shape());
+                        if (mask.dtype().isFloatingPoint()) dtype = DType.promote(dtype, mask.dtype());
+                    }
+                    drop = dropoutScale(scores, dtype, q.device(), dropoutP, gen);
+                }
+                Tensor out = Dispatcher.call(AttentionOps.FLASH_ATTENTION, new Tensor[] {q, k, v, mask, drop}, isCausal ? 1 : 0, scale);
+                return new Attention(scope.keep(out), null);
+            }
+            Tensor weights = org.jtorch.ops.Attention.weights(q, k, attnMask, isCausal, scale);
             if (dropoutP > 0) weights = dropout(weights, dropoutP, true, gen);
             Tensor out = weights.matmul(v);
             return new Attention(scope.keep(out), keepWeights ? scope.keep(weights) : null);
-        }
-    }
-
-    /** {@code softmax(q @ k^T * scale + masks)}, composed from ops: the attention weights before dropout. */
-    static Tensor attentionWeights(Tensor q, Tensor k, Tensor attnMask, boolean isCausal, double scale) {
-        long l = q.size(-2);
-        long s = k.size(-2);
-        Tensor scores = q.matmul(k.transpose(-2, -1)).mul(scale);
-        // Masks are applied as additive -inf/0 tensors, so the scores' gradient flows through one add.
-        if (isCausal) {
-            Tensor keep = Torch.arange(0, l, 1, DType.INT64, scores.device()).unsqueeze(1)
-                    .ge(Torch.arange(0, s, 1, DType.INT64, scores.device()).unsqueeze(0));
-            scores = scores.add(additiveMask(keep, scores));
-        }
-        if (attnMask != null) {
-            scores = scores.add(attnMask.dtype() == DType.BOOL ? additiveMask(attnMask, scores) : attnMask);
-        }
-        return scores.softmax(-1);
-    }
-
-    /** 0 where {@code keep} is true, -inf elsewhere, in the scores' dtype and device. */
-    static Tensor additiveMask(Tensor keep, Tensor scores) {
-        try (Tensor zeros = Torch.zeros(keep.shape(), scores.dtype(), scores.device()); Tensor drop = keep.logicalNot()) {
-            return zeros.maskedFill(drop, Double.NEGATIVE_INFINITY);
         }
     }
 
@@ -771,16 +736,13 @@ public final class F {
 
     /**
      * {@code -weight * (t log(x) + (1 - t) log(1 - x))} for probabilities {@code input} in [0, 1], with
-     * each logarithm clamped at -100 as PyTorch; {@code weight} (broadcast) may be null.
+     * each logarithm clamped at -100 as PyTorch; {@code weight} (broadcast) may be null. The declared
+     * {@link LossOps#BINARY_CROSS_ENTROPY}, with its gradients as ops.
      */
     public static Tensor binaryCrossEntropy(Tensor input, Tensor target, Tensor weight, Reduction reduction) {
         Arguments.nonNull("binaryCrossEntropy", "input", input);
         Arguments.nonNull("binaryCrossEntropy", "target", target);
         Arguments.nonNull("binaryCrossEntropy", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("binary_cross_entropy", t -> binaryCrossEntropy(t[0], t[1], t[2], reduction), input, target, weight);
-            if (r != null) return r;
-        }
         checkReduction("binaryCrossEntropy", reduction);
         if (!Arrays.equals(input.shape(), target.shape())) {
             throw new IllegalArgumentException("binaryCrossEntropy: Using a target size (" + Shapes.format(target.shape())
@@ -795,51 +757,7 @@ public final class F {
             throw new IllegalArgumentException("binaryCrossEntropy: the function is not differentiable with respect to argument"
                     + " 'weight'. This input cannot have requires_grad True.");
         }
-        Tensor out;
-        try (Grad.Mode g = Grad.noGrad()) {
-            out = MemoryScope.run(() -> {
-                Tensor logX = input.log().clampMin(-100);
-                Tensor log1mX = input.neg().log1p().clampMin(-100);
-                Tensor loss = target.sub(1.0).mul(log1mX).sub(target.mul(logX));
-                if (weight != null) loss = loss.mul(weight);
-                return reduce(loss, reduction);
-            });
-        }
-        if (Autograd.needsGrad(input, target)) recordBinaryCrossEntropy(out, input, target, weight, reduction);
-        return out;
-    }
-
-    /**
-     * PyTorch's derivatives, finite where the input is exactly 0 or 1 (the clamped logarithms' own gradients would give
-     * NaN there): input {@code grad * w * (x - t) / max(x (1 - x), 1e-12f)}, target {@code grad * w * (log(1 - x) - log(x))}.
-     */
-    /** PyTorch's floor of {@code x (1 - x)}: its constant is the float 1e-12, in every dtype. */
-    private static final double BCE_EPSILON = 1e-12f;
-
-    private static void recordBinaryCrossEntropy(Tensor out, Tensor input, Tensor target, Tensor weight, Reduction reduction) {
-        SavedTensor sx = Autograd.save(input);
-        SavedTensor st = Autograd.save(target);
-        SavedTensor sw = weight == null ? null : Autograd.save(weight);
-        boolean inputGrad = input.requiresGrad();
-        boolean targetGrad = target.requiresGrad();
-        long[] inputShape = input.shape();
-        DType inputType = input.dtype();
-        DType targetType = target.dtype();
-        long n = input.numel();
-        SavedTensor[] saved = sw == null ? new SavedTensor[] {sx, st} : new SavedTensor[] {sx, st, sw};
-        Autograd.record("BinaryCrossEntropyBackward0", out, g -> {
-            try (MemoryScope scope = new MemoryScope()) {
-                Tensor x = sx.get();
-                Tensor t = st.get();
-                Tensor grad = reduction == Reduction.MEAN ? g[0].div((double) n) : g[0];
-                if (sw != null) grad = grad.mul(sw.get());
-                Tensor gx = inputGrad ? grad.mul(x.sub(t)).div(x.mul(x.neg().add(1.0)).clampMin(BCE_EPSILON)) : null;
-                Tensor gt = targetGrad ? grad.mul(x.neg().log1p().sub(x.log())) : null;
-                return new Tensor[] {
-                        gx == null ? null : scope.keep(org.jtorch.autograd.Gradients.sumTo(gx, inputShape, inputType)),
-                        gt == null ? null : scope.keep(org.jtorch.autograd.Gradients.sumTo(gt, inputShape, targetType))};
-            }
-        }, new Tensor[] {input, target}, saved);
+        return Dispatcher.call(LossOps.BINARY_CROSS_ENTROPY, new Tensor[] {input, target, weight}, reductionEnum(reduction));
     }
 
     public static Tensor binaryCrossEntropy(Tensor input, Tensor target) {

@@ -77,6 +77,18 @@ public final class FrontEndOps {
     public static final OpDef DOT = OpDef.frontEnd("dot", true).rule(SAME_NO_BOOL).signature(SELF, Param.tensor("tensor"))
             .autocast(Device.Type.CPU, CastPolicy.AS_IS).autocast(Device.Type.CUDA, CastPolicy.PROMOTE)
             .doc("`ops.Linalg.dot` (`mm` of a row against a column)").build();
+    /**
+     * {@code y[..., o] = x1[..., :] @ weight[o] @ x2[..., :] + bias[o]}, as {@code torch.nn.functional.bilinear}. PyTorch
+     * composes it from {@code _trilinear}, an op with its own kernel and derivative; here a declared composition (one GEMM
+     * against the weight's {@code [in1, out * in2]} view, a product with {@code x2} and a sum): the GEMM is already the
+     * backend's fastest kernel and its gradients those of the parts, so a fused kernel per backend would add code, not
+     * speed. The trace records it as one node. On CUDA autocast promotes its operands to the widest floating type, as
+     * PyTorch 1.13's list; untouched on the CPU.
+     */
+    public static final OpDef BILINEAR = OpDef.frontEnd("bilinear", true).rule(SAME_NO_BOOL)
+            .signature(Param.tensor("input1"), Param.tensor("input2"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"))
+            .autocast(Device.Type.CUDA, CastPolicy.PROMOTE)
+            .doc("`ops.Linalg.bilinear` (one GEMM against the weight, a product and a sum)").build();
     /** Not traced as one op (its equation is a string): the trace sees the permutes, reshapes and products inside. */
     public static final OpDef EINSUM = OpDef.frontEnd("einsum", true).rule(SAME_NO_BOOL)
             .signature(new Param("equation", "str", null), new Param("tensors", "Tensor[]", null))

@@ -57,6 +57,49 @@ public final class LossOps {
             .doc("log-sigmoid cross entropy, stable for large logits").build();
 
     /**
+     * {@code -weight * (target log(self) + (1 - target) log(1 - self))} for probabilities {@code self}, each logarithm
+     * clamped at -100, reduced, as PyTorch's {@code binary_cross_entropy}: its composition computes the loss, its own
+     * derivatives give PyTorch's gradients, finite where {@code self} is exactly 0 or 1 (the clamped logarithms' would be
+     * NaN there): {@link #BINARY_CROSS_ENTROPY_BACKWARD} and {@link #BINARY_CROSS_ENTROPY_TARGET_BACKWARD}; none for the
+     * weight (the front end, {@code nn.F.binaryCrossEntropy}, refuses one that requires grad). Autocast: float32 on the CPU;
+     * refused on CUDA ("unsafe to autocast"), as PyTorch 1.13's lists.
+     */
+    public static final OpDef BINARY_CROSS_ENTROPY = OpDef.composite("binary_cross_entropy").rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", "None"),
+                    Param.scalar("reduction", "int", "Mean"))
+            .composition(reduced(binaryCrossEntropy()))
+            .derivatives(LossOps::binaryCrossEntropyDerivatives)
+            .autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.BANNED)
+            .doc("clamped-log cross entropy of probabilities").build();
+
+    /**
+     * The gradient of {@link #BINARY_CROSS_ENTROPY} with respect to {@code self}: {@code grad_out * weight * (self - target) /
+     * max(self (1 - self), 1e-12)}, {@code grad_out} divided by the element count for the mean ({@code ops.LossBackward}: the
+     * formula as ops, differentiable again).
+     */
+    public static final OpDef BINARY_CROSS_ENTROPY_BACKWARD = OpDef.frontEnd("binary_cross_entropy_backward", true)
+            .rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("grad_output"), Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", "None"),
+                    Param.scalar("reduction", "int", "Mean"))
+            .doc("`ops.LossBackward.binaryCrossEntropy`: grad * weight * (self - target) / max(self (1 - self), eps)").build();
+
+    /**
+     * The gradient of {@link #BINARY_CROSS_ENTROPY} with respect to {@code target}: {@code grad_out * weight * (log(1 - self) -
+     * log(self))}, {@code grad_out} divided by the element count for the mean (PyTorch's {@code binary_cross_entropy_target_backward}).
+     */
+    public static final OpDef BINARY_CROSS_ENTROPY_TARGET_BACKWARD = OpDef.frontEnd("binary_cross_entropy_target_backward", true)
+            .rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("grad_output"), Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", "None"),
+                    Param.scalar("reduction", "int", "Mean"))
+            .doc("`ops.LossBackward.binaryCrossEntropyTarget`: grad * weight * (log(1 - self) - log(self))").build();
+
+    private static java.util.List<Expr> binaryCrossEntropyDerivatives() {
+        Expr weight = in(2, "weight"), reduction = scalar(0, "reduction");
+        return java.util.Arrays.asList(call(BINARY_CROSS_ENTROPY_BACKWARD, Expr.GRAD, SELF, TARGET, weight, reduction),
+                call(BINARY_CROSS_ENTROPY_TARGET_BACKWARD, Expr.GRAD, SELF, TARGET, weight, reduction), null);
+    }
+
+    /**
      * {@code target * (log(target) - self)} (0 where {@code target == 0}), or {@code exp(target) * (target - self)} with
      * {@code log_target}, reduced: {@code self} holds log-probabilities. PyTorch's {@code batchmean} is its front end's
      * {@code sum} divided by the batch size, as {@code torch.nn.functional.kl_div}'s.
@@ -369,6 +412,15 @@ public final class LossOps {
     private static Expr xlogx(Expr x) {
         return Expr.where(call(PointwiseOps.EQ, x, Expr.c(0)), call(PointwiseOps.MUL, x, Expr.c(0)),
                 call(PointwiseOps.MUL, x, call(PointwiseOps.LOG, x)));
+    }
+
+    /** {@code (target - 1) max(log1p(-self), -100) - target max(log(self), -100)}, times the weight where one is given. */
+    private static Expr binaryCrossEntropy() {
+        Expr logX = call(PointwiseOps.CLAMP, call(PointwiseOps.LOG, SELF), Expr.c(-100), Expr.c(Double.NaN));
+        Expr log1mX = call(PointwiseOps.CLAMP, call(PointwiseOps.LOG1P, call(PointwiseOps.NEG, SELF)), Expr.c(-100), Expr.c(Double.NaN));
+        Expr loss = call(PointwiseOps.SUB, call(PointwiseOps.MUL, call(PointwiseOps.SUB, TARGET, Expr.c(1)), log1mX),
+                call(PointwiseOps.MUL, TARGET, logX));
+        return new Expr.IfPresent(2, call(PointwiseOps.MUL, loss, in(2, "weight")), loss);
     }
 
     private static Expr binaryCrossEntropyWithLogits() {

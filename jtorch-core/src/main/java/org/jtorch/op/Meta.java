@@ -12,8 +12,16 @@ public interface Meta {
     /** The result of a call with tensor inputs {@code inputs} (null where an optional one is left out) and {@code scalars}. */
     Output infer(StridedView[] inputs, double[] scalars);
 
-    /** The result's shape and dtype. */
-    record Output(long[] shape, DType dtype) {}
+    /**
+     * The result's shape and dtype, and where not null the order in which its dimensions lie in memory, outermost first
+     * (a permutation of the dimensions; null: contiguous). ATen's meta functions give strides: the CPU flash attention's
+     * output follows the query's layout, so that merging the heads of a transposed projection back is a view.
+     */
+    record Output(long[] shape, DType dtype, int[] memoryOrder) {
+        public Output(long[] shape, DType dtype) {
+            this(shape, dtype, null);
+        }
+    }
 
     /**
      * A multi-output op's meta function ({@link OpDef#outputCount} above 1): one {@link Output} per declared output, in

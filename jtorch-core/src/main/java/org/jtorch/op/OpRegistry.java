@@ -32,6 +32,7 @@ public final class OpRegistry {
         declared.addAll(declaredIn(RecurrentOps.class));
         declared.addAll(declaredIn(ViewOps.class));
         declared.addAll(declaredIn(RandomOps.class));
+        declared.addAll(declaredIn(AttentionOps.class));
         declared.addAll(declaredIn(FrontEndOps.class));
         for (OpDef op : declared) {
             if (byName.put(op.name(), op) != null) throw new IllegalStateException("op " + op.name() + " is declared twice");

@@ -236,7 +236,7 @@ public final class Dispatcher {
         Tensor[] outs = new Tensor[metas.length];
         StridedView[] outViews = new StridedView[metas.length];
         for (int i = 0; i < written; i++) {
-            outs[i] = allocate(name, metas[i].shape(), metas[i].dtype(), device);
+            outs[i] = allocate(name, metas[i], device);
             outViews[i] = view(outs[i]);
         }
         Backends.of(name, device);
@@ -685,6 +685,25 @@ public final class Dispatcher {
         } catch (OutOfMemoryException e) {
             throw e.whileRunning(op);
         }
+    }
+
+    /** An output as its meta function says: contiguous, or with its dimensions in memory in {@link Meta.Output#memoryOrder}. */
+    private static Tensor allocate(String op, Meta.Output meta, Device device) {
+        int[] order = meta.memoryOrder();
+        if (order == null) return allocate(op, meta.shape(), meta.dtype(), device);
+        long[] shape = meta.shape();
+        long[] permuted = new long[order.length];
+        int[] back = new int[order.length];
+        for (int i = 0; i < order.length; i++) {
+            permuted[i] = shape[order[i]];
+            back[order[i]] = i;
+        }
+        // The permuted view is part of the allocation, not an op of the traced program.
+        return withoutTrace(() -> {
+            try (Tensor dense = allocate(op, permuted, meta.dtype(), device)) {
+                return dense.permute(back);
+            }
+        });
     }
 
     /**

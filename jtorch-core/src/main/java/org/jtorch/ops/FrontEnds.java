@@ -74,6 +74,7 @@ public final class FrontEnds {
         }
         if (op == FrontEndOps.MV) return Linalg.mv(in[0], in[1]);
         if (op == FrontEndOps.DOT) return Linalg.dot(in[0], in[1]);
+        if (op == FrontEndOps.BILINEAR) return Linalg.bilinear(in[0], in[1], in[2], in[3]);
         if (op == FrontEndOps.MAX_UNPOOL2D) return Pooling.maxUnpool2d(in[0], in[1], (long) args[0], (long) args[1]);
         if (op == org.jtorch.op.NormalizationOps.BATCH_NORM_BACKWARD_COMPOSITE) {
             return Normalization.batchNormBackwardComposite(in[0], in[1], in[2], in[3], in[4], args[0] != 0, args[1], (int) args[2]);
@@ -93,6 +94,10 @@ public final class FrontEnds {
         if (op == org.jtorch.op.LossOps.CROSS_ENTROPY_BACKWARD_COMPOSITE) {
             return LossBackward.crossEntropy(in[0], in[1], in[2], in[3], (int) args[0], (long) args[1], args[2]);
         }
+        if (op == org.jtorch.op.AttentionOps.ATTENTION_MATH) return Attention.math(in[0], in[1], in[2], in[3], in[4], args[0] != 0, args[1]);
+        if (op == org.jtorch.op.AttentionOps.FLASH_ATTENTION_BACKWARD_COMPOSITE) {
+            return Attention.backwardComposite(in[0], in[1], in[2], in[3], in[4], in[5], args[0] != 0, args[1], (int) args[2]);
+        }
         if (op == org.jtorch.op.ReductionOps.CUMPROD_BACKWARD) return Reductions.cumprodBackward(in[0], in[1], in[2], (int) args[0]);
         if (op == org.jtorch.op.LossOps.NLL_LOSS_COMPOSITE) return Losses.nllLossComposite(in[0], in[1], in[2], (int) args[0], (long) args[1]);
         if (op == org.jtorch.op.LossOps.NLL_LOSS_BACKWARD_COMPOSITE) {
@@ -103,6 +108,12 @@ public final class FrontEnds {
         }
         if (op == org.jtorch.op.NormalizationOps.LAYER_NORM_COMPOSITE) {
             return Normalization.layerNormComposite(in[0], in[1], in[2], (int) args[0], args[1]);
+        }
+        if (op == org.jtorch.op.LossOps.BINARY_CROSS_ENTROPY_BACKWARD) {
+            return LossBackward.binaryCrossEntropy(in[0], in[1], in[2], in[3], (int) args[0]);
+        }
+        if (op == org.jtorch.op.LossOps.BINARY_CROSS_ENTROPY_TARGET_BACKWARD) {
+            return LossBackward.binaryCrossEntropyTarget(in[0], in[1], in[2], in[3], (int) args[0]);
         }
         if (op == org.jtorch.op.LossOps.MSE_LOSS_BACKWARD_COMPOSITE) return LossBackward.mse(in[0], in[1], in[2], (int) args[0]);
         if (op == FrontEndOps.BATCH_NORM) return Normalization.batchNorm(in[0], in[1], in[2], in[3], in[4], args[0] != 0, args[1], args[2]);

@@ -36,6 +36,51 @@ public final class Linalg {
         return Dispatcher.structured(LinalgOps.BMM, new Tensor[] {a, b}, NO_SCALARS);
     }
 
+    /**
+     * {@link FrontEndOps#BILINEAR}: {@code y[..., o] = x1[..., :] @ weight[o] @ x2[..., :] + bias[o]} with {@code weight} of
+     * shape {@code [out, in1, in2]}; {@code bias} may be null.
+     */
+    public static Tensor bilinear(Tensor x1, Tensor x2, Tensor weight, Tensor bias) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.BILINEAR, new Tensor[] {x1, x2, weight, bias}, NO_SCALARS,
+                    t -> bilinearOf(t[0], t[1], t[2], t[3]));
+        }
+        return bilinearOf(x1, x2, weight, bias);
+    }
+
+    private static Tensor bilinearOf(Tensor x1, Tensor x2, Tensor weight, Tensor bias) {
+        if (weight.dim() != 3) {
+            throw new IllegalArgumentException("bilinear: expected a 3-D weight [out, in1, in2], got shape " + Shapes.format(weight.shape()));
+        }
+        long out = weight.size(0);
+        long in1 = weight.size(1);
+        long in2 = weight.size(2);
+        if (x1.dim() == 0 || x1.size(-1) != in1 || x2.dim() == 0 || x2.size(-1) != in2) {
+            throw new IllegalArgumentException("bilinear: input shapes " + Shapes.format(x1.shape()) + " and " + Shapes.format(x2.shape())
+                    + " do not match the weight " + Shapes.format(weight.shape()) + " (expected [*, " + in1 + "] and [*, " + in2 + "])");
+        }
+        long[] lead1 = Arrays.copyOf(x1.shape(), x1.dim() - 1);
+        long[] lead2 = Arrays.copyOf(x2.shape(), x2.dim() - 1);
+        if (!Arrays.equals(lead1, lead2)) {
+            throw new IllegalArgumentException("bilinear: input batch dimensions " + Shapes.format(lead1) + " and " + Shapes.format(lead2)
+                    + " must be equal");
+        }
+        long[] outShape = Arrays.copyOf(lead1, lead1.length + 1);
+        outShape[lead1.length] = out;
+        return MemoryScope.run(() -> {
+            // t[n, o, j] = sum_i x1[n, i] w[o, i, j], then y[n, o] = sum_j t[n, o, j] x2[n, j].
+            // Row counts spelled out: -1 cannot be inferred next to an empty dimension.
+            long rows = Shapes.numel(lead1);
+            Tensor a = x1.reshape(rows, in1);
+            Tensor b = x2.reshape(rows, in2);
+            Tensor w = weight.permute(1, 0, 2).reshape(in1, out * in2);
+            Tensor t = a.matmul(w).view(rows, out, in2);
+            Tensor y = t.mul(b.unsqueeze(1)).sum(-1);
+            if (bias != null) y = y.add(bias);
+            return y.reshape(outShape);
+        });
+    }
+
     public static Tensor mv(Tensor m, Tensor v) {
         if (Dispatcher.wrapsFrontEnds()) return Dispatcher.frontEnd(FrontEndOps.MV, new Tensor[] {m, v}, NO_SCALARS, t -> mvOf(t[0], t[1]));
         return mvOf(m, v);

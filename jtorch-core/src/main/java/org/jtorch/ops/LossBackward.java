@@ -41,6 +41,34 @@ final class LossBackward {
         }
     }
 
+    /** PyTorch's floor of {@code x (1 - x)} in binary cross entropy's gradient: its constant is the float 1e-12, in every dtype. */
+    private static final double BCE_EPSILON = 1e-12f;
+
+    /**
+     * {@link LossOps#BINARY_CROSS_ENTROPY_BACKWARD}: {@code gradOut * weight * (x - t) / max(x (1 - x), 1e-12)}, finite where
+     * {@code x} is exactly 0 or 1; {@code gradOut} over the element count for the mean.
+     */
+    static Tensor binaryCrossEntropy(Tensor gradOut, Tensor x, Tensor t, Tensor weight, int reduction) {
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor g = binaryCrossEntropyScale(gradOut, x, weight, reduction);
+            return scope.keep(g.mul(x.sub(t)).div(x.mul(x.neg().add(1.0)).clampMin(BCE_EPSILON)));
+        }
+    }
+
+    /** {@link LossOps#BINARY_CROSS_ENTROPY_TARGET_BACKWARD}: {@code gradOut * weight * (log(1 - x) - log(x))}, over the count for the mean. */
+    static Tensor binaryCrossEntropyTarget(Tensor gradOut, Tensor x, Tensor t, Tensor weight, int reduction) {
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor g = binaryCrossEntropyScale(gradOut, x, weight, reduction);
+            return scope.keep(g.mul(x.neg().log1p().sub(x.log())));
+        }
+    }
+
+    /** {@code gradOut} (over the element count for the mean) times the weight where one is given. */
+    private static Tensor binaryCrossEntropyScale(Tensor gradOut, Tensor x, Tensor weight, int reduction) {
+        Tensor g = reduction == LossOps.MEAN ? gradOut.div((double) x.numel()) : gradOut;
+        return weight == null ? g : g.mul(weight);
+    }
+
     /** The gradient of {@link LossOps#MSE_LOSS_FUSED} with respect to {@code x}: {@code 2 gradOut (x - t)}, over the count for the mean. */
     static Tensor mse(Tensor gradOut, Tensor x, Tensor t, int reduction) {
         double scale = reduction == LossOps.MEAN ? 2.0 / x.numel() : 2.0;

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The fused float32 attention ({@link FusedAttention}) against the composition of ops, which float64 calls still run:
+ * The fused float32 attention ({@link org.jtorch.op.AttentionOps#FLASH_ATTENTION}) against the composition of ops, which float64 calls still run:
  * the same inputs in float64, forward and all three gradients, over shapes that span several query and key blocks with
  * ragged last blocks, head sizes that are not whole vectors, and every kind of mask.
  */
