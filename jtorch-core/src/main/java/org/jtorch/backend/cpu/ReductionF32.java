@@ -92,13 +92,19 @@ final class ReductionF32 {
      */
     static float shortSum(MemorySegment s, long off, int n, Term t) {
         float[] lanes = new float[FL];
-        for (int i = 0; i < n; i++) {
-            float x = s.get(ElementIO.F32, off + 4L * i);
-            lanes[i % FL] += switch (t) {
-                case VALUE -> x;
-                case ABS -> Math.abs(x);
-                case SQUARE -> x * x;
-            };
+        switch (t) {
+            case VALUE -> {
+                for (int i = 0; i < n; i++) lanes[i & (FL - 1)] += s.get(ElementIO.F32, off + 4L * i);
+            }
+            case ABS -> {
+                for (int i = 0; i < n; i++) lanes[i & (FL - 1)] += Math.abs(s.get(ElementIO.F32, off + 4L * i));
+            }
+            case SQUARE -> {
+                for (int i = 0; i < n; i++) {
+                    float x = s.get(ElementIO.F32, off + 4L * i);
+                    lanes[i & (FL - 1)] += x * x;
+                }
+            }
         }
         return VectorF32.sumLanes(lanes);
     }

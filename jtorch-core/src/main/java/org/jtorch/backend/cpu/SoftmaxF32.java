@@ -174,17 +174,17 @@ final class SoftmaxF32 {
         java.util.Arrays.fill(lanes, 0f);
         int pairs = n - n % (2 * FL);
         int rest = n - pairs;
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < pairs; i++) {
             float e = expNonPositive(x[from + i] - max);
             if (store) x[from + i] = e;
-            boolean second;
-            if (i < pairs) {
-                second = i % (2 * FL) >= FL;
-            } else {
-                boolean firstVector = i - pairs < FL;
-                second = store ? !firstVector || rest < FL : firstVector;
-            }
-            lanes[(second ? FL : 0) + i % FL] += e;
+            lanes[i & (2 * FL - 1)] += e;
+        }
+        // The remainder's first vector: the second accumulator's in expSum, and in expStoreSum unless it is whole.
+        int firstAt = store && rest >= FL ? 0 : FL, restAt = FL - firstAt;
+        for (int i = pairs; i < n; i++) {
+            float e = expNonPositive(x[from + i] - max);
+            if (store) x[from + i] = e;
+            lanes[(i - pairs < FL ? firstAt : restAt) + (i & (FL - 1))] += e;
         }
         for (int l = 0; l < FL; l++) lanes[l] += lanes[FL + l];
         return VectorF32.sumLanes(lanes);
