@@ -51,9 +51,9 @@ final class ReductionF32 {
     /**
      * Runs up to this long ({@value}) are summed by {@link #shortSum}. A kernel that only ever sees short runs (a loss's
      * mean over a batch of 64, a sum along a dim of 10) reaches C2 only after hundreds to thousands of calls, and until
-     * then each Vector API operation is a boxed object and a call chain: the sums of [64, 10] along dim 1 took 0.9 ms a
-     * call over the first hundred calls against 0.05 ms this way. Compiled by C2 the scalar form costs about 20 ns more
-     * a run (docs/BENCHMARKS.md, issue 20, branch warmup3).
+     * then each Vector API operation is a boxed object and a call chain: the sums of [64, 10] along dim 1 took 0.35-0.92
+     * ms a call over the first hundred calls against 0.06-0.08 ms this way. Compiled by C2 the scalar form costs 12-17 ns
+     * more a run of 4-10 floats and less from 16 on (docs/BENCHMARKS.md, issue 20, branch warmup3).
      */
     static final int SHORT_SUM = 64;
 

@@ -72,9 +72,9 @@ final class SoftmaxF32 {
      * Rows up to this long ({@value}) take {@link #shortRow}. Their vector form is one masked vector per pass, all fixed
      * cost, and a kernel that only sees such rows (log-softmax over 10 classes) runs that code boxed, an object and a
      * call chain per Vector API operation, until C2 compiles it hundreds to thousands of calls later: [64, 10] took 2-3
-     * ms a call over the first hundred calls against 0.07-0.09 ms this way. Compiled by C2 the scalar form costs about
-     * 10 ns more a row of 10 and 40 ns more a row of 16; longer rows lose more (docs/BENCHMARKS.md, issue 20, branch
-     * warmup3).
+     * ms a call over the first hundred calls against 0.08-0.11 ms this way. Compiled by C2 the scalar form costs what the
+     * vector form does on rows of 4-10 floats and about 25 ns more on a row of 16; longer rows lose more
+     * (docs/BENCHMARKS.md, issue 20, branch warmup3).
      */
     static final int SHORT_ROW = 16;
 
