@@ -698,6 +698,12 @@ final class CpuReductionKernels implements ReductionKernels {
             SoftmaxF32.inner(is, in.offset() * 4, os, out.offset() * 4, outer, length, (int) inner, log);
             return;
         }
+        if (fast && length <= SoftmaxF32.SHORT_ROW && dim == in.shape().length - 1 && in.isContiguous() && out.isContiguous()) {
+            long io = in.offset() * 4, oo = out.offset() * 4;
+            Parallel.forRange(l.lines, grain(3 * l.length), (begin, end) ->
+                    SoftmaxF32.shortRows(is, io + 4 * begin * length, os, oo + 4 * begin * length, end - begin, length, log));
+            return;
+        }
         Parallel.forRange(l.lines, grain(3 * l.length), (begin, end) -> {
             double[] buf = fast || fast64 ? null : new double[length];
             for (long line = begin; line < end; line++) {

@@ -48,8 +48,22 @@ final class ReductionF32 {
         };
     }
 
+    /**
+     * Runs up to this long ({@value}) are summed by {@link #shortSum}. A kernel that only ever sees short runs (a loss's
+     * mean over a batch of 64, a sum along a dim of 10) reaches C2 only after hundreds to thousands of calls, and until
+     * then each Vector API operation is a boxed object and a call chain: the sums of [64, 10] along dim 1 took 0.35-0.92
+     * ms a call over the first hundred calls against 0.06-0.08 ms this way. Compiled by C2 the scalar form costs 12-17 ns
+     * more a run of 4-10 floats and less from 16 on (docs/BENCHMARKS.md, issue 20, branch warmup3).
+     */
+    static final int SHORT_SUM = 64;
+
     /** Sum of {@code term(x)} over {@code n} contiguous floats at byte offset {@code off}, cascaded (see the class). */
     static double sum(MemorySegment s, long off, long n, Term t) {
+        return n <= SHORT_SUM ? shortSum(s, off, (int) n, t) : vectorSum(s, off, n, t);
+    }
+
+    /** {@link #sum}'s vector form, for any {@code n}. */
+    static double vectorSum(MemorySegment s, long off, long n, Term t) {
         double total = 0;
         for (long i = 0; i < n; i += CHUNK) {
             total += chunkSum(s, off + 4 * i, (int) Math.min(CHUNK, n - i), t);
@@ -71,6 +85,30 @@ final class ReductionF32 {
         return VectorF32.sumLanes(blocks.add(rest));
     }
 
+    /**
+     * {@link #chunkSum} of {@code n <= SHORT_SUM < BLOCK} floats in scalar code, lane by lane: each lane adds the same
+     * terms in the same order as the vector form's accumulator, and the lanes are folded in {@link VectorF32#sumLanes}'
+     * order, so the result has the same bits.
+     */
+    static float shortSum(MemorySegment s, long off, int n, Term t) {
+        float[] lanes = new float[FL];
+        switch (t) {
+            case VALUE -> {
+                for (int i = 0; i < n; i++) lanes[i & (FL - 1)] += s.get(ElementIO.F32, off + 4L * i);
+            }
+            case ABS -> {
+                for (int i = 0; i < n; i++) lanes[i & (FL - 1)] += Math.abs(s.get(ElementIO.F32, off + 4L * i));
+            }
+            case SQUARE -> {
+                for (int i = 0; i < n; i++) {
+                    float x = s.get(ElementIO.F32, off + 4L * i);
+                    lanes[i & (FL - 1)] += x * x;
+                }
+            }
+        }
+        return VectorF32.sumLanes(lanes);
+    }
+
     private static FloatVector blockSum(MemorySegment s, long off, Term t) {
         FloatVector a0 = FloatVector.zero(FS), a1 = a0, a2 = a0, a3 = a0;
         long step = 4L * FS.vectorByteSize();
@@ -83,8 +121,24 @@ final class ReductionF32 {
         return a0.add(a1).add(a2.add(a3));
     }
 
-    /** Maximum (or minimum) of {@code n >= 1} contiguous floats; NaN propagates, as {@link Math#max}. */
+    /**
+     * Maximum (or minimum) of {@code n >= 1} contiguous floats; NaN propagates, as {@link Math#max}. A run shorter than
+     * the vector loop's step takes scalar comparisons only: the vector form there broadcasts and reduces the first
+     * element and then compares every element in scalar code, and those two vector operations are boxed objects until
+     * C2 compiles it.
+     */
     static float extremum(MemorySegment s, long off, long n, boolean max) {
+        if (n >= 2L * FL) return vectorExtremum(s, off, n, max);
+        float r = s.get(ElementIO.F32, off);
+        for (long i = 0; i < n; i++) {
+            float x = s.get(ElementIO.F32, off + 4 * i);
+            r = max ? Math.max(r, x) : Math.min(r, x);
+        }
+        return r;
+    }
+
+    /** {@link #extremum}'s vector form, for any {@code n >= 1}. */
+    static float vectorExtremum(MemorySegment s, long off, long n, boolean max) {
         // This shape of loop (two accumulators, nothing else under a flag) measured fast; a variant with four
         // accumulators and an abs() under a second flag ran at half the speed (C2, Zen 4).
         float first = s.get(ElementIO.F32, off);
@@ -103,6 +157,13 @@ final class ReductionF32 {
             float x = s.get(ElementIO.F32, off + i * 4);
             r = max ? Math.max(r, x) : Math.min(r, x);
         }
+        return r;
+    }
+
+    /** {@link #extremum} of {@code x[from, from + n)}, {@code n >= 1}: the same comparisons in the same order. */
+    static float extremum(float[] x, int from, int n, boolean max) {
+        float r = x[from];
+        for (int i = from; i < from + n; i++) r = max ? Math.max(r, x[i]) : Math.min(r, x[i]);
         return r;
     }
 

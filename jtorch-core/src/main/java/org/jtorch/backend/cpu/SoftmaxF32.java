@@ -68,11 +68,30 @@ final class SoftmaxF32 {
 
     // ---------------------------------------------------------------- rows
 
+    /**
+     * Rows up to this long ({@value}) take {@link #shortRow}. Their vector form is one masked vector per pass, all fixed
+     * cost, and a kernel that only sees such rows (log-softmax over 10 classes) runs that code boxed, an object and a
+     * call chain per Vector API operation, until C2 compiles it hundreds to thousands of calls later: [64, 10] took 2-3
+     * ms a call over the first hundred calls against 0.08-0.11 ms this way. Compiled by C2 the scalar form costs what the
+     * vector form does on rows of 4-10 floats and about 25 ns more on a row of 16; longer rows lose more
+     * (docs/BENCHMARKS.md, issue 20, branch warmup3).
+     */
+    static final int SHORT_ROW = 16;
+
     /** Softmax (or log-softmax) of one contiguous row of {@code n >= 1} floats. */
     static void row(MemorySegment is, long io, MemorySegment os, long oo, int n, boolean log) {
+        if (n <= SHORT_ROW) {
+            shortRow(is, io, os, oo, n, log);
+        } else {
+            vectorRow(is, io, os, oo, n, log);
+        }
+    }
+
+    /** {@link #row}'s vector form, for any {@code n >= 1}. */
+    static void vectorRow(MemorySegment is, long io, MemorySegment os, long oo, int n, boolean log) {
         float max = ReductionF32.extremum(is, io, n, true);
         if (log) {
-            shift(is, io, os, oo, n, max + (float) Math.log(expSum(is, io, n, max)));
+            shift(is, io, os, oo, n, max + (float) Math.log(vectorExpSum(is, io, n, max)));
         } else {
             scale(os, oo, n, 1f / expStoreSum(is, io, os, oo, n, max));
         }
@@ -106,8 +125,101 @@ final class SoftmaxF32 {
         return VectorF32.sumLanes(a0.add(a1));
     }
 
+    /**
+     * {@link #vectorRow} in scalar code: the same exponentials ({@link #expNonPositive(float)}), each added to the lane
+     * and accumulator the vector form adds it to, the lanes folded as {@link VectorF32#sumLanes}; so the same bits.
+     */
+    static void shortRow(MemorySegment is, long io, MemorySegment os, long oo, int n, boolean log) {
+        shortRows(is, io, os, oo, 1, n, log);
+    }
+
+    /** Floats per block of {@link #shortRows}: an L1-resident array. */
+    private static final int SHORT_BLOCK = 2048;
+
+    /**
+     * {@link #shortRow} of {@code rows} contiguous rows of {@code n <= SHORT_ROW} floats. A block of rows is copied to an
+     * array and back in one call each: element by element, a memory segment's accessors cost more than the arithmetic
+     * until C2 compiles them, and a copy per row costs more than the row once it does.
+     */
+    static void shortRows(MemorySegment is, long io, MemorySegment os, long oo, long rows, int n, boolean log) {
+        int perBlock = (int) Math.min(rows, Math.max(1, SHORT_BLOCK / n));
+        float[] x = new float[perBlock * n];
+        float[] lanes = new float[2 * FL];
+        for (long r0 = 0; r0 < rows; r0 += perBlock) {
+            int count = (int) Math.min(perBlock, rows - r0);
+            long bytes = 4L * n * r0;
+            MemorySegment.copy(is, ElementIO.F32, io + bytes, x, 0, count * n);
+            for (int from = 0; from < count * n; from += n) {
+                float max = ReductionF32.extremum(x, from, n, true);
+                if (log) {
+                    float shift = max + (float) Math.log(shortExpSum(x, from, n, max, false, lanes));
+                    for (int i = from; i < from + n; i++) x[i] -= shift;
+                } else {
+                    float scale = 1f / shortExpSum(x, from, n, max, true, lanes);
+                    for (int i = from; i < from + n; i++) x[i] *= scale;
+                }
+            }
+            MemorySegment.copy(x, 0, os, ElementIO.F32, oo + bytes, count * n);
+        }
+    }
+
+    /**
+     * {@link #vectorExpSum} ({@code store} false) or {@link #expStoreSum} ({@code store} true, replacing the row by its
+     * exponentials) of {@code x[from, from + n)} in scalar code, with {@code lanes} ({@code 2 FL} floats) for the two
+     * accumulators. Vector pairs go to the first and second; of the remainder past the last pair, expSum adds its
+     * first vector to the second accumulator and the rest to the first, expStoreSum a whole vector to the first and a
+     * part vector to the second.
+     */
+    private static float shortExpSum(float[] x, int from, int n, float max, boolean store, float[] lanes) {
+        java.util.Arrays.fill(lanes, 0f);
+        int pairs = n - n % (2 * FL);
+        int rest = n - pairs;
+        for (int i = 0; i < pairs; i++) {
+            float e = expNonPositive(x[from + i] - max);
+            if (store) x[from + i] = e;
+            lanes[i & (2 * FL - 1)] += e;
+        }
+        // The remainder's first vector: the second accumulator's in expSum, and in expStoreSum unless it is whole.
+        int firstAt = store && rest >= FL ? 0 : FL, restAt = FL - firstAt;
+        for (int i = pairs; i < n; i++) {
+            float e = expNonPositive(x[from + i] - max);
+            if (store) x[from + i] = e;
+            lanes[(i - pairs < FL ? firstAt : restAt) + (i & (FL - 1))] += e;
+        }
+        for (int l = 0; l < FL; l++) lanes[l] += lanes[FL + l];
+        return VectorF32.sumLanes(lanes);
+    }
+
+    /** {@link #expNonPositive(FloatVector)} of one float, operation for operation, so with the same bits. */
+    static float expNonPositive(float x) {
+        float t = Math.fma(x, LOG2E, ROUNDER);
+        float n = t - ROUNDER;
+        float r = Math.fma(n, -LN2_HI, x);
+        r = Math.fma(n, -LN2_LO, r);
+        float p = 1f / 5040f;
+        p = Math.fma(p, r, 1f / 720f);
+        p = Math.fma(p, r, 1f / 120f);
+        p = Math.fma(p, r, 1f / 24f);
+        p = Math.fma(p, r, 1f / 6f);
+        p = Math.fma(p, r, 0.5f);
+        p = Math.fma(p, r, 1f);
+        p = Math.fma(p, r, 1f);
+        int ni = Float.floatToRawIntBits(t) - Float.floatToRawIntBits(ROUNDER);
+        float e = Float.intBitsToFloat(Float.floatToRawIntBits(p) + (ni << 23));
+        if (x < UNDERFLOW) e = 0f;
+        return Float.isNaN(x) ? x : e;
+    }
+
     /** sum(exp(x - max)) without storing. */
     static float expSum(MemorySegment is, long io, int n, float max) {
+        if (n > SHORT_ROW) return vectorExpSum(is, io, n, max);
+        float[] x = new float[n];
+        MemorySegment.copy(is, ElementIO.F32, io, x, 0, n);
+        return shortExpSum(x, 0, n, max, false, new float[2 * FL]);
+    }
+
+    /** {@link #expSum}'s vector form. */
+    static float vectorExpSum(MemorySegment is, long io, int n, float max) {
         FloatVector vmax = FloatVector.broadcast(FS, max);
         FloatVector a0 = FloatVector.zero(FS), a1 = a0;
         int i = 0;

@@ -34,4 +34,15 @@ final class VectorF32 {
         for (VectorShuffle<Float> fold : FOLDS) v = v.add(v.rearrange(fold));
         return v.lane(0);
     }
+
+    /**
+     * {@link #sumLanes} of lanes held in the first {@code FL} floats of an array (the scalar forms of short rows),
+     * folded in the same pairs, so with the same bits; overwrites them.
+     */
+    static float sumLanes(float[] lanes) {
+        for (int half = FL / 2; half >= 1; half /= 2) {
+            for (int i = 0; i < half; i++) lanes[i] += lanes[i + half];
+        }
+        return lanes[0];
+    }
 }
