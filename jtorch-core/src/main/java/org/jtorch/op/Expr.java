@@ -15,6 +15,14 @@ public sealed interface Expr {
         public String toString() { return name; }
     }
 
+    /**
+     * The op's tensor inputs from {@code from} on: a trailing list parameter ({@code Tensor?[] indices}, null entries for
+     * None), spliced into a call's tensor arguments where it stands (as the last of them).
+     */
+    record Rest(int from, String name) implements Expr {
+        public String toString() { return name; }
+    }
+
     /** The op's {@code index}-th scalar parameter; where it is NaN (PyTorch's None), {@code ifNone} instead. */
     record Scalar(int index, String name, double ifNone) implements Expr {
         public String toString() { return name; }
@@ -190,6 +198,7 @@ public sealed interface Expr {
     // ------------------------------------------------------------------ building
 
     static Expr in(int index, String name) { return new In(index, name); }
+    static Expr rest(int from, String name) { return new Rest(from, name); }
     static Expr scalar(int index, String name) { return new Scalar(index, name, Double.NaN); }
     static Expr c(double v) { return new Const(v); }
     static Expr math(Fn fn, Expr... args) { return new Math(fn, List.of(args)); }
@@ -232,6 +241,7 @@ public sealed interface Expr {
     default boolean readsInput(int index) {
         return switch (this) {
             case In i -> i.index() == index;
+            case Rest r -> index >= r.from();
             case Math m -> m.args().stream().anyMatch(a -> a.readsInput(index));
             case Op o -> o.args().stream().anyMatch(a -> a.readsInput(index));
             case Where w -> w.cond().readsInput(index) || w.a().readsInput(index) || w.b().readsInput(index);
