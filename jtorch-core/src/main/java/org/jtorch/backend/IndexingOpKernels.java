@@ -95,7 +95,7 @@ public final class IndexingOpKernels {
                 if (out.numel() > 0) backend.copy(in[0], out);
                 return;
             }
-            backend.indexing().advancedIndex(ai.restrided(ai.self()), ai.indices(), ai.sizes(), ai.strides(), out);
+            backend.indexing().advancedIndex(ai.selfAsResult(), ai.indices(), ai.sizes(), ai.strides(), out);
         });
         KernelRegistry.register(type, IndexingOps.INDEX_BACKWARD.kernel(), (out, in, g) -> {
             if (out.numel() > 0) backend.fill(out, 0, 0);
@@ -209,7 +209,7 @@ public final class IndexingOpKernels {
         IndexingOps.AdvancedIndex ai = IndexingOps.AdvancedIndex.of(op, out, in, 2);
         StridedView values = in[1].expand(op, ai.resultShape());
         if (ai.indices().length > 0) {
-            backend.indexing().indexPut(ai.restrided(ai.self()), ai.indices(), ai.sizes(), ai.strides(), values, accumulate);
+            backend.indexing().indexPut(ai.selfAsResult(), ai.indices(), ai.sizes(), ai.strides(), values, accumulate);
         } else if (out.numel() == 0) {
             return;
         } else if (accumulate) {

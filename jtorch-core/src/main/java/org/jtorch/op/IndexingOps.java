@@ -285,6 +285,7 @@ public final class IndexingOps {
             .doc("int64 one-hot vectors of self's class values in a new last dimension").build();
 
     private static final Expr INDICES_FROM_1 = Expr.rest(1, "indices");
+    private static final Expr INDICES_FROM_2 = Expr.rest(2, "indices");
 
     /**
      * Advanced indexing, {@code self[indices]} (PyTorch's {@code index.Tensor}): the list {@code indices} holds one entry per
@@ -318,10 +319,8 @@ public final class IndexingOps {
                 }
                 return new Meta.Output(in[0].shape(), grad.dtype());
             })
-            .derivatives(() -> Arrays.asList(null, call(IndexingOps.INDEX_TENSOR, GRAD, Expr.rest(2, "indices"))))
+            .derivatives(() -> Arrays.asList(null, call(IndexingOps.INDEX_TENSOR, GRAD, INDICES_FROM_2)))
             .doc("grad added at the indices into zeros of self's shape").build();
-
-    private static final Expr INDICES_FROM_2 = Expr.rest(2, "indices");
 
     /**
      * {@code self.index_put(indices, values, accumulate)} (PyTorch's {@code index_put}, in place {@code index_put_} through
@@ -433,15 +432,15 @@ public final class IndexingOps {
             return new AdvancedIndex(src, first, indices, sizes, strides, result);
         }
 
-        /** {@code t} (laid out as {@link #self}) seen with the result's shape: its own strides outside, 0 across the index dimensions. */
-        public StridedView restrided(StridedView t) {
-            long[] st = t.strides();
+        /** {@link #self} seen with the result's shape: its own strides outside the index dimensions, 0 across them. */
+        public StridedView selfAsResult() {
+            long[] st = self.strides();
             int count = indices.length;
             long[] r = new long[resultShape.length];
             int bLen = resultShape.length - (st.length - count);
             System.arraycopy(st, 0, r, 0, start);
             for (int d = start + count; d < st.length; d++) r[d - count + bLen] = st[d];
-            return t.restrided(resultShape, r, t.offset());
+            return self.restrided(resultShape, r, self.offset());
         }
     }
 

@@ -231,7 +231,8 @@ class AdvancedIndexingOpsTest {
     void badIndicesAreErrorsNamingTheOp() {
         Tensor x = Torch.randn(3, 4).to(DEVICE);
         IndexOutOfBoundsException range = assertThrows(IndexOutOfBoundsException.class, () -> readBack(x.index(longs(1, 3))));
-        assertEquals("index: index 3 is out of bounds for dimension with size 3", range.getMessage());
+        // (on CUDA found by the deferred check, which says so after the message)
+        assertTrue(range.getMessage().startsWith("index: index 3 is out of bounds for dimension with size 3"), range.getMessage());
         // an empty result visits no index: the range is checked on the host first, as PyTorch's
         Tensor empty = Torch.randn(3, 0).to(DEVICE);
         assertEquals("index: index -4 is out of bounds for dimension with size 3",
