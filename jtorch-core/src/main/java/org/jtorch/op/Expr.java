@@ -23,6 +23,14 @@ public sealed interface Expr {
         public String toString() { return name; }
     }
 
+    /**
+     * The op's scalar parameters from {@code from} on, negated where {@code negate}: a trailing list parameter
+     * ({@code int[] pad}), spliced into a call's scalars where it stands (as the last of them).
+     */
+    record ScalarRest(int from, boolean negate, String name) implements Expr {
+        public String toString() { return negate ? "-" + name : name; }
+    }
+
     /** The op's {@code index}-th scalar parameter; where it is NaN (PyTorch's None), {@code ifNone} instead. */
     record Scalar(int index, String name, double ifNone) implements Expr {
         public String toString() { return name; }
@@ -267,6 +275,7 @@ public sealed interface Expr {
         return switch (this) {
             case Const c -> true;
             case Scalar s -> true;
+            case ScalarRest s -> true;
             case Count c -> true;
             case GradInputMask m -> true;
             case Size z -> true;
