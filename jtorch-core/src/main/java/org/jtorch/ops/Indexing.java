@@ -215,29 +215,56 @@ public final class Indexing {
      */
     public static Tensor index(Tensor self, Tensor... indices) {
         String op = "index";
+        Tensor[] plain = plainInputs(self, indices, null);
+        if (plain != null) {
+            checkEmptyResult(op, plain, 1);
+            return Dispatcher.call(IndexingOps.INDEX_TENSOR, plain);
+        }
         try (Entries e = Entries.of(op, self, indices)) {
             if (!e.anyTensor) return self.clone();
-            checkEmptyResult(op, e);
-            return Dispatcher.call(IndexingOps.INDEX_TENSOR, e.inputs(null));
+            Tensor[] in = e.inputs(null);
+            checkEmptyResult(op, in, 1);
+            return Dispatcher.call(IndexingOps.INDEX_TENSOR, in);
         }
+    }
+
+    /**
+     * The op's inputs where no entry needs the front end's work (every entry an open int64 tensor on self's device, or null;
+     * one tensor at least): self, {@code values} where given, then the entries without trailing nulls; else null.
+     */
+    private static Tensor[] plainInputs(Tensor self, Tensor[] entries, Tensor values) {
+        int n = entries.length;
+        if (n > self.dim()) return null;
+        while (n > 0 && entries[n - 1] == null) n--;
+        if (n == 0) return null;
+        for (int k = 0; k < n; k++) {
+            Tensor t = entries[k];
+            if (t != null && (t.isClosed() || t.dtype() != DType.INT64 || !t.device().equals(self.device()))) return null;
+        }
+        int head = values == null ? 1 : 2;
+        Tensor[] in = new Tensor[head + n];
+        in[0] = self;
+        if (values != null) in[1] = values;
+        System.arraycopy(entries, 0, in, head, n);
+        return in;
     }
 
     /**
      * PyTorch checks the indices of an indexing whose result is empty, where the kernel visits none: the range of each index
      * tensor is read here (only where the result may be empty: self or an index tensor without elements).
      */
-    private static void checkEmptyResult(String op, Entries e) {
-        boolean mayBeEmpty = e.self.numel() == 0;
-        for (Tensor t : e.list) mayBeEmpty |= t != null && t.numel() == 0;
+    private static void checkEmptyResult(String op, Tensor[] inputs, int from) {
+        Tensor self = inputs[0];
+        boolean mayBeEmpty = self.numel() == 0;
+        for (int k = from; k < inputs.length; k++) mayBeEmpty |= inputs[k] != null && inputs[k].numel() == 0;
         if (!mayBeEmpty) return;
-        StridedView[] v = new StridedView[e.list.length + 1];
-        v[0] = view(e.self);
-        for (int k = 0; k < e.list.length; k++) v[k + 1] = view(e.list[k]);
-        if (Shapes.numel(IndexingOps.AdvancedIndex.of(op, v[0], v, 1).resultShape()) != 0) return;
-        for (int k = 0; k < e.list.length; k++) {
-            Tensor t = e.list[k];
+        StridedView[] v = new StridedView[inputs.length];
+        for (int k = 0; k < v.length; k++) v[k] = view(inputs[k]);
+        if (Shapes.numel(IndexingOps.AdvancedIndex.of(op, v[0], v, from).resultShape()) != 0) return;
+        for (int k = from; k < inputs.length; k++) {
+            Tensor t = inputs[k];
             if (t == null || t.numel() == 0) continue;
-            long size = e.self.size(k);
+            long size = self.size(k - from);
             try (Grad.Mode m = Grad.noGrad(); Tensor low = t.amin(); Tensor high = t.amax()) {
                 long lo = low.itemLong(), hi = high.itemLong();
                 long bad = lo < -size ? lo : hi >= size ? hi : Long.MIN_VALUE;
@@ -258,6 +285,11 @@ public final class Indexing {
         self.checkWritable(op);
         values.checkOpen(op);
         // PyTorch checks every index against self, masks included (the int64 ones are checked again by the dispatcher)
+        Tensor[] plain = plainInputs(self, indices, values);
+        if (plain != null) {
+            Dispatcher.callInPlace(IndexingOps.INDEX_PUT, plain, accumulate ? 1 : 0);
+            return self;
+        }
         for (Tensor index : indices) {
             if (index != null && !index.isClosed() && (index.dtype() == DType.BOOL || index.dtype() == DType.UINT8)) self.checkNoOverlap(op, index);
         }
@@ -271,6 +303,8 @@ public final class Indexing {
     public static Tensor indexPut(Tensor self, Tensor[] indices, Tensor values, boolean accumulate) {
         String op = "index_put";
         values.checkOpen(op);
+        Tensor[] plain = plainInputs(self, indices, values);
+        if (plain != null) return Dispatcher.call(IndexingOps.INDEX_PUT, plain, accumulate ? 1 : 0);
         try (Entries e = Entries.of(op, self, indices)) {
             // a 0-d mask indexes self with a dimension added: the in-place form on a copy keeps self's shape
             if (e.self != self) return onCopy(self, r -> indexPutInPlace(r, indices, values, accumulate));
