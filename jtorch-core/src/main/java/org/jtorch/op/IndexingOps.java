@@ -373,6 +373,26 @@ public final class IndexingOps {
          * no tensor among them, none indexed: the result is self's shape, every element read or written once.
          */
         public static AdvancedIndex of(String op, StridedView self, StridedView[] in, int from) {
+            // the meta function and the kernel of one call see the same views: the kernel reuses the meta's geometry
+            Last last = LAST.get();
+            if (last != null && last.matches(self, in, from)) return last.geometry;
+            AdvancedIndex ai = compute(op, self, in, from);
+            LAST.set(new Last(self, in.clone(), from, ai));
+            return ai;
+        }
+
+        /** This thread's last geometry and the views it was computed from (immutable records, compared by identity). */
+        private record Last(StridedView self, StridedView[] in, int from, AdvancedIndex geometry) {
+            boolean matches(StridedView s, StridedView[] other, int f) {
+                if (s != self || f != from || other.length != in.length) return false;
+                for (int i = 0; i < in.length; i++) if (other[i] != in[i]) return false;
+                return true;
+            }
+        }
+
+        private static final ThreadLocal<Last> LAST = new ThreadLocal<>();
+
+        private static AdvancedIndex compute(String op, StridedView self, StridedView[] in, int from) {
             int entries = in.length - from;
             if (entries > self.dim()) {
                 throw new IndexOutOfBoundsException(op + ": too many indices for tensor of dimension " + self.dim() + " (got " + entries
