@@ -90,7 +90,7 @@ public final class IndexingOpKernels {
             backend.indexing().indexAccumulate(op, atLeast1d(out), d, atLeast1d(in[1]), atLeast1d(in[2]), false, 1, false);
         });
         KernelRegistry.register(type, IndexingOps.INDEX_TENSOR.kernel(), (out, in, g) -> {
-            IndexingOps.AdvancedIndex ai = IndexingOps.AdvancedIndex.of("index", in[0], in, 1);
+            IndexingOps.AdvancedIndex ai = IndexingOps.AdvancedIndex.forKernel("index", in[0], in, 1);
             if (ai.indices().length == 0) {
                 if (out.numel() > 0) backend.copy(in[0], out);
                 return;
@@ -206,7 +206,7 @@ public final class IndexingOpKernels {
      * index tensor, every element of {@code out} once.
      */
     private static void indexPut(Backend backend, String op, StridedView out, StridedView[] in, boolean accumulate) {
-        IndexingOps.AdvancedIndex ai = IndexingOps.AdvancedIndex.of(op, out, in, 2);
+        IndexingOps.AdvancedIndex ai = IndexingOps.AdvancedIndex.forKernel(op, out, in, 2);
         StridedView values = in[1].expand(op, ai.resultShape());
         if (ai.indices().length > 0) {
             backend.indexing().indexPut(ai.selfAsResult(), ai.indices(), ai.sizes(), ai.strides(), values, accumulate);

@@ -298,7 +298,7 @@ public final class IndexingOps {
      */
     public static final OpDef INDEX_TENSOR = OpDef.structured("index").rule(DTypeRule.SAME)
             .signature(Param.tensor("self"), new Param("indices", "Tensor?[]", null))
-            .meta((in, g) -> new Meta.Output(AdvancedIndex.of("index", in[0], in, 1).resultShape(), in[0].dtype()))
+            .meta((in, g) -> new Meta.Output(AdvancedIndex.forMeta("index", in[0], in, 1).resultShape(), in[0].dtype()))
             .derivatives(() -> Arrays.asList(call(IndexingOps.INDEX_BACKWARD, SELF, GRAD, INDICES_FROM_1)))
             .doc("self's elements at the broadcast integer indices").build();
 
@@ -310,7 +310,7 @@ public final class IndexingOps {
             .signature(Param.tensor("self"), Param.tensor("grad"), new Param("indices", "Tensor?[]", null))
             .meta((in, g) -> {
                 String op = "index_backward";
-                AdvancedIndex ai = AdvancedIndex.of(op, in[0], in, 2);
+                AdvancedIndex ai = AdvancedIndex.of(op, in[0], in, 2); // the kernel's geometry is the result's, not self's
                 StridedView grad = in[1];
                 if (grad == null) throw new IllegalArgumentException(op + ": grad is required");
                 if (!java.util.Arrays.equals(grad.shape(), ai.resultShape())) {
@@ -352,7 +352,7 @@ public final class IndexingOps {
             throw new IllegalArgumentException(op + ": index put requires the source and destination dtypes match, got "
                     + self.dtype() + " for the destination and " + values.dtype() + " for the source");
         }
-        AdvancedIndex ai = AdvancedIndex.of(op, self, in, 2);
+        AdvancedIndex ai = AdvancedIndex.forMeta(op, self, in, 2);
         long[] b = Shapes.broadcast(op, ai.resultShape(), values.shape());
         if (!Arrays.equals(b, ai.resultShape())) {
             throw new IllegalArgumentException(op + ": shape mismatch: value tensor of shape " + Shapes.format(values.shape())
@@ -373,15 +373,28 @@ public final class IndexingOps {
          * no tensor among them, none indexed: the result is self's shape, every element read or written once.
          */
         public static AdvancedIndex of(String op, StridedView self, StridedView[] in, int from) {
-            // the meta function and the kernel of one call see the same views: the kernel reuses the meta's geometry
-            Last last = LAST.get();
-            if (last != null && last.matches(self, in, from)) return last.geometry;
+            return compute(op, self, in, from);
+        }
+
+        /** {@link #of} from a meta function, kept for the kernel of the same call ({@link #forKernel}). */
+        static AdvancedIndex forMeta(String op, StridedView self, StridedView[] in, int from) {
             AdvancedIndex ai = compute(op, self, in, from);
             LAST.set(new Last(self, in.clone(), from, ai));
             return ai;
         }
 
-        /** This thread's last geometry and the views it was computed from (immutable records, compared by identity). */
+        /**
+         * {@link #of} from a kernel: the geometry the meta function of the same call computed, where it saw the same views
+         * (compared by identity: immutable records), else computed here. The kept views are dropped either way, so that no
+         * storage stays reachable from this thread after the call.
+         */
+        public static AdvancedIndex forKernel(String op, StridedView self, StridedView[] in, int from) {
+            Last last = LAST.get();
+            LAST.remove();
+            return last != null && last.matches(self, in, from) ? last.geometry : compute(op, self, in, from);
+        }
+
+        /** The views a meta function computed a geometry from, and the geometry. */
         private record Last(StridedView self, StridedView[] in, int from, AdvancedIndex geometry) {
             boolean matches(StridedView s, StridedView[] other, int f) {
                 if (s != self || f != from || other.length != in.length) return false;
