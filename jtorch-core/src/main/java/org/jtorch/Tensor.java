@@ -1691,11 +1691,7 @@ public final class Tensor implements AutoCloseable {
     public Tensor indexPut(Tensor[] indices, Tensor values, boolean accumulate) {
         Arguments.nonNull("indexPut", "indices", indices);
         Arguments.nonNull("indexPut", "values", values);
-        if (org.jtorch.amp.Autocast.isActive()) {
-            Tensor r = org.jtorch.amp.Autocast.run("index_put", t -> t[0].indexPut(indices, t[1], accumulate), this, values);
-            if (r != null) return r;
-        }
-        return Indexing.onCopy(this, r -> Indexing.indexPutInPlace(r, indices, values, accumulate));
+        return Indexing.indexPut(this, indices, values, accumulate);
     }
 
     /** Views of {@code splitSize} elements along {@code dim} (the last may be smaller). */

@@ -66,7 +66,7 @@ class PackageDependenciesTest {
     @Test
     void tensorNamesNoFrontEndPackageAboveIt() throws IOException {
         assertEquals(List.of(), referencesOf("Tensor.java", List.of("data", "nn", "optim", "jit", "io", "distributed", "vision",
-                "backend")));
+                "backend", "amp")));
     }
 
     @Test

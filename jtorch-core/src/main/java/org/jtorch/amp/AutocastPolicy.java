@@ -41,7 +41,7 @@ public final class AutocastPolicy {
                     poisson_nll_loss cosine_embedding_loss nll_loss nll_loss2d hinge_embedding_loss
                     margin_ranking_loss multilabel_margin_loss soft_margin_loss
                     triplet_margin_loss multi_margin_loss dist pdist cdist renorm""",
-            CastPolicy.PROMOTE, "atan2 cross grid_sampler index_put tensordot");
+            CastPolicy.PROMOTE, "atan2 cross grid_sampler tensordot");
 
     /**
      * PyTorch 1.13, {@code KERNEL_CPU} entries (bfloat16 only). ({@code scaled_dot_product_attention}, PyTorch 2.1's

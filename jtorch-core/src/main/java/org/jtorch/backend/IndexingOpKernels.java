@@ -89,6 +89,23 @@ public final class IndexingOpKernels {
             if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out); // in place (Dispatcher.callInPlace): one view is both
             backend.indexing().indexAccumulate(op, atLeast1d(out), d, atLeast1d(in[1]), atLeast1d(in[2]), false, 1, false);
         });
+        KernelRegistry.register(type, IndexingOps.INDEX_TENSOR.kernel(), (out, in, g) -> {
+            IndexingOps.AdvancedIndex ai = IndexingOps.AdvancedIndex.forKernel("index", in[0], in, 1);
+            if (ai.indices().length == 0) {
+                if (out.numel() > 0) backend.copy(in[0], out);
+                return;
+            }
+            backend.indexing().advancedIndex(ai.selfAsResult(), ai.indices(), ai.sizes(), ai.strides(), out);
+        });
+        KernelRegistry.register(type, IndexingOps.INDEX_BACKWARD.kernel(), (out, in, g) -> {
+            if (out.numel() > 0) backend.fill(out, 0, 0);
+            // the geometry of the result (self's shape, its own strides), into which grad is added
+            indexPut(backend, "index_backward", out, in, true);
+        });
+        KernelRegistry.register(type, IndexingOps.INDEX_PUT.kernel(), (out, in, g) -> {
+            if (out.numel() > 0 && out != in[0]) backend.copy(in[0], out); // in place (Dispatcher.callInPlace): one view is both
+            indexPut(backend, "index_put", out, in, g[0] != 0);
+        });
         KernelRegistry.register(type, IndexingOps.ONE_HOT.kernel(), (out, in, g) -> {
             if (out.numel() == 0) return;
             backend.fill(out, 0, 0);
@@ -182,6 +199,25 @@ public final class IndexingOpKernels {
                 }
             }
         });
+    }
+
+    /**
+     * {@code out[in[2..]] = in[1]}, or {@code +=} when {@code accumulate} (index_put's and index_backward's scatter): with no
+     * index tensor, every element of {@code out} once.
+     */
+    private static void indexPut(Backend backend, String op, StridedView out, StridedView[] in, boolean accumulate) {
+        IndexingOps.AdvancedIndex ai = IndexingOps.AdvancedIndex.forKernel(op, out, in, 2);
+        StridedView values = in[1].expand(op, ai.resultShape());
+        if (ai.indices().length > 0) {
+            backend.indexing().indexPut(ai.selfAsResult(), ai.indices(), ai.sizes(), ai.strides(), values, accumulate);
+        } else if (out.numel() == 0) {
+            return;
+        } else if (accumulate) {
+            DType compute = PointwiseOps.ADD.computeType(out.dtype(), DType.FLOAT32);
+            KernelRegistry.pointwise(PointwiseOps.ADD, backend.deviceType()).run(out.device().index(), compute, out, out, values, 1, 0);
+        } else {
+            backend.copy(values, out);
+        }
     }
 
     /**

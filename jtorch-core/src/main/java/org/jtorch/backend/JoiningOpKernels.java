@@ -6,7 +6,7 @@ import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.StridedView;
 
 /**
- * The kernels of {@code cat} and {@code stack} ({@link JoiningOps}) for one backend: each input copied by the backend's
+ * The kernels of {@code cat}, {@code stack} and {@code constant_pad_nd} ({@link JoiningOps}) for one backend: each input copied by the backend's
  * strided copy (which converts dtypes) into its slice of the result; contiguous inputs move as bulk row copies.
  */
 public final class JoiningOpKernels {
@@ -25,6 +25,7 @@ public final class JoiningOpKernels {
                 at += n;
             }
         });
+        KernelRegistry.register(type, JoiningOps.CONSTANT_PAD_ND.kernel(), (out, in, g) -> constantPad(backend, out, in[0], g));
         KernelRegistry.register(type, JoiningOps.STACK.kernel(), (out, in, g) -> {
             if (out.numel() == 0) return;
             int d = org.jtorch.op.Shapes.wrapDim("stack", (int) g[0], out.dim());
@@ -32,6 +33,26 @@ public final class JoiningOpKernels {
                 backend.copy(unsqueezed(in[i], d), slice(out, d, i, 1));
             }
         });
+    }
+
+    /**
+     * constant_pad_nd: the result filled with the value, then the kept part of the input (after any crop) copied into its
+     * place; nothing is copied when a dimension keeps no element.
+     */
+    private static void constantPad(Backend backend, StridedView out, StridedView x, double[] g) {
+        if (out.numel() == 0) return;
+        backend.fill(out, g[0], (long) g[0]);
+        long[] shape = x.shape().clone();
+        long from = x.offset(), to = out.offset();
+        for (int i = 0; i < (g.length - 1) / 2; i++) {
+            int d = x.dim() - 1 - i;
+            long l = (long) g[1 + 2 * i], r = (long) g[2 + 2 * i];
+            shape[d] = x.size(d) - Math.max(0, -l) - Math.max(0, -r);
+            if (shape[d] <= 0) return;
+            from += Math.max(0, -l) * x.stride(d);
+            to += Math.max(0, l) * out.stride(d);
+        }
+        if (org.jtorch.op.Shapes.numel(shape) > 0) backend.copy(x.restrided(shape, x.strides(), from), out.restrided(shape, out.strides(), to));
     }
 
     /** {@code v.narrow(d, start, length)}. */

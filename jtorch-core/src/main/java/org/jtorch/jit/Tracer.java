@@ -112,13 +112,13 @@ final class Tracer implements TraceHook<Tensor> {
         checkMutations();
         checkGenerator(op, scalars);
         for (Tensor t : inputs) {
-            if (t.requiresGrad()) {
+            if (t != null && t.requiresGrad()) {
                 breakAt(op.pyName() + "_ changed a tensor of shape " + Shapes.format(self.shape()) + " in place with autograd recording");
                 return;
             }
         }
         List<Graph.Value> args = new ArrayList<>(inputs.size());
-        for (Tensor t : inputs) args.add(valueOf(t));
+        for (Tensor t : inputs) args.add(t == null ? null : valueOf(t)); // null: an optional input or a None index left out
         graph.nodes.add(new Graph.Node(graph.nodes.size(), op, args, scalars, null, self, true));
         graph.mutated.add(args.get(0));
         versions.put(self, self.version());

@@ -15,6 +15,22 @@ public sealed interface Expr {
         public String toString() { return name; }
     }
 
+    /**
+     * The op's tensor inputs from {@code from} on: a trailing list parameter ({@code Tensor?[] indices}, null entries for
+     * None), spliced into a call's tensor arguments where it stands (as the last of them).
+     */
+    record Rest(int from, String name) implements Expr {
+        public String toString() { return name; }
+    }
+
+    /**
+     * The op's scalar parameters from {@code from} on, negated where {@code negate}: a trailing list parameter
+     * ({@code int[] pad}), spliced into a call's scalars where it stands (as the last of them).
+     */
+    record ScalarRest(int from, boolean negate, String name) implements Expr {
+        public String toString() { return negate ? "-" + name : name; }
+    }
+
     /** The op's {@code index}-th scalar parameter; where it is NaN (PyTorch's None), {@code ifNone} instead. */
     record Scalar(int index, String name, double ifNone) implements Expr {
         public String toString() { return name; }
@@ -190,6 +206,7 @@ public sealed interface Expr {
     // ------------------------------------------------------------------ building
 
     static Expr in(int index, String name) { return new In(index, name); }
+    static Expr rest(int from, String name) { return new Rest(from, name); }
     static Expr scalar(int index, String name) { return new Scalar(index, name, Double.NaN); }
     static Expr c(double v) { return new Const(v); }
     static Expr math(Fn fn, Expr... args) { return new Math(fn, List.of(args)); }
@@ -232,6 +249,7 @@ public sealed interface Expr {
     default boolean readsInput(int index) {
         return switch (this) {
             case In i -> i.index() == index;
+            case Rest r -> index >= r.from();
             case Math m -> m.args().stream().anyMatch(a -> a.readsInput(index));
             case Op o -> o.args().stream().anyMatch(a -> a.readsInput(index));
             case Where w -> w.cond().readsInput(index) || w.a().readsInput(index) || w.b().readsInput(index);
@@ -257,6 +275,7 @@ public sealed interface Expr {
         return switch (this) {
             case Const c -> true;
             case Scalar s -> true;
+            case ScalarRest s -> true;
             case Count c -> true;
             case GradInputMask m -> true;
             case Size z -> true;

@@ -284,6 +284,199 @@ public final class IndexingOps {
             })
             .doc("int64 one-hot vectors of self's class values in a new last dimension").build();
 
+    private static final Expr INDICES_FROM_1 = Expr.rest(1, "indices");
+    private static final Expr INDICES_FROM_2 = Expr.rest(2, "indices");
+
+    /**
+     * Advanced indexing, {@code self[indices]} (PyTorch's {@code index.Tensor}): the list {@code indices} holds one entry per
+     * leading dimension, an int64 tensor or None (a full slice); the tensors broadcast together and select (negative
+     * values count from the end); where the indexed dimensions are adjacent the broadcast index shape replaces them, else
+     * it comes first ({@link AdvancedIndex}). Bool masks are not entries here: the front end expands each into int64 tensors
+     * ({@code nonzero}, a read of the mask on the host, as PyTorch's). The gradient adds {@code grad} at the indices into
+     * zeros of self's shape ({@link #INDEX_BACKWARD}: PyTorch's {@code index_put_} with accumulate on zeros; self is saved
+     * for its shape and dtype, as {@link #INDEX_SELECT_BACKWARD}'s).
+     */
+    public static final OpDef INDEX_TENSOR = OpDef.structured("index").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), new Param("indices", "Tensor?[]", null))
+            .meta((in, g) -> new Meta.Output(AdvancedIndex.forMeta("index", in[0], in, 1).resultShape(), in[0].dtype()))
+            .derivatives(() -> Arrays.asList(call(IndexingOps.INDEX_BACKWARD, SELF, GRAD, INDICES_FROM_1)))
+            .doc("self's elements at the broadcast integer indices").build();
+
+    /**
+     * The gradient of {@link #INDEX_TENSOR}: {@code grad} added at {@code indices} into zeros of {@code self}'s shape, in
+     * {@code grad}'s dtype (self's values are not read); duplicates sum in index order. One kernel fills and adds.
+     */
+    public static final OpDef INDEX_BACKWARD = OpDef.structured("index_backward").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.tensor("grad"), new Param("indices", "Tensor?[]", null))
+            .meta((in, g) -> {
+                String op = "index_backward";
+                AdvancedIndex ai = AdvancedIndex.of(op, in[0], in, 2); // the kernel's geometry is the result's, not self's
+                StridedView grad = in[1];
+                if (grad == null) throw new IllegalArgumentException(op + ": grad is required");
+                if (!java.util.Arrays.equals(grad.shape(), ai.resultShape())) {
+                    throw new IllegalArgumentException(op + ": expected grad of the indexing result's shape " + Shapes.format(ai.resultShape())
+                            + ", got " + Shapes.format(grad.shape()));
+                }
+                return new Meta.Output(in[0].shape(), grad.dtype());
+            })
+            .derivatives(() -> Arrays.asList(null, call(IndexingOps.INDEX_TENSOR, GRAD, INDICES_FROM_2)))
+            .doc("grad added at the indices into zeros of self's shape").build();
+
+    /**
+     * {@code self.index_put(indices, values, accumulate)} (PyTorch's {@code index_put}, in place {@code index_put_} through
+     * the dispatcher's in-place path): a copy of {@code self} whose places {@code self[indices]} selects get {@code values},
+     * broadcast to their shape, or have them added when {@code accumulate} (duplicates then sum, in index order on the CPU).
+     * The list comes last here, after {@code values}, so that its entries are the call's last inputs. {@code values} has
+     * self's dtype. Autocast on CUDA promotes, as PyTorch 1.13's list.
+     */
+    public static final OpDef INDEX_PUT = OpDef.structured("index_put").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.tensor("values"), new Param("indices", "Tensor?[]", null),
+                    Param.scalar("accumulate", "bool", "False"))
+            .autocast(org.jtorch.Device.Type.CUDA, CastPolicy.PROMOTE)
+            .meta(IndexingOps::indexPutMeta)
+            .derivatives(() -> Arrays.asList(
+                    new Expr.IfScalar(0, 1, GRAD, call(IndexingOps.INDEX_PUT, GRAD, new Expr.ZerosLike(Expr.in(1, "values")), INDICES_FROM_2,
+                            Expr.c(0))),
+                    call(IndexingOps.INDEX_TENSOR, GRAD, INDICES_FROM_2)))
+            .doc("self with values written (or added) at the broadcast integer indices").build();
+
+    private static Meta.Output indexPutMeta(StridedView[] in, double[] g) {
+        String op = "index_put";
+        StridedView self = in[0], values = in[1];
+        if (values == null) throw new IllegalArgumentException(op + ": values is required");
+        if (!values.device().equals(self.device())) {
+            throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + self.device()
+                    + " (self) and " + values.device() + " (values)");
+        }
+        if (values.dtype() != self.dtype()) {
+            throw new IllegalArgumentException(op + ": index put requires the source and destination dtypes match, got "
+                    + self.dtype() + " for the destination and " + values.dtype() + " for the source");
+        }
+        AdvancedIndex ai = AdvancedIndex.forMeta(op, self, in, 2);
+        long[] b = Shapes.broadcast(op, ai.resultShape(), values.shape());
+        if (!Arrays.equals(b, ai.resultShape())) {
+            throw new IllegalArgumentException(op + ": shape mismatch: value tensor of shape " + Shapes.format(values.shape())
+                    + " cannot be broadcast to indexing result of shape " + Shapes.format(ai.resultShape()));
+        }
+        return new Meta.Output(self.shape(), self.dtype());
+    }
+
+    /**
+     * The geometry of one advanced-indexing call (ATen's {@code AdvancedIndex}), from views: {@code self} with the indexed
+     * dimensions made adjacent (permuted to the front where they are not), the first of them ({@code start}), the int64 index
+     * tensors restrided to the result's shape, the size and stride of each indexed dimension, and the result's shape
+     * ({@code self.shape[:start] + broadcast index shape + self.shape[start + count:]}).
+     */
+    public record AdvancedIndex(StridedView self, int start, StridedView[] indices, long[] sizes, long[] strides, long[] resultShape) {
+        /**
+         * The geometry of indexing {@code self} by the entries {@code in[from..]} (null for a full slice; int64 tensors); with
+         * no tensor among them, none indexed: the result is self's shape, every element read or written once.
+         */
+        public static AdvancedIndex of(String op, StridedView self, StridedView[] in, int from) {
+            return compute(op, self, in, from);
+        }
+
+        /** {@link #of} from a meta function, kept for the kernel of the same call ({@link #forKernel}). */
+        static AdvancedIndex forMeta(String op, StridedView self, StridedView[] in, int from) {
+            AdvancedIndex ai = compute(op, self, in, from);
+            LAST.set(new Last(self, in.clone(), from, ai));
+            return ai;
+        }
+
+        /**
+         * {@link #of} from a kernel: the geometry the meta function of the same call computed, where it saw the same views
+         * (compared by identity: immutable records), else computed here. The kept views are dropped either way, so that no
+         * storage stays reachable from this thread after the call.
+         */
+        public static AdvancedIndex forKernel(String op, StridedView self, StridedView[] in, int from) {
+            Last last = LAST.get();
+            LAST.remove();
+            return last != null && last.matches(self, in, from) ? last.geometry : compute(op, self, in, from);
+        }
+
+        /** The views a meta function computed a geometry from, and the geometry. */
+        private record Last(StridedView self, StridedView[] in, int from, AdvancedIndex geometry) {
+            boolean matches(StridedView s, StridedView[] other, int f) {
+                if (s != self || f != from || other.length != in.length) return false;
+                for (int i = 0; i < in.length; i++) if (other[i] != in[i]) return false;
+                return true;
+            }
+        }
+
+        private static final ThreadLocal<Last> LAST = new ThreadLocal<>();
+
+        private static AdvancedIndex compute(String op, StridedView self, StridedView[] in, int from) {
+            int entries = in.length - from;
+            if (entries > self.dim()) {
+                throw new IndexOutOfBoundsException(op + ": too many indices for tensor of dimension " + self.dim() + " (got " + entries
+                        + " index entries)");
+            }
+            long[] b = null;
+            int count = 0, first = -1, last = -1;
+            for (int e = 0; e < entries; e++) {
+                StridedView t = in[from + e];
+                if (t == null) continue;
+                if (!t.device().equals(self.device())) {
+                    throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + self.device()
+                            + " and " + t.device() + " (index " + e + ")");
+                }
+                if (t.dtype() != DType.INT64) {
+                    throw new IllegalArgumentException(op + ": tensors used as indices must be long tensors here (the front end expands"
+                            + " bool masks), got " + t.dtype() + " at index " + e);
+                }
+                b = b == null ? t.shape() : Shapes.broadcast(op, b, t.shape());
+                if (first < 0) first = e;
+                last = e;
+                count++;
+            }
+            if (count == 0) return new AdvancedIndex(self, 0, new StridedView[0], new long[0], new long[0], self.shape());
+            StridedView src = self;
+            int[] dims = new int[count];
+            if (last - first + 1 != count) {
+                // not adjacent: the indexed dimensions move to the front, in order, the others after them
+                int[] perm = new int[self.dim()];
+                int j = 0;
+                for (int d = 0; d < self.dim(); d++) if (d < entries && in[from + d] != null) perm[j++] = d;
+                for (int d = 0; d < self.dim(); d++) if (d >= entries || in[from + d] == null) perm[j++] = d;
+                src = self.permute(perm);
+                for (int k = 0; k < count; k++) dims[k] = perm[k];
+                first = 0;
+            } else {
+                for (int k = 0; k < count; k++) dims[k] = first + k;
+            }
+            long[] sShape = src.shape();
+            int after = sShape.length - first - count;
+            long[] result = new long[first + b.length + after];
+            System.arraycopy(sShape, 0, result, 0, first);
+            System.arraycopy(b, 0, result, first, b.length);
+            System.arraycopy(sShape, first + count, result, first + b.length, after);
+            StridedView[] indices = new StridedView[count];
+            long[] sizes = new long[count];
+            long[] strides = new long[count];
+            for (int k = 0; k < count; k++) {
+                StridedView t = in[from + dims[k]];
+                long[] bs = Shapes.broadcastStrides(op, t.shape(), t.strides(), b);
+                long[] st = new long[result.length];
+                System.arraycopy(bs, 0, st, first, b.length);
+                indices[k] = t.restrided(result, st, t.offset());
+                sizes[k] = sShape[first + k];
+                strides[k] = src.stride(first + k);
+            }
+            return new AdvancedIndex(src, first, indices, sizes, strides, result);
+        }
+
+        /** {@link #self} seen with the result's shape: its own strides outside the index dimensions, 0 across them. */
+        public StridedView selfAsResult() {
+            long[] st = self.strides();
+            int count = indices.length;
+            long[] r = new long[resultShape.length];
+            int bLen = resultShape.length - (st.length - count);
+            System.arraycopy(st, 0, r, 0, start);
+            for (int d = start + count; d < st.length; d++) r[d - count + bLen] = st[d];
+            return self.restrided(resultShape, r, self.offset());
+        }
+    }
+
     private static Meta.Output maskedFillMeta(StridedView[] in, double[] g) {
         String op = "masked_fill";
         StridedView self = in[0], mask = in[1];

@@ -6,7 +6,8 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 
 /**
- * {@code cat} and {@code stack}, declared as variadic structured ops: their tensor parameter is a list
+ * {@code cat} and {@code stack}, declared as variadic structured ops, and {@code constant_pad_nd} (a tensor placed into a
+ * constant-filled larger one): their tensor parameter is a list
  * ({@code Tensor[]}: the call's inputs, as many as given), their meta function checks every input against the others
  * and their one derivative is evaluated once per input, splitting the gradient back ({@link Expr.Part}: a narrow of
  * each input's slice for {@code cat}, a select of its index for {@code stack}). The backends' kernels copy each input
@@ -32,6 +33,42 @@ public final class JoiningOps {
             .meta(JoiningOps::stackMeta).autocast(Device.Type.CPU, CastPolicy.PROMOTE)
             .derivatives(() -> List.of(new Expr.Part(Expr.GRAD, 0, true)))
             .doc("each input copied into its index of the new dimension").build();
+
+    /**
+     * {@code torch.constant_pad_nd(self, pad, value)} ({@code F.pad}'s constant mode): {@code self} placed into a result filled
+     * with {@code value} (converted to self's dtype, as {@code fill_}), padded by the pairs {@code (left, right)} of {@code pad}
+     * from the last dimension backwards; a negative pad crops. {@code pad} is the call's scalars after {@code value}: the list
+     * comes last here so that its entries are the call's last scalars. The gradient is the constant padding of the gradient
+     * with the pads negated (PyTorch's {@code constant_pad_nd} backward), itself again for a gradient of a gradient.
+     */
+    public static final OpDef CONSTANT_PAD_ND = OpDef.structured("constant_pad_nd").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.scalar("value", "Scalar", "0"), new Param("pad", "int[]", null))
+            .meta(JoiningOps::constantPadMeta)
+            .derivatives(() -> List.of(Expr.call(JoiningOps.CONSTANT_PAD_ND, Expr.GRAD, Expr.c(0), new Expr.ScalarRest(1, true, "pad"))))
+            .doc("self placed into a value-filled result, padded (or cropped) per dimension").build();
+
+    private static Meta.Output constantPadMeta(StridedView[] in, double[] scalars) {
+        String op = "constant_pad_nd";
+        StridedView self = in[0];
+        int pads = scalars.length - 1;
+        if (pads % 2 != 0) throw new IllegalArgumentException(op + ": length of pad must be even but instead it equals " + pads);
+        if (pads / 2 > self.dim()) {
+            throw new IllegalArgumentException(op + ": length of pad should be no more than twice the number of dimensions of the input "
+                    + Shapes.format(self.shape()) + ", got " + pads);
+        }
+        long[] shape = self.shape().clone();
+        for (int i = 0; i < pads / 2; i++) {
+            int d = self.dim() - 1 - i;
+            long l = (long) scalars[1 + 2 * i], r = (long) scalars[2 + 2 * i];
+            shape[d] = self.size(d) + l + r;
+            if (shape[d] < 0) {
+                throw new IllegalArgumentException(op + ": the input size " + self.size(d) + ", plus negative padding " + l + " and " + r
+                        + " resulted in a negative output size, which is invalid. Check dimension " + d + " of your input of shape "
+                        + Shapes.format(self.shape()));
+            }
+        }
+        return new Meta.Output(shape, self.dtype());
+    }
 
     /** Whether {@code cat} skips {@code t}: a 1-d tensor with no elements (PyTorch's legacy rule). */
     public static boolean skippedByCat(long[] shape) {

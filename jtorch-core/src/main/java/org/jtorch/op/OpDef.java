@@ -90,6 +90,7 @@ public final class OpDef {
     private final int gradOutputs;
     private final int denseInputs;
     private final boolean variadic;
+    private final int listFrom;
     private final DType halfAccumulation;
     private final String doc;
     private final String node;
@@ -125,6 +126,7 @@ public final class OpDef {
         gradOutputs = b.gradOutputs;
         denseInputs = b.denseInputs;
         variadic = !signature.params().isEmpty() && signature.params().get(0).type().equals("Tensor[]");
+        listFrom = listFrom(signature);
         halfAccumulation = b.halfAccumulation;
         doc = b.doc == null ? "" : b.doc;
         node = b.node;
@@ -273,6 +275,27 @@ public final class OpDef {
      */
     public boolean isVariadic() {
         return variadic;
+    }
+
+    /**
+     * The position among the tensor inputs of a trailing optional-tensor list ({@code Tensor?[] indices}: advanced indexing),
+     * whose entries are the call's inputs from there on (null for None), or -1. Its entries get no gradient; a derivative
+     * reads them all ({@link Expr.Rest}).
+     */
+    public int listFrom() {
+        return listFrom;
+    }
+
+    private static int listFrom(Signature signature) {
+        int tensors = 0;
+        int list = -1;
+        for (Param p : signature.params()) {
+            if (!p.type().startsWith("Tensor")) continue;
+            if (list >= 0) throw new IllegalArgumentException(signature.name() + ": a tensor list is the last tensor parameter");
+            if (p.type().equals("Tensor?[]")) list = tensors;
+            tensors++;
+        }
+        return list;
     }
 
     /** A multi-output op's output names, in order (PyTorch's schema names); empty for single-output ops. */

@@ -298,7 +298,10 @@ public final class Dispatcher {
     private enum Aliasing {
         /** {@code masked_fill_}: a value where a mask broadcast to self is true; self may repeat elements, the mask may be self. */
         MASKED_FILL,
-        /** {@code index_fill_}: a value at indexed places; self may repeat elements, the index may not share its memory. */
+        /**
+         * {@code index_fill_}, {@code index_put_}: values at indexed places; self may repeat elements (PyTorch's index_put_
+         * warns there), no input may share its memory.
+         */
         INDEXED_FILL,
         /** {@code scatter_}, {@code index_add_}, ...: values read from elsewhere; self may not repeat elements, no input may share its memory. */
         INDEXED,
@@ -311,7 +314,7 @@ public final class Dispatcher {
             if (op == IndexingOps.MASKED_FILL) return MASKED_FILL;
             if (op == CopyOps.FILL || op == CopyOps.ZERO) return FILL;
             if (op == CopyOps.COPY) return COPY;
-            return op == IndexingOps.INDEX_FILL ? INDEXED_FILL : INDEXED;
+            return op == IndexingOps.INDEX_FILL || op == IndexingOps.INDEX_PUT ? INDEXED_FILL : INDEXED;
         }
     }
 
@@ -808,7 +811,7 @@ public final class Dispatcher {
      * derivatives needed are saved) and which derivatives read the result.
      */
     private record Plan(TensorFn[] derivatives, int sharedSlots, TensorFn composition, boolean[][] readsInput, boolean[] readsResult,
-                        boolean[] anyReadsInput, boolean anyReadsResult, boolean[] anyReadsOutput, String nodeName) {
+                        boolean[] anyReadsInput, boolean anyReadsResult, boolean[] anyReadsOutput, String nodeName, int listFrom) {
         static Plan of(OpDef op) {
             List<Expr> d = op.derivatives();
             ExprCompiler.Derivatives compiledAll = ExprCompiler.compileDerivatives(d);
@@ -835,7 +838,7 @@ public final class Dispatcher {
                 for (Expr e : d) anyReadsOutput[k] |= e != null && e.reads(new Expr.Output(k, op.outputNames().get(k)));
             }
             return new Plan(compiled, compiledAll.slots(), composition, readsInput, readsResult, anyReadsInput, anyReadsResult, anyReadsOutput,
-                    op.node() != null ? op.node() : Elementwise.backwardName(op.pyName()));
+                    op.node() != null ? op.node() : Elementwise.backwardName(op.pyName()), op.listFrom());
         }
 
         /**
@@ -843,6 +846,8 @@ public final class Dispatcher {
          * input needs one ({@code all}, the common case in training), whether any derivative does.
          */
         boolean saves(int i, boolean[] needs, boolean all) {
+            // the entries of a trailing list are read together (Expr.Rest): its first position answers for all
+            if (listFrom >= 0 && i > listFrom) i = listFrom;
             if (all) return i < 0 ? anyReadsResult : i < anyReadsInput.length && anyReadsInput[i];
             for (int j = 0; j < derivatives.length; j++) {
                 if (j >= needs.length || !needs[j] || derivatives[j] == null) continue;

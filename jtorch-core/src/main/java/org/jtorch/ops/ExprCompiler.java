@@ -308,27 +308,40 @@ final class ExprCompiler {
         };
     }
 
-    /** A call's arguments, compiled: its tensor arguments, then the op's scalars (a view's dimensions, addmm's beta and alpha). */
-    private record CallArgs(TensorFn[] in, ScalarFn[] sc) {
+    /**
+     * A call's arguments, compiled: its tensor arguments, then the op's scalars (a view's dimensions, addmm's beta and alpha);
+     * {@code rest}, where the last tensor argument is an {@link Expr.Rest}, the first of the differentiated op's inputs it
+     * splices in (else -1).
+     */
+    private record CallArgs(TensorFn[] in, ScalarFn[] sc, int rest, Expr.ScalarRest scalarRest) {
         static CallArgs of(List<Expr> args) {
             int tensors = 0;
             while (tensors < args.size() && !args.get(tensors).isScalar()) tensors++;
-            TensorFn[] in = new TensorFn[tensors];
-            for (int i = 0; i < tensors; i++) in[i] = compile(args.get(i));
-            ScalarFn[] sc = new ScalarFn[args.size() - tensors];
+            int rest = tensors > 0 && args.get(tensors - 1) instanceof Expr.Rest r ? r.from() : -1;
+            TensorFn[] in = new TensorFn[rest >= 0 ? tensors - 1 : tensors];
+            for (int i = 0; i < in.length; i++) in[i] = compile(args.get(i));
+            Expr.ScalarRest scalarRest = args.size() > tensors && args.getLast() instanceof Expr.ScalarRest r ? r : null;
+            ScalarFn[] sc = new ScalarFn[args.size() - tensors - (scalarRest == null ? 0 : 1)];
             for (int i = 0; i < sc.length; i++) sc[i] = compileScalar(args.get(tensors + i));
-            return new CallArgs(in, sc);
+            return new CallArgs(in, sc, rest, scalarRest);
         }
 
         Tensor[] tensors(Values v) {
-            Tensor[] t = new Tensor[in.length];
-            for (int i = 0; i < t.length; i++) t[i] = in[i].eval(v);
+            int spliced = rest < 0 ? 0 : Math.max(0, v.inputs().length - rest);
+            Tensor[] t = new Tensor[in.length + spliced];
+            for (int i = 0; i < in.length; i++) t[i] = in[i].eval(v);
+            if (spliced > 0) System.arraycopy(v.inputs(), rest, t, in.length, spliced);
             return t;
         }
 
         double[] scalars(Values v) {
-            double[] s = new double[sc.length];
-            for (int i = 0; i < s.length; i++) s[i] = sc[i].eval(v);
+            int spliced = scalarRest == null ? 0 : Math.max(0, v.scalars().length - scalarRest.from());
+            double[] s = new double[sc.length + spliced];
+            for (int i = 0; i < sc.length; i++) s[i] = sc[i].eval(v);
+            for (int i = 0; i < spliced; i++) {
+                double x = v.scalars()[scalarRest.from() + i];
+                s[sc.length + i] = scalarRest.negate() ? -x : x;
+            }
             return s;
         }
     }

@@ -13,10 +13,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
-import org.jtorch.autograd.Gradients;
-import org.jtorch.autograd.SavedTensor;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.IndexKernels;
 
@@ -36,12 +33,9 @@ import org.jtorch.backend.IndexKernels;
  * <p>{@code index_select}, {@code gather}, {@code scatter} (src and value), {@code scatter_add}, {@code index_add},
  * {@code index_copy}, {@code index_fill}, {@code masked_fill} and {@code masked_select} are declared ops ({@link IndexingOps})
  * that the dispatcher runs, their in-place forms through {@link Dispatcher#callInPlace}: their checks, derivatives and
- * kernels live there. Advanced indexing and {@code index_put_} still write their chain here (issue 15).
- *
- * <p>Autograd: each public op computes with grad mode off (internal views and recursion record
- * nothing) and then records one node with PyTorch's formula from {@code derivatives.yaml}. Index
- * tensors and masks get no gradient. In-place forms refuse leaves and views that require grad
- * ({@link Elementwise#checkInPlaceAllowed}) and rebase {@code self} onto their node.
+ * kernels live there. So are advanced indexing ({@code index}) and {@code index_put}/{@code index_put_}, whose front ends
+ * here expand bool masks into int64 index tensors (a read on the host, as PyTorch's) before the call. Index tensors and
+ * masks get no gradient.
  */
 public final class Indexing {
     private Indexing() {}
@@ -217,159 +211,149 @@ public final class Indexing {
      * together and select (negative values count from the end); a bool (or uint8) tensor of k
      * dimensions covers k dimensions and selects where it is true. When the indexed dimensions are
      * adjacent, the broadcast index shape replaces them in place; otherwise it comes first. The
-     * result is a new tensor, never a view.
+     * result is a new tensor, never a view ({@link IndexingOps#INDEX_TENSOR}; masks are expanded here).
      */
     public static Tensor index(Tensor self, Tensor... indices) {
-        if (!Autograd.needsGrad(self)) return indexImpl(self, indices);
-        Tensor out = withoutGrad(() -> indexImpl(self, indices));
-        long[] shape = self.shape();
-        SavedIndices si = new SavedIndices(indices);
-        // self: zeros.index_put_(indices, grad, accumulate=True)
-        return Autograd.record("IndexBackward0", out, g -> new Tensor[] {
-                zerosOf(shape, g[0]).indexPut_(si.get(), g[0], true)}, new Tensor[] {self}, si.saved);
-    }
-
-    private static void checkIndexRanges(String op, Tensor[] indices, long[] sizes) {
-        for (int k = 0; k < indices.length; k++) {
-            if (indices[k].numel() == 0) continue;
-            try (Tensor low = indices[k].amin(); Tensor high = indices[k].amax()) {
-                long lo = low.itemLong(), hi = high.itemLong();
-                long bad = lo < -sizes[k] ? lo : hi >= sizes[k] ? hi : Long.MIN_VALUE;
-                if (bad != Long.MIN_VALUE) {
-                    throw new IndexOutOfBoundsException(op + ": index " + bad + " is out of bounds for dimension with size " + sizes[k]);
-                }
-            }
+        String op = "index";
+        Tensor[] plain = plainInputs(self, indices, null);
+        if (plain != null) {
+            checkEmptyResult(op, plain, 1);
+            return Dispatcher.call(IndexingOps.INDEX_TENSOR, plain);
+        }
+        try (Entries e = Entries.of(op, self, indices)) {
+            if (!e.anyTensor) return self.clone();
+            Tensor[] in = e.inputs(null);
+            checkEmptyResult(op, in, 1);
+            return Dispatcher.call(IndexingOps.INDEX_TENSOR, in);
         }
     }
 
-    private static Tensor indexImpl(Tensor self, Tensor... indices) {
-        String op = "index";
-        try (AdvancedIndex ai = AdvancedIndex.of(op, self, indices)) {
-            if (ai == null) return self.clone();
-            Tensor out = Tensor.empty(ai.resultShape, self.dtype(), self.device());
-            // The kernel checks the indices it visits; an empty result visits none, but PyTorch still checks them.
-            if (out.numel() == 0) checkIndexRanges(op, ai.unexpanded, ai.sizes);
-            try (Tensor src = ai.restrided(ai.self)) {
-                kernels(self.device()).advancedIndex(view(src), views(ai.indices), ai.sizes, ai.strides, view(out));
-            } catch (RuntimeException e) {
-                out.close();
-                throw e;
+    /**
+     * The op's inputs where no entry needs the front end's work (every entry an open int64 tensor on self's device, or null;
+     * one tensor at least): self, {@code values} where given, then the entries without trailing nulls; else null.
+     */
+    private static Tensor[] plainInputs(Tensor self, Tensor[] entries, Tensor values) {
+        int n = entries.length;
+        if (n > self.dim()) return null;
+        while (n > 0 && entries[n - 1] == null) n--;
+        if (n == 0) return null;
+        for (int k = 0; k < n; k++) {
+            Tensor t = entries[k];
+            if (t != null && (t.isClosed() || t.dtype() != DType.INT64 || !t.device().equals(self.device()))) return null;
+        }
+        int head = values == null ? 1 : 2;
+        Tensor[] in = new Tensor[head + n];
+        in[0] = self;
+        if (values != null) in[1] = values;
+        System.arraycopy(entries, 0, in, head, n);
+        return in;
+    }
+
+    /**
+     * PyTorch checks the indices of an indexing whose result is empty, where the kernel visits none: the range of each index
+     * tensor is read here (only where the result may be empty: self or an index tensor without elements).
+     */
+    private static void checkEmptyResult(String op, Tensor[] inputs, int from) {
+        Tensor self = inputs[0];
+        boolean mayBeEmpty = self.numel() == 0;
+        for (int k = from; k < inputs.length; k++) mayBeEmpty |= inputs[k] != null && inputs[k].numel() == 0;
+        if (!mayBeEmpty) return;
+        StridedView[] v = new StridedView[inputs.length];
+        for (int k = 0; k < v.length; k++) v[k] = view(inputs[k]);
+        if (Shapes.numel(IndexingOps.AdvancedIndex.of(op, v[0], v, from).resultShape()) != 0) return;
+        for (int k = from; k < inputs.length; k++) {
+            Tensor t = inputs[k];
+            if (t == null || t.numel() == 0) continue;
+            long size = self.size(k - from);
+            try (Grad.Mode m = Grad.noGrad(); Tensor low = t.amin(); Tensor high = t.amax()) {
+                long lo = low.itemLong(), hi = high.itemLong();
+                long bad = lo < -size ? lo : hi >= size ? hi : Long.MIN_VALUE;
+                if (bad != Long.MIN_VALUE) {
+                    throw new IndexOutOfBoundsException(op + ": index " + bad + " is out of bounds for dimension with size " + size);
+                }
             }
-            return out;
         }
     }
 
     /**
      * {@code self.index_put_(indices, values, accumulate)}: the places {@code self[indices]} selects
      * get {@code values} (broadcast to their shape), or have them added when {@code accumulate}
-     * (duplicate indices then sum). {@code values} must have self's dtype.
+     * (duplicate indices then sum). {@code values} must have self's dtype ({@link IndexingOps#INDEX_PUT} run in place).
      */
     public static Tensor indexPutInPlace(Tensor self, Tensor[] indices, Tensor values, boolean accumulate) {
-        self.checkWritable("indexPut_");
-        boolean selfGrad = self.requiresGrad();
-        boolean valuesGrad = values.requiresGrad();
-        if (!Autograd.needsGrad(self, values)) return indexPutImpl(self, indices, values, accumulate);
-        Elementwise.checkInPlaceAllowed("indexPut_", self);
-        withoutGrad(() -> indexPutImpl(self, indices, values, accumulate));
-        long[] valuesShape = values.shape();
-        DType valuesType = values.dtype();
-        SavedIndices si = new SavedIndices(indices);
-        // self: grad, with the written places zeroed unless accumulate; values: grad[indices] summed to values' shape
-        return Autograd.record("IndexPutBackward0", self, g -> {
-            Tensor selfGradient = null;
-            if (selfGrad) {
-                if (accumulate) {
-                    selfGradient = g[0];
-                } else {
-                    try (Tensor zero = Torch.zeros(new long[0], g[0].dtype(), g[0].device())) {
-                        selfGradient = g[0].indexPut(si.get(), zero, false);
-                    }
-                }
-            }
-            return new Tensor[] {selfGradient,
-                    valuesGrad ? Gradients.sumTo(g[0].index(si.get()), valuesShape, valuesType) : null};
-        }, new Tensor[] {self, values}, si.saved);
+        String op = "index_put_";
+        self.checkWritable(op);
+        values.checkOpen(op);
+        // PyTorch checks every index against self, masks included (the int64 ones are checked again by the dispatcher)
+        Tensor[] plain = plainInputs(self, indices, values);
+        if (plain != null) {
+            Dispatcher.callInPlace(IndexingOps.INDEX_PUT, plain, accumulate ? 1 : 0);
+            return self;
+        }
+        for (Tensor index : indices) {
+            if (index != null && !index.isClosed() && (index.dtype() == DType.BOOL || index.dtype() == DType.UINT8)) self.checkNoOverlap(op, index);
+        }
+        try (Entries e = Entries.of(op, self, indices)) {
+            Dispatcher.callInPlace(IndexingOps.INDEX_PUT, e.inputs(values), accumulate ? 1 : 0);
+            return self;
+        }
     }
 
-    private static Tensor indexPutImpl(Tensor self, Tensor[] indices, Tensor values, boolean accumulate) {
-        String op = "indexPut_";
-        self.checkOpen(op);
+    /** {@code self.index_put(indices, values, accumulate)}: a copy of self with the places written or added ({@link IndexingOps#INDEX_PUT}). */
+    public static Tensor indexPut(Tensor self, Tensor[] indices, Tensor values, boolean accumulate) {
+        String op = "index_put";
         values.checkOpen(op);
-        sameDevice(op, self, values);
-        if (values.dtype() != self.dtype()) {
-            throw new IllegalArgumentException(op + ": index put requires the source and destination dtypes match, got "
-                    + self.dtype() + " for the destination and " + values.dtype() + " for the source");
+        Tensor[] plain = plainInputs(self, indices, values);
+        if (plain != null) return Dispatcher.call(IndexingOps.INDEX_PUT, plain, accumulate ? 1 : 0);
+        try (Entries e = Entries.of(op, self, indices)) {
+            // a 0-d mask indexes self with a dimension added: the in-place form on a copy keeps self's shape
+            if (e.self != self) return onCopy(self, r -> indexPutInPlace(r, indices, values, accumulate));
+            return Dispatcher.call(IndexingOps.INDEX_PUT, e.inputs(values), accumulate ? 1 : 0);
         }
-        self.checkNoOverlap(op, values);
-        for (Tensor index : indices) {
-            if (index != null) self.checkNoOverlap(op, index);
-        }
-        try (AdvancedIndex ai = AdvancedIndex.of(op, self, indices)) {
-            if (ai == null) {
-                if (accumulate) {
-                    self.add_(values);
-                } else {
-                    self.copy_(values);
-                }
-                return self;
-            }
-            long[] b = Shapes.broadcast(op, ai.resultShape, values.shape());
-            if (!Arrays.equals(b, ai.resultShape)) {
-                throw new IllegalArgumentException(op + ": shape mismatch: value tensor of shape " + Shapes.format(values.shape())
-                        + " cannot be broadcast to indexing result of shape " + Shapes.format(ai.resultShape));
-            }
-            try (Tensor dst = ai.restrided(ai.self)) {
-                kernels(self.device()).indexPut(view(dst), views(ai.indices), ai.sizes, ai.strides,
-                        view(values.broadcastTo(ai.resultShape)), accumulate);
-            }
-        }
-        self.bumpVersion();
-        return self;
     }
 
     /**
-     * The geometry of one advanced-indexing call after PyTorch's normalisation: masks expanded into
-     * int64 index tensors, indices broadcast together, indexed dimensions moved to be adjacent.
-     * Holds the tensors it created (closed with it).
+     * The entries of an advanced index as the ops take them: one per leading dimension of {@code self} (after a 0-d mask's
+     * added dimension), null for a full slice or an int64 tensor, each bool or uint8 mask replaced by the int64 coordinates
+     * of its true elements ({@code nonzero}, read on the host as PyTorch reads it); trailing full slices dropped. Holds the
+     * tensors it made (closed with it, but for a view of self in the graph, which its node references).
      */
-    private static final class AdvancedIndex implements AutoCloseable {
-        /** Self, with the indexed dimensions adjacent (a view: possibly permuted). */
+    private static final class Entries implements AutoCloseable {
+        /** Self, with a dimension of size 1 added for each 0-d mask. */
         Tensor self;
-        /** First indexed dimension of {@link #self}. */
-        int start;
-        /** Index tensors restrided to the result shape. */
-        Tensor[] indices;
-        /** The index tensors before restriding to the result's shape (whose other dims may be empty). */
-        Tensor[] unexpanded;
-        long[] sizes;
-        long[] strides;
-        long[] resultShape;
-        private final List<Tensor> owned = new ArrayList<>();
+        /** The entries. */
+        Tensor[] list;
+        /** Whether an entry is a tensor (else every entry is a full slice). */
+        boolean anyTensor;
+        private final List<Tensor> owned = new ArrayList<>(2);
 
-        /** Null when no entry is a tensor (the whole tensor is selected). */
-        static AdvancedIndex of(String op, Tensor self, Tensor[] entries) {
+        static Entries of(String op, Tensor self, Tensor[] entries) {
             self.checkOpen(op);
-            AdvancedIndex ai = new AdvancedIndex();
+            Entries e = new Entries();
             try {
-                return ai.build(op, self, entries) ? ai : closeAndNull(ai);
-            } catch (RuntimeException e) {
-                ai.close();
-                throw e;
+                e.build(op, self, entries);
+                return e;
+            } catch (RuntimeException ex) {
+                e.close();
+                throw ex;
             }
         }
 
-        private static AdvancedIndex closeAndNull(AdvancedIndex ai) {
-            ai.close();
-            return null;
+        /** The op's tensor inputs: self, {@code values} where given (index_put), then the entries. */
+        Tensor[] inputs(Tensor values) {
+            int head = values == null ? 1 : 2;
+            Tensor[] in = new Tensor[head + list.length];
+            in[0] = self;
+            if (values != null) in[1] = values;
+            System.arraycopy(list, 0, in, head, list.length);
+            return in;
         }
 
-        private boolean build(String op, Tensor base, Tensor[] entries) {
-            Tensor src = own(base.alias());
-            // 1. Expand masks into int64 index tensors, one per dimension they cover.
-            List<Tensor> expanded = new ArrayList<>();
+        private void build(String op, Tensor base, Tensor[] entries) {
+            Tensor src = base;
+            List<Tensor> expanded = new ArrayList<>(entries.length);
             int consumed = 0;
-            for (int e = 0; e < entries.length; e++) {
-                Tensor t = entries[e];
+            for (Tensor t : entries) {
                 if (t == null) {
                     expanded.add(null);
                     consumed++;
@@ -377,12 +361,13 @@ public final class Indexing {
                 }
                 t.checkOpen(op);
                 sameDevice(op, base, t);
+                anyTensor = true;
                 if (t.dtype() == DType.BOOL || t.dtype() == DType.UINT8) {
                     if (t.dim() == 0) {
                         // A 0-d mask adds a dimension of size 1 and keeps (true) or drops (false) it, as PyTorch.
                         src = own(src.unsqueeze(consumed));
                         boolean keep = t.item() != 0;
-                        expanded.add(own(keep ? org.jtorch.Torch.zeros(new long[] {1}, DType.INT64, base.device())
+                        expanded.add(own(keep ? Torch.zeros(new long[] {1}, DType.INT64, base.device())
                                 : Tensor.empty(new long[] {0}, DType.INT64, base.device())));
                         consumed++;
                         continue;
@@ -395,6 +380,8 @@ public final class Indexing {
                                     + Shapes.format(src.shape()) + " at index " + (consumed + k));
                         }
                     }
+                    // a trace must not fix the count: the JIT runs a function that reads a mask eagerly
+                    if (Dispatcher.tracing()) Dispatcher.traceHostRead(t, op);
                     Tensor nz = own(nonzero(t));
                     for (int k = 0; k < t.dim(); k++) expanded.add(own(nz.select(1, k)));
                     consumed += t.dim();
@@ -407,86 +394,10 @@ public final class Indexing {
                 }
                 if (consumed > src.dim()) throw tooMany(op, base, entries);
             }
-            if (consumed > src.dim()) throw tooMany(op, base, entries);
-            while (expanded.size() < src.dim()) expanded.add(null);
-
-            // 2. Broadcast the index tensors together.
-            long[] b = null;
-            int count = 0;
-            for (Tensor t : expanded) {
-                if (t == null) continue;
-                b = b == null ? t.shape() : Shapes.broadcast(op, b, t.shape());
-                count++;
-            }
-            if (count == 0) return false;
-
-            // 3. Move the indexed dimensions to the front when they are not adjacent.
-            int first = -1;
-            int last = -1;
-            for (int d = 0; d < expanded.size(); d++) {
-                if (expanded.get(d) != null) {
-                    if (first < 0) first = d;
-                    last = d;
-                }
-            }
-            if (last - first + 1 != count) {
-                int[] perm = new int[expanded.size()];
-                List<Tensor> moved = new ArrayList<>();
-                int j = 0;
-                for (int d = 0; d < expanded.size(); d++) {
-                    if (expanded.get(d) != null) {
-                        perm[j++] = d;
-                        moved.add(expanded.get(d));
-                    }
-                }
-                for (int d = 0; d < expanded.size(); d++) {
-                    if (expanded.get(d) == null) {
-                        perm[j++] = d;
-                        moved.add(null);
-                    }
-                }
-                src = own(src.permute(perm));
-                expanded = moved;
-                first = 0;
-            }
-
-            // 4. Geometry: result = src.shape[:first] + b + src.shape[first+count:].
-            long[] sShape = src.shape();
-            long[] sStrides = src.strides();
-            int before = first;
-            int after = sShape.length - first - count;
-            resultShape = new long[before + b.length + after];
-            for (int d = 0; d < before; d++) resultShape[d] = sShape[d];
-            System.arraycopy(b, 0, resultShape, before, b.length);
-            for (int d = 0; d < after; d++) resultShape[before + b.length + d] = sShape[first + count + d];
-            indices = new Tensor[count];
-            unexpanded = new Tensor[count];
-            sizes = new long[count];
-            strides = new long[count];
-            for (int k = 0; k < count; k++) {
-                Tensor t = expanded.get(first + k);
-                long[] bs = Shapes.broadcastStrides("index", t.shape(), t.strides(), b);
-                long[] st = new long[resultShape.length];
-                System.arraycopy(bs, 0, st, before, b.length);
-                indices[k] = own(t.asStrided(resultShape, st, t.storageOffset()));
-                unexpanded[k] = t;
-                sizes[k] = sShape[first + k];
-                strides[k] = sStrides[first + k];
-            }
             self = src;
-            start = first;
-            return true;
-        }
-
-        /** {@code t} (this.self) viewed with the result shape: its own strides outside, 0 across the index dimensions. */
-        Tensor restrided(Tensor t) {
-            long[] st = t.strides();
-            int count = indices.length;
-            long[] r = new long[resultShape.length];
-            int bLen = resultShape.length - (st.length - count);
-            for (int d = 0; d < start; d++) r[d] = st[d];
-            for (int d = start + count; d < st.length; d++) r[d - count + bLen] = st[d];
-            return t.asStrided(resultShape, r, t.storageOffset());
+            int n = expanded.size();
+            while (n > 0 && expanded.get(n - 1) == null) n--;
+            list = expanded.subList(0, n).toArray(new Tensor[0]);
         }
 
         private Tensor own(Tensor t) {
@@ -501,49 +412,9 @@ public final class Indexing {
 
         @Override
         public void close() {
-            for (Tensor t : owned) t.close();
+            // a view in the graph stays referenced by its node
+            for (Tensor t : owned) if (!t.requiresGrad()) t.close();
             owned.clear();
-        }
-    }
-
-    // ---------------------------------------------------------------- autograd helpers
-
-    /** Runs a forward body with grad mode off, so that the views and recursion inside it record nothing. */
-    private static Tensor withoutGrad(java.util.function.Supplier<Tensor> body) {
-        try (Grad.Mode m = Grad.noGrad()) {
-            return body.get();
-        }
-    }
-
-    /** Zeros of {@code shape} with the gradient's dtype and device. */
-    private static Tensor zerosOf(long[] shape, Tensor g) {
-        return Torch.zeros(shape, g.dtype(), g.device());
-    }
-
-    /** The non-null entries of an advanced index, saved for backward, and the list rebuilt from them. */
-    private static final class SavedIndices {
-        final SavedTensor[] saved;
-        private final int[] positions;
-        private final int length;
-
-        SavedIndices(Tensor[] indices) {
-            length = indices.length;
-            int n = 0;
-            for (Tensor t : indices) if (t != null) n++;
-            saved = new SavedTensor[n];
-            positions = new int[n];
-            n = 0;
-            for (int i = 0; i < indices.length; i++) {
-                if (indices[i] == null) continue;
-                positions[n] = i;
-                saved[n++] = Autograd.save(indices[i]);
-            }
-        }
-
-        Tensor[] get() {
-            Tensor[] r = new Tensor[length];
-            for (int k = 0; k < saved.length; k++) r[positions[k]] = saved[k].get();
-            return r;
         }
     }
 
@@ -564,11 +435,5 @@ public final class Indexing {
                     + a.device() + " and " + b.device());
         }
         return a.device();
-    }
-
-    private static StridedView[] views(Tensor[] ts) {
-        StridedView[] v = new StridedView[ts.length];
-        for (int i = 0; i < v.length; i++) v[i] = view(ts[i]);
-        return v;
     }
 }

@@ -1,11 +1,10 @@
 package org.jtorch.ops;
 
+import org.jtorch.op.JoiningOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.autograd.Autograd;
-import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
 
 /**
@@ -16,8 +15,8 @@ import org.jtorch.memory.MemoryScope;
  * channel) dimensions, and also crop on negative pads.
  *
  * <p>The non-constant modes are gathers along each padded dimension ({@code indexSelect} with the mode's source
- * index), so their gradient is the index-add of the primitive. Constant padding's gradient is the constant
- * padding of the gradient with negated pads, as PyTorch's {@code constant_pad_nd} backward.
+ * index), so their gradient is the index-add of the primitive. Constant padding is the declared op {@code constant_pad_nd}
+ * ({@link JoiningOps#CONSTANT_PAD_ND}), whose gradient is the constant padding of the gradient with negated pads.
  */
 public final class Padding {
     private Padding() {}
@@ -125,43 +124,11 @@ public final class Padding {
         };
     }
 
-    // backward: constant_pad_nd(grad, -pads)
+    /** {@code constant_pad_nd} ({@link JoiningOps#CONSTANT_PAD_ND}): the value first among its scalars, then the pads. */
     private static Tensor constantPad(Tensor x, long[] pads, double value) {
-        long[] shape = x.shape();
-        long[] outShape = shape.clone();
-        int k = pads.length / 2;
-        for (int i = 0; i < k; i++) {
-            int d = x.dim() - 1 - i;
-            outShape[d] = shape[d] + pads[2 * i] + pads[2 * i + 1];
-            if (outShape[d] < 0) {
-                throw new IllegalArgumentException("pad: the input size " + shape[d] + ", plus negative padding " + pads[2 * i] + " and "
-                        + pads[2 * i + 1] + " resulted in a negative output size, which is invalid. Check dimension " + d
-                        + " of your input of shape " + Shapes.format(shape));
-            }
-        }
-        Tensor out = Torch.full(outShape, value, x.dtype(), x.device());
-        try (Grad.Mode m = Grad.noGrad()) {
-            MemoryScope.run(() -> {
-                Tensor src = x;
-                Tensor dst = out;
-                for (int i = 0; i < k; i++) {
-                    int d = x.dim() - 1 - i;
-                    long l = pads[2 * i];
-                    long r = pads[2 * i + 1];
-                    long len = shape[d] - Math.max(0, -l) - Math.max(0, -r);
-                    if (len <= 0) return null;
-                    src = src.narrow(d, Math.max(0, -l), len);
-                    dst = dst.narrow(d, Math.max(0, l), len);
-                }
-                if (dst.numel() > 0) dst.copy_(src);
-                return null;
-            });
-        }
-        if (Autograd.needsGrad(x)) {
-            long[] negated = new long[pads.length];
-            for (int i = 0; i < pads.length; i++) negated[i] = -pads[i];
-            Autograd.record("ConstantPadNdBackward0", out, g -> new Tensor[] {constantPad(g[0], negated, 0)}, new Tensor[] {x});
-        }
-        return out;
+        double[] scalars = new double[1 + pads.length];
+        scalars[0] = value;
+        for (int i = 0; i < pads.length; i++) scalars[1 + i] = pads[i];
+        return Dispatcher.call(JoiningOps.CONSTANT_PAD_ND, new Tensor[] {x}, scalars);
     }
 }

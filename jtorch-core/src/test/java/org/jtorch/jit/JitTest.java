@@ -269,17 +269,14 @@ class JitTest {
         // A tensor of Java values made inside the function: no traced op made it.
         TensorFunction literal = x -> x[0].add(Torch.tensor(new float[] {1, 2, 3, 4, 5}).to(DEVICE)).relu();
         TensorFunction hostRead = x -> x[0].mul(x[0].sum().item()).relu();
-        // index_put_ is not a traced op: the trace sees a write it cannot replay.
-        Tensor rows = Torch.tensor(new long[] {1, 3}).to(DEVICE);
-        TensorFunction inPlace = x -> x[0].mul(2.0).indexPut_(new Tensor[] {rows}, x[0].narrow(0, 0, 2), false).relu();
+        // (index_put_, this test's write the trace did not see, is now traced in place: indexAndIndexPutAreReplayed)
         Tensor x = randn(5, 5);
-        for (TensorFunction f : new TensorFunction[] {literal, hostRead, inPlace}) {
+        for (TensorFunction f : new TensorFunction[] {literal, hostRead}) {
             assertTrue(Jit.explain(f, x).contains("runs eagerly"), Jit.explain(f, x));
             TensorFunction compiled = Jit.trace(f, x);
             Tensor y = randn(5, 5);
             assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
         }
-        assertTrue(Jit.explain(inPlace, x).contains("changed in place by an op the trace does not see"), Jit.explain(inPlace, x));
         assertTrue(Jit.explain(literal, x).contains("by an op the trace does not see"), Jit.explain(literal, x));
         // flip along dim 0 is an arange and an index_select, both traced (it ended the trace before arange was).
         TensorFunction flipped = in -> in[0].flip(0).relu().add(1.0);
@@ -289,6 +286,34 @@ class JitTest {
         TensorFunction compiled = Jit.trace(hostRead, x);
         Tensor z = randn(5, 5).mul(3.0);
         assertClose(hostRead.apply(z), compiled.apply(z), SAME_OPS);
+    }
+
+    /**
+     * Advanced indexing and index_put_ are traced as one op each, index_put_ replayed in place (duplicate indices accumulate);
+     * a bool mask is read on the host (its count fixes the shape), so that a function indexing with one runs eagerly.
+     */
+    @Test
+    void indexAndIndexPutAreReplayed() {
+        Tensor rows = Torch.tensor(new long[] {1, 3, 1}).to(DEVICE);
+        Tensor cols = Torch.tensor(new long[] {-1, 0}).to(DEVICE);
+        TensorFunction f = in -> {
+            Tensor a = in[0].mul(2.0);
+            a.indexPut_(new Tensor[] {rows, null}, in[0].index(rows).exp(), true);
+            return a.index(null, cols).relu();
+        };
+        Tensor x = randn(5, 4);
+        String explained = Jit.explain(f, x);
+        assertTrue(!explained.contains("runs eagerly") && explained.contains("index_put_(") && explained.contains("index("), explained);
+        TensorFunction compiled = Jit.trace(f, x);
+        for (int i = 0; i < 2; i++) {
+            Tensor y = randn(5, 4);
+            assertArrayEquals(f.apply(y).toFloatArray(), compiled.apply(y).toFloatArray(), 0f);
+        }
+        TensorFunction masked = in -> in[0].index(in[0].gt(0.0)).exp();
+        assertTrue(Jit.explain(masked, x).contains("runs eagerly"), Jit.explain(masked, x));
+        TensorFunction maskedCompiled = Jit.trace(masked, x);
+        Tensor z = randn(5, 4);
+        assertArrayEquals(masked.apply(z).toFloatArray(), maskedCompiled.apply(z).toFloatArray(), 0f);
     }
 
     /** fill_, zero_ and copy_ are traced in place and replayed, and the values they overwrite get a zero gradient. */

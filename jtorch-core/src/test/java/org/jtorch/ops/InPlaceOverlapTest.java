@@ -145,8 +145,8 @@ class InPlaceOverlapTest {
         assertSharedWithInput("index_copy_", () -> x.indexCopy_(0, all, x));
         assertSharedWithInput("scatter_", () -> x.scatter_(0, all, x));
         assertSharedWithInput("scatter_add_", () -> x.scatterAdd_(0, all, x));
-        assertSharedWithInput("indexPut_", () -> x.indexPut_(new Tensor[] {all}, x, false));
-        assertSharedWithInput("indexPut_", () -> x.indexPut_(new Tensor[] {Torch.tensor(0L, 1L)}, x.narrow(0, 1, 2), true));
+        assertSharedWithInput("index_put_", () -> x.indexPut_(new Tensor[] {all}, x, false));
+        assertSharedWithInput("index_put_", () -> x.indexPut_(new Tensor[] {Torch.tensor(0L, 1L)}, x.narrow(0, 1, 2), true));
         Tensor ids = Torch.tensor(0L, 1L, 2L);
         assertSharedWithInput("index_fill_", () -> ids.indexFill_(0, ids, 7));
         assertArrayEquals(new float[] {0, 1, 2, 3, 4, 5}, x.toFloatArray(), "a refused op wrote");

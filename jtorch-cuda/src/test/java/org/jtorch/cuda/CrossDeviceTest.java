@@ -92,7 +92,7 @@ class CrossDeviceTest {
         calls.put("masked_fill", () -> labelledCuda(f, 4, 3).maskedFill(host(DType.BOOL, 4, 3), 1.0));
         calls.put("masked_select", () -> labelledCuda(f, 4, 3).maskedSelect(host(DType.BOOL, 4, 3)));
         calls.put("index", () -> labelledCuda(f, 4, 3).index(host(l, 2)));
-        calls.put("indexPut_", () -> labelledCuda(f, 4, 3).indexPut_(new Tensor[] {host(l, 2)}, labelledCuda(f, 2, 3), false));
+        calls.put("index_put_", () -> labelledCuda(f, 4, 3).indexPut_(new Tensor[] {host(l, 2)}, labelledCuda(f, 2, 3), false));
         calls.put("cat", () -> Torch.cat(labelledCuda(f, 2, 3), host(f, 2, 3)));
         calls.put("gather (nllLoss)", () -> F.nllLoss(labelledCuda(f, 2, 3), host(l, 2)));
         calls.put("embedding", () -> F.embedding(host(l, 2), labelledCuda(f, 4, 3)));
