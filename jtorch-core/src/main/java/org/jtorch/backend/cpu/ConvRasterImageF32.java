@@ -55,20 +55,19 @@ final class ConvRasterImageF32 {
                 }
                 tile(wk.image, base, rowStride, g.kh(), kwc, wp, wBase, bv, blk * 32, wk.tile);
                 long at = (outImage + (long) blk * 32 * pixels + s) * Float.BYTES;
-                store(wk.tile, wk.block, out, at, rsBytes);
+                store(wk, out, at, rsBytes);
             }
         }
     }
 
     /**
-     * Transposes {@link #tile}'s {@code tile} (through {@code block}, 256 floats) and stores each channel's 8 pixels at
-     * {@code at + channel * rsBytes}, as unmasked 8-lane stores: the row tiles' masked 16-lane stores
-     * ({@link ConvDirectF32#storeTransposed}) were about 40% of MNIST conv1's forward samples (JFR, one thread), whose
-     * 9 taps leave the stores most of the work.
+     * Transposes {@code wk.tile} and stores each channel's 8 pixels at {@code at + channel * rsBytes}, as unmasked 8-lane
+     * stores: the row tiles' masked 16-lane stores ({@link ConvDirectF32#storeTransposed}) were about 40% of MNIST
+     * conv1's forward samples (JFR, one thread), whose 9 taps leave the stores most of the work.
      */
-    static void store(MemorySegment tile, float[] block, MemorySegment out, long at, long rsBytes) {
-        float[] t = block;
-        Gemm.transposeBlock16(tile, 0, 16 * Float.BYTES, t, 0, 16);
+    private static void store(ConvDirectF32.Work wk, MemorySegment out, long at, long rsBytes) {
+        float[] t = wk.block;
+        Gemm.transposeBlock16(wk.tile, 0, 16 * Float.BYTES, t, 0, 16);
         for (int l = 0; l < 16; l++) {
             FloatVector.fromArray(FS8, t, l * 16).intoMemorySegment(out, at + l * rsBytes, NO);
             FloatVector.fromArray(FS8, t, l * 16 + 8).intoMemorySegment(out, at + (16 + l) * rsBytes, NO);
@@ -79,7 +78,6 @@ final class ConvRasterImageF32 {
      * 8 pixels (window corners at {@code base[p]}) by 32 channels, in {@link ConvDirectF32#tile8x32}'s layout: pixel p's
      * channels 0-15 at float {@code 16 p} of {@code tile}, channels 16-31 at {@code 128 + 16 p}, the bias from
      * {@code bias[c0]} added. Kernel row ki of each window is {@code kwc} floats from {@code base[p] + ki * rowStride}.
-     * {@link ConvRasterTileF32}'s small images and 4x4 stride-2 phases run on it too.
      */
     static void tile(float[] x, int[] base, int rowStride, int kh, int kwc, float[] wp, int wBase, float[] bias, int c0,
                      MemorySegment tile) {

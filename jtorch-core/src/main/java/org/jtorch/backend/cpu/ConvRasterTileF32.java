@@ -27,8 +27,7 @@ final class ConvRasterTileF32 {
     private static final class Work {
         float[] image = new float[0];
         final float[] block = new float[16 * 16];
-        /** {@link ConvRasterImageF32#tile}'s tile, native like the tensors its transposing store also reads. */
-        final MemorySegment tile = java.lang.foreign.Arena.ofAuto().allocate(P * OB * Float.BYTES, 64);
+        final float[] tile = new float[P * OB];
         final int[] base = new int[P];
         float[] weights = new float[0];
         float[] source = new float[0];
@@ -70,8 +69,13 @@ final class ConvRasterTileF32 {
                 for (int blk = 0; blk < cout / OB; blk++) {
                     for (int p0 = 0; p0 < l; p0 += P) {
                         System.arraycopy(pixBase, p0, wk.base, 0, P);
-                        ConvRasterImageF32.tile(wk.image, wk.base, rowStride, kh, kwc, wp, blk * k * OB, bv, blk * OB, wk.tile);
-                        ConvRasterImageF32.store(wk.tile, wk.block, out, outImage + blk * OB * plane + (long) p0 * Float.BYTES, plane);
+                        tile(wk.image, wk.base, rowStride, kh, kwc, wp, blk * k * OB, wk.tile);
+                        float[] t = wk.tile;
+                        for (int c = 0; c < OB; c++) {
+                            float b = bv[blk * OB + c];
+                            long at = outImage + (blk * OB + c) * plane + (long) p0 * Float.BYTES;
+                            for (int p = 0; p < P; p++) out.set(F32, at + (long) p * Float.BYTES, t[p * OB + c] + b);
+                        }
                     }
                 }
             }
@@ -117,7 +121,6 @@ final class ConvRasterTileF32 {
             }
         }
         long plane = (long) g.h() * g.w();
-        float[] noBias = new float[cin];
         Parallel.forRange(g.n(), 1, (n0, n1) -> {
             Work wk = WORK.get();
             wk.image = ConvF32.grow(wk.image, hp * wpad * cout);
@@ -128,15 +131,11 @@ final class ConvRasterTileF32 {
                     for (int blk = 0; blk < cin / OB; blk++) {
                         for (int p0 = 0; p0 < l; p0 += P) {
                             System.arraycopy(pixBase, phase * l + p0, wk.base, 0, P);
-                            ConvRasterImageF32.tile(wk.image, wk.base, wpad * cout, 2, kwc, wp, (phase * (cin / OB) + blk) * k * OB,
-                                    noBias, 0, wk.tile);
-                            // Pixel p's channels c < 16 at float 16 p of the tile, the others at 128 + 16 p.
+                            tile(wk.image, wk.base, wpad * cout, 2, kwc, wp, (phase * (cin / OB) + blk) * k * OB, wk.tile);
+                            float[] t = wk.tile;
                             for (int c = 0; c < OB; c++) {
                                 long at = giImage + (blk * OB + c) * plane;
-                                long from = (c / 16 * 128 + c % 16) * Float.BYTES;
-                                for (int p = 0; p < P; p++) {
-                                    gi.set(F32, (at + pixDst[phase * l + p0 + p]) * Float.BYTES, wk.tile.get(F32, from + p * 64L));
-                                }
+                                for (int p = 0; p < P; p++) gi.set(F32, (at + pixDst[phase * l + p0 + p]) * Float.BYTES, t[p * OB + c]);
                             }
                         }
                     }
@@ -207,5 +206,66 @@ final class ConvRasterTileF32 {
         int[] lanes = new int[16];
         for (int l = 0; l < 16; l++) lanes[l] = l * stride;
         return lanes;
+    }
+
+    /**
+     * 8 pixels (window corners at {@code base[p]}) by 32 channels: {@code tile[p * 32 + lane]}. Kernel row ki of each
+     * window is {@code kwc} floats from {@code base[p] + ki * rowStride}.
+     */
+    private static void tile(float[] x, int[] base, int rowStride, int kh, int kwc, float[] wp, int wBase, float[] tile) {
+        FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
+        FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS), a7 = FloatVector.zero(FS);
+        FloatVector b0 = FloatVector.zero(FS), b1 = FloatVector.zero(FS), b2 = FloatVector.zero(FS), b3 = FloatVector.zero(FS);
+        FloatVector b4 = FloatVector.zero(FS), b5 = FloatVector.zero(FS), b6 = FloatVector.zero(FS), b7 = FloatVector.zero(FS);
+        for (int ki = 0; ki < kh; ki++) {
+            int r = ki * rowStride;
+            int x0 = base[0] + r, x1 = base[1] + r, x2 = base[2] + r, x3 = base[3] + r;
+            int x4 = base[4] + r, x5 = base[5] + r, x6 = base[6] + r, x7 = base[7] + r;
+            int wb = wBase + ki * kwc * OB;
+            for (int j = 0; j < kwc; j++) {
+                FloatVector wl = FloatVector.fromArray(FS, wp, wb + j * OB);
+                FloatVector wh = FloatVector.fromArray(FS, wp, wb + j * OB + 16);
+                FloatVector v = FloatVector.broadcast(FS, x[x0 + j]);
+                a0 = wl.fma(v, a0);
+                b0 = wh.fma(v, b0);
+                v = FloatVector.broadcast(FS, x[x1 + j]);
+                a1 = wl.fma(v, a1);
+                b1 = wh.fma(v, b1);
+                v = FloatVector.broadcast(FS, x[x2 + j]);
+                a2 = wl.fma(v, a2);
+                b2 = wh.fma(v, b2);
+                v = FloatVector.broadcast(FS, x[x3 + j]);
+                a3 = wl.fma(v, a3);
+                b3 = wh.fma(v, b3);
+                v = FloatVector.broadcast(FS, x[x4 + j]);
+                a4 = wl.fma(v, a4);
+                b4 = wh.fma(v, b4);
+                v = FloatVector.broadcast(FS, x[x5 + j]);
+                a5 = wl.fma(v, a5);
+                b5 = wh.fma(v, b5);
+                v = FloatVector.broadcast(FS, x[x6 + j]);
+                a6 = wl.fma(v, a6);
+                b6 = wh.fma(v, b6);
+                v = FloatVector.broadcast(FS, x[x7 + j]);
+                a7 = wl.fma(v, a7);
+                b7 = wh.fma(v, b7);
+            }
+        }
+        a0.intoArray(tile, 0);
+        b0.intoArray(tile, 16);
+        a1.intoArray(tile, 32);
+        b1.intoArray(tile, 48);
+        a2.intoArray(tile, 64);
+        b2.intoArray(tile, 80);
+        a3.intoArray(tile, 96);
+        b3.intoArray(tile, 112);
+        a4.intoArray(tile, 128);
+        b4.intoArray(tile, 144);
+        a5.intoArray(tile, 160);
+        b5.intoArray(tile, 176);
+        a6.intoArray(tile, 192);
+        b6.intoArray(tile, 208);
+        a7.intoArray(tile, 224);
+        b7.intoArray(tile, 240);
     }
 }

@@ -38,7 +38,7 @@ class ConvolutionKernelsCompileTest {
         assertTrue(log.contains("ConvDirectF32::weightTileNarrow"), "the workload reaches the narrow weight tile:\n" + log);
         assertTrue(log.contains("WinogradF32::outputTile"), "the workload reaches the Winograd path:\n" + log);
         assertTrue(log.contains("ConvGemmF32::forward"), "the workload reaches the small-image GEMM path:\n" + log);
-        assertTrue(log.contains("ConvRasterTileF32::forward"), "the workload reaches the raster-order tile:\n" + log);
+        assertTrue(log.contains("ConvRasterTileF32::tile"), "the workload reaches the raster-order tile:\n" + log);
         assertTrue(log.contains("ConvDirectF32::spreadRows"), "the workload reaches the spread tile stores:\n" + log);
         assertTrue(log.contains("ConvLaneWeightGradF32::tile"), "the workload reaches the pixel-lane weight gradient:\n" + log);
         assertTrue(log.contains("ConvRasterImageF32::tile"), "the workload reaches the raster tiles over whole images:\n" + log);
