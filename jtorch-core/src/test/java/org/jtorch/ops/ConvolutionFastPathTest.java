@@ -468,6 +468,33 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * The 8x32 tile in raster order over whole images (ConvRasterImageF32), for rows that are not whole 8-pixel tiles:
+     * MNIST's two layers at batch 3 (one input channel, 28 -> 26; 32 -> 64 channels, 26 -> 24, whose input gradient is
+     * the flipped convolution onto 26-pixel rows), one image split by rows over the threads, and random shapes of that
+     * domain (32 or 64 output channels, rows of 9-31 pixels not a multiple of 8, kernels 1-5 with stride, dilated
+     * kernel rows and padding; input channels of 32 for half of them, so that the input gradient takes the tile too);
+     * forward, input, weight and bias gradients.
+     */
+    @Test
+    void rasterTilesOverWholeImages() {
+        compare(new long[] {3, 1, 28, 28}, new long[] {32, 1, 3, 3}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {3, 32, 26, 26}, new long[] {64, 32, 3, 3}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {1, 32, 13, 11}, new long[] {32, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        Random r = new Random(31);
+        for (int i = 0; i < 12; ) {
+            int cin = r.nextBoolean() ? 32 : 1 + r.nextInt(5), cout = r.nextBoolean() ? 32 : 64;
+            int kh = 1 + r.nextInt(5), kw = 1 + r.nextInt(5), sh = 1 + r.nextInt(2), sw = 1 + r.nextInt(2);
+            int dh = 1 + r.nextInt(2), ph = r.nextInt(3), pw = r.nextInt(3);
+            int h = 4 + r.nextInt(20), w = 9 + r.nextInt(40);
+            int oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1, ow = (w + 2 * pw - kw) / sw + 1;
+            if (oh < 1 || ow < 9 || ow > 31 || ow % 8 == 0 || (kh == 1 && kw == 1)) continue;
+            compare(new long[] {1 + r.nextInt(3), cin, h, w}, new long[] {cout, cin, kh, kw}, new int[] {sh, sw},
+                    new int[] {ph, pw}, new int[] {dh, 1}, 1);
+            i++;
+        }
+    }
+
+    /**
      * 8x32 tiles on rows of whole 16-pixel vectors, at least 48 wide, whose stores are spread over the next row's
      * tiles ({@code ConvDirectF32.spreadRows}): a 7x7 stride-2 stem on 3 channels (48-pixel rows, 64 channels: two
      * blocks), one image of 80-pixel rows split by rows over the threads, and a 3x3 stride-1 layer of 80-pixel rows

@@ -42,7 +42,7 @@ final class ConvDirectF32 {
     private ConvDirectF32() {}
 
     /** Per-thread buffers, grown on demand and then reused. */
-    private static final class Work {
+    static final class Work {
         float[] image = new float[0];
         /** One weight-gradient pass's gy, transposed ({@link #transposeGradOut}), and window offsets. */
         float[] gradOut = new float[0];
@@ -175,14 +175,16 @@ final class ConvDirectF32 {
         int kwc = g.kw() * g.cin(), k = g.kh() * kwc;
         int wpad = ConvF32.paddedWidth(g);
         long pixels = (long) g.oh() * g.ow();
+        boolean raster = p == 8 && ConvRasterImageF32.serves(g);
         overPaddedImages(x, xOff, g, (wk, n, y0, y1) -> {
-            rows(wk, wp, bv, g, p, ob, k, kwc, wpad, y0, y1, out, oOff + n * g.cout() * pixels, pixels);
+            if (raster) ConvRasterImageF32.rows(wk, wp, bv, g, k, kwc, wpad, y0, y1, out, oOff + n * g.cout() * pixels, pixels);
+            else rows(wk, wp, bv, g, p, ob, k, kwc, wpad, y0, y1, out, oOff + n * g.cout() * pixels, pixels);
             if (epilogue != null) epilogue.block(n, n + 1, 0, g.cout(), (long) y0 * g.ow(), (long) y1 * g.ow());
         });
     }
 
     /** What {@link #overPaddedImages} runs: output rows {@code [y0, y1)} of image n, its padded copy in {@code wk.image}. */
-    private interface ImageRows {
+    interface ImageRows {
         void run(Work wk, long n, int y0, int y1);
     }
 
@@ -191,7 +193,7 @@ final class ConvDirectF32 {
      * {@code wk.image}, channels-last with {@code g}'s zero border; with fewer images than twice the threads,
      * each image's output rows are split too, so every thread has work.
      */
-    private static void overPaddedImages(MemorySegment x, long xOff, Geometry g, ImageRows body) {
+    static void overPaddedImages(MemorySegment x, long xOff, Geometry g, ImageRows body) {
         int cin = g.cin(), oh = g.oh();
         int hp = ConvF32.paddedHeight(g), wpad = ConvF32.paddedWidth(g);
         int threads = Parallel.inParallelRegion() ? 1 : Parallel.numThreads();

@@ -41,6 +41,7 @@ class ConvolutionKernelsCompileTest {
         assertTrue(log.contains("ConvRasterTileF32::tile"), "the workload reaches the raster-order tile:\n" + log);
         assertTrue(log.contains("ConvDirectF32::spreadRows"), "the workload reaches the spread tile stores:\n" + log);
         assertTrue(log.contains("ConvLaneWeightGradF32::tile"), "the workload reaches the pixel-lane weight gradient:\n" + log);
+        assertTrue(log.contains("ConvRasterImageF32::tile"), "the workload reaches the raster tiles over whole images:\n" + log);
         assertTrue(log.contains("ConvRasterTileF32::stride2InputGrad"), "the workload reaches the phased input gradient:\n" + log);
         assertTrue(log.contains("Gemm::fourRowsChunk"), "the workload reaches the short-m GEMM blocks:\n" + log);
         assertTrue(log.contains("GemmDot::pairByFour") && log.contains("GemmDot::oneByFour"), "the workload reaches the dot products:\n" + log);
@@ -73,6 +74,7 @@ class ConvolutionKernelsCompileTest {
                 {2, 16, 4, 4}, {8, 16, 4, 4}, {1, 0},      // a whole-image kernel: matrix products
                 {1, 3, 96, 96}, {32, 3, 7, 7}, {2, 3},     // 48-pixel rows of 8x32 tiles, their stores spread
                 {2, 3, 14, 14}, {12, 3, 3, 3}, {1, 1},     // weight gradient with pixels in the lanes, gy staged
+                {2, 16, 26, 26}, {32, 16, 3, 3}, {2, 1},   // 13-pixel rows: 8x32 tiles in raster order over the image
             };
             // Short-m products (four-row blocks, the masked column tail).
             try (Tensor a = Torch.randn(8, 64); Tensor b = Torch.randn(64, 200); Tensor c = a.matmul(b)) {

@@ -53,6 +53,23 @@ class ConvolutionPathsTest {
     }
 
     /**
+     * Rows that are not whole 8-pixel tiles take the 8x32 tile in raster order over the image: MNIST's conv1 forward
+     * (26-pixel rows) and conv2's input gradient (the flipped convolution, 64 -> 32 channels onto 26-pixel rows),
+     * 20-pixel rows at stride 2; rows of whole tiles (conv2's forward, 24 px) stay on the row tiles.
+     */
+    @Test
+    void raggedRowsTakeRasterTiles() {
+        Geometry conv1 = geometry(new int[] {64, 1, 28, 28}, new int[] {32, 1, 3, 3}, 1, 1, 0, 0, 1);
+        Geometry conv2InputGrad = geometry(new int[] {64, 64, 24, 24}, new int[] {32, 64, 3, 3}, 1, 1, 2, 2, 1);
+        Geometry strided = geometry(new int[] {2, 16, 40, 40}, new int[] {32, 16, 3, 3}, 2, 2, 1, 1, 1);
+        for (Geometry g : new Geometry[] {conv1, conv2InputGrad, strided}) {
+            assertEquals(true, ConvDirectF32.handlesWithWideTile(g) && ConvRasterImageF32.serves(g), "raster tiles for " + g);
+        }
+        Geometry conv2 = geometry(new int[] {64, 32, 26, 26}, new int[] {64, 32, 3, 3}, 1, 1, 0, 0, 1);
+        assertEquals(false, ConvRasterImageF32.serves(conv2));
+    }
+
+    /**
      * Few taps (at most 48), stride 1 along rows, and rows at least three quarters whole vectors take the weight gradient
      * with pixels in the lanes: ConvolutionFastPathTest.fewTapWeightGradientsInPixelLanes's shapes, and not the others.
      */
