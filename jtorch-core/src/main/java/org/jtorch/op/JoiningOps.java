@@ -60,13 +60,19 @@ public final class JoiningOps {
         for (int i = 0; i < pads / 2; i++) {
             int d = self.dim() - 1 - i;
             long l = (long) scalars[1 + 2 * i], r = (long) scalars[2 + 2 * i];
-            shape[d] = self.size(d) + l + r;
+            try {
+                shape[d] = Math.addExact(Math.addExact(self.size(d), l), r);
+            } catch (ArithmeticException e) {
+                throw new IllegalArgumentException(op + ": the input size " + self.size(d) + " plus padding " + l + " and " + r
+                        + " of dimension " + d + " does not fit a 64-bit size (input of shape " + Shapes.format(self.shape()) + ")");
+            }
             if (shape[d] < 0) {
                 throw new IllegalArgumentException(op + ": the input size " + self.size(d) + ", plus negative padding " + l + " and " + r
                         + " resulted in a negative output size, which is invalid. Check dimension " + d + " of your input of shape "
                         + Shapes.format(self.shape()));
             }
         }
+        Shapes.checkedNumel(op, shape);
         return new Meta.Output(shape, self.dtype());
     }
 

@@ -124,5 +124,10 @@ class ConstantPadOpTest {
         assertEquals("constant_pad_nd: the input size 3, plus negative padding -2 and -2 resulted in a negative output size, which is "
                 + "invalid. Check dimension 1 of your input of shape [2, 3]", e.getMessage());
         assertTrue(assertThrows(IllegalArgumentException.class, () -> F.pad(x, 1, 1, 1)).getMessage().startsWith("pad: "));
+        // A size beyond int64 (the fuzzer's ConstantPad1d(padding=2^63-1)) is refused before anything is written.
+        IllegalArgumentException huge = assertThrows(IllegalArgumentException.class, () -> F.pad(x, Long.MAX_VALUE, Long.MAX_VALUE));
+        assertTrue(huge.getMessage().startsWith("constant_pad_nd: the input size 3 plus padding"), huge.getMessage());
+        IllegalArgumentException many = assertThrows(IllegalArgumentException.class, () -> F.pad(x, 1L << 40, 1L << 40, 1L << 40, 0));
+        assertTrue(many.getMessage().startsWith("constant_pad_nd: shape"), many.getMessage());
     }
 }
