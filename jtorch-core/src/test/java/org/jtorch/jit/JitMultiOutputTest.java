@@ -278,4 +278,53 @@ class JitMultiOutputTest {
         assertTrue(plan.contains("= alias(%"), plan);
         assertCompiledMatchesEager(f, x, new Tensor[] {x, pos, g, b, wqkv}, 1e-5f);
     }
+
+    /**
+     * The word language model of pytorch/examples (embedding, dropout, a two-layer LSTM with dropout between its layers,
+     * dropout, the decoder, log-softmax) in training compiles whole: the dropouts are traced random nodes with their
+     * masks, each layer's initial state a traced {@code select}, the LSTM layers multi-output nodes. From the same seed
+     * the compiled call draws the same masks as the eager one, so values and every gradient match.
+     */
+    @Test
+    void aWordLanguageModelWithDropoutCompilesAndDrawsAsEager() {
+        Torch.manualSeed(59);
+        org.jtorch.nn.Embedding embedding = new org.jtorch.nn.Embedding(40, 12);
+        org.jtorch.nn.Dropout drop = new org.jtorch.nn.Dropout(0.2);
+        org.jtorch.nn.LSTM lstm = new org.jtorch.nn.LSTM(12, 10, org.jtorch.nn.LSTM.options().numLayers(2).dropout(0.3));
+        org.jtorch.nn.Linear decoder = new org.jtorch.nn.Linear(10, 40);
+        List<Module> modules = List.of(embedding, drop, lstm, decoder);
+        for (Module m : modules) m.to(DEVICE);
+        Tensor h0 = Torch.zeros(new long[] {2, 3, 10}, DType.FLOAT32, DEVICE);
+        TensorFunction f = in -> {
+            Tensor emb = drop.forward(embedding.forward(in[0]));
+            Tensor out = lstm.forward(emb, new org.jtorch.nn.LSTM.State(h0, h0)).output();
+            return F.logSoftmax(decoder.forward(drop.forward(out)).view(-1, 40), 1);
+        };
+        Tensor tokens = Torch.randint(0, 40, 7, 3).to(DEVICE);
+        String plan = Jit.explain(f, tokens);
+        assertFalse(plan.contains("runs eagerly"), plan);
+        assertEquals(3, count(plan, "= native_dropout("), plan);
+        assertEquals(2, count(plan, "= _lstm_layer("), plan);
+        TensorFunction compiled = Jit.trace(f, tokens);
+        List<Tensor> params = new java.util.ArrayList<>();
+        for (Module m : modules) params.addAll(m.parameters());
+        Tensor[] eagerGrads = new Tensor[params.size()];
+        for (int round = 0; round < 2; round++) {
+            Torch.manualSeed(60 + round);
+            Tensor a = f.apply(tokens);
+            a.mul(a.exp()).sum().backward();
+            for (int i = 0; i < params.size(); i++) {
+                eagerGrads[i] = params.get(i).grad().clone();
+                params.get(i).grad().zero_();
+            }
+            Torch.manualSeed(60 + round);
+            Tensor b = compiled.apply(tokens);
+            assertClose(a, b, 1e-5f);
+            b.mul(b.exp()).sum().backward();
+            for (int i = 0; i < params.size(); i++) {
+                assertClose(eagerGrads[i], params.get(i).grad(), 1e-5f);
+                params.get(i).grad().zero_();
+            }
+        }
+    }
 }
