@@ -518,12 +518,20 @@ final class HoldingBackend implements Backend {
                 drop(b);
             }
             if (packed == null) return null;
-            return (a, out, alpha, beta) -> {
-                hold("mm", a, b, out);
-                try {
-                    packed.multiply(a, out, alpha, beta);
-                } finally {
-                    drop(a, b, out);
+            return new PackedRight() {
+                @Override
+                public void multiply(StridedView a, StridedView out, double alpha, double beta) {
+                    hold("mm", a, b, out);
+                    try {
+                        packed.multiply(a, out, alpha, beta);
+                    } finally {
+                        drop(a, b, out);
+                    }
+                }
+
+                @Override
+                public void close() {
+                    packed.close();
                 }
             };
         }

@@ -55,12 +55,16 @@ public interface LinalgKernels {
 
     /** A right-hand matrix prepared once for many products with it ({@link LinalgKernels#packRight}). */
     @FunctionalInterface
-    interface PackedRight {
+    interface PackedRight extends AutoCloseable {
         /**
          * {@code out = alpha * a @ B + beta * out}, {@code a} {@code [M, K]} of any strides, {@code out} {@code [M, N]} with
          * unit column stride, both of B's dtype and device; beta 0 ignores the old contents of {@code out}.
          */
         void multiply(StridedView a, StridedView out, double alpha, double beta);
+
+        /** Releases the packed copy's memory at once (a caller closes it when its products are done). */
+        @Override
+        default void close() {}
     }
 
     /**

@@ -78,19 +78,20 @@ public final class RecurrentOpKernels {
             StridedView gx = scratch.allocate(x.device(), new long[] {x.size(0), wIh.size(0)}, h0.dtype());
             StridedView hg = scratch.allocate(x.device(), new long[] {steps.batch(), wHh.size(0)}, h0.dtype());
             LinalgOpKernels.linear(backend, x, wIh, bIh, gx, null);
-            LinalgKernels.PackedRight wHhT = backend.linalg().packRight(t(wHh));
             StridedView h = h0, c = c0;
-            for (int s = 0; s < steps.steps(); s++) {
-                hiddenGates(backend, h, wHh, wHhT, bHh, hg);
-                StridedView yt = steps.at(y, s);
-                if (lstm) {
-                    StridedView ct = steps.at(cs, s);
-                    k.lstmCellForward(steps.at(gx, s), hg, c, yt, ct, steps.at(ws, s));
-                    c = ct;
-                } else {
-                    k.gruCellForward(steps.at(gx, s), hg, h, yt, steps.at(ws, s));
+            try (LinalgKernels.PackedRight wHhT = backend.linalg().packRight(t(wHh))) {
+                for (int s = 0; s < steps.steps(); s++) {
+                    hiddenGates(backend, h, wHh, wHhT, bHh, hg);
+                    StridedView yt = steps.at(y, s);
+                    if (lstm) {
+                        StridedView ct = steps.at(cs, s);
+                        k.lstmCellForward(steps.at(gx, s), hg, c, yt, ct, steps.at(ws, s));
+                        c = ct;
+                    } else {
+                        k.gruCellForward(steps.at(gx, s), hg, h, yt, steps.at(ws, s));
+                    }
+                    h = yt;
                 }
-                h = yt;
             }
             backend.copy(h, hN);
             if (lstm) backend.copy(c, cN);
@@ -116,20 +117,21 @@ public final class RecurrentOpKernels {
             // (read by the step's cell backward before the product overwrites it): no allocation per step.
             StridedView[] gc = new StridedView[2];
             StridedView dhNext = null;
-            LinalgKernels.PackedRight packedWHh = backend.linalg().packRight(wHh);
-            for (int s = steps.steps() - 1; s >= 0; s--) {
-                StridedView stepGrad = stepGradient(backend, steps, s, dh, gY, ghy);
-                StridedView cx = s == 0 ? c0 : steps.at(cs, s - 1);
-                StridedView gt = steps.at(gates, s);
-                StridedView gcx = s == 0 && (mask & 1 << 6) != 0 ? outs[5]
-                        : gc[s & 1] != null ? gc[s & 1] : (gc[s & 1] = scratch.allocate(device, state, dtype));
-                k.lstmCellBackward(stepGrad, dc, cx, steps.at(cs, s), steps.at(ws, s), gt, gcx);
-                dc = gcx;
-                if (s > 0) {
-                    dh = dhNext != null ? dhNext : (dhNext = scratch.allocate(device, state, dtype));
-                    hiddenGradient(backend, null, gt, wHh, packedWHh, dh);
-                } else if ((mask & 1 << 5) != 0) {
-                    hiddenGradient(backend, null, gt, wHh, packedWHh, outs[4]);
+            try (LinalgKernels.PackedRight packedWHh = backend.linalg().packRight(wHh)) {
+                for (int s = steps.steps() - 1; s >= 0; s--) {
+                    StridedView stepGrad = stepGradient(backend, steps, s, dh, gY, ghy);
+                    StridedView cx = s == 0 ? c0 : steps.at(cs, s - 1);
+                    StridedView gt = steps.at(gates, s);
+                    StridedView gcx = s == 0 && (mask & 1 << 6) != 0 ? outs[5]
+                            : gc[s & 1] != null ? gc[s & 1] : (gc[s & 1] = scratch.allocate(device, state, dtype));
+                    k.lstmCellBackward(stepGrad, dc, cx, steps.at(cs, s), steps.at(ws, s), gt, gcx);
+                    dc = gcx;
+                    if (s > 0) {
+                        dh = dhNext != null ? dhNext : (dhNext = scratch.allocate(device, state, dtype));
+                        hiddenGradient(backend, null, gt, wHh, packedWHh, dh);
+                    } else if ((mask & 1 << 5) != 0) {
+                        hiddenGradient(backend, null, gt, wHh, packedWHh, outs[4]);
+                    }
                 }
             }
             layerGradients(backend, scratch, steps, mask, x, wIh, h0, y, gates, gates, outs);
@@ -152,17 +154,18 @@ public final class RecurrentOpKernels {
             // One buffer each for the step's direct hidden gradient and the next hidden-state gradient, as the LSTM's.
             StridedView ghx = scratch.allocate(device, state, dtype);
             StridedView dhNext = null;
-            LinalgKernels.PackedRight packedWHh = backend.linalg().packRight(wHh);
-            for (int s = steps.steps() - 1; s >= 0; s--) {
-                StridedView stepGrad = stepGradient(backend, steps, s, dh, gY, ghy);
-                StridedView hx = s == 0 ? h0 : steps.at(y, s - 1);
-                StridedView gh = steps.at(hiddenGates, s);
-                k.gruCellBackward(stepGrad, hx, steps.at(ws, s), steps.at(inputGates, s), gh, ghx);
-                if (s > 0) {
-                    dh = dhNext != null ? dhNext : (dhNext = scratch.allocate(device, state, dtype));
-                    hiddenGradient(backend, ghx, gh, wHh, packedWHh, dh);
-                } else if ((mask & 1 << 5) != 0) {
-                    hiddenGradient(backend, ghx, gh, wHh, packedWHh, outs[5]);
+            try (LinalgKernels.PackedRight packedWHh = backend.linalg().packRight(wHh)) {
+                for (int s = steps.steps() - 1; s >= 0; s--) {
+                    StridedView stepGrad = stepGradient(backend, steps, s, dh, gY, ghy);
+                    StridedView hx = s == 0 ? h0 : steps.at(y, s - 1);
+                    StridedView gh = steps.at(hiddenGates, s);
+                    k.gruCellBackward(stepGrad, hx, steps.at(ws, s), steps.at(inputGates, s), gh, ghx);
+                    if (s > 0) {
+                        dh = dhNext != null ? dhNext : (dhNext = scratch.allocate(device, state, dtype));
+                        hiddenGradient(backend, ghx, gh, wHh, packedWHh, dh);
+                    } else if ((mask & 1 << 5) != 0) {
+                        hiddenGradient(backend, ghx, gh, wHh, packedWHh, outs[5]);
+                    }
                 }
             }
             layerGradients(backend, scratch, steps, mask, x, wIh, h0, y, inputGates, hiddenGates, outs);

@@ -54,17 +54,25 @@ final class CpuLinalgKernels implements LinalgKernels {
         int k = gemmSize("k", b.size(0), b, b), n = gemmSize("n", b.size(1), b, b);
         GemmPackedB packed = t == DType.FLOAT32 ? GemmPackedB.f32(k, n, b.memory(), b.offset(), b.stride(0), b.stride(1))
                 : GemmPackedB.f64(k, n, b.memory(), b.offset(), b.stride(0), b.stride(1));
-        return (a, out, alpha, beta) -> {
-            if (a.dtype() != t || out.dtype() != t || a.dim() != 2 || out.dim() != 2 || a.size(1) != k || out.size(0) != a.size(0)
-                    || out.size(1) != n || out.stride(1) != 1 && n > 1) {
-                throw new IllegalArgumentException("mm: a packed [" + k + ", " + n + "] " + t + " right operand needs a [M, " + k
-                        + "] left operand and a [M, " + n + "] output with unit column stride, both " + t + "; got " + a.dtype() + " "
-                        + java.util.Arrays.toString(a.shape()) + " and " + out.dtype() + " " + java.util.Arrays.toString(out.shape())
-                        + " with strides " + java.util.Arrays.toString(out.strides()));
+        return new PackedRight() {
+            @Override
+            public void multiply(StridedView a, StridedView out, double alpha, double beta) {
+                if (a.dtype() != t || out.dtype() != t || a.dim() != 2 || out.dim() != 2 || a.size(1) != k || out.size(0) != a.size(0)
+                        || out.size(1) != n || out.stride(1) != 1 && n > 1) {
+                    throw new IllegalArgumentException("mm: a packed [" + k + ", " + n + "] " + t + " right operand needs a [M, " + k
+                            + "] left operand and a [M, " + n + "] output with unit column stride, both " + t + "; got " + a.dtype() + " "
+                            + java.util.Arrays.toString(a.shape()) + " and " + out.dtype() + " " + java.util.Arrays.toString(out.shape())
+                            + " with strides " + java.util.Arrays.toString(out.strides()));
+                }
+                int m = gemmSize("m", a.size(0), a, b);
+                packed.multiply(m, alpha, a.memory(), a.offset(), a.stride(0), a.stride(1), beta, out.memory(), out.offset(),
+                        m > 1 ? out.stride(0) : n);
             }
-            int m = gemmSize("m", a.size(0), a, b);
-            packed.multiply(m, alpha, a.memory(), a.offset(), a.stride(0), a.stride(1), beta, out.memory(), out.offset(),
-                    m > 1 ? out.stride(0) : n);
+
+            @Override
+            public void close() {
+                packed.close();
+            }
         };
     }
 

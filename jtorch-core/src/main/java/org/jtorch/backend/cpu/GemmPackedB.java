@@ -29,7 +29,7 @@ import java.lang.foreign.MemorySegment;
  * <p>The packed copy does not see later writes to B; the original B is read only by the short products above, so it
  * must stay alive and unchanged while this object is used.
  */
-abstract sealed class GemmPackedB permits GemmPackedB.F32, GemmPackedB.F64 {
+abstract sealed class GemmPackedB implements AutoCloseable permits GemmPackedB.F32, GemmPackedB.F64 {
     final int k, n;
     final MemorySegment b;
     final long bOff, brs, bcs;
@@ -56,6 +56,10 @@ abstract sealed class GemmPackedB permits GemmPackedB.F32, GemmPackedB.F64 {
     /** {@code C = alpha * op(A) * op(B) + beta * C}, op(A) {@code m x k} as in {@link Gemm#sgemm}; beta 0 ignores C's contents. */
     abstract void multiply(int m, double alpha, MemorySegment a, long aOff, long ars, long acs, double beta,
                            MemorySegment c, long cOff, long ldc);
+
+    /** Frees the native panels at once (float64); the float32 panels are a heap array. */
+    @Override
+    public void close() {}
 
     int panels(int width) {
         return (n + width - 1) / width;
@@ -137,14 +141,24 @@ abstract sealed class GemmPackedB permits GemmPackedB.F32, GemmPackedB.F64 {
     static final class F64 extends GemmPackedB {
         /** Depth block q ({@code DKC} deep) from byte {@code q * DKC * strips * DNR * 8}: strip s, row p at {@code (s * kc + p) * DNR}. */
         private final MemorySegment packed;
+        /**
+         * The panels' memory, freed by {@link #close} at the end of the layer call: an automatic arena would keep megabytes
+         * of native memory per call until a GC, and hand out fresh pages each time. Shared: the products' threads read it.
+         */
+        private final Arena arena = Arena.ofShared();
 
         private F64(int k, int n, MemorySegment b, long bOff, long brs, long bcs) {
             super(k, n, b, bOff, brs, bcs);
             long perRow = (long) panels(DNR) * DNR;
-            packed = Arena.ofAuto().allocate(Math.max(1, perRow * k) * Double.BYTES, 64);
+            packed = arena.allocate(Math.max(1, perRow * k) * Double.BYTES, 64);
             for (int pc = 0; pc < k; pc += DKC) {
                 Gemm.packDB(b, bOff + pc * brs, brs, bcs, Math.min(DKC, k - pc), n, packed.asSlice(pc * perRow * Double.BYTES));
             }
+        }
+
+        @Override
+        public void close() {
+            arena.close();
         }
 
         @Override

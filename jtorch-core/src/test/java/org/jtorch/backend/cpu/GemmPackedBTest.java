@@ -79,7 +79,9 @@ class GemmPackedBTest {
         MemorySegment packedC = c(m, n, dbl, fill), plainC = c(m, n, dbl, fill);
         double[] before = read(plainC, dbl);
         GemmPackedB packed = dbl ? GemmPackedB.f64(k, n, b.seg, b.offset, b.rs, b.cs) : GemmPackedB.f32(k, n, b.seg, b.offset, b.rs, b.cs);
-        packed.multiply(m, alpha, a.seg, a.offset, a.rs, a.cs, beta, packedC, 1, ldc);
+        try (packed) {
+            packed.multiply(m, alpha, a.seg, a.offset, a.rs, a.cs, beta, packedC, 1, ldc);
+        }
         if (dbl) Gemm.dgemm(m, n, k, alpha, a.seg, a.offset, a.rs, a.cs, b.seg, b.offset, b.rs, b.cs, beta, plainC, 1, ldc);
         else Gemm.sgemm(m, n, k, (float) alpha, a.seg, a.offset, a.rs, a.cs, b.seg, b.offset, b.rs, b.cs, (float) beta, plainC, 1, ldc);
         double[] got = read(packedC, dbl), plain = read(plainC, dbl);
@@ -149,11 +151,13 @@ class GemmPackedBTest {
             View a = random(m, k, 0, rnd, dbl), b = random(k, n, 1, rnd, dbl);
             GemmPackedB packed = dbl ? GemmPackedB.f64(k, n, b.seg, b.offset, b.rs, b.cs) : GemmPackedB.f32(k, n, b.seg, b.offset, b.rs, b.cs);
             double[][] results = new double[2][];
-            for (int threads = 1; threads <= 2; threads++) {
-                Parallel.setNumThreads(threads);
-                MemorySegment c = c(m, n, dbl, 0.5);
-                packed.multiply(m, 1, a.seg, a.offset, a.rs, a.cs, 1, c, 1, n + 3);
-                results[threads - 1] = read(c, dbl);
+            try (packed) {
+                for (int threads = 1; threads <= 2; threads++) {
+                    Parallel.setNumThreads(threads);
+                    MemorySegment c = c(m, n, dbl, 0.5);
+                    packed.multiply(m, 1, a.seg, a.offset, a.rs, a.cs, 1, c, 1, n + 3);
+                    results[threads - 1] = read(c, dbl);
+                }
             }
             assertArrayEquals(results[0], results[1], dbl ? "f64" : "f32");
         }
