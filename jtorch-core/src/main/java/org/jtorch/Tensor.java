@@ -647,31 +647,7 @@ public final class Tensor implements AutoCloseable {
      */
     public Tensor copy_(Tensor src, boolean nonBlocking) {
         Arguments.nonNull("copy_", "src", src);
-        if (device().equals(src.device())) return Dispatcher.callInPlace(CopyOps.COPY, new Tensor[] {this, src});
-        checkWritable("copy_");
-        src.checkOpen("copy_");
-        checkNoInternalOverlap("copy_");
-        checkNoPartialOverlap("copy_", src);
-        if (Autograd.needsGrad(this, src)) Elementwise.checkInPlaceAllowed("copy_", this);
-        long[] b = Shapes.broadcast("copy_", shape, src.shape);
-        if (!Arrays.equals(b, shape)) {
-            throw new IllegalArgumentException("copy_: source of shape " + Shapes.format(src.shape)
-                    + " cannot be broadcast to the destination's shape " + Shapes.format(shape));
-        }
-        // Across devices: the accelerator's backend copies either way.
-        Tensor s = src.broadcastTo(shape);
-        Dispatcher.copyBetween(s, this, nonBlocking);
-        bumpVersion();
-        if (Autograd.needsGrad(this, src)) {
-            long[] srcShape = src.shape;
-            DType srcType = src.dtype;
-            Device srcDevice = src.device();
-            boolean srcGrad = src.requiresGrad();
-            Autograd.record("CopyBackwards", new Tensor[] {this, src}, new Tensor[] {this}, g -> new Tensor[] {
-                    Torch.zerosLike(g[0]),
-                    srcGrad ? Gradients.sumTo(g[0], srcShape, srcType).to(srcDevice) : null});
-        }
-        return this;
+        return Dispatcher.callInPlace(CopyOps.COPY, new Tensor[] {this, src}, nonBlocking ? 1 : 0);
     }
 
     /** This tensor converted to {@code dtype}: a new reference to the same data when the dtype already matches. */
@@ -679,7 +655,7 @@ public final class Tensor implements AutoCloseable {
         Arguments.nonNull("to", "target", target);
         checkOpen("to");
         if (target == dtype) return alias();
-        return Dispatcher.call(CopyOps.TO_COPY, new Tensor[] {this}, target.ordinal());
+        return Dispatcher.call(CopyOps.TO_COPY, new Tensor[] {this}, target.ordinal(), Double.NaN, 0);
     }
 
     /** This tensor moved to {@code target}: a new reference when it is already there. */
@@ -696,21 +672,17 @@ public final class Tensor implements AutoCloseable {
         Arguments.nonNull("to", "target", target);
         checkOpen("to");
         if (target.equals(device())) return alias();
-        Tensor r = Tensor.empty("to", shape, dtype, target);
-        try (Grad.Mode m = Grad.noGrad()) {
-            r.copy_(this, nonBlocking);
-        }
-        Device from = device();
-        if (Autograd.needsGrad(this)) Autograd.record("ToCopyBackward0", r, g -> new Tensor[] {g[0].to(from)}, new Tensor[] {this});
-        return r;
+        return Dispatcher.call(CopyOps.TO_COPY, new Tensor[] {this}, Double.NaN, CopyOps.deviceScalar(target), nonBlocking ? 1 : 0);
     }
 
+    /** This tensor moved to {@code target} and converted to {@code targetType} in one copy: a new reference when neither changes. */
     public Tensor to(Device target, DType targetType) {
         Arguments.nonNull("to", "target", target);
         Arguments.nonNull("to", "targetType", targetType);
-        try (Tensor moved = to(target)) {
-            return moved.to(targetType);
-        }
+        checkOpen("to");
+        if (target.equals(device())) return to(targetType);
+        return Dispatcher.call(CopyOps.TO_COPY, new Tensor[] {this}, targetType == dtype ? Double.NaN : targetType.ordinal(),
+                CopyOps.deviceScalar(target), 0);
     }
 
     public Tensor cpu() {

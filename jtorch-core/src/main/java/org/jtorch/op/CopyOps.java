@@ -4,15 +4,16 @@ import static org.jtorch.op.Expr.GRAD;
 
 import java.util.Arrays;
 import org.jtorch.DType;
+import org.jtorch.Device;
 
 /**
- * The copies and fills of a tensor on its own device, as structured ops ({@link OpDef.Kind#STRUCTURED}), so that the
+ * The copies and fills of a tensor, within its device or across two, as structured ops ({@link OpDef.Kind#STRUCTURED}), so that the
  * trace sees them as ops and the JIT replays them:
  * <ul>
- *   <li>{@code clone} and {@code _to_copy} (a dtype conversion) write a contiguous result through the backend's strided
- *   copy. Their derivative is the gradient itself: autograd brings each input's gradient to that input's dtype, which
- *   is {@code _to_copy}'s backward, and nothing is saved.</li>
- *   <li>{@code copy}, run in place ({@code copy_} within one device), whose src gets the gradient.</li>
+ *   <li>{@code clone} and {@code _to_copy} (a dtype conversion, a move to another device, or both) write a contiguous
+ *   result through the backend's strided copy. Their derivative is the gradient itself: autograd brings each input's
+ *   gradient to that input's dtype and device, which is {@code _to_copy}'s backward, and nothing is saved.</li>
+ *   <li>{@code copy}, run in place ({@code copy_}, within a device or across two), whose src gets the gradient.</li>
  *   <li>{@code fill} and {@code zero}, run in place ({@code fill_}, {@code zero_}); the old values get a zero gradient.</li>
  * </ul>
  */
@@ -26,20 +27,28 @@ public final class CopyOps {
             .doc("a contiguous copy").build();
 
     /**
-     * {@code self.to(dtype)}: a contiguous copy converted to {@code dtype} (its ordinal in {@link DType}), as PyTorch's
-     * casts. A result of an integer or boolean dtype gets no gradient.
+     * {@code self.to(dtype, device, non_blocking)}: a contiguous copy converted to {@code dtype} (its ordinal in {@link
+     * DType}; NaN: self's) on {@code device} ({@link #deviceScalar}; NaN: self's), as PyTorch's casts and moves. A
+     * result of an integer or boolean dtype gets no gradient; autograd brings the gradient back to self's dtype and
+     * device ({@link OpDef#acrossDevices}). {@code non_blocking}: a copy from pinned host memory to a device may return
+     * before the data has arrived, ordered on the device's current stream.
      */
-    public static final OpDef TO_COPY = OpDef.structured("_to_copy").rule(DTypeRule.SAME)
-            .signature(Param.tensor("self"), Param.scalar("dtype", "ScalarType?", "None"))
-            .meta((in, g) -> new Meta.Output(in[0].shape().clone(), Double.isNaN(g[0]) ? in[0].dtype() : DType.values()[(int) g[0]]))
+    public static final OpDef TO_COPY = OpDef.structured("_to_copy").rule(DTypeRule.SAME).acrossDevices()
+            .signature(Param.tensor("self"), Param.scalar("dtype", "ScalarType?", "None"), Param.scalar("device", "Device?", "None"),
+                    Param.scalar("non_blocking", "bool", "False"))
+            .meta((in, g) -> new Meta.Output(in[0].shape().clone(), Double.isNaN(g[0]) ? in[0].dtype() : DType.values()[(int) g[0]],
+                    null, Double.isNaN(g[1]) ? null : device(g[1])))
             .derivatives(() -> Arrays.asList(GRAD)).node("ToCopyBackward0")
-            .doc("a contiguous copy converted to dtype").build();
+            .doc("a contiguous copy converted to dtype, on device").build();
+
     /**
-     * {@code self.copy_(src)} on one device (in place): {@code src} broadcast to self's shape and converted to its dtype.
-     * self's old values get a zero gradient; src's gradient is the gradient summed to src's shape in src's dtype.
+     * {@code self.copy_(src, non_blocking)} (in place): {@code src} broadcast to self's shape and converted to its dtype,
+     * within a device or across two ({@link OpDef#acrossDevices}: the accelerator's backend copies either way;
+     * {@code non_blocking} as {@link #TO_COPY}'s). self's old values get a zero gradient; src's gradient is the gradient
+     * summed to src's shape, in src's dtype, on src's device.
      */
-    public static final OpDef COPY = OpDef.structured("copy").rule(DTypeRule.SAME)
-            .signature(Param.tensor("self"), Param.tensor("src"))
+    public static final OpDef COPY = OpDef.structured("copy").rule(DTypeRule.SAME).acrossDevices()
+            .signature(Param.tensor("self"), Param.tensor("src"), Param.scalar("non_blocking", "bool", "False"))
             .meta((in, g) -> {
                 long[] b = Shapes.broadcast("copy_", in[0].shape(), in[1].shape());
                 if (!Arrays.equals(b, in[0].shape())) {
@@ -66,6 +75,16 @@ public final class CopyOps {
             .meta((in, g) -> new Meta.Output(in[0].shape().clone(), in[0].dtype()))
             .derivatives(() -> Arrays.asList(new Expr.ZerosLike(GRAD))).node("ZeroBackward0")
             .doc("every element set to zero").build();
+
+    /** {@code device} as a scalar argument of {@link #TO_COPY}: -1 for the CPU, else a CUDA device's index. */
+    public static double deviceScalar(Device device) {
+        return device.isCpu() ? -1 : device.index();
+    }
+
+    /** The device a {@link #deviceScalar} names. */
+    public static Device device(double scalar) {
+        return scalar < 0 ? Device.cpu() : Device.cuda((int) scalar);
+    }
 
     /** The scalars of {@link #FILL} for {@code value}, exact for any int64 {@code exact}. */
     public static double[] fillScalars(double value, long exact) {

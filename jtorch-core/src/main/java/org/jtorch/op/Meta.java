@@ -1,6 +1,7 @@
 package org.jtorch.op;
 
 import org.jtorch.DType;
+import org.jtorch.Device;
 
 /**
  * A structured op's meta function ({@link OpDef.Kind#STRUCTURED}): checks the inputs and says the result's shape and
@@ -16,10 +17,16 @@ public interface Meta {
      * The result's shape and dtype, and where not null the order in which its dimensions lie in memory, outermost first
      * (a permutation of the dimensions; null: contiguous). ATen's meta functions give strides: the CPU flash attention's
      * output follows the query's layout, so that merging the heads of a transposed projection back is a view.
+     * {@code device}: where the result lives, when it is not the inputs' device (only an op declared {@link
+     * OpDef#acrossDevices} gives one); null otherwise.
      */
-    record Output(long[] shape, DType dtype, int[] memoryOrder) {
+    record Output(long[] shape, DType dtype, int[] memoryOrder, Device device) {
         public Output(long[] shape, DType dtype) {
-            this(shape, dtype, null);
+            this(shape, dtype, null, null);
+        }
+
+        public Output(long[] shape, DType dtype, int[] memoryOrder) {
+            this(shape, dtype, memoryOrder, null);
         }
     }
 

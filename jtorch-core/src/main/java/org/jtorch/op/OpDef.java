@@ -87,6 +87,7 @@ public final class OpDef {
     private final Meta.Multi metaAll;
     private final List<String> outputs;
     private final boolean skipsUnread;
+    private final boolean acrossDevices;
     private final int gradOutputs;
     private final int denseInputs;
     private final boolean variadic;
@@ -123,6 +124,7 @@ public final class OpDef {
         metaAll = b.metaAll;
         outputs = b.outputs == null ? List.of() : b.outputs;
         skipsUnread = b.skipsUnread;
+        acrossDevices = b.acrossDevices;
         gradOutputs = b.gradOutputs;
         denseInputs = b.denseInputs;
         variadic = !signature.params().isEmpty() && signature.params().get(0).type().equals("Tensor[]");
@@ -309,6 +311,14 @@ public final class OpDef {
     public boolean skipsUnreadOutputs() { return skipsUnread; }
 
     /**
+     * Whether this op's tensors may live on different devices (the copies {@code _to_copy} and {@code copy_}): its
+     * meta function may place the result on another device ({@link Meta.Output#device}), its kernel is the backend's of
+     * the accelerator among the devices involved (which copies either way), and autograd brings each input's gradient
+     * to that input's device as well as to its dtype.
+     */
+    public boolean acrossDevices() { return acrossDevices; }
+
+    /**
      * How many of the outputs, from the first, autograd differentiates: 1, or more for an op whose later outputs carry
      * gradients too (an LSTM cell's {@code cy}); its derivatives read them as {@link Expr.OutputGrad}.
      */
@@ -403,6 +413,7 @@ public final class OpDef {
         private Meta.Multi metaAll;
         private List<String> outputs;
         private boolean skipsUnread;
+        private boolean acrossDevices;
         private int gradOutputs = 1;
         private int denseInputs;
         private DType halfAccumulation;
@@ -457,6 +468,8 @@ public final class OpDef {
         public Builder meta(Meta meta) { this.meta = meta; return this; }
         /** The kernel skips the outputs after the first when given null views for them ({@link #skipsUnreadOutputs}). */
         public Builder skipsUnreadOutputs() { this.skipsUnread = true; return this; }
+        /** The op's tensors may live on different devices ({@link #acrossDevices}). */
+        public Builder acrossDevices() { this.acrossDevices = true; return this; }
         /** The first {@code n} outputs are differentiable ({@link #gradOutputs}). */
         public Builder gradOutputs(int n) { this.gradOutputs = n; return this; }
         /** A multi-output op: its outputs' names (call before {@link #signature}) and one meta function for all of them. */

@@ -286,8 +286,11 @@ public final class Dispatcher {
         if (op.hasDecomposition() && !kernelApplies(op, inputs, views, device, scalars)) return decomposed(op, inputs, scalars);
         Tensor[] values = denseValues(op, inputs, views);
         Meta.Output meta = op.meta().infer(views, scalars);
-        Tensor r = allocate(name, meta.shape(), meta.dtype(), device);
-        runStructured(op, device, view(r), views, op.isRandom() ? drawn(op, meta, scalars) : scalars);
+        Device target = meta.device() == null ? device : meta.device();
+        if (target != device) Backends.of(name, target); // an unavailable device's error names the op before allocating there
+        Tensor r = allocate(name, meta.shape(), meta.dtype(), target);
+        runStructured(op, target == device ? device : across(device, target), view(r), views,
+                op.isRandom() ? drawn(op, meta, scalars) : scalars);
         if (TRACING.get() != 0) traced(op, r, scalars, null, inputs);
         if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, values, r, scalars, null);
         closeCopies(inputs, values);
@@ -358,6 +361,7 @@ public final class Dispatcher {
         boolean record = op.isDifferentiable() && Autograd.needsGrad(inputs);
         if (record) Elementwise.checkInPlaceAllowed(name, self);
         Tensor before = record && plan(op).saves(0, null, true) ? self.clone() : null;
+        if (op.acrossDevices()) device = across(inputs[1].device(), device);
         Backends.of(name, device); // an unavailable device's error names the in-place op
         runStructured(op, device, views[0], views, op.isRandom() ? drawn(op, meta, scalars) : scalars);
         self.bumpVersion();
@@ -393,6 +397,14 @@ public final class Dispatcher {
         Generator gen = Generator.byId(op.pyName(), (long) scalars[op.generatorScalar()]);
         long[] st = gen.reserve(op.draws().blocks(Shapes.numel(result.shape()), result.dtype(), scalars));
         return RandomOps.withState(scalars, st[0], st[1]);
+    }
+
+    /**
+     * The device whose backend runs a copy from {@code from} to {@code to} ({@link OpDef#acrossDevices}): the destination's
+     * unless it is the CPU, as an accelerator's copy goes either way and the CPU's sees host memory only.
+     */
+    private static Device across(Device from, Device to) {
+        return to.isCpu() ? from : to;
     }
 
     /** Runs a single-output structured op's kernel for {@code device} into {@code out} (profiled when the profiler is on). */
@@ -678,7 +690,7 @@ public final class Dispatcher {
      * accelerator's backend copies either way ({@code nonBlocking} from or to pinned host memory).
      */
     public static void copyBetween(Tensor src, Tensor dst, boolean nonBlocking) {
-        Backends.of(dst.device().isCpu() ? src.device() : dst.device()).copy(view(src), view(dst), nonBlocking);
+        Backends.of(across(src.device(), dst.device())).copy(view(src), view(dst), nonBlocking);
     }
 
     /** The op's result, allocated; running out of memory names the op. */
@@ -908,6 +920,7 @@ public final class Dispatcher {
         int[] slot = new int[n];
         long[][] shapes = new long[n][];
         DType[] types = new DType[n];
+        Device[] devices = op.acrossDevices() ? new Device[n] : null;
         boolean[] needs = new boolean[n];
         boolean[] present = new boolean[n];
         boolean everyNeeds = true;
@@ -928,6 +941,7 @@ public final class Dispatcher {
             present[i] = true;
             shapes[i] = t.shape();
             types[i] = t.dtype();
+            if (devices != null) devices[i] = t.device();
         }
         SavedTensor savedResult = plan.saves(-1, needs, everyNeeds) ? Autograd.save(result) : null;
         if (savedResult != null) all[savedCount++] = savedResult;
@@ -967,7 +981,10 @@ public final class Dispatcher {
                 }
                 if (!needs[i] || i >= derivatives.length || derivatives[i] == null) continue;
                 Tensor gi = derivatives[i].eval(v);
-                grads[slot[i]] = sameShape ? Elementwise.castTo(gi, types[i]) : Gradients.sumTo(gi, shapes[i], types[i]);
+                gi = sameShape ? Elementwise.castTo(gi, types[i]) : Gradients.sumTo(gi, shapes[i], types[i]);
+                // A copy across devices sends each input's gradient back to that input's device.
+                if (devices != null && !gi.device().equals(devices[i])) gi = gi.to(devices[i]);
+                grads[slot[i]] = gi;
             }
             return grads;
         }, savedCount == all.length ? all : Arrays.copyOf(all, savedCount));

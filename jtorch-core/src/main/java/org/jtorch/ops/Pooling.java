@@ -9,8 +9,6 @@ import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
-import org.jtorch.backend.Backends;
-import org.jtorch.backend.SpatialKernels;
 import org.jtorch.backend.SpatialKernels.Pool2d;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Reductions.ValuesIndices;
@@ -420,9 +418,5 @@ public final class Pooling {
 
     private static String sizes(int[] v, int dims) {
         return dims == 2 ? "[" + v[0] + ", " + v[1] + "]" : String.valueOf(v[1]);
-    }
-
-    static SpatialKernels kernels(Tensor t) {
-        return Backends.of(t.device()).spatial();
     }
 }

@@ -127,15 +127,15 @@ class CrossDeviceTest {
         // Core's Backends.of refuses the device before the backend is reached.
         String expected = "device cuda:0 is not available: " + Cuda.unavailableReason();
         try (Tensor c = Torch.ones(new long[] {2, 3}); Tensor g = labelledCuda()) {
-            assertEquals(expected, assertThrows(IllegalStateException.class, () -> g.copy_(c)).getMessage(), "host to device");
-            assertEquals(expected, assertThrows(IllegalStateException.class, () -> c.copy_(g)).getMessage(), "device to host");
-            assertEquals(expected, assertThrows(IllegalStateException.class, g::cpu).getMessage(), "to(cpu)");
-            assertEquals(expected, assertThrows(IllegalStateException.class, g::toFloatArray).getMessage(), "host read");
+            // Copies name the op (copy_ and _to_copy are declared ops; the accelerator's backend runs them).
+            assertEquals("copy_: " + expected, assertThrows(IllegalStateException.class, () -> g.copy_(c)).getMessage(), "host to device");
+            assertEquals("copy_: " + expected, assertThrows(IllegalStateException.class, () -> c.copy_(g)).getMessage(), "device to host");
+            assertEquals("_to_copy: " + expected, assertThrows(IllegalStateException.class, g::cpu).getMessage(), "to(cpu)");
+            assertEquals("_to_copy: " + expected, assertThrows(IllegalStateException.class, g::toFloatArray).getMessage(), "host read");
             assertEquals("fill_: " + expected, assertThrows(IllegalStateException.class, () -> g.fill_(1.0)).getMessage(), "fill_");
-            // Moving a host tensor there allocates on the device first: the error names the op.
-            assertEquals("to: " + expected, assertThrows(IllegalStateException.class, () -> c.to(Device.cuda())).getMessage(), "to(cuda)");
-            assertEquals("to: " + expected, assertThrows(IllegalStateException.class, c::cuda).getMessage(), "cuda()");
-            assertEquals("to: device cuda:1 is not available: " + Cuda.unavailableReason(),
+            assertEquals("_to_copy: " + expected, assertThrows(IllegalStateException.class, () -> c.to(Device.cuda())).getMessage(), "to(cuda)");
+            assertEquals("_to_copy: " + expected, assertThrows(IllegalStateException.class, c::cuda).getMessage(), "cuda()");
+            assertEquals("_to_copy: device cuda:1 is not available: " + Cuda.unavailableReason(),
                     assertThrows(IllegalStateException.class, () -> c.cuda(1)).getMessage(), "cuda(1)");
             // Reached directly, the CUDA backend itself refuses with the runtime's reason.
             assertEquals("CUDA is not available: " + Cuda.unavailableReason(),
