@@ -563,10 +563,10 @@ final class ConvDirectF32 {
         // each tap in one place (kernel row 0 is (py, di) = (1, 1), row 1 (0, 0), row 2 (1, 0); columns alike). The
         // places of no tap (di = 1 for even rows, lanes 0-15 at dj = 1) are never read: the buffer is reused unzeroed.
         // Built a group of 16 input channels of one output channel at a time (one 576-byte run of w), whose taps fill
-        // 9 whole 64-byte lane groups: w read in order (row by row it wrote 9 places in ~256 pages per output channel,
-        // and took 7-10 ms of the op for ResNet-50's 512 channels, 1.5-1.9 for 256; this way 2.0-2.6 and 0.3-0.9,
-        // scratch timing of the loop alone, one thread, load 21). Gathering it per place (reading w 9 * cin floats
-        // apart) took 8 ms of the 33 at 512 channels.
+        // 9 whole 64-byte lane groups. Reading w in order instead wrote 9 places in ~256 pages per output channel and
+        // took 7-10 ms of the op for ResNet-50's 512 channels, 1.5-1.9 for 256 (this way 2.0-2.6 and 0.3-0.9, scratch
+        // timing of the loop alone, one thread, load 21). Gathering it per place (reading w 9 * cin floats apart) took
+        // 8 ms of the 33 at 512 channels.
         float[] wp = STRIDE2_WEIGHTS.get();
         if (wp.length < blocks * k * 32) STRIDE2_WEIGHTS.set(wp = new float[blocks * k * 32]);
         float[] run = new float[16 * 9];
