@@ -155,6 +155,40 @@ class JitTest {
         }
     }
 
+    @Test
+    void twoEqualFactoriesAreTwoBuffersOnceOneIsWrittenInPlace() {
+        // zeros twice, one filled by copy_: merging them as common subexpressions would add x to itself.
+        TensorFunction f = in -> {
+            Tensor z1 = Torch.zeros(new long[] {5}, DType.FLOAT32, DEVICE);
+            Tensor z2 = Torch.zeros(new long[] {5}, DType.FLOAT32, DEVICE);
+            z1.copy_(in[0]);
+            return z1.add(z2.add(1.0));
+        };
+        Tensor x = randn(5);
+        String plan = Jit.explain(f, x);
+        assertTrue(!plan.contains("runs eagerly"), plan);
+        TensorFunction compiled = Jit.trace(f, x);
+        Tensor y = randn(5);
+        assertArrayEquals(f.apply(y).to(org.jtorch.Device.cpu()).toFloatArray(), compiled.apply(y).to(org.jtorch.Device.cpu()).toFloatArray());
+    }
+
+    @Test
+    void aReadAfterAWriteThroughAViewIsNotTheReadBeforeIt() {
+        // z * 2 before and after filling part of z through a view: the same op on the same value, two results. (The
+        // trace sees z's version move under the view's write and runs the function eagerly.)
+        TensorFunction f = in -> {
+            Tensor z = in[0].mul(1.0);
+            Tensor before = z.mul(2.0);
+            z.narrow(0, 1, 3).fill_(4.0);
+            Tensor after = z.mul(2.0);
+            return before.add(after.mul(10.0));
+        };
+        Tensor x = randn(6);
+        TensorFunction compiled = Jit.trace(f, x);
+        Tensor y = randn(6);
+        assertArrayEquals(f.apply(y).to(org.jtorch.Device.cpu()).toFloatArray(), compiled.apply(y).to(org.jtorch.Device.cpu()).toFloatArray());
+    }
+
     /** Gradcheck through a fused group in float32 is too coarse; compare the fused backward with eager autograd in float64 math instead. */
     private static Tensor[] gradients(TensorFunction f, Tensor x, Tensor[] leaves) {
         for (Tensor t : leaves) if (t.grad() != null) t.grad().zero_();
