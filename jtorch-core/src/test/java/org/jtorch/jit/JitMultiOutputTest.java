@@ -327,4 +327,79 @@ class JitMultiOutputTest {
             }
         }
     }
+    /**
+     * {@code f(x)} weighted by fixed random values and summed, its gradients with respect to {@code leaves} taken with
+     * {@code createGraph}, then the gradients of the sum of those gradients' squares: the second derivatives.
+     */
+    private static Tensor[] secondDerivatives(TensorFunction f, Tensor x, Tensor[] leaves) {
+        Tensor out = f.apply(x);
+        Torch.manualSeed(98);
+        Tensor y = out.mul(Torch.randn(out.shape()).to(DEVICE)).sum();
+        Tensor[] first = org.jtorch.autograd.Autograd.grad(new Tensor[] {y}, leaves, null, true, true, false);
+        Tensor z = first[0].mul(first[0]).sum();
+        for (int i = 1; i < first.length; i++) z = z.add(first[i].mul(first[i]).sum());
+        Tensor[] second = org.jtorch.autograd.Autograd.grad(new Tensor[] {z}, leaves, null, false, false, true);
+        Tensor[] all = new Tensor[1 + 2 * leaves.length];
+        all[0] = out.detach();
+        for (int i = 0; i < leaves.length; i++) {
+            all[1 + i] = first[i].detach();
+            all[1 + leaves.length + i] = second[i] == null ? Torch.zerosLike(leaves[i]) : second[i];
+        }
+        return all;
+    }
+
+    private static void assertSecondDerivativesMatchEager(TensorFunction f, Tensor x, Tensor[] leaves) {
+        TensorFunction compiled = Jit.trace(f, x);
+        Tensor[] eager = secondDerivatives(f, x, leaves);
+        secondDerivatives(compiled, x, leaves);
+        Tensor[] replayed = secondDerivatives(compiled, x, leaves);
+        for (int i = 0; i < eager.length; i++) assertClose(eager[i], replayed[i], 1e-4f);
+    }
+
+    /**
+     * A double backward (createGraph) through replayed multi-output nodes: the replay records each op's autograd as
+     * eagerly (its registry derivative, differentiable under createGraph), so the second derivatives are eager's.
+     * An LSTM cell loop reading hy and cy (the later outputs replayed with the first).
+     */
+    @Test
+    void aDoubleBackwardThroughAnLstmCellLoopMatchesEager() {
+        Torch.manualSeed(61);
+        int hidden = 6;
+        Tensor wi = randn(4 * hidden, 5).mul(0.3).requiresGrad_(true);
+        Tensor wh = randn(4 * hidden, hidden).mul(0.3).requiresGrad_(true);
+        Tensor x = randn(3, 5).requiresGrad_(true);
+        TensorFunction f = in -> {
+            Tensor h = Torch.zeros(new long[] {in[0].size(0), hidden}, DType.FLOAT32, in[0].device());
+            Tensor c = h;
+            for (int t = 0; t < 2; t++) {
+                Recurrent.LstmStep s = Recurrent.lstmCell(F.linear(in[0], wi, null), F.linear(h, wh, null), c);
+                h = s.hy();
+                c = s.cy();
+            }
+            return h.mul(c);
+        };
+        String plan = Jit.explain(f, x);
+        assertTrue(!plan.contains("runs eagerly") && plan.contains(", 0 fused)"), plan);
+        assertSecondDerivativesMatchEager(f, x, new Tensor[] {x, wi, wh});
+    }
+
+    /** Max pooling's indices read (values and indices from one replayed node), and layer norm's first output alone. */
+    @Test
+    void aDoubleBackwardThroughPoolingIndicesAndLayerNormMatchesEager() {
+        Torch.manualSeed(62);
+        Tensor img = randn(2, 3, 6, 6).requiresGrad_(true);
+        Tensor w = randn(18).requiresGrad_(true);
+        Tensor b = randn(18).requiresGrad_(true);
+        int[] two = {2};
+        TensorFunction f = in -> {
+            var pooled = F.maxPool2dWithIndices(in[0], two, two, new int[] {0}, new int[] {1}, false);
+            Tensor unpooled = F.maxUnpool2d(pooled.values().tanh(), pooled.indices(), two, two, new int[] {0}, null);
+            Tensor rows = unpooled.reshape(2, 3, 36).slice(2, 0, 18, 1);
+            return F.layerNorm(rows, new long[] {18}, w, b, 1e-5).sigmoid();
+        };
+        String plan = Jit.explain(f, img);
+        assertFalse(plan.contains("runs eagerly"), plan);
+        assertTrue(plan.contains("native_layer_norm") && plan.contains("max_pool2d_with_indices"), plan);
+        assertSecondDerivativesMatchEager(f, img, new Tensor[] {img, w, b});
+    }
 }
