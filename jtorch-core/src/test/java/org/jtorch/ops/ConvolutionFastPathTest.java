@@ -498,9 +498,9 @@ class ConvolutionFastPathTest {
      * One input channel, pixels in the lanes (ConvOneChannelF32's forward): MNIST's conv1 (26-pixel rows: two row
      * segments, the second stored over the next row's start), DCGAN's first discriminator layer (4x4 stride 2 from 32 px:
      * the phase-split copy), batch 1, then random shapes: odd sizes, rows shorter than a vector and longer than two,
-     * padding, strides 1-3, dilation 1-2 along both axes, output channels that are not whole blocks of four, with and
-     * without bias (through the shared float64 comparison: gradients take the other paths); a grouped shape with one input
-     * channel per group must not take it.
+     * padding, strides 1-3, dilation 1-2 along both axes, output channels that are not whole blocks of four (through the
+     * shared float64 comparison, bias included: the gradients take the other paths); and a grouped shape with one input
+     * channel per group, which another path serves.
      */
     @Test
     void oneInputChannelForwards() {
