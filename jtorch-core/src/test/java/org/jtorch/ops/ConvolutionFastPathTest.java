@@ -495,6 +495,33 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * One input channel, pixels in the lanes (ConvOneChannelF32's forward): MNIST's conv1 (26-pixel rows: two row
+     * segments, the second stored over the next row's start), DCGAN's first discriminator layer (4x4 stride 2 from 32 px:
+     * the phase-split copy), batch 1, then random shapes: odd sizes, rows shorter than a vector and longer than two,
+     * padding, strides 1-3, dilation 1-2 along both axes, output channels that are not whole blocks of four (through the
+     * shared float64 comparison, bias included: the gradients take the other paths); and a grouped shape with one input
+     * channel per group, which another path serves.
+     */
+    @Test
+    void oneInputChannelForwards() {
+        compare(new long[] {3, 1, 28, 28}, new long[] {32, 1, 3, 3}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 1, 32, 32}, new long[] {64, 1, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 1, 7, 5}, new long[] {6, 1, 2, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 3, 11, 13}, new long[] {6, 1, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 3);
+        Random r = new Random(47);
+        for (int i = 0; i < 24; ) {
+            int cout = 1 + r.nextInt(13), kh = 1 + r.nextInt(5), kw = 1 + r.nextInt(5);
+            int sh = 1 + r.nextInt(3), sw = 1 + r.nextInt(3), dh = 1 + r.nextInt(2), dw = 1 + r.nextInt(2);
+            int ph = r.nextInt(3), pw = r.nextInt(3), h = 1 + r.nextInt(30), w = 1 + r.nextInt(70);
+            int oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1, ow = (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
+            if (oh < 1 || ow < 1 || kh * kw == 1) continue;
+            compare(new long[] {1 + r.nextInt(3), 1, h, w}, new long[] {cout, 1, kh, kw}, new int[] {sh, sw},
+                    new int[] {ph, pw}, new int[] {dh, dw}, 1);
+            i++;
+        }
+    }
+
+    /**
      * 8x32 tiles on rows of whole 16-pixel vectors, at least 48 wide, whose stores are spread over the next row's
      * tiles ({@code ConvDirectF32.spreadRows}): a 7x7 stride-2 stem on 3 channels (48-pixel rows, 64 channels: two
      * blocks), one image of 80-pixel rows split by rows over the threads, and a 3x3 stride-1 layer of 80-pixel rows

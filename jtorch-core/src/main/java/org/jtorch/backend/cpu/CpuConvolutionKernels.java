@@ -68,6 +68,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
             if (epilogue != null) epilogue.block(0, g.n(), 0, g.cout(), 0, (long) g.oh() * g.ow());
             return;
         }
+        if (f32 && ConvOneChannelF32.handles(g)) {
+            ConvOneChannelF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
+            return;
+        }
         if (f32 && SMALL_MAPS && ConvSmallMapF32.handles(g)) {
             ConvSmallMapF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
                     bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);

@@ -42,6 +42,7 @@ class ConvolutionKernelsCompileTest {
         assertTrue(log.contains("ConvDirectF32::spreadRows"), "the workload reaches the spread tile stores:\n" + log);
         assertTrue(log.contains("ConvLaneWeightGradF32::tile"), "the workload reaches the pixel-lane weight gradient:\n" + log);
         assertTrue(log.contains("ConvRasterImageF32::tile"), "the workload reaches the raster tiles over whole images:\n" + log);
+        assertTrue(log.contains("ConvOneChannelF32::fourChannelsTwoSegments"), "the workload reaches the one-channel forward:\n" + log);
         assertTrue(log.contains("ConvRasterTileF32::stride2InputGrad"), "the workload reaches the phased input gradient:\n" + log);
         assertTrue(log.contains("Gemm::fourRowsChunk"), "the workload reaches the short-m GEMM blocks:\n" + log);
         assertTrue(log.contains("GemmDot::pairByFour") && log.contains("GemmDot::oneByFour"), "the workload reaches the dot products:\n" + log);
@@ -61,7 +62,7 @@ class ConvolutionKernelsCompileTest {
         public static void main(String[] args) {
             long[][] shapes = {
                 // {x: n, cin, h, w}, {w: cout, cin, kh, kw}, {stride, padding}
-                {2, 1, 12, 12}, {32, 1, 3, 3}, {1, 0},     // one input channel: the narrow weight tile
+                {2, 1, 12, 12}, {32, 1, 3, 3}, {1, 0},     // one input channel: pixel-lane forward, narrow weight tile
                 {2, 3, 16, 16}, {16, 3, 3, 3}, {1, 1},     // 16x16 forward tile
                 {2, 16, 8, 8}, {32, 16, 3, 3}, {1, 1},     // 8x32 tile, 48-tap weight tile
                 {2, 64, 8, 8}, {16, 64, 3, 3}, {1, 1},     // 96-tap weight tile

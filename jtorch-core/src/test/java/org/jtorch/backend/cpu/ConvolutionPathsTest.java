@@ -69,6 +69,17 @@ class ConvolutionPathsTest {
         assertEquals(false, ConvRasterImageF32.serves(conv2));
     }
 
+    /** MNIST's conv1 and DCGAN's first layer take the one-input-channel forward; two channels or groups do not. */
+    @Test
+    void oneInputChannelForwardsTakeThePixelLanes() {
+        assertEquals(true, ConvOneChannelF32.handles(geometry(new int[] {64, 1, 28, 28}, new int[] {32, 1, 3, 3}, 1, 1, 0, 0, 1)));
+        assertEquals(true, ConvOneChannelF32.handles(geometry(new int[] {64, 1, 32, 32}, new int[] {64, 1, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(true, ConvOneChannelF32.handles(geometry(new int[] {1, 1, 9, 5}, new int[] {3, 1, 2, 3}, 3, 1, 2, 1, 2)));
+        assertEquals(false, ConvOneChannelF32.handles(geometry(new int[] {2, 2, 28, 28}, new int[] {32, 2, 3, 3}, 1, 1, 0, 0, 1)));
+        assertEquals(false, ConvOneChannelF32.handles(geometry(new int[] {2, 1, 28, 28}, new int[] {32, 1, 1, 1}, 1, 1, 0, 0, 1)));
+        assertEquals(false, ConvOneChannelF32.handles(new Geometry(2, 4, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4, 9, 9)));
+    }
+
     /**
      * Few taps (at most 48), stride 1 along rows, and rows at least three quarters whole vectors take the weight gradient
      * with pixels in the lanes: ConvolutionFastPathTest.fewTapWeightGradientsInPixelLanes's shapes, and not the others.
