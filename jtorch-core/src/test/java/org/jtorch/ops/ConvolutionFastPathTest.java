@@ -376,6 +376,51 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * Few-input-channel forwards and gradients (the implicit GEMM's row tiles and the pixel-lane weight gradient where
+     * their predicates take a shape): ResNet-20's 3 -> 16 stem; one image; 27-pixel rows with dilated kernel rows and 12
+     * output channels; one input channel 5x5 on 28-pixel rows; stride 2 down the rows only; 4 channels of a 3x5 kernel
+     * with unequal padding on 44-pixel rows; 7-pixel rows, 5 of them; a 1x1 output; and 2 groups.
+     */
+    @Test
+    void fewInputChannelShapesMatchFloat64() {
+        compare(new long[] {3, 3, 32, 32}, new long[] {16, 3, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 3, 30, 32}, new long[] {16, 3, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 3, 27, 27}, new long[] {12, 3, 3, 3}, new int[] {1}, new int[] {2}, new int[] {2}, 1);
+        compare(new long[] {3, 1, 28, 28}, new long[] {20, 1, 5, 5}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 2, 17, 32}, new long[] {8, 2, 3, 3}, new int[] {2, 1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 4, 12, 44}, new long[] {16, 4, 3, 5}, new int[] {1}, new int[] {1, 2}, new int[] {1}, 1);
+        compare(new long[] {2, 1, 5, 7}, new long[] {8, 1, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 3, 3, 3}, new long[] {16, 3, 3, 3}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 4, 16, 16}, new long[] {8, 2, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 2);
+    }
+
+    /**
+     * Random few-input-channel shapes (1-4 channels, 1-3 images): kernels 1-5 each way, strides 1-2 each way, dilations
+     * 1-2, paddings 0-2, odd sizes up to 40, 1-20 output channels, one or two groups; the pixel-lane weight gradient
+     * where its predicate takes a shape, the other paths where not.
+     */
+    @Test
+    void randomFewChannelShapesMatchFloat64() {
+        Random r = new Random(41);
+        for (int i = 0; i < 16; ) {
+            int groups = 1 + (r.nextInt(4) == 0 ? 1 : 0);
+            int cin = groups * (1 + r.nextInt(groups == 1 ? 4 : 2)), cout = groups * (1 + r.nextInt(20 / groups));
+            int kh = 1 + r.nextInt(5), kw = 1 + r.nextInt(5), sh = 1 + r.nextInt(2), sw = r.nextInt(3) == 0 ? 2 : 1;
+            int d = 1 + r.nextInt(2), ph = r.nextInt(3), pw = r.nextInt(3);
+            int h = 1 + r.nextInt(40), w = 1 + r.nextInt(40);
+            if (h + 2 * ph < d * (kh - 1) + 1 || w + 2 * pw < d * (kw - 1) + 1) continue;
+            long[] x = {1 + r.nextInt(3), cin, h, w}, wt = {cout, cin / groups, kh, kw};
+            try {
+                compare(x, wt, new int[] {sh, sw}, new int[] {ph, pw}, new int[] {d}, groups);
+            } catch (AssertionError e) {
+                throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt) + ", stride "
+                        + sh + "x" + sw + ", padding " + ph + "x" + pw + ", dilation " + d + ", groups " + groups, e);
+            }
+            i++;
+        }
+    }
+
+    /**
      * Stride-1 input gradients on the direct tiles, their blocked weights gathered from the forward weight
      * with channels swapped and the kernel rotated: the 16x16 tile (16 input channels, 16-pixel rows) and the
      * 8x32 tile with a 3x5 kernel, whose rotation a square kernel's symmetric taps could hide.

@@ -1,7 +1,9 @@
 package org.jtorch.backend.cpu;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
@@ -26,6 +28,7 @@ final class ConvLaneWeightGradF32 {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_512;
     private static final int L = 16;
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    private static final ByteOrder NO = ByteOrder.nativeOrder();
     /** Output channels and taps of one register tile. */
     private static final int ROWS = 8, TAPS = 3;
     /** Switch: {@code -Djtorch.conv.laneWeightGrad=false} leaves these shapes to {@link ConvDirectF32}. */
@@ -42,15 +45,17 @@ final class ConvLaneWeightGradF32 {
 
     /** Per-thread buffers, grown on demand. */
     private static final class Work {
-        /** One image's gy in rows of whole vectors. */
-        private float[] gy = new float[0];
+        /** One image's gy in rows of whole vectors, native and 64-byte aligned (see {@link #staged}). */
+        private MemorySegment gy = MemorySegment.NULL;
         /** One image's zero-padded input planes. */
         private float[] x = new float[0];
 
         /** {@link #gy}, at least {@code floats}, zero-filled: the padding past rows and channels must read 0. */
-        float[] staged(int floats) {
-            gy = ConvF32.grow(gy, floats);
-            Arrays.fill(gy, 0, floats, 0f);
+        MemorySegment staged(int floats) {
+            // Aligned so that each gy vector is one cache line: on the heap (16 bytes past a line at best) every one of the
+            // tile's 8 gy loads straddled two lines.
+            if (gy.byteSize() < (long) floats * Float.BYTES) gy = Arena.ofAuto().allocate((long) floats * Float.BYTES, 64);
+            gy.asSlice(0, (long) floats * Float.BYTES).fill((byte) 0);
             return gy;
         }
 
@@ -94,9 +99,10 @@ final class ConvLaneWeightGradF32 {
         int passVectors = Math.max(perRow, PASS_PIXELS / wq * perRow);
         int accSize = coutP * tapsP * L;
         // gy's channels one vector more than a channel's pixels apart: at a multiple of 4 KB (a 32-pixel image's 1024
-        // floats) the tile's 8 channel streams would share L1 sets. Staged on the heap, as ConvDirectF32's tiles read
-        // theirs: read in place from the tensor the stem measured 1.97-2.15 ms against 2.20-2.30 alone, but ResNet-20
-        // steps 508-515 ms against 489-491 before this class (one thread, load 27-33; whether that was the load is open).
+        // floats) the tile's 8 channel streams would share L1 sets. Staged rather than read in place from the tensor: the
+        // stem measured 1.97-2.15 ms against 2.20-2.30 in place alone, but ResNet-20 steps 508-515 ms against 489-491
+        // before this class (one thread, load 27-33; whether that was the load is open). The staging buffer is native and
+        // 64-byte aligned, and the pitch a multiple of 16 floats, so that every gy vector the tile loads is one cache line.
         long pixels = (long) g.oh() * g.ow();
         int pitch = vectors * L + L;
         int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
@@ -105,7 +111,7 @@ final class ConvLaneWeightGradF32 {
             for (long c = c0; c < c1; c++) {
                 Work wk = WORK.get();
                 float[] acc = new float[accSize];
-                float[] staged = wk.staged(coutP * pitch);
+                MemorySegment staged = wk.staged(coutP * pitch);
                 // Slack past the last plane: the discarded lanes of the last row's vectors read up to a row further.
                 float[] xp = wk.image(g.cin() * plane + wpad);
                 long n0 = c * g.n() / chunks, n1 = (c + 1) * g.n() / chunks;
@@ -147,15 +153,15 @@ final class ConvLaneWeightGradF32 {
      * and past the last channel are left as they are. Rows of whole vectors go a channel at a time (a copy per 32-float
      * row cost the stem about 0.5 ms a call).
      */
-    private static void stageGradOut(MemorySegment gy, long off, Geometry g, int wq, int pitch, float[] staged) {
+    private static void stageGradOut(MemorySegment gy, long off, Geometry g, int wq, int pitch, MemorySegment staged) {
         int oh = g.oh(), ow = g.ow();
         for (int oc = 0; oc < g.cout(); oc++) {
             long src = (off + (long) oc * oh * ow) * Float.BYTES;
             if (ow == wq) {
-                MemorySegment.copy(gy, F32, src, staged, oc * pitch, oh * ow);
+                MemorySegment.copy(gy, src, staged, (long) oc * pitch * Float.BYTES, (long) oh * ow * Float.BYTES);
             } else {
                 for (int oy = 0; oy < oh; oy++) {
-                    MemorySegment.copy(gy, F32, src + (long) oy * ow * Float.BYTES, staged, oc * pitch + oy * wq, ow);
+                    MemorySegment.copy(gy, src + (long) oy * ow * Float.BYTES, staged, ((long) oc * pitch + oy * wq) * Float.BYTES, (long) ow * Float.BYTES);
                 }
             }
         }
@@ -175,7 +181,7 @@ final class ConvLaneWeightGradF32 {
      * {@code acc[aBase + (r * 3 + j) * 16 + lane] += sum over v in [v0, v1) of gp[gBase + r * gs + v * 16 + lane] *
      * xp[xo[v] + tj + lane]} for 8 output channels r and the 3 taps j at offsets t0, t1, t2: 11 loads per 24 FMAs.
      */
-    private static void tile(int v0, int v1, float[] gp, int gBase, int gs, float[] xp, int[] xo, int t0, int t1, int t2,
+    private static void tile(int v0, int v1, MemorySegment gp, int gBase, int gs, float[] xp, int[] xo, int t0, int t1, int t2,
                              float[] acc, int aBase) {
         FloatVector c00 = FloatVector.zero(FS), c01 = FloatVector.zero(FS), c02 = FloatVector.zero(FS);
         FloatVector c10 = FloatVector.zero(FS), c11 = FloatVector.zero(FS), c12 = FloatVector.zero(FS);
@@ -191,35 +197,35 @@ final class ConvLaneWeightGradF32 {
             FloatVector b1 = FloatVector.fromArray(FS, xp, xi + t1);
             FloatVector b2 = FloatVector.fromArray(FS, xp, xi + t2);
             int gi = gBase + v * L;
-            FloatVector a = FloatVector.fromArray(FS, gp, gi);
+            FloatVector a = FloatVector.fromMemorySegment(FS, gp, (long) gi * Float.BYTES, NO);
             c00 = a.fma(b0, c00);
             c01 = a.fma(b1, c01);
             c02 = a.fma(b2, c02);
-            a = FloatVector.fromArray(FS, gp, gi + gs);
+            a = FloatVector.fromMemorySegment(FS, gp, (long) (gi + gs) * Float.BYTES, NO);
             c10 = a.fma(b0, c10);
             c11 = a.fma(b1, c11);
             c12 = a.fma(b2, c12);
-            a = FloatVector.fromArray(FS, gp, gi + 2 * gs);
+            a = FloatVector.fromMemorySegment(FS, gp, (long) (gi + 2 * gs) * Float.BYTES, NO);
             c20 = a.fma(b0, c20);
             c21 = a.fma(b1, c21);
             c22 = a.fma(b2, c22);
-            a = FloatVector.fromArray(FS, gp, gi + 3 * gs);
+            a = FloatVector.fromMemorySegment(FS, gp, (long) (gi + 3 * gs) * Float.BYTES, NO);
             c30 = a.fma(b0, c30);
             c31 = a.fma(b1, c31);
             c32 = a.fma(b2, c32);
-            a = FloatVector.fromArray(FS, gp, gi + 4 * gs);
+            a = FloatVector.fromMemorySegment(FS, gp, (long) (gi + 4 * gs) * Float.BYTES, NO);
             c40 = a.fma(b0, c40);
             c41 = a.fma(b1, c41);
             c42 = a.fma(b2, c42);
-            a = FloatVector.fromArray(FS, gp, gi + 5 * gs);
+            a = FloatVector.fromMemorySegment(FS, gp, (long) (gi + 5 * gs) * Float.BYTES, NO);
             c50 = a.fma(b0, c50);
             c51 = a.fma(b1, c51);
             c52 = a.fma(b2, c52);
-            a = FloatVector.fromArray(FS, gp, gi + 6 * gs);
+            a = FloatVector.fromMemorySegment(FS, gp, (long) (gi + 6 * gs) * Float.BYTES, NO);
             c60 = a.fma(b0, c60);
             c61 = a.fma(b1, c61);
             c62 = a.fma(b2, c62);
-            a = FloatVector.fromArray(FS, gp, gi + 7 * gs);
+            a = FloatVector.fromMemorySegment(FS, gp, (long) (gi + 7 * gs) * Float.BYTES, NO);
             c70 = a.fma(b0, c70);
             c71 = a.fma(b1, c71);
             c72 = a.fma(b2, c72);
