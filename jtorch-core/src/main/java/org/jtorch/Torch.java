@@ -943,10 +943,6 @@ public final class Torch {
         }
     }
 
-    private static long ceilDiv(long a, long b) {
-        return Math.floorDiv(a + b - (b > 0 ? 1 : -1), b);
-    }
-
     // ------------------------------------------------------------------ convolution (org.jtorch.ops.Convolution)
 
     public static Tensor conv1d(Tensor input, Tensor weight, Tensor bias, int stride, int padding, int dilation, int groups) {

@@ -238,20 +238,29 @@ public final class RandomOps {
             .doc("Cauchy samples of median and sigma, in place").build();
 
     /**
-     * The pointwise formula that turns a fill's float64 draws (input 0) into its samples, with the call's scalars as
-     * parameters: one formula per op, compiled by each backend ({@code FormulaKernel}), so every device computes the same.
+     * The pointwise formula that turns a fill's draws (input 0) into its samples, with the call's scalars as parameters
+     * p0 and p1: one formula per op, compiled by each backend ({@code FormulaKernel}).
      */
     public static Expr sample(OpDef op) {
-        if (op == EXPONENTIAL) return Expr.math(Fn.MUL, Expr.math(Fn.DIV, Expr.c(-1), P0), Expr.math(Fn.LOG, Expr.math(Fn.SUB, Expr.c(1), DRAW)));
+        return sample(op, P0, P1);
+    }
+
+    /** {@link #sample} with the call's scalars as constants, for backends whose fused kernels take no parameters (CUDA's). */
+    public static Expr sample(OpDef op, double p0, double p1) {
+        return sample(op, Expr.c(p0), Expr.c(p1));
+    }
+
+    private static Expr sample(OpDef op, Expr p0, Expr p1) {
+        if (op == EXPONENTIAL) return Expr.math(Fn.MUL, Expr.math(Fn.DIV, Expr.c(-1), p0), Expr.math(Fn.LOG, Expr.math(Fn.SUB, Expr.c(1), DRAW)));
         if (op == GEOMETRIC) {
             // 1 - u is in (0, 1]: u = 0 would give ceil(0) = 0 trials, outside the support; max(., 1) keeps it there.
             return Expr.math(Fn.MAX, Expr.math(Fn.CEIL, Expr.math(Fn.DIV, Expr.math(Fn.LOG, Expr.math(Fn.SUB, Expr.c(1), DRAW)),
-                    Expr.math(Fn.LOG1P, Expr.math(Fn.NEG, P0)))), Expr.c(1));
+                    Expr.math(Fn.LOG1P, Expr.math(Fn.NEG, p0)))), Expr.c(1));
         }
         if (op == LOG_NORMAL) return Expr.math(Fn.EXP, DRAW);
         if (op == CAUCHY) {
             Expr angle = Expr.math(Fn.MUL, Expr.c(Math.PI), Expr.math(Fn.SUB, DRAW, Expr.c(0.5)));
-            return Expr.math(Fn.ADD, P0, Expr.math(Fn.MUL, P1, Expr.math(Fn.DIV, Expr.math(Fn.SIN, angle), Expr.math(Fn.COS, angle))));
+            return Expr.math(Fn.ADD, p0, Expr.math(Fn.MUL, p1, Expr.math(Fn.DIV, Expr.math(Fn.SIN, angle), Expr.math(Fn.COS, angle))));
         }
         throw new IllegalArgumentException(op.name() + " is not a fill transformed from draws");
     }
