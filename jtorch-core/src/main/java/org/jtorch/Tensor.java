@@ -22,6 +22,7 @@ import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.FrontEnds;
 import org.jtorch.op.PointwiseOps;
+import org.jtorch.op.RandomOps;
 import org.jtorch.ops.Indexing;
 import org.jtorch.ops.Joining;
 import org.jtorch.ops.Linalg;
@@ -1891,6 +1892,48 @@ public final class Tensor implements AutoCloseable {
     /** A tensor of this one's shape and dtype holding 1 with probability p. */
     public Tensor bernoulli(double p) { return Sorting.bernoulli(this, p, Generator.defaultGenerator()); }
     public Tensor bernoulli(double p, Generator generator) { return Sorting.bernoulli(this, p, generator); }
+
+    // ------------------------------------------------------------------ in-place random fills (op/RandomOps)
+
+    /** Fills this tensor with 1 with probability p, else 0, in place. */
+    public Tensor bernoulli_(double p) { return Sorting.bernoulli_(this, p, Generator.defaultGenerator()); }
+    public Tensor bernoulli_(double p, Generator generator) { return Sorting.bernoulli_(this, p, generator); }
+    /** Fills this tensor with 1 with the probabilities {@code p} (broadcast to this shape), else 0, in place. */
+    public Tensor bernoulli_(Tensor p) { return Sorting.bernoulli_(this, p, Generator.defaultGenerator()); }
+    public Tensor bernoulli_(Tensor p, Generator generator) { return Sorting.bernoulli_(this, p, generator); }
+    /** Fills this tensor with uniform samples in {@code [from, to)}, in place. */
+    public Tensor uniform_(double from, double to) { return uniform_(from, to, Generator.defaultGenerator()); }
+    public Tensor uniform_(double from, double to, Generator generator) { return Sorting.fill("uniform_", RandomOps.UNIFORM, this, generator, from, to); }
+    /** Fills this tensor with normal samples of {@code mean} and {@code std}, in place. */
+    public Tensor normal_(double mean, double std) { return Sorting.fill("normal_", RandomOps.NORMAL, this, Generator.defaultGenerator(), mean, std); }
+    public Tensor normal_(double mean, double std, Generator generator) { return Sorting.fill("normal_", RandomOps.NORMAL, this, generator, mean, std); }
+    /** Fills this tensor with integers uniform in {@code [from, to)}, in place. */
+    public Tensor random_(long from, long to) { return random_(from, to, Generator.defaultGenerator()); }
+    public Tensor random_(long from, long to, Generator generator) {
+        Arguments.nonNull("random_", "generator", generator);
+        if (to <= from) {
+            throw new IllegalArgumentException("random_ expects 'from' to be less than 'to', but got from=" + from + " >= to=" + to);
+        }
+        return Dispatcher.callInPlace(RandomOps.RANDOM, new Tensor[] {this}, RandomOps.randomScalars(from, to, generator.id()));
+    }
+    /** Fills this tensor with integers uniform in {@code [0, to)}, in place. */
+    public Tensor random_(long to) { return random_(0, to, Generator.defaultGenerator()); }
+    /** Fills this tensor with exponential samples of rate {@code lambd}, in place. */
+    public Tensor exponential_(double lambd) { return exponential_(lambd, Generator.defaultGenerator()); }
+    public Tensor exponential_(double lambd, Generator generator) { return Sorting.fill("exponential_", RandomOps.EXPONENTIAL, this, generator, lambd); }
+    /** Fills this tensor with the trial counts to a first success of probability {@code p}, in place. */
+    public Tensor geometric_(double p) { return geometric_(p, Generator.defaultGenerator()); }
+    public Tensor geometric_(double p, Generator generator) { return Sorting.fill("geometric_", RandomOps.GEOMETRIC, this, generator, p); }
+    /** Fills this tensor with log-normal samples: exp of normal samples of {@code mean} and {@code std}, in place. */
+    public Tensor logNormal_(double mean, double std) { return logNormal_(mean, std, Generator.defaultGenerator()); }
+    public Tensor logNormal_(double mean, double std, Generator generator) {
+        return Sorting.fill("log_normal_", RandomOps.LOG_NORMAL, this, generator, mean, std);
+    }
+    /** Fills this tensor with Cauchy samples of {@code median} and {@code sigma}, in place. */
+    public Tensor cauchy_(double median, double sigma) { return cauchy_(median, sigma, Generator.defaultGenerator()); }
+    public Tensor cauchy_(double median, double sigma, Generator generator) {
+        return Sorting.fill("cauchy_", RandomOps.CAUCHY, this, generator, median, sigma);
+    }
 
     // ------------------------------------------------------------------ pointwise composites (ops/Pointwise.java)
 

@@ -394,31 +394,33 @@ public final class Torch {
 
     /** A random permutation of {@code 0..n-1}, as int64. */
     public static Tensor randperm(long n) {
-        return randperm(n, Generator.defaultGenerator());
+        return randperm(n, DType.INT64, Device.cpu(), Generator.defaultGenerator());
     }
 
     public static Tensor randperm(long n, Generator gen) {
+        return randperm(n, DType.INT64, Device.cpu(), gen);
+    }
+
+    /**
+     * A random permutation of {@code 0..n-1} of {@code dtype} on {@code device} ({@code torch.randperm(n, generator=gen,
+     * dtype=dtype, device=device)}): a Fisher-Yates shuffle drawing from {@code gen}, the same permutation on every device.
+     */
+    public static Tensor randperm(long n, DType dtype, Device device, Generator gen) {
+        Arguments.nonNull("randperm", "dtype", dtype);
+        Arguments.nonNull("randperm", "device", device);
         Arguments.nonNull("randperm", "gen", gen);
         if (n < 0) throw new IllegalArgumentException("randperm: n must be non-negative, got " + n);
         if (Dispatcher.tracing()) {
-            return Dispatcher.traceFrontEnd(RandomOps.RANDPERM, new Tensor[0], new double[] {gen.id(), n}, () -> randperm(n, gen));
+            return Dispatcher.traceFrontEnd(RandomOps.RANDPERM, new Tensor[0], factoryArgs(gen, dtype, device, new double[] {n}, new long[0]),
+                    () -> randperm(n, dtype, device, gen));
         }
-        Tensor r = Tensor.empty("randperm", new long[] {n}, DType.INT64, Device.cpu());
-        MemorySegment perm = r.storage().segment();
-        for (long i = 0; i < n; i++) perm.setAtIndex(ValueLayout.JAVA_LONG, i, i);
-        long[] st = gen.reserve(Math.max(1, ceilDiv(n, 2)));
-        int[] w = new int[4];
-        // Fisher-Yates; step i draws 64 bits from half of block i/2.
-        for (long i = n - 1; i > 0; i--) {
-            Generator.philox(st[0], st[1] + i / 2, w);
-            int k = (int) (i & 1) * 2;
-            long bits = ((long) w[k] << 32) | (w[k + 1] & 0xffffffffL);
-            long j = Long.remainderUnsigned(bits, i + 1);
-            long tmp = perm.getAtIndex(ValueLayout.JAVA_LONG, i);
-            perm.setAtIndex(ValueLayout.JAVA_LONG, i, perm.getAtIndex(ValueLayout.JAVA_LONG, j));
-            perm.setAtIndex(ValueLayout.JAVA_LONG, j, tmp);
+        Tensor r = Tensor.empty("randperm", new long[] {n}, dtype, device);
+        try {
+            return Dispatcher.fillNew(RandomOps.RANDPERM_OUT, r, n, gen.id());
+        } catch (RuntimeException e) {
+            r.close();
+            throw e;
         }
-        return r;
     }
 
     // ------------------------------------------------------------------ from Java arrays
@@ -939,10 +941,6 @@ public final class Torch {
         if (!dtype.isFloatingPoint()) {
             throw new IllegalArgumentException(op + ": expected a floating point dtype, got " + dtype);
         }
-    }
-
-    private static long ceilDiv(long a, long b) {
-        return Math.floorDiv(a + b - (b > 0 ? 1 : -1), b);
     }
 
     // ------------------------------------------------------------------ convolution (org.jtorch.ops.Convolution)

@@ -5,13 +5,21 @@ import static org.jtorch.op.RandomOps.firstBlock;
 import static org.jtorch.op.RandomOps.seed;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import org.jtorch.DType;
 import org.jtorch.Device;
+import org.jtorch.Generator;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.memory.Storage;
+import org.jtorch.op.FormulaKernel;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
+import org.jtorch.op.Shapes;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.RandomOps;
 import org.jtorch.op.StridedView;
@@ -39,6 +47,264 @@ public final class RandomOpKernels {
         KernelRegistry.register(type, RandomOps.BERNOULLI_P.kernel(), (out, in, g) -> bernoulli(backend, out, null, g[0], g));
         KernelRegistry.registerMulti(type, RandomOps.NATIVE_DROPOUT.kernel(), (outs, in, g) -> dropout(backend, outs[0], outs[1], in[0], g));
         KernelRegistry.register(type, RandomOps.NATIVE_DROPOUT_BACKWARD.kernel(), (out, in, g) -> dropoutBackward(backend, out, in[0], in[1], g[0]));
+        KernelRegistry.register(type, RandomOps.BERNOULLI_TENSOR.kernel(), (out, in, g) -> {
+            StridedView p = in[1].expand("bernoulli_", out.shape());
+            if (p.device().isCpu()) checkProbabilities(p, out);
+            bernoulli(backend, out, p, 0, g);
+        });
+        // The CPU compiles each formula once, parameterised, and computes in float64; CUDA's fused kernels compute in
+        // float32 and take constants only: one kernel per op and parameters, over float32 draws (never rounded up to 1).
+        boolean float64 = type == Device.Type.CPU;
+        Map<String, FormulaKernel> samples = new ConcurrentHashMap<>();
+        for (OpDef op : List.of(RandomOps.EXPONENTIAL, RandomOps.GEOMETRIC, RandomOps.LOG_NORMAL, RandomOps.CAUCHY)) {
+            KernelRegistry.register(type, op.kernel(), (out, in, g) -> contiguous(backend, out, c -> {
+                String key = float64 ? op.name() : op.name() + " " + g[0] + " " + g[1];
+                FormulaKernel k = samples.computeIfAbsent(key, x -> KernelRegistry.formulaCompiler(type)
+                        .compile(float64 ? RandomOps.sample(op) : RandomOps.sample(op, g[0], g[1]), 1));
+                transformed(backend, k, c, op == RandomOps.LOG_NORMAL, float64 ? DType.FLOAT64 : DType.FLOAT32, g);
+            }));
+        }
+        KernelRegistry.register(type, RandomOps.RANDPERM_OUT.kernel(), (out, in, g) -> randperm(backend, out, g));
+        KernelRegistry.register(type, RandomOps.MULTINOMIAL.kernel(), (out, in, g) -> multinomial(backend, out, in[0], g));
+    }
+
+    /**
+     * {@code out = sample(d)} for draws d of out's shape in {@code compute}, uniform in [0, 1) (normal of mean {@code g[0]}
+     * and std {@code g[1]} for log_normal_), by the backend's kernel of the op's formula, with the call's scalars as its
+     * parameters.
+     */
+    private static void transformed(Backend backend, FormulaKernel sample, StridedView out, boolean normal, DType compute, double[] g) {
+        Device device = out.device();
+        try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+            StridedView d = scratch.allocate(device, out.shape(), compute);
+            if (normal) backend.random().normal(d, g[0], g[1], seed(g), firstBlock(g));
+            else backend.random().uniform(d, 0, 1, seed(g), firstBlock(g));
+            // CUDA's fused kernels write contiguous float32 only: other dtypes through float32 scratch (float32 precision).
+            StridedView r = compute == DType.FLOAT32 && out.dtype() != DType.FLOAT32 ? scratch.allocate(device, out.shape(), DType.FLOAT32) : out;
+            Backends.hold("random fill", r, d, null);
+            try {
+                sample.run(device.index(), compute, r, new StridedView[] {d}, g);
+            } finally {
+                Backends.drop(r, d, null);
+            }
+            if (r != out) backend.copy(r, out);
+        }
+    }
+
+    /** PyTorch's check of bernoulli_'s tensor of probabilities (its CPU kernel's; on a device the draws simply saturate). */
+    private static void checkProbabilities(StridedView p, StridedView self) {
+        long n = p.numel();
+        long[] index = new long[p.shape().length];
+        for (long e = 0; e < n; e++) {
+            double v = ElementCodec.getDouble(p.dtype(), p.memory(), offsetOf(p, index) * p.dtype().byteSize());
+            if (!(v >= 0 && v <= 1)) {
+                throw new IllegalArgumentException("bernoulli_: Expected p_in >= 0 && p_in <= 1 to be true, but got false (p = " + v
+                        + " at " + Arrays.toString(index) + ", self of shape " + Shapes.format(self.shape()) + ", " + self.dtype() + ")");
+            }
+            for (int d = index.length - 1; d >= 0 && ++index[d] == p.shape()[d]; d--) index[d] = 0;
+        }
+    }
+
+    private static long offsetOf(StridedView v, long[] index) {
+        long o = v.offset();
+        for (int d = 0; d < index.length; d++) o += index[d] * v.strides()[d];
+        return o;
+    }
+
+    // ------------------------------------------------------------------ randperm
+
+    /**
+     * A Fisher-Yates shuffle into {@code out}: in place where out is int64 host memory, else into int64 host scratch then
+     * copied (converting the dtype; on a device, one host-to-device copy and no read back).
+     */
+    private static void randperm(Backend backend, StridedView out, double[] g) {
+        long n = out.shape()[0];
+        if (out.device().isCpu() && out.dtype() == DType.INT64 && out.isContiguous()) {
+            shuffle(out.memory(), out.offset() * Long.BYTES, n, seed(g), firstBlock(g));
+            return;
+        }
+        try (ConvolutionOpKernels.Scratch host = hostScratch()) {
+            StridedView perm = host.allocate(Device.cpu(), out.shape(), DType.INT64);
+            shuffle(perm.memory(), 0, n, seed(g), firstBlock(g));
+            backend.copy(perm, out);
+        }
+    }
+
+    /** {@code 0..n-1} at byte {@code base} of {@code perm}, shuffled: step i swaps i with j = (64 bits of half of block i/2) mod (i + 1). */
+    static void shuffle(MemorySegment perm, long base, long n, long seed, long firstBlock) {
+        ValueLayout.OfLong l = ValueLayout.JAVA_LONG_UNALIGNED;
+        for (long i = 0; i < n; i++) perm.set(l, base + i * Long.BYTES, i);
+        int[] w = new int[4];
+        long loaded = -1;
+        for (long i = n - 1; i > 0; i--) {
+            long block = firstBlock + i / 2;
+            if (block != loaded) {
+                Generator.philox(seed, block, w);
+                loaded = block;
+            }
+            int k = (int) (i & 1) * 2;
+            long bits = ((long) w[k] << 32) | (w[k + 1] & 0xffffffffL);
+            long j = Long.remainderUnsigned(bits, i + 1);
+            long at = base + i * Long.BYTES, to = base + j * Long.BYTES;
+            long tmp = perm.get(l, at);
+            perm.set(l, at, perm.get(l, to));
+            perm.set(l, to, tmp);
+        }
+    }
+
+    // ------------------------------------------------------------------ multinomial
+
+    /**
+     * multinomial's kernel: the weights as float64 and the float64 uniforms drawn on the device (for draws without
+     * replacement, {@code log(1 - u)} by the device's own sub and log kernels, as the composition this replaced computed
+     * them), side by side in one buffer; on a device that buffer comes to the host in one copy (the one synchronisation;
+     * PyTorch 1.13 makes two, its {@code item()} checks, without replacement or for one sample, and none with
+     * replacement, where it asserts on the device); the host checks the rows and draws, and the indices go back in one copy.
+     */
+    private static void multinomial(Backend backend, StridedView out, StridedView probs, double[] g) {
+        long k = (long) g[0];
+        boolean replacement = g[1] != 0;
+        long[] shape = probs.shape();
+        boolean matrix = shape.length == 2;
+        long rows = matrix ? shape[0] : 1, c = shape[shape.length - 1];
+        long drawn = replacement ? rows * k : rows * c;
+        Device device = probs.device();
+        boolean host = device.isCpu();
+        try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend);
+             ConvolutionOpKernels.Scratch hostScratch = host ? null : hostScratch()) {
+            StridedView buf = scratch.allocate(device, new long[] {rows * c + drawn}, DType.FLOAT64);
+            StridedView p = buf.restrided(new long[] {rows, c}, new long[] {c, 1}, 0);
+            StridedView u = buf.restrided(new long[] {drawn}, new long[] {1}, rows * c);
+            StridedView weights = matrix ? probs : probs.restrided(new long[] {1, c}, new long[] {0, probs.strides()[0]}, probs.offset());
+            backend.copy(weights, p);
+            backend.random().uniform(u, 0, 1, seed(g), firstBlock(g));
+            if (!replacement) {
+                pointwise(PointwiseOps.SUB, DType.FLOAT64, u, number(backend, scratch, device, DType.FLOAT64, 1, u.shape()), u);
+                unary(PointwiseOps.LOG, u);
+            }
+            StridedView values = buf;
+            if (!host) {
+                values = hostScratch.allocate(Device.cpu(), buf.shape(), DType.FLOAT64);
+                backend.copy(buf, values);
+            }
+            boolean direct = host && out.isContiguous();
+            StridedView result = direct ? out : (host ? scratch : hostScratch).allocate(Device.cpu(), out.shape(), DType.INT64);
+            Sampler sampler = new Sampler(values.memory(), values.offset(), rows, c, shape);
+            long base = result.offset();
+            for (long r = 0; r < rows; r++) {
+                sampler.check(r, !replacement || k == 1);
+            }
+            for (long r = 0; r < rows; r++) {
+                if (replacement) sampler.withReplacement(r, k, rows * c + r * k, result.memory(), base + r * k);
+                else sampler.withoutReplacement(r, k, rows * c + r * c, result.memory(), base + r * k);
+            }
+            if (!direct) backend.copy(result, out);
+        }
+    }
+
+    /** Scratch in host memory, for the host side of a kernel on any backend. */
+    private static ConvolutionOpKernels.Scratch hostScratch() {
+        return new ConvolutionOpKernels.Scratch(Backends.of(Device.cpu()));
+    }
+
+    /** multinomial's host side over contiguous float64 weights ({@code rows x c} from element {@code offset}) and draws after them. */
+    private static final class Sampler {
+        private static final ValueLayout.OfDouble D = ValueLayout.JAVA_DOUBLE_UNALIGNED;
+        private static final ValueLayout.OfLong L = ValueLayout.JAVA_LONG_UNALIGNED;
+        private final MemorySegment m;
+        private final long offset, rows, c;
+        private final long[] shape;
+        private double[] cdf;
+
+        Sampler(MemorySegment m, long offset, long rows, long c, long[] shape) {
+            this.m = m;
+            this.offset = offset;
+            this.rows = rows;
+            this.c = c;
+            this.shape = shape;
+        }
+
+        private double at(long element) {
+            return m.get(D, (offset + element) * Double.BYTES);
+        }
+
+        /** PyTorch 1.13's checks of row {@code r} (its fast path's message without replacement or for one sample), naming the shape. */
+        void check(long r, boolean fastPathMessages) {
+            boolean negative = false, nonFinite = false;
+            double sum = 0;
+            for (long j = 0; j < c; j++) {
+                double v = at(r * c + j);
+                negative |= v < 0;
+                nonFinite |= !Double.isFinite(v);
+                sum += v;
+            }
+            String where = " (prob_dist of shape " + Shapes.format(shape) + (shape.length == 2 ? ", row " + r : "") + ")";
+            if (fastPathMessages && (negative || nonFinite)) {
+                throw new IllegalArgumentException("multinomial(): probability tensor contains either `inf`, `nan` or element < 0" + where);
+            }
+            if (negative) throw new IllegalArgumentException("multinomial(): invalid multinomial distribution (encountering probability entry < 0)" + where);
+            if (nonFinite) {
+                throw new IllegalArgumentException("multinomial(): invalid multinomial distribution (encountering probability entry = infinity or NaN)"
+                        + where);
+            }
+            if (!(sum > 0)) throw new IllegalArgumentException("multinomial(): invalid multinomial distribution (sum of probabilities <= 0)" + where);
+        }
+
+        /**
+         * Category = the count of cumulative weights at or below {@code u * total} (so a zero weight, whose interval is
+         * empty, is never drawn), capped at the last positive category against {@code u * total} rounding up to the total.
+         */
+        void withReplacement(long r, long k, long draws, MemorySegment out, long outAt) {
+            if (cdf == null) cdf = new double[(int) c];
+            double acc = 0;
+            for (int j = 0; j < c; j++) cdf[j] = acc += at(r * c + j);
+            double total = cdf[(int) c - 1];
+            int lastPositive = 0;
+            while (lastPositive < c && cdf[lastPositive] < total) lastPositive++;
+            for (long s = 0; s < k; s++) {
+                double target = at(draws + s) * total;
+                int lo = 0, hi = (int) c; // first index whose cdf exceeds the target
+                while (lo < hi) {
+                    int mid = (lo + hi) >>> 1;
+                    if (cdf[mid] <= target) lo = mid + 1;
+                    else hi = mid;
+                }
+                out.set(L, (outAt + s) * Long.BYTES, Math.min(lo, lastPositive));
+            }
+        }
+
+        /**
+         * The {@code k} largest keys {@code p / -log(1 - u)} in descending order, ties to the lower index; a zero weight's
+         * key is -1, so zero categories come after every positive one.
+         */
+        void withoutReplacement(long r, long k, long logs, MemorySegment out, long outAt) {
+            if (cdf == null) cdf = new double[(int) c];
+            double[] keys = cdf;
+            for (int j = 0; j < c; j++) {
+                double p = at(r * c + j);
+                keys[j] = p > 0 ? p / -at(logs + j) : -1;
+            }
+            if (k <= 64) {
+                int[] top = new int[(int) k];
+                int held = 0;
+                for (int j = 0; j < c; j++) {
+                    double key = keys[j];
+                    if (held == k && !(key > keys[top[held - 1]])) continue;
+                    int at = held == k ? held - 1 : held++;
+                    while (at > 0 && key > keys[top[at - 1]]) {
+                        top[at] = top[at - 1];
+                        at--;
+                    }
+                    top[at] = j;
+                }
+                for (int s = 0; s < k; s++) out.set(L, (outAt + s) * Long.BYTES, top[s]);
+                return;
+            }
+            Integer[] order = new Integer[(int) c];
+            for (int j = 0; j < c; j++) order[j] = j;
+            Arrays.sort(order, (a, b) -> keys[a] != keys[b] ? Double.compare(keys[b], keys[a]) : Integer.compare(a, b));
+            for (int s = 0; s < k; s++) out.set(L, (outAt + s) * Long.BYTES, order[s]);
+        }
     }
 
     /** Runs a fill on {@code out}, or on a contiguous scratch copied into it (element i of the fill lands at logical index i). */
@@ -129,6 +395,11 @@ public final class RandomOpKernels {
         StridedView v = scratch.allocate(device, new long[0], dtype);
         backend.fill(v, value, (long) value);
         return v.restrided(shape, new long[shape.length], 0);
+    }
+
+    /** {@code x = op(x)} in place for a float64 unary pointwise op. */
+    private static void unary(OpDef op, StridedView x) {
+        pointwise(op, DType.FLOAT64, x, x, null);
     }
 
     /** {@code out = op(a, b)} by the backend's pointwise kernel computing in {@code compute} (a binary op's alpha is 1). */

@@ -300,8 +300,9 @@ final class Program {
         Map<Graph.Node, Graph.Node> replaced = new IdentityHashMap<>();
         for (Graph.Node n : graph.nodes) {
             for (int k = 0; k < n.inputs.size(); k++) n.inputs.set(k, replacement(n.inputs.get(k), replaced));
-            // An in-place op repeats its effect; a read of a value written in place depends on where it stands.
-            if (n.inPlace || n.op.isRandom() || graph.mutated.contains(n) || readsMutated(n)) continue;
+            // An in-place op repeats its effect; a read of a value written in place depends on where it stands; a value
+            // written in place later (zeros then exponential_ or copy_) is its own buffer, whatever made it.
+            if (n.inPlace || n.op.isRandom() || readsMutated(n) || graph.mutated.contains(n)) continue;
             Graph.Node first = seen.putIfAbsent(Computation.of(n), n);
             // A multi-output node stands in for another only with the same outputs kept (the op skips some unasked).
             if (first != null && sameOutputs(first, n)) replaced.put(n, first);

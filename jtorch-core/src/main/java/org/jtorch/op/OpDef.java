@@ -345,11 +345,12 @@ public final class OpDef {
 
     /**
      * How many 128-bit Philox blocks one call of a random op draws from its generator: a pure function of the result's
-     * element count and dtype and the call's scalars, so that the dispatcher reserves them before the kernel runs.
+     * element count and dtype, the inputs' shapes ({@code multinomial} draws per category) and the call's scalars, so
+     * that the dispatcher reserves them before the kernel runs.
      */
     @FunctionalInterface
     public interface Draws {
-        long blocks(long numel, DType dtype, double[] scalars);
+        long blocks(long numel, DType dtype, StridedView[] inputs, double[] scalars);
     }
 
     /**

@@ -241,7 +241,7 @@ public final class Dispatcher {
         }
         Backends.of(name, device);
         OpKernel.Multi k = KernelRegistry.kernels(op, device.type());
-        double[] ks = op.isRandom() ? drawn(op, metas[0], scalars) : scalars;
+        double[] ks = op.isRandom() ? drawn(op, metas[0], views, scalars) : scalars;
         if (KernelProfiler.isActive()) {
             long t0 = KernelProfiler.clock();
             k.run(outViews, views, ks);
@@ -289,8 +289,13 @@ public final class Dispatcher {
         Device target = meta.device() == null ? device : meta.device();
         if (target != device) Backends.of(name, target); // an unavailable device's error names the op before allocating there
         Tensor r = allocate(name, meta.shape(), meta.dtype(), target);
-        runStructured(op, target == device ? device : across(device, target), view(r), views,
-                op.isRandom() ? drawn(op, meta, scalars) : scalars);
+        try {
+            runStructured(op, target == device ? device : across(device, target), view(r), views,
+                    op.isRandom() ? drawn(op, meta, views, scalars) : scalars);
+        } catch (RuntimeException e) {
+            r.close(); // a kernel's check of the values (multinomial's distributions) refused the call
+            throw e;
+        }
         if (TRACING.get() != 0) traced(op, r, scalars, null, inputs);
         if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, values, r, scalars, null);
         closeCopies(inputs, values);
@@ -363,7 +368,7 @@ public final class Dispatcher {
         Tensor before = record && plan(op).saves(0, null, true) ? self.clone() : null;
         if (op.acrossDevices()) device = across(inputs[1].device(), device);
         Backends.of(name, device); // an unavailable device's error names the in-place op
-        runStructured(op, device, views[0], views, op.isRandom() ? drawn(op, meta, scalars) : scalars);
+        runStructured(op, device, views[0], views, op.isRandom() ? drawn(op, meta, views, scalars) : scalars);
         self.bumpVersion();
         if (record) {
             try (before) {
@@ -384,7 +389,7 @@ public final class Dispatcher {
     public static Tensor fillNew(OpDef op, Tensor fresh, double... scalars) {
         StridedView[] views = {view(fresh)};
         Meta.Output meta = op.meta().infer(views, scalars);
-        runStructured(op, fresh.device(), views[0], views, op.isRandom() ? drawn(op, meta, scalars) : scalars);
+        runStructured(op, fresh.device(), views[0], views, op.isRandom() ? drawn(op, meta, views, scalars) : scalars);
         return fresh;
     }
 
@@ -393,9 +398,9 @@ public final class Dispatcher {
      * name, and returns the kernel's scalars, the call's followed by the generator's state ({@link RandomOps#withState}).
      * Run when the op runs (eagerly or replayed by the JIT), after its checks: a refused call draws nothing.
      */
-    private static double[] drawn(OpDef op, Meta.Output result, double[] scalars) {
+    private static double[] drawn(OpDef op, Meta.Output result, StridedView[] inputs, double[] scalars) {
         Generator gen = Generator.byId(op.pyName(), (long) scalars[op.generatorScalar()]);
-        long[] st = gen.reserve(op.draws().blocks(Shapes.numel(result.shape()), result.dtype(), scalars));
+        long[] st = gen.reserve(op.draws().blocks(Shapes.numel(result.shape()), result.dtype(), inputs, scalars));
         return RandomOps.withState(scalars, st[0], st[1]);
     }
 

@@ -60,9 +60,9 @@ public final class FrontEnds {
             if (op == RandomOps.RANDN) return Torch.randn(shape, dtype, device, gen);
             return Torch.randint(RandomOps.exact(args, 4), RandomOps.exact(args, 6), shape, dtype, device, gen);
         }
-        if (op == RandomOps.RANDPERM) return Torch.randperm((long) args[1], org.jtorch.Generator.byId(op.pyName(), (long) args[0]));
-        if (op == RandomOps.MULTINOMIAL) {
-            return Sorting.multinomial(in[0], (long) args[0], args[1] != 0, org.jtorch.Generator.byId(op.pyName(), (long) args[2]));
+        if (op == RandomOps.RANDPERM) {
+            Device device = Device.Type.values()[(int) args[2]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[3]);
+            return Torch.randperm((long) args[4], DType.values()[(int) args[1]], device, org.jtorch.Generator.byId(op.pyName(), (long) args[0]));
         }
         if (op == FrontEndOps.CONV2D) {
             return Convolution.conv2d(in[0], in[1], in[2], ints(args, 0, 2), ints(args, 2, 4), ints(args, 4, 6), (int) args[6]);

@@ -5,6 +5,7 @@ import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
+import org.jtorch.op.OpDef;
 import org.jtorch.op.RandomOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.SortingOps;
@@ -346,80 +347,13 @@ public final class Sorting {
 
     /**
      * {@code torch.multinomial(probs, numSamples, replacement, generator)}: category indices (int64) drawn from each
-     * row of the 1-D or 2-D non-negative weights. With replacement: inverse-CDF sampling of uniforms; without: the
-     * {@code numSamples} largest of {@code p / E} for exponential E (as PyTorch 1.13), so once the positive
-     * categories are exhausted the zero ones follow, as PyTorch's.
+     * row of the 1-D or 2-D non-negative weights ({@link RandomOps#MULTINOMIAL}: its kernel checks the weights and draws).
      */
     public static Tensor multinomial(Tensor probs, long numSamples, boolean replacement, Generator generator) {
-        String op = "multinomial";
-        Arguments.nonNull(op, "probs", probs);
-        Arguments.nonNull(op, "generator", generator);
-        probs.checkOpen(op);
-        if (probs.dim() != 1 && probs.dim() != 2) {
-            throw new IllegalArgumentException("multinomial(): prob_dist must be 1 or 2 dim, got shape " + Shapes.format(probs.shape()));
-        }
-        if (!probs.dtype().isFloatingPoint()) {
-            throw new IllegalArgumentException("multinomial only supports floating-point dtypes for input, got: " + probs.dtype());
-        }
-        if (numSamples <= 0) throw new IllegalArgumentException("multinomial(): cannot sample n_sample <= 0 samples (n_sample = " + numSamples + ")");
-        long categories = probs.size(-1);
-        if (!replacement && numSamples > categories) {
-            throw new IllegalArgumentException("multinomial(): cannot sample n_sample > prob_dist.size(-1) samples without replacement"
-                    + " (n_sample = " + numSamples + ", categories = " + categories + ")");
-        }
-        if (categories > (1L << 24)) throw new IllegalArgumentException("multinomial(): number of categories cannot exceed 2^24");
-        if (Dispatcher.tracing()) {
-            return Dispatcher.traceFrontEnd(RandomOps.MULTINOMIAL, new Tensor[] {probs}, new double[] {numSamples, replacement ? 1 : 0,
-                    generator.id()}, () -> multinomial(probs, numSamples, replacement, generator));
-        }
-        long rows = probs.dim() == 1 ? 1 : probs.size(0);
-        try (Grad.Mode m = Grad.noGrad(); Tensor p = probs.to(DType.FLOAT64); Tensor p2 = p.reshape(rows, categories)) {
-            checkDistribution(p2, !replacement || numSamples == 1);
-            Tensor drawn = replacement ? withReplacement(p2, rows, categories, numSamples, generator)
-                    : withoutReplacement(p2, rows, numSamples, generator);
-            if (probs.dim() == 2) return drawn;
-            try (drawn) {
-                return drawn.reshape(numSamples);
-            }
-        }
-    }
-
-    private static void checkDistribution(Tensor p, boolean fastPathMessages) {
-        try (Tensor neg = p.lt(0); Tensor anyNeg = neg.any(); Tensor bad = p.isfinite(); Tensor allFinite = bad.all();
-             Tensor sums = p.sum(new int[] {1}, false); Tensor zero = sums.le(0); Tensor anyZero = zero.any()) {
-            boolean negative = anyNeg.item() != 0, nonFinite = allFinite.item() == 0;
-            if (fastPathMessages && (negative || nonFinite)) {
-                throw new IllegalArgumentException("multinomial(): probability tensor contains either `inf`, `nan` or element < 0");
-            }
-            if (negative) throw new IllegalArgumentException("multinomial(): invalid multinomial distribution (encountering probability entry < 0)");
-            if (nonFinite) {
-                throw new IllegalArgumentException("multinomial(): invalid multinomial distribution (encountering probability entry = infinity or NaN)");
-            }
-            if (anyZero.item() != 0) throw new IllegalArgumentException("multinomial(): invalid multinomial distribution (sum of probabilities <= 0)");
-        }
-    }
-
-    /**
-     * Category = the upper-bound position of u * total in the cumulative weights (so a zero weight, whose interval is
-     * empty, is never drawn), capped at the last positive category against rounding of u * total up to the total.
-     */
-    private static Tensor withReplacement(Tensor p, long rows, long categories, long numSamples, Generator generator) {
-        try (Tensor cdf = p.cumsum(1); Tensor total = cdf.narrow(1, categories - 1, 1);
-             Tensor u = Torch.rand(new long[] {rows, numSamples}, DType.FLOAT64, p.device(), generator);
-             Tensor targets = u.mul(total); Tensor position = searchsorted(cdf, targets, false, true, null);
-             Tensor belowTotal = cdf.lt(total); Tensor lastPositive = belowTotal.sum(new int[] {1}, true)) {
-            return position.minimum(lastPositive);
-        }
-    }
-
-    private static Tensor withoutReplacement(Tensor p, long rows, long numSamples, Generator generator) {
-        long[] shape = p.shape();
-        try (Tensor u = Torch.rand(shape, DType.FLOAT64, p.device(), generator); Tensor oneMinus = u.rsub(1);
-             Tensor logs = oneMinus.log(); Tensor e = logs.neg(); Tensor ratio = p.div(e); Tensor positive = p.gt(0);
-             Tensor never = Torch.full(shape, -1.0, DType.FLOAT64, p.device());
-             // Zero weights get -1 (not 0 / E, which is NaN when E is 0): drawn only after every positive one.
-             Tensor keys = Torch.where(positive, ratio, never); ValuesIndices top = topk(keys, numSamples, 1, true, true)) {
-            return top.indices().alias();
+        Arguments.nonNull("multinomial", "probs", probs);
+        Arguments.nonNull("multinomial", "generator", generator);
+        try (Grad.Mode m = Grad.noGrad()) {
+            return Dispatcher.call(RandomOps.MULTINOMIAL, new Tensor[] {probs}, numSamples, replacement ? 1 : 0, generator.id());
         }
     }
 
@@ -450,6 +384,31 @@ public final class Sorting {
         try (Grad.Mode m = Grad.noGrad()) {
             return Dispatcher.call(RandomOps.BERNOULLI_P, new Tensor[] {x}, p, generator.id());
         }
+    }
+
+    /** {@code self.bernoulli_(p, generator)}: self filled with 1 with probability p, else 0 ({@code bernoulli_.float}). */
+    public static Tensor bernoulli_(Tensor self, double p, Generator generator) {
+        return fill("bernoulli_", RandomOps.BERNOULLI_P, self, generator, p);
+    }
+
+    /** {@code self.bernoulli_(p, generator)} with a tensor of probabilities broadcast to self ({@code bernoulli_.Tensor}). */
+    public static Tensor bernoulli_(Tensor self, Tensor p, Generator generator) {
+        Arguments.nonNull("bernoulli_", "self", self);
+        Arguments.nonNull("bernoulli_", "p", p);
+        Arguments.nonNull("bernoulli_", "generator", generator);
+        return Dispatcher.callInPlace(RandomOps.BERNOULLI_TENSOR, new Tensor[] {self, p}, generator.id());
+    }
+
+    /**
+     * Runs the random fill {@code op} in place on {@code self} with {@code scalars} and the generator's id; outside
+     * autograd's view of self's values, as PyTorch's in-place samplers (an earlier history of self is kept by its node).
+     */
+    public static Tensor fill(String name, OpDef op, Tensor self, Generator generator, double... scalars) {
+        Arguments.nonNull(name, "self", self);
+        Arguments.nonNull(name, "generator", generator);
+        double[] s = java.util.Arrays.copyOf(scalars, scalars.length + 1);
+        s[scalars.length] = generator.id();
+        return Dispatcher.callInPlace(op, new Tensor[] {self}, s);
     }
 
     // ---------------------------------------------------------------- helpers
