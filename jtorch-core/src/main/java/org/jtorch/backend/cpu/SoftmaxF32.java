@@ -171,6 +171,7 @@ final class SoftmaxF32 {
      * part vector to the second.
      */
     private static float shortExpSum(float[] x, int from, int n, float max, boolean store, float[] lanes) {
+        if (n <= FL) return oneVectorExpSum(x, from, n, max, store, lanes);
         java.util.Arrays.fill(lanes, 0f);
         int pairs = n - n % (2 * FL);
         int rest = n - pairs;
@@ -188,6 +189,26 @@ final class SoftmaxF32 {
         }
         for (int l = 0; l < FL; l++) lanes[l] += lanes[FL + l];
         return VectorF32.sumLanes(lanes);
+    }
+
+    /**
+     * {@link #shortExpSum} of a row of at most one vector: each exponential sits alone in lane i of one accumulator,
+     * every other lane is +0, and adding +0 to a sum of exponentials (never -0) leaves its bits, so only the lanes
+     * below {@code n} are folded, in {@link VectorF32#sumLanes}' pairs. Clearing and adding the zero lanes cost 0.7 us of
+     * a compiled [64, 10] log-softmax's 5.5 us (docs/BENCHMARKS.md, issue 20, branch warmup4).
+     */
+    private static float oneVectorExpSum(float[] x, int from, int n, float max, boolean store, float[] lanes) {
+        for (int i = 0; i < n; i++) {
+            float e = expNonPositive(x[from + i] - max);
+            if (store) x[from + i] = e;
+            lanes[i] = e;
+        }
+        int len = n;
+        for (int half = FL / 2; half >= 1; half /= 2) {
+            for (int i = half; i < len; i++) lanes[i - half] += lanes[i];
+            len = Math.min(len, half);
+        }
+        return lanes[0];
     }
 
     /** {@link #expNonPositive(FloatVector)} of one float, operation for operation, so with the same bits. */
