@@ -2094,6 +2094,10 @@ public final class Tensor implements AutoCloseable {
         Arguments.nonNull("splitViews", "sizes", sizes);
         Arguments.nonNull("splitViews", "op", op);
         checkOpen(op.pyName());
+        if (select && shape[dim] > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(op.pyName() + ": cannot return " + shape[dim] + " views of a tensor of shape "
+                    + Shapes.format(shape) + " (more than a Java list can hold)");
+        }
         Tensor[] views = new Tensor[select ? (int) shape[dim] : sizes.length];
         boolean record = false;
         long start = 0;

@@ -994,10 +994,11 @@ public final class Dispatcher {
      * view front ends when {@code self} requires grad and grad mode is on.
      */
     public static void recordView(OpDef op, Tensor self, Tensor[] outputs, double... scalars) {
-        TensorFn derivative = plan(op).derivatives()[0];
-        long[][] shapes = {self.shape()};
+        Plan plan = plan(op);
+        TensorFn derivative = plan.derivatives()[0];
+        long[][] shapes = {self.shapeArray()}; // a tensor's shape never changes: shared, not copied
         DType type = self.dtype();
-        Autograd.record(plan(op).nodeName(), new Tensor[] {self}, outputs, g -> {
+        Autograd.record(plan.nodeName(), new Tensor[] {self}, outputs, g -> {
             Values v = new Values(NO_VALUES, ONE_PRESENT, null, g[0], scalars, null, null, null, null, g, 1L, shapes);
             return new Tensor[] {Elementwise.castTo(derivative.eval(v), type)};
         });
