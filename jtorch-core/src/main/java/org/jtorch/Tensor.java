@@ -32,6 +32,7 @@ import org.jtorch.ops.Reductions;
 import org.jtorch.ops.Sorting;
 import org.jtorch.op.CopyOps;
 import org.jtorch.op.FrontEndOps;
+import org.jtorch.op.OpDef;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.ViewOps;
 import org.jtorch.ops.UnaryOp;
@@ -405,7 +406,9 @@ public final class Tensor implements AutoCloseable {
         if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.VIEW, new Tensor[] {this}, FrontEnds.args(newShape), () -> view(newShape));
         Arguments.nonNull("view", "newShape", newShape);
         checkOpen("view");
-        return viewGrad("ViewBackward0", view(ViewOps.view(shape, strides, offset, newShape)), g -> g.reshape(shape));
+        Tensor r = view(ViewOps.view(shape, strides, offset, newShape));
+        if (trackView(r)) Dispatcher.recordView(ViewOps.VIEW, this, r, FrontEnds.args(newShape));
+        return r;
     }
 
     /** A view when possible, otherwise a contiguous copy with the new shape. */
@@ -415,7 +418,11 @@ public final class Tensor implements AutoCloseable {
         checkOpen("reshape");
         long[] s = Shapes.inferSize("reshape", newShape, numel(), shape);
         ViewOps.Geometry v = ViewOps.reshapeView(shape, strides, offset, s);
-        if (v != null) return viewGrad("ViewBackward0", view(v), g -> g.reshape(shape));
+        if (v != null) {
+            Tensor r = view(v);
+            if (trackView(r)) Dispatcher.recordView(ViewOps.VIEW, this, r, FrontEnds.args(s));
+            return r;
+        }
         try (Tensor c = contiguous()) {
             return c.view(s);
         }
@@ -427,8 +434,9 @@ public final class Tensor implements AutoCloseable {
         Arguments.nonNull("permute", "dims", dims);
         checkOpen("permute");
         ViewOps.Geometry v = ViewOps.permute(shape, strides, offset, dims);
-        int[] inverse = ViewOps.inversePermutation(dims);
-        return viewGrad("PermuteBackward0", view(v), g -> g.permute(inverse));
+        Tensor r = view(v);
+        if (trackView(r)) Dispatcher.recordView(ViewOps.PERMUTE, this, r, FrontEnds.args(dims));
+        return r;
     }
 
     public Tensor transpose(int dim0, int dim1) {
@@ -436,7 +444,9 @@ public final class Tensor implements AutoCloseable {
         checkOpen("transpose");
         ViewOps.Geometry v = ViewOps.transpose(shape, strides, offset, dim0, dim1);
         if (v == null) return alias(); // dims 0 and -1 name the 0-d tensor itself, as PyTorch
-        return viewGrad("TransposeBackward0", view(v), g -> g.transpose(dim0, dim1));
+        Tensor r = view(v);
+        if (trackView(r)) Dispatcher.recordView(ViewOps.TRANSPOSE, this, r, dim0, dim1);
+        return r;
     }
 
     /** Transpose of a matrix; 0-d and 1-d tensors are returned as views unchanged, as PyTorch's {@code t()}. */
@@ -461,7 +471,9 @@ public final class Tensor implements AutoCloseable {
     public Tensor squeeze() {
         if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.SQUEEZE, new Tensor[] {this}, new double[0], () -> squeeze());
         checkOpen("squeeze");
-        return viewGrad("SqueezeBackward0", view(ViewOps.squeeze(shape, strides, offset)), g -> g.reshape(shape));
+        Tensor r = view(ViewOps.squeeze(shape, strides, offset));
+        if (trackView(r)) Dispatcher.recordView(ViewOps.SQUEEZE, this, r);
+        return r;
     }
 
     /** Removes dimension {@code dim} if its size is 1 (otherwise returns a view unchanged). */
@@ -470,14 +482,18 @@ public final class Tensor implements AutoCloseable {
         checkOpen("squeeze");
         ViewOps.Geometry v = ViewOps.squeezeDim(shape, strides, offset, dim);
         if (v == null) return alias();
-        return viewGrad("SqueezeBackward1", view(v), g -> g.reshape(shape));
+        Tensor r = view(v);
+        if (trackView(r)) Dispatcher.recordView(ViewOps.SQUEEZE_DIM, this, r, dim);
+        return r;
     }
 
     /** Inserts a dimension of size 1 at {@code dim} (in {@code [-dim()-1, dim()]}). */
     public Tensor unsqueeze(int dim) {
         if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.UNSQUEEZE, new Tensor[] {this}, FrontEnds.args(dim), () -> unsqueeze(dim));
         checkOpen("unsqueeze");
-        return viewGrad("UnsqueezeBackward0", view(ViewOps.unsqueeze(shape, strides, offset, dim)), g -> g.reshape(shape));
+        Tensor r = view(ViewOps.unsqueeze(shape, strides, offset, dim));
+        if (trackView(r)) Dispatcher.recordView(ViewOps.UNSQUEEZE, this, r, dim);
+        return r;
     }
 
     /** Broadcasts size-1 dimensions to larger sizes without copying (-1 keeps a size). */
@@ -485,7 +501,9 @@ public final class Tensor implements AutoCloseable {
         if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.EXPAND, new Tensor[] {this}, FrontEnds.args(sizes), () -> expand(sizes));
         Arguments.nonNull("expand", "sizes", sizes);
         checkOpen("expand");
-        return viewGrad("ExpandBackward0", view(ViewOps.expand(shape, strides, offset, sizes)), g -> Gradients.sumTo(g, shape, dtype));
+        Tensor r = view(ViewOps.expand(shape, strides, offset, sizes));
+        if (trackView(r)) Dispatcher.recordView(ViewOps.EXPAND, this, r, FrontEnds.args(sizes));
+        return r;
     }
 
     public Tensor expandAs(Tensor other) {
@@ -511,7 +529,10 @@ public final class Tensor implements AutoCloseable {
         }
         checkOpen("narrow");
         ViewOps.Geometry v = ViewOps.narrow(shape, strides, offset, dim, start, length);
-        return viewGrad("NarrowBackward0", view(v), g -> embed(g, z -> z.narrow(dim, start, length)));
+        Tensor r = view(v);
+        // the node keeps the start counted from the front: its backward reads start + length as the slice's end
+        if (trackView(r)) Dispatcher.recordView(ViewOps.NARROW, this, r, dim, start < 0 ? start + shape[Shapes.wrapDim("narrow", dim, shape.length)] : start, length);
+        return r;
     }
 
     /** Python-style slice {@code [start:end:step]} of dimension {@code dim}; bounds are clamped, negative values count from the end. */
@@ -522,7 +543,12 @@ public final class Tensor implements AutoCloseable {
         }
         checkOpen("slice");
         ViewOps.Geometry v = ViewOps.slice(shape, strides, offset, dim, start, end, step);
-        return viewGrad("SliceBackward0", view(v), g -> embed(g, z -> z.slice(dim, start, end, step)));
+        Tensor r = view(v);
+        if (trackView(r)) {
+            long[] bounds = ViewOps.sliceBounds(shape[Shapes.wrapDim("slice", dim, shape.length)], start, end);
+            Dispatcher.recordView(ViewOps.SLICE, this, r, dim, bounds[0], bounds[1], step);
+        }
+        return r;
     }
 
     /** Removes dimension {@code dim} by taking index {@code index} (negative counts from the end). */
@@ -530,7 +556,9 @@ public final class Tensor implements AutoCloseable {
         if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.SELECT, new Tensor[] {this}, new double[] {dim, index}, () -> select(dim, index));
         checkOpen("select");
         ViewOps.Geometry v = ViewOps.select(shape, strides, offset, dim, index);
-        return viewGrad("SelectBackward0", view(v), g -> embed(g, z -> z.select(dim, index)));
+        Tensor r = view(v);
+        if (trackView(r)) Dispatcher.recordView(ViewOps.SELECT, this, r, dim, index);
+        return r;
     }
 
     public Tensor flatten() {
@@ -582,8 +610,9 @@ public final class Tensor implements AutoCloseable {
         if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.UNFOLD, new Tensor[] {this}, new double[] {dim, size, step}, () -> unfold(dim, size, step));
         checkOpen("unfold");
         ViewOps.Geometry v = ViewOps.unfold(shape, strides, offset, dim, size, step);
-        int d = Shapes.wrapDim("unfold", dim, shape.length);
-        return viewGrad("UnfoldBackward0", view(v), g -> unfoldBackward(g, d, size, step));
+        Tensor r = view(v);
+        if (trackView(r)) Dispatcher.recordView(ViewOps.UNFOLD, this, r, dim, size, step);
+        return r;
     }
 
     /** A view with explicit sizes, strides and storage offset (in elements), as {@code torch.as_strided}. */
@@ -592,7 +621,15 @@ public final class Tensor implements AutoCloseable {
         Arguments.nonNull("asStrided", "stride", stride);
         checkOpen("asStrided");
         ViewOps.Geometry v = ViewOps.asStrided(size, stride, storageOffset, storage.byteSize() / dtype.byteSize());
-        return viewGrad("AsStridedBackward0", view(v), g -> asStridedBackward(g, v.shape(), v.strides(), storageOffset));
+        Tensor r = view(v);
+        if (trackView(r)) {
+            long extent = storage.byteSize() / dtype.byteSize();
+            long[] baseShape = shape, baseStrides = strides;
+            long baseOffset = offset;
+            Autograd.record("AsStridedBackward0", r, g -> new Tensor[] {asStridedBackward(g[0], v.shape(), v.strides(), storageOffset,
+                    extent, baseShape, baseStrides, baseOffset)}, new Tensor[] {this});
+        }
+        return r;
     }
 
     public Tensor asStrided(long[] size, long[] stride) {
@@ -1994,8 +2031,16 @@ public final class Tensor implements AutoCloseable {
     public Tensor diag() { return Rearranging.diag(this, 0); }
     public Tensor diag(long diagonal) { return Rearranging.diag(this, diagonal); }
     /** {@code torch.diagonal}: a view of the diagonal of dims 0 and 1. */
-    public Tensor diagonal() { return Rearranging.diagonal(this, 0, 0, 1); }
-    public Tensor diagonal(long offset, int dim1, int dim2) { return Rearranging.diagonal(this, offset, dim1, dim2); }
+    public Tensor diagonal() { return diagonal(0, 0, 1); }
+    public Tensor diagonal(long offset, int dim1, int dim2) {
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEnd(ViewOps.DIAGONAL, new Tensor[] {this}, new double[] {offset, dim1, dim2}, () -> diagonal(offset, dim1, dim2));
+        }
+        checkOpen("diagonal");
+        Tensor r = view(ViewOps.diagonal(shape, strides, this.offset, offset, dim1, dim2));
+        if (trackView(r)) Dispatcher.recordView(ViewOps.DIAGONAL, this, r, offset, dim1, dim2);
+        return r;
+    }
     public Tensor trace() { return Rearranging.trace(this); }
     /** {@code torch.cross} along the first dim of size 3 (PyTorch 1.13's default). */
     public Tensor cross(Tensor other) { return Linalg.cross(this, other, null); }
@@ -2037,20 +2082,54 @@ public final class Tensor implements AutoCloseable {
     // ------------------------------------------------------------------ view autograd
 
     /**
-     * Records a view op's backward when this tensor requires grad, and remembers the base for in-place ops on the view;
-     * a view of a graph tensor made with grad mode off is marked instead (in-place ops on it are refused).
+     * Remembers the base of {@code r}, a view of this tensor, for in-place ops on the view, and returns whether the view op's
+     * call must be recorded for autograd (this tensor requires grad; the caller records it with {@link
+     * Dispatcher#recordView}, whose node evaluates the op's declared derivative). A view of a graph tensor made with grad
+     * mode off is marked instead (in-place ops on it are refused).
      */
-    private Tensor viewGrad(String name, Tensor r, UnaryOperator<Tensor> backward) {
+    private boolean trackView(Tensor r) {
         refreshViewHistory();
         if (noGradViewOfGraph || (requiresGrad && !Grad.isEnabled())) {
             r.noGradViewOfGraph = true;
-            return r;
+            return false;
         }
         r.viewBase = viewBase != null ? viewBase : this;
         r.viewBaseNode = r.viewBase.gradFn;
         r.multiOutputView = multiOutputView;
-        if (requiresGrad) Autograd.record(name, r, g -> new Tensor[] {backward.apply(g[0])}, new Tensor[] {this});
-        return r;
+        return requiresGrad;
+    }
+
+    /**
+     * For op implementations: the consecutive views of this tensor of {@code sizes} elements along {@code dim} (wrapped),
+     * or with {@code select} its slices along {@code dim} (each without it; {@code sizes} empty), returned by one call of {@code op} ({@code
+     * split}, {@code chunk}, {@code unbind}): marked as such (in-place ops on them are refused under autograd, as PyTorch's)
+     * and recorded for autograd as one node for all of them, whose backward joins their gradients once.
+     */
+    public List<Tensor> splitViews(OpDef op, int dim, long[] sizes, boolean select) {
+        Arguments.nonNull("splitViews", "sizes", sizes);
+        Arguments.nonNull("splitViews", "op", op);
+        checkOpen(op.pyName());
+        if (select && shape[dim] > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(op.pyName() + ": cannot return " + shape[dim] + " views of a tensor of shape "
+                    + Shapes.format(shape) + " (more than a Java list can hold)");
+        }
+        Tensor[] views = new Tensor[select ? (int) shape[dim] : sizes.length];
+        boolean record = false;
+        long start = 0;
+        for (int i = 0; i < views.length; i++) {
+            ViewOps.Geometry v = select ? ViewOps.select(shape, strides, offset, dim, i) : ViewOps.narrow(shape, strides, offset, dim, start, sizes[i]);
+            if (!select) start += sizes[i];
+            views[i] = view(v);
+            record = trackView(views[i]);
+        }
+        if (record) {
+            double[] scalars = new double[select ? 1 : sizes.length + 1];
+            scalars[0] = dim;
+            for (int i = 1; i < scalars.length; i++) scalars[i] = sizes[i - 1];
+            Dispatcher.recordView(op, this, views, scalars);
+        }
+        for (int i = 0; i < views.length; i++) views[i].markMultiOutputView(op.node(), i);
+        return new ArrayList<>(Arrays.asList(views));
     }
 
     /**
@@ -2105,50 +2184,6 @@ public final class Tensor implements AutoCloseable {
             Autograd.record("AsStridedBackward0", this, g -> new Tensor[] {
                     asStridedBackward(g[0], size, stride, storageOffset, extent, baseShape, baseStrides, baseOffset)}, new Tensor[] {base});
         }
-    }
-
-    /** Backward of a narrowing view: the gradient placed into zeros of this tensor's shape. */
-    private Tensor embed(Tensor g, UnaryOperator<Tensor> sameView) {
-        Tensor z = Torch.zeros(shape, g.dtype(), g.device());
-        try (Tensor target = sameView.apply(z)) {
-            target.copy_(g);
-        }
-        return z;
-    }
-
-    /** Windows may overlap, so each window's gradient is added separately. */
-    private Tensor unfoldBackward(Tensor g, int d, long size, long step) {
-        Tensor z = Torch.zeros(shape, g.dtype(), g.device());
-        if (shape.length == 0) {
-            try (Tensor only = g.reshape()) {
-                z.copy_(only);
-            }
-            return z;
-        }
-        long windows = g.size(d);
-        int last = g.dim() - 1;
-        for (long w = 0; w < windows; w++) {
-            try (Tensor gw = g.select(d, w); Tensor moved = gw.movedimLastTo(d, last - 1); Tensor target = z.narrow(d, w * step, size)) {
-                target.add_(moved);
-            }
-        }
-        return z;
-    }
-
-    /** Moves the last dimension of this tensor to position {@code d}. */
-    private Tensor movedimLastTo(int d, int last) {
-        int[] perm = new int[last + 1];
-        int j = 0;
-        for (int i = 0; i <= last; i++) {
-            if (i == d) perm[i] = last;
-            else perm[i] = j++;
-        }
-        return permute(perm);
-    }
-
-    /** Scatter-adds the gradient by storage position, then reads it back through this tensor's own geometry. */
-    private Tensor asStridedBackward(Tensor g, long[] size, long[] stride, long storageOffset) {
-        return asStridedBackward(g, size, stride, storageOffset, storage.byteSize() / dtype.byteSize(), shape, strides, offset);
     }
 
     /** The gradient of a view {@code (size, stride, storageOffset)} over a storage of {@code extent} elements, read through {@code (shape, strides, offset)}. */

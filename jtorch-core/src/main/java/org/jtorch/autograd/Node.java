@@ -101,6 +101,11 @@ public class Node {
     }
 
     /** PyTorch-style name of the backward node, e.g. {@code MulBackward0}. */
+    /** How many tensors the node saved for its backward (what it holds alive until it is released). */
+    int savedCount() {
+        return saved.size();
+    }
+
     public String name() {
         return name;
     }

@@ -38,6 +38,7 @@ public final class Backends {
         RecurrentOpKernels.register(backend);
         RandomOpKernels.register(backend);
         AttentionOpKernels.register(backend);
+        ViewBackwardOpKernels.register(backend);
     }
 
     private Backends() {}

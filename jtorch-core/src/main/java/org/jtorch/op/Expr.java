@@ -31,6 +31,31 @@ public sealed interface Expr {
         public String toString() { return negate ? "-" + name : name; }
     }
 
+    /**
+     * The sizes of tensor input {@code index} when the op ran (derivatives.yaml's {@code self.sizes()}), spliced into a
+     * call's scalars where it stands (as the last of them): autograd keeps the input's shape, not the input, so a view's
+     * backward holds no buffer alive (derivatives only).
+     */
+    record InputSizes(int index, String name) implements Expr {
+        public String toString() { return name + ".sizes()"; }
+    }
+
+    /**
+     * The inverse of the permutation in the op's scalars from {@code from} on ({@code permute}'s backward), spliced into a
+     * call's scalars where it stands (as the last of them).
+     */
+    record InversePermutation(int from, String name) implements Expr {
+        public String toString() { return "inverse(" + name + ")"; }
+    }
+
+    /**
+     * The gradients of every output of a call that returned several views ({@code split}, {@code unbind}), null where an
+     * output got none, spliced into a call's tensor arguments where it stands (as the last of them; derivatives only).
+     */
+    record OutputGrads() implements Expr {
+        public String toString() { return "grads"; }
+    }
+
     /** The op's {@code index}-th scalar parameter; where it is NaN (PyTorch's None), {@code ifNone} instead. */
     record Scalar(int index, String name, double ifNone) implements Expr {
         public String toString() { return name; }
@@ -127,9 +152,15 @@ public sealed interface Expr {
      * The part of {@code value} (a variadic op's gradient) that belongs to the input being differentiated, along dimension
      * {@code scalars[dim]}: its slice there ({@code cat}: a narrow at the sizes of the inputs before it), or with
      * {@code select} its index, the dimension removed ({@code stack}). A variadic op declares one derivative, evaluated
-     * once per input.
+     * once per input. With {@code sizesFrom} at 0 or above, the slices' sizes are the op's scalars from there on (a list
+     * whose inputs may be missing: {@code split}'s backward), not the inputs' shapes.
      */
-    record Part(Expr value, int dim, boolean select) implements Expr {
+    record Part(Expr value, int dim, boolean select, int sizesFrom) implements Expr {
+        /** The slices' sizes from the inputs' shapes. */
+        public Part(Expr value, int dim, boolean select) {
+            this(value, dim, select, -1);
+        }
+
         public String toString() { return (select ? "select" : "narrow") + "(" + value + ", dim, this input's " + (select ? "index" : "slice") + ")"; }
     }
 
@@ -276,6 +307,8 @@ public sealed interface Expr {
             case Const c -> true;
             case Scalar s -> true;
             case ScalarRest s -> true;
+            case InputSizes s -> true;
+            case InversePermutation p -> true;
             case Count c -> true;
             case GradInputMask m -> true;
             case Size z -> true;

@@ -436,6 +436,11 @@ public final class OpDef {
                     : new Signature(n, List.of(params), "(" + String.join(", ", outputs.stream().map(o -> "Tensor " + o).toList()) + ")");
             return this;
         }
+        /** The schema's return type, for a front end that returns other than one tensor ({@code Tensor[]}); call after {@link #signature}. */
+        public Builder returns(String returns) {
+            this.signature = new Signature(signature.name(), signature.params(), returns);
+            return this;
+        }
         public Builder rule(DTypeRule rule) { this.rule = rule; return this; }
         public Builder formula(Expr formula) { this.formula = formula; return this; }
         public Builder composition(Expr composition) { this.composition = composition; return this; }

@@ -1,8 +1,12 @@
 package org.jtorch.op;
 
 import static org.jtorch.op.DTypeRule.SAME;
+import static org.jtorch.op.Expr.GRAD;
+import static org.jtorch.op.Expr.call;
+import static org.jtorch.op.Expr.scalar;
 
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * The view ops: each returns a tensor that shares its input's memory, with a new geometry (sizes, strides and storage
@@ -10,6 +14,15 @@ import java.util.Arrays;
  * computed and checked from the input's geometry and the arguments, without data. Errors name the op, the shape and
  * the offending argument, as PyTorch's do. {@code Tensor}'s view methods are these functions plus autograd; the trace
  * records each call as one op, replayed through the same method.
+ *
+ * <p>Each view's derivative is declared with ops, as PyTorch's derivatives.yaml: a view of the gradient back ({@code
+ * permute}, {@code transpose}, {@code squeeze}), a reshape to the input's sizes, a sum back to them ({@code expand}), or
+ * the gradient placed into zeros of the input's sizes by a backward op declared here ({@code slice_backward}, {@code
+ * select_backward}, {@code unfold_backward}, {@code diagonal_backward}, {@code split_with_sizes_backward}, {@code
+ * unbind_backward}), whose kernels are a fill and the backends' strided copy. The derivatives read the input's sizes
+ * ({@link Expr.InputSizes}), never its values: a view's autograd node holds no buffer. The scalars autograd keeps for a
+ * call are resolved where the call's own may count from the end ({@code narrow}'s and {@code slice}'s bounds, {@code
+ * split}'s sizes).
  */
 public final class ViewOps {
     private ViewOps() {}
@@ -19,31 +32,213 @@ public final class ViewOps {
 
     private static final Param SELF = Param.tensor("self");
 
-    public static final OpDef VIEW = view("view", new Param("size", "SymInt[]", null));
+    private static final Expr SIZES = new Expr.InputSizes(0, "self");
+
+    public static final OpDef VIEW = view("view", reshapeBack(), new Param("size", "SymInt[]", null));
     public static final OpDef RESHAPE = OpDef.frontEnd("reshape", true).rule(SAME).signature(SELF, new Param("shape", "SymInt[]", null))
-            .doc("a view, or a copy where strides cannot express it").build();
-    public static final OpDef PERMUTE = view("permute", new Param("dims", "int[]", null));
-    public static final OpDef TRANSPOSE = view("transpose", new Param("dim0", "int", null), new Param("dim1", "int", null));
-    public static final OpDef SQUEEZE = view("squeeze");
-    public static final OpDef SQUEEZE_DIM = OpDef.frontEnd("squeeze_dim", true).py("squeeze").rule(SAME)
-            .signature(SELF, new Param("dim", "int", null)).doc("a view").build();
-    public static final OpDef UNSQUEEZE = view("unsqueeze", new Param("dim", "int", null));
-    public static final OpDef EXPAND = view("expand", new Param("size", "SymInt[]", null));
-    public static final OpDef SLICE = view("slice", new Param("dim", "int", "0"), new Param("start", "SymInt?", "None"),
+            .derivatives(reshapeBack()).doc("a view, or a copy where strides cannot express it").build();
+    public static final OpDef PERMUTE = view("permute", () -> List.of(call(ViewOps.PERMUTE, GRAD, new Expr.InversePermutation(0, "dims"))),
+            new Param("dims", "int[]", null));
+    public static final OpDef TRANSPOSE = view("transpose", () -> List.of(call(ViewOps.TRANSPOSE, GRAD, scalar(0, "dim0"), scalar(1, "dim1"))),
+            new Param("dim0", "int", null), new Param("dim1", "int", null));
+    public static final OpDef SQUEEZE = view("squeeze", reshapeBack());
+    public static final OpDef SQUEEZE_DIM = OpDef.frontEnd("squeeze_dim", true).py("squeeze").rule(SAME).node("SqueezeBackward1")
+            .signature(SELF, new Param("dim", "int", null)).derivatives(reshapeBack()).doc("a view").build();
+    public static final OpDef UNSQUEEZE = view("unsqueeze", () -> List.of(call(ViewOps.SQUEEZE_DIM, GRAD, scalar(0, "dim"))),
+            new Param("dim", "int", null));
+    public static final OpDef EXPAND = view("expand", () -> List.of(call(ViewOps.SUM_TO_SIZE, GRAD, SIZES)),
+            new Param("size", "SymInt[]", null));
+    public static final OpDef SLICE = view("slice", () -> List.of(call(ViewOps.SLICE_BACKWARD, GRAD, scalar(0, "dim"), scalar(1, "start"),
+            scalar(2, "end"), scalar(3, "step"), SIZES)), new Param("dim", "int", "0"), new Param("start", "SymInt?", "None"),
             new Param("end", "SymInt?", "None"), new Param("step", "SymInt", "1"));
-    public static final OpDef NARROW = view("narrow", new Param("dim", "int", null), new Param("start", "SymInt", null),
-            new Param("length", "SymInt", null));
-    public static final OpDef SELECT = view("select", new Param("dim", "int", null), new Param("index", "SymInt", null));
-    public static final OpDef UNFOLD = view("unfold", new Param("dimension", "int", null), new Param("size", "int", null),
-            new Param("step", "int", null));
-    public static final OpDef DIAGONAL = view("diagonal", new Param("offset", "int", "0"), new Param("dim1", "int", "0"),
+    public static final OpDef NARROW = view("narrow", () -> List.of(call(ViewOps.SLICE_BACKWARD, GRAD, scalar(0, "dim"), scalar(1, "start"),
+            Expr.math(Fn.ADD, scalar(1, "start"), scalar(2, "length")), Expr.c(1), SIZES)), new Param("dim", "int", null),
+            new Param("start", "SymInt", null), new Param("length", "SymInt", null));
+    public static final OpDef SELECT = view("select", () -> List.of(call(ViewOps.SELECT_BACKWARD, GRAD, scalar(0, "dim"), scalar(1, "index"), SIZES)),
+            new Param("dim", "int", null), new Param("index", "SymInt", null));
+    public static final OpDef UNFOLD = view("unfold", () -> List.of(call(ViewOps.UNFOLD_BACKWARD, GRAD, scalar(0, "dimension"), scalar(1, "size"),
+            scalar(2, "step"), SIZES)), new Param("dimension", "int", null), new Param("size", "int", null), new Param("step", "int", null));
+    public static final OpDef DIAGONAL = view("diagonal", () -> List.of(call(ViewOps.DIAGONAL_BACKWARD, GRAD, scalar(0, "offset"),
+            scalar(1, "dim1"), scalar(2, "dim2"), SIZES)), new Param("offset", "int", "0"), new Param("dim1", "int", "0"),
             new Param("dim2", "int", "1"));
 
-    private static OpDef view(String name, Param... params) {
+    // ------------------------------------------------------------------ views returning several tensors: one node for all
+
+    /**
+     * {@code split(split_size, dim)}: consecutive views of {@code split_size} elements (the last may be smaller). Autograd keeps
+     * the resolved {@code [dim, sizes...]} of the call, so its backward is {@code split_with_sizes}'.
+     */
+    public static final OpDef SPLIT = views("split", "SplitBackward0", new Param("split_size", "SymInt", null), new Param("dim", "int", "0"));
+    /** {@code split_with_sizes(split_sizes, dim)}; the list comes last here ({@code [dim, sizes...]}), as the call's last scalars. */
+    public static final OpDef SPLIT_WITH_SIZES = views("split_with_sizes", "SplitWithSizesBackward0", new Param("dim", "int", "0"),
+            new Param("split_sizes", "SymInt[]", null));
+    /** {@code chunk(chunks, dim)}: {@code split} with {@code ceil(size / chunks)} elements, PyTorch's {@code SplitBackward0}. */
+    public static final OpDef CHUNK = views("chunk", "SplitBackward0", new Param("chunks", "int", null), new Param("dim", "int", "0"));
+    public static final OpDef UNBIND = OpDef.frontEnd("unbind", true).rule(SAME).node("UnbindBackward0").signature(SELF, new Param("dim", "int", "0")).returns("Tensor[]")
+            .derivatives(() -> List.of(call(ViewOps.UNBIND_BACKWARD, new Expr.OutputGrads(), scalar(0, "dim"), SIZES)))
+            .doc("views, one per index of dim, the dimension removed").build();
+
+    private static OpDef views(String name, String node, Param... params) {
         Param[] all = new Param[params.length + 1];
         all[0] = SELF;
         System.arraycopy(params, 0, all, 1, params.length);
-        return OpDef.frontEnd(name, true).rule(SAME).signature(all).doc("a view").build();
+        return OpDef.frontEnd(name, true).rule(SAME).node(node).signature(all).returns("Tensor[]").derivatives(() -> List.of(call(ViewOps.SPLIT_WITH_SIZES_BACKWARD,
+                new Expr.OutputGrads(), scalar(0, "dim"), new Expr.ScalarRest(1, false, "split_sizes"))))
+                .doc("consecutive views along dim").build();
+    }
+
+    // ------------------------------------------------------------------ the views' backward ops
+
+    /** {@code sum_to_size(size)}: the sum over the dimensions {@code self} was broadcast along ({@code expand}'s backward). */
+    public static final OpDef SUM_TO_SIZE = OpDef.frontEnd("sum_to_size", true).rule(SAME).signature(SELF, new Param("size", "SymInt[]", null))
+            .doc("self summed back to a shape it broadcasts from").build();
+
+    private static final Param GRAD_OUTPUT = Param.tensor("grad_output");
+    private static final Param INPUT_SIZES = new Param("input_sizes", "SymInt[]", null);
+
+    /**
+     * {@code slice_backward(grad_output, dim, start, end, step, input_sizes)}: zeros of {@code input_sizes} with the gradient
+     * in the slice ({@code input_sizes} comes last here, so that it is the call's last scalars).
+     */
+    public static final OpDef SLICE_BACKWARD = OpDef.structured("slice_backward").rule(SAME)
+            .signature(GRAD_OUTPUT, new Param("dim", "int", null), new Param("start", "SymInt", null), new Param("end", "SymInt", null),
+                    new Param("step", "SymInt", null), INPUT_SIZES)
+            .meta((in, g) -> backwardMeta("slice_backward", in[0], sizes(g, 4),
+                    slice(sizes(g, 4), Shapes.contiguousStrides(sizes(g, 4)), 0, (int) g[0], (long) g[1], (long) g[2], (long) g[3])))
+            .derivatives(() -> List.of(call(ViewOps.SLICE, GRAD, scalar(0, "dim"), scalar(1, "start"), scalar(2, "end"), scalar(3, "step"))))
+            .doc("zeros of input_sizes, the gradient in the slice").build();
+
+    /** {@code select_backward(grad_output, dim, index, input_sizes)}: zeros of {@code input_sizes}, the gradient at the index. */
+    public static final OpDef SELECT_BACKWARD = OpDef.structured("select_backward").rule(SAME)
+            .signature(GRAD_OUTPUT, new Param("dim", "int", null), new Param("index", "SymInt", null), INPUT_SIZES)
+            .meta((in, g) -> backwardMeta("select_backward", in[0], sizes(g, 2),
+                    select(sizes(g, 2), Shapes.contiguousStrides(sizes(g, 2)), 0, (int) g[0], (long) g[1])))
+            .derivatives(() -> List.of(call(ViewOps.SELECT, GRAD, scalar(0, "dim"), scalar(1, "index"))))
+            .doc("zeros of input_sizes, the gradient at the index").build();
+
+    /**
+     * {@code unfold_backward(grad_in, dim, size, step, input_sizes)}: zeros of {@code input_sizes} with each window's gradient
+     * added at its place (windows overlap where {@code step < size}).
+     */
+    public static final OpDef UNFOLD_BACKWARD = OpDef.structured("unfold_backward").rule(SAME)
+            .signature(Param.tensor("grad_in"), new Param("dim", "int", null), new Param("size", "int", null), new Param("step", "int", null),
+                    INPUT_SIZES)
+            .meta((in, g) -> backwardMeta("unfold_backward", in[0], sizes(g, 3),
+                    unfold(sizes(g, 3), Shapes.contiguousStrides(sizes(g, 3)), 0, (int) g[0], (long) g[1], (long) g[2])))
+            .derivatives(() -> List.of(call(ViewOps.UNFOLD, GRAD, scalar(0, "dim"), scalar(1, "size"), scalar(2, "step"))))
+            .doc("zeros of input_sizes, each window's gradient added at its place").build();
+
+    /** {@code diagonal_backward(grad_output, offset, dim1, dim2, input_sizes)}: zeros of {@code input_sizes}, the gradient on the diagonal. */
+    public static final OpDef DIAGONAL_BACKWARD = OpDef.structured("diagonal_backward").rule(SAME)
+            .signature(GRAD_OUTPUT, new Param("offset", "int", null), new Param("dim1", "int", null), new Param("dim2", "int", null),
+                    INPUT_SIZES)
+            .meta((in, g) -> backwardMeta("diagonal_backward", in[0], sizes(g, 3),
+                    diagonal(sizes(g, 3), Shapes.contiguousStrides(sizes(g, 3)), 0, (long) g[0], (int) g[1], (int) g[2])))
+            .derivatives(() -> List.of(call(ViewOps.DIAGONAL, GRAD, scalar(0, "offset"), scalar(1, "dim1"), scalar(2, "dim2"))))
+            .doc("zeros of input_sizes, the gradient on the diagonal").build();
+
+    /**
+     * {@code split_with_sizes_backward(grads, dim, split_sizes)}: the pieces' gradients joined along {@code dim}, zeros where a
+     * piece got none (null in {@code grads}); at least one is given. Its derivative gives each piece its slice.
+     */
+    public static final OpDef SPLIT_WITH_SIZES_BACKWARD = OpDef.structured("split_with_sizes_backward").rule(SAME)
+            .signature(new Param("grads", "Tensor[]", null), new Param("dim", "int", null), new Param("split_sizes", "SymInt[]", null))
+            .meta(ViewOps::splitBackwardMeta)
+            .derivatives(() -> List.of(new Expr.Part(GRAD, 0, false, 1)))
+            .doc("the pieces' gradients joined along dim, zeros for a missing one").build();
+
+    /** {@code unbind_backward(grads, dim, input_sizes)}: the slices' gradients stacked along {@code dim}, zeros where one got none. */
+    public static final OpDef UNBIND_BACKWARD = OpDef.structured("unbind_backward").rule(SAME)
+            .signature(new Param("grads", "Tensor[]", null), new Param("dim", "int", null), INPUT_SIZES)
+            .meta(ViewOps::unbindBackwardMeta)
+            .derivatives(() -> List.of(new Expr.Part(GRAD, 0, true)))
+            .doc("the slices' gradients stacked along dim, zeros for a missing one").build();
+
+    private static java.util.function.Supplier<List<Expr>> reshapeBack() {
+        return () -> List.of(call(ViewOps.RESHAPE, GRAD, SIZES));
+    }
+
+    private static OpDef view(String name, java.util.function.Supplier<List<Expr>> derivatives, Param... params) {
+        Param[] all = new Param[params.length + 1];
+        all[0] = SELF;
+        System.arraycopy(params, 0, all, 1, params.length);
+        return OpDef.frontEnd(name, true).rule(SAME).signature(all).derivatives(derivatives).doc("a view").build();
+    }
+
+    // ------------------------------------------------------------------ meta functions of the backward ops
+
+    /** The scalars from {@code from} on, as sizes. */
+    public static long[] sizes(double[] scalars, int from) {
+        long[] s = new long[scalars.length - from];
+        for (int i = 0; i < s.length; i++) s[i] = (long) scalars[from + i];
+        return s;
+    }
+
+    /** A backward op's result: zeros of {@code sizes}, the gradient written through {@code view}, which must have its shape. */
+    private static Meta.Output backwardMeta(String op, StridedView grad, long[] sizes, Geometry view) {
+        for (long s : sizes) if (s < 0) throw new IllegalArgumentException(op + ": negative size in input_sizes " + Shapes.format(sizes));
+        Shapes.checkedNumel(op, sizes);
+        if (!Arrays.equals(grad.shape(), view.shape())) {
+            throw new IllegalArgumentException(op + ": the gradient has shape " + Shapes.format(grad.shape()) + ", but the view of "
+                    + "input_sizes " + Shapes.format(sizes) + " it comes from has shape " + Shapes.format(view.shape()));
+        }
+        return new Meta.Output(sizes, grad.dtype());
+    }
+
+    /** The one gradient given of several pieces, or an exception naming the op; all given ones on one device and dtype. */
+    private static StridedView anyGrad(String op, StridedView[] grads) {
+        StridedView first = null;
+        for (StridedView g : grads) {
+            if (g == null) continue;
+            if (first == null) first = g;
+            else if (g.dtype() != first.dtype() || !g.device().equals(first.device())) {
+                throw new IllegalArgumentException(op + ": expected the gradients in one dtype on one device, got " + first.dtype() + " on "
+                        + first.device() + " and " + g.dtype() + " on " + g.device());
+            }
+        }
+        if (first == null) throw new IllegalArgumentException(op + ": expected at least one defined gradient of " + grads.length);
+        return first;
+    }
+
+    private static Meta.Output splitBackwardMeta(StridedView[] in, double[] g) {
+        String op = "split_with_sizes_backward";
+        StridedView any = anyGrad(op, in);
+        long[] sizes = sizes(g, 1);
+        if (sizes.length != in.length) {
+            throw new IllegalArgumentException(op + ": " + in.length + " gradients for " + sizes.length + " split sizes " + Shapes.format(sizes));
+        }
+        int d = Shapes.wrapDim(op, (int) g[0], any.dim());
+        long[] shape = any.shape().clone();
+        shape[d] = 0;
+        for (int i = 0; i < in.length; i++) {
+            if (sizes[i] < 0) throw new IllegalArgumentException(op + ": negative split size in " + Shapes.format(sizes));
+            shape[d] = Math.addExact(shape[d], sizes[i]);
+            long[] piece = any.shape().clone();
+            piece[d] = sizes[i];
+            if (in[i] != null && !Arrays.equals(in[i].shape(), piece)) {
+                throw new IllegalArgumentException(op + ": gradient " + i + " has shape " + Shapes.format(in[i].shape()) + ", expected "
+                        + Shapes.format(piece) + " (split sizes " + Shapes.format(sizes) + " along dim " + d + ")");
+            }
+        }
+        return new Meta.Output(shape, any.dtype());
+    }
+
+    private static Meta.Output unbindBackwardMeta(StridedView[] in, double[] g) {
+        String op = "unbind_backward";
+        StridedView any = anyGrad(op, in);
+        long[] sizes = sizes(g, 1);
+        int d = Shapes.wrapDim(op, (int) g[0], sizes.length);
+        if (sizes.length == 0 || sizes[d] != in.length) {
+            throw new IllegalArgumentException(op + ": " + in.length + " gradients for input_sizes " + Shapes.format(sizes) + " along dim " + g[0]);
+        }
+        long[] piece = remove(sizes, d);
+        for (int i = 0; i < in.length; i++) {
+            if (in[i] != null && !Arrays.equals(in[i].shape(), piece)) {
+                throw new IllegalArgumentException(op + ": gradient " + i + " has shape " + Shapes.format(in[i].shape()) + ", expected "
+                        + Shapes.format(piece) + " (input_sizes " + Shapes.format(sizes) + ", dim " + d + ")");
+            }
+        }
+        return new Meta.Output(sizes, any.dtype());
     }
 
     // ------------------------------------------------------------------ meta functions: the views' geometry

@@ -106,6 +106,18 @@ public final class Dispatcher {
     }
 
     /**
+     * {@link #traceFrontEnd} of a front end returning several tensors ({@code split}, {@code unbind}): reported as one op
+     * with all its outputs ({@link TraceHook#recordAll}).
+     */
+    public static List<Tensor> traceFrontEndAll(OpDef op, Tensor[] inputs, double[] args, java.util.function.Supplier<List<Tensor>> body) {
+        TraceHook<Tensor> hook = TRACE.get();
+        if (hook == null) return body.get();
+        List<Tensor> r = withoutTrace(body);
+        hook.recordAll(op, Arrays.asList(inputs), args.clone(), r);
+        return r;
+    }
+
+    /**
      * Whether a layer wraps the hand-written front ends now (autocast or a trace on this thread): the one test such a
      * front end makes before calling {@link #frontEnd}.
      */
@@ -195,6 +207,7 @@ public final class Dispatcher {
      * TraceHook#recordAll}).
      */
     public static Tensor[] callAll(OpDef op, Tensor[] inputs, double... scalars) {
+        if (op.kind() == OpDef.Kind.FRONT_END && FrontEnds.returnsSeveral(op)) return FrontEnds.callAll(op, inputs, scalars);
         if (op.kind() != OpDef.Kind.STRUCTURED || op.outputCount() == 1) {
             return new Tensor[] {call(op, inputs, scalars)};
         }
@@ -974,13 +987,13 @@ public final class Dispatcher {
                 for (int k = 1; k < o.length; k++) if (outs[k] != null) o[k] = outs[k].get();
             }
             Values v = new Values(in, present, savedResult == null ? null : savedResult.get(), g[0], scalars, call,
-                    plan.sharedSlots() == 0 ? null : new Object[plan.sharedSlots()], o, null, gradOutputs == 1 ? null : g, mask);
+                    plan.sharedSlots() == 0 ? null : new Object[plan.sharedSlots()], o, null, gradOutputs == 1 ? null : g, mask, shapes);
             Tensor[] grads = new Tensor[graphInputs.length];
             for (int i = 0; i < n; i++) {
                 if (variadic && needs[i]) {
                     // one derivative for every input of the list, told which input it is
                     Tensor gi = derivatives[0].eval(new Values(in, present, v.result(), g[0], scalars, call, null, o,
-                            new ExprCompiler.Part(i, shapes)));
+                            new ExprCompiler.Part(i, shapes), g, mask, shapes));
                     grads[slot[i]] = Gradients.sumTo(gi, shapes[i], types[i]);
                     continue;
                 }
@@ -994,6 +1007,31 @@ public final class Dispatcher {
             return grads;
         }, savedCount == all.length ? all : Arrays.copyOf(all, savedCount));
     }
+
+    /**
+     * Records the backward of a view op's call ({@code outputs}: views of {@code self}; several for {@code split} and
+     * {@code unbind}, whose node is one for all of them): a node that evaluates the op's declared derivative with ops. Those
+     * read the gradients, the op's {@code scalars} and {@code self}'s sizes ({@link Expr#GRAD}, {@link Expr.OutputGrads},
+     * {@link Expr.InputSizes}), never {@code self}'s values: the node keeps its shape and nothing else of it. Called by the
+     * view front ends when {@code self} requires grad and grad mode is on.
+     */
+    public static void recordView(OpDef op, Tensor self, Tensor[] outputs, double... scalars) {
+        Plan plan = plan(op);
+        TensorFn derivative = plan.derivatives()[0];
+        long[][] shapes = {self.shapeArray()}; // a tensor's shape never changes: shared, not copied
+        DType type = self.dtype();
+        Autograd.record(plan.nodeName(), new Tensor[] {self}, outputs, g -> {
+            Values v = new Values(NO_VALUES, ONE_PRESENT, null, g[0], scalars, null, null, null, null, g, 1L, shapes);
+            return new Tensor[] {Elementwise.castTo(derivative.eval(v), type)};
+        });
+    }
+
+    /** {@link #recordView} of a view op with one output. */
+    public static void recordView(OpDef op, Tensor self, Tensor output, double... scalars) {
+        recordView(op, self, new Tensor[] {output}, scalars);
+    }
+
+    private static final Tensor[] NO_VALUES = new Tensor[1];
 
     private static boolean[] presence(Tensor[] inputs) {
         boolean[] p = new boolean[inputs.length];

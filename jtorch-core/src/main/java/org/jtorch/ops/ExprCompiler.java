@@ -22,14 +22,15 @@ final class ExprCompiler {
      * What a tree reads: the op's inputs (null where not saved), which optional inputs were given, its
      * result, the incoming gradient, its scalar parameters (NaN for None), for a reduction its call, and the values of
      * the subtrees a composition uses more than once, once computed ({@link #compileComposition}; null elsewhere), and a
-     * multi-output op's outputs that its derivatives read ({@link Expr.Output}; null elsewhere).
+     * multi-output op's outputs that its derivatives read ({@link Expr.Output}; null elsewhere), and the inputs' shapes
+     * when the op ran ({@link Expr.InputSizes}; null where no derivative is evaluated).
      */
     record Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction,
-                  Object[] shared, Tensor[] outputs, Part part, Tensor[] grads, long gradInputMask) {
+                  Object[] shared, Tensor[] outputs, Part part, Tensor[] grads, long gradInputMask, long[][] inputShapes) {
         /** Without the gradients of further outputs (an op whose first output alone is differentiable), every input's gradient asked. */
         Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction,
                Object[] shared, Tensor[] outputs, Part part) {
-            this(inputs, present, result, grad, scalars, reduction, shared, outputs, part, null, -1L);
+            this(inputs, present, result, grad, scalars, reduction, shared, outputs, part, null, -1L, null);
         }
 
         Values(Tensor[] inputs, boolean[] present, Tensor result, Tensor grad, double[] scalars, ReduceCall reduction) {
@@ -106,7 +107,7 @@ final class ExprCompiler {
         }
         int n = slots.size();
         return v -> root.eval(new Values(v.inputs(), v.present(), v.result(), v.grad(), v.scalars(), v.reduction(), new Object[n], v.outputs(), v.part(), v.grads(),
-                v.gradInputMask()));
+                v.gradInputMask(), v.inputShapes()));
     }
 
     /** An op's derivatives, compiled together: {@code slots} is the length of the {@link Values#shared} array they need. */
@@ -295,6 +296,17 @@ final class ExprCompiler {
         TensorFn value = compile(p.value());
         int dim = p.dim();
         boolean select = p.select();
+        int sizesFrom = p.sizesFrom();
+        if (sizesFrom >= 0) {
+            return v -> {
+                Tensor g = value.eval(v);
+                int i = v.part().index();
+                int d = org.jtorch.op.Shapes.wrapDim("part", (int) v.scalars()[dim], g.dim());
+                long start = 0;
+                for (int j = 0; j < i; j++) start += (long) v.scalars()[sizesFrom + j];
+                return g.narrow(d, start, (long) v.scalars()[sizesFrom + i]);
+            };
+        }
         return v -> {
             Tensor g = value.eval(v);
             int i = v.part().index();
@@ -313,37 +325,74 @@ final class ExprCompiler {
      * {@code rest}, where the last tensor argument is an {@link Expr.Rest}, the first of the differentiated op's inputs it
      * splices in (else -1).
      */
-    private record CallArgs(TensorFn[] in, ScalarFn[] sc, int rest, Expr.ScalarRest scalarRest) {
+    private record CallArgs(TensorFn[] in, ScalarFn[] sc, int rest, boolean grads, ListFn scalarRest) {
         static CallArgs of(List<Expr> args) {
             int tensors = 0;
             while (tensors < args.size() && !args.get(tensors).isScalar()) tensors++;
-            int rest = tensors > 0 && args.get(tensors - 1) instanceof Expr.Rest r ? r.from() : -1;
-            TensorFn[] in = new TensorFn[rest >= 0 ? tensors - 1 : tensors];
+            Expr lastTensor = tensors > 0 ? args.get(tensors - 1) : null;
+            int rest = lastTensor instanceof Expr.Rest r ? r.from() : -1;
+            boolean grads = lastTensor instanceof Expr.OutputGrads;
+            TensorFn[] in = new TensorFn[rest >= 0 || grads ? tensors - 1 : tensors];
             for (int i = 0; i < in.length; i++) in[i] = compile(args.get(i));
-            Expr.ScalarRest scalarRest = args.size() > tensors && args.getLast() instanceof Expr.ScalarRest r ? r : null;
+            ListFn scalarRest = args.size() > tensors ? compileList(args.getLast()) : null;
             ScalarFn[] sc = new ScalarFn[args.size() - tensors - (scalarRest == null ? 0 : 1)];
             for (int i = 0; i < sc.length; i++) sc[i] = compileScalar(args.get(tensors + i));
-            return new CallArgs(in, sc, rest, scalarRest);
+            return new CallArgs(in, sc, rest, grads, scalarRest);
         }
 
         Tensor[] tensors(Values v) {
-            int spliced = rest < 0 ? 0 : Math.max(0, v.inputs().length - rest);
+            Tensor[] list = grads ? v.grads() : v.inputs();
+            int from = grads ? 0 : rest;
+            int spliced = from < 0 ? 0 : Math.max(0, list.length - from);
             Tensor[] t = new Tensor[in.length + spliced];
             for (int i = 0; i < in.length; i++) t[i] = in[i].eval(v);
-            if (spliced > 0) System.arraycopy(v.inputs(), rest, t, in.length, spliced);
+            if (spliced > 0) System.arraycopy(list, from, t, in.length, spliced);
             return t;
         }
 
         double[] scalars(Values v) {
-            int spliced = scalarRest == null ? 0 : Math.max(0, v.scalars().length - scalarRest.from());
-            double[] s = new double[sc.length + spliced];
+            double[] spliced = scalarRest == null ? NONE : scalarRest.eval(v);
+            double[] s = new double[sc.length + spliced.length];
             for (int i = 0; i < sc.length; i++) s[i] = sc[i].eval(v);
-            for (int i = 0; i < spliced; i++) {
-                double x = v.scalars()[scalarRest.from() + i];
-                s[sc.length + i] = scalarRest.negate() ? -x : x;
-            }
+            System.arraycopy(spliced, 0, s, sc.length, spliced.length);
             return s;
         }
+    }
+
+    private static final double[] NONE = {};
+
+    /** A compiled list of scalars spliced into a call's scalars ({@link Expr.ScalarRest} and the like). */
+    private interface ListFn {
+        double[] eval(Values v);
+    }
+
+    /** {@code e} as a list spliced into a call's scalars, or null where it is one scalar. */
+    private static ListFn compileList(Expr e) {
+        return switch (e) {
+            case Expr.ScalarRest r -> v -> {
+                double[] s = new double[Math.max(0, v.scalars().length - r.from())];
+                for (int i = 0; i < s.length; i++) s[i] = r.negate() ? -v.scalars()[r.from() + i] : v.scalars()[r.from() + i];
+                return s;
+            };
+            case Expr.InputSizes z -> {
+                int i = z.index();
+                yield v -> {
+                    long[] shape = v.inputShapes()[i];
+                    double[] s = new double[shape.length];
+                    for (int k = 0; k < s.length; k++) s[k] = shape[k];
+                    return s;
+                };
+            }
+            case Expr.InversePermutation p -> v -> {
+                double[] s = new double[Math.max(0, v.scalars().length - p.from())];
+                for (int i = 0; i < s.length; i++) {
+                    int d = (int) v.scalars()[p.from() + i];
+                    s[d < 0 ? d + s.length : d] = i;
+                }
+                return s;
+            };
+            default -> null;
+        };
     }
 
     /** Output {@code output} of a multi-output call, the call run once per {@link Values} where it has a shared slot. */

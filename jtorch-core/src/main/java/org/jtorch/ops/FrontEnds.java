@@ -17,6 +17,32 @@ import org.jtorch.op.ViewOps;
 public final class FrontEnds {
     private FrontEnds() {}
 
+    /** Whether {@code op}'s front end returns several tensors ({@link #callAll}). */
+    static boolean returnsSeveral(OpDef op) {
+        return op == ViewOps.SPLIT || op == ViewOps.SPLIT_WITH_SIZES || op == ViewOps.CHUNK || op == ViewOps.UNBIND;
+    }
+
+    /** A front end returning several tensors ({@link #returnsSeveral}), called as {@link #call}: all its outputs, in order. */
+    static Tensor[] callAll(OpDef op, Tensor[] in, double[] args) {
+        java.util.List<Tensor> r;
+        if (op == ViewOps.SPLIT) r = in[0].split((long) args[0], (int) args[1]);
+        else if (op == ViewOps.SPLIT_WITH_SIZES) r = in[0].split(longs(java.util.Arrays.copyOfRange(args, 1, args.length)), (int) args[0]);
+        else if (op == ViewOps.CHUNK) r = in[0].chunk((int) args[0], (int) args[1]);
+        else if (op == ViewOps.UNBIND) r = in[0].unbind((int) args[0]);
+        else throw new IllegalStateException(op.name() + " has no front end returning several tensors");
+        return r.toArray(new Tensor[0]);
+    }
+
+    /**
+     * {@code sum_to_size}: {@code g} summed over the dimensions it was broadcast along from {@code shape} (a new tensor even
+     * where nothing is summed: an op's result is never its input).
+     */
+    private static Tensor sumToSize(Tensor g, long[] shape) {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(ViewOps.SUM_TO_SIZE, new Tensor[] {g}, args(shape), () -> sumToSize(g, shape));
+        Tensor r = org.jtorch.autograd.Gradients.sumTo(g, shape, g.dtype());
+        return r == g ? g.alias() : r;
+    }
+
     static Tensor call(OpDef op, Tensor[] in, double[] args) {
         if (op == ViewOps.VIEW) return in[0].view(longs(args));
         if (op == ViewOps.RESHAPE) return in[0].reshape(longs(args));
@@ -39,6 +65,13 @@ public final class FrontEnds {
         if (op == ViewOps.SELECT) return in[0].select((int) args[0], (long) args[1]);
         if (op == ViewOps.UNFOLD) return in[0].unfold((int) args[0], (long) args[1], (long) args[2]);
         if (op == ViewOps.DIAGONAL) return Rearranging.diagonal(in[0], (long) args[0], (int) args[1], (int) args[2]);
+        if (op == ViewOps.SUM_TO_SIZE) return sumToSize(in[0], longs(args));
+        if (returnsSeveral(op)) {
+            // a caller that asked for one output (the trace read only the first): the others are released
+            Tensor[] all = callAll(op, in, args);
+            for (int i = 1; i < all.length; i++) all[i].close();
+            return all[0];
+        }
         if (op == FrontEndOps.ZEROS) {
             Device device = Device.Type.values()[(int) args[1]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[2]);
             return Torch.zeros(longs(java.util.Arrays.copyOfRange(args, 3, args.length)), DType.values()[(int) args[0]], device);

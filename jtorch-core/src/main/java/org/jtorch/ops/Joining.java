@@ -3,7 +3,7 @@ package org.jtorch.ops;
 import org.jtorch.op.JoiningOps;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.Shapes;
-import java.util.ArrayList;
+import org.jtorch.op.ViewOps;
 import java.util.Arrays;
 import java.util.List;
 import org.jtorch.Tensor;
@@ -14,8 +14,10 @@ import org.jtorch.Tensor;
  *
  * <p>{@code cat} and {@code stack} are declared variadic ops ({@link JoiningOps}): the dispatcher runs their checks,
  * kernels (each input copied into its slice of the result), autograd (each input gets its slice of the gradient,
- * converted back to its dtype) and trace. The splitting ops return views that share storage with their input; the
- * caller owns (closes) them, and they are differentiable through the view ops they return ({@code narrow}, {@code select}).
+ * converted back to its dtype) and trace. The splitting ops ({@link ViewOps#SPLIT}, {@link ViewOps#SPLIT_WITH_SIZES}, {@link
+ * ViewOps#CHUNK}, {@link ViewOps#UNBIND}) return views that share storage with their input; the caller owns (closes) them.
+ * Each call is one autograd node for all its views, whose backward joins their gradients once (zeros for a view that got
+ * none), and one traced op with several outputs.
  */
 public final class Joining {
     private Joining() {}
@@ -45,6 +47,9 @@ public final class Joining {
 
     /** {@code self.split(splitSize, dim)}: views of {@code splitSize} along {@code dim}, the last one possibly smaller. */
     public static List<Tensor> split(Tensor self, long splitSize, int dim) {
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEndAll(ViewOps.SPLIT, new Tensor[] {self}, new double[] {splitSize, dim}, () -> split(self, splitSize, dim));
+        }
         String op = "split";
         self.checkOpen(op);
         if (self.dim() == 0) throw new IllegalArgumentException(op + ": expects at least a 1-dimensional tensor");
@@ -56,16 +61,31 @@ public final class Joining {
                     + size);
         }
         long parts = splitSize == 0 || size == 0 ? 1 : (size - 1) / splitSize + 1; // size + splitSize - 1 overflows for a huge split
-        List<Tensor> r = new ArrayList<>();
-        for (long i = 0; i < parts; i++) {
-            long start = i * splitSize;
-            r.add(self.narrow(d, start, Math.min(splitSize, size - start)));
+        return self.splitViews(ViewOps.SPLIT, d, splitSizes(op, parts, splitSize, size), false);
+    }
+
+    /** {@code parts} sizes of {@code splitSize}, the last one what remains of {@code size}. */
+    private static long[] splitSizes(String op, long parts, long splitSize, long size) {
+        if (parts > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(op + ": cannot return " + parts + " views (more than a Java list can hold)");
         }
-        return markedViews(r, "SplitBackward0");
+        long[] sizes = new long[(int) parts];
+        for (int i = 0; i < sizes.length; i++) sizes[i] = Math.min(splitSize, size - i * splitSize);
+        return sizes;
     }
 
     /** {@code self.split(sizes, dim)} ({@code split_with_sizes}): the sizes must sum to {@code self.size(dim)}. */
     public static List<Tensor> split(Tensor self, long[] sizes, int dim) {
+        if (Dispatcher.tracing()) {
+            double[] args = new double[sizes.length + 1];
+            args[0] = dim;
+            for (int i = 0; i < sizes.length; i++) args[i + 1] = sizes[i];
+            return Dispatcher.traceFrontEndAll(ViewOps.SPLIT_WITH_SIZES, new Tensor[] {self}, args, () -> split(self, sizes, dim));
+        }
+        return splitWithSizes(ViewOps.SPLIT_WITH_SIZES, self, sizes, dim);
+    }
+
+    private static List<Tensor> splitWithSizes(OpDef splitOp, Tensor self, long[] sizes, int dim) {
         String op = "split";
         self.checkOpen(op);
         if (self.dim() == 0) throw new IllegalArgumentException(op + ": expects at least a 1-dimensional tensor");
@@ -81,17 +101,14 @@ public final class Joining {
             throw new IllegalArgumentException(op + ": split_with_sizes expects split sizes to sum exactly to " + size
                     + " (input tensor's size at dimension " + d + "), but got split sizes " + Arrays.toString(sizes));
         }
-        List<Tensor> r = new ArrayList<>(sizes.length);
-        long start = 0;
-        for (long s : sizes) {
-            r.add(self.narrow(d, start, s));
-            start += s;
-        }
-        return markedViews(r, "SplitWithSizesBackward0");
+        return self.splitViews(splitOp, d, sizes.clone(), false);
     }
 
     /** {@code self.chunk(chunks, dim)}: at most {@code chunks} views of {@code ceil(size / chunks)} elements. */
     public static List<Tensor> chunk(Tensor self, int chunks, int dim) {
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEndAll(ViewOps.CHUNK, new Tensor[] {self}, new double[] {chunks, dim}, () -> chunk(self, chunks, dim));
+        }
         String op = "chunk";
         self.checkOpen(op);
         if (self.dim() == 0) throw new IllegalArgumentException(op + ": expects at least a 1-dimensional tensor");
@@ -105,26 +122,19 @@ public final class Joining {
                 throw new IllegalArgumentException(op + ": cannot return " + chunks + " empty chunks of a tensor of shape "
                         + Shapes.format(self.shape()) + " (more than a Java list can hold)");
             }
-            return split(self, new long[chunks], d);
+            return splitWithSizes(ViewOps.CHUNK, self, new long[chunks], d);
         }
-        return split(self, splitSize, d);
+        long parts = splitSize == 0 ? 1 : (size - 1) / splitSize + 1;
+        return self.splitViews(ViewOps.CHUNK, d, splitSizes(op, parts, splitSize, size), false);
     }
 
     /** {@code self.unbind(dim)}: the slices along {@code dim}, each without that dimension (views). */
     public static List<Tensor> unbind(Tensor self, int dim) {
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEndAll(ViewOps.UNBIND, new Tensor[] {self}, new double[] {dim}, () -> unbind(self, dim));
         String op = "unbind";
         self.checkOpen(op);
         if (self.dim() == 0) throw new IndexOutOfBoundsException(op + ": dimension specified as " + dim + " but tensor has no dimensions");
         int d = Shapes.wrapDim(op, dim, self.dim());
-        long n = self.size(d);
-        List<Tensor> r = new ArrayList<>();
-        for (long i = 0; i < n; i++) r.add(self.select(d, i));
-        return markedViews(r, "UnbindBackward0");
-    }
-
-    /** The views one call returned, each marked as such: in-place ops on them are refused under autograd, as PyTorch's. */
-    private static List<Tensor> markedViews(List<Tensor> views, String node) {
-        for (int i = 0; i < views.size(); i++) views.get(i).markMultiOutputView(node, i);
-        return views;
+        return self.splitViews(ViewOps.UNBIND, d, new long[0], true);
     }
 }

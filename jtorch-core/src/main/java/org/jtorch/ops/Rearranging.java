@@ -7,7 +7,6 @@ import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.Shapes;
-import org.jtorch.op.ViewOps;
 
 /**
  * Ops that move, repeat or mask elements by their position, with PyTorch 1.13's semantics: {@code flip},
@@ -251,12 +250,7 @@ public final class Rearranging {
      * spanned by {@code dim1} and {@code dim2}, appended as the last dim.
      */
     public static Tensor diagonal(Tensor x, long offset, int dim1, int dim2) {
-        if (Dispatcher.tracing()) {
-            return Dispatcher.traceFrontEnd(ViewOps.DIAGONAL, new Tensor[] {x}, new double[] {offset, dim1, dim2}, () -> diagonal(x, offset, dim1, dim2));
-        }
-        x.checkOpen("diagonal");
-        ViewOps.Geometry v = ViewOps.diagonal(x.shape(), x.strides(), x.storageOffset(), offset, dim1, dim2);
-        return x.asStrided(v.shape(), v.strides(), v.offset());
+        return x.diagonal(offset, dim1, dim2);
     }
 
     /**

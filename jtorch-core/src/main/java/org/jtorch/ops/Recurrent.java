@@ -1,14 +1,10 @@
 package org.jtorch.ops;
 
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.autograd.Autograd;
-import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.RecurrentOps;
 import org.jtorch.op.Shapes;
@@ -279,31 +275,15 @@ public final class Recurrent {
     // ------------------------------------------------------------------ time steps
 
     /**
-     * {@code x.split(sizes, 0)} (views of consecutive row blocks), recorded as one node whose backward
-     * concatenates the blocks' gradients (zeros where a block got none), as PyTorch's {@code SplitWithSizesBackward0}.
-     * A recurrent layer reads every time step of its input projection once; a {@code narrow} node per step
-     * would embed each step's gradient into a zero tensor of the whole sequence, quadratic in its length.
+     * {@code x.split(sizes, 0)}: views of consecutive row blocks, one autograd node for all of them ({@code
+     * SplitWithSizesBackward0}), whose backward joins the blocks' gradients once. A recurrent layer reads every time step of
+     * its input projection once; a {@code narrow} node per step would embed each step's gradient into a zero tensor of the
+     * whole sequence, quadratic in its length.
      */
     public static List<Tensor> splitRows(Tensor x, long[] sizes) {
         Arguments.nonNull("splitRows", "x", x);
         Arguments.nonNull("splitRows", "sizes", sizes);
-        if (!Autograd.needsGrad(x)) return x.split(sizes, 0);
-        List<Tensor> steps;
-        try (Grad.Mode g = Grad.noGrad()) {
-            steps = x.split(sizes, 0);
-        }
-        DType dtype = x.dtype();
-        Device device = x.device();
-        long[][] shapes = new long[steps.size()][];
-        for (int i = 0; i < shapes.length; i++) shapes[i] = steps.get(i).shape();
-        Autograd.record("SplitWithSizesBackward0", new Tensor[] {x}, steps.toArray(new Tensor[0]), gr -> {
-            List<Tensor> parts = new ArrayList<>(gr.length);
-            try (MemoryScope scope = new MemoryScope()) {
-                for (int i = 0; i < gr.length; i++) parts.add(gr[i] != null ? gr[i] : Torch.zeros(shapes[i], dtype, device));
-                return new Tensor[] {scope.keep(Torch.cat(parts, 0))};
-            }
-        });
-        return steps;
+        return x.split(sizes, 0);
     }
 
     // ------------------------------------------------------------------ helpers
