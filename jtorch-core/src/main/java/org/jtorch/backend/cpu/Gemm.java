@@ -92,6 +92,18 @@ public final class Gemm {
             return da;
         }
 
+        double[] dcols = new double[0], dstrip = new double[0];
+
+        double[] dcols(int size) {
+            if (dcols.length < size) dcols = new double[size];
+            return dcols;
+        }
+
+        double[] dstrip(int size) {
+            if (dstrip.length < size) dstrip = new double[size];
+            return dstrip;
+        }
+
         MemorySegment db(long doubles) {
             if (db.byteSize() < doubles * Double.BYTES) db = Arena.ofAuto().allocate(doubles * Double.BYTES, 64);
             return db;
@@ -1193,6 +1205,10 @@ public final class Gemm {
 
     /** op(B)'s {@code kc x nc} block into DNR-wide strips, {@code [strip][p][DNR]}, the last strip zero-padded. */
     static void packDB(MemorySegment b, long off, long rs, long cs, int kc, int nc, MemorySegment dst) {
+        if (rs == 1 && cs != 1) {
+            packDBTransposed(b, off, cs, kc, nc, dst);
+            return;
+        }
         for (int s = 0, j0 = 0; j0 < nc; s++, j0 += DNR) {
             int w = Math.min(DNR, nc - j0);
             long base = (long) s * kc * DNR;
@@ -1207,6 +1223,29 @@ public final class Gemm {
                     for (int j = w; j < DNR; j++) dst.set(F64, at + (long) j * Double.BYTES, 0d);
                 }
             }
+        }
+    }
+
+    /**
+     * {@link #packDB} for a transposed B (a Linear weight: op(B)'s columns contiguous): each strip's columns bulk-copied
+     * to the heap, interleaved there (indices affine in the loop variable, so C2 drops the bounds checks) and the strip
+     * copied out in one piece. Element-by-element segment reads and writes cost time_sequence_prediction's gate
+     * products {@code h [97, 51] W^T} 79 us against 58 on a contiguous {@code W^T}.
+     */
+    private static void packDBTransposed(MemorySegment b, long off, long cs, int kc, int nc, MemorySegment dst) {
+        Workspace ws = WORKSPACE.get();
+        double[] cols = ws.dcols(DNR * kc), strip = ws.dstrip(DNR * kc);
+        for (int s = 0, j0 = 0; j0 < nc; s++, j0 += DNR) {
+            int w = Math.min(DNR, nc - j0);
+            for (int j = 0; j < w; j++) MemorySegment.copy(b, F64, (off + (j0 + j) * cs) * Double.BYTES, cols, j * kc, kc);
+            for (int j = 0; j < DNR; j++) {
+                if (j < w) {
+                    for (int p = 0; p < kc; p++) strip[p * DNR + j] = cols[j * kc + p];
+                } else {
+                    for (int p = 0; p < kc; p++) strip[p * DNR + j] = 0d;
+                }
+            }
+            MemorySegment.copy(strip, 0, dst, F64, (long) s * kc * DNR * Double.BYTES, DNR * kc);
         }
     }
 

@@ -40,6 +40,7 @@ class GemmTest {
             case 0 -> { offset = 0; rs = cols; cs = 1; }
             case 1 -> { offset = 0; rs = 1; cs = rows; }
             case 2 -> { offset = 3; rs = cols + 5; cs = 1; }
+            case 4 -> { offset = 1; rs = 1; cs = rows + 3; } // transposed with padded columns
             default -> { offset = 2; rs = 2L * cols + 3; cs = 2; }
         }
         size = offset + Math.max(0, rows - 1) * rs + Math.max(0, cols - 1) * cs + 1;
@@ -446,6 +447,24 @@ class GemmTest {
         check(97, 204, 51, 1f, 0f, 2, 3, 502, true);
         // beta 0 over several k blocks: the first block's tiles overwrite C (full and partial tiles), the later ones add.
         check(Gemm.DMC + 5, 3 * Gemm.DNR + 3, Gemm.DKC + 9, -0.75f, 0f, 1, 2, 503, true);
+    }
+
+    /**
+     * dgemm's packing of a transposed B (a Linear weight, op(B)'s columns contiguous: plain and padded), as
+     * time_sequence_prediction's gate products {@code h [97, 51] W [204, 51]^T} use it: whole and partial 16-column strips,
+     * n below one strip, depths of one, past a depth block, beta 0 over NaN-free and accumulating C, every layout of A.
+     */
+    @Test
+    void dgemmTransposedBAgainstTheReference() {
+        long seed = 3300;
+        for (int n : new int[] {1, Gemm.DNR - 1, Gemm.DNR, Gemm.DNR + 1, 204}) {
+            for (int k : new int[] {1, 51, Gemm.DKC + 3}) {
+                for (int lb : new int[] {1, 4}) {
+                    check(97, n, k, 1f, 0f, (n + k) % 4, lb, seed++, true);
+                    check(Gemm.DMC + 3, n, k, -0.5f, 1.5f, (n + k + 1) % 4, lb, seed++, true);
+                }
+            }
+        }
     }
 
     /**

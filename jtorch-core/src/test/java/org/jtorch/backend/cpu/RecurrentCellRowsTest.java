@@ -63,29 +63,67 @@ class RecurrentCellRowsTest {
                     Rows ghy = new Rows(arena, dtype, BATCH, h, r), gcy = new Rows(arena, dtype, BATCH, h, r),
                             gg = new Rows(arena, dtype, BATCH, 4 * h, null), gcx = new Rows(arena, dtype, BATCH, h, null);
                     kernels.lstmCellBackward(ghy.view, gcy.view, cx.view, cy.view, ws.view, gg.view, gcx.view);
-                    for (int b = 0; b < BATCH; b++) {
-                        for (int j = 0; j < h; j++) {
-                            int g0 = b * 4 * h, s = b * h + j;
-                            String at = dtype + " h=" + h + " [" + b + ", " + j + "]";
-                            double i = sigmoid(ig.get(g0 + j) + hg.get(g0 + j)), f = sigmoid(ig.get(g0 + h + j) + hg.get(g0 + h + j));
-                            double g = Math.tanh(ig.get(g0 + 2 * h + j) + hg.get(g0 + 2 * h + j));
-                            double o = sigmoid(ig.get(g0 + 3 * h + j) + hg.get(g0 + 3 * h + j));
-                            double c = f * cx.get(s) + i * g;
-                            assertNear(c, cy.get(s), dtype, "cy " + at);
-                            assertNear(o * Math.tanh(c), hy.get(s), dtype, "hy " + at);
-                            assertNear(i, ws.get(g0 + j), dtype, "i " + at);
-                            assertNear(f, ws.get(g0 + h + j), dtype, "f " + at);
-                            assertNear(g, ws.get(g0 + 2 * h + j), dtype, "g " + at);
-                            assertNear(o, ws.get(g0 + 3 * h + j), dtype, "o " + at);
-                            double tc = Math.tanh(c), dh = ghy.get(s), dc = gcy.get(s) + dh * o * (1 - tc * tc);
-                            assertNear(dc * g * i * (1 - i), gg.get(g0 + j), dtype, "d i " + at);
-                            assertNear(dc * cx.get(s) * f * (1 - f), gg.get(g0 + h + j), dtype, "d f " + at);
-                            assertNear(dc * i * (1 - g * g), gg.get(g0 + 2 * h + j), dtype, "d g " + at);
-                            assertNear(dh * tc * o * (1 - o), gg.get(g0 + 3 * h + j), dtype, "d o " + at);
-                            assertNear(dc * f, gcx.get(s), dtype, "d cx " + at);
-                        }
+                    assertLstmLanes(BATCH, h, dtype, dtype + " h=" + h, ig, hg, cx, hy, cy, ws, ghy, gcy, gg, gcx);
+                }
+            }
+        }
+    }
+
+    /**
+     * float64 LSTM cells over many rows (time_sequence_prediction's [97, 51] among them), rows with tails of 3, 1, 5 and
+     * 3 lanes past their whole vectors, and an absent hidden-state or cell-state gradient (a null operand): every lane of
+     * every row against the formulas, so that a change to how the rows' last lanes run (packed across rows, an
+     * overlapping window) must keep them right.
+     */
+    @Test
+    void lstmFloat64ManyRowsAndAbsentGradientsMatchTheirFormulas() {
+        DType dtype = DType.FLOAT64;
+        for (int batch : new int[] {1, 2, 7, 97}) {
+            for (int h : new int[] {3, 9, 13, 51}) {
+                for (int absent = 0; absent < 3; absent++) {
+                    try (Arena arena = Arena.ofConfined()) {
+                        Random r = new Random(31L * batch + h + 1000L * absent);
+                        Rows ig = new Rows(arena, dtype, batch, 4 * h, r), hg = new Rows(arena, dtype, batch, 4 * h, r),
+                                cx = new Rows(arena, dtype, batch, h, r), hy = new Rows(arena, dtype, batch, h, null),
+                                cy = new Rows(arena, dtype, batch, h, null), ws = new Rows(arena, dtype, batch, 4 * h, null);
+                        kernels.lstmCellForward(ig.view, hg.view, cx.view, hy.view, cy.view, ws.view);
+                        Rows ghy = absent == 1 ? null : new Rows(arena, dtype, batch, h, r);
+                        Rows gcy = absent == 2 ? null : new Rows(arena, dtype, batch, h, r);
+                        Rows gg = new Rows(arena, dtype, batch, 4 * h, null), gcx = new Rows(arena, dtype, batch, h, null);
+                        kernels.lstmCellBackward(ghy == null ? null : ghy.view, gcy == null ? null : gcy.view, cx.view, cy.view, ws.view,
+                                gg.view, gcx.view);
+                        assertLstmLanes(batch, h, dtype, "batch " + batch + " h=" + h + " absent " + absent, ig, hg, cx, hy, cy, ws,
+                                ghy, gcy, gg, gcx);
                     }
                 }
+            }
+        }
+    }
+
+    /** Every lane of a forward and backward LSTM cell against the formulas; a null {@code ghy} or {@code gcy} reads as zeros. */
+    private static void assertLstmLanes(int batch, int h, DType dtype, String label, Rows ig, Rows hg, Rows cx, Rows hy, Rows cy,
+                                        Rows ws, Rows ghy, Rows gcy, Rows gg, Rows gcx) {
+        for (int b = 0; b < batch; b++) {
+            for (int j = 0; j < h; j++) {
+                int g0 = b * 4 * h, s = b * h + j;
+                String at = label + " [" + b + ", " + j + "]";
+                double i = sigmoid(ig.get(g0 + j) + hg.get(g0 + j)), f = sigmoid(ig.get(g0 + h + j) + hg.get(g0 + h + j));
+                double g = Math.tanh(ig.get(g0 + 2 * h + j) + hg.get(g0 + 2 * h + j));
+                double o = sigmoid(ig.get(g0 + 3 * h + j) + hg.get(g0 + 3 * h + j));
+                double c = f * cx.get(s) + i * g;
+                assertNear(c, cy.get(s), dtype, "cy " + at);
+                assertNear(o * Math.tanh(c), hy.get(s), dtype, "hy " + at);
+                assertNear(i, ws.get(g0 + j), dtype, "i " + at);
+                assertNear(f, ws.get(g0 + h + j), dtype, "f " + at);
+                assertNear(g, ws.get(g0 + 2 * h + j), dtype, "g " + at);
+                assertNear(o, ws.get(g0 + 3 * h + j), dtype, "o " + at);
+                double tc = Math.tanh(c), dh = ghy == null ? 0 : ghy.get(s);
+                double dc = (gcy == null ? 0 : gcy.get(s)) + dh * o * (1 - tc * tc);
+                assertNear(dc * g * i * (1 - i), gg.get(g0 + j), dtype, "d i " + at);
+                assertNear(dc * cx.get(s) * f * (1 - f), gg.get(g0 + h + j), dtype, "d f " + at);
+                assertNear(dc * i * (1 - g * g), gg.get(g0 + 2 * h + j), dtype, "d g " + at);
+                assertNear(dh * tc * o * (1 - o), gg.get(g0 + 3 * h + j), dtype, "d o " + at);
+                assertNear(dc * f, gcx.get(s), dtype, "d cx " + at);
             }
         }
     }
