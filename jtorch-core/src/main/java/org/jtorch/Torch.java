@@ -608,6 +608,7 @@ public final class Torch {
      * when none are given), int64 with those dimensions removed.
      */
     public static Tensor countNonzero(Tensor input, int... dims) {
+        Arguments.nonNull("countNonzero", "input", input);
         return org.jtorch.ops.Indexing.countNonzero(input, dims);
     }
 

@@ -93,10 +93,7 @@ public final class NormalizationOps {
     private static Meta.Output[] batchNormMeta(StridedView[] in, double[] scalars) {
         String op = "native_batch_norm";
         StridedView x = in[0];
-        if (x.dim() < 2) {
-            throw new IllegalArgumentException(op + ": expected an input of at least 2 dimensions [N, C, *], got shape " + Shapes.format(x.shape()));
-        }
-        if (!x.dtype().isFloatingPoint()) throw new IllegalArgumentException(op + ": expected a floating point input, got " + x.dtype());
+        checkBatch(op, x);
         long c = x.size(1);
         String[] names = {"input", "weight", "bias", "running_mean", "running_var"};
         for (int j = 1; j < 5; j++) checkChannels(op, names[j], in[j], c, x);
@@ -111,10 +108,7 @@ public final class NormalizationOps {
     private static Meta.Output[] batchNormMeanVarMeta(StridedView[] in, double[] scalars) {
         String op = "batch_norm_mean_var";
         StridedView x = in[0];
-        if (x.dim() < 2) {
-            throw new IllegalArgumentException(op + ": expected an input of at least 2 dimensions [N, C, *], got shape " + Shapes.format(x.shape()));
-        }
-        if (!x.dtype().isFloatingPoint()) throw new IllegalArgumentException(op + ": expected a floating point input, got " + x.dtype());
+        checkBatch(op, x);
         org.jtorch.DType stats = statsType(x);
         long[] c = {x.size(1)};
         return new Meta.Output[] {new Meta.Output(c, stats), new Meta.Output(c, stats)};
@@ -134,6 +128,14 @@ public final class NormalizationOps {
         org.jtorch.DType w = in[2] == null ? x.dtype() : in[2].dtype();
         return new Meta.Output[] {new Meta.Output(x.shape(), x.dtype()), new Meta.Output(new long[] {c}, w),
                 new Meta.Output(new long[] {c}, w)};
+    }
+
+    /** Batch norm's input: floating point, {@code [N, C, *]}; an error naming {@code op} otherwise. */
+    private static void checkBatch(String op, StridedView x) {
+        if (x.dim() < 2) {
+            throw new IllegalArgumentException(op + ": expected an input of at least 2 dimensions [N, C, *], got shape " + Shapes.format(x.shape()));
+        }
+        if (!x.dtype().isFloatingPoint()) throw new IllegalArgumentException(op + ": expected a floating point input, got " + x.dtype());
     }
 
     /** Batch norm's statistics dtype: float64 for a float64 input, else float32. */

@@ -196,14 +196,14 @@ public final class Indexing {
         return out;
     }
 
-    /** {@code torch.count_nonzero(self)}: the number of nonzero elements of {@code self}, int64, 0-d. */
-    public static Tensor countNonzero(Tensor self, int... dims) {
-        Arguments.nonNull("countNonzero", "self", self);
+    /** {@code torch.count_nonzero(input, dims)}: the number of nonzero elements of {@code input} over {@code dims} (all when none), int64. */
+    public static Tensor countNonzero(Tensor input, int... dims) {
+        Arguments.nonNull("countNonzero", "input", input);
         Arguments.nonNull("countNonzero", "dims", dims);
         double[] g = new double[dims.length + 1];
         g[0] = dims.length == 0 ? -1 : dims.length;
         for (int i = 0; i < dims.length; i++) g[1 + i] = dims[i];
-        return Dispatcher.call(IndexingOps.COUNT_NONZERO, new Tensor[] {self}, g);
+        return Dispatcher.call(IndexingOps.COUNT_NONZERO, new Tensor[] {input}, g);
     }
 
     /**
