@@ -605,6 +605,15 @@ public final class Torch {
 
     // ------------------------------------------------------------------ functional forms
 
+    /**
+     * {@code torch.count_nonzero(input, dim)}: the number of nonzero (true) elements over {@code dims} (every dimension
+     * when none are given), int64 with those dimensions removed.
+     */
+    public static Tensor countNonzero(Tensor input, int... dims) {
+        Arguments.nonNull("countNonzero", "input", input);
+        return org.jtorch.ops.Indexing.countNonzero(input, dims);
+    }
+
     /** {@code condition ? a : b}, broadcast. */
     public static Tensor where(Tensor condition, Tensor a, Tensor b) {
         Arguments.nonNull("where", "condition", condition);

@@ -18,6 +18,7 @@ public final class IndexingOpKernels {
 
     static void register(Backend backend) {
         Device.Type type = backend.deviceType();
+        KernelRegistry.register(type, IndexingOps.COUNT_NONZERO.kernel(), (out, in, g) -> countNonzero(backend, out, in[0], g));
         KernelRegistry.register(type, IndexingOps.INDEX_SELECT.kernel(), (out, in, g) -> {
             int d = Shapes.wrapDim("index_select", (long) g[0], in[0].dim());
             backend.indexing().indexSelect(atLeast1d(in[0]), d, in[1], atLeast1d(out));
@@ -273,5 +274,38 @@ public final class IndexingOpKernels {
     /** A 0-d view seen as 1-d of size 1 (a 0-d tensor indexes as one of size 1); others as they are. */
     private static StridedView atLeast1d(StridedView v) {
         return v.dim() > 0 ? v : v.restrided(new long[] {1}, new long[] {1}, v.offset());
+    }
+
+    /**
+     * {@link IndexingOps#COUNT_NONZERO}: the backend's count over the counted dimensions of {@code x}, one slice (a view
+     * of those dimensions) per element of {@code out}, each count written by the backend's fill.
+     */
+    private static void countNonzero(Backend backend, StridedView out, StridedView x, double[] g) {
+        boolean[] counted = IndexingOps.countedDims("count_nonzero", x.dim(), g);
+        int nc = 0;
+        for (boolean c : counted) if (c) nc++;
+        long[] sliceShape = new long[nc], sliceStrides = new long[nc], keptShape = new long[x.dim() - nc], keptStrides = new long[x.dim() - nc];
+        for (int d = 0, i = 0, j = 0; d < x.dim(); d++) {
+            if (counted[d]) {
+                sliceShape[i] = x.size(d);
+                sliceStrides[i++] = x.stride(d);
+            } else {
+                keptShape[j] = x.size(d);
+                keptStrides[j++] = x.stride(d);
+            }
+        }
+        IndexKernels k = backend.indexing();
+        long n = out.numel();
+        long[] index = new long[keptShape.length];
+        for (long e = 0; e < n; e++) {
+            long at = x.offset(), outAt = out.offset();
+            for (int d = 0; d < index.length; d++) {
+                at += index[d] * keptStrides[d];
+                outAt += index[d] * out.stride(d);
+            }
+            long count = k.countNonzero(x.restrided(sliceShape, sliceStrides, at));
+            backend.fill(out.restrided(new long[0], new long[0], outAt), count, count);
+            for (int d = index.length - 1; d >= 0 && ++index[d] == keptShape[d]; d--) index[d] = 0;
+        }
     }
 }

@@ -9,7 +9,7 @@ import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.StridedView;
 
 /**
- * The kernels of the declared batch norm ({@link NormalizationOps#NATIVE_BATCH_NORM} and its backward) for one backend,
+ * The kernels of the declared batch norm ({@link NormalizationOps#NATIVE_BATCH_NORM}, its backward and its statistics) for one backend,
  * from its {@link NormalizationKernels} over a contiguous input ({@code [n, c, s]}). The running statistics are updated
  * with the backend's own {@code mul} and {@code add} kernels, as {@code running.mul_(1 - momentum).add_(batch, momentum)}
  * computes them, and {@code 1 / sqrt(var + eps)} in float64 by its {@code add} and {@code rsqrt} kernels, rounded once:
@@ -42,6 +42,12 @@ public final class NormalizationOpKernels {
                 }
                 inverseStd(backend, scratch, var, g[EPS], inv);
                 k.batchNormApply(x, n, c, s, mean, inv, in[1], in[2], out);
+            }
+        });
+        KernelRegistry.registerMulti(type, NormalizationOps.BATCH_NORM_MEAN_VAR.kernel(), (outs, in, g) -> {
+            long n = in[0].size(0), c = in[0].size(1), s = in[0].numel() / Math.max(1, n * c);
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                backend.normalization().batchNormStats(scratch.operand(in[0], in[0].dtype(), in[0].shape()), n, c, s, outs[0], outs[1]);
             }
         });
         KernelRegistry.registerMulti(type, NormalizationOps.NATIVE_BATCH_NORM_BACKWARD.kernel(), (outs, in, g) -> {

@@ -6,7 +6,6 @@ import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.amp.Autocast;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.backend.IndexErrorContext;
@@ -576,10 +575,16 @@ public final class F {
         Arguments.nonNull("crossEntropy", "input", input);
         Arguments.nonNull("crossEntropy", "target", target);
         Arguments.nonNull("crossEntropy", "reduction", reduction);
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run("cross_entropy_loss", t -> crossEntropy(t[0], t[1], t[2], ignoreIndex, reduction, labelSmoothing), input, target, weight);
-            if (r != null) return r;
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(LossOps.CROSS_ENTROPY_LOSS, new Tensor[] {input, target, weight}, null,
+                    t -> crossEntropyOf(t[0], t[1], t[2], ignoreIndex, reduction, labelSmoothing));
         }
+        return crossEntropyOf(input, target, weight, ignoreIndex, reduction, labelSmoothing);
+    }
+
+    /** {@link #crossEntropy(Tensor, Tensor, Tensor, long, Reduction, double)} inside the dispatcher's layers. */
+    private static Tensor crossEntropyOf(Tensor input, Tensor target, Tensor weight, long ignoreIndex, Reduction reduction,
+                                         double labelSmoothing) {
         checkReduction("crossEntropy", reduction);
         if (!(labelSmoothing >= 0 && labelSmoothing <= 1)) {
             throw new IllegalArgumentException("crossEntropy: label_smoothing must be between 0.0 and 1.0. Got: " + labelSmoothing);

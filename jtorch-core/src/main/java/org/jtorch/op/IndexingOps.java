@@ -160,6 +160,49 @@ public final class IndexingOps {
             .doc("value where mask is true, self elsewhere").build();
 
     /**
+     * {@code count_nonzero(Tensor self, int[]? dim=None) -> Tensor}: the number of nonzero (true) elements of {@code self}
+     * over the dimensions {@code dim} (all of them when left out), as int64 with those dimensions removed. Scalars: the
+     * number of dimensions given (-1 for none), then the dimensions. Not differentiable: a count. {@code nonzero} and
+     * {@code masked_select} read its count on the host to size their results.
+     */
+    public static final OpDef COUNT_NONZERO = OpDef.structured("count_nonzero").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.scalar("dim", "int[]?", "None"))
+            .meta((in, g) -> new Meta.Output(kept(in[0].shape(), countedDims("count_nonzero", in[0].dim(), g)), DType.INT64))
+            .doc("the number of nonzero elements, over all or some dimensions").build();
+
+    /**
+     * {@code nonzero(Tensor self) -> Tensor}: int64 {@code [n, self.dim()]}, the coordinates of the nonzero elements in
+     * row-major order ({@code ops.Indexing.nonzero}: the count read on the host, then the backend's kernel).
+     */
+    public static final OpDef NONZERO = OpDef.frontEnd("nonzero", false).rule(DTypeRule.SAME).signature(Param.tensor("self"))
+            .doc("`ops.Indexing.nonzero`: the count by `count_nonzero`, read on the host").build();
+
+    /**
+     * Which dimensions of a rank-{@code rank} tensor {@link #COUNT_NONZERO}'s scalars {@code g} count over (every one when
+     * {@code g[0]} is -1 or 0); an error naming {@code op} for a dimension out of range or given twice.
+     */
+    public static boolean[] countedDims(String op, int rank, double[] g) {
+        boolean[] counted = new boolean[rank];
+        int n = (int) g[0];
+        // no list, or an empty one (as sum's), counts over every dimension
+        if (n <= 0) {
+            Arrays.fill(counted, true);
+            return counted;
+        }
+        for (int i = 0; i < n; i++) {
+            int d = Shapes.wrapDim(op, (long) g[1 + i], rank);
+            if (counted[d]) throw new IllegalArgumentException(op + ": dim " + d + " appears multiple times in the list of dims");
+            counted[d] = true;
+        }
+        return counted;
+    }
+
+    /** {@code shape} without the dimensions {@code counted} marks. */
+    private static long[] kept(long[] shape, boolean[] counted) {
+        return java.util.stream.IntStream.range(0, shape.length).filter(d -> !counted[d]).mapToLong(d -> shape[d]).toArray();
+    }
+
+    /**
      * {@code self.masked_select(mask)}: the elements of {@code self} where the bool {@code mask} is true, both broadcast
      * together, in row-major order, as a vector of {@code count} elements. {@code count} is not PyTorch's parameter: the
      * number of true elements of the broadcast mask, which the front end reads on the host (PyTorch's masked_select

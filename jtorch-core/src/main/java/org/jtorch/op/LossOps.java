@@ -230,6 +230,18 @@ public final class LossOps {
             .doc("`ops.Losses.crossEntropy`: log_softmax, nll_loss and the smoothing term as ops").build();
 
     /**
+     * {@code F.cross_entropy} ({@code nn.F.crossEntropy}): class indices over {@link #CROSS_ENTROPY_FUSED}, class
+     * probabilities as log_softmax and a weighted sum. Declared for its autocast policy, PyTorch 1.13's: float32 on the CPU;
+     * on CUDA untouched, its parts (log_softmax and nll_loss, float32 there) cast one by one, as ATen's composite decomposes.
+     * The dispatcher applies it ({@code Dispatcher.frontEnd}); the trace sees the ops inside.
+     */
+    public static final OpDef CROSS_ENTROPY_LOSS = OpDef.frontEnd("cross_entropy_loss", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", "None"),
+                    Param.scalar("reduction", "int", "Mean"), Param.scalar("ignore_index", "int", "-100"),
+                    Param.scalar("label_smoothing", "float", "0.0"))
+            .autocast(Device.Type.CPU, CastPolicy.FP32).doc("`nn.F.crossEntropy`").build();
+
+    /**
      * Cross entropy of logits {@code self} ({@code [N, C]}, float32 or float64) at class indices {@code target} ({@code [N]},
      * int64) as one pass over each row: the row's log-sum-exp {@code lse}, then {@code lse - self[n, t]} (and, with label
      * smoothing {@code ls}, {@code W lse - sum_c weight[c] self[n, c]} mixed in as PyTorch: {@code (1 - ls) nll + ls / C smooth}),

@@ -44,6 +44,17 @@ public final class NormalizationOps {
             .doc("fused statistics and normalisation; running statistics updated in place").build();
 
     /**
+     * Batch norm's statistics in training: the per-channel mean and biased variance of {@code input} ({@code [N, C, *]}) over
+     * every dimension but 1, float64 for a float64 input, else float32 ({@code torch.var_mean(input, dims, unbiased=False)}
+     * in the other order, computed as the batch norm kernel computes them). Not PyTorch's {@code batch_norm_stats}, which
+     * returns {@code invstd}: the running variance moves towards the variance itself, and rebuilding it from
+     * {@code invstd} would round twice. {@code ops.Normalization.batchNormStatistics} (the JIT's fused batch norm) calls it.
+     */
+    public static final OpDef BATCH_NORM_MEAN_VAR = OpDef.structured("batch_norm_mean_var").rule(DTypeRule.FLOATING_ONLY)
+            .outputs(NormalizationOps::batchNormMeanVarMeta, "mean", "var").signature(Param.tensor("input"))
+            .doc("per-channel mean and biased variance, one pass").build();
+
+    /**
      * The gradients of {@link #NATIVE_BATCH_NORM} with respect to input, weight and bias from one fused kernel call:
      * with {@code xhat = (x - mean) * invstd}, {@code grad_bias = sum(g)}, {@code grad_weight = sum(g * xhat)} and
      * {@code grad_input = weight * invstd * (g - mean(g) - xhat * mean(g * xhat))} in training ({@code weight * invstd * g} in
@@ -82,10 +93,7 @@ public final class NormalizationOps {
     private static Meta.Output[] batchNormMeta(StridedView[] in, double[] scalars) {
         String op = "native_batch_norm";
         StridedView x = in[0];
-        if (x.dim() < 2) {
-            throw new IllegalArgumentException(op + ": expected an input of at least 2 dimensions [N, C, *], got shape " + Shapes.format(x.shape()));
-        }
-        if (!x.dtype().isFloatingPoint()) throw new IllegalArgumentException(op + ": expected a floating point input, got " + x.dtype());
+        checkBatch(op, x);
         long c = x.size(1);
         String[] names = {"input", "weight", "bias", "running_mean", "running_var"};
         for (int j = 1; j < 5; j++) checkChannels(op, names[j], in[j], c, x);
@@ -95,6 +103,15 @@ public final class NormalizationOps {
         org.jtorch.DType stats = statsType(x);
         return new Meta.Output[] {new Meta.Output(x.shape(), x.dtype()), new Meta.Output(new long[] {c}, stats),
                 new Meta.Output(new long[] {c}, stats)};
+    }
+
+    private static Meta.Output[] batchNormMeanVarMeta(StridedView[] in, double[] scalars) {
+        String op = "batch_norm_mean_var";
+        StridedView x = in[0];
+        checkBatch(op, x);
+        org.jtorch.DType stats = statsType(x);
+        long[] c = {x.size(1)};
+        return new Meta.Output[] {new Meta.Output(c, stats), new Meta.Output(c, stats)};
     }
 
     private static Meta.Output[] batchNormBackwardMeta(StridedView[] in, double[] scalars) {
@@ -111,6 +128,14 @@ public final class NormalizationOps {
         org.jtorch.DType w = in[2] == null ? x.dtype() : in[2].dtype();
         return new Meta.Output[] {new Meta.Output(x.shape(), x.dtype()), new Meta.Output(new long[] {c}, w),
                 new Meta.Output(new long[] {c}, w)};
+    }
+
+    /** Batch norm's input: floating point, {@code [N, C, *]}; an error naming {@code op} otherwise. */
+    private static void checkBatch(String op, StridedView x) {
+        if (x.dim() < 2) {
+            throw new IllegalArgumentException(op + ": expected an input of at least 2 dimensions [N, C, *], got shape " + Shapes.format(x.shape()));
+        }
+        if (!x.dtype().isFloatingPoint()) throw new IllegalArgumentException(op + ": expected a floating point input, got " + x.dtype());
     }
 
     /** Batch norm's statistics dtype: float64 for a float64 input, else float32. */

@@ -175,18 +175,47 @@ public final class Indexing {
         boolean countable = self.device().equals(mask.device()) && (mask.dtype() == DType.BOOL || mask.dtype() == DType.UINT8);
         // a trace must not fix the count: the JIT runs a function that reads one eagerly
         if (countable && Dispatcher.tracing()) Dispatcher.traceHostRead(mask, op);
-        long count = countable ? kernels(mask.device()).countNonzero(view(mask).expand(op, shape)) : 0;
+        // broadcasting repeats each of the mask's elements numel(shape) / numel(mask) times
+        long count = countable && mask.numel() > 0 ? countNonzero(mask) * (Shapes.numel(shape) / mask.numel()) : 0;
         return Dispatcher.call(IndexingOps.MASKED_SELECT, new Tensor[] {self, mask}, count);
     }
 
-    /** {@code self.nonzero()}: int64 {@code [n, self.dim()]}, the coordinates of nonzero elements in row-major order. */
+    /**
+     * {@code self.nonzero()}: int64 {@code [n, self.dim()]}, the coordinates of nonzero elements in row-major order
+     * ({@link IndexingOps#NONZERO}): the count by {@link IndexingOps#COUNT_NONZERO}, read on the host, sizes the result.
+     */
     public static Tensor nonzero(Tensor self) {
-        String op = "nonzero";
-        self.checkOpen(op);
-        IndexKernels k = kernels(self.device());
-        Tensor out = Tensor.empty(new long[] {k.countNonzero(view(self)), self.dim()}, DType.INT64, self.device());
-        k.nonzero(view(self), view(out));
+        self.checkOpen("nonzero");
+        if (Dispatcher.wrapsFrontEnds()) return Dispatcher.frontEnd(IndexingOps.NONZERO, new Tensor[] {self}, null, t -> nonzeroOf(t[0]));
+        return nonzeroOf(self);
+    }
+
+    private static Tensor nonzeroOf(Tensor self) {
+        Tensor out = Tensor.empty(new long[] {countNonzero(self), self.dim()}, DType.INT64, self.device());
+        kernels(self.device()).nonzero(view(self), view(out));
         return out;
+    }
+
+    /** {@code torch.count_nonzero(input, dims)}: the number of nonzero elements of {@code input} over {@code dims} (all when none), int64. */
+    public static Tensor countNonzero(Tensor input, int... dims) {
+        Arguments.nonNull("countNonzero", "input", input);
+        Arguments.nonNull("countNonzero", "dims", dims);
+        double[] g = new double[dims.length + 1];
+        g[0] = dims.length == 0 ? -1 : dims.length;
+        for (int i = 0; i < dims.length; i++) g[1 + i] = dims[i];
+        return Dispatcher.call(IndexingOps.COUNT_NONZERO, new Tensor[] {input}, g);
+    }
+
+    /**
+     * The count of {@code t}'s nonzero elements read on the host, outside any trace: the caller reports the read to the
+     * trace where it must (a trace must not fix the count).
+     */
+    private static long countNonzero(Tensor t) {
+        return Dispatcher.withoutTrace(() -> {
+            try (Tensor count = Dispatcher.call(IndexingOps.COUNT_NONZERO, new Tensor[] {t}, -1)) {
+                return count.itemLong();
+            }
+        });
     }
 
     /** {@code self.nonzero(as_tuple=True)} and {@code torch.where(condition)}: one int64 vector per dimension. */

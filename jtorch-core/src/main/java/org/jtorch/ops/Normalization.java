@@ -1,7 +1,5 @@
 package org.jtorch.ops;
 
-import static org.jtorch.ops.Dispatcher.view;
-
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.NormalizationOps;
 import org.jtorch.op.Shapes;
@@ -12,7 +10,6 @@ import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
-import org.jtorch.backend.Backends;
 import org.jtorch.memory.MemoryScope;
 
 /**
@@ -92,18 +89,15 @@ public final class Normalization {
     /**
      * Batch norm's statistics in training: the per-channel mean and {@code 1 / sqrt(var + eps)} of {@code x}
      * (contiguous, at least {@code [N, C]}; float64 for a float64 input, else float32), with the running statistics
-     * (where given) moved towards them by {@code momentum}, the variance unbiased, as PyTorch does. Called with grad
-     * mode off; the JIT's batch norm fused with its activation computes its statistics here too.
+     * (where given) moved towards them by {@code momentum}, the variance unbiased, as PyTorch does; the statistics by
+     * {@link NormalizationOps#BATCH_NORM_MEAN_VAR}. Called with grad mode off; the JIT's batch norm fused with its
+     * activation computes its statistics here too.
      */
     public static Tensor[] batchNormStatistics(Tensor x, Tensor runningMean, Tensor runningVar, double momentum, double eps) {
-        long n = x.size(0);
-        long c = x.size(1);
-        long s = x.numel() / Math.max(1, n * c);
-        DType statsType = x.dtype() == DType.FLOAT64 ? DType.FLOAT64 : DType.FLOAT32;
-        Tensor mean = Tensor.empty(new long[] {c}, statsType, x.device());
-        try (Tensor var = Tensor.empty(new long[] {c}, statsType, x.device())) {
-            Backends.of(x.device()).normalization().batchNormStats(view(x), n, c, s, view(mean), view(var));
-            return batchNormStatistics(mean, var, n * s, runningMean, runningVar, momentum, eps);
+        long count = x.numel() / Math.max(1, x.size(1));
+        Tensor[] meanVar = Dispatcher.callAll(NormalizationOps.BATCH_NORM_MEAN_VAR, new Tensor[] {x});
+        try (Tensor var = meanVar[1]) {
+            return batchNormStatistics(meanVar[0], var, count, runningMean, runningVar, momentum, eps);
         }
     }
 

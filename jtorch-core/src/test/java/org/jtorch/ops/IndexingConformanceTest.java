@@ -121,6 +121,7 @@ class IndexingConformanceTest {
             case "masked_fill_" -> inPlace(in.get(0), t -> t.maskedFill_(in.get(1), c.doubleArg("value", 0)));
             case "masked_select" -> in.get(0).maskedSelect(in.get(1));
             case "nonzero" -> in.get(0).nonzero();
+            case "count_nonzero" -> Torch.countNonzero(in.get(0), c.args().has("dims") ? c.intsArg("dims") : new int[0]);
             case "where_cond" -> Torch.where(in.get(0));
             case "index" -> in.get(0).index(entries(c, in.subList(1, in.size())));
             case "index_put" -> inPlace(in.get(0), t -> t.indexPut_(entries(c, in.subList(1, in.size() - 1)),
