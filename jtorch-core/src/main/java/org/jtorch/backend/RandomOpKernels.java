@@ -61,7 +61,7 @@ public final class RandomOpKernels {
                 String key = float64 ? op.name() : op.name() + " " + g[0] + " " + g[1];
                 FormulaKernel k = samples.computeIfAbsent(key, x -> KernelRegistry.formulaCompiler(type)
                         .compile(float64 ? RandomOps.sample(op) : RandomOps.sample(op, g[0], g[1]), 1));
-                transformed(backend, k, c, op == RandomOps.LOG_NORMAL, float64 ? DType.FLOAT64 : DType.FLOAT32, g);
+                transformed(op.pyName() + "_", backend, k, c, op == RandomOps.LOG_NORMAL, float64 ? DType.FLOAT64 : DType.FLOAT32, g);
             }));
         }
         KernelRegistry.register(type, RandomOps.RANDPERM_OUT.kernel(), (out, in, g) -> randperm(backend, out, g));
@@ -73,7 +73,7 @@ public final class RandomOpKernels {
      * and std {@code g[1]} for log_normal_), by the backend's kernel of the op's formula, with the call's scalars as its
      * parameters.
      */
-    private static void transformed(Backend backend, FormulaKernel sample, StridedView out, boolean normal, DType compute, double[] g) {
+    private static void transformed(String name, Backend backend, FormulaKernel sample, StridedView out, boolean normal, DType compute, double[] g) {
         Device device = out.device();
         try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
             StridedView d = scratch.allocate(device, out.shape(), compute);
@@ -81,7 +81,7 @@ public final class RandomOpKernels {
             else backend.random().uniform(d, 0, 1, seed(g), firstBlock(g));
             // CUDA's fused kernels write contiguous float32 only: other dtypes through float32 scratch (float32 precision).
             StridedView r = compute == DType.FLOAT32 && out.dtype() != DType.FLOAT32 ? scratch.allocate(device, out.shape(), DType.FLOAT32) : out;
-            Backends.hold("random fill", r, d, null);
+            Backends.hold(name, r, d, null);
             try {
                 sample.run(device.index(), compute, r, new StridedView[] {d}, g);
             } finally {

@@ -222,7 +222,7 @@ public final class RandomOps {
     public static final OpDef LOG_NORMAL = OpDef.structured("log_normal").rule(DTypeRule.FLOATING_ONLY)
             .signature(SELF, Param.scalar("mean", "float", "1"), Param.scalar("std", "float", "2"), GENERATOR)
             .meta((in, g) -> {
-                if (!(g[1] > 0)) throw new IllegalArgumentException("log_normal_ expects std > 0.0, but found std=" + fmt(g[1]));
+                if (!(g[1] > 0)) throw new IllegalArgumentException("log_normal_: expects std > 0.0, but found std=" + fmt(g[1]));
                 return floatingFill("log_normal_", in[0]);
             })
             .random(2, (n, t, in, g) -> ceilDiv(n, 4))

@@ -223,7 +223,7 @@ class RandomFillsTest {
             assertMessage("exponential_: expected a floating point tensor, got torch.int64 of shape [3]", () -> i.exponential_(1, g));
             assertMessage("geometric_ expects p to be in (0, 1), but got p=0", () -> x.geometric_(0, g));
             assertMessage("geometric_ expects p to be in (0, 1), but got p=1", () -> x.geometric_(1, g));
-            assertMessage("log_normal_ expects std > 0.0, but found std=0", () -> x.logNormal_(1, 0, g));
+            assertMessage("log_normal_: expects std > 0.0, but found std=0", () -> x.logNormal_(1, 0, g));
             assertMessage("log_normal_: expected a floating point tensor, got torch.int64", () -> i.logNormal_(1, 2, g));
             assertMessage("cauchy_: expected a floating point tensor, got torch.int64", () -> i.cauchy_(0, 1, g));
             assertMessage("bernoulli: expects p to be in [0, 1], but got p=1.5", () -> x.bernoulli_(1.5, g));
