@@ -1948,6 +1948,7 @@ public final class Tensor implements AutoCloseable {
     public Tensor random_(long from, long to) { return random_(from, to, Generator.defaultGenerator()); }
     public Tensor random_(long from, long to, Generator generator) {
         Arguments.nonNull("random_", "generator", generator);
+        checkWritable("random_"); // a read-only tensor's error before the arguments'
         if (to <= from) {
             throw new IllegalArgumentException("random_ expects 'from' to be less than 'to', but got from=" + from + " >= to=" + to);
         }

@@ -189,11 +189,14 @@ public final class IndexingOps {
             Arrays.fill(counted, true);
             return counted;
         }
+        // A 0-dim tensor takes dim 0 and -1 (as one dimension of size 1), which count nothing away.
+        boolean[] seen = new boolean[Math.max(rank, 1)];
         for (int i = 0; i < n; i++) {
             int d = Shapes.wrapDim(op, (long) g[1 + i], rank);
-            if (counted[d]) throw new IllegalArgumentException(op + ": dim " + d + " appears multiple times in the list of dims");
-            counted[d] = true;
+            if (seen[d]) throw new IllegalArgumentException(op + ": dim " + d + " appears multiple times in the list of dims");
+            seen[d] = true;
         }
+        System.arraycopy(seen, 0, counted, 0, rank);
         return counted;
     }
 
@@ -648,6 +651,11 @@ public final class IndexingOps {
         if (!zeroD && v.length != s.length) {
             throw new IllegalArgumentException(op + ": source " + Shapes.format(source.shape())
                     + " must have the same number of dimensions as self " + Shapes.format(self.shape()));
+        }
+        if (d >= v.length) {
+            // a 0-d source stands for one slice of a vector only
+            throw new IllegalArgumentException(op + ": indexing dim " + d + " is out of bounds of the source tensor of shape "
+                    + Shapes.format(source.shape()) + " (self " + Shapes.format(self.shape()) + ")");
         }
         if (v[d] != index.numel()) {
             throw new IllegalArgumentException(op + ": number of indices (" + index.numel() + ") should be equal to source.size("

@@ -65,6 +65,7 @@ public final class RandomOps {
     /**
      * {@code self.random_(from, to)}: integers uniform in {@code [from, to)}, element {@code i} from half of block {@code i / 2}.
      * Scalars: {@code from}, {@code to} and the generator as doubles, then the bounds' exact int64 halves ({@link #randomScalars}).
+     * The old values get a zero gradient (so autograd refuses it on a leaf that requires grad, as PyTorch's).
      */
     public static final OpDef RANDOM = OpDef.structured("random_from").py("random").rule(DTypeRule.SAME)
             .signature(SELF, Param.scalar("from", "int", null), Param.scalar("to", "int?", null), GENERATOR)
@@ -77,6 +78,7 @@ public final class RandomOps {
                 return new Meta.Output(in[0].shape().clone(), in[0].dtype());
             })
             .random(2, (n, t, in, g) -> ceilDiv(n, 2))
+            .derivatives(() -> Arrays.asList(new Expr.ZerosLike(GRAD))).node("RandomBackward0")
             .doc("integers uniform in [from, to), in place (`Torch.randint`)").build();
 
     /** {@code torch.bernoulli(self)}: 1 where a float64 uniform draw is below the probability, in self's dtype. */

@@ -85,6 +85,26 @@ class FuzzFindingsTest {
                 new int[] {1, 1}).shape(), "an empty batch is fine");
     }
 
+    /**
+     * Found after the eleventh session's merges: a 0-d source with a dimension beyond it ("index_add_(): Indexing dim 1 is
+     * out of bounds of the source tensor with dim 0"), a 0-d count_nonzero given dim 0 twice (as -1 and 0: "dim 0 appears
+     * multiple times in the list of dims"), log_normal_'s std check without the op's name, and random_ on a leaf that
+     * requires grad, which PyTorch refuses as any in-place op there.
+     */
+    @Test
+    void indexedCopiesCountsAndRandomFillsCheckTheirArguments() {
+        Tensor x = Torch.zeros(4, 2);
+        Tensor scalar = Torch.full(new long[0], 3.0);
+        raisesNaming("index_copy", () -> x.indexCopy_(1, Torch.tensor(new long[] {1}), scalar));
+        raisesNaming("index_add", () -> x.indexAdd_(1, Torch.tensor(new long[] {1}), scalar));
+        raisesNaming("count_nonzero", () -> Torch.countNonzero(scalar, new int[] {-1, 0}));
+        assertTrue(Torch.countNonzero(scalar, new int[] {-1}).item() == 1, "a 0-d tensor counts over its one place");
+        raisesNaming("log_normal_", () -> Torch.zeros(3).logNormal_(1.0, -0.0));
+        Tensor leaf = Torch.zeros(2, 2).requiresGrad_();
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> leaf.random_(3));
+        assertTrue(e.getMessage().startsWith("random_: a leaf tensor that requires grad"), e.getMessage());
+    }
+
     @Test
     void broadcastToRejectsAnElementCountThatOverflows() {
         Tensor x = Torch.zeros(1);
