@@ -1,6 +1,7 @@
 package org.jtorch.jit;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -161,6 +162,29 @@ final class Tracer implements TraceHook<Tensor> {
         if (v != null) return v;
         if (created.contains(t) && !t.isWrappedNumber()) {
             breakAt("a tensor of shape " + Shapes.format(t.shape()) + " (" + t.dtype() + ") was made by an op the trace does not see");
+        }
+        // Another handle on memory the trace knows (an autograd node's saved tensor, unpacked in a traced backward): at
+        // a value's very place it is that value; elsewhere in its memory, a constant would freeze the trace's data.
+        Graph.Value same = null;
+        boolean overlaps = false;
+        for (Map.Entry<Tensor, Graph.Value> e : values.entrySet()) {
+            Tensor k = e.getKey();
+            if (k.storage() != t.storage()) continue;
+            if (k.storageOffset() == t.storageOffset() && Arrays.equals(k.shape(), t.shape()) && Arrays.equals(k.strides(), t.strides())
+                    && k.dtype() == t.dtype()) {
+                same = e.getValue();
+                break;
+            }
+            overlaps |= !(e.getValue() instanceof Graph.Constant);
+        }
+        if (same != null) {
+            values.put(t, same);
+            versions.put(t, t.version());
+            return same;
+        }
+        if (overlaps) {
+            breakAt("a tensor of shape " + Shapes.format(t.shape()) + " reads a traced value's memory through a handle the trace did"
+                    + " not see (a saved tensor in a traced backward?)");
         }
         // A wrapped Java number is copied now: the scope of the op that made it (a composite's) may close it at once.
         Graph.Constant c = new Graph.Constant(t.isWrappedNumber() && t.dim() == 0 ? Dispatcher.withoutTrace(() -> ownedCopy(t)) : t);

@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.Module;
@@ -187,6 +188,29 @@ class JitTest {
         TensorFunction compiled = Jit.trace(f, x);
         Tensor y = randn(6);
         assertArrayEquals(f.apply(y).to(org.jtorch.Device.cpu()).toFloatArray(), compiled.apply(y).to(org.jtorch.Device.cpu()).toFloatArray());
+    }
+
+    @Test
+    void aTracedBackwardReadsItsSavedTensorsFromTheReplayNotFromTheTrace() {
+        // The backward of x * x and of exp(w) * w reads tensors its nodes saved: handles the trace did not make. Taken as
+        // constants they froze the trace's x (a wrong gradient for every later input) or were closed with the graph.
+        Tensor w = randn(4, 6).requiresGrad_(true);
+        for (boolean retain : new boolean[] {true, false}) {
+            TensorFunction f = in -> {
+                Tensor out = in[0].mul(in[0]).add(w.exp().mul(w));
+                return Autograd.grad(new Tensor[] {out}, new Tensor[] {in[0], w}, new Tensor[] {in[1], in[1]}, retain, false, false)[1]
+                        .add(Autograd.grad(new Tensor[] {in[0].mul(in[0])}, new Tensor[] {in[0]}, new Tensor[] {in[1]}, retain, false, false)[0]);
+            };
+            Tensor g = randn(4, 6);
+            TensorFunction compiled = Jit.trace(f, randn(4, 6).requiresGrad_(true), g);
+            for (int round = 0; round < 2; round++) {
+                Tensor x = randn(4, 6).requiresGrad_(true);
+                try (var off = Grad.noGrad()) {
+                    w.add_(0.25); // a parameter's step between calls
+                }
+                assertClose(f.apply(x, g), compiled.apply(x, g), 1e-6f);
+            }
+        }
     }
 
     /** Gradcheck through a fused group in float32 is too coarse; compare the fused backward with eager autograd in float64 math instead. */
