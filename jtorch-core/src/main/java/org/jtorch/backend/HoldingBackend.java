@@ -781,6 +781,20 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
+        public boolean batchNormAddReluBackward(StridedView gradOut, StridedView x, StridedView residual, long n, long c, long s,
+                                                StridedView mean, StridedView invstd, StridedView weight, StridedView bias,
+                                                StridedView masked, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
+            StridedView[] operands = {gradOut, x, residual, mean, invstd, weight, bias, masked, gradInput, gradWeight, gradBias};
+            hold("batch_norm_backward", operands);
+            try {
+                return k.batchNormAddReluBackward(gradOut, x, residual, n, c, s, mean, invstd, weight, bias, masked, gradInput, gradWeight,
+                        gradBias);
+            } finally {
+                drop(operands);
+            }
+        }
+
+        @Override
         public boolean layerNorm(StridedView x, long rows, long cols, StridedView weight, StridedView bias, double eps,
                                  StridedView out, StridedView mean, StridedView rstd) {
             StridedView[] operands = {x, weight, bias, out, mean, rstd};

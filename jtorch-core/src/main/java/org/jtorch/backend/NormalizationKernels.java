@@ -57,6 +57,19 @@ public interface NormalizationKernels {
     }
 
     /**
+     * {@link #batchNormReluBackward} of a residual block's join, {@code relu(batch_norm(x) + residual)}: the ReLU's
+     * input is {@code (x - mean) * invstd * weight + bias + residual}, and the masked gradient, which is also the
+     * residual's gradient, is written to {@code masked} (contiguous {@code [n, c, s]}) by the pass that gathers the
+     * per-channel sums, so it is computed and read once rather than by a pass of its own before batch norm's two. Returns
+     * false, having done nothing, where this backend has no such kernel for these operands.
+     */
+    default boolean batchNormAddReluBackward(StridedView gradOut, StridedView x, StridedView residual, long n, long c, long s,
+                                             StridedView mean, StridedView invstd, StridedView weight, StridedView bias,
+                                             StridedView masked, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
+        return false;
+    }
+
+    /**
      * Fused layer norm over the rows of {@code x}, a contiguous {@code [rows, cols]} block of float32 or float64 ({@code weight}
      * and {@code bias} {@code [cols]} or null, and the outputs, contiguous of that dtype): per row {@code mean} and
      * {@code rstd = 1 / sqrt(var + eps)} (the variance biased), and {@code out = (x - mean) * rstd * weight + bias}. Returns

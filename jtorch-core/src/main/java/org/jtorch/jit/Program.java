@@ -1167,6 +1167,7 @@ final class Program {
         long c = root.shape[1];
         long spatial = Shapes.numel(root.shape) / (n * c);
         boolean loneRelu = others == 0 && e.group().group().ops == 1 && root.op == PointwiseOps.RELU;
+        boolean join = isResidualJoin(e);
         Autograd.record("JitBatchNormFusedBackward", out, g -> {
             if (Grad.isEnabled()) {
                 throw new UnsupportedOperationException("jit: a double backward (createGraph) through a batch norm fused with "
@@ -1194,7 +1195,20 @@ final class Program {
                     org.jtorch.backend.NormalizationKernels kernels = Backends.of(root.device).normalization();
                     // A lone ReLU's mask is applied as the batch norm's backward reads the gradient (recomputed from x), where
                     // the backend can: the masked gradient is never written.
-                    boolean masked = loneRelu && kernels.batchNormReluBackward(Dispatcher.view(g[0]), Dispatcher.view(xv), n, c, spatial,
+                    // At a residual join the masked gradient is also the residual's: written once, by batch norm's first pass.
+                    boolean joined = false;
+                    if (join) {
+                        Tensor gm = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+                        if (kernels.batchNormAddReluBackward(Dispatcher.view(g[0]), Dispatcher.view(xv), Dispatcher.view(otherValues.get(0)), n, c,
+                                spatial, Dispatcher.view(channels[0]), Dispatcher.view(channels[1]), viewOrNull(channels[2]),
+                                viewOrNull(channels[3]), Dispatcher.view(gm), viewOrNull(gi), viewOrNull(gw), viewOrNull(gb))) {
+                            fulls.put(e.gradients()[1 - e.slot()], gm);
+                            joined = true;
+                        } else {
+                            gm.close();
+                        }
+                    }
+                    boolean masked = joined || loneRelu && kernels.batchNormReluBackward(Dispatcher.view(g[0]), Dispatcher.view(xv), n, c, spatial,
                             Dispatcher.view(channels[0]), Dispatcher.view(channels[1]), viewOrNull(channels[2]), viewOrNull(channels[3]),
                             viewOrNull(gi), viewOrNull(gw), viewOrNull(gb));
                     if (!masked) {
@@ -1219,6 +1233,18 @@ final class Program {
                 for (Tensor t : fulls.values()) t.close();
             }
         }, edges, java.util.Arrays.stream(saved).filter(java.util.Objects::nonNull).toArray(SavedTensor[]::new));
+    }
+
+    /**
+     * Whether {@code e} is a residual block's join, {@code relu(batch_norm(x) + r)}: the gradient at the batch norm's
+     * output and at {@code r} is the same masked gradient ({@code r} of the join's shape, not broadcast).
+     */
+    private static boolean isResidualJoin(NormalizedGroup e) {
+        Graph.Node root = e.node();
+        List<Graph.Value> in = e.group().group().inputs;
+        return e.group().group().ops == 2 && in.size() == 2 && java.util.Arrays.equals(in.get(1 - e.slot()).shape(), root.shape)
+                && root.op == PointwiseOps.RELU                && root.inputs.get(0) instanceof Graph.Node add && add.op == PointwiseOps.ADD && add.scalars.length == 1 && add.scalars[0] == 1
+                && add.inputs.contains(e.producer()) && e.gradients() != null && e.gradients()[1 - e.slot()] != null;
     }
 
     private static StridedView viewOrNull(Tensor t) {
@@ -1559,6 +1585,10 @@ final class Program {
                             .append(", then one kernel normalising (").append(e.producer()).append(") into ").append(g.ops)
                             .append(g.ops == 1 ? " op" : " ops").append(" over (")
                             .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
+                    if (differentiable && isResidualJoin(e)) {
+                        s.append("    backward: the join's masked gradient written once, by batch norm's first backward pass (where the backend has")
+                                .append(" the kernel), read by its second and as ").append(Graph.name(g.inputs.get(1 - e.slot()))).append("'s gradient\n");
+                    }
                 }
                 case FoldedConvBatchNorm f -> s.append(f.node()).append(" = conv2d with the evaluation batch norm folded into its weight and bias (")
                         .append(f.conv()).append(")\n");

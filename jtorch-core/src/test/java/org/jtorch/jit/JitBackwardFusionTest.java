@@ -156,6 +156,85 @@ class JitBackwardFusionTest {
         }
     }
 
+    /**
+     * A residual block's join, {@code relu(batch_norm(x) + r)} in training: on the CPU batch norm's first backward pass
+     * writes the masked gradient (the mask recomputed from {@code x} and {@code r}), which its second pass and {@code
+     * r}'s gradient then read; no separate masking pass and no plain batch norm backward run. Compiled equals eager,
+     * values and every gradient ({@code r}'s included), on planes of whole vectors, with a tail, too small for the
+     * kernel, with {@code r} on either side of the add, without affine parameters, and with an {@code r} that is
+     * transposed, broadcast or without gradient (the last three take the old path where they must).
+     */
+    @Test
+    void aResidualJoinsMaskedGradientIsWrittenOnceByBatchNormsBackward() {
+        Torch.manualSeed(37);
+        for (long[] shape : new long[][] {{4, 6, 8, 8}, {3, 5, 7, 9}, {2, 3, 35}, {5, 4, 3}, {40, 6}}) {
+            int c = (int) shape[1];
+            Tensor gamma = randn(c).requiresGrad_(true);
+            Tensor beta = randn(c).mul(0.5).requiresGrad_(true);
+            Tensor x = randn(shape).mul(1.5).add(0.5).requiresGrad_(true);
+            Tensor r = randn(shape).requiresGrad_(true);
+            TensorFunction join = in -> F.batchNorm(in[0], null, null, gamma, beta, true, 0.1, 1e-5).add(r).relu();
+            String plan = Jit.explain(join, x);
+            assertTrue(plan.contains("backward: the join's masked gradient"), plan);
+            assertCompiledMatchesEager(join, x, new Tensor[] {x, r, gamma, beta}, 1e-5f);
+            TensorFunction swapped = in -> r.add(F.batchNorm(in[0], null, null, gamma, beta, true, 0.1, 1e-5)).relu();
+            assertCompiledMatchesEager(swapped, x, new Tensor[] {x, r, gamma, beta}, 1e-5f);
+            TensorFunction plain = in -> F.batchNorm(in[0], null, null, null, null, true, 0.1, 1e-5).add(r).relu();
+            assertCompiledMatchesEager(plain, x, new Tensor[] {x, r}, 1e-5f);
+            Tensor constant = randn(shape);
+            TensorFunction noGrad = in -> F.batchNorm(in[0], null, null, gamma, beta, true, 0.1, 1e-5).add(constant).relu();
+            assertCompiledMatchesEager(noGrad, x, new Tensor[] {x, gamma, beta}, 1e-5f);
+        }
+        Tensor gamma = randn(6).requiresGrad_(true);
+        Tensor x = randn(4, 6, 8, 8).requiresGrad_(true);
+        Tensor transposed = randn(4, 6, 8, 8).transpose(2, 3).requiresGrad_(true);
+        TensorFunction strided = in -> F.batchNorm(in[0], null, null, gamma, null, true, 0.1, 1e-5).add(transposed).relu();
+        assertCompiledMatchesEager(strided, x, new Tensor[] {x, gamma, transposed}, 1e-5f);
+        Tensor perChannel = randn(6, 1, 1).requiresGrad_(true);
+        TensorFunction broadcast = in -> F.batchNorm(in[0], null, null, gamma, null, true, 0.1, 1e-5).add(perChannel).relu();
+        assertCompiledMatchesEager(broadcast, x, new Tensor[] {x, gamma, perChannel}, 1e-5f);
+    }
+
+    /**
+     * A compiled ResNet basic block trained (conv, batch norm, ReLU, conv, batch norm, the join): on the CPU its backward
+     * runs the join's kernel and the first batch norm's masked one, and no plain batch norm backward; values and every
+     * gradient equal eager's.
+     */
+    @Test
+    void aResidualBlocksBackwardRunsNoSeparateMaskingPass() {
+        Torch.manualSeed(38);
+        org.jtorch.nn.Conv2d conv1 = new org.jtorch.nn.Conv2d(8, 8, 3, org.jtorch.nn.Conv2d.options().padding(1).bias(false));
+        org.jtorch.nn.Conv2d conv2 = new org.jtorch.nn.Conv2d(8, 8, 3, org.jtorch.nn.Conv2d.options().padding(1).bias(false));
+        org.jtorch.nn.BatchNorm2d bn1 = new org.jtorch.nn.BatchNorm2d(8);
+        org.jtorch.nn.BatchNorm2d bn2 = new org.jtorch.nn.BatchNorm2d(8);
+        for (org.jtorch.nn.Module m : List.of(conv1, conv2, bn1, bn2)) m.to(JitChecks.DEVICE);
+        TensorFunction block = in -> bn2.forward(conv2.forward(bn1.forward(conv1.forward(in[0])).relu())).add(in[0]).relu();
+        Tensor x = randn(4, 8, 12, 12).requiresGrad_(true);
+        List<Tensor> leaves = new ArrayList<>(List.of(x));
+        for (org.jtorch.nn.Module m : List.of(conv1, conv2, bn1, bn2)) leaves.addAll(m.parameters());
+        TensorFunction compiled = Jit.trace(block, x);
+        Tensor[] eager = JitChecks.valueAndGradients(block, x, leaves.toArray(new Tensor[0]));
+        JitChecks.valueAndGradients(compiled, x, leaves.toArray(new Tensor[0]));
+        Tensor[] fused = JitChecks.valueAndGradients(compiled, x, leaves.toArray(new Tensor[0]));
+        // Two convolutions' and two batch norms' backward in f32, their sums in other orders than eager's: 1e-4.
+        for (int i = 0; i < eager.length; i++) JitChecks.assertClose(eager[i], fused[i], 1e-4f);
+        if (!JitChecks.DEVICE.isCpu()) return;
+        Tensor y = compiled.apply(x);
+        Tensor weights = randn(y.shape());
+        org.jtorch.backend.KernelProfiler.reset();
+        org.jtorch.backend.KernelProfiler.start();
+        try {
+            // A weighted sum: a plain one's gradient is a broadcast of ones, which the kernel does not read (it falls back).
+            y.mul(weights).sum().backward();
+        } finally {
+            org.jtorch.backend.KernelProfiler.stop();
+        }
+        List<String> kernels = org.jtorch.backend.KernelProfiler.entries().stream().map(org.jtorch.backend.KernelProfiler.Entry::kernel).toList();
+        assertTrue(kernels.stream().anyMatch(k -> k.startsWith("normalization.batchNormAddReluBackward ")), kernels.toString());
+        assertTrue(kernels.stream().anyMatch(k -> k.startsWith("normalization.batchNormReluBackward ")), kernels.toString());
+        assertFalse(kernels.stream().anyMatch(k -> k.startsWith("normalization.batchNormBackward ")), kernels.toString());
+    }
+
     /** A model trains the same compiled: SGD steps of an MLP, eager against compiled from the same weights. */
     @Test
     void anMlpTrainsTheSameCompiledOverSteps() {

@@ -16,6 +16,11 @@ import org.jtorch.op.StridedView;
  * gradient is never written. Float32, contiguous {@code [n, c, s]} planes of at least one vector; each channel's sums
  * in a fixed order (plane by plane, a plane's f32 lanes joining a double total), so results do not depend on the
  * thread count.
+ *
+ * <p>With a {@code residual} ({@link org.jtorch.backend.NormalizationKernels#batchNormAddReluBackward}, the join of a
+ * residual block, {@code relu(batch_norm(x) + residual)}) the ReLU's input is {@code y + residual}, and the masked
+ * gradient, which is also the residual's gradient, is written to {@code masked} by the pass that gathers the sums;
+ * the second pass reads it back instead of masking again.
  */
 final class CpuBatchNormReluBackward {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
@@ -33,8 +38,21 @@ final class CpuBatchNormReluBackward {
                 && x.numel() == n * c * s;
     }
 
+    /** {@link #fits}, and a residual and masked output of the same {@code [n, c, s]}, float32 and contiguous. */
+    static boolean fitsJoin(StridedView gradOut, StridedView x, StridedView residual, StridedView masked, long n, long c, long s,
+                            StridedView gradInput) {
+        return fits(gradOut, x, n, c, s, gradInput) && fits(residual, masked, n, c, s, null);
+    }
+
     static void run(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
                     StridedView weight, StridedView bias, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
+        run(gradOut, x, null, null, n, c, s, mean, invstd, weight, bias, gradInput, gradWeight, gradBias);
+    }
+
+    /** {@link #run} of the join: {@code residual} and {@code masked} both given (see the class comment), or both null. */
+    static void run(StridedView gradOut, StridedView x, StridedView residual, StridedView masked, long n, long c, long s, StridedView mean,
+                    StridedView invstd, StridedView weight, StridedView bias, StridedView gradInput, StridedView gradWeight,
+                    StridedView gradBias) {
         int cc = Math.toIntExact(c);
         double[] invstdValues = CpuNormalizationKernels.channels(invstd, cc, 1);
         float[] m = CpuNormalizationKernels.floats(CpuNormalizationKernels.channels(mean, cc, 0));
@@ -47,6 +65,10 @@ final class CpuBatchNormReluBackward {
         MemorySegment xs = x.memory();
         long gb = gradOut.offset() * 4;
         long xb = x.offset() * 4;
+        MemorySegment rs = residual == null ? null : residual.memory();
+        long rb = residual == null ? 0 : residual.offset() * 4;
+        MemorySegment ms = masked == null ? null : masked.memory();
+        long mb = masked == null ? 0 : masked.offset() * 4;
         Parallel.forRange(c, Math.max(1, GRAIN / Math.max(1, 2 * n * s)), (begin, end) -> {
             for (long ch = begin; ch < end; ch++) {
                 int k = (int) ch;
@@ -54,7 +76,8 @@ final class CpuBatchNormReluBackward {
                 double sgx = 0;
                 for (long i = 0; i < n; i++) {
                     long plane = (i * c + ch) * s * 4;
-                    float[] part = planeSums(gs, gb + plane, xs, xb + plane, s, m[k], is[k], w[k], b[k]);
+                    float[] part = rs == null ? planeSums(gs, gb + plane, xs, xb + plane, s, m[k], is[k], w[k], b[k])
+                            : joinPlaneSums(gs, gb + plane, xs, xb + plane, rs, rb + plane, ms, mb + plane, s, m[k], is[k], w[k], b[k]);
                     sg += part[0];
                     sgx += part[1];
                 }
@@ -84,7 +107,11 @@ final class CpuBatchNormReluBackward {
         Parallel.forRange(n * c, Math.max(1, GRAIN / s), (begin, end) -> {
             for (long p = begin; p < end; p++) {
                 int ch = (int) (p % c);
-                planeGradInput(gs, gb + p * s * 4, xs, xb + p * s * 4, ds, db + p * s * 4, s, m[ch], is[ch], w[ch], b[ch], kk[ch], mg[ch], a[ch]);
+                if (ms == null) {
+                    planeGradInput(gs, gb + p * s * 4, xs, xb + p * s * 4, ds, db + p * s * 4, s, m[ch], is[ch], w[ch], b[ch], kk[ch], mg[ch], a[ch]);
+                } else {
+                    maskedPlaneGradInput(ms, mb + p * s * 4, xs, xb + p * s * 4, ds, db + p * s * 4, s, m[ch], kk[ch], mg[ch], a[ch]);
+                }
             }
         });
     }
@@ -113,6 +140,51 @@ final class CpuBatchNormReluBackward {
             }
         }
         return new float[] {VectorF32.sumLanes(acc) + ts, VectorF32.sumLanes(acc2) + tq};
+    }
+
+    /**
+     * {@link #planeSums} of the join: the mask where {@code y + residual} is positive, the masked gradient stored to
+     * {@code ms} as it is summed.
+     */
+    private static float[] joinPlaneSums(MemorySegment gs, long go, MemorySegment xs, long xo, MemorySegment rs, long ro, MemorySegment ms,
+                                         long mo, long len, float mean, float invstd, float weight, float bias) {
+        FloatVector acc = FloatVector.zero(FS);
+        FloatVector acc2 = FloatVector.zero(FS);
+        long upper = len - len % FL;
+        long j = 0;
+        for (; j < upper; j += FL) {
+            FloatVector xm = ld(xs, xo + 4 * j).sub(mean);
+            FloatVector z = xm.mul(invstd).mul(weight).add(bias).add(ld(rs, ro + 4 * j));
+            FloatVector g = FloatVector.zero(FS).blend(ld(gs, go + 4 * j), z.compare(VectorOperators.GT, 0f));
+            g.intoMemorySegment(ms, mo + 4 * j, LE);
+            acc = acc.add(g);
+            acc2 = g.fma(xm, acc2);
+        }
+        float ts = 0;
+        float tq = 0;
+        for (; j < len; j++) {
+            float xm = xs.get(ElementIO.F32, xo + 4 * j) - mean;
+            float g = xm * invstd * weight + bias + rs.get(ElementIO.F32, ro + 4 * j) > 0 ? gs.get(ElementIO.F32, go + 4 * j) : 0;
+            ms.set(ElementIO.F32, mo + 4 * j, g);
+            ts += g;
+            tq += g * xm;
+        }
+        return new float[] {VectorF32.sumLanes(acc) + ts, VectorF32.sumLanes(acc2) + tq};
+    }
+
+    /** {@link #planeGradInput} from the already masked gradient {@code gm} (the join's second pass). */
+    private static void maskedPlaneGradInput(MemorySegment gms, long go, MemorySegment xs, long xo, MemorySegment ds, long dO, long len,
+                                             float mean, float k, float meanG, float a) {
+        long upper = len - len % FL;
+        long j = 0;
+        for (; j < upper; j += FL) {
+            FloatVector xm = ld(xs, xo + 4 * j).sub(mean);
+            ld(gms, go + 4 * j).sub(xm.mul(k)).sub(meanG).mul(a).intoMemorySegment(ds, dO + 4 * j, LE);
+        }
+        for (; j < len; j++) {
+            float xm = xs.get(ElementIO.F32, xo + 4 * j) - mean;
+            ds.set(ElementIO.F32, dO + 4 * j, (gms.get(ElementIO.F32, go + 4 * j) - xm * k - meanG) * a);
+        }
     }
 
     private static void planeGradInput(MemorySegment gs, long go, MemorySegment xs, long xo, MemorySegment ds, long dO, long len, float mean,

@@ -587,6 +587,15 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         return true;
     }
 
+    @Override
+    public boolean batchNormAddReluBackward(StridedView gradOut, StridedView x, StridedView residual, long n, long c, long s, StridedView mean,
+                                            StridedView invstd, StridedView weight, StridedView bias, StridedView masked,
+                                            StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
+        if (!CpuBatchNormReluBackward.fitsJoin(gradOut, x, residual, masked, n, c, s, gradInput)) return false;
+        CpuBatchNormReluBackward.run(gradOut, x, residual, masked, n, c, s, mean, invstd, weight, bias, gradInput, gradWeight, gradBias);
+        return true;
+    }
+
     /** As {@link #statsF32}: accumulators across planes, reduced once per {@value #SUM_BLOCK} elements. */
     private static void sumsF32(MemorySegment gs, long gb, MemorySegment xs, long xb, long n, long c, long s, long ch,
                                 float mean, double[] sumG, double[] sumGXmu) {
