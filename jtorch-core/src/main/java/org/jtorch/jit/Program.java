@@ -1243,8 +1243,8 @@ final class Program {
         Graph.Node root = e.node();
         List<Graph.Value> in = e.group().group().inputs;
         return e.group().group().ops == 2 && in.size() == 2 && java.util.Arrays.equals(in.get(1 - e.slot()).shape(), root.shape)
-                && root.op == PointwiseOps.RELU                && root.inputs.get(0) instanceof Graph.Node add && add.op == PointwiseOps.ADD && add.scalars.length == 1 && add.scalars[0] == 1
-                && add.inputs.contains(e.producer()) && e.gradients() != null && e.gradients()[1 - e.slot()] != null;
+                && root.op == PointwiseOps.RELU && root.inputs.get(0) instanceof Graph.Node add && add.op == PointwiseOps.ADD
+                && add.scalars.length == 1 && add.scalars[0] == 1 && add.inputs.contains(e.producer()) && e.gradients() != null && e.gradients()[1 - e.slot()] != null;
     }
 
     private static StridedView viewOrNull(Tensor t) {

@@ -144,7 +144,8 @@ final class CpuBatchNormReluBackward {
 
     /**
      * {@link #planeSums} of the join: the mask where {@code y + residual} is positive, the masked gradient stored to
-     * {@code ms} as it is summed.
+     * {@code ms} as it is summed. A loop of its own rather than flags in {@link #planeSums}' loop: each vector loop
+     * stays free of branches on its operands.
      */
     private static float[] joinPlaneSums(MemorySegment gs, long go, MemorySegment xs, long xo, MemorySegment rs, long ro, MemorySegment ms,
                                          long mo, long len, float mean, float invstd, float weight, float bias) {
