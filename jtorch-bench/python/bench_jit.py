@@ -189,6 +189,8 @@ with torch.no_grad():
         ln = torch.nn.functional.layer_norm
         measure(f"layer_norm_{size}", lambda t: ln(t, (1024,), gamma, beta, 1e-5), rows)
         measure(f"residual_layer_norm_{size}", lambda t: ln(t + residual, (1024,), gamma, beta, 1e-5), rows)
+        drop = torch.nn.functional.dropout
+        measure(f"dropout_residual_layer_norm_{size}", lambda t: ln(drop(t, 0.1, True) + residual, (1024,), gamma, beta, 1e-5), rows)
         if n == 1 << 20:
             a, m, bias = torch.randn(1024, 256), torch.randn(256, 1024) * 0.06, torch.randn(1024)
             measure("matmul_bias_gelu_1M", lambda t: torch.nn.functional.gelu(t @ m + bias), a)

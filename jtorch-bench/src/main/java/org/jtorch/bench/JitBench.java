@@ -35,8 +35,8 @@ final class JitBench {
                 measure(out, "relu_add_" + size, in -> in[0].relu().add(c), x, quick);
                 measure(out, "bias_gelu_" + size, in -> in[0].mul(w).add(b).gelu(), x, quick);
                 measure(out, "tanh_chain_" + size, in -> in[0].mul(0.5).tanh().mul(in[0]).add(1.0).sigmoid().mul(c), x, quick);
-                // The layer norm (rows of 1024) and a residual add feeding it (the dropout of its dropout-residual-
-                // layernorm block left out: random ops are not traced).
+                // The layer norm (rows of 1024), a residual add feeding it, and the whole dropout-residual-layernorm
+                // block (dropout in training mode: fresh draws each call).
                 Tensor rows = x.view(n / 1024, 1024);
                 Tensor residual = c.view(n / 1024, 1024);
                 Tensor gamma = Torch.randn(1024);
@@ -44,6 +44,8 @@ final class JitBench {
                 measure(out, "layer_norm_" + size, in -> org.jtorch.nn.F.layerNorm(in[0], new long[] {1024}, gamma, beta, 1e-5), rows, quick);
                 measure(out, "residual_layer_norm_" + size,
                         in -> org.jtorch.nn.F.layerNorm(in[0].add(residual), new long[] {1024}, gamma, beta, 1e-5), rows, quick);
+                measure(out, "dropout_residual_layer_norm_" + size, in -> org.jtorch.nn.F.layerNorm(
+                        org.jtorch.nn.F.dropout(in[0], 0.1, true).add(residual), new long[] {1024}, gamma, beta, 1e-5), rows, quick);
                 if (n == 1 << 20) {
                     // gelu(x @ w + b) with a [1024, 1024] result: the GEMM's epilogue.
                     Tensor a = Torch.randn(1024, 256);

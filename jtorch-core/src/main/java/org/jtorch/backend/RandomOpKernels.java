@@ -52,16 +52,13 @@ public final class RandomOpKernels {
             if (p.device().isCpu()) checkProbabilities(p, out);
             bernoulli(backend, out, p, 0, g);
         });
-        // The CPU compiles each formula once, parameterised, and computes in float64; CUDA's fused kernels compute in
-        // float32 and take constants only: one kernel per op and parameters, over float32 draws (never rounded up to 1).
-        boolean float64 = type == Device.Type.CPU;
-        Map<String, FormulaKernel> samples = new ConcurrentHashMap<>();
+        // Each backend compiles each op's formula once, with the call's scalars as parameters, and computes it in float64
+        // over float64 draws, so that a device's samples are the CPU's up to its double log/tan/exp.
+        Map<OpDef, FormulaKernel> samples = new ConcurrentHashMap<>();
         for (OpDef op : List.of(RandomOps.EXPONENTIAL, RandomOps.GEOMETRIC, RandomOps.LOG_NORMAL, RandomOps.CAUCHY)) {
             KernelRegistry.register(type, op.kernel(), (out, in, g) -> contiguous(backend, out, c -> {
-                String key = float64 ? op.name() : op.name() + " " + g[0] + " " + g[1];
-                FormulaKernel k = samples.computeIfAbsent(key, x -> KernelRegistry.formulaCompiler(type)
-                        .compile(float64 ? RandomOps.sample(op) : RandomOps.sample(op, g[0], g[1]), 1));
-                transformed(op.pyName() + "_", backend, k, c, op == RandomOps.LOG_NORMAL, float64 ? DType.FLOAT64 : DType.FLOAT32, g);
+                FormulaKernel k = samples.computeIfAbsent(op, x -> KernelRegistry.formulaCompiler(type).compile(RandomOps.sample(op), 1));
+                transformed(op.pyName() + "_", backend, k, c, op == RandomOps.LOG_NORMAL, g);
             }));
         }
         KernelRegistry.register(type, RandomOps.RANDPERM_OUT.kernel(), (out, in, g) -> randperm(backend, out, g));
@@ -69,21 +66,21 @@ public final class RandomOpKernels {
     }
 
     /**
-     * {@code out = sample(d)} for draws d of out's shape in {@code compute}, uniform in [0, 1) (normal of mean {@code g[0]}
-     * and std {@code g[1]} for log_normal_), by the backend's kernel of the op's formula, with the call's scalars as its
-     * parameters.
+     * {@code out = sample(d)} for float64 draws d of out's shape, uniform in [0, 1) (normal of mean {@code g[0]} and std
+     * {@code g[1]} for log_normal_), by the backend's kernel of the op's formula in float64, with the call's scalars as
+     * its parameters. The CPU's kernel writes any dtype; a device's writes its compute dtype, so other dtypes go through
+     * float64 scratch, rounded once by the copy.
      */
-    private static void transformed(String name, Backend backend, FormulaKernel sample, StridedView out, boolean normal, DType compute, double[] g) {
+    private static void transformed(String name, Backend backend, FormulaKernel sample, StridedView out, boolean normal, double[] g) {
         Device device = out.device();
         try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
-            StridedView d = scratch.allocate(device, out.shape(), compute);
+            StridedView d = scratch.allocate(device, out.shape(), DType.FLOAT64);
             if (normal) backend.random().normal(d, g[0], g[1], seed(g), firstBlock(g));
             else backend.random().uniform(d, 0, 1, seed(g), firstBlock(g));
-            // CUDA's fused kernels write contiguous float32 only: other dtypes through float32 scratch (float32 precision).
-            StridedView r = compute == DType.FLOAT32 && out.dtype() != DType.FLOAT32 ? scratch.allocate(device, out.shape(), DType.FLOAT32) : out;
+            StridedView r = device.isCpu() || out.dtype() == DType.FLOAT64 ? out : scratch.allocate(device, out.shape(), DType.FLOAT64);
             Backends.hold(name, r, d, null);
             try {
-                sample.run(device.index(), compute, r, new StridedView[] {d}, g);
+                sample.run(device.index(), DType.FLOAT64, r, new StridedView[] {d}, g);
             } finally {
                 Backends.drop(r, d, null);
             }

@@ -21,6 +21,7 @@ import org.jtorch.op.FormulaKernel;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.LinalgOps;
+import org.jtorch.op.NormalizationOps;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.ReductionOps;
@@ -40,8 +41,8 @@ import org.jtorch.ops.Normalization;
  */
 final class Program {
     /** One step: a fused group or one replayed op, producing the value of {@code node}. */
-    private sealed interface Step permits Fused, FusedSum, FusedSoftmax, GemmEpilogue, NormalizedGroup, FoldedConvBatchNorm, ConvEpilogue,
-            MaskedLinear, Replayed {
+    private sealed interface Step permits Fused, FusedSum, FusedSoftmax, FusedLayerNorm, GemmEpilogue, NormalizedGroup, FoldedConvBatchNorm,
+            ConvEpilogue, MaskedLinear, Replayed {
         Graph.Node node();
     }
 
@@ -64,6 +65,14 @@ final class Program {
      * while in cache ({@link FormulaKernel#runRowSoftmax}).
      */
     private record FusedSoftmax(Graph.Node node, Fused group, boolean log) implements Step {}
+
+    /**
+     * A fused group normalised as it is computed: {@code node} is a float32 {@code native_layer_norm} over the group's
+     * trailing {@code rowLength} values, the group's only consumer, in a program without autograd (the backward would
+     * need the group's values, which are never stored); blocks of rows go through the formula and the layer norm while
+     * in cache ({@link FormulaKernel#runRowLayerNorm}).
+     */
+    private record FusedLayerNorm(Graph.Node node, Fused group, long rowLength) implements Step {}
 
     /**
      * A fused group fed by a float32 linear layer (or a matmul by a matrix, the same product) used by it alone and
@@ -204,8 +213,9 @@ final class Program {
                     && !inlined.containsKey(p) && uses.get(p) == 1 && p.device.equals(n.device) && summedRow(n, p) >= 0) {
                 summedBy.put(p, n);
             }
-            if (live.containsKey(n) && softmaxOverRows(n) && n.inputs.get(0) instanceof Graph.Node p && fusable(p)
-                    && !inlined.containsKey(p) && uses.get(p) == 1 && p.device.equals(n.device)) {
+            if (live.containsKey(n) && (softmaxOverRows(n) || !differentiable && layerNormOverRows(n) > 0)
+                    && n.inputs.get(0) instanceof Graph.Node p && fusable(p) && !inlined.containsKey(p) && uses.get(p) == 1
+                    && p.device.equals(n.device)) {
                 summedBy.put(p, n);
             }
         }
@@ -222,6 +232,13 @@ final class Program {
             Fused f = compile(g);
             if (f == null) {
                 for (Graph.Node member : g.nodes()) inlined.remove(member);
+            } else if (sum != null && sum.op == NormalizationOps.NATIVE_LAYER_NORM) {
+                if (f.kernel().layerNormsRows()) {
+                    groups.put(sum, new FusedLayerNorm(sum, f, layerNormOverRows(sum)));
+                    inlined.put(n, true);
+                } else if (g.ops >= 2) {
+                    groups.put(n, f);
+                }
             } else if (sum != null && sum.op != ReductionOps.SUM && f.kernel().softmaxesRows()) {
                 groups.put(sum, new FusedSoftmax(sum, f, sum.op == ReductionOps.LOG_SOFTMAX));
                 inlined.put(n, true);
@@ -557,6 +574,21 @@ final class Program {
         return rank > 0 && (dim == -1 || dim == rank - 1) && n.inputs.get(0) != null && n.inputs.get(0).dtype() == DType.FLOAT32;
     }
 
+    /**
+     * The row length of a float32 {@code native_layer_norm} of a float32 value whose weight and bias (where given) are
+     * float32 too, or 0 where {@code n} is none.
+     */
+    private static long layerNormOverRows(Graph.Node n) {
+        if (n.op != NormalizationOps.NATIVE_LAYER_NORM || n.dtype != DType.FLOAT32 || n.scalars.length < 2) return 0;
+        for (Graph.Value v : n.inputs) if (v != null && v.dtype() != DType.FLOAT32) return 0;
+        Graph.Value x = n.inputs.get(0);
+        int k = (int) n.scalars[0];
+        if (x == null || k < 1 || k > n.shape.length) return 0;
+        long row = 1;
+        for (int d = n.shape.length - k; d < n.shape.length; d++) row *= n.shape[d];
+        return row;
+    }
+
     /** Which of {@code rank} dimensions {@code sum} reduces (all for no dims), or null for a repeated or invalid dim. */
     private static boolean[] reducedDims(Graph.Node sum, int rank) {
         int[] dims = sum.reduce.dims();
@@ -593,6 +625,11 @@ final class Program {
             case Fused f -> f.group().inputs;
             case FusedSum f -> f.group().group().inputs;
             case FusedSoftmax f -> f.group().group().inputs;
+            case FusedLayerNorm f -> {
+                List<Graph.Value> in = new ArrayList<>(f.group().group().inputs);
+                for (Graph.Value v : f.node().inputs.subList(1, f.node().inputs.size())) if (v != null) in.add(v);
+                yield in;
+            }
             case GemmEpilogue e -> {
                 List<Graph.Value> in = new ArrayList<>(e.group().group().inputs);
                 in.remove(e.slot());
@@ -676,6 +713,7 @@ final class Program {
                     case Fused f -> runFused(f, inputs, values, s);
                     case FusedSum f -> runFusedSum(f, inputs, values);
                     case FusedSoftmax f -> runFusedSoftmax(f, inputs, values);
+                    case FusedLayerNorm f -> runFusedLayerNorm(f, inputs, values);
                     case GemmEpilogue e -> runEpilogue(e, inputs, values);
                     case NormalizedGroup e -> runNormalized(e, inputs, values, s);
                     case FoldedConvBatchNorm f -> runFolded(f, inputs, values);
@@ -804,6 +842,65 @@ final class Program {
             });
         }
         return out;
+    }
+
+    /**
+     * The group and the layer norm in one pass over blocks of rows, the statistics written where the program reads them.
+     * Operands whose leading dimensions do not merge into one stride, or a weight or bias that is not contiguous, send the
+     * step the unfused way: the group, then the layer norm.
+     */
+    private Tensor runFusedLayerNorm(FusedLayerNorm s, Tensor[] inputs, Tensor[] values) {
+        Fused f = s.group();
+        Graph.Node root = f.node(), ln = s.node();
+        Tensor[] args = arguments(f, inputs, values);
+        Tensor weight = resolve(ln.inputs.get(1), inputs, values), bias = resolve(ln.inputs.get(2), inputs, values);
+        long numel = Shapes.numel(root.shape), cols = s.rowLength(), rows = cols == 0 ? 0 : numel / cols;
+        Tensor[] broadcast = new Tensor[args.length];
+        try {
+            StridedView[] operands = new StridedView[args.length];
+            boolean fused = numel > 0 && (weight == null || weight.isContiguous()) && (bias == null || bias.isContiguous());
+            for (int k = 0; k < args.length && fused; k++) {
+                Tensor bc = args[k].broadcastTo(root.shape);
+                if (bc != args[k]) broadcast[k] = bc;
+                operands[k] = matrix(Dispatcher.view(bc), rows, cols, (int) ln.scalars[0]);
+                fused = operands[k] != null;
+            }
+            if (!fused) {
+                try (Tensor group = runFused(f, inputs, values, -1)) {
+                    Tensor[] outs = Dispatcher.callAll(ln.op, new Tensor[] {group, weight, bias}, ln.scalars);
+                    return keepStatistics(ln, outs, values);
+                }
+            }
+            // native_layer_norm's outputs: the normalised rows, and the statistics with a one for each normalised dimension.
+            long[] stats = root.shape.clone();
+            for (int d = stats.length - (int) ln.scalars[0]; d < stats.length; d++) stats[d] = 1;
+            Tensor[] outs = {Tensor.empty(root.shape, DType.FLOAT32, root.device), Tensor.empty(stats, DType.FLOAT32, root.device),
+                    Tensor.empty(stats, DType.FLOAT32, root.device)};
+            StridedView out = matrix(Dispatcher.view(outs[0]), rows, cols, (int) ln.scalars[0]);
+            Backends.hold("jit", out, null, null);
+            try {
+                f.kernel().runRowLayerNorm(root.device.index(), out, operands, cols, Dispatcher.view(weight), Dispatcher.view(bias),
+                        ln.scalars[1], Dispatcher.view(outs[1]), Dispatcher.view(outs[2]), NO_PARAMS);
+            } catch (RuntimeException ex) {
+                for (Tensor t : outs) t.close();
+                throw ex;
+            } finally {
+                Backends.drop(out, null, null);
+            }
+            return keepStatistics(ln, outs, values);
+        } finally {
+            for (Tensor t : broadcast) if (t != null) t.close();
+        }
+    }
+
+    /** A multi-output node's later outputs kept at their slots where the program reads them, the others closed; the first returned. */
+    private Tensor keepStatistics(Graph.Node n, Tensor[] outs, Tensor[] values) {
+        for (int k = 1; k < outs.length; k++) {
+            Graph.Output o = n.outputs[k - 1];
+            if (o != null && liveOutputs.contains(o)) values[o.slot] = outs[k];
+            else if (outs[k] != null) outs[k].close();
+        }
+        return outs[0];
     }
 
     /**
@@ -1258,17 +1355,34 @@ final class Program {
      * null where its leading dimensions do not merge into one stride.
      */
     private static StridedView matrix(StridedView v, long rows, long cols) {
+        return matrix(v, rows, cols, 1);
+    }
+
+    /**
+     * {@code v} as a {@code [rows, cols]} matrix whose rows are its last {@code k} dimensions ({@code cols} values), or
+     * null where those dimensions, or the leading ones, do not merge into one stride each.
+     */
+    private static StridedView matrix(StridedView v, long rows, long cols, int k) {
         long[] shape = v.shape();
         long[] strides = v.strides();
-        long rowStride = 0;
+        int first = shape.length - k;
+        long colStride = strides[shape.length - 1];
         long next = -1;
-        for (int d = shape.length - 2; d >= 0; d--) {
+        for (int d = shape.length - 1; d >= first; d--) {
+            if (shape[d] == 1) continue;
+            if (next < 0) colStride = strides[d];
+            else if (strides[d] != next) return null;
+            next = strides[d] * shape[d];
+        }
+        long rowStride = 0;
+        next = -1;
+        for (int d = first - 1; d >= 0; d--) {
             if (shape[d] == 1) continue;
             if (next < 0) rowStride = strides[d];
             else if (strides[d] != next) return null;
             next = strides[d] * shape[d];
         }
-        return new StridedView(v.memory(), v.offset(), new long[] {rows, cols}, new long[] {rowStride, strides[shape.length - 1]}, v.dtype());
+        return new StridedView(v.memory(), v.offset(), new long[] {rows, cols}, new long[] {rowStride, colStride}, v.dtype());
     }
 
     /** Rows {@code [r0, r1)} and columns {@code [c0, c1)} of a matrix view. */
@@ -1557,6 +1671,12 @@ final class Program {
                 case FusedSum f -> {
                     FusedGroup g = f.group().group();
                     s.append(f.node()).append(" = sum of rows of ").append(f.rowLength()).append(", fused with ").append(g.ops)
+                            .append(g.ops == 1 ? " op" : " ops").append(" over (")
+                            .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
+                }
+                case FusedLayerNorm f -> {
+                    FusedGroup g = f.group().group();
+                    s.append(f.node()).append(" = native_layer_norm of rows of ").append(f.rowLength()).append(", fused with ").append(g.ops)
                             .append(g.ops == 1 ? " op" : " ops").append(" over (")
                             .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
                 }

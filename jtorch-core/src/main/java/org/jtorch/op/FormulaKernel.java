@@ -42,6 +42,24 @@ public interface FormulaKernel {
         throw new UnsupportedOperationException("this backend's formula kernels do not fuse softmax");
     }
 
+    /** Whether this kernel implements {@link #runRowLayerNorm}: the formula fused into a layer norm over rows. */
+    default boolean layerNormsRows() {
+        return false;
+    }
+
+    /**
+     * {@code out = layer_norm(formula(inputs))} over each row of {@code rowLength} values, with {@code weight} and
+     * {@code bias} (contiguous rows of {@code rowLength}, either may be null) and {@code eps}, writing each row's mean and
+     * reciprocal standard deviation into {@code mean} and {@code rstd} (contiguous, one element a row) as
+     * {@code native_layer_norm} does. {@code out} and every input are {@code [rows, rowLength]} matrices (inputs broadcast
+     * with zero strides), all float32, {@code out} contiguous. The formula's values are written into a block of rows of
+     * {@code out} and normalised there while the block is in cache: a pointwise producer fused into a layer norm.
+     */
+    default void runRowLayerNorm(int deviceIndex, StridedView out, StridedView[] inputs, long rowLength, StridedView weight, StridedView bias,
+                                 double eps, StridedView mean, StridedView rstd, double[] params) {
+        throw new UnsupportedOperationException("this backend's formula kernels do not fuse layer norm");
+    }
+
     /** Compiles formulas into kernels: one per backend ({@link KernelRegistry#formulaCompiler}). */
     @FunctionalInterface
     interface Compiler {

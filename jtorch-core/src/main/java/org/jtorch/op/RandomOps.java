@@ -247,11 +247,6 @@ public final class RandomOps {
         return sample(op, P0, P1);
     }
 
-    /** {@link #sample} with the call's scalars as constants, for backends whose fused kernels take no parameters (CUDA's). */
-    public static Expr sample(OpDef op, double p0, double p1) {
-        return sample(op, Expr.c(p0), Expr.c(p1));
-    }
-
     private static Expr sample(OpDef op, Expr p0, Expr p1) {
         if (op == EXPONENTIAL) return Expr.math(Fn.MUL, Expr.math(Fn.DIV, Expr.c(-1), p0), Expr.math(Fn.LOG, Expr.math(Fn.SUB, Expr.c(1), DRAW)));
         if (op == GEOMETRIC) {

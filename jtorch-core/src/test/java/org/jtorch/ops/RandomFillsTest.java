@@ -374,6 +374,38 @@ class RandomFillsTest {
         }
     }
 
+    /**
+     * exponential_, geometric_, log_normal_ and cauchy_ transform float64 draws in float64 on every device: float64
+     * samples keep float64's precision (a float32 computation leaves every value on float32's grid), and a device's
+     * samples are the CPU's for the same generator state, up to its double log, exp and tan (float32 samples, rounded
+     * once from those, to an ulp of float32).
+     */
+    @Test
+    void distributionFillsComputeInFloat64OnEveryDevice() {
+        java.util.Map<String, java.util.function.BiFunction<Tensor, Generator, Tensor>> fills = new java.util.LinkedHashMap<>();
+        fills.put("exponential_", (t, g) -> t.exponential_(2.5, g));
+        fills.put("geometric_", (t, g) -> t.geometric_(0.3, g));
+        fills.put("log_normal_", (t, g) -> t.logNormal_(0.5, 0.75, g));
+        fills.put("cauchy_", (t, g) -> t.cauchy_(-1, 2, g));
+        for (var fill : fills.entrySet()) {
+            for (DType t : new DType[] {DType.FLOAT64, DType.FLOAT32}) {
+                double[] here, cpu;
+                try (Tensor x = Torch.zeros(new long[] {4099}, t, DEVICE); Tensor c = Torch.zeros(new long[] {4099}, t, Device.cpu())) {
+                    here = values(fill.getValue().apply(x, new Generator(90)));
+                    cpu = values(fill.getValue().apply(c, new Generator(90)));
+                }
+                String what = fill.getKey() + " " + t + " on " + DEVICE;
+                if (t == DType.FLOAT64 && !fill.getKey().equals("geometric_")) {
+                    assertTrue(Arrays.stream(here).anyMatch(v -> v != (float) v), what + ": every sample is a float32 value");
+                }
+                double tolerance = t == DType.FLOAT64 ? 1e-13 : 2e-7;
+                for (int i = 0; i < here.length; i++) {
+                    assertEquals(cpu[i], here[i], tolerance * Math.max(1, Math.abs(cpu[i])), what + ", element " + i);
+                }
+            }
+        }
+    }
+
     private static int count(String s, String word) {
         int n = 0;
         for (int at = s.indexOf(word); at >= 0; at = s.indexOf(word, at + 1)) n++;

@@ -55,15 +55,20 @@ public final class CudaBackend implements Backend {
      * by zero is checked on the device first, by the dispatcher.
      */
     private static void registerPointwiseKernels() {
-        // The JIT's fused groups: float32 formulas of inputs and constants, generated CUDA C compiled by NVRTC.
+        // The JIT's fused groups (float32) and the random fills' transformations (float64): generated CUDA C compiled by
+        // NVRTC, one source per compute dtype, made on first use; scalar parameters are kernel arguments.
         KernelRegistry.registerFormulaCompiler(Device.Type.CUDA, (formula, inputs) -> new FormulaKernel() {
-            private final String source = FusedKernels.source(formula, inputs);
+            private final int scalars = FusedKernels.scalarParameters(formula);
+            private final java.util.Map<DType, String> sources = new java.util.concurrent.ConcurrentHashMap<>();
             private final String sumSource = FusedKernels.sumSource(formula, inputs);
 
             @Override
             public void run(int ordinal, DType compute, StridedView out, StridedView[] in, double[] params) {
-                if (compute != DType.FLOAT32) throw new UnsupportedOperationException("fused CUDA kernels compute in float32, not " + compute);
-                INSTANCE.kernels().fused(source, ordinal, out, in);
+                if (compute != DType.FLOAT32 && compute != DType.FLOAT64) {
+                    throw new UnsupportedOperationException("fused CUDA kernels compute in float32 or float64, not " + compute);
+                }
+                String source = sources.computeIfAbsent(compute, t -> FusedKernels.source(formula, inputs, t));
+                INSTANCE.kernels().fused(source, ordinal, compute, out, in, parameters(params));
             }
 
             @Override
@@ -73,7 +78,17 @@ public final class CudaBackend implements Backend {
 
             @Override
             public void runRowSums(int ordinal, StridedView out, StridedView[] in, long rowLength, double[] params) {
-                INSTANCE.kernels().fusedSum(sumSource, ordinal, out, in, rowLength);
+                INSTANCE.kernels().fusedSum(sumSource, ordinal, out, in, parameters(params), rowLength);
+            }
+
+            /** The formula's parameters from the call's scalars (the JIT's fused formulas read none). */
+            private double[] parameters(double[] params) {
+                if (scalars == 0) return new double[0];
+                if (params == null || params.length < scalars) {
+                    throw new IllegalArgumentException("fused kernel of " + formula + ": expected " + scalars + " scalar parameters, got "
+                            + (params == null ? 0 : params.length));
+                }
+                return java.util.Arrays.copyOf(params, scalars);
             }
         });
         for (OpDef op : OpRegistry.all()) {

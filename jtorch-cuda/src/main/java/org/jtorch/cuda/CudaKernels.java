@@ -172,13 +172,14 @@ final class CudaKernels {
     }
 
     /**
-     * {@code out = formula(inputs)} for a fused formula ({@link FusedKernels}): float32 inputs of any strides over
-     * the contiguous float32 output's shape.
+     * {@code out = formula(inputs)} for a fused formula ({@link FusedKernels}): inputs of dtype {@code compute} (float32
+     * or float64) and any strides over the contiguous output's shape, of that dtype too; {@code params} are the
+     * formula's scalar parameters, as many as its kernel takes ({@link FusedKernels#scalarParameters}).
      */
-    void fused(String source, int ordinal, StridedView out, StridedView[] inputs) {
+    void fused(String source, int ordinal, DType compute, StridedView out, StridedView[] inputs, double[] params) {
         long[] shape = out.shape();
-        if (out.dtype() != DType.FLOAT32 || !out.isContiguous()) {
-            throw new IllegalArgumentException("fused kernel: expected a contiguous float32 output, got " + out.dtype() + " with strides "
+        if (out.dtype() != compute || !out.isContiguous()) {
+            throw new IllegalArgumentException("fused kernel: expected a contiguous " + compute + " output, got " + out.dtype() + " with strides "
                     + java.util.Arrays.toString(out.strides()));
         }
         long n = Shapes.numel(shape);
@@ -188,7 +189,8 @@ final class CudaKernels {
         long fn = function(ordinal, fusedFile(source), null, FusedKernels.ENTRY, () -> source);
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(out.address());
-            MemorySegment index = fusedIndex(arena, shape, inputs, args);
+            MemorySegment index = fusedIndex(arena, shape, inputs, compute, args);
+            for (double p : params) args.f64(p);
             args.i64(n).struct(index);
             launch(fn, blocks, stream(device), args);
         }
@@ -198,7 +200,7 @@ final class CudaKernels {
      * {@code out[r] = sum of formula(inputs)} over the elements {@code [r * rowLength, (r + 1) * rowLength)} of the
      * inputs' common shape, for a formula fused into a sum ({@link FusedKernels#sumSource}): one block per output.
      */
-    void fusedSum(String source, int ordinal, StridedView out, StridedView[] inputs, long rowLength) {
+    void fusedSum(String source, int ordinal, StridedView out, StridedView[] inputs, double[] params, long rowLength) {
         if (out.dtype() != DType.FLOAT32 || !out.isContiguous()) {
             throw new IllegalArgumentException("fused sum: expected a contiguous float32 output, got " + out.dtype() + " with strides "
                     + java.util.Arrays.toString(out.strides()));
@@ -211,7 +213,8 @@ final class CudaKernels {
         long fn = function(ordinal, fusedFile(source), null, FusedKernels.SUM_ENTRY, () -> source);
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(out.address());
-            MemorySegment index = fusedIndex(arena, shape, inputs, args);
+            MemorySegment index = fusedIndex(arena, shape, inputs, DType.FLOAT32, args);
+            for (double p : params) args.f64(p);
             args.i64(rows).i64(rowLength).struct(index);
             launch(fn, blocks, stream(device), args);
         }
@@ -225,7 +228,7 @@ final class CudaKernels {
      * Adds each input's pointer to {@code args} and returns the kernel's {@code FusedIndex} over {@code shape}:
      * {@code struct FusedIndex { jt_i64 ndim; jt_i64 size[MAX_DIMS]; jt_i64 stride[inputs][MAX_DIMS]; }}.
      */
-    private static MemorySegment fusedIndex(Arena arena, long[] shape, StridedView[] inputs, KernelArgs args) {
+    private static MemorySegment fusedIndex(Arena arena, long[] shape, StridedView[] inputs, DType compute, KernelArgs args) {
         if (shape.length > KernelStructs.MAX_DIMS) {
             throw new UnsupportedOperationException("fused kernel: at most " + KernelStructs.MAX_DIMS + " dimensions, got shape "
                     + java.util.Arrays.toString(shape));
@@ -237,7 +240,7 @@ final class CudaKernels {
         for (int d = 0; d < shape.length; d++) index.set(ValueLayout.JAVA_LONG, 8L * (1 + d), shape[d]);
         for (int k = 0; k < inputs.length; k++) {
             StridedView v = inputs[k];
-            if (v.dtype() != DType.FLOAT32) throw new IllegalArgumentException("fused kernel: input " + k + " is " + v.dtype() + ", not float32");
+            if (v.dtype() != compute) throw new IllegalArgumentException("fused kernel: input " + k + " is " + v.dtype() + ", not " + compute);
             args.pointer(v.address());
             for (int d = 0; d < shape.length; d++) {
                 index.set(ValueLayout.JAVA_LONG, 8L * (1 + KernelStructs.MAX_DIMS * (1 + k) + d), v.strides()[d]);

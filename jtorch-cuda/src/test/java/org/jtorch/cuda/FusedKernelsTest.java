@@ -3,6 +3,7 @@ package org.jtorch.cuda;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.charset.StandardCharsets;
@@ -76,9 +77,19 @@ class FusedKernelsTest {
         assertArrayEquals(sumSizes, entries.get(FusedKernels.SUM_ENTRY), entries.keySet().toString());
     }
 
+    /** A float64 kernel whose formula reads scalar parameters takes them as doubles after the inputs (a random fill's). */
     @Test
-    void scalarParametersAreRefused() {
-        Expr withParameter = new Expr.Math(Fn.MUL, List.of(new Expr.In(0, "x0"), new Expr.Scalar(0, "p0", Double.NaN)));
-        assertThrows(IllegalArgumentException.class, () -> FusedKernels.source(withParameter, 1));
+    void float64KernelsTakeScalarParametersAfterTheInputs(@TempDir Path dir) throws Exception {
+        Optional<Path> nvcc = KernelSourcesTest.nvcc();
+        assumeTrue(nvcc.isPresent(), "nvcc not found on PATH or in /usr/local/cuda/bin");
+        Expr withParameters = new Expr.Math(Fn.ADD, List.of(new Expr.Math(Fn.MUL, List.of(new Expr.In(0, "x0"), new Expr.Scalar(1, "p1", Double.NaN))),
+                new Expr.Scalar(0, "p0", 2.0)));
+        assertEquals(2, FusedKernels.scalarParameters(withParameters));
+        String source = FusedKernels.source(withParameters, 1, org.jtorch.DType.FLOAT64);
+        assertTrue(source.contains("double* __restrict__ out") && source.contains("typedef double A"), source);
+        Map<String, long[]> entries = compile(nvcc.get(), dir, "parameters.cu", source);
+        long[] sizes = {8, 8, 8, 8, 8, 8L * (1 + KernelStructs.MAX_DIMS * 2)};
+        assertArrayEquals(sizes, entries.get(FusedKernels.ENTRY), entries.keySet().toString());
+        assertThrows(IllegalArgumentException.class, () -> FusedKernels.source(withParameters, 1, org.jtorch.DType.FLOAT16));
     }
 }

@@ -189,6 +189,44 @@ final class CpuFormulaKernel implements FormulaKernel {
         });
     }
 
+    @Override
+    public boolean layerNormsRows() {
+        return true;
+    }
+
+    /**
+     * As {@link #runRowSoftmax}: blocks of whole rows computed into {@code out} and normalised in place right after, by
+     * the layer norm's own row kernel ({@link CpuLayerNormKernels#forwardRows}), so the values and statistics are eager's.
+     */
+    @Override
+    public void runRowLayerNorm(int deviceIndex, StridedView out, StridedView[] in, long rowLength, StridedView weight, StridedView bias,
+                                double eps, StridedView mean, StridedView rstd, double[] params) {
+        if (in.length != inputs) throw new IllegalArgumentException(formula + ": expected " + inputs + " inputs, got " + in.length);
+        if (out.dtype() != DType.FLOAT32 || !out.isContiguous() || out.shape().length != 2 || out.shape()[1] != rowLength
+                || rowLength > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(formula + ": a layer norm over rows goes to a contiguous float32 [rows, " + rowLength
+                    + "] output, got " + out.dtype() + Shapes.format(out.shape()));
+        }
+        long rows = out.shape()[0];
+        for (StridedView v : new StridedView[] {weight, bias, mean, rstd}) {
+            if (v != null && (v.dtype() != DType.FLOAT32 || !v.isContiguous())) {
+                throw new IllegalArgumentException(formula + ": a fused layer norm takes contiguous float32 weight, bias and statistics, got "
+                        + v.dtype() + Shapes.format(v.shape()));
+            }
+        }
+        if (rows == 0 || rowLength == 0) return;
+        long block = Math.max(1, SOFTMAX_BLOCK / rowLength);
+        Parallel.forRange(rows, Math.max(1, ElementwiseKernels.GRAIN / rowLength), (begin, end) -> {
+            for (long r0 = begin; r0 < end; r0 += block) {
+                long r1 = Math.min(end, r0 + block);
+                StridedView[] rowsIn = new StridedView[inputs];
+                for (int k = 0; k < inputs; k++) rowsIn[k] = rowsOf(in[k], r0, r1);
+                run(deviceIndex, DType.FLOAT32, rowsOf(out, r0, r1), rowsIn, params);
+                CpuLayerNormKernels.forwardRows(out, rowLength, weight, bias, eps, out, mean, rstd, r0, r1);
+            }
+        });
+    }
+
     /** Rows {@code [r0, r1)} of a matrix view. */
     private static StridedView rowsOf(StridedView m, long r0, long r1) {
         return new StridedView(m.memory(), m.offset() + r0 * m.strides()[0], new long[] {r1 - r0, m.shape()[1]}, m.strides(), m.dtype());

@@ -43,6 +43,16 @@ final class CpuLayerNormKernels {
 
     static void forward(StridedView x, long rows, long cols, StridedView weight, StridedView bias, double eps, StridedView out,
                         StridedView mean, StridedView rstd) {
+        Parallel.forRange(rows, Math.max(1, GRAIN / Math.max(1, cols)), (begin, end) -> forwardRows(x, cols, weight, bias, eps, out,
+                mean, rstd, begin, end));
+    }
+
+    /**
+     * Rows {@code [begin, end)} of {@link #forward}, on the calling thread. Each row is read whole (its statistics) before
+     * it is written, so {@code out} may be {@code x} itself: the JIT's fused producer normalises its rows in place.
+     */
+    static void forwardRows(StridedView x, long cols, StridedView weight, StridedView bias, double eps, StridedView out,
+                            StridedView mean, StridedView rstd, long begin, long end) {
         int n = Math.toIntExact(cols);
         boolean f32 = x.dtype() == DType.FLOAT32;
         long es = x.dtype().byteSize();
@@ -52,37 +62,35 @@ final class CpuLayerNormKernels {
         long wb = weight == null ? 0 : base(weight), bb = bias == null ? 0 : base(bias);
         MemorySegment ms = mean.memory(), rs = rstd.memory();
         long mb = base(mean), rb = base(rstd);
-        Parallel.forRange(rows, Math.max(1, GRAIN / Math.max(1, cols)), (begin, end) -> {
-            for (long i = begin; i < end; i++) {
-                long xo = xb + i * n * es, oo = ob + i * n * es;
-                if (f32) {
-                    double m = sumF32(xs, xo, n, 0f, false) / n;
-                    double v = sumF32(xs, xo, n, (float) m, true) / n;
-                    double r = 1 / Math.sqrt(v + eps);
-                    rowF32(xs, xo, n, (float) m, (float) r, ws, wb, bs, bb, os, oo);
-                    ms.set(ElementIO.F32, mb + 4 * i, (float) m);
-                    rs.set(ElementIO.F32, rb + 4 * i, (float) r);
-                } else {
-                    double s = 0;
-                    for (int j = 0; j < n; j++) s += xs.get(ElementIO.F64, xo + 8L * j);
-                    double m = s / n;
-                    double q = 0;
-                    for (int j = 0; j < n; j++) {
-                        double d = xs.get(ElementIO.F64, xo + 8L * j) - m;
-                        q += d * d;
-                    }
-                    double r = 1 / Math.sqrt(q / n + eps);
-                    for (int j = 0; j < n; j++) {
-                        double y = (xs.get(ElementIO.F64, xo + 8L * j) - m) * r;
-                        if (ws != null) y *= ws.get(ElementIO.F64, wb + 8L * j);
-                        if (bs != null) y += bs.get(ElementIO.F64, bb + 8L * j);
-                        os.set(ElementIO.F64, oo + 8L * j, y);
-                    }
-                    ms.set(ElementIO.F64, mb + 8 * i, m);
-                    rs.set(ElementIO.F64, rb + 8 * i, r);
+        for (long i = begin; i < end; i++) {
+            long xo = xb + i * n * es, oo = ob + i * n * es;
+            if (f32) {
+                double m = sumF32(xs, xo, n, 0f, false) / n;
+                double v = sumF32(xs, xo, n, (float) m, true) / n;
+                double r = 1 / Math.sqrt(v + eps);
+                rowF32(xs, xo, n, (float) m, (float) r, ws, wb, bs, bb, os, oo);
+                ms.set(ElementIO.F32, mb + 4 * i, (float) m);
+                rs.set(ElementIO.F32, rb + 4 * i, (float) r);
+            } else {
+                double sum = 0;
+                for (int j = 0; j < n; j++) sum += xs.get(ElementIO.F64, xo + 8L * j);
+                double m = sum / n;
+                double q = 0;
+                for (int j = 0; j < n; j++) {
+                    double d = xs.get(ElementIO.F64, xo + 8L * j) - m;
+                    q += d * d;
                 }
+                double r = 1 / Math.sqrt(q / n + eps);
+                for (int j = 0; j < n; j++) {
+                    double y = (xs.get(ElementIO.F64, xo + 8L * j) - m) * r;
+                    if (ws != null) y *= ws.get(ElementIO.F64, wb + 8L * j);
+                    if (bs != null) y += bs.get(ElementIO.F64, bb + 8L * j);
+                    os.set(ElementIO.F64, oo + 8L * j, y);
+                }
+                ms.set(ElementIO.F64, mb + 8 * i, m);
+                rs.set(ElementIO.F64, rb + 8 * i, r);
             }
-        });
+        }
     }
 
     /** A float32 row's sum, or with {@code squares} its sum of squares about {@code shift} (the mean). */
