@@ -113,8 +113,65 @@ public final class ReductionOps {
     public static final OpDef LOG_SOFTMAX = OpDef.alongDim("log_softmax").rule(DTypeRule.FLOAT)
             .signature(SELF, Param.scalar("dim", "int", null), DTYPE)
             .autocast(Device.Type.CUDA, CastPolicy.FP32_SET_OPT_DTYPE)
-            .derivatives(() -> List.of(Expr.call(PointwiseOps.SUB, G, mul(Expr.call(PointwiseOps.EXP, Y), Expr.call(SUM, G)))))
+            .derivatives(() -> List.of(new Expr.IfGrad(Expr.call(PointwiseOps.SUB, G, mul(Expr.call(PointwiseOps.EXP, Y), Expr.call(SUM, G))),
+                    Expr.call(logSoftmaxBackwardData(), G, Y, Expr.scalar(0, "dim")))))
             .build();
+
+    /**
+     * {@link #LOG_SOFTMAX_BACKWARD_DATA} as differentiable ops ({@code ops.Reductions.logSoftmaxBackwardComposite}):
+     * {@code grad_output - exp(output) * sum(grad_output, dim, keepdim=True)}.
+     */
+    public static final OpDef LOG_SOFTMAX_BACKWARD_COMPOSITE = OpDef.frontEnd("log_softmax_backward_composite", true)
+            .rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("grad_output"), Param.tensor("output"), Param.scalar("dim", "int", null))
+            .doc("`ops.Reductions.logSoftmaxBackwardComposite`: the backward as ops, differentiable").build();
+
+    /**
+     * {@link #LOG_SOFTMAX}'s gradient ({@code _log_softmax_backward_data}) in one pass over each line along {@code dim}:
+     * {@code grad_output - exp(output) * sum(grad_output, dim, keepdim=True)}, where the composite form runs four kernels
+     * (exp, a sum, a multiplication and a subtraction) over the whole tensor. A kernel takes the call where
+     * {@link #softmaxBackwardForm} holds; other calls run {@link #LOG_SOFTMAX_BACKWARD_COMPOSITE}. It has no derivative
+     * of its own: a backward that records a graph takes the composite form ({@link Expr.IfGrad}).
+     */
+    public static final OpDef LOG_SOFTMAX_BACKWARD_DATA = OpDef.structured("log_softmax_backward_data").py("_log_softmax_backward_data")
+            .rule(DTypeRule.FLOATING_ONLY).meta(ReductionOps::softmaxBackwardMeta)
+            .signature(Param.tensor("grad_output"), Param.tensor("output"), Param.scalar("dim", "int", null))
+            .decomposition(Expr.call(LOG_SOFTMAX_BACKWARD_COMPOSITE, Expr.in(0, "grad_output"), Expr.in(1, "output"), Expr.scalar(0, "dim")))
+            .doc("grad_output - exp(output) * sum(grad_output, dim) in one pass over each line").build();
+
+    /**
+     * The argument form of {@link #LOG_SOFTMAX_BACKWARD_DATA}'s kernels: float32 or float64 operands of one dtype and
+     * device whose lines along {@code dim} are contiguous and end each at a row of a row-major result (every dimension
+     * after {@code dim} of size 1), so that a line is one run of memory in each operand. Arguments that no form takes are
+     * refused here, with the op's name (the meta function's checks), rather than in the decomposition's parts.
+     */
+    public static boolean softmaxBackwardForm(StridedView[] in, double[] scalars) {
+        softmaxBackwardMeta(in, scalars);
+        StridedView g = in[0], y = in[1];
+        DType dt = g.dtype();
+        if ((dt != DType.FLOAT32 && dt != DType.FLOAT64) || y.dtype() != dt || !y.device().equals(g.device())) return false;
+        int rank = g.dim();
+        if (rank == 0) return true;
+        int dim = (int) scalars[0];
+        for (int d = dim + 1; d < rank; d++) if (g.size(d) != 1) return false;
+        return g.size(dim) <= 1 || (g.stride(dim) == 1 && y.stride(dim) == 1);
+    }
+
+    private static Meta.Output softmaxBackwardMeta(StridedView[] in, double[] scalars) {
+        String op = "_log_softmax_backward_data";
+        StridedView g = in[0], y = in[1];
+        if (!java.util.Arrays.equals(g.shape(), y.shape()) || g.dtype() != y.dtype() || !g.device().equals(y.device())) {
+            throw new IllegalArgumentException(op + ": expected grad_output and output of one shape, dtype and device, got "
+                    + Shapes.format(g.shape()) + " " + g.dtype() + " on " + g.device() + " and " + Shapes.format(y.shape()) + " "
+                    + y.dtype() + " on " + y.device());
+        }
+        int rank = Math.max(1, g.dim());
+        double dim = scalars[0];
+        if (dim != (int) dim || dim < 0 || dim >= rank) {
+            throw new IllegalArgumentException(op + ": dim " + dim + " out of range for a tensor of shape " + Shapes.format(g.shape()));
+        }
+        return new Meta.Output(g.shape(), g.dtype());
+    }
 
     /**
      * The inclusive cumulative sum along {@code dim}: bool and integers give int64 unless a {@code dtype} is given, floating
@@ -183,6 +240,7 @@ public final class ReductionOps {
     // Derivatives may name the op being declared, so they are built lazily and reach it through a method.
     private static OpDef prod() { return PROD; }
     private static OpDef cumprod() { return CUMPROD; }
+    private static OpDef logSoftmaxBackwardData() { return LOG_SOFTMAX_BACKWARD_DATA; }
 
     /** {@code sum_{j >= i} v_j} along the call's dimension: {@code sum(v) - cumsum(v) + v}, as ATen's reversed cumsum. */
     private static Expr reverseCumsum(Expr v) {

@@ -131,6 +131,7 @@ public final class FrontEnds {
         if (op == org.jtorch.op.AttentionOps.FLASH_ATTENTION_BACKWARD_COMPOSITE) {
             return Attention.backwardComposite(in[0], in[1], in[2], in[3], in[4], in[5], args[0] != 0, args[1], (int) args[2]);
         }
+        if (op == org.jtorch.op.ReductionOps.LOG_SOFTMAX_BACKWARD_COMPOSITE) return Reductions.logSoftmaxBackwardComposite(in[0], in[1], (int) args[0]);
         if (op == org.jtorch.op.ReductionOps.CUMPROD_BACKWARD) return Reductions.cumprodBackward(in[0], in[1], in[2], (int) args[0]);
         if (op == org.jtorch.op.LossOps.NLL_LOSS_COMPOSITE) return Losses.nllLossComposite(in[0], in[1], in[2], (int) args[0], (long) args[1]);
         if (op == org.jtorch.op.LossOps.NLL_LOSS_BACKWARD_COMPOSITE) {

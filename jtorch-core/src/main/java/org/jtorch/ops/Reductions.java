@@ -4,6 +4,7 @@ import java.util.Arrays;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.ReduceArgs;
 import org.jtorch.op.ReductionOps;
@@ -228,6 +229,14 @@ public final class Reductions {
 
     public static Tensor logSoftmax(Tensor x, int dim, DType dtype) {
         return Dispatcher.alongDim(ReductionOps.LOG_SOFTMAX, x, dim, dtype);
+    }
+
+    /** {@link ReductionOps#LOG_SOFTMAX_BACKWARD_COMPOSITE}: {@code g - exp(y) * sum(g, dim, keepdim=True)} as ops. */
+    static Tensor logSoftmaxBackwardComposite(Tensor g, Tensor y, int dim) {
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor sum = y.dim() == 0 ? g : g.sum(new int[] {dim}, true);
+            return scope.keep(g.sub(y.exp().mul(sum)));
+        }
     }
 
     // ---------------------------------------------------------------- shared

@@ -41,6 +41,7 @@ public final class CpuBackend implements Backend {
         loadMemoryAccessClasses();
         registerPointwiseKernels();
         CpuLossKernels.register();
+        LogSoftmaxBackward.register();
         JvmFlags.checkOnce();
         GemmWarmup.start();
     }
