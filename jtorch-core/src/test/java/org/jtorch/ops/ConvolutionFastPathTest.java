@@ -125,6 +125,40 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * Random 1x1 convolutions, ConvPointwiseF32's domain and around it, each with the strided input gradient written row
+     * by row once and as a zero fill then a scatter ({@code jtorch.conv.pointwiseScatterOnce}): 1-3 images of odd and even
+     * sizes 1-20, strides 1-3 along each axis (the last row or column skipped or not), 1-70 channels and now and then
+     * over 1024 (depth blocks of the packed weight, forward or input gradient), and sometimes padding 1 or 2 groups, which
+     * leave the path.
+     */
+    @Test
+    void randomPointwiseConvolutionsMatchFloat64() {
+        Random r = new Random(1122);
+        for (int i = 0; i < 14; i++) {
+            int groups = r.nextInt(8) == 0 ? 2 : 1, pad = r.nextInt(8) == 0 ? 1 : 0;
+            int cin = groups * (1 + r.nextInt(70)), cout = groups * (1 + r.nextInt(70));
+            if (i % 5 == 4) {
+                if (r.nextBoolean()) cin = 1025 + r.nextInt(100);
+                else cout = 1025 + r.nextInt(100);
+                groups = 1;
+            }
+            int sh = 1 + r.nextInt(3), sw = 1 + r.nextInt(3);
+            long[] x = {1 + r.nextInt(3), cin, 1 + r.nextInt(20), 1 + r.nextInt(20)}, wt = {cout, cin / groups, 1, 1};
+            int g = groups;
+            for (String once : new String[] {"true", "false"}) {
+                withProperty("jtorch.conv.pointwiseScatterOnce", once, () -> {
+                    try {
+                        compare(x, wt, new int[] {sh, sw}, new int[] {pad}, new int[] {1}, g);
+                    } catch (AssertionError e) {
+                        throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt) + ", stride "
+                                + sh + "x" + sw + ", padding " + pad + ", groups " + g + ", scatter once " + once, e);
+                    }
+                });
+            }
+        }
+    }
+
+    /**
      * Kernels that cover the whole unpadded image run as matrix products (ConvWholeImageF32): DCGAN's discriminator head
      * ([256, 4, 4] -> 1) and its generator's first layer's shape (256 channels of 4x4 -> 100), a kernel that is not square,
      * a stride (no part in a one-pixel output), a single image, one input channel; and padding, which leaves the path.
