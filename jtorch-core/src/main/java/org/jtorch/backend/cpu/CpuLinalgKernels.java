@@ -30,9 +30,9 @@ final class CpuLinalgKernels implements LinalgKernels {
 
     /**
      * A float64 linear layer's bias without an activation: copied into each row of {@code out} (one row copy, or one store
-     * a row for one output feature), then the product added with beta 1: the caller's own sums, where its broadcasting
-     * copy of the bias cost time_sequence_prediction's linear to one output 8 µs of its 12. float32 keeps the caller's
-     * path, whose GEMM runs an epilogue on each block while it is in cache.
+     * a row for one output feature), then the product added with beta 1: the caller's own sums, without its generic
+     * broadcasting copy (strided element by element). float32 keeps the caller's path, whose GEMM runs an epilogue on
+     * each block while it is in cache.
      */
     @Override
     public boolean mmBiasActivation(StridedView a, StridedView b, StridedView out, StridedView bias, Activation activation,
