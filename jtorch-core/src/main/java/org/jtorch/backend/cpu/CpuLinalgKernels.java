@@ -28,6 +28,35 @@ final class CpuLinalgKernels implements LinalgKernels {
         }
     }
 
+    /**
+     * A float64 linear layer's bias without an activation: copied into each row of {@code out} (one row copy, or one store
+     * a row for one output feature), then the product added with beta 1: the caller's own sums, without its generic
+     * broadcasting copy (strided element by element). float32 keeps the caller's path, whose GEMM runs an epilogue on
+     * each block while it is in cache.
+     */
+    @Override
+    public boolean mmBiasActivation(StridedView a, StridedView b, StridedView out, StridedView bias, Activation activation,
+                                    StridedView preActivation) {
+        DType t = out.dtype();
+        if (activation != Activation.NONE || preActivation != null || bias == null || t != DType.FLOAT64 || a.dtype() != t
+                || b.dtype() != t || bias.dtype() != t || bias.dim() != 1 || out.dim() != 3 || out.size(0) != 1) {
+            return false;
+        }
+        long rows = out.size(1), n = out.size(2), rs = out.stride(1);
+        if (bias.size(0) != n || n > 1 && (out.stride(2) != 1 || bias.stride(0) != 1)) return false;
+        if (rows == 0 || n == 0) return true;
+        MemorySegment bs = bias.memory(), os = out.memory();
+        long bOff = bias.offset() * Double.BYTES, oOff = out.offset() * Double.BYTES;
+        if (n == 1) {
+            double v = bs.get(ElementIO.F64, bOff);
+            for (long r = 0; r < rows; r++) os.set(ElementIO.F64, oOff + r * rs * Double.BYTES, v);
+        } else {
+            for (long r = 0; r < rows; r++) MemorySegment.copy(bs, bOff, os, oOff + r * rs * Double.BYTES, n * Double.BYTES);
+        }
+        bmm(a, b, out, 1, 1);
+        return true;
+    }
+
     /** float32 products run the epilogue on each block of the output as the GEMM finishes it. */
     @Override
     public void mmWithEpilogue(StridedView a, StridedView b, StridedView out, double alpha, double beta, Epilogue epilogue) {

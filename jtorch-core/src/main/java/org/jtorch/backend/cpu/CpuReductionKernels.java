@@ -253,16 +253,21 @@ final class CpuReductionKernels implements ReductionKernels {
         int lanes = jdk.incubator.vector.DoubleVector.SPECIES_PREFERRED.length();
         long strip = Math.min(OUTER_STRIP, Math.max(lanes, (cols / Parallel.numThreads() + lanes - 1) / lanes * lanes));
         long strips = (cols + strip - 1) / strip;
+        boolean evenRows = g.redShape.length == 1;
         Parallel.forRange(outer * strips, grain(g.numRed * strip), (begin, end) -> {
-            double[] total = new double[(int) strip];
+            double[] total = evenRows ? null : new double[(int) strip];
             for (long item = begin; item < end; item++) {
                 long o0 = (item / strips) * cols;
                 long j = (item % strips) * strip;
                 int width = (int) Math.min(strip, cols - j);
+                long io = g.inOffset(o0) + j * 8, oo = g.outOffset(o0) + j * 8;
+                if (evenRows) {
+                    ReductionF64.columnSums(is, io, g.redOffset(1), g.numRed, width, os, oo);
+                    continue;
+                }
                 java.util.Arrays.fill(total, 0, width, 0);
-                long io = g.inOffset(o0) + j * 8;
                 for (long k = 0; k < g.numRed; k++) ReductionF64.addRow(is, io + g.redOffset(k), width, total);
-                MemorySegment.copy(total, 0, os, ElementIO.F64, g.outOffset(o0) + j * 8, width);
+                MemorySegment.copy(total, 0, os, ElementIO.F64, oo, width);
             }
         });
     }

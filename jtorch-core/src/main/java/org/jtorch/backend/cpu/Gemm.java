@@ -1052,6 +1052,14 @@ public final class Gemm {
             GemmDotF64.dgemm(n, m, k, alpha, b, bOffset, bColStride, a, aOffset, aRowStride, beta, c, cOffset, 1, ldc);
             return;
         }
+        if (GemmRowsF64.serves(m, n, k, bColStride, 1)) {
+            GemmRowsF64.dgemm(m, n, k, alpha, a, aOffset, aRowStride, aColStride, b, bOffset, bRowStride, beta, c, cOffset, ldc);
+            return;
+        }
+        if (GemmRowsF64.serves(n, m, k, aRowStride, ldc)) { // C^T = B^T A^T: G^T x, C one contiguous column
+            GemmRowsF64.dgemm(n, m, k, alpha, b, bOffset, bColStride, bRowStride, a, aOffset, aColStride, beta, c, cOffset, 1);
+            return;
+        }
         // beta 0: the first k block stores its tiles (NaN in C does not survive) instead of C being zeroed first, a
         // scalar pass that cost as much as the products at time_sequence_prediction's shapes.
         boolean overwrite = beta == 0d;

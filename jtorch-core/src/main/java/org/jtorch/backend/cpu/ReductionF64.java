@@ -183,6 +183,43 @@ final class ReductionF64 {
     }
 
     /**
+     * Column sums of {@code rows} rows of {@code width} contiguous doubles, row r at byte {@code off + r * rowStride}, into
+     * {@code width} doubles at byte {@code outOff}: each column added in row order from zero, as {@link #addRow} adds them,
+     * with four vectors of columns held in registers over all the rows. Through a heap total (one load and store of it per
+     * row and vector) time_sequence_prediction's bias gradients ({@code [97, 204]}) took 8.4 µs against PyTorch's 3.9.
+     */
+    static void columnSums(MemorySegment s, long off, long rowStride, long rows, int width, MemorySegment out, long outOff) {
+        int j = 0;
+        for (; j + 4 * DL <= width; j += 4 * DL) {
+            DoubleVector s0 = DoubleVector.zero(DS), s1 = s0, s2 = s0, s3 = s0;
+            long at = off + 8L * j;
+            for (long r = 0; r < rows; r++, at += rowStride) {
+                s0 = s0.add(load(s, at));
+                s1 = s1.add(load(s, at + 8L * DL));
+                s2 = s2.add(load(s, at + 16L * DL));
+                s3 = s3.add(load(s, at + 24L * DL));
+            }
+            long o = outOff + 8L * j;
+            s0.intoMemorySegment(out, o, LE);
+            s1.intoMemorySegment(out, o + 8L * DL, LE);
+            s2.intoMemorySegment(out, o + 16L * DL, LE);
+            s3.intoMemorySegment(out, o + 24L * DL, LE);
+        }
+        for (; j + DL <= width; j += DL) {
+            DoubleVector t = DoubleVector.zero(DS);
+            long at = off + 8L * j;
+            for (long r = 0; r < rows; r++, at += rowStride) t = t.add(load(s, at));
+            t.intoMemorySegment(out, outOff + 8L * j, LE);
+        }
+        for (; j < width; j++) {
+            double t = 0;
+            long at = off + 8L * j;
+            for (long r = 0; r < rows; r++, at += rowStride) t += s.get(ElementIO.F64, at);
+            out.set(ElementIO.F64, outOff + 8L * j, t);
+        }
+    }
+
+    /**
      * Softmax (or log-softmax) of one contiguous row of {@code n >= 1} doubles, with the generic path's formulas:
      * {@code exp(x - max) / sum} and {@code x - max - log(sum)}. A row whose maximum is infinite gives NaN, as there.
      */

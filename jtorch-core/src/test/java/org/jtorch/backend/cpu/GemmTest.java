@@ -497,6 +497,73 @@ class GemmTest {
         assertArrayEquals(c1.toArray(D), c2.toArray(D));
     }
 
+    /**
+     * dgemm's rows-of-B path ({@link GemmRowsF64}: outer products with k <= 2, one row of C, and through C^T = B^T A^T a
+     * transposed matrix times one contiguous column, as a float64 linear layer from or to one feature and its gradients
+     * use them): every element is {@code alpha * fma-chain over p ascending + beta * C}, bit for bit, at widths around its
+     * four-vector chunks, one vector and the scalar tail, on every layout the path takes (A transposed, padded, strided;
+     * B's rows padded), beta 0 over NaN (not read) and 1.5, and C's padding untouched. The shapes of other paths are
+     * skipped; enough must be left.
+     */
+    @Test
+    void dgemmRowsOfBSumInTheDocumentedOrder() {
+        int l = Gemm.DL, tested = 0;
+        long seed = 7100;
+        int[][] shapes = {{97, 204, 1}, {97, 2 * 4 * l + 3, 1}, {5, 2 * 4 * l + l + 3, 2}, {3, 2 * 4 * l, 1}, {1, 51, 97}, {1, 204, 1}, {1, l - 1, 5},
+            {1, 4 * l, 300}, {204, 1, 97}, {51, 1, 97}, {l + 3, 1, 2}, {1, 1, 1}, {1, 1, 40}};
+        for (int[] s : shapes) {
+            int m = s[0], n = s[1], k = s[2];
+            for (int la = 0; la <= 4; la++) {
+                for (int lb : new int[] {0, 1, 2, 3}) {
+                    for (double[] ab : new double[][] {{1, 0}, {-0.5, 1.5}}) {
+                        SplittableRandom rnd = new SplittableRandom(seed++);
+                        View a = randomMatrix(m, k, la, rnd, true), b = randomMatrix(k, n, lb, rnd, true);
+                        long cOff = 1, ldc = n == 1 ? 1 : n + 2, cSize = cOff + (m - 1) * ldc + n + 1;
+                        boolean rows = GemmRowsF64.serves(m, n, k, b.colStride, 1) || GemmRowsF64.serves(n, m, k, a.rowStride, ldc);
+                        boolean dots = GemmDotF64.serves(m, k, a.colStride, b.rowStride) || GemmDotF64.serves(n, k, b.rowStride, a.colStride);
+                        if (!rows || dots) continue;
+                        tested++;
+                        double alpha = ab[0], beta = ab[1];
+                        MemorySegment c = arena.allocate(cSize * 8, 64);
+                        double[] old = new double[(int) cSize];
+                        for (int e = 0; e < cSize; e++) {
+                            old[e] = beta == 0 && e >= cOff && e < cSize - 1 ? Double.NaN : rnd.nextDouble() * 2 - 1;
+                            c.setAtIndex(D, e, old[e]);
+                        }
+                        Gemm.dgemm(m, n, k, alpha, a.seg, a.offset, a.rowStride, a.colStride, b.seg, b.offset, b.rowStride, b.colStride,
+                                beta, c, cOff, ldc);
+                        for (int e = 0; e < cSize; e++) {
+                            long i = (e - cOff) / ldc, j = (e - cOff) % ldc;
+                            double got = c.getAtIndex(D, e);
+                            if (e < cOff || i >= m || j >= n) {
+                                assertEquals(Double.doubleToLongBits(old[e]), Double.doubleToLongBits(got), "C element " + e + " outside the matrix");
+                                continue;
+                            }
+                            double sum = 0;
+                            for (int p = 0; p < k; p++) sum = Math.fma(get(a, (int) i, p, true), get(b, p, (int) j, true), sum);
+                            double want = beta == 0 ? alpha * sum : alpha * sum + beta * old[e];
+                            assertEquals(Double.doubleToLongBits(want), Double.doubleToLongBits(got),
+                                    m + "x" + n + "x" + k + " layouts " + la + "/" + lb + " beta " + beta + ": C[" + i + "][" + j + "]");
+                        }
+                    }
+                }
+            }
+        }
+        assertTrue(tested >= 60, "only " + tested + " cases took the rows-of-B path");
+        // Split over threads: the same bits as on one.
+        SplittableRandom rnd = new SplittableRandom(seed);
+        for (int[] s : new int[][] {{1000, 700, 1}, {1, 4096, 300}, {4096, 1, 300}}) {
+            int m = s[0], n = s[1], k = s[2];
+            View a = randomMatrix(m, k, m == 4096 ? 1 : 0, rnd, true), b = randomMatrix(k, n, 0, rnd, true);
+            MemorySegment c1 = arena.allocate((long) m * n * 8), c2 = arena.allocate((long) m * n * 8);
+            Parallel.setNumThreads(1);
+            Gemm.dgemm(m, n, k, 1.0, a.seg, a.offset, a.rowStride, a.colStride, b.seg, b.offset, b.rowStride, b.colStride, 0.0, c1, 0, n);
+            Parallel.setNumThreads(2);
+            Gemm.dgemm(m, n, k, 1.0, a.seg, a.offset, a.rowStride, a.colStride, b.seg, b.offset, b.rowStride, b.colStride, 0.0, c2, 0, n);
+            assertArrayEquals(c1.toArray(D), c2.toArray(D), "m=" + m + " n=" + n + " k=" + k);
+        }
+    }
+
     @Test
     void dgemmMultiThreadedEqualsSingleThreadedBitwise() {
         SplittableRandom rnd = new SplittableRandom(12);

@@ -83,6 +83,54 @@ class ReductionF64Test {
         }
     }
 
+    /**
+     * Column sums (a bias gradient) add each column's rows in row order from zero, bit for bit, at widths around the
+     * four-vector blocks held in registers, one vector and the scalar tail, over rows one stride apart: contiguous, padded
+     * (a narrowed view), one row, none; a transposed view (columns not contiguous) against the same formula.
+     */
+    @Test
+    void columnSumsAddTheRowsInOrderBitForBit() {
+        int l = jdk.incubator.vector.DoubleVector.SPECIES_PREFERRED.length();
+        for (int rows : new int[] {0, 1, 2, 97, 300}) {
+            for (int cols : new int[] {1, l - 1, l, 4 * l - 1, 4 * l, 4 * l + l + 3, 204, 2100}) {
+                for (int pad : new int[] {0, 5}) {
+                    int width = cols + pad;
+                    double[] x = random(rows * width, rows * 7919L + width);
+                    if (rows > 1) x[width + cols - 1] = -0.0;
+                    try (Tensor full = Torch.tensor(x, rows, width); Tensor t = full.narrow(1, pad, cols);
+                         Tensor s = t.sum(new int[] {0}, false)) {
+                        double[] got = s.toDoubleArray();
+                        for (int j = 0; j < cols; j++) {
+                            double want = 0, abs = 0;
+                            for (int i = 0; i < rows; i++) {
+                                want += x[i * width + pad + j];
+                                abs += Math.abs(x[i * width + pad + j]);
+                            }
+                            if (cols == 1) { // one column: a reduction along it (the full or the blocked generic sum), not a column sum
+                                assertClose("the column of " + rows + "x1 (rows " + width + " apart)", want, got[j], abs);
+                                continue;
+                            }
+                            assertEquals(Double.doubleToLongBits(want), Double.doubleToLongBits(got[j]),
+                                    "column " + j + " of " + rows + "x" + cols + " (rows " + width + " apart): " + want + " against " + got[j]);
+                        }
+                    }
+                }
+            }
+        }
+        double[] x = random(51 * 97, 3);
+        try (Tensor t = Torch.tensor(x, 51, 97); Tensor tt = t.t(); Tensor s = tt.sum(new int[] {0}, false)) {
+            double[] got = s.toDoubleArray();
+            for (int j = 0; j < 51; j++) {
+                double want = 0, abs = 0;
+                for (int i = 0; i < 97; i++) {
+                    want += x[j * 97 + i];
+                    abs += Math.abs(x[j * 97 + i]);
+                }
+                assertClose("column " + j + " of a transposed [97, 51]", want, got[j], abs);
+            }
+        }
+    }
+
     /** A bias gradient of a 3-D activation: the sum over the two outer dimensions, whose rows are not one stride apart. */
     @Test
     void sumOverTwoOuterDimensionsOfAView() {
