@@ -622,13 +622,7 @@ public final class Tensor implements AutoCloseable {
         checkOpen("asStrided");
         ViewOps.Geometry v = ViewOps.asStrided(size, stride, storageOffset, storage.byteSize() / dtype.byteSize());
         Tensor r = view(v);
-        if (trackView(r)) {
-            long extent = storage.byteSize() / dtype.byteSize();
-            long[] baseShape = shape, baseStrides = strides;
-            long baseOffset = offset;
-            Autograd.record("AsStridedBackward0", r, g -> new Tensor[] {asStridedBackward(g[0], v.shape(), v.strides(), storageOffset,
-                    extent, baseShape, baseStrides, baseOffset)}, new Tensor[] {this});
-        }
+        if (trackView(r)) Dispatcher.recordView(ViewOps.AS_STRIDED, this, r, ViewOps.asStridedScalars(shape, strides, offset, v));
         return r;
     }
 
@@ -2179,25 +2173,8 @@ public final class Tensor implements AutoCloseable {
                 requiresGrad = false;
                 return;
             }
-            long extent = base.storage.byteSize() / dtype.byteSize();
-            long[] baseShape = base.shape, baseStrides = base.strides, size = shape, stride = strides;
-            long baseOffset = base.offset, storageOffset = offset;
-            Autograd.record("AsStridedBackward0", this, g -> new Tensor[] {
-                    asStridedBackward(g[0], size, stride, storageOffset, extent, baseShape, baseStrides, baseOffset)}, new Tensor[] {base});
-        }
-    }
-
-    /** The gradient of a view {@code (size, stride, storageOffset)} over a storage of {@code extent} elements, read through {@code (shape, strides, offset)}. */
-    private static Tensor asStridedBackward(Tensor g, long[] size, long[] stride, long storageOffset, long extent, long[] shape,
-                                            long[] strides, long offset) {
-        Tensor buffer = Torch.zeros(new long[] {extent}, g.dtype(), g.device());
-        try (Tensor hostPositions = Torch.arange(extent); Tensor positions = hostPositions.to(g.device());
-             Tensor where = positions.asStrided(size, stride, storageOffset);
-             Tensor flatIndex = where.reshape(-1); Tensor flatGrad = g.reshape(-1)) {
-            buffer.indexAdd_(0, flatIndex, flatGrad);
-        }
-        try (buffer) {
-            return buffer.asStrided(shape, strides, offset).contiguous();
+            Dispatcher.recordView(ViewOps.AS_STRIDED, base, this, ViewOps.asStridedScalars(base.shape, base.strides, base.offset,
+                    new ViewOps.Geometry(shape, strides, offset)));
         }
     }
 }
