@@ -140,19 +140,46 @@ public final class Tensor implements AutoCloseable {
         Arguments.nonNull(op, "shape", shape);
         Arguments.nonNull(op, "dtype", dtype);
         Arguments.nonNull(op, "device", device);
-        long numel = Shapes.checkedNumel(op, shape);
+        return new Tensor(allocate(op, Shapes.checkedNumel(op, shape), shape, dtype, device), dtype, shape.clone(),
+                Shapes.contiguousStrides(shape), 0);
+    }
+
+    /** Memory for {@code numel} elements of {@code dtype} (a tensor of {@code shape}) on {@code device}, for the factory {@code op}. */
+    private static Storage allocate(String op, long numel, long[] shape, DType dtype, Device device) {
         int elementSize = dtype.byteSize();
         if (numel > Long.MAX_VALUE / elementSize) {
             throw new IllegalArgumentException(op + ": a tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
                     + " needs more than 2^63-1 bytes");
         }
-        Storage storage;
         try {
-            storage = Dispatcher.allocateStorage(op, device, numel * elementSize);
+            return Dispatcher.allocateStorage(op, device, numel * elementSize);
         } catch (OutOfMemoryException e) {
             throw op.equals("empty") ? e : e.whileRunning(op);
         }
-        return new Tensor(storage, dtype, shape.clone(), Shapes.contiguousStrides(shape), 0);
+    }
+
+    /**
+     * A tensor of {@code shape} seen with {@code strides} (elements, offset 0) over new memory, as much as the strides reach
+     * (uninitialised), for the factory {@code op}: sizes and strides non-negative and of one length.
+     */
+    static Tensor emptyStrided(String op, long[] shape, long[] strides, DType dtype, Device device) {
+        if (shape.length != strides.length) {
+            throw new IllegalArgumentException(op + ": mismatch in length of strides and shape (" + shape.length + " vs " + strides.length + ")");
+        }
+        for (long s : strides) {
+            if (s < 0) throw new IllegalArgumentException(op + ": negative strides are not supported, got strides " + Shapes.format(strides));
+        }
+        long extent = 0;
+        if (Shapes.checkedNumel(op, shape) > 0) {
+            try {
+                extent = 1;
+                for (int d = 0; d < shape.length; d++) extent = Math.addExact(extent, Math.multiplyExact(shape[d] - 1, strides[d]));
+            } catch (ArithmeticException e) {
+                throw new IllegalArgumentException(op + ": size " + Shapes.format(shape) + " with strides " + Shapes.format(strides)
+                        + " reaches beyond 2^63-1 elements");
+            }
+        }
+        return new Tensor(allocate(op, extent, shape, dtype, device), dtype, shape.clone(), strides.clone(), 0);
     }
 
     private Tensor view(ViewOps.Geometry v) {
