@@ -3,13 +3,13 @@ package org.jtorch.autograd;
 import static org.jtorch.autograd.GradcheckSupport.gradcheck;
 import static org.jtorch.autograd.GradcheckSupport.input;
 import static org.jtorch.autograd.GradcheckSupport.other;
+import static org.jtorch.autograd.ViewBackwardOpsTest.gradientOf;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.Function;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
@@ -127,15 +127,6 @@ class AsStridedBackwardTest {
                 assertEquals(List.of(0.0, 0.0, 0.0, 0.0, 0.0), boxed(g.toDoubleArray()));
             }
         }
-    }
-
-    /** The gradient of {@code sum(view(x)^2 * w)} with respect to x, itself differentiated (create_graph). */
-    private static Function<Tensor[], Tensor> gradientOf(Function<Tensor, Tensor> view) {
-        return a -> {
-            Tensor v = view.apply(a[0]);
-            Tensor loss = v.mul(v).mul(a[1]).sum();
-            return Autograd.grad(new Tensor[] {loss}, new Tensor[] {a[0]}, null, true, true, false)[0];
-        };
     }
 
     @Test
