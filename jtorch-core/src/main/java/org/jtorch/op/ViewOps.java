@@ -179,7 +179,7 @@ public final class ViewOps {
      * #geometryScalars} of the input and the view.
      */
     public static final OpDef AS_STRIDED_BACKWARD = OpDef.structured("as_strided_backward").rule(SAME)
-            .signature(Param.tensor("grad"), new Param("transposed", "bool", null), new Param("input_geometry", "TensorGeometry", null),
+            .signature(Param.tensor("grad"), new Param("transposed", "bool", null), new Param("input_geometry", "SymInt[]", null),
                     new Param("size", "SymInt[]", null), new Param("stride", "SymInt[]", null), new Param("storage_offset", "SymInt", null))
             .meta((in, g) -> {
                 AsStridedCall c = AsStridedCall.of("as_strided_backward", g);
