@@ -136,4 +136,32 @@ public final class Generator {
         out[2] = c2;
         out[3] = c3;
     }
+
+    /**
+     * 64-bit draws two to a Philox block, as {@code randint} and {@code randperm}'s shuffle take them: draw {@code i} is half
+     * {@code i & 1} of block {@code firstBlock + i / 2} (words 0 and 1, or 2 and 3, the first the high half), each block
+     * computed once for the draws that share it, in whatever order they are asked for. Not thread-safe: one per thread.
+     */
+    public static final class Bits64 {
+        private final long seed;
+        private final long firstBlock;
+        private final int[] words = new int[4];
+        private long loaded = -1;
+
+        public Bits64(long seed, long firstBlock) {
+            this.seed = seed;
+            this.firstBlock = firstBlock;
+        }
+
+        /** Draw {@code i}. */
+        public long at(long i) {
+            long block = firstBlock + i / 2;
+            if (block != loaded) {
+                philox(seed, block, words);
+                loaded = block;
+            }
+            int k = (int) (i & 1) * 2;
+            return ((long) words[k] << 32) | (words[k + 1] & 0xffffffffL);
+        }
+    }
 }

@@ -140,19 +140,46 @@ public final class Tensor implements AutoCloseable {
         Arguments.nonNull(op, "shape", shape);
         Arguments.nonNull(op, "dtype", dtype);
         Arguments.nonNull(op, "device", device);
-        long numel = Shapes.checkedNumel(op, shape);
+        return new Tensor(allocate(op, Shapes.checkedNumel(op, shape), shape, dtype, device), dtype, shape.clone(),
+                Shapes.contiguousStrides(shape), 0);
+    }
+
+    /** Memory for {@code numel} elements of {@code dtype} (a tensor of {@code shape}) on {@code device}, for the factory {@code op}. */
+    private static Storage allocate(String op, long numel, long[] shape, DType dtype, Device device) {
         int elementSize = dtype.byteSize();
         if (numel > Long.MAX_VALUE / elementSize) {
             throw new IllegalArgumentException(op + ": a tensor of shape " + Shapes.format(shape) + " and dtype " + dtype
                     + " needs more than 2^63-1 bytes");
         }
-        Storage storage;
         try {
-            storage = Dispatcher.allocateStorage(op, device, numel * elementSize);
+            return Dispatcher.allocateStorage(op, device, numel * elementSize);
         } catch (OutOfMemoryException e) {
             throw op.equals("empty") ? e : e.whileRunning(op);
         }
-        return new Tensor(storage, dtype, shape.clone(), Shapes.contiguousStrides(shape), 0);
+    }
+
+    /**
+     * A tensor of {@code shape} seen with {@code strides} (elements, offset 0) over new memory, as much as the strides reach
+     * (uninitialised), for the factory {@code op}: sizes and strides non-negative and of one length.
+     */
+    static Tensor emptyStrided(String op, long[] shape, long[] strides, DType dtype, Device device) {
+        if (shape.length != strides.length) {
+            throw new IllegalArgumentException(op + ": mismatch in length of strides and shape (" + shape.length + " vs " + strides.length + ")");
+        }
+        for (long s : strides) {
+            if (s < 0) throw new IllegalArgumentException(op + ": negative strides are not supported, got strides " + Shapes.format(strides));
+        }
+        long extent = 0;
+        if (Shapes.checkedNumel(op, shape) > 0) {
+            try {
+                extent = 1;
+                for (int d = 0; d < shape.length; d++) extent = Math.addExact(extent, Math.multiplyExact(shape[d] - 1, strides[d]));
+            } catch (ArithmeticException e) {
+                throw new IllegalArgumentException(op + ": size " + Shapes.format(shape) + " with strides " + Shapes.format(strides)
+                        + " reaches beyond 2^63-1 elements");
+            }
+        }
+        return new Tensor(allocate(op, extent, shape, dtype, device), dtype, shape.clone(), strides.clone(), 0);
     }
 
     private Tensor view(ViewOps.Geometry v) {
@@ -622,13 +649,7 @@ public final class Tensor implements AutoCloseable {
         checkOpen("asStrided");
         ViewOps.Geometry v = ViewOps.asStrided(size, stride, storageOffset, storage.byteSize() / dtype.byteSize());
         Tensor r = view(v);
-        if (trackView(r)) {
-            long extent = storage.byteSize() / dtype.byteSize();
-            long[] baseShape = shape, baseStrides = strides;
-            long baseOffset = offset;
-            Autograd.record("AsStridedBackward0", r, g -> new Tensor[] {asStridedBackward(g[0], v.shape(), v.strides(), storageOffset,
-                    extent, baseShape, baseStrides, baseOffset)}, new Tensor[] {this});
-        }
+        if (trackView(r)) Dispatcher.recordView(ViewOps.AS_STRIDED, this, r, ViewOps.asStridedScalars(shape, strides, offset, v));
         return r;
     }
 
@@ -2179,25 +2200,8 @@ public final class Tensor implements AutoCloseable {
                 requiresGrad = false;
                 return;
             }
-            long extent = base.storage.byteSize() / dtype.byteSize();
-            long[] baseShape = base.shape, baseStrides = base.strides, size = shape, stride = strides;
-            long baseOffset = base.offset, storageOffset = offset;
-            Autograd.record("AsStridedBackward0", this, g -> new Tensor[] {
-                    asStridedBackward(g[0], size, stride, storageOffset, extent, baseShape, baseStrides, baseOffset)}, new Tensor[] {base});
-        }
-    }
-
-    /** The gradient of a view {@code (size, stride, storageOffset)} over a storage of {@code extent} elements, read through {@code (shape, strides, offset)}. */
-    private static Tensor asStridedBackward(Tensor g, long[] size, long[] stride, long storageOffset, long extent, long[] shape,
-                                            long[] strides, long offset) {
-        Tensor buffer = Torch.zeros(new long[] {extent}, g.dtype(), g.device());
-        try (Tensor hostPositions = Torch.arange(extent); Tensor positions = hostPositions.to(g.device());
-             Tensor where = positions.asStrided(size, stride, storageOffset);
-             Tensor flatIndex = where.reshape(-1); Tensor flatGrad = g.reshape(-1)) {
-            buffer.indexAdd_(0, flatIndex, flatGrad);
-        }
-        try (buffer) {
-            return buffer.asStrided(shape, strides, offset).contiguous();
+            Dispatcher.recordView(ViewOps.AS_STRIDED, base, this, ViewOps.asStridedScalars(base.shape, base.strides, base.offset,
+                    new ViewOps.Geometry(shape, strides, offset)));
         }
     }
 }

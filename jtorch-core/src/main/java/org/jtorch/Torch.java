@@ -76,11 +76,44 @@ public final class Torch {
         return Tensor.empty(shape, defaultDtype, Device.cpu());
     }
 
+    /** A new contiguous tensor whose values are undefined: traced as one op ({@code empty}), made anew by each replay. */
     public static Tensor empty(long[] shape, DType dtype, Device device) {
         Arguments.nonNull("empty", "shape", shape);
         Arguments.nonNull("empty", "dtype", dtype);
         Arguments.nonNull("empty", "device", device);
+        if (Dispatcher.tracing()) {
+            return Dispatcher.traceFrontEnd(FrontEndOps.EMPTY, new Tensor[0], factoryArgs(dtype, device, shape), () -> empty(shape, dtype, device));
+        }
         return Tensor.empty(shape, dtype, device);
+    }
+
+    /**
+     * A new tensor of {@code size} seen with {@code stride} (elements, storage offset 0) whose values are undefined, its memory
+     * as much as the strides reach, as {@code torch.empty_strided}; traced as one op.
+     */
+    public static Tensor emptyStrided(long[] size, long[] stride, DType dtype, Device device) {
+        Arguments.nonNull("emptyStrided", "size", size);
+        Arguments.nonNull("emptyStrided", "stride", stride);
+        Arguments.nonNull("emptyStrided", "dtype", dtype);
+        Arguments.nonNull("emptyStrided", "device", device);
+        if (Dispatcher.tracing()) {
+            double[] geometry = factoryArgs(dtype, device, new long[] {size.length});
+            double[] args = java.util.Arrays.copyOf(geometry, geometry.length + size.length + stride.length);
+            for (int i = 0; i < size.length; i++) args[geometry.length + i] = size[i];
+            for (int i = 0; i < stride.length; i++) args[geometry.length + size.length + i] = stride[i];
+            return Dispatcher.traceFrontEnd(FrontEndOps.EMPTY_STRIDED, new Tensor[0], args, () -> emptyStrided(size, stride, dtype, device));
+        }
+        return Tensor.emptyStrided("emptyStrided", size, stride, dtype, device);
+    }
+
+    /** A factory's traced scalars: the dtype's and the device type's ordinals, the device index, then {@code shape}. */
+    private static double[] factoryArgs(DType dtype, Device device, long[] shape) {
+        double[] args = new double[3 + shape.length];
+        args[0] = dtype.ordinal();
+        args[1] = device.type().ordinal();
+        args[2] = device.index();
+        for (int i = 0; i < shape.length; i++) args[3 + i] = shape[i];
+        return args;
     }
 
     public static Tensor zeros(long... shape) {
@@ -89,12 +122,7 @@ public final class Torch {
 
     public static Tensor zeros(long[] shape, DType dtype, Device device) {
         if (Dispatcher.tracing()) {
-            double[] args = new double[3 + shape.length];
-            args[0] = dtype.ordinal();
-            args[1] = device.type().ordinal();
-            args[2] = device.index();
-            for (int i = 0; i < shape.length; i++) args[3 + i] = shape[i];
-            return Dispatcher.traceFrontEnd(FrontEndOps.ZEROS, new Tensor[0], args, () -> zeros(shape, dtype, device));
+            return Dispatcher.traceFrontEnd(FrontEndOps.ZEROS, new Tensor[0], factoryArgs(dtype, device, shape), () -> zeros(shape, dtype, device));
         }
         return Tensor.empty("zeros", shape, dtype, device).zero_();
     }
@@ -141,8 +169,10 @@ public final class Torch {
         return Dispatcher.callInPlace(CopyOps.FILL, new Tensor[] {t}, CopyOps.fillScalars(value, exact));
     }
 
+    /** A new contiguous tensor of {@code t}'s shape, dtype and device whose values are undefined; traced as one op ({@code empty_like}). */
     public static Tensor emptyLike(Tensor t) {
         Arguments.nonNull("emptyLike", "t", t);
+        if (Dispatcher.tracing()) return Dispatcher.traceFrontEnd(FrontEndOps.EMPTY_LIKE, new Tensor[] {t}, new double[0], () -> emptyLike(t));
         return Tensor.empty(t.shape(), t.dtype(), t.device());
     }
 

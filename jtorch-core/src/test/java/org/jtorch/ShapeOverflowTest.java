@@ -48,6 +48,21 @@ class ShapeOverflowTest {
     }
 
     @Test
+    void emptyStridedChecksItsGeometryAndNamesItself() {
+        assertRefused("emptyStrided", "[4611686018427387904, 4]", () -> Torch.emptyStrided(new long[] {1L << 62, 4}, new long[] {4, 1},
+                DType.FLOAT32, Device.cpu()));
+        assertRefused("emptyStrided", "[3, 3]", () -> Torch.emptyStrided(new long[] {3, 3}, new long[] {1L << 62, 1}, DType.FLOAT32, Device.cpu()));
+        assertRefused("emptyStrided", null, () -> Torch.emptyStrided(new long[] {3}, new long[] {-1}, DType.FLOAT32, Device.cpu()));
+        assertRefused("emptyStrided", null, () -> Torch.emptyStrided(new long[] {3}, new long[] {1, 1}, DType.FLOAT32, Device.cpu()));
+        // PyTorch: torch.empty_strided((2, 3), (1, 2)) has those strides, its storage 6 elements (1 + 1 * 1 + 2 * 2)
+        try (Tensor t = Torch.emptyStrided(new long[] {2, 3}, new long[] {1, 2}, DType.FLOAT32, Device.cpu())) {
+            assertArrayEquals(new long[] {1, 2}, t.strides());
+            assertEquals(0, t.storageOffset());
+            assertTrue(t.storage().byteSize() >= 6 * 4);
+        }
+    }
+
+    @Test
     void aZeroSizeMakesAnyOtherSizesEmpty() {
         // PyTorch: torch.empty(0).reshape(0, 2**62, 4) has shape (0, 4611686018427387904, 4).
         assertArrayEquals(new long[] {0, 1L << 62, 4}, Torch.zeros(0, 1L << 62, 4).shape());

@@ -131,17 +131,9 @@ public final class RandomOpKernels {
     static void shuffle(MemorySegment perm, long base, long n, long seed, long firstBlock) {
         ValueLayout.OfLong l = ValueLayout.JAVA_LONG_UNALIGNED;
         for (long i = 0; i < n; i++) perm.set(l, base + i * Long.BYTES, i);
-        int[] w = new int[4];
-        long loaded = -1;
+        Generator.Bits64 bits = new Generator.Bits64(seed, firstBlock);
         for (long i = n - 1; i > 0; i--) {
-            long block = firstBlock + i / 2;
-            if (block != loaded) {
-                Generator.philox(seed, block, w);
-                loaded = block;
-            }
-            int k = (int) (i & 1) * 2;
-            long bits = ((long) w[k] << 32) | (w[k + 1] & 0xffffffffL);
-            long j = Long.remainderUnsigned(bits, i + 1);
+            long j = Long.remainderUnsigned(bits.at(i), i + 1);
             long at = base + i * Long.BYTES, to = base + j * Long.BYTES;
             long tmp = perm.get(l, at);
             perm.set(l, at, perm.get(l, to));

@@ -10,12 +10,8 @@ final class RandomDraws {
     static long[] longs(Generator gen, int count) {
         long[] out = new long[count];
         long[] st = gen.reserve(Math.max(1, (count + 1) / 2));
-        int[] w = new int[4];
-        for (int i = 0; i < count; i += 2) {
-            Generator.philox(st[0], st[1] + i / 2, w);
-            out[i] = ((long) w[0] << 32) | (w[1] & 0xffffffffL);
-            if (i + 1 < count) out[i + 1] = ((long) w[2] << 32) | (w[3] & 0xffffffffL);
-        }
+        Generator.Bits64 bits = new Generator.Bits64(st[0], st[1]);
+        for (int i = 0; i < count; i++) out[i] = bits.at(i);
         return out;
     }
 

@@ -310,7 +310,7 @@ final class Program {
      * Common subexpressions: a node that repeats an earlier node's computation (the same op on the same values with
      * the same arguments) is replaced by it. Random ops are not: two draws are two draws. Nor are values written in
      * place, or reads of them: two {@code zeros} are two buffers once one is written, and a read after a write differs
-     * from the same read before it.
+     * from the same read before it. Nor are {@code empty}'s: two are two buffers, written or not.
      */
     private void eliminateCommonSubexpressions() {
         Map<Computation, Graph.Node> seen = new HashMap<>();
@@ -319,7 +319,7 @@ final class Program {
             for (int k = 0; k < n.inputs.size(); k++) n.inputs.set(k, replacement(n.inputs.get(k), replaced));
             // An in-place op repeats its effect; a read of a value written in place depends on where it stands; a value
             // written in place later (zeros then exponential_ or copy_) is its own buffer, whatever made it.
-            if (n.inPlace || n.op.isRandom() || readsMutated(n) || graph.mutated.contains(n)) continue;
+            if (n.inPlace || n.op.isRandom() || readsMutated(n) || graph.mutated.contains(n) || FrontEndOps.uninitialised(n.op)) continue;
             Graph.Node first = seen.putIfAbsent(Computation.of(n), n);
             // A multi-output node stands in for another only with the same outputs kept (the op skips some unasked).
             if (first != null && sameOutputs(first, n)) replaced.put(n, first);

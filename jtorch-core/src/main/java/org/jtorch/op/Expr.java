@@ -41,6 +41,15 @@ public sealed interface Expr {
     }
 
     /**
+     * The geometry of a contiguous tensor of input {@code index}'s sizes when the op ran: its rank, sizes, row-major strides
+     * and a storage offset of 0, spliced into a call's scalars where it stands ({@code as_strided_backward}'s input geometry
+     * for an op whose result is laid out contiguously, {@code as_strided_scatter}; derivatives only).
+     */
+    record ContiguousGeometry(int index, String name) implements Expr {
+        public String toString() { return "TensorGeometry(" + name + ".contiguous())"; }
+    }
+
+    /**
      * The inverse of the permutation in the op's scalars from {@code from} on ({@code permute}'s backward), spliced into a
      * call's scalars where it stands (as the last of them).
      */
@@ -308,6 +317,7 @@ public sealed interface Expr {
             case Scalar s -> true;
             case ScalarRest s -> true;
             case InputSizes s -> true;
+            case ContiguousGeometry g -> true;
             case InversePermutation p -> true;
             case Count c -> true;
             case GradInputMask m -> true;

@@ -7,7 +7,7 @@ import org.jtorch.Device;
 
 /**
  * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): matmul
- * (by rank, from the declared products of {@link LinalgOps}), conv2d, batch norm and max pooling (front ends over declared structured ops), max pooling and adaptive average pooling in 3-d, and zeros. Declared so that the registry lists them with PyTorch's signatures and
+ * (by rank, from the declared products of {@link LinalgOps}), conv2d, batch norm and max pooling (front ends over declared structured ops), max pooling and adaptive average pooling in 3-d, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
  * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
@@ -34,6 +34,31 @@ public final class FrontEndOps {
     /** A tensor of zeros of a given shape, dtype and device (a constant of the graph, made anew at each call). */
     public static final OpDef ZEROS = OpDef.frontEnd("zeros", false).rule(SAME).signature(new Param("size", "SymInt[]", null),
             new Param("dtype", "ScalarType?", "None"), new Param("device", "Device?", "None")).doc("`Torch.zeros`").build();
+    /**
+     * Uninitialised memory of a given shape, dtype and device ({@code Torch.empty}; PyTorch's {@code empty.memory_format}):
+     * made anew at each call, and never merged with another ({@link #uninitialised}). Traced scalars as {@link #ZEROS}'.
+     */
+    public static final OpDef EMPTY = OpDef.frontEnd("empty", false).rule(SAME).signature(new Param("size", "SymInt[]", null),
+            new Param("dtype", "ScalarType?", "None"), new Param("device", "Device?", "None")).doc("`Torch.empty` (values undefined)").build();
+    /** {@code Torch.emptyLike}: uninitialised memory of {@code self}'s shape, dtype and device (contiguous). */
+    public static final OpDef EMPTY_LIKE = OpDef.frontEnd("empty_like", false).rule(SAME).signature(SELF)
+            .doc("`Torch.emptyLike` (values undefined; laid out contiguously)").build();
+    /**
+     * {@code Torch.emptyStrided}: uninitialised memory seen with the given sizes and strides (storage offset 0), as much
+     * as they reach. Traced scalars: dtype, device type and index, the rank, the sizes, the strides.
+     */
+    public static final OpDef EMPTY_STRIDED = OpDef.frontEnd("empty_strided", false).rule(SAME).signature(new Param("size", "SymInt[]", null),
+            new Param("stride", "SymInt[]", null), new Param("dtype", "ScalarType?", "None"), new Param("device", "Device?", "None"))
+            .doc("`Torch.emptyStrided` (values undefined)").build();
+
+    /**
+     * Whether {@code op} makes a tensor whose values are undefined ({@code empty} and its forms): two calls are two buffers
+     * even where nothing writes them, so the JIT never merges them as common subexpressions.
+     */
+    public static boolean uninitialised(OpDef op) {
+        return op == EMPTY || op == EMPTY_LIKE || op == EMPTY_STRIDED;
+    }
+
     /**
      * A tensor filled with one value, of a given shape, dtype and device (a constant of the graph, made anew at each call).
      * Its scalars are the fill's ({@code CopyOps.FILL}: the value, then an int64 value's exact halves), then dtype and device.

@@ -62,6 +62,16 @@ public final class ViewOps {
             scalar(1, "dim1"), scalar(2, "dim2"), SIZES)), new Param("offset", "int", "0"), new Param("dim1", "int", "0"),
             new Param("dim2", "int", "1"));
 
+    /**
+     * {@code as_strided(size, stride, storage_offset)}: a view with explicit geometry, its offset absolute in the storage (not
+     * traced: a replay on an input at another storage offset would read other memory). Autograd keeps the resolved
+     * {@code [TensorGeometry(self), size, stride, storage_offset]} ({@link #geometryScalars} of both), so its backward is
+     * {@code as_strided_backward}'s call as derivatives.yaml writes it.
+     */
+    public static final OpDef AS_STRIDED = view("as_strided", () -> List.of(call(ViewOps.AS_STRIDED_BACKWARD, GRAD, Expr.c(0),
+            new Expr.ScalarRest(0, false, "TensorGeometry(self), size, stride, storage_offset"))), new Param("size", "SymInt[]", null),
+            new Param("stride", "SymInt[]", null), new Param("storage_offset", "SymInt?", "None"));
+
     // ------------------------------------------------------------------ views returning several tensors: one node for all
 
     /**
@@ -153,6 +163,175 @@ public final class ViewOps {
             .meta(ViewOps::unbindBackwardMeta)
             .derivatives(() -> List.of(new Expr.Part(GRAD, 0, true)))
             .doc("the slices' gradients stacked along dim, zeros for a missing one").build();
+
+    private static final Expr GEOMETRIES = new Expr.ScalarRest(1, false, "input_geometry, size, stride, storage_offset");
+
+    private static final Expr SCATTER_GEOMETRY = new Expr.ScalarRest(0, false, "size, stride, storage_offset");
+
+    /**
+     * {@code as_strided_backward(grad, transposed, input_geometry, size, stride, storage_offset)}, PyTorch's function of that
+     * name as an op: {@code grad} (of the view's {@code size}) added by storage position into zeros (where the view's elements
+     * overlap, their gradients sum), then read through the input's geometry; where the input's own elements may overlap, each
+     * is divided by how many of them share its place. Positions count from the lower of the two storage offsets, so the
+     * result depends on their difference only. With {@code transposed} (a jtorch flag, 0 for PyTorch's function) the op is
+     * its own adjoint: {@code grad} of the input's sizes, divided by that count, added at the input's positions and read
+     * through the view's geometry; each form's derivative is the other. The scalars are the flag, then {@link
+     * #geometryScalars} of the input and the view.
+     */
+    public static final OpDef AS_STRIDED_BACKWARD = OpDef.structured("as_strided_backward").rule(SAME)
+            .signature(Param.tensor("grad"), new Param("transposed", "bool", null), new Param("input_geometry", "SymInt[]", null),
+                    new Param("size", "SymInt[]", null), new Param("stride", "SymInt[]", null), new Param("storage_offset", "SymInt", null))
+            .meta((in, g) -> {
+                AsStridedCall c = AsStridedCall.of("as_strided_backward", g);
+                Geometry from = c.scattered(), to = c.read();
+                if (!Arrays.equals(in[0].shape(), from.shape())) {
+                    throw new IllegalArgumentException("as_strided_backward: the gradient has shape " + Shapes.format(in[0].shape())
+                            + ", expected " + Shapes.format(from.shape()) + (c.transposed() ? " (the input's sizes)" : " (the view's size)"));
+                }
+                return new Meta.Output(to.shape().clone(), in[0].dtype());
+            })
+            .derivatives(() -> List.of(new Expr.IfScalar(0, 0, call(ViewOps.AS_STRIDED_BACKWARD, GRAD, Expr.c(1), GEOMETRIES),
+                    call(ViewOps.AS_STRIDED_BACKWARD, GRAD, Expr.c(0), GEOMETRIES))))
+            .doc("the gradient added by storage position, read through the input's geometry").build();
+
+    /**
+     * {@code as_strided_scatter(self, src, size, stride, storage_offset)}: a copy of {@code self}, laid out contiguously, with
+     * {@code src} written through the geometry {@code (size, stride, storage_offset)} over it (positions count from its first
+     * element). PyTorch's copy keeps the strides of a dense non-contiguous {@code self}, so there the positions differ; for a
+     * contiguous or overlapping {@code self} they agree. The in-place write through a view ({@code CopySlices}) places the
+     * view's gradient back with it.
+     */
+    public static final OpDef AS_STRIDED_SCATTER = OpDef.structured("as_strided_scatter").rule(SAME)
+            .signature(SELF, Param.tensor("src"), new Param("size", "SymInt[]", null), new Param("stride", "SymInt[]", null),
+                    new Param("storage_offset", "SymInt", "0"))
+            .meta((in, g) -> {
+                String op = "as_strided_scatter";
+                if (in[0].dtype() != in[1].dtype() || !in[0].device().equals(in[1].device())) {
+                    throw new IllegalArgumentException(op + ": expected src of self's dtype and device, got " + in[1].dtype() + " on "
+                            + in[1].device() + " for self " + in[0].dtype() + " on " + in[0].device());
+                }
+                Geometry v = scatterGeometry(op, g, in[0].shape());
+                if (!Arrays.equals(in[1].shape(), v.shape())) {
+                    throw new IllegalArgumentException(op + ": expected src to have a size equal to the slice of self. src size = "
+                            + Shapes.format(in[1].shape()) + ", slice size = " + Shapes.format(v.shape()));
+                }
+                return new Meta.Output(in[0].shape().clone(), in[0].dtype());
+            })
+            .derivatives(() -> List.of(call(ViewOps.AS_STRIDED_SCATTER, GRAD, new Expr.ZerosLike(Expr.in(1, "src")), SCATTER_GEOMETRY),
+                    call(ViewOps.AS_STRIDED_BACKWARD, GRAD, Expr.c(1), new Expr.ContiguousGeometry(0, "self"), SCATTER_GEOMETRY)))
+            .doc("a contiguous copy of self with src written through the geometry").build();
+
+    /** {@code as_strided_scatter}'s geometry from its scalars ({@code [size..., stride..., storage_offset]}), checked against self's elements. */
+    public static Geometry scatterGeometry(String op, double[] g, long[] selfShape) {
+        if (g.length % 2 != 1) throw new IllegalArgumentException(op + ": mismatch in length of strides and shape");
+        int n = (g.length - 1) / 2;
+        try {
+            return asStrided(sizes(Arrays.copyOfRange(g, 0, n), 0), sizes(Arrays.copyOfRange(g, n, 2 * n), 0), (long) g[2 * n],
+                    Shapes.numel(selfShape));
+        } catch (IndexOutOfBoundsException e) {
+            throw new IndexOutOfBoundsException(op + e.getMessage().substring("asStrided".length()) + " (self of shape "
+                    + Shapes.format(selfShape) + ")");
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(op + e.getMessage().substring("asStrided".length()), e);
+        }
+    }
+
+    /** A geometry as scalars of {@code as_strided_backward}: its rank, sizes, strides and storage offset. */
+    public static double[] geometryScalars(long[] shape, long[] strides, long offset) {
+        double[] s = new double[2 * shape.length + 2];
+        s[0] = shape.length;
+        for (int i = 0; i < shape.length; i++) {
+            s[1 + i] = shape[i];
+            s[1 + shape.length + i] = strides[i];
+        }
+        s[s.length - 1] = offset;
+        return s;
+    }
+
+    /**
+     * What autograd keeps of an {@code as_strided} call ({@link #AS_STRIDED}): the input's geometry, then the view's size,
+     * stride and storage offset.
+     */
+    public static double[] asStridedScalars(long[] shape, long[] strides, long offset, Geometry view) {
+        double[] in = geometryScalars(shape, strides, offset);
+        int n = view.shape().length;
+        double[] s = Arrays.copyOf(in, in.length + 2 * n + 1);
+        for (int i = 0; i < n; i++) {
+            s[in.length + i] = view.shape()[i];
+            s[in.length + n + i] = view.strides()[i];
+        }
+        s[s.length - 1] = view.offset();
+        return s;
+    }
+
+    /**
+     * An {@code as_strided_backward} call's geometries, checked: the input's and the view's (sizes and strides non-negative,
+     * offsets too), and which one the gradient is scattered by ({@link #scattered}) and the result read through ({@link #read}).
+     */
+    public record AsStridedCall(boolean transposed, Geometry input, Geometry view) {
+        public static AsStridedCall of(String op, double[] g) {
+            if (g.length < 4) throw new IllegalArgumentException(op + ": expected the flag, the input's geometry and the view's, got " + g.length + " scalars");
+            int n = (int) g[1];
+            int m = (g.length - 4 - 2 * n) / 2;
+            if (n < 0 || m < 0 || 2 * n + 2 * m + 4 != g.length) {
+                throw new IllegalArgumentException(op + ": " + g.length + " scalars do not hold an input geometry of rank " + n + " and a view's");
+            }
+            Geometry input = geometry(op, "input", g, 2, n);
+            Geometry view = geometry(op, "view", g, 3 + 2 * n, m);
+            return new AsStridedCall(g[0] != 0, input, view);
+        }
+
+        private static Geometry geometry(String op, String what, double[] g, int at, int n) {
+            long[] size = new long[n], stride = new long[n];
+            for (int i = 0; i < n; i++) {
+                size[i] = (long) g[at + i];
+                stride[i] = (long) g[at + n + i];
+                if (size[i] < 0 || stride[i] < 0) {
+                    throw new IllegalArgumentException(op + ": negative size or stride in the " + what + "'s geometry: size "
+                            + Shapes.format(sizes(Arrays.copyOfRange(g, at, at + n), 0)) + ", stride "
+                            + Shapes.format(sizes(Arrays.copyOfRange(g, at + n, at + 2 * n), 0)));
+                }
+            }
+            long offset = (long) g[at + 2 * n];
+            if (offset < 0) throw new IllegalArgumentException(op + ": negative storage offset " + offset + " in the " + what + "'s geometry");
+            Shapes.checkedNumel(op, size);
+            return new Geometry(size, stride, offset);
+        }
+
+        /** The geometry the gradient is added by: the view's, or the input's when {@code transposed}. */
+        public Geometry scattered() { return transposed ? input : view; }
+
+        /** The geometry the result is read through: the input's, or the view's when {@code transposed}. */
+        public Geometry read() { return transposed ? view : input; }
+    }
+
+    /**
+     * Which dimensions of a geometry are laid out without overlap, as PyTorch's {@code _maybe_overlapping_memory} sees it: by
+     * increasing stride, each beyond the reach of those before it; the others (false) may revisit a place. Size-1 dimensions
+     * never overlap.
+     */
+    public static boolean[] disjointDims(long[] shape, long[] strides) {
+        Integer[] order = new Integer[shape.length];
+        for (int i = 0; i < order.length; i++) order[i] = i;
+        Arrays.sort(order, (a, b) -> Long.compare(strides[a], strides[b]));
+        boolean[] disjoint = new boolean[shape.length];
+        long reach = 0;
+        for (int d : order) {
+            if (shape[d] <= 1) {
+                disjoint[d] = true;
+            } else if (strides[d] > reach) {
+                disjoint[d] = true;
+                reach += strides[d] * (shape[d] - 1);
+            }
+        }
+        return disjoint;
+    }
+
+    /** Whether two elements of a geometry may share a place ({@link #disjointDims}: PyTorch's test, conservative). */
+    public static boolean mayOverlap(long[] shape, long[] strides) {
+        for (boolean d : disjointDims(shape, strides)) if (!d) return true;
+        return false;
+    }
 
     private static java.util.function.Supplier<List<Expr>> reshapeBack() {
         return () -> List.of(call(ViewOps.RESHAPE, GRAD, SIZES));

@@ -323,9 +323,10 @@ final class ExprCompiler {
     /**
      * A call's arguments, compiled: its tensor arguments, then the op's scalars (a view's dimensions, addmm's beta and alpha);
      * {@code rest}, where the last tensor argument is an {@link Expr.Rest}, the first of the differentiated op's inputs it
-     * splices in (else -1).
+     * splices in (else -1). A list spliced elsewhere than last ({@link Expr.ContiguousGeometry} before the op's own list)
+     * makes {@code lists}, every scalar argument as a list (else null).
      */
-    private record CallArgs(TensorFn[] in, ScalarFn[] sc, int rest, boolean grads, ListFn scalarRest) {
+    private record CallArgs(TensorFn[] in, ScalarFn[] sc, int rest, boolean grads, ListFn scalarRest, ListFn[] lists) {
         static CallArgs of(List<Expr> args) {
             int tensors = 0;
             while (tensors < args.size() && !args.get(tensors).isScalar()) tensors++;
@@ -334,10 +335,24 @@ final class ExprCompiler {
             boolean grads = lastTensor instanceof Expr.OutputGrads;
             TensorFn[] in = new TensorFn[rest >= 0 || grads ? tensors - 1 : tensors];
             for (int i = 0; i < in.length; i++) in[i] = compile(args.get(i));
+            boolean inner = false;
+            for (int i = tensors; i < args.size() - 1; i++) inner |= compileList(args.get(i)) != null;
+            if (inner) {
+                ListFn[] lists = new ListFn[args.size() - tensors];
+                for (int i = 0; i < lists.length; i++) {
+                    ListFn list = compileList(args.get(tensors + i));
+                    if (list == null) {
+                        ScalarFn one = compileScalar(args.get(tensors + i));
+                        list = v -> new double[] {one.eval(v)};
+                    }
+                    lists[i] = list;
+                }
+                return new CallArgs(in, null, rest, grads, null, lists);
+            }
             ListFn scalarRest = args.size() > tensors ? compileList(args.getLast()) : null;
             ScalarFn[] sc = new ScalarFn[args.size() - tensors - (scalarRest == null ? 0 : 1)];
             for (int i = 0; i < sc.length; i++) sc[i] = compileScalar(args.get(tensors + i));
-            return new CallArgs(in, sc, rest, grads, scalarRest);
+            return new CallArgs(in, sc, rest, grads, scalarRest, null);
         }
 
         Tensor[] tensors(Values v) {
@@ -351,6 +366,14 @@ final class ExprCompiler {
         }
 
         double[] scalars(Values v) {
+            if (lists != null) {
+                double[][] parts = new double[lists.length][];
+                int n = 0;
+                for (int i = 0; i < parts.length; i++) n += (parts[i] = lists[i].eval(v)).length;
+                double[] s = new double[n];
+                for (int i = 0, at = 0; i < parts.length; at += parts[i].length, i++) System.arraycopy(parts[i], 0, s, at, parts[i].length);
+                return s;
+            }
             double[] spliced = scalarRest == null ? NONE : scalarRest.eval(v);
             double[] s = new double[sc.length + spliced.length];
             for (int i = 0; i < sc.length; i++) s[i] = sc[i].eval(v);
@@ -382,6 +405,10 @@ final class ExprCompiler {
                     for (int k = 0; k < s.length; k++) s[k] = shape[k];
                     return s;
                 };
+            }
+            case Expr.ContiguousGeometry z -> {
+                int i = z.index();
+                yield v -> org.jtorch.op.ViewOps.geometryScalars(v.inputShapes()[i], org.jtorch.op.Shapes.contiguousStrides(v.inputShapes()[i]), 0);
             }
             case Expr.InversePermutation p -> v -> {
                 double[] s = new double[Math.max(0, v.scalars().length - p.from())];

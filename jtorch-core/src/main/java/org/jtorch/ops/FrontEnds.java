@@ -76,6 +76,17 @@ public final class FrontEnds {
             Device device = Device.Type.values()[(int) args[1]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[2]);
             return Torch.zeros(longs(java.util.Arrays.copyOfRange(args, 3, args.length)), DType.values()[(int) args[0]], device);
         }
+        if (op == FrontEndOps.EMPTY) {
+            Device device = Device.Type.values()[(int) args[1]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[2]);
+            return Torch.empty(longs(java.util.Arrays.copyOfRange(args, 3, args.length)), DType.values()[(int) args[0]], device);
+        }
+        if (op == FrontEndOps.EMPTY_LIKE) return Torch.emptyLike(in[0]);
+        if (op == FrontEndOps.EMPTY_STRIDED) {
+            Device device = Device.Type.values()[(int) args[1]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[2]);
+            int n = (int) args[3];
+            return Torch.emptyStrided(longs(java.util.Arrays.copyOfRange(args, 4, 4 + n)), longs(java.util.Arrays.copyOfRange(args, 4 + n, 4 + 2 * n)),
+                    DType.values()[(int) args[0]], device);
+        }
         if (op == FrontEndOps.FULL) {
             DType dtype = DType.values()[(int) args[3]];
             Device device = Device.Type.values()[(int) args[4]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[5]);

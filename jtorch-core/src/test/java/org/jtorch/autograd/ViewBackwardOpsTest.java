@@ -196,7 +196,7 @@ class ViewBackwardOpsTest {
     // ---------------------------------------------------------------- second order: the backward ops' derivatives
 
     /** The gradient of {@code sum(view(x)^2 * w)} with respect to x, itself differentiated (create_graph). */
-    private static Function<Tensor[], Tensor> gradientOf(Function<Tensor, Tensor> view) {
+    static Function<Tensor[], Tensor> gradientOf(Function<Tensor, Tensor> view) {
         return a -> {
             Tensor v = view.apply(a[0]);
             Tensor loss = v.mul(v).mul(a[1]).sum();

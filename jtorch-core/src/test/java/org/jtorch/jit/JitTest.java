@@ -174,6 +174,34 @@ class JitTest {
     }
 
     @Test
+    void emptyFactoriesAreTracedAndNeverMerged() {
+        // Two empties of one shape, each written in place: merged, the second write would land in the first's buffer. And two
+        // empties nothing writes are still two nodes (their values are undefined: never one buffer for both).
+        TensorFunction f = in -> {
+            Tensor e1 = Torch.empty(new long[] {5}, DType.FLOAT32, DEVICE);
+            Tensor e2 = Torch.empty(new long[] {5}, DType.FLOAT32, DEVICE);
+            e1.copy_(in[0]);
+            e2.fill_(3.0);
+            Tensor like = Torch.emptyLike(in[0]).copy_(in[0].mul(2.0));
+            Tensor strided = Torch.emptyStrided(new long[] {5}, new long[] {2}, DType.FLOAT32, DEVICE).copy_(in[0]);
+            return e1.add(e2).add(like).add(strided.mul(10.0));
+        };
+        Tensor x = randn(5);
+        String plan = Jit.explain(f, x);
+        assertTrue(!plan.contains("runs eagerly"), plan);
+        for (String op : new String[] {"empty(", "empty_like(", "empty_strided("}) assertTrue(plan.contains(op), op + " is not in the plan:\n" + plan);
+        assertEquals(2, plan.split("= empty \\(eager", -1).length - 1, plan); // two steps, not one buffer
+        TensorFunction compiled = Jit.trace(f, x);
+        for (int round = 0; round < 2; round++) {
+            Tensor y = randn(5);
+            assertArrayEquals(f.apply(y).to(org.jtorch.Device.cpu()).toFloatArray(), compiled.apply(y).to(org.jtorch.Device.cpu()).toFloatArray());
+        }
+        TensorFunction unwritten = in -> Torch.empty(new long[] {4}, DType.FLOAT32, DEVICE).mul(0.0).add(Torch.empty(new long[] {4}, DType.FLOAT32, DEVICE));
+        String twice = Jit.explain(unwritten, x);
+        assertEquals(2, twice.split("= empty \\(eager", -1).length - 1, twice);
+    }
+
+    @Test
     void aReadAfterAWriteThroughAViewIsNotTheReadBeforeIt() {
         // z * 2 before and after filling part of z through a view: the same op on the same value, two results. (The
         // trace sees z's version move under the view's write and runs the function eagerly.)

@@ -14,7 +14,8 @@ import org.junit.jupiter.api.Test;
 /**
  * A backward through views, traced: the views' derivatives are declared with ops ({@code op.ViewOps}), so the gradient
  * of a program that selects, narrows and splits is a graph of registry ops (select_backward, slice_backward,
- * split_with_sizes_backward, unbind_backward) that the JIT replays, not closures it cannot see.
+ * split_with_sizes_backward, unbind_backward) that the JIT replays, not closures it cannot see; so is an in-place write
+ * through a view's ({@code CopySlices}: as_strided_backward's read of the slice, as_strided_scatter's write back).
  */
 class JitViewBackwardTest {
     @Test
@@ -42,6 +43,35 @@ class JitViewBackwardTest {
             Tensor y = randn(36);
             compiled.apply(y);
             assertClose(f.apply(y), compiled.apply(y), 1e-5f);
+        }
+    }
+
+    @Test
+    void aBackwardThroughAnInPlaceWriteOfAViewIsTracedAndReplayed() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Torch.manualSeed(17);
+            Tensor leaf = randn(4, 6).requiresGrad_(true);
+            Tensor w = randn(2, 3).requiresGrad_(true);
+            // base's history is CopySlices over mul_'s backward: the slice of the gradient read, mul_'s gradients, the
+            // slice written back, all declared ops (the slice's read and write are relative to the gradient, not absolute)
+            Tensor base = leaf.mul(2.0);
+            base.narrow(0, 1, 2).narrow(1, 2, 3).mul_(w);
+            Tensor out = base.mul(base);
+            TensorFunction f = in -> {
+                Tensor[] g = Autograd.grad(new Tensor[] {out}, new Tensor[] {leaf, w}, new Tensor[] {in[0]}, true, false, false);
+                return g[0].narrow(0, 0, 2).narrow(1, 1, 3).add(g[1]);
+            };
+            Tensor x = randn(4, 6);
+            String plan = Jit.explain(f, x);
+            for (String op : new String[] {"as_strided_backward", "as_strided_scatter"}) {
+                assertTrue(plan.contains(op + "("), op + " is not one node of the plan:\n" + plan);
+            }
+            assertTrue(!plan.contains("runs eagerly"), plan);
+            TensorFunction compiled = Jit.trace(f, x);
+            for (int round = 0; round < 2; round++) {
+                Tensor y = randn(4, 6);
+                assertClose(f.apply(y), compiled.apply(y), 1e-5f);
+            }
         }
     }
 }

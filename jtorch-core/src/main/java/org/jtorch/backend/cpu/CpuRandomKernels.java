@@ -93,17 +93,9 @@ final class CpuRandomKernels implements RandomKernels {
         long base = out.offset() * t.byteSize();
         long range = high - low;
         Parallel.forRange(out.numel(), GRAIN, (begin, end) -> {
-            int[] w = new int[4];
-            long loaded = -1;
+            Generator.Bits64 bits = new Generator.Bits64(seed, firstBlock);
             for (long i = begin; i < end; i++) {
-                long block = firstBlock + i / 2;
-                if (block != loaded) {
-                    Generator.philox(seed, block, w);
-                    loaded = block;
-                }
-                int k = (int) (i & 1) * 2;
-                long bits = ((long) w[k] << 32) | (w[k + 1] & 0xffffffffL);
-                long v = low + Long.remainderUnsigned(bits, range);
+                long v = low + Long.remainderUnsigned(bits.at(i), range);
                 if (t.isFloatingPoint()) ElementCodec.setDouble(t, s, base + i * t.byteSize(), v);
                 else ElementCodec.setLong(t, s, base + i * t.byteSize(), v);
             }
