@@ -219,6 +219,38 @@ class OptimizerOpsTest {
         return r;
     }
 
+    /**
+     * A new update rule (sign SGD, {@code p -= lr * sign(g)}) is one declaration and the kernel of each backend that takes
+     * it: before a kernel is registered, a call names the op and device; the optimizers ask {@link KernelRegistry#hasMutating}
+     * and take their composed path there.
+     */
+    @Test
+    void aNewStepIsOneDeclarationPlusTheKernelsOfTheBackendsThatTakeIt() {
+        OpDef signSgd = OpDef.mutating("_test_sign_sgd_").rule(DTypeRule.FLOAT32_ONLY)
+                .signature(new Param("self", "Tensor(a!)[]", null), new Param("grads", "Tensor[]", null), new Param("lr", "float", null))
+                .returns("()").check((lists, tensors, s) -> {}).build();
+        try (Tensor p = Torch.tensor(new float[] {1f, 2f, 3f}); Tensor g = Torch.tensor(new float[] {-5f, 0f, 0.5f});
+             Grad.Mode mode = Grad.noGrad()) {
+            assertEquals(false, KernelRegistry.hasMutating(signSgd, Device.Type.CPU));
+            Exception e = assertThrows(UnsupportedOperationException.class,
+                    () -> Dispatcher.callMutating(signSgd, List.of(List.of(p), List.of(g)), new Tensor[0], 0.5));
+            assertEquals("_test_sign_sgd_: no cpu kernel is registered for _test_sign_sgd_", e.getMessage());
+            KernelRegistry.registerMutating(Device.Type.CPU, signSgd.kernel(), (lists, tensors, s) -> {
+                for (int i = 0; i < lists[0].length; i++) {
+                    StridedView pv = lists[0][i], gv = lists[1][i];
+                    for (long j = 0; j < pv.numel(); j++) {
+                        long po = (pv.offset() + j) * 4, go = (gv.offset() + j) * 4;
+                        float gj = gv.memory().get(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, go);
+                        float pj = pv.memory().get(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, po);
+                        pv.memory().set(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, po, pj - (float) s[0] * Math.signum(gj));
+                    }
+                }
+            });
+            Dispatcher.callMutating(signSgd, List.of(List.of(p), List.of(g)), new Tensor[0], 0.5);
+            assertArrayEquals(new float[] {1.5f, 2f, 2.5f}, p.toFloatArray());
+        }
+    }
+
     @Test
     void listsOfDifferentLengthsAreRefusedNamingBoth() {
         List<Tensor> ps = zerosLike(List.of(Torch.ones(2), Torch.ones(3)));
