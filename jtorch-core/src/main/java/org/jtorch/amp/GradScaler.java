@@ -10,8 +10,8 @@ import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
-import org.jtorch.backend.Backends;
 import org.jtorch.io.StateReader;
+import org.jtorch.op.OptimizerOps;
 import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.optim.Optimizer;
@@ -150,15 +150,16 @@ public final class GradScaler {
     }
 
     /**
-     * Unscales the gradients of one device with its backend's multi-tensor kernel (one pass over all of
-     * them on CUDA) and reads the device's found-inf flag. Reading it waits for the kernel, as PyTorch's
-     * {@code step} does when it sums {@code found_inf_per_device}; the scale stays a host float.
+     * Unscales the gradients of one device with {@code _amp_foreach_non_finite_check_and_unscale_} (one multi-tensor
+     * pass over all of them on CUDA) and reads the device's found-inf flag. Reading it waits for the kernel, as PyTorch's
+     * {@code step} does when it sums {@code found_inf_per_device}; the scale stays a host float, passed as a CPU
+     * {@code inv_scale} that the kernel reads on the host.
      */
     private static boolean unscaleOnDevice(Device device, List<Tensor> grads, float invScale) {
         for (Tensor grad : grads) grad.checkWritable("GradScaler.unscale_");
-        try (Tensor foundInf = Torch.zeros(new long[] {1}, DType.FLOAT32, device)) {
-            Backends.of(device).optimizers().unscaleAndCheckFinite(Dispatcher.views(grads), Dispatcher.view(foundInf), invScale);
-            for (Tensor grad : grads) grad.bumpVersion();
+        try (Tensor foundInf = Torch.zeros(new long[] {1}, DType.FLOAT32, device);
+             Tensor inv = Torch.full(new long[] {1}, invScale, DType.FLOAT32, Device.cpu())) {
+            Dispatcher.callMutating(OptimizerOps.AMP_UNSCALE, List.of(grads), new Tensor[] {foundInf, inv});
             return foundInf.item() != 0;
         }
     }
@@ -208,18 +209,15 @@ public final class GradScaler {
             }
         }
         if (!recorded) throw new IllegalStateException("update: No inf checks were recorded prior to update.");
-        if (foundInf) {
-            scale = (float) (scale * backoffFactor);
-            growthTracker = 0;
-        } else {
-            int successful = growthTracker + 1;
-            if (successful == growthInterval) {
-                float grown = (float) (scale * growthFactor);
-                if (Float.isFinite(grown)) scale = grown;
-                growthTracker = 0;
-            } else {
-                growthTracker = successful;
-            }
+        // PyTorch's _amp_update_scale_ on one-element CPU tensors: the scale and tracker are host values here.
+        try (Tensor scaleT = Torch.full(new long[] {1}, scale, DType.FLOAT32, Device.cpu());
+             Tensor tracker = Torch.full(new long[] {1}, growthTracker, DType.INT32, Device.cpu());
+             Tensor found = Torch.full(new long[] {1}, foundInf ? 1 : 0, DType.FLOAT32, Device.cpu());
+             Grad.Mode g = Grad.noGrad()) {
+            Dispatcher.callMutating(OptimizerOps.AMP_UPDATE_SCALE, List.of(), new Tensor[] {scaleT, tracker, found}, growthFactor,
+                    backoffFactor, growthInterval);
+            scale = (float) scaleT.item();
+            growthTracker = (int) tracker.item();
         }
         perOptimizer.clear();
     }

@@ -94,9 +94,6 @@ public interface Backend {
     /** Fused LSTM and GRU cell steps. */
     RecurrentKernels recurrent();
 
-    /** Fused optimizer steps over contiguous float32 tensors of this backend's device. */
-    OptimizerKernels optimizers();
-
     /** Fused scaled-dot-product attention, or null where this backend has none (the front end composes it from ops). */
     default AttentionKernels attention() {
         return null;

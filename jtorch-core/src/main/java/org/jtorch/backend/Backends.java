@@ -81,6 +81,15 @@ public final class Backends {
         HoldingBackend.drop(a, b, c);
     }
 
+    /** {@link #hold(String, StridedView, StridedView, StridedView)} for any number of operands (a multi-tensor kernel's lists). */
+    public static void hold(String op, StridedView... operands) {
+        HoldingBackend.hold(op, operands);
+    }
+
+    public static void drop(StridedView... operands) {
+        HoldingBackend.drop(operands);
+    }
+
     /** Every backend found, available or not, as discovered: for inspection; kernels are called through {@link #of}. */
     public static Map<Device.Type, Backend> all() {
         Map<Device.Type, Backend> m = discovered;

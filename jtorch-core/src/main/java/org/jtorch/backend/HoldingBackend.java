@@ -1,6 +1,5 @@
 package org.jtorch.backend;
 
-import java.util.List;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.memory.Allocator;
@@ -36,7 +35,6 @@ final class HoldingBackend implements Backend {
     private final SpatialKernels spatial;
     private final NormalizationKernels normalization;
     private final RecurrentKernels recurrent;
-    private final OptimizerKernels optimizers;
     private final AttentionKernels attention;
 
     HoldingBackend(Backend b) {
@@ -49,7 +47,6 @@ final class HoldingBackend implements Backend {
         spatial = new Spatial(b.spatial());
         normalization = new Normalization(b.normalization());
         recurrent = new Recurrent(b.recurrent());
-        optimizers = new Optimizers(b.optimizers());
         attention = b.attention() == null ? null : new Attention(b.attention());
     }
 
@@ -273,10 +270,6 @@ final class HoldingBackend implements Backend {
         return b.graphCapture();
     }
 
-    @Override
-    public OptimizerKernels optimizers() {
-        return optimizers;
-    }
 
     @Override
     public AttentionKernels attention() {
@@ -896,65 +889,6 @@ final class HoldingBackend implements Backend {
             } finally {
                 drop(operands);
             }
-        }
-    }
-
-    private record Optimizers(OptimizerKernels k) implements OptimizerKernels {
-        @Override
-        public void sgd(List<StridedView> params, List<StridedView> grads, List<StridedView> momentumBuffers, float negLr,
-                        float weightDecay, float momentum, float oneMinusDampening, boolean nesterov, boolean maximize,
-                        boolean firstStep) {
-            StridedView[] operands = concat(params, grads, momentumBuffers);
-            hold("sgd", operands);
-            try {
-                k.sgd(params, grads, momentumBuffers, negLr, weightDecay, momentum, oneMinusDampening, nesterov,
-                        maximize, firstStep);
-            } finally {
-                drop(operands);
-            }
-        }
-
-        @Override
-        public void adam(List<StridedView> params, List<StridedView> grads, List<StridedView> expAvgs,
-                         List<StridedView> expAvgSqs,
-                         List<StridedView> maxExpAvgSqs, float paramScale, float weightDecay, float beta1, float oneMinusBeta1,
-                         float beta2, float oneMinusBeta2, float bc2Sqrt, float eps, float negStepSize, boolean maximize,
-                         boolean amsgrad) {
-            StridedView[] operands = concat(params, grads, expAvgs, expAvgSqs, maxExpAvgSqs);
-            hold("adam", operands);
-            try {
-                k.adam(params, grads, expAvgs, expAvgSqs, maxExpAvgSqs, paramScale, weightDecay, beta1, oneMinusBeta1,
-                        beta2, oneMinusBeta2, bc2Sqrt, eps, negStepSize, maximize, amsgrad);
-            } finally {
-                drop(operands);
-            }
-        }
-
-        @Override
-        public void unscaleAndCheckFinite(List<StridedView> grads, StridedView foundInf, float invScale) {
-            StridedView[] operands = concat(grads, List.of(foundInf));
-            hold("unscale_", operands);
-            try {
-                k.unscaleAndCheckFinite(grads, foundInf, invScale);
-            } finally {
-                drop(operands);
-            }
-        }
-
-        /**
-         * The tensors of several lists (null lists and null elements allowed) in one array: a snapshot, so that
-         * exactly the storages held are dropped.
-         */
-        @SafeVarargs
-        private static StridedView[] concat(List<StridedView>... lists) {
-            int n = 0;
-            for (List<StridedView> l : lists) if (l != null) n += l.size();
-            StridedView[] all = new StridedView[n];
-            int i = 0;
-            for (List<StridedView> l : lists) {
-                if (l != null) for (StridedView t : l) all[i++] = t;
-            }
-            return all;
         }
     }
 }

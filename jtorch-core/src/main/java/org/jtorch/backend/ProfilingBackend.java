@@ -16,7 +16,6 @@ final class ProfilingBackend implements Backend {
     private final SpatialKernels spatial;
     private final NormalizationKernels normalization;
     private final RecurrentKernels recurrent;
-    private final OptimizerKernels optimizers;
     private final AttentionKernels attention;
 
     ProfilingBackend(Backend b) {
@@ -29,7 +28,6 @@ final class ProfilingBackend implements Backend {
         spatial = KernelProfiler.timed(SpatialKernels.class, b.spatial(), "spatial");
         normalization = KernelProfiler.timed(NormalizationKernels.class, b.normalization(), "normalization");
         recurrent = KernelProfiler.timed(RecurrentKernels.class, b.recurrent(), "recurrent");
-        optimizers = KernelProfiler.timed(OptimizerKernels.class, b.optimizers(), "optimizers");
         attention = b.attention() == null ? null : KernelProfiler.timed(AttentionKernels.class, b.attention(), "attention");
     }
 
@@ -136,10 +134,6 @@ final class ProfilingBackend implements Backend {
         return b.graphCapture();
     }
 
-    @Override
-    public OptimizerKernels optimizers() {
-        return optimizers;
-    }
 
     @Override
     public AttentionKernels attention() {

@@ -1602,7 +1602,7 @@ final class Program {
             case BINARY -> Dispatcher.binary(op, args[0], args[1], s.length > 0 ? s[0] : 1);
             case REDUCTION -> Dispatcher.reduce(op, args[0], n.reduce, resultDtype(op, args[0], n.dtype), s.length > 0 ? s[0] : 0);
             case ALONG_DIM -> Dispatcher.alongDim(op, args[0], (int) s[0], null);
-            case COMPOSITE, FRONT_END, STRUCTURED -> Dispatcher.call(op, args, s);
+            case COMPOSITE, FRONT_END, STRUCTURED, MUTATING -> Dispatcher.call(op, args, s); // a mutating op is never traced: call refuses it
         };
     }
 

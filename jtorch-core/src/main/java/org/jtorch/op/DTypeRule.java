@@ -24,7 +24,9 @@ public enum DTypeRule {
     /** Floating results only, as {@code mean}: an integer input needs an explicit floating {@code dtype}. */
     FLOATING_RESULT,
     /** {@code any}/{@code all}: a bool result, uint8 for a uint8 input (PyTorch 1.13). */
-    LOGICAL;
+    LOGICAL,
+    /** float32 only (the fused optimizer steps' kernels). */
+    FLOAT32_ONLY;
 
     /** The dtype the op computes in for input dtype {@code in}, or an exception naming the op and dtype. */
     public DType computeType(String op, DType in, DType defaultFloat) {
@@ -50,6 +52,10 @@ public enum DTypeRule {
                 if (!in.isFloatingPoint()) {
                     throw new IllegalArgumentException(op + ": not implemented for " + in + " tensors (floating point only)");
                 }
+                yield in;
+            }
+            case FLOAT32_ONLY -> {
+                if (in != DType.FLOAT32) throw new IllegalArgumentException(op + ": not implemented for " + in + " tensors (float32 only)");
                 yield in;
             }
             case INTEGRAL_OR_BOOL -> {
@@ -82,6 +88,7 @@ public enum DTypeRule {
             case SAME_NO_BOOL -> t != DType.BOOL;
             case FLOAT, FLOATING_ONLY, FLOATING_RESULT -> t.isFloatingPoint();
             case INTEGRAL_OR_BOOL -> !t.isFloatingPoint();
+            case FLOAT32_ONLY -> t == DType.FLOAT32;
         };
     }
 }

@@ -14,6 +14,7 @@ public final class KernelRegistry {
     private static final Map<Device.Type, Map<String, OpKernel>> STRUCTURED = new EnumMap<>(Device.Type.class);
     private static final Map<Device.Type, Map<String, OpKernel.Multi>> MULTI = new EnumMap<>(Device.Type.class);
     private static final Map<Device.Type, FormulaKernel.Compiler> FORMULA_COMPILERS = new ConcurrentHashMap<>();
+    private static final Map<Device.Type, Map<String, OpKernel.Mutating>> MUTATING = new EnumMap<>(Device.Type.class);
     private static final Map<Device.Type, Map<String, OpKernel.Applies>> APPLIES = new EnumMap<>(Device.Type.class);
 
     static {
@@ -22,6 +23,7 @@ public final class KernelRegistry {
             STRUCTURED.put(t, new ConcurrentHashMap<>());
             MULTI.put(t, new ConcurrentHashMap<>());
             APPLIES.put(t, new ConcurrentHashMap<>());
+            MUTATING.put(t, new ConcurrentHashMap<>());
         }
     }
 
@@ -116,6 +118,26 @@ public final class KernelRegistry {
         }
         op.multiKernels[type.ordinal()] = k;
         return k;
+    }
+
+    /** Registers (or replaces) the kernel of the mutating op named {@code kernel} on {@code type} ({@link OpDef.Kind#MUTATING}). */
+    public static void registerMutating(Device.Type type, String kernel, OpKernel.Mutating k) {
+        MUTATING.get(type).put(kernel, k);
+    }
+
+    /** The kernel of mutating op {@code op} on {@code type}, or an exception naming both. */
+    public static OpKernel.Mutating mutating(OpDef op, Device.Type type) {
+        OpKernel.Mutating k = MUTATING.get(type).get(op.kernel());
+        if (k == null) {
+            throw new UnsupportedOperationException(op.pyName() + ": no " + type.name().toLowerCase() + " kernel is registered for "
+                    + op.name());
+        }
+        return k;
+    }
+
+    /** Whether a kernel of mutating op {@code op} is registered on {@code type}. */
+    public static boolean hasMutating(OpDef op, Device.Type type) {
+        return MUTATING.get(type).containsKey(op.kernel());
     }
 
     /** Registers the backend's compiler of pointwise formulas (fused kernels) on {@code type}. */

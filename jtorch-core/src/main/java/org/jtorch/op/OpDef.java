@@ -59,7 +59,16 @@ public final class OpDef {
          * registered for the device and takes the call's argument form ({@link KernelRegistry#applies}), the composition,
          * differentiated through its parts, otherwise.
          */
-        STRUCTURED;
+        STRUCTURED,
+        /**
+         * An op that updates its mutable arguments in place ({@code Tensor(a!)[]} lists and {@code Tensor(b!)} tensors in
+         * the schema: the fused optimizer steps, GradScaler's unscale and scale update) and returns nothing; never
+         * differentiated. A call passes one list of tensors per list parameter and one tensor per tensor parameter
+         * ({@code Dispatcher.callMutating}); its {@link #check} validates them, the kernel registered per device type
+         * ({@link KernelRegistry#mutating}) writes. A backend without a kernel for it lacks only this op: callers such
+         * as the optimizers take their composed path there ({@link KernelRegistry#hasMutating}).
+         */
+        MUTATING;
 
         /** Whether backends register an elementwise kernel for ops of this kind. */
         public boolean isPointwise() {
@@ -97,6 +106,7 @@ public final class OpDef {
     private final String node;
     private final Draws draws;
     private final int generatorScalar;
+    private final Check check;
     private final int id = NEXT_ID.getAndIncrement();
     /** The kernel per device type once looked up ({@link KernelRegistry#pointwise}): the dispatcher's hot path reads it. */
     final PointwiseKernel[] kernels = new PointwiseKernel[Device.Type.values().length];
@@ -134,6 +144,8 @@ public final class OpDef {
         node = b.node;
         draws = b.draws;
         generatorScalar = b.generatorScalar;
+        check = b.check;
+        if (kind == Kind.MUTATING && check == null) throw new IllegalArgumentException(name + ": a mutating op checks its arguments");
         if (kind == Kind.STRUCTURED && (meta == null) == (metaAll == null)) {
             throw new IllegalArgumentException(name + ": a structured op has one meta function, for one output or for all of them");
         }
@@ -162,6 +174,11 @@ public final class OpDef {
     /** An op with a meta function and a kernel per device ({@link Kind#STRUCTURED}). */
     public static Builder structured(String name) {
         return new Builder(name, Kind.STRUCTURED);
+    }
+
+    /** An op that updates its arguments in place ({@link Kind#MUTATING}). */
+    public static Builder mutating(String name) {
+        return new Builder(name, Kind.MUTATING);
     }
 
     public static Builder composite(String name) {
@@ -366,6 +383,25 @@ public final class OpDef {
     /** The index among the call's scalars of the generator's id (PyTorch's {@code Generator? generator}); -1 when not random. */
     public int generatorScalar() { return generatorScalar; }
 
+    /**
+     * A mutating op's argument check ({@link Kind#MUTATING}): throws an exception naming the op, and the shapes, dtypes
+     * and devices at fault, for arguments its kernels do not take. {@code lists} holds one array of views per list
+     * parameter (in signature order; an empty one where an optional list is left out), {@code tensors} one view per
+     * tensor parameter (null where an optional one is left out).
+     */
+    @FunctionalInterface
+    public interface Check {
+        void check(StridedView[][] lists, StridedView[] tensors, double[] scalars);
+    }
+
+    /** A mutating op's argument check; null for other kinds. */
+    public Check check() { return check; }
+
+    /** Whether parameter {@code p} is written by the op (an alias annotation with {@code !}: {@code Tensor(a!)[]}). */
+    public static boolean isMutable(Param p) {
+        return p.type().contains("!");
+    }
+
     public boolean isDifferentiable() {
         if (kind == Kind.FRONT_END) return frontEndDifferentiable;
         if (differentiatesThroughComposition()) return rule.isDifferentiable();
@@ -422,6 +458,7 @@ public final class OpDef {
         private String node;
         private Draws draws;
         private int generatorScalar = -1;
+        private Check check;
 
         private Builder(String name, Kind kind) {
             this.name = name;
@@ -472,6 +509,8 @@ public final class OpDef {
             return this;
         }
         public Builder meta(Meta meta) { this.meta = meta; return this; }
+        /** A mutating op's argument check ({@link Kind#MUTATING}). */
+        public Builder check(Check check) { this.check = check; return this; }
         /** The kernel skips the outputs after the first when given null views for them ({@link #skipsUnreadOutputs}). */
         public Builder skipsUnreadOutputs() { this.skipsUnread = true; return this; }
         /** The op's tensors may live on different devices ({@link #acrossDevices}). */

@@ -24,4 +24,14 @@ public interface OpKernel {
     interface Applies {
         boolean test(StridedView[] inputs, double[] scalars);
     }
+
+    /**
+     * A mutating op's kernel ({@link OpDef.Kind#MUTATING}): updates in place the views of the op's mutable lists and
+     * tensors. {@code lists} holds one array per list parameter, {@code tensors} one view per tensor parameter (null where
+     * an optional one is left out), both in signature order, already checked by the op's {@link OpDef#check}.
+     */
+    @FunctionalInterface
+    interface Mutating {
+        void run(StridedView[][] lists, StridedView[] tensors, double[] scalars);
+    }
 }

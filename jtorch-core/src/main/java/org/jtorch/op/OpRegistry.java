@@ -34,6 +34,7 @@ public final class OpRegistry {
         declared.addAll(declaredIn(RandomOps.class));
         declared.addAll(declaredIn(AttentionOps.class));
         declared.addAll(declaredIn(FrontEndOps.class));
+        declared.addAll(declaredIn(OptimizerOps.class));
         for (OpDef op : declared) {
             if (byName.put(op.name(), op) != null) throw new IllegalStateException("op " + op.name() + " is declared twice");
             byPy.putIfAbsent(op.pyName(), op);

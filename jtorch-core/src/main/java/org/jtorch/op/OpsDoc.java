@@ -41,7 +41,7 @@ public final class OpsDoc {
         if (op.hasDecomposition()) return "every (fused kernel where registered, else decomposed)";
         if (op.kind() == OpDef.Kind.COMPOSITE || op.composition() != null) return "every (composite)";
         if (op.kind() == OpDef.Kind.REDUCTION || op.kind() == OpDef.Kind.ALONG_DIM || op.kind() == OpDef.Kind.FRONT_END
-                || op.kind() == OpDef.Kind.STRUCTURED) return "cpu, cuda";
+                || op.kind() == OpDef.Kind.STRUCTURED || op.kind() == OpDef.Kind.MUTATING) return "cpu, cuda";
         return "cpu, cuda (generated)";
     }
 

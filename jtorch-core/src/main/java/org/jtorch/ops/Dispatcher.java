@@ -195,6 +195,8 @@ public final class Dispatcher {
             case ALONG_DIM -> alongDim(op, inputs[0], (int) p0, null);
             case FRONT_END -> FrontEnds.call(op, inputs, scalars);
             case STRUCTURED -> op.outputCount() == 1 ? structured(op, inputs, scalars) : firstOf(structuredAll(op, inputs, scalars, true));
+            case MUTATING -> throw new IllegalArgumentException(op.pyName() + " updates its arguments in place and returns nothing:"
+                    + " call it with Dispatcher.callMutating");
         };
     }
 
@@ -392,6 +394,117 @@ public final class Dispatcher {
         }
         if (TRACING.get() != 0) tracedInPlace(op, scalars, inputs);
         return self;
+    }
+
+    /**
+     * Runs a mutating op ({@link OpDef.Kind#MUTATING}: the fused optimizer steps, GradScaler's ops): {@code lists} holds
+     * one list of tensors per list parameter of its signature (an empty one where the op allows a list left out, as
+     * PyTorch's {@code max_exp_avg_sqs} without AMSGrad), {@code tensors} one tensor per tensor parameter (null where an
+     * optional one is left out), both in signature order. The dispatcher checks that the lists have one length, that
+     * every tensor is open, that the lists and the mutable tensors share one device, that what is written is writable
+     * and (with grad mode on) no leaf that requires grad; the op's {@link OpDef#check} checks the rest. The kernel of
+     * that device then updates the mutable arguments in place, their storages held for the call, and their versions are
+     * bumped (which a trace sees as writes by an op it cannot replay: a traced function stepping an optimizer runs eagerly).
+     */
+    public static void callMutating(OpDef op, List<? extends List<Tensor>> lists, Tensor[] tensors, double... scalars) {
+        String name = op.pyName();
+        if (op.kind() != OpDef.Kind.MUTATING) throw new IllegalArgumentException(name + ": not an op that updates lists in place");
+        List<org.jtorch.op.Param> params = op.signature().params();
+        List<org.jtorch.op.Param> listParams = params.stream().filter(p -> p.type().startsWith("Tensor") && p.type().endsWith("[]")).toList();
+        List<org.jtorch.op.Param> tensorParams = params.stream().filter(p -> p.type().startsWith("Tensor") && !p.type().endsWith("[]")).toList();
+        if (lists.size() != listParams.size() || tensors.length != tensorParams.size()) {
+            throw new IllegalArgumentException(name + ": expected " + listParams.size() + " tensor lists and " + tensorParams.size()
+                    + " tensors, got " + lists.size() + " and " + tensors.length);
+        }
+        int n = -1;
+        Device device = null;
+        for (int l = 0; l < lists.size(); l++) {
+            List<Tensor> list = lists.get(l);
+            if (list == null) throw new IllegalArgumentException(name + ": " + listParams.get(l).name() + " is null (pass an empty list)");
+            if (list.isEmpty() && l > 0) continue;
+            if (n < 0) {
+                n = list.size();
+            } else if (list.size() != n) {
+                throw new IllegalArgumentException(name + ": Tensor lists must have the same number of tensors, got " + n + " and "
+                        + list.size() + " (" + listParams.get(0).name() + ", " + listParams.get(l).name() + ")");
+            }
+            for (Tensor t : list) {
+                if (t == null) throw new IllegalArgumentException(name + ": " + listParams.get(l).name() + " holds null");
+                t.checkOpen(name);
+                if (device == null) device = t.device();
+                checkSameDevice(name, listParams.get(l).name(), t, device);
+            }
+        }
+        for (int i = 0; i < tensors.length; i++) {
+            Tensor t = tensors[i];
+            if (t == null) {
+                if (!tensorParams.get(i).type().contains("?")) throw new IllegalArgumentException(name + ": " + tensorParams.get(i).name() + " is null");
+                continue;
+            }
+            t.checkOpen(name);
+            if (device == null) device = t.device();
+            if (OpDef.isMutable(tensorParams.get(i))) checkSameDevice(name, tensorParams.get(i).name(), t, device);
+        }
+        boolean grad = Grad.isEnabled();
+        for (int l = 0; l < lists.size(); l++) {
+            if (!OpDef.isMutable(listParams.get(l))) continue;
+            for (Tensor t : lists.get(l)) checkMutable(name, t, grad);
+        }
+        for (int i = 0; i < tensors.length; i++) {
+            if (tensors[i] != null && OpDef.isMutable(tensorParams.get(i))) checkMutable(name, tensors[i], grad);
+        }
+        StridedView[][] listViews = new StridedView[lists.size()][];
+        int operands = 0;
+        for (int l = 0; l < lists.size(); l++) {
+            List<Tensor> list = lists.get(l);
+            listViews[l] = new StridedView[list.size()];
+            for (int i = 0; i < list.size(); i++) listViews[l][i] = view(list.get(i));
+            operands += list.size();
+        }
+        StridedView[] tensorViews = new StridedView[tensors.length];
+        for (int i = 0; i < tensors.length; i++) tensorViews[i] = view(tensors[i]);
+        if (device == null) return; // nothing to update
+        op.check().check(listViews, tensorViews, scalars);
+        Backends.of(name, device);
+        OpKernel.Mutating k = KernelRegistry.mutating(op, device.type());
+        StridedView[] held = new StridedView[operands + tensors.length];
+        int h = 0;
+        for (StridedView[] vs : listViews) for (StridedView v : vs) held[h++] = v;
+        for (StridedView v : tensorViews) held[h++] = v;
+        Backends.hold(name, held);
+        try {
+            if (KernelProfiler.isActive()) {
+                long t0 = KernelProfiler.clock();
+                k.run(listViews, tensorViews, scalars);
+                KernelProfiler.recordKernel(op.kernel(), held.length > 0 ? held[0] : null, KernelProfiler.clock() - t0);
+            } else {
+                k.run(listViews, tensorViews, scalars);
+            }
+        } finally {
+            Backends.drop(held);
+        }
+        for (int l = 0; l < lists.size(); l++) {
+            if (OpDef.isMutable(listParams.get(l))) for (Tensor t : lists.get(l)) t.bumpVersion();
+        }
+        for (int i = 0; i < tensors.length; i++) {
+            if (tensors[i] != null && OpDef.isMutable(tensorParams.get(i))) tensors[i].bumpVersion();
+        }
+    }
+
+    private static void checkSameDevice(String name, String param, Tensor t, Device device) {
+        if (!t.device().equals(device)) {
+            throw new IllegalArgumentException(name + ": expected every tensor on " + device + ", but " + param + " holds one on "
+                    + t.device() + " (shape " + Shapes.format(t.shape()) + ", " + t.dtype() + ")");
+        }
+    }
+
+    /**
+     * A tensor a mutating op writes: writable, and with grad mode on not a leaf that requires grad (as any in-place op).
+     * A mutating op records no history, so a tensor outside autograd needs no further check.
+     */
+    private static void checkMutable(String name, Tensor t, boolean grad) {
+        t.checkWritable(name);
+        if (grad && t.requiresGrad()) Elementwise.checkInPlaceAllowed(name, t);
     }
 
     /**

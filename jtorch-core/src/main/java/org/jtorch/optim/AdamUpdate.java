@@ -2,6 +2,8 @@ package org.jtorch.optim;
 
 import java.util.Map;
 import org.jtorch.Tensor;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.OptimizerOps;
 
 /** The Adam/AdamW update shared by {@link Adam} and {@link AdamW} (PyTorch 1.13's {@code _single_tensor_adam(w)}). */
 final class AdamUpdate {
@@ -35,6 +37,7 @@ final class AdamUpdate {
         boolean amsgrad = group.getBoolean("amsgrad");
         boolean maximize = group.getBoolean("maximize");
         FusedBatches fused = new FusedBatches();
+        OpDef op = decoupled ? OptimizerOps.FUSED_ADAMW : OptimizerOps.FUSED_ADAM;
         for (Tensor p : group.params()) {
             Tensor grad = p.grad();
             if (grad == null) continue;
@@ -53,7 +56,7 @@ final class AdamUpdate {
             double bias2 = 1 - Math.pow(beta2, step);
             double stepSize = lr / bias1;
             double bias2Sqrt = Math.sqrt(bias2);
-            if (opt.fusable(p, grad, expAvg, expAvgSq, maxExpAvgSq)) {
+            if (opt.fusable(op, p, grad, expAvg, expAvgSq, maxExpAvgSq)) {
                 fused.add(p.device(), step, p, grad, expAvg, expAvgSq, maxExpAvgSq);
                 continue;
             }
@@ -83,17 +86,7 @@ final class AdamUpdate {
                 g.close();
             }
         }
-        // Scalars as the composed path computes them for that step count, rounded to float once.
-        fused.run((kernels, stepCount, l) -> {
-            double step = (Double) stepCount;
-            double bias1 = 1 - Math.pow(beta1, step);
-            double bias2 = 1 - Math.pow(beta2, step);
-            double stepSize = lr / bias1;
-            double bias2Sqrt = Math.sqrt(bias2);
-            kernels.adam(l.get(0), l.get(1), l.get(2), l.get(3), amsgrad ? l.get(4) : null,
-                    decoupled ? (float) (1 - lr * weightDecay) : 1f, decoupled ? 0f : (float) weightDecay, (float) beta1,
-                    (float) (1 - beta1), (float) beta2, (float) (1 - beta2), (float) bias2Sqrt, (float) eps, (float) -stepSize,
-                    maximize, amsgrad);
-        });
+        // The op computes the scalars for each batch's step count as the composed path does (OptimizerOps.AdamScalars).
+        fused.run(op, step -> new double[] {(Double) step, lr, beta1, beta2, weightDecay, eps, amsgrad ? 1 : 0, maximize ? 1 : 0});
     }
 }

@@ -4,18 +4,18 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
-import org.jtorch.backend.Backends;
-import org.jtorch.backend.OptimizerKernels;
-import org.jtorch.op.StridedView;
+import org.jtorch.op.OpDef;
 import org.jtorch.ops.Dispatcher;
 
 /**
  * The parameters of one group that take a fused step, collected per (device, variant) so that each
- * backend receives them as lists ({@link OptimizerKernels}: one multi-tensor launch on CUDA). The
+ * fused op ({@link org.jtorch.op.OptimizerOps}) receives them as lists (one multi-tensor launch on CUDA). The
  * variant separates parameters whose scalars differ (SGD's first momentum step, Adam's step count).
- * Each added row is (param, grad, states...); a state may be null (then its list holds null).
+ * Each added row is (param, grad, states...); a state may be null for every row of a batch (no momentum, no
+ * AMSGrad): its list is then passed empty, as PyTorch passes it.
  */
 final class FusedBatches {
     private record Key(Device device, Object variant) {}
@@ -28,34 +28,24 @@ final class FusedBatches {
             for (int i = 0; i < row.length; i++) l.add(new ArrayList<>());
             return l;
         });
-        for (int i = 0; i < row.length; i++) lists.get(i).add(row[i]);
+        for (int i = 0; i < row.length; i++) {
+            if (row[i] != null) lists.get(i).add(row[i]);
+        }
     }
 
-    interface Step {
-        void run(OptimizerKernels kernels, Object variant, List<List<StridedView>> lists);
-    }
-
-    /** Runs {@code step} once per (device, variant), then bumps the version of every updated tensor but the gradients (list 1). */
-    void run(Step step) {
+    /**
+     * Runs {@code op} once per (device, variant) with the scalars {@code scalars} gives for the variant. Every updated
+     * tensor (all but the gradients, list 1) is checked writable first, so that a refused step changes nothing.
+     */
+    void run(OpDef op, Function<Object, double[]> scalars) {
         for (List<List<Tensor>> lists : batches.values()) {
             for (int l = 0; l < lists.size(); l++) {
                 if (l == 1) continue;
-                for (Tensor t : lists.get(l)) {
-                    if (t != null) t.checkWritable("optimizer step");
-                }
+                for (Tensor t : lists.get(l)) t.checkWritable("optimizer step");
             }
         }
         for (Map.Entry<Key, List<List<Tensor>>> e : batches.entrySet()) {
-            List<List<Tensor>> lists = e.getValue();
-            List<List<StridedView>> views = new ArrayList<>(lists.size());
-            for (List<Tensor> list : lists) views.add(Dispatcher.views(list));
-            step.run(Backends.of(e.getKey().device()).optimizers(), e.getKey().variant(), views);
-            for (int l = 0; l < lists.size(); l++) {
-                if (l == 1) continue;
-                for (Tensor t : lists.get(l)) {
-                    if (t != null) t.bumpVersion();
-                }
-            }
+            Dispatcher.callMutating(op, e.getValue(), new Tensor[0], scalars.apply(e.getKey().variant()));
         }
     }
 }

@@ -246,11 +246,11 @@ public abstract class Optimizer implements AutoCloseable {
     }
 
     /**
-     * True when the fused float32 kernels ({@link org.jtorch.backend.OptimizerKernels} of the tensors'
-     * backend) apply to all of {@code tensors}: contiguous float32 on one device (null entries are ignored),
-     * and the group being stepped does not set {@code foreach} to false.
+     * True when the fused step {@code op} ({@link org.jtorch.op.OptimizerOps}) applies to all of {@code tensors}:
+     * contiguous float32 on one device (null entries are ignored) whose backend registers a kernel for it, and the
+     * group being stepped does not set {@code foreach} to false.
      */
-    protected boolean fusable(Tensor... tensors) {
+    protected boolean fusable(org.jtorch.op.OpDef op, Tensor... tensors) {
         if (!fusedKernels || !groupAllowsFused) return false;
         org.jtorch.Device device = null;
         for (Tensor t : tensors) {
@@ -259,7 +259,7 @@ public abstract class Optimizer implements AutoCloseable {
             if (device == null) device = t.device();
             else if (!device.equals(t.device())) return false;
         }
-        return true;
+        return device != null && org.jtorch.op.KernelRegistry.hasMutating(op, device.type());
     }
 
     /** Turns the fused kernels off, to test them against the composed path. */

@@ -4,6 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
+import org.jtorch.op.OptimizerOps;
 import org.jtorch.ops.Arguments;
 
 /**
@@ -94,7 +95,7 @@ public final class SGD extends Optimizer {
                 st.putIfAbsent("momentum_buffer", null);
             }
             boolean first = momentum != 0 && buf == null;
-            if (fusable(p, grad, buf)) {
+            if (fusable(OptimizerOps.FUSED_SGD, p, grad, buf)) {
                 if (first) {
                     buf = newState(p, 0);
                     st.put("momentum_buffer", buf);
@@ -119,8 +120,8 @@ public final class SGD extends Optimizer {
                 d.close();
             }
         }
-        fused.run((kernels, first, l) -> kernels.sgd(l.get(0), l.get(1), momentum != 0 ? l.get(2) : null, (float) -lr,
-                (float) weightDecay, (float) momentum, (float) (1 - dampening), nesterov, maximize, (Boolean) first));
+        fused.run(OptimizerOps.FUSED_SGD, first -> new double[] {weightDecay, momentum, lr, dampening, nesterov ? 1 : 0,
+                maximize ? 1 : 0, (Boolean) first ? 1 : 0});
     }
 
     private static Tensor replace(Tensor old, Tensor next) {

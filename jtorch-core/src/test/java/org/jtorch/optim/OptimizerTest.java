@@ -374,7 +374,7 @@ class OptimizerTest {
 
         @Override
         protected void updateGroup(ParamGroup group) {
-            fusable.add(fusable(group.params().get(0)));
+            fusable.add(fusable(org.jtorch.op.OptimizerOps.FUSED_SGD, group.params().get(0)));
         }
     }
 

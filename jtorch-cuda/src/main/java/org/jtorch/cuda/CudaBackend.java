@@ -9,7 +9,6 @@ import org.jtorch.backend.IndexKernels;
 import org.jtorch.backend.LinalgKernels;
 import org.jtorch.backend.NormalizationKernels;
 import org.jtorch.backend.RecurrentKernels;
-import org.jtorch.backend.OptimizerKernels;
 import org.jtorch.backend.RandomKernels;
 import org.jtorch.backend.ReductionKernels;
 import org.jtorch.backend.SpatialKernels;
@@ -44,7 +43,9 @@ public final class CudaBackend implements Backend {
     public static final String GC_THRESHOLD_PROPERTY = "jtorch.cudaGcThreshold";
     private final CudaCachingAllocator[] allocators = new CudaCachingAllocator[64];
 
-    private CudaBackend() {}
+    private CudaBackend() {
+        CudaOptimizerKernels.register(this::kernels);
+    }
 
     static {
         registerPointwiseKernels();
@@ -272,15 +273,5 @@ public final class CudaBackend implements Backend {
     @Override
     public org.jtorch.backend.GraphCapture graphCapture() {
         return CudaGraph.CAPTURE;
-    }
-
-    // ------------------------------------------------------------------ fused optimizer steps
-
-    private final OptimizerKernels optimizers = new CudaOptimizerKernels(this::kernels);
-
-    /** The multi-tensor SGD and Adam/AdamW steps of {@code optim.cu}. */
-    @Override
-    public OptimizerKernels optimizers() {
-        return optimizers;
     }
 }

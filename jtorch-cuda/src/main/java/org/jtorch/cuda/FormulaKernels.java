@@ -36,7 +36,7 @@ public final class FormulaKernels {
         boolean unary = switch (op.kind()) {
             case UNARY -> true;
             case BINARY -> false;
-            case COMPOSITE, REDUCTION, ALONG_DIM, FRONT_END, STRUCTURED -> throw new IllegalArgumentException(op.name() + " is not pointwise: it has no formula kernel");
+            case COMPOSITE, REDUCTION, ALONG_DIM, FRONT_END, STRUCTURED, MUTATING -> throw new IllegalArgumentException(op.name() + " is not pointwise: it has no formula kernel");
         };
         boolean floating = op.rule().admits(DType.FLOAT32);
         boolean integral = op.rule().admits(DType.INT64);

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 
 /**
- * The fused optimizer steps ({@link org.jtorch.backend.OptimizerKernels}: SGD, Adam, AdamW through the
+ * The fused optimizer steps ({@link org.jtorch.op.OptimizerOps}: SGD, Adam, AdamW through the
  * public optimizers) on every device: {@code cpu} always, {@code cuda:0} skipped with CUDA's
  * unavailability reason where there is no GPU (never passed).
  *

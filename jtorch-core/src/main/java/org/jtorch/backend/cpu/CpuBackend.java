@@ -8,7 +8,6 @@ import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.IndexKernels;
 import org.jtorch.backend.LinalgKernels;
 import org.jtorch.backend.NormalizationKernels;
-import org.jtorch.backend.OptimizerKernels;
 import org.jtorch.backend.RandomKernels;
 import org.jtorch.backend.RecurrentKernels;
 import org.jtorch.backend.ReductionKernels;
@@ -34,7 +33,6 @@ public final class CpuBackend implements Backend {
     private final SpatialKernels spatial = new CpuSpatialKernels();
     private final NormalizationKernels normalization = new CpuNormalizationKernels();
     private final RecurrentKernels recurrent = new CpuRecurrentKernels();
-    private final OptimizerKernels optimizers = new CpuOptimizerKernels();
     private final AttentionKernels attention = new FlashAttentionF32();
 
     static {
@@ -42,6 +40,7 @@ public final class CpuBackend implements Backend {
         registerPointwiseKernels();
         CpuLossKernels.register();
         LogSoftmaxBackward.register();
+        CpuOptimizerKernels.register();
         JvmFlags.checkOnce();
         GemmWarmup.start();
     }
@@ -178,10 +177,6 @@ public final class CpuBackend implements Backend {
         return recurrent;
     }
 
-    @Override
-    public OptimizerKernels optimizers() {
-        return optimizers;
-    }
 
     @Override
     public AttentionKernels attention() {

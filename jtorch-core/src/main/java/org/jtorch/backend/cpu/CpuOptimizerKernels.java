@@ -6,8 +6,10 @@ import java.util.List;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.DType;
-import org.jtorch.backend.OptimizerKernels;
+import org.jtorch.Device;
 import org.jtorch.memory.ElementCodec;
+import org.jtorch.op.KernelRegistry;
+import org.jtorch.op.OptimizerOps;
 import org.jtorch.op.StridedView;
 
 /**
@@ -19,15 +21,25 @@ import org.jtorch.op.StridedView;
  * paths round alike. Offsets are in bytes; the segments must not overlap except where stated.
  * Scalars arrive already rounded to float, as ATen's kernels receive them.
  *
- * <p>An instance is the CPU backend's {@link OptimizerKernels}: the lists are updated one tensor after
- * another by the static kernels.
+ * <p>Registered as the CPU's kernels of {@link OptimizerOps}' ops: the lists are updated one tensor after another.
  */
-public final class CpuOptimizerKernels implements OptimizerKernels {
+public final class CpuOptimizerKernels {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
     private static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
     private static final long GRAIN = 1 << 15;
 
-    CpuOptimizerKernels() {}
+    private CpuOptimizerKernels() {}
+
+    static void register() {
+        KernelRegistry.registerMutating(Device.Type.CPU, OptimizerOps.FUSED_SGD.kernel(), (l, t, s) -> sgd(l, OptimizerOps.SgdScalars.of(s)));
+        KernelRegistry.registerMutating(Device.Type.CPU, OptimizerOps.FUSED_ADAM.kernel(),
+                (l, t, s) -> adam(l, OptimizerOps.AdamScalars.of(s, false)));
+        KernelRegistry.registerMutating(Device.Type.CPU, OptimizerOps.FUSED_ADAMW.kernel(),
+                (l, t, s) -> adam(l, OptimizerOps.AdamScalars.of(s, true)));
+        KernelRegistry.registerMutating(Device.Type.CPU, OptimizerOps.AMP_UNSCALE.kernel(),
+                (l, t, s) -> unscaleAndCheckFinite(l[0], t[0], (float) readHost(t[1])));
+        KernelRegistry.registerMutating(Device.Type.CPU, OptimizerOps.AMP_UPDATE_SCALE.kernel(), (l, t, s) -> updateScale(t[0], t[1], t[2], s));
+    }
 
     private static MemorySegment seg(StridedView t) {
         return t == null ? null : t.memory();
@@ -37,30 +49,26 @@ public final class CpuOptimizerKernels implements OptimizerKernels {
         return t == null ? 0 : t.offset() * 4;
     }
 
-    private static StridedView at(List<StridedView> list, int i) {
-        return list == null ? null : list.get(i);
+    private static StridedView at(StridedView[] list, int i) {
+        return list.length == 0 ? null : list[i];
     }
 
-    @Override
-    public void sgd(List<StridedView> params, List<StridedView> grads, List<StridedView> momentumBuffers, float negLr,
-                    float weightDecay,
-                    float momentum, float oneMinusDampening, boolean nesterov, boolean maximize, boolean firstStep) {
-        for (int i = 0; i < params.size(); i++) {
-            StridedView p = params.get(i), g = grads.get(i), b = at(momentumBuffers, i);
-            sgdF32(seg(p), off(p), seg(g), off(g), seg(b), off(b), p.numel(), negLr, weightDecay, momentum, oneMinusDampening,
-                    nesterov, maximize, firstStep);
+    /** {@code _fused_sgd_}'s lists (params, grads, momentum buffers: empty without momentum), one tensor after another. */
+    private static void sgd(StridedView[][] l, OptimizerOps.SgdScalars s) {
+        for (int i = 0; i < l[0].length; i++) {
+            StridedView p = l[0][i], g = l[1][i], b = at(l[2], i);
+            sgdF32(seg(p), off(p), seg(g), off(g), seg(b), off(b), p.numel(), s.negLr(), s.weightDecay(), s.momentum(),
+                    s.oneMinusDampening(), s.nesterov(), s.maximize(), s.firstStep());
         }
     }
 
-    @Override
-    public void adam(List<StridedView> params, List<StridedView> grads, List<StridedView> expAvgs, List<StridedView> expAvgSqs,
-                     List<StridedView> maxExpAvgSqs, float paramScale, float weightDecay, float beta1, float oneMinusBeta1,
-                     float beta2, float oneMinusBeta2, float bc2Sqrt, float eps, float negStepSize, boolean maximize,
-                     boolean amsgrad) {
-        for (int i = 0; i < params.size(); i++) {
-            StridedView p = params.get(i), g = grads.get(i), m = expAvgs.get(i), v = expAvgSqs.get(i), x = at(maxExpAvgSqs, i);
-            adamF32(seg(p), off(p), seg(g), off(g), seg(m), off(m), seg(v), off(v), seg(x), off(x), p.numel(), paramScale,
-                    weightDecay, beta1, oneMinusBeta1, beta2, oneMinusBeta2, bc2Sqrt, eps, negStepSize, maximize, amsgrad);
+    /** {@code _fused_adam(w)_}'s lists (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs: empty without AMSGrad). */
+    private static void adam(StridedView[][] l, OptimizerOps.AdamScalars s) {
+        for (int i = 0; i < l[0].length; i++) {
+            StridedView p = l[0][i], g = l[1][i], m = l[2][i], v = l[3][i], x = at(l[4], i);
+            adamF32(seg(p), off(p), seg(g), off(g), seg(m), off(m), seg(v), off(v), seg(x), off(x), p.numel(), s.paramScale(),
+                    s.weightDecay(), s.beta1(), s.oneMinusBeta1(), s.beta2(), s.oneMinusBeta2(), s.bc2Sqrt(), s.eps(),
+                    s.negStepSize(), s.maximize(), s.amsgrad());
         }
     }
 
@@ -68,11 +76,26 @@ public final class CpuOptimizerKernels implements OptimizerKernels {
      * Each gradient in turn: contiguous ones through {@link #unscaleAndCheckFinite(DType, MemorySegment,
      * long, long, float)} (one pass), strided ones element by element with the same arithmetic.
      */
-    @Override
-    public void unscaleAndCheckFinite(List<StridedView> grads, StridedView foundInf, float invScale) {
+    public static void unscaleAndCheckFinite(StridedView[] grads, StridedView foundInf, float invScale) {
         boolean found = false;
         for (StridedView g : grads) found |= unscaleAndCheckFinite(g, invScale);
         if (found) ElementCodec.setDouble(foundInf.dtype(), foundInf.memory(), foundInf.offset() * foundInf.dtype().byteSize(), 1.0);
+    }
+
+    /**
+     * {@code _amp_update_scale_} on host memory ({@link OptimizerOps#updateScale}): reads and writes the three one-element
+     * views; a device's kernel runs it on host copies.
+     */
+    public static void updateScale(StridedView scale, StridedView growthTracker, StridedView foundInf, double[] s) {
+        double[] r = OptimizerOps.updateScale((float) readHost(scale), (int) readHost(growthTracker), readHost(foundInf) != 0, s[0],
+                s[1], (long) s[2]);
+        ElementCodec.setDouble(scale.dtype(), scale.memory(), scale.offset() * scale.dtype().byteSize(), r[0]);
+        ElementCodec.setDouble(growthTracker.dtype(), growthTracker.memory(), growthTracker.offset() * growthTracker.dtype().byteSize(), r[1]);
+    }
+
+    /** The one element of a host view, as a double. */
+    public static double readHost(StridedView v) {
+        return ElementCodec.getDouble(v.dtype(), v.memory(), v.offset() * v.dtype().byteSize());
     }
 
     /** Unscales one CPU gradient in place; whether it held an inf or NaN. */
