@@ -358,7 +358,8 @@ class ConvolutionFastPathTest {
     }
 
     /**
-     * The weight gradient with pixels in the lanes, for few taps ({@code ConvLaneWeightGradF32}): ResNet-20's 3 -> 16
+     * The weight gradient with pixels in the lanes, for few taps ({@code ConvLaneWeightGradF32}; with at most 4 input
+     * channels {@code ConvFewChannelWeightGradF32} takes these shapes first, so the last two have 5 and 16): ResNet-20's 3 -> 16
      * stem (gy read in place); 27-pixel rows with dilated kernel rows and 12 output channels (gy staged in whole vectors,
      * a half-empty 8-channel tile); one input channel 5x5 (25 taps, 24-pixel rows); stride 2 down the rows only; a
      * 3x5 kernel with unequal padding on 44-pixel rows (45 taps); 48 taps (3 channels 4x4) on 15-pixel rows; and one
@@ -373,6 +374,8 @@ class ConvolutionFastPathTest {
         compare(new long[] {2, 3, 12, 44}, new long[] {16, 3, 3, 5}, new int[] {1}, new int[] {1, 2}, new int[] {1}, 1);
         compare(new long[] {2, 3, 16, 16}, new long[] {8, 3, 4, 4}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {1, 3, 30, 31}, new long[] {24, 3, 3, 3}, new int[] {1}, new int[] {1, 0}, new int[] {1}, 1);
+        compare(new long[] {2, 5, 14, 14}, new long[] {12, 5, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 16, 12, 32}, new long[] {8, 16, 1, 3}, new int[] {1}, new int[] {0, 1}, new int[] {1}, 1);
     }
 
     /**

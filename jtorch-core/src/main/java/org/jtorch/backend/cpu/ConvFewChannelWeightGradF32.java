@@ -38,8 +38,8 @@ final class ConvFewChannelWeightGradF32 {
     private static final int L = 16;
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
     private static final ByteOrder NO = ByteOrder.nativeOrder();
-    /** Output channels and taps of one register tile. */
-    private static final int ROWS = 8, TAPS = 3;
+    /** Output channels and taps of one register tile: {@link ConvLaneWeightGradF32}'s, whose lane sums finish the call. */
+    private static final int ROWS = ConvLaneWeightGradF32.ROWS, TAPS = ConvLaneWeightGradF32.TAPS;
     private static final boolean ENABLED = !"false".equals(System.getProperty("jtorch.conv.fewChannelWeightGrad"));
     /** Most input channels served: beyond a few the direct gradient's tap lanes fill and its gy broadcasts are shared. */
     static final int MAX_CIN = 4;
@@ -159,25 +159,14 @@ final class ConvFewChannelWeightGradF32 {
                 partial[(int) c] = acc;
             }
         });
-        for (int oc = 0; oc < cout; oc++) {
-            for (int t = 0; t < taps; t++) {
-                int at = (oc / ROWS * ROWS * tapsP + t / TAPS * TAPS * ROWS + oc % ROWS * TAPS + t % TAPS) * L;
-                float v = 0f;
-                for (float[] acc : partial) {
-                    float s = 0f;
-                    for (int lane = 0; lane < L; lane++) s += acc[at + lane];
-                    v += s;
-                }
-                gw.set(F32, (gwOff + (long) oc * taps + t) * Float.BYTES, v);
-            }
-        }
+        ConvLaneWeightGradF32.addLanes(partial, cout, taps, gw, gwOff);
     }
 
     /**
      * One image (from element {@code off}) zero-bordered with its columns split by phase:
      * {@code image[((ic * rows + yp) * sw + c % sw) * rowLength + c / sw] = xpad[ic][yp][c]}. Each row goes through
      * {@code row} (zero-bordered, unsplit); stride 2 splits it 32 floats at a time (element by element from the tensor,
-     * the 7x7 stem's 8 images took 3.5 ms of a 26 ms call).
+     * the 7x7 stem's 8 images took about 3 ms of a 26 ms call, one thread).
      */
     private static float[] padImage(MemorySegment x, long off, Geometry g, Work wk) {
         int sw = g.sw(), rl = rowLength(g), rows = paddedRows(g), h = g.h(), w = g.w(), pw = g.pw();
@@ -322,6 +311,8 @@ final class ConvFewChannelWeightGradF32 {
                 c72 = a.fma(b2, c72);
             }
         }
+        // Written out rather than passed to a helper: with its 24 accumulators handed on, C2 compiled the lane tile without
+        // its vector intrinsics (the ninth session's ConvLaneWeightGradF32).
         FloatVector.fromArray(FS, acc, aBase).add(c00).intoArray(acc, aBase);
         FloatVector.fromArray(FS, acc, aBase + 1 * L).add(c01).intoArray(acc, aBase + 1 * L);
         FloatVector.fromArray(FS, acc, aBase + 2 * L).add(c02).intoArray(acc, aBase + 2 * L);

@@ -96,6 +96,9 @@ class ConvolutionPathsTest {
         assertEquals(false, ConvFewChannelWeightGradF32.handles(geometry(new int[] {2, 5, 20, 20}, new int[] {32, 5, 3, 3}, 1, 1, 1, 1, 1)));
         assertEquals(false, ConvFewChannelWeightGradF32.handles(geometry(new int[] {2, 3, 20, 20}, new int[] {16, 3, 1, 1}, 1, 1, 0, 0, 1)));
         assertEquals(false, ConvFewChannelWeightGradF32.handles(new Geometry(2, 4, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2, 9, 9)));
+        // Five channels of 3x3 on 14-pixel rows stay on the lane weight gradient.
+        assertEquals(true, ConvLaneWeightGradF32.handles(geometry(new int[] {2, 5, 14, 14}, new int[] {12, 5, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvFewChannelWeightGradF32.handles(geometry(new int[] {2, 5, 14, 14}, new int[] {12, 5, 3, 3}, 1, 1, 1, 1, 1)));
     }
 
     /**
