@@ -165,26 +165,11 @@ final class CpuFormulaKernel implements FormulaKernel {
      */
     @Override
     public void runRowSoftmax(int deviceIndex, StridedView out, StridedView[] in, long rowLength, boolean log, double[] params) {
-        if (in.length != inputs) throw new IllegalArgumentException(formula + ": expected " + inputs + " inputs, got " + in.length);
-        if (out.dtype() != DType.FLOAT32 || !out.isContiguous() || out.shape().length != 2 || out.shape()[1] != rowLength
-                || rowLength > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException(formula + ": a softmax over rows goes to a contiguous float32 [rows, " + rowLength
-                    + "] output, got " + out.dtype() + Shapes.format(out.shape()));
-        }
-        long rows = out.shape()[0];
-        if (rows == 0 || rowLength == 0) return;
-        long block = Math.max(1, SOFTMAX_BLOCK / rowLength);
         MemorySegment os = out.memory();
-        Parallel.forRange(rows, Math.max(1, ElementwiseKernels.GRAIN / rowLength), (begin, end) -> {
-            for (long r0 = begin; r0 < end; r0 += block) {
-                long r1 = Math.min(end, r0 + block);
-                StridedView[] rowsIn = new StridedView[inputs];
-                for (int k = 0; k < inputs; k++) rowsIn[k] = rowsOf(in[k], r0, r1);
-                run(deviceIndex, DType.FLOAT32, rowsOf(out, r0, r1), rowsIn, params);
-                for (long r = r0; r < r1; r++) {
-                    long at = 4 * (out.offset() + r * rowLength);
-                    SoftmaxF32.row(os, at, os, at, (int) rowLength, log);
-                }
+        normalisedRowBlocks("a softmax", deviceIndex, out, in, rowLength, params, (r0, r1) -> {
+            for (long r = r0; r < r1; r++) {
+                long at = 4 * (out.offset() + r * rowLength);
+                SoftmaxF32.row(os, at, os, at, (int) rowLength, log);
             }
         });
     }
@@ -195,25 +180,41 @@ final class CpuFormulaKernel implements FormulaKernel {
     }
 
     /**
-     * As {@link #runRowSoftmax}: blocks of whole rows computed into {@code out} and normalised in place right after, by
-     * the layer norm's own row kernel ({@link CpuLayerNormKernels#forwardRows}), so the values and statistics are eager's.
+     * As {@link #runRowSoftmax}, normalised by the layer norm's own row kernel ({@link CpuLayerNormKernels#forwardRows}),
+     * so the values and statistics are eager's.
      */
     @Override
     public void runRowLayerNorm(int deviceIndex, StridedView out, StridedView[] in, long rowLength, StridedView weight, StridedView bias,
                                 double eps, StridedView mean, StridedView rstd, double[] params) {
-        if (in.length != inputs) throw new IllegalArgumentException(formula + ": expected " + inputs + " inputs, got " + in.length);
-        if (out.dtype() != DType.FLOAT32 || !out.isContiguous() || out.shape().length != 2 || out.shape()[1] != rowLength
-                || rowLength > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException(formula + ": a layer norm over rows goes to a contiguous float32 [rows, " + rowLength
-                    + "] output, got " + out.dtype() + Shapes.format(out.shape()));
-        }
-        long rows = out.shape()[0];
         for (StridedView v : new StridedView[] {weight, bias, mean, rstd}) {
             if (v != null && (v.dtype() != DType.FLOAT32 || !v.isContiguous())) {
                 throw new IllegalArgumentException(formula + ": a fused layer norm takes contiguous float32 weight, bias and statistics, got "
                         + v.dtype() + Shapes.format(v.shape()));
             }
         }
+        normalisedRowBlocks("a layer norm", deviceIndex, out, in, rowLength, params,
+                (r0, r1) -> CpuLayerNormKernels.forwardRows(out, rowLength, weight, bias, eps, out, mean, rstd, r0, r1));
+    }
+
+    /** Normalises rows {@code [r0, r1)} of the output in place. */
+    @FunctionalInterface
+    private interface RowNormalisation {
+        void rows(long r0, long r1);
+    }
+
+    /**
+     * The formula computed into {@code out} ({@code [rows, rowLength]}, contiguous float32) a block of whole rows at a
+     * time, each block handed to {@code normalise} while it is in cache; blocks split over the pool's threads.
+     */
+    private void normalisedRowBlocks(String what, int deviceIndex, StridedView out, StridedView[] in, long rowLength, double[] params,
+                                     RowNormalisation normalise) {
+        if (in.length != inputs) throw new IllegalArgumentException(formula + ": expected " + inputs + " inputs, got " + in.length);
+        if (out.dtype() != DType.FLOAT32 || !out.isContiguous() || out.shape().length != 2 || out.shape()[1] != rowLength
+                || rowLength > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException(formula + ": " + what + " over rows goes to a contiguous float32 [rows, " + rowLength
+                    + "] output, got " + out.dtype() + Shapes.format(out.shape()));
+        }
+        long rows = out.shape()[0];
         if (rows == 0 || rowLength == 0) return;
         long block = Math.max(1, SOFTMAX_BLOCK / rowLength);
         Parallel.forRange(rows, Math.max(1, ElementwiseKernels.GRAIN / rowLength), (begin, end) -> {
@@ -222,7 +223,7 @@ final class CpuFormulaKernel implements FormulaKernel {
                 StridedView[] rowsIn = new StridedView[inputs];
                 for (int k = 0; k < inputs; k++) rowsIn[k] = rowsOf(in[k], r0, r1);
                 run(deviceIndex, DType.FLOAT32, rowsOf(out, r0, r1), rowsIn, params);
-                CpuLayerNormKernels.forwardRows(out, rowLength, weight, bias, eps, out, mean, rstd, r0, r1);
+                normalise.rows(r0, r1);
             }
         });
     }
