@@ -63,9 +63,9 @@ final class ExamplesBench {
             new Program("resnet20", () -> classifier("resnet20", 3, 32, 128)),
             new Program("resnet18_64px", () -> classifier("resnet18", 3, 64, 32)));
 
-    /** Seconds of steps per program after the first: long enough for several steady steps of the slowest. */
+    /** Seconds of steps per program after the first: long enough for several steady steps of the slowest ({@code -Djtorch.bench.examples.seconds} sets it). */
     static double budgetSeconds(boolean quick) {
-        return quick ? 4 : 10;
+        return Double.parseDouble(System.getProperty("jtorch.bench.examples.seconds", quick ? "4" : "10"));
     }
 
     static final int MIN_STEPS = 8, MAX_STEPS = 5000;
