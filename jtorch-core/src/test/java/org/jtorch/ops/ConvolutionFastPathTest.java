@@ -358,7 +358,8 @@ class ConvolutionFastPathTest {
     }
 
     /**
-     * The weight gradient with pixels in the lanes, for few taps ({@code ConvLaneWeightGradF32}): ResNet-20's 3 -> 16
+     * The weight gradient with pixels in the lanes, for few taps ({@code ConvLaneWeightGradF32}; with at most 4 input
+     * channels {@code ConvFewChannelWeightGradF32} takes these shapes first, so the last two have 5 and 16): ResNet-20's 3 -> 16
      * stem (gy read in place); 27-pixel rows with dilated kernel rows and 12 output channels (gy staged in whole vectors,
      * a half-empty 8-channel tile); one input channel 5x5 (25 taps, 24-pixel rows); stride 2 down the rows only; a
      * 3x5 kernel with unequal padding on 44-pixel rows (45 taps); 48 taps (3 channels 4x4) on 15-pixel rows; and one
@@ -373,6 +374,8 @@ class ConvolutionFastPathTest {
         compare(new long[] {2, 3, 12, 44}, new long[] {16, 3, 3, 5}, new int[] {1}, new int[] {1, 2}, new int[] {1}, 1);
         compare(new long[] {2, 3, 16, 16}, new long[] {8, 3, 4, 4}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
         compare(new long[] {1, 3, 30, 31}, new long[] {24, 3, 3, 3}, new int[] {1}, new int[] {1, 0}, new int[] {1}, 1);
+        compare(new long[] {2, 5, 14, 14}, new long[] {12, 5, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 16, 12, 32}, new long[] {8, 16, 1, 3}, new int[] {1}, new int[] {0, 1}, new int[] {1}, 1);
     }
 
     /**
@@ -415,6 +418,51 @@ class ConvolutionFastPathTest {
             } catch (AssertionError e) {
                 throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt) + ", stride "
                         + sh + "x" + sw + ", padding " + ph + "x" + pw + ", dilation " + d + ", groups " + groups, e);
+            }
+            i++;
+        }
+    }
+
+    /**
+     * Weight gradients of 1-4 input channels with pixels in the lanes counted flat over each image
+     * ({@code ConvFewChannelWeightGradF32}): a 7x7 stride-2 stem on 70 px and, at 100 px, over two bands of one image;
+     * MNIST's conv1 (676 pixels: gy staged, the last vector part zeros); DCGAN's 1 -> 64 4x4 stride 2; 5 output channels
+     * (staged: not whole 8-channel tiles); a 64x64 image of whole vectors read in place over two bands; stride 3 with
+     * dilation 2 and unequal padding; strides 2x1 and 1x3; batch 1 throughout some.
+     */
+    @Test
+    void fewChannelWeightGradientsMatchFloat64() {
+        compare(new long[] {1, 3, 64, 70}, new long[] {16, 3, 7, 7}, new int[] {2}, new int[] {3}, new int[] {1}, 1);
+        compare(new long[] {2, 3, 100, 100}, new long[] {8, 3, 7, 7}, new int[] {2}, new int[] {3}, new int[] {1}, 1);
+        compare(new long[] {3, 1, 28, 28}, new long[] {32, 1, 3, 3}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {2, 1, 32, 32}, new long[] {64, 1, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 2, 13, 9}, new long[] {5, 2, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 1, 64, 64}, new long[] {8, 1, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 4, 19, 23}, new long[] {5, 4, 2, 3}, new int[] {3}, new int[] {0, 2}, new int[] {2}, 1);
+        compare(new long[] {2, 3, 21, 17}, new long[] {24, 3, 5, 3}, new int[] {2, 1}, new int[] {2, 1}, new int[] {1}, 1);
+        compare(new long[] {1, 2, 15, 40}, new long[] {9, 2, 3, 4}, new int[] {1, 3}, new int[] {1, 0}, new int[] {1}, 1);
+    }
+
+    /**
+     * Random weight gradients of 1-4 input channels (one group, 1-3 images, 1-20 output channels, kernels 1-7 each way,
+     * strides 1-3 each way, dilation 1-2, padding 0-3 each way, odd sizes up to 90, so that some images span several
+     * bands), forward and all three gradients against float64.
+     */
+    @Test
+    void randomFewChannelWeightGradientsMatchFloat64() {
+        Random r = new Random(73);
+        for (int i = 0; i < 20; ) {
+            int cin = 1 + r.nextInt(4), cout = 1 + r.nextInt(20);
+            int kh = 1 + r.nextInt(7), kw = 1 + r.nextInt(7), sh = 1 + r.nextInt(3), sw = 1 + r.nextInt(3);
+            int d = 1 + r.nextInt(2), ph = r.nextInt(4), pw = r.nextInt(4);
+            int h = 1 + r.nextInt(90), w = 1 + r.nextInt(90);
+            if (h + 2 * ph < d * (kh - 1) + 1 || w + 2 * pw < d * (kw - 1) + 1) continue;
+            long[] x = {1 + r.nextInt(3), cin, h, w}, wt = {cout, cin, kh, kw};
+            try {
+                compare(x, wt, new int[] {sh, sw}, new int[] {ph, pw}, new int[] {d}, 1);
+            } catch (AssertionError e) {
+                throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt) + ", stride "
+                        + sh + "x" + sw + ", padding " + ph + "x" + pw + ", dilation " + d, e);
             }
             i++;
         }

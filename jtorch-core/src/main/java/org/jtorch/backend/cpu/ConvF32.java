@@ -647,6 +647,10 @@ final class ConvF32 {
      * Each chunk of images accumulates into its own buffer; the partial sums are added in chunk order.
      */
     static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, MemorySegment gw, long gwOff, Geometry g) {
+        if (ConvFewChannelWeightGradF32.handles(g)) {
+            ConvFewChannelWeightGradF32.weightGrad(gy, gyOff, x, xOff, gw, gwOff, g);
+            return;
+        }
         if (ConvLaneWeightGradF32.handles(g)) {
             ConvLaneWeightGradF32.weightGrad(gy, gyOff, x, xOff, gw, gwOff, g);
             return;

@@ -30,7 +30,7 @@ final class ConvLaneWeightGradF32 {
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
     private static final ByteOrder NO = ByteOrder.nativeOrder();
     /** Output channels and taps of one register tile. */
-    private static final int ROWS = 8, TAPS = 3;
+    static final int ROWS = 8, TAPS = 3;
     /** Switch: {@code -Djtorch.conv.laneWeightGrad=false} leaves these shapes to {@link ConvDirectF32}. */
     private static final boolean ENABLED = !"false".equals(System.getProperty("jtorch.conv.laneWeightGrad"));
     /** Most taps served: beyond a 48-tap window row the direct gradient's tiles fill their lanes. */
@@ -132,6 +132,15 @@ final class ConvLaneWeightGradF32 {
                 partial[(int) c] = acc;
             }
         });
+        addLanes(partial, cout, taps, gw, gwOff);
+    }
+
+    /**
+     * {@code gw[oc][t]} = the sum over chunks, in order, of the 16 lanes {@link #tile}s of 8 output channels x 3 taps left in
+     * each chunk's {@code acc} (also {@link ConvFewChannelWeightGradF32}'s, whose tiles lay out their lanes alike).
+     */
+    static void addLanes(float[][] partial, int cout, int taps, MemorySegment gw, long gwOff) {
+        int tapsP = roundUp(taps, TAPS);
         for (int oc = 0; oc < cout; oc++) {
             for (int t = 0; t < taps; t++) {
                 int at = (oc / ROWS * ROWS * tapsP + t / TAPS * TAPS * ROWS + oc % ROWS * TAPS + t % TAPS) * L;

@@ -41,6 +41,7 @@ class ConvolutionKernelsCompileTest {
         assertTrue(log.contains("ConvRasterTileF32::tile"), "the workload reaches the raster-order tile:\n" + log);
         assertTrue(log.contains("ConvDirectF32::spreadRows"), "the workload reaches the spread tile stores:\n" + log);
         assertTrue(log.contains("ConvLaneWeightGradF32::tile"), "the workload reaches the pixel-lane weight gradient:\n" + log);
+        assertTrue(log.contains("ConvFewChannelWeightGradF32::tile"), "the workload reaches the few-channel weight gradient:\n" + log);
         assertTrue(log.contains("ConvRasterImageF32::tile"), "the workload reaches the raster tiles over whole images:\n" + log);
         assertTrue(log.contains("ConvOneChannelF32::fourChannelsTwoSegments"), "the workload reaches the one-channel forward:\n" + log);
         assertTrue(log.contains("ConvRasterTileF32::stride2InputGrad"), "the workload reaches the phased input gradient:\n" + log);
@@ -62,7 +63,8 @@ class ConvolutionKernelsCompileTest {
         public static void main(String[] args) {
             long[][] shapes = {
                 // {x: n, cin, h, w}, {w: cout, cin, kh, kw}, {stride, padding}
-                {2, 1, 12, 12}, {32, 1, 3, 3}, {1, 0},     // one input channel: pixel-lane forward, narrow weight tile
+                {2, 1, 12, 12}, {32, 1, 3, 3}, {1, 0},     // one input channel: pixel-lane forward, few-channel weight gradient
+                {2, 5, 20, 20}, {32, 5, 3, 3}, {1, 1},     // 45 taps on 20-pixel rows: narrow weight tile
                 {2, 3, 16, 16}, {16, 3, 3, 3}, {1, 1},     // 16x16 forward tile
                 {2, 16, 8, 8}, {32, 16, 3, 3}, {1, 1},     // 8x32 tile, 48-tap weight tile
                 {2, 64, 8, 8}, {16, 64, 3, 3}, {1, 1},     // 96-tap weight tile
@@ -74,7 +76,7 @@ class ConvolutionKernelsCompileTest {
                 {2, 32, 8, 8}, {32, 32, 4, 4}, {2, 1},     // raster-order tiles, the 4x4 stride-2 input gradient by phases
                 {2, 16, 4, 4}, {8, 16, 4, 4}, {1, 0},      // a whole-image kernel: matrix products
                 {1, 3, 96, 96}, {32, 3, 7, 7}, {2, 3},     // 48-pixel rows of 8x32 tiles, their stores spread
-                {2, 3, 14, 14}, {12, 3, 3, 3}, {1, 1},     // weight gradient with pixels in the lanes, gy staged
+                {2, 5, 14, 14}, {12, 5, 3, 3}, {1, 1},     // weight gradient with pixels in the lanes, gy staged
                 {2, 16, 26, 26}, {32, 16, 3, 3}, {2, 1},   // 13-pixel rows: 8x32 tiles in raster order over the image
             };
             // Short-m products (four-row blocks, the masked column tail).

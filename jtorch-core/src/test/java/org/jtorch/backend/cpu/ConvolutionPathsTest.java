@@ -81,6 +81,27 @@ class ConvolutionPathsTest {
     }
 
     /**
+     * Weight gradients of 1-4 input channels, one group and a kernel larger than 1x1 take the flat pixel lanes (ResNet-50's
+     * 7x7 stride-2 stem, ResNet-20's stem, MNIST's conv1, DCGAN's first layer, a dilated stride-3 shape); five channels,
+     * groups and 1x1 kernels do not.
+     */
+    @Test
+    void fewInputChannelWeightGradientsTakeTheFlatPixelLanes() {
+        // {x shape, w shape, sh, sw, ph, pw, dh}
+        assertEquals(true, ConvFewChannelWeightGradF32.handles(geometry(new int[] {8, 3, 224, 224}, new int[] {64, 3, 7, 7}, 2, 2, 3, 3, 1)));
+        assertEquals(true, ConvFewChannelWeightGradF32.handles(geometry(new int[] {128, 3, 32, 32}, new int[] {16, 3, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(true, ConvFewChannelWeightGradF32.handles(geometry(new int[] {64, 1, 28, 28}, new int[] {32, 1, 3, 3}, 1, 1, 0, 0, 1)));
+        assertEquals(true, ConvFewChannelWeightGradF32.handles(geometry(new int[] {64, 1, 32, 32}, new int[] {64, 1, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(true, ConvFewChannelWeightGradF32.handles(geometry(new int[] {1, 4, 19, 23}, new int[] {5, 4, 2, 3}, 3, 3, 0, 2, 2)));
+        assertEquals(false, ConvFewChannelWeightGradF32.handles(geometry(new int[] {2, 5, 20, 20}, new int[] {32, 5, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvFewChannelWeightGradF32.handles(geometry(new int[] {2, 3, 20, 20}, new int[] {16, 3, 1, 1}, 1, 1, 0, 0, 1)));
+        assertEquals(false, ConvFewChannelWeightGradF32.handles(new Geometry(2, 4, 9, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2, 9, 9)));
+        // Five channels of 3x3 on 14-pixel rows stay on the lane weight gradient.
+        assertEquals(true, ConvLaneWeightGradF32.handles(geometry(new int[] {2, 5, 14, 14}, new int[] {12, 5, 3, 3}, 1, 1, 1, 1, 1)));
+        assertEquals(false, ConvFewChannelWeightGradF32.handles(geometry(new int[] {2, 5, 14, 14}, new int[] {12, 5, 3, 3}, 1, 1, 1, 1, 1)));
+    }
+
+    /**
      * Few taps (at most 48), stride 1 along rows, and rows at least three quarters whole vectors take the weight gradient
      * with pixels in the lanes: ConvolutionFastPathTest.fewTapWeightGradientsInPixelLanes's shapes, and not the others.
      */
