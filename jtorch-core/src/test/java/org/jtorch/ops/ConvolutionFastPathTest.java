@@ -615,6 +615,35 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * The 6x64 weight gradient tiles (ConvWideWeightGradF32): DCGAN's 64 -> 128 layer (4x4 stride 2, 16 -> 8 pixels) at
+     * batch 2 and 1, the generator's 128 -> 64 transposed convolution whose weight gradient is that layer's (with and
+     * without output padding), and 12 random shapes: 64 or 128 channels each way, odd and even sizes 15-24, paddings
+     * 0-2, dilations 1-2 along each axis, 1-3 images (at 64 output pixels two images are a group, so three leave a short
+     * last group; 64 and 128 output channels leave a 6-channel tile with spare rows). Output and the three gradients
+     * against float64.
+     */
+    @Test
+    void wideWeightGradients() {
+        compare(new long[] {2, 64, 16, 16}, new long[] {128, 64, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 64, 16, 16}, new long[] {128, 64, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+        compareTransposed(new long[] {2, 128, 8, 8}, new long[] {128, 64, 4, 4}, new int[] {2}, new int[] {1}, new int[] {0},
+                new int[] {1}, 1);
+        compareTransposed(new long[] {3, 128, 8, 8}, new long[] {128, 64, 4, 4}, new int[] {2}, new int[] {1}, new int[] {1},
+                new int[] {1}, 1);
+        Random r = new Random(20);
+        for (int i = 0; i < 12; ) {
+            int cin = 64 << r.nextInt(2), cout = 64 << r.nextInt(2);
+            int ph = r.nextInt(3), pw = r.nextInt(3), dh = 1 + r.nextInt(2), dw = 1 + r.nextInt(2);
+            int h = 15 + r.nextInt(10), w = 15 + r.nextInt(10);
+            int oh = (h + 2 * ph - dh * 3 - 1) / 2 + 1, ow = (w + 2 * pw - dw * 3 - 1) / 2 + 1;
+            if (oh * ow < 64) continue; // another path's shape
+            compare(new long[] {1 + r.nextInt(3), cin, h, w}, new long[] {cout, cin, 4, 4}, new int[] {2}, new int[] {ph, pw},
+                    new int[] {dh, dw}, 1);
+            i++;
+        }
+    }
+
+    /**
      * 8x32 tiles on rows of whole 16-pixel vectors, at least 48 wide, whose stores are spread over the next row's
      * tiles ({@code ConvDirectF32.spreadRows}): a 7x7 stride-2 stem on 3 channels (48-pixel rows, 64 channels: two
      * blocks), one image of 80-pixel rows split by rows over the threads, and a 3x3 stride-1 layer of 80-pixel rows

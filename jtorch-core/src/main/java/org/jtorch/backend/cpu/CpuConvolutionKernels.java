@@ -277,6 +277,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
                     gradWeight.offset(), g);
             return;
         }
+        if (f32 && ConvWideWeightGradF32.handles(g)) {
+            ConvWideWeightGradF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                    gradWeight.offset(), g);
+            return;
+        }
         // Where the forward runs on the raster tiles, the direct weight gradient beat the batch GEMM on DCGAN's 128 -> 256
         // layer (median 14.5 against 15.6 ms, one thread, batch 64) and was level on ResNet-18's 4x4 layers.
         if (f32 && ConvRasterTileF32.handles(g) && RASTER_TILES && ConvF32.handlesWeightGrad(g)) {

@@ -45,6 +45,7 @@ class ConvolutionKernelsCompileTest {
         assertTrue(log.contains("ConvRasterImageF32::tile"), "the workload reaches the raster tiles over whole images:\n" + log);
         assertTrue(log.contains("ConvOneChannelF32::fourChannelsTwoSegments"), "the workload reaches the one-channel forward:\n" + log);
         assertTrue(log.contains("ConvRasterTileF32::stride2InputGrad"), "the workload reaches the phased input gradient:\n" + log);
+        assertTrue(log.contains("ConvWideWeightGradF32::weightTile"), "the workload reaches the 6x64 weight gradient tile:\n" + log);
         assertTrue(log.contains("Gemm::fourRowsChunk"), "the workload reaches the short-m GEMM blocks:\n" + log);
         assertTrue(log.contains("GemmDot::pairByFour") && log.contains("GemmDot::oneByFour"), "the workload reaches the dot products:\n" + log);
         assertTrue(log.contains("GemmDotF64::pairByFour") && log.contains("GemmDotF64::oneByFour"), "the workload reaches the float64 dot products:\n" + log);
@@ -78,6 +79,7 @@ class ConvolutionKernelsCompileTest {
                 {1, 3, 96, 96}, {32, 3, 7, 7}, {2, 3},     // 48-pixel rows of 8x32 tiles, their stores spread
                 {2, 5, 14, 14}, {12, 5, 3, 3}, {1, 1},     // weight gradient with pixels in the lanes, gy staged
                 {2, 16, 26, 26}, {32, 16, 3, 3}, {2, 1},   // 13-pixel rows: 8x32 tiles in raster order over the image
+                {2, 64, 16, 16}, {64, 64, 4, 4}, {2, 1},   // DCGAN's 4x4 stride-2 weight gradient on 6x64 tiles
             };
             // Short-m products (four-row blocks, the masked column tail).
             try (Tensor a = Torch.randn(8, 64); Tensor b = Torch.randn(64, 200); Tensor c = a.matmul(b)) {

@@ -121,6 +121,23 @@ class ConvolutionPathsTest {
         assertEquals(false, ConvLaneWeightGradF32.handles(geometry(new int[] {2, 16, 32, 32}, new int[] {16, 16, 3, 3}, 1, 1, 1, 1, 1)));
     }
 
+    /**
+     * DCGAN's 64 -> 128 layer (4x4 stride 2, 16 -> 8 pixels) and its relatives with outputs of at least 64 pixels take
+     * the 6x64 weight gradient tiles: ConvolutionFastPathTest.wideWeightGradients's shapes; the 128 -> 256 layer at
+     * 8 -> 4 pixels, 3x3 kernels, channels not in 64-blocks and groups do not.
+     */
+    @Test
+    void dcganStride2WeightGradientsTakeTheWideTiles() {
+        assertEquals(true, ConvWideWeightGradF32.handles(geometry(new int[] {64, 64, 16, 16}, new int[] {128, 64, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(true, ConvWideWeightGradF32.handles(geometry(new int[] {1, 64, 17, 17}, new int[] {128, 64, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(true, ConvWideWeightGradF32.handles(geometry(new int[] {2, 128, 19, 21}, new int[] {64, 128, 4, 4}, 2, 2, 2, 0, 2)));
+        assertEquals(false, ConvWideWeightGradF32.handles(geometry(new int[] {64, 128, 8, 8}, new int[] {256, 128, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(false, ConvWideWeightGradF32.handles(geometry(new int[] {2, 64, 16, 16}, new int[] {128, 64, 3, 3}, 2, 2, 1, 1, 1)));
+        assertEquals(false, ConvWideWeightGradF32.handles(geometry(new int[] {2, 32, 16, 16}, new int[] {128, 32, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(false, ConvWideWeightGradF32.handles(geometry(new int[] {2, 64, 16, 16}, new int[] {96, 64, 4, 4}, 2, 2, 1, 1, 1)));
+        assertEquals(false, ConvWideWeightGradF32.handles(new Geometry(2, 128, 16, 16, 128, 4, 4, 2, 2, 1, 1, 1, 1, 2, 8, 8)));
+    }
+
     private static void assertPaths(Geometry g, boolean direct, boolean wideTile) {
         assertEquals(direct, ConvDirectF32.handles(g), "direct forward for " + g);
         assertEquals(wideTile, ConvDirectF32.handlesWithWideTile(g), "32-channel tile for " + g);
