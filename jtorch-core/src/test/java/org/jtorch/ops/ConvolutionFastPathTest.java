@@ -125,6 +125,40 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * Random 1x1 convolutions, ConvPointwiseF32's domain and around it, each with the strided input gradient written row
+     * by row once and as a zero fill then a scatter ({@code jtorch.conv.pointwiseScatterOnce}): 1-3 images of odd and even
+     * sizes 1-20, strides 1-3 along each axis (the last row or column skipped or not), 1-70 channels and now and then
+     * over 1024 (depth blocks of the packed weight, forward or input gradient), and sometimes padding 1 or 2 groups, which
+     * leave the path.
+     */
+    @Test
+    void randomPointwiseConvolutionsMatchFloat64() {
+        Random r = new Random(1122);
+        for (int i = 0; i < 14; i++) {
+            int groups = r.nextInt(8) == 0 ? 2 : 1, pad = r.nextInt(8) == 0 ? 1 : 0;
+            int cin = groups * (1 + r.nextInt(70)), cout = groups * (1 + r.nextInt(70));
+            if (i % 5 == 4) {
+                if (r.nextBoolean()) cin = 1025 + r.nextInt(100);
+                else cout = 1025 + r.nextInt(100);
+                groups = 1;
+            }
+            int sh = 1 + r.nextInt(3), sw = 1 + r.nextInt(3);
+            long[] x = {1 + r.nextInt(3), cin, 1 + r.nextInt(20), 1 + r.nextInt(20)}, wt = {cout, cin / groups, 1, 1};
+            int g = groups;
+            for (String once : new String[] {"true", "false"}) {
+                withProperty("jtorch.conv.pointwiseScatterOnce", once, () -> {
+                    try {
+                        compare(x, wt, new int[] {sh, sw}, new int[] {pad}, new int[] {1}, g);
+                    } catch (AssertionError e) {
+                        throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt) + ", stride "
+                                + sh + "x" + sw + ", padding " + pad + ", groups " + g + ", scatter once " + once, e);
+                    }
+                });
+            }
+        }
+    }
+
+    /**
      * Kernels that cover the whole unpadded image run as matrix products (ConvWholeImageF32): DCGAN's discriminator head
      * ([256, 4, 4] -> 1) and its generator's first layer's shape (256 channels of 4x4 -> 100), a kernel that is not square,
      * a stride (no part in a one-pixel output), a single image, one input channel; and padding, which leaves the path.
@@ -497,13 +531,59 @@ class ConvolutionFastPathTest {
      */
     @Test
     void stride2InputGradientsWithTwoLoopPhaseTiles() {
-        String before = System.getProperty("jtorch.conv.fusedPhaseTiles");
-        System.setProperty("jtorch.conv.fusedPhaseTiles", "false");
+        withProperty("jtorch.conv.fusedPhaseTiles", "false", ConvolutionFastPathTest::stride2PhaseShapes);
+    }
+
+    /**
+     * The same shapes with the tiles reading a padded channels-last copy of gradOut
+     * ({@code -Djtorch.conv.stride2InPlace=false}); by default they read gradOut's planes in place, with a row's last
+     * tile and gradOut's last row kept off the pixels past them.
+     */
+    @Test
+    void stride2InputGradientsFromAPaddedCopy() {
+        withProperty("jtorch.conv.stride2InPlace", "false", ConvolutionFastPathTest::stride2PhaseShapes);
+    }
+
+    /**
+     * Random 3x3 stride-2 convolutions around the combined-phase path's domain, each with gradOut read in place and from
+     * the padded copy: 1-3 images, input channels in and out of multiples of 16, 1-70 output channels, even sizes whose
+     * gradOut rows are whole 8- or 7-pixel tiles (one or several, so a row's last tile and the tiles before it) and odd
+     * or ragged sizes, padding 1 and sometimes 0 or 2, dilation 2 or 2 groups now and then (which leave the path).
+     */
+    @Test
+    void randomStride2InputGradientsInPlaceAndCopied() {
+        int[] rowsOut = {7, 8, 14, 16, 21, 24, 28, 5, 9};
+        Random r = new Random(2211);
+        for (int i = 0; i < 16; i++) {
+            int groups = r.nextInt(8) == 0 ? 2 : 1, d = r.nextInt(8) == 0 ? 2 : 1;
+            int cin = r.nextInt(6) == 0 ? groups * (8 + r.nextInt(20)) : groups * 16 * (1 + r.nextInt(3));
+            int cout = groups * (1 + r.nextInt(70 / groups));
+            int ow = rowsOut[r.nextInt(rowsOut.length)], oh = 1 + r.nextInt(9);
+            int h = 2 * oh - (r.nextInt(6) == 0 ? 1 : 0), w = 2 * ow - (r.nextInt(6) == 0 ? 1 : 0);
+            int pad = r.nextInt(6) == 0 ? 2 * r.nextInt(2) : 1;
+            long[] x = {1 + r.nextInt(3), cin, h, w}, wt = {cout, cin / groups, 3, 3};
+            for (String inPlace : new String[] {"true", "false"}) {
+                withProperty("jtorch.conv.stride2InPlace", inPlace, () -> {
+                    try {
+                        compare(x, wt, new int[] {2}, new int[] {pad}, new int[] {d}, groups);
+                    } catch (AssertionError e) {
+                        throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt)
+                                + ", padding " + pad + ", dilation " + d + ", groups " + groups + ", in place " + inPlace, e);
+                    }
+                });
+            }
+        }
+    }
+
+    /** Runs {@code body} with system property {@code key} set to {@code value}, then restores it. */
+    private static void withProperty(String key, String value, Runnable body) {
+        String before = System.getProperty(key);
+        System.setProperty(key, value);
         try {
-            stride2PhaseShapes();
+            body.run();
         } finally {
-            if (before == null) System.clearProperty("jtorch.conv.fusedPhaseTiles");
-            else System.setProperty("jtorch.conv.fusedPhaseTiles", before);
+            if (before == null) System.clearProperty(key);
+            else System.setProperty(key, before);
         }
     }
 

@@ -597,6 +597,10 @@ final class ConvDirectF32 {
         // channels) serve them all from L2. One thread, 2 rounds (load 18): 512 channels at 7 px 27.5-31.7 ms one at
         // a time, 26.9-27.4 two, 26.5-26.6 four; 128 at 28 px 26.3-27.6 one, 24.6-24.7 two.
         int together = (int) Math.max(1, Math.min(Math.min(4, g.n() / threads), STRIDE2_FLOATS / imageFloats));
+        if (fused && Stride2PhaseTilesF32.inPlace()) {
+            stride2InPlace(gy, gyOff, weights, p, lanes, gi, giOff, g, together, threads);
+            return;
+        }
         if (together == 1) {
             overPaddedImages(gy, gyOff, pg, (wk, n, a0, a1) -> {
                 for (int blk = 0; blk < blocks; blk++) stride2Rows(wk, 0, n, a0, a1, blk, weights, p, lanes, gi, giOff, g, fused);
@@ -614,6 +618,47 @@ final class ConvDirectF32 {
                 }
                 for (int blk = 0; blk < blocks; blk++) {
                     for (int i = 0; i < count; i++) stride2Rows(wk, i * imageFloats, n0 + i, 0, oh, blk, weights, p, lanes, gi, giOff, g, fused);
+                }
+            }
+        });
+    }
+
+    /**
+     * {@link #stride2InputGrad} with the tiles reading gradOut's NCHW planes where they lie
+     * ({@link Stride2PhaseTilesF32#planeTile8x32}): no padded copy. The copy's zero column after each row and zero
+     * row after the last are the tiles' {@code edge} (a row's last tile) and one window row for gradOut's last row.
+     * Images go {@code together} per block as with the copy; with fewer chunks than twice the threads, their
+     * gradOut rows are split too.
+     */
+    private static void stride2InPlace(MemorySegment gy, long gyOff, float[] wp, int p, VectorMask<Float> lanes,
+                                       MemorySegment gi, long giOff, Geometry g, int together, int threads) {
+        int cout = g.cout(), oh = g.oh(), ow = g.ow(), groups = g.cin() / 16, blocks = 2 * groups;
+        long chunks = (g.n() + together - 1) / together;
+        int split = chunks >= 2L * threads ? 1 : Math.min(oh, 2 * threads);
+        long plane = (long) oh * ow * Float.BYTES, rowBytes = (long) ow * Float.BYTES;
+        long giRow = (long) g.w() * Float.BYTES, giPlane = (long) g.h() * giRow;
+        Parallel.forRange(chunks * split, 1, (t0, t1) -> {
+            Work wk = WORK.get();
+            for (long t = t0; t < t1; t++) {
+                long n0 = t / split * together, n1 = Math.min(g.n(), n0 + together);
+                int part = (int) (t % split), a0 = part * oh / split, a1 = (part + 1) * oh / split;
+                for (int blk = 0; blk < blocks; blk++) {
+                    int py = blk / groups, group = blk % groups, wBase = blk * 4 * cout * 32;
+                    for (long n = n0; n < n1; n++) {
+                        long image = (gyOff + n * cout * oh * ow) * Float.BYTES;
+                        long channelBase = (giOff + n * g.cin() * g.h() * g.w()) * Float.BYTES + group * 16L * giPlane;
+                        for (int a = a0; a < a1; a++) {
+                            // Even rows take no tap from gradOut row a + 1; odd rows of the last take zero padding.
+                            int rows = py == 0 || a == oh - 1 ? 1 : 2;
+                            for (int b = 0; b < ow; b += p) {
+                                long at = image + a * rowBytes + (long) b * Float.BYTES;
+                                boolean edge = b + p == ow;
+                                if (p == 8) Stride2PhaseTilesF32.planeTile8x32(gy, at, plane, rowBytes, rows, cout, wp, wBase, edge, wk.tile);
+                                else Stride2PhaseTilesF32.planeTile7x32(gy, at, plane, rowBytes, rows, cout, wp, wBase, edge, wk.tile);
+                                storeInterleaved(wk, gi, channelBase + (2L * a + py) * giRow + 2L * b * Float.BYTES, giPlane, lanes);
+                            }
+                        }
+                    }
                 }
             }
         });

@@ -129,19 +129,15 @@ final class ConvPointwiseF32 {
     private static float[] packed(MemorySegment a, long off, long rs, long cs, int m, int k) {
         int mPad = roundUp(m, MR);
         int blocks = depthBlocks(m, k), kc0 = (k + blocks - 1) / blocks;
-        // Reused buffers: fresh megabytes cost a page fault per 4 KB.
+        // Reused buffers: fresh megabytes cost a page fault per 4 KB. Each depth block is packed straight into its
+        // place: packed into a buffer of its own and copied, the copy was a third of 2048 -> 512's packing (0.39-0.50
+        // ms against 0.17-0.26, one thread, load 25-28).
         Work wk = WORK.get();
         float[] ap = wk.weights = ConvF32.grow(wk.weights, mPad * k);
         float[] scratch = wk.scratch = ConvF32.grow(wk.scratch, MR * kc0);
-        if (blocks == 1) {
-            Gemm.packA(a, off, rs, cs, m, k, ap, scratch);
-            return ap;
-        }
-        float[] tmp = wk.one = ConvF32.grow(wk.one, mPad * kc0);
         for (int kb = 0; kb < blocks; kb++) {
-            int k0 = kb * kc0, kc = Math.min(kc0, k - k0);
-            Gemm.packA(a, off + k0 * cs, rs, cs, m, kc, tmp, scratch);
-            System.arraycopy(tmp, 0, ap, mPad * k0, mPad * kc);
+            int k0 = kb * kc0;
+            Gemm.packA(a, off + k0 * cs, rs, cs, m, Math.min(kc0, k - k0), ap, mPad * k0, scratch);
         }
         return ap;
     }
@@ -325,10 +321,28 @@ final class ConvPointwiseF32 {
         return dense;
     }
 
-    /** {@code gi[:, :, ::sh, ::sw] = dense}, zero elsewhere. */
+    /**
+     * {@code gi[:, :, ::sh, ::sw] = dense}, zero elsewhere: each row of gi written once, in order, rows the stride
+     * skips as zeros and, at stride 2 along rows, the others as 8 dense pixels zipped with zeros per vector.
+     * {@code -Djtorch.conv.pointwiseScatterOnce=false} (read at each call) zero-fills gi and then stores the dense
+     * pixels one by one, to compare.
+     */
     private static void scatter(MemorySegment dense, MemorySegment gi, long giOff, Geometry g) {
         int oh = g.oh(), ow = g.ow(), h = g.h(), w = g.w(), sh = g.sh(), sw = g.sw();
         long planes = (long) g.n() * g.cin();
+        if (!"false".equals(System.getProperty("jtorch.conv.pointwiseScatterOnce"))) {
+            Parallel.forRange(planes, Math.max(1, 16384 / ((long) h * w)), (q0, q1) -> {
+                for (long q = q0; q < q1; q++) {
+                    for (int y = 0; y < h; y++) {
+                        long dst = (giOff + (q * h + y) * w) * Float.BYTES;
+                        // handles() makes oh = (h - 1) / sh + 1: every row y % sh == 0 has its dense row.
+                        if (y % sh != 0) gi.asSlice(dst, (long) w * Float.BYTES).fill((byte) 0);
+                        else scatterRow(dense, ((q * oh + y / sh) * ow) * Float.BYTES, ow, sw, gi, dst, w);
+                    }
+                }
+            });
+            return;
+        }
         Parallel.forRange(planes, Math.max(1, 16384 / ((long) h * w)), (q0, q1) -> {
             for (long q = q0; q < q1; q++) {
                 gi.asSlice((giOff + q * h * w) * Float.BYTES, (long) h * w * Float.BYTES).fill((byte) 0);
@@ -339,6 +353,28 @@ final class ConvPointwiseF32 {
                 }
             }
         });
+    }
+
+    /** Lane l: lane l / 2 of a vector for even l, lane 8 (beyond the 8 loaded, so zero) for odd l. */
+    private static final FloatVector ZIP_ZEROS = zipZeros();
+
+    private static FloatVector zipZeros() {
+        float[] idx = new float[16];
+        for (int l = 0; l < 16; l++) idx[l] = l % 2 == 0 ? l / 2 : 8;
+        return FloatVector.fromArray(FS, idx, 0);
+    }
+
+    /** The {@code w} pixels of one gi row from the {@code ow} dense ones at {@code src}: dense pixel i at i * sw, zeros between. */
+    private static void scatterRow(MemorySegment dense, long src, int ow, int sw, MemorySegment gi, long dst, int w) {
+        if (sw == 2) {
+            for (int x0 = 0; x0 < w; x0 += 16) {
+                int from = x0 / 2;
+                FloatVector v = FloatVector.fromMemorySegment(FS, dense, src + 4L * from, NO, FS.indexInRange(0, Math.min(8, ow - from)));
+                ZIP_ZEROS.selectFrom(v).intoMemorySegment(gi, dst + 4L * x0, NO, FS.indexInRange(0, w - x0));
+            }
+            return;
+        }
+        for (int x = 0; x < w; x++) gi.set(F32, dst + 4L * x, x % sw == 0 ? dense.get(F32, src + 4L * (x / sw)) : 0f);
     }
 
     // ------------------------------------------------------------------ weight gradient

@@ -651,9 +651,14 @@ public final class Gemm {
      * rows: strip s holds {@code dst[s*MR*kc + p*MR + r]}; rows past mc are zero.
      */
     static void packA(MemorySegment a, long off, long rs, long cs, int mc, int kc, float[] dst, float[] scratch) {
+        packA(a, off, rs, cs, mc, kc, dst, 0, scratch);
+    }
+
+    /** {@link #packA(MemorySegment, long, long, long, int, int, float[], float[])} into {@code dst} from {@code dstOff} on. */
+    static void packA(MemorySegment a, long off, long rs, long cs, int mc, int kc, float[] dst, int dstOff, float[] scratch) {
         for (int ir = 0; ir < mc; ir += MR) {
             int mr = Math.min(MR, mc - ir);
-            int base = ir * kc;
+            int base = dstOff + ir * kc;
             long src = off + ir * rs;
             if (rs == 1 && mr == MR) {
                 // Columns contiguous (transposed A): one MR-lane vector per p.
