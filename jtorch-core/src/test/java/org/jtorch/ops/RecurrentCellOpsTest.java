@@ -225,8 +225,8 @@ class RecurrentCellOpsTest {
     /**
      * A layer's batch rows run through all the steps in blocks, one per thread ({@code RecurrentKernels.forBatchBlocks}):
      * on two and three threads its outputs and every gradient equal the one-thread run's bit for bit (LSTM and GRU, float32
-     * and float64, both directions, an output gradient at every step and final-state gradients), and they match the
-     * cells run step after step.
+     * and float64, both directions, an output gradient at every step and final-state gradients). The one-thread layer
+     * against the cells step after step: {@code nn.RecurrentTest}.
      */
     @Test
     void aLayersBatchBlocksOnSeveralThreadsGiveTheOneThreadValuesBitForBit() {
@@ -237,19 +237,14 @@ class RecurrentCellOpsTest {
                     for (long batch : new long[] {20, 27}) {
                         boolean reverse = batch == 27;
                         Torch.setNumThreads(1);
-                        Tensor[] one = layerRun(lstm, dtype, batch, reverse, false);
+                        Tensor[] one = layerRun(lstm, dtype, batch, reverse);
                         for (int t : new int[] {2, 3}) {
                             Torch.setNumThreads(t);
-                            Tensor[] split = layerRun(lstm, dtype, batch, reverse, false);
+                            Tensor[] split = layerRun(lstm, dtype, batch, reverse);
                             for (int j = 0; j < one.length; j++) {
                                 String what = (lstm ? "lstm " : "gru ") + dtype + " batch " + batch + " threads " + t + " #" + j;
                                 assertArrayEquals(one[j].to(DType.FLOAT64).toDoubleArray(), split[j].to(DType.FLOAT64).toDoubleArray(), what);
                             }
-                        }
-                        Tensor[] cells = layerRun(lstm, dtype, batch, reverse, true);
-                        for (int j = 0; j < one.length; j++) {
-                            assertCloseRelative(cells[j], one[j], dtype == DType.FLOAT32 ? 2e-5 : 1e-12,
-                                    (lstm ? "lstm " : "gru ") + dtype + " batch " + batch + " against the cells #" + j);
                         }
                     }
                 }
@@ -261,9 +256,9 @@ class RecurrentCellOpsTest {
 
     /**
      * The outputs of a 6-step layer of hidden size 24 and the gradients of its inputs, weights, biases and initial states
-     * (a fixed generator: every call draws the same values); {@code cells}: the cells step after step instead of the layer.
+     * (a fixed generator: every call draws the same values).
      */
-    private static Tensor[] layerRun(boolean lstm, DType dtype, long batch, boolean reverse, boolean cells) {
+    private static Tensor[] layerRun(boolean lstm, DType dtype, long batch, boolean reverse) {
         Generator gen = new Generator(7);
         int g = lstm ? 4 : 3, steps = 6, in = 11, hidden = 24;
         Function<long[], Tensor> draw = shape -> Torch.randn(shape, dtype, Device.cpu(), gen).mul(0.5).to(DEVICE).requiresGrad_(true);
@@ -272,8 +267,7 @@ class RecurrentCellOpsTest {
         Tensor bHh = draw.apply(new long[] {g * hidden}), h0 = draw.apply(new long[] {batch, hidden}), c0 = draw.apply(new long[] {batch, hidden});
         Tensor[] probes = {draw.apply(new long[] {steps * batch, hidden}).detach(), draw.apply(new long[] {batch, hidden}).detach(),
                 draw.apply(new long[] {batch, hidden}).detach()};
-        Recurrent.Layer l = cells ? cellSteps(lstm, x, wIh, wHh, bIh, bHh, h0, c0, steps, reverse)
-                : lstm ? Recurrent.lstmLayer(x, wIh, wHh, bIh, bHh, h0, c0, steps, reverse)
+        Recurrent.Layer l = lstm ? Recurrent.lstmLayer(x, wIh, wHh, bIh, bHh, h0, c0, steps, reverse)
                 : Recurrent.gruLayer(x, wIh, wHh, bIh, bHh, h0, steps, reverse);
         Tensor[] wrt = lstm ? new Tensor[] {x, wIh, wHh, bIh, bHh, h0, c0} : new Tensor[] {x, wIh, wHh, bIh, bHh, h0};
         Tensor[] grads = Autograd.grad(new Tensor[] {probed(l, probes)}, wrt);
@@ -281,27 +275,6 @@ class RecurrentCellOpsTest {
         if (lstm) all.add(l.cN());
         all.addAll(List.of(grads));
         return all.toArray(new Tensor[0]);
-    }
-
-    /** The layer as {@link Recurrent#lstmCell} or {@link Recurrent#gruCell} step after step, each step's gates two linears. */
-    private static Recurrent.Layer cellSteps(boolean lstm, Tensor x, Tensor wIh, Tensor wHh, Tensor bIh, Tensor bHh, Tensor h0, Tensor c0,
-                                             int steps, boolean reverse) {
-        long batch = h0.size(0);
-        Tensor h = h0, c = c0;
-        Tensor[] ys = new Tensor[steps];
-        for (int s = 0; s < steps; s++) {
-            int t = reverse ? steps - 1 - s : s;
-            Tensor ig = Torch.linear(x.narrow(0, t * batch, batch), wIh, bIh), hg = Torch.linear(h, wHh, bHh);
-            if (lstm) {
-                Recurrent.LstmStep step = Recurrent.lstmCell(ig, hg, c);
-                h = step.hy();
-                c = step.cy();
-            } else {
-                h = Recurrent.gruCell(ig, hg, h);
-            }
-            ys[t] = h;
-        }
-        return new Recurrent.Layer(Torch.cat(List.of(ys), 0), h, lstm ? c : null);
     }
 
     private static Tensor probed(Recurrent.Layer l, Tensor[] probes) {
