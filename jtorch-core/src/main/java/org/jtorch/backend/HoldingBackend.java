@@ -890,5 +890,10 @@ final class HoldingBackend implements Backend {
                 drop(operands);
             }
         }
+
+        @Override
+        public void forBatchBlocks(long batch, long work, BatchBlock block) {
+            k.forBatchBlocks(batch, work, block);
+        }
     }
 }

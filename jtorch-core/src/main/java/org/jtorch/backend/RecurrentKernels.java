@@ -42,4 +42,21 @@ public interface RecurrentKernels {
      */
     void gruCellBackward(StridedView gradHy, StridedView hx, StridedView workspace, StridedView gradInputGates,
                          StridedView gradHiddenGates, StridedView gradHx);
+
+    /**
+     * Runs {@code block} over blocks of the batch rows {@code [0, batch)} that may run at once, each on one thread: a
+     * recurrent layer's rows are independent through all its time steps (a step's hidden product and cell read only their
+     * own rows of the state), so one block runs every step without waiting for another, where a split inside each step
+     * waits for every thread at every step. {@code work} is the layer's multiply-adds, for the backend to judge whether a
+     * split pays. By default one block, on the calling thread.
+     */
+    default void forBatchBlocks(long batch, long work, BatchBlock block) {
+        block.run(0, batch);
+    }
+
+    /** The rows {@code [begin, end)} of a batch, for {@link #forBatchBlocks}. */
+    @FunctionalInterface
+    interface BatchBlock {
+        void run(long begin, long end);
+    }
 }

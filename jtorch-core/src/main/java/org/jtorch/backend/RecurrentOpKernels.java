@@ -62,12 +62,23 @@ public final class RecurrentOpKernels {
         StridedView at(StridedView m, int s) {
             return rows(m, (long) step(s) * batch, batch);
         }
+
+        /** The rows {@code [first, first + count)} of the batch at position {@code s}. */
+        StridedView at(StridedView m, int s, long first, long count) {
+            return rows(m, (long) step(s) * batch + first, count);
+        }
+
+        /** Multiply-adds of the layer's hidden products ({@code [batch, hidden] x [hidden, gates]} a step). */
+        long work(StridedView wHh) {
+            return steps * batch * wHh.size(0) * wHh.size(1);
+        }
     }
 
     /**
      * The forward of one layer direction: the input gates of the whole sequence as one GEMM, then per step the hidden gates
      * ({@code h @ W_hh^T + b_hh}) and the fused cell, writing that step's rows of the output (and of the cell states and the
-     * workspace); the final states copied out.
+     * workspace); the final states copied out. Blocks of batch rows run every step on their own where the backend splits
+     * them ({@link RecurrentKernels#forBatchBlocks}).
      */
     private static void layer(Backend backend, boolean lstm, StridedView[] outs, StridedView[] in, double[] scalars) {
         StridedView x = in[0], wIh = in[1], wHh = in[2], bIh = in[3], bHh = in[4], h0 = in[5], c0 = lstm ? in[6] : null;
@@ -78,23 +89,27 @@ public final class RecurrentOpKernels {
             StridedView gx = scratch.allocate(x.device(), new long[] {x.size(0), wIh.size(0)}, h0.dtype());
             StridedView hg = scratch.allocate(x.device(), new long[] {steps.batch(), wHh.size(0)}, h0.dtype());
             LinalgOpKernels.linear(backend, x, wIh, bIh, gx, null);
-            StridedView h = h0, c = c0;
             try (LinalgKernels.PackedRight wHhT = backend.linalg().packRight(t(wHh))) {
-                for (int s = 0; s < steps.steps(); s++) {
-                    hiddenGates(backend, h, wHh, wHhT, bHh, hg);
-                    StridedView yt = steps.at(y, s);
-                    if (lstm) {
-                        StridedView ct = steps.at(cs, s);
-                        k.lstmCellForward(steps.at(gx, s), hg, c, yt, ct, steps.at(ws, s));
-                        c = ct;
-                    } else {
-                        k.gruCellForward(steps.at(gx, s), hg, h, yt, steps.at(ws, s));
+                k.forBatchBlocks(steps.batch(), steps.work(wHh), (first, end) -> {
+                    long n = end - first;
+                    StridedView h = rows(h0, first, n), c = lstm ? rows(c0, first, n) : null, gates = rows(hg, first, n);
+                    for (int s = 0; s < steps.steps(); s++) {
+                        hiddenGates(backend, h, wHh, wHhT, bHh, gates);
+                        StridedView yt = steps.at(y, s, first, n);
+                        if (lstm) {
+                            StridedView ct = steps.at(cs, s, first, n);
+                            k.lstmCellForward(steps.at(gx, s, first, n), gates, c, yt, ct, steps.at(ws, s, first, n));
+                            c = ct;
+                        } else {
+                            k.gruCellForward(steps.at(gx, s, first, n), gates, h, yt, steps.at(ws, s, first, n));
+                        }
+                        h = yt;
                     }
-                    h = yt;
-                }
+                });
             }
-            backend.copy(h, hN);
-            if (lstm) backend.copy(c, cN);
+            int last = steps.steps() - 1;
+            backend.copy(steps.at(y, last), hN);
+            if (lstm) backend.copy(steps.at(cs, last), cN);
         }
     }
 
@@ -110,29 +125,33 @@ public final class RecurrentOpKernels {
             DType dtype = h0.dtype();
             long[] state = h0.shape();
             StridedView gates = scratch.allocate(device, ws.shape(), dtype);
-            StridedView dh = ghN != null ? ghN : zeros(backend, scratch, state, h0);
-            StridedView dc = gcN != null ? gcN : zeros(backend, scratch, state, h0);
+            StridedView dhN = ghN != null ? ghN : zeros(backend, scratch, state, h0);
+            StridedView dcN = gcN != null ? gcN : zeros(backend, scratch, state, h0);
             StridedView ghy = gY == null ? null : scratch.allocate(device, state, dtype);
             // Two cell-state gradients in turn (a step reads the one the step after it wrote), one hidden-state gradient
-            // (read by the step's cell backward before the product overwrites it): no allocation per step.
-            StridedView[] gc = new StridedView[2];
-            StridedView dhNext = null;
+            // (read by the step's cell backward before the product overwrites it): no allocation per step. Allocated before
+            // the batch blocks start, which write disjoint rows of them.
+            StridedView[] gc = {scratch.allocate(device, state, dtype), scratch.allocate(device, state, dtype)};
+            StridedView dhNext = scratch.allocate(device, state, dtype);
             try (LinalgKernels.PackedRight packedWHh = backend.linalg().packRight(wHh)) {
-                for (int s = steps.steps() - 1; s >= 0; s--) {
-                    StridedView stepGrad = stepGradient(backend, steps, s, dh, gY, ghy);
-                    StridedView cx = s == 0 ? c0 : steps.at(cs, s - 1);
-                    StridedView gt = steps.at(gates, s);
-                    StridedView gcx = s == 0 && (mask & 1 << 6) != 0 ? outs[5]
-                            : gc[s & 1] != null ? gc[s & 1] : (gc[s & 1] = scratch.allocate(device, state, dtype));
-                    k.lstmCellBackward(stepGrad, dc, cx, steps.at(cs, s), steps.at(ws, s), gt, gcx);
-                    dc = gcx;
-                    if (s > 0) {
-                        dh = dhNext != null ? dhNext : (dhNext = scratch.allocate(device, state, dtype));
-                        hiddenGradient(backend, null, gt, wHh, packedWHh, dh);
-                    } else if ((mask & 1 << 5) != 0) {
-                        hiddenGradient(backend, null, gt, wHh, packedWHh, outs[4]);
+                k.forBatchBlocks(steps.batch(), steps.work(wHh), (first, end) -> {
+                    long n = end - first;
+                    StridedView dh = rows(dhN, first, n), dc = rows(dcN, first, n);
+                    for (int s = steps.steps() - 1; s >= 0; s--) {
+                        StridedView stepGrad = stepGradient(backend, steps, s, first, dh, gY, ghy);
+                        StridedView cx = s == 0 ? rows(c0, first, n) : steps.at(cs, s - 1, first, n);
+                        StridedView gt = steps.at(gates, s, first, n);
+                        StridedView gcx = rows(s == 0 && (mask & 1 << 6) != 0 ? outs[5] : gc[s & 1], first, n);
+                        k.lstmCellBackward(stepGrad, dc, cx, steps.at(cs, s, first, n), steps.at(ws, s, first, n), gt, gcx);
+                        dc = gcx;
+                        if (s > 0) {
+                            dh = rows(dhNext, first, n);
+                            hiddenGradient(backend, null, gt, wHh, packedWHh, dh);
+                        } else if ((mask & 1 << 5) != 0) {
+                            hiddenGradient(backend, null, gt, wHh, packedWHh, rows(outs[4], first, n));
+                        }
                     }
-                }
+                });
             }
             layerGradients(backend, scratch, steps, mask, x, wIh, h0, y, gates, gates, outs);
         }
@@ -149,24 +168,28 @@ public final class RecurrentOpKernels {
             DType dtype = h0.dtype();
             long[] state = h0.shape(), gateShape = {ws.size(0), wHh.size(0)};
             StridedView inputGates = scratch.allocate(device, gateShape, dtype), hiddenGates = scratch.allocate(device, gateShape, dtype);
-            StridedView dh = ghN != null ? ghN : zeros(backend, scratch, state, h0);
+            StridedView dhN = ghN != null ? ghN : zeros(backend, scratch, state, h0);
             StridedView ghy = gY == null ? null : scratch.allocate(device, state, dtype);
             // One buffer each for the step's direct hidden gradient and the next hidden-state gradient, as the LSTM's.
-            StridedView ghx = scratch.allocate(device, state, dtype);
-            StridedView dhNext = null;
+            StridedView ghxAll = scratch.allocate(device, state, dtype);
+            StridedView dhNext = scratch.allocate(device, state, dtype);
             try (LinalgKernels.PackedRight packedWHh = backend.linalg().packRight(wHh)) {
-                for (int s = steps.steps() - 1; s >= 0; s--) {
-                    StridedView stepGrad = stepGradient(backend, steps, s, dh, gY, ghy);
-                    StridedView hx = s == 0 ? h0 : steps.at(y, s - 1);
-                    StridedView gh = steps.at(hiddenGates, s);
-                    k.gruCellBackward(stepGrad, hx, steps.at(ws, s), steps.at(inputGates, s), gh, ghx);
-                    if (s > 0) {
-                        dh = dhNext != null ? dhNext : (dhNext = scratch.allocate(device, state, dtype));
-                        hiddenGradient(backend, ghx, gh, wHh, packedWHh, dh);
-                    } else if ((mask & 1 << 5) != 0) {
-                        hiddenGradient(backend, ghx, gh, wHh, packedWHh, outs[5]);
+                k.forBatchBlocks(steps.batch(), steps.work(wHh), (first, end) -> {
+                    long n = end - first;
+                    StridedView dh = rows(dhN, first, n), ghx = rows(ghxAll, first, n);
+                    for (int s = steps.steps() - 1; s >= 0; s--) {
+                        StridedView stepGrad = stepGradient(backend, steps, s, first, dh, gY, ghy);
+                        StridedView hx = s == 0 ? rows(h0, first, n) : steps.at(y, s - 1, first, n);
+                        StridedView gh = steps.at(hiddenGates, s, first, n);
+                        k.gruCellBackward(stepGrad, hx, steps.at(ws, s, first, n), steps.at(inputGates, s, first, n), gh, ghx);
+                        if (s > 0) {
+                            dh = rows(dhNext, first, n);
+                            hiddenGradient(backend, ghx, gh, wHh, packedWHh, dh);
+                        } else if ((mask & 1 << 5) != 0) {
+                            hiddenGradient(backend, ghx, gh, wHh, packedWHh, rows(outs[5], first, n));
+                        }
                     }
-                }
+                });
             }
             layerGradients(backend, scratch, steps, mask, x, wIh, h0, y, inputGates, hiddenGates, outs);
         }
@@ -229,13 +252,17 @@ public final class RecurrentOpKernels {
     }
 
     /**
-     * The gradient of the output of the step at position {@code s}: what flowed back from the later steps ({@code dh}), plus
-     * that step's rows of the output's own gradient where it has one (written into {@code into}).
+     * The gradient of the output of the step at position {@code s} in the batch rows from {@code first} ({@code dh}'s rows):
+     * what flowed back from the later steps ({@code dh}), plus those rows of the output's own gradient where it has one
+     * (written into the same rows of {@code into}).
      */
-    private static StridedView stepGradient(Backend backend, Steps steps, int s, StridedView dh, StridedView gY, StridedView into) {
+    private static StridedView stepGradient(Backend backend, Steps steps, int s, long first, StridedView dh, StridedView gY,
+                                            StridedView into) {
         if (gY == null) return dh;
-        add(backend, dh, steps.at(gY, s), into);
-        return into;
+        long n = dh.size(0);
+        StridedView out = rows(into, first, n);
+        add(backend, dh, steps.at(gY, s, first, n), out);
+        return out;
     }
 
     private static StridedView zeros(Backend backend, ConvolutionOpKernels.Scratch scratch, long[] shape, StridedView like) {

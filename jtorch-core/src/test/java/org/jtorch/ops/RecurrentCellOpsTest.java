@@ -222,6 +222,61 @@ class RecurrentCellOpsTest {
         }
     }
 
+    /**
+     * A layer's batch rows run through all the steps in blocks, one per thread ({@code RecurrentKernels.forBatchBlocks}):
+     * on two and three threads its outputs and every gradient equal the one-thread run's bit for bit (LSTM and GRU, float32
+     * and float64, both directions, an output gradient at every step and final-state gradients). The one-thread layer
+     * against the cells step after step: {@code nn.RecurrentTest}.
+     */
+    @Test
+    void aLayersBatchBlocksOnSeveralThreadsGiveTheOneThreadValuesBitForBit() {
+        int threads = Torch.getNumThreads();
+        try {
+            for (DType dtype : new DType[] {DType.FLOAT32, DType.FLOAT64}) {
+                for (boolean lstm : new boolean[] {true, false}) {
+                    for (long batch : new long[] {20, 27}) {
+                        boolean reverse = batch == 27;
+                        Torch.setNumThreads(1);
+                        Tensor[] one = layerRun(lstm, dtype, batch, reverse);
+                        for (int t : new int[] {2, 3}) {
+                            Torch.setNumThreads(t);
+                            Tensor[] split = layerRun(lstm, dtype, batch, reverse);
+                            for (int j = 0; j < one.length; j++) {
+                                String what = (lstm ? "lstm " : "gru ") + dtype + " batch " + batch + " threads " + t + " #" + j;
+                                assertArrayEquals(one[j].to(DType.FLOAT64).toDoubleArray(), split[j].to(DType.FLOAT64).toDoubleArray(), what);
+                            }
+                        }
+                    }
+                }
+            }
+        } finally {
+            Torch.setNumThreads(threads);
+        }
+    }
+
+    /**
+     * The outputs of a 6-step layer of hidden size 24 and the gradients of its inputs, weights, biases and initial states
+     * (a fixed generator: every call draws the same values).
+     */
+    private static Tensor[] layerRun(boolean lstm, DType dtype, long batch, boolean reverse) {
+        Generator gen = new Generator(7);
+        int g = lstm ? 4 : 3, steps = 6, in = 11, hidden = 24;
+        Function<long[], Tensor> draw = shape -> Torch.randn(shape, dtype, Device.cpu(), gen).mul(0.5).to(DEVICE).requiresGrad_(true);
+        Tensor x = draw.apply(new long[] {steps * batch, in}), wIh = draw.apply(new long[] {g * hidden, in});
+        Tensor wHh = draw.apply(new long[] {g * hidden, hidden}), bIh = draw.apply(new long[] {g * hidden});
+        Tensor bHh = draw.apply(new long[] {g * hidden}), h0 = draw.apply(new long[] {batch, hidden}), c0 = draw.apply(new long[] {batch, hidden});
+        Tensor[] probes = {draw.apply(new long[] {steps * batch, hidden}).detach(), draw.apply(new long[] {batch, hidden}).detach(),
+                draw.apply(new long[] {batch, hidden}).detach()};
+        Recurrent.Layer l = lstm ? Recurrent.lstmLayer(x, wIh, wHh, bIh, bHh, h0, c0, steps, reverse)
+                : Recurrent.gruLayer(x, wIh, wHh, bIh, bHh, h0, steps, reverse);
+        Tensor[] wrt = lstm ? new Tensor[] {x, wIh, wHh, bIh, bHh, h0, c0} : new Tensor[] {x, wIh, wHh, bIh, bHh, h0};
+        Tensor[] grads = Autograd.grad(new Tensor[] {probed(l, probes)}, wrt);
+        List<Tensor> all = new java.util.ArrayList<>(List.of(l.output(), l.hN()));
+        if (lstm) all.add(l.cN());
+        all.addAll(List.of(grads));
+        return all.toArray(new Tensor[0]);
+    }
+
     private static Tensor probed(Recurrent.Layer l, Tensor[] probes) {
         Tensor loss = l.output().mul(probes[0]).sum().add(l.hN().mul(probes[1]).sum());
         return l.cN() == null ? loss : loss.add(l.cN().mul(probes[2]).sum());

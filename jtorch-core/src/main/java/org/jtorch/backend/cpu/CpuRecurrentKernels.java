@@ -135,6 +135,30 @@ final class CpuRecurrentKernels implements RecurrentKernels {
         void row(long b);
     }
 
+    /**
+     * Rows a batch block keeps at least: the packed hidden products hand {@value GemmDot#MAX_M} or fewer rows to the unpacked
+     * GEMM, which sums in another order, so blocks of more rows give every row the one-thread values bit for bit (the packed
+     * tiles sum each row alone, in one order).
+     */
+    private static final int MIN_BLOCK_ROWS = GemmDot.MAX_M + 1;
+
+    /**
+     * One block per thread, each at least {@link #MIN_BLOCK_ROWS} rows. The word LM's 20-row layers ran each step's hidden
+     * product split by columns between the two threads, then the cell on one: 70 joins a layer's forward and backward, with
+     * the cells and the packing of {@code h} serial and each step's gates crossing between the cores.
+     */
+    @Override
+    public void forBatchBlocks(long batch, long work, BatchBlock block) {
+        int blocks = (int) Math.min(Parallel.numThreads(), batch / MIN_BLOCK_ROWS);
+        if (blocks <= 1 || work < Gemm.PARALLEL_MIN_WORK || Parallel.inParallelRegion()) {
+            block.run(0, batch);
+            return;
+        }
+        Parallel.forChunks(blocks, (first, last) -> {
+            for (long c = first; c < last; c++) block.run(batch * c / blocks, batch * (c + 1) / blocks);
+        });
+    }
+
     // ------------------------------------------------------------------ LSTM
 
     @Override
