@@ -40,8 +40,8 @@ final class GemmWarmup {
     static final long MAX_CPU_NANOS = 2_000_000_000L;
 
     /**
-     * Starts the warm-up thread, unless both it and {@link VectorFallbackDirective} are turned off or there is no C2.
-     * The thread adds the directive first (its MBean server takes 0.1-0.3 s of CPU, better spent here than on the
+     * Starts the warm-up thread, unless both it and the opt-in {@link VectorFallbackDirective} are off or there is no
+     * C2. The thread adds the directive first (its MBean server takes 0.1-0.3 s of CPU, better spent here than on the
      * program's thread), then runs the products.
      */
     static void start() {

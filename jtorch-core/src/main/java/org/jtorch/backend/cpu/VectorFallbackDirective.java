@@ -27,8 +27,11 @@ import javax.management.ObjectName;
  * intrinsic ({@code lanewise}, {@code fromMemorySegment}, {@code fma}, ...) and {@code VectorSupport}'s entry points
  * are not, because C2 does not inline a method it was told not to compile.
  *
- * <p>Off with {@code JTORCH_JIT_DIRECTIVES=0} or {@code -Djtorch.jitDirectives=false}, and without C2. A JVM where the
- * command is missing or refuses the directive runs as before (logged at DEBUG).
+ * <p><b>Opt-in</b> ({@code JTORCH_JIT_DIRECTIVES=1} or {@code -Djtorch.jitDirectives=true}; never without C2): in
+ * alternating fresh JVMs at load 20-30 it took 0.1-0.35 s of CPU off MNIST's first step but added 0.2-0.6 s to
+ * DCGAN's and about 1 s to the VAE's warm-up (the fallbacks, compiled by C1 only, run slower until the kernels reach
+ * C2), so it stays off until a quiet machine says otherwise (docs/BENCHMARKS.md, issue 20, thirteenth session). A
+ * JVM where the command is missing or refuses the directive runs as before (logged at DEBUG).
  */
 final class VectorFallbackDirective {
     private VectorFallbackDirective() {}
@@ -61,12 +64,17 @@ final class VectorFallbackDirective {
     private static boolean installed;
 
     /**
-     * Adds the directive once per JVM, unless turned off or there is no C2; returns whether it was added now. Takes
+     * Adds the directive once per JVM, if turned on and there is C2; returns whether it was added now. Takes
      * about 0.1-0.3 s of CPU (the platform MBean server), so the backend calls it from its warm-up thread.
      */
     static synchronized boolean installOnce() {
         if (installed || !enabled()) return false;
         installed = true;
+        return add();
+    }
+
+    /** Adds the directive to this JVM, whatever the switch says; returns whether the JVM took it. */
+    static boolean add() {
         Path file = null;
         try {
             file = Files.createTempFile("jtorch-vector-fallbacks", ".json");
@@ -92,7 +100,7 @@ final class VectorFallbackDirective {
     }
 
     static boolean enabled() {
-        if ("0".equals(System.getenv("JTORCH_JIT_DIRECTIVES")) || "false".equals(System.getProperty("jtorch.jitDirectives"))) {
+        if (!"1".equals(System.getenv("JTORCH_JIT_DIRECTIVES")) && !"true".equals(System.getProperty("jtorch.jitDirectives"))) {
             return false;
         }
         return "4".equals(JvmFlags.vmOption("TieredStopAtLevel")) && !"false".equals(JvmFlags.vmOption("UseCompiler"));
