@@ -28,9 +28,9 @@ import javax.management.ObjectName;
  * are not, because C2 does not inline a method it was told not to compile.
  *
  * <p><b>Opt-in</b> ({@code JTORCH_JIT_DIRECTIVES=1} or {@code -Djtorch.jitDirectives=true}; never without C2): in
- * alternating fresh JVMs at load 20-30 it took 0.1-0.35 s of CPU off MNIST's first step but added 0.2-0.6 s to
- * DCGAN's and about 1 s to the VAE's warm-up (the fallbacks, compiled by C1 only, run slower until the kernels reach
- * C2), so it stays off until a quiet machine says otherwise (docs/BENCHMARKS.md, issue 20, thirteenth session). A
+ * alternating fresh JVMs at load 20-35 it took 0.07-0.35 s of CPU off MNIST's first step but added 0.5-0.6 s to
+ * DCGAN's, and the VAE's warm-up was about 1 s longer in two rounds of three (the fallbacks, compiled by C1 only, run
+ * slower until the kernels reach C2), so it stays off until a quiet machine says otherwise (docs/BENCHMARKS.md, issue 20, thirteenth session). A
  * JVM where the command is missing or refuses the directive runs as before (logged at DEBUG).
  */
 final class VectorFallbackDirective {
