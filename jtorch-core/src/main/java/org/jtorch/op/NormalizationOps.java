@@ -180,12 +180,7 @@ public final class NormalizationOps {
     }
 
     private static Meta.Output batchNormElemtMeta(StridedView[] in, double[] scalars) {
-        String op = "batch_norm_elemt";
-        StridedView x = in[0];
-        checkBatch(op, x);
-        long c = x.size(1);
-        String[] names = {"input", "weight", "bias", "mean", "invstd"};
-        for (int j = 1; j < 5; j++) checkChannels(op, names[j], in[j], c, x);
+        StridedView x = checkBatchAndChannels("batch_norm_elemt", in, "input", "weight", "bias", "mean", "invstd");
         return new Meta.Output(x.shape(), x.dtype());
     }
 
@@ -240,11 +235,8 @@ public final class NormalizationOps {
 
     private static Meta.Output[] batchNormMeta(StridedView[] in, double[] scalars) {
         String op = "native_batch_norm";
-        StridedView x = in[0];
-        checkBatch(op, x);
+        StridedView x = checkBatchAndChannels(op, in, "input", "weight", "bias", "running_mean", "running_var");
         long c = x.size(1);
-        String[] names = {"input", "weight", "bias", "running_mean", "running_var"};
-        for (int j = 1; j < 5; j++) checkChannels(op, names[j], in[j], c, x);
         if (scalars[0] == 0 && (in[3] == null || in[4] == null)) {
             throw new IllegalArgumentException(op + ": running_mean and running_var must be defined in evaluation mode");
         }
@@ -284,6 +276,14 @@ public final class NormalizationOps {
             throw new IllegalArgumentException(op + ": expected an input of at least 2 dimensions [N, C, *], got shape " + Shapes.format(x.shape()));
         }
         if (!x.dtype().isFloatingPoint()) throw new IllegalArgumentException(op + ": expected a floating point input, got " + x.dtype());
+    }
+
+    /** {@code in[0]} checked as a batch input, and {@code in[1..]} as per-channel tensors named by {@code names[1..]}; returns {@code in[0]}. */
+    private static StridedView checkBatchAndChannels(String op, StridedView[] in, String... names) {
+        StridedView x = in[0];
+        checkBatch(op, x);
+        for (int j = 1; j < names.length; j++) checkChannels(op, names[j], in[j], x.size(1), x);
+        return x;
     }
 
     /** Batch norm's statistics dtype: float64 for a float64 input, else float32. */
