@@ -756,6 +756,18 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
+        public void batchNormGradInput(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView coef,
+                                       StridedView gradInput) {
+            StridedView[] operands = {gradOut, x, mean, coef, gradInput};
+            hold("batch_norm_backward_elemt", operands);
+            try {
+                k.batchNormGradInput(gradOut, x, n, c, s, mean, coef, gradInput);
+            } finally {
+                drop(operands);
+            }
+        }
+
+        @Override
         public boolean fusesLayerNorm() {
             return k.fusesLayerNorm();
         }

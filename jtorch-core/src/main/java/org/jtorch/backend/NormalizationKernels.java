@@ -44,6 +44,15 @@ public interface NormalizationKernels {
                            boolean train, StridedView gradInput, StridedView gradWeight, StridedView gradBias);
 
     /**
+     * The input gradient from per-channel coefficients computed elsewhere ({@code batch_norm_backward_elemt}, whose sums
+     * come from every rank): {@code gradInput = (g - (x - mean) * k - meanG) * a}, with {@code (a, k, meanG)} the rows of
+     * {@code coef}, a contiguous {@code [c, 3]} float64 block on the kernel's device. {@code gradOut}, {@code x} and
+     * {@code gradInput} are contiguous {@code [n, c, s]} blocks; {@link #batchNormBackward}'s input pass in training.
+     */
+    void batchNormGradInput(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView coef,
+                            StridedView gradInput);
+
+    /**
      * {@link #batchNormBackward} in training of {@code relu(batch_norm(x))}: {@code gradOut} is the ReLU's incoming
      * gradient, masked where the ReLU's input {@code (x - mean) * invstd * weight + bias} is not positive (recomputed
      * from {@code x}; {@code weight} and {@code bias} null for 1 and 0) as the kernel reads it, without writing the

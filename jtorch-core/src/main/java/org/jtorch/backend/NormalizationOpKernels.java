@@ -1,5 +1,7 @@
 package org.jtorch.backend;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.op.KernelRegistry;
@@ -21,6 +23,7 @@ public final class NormalizationOpKernels {
     private static final int TRAINING = 0, MOMENTUM = 1, EPS = 2;
     static void register(Backend backend) {
         registerLayerNorm(backend);
+        registerSync(backend);
         Device.Type type = backend.deviceType();
         KernelRegistry.registerMulti(type, NormalizationOps.NATIVE_BATCH_NORM.kernel(), (outs, in, g) -> {
             StridedView out = outs[0], mean = outs[1], inv = outs[2];
@@ -114,6 +117,133 @@ public final class NormalizationOpKernels {
                 for (int j = 0; j < 3; j++) scratch.finish(r[j], outs[j]);
             }
         });
+    }
+
+    /**
+     * The kernels of the synchronised batch norm's parts (PyTorch's {@code batch_norm_stats}, {@code _gather_stats_with_counts},
+     * {@code _elemt}, {@code _backward_reduce}, {@code _backward_elemt}), from the backend's batch norm kernels over contiguous
+     * {@code [n, c, s]} blocks. The per-channel arithmetic between ranks (the merge of their statistics, the input
+     * gradient's coefficients from the summed sums) is done on the host in double: it reads {@code [ranks, c]} values, and
+     * on a device it waits for them.
+     */
+    private static void registerSync(Backend backend) {
+        Device.Type type = backend.deviceType();
+        KernelRegistry.registerMulti(type, NormalizationOps.BATCH_NORM_STATS.kernel(), (outs, in, g) -> {
+            long n = in[0].size(0), c = in[0].size(1), s = in[0].numel() / Math.max(1, n * c);
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                StridedView x = scratch.operand(in[0], in[0].dtype(), in[0].shape());
+                // the variance kept in float64, so that invstd is rounded once
+                StridedView var = scratch.allocate(x.device(), new long[] {c}, DType.FLOAT64);
+                backend.normalization().batchNormStats(x, n, c, s, outs[0], var);
+                inverseStd(backend, scratch, var, g[0], outs[1]);
+            }
+        });
+        KernelRegistry.registerMulti(type, NormalizationOps.BATCH_NORM_GATHER_STATS_WITH_COUNTS.kernel(), (outs, in, g) -> {
+            int ranks = (int) in[1].size(0), c = (int) in[1].size(1);
+            double momentum = g[0], eps = g[1];
+            try (ConvolutionOpKernels.Scratch host = hostScratch(); ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                double[] means = hostValues(backend, host, in[1]), invstds = hostValues(backend, host, in[2]);
+                double[] counts = hostValues(backend, host, in[5]);
+                double[] mean = new double[c], invstd = new double[c], unbiased = new double[c];
+                double total = 0;
+                for (double n : counts) total += n > 0 ? n : 0;
+                for (int ch = 0; ch < c; ch++) {
+                    double weighted = 0;
+                    for (int r = 0; r < ranks; r++) if (counts[r] > 0) weighted += counts[r] * means[r * c + ch];
+                    double m = weighted / total, m2 = 0;
+                    // Chan's merge: each rank's centred sum of squares, then its mean's distance from the global one
+                    for (int r = 0; r < ranks; r++) {
+                        if (counts[r] <= 0) continue;
+                        double inv = invstds[r * c + ch], delta = means[r * c + ch] - m;
+                        m2 += counts[r] * (1 / (inv * inv) - eps) + counts[r] * delta * delta;
+                    }
+                    mean[ch] = m;
+                    invstd[ch] = 1 / Math.sqrt(m2 / total + eps);
+                    unbiased[ch] = total > 1 ? m2 / (total - 1) : Double.NaN;
+                }
+                StridedView meanHere = deviceValues(backend, host, scratch, mean, in[0].device());
+                backend.copy(meanHere, outs[0]);
+                backend.copy(deviceValues(backend, host, scratch, invstd, in[0].device()), outs[1]);
+                if (in[3] != null) moveTowards(backend, scratch, in[3], meanHere, momentum, momentum);
+                if (in[4] != null) moveTowards(backend, scratch, in[4], deviceValues(backend, host, scratch, unbiased, in[0].device()), momentum,
+                        momentum);
+            }
+        });
+        KernelRegistry.register(type, NormalizationOps.BATCH_NORM_ELEMT.kernel(), (out, in, g) -> {
+            long n = in[0].size(0), c = in[0].size(1), s = in[0].numel() / Math.max(1, n * c);
+            if (in[0].numel() == 0) return;
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                StridedView x = scratch.operand(in[0], in[0].dtype(), in[0].shape());
+                backend.normalization().batchNormApply(x, n, c, s, in[3], in[4], in[1], in[2], out);
+            }
+        });
+        KernelRegistry.registerMulti(type, NormalizationOps.BATCH_NORM_BACKWARD_REDUCE.kernel(), (outs, in, g) -> {
+            long n = in[1].size(0), c = in[1].size(1), s = in[1].numel() / Math.max(1, n * c);
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                StridedView go = scratch.operand(in[0], in[0].dtype(), in[0].shape());
+                StridedView x = scratch.operand(in[1], in[1].dtype(), in[1].shape());
+                Device device = x.device();
+                long[] shape = {c};
+                StridedView sumDy = scratch.allocate(device, shape, DType.FLOAT64), sumDyXmu = scratch.allocate(device, shape, DType.FLOAT64);
+                // an evaluation-mode backward with invstd 1 and no input gradient: its weight gradient is sum(g * (x - mean))
+                StridedView ones = scalar(backend, scratch, DType.FLOAT64, 1.0, in[2]);
+                backend.normalization().batchNormBackward(go, x, n, c, s, in[2], ones, null, false, null, sumDyXmu, sumDy);
+                backend.copy(sumDy, outs[0]);
+                backend.copy(sumDyXmu, outs[1]);
+                pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, outs[2], sumDyXmu, in[3], 0);
+                backend.copy(sumDy, outs[3]);
+            }
+        });
+        KernelRegistry.register(type, NormalizationOps.BATCH_NORM_BACKWARD_ELEMT.kernel(), (out, in, g) -> {
+            long n = in[1].size(0), c = in[1].size(1), s = in[1].numel() / Math.max(1, n * c);
+            if (in[1].numel() == 0) return;
+            int cc = (int) c;
+            try (ConvolutionOpKernels.Scratch host = hostScratch(); ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                double[] invstd = hostValues(backend, host, in[3]), sumDy = hostValues(backend, host, in[5]);
+                double[] sumDyXmu = hostValues(backend, host, in[6]), counts = hostValues(backend, host, in[7]);
+                double[] weight = in[4] == null ? null : hostValues(backend, host, in[4]);
+                double total = 0;
+                for (double k : counts) total += k;
+                double[] coef = new double[3 * cc];
+                for (int ch = 0; ch < cc; ch++) {
+                    double inv = invstd[ch];
+                    coef[3 * ch] = inv * (weight == null ? 1 : weight[ch]);
+                    coef[3 * ch + 1] = sumDyXmu[ch] / total * inv * inv;
+                    coef[3 * ch + 2] = sumDy[ch] / total;
+                }
+                StridedView go = scratch.operand(in[0], in[1].dtype(), in[0].shape());
+                StridedView x = scratch.operand(in[1], in[1].dtype(), in[1].shape());
+                StridedView coefHere = deviceValues(backend, host, scratch, coef, x.device());
+                backend.normalization().batchNormGradInput(go, x, n, c, s, in[2], coefHere.view(c, 3), out);
+            }
+        });
+    }
+
+    /** Scratch in host memory, for the host side of a kernel on any backend. */
+    private static ConvolutionOpKernels.Scratch hostScratch() {
+        return new ConvolutionOpKernels.Scratch(Backends.of(Device.cpu()));
+    }
+
+    /** The elements of {@code t} (any device and floating or integral dtype), in row-major order, as doubles on the host. */
+    private static double[] hostValues(Backend backend, ConvolutionOpKernels.Scratch host, StridedView t) {
+        StridedView h = host.allocate(Device.cpu(), t.shape(), DType.FLOAT64);
+        backend.copy(t, h);
+        double[] v = new double[(int) t.numel()];
+        MemorySegment m = h.memory();
+        for (int i = 0; i < v.length; i++) v[i] = m.getAtIndex(ValueLayout.JAVA_DOUBLE_UNALIGNED, i);
+        return v;
+    }
+
+    /** {@code values} as a contiguous float64 vector on {@code device} (host scratch on the CPU, else copied there). */
+    private static StridedView deviceValues(Backend backend, ConvolutionOpKernels.Scratch host, ConvolutionOpKernels.Scratch scratch,
+                                            double[] values, Device device) {
+        long[] shape = {values.length};
+        StridedView h = host.allocate(Device.cpu(), shape, DType.FLOAT64);
+        MemorySegment.copy(values, 0, h.memory(), ValueLayout.JAVA_DOUBLE_UNALIGNED, 0, values.length);
+        if (device.isCpu()) return h;
+        StridedView d = scratch.allocate(device, shape, DType.FLOAT64);
+        backend.copy(h, d);
+        return d;
     }
 
     /** The product of the last {@code k} dimensions of {@code x}. */

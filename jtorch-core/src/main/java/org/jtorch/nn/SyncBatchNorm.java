@@ -6,25 +6,30 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
+import org.jtorch.autograd.SavedTensor;
 import org.jtorch.distributed.ProcessGroup;
 import org.jtorch.distributed.ReduceOp;
+import org.jtorch.op.NormalizationOps;
 import org.jtorch.ops.Arguments;
+import org.jtorch.ops.Dispatcher;
 
 /**
  * {@code torch.nn.SyncBatchNorm}: batch norm whose training statistics are those of the whole batch across a process
  * group's ranks, so that data-parallel training normalises as one process would on the global batch. On the
  * {@code mpi} backend it runs on CPU tensors, on {@code nccl} on CUDA tensors.
  *
- * <p>Forward, as PyTorch's {@code sync_batch_norm}: each rank computes, per channel, the mean of its rows and their
- * centred sum of squares (two passes, as Welford's result), and its row count, which may differ between ranks; one
- * all-gather of {@code [mean, M2, count]} gives every rank all of them, merged with Chan's formula
- * ({@code M2 = sum M2_r + sum n_r (mean_r - mean)^2}) into the global mean and biased variance; the input is
- * normalised with them. The merge is differentiable and the all-gather's backward all-reduces the gradients, so
- * that each rank's input gradient accounts for every rank's loss. (The textbook {@code E[x^2] - E[x]^2} cancels
- * catastrophically in float32 when the mean is large against the deviation.) Running statistics move as PyTorch's: the mean by the global mean, the variance by
- * the global unbiased variance ({@code count / (count - 1)}), with {@code momentum}. Statistics of {@code float16}
- * and {@code bfloat16} inputs are computed in {@code float32}. In evaluation, or with a group of one rank, it is
- * plain batch norm. Every rank must run the same forward and backward (the all-reduces must match).
+ * <p>As PyTorch's {@code SyncBatchNorm} function, through declared ops ({@code op.NormalizationOps}): each rank takes
+ * its per-channel mean and {@code invstd} ({@code batch_norm_stats}, accumulated in double, so that a mean large against
+ * the deviation does not cancel the variance away) and its row count, which may differ between ranks; one all-gather of
+ * {@code [mean, invstd, count]} gives every rank all of them, merged in double with Chan's formula
+ * ({@code batch_norm_gather_stats_with_counts}: {@code M2 = sum n_r var_r + sum n_r (mean_r - mean)^2}, ranks without rows
+ * left out), which also moves the running statistics as PyTorch's: the mean by the global mean, the variance by the
+ * global unbiased variance, with {@code momentum}; the input is normalised with the global statistics
+ * ({@code batch_norm_elemt}). The backward takes this rank's sums ({@code batch_norm_backward_reduce}), all-reduces
+ * {@code [sum_dy, sum_dy_xmu]} and gives the input gradient from them ({@code batch_norm_backward_elemt}), so that each
+ * rank's input gradient accounts for every rank's loss. Statistics of {@code float16} and {@code bfloat16} inputs are
+ * {@code float32}. In evaluation, or with a group of one rank, it is plain batch norm. Every rank must run the same
+ * forward and backward (the collectives must match).
  *
  * <p>Conversion: {@link #convertSyncBatchnorm} makes the {@link BatchNorm} layers of an existing model synchronised.
  * Java cannot rebind a model's fields to new objects, so unlike PyTorch it converts them in place: each layer keeps
@@ -76,102 +81,108 @@ public class SyncBatchNorm extends BatchNorm {
 
     /**
      * Batch norm of {@code input} ({@code [N, C, *]}) in training mode with statistics over every rank of {@code group};
-     * {@code runningMean}/{@code runningVar} (either may be null) move with {@code momentum}. Differentiable.
+     * {@code runningMean}/{@code runningVar} (either may be null) move with {@code momentum}. Differentiable (once: the
+     * backward's own ops record no graph, as PyTorch's).
      */
     public static Tensor syncBatchNorm(Tensor input, Tensor runningMean, Tensor runningVar, Tensor weight, Tensor bias, double momentum,
                                        double eps, ProcessGroup group) {
         Arguments.nonNull("syncBatchNorm", "input", input);
         Arguments.nonNull("syncBatchNorm", "group", group);
         if (input.dim() < 2) throw new IllegalArgumentException("syncBatchNorm: expected at least 2D input, got " + input.dim() + "D");
-        int channels = (int) input.size(1);
-        DType statType = input.dtype() == DType.FLOAT16 || input.dtype() == DType.BFLOAT16 ? DType.FLOAT32 : input.dtype();
-        long[] statShape = new long[input.dim()];
-        java.util.Arrays.fill(statShape, 1);
-        statShape[1] = channels;
+        long channels = input.size(1);
+        Tensor out;
         Tensor mean;
-        Tensor var;
-        Tensor count;
-        // Each rank's mean and centred sum of squares (two passes over its own rows), merged across ranks with Chan's
-        // formula: E[x^2] - E[x]^2 in float32 loses the variance entirely once the mean is ~1e4 times the deviation.
-        long rowsHere = input.numel() / channels;
-        try (Tensor wide = input.to(statType); Tensor perChannel = wide.transpose(0, 1); Tensor rows = perChannel.reshape(channels, -1);
-                Tensor sum = rows.sum(1); Tensor localMean = sum.div((double) Math.max(1, rowsHere)); Tensor column = localMean.view(channels, 1);
-                Tensor centred = rows.sub(column); Tensor squares = centred.mul(centred); Tensor localM2 = squares.sum(1);
-                Tensor localCount = Torch.full(new long[] {1}, (double) rowsHere, statType, input.device());
-                Tensor local = Torch.cat(localMean, localM2, localCount); Tensor all = allGatherRows(local, group);
-                Tensor means = all.narrow(1, 0, channels); Tensor m2s = all.narrow(1, channels, channels);
-                Tensor counts = all.narrow(1, 2L * channels, 1); Tensor weighted = means.mul(counts); Tensor weightedSum = weighted.sum(0)) {
-            count = counts.sum(0);
-            mean = weightedSum.div(count);
-            try (Tensor delta = means.sub(mean); Tensor deltaSquared = delta.mul(delta); Tensor between = deltaSquared.mul(counts);
-                    Tensor betweenSum = between.sum(0); Tensor within = m2s.sum(0); Tensor m2 = within.add(betweenSum)) {
-                var = m2.div(count);
+        Tensor invstd;
+        Tensor counts;
+        try (Grad.Mode g = Grad.noGrad()) {
+            Tensor[] local = input.numel() > 0 ? Dispatcher.callAll(NormalizationOps.BATCH_NORM_STATS, new Tensor[] {input}, eps)
+                    : emptyRankStatistics(input, channels);
+            DType statType = local[0].dtype();
+            long rowsHere = input.numel() / Math.max(1, channels);
+            Tensor all = Tensor.empty(new long[] {group.size(), 2 * channels + 1}, statType, input.device());
+            try (Tensor localMean = local[0]; Tensor localInvstd = local[1];
+                    Tensor localCount = Torch.full(new long[] {1}, (double) rowsHere, statType, input.device());
+                    Tensor combined = Torch.cat(localMean, localInvstd, localCount)) {
+                group.allGatherIntoTensor(all, combined).waitFor();
             }
+            try (all; Tensor means = all.narrow(1, 0, channels); Tensor invstds = all.narrow(1, channels, channels);
+                    Tensor countColumn = all.select(1, 2 * channels)) {
+                counts = countColumn.contiguous();
+                Tensor[] global = Dispatcher.callAll(NormalizationOps.BATCH_NORM_GATHER_STATS_WITH_COUNTS,
+                        new Tensor[] {input, means, invstds, runningMean, runningVar, counts}, momentum, eps);
+                mean = global[0];
+                invstd = global[1];
+            }
+            // the kernel moved the running statistics in place
+            if (runningMean != null) runningMean.bumpVersion();
+            if (runningVar != null) runningVar.bumpVersion();
+            out = Dispatcher.call(NormalizationOps.BATCH_NORM_ELEMT, new Tensor[] {input, weight, bias, mean, invstd}, eps);
         }
-        try (count) {
-            updateRunningStats(runningMean, runningVar, mean, var, count, momentum);
-        }
-        try (mean; var; Tensor shift = mean.view(statShape); Tensor varEps = var.add(eps); Tensor invstd = varEps.rsqrt();
-                Tensor scale = invstd.view(statShape); Tensor centred = input.sub(shift); Tensor normed = centred.mul(scale)) {
-            Tensor out = normed.to(input.dtype());
-            if (weight != null) {
-                try (Tensor w = weight.view(statShape)) {
-                    Tensor scaled = out.mul(w);
-                    out.close();
-                    out = scaled;
-                }
-            }
-            if (bias != null) {
-                try (Tensor b = bias.view(statShape)) {
-                    Tensor shifted = out.add(b);
-                    out.close();
-                    out = shifted;
-                }
-            }
+        if (!Autograd.needsGrad(input, weight, bias)) {
+            mean.close();
+            invstd.close();
+            counts.close();
             return out;
         }
+        recordBackward(out, input, weight, bias, mean, invstd, counts, group);
+        return out;
     }
 
-    /** PyTorch's update: mean by the global mean, variance by the global unbiased variance. */
-    private static void updateRunningStats(Tensor runningMean, Tensor runningVar, Tensor mean, Tensor var, Tensor count, double momentum) {
-        try (Grad.Mode g = Grad.noGrad()) {
-            if (runningMean != null) {
-                try (Tensor step = mean.mul(momentum); Tensor typed = step.to(runningMean.dtype())) {
-                    runningMean.mul_(1 - momentum).add_(typed);
-                }
-            }
-            if (runningVar != null) {
-                try (Tensor less = count.sub(1.0); Tensor bessel = count.div(less); Tensor unbiased = var.mul(bessel);
-                        Tensor step = unbiased.mul(momentum); Tensor typed = step.to(runningVar.dtype())) {
-                    runningVar.mul_(1 - momentum).add_(typed);
-                }
-            }
-        }
+    /** A rank with no rows contributes zeros, and a count of zero that the gather leaves out (as PyTorch's). */
+    private static Tensor[] emptyRankStatistics(Tensor input, long channels) {
+        DType statType = input.dtype() == DType.FLOAT64 ? DType.FLOAT64 : DType.FLOAT32;
+        return new Tensor[] {Torch.zeros(new long[] {channels}, statType, input.device()), Torch.zeros(new long[] {channels}, statType,
+                input.device())};
     }
 
     /**
-     * Every rank's {@code t} ({@code [L]}) as the rows of a {@code [ranks, L]} tensor; its backward gives this rank the
-     * sum over the ranks of the gradients of its row (each rank's loss used every row).
+     * The backward, as PyTorch's {@code SyncBatchNorm} autograd function: this rank's per-channel sums
+     * ({@code batch_norm_backward_reduce}), one all-reduce of {@code [sum_dy, sum_dy_xmu]} so that every rank's input
+     * gradient accounts for every rank's loss, then {@code batch_norm_backward_elemt}. The weight's and bias's gradients
+     * are this rank's own (data parallelism all-reduces parameters' gradients). Takes {@code mean}, {@code invstd} and
+     * {@code counts}: the node owns them from here.
      */
-    private static Tensor allGatherRows(Tensor t, ProcessGroup group) {
-        Tensor out;
-        try (Grad.Mode g = Grad.noGrad()) {
-            out = Tensor.empty(new long[] {group.size(), t.numel()}, t.dtype(), t.device());
-            try (Tensor c = t.contiguous()) {
-                group.allGatherIntoTensor(out, c).waitFor();
+    private static void recordBackward(Tensor out, Tensor input, Tensor weight, Tensor bias, Tensor mean, Tensor invstd, Tensor counts,
+                                       ProcessGroup group) {
+        SavedTensor savedInput = Autograd.save(input), savedWeight = weight == null ? null : Autograd.save(weight);
+        SavedTensor savedMean = Autograd.save(mean), savedInvstd = Autograd.save(invstd), savedCounts = Autograd.save(counts);
+        mean.close();
+        invstd.close();
+        counts.close();
+        boolean[] needs = {input.requiresGrad(), weight != null && weight.requiresGrad(), bias != null && bias.requiresGrad()};
+        SavedTensor[] saved = savedWeight == null ? new SavedTensor[] {savedInput, savedMean, savedInvstd, savedCounts}
+                : new SavedTensor[] {savedInput, savedWeight, savedMean, savedInvstd, savedCounts};
+        Autograd.record("SyncBatchNormBackward", new Tensor[] {input, weight, bias}, new Tensor[] {out}, grads -> {
+            if (Grad.isEnabled()) {
+                throw new UnsupportedOperationException("SyncBatchNorm: a double backward (createGraph) is not supported, as in PyTorch");
             }
-        }
-        if (Autograd.needsGrad(t)) {
-            int rank = group.rank();
-            Autograd.record("SyncBatchNormAllGatherBackward", out, grads -> {
-                try (Tensor summed = grads[0].contiguous().clone()) {
-                    group.allReduce(summed, ReduceOp.SUM).waitFor();
-                    try (Tensor mine = summed.select(0, rank)) {
-                        return new Tensor[] {mine.clone()};
+            Tensor x = savedInput.get(), w = savedWeight == null ? null : savedWeight.get();
+            Tensor m = savedMean.get(), inv = savedInvstd.get();
+            Tensor[] sums = Dispatcher.callAll(NormalizationOps.BATCH_NORM_BACKWARD_REDUCE, new Tensor[] {grads[0], x, m, inv, w},
+                    needs[0] ? 1 : 0, needs[1] ? 1 : 0, needs[2] ? 1 : 0);
+            Tensor gradInput = null;
+            if (needs[0]) {
+                long channels = sums[0].numel();
+                try (Tensor combined = Torch.cat(sums[0], sums[1])) {
+                    group.allReduce(combined, ReduceOp.SUM).waitFor();
+                    try (Tensor sumDy = combined.narrow(0, 0, channels); Tensor sumDyXmu = combined.narrow(0, channels, channels)) {
+                        gradInput = Dispatcher.call(NormalizationOps.BATCH_NORM_BACKWARD_ELEMT, new Tensor[] {grads[0], x, m, inv, w, sumDy,
+                                sumDyXmu, savedCounts.get()});
                     }
                 }
-            }, new Tensor[] {t});
-        }
-        return out;
+            }
+            sums[0].close();
+            sums[1].close();
+            Tensor gradWeight = sums[2], gradBias = sums[3];
+            if (!needs[1]) {
+                gradWeight.close();
+                gradWeight = null;
+            }
+            if (!needs[2]) {
+                gradBias.close();
+                gradBias = null;
+            }
+            return new Tensor[] {gradInput, gradWeight, gradBias};
+        }, saved);
     }
 }

@@ -78,6 +78,149 @@ public final class NormalizationOps {
                     Param.scalar("output", "int", null))
             .doc("`ops.Normalization.batchNormBackwardComposite`: the backward as ops, differentiable").build();
 
+    // ---------------------------------------------------------------- the synchronised batch norm's parts (PyTorch's SyncBatchNorm)
+
+    /**
+     * One rank's statistics for a synchronised batch norm, as PyTorch's {@code batch_norm_stats}: the per-channel mean and
+     * {@code 1 / sqrt(var + eps)} of {@code input} ({@code [N, C, *]}) over every dimension but 1, the variance biased;
+     * float64 for a float64 input, else float32. The mean and the centred sum of squares are accumulated in double (as
+     * {@link #BATCH_NORM_MEAN_VAR}), so a mean large against the deviation does not cancel the variance away, and
+     * {@code invstd} is computed in float64 and rounded once. Scalar: {@code eps}.
+     */
+    public static final OpDef BATCH_NORM_STATS = OpDef.structured("batch_norm_stats").rule(DTypeRule.FLOATING_ONLY)
+            .outputs(NormalizationOps::batchNormStatsMeta, "mean", "invstd")
+            .signature(Param.tensor("input"), Param.scalar("eps", "float", null))
+            .doc("one rank's per-channel mean and inverse standard deviation").build();
+
+    /**
+     * The global statistics from every rank's ({@code mean}, {@code invstd}, {@code counts}) ({@code [ranks, C]},
+     * {@code [ranks, C]}, {@code [ranks]}), as PyTorch's {@code batch_norm_gather_stats_with_counts}: each rank's
+     * centred sum of squares {@code count * (1 / invstd^2 - eps)} merged with Chan's formula
+     * ({@code M2 = sum M2_r + sum n_r (mean_r - mean)^2}) in double, ranks with no rows left out; outputs the global mean
+     * and {@code 1 / sqrt(M2 / n + eps)} in {@code mean}'s dtype. The running statistics (where given) move in place as
+     * batch norm's: {@code running = (1 - momentum) * running + momentum * batch}, the variance unbiased
+     * ({@code M2 / (n - 1)}). {@code input} is read for its device only. Scalars: {@code momentum, eps}.
+     */
+    public static final OpDef BATCH_NORM_GATHER_STATS_WITH_COUNTS = OpDef.structured("batch_norm_gather_stats_with_counts")
+            .rule(DTypeRule.FLOATING_ONLY).outputs(NormalizationOps::gatherStatsMeta, "mean", "invstd")
+            .signature(Param.tensor("input"), Param.tensor("mean"), Param.tensor("invstd"), new Param("running_mean", "Tensor(a!)?", null),
+                    new Param("running_var", "Tensor(b!)?", null), Param.scalar("momentum", "float", null), Param.scalar("eps", "float", null),
+                    Param.tensor("counts"))
+            .doc("every rank's statistics merged (Chan); running statistics updated in place").build();
+
+    /**
+     * {@code (input - mean) * invstd * weight + bias} per channel with the given statistics, as PyTorch's
+     * {@code batch_norm_elemt} ({@code eps} unused, as there); the result has the input's shape and dtype.
+     */
+    public static final OpDef BATCH_NORM_ELEMT = OpDef.structured("batch_norm_elemt").rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("input"), new Param("weight", "Tensor?", null), new Param("bias", "Tensor?", null),
+                    Param.tensor("mean"), Param.tensor("invstd"), Param.scalar("eps", "float", null))
+            .meta(NormalizationOps::batchNormElemtMeta)
+            .doc("normalisation with given statistics").build();
+
+    /**
+     * One rank's per-channel sums for a synchronised batch norm's backward, as PyTorch's {@code batch_norm_backward_reduce}:
+     * {@code sum_dy = sum(grad_out)} and {@code sum_dy_xmu = sum(grad_out * (input - mean))} (float64 for a float64 input,
+     * else float32), {@code grad_weight = sum_dy_xmu * invstd} and {@code grad_bias = sum_dy} (the weight's dtype, or the
+     * input's without one), over every dimension but 1, accumulated in double. jtorch has no undefined tensors: all four
+     * are computed whatever the flags {@code input_g, weight_g, bias_g} (its scalars) say.
+     */
+    public static final OpDef BATCH_NORM_BACKWARD_REDUCE = OpDef.structured("batch_norm_backward_reduce").rule(DTypeRule.FLOATING_ONLY)
+            .outputs(NormalizationOps::backwardReduceMeta, "sum_dy", "sum_dy_xmu", "grad_weight", "grad_bias")
+            .signature(Param.tensor("grad_out"), Param.tensor("input"), Param.tensor("mean"), Param.tensor("invstd"),
+                    new Param("weight", "Tensor?", null), Param.scalar("input_g", "bool", null), Param.scalar("weight_g", "bool", null),
+                    Param.scalar("bias_g", "bool", null))
+            .doc("one rank's sums of the gradient and of the gradient times the centred input").build();
+
+    /**
+     * The input gradient of a synchronised batch norm from the sums over every rank, as PyTorch's
+     * {@code batch_norm_backward_elemt}: with {@code n = sum(count)},
+     * {@code grad_input = (grad_out - sum_dy / n - (input - mean) * invstd^2 * sum_dy_xmu / n) * invstd * weight}, in the
+     * input's dtype; the per-channel coefficients in double.
+     */
+    public static final OpDef BATCH_NORM_BACKWARD_ELEMT = OpDef.structured("batch_norm_backward_elemt").rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("grad_out"), Param.tensor("input"), Param.tensor("mean"), Param.tensor("invstd"),
+                    new Param("weight", "Tensor?", null), Param.tensor("sum_dy"), Param.tensor("sum_dy_xmu"), Param.tensor("count"))
+            .meta(NormalizationOps::backwardElemtMeta)
+            .doc("the input gradient from every rank's sums").build();
+
+    private static Meta.Output[] batchNormStatsMeta(StridedView[] in, double[] scalars) {
+        StridedView x = in[0];
+        checkBatch("batch_norm_stats", x);
+        long[] c = {x.size(1)};
+        return new Meta.Output[] {new Meta.Output(c, statsType(x)), new Meta.Output(c, statsType(x))};
+    }
+
+    private static Meta.Output[] gatherStatsMeta(StridedView[] in, double[] scalars) {
+        String op = "batch_norm_gather_stats_with_counts";
+        StridedView mean = in[1], invstd = in[2], counts = in[5];
+        if (mean.dim() != 2 || !java.util.Arrays.equals(mean.shape(), invstd.shape())) {
+            throw new IllegalArgumentException(op + ": expected mean and invstd of one shape [ranks, C], got " + Shapes.format(mean.shape())
+                    + " and " + Shapes.format(invstd.shape()));
+        }
+        if (counts.numel() != mean.size(0)) {
+            throw new IllegalArgumentException(op + ": expected one count per rank (" + mean.size(0) + "), got counts of shape "
+                    + Shapes.format(counts.shape()));
+        }
+        long c = mean.size(1);
+        String[] names = {"input", "mean", "invstd", "running_mean", "running_var", "counts"};
+        for (int j = 1; j < 6; j++) {
+            StridedView t = in[j];
+            if (t == null) continue;
+            if (!t.device().equals(in[0].device())) {
+                throw new IllegalArgumentException(op + ": " + names[j] + " is on " + t.device() + " but the input is on " + in[0].device());
+            }
+            if (!t.dtype().isFloatingPoint() && j != 5) {
+                throw new IllegalArgumentException(op + ": " + names[j] + " must have a floating point dtype, got " + t.dtype());
+            }
+        }
+        checkChannels(op, "running_mean", in[3], c, in[0]);
+        checkChannels(op, "running_var", in[4], c, in[0]);
+        return new Meta.Output[] {new Meta.Output(new long[] {c}, mean.dtype()), new Meta.Output(new long[] {c}, mean.dtype())};
+    }
+
+    private static Meta.Output batchNormElemtMeta(StridedView[] in, double[] scalars) {
+        StridedView x = checkBatchAndChannels("batch_norm_elemt", in, "input", "weight", "bias", "mean", "invstd");
+        return new Meta.Output(x.shape(), x.dtype());
+    }
+
+    private static Meta.Output[] backwardReduceMeta(StridedView[] in, double[] scalars) {
+        String op = "batch_norm_backward_reduce";
+        StridedView x = checkGradAndInput(op, in[0], in[1]);
+        long c = x.size(1);
+        checkChannels(op, "mean", in[2], c, x);
+        checkChannels(op, "invstd", in[3], c, x);
+        checkChannels(op, "weight", in[4], c, x);
+        long[] shape = {c};
+        org.jtorch.DType sums = statsType(x), w = in[4] == null ? x.dtype() : in[4].dtype();
+        return new Meta.Output[] {new Meta.Output(shape, sums), new Meta.Output(shape, sums), new Meta.Output(shape, w),
+                new Meta.Output(shape, w)};
+    }
+
+    private static Meta.Output backwardElemtMeta(StridedView[] in, double[] scalars) {
+        String op = "batch_norm_backward_elemt";
+        StridedView x = checkGradAndInput(op, in[0], in[1]);
+        long c = x.size(1);
+        String[] names = {"grad_out", "input", "mean", "invstd", "weight", "sum_dy", "sum_dy_xmu"};
+        for (int j = 2; j < 7; j++) checkChannels(op, names[j], in[j], c, x);
+        StridedView count = in[7];
+        if (count.dim() != 1 || !count.device().equals(x.device()) || count.dtype().isBool()) {
+            throw new IllegalArgumentException(op + ": expected count, one real number per rank ([ranks]) on " + x.device() + ", got "
+                    + Shapes.format(count.shape()) + " of " + count.dtype() + " on " + count.device());
+        }
+        return new Meta.Output(x.shape(), x.dtype());
+    }
+
+    /** {@code grad_out} and {@code input} of one shape {@code [N, C, *]}, floating, on one device; returns {@code input}. */
+    private static StridedView checkGradAndInput(String op, StridedView g, StridedView x) {
+        checkBatch(op, x);
+        if (!java.util.Arrays.equals(g.shape(), x.shape()) || !g.device().equals(x.device()) || !g.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": expected grad_out of the input's shape " + Shapes.format(x.shape()) + " on "
+                    + x.device() + ", got " + Shapes.format(g.shape()) + " of " + g.dtype() + " on " + g.device());
+        }
+        return x;
+    }
+
     private static java.util.List<Expr> batchNormDerivatives() {
         Expr mean = Expr.output(1, "save_mean"), invstd = Expr.output(2, "save_invstd");
         Expr training = scalar(0, "training"), eps = scalar(2, "eps");
@@ -92,11 +235,8 @@ public final class NormalizationOps {
 
     private static Meta.Output[] batchNormMeta(StridedView[] in, double[] scalars) {
         String op = "native_batch_norm";
-        StridedView x = in[0];
-        checkBatch(op, x);
+        StridedView x = checkBatchAndChannels(op, in, "input", "weight", "bias", "running_mean", "running_var");
         long c = x.size(1);
-        String[] names = {"input", "weight", "bias", "running_mean", "running_var"};
-        for (int j = 1; j < 5; j++) checkChannels(op, names[j], in[j], c, x);
         if (scalars[0] == 0 && (in[3] == null || in[4] == null)) {
             throw new IllegalArgumentException(op + ": running_mean and running_var must be defined in evaluation mode");
         }
@@ -136,6 +276,14 @@ public final class NormalizationOps {
             throw new IllegalArgumentException(op + ": expected an input of at least 2 dimensions [N, C, *], got shape " + Shapes.format(x.shape()));
         }
         if (!x.dtype().isFloatingPoint()) throw new IllegalArgumentException(op + ": expected a floating point input, got " + x.dtype());
+    }
+
+    /** {@code in[0]} checked as a batch input, and {@code in[1..]} as per-channel tensors named by {@code names[1..]}; returns {@code in[0]}. */
+    private static StridedView checkBatchAndChannels(String op, StridedView[] in, String... names) {
+        StridedView x = in[0];
+        checkBatch(op, x);
+        for (int j = 1; j < names.length; j++) checkChannels(op, names[j], in[j], x.size(1), x);
+        return x;
     }
 
     /** Batch norm's statistics dtype: float64 for a float64 input, else float32. */

@@ -129,6 +129,23 @@ final class CudaNormalizationKernels implements NormalizationKernels {
         backward("batchNormBackward", gradOut, x, n, c, s, mean, invstd, weight, null, false, train, gradInput, gradWeight, gradBias);
     }
 
+    /** {@code norm.cu}'s training input-gradient pass, its coefficients read from {@code coef} rather than written by the sums. */
+    @Override
+    public void batchNormGradInput(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView coef,
+                                   StridedView gradInput) {
+        String op = "batchNormGradInput";
+        checkBlocks(op, x, gradOut, gradInput);
+        Device d = x.device();
+        if (!coef.isContiguous() || coef.dtype() != DType.FLOAT64 || !coef.device().equals(d) || coef.numel() != NormPlan.coefficients(c)) {
+            throw new IllegalArgumentException(op + ": expected contiguous float64 coefficients [" + c + ", 3] on " + d + ", got "
+                    + coef.dtype() + " " + java.util.Arrays.toString(coef.shape()) + " on " + coef.device());
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            elementwise(d, NormPlan.entry(Kernel.BACKWARD_INPUT, op, x.dtype()), n * c * s, NormPlan.backwardInputArgs(arena, addr(gradOut),
+                    addr(x), addr(gradInput), n, c, s, channel(op, mean, d), null, null, addr(coef)));
+        }
+    }
+
     /** The masked kernels of {@code norm.cu}: the ReLU's input recomputed from {@code x} as each pass reads the gradient. */
     @Override
     public boolean batchNormReluBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,

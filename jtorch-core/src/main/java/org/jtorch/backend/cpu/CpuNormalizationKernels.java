@@ -520,6 +520,43 @@ final class CpuNormalizationKernels implements NormalizationKernels {
                 mg[i] = sumG[i] / count;
             }
         }
+        gradInput(gradOut, x, n, c, s, m, a, kk, mg, train, gradInput);
+    }
+
+    /** {@code batch_norm_backward_elemt}'s pass: the coefficients {@code (a, k, meanG)} are the rows of {@code coef}. */
+    @Override
+    public void batchNormGradInput(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean, StridedView coef,
+                                   StridedView gradInput) {
+        int cc = Math.toIntExact(c);
+        double[] a = new double[cc];
+        double[] kk = new double[cc];
+        double[] mg = new double[cc];
+        MemorySegment cs = coef.memory();
+        long cb = base(coef);
+        for (int i = 0; i < cc; i++) {
+            a[i] = cs.get(ElementIO.F64, cb + 8L * (3 * i));
+            kk[i] = cs.get(ElementIO.F64, cb + 8L * (3 * i + 1));
+            mg[i] = cs.get(ElementIO.F64, cb + 8L * (3 * i + 2));
+        }
+        gradInput(gradOut, x, n, c, s, channels(mean, cc, 0), a, kk, mg, true, gradInput);
+    }
+
+    /**
+     * {@code gradInput = (g - (x - mean) * k - meanG) * a} per channel over contiguous {@code [n, c, s]} blocks ({@code g * a}
+     * without {@code train}).
+     */
+    private static void gradInput(StridedView gradOut, StridedView x, long n, long c, long s, double[] m, double[] a, double[] kk,
+                                  double[] mg, boolean train, StridedView gradInput) {
+        int cc = Math.toIntExact(c);
+        MemorySegment gs = gradOut.memory();
+        MemorySegment xs = x.memory();
+        long gb = base(gradOut);
+        long xb = base(x);
+        DType gt = gradOut.dtype();
+        DType xt = x.dtype();
+        boolean fast = fastF32(x, s) && gt == DType.FLOAT32;
+        boolean rows = rowsF32(x, s, c) && gt == DType.FLOAT32;
+        boolean small = smallPlanesF32(x, s, c) && gt == DType.FLOAT32;
         MemorySegment ds = gradInput.memory();
         long db = base(gradInput);
         DType dt = gradInput.dtype();
