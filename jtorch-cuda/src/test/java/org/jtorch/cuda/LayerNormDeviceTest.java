@@ -13,9 +13,12 @@ import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
+import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.Gradcheck;
 import org.jtorch.backend.KernelProfiler;
 import org.jtorch.cuda.kernels.LayerNormPlan;
+import org.jtorch.jit.Jit;
+import org.jtorch.jit.TensorFunction;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.op.KernelRegistry;
@@ -235,6 +238,34 @@ class LayerNormDeviceTest {
             assertEquals(1, forward, "forward launches, " + rows + " rows");
             // the input gradient, the column sums, and with more than 64 rows the finish adding their parts
             assertEquals(rows > LayerNormPlan.MIN_PART_ROWS ? 3 : 2, backward, "backward launches, " + rows + " rows");
+        }
+    }
+
+    /** A residual add feeding a layer norm, compiled without autograd: one launch (the generated kernel), eager's bits. */
+    @Test
+    void aCompiledResidualAddAndLayerNormIsOneLaunchWithEagersBits() {
+        launches();
+        Torch.manualSeed(9);
+        Tensor residual = Torch.randn(24, 1000).to(CUDA);
+        Tensor w = Torch.randn(1000).to(CUDA), b = Torch.randn(1000).to(CUDA);
+        Tensor x = Torch.randn(24, 1000).to(CUDA);
+        TensorFunction f = in -> F.layerNorm(in[0].add(residual), new long[] {1000}, w, b, 1e-5);
+        try (var off = Grad.noGrad(); MemoryScope scope = new MemoryScope()) {
+            TensorFunction compiled = Jit.trace(f, x);
+            assertTrue(Jit.explain(f, x).contains("native_layer_norm of rows"), Jit.explain(f, x));
+            compiled.apply(x);
+            Cuda.synchronize(CUDA);
+            long before = launches();
+            Tensor eager = f.apply(x);
+            Cuda.synchronize(CUDA);
+            long eagerLaunches = launches() - before;
+            before = launches();
+            Tensor fused = compiled.apply(x);
+            Cuda.synchronize(CUDA);
+            long fusedLaunches = launches() - before;
+            assertEquals(2, eagerLaunches, "eager: the add, then the layer norm");
+            assertEquals(1, fusedLaunches, "compiled: the add inside the layer norm's kernel");
+            assertArrayEquals(eager.to(CPU).toFloatArray(), fused.to(CPU).toFloatArray());
         }
     }
 }
