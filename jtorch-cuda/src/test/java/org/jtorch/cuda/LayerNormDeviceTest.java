@@ -3,7 +3,6 @@ package org.jtorch.cuda;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.List;
 import java.util.function.Function;
@@ -206,17 +205,8 @@ class LayerNormDeviceTest {
     }
 
     /** The simulator's counter of kernel launches (jtsim_get_stats); skips on a real driver. */
-    static long launches() {
-        var get = CudaRuntime.system().driver().library().optionalDowncall(
-                java.lang.foreign.FunctionDescriptor.ofVoid(java.lang.foreign.ValueLayout.ADDRESS), "jtsim_get_stats");
-        assumeTrue(get.isPresent(), "launch counts need the CUDA simulator");
-        try (var arena = java.lang.foreign.Arena.ofConfined()) {
-            var stats = arena.allocate(java.lang.foreign.ValueLayout.JAVA_LONG, 12);
-            get.get().invokeExact(stats);
-            return stats.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 0);
-        } catch (Throwable t) {
-            throw new AssertionError(t);
-        }
+    private static long launches() {
+        return GemmEpilogueDeviceTest.counts()[0];
     }
 
     @Test

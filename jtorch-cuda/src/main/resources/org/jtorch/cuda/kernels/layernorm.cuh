@@ -11,35 +11,26 @@
 
 namespace jt {
 
-// Sums a and b across the block; every thread gets the totals. `shared` holds 64 doubles.
+// Sums a and b across the block; every thread gets the totals, added in the same order (warp by warp) by all of them.
+// `shared` holds 64 doubles.
 __device__ __forceinline__ void ln_block_sum2(double& a, double& b, double* shared) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
     #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) {
-        a += __shfl_down_sync(0xffffffffu, a, offset);
-        b += __shfl_down_sync(0xffffffffu, b, offset);
+        a += __shfl_xor_sync(0xffffffffu, a, offset);
+        b += __shfl_xor_sync(0xffffffffu, b, offset);
     }
     if (lane == 0) {
         shared[warp] = a;
         shared[32 + warp] = b;
     }
     __syncthreads();
-    if (warp == 0) {
-        a = lane < warps ? shared[lane] : 0.0;
-        b = lane < warps ? shared[32 + lane] : 0.0;
-        #pragma unroll
-        for (int offset = 16; offset > 0; offset >>= 1) {
-            a += __shfl_down_sync(0xffffffffu, a, offset);
-            b += __shfl_down_sync(0xffffffffu, b, offset);
-        }
-        if (lane == 0) {
-            shared[0] = a;
-            shared[32] = b;
-        }
+    a = 0.0;
+    b = 0.0;
+    for (int w = 0; w < warps; w++) {
+        a += shared[w];
+        b += shared[32 + w];
     }
-    __syncthreads();
-    a = shared[0];
-    b = shared[32];
     __syncthreads();
 }
 
