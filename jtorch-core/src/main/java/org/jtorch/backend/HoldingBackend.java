@@ -773,6 +773,11 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
+        public org.jtorch.DType layerNormBlockType(org.jtorch.DType input, org.jtorch.DType statistics) {
+            return k.layerNormBlockType(input, statistics);
+        }
+
+        @Override
         public boolean batchNormReluBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
                                              StridedView invstd, StridedView weight, StridedView bias, StridedView gradInput,
                                              StridedView gradWeight, StridedView gradBias) {

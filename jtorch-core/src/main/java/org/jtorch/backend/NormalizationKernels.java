@@ -92,6 +92,16 @@ public interface NormalizationKernels {
         return false;
     }
 
+    /**
+     * The dtype of the {@code [rows, cols]} blocks (input, weight, bias, output and their gradients) this backend's fused layer
+     * norm kernels take for an input of dtype {@code input} whose statistics are of dtype {@code statistics}: the statistics'
+     * dtype by default (the caller converts a float16 or bfloat16 block to float32 first, and the result back), or the
+     * input's own where the kernels read and write 16-bit rows themselves, computing in float32 (CUDA's, as PyTorch's).
+     */
+    default org.jtorch.DType layerNormBlockType(org.jtorch.DType input, org.jtorch.DType statistics) {
+        return statistics;
+    }
+
     default boolean layerNorm(StridedView x, long rows, long cols, StridedView weight, StridedView bias, double eps, StridedView out,
                               StridedView mean, StridedView rstd) {
         return false;

@@ -66,7 +66,9 @@ public final class NormalizationOpKernels {
 
     /**
      * The kernels of the declared layer norm ({@link NormalizationOps#NATIVE_LAYER_NORM} and its backward): the operands as
-     * contiguous {@code [rows, cols]} blocks of the statistics' dtype (float32, or float64), then the backend's fused kernels.
+     * contiguous {@code [rows, cols]} blocks of the dtype the backend's fused kernels take
+     * ({@link NormalizationKernels#layerNormBlockType}: the statistics' dtype, float32 or float64, on the CPU; the input's own
+     * on CUDA), the statistics of their own dtype, then the backend's fused kernels.
      * A backend without them registers none: the dispatcher runs the op's decomposition
      * ({@link NormalizationOps#LAYER_NORM_COMPOSITE}, batch norm of the rows then the affine) there.
      */
@@ -75,7 +77,7 @@ public final class NormalizationOpKernels {
         Device.Type type = backend.deviceType();
         KernelRegistry.registerMulti(type, NormalizationOps.NATIVE_LAYER_NORM.kernel(), (outs, in, g) -> {
             long cols = trailing(in[0], (int) g[0]), rows = in[0].numel() / Math.max(1, cols);
-            DType ct = outs[1].dtype();
+            DType ct = blockType(backend, outs[1].dtype(), in[0], in[1], in[2], outs[0]);
             if (in[0].numel() == 0) {
                 // no elements to normalise: PyTorch's statistics of an empty row are NaN
                 backend.fill(outs[1], Double.NaN, 0);
@@ -96,7 +98,7 @@ public final class NormalizationOpKernels {
         });
         KernelRegistry.registerMulti(type, NormalizationOps.NATIVE_LAYER_NORM_BACKWARD.kernel(), (outs, in, g) -> {
             long cols = trailing(in[1], (int) g[0]), rows = in[1].numel() / Math.max(1, cols);
-            DType ct = in[2].dtype();
+            DType ct = blockType(backend, in[2].dtype(), in[0], in[1], in[4], outs[0], outs[1], outs[2]);
             if (in[1].numel() == 0) {
                 for (int j = 1; j < 3; j++) backend.fill(outs[j], 0, 0);
                 return;
@@ -105,7 +107,8 @@ public final class NormalizationOpKernels {
                 long[] block = {rows, cols}, column = {cols};
                 StridedView go = scratch.operand(in[0], ct, block);
                 StridedView x = scratch.operand(in[1], ct, block);
-                StridedView mean = scratch.operand(in[2], ct, new long[] {rows}), rstd = scratch.operand(in[3], ct, new long[] {rows});
+                DType st = in[2].dtype();
+                StridedView mean = scratch.operand(in[2], st, new long[] {rows}), rstd = scratch.operand(in[3], st, new long[] {rows});
                 StridedView w = in[4] == null ? null : scratch.operand(in[4], ct, column);
                 StridedView[] r = new StridedView[3];
                 for (int j = 0; j < 3; j++) r[j] = scratch.result(outs[j], ct);
@@ -244,6 +247,20 @@ public final class NormalizationOpKernels {
         StridedView d = scratch.allocate(device, shape, DType.FLOAT64);
         backend.copy(h, d);
         return d;
+    }
+
+    /**
+     * The dtype of layer norm's blocks: the backend's choice ({@link NormalizationKernels#layerNormBlockType}) where every
+     * operand and result (nulls skipped) is of one dtype, else the statistics' (mixed dtypes compute there and round once).
+     */
+    private static DType blockType(Backend backend, DType statistics, StridedView... operands) {
+        DType common = null;
+        for (StridedView v : operands) {
+            if (v == null) continue;
+            if (common != null && v.dtype() != common) return statistics;
+            common = v.dtype();
+        }
+        return common == null ? statistics : backend.normalization().layerNormBlockType(common, statistics);
     }
 
     /** The product of the last {@code k} dimensions of {@code x}. */

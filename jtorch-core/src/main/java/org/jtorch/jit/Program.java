@@ -69,8 +69,8 @@ final class Program {
     /**
      * A fused group normalised as it is computed: {@code node} is a float32 {@code native_layer_norm} over the group's
      * trailing {@code rowLength} values, the group's only consumer, in a program without autograd (the backward would
-     * need the group's values, which are never stored); blocks of rows go through the formula and the layer norm while
-     * in cache ({@link FormulaKernel#runRowLayerNorm}).
+     * need the group's values, which are never stored); rows go through the formula and the layer norm in one kernel
+     * ({@link FormulaKernel#runRowLayerNorm}: blocks of rows in cache on the CPU, a row a block on CUDA).
      */
     private record FusedLayerNorm(Graph.Node node, Fused group, long rowLength) implements Step {}
 

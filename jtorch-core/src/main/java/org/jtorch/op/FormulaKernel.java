@@ -52,8 +52,9 @@ public interface FormulaKernel {
      * {@code bias} (contiguous rows of {@code rowLength}, either may be null) and {@code eps}, writing each row's mean and
      * reciprocal standard deviation into {@code mean} and {@code rstd} (contiguous, one element a row) as
      * {@code native_layer_norm} does. {@code out} and every input are {@code [rows, rowLength]} matrices (inputs broadcast
-     * with zero strides), all float32, {@code out} contiguous. The formula's values are written into a block of rows of
-     * {@code out} and normalised there while the block is in cache: a pointwise producer fused into a layer norm.
+     * with zero strides), all float32, {@code out} contiguous. A pointwise producer fused into a layer norm: the CPU writes
+     * the formula's values into a block of rows of {@code out} and normalises them there while the block is in cache; CUDA
+     * evaluates the formula where its row kernel reads the row, never storing the values.
      */
     default void runRowLayerNorm(int deviceIndex, StridedView out, StridedView[] inputs, long rowLength, StridedView weight, StridedView bias,
                                  double eps, StridedView mean, StridedView rstd, double[] params) {

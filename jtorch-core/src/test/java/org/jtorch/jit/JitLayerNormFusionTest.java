@@ -1,6 +1,5 @@
 package org.jtorch.jit;
 
-import static org.jtorch.jit.JitChecks.DEVICE;
 import static org.jtorch.jit.JitChecks.assertClose;
 import static org.jtorch.jit.JitChecks.assertCompiledMatchesEager;
 import static org.jtorch.jit.JitChecks.randn;
@@ -15,18 +14,19 @@ import org.jtorch.ops.Dispatcher;
 import org.junit.jupiter.api.Test;
 
 /**
- * A pointwise chain feeding a layer norm (the residual add before a transformer's norm) is computed and normalised a
- * block of rows at a time in a program without autograd (on the CPU; other backends, and programs with autograd, run
- * the group, then the layer norm): compiled equals eager with and without autograd, with and without the affine
- * parameters, over one and two trailing dimensions, rows longer than a block, operands whose leading dimensions do
- * not merge, and the statistics read by the program. The simulator pass runs this class on cuda:0.
+ * A pointwise chain feeding a layer norm (the residual add before a transformer's norm) is computed and normalised in a
+ * program without autograd, its values never stored (on the CPU a block of rows at a time; on CUDA a row a block, by a
+ * generated kernel that evaluates the chain where the eager layer norm's row code reads its input; programs with autograd
+ * run the group, then the layer norm): compiled equals eager with and without autograd, with and without the affine
+ * parameters, over one and two trailing dimensions, rows longer than a block, operands whose leading dimensions do not
+ * merge, and the statistics read by the program. The simulator pass runs this class on cuda:0.
  */
 class JitLayerNormFusionTest {
-    /** {@code f} compiled on {@code x} (fused into the layer norm on the CPU without autograd where {@code fusedOnCpu}) matches eager. */
-    private static void check(TensorFunction f, Tensor x, Tensor[] leaves, boolean fusedOnCpu) {
+    /** {@code f} compiled on {@code x} (fused into the layer norm without autograd where {@code fused}) matches eager. */
+    private static void check(TensorFunction f, Tensor x, Tensor[] leaves, boolean fused) {
         try (var g = Grad.noGrad()) {
             String plan = Jit.explain(f, x);
-            if (DEVICE.isCpu()) assertTrue(plan.contains("native_layer_norm of rows") == fusedOnCpu, plan);
+            assertTrue(plan.contains("native_layer_norm of rows") == fused, plan);
         }
         assertTrue(!Jit.explain(f, x).contains("native_layer_norm of rows"), "a program with autograd keeps the group's values");
         assertCompiledMatchesEager(f, x, leaves, 2e-6f);
@@ -40,12 +40,12 @@ class JitLayerNormFusionTest {
         Tensor x = randn(6, 9, 37).requiresGrad_(true);
         check(in -> F.layerNorm(in[0].add(residual), new long[] {37}, w, b, 1e-5), x, new Tensor[] {x, residual, w, b}, true);
         check(in -> F.layerNorm(in[0].mul(0.5).tanh().add(residual), new long[] {37}, null, null, 1e-3), x, new Tensor[] {x, residual}, true);
-        // On the CPU the same row kernel normalises both ways: a residual add's result is eager's to the bit.
+        // The same row code normalises both ways (on CUDA layernorm.cuh's ln_row): a residual add's result is eager's to the bit.
         try (var g = Grad.noGrad()) {
             TensorFunction f = in -> F.layerNorm(in[0].add(residual), new long[] {37}, w, b, 1e-5);
             TensorFunction compiled = Jit.trace(f, x);
             compiled.apply(x);
-            assertClose(f.apply(x), compiled.apply(x), DEVICE.isCpu() ? 0f : 2e-6f);
+            assertClose(f.apply(x), compiled.apply(x), 0f);
         }
     }
 
@@ -71,16 +71,14 @@ class JitLayerNormFusionTest {
         // A weight that is a transposed view is not contiguous (the unfused way at run time).
         Tensor wt = randn(7, 5).t();
         check(in -> F.layerNorm(in[0].mul(2.0), new long[] {5, 7}, wt, null, 1e-5), x, new Tensor[] {x}, true);
-        // The program reads the mean and rstd too: they are the fused kernel's. (CUDA has no layer norm kernel that gives
-        // the statistics: it runs the decomposition, which makes the output only.)
-        if (!DEVICE.isCpu()) return;
+        // The program reads the mean and rstd too: they are the fused kernel's.
         try (var g = Grad.noGrad()) {
             TensorFunction f = in -> {
                 Tensor[] outs = Dispatcher.callAll(NormalizationOps.NATIVE_LAYER_NORM, new Tensor[] {in[0].add(perRow), null, null}, 1, 1e-5);
                 return Torch.cat(new Tensor[] {outs[0].reshape(-1), outs[1].reshape(-1), outs[2].reshape(-1)}, 0);
             };
             String plan = Jit.explain(f, x);
-            if (DEVICE.isCpu()) assertTrue(plan.contains("native_layer_norm of rows"), plan);
+            assertTrue(plan.contains("native_layer_norm of rows"), plan);
             TensorFunction compiled = Jit.trace(f, x);
             compiled.apply(x);
             assertClose(f.apply(x), compiled.apply(x), 2e-6f);

@@ -62,6 +62,7 @@ public final class CudaBackend implements Backend {
             private final int scalars = FusedKernels.scalarParameters(formula);
             private final java.util.Map<DType, String> sources = new java.util.concurrent.ConcurrentHashMap<>();
             private final String sumSource = FusedKernels.sumSource(formula, inputs);
+            private volatile String layerNormSource;
 
             @Override
             public void run(int ordinal, DType compute, StridedView out, StridedView[] in, double[] params) {
@@ -80,6 +81,19 @@ public final class CudaBackend implements Backend {
             @Override
             public void runRowSums(int ordinal, StridedView out, StridedView[] in, long rowLength, double[] params) {
                 INSTANCE.kernels().fusedSum(sumSource, ordinal, out, in, parameters(params), rowLength);
+            }
+
+            @Override
+            public boolean layerNormsRows() {
+                return true;
+            }
+
+            @Override
+            public void runRowLayerNorm(int ordinal, StridedView out, StridedView[] in, long rowLength, StridedView weight, StridedView bias,
+                                        double eps, StridedView mean, StridedView rstd, double[] params) {
+                String source = layerNormSource;
+                if (source == null) layerNormSource = source = FusedKernels.layerNormSource(formula, inputs);
+                INSTANCE.kernels().fusedLayerNorm(source, ordinal, out, in, parameters(params), rowLength, weight, bias, eps, mean, rstd);
             }
 
             /** The formula's parameters from the call's scalars (the JIT's fused formulas read none). */

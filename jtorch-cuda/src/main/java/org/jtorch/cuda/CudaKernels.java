@@ -220,6 +220,48 @@ final class CudaKernels {
         }
     }
 
+    /**
+     * {@code out = layer_norm(formula(inputs))} over rows of {@code cols} values, for a formula fused into a layer norm
+     * ({@link FusedKernels#layerNormSource}): {@code out} a contiguous float32 {@code [rows, cols]} matrix, every input a
+     * float32 {@code [rows, cols]} matrix of any strides, {@code weight} and {@code bias} contiguous float32 rows or null,
+     * {@code mean} and {@code rstd} contiguous float32, one element a row. One launch, a block a row.
+     */
+    void fusedLayerNorm(String source, int ordinal, StridedView out, StridedView[] inputs, double[] params, long cols, StridedView weight,
+                        StridedView bias, double eps, StridedView mean, StridedView rstd) {
+        String what = "fused layer norm";
+        for (StridedView v : new StridedView[] {out, weight, bias, mean, rstd}) {
+            if (v != null && (v.dtype() != DType.FLOAT32 || !v.isContiguous())) {
+                throw new IllegalArgumentException(what + ": expected contiguous float32 output, weight, bias and statistics, got " + v.dtype()
+                        + " " + java.util.Arrays.toString(v.shape()) + " with strides " + java.util.Arrays.toString(v.strides()));
+            }
+        }
+        long rows = cols == 0 ? 0 : out.numel() / cols;
+        if (rows == 0) return;
+        Device device = Device.cuda(ordinal);
+        long fn = function(ordinal, fusedFile(source), null, FusedKernels.LAYER_NORM_ENTRY, () -> source);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(out.address());
+            int n = Math.max(inputs.length, 1);
+            MemorySegment strides = arena.allocate(16L * n, 8);
+            strides.fill((byte) 0);
+            for (int k = 0; k < inputs.length; k++) {
+                StridedView v = inputs[k];
+                if (v.dtype() != DType.FLOAT32 || v.dim() != 2 || v.size(0) != rows || v.size(1) != cols) {
+                    throw new IllegalArgumentException(what + ": input " + k + " must be a float32 [" + rows + ", " + cols + "] matrix, got "
+                            + v.dtype() + " " + java.util.Arrays.toString(v.shape()));
+                }
+                args.pointer(v.address());
+                strides.set(ValueLayout.JAVA_LONG, 8L * k, v.stride(0));
+                strides.set(ValueLayout.JAVA_LONG, 8L * (n + k), v.stride(1));
+            }
+            for (double p : params) args.f64(p);
+            args.pointer(weight == null ? 0 : weight.address()).pointer(bias == null ? 0 : bias.address()).pointer(mean.address())
+                    .pointer(rstd.address()).i64(rows).i64(cols).f64(eps).struct(strides);
+            rt.driver().launchKernel(fn, org.jtorch.cuda.kernels.LayerNormPlan.rowBlocks(rows, rt.devices().get(ordinal).multiprocessors()),
+                    1, 1, org.jtorch.cuda.kernels.LayerNormPlan.rowThreads(cols), 1, 1, 0, stream(device), args.build());
+        }
+    }
+
     private static String fusedFile(String source) {
         return "jit_fused_" + Integer.toHexString(source.hashCode()) + "_" + source.length() + ".cu";
     }

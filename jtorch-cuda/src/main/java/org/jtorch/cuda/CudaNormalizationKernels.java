@@ -7,6 +7,7 @@ import org.jtorch.Device;
 import org.jtorch.backend.NormalizationKernels;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
+import org.jtorch.cuda.kernels.LayerNormPlan;
 import org.jtorch.cuda.kernels.NormPlan;
 import org.jtorch.cuda.kernels.NormPlan.Channel;
 import org.jtorch.cuda.kernels.NormPlan.Kernel;
@@ -196,8 +197,103 @@ final class CudaNormalizationKernels implements NormalizationKernels {
         }
     }
 
+    // ---------------------------------------------------------------- layer norm (layernorm.cu)
+
+    private static final String LAYER_NORM_FILE = "layernorm.cu";
+
+    @Override
+    public boolean fusesLayerNorm() {
+        return true;
+    }
+
+    /** 16-bit rows are read and written by the kernels themselves, computing in float32 (PyTorch's CUDA kernels). */
+    @Override
+    public DType layerNormBlockType(DType input, DType statistics) {
+        return (input == DType.FLOAT16 || input == DType.BFLOAT16) && statistics == DType.FLOAT32 ? input : statistics;
+    }
+
+    /** Blocks of {@code t}, statistics of {@link LayerNormPlan#statistics}, all contiguous on one device. */
+    private static void checkLayerNorm(String op, DType t, StridedView x, StridedView[] blocks, StridedView... statistics) {
+        for (StridedView v : blocks) {
+            if (v != null && (!v.isContiguous() || v.dtype() != t || !v.device().equals(x.device()))) {
+                throw new IllegalArgumentException(op + ": the CUDA kernels take contiguous [rows, cols] blocks of one dtype on one device, got "
+                        + v.dtype() + " " + java.util.Arrays.toString(v.shape()) + " strides " + java.util.Arrays.toString(v.strides())
+                        + " on " + v.device() + " next to " + t + " on " + x.device());
+            }
+        }
+        DType s = LayerNormPlan.statistics(t);
+        for (StridedView v : statistics) {
+            if (!v.isContiguous() || v.dtype() != s || !v.device().equals(x.device())) {
+                throw new IllegalArgumentException(op + ": the statistics of " + t + " rows must be contiguous " + s + " on " + x.device()
+                        + ", got " + v.dtype() + " strides " + java.util.Arrays.toString(v.strides()) + " on " + v.device());
+            }
+        }
+    }
+
+    private void launch(Device device, String entry, int blocks, int threads, KernelArgs args) {
+        CudaKernels k = kernels.get();
+        k.launchRows(k.wholeFileFunction(device, LAYER_NORM_FILE, entry), blocks, threads, k.currentStream(device), args);
+    }
+
+    /** One launch: a block normalises a row ({@code layernorm.cuh}). */
+    @Override
+    public boolean layerNorm(StridedView x, long rows, long cols, StridedView weight, StridedView bias, double eps, StridedView out,
+                             StridedView mean, StridedView rstd) {
+        String op = "layer_norm";
+        DType t = x.dtype();
+        checkLayerNorm(op, t, x, new StridedView[] {x, weight, bias, out}, mean, rstd);
+        Device d = x.device();
+        if (rows * cols == 0) return true;
+        try (Arena arena = Arena.ofConfined()) {
+            launch(d, LayerNormPlan.entry(LayerNormPlan.Kernel.FORWARD, op, t), LayerNormPlan.rowBlocks(rows, kernels.get().multiprocessors(d)),
+                    LayerNormPlan.rowThreads(cols), LayerNormPlan.forwardArgs(arena, addr(x), addr(weight), addr(bias), addr(out), addr(mean),
+                            addr(rstd), rows, cols, eps));
+        }
+        return true;
+    }
+
+    /**
+     * The input gradient (one launch, a block a row), then the weight and bias gradients as column sums over parts of rows
+     * (one launch, and a second adding the parts in order where there are several): no atomics, so the same bits every run.
+     */
+    @Override
+    public boolean layerNormBackward(StridedView gradOut, StridedView x, long rows, long cols, StridedView mean, StridedView rstd,
+                                     StridedView weight, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
+        String op = "layer_norm_backward";
+        DType t = x.dtype();
+        checkLayerNorm(op, t, x, new StridedView[] {gradOut, x, weight, gradInput, gradWeight, gradBias}, mean, rstd);
+        Device d = x.device();
+        if (rows * cols == 0) return true;
+        int sms = kernels.get().multiprocessors(d);
+        try (Arena arena = Arena.ofConfined()) {
+            if (gradInput != null) {
+                launch(d, LayerNormPlan.entry(LayerNormPlan.Kernel.BACKWARD_INPUT, op, t), LayerNormPlan.rowBlocks(rows, sms),
+                        LayerNormPlan.rowThreads(cols), LayerNormPlan.backwardInputArgs(arena, addr(gradOut), addr(x), addr(mean), addr(rstd),
+                                addr(weight), addr(gradInput), rows, cols));
+            }
+            if (gradWeight == null && gradBias == null) return true;
+            int parts = LayerNormPlan.parts(rows);
+            long partials = LayerNormPlan.partials(cols, parts);
+            StridedView partial = partials == 0 ? null : CudaKernels.scratch(d, new long[] {partials}, DType.FLOAT64);
+            try {
+                launch(d, LayerNormPlan.entry(LayerNormPlan.Kernel.BACKWARD_COLUMNS, op, t), LayerNormPlan.columnBlocks(cols, parts, sms),
+                        LayerNormPlan.COLUMN_THREADS, LayerNormPlan.backwardColumnsArgs(arena, addr(gradOut), addr(x), addr(mean), addr(rstd),
+                                addr(gradWeight), addr(gradBias), addr(partial), rows, cols));
+                if (partial != null) {
+                    launch(d, LayerNormPlan.entry(LayerNormPlan.Kernel.BACKWARD_FINISH, op, t), NormPlan.elementwiseBlocks(cols, sms),
+                            LaunchGeometry.THREADS, LayerNormPlan.backwardFinishArgs(arena, addr(gradWeight), addr(gradBias), addr(partial),
+                                    cols, parts));
+                }
+            } finally {
+                CudaKernels.free(partial);
+            }
+        }
+        return true;
+    }
+
     @Override
     public String toString() {
-        return "CUDA NormalizationKernels (norm.cu: batch-norm statistics, apply, backward, backward through a ReLU)";
+        return "CUDA NormalizationKernels (norm.cu: batch-norm statistics, apply, backward, backward through a ReLU; layernorm.cu: layer norm"
+                + " forward and backward)";
     }
 }

@@ -72,6 +72,48 @@ public final class FusedKernels {
         return c.toString();
     }
 
+    /** The entry point of the formula fused into a layer norm ({@link #layerNormSource}). */
+    public static final String LAYER_NORM_ENTRY = "jt_fused_layer_norm";
+
+    /**
+     * The CUDA C source of {@code formula} fused into a layer norm over rows: {@code out} row {@code r} is
+     * {@code layer_norm(formula(inputs))} over the {@code cols} values of row {@code r}, each input a {@code [rows, cols]}
+     * float32 matrix read through its row and column strides ({@code RowStrides}, zero where broadcast). One block a row
+     * (grid-stride over rows) runs {@code layernorm.cuh}'s {@code ln_row}, the eager layer norm's own row code, with the
+     * formula as its loader: the formula is evaluated where the row is read (three times an element: the sum, the centred
+     * squares, the output) and its values are never stored. Launched with {@code LayerNormPlan.rowThreads(cols)} threads.
+     */
+    public static String layerNormSource(Expr formula, int inputs) {
+        StringBuilder c = header(formula, inputs, "out = layer_norm over rows of ");
+        c.append("#include \"layernorm.cuh\"\n\n");
+        int scalars = scalarParameters(formula);
+        c.append("struct RowStrides {\n    jt_i64 row[").append(Math.max(inputs, 1)).append("];\n    jt_i64 col[")
+                .append(Math.max(inputs, 1)).append("];\n};\n\n");
+        c.append("struct FusedRow {\n");
+        for (int k = 0; k < inputs; k++) c.append("    const float* in").append(k).append(";\n");
+        for (int k = 0; k < scalars; k++) c.append("    double p").append(k).append(";\n");
+        c.append("    jt_i64 r;\n    RowStrides s;\n");
+        c.append("    __device__ __forceinline__ float operator()(jt_i64 j) const {\n        using namespace jt;\n        typedef float A;\n");
+        for (int k = 0; k < inputs; k++) {
+            c.append("        const A x").append(k).append(" = in").append(k).append("[r * s.row[").append(k).append("] + j * s.col[").append(k)
+                    .append("]];\n");
+        }
+        c.append("        return (float)(").append(formula.toC()).append(");\n    }\n};\n\n");
+        c.append("extern \"C\" __global__ void ").append(LAYER_NORM_ENTRY).append("(float* __restrict__ out");
+        parameters(c, inputs, "float", scalars);
+        c.append(", const float* __restrict__ w, const float* __restrict__ b, float* __restrict__ mean, float* __restrict__ rstd");
+        c.append(", jt_i64 rows, jt_i64 cols, double eps, RowStrides s) {\n");
+        c.append("    using namespace jt;\n    __shared__ double shared[64];\n");
+        c.append("    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {\n");
+        c.append("        const FusedRow row{");
+        for (int k = 0; k < inputs; k++) c.append("in").append(k).append(", ");
+        for (int k = 0; k < scalars; k++) c.append("p").append(k).append(", ");
+        c.append("r, s};\n");
+        c.append("        ln_row<float, float, float, float>(row, cols, w, b, eps, out + r * cols, mean, rstd, r, shared);\n");
+        c.append("    }\n}\n");
+        return c.toString();
+    }
+
     private static StringBuilder header(Expr formula, int inputs, String what) {
         if (!formula.isFormula()) throw new IllegalArgumentException("fused CUDA kernels take pointwise formulas, got " + formula);
         StringBuilder c = new StringBuilder();

@@ -16,7 +16,7 @@ public final class KernelSources {
     public static final String HEADER = "jtorch_cuda.cuh";
     /** Every kernel file, in the order the smoke test and docs list them. */
     public static final List<String> FILES = List.of("elementwise.cu", "copy.cu", "reduce.cu", "optim.cu", "random.cu", "index.cu",
-            "conv.cu", "pool.cu", "norm.cu", "recurrent.cu");
+            "conv.cu", "pool.cu", "norm.cu", "recurrent.cu", "layernorm.cu");
 
     private KernelSources() {}
 
@@ -33,9 +33,12 @@ public final class KernelSources {
     /** The elementwise kernels' shared machinery, included by {@code elementwise.cu} and the generated formula kernels. */
     public static final String ELEMENTWISE_HEADER = "elementwise.cuh";
 
+    /** Layer norm's row normalisation, included by {@code layernorm.cu} and the JIT's kernels of a formula fused into a layer norm. */
+    public static final String LAYER_NORM_HEADER = "layernorm.cuh";
+
     /** The headers the kernel files need, by include name. */
     public static Map<String, String> headers() {
-        return Map.of(HEADER, read(HEADER), ELEMENTWISE_HEADER, read(ELEMENTWISE_HEADER));
+        return Map.of(HEADER, read(HEADER), ELEMENTWISE_HEADER, read(ELEMENTWISE_HEADER), LAYER_NORM_HEADER, read(LAYER_NORM_HEADER));
     }
 
     /**

@@ -22,7 +22,8 @@ import org.junit.jupiter.api.io.TempDir;
  * The CUDA C of the JIT's fused groups compiles with nvcc ({@code -arch=sm_90}, every warning an error) for every
  * formula function and for a group of many inputs and constants (infinities and NaN among them), with one entry,
  * {@code jt_fused}, whose parameters are what {@code CudaKernels.fused} packs: the output, one pointer per input,
- * the element count and the index struct. Values are checked on the simulator by core's JitTest on cuda:0.
+ * the element count and the index struct; and the formula fused into a sum of rows and into a layer norm. Values are
+ * checked on the simulator by core's JitTest and JitLayerNormFusionTest on cuda:0.
  */
 class FusedKernelsTest {
     private static long[] parameterSizes(int inputs) {
@@ -75,6 +76,13 @@ class FusedKernelsTest {
         java.util.Arrays.fill(sumSizes, 8);
         sumSizes[6] = 8L * (1 + KernelStructs.MAX_DIMS * (1 + 3));
         assertArrayEquals(sumSizes, entries.get(FusedKernels.SUM_ENTRY), entries.keySet().toString());
+        // The formula fused into a layer norm: out, the inputs, weight, bias, mean, rstd, rows, cols, eps and the strides
+        // (a row and a column stride per input), as CudaKernels.fusedLayerNorm packs them.
+        entries = compile(nvcc.get(), dir, "every_fn_layer_norm.cu", FusedKernels.layerNormSource(sum, 3));
+        long[] lnSizes = new long[1 + 3 + 7 + 1];
+        java.util.Arrays.fill(lnSizes, 8);
+        lnSizes[lnSizes.length - 1] = 16L * 3;
+        assertArrayEquals(lnSizes, entries.get(FusedKernels.LAYER_NORM_ENTRY), entries.keySet().toString());
     }
 
     /** A float64 kernel whose formula reads scalar parameters takes them as doubles after the inputs (a random fill's). */

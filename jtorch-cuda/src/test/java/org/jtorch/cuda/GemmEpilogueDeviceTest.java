@@ -105,7 +105,7 @@ class GemmEpilogueDeviceTest {
     }
 
     /** The simulator's counters jtsim_get_stats (src/sim/jtsim.h): kernel launches and library calls; absent on a real driver. */
-    private static long[] counts() {
+    static long[] counts() {
         var get = CudaRuntime.system().driver().library().optionalDowncall(
                 java.lang.foreign.FunctionDescriptor.ofVoid(java.lang.foreign.ValueLayout.ADDRESS), "jtsim_get_stats");
         assumeTrue(get.isPresent(), "launch counts need the CUDA simulator");
