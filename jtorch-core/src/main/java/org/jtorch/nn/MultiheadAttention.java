@@ -175,40 +175,26 @@ public class MultiheadAttention extends Module implements TupleModule<MultiheadA
                     + query.size(-1) + ", " + key.size(-1) + " and " + value.size(-1));
         }
         try (MemoryScope scope = new MemoryScope()) {
-            // The projections and the output stay in the input's layout, [L, N, E] or [N, L, E] (as PyTorch's
-            // multi_head_attention_forward): the heads are strided views, which the attention reads as they are.
-            boolean sequenceFirst = batched && !batchFirst;
-            Tensor q = batched ? query : query.unsqueeze(0);
-            Tensor k = batched ? key : key.unsqueeze(0);
-            Tensor v = batched ? value : value.unsqueeze(0);
-            int batchDim = sequenceFirst ? 1 : 0, sequenceDim = 1 - batchDim;
-            long n = q.size(batchDim);
-            long l = q.size(sequenceDim);
-            long s = k.size(sequenceDim);
-            if (k.size(batchDim) != n || v.size(batchDim) != n || v.size(sequenceDim) != s) {
+            Tensor q = toBatchFirst(query, batched);
+            Tensor k = toBatchFirst(key, batched);
+            Tensor v = toBatchFirst(value, batched);
+            long n = q.size(0);
+            long l = q.size(1);
+            long s = k.size(1);
+            if (k.size(0) != n || v.size(0) != n || v.size(1) != s) {
                 throw new IllegalArgumentException("MultiheadAttention: key " + Shapes.format(key.shape()) + " and value "
                         + Shapes.format(value.shape()) + " shapes must match each other and the query's batch size");
             }
             Tensor w = parameter("in_proj_weight");
             Tensor b = parameter("in_proj_bias");
-            Tensor[] qkv;
-            if (query == key && key == value) {
-                // Self-attention: one product with the packed weight, split into three views (one backward node joins
-                // their gradients), as PyTorch's _in_projection_packed.
-                qkv = F.linear(q, w, b).split(embedDim, -1).toArray(new Tensor[0]);
-            } else {
-                qkv = new Tensor[] {project(q, w, b, 0), project(k, w, b, 1), project(v, w, b, 2)};
-            }
-            Tensor qh = heads(qkv[0], n, l, sequenceFirst);
-            Tensor kh = heads(qkv[1], n, s, sequenceFirst);
-            Tensor vh = heads(qkv[2], n, s, sequenceFirst);
+            Tensor qh = heads(project(q, w, b, 0), n, l);
+            Tensor kh = heads(project(k, w, b, 1), n, s);
+            Tensor vh = heads(project(v, w, b, 2), n, s);
             if (causalOnly) checkAttnMask(attnMask, n, l, s);
             Tensor mask = causalOnly ? null : mergeMasks(attnMask, keyPaddingMask, q.dtype(), n, l, s, batched);
             F.Attention att = F.attention(qh, kh, vh, mask, isTraining() ? dropout : 0, causalOnly, gen, needWeights);
-            Tensor merged = sequenceFirst ? att.output().permute(2, 0, 1, 3).reshape(l, n, embedDim)
-                    : att.output().transpose(1, 2).reshape(n, l, embedDim);
-            Tensor out = outProj.forward(merged);
-            out = batched ? out : out.squeeze(0);
+            Tensor out = outProj.forward(att.output().transpose(1, 2).reshape(n, l, embedDim));
+            out = batched ? (batchFirst ? out : out.transpose(0, 1)) : out.squeeze(0);
             Tensor weights = null;
             if (needWeights) {
                 weights = averageAttnWeights ? att.weights().mean(1) : att.weights();
@@ -219,15 +205,19 @@ public class MultiheadAttention extends Module implements TupleModule<MultiheadA
         }
     }
 
+    private Tensor toBatchFirst(Tensor x, boolean batched) {
+        if (!batched) return x.unsqueeze(0);
+        return batchFirst ? x.alias() : x.transpose(0, 1);
+    }
+
     /** Projection {@code which} (0 = query, 1 = key, 2 = value) through its rows of the packed in_proj weight. */
     private Tensor project(Tensor x, Tensor w, Tensor b, int which) {
         return F.linear(x, w.narrow(0, which * embedDim, embedDim), b == null ? null : b.narrow(0, which * embedDim, embedDim));
     }
 
-    /** {@code [N, T, E]} (or {@code [T, N, E]} when {@code sequenceFirst}) to a {@code [N, H, T, E / H]} view. */
-    private Tensor heads(Tensor x, long n, long t, boolean sequenceFirst) {
-        return sequenceFirst ? x.view(t, n, numHeads, embedDim / numHeads).permute(1, 2, 0, 3)
-                : x.view(n, t, numHeads, embedDim / numHeads).transpose(1, 2);
+    /** {@code [N, T, E]} to {@code [N, H, T, E / H]}. */
+    private Tensor heads(Tensor x, long n, long t) {
+        return x.view(n, t, numHeads, embedDim / numHeads).transpose(1, 2);
     }
 
     /** One additive float mask broadcastable to {@code [N, H, L, S]}, or null. */
