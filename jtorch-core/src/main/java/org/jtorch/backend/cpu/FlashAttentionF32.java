@@ -166,18 +166,22 @@ final class FlashAttentionF32 implements AttentionKernels {
             ok.loadTransposed(b, j0, nk, w.kt, ld, w.row);
             if (ld > nk) for (int c = 0; c < e; c++) Arrays.fill(w.kt, c * ld + nk, c * ld + ld, 0f);
             ov.load(b, j0, nk, w.vb, evPad);
-            gemm(mq, ld, e, w.q, 0, e, 1, w.kt, 0, ld, w.scores, 0, ld, false);
+            // Causal: row group g's keys end at keysUpTo(diag, g); the products skip the rest (half of a diagonal block).
+            int diag = causal ? i0 - j0 : NO_DIAGONAL;
+            gemm(mq, ld, e, w.q, 0, e, 1, w.kt, 0, ld, w.scores, 0, ld, false, diag, true);
             for (int r = 0; r < mq; r++) {
                 int i = i0 + r, off = r * ld;
                 int valid = causal ? Math.min(nk, i - j0 + 1) : nk;
-                float m = scaleAndMask(w.scores, off, ld, valid, scale, om, b, i, j0);
+                // Columns from `width` on are -inf, left as the product left them, and not read by the second product.
+                int width = Math.min(ld, padded(keysUpTo(diag, r)));
+                float m = scaleAndMask(w.scores, off, width, valid, scale, om, b, i, j0);
                 float mOld = w.max[r], mNew = Math.max(mOld, m);
                 if (mNew == Float.NEGATIVE_INFINITY) {
                     // Every key so far is masked: this block adds nothing to the row.
                     Arrays.fill(w.scores, off, off + ld, 0f);
                     continue;
                 }
-                float blockSum = expAndSum(w.scores, off, ld, mNew);
+                float blockSum = expAndSum(w.scores, off, width, mNew);
                 float corr = (float) Math.exp(mOld - mNew);
                 w.sum[r] = w.sum[r] * corr + blockSum;
                 w.max[r] = mNew;
@@ -185,7 +189,7 @@ final class FlashAttentionF32 implements AttentionKernels {
                 // Dropout applies to the normalised weights: the row sum is of the weights before it.
                 if (od != null) od.multiply(b, i, j0, nk, w.scores, off);
             }
-            gemm(mq, evPad, nk, w.scores, 0, ld, 1, w.vb, 0, evPad, w.acc, 0, evPad, true);
+            gemm(mq, evPad, nk, w.scores, 0, ld, 1, w.vb, 0, evPad, w.acc, 0, evPad, true, diag, false);
         }
         for (int r = 0; r < mq; r++) {
             float sum = w.sum[r];
@@ -295,15 +299,20 @@ final class FlashAttentionF32 implements AttentionKernels {
             int nk = Math.min(BK, s - j0), ld = padded(nk);
             for (int i0 = causal ? j0 / BQ * BQ : 0; i0 < l; i0 += BQ) {
                 int mq = Math.min(BQ, l - i0);
-                gemm(mq, ld, e, w.q, i0 * ePad, ePad, 1, w.kt, j0, sPad, w.p, 0, ld, false);
+                // Causal: as in the forward, the products over queries' keys stop at each row group's last key; the
+                // weights and their gradient are whole rows (0 past the keys), which dV's and dK's products read.
+                int diag = causal ? i0 - j0 : NO_DIAGONAL;
+                gemm(mq, ld, e, w.q, i0 * ePad, ePad, 1, w.kt, j0, sPad, w.p, 0, ld, false, diag, true);
                 for (int r = 0; r < mq; r++) {
                     int i = i0 + r, off = r * ld;
                     int valid = causal ? Math.min(nk, i - j0 + 1) : nk;
                     weights(w.p, off, ld, valid, scale, om, b, i, j0, w.lse[i]);
                 }
-                gemm(mq, ld, ev, w.dout, i0 * evPad, evPad, 1, w.vt, j0, sPad, w.dp, 0, ld, false);
+                gemm(mq, ld, ev, w.dout, i0 * evPad, evPad, 1, w.vt, j0, sPad, w.dp, 0, ld, false, diag, true);
                 for (int r = 0; r < mq; r++) {
-                    int off = r * ld;
+                    int off = r * ld, width = Math.min(ld, padded(keysUpTo(diag, r)));
+                    // Past `width` the product left dP unwritten; the weights are 0 there, so is their gradient.
+                    Arrays.fill(w.dp, off + width, off + ld, 0f);
                     if (od != null) {
                         // With dropout scale D: out = (P D) V, so dV takes P D and the weights' gradient is (dO V^T) D.
                         od.multiply(b, i0 + r, j0, nk, w.dp, off);
@@ -311,13 +320,13 @@ final class FlashAttentionF32 implements AttentionKernels {
                         od.multiply(b, i0 + r, j0, nk, w.pd, off);
                     }
                     FloatVector delta = FloatVector.broadcast(FS, w.delta[i0 + r]);
-                    for (int c = 0; c < ld; c += FL) {
+                    for (int c = 0; c < width; c += FL) {
                         FloatVector pv = FloatVector.fromArray(FS, w.p, off + c);
                         pv.mul(FloatVector.fromArray(FS, w.dp, off + c).sub(delta)).mul(scale).intoArray(w.dp, off + c);
                     }
                 }
                 gemm(nk, evPad, mq, od != null ? w.pd : w.p, 0, 1, ld, w.dout, i0 * evPad, evPad, w.dv, j0 * evPad, evPad, true);
-                gemm(mq, ePad, nk, w.dp, 0, ld, 1, w.k, j0 * ePad, ePad, w.dq, i0 * ePad, ePad, true);
+                gemm(mq, ePad, nk, w.dp, 0, ld, 1, w.k, j0 * ePad, ePad, w.dq, i0 * ePad, ePad, true, diag, false);
                 gemm(nk, ePad, mq, w.dp, 0, 1, ld, w.q, i0 * ePad, ePad, w.dk, j0 * ePad, ePad, true);
             }
         }
@@ -346,17 +355,41 @@ final class FlashAttentionF32 implements AttentionKernels {
      */
     static void gemm(int m, int nPad, int kk, float[] a, int aOff, int ai, int ak, float[] b, int bOff, int ldb, float[] c, int cOff,
                      int ldc, boolean accumulate) {
+        gemm(m, nPad, kk, a, aOff, ai, ak, b, bOff, ldb, c, cOff, ldc, accumulate, NO_DIAGONAL, false);
+    }
+
+    /** {@code diag} of a block with no causal limit. */
+    static final int NO_DIAGONAL = Integer.MAX_VALUE / 4;
+
+    /**
+     * The keys a causal block's row {@code r} and the rest of its group of four need: {@code [0, diag + (r | 3) + 1)},
+     * where {@code diag} is the block's first query less its first key (at least 0).
+     */
+    static int keysUpTo(int diag, int r) {
+        return Math.max(0, diag + (r | 3) + 1);
+    }
+
+    /**
+     * {@link #gemm} in a causal block whose first query less its first key is {@code diag} ({@link #NO_DIAGONAL}: none),
+     * rows being queries: each group of four rows stops at the group's last key ({@link #keysUpTo}), as C's columns
+     * where they are keys ({@code keyColumns}: scores, {@code nPad} keys; C's columns past the group's limit, rounded up to
+     * whole vectors, are left as they were) or else as terms of the sum ({@code kk} keys).
+     */
+    static void gemm(int m, int nPad, int kk, float[] a, int aOff, int ai, int ak, float[] b, int bOff, int ldb, float[] c, int cOff,
+                     int ldc, boolean accumulate, int diag, boolean keyColumns) {
         int i = 0;
         for (; i + 4 <= m; i += 4) {
             int a0 = aOff + i * ai, a1 = a0 + ai, a2 = a1 + ai, a3 = a2 + ai;
             int c0 = cOff + i * ldc, c1 = c0 + ldc, c2 = c1 + ldc, c3 = c2 + ldc;
+            int keys = keysUpTo(diag, i);
+            int nEnd = keyColumns ? Math.min(nPad, padded(keys)) : nPad, kEnd = keyColumns ? kk : Math.min(kk, keys);
             int n = 0;
-            for (; n + 2 * FL <= nPad; n += 2 * FL) {
+            for (; n + 2 * FL <= nEnd; n += 2 * FL) {
                 FloatVector x00 = init(c, c0 + n, accumulate), x01 = init(c, c0 + n + FL, accumulate);
                 FloatVector x10 = init(c, c1 + n, accumulate), x11 = init(c, c1 + n + FL, accumulate);
                 FloatVector x20 = init(c, c2 + n, accumulate), x21 = init(c, c2 + n + FL, accumulate);
                 FloatVector x30 = init(c, c3 + n, accumulate), x31 = init(c, c3 + n + FL, accumulate);
-                for (int p = 0, bp = bOff + n, ap = 0; p < kk; p++, bp += ldb, ap += ak) {
+                for (int p = 0, bp = bOff + n, ap = 0; p < kEnd; p++, bp += ldb, ap += ak) {
                     FloatVector b0 = FloatVector.fromArray(FS, b, bp), b1 = FloatVector.fromArray(FS, b, bp + FL);
                     FloatVector s0 = FloatVector.broadcast(FS, a[a0 + ap]);
                     x00 = b0.fma(s0, x00);
@@ -380,10 +413,10 @@ final class FlashAttentionF32 implements AttentionKernels {
                 x30.intoArray(c, c3 + n);
                 x31.intoArray(c, c3 + n + FL);
             }
-            if (n < nPad) {
+            if (n < nEnd) {
                 FloatVector x0 = init(c, c0 + n, accumulate), x1 = init(c, c1 + n, accumulate);
                 FloatVector x2 = init(c, c2 + n, accumulate), x3 = init(c, c3 + n, accumulate);
-                for (int p = 0, bp = bOff + n, ap = 0; p < kk; p++, bp += ldb, ap += ak) {
+                for (int p = 0, bp = bOff + n, ap = 0; p < kEnd; p++, bp += ldb, ap += ak) {
                     FloatVector b0 = FloatVector.fromArray(FS, b, bp);
                     x0 = b0.fma(FloatVector.broadcast(FS, a[a0 + ap]), x0);
                     x1 = b0.fma(FloatVector.broadcast(FS, a[a1 + ap]), x1);
@@ -398,9 +431,11 @@ final class FlashAttentionF32 implements AttentionKernels {
         }
         for (; i < m; i++) {
             int a0 = aOff + i * ai, c0 = cOff + i * ldc;
-            for (int n = 0; n < nPad; n += FL) {
+            int keys = keysUpTo(diag, i);
+            int nEnd = keyColumns ? Math.min(nPad, padded(keys)) : nPad, kEnd = keyColumns ? kk : Math.min(kk, keys);
+            for (int n = 0; n < nEnd; n += FL) {
                 FloatVector x = init(c, c0 + n, accumulate);
-                for (int p = 0, bp = bOff + n, ap = 0; p < kk; p++, bp += ldb, ap += ak) {
+                for (int p = 0, bp = bOff + n, ap = 0; p < kEnd; p++, bp += ldb, ap += ak) {
                     x = FloatVector.fromArray(FS, b, bp).fma(FloatVector.broadcast(FS, a[a0 + ap]), x);
                 }
                 x.intoArray(c, c0 + n);

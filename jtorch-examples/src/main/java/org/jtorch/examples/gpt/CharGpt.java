@@ -72,18 +72,19 @@ public final class CharGpt implements Example {
         @Override
         public Tensor forward(Tensor x) {
             long b = x.size(0), t = x.size(1);
-            Tensor qkv = cAttn.forward(x);
-            // q, k, v: [B, nh, T, hs], split from the projection's last dimension
-            Tensor q = heads(qkv.narrow(2, 0, nEmbd), b, t);
-            Tensor k = heads(qkv.narrow(2, nEmbd, nEmbd), b, t);
-            Tensor v = heads(qkv.narrow(2, 2L * nEmbd, nEmbd), b, t);
+            // q, k, v: [B, nh, T, hs] views of the projection split along its last dimension, as model.py: no copies, one
+            // backward node that joins the three gradients, and an attention output already laid out as [B, T, nh, hs].
+            List<Tensor> qkv = cAttn.forward(x).split(nEmbd, 2);
+            Tensor q = heads(qkv.get(0), b, t);
+            Tensor k = heads(qkv.get(1), b, t);
+            Tensor v = heads(qkv.get(2), b, t);
             Tensor y = F.scaledDotProductAttention(q, k, v, null, isTraining() ? dropout : 0, true);
             y = y.transpose(1, 2).contiguous().view(b, t, nEmbd);
             return residDropout.forward(cProj.forward(y));
         }
 
         private Tensor heads(Tensor x, long b, long t) {
-            return x.contiguous().view(b, t, nHead, nEmbd / nHead).transpose(1, 2);
+            return x.view(b, t, nHead, nEmbd / nHead).transpose(1, 2);
         }
     }
 
