@@ -1,7 +1,5 @@
 package org.jtorch.backend;
 
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.op.KernelRegistry;
@@ -126,8 +124,8 @@ public final class NormalizationOpKernels {
      * The kernels of the synchronised batch norm's parts (PyTorch's {@code batch_norm_stats}, {@code _gather_stats_with_counts},
      * {@code _elemt}, {@code _backward_reduce}, {@code _backward_elemt}), from the backend's batch norm kernels over contiguous
      * {@code [n, c, s]} blocks. The per-channel arithmetic between ranks (the merge of their statistics, the input
-     * gradient's coefficients from the summed sums) is done on the host in double: it reads {@code [ranks, c]} values, and
-     * on a device it waits for them.
+     * gradient's coefficients from the summed sums) runs on the tensors' device in float64, one pointwise kernel per
+     * step and rank over {@code [c]} vectors, in the order a host loop in double would take: nothing waits for the device.
      */
     private static void registerSync(Backend backend) {
         Device.Type type = backend.deviceType();
@@ -142,34 +140,55 @@ public final class NormalizationOpKernels {
             }
         });
         KernelRegistry.registerMulti(type, NormalizationOps.BATCH_NORM_GATHER_STATS_WITH_COUNTS.kernel(), (outs, in, g) -> {
-            int ranks = (int) in[1].size(0), c = (int) in[1].size(1);
+            int ranks = (int) in[1].size(0);
+            long[] shape = {in[1].size(1)};
             double momentum = g[0], eps = g[1];
-            try (ConvolutionOpKernels.Scratch host = hostScratch(); ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
-                double[] means = hostValues(backend, host, in[1]), invstds = hostValues(backend, host, in[2]);
-                double[] counts = hostValues(backend, host, in[5]);
-                double[] mean = new double[c], invstd = new double[c], unbiased = new double[c];
-                double total = 0;
-                for (double n : counts) total += n > 0 ? n : 0;
-                for (int ch = 0; ch < c; ch++) {
-                    double weighted = 0;
-                    for (int r = 0; r < ranks; r++) if (counts[r] > 0) weighted += counts[r] * means[r * c + ch];
-                    double m = weighted / total, m2 = 0;
-                    // Chan's merge: each rank's centred sum of squares, then its mean's distance from the global one
-                    for (int r = 0; r < ranks; r++) {
-                        if (counts[r] <= 0) continue;
-                        double inv = invstds[r * c + ch], delta = means[r * c + ch] - m;
-                        m2 += counts[r] * (1 / (inv * inv) - eps) + counts[r] * delta * delta;
-                    }
-                    mean[ch] = m;
-                    invstd[ch] = 1 / Math.sqrt(m2 / total + eps);
-                    unbiased[ch] = total > 1 ? m2 / (total - 1) : Double.NaN;
+            Device device = in[1].device();
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                StridedView total = zeros(backend, scratch, device, shape), weighted = zeros(backend, scratch, device, shape);
+                StridedView m2 = zeros(backend, scratch, device, shape), mean = scratch.allocate(device, shape, DType.FLOAT64);
+                StridedView t = scratch.allocate(device, shape, DType.FLOAT64), d = scratch.allocate(device, shape, DType.FLOAT64);
+                StridedView e = scratch.allocate(device, shape, DType.FLOAT64);
+                for (int r = 0; r < ranks; r++) {
+                    StridedView n = count(in[5], r, shape);
+                    add(backend, total, total, n);
+                    pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, t, n, row(in[1], r), 0);
+                    add(backend, weighted, weighted, t);
                 }
-                StridedView meanHere = deviceValues(backend, host, scratch, mean, in[0].device());
-                backend.copy(meanHere, outs[0]);
-                backend.copy(deviceValues(backend, host, scratch, invstd, in[0].device()), outs[1]);
-                if (in[3] != null) moveTowards(backend, scratch, in[3], meanHere, momentum, momentum);
-                if (in[4] != null) moveTowards(backend, scratch, in[4], deviceValues(backend, host, scratch, unbiased, in[0].device()), momentum,
-                        momentum);
+                pointwise(backend, PointwiseOps.DIV, DType.FLOAT64, mean, weighted, total, 0);
+                // Chan's merge: m2 += n (1 / invstd^2 - eps) + n (mean_r - mean)^2 per rank. A rank without rows has zero
+                // statistics and count; its invstd raised to TINY keeps 1 / invstd^2 finite, so that its count's zero
+                // removes it (0 * inf would be NaN).
+                StridedView tiny = scalar(backend, scratch, DType.FLOAT64, TINY, t), epsilon = scalar(backend, scratch, DType.FLOAT64, eps, t);
+                for (int r = 0; r < ranks; r++) {
+                    StridedView n = count(in[5], r, shape), meanR = row(in[1], r);
+                    pointwise(backend, PointwiseOps.MAXIMUM, DType.FLOAT64, t, row(in[2], r), tiny, 0);
+                    pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, t, t, t, 0);
+                    pointwise(backend, PointwiseOps.RECIPROCAL, DType.FLOAT64, t, t, null, 0);
+                    pointwise(backend, PointwiseOps.SUB, DType.FLOAT64, t, t, epsilon, 1);
+                    pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, t, n, t, 0);
+                    pointwise(backend, PointwiseOps.SUB, DType.FLOAT64, e, meanR, mean, 1);
+                    pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, d, n, e, 0);
+                    pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, d, d, e, 0);
+                    add(backend, t, t, d);
+                    add(backend, m2, m2, t);
+                }
+                backend.copy(mean, outs[0]);
+                pointwise(backend, PointwiseOps.DIV, DType.FLOAT64, t, m2, total, 0);
+                add(backend, t, t, epsilon);
+                pointwise(backend, PointwiseOps.RSQRT, DType.FLOAT64, t, t, null, 0);
+                backend.copy(t, outs[1]);
+                if (in[3] != null) moveTowards(backend, scratch, in[3], mean, momentum, momentum);
+                if (in[4] != null) {
+                    // the unbiased variance m2 / (total - 1), NaN where total <= 1: the divisor plus 0 * log(divisor), which
+                    // is NaN at and below zero and 0 above
+                    pointwise(backend, PointwiseOps.SUB, DType.FLOAT64, d, total, scalar(backend, scratch, DType.FLOAT64, 1, t), 1);
+                    pointwise(backend, PointwiseOps.LOG, DType.FLOAT64, e, d, null, 0);
+                    pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, e, e, scalar(backend, scratch, DType.FLOAT64, 0, t), 0);
+                    add(backend, d, d, e);
+                    pointwise(backend, PointwiseOps.DIV, DType.FLOAT64, t, m2, d, 0);
+                    moveTowards(backend, scratch, in[4], t, momentum, momentum);
+                }
             }
         });
         KernelRegistry.register(type, NormalizationOps.BATCH_NORM_ELEMT.kernel(), (out, in, g) -> {
@@ -200,53 +219,56 @@ public final class NormalizationOpKernels {
         KernelRegistry.register(type, NormalizationOps.BATCH_NORM_BACKWARD_ELEMT.kernel(), (out, in, g) -> {
             long n = in[1].size(0), c = in[1].size(1), s = in[1].numel() / Math.max(1, n * c);
             if (in[1].numel() == 0) return;
-            int cc = (int) c;
-            try (ConvolutionOpKernels.Scratch host = hostScratch(); ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
-                double[] invstd = hostValues(backend, host, in[3]), sumDy = hostValues(backend, host, in[5]);
-                double[] sumDyXmu = hostValues(backend, host, in[6]), counts = hostValues(backend, host, in[7]);
-                double[] weight = in[4] == null ? null : hostValues(backend, host, in[4]);
-                double total = 0;
-                for (double k : counts) total += k;
-                double[] coef = new double[3 * cc];
-                for (int ch = 0; ch < cc; ch++) {
-                    double inv = invstd[ch];
-                    coef[3 * ch] = inv * (weight == null ? 1 : weight[ch]);
-                    coef[3 * ch + 1] = sumDyXmu[ch] / total * inv * inv;
-                    coef[3 * ch + 2] = sumDy[ch] / total;
-                }
+            Device device = in[1].device();
+            try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
+                long[] shape = {c};
+                StridedView total = zeros(backend, scratch, device, shape);
+                for (int r = 0; r < in[7].numel(); r++) add(backend, total, total, count(in[7], r, shape));
+                // per channel: invstd * weight, sum_dy_xmu / n * invstd^2 and sum_dy / n, side by side
+                StridedView coef = scratch.allocate(device, new long[] {3 * c}, DType.FLOAT64);
+                StridedView scale = coefficient(coef, 0, c), centred = coefficient(coef, 1, c), shift = coefficient(coef, 2, c);
+                StridedView invstd = in[3];
+                if (in[4] == null) backend.copy(invstd, scale);
+                else pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, scale, invstd, in[4], 0);
+                pointwise(backend, PointwiseOps.DIV, DType.FLOAT64, centred, in[6], total, 0);
+                pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, centred, centred, invstd, 0);
+                pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, centred, centred, invstd, 0);
+                pointwise(backend, PointwiseOps.DIV, DType.FLOAT64, shift, in[5], total, 0);
                 StridedView go = scratch.operand(in[0], in[1].dtype(), in[0].shape());
                 StridedView x = scratch.operand(in[1], in[1].dtype(), in[1].shape());
-                StridedView coefHere = deviceValues(backend, host, scratch, coef, x.device());
-                backend.normalization().batchNormGradInput(go, x, n, c, s, in[2], coefHere.view(c, 3), out);
+                backend.normalization().batchNormGradInput(go, x, n, c, s, in[2], coef.view(c, 3), out);
             }
         });
     }
 
-    /** Scratch in host memory, for the host side of a kernel on any backend. */
-    private static ConvolutionOpKernels.Scratch hostScratch() {
-        return new ConvolutionOpKernels.Scratch(Backends.of(Device.cpu()));
+    /** A positive floor for invstd whose reciprocal square is finite in float64 (see the gather). */
+    private static final double TINY = 1e-150;
+
+    /** A float64 vector of {@code shape} on {@code device}, zeroed. */
+    private static StridedView zeros(Backend backend, ConvolutionOpKernels.Scratch scratch, Device device, long[] shape) {
+        StridedView z = scratch.allocate(device, shape, DType.FLOAT64);
+        backend.fill(z, 0, 0);
+        return z;
     }
 
-    /** The elements of {@code t} (any device and floating or integral dtype), in row-major order, as doubles on the host. */
-    private static double[] hostValues(Backend backend, ConvolutionOpKernels.Scratch host, StridedView t) {
-        StridedView h = host.allocate(Device.cpu(), t.shape(), DType.FLOAT64);
-        backend.copy(t, h);
-        double[] v = new double[(int) t.numel()];
-        MemorySegment m = h.memory();
-        for (int i = 0; i < v.length; i++) v[i] = m.getAtIndex(ValueLayout.JAVA_DOUBLE_UNALIGNED, i);
-        return v;
+    /** {@code out = a + b} in float64 by the backend's add kernel. */
+    private static void add(Backend backend, StridedView out, StridedView a, StridedView b) {
+        pointwise(backend, PointwiseOps.ADD, DType.FLOAT64, out, a, b, 1);
     }
 
-    /** {@code values} as a contiguous float64 vector on {@code device} (host scratch on the CPU, else copied there). */
-    private static StridedView deviceValues(Backend backend, ConvolutionOpKernels.Scratch host, ConvolutionOpKernels.Scratch scratch,
-                                            double[] values, Device device) {
-        long[] shape = {values.length};
-        StridedView h = host.allocate(Device.cpu(), shape, DType.FLOAT64);
-        MemorySegment.copy(values, 0, h.memory(), ValueLayout.JAVA_DOUBLE_UNALIGNED, 0, values.length);
-        if (device.isCpu()) return h;
-        StridedView d = scratch.allocate(device, shape, DType.FLOAT64);
-        backend.copy(h, d);
-        return d;
+    /** Row {@code r} of the {@code [ranks, c]} matrix {@code m}, as a {@code [c]} view. */
+    private static StridedView row(StridedView m, int r) {
+        return m.restrided(new long[] {m.size(1)}, new long[] {m.strides()[1]}, m.offset() + r * m.strides()[0]);
+    }
+
+    /** Element {@code r} of the vector {@code counts}, broadcast to {@code shape}. */
+    private static StridedView count(StridedView counts, int r, long[] shape) {
+        return counts.restrided(shape, new long[] {0}, counts.offset() + r * counts.strides()[0]);
+    }
+
+    /** Coefficient {@code j} of each channel in the {@code [c, 3]} block {@code coef}, as a {@code [c]} view. */
+    private static StridedView coefficient(StridedView coef, int j, long c) {
+        return coef.restrided(new long[] {c}, new long[] {3}, coef.offset() + j);
     }
 
     /**

@@ -67,6 +67,42 @@ class SyncBatchNormOpsConformanceTest {
         }
     }
 
+    /**
+     * A rank without rows (zero statistics, as SyncBatchNorm gives it, and a count of zero) leaves the merge and the
+     * running statistics as if it were absent, as PyTorch's masking of such ranks does: no NaN from its invstd of 0.
+     */
+    @Test
+    void aRankWithoutRowsIsLeftOutOfTheMerge() {
+        var d = Fixtures.device();
+        try (Tensor x = Torch.ones(new long[] {4, 3}, DType.FLOAT32, d);
+             Tensor means = Torch.tensor(new float[] {1f, 2f, -3f, 0f, 0f, 0f, 0.5f, 4f, 1f}).view(3, 3).to(d);
+             Tensor invstds = Torch.tensor(new float[] {2f, 0.5f, 1f, 0f, 0f, 0f, 1.5f, 0.25f, 3f}).view(3, 3).to(d);
+             Tensor counts = Torch.tensor(new float[] {5f, 0f, 7f}).to(d);
+             Tensor means2 = Torch.tensor(new float[] {1f, 2f, -3f, 0.5f, 4f, 1f}).view(2, 3).to(d);
+             Tensor invstds2 = Torch.tensor(new float[] {2f, 0.5f, 1f, 1.5f, 0.25f, 3f}).view(2, 3).to(d);
+             Tensor counts2 = Torch.tensor(new float[] {5f, 7f}).to(d);
+             Tensor rm = Torch.zeros(new long[] {3}, DType.FLOAT32, d); Tensor rv = Torch.ones(new long[] {3}, DType.FLOAT32, d);
+             Tensor rm2 = Torch.zeros(new long[] {3}, DType.FLOAT32, d); Tensor rv2 = Torch.ones(new long[] {3}, DType.FLOAT32, d)) {
+            Tensor[] with = Dispatcher.callAll(NormalizationOps.BATCH_NORM_GATHER_STATS_WITH_COUNTS,
+                    new Tensor[] {x, means, invstds, rm, rv, counts}, 0.1, 1e-5);
+            Tensor[] without = Dispatcher.callAll(NormalizationOps.BATCH_NORM_GATHER_STATS_WITH_COUNTS,
+                    new Tensor[] {x, means2, invstds2, rm2, rv2, counts2}, 0.1, 1e-5);
+            try {
+                Tensor[][] pairs = {{with[0], without[0]}, {with[1], without[1]}, {rm, rm2}, {rv, rv2}};
+                for (Tensor[] p : pairs) {
+                    float[] a = p[0].toFloatArray(), b = p[1].toFloatArray();
+                    for (int i = 0; i < a.length; i++) {
+                        assertTrue(Float.isFinite(a[i]), "a rank without rows made a non-finite statistic: " + java.util.Arrays.toString(a));
+                    }
+                    org.junit.jupiter.api.Assertions.assertArrayEquals(b, a);
+                }
+            } finally {
+                for (Tensor t : with) t.close();
+                for (Tensor t : without) t.close();
+            }
+        }
+    }
+
     /** A user's mistake is an error naming the op and the shapes, not a crash. */
     @Test
     void badInputNamesTheOpAndTheShapes() {
