@@ -245,7 +245,7 @@ final class Program {
             if (f == null) {
                 for (Graph.Node member : g.nodes()) inlined.remove(member);
             } else if (sum != null && sum.op == NormalizationOps.NATIVE_LAYER_NORM) {
-                if (f.kernel().layerNormsRows() && (!draws || f.kernel().drawsInside())) {
+                if (f.kernel().layerNormsRows() && (!draws || f.kernel().layerNormsRowsDrawing())) {
                     groups.put(sum, new FusedLayerNorm(sum, f, layerNormOverRows(sum)));
                     inlined.put(n, true);
                 } else if (g.ops >= 2) {

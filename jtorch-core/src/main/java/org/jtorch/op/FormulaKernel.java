@@ -76,8 +76,13 @@ public interface FormulaKernel {
         }
     }
 
-    /** Whether this kernel implements {@link #runDrawing} and {@link #runRowLayerNormDrawing}. */
+    /** Whether this kernel implements {@link #runDrawing}. */
     default boolean drawsInside() {
+        return false;
+    }
+
+    /** Whether this kernel implements {@link #runRowLayerNormDrawing}. */
+    default boolean layerNormsRowsDrawing() {
         return false;
     }
 

@@ -197,6 +197,11 @@ final class CpuFormulaKernel implements FormulaKernel {
     }
 
     @Override
+    public boolean layerNormsRowsDrawing() {
+        return true;
+    }
+
+    @Override
     public void runDrawing(int deviceIndex, StridedView out, StridedView[] in, Draws draws) {
         runDrawing(out, in, draws, 0);
     }
