@@ -255,8 +255,10 @@ class JitDropoutFusionTest {
         Tensor x = randn(data, 32, 257).requiresGrad_(true);
         Tensor b = randn(data, 257).requiresGrad_(true);
         TensorFunction f = in -> F.dropout(in[0].add(b).gelu(), 0.1, true, gen);
+        // A dropout right after GELU stays out of its group (the drawing kernel measured slower there): replayed.
         String plan = Jit.explain(f, x);
-        assertDrawnInside(plan, true);
+        assertDrawnInside(plan, false);
+        assertTrue(plan.contains("= fused 2 ops"), plan);
         assertBitIdenticalTraining(f, x, new Tensor[] {x, b}, gen, 1);
     }
 
