@@ -183,6 +183,7 @@ with torch.no_grad():
         x, c, w, b = (torch.randn(n) for _ in range(4))
         measure(f"relu_add_{size}", lambda t: t.relu() + c, x)
         measure(f"bias_gelu_{size}", lambda t: torch.nn.functional.gelu(t * w + b), x)
+        measure(f"dropout_bias_gelu_{size}", lambda t: torch.nn.functional.dropout(torch.nn.functional.gelu(t * w + b), 0.1, True), x)
         measure(f"tanh_chain_{size}", lambda t: torch.sigmoid(torch.tanh(t * 0.5) * t + 1.0) * c, x)
         rows, residual = x.view(n // 1024, 1024), c.view(n // 1024, 1024)
         gamma, beta = torch.randn(1024), torch.randn(1024)

@@ -34,6 +34,8 @@ final class JitBench {
                 Tensor b = Torch.randn(n);
                 measure(out, "relu_add_" + size, in -> in[0].relu().add(c), x, quick);
                 measure(out, "bias_gelu_" + size, in -> in[0].mul(w).add(b).gelu(), x, quick);
+                // The feed-forward's bias, GELU and dropout (training mode: fresh draws each call, drawn inside the kernel).
+                measure(out, "dropout_bias_gelu_" + size, in -> org.jtorch.nn.F.dropout(in[0].mul(w).add(b).gelu(), 0.1, true), x, quick);
                 measure(out, "tanh_chain_" + size, in -> in[0].mul(0.5).tanh().mul(in[0]).add(1.0).sigmoid().mul(c), x, quick);
                 // The layer norm (rows of 1024), a residual add feeding it, and the whole dropout-residual-layernorm
                 // block (dropout in training mode: fresh draws each call).

@@ -7,6 +7,7 @@ import java.util.Map;
 import org.jtorch.op.Expr;
 import org.jtorch.op.Fn;
 import org.jtorch.op.OpDef;
+import org.jtorch.op.RandomOps;
 
 /**
  * A group of pointwise ops fused into one formula: the ops as a tree (each op's arguments are ops folded into it,
@@ -29,14 +30,44 @@ final class FusedGroup {
 
     final OpTree root;
     final List<Graph.Value> inputs;
+    /**
+     * The group's training dropouts ({@link #isDropout}) in trace order: dropout {@code j}'s uniform draws are formula
+     * input {@code inputs.size() + j} of {@link #formula} and {@code inputs.size() + 1 + j} of each gradient (after the
+     * incoming gradient), drawn inside the kernel ({@link org.jtorch.op.FormulaKernel.Draws}), never stored.
+     */
+    final List<Graph.Node> dropouts;
     final Expr formula;
     final int ops;
+    /** The formula input of dropout 0's draws while a formula is built: after the inputs, and after the gradient in a backward. */
+    private int drawBase;
 
-    private FusedGroup(OpTree root, List<Graph.Value> inputs, int ops) {
+    private FusedGroup(OpTree root, List<Graph.Value> inputs, List<Graph.Node> dropouts, int ops) {
         this.root = root;
         this.inputs = inputs;
+        this.dropouts = dropouts;
         this.ops = ops;
+        this.drawBase = inputs.size();
         this.formula = Program.fold(forward(root));
+    }
+
+    /**
+     * A training dropout of float32 whose keep decisions a formula can draw: {@code native_dropout(x, p, train=1)} with
+     * {@code 0 < p < 1} (the front end replaces p = 0 by an alias and p = 1 by a multiplication by zero).
+     */
+    static boolean isDropout(Graph.Node n) {
+        return n.op == RandomOps.NATIVE_DROPOUT && n.scalars.length >= 3 && n.scalars[1] != 0 && n.scalars[0] > 0 && n.scalars[0] < 1;
+    }
+
+    /**
+     * Dropout's factor as eager's kernel computes it: {@code u < 1 - p} in float32 against uniforms u of float32, then
+     * {@code 1 / (1 - p)} rounded to float32 where kept, else 0; the output is {@code x} times it, the gradient
+     * {@code grad} times it ({@code native_dropout_backward}).
+     */
+    private Expr dropoutFactor(Graph.Node n) {
+        double p = n.scalars[0];
+        Expr u = new Expr.In(drawBase + dropouts.indexOf(n), "u" + n.id);
+        Expr keep = new Expr.Math(Fn.LT, List.of(u, new Expr.Const((float) (1 - p))));
+        return new Expr.Math(Fn.SELECT, List.of(keep, new Expr.Const((float) (1.0 / (1 - p))), new Expr.Const(0)));
     }
 
     /** The group ending at {@code root}, folding in the nodes {@code inlined} says are folded into their consumer. */
@@ -46,7 +77,9 @@ final class FusedGroup {
         // A node read twice by the group (x * x) appears twice in the tree but is one op.
         List<Graph.Node> distinct = new ArrayList<>();
         collect(tree, distinct);
-        return new FusedGroup(tree, new ArrayList<>(index.keySet()), (int) distinct.stream().distinct().count());
+        List<Graph.Node> dropouts = distinct.stream().distinct().filter(FusedGroup::isDropout)
+                .sorted(java.util.Comparator.comparingInt(n -> n.id)).toList();
+        return new FusedGroup(tree, new ArrayList<>(index.keySet()), dropouts, (int) distinct.stream().distinct().count());
     }
 
     private static OpTree tree(Graph.Node n, java.util.function.Predicate<Graph.Node> inlined, Map<Graph.Value, Integer> index) {
@@ -73,13 +106,14 @@ final class FusedGroup {
 
     // ------------------------------------------------------------------ forward
 
-    private static Expr arg(Object a) {
+    private Expr arg(Object a) {
         return a instanceof OpTree t ? forward(t) : (Expr) a;
     }
 
     /** The formula of {@code t}: its op's formula over its arguments' formulas, its scalars baked in. */
-    static Expr forward(OpTree t) {
-        List<Expr> args = t.args().stream().map(FusedGroup::arg).toList();
+    Expr forward(OpTree t) {
+        List<Expr> args = t.args().stream().map(this::arg).toList();
+        if (isDropout(t.node())) return new Expr.Math(Fn.MUL, List.of(args.get(0), dropoutFactor(t.node())));
         return substitute(t.node().op.formula(), args, t.node().scalars);
     }
 
@@ -104,31 +138,45 @@ final class FusedGroup {
      */
     Expr[] gradients() {
         Expr[] acc = new Expr[inputs.size()];
-        backprop(root, new Expr.In(inputs.size(), "grad"), acc);
+        drawBase = inputs.size() + 1;
+        try {
+            backprop(root, new Expr.In(inputs.size(), "grad"), acc);
+        } finally {
+            drawBase = inputs.size();
+        }
         for (int k = 0; k < acc.length; k++) if (acc[k] != null) acc[k] = Program.fold(acc[k]);
         return acc;
     }
 
-    private static void backprop(OpTree t, Expr grad, Expr[] acc) {
+    private void backprop(OpTree t, Expr grad, Expr[] acc) {
         OpDef op = t.node().op;
         if (!op.isDifferentiable()) return;
+        if (isDropout(t.node())) {
+            // native_dropout_backward(grad, mask, 1 / (1 - p)), the mask drawn again from the forward's blocks.
+            propagate(t.args().get(0), new Expr.Math(Fn.MUL, List.of(grad, dropoutFactor(t.node()))), acc);
+            return;
+        }
         List<Expr> derivatives = op.derivatives();
         Expr result = forward(t);
         for (int k = 0; k < t.args().size(); k++) {
             Object a = t.args().get(k);
             if (a instanceof Expr.Const || k >= derivatives.size() || derivatives.get(k) == null) continue;
-            Expr g = toFormula(derivatives.get(k), t, grad, result);
-            if (a instanceof OpTree sub) {
-                backprop(sub, g, acc);
-            } else {
-                int i = ((Expr.In) a).index();
-                acc[i] = acc[i] == null ? g : new Expr.Math(Fn.ADD, List.of(acc[i], g));
-            }
+            propagate(a, toFormula(derivatives.get(k), t, grad, result), acc);
+        }
+    }
+
+    /** Sends gradient {@code g} into argument {@code a}: through its op, or added to a group input's. */
+    private void propagate(Object a, Expr g, Expr[] acc) {
+        if (a instanceof OpTree sub) {
+            backprop(sub, g, acc);
+        } else if (a instanceof Expr.In in) {
+            int i = in.index();
+            acc[i] = acc[i] == null ? g : new Expr.Math(Fn.ADD, List.of(acc[i], g));
         }
     }
 
     /** A derivative of {@code t}'s op (written with ops) as a formula. */
-    private static Expr toFormula(Expr d, OpTree t, Expr grad, Expr result) {
+    private Expr toFormula(Expr d, OpTree t, Expr grad, Expr result) {
         double[] scalars = t.node().scalars;
         return switch (d) {
             case Expr.Grad g -> grad;
@@ -155,7 +203,7 @@ final class FusedGroup {
     }
 
     /** A call of a pointwise op in a derivative: its formula, tensor arguments first, then its scalar parameters. */
-    private static Expr call(Expr.Op o, OpTree t, Expr grad, Expr result) {
+    private Expr call(Expr.Op o, OpTree t, Expr grad, Expr result) {
         OpDef op = o.op();
         if (!op.kind().isPointwise() || op.formula() == null) throw new NotAFormula("a derivative calls " + op.name() + ", which has no formula");
         int tensors = op.kind() == OpDef.Kind.UNARY ? 1 : 2;

@@ -61,10 +61,55 @@ public interface FormulaKernel {
         throw new UnsupportedOperationException("this backend's formula kernels do not fuse layer norm");
     }
 
+    /**
+     * Inputs of a formula that are drawn inside the kernel, not read from memory: input {@code inputs[j]} is a float32
+     * uniform in [0, 1) from the Philox stream of {@code seeds[j]} starting at block {@code firstBlocks[j]}, the value at
+     * element {@code e} (row-major in the output's shape) from word {@code e % 4} of block {@code firstBlocks[j] + e / 4}:
+     * the values {@code RandomKernels#uniform} writes for a float32 tensor of the output's shape. Dropout's keep decisions
+     * fused into a formula ({@code select(u < 1 - p, 1 / (1 - p), 0)}), drawn again from the same blocks by the backward.
+     */
+    record Draws(int[] inputs, long[] seeds, long[] firstBlocks) {
+        public Draws {
+            if (inputs.length != seeds.length || inputs.length != firstBlocks.length) {
+                throw new IllegalArgumentException("Draws: " + inputs.length + " inputs, " + seeds.length + " seeds, " + firstBlocks.length
+                        + " first blocks");
+            }
+        }
+    }
+
+    /** Whether this kernel implements {@link #runDrawing}. */
+    default boolean drawsInside() {
+        return false;
+    }
+
+    /** Whether this kernel implements {@link #runRowLayerNormDrawing}. */
+    default boolean layerNormsRowsDrawing() {
+        return false;
+    }
+
+    /**
+     * {@link #run} in float32 where the inputs {@code draws} names are drawn in the kernel ({@code inputs[k]} is null
+     * there): no draw reaches memory.
+     */
+    default void runDrawing(int deviceIndex, StridedView out, StridedView[] inputs, Draws draws) {
+        throw new UnsupportedOperationException("this backend's formula kernels do not draw random numbers");
+    }
+
+    /** {@link #runRowLayerNorm} with {@code draws} as in {@link #runDrawing}. */
+    default void runRowLayerNormDrawing(int deviceIndex, StridedView out, StridedView[] inputs, long rowLength, StridedView weight,
+                                        StridedView bias, double eps, StridedView mean, StridedView rstd, Draws draws) {
+        throw new UnsupportedOperationException("this backend's formula kernels do not draw random numbers");
+    }
+
     /** Compiles formulas into kernels: one per backend ({@link KernelRegistry#formulaCompiler}). */
     @FunctionalInterface
     interface Compiler {
         /** The kernel of {@code formula} (an {@link Expr#isFormula} tree) over {@code inputs} tensor inputs. */
         FormulaKernel compile(Expr formula, int inputs);
+
+        /** Whether the kernels this compiles draw inputs inside ({@link FormulaKernel#drawsInside}). */
+        default boolean drawsInside() {
+            return false;
+        }
     }
 }

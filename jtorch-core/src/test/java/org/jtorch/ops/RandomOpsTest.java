@@ -96,7 +96,8 @@ class RandomOpsTest {
             String plan = Jit.explain(f, x);
             assertFalse(plan.contains("runs eagerly"), plan);
             assertTrue(plan.contains("native_dropout("), plan);
-            assertFalse(plan.contains("lt("), plan);
+            // One op in the graph (no uniform, lt and cast of the old composition); the CPU's fused kernel draws inside.
+            assertFalse(plan.contains("= lt(") || plan.contains("= uniform("), plan);
             TensorFunction compiled = Jit.trace(f, x);
             compiled.apply(x); // the first call traces; the next ones replay
             Torch.manualSeed(21);

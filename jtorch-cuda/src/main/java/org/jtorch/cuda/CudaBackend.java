@@ -58,8 +58,34 @@ public final class CudaBackend implements Backend {
     private static void registerPointwiseKernels() {
         // The JIT's fused groups (float32) and the random fills' transformations (float64): generated CUDA C compiled by
         // NVRTC, one source per compute dtype, made on first use; scalar parameters are kernel arguments.
-        KernelRegistry.registerFormulaCompiler(Device.Type.CUDA, (formula, inputs) -> new FormulaKernel() {
+        KernelRegistry.registerFormulaCompiler(Device.Type.CUDA, new FormulaKernel.Compiler() {
+            @Override
+            public FormulaKernel compile(org.jtorch.op.Expr formula, int inputs) {
+                return formulaKernel(formula, inputs);
+            }
+
+            @Override
+            public boolean drawsInside() {
+                return true;
+            }
+        });
+        for (OpDef op : OpRegistry.all()) {
+            // An alias (floor_divide) runs the kernel its owner registers.
+            if (!op.kind().isPointwise() || !op.kernel().equals(op.name())) continue;
+            // A compute dtype the op has no entry for is refused naming the op, dtype and shape, before CUDA is needed.
+            KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
+                if (!FormulaKernels.supports(op, compute)) throw ElementwisePlan.unsupported(op.pyName(), compute, out.shape());
+                INSTANCE.kernels().formula(op, ordinal, compute, out, a, b, p0, p1);
+            });
+        }
+    }
+
+    /** The kernel of a fused group's formula (or a random fill's transformation) over {@code inputs} inputs. */
+    private static FormulaKernel formulaKernel(org.jtorch.op.Expr formula, int inputs) {
+        return new FormulaKernel() {
             private final int scalars = FusedKernels.scalarParameters(formula);
+            /** The drawing kernels' sources, by the inputs drawn. */
+            private final java.util.Map<String, String> drawing = new java.util.concurrent.ConcurrentHashMap<>();
             private final java.util.Map<DType, String> sources = new java.util.concurrent.ConcurrentHashMap<>();
             private final String sumSource = FusedKernels.sumSource(formula, inputs);
             private volatile String layerNormSource;
@@ -71,6 +97,22 @@ public final class CudaBackend implements Backend {
                 }
                 String source = sources.computeIfAbsent(compute, t -> FusedKernels.source(formula, inputs, t));
                 INSTANCE.kernels().fused(source, ordinal, compute, out, in, parameters(params));
+            }
+
+            @Override
+            public boolean drawsInside() {
+                return true;
+            }
+
+            @Override
+            public void runDrawing(int ordinal, StridedView out, StridedView[] in, Draws draws) {
+                String source = drawing.computeIfAbsent(java.util.Arrays.toString(draws.inputs()),
+                        k -> FusedKernels.drawingSource(formula, inputs, draws.inputs()));
+                java.util.Set<Integer> drawn = new java.util.HashSet<>();
+                for (int k : draws.inputs()) drawn.add(k);
+                StridedView[] read = new StridedView[in.length - drawn.size()];
+                for (int k = 0, r = 0; k < in.length; k++) if (!drawn.contains(k)) read[r++] = in[k];
+                INSTANCE.kernels().fusedDrawing(source, ordinal, out, read, draws);
             }
 
             @Override
@@ -105,16 +147,7 @@ public final class CudaBackend implements Backend {
                 }
                 return java.util.Arrays.copyOf(params, scalars);
             }
-        });
-        for (OpDef op : OpRegistry.all()) {
-            // An alias (floor_divide) runs the kernel its owner registers.
-            if (!op.kind().isPointwise() || !op.kernel().equals(op.name())) continue;
-            // A compute dtype the op has no entry for is refused naming the op, dtype and shape, before CUDA is needed.
-            KernelRegistry.register(Device.Type.CUDA, op.kernel(), (ordinal, compute, out, a, b, p0, p1) -> {
-                if (!FormulaKernels.supports(op, compute)) throw ElementwisePlan.unsupported(op.pyName(), compute, out.shape());
-                INSTANCE.kernels().formula(op, ordinal, compute, out, a, b, p0, p1);
-            });
-        }
+        };
     }
 
     public static CudaBackend get() {

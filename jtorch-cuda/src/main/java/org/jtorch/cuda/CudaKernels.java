@@ -177,6 +177,24 @@ final class CudaKernels {
      * formula's scalar parameters, as many as its kernel takes ({@link FusedKernels#scalarParameters}).
      */
     void fused(String source, int ordinal, DType compute, StridedView out, StridedView[] inputs, double[] params) {
+        fused(source, ordinal, compute, out, inputs, args -> {
+            for (double p : params) args.f64(p);
+        });
+    }
+
+    /**
+     * A float32 formula whose inputs {@code draws} names are drawn in the kernel ({@link FusedKernels#drawingSource}):
+     * {@code inputs} holds the others, in order.
+     */
+    void fusedDrawing(String source, int ordinal, StridedView out, StridedView[] inputs, org.jtorch.op.FormulaKernel.Draws draws) {
+        fused(source, ordinal, DType.FLOAT32, out, inputs, args -> {
+            for (int j = 0; j < draws.inputs().length; j++) args.i64(draws.seeds()[j]).i64(draws.firstBlocks()[j]);
+        });
+    }
+
+    /** Launches {@link FusedKernels#ENTRY}: the output, the inputs, the arguments {@code extra} adds, the count and the index. */
+    private void fused(String source, int ordinal, DType compute, StridedView out, StridedView[] inputs,
+                       java.util.function.Consumer<KernelArgs> extra) {
         long[] shape = out.shape();
         if (out.dtype() != compute || !out.isContiguous()) {
             throw new IllegalArgumentException("fused kernel: expected a contiguous " + compute + " output, got " + out.dtype() + " with strides "
@@ -190,7 +208,7 @@ final class CudaKernels {
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(out.address());
             MemorySegment index = fusedIndex(arena, shape, inputs, compute, args);
-            for (double p : params) args.f64(p);
+            extra.accept(args);
             args.i64(n).struct(index);
             launch(fn, blocks, stream(device), args);
         }

@@ -40,6 +40,49 @@ public final class FusedKernels {
     }
 
     /**
+     * The float32 source of {@code formula} whose inputs {@code drawn} are drawn in the kernel, not read: input
+     * {@code drawn[j]} at element {@code i} (row-major in the contiguous output) is the float32 uniform of word
+     * {@code i % 4} of Philox block {@code block_j + i / 4} under {@code seed_j}, {@code (w >> 8) 2^-24}, as
+     * {@code random.cu}'s uniform fill writes it (dropout's keep decisions, {@link org.jtorch.op.FormulaKernel.Draws}).
+     * The kernel takes the other inputs in order, then each draw's seed and first block, then {@code n} and the index
+     * of the other inputs' strides.
+     */
+    public static String drawingSource(Expr formula, int inputs, int[] drawn) {
+        java.util.Set<Integer> isDrawn = new java.util.HashSet<>();
+        for (int k : drawn) isDrawn.add(k);
+        int read = inputs - isDrawn.size();
+        StringBuilder c = header(formula, read, "out = ");
+        c.append("// drawn inputs: ").append(java.util.Arrays.toString(drawn)).append("\n");
+        c.append("__device__ __forceinline__ float jt_drawn_uniform(jt_u64 seed, jt_u64 first_block, jt_i64 i) {\n");
+        c.append("    const jt_u64 block = first_block + (jt_u64)(i >> 2);\n");
+        c.append("    jt::U32x4 ctr = {(jt_u32)block, (jt_u32)(block >> 32), 0u, 0u};\n");
+        c.append("    const jt::U32x4 r = jt::philox4x32_10(ctr, (jt_u32)seed, (jt_u32)(seed >> 32));\n");
+        c.append("    const int k = (int)(i & 3);\n");
+        c.append("    const jt_u32 w = k == 0 ? r.x : k == 1 ? r.y : k == 2 ? r.z : r.w;\n");
+        c.append("    return (float)__dmul_rn((double)(w >> 8), 1.0 / 16777216.0);\n}\n\n");
+        c.append("extern \"C\" __global__ void ").append(ENTRY).append("(float* __restrict__ out");
+        for (int k = 0; k < read; k++) c.append(", const float* __restrict__ in").append(k);
+        for (int j = 0; j < drawn.length; j++) c.append(", jt_u64 seed").append(j).append(", jt_u64 block").append(j);
+        c.append(", jt_i64 n, FusedIndex s) {\n");
+        c.append("    using namespace jt;\n    typedef float A;\n");
+        c.append("    for (jt_i64 i = global_thread(); i < n; i += grid_threads()) {\n");
+        String indent = "        ";
+        offsets(c, read, indent);
+        for (int k = 0, r = 0; k < inputs; k++) {
+            int j = java.util.Arrays.stream(drawn).boxed().toList().indexOf(k);
+            if (j >= 0) {
+                c.append(indent).append("const A x").append(k).append(" = jt_drawn_uniform(seed").append(j).append(", block").append(j).append(", i);\n");
+            } else {
+                c.append(indent).append("const A x").append(k).append(" = in").append(r).append("[o").append(r).append("];\n");
+                r++;
+            }
+        }
+        c.append(indent).append("out[i] = (float)(").append(formula.toC()).append(");\n");
+        c.append("    }\n}\n");
+        return c.toString();
+    }
+
+    /**
      * The CUDA C source of {@code formula} fused into a sum of rows: {@code out[r]} is the sum of the formula over
      * elements {@code [r * row_length, (r + 1) * row_length)} of the inputs' shape, one block per row (grid-stride over
      * rows), each thread accumulating a strided share in double before a warp-shuffle reduction across the block; the
@@ -140,13 +183,18 @@ public final class FusedKernels {
 
     /** Declares {@code x0, x1, ...}: each input's value at element {@code i} of the shape, read through its strides. */
     private static void load(StringBuilder c, int inputs, String indent) {
+        offsets(c, inputs, indent);
+        for (int k = 0; k < inputs; k++) c.append(indent).append("const A x").append(k).append(" = in").append(k).append("[o").append(k).append("];\n");
+    }
+
+    /** Declares {@code o0, o1, ...}: each input's element offset at element {@code i} of the shape, from its strides. */
+    private static void offsets(StringBuilder c, int inputs, String indent) {
         c.append(indent).append("jt_i64 rem = i;\n");
         for (int k = 0; k < inputs; k++) c.append(indent).append("jt_i64 o").append(k).append(" = 0;\n");
         c.append(indent).append("for (int d = (int)s.ndim - 1; d >= 0; d--) {\n");
         c.append(indent).append("    const jt_i64 idx = rem % s.size[d];\n").append(indent).append("    rem /= s.size[d];\n");
         for (int k = 0; k < inputs; k++) c.append(indent).append("    o").append(k).append(" += idx * s.stride[").append(k).append("][d];\n");
         c.append(indent).append("}\n");
-        for (int k = 0; k < inputs; k++) c.append(indent).append("const A x").append(k).append(" = in").append(k).append("[o").append(k).append("];\n");
     }
 
     /** How many scalar parameters the kernel of {@code e} takes: one past the highest {@link Expr.Scalar} index it reads. */

@@ -76,7 +76,17 @@ public final class CpuBackend implements Backend {
      * serves the JIT's fused formulas.
      */
     private static void registerPointwiseKernels() {
-        KernelRegistry.registerFormulaCompiler(Device.Type.CPU, CpuFormulaKernel::new);
+        KernelRegistry.registerFormulaCompiler(Device.Type.CPU, new org.jtorch.op.FormulaKernel.Compiler() {
+            @Override
+            public org.jtorch.op.FormulaKernel compile(org.jtorch.op.Expr formula, int inputs) {
+                return new CpuFormulaKernel(formula, inputs);
+            }
+
+            @Override
+            public boolean drawsInside() {
+                return true;
+            }
+        });
         for (OpDef op : OpRegistry.all()) {
             // An alias (floor_divide) runs the kernel its owner registers.
             if (!op.kind().isPointwise() || !op.kernel().equals(op.name())) continue;

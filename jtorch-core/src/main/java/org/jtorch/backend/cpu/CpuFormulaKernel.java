@@ -166,7 +166,7 @@ final class CpuFormulaKernel implements FormulaKernel {
     @Override
     public void runRowSoftmax(int deviceIndex, StridedView out, StridedView[] in, long rowLength, boolean log, double[] params) {
         MemorySegment os = out.memory();
-        normalisedRowBlocks("a softmax", deviceIndex, out, in, rowLength, params, (r0, r1) -> {
+        normalisedRowBlocks("a softmax", deviceIndex, out, in, rowLength, params, null, (r0, r1) -> {
             for (long r = r0; r < r1; r++) {
                 long at = 4 * (out.offset() + r * rowLength);
                 SoftmaxF32.row(os, at, os, at, (int) rowLength, log);
@@ -186,14 +186,140 @@ final class CpuFormulaKernel implements FormulaKernel {
     @Override
     public void runRowLayerNorm(int deviceIndex, StridedView out, StridedView[] in, long rowLength, StridedView weight, StridedView bias,
                                 double eps, StridedView mean, StridedView rstd, double[] params) {
-        for (StridedView v : new StridedView[] {weight, bias, mean, rstd}) {
+        checkLayerNormOperands(weight, bias, mean, rstd);
+        normalisedRowBlocks("a layer norm", deviceIndex, out, in, rowLength, params, null,
+                (r0, r1) -> CpuLayerNormKernels.forwardRows(out, rowLength, weight, bias, eps, out, mean, rstd, r0, r1));
+    }
+
+    @Override
+    public boolean drawsInside() {
+        return true;
+    }
+
+    @Override
+    public boolean layerNormsRowsDrawing() {
+        return true;
+    }
+
+    @Override
+    public void runDrawing(int deviceIndex, StridedView out, StridedView[] in, Draws draws) {
+        runDrawing(out, in, draws, 0);
+    }
+
+    @Override
+    public void runRowLayerNormDrawing(int deviceIndex, StridedView out, StridedView[] in, long rowLength, StridedView weight, StridedView bias,
+                                       double eps, StridedView mean, StridedView rstd, Draws draws) {
+        checkLayerNormOperands(weight, bias, mean, rstd);
+        normalisedRowBlocks("a layer norm", deviceIndex, out, in, rowLength, NO_PARAMS, draws,
+                (r0, r1) -> CpuLayerNormKernels.forwardRows(out, rowLength, weight, bias, eps, out, mean, rstd, r0, r1));
+    }
+
+    private static final double[] NO_PARAMS = new double[0];
+
+    /**
+     * {@link #runDrawing} for an output whose element 0 is element {@code firstIndex} of the draws' row-major order (a
+     * block of rows of a fused layer norm). Each block of a row gets its draws into per-thread scratch (L1-resident, as
+     * {@link #runRowSums}'s values), which the generated loop reads as a contiguous input: the draws never reach memory.
+     * A drawn input is iterated as a virtual contiguous operand whose byte offsets give each element's index.
+     */
+    private void runDrawing(StridedView out, StridedView[] in, Draws draws, long firstIndex) {
+        if (in.length != inputs) throw new IllegalArgumentException(formula + ": expected " + inputs + " inputs, got " + in.length);
+        if (out.dtype() != DType.FLOAT32) throw new IllegalArgumentException(formula + ": draws go to a float32 output, got " + out.dtype());
+        long[] shape = out.shape();
+        int[] drawOf = new int[inputs];
+        java.util.Arrays.fill(drawOf, -1);
+        for (int j = 0; j < draws.inputs().length; j++) drawOf[draws.inputs()[j]] = j;
+        StridedView[] operands = new StridedView[inputs + 1];
+        operands[0] = out;
+        for (int k = 0; k < inputs; k++) {
+            operands[k + 1] = drawOf[k] >= 0 ? new StridedView(null, firstIndex, shape, Shapes.contiguousStrides(shape), DType.FLOAT32) : in[k];
+            if (operands[k + 1] == null) throw new IllegalArgumentException(formula + ": input " + k + " is neither given nor drawn");
+        }
+        ElementwiseIteration it = new ElementwiseIteration(operands);
+        if (it.numel == 0) return;
+        MemorySegment[] segs = new MemorySegment[inputs + 1];
+        for (int k = 0; k <= inputs; k++) segs[k] = operands[k].memory();
+        int pattern = vectorPattern(it, DType.FLOAT32, operands);
+        PointwiseCodegen.RowKernel k = pattern >= 0 ? generated(pattern) : null;
+        int drawn = draws.inputs().length;
+        Parallel.forRange(it.numel, ElementwiseKernels.GRAIN, (begin, end) -> {
+            MemorySegment scratch = drawScratch(drawn);
+            MemorySegment[] rowSegs = segs.clone();
+            long[] blockOffs = new long[inputs + 1];
+            double[][] buf = k == null ? new double[inputs][ROW_BLOCK] : null;
+            double[][] rows = k == null ? new double[blocks.scratchRows()][ROW_BLOCK] : null;
+            double[][] values = k == null ? new double[blocks.values()][] : null;
+            for (int q = 0; q < inputs; q++) if (drawOf[q] >= 0) rowSegs[q + 1] = scratch;
+            it.forEachRow(begin, end, (off, len) -> {
+                for (long done = 0; done < len; done += ROW_BLOCK) {
+                    int n = (int) Math.min(ROW_BLOCK, len - done);
+                    for (int q = 1; q <= inputs; q++) {
+                        long stride = it.innerByteStride(q);
+                        int j = drawOf[q - 1];
+                        if (j >= 0) {
+                            blockOffs[q] = 4L * ROW_BLOCK * j;
+                            draw(scratch, blockOffs[q], (off[q] + done * stride) / 4, stride / 4, n, draws.seeds()[j], draws.firstBlocks()[j]);
+                        } else {
+                            blockOffs[q] = off[q] + done * stride;
+                        }
+                    }
+                    long so = it.innerByteStride(0);
+                    if (k != null) {
+                        blockOffs[0] = off[0] + done * so;
+                        k.row(rowSegs, blockOffs, n, NO_PARAMS);
+                        continue;
+                    }
+                    for (int q = 1; q <= inputs; q++) {
+                        boolean isDraw = drawOf[q - 1] >= 0;
+                        ElementIO.load(DType.FLOAT32, rowSegs[q], blockOffs[q], isDraw ? 4 : it.innerByteStride(q), n, buf[q - 1]);
+                    }
+                    double[] r = blocks.eval(buf, NO_PARAMS, n, rows, values);
+                    ElementIO.store(DType.FLOAT32, segs[0], off[0] + done * so, so, n, r);
+                }
+            });
+        });
+    }
+
+    /**
+     * Float32 uniforms of elements {@code first, first + step, ...} ({@code n} of them) into {@code scratch} from byte
+     * {@code at}: the values {@link CpuRandomKernels#uniform} writes at those elements of a float32 fill.
+     */
+    private static void draw(MemorySegment scratch, long at, long first, long step, int n, long seed, long firstBlock) {
+        if (step == 1 && VectorPhilox.supported()) {
+            VectorPhilox.uniformFloats(scratch, at - 4 * first, first, first + n, 0, 1, seed, firstBlock);
+            return;
+        }
+        int[] w = new int[4];
+        long loaded = -1;
+        for (int t = 0; t < n; t++) {
+            long e = first + t * step;
+            if (e / 4 != loaded) {
+                loaded = e / 4;
+                org.jtorch.Generator.philox(seed, firstBlock + loaded, w);
+            }
+            scratch.set(ElementIO.F32, at + 4L * t, (float) ((w[(int) (e & 3)] >>> 8) * TWO_POW_M24));
+        }
+    }
+
+    private static final double TWO_POW_M24 = 1.0 / (1 << 24);
+
+    /** Per-thread off-heap float32 scratch for one block of each draw of a row. */
+    private static final ThreadLocal<MemorySegment[]> DRAW_SCRATCH = ThreadLocal.withInitial(() -> new MemorySegment[1]);
+
+    private static MemorySegment drawScratch(int draws) {
+        MemorySegment[] held = DRAW_SCRATCH.get();
+        long bytes = 4L * ROW_BLOCK * Math.max(1, draws);
+        if (held[0] == null || held[0].byteSize() < bytes) held[0] = java.lang.foreign.Arena.ofAuto().allocate(bytes, 64);
+        return held[0];
+    }
+
+    private void checkLayerNormOperands(StridedView... operands) {
+        for (StridedView v : operands) {
             if (v != null && (v.dtype() != DType.FLOAT32 || !v.isContiguous())) {
                 throw new IllegalArgumentException(formula + ": a fused layer norm takes contiguous float32 weight, bias and statistics, got "
                         + v.dtype() + Shapes.format(v.shape()));
             }
         }
-        normalisedRowBlocks("a layer norm", deviceIndex, out, in, rowLength, params,
-                (r0, r1) -> CpuLayerNormKernels.forwardRows(out, rowLength, weight, bias, eps, out, mean, rstd, r0, r1));
     }
 
     /** Normalises rows {@code [r0, r1)} of the output in place. */
@@ -207,7 +333,7 @@ final class CpuFormulaKernel implements FormulaKernel {
      * time, each block handed to {@code normalise} while it is in cache; blocks split over the pool's threads.
      */
     private void normalisedRowBlocks(String what, int deviceIndex, StridedView out, StridedView[] in, long rowLength, double[] params,
-                                     RowNormalisation normalise) {
+                                     Draws draws, RowNormalisation normalise) {
         if (in.length != inputs) throw new IllegalArgumentException(formula + ": expected " + inputs + " inputs, got " + in.length);
         if (out.dtype() != DType.FLOAT32 || !out.isContiguous() || out.shape().length != 2 || out.shape()[1] != rowLength
                 || rowLength > Integer.MAX_VALUE) {
@@ -221,8 +347,9 @@ final class CpuFormulaKernel implements FormulaKernel {
             for (long r0 = begin; r0 < end; r0 += block) {
                 long r1 = Math.min(end, r0 + block);
                 StridedView[] rowsIn = new StridedView[inputs];
-                for (int k = 0; k < inputs; k++) rowsIn[k] = rowsOf(in[k], r0, r1);
-                run(deviceIndex, DType.FLOAT32, rowsOf(out, r0, r1), rowsIn, params);
+                for (int k = 0; k < inputs; k++) rowsIn[k] = in[k] == null ? null : rowsOf(in[k], r0, r1);
+                if (draws != null) runDrawing(rowsOf(out, r0, r1), rowsIn, draws, r0 * rowLength);
+                else run(deviceIndex, DType.FLOAT32, rowsOf(out, r0, r1), rowsIn, params);
                 normalise.rows(r0, r1);
             }
         });
