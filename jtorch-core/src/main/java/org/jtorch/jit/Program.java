@@ -734,10 +734,13 @@ final class Program {
     }
 
     /**
-     * A float32 training dropout whose mask nothing reads (autograd's backward draws it again), on a device whose
-     * kernels draw inside ({@link FormulaKernel#drawsInside}).
+     * A float32 training dropout whose mask nothing reads, on a device whose kernels draw inside
+     * ({@link FormulaKernel#drawsInside}), in a program without autograd. With autograd the backward would draw the mask
+     * again, and that was slower than reading the stored mask: dropout + residual + layer norm forward and backward
+     * 6.4-6.5 ms replayed against 7.6-8.0 ms fused (CPU, one thread, 1M floats, docs/BENCHMARKS.md, branch jit11).
      */
     private boolean fusableDropout(Graph.Node n) {
+        if (differentiable) return false;
         FormulaKernel.Compiler compiler = KernelRegistry.formulaCompiler(n.device.type());
         if (compiler == null || !compiler.drawsInside() || n.dtype != DType.FLOAT32) return false;
         for (Graph.Output o : n.outputs) if (o != null && liveOutputs.contains(o)) return false;
