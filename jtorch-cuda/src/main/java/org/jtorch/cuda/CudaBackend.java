@@ -108,11 +108,16 @@ public final class CudaBackend implements Backend {
             public void runDrawing(int ordinal, StridedView out, StridedView[] in, Draws draws) {
                 String source = drawing.computeIfAbsent(java.util.Arrays.toString(draws.inputs()),
                         k -> FusedKernels.drawingSource(formula, inputs, draws.inputs()));
-                java.util.Set<Integer> drawn = new java.util.HashSet<>();
-                for (int k : draws.inputs()) drawn.add(k);
-                StridedView[] read = new StridedView[in.length - drawn.size()];
-                for (int k = 0, r = 0; k < in.length; k++) if (!drawn.contains(k)) read[r++] = in[k];
+                // The inputs the kernel reads: all but the drawn ones (a few distinct indices), in order.
+                int[] drawn = draws.inputs();
+                StridedView[] read = new StridedView[in.length - drawn.length];
+                for (int k = 0, r = 0; k < in.length; k++) if (!contains(drawn, k)) read[r++] = in[k];
                 INSTANCE.kernels().fusedDrawing(source, ordinal, out, read, draws);
+            }
+
+            private static boolean contains(int[] values, int v) {
+                for (int x : values) if (x == v) return true;
+                return false;
             }
 
             @Override
