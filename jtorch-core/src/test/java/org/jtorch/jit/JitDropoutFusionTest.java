@@ -180,8 +180,10 @@ class JitDropoutFusionTest {
             assertBitIdenticalInference(in -> F.dropout(in[0].mul(r).add(1.0), 0.5, true, gen).mul(3.0), x, gen);
         }
         Tensor x = randn(data, 64, 257), b = randn(data, 257), w = randn(data, 257);
-        // Dropout + bias + GELU (the feed-forward's order: bias, GELU, dropout), and dropout in the middle of a chain.
-        assertBitIdenticalInference(in -> F.dropout(in[0].mul(w).add(b).gelu(), 0.1, true, gen), x, gen, 1);
+        // Dropout + bias + GELU (the feed-forward's order: bias, GELU, dropout), and dropout in the middle of a chain. Eager's
+        // exact GELU itself moves by a few ulps with JIT history (the Vector API's exp in its Java fallback against its
+        // intrinsic; a clean-clone CI run saw 2 ulps), so the kept values are compared within 4 ulps here.
+        assertBitIdenticalInference(in -> F.dropout(in[0].mul(w).add(b).gelu(), 0.1, true, gen), x, gen, 4);
         assertBitIdenticalInference(in -> F.dropout(in[0].add(b), 0.3, true, gen).relu().mul(w), x, gen);
         // Two dropouts in one group draw from their own blocks, reserved in trace order.
         assertBitIdenticalInference(in -> F.dropout(in[0], 0.2, true, gen).add(F.dropout(in[0].mul(w), 0.6, true, gen)), x, gen);
