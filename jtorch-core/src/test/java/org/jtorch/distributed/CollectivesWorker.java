@@ -31,6 +31,7 @@ public final class CollectivesWorker {
             case "disagreement" -> disagreement(pg);
             case "timeout" -> timeout(pg);
             case "killed" -> killed(pg);
+            case "throws" -> throwing(pg);
             case "watchdog" -> watchdog(pg);
             case "batch-p2p" -> batchP2p(pg);
             default -> throw new IllegalArgumentException(args[0]);
@@ -330,6 +331,20 @@ public final class CollectivesWorker {
             Thread.sleep(60_000);
             return;
         }
+        allReduceWithAPeerGone(pg);
+    }
+
+    /** Rank 1 throws after joining, ending its process without closing the group; rank 0's next collective is as in {@link #killed}. */
+    private static void throwing(ProcessGroup pg) throws Exception {
+        if (pg.rank() == 1) throw new IllegalStateException("rank 1 fails on purpose");
+        allReduceWithAPeerGone(pg);
+    }
+
+    /**
+     * Rank 0's all-reduce with rank 1 gone: on nccl it fails naming rank 1 and this rank exits with 3; under
+     * {@code mpirun} the runtime ends this rank first, naming rank 1 itself.
+     */
+    private static void allReduceWithAPeerGone(ProcessGroup pg) {
         try (Tensor t = on(Torch.ones(3))) {
             long start = System.nanoTime();
             String m = expectThrows(DistributedException.class, () -> pg.allReduce(t).waitFor(Duration.ofSeconds(60)), "rank 1");
