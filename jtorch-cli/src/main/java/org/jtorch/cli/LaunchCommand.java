@@ -278,7 +278,8 @@ final class LaunchCommand {
     static void stop(Process job) {
         if (!job.isAlive()) return;
         List<ProcessHandle> tree = job.descendants().toList();
-        job.destroy();
+        // Through the handle: Process.destroy() also closes the pipes, losing what the workers print while they stop.
+        job.toHandle().destroy();
         try {
             if (!job.waitFor(STOP_GRACE_MS, TimeUnit.MILLISECONDS)) job.destroyForcibly();
         } catch (InterruptedException e) {

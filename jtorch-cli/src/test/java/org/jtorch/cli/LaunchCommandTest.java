@@ -110,7 +110,10 @@ class LaunchCommandTest {
         assertNothingLeftRunning(r.marker());
     }
 
-    /** SIGTERM to the launcher reaches the workers through mpirun: all of them end, and the launcher exits. */
+    /**
+     * SIGTERM to the launcher reaches the workers through mpirun: their shutdown hooks run and what they print arrives,
+     * all of them end, and the launcher exits.
+     */
     @Test
     void sigtermToTheLauncherStopsEveryWorker() throws Exception {
         String marker = "jtorch-launch-test-" + UUID.randomUUID();
@@ -121,7 +124,7 @@ class LaunchCommandTest {
         try {
             Process launcher = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
             long deadline = System.nanoTime() + 60_000_000_000L;
-            while (!(Files.readString(log).contains("[rank0]: env") && Files.readString(log).contains("[rank1]: env"))) {
+            while (!(Files.readString(log).contains("[rank0]: sleeping") && Files.readString(log).contains("[rank1]: sleeping"))) {
                 assertTrue(System.nanoTime() < deadline && launcher.isAlive(), "workers did not start: " + Files.readString(log));
                 Thread.sleep(100);
             }
@@ -130,6 +133,8 @@ class LaunchCommandTest {
             assertTrue(launcher.waitFor(30, java.util.concurrent.TimeUnit.SECONDS), "the launcher did not exit: " + Files.readString(log));
             assertTrue(launcher.exitValue() != 0);
             assertTrue((System.nanoTime() - start) / 1e9 < 30);
+            String output = Files.readString(log);
+            assertTrue(output.contains("[rank0]: rank 0 stopping on a signal") && output.contains("[rank1]: rank 1 stopping on a signal"), output);
             Thread.sleep(200);
             assertNothingLeftRunning(marker);
         } finally {

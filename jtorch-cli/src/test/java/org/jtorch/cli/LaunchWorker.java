@@ -54,7 +54,16 @@ public final class LaunchWorker {
                     pg.barrier().waitFor(); // the server stays up until every rank has read
                 }
             }
-            case "sleep" -> Thread.sleep(120_000);
+            case "sleep" -> {
+                // Runs on SIGTERM, not on SIGKILL: shows that the launcher's stop reached the worker and its output still arrives.
+                Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                    System.out.println("rank " + rank + " stopping on a signal");
+                    System.out.flush();
+                }));
+                System.out.println("sleeping");
+                System.out.flush();
+                Thread.sleep(120_000);
+            }
             default -> throw new IllegalArgumentException(args[0]);
         }
         Distributed.destroyProcessGroup();

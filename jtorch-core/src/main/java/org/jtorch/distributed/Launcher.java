@@ -469,7 +469,8 @@ public final class Launcher {
             tree.addAll(w.process.descendants().toList());
             tree.add(w.process.toHandle());
             w.signalled = true;
-            w.process.destroy();
+            // Through the handle: Process.destroy() also closes the pipes, losing what the worker prints while it stops.
+            w.process.toHandle().destroy();
         }
         long deadline = System.nanoTime() + options.stopGrace().toNanos();
         for (ProcessHandle p : tree) {

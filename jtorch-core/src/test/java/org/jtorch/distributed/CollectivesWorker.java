@@ -1,5 +1,7 @@
 package org.jtorch.distributed;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -25,12 +27,14 @@ public final class CollectivesWorker {
 
     public static void main(String[] args) throws Exception {
         Duration timeout = Duration.ofSeconds(args[0].equals("watchdog") ? 3 : 30);
+        if (args[0].equals("watchdog")) startTogether();
         ProcessGroup pg = BACKEND.equals("mpi") ? MpiProcessGroup.init(timeout) : Distributed.initProcessGroup(BACKEND, timeout);
         switch (args[0]) {
             case "collectives" -> collectives(pg);
             case "disagreement" -> disagreement(pg);
             case "timeout" -> timeout(pg);
             case "killed" -> killed(pg);
+            case "throws" -> throwing(pg);
             case "watchdog" -> watchdog(pg);
             case "batch-p2p" -> batchP2p(pg);
             default -> throw new IllegalArgumentException(args[0]);
@@ -252,6 +256,29 @@ public final class CollectivesWorker {
      * abort the communicator within the 3 s timeout, which ends the kernel (the host's read of the tensor returns),
      * and name the collective, its tensor and the rank in the group's next error.
      */
+    /**
+     * The watchdog's 3 s group timeout also bounds the group's start (the store rendezvous and {@code ncclCommInitRank}),
+     * which at load 26 both ranks missed while the other JVM was still starting. So the ranks first make the device ready
+     * and wait for each other (a file each in the temporary folder, named by the job's port), with a minute to spare.
+     */
+    private static void startTogether() throws Exception {
+        try (Tensor ready = on(Torch.ones(1))) {
+            ready.toDoubleArray();
+        }
+        Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
+        String job = "jtorch-watchdog-" + System.getenv("MASTER_PORT") + "-rank";
+        int size = Integer.parseInt(System.getenv("WORLD_SIZE"));
+        Path mine = Files.writeString(tmp.resolve(job + System.getenv("RANK")), "");
+        mine.toFile().deleteOnExit(); // on failures; a halt skips it (rank 0 removes them after the watchdog)
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        for (int r = 0; r < size; r++) {
+            while (!Files.exists(tmp.resolve(job + r))) {
+                check(System.nanoTime() < deadline, "rank " + r + " did not start within 60 s");
+                Thread.sleep(10);
+            }
+        }
+    }
+
     private static void watchdog(ProcessGroup pg) throws InterruptedException {
         if (pg.rank() == 1) {
             Thread.sleep(20_000); // still alive: the simulator's NCCL must not see a dead peer
@@ -268,6 +295,15 @@ public final class CollectivesWorker {
             check(waited >= 2_500 && waited < 15_000, "the watchdog fires after the 3 s timeout, not long after: " + waited + " ms");
             String next = expectThrows(DistributedException.class, () -> pg.barrier().waitFor(), "nccl watchdog");
             System.out.println("rank 0 then: " + next);
+        } finally {
+            // Rank 1 ends by halting: rank 0 removes both ranks' start files.
+            for (int r = 0; r < pg.size(); r++) {
+                try {
+                    Files.deleteIfExists(Path.of(System.getProperty("java.io.tmpdir"), "jtorch-watchdog-" + System.getenv("MASTER_PORT") + "-rank" + r));
+                } catch (java.io.IOException e) {
+                    // a file left in the temporary folder: harmless
+                }
+            }
         }
     }
 
@@ -330,6 +366,20 @@ public final class CollectivesWorker {
             Thread.sleep(60_000);
             return;
         }
+        allReduceWithAPeerGone(pg);
+    }
+
+    /** Rank 1 throws after joining, ending its process without closing the group; rank 0's next collective is as in {@link #killed}. */
+    private static void throwing(ProcessGroup pg) throws Exception {
+        if (pg.rank() == 1) throw new IllegalStateException("rank 1 fails on purpose");
+        allReduceWithAPeerGone(pg);
+    }
+
+    /**
+     * Rank 0's all-reduce with rank 1 gone: on nccl it fails naming rank 1 and this rank exits with 3; under
+     * {@code mpirun} the runtime ends this rank first, naming rank 1 itself.
+     */
+    private static void allReduceWithAPeerGone(ProcessGroup pg) {
         try (Tensor t = on(Torch.ones(3))) {
             long start = System.nanoTime();
             String m = expectThrows(DistributedException.class, () -> pg.allReduce(t).waitFor(Duration.ofSeconds(60)), "rank 1");

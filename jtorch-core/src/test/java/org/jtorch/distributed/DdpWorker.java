@@ -51,7 +51,8 @@ public final class DdpWorker {
                     .gradientAsBucketView(true));
             case "cnn" -> cnn(pg);
             case "sync-bn" -> syncBatchNorm(pg);
-            case "sync-bn-unequal" -> syncBatchNormUnequal(pg);
+            case "sync-bn-unequal" -> syncBatchNormUnequal(pg, 4);
+            case "sync-bn-empty-rank" -> syncBatchNormUnequal(pg, 0);
             case "no-sync" -> noSync(pg, DistributedDataParallel.options());
             case "no-sync-bucket-view" -> noSync(pg, DistributedDataParallel.options().gradientAsBucketView(true));
             case "layout-differs" -> layoutDiffers(pg);
@@ -226,16 +227,17 @@ public final class DdpWorker {
     }
 
     /**
-     * syncBatchNorm with 4 rows on rank 0 and 9 on rank 1, against F.batchNorm on the 13 rows in one process:
+     * syncBatchNorm with {@code rowsOnRank0} of 13 rows on rank 0 (0: a rank without rows, which must still take part
+     * in every collective) and the rest on rank 1, against F.batchNorm on the 13 rows in one process:
      * outputs, input gradients, the weight and bias gradients summed over the ranks, and the running statistics, in
      * float64 to 1e-10; then float32 rows around 1e4 (deviation 1), whose normalised values and running variance stay
      * within 2e-3 of the float64 reference (E[x^2] - E[x]^2 in float32 is off by several units there).
      */
-    private static double syncBatchNormUnequal(ProcessGroup pg) {
+    private static double syncBatchNormUnequal(ProcessGroup pg, int rowsOnRank0) {
         int rank = pg.rank();
         check(pg.size() == 2, "the scenario splits 13 rows over 2 ranks");
-        int from = rank == 0 ? 0 : 4;
-        int n = rank == 0 ? 4 : 9;
+        int from = rank == 0 ? 0 : rowsOnRank0;
+        int n = rank == 0 ? rowsOnRank0 : 13 - rowsOnRank0;
         Torch.manualSeed(21);
         Tensor full64;
         Tensor upstream;

@@ -40,6 +40,43 @@ class DistributedDataParallelLocalTest {
                 ddp.bucketParameterNames());
     }
 
+    /** Registers its last layer first, so that reverse registration order is not the order backward produces gradients. */
+    private static final class HeadRegisteredFirst extends Module {
+        HeadRegisteredFirst() {
+            Torch.manualSeed(0);
+            registerModule("head", new Linear(16, 4));
+            registerModule("body", new Linear(8, 16));
+        }
+
+        @Override
+        public Tensor forward(Tensor input) {
+            try (Tensor hidden = child("body").forward(input)) {
+                return child("head").forward(hidden.tanh());
+            }
+        }
+    }
+
+    /**
+     * Buckets start in reverse registration order (the body's layer first here) and are rebuilt after the first
+     * backward in the order gradients arrived: the head's first, as backward reaches it first.
+     */
+    @Test
+    void bucketsAreRebuiltAfterTheFirstBackwardInTheOrderGradientsArrived() {
+        // About 100 bytes a bucket: each closes with its layer's weight.
+        DistributedDataParallel ddp = new DistributedDataParallel(new HeadRegisteredFirst(), new WorldOfOne(),
+                DistributedDataParallel.options().bucketCapMb(0.0001).firstBucketCapMb(0.0001));
+        assertEquals(List.of(List.of("body.bias", "body.weight"), List.of("head.bias", "head.weight")), ddp.bucketParameterNames());
+        try (Tensor x = Torch.randn(4, 8)) {
+            ddp.forward(x).sum().backward();
+        }
+        assertEquals(List.of(List.of("head.bias", "head.weight"), List.of("body.bias", "body.weight")), ddp.bucketParameterNames());
+        try (Tensor x = Torch.randn(4, 8)) {
+            ddp.forward(x).sum().backward();
+        }
+        assertEquals(List.of(List.of("head.bias", "head.weight"), List.of("body.bias", "body.weight")), ddp.bucketParameterNames(),
+                "rebuilt once");
+    }
+
     @Test
     void everySynchronisedBackwardReducesEachBucketOnceAndNoSyncReducesNothing() {
         WorldOfOne world = new WorldOfOne();

@@ -94,4 +94,10 @@ class DistributedDataParallelTest {
     void syncBatchNormWithUnequalBatchesPerRankEqualsBatchNormOnTheConcatenatedBatch() throws Exception {
         run("sync-bn-unequal");
     }
+
+    /** No rows on rank 0 and 13 on rank 1: the empty rank still takes part in every collective, and gets empty outputs and gradients. */
+    @Test
+    void syncBatchNormWithARankWithoutRowsEqualsBatchNormOnTheOtherRanksRows() throws Exception {
+        run("sync-bn-empty-rank");
+    }
 }

@@ -175,7 +175,10 @@ class LauncherTest {
         assertTrue(n.out().isEmpty(), n.out());
     }
 
-    /** SIGTERM to node 0's launcher stops its workers, and node 1's launcher stops its own, saying why. */
+    /**
+     * SIGTERM to node 0's launcher stops its workers with SIGTERM (their shutdown hooks run), and node 1's launcher stops
+     * its own, saying why.
+     */
     @Test
     void sigtermToALauncherStopsEveryNode() throws Exception {
         String marker = marker();
@@ -201,6 +204,9 @@ class LauncherTest {
             assertTrue(n.err().contains("because another node failed: the launcher of node 0 was stopped by a signal"), n.err() + "\nnode 0: "
                     + Files.readString(log));
             assertTrue((System.nanoTime() - start) / 1e9 < 30);
+            // Each launcher passed a catchable SIGTERM on to its worker (a SIGKILL would have skipped the worker's hook).
+            assertTrue(Files.readString(log).contains("[rank0]: rank 0 stopping on a signal"), Files.readString(log));
+            assertTrue(n.out().contains("[rank1]: rank 1 stopping on a signal"), n.out() + n.err());
             Thread.sleep(200);
             assertNothingLeftRunning(marker);
         } finally {

@@ -50,6 +50,11 @@ public final class LauncherWorker {
                     Thread.sleep(120_000);
                 }
                 case "sleep" -> {
+                    // Runs on SIGTERM or SIGINT, not on SIGKILL: shows that a launcher's stop lets the worker clean up.
+                    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                        System.out.println("rank " + rank + " stopping on a signal");
+                        System.out.flush();
+                    }));
                     System.out.println("sleeping");
                     Thread.sleep(120_000);
                 }

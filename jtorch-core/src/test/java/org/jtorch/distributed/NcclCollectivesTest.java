@@ -79,6 +79,19 @@ class NcclCollectivesTest {
         assertTrue(r.elapsed().toSeconds() < 60, "took " + r.elapsed());
     }
 
+    /** A rank whose main throws ends its process without closing the communicator: as a killed one, rank 0 fails at once naming it. */
+    @Test
+    void aRankThatThrowsFailsTheOthersAtOnceNamingIt() throws Exception {
+        MpiJob.Result r = TorchrunJob.run(2, Duration.ofSeconds(120), NCCL, CollectivesWorker.class, "throws");
+        assertTrue(r.exitCode() != 0 && !r.timedOut(), r.output());
+        assertTrue(r.output().contains("--- rank 1 (exit 1) ---") && r.output().contains("java.lang.IllegalStateException: rank 1 fails on purpose"),
+                r.output());
+        assertTrue(r.output().contains("rank 0: allReduce(SUM) (call 0 on rank 0 of 2) failed on rank 0: ") && r.output().contains("rank 1 (pid ")
+                && r.output().contains(" exited"), r.output());
+        assertTrue(r.output().contains("--- rank 0 (exit 3) ---"), "rank 0 reported and exited by itself: " + r.output());
+        assertTrue(r.elapsed().toSeconds() < 60, "took " + r.elapsed());
+    }
+
     @Test
     void aCollectiveHungOnTheDeviceIsAbortedByTheWatchdogNamingItsTensorsAndRank() throws Exception {
         MpiJob.Result r = TorchrunJob.run(2, Duration.ofSeconds(120), Map.of("JTORCH_NCCL_CHECK_HEADERS", "0"), NCCL, CollectivesWorker.class,

@@ -2,25 +2,32 @@ package org.jtorch.cuda.nvrtc;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Compiled kernels on disk, keyed by a SHA-256 of everything that determines the image: the compiler
  * version, the source, its headers, the options (which name the architecture) and the output kind.
  * A hit skips NVRTC (hundreds of milliseconds a file); files are written to a temporary name and
- * renamed, so concurrent processes never read a partial image. Unwritable directories only lose
- * the caching, never the compile.
+ * renamed, so concurrent processes never read a partial image. A miss compiles under a lock on
+ * {@code <key>.lock} (a file lock between processes, a monitor between threads), so that ranks of one job
+ * starting together on one machine compile each kernel once and the others read it: on the CUDA simulator,
+ * where a compile is a g++ run of seconds, two ranks each compiling every kernel took 187 s to one's 4 s warm.
+ * Unwritable directories only lose the caching, never the compile.
  */
 public final class KernelCache {
     /** The compile step, {@link Nvrtc#compile} in production. */
@@ -28,6 +35,14 @@ public final class KernelCache {
     public interface Compiler {
         Nvrtc.Compiled compile(String name, String source, Map<String, String> headers, List<String> options, Nvrtc.Output output);
     }
+
+    /**
+     * How long a miss waits for another process's compile of the same kernel before compiling it itself: past the
+     * slowest compile seen (the simulator's g++ at load 25), short of a hang.
+     */
+    private static final long LOCK_WAIT_NANOS = java.util.concurrent.TimeUnit.MINUTES.toNanos(10);
+    /** One monitor per entry for this JVM's threads: a file lock is the process's, and a second one in the JVM throws. */
+    private static final ConcurrentHashMap<Path, Object> COMPILING = new ConcurrentHashMap<>();
 
     private final Path directory;
     private final String compilerVersion;
@@ -86,19 +101,75 @@ public final class KernelCache {
     public byte[] get(String name, String source, Map<String, String> headers, List<String> options, Nvrtc.Output output) {
         String key = key(source, headers, options, output);
         Path file = directory.resolve(key + (output == Nvrtc.Output.PTX ? ".ptx" : ".cubin"));
-        if (Files.isRegularFile(file)) {
-            try {
-                byte[] image = Files.readAllBytes(file);
-                hits.incrementAndGet();
+        byte[] cached = read(file);
+        if (cached != null) return cached;
+        synchronized (COMPILING.computeIfAbsent(file.toAbsolutePath().normalize(), f -> new Object())) {
+            try (CompileLock held = CompileLock.take(directory, directory.resolve(key + ".lock"))) {
+                // Another thread or process may have stored it while this one waited.
+                cached = read(file);
+                if (cached != null) return cached;
+                byte[] image = compiler.compile(name, source, headers, options, output).image();
+                compiles.incrementAndGet();
+                store(file, image);
                 return image;
-            } catch (IOException e) {
-                // Unreadable entry: compile again and try to replace it.
             }
         }
-        byte[] image = compiler.compile(name, source, headers, options, output).image();
-        compiles.incrementAndGet();
-        store(file, image);
-        return image;
+    }
+
+    /** The stored image, or null when absent or unreadable (then it is compiled again and replaced). */
+    private byte[] read(Path file) {
+        if (!Files.isRegularFile(file)) return null;
+        try {
+            byte[] image = Files.readAllBytes(file);
+            hits.incrementAndGet();
+            return image;
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    /**
+     * The file lock on {@code <key>.lock}, or none where it cannot be had (an unwritable directory, an interrupt, or
+     * another process holding it past {@link #LOCK_WAIT_NANOS}): then the caller compiles unlocked, as before locks.
+     * Closing deletes the lock file while still holding it: a waiter has the old file open, takes the lock on it and
+     * finds the image; a later miss finds the image before it makes a new lock file.
+     */
+    private record CompileLock(Path lockFile, FileChannel channel, FileLock lock) implements AutoCloseable {
+        static CompileLock take(Path directory, Path lockFile) {
+            FileChannel channel;
+            try {
+                Files.createDirectories(directory);
+                channel = FileChannel.open(lockFile, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+            } catch (IOException | UncheckedIOException e) {
+                return new CompileLock(lockFile, null, null);
+            }
+            long deadline = System.nanoTime() + LOCK_WAIT_NANOS;
+            try {
+                FileLock lock;
+                while ((lock = channel.tryLock()) == null && System.nanoTime() < deadline) Thread.sleep(20);
+                return new CompileLock(lockFile, channel, lock);
+            } catch (IOException | java.nio.channels.OverlappingFileLockException e) {
+                // OverlappingFileLockException: this JVM holds it under another spelling of the directory.
+                return new CompileLock(lockFile, channel, null);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return new CompileLock(lockFile, channel, null);
+            }
+        }
+
+        @Override
+        public void close() {
+            try {
+                if (lock != null) Files.deleteIfExists(lockFile);
+            } catch (IOException e) {
+                // A lock file left behind costs nothing: the next miss locks it again.
+            }
+            try {
+                if (channel != null) channel.close(); // releases the lock
+            } catch (IOException e) {
+                // Closing a lock file's channel cannot lose data.
+            }
+        }
     }
 
     private void store(Path file, byte[] image) {
