@@ -560,6 +560,16 @@ final class HoldingBackend implements Backend {
                 drop(out);
             }
         }
+
+        @Override
+        public boolean multinomial(StridedView buffer, long rows, long c, long k, boolean replacement, long[] shape, StridedView out) {
+            hold("multinomial", buffer, out);
+            try {
+                return this.k.multinomial(buffer, rows, c, k, replacement, shape, out);
+            } finally {
+                drop(buffer, out);
+            }
+        }
     }
 
     private record Convolution(ConvolutionKernels k) implements ConvolutionKernels {
