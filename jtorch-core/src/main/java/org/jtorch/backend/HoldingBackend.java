@@ -838,6 +838,30 @@ final class HoldingBackend implements Backend {
                 drop(operands);
             }
         }
+
+        @Override
+        public boolean syncBatchNormGather(StridedView mean, StridedView invstd, StridedView counts, StridedView runningMean,
+                                           StridedView runningVar, double momentum, double eps, StridedView meanOut, StridedView invstdOut) {
+            StridedView[] operands = {mean, invstd, counts, runningMean, runningVar, meanOut, invstdOut};
+            hold("batch_norm_gather_stats_with_counts", operands);
+            try {
+                return k.syncBatchNormGather(mean, invstd, counts, runningMean, runningVar, momentum, eps, meanOut, invstdOut);
+            } finally {
+                drop(operands);
+            }
+        }
+
+        @Override
+        public boolean syncBatchNormCoefficients(StridedView invstd, StridedView weight, StridedView sumDy, StridedView sumDyXmu,
+                                                 StridedView counts, StridedView coef) {
+            StridedView[] operands = {invstd, weight, sumDy, sumDyXmu, counts, coef};
+            hold("batch_norm_backward_elemt", operands);
+            try {
+                return k.syncBatchNormCoefficients(invstd, weight, sumDy, sumDyXmu, counts, coef);
+            } finally {
+                drop(operands);
+            }
+        }
     }
 
     private record Attention(AttentionKernels k) implements AttentionKernels {
