@@ -4,14 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.memory.MemoryScope;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -24,26 +22,16 @@ import org.junit.jupiter.api.Test;
 class MultinomialDeviceTest {
     private static final Device CUDA = DeviceCases.CUDA;
     private static final String DEFERRED = " (found by multinomial's CUDA check and reported at the next synchronisation";
-    private boolean previous;
-    private MemoryScope scope;
+    private DeferredCheckCase deferred;
 
     @BeforeEach
     void deferredChecks() {
-        assumeTrue(Cuda.isAvailable(), () -> "cuda:0 unavailable: " + Cuda.unavailableReason());
-        previous = Cuda.setSynchronousIndexChecks(false);
-        scope = new MemoryScope();
+        deferred = new DeferredCheckCase();
     }
 
     @AfterEach
     void restore() {
-        if (scope == null) return;
-        try {
-            Cuda.synchronize(CUDA);
-        } catch (RuntimeException leftOverByAFailedCase) {
-            // reported, so that the next case starts with no check in flight
-        }
-        scope.close();
-        Cuda.setSynchronousIndexChecks(previous);
+        if (deferred != null) deferred.close();
     }
 
     /** Weights {@code rows x c} in [0, 1) with every fifth one zero, from {@code seed}. */

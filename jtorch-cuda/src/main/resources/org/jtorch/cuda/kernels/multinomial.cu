@@ -44,8 +44,13 @@ __device__ __forceinline__ int row_check(const double* p, jt_i64 c, int* flags) 
     return bad;
 }
 
-__device__ __forceinline__ void report_bad_row(jt_u64* record, jt_i64 row, int bad) {
-    atomicMin(record, ((jt_u64)row << 3) | (jt_u64)bad);
+// Whether row r of weights p is bad: then reported into the record (the first bad row wins) and its k samples o set to 0.
+__device__ __forceinline__ bool refuse_bad_row(const double* p, jt_i64 c, jt_i64 k, jt_i64 r, jt_i64* o, jt_u64* record, int* flags) {
+    int bad = row_check(p, c, flags);
+    if (bad == 0) return false;
+    if (threadIdx.x == 0) atomicMin(record, ((jt_u64)r << 3) | (jt_u64)bad);
+    for (jt_i64 s = threadIdx.x; s < k; s += blockDim.x) o[s] = 0;
+    return true;
 }
 
 }  // namespace jt
@@ -60,12 +65,7 @@ extern "C" __global__ void jt_multinomial_with_replacement(double* buf, jt_i64 r
         double* cdf = buf + r * c;
         const double* u = buf + rows * c + r * k;
         jt_i64* o = out + r * k;
-        int bad = row_check(cdf, c, &flags);
-        if (bad != 0) {
-            if (threadIdx.x == 0) report_bad_row(record, r, bad);
-            for (jt_i64 s = threadIdx.x; s < k; s += blockDim.x) o[s] = 0;
-            continue;
-        }
+        if (refuse_bad_row(cdf, c, k, r, o, record, &flags)) continue;
         if (threadIdx.x == 0) {
             double acc = 0;
             for (jt_i64 j = 0; j < c; j++) cdf[j] = acc = __dadd_rn(acc, cdf[j]);
@@ -98,12 +98,7 @@ extern "C" __global__ void jt_multinomial_without_replacement(double* buf, jt_i6
         const double* p = buf + r * c;
         double* keys = buf + rows * c + r * c;  // log(1 - u), overwritten by the keys
         jt_i64* o = out + r * k;
-        int bad = row_check(p, c, &flags);
-        if (bad != 0) {
-            if (threadIdx.x == 0) report_bad_row(record, r, bad);
-            for (jt_i64 s = threadIdx.x; s < k; s += blockDim.x) o[s] = 0;
-            continue;
-        }
+        if (refuse_bad_row(p, c, k, r, o, record, &flags)) continue;
         for (jt_i64 j = threadIdx.x; j < c; j += blockDim.x) keys[j] = p[j] > 0 ? __ddiv_rn(p[j], -keys[j]) : -1.0;
         __syncthreads();
         for (jt_i64 s = 0; s < k; s++) {
