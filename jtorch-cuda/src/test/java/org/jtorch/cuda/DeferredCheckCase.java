@@ -3,30 +3,37 @@ package org.jtorch.cuda;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import org.jtorch.memory.MemoryScope;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * A test case of CUDA's deferred device-side checks ({@link IndexCheckLog}): cuda:0 required, checks deferred for the case,
- * its tensors in a {@link MemoryScope}; closing reports what is left in flight (so that the next case starts with none),
- * releases the tensors and restores the checks' mode.
+ * The cases of a test class of CUDA's deferred device-side checks ({@link IndexCheckLog}), registered with
+ * {@code @RegisterExtension}: each needs cuda:0, runs with checks deferred and its tensors in a {@link MemoryScope}; after
+ * it, what is left in flight is reported (so that the next case starts with none), the tensors released and the checks'
+ * mode restored.
  */
-final class DeferredCheckCase implements AutoCloseable {
-    private final boolean previous;
-    private final MemoryScope scope;
+final class DeferredCheckCase implements BeforeEachCallback, AfterEachCallback {
+    private boolean previous;
+    private MemoryScope scope;
 
-    DeferredCheckCase() {
+    @Override
+    public void beforeEach(ExtensionContext context) {
         assumeTrue(Cuda.isAvailable(), () -> "cuda:0 unavailable: " + Cuda.unavailableReason());
         previous = Cuda.setSynchronousIndexChecks(false);
         scope = new MemoryScope();
     }
 
     @Override
-    public void close() {
+    public void afterEach(ExtensionContext context) {
+        if (scope == null) return;
         try {
             Cuda.synchronize(DeviceCases.CUDA);
         } catch (RuntimeException leftOverByAFailedCase) {
             // reported, so that the next case starts with no check in flight
         }
         scope.close();
+        scope = null;
         Cuda.setSynchronousIndexChecks(previous);
     }
 }

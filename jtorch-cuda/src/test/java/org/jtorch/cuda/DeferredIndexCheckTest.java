@@ -10,9 +10,8 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * CUDA's default index checks ({@link IndexCheckLog}): no synchronisation at the op, the error at the next
@@ -22,17 +21,8 @@ import org.junit.jupiter.api.Test;
 class DeferredIndexCheckTest {
     private static final Device CUDA = Device.cuda(0);
     private static final String DEFERRED = " (found by the op's CUDA index check and reported at the next synchronisation";
-    private DeferredCheckCase deferred;
-
-    @BeforeEach
-    void deferredChecks() {
-        deferred = new DeferredCheckCase();
-    }
-
-    @AfterEach
-    void restore() {
-        if (deferred != null) deferred.close();
-    }
+    @RegisterExtension
+    final DeferredCheckCase deferred = new DeferredCheckCase();
 
     /** [[0, 1, 2], [3, 4, 5]] as float32 on cuda:0. */
     private static Tensor matrix() {

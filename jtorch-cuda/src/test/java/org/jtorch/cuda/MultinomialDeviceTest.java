@@ -10,9 +10,8 @@ import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * multinomial on cuda:0 ({@code multinomial.cu}): the CPU's indices from the same generator, bit for bit, with and without
@@ -22,17 +21,8 @@ import org.junit.jupiter.api.Test;
 class MultinomialDeviceTest {
     private static final Device CUDA = DeviceCases.CUDA;
     private static final String DEFERRED = " (found by multinomial's CUDA check and reported at the next synchronisation";
-    private DeferredCheckCase deferred;
-
-    @BeforeEach
-    void deferredChecks() {
-        deferred = new DeferredCheckCase();
-    }
-
-    @AfterEach
-    void restore() {
-        if (deferred != null) deferred.close();
-    }
+    @RegisterExtension
+    final DeferredCheckCase deferred = new DeferredCheckCase();
 
     /** Weights {@code rows x c} in [0, 1) with every fifth one zero, from {@code seed}. */
     private static Tensor weights(long seed, long rows, long c) {
