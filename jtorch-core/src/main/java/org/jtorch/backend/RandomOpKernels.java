@@ -146,9 +146,11 @@ public final class RandomOpKernels {
     /**
      * multinomial's kernel: the weights as float64 and the float64 uniforms drawn on the device (for draws without
      * replacement, {@code log(1 - u)} by the device's own sub and log kernels, as the composition this replaced computed
-     * them), side by side in one buffer; on a device that buffer comes to the host in one copy (the one synchronisation;
-     * PyTorch 1.13 makes two, its {@code item()} checks, without replacement or for one sample, and none with
-     * replacement, where it asserts on the device); the host checks the rows and draws, and the indices go back in one copy.
+     * them), side by side in one buffer. A device with its own kernel ({@link RandomKernels#multinomial}: CUDA) draws from
+     * that buffer where it lies, with the host's results, and reports bad rows at the next synchronisation: nothing is
+     * read back (PyTorch 1.13 synchronises twice, its {@code item()} checks, without replacement or for one sample, and
+     * asserts on the device with replacement). Otherwise the buffer comes to the host in one copy (the one
+     * synchronisation), the host checks the rows and draws, and on a device the indices go back in one copy.
      */
     private static void multinomial(Backend backend, StridedView out, StridedView probs, double[] g) {
         long k = (long) g[0];
