@@ -560,6 +560,16 @@ final class HoldingBackend implements Backend {
                 drop(out);
             }
         }
+
+        @Override
+        public boolean multinomial(StridedView buffer, long rows, long c, long k, boolean replacement, long[] shape, StridedView out) {
+            hold("multinomial", buffer, out);
+            try {
+                return this.k.multinomial(buffer, rows, c, k, replacement, shape, out);
+            } finally {
+                drop(buffer, out);
+            }
+        }
     }
 
     private record Convolution(ConvolutionKernels k) implements ConvolutionKernels {
@@ -824,6 +834,30 @@ final class HoldingBackend implements Backend {
             hold("layer_norm_backward", operands);
             try {
                 return k.layerNormBackward(gradOut, x, rows, cols, mean, rstd, weight, gradInput, gradWeight, gradBias);
+            } finally {
+                drop(operands);
+            }
+        }
+
+        @Override
+        public boolean syncBatchNormGather(StridedView mean, StridedView invstd, StridedView counts, StridedView runningMean,
+                                           StridedView runningVar, double momentum, double eps, StridedView meanOut, StridedView invstdOut) {
+            StridedView[] operands = {mean, invstd, counts, runningMean, runningVar, meanOut, invstdOut};
+            hold("batch_norm_gather_stats_with_counts", operands);
+            try {
+                return k.syncBatchNormGather(mean, invstd, counts, runningMean, runningVar, momentum, eps, meanOut, invstdOut);
+            } finally {
+                drop(operands);
+            }
+        }
+
+        @Override
+        public boolean syncBatchNormCoefficients(StridedView invstd, StridedView weight, StridedView sumDy, StridedView sumDyXmu,
+                                                 StridedView counts, StridedView coef) {
+            StridedView[] operands = {invstd, weight, sumDy, sumDyXmu, counts, coef};
+            hold("batch_norm_backward_elemt", operands);
+            try {
+                return k.syncBatchNormCoefficients(invstd, weight, sumDy, sumDyXmu, counts, coef);
             } finally {
                 drop(operands);
             }

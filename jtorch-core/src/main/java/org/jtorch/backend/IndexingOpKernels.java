@@ -19,6 +19,7 @@ public final class IndexingOpKernels {
     static void register(Backend backend) {
         Device.Type type = backend.deviceType();
         KernelRegistry.register(type, IndexingOps.COUNT_NONZERO.kernel(), (out, in, g) -> countNonzero(backend, out, in[0], g));
+        KernelRegistry.register(type, IndexingOps.NONZERO.kernel(), (out, in, g) -> backend.indexing().nonzero(in[0], out));
         KernelRegistry.register(type, IndexingOps.INDEX_SELECT.kernel(), (out, in, g) -> {
             int d = Shapes.wrapDim("index_select", (long) g[0], in[0].dim());
             backend.indexing().indexSelect(atLeast1d(in[0]), d, in[1], atLeast1d(out));

@@ -53,6 +53,30 @@ public interface NormalizationKernels {
                             StridedView gradInput);
 
     /**
+     * The synchronised batch norm's merge ({@code batch_norm_gather_stats_with_counts}) as one kernel of the backend's:
+     * from the all-gathered {@code [ranks, c]} {@code mean} and {@code invstd} and the {@code [ranks]} {@code counts},
+     * the merged {@code meanOut} and {@code invstdOut} ({@code [c]}), and the running statistics (null: none) moved by
+     * {@code momentum}, with the bits of {@link NormalizationOpKernels}' composition of float64 pointwise kernels (the
+     * same steps in the same order, each rounded once). Operands may be strided and of any floating dtype. Returns false,
+     * having done nothing, where the backend has no such kernel (the caller composes it).
+     */
+    default boolean syncBatchNormGather(StridedView mean, StridedView invstd, StridedView counts, StridedView runningMean,
+                                        StridedView runningVar, double momentum, double eps, StridedView meanOut, StridedView invstdOut) {
+        return false;
+    }
+
+    /**
+     * {@code batch_norm_backward_elemt}'s coefficients as one kernel: the contiguous {@code [c, 3]} float64 {@code coef}
+     * that {@link #batchNormGradInput} reads ({@code invstd * weight} (invstd without a weight), {@code sum_dy_xmu / n *
+     * invstd^2}, {@code sum_dy / n}, with {@code n} the sum of {@code counts}), with the bits of the composition. Returns
+     * false, having done nothing, where the backend has no such kernel.
+     */
+    default boolean syncBatchNormCoefficients(StridedView invstd, StridedView weight, StridedView sumDy, StridedView sumDyXmu,
+                                              StridedView counts, StridedView coef) {
+        return false;
+    }
+
+    /**
      * {@link #batchNormBackward} in training of {@code relu(batch_norm(x))}: {@code gradOut} is the ReLU's incoming
      * gradient, masked where the ReLU's input {@code (x - mean) * invstd * weight + bias} is not positive (recomputed
      * from {@code x}; {@code weight} and {@code bias} null for 1 and 0) as the kernel reads it, without writing the

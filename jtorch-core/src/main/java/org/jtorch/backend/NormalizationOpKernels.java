@@ -124,8 +124,10 @@ public final class NormalizationOpKernels {
      * The kernels of the synchronised batch norm's parts (PyTorch's {@code batch_norm_stats}, {@code _gather_stats_with_counts},
      * {@code _elemt}, {@code _backward_reduce}, {@code _backward_elemt}), from the backend's batch norm kernels over contiguous
      * {@code [n, c, s]} blocks. The per-channel arithmetic between ranks (the merge of their statistics, the input
-     * gradient's coefficients from the summed sums) runs on the tensors' device in float64, one pointwise kernel per
-     * step and rank over {@code [c]} vectors, in the order a host loop in double would take: nothing waits for the device.
+     * gradient's coefficients from the summed sums) runs on the tensors' device in float64: one kernel of the backend's where
+     * it has one ({@link NormalizationKernels#syncBatchNormGather}, {@link NormalizationKernels#syncBatchNormCoefficients}:
+     * CUDA), else one pointwise kernel per step and rank over {@code [c]} vectors, in the order a host loop in double would
+     * take (the same bits either way): nothing waits for the device.
      */
     private static void registerSync(Backend backend) {
         Device.Type type = backend.deviceType();
@@ -144,6 +146,7 @@ public final class NormalizationOpKernels {
             long[] shape = {in[1].size(1)};
             double momentum = g[0], eps = g[1];
             Device device = in[1].device();
+            if (backend.normalization().syncBatchNormGather(in[1], in[2], in[5], in[3], in[4], momentum, eps, outs[0], outs[1])) return;
             try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
                 StridedView total = zeros(backend, scratch, device, shape), weighted = zeros(backend, scratch, device, shape);
                 StridedView m2 = zeros(backend, scratch, device, shape), mean = scratch.allocate(device, shape, DType.FLOAT64);
@@ -222,18 +225,20 @@ public final class NormalizationOpKernels {
             Device device = in[1].device();
             try (ConvolutionOpKernels.Scratch scratch = new ConvolutionOpKernels.Scratch(backend)) {
                 long[] shape = {c};
-                StridedView total = zeros(backend, scratch, device, shape);
-                for (int r = 0; r < in[7].numel(); r++) add(backend, total, total, count(in[7], r, shape));
                 // per channel: invstd * weight, sum_dy_xmu / n * invstd^2 and sum_dy / n, side by side
                 StridedView coef = scratch.allocate(device, new long[] {3 * c}, DType.FLOAT64);
-                StridedView scale = coefficient(coef, 0, c), centred = coefficient(coef, 1, c), shift = coefficient(coef, 2, c);
-                StridedView invstd = in[3];
-                if (in[4] == null) backend.copy(invstd, scale);
-                else pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, scale, invstd, in[4], 0);
-                pointwise(backend, PointwiseOps.DIV, DType.FLOAT64, centred, in[6], total, 0);
-                pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, centred, centred, invstd, 0);
-                pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, centred, centred, invstd, 0);
-                pointwise(backend, PointwiseOps.DIV, DType.FLOAT64, shift, in[5], total, 0);
+                if (!backend.normalization().syncBatchNormCoefficients(in[3], in[4], in[5], in[6], in[7], coef.view(c, 3))) {
+                    StridedView total = zeros(backend, scratch, device, shape);
+                    for (int r = 0; r < in[7].numel(); r++) add(backend, total, total, count(in[7], r, shape));
+                    StridedView scale = coefficient(coef, 0, c), centred = coefficient(coef, 1, c), shift = coefficient(coef, 2, c);
+                    StridedView invstd = in[3];
+                    if (in[4] == null) backend.copy(invstd, scale);
+                    else pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, scale, invstd, in[4], 0);
+                    pointwise(backend, PointwiseOps.DIV, DType.FLOAT64, centred, in[6], total, 0);
+                    pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, centred, centred, invstd, 0);
+                    pointwise(backend, PointwiseOps.MUL, DType.FLOAT64, centred, centred, invstd, 0);
+                    pointwise(backend, PointwiseOps.DIV, DType.FLOAT64, shift, in[5], total, 0);
+                }
                 StridedView go = scratch.operand(in[0], in[1].dtype(), in[0].shape());
                 StridedView x = scratch.operand(in[1], in[1].dtype(), in[1].shape());
                 backend.normalization().batchNormGradInput(go, x, n, c, s, in[2], coef.view(c, 3), out);

@@ -146,9 +146,11 @@ public final class RandomOpKernels {
     /**
      * multinomial's kernel: the weights as float64 and the float64 uniforms drawn on the device (for draws without
      * replacement, {@code log(1 - u)} by the device's own sub and log kernels, as the composition this replaced computed
-     * them), side by side in one buffer; on a device that buffer comes to the host in one copy (the one synchronisation;
-     * PyTorch 1.13 makes two, its {@code item()} checks, without replacement or for one sample, and none with
-     * replacement, where it asserts on the device); the host checks the rows and draws, and the indices go back in one copy.
+     * them), side by side in one buffer. A device with its own kernel ({@link RandomKernels#multinomial}: CUDA) draws from
+     * that buffer where it lies, with the host's results, and reports bad rows at the next synchronisation: nothing is
+     * read back (PyTorch 1.13 synchronises twice, its {@code item()} checks, without replacement or for one sample, and
+     * asserts on the device with replacement). Otherwise the buffer comes to the host in one copy (the one
+     * synchronisation), the host checks the rows and draws, and on a device the indices go back in one copy.
      */
     private static void multinomial(Backend backend, StridedView out, StridedView probs, double[] g) {
         long k = (long) g[0];
@@ -171,6 +173,7 @@ public final class RandomOpKernels {
                 pointwise(PointwiseOps.SUB, DType.FLOAT64, u, number(backend, scratch, device, DType.FLOAT64, 1, u.shape()), u);
                 unary(PointwiseOps.LOG, u);
             }
+            if (!host && drawsOnDevice(backend, scratch, buf, rows, c, k, replacement, shape, out)) return;
             StridedView values = buf;
             if (!host) {
                 values = hostScratch.allocate(Device.cpu(), buf.shape(), DType.FLOAT64);
@@ -189,6 +192,38 @@ public final class RandomOpKernels {
             }
             if (!direct) backend.copy(result, out);
         }
+    }
+
+    /**
+     * PyTorch 1.13's error for a bad row {@code r} of multinomial's {@code prob_dist} of {@code shape} (a negative weight, an
+     * infinite or NaN one, a sum that is not positive; its fast path's message without replacement or for one sample),
+     * naming the shape and row; null for a good row. Also the message of a device's deferred check.
+     */
+    public static IllegalArgumentException multinomialRowError(long[] shape, long r, boolean negative, boolean nonFinite,
+                                                               boolean sumNotPositive, boolean fastPathMessages) {
+        String where = " (prob_dist of shape " + Shapes.format(shape) + (shape.length == 2 ? ", row " + r : "") + ")";
+        if (fastPathMessages && (negative || nonFinite)) {
+            return new IllegalArgumentException("multinomial(): probability tensor contains either `inf`, `nan` or element < 0" + where);
+        }
+        if (negative) return new IllegalArgumentException("multinomial(): invalid multinomial distribution (encountering probability entry < 0)" + where);
+        if (nonFinite) {
+            return new IllegalArgumentException("multinomial(): invalid multinomial distribution (encountering probability entry = infinity or NaN)"
+                    + where);
+        }
+        if (sumNotPositive) return new IllegalArgumentException("multinomial(): invalid multinomial distribution (sum of probabilities <= 0)" + where);
+        return null;
+    }
+
+    /**
+     * The draws by the device's own kernel where it has one ({@link RandomKernels#multinomial}: no read back, bad rows
+     * reported at the next synchronisation), into {@code out} or a contiguous int64 scratch copied into it.
+     */
+    private static boolean drawsOnDevice(Backend backend, ConvolutionOpKernels.Scratch scratch, StridedView buf, long rows, long c, long k,
+                                         boolean replacement, long[] shape, StridedView out) {
+        StridedView indices = out.isContiguous() ? out : scratch.allocate(out.device(), out.shape(), DType.INT64);
+        if (!backend.random().multinomial(buf, rows, c, k, replacement, shape, indices)) return false;
+        if (indices != out) backend.copy(indices, out);
+        return true;
     }
 
     /** Scratch in host memory, for the host side of a kernel on any backend. */
@@ -227,16 +262,8 @@ public final class RandomOpKernels {
                 nonFinite |= !Double.isFinite(v);
                 sum += v;
             }
-            String where = " (prob_dist of shape " + Shapes.format(shape) + (shape.length == 2 ? ", row " + r : "") + ")";
-            if (fastPathMessages && (negative || nonFinite)) {
-                throw new IllegalArgumentException("multinomial(): probability tensor contains either `inf`, `nan` or element < 0" + where);
-            }
-            if (negative) throw new IllegalArgumentException("multinomial(): invalid multinomial distribution (encountering probability entry < 0)" + where);
-            if (nonFinite) {
-                throw new IllegalArgumentException("multinomial(): invalid multinomial distribution (encountering probability entry = infinity or NaN)"
-                        + where);
-            }
-            if (!(sum > 0)) throw new IllegalArgumentException("multinomial(): invalid multinomial distribution (sum of probabilities <= 0)" + where);
+            IllegalArgumentException e = multinomialRowError(shape, r, negative, nonFinite, !(sum > 0), fastPathMessages);
+            if (e != null) throw e;
         }
 
         /**

@@ -171,11 +171,21 @@ public final class IndexingOps {
             .doc("the number of nonzero elements, over all or some dimensions").build();
 
     /**
-     * {@code nonzero(Tensor self) -> Tensor}: int64 {@code [n, self.dim()]}, the coordinates of the nonzero elements in
-     * row-major order ({@code ops.Indexing.nonzero}: the count read on the host, then the backend's kernel).
+     * {@code nonzero(Tensor self) -> Tensor}: int64 {@code [count, self.dim()]}, the coordinates of the nonzero elements in
+     * row-major order. {@code count} is not PyTorch's parameter: the number of nonzero elements, which the front end reads
+     * on the host by {@link #COUNT_NONZERO} (PyTorch's nonzero synchronises for it too), since a meta function does not
+     * read memory; as {@link #MASKED_SELECT}'s. The kernel writes at most {@code count} rows. Not differentiable: indices.
      */
-    public static final OpDef NONZERO = OpDef.frontEnd("nonzero", false).rule(DTypeRule.SAME).signature(Param.tensor("self"))
-            .doc("`ops.Indexing.nonzero`: the count by `count_nonzero`, read on the host").build();
+    public static final OpDef NONZERO = OpDef.structured("nonzero").rule(DTypeRule.SAME)
+            .signature(Param.tensor("self"), Param.scalar("count", "int", null))
+            .meta((in, g) -> {
+                if (!(g[0] >= 0) || g[0] != Math.rint(g[0])) {
+                    throw new IllegalArgumentException("nonzero: count must be a non-negative integer, got " + g[0] + " (self of shape "
+                            + Shapes.format(in[0].shape()) + ")");
+                }
+                return new Meta.Output(new long[] {(long) g[0], in[0].dim()}, DType.INT64);
+            })
+            .doc("the coordinates of the nonzero elements, `[count, self.dim()]`").build();
 
     /**
      * Which dimensions of a rank-{@code rank} tensor {@link #COUNT_NONZERO}'s scalars {@code g} count over (every one when

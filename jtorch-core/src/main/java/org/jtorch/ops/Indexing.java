@@ -14,8 +14,6 @@ import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
-import org.jtorch.backend.Backends;
-import org.jtorch.backend.IndexKernels;
 
 /**
  * Front end of the indexing ops, with PyTorch's semantics: {@code index_select}, {@code gather},
@@ -182,18 +180,13 @@ public final class Indexing {
 
     /**
      * {@code self.nonzero()}: int64 {@code [n, self.dim()]}, the coordinates of nonzero elements in row-major order
-     * ({@link IndexingOps#NONZERO}): the count by {@link IndexingOps#COUNT_NONZERO}, read on the host, sizes the result.
+     * ({@link IndexingOps#NONZERO}): the count by {@link IndexingOps#COUNT_NONZERO}, read here, on the host, sizes the result.
      */
     public static Tensor nonzero(Tensor self) {
         self.checkOpen("nonzero");
-        if (Dispatcher.wrapsFrontEnds()) return Dispatcher.frontEnd(IndexingOps.NONZERO, new Tensor[] {self}, null, t -> nonzeroOf(t[0]));
-        return nonzeroOf(self);
-    }
-
-    private static Tensor nonzeroOf(Tensor self) {
-        Tensor out = Tensor.empty(new long[] {countNonzero(self), self.dim()}, DType.INT64, self.device());
-        kernels(self.device()).nonzero(view(self), view(out));
-        return out;
+        // a trace must not fix the count: the JIT runs a function that reads one eagerly
+        if (Dispatcher.tracing()) Dispatcher.traceHostRead(self, "nonzero");
+        return Dispatcher.call(IndexingOps.NONZERO, new Tensor[] {self}, countNonzero(self));
     }
 
     /** {@code torch.count_nonzero(input, dims)}: the number of nonzero elements of {@code input} over {@code dims} (all when none), int64. */
@@ -448,10 +441,6 @@ public final class Indexing {
     }
 
     // ---------------------------------------------------------------- helpers
-
-    static IndexKernels kernels(Device device) {
-        return Backends.of(device).indexing();
-    }
 
     private static void checkOpen(String op, Tensor a, Tensor b) {
         a.checkOpen(op);

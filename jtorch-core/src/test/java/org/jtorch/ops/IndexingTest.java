@@ -150,6 +150,34 @@ class IndexingTest {
         }
     }
 
+    /**
+     * nonzero is a declared op whose kernel the dispatcher runs (the profile names it), its count read by count_nonzero; a
+     * count given by hand is checked, and the kernel writes no more rows than it.
+     */
+    @Test
+    void nonzeroRunsAsADeclaredOpThroughTheDispatcher() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor x = Torch.tensor(new float[] {0, 2, 0, -1, 3, 0}).reshape(2, 3);
+            org.jtorch.backend.KernelProfiler.reset();
+            org.jtorch.backend.KernelProfiler.start();
+            Tensor nz;
+            try {
+                nz = x.nonzero();
+            } finally {
+                org.jtorch.backend.KernelProfiler.stop();
+            }
+            assertArrayEquals(new long[] {0, 1, 1, 0, 1, 1}, nz.toLongArray());
+            assertArrayEquals(new long[] {3, 2}, nz.shape());
+            List<String> kernels = org.jtorch.backend.KernelProfiler.entries().stream().map(org.jtorch.backend.KernelProfiler.Entry::kernel).toList();
+            assertTrue(kernels.stream().anyMatch(k -> k.startsWith("nonzero ")), kernels.toString());
+            assertTrue(kernels.stream().anyMatch(k -> k.startsWith("count_nonzero ")), kernels.toString());
+            Tensor first = Dispatcher.call(org.jtorch.op.IndexingOps.NONZERO, new Tensor[] {x}, 2);
+            assertArrayEquals(new long[] {0, 1, 1, 0}, first.toLongArray(), "at most count rows");
+            RuntimeException e = assertThrows(RuntimeException.class, () -> Dispatcher.call(org.jtorch.op.IndexingOps.NONZERO, new Tensor[] {x}, -1));
+            assertTrue(e.getMessage().startsWith("nonzero: count must be a non-negative integer, got -1.0 (self of shape [2, 3])"), e.getMessage());
+        }
+    }
+
     @Test
     void fullMaskIndexEqualsMaskedSelectAndWhereEqualsNonzero() {
         try (Tensor x = Torch.randn(5, 7);

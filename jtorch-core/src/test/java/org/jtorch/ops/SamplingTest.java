@@ -132,11 +132,12 @@ class SamplingTest {
              Tensor infinite = on(new double[] {1, Double.POSITIVE_INFINITY}, 2); Tensor cube = on(new double[] {1, 1}, 1, 1, 2);
              Tensor ints = Torch.tensor(new long[] {1, 2}).to(DEVICE); Tensor ok = on(new double[] {1, 1}, 2)) {
             Generator g = new Generator(1);
-            assertMessage("encountering probability entry < 0", () -> Torch.multinomial(negative, 2, true, g));
-            assertMessage("element < 0", () -> Torch.multinomial(negative, 1, false, g));
-            assertMessage("sum of probabilities <= 0", () -> Torch.multinomial(zeros, 2, true, g));
-            assertMessage("sum of probabilities <= 0", () -> Torch.multinomial(zeros, 1, false, g));
-            assertMessage("infinity or NaN", () -> Torch.multinomial(infinite, 2, true, g));
+            // a device checks the weights on the device and reports at the next synchronisation: the read
+            assertMessage("encountering probability entry < 0", () -> Torch.multinomial(negative, 2, true, g).toLongArray());
+            assertMessage("element < 0", () -> Torch.multinomial(negative, 1, false, g).toLongArray());
+            assertMessage("sum of probabilities <= 0", () -> Torch.multinomial(zeros, 2, true, g).toLongArray());
+            assertMessage("sum of probabilities <= 0", () -> Torch.multinomial(zeros, 1, false, g).toLongArray());
+            assertMessage("infinity or NaN", () -> Torch.multinomial(infinite, 2, true, g).toLongArray());
             assertMessage("n_sample > prob_dist.size(-1) samples without replacement", () -> Torch.multinomial(ok, 3, false, g));
             assertMessage("n_sample <= 0", () -> Torch.multinomial(ok, 0, true, g));
             assertMessage("prob_dist must be 1 or 2 dim", () -> Torch.multinomial(cube, 1, true, g));

@@ -87,6 +87,72 @@ final class CudaNormalizationKernels implements NormalizationKernels {
         k.launchRows(k.wholeFileFunction(device, FILE, entry), blocks, LaunchGeometry.THREADS, stream, args);
     }
 
+    /** The synchronised batch norm's per-channel kernels between ranks ({@code syncbn.cu}). */
+    private static final String SYNC_FILE = "syncbn.cu";
+
+    /** {@code t}'s address, its stride of dimension {@code d} in bytes and its dtype code (a null tensor: 0, 0, float32). */
+    private static KernelArgs operand(KernelArgs args, StridedView t, int... dims) {
+        args.pointer(addr(t));
+        for (int d : dims) args.i64(t == null ? 0 : t.strides()[d] * t.dtype().byteSize());
+        return args.i32(t == null ? DType.FLOAT32.ordinal() : t.dtype().ordinal());
+    }
+
+    /** Every operand (nulls skipped) on {@code device}. */
+    private static void onDevice(String op, Device device, StridedView... operands) {
+        for (StridedView t : operands) {
+            if (t != null && !t.device().equals(device)) {
+                throw new IllegalArgumentException(op + ": every operand must be on " + device + ", got one on " + t.device());
+            }
+        }
+    }
+
+    /** One thread a channel, grid-stride. */
+    private void perChannelThreads(Device device, String entry, long c, KernelArgs args) {
+        CudaKernels k = kernels.get();
+        k.launchRows(k.wholeFileFunction(device, SYNC_FILE, entry), LaunchGeometry.blocks(c, 1, k.multiprocessors(device)),
+                LaunchGeometry.THREADS, k.currentStream(device), args);
+    }
+
+    @Override
+    public boolean syncBatchNormGather(StridedView mean, StridedView invstd, StridedView counts, StridedView runningMean,
+                                       StridedView runningVar, double momentum, double eps, StridedView meanOut, StridedView invstdOut) {
+        Device device = mean.device();
+        onDevice("batch_norm_gather_stats_with_counts", device, invstd, counts, runningMean, runningVar, meanOut, invstdOut);
+        long c = mean.size(1);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena);
+            operand(args, mean, 0, 1);
+            operand(args, invstd, 0, 1);
+            operand(args, counts, 0);
+            operand(args, runningMean, 0);
+            operand(args, runningVar, 0);
+            operand(args, meanOut, 0);
+            operand(args, invstdOut, 0);
+            args.i64(mean.size(0)).i64(c).f64(momentum).f64(eps);
+            perChannelThreads(device, "jt_sync_bn_gather", c, args);
+        }
+        return true;
+    }
+
+    @Override
+    public boolean syncBatchNormCoefficients(StridedView invstd, StridedView weight, StridedView sumDy, StridedView sumDyXmu,
+                                             StridedView counts, StridedView coef) {
+        Device device = invstd.device();
+        onDevice("batch_norm_backward_elemt", device, weight, sumDy, sumDyXmu, counts, coef);
+        long c = invstd.size(0);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena);
+            operand(args, invstd, 0);
+            operand(args, weight, 0);
+            operand(args, sumDy, 0);
+            operand(args, sumDyXmu, 0);
+            operand(args, counts, 0);
+            args.pointer(coef.address()).i64(counts.size(0)).i64(c);
+            perChannelThreads(device, "jt_sync_bn_coefficients", c, args);
+        }
+        return true;
+    }
+
     @Override
     public void batchNormStats(StridedView x, long n, long c, long s, StridedView mean, StridedView var) {
         String op = "batchNormStats";

@@ -13,10 +13,12 @@ import org.jtorch.cuda.kernels.IndexPlan;
 import org.jtorch.cuda.kernels.IndexPlan.Check;
 
 /**
- * Where the index checks of one device's index ops report, so that checking costs no synchronisation.
+ * Where the index checks of one device's index ops (and other device-side checks: multinomial's rows) report, so that
+ * checking costs no synchronisation.
  *
- * <p>Each check claims a record of mapped pinned memory (two words: the first bad row-major position, ~0
- * for none, and the index found there), which its check kernels write on the op's stream. The host reads
+ * <p>Each check claims a record of mapped pinned memory (two words: for an index check the first bad row-major
+ * position, ~0 for none, and the index found there; another check's {@link Reporter} reads its own words, word 0 ~0
+ * meaning none), which its check kernels write on the op's stream. The host reads
  * the records of a stream after it has synchronised with that stream anyway: a device-to-host copy
  * ({@code item()}, {@code toArray()}, {@code to(cpu)}), {@link Stream#synchronize} or {@link Cuda#synchronize};
  * a bad index then surfaces there as an {@link IndexOutOfBoundsException} naming the op, the value and the
@@ -44,9 +46,8 @@ final class IndexCheckLog {
     private final int ordinal;
     private final MemorySegment records;
     private final long deviceAddress;
-    private final Check[] checks = new Check[RECORDS];
-    /** The {@link IndexErrorContext} of each record's op. */
-    private final String[] prefixes = new String[RECORDS];
+    /** What each record reports when its word 0 is set. */
+    private final Reporter[] reporters = new Reporter[RECORDS];
     private final long[] streams = new long[RECORDS];
     /** Records owned by a captured graph: reported like the others, but not freed by a report. */
     private final boolean[] graphOwned = new boolean[RECORDS];
@@ -98,11 +99,26 @@ final class IndexCheckLog {
         }
     }
 
+    /** The error a record's two words report (word 0 is not ~0), raised at the synchronisation that reads it. */
+    @FunctionalInterface
+    interface Reporter {
+        RuntimeException error(long word0, long word1);
+    }
+
     /**
      * A cleared record for {@code check} on {@code stream}; returns its device address (word 0: first bad
      * position, word 1: its value). When every record is in flight, waits for the device and reports them first.
      */
-    synchronized long claim(Check check, long stream) {
+    long claim(Check check, long stream) {
+        String prefix = IndexErrorContext.prefix();
+        return claim((position, value) -> exception(check, prefix, value), stream);
+    }
+
+    /**
+     * A cleared record (word 0 ~0, word 1 0) for a device-side check on {@code stream} whose error {@code reporter}
+     * makes; returns its device address. When every record is in flight, waits for the device and reports them first.
+     */
+    synchronized long claim(Reporter reporter, long stream) {
         CudaGraph graph = CudaGraph.capturing(Device.cuda(ordinal), stream);
         if (graph != null && free.isEmpty()) {
             throw new IllegalStateException("a CUDA graph capture on cuda:" + ordinal + " has more index checks in flight than the "
@@ -116,8 +132,7 @@ final class IndexCheckLog {
         int r = free.pop();
         records.set(JAVA_LONG, r * RECORD_BYTES, NONE);
         records.set(JAVA_LONG, r * RECORD_BYTES + 8, 0);
-        checks[r] = check;
-        prefixes[r] = IndexErrorContext.prefix();
+        reporters[r] = reporter;
         streams[r] = stream;
         if (graph != null) {
             graphOwned[r] = true; // in flight from the first replay on
@@ -142,11 +157,11 @@ final class IndexCheckLog {
     }
 
     /**
-     * Frees the completed records (of {@code stream}, or all) and throws the first bad index among them, in
-     * the order the ops ran, with any later ones suppressed.
+     * Frees the completed records (of {@code stream}, or all) and throws the first error among them (a bad index,
+     * a bad multinomial row), in the order the ops ran, with any later ones suppressed.
      */
     synchronized void report(long stream, boolean all) {
-        IndexOutOfBoundsException first = null;
+        RuntimeException first = null;
         for (int i = 0; i < pending.size(); ) {
             int r = pending.get(i);
             if (!all && streams[r] != stream) {
@@ -158,7 +173,7 @@ final class IndexCheckLog {
             if (graphOwned[r]) records.set(JAVA_LONG, r * RECORD_BYTES, NONE); // ready for the graph's next replay
             else free.push(r);
             if (position == NONE) continue;
-            IndexOutOfBoundsException e = exception(checks[r], prefixes[r], records.get(JAVA_LONG, r * RECORD_BYTES + 8));
+            RuntimeException e = reporters[r].error(position, records.get(JAVA_LONG, r * RECORD_BYTES + 8));
             if (first == null) first = e;
             else first.addSuppressed(e);
         }

@@ -16,7 +16,8 @@ public final class KernelSources {
     public static final String HEADER = "jtorch_cuda.cuh";
     /** Every kernel file, in the order the smoke test and docs list them. */
     public static final List<String> FILES = List.of("elementwise.cu", "copy.cu", "reduce.cu", "optim.cu", "random.cu", "index.cu",
-            "conv.cu", "pool.cu", "norm.cu", "recurrent.cu", "layernorm.cu");
+            "conv.cu", "pool.cu", "norm.cu", "recurrent.cu", "layernorm.cu",
+            "multinomial.cu", "syncbn.cu");
 
     private KernelSources() {}
 

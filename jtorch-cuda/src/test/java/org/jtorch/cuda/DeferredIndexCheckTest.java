@@ -5,16 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.memory.MemoryScope;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * CUDA's default index checks ({@link IndexCheckLog}): no synchronisation at the op, the error at the next
@@ -24,27 +21,8 @@ import org.junit.jupiter.api.Test;
 class DeferredIndexCheckTest {
     private static final Device CUDA = Device.cuda(0);
     private static final String DEFERRED = " (found by the op's CUDA index check and reported at the next synchronisation";
-    private boolean previous;
-    private MemoryScope scope;
-
-    @BeforeEach
-    void deferredChecks() {
-        assumeTrue(Cuda.isAvailable(), () -> "cuda:0 unavailable: " + Cuda.unavailableReason());
-        previous = Cuda.setSynchronousIndexChecks(false);
-        scope = new MemoryScope();
-    }
-
-    @AfterEach
-    void restore() {
-        if (scope == null) return;
-        try {
-            Cuda.synchronize(CUDA);
-        } catch (IndexOutOfBoundsException leftOverByAFailedCase) {
-            // reported, so that the next case starts with no check in flight
-        }
-        scope.close();
-        Cuda.setSynchronousIndexChecks(previous);
-    }
+    @RegisterExtension
+    final DeferredCheckCase deferred = new DeferredCheckCase();
 
     /** [[0, 1, 2], [3, 4, 5]] as float32 on cuda:0. */
     private static Tensor matrix() {

@@ -106,14 +106,22 @@ class GemmEpilogueDeviceTest {
 
     /** The simulator's counters jtsim_get_stats (src/sim/jtsim.h): kernel launches and library calls; absent on a real driver. */
     static long[] counts() {
+        long[] all = simulatorStats();
+        return new long[] {all[0], all[3]};
+    }
+
+    /**
+     * All twelve counters of jtsim_get_stats, in its struct's order (kernel launches, graph launches, kernels run, library
+     * calls, synchronizations, bytes host to device, bytes device to host, ...); skips on a real driver.
+     */
+    static long[] simulatorStats() {
         var get = CudaRuntime.system().driver().library().optionalDowncall(
                 java.lang.foreign.FunctionDescriptor.ofVoid(java.lang.foreign.ValueLayout.ADDRESS), "jtsim_get_stats");
         assumeTrue(get.isPresent(), "launch counts need the CUDA simulator");
         try (var arena = java.lang.foreign.Arena.ofConfined()) {
             var stats = arena.allocate(java.lang.foreign.ValueLayout.JAVA_LONG, 12);
             get.get().invokeExact(stats);
-            return new long[] {stats.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 0),
-                               stats.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, 3)};
+            return stats.toArray(java.lang.foreign.ValueLayout.JAVA_LONG);
         } catch (Throwable t) {
             throw new AssertionError(t);
         }
