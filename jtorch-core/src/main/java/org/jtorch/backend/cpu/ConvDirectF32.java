@@ -896,11 +896,11 @@ final class ConvDirectF32 {
         // run on narrow tiles with most lanes idle: packed per pixel, kh of them fill whole vectors.
         boolean packed = kwc < 48 && kh > 1;
         int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
-        float[][] partial = new float[chunks][];
+        float[][] partial = ConvF32.chunkSums(chunks, cout * k);
         Parallel.forRange(chunks, 1, (c0, c1) -> {
             for (long c = c0; c < c1; c++) {
                 Work wk = WORK.get();
-                float[] acc = new float[cout * k];
+                float[] acc = ConvF32.clearedChunkSum(partial, (int) c, cout * k);
                 long n0 = c * g.n() / chunks, n1 = (c + 1) * g.n() / chunks;
                 for (long n = n0; n < n1; n += perPass) {
                     int count = (int) Math.min(perPass, n1 - n);
@@ -933,7 +933,6 @@ final class ConvDirectF32 {
                         }
                     }
                 }
-                partial[(int) c] = acc;
             }
         });
         // Columns ordered (ki, kj, ic): the tap-major order ConvF32's weight gradient uses too.

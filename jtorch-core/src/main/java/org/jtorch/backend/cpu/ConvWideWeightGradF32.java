@@ -79,7 +79,8 @@ final class ConvWideWeightGradF32 {
         int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
         // Enough images that a tile's sweep is long against loading and storing its 24 sums.
         int group = Math.max(1, Math.min(8, Math.ceilDiv(GROUP_PIXELS, l)));
-        float[][] partial = new float[chunks][];
+        int sumSize = cout * kk * cin;
+        float[][] partial = ConvF32.chunkSums(chunks, sumSize);
         Parallel.forRange(chunks, 1, (k0, k1) -> {
             for (long k = k0; k < k1; k++) {
                 Work wk = WORK.get();
@@ -89,7 +90,7 @@ final class ConvWideWeightGradF32 {
                 int[] base = wk.base;
                 float[] gs = wk.gy;
                 // [cout][tap][cin], the column order sumPartials takes.
-                float[] acc = new float[cout * kk * cin];
+                float[] acc = ConvF32.clearedChunkSum(partial, (int) k, sumSize);
                 long n0 = k * g.n() / chunks, n1 = (k + 1) * g.n() / chunks;
                 for (long n = n0; n < n1; n += group) {
                     int count = (int) Math.min(group, n1 - n);
@@ -112,35 +113,9 @@ final class ConvWideWeightGradF32 {
                         }
                     }
                 }
-                partial[(int) k] = acc;
             }
         });
-        storeWeightGrad(partial, cout, cin, kk, gw, gwOff);
-    }
-
-    /**
-     * {@code gw[co][ci][tap]} = the chunks' {@code [co][tap][ci]} sums added in chunk order. With 16 taps, each
-     * (output channel, 16 input channels) block is one 16x16 transpose ({@link Gemm#transposeBlock16}); other tap
-     * counts go through {@link ConvF32#sumPartials}.
-     */
-    private static void storeWeightGrad(float[][] partial, int cout, int cin, int kk, MemorySegment gw, long gwOff) {
-        if (kk != 16 || cin % 16 != 0) {
-            ConvF32.sumPartials(partial, cout, cin, kk, gw, gwOff);
-            return;
-        }
-        float[] sum = partial[0];
-        for (int c = 1; c < partial.length; c++) {
-            float[] p = partial[c];
-            for (int i = 0; i < sum.length; i += 16) FloatVector.fromArray(FS, sum, i).add(FloatVector.fromArray(FS, p, i)).intoArray(sum, i);
-        }
-        MemorySegment src = MemorySegment.ofArray(sum);
-        float[] out = new float[sum.length];
-        for (int co = 0; co < cout; co++) {
-            for (int ci = 0; ci < cin; ci += 16) {
-                Gemm.transposeBlock16(src, ((long) co * kk * cin + ci) * Float.BYTES, (long) cin * Float.BYTES, out, (co * cin + ci) * kk, kk);
-            }
-        }
-        MemorySegment.copy(out, 0, gw, F32, gwOff * Float.BYTES, out.length);
+        ConvF32.sumPartials(partial, cout, cin, kk, gw, gwOff);
     }
 
     /**

@@ -1,12 +1,8 @@
 package org.jtorch.backend.cpu;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.Random;
 import jdk.incubator.vector.FloatVector;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
@@ -18,8 +14,6 @@ import org.junit.jupiter.api.Test;
  * the ops), against the weight gradient summed in float64 straight from its definition.
  */
 class ConvWideWeightGradTest {
-    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT;
-
     /**
      * 20 random geometries: 64 or 128 channels each way (tiles of 6 output channels with spare rows), 1x1 to 5x5
      * kernels, strides 1-3, paddings 0-2 and dilations 1-2 along each axis, 1-12 pixel inputs and 1-9 images (several
@@ -37,51 +31,8 @@ class ConvWideWeightGradTest {
             if (h + 2 * ph < dh * (kh - 1) + 1 || w + 2 * pw < dw * (kw - 1) + 1) continue;
             Geometry g = new Geometry(n, cin, h, w, cout, kh, kw, sh, sw, ph, pw, dh, dw, 1, oh, ow);
             assertTrue(ConvWideWeightGradF32.computes(g), g.toString());
-            check(g, r);
+            ConvWeightGradSumsTest.checkAgainstDefinition(g, r, 1, 1, ConvWideWeightGradF32::weightGrad);
             i++;
         }
-    }
-
-    private static void check(Geometry g, Random r) {
-        int n = g.n(), cin = g.cin(), cout = g.cout(), kh = g.kh(), kw = g.kw(), oh = g.oh(), ow = g.ow();
-        try (Arena arena = Arena.ofShared()) {
-            MemorySegment x = random(arena, (long) n * cin * g.h() * g.w(), r);
-            MemorySegment gy = random(arena, (long) n * cout * oh * ow, r);
-            // Offsets into the segments, as a view's would be.
-            MemorySegment gw = arena.allocate((long) (cout * cin * kh * kw + 3) * Float.BYTES);
-            gw.fill((byte) 0x7f); // overwritten, not added to
-            ConvWideWeightGradF32.weightGrad(gy, 0, x, 0, gw, 3, g);
-            for (int co = 0; co < cout; co++) {
-                for (int ci = 0; ci < cin; ci++) {
-                    for (int ky = 0; ky < kh; ky++) {
-                        for (int kx = 0; kx < kw; kx++) {
-                            double sum = 0, scale = 0;
-                            for (int b = 0; b < n; b++) {
-                                for (int oy = 0; oy < oh; oy++) {
-                                    int iy = oy * g.sh() - g.ph() + ky * g.dh();
-                                    if (iy < 0 || iy >= g.h()) continue;
-                                    for (int ox = 0; ox < ow; ox++) {
-                                        int ix = ox * g.sw() - g.pw() + kx * g.dw();
-                                        if (ix < 0 || ix >= g.w()) continue;
-                                        double p = (double) gy.getAtIndex(F32, ((long) (b * cout + co) * oh + oy) * ow + ox)
-                                                * x.getAtIndex(F32, ((long) (b * cin + ci) * g.h() + iy) * g.w() + ix);
-                                        sum += p;
-                                        scale += Math.abs(p);
-                                    }
-                                }
-                            }
-                            float got = gw.getAtIndex(F32, 3 + ((long) (co * cin + ci) * kh + ky) * kw + kx);
-                            assertEquals(sum, got, 1e-5 * Math.max(1, scale), g + " at " + co + "," + ci + "," + ky + "," + kx);
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    private static MemorySegment random(Arena arena, long count, Random r) {
-        MemorySegment s = arena.allocate(count * Float.BYTES, 64);
-        for (long i = 0; i < count; i++) s.setAtIndex(F32, i, (float) r.nextGaussian());
-        return s;
     }
 }
