@@ -59,10 +59,10 @@ final class ReductionF32 {
 
     /**
      * Column sums of the reduced rows of {@code g} ({@code g.numRed} of them), {@code width} contiguous floats each,
-     * row {@code k} at byte offset {@code off + g.redOffset(k)}, into {@code width} floats at {@code outOff}. Each column adds its rows in order into an f32
-     * partial that joins the column's f32 total every {@code flush} rows: the order of {@link CpuReductionKernels}'
-     * strip of partials, kept bit for bit, with four vectors of columns held in registers over all the rows (the
-     * strip's partials were loaded and stored once a row).
+     * row {@code k} at byte offset {@code off + g.redOffset(k)}, into {@code width} floats at {@code outOff}. Each
+     * column adds its rows in order into an f32 partial that joins the column's f32 total every {@code flush} rows:
+     * the order of {@link CpuReductionKernels}' strip of partials, kept bit for bit, with four vectors of columns held
+     * in registers over all the rows (the strip's partials were loaded and stored once a row).
      */
     static void columnSums(MemorySegment s, long off, ReductionLayout g, int flush, int width, MemorySegment out, long outOff) {
         long rows = g.numRed;
