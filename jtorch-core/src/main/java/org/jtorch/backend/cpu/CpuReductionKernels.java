@@ -215,8 +215,10 @@ final class CpuReductionKernels implements ReductionKernels {
      * Sums over outer dimensions when the innermost kept dimension is contiguous in input and output (a bias
      * gradient, a column sum). Each work item owns a strip of at most {@value #OUTER_STRIP} output columns and
      * walks the reduced rows in memory order, so the input streams in runs of a whole strip; rows are added into
-     * a strip-wide f32 partial that joins the strip's running total every {@value #OUTER_FLUSH} rows. Half-precision
-     * input rows are converted to float32 scratch first; the total is rounded to the output dtype once.
+     * a strip-wide f32 partial that joins the strip's running total every {@value #OUTER_FLUSH} rows. Float32 holds
+     * the partials and totals of four vectors of columns in registers ({@link ReductionF32#columnSums}); half-precision
+     * input rows are converted to float32 scratch first and added through arrays; the total is rounded to the output
+     * dtype once.
      */
     private static void outerSum(ReductionLayout g, DType it, MemorySegment is, DType ot, MemorySegment os) {
         long cols = g.keptShape[g.keptShape.length - 1];
@@ -226,14 +228,19 @@ final class CpuReductionKernels implements ReductionKernels {
         // Strips of whole vectors, wide enough to stream, and at least one per thread when the columns allow.
         long strip = Math.min(OUTER_STRIP, Math.max(FL, (cols / Parallel.numThreads() + FL - 1) / FL * FL));
         long strips = (cols + strip - 1) / strip;
+        boolean f32 = it == DType.FLOAT32 && ot == DType.FLOAT32;
         Parallel.forRange(outer * strips, grain(g.numRed * strip), (begin, end) -> {
-            float[] partial = new float[(int) strip];
-            float[] total = new float[(int) strip];
-            MemorySegment scratch = it == DType.FLOAT32 && ot == DType.FLOAT32 ? null : SCRATCH.get();
+            float[] partial = f32 ? null : new float[(int) strip];
+            float[] total = f32 ? null : new float[(int) strip];
+            MemorySegment scratch = f32 ? null : SCRATCH.get();
             for (long item = begin; item < end; item++) {
                 long o0 = (item / strips) * cols;
                 long j = (item % strips) * strip;
                 int width = (int) Math.min(strip, cols - j);
+                if (f32) {
+                    ReductionF32.columnSums(is, g.inOffset(o0) + j * 4, g, OUTER_FLUSH, width, os, g.outOffset(o0) + j * 4);
+                    continue;
+                }
                 sumRowsIntoStrip(g, it, is, g.inOffset(o0) + j * inSize, width, partial, total, scratch);
                 long oo = g.outOffset(o0) + j * outSize;
                 if (ot == DType.FLOAT32) {

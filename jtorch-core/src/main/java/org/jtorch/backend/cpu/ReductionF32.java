@@ -57,6 +57,64 @@ final class ReductionF32 {
      */
     static final int SHORT_SUM = 64;
 
+    /**
+     * Column sums of the reduced rows of {@code g} ({@code g.numRed} of them), {@code width} contiguous floats each,
+     * row {@code k} at byte offset {@code off + g.redOffset(k)}, into {@code width} floats at {@code outOff}. Each
+     * column adds its rows in order into an f32 partial that joins the column's f32 total every {@code flush} rows:
+     * the order of {@link CpuReductionKernels}' strip of partials, kept bit for bit, with four vectors of columns held
+     * in registers over all the rows (the strip's partials were loaded and stored once a row).
+     */
+    static void columnSums(MemorySegment s, long off, ReductionLayout g, int flush, int width, MemorySegment out, long outOff) {
+        long rows = g.numRed;
+        int j = 0;
+        for (; j + 4 * FL <= width; j += 4 * FL) {
+            FloatVector t0 = FloatVector.zero(FS), t1 = t0, t2 = t0, t3 = t0;
+            long col = off + 4L * j;
+            for (long k0 = 0; k0 < rows; k0 += flush) {
+                long k1 = Math.min(rows, k0 + flush);
+                FloatVector p0 = FloatVector.zero(FS), p1 = p0, p2 = p0, p3 = p0;
+                for (long k = k0; k < k1; k++) {
+                    long at = col + g.redOffset(k);
+                    p0 = p0.add(load(s, at));
+                    p1 = p1.add(load(s, at + 4L * FL));
+                    p2 = p2.add(load(s, at + 8L * FL));
+                    p3 = p3.add(load(s, at + 12L * FL));
+                }
+                t0 = t0.add(p0);
+                t1 = t1.add(p1);
+                t2 = t2.add(p2);
+                t3 = t3.add(p3);
+            }
+            long o = outOff + 4L * j;
+            t0.intoMemorySegment(out, o, LE);
+            t1.intoMemorySegment(out, o + 4L * FL, LE);
+            t2.intoMemorySegment(out, o + 8L * FL, LE);
+            t3.intoMemorySegment(out, o + 12L * FL, LE);
+        }
+        for (; j + FL <= width; j += FL) {
+            FloatVector t = FloatVector.zero(FS);
+            long col = off + 4L * j;
+            for (long k0 = 0; k0 < rows; k0 += flush) {
+                long k1 = Math.min(rows, k0 + flush);
+                FloatVector p = FloatVector.zero(FS);
+                for (long k = k0; k < k1; k++) p = p.add(load(s, col + g.redOffset(k)));
+                t = t.add(p);
+            }
+            t.intoMemorySegment(out, outOff + 4L * j, LE);
+        }
+        for (; j < width; j++) {
+            float t = 0;
+            long col = off + 4L * j;
+            for (long k0 = 0; k0 < rows; k0 += flush) {
+                long k1 = Math.min(rows, k0 + flush);
+                float p = 0;
+                for (long k = k0; k < k1; k++) p += s.get(ElementIO.F32, col + g.redOffset(k));
+                t += p;
+            }
+            out.set(ElementIO.F32, outOff + 4L * j, t);
+        }
+    }
+
     /** Sum of {@code term(x)} over {@code n} contiguous floats at byte offset {@code off}, cascaded (see the class). */
     static double sum(MemorySegment s, long off, long n, Term t) {
         return n <= SHORT_SUM ? shortSum(s, off, (int) n, t) : vectorSum(s, off, n, t);

@@ -132,6 +132,69 @@ class ReductionF32Test {
         }
     }
 
+    /**
+     * The reference order of a float32 column sum: each column adds its rows in order into a partial that joins the
+     * column's total every 128 rows, all in float.
+     */
+    private static float columnSumInOrder(float[] x, int rows, long firstAt, java.util.function.IntToLongFunction rowAt) {
+        float total = 0;
+        for (int k0 = 0; k0 < rows; k0 += 128) {
+            float partial = 0;
+            for (int k = k0; k < Math.min(rows, k0 + 128); k++) partial += x[(int) (firstAt + rowAt.applyAsLong(k))];
+            total += partial;
+        }
+        return total;
+    }
+
+    /**
+     * Column sums (a bias gradient) bit for bit in that order, at widths around the four-vector blocks held in
+     * registers, one vector and the scalar tail, and past a strip; rows around the 128-row flush; rows one stride apart
+     * (contiguous, a narrowed view), rows over two reduced dims that do not coalesce, and a kept outer dim.
+     */
+    @Test
+    void columnSumsAddTheRowsInTheirOrderBitForBit() {
+        int l = FloatVector.SPECIES_PREFERRED.length();
+        for (int rows : new int[] {0, 1, 2, 127, 128, 129, 300}) {
+            for (int cols : new int[] {2, l - 1, l, 4 * l - 1, 4 * l, 5 * l + 3, 204, 2049}) {
+                for (int pad : new int[] {0, 5}) {
+                    int width = cols + pad;
+                    float[] x = random(rows * width, rows * 7919L + width, 0.25f);
+                    if (rows > 1) x[width + pad + cols - 1] = -0.0f;
+                    try (Tensor full = Torch.tensor(x, rows, width); Tensor t = full.narrow(1, pad, cols);
+                         Tensor s = t.sum(new int[] {0}, false)) {
+                        float[] got = s.toFloatArray();
+                        for (int j = 0; j < cols; j++) {
+                            float want = columnSumInOrder(x, rows, pad + j, k -> (long) k * width);
+                            assertEquals(Float.floatToIntBits(want), Float.floatToIntBits(got[j]),
+                                    "column " + j + " of " + rows + "x" + cols + " (rows " + width + " apart): " + want + " against " + got[j]);
+                        }
+                    }
+                }
+            }
+        }
+        // [7, 40, 37] narrowed to [7, 39, 37] along dim 1: the reduced dims 0 and 1 do not coalesce (273 rows).
+        int a = 7, b = 40, c = 37;
+        float[] x = random(a * b * c, 17, 0.25f);
+        try (Tensor full = Torch.tensor(x, a, b, c); Tensor t = full.narrow(1, 1, b - 1); Tensor s = t.sum(new int[] {0, 1}, false)) {
+            float[] got = s.toFloatArray();
+            for (int j = 0; j < c; j++) {
+                float want = columnSumInOrder(x, a * (b - 1), c + j, k -> (long) (k / (b - 1)) * b * c + (long) (k % (b - 1)) * c);
+                assertEquals(Float.floatToIntBits(want), Float.floatToIntBits(got[j]), "column " + j + " of dims 0, 1 of a narrowed [7, 40, 37]");
+            }
+        }
+        // dim 1 of [3, 129, 67]: a kept outer dim, one column sum per outer index.
+        float[] y = random(3 * 129 * 67, 19, 0.25f);
+        try (Tensor t = Torch.tensor(y, 3, 129, 67); Tensor s = t.sum(new int[] {1}, false)) {
+            float[] got = s.toFloatArray();
+            for (int o = 0; o < 3; o++) {
+                for (int j = 0; j < 67; j++) {
+                    float want = columnSumInOrder(y, 129, (long) o * 129 * 67 + j, k -> (long) k * 67);
+                    assertEquals(Float.floatToIntBits(want), Float.floatToIntBits(got[o * 67 + j]), "[" + o + ", " + j + "] of dim 1 of [3, 129, 67]");
+                }
+            }
+        }
+    }
+
     @Test
     void rowArgmaxMatchesScalarScan() {
         int rows = 37, cols = 1000;
