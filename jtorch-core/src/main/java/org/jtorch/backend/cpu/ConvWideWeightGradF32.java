@@ -40,6 +40,8 @@ final class ConvWideWeightGradF32 {
     }
 
     private static final ThreadLocal<Work> WORK = ThreadLocal.withInitial(Work::new);
+    /** The summed chunks as the transpose reads them, native ({@link CpuConvolutionKernels.Scratch} says why). */
+    private static final ThreadLocal<CpuConvolutionKernels.Scratch> SUMS = ThreadLocal.withInitial(CpuConvolutionKernels.Scratch::new);
 
     /**
      * Whether the selection gives {@code g} to this path: {@link #computes} it, 4x4 stride-2 kernels and outputs of at
@@ -133,7 +135,8 @@ final class ConvWideWeightGradF32 {
             float[] p = partial[c];
             for (int i = 0; i < sum.length; i += 16) FloatVector.fromArray(FS, sum, i).add(FloatVector.fromArray(FS, p, i)).intoArray(sum, i);
         }
-        MemorySegment src = MemorySegment.ofArray(sum);
+        MemorySegment src = SUMS.get().get((long) sum.length * Float.BYTES);
+        MemorySegment.copy(sum, 0, src, F32, 0, sum.length);
         float[] out = new float[sum.length];
         for (int co = 0; co < cout; co++) {
             for (int ci = 0; ci < cin; ci += 16) {
