@@ -873,10 +873,11 @@ public final class Tensor implements AutoCloseable {
     /** Copies the elements in row-major order, converted to {@code type}, into a heap segment. */
     private void copyOut(DType type, MemorySegment dst) {
         checkOpen("toArray");
-        try (Tensor host = cpu()) {
-            Tensor out = Tensor.fromStorage(Storage.wrapHeap(dst), type, shape.clone(), Shapes.contiguousStrides(shape), 0);
+        // Converted into native memory, then one bulk copy to the array: a heap segment as a kernel's output would make
+        // every kernel's compiled stores handle both kinds (ScalarCells says why).
+        try (Tensor host = cpu(); Tensor out = Tensor.empty(shape.clone(), type, Device.cpu())) {
             Dispatcher.copyBetween(host, out, false);
-            out.close();
+            MemorySegment.copy(out.storage.segment(), out.offset * type.byteSize(), dst, 0, dst.byteSize());
         }
     }
 

@@ -15,6 +15,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.memory.ElementCodec;
+import org.jtorch.memory.ScalarCells;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.FormulaKernel;
 import org.jtorch.op.KernelRegistry;
@@ -400,13 +401,13 @@ public final class RandomOpKernels {
         return t == DType.FLOAT16 || t == DType.BFLOAT16 ? DType.FLOAT32 : t;
     }
 
-    /** {@code value} in {@code dtype} broadcast to {@code shape}: on the heap for the CPU (as its wrapped numbers), else scratch. */
+    /** {@code value} in {@code dtype} broadcast to {@code shape}: a {@link ScalarCells} cell for the CPU (as its wrapped numbers), else scratch. */
     private static StridedView number(Backend backend, ConvolutionOpKernels.Scratch scratch, Device device, DType dtype, double value,
                                       long[] shape) {
         if (device.isCpu()) {
-            MemorySegment seg = MemorySegment.ofArray(new long[1]);
+            MemorySegment seg = ScalarCells.allocate();
             ElementCodec.setDouble(dtype, seg, 0, value);
-            return new StridedView(seg, 0, shape, new long[shape.length], dtype, Storage.wrapHeap(seg));
+            return new StridedView(seg, 0, shape, new long[shape.length], dtype, Storage.wrapConstant(seg));
         }
         StridedView v = scratch.allocate(device, new long[0], dtype);
         backend.fill(v, value, (long) value);

@@ -105,9 +105,20 @@ public final class Storage {
         return new Storage(Device.cpu(), byteSize, seg, allocator, block, true, null);
     }
 
-    /** A CPU storage over a heap segment (small constants); the garbage collector owns its memory. */
+    /**
+     * A CPU storage over a heap segment; the garbage collector owns its memory. Not for operands of kernels: see
+     * {@link ScalarCells} for why, and {@link #wrapConstant} for small constants.
+     */
     public static Storage wrapHeap(MemorySegment heapSegment) {
-        return new Storage(Device.cpu(), heapSegment.byteSize(), heapSegment, null, null);
+        return wrapConstant(heapSegment);
+    }
+
+    /**
+     * A CPU storage over memory the garbage collector owns (a heap segment, or a {@link ScalarCells} cell for small
+     * constants): never freed by this storage.
+     */
+    public static Storage wrapConstant(MemorySegment segment) {
+        return new Storage(Device.cpu(), segment.byteSize(), segment, null, null);
     }
 
     /**

@@ -3,6 +3,7 @@ package org.jtorch.ops;
 import static org.jtorch.ops.Dispatcher.view;
 
 import org.jtorch.memory.ElementCodec;
+import org.jtorch.memory.ScalarCells;
 import org.jtorch.op.Shapes;
 import java.lang.foreign.MemorySegment;
 import org.jtorch.DType;
@@ -252,7 +253,7 @@ public final class Elementwise {
 
     /**
      * A zero-dimensional "wrapped number" holding a Java scalar, in the dtype the op will compute in,
-     * so that the kernel's fast paths apply. On the CPU it lives on the heap: no allocator round trip.
+     * so that the kernel's fast paths apply. On the CPU it is a {@link ScalarCells} cell: no allocator round trip.
      */
     static Tensor wrappedScalar(Tensor like, double value, long longValue, DType scalarType) {
         DType promoted = new TypePromotion.State().add(like).addScalar(scalarType).result();
@@ -266,10 +267,10 @@ public final class Elementwise {
             s.markWrappedNumber();
             return s;
         }
-        MemorySegment seg = MemorySegment.ofArray(new long[1]);
+        MemorySegment seg = ScalarCells.allocate();
         if (t.isFloatingPoint()) ElementCodec.setDouble(t, seg, 0, value);
         else ElementCodec.setLong(t, seg, 0, longValue);
-        Tensor s = Tensor.fromStorage(Storage.wrapHeap(seg), t, new long[0], new long[0], 0);
+        Tensor s = Tensor.fromStorage(Storage.wrapConstant(seg), t, new long[0], new long[0], 0);
         s.markWrappedNumber();
         return s;
     }

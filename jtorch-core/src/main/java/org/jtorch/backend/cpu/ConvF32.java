@@ -69,6 +69,11 @@ final class ConvF32 {
     private record Border(float[] buffer, int channels, int hp, int wpad, int ph, int pw, int h, int w, int tail) {}
 
     private static final ThreadLocal<Work> WORK = ThreadLocal.withInitial(Work::new);
+    /**
+     * The calling thread's per-chunk weight-gradient sums, which the GEMM tiles update: native
+     * ({@link CpuConvolutionKernels.Scratch} says why).
+     */
+    private static final ThreadLocal<CpuConvolutionKernels.Scratch[]> CHUNK_SUMS = ThreadLocal.withInitial(() -> new CpuConvolutionKernels.Scratch[0]);
 
     /** Whether this path applies: 512-bit vectors (Gemm's 8x32 tile) and a kernel larger than 1x1 or a stride/padding. */
     static boolean handles(Geometry g) {
@@ -667,20 +672,34 @@ final class ConvF32 {
         // Small images: several images' pixels make one GEMM depth, so that each packed block and each
         // micro-kernel call covers up to KMAX pixels rather than one small image's.
         int imagesPerBlock = Math.max(1, KMAX / (g.oh() * g.ow()));
+        MemorySegment[] sums = chunkSums(chunks, (long) cout * kg * Float.BYTES);
         Parallel.forRange(chunks, 1, (c0, c1) -> {
             for (long c = c0; c < c1; c++) {
                 // One buffer per chunk, not per thread: a thread may run several chunks.
                 Work wk = WORK.get();
-                float[] acc = new float[cout * kg];
+                MemorySegment acc = sums[(int) c];
                 long n0 = c * g.n() / chunks, n1 = (c + 1) * g.n() / chunks;
                 for (long n = n0; n < n1; n += imagesPerBlock) {
                     int count = (int) Math.min(imagesPerBlock, n1 - n);
                     for (int gi = 0; gi < g.groups(); gi++) weightGradImages(gy, gyOff, x, xOff, (int) n, count, gi, g, pixOff, wk, acc);
                 }
-                partial[(int) c] = acc;
+                partial[(int) c] = acc.toArray(ValueLayout.JAVA_FLOAT);
             }
         });
         sumPartials(partial, cout, g.cinG(), g.kh() * g.kw(), gw, gwOff);
+    }
+
+    /** {@code chunks} zeroed buffers of {@code bytes} each, the calling thread's, reused from call to call. */
+    private static MemorySegment[] chunkSums(int chunks, long bytes) {
+        CpuConvolutionKernels.Scratch[] scratch = CHUNK_SUMS.get();
+        if (scratch.length < chunks) {
+            scratch = java.util.Arrays.copyOf(scratch, chunks);
+            for (int c = 0; c < chunks; c++) if (scratch[c] == null) scratch[c] = new CpuConvolutionKernels.Scratch();
+            CHUNK_SUMS.set(scratch);
+        }
+        MemorySegment[] sums = new MemorySegment[chunks];
+        for (int c = 0; c < chunks; c++) sums[c] = scratch[c].get(bytes).asSlice(0, bytes).fill((byte) 0);
+        return sums;
     }
 
     /** Offset (in floats, channels-last with {@code channels} channels) of each output pixel's window corner in the padded image. */
@@ -774,13 +793,13 @@ final class ConvF32 {
     private static final int SUM_GRAIN = 1 << 15;
 
     /**
-     * Adds the weight gradient of images {@code [n0, n0 + count)} (group gi) into {@code acc}. Their
+     * Adds the weight gradient of images {@code [n0, n0 + count)} (group gi) into {@code accSeg}. Their
      * pixels, one image after another, are the GEMM's depth: A is gy (output channels x pixels), B the
      * taps of each pixel's window, both packed image by image into one block; one image's pixels are
      * split into blocks of at most KMAX when there are more ({@code count} is 1 then).
      */
     private static void weightGradImages(MemorySegment gy, long gyOff, MemorySegment x, long xOff, int n0, int count, int gi,
-                                         Geometry g, int[] pixOff, Work wk, float[] acc) {
+                                         Geometry g, int[] pixOff, Work wk, MemorySegment accSeg) {
         int coutG = g.coutG(), cinG = g.cinG(), kg = g.kg();
         int hp = paddedHeight(g), wpad = paddedWidth(g);
         int padSize = hp * wpad * cinG;
@@ -792,7 +811,6 @@ final class ConvF32 {
         }
         int pixels = g.oh() * g.ow();
         int depth = count * pixels;
-        MemorySegment accSeg = MemorySegment.ofArray(acc);
         int blocks = (depth + KMAX - 1) / KMAX;
         int kc0 = (depth + blocks - 1) / blocks;
         int mPad = roundUp(coutG, MR);

@@ -29,7 +29,14 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     private static final VectorSpecies<Double> DS = DoubleVector.SPECIES_PREFERRED;
     private static final ByteOrder NO = ByteOrder.nativeOrder();
 
-    /** A per-thread buffer, grown on demand and then reused: fresh memory costs a page fault per 4 KiB here. */
+    /**
+     * A per-thread buffer, grown on demand and then reused: fresh memory costs a page fault per 4 KiB here. Native, as
+     * every segment a kernel reads or writes with vector loads, stores or element accessors should be: those go through
+     * the JDK's shared memory access code, whose type profiles C2 uses when it inlines that code into each kernel. One
+     * kernel's loads from a heap segment ({@code MemorySegment.ofArray}), even 0.5% of all loads, make the profiles
+     * bimorphic, and C2 then compiles every kernel's loads for both kinds: batch norm's backward sums compiled to
+     * 71-104 kB instead of 10-32 kB in DCGAN (BENCHMARKS.md, issue 20, fourteenth session).
+     */
     static final class Scratch {
         private MemorySegment segment = MemorySegment.NULL;
 

@@ -32,6 +32,8 @@ final class StridedInputGradF32 {
 
     /** Plane buffer of the calling thread, reused: fresh memory costs a page fault per 4 KiB here. */
     private static final ThreadLocal<CpuConvolutionKernels.Scratch> PLANES = ThreadLocal.withInitial(CpuConvolutionKernels.Scratch::new);
+    /** A phase's weights, native ({@link CpuConvolutionKernels.Scratch} says why). */
+    private static final ThreadLocal<CpuConvolutionKernels.Scratch> PHASE_WEIGHTS = ThreadLocal.withInitial(CpuConvolutionKernels.Scratch::new);
 
     /**
      * Whether {@link #backwardInput} applies: stride 2 along rows, no dilation or groups, and every phase on
@@ -112,7 +114,9 @@ final class StridedInputGradF32 {
                     }
                 }
             }
-            ConvDirectF32.forward(gy, gyOff, MemorySegment.ofArray(wp), 0, null, 0, planes, planeOff[i], pg, null);
+            MemorySegment phaseWeights = PHASE_WEIGHTS.get().get((long) wp.length * Float.BYTES);
+            MemorySegment.copy(wp, 0, phaseWeights, F32, 0, wp.length);
+            ConvDirectF32.forward(gy, gyOff, phaseWeights, 0, null, 0, planes, planeOff[i], pg, null);
         }
         interleave(phases, planes, planeOff, gi, giOff, g);
     }

@@ -1,6 +1,7 @@
 package org.jtorch.backend.cpu;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
@@ -36,6 +37,8 @@ final class VectorPhilox {
     /** Blocks generated per pass of a chunk: a 2 KiB word buffer, reused per thread. */
     static final int CHUNK_BLOCKS = 128;
     private static final ThreadLocal<int[]> WORDS = ThreadLocal.withInitial(() -> new int[4 * CHUNK_BLOCKS]);
+    /** {@link #WORDS} as float64 draws read them in pairs, native ({@link CpuConvolutionKernels.Scratch} says why). */
+    private static final ThreadLocal<CpuConvolutionKernels.Scratch> WORD_PAIRS = ThreadLocal.withInitial(CpuConvolutionKernels.Scratch::new);
 
     static {
         for (int j = 0; j < 4; j++) for (int b = 0; b < LANES; b++) SCATTER[j][b] = 4 * b + j;
@@ -117,7 +120,7 @@ final class VectorPhilox {
     /** Uniform float64 values as {@link #uniformFloats}: element {@code i} from words {@code 2 (i % 2)} and the next of block {@code i / 2}. */
     static void uniformDoubles(MemorySegment out, long base, long begin, long end, double low, double high, long seed, long firstBlock) {
         int[] words = WORDS.get();
-        MemorySegment wordBytes = MemorySegment.ofArray(words);
+        MemorySegment wordBytes = WORD_PAIRS.get().get((long) words.length * Integer.BYTES);
         double range = high - low;
         boolean clampHigh = high > low;
         long i = begin;
@@ -126,6 +129,7 @@ final class VectorPhilox {
         while (end - i >= 2L * LANES) {
             int blocks = (int) Math.min(CHUNK_BLOCKS, (end - i) / 2 / LANES * LANES);
             blocks(seed, firstBlock + i / 2, blocks, words);
+            MemorySegment.copy(words, 0, wordBytes, ValueLayout.JAVA_INT, 0, 4 * blocks);
             for (int e = 0; e < 2 * blocks; e += DOUBLES.length()) {
                 // Little-endian pairs: the element's first word in the low half, its second in the high half.
                 LongVector pair = LongVector.fromMemorySegment(LONGS, wordBytes, (long) e * Long.BYTES, ByteOrder.LITTLE_ENDIAN);

@@ -1,0 +1,95 @@
+package org.jtorch.ops;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.jtorch.DType;
+import org.jtorch.Tensor;
+import org.jtorch.Torch;
+import org.jtorch.memory.ScalarCells;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Kernels see native memory only: wrapped numbers, kernel scratch and the staging of {@code toFloatArray} and the like.
+ * A heap segment among a kernel's operands makes the type profiles of the JDK's shared memory access code bimorphic,
+ * and C2 then compiles every kernel's loads and stores for both kinds ({@link ScalarCells}).
+ */
+class NativeOperandsTest {
+    @Test
+    void wrappedNumbersLiveInNativeCellsWithTheirValue() {
+        try (Tensor f = Torch.zeros(3); Tensor l = Torch.tensor(new long[] {1, 2}, 2)) {
+            Tensor sf = Elementwise.wrappedScalar(f, 0.1, 0, DType.FLOAT64);
+            Tensor sl = Elementwise.wrappedScalar(l, 0, -7, DType.INT64);
+            assertTrue(sf.storage().segment().isNative());
+            assertTrue(sl.storage().segment().isNative());
+            assertEquals(Float.floatToRawIntBits(0.1f), Float.floatToRawIntBits((float) sf.item()));
+            assertEquals(-7L, sl.toLongArray()[0]);
+            try (Tensor r = f.add(0.1)) {
+                for (float v : r.toFloatArray()) assertEquals(Float.floatToRawIntBits(0.1f), Float.floatToRawIntBits(v));
+            }
+        }
+    }
+
+    @Test
+    void scalarCellsAreNativeZeroedAlignedAndDisjointAcrossSlabs() {
+        List<MemorySegment> cells = new ArrayList<>();
+        for (int i = 0; i < 1500; i++) {
+            MemorySegment c = ScalarCells.allocate();
+            assertTrue(c.isNative());
+            assertEquals(8, c.byteSize());
+            assertEquals(0, c.address() % 8);
+            assertEquals(0L, c.get(ValueLayout.JAVA_LONG, 0));
+            c.set(ValueLayout.JAVA_LONG, 0, 1000L + i);
+            cells.add(c);
+        }
+        for (int i = 0; i < cells.size(); i++) assertEquals(1000L + i, cells.get(i).get(ValueLayout.JAVA_LONG, 0));
+    }
+
+    @Test
+    void arraysCopyOutOfStridedViewsWithEveryValue() {
+        try (Tensor base = Torch.arange(0, 24, 1).reshape(4, 6); Tensor view = base.t().narrow(0, 1, 3)) {
+            long[] expected = new long[12];
+            for (int i = 0; i < 3; i++) for (int j = 0; j < 4; j++) expected[i * 4 + j] = j * 6L + i + 1;
+            assertArrayEquals(expected, view.toLongArray());
+            float[] f = view.to(DType.FLOAT32).toFloatArray();
+            double[] d = view.to(DType.FLOAT64).toDoubleArray();
+            int[] n = view.to(DType.INT32).toIntArray();
+            boolean[] b = view.gt(10).toBooleanArray();
+            for (int k = 0; k < 12; k++) {
+                assertEquals(expected[k], f[k]);
+                assertEquals(expected[k], d[k]);
+                assertEquals(expected[k], n[k]);
+                assertEquals(expected[k] > 10, b[k]);
+            }
+        }
+    }
+
+    /** The CPU kernels and the ops that make their operands wrap no Java array as a segment (CpuBackend only loads the classes). */
+    @Test
+    void noKernelOperandIsAHeapSegment() throws IOException {
+        Path sources = null;
+        for (String p : new String[] {"src/main/java/org/jtorch", "jtorch-core/src/main/java/org/jtorch"}) {
+            if (Files.isDirectory(Path.of(p))) sources = Path.of(p);
+        }
+        assertTrue(sources != null, "jtorch-core's sources are not under " + Path.of("").toAbsolutePath());
+        List<String> found = new ArrayList<>();
+        for (String pkg : new String[] {"backend", "ops"}) {
+            try (Stream<Path> files = Files.walk(sources.resolve(pkg))) {
+                for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
+                    String code = Files.readString(f).replaceAll("(?s)/\\*.*?\\*/", "").replaceAll("//[^\\n]*", "");
+                    if (code.contains("MemorySegment.ofArray(") && !f.endsWith("cpu/CpuBackend.java")) found.add(sources.relativize(f).toString());
+                }
+            }
+        }
+        assertEquals(List.of(), found);
+    }
+}
