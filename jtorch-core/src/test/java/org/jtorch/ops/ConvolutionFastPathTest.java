@@ -545,8 +545,53 @@ class ConvolutionFastPathTest {
     }
 
     /**
-     * Random 3x3 stride-2 convolutions around the combined-phase path's domain, each with gradOut read in place and from
-     * the padded copy: 1-3 images, input channels in and out of multiples of 16, 1-70 output channels, even sizes whose
+     * The same shapes with the 8-pixel tiles storing through the tile buffer and a transpose from memory
+     * ({@code -Djtorch.conv.stride2TransposeInRegisters=false}); by default they transpose in registers and store gi
+     * themselves ({@code Stride2PhaseTilesF32.planeTile8x32Interleaved}).
+     */
+    @Test
+    void stride2InputGradientsThroughTheTileBuffer() {
+        withProperty("jtorch.conv.stride2TransposeInRegisters", "false", ConvolutionFastPathTest::stride2PhaseShapes);
+    }
+
+    /**
+     * The in-register transpose only moves the tile's sums: ResNet-20's 16 -> 32 and 32 -> 64 stride-2 input gradients
+     * (two images), and 48 channels into 16-pixel rows, come out bit for bit as through the tile buffer.
+     */
+    @Test
+    void stride2TransposeInRegistersIsExact() {
+        long[][][] shapes = {
+            {{2, 16, 32, 32}, {32, 16, 3, 3}}, {{2, 32, 16, 16}, {64, 32, 3, 3}}, {{1, 48, 10, 32}, {40, 48, 3, 3}}};
+        for (long[][] s : shapes) {
+            float[][] grads = new float[2][];
+            String[] ways = {"true", "false"};
+            for (int i = 0; i < 2; i++) {
+                int way = i;
+                withProperty("jtorch.conv.stride2TransposeInRegisters", ways[i], () -> {
+                    try (Tensor x = Torch.randn(s[0], DType.FLOAT32, Device.cpu(), Torch.manualSeed(21));
+                         Tensor w = Torch.randn(s[1], DType.FLOAT32, Device.cpu(), Torch.manualSeed(22))) {
+                        x.requiresGrad_(true);
+                        try (Tensor y = F.conv2d(x, w, null, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+                             Tensor u = Torch.randn(y.shape(), DType.FLOAT32, Device.cpu(), Torch.manualSeed(23))) {
+                            Tensor[] g = Autograd.grad(new Tensor[] {y}, new Tensor[] {x}, new Tensor[] {u}, false, false, false);
+                            grads[way] = g[0].toFloatArray();
+                            g[0].close();
+                        }
+                    }
+                });
+            }
+            for (int k = 0; k < grads[0].length; k++) {
+                if (Float.floatToRawIntBits(grads[0][k]) != Float.floatToRawIntBits(grads[1][k])) {
+                    throw new AssertionError("x " + java.util.Arrays.toString(s[0]) + ": element " + k + " " + grads[0][k]
+                            + " in registers, " + grads[1][k] + " through the tile buffer");
+                }
+            }
+        }
+    }
+
+    /**
+     * Random 3x3 stride-2 convolutions around the combined-phase path's domain, each with gradOut read in place (its
+     * 8-pixel tiles transposing in registers, then through the tile buffer) and from the padded copy: 1-3 images, input channels in and out of multiples of 16, 1-70 output channels, even sizes whose
      * gradOut rows are whole 8- or 7-pixel tiles (one or several, so a row's last tile and the tiles before it) and odd
      * or ragged sizes, padding 1 and sometimes 0 or 2, dilation 2 or 2 groups now and then (which leave the path).
      */
@@ -562,15 +607,16 @@ class ConvolutionFastPathTest {
             int h = 2 * oh - (r.nextInt(6) == 0 ? 1 : 0), w = 2 * ow - (r.nextInt(6) == 0 ? 1 : 0);
             int pad = r.nextInt(6) == 0 ? 2 * r.nextInt(2) : 1;
             long[] x = {1 + r.nextInt(3), cin, h, w}, wt = {cout, cin / groups, 3, 3};
-            for (String inPlace : new String[] {"true", "false"}) {
-                withProperty("jtorch.conv.stride2InPlace", inPlace, () -> {
-                    try {
-                        compare(x, wt, new int[] {2}, new int[] {pad}, new int[] {d}, groups);
-                    } catch (AssertionError e) {
-                        throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt)
-                                + ", padding " + pad + ", dilation " + d + ", groups " + groups + ", in place " + inPlace, e);
-                    }
-                });
+            for (String way : new String[] {"registers", "tile buffer", "copy"}) {
+                withProperty("jtorch.conv.stride2InPlace", way.equals("copy") ? "false" : "true", () ->
+                        withProperty("jtorch.conv.stride2TransposeInRegisters", way.equals("registers") ? "true" : "false", () -> {
+                            try {
+                                compare(x, wt, new int[] {2}, new int[] {pad}, new int[] {d}, groups);
+                            } catch (AssertionError e) {
+                                throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt)
+                                        + ", padding " + pad + ", dilation " + d + ", groups " + groups + ", " + way, e);
+                            }
+                        }));
             }
         }
     }
