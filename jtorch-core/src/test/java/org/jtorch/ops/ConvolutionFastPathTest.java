@@ -562,29 +562,49 @@ class ConvolutionFastPathTest {
     void stride2TransposeInRegistersIsExact() {
         long[][][] shapes = {
             {{2, 16, 32, 32}, {32, 16, 3, 3}}, {{2, 32, 16, 16}, {64, 32, 3, 3}}, {{1, 48, 10, 32}, {40, 48, 3, 3}}};
-        for (long[][] s : shapes) {
-            float[][] grads = new float[2][];
-            String[] ways = {"true", "false"};
-            for (int i = 0; i < 2; i++) {
-                int way = i;
-                withProperty("jtorch.conv.stride2TransposeInRegisters", ways[i], () -> {
-                    try (Tensor x = Torch.randn(s[0], DType.FLOAT32, Device.cpu(), Torch.manualSeed(21));
-                         Tensor w = Torch.randn(s[1], DType.FLOAT32, Device.cpu(), Torch.manualSeed(22))) {
-                        x.requiresGrad_(true);
-                        try (Tensor y = F.conv2d(x, w, null, new int[] {2}, new int[] {1}, new int[] {1}, 1);
-                             Tensor u = Torch.randn(y.shape(), DType.FLOAT32, Device.cpu(), Torch.manualSeed(23))) {
-                            Tensor[] g = Autograd.grad(new Tensor[] {y}, new Tensor[] {x}, new Tensor[] {u}, false, false, false);
-                            grads[way] = g[0].toFloatArray();
-                            g[0].close();
-                        }
+        for (long[][] s : shapes) assertSameGradientBits("jtorch.conv.stride2TransposeInRegisters", s[0], s[1], 2, 1, false);
+    }
+
+    /**
+     * The strided 1x1 weight gradient's sums stored 16 channels at a time ({@code ConvPointwiseF32.storeTileRows}) are
+     * the same additions as element by element ({@code -Djtorch.conv.pointwiseWeightGradRows=false}): bit for bit, with
+     * input channels not a multiple of 16 (a masked last store), over 1024, several images (one chunk per thread), and
+     * ResNet-50's 1024 -> 2048 shortcut at one image. Outputs over 16 pixels, which the batch GEMM would take.
+     */
+    @Test
+    void pointwiseWeightGradientRowsAreExact() {
+        long[][][] shapes = {{{3, 37, 12, 14}, {21, 37, 1, 1}}, {{2, 1030, 10, 10}, {70, 1030, 1, 1}},
+            {{4, 64, 14, 14}, {200, 64, 1, 1}}, {{1, 1024, 14, 14}, {2048, 1024, 1, 1}}};
+        for (long[][] s : shapes) assertSameGradientBits("jtorch.conv.pointwiseWeightGradRows", s[0], s[1], 2, 0, true);
+    }
+
+    /**
+     * The input gradient (or the weight gradient) of one float32 convolution with switch {@code property} on and off:
+     * the same bits.
+     */
+    private static void assertSameGradientBits(String property, long[] xShape, long[] wShape, int stride, int pad, boolean weight) {
+        float[][] grads = new float[2][];
+        String[] ways = {"true", "false"};
+        for (int i = 0; i < 2; i++) {
+            int way = i;
+            withProperty(property, ways[i], () -> {
+                try (Tensor x = Torch.randn(xShape, DType.FLOAT32, Device.cpu(), Torch.manualSeed(21));
+                     Tensor w = Torch.randn(wShape, DType.FLOAT32, Device.cpu(), Torch.manualSeed(22))) {
+                    Tensor wrt = weight ? w : x;
+                    wrt.requiresGrad_(true);
+                    try (Tensor y = F.conv2d(x, w, null, new int[] {stride}, new int[] {pad}, new int[] {1}, 1);
+                         Tensor u = Torch.randn(y.shape(), DType.FLOAT32, Device.cpu(), Torch.manualSeed(23))) {
+                        Tensor[] g = Autograd.grad(new Tensor[] {y}, new Tensor[] {wrt}, new Tensor[] {u}, false, false, false);
+                        grads[way] = g[0].toFloatArray();
+                        g[0].close();
                     }
-                });
-            }
-            for (int k = 0; k < grads[0].length; k++) {
-                if (Float.floatToRawIntBits(grads[0][k]) != Float.floatToRawIntBits(grads[1][k])) {
-                    throw new AssertionError("x " + java.util.Arrays.toString(s[0]) + ": element " + k + " " + grads[0][k]
-                            + " in registers, " + grads[1][k] + " through the tile buffer");
                 }
+            });
+        }
+        for (int k = 0; k < grads[0].length; k++) {
+            if (Float.floatToRawIntBits(grads[0][k]) != Float.floatToRawIntBits(grads[1][k])) {
+                throw new AssertionError(property + ", x " + java.util.Arrays.toString(xShape) + ", w " + java.util.Arrays.toString(wShape)
+                        + ", stride " + stride + ": element " + k + " " + grads[0][k] + " switched on, " + grads[1][k] + " off");
             }
         }
     }
