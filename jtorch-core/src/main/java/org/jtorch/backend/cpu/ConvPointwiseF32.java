@@ -465,8 +465,9 @@ final class ConvPointwiseF32 {
     /**
      * {@link #weightGrad}'s sums into {@code gw}, 16 channels at a time: a tile row's 32 input channels lie together in
      * each chunk's buffer, and so do a gw row's. The same additions in the same order as element by element, which took
-     * 2-3 ms of ResNet-50's 2048 x 512 weight gradients (12-14 ms, one thread): a million scalar reads and writes with
-     * their index arithmetic. {@code -Djtorch.conv.pointwiseWeightGradRows=false} (read at each call) goes back to that.
+     * about 6 of the 25-26 ms of ResNet-50's 1024 -> 2048 stride-2 weight gradient (one thread, load 22): 2M scalar
+     * reads and writes with their index arithmetic. {@code -Djtorch.conv.pointwiseWeightGradRows=false} (read at each
+     * call) goes back to that.
      */
     private static void storeTileRows(MemorySegment acc, int chunks, long perChunk, int mPad, MemorySegment gw, long gwOff,
                                       int cout, int cin) {
