@@ -611,9 +611,9 @@ class ConvolutionFastPathTest {
 
     /**
      * Random 3x3 stride-2 convolutions around the combined-phase path's domain, each with gradOut read in place (its
-     * 8-pixel tiles transposing in registers, then through the tile buffer) and from the padded copy: 1-3 images, input channels in and out of multiples of 16, 1-70 output channels, even sizes whose
-     * gradOut rows are whole 8- or 7-pixel tiles (one or several, so a row's last tile and the tiles before it) and odd
-     * or ragged sizes, padding 1 and sometimes 0 or 2, dilation 2 or 2 groups now and then (which leave the path).
+     * 8-pixel tiles transposing in registers, then through the tile buffer) and from the padded copy: 1-3 images, input
+     * channels in and out of multiples of 16, 1-70 output channels, even sizes whose gradOut rows are whole 8- or 7-pixel
+     * tiles (one or several, so a row's last tile and the tiles before it) and odd or ragged sizes, padding 1 and sometimes 0 or 2, dilation 2 or 2 groups now and then (which leave the path).
      */
     @Test
     void randomStride2InputGradientsInPlaceAndCopied() {

@@ -56,7 +56,7 @@ final class ConvDirectF32 {
          */
         final MemorySegment tile = java.lang.foreign.Arena.ofAuto().allocate(16 * 16 * Float.BYTES, 64);
         final float[] block = new float[16 * 16];
-        /** {@link Stride2PhaseTilesF32#planeTile8x32}'s tile, which {@link Stride2PhaseTilesF32#storeInterleaved} transposes in registers. */
+        /** {@link Stride2PhaseTilesF32#planeTile8x32}'s tile, for {@link Stride2PhaseTilesF32#storeInterleaved}. */
         final float[] tileArray = new float[16 * 16];
         /** Two output rows of one 32-channel block, transposed, for {@link #spreadRows}: one filled while the other is stored. */
         float[] rowsA = new float[0];

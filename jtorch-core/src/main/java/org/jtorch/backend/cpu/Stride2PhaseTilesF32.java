@@ -268,14 +268,14 @@ final class Stride2PhaseTilesF32 {
 
     /**
      * Stores a tile of {@link #planeTile8x32} (8 pixels of 16 channels' even column phase, then 8 of their odd one) as
-     * 16 channels' 16 interleaved gi pixels, channel l at {@code giAt + l * giPlane} (bytes). Its rows read in the order a0, b0, a1, b1, ... are, transposed in registers,
-     * those pixels in order: one transpose and the stores, where {@code ConvDirectF32.storeInterleaved} transposes into
-     * an array, reads it back and permutes each row. With ResNet-20's 32 gradOut channels a tile does only 768-1536
-     * FMAs, and a profile of its 16 -> 32 stride-2 input gradient put a quarter of the op in that transpose and its
-     * stores. (The transpose at the end of the tile method itself, on the accumulators, was as fast but made the method
-     * too large for C1, "out of virtual registers", and C2 then came late or not at all; masked stores for the 7-pixel
-     * tiles made this one too large for C1 too, so those keep the old way, as did reading the tile from a memory segment:
-     * the tile is an array here.)
+     * 16 channels' 16 interleaved gi pixels, channel l at {@code giAt + l * giPlane} (bytes). Its rows read in the
+     * order a0, b0, a1, b1, ... are, transposed in registers, those pixels in order: one transpose and the stores, where
+     * {@code ConvDirectF32.storeInterleaved} transposes into an array, reads it back and permutes each row. With
+     * ResNet-20's 32 gradOut channels a tile does only 768-1536 FMAs, and a profile of its 16 -> 32 stride-2 input
+     * gradient put a quarter of the op in that transpose and its stores. (The transpose at the end of the tile method
+     * itself, on the accumulators, was as fast but made the method too large for C1, "out of virtual registers", and C2
+     * then came late or not at all; masked stores for the 7-pixel tiles, or reading the tile from a memory segment, made
+     * this one too large for C1 too: the 7-pixel tiles keep the old way, and the tile is an array here.)
      */
     static void storeInterleaved(float[] tile, MemorySegment gi, long giAt, long giPlane) {
         FloatVector lo = Gemm.LO1, hi = Gemm.HI1;
