@@ -545,10 +545,75 @@ class ConvolutionFastPathTest {
     }
 
     /**
-     * Random 3x3 stride-2 convolutions around the combined-phase path's domain, each with gradOut read in place and from
-     * the padded copy: 1-3 images, input channels in and out of multiples of 16, 1-70 output channels, even sizes whose
-     * gradOut rows are whole 8- or 7-pixel tiles (one or several, so a row's last tile and the tiles before it) and odd
-     * or ragged sizes, padding 1 and sometimes 0 or 2, dilation 2 or 2 groups now and then (which leave the path).
+     * The same shapes with the 8-pixel tiles storing through the tile buffer and a transpose from memory
+     * ({@code -Djtorch.conv.stride2TransposeInRegisters=false}); by default they transpose in registers and store gi
+     * themselves ({@code Stride2PhaseTilesF32.planeTile8x32Interleaved}).
+     */
+    @Test
+    void stride2InputGradientsThroughTheTileBuffer() {
+        withProperty("jtorch.conv.stride2TransposeInRegisters", "false", ConvolutionFastPathTest::stride2PhaseShapes);
+    }
+
+    /**
+     * The in-register transpose only moves the tile's sums: ResNet-20's 16 -> 32 and 32 -> 64 stride-2 input gradients
+     * (two images), and 48 channels into 16-pixel rows, come out bit for bit as through the tile buffer.
+     */
+    @Test
+    void stride2TransposeInRegistersIsExact() {
+        long[][][] shapes = {
+            {{2, 16, 32, 32}, {32, 16, 3, 3}}, {{2, 32, 16, 16}, {64, 32, 3, 3}}, {{1, 48, 10, 32}, {40, 48, 3, 3}}};
+        for (long[][] s : shapes) assertSameGradientBits("jtorch.conv.stride2TransposeInRegisters", s[0], s[1], 2, 1, false);
+    }
+
+    /**
+     * The strided 1x1 weight gradient's sums stored 16 channels at a time ({@code ConvPointwiseF32.storeTileRows}) are
+     * the same additions as element by element ({@code -Djtorch.conv.pointwiseWeightGradRows=false}): bit for bit, with
+     * input channels not a multiple of 16 (a masked last store), over 1024, several images (one chunk per thread), and
+     * ResNet-50's 1024 -> 2048 shortcut at one image. Outputs over 16 pixels, which the batch GEMM would take.
+     */
+    @Test
+    void pointwiseWeightGradientRowsAreExact() {
+        long[][][] shapes = {{{3, 37, 12, 14}, {21, 37, 1, 1}}, {{2, 1030, 10, 10}, {70, 1030, 1, 1}},
+            {{4, 64, 14, 14}, {200, 64, 1, 1}}, {{1, 1024, 14, 14}, {2048, 1024, 1, 1}}};
+        for (long[][] s : shapes) assertSameGradientBits("jtorch.conv.pointwiseWeightGradRows", s[0], s[1], 2, 0, true);
+    }
+
+    /**
+     * The input gradient (or the weight gradient) of one float32 convolution with switch {@code property} on and off:
+     * the same bits.
+     */
+    private static void assertSameGradientBits(String property, long[] xShape, long[] wShape, int stride, int pad, boolean weight) {
+        float[][] grads = new float[2][];
+        String[] ways = {"true", "false"};
+        for (int i = 0; i < 2; i++) {
+            int way = i;
+            withProperty(property, ways[i], () -> {
+                try (Tensor x = Torch.randn(xShape, DType.FLOAT32, Device.cpu(), Torch.manualSeed(21));
+                     Tensor w = Torch.randn(wShape, DType.FLOAT32, Device.cpu(), Torch.manualSeed(22))) {
+                    Tensor wrt = weight ? w : x;
+                    wrt.requiresGrad_(true);
+                    try (Tensor y = F.conv2d(x, w, null, new int[] {stride}, new int[] {pad}, new int[] {1}, 1);
+                         Tensor u = Torch.randn(y.shape(), DType.FLOAT32, Device.cpu(), Torch.manualSeed(23))) {
+                        Tensor[] g = Autograd.grad(new Tensor[] {y}, new Tensor[] {wrt}, new Tensor[] {u}, false, false, false);
+                        grads[way] = g[0].toFloatArray();
+                        g[0].close();
+                    }
+                }
+            });
+        }
+        for (int k = 0; k < grads[0].length; k++) {
+            if (Float.floatToRawIntBits(grads[0][k]) != Float.floatToRawIntBits(grads[1][k])) {
+                throw new AssertionError(property + ", x " + java.util.Arrays.toString(xShape) + ", w " + java.util.Arrays.toString(wShape)
+                        + ", stride " + stride + ": element " + k + " " + grads[0][k] + " switched on, " + grads[1][k] + " off");
+            }
+        }
+    }
+
+    /**
+     * Random 3x3 stride-2 convolutions around the combined-phase path's domain, each with gradOut read in place (its
+     * 8-pixel tiles transposing in registers, then through the tile buffer) and from the padded copy: 1-3 images, input
+     * channels in and out of multiples of 16, 1-70 output channels, even sizes whose gradOut rows are whole 8- or 7-pixel
+     * tiles (one or several, so a row's last tile and the tiles before it) and odd or ragged sizes, padding 1 and sometimes 0 or 2, dilation 2 or 2 groups now and then (which leave the path).
      */
     @Test
     void randomStride2InputGradientsInPlaceAndCopied() {
@@ -562,15 +627,16 @@ class ConvolutionFastPathTest {
             int h = 2 * oh - (r.nextInt(6) == 0 ? 1 : 0), w = 2 * ow - (r.nextInt(6) == 0 ? 1 : 0);
             int pad = r.nextInt(6) == 0 ? 2 * r.nextInt(2) : 1;
             long[] x = {1 + r.nextInt(3), cin, h, w}, wt = {cout, cin / groups, 3, 3};
-            for (String inPlace : new String[] {"true", "false"}) {
-                withProperty("jtorch.conv.stride2InPlace", inPlace, () -> {
-                    try {
-                        compare(x, wt, new int[] {2}, new int[] {pad}, new int[] {d}, groups);
-                    } catch (AssertionError e) {
-                        throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt)
-                                + ", padding " + pad + ", dilation " + d + ", groups " + groups + ", in place " + inPlace, e);
-                    }
-                });
+            for (String way : new String[] {"registers", "tile buffer", "copy"}) {
+                withProperty("jtorch.conv.stride2InPlace", way.equals("copy") ? "false" : "true", () ->
+                        withProperty("jtorch.conv.stride2TransposeInRegisters", way.equals("registers") ? "true" : "false", () -> {
+                            try {
+                                compare(x, wt, new int[] {2}, new int[] {pad}, new int[] {d}, groups);
+                            } catch (AssertionError e) {
+                                throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt)
+                                        + ", padding " + pad + ", dilation " + d + ", groups " + groups + ", " + way, e);
+                            }
+                        }));
             }
         }
     }

@@ -56,6 +56,8 @@ final class ConvDirectF32 {
          */
         final MemorySegment tile = java.lang.foreign.Arena.ofAuto().allocate(16 * 16 * Float.BYTES, 64);
         final float[] block = new float[16 * 16];
+        /** {@link Stride2PhaseTilesF32#planeTile8x32}'s tile, for {@link Stride2PhaseTilesF32#storeInterleaved}. */
+        final float[] tileArray = new float[16 * 16];
         /** Two output rows of one 32-channel block, transposed, for {@link #spreadRows}: one filled while the other is stored. */
         float[] rowsA = new float[0];
         float[] rowsB = new float[0];
@@ -637,6 +639,7 @@ final class ConvDirectF32 {
         int split = chunks >= 2L * threads ? 1 : Math.min(oh, 2 * threads);
         long plane = (long) oh * ow * Float.BYTES, rowBytes = (long) ow * Float.BYTES;
         long giRow = (long) g.w() * Float.BYTES, giPlane = (long) g.h() * giRow;
+        boolean inRegisters = Stride2PhaseTilesF32.transposeInRegisters();
         Parallel.forRange(chunks * split, 1, (t0, t1) -> {
             Work wk = WORK.get();
             for (long t = t0; t < t1; t++) {
@@ -653,9 +656,18 @@ final class ConvDirectF32 {
                             for (int b = 0; b < ow; b += p) {
                                 long at = image + a * rowBytes + (long) b * Float.BYTES;
                                 boolean edge = b + p == ow;
-                                if (p == 8) Stride2PhaseTilesF32.planeTile8x32(gy, at, plane, rowBytes, rows, cout, wp, wBase, edge, wk.tile);
-                                else Stride2PhaseTilesF32.planeTile7x32(gy, at, plane, rowBytes, rows, cout, wp, wBase, edge, wk.tile);
-                                storeInterleaved(wk, gi, channelBase + (2L * a + py) * giRow + 2L * b * Float.BYTES, giPlane, lanes);
+                                long giAt = channelBase + (2L * a + py) * giRow + 2L * b * Float.BYTES;
+                                if (p == 8) {
+                                    Stride2PhaseTilesF32.planeTile8x32(gy, at, plane, rowBytes, rows, cout, wp, wBase, edge, wk.tileArray);
+                                    if (inRegisters) {
+                                        Stride2PhaseTilesF32.storeInterleaved(wk.tileArray, gi, giAt, giPlane);
+                                        continue;
+                                    }
+                                    MemorySegment.copy(wk.tileArray, 0, wk.tile, F32, 0, 256);
+                                } else {
+                                    Stride2PhaseTilesF32.planeTile7x32(gy, at, plane, rowBytes, rows, cout, wp, wBase, edge, wk.tile);
+                                }
+                                storeInterleaved(wk, gi, giAt, giPlane, lanes);
                             }
                         }
                     }

@@ -509,10 +509,10 @@ public final class Gemm {
      * pairs {@code (i, i+s)}. Index {@code >= 16} selects from the second vector.
      */
     // Constants in static final fields (not array elements), so that C2 treats them as constants.
-    private static final FloatVector LO1 = transposeIndex(1, true), HI1 = transposeIndex(1, false);
-    private static final FloatVector LO2 = transposeIndex(2, true), HI2 = transposeIndex(2, false);
-    private static final FloatVector LO4 = transposeIndex(4, true), HI4 = transposeIndex(4, false);
-    private static final FloatVector LO8 = transposeIndex(8, true), HI8 = transposeIndex(8, false);
+    static final FloatVector LO1 = transposeIndex(1, true), HI1 = transposeIndex(1, false);
+    static final FloatVector LO2 = transposeIndex(2, true), HI2 = transposeIndex(2, false);
+    static final FloatVector LO4 = transposeIndex(4, true), HI4 = transposeIndex(4, false);
+    static final FloatVector LO8 = transposeIndex(8, true), HI8 = transposeIndex(8, false);
 
     private static FloatVector transposeIndex(int sft, boolean lowHalf) {
         float[] idx = new float[FS.length()];
