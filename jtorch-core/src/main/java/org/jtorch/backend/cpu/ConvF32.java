@@ -73,7 +73,7 @@ final class ConvF32 {
      * The calling thread's per-chunk weight-gradient sums, which the GEMM tiles update: native
      * ({@link CpuConvolutionKernels.Scratch} says why).
      */
-    private static final ThreadLocal<CpuConvolutionKernels.Scratch[]> CHUNK_SUMS = ThreadLocal.withInitial(() -> new CpuConvolutionKernels.Scratch[0]);
+    private static final ThreadLocal<CpuConvolutionKernels.Scratch[]> NATIVE_CHUNK_SUMS = ThreadLocal.withInitial(() -> new CpuConvolutionKernels.Scratch[0]);
 
     /** Whether this path applies: 512-bit vectors (Gemm's 8x32 tile) and a kernel larger than 1x1 or a stride/padding. */
     static boolean handles(Geometry g) {
@@ -667,12 +667,12 @@ final class ConvF32 {
         int kg = g.kg();
         int cout = g.cout();
         int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
-        float[][] partial = new float[chunks][];
+        float[][] partial = chunkSums(chunks, cout * kg);
         int[] pixOff = windowOffsets(g, paddedWidth(g), g.cinG());
         // Small images: several images' pixels make one GEMM depth, so that each packed block and each
         // micro-kernel call covers up to KMAX pixels rather than one small image's.
         int imagesPerBlock = Math.max(1, KMAX / (g.oh() * g.ow()));
-        MemorySegment[] sums = chunkSums(chunks, (long) cout * kg * Float.BYTES);
+        MemorySegment[] sums = nativeChunkSums(chunks, (long) cout * kg * Float.BYTES);
         Parallel.forRange(chunks, 1, (c0, c1) -> {
             for (long c = c0; c < c1; c++) {
                 // One buffer per chunk, not per thread: a thread may run several chunks.
@@ -683,19 +683,19 @@ final class ConvF32 {
                     int count = (int) Math.min(imagesPerBlock, n1 - n);
                     for (int gi = 0; gi < g.groups(); gi++) weightGradImages(gy, gyOff, x, xOff, (int) n, count, gi, g, pixOff, wk, acc);
                 }
-                partial[(int) c] = acc.toArray(ValueLayout.JAVA_FLOAT);
+                MemorySegment.copy(acc, ValueLayout.JAVA_FLOAT, 0, partial[(int) c], 0, cout * kg);
             }
         });
         sumPartials(partial, cout, g.cinG(), g.kh() * g.kw(), gw, gwOff);
     }
 
     /** {@code chunks} zeroed buffers of {@code bytes} each, the calling thread's, reused from call to call. */
-    private static MemorySegment[] chunkSums(int chunks, long bytes) {
-        CpuConvolutionKernels.Scratch[] scratch = CHUNK_SUMS.get();
+    private static MemorySegment[] nativeChunkSums(int chunks, long bytes) {
+        CpuConvolutionKernels.Scratch[] scratch = NATIVE_CHUNK_SUMS.get();
         if (scratch.length < chunks) {
             scratch = java.util.Arrays.copyOf(scratch, chunks);
             for (int c = 0; c < chunks; c++) if (scratch[c] == null) scratch[c] = new CpuConvolutionKernels.Scratch();
-            CHUNK_SUMS.set(scratch);
+            NATIVE_CHUNK_SUMS.set(scratch);
         }
         MemorySegment[] sums = new MemorySegment[chunks];
         for (int c = 0; c < chunks; c++) sums[c] = scratch[c].get(bytes).asSlice(0, bytes).fill((byte) 0);
