@@ -1,6 +1,7 @@
 """PyTorch side of `jtorch bench jit`: the same pointwise chains eager and compiled by torch.compile (Inductor, CPU);
 with `--models`, the side of `jtorch bench jit-inference` (ResNet-20 and ResNet-50 forwards in evaluation); with
-`--steps`, the side of `jtorch bench jit-steps` (MLP and ResNet-20 training steps).
+`--steps`, the side of `jtorch bench jit-steps` (MLP and ResNet-20 training steps); with `--train`, dropout chains in
+a training step.
 
 Needs PyTorch 2 (the 2.13 wheel in a virtual environment) and a C++ compiler for Inductor.
 Prints `name value` lines as JitBench does.
@@ -168,6 +169,42 @@ def steps():
         alternate(f"{name}_train", lambda: step(model), lambda: step(compiled), rounds, per_round, clock)
 
 
+def train_chains():
+    """`--train`: dropout chains in a training step, forward + `sum().backward()` with the input requiring grad, eager
+    and compiled (the functions of jtorch's dropout benchmarks, docs/BENCHMARKS.md, branch jit12)."""
+    if "--cputime" in sys.argv:
+        torch.set_num_threads(1)
+    n = 1 << 20
+    x, c, w, b = (torch.randn(n) for _ in range(4))
+    rows, residual = x.view(n // 1024, 1024).clone().requires_grad_(), c.view(n // 1024, 1024)
+    x = x.clone().requires_grad_()
+    gamma, beta = torch.randn(1024), torch.randn(1024)
+    ln, drop, gelu = torch.nn.functional.layer_norm, torch.nn.functional.dropout, torch.nn.functional.gelu
+    chains = [("dropout_residual_layer_norm_1M_train", lambda t: ln(drop(t, 0.1, True) + residual, (1024,), gamma, beta, 1e-5), rows),
+              ("dropout_bias_gelu_1M_train", lambda t: drop(gelu(t * w + b), 0.1, True), x),
+              ("dropout_bias_mul_1M_train", lambda t: drop((t * w + b) * c, 0.1, True), x)]
+    for name, f, inp in chains:
+        if "--only" in sys.argv and name not in sys.argv[sys.argv.index("--only") + 1].split(","):
+            continue
+        compiled = torch.compile(f)
+
+        def step(g):
+            g(inp).sum().backward()
+            inp.grad = None
+
+        t0 = time.perf_counter()
+        step(compiled)
+        print(f"{name}_first_call_ms {(time.perf_counter() - t0) * 1e3:.3f}", flush=True)
+        clock = time.thread_time if "--cputime" in sys.argv else time.perf_counter
+        for _ in range(3):
+            step(f)
+            step(compiled)
+        alternate(name, lambda: step(f), lambda: step(compiled), 7, 10, clock)
+
+
+if "--train" in sys.argv:
+    train_chains()
+    sys.exit(0)
 if "--models" in sys.argv:
     models()
     sys.exit(0)

@@ -15,7 +15,8 @@ import org.jtorch.op.RandomOps;
  * input's gradient. The gradients come from the registry's derivatives: each op's derivative, written with ops, is
  * turned into a formula by inlining the formulas of the ops it calls, with the op's inputs, result and incoming
  * gradient replaced by their formulas, and chained through the tree in reverse. Intermediates are recomputed in
- * the backward formula, never saved.
+ * the backward formula, never saved; a dropout's keep decisions are not (the forward writes its mask, the backward
+ * reads it).
  */
 final class FusedGroup {
     /** An op of the group and its arguments: each an {@link OpTree} folded in, or a leaf formula (a group input or a constant). */
@@ -31,14 +32,15 @@ final class FusedGroup {
     final OpTree root;
     final List<Graph.Value> inputs;
     /**
-     * The group's training dropouts ({@link #isDropout}) in trace order: dropout {@code j}'s uniform draws are formula
-     * input {@code inputs.size() + j} of {@link #formula} and {@code inputs.size() + 1 + j} of each gradient (after the
-     * incoming gradient), drawn inside the kernel ({@link org.jtorch.op.FormulaKernel.Draws}), never stored.
+     * The group's training dropouts ({@link #isDropout}) in trace order: dropout {@code j}'s factor (1 / (1 - p) where
+     * kept, else 0) is formula input {@code inputs.size() + j} of {@link #formula}, drawn inside the kernel
+     * ({@link org.jtorch.op.FormulaKernel.Draws}), never stored, and input {@code inputs.size() + 1 + j} of each gradient
+     * (after the incoming gradient), read there from the keep mask the forward's kernel wrote.
      */
     final List<Graph.Node> dropouts;
     final Expr formula;
     final int ops;
-    /** The formula input of dropout 0's draws while a formula is built: after the inputs, and after the gradient in a backward. */
+    /** The formula input of dropout 0's factor while a formula is built: after the inputs, and after the gradient in a backward. */
     private int drawBase;
 
     private FusedGroup(OpTree root, List<Graph.Value> inputs, List<Graph.Node> dropouts, int ops) {
@@ -59,15 +61,22 @@ final class FusedGroup {
     }
 
     /**
-     * Dropout's factor as eager's kernel computes it: {@code u < 1 - p} in float32 against uniforms u of float32, then
-     * {@code 1 / (1 - p)} rounded to float32 where kept, else 0; the output is {@code x} times it, the gradient
-     * {@code grad} times it ({@code native_dropout_backward}).
+     * Dropout's factor, a formula input the kernel fills ({@link org.jtorch.op.FormulaKernel.Draws}): {@link #scale} where
+     * the float32 uniform is below {@link #keepBelow}, else 0, as eager's kernel computes it; the output is {@code x}
+     * times it, the gradient {@code grad} times it ({@code native_dropout_backward}).
      */
     private Expr dropoutFactor(Graph.Node n) {
-        double p = n.scalars[0];
-        Expr u = new Expr.In(drawBase + dropouts.indexOf(n), "u" + n.id);
-        Expr keep = new Expr.Math(Fn.LT, List.of(u, new Expr.Const((float) (1 - p))));
-        return new Expr.Math(Fn.SELECT, List.of(keep, new Expr.Const((float) (1.0 / (1 - p))), new Expr.Const(0)));
+        return new Expr.In(drawBase + dropouts.indexOf(n), "dropout" + n.id);
+    }
+
+    /** The float32 threshold of dropout {@code n}'s uniforms: kept below {@code 1 - p}. */
+    static float keepBelow(Graph.Node n) {
+        return (float) (1 - n.scalars[0]);
+    }
+
+    /** Dropout {@code n}'s factor where kept: {@code 1 / (1 - p)} rounded to float32. */
+    static float scale(Graph.Node n) {
+        return (float) (1.0 / (1 - n.scalars[0]));
     }
 
     /** The group ending at {@code root}, folding in the nodes {@code inlined} says are folded into their consumer. */
@@ -133,8 +142,9 @@ final class FusedGroup {
     // ------------------------------------------------------------------ backward
 
     /**
-     * For each group input, the formula of its gradient over the group's inputs and the incoming gradient (group
-     * input number {@code inputs.size()}), at the group's output shape; null where no gradient flows.
+     * For each group input, the formula of its gradient over the group's inputs, the incoming gradient (group input
+     * number {@code inputs.size()}) and the dropouts' factors after it (read from their masks), at the group's output shape; null where no
+     * gradient flows.
      */
     Expr[] gradients() {
         Expr[] acc = new Expr[inputs.size()];
@@ -152,7 +162,7 @@ final class FusedGroup {
         OpDef op = t.node().op;
         if (!op.isDifferentiable()) return;
         if (isDropout(t.node())) {
-            // native_dropout_backward(grad, mask, 1 / (1 - p)), the mask drawn again from the forward's blocks.
+            // native_dropout_backward(grad, mask, 1 / (1 - p)), the mask the forward's kernel wrote.
             propagate(t.args().get(0), new Expr.Math(Fn.MUL, List.of(grad, dropoutFactor(t.node()))), acc);
             return;
         }

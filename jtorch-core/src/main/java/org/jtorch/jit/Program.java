@@ -49,7 +49,8 @@ final class Program {
     /**
      * A dropout drawn inside a fused group's kernel ({@link FusedGroup#dropouts}): at the dropout's place in the trace,
      * the Philox blocks its eager call would draw are reserved from its generator (so the generator advances, and
-     * every random op after it draws, as eagerly), and the group's kernel draws the keep decisions from them.
+     * every random op after it draws, as eagerly), and the group's kernel draws the keep decisions from them; where
+     * the group records autograd, the kernel also writes them as a bool mask, which the group's backward reads.
      */
     private record Reserved(Graph.Node node) implements Step {}
 
@@ -209,7 +210,7 @@ final class Program {
             if (!live.containsKey(n) || !fusable(n)) continue;
             for (Graph.Value v : n.inputs) {
                 if (v instanceof Graph.Node p && fusable(p) && uses.get(p) == 1 && Shapes.numel(p.shape) == Shapes.numel(n.shape)
-                        && p.device.equals(n.device) && !(FusedGroup.isDropout(n) && callsErf(p))) {
+                        && p.device.equals(n.device) && !(differentiable && FusedGroup.isDropout(n) && callsErf(p))) {
                     inlined.put(p, true);
                 }
             }
@@ -721,9 +722,12 @@ final class Program {
     }
 
     /**
-     * Whether {@code n}'s formula calls erf (GELU): a dropout right after one is not fused with it. Measured on the CPU,
-     * one thread, 1M floats: dropout(gelu(x * w + b)) as one drawing kernel took 10-11 ms against 4.7 for the GELU
-     * group then the eager dropout (the cause is not found yet), while dropout with products and sums gains.
+     * Whether {@code n}'s formula calls erf (GELU): with autograd a dropout right after one is not fused with it. Its
+     * inference kernel gains (1M floats, one thread, one JVM alternating: 4.1-5.5 ms fused against 5.1-7.9 for the GELU
+     * kernel then eager's dropout), but the training step did not measurably (docs/BENCHMARKS.md, branch jit12). The
+     * earlier 2x slowdown of the drawing GELU kernel was C2's inlining budget (NodeCountInliningCutoff): with erf
+     * inlined, the dropout's comparison and selection in the generated loop were left as calls that boxed their
+     * vectors; the kernel now multiplies by a factor made outside the loop.
      */
     private static boolean callsErf(Graph.Node n) {
         return n.op.formula() != null && callsErf(n.op.formula());
@@ -734,15 +738,14 @@ final class Program {
     }
 
     /**
-     * A float32 training dropout whose mask nothing reads, on a device whose kernels draw inside
-     * ({@link FormulaKernel#drawsInside}), in a program without autograd. With autograd the backward would draw the mask
-     * again, and that was slower than reading the stored mask: dropout + residual + layer norm forward and backward
-     * 6.4-6.5 ms replayed against 7.6-8.0 ms fused (CPU, one thread, 1M floats, docs/BENCHMARKS.md, branch jit11).
+     * A float32 training dropout whose mask the program does not read, on a device whose kernels draw inside
+     * ({@link FormulaKernel#drawsInside}) and, in a program with autograd, write the mask for the backward
+     * ({@link FormulaKernel.Compiler#savesMasks}; a backward drawing the decisions again was slower than the replayed
+     * dropout reading its stored mask: 7.6-8.0 against 6.4-6.5 ms, docs/BENCHMARKS.md, branch jit11).
      */
     private boolean fusableDropout(Graph.Node n) {
-        if (differentiable) return false;
         FormulaKernel.Compiler compiler = KernelRegistry.formulaCompiler(n.device.type());
-        if (compiler == null || !compiler.drawsInside() || n.dtype != DType.FLOAT32) return false;
+        if (compiler == null || !compiler.drawsInside() || (differentiable && !compiler.savesMasks()) || n.dtype != DType.FLOAT32) return false;
         for (Graph.Output o : n.outputs) if (o != null && liveOutputs.contains(o)) return false;
         return n.inputs.size() == 1 && n.inputs.get(0) != null && n.inputs.get(0).dtype() == DType.FLOAT32;
     }
@@ -821,10 +824,22 @@ final class Program {
         boolean record = differentiable && Autograd.needsGrad(args);
         Tensor out = record ? null : reusable(f.group().inputs, step, root, values);
         if (out == null) out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
-        FormulaKernel.Draws draws = draws(f.group(), drawn, 0);
-        apply(f.kernel(), root, args, null, out, draws);
-        if (record) recordBackward(f, args, out, null, draws(f.group(), drawn, 1));
+        Tensor[] masks = record ? masks(f.group(), root) : null;
+        try {
+            apply(f.kernel(), root, args, null, out, draws(f.group(), drawn, masks));
+            if (record) recordBackward(f, args, out, null, masks);
+        } finally {
+            if (masks != null) for (Tensor m : masks) m.close();
+        }
         return out;
+    }
+
+    /** A bool mask of the group's shape for each of its dropouts (none: null), written by its forward for its backward. */
+    private static Tensor[] masks(FusedGroup g, Graph.Node root) {
+        if (g.dropouts.isEmpty()) return null;
+        Tensor[] masks = new Tensor[g.dropouts.size()];
+        for (int j = 0; j < masks.length; j++) masks[j] = Tensor.empty(root.shape, DType.BOOL, root.device);
+        return masks;
     }
 
     /**
@@ -841,21 +856,35 @@ final class Program {
     }
 
     /**
-     * The draws of group {@code g}'s dropouts from their reserved states, as formula inputs after the group's inputs and
-     * {@code extra} more (1 in a backward: the incoming gradient); null for a group without dropout.
+     * The draws of group {@code g}'s dropouts from their reserved states, as formula inputs after the group's inputs;
+     * each keep mask written into {@code masks[j]} where {@code masks} is not null; null for a group without dropout.
      */
-    private static FormulaKernel.Draws draws(FusedGroup g, long[] drawn, int extra) {
+    private static FormulaKernel.Draws draws(FusedGroup g, long[] drawn, Tensor[] masks) {
         int m = g.dropouts.size();
         if (m == 0) return null;
         int[] in = new int[m];
         long[] seeds = new long[m], blocks = new long[m];
+        float[] keepBelow = new float[m];
         for (int j = 0; j < m; j++) {
             Graph.Node d = g.dropouts.get(j);
-            in[j] = g.inputs.size() + extra + j;
+            in[j] = g.inputs.size() + j;
             seeds[j] = drawn[2 * d.id];
             blocks[j] = drawn[2 * d.id + 1];
+            keepBelow[j] = FusedGroup.keepBelow(d);
         }
-        return new FormulaKernel.Draws(in, seeds, blocks);
+        return new FormulaKernel.Draws(in, seeds, blocks, keepBelow, scales(g), masks == null ? null : views(masks));
+    }
+
+    private static float[] scales(FusedGroup g) {
+        float[] scales = new float[g.dropouts.size()];
+        for (int j = 0; j < scales.length; j++) scales[j] = FusedGroup.scale(g.dropouts.get(j));
+        return scales;
+    }
+
+    private static StridedView[] views(Tensor[] ts) {
+        StridedView[] v = new StridedView[ts.length];
+        for (int k = 0; k < v.length; k++) v[k] = Dispatcher.view(ts[k]);
+        return v;
     }
 
     /**
@@ -979,7 +1008,7 @@ final class Program {
             StridedView out = matrix(Dispatcher.view(outs[0]), rows, cols, (int) ln.scalars[0]);
             Backends.hold("jit", out, null, null);
             try {
-                FormulaKernel.Draws draws = draws(f.group(), drawn, 0);
+                FormulaKernel.Draws draws = draws(f.group(), drawn, null);
                 if (draws == null) {
                     f.kernel().runRowLayerNorm(root.device.index(), out, operands, cols, Dispatcher.view(weight), Dispatcher.view(bias),
                             ln.scalars[1], Dispatcher.view(outs[1]), Dispatcher.view(outs[2]), NO_PARAMS);
@@ -1647,10 +1676,10 @@ final class Program {
         recordBackward(f, args, out, keepShape, null);
     }
 
-    /** {@link #recordBackward(Fused, Tensor[], Tensor, long[])} whose gradient kernels draw {@code draws} again (dropout's masks). */
-    private static void recordBackward(Fused f, Tensor[] args, Tensor out, long[] keepShape, FormulaKernel.Draws draws) {
+    /** {@link #recordBackward(Fused, Tensor[], Tensor, long[])} whose gradient kernels read the group's dropout masks {@code masks}. */
+    private static void recordBackward(Fused f, Tensor[] args, Tensor out, long[] keepShape, Tensor[] masks) {
         recordBackward(f, args, out, keepShape == null ? "JitFusedBackward" : "JitFusedSumBackward", null,
-                g -> keepShape == null ? g : g.reshape(keepShape), draws);
+                g -> keepShape == null ? g : g.reshape(keepShape), masks);
     }
 
     private static void recordBackward(Fused f, Tensor[] args, Tensor out, String name, SavedTensor extra,
@@ -1661,18 +1690,21 @@ final class Program {
     /**
      * Records the group as one autograd node named {@code name}, whose incoming gradient {@code incoming} turns into
      * the gradient at the group's output (a new tensor, or the incoming one itself); {@code extra} is saved beside the
-     * group's inputs.
+     * group's inputs, and so are its dropouts' {@code masks} (null without dropout), which the gradient kernels read.
      */
     private static void recordBackward(Fused f, Tensor[] args, Tensor out, String name, SavedTensor extra,
-                                       java.util.function.UnaryOperator<Tensor> incoming, FormulaKernel.Draws draws) {
+                                       java.util.function.UnaryOperator<Tensor> incoming, Tensor[] masks) {
         Graph.Node root = f.node();
         SavedTensor[] saved = new SavedTensor[args.length];
         for (int k = 0; k < args.length; k++) saved[k] = Autograd.save(args[k]);
-        SavedTensor[] kept = saved;
-        if (extra != null) {
-            kept = java.util.Arrays.copyOf(saved, saved.length + 1);
-            kept[saved.length] = extra;
-        }
+        SavedTensor[] savedMasks = masks == null ? new SavedTensor[0] : new SavedTensor[masks.length];
+        for (int j = 0; j < savedMasks.length; j++) savedMasks[j] = Autograd.save(masks[j]);
+        List<SavedTensor> keptList = new ArrayList<>(java.util.Arrays.asList(saved));
+        if (extra != null) keptList.add(extra);
+        keptList.addAll(java.util.Arrays.asList(savedMasks));
+        SavedTensor[] kept = keptList.toArray(SavedTensor[]::new);
+        int[] maskInputs = new int[savedMasks.length];
+        for (int j = 0; j < maskInputs.length; j++) maskInputs[j] = args.length + 1 + j;
         long[][] shapes = new long[args.length][];
         boolean[] needs = new boolean[args.length];
         for (int k = 0; k < args.length; k++) {
@@ -1686,6 +1718,12 @@ final class Program {
             }
             Tensor[] values = new Tensor[saved.length];
             for (int k = 0; k < saved.length; k++) values[k] = saved[k].get();
+            FormulaKernel.Draws draws = null;
+            if (savedMasks.length > 0) {
+                StridedView[] maskViews = new StridedView[savedMasks.length];
+                for (int j = 0; j < maskViews.length; j++) maskViews[j] = Dispatcher.view(savedMasks[j].get());
+                draws = FormulaKernel.Draws.fromMasks(maskInputs, scales(f.group()), maskViews);
+            }
             Tensor grad = incoming.apply(g[0]);
             // Each distinct gradient kernel runs once at the group's shape; inputs sharing it read the same values.
             Map<FormulaKernel, Tensor> fulls = new IdentityHashMap<>();
@@ -1849,7 +1887,8 @@ final class Program {
                             .append(g.formula).append('\n');
                 }
                 case Reserved r -> s.append(r.node()).append(" = native_dropout's Philox blocks reserved (p = ").append(r.node().scalars[0])
-                        .append("; its keep decisions drawn inside the fused kernel, the mask never stored)\n");
+                        .append(differentiable ? "; its keep decisions drawn inside the fused kernel, which writes the mask for the backward)\n"
+                                : "; its keep decisions drawn inside the fused kernel, the mask never stored)\n");
                 case MaskedLinear m -> s.append(m.node()).append(" = linear, its input's gradient masked by ")
                         .append(Graph.name(m.node().inputs.get(0))).append("'s ReLU in the GEMM's epilogue\n");
                 case Replayed r -> {

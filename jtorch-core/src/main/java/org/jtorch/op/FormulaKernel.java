@@ -62,18 +62,48 @@ public interface FormulaKernel {
     }
 
     /**
-     * Inputs of a formula that are drawn inside the kernel, not read from memory: input {@code inputs[j]} is a float32
-     * uniform in [0, 1) from the Philox stream of {@code seeds[j]} starting at block {@code firstBlocks[j]}, the value at
-     * element {@code e} (row-major in the output's shape) from word {@code e % 4} of block {@code firstBlocks[j] + e / 4}:
-     * the values {@code RandomKernels#uniform} writes for a float32 tensor of the output's shape. Dropout's keep decisions
-     * fused into a formula ({@code select(u < 1 - p, 1 / (1 - p), 0)}), drawn again from the same blocks by the backward.
+     * Inputs of a formula that are drawn inside the kernel, not read from memory: dropout's factors. Input
+     * {@code inputs[j]} at element {@code e} (row-major in the output's shape) is {@code scales[j]} where {@code u <
+     * keepBelow[j]}, else 0, {@code u} the float32 uniform in [0, 1) of word {@code e % 4} of Philox block
+     * {@code firstBlocks[j] + e / 4} under {@code seeds[j]}: the values {@code RandomKernels#uniform} writes for a
+     * float32 tensor of the output's shape, so the factor is eager dropout's ({@code u < 1 - p}, {@code 1 / (1 - p)}
+     * rounded to float32). The formula multiplies by the factor: the comparison and selection stay out of the formula's
+     * code (on the CPU a GELU formula with them inlined exceeded C2's inlining budget, and the calls left out boxed their
+     * vectors).
+     *
+     * <p>Where {@code masks} is not null, {@code masks[j]} (a contiguous bool view of the output's shape) receives draw
+     * j's keep decisions, 1 where kept: the mask a backward reads ({@link #fromMasks}).
+     *
+     * <p>{@link #fromMasks} reads such masks back instead of drawing ({@code seeds}, {@code firstBlocks} and
+     * {@code keepBelow} null): input {@code inputs[j]} is {@code scales[j]} where {@code masks[j]} is set, else 0
+     * (dropout's backward, {@code grad} times it).
      */
-    record Draws(int[] inputs, long[] seeds, long[] firstBlocks) {
+    record Draws(int[] inputs, long[] seeds, long[] firstBlocks, float[] keepBelow, float[] scales, StridedView[] masks) {
         public Draws {
-            if (inputs.length != seeds.length || inputs.length != firstBlocks.length) {
-                throw new IllegalArgumentException("Draws: " + inputs.length + " inputs, " + seeds.length + " seeds, " + firstBlocks.length
-                        + " first blocks");
+            int n = inputs.length;
+            boolean drawn = seeds != null && firstBlocks != null && keepBelow != null
+                    && seeds.length == n && firstBlocks.length == n && keepBelow.length == n;
+            boolean read = seeds == null && firstBlocks == null && keepBelow == null && masks != null;
+            if (!(drawn || read) || scales == null || scales.length != n || (masks != null && masks.length != n)) {
+                throw new IllegalArgumentException("Draws: " + n + " inputs, " + (seeds == null ? "no" : seeds.length) + " seeds, "
+                        + (keepBelow == null ? "no" : keepBelow.length) + " thresholds, " + (scales == null ? "no" : scales.length) + " scales, "
+                        + (masks == null ? "no" : masks.length) + " masks");
             }
+        }
+
+        /** Masks written by a drawing forward, read back as the factors they stand for. */
+        public static Draws fromMasks(int[] inputs, float[] scales, StridedView[] masks) {
+            return new Draws(inputs, null, null, null, scales, masks);
+        }
+
+        /** Whether the factors are read from saved masks, not drawn. */
+        public boolean readsMasks() {
+            return seeds == null;
+        }
+
+        /** Whether the kernel writes the draws' keep masks. */
+        public boolean writesMasks() {
+            return seeds != null && masks != null;
         }
     }
 
@@ -109,6 +139,14 @@ public interface FormulaKernel {
 
         /** Whether the kernels this compiles draw inputs inside ({@link FormulaKernel#drawsInside}). */
         default boolean drawsInside() {
+            return false;
+        }
+
+        /**
+         * Whether those kernels also write and read back keep masks ({@link Draws#masks}): a drawing group in a program
+         * with autograd saves its masks for its backward.
+         */
+        default boolean savesMasks() {
             return false;
         }
     }

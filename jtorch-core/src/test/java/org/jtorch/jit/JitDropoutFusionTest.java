@@ -20,10 +20,11 @@ import org.junit.jupiter.api.Test;
 /**
  * Dropout inside the JIT's fused kernels: a training dropout joins its pointwise chain, each element's keep decision
  * drawn in the kernel (the CPU's generated loop, CUDA's generated C) from the generator's Philox blocks and the
- * element's index as eager's dropout draws it, and the backward draws the same decisions again from the same blocks
- * (the mask is never stored). Compiled results are eager's bit for bit, forward and backward, and the generator ends
- * where eager's does, so the random op after the compiled region draws the same numbers. On the CPU a drawing group
- * also fuses into the layer norm after it. The simulator pass runs this class on cuda:0.
+ * element's index as eager's dropout draws it. Without autograd the mask is never stored; with autograd the kernel
+ * writes it as a bool mask and the group's backward reads it. Compiled results are eager's bit for bit, forward
+ * and backward, and the generator ends where eager's does, so the random op after the compiled region draws the same
+ * numbers. On the CPU a drawing group also fuses into the layer norm after it in inference. The simulator pass runs
+ * this class on cuda:0.
  */
 class JitDropoutFusionTest {
     private static long[] bits(Tensor t) {
@@ -163,10 +164,11 @@ class JitDropoutFusionTest {
             assertDrawnInside(plan, true);
             assertTrue(plan.contains("= fused 2 ops"), plan);
         }
-        // With autograd the dropout is replayed and its mask kept for the backward (drawing it again there was slower).
+        // With autograd the kernel writes the mask and the group's backward reads it (drawing it again there was slower).
         Tensor leaf = x.detach().requiresGrad_(true);
         String plan = Jit.explain(f, leaf);
-        assertDrawnInside(plan, false);
+        assertDrawnInside(plan, true);
+        assertTrue(plan.contains("writes the mask for the backward"), plan);
     }
 
     @Test
@@ -243,10 +245,62 @@ class JitDropoutFusionTest {
         Tensor big = randn(data, 3, 70001).requiresGrad_(true);
         Tensor bigR = randn(data, 3, 70001);
         assertBitIdenticalTraining(in -> F.dropout(in[0], 0.3, true, gen).add(bigR), big, new Tensor[] {big}, gen);
-        // Dropout + residual + layer norm with autograd: all replayed as eager runs it.
+        // A transposed input: the mask is written and read at strided element indices (the reference loop, in double
+        // rounded once: exact against eager's float32 steps where the other factor is a power of two).
+        Tensor xt = randn(data, 129, 16).requiresGrad_(true);
+        assertBitIdenticalTraining(in -> F.dropout(in[0].t(), 0.25, true, gen).mul(2.0), xt, new Tensor[] {xt}, gen);
+        // Dropout + residual + layer norm with autograd: the dropout and the residual add one kernel writing the mask,
+        // the layer norm replayed.
         Tensor gamma = randn(data, 129).requiresGrad_(true);
-        assertBitIdenticalTraining(in -> F.layerNorm(F.dropout(in[0], 0.1, true, gen).add(r), new long[] {129}, gamma, b, 1e-5), x,
-                new Tensor[] {x, r, gamma, b}, gen);
+        TensorFunction drl = in -> F.layerNorm(F.dropout(in[0], 0.1, true, gen).add(r), new long[] {129}, gamma, b, 1e-5);
+        String plan = Jit.explain(drl, x);
+        assertDrawnInside(plan, true);
+        assertTrue(plan.contains("= fused 2 ops"), plan);
+        assertBitIdenticalTraining(drl, x, new Tensor[] {x, r, gamma, b}, gen);
+    }
+
+    @Test
+    void trainingAtTheEdgesAndWithARandomOpBetween() {
+        Generator gen = new Generator(15);
+        Generator data = new Generator(150);
+        Tensor x = randn(data, 5, 67).requiresGrad_(true);
+        Tensor w = randn(data, 5, 67).requiresGrad_(true);
+        // p = 0 is an alias and p = 1 a multiplication by zero (neither draws); p just inside (0, 1) draws and keeps
+        // almost all, or almost none.
+        for (double p : new double[] {0, 1e-3, 0.999, 1}) {
+            assertBitIdenticalTraining(in -> F.dropout(in[0].mul(w), p, true, gen).add(1.0), x, new Tensor[] {x, w}, gen);
+        }
+        // A rand replayed between the dropout and its consumer: the dropout's blocks are reserved first.
+        assertBitIdenticalTraining(in -> {
+            Tensor d = F.dropout(in[0], 0.4, true, gen);
+            Tensor u = Torch.rand(in[0].shape(), DType.FLOAT32, DEVICE, gen);
+            return d.mul(w).add(u);
+        }, x, new Tensor[] {x, w}, gen);
+    }
+
+    /** The saved masks live as long as the graph: a retained graph's second backward reads them again, then they are freed. */
+    @Test
+    void aRetainedGraphReadsTheSavedMasksAgain() {
+        Generator gen = new Generator(16);
+        Tensor x = randn(new Generator(160), 6, 41).requiresGrad_(true);
+        Tensor w = randn(new Generator(161), 6, 41);
+        TensorFunction f = in -> F.dropout(in[0].mul(w), 0.5, true, gen).mul(2.0);
+        TensorFunction compiled = Jit.trace(f, x);
+        compiled.apply(x).sum().backward();
+        x.grad().zero_();
+        gen.manualSeed(3);
+        Tensor y = compiled.apply(x);
+        y.sum().backward(null, true, false);
+        long[] first = bits(x.grad());
+        x.grad().zero_();
+        y.sum().backward();
+        assertArrayEquals(first, bits(x.grad()));
+        x.grad().zero_();
+        gen.manualSeed(3);
+        f.apply(new Tensor[] {x}).sum().backward();
+        assertArrayEquals(bits(x.grad()), first, "eager's gradient");
+        IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, () -> y.sum().backward());
+        assertTrue(e.getMessage().contains("second time"), e.getMessage());
     }
 
     @Test
@@ -256,7 +310,13 @@ class JitDropoutFusionTest {
         Tensor x = randn(data, 32, 257).requiresGrad_(true);
         Tensor b = randn(data, 257).requiresGrad_(true);
         TensorFunction f = in -> F.dropout(in[0].add(b).gelu(), 0.1, true, gen);
-        // A dropout right after GELU stays out of its group (the drawing kernel measured slower there): replayed.
+        // Without autograd a dropout right after GELU joins its group (its kernel multiplies by a factor made outside the
+        // generated loop); with autograd it stays out (the training step did not measurably gain): replayed.
+        try (var g = Grad.noGrad()) {
+            String plan = Jit.explain(f, x);
+            assertDrawnInside(plan, true);
+            assertTrue(plan.contains("= fused 3 ops"), plan);
+        }
         String plan = Jit.explain(f, x);
         assertDrawnInside(plan, false);
         assertTrue(plan.contains("= fused 2 ops"), plan);

@@ -68,6 +68,11 @@ public final class CudaBackend implements Backend {
             public boolean drawsInside() {
                 return true;
             }
+
+            @Override
+            public boolean savesMasks() {
+                return true;
+            }
         });
         for (OpDef op : OpRegistry.all()) {
             // An alias (floor_divide) runs the kernel its owner registers.
@@ -84,7 +89,7 @@ public final class CudaBackend implements Backend {
     private static FormulaKernel formulaKernel(org.jtorch.op.Expr formula, int inputs) {
         return new FormulaKernel() {
             private final int scalars = FusedKernels.scalarParameters(formula);
-            /** The drawing kernels' sources, by the inputs drawn. */
+            /** The drawing kernels' sources, by the inputs drawn and what they do with masks. */
             private final java.util.Map<String, String> drawing = new java.util.concurrent.ConcurrentHashMap<>();
             private final java.util.Map<DType, String> sources = new java.util.concurrent.ConcurrentHashMap<>();
             private final String sumSource = FusedKernels.sumSource(formula, inputs);
@@ -106,8 +111,10 @@ public final class CudaBackend implements Backend {
 
             @Override
             public void runDrawing(int ordinal, StridedView out, StridedView[] in, Draws draws) {
-                String source = drawing.computeIfAbsent(java.util.Arrays.toString(draws.inputs()),
-                        k -> FusedKernels.drawingSource(formula, inputs, draws.inputs()));
+                FusedKernels.Masks masks = draws.readsMasks() ? FusedKernels.Masks.READ
+                        : draws.masks() != null ? FusedKernels.Masks.WRITE : FusedKernels.Masks.NONE;
+                String source = drawing.computeIfAbsent(java.util.Arrays.toString(draws.inputs()) + masks,
+                        k -> FusedKernels.drawingSource(formula, inputs, draws.inputs(), masks));
                 // The inputs the kernel reads: all but the drawn ones (a few distinct indices), in order.
                 int[] drawn = draws.inputs();
                 StridedView[] read = new StridedView[in.length - drawn.length];

@@ -183,12 +183,25 @@ final class CudaKernels {
     }
 
     /**
-     * A float32 formula whose inputs {@code draws} names are drawn in the kernel ({@link FusedKernels#drawingSource}):
-     * {@code inputs} holds the others, in order.
+     * A float32 formula whose inputs {@code draws} names are drawn in the kernel ({@link FusedKernels#drawingSource}),
+     * or read from the masks a drawing kernel wrote: {@code inputs} holds the others, in order. Masks are contiguous
+     * bool tensors of the output's shape.
      */
     void fusedDrawing(String source, int ordinal, StridedView out, StridedView[] inputs, org.jtorch.op.FormulaKernel.Draws draws) {
+        if (draws.masks() != null) {
+            for (StridedView m : draws.masks()) {
+                if (m.dtype() != DType.BOOL || !m.isContiguous() || !java.util.Arrays.equals(m.shape(), out.shape())) {
+                    throw new IllegalArgumentException("fused kernel: a dropout mask must be a contiguous bool tensor of the output's shape "
+                            + java.util.Arrays.toString(out.shape()) + ", got " + m.dtype() + " " + java.util.Arrays.toString(m.shape()));
+                }
+            }
+        }
         fused(source, ordinal, DType.FLOAT32, out, inputs, args -> {
-            for (int j = 0; j < draws.inputs().length; j++) args.i64(draws.seeds()[j]).i64(draws.firstBlocks()[j]);
+            for (int j = 0; j < draws.inputs().length; j++) {
+                if (!draws.readsMasks()) args.i64(draws.seeds()[j]).i64(draws.firstBlocks()[j]).f32(draws.keepBelow()[j]);
+                args.f32(draws.scales()[j]);
+                if (draws.masks() != null) args.pointer(draws.masks()[j].address());
+            }
         });
     }
 

@@ -39,20 +39,32 @@ public final class FusedKernels {
         return c.toString();
     }
 
+    /** What a drawing kernel does with dropout's keep masks ({@link org.jtorch.op.FormulaKernel.Draws#masks}). */
+    public enum Masks {
+        /** Draws, writing no mask. */
+        NONE,
+        /** Draws, and writes each draw's keep decisions {@code u < keep_j} as bytes (1 kept, 0 dropped). */
+        WRITE,
+        /** Draws nothing: each factor comes from its saved mask. */
+        READ
+    }
+
     /**
-     * The float32 source of {@code formula} whose inputs {@code drawn} are drawn in the kernel, not read: input
-     * {@code drawn[j]} at element {@code i} (row-major in the contiguous output) is the float32 uniform of word
-     * {@code i % 4} of Philox block {@code block_j + i / 4} under {@code seed_j}, {@code (w >> 8) 2^-24}, as
-     * {@code random.cu}'s uniform fill writes it (dropout's keep decisions, {@link org.jtorch.op.FormulaKernel.Draws}).
-     * The kernel takes the other inputs in order, then each draw's seed and first block, then {@code n} and the index
-     * of the other inputs' strides.
+     * The float32 source of {@code formula} whose inputs {@code drawn} are dropout factors made in the kernel, not read
+     * ({@link org.jtorch.op.FormulaKernel.Draws}): input {@code drawn[j]} at element {@code i} (row-major in the contiguous
+     * output) is {@code scale_j} where {@code u < keep_j}, else 0, {@code u} the float32 uniform of word {@code i % 4} of
+     * Philox block {@code block_j + i / 4} under {@code seed_j}, {@code (w >> 8) 2^-24}, as {@code random.cu}'s uniform
+     * fill writes it. The kernel takes the other inputs in order, then for each draw its seed, first block, threshold
+     * and scale ({@link Masks#NONE}), also its mask ({@link Masks#WRITE}: {@code mask_j[i] = u < keep_j}), or its scale
+     * and saved mask alone ({@link Masks#READ}: {@code scale_j} where {@code mask_j[i]} is set), then {@code n} and the
+     * index of the other inputs' strides.
      */
-    public static String drawingSource(Expr formula, int inputs, int[] drawn) {
+    public static String drawingSource(Expr formula, int inputs, int[] drawn, Masks masks) {
         java.util.Set<Integer> isDrawn = new java.util.HashSet<>();
         for (int k : drawn) isDrawn.add(k);
         int read = inputs - isDrawn.size();
         StringBuilder c = header(formula, read, "out = ");
-        c.append("// drawn inputs: ").append(java.util.Arrays.toString(drawn)).append("\n");
+        c.append("// drawn inputs: ").append(java.util.Arrays.toString(drawn)).append(", masks: ").append(masks).append("\n");
         c.append("__device__ __forceinline__ float jt_drawn_uniform(jt_u64 seed, jt_u64 first_block, jt_i64 i) {\n");
         c.append("    const jt_u64 block = first_block + (jt_u64)(i >> 2);\n");
         c.append("    jt::U32x4 ctr = {(jt_u32)block, (jt_u32)(block >> 32), 0u, 0u};\n");
@@ -62,7 +74,12 @@ public final class FusedKernels {
         c.append("    return (float)__dmul_rn((double)(w >> 8), 1.0 / 16777216.0);\n}\n\n");
         c.append("extern \"C\" __global__ void ").append(ENTRY).append("(float* __restrict__ out");
         for (int k = 0; k < read; k++) c.append(", const float* __restrict__ in").append(k);
-        for (int j = 0; j < drawn.length; j++) c.append(", jt_u64 seed").append(j).append(", jt_u64 block").append(j);
+        for (int j = 0; j < drawn.length; j++) {
+            if (masks != Masks.READ) c.append(", jt_u64 seed").append(j).append(", jt_u64 block").append(j).append(", float keep").append(j);
+            c.append(", float scale").append(j);
+            if (masks == Masks.WRITE) c.append(", unsigned char* __restrict__ mask").append(j);
+            if (masks == Masks.READ) c.append(", const unsigned char* __restrict__ mask").append(j);
+        }
         c.append(", jt_i64 n, FusedIndex s) {\n");
         c.append("    using namespace jt;\n    typedef float A;\n");
         c.append("    for (jt_i64 i = global_thread(); i < n; i += grid_threads()) {\n");
@@ -70,8 +87,13 @@ public final class FusedKernels {
         offsets(c, read, indent);
         for (int k = 0, r = 0; k < inputs; k++) {
             int j = java.util.Arrays.stream(drawn).boxed().toList().indexOf(k);
-            if (j >= 0) {
-                c.append(indent).append("const A x").append(k).append(" = jt_drawn_uniform(seed").append(j).append(", block").append(j).append(", i);\n");
+            if (j >= 0 && masks == Masks.READ) {
+                c.append(indent).append("const A x").append(k).append(" = mask").append(j).append("[i] ? scale").append(j).append(" : A(0);\n");
+            } else if (j >= 0) {
+                c.append(indent).append("const bool keep_").append(k).append(" = jt_drawn_uniform(seed").append(j).append(", block").append(j)
+                        .append(", i) < keep").append(j).append(";\n");
+                if (masks == Masks.WRITE) c.append(indent).append("mask").append(j).append("[i] = keep_").append(k).append(" ? 1 : 0;\n");
+                c.append(indent).append("const A x").append(k).append(" = keep_").append(k).append(" ? scale").append(j).append(" : A(0);\n");
             } else {
                 c.append(indent).append("const A x").append(k).append(" = in").append(r).append("[o").append(r).append("];\n");
                 r++;

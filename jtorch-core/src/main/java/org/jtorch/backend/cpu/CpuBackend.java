@@ -86,6 +86,11 @@ public final class CpuBackend implements Backend {
             public boolean drawsInside() {
                 return true;
             }
+
+            @Override
+            public boolean savesMasks() {
+                return true;
+            }
         });
         for (OpDef op : OpRegistry.all()) {
             // An alias (floor_divide) runs the kernel its owner registers.

@@ -1,6 +1,11 @@
 package org.jtorch.backend.cpu;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
 import org.jtorch.DType;
 import org.jtorch.op.Expr;
 import org.jtorch.op.FormulaKernel;
@@ -218,8 +223,9 @@ final class CpuFormulaKernel implements FormulaKernel {
 
     /**
      * {@link #runDrawing} for an output whose element 0 is element {@code firstIndex} of the draws' row-major order (a
-     * block of rows of a fused layer norm). Each block of a row gets its draws into per-thread scratch (L1-resident, as
-     * {@link #runRowSums}'s values), which the generated loop reads as a contiguous input: the draws never reach memory.
+     * block of rows of a fused layer norm). Each block of a row gets its dropout factors into per-thread scratch
+     * (L1-resident, as {@link #runRowSums}'s values): drawn and compared there, the keep mask written where asked, or read
+     * back from a saved mask; the generated loop reads the scratch as a contiguous input, so the draws never reach memory.
      * A drawn input is iterated as a virtual contiguous operand whose byte offsets give each element's index.
      */
     private void runDrawing(StridedView out, StridedView[] in, Draws draws, long firstIndex) {
@@ -258,7 +264,14 @@ final class CpuFormulaKernel implements FormulaKernel {
                         int j = drawOf[q - 1];
                         if (j >= 0) {
                             blockOffs[q] = 4L * ROW_BLOCK * j;
-                            draw(scratch, blockOffs[q], (off[q] + done * stride) / 4, stride / 4, n, draws.seeds()[j], draws.firstBlocks()[j]);
+                            long first = (off[q] + done * stride) / 4, step = stride / 4;
+                            if (draws.readsMasks()) {
+                                readMask(draws.masks()[j], draws.scales()[j], scratch, blockOffs[q], first, step, n);
+                            } else {
+                                draw(scratch, blockOffs[q], first, step, n, draws.seeds()[j], draws.firstBlocks()[j]);
+                                toFactors(scratch, blockOffs[q], draws.keepBelow()[j], draws.scales()[j], draws.writesMasks() ? draws.masks()[j] : null,
+                                        first, step, n);
+                            }
                         } else {
                             blockOffs[q] = off[q] + done * stride;
                         }
@@ -302,6 +315,49 @@ final class CpuFormulaKernel implements FormulaKernel {
     }
 
     private static final double TWO_POW_M24 = 1.0 / (1 << 24);
+
+    /**
+     * The {@code n} uniforms in {@code scratch} from byte {@code at} turned in place into dropout's factors, {@code scale}
+     * where {@code u < keepBelow} and 0 elsewhere, the keep decisions (1 kept, 0 dropped) written into the bool
+     * {@code mask} (where not null) at elements {@code first, first + step, ...}: eager dropout's mask.
+     */
+    private static void toFactors(MemorySegment scratch, long at, float keepBelow, float scale, StridedView mask, long first, long step, int n) {
+        MemorySegment m = mask == null ? null : mask.memory();
+        long base = mask == null ? 0 : mask.offset() + first;
+        int t = 0;
+        if (step == 1) {
+            FloatVector zero = FloatVector.zero(VectorMath.FS);
+            for (int upper = n - n % VectorMath.FS.length(); t < upper; t += VectorMath.FS.length()) {
+                var keep = FloatVector.fromMemorySegment(VectorMath.FS, scratch, at + 4L * t, ByteOrder.LITTLE_ENDIAN).compare(VectorOperators.LT, keepBelow);
+                zero.blend(scale, keep).intoMemorySegment(scratch, at + 4L * t, ByteOrder.LITTLE_ENDIAN);
+                if (m != null) ByteVector.zero(VectorMath.BS).blend((byte) 1, keep.cast(VectorMath.BS)).intoMemorySegment(m, base + t, ByteOrder.LITTLE_ENDIAN);
+            }
+        }
+        for (; t < n; t++) {
+            boolean keep = scratch.get(ElementIO.F32, at + 4L * t) < keepBelow;
+            scratch.set(ElementIO.F32, at + 4L * t, keep ? scale : 0f);
+            if (m != null) m.set(ValueLayout.JAVA_BYTE, base + t * step, keep ? (byte) 1 : 0);
+        }
+    }
+
+    /**
+     * The bool {@code mask} at elements {@code first, first + step, ...} ({@code n}) into {@code scratch} from byte
+     * {@code at} as dropout's factors: {@code scale} where set, else 0.
+     */
+    private static void readMask(StridedView mask, float scale, MemorySegment scratch, long at, long first, long step, int n) {
+        MemorySegment m = mask.memory();
+        long base = mask.offset() + first;
+        int t = 0;
+        if (step == 1) {
+            FloatVector zero = FloatVector.zero(VectorMath.FS);
+            for (int upper = n - n % VectorMath.FS.length(); t < upper; t += VectorMath.FS.length()) {
+                var kept = ByteVector.fromMemorySegment(VectorMath.BS, m, base + t, ByteOrder.LITTLE_ENDIAN)
+                        .compare(VectorOperators.NE, (byte) 0).cast(VectorMath.FS);
+                zero.blend(scale, kept).intoMemorySegment(scratch, at + 4L * t, ByteOrder.LITTLE_ENDIAN);
+            }
+        }
+        for (; t < n; t++) scratch.set(ElementIO.F32, at + 4L * t, m.get(ValueLayout.JAVA_BYTE, base + t * step) != 0 ? scale : 0f);
+    }
 
     /** Per-thread off-heap float32 scratch for one block of each draw of a row. */
     private static final ThreadLocal<MemorySegment[]> DRAW_SCRATCH = ThreadLocal.withInitial(() -> new MemorySegment[1]);
