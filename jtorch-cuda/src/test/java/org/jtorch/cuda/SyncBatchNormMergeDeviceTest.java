@@ -13,6 +13,7 @@ import org.jtorch.Torch;
 import org.jtorch.backend.Backends;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.op.NormalizationOps;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -25,6 +26,11 @@ import org.junit.jupiter.api.Test;
  */
 class SyncBatchNormMergeDeviceTest {
     private static final Device CUDA = DeviceCases.CUDA;
+
+    @BeforeEach
+    void needsCuda() {
+        DeviceCases.assumeAvailable(CUDA);
+    }
 
     /** {@code [ranks, c]} per-rank statistics in {@code t}: means around {@code offset}, invstds in (0.2, 2.2); rank 1 without rows. */
     private static Tensor[] rankStatistics(long seed, int ranks, int c, DType t, double offset) {
