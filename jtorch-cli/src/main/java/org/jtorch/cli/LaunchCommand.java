@@ -21,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jtorch.distributed.Launcher;
+import org.jtorch.distributed.StopSignal;
 
 /**
  * {@code jtorch launch}: starts the workers of a data-parallel job, as {@code torchrun}.
@@ -34,7 +35,7 @@ import org.jtorch.distributed.Launcher;
  * Each worker starts through a one-line {@code sh} shim that exports torchrun's environment contract ({@code RANK}
  * from {@code OMPI_COMM_WORLD_RANK}, ...) and then {@code exec}s the program, so the program is the MPI process
  * itself and signals reach it. The launcher reads {@code mpirun}'s tagged output, prints each line prefixed with
- * its rank, forwards SIGINT and SIGTERM (to {@code mpirun}, which forwards them to the workers), and when a worker
+ * its rank, forwards SIGINT, SIGTERM and SIGHUP (to {@code mpirun}, which stops the workers), and when a worker
  * fails exits with its status, naming the rank, how it ended and its last lines of output. An MPI world over
  * several machines is one {@code mpirun} over a host list (its processes are started through ssh from one place),
  * so {@code --nnodes > 1} with mpi is refused with that advice rather than run as N separate worlds.
@@ -159,8 +160,9 @@ final class LaunchCommand {
             err.println("jtorch launch: cannot start " + mpirun + ": " + e.getMessage());
             return 1;
         }
+        StopSignal.watch();
         Thread forward = new Thread(() -> stop(job), "jtorch-launch-signals");
-        Runtime.getRuntime().addShutdownHook(forward); // SIGINT/SIGTERM to the launcher stop the workers
+        Runtime.getRuntime().addShutdownHook(forward); // SIGINT/SIGTERM/SIGHUP to the launcher stop the workers
         Outcome outcome;
         try {
             outcome = supervise(job, nproc, out, err);
@@ -274,12 +276,15 @@ final class LaunchCommand {
         return t;
     }
 
-    /** SIGTERM to mpirun (which forwards it to the workers), then SIGKILL to everything under it after a grace period. */
+    /**
+     * The signal that stops the launcher (SIGTERM after a failure) to mpirun, which stops the workers, then SIGKILL to
+     * everything under it after a grace period.
+     */
     static void stop(Process job) {
         if (!job.isAlive()) return;
         List<ProcessHandle> tree = job.descendants().toList();
         // Through the handle: Process.destroy() also closes the pipes, losing what the workers print while they stop.
-        job.toHandle().destroy();
+        StopSignal.send(job.toHandle(), StopSignal.toForward());
         try {
             if (!job.waitFor(STOP_GRACE_MS, TimeUnit.MILLISECONDS)) job.destroyForcibly();
         } catch (InterruptedException e) {

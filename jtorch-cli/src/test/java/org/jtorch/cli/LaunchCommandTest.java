@@ -118,7 +118,7 @@ class LaunchCommandTest {
     void sigtermToTheLauncherStopsEveryWorker() throws Exception {
         String marker = "jtorch-launch-test-" + UUID.randomUUID();
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", location(Main.class), Main.class.getName(), "launch", "--nproc-per-node", "2", "--"));
+                "-cp", location(Main.class) + File.pathSeparator + location(org.jtorch.Tensor.class), Main.class.getName(), "launch", "--nproc-per-node", "2", "--"));
         command.addAll(workerProgram("sleep", marker));
         Path log = Files.createTempFile("jtorch-launch", ".txt");
         try {

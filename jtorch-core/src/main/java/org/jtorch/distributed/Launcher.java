@@ -26,9 +26,9 @@ import java.util.Map;
  * fails, the launcher posts the failure to the store, stops its other workers (SIGTERM, then SIGKILL after
  * {@link Options#stopGrace()}) and returns the worker's status; the launchers of the other nodes see the post within
  * {@link #POLL} and stop theirs too, naming the failing rank. A node whose store connection breaks (node 0's launcher
- * is gone) stops its workers as well. SIGINT or SIGTERM to a launcher stop its workers the same way (through a
- * shutdown hook) and post that to the other nodes. So a job ends within the stop grace plus a poll of a failure,
- * never hangs, and leaves no worker running. A launcher killed with SIGKILL on a node other than 0 posts nothing:
+ * is gone) stops its workers as well. SIGINT, SIGTERM or SIGHUP to a launcher stop its workers the same way, with
+ * the signal the launcher received (as torchrun; {@link StopSignal}), and post that to the other nodes. So a job
+ * ends within the stop grace plus a poll of a failure, never hangs, and leaves no worker running. A launcher killed with SIGKILL on a node other than 0 posts nothing:
  * node 0's launcher notices its silence within the heartbeat timeout and stops the job (that node's own workers,
  * orphaned, end when their collectives with the stopped peers fail).
  */
@@ -121,6 +121,7 @@ public final class Launcher {
     public static Outcome run(Options options, List<String> command, Map<String, String> extraEnv, PrintStream out, PrintStream err) {
         if (command.isEmpty()) throw new IllegalArgumentException("launch: no worker command");
         Launcher launcher = new Launcher(options, command, extraEnv, out, err);
+        StopSignal.watch();
         Thread hook = new Thread(launcher::interrupted, "jtorch-launch-signals");
         Runtime.getRuntime().addShutdownHook(hook);
         Outcome outcome = null;
@@ -152,8 +153,8 @@ public final class Launcher {
         final Process process;
         final ArrayDeque<String> last = new ArrayDeque<>();
         final List<Thread> pumps = new ArrayList<>();
-        /** The launcher sent it SIGTERM to stop it. */
-        volatile boolean signalled;
+        /** The signal the launcher sent to stop it; 0 while it has sent none. */
+        volatile int stopSignal;
 
         Worker(int rank, int localRank, Process process) {
             this.rank = rank;
@@ -385,7 +386,7 @@ public final class Launcher {
         for (Worker w : workers) {
             if (w.process.isAlive()) continue;
             int status = w.process.exitValue();
-            if (status == 0 || (w.signalled && (status == 128 + 15 || status == 128 + 9))) continue;
+            if (status == 0 || (w.stopSignal != 0 && (status == 128 + w.stopSignal || status == 128 + 9))) continue;
             return then(o, w);
         }
         return o;
@@ -404,16 +405,7 @@ public final class Launcher {
     static String how(int status) {
         if (status > 128 && status < 128 + 65) {
             int signal = status - 128;
-            String name = switch (signal) {
-                case 1 -> "SIGHUP";
-                case 2 -> "SIGINT";
-                case 6 -> "SIGABRT";
-                case 9 -> "SIGKILL";
-                case 11 -> "SIGSEGV";
-                case 15 -> "SIGTERM";
-                default -> "signal " + signal;
-            };
-            return "exited with status " + status + " (killed by " + name + ")";
+            return "exited with status " + status + " (killed by " + StopSignal.name(signal) + ")";
         }
         return "exited with status " + status;
     }
@@ -433,7 +425,8 @@ public final class Launcher {
 
     /** A signal to the launcher: stop the workers, and tell the other nodes why. */
     private void interrupted() {
-        post(new Outcome(130, -1, "the launcher of node " + options.nodeRank() + " was stopped by a signal"));
+        post(new Outcome(130, -1, "the launcher of node " + options.nodeRank() + " was stopped by a signal ("
+                + StopSignal.name(StopSignal.toForward()) + ")"));
         stopAll();
         lingerForTheOtherNodes();
     }
@@ -456,7 +449,10 @@ public final class Launcher {
         }
     }
 
-    /** SIGTERM to every worker still running (and what it started), SIGKILL to what is left after the grace. */
+    /**
+     * The signal that stops the launcher (SIGTERM after a failure) to every worker still running, SIGKILL to what is
+     * left of them and what they started after the grace.
+     */
     private void stopAll() {
         List<Worker> running;
         synchronized (workers) {
@@ -464,13 +460,14 @@ public final class Launcher {
             running = List.copyOf(workers);
         }
         List<ProcessHandle> tree = new ArrayList<>();
+        int signal = StopSignal.toForward();
         for (Worker w : running) {
             if (!w.process.isAlive()) continue;
             tree.addAll(w.process.descendants().toList());
             tree.add(w.process.toHandle());
-            w.signalled = true;
+            w.stopSignal = signal;
             // Through the handle: Process.destroy() also closes the pipes, losing what the worker prints while it stops.
-            w.process.toHandle().destroy();
+            StopSignal.send(w.process.toHandle(), signal);
         }
         long deadline = System.nanoTime() + options.stopGrace().toNanos();
         for (ProcessHandle p : tree) {

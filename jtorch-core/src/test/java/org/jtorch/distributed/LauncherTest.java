@@ -17,7 +17,10 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import org.jtorch.testing.ChildJvm;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The launcher that starts workers itself (no mpirun): torchrun's environment, the store served by node 0's
@@ -201,7 +204,7 @@ class LauncherTest {
             assertTrue(launcher.exitValue() != 0);
             Node n = node1.get(30, java.util.concurrent.TimeUnit.SECONDS);
             assertEquals(1, n.outcome().exitCode(), n.out() + n.err());
-            assertTrue(n.err().contains("because another node failed: the launcher of node 0 was stopped by a signal"), n.err() + "\nnode 0: "
+            assertTrue(n.err().contains("because another node failed: the launcher of node 0 was stopped by a signal (SIGTERM)"), n.err() + "\nnode 0: "
                     + Files.readString(log));
             assertTrue((System.nanoTime() - start) / 1e9 < 30);
             // Each launcher passed a catchable SIGTERM on to its worker (a SIGKILL would have skipped the worker's hook).
@@ -210,10 +213,64 @@ class LauncherTest {
             Thread.sleep(200);
             assertNothingLeftRunning(marker);
         } finally {
-            launcher.destroyForcibly();
-            ProcessHandle.allProcesses().filter(p -> p.info().commandLine().orElse("").contains(marker)).forEach(ProcessHandle::destroyForcibly);
-            Files.deleteIfExists(log);
+            killAll(launcher, marker, log);
         }
+    }
+
+    /**
+     * SIGINT, SIGHUP or SIGTERM to a launcher reach its workers as that same signal (torchrun's behaviour: a worker's
+     * Ctrl-C handler sees SIGINT), and the launcher exits as the signal would have made it.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"INT", "HUP", "TERM"})
+    void aLauncherPassesOnTheSignalItReceived(String signal) throws Exception {
+        Assumptions.assumeFalse(ignoredHere(signal), "SIG" + signal + " is ignored in this process (a background job or nohup), "
+                + "so a launcher started from it ignores it too");
+        String marker = marker();
+        List<String> command = new ArrayList<>(ChildJvm.command(null, List.of("-XX:TieredStopAtLevel=1", "-Xmx128m"), LauncherMain.class,
+                "2", "1", "0", "127.0.0.1", Integer.toString(freePort()), "--").command());
+        command.addAll(worker("signals", marker));
+        Path log = Files.createTempFile("jtorch-launcher", ".txt");
+        Process launcher = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        try {
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (!(Files.readString(log).contains("[rank0]: sleeping") && Files.readString(log).contains("[rank1]: sleeping"))) {
+                assertTrue(System.nanoTime() < deadline && launcher.isAlive(), "workers did not start: " + Files.readString(log));
+                Thread.sleep(100);
+            }
+            assertEquals(0, new ProcessBuilder("kill", "-s", signal, Long.toString(launcher.pid())).start().waitFor());
+            assertTrue(launcher.waitFor(30, java.util.concurrent.TimeUnit.SECONDS), "the launcher did not exit: " + Files.readString(log));
+            String output = Files.readString(log);
+            assertEquals(128 + number(signal), launcher.exitValue(), output);
+            assertTrue(output.contains("[rank0]: rank 0 got SIG" + signal) && output.contains("[rank1]: rank 1 got SIG" + signal), output);
+            Thread.sleep(200);
+            assertNothingLeftRunning(marker);
+        } finally {
+            killAll(launcher, marker, log);
+        }
+    }
+
+    /** Whatever a test's launcher process left behind, gone even when the test failed. */
+    private static void killAll(Process launcher, String marker, Path log) throws IOException {
+        launcher.destroyForcibly();
+        ProcessHandle.allProcesses().filter(p -> p.info().commandLine().orElse("").contains(marker)).forEach(ProcessHandle::destroyForcibly);
+        Files.deleteIfExists(log);
+    }
+
+    /** Whether this process ignores the signal (its children inherit that, and the JVM then installs no handler for it). */
+    private static boolean ignoredHere(String signal) throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("SigIgn:")) return (Long.parseUnsignedLong(line.substring(7).trim(), 16) >>> (number(signal) - 1) & 1) != 0;
+        }
+        return false;
+    }
+
+    private static int number(String signal) {
+        return switch (signal) {
+            case "INT" -> StopSignal.SIGINT;
+            case "HUP" -> StopSignal.SIGHUP;
+            default -> StopSignal.SIGTERM;
+        };
     }
 
     /**
@@ -246,10 +303,8 @@ class LauncherTest {
             assertTrue(n.err().contains("jtorch launch: node 1 (ranks 1-1) was lost: its launcher has not been heard from for 3 s"), n.err());
             assertTrue(seconds > 2 && seconds < 15, "took " + seconds + " s");
         } finally {
-            launcher1.destroyForcibly();
             // node 1's worker was orphaned with its launcher; the job's other side is gone, so nothing else ends it here
-            ProcessHandle.allProcesses().filter(p -> p.info().commandLine().orElse("").contains(marker)).forEach(ProcessHandle::destroyForcibly);
-            Files.deleteIfExists(log);
+            killAll(launcher1, marker, log);
         }
     }
 }

@@ -49,6 +49,18 @@ public final class LauncherWorker {
                     }
                     Thread.sleep(120_000);
                 }
+                case "signals" -> {
+                    // Says which signal stopped it: the launcher passes on the one it received, as torchrun does.
+                    for (String name : new String[] {"INT", "TERM", "HUP"}) {
+                        sun.misc.Signal.handle(new sun.misc.Signal(name), signal -> {
+                            System.out.println("rank " + rank + " got SIG" + signal.getName());
+                            System.out.flush();
+                            Runtime.getRuntime().halt(128 + signal.getNumber());
+                        });
+                    }
+                    System.out.println("sleeping");
+                    Thread.sleep(120_000);
+                }
                 case "sleep" -> {
                     // Runs on SIGTERM or SIGINT, not on SIGKILL: shows that a launcher's stop lets the worker clean up.
                     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
