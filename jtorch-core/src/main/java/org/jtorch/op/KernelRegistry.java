@@ -56,8 +56,14 @@ public final class KernelRegistry {
 
     /** Registers (or replaces) the structured kernel named {@code kernel} on {@code type} ({@link OpDef.Kind#STRUCTURED}). */
     public static void register(Device.Type type, String kernel, OpKernel k) {
-        STRUCTURED.get(type).put(kernel, k);
-        for (OpDef op : OpRegistry.all()) if (op.kernel().equals(kernel)) op.opKernels[type.ordinal()] = null;
+        put(STRUCTURED, type, kernel, k, op -> op.opKernels);
+    }
+
+    /** Puts {@code k} into {@code table} as {@code kernel} on {@code type}; ops with that kernel look it up again ({@code cache}). */
+    private static <K> void put(Map<Device.Type, Map<String, K>> table, Device.Type type, String kernel, K k,
+                                java.util.function.Function<OpDef, K[]> cache) {
+        table.get(type).put(kernel, k);
+        for (OpDef op : OpRegistry.all()) if (op.kernel().equals(kernel)) cache.apply(op)[type.ordinal()] = null;
     }
 
     /**
@@ -110,8 +116,7 @@ public final class KernelRegistry {
 
     /** Registers (or replaces) the kernel named {@code kernel} of an op taking a callback on {@code type} ({@link OpDef#takesCallback}). */
     public static void registerWithCallback(Device.Type type, String kernel, OpKernel.WithCallback k) {
-        WITH_CALLBACK.get(type).put(kernel, k);
-        for (OpDef op : OpRegistry.all()) if (op.kernel().equals(kernel)) op.callbackKernels[type.ordinal()] = null;
+        put(WITH_CALLBACK, type, kernel, k, op -> op.callbackKernels);
     }
 
     /** The kernel of {@code op}, which takes a callback, on {@code type}, or an exception naming both; cached in the op after the first call. */
@@ -122,8 +127,7 @@ public final class KernelRegistry {
 
     /** Registers (or replaces) the multi-output kernel named {@code kernel} on {@code type} ({@link OpDef#outputCount} above 1). */
     public static void registerMulti(Device.Type type, String kernel, OpKernel.Multi k) {
-        MULTI.get(type).put(kernel, k);
-        for (OpDef op : OpRegistry.all()) if (op.kernel().equals(kernel)) op.multiKernels[type.ordinal()] = null;
+        put(MULTI, type, kernel, k, op -> op.multiKernels);
     }
 
     /** The multi-output kernel of {@code op} on {@code type}, or an exception naming both; cached in the op after the first call. */
