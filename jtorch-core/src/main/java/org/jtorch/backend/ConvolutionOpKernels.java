@@ -6,6 +6,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
 import org.jtorch.memory.Storage;
+import org.jtorch.op.Callback;
 import org.jtorch.op.ConvolutionOps;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.PointwiseOps;
@@ -24,6 +25,13 @@ public final class ConvolutionOpKernels {
     static void register(Backend backend) {
         Device.Type type = backend.deviceType();
         KernelRegistry.register(type, ConvolutionOps.CONVOLUTION.kernel(), (out, in, s) -> run(backend, Primitive.CONV, out, in, s));
+        KernelRegistry.registerWithCallback(type, ConvolutionOps.CONVOLUTION_EPILOGUE.kernel(), (out, in, s, callback) -> {
+            ConvolutionKernels.Epilogue epilogue = Callback.work(ConvolutionOps.CONVOLUTION_EPILOGUE.pyName(), callback, out,
+                    ConvolutionKernels.Epilogue.class);
+            // float32 and dense (the op's meta function and declaration): the backend's kernels take the views as they are.
+            if (epilogue == null) backend.convolution().conv2d(in[0], in[1], in[2], out, geometry(s));
+            else backend.convolution().conv2dWithEpilogue(in[0], in[1], in[2], out, geometry(s), epilogue);
+        });
         KernelRegistry.register(type, ConvolutionOps.CONVOLUTION_TRANSPOSE.kernel(), (out, in, s) -> run(backend, Primitive.CONV_T, out, in, s));
         KernelRegistry.register(type, ConvolutionOps.CONVOLUTION_WEIGHT_GRAD.kernel(),
                 (out, in, s) -> run(backend, Primitive.WEIGHT_GRAD, out, in, s));

@@ -3,6 +3,7 @@ package org.jtorch.backend;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.memory.Storage;
+import org.jtorch.op.Callback;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.LinalgOps;
 import org.jtorch.op.StridedView;
@@ -29,6 +30,27 @@ public final class LinalgOpKernels {
             backend.linalg().bmm(in[1], in[2], out, s[1], s[0]);
         });
         KernelRegistry.register(type, LinalgOps.LINEAR.kernel(), (out, in, s) -> linear(backend, in[0], in[1], in[2], out, null));
+        KernelRegistry.registerWithCallback(type, LinalgOps.LINEAR_EPILOGUE.kernel(),
+                (out, in, s, callback) -> linearWithCallback(backend, in[0], in[1], in[2], out, callback));
+    }
+
+    /**
+     * {@link #linear(Backend, StridedView, StridedView, StridedView, StridedView, LinalgKernels.Epilogue)} with the
+     * epilogue that {@code callback} (null for none) makes for the output seen as {@code [rows, out_features]}: the
+     * kernel of {@link LinalgOps#LINEAR_EPILOGUE}.
+     */
+    private static void linearWithCallback(Backend backend, StridedView x, StridedView weight, StridedView bias, StridedView out,
+                                           Callback<?> callback) {
+        LinalgKernels.Epilogue epilogue = Callback.work(LinalgOps.LINEAR_EPILOGUE.pyName(), callback, out.view(rows(x), weight.size(0)),
+                LinalgKernels.Epilogue.class);
+        linear(backend, x, weight, bias, out, epilogue);
+    }
+
+    /** The rows of {@code x} as a matrix: the product of all but its last dimension. */
+    private static long rows(StridedView x) {
+        long rows = 1;
+        for (int d = 0; d < x.dim() - 1; d++) rows *= x.size(d);
+        return rows;
     }
 
     /**
@@ -41,8 +63,7 @@ public final class LinalgOpKernels {
                               LinalgKernels.Epilogue epilogue) {
         long in = weight.size(1);
         long features = weight.size(0);
-        long rows = 1;
-        for (int d = 0; d < x.dim() - 1; d++) rows *= x.size(d);
+        long rows = rows(x);
         StridedView o2 = out.view(rows, features);
         StridedView x2 = x.view(rows, in);
         Storage scratch = null;
@@ -75,8 +96,7 @@ public final class LinalgOpKernels {
     public static boolean linearActivation(Backend backend, StridedView x, StridedView weight, StridedView bias, StridedView out,
                                            LinalgKernels.Activation activation, StridedView preActivation) {
         long features = weight.size(0);
-        long rows = 1;
-        for (int d = 0; d < x.dim() - 1; d++) rows *= x.size(d);
+        long rows = rows(x);
         StridedView x2 = x.view(rows, weight.size(1));
         if (x2 == null) return false;
         return backend.linalg().mmBiasActivation(batchOfOne(x2), batchOfOne(weight.permute(1, 0)), batchOfOne(out.view(rows, features)),

@@ -1088,8 +1088,7 @@ final class Program {
             Tensor product;
             try (var off = Grad.noGrad()) {
                 int device = root.device.index();
-                product = Linalg.linear(x, w, b, c -> {
-                    StridedView cv = Dispatcher.view(c);
+                product = Linalg.linear(x, w, b, cv -> {
                     return (r0, r1, c0, c1) -> {
                         StridedView block = block(cv, r0, r1, c0, c1);
                         f.kernel().run(device, DType.FLOAT32, block, new StridedView[] {block}, NO_PARAMS);
@@ -1117,8 +1116,7 @@ final class Program {
             Tensor product;
             if (blocks) {
                 int device = root.device.index();
-                product = Linalg.linear(x, w, b, c -> {
-                    StridedView cv = Dispatcher.view(c);
+                product = Linalg.linear(x, w, b, cv -> {
                     StridedView into = target != null ? target : cv;
                     return (r0, r1, c0, c1) -> {
                         StridedView[] in = new StridedView[operands.length];
@@ -1210,8 +1208,7 @@ final class Program {
                     StridedView xs = Dispatcher.view(xv);
                     try (Tensor wt = wv.t()) {
                         // The product of the gradient and the weight, each block multiplied by the ReLU's mask as it is written.
-                        grads[0] = Linalg.linear(gy, wt, null, c -> {
-                            StridedView cv = Dispatcher.view(c);
+                        grads[0] = Linalg.linear(gy, wt, null, cv -> {
                             return (r0, r1, c0, c1) -> {
                                 StridedView block = block(cv, r0, r1, c0, c1);
                                 inputMask.run(device, DType.FLOAT32, block, new StridedView[] {block(xs, r0, r1, c0, c1), block}, NO_PARAMS);
@@ -1303,8 +1300,7 @@ final class Program {
         List<BlockMoments> parts = java.util.Collections.synchronizedList(new ArrayList<>());
         java.util.concurrent.atomic.AtomicBoolean onHost = new java.util.concurrent.atomic.AtomicBoolean(true);
         Tensor out = org.jtorch.ops.Convolution.conv2dObserved(resolve(conv.inputs.get(0), inputs, values),
-                resolve(conv.inputs.get(1), inputs, values), resolve(conv.inputs.get(2), inputs, values), conv.scalars, product -> {
-                    StridedView pv = Dispatcher.view(product);
+                resolve(conv.inputs.get(1), inputs, values), resolve(conv.inputs.get(2), inputs, values), conv.scalars, pv -> {
                     return (i0, i1, c0, c1, p0, p1) -> {
                         double[] mean = new double[c1 - c0];
                         double[] m2 = new double[c1 - c0];
@@ -1576,8 +1572,7 @@ final class Program {
                 blocks = pixelsMerge(operands[k]);
             }
             FormulaKernel kernel = biasInEpilogue ? e.biased() : f.kernel();
-            Tensor out = !blocks ? null : org.jtorch.ops.Convolution.conv2d(x, w, biasInEpilogue ? null : b, conv.scalars, product -> {
-                StridedView pv = Dispatcher.view(product);
+            Tensor out = !blocks ? null : org.jtorch.ops.Convolution.conv2d(x, w, biasInEpilogue ? null : b, conv.scalars, pv -> {
                 int device = root.device.index();
                 return (i0, i1, c0, c1, p0, p1) -> {
                     StridedView[] in = new StridedView[operands.length];

@@ -39,6 +39,17 @@ public final class ConvolutionOps {
                     call(ConvolutionOps.CONVOLUTION_WEIGHT_GRAD, geometry(GRAD, in(0, "input")).toArray(Expr[]::new)),
                     call(ConvolutionOps.CONVOLUTION_BIAS_GRAD, GRAD)));
 
+    /**
+     * {@link #CONVOLUTION} of float32 operands with a callback ({@link Callback}) whose work the kernel runs on each
+     * block of the output as it finishes it ({@code ConvolutionKernels.conv2dWithEpilogue}): the JIT's convolution with a
+     * fused pointwise epilogue or a batch norm's statistics gathered as it goes. JIT-internal ({@link OpDef#takesCallback}):
+     * not traced, not autocast. Its derivatives and autograd node are {@link #CONVOLUTION}'s (they read the inputs only).
+     */
+    public static final OpDef CONVOLUTION_EPILOGUE = withCallback(primitive("convolution_epilogue",
+            List.of("input", "weight", "bias"), g -> new long[][] {shape(g, N, CIN, H, W), weight(g), shape(g, COUT)},
+            g -> shape(g, N, COUT, OH, OW), "`conv2dWithEpilogue` of the geometry, plus the bias: the callback's work on each"
+                    + " finished block (the JIT's epilogue)", () -> CONVOLUTION.derivatives()));
+
     /** The input gradient of {@link #CONVOLUTION} (conv-output space to conv-input space), plus the bias per channel. */
     public static final OpDef CONVOLUTION_TRANSPOSE = primitive("convolution_transpose", List.of("grad_output", "weight", "bias"),
             g -> new long[][] {shape(g, N, COUT, OH, OW), weight(g), shape(g, CIN)}, g -> shape(g, N, CIN, H, W),
@@ -106,6 +117,27 @@ public final class ConvolutionOps {
                     return new Meta.Output(result.apply(g), in[0].dtype());
                 })
                 .derivatives(derivatives).doc(doc).build();
+    }
+
+    /**
+     * {@code op} (a primitive) as a JIT-internal op taking a callback after its geometry: float32 operands only (the
+     * backends' epilogue kernels), read dense, differentiated as {@link #CONVOLUTION}.
+     */
+    private static OpDef withCallback(OpDef op) {
+        List<Param> params = new ArrayList<>(op.signature().params());
+        params.add(Param.callback("epilogue"));
+        Meta meta = op.meta();
+        return OpDef.structured(op.name()).py("_" + op.name()).rule(DTypeRule.FLOAT32_ONLY).signature(params.toArray(Param[]::new))
+                .meta((in, g) -> {
+                    for (int i = 0; i < in.length; i++) {
+                        if (in[i] != null && in[i].dtype() != org.jtorch.DType.FLOAT32) {
+                            throw new IllegalArgumentException("_" + op.name() + ": expected float32 operands, got "
+                                    + params.get(i).name() + " of " + in[i].dtype() + " (shape " + Shapes.format(in[i].shape()) + " on " + in[i].device() + ")");
+                        }
+                    }
+                    return meta.infer(in, g);
+                })
+                .denseInputs(0, 1, 2).derivatives(() -> CONVOLUTION.derivatives()).node("ConvolutionBackward0").doc(op.doc()).build();
     }
 
     private static long[] weight(double[] g) {

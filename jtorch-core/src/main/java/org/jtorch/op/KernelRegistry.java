@@ -12,6 +12,7 @@ import org.jtorch.Device;
 public final class KernelRegistry {
     private static final Map<Device.Type, Map<String, PointwiseKernel>> POINTWISE = new EnumMap<>(Device.Type.class);
     private static final Map<Device.Type, Map<String, OpKernel>> STRUCTURED = new EnumMap<>(Device.Type.class);
+    private static final Map<Device.Type, Map<String, OpKernel.WithCallback>> WITH_CALLBACK = new EnumMap<>(Device.Type.class);
     private static final Map<Device.Type, Map<String, OpKernel.Multi>> MULTI = new EnumMap<>(Device.Type.class);
     private static final Map<Device.Type, FormulaKernel.Compiler> FORMULA_COMPILERS = new ConcurrentHashMap<>();
     private static final Map<Device.Type, Map<String, OpKernel.Mutating>> MUTATING = new EnumMap<>(Device.Type.class);
@@ -22,6 +23,7 @@ public final class KernelRegistry {
             POINTWISE.put(t, new ConcurrentHashMap<>());
             STRUCTURED.put(t, new ConcurrentHashMap<>());
             MULTI.put(t, new ConcurrentHashMap<>());
+            WITH_CALLBACK.put(t, new ConcurrentHashMap<>());
             APPLIES.put(t, new ConcurrentHashMap<>());
             MUTATING.put(t, new ConcurrentHashMap<>());
         }
@@ -54,8 +56,14 @@ public final class KernelRegistry {
 
     /** Registers (or replaces) the structured kernel named {@code kernel} on {@code type} ({@link OpDef.Kind#STRUCTURED}). */
     public static void register(Device.Type type, String kernel, OpKernel k) {
-        STRUCTURED.get(type).put(kernel, k);
-        for (OpDef op : OpRegistry.all()) if (op.kernel().equals(kernel)) op.opKernels[type.ordinal()] = null;
+        put(STRUCTURED, type, kernel, k, op -> op.opKernels);
+    }
+
+    /** Puts {@code k} into {@code table} as {@code kernel} on {@code type}; ops with that kernel look it up again ({@code cache}). */
+    private static <K> void put(Map<Device.Type, Map<String, K>> table, Device.Type type, String kernel, K k,
+                                java.util.function.Function<OpDef, K[]> cache) {
+        table.get(type).put(kernel, k);
+        for (OpDef op : OpRegistry.all()) if (op.kernel().equals(kernel)) cache.apply(op)[type.ordinal()] = null;
     }
 
     /**
@@ -86,38 +94,46 @@ public final class KernelRegistry {
     /** The structured kernel of {@code op} on {@code type}, or an exception naming both; cached in the op after the first call. */
     public static OpKernel kernel(OpDef op, Device.Type type) {
         OpKernel k = op.opKernels[type.ordinal()];
-        if (k != null) return k;
-        k = STRUCTURED.get(type).get(op.kernel());
+        return k != null ? k : lookUp(op, type, STRUCTURED, op.opKernels);
+    }
+
+    /** The kernel of {@code op} on {@code type} in {@code table}, cached in the op's {@code cache}, or an exception naming both. */
+    private static <K> K lookUp(OpDef op, Device.Type type, Map<Device.Type, Map<String, K>> table, K[] cache) {
+        K k = table.get(type).get(op.kernel());
         if (k == null) {
             throw new UnsupportedOperationException(op.pyName() + ": no " + type.name().toLowerCase() + " kernel is registered for "
                     + op.name());
         }
-        op.opKernels[type.ordinal()] = k;
+        cache[type.ordinal()] = k;
         return k;
     }
 
-    /** Whether a structured kernel (of one output or several) for {@code op} is registered on {@code type}. */
+    /** Whether a structured kernel (of one output or several, or taking a callback) for {@code op} is registered on {@code type}. */
     public static boolean hasStructured(OpDef op, Device.Type type) {
-        return STRUCTURED.get(type).containsKey(op.kernel()) || MULTI.get(type).containsKey(op.kernel());
+        return STRUCTURED.get(type).containsKey(op.kernel()) || MULTI.get(type).containsKey(op.kernel())
+                || WITH_CALLBACK.get(type).containsKey(op.kernel());
+    }
+
+    /** Registers (or replaces) the kernel named {@code kernel} of an op taking a callback on {@code type} ({@link OpDef#takesCallback}). */
+    public static void registerWithCallback(Device.Type type, String kernel, OpKernel.WithCallback k) {
+        put(WITH_CALLBACK, type, kernel, k, op -> op.callbackKernels);
+    }
+
+    /** The kernel of {@code op}, which takes a callback, on {@code type}, or an exception naming both; cached in the op after the first call. */
+    public static OpKernel.WithCallback withCallback(OpDef op, Device.Type type) {
+        OpKernel.WithCallback k = op.callbackKernels[type.ordinal()];
+        return k != null ? k : lookUp(op, type, WITH_CALLBACK, op.callbackKernels);
     }
 
     /** Registers (or replaces) the multi-output kernel named {@code kernel} on {@code type} ({@link OpDef#outputCount} above 1). */
     public static void registerMulti(Device.Type type, String kernel, OpKernel.Multi k) {
-        MULTI.get(type).put(kernel, k);
-        for (OpDef op : OpRegistry.all()) if (op.kernel().equals(kernel)) op.multiKernels[type.ordinal()] = null;
+        put(MULTI, type, kernel, k, op -> op.multiKernels);
     }
 
     /** The multi-output kernel of {@code op} on {@code type}, or an exception naming both; cached in the op after the first call. */
     public static OpKernel.Multi kernels(OpDef op, Device.Type type) {
         OpKernel.Multi k = op.multiKernels[type.ordinal()];
-        if (k != null) return k;
-        k = MULTI.get(type).get(op.kernel());
-        if (k == null) {
-            throw new UnsupportedOperationException(op.pyName() + ": no " + type.name().toLowerCase() + " kernel is registered for "
-                    + op.name());
-        }
-        op.multiKernels[type.ordinal()] = k;
-        return k;
+        return k != null ? k : lookUp(op, type, MULTI, op.multiKernels);
     }
 
     /** Registers (or replaces) the kernel of the mutating op named {@code kernel} on {@code type} ({@link OpDef.Kind#MUTATING}). */

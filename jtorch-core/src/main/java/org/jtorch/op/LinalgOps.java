@@ -117,6 +117,18 @@ public final class LinalgOps {
             .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
             .doc("one GEMM over the input's rows, the bias its initial value").build();
 
+    /**
+     * {@link #LINEAR} with a callback ({@link Callback}) whose work the kernel runs on each block of the product as the
+     * GEMM finishes it, the product seen as {@code [rows, out_features]} ({@code LinalgKernels.mmWithEpilogue}): the
+     * JIT's linear layer with a fused pointwise epilogue. JIT-internal ({@link OpDef#takesCallback}): not traced, not
+     * autocast. Its meta function, derivatives and autograd node are {@link #LINEAR}'s: the result carries the layer's
+     * autograd whatever the epilogue wrote into it (the derivatives read the inputs only).
+     */
+    public static final OpDef LINEAR_EPILOGUE = OpDef.structured("linear_epilogue").py("_linear_epilogue").rule(SAME_NO_BOOL)
+            .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"), Param.callback("epilogue"))
+            .meta(LINEAR.meta()).derivatives(() -> LINEAR.derivatives()).node("LinearBackward0")
+            .doc("`linear`'s GEMM with the callback's work on each finished block (the JIT's epilogue)").build();
+
     /** {@code x.t()}. */
     private static Expr t(Expr x) {
         return call(ViewOps.TRANSPOSE, x, Expr.c(0), Expr.c(1));

@@ -107,11 +107,14 @@ public final class OpDef {
     private final Draws draws;
     private final int generatorScalar;
     private final Check check;
+    private final boolean takesCallback;
     private final int id = NEXT_ID.getAndIncrement();
     /** The kernel per device type once looked up ({@link KernelRegistry#pointwise}): the dispatcher's hot path reads it. */
     final PointwiseKernel[] kernels = new PointwiseKernel[Device.Type.values().length];
     /** A structured op's kernel per device type once looked up ({@link KernelRegistry#kernel}). */
     final OpKernel[] opKernels = new OpKernel[Device.Type.values().length];
+    /** A structured op's kernel taking a callback, per device type once looked up ({@link KernelRegistry#withCallback}). */
+    final OpKernel.WithCallback[] callbackKernels = new OpKernel.WithCallback[Device.Type.values().length];
     /** A multi-output structured op's kernel per device type once looked up ({@link KernelRegistry#kernels}). */
     final OpKernel.Multi[] multiKernels = new OpKernel.Multi[Device.Type.values().length];
 
@@ -145,6 +148,11 @@ public final class OpDef {
         draws = b.draws;
         generatorScalar = b.generatorScalar;
         check = b.check;
+        takesCallback = signature.params().stream().anyMatch(Param::isCallback);
+        if (takesCallback && (kind != Kind.STRUCTURED || metaAll != null || !autocast.isEmpty() || composition != null)) {
+            throw new IllegalArgumentException(name + ": an op taking a callback is structured, with one output, no autocast policy"
+                    + " and no decomposition");
+        }
         if (kind == Kind.MUTATING && check == null) throw new IllegalArgumentException(name + ": a mutating op checks its arguments");
         if (kind == Kind.STRUCTURED && (meta == null) == (metaAll == null)) {
             throw new IllegalArgumentException(name + ": a structured op has one meta function, for one output or for all of them");
@@ -396,6 +404,13 @@ public final class OpDef {
 
     /** A mutating op's argument check; null for other kinds. */
     public Check check() { return check; }
+
+    /**
+     * Whether the op takes a callback argument ({@link Param#callback}, {@link Callback}): a JIT-internal structured op
+     * whose kernel ({@link KernelRegistry#withCallback}) runs the callback's work on its output's blocks; never traced,
+     * never autocast.
+     */
+    public boolean takesCallback() { return takesCallback; }
 
     /** Whether parameter {@code p} is written by the op (an alias annotation with {@code !}: {@code Tensor(a!)[]}). */
     public static boolean isMutable(Param p) {

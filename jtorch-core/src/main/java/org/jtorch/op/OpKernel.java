@@ -10,6 +10,15 @@ package org.jtorch.op;
 public interface OpKernel {
     void run(StridedView out, StridedView[] inputs, double[] scalars);
 
+    /**
+     * The kernel of an op taking a callback ({@link OpDef#takesCallback}): {@link #run} with the call's callback (null where
+     * none is given: the op without it), whose work ({@link Callback#work}) it runs on each block of {@code out} it finishes.
+     */
+    @FunctionalInterface
+    interface WithCallback {
+        void run(StridedView out, StridedView[] inputs, double[] scalars, Callback<?> callback);
+    }
+
     /** A multi-output op's kernel: writes every output ({@code outs}, in the op's declared order, allocated from its meta function). */
     @FunctionalInterface
     interface Multi {

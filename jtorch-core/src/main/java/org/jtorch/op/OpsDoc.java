@@ -17,7 +17,8 @@ public final class OpsDoc {
         sb.append("Devices: the device types whose backend registers a kernel for the op (CUDA registers when its backend loads;\n");
         sb.append("`generated`: the kernels come from the declared formula: the CPU's generated Vector API loops and reference, the CUDA C\n");
         sb.append("that jtorch-cuda renders). Kernel: a pointwise op's `formula`, a composite's composition, a reduction's accumulating\n");
-        sb.append("kernel, else the kernel it runs.\n\n");
+        sb.append("kernel, else the kernel it runs. A `Callback?` parameter is code the caller hands to the kernel (the JIT's GEMM and\n");
+        sb.append("convolution epilogues, `org.jtorch.op.Callback`): such an op is never traced or autocast.\n\n");
         sb.append("| op | signature | dtypes | devices | differentiable | autocast (cpu / cuda) | kernel |\n");
         sb.append("|---|---|---|---|---|---|---|\n");
         for (OpDef op : OpRegistry.all()) {
@@ -63,6 +64,10 @@ public final class OpsDoc {
         if (op.composition() != null) return "`" + op.composition() + "`";
         if (op.accumulation() != null) return "accumulating reduction `" + op.accumulation().name().toLowerCase() + "`";
         if (op.kind() == OpDef.Kind.FRONT_END) return "hand-written front end" + (op.doc() == null ? "" : ": " + op.doc());
+        if (op.takesCallback()) {
+            return "`" + op.kernel() + "` (meta function + kernel per device, given the callback; JIT-internal: not traced, not autocast)"
+                    + (op.doc().isEmpty() ? "" : ": " + op.doc());
+        }
         if (op.kind() == OpDef.Kind.STRUCTURED) return "`" + op.kernel() + "` (meta function + kernel per device)" + (op.doc().isEmpty() ? "" : ": " + op.doc());
         if (!op.kind().isPointwise()) return "`" + op.kernel() + "`";
         String formula = "formula `" + op.formula() + "`";

@@ -13,6 +13,20 @@ public record Param(String name, String type, String defaultValue) {
         return new Param(name, type, defaultValue);
     }
 
+    /**
+     * An optional callback argument ({@link Callback}): written {@code Callback? name=None} in the signature and in
+     * docs/OPS.md, passed by {@code Dispatcher.call(op, inputs, callback, scalars)} beside the tensors and scalars, never
+     * counted among either.
+     */
+    public static Param callback(String name) {
+        return new Param(name, "Callback?", "None");
+    }
+
+    /** Whether this is a callback parameter ({@link #callback}). */
+    public boolean isCallback() {
+        return type.startsWith("Callback");
+    }
+
     @Override
     public String toString() {
         return type + " " + name + (defaultValue == null ? "" : "=" + defaultValue);

@@ -1,11 +1,11 @@
 package org.jtorch.ops;
 
+import org.jtorch.op.Callback;
 import org.jtorch.op.ConvolutionOps;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
-import org.jtorch.autograd.Autograd;
 import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
@@ -207,31 +207,31 @@ public final class Convolution {
     }
 
     /**
-     * {@code conv2d} of a batched float32 input with float32 weight and bias (not traced, no autocast, no autograd)
-     * with a fused epilogue: {@code epilogue} is given the output and returns the work the backend runs on each block
-     * of it as the convolution finishes it ({@link ConvolutionKernels#conv2dWithEpilogue}). The JIT's entry point for a
-     * pointwise chain fed by a convolution in inference; {@code args} are the traced ones (stride, padding and dilation
-     * as pairs, then groups). Returns the output as the epilogue left it, or null, having done nothing, for operands
-     * this path does not take (another dtype or rank, mixed devices).
+     * {@code conv2d} of a batched float32 input with float32 weight and bias with a fused epilogue, the declared op
+     * {@link ConvolutionOps#CONVOLUTION_EPILOGUE} run without autograd (and, as every op taking a callback, not traced, no
+     * autocast: {@link Callback}): {@code epilogue} is given the output and returns the work the backend runs on each
+     * block of it as the convolution finishes it ({@link ConvolutionKernels#conv2dWithEpilogue}). The JIT's entry point
+     * for a pointwise chain fed by a convolution in inference; {@code args} are the traced ones (stride, padding and
+     * dilation as pairs, then groups). Returns the output as the epilogue left it, or null, having done nothing, for
+     * operands this path does not take (another dtype or rank, mixed devices).
      */
-    public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, double[] args,
-                                java.util.function.Function<Tensor, ConvolutionKernels.Epilogue> epilogue) {
-        return conv2dWithEpilogue(input, weight, bias, args, epilogue, false);
+    public static Tensor conv2d(Tensor input, Tensor weight, Tensor bias, double[] args, Callback<ConvolutionKernels.Epilogue> epilogue) {
+        try (var g = org.jtorch.autograd.Grad.noGrad()) {
+            return conv2dWithEpilogue(input, weight, bias, args, epilogue);
+        }
     }
 
     /**
-     * {@link #conv2d(Tensor, Tensor, Tensor, double[], java.util.function.Function)} for an epilogue that only reads
-     * each block, leaving the output as the convolution wrote it: the convolution's autograd is recorded as by
-     * {@code conv2d}. The JIT's training-mode batch norm gathers its statistics this way.
+     * {@link #conv2d(Tensor, Tensor, Tensor, double[], Callback)} for an epilogue that only reads each block, leaving
+     * the output as the convolution wrote it: the convolution's autograd is recorded as by {@code conv2d}. The JIT's
+     * training-mode batch norm gathers its statistics this way.
      */
-    public static Tensor conv2dObserved(Tensor input, Tensor weight, Tensor bias, double[] args,
-                                        java.util.function.Function<Tensor, ConvolutionKernels.Epilogue> observer) {
-        return conv2dWithEpilogue(input, weight, bias, args, observer, true);
+    public static Tensor conv2dObserved(Tensor input, Tensor weight, Tensor bias, double[] args, Callback<ConvolutionKernels.Epilogue> observer) {
+        return conv2dWithEpilogue(input, weight, bias, args, observer);
     }
 
     private static Tensor conv2dWithEpilogue(Tensor input, Tensor weight, Tensor bias, double[] args,
-                                             java.util.function.Function<Tensor, ConvolutionKernels.Epilogue> epilogue,
-                                             boolean differentiable) {
+                                             Callback<ConvolutionKernels.Epilogue> epilogue) {
         if (input.dim() != 4 || input.dtype() != DType.FLOAT32 || weight.dtype() != DType.FLOAT32
                 || bias != null && (bias.dtype() != DType.FLOAT32 || !bias.device().equals(input.device()))
                 || !weight.device().equals(input.device())) {
@@ -241,21 +241,7 @@ public final class Convolution {
         for (int i = 0; i < v.length; i++) v[i] = (int) args[i];
         Planned p = plan("conv2d", 2, input, weight, bias, new int[] {v[0], v[1]}, new int[] {v[2], v[3]}, null,
                 new int[] {v[4], v[5]}, v[6]);
-        Tensor out = Tensor.empty(p.outShape(), DType.FLOAT32, input.device());
-        try (var g = org.jtorch.autograd.Grad.noGrad(); Tensor x = input.contiguous(); Tensor w = weight.contiguous();
-             Tensor b = bias == null ? null : bias.contiguous()) {
-            ConvolutionKernels.Epilogue e = epilogue.apply(out);
-            org.jtorch.backend.Backends.of("conv2d", input.device()).convolution().conv2dWithEpilogue(Dispatcher.view(x),
-                    Dispatcher.view(w), Dispatcher.view(b), Dispatcher.view(out), p.geo(), e);
-        } catch (RuntimeException ex) {
-            out.close();
-            throw ex;
-        }
-        Tensor[] operands = {input, weight, bias};
-        if (differentiable && Autograd.needsGrad(operands)) {
-            Dispatcher.record(ConvolutionOps.CONVOLUTION, operands, operands, out, scalars(p.geo()), null);
-        }
-        return out;
+        return Dispatcher.call(ConvolutionOps.CONVOLUTION_EPILOGUE, new Tensor[] {input, weight, bias}, epilogue, scalars(p.geo()));
     }
 
     /** A convolution's checked geometry and output shape. */

@@ -36,6 +36,7 @@ import org.jtorch.op.RandomOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 import org.jtorch.op.TraceHook;
+import org.jtorch.op.Callback;
 
 /**
  * The one entry point of a declared op: {@link #call}. Around the backend's kernel it runs four
@@ -216,6 +217,18 @@ public final class Dispatcher {
         return structuredAll(op, inputs, scalars, false);
     }
 
+    /**
+     * Runs {@code op}, a JIT-internal op taking a callback ({@link OpDef#takesCallback}: the GEMM and convolution with an
+     * epilogue), on {@code inputs} and {@code scalars} as {@link #call(OpDef, Tensor[], double...)} runs a structured op,
+     * handing {@code callback} (null for none) to the kernel, which runs its work on the output's blocks as it writes
+     * them. Autocast leaves the op alone and the trace never sees it ({@link Callback}); autograd records the op's
+     * declared derivatives.
+     */
+    public static Tensor call(OpDef op, Tensor[] inputs, Callback<?> callback, double... scalars) {
+        if (!op.takesCallback()) throw new IllegalArgumentException(op.pyName() + ": takes no callback argument");
+        return structured(op, inputs, scalars, callback);
+    }
+
     /** The first output; the others (null where skipped) are released (a caller of {@link #call} asked for one tensor). */
     private static Tensor firstOf(Tensor[] outputs) {
         for (int i = 1; i < outputs.length; i++) if (outputs[i] != null) outputs[i].close();
@@ -289,8 +302,13 @@ public final class Dispatcher {
      * kernel registered for that device writes it from the views.
      */
     static Tensor structured(OpDef op, Tensor[] inputs, double[] scalars) {
+        return structured(op, inputs, scalars, null);
+    }
+
+    /** {@link #structured(OpDef, Tensor[], double[])} handing {@code callback} to the kernel of an op that takes one. */
+    private static Tensor structured(OpDef op, Tensor[] inputs, double[] scalars, Callback<?> callback) {
         if (Autocast.isActive()) {
-            Tensor r = Autocast.run(op.pyName(), t -> structured(op, t, scalars), inputs);
+            Tensor r = Autocast.run(op.pyName(), t -> structured(op, t, scalars, callback), inputs);
             if (r != null) return r;
         }
         String name = op.pyName();
@@ -305,13 +323,18 @@ public final class Dispatcher {
         if (target != device) Backends.of(name, target); // an unavailable device's error names the op before allocating there
         Tensor r = allocate(name, meta.shape(), meta.dtype(), target);
         try {
-            runStructured(op, target == device ? device : across(device, target), view(r), views,
-                    op.isRandom() ? drawn(op, meta, views, scalars) : scalars);
+            if (op.takesCallback()) {
+                runWithCallback(op, device, view(r), views, scalars, callback);
+            } else {
+                runStructured(op, target == device ? device : across(device, target), view(r), views,
+                        op.isRandom() ? drawn(op, meta, views, scalars) : scalars);
+            }
         } catch (RuntimeException e) {
             r.close(); // a kernel's check of the values (multinomial's distributions) refused the call
             throw e;
         }
-        if (TRACING.get() != 0) traced(op, r, scalars, null, inputs);
+        // An op taking a callback is never traced: the trace could not replay the closure (Callback).
+        if (TRACING.get() != 0 && !op.takesCallback()) traced(op, r, scalars, null, inputs);
         if (op.isDifferentiable() && Autograd.needsGrad(inputs)) record(op, inputs, values, r, scalars, null);
         closeCopies(inputs, values);
         return r;
@@ -548,6 +571,20 @@ public final class Dispatcher {
             KernelProfiler.recordKernel(op.kernel(), out, KernelProfiler.clock() - t0);
         } else {
             k.run(out, views, scalars);
+        }
+    }
+
+    /** Runs the kernel for {@code device} of an op taking a callback into {@code out} (profiled when the profiler is on). */
+    private static void runWithCallback(OpDef op, Device device, StridedView out, StridedView[] views, double[] scalars,
+                                        Callback<?> callback) {
+        Backends.of(op.pyName(), device);
+        OpKernel.WithCallback k = KernelRegistry.withCallback(op, device.type());
+        if (KernelProfiler.isActive()) {
+            long t0 = KernelProfiler.clock();
+            k.run(out, views, scalars, callback);
+            KernelProfiler.recordKernel(op.kernel(), out, KernelProfiler.clock() - t0);
+        } else {
+            k.run(out, views, scalars, callback);
         }
     }
 

@@ -3,12 +3,12 @@ package org.jtorch.ops;
 import static org.jtorch.ops.Dispatcher.view;
 
 import org.jtorch.op.FrontEndOps;
+import org.jtorch.op.Callback;
 import org.jtorch.op.LinalgOps;
 import org.jtorch.op.Meta;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 import java.util.Arrays;
-import java.util.function.Function;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Autograd;
@@ -191,23 +191,15 @@ public final class Linalg {
     }
 
     /**
-     * {@link #linear(Tensor, Tensor, Tensor)} (not traced, no autocast) with a fused epilogue: {@code epilogue} is given
-     * the product's output as a {@code [rows, out_features]} matrix and returns the work the backend runs on each block
-     * of it as the GEMM finishes it ({@link LinalgKernels#mmWithEpilogue}); the JIT's entry point for a pointwise chain
-     * fed by a linear layer. The returned tensor (and its autograd) is the linear layer's output before the epilogue, or
-     * whatever the epilogue wrote into it. A null {@code epilogue} is the plain layer without trace or autocast.
+     * {@link #linear(Tensor, Tensor, Tensor)} with a fused epilogue, the declared op {@link LinalgOps#LINEAR_EPILOGUE}
+     * (not traced, no autocast: {@link Callback}): {@code epilogue} is given the product's output as a {@code [rows,
+     * out_features]} matrix and returns the work the backend runs on each block of it as the GEMM finishes it
+     * ({@link LinalgKernels#mmWithEpilogue}); the JIT's entry point for a pointwise chain fed by a linear layer. The
+     * returned tensor (and its autograd) is the linear layer's output before the epilogue, or whatever the epilogue wrote
+     * into it. A null {@code epilogue} is the plain layer without trace or autocast.
      */
-    public static Tensor linear(Tensor x, Tensor weight, Tensor bias, Function<Tensor, LinalgKernels.Epilogue> epilogue) {
-        Tensor[] inputs = {x, weight, bias};
-        for (Tensor t : inputs) if (t != null) t.checkOpen("linear");
-        Meta.Output meta = LinalgOps.LINEAR.meta().infer(new StridedView[] {view(x), view(weight), view(bias)}, NO_SCALARS);
-        Tensor out = Tensor.empty(meta.shape(), meta.dtype(), x.device());
-        try (var g = Grad.noGrad(); Tensor rows = epilogue == null ? null : rowsOf(out)) {
-            LinalgKernels.Epilogue e = epilogue == null ? null : epilogue.apply(rows);
-            LinalgOpKernels.linear(Backends.of("linear", x.device()), view(x), view(weight), view(bias), view(out), e);
-        }
-        if (Autograd.needsGrad(inputs)) Dispatcher.record(LinalgOps.LINEAR, inputs, inputs, out, NO_SCALARS, null);
-        return out;
+    public static Tensor linear(Tensor x, Tensor weight, Tensor bias, Callback<LinalgKernels.Epilogue> epilogue) {
+        return Dispatcher.call(LinalgOps.LINEAR_EPILOGUE, new Tensor[] {x, weight, bias}, epilogue);
     }
 
     /**
