@@ -79,7 +79,7 @@ final class SpatialF32 {
                 for (; w < bound; w += FL) {
                     FloatVector v = FloatVector.fromArray(FS, in, base + w);
                     FloatVector m = FloatVector.fromArray(FS, vm, w);
-                    VectorMask<Float> up = v.compare(VectorOperators.GT, m).or(v.test(VectorOperators.IS_NAN));
+                    VectorMask<Float> up = v.compare(VectorOperators.GT, m).or(v.compare(VectorOperators.NE, v));
                     m.blend(v, up).intoArray(vm, w);
                     FloatVector.fromArray(FS, vr, w).blend(row, up).intoArray(vr, w);
                 }
