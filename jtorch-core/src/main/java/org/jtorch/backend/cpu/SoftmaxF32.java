@@ -34,7 +34,6 @@ final class SoftmaxF32 {
     private static final float ROUNDER = 12582912f;
     /** Below this, exp(x) is under the smallest normal float; softmax flushes it to 0 (an error under 1.2e-38). */
     private static final float UNDERFLOW = -87.33654f;
-    private static final float TWO_POW_M31 = 0x1p-31f;
 
     private SoftmaxF32() {}
 
@@ -56,32 +55,14 @@ final class SoftmaxF32 {
         p = p.fma(r, FloatVector.broadcast(FS, 0.5f));
         p = p.fma(r, FloatVector.broadcast(FS, 1f));
         p = p.fma(r, FloatVector.broadcast(FS, 1f));
-        FloatVector e = p.mul(powerOfTwo(n));
+        // 2^n: n's integer sits in t's low mantissa bits; shifted into the exponent field it scales p exactly. These
+        // bit casts stay (NativeOperandsTest): run outside C2, each stores and reloads through a heap segment, but 2^n
+        // built from integer conversions instead made exp 1.6-2.9x slower compiled (BENCHMARKS, warmup6).
+        IntVector ni = t.reinterpretAsInts().sub(Float.floatToRawIntBits(ROUNDER));
+        FloatVector e = p.reinterpretAsInts().add(ni.lanewise(VectorOperators.LSHL, 23)).reinterpretAsFloats();
         e = e.blend(0f, x.compare(VectorOperators.LT, UNDERFLOW));
-        // x != x: NaN, without test(IS_NAN)'s bit cast (see powerOfTwo).
+        // x != x: NaN, without test(IS_NAN)'s bit cast.
         return e.blend(x, x.compare(VectorOperators.NE, x));
-    }
-
-    /**
-     * {@code 2^n} for the integers {@code -126 <= n <= 0} (other lanes get some value, blended away by the caller),
-     * exact, from integer-to-float conversions and products of powers of two. Not a bit cast: outside C2 (the
-     * interpreter, C1) the Vector API's bit casts store the vector into a heap segment and load it back, and those
-     * stores and loads share their type profiles with every kernel's memory accesses, which C2 then compiles for
-     * heap and native segments both (BENCHMARKS, warmup5 and warmup6). With {@code m = -n = 4k + j}: {@code 2^-k}
-     * is {@code (1 << (31 - k)) * 2^-31} (negative for k = 0, where 1 << 31 wraps; the fourth power is positive),
-     * {@code 2^-m = (2^-k)^4 * 2^-j}, every product a normal float.
-     */
-    static FloatVector powerOfTwo(FloatVector n) {
-        IntVector m = (IntVector) n.neg().convert(VectorOperators.F2I, 0);
-        IntVector one = IntVector.broadcast(IS, 1);
-        IntVector k = m.lanewise(VectorOperators.LSHR, 2);
-        IntVector j = m.and(3);
-        FloatVector a = ((FloatVector) one.lanewise(VectorOperators.LSHL, k.neg().add(31)).convert(VectorOperators.I2F, 0))
-                .mul(TWO_POW_M31);
-        FloatVector b = ((FloatVector) one.lanewise(VectorOperators.LSHL, j.neg().add(3)).convert(VectorOperators.I2F, 0))
-                .mul(0.125f);
-        FloatVector a2 = a.mul(a);
-        return a2.mul(a2).mul(b);
     }
 
     private static FloatVector load(MemorySegment s, long off) {

@@ -235,65 +235,6 @@ class ReductionF32Test {
         }
     }
 
-    /** The exponential's 2^n without a bit cast is exact for every exponent it meets, -126 to 0. */
-    @Test
-    void powerOfTwoIsExactForEveryExponentFromMinus126To0() {
-        int fl = FloatVector.SPECIES_PREFERRED.length();
-        float[] n = new float[fl];
-        float[] got = new float[fl];
-        for (int first = -126; first <= 0; first += fl) {
-            for (int l = 0; l < fl; l++) n[l] = Math.min(0, first + l);
-            SoftmaxF32.powerOfTwo(FloatVector.fromArray(FloatVector.SPECIES_PREFERRED, n, 0)).intoArray(got, 0);
-            for (int l = 0; l < fl; l++) {
-                assertEquals(Float.floatToRawIntBits(Math.scalb(1f, (int) n[l])), Float.floatToRawIntBits(got[l]), "2^" + n[l]);
-            }
-        }
-    }
-
-    /**
-     * The same bits as the exponential's former form, which added n to the polynomial's exponent field by bit casts,
-     * wherever that result is a normal float: every x from 0 down to -87.3 in steps of one float's spacing at -256.
-     */
-    @Test
-    void expNonPositiveKeepsTheBitsOfTheExponentFieldForm() {
-        var fs = FloatVector.SPECIES_PREFERRED;
-        int fl = fs.length();
-        float[] x = new float[fl];
-        float[] got = new float[fl];
-        float[] want = new float[fl];
-        float step = Math.ulp(256f);
-        float v = 0f;
-        long compared = 0;
-        while (v > -87.33654f) {
-            for (int l = 0; l < fl; l++) {
-                x[l] = v;
-                v -= step;
-            }
-            FloatVector xv = FloatVector.fromArray(fs, x, 0);
-            SoftmaxF32.expNonPositive(xv).intoArray(got, 0);
-            exponentFieldForm(xv).intoArray(want, 0);
-            for (int l = 0; l < fl; l++) {
-                if (x[l] < -87.33654f || Math.abs(want[l]) < Float.MIN_NORMAL) continue;
-                assertEquals(Float.floatToRawIntBits(want[l]), Float.floatToRawIntBits(got[l]), "exp(" + x[l] + ")");
-                compared++;
-            }
-        }
-        assertTrue(compared > 2_500_000, "compared " + compared);
-    }
-
-    /** The exponential as it was (main at ba9ada4e): 2^n scaled by adding n to p's exponent field through bit casts. */
-    private static FloatVector exponentFieldForm(FloatVector x) {
-        var fs = FloatVector.SPECIES_PREFERRED;
-        FloatVector t = x.fma(1.44269504088896341f, 12582912f);
-        FloatVector n = t.sub(12582912f);
-        FloatVector r = n.fma(FloatVector.broadcast(fs, -0.693359375f), x);
-        r = n.fma(FloatVector.broadcast(fs, 2.12194440e-4f), r);
-        FloatVector p = FloatVector.broadcast(fs, 1f / 5040f);
-        for (float c : new float[] {1f / 720f, 1f / 120f, 1f / 24f, 1f / 6f, 0.5f, 1f, 1f}) p = p.fma(r, FloatVector.broadcast(fs, c));
-        jdk.incubator.vector.IntVector ni = t.reinterpretAsInts().sub(Float.floatToRawIntBits(12582912f));
-        return p.reinterpretAsInts().add(ni.lanewise(jdk.incubator.vector.VectorOperators.LSHL, 23)).reinterpretAsFloats();
-    }
-
     /** exp(x) for x <= 0 within 1 ulp of Math.exp (whose result is within 1 ulp of exact), 0 below the normals. */
     @Test
     void softmaxExponentialIsWithinOneUlpOnTheNonPositiveLine() {
