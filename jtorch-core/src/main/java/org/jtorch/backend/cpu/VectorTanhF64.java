@@ -52,14 +52,13 @@ final class VectorTanhF64 {
         r = k.fma(x.broadcast(-LN2_LO), r);
         DoubleVector e = x.broadcast(E[E.length - 1]);
         for (int i = E.length - 2; i >= 0; i--) e = e.fma(r, x.broadcast(E[i]));
-        // 2^k, 0 <= k <= 58, as the integer 1 << k converted (exact), not by a bit cast (see SoftmaxF32.powerOfTwo).
-        LongVector kl = (LongVector) k.convert(VectorOperators.D2L, 0);
-        DoubleVector scale = (DoubleVector) kl.broadcast(1).lanewise(VectorOperators.LSHL, kl).convert(VectorOperators.L2D, 0);
+        // 2^k from k's bits in the rounded sum: (k + 1023) << 52 keeps only k's low 12 bits, and 0 <= k <= 58.
+        DoubleVector scale = ((LongVector) kr.reinterpretAsLongs()).add(1023).lanewise(VectorOperators.LSHL, 52).reinterpretAsDoubles();
         DoubleVector s = e.mul(scale);
         DoubleVector large = x.broadcast(1.0).sub(x.broadcast(2.0).div(s.add(1.0)));
 
         DoubleVector magnitude = small.blend(large, a.compare(VectorOperators.GE, 1.0));
-        // x's sign on the magnitude; zeros are their own tanh (which keeps -0).
-        return magnitude.blend(magnitude.neg(), x.compare(VectorOperators.LT, 0.0)).blend(x, x.compare(VectorOperators.EQ, 0.0));
+        LongVector sign = ((LongVector) x.reinterpretAsLongs()).and(Long.MIN_VALUE);
+        return ((LongVector) magnitude.reinterpretAsLongs()).or(sign).reinterpretAsDoubles();
     }
 }
