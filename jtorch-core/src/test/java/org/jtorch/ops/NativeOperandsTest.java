@@ -11,6 +11,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Predicate;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.jtorch.DType;
 import org.jtorch.Tensor;
@@ -76,20 +78,40 @@ class NativeOperandsTest {
     /** The CPU kernels and the ops that make their operands wrap no Java array as a segment (CpuBackend only loads the classes). */
     @Test
     void noKernelOperandIsAHeapSegment() throws IOException {
+        assertEquals(List.of(), sourcesWhere(p -> p.contains("MemorySegment.ofArray("), List.of("CpuBackend.java"), "backend", "ops"));
+    }
+
+    /**
+     * No Vector API bit cast ({@code reinterpretAs*}, {@code viewAs*Lanes}, and {@code test(IS_NAN)} and its kin, which
+     * go through one) in the kernels: run outside C2, the cast's fallback stores the vector into a heap segment and
+     * loads it back through the same JDK code as every kernel's loads and stores. The half-precision kernels, softmax's
+     * exponential and float64 tanh keep theirs: their 2^n built from integer conversions instead ran 1.2-3.4x slower
+     * compiled (BENCHMARKS, warmup6).
+     */
+    @Test
+    void noKernelBitCastsThroughAHeapSegment() throws IOException {
+        Pattern bitCast = Pattern.compile(
+                "reinterpretAs|reinterpretShape|viewAsIntegralLanes|viewAsFloatingLanes|IS_NAN|IS_NEGATIVE|IS_FINITE|IS_INFINITE|FIRST_NONZERO");
+        List<String> kept = List.of("HalfConversion.java", "HalfGemm.java", "SoftmaxF32.java", "VectorTanhF64.java");
+        assertEquals(List.of(), sourcesWhere(code -> bitCast.matcher(code).find(), kept, "backend", "ops", "jit", "optim"));
+    }
+
+    /** jtorch-core's main sources under {@code packages} whose code (comments removed) matches, but the files {@code kept}. */
+    private static List<String> sourcesWhere(Predicate<String> matches, List<String> kept, String... packages) throws IOException {
         Path sources = null;
         for (String p : new String[] {"src/main/java/org/jtorch", "jtorch-core/src/main/java/org/jtorch"}) {
             if (Files.isDirectory(Path.of(p))) sources = Path.of(p);
         }
         assertTrue(sources != null, "jtorch-core's sources are not under " + Path.of("").toAbsolutePath());
         List<String> found = new ArrayList<>();
-        for (String pkg : new String[] {"backend", "ops"}) {
+        for (String pkg : packages) {
             try (Stream<Path> files = Files.walk(sources.resolve(pkg))) {
                 for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
                     String code = Files.readString(f).replaceAll("(?s)/\\*.*?\\*/", "").replaceAll("//[^\\n]*", "");
-                    if (code.contains("MemorySegment.ofArray(") && !f.endsWith("cpu/CpuBackend.java")) found.add(sources.relativize(f).toString());
+                    if (matches.test(code) && !kept.contains(f.getFileName().toString())) found.add(sources.relativize(f).toString());
                 }
             }
         }
-        assertEquals(List.of(), found);
+        return found;
     }
 }

@@ -242,7 +242,7 @@ final class ReductionF32 {
             for (i = FL; i < whole; i += FL) {
                 FloatVector x = load(s, off + 4L * i);
                 VectorMask<Float> better = max ? x.compare(VectorOperators.GT, bv) : x.compare(VectorOperators.LT, bv);
-                better = better.or(x.test(VectorOperators.IS_NAN).andNot(bv.test(VectorOperators.IS_NAN)));
+                better = better.or(x.compare(VectorOperators.NE, x).andNot(bv.compare(VectorOperators.NE, bv)));
                 bv = bv.blend(x, better);
                 bi = bi.blend(lanes.add(i), better.cast(IS));
             }
@@ -307,7 +307,7 @@ final class ReductionF32 {
                         FloatVector x = load(s, row + 4L * j);
                         FloatVector b = FloatVector.fromArray(FS, best, j);
                         VectorMask<Float> better = max ? x.compare(VectorOperators.GT, b) : x.compare(VectorOperators.LT, b);
-                        better = better.or(x.test(VectorOperators.IS_NAN).andNot(b.test(VectorOperators.IS_NAN)));
+                        better = better.or(x.compare(VectorOperators.NE, x).andNot(b.compare(VectorOperators.NE, b)));
                         b.blend(x, better).intoArray(best, j);
                         IntVector.fromArray(IS, index, j).blend(vk, better.cast(IS)).intoArray(index, j);
                     }

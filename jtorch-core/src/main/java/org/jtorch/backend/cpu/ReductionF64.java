@@ -107,7 +107,7 @@ final class ReductionF64 {
             for (i = DL; i < whole; i += DL) {
                 DoubleVector x = load(s, off + 8L * i);
                 VectorMask<Double> better = max ? x.compare(VectorOperators.GT, bv) : x.compare(VectorOperators.LT, bv);
-                better = better.or(x.test(VectorOperators.IS_NAN).andNot(bv.test(VectorOperators.IS_NAN)));
+                better = better.or(x.compare(VectorOperators.NE, x).andNot(bv.compare(VectorOperators.NE, bv)));
                 bv = bv.blend(x, better);
                 bi = bi.blend(lanes.add(i), better.cast(LS));
             }

@@ -79,7 +79,8 @@ final class SpatialF32 {
                 for (; w < bound; w += FL) {
                     FloatVector v = FloatVector.fromArray(FS, in, base + w);
                     FloatVector m = FloatVector.fromArray(FS, vm, w);
-                    VectorMask<Float> up = v.compare(VectorOperators.GT, m).or(v.test(VectorOperators.IS_NAN));
+                    // x != x tests NaN: test(IS_NAN) is a bit cast, which outside C2 goes through a heap segment (NativeOperandsTest).
+                    VectorMask<Float> up = v.compare(VectorOperators.GT, m).or(v.compare(VectorOperators.NE, v));
                     m.blend(v, up).intoArray(vm, w);
                     FloatVector.fromArray(FS, vr, w).blend(row, up).intoArray(vr, w);
                 }

@@ -241,8 +241,9 @@ public final class VectorMath {
      * lane, so only the bounds need replacing (a loop-invariant step when they are parameters).
      */
     public static FloatVector clamp(FloatVector x, FloatVector lo, FloatVector hi) {
-        FloatVector l = lo.blend(Float.NEGATIVE_INFINITY, lo.test(VectorOperators.IS_NAN));
-        FloatVector h = hi.blend(Float.POSITIVE_INFINITY, hi.test(VectorOperators.IS_NAN));
+        // x != x tests NaN: test(IS_NAN) is a bit cast, which outside C2 goes through a heap segment (NativeOperandsTest).
+        FloatVector l = lo.blend(Float.NEGATIVE_INFINITY, lo.compare(VectorOperators.NE, lo));
+        FloatVector h = hi.blend(Float.POSITIVE_INFINITY, hi.compare(VectorOperators.NE, hi));
         return x.max(l).min(h);
     }
 }

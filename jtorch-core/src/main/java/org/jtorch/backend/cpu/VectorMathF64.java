@@ -169,8 +169,8 @@ public final class VectorMathF64 {
     public static DoubleVector min(DoubleVector a, DoubleVector b) { return a.min(b); }
 
     public static DoubleVector clamp(DoubleVector x, DoubleVector lo, DoubleVector hi) {
-        DoubleVector l = lo.blend(Double.NEGATIVE_INFINITY, lo.test(VectorOperators.IS_NAN));
-        DoubleVector h = hi.blend(Double.POSITIVE_INFINITY, hi.test(VectorOperators.IS_NAN));
-        return x.max(l).min(h).blend(x, x.test(VectorOperators.IS_NAN));
+        DoubleVector l = lo.blend(Double.NEGATIVE_INFINITY, lo.compare(VectorOperators.NE, lo));
+        DoubleVector h = hi.blend(Double.POSITIVE_INFINITY, hi.compare(VectorOperators.NE, hi));
+        return x.max(l).min(h).blend(x, x.compare(VectorOperators.NE, x));
     }
 }
