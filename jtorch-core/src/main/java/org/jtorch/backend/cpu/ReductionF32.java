@@ -22,7 +22,7 @@ import jdk.incubator.vector.VectorSpecies;
 final class ReductionF32 {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
     private static final VectorSpecies<Integer> IS = VectorSpecies.of(int.class, FS.vectorShape());
-    private static final int FL = FS.length();
+    static final int FL = FS.length();
     private static final ByteOrder LE = ByteOrder.nativeOrder();
     /** Vectors per block: four accumulators, sixteen loads each. */
     private static final int BLOCK_VECTORS = 64;

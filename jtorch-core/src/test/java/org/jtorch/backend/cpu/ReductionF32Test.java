@@ -355,4 +355,44 @@ class ReductionF32Test {
         }
         return y;
     }
+
+    /**
+     * Many short rows (a global average pool: ResNet-20's mean over 8x8 maps, 8192 rows of 64) take
+     * {@code CpuReductionKernels.manyShortRowsF32}: each row's sum, 1-norm and 2-norm must have the bits of
+     * {@link ReductionF32#shortSum}, the per-row sum the general loop uses for these lengths, whatever the length's tail.
+     */
+    @Test
+    void manyShortRowsHaveTheBitsOfTheShortSum() {
+        int rows = (int) CpuReductionKernels.MANY_ROWS + 3;
+        for (int n : new int[] {16, 17, 31, 48, 63, 64}) {
+            float[] x = random(rows * n, 1000 + n, 0.5f);
+            try (Tensor t = Torch.tensor(x).view(rows, n); Tensor sums = t.sum(new int[] {1}, false);
+                 Tensor l1 = t.norm(1, new int[] {1}, false); Tensor l2 = t.norm(2, new int[] {1}, false)) {
+                float[] s = sums.toFloatArray(), a = l1.toFloatArray(), q = l2.toFloatArray();
+                java.lang.foreign.MemorySegment seg = java.lang.foreign.MemorySegment.ofArray(x);
+                for (int r = 0; r < rows; r++) {
+                    long off = 4L * r * n;
+                    assertEquals(ReductionF32.shortSum(seg, off, n, ReductionF32.Term.VALUE), s[r], 0f, "sum row " + r + " n=" + n);
+                    assertEquals(ReductionF32.shortSum(seg, off, n, ReductionF32.Term.ABS), a[r], 0f, "1-norm row " + r + " n=" + n);
+                    assertEquals((float) Math.sqrt(ReductionF32.shortSum(seg, off, n, ReductionF32.Term.SQUARE)), q[r], 0f,
+                            "2-norm row " + r + " n=" + n);
+                }
+            }
+        }
+    }
+
+    /** ResNet-20's global average pool, [128, 64, 8, 8] averaged over the map, against double sums of the same floats. */
+    @Test
+    void globalAveragePoolOfResNet20MatchesDouble() {
+        float[] x = random(128 * 64 * 64, 7, -0.25f);
+        try (Tensor t = Torch.tensor(x).view(128, 64, 8, 8); Tensor m = t.mean(new int[] {2, 3}, false)) {
+            assertEquals(2, m.dim());
+            float[] got = m.toFloatArray();
+            for (int r = 0; r < 128 * 64; r++) {
+                double exact = 0;
+                for (int i = 0; i < 64; i++) exact += x[r * 64 + i];
+                assertClose("mean of plane " + r, exact / 64, got[r], 1e-6);
+            }
+        }
+    }
 }
