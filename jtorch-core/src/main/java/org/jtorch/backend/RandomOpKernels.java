@@ -44,7 +44,10 @@ public final class RandomOpKernels {
                 contiguous(backend, out, c -> random.normal(c, g[0], g[1], seed(g), firstBlock(g))));
         KernelRegistry.register(type, RandomOps.RANDOM.kernel(), (out, in, g) ->
                 contiguous(backend, out, c -> random.randint(c, exact(g, 3), exact(g, 5), seed(g), firstBlock(g))));
-        KernelRegistry.register(type, RandomOps.BERNOULLI.kernel(), (out, in, g) -> bernoulli(backend, out, in[0], 0, g));
+        KernelRegistry.register(type, RandomOps.BERNOULLI.kernel(), (out, in, g) -> {
+            ValueCheckKernels.checkUnitInterval(backend, in[0], position -> bernoulliRangeError(in[0], position));
+            bernoulli(backend, out, in[0], 0, g);
+        });
         KernelRegistry.register(type, RandomOps.BERNOULLI_P.kernel(), (out, in, g) -> bernoulli(backend, out, null, g[0], g));
         KernelRegistry.registerMulti(type, RandomOps.NATIVE_DROPOUT.kernel(), (outs, in, g) -> dropout(backend, outs[0], outs[1], in[0], g));
         KernelRegistry.register(type, RandomOps.NATIVE_DROPOUT_BACKWARD.kernel(), (out, in, g) -> dropoutBackward(backend, out, in[0], in[1], g[0]));
@@ -87,6 +90,16 @@ public final class RandomOpKernels {
             }
             if (r != out) backend.copy(r, out);
         }
+    }
+
+    /**
+     * PyTorch 1.13's error for bernoulli's probabilities {@code p} whose element at row-major {@code position} is outside
+     * [0, 1] or NaN, naming the shape, dtype and element.
+     */
+    public static IllegalArgumentException bernoulliRangeError(StridedView p, long position) {
+        return new IllegalArgumentException("bernoulli(): Expected p_in >= 0 && p_in <= 1 to be true, but got false (element "
+                + Arrays.toString(Shapes.unravel(position, p.shape())) + " of the probabilities of shape " + Shapes.format(p.shape())
+                + ", " + p.dtype() + ", is outside [0, 1] or NaN)");
     }
 
     /** PyTorch's check of bernoulli_'s tensor of probabilities (its CPU kernel's; on a device the draws simply saturate). */
