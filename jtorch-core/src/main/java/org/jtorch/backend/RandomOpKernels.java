@@ -209,6 +209,15 @@ public final class RandomOpKernels {
     }
 
     /**
+     * The chunk length of multinomial's cumulative weights over {@code c} categories (with replacement): up to 1,024
+     * categories one chunk (one running sum, in index order); above, at most 256 chunks ({@code multinomial.cu}'s threads
+     * a block) of at least 1,024, each summed on its own and offset by the sum of the chunks before it, on every device.
+     */
+    public static long multinomialScanChunk(long c) {
+        return Math.max(1024, (c + 255) / 256);
+    }
+
+    /**
      * PyTorch 1.13's error for a bad row {@code r} of multinomial's {@code prob_dist} of {@code shape} (a negative weight, an
      * infinite or NaN one, a sum that is not positive; its fast path's message without replacement or for one sample),
      * naming the shape and row; null for a good row. Also the message of a device's deferred check.
@@ -286,8 +295,17 @@ public final class RandomOpKernels {
          */
         void withReplacement(long r, long k, long draws, MemorySegment out, long outAt) {
             if (cdf == null) cdf = new double[(int) c];
-            double acc = 0;
-            for (int j = 0; j < c; j++) cdf[j] = acc += at(r * c + j);
+            // The cumulative weights in chunks ({@link #multinomialScanChunk}): each chunk's own running sum, then the
+            // chunks' offsets in order, so that a device's block forms the same sums with a thread a chunk.
+            int chunk = (int) multinomialScanChunk(c);
+            double offset = 0;
+            for (int from = 0; from < c; from += chunk) {
+                int to = (int) Math.min(c, (long) from + chunk);
+                double acc = 0;
+                for (int j = from; j < to; j++) cdf[j] = acc += at(r * c + j);
+                if (from > 0) for (int j = from; j < to; j++) cdf[j] = offset + cdf[j];
+                offset = cdf[to - 1];
+            }
             double total = cdf[(int) c - 1];
             int lastPositive = 0;
             while (lastPositive < c && cdf[lastPositive] < total) lastPositive++;

@@ -74,9 +74,12 @@ public final class LossOps {
     /** PyTorch 1.13's message for an element of binary_cross_entropy's input outside [0, 1] or NaN. */
     public static final String BINARY_CROSS_ENTROPY_RANGE = "all elements of input should be between 0 and 1";
 
-    /** {@link #BINARY_CROSS_ENTROPY}'s error for an input of {@code shape} and {@code dtype} whose element {@code flatIndex} (row-major) is bad. */
+    /**
+     * {@link #BINARY_CROSS_ENTROPY}'s error for an input of {@code shape} and {@code dtype} whose element {@code flatIndex}
+     * (row-major) is bad, naming the function ({@code nn.F.binaryCrossEntropy}) as its other errors do.
+     */
     public static IllegalArgumentException binaryCrossEntropyRangeError(long[] shape, org.jtorch.DType dtype, long flatIndex) {
-        return new IllegalArgumentException("binary_cross_entropy: " + BINARY_CROSS_ENTROPY_RANGE + " (input of shape "
+        return new IllegalArgumentException("binaryCrossEntropy: " + BINARY_CROSS_ENTROPY_RANGE + " (input of shape "
                 + Shapes.format(shape) + ", " + dtype + ": element " + java.util.Arrays.toString(Shapes.unravel(flatIndex, shape))
                 + " is outside [0, 1] or NaN)");
     }

@@ -111,7 +111,7 @@ class ValueCheckKernelsTest {
                 v[140_000] = 2;
                 Tensor p = Torch.tensor(v).reshape(3, 50_000).to(dtype).to(DEVICE), t = uniform(dtype, 3, 50_000).to(DEVICE);
                 IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> F.binaryCrossEntropy(p, t).item());
-                assertTrue(e.getMessage().startsWith("binary_cross_entropy: all elements of input should be between 0 and 1"
+                assertTrue(e.getMessage().startsWith("binaryCrossEntropy: all elements of input should be between 0 and 1"
                         + " (input of shape [3, 50000], " + dtype + ": element [1, 20001] is outside [0, 1] or NaN)"), e.getMessage());
             }
         }
@@ -166,7 +166,7 @@ class ValueCheckKernelsTest {
         // sigmoid(x) * 1.5 may leave [0, 1]
         Tensor big = Torch.full(new long[] {4, 8}, 10.0, DType.FLOAT32, DEVICE);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> compiled.apply(big, bad).item());
-        assertTrue(e.getMessage().startsWith("binary_cross_entropy: all elements of input should be between 0 and 1 (input of shape [4, 8], torch.float32:"
+        assertTrue(e.getMessage().startsWith("binaryCrossEntropy: all elements of input should be between 0 and 1 (input of shape [4, 8], torch.float32:"
                 + " element [0, 1] is outside"), e.getMessage());
         TensorFunction compiledUnread = Jit.trace(unread, p, t);
         compiledUnread.apply(p, t);

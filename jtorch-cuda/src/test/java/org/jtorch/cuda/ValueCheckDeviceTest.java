@@ -58,7 +58,7 @@ class ValueCheckDeviceTest {
         Tensor t = Torch.tensor(new double[] {1, 0, 1, 0, 1, 0}).reshape(2, 3).to(DType.FLOAT32).to(CUDA);
         Tensor loss = F.binaryCrossEntropy(p, t); // nothing waited for: no exception here
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, loss::item);
-        assertTrue(e.getMessage().startsWith("binary_cross_entropy: all elements of input should be between 0 and 1 (input of shape"
+        assertTrue(e.getMessage().startsWith("binaryCrossEntropy: all elements of input should be between 0 and 1 (input of shape"
                 + " [2, 3], torch.float32: element [1, 1] is outside [0, 1] or NaN) (found by binary_cross_entropy's CUDA check and"
                 + " reported at the next synchronisation"), e.getMessage());
         Tensor fixed = Torch.tensor(new double[] {0.5, 0.25, 0.5, 0.75, 0, 1}).reshape(2, 3).to(DType.FLOAT32);
@@ -97,6 +97,6 @@ class ValueCheckDeviceTest {
         compiled.apply(p, t).toDoubleArray();
         Tensor bad = p.mul(3.0);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> compiled.apply(bad, t).toDoubleArray());
-        assertTrue(e.getMessage().startsWith("binary_cross_entropy: all elements of input should be between 0 and 1"), e.getMessage());
+        assertTrue(e.getMessage().startsWith("binaryCrossEntropy: all elements of input should be between 0 and 1"), e.getMessage());
     }
 }
