@@ -37,6 +37,7 @@ public final class Backends {
         CopyOpKernels.register(backend);
         RecurrentOpKernels.register(backend);
         RandomOpKernels.register(backend);
+        ValueCheckKernels.register(backend);
         AttentionOpKernels.register(backend);
         ViewBackwardOpKernels.register(backend);
     }

@@ -44,7 +44,10 @@ public final class RandomOpKernels {
                 contiguous(backend, out, c -> random.normal(c, g[0], g[1], seed(g), firstBlock(g))));
         KernelRegistry.register(type, RandomOps.RANDOM.kernel(), (out, in, g) ->
                 contiguous(backend, out, c -> random.randint(c, exact(g, 3), exact(g, 5), seed(g), firstBlock(g))));
-        KernelRegistry.register(type, RandomOps.BERNOULLI.kernel(), (out, in, g) -> bernoulli(backend, out, in[0], 0, g));
+        KernelRegistry.register(type, RandomOps.BERNOULLI.kernel(), (out, in, g) -> {
+            ValueCheckKernels.checkUnitInterval(backend, in[0], position -> bernoulliRangeError(in[0], position));
+            bernoulli(backend, out, in[0], 0, g);
+        });
         KernelRegistry.register(type, RandomOps.BERNOULLI_P.kernel(), (out, in, g) -> bernoulli(backend, out, null, g[0], g));
         KernelRegistry.registerMulti(type, RandomOps.NATIVE_DROPOUT.kernel(), (outs, in, g) -> dropout(backend, outs[0], outs[1], in[0], g));
         KernelRegistry.register(type, RandomOps.NATIVE_DROPOUT_BACKWARD.kernel(), (out, in, g) -> dropoutBackward(backend, out, in[0], in[1], g[0]));
@@ -87,6 +90,16 @@ public final class RandomOpKernels {
             }
             if (r != out) backend.copy(r, out);
         }
+    }
+
+    /**
+     * PyTorch 1.13's error for bernoulli's probabilities {@code p} whose element at row-major {@code position} is outside
+     * [0, 1] or NaN, naming the shape, dtype and element.
+     */
+    public static IllegalArgumentException bernoulliRangeError(StridedView p, long position) {
+        return new IllegalArgumentException("bernoulli(): Expected p_in >= 0 && p_in <= 1 to be true, but got false (element "
+                + Arrays.toString(Shapes.unravel(position, p.shape())) + " of the probabilities of shape " + Shapes.format(p.shape())
+                + ", " + p.dtype() + ", is outside [0, 1] or NaN)");
     }
 
     /** PyTorch's check of bernoulli_'s tensor of probabilities (its CPU kernel's; on a device the draws simply saturate). */
@@ -196,6 +209,15 @@ public final class RandomOpKernels {
     }
 
     /**
+     * The chunk length of multinomial's cumulative weights over {@code c} categories (with replacement): up to 1,024
+     * categories one chunk (one running sum, in index order); above, at most 256 chunks ({@code multinomial.cu}'s threads
+     * a block) of at least 1,024, each summed on its own and offset by the sum of the chunks before it, on every device.
+     */
+    public static long multinomialScanChunk(long c) {
+        return Math.max(1024, (c + 255) / 256);
+    }
+
+    /**
      * PyTorch 1.13's error for a bad row {@code r} of multinomial's {@code prob_dist} of {@code shape} (a negative weight, an
      * infinite or NaN one, a sum that is not positive; its fast path's message without replacement or for one sample),
      * naming the shape and row; null for a good row. Also the message of a device's deferred check.
@@ -273,8 +295,17 @@ public final class RandomOpKernels {
          */
         void withReplacement(long r, long k, long draws, MemorySegment out, long outAt) {
             if (cdf == null) cdf = new double[(int) c];
-            double acc = 0;
-            for (int j = 0; j < c; j++) cdf[j] = acc += at(r * c + j);
+            // The cumulative weights in chunks ({@link #multinomialScanChunk}): each chunk's own running sum, then the
+            // chunks' offsets in order, so that a device's block forms the same sums with a thread a chunk.
+            int chunk = (int) multinomialScanChunk(c);
+            double offset = 0;
+            for (int from = 0; from < c; from += chunk) {
+                int to = (int) Math.min(c, (long) from + chunk);
+                double acc = 0;
+                for (int j = from; j < to; j++) cdf[j] = acc += at(r * c + j);
+                if (from > 0) for (int j = from; j < to; j++) cdf[j] = offset + cdf[j];
+                offset = cdf[to - 1];
+            }
             double total = cdf[(int) c - 1];
             int lastPositive = 0;
             while (lastPositive < c && cdf[lastPositive] < total) lastPositive++;

@@ -192,8 +192,9 @@ final class Program {
         Map<Graph.Node, Boolean> live = new IdentityHashMap<>();
         markLive(graph.output, live);
         // An in-place op is live for its effect on the tensor it writes; a random op for its draws, which advance its
-        // generator as the eager call did even where its value goes unread.
-        for (Graph.Node n : graph.nodes) if (n.inPlace || n.op.isRandom()) markLive(n, live);
+        // generator as the eager call did even where its value goes unread; an op that checks its inputs' values for the
+        // error it raises on bad ones.
+        for (Graph.Node n : graph.nodes) if (n.inPlace || n.op.isRandom() || n.op.checksValues()) markLive(n, live);
         if (graph.output instanceof Graph.Output o) liveOutputs.add(o);
         for (Graph.Node n : graph.nodes) {
             if (live.containsKey(n)) for (Graph.Value v : n.inputs) if (v instanceof Graph.Output o) liveOutputs.add(o);

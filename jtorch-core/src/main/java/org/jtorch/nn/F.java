@@ -742,7 +742,8 @@ public final class F {
     /**
      * {@code -weight * (t log(x) + (1 - t) log(1 - x))} for probabilities {@code input} in [0, 1], with
      * each logarithm clamped at -100 as PyTorch; {@code weight} (broadcast) may be null. The declared
-     * {@link LossOps#BINARY_CROSS_ENTROPY}, with its gradients as ops.
+     * {@link LossOps#BINARY_CROSS_ENTROPY}, with its gradients as ops; an input outside [0, 1] (or NaN) is refused by its
+     * kernel ({@link LossOps#BINARY_CROSS_ENTROPY_ELEMENTWISE}): at the call on the CPU, at the next synchronisation on CUDA.
      */
     public static Tensor binaryCrossEntropy(Tensor input, Tensor target, Tensor weight, Reduction reduction) {
         Arguments.nonNull("binaryCrossEntropy", "input", input);
@@ -752,11 +753,6 @@ public final class F {
         if (!Arrays.equals(input.shape(), target.shape())) {
             throw new IllegalArgumentException("binaryCrossEntropy: Using a target size (" + Shapes.format(target.shape())
                     + ") that is different to the input size (" + Shapes.format(input.shape()) + ") is deprecated. Please ensure they have the same size.");
-        }
-        try (Tensor lo = input.lt(0.0); Tensor hi = input.gt(1.0); Tensor bad = lo.logicalOr(hi); Tensor any = bad.any()) {
-            if (any.item() != 0) {
-                throw new IllegalArgumentException("binaryCrossEntropy: all elements of input should be between 0 and 1");
-            }
         }
         if (weight != null && Autograd.needsGrad(weight)) {
             throw new IllegalArgumentException("binaryCrossEntropy: the function is not differentiable with respect to argument"

@@ -57,6 +57,51 @@ public final class LossOps {
             .doc("log-sigmoid cross entropy, stable for large logits").build();
 
     /**
+     * {@link #BINARY_CROSS_ENTROPY}'s loss before the reduction, in one pass, refusing an element of {@code self} outside
+     * [0, 1] (NaN included) with PyTorch 1.13's "all elements of input should be between 0 and 1": the CPU's kernel checks
+     * each element as it computes its loss and raises at the call; a device's kernel records the first bad element in the
+     * device's check log, raised at its next synchronisation (nothing read back). {@code weight} (may be None) broadcasts
+     * to {@code self}'s shape; the result has {@code self}'s shape and the inputs' promoted dtype, each element
+     * {@code (target - 1) max(log1p(-self), -100) - target max(log(self), -100)}, times the weight, computed in that order
+     * (each step rounded to the compute dtype). Not differentiable on its own: {@link #BINARY_CROSS_ENTROPY}'s
+     * derivatives are declared there. Kept by the JIT even where unread ({@link OpDef#checksValues}).
+     */
+    public static final OpDef BINARY_CROSS_ENTROPY_ELEMENTWISE = OpDef.structured("binary_cross_entropy_elementwise")
+            .rule(DTypeRule.FLOATING_ONLY).meta(LossOps::binaryCrossEntropyMeta)
+            .signature(Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", "None")).checksValues()
+            .doc("the clamped-log cross entropy of each element, refusing self outside [0, 1] inside the kernel").build();
+
+    /** PyTorch 1.13's message for an element of binary_cross_entropy's input outside [0, 1] or NaN. */
+    public static final String BINARY_CROSS_ENTROPY_RANGE = "all elements of input should be between 0 and 1";
+
+    /**
+     * {@link #BINARY_CROSS_ENTROPY}'s error for an input of {@code shape} and {@code dtype} whose element {@code flatIndex}
+     * (row-major) is bad, naming the function ({@code nn.F.binaryCrossEntropy}) as its other errors do.
+     */
+    public static IllegalArgumentException binaryCrossEntropyRangeError(long[] shape, org.jtorch.DType dtype, long flatIndex) {
+        return new IllegalArgumentException("binaryCrossEntropy: " + BINARY_CROSS_ENTROPY_RANGE + " (input of shape "
+                + Shapes.format(shape) + ", " + dtype + ": element " + java.util.Arrays.toString(Shapes.unravel(flatIndex, shape))
+                + " is outside [0, 1] or NaN)");
+    }
+
+    private static Meta.Output binaryCrossEntropyMeta(StridedView[] in, double[] scalars) {
+        String op = "binary_cross_entropy_elementwise";
+        if (!java.util.Arrays.equals(in[0].shape(), in[1].shape())) {
+            throw new IllegalArgumentException(op + ": expected self and target of one shape, got " + Shapes.format(in[0].shape())
+                    + " and " + Shapes.format(in[1].shape()));
+        }
+        org.jtorch.DType dtype = org.jtorch.DType.promote(in[0].dtype(), in[1].dtype());
+        if (in.length > 2 && in[2] != null) {
+            in[2].expand(op, in[0].shape()); // a weight that does not broadcast to self is refused naming both shapes
+            dtype = org.jtorch.DType.promote(dtype, in[2].dtype());
+        }
+        if (!dtype.isFloatingPoint()) {
+            throw new IllegalArgumentException(op + ": expected floating operands, got " + in[0].dtype() + " and " + in[1].dtype());
+        }
+        return new Meta.Output(in[0].shape().clone(), dtype);
+    }
+
+    /**
      * {@code -weight * (target log(self) + (1 - target) log(1 - self))} for probabilities {@code self}, each logarithm
      * clamped at -100, reduced, as PyTorch's {@code binary_cross_entropy}: its composition computes the loss, its own
      * derivatives give PyTorch's gradients, finite where {@code self} is exactly 0 or 1 (the clamped logarithms' would be
@@ -67,7 +112,7 @@ public final class LossOps {
     public static final OpDef BINARY_CROSS_ENTROPY = OpDef.composite("binary_cross_entropy").rule(DTypeRule.FLOATING_ONLY)
             .signature(Param.tensor("self"), Param.tensor("target"), new Param("weight", "Tensor?", "None"),
                     Param.scalar("reduction", "int", "Mean"))
-            .composition(reduced(binaryCrossEntropy()))
+            .composition(reduced(call(LossOps.BINARY_CROSS_ENTROPY_ELEMENTWISE, SELF, TARGET, in(2, "weight"))))
             .derivatives(LossOps::binaryCrossEntropyDerivatives)
             .autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.BANNED)
             .doc("clamped-log cross entropy of probabilities").build();
@@ -424,15 +469,6 @@ public final class LossOps {
     private static Expr xlogx(Expr x) {
         return Expr.where(call(PointwiseOps.EQ, x, Expr.c(0)), call(PointwiseOps.MUL, x, Expr.c(0)),
                 call(PointwiseOps.MUL, x, call(PointwiseOps.LOG, x)));
-    }
-
-    /** {@code (target - 1) max(log1p(-self), -100) - target max(log(self), -100)}, times the weight where one is given. */
-    private static Expr binaryCrossEntropy() {
-        Expr logX = call(PointwiseOps.CLAMP, call(PointwiseOps.LOG, SELF), Expr.c(-100), Expr.c(Double.NaN));
-        Expr log1mX = call(PointwiseOps.CLAMP, call(PointwiseOps.LOG1P, call(PointwiseOps.NEG, SELF)), Expr.c(-100), Expr.c(Double.NaN));
-        Expr loss = call(PointwiseOps.SUB, call(PointwiseOps.MUL, call(PointwiseOps.SUB, TARGET, Expr.c(1)), log1mX),
-                call(PointwiseOps.MUL, TARGET, logX));
-        return new Expr.IfPresent(2, call(PointwiseOps.MUL, loss, in(2, "weight")), loss);
     }
 
     private static Expr binaryCrossEntropyWithLogits() {

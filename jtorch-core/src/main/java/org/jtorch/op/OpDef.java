@@ -106,6 +106,7 @@ public final class OpDef {
     private final String node;
     private final Draws draws;
     private final int generatorScalar;
+    private final boolean checksValues;
     private final Check check;
     private final boolean takesCallback;
     private final int id = NEXT_ID.getAndIncrement();
@@ -147,6 +148,7 @@ public final class OpDef {
         node = b.node;
         draws = b.draws;
         generatorScalar = b.generatorScalar;
+        checksValues = b.checksValues;
         check = b.check;
         takesCallback = signature.params().stream().anyMatch(Param::isCallback);
         if (takesCallback && (kind != Kind.STRUCTURED || metaAll != null || !autocast.isEmpty() || composition != null)) {
@@ -385,6 +387,13 @@ public final class OpDef {
      */
     public boolean isRandom() { return generatorScalar >= 0; }
 
+    /**
+     * Whether the op's kernels refuse some values of its inputs (binary_cross_entropy's probabilities outside [0, 1]): a
+     * device reports them at its next synchronisation, the CPU at the call. A traced program keeps such an op even where
+     * its value goes unread, so that the error is raised as the eager call would.
+     */
+    public boolean checksValues() { return checksValues; }
+
     /** The Philox blocks a call draws ({@link #isRandom}); null for deterministic ops and for front ends, which draw their own. */
     public Draws draws() { return draws; }
 
@@ -473,6 +482,7 @@ public final class OpDef {
         private String node;
         private Draws draws;
         private int generatorScalar = -1;
+        private boolean checksValues;
         private Check check;
 
         private Builder(String name, Kind kind) {
@@ -524,6 +534,8 @@ public final class OpDef {
             return this;
         }
         public Builder meta(Meta meta) { this.meta = meta; return this; }
+        /** The kernels refuse some input values ({@link #checksValues}). */
+        public Builder checksValues() { this.checksValues = true; return this; }
         /** A mutating op's argument check ({@link Kind#MUTATING}). */
         public Builder check(Check check) { this.check = check; return this; }
         /** The kernel skips the outputs after the first when given null views for them ({@link #skipsUnreadOutputs}). */

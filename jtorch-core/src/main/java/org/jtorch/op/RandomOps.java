@@ -90,9 +90,9 @@ public final class RandomOps {
                 }
                 return new Meta.Output(in[0].shape().clone(), in[0].dtype());
             })
-            .random(0, (n, t, in, g) -> ceilDiv(n, 2))
+            .random(0, (n, t, in, g) -> ceilDiv(n, 2)).checksValues()
             .derivatives(() -> Arrays.asList(new Expr.ZerosLike(GRAD))).node("BernoulliBackward0")
-            .doc("1 with probability self, elementwise (float64 draws)").build();
+            .doc("1 with probability self, elementwise (float64 draws); self outside [0, 1] refused inside the kernel").build();
 
     /** {@code torch.bernoulli(self, p)}: a tensor of self's shape and dtype, 1 with probability p (float64 draws). */
     public static final OpDef BERNOULLI_P = OpDef.structured("bernoulli_p").py("bernoulli").rule(DTypeRule.SAME)

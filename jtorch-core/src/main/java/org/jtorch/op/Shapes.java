@@ -140,6 +140,17 @@ public final class Shapes {
         return sb.append(']').toString();
     }
 
+    /** The index in {@code shape} of row-major element {@code flat}. */
+    public static long[] unravel(long flat, long[] shape) {
+        long[] index = new long[shape.length];
+        for (int d = shape.length - 1; d >= 0; d--) {
+            if (shape[d] == 0) continue;
+            index[d] = flat % shape[d];
+            flat /= shape[d];
+        }
+        return index;
+    }
+
     /** Whether these strides describe a row-major contiguous layout of {@code shape} (size-1 dims ignored). */
     public static boolean isContiguous(long[] shape, long[] strides) {
         long expected = 1;

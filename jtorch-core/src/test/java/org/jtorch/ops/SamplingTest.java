@@ -197,8 +197,9 @@ class SamplingTest {
         try (Tensor high = on(new double[] {0.5, 1.5}, 2); Tensor nan = on(new double[] {Double.NaN}, 1);
              Tensor ints = Torch.tensor(new long[] {0, 1}).to(DEVICE); Tensor x = on(new double[] {0}, 1)) {
             Generator g = new Generator(1);
-            assertMessage("p_in >= 0 && p_in <= 1", () -> Torch.bernoulli(high, g));
-            assertMessage("p_in >= 0 && p_in <= 1", () -> Torch.bernoulli(nan, g));
+            // the result read, so that a device's deferred check surfaces (the CPU raises at the call)
+            assertMessage("p_in >= 0 && p_in <= 1", () -> Torch.bernoulli(high, g).toDoubleArray());
+            assertMessage("p_in >= 0 && p_in <= 1", () -> Torch.bernoulli(nan, g).toDoubleArray());
             assertMessage("floating", () -> Torch.bernoulli(ints, g));
             assertMessage("p to be in [0, 1]", () -> Torch.bernoulli(x, 1.5, g));
         }

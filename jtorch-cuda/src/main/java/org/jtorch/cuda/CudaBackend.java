@@ -45,6 +45,7 @@ public final class CudaBackend implements Backend {
 
     private CudaBackend() {
         CudaOptimizerKernels.register(this::kernels);
+        CudaValueCheckKernels.register(this::kernels);
     }
 
     static {

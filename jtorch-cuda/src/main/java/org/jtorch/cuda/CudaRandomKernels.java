@@ -64,7 +64,9 @@ final class CudaRandomKernels implements RandomKernels {
                 (word0 & 2) != 0, (word0 & 4) != 0, fastPathMessages)), stream);
         String entry = replacement ? "jt_multinomial_with_replacement" : "jt_multinomial_without_replacement";
         try (Arena arena = Arena.ofConfined()) {
-            KernelArgs args = new KernelArgs(arena).pointer(buffer.address()).i64(rows).i64(c).i64(k).pointer(out.address()).pointer(record);
+            KernelArgs args = new KernelArgs(arena).pointer(buffer.address()).i64(rows).i64(c).i64(k);
+            if (replacement) args.i64(RandomOpKernels.multinomialScanChunk(c));
+            args.pointer(out.address()).pointer(record);
             kk.launchRows(kk.wholeFileFunction(device, "multinomial.cu", entry), (int) Math.min(rows, MULTINOMIAL_MAX_BLOCKS),
                     MULTINOMIAL_THREADS, stream, args);
         }

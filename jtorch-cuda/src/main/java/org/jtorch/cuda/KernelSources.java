@@ -17,7 +17,7 @@ public final class KernelSources {
     /** Every kernel file, in the order the smoke test and docs list them. */
     public static final List<String> FILES = List.of("elementwise.cu", "copy.cu", "reduce.cu", "optim.cu", "random.cu", "index.cu",
             "conv.cu", "pool.cu", "norm.cu", "recurrent.cu", "layernorm.cu",
-            "multinomial.cu", "syncbn.cu");
+            "multinomial.cu", "syncbn.cu", "valuecheck.cu");
 
     private KernelSources() {}
 

@@ -56,6 +56,21 @@ class MultinomialDeviceTest {
         assertArrayEquals(draws(m.to(DType.FLOAT16), 4, false, 9), draws(m.to(DType.FLOAT16).to(CUDA), 4, false, 9), "float16");
     }
 
+    /**
+     * Long rows with replacement: the block's threads sum a chunk each ({@code RandomOpKernels.multinomialScanChunk}: 196
+     * chunks of 1,024 for 200,000 categories, 256 of 1,172 for 300,000), the CPU's chunks and additions, so its indices.
+     */
+    @Test
+    void longRowsWithReplacementAreTheCpusDraws() {
+        for (long c : new long[] {200_000, 300_000}) {
+            Tensor cpu = weights(c, 2, c);
+            for (DType t : new DType[] {DType.FLOAT64, DType.FLOAT32}) {
+                Tensor p = cpu.to(t);
+                assertArrayEquals(draws(p, 500, true, 7), draws(p.to(CUDA), 500, true, 7), c + " categories, " + t);
+            }
+        }
+    }
+
     @Test
     void theDrawsFollowTheWeightsAndNeverAZeroCategory() {
         double[] w = {0.1, 0, 2, 0.5, 0, 1.4};

@@ -39,6 +39,7 @@ public final class CpuBackend implements Backend {
         loadMemoryAccessClasses();
         registerPointwiseKernels();
         CpuLossKernels.register();
+        CpuValueCheckKernels.register();
         LogSoftmaxBackward.register();
         CpuOptimizerKernels.register();
         JvmFlags.checkOnce();

@@ -3,7 +3,8 @@
 // buf[rows * c + r * k + s]) or log(1 - u) (without: buf[rows * c + r * c + j]), drawn by the Philox fills, so the
 // numbers are the CPU's. One block a row (grid-stride over rows); each row's draws are the CPU host loop's
 // (RandomOpKernels.Sampler), so the indices equal the CPU's bit for bit:
-//   with replacement: the cumulative weights in index order by one thread (the CPU's order of additions), in place;
+//   with replacement: the cumulative weights in the CPU's chunks (`chunk` categories a thread, at most
+//     JT_MULTINOMIAL_THREADS chunks: each chunk's running sum, then the chunks' offsets in order, added), in place;
 //     sample s = the count of cumulative weights at or below u_s * total, capped at the last category whose
 //     cumulative weight reaches the total (a zero weight's empty interval is never drawn);
 //   without: keys p / -log(1 - u) (a zero weight's key -1, after every positive one), in place of the logs;
@@ -11,7 +12,7 @@
 // Bad rows are not drawn from (their samples are 0): the row's check (a negative weight, an infinite or NaN one, a
 // sum that is not positive: bits 1, 2, 4) goes into record[0] as (row << 3 | bits), the first bad row winning by
 // atomicMin, in mapped pinned memory the host reads at its next synchronisation (IndexCheckLog), as index checks do.
-// Entries: jt_multinomial_with_replacement(buf, rows, c, k, out, record)
+// Entries: jt_multinomial_with_replacement(buf, rows, c, k, chunk, out, record)
 //          jt_multinomial_without_replacement(buf, rows, c, k, out, record)
 // launched with JT_MULTINOMIAL_THREADS threads a block.
 #include "jtorch_cuda.cuh"
@@ -57,21 +58,44 @@ __device__ __forceinline__ bool refuse_bad_row(const double* p, jt_i64 c, jt_i64
 
 using namespace jt;
 
-extern "C" __global__ void jt_multinomial_with_replacement(double* buf, jt_i64 rows, jt_i64 c, jt_i64 k, jt_i64* out,
+extern "C" __global__ void jt_multinomial_with_replacement(double* buf, jt_i64 rows, jt_i64 c, jt_i64 k, jt_i64 chunk, jt_i64* out,
                                                            jt_u64* record) {
     __shared__ int flags;
     __shared__ jt_i64 last_positive;
+    __shared__ double chunk_offset[JT_MULTINOMIAL_THREADS];
     for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {
         double* cdf = buf + r * c;
         const double* u = buf + rows * c + r * k;
         jt_i64* o = out + r * k;
         if (refuse_bad_row(cdf, c, k, r, o, record, &flags)) continue;
+        // Each thread's chunk summed on its own, then the chunks' offsets in order by one thread, then added: the
+        // CPU's chunks and additions (RandomOpKernels.multinomialScanChunk), so the same bits.
+        const jt_i64 from = threadIdx.x * chunk, to = from + chunk < c ? from + chunk : c;
+        double acc = 0;
+        for (jt_i64 j = from; j < to; j++) cdf[j] = acc = __dadd_rn(acc, cdf[j]);
+        __syncthreads();
         if (threadIdx.x == 0) {
-            double acc = 0;
-            for (jt_i64 j = 0; j < c; j++) cdf[j] = acc = __dadd_rn(acc, cdf[j]);
-            jt_i64 last = 0;
-            while (last < c && cdf[last] < acc) last++;
-            last_positive = last;
+            double offset = 0;
+            for (int t = 0; t * chunk < c; t++) {
+                chunk_offset[t] = offset;
+                jt_i64 end = (t + 1) * chunk < c ? (t + 1) * chunk : c;
+                if (t > 0) offset = __dadd_rn(offset, cdf[end - 1]);
+                else offset = cdf[end - 1];
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x > 0) for (jt_i64 j = from; j < to; j++) cdf[j] = __dadd_rn(chunk_offset[threadIdx.x], cdf[j]);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            // the first category whose cumulative weight reaches the total (they never decrease)
+            const double total = cdf[c - 1];
+            jt_i64 lo = 0, hi = c - 1;
+            while (lo < hi) {
+                jt_i64 mid = (lo + hi) >> 1;
+                if (cdf[mid] < total) lo = mid + 1;
+                else hi = mid;
+            }
+            last_positive = lo;
         }
         __syncthreads();
         const double total = cdf[c - 1];

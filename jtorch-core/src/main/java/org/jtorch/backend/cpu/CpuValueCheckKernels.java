@@ -1,0 +1,160 @@
+package org.jtorch.backend.cpu;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongFunction;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+import org.jtorch.DType;
+import org.jtorch.Device;
+import org.jtorch.backend.ValueCheckKernels;
+import org.jtorch.op.StridedView;
+
+/**
+ * The CPU's loops of {@link ValueCheckKernels}: binary cross entropy with its range check in the same pass (each vector
+ * of inputs is checked as it is loaded, so a bad one stops the loop before its loss is used), and the check of
+ * bernoulli's probabilities. Vector API loops with one masked step for the tail, over the threads in chunks; the
+ * logarithms are {@link VectorMath}'s and {@link VectorMathF64}'s, and each step rounds as the composition of
+ * pointwise kernels did ({@code (t - 1) * max(log1p(-x), -100) - t * max(log(x), -100)}, times the weight), so the
+ * losses are that composition's, bit for bit.
+ */
+final class CpuValueCheckKernels {
+    private CpuValueCheckKernels() {}
+
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Double> DS = DoubleVector.SPECIES_PREFERRED;
+    private static final ByteOrder LE = ByteOrder.nativeOrder();
+    /** Elements per thread before a loop goes parallel (two logarithms an element). */
+    private static final long GRAIN = 16_384;
+    private static final long NONE = Long.MAX_VALUE;
+
+    static void register() {
+        ValueCheckKernels.registerBinaryCrossEntropy(Device.Type.CPU, CpuValueCheckKernels::binaryCrossEntropy);
+        ValueCheckKernels.registerUnitInterval(Device.Type.CPU, CpuValueCheckKernels::unitInterval);
+    }
+
+    private static long base(StridedView v) {
+        return v.offset() * v.dtype().byteSize();
+    }
+
+    private static void binaryCrossEntropy(StridedView out, StridedView x, StridedView t, StridedView w, LongFunction<RuntimeException> outOfRange) {
+        long n = out.numel();
+        boolean f32 = out.dtype() == DType.FLOAT32;
+        // The first bad position over the chunks: the lowest, whichever thread finds it.
+        AtomicLong firstBad = new AtomicLong(NONE);
+        Parallel.forRange(n, GRAIN, (from, to) -> {
+            long bad = f32 ? bceF32(out, x, t, w, from, to) : bceF64(out, x, t, w, from, to);
+            if (bad != NONE) firstBad.accumulateAndGet(bad, Math::min);
+        });
+        if (firstBad.get() != NONE) throw outOfRange.apply(firstBad.get());
+    }
+
+    /** Losses of elements [from, to); returns the first position there whose input is outside [0, 1] (then stops), else {@link #NONE}. */
+    private static long bceF32(StridedView out, StridedView x, StridedView t, StridedView w, long from, long to) {
+        long i = from;
+        for (; i + FS.length() <= to; i += FS.length()) if (!bceStepF32(out, x, t, w, i, null)) return firstBadF32(x, i, to);
+        if (i < to && !bceStepF32(out, x, t, w, i, FS.indexInRange(i, to))) return firstBadF32(x, i, to);
+        return NONE;
+    }
+
+    /**
+     * One vector of losses at {@code i} (the lanes of {@code m} in the tail, all where it is null); false, with nothing
+     * written, where an input there is outside [0, 1] or NaN (which fails both comparisons).
+     */
+    private static boolean bceStepF32(StridedView out, StridedView x, StridedView t, StridedView w, long i, VectorMask<Float> m) {
+        FloatVector xv = loadF32(x, i, m);
+        VectorMask<Float> good = xv.compare(VectorOperators.GE, 0f).and(xv.compare(VectorOperators.LE, 1f));
+        if (m != null) good = good.or(m.not());
+        if (!good.allTrue()) return false;
+        FloatVector tv = loadF32(t, i, m);
+        FloatVector logX = VectorMath.log(xv).max(-100f);
+        FloatVector log1mX = VectorMath.log1p(xv.neg()).max(-100f);
+        FloatVector loss = tv.sub(1f).mul(log1mX).sub(tv.mul(logX));
+        if (w != null) loss = loss.mul(loadF32(w, i, m));
+        if (m == null) loss.intoMemorySegment(out.memory(), base(out) + 4 * i, LE);
+        else loss.intoMemorySegment(out.memory(), base(out) + 4 * i, LE, m);
+        return true;
+    }
+
+    private static FloatVector loadF32(StridedView v, long i, VectorMask<Float> m) {
+        return m == null ? FloatVector.fromMemorySegment(FS, v.memory(), base(v) + 4 * i, LE)
+                : FloatVector.fromMemorySegment(FS, v.memory(), base(v) + 4 * i, LE, m);
+    }
+
+    private static long bceF64(StridedView out, StridedView x, StridedView t, StridedView w, long from, long to) {
+        long i = from;
+        for (; i + DS.length() <= to; i += DS.length()) if (!bceStepF64(out, x, t, w, i, null)) return firstBadF64(x, i, to);
+        if (i < to && !bceStepF64(out, x, t, w, i, DS.indexInRange(i, to))) return firstBadF64(x, i, to);
+        return NONE;
+    }
+
+    private static boolean bceStepF64(StridedView out, StridedView x, StridedView t, StridedView w, long i, VectorMask<Double> m) {
+        DoubleVector xv = loadF64(x, i, m);
+        VectorMask<Double> good = xv.compare(VectorOperators.GE, 0).and(xv.compare(VectorOperators.LE, 1));
+        if (m != null) good = good.or(m.not());
+        if (!good.allTrue()) return false;
+        DoubleVector tv = loadF64(t, i, m);
+        DoubleVector logX = VectorMathF64.log(xv).max(-100);
+        DoubleVector log1mX = VectorMathF64.log1p(xv.neg()).max(-100);
+        DoubleVector loss = tv.sub(1).mul(log1mX).sub(tv.mul(logX));
+        if (w != null) loss = loss.mul(loadF64(w, i, m));
+        if (m == null) loss.intoMemorySegment(out.memory(), base(out) + 8 * i, LE);
+        else loss.intoMemorySegment(out.memory(), base(out) + 8 * i, LE, m);
+        return true;
+    }
+
+    private static DoubleVector loadF64(StridedView v, long i, VectorMask<Double> m) {
+        return m == null ? DoubleVector.fromMemorySegment(DS, v.memory(), base(v) + 8 * i, LE)
+                : DoubleVector.fromMemorySegment(DS, v.memory(), base(v) + 8 * i, LE, m);
+    }
+
+    /** The first element of {@code v} in [from, to) outside [0, 1] or NaN, else {@link #NONE}: element by element (a bad vector was seen). */
+    private static long firstBadF32(StridedView v, long from, long to) {
+        for (long i = from; i < to; i++) {
+            float e = v.memory().get(ElementIO.F32, base(v) + 4 * i);
+            if (!(e >= 0 && e <= 1)) return i;
+        }
+        return NONE;
+    }
+
+    private static long firstBadF64(StridedView v, long from, long to) {
+        for (long i = from; i < to; i++) {
+            double e = v.memory().get(ElementIO.F64, base(v) + 8 * i);
+            if (!(e >= 0 && e <= 1)) return i;
+        }
+        return NONE;
+    }
+
+    private static void unitInterval(StridedView p, LongFunction<RuntimeException> outOfRange) {
+        long n = p.numel();
+        boolean f32 = p.dtype() == DType.FLOAT32;
+        AtomicLong firstBad = new AtomicLong(NONE);
+        Parallel.forRange(n, 4 * GRAIN, (from, to) -> {
+            long bad = f32 ? outsideF32(p, from, to) : outsideF64(p, from, to);
+            if (bad != NONE) firstBad.accumulateAndGet(bad, Math::min);
+        });
+        if (firstBad.get() != NONE) throw outOfRange.apply(firstBad.get());
+    }
+
+    private static long outsideF32(StridedView p, long from, long to) {
+        for (long i = from; i < to; i += FS.length()) {
+            VectorMask<Float> m = FS.indexInRange(i, to);
+            FloatVector v = FloatVector.fromMemorySegment(FS, p.memory(), base(p) + 4 * i, LE, m);
+            if (!v.compare(VectorOperators.GE, 0f).and(v.compare(VectorOperators.LE, 1f)).or(m.not()).allTrue()) return firstBadF32(p, i, to);
+        }
+        return NONE;
+    }
+
+    private static long outsideF64(StridedView p, long from, long to) {
+        for (long i = from; i < to; i += DS.length()) {
+            VectorMask<Double> m = DS.indexInRange(i, to);
+            DoubleVector v = DoubleVector.fromMemorySegment(DS, p.memory(), base(p) + 8 * i, LE, m);
+            if (!v.compare(VectorOperators.GE, 0).and(v.compare(VectorOperators.LE, 1)).or(m.not()).allTrue()) return firstBadF64(p, i, to);
+        }
+        return NONE;
+    }
+}
