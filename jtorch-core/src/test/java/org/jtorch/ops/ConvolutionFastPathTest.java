@@ -432,6 +432,37 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * The stem tiles ({@code ConvStemF32}: 2-4 input channels, at least 25 taps, output rows of whole 32-pixel strips,
+     * output channels in multiples of 8): ResNet-18's 7x7 stride-2 stem at 64 px, one image (its rows split over the
+     * threads), stride 1 with a 5x5 kernel, 64-pixel rows (two strips), stride 3x2 with dilation 2 down the rows and
+     * unequal padding, 8 output channels, a padding wider than the stride's reach; then random shapes the predicate takes.
+     */
+    @Test
+    void stemTilesMatchFloat64() {
+        compare(new long[] {2, 3, 64, 64}, new long[] {64, 3, 7, 7}, new int[] {2}, new int[] {3}, new int[] {1}, 1);
+        compare(new long[] {1, 3, 64, 64}, new long[] {16, 3, 7, 7}, new int[] {2}, new int[] {3}, new int[] {1}, 1);
+        compare(new long[] {2, 2, 9, 36}, new long[] {8, 2, 5, 5}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {1, 4, 13, 127}, new long[] {24, 4, 7, 7}, new int[] {2}, new int[] {3}, new int[] {1}, 1);
+        compare(new long[] {2, 3, 23, 61}, new long[] {8, 3, 5, 5}, new int[] {3, 2}, new int[] {1, 0}, new int[] {2, 1}, 1);
+        compare(new long[] {1, 3, 11, 58}, new long[] {8, 3, 5, 5}, new int[] {2}, new int[] {4}, new int[] {1}, 1);
+        Random r = new Random(43);
+        for (int i = 0; i < 10; i++) {
+            int cin = 2 + r.nextInt(3), cout = 8 * (1 + r.nextInt(4));
+            int kh = 5 + r.nextInt(3), kw = 5 + r.nextInt(3), sh = 1 + r.nextInt(3), sw = 1 + r.nextInt(2), dh = 1 + r.nextInt(2);
+            int ph = r.nextInt(4), pw = r.nextInt(4), ow = 32 * (1 + r.nextInt(2));
+            int w = (ow - 1) * sw + kw - 2 * pw + r.nextInt(sw), h = dh * (kh - 1) + 1 - 2 * ph + r.nextInt(12) + sh;
+            if (h < 1 || w < 1) continue;
+            long[] x = {1 + r.nextInt(2), cin, h, w}, wt = {cout, cin, kh, kw};
+            try {
+                compare(x, wt, new int[] {sh, sw}, new int[] {ph, pw}, new int[] {dh, 1}, 1);
+            } catch (AssertionError e) {
+                throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt) + ", stride "
+                        + sh + "x" + sw + ", padding " + ph + "x" + pw + ", dilation " + dh + "x1", e);
+            }
+        }
+    }
+
+    /**
      * Random few-input-channel shapes (1-4 channels, 1-3 images): kernels 1-5 each way, strides 1-2 each way, dilations
      * 1-2, paddings 0-2, odd sizes up to 40, 1-20 output channels, one or two groups; the pixel-lane weight gradient
      * where its predicate takes a shape, the other paths where not.

@@ -80,6 +80,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
                     bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
             return;
         }
+        if (f32 && ConvStemF32.handles(g)) {
+            ConvStemF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
+            return;
+        }
         if (f32 && SMALL_MAPS && ConvSmallMapF32.handles(g)) {
             ConvSmallMapF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
                     bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);

@@ -75,6 +75,15 @@ class ConvolutionEpilogueBlocksTest {
         }
     }
 
+    /** The stem tiles: rows of every image, and of one image split over the threads. */
+    @Test
+    void stemTilesRowsOfAnImage() {
+        for (Geometry g : new Geometry[] {geometry(2, 3, 64, 64, 64, 7, 2, 3, 1), geometry(1, 3, 64, 64, 16, 7, 2, 3, 1)}) {
+            assertTrue(ConvStemF32.handles(g), g.toString());
+            check(g, DType.FLOAT32);
+        }
+    }
+
     /** The packed implicit GEMM: whole images per task, and a single image split over the threads (one block at the end). */
     @Test
     void implicitGemmImagesAndGroups() {
