@@ -389,13 +389,17 @@ final class CpuLayerNormKernels {
         long gb = base(gradOut), mb = base(mean), rb = base(rstd);
         MemorySegment ws = weight == null ? null : weight.memory();
         long wb = weight == null ? 0 : base(weight);
-        long partBytes = 4L * partRows * n;
+        // The producer and consumer run over a chunk of whole parts (about PRODUCED_CHUNK values): their per-call setup
+        // is paid once a chunk; the row gradients and column sums still go part by part, as in backward.
+        int chunkParts = (int) Math.max(1, PRODUCED_CHUNK / ((long) partRows * n));
+        long chunks = (parts + chunkParts - 1) / chunkParts, chunkBytes = 4L * chunkParts * partRows * n;
         boolean stored = gradInput != null;
-        Parallel.forRange(parts, Math.max(1, GRAIN / Math.max(1, (long) partRows * n)), (begin, end) -> {
-            MemorySegment scratch = producedScratch(stored ? partBytes : 2 * partBytes);
-            MemorySegment xs = scratch.asSlice(0, partBytes), ds = stored ? gradInput.memory() : scratch.asSlice(partBytes, partBytes);
-            for (long p = begin; p < end; p++) {
-                long r0 = p * partRows, r1 = Math.min(rows, r0 + partRows);
+        Parallel.forRange(chunks, Math.max(1, GRAIN / Math.max(1, (long) chunkParts * partRows * n)), (begin, end) -> {
+            MemorySegment scratch = producedScratch(stored ? chunkBytes : 2 * chunkBytes);
+            MemorySegment xs = scratch.asSlice(0, chunkBytes), ds = stored ? gradInput.memory() : scratch.asSlice(chunkBytes, chunkBytes);
+            for (long c = begin; c < end; c++) {
+                long p0 = c * chunkParts, p1 = Math.min(parts, p0 + chunkParts);
+                long r0 = p0 * partRows, r1 = Math.min(rows, p1 * partRows);
                 long first = stored ? base(gradInput) + 4L * r0 * n : 0;
                 producer.rows(r0, r1, xs);
                 for (long i = r0; i < r1; i++) {
@@ -404,13 +408,19 @@ final class CpuLayerNormKernels {
                     backwardRowF32(gs, gb + i * n * 4, xs, local, n, m, r, ws, wb, ds, first + local);
                 }
                 // columnsF32 addresses row i at xb + 4 i n: the scratch's first row is r0
-                if (colsF != null) columnsF32(gs, gb, xs, -4L * r0 * n, ms, mb, rs, rb, r0, r1, n, colsF, (int) p * 2 * n);
+                for (long p = p0; p < p1 && colsF != null; p++) {
+                    columnsF32(gs, gb, xs, -4L * r0 * n, ms, mb, rs, rb, p * partRows, Math.min(rows, (p + 1) * partRows), n, colsF,
+                            (int) p * 2 * n);
+                }
                 consumer.rows(r0, r1, ds, first);
             }
         });
         if (columns) writeColumnSums(colsF, null, parts, n, gradWeight, gradBias);
         return true;
     }
+
+    /** Values of the produced backward's producer and consumer calls (a chunk of parts, 256 KiB of float32). */
+    private static final long PRODUCED_CHUNK = 1 << 16;
 
     /** The most values of a produced backward's part (its input and input-gradient scratch: 2 x 16 MiB). */
     static final long MAX_PRODUCED_PART = 1 << 22;
