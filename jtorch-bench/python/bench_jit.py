@@ -183,6 +183,19 @@ def train_chains():
     chains = [("dropout_residual_layer_norm_1M_train", lambda t: ln(drop(t, 0.1, True) + residual, (1024,), gamma, beta, 1e-5), rows),
               ("dropout_bias_gelu_1M_train", lambda t: drop(gelu(t * w + b), 0.1, True), x),
               ("dropout_bias_mul_1M_train", lambda t: drop((t * w + b) * c, 0.1, True), x)]
+    # Every operand requiring grad, as in a transformer block (branch lnfuse): the block's input, the residual and the
+    # norm's parameters; the attention scores of a GPT (T = 256) scaled and causally masked.
+    leaves = {}
+    for m in (1, 16):
+        size = m << 20
+        xs, rs = torch.randn(size // 1024, 1024, requires_grad=True), torch.randn(size // 1024, 1024, requires_grad=True)
+        g2, b2 = torch.randn(1024, requires_grad=True), torch.randn(1024, requires_grad=True)
+        name = f"dropout_residual_layer_norm_{m}M_train_all"
+        leaves[name] = [rs, g2, b2]
+        chains.append((name, lambda t, rs=rs, g2=g2, b2=b2: ln(drop(t, 0.1, True) + rs, (1024,), g2, b2, 1e-5), xs))
+        scores = torch.randn(size // (256 * 256), 256, 256, requires_grad=True)
+        mask = torch.ones(256, 256).triu(1) * -1e9
+        chains.append((f"scaled_masked_softmax_{m}M_train", lambda t, mask=mask: torch.softmax(t * 0.125 + mask, -1), scores))
     for name, f, inp in chains:
         if "--only" in sys.argv and name not in sys.argv[sys.argv.index("--only") + 1].split(","):
             continue
@@ -191,6 +204,8 @@ def train_chains():
         def step(g):
             g(inp).sum().backward()
             inp.grad = None
+            for t in leaves.get(name, []):
+                t.grad = None
 
         t0 = time.perf_counter()
         step(compiled)

@@ -76,11 +76,13 @@ final class Program {
 
     /**
      * A fused group normalised as it is computed: {@code node} is a float32 {@code native_layer_norm} over the group's
-     * trailing {@code rowLength} values, the group's only consumer, in a program without autograd (the backward would
-     * need the group's values, which are never stored); rows go through the formula and the layer norm in one kernel
-     * ({@link FormulaKernel#runRowLayerNorm}: blocks of rows in cache on the CPU, a row a block on CUDA).
+     * trailing {@code rowLength} values, the group's only consumer; rows go through the formula and the layer norm in one
+     * kernel ({@link FormulaKernel#runRowLayerNorm}: blocks of rows in cache on the CPU, a row a block on CUDA). With
+     * autograd the group's values are not stored either: the backward computes them again ({@link #recordLayerNormBackward}).
+     * {@code passThrough[k]} says that group input k's gradient is the layer norm's input gradient itself (a residual
+     * add's operand), which the backward then hands out without a kernel of its own.
      */
-    private record FusedLayerNorm(Graph.Node node, Fused group, long rowLength) implements Step {}
+    private record FusedLayerNorm(Graph.Node node, Fused group, long rowLength, boolean[] passThrough) implements Step {}
 
     /**
      * A fused group fed by a float32 linear layer (or a matmul by a matrix, the same product) used by it alone and
@@ -224,7 +226,7 @@ final class Program {
                     && !inlined.containsKey(p) && uses.get(p) == 1 && p.device.equals(n.device) && summedRow(n, p) >= 0) {
                 summedBy.put(p, n);
             }
-            if (live.containsKey(n) && (softmaxOverRows(n) || !differentiable && layerNormOverRows(n) > 0)
+            if (live.containsKey(n) && (softmaxOverRows(n) || layerNormOverRows(n) > 0 && (!differentiable || fusesTrainingLayerNorm(n)))
                     && n.inputs.get(0) instanceof Graph.Node p && fusable(p) && !inlined.containsKey(p) && uses.get(p) == 1
                     && p.device.equals(n.device)) {
                 summedBy.put(p, n);
@@ -248,7 +250,7 @@ final class Program {
                 for (Graph.Node member : g.nodes()) inlined.remove(member);
             } else if (sum != null && sum.op == NormalizationOps.NATIVE_LAYER_NORM) {
                 if (f.kernel().layerNormsRows() && (!draws || f.kernel().layerNormsRowsDrawing())) {
-                    groups.put(sum, new FusedLayerNorm(sum, f, layerNormOverRows(sum)));
+                    groups.put(sum, new FusedLayerNorm(sum, f, layerNormOverRows(sum), passThrough(g, f)));
                     inlined.put(n, true);
                 } else if (g.ops >= 2) {
                     groups.put(n, f);
@@ -609,6 +611,28 @@ final class Program {
         for (int d = n.shape.length - k; d < n.shape.length; d++) row *= n.shape[d];
         return row;
     }
+
+    /**
+     * Whether layer norm {@code n} is fused with its producer in a program with autograd ({@link FusedLayerNorm}'s
+     * backward): not where the program reads its statistics (they would need gradients of their own), nor with
+     * {@code -Djtorch.jit.trainingLayerNorm=false}, which keeps the producer's values stored as before.
+     */
+    private boolean fusesTrainingLayerNorm(Graph.Node n) {
+        if (!TRAINING_LAYER_NORM) return false;
+        for (Graph.Output o : n.outputs) if (o != null && liveOutputs.contains(o)) return false;
+        return true;
+    }
+
+    /** For each input of group {@code g}, whether its gradient formula is the incoming gradient itself; null without autograd. */
+    private static boolean[] passThrough(FusedGroup g, Fused f) {
+        if (f.gradients() == null) return null;
+        Expr[] grads = g.gradients();
+        boolean[] same = new boolean[grads.length];
+        for (int k = 0; k < grads.length; k++) same[k] = grads[k] instanceof Expr.In in && in.index() == grads.length;
+        return same;
+    }
+
+    private static final boolean TRAINING_LAYER_NORM = !"false".equals(System.getProperty("jtorch.jit.trainingLayerNorm"));
 
     /** Which of {@code rank} dimensions {@code sum} reduces (all for no dims), or null for a repeated or invalid dim. */
     private static boolean[] reducedDims(Graph.Node sum, int rank) {
@@ -1007,9 +1031,11 @@ final class Program {
             Tensor[] outs = {Tensor.empty(root.shape, DType.FLOAT32, root.device), Tensor.empty(stats, DType.FLOAT32, root.device),
                     Tensor.empty(stats, DType.FLOAT32, root.device)};
             StridedView out = matrix(Dispatcher.view(outs[0]), rows, cols, (int) ln.scalars[0]);
+            boolean record = differentiable && (Autograd.needsGrad(args) || Autograd.needsGrad(new Tensor[] {weight, bias}));
+            Tensor[] masks = record ? masks(f.group(), root) : null;
             Backends.hold("jit", out, null, null);
             try {
-                FormulaKernel.Draws draws = draws(f.group(), drawn, null);
+                FormulaKernel.Draws draws = draws(f.group(), drawn, masks);
                 if (draws == null) {
                     f.kernel().runRowLayerNorm(root.device.index(), out, operands, cols, Dispatcher.view(weight), Dispatcher.view(bias),
                             ln.scalars[1], Dispatcher.view(outs[1]), Dispatcher.view(outs[2]), NO_PARAMS);
@@ -1017,17 +1043,160 @@ final class Program {
                     f.kernel().runRowLayerNormDrawing(root.device.index(), out, withDrawn(operands, draws), cols, Dispatcher.view(weight),
                             Dispatcher.view(bias), ln.scalars[1], Dispatcher.view(outs[1]), Dispatcher.view(outs[2]), draws);
                 }
+                if (record) recordLayerNormBackward(s, args, weight, bias, outs, masks);
             } catch (RuntimeException ex) {
                 for (Tensor t : outs) t.close();
                 throw ex;
             } finally {
                 Backends.drop(out, null, null);
+                if (masks != null) for (Tensor m : masks) m.close();
             }
             return keepStatistics(ln, outs, values);
         } finally {
             for (Tensor t : broadcast) if (t != null) t.close();
         }
     }
+
+    /**
+     * The fused group and layer norm as one autograd node. Saved: the group's inputs, its dropouts' masks, the row
+     * statistics and the affine parameters; not the group's values, which the backward recomputes (one pass of the
+     * group's kernel, the masks read back) for the layer norm's own backward kernel, whose input gradient then goes
+     * through the group's gradient kernels. Every kernel is eager's or computes eager's values, so the gradients are
+     * eager's to the bit.
+     */
+    private static void recordLayerNormBackward(FusedLayerNorm s, Tensor[] args, Tensor weight, Tensor bias, Tensor[] outs, Tensor[] masks) {
+        Fused f = s.group();
+        Graph.Node root = f.node(), ln = s.node();
+        double normalized = ln.scalars[0];
+        List<Tensor> inputs = new ArrayList<>(java.util.Arrays.asList(args));
+        if (weight != null) inputs.add(weight);
+        if (bias != null) inputs.add(bias);
+        SavedTensor[] saved = new SavedTensor[args.length];
+        for (int k = 0; k < args.length; k++) saved[k] = Autograd.save(args[k]);
+        SavedTensor[] savedMasks = masks == null ? new SavedTensor[0] : new SavedTensor[masks.length];
+        for (int j = 0; j < savedMasks.length; j++) savedMasks[j] = Autograd.save(masks[j]);
+        SavedTensor mean = Autograd.save(outs[1]), rstd = Autograd.save(outs[2]);
+        SavedTensor savedWeight = weight == null ? null : Autograd.save(weight), savedBias = bias == null ? null : Autograd.save(bias);
+        List<SavedTensor> kept = new ArrayList<>(java.util.Arrays.asList(saved));
+        kept.addAll(java.util.Arrays.asList(savedMasks));
+        kept.add(mean);
+        kept.add(rstd);
+        if (savedWeight != null) kept.add(savedWeight);
+        if (savedBias != null) kept.add(savedBias);
+        boolean[] needs = new boolean[args.length];
+        for (int k = 0; k < args.length; k++) needs[k] = args[k].requiresGrad();
+        boolean weightNeeds = weight != null && weight.requiresGrad(), biasNeeds = bias != null && bias.requiresGrad();
+        Autograd.record("JitFusedLayerNormBackward", inputs.toArray(Tensor[]::new), new Tensor[] {outs[0]}, g -> {
+            if (Grad.isEnabled()) {
+                throw new UnsupportedOperationException("jit: a double backward (createGraph) through a layer norm fused with "
+                        + f.group().ops + " ops is not supported yet; call the function eagerly for higher-order gradients");
+            }
+            Tensor[] values = new Tensor[saved.length];
+            for (int k = 0; k < saved.length; k++) values[k] = saved[k].get();
+            Tensor w = savedWeight == null ? null : savedWeight.get(), b = savedBias == null ? null : savedBias.get();
+            Tensor[] grads = fusedLayerNormBackward(s, values, g[0], mean.get(), rstd.get(), w, needs, weightNeeds, biasNeeds, savedMasks);
+            if (grads != null) {
+                Tensor[] all = new Tensor[inputs.size()];
+                System.arraycopy(grads, 0, all, 0, grads.length);
+                return all;
+            }
+            Tensor[] lnGrads;
+            try (Tensor x = Tensor.empty(root.shape, DType.FLOAT32, root.device)) {
+                // The forward kernel's drawn inputs follow the group's; the gradient kernels' follow the incoming gradient too.
+                apply(f.kernel(), root, values, null, x, maskDraws(f, savedMasks, values.length));
+                lnGrads = Dispatcher.callAll(NormalizationOps.NATIVE_LAYER_NORM_BACKWARD,
+                        new Tensor[] {g[0], x, mean.get(), rstd.get(), w, b}, normalized);
+            }
+            grads = new Tensor[inputs.size()];
+            try {
+                Tensor[] groupGrads = groupGradients(f, values, lnGrads[0], needs, maskDraws(f, savedMasks, values.length + 1));
+                System.arraycopy(groupGrads, 0, grads, 0, groupGrads.length);
+                int at = values.length;
+                if (w != null) grads[at++] = weightNeeds ? lnGrads[1] : null;
+                if (b != null) grads[at] = biasNeeds ? lnGrads[2] : null;
+            } finally {
+                lnGrads[0].close();
+                if (lnGrads[1] != null && (w == null || !weightNeeds)) lnGrads[1].close();
+                if (lnGrads[2] != null && (b == null || !biasNeeds)) lnGrads[2].close();
+            }
+            return grads;
+        }, kept.toArray(SavedTensor[]::new));
+    }
+
+    /**
+     * The gradients of {@link #recordLayerNormBackward}'s inputs (the group's, then the weight and bias where given) by
+     * the backend's one pass ({@link FormulaKernel#runRowLayerNormBackward}: the group's values recomputed a block of rows
+     * at a time, never stored), or null where the backend has none or declines, or an operand's rows do not merge into
+     * one stride: then the caller stores the recomputed values.
+     */
+    private static Tensor[] fusedLayerNormBackward(FusedLayerNorm s, Tensor[] values, Tensor grad, Tensor mean, Tensor rstd, Tensor weight,
+                                                   boolean[] needs, boolean weightNeeds, boolean biasNeeds, SavedTensor[] savedMasks) {
+        Fused f = s.group();
+        Graph.Node root = f.node(), ln = s.node();
+        if (!f.kernel().layerNormBackwardsRows() || !FUSED_LAYER_NORM_BACKWARD) return null;
+        int k0 = (int) ln.scalars[0];
+        long numel = Shapes.numel(root.shape), cols = s.rowLength(), rows = cols == 0 ? 0 : numel / cols;
+        boolean hasBias = ln.inputs.get(2) != null;
+        List<Tensor> closing = new ArrayList<>();
+        try {
+            Tensor g = grad.contiguous();
+            if (g != grad) closing.add(g);
+            StridedView[] operands = new StridedView[values.length];
+            for (int k = 0; k < values.length; k++) {
+                Tensor bc = values[k].broadcastTo(root.shape);
+                if (bc != values[k]) closing.add(bc);
+                operands[k] = matrix(Dispatcher.view(bc), rows, cols, k0);
+                if (operands[k] == null) return null;
+            }
+            // The layer norm's input gradient is stored where it is some input's gradient; each other distinct gradient
+            // kernel runs once, inputs sharing it reading the same values.
+            Tensor gradInput = null;
+            for (int k = 0; k < values.length && gradInput == null; k++) {
+                if (needs[k] && s.passThrough()[k]) closing.add(gradInput = Tensor.empty(root.shape, DType.FLOAT32, root.device));
+            }
+            List<FormulaKernel> kernels = new ArrayList<>();
+            List<Tensor> fulls = new ArrayList<>();
+            for (int k = 0; k < values.length; k++) {
+                FormulaKernel kernel = f.gradients()[k];
+                if (!needs[k] || kernel == null || s.passThrough()[k] || kernels.contains(kernel)) continue;
+                kernels.add(kernel);
+                Tensor full = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+                closing.add(full);
+                fulls.add(full);
+            }
+            Tensor gradWeight = weightNeeds ? Tensor.empty(weight.shape(), DType.FLOAT32, root.device) : null;
+            Tensor gradBias = biasNeeds ? Tensor.empty(ln.inputs.get(2).shape(), DType.FLOAT32, root.device) : null;
+            if (gradWeight != null) closing.add(gradWeight);
+            if (gradBias != null) closing.add(gradBias);
+            StridedView[] outs = new StridedView[fulls.size()];
+            for (int k = 0; k < outs.length; k++) outs[k] = matrix(Dispatcher.view(fulls.get(k)), rows, cols, k0);
+            FormulaKernel.Draws draws = maskDraws(f, savedMasks, values.length), gradientDraws = maskDraws(f, savedMasks, values.length + 1);
+            StridedView[] in = draws == null ? operands : withDrawn(operands, draws);
+            if (!f.kernel().runRowLayerNormBackward(root.device.index(), matrix(Dispatcher.view(g), rows, cols, k0), in, draws, cols,
+                    Dispatcher.view(mean), Dispatcher.view(rstd), Dispatcher.view(weight),
+                    gradInput == null ? null : matrix(Dispatcher.view(gradInput), rows, cols, k0), kernels.toArray(FormulaKernel[]::new), outs,
+                    gradientDraws, Dispatcher.view(gradWeight), Dispatcher.view(gradBias))) {
+                return null;
+            }
+            Tensor[] grads = new Tensor[values.length + (weight != null ? 1 : 0) + (hasBias ? 1 : 0)];
+            for (int k = 0; k < values.length; k++) {
+                if (!needs[k] || f.gradients()[k] == null) continue;
+                Tensor full = s.passThrough()[k] ? gradInput : fulls.get(kernels.indexOf(f.gradients()[k]));
+                grads[k] = Gradients.sumTo(full, values[k].shape(), DType.FLOAT32);
+                // The engine owns each result: a value handed out twice goes out as two handles on one storage.
+                if (grads[k] == full) grads[k] = full.alias();
+            }
+            int at = values.length;
+            if (weight != null) grads[at++] = gradWeight == null ? null : gradWeight.alias();
+            if (hasBias) grads[at] = gradBias == null ? null : gradBias.alias();
+            return grads;
+        } finally {
+            for (Tensor t : closing) t.close();
+        }
+    }
+
+    /** {@code -Djtorch.jit.fusedLayerNormBackward=false} stores the recomputed group for the eager layer-norm backward instead. */
+    private static final boolean FUSED_LAYER_NORM_BACKWARD = !"false".equals(System.getProperty("jtorch.jit.fusedLayerNormBackward"));
 
     /** A multi-output node's later outputs kept at their slots where the program reads them, the others closed; the first returned. */
     private Tensor keepStatistics(Graph.Node n, Tensor[] outs, Tensor[] values) {
@@ -1690,7 +1859,6 @@ final class Program {
      */
     private static void recordBackward(Fused f, Tensor[] args, Tensor out, String name, SavedTensor extra,
                                        java.util.function.UnaryOperator<Tensor> incoming, Tensor[] masks) {
-        Graph.Node root = f.node();
         SavedTensor[] saved = new SavedTensor[args.length];
         for (int k = 0; k < args.length; k++) saved[k] = Autograd.save(args[k]);
         SavedTensor[] savedMasks = masks == null ? new SavedTensor[0] : new SavedTensor[masks.length];
@@ -1699,14 +1867,8 @@ final class Program {
         if (extra != null) keptList.add(extra);
         keptList.addAll(java.util.Arrays.asList(savedMasks));
         SavedTensor[] kept = keptList.toArray(SavedTensor[]::new);
-        int[] maskInputs = new int[savedMasks.length];
-        for (int j = 0; j < maskInputs.length; j++) maskInputs[j] = args.length + 1 + j;
-        long[][] shapes = new long[args.length][];
         boolean[] needs = new boolean[args.length];
-        for (int k = 0; k < args.length; k++) {
-            shapes[k] = args[k].shape();
-            needs[k] = args[k].requiresGrad();
-        }
+        for (int k = 0; k < args.length; k++) needs[k] = args[k].requiresGrad();
         Autograd.record(name, out, g -> {
             if (Grad.isEnabled()) {
                 throw new UnsupportedOperationException("jit: a double backward (createGraph) through a fused group of "
@@ -1714,36 +1876,58 @@ final class Program {
             }
             Tensor[] values = new Tensor[saved.length];
             for (int k = 0; k < saved.length; k++) values[k] = saved[k].get();
-            FormulaKernel.Draws draws = null;
-            if (savedMasks.length > 0) {
-                StridedView[] maskViews = new StridedView[savedMasks.length];
-                for (int j = 0; j < maskViews.length; j++) maskViews[j] = Dispatcher.view(savedMasks[j].get());
-                draws = FormulaKernel.Draws.fromMasks(maskInputs, scales(f.group()), maskViews);
-            }
+            FormulaKernel.Draws draws = maskDraws(f, savedMasks, args.length + 1);
             Tensor grad = incoming.apply(g[0]);
-            // Each distinct gradient kernel runs once at the group's shape; inputs sharing it read the same values.
-            Map<FormulaKernel, Tensor> fulls = new IdentityHashMap<>();
             try {
-                Tensor[] grads = new Tensor[saved.length];
-                for (int k = 0; k < saved.length; k++) {
-                    FormulaKernel kernel = f.gradients()[k];
-                    if (!needs[k] || kernel == null) continue;
-                    Tensor full = fulls.get(kernel);
-                    if (full == null) {
-                        full = Tensor.empty(root.shape, DType.FLOAT32, root.device);
-                        apply(kernel, root, values, grad, full, draws);
-                        fulls.put(kernel, full);
-                    }
-                    grads[k] = Gradients.sumTo(full, shapes[k], DType.FLOAT32);
-                    // The engine owns each result: a value handed out twice goes out as two handles on one storage.
-                    if (grads[k] == full) grads[k] = full.alias();
-                }
-                return grads;
+                return groupGradients(f, values, grad, needs, draws);
             } finally {
-                for (Tensor full : fulls.values()) full.close();
                 if (grad != g[0]) grad.close();
             }
         }, args, kept);
+    }
+
+    /**
+     * The group's dropout factors read back from its saved masks ({@code firstInput} is the first mask's index among the
+     * gradient kernels' inputs: the group's inputs, then the incoming gradient), or null for a group without dropout.
+     */
+    private static FormulaKernel.Draws maskDraws(Fused f, SavedTensor[] savedMasks, int firstInput) {
+        if (savedMasks.length == 0) return null;
+        int[] maskInputs = new int[savedMasks.length];
+        StridedView[] maskViews = new StridedView[savedMasks.length];
+        for (int j = 0; j < maskViews.length; j++) {
+            maskInputs[j] = firstInput + j;
+            maskViews[j] = Dispatcher.view(savedMasks[j].get());
+        }
+        return FormulaKernel.Draws.fromMasks(maskInputs, scales(f.group()), maskViews);
+    }
+
+    /**
+     * The gradients of the group's inputs {@code values} (null where {@code needs} is false or none flows) from
+     * {@code grad}, the gradient at the group's output, each summed to its input's shape.
+     */
+    private static Tensor[] groupGradients(Fused f, Tensor[] values, Tensor grad, boolean[] needs, FormulaKernel.Draws draws) {
+        Graph.Node root = f.node();
+        // Each distinct gradient kernel runs once at the group's shape; inputs sharing it read the same values.
+        Map<FormulaKernel, Tensor> fulls = new IdentityHashMap<>();
+        try {
+            Tensor[] grads = new Tensor[values.length];
+            for (int k = 0; k < values.length; k++) {
+                FormulaKernel kernel = f.gradients()[k];
+                if (!needs[k] || kernel == null) continue;
+                Tensor full = fulls.get(kernel);
+                if (full == null) {
+                    full = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+                    apply(kernel, root, values, grad, full, draws);
+                    fulls.put(kernel, full);
+                }
+                grads[k] = Gradients.sumTo(full, values[k].shape(), DType.FLOAT32);
+                // The engine owns each result: a value handed out twice goes out as two handles on one storage.
+                if (grads[k] == full) grads[k] = full.alias();
+            }
+            return grads;
+        } finally {
+            for (Tensor full : fulls.values()) full.close();
+        }
     }
 
     private Tensor replay(Graph.Node n, Tensor[] inputs, Tensor[] values) {
@@ -1842,6 +2026,10 @@ final class Program {
                     s.append(f.node()).append(" = native_layer_norm of rows of ").append(f.rowLength()).append(", fused with ").append(g.ops)
                             .append(g.ops == 1 ? " op" : " ops").append(" over (")
                             .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
+                    if (differentiable) {
+                        s.append("    backward: saves the statistics, not the group's values; recomputes them for native_layer_norm_backward, ")
+                                .append("then the group's gradients\n");
+                    }
                 }
                 case FusedSoftmax f -> {
                     FusedGroup g = f.group().group();

@@ -61,6 +61,31 @@ public interface FormulaKernel {
         throw new UnsupportedOperationException("this backend's formula kernels do not fuse layer norm");
     }
 
+    /** Whether this kernel implements {@link #runRowLayerNormBackward}. */
+    default boolean layerNormBackwardsRows() {
+        return false;
+    }
+
+    /**
+     * The backward of {@link #runRowLayerNorm} without the formula's values stored: each block of rows of the formula
+     * is computed again from {@code inputs} (as {@link #runRowLayerNorm} takes them; {@code draws}, where not null, read
+     * back from the forward's masks), goes through the layer norm's backward ({@code native_layer_norm_backward}'s
+     * values for {@code gradOut}, the saved {@code mean} and {@code rstd}, and {@code weight}), and the block's input
+     * gradient through each of {@code gradients}, the formula's gradient kernels (inputs: the formula's inputs, then the
+     * gradient, then {@code gradientDraws}' masks), into {@code gradientOuts} (contiguous float32 {@code [rows, rowLength]}).
+     * {@code gradInput}, where not null (contiguous float32 {@code [rows, rowLength]}), receives the block's input gradient
+     * itself: the gradient of a group input that is the incoming gradient (a residual add's). {@code gradWeight} and
+     * {@code gradBias} (either may be null) receive the column sums. {@code gradOut} is contiguous.
+     * Returns false, having written nothing, where the backend declines this call's size; the caller then stores the
+     * formula's values and runs the layer norm's backward on them.
+     */
+    default boolean runRowLayerNormBackward(int deviceIndex, StridedView gradOut, StridedView[] inputs, Draws draws, long rowLength,
+                                            StridedView mean, StridedView rstd, StridedView weight, StridedView gradInput,
+                                            FormulaKernel[] gradients, StridedView[] gradientOuts, Draws gradientDraws, StridedView gradWeight,
+                                            StridedView gradBias) {
+        throw new UnsupportedOperationException("this backend's formula kernels do not fuse layer norm's backward");
+    }
+
     /**
      * Inputs of a formula that are drawn inside the kernel, not read from memory: dropout's factors. Input
      * {@code inputs[j]} at element {@code e} (row-major in the output's shape) is {@code scales[j]} where {@code u <

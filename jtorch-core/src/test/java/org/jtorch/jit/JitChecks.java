@@ -61,6 +61,21 @@ final class JitChecks {
     }
 
     /**
+     * A training call of {@code f} after {@code gen} is seeded: its output, then each leaf's gradient of the output
+     * weighted by {@code weights} and summed (the leaves' gradients zeroed first).
+     */
+    static Tensor[] trainingCall(TensorFunction f, Tensor x, Tensor[] leaves, org.jtorch.Generator gen, Tensor weights) {
+        for (Tensor t : leaves) if (t.grad() != null) t.grad().zero_();
+        gen.manualSeed(42);
+        Tensor out = f.apply(new Tensor[] {x});
+        out.mul(weights).sum().backward();
+        Tensor[] r = new Tensor[leaves.length + 1];
+        r[0] = out.detach();
+        for (int i = 0; i < leaves.length; i++) r[i + 1] = leaves[i].grad();
+        return r;
+    }
+
+    /**
      * {@code f} traced on {@code x}, in inference and with autograd: values within {@code tolerance} of eager's,
      * gradients within 1e-5. Each signature is called twice: its first call is the trace, which runs eagerly.
      */

@@ -197,6 +197,56 @@ final class CpuFormulaKernel implements FormulaKernel {
     }
 
     @Override
+    public boolean layerNormBackwardsRows() {
+        return true;
+    }
+
+    /**
+     * Parts of rows as {@link CpuLayerNormKernels#backwardProduced} splits them: the formula's rows into its scratch
+     * (this kernel's loop, the masks read back), the layer norm's backward from there, and each gradient kernel over the
+     * part's input gradient while it is in L2.
+     */
+    @Override
+    public boolean runRowLayerNormBackward(int deviceIndex, StridedView gradOut, StridedView[] in, Draws draws, long rowLength,
+                                           StridedView mean, StridedView rstd, StridedView weight, StridedView gradInput,
+                                           FormulaKernel[] gradients, StridedView[] gradientOuts, Draws gradientDraws, StridedView gradWeight,
+                                           StridedView gradBias) {
+        checkLayerNormOperands(gradOut, mean, rstd, weight, gradInput, gradWeight, gradBias);
+        checkLayerNormOperands(gradientOuts);
+        // This kernel's inputs are the group's, then the drawn factors (null in {@code in}); its gradient kernels' are the
+        // group's, the incoming gradient, then the factors.
+        int drawn = draws == null ? 0 : draws.inputs().length, group = inputs - drawn;
+        if (in.length != inputs) throw new IllegalArgumentException(formula + ": expected " + inputs + " inputs, got " + in.length);
+        CpuFormulaKernel[] kernels = new CpuFormulaKernel[gradients.length];
+        for (int k = 0; k < kernels.length; k++) {
+            if (!(gradients[k] instanceof CpuFormulaKernel c) || c.inputs != inputs + 1) {
+                throw new IllegalArgumentException(formula + ": a fused layer norm's backward takes this backend's gradient kernels of "
+                        + (inputs + 1) + " inputs, got " + gradients[k]);
+            }
+            kernels[k] = c;
+        }
+        long rows = gradOut.shape()[0];
+        if (rows == 0 || rowLength == 0) return true;
+        long[] blockStrides = {rowLength, 1};
+        return CpuLayerNormKernels.backwardProduced(gradOut, rows, rowLength, mean, rstd, weight, (r0, r1, xs) -> {
+            StridedView x = new StridedView(xs, 0, new long[] {r1 - r0, rowLength}, blockStrides, DType.FLOAT32);
+            StridedView[] rowsIn = new StridedView[inputs];
+            for (int k = 0; k < group; k++) rowsIn[k] = rowsOf(in[k], r0, r1);
+            if (draws != null) runDrawing(x, rowsIn, draws, r0 * rowLength);
+            else run(deviceIndex, DType.FLOAT32, x, rowsIn, NO_PARAMS);
+        }, gradInput, (r0, r1, ds, offset) -> {
+            StridedView[] gradIn = new StridedView[inputs + 1];
+            for (int k = 0; k < group; k++) gradIn[k] = rowsOf(in[k], r0, r1);
+            gradIn[group] = new StridedView(ds, offset / 4, new long[] {r1 - r0, rowLength}, blockStrides, DType.FLOAT32);
+            for (int k = 0; k < kernels.length; k++) {
+                StridedView out = rowsOf(gradientOuts[k], r0, r1);
+                if (gradientDraws != null) kernels[k].runDrawing(out, gradIn, gradientDraws, r0 * rowLength);
+                else kernels[k].run(deviceIndex, DType.FLOAT32, out, gradIn, NO_PARAMS);
+            }
+        }, gradWeight, gradBias);
+    }
+
+    @Override
     public boolean drawsInside() {
         return true;
     }

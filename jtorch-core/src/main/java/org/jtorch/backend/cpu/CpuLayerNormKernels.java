@@ -199,7 +199,12 @@ final class CpuLayerNormKernels {
                 if (colsF != null) columnsF32(gs, gb, xs, xb, ms, mb, rs, rb, r0, r1, n, colsF, at);
             }
         });
-        if (!columns) return;
+        if (columns) writeColumnSums(colsF, colsD, parts, n, gradWeight, gradBias);
+    }
+
+    /** The parts' column sums added in part order into the weight and bias gradients (either may be null). */
+    private static void writeColumnSums(float[] colsF, double[] colsD, int parts, int n, StridedView gradWeight, StridedView gradBias) {
+        boolean f32 = colsF != null;
         // the parts' sums added in part order, each column's on its own (independent adds, not one chain)
         double[] total = new double[2 * n];
         for (int p = 0; p < parts; p++) {
@@ -349,5 +354,92 @@ final class CpuLayerNormKernels {
                 cols[at + n + j] += g;
             }
         }
+    }
+
+    /** Writes the float32 input rows {@code [r0, r1)} of a produced backward, contiguous from offset 0 of {@code rows}. */
+    @FunctionalInterface
+    interface RowProducer {
+        void rows(long r0, long r1, MemorySegment rows);
+    }
+
+    /** Takes the input gradient of rows {@code [r0, r1)} of a produced backward, contiguous from byte {@code offset} of {@code rows}. */
+    @FunctionalInterface
+    interface RowGradients {
+        void rows(long r0, long r1, MemorySegment rows, long offset);
+    }
+
+    /**
+     * {@link #backward} in float32 for an input that is never stored: {@code producer} writes each part's rows of it into
+     * per-thread scratch (the JIT's fused producer, recomputed), the part's input gradient goes to per-thread scratch for
+     * {@code consumer} (the producer's own gradients), or into {@code gradInput} (contiguous float32 {@code [rows, cols]})
+     * where that is not null, and the column sums read the scratch while it is in L2. The parts,
+     * rows and column sums are {@link #backward}'s, so every gradient is its values to the bit. Returns false, doing
+     * nothing, where a part would not fit {@link #MAX_PRODUCED_PART} values of scratch.
+     */
+    static boolean backwardProduced(StridedView gradOut, long rows, long cols, StridedView mean, StridedView rstd, StridedView weight,
+                                    RowProducer producer, StridedView gradInput, RowGradients consumer, StridedView gradWeight,
+                                    StridedView gradBias) {
+        int n = Math.toIntExact(cols);
+        int partRows = (int) Math.max(MIN_PART_ROWS, (rows + MAX_PARTS - 1) / MAX_PARTS);
+        if ((long) partRows * n > MAX_PRODUCED_PART) return false;
+        int parts = (int) Math.max(1, (rows + partRows - 1) / partRows);
+        boolean columns = gradWeight != null || gradBias != null;
+        float[] colsF = columns ? columnScratch(parts * 2 * n) : null;
+        MemorySegment gs = gradOut.memory(), ms = mean.memory(), rs = rstd.memory();
+        long gb = base(gradOut), mb = base(mean), rb = base(rstd);
+        MemorySegment ws = weight == null ? null : weight.memory();
+        long wb = weight == null ? 0 : base(weight);
+        // The producer and consumer run over a chunk of whole parts (about PRODUCED_CHUNK values): their per-call setup
+        // is paid once a chunk; the row gradients and column sums still go part by part, as in backward.
+        int chunkParts = (int) Math.max(1, PRODUCED_CHUNK / ((long) partRows * n));
+        long chunks = (parts + chunkParts - 1) / chunkParts, chunkBytes = 4L * chunkParts * partRows * n;
+        boolean stored = gradInput != null;
+        Parallel.forRange(chunks, Math.max(1, GRAIN / Math.max(1, (long) chunkParts * partRows * n)), (begin, end) -> {
+            MemorySegment scratch = producedScratch(stored ? chunkBytes : 2 * chunkBytes);
+            MemorySegment xs = scratch.asSlice(0, chunkBytes), ds = stored ? gradInput.memory() : scratch.asSlice(chunkBytes, chunkBytes);
+            for (long c = begin; c < end; c++) {
+                long p0 = c * chunkParts, p1 = Math.min(parts, p0 + chunkParts);
+                long r0 = p0 * partRows, r1 = Math.min(rows, p1 * partRows);
+                long first = stored ? base(gradInput) + 4L * r0 * n : 0;
+                producer.rows(r0, r1, xs);
+                for (long i = r0; i < r1; i++) {
+                    long local = (i - r0) * n * 4;
+                    float m = ms.get(ElementIO.F32, mb + 4 * i), r = rs.get(ElementIO.F32, rb + 4 * i);
+                    backwardRowF32(gs, gb + i * n * 4, xs, local, n, m, r, ws, wb, ds, first + local);
+                }
+                // columnsF32 addresses row i at xb + 4 i n: the scratch's first row is r0
+                for (long p = p0; p < p1 && colsF != null; p++) {
+                    columnsF32(gs, gb, xs, -4L * r0 * n, ms, mb, rs, rb, p * partRows, Math.min(rows, (p + 1) * partRows), n, colsF,
+                            (int) p * 2 * n);
+                }
+                consumer.rows(r0, r1, ds, first);
+            }
+        });
+        if (columns) writeColumnSums(colsF, null, parts, n, gradWeight, gradBias);
+        return true;
+    }
+
+    /** Values of the produced backward's producer and consumer calls (a chunk of parts, 256 KiB of float32). */
+    private static final long PRODUCED_CHUNK = 1 << 16;
+
+    /** The most values of a produced backward's part (its input and input-gradient scratch: 2 x 16 MiB). */
+    static final long MAX_PRODUCED_PART = 1 << 22;
+
+    /** Per-thread scratch of the produced backward, kept between calls. */
+    private static final ThreadLocal<MemorySegment[]> PRODUCED_SCRATCH = ThreadLocal.withInitial(() -> new MemorySegment[1]);
+
+    private static MemorySegment producedScratch(long bytes) {
+        MemorySegment[] held = PRODUCED_SCRATCH.get();
+        if (held[0] == null || held[0].byteSize() < bytes) held[0] = java.lang.foreign.Arena.ofAuto().allocate(bytes, 64);
+        return held[0];
+    }
+
+    /** The calling thread's column-sum parts, kept between calls (every element is written before it is read). */
+    private static final ThreadLocal<float[][]> COLUMN_SCRATCH = ThreadLocal.withInitial(() -> new float[1][]);
+
+    private static float[] columnScratch(int length) {
+        float[][] held = COLUMN_SCRATCH.get();
+        if (held[0] == null || held[0].length < length) held[0] = new float[length];
+        return held[0];
     }
 }
