@@ -23,7 +23,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * The input checks inside the kernels ({@code backend.ValueCheckKernels}): binary_cross_entropy's loss and range check in
  * one pass ({@code binary_cross_entropy_elementwise}) and bernoulli's probabilities, on the test device
  * ({@code -Djtorch.test.device}; a device raises at the next synchronisation, so each refused call's result is read):
- * the losses equal to the composition of pointwise ops the kernel replaced, within a few ulps on the CPU (the same steps; the JDK's vector log differs in its last bit between compiled and interpreted code); PyTorch 1.13's
+ * the losses equal to the composition of pointwise ops the kernel replaced, within a few ulps on the CPU (the same
+ * steps, but the JDK's vector log differs in its last bit between compiled and interpreted code); PyTorch 1.13's
  * message for an input outside [0, 1] and for NaN, naming the shape, dtype and first bad element; the JIT keeps the
  * check (no graph break, the error raised by a compiled function, even where the loss goes unread).
  */
