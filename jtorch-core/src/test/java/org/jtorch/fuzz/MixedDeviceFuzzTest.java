@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Test;
  * tensors in pointwise ops, copies cross devices) or raises an error naming the op and both devices; no crash, hang
  * or JDK-internal exception, and the single-device counts of {@link ApiFuzzTest} stay zero too. Runs in the
  * simulator pass ({@code -Djtorch.test.device=cuda:0}, {@code scripts/lib/cuda-suites}); skipped on the CPU alone.
+ * {@code -Djtorch.fuzz.seconds=600} runs batches of new seeds from {@code -Djtorch.fuzz.seed} until the time is up;
  * {@code -Djtorch.fuzz.seed=S -Djtorch.fuzz.call=I} replays call I of seed S alone.
  */
 class MixedDeviceFuzzTest {
@@ -42,7 +43,13 @@ class MixedDeviceFuzzTest {
             return;
         }
         ApiFuzzTest.Tally tally = new ApiFuzzTest.Tally(LIMITS, 0);
-        for (long seed : CI_SEEDS) tally.batch("mixed", seed, CALLS);
+        long seconds = Long.getLong("jtorch.fuzz.seconds", 0);
+        if (seconds == 0) {
+            for (long seed : CI_SEEDS) tally.batch("mixed", seed, CALLS);
+        } else {
+            long deadline = System.nanoTime() + seconds * 1_000_000_000L;
+            for (long seed = Long.getLong("jtorch.fuzz.seed", 1); System.nanoTime() < deadline; seed++) tally.batch("mixed", seed, CALLS);
+        }
         System.out.println("mixed-device fuzzer: " + tally.totals());
         assertTrue(tally.mixed > 1000, "calls mixing devices: " + tally.mixed);
         assertTrue(tally.failures.isEmpty(), tally.totals() + "\n" + String.join("\n", tally.failures));
