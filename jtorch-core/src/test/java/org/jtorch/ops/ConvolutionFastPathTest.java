@@ -377,6 +377,22 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * ResNet-20's 32- and 64-channel layers on the 8x32 row tiles, stored as two 8-lane halves per transposed row
+     * ({@code ConvRasterImageF32.store}): 32 -> 32 at 16 px and 64 -> 64 at 8 px with odd batches, odd
+     * map heights, one image (its rows split over the threads), 24-pixel rows, and the stride-2 32 -> 64 forward
+     * (8-pixel output rows); the input gradients of the stride-1 shapes run the same tiles on the flipped weights.
+     */
+    @Test
+    void resNet20WideTileShapes() {
+        compare(new long[] {3, 32, 16, 16}, new long[] {32, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {5, 64, 8, 8}, new long[] {64, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 64, 9, 8}, new long[] {64, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 32, 7, 16}, new long[] {32, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 32, 5, 24}, new long[] {64, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {3, 32, 16, 16}, new long[] {64, 32, 3, 3}, new int[] {2}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /**
      * The direct weight gradient's tiles and its transposed gy: 96-tap tiles against 4 channels (twice per
      * window row at 64 input channels), then a 48-tap tile; 49- and 90-pixel images, whose gy transposes end
      * in partial blocks and whose passes hold two images; 24 output channels, a whole 16-channel group and

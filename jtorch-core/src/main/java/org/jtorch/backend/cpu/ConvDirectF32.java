@@ -240,7 +240,8 @@ final class ConvDirectF32 {
                     long at = (outImage + (long) blk * ob * pixels + (long) oy * g.ow() + ox) * Float.BYTES;
                     if (p == 8) {
                         tile8x32(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * ob, tile);
-                        storeTransposed(wk, out, at, rsBytes, FIRST_8, LAST_8);
+                        if (HALF_STORES) ConvRasterImageF32.store(wk, out, at, rsBytes);
+                        else storeTransposed(wk, out, at, rsBytes, FIRST_8, LAST_8);
                     } else if (p == 7) {
                         tile7x32(image, xBase, sx, rowStride, g.kh(), kwc, wp, wBase, bv, blk * ob, tile);
                         storeTransposed(wk, out, at, rsBytes, FIRST_7, SECOND_7);
@@ -519,6 +520,14 @@ final class ConvDirectF32 {
             }
         }
     }
+
+    /**
+     * Whether {@link #rows} stores whole 8x32 tiles as {@link ConvRasterImageF32#store} does, two unmasked 8-lane stores
+     * per transposed row, rather than two masked 16-lane stores ({@link #storeTransposed}): AVX-512's masked stores are
+     * slow on AMD's Zen 4, and ResNet-20's 32-channel 16 px and 64-channel 8 px layers store a tile per 4.6-9.2k FMAs.
+     * {@code -Djtorch.conv.halfStores=false} keeps the masked stores, to compare.
+     */
+    private static final boolean HALF_STORES = !"false".equals(System.getProperty("jtorch.conv.halfStores"));
 
     // ------------------------------------------------------------------ stride-2 input gradient, phases combined
 

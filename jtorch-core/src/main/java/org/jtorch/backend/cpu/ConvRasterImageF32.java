@@ -65,7 +65,7 @@ final class ConvRasterImageF32 {
      * stores: the row tiles' masked 16-lane stores ({@link ConvDirectF32#storeTransposed}) were about 40% of MNIST
      * conv1's forward samples (JFR, one thread), whose 9 taps leave the stores most of the work.
      */
-    private static void store(ConvDirectF32.Work wk, MemorySegment out, long at, long rsBytes) {
+    static void store(ConvDirectF32.Work wk, MemorySegment out, long at, long rsBytes) {
         float[] t = wk.block;
         Gemm.transposeBlock16(wk.tile, 0, 16 * Float.BYTES, t, 0, 16);
         for (int l = 0; l < 16; l++) {

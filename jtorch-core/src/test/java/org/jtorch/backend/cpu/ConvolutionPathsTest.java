@@ -138,6 +138,21 @@ class ConvolutionPathsTest {
         assertEquals(false, ConvWideWeightGradF32.handles(new Geometry(2, 128, 16, 16, 128, 4, 4, 2, 2, 1, 1, 1, 1, 2, 8, 8)));
     }
 
+    /**
+     * ResNet-20's 32 -> 32 (16 px), 64 -> 64 (8 px) and 32 -> 64 stride-2 forwards take the 8x32 row tiles (not the
+     * raster tiles: rows of whole 8-pixel tiles), whose stores {@code ConvolutionFastPathTest.resNet20WideTileShapes} checks.
+     */
+    @Test
+    void resNet20WideLayersTakeTheRowTiles() {
+        Geometry[] layers = {geometry(new int[] {128, 32, 16, 16}, new int[] {32, 32, 3, 3}, 1, 1, 1, 1, 1),
+            geometry(new int[] {128, 64, 8, 8}, new int[] {64, 64, 3, 3}, 1, 1, 1, 1, 1),
+            geometry(new int[] {128, 32, 16, 16}, new int[] {64, 32, 3, 3}, 2, 2, 1, 1, 1)};
+        for (Geometry g : layers) {
+            assertPaths(g, true, true);
+            assertEquals(false, ConvRasterImageF32.serves(g), "row tiles, not raster tiles, for " + g);
+        }
+    }
+
     private static void assertPaths(Geometry g, boolean direct, boolean wideTile) {
         assertEquals(direct, ConvDirectF32.handles(g), "direct forward for " + g);
         assertEquals(wideTile, ConvDirectF32.handlesWithWideTile(g), "32-channel tile for " + g);
