@@ -180,7 +180,7 @@ class LinearActivationOpTest {
     }
 
     @Test
-    void reluOfTheProductEqualsEagerBitForBitOnTheCpu() {
+    void reluOfTheProductEqualsEagerBitForBit() {
         Torch.manualSeed(7);
         Tensor x = Torch.randn(33, 17).to(DEVICE);
         Tensor w = Torch.randn(29, 17).to(DEVICE);
