@@ -15,6 +15,7 @@ import org.jtorch.autograd.Node;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.OutOfMemoryException;
+import org.jtorch.memory.Scoped;
 import org.jtorch.memory.Storage;
 import org.jtorch.ops.Arguments;
 import org.jtorch.ops.BinaryOp;
@@ -51,7 +52,7 @@ import org.jtorch.ops.UnaryOp;
  * kernel holds its own reference to the storage, so the memory stays valid until it returns (and the op
  * completes with the right values), while ops started after the close throw the closed-tensor error.
  */
-public final class Tensor implements AutoCloseable {
+public final class Tensor implements Scoped {
     private static final VarHandle CLOSED;
 
     static {
@@ -298,6 +299,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     /** The scope this tensor belongs to, or null (for {@link MemoryScope}). */
+    @Override
     public MemoryScope scope() {
         return scope;
     }
@@ -312,6 +314,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     /** Moves the tensor to a scope (for {@link MemoryScope}). */
+    @Override
     public void setScope(MemoryScope scope) {
         this.scope = scope;
     }

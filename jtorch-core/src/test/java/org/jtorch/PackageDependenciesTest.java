@@ -16,8 +16,10 @@ import org.junit.jupiter.api.Test;
 /**
  * The layering of issue 15 that holds so far, read from the sources: the op registry ({@code op}) and the backends
  * ({@code backend}) sit below the front end and never name {@code Tensor} or the packages above them, and {@code Tensor}
- * names none of the front-end packages above it ({@code data}, {@code nn}, ...: pinned memory comes from the backends).
- * (Still to cut: {@code ops}, {@code amp}, {@code autograd} and {@code memory} name {@code Tensor} and each other.)
+ * names none of the front-end packages above it ({@code data}, {@code nn}, ...: pinned memory comes from the backends);
+ * {@code memory} (storages, allocators, scopes) names only the value types ({@code DType}, {@code Device}): a scope tracks
+ * any {@code memory.Scoped}. (Still to cut: {@code ops}, {@code amp.Autocast} and {@code autograd} name {@code Tensor}
+ * and each other.)
  */
 class PackageDependenciesTest {
     private static final Pattern REFERENCE = Pattern.compile("\\borg\\.jtorch\\.(Tensor\\b|[a-z]+\\b)");
@@ -56,6 +58,12 @@ class PackageDependenciesTest {
     @Test
     void theBackendsNameNeitherTensorNorTheFrontEnd() throws IOException {
         assertEquals(List.of(), references("backend", List.of("Tensor", "ops", "amp", "autograd", "data", "jit", "nn", "optim")));
+    }
+
+    @Test
+    void memoryNamesNeitherTensorNorAnythingAboveIt() throws IOException {
+        assertEquals(List.of(), references("memory", List.of("Tensor", "Torch", "op", "ops", "backend", "amp", "autograd", "data", "jit",
+                "nn", "optim")));
     }
 
     /** What {@code file} (directly in package {@code org.jtorch}) refers to among {@code forbidden}. */

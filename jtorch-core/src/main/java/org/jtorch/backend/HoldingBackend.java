@@ -500,6 +500,11 @@ final class HoldingBackend implements Backend {
             }
         }
 
+        @Override
+        public boolean takesBiasActivation(StridedView a, StridedView b, StridedView bias, Activation activation, boolean preActivation) {
+            return k.takesBiasActivation(a, b, bias, activation, preActivation);
+        }
+
         /** The packing holds {@code b}; each product holds its operands and {@code b}, which short products read in place. */
         @Override
         public PackedRight packRight(StridedView b) {

@@ -53,6 +53,17 @@ public interface LinalgKernels {
         return false;
     }
 
+    /**
+     * Whether {@link #mmBiasActivation} takes these operands with {@code out} (and, with {@code preActivation}, the
+     * pre-activation matrix) a fresh contiguous {@code [1, M, N]} of {@code a}'s dtype, answered without running: the
+     * dispatcher's test of {@code _linear_activation}'s fused kernel, asked before it allocates. A kernel that then
+     * declines at run time (a library without an algorithm for the epilogue) leaves its caller the unfused way. By
+     * default none is taken.
+     */
+    default boolean takesBiasActivation(StridedView a, StridedView b, StridedView bias, Activation activation, boolean preActivation) {
+        return false;
+    }
+
     /** A right-hand matrix prepared once for many products with it ({@link LinalgKernels#packRight}). */
     @FunctionalInterface
     interface PackedRight extends AutoCloseable {

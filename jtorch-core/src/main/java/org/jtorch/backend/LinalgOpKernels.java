@@ -6,6 +6,8 @@ import org.jtorch.memory.Storage;
 import org.jtorch.op.Callback;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.LinalgOps;
+import org.jtorch.op.OpDef;
+import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.StridedView;
 
 /**
@@ -32,6 +34,47 @@ public final class LinalgOpKernels {
         KernelRegistry.register(type, LinalgOps.LINEAR.kernel(), (out, in, s) -> linear(backend, in[0], in[1], in[2], out, null));
         KernelRegistry.registerWithCallback(type, LinalgOps.LINEAR_EPILOGUE.kernel(),
                 (out, in, s, callback) -> linearWithCallback(backend, in[0], in[1], in[2], out, callback));
+        KernelRegistry.registerMulti(type, LinalgOps.LINEAR_ACTIVATION.kernel(),
+                (outs, in, s) -> linearActivation(backend, in[0], in[1], in[2], outs[0], outs[1], activation(s), s[1] != 0),
+                (in, s) -> fusesLinearActivation(backend, in[0], in[1], in[2], activation(s), s[1] != 0));
+    }
+
+    private static LinalgKernels.Activation activation(double[] scalars) {
+        return LinalgKernels.Activation.values()[(int) scalars[0]];
+    }
+
+    /**
+     * Whether the backend's GEMM applies bias and activation itself ({@link LinalgKernels#takesBiasActivation}) for these
+     * operands, the outputs being fresh contiguous tensors: {@link LinalgOps#LINEAR_ACTIVATION}'s test, answered before
+     * anything is allocated. False where {@code x}'s rows cannot be seen as one matrix.
+     */
+    static boolean fusesLinearActivation(Backend backend, StridedView x, StridedView weight, StridedView bias,
+                                         LinalgKernels.Activation activation, boolean keepInput) {
+        StridedView x2 = x.view(rows(x), weight.size(1));
+        return x2 != null && backend.linalg().takesBiasActivation(batchOfOne(x2), batchOfOne(weight.permute(1, 0)), bias, activation,
+                keepsInput(activation, keepInput));
+    }
+
+    private static boolean keepsInput(LinalgKernels.Activation activation, boolean keepInput) {
+        return keepInput && activation == LinalgKernels.Activation.GELU_TANH;
+    }
+
+    /**
+     * {@link LinalgOps#LINEAR_ACTIVATION}'s kernel: {@code out = activation(x @ weight.T + bias)} and, for tanh-GELU with
+     * {@code keepInput}, {@code pre = x @ weight.T + bias} ({@code pre} is empty otherwise). One kernel where the backend's
+     * GEMM takes it ({@link LinalgKernels#mmBiasActivation}); else, or where it declines at run time, the product into
+     * {@code pre} (or {@code out}) and the activation's pointwise kernel over it.
+     */
+    private static void linearActivation(Backend backend, StridedView x, StridedView weight, StridedView bias, StridedView out,
+                                         StridedView pre, LinalgKernels.Activation activation, boolean keepInput) {
+        StridedView kept = keepsInput(activation, keepInput) ? pre : null;
+        if (linearActivation(backend, x, weight, bias, out, activation, kept)) return;
+        StridedView product = kept != null ? kept : out;
+        linear(backend, x, weight, bias, product, null);
+        if (activation == LinalgKernels.Activation.NONE) return;
+        OpDef op = activation == LinalgKernels.Activation.RELU ? PointwiseOps.RELU : PointwiseOps.GELU_TANH;
+        KernelRegistry.pointwise(op, backend.deviceType()).run(out.device().index(), op.computeType(out.dtype(), DType.FLOAT32), out,
+                product, null, 0, 0);
     }
 
     /**
@@ -93,7 +136,7 @@ public final class LinalgOpKernels {
      * {@code preActivation}, where not null, receives {@code x @ weight.T + bias}. False, having done nothing, where the
      * backend has no such kernel for these operands, or {@code x}'s rows cannot be seen as one matrix.
      */
-    public static boolean linearActivation(Backend backend, StridedView x, StridedView weight, StridedView bias, StridedView out,
+    private static boolean linearActivation(Backend backend, StridedView x, StridedView weight, StridedView bias, StridedView out,
                                            LinalgKernels.Activation activation, StridedView preActivation) {
         long features = weight.size(0);
         long rows = rows(x);

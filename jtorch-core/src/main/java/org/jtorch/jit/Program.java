@@ -94,9 +94,10 @@ final class Program {
      *
      * <p>{@code activation} (null for other groups) says that the group is one ReLU or tanh-GELU of the product alone:
      * a backend whose GEMM applies it itself ({@link LinalgKernels#mmBiasActivation}, cuBLASLt's epilogues on CUDA)
-     * runs layer and group as one kernel, with autograd too: the GEMM also writes GELU's input for its backward, and a
-     * ReLU's backward reads the sign of its output ({@link Linalg#linearActivation}). {@code declined} is set once the
-     * backend has said no, so that later calls do not ask again.
+     * runs layer and group as one kernel, the op {@code _linear_activation} ({@link Linalg#linearActivation}), with autograd
+     * too: the GEMM also writes GELU's input for its backward, and a ReLU's backward reads the sign of its output.
+     * {@code declined} is set once the backend's test ({@link Linalg#fusesLinearActivation}) has said no, so that later
+     * calls do not ask again.
      */
     private record GemmEpilogue(Graph.Node node, Fused group, Graph.Node producer, int slot, LinalgKernels.Activation activation,
                                 java.util.concurrent.atomic.AtomicBoolean declined) implements Step {}
@@ -1232,26 +1233,18 @@ final class Program {
         // record its own backward: the backend's fused GEMM and activation would record the plain linear one.
         boolean masksInput = record && inputMasks.containsKey(linear);
         if (e.activation() != null && !e.declined().get() && !masksInput) {
-            Tensor[] fused;
-            try {
-                fused = Linalg.linearActivation(x, w, b, e.activation(), record);
-            } catch (RuntimeException ex) {
-                if (matmul) w.close();
-                throw ex;
-            }
-            if (fused == null) {
-                e.declined().set(true);
-            } else {
-                try {
-                    if (fused[1] == null) return fused[0];
-                    args[e.slot()] = fused[1];
-                    recordBackward(f, args, fused[0], null);
-                    fused[1].close();
-                    return fused[0];
+            if (Linalg.fusesLinearActivation(x, w, b, e.activation(), record)) {
+                // The op's own derivative (the activation's gradient, then the layer's) is the group's backward.
+                Tensor[] fused;
+                try (var g = record ? null : Grad.noGrad()) {
+                    fused = Linalg.linearActivation(x, w, b, e.activation(), record);
                 } finally {
                     if (matmul) w.close();
                 }
+                fused[1].close();
+                return fused[0];
             }
+            e.declined().set(true);
         }
         if (record && reluLayer(e) && (premasked.contains(root) || masksInput)) {
             // Layer and ReLU as one autograd node: the product written over by the ReLU, then one backward for both.

@@ -2,8 +2,6 @@ package org.jtorch.memory;
 
 import java.util.ArrayList;
 import java.util.function.Supplier;
-import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
 
 /**
  * Releases, on close, every tensor created inside it on this thread, except those passed to
@@ -35,7 +33,7 @@ public final class MemoryScope implements AutoCloseable {
     private final Thread owner;
     private final String openedAt;
     /** Presized: a training step creates dozens of tensors, and regrowing the list showed in profiles. */
-    private final ArrayList<Tensor> tracked = new ArrayList<>(64);
+    private final ArrayList<Scoped> tracked = new ArrayList<>(64);
     private boolean closed;
 
     public MemoryScope() {
@@ -64,10 +62,10 @@ public final class MemoryScope implements AutoCloseable {
         return openedAt;
     }
 
-    /** The first frame outside this class and {@code Tensor}: the code that opened a scope or closed a tensor. */
+    /** The first frame outside this class and the tracked objects' ({@code Tensor}): the code that opened a scope or closed a tensor. */
     public static String callSite() {
-        return StackWalker.getInstance().walk(frames -> frames
-                .filter(f -> !f.getClassName().equals(MemoryScope.class.getName()) && !f.getClassName().equals("org.jtorch.Tensor"))
+        return StackWalker.getInstance(StackWalker.Option.RETAIN_CLASS_REFERENCE).walk(frames -> frames
+                .filter(f -> f.getDeclaringClass() != MemoryScope.class && !Scoped.class.isAssignableFrom(f.getDeclaringClass()))
                 .findFirst()
                 .map(f -> f.getClassName() + "." + f.getMethodName() + "(" + f.getFileName() + ":" + f.getLineNumber() + ")")
                 .orElse("unknown"));
@@ -79,22 +77,22 @@ public final class MemoryScope implements AutoCloseable {
     }
 
     /** Runs {@code body} in a new scope and keeps its result. */
-    public static <T extends Tensor> T run(Supplier<T> body) {
-        Arguments.nonNull("MemoryScope.run", "body", body);
+    public static <T extends Scoped> T run(Supplier<T> body) {
+        MemoryStats.nonNull("MemoryScope.run", "body", body);
         try (MemoryScope scope = new MemoryScope()) {
             return scope.keep(body.get());
         }
     }
 
-    /** Called by tensor constructors: the tensor now belongs to this scope. */
-    public void track(Tensor t) {
-        Arguments.nonNull("MemoryScope.track", "t", t);
+    /** Called by tensor constructors: the tensor (any {@link Scoped}) now belongs to this scope. */
+    public void track(Scoped t) {
+        MemoryStats.nonNull("MemoryScope.track", "t", t);
         tracked.add(t);
         t.setScope(this);
     }
 
     /** Excludes {@code t} from this scope's release; it moves to the enclosing scope if there is one. */
-    public <T extends Tensor> T keep(T t) {
+    public <T extends Scoped> T keep(T t) {
         if (t == null) return null;
         if (t.scope() == this) {
             if (parent != null) parent.track(t);
@@ -115,7 +113,7 @@ public final class MemoryScope implements AutoCloseable {
         }
         closed = true;
         CURRENT.set(parent);
-        for (Tensor t : tracked) {
+        for (Scoped t : tracked) {
             if (t.scope() == this) t.close();
         }
         tracked.clear();

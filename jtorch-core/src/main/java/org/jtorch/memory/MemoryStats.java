@@ -1,6 +1,5 @@
 package org.jtorch.memory;
 
-import org.jtorch.ops.Arguments;
 
 /**
  * A snapshot of one allocator's counters (as {@code torch.cuda.memory_stats}, for any device).
@@ -31,8 +30,8 @@ public record MemoryStats(long allocatedBytes, long reservedBytes, long peakAllo
 
     /** The size set by the system property {@code property}, else the environment variable {@code variable}. */
     public static long configuredBytes(String property, String variable, long fallback) {
-        Arguments.nonNull("configuredBytes", "property", property);
-        Arguments.nonNull("configuredBytes", "variable", variable);
+        nonNull("configuredBytes", "property", property);
+        nonNull("configuredBytes", "variable", variable);
         String p = System.getProperty(property);
         if (p != null) return parseBytes(property, p);
         String v = System.getenv(variable);
@@ -42,8 +41,8 @@ public record MemoryStats(long allocatedBytes, long reservedBytes, long peakAllo
 
     /** Bytes from {@code 1073741824}, {@code 512m}, {@code 4g}, {@code 4GiB}, {@code 1.5GB} (binary units). */
     public static long parseBytes(String name, String text) {
-        Arguments.nonNull("parseBytes", "name", name);
-        Arguments.nonNull("parseBytes", "text", text);
+        nonNull("parseBytes", "name", name);
+        nonNull("parseBytes", "text", text);
         String t = text.strip().toLowerCase(java.util.Locale.ROOT).replace("ib", "").replace("b", "");
         long unit = 1;
         if (!t.isEmpty()) {
@@ -77,5 +76,14 @@ public record MemoryStats(long allocatedBytes, long reservedBytes, long peakAllo
             u++;
         }
         return String.format("%.1f %s", v, units[u]);
+    }
+
+    /**
+     * {@code value}, or {@code "op: param must not be null"} as {@code ops.Arguments.nonNull} words it: the memory
+     * package checks its arguments without importing the front end's helper (which sits above it).
+     */
+    static <T> T nonNull(String op, String param, T value) {
+        if (value == null) throw new NullPointerException(op + ": " + param + " must not be null");
+        return value;
     }
 }

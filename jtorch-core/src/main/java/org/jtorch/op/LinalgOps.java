@@ -129,6 +129,52 @@ public final class LinalgOps {
             .meta(LINEAR.meta()).derivatives(() -> LINEAR.derivatives()).node("LinearBackward0")
             .doc("`linear`'s GEMM with the callback's work on each finished block (the JIT's epilogue)").build();
 
+    /** {@code _linear_activation}'s {@code activation} codes (the ordinals of the backends' {@code LinalgKernels.Activation}). */
+    public static final int ACTIVATION_NONE = 0, ACTIVATION_RELU = 1, ACTIVATION_GELU_TANH = 2;
+
+    /**
+     * {@code out = activation(linear(input, weight, bias))} for the activation {@code activation} (0 none, 1 ReLU, 2
+     * tanh-GELU), and {@code pre}, the activation's input, where its gradient needs it kept: tanh-GELU with {@code
+     * keep_input}. Else {@code pre} is empty (0 elements): ReLU's gradient reads its output's sign, which stands for its
+     * input (the two would alias), and tanh-GELU without {@code keep_input} recomputes the product in its backward.
+     * Backends whose GEMM applies bias and activation as it writes the product (cuBLASLt's epilogues on CUDA) run it as one
+     * kernel where their test ({@code LinalgKernels.takesBiasActivation}) takes the operands; the others, and a library
+     * that declines at run time, write the product then the activation into the same outputs. JIT-internal: the JIT's
+     * first choice for a linear layer followed by ReLU or tanh-GELU where the backend fuses it; not autocast.
+     */
+    public static final OpDef LINEAR_ACTIVATION = OpDef.structured("linear_activation").py("_linear_activation").rule(SAME_NO_BOOL)
+            .outputs(LinalgOps::linearActivationMeta, "out", "pre")
+            .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"),
+                    Param.scalar("activation", "int", null), Param.scalar("keep_input", "bool", null))
+            .derivatives(LinalgOps::linearActivationDerivatives).node("LinearActivationBackward0")
+            .doc("`linear` and ReLU or tanh-GELU, one kernel where the backend's GEMM applies them (cuBLASLt's epilogues)").build();
+
+    private static Meta.Output[] linearActivationMeta(StridedView[] in, double[] s) {
+        int activation = (int) s[0];
+        if (s[0] != activation || activation < ACTIVATION_NONE || activation > ACTIVATION_GELU_TANH) {
+            throw new IllegalArgumentException("_linear_activation: activation must be 0 (none), 1 (relu) or 2 (tanh gelu), got "
+                    + s[0]);
+        }
+        Meta.Output out = LINEAR.meta().infer(in, s);
+        if (activation == ACTIVATION_GELU_TANH && !out.dtype().isFloatingPoint()) {
+            throw new IllegalArgumentException("_linear_activation: tanh gelu needs floating-point operands, got " + out.dtype()
+                    + " input of shape " + Shapes.format(in[0].shape()) + " on " + in[0].device());
+        }
+        boolean keepsInput = activation == ACTIVATION_GELU_TANH && s[1] != 0;
+        return new Meta.Output[] {out, new Meta.Output(keepsInput ? out.shape() : new long[] {0}, out.dtype())};
+    }
+
+    /** The activation's gradient (from the output's sign, the kept input, or the product recomputed), then {@link #LINEAR}'s. */
+    private static List<Expr> linearActivationDerivatives() {
+        Expr bias = in(2, "bias");
+        Expr product = new Expr.IfPresent(2, call(LINEAR, X, W, bias), call(LINEAR, X, W));
+        Expr geluInput = new Expr.IfScalar(1, 1, Expr.output(1, "pre"), product);
+        Expr preGrad = new Expr.IfScalar(0, ACTIVATION_RELU, call(PointwiseOps.THRESHOLD_BACKWARD, GRAD, Expr.RESULT),
+                new Expr.IfScalar(0, ACTIVATION_GELU_TANH, call(PointwiseOps.GELU_TANH_BACKWARD, GRAD, geluInput), GRAD));
+        return List.of(call(FrontEndOps.MATMUL, preGrad, W),
+                call(MM, t(call(FrontEndOps.ROWS, preGrad)), call(FrontEndOps.ROWS, X)), preGrad);
+    }
+
     /** {@code x.t()}. */
     private static Expr t(Expr x) {
         return call(ViewOps.TRANSPOSE, x, Expr.c(0), Expr.c(1));

@@ -229,6 +229,17 @@ public final class Dispatcher {
         return structured(op, inputs, scalars, callback);
     }
 
+    /**
+     * Whether the kernel registered for {@code op} on the inputs' device takes these arguments ({@link
+     * KernelRegistry#applies}: its test, answered from the views without running or allocating): for a caller choosing
+     * between a backend's fused kernel and another way of its own (the JIT's GEMM epilogue or {@code _linear_activation}).
+     */
+    public static boolean kernelTakes(OpDef op, Tensor[] inputs, double... scalars) {
+        StridedView[] views = new StridedView[Math.max(inputs.length, op.tensorInputs())];
+        Device device = structuredViews(op.pyName(), inputs, views);
+        return device != null && KernelRegistry.applies(op, device.type(), views, scalars);
+    }
+
     /** The first output; the others (null where skipped) are released (a caller of {@link #call} asked for one tensor). */
     private static Tensor firstOf(Tensor[] outputs) {
         for (int i = 1; i < outputs.length; i++) if (outputs[i] != null) outputs[i].close();

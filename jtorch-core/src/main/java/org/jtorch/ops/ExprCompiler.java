@@ -115,14 +115,17 @@ final class ExprCompiler {
 
     /**
      * Compiles an op's derivatives (null where an input gets none) so that a multi-output call several of them select from
-     * ({@link Expr.Select}: batch norm's fused backward) runs once per backward, in a {@link Values#shared} slot.
+     * ({@link Expr.Select}: batch norm's fused backward), or a scalar's choice several of them read ({@link Expr.IfScalar}),
+     * runs once per backward, in a {@link Values#shared} slot.
      */
     static Derivatives compileDerivatives(List<Expr> derivatives) {
         Map<Expr, Integer> uses = new HashMap<>();
         for (Expr e : derivatives) if (e != null) countUses(e, uses);
         Map<Expr, Integer> slots = new HashMap<>();
         for (Map.Entry<Expr, Integer> u : uses.entrySet()) {
-            if (u.getValue() > 1 && u.getKey() instanceof Expr.Op o && o.op().outputCount() > 1) slots.put(o, slots.size());
+            // A gradient chosen by a scalar that several derivatives read (_linear_activation's activation gradient) is shared too.
+            boolean shared = u.getKey() instanceof Expr.Op o && o.op().outputCount() > 1 || u.getKey() instanceof Expr.IfScalar;
+            if (u.getValue() > 1 && shared) slots.put(u.getKey(), slots.size());
         }
         TensorFn[] fns = new TensorFn[derivatives.size()];
         SHARED.set(slots);

@@ -5,17 +5,11 @@ import static org.jtorch.ops.Dispatcher.view;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Callback;
 import org.jtorch.op.LinalgOps;
-import org.jtorch.op.Meta;
 import org.jtorch.op.Shapes;
-import org.jtorch.op.StridedView;
 import java.util.Arrays;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
-import org.jtorch.autograd.Autograd;
-import org.jtorch.autograd.Grad;
-import org.jtorch.backend.Backends;
 import org.jtorch.backend.LinalgKernels;
-import org.jtorch.backend.LinalgOpKernels;
 import org.jtorch.memory.MemoryScope;
 
 /**
@@ -203,35 +197,26 @@ public final class Linalg {
     }
 
     /**
-     * {@code activation(x @ weight.T + bias)} as one kernel where the backend has one ({@link LinalgKernels#mmBiasActivation}:
-     * cuBLASLt's bias and activation epilogues), not traced, no autocast; null where it has none. With
-     * {@code forGradient} the result is {@code {out, in}}: {@code in} carries the linear layer's autograd and holds what
-     * the activation's gradient formula reads of its input (the activation's own autograd is the caller's to record).
-     * For GELU that is the input itself, written by the same kernel; for ReLU, whose gradient reads only its input's
-     * sign, which its output keeps, {@code in} is a view of {@code out} (cuBLASLt's ReLU input would be a bit mask).
-     * Without, {@code {out, null}} and no autograd.
+     * {@code activation(x @ weight.T + bias)}, the declared op {@link LinalgOps#LINEAR_ACTIVATION} (not autocast): one
+     * kernel where the backend's GEMM applies bias and activation itself ({@link LinalgKernels#mmBiasActivation}:
+     * cuBLASLt's epilogues; {@link #fusesLinearActivation} tells), else the product and the activation's kernel. Returns
+     * {@code {out, pre}}: {@code out} carries the layer's and the activation's autograd ({@code LinearActivationBackward0});
+     * {@code pre}, the activation's input, is kept for tanh-GELU with {@code keepInput} (its gradient reads it; without,
+     * the backward recomputes the product) and is empty otherwise (ReLU's gradient reads the sign of {@code out}).
      */
     public static Tensor[] linearActivation(Tensor x, Tensor weight, Tensor bias, LinalgKernels.Activation activation,
-                                            boolean forGradient) {
-        Tensor[] inputs = {x, weight, bias};
-        for (Tensor t : inputs) if (t != null) t.checkOpen("linear");
-        Meta.Output meta = LinalgOps.LINEAR.meta().infer(new StridedView[] {view(x), view(weight), view(bias)}, NO_SCALARS);
-        Tensor out = Tensor.empty(meta.shape(), meta.dtype(), x.device());
-        boolean signOnly = activation == LinalgKernels.Activation.RELU;
-        Tensor pre = forGradient && !signOnly ? Tensor.empty(meta.shape(), meta.dtype(), x.device()) : null;
-        boolean done;
-        try (var g = Grad.noGrad()) {
-            done = LinalgOpKernels.linearActivation(Backends.of("linear", x.device()), view(x), view(weight), view(bias), view(out),
-                    activation, pre == null ? null : view(pre));
-        }
-        if (!done) {
-            out.close();
-            if (pre != null) pre.close();
-            return null;
-        }
-        if (forGradient && signOnly) pre = out.alias();
-        if (pre != null && Autograd.needsGrad(inputs)) Dispatcher.record(LinalgOps.LINEAR, inputs, inputs, pre, NO_SCALARS, null);
-        return new Tensor[] {out, pre};
+                                            boolean keepInput) {
+        return Dispatcher.callAll(LinalgOps.LINEAR_ACTIVATION, new Tensor[] {x, weight, bias}, activation.ordinal(), keepInput ? 1 : 0);
+    }
+
+    /**
+     * Whether {@link #linearActivation} runs as one kernel of {@code x}'s backend for these operands (its registered test,
+     * answered without running or allocating): the JIT's choice between it and its own GEMM epilogue.
+     */
+    public static boolean fusesLinearActivation(Tensor x, Tensor weight, Tensor bias, LinalgKernels.Activation activation,
+                                                boolean keepInput) {
+        return Dispatcher.kernelTakes(LinalgOps.LINEAR_ACTIVATION, new Tensor[] {x, weight, bias}, activation.ordinal(),
+                keepInput ? 1 : 0);
     }
 
     /** Outer product of two vectors, with type promotion. */

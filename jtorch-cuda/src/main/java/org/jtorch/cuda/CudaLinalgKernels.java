@@ -147,34 +147,22 @@ final class CudaLinalgKernels implements LinalgKernels {
     @Override
     public boolean mmBiasActivation(StridedView a, StridedView b, StridedView out, StridedView bias, Activation activation,
                                     StridedView preActivation) {
-        DType dtype = out.dtype();
-        long m = out.size(1), n = out.size(2), k = a.size(2);
-        if (!MatmulPlan.supports(dtype) || out.size(0) != 1 || m == 0 || n == 0 || k == 0) return false;
-        if (bias != null && (bias.dtype() != dtype || bias.dim() != 1 || bias.size(0) != n || (n > 1 && bias.stride(0) != 1))) {
-            return false;
-        }
+        long n = out.size(2);
         long auxLd = 0;
         if (preActivation != null) {
-            auxLd = m > 1 ? preActivation.stride(1) : n;
-            if (activation != Activation.GELU_TANH || preActivation.dtype() != dtype
-                    || !java.util.Arrays.equals(preActivation.shape(), out.shape()) || (n > 1 && preActivation.stride(2) != 1)
-                    || auxLd < n || auxLd % 8 != 0) {
+            auxLd = out.size(1) > 1 ? preActivation.stride(1) : n;
+            if (preActivation.dtype() != out.dtype() || !java.util.Arrays.equals(preActivation.shape(), out.shape())
+                    || (n > 1 && preActivation.stride(2) != 1)) {
                 return false;
             }
         }
-        int code = switch (activation) {
-            case NONE -> bias != null ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-            case RELU -> bias != null ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-            case GELU_TANH -> preActivation != null ? (bias != null ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
-                    : bias != null ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-        };
-        if (code == CUBLASLT_EPILOGUE_DEFAULT) return false;
-        Plan plan = MatmulPlan.plan(dtype, a.shape(), a.strides(), b.shape(), b.strides(), out.shape(), out.strides(),
-                MatmulSettings.allowTf32());
-        if (plan.needsCopy() || plan.outputNeedsTemp()) return false;
-        Epilogue epilogue = new Epilogue(code, bias == null ? 0 : bias.address(), preActivation == null ? 0 : preActivation.address(), auxLd);
-        Key refused = new Key(out.device().index(), plan, 0, 0, 0, code);
-        if (unsupported.contains(refused)) return false;
+        Fusable fused = fusable(out.device().index(), a, b, out.shape(), out.strides(), out.dtype(), bias, activation,
+                preActivation != null, auxLd);
+        if (fused == null) return false;
+        Plan plan = fused.plan();
+        Epilogue epilogue = new Epilogue(fused.code(), bias == null ? 0 : bias.address(),
+                preActivation == null ? 0 : preActivation.address(), auxLd);
+        Key refused = fused.refused();
         try {
             if (run(out.device(), plan, b.address(), a.address(), out.address(), 1, 0, epilogue)) return true;
         } catch (CudaException e) {
@@ -183,6 +171,48 @@ final class CudaLinalgKernels implements LinalgKernels {
         // The library has no algorithm for this epilogue here (a GPU or type without it): the unfused way, from now on.
         unsupported.add(refused);
         return false;
+    }
+
+    /** Answered as {@link #mmBiasActivation} would be for a fresh contiguous {@code out} (and pre-activation matrix), short of running. */
+    @Override
+    public boolean takesBiasActivation(StridedView a, StridedView b, StridedView bias, Activation activation, boolean preActivation) {
+        if (a.dim() != 3 || b.dim() != 3) return false;
+        long m = a.size(1), n = b.size(2);
+        return fusable(a.device().index(), a, b, new long[] {1, m, n}, new long[] {m * n, n, 1}, a.dtype(), bias, activation,
+                preActivation, n) != null;
+    }
+
+    /** An epilogue cuBLASLt is asked to run: its code, the product's plan, and the key under which a refusal is remembered. */
+    private record Fusable(int code, Plan plan, Key refused) {}
+
+    /**
+     * The epilogue for {@code out = activation(a @ b + bias)} with {@code out} of {@code shape}, {@code strides} and
+     * {@code dtype} (and a pre-activation matrix of leading dimension {@code auxLd}), or null where cuBLASLt is not asked:
+     * one product (no batch), nothing to copy first, a contiguous bias of {@code out}'s dtype and length N, and a
+     * pre-activation matrix (GELU only: cuBLASLt's ReLU aux is a bit mask) with a row stride that is a multiple of 8
+     * elements; or the library refused this epilogue here before.
+     */
+    private Fusable fusable(int device, StridedView a, StridedView b, long[] shape, long[] strides, DType dtype, StridedView bias,
+                            Activation activation, boolean preActivation, long auxLd) {
+        long m = shape[1], n = shape[2], k = a.size(2);
+        if (!MatmulPlan.supports(dtype) || a.dtype() != dtype || b.dtype() != dtype || shape[0] != 1 || m == 0 || n == 0 || k == 0) {
+            return null;
+        }
+        if (bias != null && (bias.dtype() != dtype || bias.dim() != 1 || bias.size(0) != n || (n > 1 && bias.stride(0) != 1))) {
+            return null;
+        }
+        if (preActivation && (activation != Activation.GELU_TANH || auxLd < n || auxLd % 8 != 0)) return null;
+        int code = switch (activation) {
+            case NONE -> bias != null ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+            case RELU -> bias != null ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+            case GELU_TANH -> preActivation ? (bias != null ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+                    : bias != null ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+        };
+        if (code == CUBLASLT_EPILOGUE_DEFAULT) return null;
+        Plan plan = MatmulPlan.plan(dtype, a.shape(), a.strides(), b.shape(), b.strides(), shape, strides, MatmulSettings.allowTf32());
+        if (plan.needsCopy() || plan.outputNeedsTemp()) return null;
+        Key refused = new Key(device, plan, 0, 0, 0, code);
+        return unsupported.contains(refused) ? null : new Fusable(code, plan, refused);
     }
 
     /** The product; false, having done nothing, where the heuristic has no algorithm for an epilogue (an error without one). */
