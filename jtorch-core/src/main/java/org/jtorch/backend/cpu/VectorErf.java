@@ -80,9 +80,9 @@ final class VectorErf {
         FloatVector ax = x.abs();
         FloatVector lower = lowerTail(ax, scaledExpOfMinusHalfSquare(ax));
         // x < 0: x Phi(-|x|) 2^64 2^-64, so that a subnormal result is rounded once (by the last product)
-        VectorMask<Float> positive = x.compare(VectorOperators.GT, 0f);
-        FloatVector cdf = lower.blend(FloatVector.broadcast(FS, 1f).sub(lower.mul(EXP_UNSCALE)), positive);
-        return x.mul(cdf).mul(FloatVector.broadcast(FS, EXP_UNSCALE).blend(1f, positive));
+        VectorMask<Float> positive = x.compare(VectorOperators.GT, V_ZERO);
+        FloatVector cdf = lower.blend(V_ONE.sub(lower.mul(V_EXP_UNSCALE)), positive);
+        return x.mul(cdf).mul(V_EXP_UNSCALE.blend(V_ONE, positive));
     }
 
     /**
@@ -94,9 +94,9 @@ final class VectorErf {
     static FloatVector geluBackward(FloatVector g, FloatVector x) {
         FloatVector ax = x.abs();
         FloatVector e = scaledExpOfMinusHalfSquare(ax);
-        FloatVector lower = lowerTail(ax, e).mul(EXP_UNSCALE);
-        FloatVector cdf = lower.blend(FloatVector.broadcast(FS, 1f).sub(lower), x.compare(VectorOperators.GT, 0f));
-        return g.mul(x.mul(e).fma(FloatVector.broadcast(FS, RSQRT_2PI_UNSCALED), cdf));
+        FloatVector lower = lowerTail(ax, e).mul(V_EXP_UNSCALE);
+        FloatVector cdf = lower.blend(V_ONE.sub(lower), x.compare(VectorOperators.GT, V_ZERO));
+        return g.mul(x.mul(e).fma(V_RSQRT_2PI_UNSCALED, cdf));
     }
 
     // ---------------------------------------------------------------- GELU's Phi(-|x|), all inline
@@ -124,11 +124,25 @@ final class VectorErf {
      * {@code |x|}: kept scaled, so that the caller's last product is the one rounding into subnormals.
      */
     private static FloatVector lowerTail(FloatVector ax, FloatVector scaledExp) {
-        FloatVector t = FloatVector.broadcast(FS, 1f).div(ax.fma(FloatVector.broadcast(FS, (float) (T_SLOPE * Math.sqrt(0.5))), FloatVector.broadcast(FS, 1f)));
-        FloatVector v = t.sub((float) T_CENTRE);
-        FloatVector p = FloatVector.broadcast(FS, RATIO[RATIO.length - 1]);
-        for (int k = RATIO.length - 2; k >= 0; k--) p = p.fma(v, FloatVector.broadcast(FS, RATIO[k]));
+        FloatVector t = V_ONE.div(ax.fma(V_T_SLOPE, V_ONE));
+        FloatVector v = t.sub(V_T_CENTRE);
+        // Horner written out over constant vectors: C2 parses each broadcast as a chain of calls, and the nodes of a
+        // formula's parse count against its inlining cutoff (NodeCountInliningCutoff) in the generated row kernels
+        FloatVector p = R10.fma(v, R9).fma(v, R8).fma(v, R7).fma(v, R6).fma(v, R5).fma(v, R4).fma(v, R3).fma(v, R2).fma(v, R1).fma(v, R0);
         return scaledExp.mul(t).mul(p);
+    }
+
+    private static final FloatVector V_ZERO = FloatVector.zero(FS);
+    private static final FloatVector V_ONE = FloatVector.broadcast(FS, 1f);
+    private static final FloatVector V_T_SLOPE = FloatVector.broadcast(FS, (float) (T_SLOPE * Math.sqrt(0.5)));
+    private static final FloatVector V_T_CENTRE = FloatVector.broadcast(FS, (float) T_CENTRE);
+    private static final FloatVector R0 = coefficient(RATIO, 0), R1 = coefficient(RATIO, 1), R2 = coefficient(RATIO, 2),
+            R3 = coefficient(RATIO, 3), R4 = coefficient(RATIO, 4), R5 = coefficient(RATIO, 5), R6 = coefficient(RATIO, 6),
+            R7 = coefficient(RATIO, 7), R8 = coefficient(RATIO, 8), R9 = coefficient(RATIO, 9), R10 = coefficient(RATIO, 10);
+
+    /** {@code c[k]} in every lane; {@code c} must have exactly the degree written out at its use. */
+    private static FloatVector coefficient(float[] c, int k) {
+        return FloatVector.broadcast(FS, c[k]);
     }
 
     /** 2^64: the scaled exponential's factor, so that its scale 2^(n + 64) stays a normal float down to exp(-113). */
@@ -144,6 +158,17 @@ final class VectorErf {
     private static final float LN2_LO = (float) (Math.log(2) - LN2_HI);
     /** e^r on |r| <= ln 2 / 2 (Chebyshev, degree 6: 2e-9 relative), as monomials in r. */
     private static final float[] EXP_R = fitExp(6);
+    private static final FloatVector E0 = coefficient(EXP_R, 0), E1 = coefficient(EXP_R, 1), E2 = coefficient(EXP_R, 2),
+            E3 = coefficient(EXP_R, 3), E4 = coefficient(EXP_R, 4), E5 = coefficient(EXP_R, 5), E6 = coefficient(EXP_R, 6);
+    private static final FloatVector V_EXP_UNSCALE = FloatVector.broadcast(FS, EXP_UNSCALE);
+    private static final FloatVector V_RSQRT_2PI_UNSCALED = FloatVector.broadcast(FS, RSQRT_2PI_UNSCALED);
+    private static final FloatVector V_LIMIT = FloatVector.broadcast(FS, GELU_LIMIT);
+    private static final FloatVector V_MINUS_HALF = FloatVector.broadcast(FS, -0.5f);
+    private static final FloatVector V_LOG2E = FloatVector.broadcast(FS, LOG2E);
+    private static final FloatVector V_ROUNDER = FloatVector.broadcast(FS, ROUNDER);
+    private static final FloatVector V_MINUS_LN2_HI = FloatVector.broadcast(FS, -LN2_HI);
+    private static final FloatVector V_MINUS_LN2_LO = FloatVector.broadcast(FS, -LN2_LO);
+    private static final IntVector V_EXPONENT_BIAS = IntVector.broadcast(FS.withLanes(int.class), ROUNDER_BITS - 127 - 64);
 
     /**
      * {@code 2^64 exp(-x^2/2)} for {@code |x|} in [0, 15] (0 past 15), without the JDK's vector exp: that one is a call into
@@ -155,18 +180,17 @@ final class VectorErf {
      * subnormal result is rounded once.
      */
     private static FloatVector scaledExpOfMinusHalfSquare(FloatVector abs) {
-        FloatVector ax = abs.min(GELU_LIMIT);
-        FloatVector minusHalf = ax.mul(-0.5f);
+        FloatVector ax = abs.min(V_LIMIT);
+        FloatVector minusHalf = ax.mul(V_MINUS_HALF);
         FloatVector y = minusHalf.mul(ax);
         FloatVector yLo = minusHalf.fma(ax, y.neg());
-        FloatVector k = y.fma(LOG2E, ROUNDER);
-        FloatVector n = k.sub(ROUNDER);
-        FloatVector r = n.fma(FloatVector.broadcast(FS, -LN2_HI), y).add(n.mul(-LN2_LO).add(yLo));
-        FloatVector p = FloatVector.broadcast(FS, EXP_R[EXP_R.length - 1]);
-        for (int i = EXP_R.length - 2; i >= 0; i--) p = p.fma(r, FloatVector.broadcast(FS, EXP_R[i]));
+        FloatVector k = y.fma(V_LOG2E, V_ROUNDER);
+        FloatVector n = k.sub(V_ROUNDER);
+        FloatVector r = n.fma(V_MINUS_LN2_HI, y).add(n.mul(V_MINUS_LN2_LO).add(yLo));
+        FloatVector p = E6.fma(r, E5).fma(r, E4).fma(r, E3).fma(r, E2).fma(r, E1).fma(r, E0);
         IntVector biased = (IntVector) k.viewAsIntegralLanes();
-        FloatVector scale = (FloatVector) biased.sub(ROUNDER_BITS - 127 - 64).lanewise(VectorOperators.LSHL, 23).viewAsFloatingLanes();
-        return p.mul(scale).blend(0f, abs.compare(VectorOperators.GT, GELU_LIMIT));
+        FloatVector scale = (FloatVector) biased.sub(V_EXPONENT_BIAS).lanewise(VectorOperators.LSHL, 23).viewAsFloatingLanes();
+        return p.mul(scale).blend(V_ZERO, abs.compare(VectorOperators.GT, V_LIMIT));
     }
 
     /** {@code x P(x^2)} with the Taylor coefficients. */
