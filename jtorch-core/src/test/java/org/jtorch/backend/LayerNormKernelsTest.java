@@ -81,6 +81,40 @@ class LayerNormKernelsTest {
         org.junit.jupiter.api.Assertions.assertArrayEquals(seen[0], seen[1]);
     }
 
+    /**
+     * The float32 weight and bias gradients are the same bits without an input gradient (the column sums alone), and
+     * after a larger call has left other sums in the kernel's kept buffer.
+     */
+    @Test
+    void theColumnSumsAloneAndAfterALargerCallAreTheSame() {
+        long[] s = {300, 40}, large = {700, 72};
+        NormalizationKernels k = Backends.of(Device.cpu()).normalization();
+        float[][] seen = new float[2][];
+        for (int run = 0; run < 2; run++) {
+            if (run == 1) {
+                Tensor[] in = statistics(large, 3);
+                Tensor[] gr = gradients(large, DType.FLOAT32);
+                k.layerNormBackward(view(in[0]), view(in[1]), large[0], large[1], view(in[2]), view(in[3]), null, view(gr[0]),
+                        view(gr[1]), view(gr[2]));
+            }
+            Tensor[] in = statistics(s, 4);
+            Tensor w = Torch.randn(new long[] {s[1]}, DType.FLOAT32, Device.cpu(), new Generator(6));
+            Tensor[] gr = gradients(s, DType.FLOAT32);
+            k.layerNormBackward(view(in[0]), view(in[1]), s[0], s[1], view(in[2]), view(in[3]), view(w), run == 0 ? view(gr[0]) : null,
+                    view(gr[1]), view(gr[2]));
+            seen[run] = Torch.cat(java.util.List.of(gr[1], gr[2]), 0).toFloatArray();
+        }
+        org.junit.jupiter.api.Assertions.assertArrayEquals(seen[0], seen[1]);
+    }
+
+    /** g, x, and x's row means and reciprocal deviations, from a fixed seed. */
+    private static Tensor[] statistics(long[] s, long seed) {
+        Generator gen = new Generator(seed);
+        Tensor g = Torch.randn(s, DType.FLOAT32, Device.cpu(), gen);
+        Tensor x = Torch.randn(s, DType.FLOAT32, Device.cpu(), gen);
+        return new Tensor[] {g, x, x.mean(new int[] {1}, false), x.var(new int[] {1}, 0, false).add(1e-5).rsqrt()};
+    }
+
     private static Tensor[] outputs(long[] s, DType dt) {
         return new Tensor[] {Torch.empty(s, dt, Device.cpu()), Torch.empty(new long[] {s[0]}, dt, Device.cpu()),
                 Torch.empty(new long[] {s[0]}, dt, Device.cpu())};

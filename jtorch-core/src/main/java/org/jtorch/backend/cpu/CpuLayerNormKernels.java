@@ -11,8 +11,8 @@ import org.jtorch.op.StridedView;
  * The CPU's fused layer norm over the rows of a contiguous {@code [rows, cols]} block of float32 or float64 (every operand
  * of that dtype, contiguous; the caller converts): forward reads each row three times while it sits in L1 (the sum, the
  * centred sum of squares, then {@code (x - mean) * rstd * w + b}); backward twice for the input gradient (the row sums of
- * {@code g * w} and {@code g * w * (x - mean)}, then the gradient), then, for a part of rows still in L2, sums
- * {@code g * xhat} and {@code g} down its rows, four vectors of columns at a time in registers. float32 rows run
+ * {@code g * w} and {@code g * w * (x - mean)}, then the gradient), the first of those passes also adding the row's
+ * {@code g * xhat} and {@code g} into its part's column sums (the weight and bias gradients). float32 rows run
  * Vector API loops whose f32 lane sums are flushed into doubles every {@value #SUM_BLOCK} elements; float64 rows run
  * plain loops (gradcheck sizes, not a hot path). Rows are split into parts whose count depends on the row count only,
  * each part's column sums kept apart and added in part order, so the weight and bias gradients do not depend on the
@@ -173,8 +173,8 @@ final class CpuLayerNormKernels {
         boolean columns = gradWeight != null || gradBias != null;
         int partRows = (int) Math.max(MIN_PART_ROWS, (rows + MAX_PARTS - 1) / MAX_PARTS);
         int parts = (int) Math.max(1, (rows + partRows - 1) / partRows);
-        // per part: the column sums of g * xhat, then of g
-        float[] colsF = columns && f32 ? new float[parts * 2 * n] : null;
+        // per part: the column sums of g * xhat, then of g (the calling thread's buffer, kept between calls)
+        float[] colsF = columns && f32 ? columnScratch(parts * 2 * n) : null;
         double[] colsD = columns && !f32 ? new double[parts * 2 * n] : null;
         MemorySegment gs = gradOut.memory(), xs = x.memory(), ms = mean.memory(), rs = rstd.memory();
         long gb = base(gradOut), xb = base(x), mb = base(mean), rb = base(rstd);
@@ -186,17 +186,17 @@ final class CpuLayerNormKernels {
             for (long p = begin; p < end; p++) {
                 long r0 = p * partRows, r1 = Math.min(rows, r0 + partRows);
                 int at = (int) p * 2 * n;
+                if (colsF != null) java.util.Arrays.fill(colsF, at, at + 2 * n, 0f);
                 for (long i = r0; i < r1; i++) {
                     long go = gb + i * n * es, xo = xb + i * n * es, dO = db + i * n * es;
                     if (f32) {
                         float m = ms.get(ElementIO.F32, mb + 4 * i), r = rs.get(ElementIO.F32, rb + 4 * i);
-                        if (ds != null) backwardRowF32(gs, go, xs, xo, n, m, r, ws, wb, ds, dO);
+                        backwardRowF32(gs, go, xs, xo, n, m, r, ws, wb, ds, dO, colsF, at);
                     } else {
                         double m = ms.get(ElementIO.F64, mb + 8 * i), r = rs.get(ElementIO.F64, rb + 8 * i);
                         backwardRowF64(gs, go, xs, xo, n, m, r, ws, wb, ds, dO, colsD, at);
                     }
                 }
-                if (colsF != null) columnsF32(gs, gb, xs, xb, ms, mb, rs, rb, r0, r1, n, colsF, at);
             }
         });
         if (columns) writeColumnSums(colsF, colsD, parts, n, gradWeight, gradBias);
@@ -224,9 +224,13 @@ final class CpuLayerNormKernels {
         }
     }
 
-    /** A float32 row's input gradient. */
+    /**
+     * A float32 row's input gradient (into {@code ds} where given) and its terms of the column sums of {@code g * xhat}
+     * and {@code g} (into {@code cols[at..]} where given, each column's row terms added in row order): the first pass
+     * reads g and x for the row sums and the column sums together, so that the column sums take no pass of their own.
+     */
     private static void backwardRowF32(MemorySegment gs, long go, MemorySegment xs, long xo, int n, float m, float r,
-                                       MemorySegment ws, long wb, MemorySegment ds, long dO) {
+                                       MemorySegment ws, long wb, MemorySegment ds, long dO, float[] cols, int at) {
         int upper = n - n % FL;
         // the row sums of gw and gw * (x - m), each in f32 lanes flushed into a double per SUM_BLOCK
         double sa = 0, sb = 0;
@@ -236,20 +240,31 @@ final class CpuLayerNormKernels {
             int j = j0;
             for (; j < vend; j += FL) {
                 FloatVector g = ld(gs, go + 4L * j);
+                FloatVector d = ld(xs, xo + 4L * j).sub(m);
+                if (cols != null) {
+                    g.fma(d.mul(r), FloatVector.fromArray(FS, cols, at + j)).intoArray(cols, at + j);
+                    FloatVector.fromArray(FS, cols, at + n + j).add(g).intoArray(cols, at + n + j);
+                }
                 if (ws != null) g = g.mul(ld(ws, wb + 4L * j));
                 a = a.add(g);
-                b = g.fma(ld(xs, xo + 4L * j).sub(m), b);
+                b = g.fma(d, b);
             }
             float ta = 0, tb = 0;
             for (; j < end; j++) {
                 float g = gs.get(ElementIO.F32, go + 4L * j);
+                float d = xs.get(ElementIO.F32, xo + 4L * j) - m;
+                if (cols != null) {
+                    cols[at + j] = Math.fma(g, d * r, cols[at + j]);
+                    cols[at + n + j] += g;
+                }
                 if (ws != null) g *= ws.get(ElementIO.F32, wb + 4L * j);
                 ta += g;
-                tb += g * (xs.get(ElementIO.F32, xo + 4L * j) - m);
+                tb += g * d;
             }
             sa += VectorF32.sumLanes(a) + (double) ta;
             sb += VectorF32.sumLanes(b) + (double) tb;
         }
+        if (ds == null) return;
         // gradInput = gw * r + xhat * c1 + c0, xhat = (x - m) * r; sb sums gw * (x - m), so mean(gw * xhat) = sb * r / n
         float c1 = (float) (-sb * r * r / n), c0 = (float) (-sa * r / n);
         FloatVector rv = FloatVector.broadcast(FS, r);
@@ -265,70 +280,6 @@ final class CpuLayerNormKernels {
             float xhat = (xs.get(ElementIO.F32, xo + 4L * j) - m) * r;
             float gw = ws != null ? g * ws.get(ElementIO.F32, wb + 4L * j) : g;
             ds.set(ElementIO.F32, dO + 4L * j, Math.fma(gw, r, Math.fma(xhat, c1, c0)));
-        }
-    }
-
-    /**
-     * The column sums of {@code g * xhat} and {@code g} over float32 rows {@code [r0, r1)} into {@code cols[at..]}: a
-     * vector of columns at a time, summed down the rows in registers (the part's rows are still in L2), so that the
-     * sums are stored once per part rather than loaded and stored once per row.
-     */
-    private static void columnsF32(MemorySegment gs, long gb, MemorySegment xs, long xb, MemorySegment ms, long mb,
-                                   MemorySegment rs, long rb, long r0, long r1, int n, float[] cols, int at) {
-        int rowsIn = (int) (r1 - r0);
-        float[] m = new float[rowsIn], r = new float[rowsIn];
-        for (int i = 0; i < rowsIn; i++) {
-            m[i] = ms.get(ElementIO.F32, mb + 4 * (r0 + i));
-            r[i] = rs.get(ElementIO.F32, rb + 4 * (r0 + i));
-        }
-        int upper = n - n % FL, upper4 = n - n % (4 * FL);
-        int j = 0;
-        // four vectors of columns at a time: eight independent sums, not two latency-bound chains
-        for (; j < upper4; j += 4 * FL) {
-            FloatVector w0 = FloatVector.zero(FS), w1 = w0, w2 = w0, w3 = w0, b0 = w0, b1 = w0, b2 = w0, b3 = w0;
-            for (int i = 0; i < rowsIn; i++) {
-                long o = 4L * ((r0 + i) * n + j);
-                float mi = m[i], ri = r[i];
-                FloatVector g0 = ld(gs, gb + o), g1 = ld(gs, gb + o + 4L * FL), g2 = ld(gs, gb + o + 8L * FL), g3 = ld(gs, gb + o + 12L * FL);
-                w0 = g0.fma(ld(xs, xb + o).sub(mi).mul(ri), w0);
-                w1 = g1.fma(ld(xs, xb + o + 4L * FL).sub(mi).mul(ri), w1);
-                w2 = g2.fma(ld(xs, xb + o + 8L * FL).sub(mi).mul(ri), w2);
-                w3 = g3.fma(ld(xs, xb + o + 12L * FL).sub(mi).mul(ri), w3);
-                b0 = b0.add(g0);
-                b1 = b1.add(g1);
-                b2 = b2.add(g2);
-                b3 = b3.add(g3);
-            }
-            w0.intoArray(cols, at + j);
-            w1.intoArray(cols, at + j + FL);
-            w2.intoArray(cols, at + j + 2 * FL);
-            w3.intoArray(cols, at + j + 3 * FL);
-            b0.intoArray(cols, at + n + j);
-            b1.intoArray(cols, at + n + j + FL);
-            b2.intoArray(cols, at + n + j + 2 * FL);
-            b3.intoArray(cols, at + n + j + 3 * FL);
-        }
-        for (; j < upper; j += FL) {
-            FloatVector sw = FloatVector.zero(FS), sb = FloatVector.zero(FS);
-            for (int i = 0; i < rowsIn; i++) {
-                long o = 4L * ((r0 + i) * n + j);
-                FloatVector g = ld(gs, gb + o);
-                sw = g.fma(ld(xs, xb + o).sub(m[i]).mul(r[i]), sw);
-                sb = sb.add(g);
-            }
-            sw.intoArray(cols, at + j);
-            sb.intoArray(cols, at + n + j);
-        }
-        for (; j < n; j++) {
-            float sw = 0, sb = 0;
-            for (int i = 0; i < rowsIn; i++) {
-                long o = 4L * ((r0 + i) * n + j);
-                float g = gs.get(ElementIO.F32, gb + o);
-                sw = Math.fma(g, (xs.get(ElementIO.F32, xb + o) - m[i]) * r[i], sw);
-                sb += g;
-            }
-            cols[at + j] = sw;
-            cols[at + n + j] = sb;
         }
     }
 
@@ -372,7 +323,7 @@ final class CpuLayerNormKernels {
      * {@link #backward} in float32 for an input that is never stored: {@code producer} writes each part's rows of it into
      * per-thread scratch (the JIT's fused producer, recomputed), the part's input gradient goes to per-thread scratch for
      * {@code consumer} (the producer's own gradients), or into {@code gradInput} (contiguous float32 {@code [rows, cols]})
-     * where that is not null, and the column sums read the scratch while it is in L2. The parts,
+     * where that is not null, and the column sums are taken in the rows' first pass, as in backward. The parts,
      * rows and column sums are {@link #backward}'s, so every gradient is its values to the bit. Returns false, doing
      * nothing, where a part would not fit {@link #MAX_PRODUCED_PART} values of scratch.
      */
@@ -405,12 +356,10 @@ final class CpuLayerNormKernels {
                 for (long i = r0; i < r1; i++) {
                     long local = (i - r0) * n * 4;
                     float m = ms.get(ElementIO.F32, mb + 4 * i), r = rs.get(ElementIO.F32, rb + 4 * i);
-                    backwardRowF32(gs, gb + i * n * 4, xs, local, n, m, r, ws, wb, ds, first + local);
-                }
-                // columnsF32 addresses row i at xb + 4 i n: the scratch's first row is r0
-                for (long p = p0; p < p1 && colsF != null; p++) {
-                    columnsF32(gs, gb, xs, -4L * r0 * n, ms, mb, rs, rb, p * partRows, Math.min(rows, (p + 1) * partRows), n, colsF,
-                            (int) p * 2 * n);
+                    // the row's part's column sums, started at its first row (as in backward)
+                    int at = (int) (i / partRows) * 2 * n;
+                    if (colsF != null && i % partRows == 0) java.util.Arrays.fill(colsF, at, at + 2 * n, 0f);
+                    backwardRowF32(gs, gb + i * n * 4, xs, local, n, m, r, ws, wb, ds, first + local, colsF, at);
                 }
                 consumer.rows(r0, r1, ds, first);
             }

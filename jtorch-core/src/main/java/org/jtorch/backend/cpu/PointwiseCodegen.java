@@ -202,6 +202,8 @@ final class PointwiseCodegen {
     private static final MethodTypeDesc MTD_ROW =
             MethodTypeDesc.of(CD_void, CD_SEGMENT.arrayType(), CD_long.arrayType(), CD_long, CD_double.arrayType());
     private static final MethodTypeDesc MTD_UPPER = MethodTypeDesc.of(CD_long, CD_long);
+    private static final ClassDesc CD_ORDER = ClassDesc.of("java.nio.ByteOrder");
+    private static final ClassDesc CD_SPECIES = ClassDesc.of("jdk.incubator.vector.VectorSpecies");
     private static final MethodTypeDesc MTD_MASK = MethodTypeDesc.of(CD_MASK, CD_long, CD_long);
 
     /**
@@ -239,6 +241,16 @@ final class PointwiseCodegen {
         MethodTypeDesc splatAt() { return MethodTypeDesc.of(vector, CD_SEGMENT, CD_long); }
         MethodTypeDesc param() { return MethodTypeDesc.of(vector, CD_double.arrayType(), CD_int, CD_double); }
         MethodTypeDesc constant() { return MethodTypeDesc.of(vector, CD_double); }
+
+        /** {@code FloatVector.fromMemorySegment(species, segment, offset, order)} (and DoubleVector's). */
+        MethodTypeDesc loadDirect() { return MethodTypeDesc.of(vector, CD_SPECIES, CD_SEGMENT, CD_long, CD_ORDER); }
+        /** {@code vector.intoMemorySegment(segment, offset, order)}. */
+        MethodTypeDesc storeDirect() { return MethodTypeDesc.of(CD_void, CD_SEGMENT, CD_long, CD_ORDER); }
+
+        /** Whether rows of {@code s} load and store straight through the vector class (the lanes' own storage). */
+        boolean direct(Storage s) {
+            return this == FLOAT && s == Storage.F32 || this == DOUBLE && s == Storage.F64;
+        }
 
         MethodTypeDesc function(int arity) {
             ClassDesc[] args = new ClassDesc[arity];
@@ -291,6 +303,8 @@ final class PointwiseCodegen {
         private Map<Expr, Integer> computed;
         private int i;
         private int mask = -1;
+        /** The native byte order, in a local, for the direct loads and stores (-1 when no operand has them). */
+        private int order = -1;
 
         Row(CodeBuilder code, Expr formula, int inputs, int broadcastMask, Layout layout) {
             this.code = code;
@@ -338,6 +352,10 @@ final class PointwiseCodegen {
                         .astore(broadcastVector[k]);
             }
             hoist(formula);
+            if (storage.stream().anyMatch(lanes::direct)) {
+                order = code.allocateLocal(TypeKind.REFERENCE);
+                code.invokestatic(CD_ORDER, "nativeOrder", MethodTypeDesc.of(CD_ORDER)).astore(order);
+            }
             i = code.allocateLocal(TypeKind.LONG);
             int upper = code.allocateLocal(TypeKind.LONG);
             code.lconst_0().lstore(i);
@@ -350,7 +368,17 @@ final class PointwiseCodegen {
             computed = new HashMap<>();
             eval(formula);
             String store = "store" + storage.get(0).suffix;
-            code.aload(segment[0]).lload(offset[0]).lload(i).invokestatic(lanes.math(), store, lanes.store());
+            if (lanes.direct(storage.get(0))) {
+                // The vector class's own store, not VectorMath's helper: it is @ForceInline, so C2 still inlines it
+                // (late) after a large formula has put the compile past its node-count cutoff, where a helper call
+                // failed (NodeCountInliningCutoff) and boxed every step's result (GELU's backward ran at twice its
+                // loop's cost).
+                code.aload(segment[0]);
+                byteOffset(0);
+                code.aload(order).invokevirtual(lanes.vector(), "intoMemorySegment", lanes.storeDirect());
+            } else {
+                code.aload(segment[0]).lload(offset[0]).lload(i).invokestatic(lanes.math(), store, lanes.store());
+            }
             code.lload(i).loadConstant(lanes.width()).ladd().lstore(i);
             code.labelBinding(test);
             code.lload(i).lload(upper).lcmp().iflt(body);
@@ -363,6 +391,11 @@ final class PointwiseCodegen {
             code.aload(segment[0]).lload(offset[0]).lload(i).aload(mask).invokestatic(lanes.math(), store + "Masked", lanes.storeMasked());
             code.labelBinding(end);
             code.return_();
+        }
+
+        /** Pushes operand {@code k}'s byte offset at step {@code i}. */
+        private void byteOffset(int k) {
+            code.lload(offset[k]).lload(i).loadConstant((long) storage.get(k).bytes).lmul().ladd();
         }
 
         private void hoist(Expr e) {
@@ -396,10 +429,18 @@ final class PointwiseCodegen {
                     } else if (loaded != null) {
                         code.aload(loaded);
                     } else {
-                        code.aload(segment[k + 1]).lload(offset[k + 1]).lload(i);
                         String load = "load" + storage.get(k + 1).suffix;
-                        if (mask < 0) code.invokestatic(lanes.math(), load, lanes.load());
-                        else code.aload(mask).invokestatic(lanes.math(), load + "Masked", lanes.loadMasked());
+                        if (mask < 0 && lanes.direct(storage.get(k + 1))) {
+                            // as the store: the vector class's @ForceInline load, inlined past the node-count cutoff
+                            code.getstatic(lanes.vector(), "SPECIES_PREFERRED", CD_SPECIES);
+                            code.aload(segment[k + 1]);
+                            byteOffset(k + 1);
+                            code.aload(order).invokestatic(lanes.vector(), "fromMemorySegment", lanes.loadDirect());
+                        } else {
+                            code.aload(segment[k + 1]).lload(offset[k + 1]).lload(i);
+                            if (mask < 0) code.invokestatic(lanes.math(), load, lanes.load());
+                            else code.aload(mask).invokestatic(lanes.math(), load + "Masked", lanes.loadMasked());
+                        }
                         remember(in);
                     }
                 }
