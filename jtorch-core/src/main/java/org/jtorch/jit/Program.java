@@ -982,21 +982,98 @@ final class Program {
         } finally {
             for (Tensor t : broadcast) if (t != null) t.close();
         }
-        if (differentiable && Autograd.needsGrad(args)) {
-            SavedTensor result = Autograd.save(out);
-            boolean log = s.log();
-            // The softmax's gradient, then the group's: y (g - sum(g y)) or, through a log-softmax, g - exp(y) sum(g).
-            recordBackward(f, args, out, log ? "JitFusedLogSoftmaxBackward" : "JitFusedSoftmaxBackward", result, g -> {
-                try (MemoryScope scope = new MemoryScope()) {
-                    Tensor y = result.get();
-                    Tensor grad = log ? g.sub(y.exp().mul(g.sum(new int[] {-1}, true)))
-                            : y.mul(g.sub(g.mul(y).sum(new int[] {-1}, true)));
-                    return scope.keep(grad);
-                }
-            });
-        }
+        if (differentiable && Autograd.needsGrad(args)) recordSoftmaxBackward(f, args, out, s.log());
         return out;
     }
+
+    /**
+     * The fused group and softmax as one autograd node, saving the group's inputs and the softmax's output. Its backward
+     * runs the backend's one pass ({@link #fusedSoftmaxGradients}) where it has one, else the softmax's gradient as ops,
+     * {@code y (g - sum(g y))} or, through a log-softmax, {@code g - exp(y) sum(g)}, then the group's gradient kernels.
+     */
+    private static void recordSoftmaxBackward(Fused f, Tensor[] args, Tensor out, boolean log) {
+        SavedTensor result = Autograd.save(out);
+        SavedTensor[] saved = new SavedTensor[args.length + 1];
+        for (int k = 0; k < args.length; k++) saved[k] = Autograd.save(args[k]);
+        saved[args.length] = result;
+        boolean[] needs = new boolean[args.length];
+        for (int k = 0; k < args.length; k++) needs[k] = args[k].requiresGrad();
+        Autograd.record(log ? "JitFusedLogSoftmaxBackward" : "JitFusedSoftmaxBackward", out, g -> {
+            if (Grad.isEnabled()) {
+                throw new UnsupportedOperationException("jit: a double backward (createGraph) through a softmax fused with "
+                        + f.group().ops + " ops is not supported yet; call the function eagerly for higher-order gradients");
+            }
+            Tensor[] values = new Tensor[args.length];
+            for (int k = 0; k < args.length; k++) values[k] = saved[k].get();
+            Tensor y = result.get();
+            Tensor[] fused = fusedSoftmaxGradients(f, values, y, g[0], needs, log);
+            if (fused != null) return fused;
+            Tensor grad;
+            try (MemoryScope scope = new MemoryScope()) {
+                grad = scope.keep(log ? g[0].sub(y.exp().mul(g[0].sum(new int[] {-1}, true)))
+                        : y.mul(g[0].sub(g[0].mul(y).sum(new int[] {-1}, true))));
+            }
+            try {
+                return groupGradients(f, values, grad, needs, null);
+            } finally {
+                grad.close();
+            }
+        }, args, saved);
+    }
+
+    /**
+     * The gradients of a fused softmax's group inputs {@code values} by the backend's one pass over blocks of rows
+     * ({@link FormulaKernel#runRowSoftmaxBackward}: the softmax's gradient never stored), each distinct gradient kernel
+     * run once, or null where the backend has none (CUDA), {@code -Djtorch.jit.fusedSoftmaxBackward=false}, or an
+     * operand's leading dimensions do not merge into one stride.
+     */
+    private static Tensor[] fusedSoftmaxGradients(Fused f, Tensor[] values, Tensor y, Tensor grad, boolean[] needs, boolean log) {
+        Graph.Node root = f.node();
+        if (!f.kernel().softmaxBackwardsRows() || !FUSED_SOFTMAX_BACKWARD) return null;
+        long numel = Shapes.numel(root.shape), cols = root.shape[root.shape.length - 1], rows = cols == 0 ? 0 : numel / cols;
+        if (numel == 0) return null;
+        List<Tensor> closing = new ArrayList<>();
+        try {
+            Tensor g = grad.broadcastTo(root.shape);
+            if (g != grad) closing.add(g);
+            StridedView gradOut = matrix(Dispatcher.view(g), rows, cols), output = matrix(Dispatcher.view(y), rows, cols);
+            if (gradOut == null || output == null || !y.isContiguous()) return null;
+            StridedView[] operands = new StridedView[values.length];
+            for (int k = 0; k < values.length; k++) {
+                Tensor bc = values[k].broadcastTo(root.shape);
+                if (bc != values[k]) closing.add(bc);
+                operands[k] = matrix(Dispatcher.view(bc), rows, cols);
+                if (operands[k] == null) return null;
+            }
+            List<FormulaKernel> kernels = new ArrayList<>();
+            List<Tensor> fulls = new ArrayList<>();
+            for (int k = 0; k < values.length; k++) {
+                FormulaKernel kernel = f.gradients()[k];
+                if (!needs[k] || kernel == null || kernels.contains(kernel)) continue;
+                kernels.add(kernel);
+                Tensor full = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+                closing.add(full);
+                fulls.add(full);
+            }
+            StridedView[] outs = new StridedView[fulls.size()];
+            for (int k = 0; k < outs.length; k++) outs[k] = matrix(Dispatcher.view(fulls.get(k)), rows, cols);
+            f.kernel().runRowSoftmaxBackward(root.device.index(), output, gradOut, operands, cols, log, kernels.toArray(FormulaKernel[]::new), outs);
+            Tensor[] grads = new Tensor[values.length];
+            for (int k = 0; k < values.length; k++) {
+                if (!needs[k] || f.gradients()[k] == null) continue;
+                Tensor full = fulls.get(kernels.indexOf(f.gradients()[k]));
+                grads[k] = Gradients.sumTo(full, values[k].shape(), DType.FLOAT32);
+                // The engine owns each result: a value handed out twice goes out as two handles on one storage.
+                if (grads[k] == full) grads[k] = full.alias();
+            }
+            return grads;
+        } finally {
+            for (Tensor t : closing) t.close();
+        }
+    }
+
+    /** {@code -Djtorch.jit.fusedSoftmaxBackward=false} runs a fused softmax's gradient as ops, then the group's gradient kernels. */
+    private static final boolean FUSED_SOFTMAX_BACKWARD = !"false".equals(System.getProperty("jtorch.jit.fusedSoftmaxBackward"));
 
     /**
      * The group and the layer norm in one pass over blocks of rows, the statistics written where the program reads them.
@@ -2036,6 +2113,11 @@ final class Program {
                     s.append(f.node()).append(f.log() ? " = log_softmax" : " = softmax").append(" of rows, fused with ").append(g.ops)
                             .append(g.ops == 1 ? " op" : " ops").append(" over (")
                             .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
+                    if (differentiable) {
+                        s.append(f.group().kernel().softmaxBackwardsRows() && FUSED_SOFTMAX_BACKWARD
+                                ? "    backward: the softmax's gradient and the group's in one pass over blocks of rows, the former never stored\n"
+                                : "    backward: the softmax's gradient as ops (this backend has no fused softmax backward), then the group's\n");
+                    }
                 }
                 case GemmEpilogue e -> {
                     FusedGroup g = e.group().group();
