@@ -958,26 +958,27 @@ final class Program {
         Tensor out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
         Tensor[] broadcast = new Tensor[args.length];
         try {
-            StridedView[] operands = new StridedView[args.length];
-            boolean rows = numel > 0;
-            for (int k = 0; k < args.length && rows; k++) {
+            // The output, then the operands.
+            StridedView[] views = new StridedView[args.length + 1];
+            views[0] = Dispatcher.view(out);
+            for (int k = 0; k < args.length; k++) {
                 Tensor bc = args[k].broadcastTo(root.shape);
                 if (bc != args[k]) broadcast[k] = bc;
-                operands[k] = matrix(Dispatcher.view(bc), numel / cols, cols);
-                rows = operands[k] != null;
+                views[k + 1] = Dispatcher.view(bc);
+            }
+            Backends.hold("jit", Dispatcher.view(out), null, null);
+            boolean rows;
+            try {
+                rows = numel > 0 && forEachSlab(root.shape, views, m -> f.kernel().runRowSoftmax(root.device.index(), m[0],
+                        java.util.Arrays.copyOfRange(m, 1, m.length), cols, s.log(), NO_PARAMS));
+            } finally {
+                Backends.drop(Dispatcher.view(out), null, null);
             }
             if (!rows) {
                 out.close();
                 try (Tensor group = runFused(f, inputs, values, -1, null)) {
                     return Dispatcher.alongDim(s.node().op, group, -1, null);
                 }
-            }
-            Backends.hold("jit", Dispatcher.view(out), null, null);
-            try {
-                f.kernel().runRowSoftmax(root.device.index(), matrix(Dispatcher.view(out), numel / cols, cols), operands, cols, s.log(),
-                        NO_PARAMS);
-            } finally {
-                Backends.drop(Dispatcher.view(out), null, null);
             }
         } finally {
             for (Tensor t : broadcast) if (t != null) t.close();
@@ -1030,20 +1031,18 @@ final class Program {
     private static Tensor[] fusedSoftmaxGradients(Fused f, Tensor[] values, Tensor y, Tensor grad, boolean[] needs, boolean log) {
         Graph.Node root = f.node();
         if (!f.kernel().softmaxBackwardsRows() || !FUSED_SOFTMAX_BACKWARD) return null;
-        long numel = Shapes.numel(root.shape), cols = root.shape[root.shape.length - 1], rows = cols == 0 ? 0 : numel / cols;
+        long numel = Shapes.numel(root.shape), cols = root.shape[root.shape.length - 1];
         if (numel == 0) return null;
         List<Tensor> closing = new ArrayList<>();
         try {
             Tensor g = grad.broadcastTo(root.shape);
             if (g != grad) closing.add(g);
-            StridedView gradOut = matrix(Dispatcher.view(g), rows, cols), output = matrix(Dispatcher.view(y), rows, cols);
-            if (gradOut == null || output == null || !y.isContiguous()) return null;
+            if (!y.isContiguous()) return null;
             StridedView[] operands = new StridedView[values.length];
             for (int k = 0; k < values.length; k++) {
                 Tensor bc = values[k].broadcastTo(root.shape);
                 if (bc != values[k]) closing.add(bc);
-                operands[k] = matrix(Dispatcher.view(bc), rows, cols);
-                if (operands[k] == null) return null;
+                operands[k] = Dispatcher.view(bc);
             }
             List<FormulaKernel> kernels = new ArrayList<>();
             List<Tensor> fulls = new ArrayList<>();
@@ -1055,9 +1054,16 @@ final class Program {
                 closing.add(full);
                 fulls.add(full);
             }
-            StridedView[] outs = new StridedView[fulls.size()];
-            for (int k = 0; k < outs.length; k++) outs[k] = matrix(Dispatcher.view(fulls.get(k)), rows, cols);
-            f.kernel().runRowSoftmaxBackward(root.device.index(), output, gradOut, operands, cols, log, kernels.toArray(FormulaKernel[]::new), outs);
+            // The output, the incoming gradient, the operands, then the gradient kernels' outputs.
+            List<StridedView> views = new ArrayList<>(List.of(Dispatcher.view(y), Dispatcher.view(g)));
+            views.addAll(java.util.Arrays.asList(operands));
+            for (Tensor full : fulls) views.add(Dispatcher.view(full));
+            FormulaKernel[] gradients = kernels.toArray(FormulaKernel[]::new);
+            int n = values.length;
+            if (!forEachSlab(root.shape, views.toArray(StridedView[]::new), m -> f.kernel().runRowSoftmaxBackward(root.device.index(), m[0], m[1],
+                    java.util.Arrays.copyOfRange(m, 2, 2 + n), cols, log, gradients, java.util.Arrays.copyOfRange(m, 2 + n, m.length)))) {
+                return null;
+            }
             Tensor[] grads = new Tensor[values.length];
             for (int k = 0; k < values.length; k++) {
                 if (!needs[k] || f.gradients()[k] == null) continue;
@@ -1070,6 +1076,48 @@ final class Program {
         } finally {
             for (Tensor t : closing) t.close();
         }
+    }
+
+    /**
+     * Runs {@code body} on {@code views} (all of {@code shape}) as {@code [rows, cols]} matrices over the last dimension:
+     * at once where every view's leading dimensions merge into one stride, else once per index of as many leading
+     * dimensions as must be taken apart (attention scores {@code [b, t, t]} with a {@code [t, t]} mask broadcast over
+     * {@code b}: once per b). Returns false, having run nothing, where even single rows do not serve (a last dimension
+     * that is not one stride cannot occur for a view of the shape). A null view stays null.
+     */
+    private static boolean forEachSlab(long[] shape, StridedView[] views, java.util.function.Consumer<StridedView[]> body) {
+        int rank = shape.length;
+        long cols = shape[rank - 1];
+        for (int lead = 0; lead < rank; lead++) {
+            long rows = 1;
+            for (int d = lead; d < rank - 1; d++) rows *= shape[d];
+            StridedView[] first = slabs(views, shape, lead, new long[lead], rows, cols);
+            if (first == null) continue;
+            long slabCount = 1;
+            for (int d = 0; d < lead; d++) slabCount *= shape[d];
+            long[] index = new long[lead];
+            for (long s = 0; s < slabCount; s++) {
+                body.accept(s == 0 ? first : slabs(views, shape, lead, index, rows, cols));
+                for (int d = lead - 1; d >= 0 && ++index[d] == shape[d]; d--) index[d] = 0;
+            }
+            return true;
+        }
+        return false;
+    }
+
+    /** The {@code [rows, cols]} matrices of {@code views} at {@code index} of their first {@code lead} dimensions, or null. */
+    private static StridedView[] slabs(StridedView[] views, long[] shape, int lead, long[] index, long rows, long cols) {
+        StridedView[] m = new StridedView[views.length];
+        for (int k = 0; k < views.length; k++) {
+            StridedView v = views[k];
+            if (v == null) continue;
+            long offset = v.offset();
+            for (int d = 0; d < lead; d++) offset += index[d] * v.strides()[d];
+            long[] strides = java.util.Arrays.copyOfRange(v.strides(), lead, shape.length);
+            m[k] = matrix(new StridedView(v.memory(), offset, java.util.Arrays.copyOfRange(shape, lead, shape.length), strides, v.dtype()), rows, cols);
+            if (m[k] == null) return null;
+        }
+        return m;
     }
 
     /** {@code -Djtorch.jit.fusedSoftmaxBackward=false} runs a fused softmax's gradient as ops, then the group's gradient kernels. */

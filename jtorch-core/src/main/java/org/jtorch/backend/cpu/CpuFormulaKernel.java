@@ -196,14 +196,7 @@ final class CpuFormulaKernel implements FormulaKernel {
         if (gradientOuts.length != gradients.length) {
             throw new IllegalArgumentException(formula + ": " + gradients.length + " gradient kernels, " + gradientOuts.length + " outputs");
         }
-        CpuFormulaKernel[] kernels = new CpuFormulaKernel[gradients.length];
-        for (int k = 0; k < kernels.length; k++) {
-            if (!(gradients[k] instanceof CpuFormulaKernel c) || c.inputs != inputs + 1) {
-                throw new IllegalArgumentException(formula + ": a fused softmax's backward takes this backend's gradient kernels of "
-                        + (inputs + 1) + " inputs, got " + gradients[k]);
-            }
-            kernels[k] = c;
-        }
+        CpuFormulaKernel[] kernels = gradientKernels(gradients, "a fused softmax's backward");
         checkSoftmaxRows(output, rowLength, true);
         checkSoftmaxRows(gradOut, rowLength, false);
         for (StridedView v : gradientOuts) checkSoftmaxRows(v, rowLength, true);
@@ -225,7 +218,8 @@ final class CpuFormulaKernel implements FormulaKernel {
                     long go = 4 * (gradOut.offset() + r * gRowStride);
                     if (gColStride != 1) {
                         // A broadcast or strided gradient (sum's backward expands one value) is gathered into the scratch first.
-                        for (int c = 0; c < n; c++) scratch.set(ElementIO.F32, so + 4L * c, gs.get(ElementIO.F32, go + 4L * c * gColStride));
+                        if (gColStride == 0) SpatialF32.fill(scratch, so / 4, n, gs.get(ElementIO.F32, go));
+                        else for (int c = 0; c < n; c++) scratch.set(ElementIO.F32, so + 4L * c, gs.get(ElementIO.F32, go + 4L * c * gColStride));
                         g = scratch;
                         go = so;
                     }
@@ -237,6 +231,19 @@ final class CpuFormulaKernel implements FormulaKernel {
                 for (int k = 0; k < kernels.length; k++) kernels[k].run(deviceIndex, DType.FLOAT32, rowsOf(gradientOuts[k], r0, r1), gradIn, NO_PARAMS);
             }
         });
+    }
+
+    /** {@code gradients} as this backend's kernels of this formula's inputs and the gradient, for {@code what}. */
+    private CpuFormulaKernel[] gradientKernels(FormulaKernel[] gradients, String what) {
+        CpuFormulaKernel[] kernels = new CpuFormulaKernel[gradients.length];
+        for (int k = 0; k < kernels.length; k++) {
+            if (!(gradients[k] instanceof CpuFormulaKernel c) || c.inputs != inputs + 1) {
+                throw new IllegalArgumentException(formula + ": " + what + " takes this backend's gradient kernels of " + (inputs + 1)
+                        + " inputs, got " + gradients[k]);
+            }
+            kernels[k] = c;
+        }
+        return kernels;
     }
 
     /** A {@code [rows, rowLength]} float32 matrix, contiguous where {@code contiguous}, for a fused softmax's backward. */
@@ -295,14 +302,7 @@ final class CpuFormulaKernel implements FormulaKernel {
         // group's, the incoming gradient, then the factors.
         int drawn = draws == null ? 0 : draws.inputs().length, group = inputs - drawn;
         if (in.length != inputs) throw new IllegalArgumentException(formula + ": expected " + inputs + " inputs, got " + in.length);
-        CpuFormulaKernel[] kernels = new CpuFormulaKernel[gradients.length];
-        for (int k = 0; k < kernels.length; k++) {
-            if (!(gradients[k] instanceof CpuFormulaKernel c) || c.inputs != inputs + 1) {
-                throw new IllegalArgumentException(formula + ": a fused layer norm's backward takes this backend's gradient kernels of "
-                        + (inputs + 1) + " inputs, got " + gradients[k]);
-            }
-            kernels[k] = c;
-        }
+        CpuFormulaKernel[] kernels = gradientKernels(gradients, "a fused layer norm's backward");
         long rows = gradOut.shape()[0];
         if (rows == 0 || rowLength == 0) return true;
         long[] blockStrides = {rowLength, 1};
