@@ -1,6 +1,8 @@
 package org.jtorch.jit;
 
 import static org.jtorch.jit.JitChecks.DEVICE;
+import static org.jtorch.jit.JitChecks.randn;
+import static org.jtorch.jit.JitChecks.values;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -8,7 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.function.UnaryOperator;
 import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
@@ -27,16 +28,6 @@ import org.junit.jupiter.api.Test;
  * eager's softmax and its backward), and the plan says so. The simulator pass runs this class on cuda:0.
  */
 class JitSoftmaxTrainingTest {
-    private static Tensor randn(Generator g, long... shape) {
-        return Torch.randn(shape, DType.FLOAT32, DEVICE, g);
-    }
-
-    private static float[] values(Tensor t) {
-        try (Tensor c = t.detach().to(Device.cpu())) {
-            return c.toFloatArray();
-        }
-    }
-
     /** The output and each leaf's gradient of {@code loss(f(x))}, the leaves' gradients cleared first. */
     private static float[][] run(TensorFunction f, Tensor x, Tensor[] leaves, UnaryOperator<Tensor> loss) {
         for (Tensor t : leaves) t.setGrad(null);
