@@ -959,13 +959,21 @@ final class Program {
         Tensor out = Tensor.empty(root.shape, DType.FLOAT32, root.device);
         Tensor[] broadcast = new Tensor[args.length];
         try {
-            StridedView[] operands = new StridedView[args.length];
-            boolean rows = numel > 0;
-            for (int k = 0; k < args.length && rows; k++) {
+            // The output, then the operands.
+            StridedView[] views = new StridedView[args.length + 1];
+            views[0] = Dispatcher.view(out);
+            for (int k = 0; k < args.length; k++) {
                 Tensor bc = args[k].broadcastTo(root.shape);
                 if (bc != args[k]) broadcast[k] = bc;
-                operands[k] = matrix(Dispatcher.view(bc), numel / cols, cols);
-                rows = operands[k] != null;
+                views[k + 1] = Dispatcher.view(bc);
+            }
+            Backends.hold("jit", Dispatcher.view(out), null, null);
+            boolean rows;
+            try {
+                rows = numel > 0 && forEachSlab(root.shape, views, m -> f.kernel().runRowSoftmax(root.device.index(), m[0],
+                        java.util.Arrays.copyOfRange(m, 1, m.length), cols, s.log(), NO_PARAMS));
+            } finally {
+                Backends.drop(Dispatcher.view(out), null, null);
             }
             if (!rows) {
                 out.close();
@@ -973,31 +981,148 @@ final class Program {
                     return Dispatcher.alongDim(s.node().op, group, -1, null);
                 }
             }
-            Backends.hold("jit", Dispatcher.view(out), null, null);
-            try {
-                f.kernel().runRowSoftmax(root.device.index(), matrix(Dispatcher.view(out), numel / cols, cols), operands, cols, s.log(),
-                        NO_PARAMS);
-            } finally {
-                Backends.drop(Dispatcher.view(out), null, null);
-            }
         } finally {
             for (Tensor t : broadcast) if (t != null) t.close();
         }
-        if (differentiable && Autograd.needsGrad(args)) {
-            SavedTensor result = Autograd.save(out);
-            boolean log = s.log();
-            // The softmax's gradient, then the group's: y (g - sum(g y)) or, through a log-softmax, g - exp(y) sum(g).
-            recordBackward(f, args, out, log ? "JitFusedLogSoftmaxBackward" : "JitFusedSoftmaxBackward", result, g -> {
-                try (MemoryScope scope = new MemoryScope()) {
-                    Tensor y = result.get();
-                    Tensor grad = log ? g.sub(y.exp().mul(g.sum(new int[] {-1}, true)))
-                            : y.mul(g.sub(g.mul(y).sum(new int[] {-1}, true)));
-                    return scope.keep(grad);
-                }
-            });
-        }
+        if (differentiable && Autograd.needsGrad(args)) recordSoftmaxBackward(f, args, out, s.log());
         return out;
     }
+
+    /**
+     * The fused group and softmax as one autograd node, saving the group's inputs and the softmax's output. Its backward
+     * runs the backend's one pass ({@link #fusedSoftmaxGradients}) where it has one, else the softmax's gradient as ops,
+     * {@code y (g - sum(g y))} or, through a log-softmax, {@code g - exp(y) sum(g)}, then the group's gradient kernels.
+     */
+    private static void recordSoftmaxBackward(Fused f, Tensor[] args, Tensor out, boolean log) {
+        SavedTensor result = Autograd.save(out);
+        SavedTensor[] saved = new SavedTensor[args.length + 1];
+        for (int k = 0; k < args.length; k++) saved[k] = Autograd.save(args[k]);
+        saved[args.length] = result;
+        boolean[] needs = new boolean[args.length];
+        for (int k = 0; k < args.length; k++) needs[k] = args[k].requiresGrad();
+        Autograd.record(log ? "JitFusedLogSoftmaxBackward" : "JitFusedSoftmaxBackward", out, g -> {
+            if (Grad.isEnabled()) {
+                throw new UnsupportedOperationException("jit: a double backward (createGraph) through a softmax fused with "
+                        + f.group().ops + " ops is not supported yet; call the function eagerly for higher-order gradients");
+            }
+            Tensor[] values = new Tensor[args.length];
+            for (int k = 0; k < args.length; k++) values[k] = saved[k].get();
+            Tensor y = result.get();
+            Tensor[] fused = fusedSoftmaxGradients(f, values, y, g[0], needs, log);
+            if (fused != null) return fused;
+            Tensor grad;
+            try (MemoryScope scope = new MemoryScope()) {
+                grad = scope.keep(log ? g[0].sub(y.exp().mul(g[0].sum(new int[] {-1}, true)))
+                        : y.mul(g[0].sub(g[0].mul(y).sum(new int[] {-1}, true))));
+            }
+            try {
+                return groupGradients(f, values, grad, needs, null);
+            } finally {
+                grad.close();
+            }
+        }, args, saved);
+    }
+
+    /**
+     * The gradients of a fused softmax's group inputs {@code values} by the backend's one pass over blocks of rows
+     * ({@link FormulaKernel#runRowSoftmaxBackward}: the softmax's gradient never stored), each distinct gradient kernel
+     * run once, or null where the backend has none (CUDA), {@code -Djtorch.jit.fusedSoftmaxBackward=false}, or an
+     * operand's leading dimensions do not merge into one stride.
+     */
+    private static Tensor[] fusedSoftmaxGradients(Fused f, Tensor[] values, Tensor y, Tensor grad, boolean[] needs, boolean log) {
+        Graph.Node root = f.node();
+        if (!f.kernel().softmaxBackwardsRows() || !FUSED_SOFTMAX_BACKWARD) return null;
+        long numel = Shapes.numel(root.shape), cols = root.shape[root.shape.length - 1];
+        if (numel == 0) return null;
+        List<Tensor> closing = new ArrayList<>();
+        try {
+            Tensor g = grad.broadcastTo(root.shape);
+            if (g != grad) closing.add(g);
+            if (!y.isContiguous()) return null;
+            StridedView[] operands = new StridedView[values.length];
+            for (int k = 0; k < values.length; k++) {
+                Tensor bc = values[k].broadcastTo(root.shape);
+                if (bc != values[k]) closing.add(bc);
+                operands[k] = Dispatcher.view(bc);
+            }
+            List<FormulaKernel> kernels = new ArrayList<>();
+            List<Tensor> fulls = new ArrayList<>();
+            for (int k = 0; k < values.length; k++) {
+                FormulaKernel kernel = f.gradients()[k];
+                if (!needs[k] || kernel == null || kernels.contains(kernel)) continue;
+                kernels.add(kernel);
+                Tensor full = Tensor.empty(root.shape, DType.FLOAT32, root.device);
+                closing.add(full);
+                fulls.add(full);
+            }
+            // The output, the incoming gradient, the operands, then the gradient kernels' outputs.
+            List<StridedView> views = new ArrayList<>(List.of(Dispatcher.view(y), Dispatcher.view(g)));
+            views.addAll(java.util.Arrays.asList(operands));
+            for (Tensor full : fulls) views.add(Dispatcher.view(full));
+            FormulaKernel[] gradients = kernels.toArray(FormulaKernel[]::new);
+            int n = values.length;
+            if (!forEachSlab(root.shape, views.toArray(StridedView[]::new), m -> f.kernel().runRowSoftmaxBackward(root.device.index(), m[0], m[1],
+                    java.util.Arrays.copyOfRange(m, 2, 2 + n), cols, log, gradients, java.util.Arrays.copyOfRange(m, 2 + n, m.length)))) {
+                return null;
+            }
+            Tensor[] grads = new Tensor[values.length];
+            for (int k = 0; k < values.length; k++) {
+                if (!needs[k] || f.gradients()[k] == null) continue;
+                Tensor full = fulls.get(kernels.indexOf(f.gradients()[k]));
+                grads[k] = Gradients.sumTo(full, values[k].shape(), DType.FLOAT32);
+                // The engine owns each result: a value handed out twice goes out as two handles on one storage.
+                if (grads[k] == full) grads[k] = full.alias();
+            }
+            return grads;
+        } finally {
+            for (Tensor t : closing) t.close();
+        }
+    }
+
+    /**
+     * Runs {@code body} on {@code views} (all of {@code shape}) as {@code [rows, cols]} matrices over the last dimension:
+     * at once where every view's leading dimensions merge into one stride, else once per index of as many leading
+     * dimensions as must be taken apart (attention scores {@code [b, t, t]} with a {@code [t, t]} mask broadcast over
+     * {@code b}: once per b). Returns false, having run nothing, where even single rows do not serve (a last dimension
+     * that is not one stride cannot occur for a view of the shape). A null view stays null.
+     */
+    private static boolean forEachSlab(long[] shape, StridedView[] views, java.util.function.Consumer<StridedView[]> body) {
+        int rank = shape.length;
+        long cols = shape[rank - 1];
+        for (int lead = 0; lead < rank; lead++) {
+            long rows = 1;
+            for (int d = lead; d < rank - 1; d++) rows *= shape[d];
+            StridedView[] first = slabs(views, shape, lead, new long[lead], rows, cols);
+            if (first == null) continue;
+            long slabCount = 1;
+            for (int d = 0; d < lead; d++) slabCount *= shape[d];
+            long[] index = new long[lead];
+            for (long s = 0; s < slabCount; s++) {
+                body.accept(s == 0 ? first : slabs(views, shape, lead, index, rows, cols));
+                for (int d = lead - 1; d >= 0 && ++index[d] == shape[d]; d--) index[d] = 0;
+            }
+            return true;
+        }
+        return false;
+    }
+
+    /** The {@code [rows, cols]} matrices of {@code views} at {@code index} of their first {@code lead} dimensions, or null. */
+    private static StridedView[] slabs(StridedView[] views, long[] shape, int lead, long[] index, long rows, long cols) {
+        StridedView[] m = new StridedView[views.length];
+        for (int k = 0; k < views.length; k++) {
+            StridedView v = views[k];
+            if (v == null) continue;
+            long offset = v.offset();
+            for (int d = 0; d < lead; d++) offset += index[d] * v.strides()[d];
+            long[] strides = java.util.Arrays.copyOfRange(v.strides(), lead, shape.length);
+            m[k] = matrix(new StridedView(v.memory(), offset, java.util.Arrays.copyOfRange(shape, lead, shape.length), strides, v.dtype()), rows, cols);
+            if (m[k] == null) return null;
+        }
+        return m;
+    }
+
+    /** {@code -Djtorch.jit.fusedSoftmaxBackward=false} runs a fused softmax's gradient as ops, then the group's gradient kernels. */
+    private static final boolean FUSED_SOFTMAX_BACKWARD = !"false".equals(System.getProperty("jtorch.jit.fusedSoftmaxBackward"));
 
     /**
      * The group and the layer norm in one pass over blocks of rows, the statistics written where the program reads them.
@@ -2029,6 +2154,11 @@ final class Program {
                     s.append(f.node()).append(f.log() ? " = log_softmax" : " = softmax").append(" of rows, fused with ").append(g.ops)
                             .append(g.ops == 1 ? " op" : " ops").append(" over (")
                             .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
+                    if (differentiable) {
+                        s.append(f.group().kernel().softmaxBackwardsRows() && FUSED_SOFTMAX_BACKWARD
+                                ? "    backward: the softmax's gradient and the group's in one pass over blocks of rows, the former never stored\n"
+                                : "    backward: the softmax's gradient as ops (this backend has no fused softmax backward), then the group's\n");
+                    }
                 }
                 case GemmEpilogue e -> {
                     FusedGroup g = e.group().group();

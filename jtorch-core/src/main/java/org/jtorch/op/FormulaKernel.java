@@ -42,6 +42,24 @@ public interface FormulaKernel {
         throw new UnsupportedOperationException("this backend's formula kernels do not fuse softmax");
     }
 
+    /** Whether this kernel implements {@link #runRowSoftmaxBackward}. */
+    default boolean softmaxBackwardsRows() {
+        return false;
+    }
+
+    /**
+     * The backward of {@link #runRowSoftmax} in one pass over blocks of rows: each block's softmax gradient
+     * {@code y (g - sum(g y))} (log-softmax: {@code g - exp(y) sum(g)}) from {@code output} {@code y} (contiguous) and
+     * {@code gradOut} {@code g} (any strides), kept in cache, goes through each of {@code gradients}, the formula's
+     * gradient kernels (inputs: the formula's {@code inputs}, then the gradient), into {@code gradientOuts} (contiguous
+     * float32). Every view is a {@code [rows, rowLength]} float32 matrix (inputs broadcast with zero strides); the
+     * softmax gradient itself is never stored.
+     */
+    default void runRowSoftmaxBackward(int deviceIndex, StridedView output, StridedView gradOut, StridedView[] inputs, long rowLength,
+                                       boolean log, FormulaKernel[] gradients, StridedView[] gradientOuts) {
+        throw new UnsupportedOperationException("this backend's formula kernels do not fuse softmax's backward");
+    }
+
     /** Whether this kernel implements {@link #runRowLayerNorm}: the formula fused into a layer norm over rows. */
     default boolean layerNormsRows() {
         return false;

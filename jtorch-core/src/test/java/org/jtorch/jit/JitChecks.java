@@ -33,6 +33,18 @@ final class JitChecks {
         return Torch.randn(shape).to(DEVICE);
     }
 
+    /** Standard normal float32 values on {@link #DEVICE} from {@code g}. */
+    static Tensor randn(org.jtorch.Generator g, long... shape) {
+        return Torch.randn(shape, org.jtorch.DType.FLOAT32, DEVICE, g);
+    }
+
+    /** {@code t}'s values, detached and copied to the CPU. */
+    static float[] values(Tensor t) {
+        try (Tensor c = t.detach().to(org.jtorch.Device.cpu())) {
+            return c.toFloatArray();
+        }
+    }
+
     /** Elementwise within {@code tolerance}, relative above magnitude 1; NaN matches NaN. */
     static void assertClose(Tensor expected, Tensor actual, float tolerance) {
         assertArrayEquals(expected.shape(), actual.shape());

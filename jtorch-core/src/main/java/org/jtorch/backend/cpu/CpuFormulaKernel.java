@@ -180,6 +180,91 @@ final class CpuFormulaKernel implements FormulaKernel {
     }
 
     @Override
+    public boolean softmaxBackwardsRows() {
+        return true;
+    }
+
+    /**
+     * Blocks of whole rows (about {@link #SOFTMAX_BLOCK} values), each by one thread: the block's softmax gradient into
+     * the thread's scratch ({@link SoftmaxBackwardF32#row}, or {@link LogSoftmaxBackward#rowF32}: eager's log-softmax
+     * backward row), then each gradient kernel over the block while the scratch is in cache.
+     */
+    @Override
+    public void runRowSoftmaxBackward(int deviceIndex, StridedView output, StridedView gradOut, StridedView[] in, long rowLength, boolean log,
+                                      FormulaKernel[] gradients, StridedView[] gradientOuts) {
+        if (in.length != inputs) throw new IllegalArgumentException(formula + ": expected " + inputs + " inputs, got " + in.length);
+        if (gradientOuts.length != gradients.length) {
+            throw new IllegalArgumentException(formula + ": " + gradients.length + " gradient kernels, " + gradientOuts.length + " outputs");
+        }
+        CpuFormulaKernel[] kernels = gradientKernels(gradients, "a fused softmax's backward");
+        checkSoftmaxRows(output, rowLength, true);
+        checkSoftmaxRows(gradOut, rowLength, false);
+        for (StridedView v : gradientOuts) checkSoftmaxRows(v, rowLength, true);
+        long rows = output.shape()[0];
+        if (rows == 0 || rowLength == 0) return;
+        int n = (int) rowLength;
+        long block = Math.max(1, SOFTMAX_BLOCK / rowLength);
+        long[] blockStrides = {rowLength, 1};
+        MemorySegment ys = output.memory(), gs = gradOut.memory();
+        long gRowStride = gradOut.strides()[0], gColStride = gradOut.strides()[1];
+        Parallel.forRange(rows, Math.max(1, ElementwiseKernels.GRAIN / rowLength), (begin, end) -> {
+            MemorySegment scratch = softmaxScratch(block * rowLength);
+            StridedView[] gradIn = new StridedView[inputs + 1];
+            for (long r0 = begin; r0 < end; r0 += block) {
+                long r1 = Math.min(end, r0 + block);
+                for (long r = r0; r < r1; r++) {
+                    long so = 4 * (r - r0) * rowLength, yo = 4 * (output.offset() + r * rowLength);
+                    MemorySegment g = gs;
+                    long go = 4 * (gradOut.offset() + r * gRowStride);
+                    if (gColStride != 1) {
+                        // A broadcast or strided gradient (sum's backward expands one value) is gathered into the scratch first.
+                        if (gColStride == 0) SpatialF32.fill(scratch, so / 4, n, gs.get(ElementIO.F32, go));
+                        else for (int c = 0; c < n; c++) scratch.set(ElementIO.F32, so + 4L * c, gs.get(ElementIO.F32, go + 4L * c * gColStride));
+                        g = scratch;
+                        go = so;
+                    }
+                    if (log) LogSoftmaxBackward.rowF32(g, go, ys, yo, scratch, so, n);
+                    else SoftmaxBackwardF32.row(g, go, ys, yo, scratch, so, n);
+                }
+                for (int k = 0; k < inputs; k++) gradIn[k] = rowsOf(in[k], r0, r1);
+                gradIn[inputs] = new StridedView(scratch, 0, new long[] {r1 - r0, rowLength}, blockStrides, DType.FLOAT32);
+                for (int k = 0; k < kernels.length; k++) kernels[k].run(deviceIndex, DType.FLOAT32, rowsOf(gradientOuts[k], r0, r1), gradIn, NO_PARAMS);
+            }
+        });
+    }
+
+    /** {@code gradients} as this backend's kernels of this formula's inputs and the gradient, for {@code what}. */
+    private CpuFormulaKernel[] gradientKernels(FormulaKernel[] gradients, String what) {
+        CpuFormulaKernel[] kernels = new CpuFormulaKernel[gradients.length];
+        for (int k = 0; k < kernels.length; k++) {
+            if (!(gradients[k] instanceof CpuFormulaKernel c) || c.inputs != inputs + 1) {
+                throw new IllegalArgumentException(formula + ": " + what + " takes this backend's gradient kernels of " + (inputs + 1)
+                        + " inputs, got " + gradients[k]);
+            }
+            kernels[k] = c;
+        }
+        return kernels;
+    }
+
+    /** A {@code [rows, rowLength]} float32 matrix, contiguous where {@code contiguous}, for a fused softmax's backward. */
+    private void checkSoftmaxRows(StridedView v, long rowLength, boolean contiguous) {
+        if (v.dtype() != DType.FLOAT32 || v.shape().length != 2 || v.shape()[1] != rowLength || rowLength > Integer.MAX_VALUE
+                || contiguous && !v.isContiguous()) {
+            throw new IllegalArgumentException(formula + ": a fused softmax's backward takes " + (contiguous ? "contiguous " : "")
+                    + "float32 [rows, " + rowLength + "] matrices, got " + v.dtype() + Shapes.format(v.shape()));
+        }
+    }
+
+    /** Per-thread off-heap float32 scratch for a fused softmax backward's block of rows, grown as needed and kept. */
+    private static final ThreadLocal<MemorySegment[]> SOFTMAX_SCRATCH = ThreadLocal.withInitial(() -> new MemorySegment[1]);
+
+    private static MemorySegment softmaxScratch(long values) {
+        MemorySegment[] held = SOFTMAX_SCRATCH.get();
+        if (held[0] == null || held[0].byteSize() < 4 * values) held[0] = java.lang.foreign.Arena.ofAuto().allocate(4 * values, 64);
+        return held[0];
+    }
+
+    @Override
     public boolean layerNormsRows() {
         return true;
     }
@@ -217,14 +302,7 @@ final class CpuFormulaKernel implements FormulaKernel {
         // group's, the incoming gradient, then the factors.
         int drawn = draws == null ? 0 : draws.inputs().length, group = inputs - drawn;
         if (in.length != inputs) throw new IllegalArgumentException(formula + ": expected " + inputs + " inputs, got " + in.length);
-        CpuFormulaKernel[] kernels = new CpuFormulaKernel[gradients.length];
-        for (int k = 0; k < kernels.length; k++) {
-            if (!(gradients[k] instanceof CpuFormulaKernel c) || c.inputs != inputs + 1) {
-                throw new IllegalArgumentException(formula + ": a fused layer norm's backward takes this backend's gradient kernels of "
-                        + (inputs + 1) + " inputs, got " + gradients[k]);
-            }
-            kernels[k] = c;
-        }
+        CpuFormulaKernel[] kernels = gradientKernels(gradients, "a fused layer norm's backward");
         long rows = gradOut.shape()[0];
         if (rows == 0 || rowLength == 0) return true;
         long[] blockStrides = {rowLength, 1};
