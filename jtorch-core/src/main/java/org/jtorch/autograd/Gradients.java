@@ -20,8 +20,10 @@ public final class Gradients {
             int lead = gs.length - shape.length;
             int[] dims = new int[gs.length];
             int n = 0;
-            for (int i = 0; i < gs.length; i++) {
-                if (i < lead || (shape[i - lead] == 1 && gs[i] != 1)) dims[n++] = i;
+            // Two loops, so that no index depends on a branch: C2's profiled loop predicates trapped on shape[i - lead].
+            for (int i = 0; i < lead; i++) dims[n++] = i;
+            for (int j = 0; j < shape.length; j++) {
+                if (shape[j] == 1 && gs[lead + j] != 1) dims[n++] = lead + j;
             }
             try (Tensor summed = n == 0 ? g.alias() : g.sum(Arrays.copyOf(dims, n), true)) {
                 r = summed.reshape(shape);

@@ -86,17 +86,19 @@ public final class Shapes {
         int lead = target.length - shape.length;
         if (lead < 0) throw notBroadcastable(op, shape, target);
         long[] out = new long[target.length];
+        // The new leading dimensions (stride 0), then the matched ones: no index depends on a branch, where C2's
+        // profiled loop predicates trapped on shape[i - lead].
+        for (int i = 0; i < lead; i++) {
+            if (target[i] < 0) throw notBroadcastable(op, shape, target);
+        }
+        for (int j = 0; j < shape.length; j++) {
+            long size = target[lead + j];
+            if (shape[j] == size) out[lead + j] = strides[j];
+            else if (shape[j] != 1 || size < 0) throw notBroadcastable(op, shape, target);
+        }
         long numel = 1;
         boolean overflow = false;
         for (int i = 0; i < target.length; i++) {
-            int j = i - lead;
-            if (j >= 0 && shape[j] == target[i]) {
-                out[i] = strides[j];
-            } else if ((j < 0 || shape[j] == 1) && target[i] >= 0) {
-                out[i] = 0;
-            } else {
-                throw notBroadcastable(op, shape, target);
-            }
             overflow |= Math.multiplyHigh(numel, target[i]) != 0;
             numel *= target[i];
             overflow |= numel < 0;

@@ -12,18 +12,20 @@ final class JvmFlags {
     private JvmFlags() {}
 
     /**
-     * {@code -XX:-UseProfiledLoopPredicate}: with C2's profile-based loop predicates on, the kernels' loops fail a
-     * predicate, deoptimise, run as slow boxed vector code until recompiled, and fail again.
+     * {@code -XX:-UseProfiledLoopPredicate}: with C2's profile-based loop predicates on, loops fail a predicate,
+     * deoptimise and are recompiled; since the generated kernels run their rows in pieces, what is left of it is in the
+     * Vector API's fallback code during warm-up, so it costs warm-up time, not steady speed.
      */
     static final String PROFILED_LOOP_PREDICATE_WARNING = "jtorch: this JVM runs with C2's profiled loop predicates"
-            + " (UseProfiledLoopPredicate is on): jtorch's kernels can run much slower this way (measured: the MNIST example's"
-            + " training step %s). Start the JVM with -XX:-UseProfiledLoopPredicate (README, 'JVM flags').";
+            + " (UseProfiledLoopPredicate is on): jtorch's warm-up can take longer this way (measured: %s)."
+            + " Start the JVM with -XX:-UseProfiledLoopPredicate (README, 'JVM flags').";
 
     /**
-     * What going without the flag was measured to cost (quiet machine: scripts/java-env, 2026-12-02, and issue 20's
-     * MNIST port). A rerun on a machine at load 12-20 could not tell the two apart (docs/BENCHMARKS.md, issue 20).
+     * What going without the flag was measured to cost (docs/BENCHMARKS.md, issue 20, branch osrrows: one thread's
+     * CPU to the steady state, two runs each at load 18-29; the MNIST port showed no cost).
      */
-    static final String PROFILED_LOOP_PREDICATE_COST = "306 against 215 ms per batch; a ResNet-20 step 860 against 420 ms";
+    static final String PROFILED_LOOP_PREDICATE_COST = "the char GPT example reached its steady speed 0.4-0.8 s of CPU later;"
+            + " its steady steps were level";
 
     private static boolean checked;
 

@@ -190,7 +190,7 @@ final class PointwiseCodegen {
 
     /** The kernel of {@code formula} for rows stored as {@code layout} says. */
     static RowKernel kernel(Expr formula, int inputs, int broadcastMask, Layout layout) {
-        return CACHE.computeIfAbsent(new Key(formula, broadcastMask, layout), k -> define(generate(formula, inputs, broadcastMask, layout)));
+        return CACHE.computeIfAbsent(new Key(formula, broadcastMask, layout), k -> define(generate(formula, inputs, broadcastMask, layout, ROW_PIECE)));
     }
 
     // ---------------------------------------------------------------- descriptors
@@ -261,13 +261,39 @@ final class PointwiseCodegen {
 
     // ---------------------------------------------------------------- generation
 
+    /**
+     * The most elements one call of a kernel's loop method covers; {@code row} drives longer rows through it a piece at
+     * a time (0: one loop over the whole row). A long first row (a model's first step) otherwise makes C2 compile the
+     * loop on stack (OSR) before the method, and those OSR compilations trap on their profiled loop predicates and
+     * recompile, several times a class, when -XX:-UseProfiledLoopPredicate is absent. Short calls let the method
+     * reach C2's invocation threshold first. A multiple of every lane count (64 bytes in 512-bit vectors), so each
+     * element goes through the same vector step, or the same masked tail, as in one loop over the row.
+     */
+    static final long ROW_PIECE = rowPiece(Long.getLong("jtorch.pointwise.rowPiece", 1024));
+
+    private static long rowPiece(long requested) {
+        if (requested <= 0) return 0;
+        return Math.max(64, requested - requested % 64);
+    }
+
     // The row method's parameters: this, segs, offs, len (two slots), params.
     private static final int SEGS = 1;
     private static final int OFFS = 2;
     private static final int LEN = 3;
     private static final int PARAMS = 5;
+    // The static piece method's parameters: segs, offs, from (two slots), to (two slots), params.
+    private static final int PIECE_SEGS = 0;
+    private static final int PIECE_OFFS = 1;
+    private static final int PIECE_FROM = 2;
+    private static final int PIECE_TO = 4;
+    private static final int PIECE_PARAMS = 6;
+    private static final MethodTypeDesc MTD_PIECE =
+            MethodTypeDesc.of(CD_void, CD_SEGMENT.arrayType(), CD_long.arrayType(), CD_long, CD_long, CD_double.arrayType());
+    private static final ClassDesc CD_MATH = ClassDesc.of(Math.class.getName());
+    private static final MethodTypeDesc MTD_MIN = MethodTypeDesc.of(CD_long, CD_long, CD_long);
 
-    static byte[] generate(Expr formula, int inputs, int broadcastMask, Layout layout) {
+    /** The class file of a kernel whose row runs in pieces of {@code piece} elements (a multiple of 64), or in one loop (0). */
+    static byte[] generate(Expr formula, int inputs, int broadcastMask, Layout layout, long piece) {
         Compute compute = layout.compute();
         IntegerForm form = compute.integral() ? integerForm(formula, compute) : null;
         boolean supported = compute.integral() ? form != null && (layout.operands().get(0) != Storage.BOOL || form == IntegerForm.EXACT)
@@ -281,13 +307,46 @@ final class PointwiseCodegen {
             cb.withInterfaceSymbols(CD_ROW);
             cb.withMethodBody(INIT_NAME, MTD_void, ClassFile.ACC_PUBLIC,
                     code -> code.aload(0).invokespecial(CD_Object, INIT_NAME, MTD_void).return_());
-            cb.withMethodBody("row", MTD_ROW, ClassFile.ACC_PUBLIC, code -> new Row(code, formula, inputs, broadcastMask, layout).emit());
+            if (piece == 0) {
+                cb.withMethodBody("row", MTD_ROW, ClassFile.ACC_PUBLIC,
+                        code -> new Row(code, formula, inputs, broadcastMask, layout, SEGS, OFFS, -1, LEN, PARAMS).emit());
+            } else {
+                cb.withMethodBody("row", MTD_ROW, ClassFile.ACC_PUBLIC, code -> emitPieces(code, piece));
+                cb.withMethodBody("piece", MTD_PIECE, ClassFile.ACC_PRIVATE | ClassFile.ACC_STATIC,
+                        code -> new Row(code, formula, inputs, broadcastMask, layout, PIECE_SEGS, PIECE_OFFS, PIECE_FROM, PIECE_TO, PIECE_PARAMS).emit());
+            }
         });
     }
 
-    /** The bytecode of one row method. */
+    /** {@code row}: {@code for (from = 0; from < len; from += piece) piece(segs, offs, from, min(len, from + piece), params)}. */
+    private static void emitPieces(CodeBuilder code, long piece) {
+        if (piece % 64 != 0) throw new IllegalArgumentException("a row piece of " + piece + " elements is not a multiple of 64");
+        int from = code.allocateLocal(TypeKind.LONG);
+        Label body = code.newLabel();
+        Label test = code.newLabel();
+        code.lconst_0().lstore(from);
+        code.goto_(test);
+        code.labelBinding(body);
+        code.aload(SEGS).aload(OFFS).lload(from);
+        code.lload(LEN).lload(from).loadConstant(piece).ladd().invokestatic(CD_MATH, "min", MTD_MIN);
+        code.aload(PARAMS).invokestatic(CD_KERNEL, "piece", MTD_PIECE);
+        code.lload(from).loadConstant(piece).ladd().lstore(from);
+        code.labelBinding(test);
+        code.lload(from).lload(LEN).lcmp().iflt(body);
+        code.return_();
+    }
+
+    /**
+     * The bytecode of one loop over a row's elements {@code from} (a parameter's slot, or 0 where {@code fromSlot} is
+     * negative) to {@code to}, the other parameters in the given slots.
+     */
     private static final class Row {
         private final CodeBuilder code;
+        private final int segsSlot;
+        private final int offsSlot;
+        private final int fromSlot;
+        private final int toSlot;
+        private final int paramsSlot;
         private final Expr formula;
         private final int inputs;
         private final int broadcastMask;
@@ -306,8 +365,14 @@ final class PointwiseCodegen {
         /** The native byte order, in a local, for the direct loads and stores (-1 when no operand has them). */
         private int order = -1;
 
-        Row(CodeBuilder code, Expr formula, int inputs, int broadcastMask, Layout layout) {
+        Row(CodeBuilder code, Expr formula, int inputs, int broadcastMask, Layout layout, int segsSlot, int offsSlot, int fromSlot,
+                int toSlot, int paramsSlot) {
             this.code = code;
+            this.segsSlot = segsSlot;
+            this.offsSlot = offsSlot;
+            this.fromSlot = fromSlot;
+            this.toSlot = toSlot;
+            this.paramsSlot = paramsSlot;
             this.formula = formula;
             this.inputs = inputs;
             this.broadcastMask = broadcastMask;
@@ -341,9 +406,9 @@ final class PointwiseCodegen {
             // Row operands: the output is operand 0, input k operand k + 1.
             for (int k = 0; k <= inputs; k++) {
                 segment[k] = code.allocateLocal(TypeKind.REFERENCE);
-                code.aload(SEGS).loadConstant(k).aaload().astore(segment[k]);
+                code.aload(segsSlot).loadConstant(k).aaload().astore(segment[k]);
                 offset[k] = code.allocateLocal(TypeKind.LONG);
-                code.aload(OFFS).loadConstant(k).laload().lstore(offset[k]);
+                code.aload(offsSlot).loadConstant(k).laload().lstore(offset[k]);
             }
             for (int k = 0; k < inputs; k++) {
                 if ((broadcastMask & (1 << k)) == 0) continue;
@@ -358,8 +423,15 @@ final class PointwiseCodegen {
             }
             i = code.allocateLocal(TypeKind.LONG);
             int upper = code.allocateLocal(TypeKind.LONG);
-            code.lconst_0().lstore(i);
-            code.lload(LEN).invokestatic(lanes.math(), "upper" + lanes.helpers(), MTD_UPPER).lstore(upper);
+            if (fromSlot < 0) {
+                code.lconst_0().lstore(i);
+                code.lload(toSlot).invokestatic(lanes.math(), "upper" + lanes.helpers(), MTD_UPPER).lstore(upper);
+            } else {
+                // upper = from + upper(to - from): the same vector steps as one loop, since from is a multiple of the lanes.
+                code.lload(fromSlot).lstore(i);
+                code.lload(fromSlot).lload(toSlot).lload(fromSlot).lsub().invokestatic(lanes.math(), "upper" + lanes.helpers(), MTD_UPPER)
+                        .ladd().lstore(upper);
+            }
             Label body = code.newLabel();
             Label test = code.newLabel();
             Label end = code.newLabel();
@@ -383,9 +455,9 @@ final class PointwiseCodegen {
             code.labelBinding(test);
             code.lload(i).lload(upper).lcmp().iflt(body);
             // The tail: one masked step.
-            code.lload(i).lload(LEN).lcmp().ifge(end);
+            code.lload(i).lload(toSlot).lcmp().ifge(end);
             mask = code.allocateLocal(TypeKind.REFERENCE);
-            code.lload(i).lload(LEN).invokestatic(lanes.math(), "mask" + lanes.helpers(), MTD_MASK).astore(mask);
+            code.lload(i).lload(toSlot).invokestatic(lanes.math(), "mask" + lanes.helpers(), MTD_MASK).astore(mask);
             computed = new HashMap<>();
             eval(formula);
             code.aload(segment[0]).lload(offset[0]).lload(i).aload(mask).invokestatic(lanes.math(), store + "Masked", lanes.storeMasked());
@@ -403,7 +475,7 @@ final class PointwiseCodegen {
                 case Expr.Scalar s -> {
                     if (hoisted.containsKey(s)) return;
                     int slot = code.allocateLocal(TypeKind.REFERENCE);
-                    code.aload(PARAMS).loadConstant(s.index()).loadConstant(s.ifNone()).invokestatic(lanes.math(), "param" + lanes.helpers(), lanes.param())
+                    code.aload(paramsSlot).loadConstant(s.index()).loadConstant(s.ifNone()).invokestatic(lanes.math(), "param" + lanes.helpers(), lanes.param())
                             .astore(slot);
                     hoisted.put(s, slot);
                 }
@@ -461,7 +533,7 @@ final class PointwiseCodegen {
         }
     }
 
-    private static RowKernel define(byte[] bytes) {
+    static RowKernel define(byte[] bytes) {
         try {
             MethodHandles.Lookup hidden = MethodHandles.lookup().defineHiddenClass(bytes, true);
             return (RowKernel) hidden.findConstructor(hidden.lookupClass(), MethodType.methodType(void.class)).invoke();

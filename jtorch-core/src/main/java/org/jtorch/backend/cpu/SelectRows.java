@@ -65,10 +65,19 @@ final class SelectRows {
                 b0 = 0;
             }
         }
-        if (size == 4) ints(cs, c0, as, a0, aStride, bs, b0, bStride, os, o0, len);
-        else if (size == 8) longs(cs, c0, as, a0, aStride, bs, b0, bStride, os, o0, len);
-        else shorts(cs, c0, as, a0, aStride, bs, b0, bStride, os, o0, len);
+        // A piece at a time: a long first row would otherwise compile the loop on stack (OSR) before the method, and
+        // those compilations trapped on profiled loop predicates (PointwiseCodegen#ROW_PIECE says more).
+        for (long done = 0; done < len; done += PIECE) {
+            long n = Math.min(PIECE, len - done);
+            long c = c0 + done, a = a0 + aStride * done, b = b0 + bStride * done, o = o0 + size * done;
+            if (size == 4) ints(cs, c, as, a, aStride, bs, b, bStride, os, o, n);
+            else if (size == 8) longs(cs, c, as, a, aStride, bs, b, bStride, os, o, n);
+            else shorts(cs, c, as, a, aStride, bs, b, bStride, os, o, n);
+        }
     }
+
+    /** Elements per call of a typed loop: a multiple of every lane count here. */
+    private static final long PIECE = 1024;
 
     /**
      * {@code scratch} filled with copies of the {@code size}-byte element at {@code s[offset]}: one broadcast vector

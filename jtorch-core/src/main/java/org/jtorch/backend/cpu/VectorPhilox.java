@@ -97,24 +97,32 @@ final class VectorPhilox {
         long i = begin;
         long firstWhole = Math.min(end, (begin + 3) & ~3L);
         i = scalarFloats(out, base, i, firstWhole, low, high, seed, firstBlock);
+        // The vector loop is its own method, called per chunk: a long first fill would otherwise compile it on stack
+        // (OSR), whose profiled loop predicates trapped and recompiled it without -XX:-UseProfiledLoopPredicate.
         while (end - i >= 4L * LANES) {
             int blocks = (int) Math.min(CHUNK_BLOCKS, (end - i) / 4 / LANES * LANES);
             blocks(seed, firstBlock + i / 4, blocks, words);
-            for (int w = 0; w < 4 * blocks; w += FLOATS.length()) {
-                IntVector bits = IntVector.fromArray(INTS, words, w).lanewise(VectorOperators.LSHR, 8);
-                DoubleVector u = (DoubleVector) bits.convertShape(VectorOperators.I2D, DOUBLES, 0);
-                DoubleVector v = u.mul(TWO_POW_M24).mul(range).add(low);
-                FloatVector f = (FloatVector) v.convertShape(VectorOperators.D2F, FLOATS, 0);
-                if (clampHigh) {
-                    VectorMask<Double> atHigh = ((DoubleVector) f.convertShape(VectorOperators.F2D, DOUBLES, 0))
-                            .compare(VectorOperators.GE, high);
-                    if (atHigh.anyTrue()) f = f.blend(lowF, atHigh.cast(FLOATS));
-                }
-                f.intoMemorySegment(out, base + (i + w) * Float.BYTES, ByteOrder.nativeOrder());
-            }
+            floatsOfWords(out, base + i * Float.BYTES, words, 4 * blocks, low, high, range, lowF, clampHigh);
             i += 4L * blocks;
         }
         scalarFloats(out, base, i, end, low, high, seed, firstBlock);
+    }
+
+    /** {@code count} uniform floats from {@code words} to {@code out} at byte {@code at}, as {@link #uniformFloats} says. */
+    private static void floatsOfWords(MemorySegment out, long at, int[] words, int count, double low, double high, double range, float lowF,
+                                      boolean clampHigh) {
+        for (int w = 0; w < count; w += FLOATS.length()) {
+            IntVector bits = IntVector.fromArray(INTS, words, w).lanewise(VectorOperators.LSHR, 8);
+            DoubleVector u = (DoubleVector) bits.convertShape(VectorOperators.I2D, DOUBLES, 0);
+            DoubleVector v = u.mul(TWO_POW_M24).mul(range).add(low);
+            FloatVector f = (FloatVector) v.convertShape(VectorOperators.D2F, FLOATS, 0);
+            if (clampHigh) {
+                VectorMask<Double> atHigh = ((DoubleVector) f.convertShape(VectorOperators.F2D, DOUBLES, 0))
+                        .compare(VectorOperators.GE, high);
+                if (atHigh.anyTrue()) f = f.blend(lowF, atHigh.cast(FLOATS));
+            }
+            f.intoMemorySegment(out, at + (long) w * Float.BYTES, ByteOrder.nativeOrder());
+        }
     }
 
     /** Uniform float64 values as {@link #uniformFloats}: element {@code i} from words {@code 2 (i % 2)} and the next of block {@code i / 2}. */

@@ -185,6 +185,66 @@ class PointwiseCodegenTest {
         assertTrue(PointwiseCodegen.kernel(formula, 2, 0) != PointwiseCodegen.kernel(formula, 2, 2));
     }
 
+    /**
+     * A row longer than the kernel's loop piece ({@link PointwiseCodegen#ROW_PIECE}) runs piece by piece and gives the
+     * bits of one loop over the row: every lane type, lengths around the piece boundaries (vector steps and the masked
+     * tail), an input broadcast or not, a scalar parameter.
+     */
+    @Test
+    void rowsRunInPiecesGiveTheBitsOfOneLoop() {
+        Expr x0 = new Expr.In(0, "x0");
+        Expr x1 = new Expr.In(1, "x1");
+        // where(x0 > x1, x0 * p0 + x1, x1 - x0): no transcendental, whose bits may depend on when C2 compiled it.
+        Expr formula = new Expr.Math(Fn.SELECT, List.of(new Expr.Math(Fn.GT, List.of(x0, x1)),
+                new Expr.Math(Fn.ADD, List.of(new Expr.Math(Fn.MUL, List.of(x0, new Expr.Scalar(0, "p0", Double.NaN))), x1)),
+                new Expr.Math(Fn.SUB, List.of(x1, x0))));
+        record Case(DType dtype, PointwiseCodegen.Layout layout) {}
+        List<Case> cases = List.of(
+                new Case(DType.FLOAT32, PointwiseCodegen.Layout.f32(2)),
+                new Case(DType.FLOAT64, new PointwiseCodegen.Layout(PointwiseCodegen.Compute.F64, List.of(F64, F64, F64))),
+                new Case(DType.BFLOAT16, new PointwiseCodegen.Layout(PointwiseCodegen.Compute.F32,
+                        List.of(PointwiseCodegen.Storage.BF16, PointwiseCodegen.Storage.BF16, PointwiseCodegen.Storage.BF16))),
+                new Case(DType.INT32, new PointwiseCodegen.Layout(PointwiseCodegen.Compute.I32,
+                        List.of(PointwiseCodegen.Storage.I32, PointwiseCodegen.Storage.I32, PointwiseCodegen.Storage.I32))),
+                new Case(DType.INT8, new PointwiseCodegen.Layout(PointwiseCodegen.Compute.I8,
+                        List.of(PointwiseCodegen.Storage.I8, PointwiseCodegen.Storage.I8, PointwiseCodegen.Storage.I8))));
+        int[] lengths = {0, 1, 63, 64, 65, 127, 128, 129, 191, 200, 1000, 1027};
+        double[] params = {3};
+        try (Arena arena = Arena.ofConfined()) {
+            for (Case c : cases) {
+                long es = c.dtype().byteSize();
+                for (int broadcast : new int[] {0, 0b10}) {
+                    PointwiseCodegen.RowKernel oneLoop = PointwiseCodegen.define(PointwiseCodegen.generate(formula, 2, broadcast, c.layout(), 0));
+                    for (long piece : new long[] {64, 128}) {
+                        PointwiseCodegen.RowKernel pieces = PointwiseCodegen.define(PointwiseCodegen.generate(formula, 2, broadcast, c.layout(), piece));
+                        for (int n : lengths) {
+                            MemorySegment a = arena.allocate(es * Math.max(n, 1), 64);
+                            MemorySegment b = arena.allocate(es * Math.max(n, 1), 64);
+                            for (int i = 0; i < n; i++) {
+                                boolean integral = !c.dtype().isFloatingPoint();
+                                ElementCodec.setDouble(c.dtype(), a, es * i, integral ? random.nextInt(41) - 20 : value());
+                                ElementCodec.setDouble(c.dtype(), b, es * i, integral ? random.nextInt(41) - 20 : value());
+                            }
+                            MemorySegment expected = arena.allocate(es * Math.max(n, 1), 64);
+                            MemorySegment actual = arena.allocate(es * Math.max(n, 1), 64);
+                            oneLoop.row(new MemorySegment[] {expected, a, b}, new long[3], n, params);
+                            pieces.row(new MemorySegment[] {actual, a, b}, new long[3], n, params);
+                            assertEquals(-1, expected.mismatch(actual), c.dtype() + " broadcast " + broadcast + " piece " + piece + " n=" + n);
+                            if (n > 0 && broadcast == 0) {
+                                double x = ElementCodec.getDouble(c.dtype(), a, es * (n - 1));
+                                double y = ElementCodec.getDouble(c.dtype(), b, es * (n - 1));
+                                double last = ElementCodec.getDouble(c.dtype(), actual, es * (n - 1));
+                                if (c.dtype() == DType.FLOAT64 && !Double.isNaN(x) && !Double.isNaN(y)) {
+                                    assertEquals(x > y ? x * 3 + y : y - x, last, 0.0, "float64 n=" + n + ", the last element");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     // ---------------------------------------------------------------- other layouts: float64, halves, bool
 
     private static final PointwiseCodegen.Storage F64 = PointwiseCodegen.Storage.F64;

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
  */
 class SelectRowsTest {
     private static final DType[] TYPES = {DType.FLOAT32, DType.FLOAT64, DType.INT32, DType.INT64, DType.BFLOAT16, DType.FLOAT16, DType.INT16};
-    private static final int[] LENGTHS = {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 1000};
+    private static final int[] LENGTHS = {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 1000, 1024, 1025, 2100}; // past 1024: rows run in pieces
 
     private static Tensor values(int n, DType t, Generator g) {
         return Torch.randn(new long[] {n}, DType.FLOAT64, org.jtorch.Device.cpu(), g).mul(50.0).to(t);
