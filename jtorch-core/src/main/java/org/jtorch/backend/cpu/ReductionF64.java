@@ -229,8 +229,8 @@ final class ReductionF64 {
         DoubleVector a0 = DoubleVector.zero(DS), a1 = a0;
         int i = 0;
         for (; i + 2 * DL <= n; i += 2 * DL) {
-            DoubleVector e0 = load(is, io + 8L * i).sub(vmax).lanewise(VectorOperators.EXP);
-            DoubleVector e1 = load(is, io + 8L * (i + DL)).sub(vmax).lanewise(VectorOperators.EXP);
+            DoubleVector e0 = VectorExp.exp(load(is, io + 8L * i).sub(vmax));
+            DoubleVector e1 = VectorExp.exp(load(is, io + 8L * (i + DL)).sub(vmax));
             if (!log) {
                 e0.intoMemorySegment(os, oo + 8L * i, LE);
                 e1.intoMemorySegment(os, oo + 8L * (i + DL), LE);

@@ -104,7 +104,7 @@ final class VectorErf {
         // exp(-x^2/2) and R(a) on [0, 4] written out here rather than through tail's helpers: C2 inlines a kernel's
         // calls only so deep and so large, and a call it does not inline boxes its vectors (the forward ran at half speed).
         FloatVector small = lo.blend(0f, hi.compare(VectorOperators.GT, 100f));
-        FloatVector e = hi.neg().lanewise(VectorOperators.EXP).mul(FloatVector.broadcast(FS, 1f).sub(small));
+        FloatVector e = VectorExp.exp(hi.neg()).mul(FloatVector.broadcast(FS, 1f).sub(small));
         FloatVector u = a.min(4f).mul(0.5f).sub(1f);
         FloatVector r = FloatVector.broadcast(FS, WHOLE[WHOLE.length - 1]);
         for (int k = WHOLE.length - 2; k >= 0; k--) r = r.fma(u, FloatVector.broadcast(FS, WHOLE[k]));
@@ -141,7 +141,7 @@ final class VectorErf {
      */
     private static FloatVector tail(FloatVector hi, FloatVector lo, FloatVector a, float[] c, float from, float to) {
         FloatVector small = lo.blend(0f, hi.compare(VectorOperators.GT, 100f));
-        FloatVector e = hi.neg().lanewise(VectorOperators.EXP).mul(FloatVector.broadcast(FS, 1f).sub(small));
+        FloatVector e = VectorExp.exp(hi.neg()).mul(FloatVector.broadcast(FS, 1f).sub(small));
         FloatVector u = a.mul(2f / (to - from)).sub((from + to) / (to - from));
         FloatVector p = FloatVector.broadcast(FS, c[c.length - 1]);
         for (int k = c.length - 2; k >= 0; k--) p = p.fma(u, FloatVector.broadcast(FS, c[k]));

@@ -150,7 +150,7 @@ public final class VectorMath {
     public static FloatVector sub(FloatVector a, FloatVector b) { return a.sub(b); }
     public static FloatVector mul(FloatVector a, FloatVector b) { return a.mul(b); }
     public static FloatVector div(FloatVector a, FloatVector b) { return a.div(b); }
-    public static FloatVector exp(FloatVector a) { return a.lanewise(VectorOperators.EXP); }
+    public static FloatVector exp(FloatVector a) { return VectorExp.exp(a); }
     public static FloatVector log(FloatVector a) { return a.lanewise(VectorOperators.LOG); }
     public static FloatVector log1p(FloatVector a) { return a.lanewise(VectorOperators.LOG1P); }
     public static FloatVector expm1(FloatVector a) { return a.lanewise(VectorOperators.EXPM1); }
@@ -203,7 +203,7 @@ public final class VectorMath {
     }
 
     public static FloatVector sigmoid(FloatVector a) {
-        return FloatVector.broadcast(FS, 1f).div(a.neg().lanewise(VectorOperators.EXP).add(1f));
+        return FloatVector.broadcast(FS, 1f).div(VectorExp.exp(a.neg()).add(1f));
     }
 
     /** NaN compares false and is kept, as torch.relu. */

@@ -87,7 +87,7 @@ public final class VectorMathF64 {
     public static DoubleVector sub(DoubleVector a, DoubleVector b) { return a.sub(b); }
     public static DoubleVector mul(DoubleVector a, DoubleVector b) { return a.mul(b); }
     public static DoubleVector div(DoubleVector a, DoubleVector b) { return a.div(b); }
-    public static DoubleVector exp(DoubleVector a) { return a.lanewise(VectorOperators.EXP); }
+    public static DoubleVector exp(DoubleVector a) { return VectorExp.exp(a); }
     public static DoubleVector log(DoubleVector a) { return a.lanewise(VectorOperators.LOG); }
     public static DoubleVector log1p(DoubleVector a) { return a.lanewise(VectorOperators.LOG1P); }
     public static DoubleVector expm1(DoubleVector a) { return a.lanewise(VectorOperators.EXPM1); }
@@ -136,7 +136,7 @@ public final class VectorMathF64 {
     }
 
     public static DoubleVector sigmoid(DoubleVector a) {
-        return DoubleVector.broadcast(DS, 1).div(a.neg().lanewise(VectorOperators.EXP).add(1));
+        return DoubleVector.broadcast(DS, 1).div(VectorExp.exp(a.neg()).add(1));
     }
 
     public static DoubleVector relu(DoubleVector a) { return a.blend(0, a.compare(VectorOperators.LE, 0)); }
