@@ -19,8 +19,9 @@ import org.jtorch.backend.ReductionKernels;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.OutOfMemoryException;
 import org.jtorch.memory.Storage;
-import org.jtorch.op.Expr;
+import org.jtorch.op.Callback;
 import org.jtorch.op.CopyOps;
+import org.jtorch.op.Expr;
 import org.jtorch.op.IndexingOps;
 import org.jtorch.op.ReduceArgs;
 import org.jtorch.ops.ExprCompiler.ReduceCall;
@@ -36,7 +37,6 @@ import org.jtorch.op.RandomOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
 import org.jtorch.op.TraceHook;
-import org.jtorch.op.Callback;
 
 /**
  * The one entry point of a declared op: {@link #call}. Around the backend's kernel it runs four

@@ -153,6 +153,24 @@ class FuzzFindingsTest {
         }
     }
 
+    /**
+     * MixedDeviceFuzzTest, seed 3 call 2149: binary cross entropy of a cuda:0 input against a CPU target reached the
+     * fused loss kernel, which allocated its scratch for a CPU operand on the CUDA backend (ArrayIndexOutOfBoundsException
+     * from device index -1). PyTorch 1.13: "Expected all tensors to be on the same device". Needs a second device.
+     */
+    @Test
+    void binaryCrossEntropyOfOperandsOnTwoDevicesNamesBoth() {
+        Device device = org.jtorch.testing.Fixtures.device();
+        org.junit.jupiter.api.Assumptions.assumeFalse(device.isCpu(), "needs a second device (-Djtorch.test.device=cuda:0)");
+        try (Tensor p = Torch.full(new long[] {3}, 0.5).to(device); Tensor t = Torch.ones(3); Tensor w = Torch.ones(3)) {
+            for (Executable call : List.<Executable>of(() -> F.binaryCrossEntropy(p, t), () -> F.binaryCrossEntropy(p, t.to(device), w, F.Reduction.MEAN))) {
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
+                assertTrue(e.getMessage().contains("same device") && e.getMessage().contains(device.toString())
+                        && e.getMessage().contains("cpu"), e.getMessage());
+            }
+        }
+    }
+
     /** "a leaf Variable that requires grad is being used in an in-place operation" (fill_ and zero_ as any in-place op). */
     @Test
     void fillAndZeroRefuseALeafThatRequiresGrad() {

@@ -23,7 +23,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * The input checks inside the kernels ({@code backend.ValueCheckKernels}): binary_cross_entropy's loss and range check in
  * one pass ({@code binary_cross_entropy_elementwise}) and bernoulli's probabilities, on the test device
  * ({@code -Djtorch.test.device}; a device raises at the next synchronisation, so each refused call's result is read):
- * the losses equal to the composition of pointwise ops the kernel replaced, bit for bit on the CPU; PyTorch 1.13's
+ * the losses equal to the composition of pointwise ops the kernel replaced, within a few ulps on the CPU (the same
+ * steps, but the JDK's vector log differs in its last bit between compiled and interpreted code); PyTorch 1.13's
  * message for an input outside [0, 1] and for NaN, naming the shape, dtype and first bad element; the JIT keeps the
  * check (no graph break, the error raised by a compiled function, even where the loss goes unread).
  */
@@ -42,15 +43,8 @@ class ValueCheckKernelsTest {
         return w == null ? loss : loss.mul(w);
     }
 
-    private static long[] bits(Tensor t) {
-        double[] v = t.to(Device.cpu()).to(DType.FLOAT64).reshape(-1).toDoubleArray();
-        long[] b = new long[v.length];
-        for (int i = 0; i < v.length; i++) b[i] = Double.doubleToRawLongBits(v[i]);
-        return b;
-    }
-
     @Test
-    void theLossesAreTheCompositionsBitForBit() {
+    void theLossesAreTheCompositionsWithinAFewUlps() {
         // lengths around the vector widths and the threads' grain; 0 and 1 exactly (the clamped logarithms)
         for (DType dtype : new DType[] {DType.FLOAT32, DType.FLOAT64}) {
             for (long n : new long[] {1, 7, 33, 1000, DEVICE.isCpu() ? 100_003 : 20_003}) {
@@ -65,15 +59,20 @@ class ValueCheckKernelsTest {
                 Tensor none = F.binaryCrossEntropy(p, t, null, F.Reduction.NONE);
                 Tensor weighted = F.binaryCrossEntropy(p, t, w, F.Reduction.NONE);
                 if (DEVICE.isCpu()) {
-                    assertArrayEquals(bits(composed(p, t, null)), bits(none), what);
-                    assertArrayEquals(bits(composed(p, t, w)), bits(weighted), what + ", weighted");
+                    // The same steps as the composition, so the same bits, except where one of the two log kernels has been
+                    // compiled by C2 and the other not yet: the JDK's vector log has other bits in its intrinsic than in its
+                    // fallback (docs/BENCHMARKS.md, the fifteenth session's lead section). Within a few ulps, then.
+                    double ulp = dtype == DType.FLOAT32 ? 5e-7 : 1e-15;
+                    OpTestSupport.assertCloseRelative(composed(p, t, null), none, ulp, what);
+                    OpTestSupport.assertCloseRelative(composed(p, t, w), weighted, ulp, what + ", weighted");
                 } else {
                     OpTestSupport.assertCloseRelative(composed(p, t, null).to(Device.cpu()), none.to(Device.cpu()), 1e-6, what);
                     OpTestSupport.assertCloseRelative(composed(p, t, w).to(Device.cpu()), weighted.to(Device.cpu()), 1e-6, what + ", weighted");
                 }
                 assertEquals(dtype, none.dtype());
-                assertArrayEquals(bits(none.mean()), bits(F.binaryCrossEntropy(p, t)), what + ", mean");
-                assertArrayEquals(bits(weighted.sum()), bits(F.binaryCrossEntropy(p, t, w, F.Reduction.SUM)), what + ", sum");
+                OpTestSupport.assertCloseRelative(none.mean(), F.binaryCrossEntropy(p, t), dtype == DType.FLOAT32 ? 5e-7 : 1e-15, what + ", mean");
+                OpTestSupport.assertCloseRelative(weighted.sum(), F.binaryCrossEntropy(p, t, w, F.Reduction.SUM), dtype == DType.FLOAT32 ? 5e-7 : 1e-15,
+                        what + ", sum");
             }
         }
     }
@@ -97,8 +96,9 @@ class ValueCheckKernelsTest {
             Tensor r = F.binaryCrossEntropy(pd.to(half), td.to(half), null, F.Reduction.NONE);
             assertEquals(half, r.dtype());
             Tensor exact = composed(p.to(half).to(DType.FLOAT32), t.to(half).to(DType.FLOAT32), null).to(half);
-            if (DEVICE.isCpu()) assertArrayEquals(bits(exact), bits(r), half.toString());
-            else OpTestSupport.assertCloseRelative(exact.to(DType.FLOAT64), r.to(Device.cpu()).to(DType.FLOAT64), 1e-2, half.toString());
+            // within one 16-bit ulp on the CPU (the float32 steps agree to an ulp or two, see above), looser on a device
+            double tol = DEVICE.isCpu() ? (half == DType.FLOAT16 ? 1e-3 : 8e-3) : 1e-2;
+            OpTestSupport.assertCloseRelative(exact.to(DType.FLOAT64), r.to(Device.cpu()).to(DType.FLOAT64), tol, half.toString());
         }
     }
 
