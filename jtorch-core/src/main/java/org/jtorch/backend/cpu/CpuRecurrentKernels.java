@@ -89,7 +89,7 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     }
 
     private static FloatVector tanh(FloatVector x) {
-        return x.lanewise(VectorOperators.TANH);
+        return VectorExp.tanh(x);
     }
 
     private static DoubleVector dvec(Rows r, long i) {
@@ -103,7 +103,7 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     }
 
     private static DoubleVector tanh(DoubleVector x) {
-        return x.lanewise(VectorOperators.TANH);
+        return VectorTanhF64.tanh(x);
     }
 
     /**

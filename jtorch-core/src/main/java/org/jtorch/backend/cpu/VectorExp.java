@@ -29,6 +29,13 @@ import jdk.incubator.vector.VectorSpecies;
 final class VectorExp {
     private VectorExp() {}
 
+    /**
+     * {@code -Djtorch.cpu.deterministicMath=false} goes back to the JDK's {@code lanewise(EXP / EXPM1 / TANH)}: faster
+     * in some kernels (docs/BENCHMARKS.md, issue 20's sixteenth-session section), but a run's bits then depend on when
+     * C2 compiled each kernel. A constant to C2, which drops the branch not taken.
+     */
+    static final boolean DETERMINISTIC = !"false".equals(System.getProperty("jtorch.cpu.deterministicMath"));
+
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
     private static final VectorSpecies<Double> DS = DoubleVector.SPECIES_PREFERRED;
 
@@ -42,6 +49,14 @@ final class VectorExp {
     /** 1/7! down to 1/0!. */
     private static final FloatVector F7 = f(1f / 5040f), F6 = f(1f / 720f), F5 = f(1f / 120f), F4 = f(1f / 24f), F3 = f(1f / 6f),
             F2 = f(0.5f), F1 = f(1f);
+    /** expm1 is -1 in float below -17.4; clamped at -26, 2^n stays normal. */
+    private static final FloatVector LOW_M1_F = f(-26f), TWO_F = f(2f), LN2_F = f(0.6931472f);
+    /** 2^-n's bits are these less 2^n's (exponent fields summing to 254). */
+    private static final IntVector INV_BITS_F = IntVector.broadcast(IntVector.SPECIES_PREFERRED, 254 << 23);
+    /** 1/10! to 1/8!: expm1's and tanh's longer polynomial. */
+    private static final FloatVector F10 = f(1f / 3628800f), F9 = f(1f / 362880f), F8 = f(1f / 40320f);
+    /** tanh is 1 in float from 9.01 on: |x| capped at 10 keeps e^2|x| finite. */
+    private static final FloatVector TANH_CAP_F = f(10f);
 
     /** 1.5 * 2^52. */
     private static final double ROUNDER_D = 6755399441055744.0;
@@ -54,6 +69,11 @@ final class VectorExp {
     private static final DoubleVector D13 = d(1.0 / 6227020800.0), D12 = d(1.0 / 479001600.0), D11 = d(1.0 / 39916800.0),
             D10 = d(1.0 / 3628800.0), D9 = d(1.0 / 362880.0), D8 = d(1.0 / 40320.0), D7 = d(1.0 / 5040.0), D6 = d(1.0 / 720.0),
             D5 = d(1.0 / 120.0), D4 = d(1.0 / 24.0), D3 = d(1.0 / 6.0), D2 = d(0.5), D1 = d(1.0);
+    /** expm1 is -1 in double below -37.5; clamped at -40, 2^n stays normal. */
+    private static final DoubleVector LOW_M1_D = d(-40), LN2_D = d(0.6931471805599453);
+    private static final LongVector INV_BITS_D = LongVector.broadcast(LongVector.SPECIES_PREFERRED, 2046L << 52);
+    /** 1/16! to 1/14!: expm1's longer polynomial. */
+    private static final DoubleVector D16 = d(1.0 / 20922789888000.0), D15 = d(1.0 / 1307674368000.0), D14 = d(1.0 / 87178291200.0);
 
     private static FloatVector f(float v) {
         return FloatVector.broadcast(FS, v);
@@ -65,6 +85,7 @@ final class VectorExp {
 
     /** {@code e^x} lane by lane, within an ulp. */
     static FloatVector exp(FloatVector x) {
+        if (!DETERMINISTIC) return x.lanewise(VectorOperators.EXP);
         FloatVector c = x.max(LOW_F).min(HIGH_F);
         FloatVector t = c.fma(LOG2E_F, ROUND_F);
         FloatVector n = t.sub(ROUND_F);
@@ -81,6 +102,7 @@ final class VectorExp {
 
     /** {@code e^x} lane by lane, within two ulps. */
     static DoubleVector exp(DoubleVector x) {
+        if (!DETERMINISTIC) return x.lanewise(VectorOperators.EXP);
         DoubleVector c = x.max(LOW_D).min(HIGH_D);
         DoubleVector t = c.fma(LOG2E_D, ROUND_D);
         DoubleVector n = t.sub(ROUND_D);
@@ -92,5 +114,77 @@ final class VectorExp {
         DoubleVector e = p.mul(h.add(1023).lanewise(VectorOperators.LSHL, 52).reinterpretAsDoubles())
                 .mul(ni.sub(h).add(1023).lanewise(VectorOperators.LSHL, 52).reinterpretAsDoubles());
         return e.blend(x, x.compare(VectorOperators.NE, x));
+    }
+
+    /**
+     * {@code e^x - 1} lane by lane, within an ulp: {@code 2^n p + (2^n - 1)} in one fused multiply-add, with
+     * {@code p = e^r - 1 = r + r^2 q(r)}, so that no 1 is added to a small value and taken off again. n is 0 for
+     * {@code |x| < ln 2} (the polynomial of degree 10 for {@code |r| < ln 2}, truncation under 0.01 ulp), so that
+     * {@code 2 p + 1} never cancels (n = 1 with r < 0). {@code 2^n - 1} is exact up to n = 24; past that it rounds to
+     * {@code 2^n}, and the 1 is taken from p instead (as {@code 2^-n}). The largest n, 128, takes a second factor of
+     * 2. Zeros keep their sign, NaN stays NaN.
+     */
+    static FloatVector expm1(FloatVector x) {
+        if (!DETERMINISTIC) return x.lanewise(VectorOperators.EXPM1);
+        FloatVector c = x.max(LOW_M1_F).min(HIGH_F);
+        FloatVector t = c.fma(LOG2E_F, ROUND_F).blend(ROUND_F, c.abs().compare(VectorOperators.LT, LN2_F));
+        FloatVector n = t.sub(ROUND_F);
+        FloatVector r = n.fma(MINUS_LN2_LO_F, n.fma(MINUS_LN2_HI_F, c));
+        IntVector ni = t.reinterpretAsInts().sub(ROUNDER_F_BITS);
+        IntVector normal = ni.min(127);
+        IntVector scaleBits = normal.add(127).lanewise(VectorOperators.LSHL, 23);
+        FloatVector scale = scaleBits.reinterpretAsFloats();
+        FloatVector less1 = scale.sub(F1);
+        // (2^n - 1) - less1 exactly: 0 up to n = 24, -1 past it, put into p as -2^-n (2^-n's exponent field 254 minus 2^n's).
+        FloatVector lost = scale.sub(less1).sub(F1);
+        FloatVector p = r.mul(r).fma(r.fma(F10, F9).fma(r, F8).fma(r, F7).fma(r, F6).fma(r, F5).fma(r, F4).fma(r, F3).fma(r, F2), r)
+                .add(lost.mul(INV_BITS_F.sub(scaleBits).reinterpretAsFloats()));
+        FloatVector e = scale.fma(p, less1).mul(ni.sub(normal).add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats());
+        return e.blend(x, x.compare(VectorOperators.NE, x).or(x.compare(VectorOperators.EQ, 0f)));
+    }
+
+    /** {@code e^x - 1} lane by lane, within two ulps; the float form's steps (2^n - 1 exact up to n = 53), the polynomial of degree 16. */
+    static DoubleVector expm1(DoubleVector x) {
+        if (!DETERMINISTIC) return x.lanewise(VectorOperators.EXPM1);
+        DoubleVector c = x.max(LOW_M1_D).min(HIGH_D);
+        DoubleVector t = c.fma(LOG2E_D, ROUND_D).blend(ROUND_D, c.abs().compare(VectorOperators.LT, LN2_D));
+        DoubleVector n = t.sub(ROUND_D);
+        DoubleVector r = n.fma(MINUS_LN2_LO_D, n.fma(MINUS_LN2_HI_D, c));
+        LongVector ni = t.reinterpretAsLongs().sub(ROUNDER_D_BITS);
+        LongVector normal = ni.min(1023);
+        LongVector scaleBits = normal.add(1023).lanewise(VectorOperators.LSHL, 52);
+        DoubleVector scale = scaleBits.reinterpretAsDoubles();
+        DoubleVector less1 = scale.sub(D1);
+        DoubleVector p = expm1Polynomial(r).add(scale.sub(less1).sub(D1).mul(INV_BITS_D.sub(scaleBits).reinterpretAsDoubles()));
+        DoubleVector e = scale.fma(p, less1).mul(ni.sub(normal).add(1023).lanewise(VectorOperators.LSHL, 52).reinterpretAsDoubles());
+        return e.blend(x, x.compare(VectorOperators.NE, x).or(x.compare(VectorOperators.EQ, 0)));
+    }
+
+    /** {@code e^r - 1} for {@code |r| < ln 2}, apart from expm1 to keep each method's bytecode under C2's FreqInlineSize (325). */
+    private static DoubleVector expm1Polynomial(DoubleVector r) {
+        return r.mul(r).fma(r.fma(D16, D15).fma(r, D14).fma(r, D13).fma(r, D12).fma(r, D11).fma(r, D10).fma(r, D9).fma(r, D8).fma(r, D7)
+                .fma(r, D6).fma(r, D5).fma(r, D4).fma(r, D3).fma(r, D2), r);
+    }
+
+    /**
+     * {@code tanh(x)} lane by lane, within 2.5 ulps (the JDK's bound for {@code Math.tanh}; 2.23 the worst found, at small
+     * arguments, where the denominator's rounding near 2 counts fully): {@code (e^2a - 1) / (e^2a + 1)} for {@code a = |x|}, numerator
+     * and denominator each one fused multiply-add from {@code 2^n} and {@code p = e^r - 1} as in {@link #expm1} (small
+     * arguments keep their accuracy: no {@code 1 - 2/(e^2a + 1)} cancellation). From n = 24 on {@code 2^n + 1} is
+     * inexact and the numerator is the denominator less 2 instead. x's sign bit is put back (-0 stays -0). Written
+     * out rather than calling expm1: one call level less for C2's inlining.
+     */
+    static FloatVector tanh(FloatVector x) {
+        if (!DETERMINISTIC) return x.lanewise(VectorOperators.TANH);
+        FloatVector a = x.abs().min(TANH_CAP_F);
+        FloatVector y = a.add(a);
+        FloatVector t = y.fma(LOG2E_F, ROUND_F).blend(ROUND_F, y.compare(VectorOperators.LT, LN2_F));
+        FloatVector n = t.sub(ROUND_F);
+        FloatVector r = n.fma(MINUS_LN2_LO_F, n.fma(MINUS_LN2_HI_F, y));
+        FloatVector p = r.mul(r).fma(r.fma(F10, F9).fma(r, F8).fma(r, F7).fma(r, F6).fma(r, F5).fma(r, F4).fma(r, F3).fma(r, F2), r);
+        FloatVector scale = t.reinterpretAsInts().sub(ROUNDER_F_BITS - 127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
+        FloatVector den = scale.fma(p, scale.add(F1));
+        FloatVector num = scale.fma(p, scale.sub(F1)).blend(den.sub(TWO_F), n.compare(VectorOperators.GT, 23f));
+        return num.div(den).reinterpretAsInts().or(x.reinterpretAsInts().and(Integer.MIN_VALUE)).reinterpretAsFloats();
     }
 }

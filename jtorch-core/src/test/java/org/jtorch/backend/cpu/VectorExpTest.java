@@ -10,9 +10,9 @@ import org.jtorch.testing.ChildJvm;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link VectorExp}: within an ulp or two of the correctly rounded exponential over the whole range (subnormal
- * results, the overflow edge, NaN and the infinities included), and the same bits in an interpreted JVM as in a
- * compiled one, which the JDK's {@code lanewise(EXP)} does not give.
+ * {@link VectorExp}: exp, expm1 and tanh within an ulp or two of the correctly rounded values over the whole range
+ * (subnormals, the overflow edges, signed zeros, NaN and the infinities included), and the same bits in an
+ * interpreted JVM as in a compiled one, which the JDK's {@code lanewise(EXP / EXPM1 / TANH)} does not give.
  */
 class VectorExpTest {
     private static final int FL = FloatVector.SPECIES_PREFERRED.length(), DL = DoubleVector.SPECIES_PREFERRED.length();
@@ -49,14 +49,22 @@ class VectorExpTest {
     }
 
     static float[] expAll(float[] a) {
-        float[] o = new float[a.length];
-        for (int i = 0; i < a.length; i += FL) VectorExp.exp(FloatVector.fromArray(FloatVector.SPECIES_PREFERRED, a, i)).intoArray(o, i);
-        return o;
+        return apply(a, VectorExp::exp);
     }
 
     static double[] expAll(double[] a) {
+        return apply(a, VectorExp::exp);
+    }
+
+    static float[] apply(float[] a, java.util.function.UnaryOperator<FloatVector> f) {
+        float[] o = new float[a.length];
+        for (int i = 0; i < a.length; i += FL) f.apply(FloatVector.fromArray(FloatVector.SPECIES_PREFERRED, a, i)).intoArray(o, i);
+        return o;
+    }
+
+    static double[] apply(double[] a, java.util.function.UnaryOperator<DoubleVector> f) {
         double[] o = new double[a.length];
-        for (int i = 0; i < a.length; i += DL) VectorExp.exp(DoubleVector.fromArray(DoubleVector.SPECIES_PREFERRED, a, i)).intoArray(o, i);
+        for (int i = 0; i < a.length; i += DL) f.apply(DoubleVector.fromArray(DoubleVector.SPECIES_PREFERRED, a, i)).intoArray(o, i);
         return o;
     }
 
@@ -111,6 +119,77 @@ class VectorExpTest {
         assertTrue(worst <= 2.0, "worst " + worst + " ulps at x = " + at);
     }
 
+    /** The worst ulps of {@code f} from {@code exact} (in double, far below a float ulp) over {@code a}; signed zeros and NaN exact. */
+    private static void assertWithinUlpsF(String name, float[] a, java.util.function.UnaryOperator<FloatVector> f,
+            java.util.function.DoubleUnaryOperator exact, double ulps) {
+        float[] got = apply(a, f);
+        double worst = 0;
+        float at = 0;
+        for (int i = 0; i < a.length; i++) {
+            double want = exact.applyAsDouble(a[i]);
+            if ((float) want == 0 || Double.isNaN(want)) {
+                assertEquals(Float.floatToRawIntBits((float) want), Float.floatToRawIntBits(got[i]), name + "(" + a[i] + ")");
+                continue;
+            }
+            double u = ulpsF(got[i], want);
+            if (u > worst) {
+                worst = u;
+                at = a[i];
+            }
+        }
+        assertTrue(worst <= ulps, name + ": worst " + worst + " ulps at x = " + at);
+    }
+
+    private static void assertWithinUlpsD(String name, double[] a, java.util.function.UnaryOperator<DoubleVector> f,
+            java.util.function.DoubleUnaryOperator exact, double ulps) {
+        double[] got = apply(a, f);
+        double worst = 0, at = 0;
+        for (int i = 0; i < a.length; i++) {
+            double want = exact.applyAsDouble(a[i]);
+            if (want == 0 || Double.isNaN(want) || Double.isInfinite(want)) {
+                assertEquals(Double.doubleToRawLongBits(want), Double.doubleToRawLongBits(got[i]), name + "(" + a[i] + ")");
+                continue;
+            }
+            double u = Math.abs(got[i] - want) / Math.ulp(want);
+            if (u > worst) {
+                worst = u;
+                at = a[i];
+            }
+        }
+        assertTrue(worst <= ulps, name + ": worst " + worst + " ulps at x = " + at);
+    }
+
+    @Test
+    void floatExpm1IsWithinAnUlp() {
+        assertWithinUlpsF("expm1", floatInputs(), VectorExp::expm1, Math::expm1, 1.0);
+        assertEdgesExact("expm1", VectorExp::expm1, Math::expm1,
+                88.72283f, 88.72284f, -17.4f, -26f, -27f, Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY, 0f, -0f, 1e-40f, -1e-40f);
+    }
+
+    @Test
+    void floatTanhIsWithinTwoAndAHalfUlps() {
+        assertWithinUlpsF("tanh", floatInputs(), VectorExp::tanh, Math::tanh, 2.5);
+        assertEdgesExact("tanh", VectorExp::tanh, Math::tanh,
+                9.1f, -9.1f, 1000f, -1000f, Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY, 0f, -0f, Float.MIN_VALUE, -Float.MIN_VALUE);
+    }
+
+    /** {@code f} at each edge gives the correctly rounded value's bits (signed zeros, the saturated values, infinities). */
+    private static void assertEdgesExact(String name, java.util.function.UnaryOperator<FloatVector> f,
+            java.util.function.DoubleUnaryOperator exact, float... edges) {
+        float[] got = apply(java.util.Arrays.copyOf(edges, FL * ((edges.length + FL - 1) / FL)), f);
+        for (int i = 0; i < edges.length; i++) {
+            assertEquals(Float.floatToRawIntBits((float) exact.applyAsDouble(edges[i])), Float.floatToRawIntBits(got[i]), name + "(" + edges[i] + ")");
+        }
+    }
+
+    @Test
+    void doubleExpm1IsWithinTwoUlpsOfStrictMath() {
+        double[] a = doubleInputs();
+        a[14] = -1e-300; // a negative tiny value: expm1 keeps it
+        a[15] = 4.9e-324;
+        assertWithinUlpsD("expm1", a, VectorExp::expm1, StrictMath::expm1, 2.0);
+    }
+
     private static int indexOf(float[] a, float x) {
         for (int i = 0; i < a.length; i++) if (Float.floatToRawIntBits(a[i]) == Float.floatToRawIntBits(x)) return i;
         throw new AssertionError(x + " not among the inputs");
@@ -121,6 +200,9 @@ class VectorExpTest {
         long h = 1;
         for (float f : expAll(floatInputs(100_003))) h = 31 * h + Float.floatToRawIntBits(f);
         for (double d : expAll(doubleInputs(20_000))) h = 31 * h + Double.doubleToRawLongBits(d);
+        for (float f : apply(floatInputs(100_003), VectorExp::expm1)) h = 31 * h + Float.floatToRawIntBits(f);
+        for (float f : apply(floatInputs(100_003), VectorExp::tanh)) h = 31 * h + Float.floatToRawIntBits(f);
+        for (double d : apply(doubleInputs(20_000), VectorExp::expm1)) h = 31 * h + Double.doubleToRawLongBits(d);
         return h;
     }
 
@@ -132,6 +214,9 @@ class VectorExpTest {
         for (int i = 0; i < 2000; i++) {  // compiled by C2 by now
             expAll(f);
             expAll(d);
+            apply(f, VectorExp::expm1);
+            apply(f, VectorExp::tanh);
+            apply(d, VectorExp::expm1);
         }
         long compiled = digest();
         Process child = ChildJvm.command(null, List.of("-Xint"), DigestMain.class).redirectErrorStream(true).start();
