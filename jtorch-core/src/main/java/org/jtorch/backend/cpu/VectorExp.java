@@ -8,12 +8,12 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * The kernels' vector exponential, in float and double lanes, with the same bits whether the kernel runs interpreted,
- * C1-compiled or C2-compiled. The JDK's {@code lanewise(EXP)} does not have that property: C2 calls Intel's SVML and
- * the fallback calls {@link Math#exp} per lane, which differ in the last bit for about 1% of float and 5% of double
- * inputs, so a training run's results depended on when the compiler threads got to each kernel (docs/BENCHMARKS.md,
- * the fifteenth session's lead section). Here every step is an IEEE add, multiply, fused multiply-add, comparison or
- * integer operation, which the Vector API defines lane by lane exactly.
+ * The kernels' vector exponential (and expm1, and float tanh), in float and double lanes, with the same bits whether
+ * the kernel runs interpreted, C1-compiled or C2-compiled. The JDK's {@code lanewise(EXP)} does not have that
+ * property: C2 calls Intel's SVML and the fallback calls {@link Math#exp} per lane, which differ in the last bit for
+ * about 1% of float and 5% of double inputs, so a training run's results depended on when the compiler threads got to
+ * each kernel (docs/BENCHMARKS.md, the fifteenth session's lead section). Here every step is an IEEE add, multiply,
+ * fused multiply-add, comparison or integer operation, which the Vector API defines lane by lane exactly.
  *
  * <p>{@code exp(x) = 2^n e^r} with {@code n = round(x log2 e)}, {@code |r| <= ln2 / 2} (ln 2 split in two so that
  * {@code n ln2} is exact), {@code e^r} by its Taylor polynomial (degree 7 for float, truncation under 0.1 ulp; degree 13
