@@ -30,11 +30,13 @@ final class VectorExp {
     private VectorExp() {}
 
     /**
-     * {@code -Djtorch.cpu.deterministicMath=false} goes back to the JDK's {@code lanewise(EXP / EXPM1 / TANH)}: faster
-     * in some kernels (docs/BENCHMARKS.md, issue 20's sixteenth-session section), but a run's bits then depend on when
-     * C2 compiled each kernel. A constant to C2, which drops the branch not taken.
+     * {@code -Djtorch.cpu.deterministicMath=true} makes the kernels' exp, expm1 and tanh this class's exact forms; by
+     * default they are the JDK's {@code lanewise(EXP / EXPM1 / TANH)}, which are faster (sigmoid 1.7x, expm1 2.5-3x, exp
+     * and tanh about 1.3x: docs/BENCHMARKS.md, issue 20's sixteenth-session sections) but whose bits depend on when C2
+     * compiled each kernel. A constant to C2, which drops the branch not taken, so this class's bit casts run only
+     * when the switch is on (NativeOperandsTest).
      */
-    static final boolean DETERMINISTIC = !"false".equals(System.getProperty("jtorch.cpu.deterministicMath"));
+    static final boolean DETERMINISTIC = Boolean.getBoolean("jtorch.cpu.deterministicMath");
 
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
     private static final VectorSpecies<Double> DS = DoubleVector.SPECIES_PREFERRED;
@@ -83,9 +85,30 @@ final class VectorExp {
         return DoubleVector.broadcast(DS, v);
     }
 
-    /** {@code e^x} lane by lane, within an ulp. */
+    // The kernels' entries: the exact forms below with the switch on, the JDK's otherwise.
+
     static FloatVector exp(FloatVector x) {
-        if (!DETERMINISTIC) return x.lanewise(VectorOperators.EXP);
+        return DETERMINISTIC ? exactExp(x) : x.lanewise(VectorOperators.EXP);
+    }
+
+    static DoubleVector exp(DoubleVector x) {
+        return DETERMINISTIC ? exactExp(x) : x.lanewise(VectorOperators.EXP);
+    }
+
+    static FloatVector expm1(FloatVector x) {
+        return DETERMINISTIC ? exactExpm1(x) : x.lanewise(VectorOperators.EXPM1);
+    }
+
+    static DoubleVector expm1(DoubleVector x) {
+        return DETERMINISTIC ? exactExpm1(x) : x.lanewise(VectorOperators.EXPM1);
+    }
+
+    static FloatVector tanh(FloatVector x) {
+        return DETERMINISTIC ? exactTanh(x) : x.lanewise(VectorOperators.TANH);
+    }
+
+    /** {@code e^x} lane by lane, within an ulp. */
+    static FloatVector exactExp(FloatVector x) {
         FloatVector c = x.max(LOW_F).min(HIGH_F);
         FloatVector t = c.fma(LOG2E_F, ROUND_F);
         FloatVector n = t.sub(ROUND_F);
@@ -101,8 +124,7 @@ final class VectorExp {
     }
 
     /** {@code e^x} lane by lane, within two ulps. */
-    static DoubleVector exp(DoubleVector x) {
-        if (!DETERMINISTIC) return x.lanewise(VectorOperators.EXP);
+    static DoubleVector exactExp(DoubleVector x) {
         DoubleVector c = x.max(LOW_D).min(HIGH_D);
         DoubleVector t = c.fma(LOG2E_D, ROUND_D);
         DoubleVector n = t.sub(ROUND_D);
@@ -124,8 +146,7 @@ final class VectorExp {
      * {@code 2^n}, and the 1 is taken from p instead (as {@code 2^-n}). The largest n, 128, takes a second factor of
      * 2. Zeros keep their sign, NaN stays NaN.
      */
-    static FloatVector expm1(FloatVector x) {
-        if (!DETERMINISTIC) return x.lanewise(VectorOperators.EXPM1);
+    static FloatVector exactExpm1(FloatVector x) {
         FloatVector c = x.max(LOW_M1_F).min(HIGH_F);
         FloatVector t = c.fma(LOG2E_F, ROUND_F).blend(ROUND_F, c.abs().compare(VectorOperators.LT, LN2_F));
         FloatVector n = t.sub(ROUND_F);
@@ -144,8 +165,7 @@ final class VectorExp {
     }
 
     /** {@code e^x - 1} lane by lane, within two ulps; the float form's steps (2^n - 1 exact up to n = 53), the polynomial of degree 16. */
-    static DoubleVector expm1(DoubleVector x) {
-        if (!DETERMINISTIC) return x.lanewise(VectorOperators.EXPM1);
+    static DoubleVector exactExpm1(DoubleVector x) {
         DoubleVector c = x.max(LOW_M1_D).min(HIGH_D);
         DoubleVector t = c.fma(LOG2E_D, ROUND_D).blend(ROUND_D, c.abs().compare(VectorOperators.LT, LN2_D));
         DoubleVector n = t.sub(ROUND_D);
@@ -174,8 +194,7 @@ final class VectorExp {
      * inexact and the numerator is the denominator less 2 instead. x's sign bit is put back (-0 stays -0). Written
      * out rather than calling expm1: one call level less for C2's inlining.
      */
-    static FloatVector tanh(FloatVector x) {
-        if (!DETERMINISTIC) return x.lanewise(VectorOperators.TANH);
+    static FloatVector exactTanh(FloatVector x) {
         FloatVector a = x.abs().min(TANH_CAP_F);
         FloatVector y = a.add(a);
         FloatVector t = y.fma(LOG2E_F, ROUND_F).blend(ROUND_F, y.compare(VectorOperators.LT, LN2_F));
