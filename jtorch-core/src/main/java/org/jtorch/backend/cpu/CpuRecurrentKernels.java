@@ -85,11 +85,11 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     private static final FloatVector IOTA_F = FloatVector.zero(FS).addIndex(1);
 
     private static FloatVector sigmoid(FloatVector x) {
-        return ONE.div(x.neg().lanewise(VectorOperators.EXP).add(1f));
+        return ONE.div(VectorExp.exp(x.neg()).add(1f));
     }
 
     private static FloatVector tanh(FloatVector x) {
-        return x.lanewise(VectorOperators.TANH);
+        return VectorExp.tanh(x);
     }
 
     private static DoubleVector dvec(Rows r, long i) {
@@ -99,11 +99,11 @@ final class CpuRecurrentKernels implements RecurrentKernels {
     private static final DoubleVector ONE_D = DoubleVector.broadcast(DS, 1);
 
     private static DoubleVector sigmoid(DoubleVector x) {
-        return ONE_D.div(x.neg().lanewise(VectorOperators.EXP).add(1));
+        return ONE_D.div(VectorExp.exp(x.neg()).add(1));
     }
 
     private static DoubleVector tanh(DoubleVector x) {
-        return x.lanewise(VectorOperators.TANH);
+        return VectorTanhF64.tanh(x);
     }
 
     /**

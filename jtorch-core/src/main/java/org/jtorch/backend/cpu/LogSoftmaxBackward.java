@@ -84,7 +84,7 @@ final class LogSoftmaxBackward {
      * a vector with a positive lane (the op called on other values) takes the JDK's.
      */
     private static FloatVector exp(FloatVector y) {
-        return y.compare(VectorOperators.GT, 0f).anyTrue() ? y.lanewise(VectorOperators.EXP) : SoftmaxF32.expNonPositive(y);
+        return y.compare(VectorOperators.GT, 0f).anyTrue() ? VectorExp.exp(y) : SoftmaxF32.expNonPositive(y);
     }
 
     /** One float64 line, as {@link #rowF32}. */
@@ -100,7 +100,7 @@ final class LogSoftmaxBackward {
         DoubleVector negSum = DoubleVector.broadcast(DS, -s);
         int j = 0;
         for (; j + DL <= n; j += DL) {
-            DoubleVector e = DoubleVector.fromMemorySegment(DS, ys, yo + 8L * j, LE).lanewise(VectorOperators.EXP);
+            DoubleVector e = VectorExp.exp(DoubleVector.fromMemorySegment(DS, ys, yo + 8L * j, LE));
             e.fma(negSum, DoubleVector.fromMemorySegment(DS, gs, go + 8L * j, LE)).intoMemorySegment(os, oo + 8L * j, LE);
         }
         for (; j < n; j++) {

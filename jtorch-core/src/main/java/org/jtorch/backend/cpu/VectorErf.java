@@ -209,7 +209,7 @@ final class VectorErf {
      */
     private static FloatVector tail(FloatVector hi, FloatVector lo, FloatVector a, float[] c, float from, float to) {
         FloatVector small = lo.blend(0f, hi.compare(VectorOperators.GT, 100f));
-        FloatVector e = hi.neg().lanewise(VectorOperators.EXP).mul(FloatVector.broadcast(FS, 1f).sub(small));
+        FloatVector e = VectorExp.exp(hi.neg()).mul(FloatVector.broadcast(FS, 1f).sub(small));
         FloatVector u = a.mul(2f / (to - from)).sub((from + to) / (to - from));
         FloatVector p = FloatVector.broadcast(FS, c[c.length - 1]);
         for (int k = c.length - 2; k >= 0; k--) p = p.fma(u, FloatVector.broadcast(FS, c[k]));

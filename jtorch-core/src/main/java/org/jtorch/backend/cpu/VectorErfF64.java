@@ -106,7 +106,7 @@ final class VectorErfF64 {
      */
     private static DoubleVector expPart(DoubleVector hi, DoubleVector lo) {
         DoubleVector small = lo.blend(0, hi.compare(VectorOperators.GT, 800.0));
-        return hi.neg().lanewise(VectorOperators.EXP).mul(DoubleVector.broadcast(DS, 1).sub(small));
+        return VectorExp.exp(hi.neg()).mul(DoubleVector.broadcast(DS, 1).sub(small));
     }
 
     /** {@code R(a) = erfc(a) exp(a^2)} for a >= 1/2, {@code hi} = a^2 rounded. */

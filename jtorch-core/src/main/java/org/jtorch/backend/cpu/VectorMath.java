@@ -19,7 +19,8 @@ import org.jtorch.op.Fn;
  * here ({@link #supports}) makes the codegen decline the formula; the kernel then takes the reference path.
  *
  * <p>Each method computes in float what {@link Fn#apply} computes in double, to the accuracy of the Vector API's
- * transcendentals. Rows stored as bfloat16 or float16 are widened to float in registers on load and rounded on
+ * transcendentals; exp, expm1, tanh and sigmoid are {@link VectorExp}'s, whose bits do not depend on whether C2 has
+ * compiled the kernel yet. Rows stored as bfloat16 or float16 are widened to float in registers on load and rounded on
  * store ({@link HalfConversion}); a bool output row stores 1 where the value is nonzero.
  */
 public final class VectorMath {
@@ -150,11 +151,11 @@ public final class VectorMath {
     public static FloatVector sub(FloatVector a, FloatVector b) { return a.sub(b); }
     public static FloatVector mul(FloatVector a, FloatVector b) { return a.mul(b); }
     public static FloatVector div(FloatVector a, FloatVector b) { return a.div(b); }
-    public static FloatVector exp(FloatVector a) { return a.lanewise(VectorOperators.EXP); }
+    public static FloatVector exp(FloatVector a) { return VectorExp.exp(a); }
     public static FloatVector log(FloatVector a) { return a.lanewise(VectorOperators.LOG); }
     public static FloatVector log1p(FloatVector a) { return a.lanewise(VectorOperators.LOG1P); }
-    public static FloatVector expm1(FloatVector a) { return a.lanewise(VectorOperators.EXPM1); }
-    public static FloatVector tanh(FloatVector a) { return a.lanewise(VectorOperators.TANH); }
+    public static FloatVector expm1(FloatVector a) { return VectorExp.expm1(a); }
+    public static FloatVector tanh(FloatVector a) { return VectorExp.tanh(a); }
     public static FloatVector sin(FloatVector a) { return a.lanewise(VectorOperators.SIN); }
     public static FloatVector cos(FloatVector a) { return a.lanewise(VectorOperators.COS); }
     public static FloatVector sqrt(FloatVector a) { return a.sqrt(); }
@@ -203,7 +204,7 @@ public final class VectorMath {
     }
 
     public static FloatVector sigmoid(FloatVector a) {
-        return FloatVector.broadcast(FS, 1f).div(a.neg().lanewise(VectorOperators.EXP).add(1f));
+        return FloatVector.broadcast(FS, 1f).div(VectorExp.exp(a.neg()).add(1f));
     }
 
     /** NaN compares false and is kept, as torch.relu. */

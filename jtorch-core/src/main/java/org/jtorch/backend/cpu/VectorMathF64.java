@@ -13,10 +13,11 @@ import org.jtorch.op.Fn;
 /**
  * The float64 Vector API form of each formula function, for generated float64 rows: {@link VectorMath}'s methods
  * over {@link DoubleVector}, named alike (the generator picks the class by the compute dtype). The transcendentals
- * are the Vector API's (SVML on x86), within 1 ulp of {@code StrictMath} where the tests sweep them, but tanh is
- * {@link VectorTanhF64}'s (the stub call cost 3.6 times float32's per element); erf and the
- * exact GELU are {@link VectorErfF64}'s (with eight double lanes); functions without a double vector form here
- * (rounding, and erf and GELU on narrower vectors) make the generator decline, and the reference serves.
+ * are the Vector API's (SVML on x86), within 1 ulp of {@code StrictMath} where the tests sweep them, but exp, expm1
+ * and sigmoid are {@link VectorExp}'s (the same bits interpreted and compiled), tanh is {@link VectorTanhF64}'s (the
+ * stub call cost 3.6 times float32's per element); erf and the exact GELU are {@link VectorErfF64}'s (with eight
+ * double lanes); functions without a double vector form here (rounding, and erf and GELU on narrower vectors) make
+ * the generator decline, and the reference serves.
  */
 public final class VectorMathF64 {
     private VectorMathF64() {}
@@ -87,10 +88,10 @@ public final class VectorMathF64 {
     public static DoubleVector sub(DoubleVector a, DoubleVector b) { return a.sub(b); }
     public static DoubleVector mul(DoubleVector a, DoubleVector b) { return a.mul(b); }
     public static DoubleVector div(DoubleVector a, DoubleVector b) { return a.div(b); }
-    public static DoubleVector exp(DoubleVector a) { return a.lanewise(VectorOperators.EXP); }
+    public static DoubleVector exp(DoubleVector a) { return VectorExp.exp(a); }
     public static DoubleVector log(DoubleVector a) { return a.lanewise(VectorOperators.LOG); }
     public static DoubleVector log1p(DoubleVector a) { return a.lanewise(VectorOperators.LOG1P); }
-    public static DoubleVector expm1(DoubleVector a) { return a.lanewise(VectorOperators.EXPM1); }
+    public static DoubleVector expm1(DoubleVector a) { return VectorExp.expm1(a); }
     public static DoubleVector tanh(DoubleVector a) { return VectorTanhF64.tanh(a); }
     public static DoubleVector sin(DoubleVector a) { return a.lanewise(VectorOperators.SIN); }
     public static DoubleVector cos(DoubleVector a) { return a.lanewise(VectorOperators.COS); }
@@ -136,7 +137,7 @@ public final class VectorMathF64 {
     }
 
     public static DoubleVector sigmoid(DoubleVector a) {
-        return DoubleVector.broadcast(DS, 1).div(a.neg().lanewise(VectorOperators.EXP).add(1));
+        return DoubleVector.broadcast(DS, 1).div(VectorExp.exp(a.neg()).add(1));
     }
 
     public static DoubleVector relu(DoubleVector a) { return a.blend(0, a.compare(VectorOperators.LE, 0)); }
