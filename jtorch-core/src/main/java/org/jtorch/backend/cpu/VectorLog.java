@@ -30,6 +30,14 @@ import jdk.incubator.vector.VectorSpecies;
 final class VectorLog {
     private VectorLog() {}
 
+    /**
+     * Whether the kernels use these ({@code -Djtorch.deterministicLog=true}) rather than the JDK's {@code lanewise(LOG)}
+     * and {@code lanewise(LOG1P)}. Off by default: the float log alone is level with the JDK's, but BCE and the column
+     * log-softmax ran 1.7x and 6x slower with two threads, and log1p inside softplus 3.5x, the double log1p 2.8x
+     * (docs/BENCHMARKS.md, the sixteenth session's detlog section).
+     */
+    static final boolean ENABLED = Boolean.getBoolean("jtorch.deterministicLog");
+
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
     private static final VectorSpecies<Integer> IS = IntVector.SPECIES_PREFERRED;
     private static final VectorSpecies<Double> DS = DoubleVector.SPECIES_PREFERRED;

@@ -88,8 +88,8 @@ public final class VectorMathF64 {
     public static DoubleVector mul(DoubleVector a, DoubleVector b) { return a.mul(b); }
     public static DoubleVector div(DoubleVector a, DoubleVector b) { return a.div(b); }
     public static DoubleVector exp(DoubleVector a) { return a.lanewise(VectorOperators.EXP); }
-    public static DoubleVector log(DoubleVector a) { return VectorLog.log(a); }
-    public static DoubleVector log1p(DoubleVector a) { return VectorLog.log1p(a); }
+    public static DoubleVector log(DoubleVector a) { return VectorLog.ENABLED ? VectorLog.log(a) : a.lanewise(VectorOperators.LOG); }
+    public static DoubleVector log1p(DoubleVector a) { return VectorLog.ENABLED ? VectorLog.log1p(a) : a.lanewise(VectorOperators.LOG1P); }
     public static DoubleVector expm1(DoubleVector a) { return a.lanewise(VectorOperators.EXPM1); }
     public static DoubleVector tanh(DoubleVector a) { return VectorTanhF64.tanh(a); }
     public static DoubleVector sin(DoubleVector a) { return a.lanewise(VectorOperators.SIN); }
