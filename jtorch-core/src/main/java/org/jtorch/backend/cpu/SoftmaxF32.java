@@ -316,7 +316,7 @@ final class SoftmaxF32 {
             sum = sum.add(e);
         }
         if (log) {
-            FloatVector shift = max.add(sum.lanewise(VectorOperators.LOG));
+            FloatVector shift = max.add(VectorMath.log(sum));
             for (int k = 0; k < length; k++) {
                 FloatVector.fromMemorySegment(FS, is, io + k * stride, LE, m).sub(shift).intoMemorySegment(os, oo + k * stride, LE, m);
             }

@@ -152,8 +152,8 @@ public final class VectorMath {
     public static FloatVector mul(FloatVector a, FloatVector b) { return a.mul(b); }
     public static FloatVector div(FloatVector a, FloatVector b) { return a.div(b); }
     public static FloatVector exp(FloatVector a) { return VectorExp.exp(a); }
-    public static FloatVector log(FloatVector a) { return a.lanewise(VectorOperators.LOG); }
-    public static FloatVector log1p(FloatVector a) { return a.lanewise(VectorOperators.LOG1P); }
+    public static FloatVector log(FloatVector a) { return VectorLog.ENABLED ? VectorLog.log(a) : a.lanewise(VectorOperators.LOG); }
+    public static FloatVector log1p(FloatVector a) { return VectorLog.ENABLED ? VectorLog.log1p(a) : a.lanewise(VectorOperators.LOG1P); }
     public static FloatVector expm1(FloatVector a) { return VectorExp.expm1(a); }
     public static FloatVector tanh(FloatVector a) { return VectorExp.tanh(a); }
     public static FloatVector sin(FloatVector a) { return a.lanewise(VectorOperators.SIN); }

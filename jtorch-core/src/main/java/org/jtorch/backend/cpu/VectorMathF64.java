@@ -89,8 +89,8 @@ public final class VectorMathF64 {
     public static DoubleVector mul(DoubleVector a, DoubleVector b) { return a.mul(b); }
     public static DoubleVector div(DoubleVector a, DoubleVector b) { return a.div(b); }
     public static DoubleVector exp(DoubleVector a) { return VectorExp.exp(a); }
-    public static DoubleVector log(DoubleVector a) { return a.lanewise(VectorOperators.LOG); }
-    public static DoubleVector log1p(DoubleVector a) { return a.lanewise(VectorOperators.LOG1P); }
+    public static DoubleVector log(DoubleVector a) { return VectorLog.ENABLED ? VectorLog.log(a) : a.lanewise(VectorOperators.LOG); }
+    public static DoubleVector log1p(DoubleVector a) { return VectorLog.ENABLED ? VectorLog.log1p(a) : a.lanewise(VectorOperators.LOG1P); }
     public static DoubleVector expm1(DoubleVector a) { return VectorExp.expm1(a); }
     public static DoubleVector tanh(DoubleVector a) { return VectorTanhF64.tanh(a); }
     public static DoubleVector sin(DoubleVector a) { return a.lanewise(VectorOperators.SIN); }
