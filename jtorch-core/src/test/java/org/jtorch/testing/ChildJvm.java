@@ -84,6 +84,18 @@ public final class ChildJvm {
     }
 
     /**
+     * The last line {@code main} prints (stdout and stderr together) in a child JVM with {@code jvmOptions}; an
+     * {@link AssertionError} with the child's whole output if it exits with other than 0.
+     */
+    public static String lastLine(List<String> jvmOptions, Class<?> main, String... args) throws IOException, InterruptedException {
+        Process child = command(null, jvmOptions, main, args).redirectErrorStream(true).start();
+        String output = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        int exit = child.waitFor();
+        if (exit != 0) throw new AssertionError(main.getName() + " exited with " + exit + ":\n" + output);
+        return output.strip().lines().reduce((a, b) -> b).orElse("");
+    }
+
+    /**
      * The command that runs {@code main} with {@code args}; {@code shellPrefix}, when not null, is a shell
      * command run before it in the same {@code sh} (e.g. {@code ulimit -f 4096}) .
      */

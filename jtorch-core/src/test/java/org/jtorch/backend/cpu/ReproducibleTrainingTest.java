@@ -67,18 +67,10 @@ class ReproducibleTrainingTest {
     @ParameterizedTest
     @CsvSource({"FLOAT32, 1", "FLOAT64, 1", "FLOAT32, 2"})
     void theSameParameterBitsInterpretedAndCompiled(DType dtype, int threads) throws Exception {
-        String compiled = hashInChild(List.of(SWITCH), dtype, threads, 400); // the kernels compiled by C2 by then
-        String interpreted = hashInChild(List.of("-Xint", SWITCH), dtype, threads, 0);
+        // Main's hash after 400 runs of the same steps (the kernels compiled by C2 by then), and interpreted.
+        String compiled = ChildJvm.lastLine(List.of(SWITCH), Main.class, dtype.name(), Integer.toString(threads), "400");
+        String interpreted = ChildJvm.lastLine(List.of("-Xint", SWITCH), Main.class, dtype.name(), Integer.toString(threads), "0");
         assertEquals(compiled, interpreted);
-    }
-
-    /** {@link Main}'s hash in a child JVM with {@code jvmArgs}, after {@code warmups} runs of the same steps. */
-    private static String hashInChild(List<String> jvmArgs, DType dtype, int threads, int warmups) throws Exception {
-        Process child = ChildJvm.command(null, jvmArgs, Main.class, dtype.name(), Integer.toString(threads), Integer.toString(warmups))
-                .redirectErrorStream(true).start();
-        String output = new String(child.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        assertEquals(0, child.waitFor(), output);
-        return output.strip().lines().reduce((a, b) -> b).orElse("");
     }
 
     /** A child JVM's side: {@code main(dtype, threads, warmups)} prints the hash. */
