@@ -400,10 +400,6 @@ public final class IndexingOps {
         String op = "index_put";
         StridedView self = in[0], values = in[1];
         if (values == null) throw new IllegalArgumentException(op + ": values is required");
-        if (!values.device().equals(self.device())) {
-            throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + self.device()
-                    + " (self) and " + values.device() + " (values)");
-        }
         if (values.dtype() != self.dtype()) {
             throw new IllegalArgumentException(op + ": index put requires the source and destination dtypes match, got "
                     + self.dtype() + " for the destination and " + values.dtype() + " for the source");
@@ -472,10 +468,6 @@ public final class IndexingOps {
             for (int e = 0; e < entries; e++) {
                 StridedView t = in[from + e];
                 if (t == null) continue;
-                if (!t.device().equals(self.device())) {
-                    throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + self.device()
-                            + " and " + t.device() + " (index " + e + ")");
-                }
                 if (t.dtype() != DType.INT64) {
                     throw new IllegalArgumentException(op + ": tensors used as indices must be long tensors here (the front end expands"
                             + " bool masks), got " + t.dtype() + " at index " + e);
@@ -548,10 +540,6 @@ public final class IndexingOps {
         if (condition.dtype() != DType.BOOL) {
             throw new IllegalArgumentException(op + ": expected a bool condition, got " + condition.dtype());
         }
-        if (!condition.device().equals(self.device()) || !other.device().equals(self.device())) {
-            throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + condition.device()
-                    + " (condition), " + self.device() + " (self) and " + other.device() + " (other)");
-        }
         if (self.dtype() != other.dtype()) {
             throw new IllegalArgumentException(op + ": expected self and other to have the same dtype, got " + self.dtype() + " and "
                     + other.dtype());
@@ -599,10 +587,6 @@ public final class IndexingOps {
 
     private static void requireMask(String op, StridedView self, StridedView mask, String name) {
         if (mask == null) throw new IllegalArgumentException(op + ": " + name + " is required");
-        if (!mask.device().equals(self.device())) {
-            throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + self.device()
-                    + " (self) and " + mask.device() + " (" + name + ")");
-        }
         if (mask.dtype() != DType.BOOL && mask.dtype() != DType.UINT8) {
             throw new IllegalArgumentException(op + ": expected a bool mask, got " + mask.dtype());
         }
@@ -635,10 +619,6 @@ public final class IndexingOps {
         StridedView self = in[0], index = in[1], source = in[2];
         requireIndex(op, self, index);
         if (source == null) throw new IllegalArgumentException(op + ": source is required");
-        if (!source.device().equals(self.device())) {
-            throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + self.device()
-                    + " (self) and " + source.device() + " (source)");
-        }
         if (index.dim() > 1) {
             throw new IllegalArgumentException(op + ": index should have dimension 1 or 0, got shape " + Shapes.format(index.shape()));
         }
@@ -690,10 +670,6 @@ public final class IndexingOps {
             throw new IllegalArgumentException(op + ": expected dtype int64 for index, got " + index.dtype());
         }
         if (src != null) {
-            if (!src.device().equals(self.device())) {
-                throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + self.device()
-                        + " (self) and " + src.device() + " (src)");
-            }
             if (src.dtype() != self.dtype()) {
                 throw new IllegalArgumentException(op + ": expected self.dtype to be equal to src.dtype, got " + self.dtype()
                         + " and " + src.dtype());
@@ -718,10 +694,6 @@ public final class IndexingOps {
 
     private static void requireIndex(String op, StridedView self, StridedView index) {
         if (index == null) throw new IllegalArgumentException(op + ": index is required");
-        if (!index.device().equals(self.device())) {
-            throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + self.device()
-                    + " and " + index.device() + " (index)");
-        }
     }
 
     private static long[] atLeast1d(long[] shape) {

@@ -140,10 +140,6 @@ public final class JoiningOps {
             if (op.equals("cat") && t.dim() == 0) {
                 throw new IllegalArgumentException(op + ": zero-dimensional tensor (at position " + i + ") cannot be concatenated");
             }
-            if (!t.device().equals(in[0].device())) {
-                throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + in[0].device()
-                        + " and " + t.device() + " (tensor " + i + ")");
-            }
             dtype = dtype == null ? t.dtype() : DType.promote(dtype, t.dtype());
         }
         return dtype;

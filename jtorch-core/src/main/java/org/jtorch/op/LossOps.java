@@ -86,13 +86,6 @@ public final class LossOps {
 
     private static Meta.Output binaryCrossEntropyMeta(StridedView[] in, double[] scalars) {
         String op = "binary_cross_entropy_elementwise";
-        // One kernel reads all three on self's device: no operand elsewhere (a CPU scalar included, unlike the pointwise ops).
-        for (int k = 1; k < in.length; k++) {
-            if (in[k] != null && !in[k].device().equals(in[0].device())) {
-                throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + in[0].device()
-                        + " (self) and " + in[k].device() + (k == 1 ? " (target)" : " (weight)"));
-            }
-        }
         if (!java.util.Arrays.equals(in[0].shape(), in[1].shape())) {
             throw new IllegalArgumentException(op + ": expected self and target of one shape, got " + Shapes.format(in[0].shape())
                     + " and " + Shapes.format(in[1].shape()));

@@ -167,9 +167,6 @@ public final class NormalizationOps {
         for (int j = 1; j < 6; j++) {
             StridedView t = in[j];
             if (t == null) continue;
-            if (!t.device().equals(in[0].device())) {
-                throw new IllegalArgumentException(op + ": " + names[j] + " is on " + t.device() + " but the input is on " + in[0].device());
-            }
             if (!t.dtype().isFloatingPoint() && j != 5) {
                 throw new IllegalArgumentException(op + ": " + names[j] + " must have a floating point dtype, got " + t.dtype());
             }
@@ -296,9 +293,6 @@ public final class NormalizationOps {
         if (t.dim() != 1 || t.size(0) != c) {
             throw new IllegalArgumentException(op + ": expected " + name + " of shape [" + c + "] for an input of shape "
                     + Shapes.format(x.shape()) + ", got " + Shapes.format(t.shape()));
-        }
-        if (!t.device().equals(x.device())) {
-            throw new IllegalArgumentException(op + ": " + name + " is on " + t.device() + " but the input is on " + x.device());
         }
         if (!t.dtype().isFloatingPoint()) {
             throw new IllegalArgumentException(op + ": " + name + " must have a floating point dtype, got " + t.dtype());
@@ -440,9 +434,6 @@ public final class NormalizationOps {
         if (!java.util.Arrays.equals(t.shape(), normalized)) {
             throw new IllegalArgumentException(op + ": expected " + name + " of shape " + Shapes.format(normalized) + " for an input of shape "
                     + Shapes.format(x.shape()) + ", got " + Shapes.format(t.shape()));
-        }
-        if (!t.device().equals(x.device())) {
-            throw new IllegalArgumentException(op + ": " + name + " is on " + t.device() + " but the input is on " + x.device());
         }
         if (!t.dtype().isFloatingPoint()) {
             throw new IllegalArgumentException(op + ": " + name + " must have a floating point dtype, got " + t.dtype());

@@ -327,6 +327,22 @@ public final class OpDef {
         return list;
     }
 
+    /**
+     * The name of the op's tensor input at {@code index} (its position in a call's inputs), as its signature writes it;
+     * an entry of a tensor list is the list's name and the entry's place ({@code tensors[2]}, {@code indices[0]}).
+     * For error messages.
+     */
+    public String tensorParamName(int index) {
+        int position = 0;
+        for (Param p : signature.params()) {
+            if (!p.type().startsWith("Tensor")) continue;
+            if (p.type().endsWith("[]")) return p.name() + "[" + (index - position) + "]";
+            if (position == index) return p.name();
+            position++;
+        }
+        return "tensor " + index;
+    }
+
     /** A multi-output op's output names, in order (PyTorch's schema names); empty for single-output ops. */
     public List<String> outputNames() { return outputs; }
 

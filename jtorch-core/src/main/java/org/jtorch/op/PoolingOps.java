@@ -99,10 +99,6 @@ public final class PoolingOps {
                         throw new IllegalArgumentException(name + ": expected int64 indices of shape " + Shapes.format(expected) + ", got "
                                 + (idx == null ? "none" : idx.dtype() + " of shape " + Shapes.format(idx.shape())));
                     }
-                    if (!idx.device().equals(in[0].device())) {
-                        throw new IllegalArgumentException(name + ": indices on " + idx.device() + " but " + tensor + " on "
-                                + in[0].device());
-                    }
                     if (!in[0].dtype().isFloatingPoint()) {
                         throw new IllegalArgumentException(name + ": expected a floating-point " + tensor + ", got " + in[0].dtype());
                     }

@@ -152,10 +152,6 @@ public final class RandomOps {
                 if (!grad.dtype().isFloatingPoint()) {
                     throw new IllegalArgumentException("native_dropout_backward: expected a floating point grad_output, got " + grad.dtype());
                 }
-                if (!grad.device().equals(mask.device())) {
-                    throw new IllegalArgumentException("native_dropout_backward: expected all tensors on one device, got grad_output on "
-                            + grad.device() + " and mask on " + mask.device());
-                }
                 return new Meta.Output(grad.shape().clone(), grad.dtype());
             })
             .derivatives(() -> Arrays.asList(Expr.call(RandomOps.NATIVE_DROPOUT_BACKWARD, GRAD, Expr.in(1, "mask"), Expr.scalar(0, "scale")),
@@ -184,9 +180,6 @@ public final class RandomOps {
                 if (!p.dtype().isFloatingPoint()) {
                     throw new IllegalArgumentException("bernoulli_: expected a floating tensor of probabilities, got " + p.dtype() + " of shape "
                             + Shapes.format(p.shape()) + " (self of shape " + Shapes.format(self.shape()) + ")");
-                }
-                if (!p.device().equals(self.device())) {
-                    throw new IllegalArgumentException("bernoulli_: expected p on self's device " + self.device() + ", got " + p.device());
                 }
                 checkExpands(p.shape(), self.shape());
                 return new Meta.Output(self.shape().clone(), self.dtype());

@@ -117,9 +117,6 @@ public final class SelectingReductionOps {
             throw new IllegalArgumentException(op + ": expected " + what + " of shape " + Shapes.format(reduced) + " for self "
                     + Shapes.format(self.shape()) + ", got " + (t == null ? "none" : Shapes.format(t.shape())));
         }
-        if (!t.device().equals(self.device())) {
-            throw new IllegalArgumentException(op + ": " + what + " on " + t.device() + " but self on " + self.device());
-        }
     }
 
     private static void requireIndices(String op, StridedView indices, long[] reduced, StridedView self) {

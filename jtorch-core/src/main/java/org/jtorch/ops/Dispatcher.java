@@ -236,7 +236,7 @@ public final class Dispatcher {
      */
     public static boolean kernelTakes(OpDef op, Tensor[] inputs, double... scalars) {
         StridedView[] views = new StridedView[Math.max(inputs.length, op.tensorInputs())];
-        Device device = structuredViews(op.pyName(), inputs, views);
+        Device device = structuredViews(op, op.pyName(), inputs, views);
         return device != null && KernelRegistry.applies(op, device.type(), views, scalars);
     }
 
@@ -257,7 +257,7 @@ public final class Dispatcher {
         int declared = op.tensorInputs();
         if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
         StridedView[] views = new StridedView[inputs.length];
-        Device device = structuredViews(name, inputs, views);
+        Device device = structuredViews(op, name, inputs, views);
         if (op.hasDecomposition() && !kernelApplies(op, inputs, views, device, scalars)) {
             if (!firstOnly) {
                 throw new UnsupportedOperationException(name + ": no " + device.type().name().toLowerCase() + " kernel takes these "
@@ -294,15 +294,91 @@ public final class Dispatcher {
         return outs;
     }
 
-    /** The views of a structured op's inputs (null where an optional one is left out); returns the first input's device. */
-    private static Device structuredViews(String name, Tensor[] inputs, StridedView[] views) {
+    /**
+     * The views of a structured op's inputs (null where an optional one is left out); returns the first input's device.
+     * The device layer: every input must be on that device (unless the op copies across devices), or the call fails here,
+     * before anything is allocated, naming each argument ({@link #devicesDisagree}). No CPU zero-dim tensor joins another
+     * device's here: a structured op's one kernel reads every input on its device (PyTorch refuses them too, outside its
+     * pointwise ops).
+     */
+    private static Device structuredViews(OpDef op, String name, Tensor[] inputs, StridedView[] views) {
         Device device = null;
         for (int i = 0; i < inputs.length; i++) {
             Tensor t = inputs[i];
             if (t == null) continue;
             t.checkOpen(name);
             views[i] = view(t);
+            Device d = t.device();
+            if (device == null) {
+                device = d;
+            } else if (d != device && !d.equals(device) && !op.acrossDevices()) {
+                throw devicesDisagree(op, name, inputs, false);
+            }
+        }
+        return device;
+    }
+
+    /**
+     * The device of a pointwise op's result: {@code a}'s and {@code b}'s, or the other's where one is a CPU zero-dim tensor
+     * (allowed beside any device, as by PyTorch's TensorIterator); otherwise {@link #devicesDisagree}.
+     */
+    static Device pointwiseDevice(OpDef op, String name, Tensor a, Tensor b) {
+        Device da = a.device();
+        Device db = b.device();
+        if (da == db || da.equals(db)) return da;
+        if (da.isCpu() && a.dim() == 0) return db;
+        if (db.isCpu() && b.dim() == 0) return da;
+        throw devicesDisagree(op, name, new Tensor[] {a, b}, true);
+    }
+
+    /**
+     * {@link #pointwiseDevice(OpDef, String, Tensor, Tensor)} for any number of operands (null where left out): the one
+     * device of those that are not CPU zero-dim tensors, or the CPU when all are.
+     */
+    static Device pointwiseDevice(OpDef op, String name, Tensor... inputs) {
+        Device device = null;
+        for (Tensor t : inputs) {
+            if (t == null || t.device().isCpu() && t.dim() == 0) continue;
             if (device == null) device = t.device();
+            else if (!t.device().equals(device)) throw devicesDisagree(op, name, inputs, true);
+        }
+        return device == null ? Device.cpu() : device;
+    }
+
+    /**
+     * The error of a call whose tensor arguments are on different devices: names the op, and each argument given (its
+     * signature's name, device, shape and dtype), in PyTorch's words, e.g. {@code add: expected all tensors to be on the
+     * same device, but found self on cuda:0 (shape [2, 3], float32) and other on cpu (shape [3], float32)}.
+     */
+    static IllegalArgumentException devicesDisagree(OpDef op, String name, Tensor[] inputs, boolean cpuScalarsJoin) {
+        StringBuilder m = new StringBuilder(name).append(": expected all tensors to be on the same device, but found ");
+        int given = 0;
+        for (Tensor t : inputs) if (t != null) given++;
+        int written = 0;
+        for (int i = 0; i < inputs.length; i++) {
+            Tensor t = inputs[i];
+            if (t == null) continue;
+            if (written > 0) m.append(written == given - 1 ? " and " : ", ");
+            m.append(op.tensorParamName(i)).append(" on ").append(t.device()).append(" (shape ").append(Shapes.format(t.shape()))
+                    .append(", ").append(t.dtype()).append(')');
+            written++;
+        }
+        if (cpuScalarsJoin) m.append(" (only a CPU tensor of zero dimensions may join another device's)");
+        return new IllegalArgumentException(m.toString());
+    }
+
+    /**
+     * The device layer for a hand-written front end ({@link OpDef.Kind#FRONT_END}) that reaches its kernels without {@link
+     * #call}: every tensor argument given (null where an optional one is left out) on one device, or {@link #devicesDisagree}.
+     * Returns that device (null when none is given).
+     */
+    public static Device sameDevice(OpDef op, Tensor... inputs) {
+        Device device = null;
+        for (Tensor t : inputs) {
+            if (t == null) continue;
+            Device d = t.device();
+            if (device == null) device = d;
+            else if (d != device && !d.equals(device)) throw devicesDisagree(op, op.pyName(), inputs, false);
         }
         return device;
     }
@@ -326,7 +402,7 @@ public final class Dispatcher {
         int declared = op.tensorInputs();
         if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
         StridedView[] views = new StridedView[inputs.length];
-        Device device = structuredViews(name, inputs, views);
+        Device device = structuredViews(op, name, inputs, views);
         if (op.hasDecomposition() && !kernelApplies(op, inputs, views, device, scalars)) return decomposed(op, inputs, scalars);
         Tensor[] values = denseValues(op, inputs, views);
         Meta.Output meta = op.meta().infer(views, scalars);
@@ -392,7 +468,7 @@ public final class Dispatcher {
         int declared = op.tensorInputs();
         if (inputs.length < declared) inputs = Arrays.copyOf(inputs, declared);
         StridedView[] views = new StridedView[inputs.length];
-        Device device = structuredViews(name, inputs, views);
+        Device device = structuredViews(op, name, inputs, views);
         Meta.Output meta = op.meta().infer(views, scalars);
         if (!Arrays.equals(meta.shape(), self.shapeArray())) {
             throw new IllegalArgumentException(name + ": output with shape " + Shapes.format(self.shape())
@@ -670,7 +746,7 @@ public final class Dispatcher {
         String name = op.pyName();
         a.checkOpen(name);
         b.checkOpen(name);
-        Device device = Elementwise.commonDevice(name, a, b);
+        Device device = pointwiseDevice(op, name, a, b);
         long[] shape = Shapes.broadcast(name, a.shape(), b.shape());
         DType compute = op.computeType(TypePromotion.resultType(a, b), Torch.defaultDtype());
         checkOperands(op, a, b, compute, alpha);

@@ -94,7 +94,7 @@ public final class Elementwise {
         String name = op.pyName() + "_";
         self.checkWritable(name);
         b.checkOpen(name);
-        Device device = commonDevice(name, self, b);
+        Device device = Dispatcher.pointwiseDevice(op, name, self, b);
         if (!device.equals(self.device())) {
             // PyTorch's TensorIterator takes a 0-dim CPU tensor beside other devices as an input only, never as the output
             throw new IllegalArgumentException(name + ": expected all tensors to be on the same device, but found " + self.device()
@@ -153,11 +153,8 @@ public final class Elementwise {
         if (cond.dtype() != DType.BOOL) {
             throw new IllegalArgumentException("where: expected a bool condition, got " + cond.dtype());
         }
-        commonDevice("where", cond, a);
-        commonDevice("where", cond, b);
-        Device device = commonDevice("where", a, b);
         // every CPU zero-dim operand goes where the others are (the condition may be the only one on a device)
-        if (device.isCpu() && !cond.device().isCpu()) device = cond.device();
+        Device device = Dispatcher.pointwiseDevice(IndexingOps.WHERE, "where", cond, a, b);
         DType out = TypePromotion.resultType(a, b);
         Tensor c = operand(cond, cond.dtype(), device), ca = operand(a, out, device), cb = operand(b, out, device);
         try {
@@ -273,17 +270,6 @@ public final class Elementwise {
         Tensor s = Tensor.fromStorage(Storage.wrapConstant(seg), t, new long[0], new long[0], 0);
         s.markWrappedNumber();
         return s;
-    }
-
-    static Device commonDevice(String op, Tensor a, Tensor b) {
-        Device da = a.device();
-        Device db = b.device();
-        if (da.equals(db)) return da;
-        // A CPU zero-dim tensor may combine with a tensor on any device, as in PyTorch.
-        if (da.isCpu() && a.dim() == 0) return db;
-        if (db.isCpu() && b.dim() == 0) return da;
-        throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + da
-                + " and " + db);
     }
 
     static void checkCast(String op, DType result, DType dest) {

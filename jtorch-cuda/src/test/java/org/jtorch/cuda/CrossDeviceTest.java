@@ -44,11 +44,11 @@ class CrossDeviceTest {
     @Test
     void binaryOpsNameBothDevices() {
         try (Tensor c = Torch.ones(new long[] {2, 3}); Tensor g = labelledCuda()) {
-            assertEquals("add: expected all tensors to be on the same device, but found cpu and cuda:0",
+            assertEquals("add: expected all tensors to be on the same device, but found self on cpu (shape [2, 3], torch.float32) and other on cuda:0 (shape [2, 3], torch.float32) (only a CPU tensor of zero dimensions may join another device's)",
                     assertThrows(IllegalArgumentException.class, () -> c.add(g)).getMessage());
-            assertEquals("mul: expected all tensors to be on the same device, but found cuda:0 and cpu",
+            assertEquals("mul: expected all tensors to be on the same device, but found self on cuda:0 (shape [2, 3], torch.float32) and other on cpu (shape [2, 3], torch.float32) (only a CPU tensor of zero dimensions may join another device's)",
                     assertThrows(IllegalArgumentException.class, () -> g.mul(c)).getMessage());
-            assertEquals("add_: expected all tensors to be on the same device, but found cpu and cuda:0",
+            assertEquals("add_: expected all tensors to be on the same device, but found self on cpu (shape [2, 3], torch.float32) and other on cuda:0 (shape [2, 3], torch.float32) (only a CPU tensor of zero dimensions may join another device's)",
                     assertThrows(IllegalArgumentException.class, () -> c.add_(g)).getMessage());
         }
     }
@@ -56,7 +56,7 @@ class CrossDeviceTest {
     @Test
     void twoCudaDevicesAreDifferentDevices() {
         try (Tensor g0 = labelledCuda(0); Tensor g1 = labelledCuda(1)) {
-            assertEquals("maximum: expected all tensors to be on the same device, but found cuda:0 and cuda:1",
+            assertEquals("maximum: expected all tensors to be on the same device, but found self on cuda:0 (shape [2, 3], torch.float32) and other on cuda:1 (shape [2, 3], torch.float32) (only a CPU tensor of zero dimensions may join another device's)",
                     assertThrows(IllegalArgumentException.class, () -> g0.maximum(g1)).getMessage());
         }
     }
@@ -94,7 +94,7 @@ class CrossDeviceTest {
         calls.put("index", () -> labelledCuda(f, 4, 3).index(host(l, 2)));
         calls.put("index_put_", () -> labelledCuda(f, 4, 3).indexPut_(new Tensor[] {host(l, 2)}, labelledCuda(f, 2, 3), false));
         calls.put("cat", () -> Torch.cat(labelledCuda(f, 2, 3), host(f, 2, 3)));
-        calls.put("gather (nllLoss)", () -> F.nllLoss(labelledCuda(f, 2, 3), host(l, 2)));
+        calls.put("nll_loss (nllLoss)", () -> F.nllLoss(labelledCuda(f, 2, 3), host(l, 2)));
         calls.put("embedding", () -> F.embedding(host(l, 2), labelledCuda(f, 4, 3)));
         calls.put("batchNorm", () -> F.batchNorm(labelledCuda(f, 2, 3, 4), host(f, 3), host(f, 3)));
         calls.put("groupNorm", () -> F.groupNorm(labelledCuda(f, 2, 4, 3), 2, host(f, 4), null, 1e-5));
@@ -113,11 +113,10 @@ class CrossDeviceTest {
     @Test
     void whereNamesBothDevices() {
         try (Tensor cond = Torch.ones(new long[] {2, 3}).gt(0.0); Tensor c = Torch.ones(new long[] {2, 3}); Tensor g = labelledCuda()) {
-            assertEquals("where: expected all tensors to be on the same device, but found cpu and cuda:0",
+            assertEquals("where: expected all tensors to be on the same device, but found condition on cpu (shape [2, 3], torch.bool), self on cuda:0 (shape [2, 3], torch.float32) and other on cpu (shape [2, 3], torch.float32) (only a CPU tensor of zero dimensions may join another device's)",
                     assertThrows(IllegalArgumentException.class, () -> Torch.where(cond, g, c)).getMessage());
-            assertEquals("where: expected all tensors to be on the same device, but found cuda:0 and cpu",
-                    assertThrows(IllegalArgumentException.class, () -> Torch.where(cond, c, g)).getMessage()
-                            .replace("found cpu and cuda:0", "found cuda:0 and cpu"));
+            assertEquals("where: expected all tensors to be on the same device, but found condition on cpu (shape [2, 3], torch.bool), self on cpu (shape [2, 3], torch.float32) and other on cuda:0 (shape [2, 3], torch.float32) (only a CPU tensor of zero dimensions may join another device's)",
+                    assertThrows(IllegalArgumentException.class, () -> Torch.where(cond, c, g)).getMessage());
         }
     }
 
