@@ -32,8 +32,10 @@ import static org.jtorch.cuda.cublaslt.CublasLtConstants.HEURISTIC_WORKSPACE_SIZ
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 import org.jtorch.DType;
 import org.jtorch.Device;
@@ -209,10 +211,39 @@ final class CudaLinalgKernels implements LinalgKernels {
                     : bias != null ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
         };
         if (code == CUBLASLT_EPILOGUE_DEFAULT) return null;
-        Plan plan = MatmulPlan.plan(dtype, a.shape(), a.strides(), b.shape(), b.strides(), shape, strides, MatmulSettings.allowTf32());
+        Plan plan = epiloguePlan(dtype, a, b, shape, strides, MatmulSettings.allowTf32());
         if (plan.needsCopy() || plan.outputNeedsTemp()) return null;
         Key refused = new Key(device, plan, 0, 0, 0, code);
         return unsupported.contains(refused) ? null : new Fusable(code, plan, refused);
+    }
+
+    /** Epilogue products planned ({@link MatmulPlan#plan} calls by {@link #epiloguePlan}): for the tests. */
+    static final LongAdder EPILOGUE_PLANS = new LongAdder();
+
+    /** The geometry of the last epilogue product this thread planned, and its plan. */
+    private record Planned(DType dtype, long[] aShape, long[] aStrides, long[] bShape, long[] bStrides, long[] shape, long[] strides,
+                           boolean allowTf32, Plan plan) {
+        boolean plans(DType dtype, StridedView a, StridedView b, long[] shape, long[] strides, boolean allowTf32) {
+            return dtype == this.dtype && allowTf32 == this.allowTf32 && Arrays.equals(shape, this.shape)
+                    && Arrays.equals(strides, this.strides) && Arrays.equals(a.shape(), aShape) && Arrays.equals(a.strides(), aStrides)
+                    && Arrays.equals(b.shape(), bShape) && Arrays.equals(b.strides(), bStrides);
+        }
+    }
+
+    private static final ThreadLocal<Planned> LAST_EPILOGUE_PLAN = new ThreadLocal<>();
+
+    /**
+     * The plan of an epilogue product: the dispatcher's test ({@link #takesBiasActivation}) plans it, and the run that
+     * follows on the same thread ({@link #mmBiasActivation}, for the fresh output the test assumed) finds it here instead of
+     * planning again. A plan depends on the geometry alone, so a remembered one is never stale.
+     */
+    private static Plan epiloguePlan(DType dtype, StridedView a, StridedView b, long[] shape, long[] strides, boolean allowTf32) {
+        Planned last = LAST_EPILOGUE_PLAN.get();
+        if (last != null && last.plans(dtype, a, b, shape, strides, allowTf32)) return last.plan();
+        Plan plan = MatmulPlan.plan(dtype, a.shape(), a.strides(), b.shape(), b.strides(), shape, strides, allowTf32);
+        EPILOGUE_PLANS.increment();
+        LAST_EPILOGUE_PLAN.set(new Planned(dtype, a.shape(), a.strides(), b.shape(), b.strides(), shape, strides, allowTf32, plan));
+        return plan;
     }
 
     /** The product; false, having done nothing, where the heuristic has no algorithm for an epilogue (an error without one). */

@@ -1,6 +1,7 @@
 package org.jtorch.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -79,6 +80,33 @@ class GemmEpilogueDeviceTest {
                 }
                 // Eager linear takes the bias epilogue.
                 assertClose(t + " F.linear", reference(x, w, b, Activation.NONE), F.linear(x, w, b), t);
+            }
+        }
+    }
+
+    /**
+     * The JIT asks whether the fused kernel takes a linear layer ({@code fusesLinearActivation}, the dispatcher's test) and
+     * then runs it: the product is planned once for the two, for each activation and dtype.
+     */
+    @Test
+    void theTestAndTheRunThatFollowsPlanTheProductOnce() {
+        Torch.manualSeed(5);
+        int rows = 20; // a new geometry each call: a plan remembered from the call before cannot serve it
+        for (DType t : List.of(DType.FLOAT32, DType.FLOAT64)) {
+            try (MemoryScope scope = new MemoryScope()) {
+                Tensor w = Torch.randn(32, 40).mul(0.2).to(t).to(CUDA);
+                Tensor b = Torch.randn(32).to(t).to(CUDA);
+                for (Activation act : List.of(Activation.RELU, Activation.GELU_TANH)) {
+                    for (boolean keep : new boolean[] {false, true}) {
+                        Tensor x = Torch.randn(rows++, 40).to(t).to(CUDA);
+                        String what = t + " " + act + (keep ? " keeping its input" : "") + ", " + x.size(0) + " rows";
+                        long before = CudaLinalgKernels.EPILOGUE_PLANS.sum();
+                        assertTrue(Linalg.fusesLinearActivation(x, w, b, act, keep), what);
+                        Tensor[] r = Linalg.linearActivation(x, w, b, act, keep);
+                        assertEquals(1, CudaLinalgKernels.EPILOGUE_PLANS.sum() - before, what + ": plans made for the test and the run");
+                        assertClose(what, reference(x, w, b, act), r[0], t);
+                    }
+                }
             }
         }
     }
