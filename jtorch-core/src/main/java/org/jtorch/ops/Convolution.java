@@ -4,6 +4,7 @@ import org.jtorch.op.Callback;
 import org.jtorch.op.ConvolutionOps;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.OpDef;
+import org.jtorch.op.OpRegistry;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
 import org.jtorch.DType;
@@ -328,12 +329,9 @@ public final class Convolution {
                     + Shapes.format(weight.shape()));
         }
         if (groups <= 0) throw new IllegalArgumentException(op + ": groups must be positive, got " + groups);
-        Device device = input.device();
+        Device device = Dispatcher.sameDevice(OpRegistry.get(op), input, weight, bias);
         for (Tensor t : new Tensor[] {weight, bias}) {
             if (t == null) continue;
-            if (!t.device().equals(device)) {
-                throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + device + " and " + t.device());
-            }
             if (t.dtype() != input.dtype()) {
                 throw new IllegalArgumentException(op + ": input type (" + input.dtype() + ") and " + (t == weight ? "weight" : "bias")
                         + " type (" + t.dtype() + ") should be the same");

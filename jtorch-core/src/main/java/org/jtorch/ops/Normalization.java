@@ -60,7 +60,7 @@ public final class Normalization {
         long c = input.size(1);
         long s = 1;
         for (int d = 2; d < input.dim(); d++) s *= input.size(d);
-        Device device = input.device();
+        Device device = Dispatcher.sameDevice(FrontEndOps.BATCH_NORM, input, runningMean, runningVar, weight, bias);
         checkChannels(op, "running_mean", runningMean, c, device);
         checkChannels(op, "running_var", runningVar, c, device);
         checkChannels(op, "weight", weight, c, device);

@@ -104,6 +104,20 @@ class DeviceAgreementTest {
     }
 
     @Test
+    void handWrittenFrontEndsNameTheirArgumentsAsTheDispatcherDoes() {
+        Device dev = device();
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor x = Torch.ones(new long[] {1, 2, 5, 5}, DType.FLOAT32, dev);
+            Tensor w = Torch.ones(new long[] {3, 2, 3, 3}, DType.FLOAT32, CPU);
+            refused(dev, () -> F.conv2d(x, w), "conv2d", "input on " + dev + " (shape [1, 2, 5, 5], torch.float32)",
+                    "weight on cpu (shape [3, 2, 3, 3], torch.float32)");
+            Tensor stat = Torch.ones(new long[] {2}, DType.FLOAT32, CPU);
+            refused(dev, () -> F.batchNorm(x, stat, stat), "batch_norm", "input on " + dev, "running_mean on cpu (shape [2], torch.float32)",
+                    "running_var on cpu");
+        }
+    }
+
+    @Test
     void inPlaceOpsRefuseOperandsElsewhereBeforeWriting() {
         Device dev = device();
         try (MemoryScope scope = new MemoryScope()) {

@@ -96,7 +96,7 @@ class CrossDeviceTest {
         calls.put("cat", () -> Torch.cat(labelledCuda(f, 2, 3), host(f, 2, 3)));
         calls.put("nll_loss (nllLoss)", () -> F.nllLoss(labelledCuda(f, 2, 3), host(l, 2)));
         calls.put("embedding", () -> F.embedding(host(l, 2), labelledCuda(f, 4, 3)));
-        calls.put("batchNorm", () -> F.batchNorm(labelledCuda(f, 2, 3, 4), host(f, 3), host(f, 3)));
+        calls.put("batch_norm (batchNorm)", () -> F.batchNorm(labelledCuda(f, 2, 3, 4), host(f, 3), host(f, 3)));
         calls.put("groupNorm", () -> F.groupNorm(labelledCuda(f, 2, 4, 3), 2, host(f, 4), null, 1e-5));
         calls.put("bmm (einsum)", () -> Torch.einsum("ij,jk->ik", labelledCuda(f, 2, 3), host(f, 3, 4)));
         List<DynamicTest> tests = new ArrayList<>();
