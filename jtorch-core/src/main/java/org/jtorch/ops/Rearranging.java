@@ -265,6 +265,10 @@ public final class Rearranging {
             }
         }
         if (x.dim() != 1) throw new IllegalArgumentException("diag: expected a 1-D or 2-D tensor, got shape " + Shapes.format(x.shape()));
+        if (diagonal == Long.MIN_VALUE || Math.abs(diagonal) > Long.MAX_VALUE - x.size(0)) {
+            throw new IllegalArgumentException("diag: diagonal " + diagonal + " of a vector of shape " + Shapes.format(x.shape())
+                    + " gives a matrix whose side exceeds int64");
+        }
         long n = x.size(0) + Math.abs(diagonal);
         try (MemoryScope scope = new MemoryScope()) {
             // x[i] sits at (i, i + k) for k >= 0 (so it varies along rows), at (i - k, i) for k < 0 (along columns).

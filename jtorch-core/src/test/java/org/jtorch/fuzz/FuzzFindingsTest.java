@@ -302,4 +302,18 @@ class FuzzFindingsTest {
         y.sum().backward();
         assertArrayEquals(new float[48], x.grad().toFloatArray());
     }
+
+    /**
+     * Mixed-device seed 3304 (simulated cuda:0): {@code diag(bool[2], diagonal=Long.MAX_VALUE)}: the matrix's side 2 + 2^63 - 1
+     * overflowed to a negative size, and the device's memset failed without naming the op. Now an error naming diag.
+     */
+    @Test
+    void diagWithADiagonalBeyondInt64NamesTheOp() {
+        try (Tensor x = Torch.ones(new long[] {2}, DType.BOOL, Device.cpu())) {
+            for (long diagonal : new long[] {Long.MAX_VALUE, Long.MIN_VALUE, Long.MAX_VALUE - 1}) {
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Torch.diag(x, diagonal).close());
+                assertTrue(e.getMessage().startsWith("diag: "), e.getMessage());
+            }
+        }
+    }
 }
