@@ -298,8 +298,8 @@ public final class Dispatcher {
      * The views of a structured op's inputs (null where an optional one is left out); returns the first input's device.
      * The device layer: every input must be on that device (unless the op copies across devices), or the call fails here,
      * before anything is allocated, naming each argument ({@link #devicesDisagree}). No CPU zero-dim tensor joins another
-     * device's here: a structured op's one kernel reads every input on its device (PyTorch refuses them too, outside its
-     * pointwise ops).
+     * device's here: a structured op's one kernel reads every input on its device (the meta functions refused them before
+     * too; where PyTorch takes one, as {@code where}, the front end moves it first).
      */
     private static Device structuredViews(OpDef op, String name, Tensor[] inputs, StridedView[] views) {
         Device device = null;
