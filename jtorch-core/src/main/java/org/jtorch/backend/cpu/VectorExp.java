@@ -17,8 +17,9 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <p>{@code exp(x) = 2^n e^r} with {@code n = round(x log2 e)}, {@code |r| <= ln2 / 2} (ln 2 split in two so that
  * {@code n ln2} is exact), {@code e^r} by its Taylor polynomial (degree 7 for float, truncation under 0.1 ulp; degree 13
- * for double, under 0.02 ulp), and {@code 2^n} applied as two exact powers of two, so that a result in the subnormal
- * range is rounded once and one past the largest finite value is infinity. Inputs are clamped to where the result
+ * for double, under 0.02 ulp), and {@code 2^n} applied as one power of two where every lane's is normal (the fast path) and
+ * as two otherwise, so that a result in the subnormal range is rounded once and one past the largest finite value is
+ * infinity. Inputs are clamped to where the result
  * is 0 or infinity beyond; NaN is returned as it came.
  *
  * <p>The constants are vectors in static final fields and the Horner steps one chain, so that each method's bytecode
@@ -31,9 +32,9 @@ final class VectorExp {
 
     /**
      * {@code -Djtorch.cpu.deterministicMath=true} makes the kernels' exp, expm1 and tanh this class's exact forms; by
-     * default they are the JDK's {@code lanewise(EXP / EXPM1 / TANH)}, which are faster (sigmoid 1.7x, expm1 2.5-3x, exp
-     * and tanh about 1.3x: docs/BENCHMARKS.md, issue 20's sixteenth-session sections) but whose bits depend on when C2
-     * compiled each kernel. A constant to C2, which drops the branch not taken, so this class's bit casts run only
+     * default they are the JDK's {@code lanewise(EXP / EXPM1 / TANH)}, whose bits depend on when C2 compiled each
+     * kernel. Off while some kernels are slower with the exact forms (softplus 3.5-4.8x, BCE 1.3x, the float32 LSTM
+     * cell 2x; exp, expm1 and sigmoid alone are faster: docs/BENCHMARKS.md, issue 20, seventeenth session). A constant to C2, which drops the branch not taken, so this class's bit casts run only
      * when the switch is on (NativeOperandsTest).
      */
     static final boolean DETERMINISTIC = Boolean.getBoolean("jtorch.cpu.deterministicMath");

@@ -32,9 +32,9 @@ final class VectorLog {
 
     /**
      * Whether the kernels use these rather than the JDK's {@code lanewise(LOG)} and {@code lanewise(LOG1P)}: the same
-     * switch as {@link VectorExp#DETERMINISTIC} ({@code -Djtorch.cpu.deterministicMath=true}). Off by default: the float log alone is level with the JDK's, but BCE and the column
-     * log-softmax ran 1.7x and 6x slower with two threads, and log1p inside softplus 3.5x, the double log1p 2.8x
-     * (docs/BENCHMARKS.md, the sixteenth session's detlog section).
+     * switch as {@link VectorExp#DETERMINISTIC} ({@code -Djtorch.cpu.deterministicMath=true}), off by default. log and
+     * log1p alone are level with the JDK's in both widths; softplus (exp and log1p in one generated kernel) is 3.5-4.8x
+     * slower and BCE 1.3x (docs/BENCHMARKS.md, issue 20, seventeenth session).
      */
     static final boolean ENABLED = VectorExp.DETERMINISTIC;
 
