@@ -53,31 +53,73 @@ final class CpuValueCheckKernels {
         if (firstBad.get() != NONE) throw outOfRange.apply(firstBad.get());
     }
 
+    /**
+     * Elements per block of the two passes below. The loss's two logarithms run in separate loops over a block (in L1)
+     * rather than in one loop body: with jtorch's own log and log1p ({@code -Djtorch.cpu.deterministicMath=true}) one
+     * body took more than C2's node budget for inlining (each Vector API call parses to about 400 nodes,
+     * NodeCountInliningCutoff 18,000), and the refused calls boxed their vectors at every step: BCE 2.7x slower
+     * (docs/BENCHMARKS.md, issue 20, seventeenth session). The masked tails are methods of their own for the same reason.
+     */
+    private static final long BLOCK = 1024;
+
     /** Losses of elements [from, to); returns the first position there whose input is outside [0, 1] (then stops), else {@link #NONE}. */
     private static long bceF32(StridedView out, StridedView x, StridedView t, StridedView w, long from, long to) {
-        long i = from;
-        for (; i + FS.length() <= to; i += FS.length()) if (!bceStepF32(out, x, t, w, i, null)) return firstBadF32(x, i, to);
-        if (i < to && !bceStepF32(out, x, t, w, i, FS.indexInRange(i, to))) return firstBadF32(x, i, to);
+        for (long b = from; b < to; b += BLOCK) {
+            long end = Math.min(to, b + BLOCK), good = bceLogF32(out, x, t, b, end);
+            bceLog1mF32(out, x, t, w, b, good);
+            if (good < end) return firstBadF32(x, good, to);
+        }
         return NONE;
     }
 
     /**
-     * One vector of losses at {@code i} (the lanes of {@code m} in the tail, all where it is null); false, with nothing
-     * written, where an input there is outside [0, 1] or NaN (which fails both comparisons).
+     * {@code out = t * max(log(x), -100)} over [from, to) up to the first vector with an input outside [0, 1] or NaN
+     * (which fails both comparisons): returns where that vector starts (nothing written from there), else {@code to}.
      */
-    private static boolean bceStepF32(StridedView out, StridedView x, StridedView t, StridedView w, long i, VectorMask<Float> m) {
+    private static long bceLogF32(StridedView out, StridedView x, StridedView t, long from, long to) {
+        long i = from;
+        for (; i + FS.length() <= to; i += FS.length()) if (!bceLogStepF32(out, x, t, i, null)) return i;
+        return i < to && !bceLogTailF32(out, x, t, i, to) ? i : to;
+    }
+
+    private static boolean bceLogTailF32(StridedView out, StridedView x, StridedView t, long i, long to) {
+        return bceLogStepF32(out, x, t, i, FS.indexInRange(i, to));
+    }
+
+    /** One vector at {@code i} (the lanes of {@code m} in the tail, all where it is null). */
+    private static boolean bceLogStepF32(StridedView out, StridedView x, StridedView t, long i, VectorMask<Float> m) {
         FloatVector xv = loadF32(x, i, m);
         VectorMask<Float> good = xv.compare(VectorOperators.GE, 0f).and(xv.compare(VectorOperators.LE, 1f));
         if (m != null) good = good.or(m.not());
         if (!good.allTrue()) return false;
-        FloatVector tv = loadF32(t, i, m);
-        FloatVector logX = VectorMath.log(xv).max(-100f);
-        FloatVector log1mX = VectorMath.log1p(xv.neg()).max(-100f);
-        FloatVector loss = tv.sub(1f).mul(log1mX).sub(tv.mul(logX));
-        if (w != null) loss = loss.mul(loadF32(w, i, m));
-        if (m == null) loss.intoMemorySegment(out.memory(), base(out) + 4 * i, LE);
-        else loss.intoMemorySegment(out.memory(), base(out) + 4 * i, LE, m);
+        storeF32(out, i, m, loadF32(t, i, m).mul(VectorMath.log(xv).max(-100f)));
         return true;
+    }
+
+    /** {@code out = (t - 1) * max(log1p(-x), -100) - out}, times the weight: the loss, from the first pass's term. */
+    private static void bceLog1mF32(StridedView out, StridedView x, StridedView t, StridedView w, long from, long to) {
+        long i = from;
+        // The whole vectors without the masked loads' and stores' branches: with them this loop passed the node budget too.
+        for (; i + FS.length() <= to; i += FS.length()) {
+            FloatVector log1mX = VectorMath.log1p(wholeF32(x, i).neg()).max(-100f);
+            FloatVector loss = wholeF32(t, i).sub(1f).mul(log1mX).sub(wholeF32(out, i));
+            (w == null ? loss : loss.mul(wholeF32(w, i))).intoMemorySegment(out.memory(), base(out) + 4 * i, LE);
+        }
+        if (i < to) bceLog1mTailF32(out, x, t, w, i, to);
+    }
+
+    private static void bceLog1mTailF32(StridedView out, StridedView x, StridedView t, StridedView w, long i, long to) {
+        bceLog1mStepF32(out, x, t, w, i, FS.indexInRange(i, to));
+    }
+
+    private static void bceLog1mStepF32(StridedView out, StridedView x, StridedView t, StridedView w, long i, VectorMask<Float> m) {
+        FloatVector log1mX = VectorMath.log1p(loadF32(x, i, m).neg()).max(-100f);
+        FloatVector loss = loadF32(t, i, m).sub(1f).mul(log1mX).sub(loadF32(out, i, m));
+        storeF32(out, i, m, w == null ? loss : loss.mul(loadF32(w, i, m)));
+    }
+
+    private static FloatVector wholeF32(StridedView v, long i) {
+        return FloatVector.fromMemorySegment(FS, v.memory(), base(v) + 4 * i, LE);
     }
 
     private static FloatVector loadF32(StridedView v, long i, VectorMask<Float> m) {
@@ -85,31 +127,71 @@ final class CpuValueCheckKernels {
                 : FloatVector.fromMemorySegment(FS, v.memory(), base(v) + 4 * i, LE, m);
     }
 
+    private static void storeF32(StridedView v, long i, VectorMask<Float> m, FloatVector value) {
+        if (m == null) value.intoMemorySegment(v.memory(), base(v) + 4 * i, LE);
+        else value.intoMemorySegment(v.memory(), base(v) + 4 * i, LE, m);
+    }
+
     private static long bceF64(StridedView out, StridedView x, StridedView t, StridedView w, long from, long to) {
-        long i = from;
-        for (; i + DS.length() <= to; i += DS.length()) if (!bceStepF64(out, x, t, w, i, null)) return firstBadF64(x, i, to);
-        if (i < to && !bceStepF64(out, x, t, w, i, DS.indexInRange(i, to))) return firstBadF64(x, i, to);
+        for (long b = from; b < to; b += BLOCK) {
+            long end = Math.min(to, b + BLOCK), good = bceLogF64(out, x, t, b, end);
+            bceLog1mF64(out, x, t, w, b, good);
+            if (good < end) return firstBadF64(x, good, to);
+        }
         return NONE;
     }
 
-    private static boolean bceStepF64(StridedView out, StridedView x, StridedView t, StridedView w, long i, VectorMask<Double> m) {
+    private static long bceLogF64(StridedView out, StridedView x, StridedView t, long from, long to) {
+        long i = from;
+        for (; i + DS.length() <= to; i += DS.length()) if (!bceLogStepF64(out, x, t, i, null)) return i;
+        return i < to && !bceLogTailF64(out, x, t, i, to) ? i : to;
+    }
+
+    private static boolean bceLogTailF64(StridedView out, StridedView x, StridedView t, long i, long to) {
+        return bceLogStepF64(out, x, t, i, DS.indexInRange(i, to));
+    }
+
+    private static boolean bceLogStepF64(StridedView out, StridedView x, StridedView t, long i, VectorMask<Double> m) {
         DoubleVector xv = loadF64(x, i, m);
         VectorMask<Double> good = xv.compare(VectorOperators.GE, 0).and(xv.compare(VectorOperators.LE, 1));
         if (m != null) good = good.or(m.not());
         if (!good.allTrue()) return false;
-        DoubleVector tv = loadF64(t, i, m);
-        DoubleVector logX = VectorMathF64.log(xv).max(-100);
-        DoubleVector log1mX = VectorMathF64.log1p(xv.neg()).max(-100);
-        DoubleVector loss = tv.sub(1).mul(log1mX).sub(tv.mul(logX));
-        if (w != null) loss = loss.mul(loadF64(w, i, m));
-        if (m == null) loss.intoMemorySegment(out.memory(), base(out) + 8 * i, LE);
-        else loss.intoMemorySegment(out.memory(), base(out) + 8 * i, LE, m);
+        storeF64(out, i, m, loadF64(t, i, m).mul(VectorMathF64.log(xv).max(-100)));
         return true;
+    }
+
+    private static void bceLog1mF64(StridedView out, StridedView x, StridedView t, StridedView w, long from, long to) {
+        long i = from;
+        for (; i + DS.length() <= to; i += DS.length()) {
+            DoubleVector log1mX = VectorMathF64.log1p(wholeF64(x, i).neg()).max(-100);
+            DoubleVector loss = wholeF64(t, i).sub(1).mul(log1mX).sub(wholeF64(out, i));
+            (w == null ? loss : loss.mul(wholeF64(w, i))).intoMemorySegment(out.memory(), base(out) + 8 * i, LE);
+        }
+        if (i < to) bceLog1mTailF64(out, x, t, w, i, to);
+    }
+
+    private static void bceLog1mTailF64(StridedView out, StridedView x, StridedView t, StridedView w, long i, long to) {
+        bceLog1mStepF64(out, x, t, w, i, DS.indexInRange(i, to));
+    }
+
+    private static void bceLog1mStepF64(StridedView out, StridedView x, StridedView t, StridedView w, long i, VectorMask<Double> m) {
+        DoubleVector log1mX = VectorMathF64.log1p(loadF64(x, i, m).neg()).max(-100);
+        DoubleVector loss = loadF64(t, i, m).sub(1).mul(log1mX).sub(loadF64(out, i, m));
+        storeF64(out, i, m, w == null ? loss : loss.mul(loadF64(w, i, m)));
+    }
+
+    private static DoubleVector wholeF64(StridedView v, long i) {
+        return DoubleVector.fromMemorySegment(DS, v.memory(), base(v) + 8 * i, LE);
     }
 
     private static DoubleVector loadF64(StridedView v, long i, VectorMask<Double> m) {
         return m == null ? DoubleVector.fromMemorySegment(DS, v.memory(), base(v) + 8 * i, LE)
                 : DoubleVector.fromMemorySegment(DS, v.memory(), base(v) + 8 * i, LE, m);
+    }
+
+    private static void storeF64(StridedView v, long i, VectorMask<Double> m, DoubleVector value) {
+        if (m == null) value.intoMemorySegment(v.memory(), base(v) + 8 * i, LE);
+        else value.intoMemorySegment(v.memory(), base(v) + 8 * i, LE, m);
     }
 
     /** The first element of {@code v} in [from, to) outside [0, 1] or NaN, else {@link #NONE}: element by element (a bad vector was seen). */

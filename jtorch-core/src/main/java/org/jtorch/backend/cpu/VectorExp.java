@@ -17,8 +17,9 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <p>{@code exp(x) = 2^n e^r} with {@code n = round(x log2 e)}, {@code |r| <= ln2 / 2} (ln 2 split in two so that
  * {@code n ln2} is exact), {@code e^r} by its Taylor polynomial (degree 7 for float, truncation under 0.1 ulp; degree 13
- * for double, under 0.02 ulp), and {@code 2^n} applied as two exact powers of two, so that a result in the subnormal
- * range is rounded once and one past the largest finite value is infinity. Inputs are clamped to where the result
+ * for double, under 0.02 ulp), and {@code 2^n} applied as one power of two where every lane's is normal (the fast path) and
+ * as two otherwise, so that a result in the subnormal range is rounded once and one past the largest finite value is
+ * infinity. Inputs are clamped to where the result
  * is 0 or infinity beyond; NaN is returned as it came.
  *
  * <p>The constants are vectors in static final fields and the Horner steps one chain, so that each method's bytecode
@@ -31,9 +32,9 @@ final class VectorExp {
 
     /**
      * {@code -Djtorch.cpu.deterministicMath=true} makes the kernels' exp, expm1 and tanh this class's exact forms; by
-     * default they are the JDK's {@code lanewise(EXP / EXPM1 / TANH)}, which are faster (sigmoid 1.7x, expm1 2.5-3x, exp
-     * and tanh about 1.3x: docs/BENCHMARKS.md, issue 20's sixteenth-session sections) but whose bits depend on when C2
-     * compiled each kernel. A constant to C2, which drops the branch not taken, so this class's bit casts run only
+     * default they are the JDK's {@code lanewise(EXP / EXPM1 / TANH)}, whose bits depend on when C2 compiled each
+     * kernel. Off while some kernels are slower with the exact forms (softplus 3.5-4.8x, BCE 1.3x, the float32 LSTM
+     * cell 2x; exp, expm1 and sigmoid alone are faster: docs/BENCHMARKS.md, issue 20, seventeenth session). A constant to C2, which drops the branch not taken, so this class's bit casts run only
      * when the switch is on (NativeOperandsTest).
      */
     static final boolean DETERMINISTIC = Boolean.getBoolean("jtorch.cpu.deterministicMath");
@@ -51,6 +52,15 @@ final class VectorExp {
     /** 1/7! down to 1/0!. */
     private static final FloatVector F7 = f(1f / 5040f), F6 = f(1f / 720f), F5 = f(1f / 120f), F4 = f(1f / 24f), F3 = f(1f / 6f),
             F2 = f(0.5f), F1 = f(1f);
+    /**
+     * The fast paths' rounder, 1.5 * 2^23 + 127: the bits of {@code x log2e + ROUND_BIASED_F}, rounded to an integer,
+     * shifted left by 23 are those of {@code 2^n} (the rounder's own bits shift out).
+     */
+    private static final FloatVector ROUND_BIASED_F = f(ROUNDER_F + 127);
+    /** Up to |x| = 87, {@code 2^n} (|n| <= 126) is one normal power of two: one scaling multiply, rounded once as the two. */
+    private static final FloatVector ONE_SCALE_F = f(87f);
+    /** Up to |x| = 16 expm1's n is at most 23: {@code 2^n - 1} exact, 2^n normal. */
+    private static final FloatVector EXPM1_FAST_F = f(16f);
     /** expm1 is -1 in float below -17.4; clamped at -26, 2^n stays normal. */
     private static final FloatVector LOW_M1_F = f(-26f), TWO_F = f(2f), LN2_F = f(0.6931472f);
     /** 2^-n's bits are these less 2^n's (exponent fields summing to 254). */
@@ -58,7 +68,7 @@ final class VectorExp {
     /** 1/10! to 1/8!: expm1's and tanh's longer polynomial. */
     private static final FloatVector F10 = f(1f / 3628800f), F9 = f(1f / 362880f), F8 = f(1f / 40320f);
     /** tanh is 1 in float from 9.01 on: |x| capped at 10 keeps e^2|x| finite. */
-    private static final FloatVector TANH_CAP_F = f(10f);
+    private static final FloatVector TANH_CAP_F = f(10f), MINUS_TANH_CAP_F = f(-10f);
 
     /** 1.5 * 2^52. */
     private static final double ROUNDER_D = 6755399441055744.0;
@@ -71,6 +81,8 @@ final class VectorExp {
     private static final DoubleVector D13 = d(1.0 / 6227020800.0), D12 = d(1.0 / 479001600.0), D11 = d(1.0 / 39916800.0),
             D10 = d(1.0 / 3628800.0), D9 = d(1.0 / 362880.0), D8 = d(1.0 / 40320.0), D7 = d(1.0 / 5040.0), D6 = d(1.0 / 720.0),
             D5 = d(1.0 / 120.0), D4 = d(1.0 / 24.0), D3 = d(1.0 / 6.0), D2 = d(0.5), D1 = d(1.0);
+    /** 1.5 * 2^52 + 1023, |x| up to 708 and up to 36 for expm1 (n at most 52): the float form's fast paths' constants. */
+    private static final DoubleVector ROUND_BIASED_D = d(ROUNDER_D + 1023), ONE_SCALE_D = d(708), EXPM1_FAST_D = d(36);
     /** expm1 is -1 in double below -37.5; clamped at -40, 2^n stays normal. */
     private static final DoubleVector LOW_M1_D = d(-40), LN2_D = d(0.6931471805599453);
     private static final LongVector INV_BITS_D = LongVector.broadcast(LongVector.SPECIES_PREFERRED, 2046L << 52);
@@ -107,8 +119,24 @@ final class VectorExp {
         return DETERMINISTIC ? exactTanh(x) : x.lanewise(VectorOperators.TANH);
     }
 
-    /** {@code e^x} lane by lane, within an ulp. */
+    /**
+     * {@code e^x} lane by lane, within an ulp. Where every lane's 2^n is one normal power of two (no NaN, |x| <= 87:
+     * nearly always) one multiply scales, without the clamp, the two-factor scaling and the NaN blend: half the
+     * Vector API calls, which C2 counts against its inlining budget (NodeCountInliningCutoff: softplus's kernel, exp
+     * and log1p together, boxed its vectors; docs/BENCHMARKS.md, issue 20, seventeenth session). The same bits as
+     * {@link #wideExp}, which serves a vector with any other lane.
+     */
     static FloatVector exactExp(FloatVector x) {
+        if (!x.abs().compare(VectorOperators.LE, ONE_SCALE_F).allTrue()) return wideExp(x);
+        FloatVector t = x.fma(LOG2E_F, ROUND_BIASED_F);
+        FloatVector n = t.sub(ROUND_BIASED_F);
+        FloatVector r = n.fma(MINUS_LN2_LO_F, n.fma(MINUS_LN2_HI_F, x));
+        FloatVector p = r.fma(F7, F6).fma(r, F5).fma(r, F4).fma(r, F3).fma(r, F2).fma(r, F1).fma(r, F1);
+        return p.mul(t.reinterpretAsInts().lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats());
+    }
+
+    /** {@link #exactExp} for any lanes: clamped, 2^n as two factors (subnormal and infinite results), NaN kept. */
+    private static FloatVector wideExp(FloatVector x) {
         FloatVector c = x.max(LOW_F).min(HIGH_F);
         FloatVector t = c.fma(LOG2E_F, ROUND_F);
         FloatVector n = t.sub(ROUND_F);
@@ -123,8 +151,18 @@ final class VectorExp {
         return e.blend(x, x.compare(VectorOperators.NE, x));
     }
 
-    /** {@code e^x} lane by lane, within two ulps. */
+    /** {@code e^x} lane by lane, within two ulps; the float form's fast path for |x| <= 708. */
     static DoubleVector exactExp(DoubleVector x) {
+        if (!x.abs().compare(VectorOperators.LE, ONE_SCALE_D).allTrue()) return wideExp(x);
+        DoubleVector t = x.fma(LOG2E_D, ROUND_BIASED_D);
+        DoubleVector n = t.sub(ROUND_BIASED_D);
+        DoubleVector r = n.fma(MINUS_LN2_LO_D, n.fma(MINUS_LN2_HI_D, x));
+        DoubleVector p = r.fma(D13, D12).fma(r, D11).fma(r, D10).fma(r, D9).fma(r, D8).fma(r, D7).fma(r, D6).fma(r, D5).fma(r, D4)
+                .fma(r, D3).fma(r, D2).fma(r, D1).fma(r, D1);
+        return p.mul(t.reinterpretAsLongs().lanewise(VectorOperators.LSHL, 52).reinterpretAsDoubles());
+    }
+
+    private static DoubleVector wideExp(DoubleVector x) {
         DoubleVector c = x.max(LOW_D).min(HIGH_D);
         DoubleVector t = c.fma(LOG2E_D, ROUND_D);
         DoubleVector n = t.sub(ROUND_D);
@@ -144,9 +182,21 @@ final class VectorExp {
      * {@code |x| < ln 2} (the polynomial of degree 10 for {@code |r| < ln 2}, truncation under 0.01 ulp), so that
      * {@code 2 p + 1} never cancels (n = 1 with r < 0). {@code 2^n - 1} is exact up to n = 24; past that it rounds to
      * {@code 2^n}, and the 1 is taken from p instead (as {@code 2^-n}). The largest n, 128, takes a second factor of
-     * 2. Zeros keep their sign, NaN stays NaN.
+     * 2. Zeros keep their sign, NaN stays NaN. For |x| <= 16 in every lane (n <= 23) the steps that only larger n need
+     * are left out, as in {@link #exactExp}: the same bits.
      */
     static FloatVector exactExpm1(FloatVector x) {
+        FloatVector a = x.abs();
+        if (!a.compare(VectorOperators.LE, EXPM1_FAST_F).allTrue()) return wideExpm1(x);
+        FloatVector t = x.fma(LOG2E_F, ROUND_BIASED_F).blend(ROUND_BIASED_F, a.compare(VectorOperators.LT, LN2_F));
+        FloatVector n = t.sub(ROUND_BIASED_F);
+        FloatVector r = n.fma(MINUS_LN2_LO_F, n.fma(MINUS_LN2_HI_F, x));
+        FloatVector scale = t.reinterpretAsInts().lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
+        FloatVector p = r.mul(r).fma(r.fma(F10, F9).fma(r, F8).fma(r, F7).fma(r, F6).fma(r, F5).fma(r, F4).fma(r, F3).fma(r, F2), r);
+        return scale.fma(p, scale.sub(F1)).blend(x, x.compare(VectorOperators.EQ, 0f));
+    }
+
+    private static FloatVector wideExpm1(FloatVector x) {
         FloatVector c = x.max(LOW_M1_F).min(HIGH_F);
         FloatVector t = c.fma(LOG2E_F, ROUND_F).blend(ROUND_F, c.abs().compare(VectorOperators.LT, LN2_F));
         FloatVector n = t.sub(ROUND_F);
@@ -164,8 +214,21 @@ final class VectorExp {
         return e.blend(x, x.compare(VectorOperators.NE, x).or(x.compare(VectorOperators.EQ, 0f)));
     }
 
-    /** {@code e^x - 1} lane by lane, within two ulps; the float form's steps (2^n - 1 exact up to n = 53), the polynomial of degree 16. */
+    /**
+     * {@code e^x - 1} lane by lane, within two ulps; the float form's steps (2^n - 1 exact up to n = 53), the polynomial
+     * of degree 16, and its fast path for |x| <= 36 (n <= 52).
+     */
     static DoubleVector exactExpm1(DoubleVector x) {
+        DoubleVector a = x.abs();
+        if (!a.compare(VectorOperators.LE, EXPM1_FAST_D).allTrue()) return wideExpm1(x);
+        DoubleVector t = x.fma(LOG2E_D, ROUND_BIASED_D).blend(ROUND_BIASED_D, a.compare(VectorOperators.LT, LN2_D));
+        DoubleVector n = t.sub(ROUND_BIASED_D);
+        DoubleVector r = n.fma(MINUS_LN2_LO_D, n.fma(MINUS_LN2_HI_D, x));
+        DoubleVector scale = t.reinterpretAsLongs().lanewise(VectorOperators.LSHL, 52).reinterpretAsDoubles();
+        return scale.fma(expm1Polynomial(r), scale.sub(D1)).blend(x, x.compare(VectorOperators.EQ, 0));
+    }
+
+    private static DoubleVector wideExpm1(DoubleVector x) {
         DoubleVector c = x.max(LOW_M1_D).min(HIGH_D);
         DoubleVector t = c.fma(LOG2E_D, ROUND_D).blend(ROUND_D, c.abs().compare(VectorOperators.LT, LN2_D));
         DoubleVector n = t.sub(ROUND_D);
@@ -187,23 +250,28 @@ final class VectorExp {
     }
 
     /**
-     * {@code tanh(x)} lane by lane, within 2.5 ulps (the JDK's bound for {@code Math.tanh}; 2.23 the worst found, at small
-     * arguments, where the denominator's rounding near 2 counts fully): {@code (e^2a - 1) / (e^2a + 1)} for {@code a = |x|}, numerator
-     * and denominator each one fused multiply-add from {@code 2^n} and {@code p = e^r - 1} as in {@link #expm1} (small
-     * arguments keep their accuracy: no {@code 1 - 2/(e^2a + 1)} cancellation). From n = 24 on {@code 2^n + 1} is
-     * inexact and the numerator is the denominator less 2 instead. x's sign bit is put back (-0 stays -0). Written
-     * out rather than calling expm1: one call level less for C2's inlining.
+     * {@code tanh(x)} lane by lane, within 2.5 ulps (the JDK's bound for {@code Math.tanh}; the worst found is at small
+     * arguments, where the denominator's rounding near 2 counts fully): {@code (e^y - 1) / (e^y + 1)} for {@code y = 2x},
+     * x clamped to [-10, 10] (tanh is +-1 in float from 9.01 on), numerator and denominator each one fused
+     * multiply-add from {@code 2^n} and {@code p = e^r - 1} as in {@link #exactExpm1} (small arguments keep their
+     * accuracy: no {@code 1 - 2/(e^y + 1)} cancellation; the polynomial of degree 9, truncation under 0.1 ulp for
+     * {@code |r| < ln 2}). From n = 24 on {@code 2^n + 1} is inexact and the numerator is the denominator less 2
+     * instead. Signed y rather than |x| with x's sign put back, the polynomial one degree shorter and 2^n from one
+     * shift: 31 Vector API calls instead of 37, which C2 counts against its inlining budget (the LSTM cell's state
+     * loop boxed its vectors; docs/BENCHMARKS.md, issue 20, seventeenth session). Written out rather than calling
+     * expm1: one call level less for C2's inlining.
      */
     static FloatVector exactTanh(FloatVector x) {
-        FloatVector a = x.abs().min(TANH_CAP_F);
-        FloatVector y = a.add(a);
-        FloatVector t = y.fma(LOG2E_F, ROUND_F).blend(ROUND_F, y.compare(VectorOperators.LT, LN2_F));
-        FloatVector n = t.sub(ROUND_F);
+        FloatVector y = x.max(MINUS_TANH_CAP_F).min(TANH_CAP_F);
+        y = y.add(y);
+        FloatVector t = y.fma(LOG2E_F, ROUND_BIASED_F).blend(ROUND_BIASED_F, y.abs().compare(VectorOperators.LT, LN2_F));
+        FloatVector n = t.sub(ROUND_BIASED_F);
         FloatVector r = n.fma(MINUS_LN2_LO_F, n.fma(MINUS_LN2_HI_F, y));
-        FloatVector p = r.mul(r).fma(r.fma(F10, F9).fma(r, F8).fma(r, F7).fma(r, F6).fma(r, F5).fma(r, F4).fma(r, F3).fma(r, F2), r);
-        FloatVector scale = t.reinterpretAsInts().sub(ROUNDER_F_BITS - 127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
+        FloatVector p = r.mul(r).fma(r.fma(F9, F8).fma(r, F7).fma(r, F6).fma(r, F5).fma(r, F4).fma(r, F3).fma(r, F2), r);
+        FloatVector scale = t.reinterpretAsInts().lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
         FloatVector den = scale.fma(p, scale.add(F1));
         FloatVector num = scale.fma(p, scale.sub(F1)).blend(den.sub(TWO_F), n.compare(VectorOperators.GT, 23f));
-        return num.div(den).reinterpretAsInts().or(x.reinterpretAsInts().and(Integer.MIN_VALUE)).reinterpretAsFloats();
+        // -0 gives -0 (r is +0 there).
+        return num.div(den).blend(x, x.compare(VectorOperators.EQ, 0f));
     }
 }

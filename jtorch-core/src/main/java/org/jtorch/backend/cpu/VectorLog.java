@@ -32,9 +32,9 @@ final class VectorLog {
 
     /**
      * Whether the kernels use these rather than the JDK's {@code lanewise(LOG)} and {@code lanewise(LOG1P)}: the same
-     * switch as {@link VectorExp#DETERMINISTIC} ({@code -Djtorch.cpu.deterministicMath=true}). Off by default: the float log alone is level with the JDK's, but BCE and the column
-     * log-softmax ran 1.7x and 6x slower with two threads, and log1p inside softplus 3.5x, the double log1p 2.8x
-     * (docs/BENCHMARKS.md, the sixteenth session's detlog section).
+     * switch as {@link VectorExp#DETERMINISTIC} ({@code -Djtorch.cpu.deterministicMath=true}), off by default. log and
+     * log1p alone are level with the JDK's in both widths; softplus (exp and log1p in one generated kernel) is 3.5-4.8x
+     * slower and BCE 1.3x (docs/BENCHMARKS.md, issue 20, seventeenth session).
      */
     static final boolean ENABLED = VectorExp.DETERMINISTIC;
 
@@ -60,15 +60,26 @@ final class VectorLog {
             LG4_F = f(0xf89e26.0p-26f);
     private static final FloatVector ZERO_F = f(0f), MINUS_ONE_F = f(-1f), INF_F = f(Float.POSITIVE_INFINITY),
             MINUS_INF_F = f(Float.NEGATIVE_INFINITY), NAN_F = f(Float.NaN);
-    /** Where k >= 25 the correction c / u is below half an ulp of the result: left out, as fdlibm. */
-    private static final FloatVector K_NO_CORRECTION_F = f(25f);
 
     private static FloatVector f(float v) {
         return FloatVector.broadcast(FS, v);
     }
 
-    /** {@code log(x)} lane by lane, within an ulp. */
+    /**
+     * {@code log(x)} lane by lane, within an ulp. Where every lane is a positive normal finite number (nearly always)
+     * without the subnormal scaling and the special values' blends: half the Vector API calls, which C2 counts against
+     * its inlining budget (docs/BENCHMARKS.md, issue 20, seventeenth session); the same bits as {@link #wideLog}.
+     */
     static FloatVector log(FloatVector x) {
+        if (!x.compare(VectorOperators.GE, MIN_NORMAL_F).and(x.compare(VectorOperators.LT, INF_F)).allTrue()) return wideLog(x);
+        IntVector ix = x.reinterpretAsInts().add(SQRT_HALF_SHIFT_F);
+        FloatVector k = ix.lanewise(VectorOperators.LSHR, 23).add(K_BIAS_F).reinterpretAsFloats().sub(ROUND_F);
+        FloatVector f = ix.and(MANTISSA_F).add(SQRT_HALF_BITS_F).reinterpretAsFloats().sub(ONE_F);
+        return log1pReduced(f, ZERO_F, k);
+    }
+
+    /** {@link #log} for any lanes. */
+    private static FloatVector wideLog(FloatVector x) {
         VectorMask<Float> subnormal = x.compare(VectorOperators.LT, MIN_NORMAL_F);
         IntVector ix = x.blend(x.mul(TWO25_F), subnormal).reinterpretAsInts().add(SQRT_HALF_SHIFT_F);
         IntVector kBits = ix.lanewise(VectorOperators.LSHR, 23).add(K_BIAS_F);
@@ -82,22 +93,35 @@ final class VectorLog {
                 .blend(NAN_F, x.compare(VectorOperators.LT, ZERO_F));
     }
 
-    /** {@code log(1 + x)} lane by lane, within an ulp. */
+    /**
+     * {@code log(1 + x)} lane by lane, within an ulp; where every lane is finite and above -1, only the zeros' blend
+     * (for -0) of the special values' (as {@link #log}).
+     */
     static FloatVector log1p(FloatVector x) {
-        FloatVector u = x.add(ONE_F);
-        IntVector iu = u.reinterpretAsInts().add(SQRT_HALF_SHIFT_F);
-        FloatVector k = iu.lanewise(VectorOperators.LSHR, 23).add(K_BIAS_F).reinterpretAsFloats().sub(ROUND_F);
-        // 1 + x rounded lost c; log(1 + x) = log(u) + c / u. For u near 1 (k = 0) f = x, exactly, instead.
-        VectorMask<Float> k0 = k.compare(VectorOperators.EQ, ZERO_F);
-        FloatVector c = ONE_F.sub(u.sub(x)).blend(x.sub(u.sub(ONE_F)), k.compare(VectorOperators.LT, TWO_F)).div(u)
-                .blend(ZERO_F, k.compare(VectorOperators.GE, K_NO_CORRECTION_F).or(k0));
-        FloatVector f = iu.and(MANTISSA_F).add(SQRT_HALF_BITS_F).reinterpretAsFloats().sub(ONE_F).blend(x, k0);
-        FloatVector r = log1pReduced(f, c, k);
+        if (!x.compare(VectorOperators.GT, MINUS_ONE_F).and(x.compare(VectorOperators.LT, INF_F)).allTrue()) return wideLog1p(x);
+        return log1pFinite(x).blend(x, x.compare(VectorOperators.EQ, ZERO_F));
+    }
+
+    private static FloatVector wideLog1p(FloatVector x) {
+        FloatVector r = log1pFinite(x);
         // Zeros give themselves (the sign kept), as do NaN and +inf; -1 gives -inf, below it NaN. Tiny arguments need no
         // blend (f = x, and the polynomial's terms vanish): a range test here made the generated kernels 3x slower.
         return r.blend(x, x.compare(VectorOperators.NE, x).or(x.compare(VectorOperators.EQ, INF_F)).or(x.compare(VectorOperators.EQ, ZERO_F)))
                 .blend(MINUS_INF_F, x.compare(VectorOperators.EQ, MINUS_ONE_F))
                 .blend(NAN_F, x.compare(VectorOperators.LT, MINUS_ONE_F));
+    }
+
+    /** {@code log(1 + x)} for x finite above -1, but -0 (which gives +0). */
+    private static FloatVector log1pFinite(FloatVector x) {
+        FloatVector u = x.add(ONE_F);
+        IntVector iu = u.reinterpretAsInts().add(SQRT_HALF_SHIFT_F);
+        FloatVector k = iu.lanewise(VectorOperators.LSHR, 23).add(K_BIAS_F).reinterpretAsFloats().sub(ROUND_F);
+        // 1 + x rounded lost c (exactly, the larger of 1 and x first: Fast2Sum); log(1 + x) = log(u) + c / u, for every
+        // k (k = 0 included: f = u - 1 is exact there, and tiny x give c / u = x). Fewer steps than fdlibm's cases (its
+        // k < 2 test, c = 0 for k = 0 and from k = 25 on): C2's inlining budget (see log).
+        FloatVector c = x.max(ONE_F).sub(u).add(x.min(ONE_F)).div(u);
+        FloatVector f = iu.and(MANTISSA_F).add(SQRT_HALF_BITS_F).reinterpretAsFloats().sub(ONE_F);
+        return log1pReduced(f, c, k);
     }
 
     /** {@code k ln 2 + log(1 + f) + c}, for {@code 1 + f} in {@code [sqrt(2)/2, sqrt(2))}. */
@@ -124,14 +148,21 @@ final class VectorLog {
             LG6_D = d(1.531383769920937332e-01), LG7_D = d(1.479819860511658591e-01);
     private static final DoubleVector ZERO_D = d(0), MINUS_ONE_D = d(-1), INF_D = d(Double.POSITIVE_INFINITY),
             MINUS_INF_D = d(Double.NEGATIVE_INFINITY), NAN_D = d(Double.NaN);
-    private static final DoubleVector K_NO_CORRECTION_D = d(54);
 
     private static DoubleVector d(double v) {
         return DoubleVector.broadcast(DS, v);
     }
 
-    /** {@code log(x)} lane by lane, within an ulp. */
+    /** {@code log(x)} lane by lane, within an ulp; the float form's fast path. */
     static DoubleVector log(DoubleVector x) {
+        if (!x.compare(VectorOperators.GE, MIN_NORMAL_D).and(x.compare(VectorOperators.LT, INF_D)).allTrue()) return wideLog(x);
+        LongVector ix = x.reinterpretAsLongs().add(SQRT_HALF_SHIFT_D);
+        DoubleVector k = ix.lanewise(VectorOperators.LSHR, 52).add(K_BIAS_D).reinterpretAsDoubles().sub(ROUND_D);
+        DoubleVector f = ix.and(MANTISSA_D).add(SQRT_HALF_BITS_D).reinterpretAsDoubles().sub(ONE_D);
+        return log1pReduced(f, ZERO_D, k);
+    }
+
+    private static DoubleVector wideLog(DoubleVector x) {
         VectorMask<Double> subnormal = x.compare(VectorOperators.LT, MIN_NORMAL_D);
         LongVector ix = x.blend(x.mul(TWO54_D), subnormal).reinterpretAsLongs().add(SQRT_HALF_SHIFT_D);
         LongVector kBits = ix.lanewise(VectorOperators.LSHR, 52).add(K_BIAS_D);
@@ -144,19 +175,26 @@ final class VectorLog {
                 .blend(NAN_D, x.compare(VectorOperators.LT, ZERO_D));
     }
 
-    /** {@code log(1 + x)} lane by lane, within an ulp. */
+    /** {@code log(1 + x)} lane by lane, within an ulp; the float form's fast path. */
     static DoubleVector log1p(DoubleVector x) {
+        if (!x.compare(VectorOperators.GT, MINUS_ONE_D).and(x.compare(VectorOperators.LT, INF_D)).allTrue()) return wideLog1p(x);
+        return log1pFinite(x).blend(x, x.compare(VectorOperators.EQ, ZERO_D));
+    }
+
+    private static DoubleVector wideLog1p(DoubleVector x) {
+        return log1pFinite(x)
+                .blend(x, x.compare(VectorOperators.NE, x).or(x.compare(VectorOperators.EQ, INF_D)).or(x.compare(VectorOperators.EQ, ZERO_D)))
+                .blend(MINUS_INF_D, x.compare(VectorOperators.EQ, MINUS_ONE_D))
+                .blend(NAN_D, x.compare(VectorOperators.LT, MINUS_ONE_D));
+    }
+
+    private static DoubleVector log1pFinite(DoubleVector x) {
         DoubleVector u = x.add(ONE_D);
         LongVector iu = u.reinterpretAsLongs().add(SQRT_HALF_SHIFT_D);
         DoubleVector k = iu.lanewise(VectorOperators.LSHR, 52).add(K_BIAS_D).reinterpretAsDoubles().sub(ROUND_D);
-        VectorMask<Double> k0 = k.compare(VectorOperators.EQ, ZERO_D);
-        DoubleVector c = ONE_D.sub(u.sub(x)).blend(x.sub(u.sub(ONE_D)), k.compare(VectorOperators.LT, TWO_D)).div(u)
-                .blend(ZERO_D, k.compare(VectorOperators.GE, K_NO_CORRECTION_D).or(k0));
-        DoubleVector f = iu.and(MANTISSA_D).add(SQRT_HALF_BITS_D).reinterpretAsDoubles().sub(ONE_D).blend(x, k0);
-        DoubleVector r = log1pReduced(f, c, k);
-        return r.blend(x, x.compare(VectorOperators.NE, x).or(x.compare(VectorOperators.EQ, INF_D)).or(x.compare(VectorOperators.EQ, ZERO_D)))
-                .blend(MINUS_INF_D, x.compare(VectorOperators.EQ, MINUS_ONE_D))
-                .blend(NAN_D, x.compare(VectorOperators.LT, MINUS_ONE_D));
+        DoubleVector c = x.max(ONE_D).sub(u).add(x.min(ONE_D)).div(u);
+        DoubleVector f = iu.and(MANTISSA_D).add(SQRT_HALF_BITS_D).reinterpretAsDoubles().sub(ONE_D);
+        return log1pReduced(f, c, k);
     }
 
     private static DoubleVector log1pReduced(DoubleVector f, DoubleVector c, DoubleVector k) {

@@ -190,6 +190,30 @@ class VectorExpTest {
         assertWithinUlpsD("expm1", a, VectorExp::exactExpm1, StrictMath::expm1, 2.0);
     }
 
+    /**
+     * The fast paths (every lane in range: one scaling multiply, no clamps or blends) give the wide forms' bits: a NaN in
+     * each vector's lane 0 sends it down the wide form, whose other lanes must equal the fast path's.
+     */
+    @Test
+    void fastPathsGiveTheWideFormsBits() {
+        float[] f = floatInputs(), fw = f.clone();
+        for (int i = 0; i < fw.length; i += FL) fw[i] = Float.NaN;
+        for (var fn : List.<java.util.function.UnaryOperator<FloatVector>>of(VectorExp::exactExp, VectorExp::exactExpm1, VectorExp::exactTanh)) {
+            float[] fast = apply(f, fn), wide = apply(fw, fn);
+            for (int i = 0; i < f.length; i++) {
+                if (i % FL != 0) assertEquals(Float.floatToRawIntBits(wide[i]), Float.floatToRawIntBits(fast[i]), "x = " + f[i]);
+            }
+        }
+        double[] d = doubleInputs(), dw = d.clone();
+        for (int i = 0; i < dw.length; i += DL) dw[i] = Double.NaN;
+        for (var fn : List.<java.util.function.UnaryOperator<DoubleVector>>of(VectorExp::exactExp, VectorExp::exactExpm1)) {
+            double[] fast = apply(d, fn), wide = apply(dw, fn);
+            for (int i = 0; i < d.length; i++) {
+                if (i % DL != 0) assertEquals(Double.doubleToRawLongBits(wide[i]), Double.doubleToRawLongBits(fast[i]), "x = " + d[i]);
+            }
+        }
+    }
+
     private static int indexOf(float[] a, float x) {
         for (int i = 0; i < a.length; i++) if (Float.floatToRawIntBits(a[i]) == Float.floatToRawIntBits(x)) return i;
         throw new AssertionError(x + " not among the inputs");

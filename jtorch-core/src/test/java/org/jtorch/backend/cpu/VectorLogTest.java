@@ -142,6 +142,47 @@ class VectorLogTest {
     }
 
     /** C's special values, signs of zero included, as {@link Math#log} and {@link Math#log1p}. */
+    /**
+     * The fast paths (every lane positive, normal and finite for log, finite above -1 for log1p) give the wide forms'
+     * bits, so the sweeps above (whose vectors mix signs, and so mostly take the wide forms) vouch for them too: a NaN in
+     * each vector's lane 0 sends it down the wide form.
+     */
+    @Test
+    void fastPathsGiveTheWideFormsBits() {
+        float[] all = floatInputs(257), logIn = all.clone(), log1pIn = all.clone();
+        for (int i = 0; i < all.length; i++) {
+            logIn[i] = Math.abs(all[i]) >= Float.MIN_NORMAL && all[i] != Float.POSITIVE_INFINITY && all[i] != Float.NEGATIVE_INFINITY ? Math.abs(all[i]) : 1f;
+            log1pIn[i] = all[i] > -1f && all[i] < Float.POSITIVE_INFINITY ? all[i] : 0.5f;
+        }
+        assertFastIsWideF(VectorLog::log, logIn);
+        assertFastIsWideF(VectorLog::log1p, log1pIn);
+        double[] d = doubleInputs(400_000), dLog = d.clone(), dLog1p = d.clone();
+        for (int i = 0; i < d.length; i++) {
+            dLog[i] = Math.abs(d[i]) >= Double.MIN_NORMAL && !Double.isInfinite(d[i]) ? Math.abs(d[i]) : 1;
+            dLog1p[i] = d[i] > -1 && d[i] < Double.POSITIVE_INFINITY ? d[i] : 0.5;
+        }
+        assertFastIsWideD(VectorLog::log, dLog);
+        assertFastIsWideD(VectorLog::log1p, dLog1p);
+    }
+
+    private static void assertFastIsWideF(UnaryOperator<FloatVector> fn, float[] a) {
+        float[] w = a.clone();
+        for (int i = 0; i < w.length; i += FL) w[i] = Float.NaN;
+        float[] fast = apply(fn, a), wide = apply(fn, w);
+        for (int i = 0; i < a.length; i++) {
+            if (i % FL != 0) assertEquals(Float.floatToRawIntBits(wide[i]), Float.floatToRawIntBits(fast[i]), "x = " + a[i]);
+        }
+    }
+
+    private static void assertFastIsWideD(UnaryOperator<DoubleVector> fn, double[] a) {
+        double[] w = a.clone();
+        for (int i = 0; i < w.length; i += DL) w[i] = Double.NaN;
+        double[] fast = apply(fn, a), wide = apply(fn, w);
+        for (int i = 0; i < a.length; i++) {
+            if (i % DL != 0) assertEquals(Double.doubleToRawLongBits(wide[i]), Double.doubleToRawLongBits(fast[i]), "x = " + a[i]);
+        }
+    }
+
     @Test
     void specialValuesAreCs() {
         float[] f = new float[FLOAT_SPECIALS.length + FL - 1 - (FLOAT_SPECIALS.length - 1) % FL];
