@@ -170,11 +170,18 @@ final class ConvPointwiseF32 {
         long colBlocks = byImage ? (long) images * perImage : (strips + perBlock - 1) / perBlock;
         long work = 2L * m * k * NR * blockStrips;
         long grain = Math.max(1, (1L << 20) / work);
-        Parallel.forRange(colBlocks, grain, (q0, q1) -> {
+        // Fewer column blocks than threads (ResNet-18's strided shortcuts at 8 and 4 px: 512 and 128 columns, one block):
+        // each block's rows of A in parts too, so that every thread gets work; each part packs the block's B itself.
+        // Without an epilogue only: it runs on a block once every row of it is final.
+        int rowParts = rowParts(colBlocks, mPad / MR, epilogue == null);
+        Parallel.forRange(colBlocks * rowParts, rowParts == 1 ? grain : 1, (t0, t1) -> {
             Work wk = WORK.get();
             float[] bp = wk.bp = ConvF32.grow(wk.bp, kc0 * NR * blockStrips);
             float[] tile = wk.tile;
-            for (long q = q0; q < q1; q++) {
+            for (long t = t0; t < t1; t++) {
+                long q = t / rowParts;
+                int part = (int) (t % rowParts), rowFrom = part * (mPad / MR) / rowParts * MR;
+                int rowTo = Math.min(m, (part + 1) * (mPad / MR) / rowParts * MR);
                 long col0 = byImage ? q / perImage * l + q % perImage * blockStrips * NR : q * perBlock * NR;
                 int n = (int) (col0 / l), p0 = (int) (col0 % l);
                 long end = byImage ? (long) (n + 1) * l : cols;
@@ -197,7 +204,7 @@ final class ConvPointwiseF32 {
                     }
                     boolean first = kb == 0, last = kb == blocks - 1;
                     int aBlock = mPad * k0;
-                    for (int ir = 0; ir < m; ir += MR) {
+                    for (int ir = rowFrom; ir < rowTo; ir += MR) {
                         int mr = Math.min(MR, m - ir);
                         for (int st = 0; st < count; st++) {
                             long sc = col0 + (long) st * NR;
@@ -218,6 +225,17 @@ final class ConvPointwiseF32 {
                 if (epilogue != null) CpuConvolutionKernels.epilogueOverColumns(epilogue, col0, col0 + width, l, m);
             }
         });
+    }
+
+    /**
+     * Parts each column block's 8-row strips of A are split into: 1 when there are at least as many blocks as threads
+     * (or {@code allowed} is false), else enough parts of at least two strips for every thread to get one task.
+     * {@code -Djtorch.conv.pointwiseRowParts=false} (read at each call) keeps one part.
+     */
+    static int rowParts(long colBlocks, int strips, boolean allowed) {
+        int threads = Parallel.inParallelRegion() ? 1 : Parallel.numThreads();
+        if (!allowed || colBlocks >= threads || "false".equals(System.getProperty("jtorch.conv.pointwiseRowParts"))) return 1;
+        return (int) Math.max(1, Math.min(strips / 2, (threads + colBlocks - 1) / colBlocks));
     }
 
     /**
@@ -379,6 +397,14 @@ final class ConvPointwiseF32 {
 
     // ------------------------------------------------------------------ weight gradient
 
+    /**
+     * Columns (images x pixels) up to which {@link #weightGrad} splits gy's rows over the threads, each over every column,
+     * instead of the images: ResNet-18's strided shortcuts at 64 px have 2048, 512 and 128 columns, for which each
+     * chunk of images summed the whole 256 x 512 product over a few columns and the chunks' sums were then added by
+     * one thread. {@code -Djtorch.conv.pointwiseWeightGradRowSplit=false} (read at each call) splits over images always.
+     */
+    static final int ROW_SPLIT_COLUMNS = 4096;
+
     /** {@code gw = sum over images and pixels of gy[:, pixel] x[:, pixel]^T} (x gathered first when strided). */
     static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, MemorySegment gw, long gwOff, Geometry g) {
         int cin = g.cin(), cout = g.cout();
@@ -391,65 +417,34 @@ final class ConvPointwiseF32 {
         }
         MemorySegment xd = xs;
         long xdOff = xsOff;
-        int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
-        int mPad = roundUp(cout, MR), strips = (cin + NR - 1) / NR;
+        int threads = Parallel.inParallelRegion() ? 1 : Parallel.numThreads();
+        int mPad = roundUp(cout, MR), strips = (cin + NR - 1) / NR, rowStrips = mPad / MR;
+        boolean byRows = (long) g.n() * l <= ROW_SPLIT_COLUMNS && rowStrips >= 2 * threads
+                && !"false".equals(System.getProperty("jtorch.conv.pointwiseWeightGradRowSplit"));
+        int chunks = byRows ? 1 : (int) Math.max(1, Math.min(g.n(), threads));
         // Each chunk's sums, tile by tile (tile (ir, j0) at (j0 / NR * mPad / MR + ir / MR) * MR * NR): the kernels run
         // through them in that order, so they stream; rows of a cout x cin buffer (4-8 MB for ResNet-50's last
         // layers) were 8 cache misses per kernel call.
         long tileFloats = (long) MR * NR, perChunk = (long) mPad / MR * strips * tileFloats;
         MemorySegment acc = ACC.get().get(chunks * perChunk * Float.BYTES);
+        if (byRows) {
+            // Every row summed over all columns in the same depth blocks as one chunk: the same bits at any thread count.
+            Parallel.forRange(rowStrips, 1, (s0, s1) -> {
+                int r0 = (int) s0 * MR, r1 = Math.min(cout, (int) s1 * MR);
+                accumulate(gy, gyOff, xd, xdOff, g, 0, g.n(), r0, r1, acc, 0, mPad, strips);
+                storeTileRows(acc, 1, perChunk, mPad, gw, gwOff, r0, r1, cin);
+            });
+            return;
+        }
         Parallel.forRange(chunks, 1, (c0, c1) -> {
             for (long c = c0; c < c1; c++) {
-                Work wk = WORK.get();
-                float[] ap = wk.ap = ConvF32.grow(wk.ap, mPad * KW);
-                float[] scratch = wk.scratch = ConvF32.grow(wk.scratch, MR * KW);
-                float[] bp = wk.bp = ConvF32.grow(wk.bp, KW * strips * NR);
-                float[] one = wk.one = ConvF32.grow(wk.one, mPad * KW);
-                long accByte = c * perChunk * Float.BYTES;
-                long n0 = c * g.n() / chunks, n1 = (c + 1) * g.n() / chunks;
-                // The chunk's columns (its images' pixels one after another) in depth blocks of KW, which may span images.
-                for (long d0 = n0 * l; d0 < n1 * l; d0 += KW) {
-                    int kc = (int) Math.min(KW, n1 * l - d0);
-                    boolean first = d0 == n0 * l;
-                    if (d0 % l + kc <= l) {
-                        Gemm.packA(gy, gyOff + (d0 / l) * cout * l + d0 % l, l, 1, cout, kc, ap, scratch);
-                    } else {
-                        // Each image's piece packed on its own, then each strip's rows placed at the piece's depth.
-                        for (int q = 0; q < kc; ) {
-                            long n = (d0 + q) / l;
-                            int p = (int) ((d0 + q) % l), run = Math.min(kc - q, l - p);
-                            Gemm.packA(gy, gyOff + n * cout * l + p, l, 1, cout, run, one, scratch);
-                            for (int st = 0; st < mPad / MR; st++) System.arraycopy(one, st * MR * run, ap, st * MR * kc + q * MR, MR * run);
-                            q += run;
-                        }
-                    }
-                    // Every 32-channel strip of x's block packed first, then rows of gy in blocks of WROWS (whose
-                    // packed A stays in L2) against every strip: A read from L3 once per block, not once per strip.
-                    for (int j0 = 0; j0 < cin; j0 += NR) {
-                        int nr = Math.min(NR, cin - j0);
-                        for (int q = 0; q < kc; ) {
-                            long n = (d0 + q) / l;
-                            int p = (int) ((d0 + q) % l), run = Math.min(kc - q, l - p);
-                            packTransposed(xd, xdOff + (n * cin + j0) * l + p, l, run, nr, bp, j0 * kc + q * NR);
-                            q += run;
-                        }
-                    }
-                    for (int i0 = 0; i0 < cout; i0 += WROWS) {
-                        int i1 = Math.min(cout, i0 + WROWS);
-                        for (int j0 = 0; j0 < cin; j0 += NR) {
-                            long tileByte = accByte + ((long) j0 / NR * mPad / MR + i0 / MR) * tileFloats * Float.BYTES;
-                            for (int ir = i0; ir < i1; ir += MR, tileByte += tileFloats * Float.BYTES) {
-                                if (first) Gemm.kernelStore(kc, ap, ir * kc, bp, j0 * kc, acc, tileByte, NR * Float.BYTES, 1f);
-                                else Gemm.kernelUpdate(kc, ap, ir * kc, bp, j0 * kc, acc, tileByte, NR * Float.BYTES, 1f, 1f);
-                            }
-                        }
-                    }
-                }
+                accumulate(gy, gyOff, xd, xdOff, g, c * g.n() / chunks, (c + 1) * g.n() / chunks, 0, cout, acc,
+                        c * perChunk * Float.BYTES, mPad, strips);
             }
         });
         // gw[co][ci]: the chunks' sums added in chunk order, so results do not depend on the thread count.
         if (!"false".equals(System.getProperty("jtorch.conv.pointwiseWeightGradRows"))) {
-            storeTileRows(acc, chunks, perChunk, mPad, gw, gwOff, cout, cin);
+            storeTileRows(acc, chunks, perChunk, mPad, gw, gwOff, 0, cout, cin);
             return;
         }
         for (int co = 0; co < cout; co++) {
@@ -463,16 +458,68 @@ final class ConvPointwiseF32 {
     }
 
     /**
-     * {@link #weightGrad}'s sums into {@code gw}, 16 channels at a time: a tile row's 32 input channels lie together in
+     * Rows {@code [r0, r1)} (r0 a multiple of MR) of images {@code [n0, n1)}'s sums into the tiles at {@code accByte}:
+     * the columns (the images' pixels one after another) in depth blocks of KW, which may span images.
+     */
+    private static void accumulate(MemorySegment gy, long gyOff, MemorySegment xd, long xdOff, Geometry g, long n0, long n1,
+                                   int r0, int r1, MemorySegment acc, long accByte, int mPad, int strips) {
+        int cin = g.cin(), cout = g.cout(), l = g.oh() * g.ow(), rows = r1 - r0, rowsPad = roundUp(rows, MR);
+        long tileFloats = (long) MR * NR;
+        Work wk = WORK.get();
+        float[] ap = wk.ap = ConvF32.grow(wk.ap, rowsPad * KW);
+        float[] scratch = wk.scratch = ConvF32.grow(wk.scratch, MR * KW);
+        float[] bp = wk.bp = ConvF32.grow(wk.bp, KW * strips * NR);
+        float[] one = wk.one = ConvF32.grow(wk.one, rowsPad * KW);
+        for (long d0 = n0 * l; d0 < n1 * l; d0 += KW) {
+            int kc = (int) Math.min(KW, n1 * l - d0);
+            boolean first = d0 == n0 * l;
+            if (d0 % l + kc <= l) {
+                Gemm.packA(gy, gyOff + (d0 / l) * cout * l + (long) r0 * l + d0 % l, l, 1, rows, kc, ap, scratch);
+            } else {
+                // Each image's piece packed on its own, then each strip's rows placed at the piece's depth.
+                for (int q = 0; q < kc; ) {
+                    long n = (d0 + q) / l;
+                    int p = (int) ((d0 + q) % l), run = Math.min(kc - q, l - p);
+                    Gemm.packA(gy, gyOff + n * cout * l + (long) r0 * l + p, l, 1, rows, run, one, scratch);
+                    for (int st = 0; st < rowsPad / MR; st++) System.arraycopy(one, st * MR * run, ap, st * MR * kc + q * MR, MR * run);
+                    q += run;
+                }
+            }
+            // Every 32-channel strip of x's block packed first, then rows of gy in blocks of WROWS (whose
+            // packed A stays in L2) against every strip: A read from L3 once per block, not once per strip.
+            for (int j0 = 0; j0 < cin; j0 += NR) {
+                int nr = Math.min(NR, cin - j0);
+                for (int q = 0; q < kc; ) {
+                    long n = (d0 + q) / l;
+                    int p = (int) ((d0 + q) % l), run = Math.min(kc - q, l - p);
+                    packTransposed(xd, xdOff + (n * cin + j0) * l + p, l, run, nr, bp, j0 * kc + q * NR);
+                    q += run;
+                }
+            }
+            for (int i0 = r0; i0 < r1; i0 += WROWS) {
+                int i1 = Math.min(r1, i0 + WROWS);
+                for (int j0 = 0; j0 < cin; j0 += NR) {
+                    long tileByte = accByte + ((long) j0 / NR * mPad / MR + i0 / MR) * tileFloats * Float.BYTES;
+                    for (int ir = i0; ir < i1; ir += MR, tileByte += tileFloats * Float.BYTES) {
+                        if (first) Gemm.kernelStore(kc, ap, (ir - r0) * kc, bp, j0 * kc, acc, tileByte, NR * Float.BYTES, 1f);
+                        else Gemm.kernelUpdate(kc, ap, (ir - r0) * kc, bp, j0 * kc, acc, tileByte, NR * Float.BYTES, 1f, 1f);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * {@link #weightGrad}'s sums of rows {@code [coFrom, coTo)} into {@code gw}, 16 channels at a time: a tile row's 32 input channels lie together in
      * each chunk's buffer, and so do a gw row's. The same additions in the same order as element by element, which took
      * about 6 of the 25-26 ms of ResNet-50's 1024 -> 2048 stride-2 weight gradient (one thread, load 22): 2M scalar
      * reads and writes with their index arithmetic. {@code -Djtorch.conv.pointwiseWeightGradRows=false} (read at each
      * call) goes back to that.
      */
     private static void storeTileRows(MemorySegment acc, int chunks, long perChunk, int mPad, MemorySegment gw, long gwOff,
-                                      int cout, int cin) {
+                                      int coFrom, int coTo, int cin) {
         long chunkBytes = perChunk * Float.BYTES, stripBytes = (long) mPad * NR * Float.BYTES;
-        for (int co = 0; co < cout; co++) {
+        for (int co = coFrom; co < coTo; co++) {
             long row = ((long) co / MR * MR * NR + co % MR * NR) * Float.BYTES;
             long to = (gwOff + (long) co * cin) * Float.BYTES;
             for (int ci = 0; ci < cin; ci += 16) {

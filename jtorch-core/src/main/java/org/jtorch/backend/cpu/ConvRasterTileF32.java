@@ -179,22 +179,27 @@ final class ConvRasterTileF32 {
     private static float[] blockedWeights(MemorySegment w, long wOff, Geometry g) {
         int cin = g.cin(), cout = g.cout(), kh = g.kh(), kw = g.kw(), kk = kh * kw, kwc = kw * cin, k = kh * kwc;
         Work wk = WORK.get();
-        float[] wh = source(wk, w, wOff, cout * cin * kk);
         float[] wp = wk.weights = ConvF32.grow(wk.weights, cout * k);
         int[] lanes = laneOffsets(cin * kk);
-        for (int oc = 0; oc < cout; oc += 16) {
-            int dst = (oc / OB) * k * OB + oc % OB;
-            for (int ki = 0; ki < kh; ki++) {
-                for (int kj = 0; kj < kw; kj++) {
-                    int to = dst + (ki * kwc + kj * cin) * OB, from = oc * cin * kk + ki * kw + kj;
-                    for (int ic = 0; ic < cin; ic++) FloatVector.fromArray(FS, wh, from + ic * kk, lanes, 0).intoArray(wp, to + ic * OB);
+        // 16 output channels at a time over the threads, each thread from its own copy of its rows: by the calling
+        // thread alone this was a serial phase of the two-thread forward (ResNet-18's 128 -> 256 stride-2 layer).
+        Parallel.forRange(cout / 16, 1, (b0, b1) -> {
+            int first = (int) b0 * 16, rows = (int) (b1 - b0) * 16;
+            float[] wh = source(WORK.get(), w, wOff + (long) first * cin * kk, rows * cin * kk);
+            for (int oc = first; oc < first + rows; oc += 16) {
+                int dst = (oc / OB) * k * OB + oc % OB;
+                for (int ki = 0; ki < kh; ki++) {
+                    for (int kj = 0; kj < kw; kj++) {
+                        int to = dst + (ki * kwc + kj * cin) * OB, from = (oc - first) * cin * kk + ki * kw + kj;
+                        for (int ic = 0; ic < cin; ic++) FloatVector.fromArray(FS, wh, from + ic * kk, lanes, 0).intoArray(wp, to + ic * OB);
+                    }
                 }
             }
-        }
+        });
         return wp;
     }
 
-    /** The weight {@code w} copied to the calling thread's heap buffer. */
+    /** {@code size} floats of the weight from {@code wOff} on, copied to {@code wk}'s heap buffer. */
     private static float[] source(Work wk, MemorySegment w, long wOff, int size) {
         float[] wh = wk.source = ConvF32.grow(wk.source, size);
         MemorySegment.copy(w, F32, wOff * Float.BYTES, wh, 0, size);

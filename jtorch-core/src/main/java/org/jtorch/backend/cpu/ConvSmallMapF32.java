@@ -97,7 +97,14 @@ final class ConvSmallMapF32 {
         // The weight as Gemm packs a [cout, cin * kk] matrix: strip s, depth c * kk + t at (s * k + c * kk + t) * MR.
         Buffers buffers = BUFFERS.get();
         float[] wp = buffers.weights = ConvF32.grow(buffers.weights, roundUp(cout, MR) * k);
-        Gemm.packA(w, wOff, k, 1, cout, k, wp, new float[MR * k]);
+        // Strips packed over the threads: packed by the calling thread alone, the 512-channel weight (9 MB) kept the
+        // other thread waiting for most of the call.
+        Parallel.forRange((cout + MR - 1) / MR, 1, (s0, s1) -> {
+            Buffers own = BUFFERS.get();
+            float[] scratch = own.packScratch = ConvF32.grow(own.packScratch, MR * k);
+            int r0 = (int) s0 * MR, r1 = Math.min(cout, (int) s1 * MR);
+            Gemm.packA(w, wOff + (long) r0 * k, k, 1, r1 - r0, k, wp, r0 * k, scratch);
+        });
         float[] xb = packPixels(x, xOff, g.n(), cin, lin);
         int[] q = inputPixels(g);
         int[] start = new int[l + 1], aOffs = new int[l * kk], bOffs = new int[l * kk];
@@ -245,6 +252,8 @@ final class ConvSmallMapF32 {
         float[] xStrips = new float[0];
         /** One image, copied from the tensor by the thread that packs it. */
         float[] image = new float[0];
+        /** Gemm.packA's scratch for the forward's weight strips of this thread. */
+        float[] packScratch = new float[0];
     }
 
     private static final ThreadLocal<Buffers> BUFFERS = ThreadLocal.withInitial(Buffers::new);
