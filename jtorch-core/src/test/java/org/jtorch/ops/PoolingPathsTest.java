@@ -53,6 +53,30 @@ class PoolingPathsTest {
         }
     }
 
+    /** The 2x2 stride-2 path (SpatialF32.maxPoolPairs) at the MNIST CNN's and LeNet-5's planes, and odd ones it crops. */
+    @Test
+    void twoByTwoPoolsPickTheSameElementsAsTheRowMajorScan() {
+        long[][] shapes = {{2, 3, 24, 24}, {2, 2, 28, 28}, {3, 2, 10, 10}, {1, 2, 7, 9}, {1, 1, 2, 2}};
+        for (long[] shape : shapes) {
+            for (boolean ceil : new boolean[] {false, true}) {
+                try (Tensor x64 = tricky(shape[2] * 7 + shape[3], shape); Tensor x32 = x64.to(DType.FLOAT32);
+                     ValuesIndices a = Pooling.maxPool2dWithIndices(x32, new int[] {2}, new int[] {2}, new int[] {0}, new int[] {1}, ceil);
+                     ValuesIndices b = Pooling.maxPool2dWithIndices(x64, new int[] {2}, new int[] {2}, new int[] {0}, new int[] {1}, ceil);
+                     Tensor plain = Pooling.maxPool2d(x32, new int[] {2}, new int[] {2}, new int[] {0}, new int[] {1}, ceil)) {
+                    String what = java.util.Arrays.toString(shape) + " ceil=" + ceil;
+                    assertArrayEquals(b.indices().toLongArray(), a.indices().toLongArray(), what);
+                    double[] va = a.values().toDoubleArray();
+                    double[] vb = b.values().toDoubleArray();
+                    double[] vp = plain.toDoubleArray();
+                    for (int i = 0; i < va.length; i++) {
+                        assertEquals(vb[i], va[i], 0.0, what + " element " + i);
+                        assertEquals(vb[i], vp[i], 0.0, what + " element " + i + " without indices");
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void maxPoolWithoutIndicesGivesTheSameValues() {
         for (DType t : new DType[] {DType.FLOAT32, DType.FLOAT64}) {

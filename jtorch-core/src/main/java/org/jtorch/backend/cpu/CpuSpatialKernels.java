@@ -55,10 +55,12 @@ final class CpuSpatialKernels implements SpatialKernels {
         long inPlane = g.inH() * g.inW();
         long outPlane = g.outH() * g.outW();
         boolean fast = f32 && SpatialF32.fits(g);
+        boolean pairs = fast && SpatialF32.pairs(g);
         Parallel.forRange(g.planes(), grain(outPlane * g.kH() * g.kW()), (b, e) -> {
             SpatialF32.Buffers buf = fast ? new SpatialF32.Buffers(g, xs != null) : null;
             for (long p = b; p < e; p++) {
-                if (fast) SpatialF32.maxPool(is, p * inPlane, os, xs, p * outPlane, g, buf);
+                if (pairs) SpatialF32.maxPoolPairs(is, p * inPlane, os, xs, p * outPlane, g, buf);
+                else if (fast) SpatialF32.maxPool(is, p * inPlane, os, xs, p * outPlane, g, buf);
                 else maxPlane(is, os, xs, f32, p * inPlane, p * outPlane, g);
             }
         });
