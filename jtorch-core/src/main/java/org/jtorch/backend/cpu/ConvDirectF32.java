@@ -200,7 +200,7 @@ final class ConvDirectF32 {
         int hp = ConvF32.paddedHeight(g), wpad = ConvF32.paddedWidth(g);
         int threads = Parallel.inParallelRegion() ? 1 : Parallel.numThreads();
         int split = g.n() >= 2L * threads ? 1 : Math.min(oh, 2 * threads);
-        Parallel.forRange((long) g.n() * split, 1, (t0, t1) -> {
+        Parallel.forRangeBalanced((long) g.n() * split, 1, (t0, t1) -> {
             Work wk = WORK.get();
             long padded = -1;
             for (long t = t0; t < t1; t++) {
@@ -916,9 +916,9 @@ final class ConvDirectF32 {
         // Window rows narrower than a 48-tap tile (up to 15 input channels, as in a network's first layer) would
         // run on narrow tiles with most lanes idle: packed per pixel, kh of them fill whole vectors.
         boolean packed = kwc < 48 && kh > 1;
-        int chunks = (int) Math.max(1, Math.min(g.n(), Parallel.inParallelRegion() ? 1 : Parallel.numThreads()));
+        int chunks = ConvF32.sumChunks(g.n(), cout * k);
         float[][] partial = ConvF32.chunkSums(chunks, cout * k);
-        Parallel.forRange(chunks, 1, (c0, c1) -> {
+        Parallel.forRangeBalanced(chunks, 1, (c0, c1) -> {
             for (long c = c0; c < c1; c++) {
                 Work wk = WORK.get();
                 float[] acc = ConvF32.clearedChunkSum(partial, (int) c, cout * k);

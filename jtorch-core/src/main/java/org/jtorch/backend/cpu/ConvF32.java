@@ -115,7 +115,7 @@ final class ConvF32 {
         // Few images: split each image's strips too, so every thread has work.
         int split = g.n() >= 2L * threads ? 1 : Math.min(strips, 2 * threads);
         long tasks = (long) g.n() * g.groups() * split;
-        Parallel.forRange(tasks, 1, (t0, t1) -> {
+        Parallel.forRangeBalanced(tasks, 1, (t0, t1) -> {
             Work wk = WORK.get();
             wk.padded = -1;
             for (long t = t0; t < t1; t++) {
@@ -688,6 +688,21 @@ final class ConvF32 {
         });
         sumPartials(partial, cout, g.cinG(), g.kh() * g.kw(), gw, gwOff);
     }
+
+    /**
+     * Chunks of a weight gradient over {@code images} images whose partial sums are {@code size} floats each: up to
+     * {@link Parallel#chunksPerThread} a thread (taken by whichever thread is free, {@link Parallel#forRangeBalanced}),
+     * fewer where their sums would pass {@link #BALANCED_SUMS} floats together, one a thread at least. The count
+     * depends on the thread count and the shape only, so results do not depend on scheduling.
+     */
+    static int sumChunks(long images, int size) {
+        int threads = Parallel.inParallelRegion() ? 1 : Parallel.numThreads();
+        long wanted = Math.min((long) threads * Parallel.chunksPerThread(), Math.max(threads, BALANCED_SUMS / Math.max(1, size)));
+        return (int) Math.max(1, Math.min(images, wanted));
+    }
+
+    /** Floats of partial sums that {@link #sumChunks} allows for more chunks than threads (4 MB). */
+    private static final long BALANCED_SUMS = 1 << 20;
 
     /** {@code chunks} zeroed buffers of {@code bytes} each, the calling thread's, reused from call to call. */
     private static MemorySegment[] nativeChunkSums(int chunks, long bytes) {

@@ -134,19 +134,53 @@ public final class Parallel {
         }
         synchronized (REGION_LOCK) {
             ensureWorkers((int) chunksWanted - 1);
-            runJob(n, (int) chunksWanted, body, state);
+            runJob(n, (int) chunksWanted, (int) chunksWanted - 1, body, state);
         }
     }
+
+    /**
+     * Like {@link #forRange}, but {@code [0, n)} goes in up to {@link #chunksPerThread()} chunks per thread (of at
+     * least {@code grain} indices), which the threads take from a shared counter as each finishes its last. With
+     * one chunk per thread, a thread slowed by its busy sibling hardware thread (or descheduled) leaves the others
+     * idle at the end; with several, the others take its remaining chunks. For bodies whose per-chunk setup is
+     * small against a chunk's work (a convolution's images), and whose results do not depend on which thread runs
+     * a chunk.
+     */
+    public static void forRangeBalanced(long n, long grain, RangeBody body) {
+        if (n <= 0) return;
+        int threads = numThreads;
+        ThreadState state = STATE.get();
+        long pieces = Math.max(1, n / Math.max(1, grain));
+        if (threads <= 1 || pieces <= 1 || state.runsInline()) {
+            body.run(0, n);
+            return;
+        }
+        int chunks = (int) Math.min(pieces, (long) threads * CHUNKS_PER_THREAD);
+        synchronized (REGION_LOCK) {
+            ensureWorkers(Math.min(chunks, threads) - 1);
+            runJob(n, chunks, Math.min(chunks, threads) - 1, body, state);
+        }
+    }
+
+    /**
+     * Chunks per thread that {@link #forRangeBalanced} (and kernels sizing their own chunk counts for it) aim at;
+     * {@code -Djtorch.parallel.chunksPerThread=1} gives the one fixed chunk per thread of {@link #forRange}.
+     */
+    public static int chunksPerThread() {
+        return CHUNKS_PER_THREAD;
+    }
+
+    private static final int CHUNKS_PER_THREAD = Math.max(1, Integer.getInteger("jtorch.parallel.chunksPerThread", 8));
 
     /** Like {@link #forRange} but with exactly {@code chunks} equal chunks of {@code [0, n)}; chunk i gets index i. */
     public static void forChunks(int chunks, RangeBody body) {
         forRange(chunks, 1, body);
     }
 
-    private static void runJob(long n, int chunks, RangeBody body, ThreadState state) {
+    private static void runJob(long n, int chunks, int helpers, RangeBody body, ThreadState state) {
         Job job = new Job(body, n, chunks, Thread.currentThread());
         currentJob = job;
-        for (int i = 0; i < chunks - 1; i++) workers[i].wake();
+        for (int i = 0; i < helpers; i++) workers[i].wake();
         state.inRegion = true;
         try {
             drainChunks(job);
