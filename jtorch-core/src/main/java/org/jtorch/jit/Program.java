@@ -219,6 +219,7 @@ final class Program {
                 }
             }
         }
+        splitOversizedGroups(live, inlined);
         // A group whose only consumer sums its trailing dimensions, or takes a softmax over the last one, is fused into
         // that consumer (even a single op: x * y summed is a dot product that never stores x * y).
         Map<Graph.Node, Graph.Node> summedBy = new IdentityHashMap<>();
@@ -356,6 +357,46 @@ final class Program {
         if (v instanceof Graph.Node p && replaced.containsKey(p)) return replaced.get(p);
         if (v instanceof Graph.Output o && replaced.containsKey(o.node)) return replaced.get(o.node).outputs[o.index - 1];
         return v;
+    }
+
+    /**
+     * Splits each group whose kernel, or one of its gradients' kernels, would not run at full speed as one
+     * ({@link FormulaKernel.Compiler#fitsOneKernel}: on the CPU, C2's inlining cutoff), cutting out its largest op
+     * (with that op's own producers) until it fits. Consumers first, so that a cut op is checked as a group in turn.
+     */
+    private void splitOversizedGroups(Map<Graph.Node, Boolean> live, Map<Graph.Node, Boolean> inlined) {
+        for (int k = graph.nodes.size() - 1; k >= 0; k--) {
+            Graph.Node n = graph.nodes.get(k);
+            if (!live.containsKey(n) || inlined.containsKey(n) || !fusable(n)) continue;
+            FormulaKernel.Compiler compiler = KernelRegistry.formulaCompiler(n.device.type());
+            while (true) {
+                FusedGroup g = FusedGroup.of(n, inlined::containsKey);
+                if (g.ops < 2 || fitsOneKernel(compiler, g)) break;
+                Graph.Node largest = null;
+                int most = -1;
+                for (Graph.Node m : g.nodes()) {
+                    int size = m == n || m.op.formula() == null ? -1 : compiler.size(m.op.formula(), m.dtype);
+                    if (size > most) {
+                        most = size;
+                        largest = m;
+                    }
+                }
+                if (largest == null) break;
+                inlined.remove(largest);
+            }
+        }
+    }
+
+    private boolean fitsOneKernel(FormulaKernel.Compiler compiler, FusedGroup g) {
+        DType dtype = g.root.node().dtype;
+        if (!compiler.fitsOneKernel(g.formula, dtype)) return false;
+        if (!differentiable) return true;
+        try {
+            for (Expr gradient : g.gradients()) if (gradient != null && !compiler.fitsOneKernel(gradient, dtype)) return false;
+        } catch (FusedGroup.NotAFormula e) {
+            // replayed op by op in autograd anyway
+        }
+        return true;
     }
 
     private static boolean sameOutputs(Graph.Node a, Graph.Node b) {

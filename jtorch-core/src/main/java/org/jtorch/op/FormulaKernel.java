@@ -180,6 +180,20 @@ public interface FormulaKernel {
         /** The kernel of {@code formula} (an {@link Expr#isFormula} tree) over {@code inputs} tensor inputs. */
         FormulaKernel compile(Expr formula, int inputs);
 
+        /**
+         * Whether one kernel runs {@code formula} over {@code dtype} values at full speed. False where this backend's kernel of a formula this
+         * large runs slower than two kernels of its parts (on the CPU: past C2's inlining cutoff, every step boxes its
+         * vectors); the JIT then splits the group.
+         */
+        default boolean fitsOneKernel(Expr formula, org.jtorch.DType dtype) {
+            return true;
+        }
+
+        /** {@code formula}'s size in one kernel, in this backend's units: where the JIT splits a group that does not fit. */
+        default int size(Expr formula, org.jtorch.DType dtype) {
+            return 0;
+        }
+
         /** Whether the kernels this compiles draw inputs inside ({@link FormulaKernel#drawsInside}). */
         default boolean drawsInside() {
             return false;

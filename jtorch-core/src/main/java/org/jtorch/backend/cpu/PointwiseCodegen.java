@@ -197,6 +197,7 @@ final class PointwiseCodegen {
 
     private static final ClassDesc CD_SEGMENT = ClassDesc.of(MemorySegment.class.getName());
     private static final ClassDesc CD_MASK = ClassDesc.of("jdk.incubator.vector.VectorMask");
+    private static final ClassDesc CD_VECTOR = ClassDesc.of("jdk.incubator.vector.Vector");
     private static final ClassDesc CD_ROW = ClassDesc.of(RowKernel.class.getName());
     private static final ClassDesc CD_KERNEL = ClassDesc.of(PointwiseCodegen.class.getPackageName(), "GeneratedPointwiseKernel");
     private static final MethodTypeDesc MTD_ROW =
@@ -250,6 +251,20 @@ final class PointwiseCodegen {
         /** Whether rows of {@code s} load and store straight through the vector class (the lanes' own storage). */
         boolean direct(Storage s) {
             return this == FLOAT && s == Storage.F32 || this == DOUBLE && s == Storage.F64;
+        }
+
+        /**
+         * Whether {@code fn} is one of the vector class's own arithmetic methods in these lanes, called directly:
+         * they are {@code @ForceInline}, so C2 inlines them however large the compile has grown, where a helper past
+         * its node-count cutoff would be called with boxed vectors ({@link C2NodeBudget}).
+         */
+        boolean direct(Fn fn) {
+            return (this == FLOAT || this == DOUBLE) && C2NodeBudget.isVectorMethod(fn);
+        }
+
+        /** The vector class's own method of {@code fn} ({@link #direct(Fn)}): no argument (neg, abs) or one vector. */
+        MethodTypeDesc vectorMethod(Fn fn) {
+            return fn.arity() == 1 ? MethodTypeDesc.of(vector) : MethodTypeDesc.of(vector, CD_VECTOR);
         }
 
         MethodTypeDesc function(int arity) {
@@ -309,12 +324,14 @@ final class PointwiseCodegen {
                     code -> code.aload(0).invokespecial(CD_Object, INIT_NAME, MTD_void).return_());
             if (piece == 0) {
                 cb.withMethodBody("row", MTD_ROW, ClassFile.ACC_PUBLIC,
-                        code -> new Row(code, formula, inputs, broadcastMask, layout, SEGS, OFFS, -1, LEN, PARAMS).emit());
+                        code -> new Row(code, formula, inputs, broadcastMask, layout, SEGS, OFFS, -1, LEN, PARAMS).emitLoop());
             } else {
                 cb.withMethodBody("row", MTD_ROW, ClassFile.ACC_PUBLIC, code -> emitPieces(code, piece));
                 cb.withMethodBody("piece", MTD_PIECE, ClassFile.ACC_PRIVATE | ClassFile.ACC_STATIC,
-                        code -> new Row(code, formula, inputs, broadcastMask, layout, PIECE_SEGS, PIECE_OFFS, PIECE_FROM, PIECE_TO, PIECE_PARAMS).emit());
+                        code -> new Row(code, formula, inputs, broadcastMask, layout, PIECE_SEGS, PIECE_OFFS, PIECE_FROM, PIECE_TO, PIECE_PARAMS).emitLoop());
             }
+            cb.withMethodBody("tail", MTD_PIECE, ClassFile.ACC_PRIVATE | ClassFile.ACC_STATIC,
+                    code -> new Row(code, formula, inputs, broadcastMask, layout, PIECE_SEGS, PIECE_OFFS, PIECE_FROM, PIECE_TO, PIECE_PARAMS).emitTail());
         });
     }
 
@@ -402,7 +419,8 @@ final class PointwiseCodegen {
             }
         }
 
-        void emit() {
+        /** The locals every step reads: the operands' segments and offsets, broadcast inputs, scalars and constants. */
+        private void prologue() {
             // Row operands: the output is operand 0, input k operand k + 1.
             for (int k = 0; k <= inputs; k++) {
                 segment[k] = code.allocateLocal(TypeKind.REFERENCE);
@@ -417,6 +435,17 @@ final class PointwiseCodegen {
                         .astore(broadcastVector[k]);
             }
             hoist(formula);
+        }
+
+        /**
+         * The vector loop over the row's full steps, then a call of {@code tail} for the masked last step. The tail
+         * is a method of its own so that the formula is parsed once per C2 compile of the loop, not twice: a large
+         * formula (an exact GELU and its neighbours fused by the JIT) otherwise put the loop's compile past C2's
+         * node-count cutoff (18,000 parse nodes), which then refused to inline helpers inside the loop, and every
+         * step boxed its vectors (a fused five-op chain ran 2.3x slower than its ops one by one).
+         */
+        void emitLoop() {
+            prologue();
             if (storage.stream().anyMatch(lanes::direct)) {
                 order = code.allocateLocal(TypeKind.REFERENCE);
                 code.invokestatic(CD_ORDER, "nativeOrder", MethodTypeDesc.of(CD_ORDER)).astore(order);
@@ -454,14 +483,22 @@ final class PointwiseCodegen {
             code.lload(i).loadConstant(lanes.width()).ladd().lstore(i);
             code.labelBinding(test);
             code.lload(i).lload(upper).lcmp().iflt(body);
-            // The tail: one masked step.
             code.lload(i).lload(toSlot).lcmp().ifge(end);
+            code.aload(segsSlot).aload(offsSlot).lload(i).lload(toSlot).aload(paramsSlot).invokestatic(CD_KERNEL, "tail", MTD_PIECE);
+            code.labelBinding(end);
+            code.return_();
+        }
+
+        /** {@code tail}: one masked step over elements {@code from} to {@code to} (fewer than a vector's lanes). */
+        void emitTail() {
+            prologue();
+            i = fromSlot;
             mask = code.allocateLocal(TypeKind.REFERENCE);
             code.lload(i).lload(toSlot).invokestatic(lanes.math(), "mask" + lanes.helpers(), MTD_MASK).astore(mask);
             computed = new HashMap<>();
             eval(formula);
-            code.aload(segment[0]).lload(offset[0]).lload(i).aload(mask).invokestatic(lanes.math(), store + "Masked", lanes.storeMasked());
-            code.labelBinding(end);
+            code.aload(segment[0]).lload(offset[0]).lload(i).aload(mask)
+                    .invokestatic(lanes.math(), "store" + storage.get(0).suffix + "Masked", lanes.storeMasked());
             code.return_();
         }
 
@@ -525,7 +562,8 @@ final class PointwiseCodegen {
                         return;
                     }
                     for (Expr a : m.args()) eval(a);
-                    code.invokestatic(lanes.math(), lanes.function(m.fn()), lanes.function(m.fn().arity()));
+                    if (lanes.direct(m.fn())) code.invokevirtual(lanes.vector(), lanes.function(m.fn()), lanes.vectorMethod(m.fn()));
+                    else code.invokestatic(lanes.math(), lanes.function(m.fn()), lanes.function(m.fn().arity()));
                     remember(m);
                 }
                 default -> throw new IllegalStateException(e + " is not a pointwise formula");
