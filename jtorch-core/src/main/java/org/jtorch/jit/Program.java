@@ -1282,13 +1282,9 @@ final class Program {
             try {
                 Tensor[] groupGrads = groupGradients(f, values, lnGrads[0], needs, maskDraws(f, savedMasks, values.length + 1));
                 System.arraycopy(groupGrads, 0, grads, 0, groupGrads.length);
-                int at = values.length;
-                if (w != null) grads[at++] = weightNeeds ? lnGrads[1] : null;
-                if (b != null) grads[at] = biasNeeds ? lnGrads[2] : null;
+                putAffineGradients(grads, values.length, lnGrads, w, b, weightNeeds, biasNeeds);
             } finally {
-                lnGrads[0].close();
-                if (lnGrads[1] != null && (w == null || !weightNeeds)) lnGrads[1].close();
-                if (lnGrads[2] != null && (b == null || !biasNeeds)) lnGrads[2].close();
+                closeUnhanded(lnGrads, w, b, weightNeeds, biasNeeds);
             }
             return grads;
         }, kept.toArray(SavedTensor[]::new));
@@ -1357,16 +1353,25 @@ final class Program {
                     Tensor[] groupGrads = groupGradients(f, values, lnGrads[0], kernelNeeds, maskDraws(f, savedMasks, values.length + 1));
                     for (int k = 0; k < groupGrads.length; k++) if (kernelNeeds[k]) grads[k] = groupGrads[k];
                 }
-                int at = args.length;
-                if (w != null) grads[at++] = weightNeeds ? lnGrads[1] : null;
-                if (b != null) grads[at] = biasNeeds ? lnGrads[2] : null;
+                putAffineGradients(grads, args.length, lnGrads, w, b, weightNeeds, biasNeeds);
             } finally {
-                lnGrads[0].close();
-                if (lnGrads[1] != null && (w == null || !weightNeeds)) lnGrads[1].close();
-                if (lnGrads[2] != null && (b == null || !biasNeeds)) lnGrads[2].close();
+                closeUnhanded(lnGrads, w, b, weightNeeds, biasNeeds);
             }
             return grads;
         }, held.toArray(SavedTensor[]::new));
+    }
+
+    /** {@code native_layer_norm_backward}'s weight and bias gradients at {@code grads[at]} on, for a weight and a bias where given. */
+    private static void putAffineGradients(Tensor[] grads, int at, Tensor[] lnGrads, Tensor w, Tensor b, boolean weightNeeds, boolean biasNeeds) {
+        if (w != null) grads[at++] = weightNeeds ? lnGrads[1] : null;
+        if (b != null) grads[at] = biasNeeds ? lnGrads[2] : null;
+    }
+
+    /** Closes {@code native_layer_norm_backward}'s results that {@link #putAffineGradients} did not hand out, and the input gradient. */
+    private static void closeUnhanded(Tensor[] lnGrads, Tensor w, Tensor b, boolean weightNeeds, boolean biasNeeds) {
+        lnGrads[0].close();
+        if (lnGrads[1] != null && (w == null || !weightNeeds)) lnGrads[1].close();
+        if (lnGrads[2] != null && (b == null || !biasNeeds)) lnGrads[2].close();
     }
 
     /**
