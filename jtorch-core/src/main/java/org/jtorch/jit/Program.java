@@ -81,8 +81,14 @@ final class Program {
      * autograd the group's values are not stored either: the backward computes them again ({@link #recordLayerNormBackward}).
      * {@code passThrough[k]} says that group input k's gradient is the layer norm's input gradient itself (a residual
      * add's operand), which the backward then hands out without a kernel of its own.
+     *
+     * <p>{@code keepsValues}: the group has one more reader after the layer norm (a transformer block's residual sum, read
+     * by the next layer norm and by the next residual add): the kernel also writes the group's values, once, at the group's
+     * slot, and normalises them from the block just written ({@link FormulaKernel#runRowLayerNormKeeping}). With autograd
+     * the group's values are an output of the fused node, saved for the layer norm's backward instead of recomputed
+     * ({@link #recordKeptLayerNormBackward}).
      */
-    private record FusedLayerNorm(Graph.Node node, Fused group, long rowLength, boolean[] passThrough) implements Step {}
+    private record FusedLayerNorm(Graph.Node node, Fused group, long rowLength, boolean[] passThrough, boolean keepsValues) implements Step {}
 
     /**
      * A fused group fed by a float32 linear layer (or a matmul by a matrix, the same product) used by it alone and
@@ -232,10 +238,16 @@ final class Program {
                     && n.inputs.get(0) instanceof Graph.Node p && fusable(p) && !inlined.containsKey(p) && uses.get(p) == 1
                     && p.device.equals(n.device)) {
                 summedBy.put(p, n);
+            } else if (live.containsKey(n) && layerNormOverRows(n) > 0 && (!differentiable || fusesTrainingLayerNorm(n))
+                    && n.inputs.get(0) instanceof Graph.Node p && keepsForLaterReader(p, n, uses, live)) {
+                summedBy.put(p, n);
             }
         }
         // Groups of two ops or more; a group that cannot be compiled (its backward is not a formula) is replayed op by op.
         Map<Graph.Node, Step> groups = new IdentityHashMap<>();
+        // Groups whose values a layer norm's step writes for a later reader: no step of their own, but an input (not a
+        // member) of any group after them.
+        java.util.Set<Graph.Node> keptByNorm = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
         for (Graph.Node n : graph.nodes) {
             if (!live.containsKey(n) || inlined.containsKey(n) || !fusable(n)) continue;
             FusedGroup g = FusedGroup.of(n, inlined::containsKey);
@@ -251,9 +263,12 @@ final class Program {
             if (f == null) {
                 for (Graph.Node member : g.nodes()) inlined.remove(member);
             } else if (sum != null && sum.op == NormalizationOps.NATIVE_LAYER_NORM) {
-                if (f.kernel().layerNormsRows() && (!draws || f.kernel().layerNormsRowsDrawing())) {
-                    groups.put(sum, new FusedLayerNorm(sum, f, layerNormOverRows(sum), passThrough(g, f)));
-                    inlined.put(n, true);
+                boolean keeps = uses.get(n) > 1;
+                if (keeps ? f.kernel().layerNormsRowsKeeping()
+                        : f.kernel().layerNormsRows() && (!draws || f.kernel().layerNormsRowsDrawing())) {
+                    groups.put(sum, new FusedLayerNorm(sum, f, layerNormOverRows(sum), passThrough(g, f), keeps));
+                    if (keeps) keptByNorm.add(n);
+                    else inlined.put(n, true);
                 } else if (g.ops >= 2) {
                     groups.put(n, f);
                 }
@@ -308,7 +323,7 @@ final class Program {
         }
         for (Graph.Node n : graph.nodes) {
             if (drawnInside.contains(n)) steps.add(new Reserved(n));
-            if (!live.containsKey(n) || inlined.containsKey(n)) continue;
+            if (!live.containsKey(n) || inlined.containsKey(n) || keptByNorm.contains(n)) continue;
             Step f = groups.get(n);
             steps.add(f != null ? f : new Replayed(n));
         }
@@ -675,6 +690,23 @@ final class Program {
     }
 
     private static final boolean TRAINING_LAYER_NORM = !"false".equals(System.getProperty("jtorch.jit.trainingLayerNorm"));
+
+    /**
+     * Whether fusable {@code p}, read by layer norm {@code n} and by exactly one other reader that comes after {@code n}
+     * (the fused step runs at the layer norm's place), is fused into the norm keeping its values for that reader. Three
+     * readers or more are not: their gradients would be summed in an order other than eager's. Off unless
+     * {@code -Djtorch.jit.keptLayerNorm=true} (read when a program is planned): the char GPT's compiled step measured 5%
+     * slower relative to eager with it, the 16M residual block 3-6% faster (docs/BENCHMARKS.md, branch fuse17).
+     */
+    private boolean keepsForLaterReader(Graph.Node p, Graph.Node n, Map<Graph.Node, Integer> uses, Map<Graph.Node, Boolean> live) {
+        if (!Boolean.getBoolean("jtorch.jit.keptLayerNorm") || !fusable(p) || uses.get(p) != 2 || !p.device.equals(n.device)) return false;
+        for (Graph.Node m : graph.nodes) {
+            if (m == n) return true;
+            if (live.containsKey(m) && m.inputs.contains(p)) return false;
+        }
+        return false;
+    }
+
 
     /** Which of {@code rank} dimensions {@code sum} reduces (all for no dims), or null for a repeated or invalid dim. */
     private static boolean[] reducedDims(Graph.Node sum, int rank) {
@@ -1187,9 +1219,13 @@ final class Program {
                 fused = operands[k] != null;
             }
             if (!fused) {
-                try (Tensor group = runFused(f, inputs, values, -1, drawn)) {
+                Tensor group = runFused(f, inputs, values, -1, drawn);
+                try {
                     Tensor[] outs = Dispatcher.callAll(ln.op, new Tensor[] {group, weight, bias}, ln.scalars);
                     return keepStatistics(ln, outs, values);
+                } finally {
+                    if (s.keepsValues()) values[root.id] = group;
+                    else group.close();
                 }
             }
             // native_layer_norm's outputs: the normalised rows, and the statistics with a one for each normalised dimension.
@@ -1200,24 +1236,33 @@ final class Program {
             StridedView out = matrix(Dispatcher.view(outs[0]), rows, cols, (int) ln.scalars[0]);
             boolean record = differentiable && (Autograd.needsGrad(args) || Autograd.needsGrad(new Tensor[] {weight, bias}));
             Tensor[] masks = record ? masks(f.group(), root) : null;
-            Backends.hold("jit", out, null, null);
+            Tensor kept = s.keepsValues() ? Tensor.empty(root.shape, DType.FLOAT32, root.device) : null;
+            StridedView keptRows = kept == null ? null : matrix(Dispatcher.view(kept), rows, cols, (int) ln.scalars[0]);
+            Backends.hold("jit", out, keptRows, null);
             try {
                 FormulaKernel.Draws draws = draws(f.group(), drawn, masks);
-                if (draws == null) {
+                if (kept != null) {
+                    f.kernel().runRowLayerNormKeeping(root.device.index(), keptRows, out, draws == null ? operands : withDrawn(operands, draws),
+                            cols, Dispatcher.view(weight), Dispatcher.view(bias), ln.scalars[1], Dispatcher.view(outs[1]),
+                            Dispatcher.view(outs[2]), draws);
+                } else if (draws == null) {
                     f.kernel().runRowLayerNorm(root.device.index(), out, operands, cols, Dispatcher.view(weight), Dispatcher.view(bias),
                             ln.scalars[1], Dispatcher.view(outs[1]), Dispatcher.view(outs[2]), NO_PARAMS);
                 } else {
                     f.kernel().runRowLayerNormDrawing(root.device.index(), out, withDrawn(operands, draws), cols, Dispatcher.view(weight),
                             Dispatcher.view(bias), ln.scalars[1], Dispatcher.view(outs[1]), Dispatcher.view(outs[2]), draws);
                 }
-                if (record) recordLayerNormBackward(s, args, weight, bias, outs, masks);
+                if (record && kept != null) recordKeptLayerNormBackward(s, args, weight, bias, outs, kept, masks);
+                else if (record) recordLayerNormBackward(s, args, weight, bias, outs, masks);
             } catch (RuntimeException ex) {
                 for (Tensor t : outs) t.close();
+                if (kept != null) kept.close();
                 throw ex;
             } finally {
-                Backends.drop(out, null, null);
+                Backends.drop(out, keptRows, null);
                 if (masks != null) for (Tensor m : masks) m.close();
             }
+            if (kept != null) values[root.id] = kept;
             return keepStatistics(ln, outs, values);
         } finally {
             for (Tensor t : broadcast) if (t != null) t.close();
@@ -1278,16 +1323,96 @@ final class Program {
             try {
                 Tensor[] groupGrads = groupGradients(f, values, lnGrads[0], needs, maskDraws(f, savedMasks, values.length + 1));
                 System.arraycopy(groupGrads, 0, grads, 0, groupGrads.length);
-                int at = values.length;
-                if (w != null) grads[at++] = weightNeeds ? lnGrads[1] : null;
-                if (b != null) grads[at] = biasNeeds ? lnGrads[2] : null;
+                putAffineGradients(grads, values.length, lnGrads, w, b, weightNeeds, biasNeeds);
             } finally {
-                lnGrads[0].close();
-                if (lnGrads[1] != null && (w == null || !weightNeeds)) lnGrads[1].close();
-                if (lnGrads[2] != null && (b == null || !biasNeeds)) lnGrads[2].close();
+                closeUnhanded(lnGrads, w, b, weightNeeds, biasNeeds);
             }
             return grads;
         }, kept.toArray(SavedTensor[]::new));
+    }
+
+    /**
+     * A fused group and layer norm keeping the group's values ({@link FusedLayerNorm#keepsValues}) as one autograd node
+     * of two outputs: the norm's, and the group's values read later. Saved: the group's values (eager's layer norm saves
+     * them too), the statistics, the affine parameters, the masks, and the group's inputs only where a gradient kernel
+     * reads them (a residual add's operands take the gradient as it comes). The backward is eager's layer-norm backward
+     * kernel on the saved values, the later reader's gradient added in place (a sum of two, the same bits as the eager
+     * engine's accumulation in either order), then the group's gradient kernels; so every gradient is eager's to the bit.
+     */
+    private static void recordKeptLayerNormBackward(FusedLayerNorm s, Tensor[] args, Tensor weight, Tensor bias, Tensor[] outs, Tensor kept,
+                                                    Tensor[] masks) {
+        Fused f = s.group();
+        double normalized = s.node().scalars[0];
+        boolean[] needs = new boolean[args.length];
+        boolean anyKernel = false;
+        long[][] shapes = new long[args.length][];
+        for (int k = 0; k < args.length; k++) {
+            needs[k] = args[k].requiresGrad() && f.gradients()[k] != null;
+            shapes[k] = args[k].shape();
+            anyKernel |= needs[k] && !s.passThrough()[k];
+        }
+        boolean readsInputs = anyKernel;
+        List<SavedTensor> held = new ArrayList<>();
+        SavedTensor[] saved = new SavedTensor[readsInputs ? args.length : 0];
+        for (int k = 0; k < saved.length; k++) held.add(saved[k] = Autograd.save(args[k]));
+        SavedTensor[] savedMasks = masks == null || !readsInputs ? new SavedTensor[0] : new SavedTensor[masks.length];
+        for (int j = 0; j < savedMasks.length; j++) held.add(savedMasks[j] = Autograd.save(masks[j]));
+        SavedTensor savedValues = Autograd.save(kept), mean = Autograd.save(outs[1]), rstd = Autograd.save(outs[2]);
+        SavedTensor savedWeight = weight == null ? null : Autograd.save(weight), savedBias = bias == null ? null : Autograd.save(bias);
+        held.addAll(java.util.Arrays.asList(savedValues, mean, rstd));
+        if (savedWeight != null) held.add(savedWeight);
+        if (savedBias != null) held.add(savedBias);
+        boolean weightNeeds = weight != null && weight.requiresGrad(), biasNeeds = bias != null && bias.requiresGrad();
+        List<Tensor> inputs = new ArrayList<>(java.util.Arrays.asList(args));
+        if (weight != null) inputs.add(weight);
+        if (bias != null) inputs.add(bias);
+        Autograd.record("JitFusedLayerNormBackward", inputs.toArray(Tensor[]::new), new Tensor[] {outs[0], kept}, g -> {
+            if (Grad.isEnabled()) {
+                throw new UnsupportedOperationException("jit: a double backward (createGraph) through a layer norm fused with "
+                        + f.group().ops + " ops is not supported yet; call the function eagerly for higher-order gradients");
+            }
+            Tensor w = savedWeight == null ? null : savedWeight.get(), b = savedBias == null ? null : savedBias.get();
+            Tensor[] lnGrads = Dispatcher.callAll(NormalizationOps.NATIVE_LAYER_NORM_BACKWARD,
+                    new Tensor[] {g[0], savedValues.get(), mean.get(), rstd.get(), w, b}, normalized);
+            Tensor[] grads = new Tensor[inputs.size()];
+            try {
+                if (g[1] != null) lnGrads[0].add_(g[1]);
+                boolean[] kernelNeeds = new boolean[args.length];
+                for (int k = 0; k < args.length; k++) {
+                    if (!needs[k]) continue;
+                    if (!s.passThrough()[k]) {
+                        kernelNeeds[k] = true;
+                        continue;
+                    }
+                    grads[k] = Gradients.sumTo(lnGrads[0], shapes[k], DType.FLOAT32);
+                    // The engine owns each result: a value handed out twice goes out as two handles on one storage.
+                    if (grads[k] == lnGrads[0]) grads[k] = lnGrads[0].alias();
+                }
+                if (readsInputs) {
+                    Tensor[] values = new Tensor[saved.length];
+                    for (int k = 0; k < saved.length; k++) values[k] = saved[k].get();
+                    Tensor[] groupGrads = groupGradients(f, values, lnGrads[0], kernelNeeds, maskDraws(f, savedMasks, values.length + 1));
+                    for (int k = 0; k < groupGrads.length; k++) if (kernelNeeds[k]) grads[k] = groupGrads[k];
+                }
+                putAffineGradients(grads, args.length, lnGrads, w, b, weightNeeds, biasNeeds);
+            } finally {
+                closeUnhanded(lnGrads, w, b, weightNeeds, biasNeeds);
+            }
+            return grads;
+        }, held.toArray(SavedTensor[]::new));
+    }
+
+    /** {@code native_layer_norm_backward}'s weight and bias gradients at {@code grads[at]} on, for a weight and a bias where given. */
+    private static void putAffineGradients(Tensor[] grads, int at, Tensor[] lnGrads, Tensor w, Tensor b, boolean weightNeeds, boolean biasNeeds) {
+        if (w != null) grads[at++] = weightNeeds ? lnGrads[1] : null;
+        if (b != null) grads[at] = biasNeeds ? lnGrads[2] : null;
+    }
+
+    /** Closes {@code native_layer_norm_backward}'s results that {@link #putAffineGradients} did not hand out, and the input gradient. */
+    private static void closeUnhanded(Tensor[] lnGrads, Tensor w, Tensor b, boolean weightNeeds, boolean biasNeeds) {
+        lnGrads[0].close();
+        if (lnGrads[1] != null && (w == null || !weightNeeds)) lnGrads[1].close();
+        if (lnGrads[2] != null && (b == null || !biasNeeds)) lnGrads[2].close();
     }
 
     /**
@@ -2185,7 +2310,13 @@ final class Program {
                     s.append(f.node()).append(" = native_layer_norm of rows of ").append(f.rowLength()).append(", fused with ").append(g.ops)
                             .append(g.ops == 1 ? " op" : " ops").append(" over (")
                             .append(String.join(", ", g.inputs.stream().map(Graph::name).toList())).append("): ").append(g.formula).append('\n');
-                    if (differentiable) {
+                    if (f.keepsValues()) {
+                        s.append("    also writes the group's values once, at ").append(f.group().node()).append(", for its later reader\n");
+                    }
+                    if (differentiable && f.keepsValues()) {
+                        s.append("    backward: native_layer_norm_backward on the saved group's values, the later reader's gradient added in place, ")
+                                .append("then the group's gradients\n");
+                    } else if (differentiable) {
                         s.append("    backward: saves the statistics, not the group's values; recomputes them for native_layer_norm_backward, ")
                                 .append("then the group's gradients\n");
                     }

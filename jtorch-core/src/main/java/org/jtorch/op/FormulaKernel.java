@@ -79,6 +79,22 @@ public interface FormulaKernel {
         throw new UnsupportedOperationException("this backend's formula kernels do not fuse layer norm");
     }
 
+    /** Whether this kernel implements {@link #runRowLayerNormKeeping}. */
+    default boolean layerNormsRowsKeeping() {
+        return false;
+    }
+
+    /**
+     * {@link #runRowLayerNorm} (or {@link #runRowLayerNormDrawing} where {@code draws} is not null) that also writes the
+     * formula's values into {@code values}, a contiguous float32 {@code [rows, rowLength]} matrix: a producer read by the
+     * layer norm and by another consumer (a transformer block's residual sum) computed once, written once, and normalised
+     * from the block of rows just written.
+     */
+    default void runRowLayerNormKeeping(int deviceIndex, StridedView values, StridedView out, StridedView[] inputs, long rowLength,
+                                        StridedView weight, StridedView bias, double eps, StridedView mean, StridedView rstd, Draws draws) {
+        throw new UnsupportedOperationException("this backend's formula kernels do not fuse layer norm keeping the formula's values");
+    }
+
     /** Whether this kernel implements {@link #runRowLayerNormBackward}. */
     default boolean layerNormBackwardsRows() {
         return false;

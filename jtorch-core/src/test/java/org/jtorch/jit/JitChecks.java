@@ -45,6 +45,25 @@ final class JitChecks {
         }
     }
 
+    /** {@link #trainingCall}'s output and gradients, copied to the CPU. */
+    static float[][] trainingValues(TensorFunction f, Tensor x, Tensor[] leaves, org.jtorch.Generator gen, Tensor weights) {
+        Tensor[] call = trainingCall(f, x, leaves, gen, weights);
+        float[][] r = new float[call.length][];
+        for (int i = 0; i < call.length; i++) r[i] = values(call[i]);
+        return r;
+    }
+
+    /** Bit for bit on the CPU; on another device within {@code deviceTolerance}, relative above magnitude 1. */
+    static void assertSameOnCpu(float[] eager, float[] compiled, String what, float deviceTolerance) {
+        org.junit.jupiter.api.Assertions.assertEquals(eager.length, compiled.length, what);
+        for (int i = 0; i < eager.length; i++) {
+            float e = eager[i], a = compiled[i];
+            boolean same = DEVICE.isCpu() ? Float.floatToRawIntBits(e) == Float.floatToRawIntBits(a)
+                    : Math.abs(e - a) <= deviceTolerance * Math.max(1, Math.abs(e));
+            assertTrue(same, what + " at " + i + ": eager " + e + ", compiled " + a);
+        }
+    }
+
     /** Elementwise within {@code tolerance}, relative above magnitude 1; NaN matches NaN. */
     static void assertClose(Tensor expected, Tensor actual, float tolerance) {
         assertArrayEquals(expected.shape(), actual.shape());

@@ -1,13 +1,14 @@
 package org.jtorch.jit;
 
 import static org.jtorch.jit.JitChecks.DEVICE;
+import static org.jtorch.jit.JitChecks.randn;
+import static org.jtorch.jit.JitChecks.values;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
@@ -28,32 +29,12 @@ import org.junit.jupiter.api.Test;
  * product and a sum into an FMA: 2e-6 relative there). The simulator pass runs this class on cuda:0.
  */
 class JitLayerNormTrainingTest {
-    private static Tensor randn(Generator g, long... shape) {
-        return Torch.randn(shape, DType.FLOAT32, DEVICE, g);
-    }
-
-    private static float[] values(Tensor t) {
-        try (Tensor c = t.detach().to(Device.cpu())) {
-            return c.toFloatArray();
-        }
-    }
-
-    /** {@link JitChecks#trainingCall}'s output and gradients, on the CPU. */
     private static float[][] run(TensorFunction f, Tensor x, Tensor[] leaves, Generator gen, Tensor weights) {
-        Tensor[] call = JitChecks.trainingCall(f, x, leaves, gen, weights);
-        float[][] r = new float[call.length][];
-        for (int i = 0; i < call.length; i++) r[i] = values(call[i]);
-        return r;
+        return JitChecks.trainingValues(f, x, leaves, gen, weights);
     }
 
     private static void assertSame(float[] eager, float[] compiled, String what) {
-        assertEquals(eager.length, compiled.length, what);
-        for (int i = 0; i < eager.length; i++) {
-            float e = eager[i], a = compiled[i];
-            boolean same = DEVICE.isCpu() ? Float.floatToRawIntBits(e) == Float.floatToRawIntBits(a)
-                    : Math.abs(e - a) <= 2e-6f * Math.max(1, Math.abs(e));
-            assertTrue(same, what + " at " + i + ": eager " + e + ", compiled " + a);
-        }
+        JitChecks.assertSameOnCpu(eager, compiled, what, 2e-6f);
     }
 
     /**

@@ -282,6 +282,24 @@ final class CpuFormulaKernel implements FormulaKernel {
     }
 
     @Override
+    public boolean layerNormsRowsKeeping() {
+        return true;
+    }
+
+    /** The formula's rows written into {@code values}, then normalised from there into {@code out} while in cache. */
+    @Override
+    public void runRowLayerNormKeeping(int deviceIndex, StridedView values, StridedView out, StridedView[] in, long rowLength, StridedView weight,
+                                       StridedView bias, double eps, StridedView mean, StridedView rstd, Draws draws) {
+        checkLayerNormOperands(out, weight, bias, mean, rstd);
+        if (!java.util.Arrays.equals(out.shape(), values.shape())) {
+            throw new IllegalArgumentException(formula + ": a fused layer norm keeping its values takes output and values of one shape, got "
+                    + Shapes.format(out.shape()) + " and " + Shapes.format(values.shape()));
+        }
+        normalisedRowBlocks("a layer norm", deviceIndex, values, in, rowLength, NO_PARAMS, draws,
+                (r0, r1) -> CpuLayerNormKernels.forwardRows(values, rowLength, weight, bias, eps, out, mean, rstd, r0, r1));
+    }
+
+    @Override
     public boolean layerNormBackwardsRows() {
         return true;
     }
