@@ -299,48 +299,22 @@ final class CpuRecurrentKernels implements RecurrentKernels {
 
     /** {@code ws[o..o+n) = act(ig + hg)} for one gate block: sigmoid, or tanh for the cell gate. */
     private static void gatesF32(Rows ig, Rows hg, Rows ws, long o, long n, boolean tanh) {
-        if (tanh) tanhGateF32(ig, hg, ws, o, n);
-        else sigmoidGateF32(ig, hg, ws, o, n);
-    }
-
-    /**
-     * The cell gate's loop apart from the sigmoid gates': with both activations in one loop body, jtorch's own exp and
-     * tanh ({@code -Djtorch.cpu.deterministicMath=true}) took more than C2's node budget for inlining (each Vector
-     * API call parses to about 400 nodes, NodeCountInliningCutoff 18,000), and the refused call boxed its vectors at
-     * every step (docs/BENCHMARKS.md, issue 20, seventeenth session).
-     */
-    private static void tanhGateF32(Rows ig, Rows hg, Rows ws, long o, long n) {
         for (long w = 0; w < n; w += FL) {
             long j = Math.min(w, n - FL);
-            ws.put(o + j, tanh(ig.vec(o + j).add(hg.vec(o + j))), (int) (w - j));
-        }
-    }
-
-    private static void sigmoidGateF32(Rows ig, Rows hg, Rows ws, long o, long n) {
-        for (long w = 0; w < n; w += FL) {
-            long j = Math.min(w, n - FL);
-            ws.put(o + j, sigmoid(ig.vec(o + j).add(hg.vec(o + j))), (int) (w - j));
+            int keep = (int) (w - j);
+            FloatVector x = ig.vec(o + j).add(hg.vec(o + j));
+            ws.put(o + j, tanh ? tanh(x) : sigmoid(x), keep);
         }
     }
 
     /** {@code cy = f * cx + i * g}, {@code hy = o * tanh(cy)} from the activated gates at {@code g0}. */
     private static void lstmStateF32(Rows ws, long g0, long h, Rows cx, Rows cy, Rows hy, long s0, long n) {
-        cellStateF32(ws, g0, h, cx, cy, s0, n);
-        hiddenStateF32(ws, g0, h, cy, hy, s0, n);
-    }
-
-    private static void cellStateF32(Rows ws, long g0, long h, Rows cx, Rows cy, long s0, long n) {
         for (long w = 0; w < n; w += FL) {
             long j = Math.min(w, n - FL);
-            cy.put(s0 + j, ws.vec(g0 + h + j).mul(cx.vec(s0 + j)).add(ws.vec(g0 + j).mul(ws.vec(g0 + 2 * h + j))), (int) (w - j));
-        }
-    }
-
-    /** {@code hy = o * tanh(cy)}, reading back the row just stored: one loop with the cell state's took more than C2's node budget (see tanhGateF32). */
-    private static void hiddenStateF32(Rows ws, long g0, long h, Rows cy, Rows hy, long s0, long n) {
-        for (long w = 0; w < n; w += FL) {
-            long j = Math.min(w, n - FL);
-            hy.put(s0 + j, ws.vec(g0 + 3 * h + j).mul(tanh(cy.vec(s0 + j))), (int) (w - j));
+            int keep = (int) (w - j);
+            FloatVector c = ws.vec(g0 + h + j).mul(cx.vec(s0 + j)).add(ws.vec(g0 + j).mul(ws.vec(g0 + 2 * h + j)));
+            cy.put(s0 + j, c, keep);
+            hy.put(s0 + j, ws.vec(g0 + 3 * h + j).mul(tanh(c)), keep);
         }
     }
 
@@ -410,17 +384,10 @@ final class CpuRecurrentKernels implements RecurrentKernels {
 
     /** {@code ws[o..o+n) = act(ig + hg)} for one gate block: sigmoid, or tanh for the cell gate. */
     private static void gatesF64(Rows ig, Rows hg, Rows ws, long o, long n, boolean tanh) {
-        if (tanh) tanhGateF64(ig, hg, ws, o, n);
-        else sigmoidGateF64(ig, hg, ws, o, n);
-    }
-
-    /** The float32 form's two loops, for the same reason. */
-    private static void tanhGateF64(Rows ig, Rows hg, Rows ws, long o, long n) {
-        for (long j = 0; j < n; j += DL) ws.dput(o + j, tanh(ig.dvec(o + j).add(hg.dvec(o + j))));
-    }
-
-    private static void sigmoidGateF64(Rows ig, Rows hg, Rows ws, long o, long n) {
-        for (long j = 0; j < n; j += DL) ws.dput(o + j, sigmoid(ig.dvec(o + j).add(hg.dvec(o + j))));
+        for (long j = 0; j < n; j += DL) {
+            DoubleVector x = ig.dvec(o + j).add(hg.dvec(o + j));
+            ws.dput(o + j, tanh ? tanh(x) : sigmoid(x));
+        }
     }
 
     private static void lstmStateF64(Rows ws, long g0, long h, Rows cx, Rows cy, Rows hy, long s0, long n) {
