@@ -82,6 +82,21 @@ public final class OptimizerOps {
     /** {@code _fused_adamw_}: as {@link #FUSED_ADAM} with AdamW's decoupled decay, {@code p *= 1 - lr * weight_decay} first. */
     public static final OpDef FUSED_ADAMW = adam("_fused_adamw_", "AdamW's step (decoupled decay; `optim.AdamW`)");
 
+    /**
+     * {@code _fused_adadelta_(Tensor(a!)[] self, Tensor[] grads, Tensor(c!)[] square_avgs, Tensor(d!)[] acc_deltas, float lr,
+     * float rho, float eps, float weight_decay, bool maximize)}: PyTorch 1.13's Adadelta rule per element
+     * ({@link AdadeltaScalars}), over contiguous float32 tensors. PyTorch has no fused Adadelta (its {@code foreach} path
+     * runs a dozen list ops); this op is jtorch's, named in ATen's style.
+     */
+    public static final OpDef FUSED_ADADELTA = OpDef.mutating("_fused_adadelta_")
+            .rule(DTypeRule.FLOAT32_ONLY)
+            .signature(list("self", true, 'a'), list("grads", false, 'b'), list("square_avgs", true, 'c'),
+                    list("acc_deltas", true, 'd'), scalar("lr", "float"), scalar("rho", "float"), scalar("eps", "float"),
+                    scalar("weight_decay", "float"), scalar("maximize", "bool"))
+            .returns("()")
+            .check((lists, tensors, s) -> checkSteps("_fused_adadelta_", lists, 4))
+            .doc("Adadelta's step over lists of float32 parameters (`optim.Adadelta`); grads read only (no grad_scale)").build();
+
     private static OpDef adam(String name, String doc) {
         return OpDef.mutating(name).rule(DTypeRule.FLOAT32_ONLY)
                 .signature(list("self", true, 'a'), list("grads", false, 'b'), list("exp_avgs", true, 'c'),
@@ -126,6 +141,18 @@ public final class OptimizerOps {
             return new AdamScalars(decoupled ? (float) (1 - lr * weightDecay) : 1f, decoupled ? 0f : (float) weightDecay,
                     (float) beta1, (float) (1 - beta1), (float) beta2, (float) (1 - beta2), (float) Math.sqrt(bias2), (float) eps,
                     (float) -stepSize, s[7] != 0, s[6] != 0);
+        }
+    }
+
+    /**
+     * Adadelta's scalars as the kernels take them, rounded to float once: {@code d = ±g (+ p*weightDecay)},
+     * {@code s = s*rho + (d*oneMinusRho)*d}, {@code delta = sqrt(a + eps) / sqrt(s + eps) * d},
+     * {@code a = a*rho + (delta*oneMinusRho)*delta}, {@code p += delta*negLr}: the composed path's operations in its order.
+     */
+    public record AdadeltaScalars(float negLr, float rho, float oneMinusRho, float eps, float weightDecay, boolean maximize) {
+        /** From {@link #FUSED_ADADELTA}'s scalars, in its signature's order. */
+        public static AdadeltaScalars of(double[] s) {
+            return new AdadeltaScalars((float) -s[0], (float) s[1], (float) (1 - s[1]), (float) s[2], (float) s[3], s[4] != 0);
         }
     }
 

@@ -4,6 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
+import org.jtorch.op.OptimizerOps;
 import org.jtorch.ops.Arguments;
 
 /**
@@ -15,7 +16,9 @@ import org.jtorch.ops.Arguments;
  * acc_delta = rho * acc_delta + (1 - rho) * delta * delta
  * p -= lr * delta
  * </pre>
- * State per parameter: {@code step} (an integer), {@code square_avg}, {@code acc_delta}.
+ * State per parameter: {@code step} (an integer), {@code square_avg}, {@code acc_delta}. Contiguous float32 parameters
+ * take one fused pass ({@link OptimizerOps#FUSED_ADADELTA}) where their device has its kernel; the others take the
+ * composed tensor ops below, with the same float operations in the same order.
  */
 public final class Adadelta extends Optimizer {
     /** Options: {@code lr} (1.0), {@code rho} (0.9), {@code eps} (1e-6), {@code weight_decay} (0), {@code maximize}, {@code foreach} (null). */
@@ -73,6 +76,7 @@ public final class Adadelta extends Optimizer {
         double eps = group.getDouble("eps");
         double weightDecay = group.getDouble("weight_decay");
         boolean maximize = group.getBoolean("maximize");
+        FusedBatches fused = new FusedBatches();
         for (Tensor p : group.params()) {
             Tensor grad = p.grad();
             if (grad == null) continue;
@@ -85,6 +89,10 @@ public final class Adadelta extends Optimizer {
             Tensor squareAvg = stateTensor(st, "square_avg", p);
             Tensor accDelta = stateTensor(st, "acc_delta", p);
             incrementCount(st);
+            if (fusable(OptimizerOps.FUSED_ADADELTA, p, grad, squareAvg, accDelta)) {
+                fused.add(p.device(), Boolean.TRUE, p, grad, squareAvg, accDelta);
+                continue;
+            }
             Tensor g = maximize ? grad.neg() : grad.alias();
             try {
                 if (weightDecay != 0) {
@@ -102,5 +110,6 @@ public final class Adadelta extends Optimizer {
                 g.close();
             }
         }
+        fused.run(OptimizerOps.FUSED_ADADELTA, variant -> new double[] {lr, rho, eps, weightDecay, maximize ? 1 : 0});
     }
 }

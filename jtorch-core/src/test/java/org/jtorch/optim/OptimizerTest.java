@@ -249,7 +249,9 @@ class OptimizerTest {
                 ps -> new SGD(ps, SGD.options().lr(0.1)),
                 ps -> new Adam(ps, Adam.options().lr(0.01).weightDecay(0.1).amsgrad(true)),
                 ps -> new Adam(ps, Adam.options().lr(0.01).maximize(true)),
-                ps -> new AdamW(ps, AdamW.options().lr(0.01).amsgrad(true)));
+                ps -> new AdamW(ps, AdamW.options().lr(0.01).amsgrad(true)),
+                ps -> new Adadelta(ps, Adadelta.options().weightDecay(0.01)),
+                ps -> new Adadelta(ps, Adadelta.options().lr(0.5).rho(0.95).maximize(true)));
         long[] shape = {333, 307};   // 102231 elements: several parallel chunks and a vector tail
         for (var maker : makers) {
             Generator gen = Torch.manualSeed(42);
@@ -265,6 +267,10 @@ class OptimizerTest {
                 fused.step();
                 composed.step();
                 Fixtures.assertClose(composedParams.get(0), fusedParams.get(0), 1e-6, 1e-7, fused + " step " + step);
+                if (fused instanceof Adadelta) {
+                    // Adadelta's fused pass does the composed ops' float operations in their order: same bits.
+                    assertArrayEquals(bits(composedParams.get(0)), bits(fusedParams.get(0)), fused + " step " + step + ", bit for bit");
+                }
                 fused.zeroGrad();
                 composed.zeroGrad();
             }
@@ -273,6 +279,13 @@ class OptimizerTest {
             fusedParams.get(0).close();
             composedParams.get(0).close();
         }
+    }
+
+    private static int[] bits(Tensor t) {
+        float[] f = t.toFloatArray();
+        int[] b = new int[f.length];
+        for (int i = 0; i < f.length; i++) b[i] = Float.floatToRawIntBits(f[i]);
+        return b;
     }
 
     @Test

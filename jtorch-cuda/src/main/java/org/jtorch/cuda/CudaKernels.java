@@ -737,6 +737,12 @@ final class CudaKernels {
                         oneMinusBeta2, bc2Sqrt, eps, negStepSize, maximize, amsgrad));
     }
 
+    void adadelta(List<StridedView> params, List<StridedView> grads, List<StridedView> squareAvgs, List<StridedView> accDeltas,
+                  float negLr, float rho, float oneMinusRho, float eps, float weightDecay, boolean maximize) {
+        multiTensor("adadelta", "jt_adadelta_step_f32", java.util.Arrays.asList(params, grads, squareAvgs, accDeltas),
+                (arena, chunks) -> KernelArgs.adadelta(arena, chunks, negLr, rho, oneMinusRho, eps, weightDecay, maximize));
+    }
+
     /**
      * GradScaler's unscale: one {@code jt_amp_unscale_<dtype>} multi-tensor sequence per gradient dtype, all
      * writing {@code foundInf}'s one float on the current stream. Gradients must be contiguous on

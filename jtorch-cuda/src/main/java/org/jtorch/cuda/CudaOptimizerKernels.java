@@ -11,7 +11,7 @@ import org.jtorch.op.OptimizerOps;
 import org.jtorch.op.StridedView;
 
 /**
- * The CUDA kernels of {@link OptimizerOps}' ops: the multi-tensor steps of {@code optim.cu}, one launch per
+ * The CUDA kernels of {@link OptimizerOps}' ops: the multi-tensor steps of {@code optim.cu} (SGD, Adam, AdamW, Adadelta), one launch per
  * {@link org.jtorch.cuda.kernels.MultiTensorPlan} launch (up to 24 tensors and 320 chunks of 65,536 elements), in
  * {@code CpuOptimizerKernels}' float32 arithmetic, so that both devices give the same bits. The scale update, one
  * element, runs on the host between two copies.
@@ -28,6 +28,11 @@ final class CudaOptimizerKernels {
         });
         KernelRegistry.registerMutating(cuda, OptimizerOps.FUSED_ADAM.kernel(), (l, t, s) -> adam(kernels.get(), l, OptimizerOps.AdamScalars.of(s, false)));
         KernelRegistry.registerMutating(cuda, OptimizerOps.FUSED_ADAMW.kernel(), (l, t, s) -> adam(kernels.get(), l, OptimizerOps.AdamScalars.of(s, true)));
+        KernelRegistry.registerMutating(cuda, OptimizerOps.FUSED_ADADELTA.kernel(), (l, t, s) -> {
+            OptimizerOps.AdadeltaScalars c = OptimizerOps.AdadeltaScalars.of(s);
+            kernels.get().adadelta(list(l[0]), list(l[1]), list(l[2]), list(l[3]), c.negLr(), c.rho(), c.oneMinusRho(), c.eps(),
+                    c.weightDecay(), c.maximize());
+        });
         // One jt_amp_unscale_<dtype> multi-tensor kernel over all gradients (per dtype), writing a device flag.
         KernelRegistry.registerMutating(cuda, OptimizerOps.AMP_UNSCALE.kernel(), (l, t, s) ->
                 kernels.get().ampUnscale(Arrays.asList(l[0]), t[0], (float) onHost(kernels.get(), t[1], v -> CpuOptimizerKernels.readHost(v[0]))));

@@ -11,6 +11,7 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.optim.Adadelta;
 import org.jtorch.optim.Adam;
 import org.jtorch.optim.AdamW;
 import org.jtorch.optim.Optimizer;
@@ -19,13 +20,13 @@ import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 
 /**
- * The fused optimizer steps ({@link org.jtorch.op.OptimizerOps}: SGD, Adam, AdamW through the
+ * The fused optimizer steps ({@link org.jtorch.op.OptimizerOps}: SGD, Adam, AdamW, Adadelta through the
  * public optimizers) on every device: {@code cpu} always, {@code cuda:0} skipped with CUDA's
  * unavailability reason where there is no GPU (never passed).
  *
  * <p>Reference: a scalar float32 transcription in this test of PyTorch 1.13's update rules in
  * {@code CpuOptimizerKernels}' operation order (each product and sum rounded to float, scalars computed
- * in double and rounded once, as {@code SGD} and {@code AdamUpdate} pass them). Parameters and states
+ * in double and rounded once, as {@code SGD}, {@code AdamUpdate} and {@code Adadelta} pass them). Parameters and states
  * must equal it bit for bit after several steps on every device, so cuda:0 equals the CPU backend bit
  * for bit. Parameter lists: odd sizes, a tensor crossing a 65,536-element chunk, an empty tensor, a
  * parameter without a gradient, and 30 tensors (more than one launch's 24 slots); on cuda:0 also one
@@ -113,6 +114,29 @@ class OptimizerDeviceConformanceTest {
             }
             float denom = (float) Math.sqrt(vv) / bc2Sqrt + eps;
             r.p[i] = pv + mv * negStep / denom;
+        }
+    }
+
+    private record AdadeltaConfig(double lr, double rho, double eps, double wd, boolean maximize) {}
+
+    /** Adadelta's composed path: {@code s = s*rho + ((1-rho)*d)*d}, {@code delta = sqrt(a + eps) / sqrt(s + eps) * d}, ... */
+    private static void adadeltaRef(Ref r, float[] g, AdadeltaConfig c) {
+        if (r.s0 == null) {
+            r.s0 = new float[r.p.length];
+            r.s1 = new float[r.p.length];
+        }
+        float negLr = (float) -c.lr, rho = (float) c.rho, omr = (float) (1 - c.rho), eps = (float) c.eps, wd = (float) c.wd;
+        for (int i = 0; i < r.p.length; i++) {
+            float pv = r.p[i];
+            float d = g[i];
+            if (c.maximize) d = -d;
+            if (wd != 0) d = d + pv * wd;
+            float s = r.s0[i] * rho + d * omr * d;
+            r.s0[i] = s;
+            float a = r.s1[i];
+            float delta = (float) Math.sqrt(a + eps) / (float) Math.sqrt(s + eps) * d;
+            r.s1[i] = a * rho + delta * omr * delta;
+            r.p[i] = pv + delta * negLr;
         }
     }
 
@@ -234,6 +258,27 @@ class OptimizerDeviceConformanceTest {
                 String name = "sgd/" + c + "/" + sizes.length + " params";
                 add(tests, name, d -> run(d, sizes, lastWithoutGrad, ps -> sgd(ps, c), (r, g, step) -> sgdRef(r, g, c),
                         new String[] {"momentum_buffer"}, name));
+            }
+        }
+        return tests;
+    }
+
+    private static final AdadeltaConfig[] ADADELTAS = {
+            new AdadeltaConfig(1.0, 0.9, 1e-6, 0, false),
+            new AdadeltaConfig(0.5, 0.95, 1e-5, 0.01, true),
+    };
+
+    @TestFactory
+    List<DynamicTest> adadelta() {
+        List<DynamicTest> tests = new ArrayList<>();
+        for (AdadeltaConfig c : ADADELTAS) {
+            for (int l = 0; l < LISTS.length; l++) {
+                long[] sizes = LISTS[l];
+                boolean lastWithoutGrad = l == 0;
+                String name = "adadelta/" + c + "/" + sizes.length + " params";
+                add(tests, name, d -> run(d, sizes, lastWithoutGrad, ps -> new Adadelta(ps, Adadelta.options().lr(c.lr).rho(c.rho)
+                        .eps(c.eps).weightDecay(c.wd).maximize(c.maximize)), (r, g, step) -> adadeltaRef(r, g, c),
+                        new String[] {"square_avg", "acc_delta"}, name));
             }
         }
         return tests;

@@ -84,7 +84,7 @@ class RandomOptimEntryPointsTest {
         tests.add(DynamicTest.dynamicTest("optim.cu", () -> {
             assumeTrue(present, skipReason);
             Map<String, long[]> e = KernelEntryPointsTest.entries(lazy.get(), "optim.cu", CudaKernels.selectOptions(null));
-            Set<String> expected = new HashSet<>(Set.of("jt_sgd_step_f32", "jt_adam_step_f32"));
+            Set<String> expected = new HashSet<>(Set.of("jt_sgd_step_f32", "jt_adam_step_f32", "jt_adadelta_step_f32"));
             for (DType t : DType.values()) if (MultiTensorPlan.unscaleSupports(t)) expected.add(MultiTensorPlan.unscaleEntry(t));
             assertEquals(expected, e.keySet());
             try (Arena arena = Arena.ofConfined()) {
@@ -93,6 +93,7 @@ class RandomOptimEntryPointsTest {
                 assertSizes(e, "jt_sgd_step_f32", KernelArgs.sgd(arena, chunks, -0.1f, 0, 0.9f, 1, true, false, true));
                 assertSizes(e, "jt_adam_step_f32", KernelArgs.adam(arena, chunks, 1, 0, 0.9f, 0.1f, 0.999f, 0.001f, 1, 1e-8f, -0.001f,
                         false, true));
+                assertSizes(e, "jt_adadelta_step_f32", KernelArgs.adadelta(arena, chunks, -1, 0.9f, 0.1f, 1e-6f, 0, false));
                 for (DType t : List.of(DType.FLOAT32, DType.FLOAT64, DType.BFLOAT16)) {
                     assertSizes(e, MultiTensorPlan.unscaleEntry(t), KernelArgs.ampUnscale(arena, chunks, 7, 0.5f));
                 }

@@ -36,6 +36,8 @@ public final class CpuOptimizerKernels {
                 (l, t, s) -> adam(l, OptimizerOps.AdamScalars.of(s, false)));
         KernelRegistry.registerMutating(Device.Type.CPU, OptimizerOps.FUSED_ADAMW.kernel(),
                 (l, t, s) -> adam(l, OptimizerOps.AdamScalars.of(s, true)));
+        KernelRegistry.registerMutating(Device.Type.CPU, OptimizerOps.FUSED_ADADELTA.kernel(),
+                (l, t, s) -> adadelta(l, OptimizerOps.AdadeltaScalars.of(s)));
         KernelRegistry.registerMutating(Device.Type.CPU, OptimizerOps.AMP_UNSCALE.kernel(),
                 (l, t, s) -> unscaleAndCheckFinite(l[0], t[0], (float) readHost(t[1])));
         KernelRegistry.registerMutating(Device.Type.CPU, OptimizerOps.AMP_UPDATE_SCALE.kernel(), (l, t, s) -> updateScale(t[0], t[1], t[2], s));
@@ -216,6 +218,60 @@ public final class CpuOptimizerKernels {
             }
             float denom = (float) Math.sqrt(vv) / bc2Sqrt + eps;
             p.set(ElementIO.F32, po + off, pv + mv * negStepSize / denom);
+        }
+    }
+
+    /** {@code _fused_adadelta_}'s lists (params, grads, square_avgs, acc_deltas), one tensor after another. */
+    private static void adadelta(StridedView[][] l, OptimizerOps.AdadeltaScalars s) {
+        for (int i = 0; i < l[0].length; i++) {
+            StridedView p = l[0][i], g = l[1][i], sq = l[2][i], acc = l[3][i];
+            adadeltaF32(seg(p), off(p), seg(g), off(g), seg(sq), off(sq), seg(acc), off(acc), p.numel(), s.negLr(), s.rho(),
+                    s.oneMinusRho(), s.eps(), s.weightDecay(), s.maximize());
+        }
+    }
+
+    /**
+     * Adadelta: {@code d = ±g (+ wd*p)}, {@code s = s*rho + (d*(1-rho))*d},
+     * {@code delta = sqrt(a + eps) / sqrt(s + eps) * d}, {@code a = a*rho + (delta*(1-rho))*delta},
+     * {@code p += delta * negLr}: one pass instead of the composed path's eleven tensor ops and two temporaries.
+     */
+    public static void adadeltaF32(MemorySegment p, long po, MemorySegment g, long go, MemorySegment sq, long so,
+                                   MemorySegment acc, long ao, long n, float negLr, float rho, float oneMinusRho, float eps,
+                                   float weightDecay, boolean maximize) {
+        Parallel.forRange(n, GRAIN, (begin, end) -> adadeltaRange(p, po, g, go, sq, so, acc, ao, begin, end, negLr, rho,
+                oneMinusRho, eps, weightDecay, maximize));
+    }
+
+    private static void adadeltaRange(MemorySegment p, long po, MemorySegment g, long go, MemorySegment sq, long so,
+                                      MemorySegment acc, long ao, long begin, long end, float negLr, float rho,
+                                      float oneMinusRho, float eps, float wd, boolean maximize) {
+        long i = begin;
+        long upper = begin + FS.loopBound(end - begin);
+        for (; i < upper; i += FS.length()) {
+            long off = i * 4;
+            FloatVector pv = FloatVector.fromMemorySegment(FS, p, po + off, LE);
+            FloatVector d = FloatVector.fromMemorySegment(FS, g, go + off, LE);
+            if (maximize) d = d.neg();
+            if (wd != 0) d = d.add(pv.mul(wd));
+            FloatVector s = FloatVector.fromMemorySegment(FS, sq, so + off, LE).mul(rho).add(d.mul(oneMinusRho).mul(d));
+            s.intoMemorySegment(sq, so + off, LE);
+            FloatVector a = FloatVector.fromMemorySegment(FS, acc, ao + off, LE);
+            FloatVector delta = a.add(eps).sqrt().div(s.add(eps).sqrt()).mul(d);
+            a.mul(rho).add(delta.mul(oneMinusRho).mul(delta)).intoMemorySegment(acc, ao + off, LE);
+            pv.add(delta.mul(negLr)).intoMemorySegment(p, po + off, LE);
+        }
+        for (; i < end; i++) {
+            long off = i * 4;
+            float pv = p.get(ElementIO.F32, po + off);
+            float d = g.get(ElementIO.F32, go + off);
+            if (maximize) d = -d;
+            if (wd != 0) d = d + pv * wd;
+            float s = sq.get(ElementIO.F32, so + off) * rho + d * oneMinusRho * d;
+            sq.set(ElementIO.F32, so + off, s);
+            float a = acc.get(ElementIO.F32, ao + off);
+            float delta = (float) Math.sqrt(a + eps) / (float) Math.sqrt(s + eps) * d;
+            acc.set(ElementIO.F32, ao + off, a * rho + delta * oneMinusRho * delta);
+            p.set(ElementIO.F32, po + off, pv + delta * negLr);
         }
     }
 

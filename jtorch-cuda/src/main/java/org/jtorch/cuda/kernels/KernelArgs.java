@@ -90,6 +90,16 @@ public final class KernelArgs {
     }
 
     /**
+     * {@code jt_adadelta_step_f32(TensorChunks chunks, float neg_lr, float rho, float one_minus_rho, float eps,
+     * float weight_decay, int maximize)}.
+     */
+    public static KernelArgs adadelta(Arena arena, MemorySegment chunks, float negLr, float rho, float oneMinusRho, float eps,
+                                      float weightDecay, boolean maximize) {
+        return new KernelArgs(arena).struct(chunks).f32(negLr).f32(rho).f32(oneMinusRho).f32(eps).f32(weightDecay)
+                .i32(maximize ? 1 : 0);
+    }
+
+    /**
      * The fused cell steps of {@code recurrent.cu}, {@code jt_<lstm|gru>_cell_<forward|backward>_<T>(pointers..., jt_i64 batch,
      * jt_i64 h)}: the tensor pointers in the order of the C declaration (0 for a null gradient), then the state's shape.
      */

@@ -18,7 +18,7 @@
 namespace jt {
 
 // lists[0] = params, lists[1] = grads, lists[2..4] = optimizer states (SGD: momentum buffer;
-// Adam: exp_avg, exp_avg_sq, max_exp_avg_sq). Unused lists are zero.
+// Adam: exp_avg, exp_avg_sq, max_exp_avg_sq; Adadelta: square_avg, acc_delta). Unused lists are zero.
 struct TensorChunks {
     jt_u64 lists[JT_MT_LISTS][JT_MT_TENSORS];
     jt_i64 numel[JT_MT_TENSORS];
@@ -92,6 +92,25 @@ struct AdamStep {
     }
 };
 
+// CpuOptimizerKernels.adadeltaF32: d = ±g (+ p*wd), s = s*rho + (d*(1-rho))*d,
+// delta = sqrt(a + eps) / sqrt(s + eps) * d, a = a*rho + (delta*(1-rho))*delta, p = p + delta*negLr.
+struct AdadeltaStep {
+    float neg_lr, rho, one_minus_rho, eps, weight_decay;
+    bool maximize;
+    __device__ __forceinline__ void operator()(float* p, const float* g, float* sq, float* acc, float*, jt_i64 i) const {
+        float pv = p[i];
+        float d = g[i];
+        if (maximize) d = -d;
+        if (weight_decay != 0.0f) d = __fadd_rn(d, __fmul_rn(pv, weight_decay));
+        float s = __fadd_rn(__fmul_rn(sq[i], rho), __fmul_rn(__fmul_rn(d, one_minus_rho), d));
+        sq[i] = s;
+        float a = acc[i];
+        float delta = __fmul_rn(__fdiv_rn(__fsqrt_rn(__fadd_rn(a, eps)), __fsqrt_rn(__fadd_rn(s, eps))), d);
+        acc[i] = __fadd_rn(__fmul_rn(a, rho), __fmul_rn(__fmul_rn(delta, one_minus_rho), delta));
+        p[i] = __fadd_rn(pv, __fmul_rn(delta, neg_lr));
+    }
+};
+
 }  // namespace jt
 
 using namespace jt;
@@ -107,6 +126,12 @@ extern "C" __global__ void jt_adam_step_f32(TensorChunks chunks, float param_sca
                                             float eps, float neg_step_size, int maximize, int amsgrad) {
     AdamStep s = {param_scale, weight_decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bc2_sqrt, eps, neg_step_size,
                   maximize != 0, amsgrad != 0};
+    for_chunk(chunks, s);
+}
+
+extern "C" __global__ void jt_adadelta_step_f32(TensorChunks chunks, float neg_lr, float rho, float one_minus_rho, float eps,
+                                                float weight_decay, int maximize) {
+    AdadeltaStep s = {neg_lr, rho, one_minus_rho, eps, weight_decay, maximize != 0};
     for_chunk(chunks, s);
 }
 
