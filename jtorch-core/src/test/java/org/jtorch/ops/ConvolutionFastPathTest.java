@@ -213,6 +213,34 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * Input gradients of few input channels (at most 8) on maps at most 16 pixels wide, stride 1 (ConvNarrowRowsF32: an
+     * output row's pixels in the lanes, kernel rows over the padding skipped): LeNet-5's conv2, 8 channels (every
+     * accumulator), one channel, a non-square kernel with asymmetric padding, and random shapes.
+     */
+    @Test
+    void narrowRowInputGradientsMatchFloat64() {
+        compare(new long[] {5, 6, 14, 14}, new long[] {16, 6, 5, 5}, new int[] {1}, new int[] {0}, new int[] {1}, 1);
+        compare(new long[] {3, 8, 9, 16}, new long[] {5, 8, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {2, 1, 12, 7}, new long[] {4, 1, 5, 5}, new int[] {1}, new int[] {2}, new int[] {1}, 1);
+        compare(new long[] {3, 7, 6, 11}, new long[] {9, 7, 2, 4}, new int[] {1}, new int[] {1, 3}, new int[] {1}, 1);
+        Random r = new Random(47);
+        for (int i = 0; i < 24; ) {
+            int kh = 2 + r.nextInt(4), kw = 1 + r.nextInt(5), ph = r.nextInt(kh), pw = r.nextInt(kw);
+            int h = 1 + r.nextInt(12), w = 1 + r.nextInt(16);
+            if (h + 2 * ph < kh || w + 2 * pw < kw) continue;
+            long[] x = {1 + r.nextInt(4), 1 + r.nextInt(8), h, w};
+            long[] wt = {1 + r.nextInt(20), x[1], kh, kw};
+            try {
+                compare(x, wt, new int[] {1}, new int[] {ph, pw}, new int[] {1}, 1);
+            } catch (AssertionError e) {
+                throw new AssertionError("x " + java.util.Arrays.toString(x) + ", w " + java.util.Arrays.toString(wt) + ", padding "
+                        + ph + "x" + pw, e);
+            }
+            i++;
+        }
+    }
+
+    /**
      * {@code shapes} random convolutions with at most 16 output pixels against float64: kernels 1 to {@code maxKernel}
      * wide, strides 1 to {@code maxStride}, dilations 1-2, paddings 0-2, images 1 to {@code maxSize} each way, images and
      * input channels {@code [from, from + range)}, 16 to {@code 16 + coutRange - 1} output channels.

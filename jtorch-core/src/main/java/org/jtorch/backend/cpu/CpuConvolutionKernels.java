@@ -201,6 +201,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
                         seg(gradInput), gradInput.offset(), fg);
                 return;
             }
+            if (ConvNarrowRowsF32.handles(fg)) {
+                ConvNarrowRowsF32.forward(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), seg(gradInput),
+                        gradInput.offset(), fg, true);
+                return;
+            }
             float[] flipped = flippedWeight(weight, g);
             MemorySegment fw = FLIPPED.get().get((long) flipped.length * 4);
             MemorySegment.copy(flipped, 0, fw, F32, 0, flipped.length);
