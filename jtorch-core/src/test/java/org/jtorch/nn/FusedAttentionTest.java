@@ -175,25 +175,39 @@ class FusedAttentionTest {
         for (int i = 0; i < out.length; i++) assertEquals(i / 2 == 1, Float.isNaN(out[i]), "element " + i);
     }
 
-    /** Each task's arithmetic does not depend on how tasks are shared out: one thread and two give the same bits. */
+    /**
+     * Each task's arithmetic does not depend on how tasks are shared out: one thread and two give the same bits. The
+     * shapes split the forward's query blocks over two threads: [3, 4, 100, 16] (two blocks per head) and the
+     * Transformer word LM's [20, 2, 35, 100] heads (one short block each) with its additive causal mask, with and
+     * without dropout.
+     */
     @Test
     void threadCountDoesNotChangeTheResult() {
+        Tensor causalMask = Torch.full(new long[] {35, 35}, Double.NEGATIVE_INFINITY, DType.FLOAT32, Device.cpu()).triu(1);
+        compareThreadCounts(new long[] {3, 4, 100, 16}, null, 0, true);
+        compareThreadCounts(new long[] {20, 2, 35, 100}, causalMask, 0, false);
+        compareThreadCounts(new long[] {20, 2, 35, 100}, causalMask, 0.2, false);
+    }
+
+    private void compareThreadCounts(long[] shape, Tensor mask, double dropout, boolean causal) {
         int threads = Torch.getNumThreads();
-        Tensor q = randn(3, 4, 100, 16).requiresGrad_(true), k = randn(3, 4, 100, 16), v = randn(3, 4, 100, 16);
+        Tensor q = randn(shape).requiresGrad_(true), k = randn(shape), v = randn(shape);
         float[][] results = new float[2][];
         float[][] grads = new float[2][];
         try {
             for (int r = 0; r < 2; r++) {
                 Torch.setNumThreads(r + 1);
-                Tensor out = F.scaledDotProductAttention(q, k, v, null, 0, true);
-                results[r] = out.toFloatArray();
-                grads[r] = Autograd.grad(new Tensor[] {out.sum()}, new Tensor[] {q})[0].toFloatArray();
+                F.Attention a = F.attention(q, k, v, mask, dropout, causal, new Generator(3), false);
+                assertEquals(FUSED, a.output().gradFn().name());
+                results[r] = a.output().toFloatArray();
+                grads[r] = Autograd.grad(new Tensor[] {a.output().sum()}, new Tensor[] {q})[0].toFloatArray();
             }
         } finally {
             Torch.setNumThreads(threads);
         }
-        assertArrayEquals(results[0], results[1]);
-        assertArrayEquals(grads[0], grads[1]);
+        String what = java.util.Arrays.toString(shape) + ", dropout " + dropout;
+        assertArrayEquals(results[0], results[1], "output, " + what);
+        assertArrayEquals(grads[0], grads[1], "query gradient, " + what);
     }
 
     /**
