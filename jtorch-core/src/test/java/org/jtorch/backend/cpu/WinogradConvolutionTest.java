@@ -104,9 +104,10 @@ class WinogradConvolutionTest {
      * whose flipped convolution takes it too. Measured 2026-12-05 (relative to the largest magnitude; interpolation
      * points 0, +-3/2, +-3/4): 64 channels output 1.7e-6 against 1.0e-6 direct, input gradient 1.3e-6 against
      * 9.1e-7 (with the usual points 0, +-1, +-2, 8.0e-6 and 6.3e-6); 128 channels output 2.1e-6 against 1.2e-6,
-     * input gradient 2.3e-6 against 1.5e-6. docs/BENCHMARKS.md has the absolute errors and deeper layers. And ResNet-20's
-     * small maps (blocks across images), 32 channels at 16 px and 64 at 8 px: numbers in docs/BENCHMARKS.md (issue 22,
-     * eighteenth session).
+     * input gradient 2.3e-6 against 1.5e-6. docs/BENCHMARKS.md has the absolute errors and deeper layers. ResNet-20's
+     * small maps (blocks across images), 2026-12-07: 32 channels at 16 px output 1.4e-6 against 4.7e-7 direct, input
+     * gradient 1.3e-6 against 6.3e-7; 64 channels at 8 px 1.6e-6 against 7.5e-7, 1.5e-6 against 1.1e-6. Winograd's
+     * error stays near 1.5e-6 while the direct path's shrinks with shorter sums, so the bound is 3x direct or 2e-6.
      */
     @Test
     void errorAgainstTheDirectPaths() {
@@ -117,8 +118,9 @@ class WinogradConvolutionTest {
             double[] direct = relativeErrors(x, w, 1, false), winograd = relativeErrors(x, w, 1, true);
             System.out.printf("Winograd F(4x4,3x3) relative error, %d channels, %d px: output %.2e (direct %.2e), input gradient %.2e (direct %.2e)%n",
                     x[1], x[2], winograd[0], direct[0], winograd[1], direct[1]);
-            assertTrue(winograd[0] < 3 * direct[0], x[1] + " channels, output: " + winograd[0] + " against direct " + direct[0]);
-            assertTrue(winograd[1] < 3 * direct[1], x[1] + " channels, input gradient: " + winograd[1] + " against direct " + direct[1]);
+            // Shorter sums (32 channels) make the direct path's error small, not Winograd's: there the bound is 2e-6.
+            assertTrue(winograd[0] < Math.max(3 * direct[0], 2e-6), x[1] + " channels, output: " + winograd[0] + " against direct " + direct[0]);
+            assertTrue(winograd[1] < Math.max(3 * direct[1], 2e-6), x[1] + " channels, input gradient: " + winograd[1] + " against direct " + direct[1]);
         }
     }
 
