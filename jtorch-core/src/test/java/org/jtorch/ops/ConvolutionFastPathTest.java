@@ -421,6 +421,22 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * ResNet-20's 32-channel 16 px and 64-channel 8 px forwards with the Winograd switch at its default, where they take
+     * Winograd's blocks of 16 tiles across images ({@code WinogradF32.paysOnSmallMaps}): odd batches (a block's tiles
+     * from four images, the last block part-filled), one image (a part-filled block), 48 -> 32 channels on 8x12 maps
+     * (6 tiles an image, blocks ending mid-image), and 6x6 maps (partial tiles at the edges); the gradients alongside.
+     */
+    @Test
+    void resNet20SmallMapsOnWinogradAcrossImages() {
+        System.clearProperty("jtorch.conv.winograd");
+        compare(new long[] {3, 32, 16, 16}, new long[] {32, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {5, 64, 8, 8}, new long[] {64, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {1, 64, 8, 8}, new long[] {64, 64, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {7, 48, 8, 12}, new long[] {32, 48, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+        compare(new long[] {6, 32, 6, 6}, new long[] {64, 32, 3, 3}, new int[] {1}, new int[] {1}, new int[] {1}, 1);
+    }
+
+    /**
      * The direct weight gradient's tiles and its transposed gy: 96-tap tiles against 4 channels (twice per
      * window row at 64 input channels), then a 48-tap tile; 49- and 90-pixel images, whose gy transposes end
      * in partial blocks and whose passes hold two images; 24 output channels, a whole 16-channel group and
@@ -929,6 +945,8 @@ class ConvolutionFastPathTest {
                 cin = 16 * (1 + r.nextInt(4));
                 cout = 16 * (1 + r.nextInt(4));
             }
+            // Every eighth one, 5-7 images: Winograd's blocks of 16 tiles then span images (small maps).
+            if (i % 8 == 4) n += 4;
             if (h + 2 * ph < d * (kh - 1) + 1 || w + 2 * pw < d * (kw - 1) + 1) continue;
             for (String winograd : new String[] {"false", "true"}) {
                 System.setProperty("jtorch.conv.winograd", winograd);

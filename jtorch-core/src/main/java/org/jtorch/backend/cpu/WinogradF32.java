@@ -4,8 +4,10 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
@@ -33,7 +35,7 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * The weight gradient stays on {@link ConvDirectF32}: its Winograd form (sums of 36 products over every tile,
  * transformed back at the end) ran slower there, its depth (the tiles) being the register tile's outer loop.
  * On by default for the forward where it {@link #pays}, for the input gradient too with
- * {@code JTORCH_CONV_WINOGRAD=1} ({@link #setting}).
+ * {@code JTORCH_CONV_WINOGRAD=1} ({@link #setting}). A block of tiles may span images.
  */
 final class WinogradF32 {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_512;
@@ -90,8 +92,24 @@ final class WinogradF32 {
      */
     static boolean pays(Geometry g) {
         long tiles = (long) ((g.oh() + 3) / 4) * ((g.ow() + 3) / 4);
-        return Math.min(g.cin(), g.cout()) >= 32 && tiles >= 32 && tiles * 1024 >= (long) g.cin() * g.cout();
+        return Math.min(g.cin(), g.cout()) >= 32 && tiles >= 32 && tiles * 1024 >= (long) g.cin() * g.cout() || paysOnSmallMaps(g);
     }
+
+    /**
+     * Small maps of 32-64 channels each way (ResNet-20's 32 channels at 16 px and 64 at 8 px, 16 and 4 tiles an
+     * image): with blocks of tiles across images and transformed weights of at most 590 KB (L2-resident), the forward
+     * runs 1.5-1.9x faster than the direct path in one thread (docs/BENCHMARKS.md, issue 22, eighteenth session).
+     * Maps of 4 tiles or more; {@code -Djtorch.conv.winogradSmallMaps=false} leaves them direct. The input gradient
+     * gains as much but stays direct by default, as on larger maps ({@link #setting}: the same {@code ModelsTest}
+     * basic block fails with it on, its 32-channel 8 px conv2 now taking this path).
+     */
+    static boolean paysOnSmallMaps(Geometry g) {
+        long tiles = (long) ((g.oh() + 3) / 4) * ((g.ow() + 3) / 4);
+        return SMALL_MAPS && ACROSS_IMAGES && Math.min(g.cin(), g.cout()) >= 32 && (long) g.cin() * g.cout() <= 64 * 64
+                && tiles >= 4 && tiles < 32;
+    }
+
+    private static final boolean SMALL_MAPS = !"false".equals(System.getProperty("jtorch.conv.winogradSmallMaps"));
 
     /** Whether {@link #forward} runs the flipped convolution {@code g} of an input gradient: the switch fully on, and {@link #fits}. */
     static boolean handlesInputGrad(Geometry g) {
@@ -136,35 +154,61 @@ final class WinogradF32 {
             for (int oc = 0; oc < cout; oc++) bv[oc] = bias.get(F32, (bOff + oc) * Float.BYTES);
         }
         int tH = (oh + 3) / 4, tW = (ow + 3) / 4, tiles = tH * tW;
-        int blocks = (tiles + TB - 1) / TB;
+        // A block takes TB consecutive tiles of the batch, across images where an image has fewer (8 px: 4 tiles,
+        // four images a block), so the register tile's 8 rows are all real tiles.
+        long total = (long) g.n() * tiles;
+        long blocks = ACROSS_IMAGES ? (total + TB - 1) / TB : (long) g.n() * ((tiles + TB - 1) / TB);
+        int perImage = (tiles + TB - 1) / TB;
         int hp = 4 * tH + 2, wpad = 4 * tW + 2;
         long inImage = (long) cin * g.h() * g.w(), outImage = (long) cout * oh * ow;
-        Parallel.forRange((long) g.n() * blocks, 1, (b0, b1) -> {
+        Parallel.forRangeBalanced(blocks, 1, (b0, b1) -> {
             Work wk = WORK.get();
             wk.v = ConvF32.grow(wk.v, 36 * TB * cin);
             wk.m = ConvF32.grow(wk.m, 36 * TB * cout);
+            wk.image = ConvF32.grow(wk.image, hp * wpad * cin);
             long padded = -1;
             for (long b = b0; b < b1; b++) {
-                long n = b / blocks;
-                int t0 = (int) (b % blocks) * TB, t1 = Math.min(tiles, t0 + TB);
-                if (padded != n) {
-                    wk.image = ConvF32.grow(wk.image, hp * wpad * cin);
-                    ConvF32.padChannelsLast(x, xOff + n * inImage, cin, g, hp, wpad, wk.image, 0, wk.block);
-                    padded = n;
+                long first, end;
+                if (ACROSS_IMAGES) {
+                    first = b * TB;
+                    end = Math.min(total, first + TB);
+                } else {
+                    first = b / perImage * tiles + (b % perImage) * TB;
+                    end = Math.min(b / perImage * tiles + tiles, first + TB);
                 }
-                for (int t = t0; t < t1; t++) inputTile(wk, cin, wpad, t / tW, t % tW, t - t0);
+                for (long t = first; t < end; t++) {
+                    long n = t / tiles;
+                    if (padded != n) {
+                        ConvF32.padChannelsLast(x, xOff + n * inImage, cin, g, hp, wpad, wk.image, 0, wk.block);
+                        padded = n;
+                    }
+                    int ti = (int) (t - n * tiles);
+                    inputTile(wk, cin, wpad, ti / tW, ti % tW, (int) (t - first));
+                }
+                int count = (int) (end - first);
                 int ob = lanes(cout), step = ob == 32 ? 8 : 16;
                 for (int e = 0; e < 36; e++) {
-                    for (int r = 0; r < t1 - t0; r += step) {
+                    for (int r = 0; r < count; r += step) {
                         for (int c0 = 0; c0 < cout; c0 += ob) product(wk, u, cin, cout, e, r, c0);
                     }
                 }
-                long image = (oOff + n * outImage) * Float.BYTES;
-                for (int t = t0; t < t1; t++) outputTile(wk, cout, oh, ow, t / tW, t % tW, t - t0, bv, out, image);
-                if (epilogue != null) epilogueOverTiles(epilogue, n, cout, oh, ow, tW, t0, t1);
+                for (long t = first; t < end; ) {
+                    long n = t / tiles;
+                    int t0 = (int) (t - n * tiles), t1 = (int) Math.min(tiles, end - n * tiles);
+                    long image = (oOff + n * outImage) * Float.BYTES;
+                    for (int ti = t0; ti < t1; ti++) outputTile(wk, cout, oh, ow, ti / tW, ti % tW, (int) (n * tiles + ti - first), bv, out, image);
+                    if (epilogue != null) epilogueOverTiles(epilogue, n, cout, oh, ow, tW, t0, t1);
+                    t = n * tiles + t1;
+                }
             }
         });
     }
+
+    /**
+     * Whether a block of {@link #TB} tiles may span images ({@code -Djtorch.conv.winogradAcrossImages=false}: one
+     * image's tiles a block, the earlier form, to compare).
+     */
+    private static final boolean ACROSS_IMAGES = !"false".equals(System.getProperty("jtorch.conv.winogradAcrossImages"));
 
     /**
      * {@code epilogue} over the output of tiles {@code [t0, t1)} of image n ({@code tW} tiles of 4x4 pixels a row):
@@ -191,35 +235,80 @@ final class WinogradF32 {
      * order: {@code u[((e * (cout / ob) + oc / ob) * cin + ic) * ob + oc % ob]}, {@code ob = lanes(cout)}.
      */
     private static float[] transformedWeights(MemorySegment w, long wOff, int cin, int cout, boolean flipped) {
-        float[] wh = new float[cin * cout * 9];
-        MemorySegment.copy(w, F32, wOff * Float.BYTES, wh, 0, wh.length);
-        float[] u = new float[36 * cin * cout];
+        WeightBuffers buffers = WEIGHTS.get();
+        float[] wh = buffers.source = ConvF32.grow(buffers.source, cin * cout * 9);
+        MemorySegment.copy(w, F32, wOff * Float.BYTES, wh, 0, cin * cout * 9);
+        float[] u = buffers.transformed = ConvF32.grow(buffers.transformed, 36 * cin * cout);
         int ob = lanes(cout);
-        double[] f = new double[9], gf = new double[18], gu = new double[36];
-        for (int oc = 0; oc < cout; oc++) {
-            for (int ic = 0; ic < cin; ic++) {
-                for (int tap = 0; tap < 9; tap++) f[tap] = flipped ? wh[(ic * cout + oc) * 9 + 8 - tap] : wh[(oc * cin + ic) * 9 + tap];
-                for (int j = 0; j < 3; j++) filterTransform(f, j, 3, gf, j, 3);           // columns: G f, 6x3
-                for (int i = 0; i < 6; i++) filterTransform(gf, i * 3, 1, gu, i * 6, 1);  // rows: (G f) G^T, 6x6
-                for (int e = 0; e < 36; e++) u[((e * (cout / ob) + oc / ob) * cin + ic) * ob + oc % ob] = (float) gu[e];
+        // Eight output channels at a time in float64 lanes: the same operations in the same order as one filter at a
+        // time (the same bits), without 36 scattered stores per filter (a 64x64 layer's transform was 12% of its call).
+        int[] lanes = new int[8];
+        for (int l = 0; l < 8; l++) lanes[l] = l * (flipped ? 9 : cin * 9);
+        double[] f = buffers.filters, gf = buffers.columns;
+        for (int ic = 0; ic < cin; ic++) {
+            for (int oc = 0; oc < cout; oc += 8) {
+                for (int tap = 0; tap < 9; tap++) {
+                    int src = flipped ? (ic * cout + oc) * 9 + 8 - tap : (oc * cin + ic) * 9 + tap;
+                    ((DoubleVector) FloatVector.fromArray(F8, wh, src, lanes, 0).convertShape(VectorOperators.F2D, D8, 0)).intoArray(f, tap * 8);
+                }
+                for (int j = 0; j < 3; j++) filterTransform(f, j * 8, 24, gf, j * 8, 24, null, 0, 0);  // columns: G f, 6x3
+                int at = (oc / ob * cin + ic) * ob + oc % ob;
+                for (int i = 0; i < 6; i++) filterTransform(gf, i * 24, 8, null, 0, 0, u, at + i * 6 * cin * cout, cin * cout);  // rows: (G f) G^T
             }
         }
         return u;
     }
 
-    /** {@code dst[d0 + i * ds] = (G src)[i]} for the 3 elements {@code src[s0 + k * ss]}. */
-    private static void filterTransform(double[] src, int s0, int ss, double[] dst, int d0, int ds) {
-        double g0 = src[s0], g1 = src[s0 + ss], g2 = src[s0 + 2 * ss];
-        double even = 32.0 / 243 * g0 + 8.0 / 27 * g2, odd = 16.0 / 81 * g1;
-        dst[d0] = 64.0 / 81 * g0;
-        dst[d0 + ds] = even + odd;
-        dst[d0 + 2 * ds] = even - odd;
-        even = -128.0 / 243 * g0 - 8.0 / 27 * g2;
-        odd = 32.0 / 81 * g1;
-        dst[d0 + 3 * ds] = even - odd;
-        dst[d0 + 4 * ds] = even + odd;
-        dst[d0 + 5 * ds] = g2;
+    private static final VectorSpecies<Double> D8 = DoubleVector.SPECIES_512;
+    private static final VectorSpecies<Float> F8 = FloatVector.SPECIES_256;
+    private static final double G0 = 64.0 / 81, G1 = 32.0 / 243, G2 = 8.0 / 27, G3 = 16.0 / 81, G4 = -128.0 / 243, G5 = 32.0 / 81;
+
+    /**
+     * {@code (G src)[i]} for the 3 eight-lane vectors {@code src[s0 + k * ss]}: into {@code dst[d0 + i * ds]}, or, with
+     * {@code u} given, rounded to float32 into {@code u[u0 + i * es]} (es: one transformed element's block, {@code cin * cout}).
+     */
+    private static void filterTransform(double[] src, int s0, int ss, double[] dst, int d0, int ds, float[] u, int u0, int es) {
+        DoubleVector g0 = DoubleVector.fromArray(D8, src, s0), g1 = DoubleVector.fromArray(D8, src, s0 + ss);
+        DoubleVector g2 = DoubleVector.fromArray(D8, src, s0 + 2 * ss);
+        DoubleVector even = g0.mul(G1).add(g2.mul(G2)), odd = g1.mul(G3);
+        DoubleVector r0 = g0.mul(G0), r1 = even.add(odd), r2 = even.sub(odd);
+        even = g0.mul(G4).sub(g2.mul(G2));
+        odd = g1.mul(G5);
+        DoubleVector r3 = even.sub(odd), r4 = even.add(odd);
+        if (u == null) {
+            r0.intoArray(dst, d0);
+            r1.intoArray(dst, d0 + ds);
+            r2.intoArray(dst, d0 + 2 * ds);
+            r3.intoArray(dst, d0 + 3 * ds);
+            r4.intoArray(dst, d0 + 4 * ds);
+            g2.intoArray(dst, d0 + 5 * ds);
+        } else {
+            toFloat(r0).intoArray(u, u0);
+            toFloat(r1).intoArray(u, u0 + es);
+            toFloat(r2).intoArray(u, u0 + 2 * es);
+            toFloat(r3).intoArray(u, u0 + 3 * es);
+            toFloat(r4).intoArray(u, u0 + 4 * es);
+            toFloat(g2).intoArray(u, u0 + 5 * es);
+        }
     }
+
+    private static FloatVector toFloat(DoubleVector v) {
+        return (FloatVector) v.convertShape(VectorOperators.D2F, F8, 0);
+    }
+
+    /**
+     * The calling thread's weight copies, reused (a 64x64 layer's transformed weights are 590 KB): a call's are read
+     * by every thread until it returns, and no call runs inside another on one thread.
+     */
+    private static final class WeightBuffers {
+        float[] source = new float[0];
+        float[] transformed = new float[0];
+        /** Eight filters' taps and their column transforms, {@code [tap][lane]}, in float64. */
+        final double[] filters = new double[9 * 8];
+        final double[] columns = new double[18 * 8];
+    }
+
+    private static final ThreadLocal<WeightBuffers> WEIGHTS = ThreadLocal.withInitial(WeightBuffers::new);
 
     /** {@code B^T d B} of the 6x6 tile at tile row ty, column tx, 16 channels at a time, into row {@code slot} of each {@code V_e}. */
     private static void inputTile(Work wk, int cin, int wpad, int ty, int tx, int slot) {
@@ -239,20 +328,25 @@ final class WinogradF32 {
         FloatVector x0 = FloatVector.fromArray(FS, src, s0), x1 = FloatVector.fromArray(FS, src, s0 + ss);
         FloatVector x2 = FloatVector.fromArray(FS, src, s0 + 2 * ss), x3 = FloatVector.fromArray(FS, src, s0 + 3 * ss);
         FloatVector x4 = FloatVector.fromArray(FS, src, s0 + 4 * ss), x5 = FloatVector.fromArray(FS, src, s0 + 5 * ss);
-        FloatVector e12 = axpy(x2, -9f / 16, x4), o12 = axpy(x1, -27f / 32, x3.mul(1.5f));
-        FloatVector e34 = axpy(x2, -9f / 4, x4), o34 = axpy(x1, -27f / 16, x3.mul(0.75f));
-        axpy(x0, 81f / 64, axpy(x2, -45f / 16, x4)).intoArray(dst, d0);
+        FloatVector e12 = x2.fma(M9_16, x4), o12 = x1.fma(M27_32, x3.mul(P3_2));
+        FloatVector e34 = x2.fma(M9_4, x4), o34 = x1.fma(M27_16, x3.mul(P3_4));
+        x0.fma(P81_64, x2.fma(M45_16, x4)).intoArray(dst, d0);
         e12.add(o12).intoArray(dst, d0 + ds);
         e12.sub(o12).intoArray(dst, d0 + 2 * ds);
         e34.add(o34).intoArray(dst, d0 + 3 * ds);
         e34.sub(o34).intoArray(dst, d0 + 4 * ds);
-        axpy(x1, 81f / 64, axpy(x3, -45f / 16, x5)).intoArray(dst, d0 + 5 * ds);
+        x1.fma(P81_64, x3.fma(M45_16, x5)).intoArray(dst, d0 + 5 * ds);
     }
 
-    /** {@code a * s + c}, one FMA per lane. */
-    private static FloatVector axpy(FloatVector a, float s, FloatVector c) {
-        return a.fma(FloatVector.broadcast(FS, s), c);
-    }
+    /**
+     * The transforms' factors as vectors: a scalar operand is parsed by C2 as a chain of calls, which pushed these
+     * methods past its inlining budget (a helper taking the scalar was compiled apart, boxing every vector).
+     */
+    private static final FloatVector M9_16 = FloatVector.broadcast(FS, -9f / 16), M27_32 = FloatVector.broadcast(FS, -27f / 32),
+            P3_2 = FloatVector.broadcast(FS, 1.5f), M9_4 = FloatVector.broadcast(FS, -9f / 4), M27_16 = FloatVector.broadcast(FS, -27f / 16),
+            P3_4 = FloatVector.broadcast(FS, 0.75f), P81_64 = FloatVector.broadcast(FS, 81f / 64), M45_16 = FloatVector.broadcast(FS, -45f / 16),
+            P9_4 = FloatVector.broadcast(FS, 2.25f), P9_16 = FloatVector.broadcast(FS, 0.5625f), P27_8 = FloatVector.broadcast(FS, 3.375f),
+            P27_64 = FloatVector.broadcast(FS, 0.421875f);
 
     /** Output channels per register tile: 32 ({@link ConvDirectF32#tile8x32}) when they come in 32s, else 16 ({@link ConvDirectF32#tile16x16}). */
     private static int lanes(int cout) {
@@ -302,7 +396,10 @@ final class WinogradF32 {
             for (int c = 0; c < 16; c++) {
                 long plane = at + (c0 + c) * planeBytes;
                 for (int i = 0; i < rows; i++) {
-                    FloatVector.fromArray(F4, block, c * 16 + i * 4).intoMemorySegment(out, plane + (long) i * ow * Float.BYTES, NO, inRow);
+                    FloatVector r = FloatVector.fromArray(F4, block, c * 16 + i * 4);
+                    // Masked stores are slow on Zen 4: whole 4-pixel rows (every tile of 8 and 16 px maps) store plainly.
+                    if (cols == 4) r.intoMemorySegment(out, plane + (long) i * ow * Float.BYTES, NO);
+                    else r.intoMemorySegment(out, plane + (long) i * ow * Float.BYTES, NO, inRow);
                 }
             }
         }
@@ -315,9 +412,9 @@ final class WinogradF32 {
         FloatVector x4 = FloatVector.fromArray(FS, src, s0 + 4 * ss), x5 = FloatVector.fromArray(FS, src, s0 + 5 * ss);
         FloatVector p12 = x1.add(x2), m12 = x1.sub(x2), p34 = x3.add(x4), m34 = x3.sub(x4);
         x0.add(p12).add(p34).intoArray(dst, d0);
-        axpy(m12, 1.5f, m34.mul(0.75f)).intoArray(dst, d0 + ds);
-        axpy(p12, 2.25f, p34.mul(0.5625f)).intoArray(dst, d0 + 2 * ds);
-        axpy(m12, 3.375f, axpy(m34, 0.421875f, x5)).intoArray(dst, d0 + 3 * ds);
+        m12.fma(P3_2, m34.mul(P3_4)).intoArray(dst, d0 + ds);
+        p12.fma(P9_4, p34.mul(P9_16)).intoArray(dst, d0 + 2 * ds);
+        m12.fma(P27_8, m34.fma(P27_64, x5)).intoArray(dst, d0 + 3 * ds);
     }
 
     /** As {@link #outputTransform} along a row of {@code half} (vectors 16 floats apart), plus the bias, as 4 pixels of {@code pixels} from byte {@code at}. */
@@ -327,8 +424,8 @@ final class WinogradF32 {
         FloatVector x4 = FloatVector.fromArray(FS, half, s0 + 64), x5 = FloatVector.fromArray(FS, half, s0 + 80);
         FloatVector p12 = x1.add(x2), m12 = x1.sub(x2), p34 = x3.add(x4), m34 = x3.sub(x4);
         x0.add(p12).add(p34).add(bias).intoMemorySegment(pixels, at, NO);
-        axpy(m12, 1.5f, axpy(m34, 0.75f, bias)).intoMemorySegment(pixels, at + 64, NO);
-        axpy(p12, 2.25f, axpy(p34, 0.5625f, bias)).intoMemorySegment(pixels, at + 128, NO);
-        axpy(m12, 3.375f, axpy(m34, 0.421875f, x5.add(bias))).intoMemorySegment(pixels, at + 192, NO);
+        m12.fma(P3_2, m34.fma(P3_4, bias)).intoMemorySegment(pixels, at + 64, NO);
+        p12.fma(P9_4, p34.fma(P9_16, bias)).intoMemorySegment(pixels, at + 128, NO);
+        m12.fma(P27_8, m34.fma(P27_64, x5.add(bias))).intoMemorySegment(pixels, at + 192, NO);
     }
 }

@@ -53,12 +53,16 @@ class ConvolutionEpilogueBlocksTest {
         check(strided, DType.FLOAT32);
     }
 
-    /** Tile rows of 8, 7 (28 px: blocks of 16 tiles end inside a row) and 14 tiles (56 px). */
+    /**
+     * Tile rows of 8, 7 (28 px: blocks of 16 tiles end inside a row) and 14 tiles (56 px); blocks across images: 4 tiles
+     * an image (8 px, a block's tiles from four images) and 9 (blocks ending mid-image).
+     */
     @Test
     void winogradBlocksOfTiles() {
         withWinograd("1", () -> {
             for (Geometry g : new Geometry[] {geometry(2, 16, 32, 32, 32, 3, 1, 1, 1), geometry(1, 16, 28, 28, 16, 3, 1, 1, 1),
-                    geometry(3, 16, 26, 30, 16, 3, 1, 1, 1), geometry(1, 16, 56, 56, 16, 3, 1, 1, 1)}) {
+                    geometry(3, 16, 26, 30, 16, 3, 1, 1, 1), geometry(1, 16, 56, 56, 16, 3, 1, 1, 1),
+                    geometry(5, 32, 8, 8, 32, 3, 1, 1, 1), geometry(3, 16, 9, 9, 16, 3, 1, 1, 1)}) {
                 assertTrue(WinogradF32.handles(g), g.toString());
                 check(g, DType.FLOAT32);
             }

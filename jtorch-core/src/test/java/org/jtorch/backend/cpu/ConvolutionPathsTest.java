@@ -140,7 +140,8 @@ class ConvolutionPathsTest {
 
     /**
      * ResNet-20's 32 -> 32 (16 px), 64 -> 64 (8 px) and 32 -> 64 stride-2 forwards take the 8x32 row tiles (not the
-     * raster tiles: rows of whole 8-pixel tiles), whose stores {@code ConvolutionFastPathTest.resNet20WideTileShapes} checks.
+     * raster tiles: rows of whole 8-pixel tiles), whose stores {@code ConvolutionFastPathTest.resNet20WideTileShapes} checks;
+     * by default the stride-1 forwards go to Winograd before them.
      */
     @Test
     void resNet20WideLayersTakeTheRowTiles() {
@@ -150,6 +151,14 @@ class ConvolutionPathsTest {
         for (Geometry g : layers) {
             assertPaths(g, true, true);
             assertEquals(false, ConvRasterImageF32.serves(g), "row tiles, not raster tiles, for " + g);
+        }
+        // With Winograd's switch at its default, the two stride-1 forwards take Winograd's blocks across images
+        // first (the row tiles keep their input gradients), the stride-2 one the row tiles.
+        if (FloatVector.SPECIES_PREFERRED.length() == 16 && System.getProperty("jtorch.conv.winograd") == null
+                && System.getenv("JTORCH_CONV_WINOGRAD") == null) {
+            assertEquals(true, WinogradF32.handles(layers[0]) && WinogradF32.handles(layers[1]), "Winograd forwards on small maps");
+            assertEquals(false, WinogradF32.handles(layers[2]), "no Winograd at stride 2");
+            assertEquals(false, WinogradF32.handlesInputGrad(layers[0]) || WinogradF32.handlesInputGrad(layers[1]), "direct input gradients");
         }
     }
 

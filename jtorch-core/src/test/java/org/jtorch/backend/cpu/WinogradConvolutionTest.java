@@ -104,19 +104,23 @@ class WinogradConvolutionTest {
      * whose flipped convolution takes it too. Measured 2026-12-05 (relative to the largest magnitude; interpolation
      * points 0, +-3/2, +-3/4): 64 channels output 1.7e-6 against 1.0e-6 direct, input gradient 1.3e-6 against
      * 9.1e-7 (with the usual points 0, +-1, +-2, 8.0e-6 and 6.3e-6); 128 channels output 2.1e-6 against 1.2e-6,
-     * input gradient 2.3e-6 against 1.5e-6. docs/BENCHMARKS.md has the absolute errors and deeper layers.
+     * input gradient 2.3e-6 against 1.5e-6. docs/BENCHMARKS.md has the absolute errors and deeper layers. ResNet-20's
+     * small maps (blocks across images), 2026-12-07: 32 channels at 16 px output 1.4e-6 against 4.7e-7 direct, input
+     * gradient 1.3e-6 against 6.3e-7; 64 channels at 8 px 1.6e-6 against 7.5e-7, 1.5e-6 against 1.1e-6. Winograd's
+     * error stays near 1.5e-6 while the direct path's shrinks with shorter sums, so the bound is 3x direct or 2e-6.
      */
     @Test
     void errorAgainstTheDirectPaths() {
-        long[][] shapes = {{2, 64, 16, 16}, {2, 128, 28, 28}};
+        long[][] shapes = {{2, 64, 16, 16}, {2, 128, 28, 28}, {4, 32, 16, 16}, {8, 64, 8, 8}};
         for (long[] x : shapes) {
             long[] w = {x[1], x[1], 3, 3};
             assertTrue(WinogradF32.handles(geometry((int) x[0], (int) x[1], (int) x[2], (int) x[3], (int) x[1], 1)));
             double[] direct = relativeErrors(x, w, 1, false), winograd = relativeErrors(x, w, 1, true);
-            System.out.printf("Winograd F(4x4,3x3) relative error, %d channels: output %.2e (direct %.2e), input gradient %.2e (direct %.2e)%n",
-                    x[1], winograd[0], direct[0], winograd[1], direct[1]);
-            assertTrue(winograd[0] < 3 * direct[0], x[1] + " channels, output: " + winograd[0] + " against direct " + direct[0]);
-            assertTrue(winograd[1] < 3 * direct[1], x[1] + " channels, input gradient: " + winograd[1] + " against direct " + direct[1]);
+            System.out.printf("Winograd F(4x4,3x3) relative error, %d channels, %d px: output %.2e (direct %.2e), input gradient %.2e (direct %.2e)%n",
+                    x[1], x[2], winograd[0], direct[0], winograd[1], direct[1]);
+            // Shorter sums (32 channels) make the direct path's error small, not Winograd's: there the bound is 2e-6.
+            assertTrue(winograd[0] < Math.max(3 * direct[0], 2e-6), x[1] + " channels, output: " + winograd[0] + " against direct " + direct[0]);
+            assertTrue(winograd[1] < Math.max(3 * direct[1], 2e-6), x[1] + " channels, input gradient: " + winograd[1] + " against direct " + direct[1]);
         }
     }
 
@@ -152,16 +156,25 @@ class WinogradConvolutionTest {
         }
     }
 
-    /** Where it pays (measured on one core): 32 and more channels each way, 32 tiles per image, and enough for the transformed weights. */
+    /**
+     * Where it pays (measured on one core): 32 and more channels each way, 32 tiles per image, and enough for the
+     * transformed weights; or small maps (4-31 tiles an image) of up to 64 x 64 channels, whose blocks span images.
+     */
     @Test
     void paysWithEnoughChannelsAndTiles() {
         assertTrue(WinogradF32.pays(geometry(128, 64, 32, 32, 64, 1)), "128x64x32x32");
         assertTrue(WinogradF32.pays(geometry(8, 128, 28, 28, 128, 1)), "128 channels at 28 px");
-        assertEquals(false, WinogradF32.pays(geometry(128, 64, 8, 8, 64, 1)), "64 channels at 8 px: 4 tiles");
-        assertEquals(false, WinogradF32.pays(geometry(128, 32, 16, 16, 32, 1)), "32 channels at 16 px: 16 tiles");
+        // Small maps, their blocks of tiles across images, up to 64 x 64 channels (transformed weights in L2).
+        assertTrue(WinogradF32.pays(geometry(128, 64, 8, 8, 64, 1)), "64 channels at 8 px: 4 tiles");
+        assertTrue(WinogradF32.pays(geometry(128, 32, 16, 16, 32, 1)), "32 channels at 16 px: 16 tiles");
+        assertEquals(false, WinogradF32.pays(geometry(128, 64, 4, 4, 64, 1)), "64 channels at 4 px: one tile");
+        assertEquals(false, WinogradF32.pays(geometry(128, 128, 8, 8, 128, 1)), "128 channels at 8 px: 2.4 MB of transformed weights");
         assertEquals(false, WinogradF32.pays(geometry(128, 16, 32, 32, 16, 1)), "16 channels");
         assertEquals(false, WinogradF32.pays(geometry(128, 16, 32, 32, 64, 1)), "16 input channels");
         assertEquals(false, WinogradF32.pays(geometry(8, 256, 14, 14, 256, 1)), "256 channels at 14 px: 16 tiles");
         assertEquals(false, WinogradF32.pays(geometry(8, 512, 7, 7, 512, 1)), "512 channels at 7 px");
+        System.clearProperty("jtorch.conv.winograd");
+        assertTrue(WinogradF32.handles(geometry(128, 64, 8, 8, 64, 1)), "by default the forward");
+        assertEquals(false, WinogradF32.handlesInputGrad(geometry(128, 64, 8, 8, 64, 1)), "the input gradient stays direct by default");
     }
 }
