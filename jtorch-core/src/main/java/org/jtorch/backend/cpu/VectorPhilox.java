@@ -19,6 +19,16 @@ import org.jtorch.Generator;
  *
  * <p>Each lane keeps a 32-bit word zero-extended in a 64-bit lane, so that Philox's 32 x 32 -> 64-bit products are
  * plain 64-bit lane multiplies, exact.
+ *
+ * <p>Until C2 has compiled the vector loops they run as the Vector API's boxed per-lane fallbacks, about ten times a
+ * scalar loop's time (a cold JVM filled 1M floats in 523 ms that way against 54 ms by scalar code): a program's weight
+ * initialisation paid that before its first step. So each kind of fill (float32, float64) starts on a scalar loop
+ * over the same blocks and formula, which C1 compiles in milliseconds, and runs only one vector of blocks per chunk
+ * through the vector loops, timed, once the scalar chunks since the last probe have taken a quarter of its time (so
+ * a cold fill costs at most five times the scalar loop's, however slow the fallbacks). The probes' calls bring the
+ * vector loops to C2; the first probe no slower per block than twice the fastest scalar chunk switches that kind of
+ * fill to the vector loops for good. Both loops write the same bits, so the switch changes only the time; no thread
+ * of its own runs it. {@code -Djtorch.philox.scalarWhileCold=false} starts on the vector loops.
  */
 final class VectorPhilox {
     private static final VectorSpecies<Long> LONGS = LongVector.SPECIES_512;
@@ -39,6 +49,67 @@ final class VectorPhilox {
     private static final ThreadLocal<int[]> WORDS = ThreadLocal.withInitial(() -> new int[4 * CHUNK_BLOCKS]);
     /** {@link #WORDS} as float64 draws read them in pairs, native ({@link CpuConvolutionKernels.Scratch} says why). */
     private static final ThreadLocal<CpuConvolutionKernels.Scratch> WORD_PAIRS = ThreadLocal.withInitial(CpuConvolutionKernels.Scratch::new);
+
+    private static final long MAX_PROBE_WAIT_NANOS = 100_000;
+    /**
+     * Probes may take up to this many times the scalar chunks' time: the calls C2 needs cost the same CPU at any
+     * share (a cold JVM's 140k-float fills switched after 51M elements at 1, 20M at 4, 1.06-1.09 s in all), and a
+     * program with dropout should reach the vector loops within its first steps.
+     */
+    private static final long PROBE_SHARE = 4;
+    private static final boolean SCALAR_WHILE_COLD = !"false".equals(System.getProperty("jtorch.philox.scalarWhileCold"));
+    /** The float32 fills' state; {@link #DOUBLE_FILLS} the float64 ones'. */
+    private static final Warmth FLOAT_FILLS = new Warmth(!SCALAR_WHILE_COLD, 0), DOUBLE_FILLS = new Warmth(!SCALAR_WHILE_COLD, 0);
+
+    /**
+     * Whether one kind of fill has switched to its vector loops, and the timings that decide it. The fields are
+     * shared by the filling threads without locks: a lost update only moves a probe or the switch by a chunk.
+     */
+    static final class Warmth {
+        volatile boolean vectorLoops;
+        /** The fastest scalar chunk so far, per block. */
+        double bestScalarNanosPerBlock = Double.POSITIVE_INFINITY;
+        long scalarNanosSinceProbe;
+        /** The last probe's time: the next comes once the scalar chunks have taken {@code 1 / PROBE_SHARE} of it. */
+        long lastProbeNanos;
+
+        private Warmth(boolean vectorLoops, long lastProbeNanos) {
+            this.vectorLoops = vectorLoops;
+            this.lastProbeNanos = lastProbeNanos;
+        }
+
+        /** A fresh state that starts on the scalar loop and probes, as the fills' own do in a new JVM. */
+        static Warmth cold() {
+            return new Warmth(false, 0);
+        }
+
+        /** Scalar chunks only, never a probe. */
+        static Warmth scalarOnly() {
+            return new Warmth(false, Long.MAX_VALUE);
+        }
+
+        /** The vector loops from the start. */
+        static Warmth vectorOnly() {
+            return new Warmth(true, 0);
+        }
+
+        /** Whether the next chunk starts with a probe of the vector loops. */
+        boolean probeDue() {
+            return PROBE_SHARE * scalarNanosSinceProbe >= lastProbeNanos;
+        }
+
+        void probed(long nanos) {
+            // A probe the OS preempted must not hold back the next one for a whole time slice.
+            lastProbeNanos = Math.min(nanos, MAX_PROBE_WAIT_NANOS);
+            scalarNanosSinceProbe = 0;
+            if (bestScalarNanosPerBlock < Double.POSITIVE_INFINITY && nanos <= 2 * LANES * bestScalarNanosPerBlock) vectorLoops = true;
+        }
+
+        void scalarChunk(long nanos, int blocks) {
+            scalarNanosSinceProbe += nanos;
+            if (blocks > 0) bestScalarNanosPerBlock = Math.min(bestScalarNanosPerBlock, (double) nanos / blocks);
+        }
+    }
 
     static {
         for (int j = 0; j < 4; j++) for (int b = 0; b < LANES; b++) SCATTER[j][b] = 4 * b + j;
@@ -89,10 +160,13 @@ final class VectorPhilox {
      * reached {@code high}, as {@link CpuRandomKernels}'s scalar loop.
      */
     static void uniformFloats(MemorySegment out, long base, long begin, long end, double low, double high, long seed, long firstBlock) {
+        uniformFloats(out, base, begin, end, low, high, seed, firstBlock, FLOAT_FILLS);
+    }
+
+    /** {@link #uniformFloats} on the loops {@code warmth} picks. */
+    static void uniformFloats(MemorySegment out, long base, long begin, long end, double low, double high, long seed, long firstBlock,
+                              Warmth warmth) {
         int[] words = WORDS.get();
-        double range = high - low;
-        boolean clampHigh = high > low;
-        float lowF = (float) low;
         // Whole blocks from the first whole one; the partial blocks at both ends go element by element.
         long i = begin;
         long firstWhole = Math.min(end, (begin + 3) & ~3L);
@@ -101,16 +175,55 @@ final class VectorPhilox {
         // (OSR), whose profiled loop predicates trapped and recompiled it without -XX:-UseProfiledLoopPredicate.
         while (end - i >= 4L * LANES) {
             int blocks = (int) Math.min(CHUNK_BLOCKS, (end - i) / 4 / LANES * LANES);
-            blocks(seed, firstBlock + i / 4, blocks, words);
-            floatsOfWords(out, base + i * Float.BYTES, words, 4 * blocks, low, high, range, lowF, clampHigh);
+            chunk(false, out, base + i * Float.BYTES, seed, firstBlock + i / 4, blocks, low, high, words, null, warmth);
             i += 4L * blocks;
         }
         scalarFloats(out, base, i, end, low, high, seed, firstBlock);
     }
 
+    /**
+     * Blocks {@code first .. first + blocks - 1} ({@code blocks} a multiple of the lanes) as uniforms to {@code out} from
+     * byte {@code at}, float64 ({@code wide}: two a block) or float32 (four), on the loops {@code warmth} picks.
+     */
+    private static void chunk(boolean wide, MemorySegment out, long at, long seed, long first, int blocks, double low, double high,
+                              int[] words, MemorySegment wordBytes, Warmth warmth) {
+        if (warmth.vectorLoops) {
+            vectorChunk(wide, out, at, seed, first, blocks, low, high, words, wordBytes);
+            return;
+        }
+        int probed = 0;
+        long start = System.nanoTime();
+        if (warmth.probeDue()) {
+            probed = LANES;
+            vectorChunk(wide, out, at, seed, first, LANES, low, high, words, wordBytes);
+            long now = System.nanoTime();
+            warmth.probed(now - start);
+            start = now;
+        }
+        // A block is 16 bytes of output either way: four floats or two doubles.
+        scalarChunk(wide, out, at + 16L * probed, seed, first + probed, blocks - probed, low, high, words);
+        warmth.scalarChunk(System.nanoTime() - start, blocks - probed);
+    }
+
+    private static void vectorChunk(boolean wide, MemorySegment out, long at, long seed, long first, int blocks, double low, double high,
+                                    int[] words, MemorySegment wordBytes) {
+        blocks(seed, first, blocks, words);
+        if (wide) doublesOfWords(out, at, words, wordBytes, 2 * blocks, low, high);
+        else floatsOfWords(out, at, words, 4 * blocks, low, high);
+    }
+
+    private static void scalarChunk(boolean wide, MemorySegment out, long at, long seed, long first, int blocks, double low, double high,
+                                    int[] words) {
+        scalarBlocks(seed, first, blocks, words);
+        if (wide) scalarDoublesOfWords(out, at, words, 2 * blocks, low, high);
+        else scalarFloatsOfWords(out, at, words, 4 * blocks, low, high);
+    }
+
     /** {@code count} uniform floats from {@code words} to {@code out} at byte {@code at}, as {@link #uniformFloats} says. */
-    private static void floatsOfWords(MemorySegment out, long at, int[] words, int count, double low, double high, double range, float lowF,
-                                      boolean clampHigh) {
+    private static void floatsOfWords(MemorySegment out, long at, int[] words, int count, double low, double high) {
+        double range = high - low;
+        boolean clampHigh = high > low;
+        float lowF = (float) low;
         for (int w = 0; w < count; w += FLOATS.length()) {
             IntVector bits = IntVector.fromArray(INTS, words, w).lanewise(VectorOperators.LSHR, 8);
             DoubleVector u = (DoubleVector) bits.convertShape(VectorOperators.I2D, DOUBLES, 0);
@@ -127,33 +240,77 @@ final class VectorPhilox {
 
     /** Uniform float64 values as {@link #uniformFloats}: element {@code i} from words {@code 2 (i % 2)} and the next of block {@code i / 2}. */
     static void uniformDoubles(MemorySegment out, long base, long begin, long end, double low, double high, long seed, long firstBlock) {
+        uniformDoubles(out, base, begin, end, low, high, seed, firstBlock, DOUBLE_FILLS);
+    }
+
+    /** {@link #uniformDoubles} on the loops {@code warmth} picks. */
+    static void uniformDoubles(MemorySegment out, long base, long begin, long end, double low, double high, long seed, long firstBlock,
+                               Warmth warmth) {
         int[] words = WORDS.get();
         MemorySegment wordBytes = WORD_PAIRS.get().get((long) words.length * Integer.BYTES);
-        double range = high - low;
-        boolean clampHigh = high > low;
         long i = begin;
         long firstWhole = Math.min(end, (begin + 1) & ~1L);
         i = scalarDoubles(out, base, i, firstWhole, low, high, seed, firstBlock);
         while (end - i >= 2L * LANES) {
             int blocks = (int) Math.min(CHUNK_BLOCKS, (end - i) / 2 / LANES * LANES);
-            blocks(seed, firstBlock + i / 2, blocks, words);
-            MemorySegment.copy(words, 0, wordBytes, ValueLayout.JAVA_INT, 0, 4 * blocks);
-            for (int e = 0; e < 2 * blocks; e += DOUBLES.length()) {
-                // Little-endian pairs: the element's first word in the low half, its second in the high half.
-                LongVector pair = LongVector.fromMemorySegment(LONGS, wordBytes, (long) e * Long.BYTES, ByteOrder.LITTLE_ENDIAN);
-                LongVector bits = pair.and(LOW32).lanewise(VectorOperators.LSHL, 21)
-                        .lanewise(VectorOperators.XOR, pair.lanewise(VectorOperators.LSHR, 32 + 11))
-                        .and((1L << 53) - 1);
-                DoubleVector v = ((DoubleVector) bits.convertShape(VectorOperators.L2D, DOUBLES, 0)).mul(TWO_POW_M53).mul(range).add(low);
-                if (clampHigh) {
-                    VectorMask<Double> atHigh = v.compare(VectorOperators.GE, high);
-                    if (atHigh.anyTrue()) v = v.blend(low, atHigh);
-                }
-                v.intoMemorySegment(out, base + (i + e) * Double.BYTES, ByteOrder.nativeOrder());
-            }
+            chunk(true, out, base + i * Double.BYTES, seed, firstBlock + i / 2, blocks, low, high, words, wordBytes, warmth);
             i += 2L * blocks;
         }
         scalarDoubles(out, base, i, end, low, high, seed, firstBlock);
+    }
+
+    /** {@code count} uniform doubles from {@code words} (two words each) to {@code out} at byte {@code at}, as {@link #uniformDoubles} says. */
+    private static void doublesOfWords(MemorySegment out, long at, int[] words, MemorySegment wordBytes, int count, double low, double high) {
+        double range = high - low;
+        boolean clampHigh = high > low;
+        MemorySegment.copy(words, 0, wordBytes, ValueLayout.JAVA_INT, 0, 2 * count);
+        for (int e = 0; e < count; e += DOUBLES.length()) {
+            // Little-endian pairs: the element's first word in the low half, its second in the high half.
+            LongVector pair = LongVector.fromMemorySegment(LONGS, wordBytes, (long) e * Long.BYTES, ByteOrder.LITTLE_ENDIAN);
+            LongVector bits = pair.and(LOW32).lanewise(VectorOperators.LSHL, 21)
+                    .lanewise(VectorOperators.XOR, pair.lanewise(VectorOperators.LSHR, 32 + 11))
+                    .and((1L << 53) - 1);
+            DoubleVector v = ((DoubleVector) bits.convertShape(VectorOperators.L2D, DOUBLES, 0)).mul(TWO_POW_M53).mul(range).add(low);
+            if (clampHigh) {
+                VectorMask<Double> atHigh = v.compare(VectorOperators.GE, high);
+                if (atHigh.anyTrue()) v = v.blend(low, atHigh);
+            }
+            v.intoMemorySegment(out, at + (long) e * Double.BYTES, ByteOrder.nativeOrder());
+        }
+    }
+
+    /** {@link #blocks} one block at a time by {@link Generator#philox}: scalar code, which C1 compiles in milliseconds. */
+    static void scalarBlocks(long seed, long first, int blocks, int[] words) {
+        int[] w = new int[4];
+        for (int b = 0; b < blocks; b++) {
+            Generator.philox(seed, first + b, w);
+            System.arraycopy(w, 0, words, 4 * b, 4);
+        }
+    }
+
+    /** {@link #floatsOfWords} element by element. */
+    private static void scalarFloatsOfWords(MemorySegment out, long at, int[] words, int count, double low, double high) {
+        for (int w = 0; w < count; w++) out.set(ValueLayout.JAVA_FLOAT_UNALIGNED, at + (long) w * Float.BYTES, uniformFloat(words[w], low, high));
+    }
+
+    /** {@link #doublesOfWords} element by element. */
+    private static void scalarDoublesOfWords(MemorySegment out, long at, int[] words, int count, double low, double high) {
+        for (int e = 0; e < count; e++) {
+            out.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, at + (long) e * Double.BYTES, uniformDouble(words[2 * e], words[2 * e + 1], low, high));
+        }
+    }
+
+    /** The uniform float of one Philox word, as {@link #uniformFloats} says. */
+    private static float uniformFloat(int word, double low, double high) {
+        float v = (float) (low + (word >>> 8) * TWO_POW_M24 * (high - low));
+        return v >= high && high > low ? (float) low : v;
+    }
+
+    /** The uniform double of two consecutive Philox words, as {@link #uniformDoubles} says. */
+    private static double uniformDouble(int first, int second, double low, double high) {
+        long bits = ((first & LOW32) << 21) ^ ((second & LOW32) >>> 11);
+        double v = low + (bits & ((1L << 53) - 1)) * TWO_POW_M53 * (high - low);
+        return v >= high && high > low ? low : v;
     }
 
     private static long scalarFloats(MemorySegment out, long base, long begin, long end, double low, double high, long seed,
@@ -161,9 +318,7 @@ final class VectorPhilox {
         int[] w = new int[4];
         for (long i = begin; i < end; i++) {
             Generator.philox(seed, firstBlock + i / 4, w);
-            float v = (float) (low + (w[(int) (i & 3)] >>> 8) * TWO_POW_M24 * (high - low));
-            if (v >= high && high > low) v = (float) low;
-            out.set(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, base + i * Float.BYTES, v);
+            out.set(ValueLayout.JAVA_FLOAT_UNALIGNED, base + i * Float.BYTES, uniformFloat(w[(int) (i & 3)], low, high));
         }
         return end;
     }
@@ -174,10 +329,7 @@ final class VectorPhilox {
         for (long i = begin; i < end; i++) {
             Generator.philox(seed, firstBlock + i / 2, w);
             int k = (int) (i & 1) * 2;
-            long bits = ((w[k] & LOW32) << 21) ^ ((w[k + 1] & LOW32) >>> 11);
-            double v = low + (bits & ((1L << 53) - 1)) * TWO_POW_M53 * (high - low);
-            if (v >= high && high > low) v = low;
-            out.set(java.lang.foreign.ValueLayout.JAVA_DOUBLE_UNALIGNED, base + i * Double.BYTES, v);
+            out.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, base + i * Double.BYTES, uniformDouble(w[k], w[k + 1], low, high));
         }
         return end;
     }

@@ -1,10 +1,12 @@
 package org.jtorch.backend.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.List;
 import org.jtorch.Generator;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -12,22 +14,31 @@ import org.junit.jupiter.api.Test;
 /**
  * The vectorised Philox uniforms hold the scalar generator's values bit for bit: every element from its block's
  * word, computed here element by element with {@link Generator#philox}, for ranges that start and end inside a
- * block, short ranges, counters past 2^32, and intervals where float rounding reaches the upper bound.
+ * block, short ranges, counters past 2^32, and intervals where float rounding reaches the upper bound; on the vector
+ * loops, on the scalar loop that runs while they are cold, and on the mix of both that a cold fill's probes make.
  */
 class VectorPhiloxTest {
     private static final double[][] INTERVALS = {{0, 1}, {-3.5, 7.25}, {1, 1 + 1e-7}, {-1e-3, 0}, {2, 2}};
     private static final long[][] RANGES = {{0, 4096}, {3, 1001}, {1, 2}, {0, 0}, {5, 37}, {17, 16_401}};
 
+    private static List<VectorPhilox.Warmth> loops() {
+        return List.of(VectorPhilox.Warmth.vectorOnly(), VectorPhilox.Warmth.scalarOnly(), VectorPhilox.Warmth.cold());
+    }
+
     @Test
     void floatsMatchTheScalarGenerator() {
         Assumptions.assumeTrue(VectorPhilox.supported(), "no 512-bit vectors on this machine");
+        for (VectorPhilox.Warmth loops : loops()) floatsMatchTheScalarGenerator(loops);
+    }
+
+    private static void floatsMatchTheScalarGenerator(VectorPhilox.Warmth loops) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(20_000 * Float.BYTES);
             for (long firstBlock : new long[] {0, 12_345, (1L << 32) - 3}) {
                 for (double[] in : INTERVALS) {
                     for (long[] r : RANGES) {
                         long seed = 0x9E3779B97F4A7C15L ^ firstBlock;
-                        VectorPhilox.uniformFloats(out, 4, r[0], r[1], in[0], in[1], seed, firstBlock);
+                        VectorPhilox.uniformFloats(out, 4, r[0], r[1], in[0], in[1], seed, firstBlock, loops);
                         int[] w = new int[4];
                         for (long i = r[0]; i < r[1]; i++) {
                             Generator.philox(seed, firstBlock + i / 4, w);
@@ -46,13 +57,17 @@ class VectorPhiloxTest {
     @Test
     void doublesMatchTheScalarGenerator() {
         Assumptions.assumeTrue(VectorPhilox.supported(), "no 512-bit vectors on this machine");
+        for (VectorPhilox.Warmth loops : loops()) doublesMatchTheScalarGenerator(loops);
+    }
+
+    private static void doublesMatchTheScalarGenerator(VectorPhilox.Warmth loops) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(20_000 * Double.BYTES);
             for (long firstBlock : new long[] {0, 777, (1L << 32) - 1}) {
                 for (double[] in : INTERVALS) {
                     for (long[] r : RANGES) {
                         long seed = 42 + firstBlock;
-                        VectorPhilox.uniformDoubles(out, 8, r[0], r[1], in[0], in[1], seed, firstBlock);
+                        VectorPhilox.uniformDoubles(out, 8, r[0], r[1], in[0], in[1], seed, firstBlock, loops);
                         int[] w = new int[4];
                         for (long i = r[0]; i < r[1]; i++) {
                             Generator.philox(seed, firstBlock + i / 2, w);
@@ -68,5 +83,42 @@ class VectorPhiloxTest {
                 }
             }
         }
+    }
+
+    /**
+     * The scalar loop that cold fills start on and the vector loops write the same bytes, float32 and float64 (the two
+     * dtypes these loops fill), over odd lengths and odd starts, many chunks long; a cold state's fill mixes them.
+     */
+    @Test
+    void scalarAndVectorLoopsWriteTheSameBytes() {
+        Assumptions.assumeTrue(VectorPhilox.supported(), "no 512-bit vectors on this machine");
+        long[] lengths = {1, 3, 31, 33, 127, 511, 513, 4097, 100_003};
+        long[] starts = {0, 1, 7};
+        try (Arena arena = Arena.ofConfined()) {
+            long bytes = (100_003 + 8) * Double.BYTES;
+            MemorySegment vector = arena.allocate(bytes), scalar = arena.allocate(bytes), mixed = arena.allocate(bytes);
+            VectorPhilox.Warmth cold = VectorPhilox.Warmth.cold();
+            for (boolean wide : new boolean[] {false, true}) {
+                for (long start : starts) {
+                    for (long n : lengths) {
+                        long seed = 0x5DEECE66DL * n + start, firstBlock = 3 * n;
+                        for (MemorySegment s : List.of(vector, scalar, mixed)) s.fill((byte) 0x7f);
+                        fill(wide, vector, start, n, seed, firstBlock, VectorPhilox.Warmth.vectorOnly());
+                        fill(wide, scalar, start, n, seed, firstBlock, VectorPhilox.Warmth.scalarOnly());
+                        fill(wide, mixed, start, n, seed, firstBlock, cold);
+                        String what = (wide ? "float64" : "float32") + " elements " + start + " .. " + (start + n);
+                        assertEquals(-1, vector.mismatch(scalar), "scalar loop against the vector loops, " + what);
+                        assertEquals(-1, vector.mismatch(mixed), "a cold fill against the vector loops, " + what);
+                        long last = (start + n - 1) * (wide ? Double.BYTES : Float.BYTES);
+                        assertTrue(vector.get(ValueLayout.JAVA_INT_UNALIGNED, last) != 0x7f7f7f7f, "nothing written, " + what);
+                    }
+                }
+            }
+        }
+    }
+
+    private static void fill(boolean wide, MemorySegment out, long start, long n, long seed, long firstBlock, VectorPhilox.Warmth loops) {
+        if (wide) VectorPhilox.uniformDoubles(out, 0, start, start + n, -0.25, 3, seed, firstBlock, loops);
+        else VectorPhilox.uniformFloats(out, 0, start, start + n, -0.25, 3, seed, firstBlock, loops);
     }
 }
