@@ -694,12 +694,13 @@ final class Program {
     /**
      * Whether fusable {@code p}, read by layer norm {@code n} and by exactly one other reader that comes after {@code n}
      * (the fused step runs at the layer norm's place), is fused into the norm keeping its values for that reader. Three
-     * readers or more are not: their gradients would be summed in an order other than eager's. Off unless
-     * {@code -Djtorch.jit.keptLayerNorm=true} (read when a program is planned): the char GPT's compiled step measured 5%
-     * slower relative to eager with it, the 16M residual block 3-6% faster (docs/BENCHMARKS.md, branch fuse17).
+     * readers or more are not: their gradients would be summed in an order other than eager's.
+     * {@code -Djtorch.jit.keptLayerNorm=false} (read when a program is planned) turns it off. The char GPT's compiled
+     * step is level with and without it (one JVM, alternating: branch fuse18; the 5% loss seen across JVMs in branch
+     * fuse17 did not repeat), the 16M residual block 3-6% faster with it (docs/BENCHMARKS.md, branch fuse17).
      */
     private boolean keepsForLaterReader(Graph.Node p, Graph.Node n, Map<Graph.Node, Integer> uses, Map<Graph.Node, Boolean> live) {
-        if (!Boolean.getBoolean("jtorch.jit.keptLayerNorm") || !fusable(p) || uses.get(p) != 2 || !p.device.equals(n.device)) return false;
+        if ("false".equals(System.getProperty("jtorch.jit.keptLayerNorm")) || !fusable(p) || uses.get(p) != 2 || !p.device.equals(n.device)) return false;
         for (Graph.Node m : graph.nodes) {
             if (m == n) return true;
             if (live.containsKey(m) && m.inputs.contains(p)) return false;
