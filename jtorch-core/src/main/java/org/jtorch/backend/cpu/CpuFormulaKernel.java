@@ -314,8 +314,14 @@ final class CpuFormulaKernel implements FormulaKernel {
                                            StridedView mean, StridedView rstd, StridedView weight, StridedView gradInput,
                                            FormulaKernel[] gradients, StridedView[] gradientOuts, Draws gradientDraws, StridedView gradWeight,
                                            StridedView gradBias) {
-        checkLayerNormOperands(gradOut, mean, rstd, weight, gradInput, gradWeight, gradBias);
+        checkLayerNormOperands(mean, rstd, weight, gradInput, gradWeight, gradBias);
         checkLayerNormOperands(gradientOuts);
+        long[] gradStrides = gradOut.strides();
+        if (gradOut.dtype() != DType.FLOAT32 || gradOut.shape().length != 2 || gradStrides[1] != 1
+                || (gradStrides[0] != 0 && gradStrides[0] != gradOut.shape()[1])) {
+            throw new IllegalArgumentException(formula + ": a fused layer norm's backward reads float32 [rows, cols] gradient rows, contiguous or one"
+                    + " row for all, got " + gradOut.dtype() + Shapes.format(gradOut.shape()) + " with strides " + java.util.Arrays.toString(gradStrides));
+        }
         // This kernel's inputs are the group's, then the drawn factors (null in {@code in}); its gradient kernels' are the
         // group's, the incoming gradient, then the factors.
         int drawn = draws == null ? 0 : draws.inputs().length, group = inputs - drawn;
