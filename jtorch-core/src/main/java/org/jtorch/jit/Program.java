@@ -694,12 +694,13 @@ final class Program {
     /**
      * Whether fusable {@code p}, read by layer norm {@code n} and by exactly one other reader that comes after {@code n}
      * (the fused step runs at the layer norm's place), is fused into the norm keeping its values for that reader. Three
-     * readers or more are not: their gradients would be summed in an order other than eager's. Off unless
-     * {@code -Djtorch.jit.keptLayerNorm=true} (read when a program is planned): the char GPT's compiled step measured 5%
-     * slower relative to eager with it, the 16M residual block 3-6% faster (docs/BENCHMARKS.md, branch fuse17).
+     * readers or more are not: their gradients would be summed in an order other than eager's.
+     * {@code -Djtorch.jit.keptLayerNorm=false} (read when a program is planned) turns it off. The char GPT's compiled
+     * step is level with and without it (one JVM, alternating: branch fuse18; the 5% loss seen across JVMs in branch
+     * fuse17 did not repeat), the 16M residual block 3-6% faster with it (docs/BENCHMARKS.md, branch fuse17).
      */
     private boolean keepsForLaterReader(Graph.Node p, Graph.Node n, Map<Graph.Node, Integer> uses, Map<Graph.Node, Boolean> live) {
-        if (!Boolean.getBoolean("jtorch.jit.keptLayerNorm") || !fusable(p) || uses.get(p) != 2 || !p.device.equals(n.device)) return false;
+        if ("false".equals(System.getProperty("jtorch.jit.keptLayerNorm")) || !fusable(p) || uses.get(p) != 2 || !p.device.equals(n.device)) return false;
         for (Graph.Node m : graph.nodes) {
             if (m == n) return true;
             if (live.containsKey(m) && m.inputs.contains(p)) return false;
@@ -1431,8 +1432,7 @@ final class Program {
         boolean hasBias = ln.inputs.get(2) != null;
         List<Tensor> closing = new ArrayList<>();
         try {
-            Tensor g = grad.contiguous();
-            if (g != grad) closing.add(g);
+            StridedView gradRows = gradientRows(grad, rows, cols, k0, closing);
             StridedView[] operands = new StridedView[values.length];
             for (int k = 0; k < values.length; k++) {
                 Tensor bc = values[k].broadcastTo(root.shape);
@@ -1464,7 +1464,7 @@ final class Program {
             for (int k = 0; k < outs.length; k++) outs[k] = matrix(Dispatcher.view(fulls.get(k)), rows, cols, k0);
             FormulaKernel.Draws draws = maskDraws(f, savedMasks, values.length), gradientDraws = maskDraws(f, savedMasks, values.length + 1);
             StridedView[] in = draws == null ? operands : withDrawn(operands, draws);
-            if (!f.kernel().runRowLayerNormBackward(root.device.index(), matrix(Dispatcher.view(g), rows, cols, k0), in, draws, cols,
+            if (!f.kernel().runRowLayerNormBackward(root.device.index(), gradRows, in, draws, cols,
                     Dispatcher.view(mean), Dispatcher.view(rstd), Dispatcher.view(weight),
                     gradInput == null ? null : matrix(Dispatcher.view(gradInput), rows, cols, k0), kernels.toArray(FormulaKernel[]::new), outs,
                     gradientDraws, Dispatcher.view(gradWeight), Dispatcher.view(gradBias))) {
@@ -1486,6 +1486,30 @@ final class Program {
             for (Tensor t : closing) t.close();
         }
     }
+
+    /**
+     * The incoming gradient as the {@code [rows, cols]} matrix the fused backward reads: where it is broadcast over the
+     * rows (a sum's gradient is one value broadcast everywhere), one row, contiguous, read for every row, instead of the
+     * whole tensor made contiguous (a write and a read of every value); else {@code grad} made contiguous.
+     */
+    private static StridedView gradientRows(Tensor grad, long rows, long cols, int k0, List<Tensor> closing) {
+        StridedView v = matrix(Dispatcher.view(grad), rows, cols, k0);
+        if (v != null && v.strides()[0] == 0 && BROADCAST_GRADIENT_ROWS) {
+            if (v.strides()[1] == 1) return v;
+            Tensor row = grad;
+            for (int d = 0; d < grad.dim() - k0; d++) closing.add(row = row.select(0, 0));
+            Tensor dense = row.contiguous();
+            if (dense != row) closing.add(dense);
+            StridedView r = Dispatcher.view(dense);
+            return new StridedView(r.memory(), r.offset(), new long[] {rows, cols}, new long[] {0, 1}, r.dtype());
+        }
+        Tensor g = grad.contiguous();
+        if (g != grad) closing.add(g);
+        return matrix(Dispatcher.view(g), rows, cols, k0);
+    }
+
+    /** {@code -Djtorch.jit.broadcastGradientRows=false}: a gradient broadcast over the rows is made contiguous, whole. */
+    private static final boolean BROADCAST_GRADIENT_ROWS = !"false".equals(System.getProperty("jtorch.jit.broadcastGradientRows"));
 
     /** {@code -Djtorch.jit.fusedLayerNormBackward=false} stores the recomputed group for the eager layer-norm backward instead. */
     private static final boolean FUSED_LAYER_NORM_BACKWARD = !"false".equals(System.getProperty("jtorch.jit.fusedLayerNormBackward"));

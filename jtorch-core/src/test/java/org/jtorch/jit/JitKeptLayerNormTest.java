@@ -29,8 +29,9 @@ import org.junit.jupiter.api.Test;
  * for bit on the CPU in values, every gradient and the generator's state (no transcendental in these chains). Other
  * backends have no such kernel: there the chain runs alone, then the norm (code this class does not change), and the
  * results agree within 2e-4 relative on simulated cuda:0 (1.1e-4 was seen on a gradient through two norms in a row; CUDA's
- * generated C may contract an FMA, and the norms amplify it: not investigated further). The fusion is off unless
- * {@code jtorch.jit.keptLayerNorm} is true: this class sets it.
+ * generated C may contract an FMA, and the norms amplify it: not investigated further). The fusion is on unless
+ * {@code jtorch.jit.keptLayerNorm} is false: this class sets it true (whatever the JVM was started with) and checks
+ * that false turns it off.
  */
 class JitKeptLayerNormTest {
     private static final String KEPT = "also writes the group's values once";
@@ -96,8 +97,10 @@ class JitKeptLayerNormTest {
             Tensor x = randn(data, shape).requiresGrad_(true), r = randn(data, shape).requiresGrad_(true), k = randn(data, shape);
             Tensor w = randn(data, cols).requiresGrad_(true), b = randn(data, cols).requiresGrad_(true);
             assertTrainingMatchesEager(blocks(cols, r, k, w, b), x, new Tensor[] {x, r, w, b}, gen, 2);
-            // Off by default.
+            // On by default; off with the switch false.
             System.clearProperty("jtorch.jit.keptLayerNorm");
+            assertEquals(DEVICE.isCpu() ? 2 : 0, keptNorms(blocks(cols, r, k, w, b), x));
+            System.setProperty("jtorch.jit.keptLayerNorm", "false");
             try {
                 assertEquals(0, keptNorms(blocks(cols, r, k, w, b), x));
             } finally {

@@ -97,6 +97,54 @@ class JitLayerNormTrainingTest {
         }
     }
 
+    /**
+     * A loss whose gradient reaches the norm broadcast over its rows: a sum's (one value everywhere; the fused backward
+     * makes one row of it contiguous, not the whole tensor) and a per-column weighting of the rows' sum (rows of stride
+     * 0 read as they are). Output, gradients and the generator's state as eager's.
+     */
+    @Test
+    void gradientsBroadcastOverTheRowsMatchEager() {
+        Generator gen = new Generator(4), data = new Generator(60);
+        for (long[] shape : new long[][] {{6, 9, 37}, {300, 1024}, {1, 5}}) {
+            long cols = shape[shape.length - 1];
+            Tensor x = randn(data, shape).requiresGrad_(true), r = randn(data, shape).requiresGrad_(true);
+            Tensor w = randn(data, cols).requiresGrad_(true), b = randn(data, cols).requiresGrad_(true), colWeights = randn(data, cols);
+            Tensor[] leaves = {x, r, w, b};
+            // CUDA's fused layer norm does not draw: there the residual add alone.
+            TensorFunction f = DEVICE.isCpu()
+                    ? in -> F.layerNorm(F.dropout(in[0], 0.1, true, gen).add(r), new long[] {cols}, w, b, 1e-5)
+                    : in -> F.layerNorm(in[0].add(r), new long[] {cols}, w, b, 1e-5);
+            String plan = Jit.explain(f, x);
+            assertTrue(plan.contains("native_layer_norm of rows") && plan.contains("recomputes them"), plan);
+            try (MemoryScope scope = new MemoryScope()) {
+                TensorFunction compiled = Jit.trace(f, x);
+                compiled.apply(x).sum().backward(); // the trace
+                for (boolean perColumn : new boolean[] {false, true}) {
+                    float[][] eager = broadcastCall(f, x, leaves, gen, perColumn ? colWeights : null);
+                    long[] eagerState = gen.getState();
+                    float[][] fused = broadcastCall(compiled, x, leaves, gen, perColumn ? colWeights : null);
+                    assertArrayEquals(eagerState, gen.getState(), "generator state after the compiled training call");
+                    for (int i = 0; i < eager.length; i++) {
+                        assertSame(eager[i], fused[i], (perColumn ? "per-column loss, " : "sum, ") + (i == 0 ? "output" : "gradient of leaf " + (i - 1)));
+                    }
+                }
+            }
+        }
+    }
+
+    /** Output and leaves' gradients of {@code f} under {@code sum()}, or of the rows' sum weighted by {@code colWeights}. */
+    private static float[][] broadcastCall(TensorFunction f, Tensor x, Tensor[] leaves, Generator gen, Tensor colWeights) {
+        for (Tensor t : leaves) t.setGrad(null);
+        gen.manualSeed(42);
+        Tensor out = f.apply(new Tensor[] {x});
+        Tensor loss = colWeights == null ? out.sum() : out.reshape(-1, colWeights.shape()[0]).sum(0).mul(colWeights).sum();
+        loss.backward();
+        float[][] r = new float[leaves.length + 1][];
+        r[0] = values(out.detach());
+        for (int i = 0; i < leaves.length; i++) r[i + 1] = values(leaves[i].grad());
+        return r;
+    }
+
     @Test
     void twoNormalisedDimensionsAndARetainedGraph() {
         Generator gen = new Generator(3), data = new Generator(30);

@@ -314,8 +314,14 @@ final class CpuFormulaKernel implements FormulaKernel {
                                            StridedView mean, StridedView rstd, StridedView weight, StridedView gradInput,
                                            FormulaKernel[] gradients, StridedView[] gradientOuts, Draws gradientDraws, StridedView gradWeight,
                                            StridedView gradBias) {
-        checkLayerNormOperands(gradOut, mean, rstd, weight, gradInput, gradWeight, gradBias);
+        checkLayerNormOperands(mean, rstd, weight, gradInput, gradWeight, gradBias);
         checkLayerNormOperands(gradientOuts);
+        long[] gradStrides = gradOut.strides();
+        if (gradOut.dtype() != DType.FLOAT32 || gradOut.shape().length != 2 || gradStrides[1] != 1
+                || (gradStrides[0] != 0 && gradStrides[0] != gradOut.shape()[1])) {
+            throw new IllegalArgumentException(formula + ": a fused layer norm's backward reads float32 [rows, cols] gradient rows, contiguous or one"
+                    + " row for all, got " + gradOut.dtype() + Shapes.format(gradOut.shape()) + " with strides " + java.util.Arrays.toString(gradStrides));
+        }
         // This kernel's inputs are the group's, then the drawn factors (null in {@code in}); its gradient kernels' are the
         // group's, the incoming gradient, then the factors.
         int drawn = draws == null ? 0 : draws.inputs().length, group = inputs - drawn;
@@ -414,9 +420,8 @@ final class CpuFormulaKernel implements FormulaKernel {
                             if (draws.readsMasks()) {
                                 readMask(draws.masks()[j], draws.scales()[j], scratch, blockOffs[q], first, step, n);
                             } else {
-                                draw(scratch, blockOffs[q], first, step, n, draws.seeds()[j], draws.firstBlocks()[j]);
-                                toFactors(scratch, blockOffs[q], draws.keepBelow()[j], draws.scales()[j], draws.writesMasks() ? draws.masks()[j] : null,
-                                        first, step, n);
+                                drawFactors(scratch, blockOffs[q], first, step, n, draws.seeds()[j], draws.firstBlocks()[j], draws.keepBelow()[j],
+                                        draws.scales()[j], draws.writesMasks() ? draws.masks()[j] : null);
                             }
                         } else {
                             blockOffs[q] = off[q] + done * stride;
@@ -438,6 +443,34 @@ final class CpuFormulaKernel implements FormulaKernel {
             });
         });
     }
+
+    /**
+     * Dropout's factors of elements {@code first, first + step, ...} ({@code n}) into {@code scratch} from byte {@code at},
+     * and the keep mask where not null: {@link #draw} then {@link #toFactors}, or for contiguous whole blocks the same
+     * factors straight from Philox's words ({@link VectorPhilox#dropoutFactors}: no uniform floats in between).
+     */
+    private static void drawFactors(MemorySegment scratch, long at, long first, long step, int n, long seed, long firstBlock, float keepBelow,
+                                    float scale, StridedView mask) {
+        int done = 0;
+        if (step == 1 && FACTORS_FROM_WORDS && VectorPhilox.supported()) {
+            int head = (int) Math.min(n, ((first + 3) & ~3L) - first);
+            long end = VectorPhilox.dropoutFactors(scratch, at - 4 * first, mask == null ? null : mask.memory(), mask == null ? 0 : mask.offset(),
+                    first + head, first + n, keepBelow, scale, seed, firstBlock);
+            if (end > first + head) {
+                if (head > 0) {
+                    draw(scratch, at, first, 1, head, seed, firstBlock);
+                    toFactors(scratch, at, keepBelow, scale, mask, first, 1, head);
+                }
+                done = (int) (end - first);
+            }
+        }
+        if (done == n) return;
+        draw(scratch, at + 4L * done, first + done, step, n - done, seed, firstBlock);
+        toFactors(scratch, at + 4L * done, keepBelow, scale, mask, first + done, step, n - done);
+    }
+
+    /** {@code -Djtorch.cpu.dropoutFactorsFromWords=false}: fused dropouts make uniform floats first, then their factors. */
+    private static final boolean FACTORS_FROM_WORDS = !"false".equals(System.getProperty("jtorch.cpu.dropoutFactorsFromWords"));
 
     /**
      * Float32 uniforms of elements {@code first, first + step, ...} ({@code n} of them) into {@code scratch} from byte

@@ -325,7 +325,8 @@ final class CpuLayerNormKernels {
      * {@code consumer} (the producer's own gradients), or into {@code gradInput} (contiguous float32 {@code [rows, cols]})
      * where that is not null, and the column sums are taken in the rows' first pass, as in backward. The parts,
      * rows and column sums are {@link #backward}'s, so every gradient is its values to the bit. Returns false, doing
-     * nothing, where a part would not fit {@link #MAX_PRODUCED_PART} values of scratch.
+     * nothing, where a part would not fit {@link #MAX_PRODUCED_PART} values of scratch. {@code gradOut}'s rows are
+     * contiguous; its row stride is theirs, or 0 for one row read for every row.
      */
     static boolean backwardProduced(StridedView gradOut, long rows, long cols, StridedView mean, StridedView rstd, StridedView weight,
                                     RowProducer producer, StridedView gradInput, RowGradients consumer, StridedView gradWeight,
@@ -338,6 +339,8 @@ final class CpuLayerNormKernels {
         float[] colsF = columns ? columnScratch(parts * 2 * n) : null;
         MemorySegment gs = gradOut.memory(), ms = mean.memory(), rs = rstd.memory();
         long gb = base(gradOut), mb = base(mean), rb = base(rstd);
+        // Contiguous rows, or (row stride 0) one row read for every row: a gradient broadcast over the rows.
+        long gradRowBytes = 4 * gradOut.strides()[0];
         MemorySegment ws = weight == null ? null : weight.memory();
         long wb = weight == null ? 0 : base(weight);
         // The producer and consumer run over a chunk of whole parts (about PRODUCED_CHUNK values): their per-call setup
@@ -359,7 +362,7 @@ final class CpuLayerNormKernels {
                     // the row's part's column sums, started at its first row (as in backward)
                     int at = (int) (i / partRows) * 2 * n;
                     if (colsF != null && i % partRows == 0) java.util.Arrays.fill(colsF, at, at + 2 * n, 0f);
-                    backwardRowF32(gs, gb + i * n * 4, xs, local, n, m, r, ws, wb, ds, first + local, colsF, at);
+                    backwardRowF32(gs, gb + i * gradRowBytes, xs, local, n, m, r, ws, wb, ds, first + local, colsF, at);
                 }
                 consumer.rows(r0, r1, ds, first);
             }

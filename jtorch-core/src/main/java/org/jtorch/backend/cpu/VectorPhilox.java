@@ -3,6 +3,7 @@ package org.jtorch.backend.cpu;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
@@ -311,6 +312,39 @@ final class VectorPhilox {
         long bits = ((first & LOW32) << 21) ^ ((second & LOW32) >>> 11);
         double v = low + (bits & ((1L << 53) - 1)) * TWO_POW_M53 * (high - low);
         return v >= high && high > low ? low : v;
+    }
+
+    /**
+     * Dropout's factors of elements {@code begin .. end - 1} ({@code begin} a multiple of 4) from the words themselves:
+     * float32 {@code scale} where the element's {@link #uniformFloats} value in [0, 1) is below {@code keepBelow}, else 0,
+     * to {@code out} (element {@code i} at byte {@code base + 4 i}), and 1 or 0 to {@code mask} (at byte
+     * {@code maskBase + i}) where not null. That value, {@code (w >>> 8) 2^-24}, is exact in float32, so it is below
+     * {@code keepBelow} exactly where {@code w >>> 8 < ceil(keepBelow 2^24)}: the same keeps as the float test, without
+     * the conversion through float64. Whole vectors of blocks only; returns the first element not written.
+     */
+    static long dropoutFactors(MemorySegment out, long base, MemorySegment mask, long maskBase, long begin, long end, float keepBelow,
+                               float scale, long seed, long firstBlock) {
+        int[] words = WORDS.get();
+        int below = (int) Math.ceil(keepBelow * (double) (1 << 24));
+        long i = begin;
+        while (end - i >= 4L * LANES) {
+            int blocks = (int) Math.min(CHUNK_BLOCKS, (end - i) / 4 / LANES * LANES);
+            blocks(seed, firstBlock + i / 4, blocks, words);
+            factorsOfWords(words, 4 * blocks, below, scale, out, base + i * Float.BYTES, mask, maskBase + i);
+            i += 4L * blocks;
+        }
+        return i;
+    }
+
+    private static void factorsOfWords(int[] words, int count, int below, float scale, MemorySegment out, long at, MemorySegment mask, long maskAt) {
+        FloatVector zero = FloatVector.zero(FloatVector.SPECIES_512);
+        ByteVector none = ByteVector.zero(ByteVector.SPECIES_128);
+        for (int w = 0; w < count; w += IntVector.SPECIES_512.length()) {
+            VectorMask<Integer> keep = IntVector.fromArray(IntVector.SPECIES_512, words, w).lanewise(VectorOperators.LSHR, 8)
+                    .compare(VectorOperators.LT, below);
+            zero.blend(scale, keep.cast(FloatVector.SPECIES_512)).intoMemorySegment(out, at + (long) w * Float.BYTES, ByteOrder.LITTLE_ENDIAN);
+            if (mask != null) none.blend((byte) 1, keep.cast(ByteVector.SPECIES_128)).intoMemorySegment(mask, maskAt + w, ByteOrder.LITTLE_ENDIAN);
+        }
     }
 
     private static long scalarFloats(MemorySegment out, long base, long begin, long end, double low, double high, long seed,

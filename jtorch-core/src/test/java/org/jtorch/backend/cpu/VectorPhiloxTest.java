@@ -15,7 +15,8 @@ import org.junit.jupiter.api.Test;
  * The vectorised Philox uniforms hold the scalar generator's values bit for bit: every element from its block's
  * word, computed here element by element with {@link Generator#philox}, for ranges that start and end inside a
  * block, short ranges, counters past 2^32, and intervals where float rounding reaches the upper bound; on the vector
- * loops, on the scalar loop that runs while they are cold, and on the mix of both that a cold fill's probes make.
+ * loops, on the scalar loop that runs while they are cold, and on the mix of both that a cold fill's probes make. Dropout's
+ * factors made from the words keep exactly where the float32 uniform is below the threshold.
  */
 class VectorPhiloxTest {
     private static final double[][] INTERVALS = {{0, 1}, {-3.5, 7.25}, {1, 1 + 1e-7}, {-1e-3, 0}, {2, 2}};
@@ -111,6 +112,45 @@ class VectorPhiloxTest {
                         assertEquals(-1, vector.mismatch(mixed), "a cold fill against the vector loops, " + what);
                         long last = (start + n - 1) * (wide ? Double.BYTES : Float.BYTES);
                         assertTrue(vector.get(ValueLayout.JAVA_INT_UNALIGNED, last) != 0x7f7f7f7f, "nothing written, " + what);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void dropoutFactorsKeepWhereTheUniformIsBelowTheThreshold() {
+        Assumptions.assumeTrue(VectorPhilox.supported(), "no 512-bit vectors on this machine");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(20_000 * Float.BYTES), mask = arena.allocate(20_000);
+            for (long firstBlock : new long[] {0, 12_345, (1L << 32) - 3}) {
+                long seed = 0x5851F42D4C957F2DL + firstBlock;
+                int[] w = new int[4];
+                Generator.philox(seed, firstBlock + 25, w);
+                // Thresholds at and next to an element's own uniform (element 100 = word 0 of block 25), exact multiples
+                // of 2^-24 and not, and the ends.
+                float own = (float) ((w[0] >>> 8) * (1.0 / (1 << 24)));
+                float[] thresholds = {0.9f, 0.1f, 0.5f, own, Math.nextUp(own), Math.nextDown(own), 0.3f + 0x1p-26f, 0, 1, 1.5f, -1};
+                for (float keepBelow : thresholds) {
+                    for (long[] r : new long[][] {{0, 4096}, {4, 1004}, {16, 16_400}, {8, 39}}) {
+                        out.fill((byte) 0x7f);
+                        mask.fill((byte) 7);
+                        long end = VectorPhilox.dropoutFactors(out, 4, mask, 1, r[0], r[1], keepBelow, 1.25f, seed, firstBlock);
+                        assertEquals(r[0] + (r[1] - r[0]) / 32 * 32, end, "whole vectors of blocks written in [" + r[0] + ", " + r[1] + ")");
+                        for (long i = r[0]; i < r[1]; i++) {
+                            Generator.philox(seed, firstBlock + i / 4, w);
+                            boolean keep = (float) ((w[(int) (i & 3)] >>> 8) * (1.0 / (1 << 24))) < keepBelow;
+                            String at = "element " + i + " below " + keepBelow + " from block " + firstBlock;
+                            float factor = out.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 4 + i * Float.BYTES);
+                            byte kept = mask.get(ValueLayout.JAVA_BYTE, 1 + i);
+                            if (i < end) {
+                                assertEquals(keep ? 1.25f : 0f, factor, at);
+                                assertEquals(keep ? 1 : 0, kept, at);
+                            } else {
+                                assertEquals(0x7f7f7f7f, Float.floatToRawIntBits(factor), at + ": past the returned end");
+                                assertEquals(7, kept, at + ": past the returned end");
+                            }
+                        }
                     }
                 }
             }
