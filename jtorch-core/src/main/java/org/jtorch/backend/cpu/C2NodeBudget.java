@@ -82,7 +82,7 @@ final class C2NodeBudget {
                 case Expr.Const c -> nodes += HOISTED;
                 case Expr.Math m -> {
                     for (Expr a : m.args()) visit(a);
-                    if (!isVectorMethod(m.fn())) peak = Math.max(peak, nodes + beforeLastCall(m.fn(), f64));
+                    if (!isVectorMethod(m.fn()) && !isDirectSelect(m.fn())) peak = Math.max(peak, nodes + beforeLastCall(m.fn(), f64));
                     nodes += parseNodes(m.fn(), f64);
                 }
                 default -> { }
@@ -99,6 +99,15 @@ final class C2NodeBudget {
             case NEG, ABS, ADD, SUB, MUL, DIV -> true;
             default -> false;
         };
+    }
+
+    /**
+     * Whether the generated loop computes {@code fn}, a select, with the vector class's own compare and blend rather
+     * than {@link VectorMath#select}: under the deterministic switch, whose exp and log1p otherwise put softplus's loop
+     * past the cutoff before its select.
+     */
+    static boolean isDirectSelect(Fn fn) {
+        return fn == Fn.SELECT && VectorExp.DETERMINISTIC;
     }
 
     /**
