@@ -33,8 +33,8 @@ final class VectorLog {
     /**
      * Whether the kernels use these rather than the JDK's {@code lanewise(LOG)} and {@code lanewise(LOG1P)}: the same
      * switch as {@link VectorExp#DETERMINISTIC} ({@code -Djtorch.cpu.deterministicMath=true}), off by default. log and
-     * log1p alone are level with the JDK's in both widths; softplus (exp and log1p in one generated kernel) is 3.5-4.8x
-     * slower and BCE 1.3x (docs/BENCHMARKS.md, issue 20, seventeenth session).
+     * log1p alone are level with the JDK's in both widths, and BCE; softplus (exp and log1p in one generated kernel) is
+     * 1.3-1.4x slower (docs/BENCHMARKS.md, issue 20, eighteenth session).
      */
     static final boolean ENABLED = VectorExp.DETERMINISTIC;
 

@@ -12,7 +12,8 @@ import jdk.incubator.vector.VectorSpecies;
  *
  * <p>Scalar: no vector form yet (a float form through double lanes, {@code exp(y log x)}, would be accurate, but its
  * two halves' exp and log pass C2's node-count cutoff in one kernel; a double form needs log in more than double
- * precision). About 20x slower than the JDK's vector pow (docs/BENCHMARKS.md, issue 20, eighteenth session).
+ * precision). 17x (double) to 40x (float) slower than the JDK's vector pow (docs/BENCHMARKS.md, issue 20, eighteenth
+ * session).
  */
 final class VectorPow {
     private VectorPow() {}
