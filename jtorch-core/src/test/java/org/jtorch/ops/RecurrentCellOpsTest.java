@@ -28,6 +28,7 @@ import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
 import org.jtorch.op.RecurrentOps;
+import org.jtorch.testing.ChildJvm;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.ScopePerTest;
 import org.junit.jupiter.api.Test;
@@ -229,7 +230,33 @@ class RecurrentCellOpsTest {
      * against the cells step after step: {@code nn.RecurrentTest}.
      */
     @Test
-    void aLayersBatchBlocksOnSeveralThreadsGiveTheOneThreadValuesBitForBit() {
+    void aLayersBatchBlocksOnSeveralThreadsGiveTheOneThreadValuesBitForBit() throws Exception {
+        // On the CPU the cells' exp and tanh are the JDK's unless the deterministic switch is on, and those differ in the
+        // last bit between C2's SVML call and the interpreted fallback: which one a run gets depends on when C2 compiles
+        // each kernel, not on the thread split. So the comparison runs under the switch, in a child JVM if this one has
+        // it off (the CI failure of the seventeenth session, docs/BENCHMARKS.md).
+        if (DEVICE.type() == Device.Type.CPU && !Boolean.getBoolean(DETERMINISTIC_MATH)) {
+            String verdict = ChildJvm.lastLine(List.of("-D" + DETERMINISTIC_MATH + "=true"), ThreadSplitMain.class);
+            assertEquals(SAME_BITS, verdict);
+        } else {
+            assertEquals(SAME_BITS, threadSplitMismatch());
+        }
+    }
+
+    private static final String DETERMINISTIC_MATH = "jtorch.cpu.deterministicMath", SAME_BITS = "same bits";
+
+    /** A child JVM's side of the thread-split test: prints {@link #threadSplitMismatch}. */
+    public static final class ThreadSplitMain {
+        public static void main(String[] args) {
+            System.out.println(threadSplitMismatch());
+        }
+    }
+
+    /**
+     * LSTM and GRU layers' outputs and gradients on 2 and 3 threads against one thread: {@link #SAME_BITS}, or the first
+     * difference.
+     */
+    private static String threadSplitMismatch() {
         int threads = Torch.getNumThreads();
         try {
             for (DType dtype : new DType[] {DType.FLOAT32, DType.FLOAT64}) {
@@ -242,13 +269,19 @@ class RecurrentCellOpsTest {
                             Torch.setNumThreads(t);
                             Tensor[] split = layerRun(lstm, dtype, batch, reverse);
                             for (int j = 0; j < one.length; j++) {
-                                String what = (lstm ? "lstm " : "gru ") + dtype + " batch " + batch + " threads " + t + " #" + j;
-                                assertArrayEquals(one[j].to(DType.FLOAT64).toDoubleArray(), split[j].to(DType.FLOAT64).toDoubleArray(), what);
+                                double[] expected = one[j].to(DType.FLOAT64).toDoubleArray(), actual = split[j].to(DType.FLOAT64).toDoubleArray();
+                                for (int i = 0; i < expected.length; i++) {
+                                    if (Double.doubleToRawLongBits(expected[i]) != Double.doubleToRawLongBits(actual[i])) {
+                                        return (lstm ? "lstm " : "gru ") + dtype + " batch " + batch + " threads " + t + " output #" + j
+                                                + " element " + i + ": " + expected[i] + " on one thread, " + actual[i];
+                                    }
+                                }
                             }
                         }
                     }
                 }
             }
+            return SAME_BITS;
         } finally {
             Torch.setNumThreads(threads);
         }

@@ -82,7 +82,7 @@ final class C2NodeBudget {
                 case Expr.Const c -> nodes += HOISTED;
                 case Expr.Math m -> {
                     for (Expr a : m.args()) visit(a);
-                    if (!isVectorMethod(m.fn())) peak = Math.max(peak, nodes + beforeLastCall(m.fn(), f64));
+                    if (!isVectorMethod(m.fn()) && !isDirectSelect(m.fn())) peak = Math.max(peak, nodes + beforeLastCall(m.fn(), f64));
                     nodes += parseNodes(m.fn(), f64);
                 }
                 default -> { }
@@ -102,15 +102,26 @@ final class C2NodeBudget {
     }
 
     /**
+     * Whether the generated loop computes {@code fn}, a select, with the vector class's own compare and blend rather
+     * than {@link VectorMath#select}: under the deterministic switch, whose exp and log1p otherwise put softplus's loop
+     * past the cutoff before its select.
+     */
+    static boolean isDirectSelect(Fn fn) {
+        return fn == Fn.SELECT && VectorExp.DETERMINISTIC;
+    }
+
+    /**
      * The nodes a function's helper adds to the compile, inlined with all it calls. The exponentials and logarithms
      * are the JDK's (one intrinsic each) unless {@code -Djtorch.cpu.deterministicMath=true} selects jtorch's own
-     * polynomials ({@link VectorExp}, {@link VectorLog}), which are 20 to 50 times larger in nodes (float lanes,
-     * with detlevel's fast paths; float64 taken as the same).
+     * polynomials ({@link VectorExp}, {@link VectorLog}, {@link VectorTrig}), which are 20 to 50 times larger in nodes
+     * (float lanes, with detlevel's fast paths; float64 taken as the same but for exp, sin and cos, measured in single-op
+     * kernels in the eighteenth session: docs/BENCHMARKS.md, issue 20, branch detlevel2).
      */
     static int parseNodes(Fn fn, boolean f64) {
         if (VectorExp.DETERMINISTIC) {
             switch (fn) {
-                case EXP -> { return 6_800; }
+                case EXP -> { return f64 ? 9_600 : 6_800; }
+                case SIN, COS -> { return f64 ? 15_800 : 13_400; }
                 case SIGMOID -> { return 8_500; }
                 case EXPM1 -> { return 9_700; }
                 case LOG -> { return 11_000; }

@@ -299,6 +299,11 @@ final class CpuRecurrentKernels implements RecurrentKernels {
 
     /** {@code ws[o..o+n) = act(ig + hg)} for one gate block: sigmoid, or tanh for the cell gate. */
     private static void gatesF32(Rows ig, Rows hg, Rows ws, long o, long n, boolean tanh) {
+        if (VectorExp.DETERMINISTIC) {
+            if (tanh) tanhGateF32(ig, hg, ws, o, n);
+            else sigmoidGateF32(ig, hg, ws, o, n);
+            return;
+        }
         for (long w = 0; w < n; w += FL) {
             long j = Math.min(w, n - FL);
             int keep = (int) (w - j);
@@ -307,14 +312,58 @@ final class CpuRecurrentKernels implements RecurrentKernels {
         }
     }
 
+    /**
+     * {@link #gatesF32}'s loop under {@code -Djtorch.cpu.deterministicMath=true}, one function per loop: jtorch's tanh
+     * and sigmoid in one loop body passed C2's node-count cutoff and the store after them was refused. The JDK's forms
+     * keep the one loop (a loop of their own is a method C2 compiles at other times, and the JDK's tanh can then be
+     * the intrinsic in one run and the fallback in another: the seventeenth session's CI failure).
+     */
+    private static void tanhGateF32(Rows ig, Rows hg, Rows ws, long o, long n) {
+        for (long w = 0; w < n; w += FL) {
+            long j = Math.min(w, n - FL);
+            ws.put(o + j, tanh(ig.vec(o + j).add(hg.vec(o + j))), (int) (w - j));
+        }
+    }
+
+    private static void sigmoidGateF32(Rows ig, Rows hg, Rows ws, long o, long n) {
+        for (long w = 0; w < n; w += FL) {
+            long j = Math.min(w, n - FL);
+            ws.put(o + j, sigmoid(ig.vec(o + j).add(hg.vec(o + j))), (int) (w - j));
+        }
+    }
+
     /** {@code cy = f * cx + i * g}, {@code hy = o * tanh(cy)} from the activated gates at {@code g0}. */
     private static void lstmStateF32(Rows ws, long g0, long h, Rows cx, Rows cy, Rows hy, long s0, long n) {
+        if (VectorExp.DETERMINISTIC) {
+            cellStateF32(ws, g0, h, cx, cy, s0, n);
+            hiddenStateF32(ws, g0, h, cy, hy, s0, n);
+            return;
+        }
         for (long w = 0; w < n; w += FL) {
             long j = Math.min(w, n - FL);
             int keep = (int) (w - j);
             FloatVector c = ws.vec(g0 + h + j).mul(cx.vec(s0 + j)).add(ws.vec(g0 + j).mul(ws.vec(g0 + 2 * h + j)));
             cy.put(s0 + j, c, keep);
             hy.put(s0 + j, ws.vec(g0 + 3 * h + j).mul(tanh(c)), keep);
+        }
+    }
+
+    /**
+     * {@link #lstmStateF32}'s loop under {@code -Djtorch.cpu.deterministicMath=true}, in two: {@code cy}, then {@code hy}
+     * from the stored {@code cy} (the same floats). jtorch's tanh after the five loads of one loop body passed C2's
+     * node-count cutoff, and the store of {@code hy} was refused (2x; docs/BENCHMARKS.md, issue 20, eighteenth session).
+     */
+    private static void cellStateF32(Rows ws, long g0, long h, Rows cx, Rows cy, long s0, long n) {
+        for (long w = 0; w < n; w += FL) {
+            long j = Math.min(w, n - FL);
+            cy.put(s0 + j, ws.vec(g0 + h + j).mul(cx.vec(s0 + j)).add(ws.vec(g0 + j).mul(ws.vec(g0 + 2 * h + j))), (int) (w - j));
+        }
+    }
+
+    private static void hiddenStateF32(Rows ws, long g0, long h, Rows cy, Rows hy, long s0, long n) {
+        for (long w = 0; w < n; w += FL) {
+            long j = Math.min(w, n - FL);
+            hy.put(s0 + j, ws.vec(g0 + 3 * h + j).mul(tanh(cy.vec(s0 + j))), (int) (w - j));
         }
     }
 

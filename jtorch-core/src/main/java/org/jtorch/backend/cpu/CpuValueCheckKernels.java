@@ -99,11 +99,16 @@ final class CpuValueCheckKernels {
     /** {@code out = (t - 1) * max(log1p(-x), -100) - out}, times the weight: the loss, from the first pass's term. */
     private static void bceLog1mF32(StridedView out, StridedView x, StridedView t, StridedView w, long from, long to) {
         long i = from;
-        // The whole vectors without the masked loads' and stores' branches: with them this loop passed the node budget too.
+        // The whole vectors without the masked loads' and stores' branches, and the rows' segments and byte offsets read
+        // before the loop: with jtorch's log1p (-Djtorch.cpu.deterministicMath=true) a call in the loop body after it
+        // (base) passed C2's node-count cutoff and was refused.
+        MemorySegment xs = x.memory(), ts = t.memory(), os = out.memory(), ws = w == null ? null : w.memory();
+        long xb = base(x), tb = base(t), ob = base(out), wb = w == null ? 0 : base(w);
         for (; i + FS.length() <= to; i += FS.length()) {
-            FloatVector log1mX = VectorMath.log1p(wholeF32(x, i).neg()).max(-100f);
-            FloatVector loss = wholeF32(t, i).sub(1f).mul(log1mX).sub(wholeF32(out, i));
-            (w == null ? loss : loss.mul(wholeF32(w, i))).intoMemorySegment(out.memory(), base(out) + 4 * i, LE);
+            FloatVector log1mX = VectorMath.log1p(FloatVector.fromMemorySegment(FS, xs, xb + 4 * i, LE).neg()).max(-100f);
+            FloatVector loss = FloatVector.fromMemorySegment(FS, ts, tb + 4 * i, LE).sub(1f).mul(log1mX)
+                    .sub(FloatVector.fromMemorySegment(FS, os, ob + 4 * i, LE));
+            (ws == null ? loss : loss.mul(FloatVector.fromMemorySegment(FS, ws, wb + 4 * i, LE))).intoMemorySegment(os, ob + 4 * i, LE);
         }
         if (i < to) bceLog1mTailF32(out, x, t, w, i, to);
     }
@@ -116,10 +121,6 @@ final class CpuValueCheckKernels {
         FloatVector log1mX = VectorMath.log1p(loadF32(x, i, m).neg()).max(-100f);
         FloatVector loss = loadF32(t, i, m).sub(1f).mul(log1mX).sub(loadF32(out, i, m));
         storeF32(out, i, m, w == null ? loss : loss.mul(loadF32(w, i, m)));
-    }
-
-    private static FloatVector wholeF32(StridedView v, long i) {
-        return FloatVector.fromMemorySegment(FS, v.memory(), base(v) + 4 * i, LE);
     }
 
     private static FloatVector loadF32(StridedView v, long i, VectorMask<Float> m) {
@@ -162,10 +163,13 @@ final class CpuValueCheckKernels {
 
     private static void bceLog1mF64(StridedView out, StridedView x, StridedView t, StridedView w, long from, long to) {
         long i = from;
+        MemorySegment xs = x.memory(), ts = t.memory(), os = out.memory(), ws = w == null ? null : w.memory();
+        long xb = base(x), tb = base(t), ob = base(out), wb = w == null ? 0 : base(w);
         for (; i + DS.length() <= to; i += DS.length()) {
-            DoubleVector log1mX = VectorMathF64.log1p(wholeF64(x, i).neg()).max(-100);
-            DoubleVector loss = wholeF64(t, i).sub(1).mul(log1mX).sub(wholeF64(out, i));
-            (w == null ? loss : loss.mul(wholeF64(w, i))).intoMemorySegment(out.memory(), base(out) + 8 * i, LE);
+            DoubleVector log1mX = VectorMathF64.log1p(DoubleVector.fromMemorySegment(DS, xs, xb + 8 * i, LE).neg()).max(-100);
+            DoubleVector loss = DoubleVector.fromMemorySegment(DS, ts, tb + 8 * i, LE).sub(1).mul(log1mX)
+                    .sub(DoubleVector.fromMemorySegment(DS, os, ob + 8 * i, LE));
+            (ws == null ? loss : loss.mul(DoubleVector.fromMemorySegment(DS, ws, wb + 8 * i, LE))).intoMemorySegment(os, ob + 8 * i, LE);
         }
         if (i < to) bceLog1mTailF64(out, x, t, w, i, to);
     }
@@ -178,10 +182,6 @@ final class CpuValueCheckKernels {
         DoubleVector log1mX = VectorMathF64.log1p(loadF64(x, i, m).neg()).max(-100);
         DoubleVector loss = loadF64(t, i, m).sub(1).mul(log1mX).sub(loadF64(out, i, m));
         storeF64(out, i, m, w == null ? loss : loss.mul(loadF64(w, i, m)));
-    }
-
-    private static DoubleVector wholeF64(StridedView v, long i) {
-        return DoubleVector.fromMemorySegment(DS, v.memory(), base(v) + 8 * i, LE);
     }
 
     private static DoubleVector loadF64(StridedView v, long i, VectorMask<Double> m) {

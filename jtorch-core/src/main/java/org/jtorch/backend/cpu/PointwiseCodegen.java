@@ -2,6 +2,7 @@ package org.jtorch.backend.cpu;
 
 import static java.lang.constant.ConstantDescs.CD_Object;
 import static java.lang.constant.ConstantDescs.CD_double;
+import static java.lang.constant.ConstantDescs.CD_float;
 import static java.lang.constant.ConstantDescs.CD_int;
 import static java.lang.constant.ConstantDescs.CD_long;
 import static java.lang.constant.ConstantDescs.CD_void;
@@ -198,6 +199,8 @@ final class PointwiseCodegen {
     private static final ClassDesc CD_SEGMENT = ClassDesc.of(MemorySegment.class.getName());
     private static final ClassDesc CD_MASK = ClassDesc.of("jdk.incubator.vector.VectorMask");
     private static final ClassDesc CD_VECTOR = ClassDesc.of("jdk.incubator.vector.Vector");
+    private static final ClassDesc CD_OPERATORS = ClassDesc.of("jdk.incubator.vector.VectorOperators");
+    private static final ClassDesc CD_COMPARISON = ClassDesc.of("jdk.incubator.vector.VectorOperators$Comparison");
     private static final ClassDesc CD_ROW = ClassDesc.of(RowKernel.class.getName());
     private static final ClassDesc CD_KERNEL = ClassDesc.of(PointwiseCodegen.class.getPackageName(), "GeneratedPointwiseKernel");
     private static final MethodTypeDesc MTD_ROW =
@@ -260,6 +263,16 @@ final class PointwiseCodegen {
          */
         boolean direct(Fn fn) {
             return (this == FLOAT || this == DOUBLE) && C2NodeBudget.isVectorMethod(fn);
+        }
+
+        /**
+         * Whether {@code fn} is a select emitted as the vector class's own compare and blend ({@link Row#selectDirect},
+         * {@link C2NodeBudget#isDirectSelect}): under {@code -Djtorch.cpu.deterministicMath=true} softplus's exp and
+         * log1p put its loop past C2's node-count cutoff before the select, whose helper was then refused and boxed
+         * every step's vectors (3.5x). The JDK's forms leave room for the helper, and their kernels stay as they were.
+         */
+        boolean directSelect(Fn fn) {
+            return (this == FLOAT || this == DOUBLE) && C2NodeBudget.isDirectSelect(fn);
         }
 
         /** The vector class's own method of {@code fn} ({@link #direct(Fn)}): no argument (neg, abs) or one vector. */
@@ -562,12 +575,28 @@ final class PointwiseCodegen {
                         return;
                     }
                     for (Expr a : m.args()) eval(a);
-                    if (lanes.direct(m.fn())) code.invokevirtual(lanes.vector(), lanes.function(m.fn()), lanes.vectorMethod(m.fn()));
+                    if (lanes.directSelect(m.fn())) selectDirect();
+                    else if (lanes.direct(m.fn())) code.invokevirtual(lanes.vector(), lanes.function(m.fn()), lanes.vectorMethod(m.fn()));
                     else code.invokestatic(lanes.math(), lanes.function(m.fn()), lanes.function(m.fn().arity()));
                     remember(m);
                 }
                 default -> throw new IllegalStateException(e + " is not a pointwise formula");
             }
+        }
+
+        /**
+         * With the condition, the value where it holds and the value where not on the stack, pushes
+         * {@code otherwise.blend(then, cond.compare(NE, 0))}: {@link VectorMath#select}'s steps through the vector
+         * class's own {@code @ForceInline} methods ({@link Lanes#directSelect}).
+         */
+        private void selectDirect() {
+            int otherwise = code.allocateLocal(TypeKind.REFERENCE), then = code.allocateLocal(TypeKind.REFERENCE);
+            code.astore(otherwise).astore(then).getstatic(CD_OPERATORS, "NE", CD_COMPARISON);
+            if (lanes == Lanes.FLOAT) code.loadConstant(0f).invokevirtual(lanes.vector(), "compare", MethodTypeDesc.of(CD_MASK, CD_COMPARISON, CD_float));
+            else code.loadConstant(0d).invokevirtual(lanes.vector(), "compare", MethodTypeDesc.of(CD_MASK, CD_COMPARISON, CD_double));
+            int holds = code.allocateLocal(TypeKind.REFERENCE);
+            code.astore(holds).aload(otherwise).aload(then).aload(holds)
+                    .invokevirtual(lanes.vector(), "blend", MethodTypeDesc.of(lanes.vector(), CD_VECTOR, CD_MASK));
         }
     }
 

@@ -33,9 +33,9 @@ final class VectorExp {
     /**
      * {@code -Djtorch.cpu.deterministicMath=true} makes the kernels' exp, expm1 and tanh this class's exact forms; by
      * default they are the JDK's {@code lanewise(EXP / EXPM1 / TANH)}, whose bits depend on when C2 compiled each
-     * kernel. Off while some kernels are slower with the exact forms (softplus 3.5-4.8x, BCE 1.3x, the float32 LSTM
-     * cell 2x; exp, expm1 and sigmoid alone are faster: docs/BENCHMARKS.md, issue 20, seventeenth session). A constant to C2, which drops the branch not taken, so this class's bit casts run only
-     * when the switch is on (NativeOperandsTest).
+     * kernel. Off while some kernels are slower with the exact forms (softplus 1.3-1.4x, pow 17-40x: scalar; exp,
+     * expm1, sigmoid, sin and cos alone are faster: docs/BENCHMARKS.md, issue 20, eighteenth session). A constant to
+     * C2, which drops the branch not taken, so this class's bit casts run only when the switch is on (NativeOperandsTest).
      */
     static final boolean DETERMINISTIC = Boolean.getBoolean("jtorch.cpu.deterministicMath");
 

@@ -33,8 +33,8 @@ final class VectorLog {
     /**
      * Whether the kernels use these rather than the JDK's {@code lanewise(LOG)} and {@code lanewise(LOG1P)}: the same
      * switch as {@link VectorExp#DETERMINISTIC} ({@code -Djtorch.cpu.deterministicMath=true}), off by default. log and
-     * log1p alone are level with the JDK's in both widths; softplus (exp and log1p in one generated kernel) is 3.5-4.8x
-     * slower and BCE 1.3x (docs/BENCHMARKS.md, issue 20, seventeenth session).
+     * log1p alone are level with the JDK's in both widths, and BCE; softplus (exp and log1p in one generated kernel) is
+     * 1.3-1.4x slower (docs/BENCHMARKS.md, issue 20, eighteenth session).
      */
     static final boolean ENABLED = VectorExp.DETERMINISTIC;
 
@@ -121,7 +121,13 @@ final class VectorLog {
         // k < 2 test, c = 0 for k = 0 and from k = 25 on): C2's inlining budget (see log).
         FloatVector c = x.max(ONE_F).sub(u).add(x.min(ONE_F)).div(u);
         FloatVector f = iu.and(MANTISSA_F).add(SQRT_HALF_BITS_F).reinterpretAsFloats().sub(ONE_F);
-        return log1pReduced(f, c, k);
+        // log1pReduced written out (the same steps): a call here came after most of log1p's nodes, and in a kernel
+        // that had already parsed an exp (softplus) C2 refused it at its node-count cutoff and boxed the vectors.
+        FloatVector s = f.div(f.add(TWO_F));
+        FloatVector z = s.mul(s);
+        FloatVector r = z.fma(LG4_F, LG3_F).fma(z, LG2_F).fma(z, LG1_F).mul(z);
+        FloatVector hfsq = f.mul(f).mul(HALF_F);
+        return k.fma(LN2_HI_F, s.fma(hfsq.add(r), k.fma(LN2_LO_F, c)).sub(hfsq).add(f));
     }
 
     /** {@code k ln 2 + log(1 + f) + c}, for {@code 1 + f} in {@code [sqrt(2)/2, sqrt(2))}. */
@@ -194,7 +200,12 @@ final class VectorLog {
         DoubleVector k = iu.lanewise(VectorOperators.LSHR, 52).add(K_BIAS_D).reinterpretAsDoubles().sub(ROUND_D);
         DoubleVector c = x.max(ONE_D).sub(u).add(x.min(ONE_D)).div(u);
         DoubleVector f = iu.and(MANTISSA_D).add(SQRT_HALF_BITS_D).reinterpretAsDoubles().sub(ONE_D);
-        return log1pReduced(f, c, k);
+        // log1pReduced written out, as in the float form (float64 softplus: the call was refused at C2's cutoff).
+        DoubleVector s = f.div(f.add(TWO_D));
+        DoubleVector z = s.mul(s);
+        DoubleVector r = z.fma(LG7_D, LG6_D).fma(z, LG5_D).fma(z, LG4_D).fma(z, LG3_D).fma(z, LG2_D).fma(z, LG1_D).mul(z);
+        DoubleVector hfsq = f.mul(f).mul(HALF_D);
+        return k.fma(LN2_HI_D, s.fma(hfsq.add(r), k.fma(LN2_LO_D, c)).sub(hfsq).add(f));
     }
 
     private static DoubleVector log1pReduced(DoubleVector f, DoubleVector c, DoubleVector k) {

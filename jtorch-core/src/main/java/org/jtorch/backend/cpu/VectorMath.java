@@ -156,8 +156,8 @@ public final class VectorMath {
     public static FloatVector log1p(FloatVector a) { return VectorLog.ENABLED ? VectorLog.log1p(a) : a.lanewise(VectorOperators.LOG1P); }
     public static FloatVector expm1(FloatVector a) { return VectorExp.expm1(a); }
     public static FloatVector tanh(FloatVector a) { return VectorExp.tanh(a); }
-    public static FloatVector sin(FloatVector a) { return a.lanewise(VectorOperators.SIN); }
-    public static FloatVector cos(FloatVector a) { return a.lanewise(VectorOperators.COS); }
+    public static FloatVector sin(FloatVector a) { return VectorExp.DETERMINISTIC ? VectorTrig.sin(a) : a.lanewise(VectorOperators.SIN); }
+    public static FloatVector cos(FloatVector a) { return VectorExp.DETERMINISTIC ? VectorTrig.cos(a) : a.lanewise(VectorOperators.COS); }
     public static FloatVector sqrt(FloatVector a) { return a.sqrt(); }
     public static FloatVector pow(FloatVector a, FloatVector b) { return cPow(a, b); }
 
@@ -169,7 +169,7 @@ public final class VectorMath {
     private static FloatVector cPow(FloatVector a, FloatVector b) {
         VectorMask<Float> one = a.compare(VectorOperators.EQ, 1f)
                 .or(a.compare(VectorOperators.EQ, -1f).and(b.abs().compare(VectorOperators.EQ, Float.POSITIVE_INFINITY)));
-        return a.lanewise(VectorOperators.POW, b).blend(1f, one);
+        return (VectorExp.DETERMINISTIC ? VectorPow.pow(a, b) : a.lanewise(VectorOperators.POW, b)).blend(1f, one);
     }
     public static FloatVector erf(FloatVector a) { return VectorErf.erf(a); }
     public static FloatVector gelu(FloatVector a) { return VectorErf.gelu(a); }

@@ -93,8 +93,8 @@ public final class VectorMathF64 {
     public static DoubleVector log1p(DoubleVector a) { return VectorLog.ENABLED ? VectorLog.log1p(a) : a.lanewise(VectorOperators.LOG1P); }
     public static DoubleVector expm1(DoubleVector a) { return VectorExp.expm1(a); }
     public static DoubleVector tanh(DoubleVector a) { return VectorTanhF64.tanh(a); }
-    public static DoubleVector sin(DoubleVector a) { return a.lanewise(VectorOperators.SIN); }
-    public static DoubleVector cos(DoubleVector a) { return a.lanewise(VectorOperators.COS); }
+    public static DoubleVector sin(DoubleVector a) { return VectorExp.DETERMINISTIC ? VectorTrig.sin(a) : a.lanewise(VectorOperators.SIN); }
+    public static DoubleVector cos(DoubleVector a) { return VectorExp.DETERMINISTIC ? VectorTrig.cos(a) : a.lanewise(VectorOperators.COS); }
     public static DoubleVector sqrt(DoubleVector a) { return a.sqrt(); }
     public static DoubleVector pow(DoubleVector a, DoubleVector b) { return cPow(a, b); }
 
@@ -106,7 +106,7 @@ public final class VectorMathF64 {
     private static DoubleVector cPow(DoubleVector a, DoubleVector b) {
         VectorMask<Double> one = a.compare(VectorOperators.EQ, 1)
                 .or(a.compare(VectorOperators.EQ, -1).and(b.abs().compare(VectorOperators.EQ, Double.POSITIVE_INFINITY)));
-        return a.lanewise(VectorOperators.POW, b).blend(1, one);
+        return (VectorExp.DETERMINISTIC ? VectorPow.pow(a, b) : a.lanewise(VectorOperators.POW, b)).blend(1, one);
     }
     public static DoubleVector erf(DoubleVector a) { return VectorErfF64.erf(a); }
     public static DoubleVector gelu(DoubleVector a) { return VectorErfF64.gelu(a); }

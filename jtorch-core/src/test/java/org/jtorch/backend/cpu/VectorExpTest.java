@@ -120,7 +120,7 @@ class VectorExpTest {
     }
 
     /** The worst ulps of {@code f} from {@code exact} (in double, far below a float ulp) over {@code a}; signed zeros and NaN exact. */
-    private static void assertWithinUlpsF(String name, float[] a, java.util.function.UnaryOperator<FloatVector> f,
+    static void assertWithinUlpsF(String name, float[] a, java.util.function.UnaryOperator<FloatVector> f,
             java.util.function.DoubleUnaryOperator exact, double ulps) {
         float[] got = apply(a, f);
         double worst = 0;
@@ -140,7 +140,7 @@ class VectorExpTest {
         assertTrue(worst <= ulps, name + ": worst " + worst + " ulps at x = " + at);
     }
 
-    private static void assertWithinUlpsD(String name, double[] a, java.util.function.UnaryOperator<DoubleVector> f,
+    static void assertWithinUlpsD(String name, double[] a, java.util.function.UnaryOperator<DoubleVector> f,
             java.util.function.DoubleUnaryOperator exact, double ulps) {
         double[] got = apply(a, f);
         double worst = 0, at = 0;
