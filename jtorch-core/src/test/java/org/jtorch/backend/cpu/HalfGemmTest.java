@@ -200,6 +200,70 @@ class HalfGemmTest {
         }
     }
 
+    /**
+     * The conversion inside the packing against the separate conversion it replaces: the bfloat16 operands widened to
+     * float32 copies (exact), the float32 GEMM on those, and for a bfloat16 C one rounding of {@code alpha * acc + beta * C}.
+     * Bit for bit: both run the same float32 micro-kernels on the same packed panels. Shapes past Gemm's special
+     * paths (m, n > 30), the MLP's forward product (row-major x, transposed weight) among them, every contiguous layout.
+     */
+    @Test
+    void packingConversionEqualsSeparateConversionBitForBit() {
+        int[][] sizes = {{128, 512, 784}, {37, 70, 45}, {64, 96, 300}, {Gemm.MC + 3, 100, Gemm.KC + 37}};
+        long seed = 700;
+        Parallel.setNumThreads(1);
+        for (int[] s : sizes) {
+            int m = s[0], n = s[1], k = s[2];
+            for (int la = 0; la < 3; la++) {
+                for (int lb = 0; lb < 3; lb++) {
+                    for (DType out : new DType[] {DType.BFLOAT16, DType.FLOAT32}) {
+                        float alpha = seed % 2 == 0 ? 1f : -0.75f, beta = seed % 3 == 0 ? 0f : 0.5f;
+                        checkAgainstWidenedSgemm(m, n, k, alpha, beta, la, lb, out, new SplittableRandom(seed++));
+                    }
+                }
+            }
+        }
+    }
+
+    private void checkAgainstWidenedSgemm(int m, int n, int k, float alpha, float beta, int la, int lb, DType out, SplittableRandom rnd) {
+        HalfGemm.Matrix a = random(DType.BFLOAT16, 1, m, k, la, rnd), b = random(DType.BFLOAT16, 1, k, n, lb, rnd);
+        HalfGemm.Matrix c = random(out, 1, m, n, 0, rnd);
+        MemorySegment aw = widened(a.seg()), bw = widened(b.seg());
+        // The separate path: float32 C (alpha and beta in the kernels), or the float32 accumulator then one rounding.
+        MemorySegment want = arena.allocate(4L * m * n, 64);
+        float[] old = new float[m * n];
+        for (int e = 0; e < m * n; e++) {
+            old[e] = (float) get(out, c.seg(), e);
+            want.setAtIndex(F, e, old[e]);
+        }
+        boolean f32 = out == DType.FLOAT32;
+        Gemm.sgemm(m, n, k, f32 ? alpha : 1f, aw, a.offset(), a.rowStride(), a.colStride(), bw, b.offset(), b.rowStride(), b.colStride(),
+                f32 ? beta : 0f, want, 0, n);
+        HalfGemm.gemmBatched(1, m, n, k, alpha, a, b, beta, c);
+        for (int e = 0; e < m * n; e++) {
+            float acc = want.getAtIndex(F, e);
+            float expected = f32 ? acc : (float) get(DType.BFLOAT16, roundedBf16(beta == 0f ? alpha * acc : Math.fma(beta, old[e], alpha * acc)), 0);
+            float got = (float) get(out, c.seg(), e);
+            if (Float.floatToRawIntBits(got) != Float.floatToRawIntBits(expected)) {
+                fail(String.format("m=%d n=%d k=%d layouts %d/%d -> %s alpha=%s beta=%s: element %d = %s, separate conversion %s",
+                        m, n, k, la, lb, out, alpha, beta, e, got, expected));
+            }
+        }
+    }
+
+    /** A bfloat16 segment's elements as float32, one for one (exact). */
+    private MemorySegment widened(MemorySegment half) {
+        long count = half.byteSize() / 2;
+        MemorySegment f = arena.allocate(4 * count, 64);
+        for (long e = 0; e < count; e++) f.setAtIndex(F, e, ElementCodec.bf16ToFloat(half.getAtIndex(H, e)));
+        return f;
+    }
+
+    private MemorySegment roundedBf16(float v) {
+        MemorySegment one = arena.allocate(2);
+        one.setAtIndex(H, 0, ElementCodec.floatToBf16(v));
+        return one;
+    }
+
     @Test
     void mixedOrUnsupportedTypesAreRefused() {
         SplittableRandom rnd = new SplittableRandom(1);
