@@ -274,12 +274,14 @@ public final class LinalgOps {
             throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + a.device()
                     + " and " + b.device());
         }
-        if (a.dtype() != b.dtype()) {
-            throw new IllegalArgumentException(op + ": expected both operands to have the same dtype, but got " + a.dtype()
-                    + " and " + b.dtype());
-        }
-        if (a.dtype() == DType.BOOL) throw new IllegalArgumentException(op + ": not implemented for bool tensors");
-        return a.dtype();
+        return sameType(op, a.dtype(), b.dtype());
+    }
+
+    /** The operands' common dtype; an error naming the op when they differ or are bool. */
+    public static DType sameType(String op, DType a, DType b) {
+        if (a != b) throw new IllegalArgumentException(op + ": expected both operands to have the same dtype, but got " + a + " and " + b);
+        if (a == DType.BOOL) throw new IllegalArgumentException(op + ": not implemented for bool tensors");
+        return a;
     }
 
     private static void checkBroadcastsTo(String op, StridedView t, long[] shape) {
