@@ -277,6 +277,8 @@ public final class Sorting {
      * leading dims as {@code values}); {@code sorter} (int64, may be null) sorts an unsorted sequence.
      */
     public static Tensor searchsorted(Tensor sortedSequence, Tensor values, boolean outInt32, boolean right, Tensor sorter) {
+        Arguments.nonNull("searchsorted", "sortedSequence", sortedSequence);
+        Arguments.nonNull("searchsorted", "values", values);
         if (Dispatcher.wrapsFrontEnds()) {
             return Dispatcher.frontEnd(SortingOps.SEARCHSORTED, new Tensor[] {sortedSequence, values, sorter},
                     new double[] {outInt32 ? 1 : 0, right ? 1 : 0}, t -> searchsortedOf(t[0], t[1], outInt32, right, t[2]));
@@ -286,8 +288,6 @@ public final class Sorting {
 
     private static Tensor searchsortedOf(Tensor sortedSequence, Tensor values, boolean outInt32, boolean right, Tensor sorter) {
         String op = "searchsorted";
-        Arguments.nonNull(op, "sortedSequence", sortedSequence);
-        Arguments.nonNull(op, "values", values);
         sortedSequence.checkOpen(op);
         values.checkOpen(op);
         if (sorter != null) sorter.checkOpen(op);
