@@ -23,6 +23,10 @@ public final class LinalgOpKernels {
         KernelRegistry.register(type, LinalgOps.MM.kernel(), (out, in, s) ->
                 backend.linalg().bmm(batchOfOne(in[0]), batchOfOne(in[1]), batchOfOne(out), 1, 0));
         KernelRegistry.register(type, LinalgOps.BMM.kernel(), (out, in, s) -> backend.linalg().bmm(in[0], in[1], out, 1, 0));
+        KernelRegistry.register(type, LinalgOps.MV.kernel(), (out, in, s) ->
+                backend.linalg().bmm(batchOfOne(in[0]), batchOfOne(column(in[1])), batchOfOne(column(out)), 1, 0));
+        KernelRegistry.register(type, LinalgOps.DOT.kernel(), (out, in, s) ->
+                backend.linalg().bmm(batchOfOne(row(in[0])), batchOfOne(column(in[1])), batchOfOne(column(out.view(1))), 1, 0));
         KernelRegistry.register(type, LinalgOps.ADDMM.kernel(), (out, in, s) -> {
             if (s[0] != 0) backend.copy(in[0].expand("addmm", out.shape()), out);
             backend.linalg().bmm(batchOfOne(in[1]), batchOfOne(in[2]), batchOfOne(out), s[1], s[0]);
@@ -144,6 +148,16 @@ public final class LinalgOpKernels {
         if (x2 == null) return false;
         return backend.linalg().mmBiasActivation(batchOfOne(x2), batchOfOne(weight.permute(1, 0)), batchOfOne(out.view(rows, features)),
                 bias, activation, preActivation == null ? null : batchOfOne(preActivation.view(rows, features)));
+    }
+
+    /** A vector {@code [n]} as a column {@code [n, 1]} (strided as {@code unsqueeze(1)} makes it). */
+    private static StridedView column(StridedView v) {
+        return v.restrided(new long[] {v.size(0), 1}, new long[] {v.stride(0), 1}, v.offset());
+    }
+
+    /** A vector {@code [n]} as a row {@code [1, n]} (strided as {@code unsqueeze(0)} makes it). */
+    private static StridedView row(StridedView v) {
+        return v.restrided(new long[] {1, v.size(0)}, new long[] {v.size(0) * v.stride(0), v.stride(0)}, v.offset());
     }
 
     /** A matrix as a batch of one (strided as {@code unsqueeze(0)} makes it). */

@@ -7,7 +7,7 @@ import org.jtorch.Device;
 
 /**
  * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): matmul
- * (by rank, from the declared products of {@link LinalgOps}), conv2d, batch norm and max pooling (front ends over declared structured ops), max pooling and adaptive average pooling in 3-d, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
+ * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv2d, batch norm and max pooling (front ends over declared structured ops), max pooling and adaptive average pooling in 3-d, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
  * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
@@ -94,14 +94,6 @@ public final class FrontEndOps {
                     new Param("groups", "int", "1"), new Param("dilation", "int[2]", "1"))
             .autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
             .doc("`ops.Convolution.convTranspose2d` (the convolution's input gradient, plus the bias)").build();
-    /** As is under CPU autocast (PyTorch 1.13's CPU list); lower precision on CUDA. */
-    public static final OpDef MV = OpDef.frontEnd("mv", true).rule(SAME_NO_BOOL).signature(SELF, Param.tensor("vec"))
-            .autocast(Device.Type.CPU, CastPolicy.AS_IS).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
-            .doc("`ops.Linalg.mv` (`mm` against one column)").build();
-    /** As is under CPU autocast; on CUDA both operands are promoted to the widest floating type, as PyTorch's list. */
-    public static final OpDef DOT = OpDef.frontEnd("dot", true).rule(SAME_NO_BOOL).signature(SELF, Param.tensor("tensor"))
-            .autocast(Device.Type.CPU, CastPolicy.AS_IS).autocast(Device.Type.CUDA, CastPolicy.PROMOTE)
-            .doc("`ops.Linalg.dot` (`mm` of a row against a column)").build();
     /**
      * {@code y[..., o] = x1[..., :] @ weight[o] @ x2[..., :] + bias[o]}, as {@code torch.nn.functional.bilinear}. PyTorch
      * composes it from {@code _trilinear}, an op with its own kernel and derivative; here a declared composition (one GEMM

@@ -13,9 +13,9 @@ import org.jtorch.Device;
 
 /**
  * The matrix products that run as one backend GEMM ({@link OpDef.Kind#STRUCTURED}): {@code mm}, {@code bmm},
- * {@code addmm}, {@code baddbmm} and {@code linear}. Each backend registers their kernels from its batched GEMM over
- * strided views (transposed operands are never copied). {@code matmul}, {@code mv} and {@code dot} are built from
- * these by rank.
+ * {@code mv}, {@code dot}, {@code addmm}, {@code baddbmm} and {@code linear}. Each backend registers their kernels from
+ * its batched GEMM over strided views (transposed operands are never copied; a vector is seen as a row or a column).
+ * {@code matmul} is built from these by rank.
  */
 public final class LinalgOps {
     private LinalgOps() {}
@@ -43,6 +43,53 @@ public final class LinalgOps {
             .derivatives(() -> List.of(call(LinalgOps.BMM, GRAD, bt(B)), call(LinalgOps.BMM, bt(A), GRAD)))
             .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
             .doc("a batched GEMM").build();
+
+    private static final Expr VEC = in(1, "vec");
+
+    /**
+     * {@code self @ vec} for a matrix {@code self} ({@code [n, m]}) and a vector {@code vec} ({@code [m]}): the backend's
+     * GEMM against {@code vec} seen as one column. Derivatives as PyTorch's: {@code grad.outer(vec)} and {@code
+     * self.t().mv(grad)}. As is under CPU autocast (PyTorch 1.13's CPU list), lower precision on CUDA.
+     */
+    public static final OpDef MV = OpDef.structured("mv").rule(SAME_NO_BOOL)
+            .signature(Param.tensor("self"), Param.tensor("vec"))
+            .meta((in, s) -> {
+                StridedView m = in[0], v = in[1];
+                if (m.dim() != 2 || v.dim() != 1) {
+                    throw new IllegalArgumentException("mv: expected a 2-D matrix and a 1-D vector, got shapes " + Shapes.format(m.shape())
+                            + " and " + Shapes.format(v.shape()));
+                }
+                checkInner("mv", m, v, m.size(1), v.size(0));
+                return new Meta.Output(new long[] {m.size(0)}, sameDeviceAndType("mv", m, v));
+            })
+            .derivatives(() -> List.of(call(MM, unsqueeze(GRAD, 1), unsqueeze(VEC, 0)), call(LinalgOps.MV, t(A), GRAD)))
+            .autocast(Device.Type.CPU, CastPolicy.AS_IS).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("a GEMM against the vector as one column").build();
+
+    private static final Expr OTHER_VECTOR = in(1, "tensor");
+
+    /**
+     * The inner product of two vectors of one length, a 0-d tensor: the backend's GEMM of {@code self} as a row against
+     * {@code tensor} as a column. Derivatives {@code grad * tensor} and {@code grad * self}. As is under CPU autocast; on
+     * CUDA both operands promoted to the widest floating type, as PyTorch's list.
+     */
+    public static final OpDef DOT = OpDef.structured("dot").rule(SAME_NO_BOOL)
+            .signature(Param.tensor("self"), Param.tensor("tensor"))
+            .meta((in, s) -> {
+                StridedView a = in[0], b = in[1];
+                if (a.dim() != 1 || b.dim() != 1) {
+                    throw new IllegalArgumentException("dot: expected 1-D tensors, got shapes " + Shapes.format(a.shape()) + " and "
+                            + Shapes.format(b.shape()));
+                }
+                if (a.size(0) != b.size(0)) {
+                    throw new IllegalArgumentException("dot: inconsistent tensor size, expected tensor [" + a.size(0)
+                            + "] and src [" + b.size(0) + "] to have the same number of elements");
+                }
+                return new Meta.Output(new long[0], sameDeviceAndType("dot", a, b));
+            })
+            .derivatives(() -> List.of(mul(GRAD, OTHER_VECTOR), mul(GRAD, A)))
+            .autocast(Device.Type.CPU, CastPolicy.AS_IS).autocast(Device.Type.CUDA, CastPolicy.PROMOTE)
+            .doc("a GEMM of a row against a column").build();
 
     private static final Expr INPUT = in(0, "self");
     private static final Expr M1 = in(1, "mat1");
@@ -180,6 +227,11 @@ public final class LinalgOps {
         return call(ViewOps.TRANSPOSE, x, Expr.c(0), Expr.c(1));
     }
 
+    /** {@code x.unsqueeze(dim)}. */
+    private static Expr unsqueeze(Expr x, int dim) {
+        return call(ViewOps.UNSQUEEZE, x, Expr.c(dim));
+    }
+
     /** {@code x.transpose(1, 2)}: each matrix of a batch transposed. */
     private static Expr bt(Expr x) {
         return call(ViewOps.TRANSPOSE, x, Expr.c(1), Expr.c(2));
@@ -222,12 +274,14 @@ public final class LinalgOps {
             throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found " + a.device()
                     + " and " + b.device());
         }
-        if (a.dtype() != b.dtype()) {
-            throw new IllegalArgumentException(op + ": expected both operands to have the same dtype, but got " + a.dtype()
-                    + " and " + b.dtype());
-        }
-        if (a.dtype() == DType.BOOL) throw new IllegalArgumentException(op + ": not implemented for bool tensors");
-        return a.dtype();
+        return sameType(op, a.dtype(), b.dtype());
+    }
+
+    /** The operands' common dtype; an error naming the op when they differ or are bool. */
+    public static DType sameType(String op, DType a, DType b) {
+        if (a != b) throw new IllegalArgumentException(op + ": expected both operands to have the same dtype, but got " + a + " and " + b);
+        if (a == DType.BOOL) throw new IllegalArgumentException(op + ": not implemented for bool tensors");
+        return a;
     }
 
     private static void checkBroadcastsTo(String op, StridedView t, long[] shape) {

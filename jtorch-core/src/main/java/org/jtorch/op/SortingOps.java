@@ -34,12 +34,24 @@ public final class SortingOps {
             .doc("the positions of the first k elements of each line along dim in stable sorted order").build();
 
     /**
+     * {@code torch.searchsorted}: for each value of {@code self}, the number of boundaries below it ({@code right}: not
+     * above it) in its row of {@code sorted_sequence} (1-D, or with the same leading dims as {@code self}); {@code sorter}
+     * (int64) sorts an unsorted sequence. A hand-written front end ({@link OpDef.Kind#FRONT_END}: the operands brought
+     * to one dtype and to rows, then {@link #SEARCHSORTED_ROWS}), traced as one op; its device layer is the dispatcher's.
+     * Traced scalars: {@code out_int32}, {@code right}. {@code side} is not supported (use {@code right}).
+     */
+    public static final OpDef SEARCHSORTED = OpDef.frontEnd("searchsorted", false).rule(DTypeRule.SAME_NO_BOOL)
+            .signature(Param.tensor("sorted_sequence"), Param.tensor("self"), Param.scalar("out_int32", "bool", "False"),
+                    Param.scalar("right", "bool", "False"), new Param("sorter", "Tensor?", "None"))
+            .doc("`ops.Sorting.searchsorted` (the operands as rows of one dtype, then `_searchsorted_rows`)").build();
+
+    /**
      * For each value of row {@code r} of {@code values} ({@code [rows, m]}), the first position in its row of
      * {@code boundaries} ({@code [1 or rows, n]}, each row sorted) whose boundary is {@code >= v} ({@code > v} when
      * {@code right}), int64. Both of one dtype and contiguous: {@code torch.searchsorted}'s front end brings its operands
      * to these rows.
      */
-    public static final OpDef SEARCHSORTED_ROWS = OpDef.structured("searchsorted_rows").py("searchsorted").rule(DTypeRule.SAME)
+    public static final OpDef SEARCHSORTED_ROWS = OpDef.structured("searchsorted_rows").py("_searchsorted_rows").rule(DTypeRule.SAME)
             .signature(Param.tensor("boundaries"), Param.tensor("values"), Param.scalar("right", "bool", "False"))
             .meta((in, g) -> {
                 StridedView b = in[0], v = in[1];

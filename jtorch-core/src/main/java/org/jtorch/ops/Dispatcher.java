@@ -373,12 +373,17 @@ public final class Dispatcher {
      * Returns that device (null when none is given).
      */
     public static Device sameDevice(OpDef op, Tensor... inputs) {
+        return sameDevice(op, op.pyName(), inputs);
+    }
+
+    /** {@link #sameDevice(OpDef, Tensor...)} naming the call {@code name} (an in-place form: {@code index_put_}). */
+    static Device sameDevice(OpDef op, String name, Tensor... inputs) {
         Device device = null;
         for (Tensor t : inputs) {
             if (t == null) continue;
             Device d = t.device();
             if (device == null) device = d;
-            else if (d != device && !d.equals(device)) throw devicesDisagree(op, op.pyName(), inputs, false);
+            else if (d != device && !d.equals(device)) throw devicesDisagree(op, name, inputs, false);
         }
         return device;
     }

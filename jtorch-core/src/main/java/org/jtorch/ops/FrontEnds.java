@@ -116,8 +116,7 @@ public final class FrontEnds {
             return Convolution.convTranspose2d(in[0], in[1], in[2], ints(args, 0, 2), ints(args, 2, 4), ints(args, 4, 6), (int) args[6],
                     ints(args, 7, 9));
         }
-        if (op == FrontEndOps.MV) return Linalg.mv(in[0], in[1]);
-        if (op == FrontEndOps.DOT) return Linalg.dot(in[0], in[1]);
+        if (op == org.jtorch.op.SortingOps.SEARCHSORTED) return Sorting.searchsorted(in[0], in[1], args[0] != 0, args[1] != 0, in[2]);
         if (op == FrontEndOps.BILINEAR) return Linalg.bilinear(in[0], in[1], in[2], in[3]);
         if (op == FrontEndOps.MAX_UNPOOL2D) return Pooling.maxUnpool2d(in[0], in[1], (long) args[0], (long) args[1]);
         if (op == org.jtorch.op.NormalizationOps.BATCH_NORM_BACKWARD_COMPOSITE) {

@@ -10,7 +10,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -242,7 +241,7 @@ public final class Indexing {
             checkEmptyResult(op, plain, 1);
             return Dispatcher.call(IndexingOps.INDEX_TENSOR, plain);
         }
-        try (Entries e = Entries.of(op, self, indices)) {
+        try (Entries e = Entries.of(IndexingOps.INDEX_TENSOR, op, self, null, indices)) {
             if (!e.anyTensor) return self.clone();
             Tensor[] in = e.inputs(null);
             checkEmptyResult(op, in, 1);
@@ -315,7 +314,7 @@ public final class Indexing {
         for (Tensor index : indices) {
             if (index != null && !index.isClosed() && (index.dtype() == DType.BOOL || index.dtype() == DType.UINT8)) self.checkNoOverlap(op, index);
         }
-        try (Entries e = Entries.of(op, self, indices)) {
+        try (Entries e = Entries.of(IndexingOps.INDEX_PUT, op, self, values, indices)) {
             Dispatcher.callInPlace(IndexingOps.INDEX_PUT, e.inputs(values), accumulate ? 1 : 0);
             return self;
         }
@@ -327,7 +326,7 @@ public final class Indexing {
         values.checkOpen(op);
         Tensor[] plain = plainInputs(self, indices, values);
         if (plain != null) return Dispatcher.call(IndexingOps.INDEX_PUT, plain, accumulate ? 1 : 0);
-        try (Entries e = Entries.of(op, self, indices)) {
+        try (Entries e = Entries.of(IndexingOps.INDEX_PUT, op, self, values, indices)) {
             // a 0-d mask indexes self with a dimension added: the in-place form on a copy keeps self's shape
             if (e.self != self) return onCopy(self, r -> indexPutInPlace(r, indices, values, accumulate));
             return Dispatcher.call(IndexingOps.INDEX_PUT, e.inputs(values), accumulate ? 1 : 0);
@@ -349,8 +348,14 @@ public final class Indexing {
         boolean anyTensor;
         private final List<Tensor> owned = new ArrayList<>(2);
 
-        static Entries of(String op, Tensor self, Tensor[] entries) {
+        /**
+         * The entries of {@code def}'s call ({@code values}: index_put's, else null), after the dispatcher's device layer:
+         * self, values and every entry on one device (a mask too, before it is expanded).
+         */
+        static Entries of(OpDef def, String op, Tensor self, Tensor values, Tensor[] entries) {
             self.checkOpen(op);
+            for (Tensor t : entries) if (t != null) t.checkOpen(op);
+            Dispatcher.sameDevice(def, op, callInputs(self, values, entries));
             Entries e = new Entries();
             try {
                 e.build(op, self, entries);
@@ -363,11 +368,15 @@ public final class Indexing {
 
         /** The op's tensor inputs: self, {@code values} where given (index_put), then the entries. */
         Tensor[] inputs(Tensor values) {
+            return callInputs(self, values, list);
+        }
+
+        private static Tensor[] callInputs(Tensor self, Tensor values, Tensor[] entries) {
             int head = values == null ? 1 : 2;
-            Tensor[] in = new Tensor[head + list.length];
+            Tensor[] in = new Tensor[head + entries.length];
             in[0] = self;
             if (values != null) in[1] = values;
-            System.arraycopy(list, 0, in, head, list.length);
+            System.arraycopy(entries, 0, in, head, entries.length);
             return in;
         }
 
@@ -381,8 +390,6 @@ public final class Indexing {
                     consumed++;
                     continue;
                 }
-                t.checkOpen(op);
-                sameDevice(op, base, t);
                 anyTensor = true;
                 if (t.dtype() == DType.BOOL || t.dtype() == DType.UINT8) {
                     if (t.dim() == 0) {
@@ -445,13 +452,5 @@ public final class Indexing {
     private static void checkOpen(String op, Tensor a, Tensor b) {
         a.checkOpen(op);
         b.checkOpen(op);
-    }
-
-    private static Device sameDevice(String op, Tensor a, Tensor b) {
-        if (!a.device().equals(b.device())) {
-            throw new IllegalArgumentException(op + ": expected all tensors to be on the same device, but found "
-                    + a.device() + " and " + b.device());
-        }
-        return a.device();
     }
 }

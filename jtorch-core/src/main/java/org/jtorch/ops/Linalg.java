@@ -7,7 +7,6 @@ import org.jtorch.op.Callback;
 import org.jtorch.op.LinalgOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.backend.LinalgKernels;
 import org.jtorch.memory.MemoryScope;
@@ -75,41 +74,14 @@ public final class Linalg {
         });
     }
 
+    /** {@code self @ vec}: the declared op {@link LinalgOps#MV} (a GEMM against {@code vec} as one column). */
     public static Tensor mv(Tensor m, Tensor v) {
-        if (Dispatcher.wrapsFrontEnds()) return Dispatcher.frontEnd(FrontEndOps.MV, new Tensor[] {m, v}, NO_SCALARS, t -> mvOf(t[0], t[1]));
-        return mvOf(m, v);
+        return Dispatcher.structured(LinalgOps.MV, new Tensor[] {m, v}, NO_SCALARS);
     }
 
-    private static Tensor mvOf(Tensor m, Tensor v) {
-        if (m.dim() != 2 || v.dim() != 1) {
-            throw new IllegalArgumentException("mv: expected a 2-D matrix and a 1-D vector, got shapes " + Shapes.format(m.shape())
-                    + " and " + Shapes.format(v.shape()));
-        }
-        checkInner("mv", m, v, m.size(1), v.size(0));
-        sameDeviceAndType("mv", m, v);
-        try (Tensor col = v.unsqueeze(1); Tensor r = mm(m, col)) {
-            return r.squeeze(1);
-        }
-    }
-
+    /** The inner product of two vectors: the declared op {@link LinalgOps#DOT}, a 0-d tensor. */
     public static Tensor dot(Tensor a, Tensor b) {
-        if (Dispatcher.wrapsFrontEnds()) return Dispatcher.frontEnd(FrontEndOps.DOT, new Tensor[] {a, b}, NO_SCALARS, t -> dotOf(t[0], t[1]));
-        return dotOf(a, b);
-    }
-
-    private static Tensor dotOf(Tensor a, Tensor b) {
-        if (a.dim() != 1 || b.dim() != 1) {
-            throw new IllegalArgumentException("dot: expected 1-D tensors, got shapes " + Shapes.format(a.shape()) + " and "
-                    + Shapes.format(b.shape()));
-        }
-        if (a.size(0) != b.size(0)) {
-            throw new IllegalArgumentException("dot: inconsistent tensor size, expected tensor [" + a.size(0)
-                    + "] and src [" + b.size(0) + "] to have the same number of elements");
-        }
-        sameDeviceAndType("dot", a, b);
-        try (Tensor row = a.unsqueeze(0); Tensor col = b.unsqueeze(1); Tensor r = mm(row, col)) {
-            return r.reshape();
-        }
+        return Dispatcher.structured(LinalgOps.DOT, new Tensor[] {a, b}, NO_SCALARS);
     }
 
     /** {@code torch.matmul}: dot, mv, mm or batched matmul with broadcast batch dimensions, by rank. */
@@ -121,6 +93,12 @@ public final class Linalg {
     }
 
     private static Tensor matmulOf(Tensor a, Tensor b) {
+        a.checkOpen("matmul");
+        b.checkOpen("matmul");
+        // the dispatcher's device layer, written out for two operands (no argument array on this path)
+        if (a.device() != b.device() && !a.device().equals(b.device())) {
+            throw Dispatcher.devicesDisagree(FrontEndOps.MATMUL, "matmul", new Tensor[] {a, b}, false);
+        }
         int da = a.dim();
         int db = b.dim();
         if (da == 0 || db == 0) {
@@ -139,7 +117,7 @@ public final class Linalg {
             checkInner("matmul", a, b, a.size(1), b.size(0));
             return mm(a, b);
         }
-        Device device = sameDeviceAndType("matmul", a, b);
+        LinalgOps.sameType("matmul", a.dtype(), b.dtype());
         // Promote vectors to matrices, broadcast the batch dims, run one batched GEMM, drop the added dims.
         try (Tensor am = da == 1 ? a.unsqueeze(0) : a.alias(); Tensor bm = db == 1 ? b.unsqueeze(1) : b.alias()) {
             long m = am.size(-2);
@@ -311,13 +289,6 @@ public final class Linalg {
 
     private static void checkInner(String op, Tensor a, Tensor b, long ka, long kb) {
         LinalgOps.checkInner(op, view(a), view(b), ka, kb);
-    }
-
-    private static Device sameDeviceAndType(String op, Tensor a, Tensor b) {
-        a.checkOpen(op);
-        b.checkOpen(op);
-        LinalgOps.sameDeviceAndType(op, view(a), view(b));
-        return a.device();
     }
 
     private static long[] concat(long[] batch, long x, long y) {

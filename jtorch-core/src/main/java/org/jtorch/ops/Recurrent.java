@@ -300,6 +300,8 @@ public final class Recurrent {
         inputGates.checkOpen(op);
         hiddenGates.checkOpen(op);
         state.checkOpen(op);
+        // the fused cell's device layer, for the composed form too (its parts would each name themselves)
+        Dispatcher.sameDevice(gates == 4 ? RecurrentOps.LSTM_CELL : RecurrentOps.GRU_CELL, inputGates, hiddenGates, state);
         boolean shapes = state.dim() == 2 && inputGates.dim() == 2 && Arrays.equals(inputGates.shape(), hiddenGates.shape())
                 && inputGates.size(0) == state.size(0) && inputGates.size(1) == gates * state.size(1);
         if (!shapes) {
@@ -310,10 +312,6 @@ public final class Recurrent {
         if (inputGates.dtype() != state.dtype() || hiddenGates.dtype() != state.dtype() || !state.dtype().isFloatingPoint()) {
             throw new IllegalArgumentException(op + ": expected gates and state of one floating dtype, got " + inputGates.dtype()
                     + ", " + hiddenGates.dtype() + " and " + state.dtype());
-        }
-        if (!inputGates.device().equals(state.device()) || !hiddenGates.device().equals(state.device())) {
-            throw new IllegalArgumentException(op + ": expected gates and state on one device, got " + inputGates.device() + ", "
-                    + hiddenGates.device() + " and " + state.device());
         }
     }
 }

@@ -277,16 +277,22 @@ public final class Sorting {
      * leading dims as {@code values}); {@code sorter} (int64, may be null) sorts an unsorted sequence.
      */
     public static Tensor searchsorted(Tensor sortedSequence, Tensor values, boolean outInt32, boolean right, Tensor sorter) {
+        Arguments.nonNull("searchsorted", "sortedSequence", sortedSequence);
+        Arguments.nonNull("searchsorted", "values", values);
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(SortingOps.SEARCHSORTED, new Tensor[] {sortedSequence, values, sorter},
+                    new double[] {outInt32 ? 1 : 0, right ? 1 : 0}, t -> searchsortedOf(t[0], t[1], outInt32, right, t[2]));
+        }
+        return searchsortedOf(sortedSequence, values, outInt32, right, sorter);
+    }
+
+    private static Tensor searchsortedOf(Tensor sortedSequence, Tensor values, boolean outInt32, boolean right, Tensor sorter) {
         String op = "searchsorted";
-        Arguments.nonNull(op, "sortedSequence", sortedSequence);
-        Arguments.nonNull(op, "values", values);
         sortedSequence.checkOpen(op);
         values.checkOpen(op);
+        if (sorter != null) sorter.checkOpen(op);
+        Dispatcher.sameDevice(SortingOps.SEARCHSORTED, sortedSequence, values, sorter);
         long[] bs = sortedSequence.shape(), vs = values.shape();
-        if (!sortedSequence.device().equals(values.device())) {
-            throw new IllegalArgumentException("torch.searchsorted(): boundaries tensor is on " + sortedSequence.device()
-                    + " but input value tensor is on " + values.device());
-        }
         boolean leadingMatch = bs.length == vs.length && bs.length > 0;
         for (int i = 0; leadingMatch && i < bs.length - 1; i++) leadingMatch = bs[i] == vs[i];
         if (bs.length != 1 && !leadingMatch) {
@@ -297,17 +303,12 @@ public final class Sorting {
         checkSortable(op, sortedSequence);
         checkSortable(op, values);
         if (sorter != null) {
-            sorter.checkOpen(op);
             if (sorter.dtype() != DType.INT64) {
                 throw new IllegalArgumentException("torch.searchsorted(): sorter must be a tensor of long dtype but got dtype " + sorter.dtype());
             }
             if (!java.util.Arrays.equals(sorter.shape(), bs)) {
                 throw new IllegalArgumentException("torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor "
                         + Shapes.format(bs) + " and got sorter tensor " + Shapes.format(sorter.shape()));
-            }
-            if (!sorter.device().equals(sortedSequence.device())) {
-                throw new IllegalArgumentException("torch.searchsorted(): sorter is on " + sorter.device() + " but boundaries are on "
-                        + sortedSequence.device());
             }
         }
         DType common = TypePromotion.resultType(sortedSequence, values);

@@ -39,6 +39,14 @@ class GradcheckLinalgReductionsTest {
     }
 
     @Test
+    void mvAndDotAsDeclaredOpsOnStridedOperands() {
+        check(t -> t[0].mv(t[1]), rand(4, 3), rand(3));
+        check(t -> t[0].t().mv(t[1].slice(0, 0, 6, 2)), rand(3, 4), rand(6));
+        check(t -> t[0].dot(t[1]), rand(7), rand(7));
+        check(t -> t[0].select(1, 1).dot(t[1].slice(0, 0, 10, 2)), rand(5, 3), rand(10));
+    }
+
+    @Test
     void addmmBaddbmmLinear() {
         check(t -> Torch.addmm(t[0], t[1], t[2], 0.5, 2.0), rand(3), rand(2, 4), rand(4, 3));
         check(t -> Torch.baddbmm(t[0], t[1], t[2], 1.5, -1.0), rand(2, 3, 5), rand(2, 3, 4), rand(2, 4, 5));

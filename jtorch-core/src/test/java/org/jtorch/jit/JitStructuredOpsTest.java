@@ -73,6 +73,25 @@ class JitStructuredOpsTest {
         }
     }
     @Test
+    void searchsortedIsTracedAsOneOpAndReplayedThroughItsFrontEnd() {
+        try (MemoryScope scope = new MemoryScope()) {
+            Torch.manualSeed(11);
+            Tensor boundaries = Torch.arange(-2, 2, 0.5, org.jtorch.DType.FLOAT32, org.jtorch.Device.cpu());
+            TensorFunction f = in -> Torch.searchsorted(boundaries, in[0].mul(2), false, true, null).to(org.jtorch.DType.FLOAT32)
+                    .add(in[0]);
+            Tensor x = randn(3, 5);
+            String plan = Jit.explain(f, x);
+            assertTrue(plan.contains("searchsorted(") && !plan.contains("searchsorted_rows("), plan);
+            assertTrue(!plan.contains("runs eagerly"), plan);
+            TensorFunction compiled = Jit.trace(f, x);
+            Tensor y = randn(3, 5);
+            try (var g = Grad.noGrad()) {
+                assertClose(f.apply(y), compiled.apply(y), 0f);
+            }
+        }
+    }
+
+    @Test
     void copiesAndCastsAreTracedAndDifferentiated() {
         try (MemoryScope scope = new MemoryScope()) {
             Torch.manualSeed(10);

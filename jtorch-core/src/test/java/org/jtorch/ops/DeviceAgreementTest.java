@@ -118,6 +118,37 @@ class DeviceAgreementTest {
     }
 
     @Test
+    void matrixVectorSortingRecurrentAndMaskIndexingFrontEndsUseTheDispatchersLayer() {
+        Device dev = device();
+        try (MemoryScope scope = new MemoryScope()) {
+            Tensor m = Torch.ones(new long[] {4, 3}, DType.FLOAT32, dev);
+            Tensor v = Torch.ones(new long[] {3}, DType.FLOAT32, CPU);
+            refused(dev, () -> m.mv(v), "mv", "self on " + dev + " (shape [4, 3], torch.float32)", "vec on cpu (shape [3], torch.float32)");
+            Tensor u = Torch.ones(new long[] {3}, DType.FLOAT32, dev);
+            refused(dev, () -> u.dot(v), "dot", "self on " + dev, "tensor on cpu (shape [3], torch.float32)");
+            Tensor batch = Torch.ones(new long[] {2, 3, 4}, DType.FLOAT32, CPU);
+            refused(dev, () -> m.matmul(batch), "matmul", "self on " + dev, "other on cpu (shape [2, 3, 4], torch.float32)");
+            Tensor boundaries = Torch.arange(0, 5, 1, DType.FLOAT32, dev);
+            refused(dev, () -> Sorting.searchsorted(boundaries, v, false, false, null), "searchsorted",
+                    "sorted_sequence on " + dev + " (shape [5], torch.float32)", "self on cpu (shape [3], torch.float32)");
+            Tensor sorter = Torch.zeros(new long[] {5}, DType.INT64, CPU);
+            refused(dev, () -> Sorting.searchsorted(boundaries, u, false, false, sorter), "searchsorted",
+                    "sorter on cpu (shape [5], torch.int64)");
+            Tensor gates = Torch.ones(new long[] {2, 8}, DType.FLOAT32, dev);
+            Tensor cx = Torch.ones(new long[] {2, 2}, DType.FLOAT32, CPU);
+            refused(dev, () -> Recurrent.lstmCell(gates, gates, cx).hy(), "_thnn_fused_lstm_cell",
+                    "input_gates on " + dev, "hidden_gates on " + dev, "cx on cpu (shape [2, 2], torch.float32)");
+            Tensor gruGates = Torch.ones(new long[] {2, 6}, DType.FLOAT32, dev);
+            refused(dev, () -> Recurrent.gruCell(gruGates, gruGates, cx), "_thnn_fused_gru_cell", "hx on cpu (shape [2, 2], torch.float32)");
+            Tensor mask = Torch.ones(new long[] {4}, DType.BOOL, CPU);
+            refused(dev, () -> m.index(mask), "index", "self on " + dev, "indices[0] on cpu (shape [4], torch.bool)");
+            Tensor values = Torch.ones(new long[] {3}, DType.FLOAT32, dev);
+            refused(dev, () -> m.indexPut_(new Tensor[] {mask}, values, false), "index_put_", "values on " + dev,
+                    "indices[0] on cpu (shape [4], torch.bool)");
+        }
+    }
+
+    @Test
     void inPlaceOpsRefuseOperandsElsewhereBeforeWriting() {
         Device dev = device();
         try (MemoryScope scope = new MemoryScope()) {

@@ -72,6 +72,27 @@ class CrossDeviceTest {
         return Torch.zeros(shape, dtype, Device.cpu());
     }
 
+    /** The front ends that reach their kernels by hand name each argument by its signature's name, as the dispatcher's layer. */
+    @Test
+    void handWrittenFrontEndsNameEachArgument() {
+        DType f = DType.FLOAT32;
+        assertEquals("searchsorted: expected all tensors to be on the same device, but found sorted_sequence on cuda:0 (shape [5], "
+                + "torch.float32), self on cuda:0 (shape [3], torch.float32) and sorter on cpu (shape [5], torch.int64)",
+                assertThrows(IllegalArgumentException.class, () -> Torch.searchsorted(labelledCuda(f, 5), labelledCuda(f, 3), false, false,
+                        host(DType.INT64, 5))).getMessage());
+        assertEquals("mv: expected all tensors to be on the same device, but found self on cpu (shape [2, 3], torch.float32) and vec "
+                + "on cuda:0 (shape [3], torch.float32)",
+                assertThrows(IllegalArgumentException.class, () -> host(f, 2, 3).mv(labelledCuda(f, 3))).getMessage());
+        assertEquals("_thnn_fused_lstm_cell: expected all tensors to be on the same device, but found input_gates on cuda:0 (shape "
+                + "[2, 8], torch.float32), hidden_gates on cpu (shape [2, 8], torch.float32) and cx on cuda:0 (shape [2, 2], torch.float32)",
+                assertThrows(IllegalArgumentException.class, () -> org.jtorch.ops.Recurrent.lstmCell(labelledCuda(f, 2, 8), host(f, 2, 8),
+                        labelledCuda(f, 2, 2))).getMessage());
+        assertEquals("index: expected all tensors to be on the same device, but found self on cuda:0 (shape [4, 3], torch.float32), "
+                + "indices[0] on cuda:0 (shape [4], torch.bool) and indices[1] on cpu (shape [3], torch.bool)",
+                assertThrows(IllegalArgumentException.class, () -> labelledCuda(f, 4, 3).index(labelledCuda(DType.BOOL, 4),
+                        host(DType.BOOL, 3))).getMessage());
+    }
+
     /**
      * The front ends of the other op families compare devices before any backend runs (with real device
      * memory, a host kernel handed a device pointer would crash the JVM). Each call mixes a cuda:0 and a
@@ -99,6 +120,18 @@ class CrossDeviceTest {
         calls.put("batch_norm (batchNorm)", () -> F.batchNorm(labelledCuda(f, 2, 3, 4), host(f, 3), host(f, 3)));
         calls.put("groupNorm", () -> F.groupNorm(labelledCuda(f, 2, 4, 3), 2, host(f, 4), null, 1e-5));
         calls.put("bmm (einsum)", () -> Torch.einsum("ij,jk->ik", labelledCuda(f, 2, 3), host(f, 3, 4)));
+        calls.put("mv", () -> labelledCuda(f, 2, 3).mv(host(f, 3)));
+        calls.put("dot", () -> Torch.dot(host(f, 3), labelledCuda(f, 3)));
+        calls.put("matmul", () -> Torch.matmul(labelledCuda(f, 2, 3, 4), host(f, 4, 5)));
+        calls.put("matmul (vector)", () -> Torch.matmul(labelledCuda(f, 3), host(f, 3)));
+        calls.put("searchsorted", () -> Torch.searchsorted(labelledCuda(f, 5), host(f, 3)));
+        calls.put("_thnn_fused_lstm_cell (lstmCell)", () -> org.jtorch.ops.Recurrent.lstmCell(labelledCuda(f, 2, 8),
+                labelledCuda(f, 2, 8), host(f, 2, 2)).hy());
+        calls.put("_thnn_fused_gru_cell (gruCell)", () -> org.jtorch.ops.Recurrent.gruCell(host(f, 2, 6), labelledCuda(f, 2, 6),
+                labelledCuda(f, 2, 2)));
+        calls.put("index (a mask)", () -> labelledCuda(f, 4, 3).index(host(DType.BOOL, 4)));
+        calls.put("index_put_ (a mask)", () -> labelledCuda(f, 4, 3).indexPut_(new Tensor[] {host(DType.BOOL, 4)},
+                labelledCuda(f, 3), false));
         List<DynamicTest> tests = new ArrayList<>();
         for (Map.Entry<String, Supplier<Tensor>> e : calls.entrySet()) {
             tests.add(DynamicTest.dynamicTest(e.getKey(), () -> {

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.TestFactory;
 /**
  * The matmul family on every device: {@code cpu} always and {@code cuda:0} (cuBLASLt through
  * {@code CudaLinalgKernels}); each cuda case is skipped with CUDA's unavailability reason where there is
- * no GPU (never passed). Ops: {@code mm}, {@code bmm}, {@code matmul} (1-D, 2-D, batch broadcast) and
+ * no GPU (never passed). Ops: {@code mm}, {@code bmm}, {@code mv}, {@code dot}, {@code matmul} (1-D, 2-D, batch broadcast) and
  * {@code addmm} (alpha, beta); dtypes float32 (TF32 off, the default), float64, float16, bfloat16;
  * operands contiguous, transposed views, stride-2 slices (made contiguous before cuBLASLt) and views at a
  * storage offset.
@@ -172,6 +172,12 @@ class MatmulDeviceConformanceTest {
                     Tensor::matmul);
             add(tests, "matmul_mat_vec", t, new long[] {3, 6}, Layout.TRANSPOSED, new long[] {6}, Layout.CONTIGUOUS,
                     Tensor::matmul);
+            // mv and dot (declared ops: the GEMM of a vector seen as a row or a column) over strided and offset vectors
+            for (Layout lv : new Layout[] {Layout.CONTIGUOUS, Layout.SLICED, Layout.OFFSET}) {
+                add(tests, "mv", t, new long[] {5, 6}, Layout.TRANSPOSED, new long[] {6}, lv, Tensor::mv);
+                add(tests, "mv", t, new long[] {5, 6}, Layout.SLICED, new long[] {6}, lv, Tensor::mv);
+                add(tests, "dot", t, new long[] {9}, lv, new long[] {9}, Layout.SLICED, Tensor::dot);
+            }
             add(tests, "mm_large", t, new long[] {67, 129}, Layout.CONTIGUOUS, new long[] {129, 33}, Layout.TRANSPOSED, Tensor::mm);
             add(tests, "mm_empty_inner", t, new long[] {3, 0}, Layout.CONTIGUOUS, new long[] {0, 4}, Layout.CONTIGUOUS, Tensor::mm);
         }
