@@ -32,7 +32,7 @@ final class ConvNarrowRowsF32 {
 
     private ConvNarrowRowsF32() {}
 
-    /** Per-thread buffers, grown on demand and reused. */
+    /** Per-thread buffers, grown on demand and reused: an image's padded rows, and (the caller's) the packed weights. */
     private static final class Work {
         float[] rows = new float[0];
         float[] weights = new float[0];
@@ -60,7 +60,12 @@ final class ConvNarrowRowsF32 {
     static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment out, long oOff, Geometry g,
                         boolean flipped) {
         int cin = g.cin(), cout = g.cout(), kh = g.kh(), kw = g.kw();
-        float[] packed = new float[cin * kh * kw * CO];
+        // Packed on the calling thread into its kept buffer, read by every thread; channels past cout stay zero.
+        Work caller = WORK.get();
+        int packedLength = cin * kh * kw * CO;
+        if (caller.weights.length < packedLength) caller.weights = new float[packedLength];
+        float[] packed = caller.weights;
+        java.util.Arrays.fill(packed, 0, packedLength, 0f);
         for (int o = 0; o < cout; o++) {
             for (int i = 0; i < cin; i++) {
                 for (int ky = 0; ky < kh; ky++) {
