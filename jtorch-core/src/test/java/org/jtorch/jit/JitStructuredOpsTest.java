@@ -76,7 +76,7 @@ class JitStructuredOpsTest {
     void searchsortedIsTracedAsOneOpAndReplayedThroughItsFrontEnd() {
         try (MemoryScope scope = new MemoryScope()) {
             Torch.manualSeed(11);
-            Tensor boundaries = Torch.arange(-2, 2, 0.5, org.jtorch.DType.FLOAT32, org.jtorch.Device.cpu());
+            Tensor boundaries = Torch.arange(-2, 2, 0.5, org.jtorch.DType.FLOAT32, JitChecks.DEVICE);
             TensorFunction f = in -> Torch.searchsorted(boundaries, in[0].mul(2), false, true, null).to(org.jtorch.DType.FLOAT32)
                     .add(in[0]);
             Tensor x = randn(3, 5);
