@@ -48,9 +48,12 @@ final class CpuNormalizationKernels implements NormalizationKernels {
      * bf16 and f16 activations (autocast's convolutions return them) take the float32 kernels on float32 copies kept per
      * thread, results rounded once, as PyTorch's CPU kernels compute 16-bit batch norm in float: the per-element double
      * path they took before made a bf16 ResNet-20 step's batch norm 5.4x its float32 time (267 against 48 ms, one thread).
-     * {@code -Djtorch.norm.widenHalf=false} turns it off.
+     * {@code -Djtorch.norm.widenHalf=false} turns it off. The copies are whole tensors kept per thread (fresh memory costs
+     * a page fault per 4 KiB), so tensors above {@link #WIDEN_MAX_ELEMENTS} keep the double path rather than pin
+     * gigabytes: the three kept buffers stay under 96 MiB a thread.
      */
     private static final boolean WIDEN_HALF = !"false".equals(System.getProperty("jtorch.norm.widenHalf"));
+    private static final long WIDEN_MAX_ELEMENTS = 1L << 23;
     private static final int X = 0, GRAD = 1, OUT = 2;
     private static final ThreadLocal<CpuConvolutionKernels.Scratch[]> WIDE = ThreadLocal.withInitial(
             () -> new CpuConvolutionKernels.Scratch[] {new CpuConvolutionKernels.Scratch(), new CpuConvolutionKernels.Scratch(),
@@ -60,6 +63,18 @@ final class CpuNormalizationKernels implements NormalizationKernels {
 
     private static boolean half(StridedView t) {
         return t != null && (t.dtype() == DType.BFLOAT16 || t.dtype() == DType.FLOAT16);
+    }
+
+    /** Whether {@code x}'s 16-bit operands take the float32 kernels: on, small enough to copy, and contiguous. */
+    private static boolean widens(StridedView x, StridedView... others) {
+        if (!WIDEN_HALF || x.numel() > WIDEN_MAX_ELEMENTS || !x.isContiguous()) return false;
+        boolean anyHalf = half(x);
+        for (StridedView t : others) {
+            if (t == null) continue;
+            if (!t.isContiguous()) return false;
+            anyHalf |= half(t);
+        }
+        return anyHalf;
     }
 
     /** A contiguous float32 view of {@code t}'s shape in this thread's buffer {@code slot}, its contents undefined. */
@@ -75,11 +90,7 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         return wide;
     }
 
-    /** Float32 {@code wide} rounded once into contiguous half {@code t}. */
-    private static void narrowed(StridedView wide, StridedView t) {
-        convert(wide, t);
-    }
-
+    /** Contiguous {@code from} converted into contiguous {@code to} (16-bit and float32 either way), over the threads. */
     private static void convert(StridedView from, StridedView to) {
         long fs = from.dtype().byteSize(), ts = to.dtype().byteSize(), fb = base(from), tb = base(to);
         Parallel.forRange(from.numel(), CONVERT_GRAIN, (begin, end) -> HalfConversion.convert(from.dtype(), from.memory(),
@@ -187,7 +198,7 @@ final class CpuNormalizationKernels implements NormalizationKernels {
 
     @Override
     public void batchNormStats(StridedView x, long n, long c, long s, StridedView mean, StridedView var) {
-        if (WIDEN_HALF && half(x) && x.isContiguous()) {
+        if (widens(x)) {
             batchNormStats(widened(x, X), n, c, s, mean, var);
             return;
         }
@@ -421,10 +432,10 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     public void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
                                StridedView weight, StridedView bias,
                                StridedView out) {
-        if (WIDEN_HALF && (half(x) || half(out)) && x.isContiguous() && out.isContiguous()) {
+        if (widens(x, out)) {
             StridedView out32 = half(out) ? scratch(out, OUT) : out;
             batchNormApply(half(x) ? widened(x, X) : x, n, c, s, mean, invstd, weight, bias, out32);
-            if (out32 != out) narrowed(out32, out);
+            if (out32 != out) convert(out32, out);
             return;
         }
         int cc = Math.toIntExact(c);
@@ -513,12 +524,11 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     public void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
                                   StridedView invstd, StridedView weight,
                                   boolean train, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
-        if (WIDEN_HALF && (half(gradOut) || half(x) || half(gradInput)) && gradOut.isContiguous() && x.isContiguous()
-                && (gradInput == null || gradInput.isContiguous())) {
+        if (widens(x, gradOut, gradInput)) {
             StridedView gradInput32 = half(gradInput) ? scratch(gradInput, OUT) : gradInput;
             batchNormBackward(half(gradOut) ? widened(gradOut, GRAD) : gradOut, half(x) ? widened(x, X) : x, n, c, s, mean, invstd,
                     weight, train, gradInput32, gradWeight, gradBias);
-            if (gradInput32 != gradInput) narrowed(gradInput32, gradInput);
+            if (gradInput32 != gradInput) convert(gradInput32, gradInput);
             return;
         }
         int cc = Math.toIntExact(c);
