@@ -951,6 +951,12 @@ public final class Torch {
     public static Tensor searchsorted(Tensor sortedSequence, Tensor values, boolean outInt32, boolean right, Tensor sorter) {
         return Sorting.searchsorted(sortedSequence, values, outInt32, right, sorter);
     }
+    /** {@code torch.searchsorted(..., side=)}: {@code side} is null, {@code "left"} or {@code "right"}. */
+    public static Tensor searchsorted(Tensor sortedSequence, Tensor values, boolean outInt32, boolean right, String side,
+                                      Tensor sorter) {
+        return Sorting.searchsorted(sortedSequence, values, outInt32, right, side, sorter);
+    }
+
     public static Tensor searchsorted(Tensor sortedSequence, Tensor values) {
         return Sorting.searchsorted(sortedSequence, values, false, false, null);
     }

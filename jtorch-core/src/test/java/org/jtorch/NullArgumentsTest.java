@@ -55,8 +55,8 @@ class NullArgumentsTest {
      * {@code Class.*(parameter)} for every method of a class): null selects the default.
      */
     private static final Set<String> NULLABLE = Set.of(
-            // reductions: all dimensions, the input's dtype; searchsorted without a sorter
-            "Torch.searchsorted(sorter)",
+            // reductions: all dimensions, the input's dtype; searchsorted without a sorter or a side
+            "Torch.searchsorted(sorter)", "Torch.searchsorted(side)",
             "Tensor.*(dims)", "Torch.*(dims)", "Tensor.sum(dtype)", "Tensor.mean(dtype)", "Tensor.prod(dtype)", "Tensor.cumsum(dtype)",
             "Tensor.cumprod(dtype)", "Tensor.softmax(dtype)", "Tensor.logSoftmax(dtype)", "Torch.sum(dtype)", "Torch.mean(dtype)",
             "Torch.prod(dtype)", "F.softmax(dtype)", "F.logSoftmax(dtype)",

@@ -38,11 +38,12 @@ public final class SortingOps {
      * above it) in its row of {@code sorted_sequence} (1-D, or with the same leading dims as {@code self}); {@code sorter}
      * (int64) sorts an unsorted sequence. A hand-written front end ({@link OpDef.Kind#FRONT_END}: the operands brought
      * to one dtype and to rows, then {@link #SEARCHSORTED_ROWS}), traced as one op; its device layer is the dispatcher's.
-     * Traced scalars: {@code out_int32}, {@code right}. {@code side} is not supported (use {@code right}).
+     * Traced scalars: {@code out_int32}, {@code right} ({@code side = "right"} arrives as {@code right}).
      */
     public static final OpDef SEARCHSORTED = OpDef.frontEnd("searchsorted", false).rule(DTypeRule.SAME_NO_BOOL)
             .signature(Param.tensor("sorted_sequence"), Param.tensor("self"), Param.scalar("out_int32", "bool", "False"),
-                    Param.scalar("right", "bool", "False"), new Param("sorter", "Tensor?", "None"))
+                    Param.scalar("right", "bool", "False"), Param.scalar("side", "str?", "None"),
+                    new Param("sorter", "Tensor?", "None"))
             .doc("`ops.Sorting.searchsorted` (the operands as rows of one dtype, then `_searchsorted_rows`)").build();
 
     /**

@@ -277,13 +277,34 @@ public final class Sorting {
      * leading dims as {@code values}); {@code sorter} (int64, may be null) sorts an unsorted sequence.
      */
     public static Tensor searchsorted(Tensor sortedSequence, Tensor values, boolean outInt32, boolean right, Tensor sorter) {
+        return searchsorted(sortedSequence, values, outInt32, right, null, sorter);
+    }
+
+    /**
+     * {@code torch.searchsorted(sortedSequence, values, out_int32=, right=, side=, sorter=)}: {@code side} is null,
+     * {@code "left"} or {@code "right"} (the same as {@code right = true}); as in PyTorch, {@code side = "left"} with
+     * {@code right = true} is an error rather than one of them winning.
+     */
+    public static Tensor searchsorted(Tensor sortedSequence, Tensor values, boolean outInt32, boolean right, String side,
+                                      Tensor sorter) {
         Arguments.nonNull("searchsorted", "sortedSequence", sortedSequence);
         Arguments.nonNull("searchsorted", "values", values);
+        if (side != null) {
+            if (!side.equals("left") && !side.equals("right")) {
+                throw new IllegalArgumentException("torch.searchsorted(): side can only be 'left' or 'right' but got '" + side + "'");
+            }
+            if (side.equals("left") && right) {
+                throw new IllegalArgumentException("torch.searchsorted(): side and right can't be set to opposites, got side of left"
+                        + " while right was True");
+            }
+            right = side.equals("right");
+        }
+        boolean upper = right;
         if (Dispatcher.wrapsFrontEnds()) {
             return Dispatcher.frontEnd(SortingOps.SEARCHSORTED, new Tensor[] {sortedSequence, values, sorter},
-                    new double[] {outInt32 ? 1 : 0, right ? 1 : 0}, t -> searchsortedOf(t[0], t[1], outInt32, right, t[2]));
+                    new double[] {outInt32 ? 1 : 0, upper ? 1 : 0}, t -> searchsortedOf(t[0], t[1], outInt32, upper, t[2]));
         }
-        return searchsortedOf(sortedSequence, values, outInt32, right, sorter);
+        return searchsortedOf(sortedSequence, values, outInt32, upper, sorter);
     }
 
     private static Tensor searchsortedOf(Tensor sortedSequence, Tensor values, boolean outInt32, boolean right, Tensor sorter) {

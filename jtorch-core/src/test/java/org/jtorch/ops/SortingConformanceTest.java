@@ -88,7 +88,7 @@ class SortingConformanceTest {
             case "mode" -> Sorting.mode(x, dim, keepdim);
             case "unique" -> Sorting.unique(x, true, true, true);
             case "unique_dim" -> Sorting.unique(x, dim, true, true);
-            case "searchsorted" -> Sorting.searchsorted(x, in.get(1), int32, right, in.size() > 2 ? in.get(2) : null);
+            case "searchsorted" -> Sorting.searchsorted(x, in.get(1), int32, right, c.stringArg("side", null), in.size() > 2 ? in.get(2) : null);
             case "bucketize" -> Sorting.bucketize(x, in.get(1), int32, right);
             default -> throw new IllegalStateException("no runner for op " + c.op());
         };
