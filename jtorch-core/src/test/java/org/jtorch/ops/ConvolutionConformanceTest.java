@@ -34,6 +34,35 @@ import org.junit.jupiter.api.TestFactory;
  */
 class ConvolutionConformanceTest {
 
+    /**
+     * PyTorch gives an empty batch's convolution zero weight and bias gradients. Each shape runs with two images first, so
+     * that a kernel keeping buffers between calls would hand their old sums back (the CPU's fast weight gradients did).
+     */
+    @org.junit.jupiter.api.Test
+    void emptyBatchGivesZeroWeightAndBiasGradients() {
+        long[][] weights = {{32, 16, 1, 1}, {16, 16, 3, 3}, {8, 3, 7, 7}};
+        for (DType dtype : new DType[] {DType.FLOAT32, DType.FLOAT64}) {
+            for (long[] ws : weights) {
+                for (long images : new long[] {2, 0}) {
+                    try (Tensor x = Torch.randn(new long[] {images, ws[1], 12, 12}, dtype, Fixtures.device(), Torch.manualSeed(5));
+                         Tensor w = Torch.randn(ws, dtype, Fixtures.device(), Torch.manualSeed(6)).requiresGrad_(true);
+                         Tensor b = Torch.randn(new long[] {ws[0]}, dtype, Fixtures.device(), Torch.manualSeed(7)).requiresGrad_(true);
+                         Tensor y = F.conv2d(x, w, b, 1, (int) ws[2] / 2); Tensor loss = y.sum()) {
+                        Tensor[] g = org.jtorch.autograd.Autograd.grad(new Tensor[] {loss}, new Tensor[] {w, b}, null, false, false, false);
+                        try (Tensor gw = g[0]; Tensor gb = g[1]; Tensor gwAbs = gw.abs(); Tensor gwMax = gwAbs.max();
+                             Tensor gbAbs = gb.abs(); Tensor gbMax = gbAbs.max()) {
+                            if (images == 0) {
+                                String what = dtype + " weight " + java.util.Arrays.toString(ws) + " on " + Fixtures.device();
+                                assertEquals(0.0, gwMax.item(), what + ": weight gradient");
+                                assertEquals(0.0, gbMax.item(), what + ": bias gradient");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     @TestFactory
     Stream<DynamicTest> matchesPyTorch() {
         return Fixtures.load("convolution").stream().map(c -> DynamicTest.dynamicTest(c.op() + "/" + c.name(), () -> check(c)));

@@ -80,6 +80,55 @@ class ConvolutionFastPathTest {
     }
 
     /**
+     * An empty batch on every float32 fast path's shape (1x1 as GEMMs, small maps, Winograd's, the stems, DCGAN's 4x4
+     * stride 2, a transposed convolution), each right after two images of the same shape: an empty output of PyTorch's
+     * shape and zero weight and bias gradients. The API fuzzer found the 1x1 path dividing by its zero column blocks;
+     * then the weight gradients of no images returned what the kernels' kept buffers held from the call before.
+     */
+    @Test
+    void emptyBatchesOnEveryFastPath() {
+        long[][][] shapes = { // input, weight; stride, padding
+                {{0, 16, 8, 8}, {32, 16, 1, 1}, {1, 0}}, {{0, 16, 8, 8}, {32, 16, 1, 1}, {2, 0}},
+                {{0, 1, 1}, {1, 1, 1}, {2, 0}}, {{0, 32, 16, 16}, {32, 32, 3, 3}, {1, 1}},
+                {{0, 64, 8, 8}, {64, 64, 3, 3}, {1, 1}}, {{0, 16, 32, 32}, {32, 16, 3, 3}, {2, 1}},
+                {{0, 3, 64, 64}, {64, 3, 7, 7}, {2, 3}}, {{0, 1, 28, 28}, {32, 1, 3, 3}, {1, 0}},
+                {{0, 6, 14, 14}, {16, 6, 5, 5}, {1, 0}}, {{0, 64, 16, 16}, {128, 64, 4, 4}, {2, 1}}};
+        for (String winograd : new String[] {"false", "true"}) {
+            System.setProperty("jtorch.conv.winograd", winograd);
+            for (long[][] c : shapes) {
+                long[] two = c[0].clone();
+                two[0] = 2;
+                weightAndBiasGradients(two, c, 1);
+                String what = java.util.Arrays.toString(c[0]) + " * " + java.util.Arrays.toString(c[1]) + ", winograd " + winograd;
+                double[] maxima = weightAndBiasGradients(c[0], c, 1);
+                org.junit.jupiter.api.Assertions.assertEquals(0.0, maxima[0], what + ": weight gradient");
+                org.junit.jupiter.api.Assertions.assertEquals(0.0, maxima[1], what + ": bias gradient");
+            }
+        }
+    }
+
+    /** The largest magnitudes of the weight and bias gradients of a convolution and a transposed one of input {@code x}. */
+    private static double[] weightAndBiasGradients(long[] xShape, long[][] c, long seed) {
+        int stride = (int) c[2][0], padding = (int) c[2][1];
+        boolean oneD = xShape.length == 3;
+        try (Tensor x = Torch.randn(xShape, DType.FLOAT32, Device.cpu(), Torch.manualSeed(seed)).requiresGrad_(true);
+             Tensor w = Torch.randn(c[1], DType.FLOAT32, Device.cpu(), Torch.manualSeed(seed + 1)).requiresGrad_(true);
+             Tensor b = Torch.randn(new long[] {c[1][0]}, DType.FLOAT32, Device.cpu(), Torch.manualSeed(seed + 2)).requiresGrad_(true);
+             Tensor y = oneD ? F.conv1d(x, w, b, stride, padding, 2, 1) : F.conv2d(x, w, b, stride, padding);
+             Tensor x4 = oneD ? x.unsqueeze(3) : x.alias(); Tensor wt = oneD ? w.unsqueeze(3) : w.transpose(0, 1);
+             Tensor t = F.convTranspose2d(x4, wt, null, stride, padding);
+             Tensor loss = y.sum(); Tensor loss2 = t.sum(); Tensor total = loss.add(loss2)) {
+            org.junit.jupiter.api.Assertions.assertEquals(xShape[0] * c[1][0], y.size(0) * y.size(1));
+            Tensor[] g = Autograd.grad(new Tensor[] {total}, new Tensor[] {x, w, b}, null, false, false, false);
+            try (Tensor gx = g[0]; Tensor gw = g[1]; Tensor gb = g[2];
+                 Tensor gwAbs = gw.abs(); Tensor gwMax = gwAbs.max(); Tensor gbAbs = gb.abs(); Tensor gbMax = gbAbs.max()) {
+                org.junit.jupiter.api.Assertions.assertArrayEquals(x.shape(), gx.shape());
+                return new double[] {gwMax.item(), gbMax.item()};
+            }
+        }
+    }
+
+    /**
      * Small output images (at most 16 pixels, several images) run as one GEMM over the batch: ResNet-18's last stage at
      * 64 px (2x2), stride 2 into 2x2, odd sizes, padding 2 with dilation 2, a 5x3 kernel, 1x1 stride 2 (downsampling).
      */

@@ -229,12 +229,12 @@ final class ConvPointwiseF32 {
 
     /**
      * Parts each column block's 8-row strips of A are split into: 1 when there are at least as many blocks as threads
-     * (or {@code allowed} is false), else enough parts of at least two strips for every thread to get one task.
+     * (or none: an empty batch; or {@code allowed} is false), else enough parts of at least two strips for every thread to get one task.
      * {@code -Djtorch.conv.pointwiseRowParts=false} (read at each call) keeps one part.
      */
     static int rowParts(long colBlocks, int strips, boolean allowed) {
         int threads = Parallel.inParallelRegion() ? 1 : Parallel.numThreads();
-        if (!allowed || colBlocks >= threads || "false".equals(System.getProperty("jtorch.conv.pointwiseRowParts"))) return 1;
+        if (!allowed || colBlocks == 0 || colBlocks >= threads || "false".equals(System.getProperty("jtorch.conv.pointwiseRowParts"))) return 1;
         return (int) Math.max(1, Math.min(strips / 2, (threads + colBlocks - 1) / colBlocks));
     }
 

@@ -284,6 +284,11 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     @Override
     public void conv2dBackwardWeight(StridedView gradOut, StridedView input, StridedView gradWeight, Geometry g) {
         boolean f32 = gradWeight.dtype() == DType.FLOAT32;
+        if (g.n() == 0) {
+            // No images: a zero gradient. The fast paths below only accumulate over images, leaving the pool's old bytes.
+            seg(gradWeight).asSlice(gradWeight.offset() * (f32 ? 4 : 8), (long) g.cout() * g.kg() * (f32 ? 4 : 8)).fill((byte) 0);
+            return;
+        }
         if (f32 && ConvWholeImageF32.handles(g)) {
             ConvWholeImageF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
                     gradWeight.offset(), g);
