@@ -312,7 +312,24 @@ public final class Normalization {
         }
         checkChannels(op, "weight", weight, c, input.device());
         checkChannels(op, "bias", bias, c, input.device());
+        if (input.numel() == 0) return emptyAffine(input, weight, bias);
         return Dispatcher.call(NormalizationOps.GROUP_NORM, new Tensor[] {input, weight, bias}, numGroups, eps);
+    }
+
+    /**
+     * An empty input's group norm: empty, of the input's dtype, and zero gradients for the affine parameters, as PyTorch.
+     * The composition's reshape into groups (with a -1) cannot size zero elements.
+     */
+    private static Tensor emptyAffine(Tensor input, Tensor weight, Tensor bias) {
+        long[] affineShape = new long[input.dim()];
+        Arrays.fill(affineShape, 1);
+        affineShape[1] = input.size(1);
+        return MemoryScope.run(() -> {
+            Tensor y = input;
+            if (weight != null) y = y.mul(weight.reshape(affineShape));
+            if (bias != null) y = y.add(bias.reshape(affineShape));
+            return y == input ? input.alias() : y.to(input.dtype());
+        });
     }
 
     /**

@@ -33,6 +33,27 @@ class NormalizationConformanceTest {
     private static final List<Case> CASES = Fixtures.load("normalization");
     private static final List<String> FUNCTIONAL = List.of("batch_norm", "instance_norm", "group_norm", "local_response_norm");
 
+    /** PyTorch's group norm of an empty batch: an empty output and zero gradients for the weight and the bias. */
+    @org.junit.jupiter.api.Test
+    void groupNormOfAnEmptyBatchHasZeroAffineGradients() {
+        for (DType dtype : new DType[] {DType.FLOAT32, DType.FLOAT64}) {
+            try (Tensor x = Torch.randn(new long[] {0, 6, 5, 5}, dtype, Fixtures.device(), Torch.manualSeed(1)).requiresGrad_(true);
+                 Tensor w = Torch.ones(new long[] {6}, dtype, Fixtures.device()).requiresGrad_(true);
+                 Tensor b = Torch.zeros(new long[] {6}, dtype, Fixtures.device()).requiresGrad_(true);
+                 Tensor y = F.groupNorm(x, 3, w, b, 1e-5); Tensor loss = y.sum()) {
+                org.junit.jupiter.api.Assertions.assertArrayEquals(x.shape(), y.shape());
+                org.junit.jupiter.api.Assertions.assertEquals(dtype, y.dtype());
+                Tensor[] g = org.jtorch.autograd.Autograd.grad(new Tensor[] {loss}, new Tensor[] {x, w, b}, null, false, false, false);
+                try (Tensor gx = g[0]; Tensor gw = g[1]; Tensor gb = g[2]; Tensor gwAbs = gw.abs(); Tensor gwMax = gwAbs.max();
+                     Tensor gbAbs = gb.abs(); Tensor gbMax = gbAbs.max()) {
+                    org.junit.jupiter.api.Assertions.assertArrayEquals(x.shape(), gx.shape());
+                    org.junit.jupiter.api.Assertions.assertEquals(0.0, gwMax.item());
+                    org.junit.jupiter.api.Assertions.assertEquals(0.0, gbMax.item());
+                }
+            }
+        }
+    }
+
     @TestFactory
     Stream<DynamicTest> functionalOpsMatchPyTorch() {
         return CASES.stream().filter(c -> FUNCTIONAL.contains(c.op()))
