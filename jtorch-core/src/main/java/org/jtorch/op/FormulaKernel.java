@@ -42,6 +42,17 @@ public interface FormulaKernel {
         throw new UnsupportedOperationException("this backend's formula kernels do not fuse softmax");
     }
 
+    /**
+     * Whether {@link #runRowSoftmax} and {@link #runRowSoftmaxBackward} also take views of any rank of at most 8 dimensions
+     * instead of {@code [rows, rowLength]} matrices: the last dimension is the row, and the leading dimensions' strides
+     * need not merge into one row stride (attention scores {@code [b, h, t, t]} with a broadcast {@code [t, t]} mask), so
+     * that one call serves them all. CUDA's kernels index each row through the leading dimensions' own strides; the
+     * CPU takes matrices, a slab at a time.
+     */
+    default boolean softmaxesRowsOfAnyStrides() {
+        return false;
+    }
+
     /** Whether this kernel implements {@link #runRowSoftmaxBackward}. */
     default boolean softmaxBackwardsRows() {
         return false;
