@@ -332,8 +332,7 @@ final class CudaKernels {
             MemorySegment index = rowIndex(arena, what, out.shape(), inputs, args);
             for (double p : params) args.f64(p);
             args.i64(rows).i64(cols).i32(log ? 1 : 0).struct(index);
-            int threads = org.jtorch.cuda.kernels.ReductionPlan.threads(cols);
-            launchRows(fn, org.jtorch.cuda.kernels.ReductionPlan.blocks(rows, threads, multiprocessors(device)), threads, stream(device), args);
+            launchSoftmaxRows(fn, rows, cols, device, args);
         }
     }
 
@@ -365,9 +364,14 @@ final class CudaKernels {
             for (StridedView v : inputs) args.pointer(v.address());
             for (StridedView v : gradientOuts) args.pointer(v.address());
             args.i64(rows).i64(cols).i32(log ? 1 : 0).struct(index);
-            int threads = org.jtorch.cuda.kernels.ReductionPlan.threads(cols);
-            launchRows(fn, org.jtorch.cuda.kernels.ReductionPlan.blocks(rows, threads, multiprocessors(device)), threads, stream(device), args);
+            launchSoftmaxRows(fn, rows, cols, device, args);
         }
+    }
+
+    /** A block a row, as many threads as the eager softmax's ({@code ReductionPlan.threads}), so both add a row in one order. */
+    private void launchSoftmaxRows(long fn, long rows, long cols, Device device, KernelArgs args) {
+        int threads = org.jtorch.cuda.kernels.ReductionPlan.threads(cols);
+        launchRows(fn, org.jtorch.cuda.kernels.ReductionPlan.blocks(rows, threads, multiprocessors(device)), threads, stream(device), args);
     }
 
     private static String fusedFile(String source) {

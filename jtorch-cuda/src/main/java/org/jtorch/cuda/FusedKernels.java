@@ -149,20 +149,11 @@ public final class FusedKernels {
      * squares, the output) and its values are never stored. Launched with {@code LayerNormPlan.rowThreads(cols)} threads.
      */
     public static String layerNormSource(Expr formula, int inputs) {
-        StringBuilder c = header(formula, inputs, "out = layer_norm over rows of ");
-        c.append("#include \"layernorm.cuh\"\n\n");
-        int scalars = scalarParameters(formula);
-        rowLoader(c, formula, inputs, scalars);
-        c.append("extern \"C\" __global__ void ").append(LAYER_NORM_ENTRY).append("(float* __restrict__ out");
-        parameters(c, inputs, "float", scalars);
-        c.append(", const float* __restrict__ w, const float* __restrict__ b, float* __restrict__ mean, float* __restrict__ rstd");
-        c.append(", jt_i64 rows, jt_i64 cols, double eps, RowIndex s) {\n");
-        c.append("    using namespace jt;\n    __shared__ double shared[64];\n");
-        c.append("    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {\n");
-        rowLoaderValue(c, inputs, scalars);
-        c.append("        ln_row<float, float, float, float>(row, cols, w, b, eps, out + r * cols, mean, rstd, r, shared);\n");
-        c.append("    }\n}\n");
-        return c.toString();
+        return rowKernel(formula, inputs, "out = layer_norm over rows of ", KernelSources.LAYER_NORM_HEADER, LAYER_NORM_ENTRY,
+                ", const float* __restrict__ w, const float* __restrict__ b, float* __restrict__ mean, float* __restrict__ rstd"
+                        + ", jt_i64 rows, jt_i64 cols, double eps",
+                "    __shared__ double shared[64];\n",
+                "ln_row<float, float, float, float>(row, cols, w, b, eps, out + r * cols, mean, rstd, r, shared)");
     }
 
     /** The entry point of the formula fused into a softmax ({@link #softmaxSource}). */
@@ -181,18 +172,29 @@ public final class FusedKernels {
      * Launched with {@code ReductionPlan.threads(cols)} threads, as the eager softmax, so that both add a row in one order.
      */
     public static String softmaxSource(Expr formula, int inputs) {
-        StringBuilder c = header(formula, inputs, "out = softmax over rows of ");
-        c.append("#include \"rowreduce.cuh\"\n\n");
+        return rowKernel(formula, inputs, "out = softmax over rows of ", KernelSources.ROW_REDUCE_HEADER, SOFTMAX_ENTRY,
+                ", jt_i64 rows, jt_i64 cols, int log_softmax", "    __shared__ float shared[32];\n    __shared__ float result;\n",
+                "softmax_row<float>(row, out + r * cols, cols, log_softmax, shared, &result)");
+    }
+
+    /**
+     * A kernel {@code entry} over rows: the float32 output, the inputs, the formula's scalars, {@code arguments}, then the
+     * {@code RowIndex}; per row (one block a row, grid-stride over rows) {@code rowCall} with {@code row}, the formula's
+     * loader ({@link #rowLoader}), after the block's {@code shared} declarations.
+     */
+    private static String rowKernel(Expr formula, int inputs, String what, String include, String entry, String arguments, String shared,
+                                    String rowCall) {
+        StringBuilder c = header(formula, inputs, what);
+        c.append("#include \"").append(include).append("\"\n\n");
         int scalars = scalarParameters(formula);
         rowLoader(c, formula, inputs, scalars);
-        c.append("extern \"C\" __global__ void ").append(SOFTMAX_ENTRY).append("(float* __restrict__ out");
+        c.append("extern \"C\" __global__ void ").append(entry).append("(float* __restrict__ out");
         parameters(c, inputs, "float", scalars);
-        c.append(", jt_i64 rows, jt_i64 cols, int log_softmax, RowIndex s) {\n");
-        c.append("    using namespace jt;\n    __shared__ float shared[32];\n    __shared__ float result;\n");
+        c.append(arguments).append(", RowIndex s) {\n");
+        c.append("    using namespace jt;\n").append(shared);
         c.append("    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {\n");
         rowLoaderValue(c, inputs, scalars);
-        c.append("        softmax_row<float>(row, out + r * cols, cols, log_softmax, shared, &result);\n");
-        c.append("    }\n}\n");
+        c.append("        ").append(rowCall).append(";\n    }\n}\n");
         return c.toString();
     }
 
@@ -213,7 +215,7 @@ public final class FusedKernels {
             }
             c.append("// gradient: ").append(g).append('\n');
         }
-        c.append("#include \"rowreduce.cuh\"\n\n");
+        c.append("#include \"").append(KernelSources.ROW_REDUCE_HEADER).append("\"\n\n");
         rowIndex(c, inputs + 1);
         c.append("extern \"C\" __global__ void ").append(SOFTMAX_BACKWARD_ENTRY).append("(const float* __restrict__ y, const float* __restrict__ g");
         for (int k = 0; k < inputs; k++) c.append(", const float* __restrict__ in").append(k);
