@@ -70,7 +70,7 @@ final class Program {
     /**
      * A fused group normalised as it is computed: {@code node} is a float32 softmax (or log-softmax, {@code log}) over
      * the group's last dimension, the group's only consumer; blocks of rows go through the formula and the softmax
-     * while in cache ({@link FormulaKernel#runRowSoftmax}).
+     * while in cache ({@link FormulaKernel#runRowSoftmax}; on CUDA a row a block, one launch).
      */
     private record FusedSoftmax(Graph.Node node, Fused group, boolean log) implements Step {}
 

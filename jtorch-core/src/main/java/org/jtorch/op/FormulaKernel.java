@@ -35,8 +35,9 @@ public interface FormulaKernel {
     /**
      * {@code out = softmax(formula(inputs))} (or log-softmax) over each row of {@code rowLength} values: {@code out}
      * and every input are {@code [rows, rowLength]} matrices (inputs broadcast with zero strides), {@code out}
-     * contiguous float32. The formula's values are written into a block of rows of {@code out} and normalised there
-     * while the block is in cache: a pointwise producer fused into a softmax over the last dimension.
+     * contiguous float32. A pointwise producer fused into a softmax over the last dimension: the CPU writes the formula's
+     * values into a block of rows of {@code out} and normalises them there while the block is in cache; CUDA evaluates
+     * the formula where its row kernel reads the row, never storing the values.
      */
     default void runRowSoftmax(int deviceIndex, StridedView out, StridedView[] inputs, long rowLength, boolean log, double[] params) {
         throw new UnsupportedOperationException("this backend's formula kernels do not fuse softmax");
