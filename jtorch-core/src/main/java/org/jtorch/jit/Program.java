@@ -70,7 +70,7 @@ final class Program {
     /**
      * A fused group normalised as it is computed: {@code node} is a float32 softmax (or log-softmax, {@code log}) over
      * the group's last dimension, the group's only consumer; blocks of rows go through the formula and the softmax
-     * while in cache ({@link FormulaKernel#runRowSoftmax}).
+     * while in cache ({@link FormulaKernel#runRowSoftmax}; on CUDA a row a block, one launch).
      */
     private record FusedSoftmax(Graph.Node node, Fused group, boolean log) implements Step {}
 
@@ -1044,7 +1044,7 @@ final class Program {
             Backends.hold("jit", Dispatcher.view(out), null, null);
             boolean rows;
             try {
-                rows = numel > 0 && forEachSlab(root.shape, views, m -> f.kernel().runRowSoftmax(root.device.index(), m[0],
+                rows = numel > 0 && forEachSoftmaxSlab(f.kernel(), root.shape, views, m -> f.kernel().runRowSoftmax(root.device.index(), m[0],
                         java.util.Arrays.copyOfRange(m, 1, m.length), cols, s.log(), NO_PARAMS));
             } finally {
                 Backends.drop(Dispatcher.view(out), null, null);
@@ -1100,7 +1100,7 @@ final class Program {
     /**
      * The gradients of a fused softmax's group inputs {@code values} by the backend's one pass over blocks of rows
      * ({@link FormulaKernel#runRowSoftmaxBackward}: the softmax's gradient never stored), each distinct gradient kernel
-     * run once, or null where the backend has none (CUDA), {@code -Djtorch.jit.fusedSoftmaxBackward=false}, or an
+     * run once, or null where the backend has none, {@code -Djtorch.jit.fusedSoftmaxBackward=false}, or an
      * operand's leading dimensions do not merge into one stride.
      */
     private static Tensor[] fusedSoftmaxGradients(Fused f, Tensor[] values, Tensor y, Tensor grad, boolean[] needs, boolean log) {
@@ -1135,7 +1135,7 @@ final class Program {
             for (Tensor full : fulls) views.add(Dispatcher.view(full));
             FormulaKernel[] gradients = kernels.toArray(FormulaKernel[]::new);
             int n = values.length;
-            if (!forEachSlab(root.shape, views.toArray(StridedView[]::new), m -> f.kernel().runRowSoftmaxBackward(root.device.index(), m[0], m[1],
+            if (!forEachSoftmaxSlab(f.kernel(), root.shape, views.toArray(StridedView[]::new), m -> f.kernel().runRowSoftmaxBackward(root.device.index(), m[0], m[1],
                     java.util.Arrays.copyOfRange(m, 2, 2 + n), cols, log, gradients, java.util.Arrays.copyOfRange(m, 2 + n, m.length)))) {
                 return null;
             }
@@ -1151,6 +1151,19 @@ final class Program {
         } finally {
             for (Tensor t : closing) t.close();
         }
+    }
+
+    /**
+     * {@link #forEachSlab} for a fused softmax's kernel {@code kernel}, or {@code body} once on the views themselves where
+     * the kernel takes rows of any strides ({@link FormulaKernel#softmaxesRowsOfAnyStrides}: one CUDA launch, not one a slab).
+     */
+    private static boolean forEachSoftmaxSlab(FormulaKernel kernel, long[] shape, StridedView[] views,
+                                              java.util.function.Consumer<StridedView[]> body) {
+        if (kernel.softmaxesRowsOfAnyStrides() && shape.length <= 8) {
+            body.accept(views);
+            return true;
+        }
+        return forEachSlab(shape, views, body);
     }
 
     /**

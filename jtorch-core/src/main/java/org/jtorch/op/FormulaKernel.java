@@ -35,11 +35,23 @@ public interface FormulaKernel {
     /**
      * {@code out = softmax(formula(inputs))} (or log-softmax) over each row of {@code rowLength} values: {@code out}
      * and every input are {@code [rows, rowLength]} matrices (inputs broadcast with zero strides), {@code out}
-     * contiguous float32. The formula's values are written into a block of rows of {@code out} and normalised there
-     * while the block is in cache: a pointwise producer fused into a softmax over the last dimension.
+     * contiguous float32. A pointwise producer fused into a softmax over the last dimension: the CPU writes the formula's
+     * values into a block of rows of {@code out} and normalises them there while the block is in cache; CUDA evaluates
+     * the formula where its row kernel reads the row, never storing the values.
      */
     default void runRowSoftmax(int deviceIndex, StridedView out, StridedView[] inputs, long rowLength, boolean log, double[] params) {
         throw new UnsupportedOperationException("this backend's formula kernels do not fuse softmax");
+    }
+
+    /**
+     * Whether {@link #runRowSoftmax} and {@link #runRowSoftmaxBackward} also take views of any rank of at most 8 dimensions
+     * instead of {@code [rows, rowLength]} matrices: the last dimension is the row, and the leading dimensions' strides
+     * need not merge into one row stride (attention scores {@code [b, h, t, t]} with a broadcast {@code [t, t]} mask), so
+     * that one call serves them all. CUDA's kernels index each row through the leading dimensions' own strides; the
+     * CPU takes matrices, a slab at a time.
+     */
+    default boolean softmaxesRowsOfAnyStrides() {
+        return false;
     }
 
     /** Whether this kernel implements {@link #runRowSoftmaxBackward}. */

@@ -19,13 +19,13 @@ import org.jtorch.nn.F;
 import org.junit.jupiter.api.Test;
 
 /**
- * A fused softmax's backward in one pass (on the CPU): each block of rows' softmax gradient {@code y (g - sum(g y))}
+ * A fused softmax's backward in one pass: each block of rows' (on CUDA, each row's) softmax gradient {@code y (g - sum(g y))}
  * (log-softmax: {@code g - exp(y) sum(g)}) goes through the group's gradient kernels while in cache, never stored.
  * Compiled gradients against eager's (the dot product is summed in another order: within 1e-5 relative plus 2e-6 of
  * the gradient's scale) for the attention's scaled causal mask, gradient kernels of their own per operand, broadcast
  * operands summed back, rows longer than a block, incoming gradients that are contiguous, broadcast over rows, one
- * value expanded or transposed; against eager float64; gradcheck. CUDA fuses no softmax (the group runs alone, then
- * eager's softmax and its backward), and the plan says so. The simulator pass runs this class on cuda:0.
+ * value expanded or transposed; against eager float64; gradcheck. The plan says so on every device (CUDA: one generated
+ * kernel a direction, {@code FusedKernels.softmaxSource}). The simulator pass runs this class on cuda:0.
  */
 class JitSoftmaxTrainingTest {
     /** The output and each leaf's gradient of {@code loss(f(x))}, the leaves' gradients cleared first. */
@@ -40,15 +40,13 @@ class JitSoftmaxTrainingTest {
     }
 
     /**
-     * {@code f} compiled with autograd (its plan fuses the backward on the CPU; CUDA runs eager's softmax) against
+     * {@code f} compiled with autograd (its plan fuses the softmax and its backward) against
      * eager, for each loss: output and gradients within 1e-5 relative plus 2e-6 of the largest magnitude (1e-6 absolute
      * more for the plain sum).
      */
     private static void assertTrainingMatchesEager(TensorFunction f, Tensor x, Tensor[] leaves) {
         String plan = Jit.explain(f, x);
-        if (DEVICE.isCpu()) assertTrue(plan.contains("softmax of rows") && plan.contains("softmax's gradient and the group's in one pass"), plan);
-        // CUDA fuses no softmax: the group runs alone, then eager's softmax.
-        else assertTrue(plan.contains("softmax (eager)") || plan.contains("softmax's gradient as ops"), plan);
+        assertTrue(plan.contains("softmax of rows") && plan.contains("softmax's gradient and the group's in one pass"), plan);
         TensorFunction compiled = Jit.trace(f, x);
         compiled.apply(x).sum().backward(); // the trace
         long[] shape = f.apply(new Tensor[] {x}).shape();
@@ -127,7 +125,7 @@ class JitSoftmaxTrainingTest {
         Tensor z = compiled.apply(x).mul(weights).sum();
         UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
                 () -> Autograd.grad(new Tensor[] {z}, new Tensor[] {x}, null, true, true, false));
-        assertTrue(e.getMessage().contains(DEVICE.isCpu() ? "softmax fused with" : "fused group") && e.getMessage().contains("double backward"),
+        assertTrue(e.getMessage().contains("softmax fused with") && e.getMessage().contains("double backward"),
                 e.getMessage());
     }
 

@@ -88,79 +88,150 @@ public final class CudaBackend implements Backend {
 
     /** The kernel of a fused group's formula (or a random fill's transformation) over {@code inputs} inputs. */
     private static FormulaKernel formulaKernel(org.jtorch.op.Expr formula, int inputs) {
-        return new FormulaKernel() {
-            private final int scalars = FusedKernels.scalarParameters(formula);
-            /** The drawing kernels' sources, by the inputs drawn and what they do with masks. */
-            private final java.util.Map<String, String> drawing = new java.util.concurrent.ConcurrentHashMap<>();
-            private final java.util.Map<DType, String> sources = new java.util.concurrent.ConcurrentHashMap<>();
-            private final String sumSource = FusedKernels.sumSource(formula, inputs);
-            private volatile String layerNormSource;
+        return new FusedFormulaKernel(formula, inputs);
+    }
 
-            @Override
-            public void run(int ordinal, DType compute, StridedView out, StridedView[] in, double[] params) {
-                if (compute != DType.FLOAT32 && compute != DType.FLOAT64) {
-                    throw new UnsupportedOperationException("fused CUDA kernels compute in float32 or float64, not " + compute);
+    /**
+     * A fused formula's kernels on CUDA: generated CUDA C ({@link FusedKernels}), compiled on first use. The formula and
+     * its input count are kept so that a fused softmax's backward can generate one kernel over its gradient formulas.
+     */
+    private static final class FusedFormulaKernel implements FormulaKernel {
+        private final org.jtorch.op.Expr formula;
+        private final int inputs;
+        private final int scalars;
+        /** The drawing kernels' sources, by the inputs drawn and what they do with masks. */
+        private final java.util.Map<String, String> drawing = new java.util.concurrent.ConcurrentHashMap<>();
+        private final java.util.Map<DType, String> sources = new java.util.concurrent.ConcurrentHashMap<>();
+        private final String sumSource;
+        private volatile String layerNormSource;
+        private volatile String softmaxSource;
+        /** The fused softmax backward's sources, by the gradient formulas they evaluate. */
+        private final java.util.Map<java.util.List<org.jtorch.op.Expr>, String> softmaxBackwardSources =
+                new java.util.concurrent.ConcurrentHashMap<>();
+
+        FusedFormulaKernel(org.jtorch.op.Expr formula, int inputs) {
+            this.formula = formula;
+            this.inputs = inputs;
+            this.scalars = FusedKernels.scalarParameters(formula);
+            this.sumSource = FusedKernels.sumSource(formula, inputs);
+        }
+
+        @Override
+        public void run(int ordinal, DType compute, StridedView out, StridedView[] in, double[] params) {
+            if (compute != DType.FLOAT32 && compute != DType.FLOAT64) {
+                throw new UnsupportedOperationException("fused CUDA kernels compute in float32 or float64, not " + compute);
+            }
+            String source = sources.computeIfAbsent(compute, t -> FusedKernels.source(formula, inputs, t));
+            INSTANCE.kernels().fused(source, ordinal, compute, out, in, parameters(params));
+        }
+
+        @Override
+        public boolean drawsInside() {
+            return true;
+        }
+
+        @Override
+        public void runDrawing(int ordinal, StridedView out, StridedView[] in, Draws draws) {
+            FusedKernels.Masks masks = draws.readsMasks() ? FusedKernels.Masks.READ
+                    : draws.masks() != null ? FusedKernels.Masks.WRITE : FusedKernels.Masks.NONE;
+            String source = drawing.computeIfAbsent(java.util.Arrays.toString(draws.inputs()) + masks,
+                    k -> FusedKernels.drawingSource(formula, inputs, draws.inputs(), masks));
+            // The inputs the kernel reads: all but the drawn ones (a few distinct indices), in order.
+            int[] drawn = draws.inputs();
+            StridedView[] read = new StridedView[in.length - drawn.length];
+            for (int k = 0, r = 0; k < in.length; k++) if (!contains(drawn, k)) read[r++] = in[k];
+            INSTANCE.kernels().fusedDrawing(source, ordinal, out, read, draws);
+        }
+
+        private static boolean contains(int[] values, int v) {
+            for (int x : values) if (x == v) return true;
+            return false;
+        }
+
+        @Override
+        public boolean sumsRows() {
+            return true;
+        }
+
+        @Override
+        public void runRowSums(int ordinal, StridedView out, StridedView[] in, long rowLength, double[] params) {
+            INSTANCE.kernels().fusedSum(sumSource, ordinal, out, in, parameters(params), rowLength);
+        }
+
+        @Override
+        public boolean layerNormsRows() {
+            return true;
+        }
+
+        @Override
+        public void runRowLayerNorm(int ordinal, StridedView out, StridedView[] in, long rowLength, StridedView weight, StridedView bias,
+                                    double eps, StridedView mean, StridedView rstd, double[] params) {
+            String source = layerNormSource;
+            if (source == null) layerNormSource = source = FusedKernels.layerNormSource(formula, inputs);
+            INSTANCE.kernels().fusedLayerNorm(source, ordinal, out, in, parameters(params), rowLength, weight, bias, eps, mean, rstd);
+        }
+
+        @Override
+        public boolean softmaxesRows() {
+            return true;
+        }
+
+        @Override
+        public void runRowSoftmax(int ordinal, StridedView out, StridedView[] in, long rowLength, boolean log, double[] params) {
+            checkInputs(in, "a fused softmax");
+            String source = softmaxSource;
+            if (source == null) softmaxSource = source = FusedKernels.softmaxSource(formula, inputs);
+            INSTANCE.kernels().fusedSoftmax(source, ordinal, out, in, parameters(params), rowLength, log);
+        }
+
+        /** The kernels index each row through the views' own leading strides: one launch for any broadcast. */
+        @Override
+        public boolean softmaxesRowsOfAnyStrides() {
+            return true;
+        }
+
+        @Override
+        public boolean softmaxBackwardsRows() {
+            return true;
+        }
+
+        @Override
+        public void runRowSoftmaxBackward(int ordinal, StridedView output, StridedView gradOut, StridedView[] in, long rowLength,
+                                          boolean log, FormulaKernel[] gradients, StridedView[] gradientOuts) {
+            checkInputs(in, "a fused softmax's backward");
+            if (gradientOuts.length != gradients.length) {
+                throw new IllegalArgumentException(formula + ": " + gradients.length + " gradient kernels, " + gradientOuts.length + " outputs");
+            }
+            java.util.List<org.jtorch.op.Expr> formulas = new java.util.ArrayList<>(gradients.length);
+            for (FormulaKernel g : gradients) {
+                if (!(g instanceof FusedFormulaKernel c) || c.inputs != inputs + 1) {
+                    throw new IllegalArgumentException(formula + ": a fused softmax's backward takes CUDA gradient kernels of " + (inputs + 1)
+                            + " inputs, got " + g);
                 }
-                String source = sources.computeIfAbsent(compute, t -> FusedKernels.source(formula, inputs, t));
-                INSTANCE.kernels().fused(source, ordinal, compute, out, in, parameters(params));
+                formulas.add(c.formula);
             }
+            String source = softmaxBackwardSources.computeIfAbsent(formulas, f -> FusedKernels.softmaxBackwardSource(formula, inputs, f));
+            INSTANCE.kernels().fusedSoftmaxBackward(source, ordinal, output, gradOut, in, rowLength, log, gradientOuts);
+        }
 
-            @Override
-            public boolean drawsInside() {
-                return true;
-            }
+        private void checkInputs(StridedView[] in, String what) {
+            if (in.length != inputs) throw new IllegalArgumentException(formula + ": " + what + " expected " + inputs + " inputs, got " + in.length);
+        }
 
-            @Override
-            public void runDrawing(int ordinal, StridedView out, StridedView[] in, Draws draws) {
-                FusedKernels.Masks masks = draws.readsMasks() ? FusedKernels.Masks.READ
-                        : draws.masks() != null ? FusedKernels.Masks.WRITE : FusedKernels.Masks.NONE;
-                String source = drawing.computeIfAbsent(java.util.Arrays.toString(draws.inputs()) + masks,
-                        k -> FusedKernels.drawingSource(formula, inputs, draws.inputs(), masks));
-                // The inputs the kernel reads: all but the drawn ones (a few distinct indices), in order.
-                int[] drawn = draws.inputs();
-                StridedView[] read = new StridedView[in.length - drawn.length];
-                for (int k = 0, r = 0; k < in.length; k++) if (!contains(drawn, k)) read[r++] = in[k];
-                INSTANCE.kernels().fusedDrawing(source, ordinal, out, read, draws);
-            }
+        @Override
+        public String toString() {
+            return "CUDA kernel of " + formula;
+        }
 
-            private static boolean contains(int[] values, int v) {
-                for (int x : values) if (x == v) return true;
-                return false;
+        /** The formula's parameters from the call's scalars (the JIT's fused formulas read none). */
+        private double[] parameters(double[] params) {
+            if (scalars == 0) return new double[0];
+            if (params == null || params.length < scalars) {
+                throw new IllegalArgumentException("fused kernel of " + formula + ": expected " + scalars + " scalar parameters, got "
+                        + (params == null ? 0 : params.length));
             }
-
-            @Override
-            public boolean sumsRows() {
-                return true;
-            }
-
-            @Override
-            public void runRowSums(int ordinal, StridedView out, StridedView[] in, long rowLength, double[] params) {
-                INSTANCE.kernels().fusedSum(sumSource, ordinal, out, in, parameters(params), rowLength);
-            }
-
-            @Override
-            public boolean layerNormsRows() {
-                return true;
-            }
-
-            @Override
-            public void runRowLayerNorm(int ordinal, StridedView out, StridedView[] in, long rowLength, StridedView weight, StridedView bias,
-                                        double eps, StridedView mean, StridedView rstd, double[] params) {
-                String source = layerNormSource;
-                if (source == null) layerNormSource = source = FusedKernels.layerNormSource(formula, inputs);
-                INSTANCE.kernels().fusedLayerNorm(source, ordinal, out, in, parameters(params), rowLength, weight, bias, eps, mean, rstd);
-            }
-
-            /** The formula's parameters from the call's scalars (the JIT's fused formulas read none). */
-            private double[] parameters(double[] params) {
-                if (scalars == 0) return new double[0];
-                if (params == null || params.length < scalars) {
-                    throw new IllegalArgumentException("fused kernel of " + formula + ": expected " + scalars + " scalar parameters, got "
-                            + (params == null ? 0 : params.length));
-                }
-                return java.util.Arrays.copyOf(params, scalars);
-            }
-        };
+            return java.util.Arrays.copyOf(params, scalars);
+        }
     }
 
     public static CudaBackend get() {

@@ -272,25 +272,106 @@ final class CudaKernels {
         long fn = function(ordinal, fusedFile(source), null, FusedKernels.LAYER_NORM_ENTRY, () -> source);
         try (Arena arena = Arena.ofConfined()) {
             KernelArgs args = new KernelArgs(arena).pointer(out.address());
-            int n = Math.max(inputs.length, 1);
-            MemorySegment strides = arena.allocate(16L * n, 8);
-            strides.fill((byte) 0);
-            for (int k = 0; k < inputs.length; k++) {
-                StridedView v = inputs[k];
-                if (v.dtype() != DType.FLOAT32 || v.dim() != 2 || v.size(0) != rows || v.size(1) != cols) {
-                    throw new IllegalArgumentException(what + ": input " + k + " must be a float32 [" + rows + ", " + cols + "] matrix, got "
-                            + v.dtype() + " " + java.util.Arrays.toString(v.shape()));
-                }
-                args.pointer(v.address());
-                strides.set(ValueLayout.JAVA_LONG, 8L * k, v.stride(0));
-                strides.set(ValueLayout.JAVA_LONG, 8L * (n + k), v.stride(1));
-            }
+            MemorySegment strides = rowIndex(arena, what, new long[] {rows, cols}, inputs, args);
             for (double p : params) args.f64(p);
             args.pointer(weight == null ? 0 : weight.address()).pointer(bias == null ? 0 : bias.address()).pointer(mean.address())
                     .pointer(rstd.address()).i64(rows).i64(cols).f64(eps).struct(strides);
             rt.driver().launchKernel(fn, org.jtorch.cuda.kernels.LayerNormPlan.rowBlocks(rows, rt.devices().get(ordinal).multiprocessors()),
                     1, 1, org.jtorch.cuda.kernels.LayerNormPlan.rowThreads(cols), 1, 1, 0, stream(device), args.build());
         }
+    }
+
+    /**
+     * The kernel's {@code RowIndex} ({@link FusedKernels}) over {@code shape} (the row its last dimension): the leading
+     * dimensions' sizes, each view's strides along them, then each view's stride along the row. Every view must be a
+     * float32 view of {@code shape}; {@code args}, where not null, receives each one's pointer.
+     */
+    private static MemorySegment rowIndex(Arena arena, String what, long[] shape, StridedView[] views, KernelArgs args) {
+        int lead = shape.length - 1, n = Math.max(views.length, 1), max = KernelStructs.MAX_DIMS;
+        if (lead < 0 || lead > max) throw new IllegalArgumentException(what + ": rows of a shape of 1 to " + max + " dimensions, got " + Shapes.format(shape));
+        MemorySegment index = arena.allocate(8L * (1 + max + max * n + n), 8);
+        index.fill((byte) 0);
+        index.set(ValueLayout.JAVA_LONG, 0, lead);
+        for (int d = 0; d < lead; d++) index.set(ValueLayout.JAVA_LONG, 8L * (1 + d), shape[d]);
+        for (int k = 0; k < views.length; k++) {
+            StridedView v = views[k];
+            if (v.dtype() != DType.FLOAT32 || !java.util.Arrays.equals(v.shape(), shape)) {
+                throw new IllegalArgumentException(what + ": operand " + k + " must be float32 of shape " + Shapes.format(shape) + ", got " + v.dtype()
+                        + Shapes.format(v.shape()));
+            }
+            if (args != null) args.pointer(v.address());
+            for (int d = 0; d < lead; d++) index.set(ValueLayout.JAVA_LONG, 8L * (1 + max + max * k + d), v.stride(d));
+            index.set(ValueLayout.JAVA_LONG, 8L * (1 + max + max * n + k), v.stride(lead));
+        }
+        return index;
+    }
+
+    /** Throws naming {@code what} unless {@code v} is a contiguous float32 view whose last dimension is {@code cols}. */
+    private static void requireContiguousRows(String what, String name, StridedView v, long cols) {
+        if (v.dtype() != DType.FLOAT32 || v.dim() < 1 || v.size(v.dim() - 1) != cols || !v.isContiguous()) {
+            throw new IllegalArgumentException(what + ": " + name + " must be a contiguous float32 view of rows of " + cols + ", got " + v.dtype()
+                    + Shapes.format(v.shape()) + " with strides " + java.util.Arrays.toString(v.strides()));
+        }
+    }
+
+    /**
+     * {@code out = softmax(formula(inputs))} (or log-softmax) over rows of {@code cols} values, for a formula fused into a
+     * softmax ({@link FusedKernels#softmaxSource}): {@code out} contiguous float32, its last dimension the row, every
+     * input a float32 view of its shape with any strides. One launch, a block a row, as many threads as the eager
+     * softmax's.
+     */
+    void fusedSoftmax(String source, int ordinal, StridedView out, StridedView[] inputs, double[] params, long cols, boolean log) {
+        String what = "fused softmax";
+        requireContiguousRows(what, "the output", out, cols);
+        long rows = cols == 0 ? 0 : out.numel() / cols;
+        if (rows == 0) return;
+        Device device = Device.cuda(ordinal);
+        long fn = function(ordinal, fusedFile(source), null, FusedKernels.SOFTMAX_ENTRY, () -> source);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(out.address());
+            MemorySegment index = rowIndex(arena, what, out.shape(), inputs, args);
+            for (double p : params) args.f64(p);
+            args.i64(rows).i64(cols).i32(log ? 1 : 0).struct(index);
+            launchSoftmaxRows(fn, rows, cols, device, args);
+        }
+    }
+
+    /**
+     * The backward of {@link #fusedSoftmax} ({@link FusedKernels#softmaxBackwardSource}): from the softmax's output
+     * {@code y} (contiguous) and the incoming gradient {@code gradOut} (any strides), each gradient formula's values into
+     * {@code gradientOuts} (contiguous), every view float32 of {@code y}'s shape, its last dimension the row. One launch, a
+     * block a row.
+     */
+    void fusedSoftmaxBackward(String source, int ordinal, StridedView y, StridedView gradOut, StridedView[] inputs, long cols, boolean log,
+                              StridedView[] gradientOuts) {
+        String what = "fused softmax backward";
+        requireContiguousRows(what, "the output", y, cols);
+        for (StridedView v : gradientOuts) {
+            requireContiguousRows(what, "a gradient", v, cols);
+            if (!java.util.Arrays.equals(v.shape(), y.shape())) {
+                throw new IllegalArgumentException(what + ": a gradient of shape " + Shapes.format(v.shape()) + " for an output of " + Shapes.format(y.shape()));
+            }
+        }
+        long rows = cols == 0 ? 0 : y.numel() / cols;
+        if (rows == 0) return;
+        Device device = Device.cuda(ordinal);
+        long fn = function(ordinal, fusedFile(source), null, FusedKernels.SOFTMAX_BACKWARD_ENTRY, () -> source);
+        try (Arena arena = Arena.ofConfined()) {
+            KernelArgs args = new KernelArgs(arena).pointer(y.address()).pointer(gradOut.address());
+            StridedView[] indexed = java.util.Arrays.copyOf(inputs, inputs.length + 1);
+            indexed[inputs.length] = gradOut;
+            MemorySegment index = rowIndex(arena, what, y.shape(), indexed, null);
+            for (StridedView v : inputs) args.pointer(v.address());
+            for (StridedView v : gradientOuts) args.pointer(v.address());
+            args.i64(rows).i64(cols).i32(log ? 1 : 0).struct(index);
+            launchSoftmaxRows(fn, rows, cols, device, args);
+        }
+    }
+
+    /** A block a row, as many threads as the eager softmax's ({@code ReductionPlan.threads}), so both add a row in one order. */
+    private void launchSoftmaxRows(long fn, long rows, long cols, Device device, KernelArgs args) {
+        int threads = org.jtorch.cuda.kernels.ReductionPlan.threads(cols);
+        launchRows(fn, org.jtorch.cuda.kernels.ReductionPlan.blocks(rows, threads, multiprocessors(device)), threads, stream(device), args);
     }
 
     private static String fusedFile(String source) {

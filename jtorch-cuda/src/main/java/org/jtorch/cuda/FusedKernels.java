@@ -143,40 +143,143 @@ public final class FusedKernels {
     /**
      * The CUDA C source of {@code formula} fused into a layer norm over rows: {@code out} row {@code r} is
      * {@code layer_norm(formula(inputs))} over the {@code cols} values of row {@code r}, each input a {@code [rows, cols]}
-     * float32 matrix read through its row and column strides ({@code RowStrides}, zero where broadcast). One block a row
+     * float32 matrix read through its row and column strides ({@code RowIndex}, zero where broadcast). One block a row
      * (grid-stride over rows) runs {@code layernorm.cuh}'s {@code ln_row}, the eager layer norm's own row code, with the
      * formula as its loader: the formula is evaluated where the row is read (three times an element: the sum, the centred
      * squares, the output) and its values are never stored. Launched with {@code LayerNormPlan.rowThreads(cols)} threads.
      */
     public static String layerNormSource(Expr formula, int inputs) {
-        StringBuilder c = header(formula, inputs, "out = layer_norm over rows of ");
-        c.append("#include \"layernorm.cuh\"\n\n");
+        return rowKernel(formula, inputs, "out = layer_norm over rows of ", KernelSources.LAYER_NORM_HEADER, LAYER_NORM_ENTRY,
+                ", const float* __restrict__ w, const float* __restrict__ b, float* __restrict__ mean, float* __restrict__ rstd"
+                        + ", jt_i64 rows, jt_i64 cols, double eps",
+                "    __shared__ double shared[64];\n",
+                "ln_row<float, float, float, float>(row, cols, w, b, eps, out + r * cols, mean, rstd, r, shared)");
+    }
+
+    /** The entry point of the formula fused into a softmax ({@link #softmaxSource}). */
+    public static final String SOFTMAX_ENTRY = "jt_fused_softmax";
+    /** The entry point of a fused softmax's backward ({@link #softmaxBackwardSource}). */
+    public static final String SOFTMAX_BACKWARD_ENTRY = "jt_fused_softmax_backward";
+
+    /**
+     * The CUDA C source of {@code formula} fused into a softmax over rows: {@code out} row {@code r} is
+     * {@code softmax(formula(inputs))} (log-softmax where the kernel's {@code log_softmax} is nonzero) over the {@code cols}
+     * values of row {@code r} (the last dimension; rows row-major over the leading ones), each input a float32 view of the
+     * output's shape read through its own strides ({@code RowIndex}, zero where broadcast: a {@code [t, t]} mask under
+     * {@code [b, h, t, t]} scores needs no launch a slab). One block a row (grid-stride over rows) runs {@code rowreduce.cuh}'s
+     * {@code softmax_row}, the eager softmax's own row code, with the formula as its loader: the formula is evaluated where
+     * the row is read (three times an element: the maximum, the sum, the output) and its values are never stored.
+     * Launched with {@code ReductionPlan.threads(cols)} threads, as the eager softmax, so that both add a row in one order.
+     */
+    public static String softmaxSource(Expr formula, int inputs) {
+        return rowKernel(formula, inputs, "out = softmax over rows of ", KernelSources.ROW_REDUCE_HEADER, SOFTMAX_ENTRY,
+                ", jt_i64 rows, jt_i64 cols, int log_softmax", "    __shared__ float shared[32];\n    __shared__ float result;\n",
+                "softmax_row<float>(row, out + r * cols, cols, log_softmax, shared, &result)");
+    }
+
+    /**
+     * A kernel {@code entry} over rows: the float32 output, the inputs, the formula's scalars, {@code arguments}, then the
+     * {@code RowIndex}; per row (one block a row, grid-stride over rows) {@code rowCall} with {@code row}, the formula's
+     * loader ({@link #rowLoader}), after the block's {@code shared} declarations.
+     */
+    private static String rowKernel(Expr formula, int inputs, String what, String include, String entry, String arguments, String shared,
+                                    String rowCall) {
+        StringBuilder c = header(formula, inputs, what);
+        c.append("#include \"").append(include).append("\"\n\n");
         int scalars = scalarParameters(formula);
-        c.append("struct RowStrides {\n    jt_i64 row[").append(Math.max(inputs, 1)).append("];\n    jt_i64 col[")
-                .append(Math.max(inputs, 1)).append("];\n};\n\n");
-        c.append("struct FusedRow {\n");
-        for (int k = 0; k < inputs; k++) c.append("    const float* in").append(k).append(";\n");
-        for (int k = 0; k < scalars; k++) c.append("    double p").append(k).append(";\n");
-        c.append("    jt_i64 r;\n    RowStrides s;\n");
-        c.append("    __device__ __forceinline__ float operator()(jt_i64 j) const {\n        using namespace jt;\n        typedef float A;\n");
-        for (int k = 0; k < inputs; k++) {
-            c.append("        const A x").append(k).append(" = in").append(k).append("[r * s.row[").append(k).append("] + j * s.col[").append(k)
-                    .append("]];\n");
-        }
-        c.append("        return (float)(").append(formula.toC()).append(");\n    }\n};\n\n");
-        c.append("extern \"C\" __global__ void ").append(LAYER_NORM_ENTRY).append("(float* __restrict__ out");
+        rowLoader(c, formula, inputs, scalars);
+        c.append("extern \"C\" __global__ void ").append(entry).append("(float* __restrict__ out");
         parameters(c, inputs, "float", scalars);
-        c.append(", const float* __restrict__ w, const float* __restrict__ b, float* __restrict__ mean, float* __restrict__ rstd");
-        c.append(", jt_i64 rows, jt_i64 cols, double eps, RowStrides s) {\n");
-        c.append("    using namespace jt;\n    __shared__ double shared[64];\n");
+        c.append(arguments).append(", RowIndex s) {\n");
+        c.append("    using namespace jt;\n").append(shared);
         c.append("    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {\n");
-        c.append("        const FusedRow row{");
-        for (int k = 0; k < inputs; k++) c.append("in").append(k).append(", ");
-        for (int k = 0; k < scalars; k++) c.append("p").append(k).append(", ");
-        c.append("r, s};\n");
-        c.append("        ln_row<float, float, float, float>(row, cols, w, b, eps, out + r * cols, mean, rstd, r, shared);\n");
-        c.append("    }\n}\n");
+        rowLoaderValue(c, inputs, scalars);
+        c.append("        ").append(rowCall).append(";\n    }\n}\n");
         return c.toString();
+    }
+
+    /**
+     * The CUDA C source of the backward of {@link #softmaxSource} in one launch: one block a row (grid-stride over rows)
+     * sums {@code g y} (log-softmax: {@code g}) over the row in float32 ({@code block_all_reduce}, the order of the eager
+     * sum), then for each element forms the softmax's gradient {@code y (g - sum)} (log-softmax: {@code g - exp(y) sum})
+     * and evaluates each of {@code gradients} (formulas of the forward's {@code inputs} inputs and the gradient, input
+     * {@code inputs}) there, writing {@code gout0, gout1, ...}: the softmax's gradient is never stored. {@code y} and the
+     * outputs are contiguous float32, {@code g} (index slot {@code inputs}) and the inputs read through their own strides
+     * ({@code RowIndex}).
+     */
+    public static String softmaxBackwardSource(Expr formula, int inputs, java.util.List<Expr> gradients) {
+        StringBuilder c = header(formula, inputs, "the gradients of softmax over rows of ");
+        for (Expr g : gradients) {
+            if (!g.isFormula() || scalarParameters(g) > 0) {
+                throw new IllegalArgumentException("a fused softmax's backward takes gradient formulas without scalar parameters, got " + g);
+            }
+            c.append("// gradient: ").append(g).append('\n');
+        }
+        c.append("#include \"").append(KernelSources.ROW_REDUCE_HEADER).append("\"\n\n");
+        rowIndex(c, inputs + 1);
+        c.append("extern \"C\" __global__ void ").append(SOFTMAX_BACKWARD_ENTRY).append("(const float* __restrict__ y, const float* __restrict__ g");
+        for (int k = 0; k < inputs; k++) c.append(", const float* __restrict__ in").append(k);
+        for (int k = 0; k < gradients.size(); k++) c.append(", float* __restrict__ gout").append(k);
+        c.append(", jt_i64 rows, jt_i64 cols, int log_softmax, RowIndex s) {\n");
+        c.append("    using namespace jt;\n    typedef float A;\n    __shared__ float shared[32];\n    __shared__ float result;\n");
+        c.append("    for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {\n");
+        c.append("        const float* yr = y + r * cols;\n");
+        c.append("        const float* gr = g + row_base(s, ").append(inputs).append(", r);\n        const jt_i64 gc = s.col[").append(inputs).append("];\n");
+        for (int k = 0; k < inputs; k++) {
+            c.append("        const float* row").append(k).append(" = in").append(k).append(" + row_base(s, ").append(k).append(", r);\n");
+        }
+        c.append("        float sum = 0.0f;\n");
+        c.append("        for (jt_i64 j = threadIdx.x; j < cols; j += blockDim.x) sum += log_softmax ? gr[j * gc] : gr[j * gc] * yr[j];\n");
+        c.append("        sum = block_all_reduce<float, SumReduce>(sum, shared, &result);\n");
+        c.append("        for (jt_i64 j = threadIdx.x; j < cols; j += blockDim.x) {\n");
+        c.append("            const float gv = gr[j * gc], yv = yr[j];\n");
+        for (int k = 0; k < inputs; k++) {
+            c.append("            const A x").append(k).append(" = row").append(k).append("[j * s.col[").append(k).append("]];\n");
+        }
+        // The product is rounded before the subtraction, as the eager composition's separate kernels round it.
+        c.append("            const A x").append(inputs).append(" = log_softmax ? gv - __fmul_rn(exp(yv), sum) : yv * (gv - sum);\n");
+        for (int k = 0; k < gradients.size(); k++) {
+            c.append("            gout").append(k).append("[r * cols + j] = (float)(").append(gradients.get(k).toC()).append(");\n");
+        }
+        c.append("        }\n    }\n}\n");
+        return c.toString();
+    }
+
+    /**
+     * {@link #rowIndex} and {@code FusedRow}, a loader that evaluates {@code formula} at element {@code j} of a row, each
+     * input read from its row's start through its stride along the row.
+     */
+    private static void rowLoader(StringBuilder c, Expr formula, int inputs, int scalars) {
+        rowIndex(c, inputs);
+        c.append("struct FusedRow {\n");
+        for (int k = 0; k < inputs; k++) c.append("    const float* in").append(k).append(";\n    jt_i64 c").append(k).append(";\n");
+        for (int k = 0; k < scalars; k++) c.append("    double p").append(k).append(";\n");
+        c.append("    __device__ __forceinline__ float operator()(jt_i64 j) const {\n        using namespace jt;\n        typedef float A;\n");
+        for (int k = 0; k < inputs; k++) c.append("        const A x").append(k).append(" = in").append(k).append("[j * c").append(k).append("];\n");
+        c.append("        return (float)(").append(formula.toC()).append(");\n    }\n};\n\n");
+    }
+
+    /**
+     * {@code RowIndex}: the leading dimensions' sizes (the row is the last dimension), each of {@code views} views' strides
+     * along them and along the row, in elements; and {@code row_base}, the element offset of row {@code r} (row-major over
+     * the leading dimensions) in view {@code k}. A {@code [rows, cols]} matrix has one leading dimension.
+     */
+    private static void rowIndex(StringBuilder c, int views) {
+        int n = Math.max(views, 1);
+        c.append("struct RowIndex {\n    jt_i64 lead;\n    jt_i64 size[JT_MAX_DIMS];\n    jt_i64 row[").append(n).append("][JT_MAX_DIMS];\n    jt_i64 col[")
+                .append(n).append("];\n};\n\n");
+        c.append("__device__ __forceinline__ jt_i64 row_base(const RowIndex& s, int k, jt_i64 r) {\n");
+        c.append("    jt_i64 o = 0;\n");
+        c.append("    for (int d = (int)s.lead - 1; d >= 0; d--) {\n        o += (r % s.size[d]) * s.row[k][d];\n        r /= s.size[d];\n    }\n");
+        c.append("    return o;\n}\n\n");
+    }
+
+    /** Declares {@code row}, the kernel's {@link #rowLoader} at row {@code r}. */
+    private static void rowLoaderValue(StringBuilder c, int inputs, int scalars) {
+        c.append("        const FusedRow row{");
+        for (int k = 0; k < inputs; k++) c.append("in").append(k).append(" + row_base(s, ").append(k).append(", r), s.col[").append(k).append("], ");
+        for (int k = 0; k < scalars; k++) c.append("p").append(k).append(", ");
+        c.append("};\n");
     }
 
     private static StringBuilder header(Expr formula, int inputs, String what) {

@@ -37,9 +37,16 @@ public final class KernelSources {
     /** Layer norm's row normalisation, included by {@code layernorm.cu} and the JIT's kernels of a formula fused into a layer norm. */
     public static final String LAYER_NORM_HEADER = "layernorm.cuh";
 
+    /**
+     * The block reductions of a row and the row softmax, included by {@code reduce.cu} and the JIT's kernels of a formula
+     * fused into a softmax.
+     */
+    public static final String ROW_REDUCE_HEADER = "rowreduce.cuh";
+
     /** The headers the kernel files need, by include name. */
     public static Map<String, String> headers() {
-        return Map.of(HEADER, read(HEADER), ELEMENTWISE_HEADER, read(ELEMENTWISE_HEADER), LAYER_NORM_HEADER, read(LAYER_NORM_HEADER));
+        return Map.of(HEADER, read(HEADER), ELEMENTWISE_HEADER, read(ELEMENTWISE_HEADER), LAYER_NORM_HEADER, read(LAYER_NORM_HEADER),
+                ROW_REDUCE_HEADER, read(ROW_REDUCE_HEADER));
     }
 
     /**

@@ -22,8 +22,9 @@ import org.junit.jupiter.api.io.TempDir;
  * The CUDA C of the JIT's fused groups compiles with nvcc ({@code -arch=sm_90}, every warning an error) for every
  * formula function and for a group of many inputs and constants (infinities and NaN among them), with one entry,
  * {@code jt_fused}, whose parameters are what {@code CudaKernels.fused} packs: the output, one pointer per input,
- * the element count and the index struct; and the formula fused into a sum of rows and into a layer norm. Values are
- * checked on the simulator by core's JitTest and JitLayerNormFusionTest on cuda:0.
+ * the element count and the index struct; and the formula fused into a sum of rows, into a layer norm, and into a
+ * softmax with its backward. Values are checked on the simulator by core's JitTest, JitLayerNormFusionTest,
+ * JitSoftmaxFusionTest and JitSoftmaxTrainingTest on cuda:0, and by FusedSoftmaxDeviceTest.
  */
 class FusedKernelsTest {
     private static long[] parameterSizes(int inputs) {
@@ -76,13 +77,28 @@ class FusedKernelsTest {
         java.util.Arrays.fill(sumSizes, 8);
         sumSizes[6] = 8L * (1 + KernelStructs.MAX_DIMS * (1 + 3));
         assertArrayEquals(sumSizes, entries.get(FusedKernels.SUM_ENTRY), entries.keySet().toString());
-        // The formula fused into a layer norm: out, the inputs, weight, bias, mean, rstd, rows, cols, eps and the strides
-        // (a row and a column stride per input), as CudaKernels.fusedLayerNorm packs them.
+        // The formula fused into a layer norm: out, the inputs, weight, bias, mean, rstd, rows, cols, eps and the row index
+        // (the leading sizes, each input's strides along them and along the row), as CudaKernels.fusedLayerNorm packs them.
         entries = compile(nvcc.get(), dir, "every_fn_layer_norm.cu", FusedKernels.layerNormSource(sum, 3));
         long[] lnSizes = new long[1 + 3 + 7 + 1];
         java.util.Arrays.fill(lnSizes, 8);
-        lnSizes[lnSizes.length - 1] = 16L * 3;
+        lnSizes[lnSizes.length - 1] = rowIndexSize(3);
         assertArrayEquals(lnSizes, entries.get(FusedKernels.LAYER_NORM_ENTRY), entries.keySet().toString());
+        // Into a softmax: out, the inputs, rows, cols, log_softmax (an int) and the row index, as CudaKernels.fusedSoftmax packs them.
+        entries = compile(nvcc.get(), dir, "every_fn_softmax.cu", FusedKernels.softmaxSource(sum, 3));
+        assertArrayEquals(new long[] {8, 8, 8, 8, 8, 8, 4, rowIndexSize(3)}, entries.get(FusedKernels.SOFTMAX_ENTRY), entries.keySet().toString());
+        // Its backward with two gradient formulas of the inputs and the gradient (input 3): y, g, the inputs, the two
+        // gradients' outputs, rows, cols, log_softmax and the row index of the inputs and g.
+        Expr gradient = new Expr.In(3, "grad");
+        List<Expr> gradients = List.of(new Expr.Math(Fn.MUL, List.of(gradient, sum)), new Expr.Math(Fn.SUB, List.of(gradient, new Expr.In(1, "x1"))));
+        entries = compile(nvcc.get(), dir, "every_fn_softmax_backward.cu", FusedKernels.softmaxBackwardSource(sum, 3, gradients));
+        assertArrayEquals(new long[] {8, 8, 8, 8, 8, 8, 8, 8, 8, 4, rowIndexSize(4)}, entries.get(FusedKernels.SOFTMAX_BACKWARD_ENTRY),
+                entries.keySet().toString());
+    }
+
+    /** The size of a row-indexed kernel's {@code RowIndex} over {@code views} views. */
+    private static long rowIndexSize(int views) {
+        return 8L * (1 + KernelStructs.MAX_DIMS * (1 + views) + views);
     }
 
     /** A float64 kernel whose formula reads scalar parameters takes them as doubles after the inputs (a random fill's). */

@@ -4,7 +4,7 @@
 // block's 32 warp results. Accumulation is in Scalar<T>::acc widened to float / double / int64.
 // Entries: jt_reduce_<sum|mean|max|min>_<dtype> (sums of integral dtypes write int64, as PyTorch's); launch with a block size that is a multiple of 32
 // and at most 1024. "mean" is sum times `scale` (1 / row_length, passed by the caller).
-#include "jtorch_cuda.cuh"
+#include "rowreduce.cuh"
 
 namespace jt {
 
@@ -20,41 +20,6 @@ template <> struct SumResult<jt_u8> { typedef jt_i64 type; };
 template <> struct SumResult<jt_i8> { typedef jt_i64 type; };
 template <> struct SumResult<jt_i16> { typedef jt_i64 type; };
 template <> struct SumResult<jt_i32> { typedef jt_i64 type; };
-
-// combine: the reduction; pad: what a lane without a warp result contributes in block_reduce's second
-// stage (the identity for sums and products; any real value, here the first warp's, for max and min).
-struct SumReduce {
-    template <typename A> __device__ static A combine(A a, A b) { return a + b; }
-    template <typename A> __device__ static A pad(A) { return A(0); }
-};
-struct MaxReduce {
-    template <typename A> __device__ static A combine(A a, A b) { return nan_max(a, b); }
-    template <typename A> __device__ static A pad(A first) { return first; }
-};
-struct MinReduce {
-    template <typename A> __device__ static A combine(A a, A b) { return nan_min(a, b); }
-    template <typename A> __device__ static A pad(A first) { return first; }
-};
-
-template <typename A, typename R> __device__ __forceinline__ A warp_reduce(A v) {
-    #pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) v = R::combine(v, (A)__shfl_down_sync(0xffffffffu, v, offset));
-    return v;
-}
-
-// Reduces `v` across the block; the result is valid in thread 0. `shared` holds 32 values.
-template <typename A, typename R> __device__ __forceinline__ A block_reduce(A v, A* shared) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-    v = warp_reduce<A, R>(v);
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < warps ? shared[lane] : R::pad(shared[0]);
-        v = warp_reduce<A, R>(v);
-    }
-    __syncthreads();
-    return v;
-}
 
 // Sum (and mean, with scale != 1): identity 0.
 template <typename T, typename Out>
@@ -135,11 +100,6 @@ JT_REDUCE_MEAN(double, f64)
 
 namespace jt {
 
-// +infinity without <math.h>'s INFINITY (NVRTC has no standard headers).
-template <typename A> __device__ __forceinline__ A infinity();
-template <> __device__ __forceinline__ float infinity<float>() { return __int_as_float(0x7f800000); }
-template <> __device__ __forceinline__ double infinity<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
-
 struct ProdReduce {
     template <typename A> __device__ static A combine(A a, A b) { return a * b; }
     template <typename A> __device__ static A pad(A) { return A(1); }
@@ -172,16 +132,6 @@ __device__ __forceinline__ void reduce_logical_rows(const T* __restrict__ x, jt_
         acc = ALL ? block_reduce<int, MinReduce>(acc, shared) : block_reduce<int, MaxReduce>(acc, shared);
         if (threadIdx.x == 0) out[r] = (jt_u8)acc;
     }
-}
-
-// The row's value of `v` in every thread (block_reduce leaves it in thread 0 only).
-template <typename A, typename R> __device__ __forceinline__ A block_all_reduce(A v, A* shared, A* result) {
-    v = block_reduce<A, R>(v, shared);
-    if (threadIdx.x == 0) *result = v;
-    __syncthreads();
-    v = *result;
-    __syncthreads();
-    return v;
 }
 
 template <typename T>
@@ -266,14 +216,6 @@ __device__ __forceinline__ void arg_reduce_rows(const T* __restrict__ x, T* __re
     }
 }
 
-// The row maximum (NaN propagates; -inf for an empty row) in every thread.
-template <typename T, typename A>
-__device__ __forceinline__ A row_max(const T* __restrict__ row, jt_i64 row_length, A* shared, A* result) {
-    A m = -infinity<A>();
-    for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) m = nan_max(m, (A)Scalar<T>::load(row[i]));
-    return block_all_reduce<A, MaxReduce>(m, shared, result);
-}
-
 template <typename T>
 __device__ __forceinline__ void logsumexp_rows(const T* __restrict__ x, T* __restrict__ out, jt_i64 rows, jt_i64 row_length) {
     typedef typename Scalar<T>::acc A;
@@ -323,18 +265,7 @@ __device__ __forceinline__ void softmax_rows(const T* __restrict__ x, T* __restr
     __shared__ A shared[32];
     __shared__ A result;
     for (jt_i64 r = blockIdx.x; r < rows; r += gridDim.x) {
-        const T* row = x + r * row_length;
-        T* orow = out + r * row_length;
-        const A m = row_max<T, A>(row, row_length, shared, &result);
-        A s = A(0);
-        for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) s += exp((A)Scalar<T>::load(row[i]) - m);
-        s = block_all_reduce<A, SumReduce>(s, shared, &result);
-        if (log_softmax) {
-            const A shift = m + log(s);
-            for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) orow[i] = Scalar<T>::store((A)Scalar<T>::load(row[i]) - shift);
-        } else {
-            for (jt_i64 i = threadIdx.x; i < row_length; i += blockDim.x) orow[i] = Scalar<T>::store(exp((A)Scalar<T>::load(row[i]) - m) / s);
-        }
+        softmax_row<A>(RowLoad<T, A>{x + r * row_length}, out + r * row_length, row_length, log_softmax, shared, &result);
     }
 }
 
