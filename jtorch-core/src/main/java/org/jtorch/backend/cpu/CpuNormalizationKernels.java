@@ -20,8 +20,10 @@ import org.jtorch.op.StridedView;
  * planes of at least one vector get Vector API loops whose f32 lane sums are flushed into doubles
  * every {@value #SUM_BLOCK} elements; float32 {@code [n, c]} inputs (one element per plane, BatchNorm1d)
  * run vectors across channels instead, and float32 planes shorter than a vector across each image's
- * {@code c * s} elements, folding lanes into channels; every other case (float64, bfloat16, float16) loads
- * blocks into doubles with {@link ElementIO}. Statistics are parallel over channels, elementwise passes
+ * {@code c * s} elements, folding lanes into channels. Contiguous bfloat16 planes of at least one vector run the
+ * same plane loops converting in registers ({@link BatchNormBf16}); other contiguous 16-bit tensors run the float32
+ * kernels on widened copies; every other case (float64, strided 16-bit) loads blocks into doubles with
+ * {@link ElementIO}. Statistics are parallel over channels, elementwise passes
  * over the {@code n * c} planes; each channel's sums run in a fixed order, so results do not depend on
  * the thread count.
  */
