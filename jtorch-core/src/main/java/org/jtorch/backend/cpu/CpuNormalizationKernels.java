@@ -20,8 +20,10 @@ import org.jtorch.op.StridedView;
  * planes of at least one vector get Vector API loops whose f32 lane sums are flushed into doubles
  * every {@value #SUM_BLOCK} elements; float32 {@code [n, c]} inputs (one element per plane, BatchNorm1d)
  * run vectors across channels instead, and float32 planes shorter than a vector across each image's
- * {@code c * s} elements, folding lanes into channels; every other case (float64, bfloat16, float16) loads
- * blocks into doubles with {@link ElementIO}. Statistics are parallel over channels, elementwise passes
+ * {@code c * s} elements, folding lanes into channels. Contiguous bfloat16 planes of at least one vector run the
+ * same plane loops converting in registers ({@link BatchNormBf16}); other contiguous 16-bit tensors run the float32
+ * kernels on widened copies; every other case (float64, strided 16-bit) loads blocks into doubles with
+ * {@link ElementIO}. Statistics are parallel over channels, elementwise passes
  * over the {@code n * c} planes; each channel's sums run in a fixed order, so results do not depend on
  * the thread count.
  */
@@ -60,6 +62,22 @@ final class CpuNormalizationKernels implements NormalizationKernels {
                     new CpuConvolutionKernels.Scratch()});
     /** Elements a thread converts at least. */
     private static final long CONVERT_GRAIN = 1 << 16;
+
+    /**
+     * Contiguous bfloat16 planes of at least one vector run {@link BatchNormBf16}'s loops, which widen and round in
+     * registers (the same bits as the widening path, without its three whole-tensor conversion passes); {@code
+     * -Djtorch.norm.bf16Planes=false} turns them off (then the widening path above serves bfloat16 too).
+     */
+    private static final boolean BF16_PLANES = !"false".equals(System.getProperty("jtorch.norm.bf16Planes"));
+
+    /** Whether every operand (null where absent) is contiguous bfloat16 with planes of at least one vector. */
+    private static boolean bf16Planes(long s, StridedView... operands) {
+        if (!BF16_PLANES || s < FL) return false;
+        for (StridedView t : operands) {
+            if (t != null && (t.dtype() != DType.BFLOAT16 || !t.isContiguous() || t.numel() == 0)) return false;
+        }
+        return true;
+    }
 
     private static boolean half(StridedView t) {
         return t != null && (t.dtype() == DType.BFLOAT16 || t.dtype() == DType.FLOAT16);
@@ -198,6 +216,10 @@ final class CpuNormalizationKernels implements NormalizationKernels {
 
     @Override
     public void batchNormStats(StridedView x, long n, long c, long s, StridedView mean, StridedView var) {
+        if (bf16Planes(s, x)) {
+            statsBf16(x, n, c, s, mean, var);
+            return;
+        }
         if (widens(x)) {
             batchNormStats(widened(x, X), n, c, s, mean, var);
             return;
@@ -305,6 +327,22 @@ final class CpuNormalizationKernels implements NormalizationKernels {
             m2[ch] = Math.max(0, sq - sum * shifted);
         }
         return true;
+    }
+
+    private static void statsBf16(StridedView x, long n, long c, long s, StridedView mean, StridedView var) {
+        double[] m = new double[Math.toIntExact(c)];
+        double[] v = new double[m.length];
+        MemorySegment xs = x.memory();
+        long xb = base(x);
+        Parallel.forRange(c, grain(n * s), (begin, end) -> {
+            double[] sums = new double[3];
+            for (long ch = begin; ch < end; ch++) {
+                BatchNormBf16.stats(xs, xb, n, c, s, ch, SUM_BLOCK, sums);
+                finishStats(sums[0], sums[1], sums[2], (double) n * s, ch, m, v);
+            }
+        });
+        storeChannels(mean, m);
+        storeChannels(var, v);
     }
 
     private static void statsF32(MemorySegment xs, long xb, long n, long c, long s, long ch, double[] m, double[] v) {
@@ -432,6 +470,10 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     public void batchNormApply(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd,
                                StridedView weight, StridedView bias,
                                StridedView out) {
+        if (bf16Planes(s, x, out)) {
+            applyBf16(x, n, c, s, mean, invstd, weight, bias, out);
+            return;
+        }
         if (widens(x, out)) {
             StridedView out32 = half(out) ? scratch(out, OUT) : out;
             batchNormApply(half(x) ? widened(x, X) : x, n, c, s, mean, invstd, weight, bias, out32);
@@ -498,6 +540,26 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         });
     }
 
+    /** The float32 planes' {@code applyF32} on bfloat16 planes: the same float parameters. */
+    private static void applyBf16(StridedView x, long n, long c, long s, StridedView mean, StridedView invstd, StridedView weight,
+                                  StridedView bias, StridedView out) {
+        int cc = Math.toIntExact(c);
+        double[] m = channels(mean, cc, 0);
+        double[] is = channels(invstd, cc, 1);
+        double[] w = channels(weight, cc, 1);
+        double[] b = channels(bias, cc, 0);
+        MemorySegment xs = x.memory();
+        MemorySegment os = out.memory();
+        long xb = base(x);
+        long ob = base(out);
+        Parallel.forRange(n * c, grain(s), (begin, end) -> {
+            for (long p = begin; p < end; p++) {
+                int ch = (int) (p % c);
+                BatchNormBf16.apply(xs, xb + p * s * 2, os, ob + p * s * 2, s, (float) m[ch], (float) (is[ch] * w[ch]), (float) b[ch]);
+            }
+        });
+    }
+
     /** {@code (x - mean) * scale + bias}: subtracting first keeps float32 exact when the mean is large against the spread. */
     private static void applyF32(MemorySegment xs, long xo, MemorySegment os, long oo, long len, float mean, float scale,
                                  float bias) {
@@ -524,7 +586,8 @@ final class CpuNormalizationKernels implements NormalizationKernels {
     public void batchNormBackward(StridedView gradOut, StridedView x, long n, long c, long s, StridedView mean,
                                   StridedView invstd, StridedView weight,
                                   boolean train, StridedView gradInput, StridedView gradWeight, StridedView gradBias) {
-        if (widens(x, gradOut, gradInput)) {
+        boolean bf16 = bf16Planes(s, x, gradOut, gradInput);
+        if (!bf16 && widens(x, gradOut, gradInput)) {
             StridedView gradInput32 = half(gradInput) ? scratch(gradInput, OUT) : gradInput;
             batchNormBackward(half(gradOut) ? widened(gradOut, GRAD) : gradOut, half(x) ? widened(x, X) : x, n, c, s, mean, invstd,
                     weight, train, gradInput32, gradWeight, gradBias);
@@ -548,7 +611,16 @@ final class CpuNormalizationKernels implements NormalizationKernels {
         boolean needSums = gradWeight != null || gradBias != null || (train && gradInput != null);
         boolean rows = rowsF32(x, s, c) && gt == DType.FLOAT32;
         boolean small = smallPlanesF32(x, s, c) && gt == DType.FLOAT32;
-        if (needSums && small) {
+        if (needSums && bf16) {
+            Parallel.forRange(c, grain(2 * n * s), (begin, end) -> {
+                double[] sums = new double[2];
+                for (long ch = begin; ch < end; ch++) {
+                    BatchNormBf16.sums(gs, gb, xs, xb, n, c, s, ch, (float) m[(int) ch], SUM_BLOCK, sums);
+                    sumG[(int) ch] = sums[0];
+                    sumGXmu[(int) ch] = sums[1];
+                }
+            });
+        } else if (needSums && small) {
             int si = (int) s;
             int r = cc * si;
             double[] meanLanes = new double[r];
@@ -593,7 +665,31 @@ final class CpuNormalizationKernels implements NormalizationKernels {
                 mg[i] = sumG[i] / count;
             }
         }
-        gradInput(gradOut, x, n, c, s, m, a, kk, mg, train, gradInput);
+        if (bf16) gradInputBf16(gradOut, x, n, c, s, m, a, kk, mg, train, gradInput);
+        else gradInput(gradOut, x, n, c, s, m, a, kk, mg, train, gradInput);
+    }
+
+    /** {@link #gradInput}'s float32 plane loops on bfloat16 planes. */
+    private static void gradInputBf16(StridedView gradOut, StridedView x, long n, long c, long s, double[] m, double[] a, double[] kk,
+                                      double[] mg, boolean train, StridedView gradInput) {
+        MemorySegment gs = gradOut.memory();
+        MemorySegment xs = x.memory();
+        MemorySegment ds = gradInput.memory();
+        long gb = base(gradOut);
+        long xb = base(x);
+        long db = base(gradInput);
+        Parallel.forRange(n * c, grain(s), (begin, end) -> {
+            for (long p = begin; p < end; p++) {
+                int ch = (int) (p % c);
+                long o = p * s * 2;
+                if (train) {
+                    BatchNormBf16.gradInputTrain(gs, gb + o, xs, xb + o, ds, db + o, s, (float) m[ch], (float) kk[ch], (float) mg[ch],
+                            (float) a[ch]);
+                } else {
+                    BatchNormBf16.scale(gs, gb + o, ds, db + o, s, (float) a[ch]);
+                }
+            }
+        });
     }
 
     /** {@code batch_norm_backward_elemt}'s pass: the coefficients {@code (a, k, meanG)} are the rows of {@code coef}. */
