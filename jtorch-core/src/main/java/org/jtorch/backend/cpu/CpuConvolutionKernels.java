@@ -192,8 +192,7 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
             // a vector access site (Gemm's packing) that sees heap segments too is compiled without the intrinsics.
             Geometry fg = flippedGeometry(g);
             if (WinogradF32.handlesInputGrad(fg)) {
-                WinogradF32.forward(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), null, 0,
-                        seg(gradInput), gradInput.offset(), fg, true, null);
+                WinogradF32.inputGrad(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), seg(gradInput), gradInput.offset(), fg);
                 return;
             }
             if (ConvDirectF32.handles(fg)) {
@@ -258,7 +257,7 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
     }
 
     /** The stride-1 convolution that maps gradOut to gradInput: roles of input and output swapped. */
-    private static Geometry flippedGeometry(Geometry g) {
+    static Geometry flippedGeometry(Geometry g) {
         return new Geometry(g.n(), g.cout(), g.oh(), g.ow(), g.cin(), g.kh(), g.kw(), 1, 1, g.dh() * (g.kh() - 1) - g.ph(),
                 g.dw() * (g.kw() - 1) - g.pw(), g.dh(), g.dw(), g.groups(), g.h(), g.w());
     }

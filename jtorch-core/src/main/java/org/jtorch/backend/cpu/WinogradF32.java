@@ -34,8 +34,14 @@ import org.jtorch.backend.ConvolutionKernels.Geometry;
  * 0 3/2 -3/2 3/4 -3/4 0; 0 9/4 9/4 9/16 9/16 0; 0 27/8 -27/8 27/64 -27/64 1]}.
  * The weight gradient stays on {@link ConvDirectF32}: its Winograd form (sums of 36 products over every tile,
  * transformed back at the end) ran slower there, its depth (the tiles) being the register tile's outer loop.
- * On by default for the forward where it {@link #pays}, for the input gradient too with
- * {@code JTORCH_CONV_WINOGRAD=1} ({@link #setting}). A block of tiles may span images.
+ * On by default for the forward where it {@link #pays}, for the input gradient with {@code JTORCH_CONV_WINOGRAD=1}
+ * ({@link #setting}) or on 16 channels ({@link #paysOnSixteenChannels}). A block of tiles may span images.
+ *
+ * <p>F(2x2, 3x3) (points 0, +-1 and infinity; 4x4 input tiles, 16 products per 2x2 output pixels, 2.25x fewer
+ * multiplications than the direct path) runs the input gradients of 32-64 channels by default ({@link
+ * #paysInputGrad}): its error against float64 is below the direct path's (fewer roundings: sums of {@code cin}
+ * products where the direct path sums {@code 9 cin}), where F(4x4, 3x3)'s took a ResNet basic block's gradients outside
+ * their PyTorch fixture ({@link #setting}).
  */
 final class WinogradF32 {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_512;
@@ -51,7 +57,8 @@ final class WinogradF32 {
      * The switch, read per call (so that a program or test may turn it at any time): {@code -Djtorch.conv.winograd},
      * else {@code JTORCH_CONV_WINOGRAD}. {@code 0} or {@code false}: off; unset (or {@code forward}): the forward,
      * where it {@link #pays}; {@code 1} or {@code true}: the forward and the input gradient, every shape it
-     * {@link #fits}. The input gradient stays direct by default: with both on, their errors together took a ResNet
+     * {@link #fits}. By default the input gradient takes F(2x2, 3x3) instead ({@link #handlesInputGrad}): with F(4x4,
+     * 3x3) both ways, their errors together took a ResNet
      * basic block's conv1 weight gradient, through training-mode batch norm's backward, outside its PyTorch
      * fixture's tolerance ({@code ModelsTest}: 0.0034890
      * against 0.0035155, tolerance 1.35e-5; the float64 value is 0.0035141), where either alone stays inside it
@@ -92,7 +99,21 @@ final class WinogradF32 {
      */
     static boolean pays(Geometry g) {
         long tiles = (long) ((g.oh() + 3) / 4) * ((g.ow() + 3) / 4);
-        return Math.min(g.cin(), g.cout()) >= 32 && tiles >= 32 && tiles * 1024 >= (long) g.cin() * g.cout() || paysOnSmallMaps(g);
+        return Math.min(g.cin(), g.cout()) >= 32 && tiles >= 32 && tiles * 1024 >= (long) g.cin() * g.cout() || paysOnSmallMaps(g)
+                || paysOnSixteenChannels(g) && "all".equals(System.getProperty("jtorch.conv.winogradSixteen"));
+    }
+
+    /**
+     * ResNet-20's 16-channel layers at 32 px (64 tiles an image), with blocks of tiles across images: forward and input
+     * gradient 1.2x faster than the direct path in one thread (docs/BENCHMARKS.md, issue 22, nineteenth session), where
+     * one image a block ran 1.33x slower. Only 16 x 16 channels with 64 tiles or more were measured. By default the
+     * input gradient only: the forward's larger error moved a compiled ResNet-20, its batch norms folded into the
+     * weights, 1.3e-6 away from the eager one ({@code CompiledModelsTest} allows 1e-6). {@code
+     * -Djtorch.conv.winogradSixteen} (read per call): {@code false} leaves both direct, {@code all} takes the forward too.
+     */
+    static boolean paysOnSixteenChannels(Geometry g) {
+        long tiles = (long) ((g.oh() + 3) / 4) * ((g.ow() + 3) / 4);
+        return ACROSS_IMAGES && g.cin() == 16 && g.cout() == 16 && tiles >= 64;
     }
 
     /**
@@ -111,9 +132,43 @@ final class WinogradF32 {
 
     private static final boolean SMALL_MAPS = !"false".equals(System.getProperty("jtorch.conv.winogradSmallMaps"));
 
-    /** Whether {@link #forward} runs the flipped convolution {@code g} of an input gradient: the switch fully on, and {@link #fits}. */
+    /**
+     * Whether {@link #inputGrad} runs the flipped convolution {@code g} of an input gradient: the switch fully on
+     * (F(4x4, 3x3), every shape it {@link #fits}), or by default F(2x2, 3x3) where it {@link #paysInputGrad}.
+     * {@code -Djtorch.conv.winogradInputGrad} (read per call): {@code false} leaves those direct, {@code all} takes
+     * F(2x2, 3x3) for every shape it fits (to test it).
+     */
     static boolean handlesInputGrad(Geometry g) {
-        return fits(g) && fullyOn(setting());
+        String setting = setting(), twoByTwo = System.getProperty("jtorch.conv.winogradInputGrad");
+        return fits(g) && (fullyOn(setting) || !off(setting) && (sixteenChannelsInputGrad(g)
+                || !"false".equals(twoByTwo) && ("all".equals(twoByTwo) || paysInputGrad(g))));
+    }
+
+    /** Whether the input gradient {@code g} takes F(4x4, 3x3) by default: {@link #paysOnSixteenChannels}, unless switched off. */
+    private static boolean sixteenChannelsInputGrad(Geometry g) {
+        String sixteen = System.getProperty("jtorch.conv.winogradSixteen");
+        return paysOnSixteenChannels(g) && !"false".equals(sixteen);
+    }
+
+    /**
+     * Where F(2x2, 3x3) beats the direct path on an input gradient (flipped geometry {@code g}), as measured on one core:
+     * 32-64 channels each way, up to 64 x 64 (ResNet-20's 32 channels at 16 px 1.2x, 64 at 8 px 1.3x, 64 at 16 px 1.4x).
+     * Left direct: 16 channels (ResNet-20's at 32 px 1.15x slower: 16-product reductions, and the transforms, against
+     * the direct tile's 144; those take F(4x4, 3x3), {@link #paysOnSixteenChannels}).
+     */
+    static boolean paysInputGrad(Geometry g) {
+        return Math.min(g.cin(), g.cout()) >= 32 && (long) g.cin() * g.cout() <= 64 * 64 && ACROSS_IMAGES;
+    }
+
+    /**
+     * The input gradient of a stride-1 3x3 convolution as the convolution {@code fg} ({@link #handlesInputGrad}) of
+     * {@code gradOut} with the flipped weight: F(2x2, 3x3) by default, whose error stays near the direct path's; F(4x4,
+     * 3x3) with the switch fully on, whose larger error took a ResNet basic block's conv1 weight gradient, through
+     * training-mode batch norm's backward, outside its PyTorch fixture's tolerance ({@code ModelsTest}).
+     */
+    static void inputGrad(MemorySegment gradOut, long gOff, MemorySegment w, long wOff, MemorySegment gradInput, long iOff, Geometry fg) {
+        boolean twoByTwo = !fullyOn(setting()) && !sixteenChannelsInputGrad(fg);
+        forward(gradOut, gOff, w, wOff, null, 0, gradInput, iOff, fg, true, null, twoByTwo);
     }
 
     /** Whether {@link #forward} can run {@code g}: 3x3, stride 1, no dilation or groups, channels in whole vectors. */
@@ -137,6 +192,8 @@ final class WinogradF32 {
          * tensors ({@link Gemm#transposeBlock16} reads both).
          */
         final MemorySegment pixels = Arena.ofAuto().allocate(16 * 16 * Float.BYTES, 64);
+        /** F(2x2, 3x3)'s output pixels of one tile row, channels-last: {@code strip[(r * ow + x) * cout + c]}, r < 2. */
+        MemorySegment strip = MemorySegment.NULL;
     }
 
     private static final ThreadLocal<Work> WORK = ThreadLocal.withInitial(Work::new);
@@ -147,25 +204,39 @@ final class WinogradF32 {
      */
     static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment bias, long bOff,
                         MemorySegment out, long oOff, Geometry g, boolean flipped, ConvolutionKernels.Epilogue epilogue) {
+        forward(x, xOff, w, wOff, bias, bOff, out, oOff, g, flipped, epilogue, false);
+    }
+
+    /**
+     * As {@link #forward}, with {@code twoByTwo} on F(2x2, 3x3): 4x4 input tiles, 16 products per 2x2 output
+     * pixels (the direct path does 36), an error near the direct path's (the input gradients, {@link #handlesInputGrad}).
+     */
+    static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment bias, long bOff,
+                        MemorySegment out, long oOff, Geometry g, boolean flipped, ConvolutionKernels.Epilogue epilogue,
+                        boolean twoByTwo) {
         int cin = g.cin(), cout = g.cout(), oh = g.oh(), ow = g.ow();
-        float[] u = transformedWeights(w, wOff, cin, cout, flipped);
+        int mt = twoByTwo ? 2 : 4, elements = (mt + 2) * (mt + 2);
+        float[] u = transformedWeights(w, wOff, cin, cout, flipped, twoByTwo);
         float[] bv = new float[cout];
         if (bias != null) {
             for (int oc = 0; oc < cout; oc++) bv[oc] = bias.get(F32, (bOff + oc) * Float.BYTES);
         }
-        int tH = (oh + 3) / 4, tW = (ow + 3) / 4, tiles = tH * tW;
+        int tH = (oh + mt - 1) / mt, tW = (ow + mt - 1) / mt, tiles = tH * tW;
         // A block takes TB consecutive tiles of the batch, across images where an image has fewer (8 px: 4 tiles,
         // four images a block), so the register tile's 8 rows are all real tiles.
         long total = (long) g.n() * tiles;
         long blocks = ACROSS_IMAGES ? (total + TB - 1) / TB : (long) g.n() * ((tiles + TB - 1) / TB);
         int perImage = (tiles + TB - 1) / TB;
-        int hp = 4 * tH + 2, wpad = 4 * tW + 2;
+        int hp = mt * tH + 2, wpad = mt * tW + 2;
         long inImage = (long) cin * g.h() * g.w(), outImage = (long) cout * oh * ow;
         Parallel.forRangeBalanced(blocks, 1, (b0, b1) -> {
             Work wk = WORK.get();
-            wk.v = ConvF32.grow(wk.v, 36 * TB * cin);
-            wk.m = ConvF32.grow(wk.m, 36 * TB * cout);
+            wk.v = ConvF32.grow(wk.v, elements * TB * cin);
+            wk.m = ConvF32.grow(wk.m, elements * TB * cout);
             wk.image = ConvF32.grow(wk.image, hp * wpad * cin);
+            if (twoByTwo && wk.strip.byteSize() < 2L * ow * cout * Float.BYTES) {
+                wk.strip = Arena.ofAuto().allocate(2L * ow * cout * Float.BYTES, 64);
+            }
             long padded = -1;
             for (long b = b0; b < b1; b++) {
                 long first, end;
@@ -183,11 +254,12 @@ final class WinogradF32 {
                         padded = n;
                     }
                     int ti = (int) (t - n * tiles);
-                    inputTile(wk, cin, wpad, ti / tW, ti % tW, (int) (t - first));
+                    if (twoByTwo) inputTile2x2(wk, cin, wpad, ti / tW, ti % tW, (int) (t - first));
+                    else inputTile(wk, cin, wpad, ti / tW, ti % tW, (int) (t - first));
                 }
                 int count = (int) (end - first);
                 int ob = lanes(cout), step = ob == 32 ? 8 : 16;
-                for (int e = 0; e < 36; e++) {
+                for (int e = 0; e < elements; e++) {
                     for (int r = 0; r < count; r += step) {
                         for (int c0 = 0; c0 < cout; c0 += ob) product(wk, u, cin, cout, e, r, c0);
                     }
@@ -196,8 +268,11 @@ final class WinogradF32 {
                     long n = t / tiles;
                     int t0 = (int) (t - n * tiles), t1 = (int) Math.min(tiles, end - n * tiles);
                     long image = (oOff + n * outImage) * Float.BYTES;
-                    for (int ti = t0; ti < t1; ti++) outputTile(wk, cout, oh, ow, ti / tW, ti % tW, (int) (n * tiles + ti - first), bv, out, image);
-                    if (epilogue != null) epilogueOverTiles(epilogue, n, cout, oh, ow, tW, t0, t1);
+                    if (twoByTwo) outputTiles2x2(wk, cout, oh, ow, tW, t0, t1, (int) (n * tiles - first), bv, out, image);
+                    else {
+                        for (int ti = t0; ti < t1; ti++) outputTile(wk, cout, oh, ow, ti / tW, ti % tW, (int) (n * tiles + ti - first), bv, out, image);
+                    }
+                    if (epilogue != null) epilogueOverTiles(epilogue, n, cout, oh, ow, tW, mt, t0, t1);
                     t = n * tiles + t1;
                 }
             }
@@ -211,20 +286,21 @@ final class WinogradF32 {
     private static final boolean ACROSS_IMAGES = !"false".equals(System.getProperty("jtorch.conv.winogradAcrossImages"));
 
     /**
-     * {@code epilogue} over the output of tiles {@code [t0, t1)} of image n ({@code tW} tiles of 4x4 pixels a row):
-     * whole tile rows as one range of pixels, a part of a tile row one pixel row at a time.
+     * {@code epilogue} over the output of tiles {@code [t0, t1)} of image n ({@code tW} tiles of {@code mt x mt} pixels a
+     * row): whole tile rows as one range of pixels, a part of a tile row one pixel row at a time.
      */
-    private static void epilogueOverTiles(ConvolutionKernels.Epilogue epilogue, long n, int cout, int oh, int ow, int tW, int t0, int t1) {
+    private static void epilogueOverTiles(ConvolutionKernels.Epilogue epilogue, long n, int cout, int oh, int ow, int tW, int mt,
+                                          int t0, int t1) {
         for (int t = t0; t < t1; ) {
             int ty = t / tW, tx = t % tW;
             if (tx == 0 && t + tW <= t1) {
                 int rows = (t1 - t) / tW;
-                epilogue.block(n, n + 1, 0, cout, 4L * ty * ow, (long) Math.min(oh, 4 * (ty + rows)) * ow);
+                epilogue.block(n, n + 1, 0, cout, (long) mt * ty * ow, (long) Math.min(oh, mt * (ty + rows)) * ow);
                 t += rows * tW;
             } else {
                 int end = Math.min(t1, (ty + 1) * tW);
-                int x0 = 4 * tx, x1 = Math.min(ow, 4 * (end - ty * tW));
-                for (int y = 4 * ty; y < Math.min(oh, 4 * ty + 4); y++) epilogue.block(n, n + 1, 0, cout, (long) y * ow + x0, (long) y * ow + x1);
+                int x0 = mt * tx, x1 = Math.min(ow, mt * (end - ty * tW));
+                for (int y = mt * ty; y < Math.min(oh, mt * ty + mt); y++) epilogue.block(n, n + 1, 0, cout, (long) y * ow + x0, (long) y * ow + x1);
                 t = end;
             }
         }
@@ -232,13 +308,15 @@ final class WinogradF32 {
 
     /**
      * {@code (G g G^T)[e]} of each 3x3 filter (oc, ic), transformed in float64, in the register tile's blocked
-     * order: {@code u[((e * (cout / ob) + oc / ob) * cin + ic) * ob + oc % ob]}, {@code ob = lanes(cout)}.
+     * order: {@code u[((e * (cout / ob) + oc / ob) * cin + ic) * ob + oc % ob]}, {@code ob = lanes(cout)}; with
+     * {@code twoByTwo}, F(2x2, 3x3)'s 16 elements {@code (G2 g G2^T)[e]}.
      */
-    private static float[] transformedWeights(MemorySegment w, long wOff, int cin, int cout, boolean flipped) {
+    private static float[] transformedWeights(MemorySegment w, long wOff, int cin, int cout, boolean flipped, boolean twoByTwo) {
         WeightBuffers buffers = WEIGHTS.get();
         float[] wh = buffers.source = ConvF32.grow(buffers.source, cin * cout * 9);
         MemorySegment.copy(w, F32, wOff * Float.BYTES, wh, 0, cin * cout * 9);
-        float[] u = buffers.transformed = ConvF32.grow(buffers.transformed, 36 * cin * cout);
+        int alpha = twoByTwo ? 4 : 6;
+        float[] u = buffers.transformed = ConvF32.grow(buffers.transformed, alpha * alpha * cin * cout);
         int ob = lanes(cout);
         // Eight output channels at a time in float64 lanes: the same operations in the same order as one filter at a
         // time (the same bits), without 36 scattered stores per filter (a 64x64 layer's transform was 12% of its call).
@@ -251,8 +329,13 @@ final class WinogradF32 {
                     int src = flipped ? (ic * cout + oc) * 9 + 8 - tap : (oc * cin + ic) * 9 + tap;
                     ((DoubleVector) FloatVector.fromArray(F8, wh, src, lanes, 0).convertShape(VectorOperators.F2D, D8, 0)).intoArray(f, tap * 8);
                 }
-                for (int j = 0; j < 3; j++) filterTransform(f, j * 8, 24, gf, j * 8, 24, null, 0, 0);  // columns: G f, 6x3
                 int at = (oc / ob * cin + ic) * ob + oc % ob;
+                if (twoByTwo) {
+                    for (int j = 0; j < 3; j++) filterTransform2x2(f, j * 8, 24, gf, j * 8, 24, null, 0, 0);  // columns: G2 f, 4x3
+                    for (int i = 0; i < 4; i++) filterTransform2x2(gf, i * 24, 8, null, 0, 0, u, at + i * 4 * cin * cout, cin * cout);
+                    continue;
+                }
+                for (int j = 0; j < 3; j++) filterTransform(f, j * 8, 24, gf, j * 8, 24, null, 0, 0);  // columns: G f, 6x3
                 for (int i = 0; i < 6; i++) filterTransform(gf, i * 24, 8, null, 0, 0, u, at + i * 6 * cin * cout, cin * cout);  // rows: (G f) G^T
             }
         }
@@ -292,6 +375,28 @@ final class WinogradF32 {
         }
     }
 
+    /**
+     * F(2x2, 3x3)'s {@code (G2 src)[i]}, {@code G2 = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]} (points 0, 1, -1 and
+     * infinity), as {@link #filterTransform} otherwise.
+     */
+    private static void filterTransform2x2(double[] src, int s0, int ss, double[] dst, int d0, int ds, float[] u, int u0, int es) {
+        DoubleVector g0 = DoubleVector.fromArray(D8, src, s0), g1 = DoubleVector.fromArray(D8, src, s0 + ss);
+        DoubleVector g2 = DoubleVector.fromArray(D8, src, s0 + 2 * ss);
+        DoubleVector even = g0.add(g2).mul(0.5), odd = g1.mul(0.5);
+        DoubleVector r1 = even.add(odd), r2 = even.sub(odd);
+        if (u == null) {
+            g0.intoArray(dst, d0);
+            r1.intoArray(dst, d0 + ds);
+            r2.intoArray(dst, d0 + 2 * ds);
+            g2.intoArray(dst, d0 + 3 * ds);
+        } else {
+            toFloat(g0).intoArray(u, u0);
+            toFloat(r1).intoArray(u, u0 + es);
+            toFloat(r2).intoArray(u, u0 + 2 * es);
+            toFloat(g2).intoArray(u, u0 + 3 * es);
+        }
+    }
+
     private static FloatVector toFloat(DoubleVector v) {
         return (FloatVector) v.convertShape(VectorOperators.D2F, F8, 0);
     }
@@ -320,6 +425,54 @@ final class WinogradF32 {
             for (int j = 0; j < 6; j++) inputTransform(img, base + j * cin + c0, rowStride, half, j * 16, 6 * 16);
             // Then rows: V_e, e = i * 6 + j, at v[(e * TB + slot) * cin + c0].
             for (int i = 0; i < 6; i++) inputTransform(half, i * 96, 16, v, ((i * 6) * TB + slot) * cin + c0, TB * cin);
+        }
+    }
+
+    /**
+     * F(2x2, 3x3)'s {@code B2^T d B2}, {@code B2^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]}, of the 4x4 tile at tile row
+     * ty, column tx, 16 channels at a time, into row {@code slot} of each {@code V_e}: the 16 vectors in registers.
+     */
+    private static void inputTile2x2(Work wk, int cin, int wpad, int ty, int tx, int slot) {
+        float[] img = wk.image, v = wk.v;
+        int rs = wpad * cin, es = TB * cin;
+        for (int c0 = 0; c0 < cin; c0 += 16) {
+            int p = (2 * ty * wpad + 2 * tx) * cin + c0, at = slot * cin + c0;
+            // Columns first: (B2^T d)[i][j] = t<i><j>.
+            FloatVector d0 = FloatVector.fromArray(FS, img, p), d1 = FloatVector.fromArray(FS, img, p + rs);
+            FloatVector d2 = FloatVector.fromArray(FS, img, p + 2 * rs), d3 = FloatVector.fromArray(FS, img, p + 3 * rs);
+            FloatVector t00 = d0.sub(d2), t10 = d1.add(d2), t20 = d2.sub(d1), t30 = d1.sub(d3);
+            d0 = FloatVector.fromArray(FS, img, p + cin);
+            d1 = FloatVector.fromArray(FS, img, p + rs + cin);
+            d2 = FloatVector.fromArray(FS, img, p + 2 * rs + cin);
+            d3 = FloatVector.fromArray(FS, img, p + 3 * rs + cin);
+            FloatVector t01 = d0.sub(d2), t11 = d1.add(d2), t21 = d2.sub(d1), t31 = d1.sub(d3);
+            d0 = FloatVector.fromArray(FS, img, p + 2 * cin);
+            d1 = FloatVector.fromArray(FS, img, p + rs + 2 * cin);
+            d2 = FloatVector.fromArray(FS, img, p + 2 * rs + 2 * cin);
+            d3 = FloatVector.fromArray(FS, img, p + 3 * rs + 2 * cin);
+            FloatVector t02 = d0.sub(d2), t12 = d1.add(d2), t22 = d2.sub(d1), t32 = d1.sub(d3);
+            d0 = FloatVector.fromArray(FS, img, p + 3 * cin);
+            d1 = FloatVector.fromArray(FS, img, p + rs + 3 * cin);
+            d2 = FloatVector.fromArray(FS, img, p + 2 * rs + 3 * cin);
+            d3 = FloatVector.fromArray(FS, img, p + 3 * rs + 3 * cin);
+            FloatVector t03 = d0.sub(d2), t13 = d1.add(d2), t23 = d2.sub(d1), t33 = d1.sub(d3);
+            // Then rows: V_e, e = i * 4 + j.
+            t00.sub(t02).intoArray(v, at);
+            t01.add(t02).intoArray(v, at + es);
+            t02.sub(t01).intoArray(v, at + 2 * es);
+            t01.sub(t03).intoArray(v, at + 3 * es);
+            t10.sub(t12).intoArray(v, at + 4 * es);
+            t11.add(t12).intoArray(v, at + 5 * es);
+            t12.sub(t11).intoArray(v, at + 6 * es);
+            t11.sub(t13).intoArray(v, at + 7 * es);
+            t20.sub(t22).intoArray(v, at + 8 * es);
+            t21.add(t22).intoArray(v, at + 9 * es);
+            t22.sub(t21).intoArray(v, at + 10 * es);
+            t21.sub(t23).intoArray(v, at + 11 * es);
+            t30.sub(t32).intoArray(v, at + 12 * es);
+            t31.add(t32).intoArray(v, at + 13 * es);
+            t32.sub(t31).intoArray(v, at + 14 * es);
+            t31.sub(t33).intoArray(v, at + 15 * es);
         }
     }
 
@@ -355,25 +508,111 @@ final class WinogradF32 {
 
     /**
      * Rows {@code [r, r + 8)} by channels {@code [c0, c0 + 32)} of {@code M_e = V_e U_e} ({@code [r, r + 16)} by
-     * {@code [c0, c0 + 16)} with 16-channel blocks): {@link ConvDirectF32}'s register tile (one window row of
-     * {@code cin} taps, the tiles {@code cin} floats apart), copied from its pixel-major tile into {@code m}.
+     * {@code [c0, c0 + 16)} with 16-channel blocks): {@link ConvDirectF32}'s register tiles (one window row of
+     * {@code cin} taps, the tiles {@code cin} floats apart), stored straight into {@code m}.
      */
     private static void product(Work wk, float[] u, int cin, int cout, int e, int r, int c0) {
         int ob = lanes(cout), vb = (e * TB + r) * cin, ub = (e * (cout / ob) + c0 / ob) * cin * ob;
         int mb = (e * TB + r) * cout + c0;
-        if (ob == 32) {
-            ConvDirectF32.tile8x32(wk.v, vb, cin, 0, 1, cin, u, ub, ZERO_BIAS, 0, wk.pixels);
-            for (int p = 0; p < 8; p++) {
-                FloatVector.fromMemorySegment(FS, wk.pixels, p * 64L, NO).intoArray(wk.m, mb + p * cout);
-                FloatVector.fromMemorySegment(FS, wk.pixels, 512 + p * 64L, NO).intoArray(wk.m, mb + p * cout + 16);
-            }
-        } else {
-            ConvDirectF32.tile16x16(wk.v, vb, cin, 0, 1, cin, u, ub, ZERO_BIAS, 0, wk.pixels);
-            for (int p = 0; p < 16; p++) FloatVector.fromMemorySegment(FS, wk.pixels, p * 64L, NO).intoArray(wk.m, mb + p * cout);
-        }
+        if (ob == 32) product8x32(wk.v, vb, cin, u, ub, wk.m, mb, cout);
+        else product16x16(wk.v, vb, cin, u, ub, wk.m, mb, cout);
     }
 
-    private static final float[] ZERO_BIAS = new float[32];
+    /** {@link ConvDirectF32#tile8x32}'s products over {@code cin} taps, rows {@code cout} floats apart in {@code m} from {@code mb}. */
+    private static void product8x32(float[] x, int i0, int cin, float[] wp, int wb, float[] m, int mb, int cout) {
+        FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
+        FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS), a7 = FloatVector.zero(FS);
+        FloatVector b0 = FloatVector.zero(FS), b1 = FloatVector.zero(FS), b2 = FloatVector.zero(FS), b3 = FloatVector.zero(FS);
+        FloatVector b4 = FloatVector.zero(FS), b5 = FloatVector.zero(FS), b6 = FloatVector.zero(FS), b7 = FloatVector.zero(FS);
+        for (int j = 0; j < cin; j++) {
+            FloatVector wl = FloatVector.fromArray(FS, wp, wb + j * 32), wh = FloatVector.fromArray(FS, wp, wb + j * 32 + 16);
+            int i = i0 + j;
+            FloatVector v = FloatVector.broadcast(FS, x[i]);
+            a0 = wl.fma(v, a0);
+            b0 = wh.fma(v, b0);
+            v = FloatVector.broadcast(FS, x[i + cin]);
+            a1 = wl.fma(v, a1);
+            b1 = wh.fma(v, b1);
+            v = FloatVector.broadcast(FS, x[i + 2 * cin]);
+            a2 = wl.fma(v, a2);
+            b2 = wh.fma(v, b2);
+            v = FloatVector.broadcast(FS, x[i + 3 * cin]);
+            a3 = wl.fma(v, a3);
+            b3 = wh.fma(v, b3);
+            v = FloatVector.broadcast(FS, x[i + 4 * cin]);
+            a4 = wl.fma(v, a4);
+            b4 = wh.fma(v, b4);
+            v = FloatVector.broadcast(FS, x[i + 5 * cin]);
+            a5 = wl.fma(v, a5);
+            b5 = wh.fma(v, b5);
+            v = FloatVector.broadcast(FS, x[i + 6 * cin]);
+            a6 = wl.fma(v, a6);
+            b6 = wh.fma(v, b6);
+            v = FloatVector.broadcast(FS, x[i + 7 * cin]);
+            a7 = wl.fma(v, a7);
+            b7 = wh.fma(v, b7);
+        }
+        a0.intoArray(m, mb);
+        b0.intoArray(m, mb + 16);
+        a1.intoArray(m, mb + cout);
+        b1.intoArray(m, mb + cout + 16);
+        a2.intoArray(m, mb + 2 * cout);
+        b2.intoArray(m, mb + 2 * cout + 16);
+        a3.intoArray(m, mb + 3 * cout);
+        b3.intoArray(m, mb + 3 * cout + 16);
+        a4.intoArray(m, mb + 4 * cout);
+        b4.intoArray(m, mb + 4 * cout + 16);
+        a5.intoArray(m, mb + 5 * cout);
+        b5.intoArray(m, mb + 5 * cout + 16);
+        a6.intoArray(m, mb + 6 * cout);
+        b6.intoArray(m, mb + 6 * cout + 16);
+        a7.intoArray(m, mb + 7 * cout);
+        b7.intoArray(m, mb + 7 * cout + 16);
+    }
+
+    /** {@link ConvDirectF32#tile16x16}'s products over {@code cin} taps, rows {@code cout} floats apart in {@code m} from {@code mb}. */
+    private static void product16x16(float[] x, int i0, int cin, float[] wp, int wb, float[] m, int mb, int cout) {
+        FloatVector a0 = FloatVector.zero(FS), a1 = FloatVector.zero(FS), a2 = FloatVector.zero(FS), a3 = FloatVector.zero(FS);
+        FloatVector a4 = FloatVector.zero(FS), a5 = FloatVector.zero(FS), a6 = FloatVector.zero(FS), a7 = FloatVector.zero(FS);
+        FloatVector a8 = FloatVector.zero(FS), a9 = FloatVector.zero(FS), a10 = FloatVector.zero(FS), a11 = FloatVector.zero(FS);
+        FloatVector a12 = FloatVector.zero(FS), a13 = FloatVector.zero(FS), a14 = FloatVector.zero(FS), a15 = FloatVector.zero(FS);
+        for (int j = 0; j < cin; j++) {
+            FloatVector w = FloatVector.fromArray(FS, wp, wb + j * 16);
+            int i = i0 + j;
+            a0 = w.fma(FloatVector.broadcast(FS, x[i]), a0);
+            a1 = w.fma(FloatVector.broadcast(FS, x[i + cin]), a1);
+            a2 = w.fma(FloatVector.broadcast(FS, x[i + 2 * cin]), a2);
+            a3 = w.fma(FloatVector.broadcast(FS, x[i + 3 * cin]), a3);
+            a4 = w.fma(FloatVector.broadcast(FS, x[i + 4 * cin]), a4);
+            a5 = w.fma(FloatVector.broadcast(FS, x[i + 5 * cin]), a5);
+            a6 = w.fma(FloatVector.broadcast(FS, x[i + 6 * cin]), a6);
+            a7 = w.fma(FloatVector.broadcast(FS, x[i + 7 * cin]), a7);
+            a8 = w.fma(FloatVector.broadcast(FS, x[i + 8 * cin]), a8);
+            a9 = w.fma(FloatVector.broadcast(FS, x[i + 9 * cin]), a9);
+            a10 = w.fma(FloatVector.broadcast(FS, x[i + 10 * cin]), a10);
+            a11 = w.fma(FloatVector.broadcast(FS, x[i + 11 * cin]), a11);
+            a12 = w.fma(FloatVector.broadcast(FS, x[i + 12 * cin]), a12);
+            a13 = w.fma(FloatVector.broadcast(FS, x[i + 13 * cin]), a13);
+            a14 = w.fma(FloatVector.broadcast(FS, x[i + 14 * cin]), a14);
+            a15 = w.fma(FloatVector.broadcast(FS, x[i + 15 * cin]), a15);
+        }
+        a0.intoArray(m, mb);
+        a1.intoArray(m, mb + cout);
+        a2.intoArray(m, mb + 2 * cout);
+        a3.intoArray(m, mb + 3 * cout);
+        a4.intoArray(m, mb + 4 * cout);
+        a5.intoArray(m, mb + 5 * cout);
+        a6.intoArray(m, mb + 6 * cout);
+        a7.intoArray(m, mb + 7 * cout);
+        a8.intoArray(m, mb + 8 * cout);
+        a9.intoArray(m, mb + 9 * cout);
+        a10.intoArray(m, mb + 10 * cout);
+        a11.intoArray(m, mb + 11 * cout);
+        a12.intoArray(m, mb + 12 * cout);
+        a13.intoArray(m, mb + 13 * cout);
+        a14.intoArray(m, mb + 14 * cout);
+        a15.intoArray(m, mb + 15 * cout);
+    }
 
     /**
      * {@code A^T M A + bias} of tile (ty, tx), its products in row {@code slot} of each {@code M_e}, into the NCHW
@@ -400,6 +639,101 @@ final class WinogradF32 {
                     // Masked stores are slow on Zen 4: whole 4-pixel rows (every tile of 8 and 16 px maps) store plainly.
                     if (cols == 4) r.intoMemorySegment(out, plane + (long) i * ow * Float.BYTES, NO);
                     else r.intoMemorySegment(out, plane + (long) i * ow * Float.BYTES, NO, inRow);
+                }
+            }
+        }
+    }
+
+    /**
+     * F(2x2, 3x3)'s output of tiles {@code [t0, t1)} of one image (their products in rows {@code slot0 + ti} of each
+     * {@code M_e}) into the NCHW image at byte {@code image} of {@code out}: each tile row's pixels gathered
+     * channels-last in the thread's strip ({@link #outputTile2x2}), then transposed 16 pixels by 16 channels at a time
+     * into the channel planes (a tile's 2x2 pixels stored one float at a time cost as much as its products).
+     */
+    private static void outputTiles2x2(Work wk, int cout, int oh, int ow, int tW, int t0, int t1, int slot0, float[] bias,
+                                       MemorySegment out, long image) {
+        int rowStart = t0;
+        for (int ti = t0; ti < t1; ti++) {
+            int ty = ti / tW, tx = ti % tW;
+            outputTile2x2(wk, cout, oh, ow, ty, tx, slot0 + ti, bias);
+            if (ti + 1 == t1 || tx + 1 == tW) {
+                flushStrip(wk, cout, oh, ow, ty, rowStart % tW, tx + 1, out, image);
+                rowStart = ti + 1;
+            }
+        }
+    }
+
+    /**
+     * {@code A2^T M A2 + bias}, {@code A2^T = [1 1 1 0; 0 1 -1 -1]}, of tile (ty, tx), its products in row {@code slot} of
+     * each {@code M_e}: its pixels inside the image into the strip, 16 channels at a time.
+     */
+    private static void outputTile2x2(Work wk, int cout, int oh, int ow, int ty, int tx, int slot, float[] bias) {
+        float[] m = wk.m;
+        MemorySegment strip = wk.strip;
+        int rows = Math.min(2, oh - 2 * ty), cols = Math.min(2, ow - 2 * tx);
+        int es = TB * cout;
+        long pixelBytes = (long) cout * Float.BYTES;
+        for (int c0 = 0; c0 < cout; c0 += 16) {
+            int s0 = slot * cout + c0;
+            // Columns first: (A2^T M)[i][j] = h<i><j>, from M_e, e = i * 4 + j.
+            FloatVector x0 = FloatVector.fromArray(FS, m, s0), x1 = FloatVector.fromArray(FS, m, s0 + 4 * es);
+            FloatVector x2 = FloatVector.fromArray(FS, m, s0 + 8 * es), x3 = FloatVector.fromArray(FS, m, s0 + 12 * es);
+            FloatVector h00 = x0.add(x1).add(x2), h10 = x1.sub(x2).sub(x3);
+            x0 = FloatVector.fromArray(FS, m, s0 + es);
+            x1 = FloatVector.fromArray(FS, m, s0 + 5 * es);
+            x2 = FloatVector.fromArray(FS, m, s0 + 9 * es);
+            x3 = FloatVector.fromArray(FS, m, s0 + 13 * es);
+            FloatVector h01 = x0.add(x1).add(x2), h11 = x1.sub(x2).sub(x3);
+            x0 = FloatVector.fromArray(FS, m, s0 + 2 * es);
+            x1 = FloatVector.fromArray(FS, m, s0 + 6 * es);
+            x2 = FloatVector.fromArray(FS, m, s0 + 10 * es);
+            x3 = FloatVector.fromArray(FS, m, s0 + 14 * es);
+            FloatVector h02 = x0.add(x1).add(x2), h12 = x1.sub(x2).sub(x3);
+            x0 = FloatVector.fromArray(FS, m, s0 + 3 * es);
+            x1 = FloatVector.fromArray(FS, m, s0 + 7 * es);
+            x2 = FloatVector.fromArray(FS, m, s0 + 11 * es);
+            x3 = FloatVector.fromArray(FS, m, s0 + 15 * es);
+            FloatVector h03 = x0.add(x1).add(x2), h13 = x1.sub(x2).sub(x3);
+            FloatVector b = FloatVector.fromArray(FS, bias, c0);
+            long at = 2L * tx * pixelBytes + (long) c0 * Float.BYTES;
+            h00.add(h01).add(h02).add(b).intoMemorySegment(strip, at, NO);
+            if (cols == 2) h01.sub(h02).sub(h03).add(b).intoMemorySegment(strip, at + pixelBytes, NO);
+            if (rows == 2) {
+                at += ow * pixelBytes;
+                h10.add(h11).add(h12).add(b).intoMemorySegment(strip, at, NO);
+                if (cols == 2) h11.sub(h12).sub(h13).add(b).intoMemorySegment(strip, at + pixelBytes, NO);
+            }
+        }
+    }
+
+    /** The strip's pixels of tiles {@code [tx0, tx1)} in tile row ty into the image's channel planes. */
+    private static void flushStrip(Work wk, int cout, int oh, int ow, int ty, int tx0, int tx1, MemorySegment out, long image) {
+        int x0 = 2 * tx0, x1 = Math.min(ow, 2 * tx1), y0 = 2 * ty, y1 = Math.min(oh, y0 + 2);
+        if (x0 == 0 && x1 == ow) {
+            stripToPlanes(wk, cout, oh, ow, 0, (y1 - y0) * ow, out, image + (long) y0 * ow * Float.BYTES);
+        } else {
+            for (int y = y0; y < y1; y++) {
+                stripToPlanes(wk, cout, oh, ow, (y - y0) * ow + x0, x1 - x0, out, image + ((long) y * ow + x0) * Float.BYTES);
+            }
+        }
+    }
+
+    /** {@code count} consecutive strip pixels from {@code p0} into each channel plane from byte {@code at} on. */
+    private static void stripToPlanes(Work wk, int cout, int oh, int ow, int p0, int count, MemorySegment out, long at) {
+        MemorySegment strip = wk.strip;
+        float[] block = wk.block;
+        long planeBytes = (long) oh * ow * Float.BYTES, pixelBytes = (long) cout * Float.BYTES;
+        for (int c0 = 0; c0 < cout; c0 += 16) {
+            int q = 0;
+            for (; q + 16 <= count; q += 16) {
+                Gemm.transposeBlock16(strip, (p0 + q) * pixelBytes + (long) c0 * Float.BYTES, pixelBytes, block, 0, 16);
+                for (int c = 0; c < 16; c++) {
+                    FloatVector.fromArray(FS, block, c * 16).intoMemorySegment(out, at + (c0 + c) * planeBytes + (long) q * Float.BYTES, NO);
+                }
+            }
+            for (; q < count; q++) {
+                for (int c = 0; c < 16; c++) {
+                    out.set(F32, at + (c0 + c) * planeBytes + (long) q * Float.BYTES, strip.get(F32, (p0 + q) * pixelBytes + (long) (c0 + c) * Float.BYTES));
                 }
             }
         }

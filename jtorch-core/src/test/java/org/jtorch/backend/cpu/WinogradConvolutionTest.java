@@ -25,20 +25,24 @@ import org.junit.jupiter.api.Test;
  * shapes it leaves to the other paths.
  */
 class WinogradConvolutionTest {
-    private String switchBefore;
+    private String switchBefore, inputGradBefore;
 
     /** Each test turns the path fully on (forward and input gradient, {@code WinogradF32.setting}), and back as it was after. */
     @BeforeEach
     void needs512BitVectorsAndTheSwitchOn() {
         assumeTrue(FloatVector.SPECIES_PREFERRED.length() == 16, "the Winograd path needs 16 float lanes");
         switchBefore = System.getProperty("jtorch.conv.winograd");
+        inputGradBefore = System.getProperty("jtorch.conv.winogradInputGrad");
         System.setProperty("jtorch.conv.winograd", "true");
+        System.clearProperty("jtorch.conv.winogradInputGrad");
     }
 
     @AfterEach
     void restoreTheSwitch() {
         if (switchBefore == null) System.clearProperty("jtorch.conv.winograd");
         else System.setProperty("jtorch.conv.winograd", switchBefore);
+        if (inputGradBefore == null) System.clearProperty("jtorch.conv.winogradInputGrad");
+        else System.setProperty("jtorch.conv.winogradInputGrad", inputGradBefore);
     }
 
     private static Geometry geometry(int n, int cin, int h, int w, int cout, int pad) {
@@ -48,6 +52,26 @@ class WinogradConvolutionTest {
     /** Largest |float32 - float64| of output, input gradient and weight gradient, each over its float64 values' largest magnitude. */
     private static double[] relativeErrors(long[] xShape, long[] wShape, int pad, boolean winograd) {
         System.setProperty("jtorch.conv.winograd", Boolean.toString(winograd));
+        return relativeErrors(xShape, wShape, pad);
+    }
+
+    /**
+     * As {@link #relativeErrors(long[], long[], int, boolean)} with the forward where it pays and the input gradient on
+     * F(2x2, 3x3) for every shape it fits.
+     */
+    private static double[] twoByTwoInputGradErrors(long[] xShape, long[] wShape, int pad) {
+        System.setProperty("jtorch.conv.winograd", "forward");
+        System.setProperty("jtorch.conv.winogradInputGrad", "all");
+        System.setProperty("jtorch.conv.winogradSixteen", "false");
+        try {
+            return relativeErrors(xShape, wShape, pad);
+        } finally {
+            System.clearProperty("jtorch.conv.winogradInputGrad");
+            System.clearProperty("jtorch.conv.winogradSixteen");
+        }
+    }
+
+    private static double[] relativeErrors(long[] xShape, long[] wShape, int pad) {
         try (Tensor x64 = Torch.randn(xShape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(21));
              Tensor w64 = Torch.randn(wShape, DType.FLOAT64, Device.cpu(), Torch.manualSeed(22));
              Tensor b64 = Torch.randn(new long[] {wShape[0]}, DType.FLOAT64, Device.cpu(), Torch.manualSeed(23));
@@ -99,6 +123,28 @@ class WinogradConvolutionTest {
     }
 
     /**
+     * F(2x2, 3x3) on input gradients (the default where it pays) on random shapes: 1-3 images, and 5-7 every fourth shape
+     * (blocks of 16 tiles across images, ending mid-image), 16-64 channels each way (both register tiles), sizes 1-19 and
+     * paddings 0-2 (partial 2x2 tiles, maps smaller than a tile): within 3x the direct path's error against float64 or 1e-6 of the
+     * largest magnitude.
+     */
+    @Test
+    void inputGradientOnTwoByTwoMatchesFloat64OnRandomShapes() {
+        Random r = new Random(7);
+        for (int i = 0; i < 16; i++) {
+            int n = i % 4 == 3 ? 5 + r.nextInt(3) : 1 + r.nextInt(3), cin = 16 * (1 + r.nextInt(4)), cout = 16 * (1 + r.nextInt(4));
+            int pad = r.nextInt(3), h = Math.max(3 - 2 * pad, 1) + r.nextInt(17), w = Math.max(3 - 2 * pad, 1) + r.nextInt(17);
+            long[] x = {n, cin, h, w}, wt = {cout, cin, 3, 3};
+            Geometry g = geometry(n, cin, h, w, cout, pad);
+            System.setProperty("jtorch.conv.winogradInputGrad", "all");
+            assertTrue(WinogradF32.handlesInputGrad(CpuConvolutionKernels.flippedGeometry(g)), "Winograd input gradient for " + g);
+            System.clearProperty("jtorch.conv.winogradInputGrad");
+            double[] direct = relativeErrors(x, wt, pad, false), winograd = twoByTwoInputGradErrors(x, wt, pad);
+            assertTrue(winograd[1] < Math.max(3 * direct[1], 1e-6), "input gradient " + winograd[1] + " against direct " + direct[1] + " for " + g);
+        }
+    }
+
+    /**
      * The error the transforms add, on ResNet's 64-channel layer and ResNet-50's 128 channels at 28 px: Winograd
      * against float64 within 3x of the direct float32 path's own error for the forward and for the input gradient,
      * whose flipped convolution takes it too. Measured 2026-12-05 (relative to the largest magnitude; interpolation
@@ -108,19 +154,24 @@ class WinogradConvolutionTest {
      * small maps (blocks across images), 2026-12-07: 32 channels at 16 px output 1.4e-6 against 4.7e-7 direct, input
      * gradient 1.3e-6 against 6.3e-7; 64 channels at 8 px 1.6e-6 against 7.5e-7, 1.5e-6 against 1.1e-6. Winograd's
      * error stays near 1.5e-6 while the direct path's shrinks with shorter sums, so the bound is 3x direct or 2e-6.
+     * F(2x2, 3x3)'s input gradient, 2026-12-07 (nineteenth session): 64 channels at 16 px 2.8e-7, 128 at 28 px 4.6e-7,
+     * 32 at 16 px 2.6e-7, 64 at 8 px 3.6e-7: below the direct path's (sums of cin products, not 9 cin), its bound.
      */
     @Test
     void errorAgainstTheDirectPaths() {
-        long[][] shapes = {{2, 64, 16, 16}, {2, 128, 28, 28}, {4, 32, 16, 16}, {8, 64, 8, 8}};
+        long[][] shapes = {{2, 64, 16, 16}, {2, 128, 28, 28}, {4, 32, 16, 16}, {8, 64, 8, 8}, {2, 16, 32, 32}};
         for (long[] x : shapes) {
             long[] w = {x[1], x[1], 3, 3};
             assertTrue(WinogradF32.handles(geometry((int) x[0], (int) x[1], (int) x[2], (int) x[3], (int) x[1], 1)));
             double[] direct = relativeErrors(x, w, 1, false), winograd = relativeErrors(x, w, 1, true);
-            System.out.printf("Winograd F(4x4,3x3) relative error, %d channels, %d px: output %.2e (direct %.2e), input gradient %.2e (direct %.2e)%n",
-                    x[1], x[2], winograd[0], direct[0], winograd[1], direct[1]);
+            double[] twoByTwo = twoByTwoInputGradErrors(x, w, 1);
+            System.out.printf("Winograd F(4x4,3x3) relative error, %d channels, %d px: output %.2e (direct %.2e), input gradient %.2e "
+                    + "(direct %.2e, F(2x2,3x3) %.2e)%n", x[1], x[2], winograd[0], direct[0], winograd[1], direct[1], twoByTwo[1]);
             // Shorter sums (32 channels) make the direct path's error small, not Winograd's: there the bound is 2e-6.
             assertTrue(winograd[0] < Math.max(3 * direct[0], 2e-6), x[1] + " channels, output: " + winograd[0] + " against direct " + direct[0]);
             assertTrue(winograd[1] < Math.max(3 * direct[1], 2e-6), x[1] + " channels, input gradient: " + winograd[1] + " against direct " + direct[1]);
+            // F(2x2, 3x3) (the default input gradient of 32-64 channels): at most the direct path's error.
+            assertTrue(twoByTwo[1] < direct[1], x[1] + " channels, F(2x2, 3x3) input gradient: " + twoByTwo[1] + " against direct " + direct[1]);
         }
     }
 
@@ -152,7 +203,7 @@ class WinogradConvolutionTest {
             boolean off = "0".equals(env) || "false".equals(env), full = "1".equals(env) || "true".equals(env);
             assertEquals(!off, WinogradF32.handles(pays), "forward on: " + env);
             assertEquals(full, WinogradF32.handles(g), "16 input channels: " + env);
-            assertEquals(full, WinogradF32.handlesInputGrad(pays), "input gradient off: " + env);
+            assertEquals(!off, WinogradF32.handlesInputGrad(pays), "input gradient on F(2x2, 3x3): " + env);
         }
     }
 
@@ -175,6 +226,37 @@ class WinogradConvolutionTest {
         assertEquals(false, WinogradF32.pays(geometry(8, 512, 7, 7, 512, 1)), "512 channels at 7 px");
         System.clearProperty("jtorch.conv.winograd");
         assertTrue(WinogradF32.handles(geometry(128, 64, 8, 8, 64, 1)), "by default the forward");
-        assertEquals(false, WinogradF32.handlesInputGrad(geometry(128, 64, 8, 8, 64, 1)), "the input gradient stays direct by default");
+        assertTrue(WinogradF32.handlesInputGrad(geometry(128, 64, 8, 8, 64, 1)), "by default the input gradient, on F(2x2, 3x3)");
+        assertTrue(WinogradF32.paysInputGrad(geometry(128, 32, 16, 16, 32, 1)), "32 channels at 16 px");
+        assertEquals(false, WinogradF32.paysInputGrad(geometry(128, 128, 8, 8, 128, 1)), "128 channels: not measured");
+        assertEquals(false, WinogradF32.paysInputGrad(geometry(128, 16, 32, 32, 16, 1)), "16 channels: F(2x2, 3x3) slower than direct");
+        System.setProperty("jtorch.conv.winogradInputGrad", "false");
+        assertEquals(false, WinogradF32.handlesInputGrad(geometry(128, 64, 8, 8, 64, 1)), "F(2x2, 3x3) switched off");
+    }
+
+    /**
+     * ResNet-20's 16-channel 32 px layers: by default the input gradient on F(4x4, 3x3) (the forward stays direct,
+     * {@code CompiledModelsTest}'s folded batch norms); {@code jtorch.conv.winogradSixteen} {@code all} and {@code false}.
+     */
+    @Test
+    void sixteenChannelsTakeWinogradsInputGradient() {
+        Geometry layer = geometry(128, 16, 32, 32, 16, 1);
+        System.clearProperty("jtorch.conv.winograd");
+        assertTrue(WinogradF32.paysOnSixteenChannels(layer));
+        assertEquals(false, WinogradF32.paysOnSixteenChannels(geometry(128, 16, 16, 16, 16, 1)), "16 px: not measured");
+        assertEquals(false, WinogradF32.paysOnSixteenChannels(geometry(128, 16, 32, 32, 32, 1)), "16 -> 32");
+        String before = System.getProperty("jtorch.conv.winogradSixteen");
+        try {
+            System.clearProperty("jtorch.conv.winogradSixteen");
+            assertEquals(false, WinogradF32.handles(layer), "the forward stays direct by default");
+            assertTrue(WinogradF32.handlesInputGrad(layer), "the input gradient on Winograd by default");
+            System.setProperty("jtorch.conv.winogradSixteen", "all");
+            assertTrue(WinogradF32.handles(layer) && WinogradF32.handlesInputGrad(layer), "all: both");
+            System.setProperty("jtorch.conv.winogradSixteen", "false");
+            assertEquals(false, WinogradF32.handles(layer) || WinogradF32.handlesInputGrad(layer), "false: neither");
+        } finally {
+            if (before == null) System.clearProperty("jtorch.conv.winogradSixteen");
+            else System.setProperty("jtorch.conv.winogradSixteen", before);
+        }
     }
 }
