@@ -47,6 +47,7 @@ class NullArgumentsTest {
             "Tensor.checkNoInternalOverlap", "Tensor.checkNoPartialOverlap", "Tensor.checkNoOverlap",
             "Autocast.run", "AutocastPolicy", "Edge", "Node", "AccumulateGrad", "SavedTensor", "BackwardFunction", "Engine",
             "Gradients", "Storage", "MemoryBlock", "ElementCodec", "Allocator", "CpuCachingAllocator", "OutOfMemoryException", "StateReader",
+            "Arguments",
             "Json", "StateCodec", "AtomicFile", "TensorFormatter", "Autograd.record", "Autograd.needsGrad", "Autograd.save",
             "Autograd.accumulatorFor", "Autograd.addPreHook");
 
