@@ -47,6 +47,7 @@ class NullArgumentsTest {
             "Tensor.checkNoInternalOverlap", "Tensor.checkNoPartialOverlap", "Tensor.checkNoOverlap",
             "Autocast.run", "AutocastPolicy", "Edge", "Node", "AccumulateGrad", "SavedTensor", "BackwardFunction", "Engine",
             "Gradients", "Storage", "MemoryBlock", "ElementCodec", "Allocator", "CpuCachingAllocator", "OutOfMemoryException", "StateReader",
+            "Arguments",
             "Json", "StateCodec", "AtomicFile", "TensorFormatter", "Autograd.record", "Autograd.needsGrad", "Autograd.save",
             "Autograd.accumulatorFor", "Autograd.addPreHook");
 
@@ -194,9 +195,9 @@ class NullArgumentsTest {
         if (t.isEnum()) return t.getEnumConstants()[0];
         if (t == org.jtorch.data.Dataset.class) return new org.jtorch.data.TensorDataset(Torch.ones(4, 2));
         if (t == org.jtorch.data.Sampler.class) return new org.jtorch.data.SequentialSampler(new org.jtorch.data.TensorDataset(Torch.ones(4)));
-        if (t == org.jtorch.nn.Module.class) return new org.jtorch.nn.Linear(2, 2);
+        if (t == org.jtorch.nn.Module.class || t == org.jtorch.io.TensorState.class) return new org.jtorch.nn.Linear(2, 2);
         if (t == org.jtorch.distributed.ProcessGroup.class) return new org.jtorch.distributed.WorldOfOne();
-        if (t == org.jtorch.optim.Optimizer.class) return new org.jtorch.optim.SGD(List.of(Torch.ones(2).requiresGrad_(true)),
+        if (t == org.jtorch.optim.Optimizer.class || t == org.jtorch.io.Stateful.class) return new org.jtorch.optim.SGD(List.of(Torch.ones(2).requiresGrad_(true)),
                 org.jtorch.optim.SGD.options().lr(0.1));
         if (t == org.jtorch.nn.ConvOptions.class) return org.jtorch.nn.Conv2d.options();
         if (t == org.jtorch.nn.RNNOptions.class) return org.jtorch.nn.LSTM.options();

@@ -10,6 +10,8 @@ import org.jtorch.Tensor;
 import org.jtorch.autograd.Grad;
 import org.jtorch.op.CastPolicy;
 import org.jtorch.ops.Arguments;
+import org.jtorch.ops.AutocastLayer;
+import org.jtorch.ops.Dispatcher;
 
 /**
  * Automatic mixed precision, as {@code torch.autocast}: inside a scope, the ops of
@@ -41,6 +43,21 @@ public final class Autocast implements AutoCloseable {
     private static final AtomicInteger OPEN = new AtomicInteger();
     private static final ThreadLocal<State> STATE = ThreadLocal.withInitial(State::new);
     private static final int TYPES = Device.Type.values().length;
+
+    static {
+        // the dispatcher asks autocast through this layer: ops names nothing in amp
+        Dispatcher.installAutocast(new AutocastLayer() {
+            @Override
+            public boolean isActive() {
+                return Autocast.isActive();
+            }
+
+            @Override
+            public Tensor run(String op, boolean dtypeGiven, Function<Tensor[], Tensor> fn, Tensor... args) {
+                return Autocast.run(op, dtypeGiven, fn, args);
+            }
+        });
+    }
 
     /** One thread's autocast state. */
     private static final class State {

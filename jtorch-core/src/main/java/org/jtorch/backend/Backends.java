@@ -7,16 +7,17 @@ import java.util.Map;
 import java.util.ServiceLoader;
 import org.jtorch.Device;
 import org.jtorch.memory.Storage;
-import org.jtorch.backend.cpu.CpuBackend;
 import org.jtorch.op.StridedView;
 
 /**
- * Finds the backend for a device. The CPU backend is built in; others (CUDA) are discovered once with
- * {@link ServiceLoader} through {@link BackendProvider}. {@link #of} hands out backends whose kernel calls
+ * Finds the backend for a device. Every backend is found with {@link ServiceLoader} through {@link BackendProvider}:
+ * the CPU backend (jtorch-core's own provider, looked up when this class loads, so that this package names none of its
+ * implementations) and, on first use of another device or {@link #all()}, the others (CUDA). {@link #of} hands out backends whose kernel calls
  * hold their operands' storages for the call ({@link HoldingBackend}): the way every kernel is invoked.
  */
 public final class Backends {
-    private static final Backend CPU = new HoldingBackend(CpuBackend.get());
+    private static final Backend CPU_BACKEND = findCpuBackend();
+    private static final Backend CPU = new HoldingBackend(CPU_BACKEND);
     private static volatile Map<Device.Type, Backend> discovered;
     private static volatile Map<Device.Type, Backend> holding;
 
@@ -43,6 +44,15 @@ public final class Backends {
     }
 
     private Backends() {}
+
+    /** The CPU backend, from the provider that says it serves the CPU (jtorch-core's {@code META-INF/services}). */
+    private static Backend findCpuBackend() {
+        for (BackendProvider p : ServiceLoader.load(BackendProvider.class, Backends.class.getClassLoader())) {
+            if (p.providesCpu()) return p.create();
+        }
+        throw new IllegalStateException("Backends: no CPU backend on the class path (jtorch-core's META-INF/services/"
+                + BackendProvider.class.getName() + " names it)");
+    }
 
     /** The backend serving {@code device}; throws with the backend's reason when it is unavailable. */
     public static Backend of(Device device) {
@@ -99,9 +109,10 @@ public final class Backends {
                 if (discovered == null) {
                     Map<Device.Type, Backend> found = new EnumMap<>(Device.Type.class);
                     Map<Device.Type, Backend> held = new EnumMap<>(Device.Type.class);
-                    found.put(Device.Type.CPU, CpuBackend.get());
+                    found.put(Device.Type.CPU, CPU_BACKEND);
                     held.put(Device.Type.CPU, CPU);
                     for (BackendProvider p : ServiceLoader.load(BackendProvider.class)) {
+                        if (p.providesCpu()) continue;
                         Backend b = p.create();
                         if (found.putIfAbsent(b.deviceType(), b) == null) {
                             Backend h = new HoldingBackend(b);

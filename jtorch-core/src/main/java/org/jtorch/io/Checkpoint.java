@@ -10,10 +10,7 @@ import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
-import org.jtorch.nn.Module;
 import org.jtorch.ops.Arguments;
-import org.jtorch.optim.Optimizer;
-import org.jtorch.optim.lr.LRScheduler;
 
 /**
  * A training checkpoint: the state of a model, its optimizers, schedulers, random generators and any
@@ -49,11 +46,11 @@ public final class Checkpoint {
     private final Map<String, Component> components = new LinkedHashMap<>();
 
     /** Registers {@code model} as component {@code "model"}. */
-    public Checkpoint model(Module model) {
+    public Checkpoint model(TensorState<?> model) {
         return model("model", model);
     }
 
-    public Checkpoint model(String name, Module model) {
+    public Checkpoint model(String name, TensorState<?> model) {
         Arguments.nonNull("Checkpoint.model", "name", name);
         Arguments.nonNull("Checkpoint.model", "model", model);
         Map<String, Tensor>[] last = newHolder();
@@ -77,11 +74,11 @@ public final class Checkpoint {
     }
 
     /** Registers {@code optimizer} as component {@code "optimizer"}. */
-    public Checkpoint optimizer(Optimizer optimizer) {
+    public Checkpoint optimizer(Stateful optimizer) {
         return optimizer("optimizer", optimizer);
     }
 
-    public Checkpoint optimizer(String name, Optimizer optimizer) {
+    public Checkpoint optimizer(String name, Stateful optimizer) {
         Arguments.nonNull("Checkpoint.optimizer", "name", name);
         Arguments.nonNull("Checkpoint.optimizer", "optimizer", optimizer);
         List<Map<String, Object>> last = new ArrayList<>(1);
@@ -90,17 +87,17 @@ public final class Checkpoint {
             last.add(sd);
             return sd;
         }, optimizer::loadStateDict, () -> {
-            last.forEach(Optimizer::closeStateDict);
+            last.forEach(optimizer::releaseStateDict);
             last.clear();
         });
     }
 
     /** Registers {@code scheduler} as component {@code "scheduler"}. */
-    public Checkpoint scheduler(LRScheduler scheduler) {
+    public Checkpoint scheduler(Stateful scheduler) {
         return scheduler("scheduler", scheduler);
     }
 
-    public Checkpoint scheduler(String name, LRScheduler scheduler) {
+    public Checkpoint scheduler(String name, Stateful scheduler) {
         Arguments.nonNull("Checkpoint.scheduler", "name", name);
         Arguments.nonNull("Checkpoint.scheduler", "scheduler", scheduler);
         return component(name, scheduler::stateDict, scheduler::loadStateDict, () -> {});

@@ -31,7 +31,6 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.memory.Storage;
-import org.jtorch.nn.Module;
 import org.jtorch.op.Shapes;
 import org.jtorch.ops.Arguments;
 
@@ -131,9 +130,10 @@ public final class PyTorchFile {
 
     /**
      * Copies the state dict saved in {@code path} into {@code module}
-     * ({@link Module#loadStateDict(Map, boolean)} semantics) and closes the loaded tensors.
+     * ({@code Module.loadStateDict(Map, boolean)} semantics) and closes the loaded tensors; returns what that returns
+     * ({@code Module.LoadResult}).
      */
-    public static Module.LoadResult loadStateDict(Path path, Module module, boolean strict) throws IOException {
+    public static <R> R loadStateDict(Path path, TensorState<R> module, boolean strict) throws IOException {
         Arguments.nonNull("PyTorchFile.loadStateDict", "module", module);
         Map<String, Tensor> state = loadStateDict(path);
         try {
@@ -658,7 +658,7 @@ public final class PyTorchFile {
     }
 
     /** Saves {@code module}'s state dict ({@code torch.save(model.state_dict(), path)}), atomically. */
-    public static void saveStateDict(Path path, Module module) throws IOException {
+    public static void saveStateDict(Path path, TensorState<?> module) throws IOException {
         Arguments.nonNull("PyTorchFile.saveStateDict", "module", module);
         Map<String, Tensor> state = module.stateDict();
         try {

@@ -23,7 +23,6 @@ import org.jtorch.DType;
 import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.memory.Storage;
-import org.jtorch.nn.Module;
 import org.jtorch.ops.Arguments;
 import org.jtorch.op.Shapes;
 
@@ -48,7 +47,7 @@ import org.jtorch.op.Shapes;
  *
  * <p>Dtype codes: BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64.
  *
- * <p>Modules: {@link #saveStateDict(Path, Module)} and {@link #loadStateDict(Path, Module, boolean)}
+ * <p>Modules: {@link #saveStateDict(Path, TensorState)} and {@link #loadStateDict(Path, TensorState, boolean)}
  * close the tensors they create. By hand, {@code model.loadStateDict(SafeTensors.loadCopy(path))}
  * works too (then close the returned tensors), and
  * {@code try (var l = SafeTensors.load(path)) { model.loadStateDict(l.tensors()); }} copies straight
@@ -261,7 +260,7 @@ public final class SafeTensors {
     }
 
     /** Saves {@code module}'s state dict (parameters and persistent buffers, in its order), atomically. */
-    public static void saveStateDict(Path path, Module module) throws IOException {
+    public static void saveStateDict(Path path, TensorState<?> module) throws IOException {
         Arguments.nonNull("safetensors.saveStateDict", "path", path);
         Arguments.nonNull("safetensors.saveStateDict", "module", module);
         Map<String, Tensor> state = module.stateDict();
@@ -273,10 +272,10 @@ public final class SafeTensors {
     }
 
     /**
-     * Copies the tensors of {@code path} into {@code module} ({@link Module#loadStateDict(Map, boolean)}
-     * semantics) straight from the mapped file.
+     * Copies the tensors of {@code path} into {@code module} ({@code Module.loadStateDict(Map, boolean)}
+     * semantics) straight from the mapped file; returns what that returns ({@code Module.LoadResult}).
      */
-    public static Module.LoadResult loadStateDict(Path path, Module module, boolean strict) throws IOException {
+    public static <R> R loadStateDict(Path path, TensorState<R> module, boolean strict) throws IOException {
         Arguments.nonNull("safetensors.loadStateDict", "path", path);
         Arguments.nonNull("safetensors.loadStateDict", "module", module);
         try (Loaded l = load(path)) {

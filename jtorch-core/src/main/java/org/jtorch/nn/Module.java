@@ -16,6 +16,7 @@ import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Grad;
 import org.jtorch.io.StateReader;
+import org.jtorch.io.TensorState;
 import org.jtorch.ops.Arguments;
 import org.jtorch.op.Shapes;
 
@@ -32,7 +33,7 @@ import org.jtorch.op.Shapes;
  *
  * <p>Thread safety: none; a module is configured and trained from one thread at a time.
  */
-public abstract class Module implements AutoCloseable, Cloneable {
+public abstract class Module implements AutoCloseable, Cloneable, TensorState<Module.LoadResult> {
     // Values may be null: PyTorch registers None for an absent parameter (Linear without bias), which
     // then takes part in neither traversal nor the state dict. Not final only so that deepCopy can give a copy its own.
     private LinkedHashMap<String, Tensor> parameters = new LinkedHashMap<>();
@@ -310,6 +311,7 @@ public abstract class Module implements AutoCloseable, Cloneable {
      * Parameters and persistent buffers by dotted name, in traversal order, as detached views sharing
      * the module's storage (writing into them changes the module). The caller closes the returned tensors.
      */
+    @Override
     public Map<String, Tensor> stateDict() {
         Map<String, Tensor> out = new LinkedHashMap<>();
         for (Map.Entry<String, Tensor> e : stateTensors().entrySet()) out.put(e.getKey(), e.getValue().detach());
@@ -348,6 +350,7 @@ public abstract class Module implements AutoCloseable, Cloneable {
      * missing and unexpected keys fail too (nothing is copied then). The message lists every problem,
      * in PyTorch's wording.
      */
+    @Override
     public LoadResult loadStateDict(Map<String, Tensor> state, boolean strict) {
         Arguments.nonNull("loadStateDict", "state", state);
         Map<String, Tensor> own = stateTensors();

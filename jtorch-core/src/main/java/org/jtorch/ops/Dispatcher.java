@@ -8,7 +8,6 @@ import org.jtorch.Device;
 import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.amp.Autocast;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.autograd.Grad;
@@ -42,7 +41,7 @@ import org.jtorch.op.TraceHook;
  * The one entry point of a declared op: {@link #call}. Around the backend's kernel it runs four
  * independent layers, each skipped at the cost of one test when its mode is off:
  * <ol>
- *   <li>autocast ({@link Autocast}): casts the inputs per the op's declared policy and calls again;</li>
+ *   <li>autocast ({@link AutocastLayer}, which {@code amp.Autocast} installs): casts the inputs per the op's declared policy and calls again;</li>
  *   <li>profiling ({@link KernelProfiler}): times the kernel under the op's kernel name;</li>
  *   <li>trace ({@link #trace}): reports the op, its inputs and output to the thread's {@link TraceHook};</li>
  *   <li>autograd: records a node whose backward evaluates the op's declared derivative with ops.</li>
@@ -57,6 +56,13 @@ public final class Dispatcher {
 
     private static final AtomicInteger TRACING = new AtomicInteger();
     private static final ThreadLocal<TraceHook<Tensor>> TRACE = new ThreadLocal<>();
+    /** Set once, by {@code amp.Autocast}'s class initialiser: the thread that enables autocast has loaded it. */
+    private static volatile AutocastLayer autocast = AutocastLayer.NONE;
+
+    /** Installs the autocast layer; {@code amp.Autocast} calls it when it is loaded. */
+    public static void installAutocast(AutocastLayer layer) {
+        autocast = Arguments.nonNull("Dispatcher.installAutocast", "layer", layer);
+    }
 
     /** An installed trace hook; closing it restores the previous one. */
     public static final class TraceScope implements AutoCloseable {
@@ -123,7 +129,7 @@ public final class Dispatcher {
      * front end makes before calling {@link #frontEnd}.
      */
     public static boolean wrapsFrontEnds() {
-        return Autocast.isActive() || tracing();
+        return autocast.isActive() || tracing();
     }
 
     /**
@@ -134,8 +140,8 @@ public final class Dispatcher {
      * Front ends call it when {@link #wrapsFrontEnds}.
      */
     public static Tensor frontEnd(OpDef op, Tensor[] inputs, double[] args, java.util.function.Function<Tensor[], Tensor> body) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run(op.pyName(), t -> frontEnd(op, t, args, body), inputs);
+        if (autocast.isActive()) {
+            Tensor r = autocast.run(op.pyName(), t -> frontEnd(op, t, args, body), inputs);
             if (r != null) return r;
         }
         if (args != null && tracing()) return traceFrontEnd(op, inputs, args, () -> body.apply(inputs));
@@ -248,9 +254,9 @@ public final class Dispatcher {
 
     /** {@code firstOnly}: the caller wants the first output (the others are skipped where the op allows and autograd needs none). */
     private static Tensor[] structuredAll(OpDef op, Tensor[] inputs, double[] scalars, boolean firstOnly) {
-        if (Autocast.isActive()) {
+        if (autocast.isActive()) {
             Tensor[][] all = new Tensor[1][];
-            Tensor r = Autocast.run(op.pyName(), t -> (all[0] = structuredAll(op, t, scalars, firstOnly))[0], inputs);
+            Tensor r = autocast.run(op.pyName(), t -> (all[0] = structuredAll(op, t, scalars, firstOnly))[0], inputs);
             if (r != null) return all[0];
         }
         String name = op.pyName();
@@ -399,8 +405,8 @@ public final class Dispatcher {
 
     /** {@link #structured(OpDef, Tensor[], double[])} handing {@code callback} to the kernel of an op that takes one. */
     private static Tensor structured(OpDef op, Tensor[] inputs, double[] scalars, Callback<?> callback) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run(op.pyName(), t -> structured(op, t, scalars, callback), inputs);
+        if (autocast.isActive()) {
+            Tensor r = autocast.run(op.pyName(), t -> structured(op, t, scalars, callback), inputs);
             if (r != null) return r;
         }
         String name = op.pyName();
@@ -726,8 +732,8 @@ public final class Dispatcher {
 
     /** {@code op(x; p0, p1)} for a unary pointwise op. */
     public static Tensor unary(OpDef op, Tensor x, double p0, double p1) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run(op.pyName(), t -> unary(op, t[0], p0, p1), x);
+        if (autocast.isActive()) {
+            Tensor r = autocast.run(op.pyName(), t -> unary(op, t[0], p0, p1), x);
             if (r != null) return r;
         }
         x.checkOpen(op.pyName());
@@ -744,8 +750,8 @@ public final class Dispatcher {
 
     /** {@code op(a, b; alpha)} for a binary pointwise op, broadcasting and promoting as PyTorch. */
     public static Tensor binary(OpDef op, Tensor a, Tensor b, double alpha) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run(op.pyName(), t -> binary(op, t[0], t[1], alpha), a, b);
+        if (autocast.isActive()) {
+            Tensor r = autocast.run(op.pyName(), t -> binary(op, t[0], t[1], alpha), a, b);
             if (r != null) return r;
         }
         String name = op.pyName();
@@ -771,8 +777,8 @@ public final class Dispatcher {
      */
     static Tensor composite(OpDef op, Tensor[] inputs, double[] scalars) {
         for (Tensor t : inputs) if (t != null) t.checkOpen(op.pyName());
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run(op.pyName(), t -> composite(op, t, scalars), inputs);
+        if (autocast.isActive()) {
+            Tensor r = autocast.run(op.pyName(), t -> composite(op, t, scalars), inputs);
             if (r != null) return r;
         }
         Values values = new Values(inputs, presence(inputs), null, null, scalars);
@@ -797,8 +803,8 @@ public final class Dispatcher {
      * dtype; the input is converted to it first, as PyTorch. {@code p} is the op's scalar (norm's order).
      */
     public static Tensor reduce(OpDef op, Tensor x, ReduceArgs args, DType dtype, double p) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run(op.pyName(), dtype != null, t -> reduce(op, t[0], args, dtype, p), x);
+        if (autocast.isActive()) {
+            Tensor r = autocast.run(op.pyName(), dtype != null, t -> reduce(op, t[0], args, dtype, p), x);
             if (r != null) return r;
         }
         String name = op.pyName();
@@ -846,8 +852,8 @@ public final class Dispatcher {
      * is the result's dtype; the input is converted to it first, as PyTorch.
      */
     public static Tensor alongDim(OpDef op, Tensor x, int dim, DType dtype) {
-        if (Autocast.isActive()) {
-            Tensor r = Autocast.run(op.pyName(), dtype != null, t -> alongDim(op, t[0], dim, dtype), x);
+        if (autocast.isActive()) {
+            Tensor r = autocast.run(op.pyName(), dtype != null, t -> alongDim(op, t[0], dim, dtype), x);
             if (r != null) return r;
         }
         String name = op.pyName();

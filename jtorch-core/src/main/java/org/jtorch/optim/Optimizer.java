@@ -14,6 +14,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.io.StateReader;
+import org.jtorch.io.Stateful;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Arguments;
 import org.jtorch.op.Shapes;
@@ -35,7 +36,7 @@ import org.jtorch.op.Shapes;
  *
  * <p>Not thread-safe: one thread steps an optimizer.
  */
-public abstract class Optimizer implements AutoCloseable {
+public abstract class Optimizer implements AutoCloseable, Stateful {
     private final String name;
     private final Map<String, Object> defaults;
     private final Set<String> nullableOptions = new HashSet<>();
@@ -275,6 +276,7 @@ public abstract class Optimizer implements AutoCloseable {
      * {@code "param_groups"} lists each group's options with {@code "params"}, the list of its
      * parameter indices. Tensors are deep copies owned by the caller.
      */
+    @Override
     public Map<String, Object> stateDict() {
         Map<Integer, Map<String, Object>> packedState = new LinkedHashMap<>();
         List<Map<String, Object>> packedGroups = new ArrayList<>();
@@ -309,6 +311,7 @@ public abstract class Optimizer implements AutoCloseable {
      * wrong kind (a string learning rate, a string parameter index), throws
      * {@link IllegalArgumentException} naming the entry, what was expected and what was found.
      */
+    @Override
     public void loadStateDict(Map<String, Object> stateDict) {
         Arguments.nonNull(name + ".loadStateDict", "stateDict", stateDict);
         StateReader r = new StateReader(name + ".loadStateDict", stateDict);
@@ -488,6 +491,12 @@ public abstract class Optimizer implements AutoCloseable {
             return copy;
         }
         return v;
+    }
+
+    /** {@link #closeStateDict}: the tensors of a state dict are copies. */
+    @Override
+    public void releaseStateDict(Map<String, Object> stateDict) {
+        closeStateDict(stateDict);
     }
 
     /** Releases every tensor in a state dict (nested maps and lists included). */

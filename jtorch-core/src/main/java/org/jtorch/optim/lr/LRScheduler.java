@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.io.StateReader;
+import org.jtorch.io.Stateful;
 import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
@@ -21,7 +22,7 @@ import org.jtorch.optim.ParamGroup;
  *
  * <p>Not thread-safe.
  */
-public abstract class LRScheduler {
+public abstract class LRScheduler implements Stateful {
     protected final Optimizer optimizer;
     protected List<Double> baseLrs;
     protected int lastEpoch;
@@ -137,6 +138,7 @@ public abstract class LRScheduler {
      * The scheduler's state with PyTorch's keys ({@code base_lrs}, {@code last_epoch}, {@code _step_count},
      * {@code _last_lr} and the scheduler's own settings); the optimizer is not part of it.
      */
+    @Override
     public Map<String, Object> stateDict() {
         Map<String, Object> sd = new LinkedHashMap<>();
         saveSettings(sd);
@@ -152,6 +154,7 @@ public abstract class LRScheduler {
      * wrong kind (a string epoch, a list of learning rates of another length than the optimizer's
      * groups) throws {@link IllegalArgumentException} naming it, and leaves the scheduler as it was.
      */
+    @Override
     public void loadStateDict(Map<String, Object> stateDict) {
         Arguments.nonNull(getClass().getSimpleName() + ".loadStateDict", "stateDict", stateDict);
         StateReader r = new StateReader(getClass().getSimpleName() + ".loadStateDict", stateDict);
