@@ -87,14 +87,14 @@ class NativeOperandsTest {
      * loads it back through the same JDK code as every kernel's loads and stores. The half-precision kernels, softmax's
      * exponential and float64 tanh keep theirs: their 2^n built from integer conversions instead ran 1.2-3.4x slower
      * compiled (BENCHMARKS, warmup6); so does GELU's exponential in {@code VectorErf} (gpt9: 2.5x faster than the
-     * JDK's exp there). {@code VectorExp}'s, {@code VectorLog}'s and {@code VectorTrig}'s run only under {@code -Djtorch.cpu.deterministicMath=true}.
+     * JDK's exp there). {@code VectorExp}'s, {@code VectorLog}'s, {@code VectorTrig}'s and {@code VectorPow}'s run only under {@code -Djtorch.cpu.deterministicMath=true}.
      */
     @Test
     void noKernelBitCastsThroughAHeapSegment() throws IOException {
         Pattern bitCast = Pattern.compile(
                 "reinterpretAs|reinterpretShape|viewAsIntegralLanes|viewAsFloatingLanes|IS_NAN|IS_NEGATIVE|IS_FINITE|IS_INFINITE|FIRST_NONZERO");
         List<String> kept = List.of("HalfConversion.java", "HalfGemm.java", "SoftmaxF32.java", "VectorTanhF64.java", "VectorExp.java",
-                "VectorLog.java", "VectorTrig.java", "VectorErf.java");
+                "VectorLog.java", "VectorTrig.java", "VectorPow.java", "VectorErf.java");
         assertEquals(List.of(), sourcesWhere(code -> bitCast.matcher(code).find(), kept, "backend", "ops", "jit", "optim"));
     }
 

@@ -574,6 +574,13 @@ final class PointwiseCodegen {
                         code.aload(done);
                         return;
                     }
+                    if (fusesLog1pExp(m)) {
+                        // Under the deterministic switch log1p(exp(v)) as one helper (softplus, mish): VectorLog.log1pExp.
+                        eval(((Expr.Math) m.args().get(0)).args().get(0));
+                        code.invokestatic(lanes.math(), "log1pExp", lanes.function(1));
+                        remember(m);
+                        return;
+                    }
                     for (Expr a : m.args()) eval(a);
                     if (lanes.directSelect(m.fn())) selectDirect();
                     else if (lanes.direct(m.fn())) code.invokevirtual(lanes.vector(), lanes.function(m.fn()), lanes.vectorMethod(m.fn()));
@@ -582,6 +589,16 @@ final class PointwiseCodegen {
                 }
                 default -> throw new IllegalStateException(e + " is not a pointwise formula");
             }
+        }
+
+        /**
+         * Whether {@code m} is {@code log1p(exp(v))} in float or double lanes under {@code -Djtorch.cpu.deterministicMath=true},
+         * its exp not computed already: then one call of {@code log1pExp}, whose log1p needs no range checks (its
+         * argument is in [0, 1]): softplus level with the JDK's exp and log1p (docs/BENCHMARKS.md, issue 20, nineteenth session).
+         */
+        private boolean fusesLog1pExp(Expr.Math m) {
+            return VectorExp.DETERMINISTIC && (lanes == Lanes.FLOAT || lanes == Lanes.DOUBLE) && m.fn() == Fn.LOG1P
+                    && m.args().get(0) instanceof Expr.Math inner && inner.fn() == Fn.EXP && !computed.containsKey(inner);
         }
 
         /**

@@ -33,8 +33,8 @@ final class VectorLog {
     /**
      * Whether the kernels use these rather than the JDK's {@code lanewise(LOG)} and {@code lanewise(LOG1P)}: the same
      * switch as {@link VectorExp#DETERMINISTIC} ({@code -Djtorch.cpu.deterministicMath=true}), off by default. log and
-     * log1p alone are level with the JDK's in both widths, and BCE; softplus (exp and log1p in one generated kernel) is
-     * 1.3-1.4x slower (docs/BENCHMARKS.md, issue 20, eighteenth session).
+     * log1p alone are level with the JDK's in both widths, and BCE; softplus ({@link #log1pExp}) is level in float32 and
+     * 1.2x slower in float64 (docs/BENCHMARKS.md, issue 20, nineteenth session).
      */
     static final boolean ENABLED = VectorExp.DETERMINISTIC;
 
@@ -139,6 +139,34 @@ final class VectorLog {
         return k.fma(LN2_HI_F, s.fma(hfsq.add(r), k.fma(LN2_LO_F, c)).sub(hfsq).add(f));
     }
 
+    /** sqrt(2) - 1: from here on log1p's argument e is reduced to (e - 1) / 2, with k = 1. */
+    private static final FloatVector SQRT2_M1_F = f(0.41421357f);
+
+    /**
+     * {@code log(1 + e^v)} (softplus's core) as {@code max(v, 0) + log1p(e^-|v|)}: log1p's argument e is in
+     * {@code [0, 1]} (or NaN), so that log1p needs no range checks, no subnormal scaling and no rounding of {@code 1 + e}:
+     * {@code e} itself, or {@code (e - 1) / 2} with k = 1 from sqrt(2) - 1 on (its rounding error c exact, as
+     * {@link #log1pFinite}'s), is in fdlibm's reduced range. Within 2 ulps of the exact value in float and of StrictMath's
+     * {@code max(v, 0) + log1p(exp(-|v|))} in double ({@code VectorLogTest}: exp's error, log1p's and the sum's); about half of the Vector API calls of {@code log1p(exp(v))}. The generated kernels call it
+     * for {@code log1p(exp(v))} under the deterministic switch ({@code PointwiseCodegen}).
+     */
+    static FloatVector log1pExp(FloatVector v) {
+        FloatVector e = VectorExp.exactExp(v.abs().neg());
+        VectorMask<Float> upper = e.compare(VectorOperators.GE, SQRT2_M1_F);
+        FloatVector d = e.sub(ONE_F);
+        FloatVector f = e.blend(d.mul(HALF_F), upper);
+        FloatVector k = ZERO_F.blend(ONE_F, upper);
+        // e - (d + 1): what e - 1 lost, halved with it; log(1 + f + c) = log(1 + f) + c / (1 + f).
+        FloatVector c = e.sub(d.add(ONE_F)).mul(HALF_F).div(f.add(ONE_F)).blend(ZERO_F, upper.not());
+        FloatVector s = f.div(f.add(TWO_F));
+        FloatVector z = s.mul(s);
+        FloatVector r = z.fma(LG4_F, LG3_F).fma(z, LG2_F).fma(z, LG1_F).mul(z);
+        FloatVector hfsq = f.mul(f).mul(HALF_F);
+        FloatVector y = k.fma(LN2_HI_F, s.fma(hfsq.add(r), k.fma(LN2_LO_F, c)).sub(hfsq).add(f)).add(v.max(ZERO_F));
+        // NaN as it came: through the arithmetic its bits would depend on the fallback's operand order (Math.fma's).
+        return y.blend(v, v.compare(VectorOperators.NE, v));
+    }
+
     // ---------------------------------------------------------------- double
 
     private static final DoubleVector MIN_NORMAL_D = d(Double.MIN_NORMAL), TWO54_D = d(0x1p54), MINUS54_D = d(-54);
@@ -214,5 +242,23 @@ final class VectorLog {
         DoubleVector r = z.fma(LG7_D, LG6_D).fma(z, LG5_D).fma(z, LG4_D).fma(z, LG3_D).fma(z, LG2_D).fma(z, LG1_D).mul(z);
         DoubleVector hfsq = f.mul(f).mul(HALF_D);
         return k.fma(LN2_HI_D, s.fma(hfsq.add(r), k.fma(LN2_LO_D, c)).sub(hfsq).add(f));
+    }
+
+    private static final DoubleVector SQRT2_M1_D = d(0.41421356237309503);
+
+    /** {@link #log1pExp(FloatVector)} in double lanes. */
+    static DoubleVector log1pExp(DoubleVector v) {
+        DoubleVector e = VectorExp.exactExp(v.abs().neg());
+        VectorMask<Double> upper = e.compare(VectorOperators.GE, SQRT2_M1_D);
+        DoubleVector d = e.sub(ONE_D);
+        DoubleVector f = e.blend(d.mul(HALF_D), upper);
+        DoubleVector k = ZERO_D.blend(ONE_D, upper);
+        DoubleVector c = e.sub(d.add(ONE_D)).mul(HALF_D).div(f.add(ONE_D)).blend(ZERO_D, upper.not());
+        DoubleVector s = f.div(f.add(TWO_D));
+        DoubleVector z = s.mul(s);
+        DoubleVector r = z.fma(LG7_D, LG6_D).fma(z, LG5_D).fma(z, LG4_D).fma(z, LG3_D).fma(z, LG2_D).fma(z, LG1_D).mul(z);
+        DoubleVector hfsq = f.mul(f).mul(HALF_D);
+        DoubleVector y = k.fma(LN2_HI_D, s.fma(hfsq.add(r), k.fma(LN2_LO_D, c)).sub(hfsq).add(f)).add(v.max(ZERO_D));
+        return y.blend(v, v.compare(VectorOperators.NE, v));
     }
 }

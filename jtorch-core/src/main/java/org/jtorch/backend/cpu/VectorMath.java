@@ -155,6 +155,8 @@ public final class VectorMath {
     public static FloatVector log(FloatVector a) { return VectorLog.ENABLED ? VectorLog.log(a) : a.lanewise(VectorOperators.LOG); }
     public static FloatVector log1p(FloatVector a) { return VectorLog.ENABLED ? VectorLog.log1p(a) : a.lanewise(VectorOperators.LOG1P); }
     public static FloatVector expm1(FloatVector a) { return VectorExp.expm1(a); }
+    /** {@code log1p(exp(a))}, which the generated kernels call in place of the two under the deterministic switch. */
+    public static FloatVector log1pExp(FloatVector a) { return VectorLog.log1pExp(a); }
     public static FloatVector tanh(FloatVector a) { return VectorExp.tanh(a); }
     public static FloatVector sin(FloatVector a) { return VectorExp.DETERMINISTIC ? VectorTrig.sin(a) : a.lanewise(VectorOperators.SIN); }
     public static FloatVector cos(FloatVector a) { return VectorExp.DETERMINISTIC ? VectorTrig.cos(a) : a.lanewise(VectorOperators.COS); }

@@ -91,6 +91,8 @@ public final class VectorMathF64 {
     public static DoubleVector exp(DoubleVector a) { return VectorExp.exp(a); }
     public static DoubleVector log(DoubleVector a) { return VectorLog.ENABLED ? VectorLog.log(a) : a.lanewise(VectorOperators.LOG); }
     public static DoubleVector log1p(DoubleVector a) { return VectorLog.ENABLED ? VectorLog.log1p(a) : a.lanewise(VectorOperators.LOG1P); }
+    /** {@code log1p(exp(a))} under the deterministic switch ({@link VectorMath#log1pExp}). */
+    public static DoubleVector log1pExp(DoubleVector a) { return VectorLog.log1pExp(a); }
     public static DoubleVector expm1(DoubleVector a) { return VectorExp.expm1(a); }
     public static DoubleVector tanh(DoubleVector a) { return VectorTanhF64.tanh(a); }
     public static DoubleVector sin(DoubleVector a) { return VectorExp.DETERMINISTIC ? VectorTrig.sin(a) : a.lanewise(VectorOperators.SIN); }

@@ -2,26 +2,134 @@ package org.jtorch.backend.cpu;
 
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * The kernels' {@code pow} under {@code -Djtorch.cpu.deterministicMath=true}: {@link StrictMath#pow} lane by lane
- * (float lanes through double, then rounded), the same bits interpreted and compiled, with {@code Math.pow}'s special
- * cases (the callers put C's {@code pow(1, y) = 1} and {@code pow(-1, inf) = 1} on top). The JDK's
- * {@code lanewise(POW)} is SVML in C2's code and {@code Math.pow} per lane in the fallback.
+ * The kernels' {@code pow} under {@code -Djtorch.cpu.deterministicMath=true}, the same bits interpreted and compiled,
+ * with {@code Math.pow}'s special cases (the callers put C's {@code pow(1, y) = 1} and {@code pow(-1, inf) = 1} on
+ * top). The JDK's {@code lanewise(POW)} is SVML in C2's code and {@code Math.pow} per lane in the fallback.
  *
- * <p>Scalar: no vector form yet (a float form through double lanes, {@code exp(y log x)}, would be accurate, but its
- * two halves' exp and log pass C2's node-count cutoff in one kernel; a double form needs log in more than double
- * precision). 17x (double) to 40x (float) slower than the JDK's vector pow (docs/BENCHMARKS.md, issue 20, eighteenth
- * session).
+ * <p>Float lanes: {@code 2^(y log2 |x|)} in double lanes, each half of the vector in turn, then rounded to float, within
+ * an ulp of {@code StrictMath.pow} ({@code VectorPowTest}). {@code log2 |x| = k + 2 atanh(s) / ln 2} with
+ * {@code |x| = 2^k m}, m in {@code [sqrt(2)/2, sqrt(2))}, {@code s = (m - 1) / (m + 1)} and atanh's series to
+ * {@code s^17} (truncation under 2^-44); {@code w = y log2 |x|} (relative error about 2^-50, under 2^-42 absolute
+ * where the result is a finite nonzero float), {@code 2^w = 2^n 2^r}, {@code r = w - n} exact, {@code 2^r} by its Taylor
+ * polynomial of degree 11 (under 2^-47). The double result is 2^-42 from the exact power, so its rounding to float is
+ * the correctly rounded float but where the exact value lies within 2^-42 relative of a halfway point. The sign: an
+ * odd integer y keeps x's sign bit; a negative x with a non-integer y is NaN. A zero x: y is scaled by 2^200 first, so
+ * that w is far past the clamp (+0 for y > 0, +inf for y < 0) and 0^0 = 1. A vector with an infinite or NaN lane in x
+ * or y takes {@link StrictMath#pow} lane by lane (float through double).
+ *
+ * <p>The two halves are written out rather than one helper called twice: after the first half the compile's node count
+ * is past C2's {@code NodeCountInliningCutoff}, so a second call of a helper would be refused and its vectors boxed; the
+ * Vector API's own methods are force-inlined. The method itself (830 bytes of bytecode) is too big for C2 to inline
+ * into a kernel ("hot method too big"): the kernel boxes x, y and the result at each call. 24 ms for 4M floats
+ * against the JDK's 4.9 (positive bases; 40-250 ms with negative ones) and the scalar form's 365 (docs/BENCHMARKS.md,
+ * issue 20, nineteenth session).
+ *
+ * <p>Double lanes: {@link StrictMath#pow} lane by lane, scalar (a double form needs log in more than double precision).
  */
 final class VectorPow {
     private VectorPow() {}
 
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
     private static final VectorSpecies<Double> DS = DoubleVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Long> LS = LongVector.SPECIES_PREFERRED;
+
+    private static final FloatVector INF_F = FloatVector.broadcast(FS, Float.POSITIVE_INFINITY), ONE_F = FloatVector.broadcast(FS, 1f),
+            MINUS_ONE_F = FloatVector.broadcast(FS, -1f), NAN_F = FloatVector.broadcast(FS, Float.NaN);
+    /** y's magnitude capped where every float is an even integer, so that its conversion to int is exact. */
+    private static final FloatVector INT_CAP_F = FloatVector.broadcast(FS, 0x1p30f), TWO100_F = FloatVector.broadcast(FS, 0x1p100f);
+
+    /** As {@link VectorLog}'s double reduction: 1 + f in [sqrt(2)/2, sqrt(2)), k exact as a double. */
+    private static final LongVector SQRT_HALF_SHIFT_D = LongVector.broadcast(LS, (0x3ff00000L - 0x3fe6a09eL) << 32),
+            MANTISSA_D = LongVector.broadcast(LS, 0x000fffffffffffffL), SQRT_HALF_BITS_D = LongVector.broadcast(LS, 0x3fe6a09eL << 32),
+            K_BIAS_D = LongVector.broadcast(LS, Double.doubleToRawLongBits(0x1.8p52) - 1023);
+    private static final DoubleVector ROUND_D = d(0x1.8p52), ONE_D = d(1), TWO_D = d(2);
+    /** {@code log2(1 + f) = s P(s^2)}: P's coefficients {@code 2 / ((2j + 1) ln 2)}, j = 0..8. */
+    private static final DoubleVector L0, L1, L2, L3, L4, L5, L6, L7, L8;
+    /** w clamped to +-200: 2^n stays a normal double, and the float result is 0 or infinite past +-150 anyway. */
+    private static final DoubleVector W_LOW = d(-200), W_HIGH = d(200);
+    /** 1.5 * 2^52 + 1023: adding it rounds w to an integer n held, biased, in the low bits. */
+    private static final DoubleVector ROUND_BIASED_D = d(0x1.8p52 + 1023);
+    /** {@code 2^r = sum (r ln 2)^j / j!}, j = 0..11. */
+    private static final DoubleVector E0, E1, E2, E3, E4, E5, E6, E7, E8, E9, E10, E11;
+
+    static {
+        double log2e = 1.4426950408889634, ln2 = 0.6931471805599453;
+        double[] l = new double[9];
+        for (int j = 0; j < l.length; j++) l[j] = 2 * log2e / (2 * j + 1);
+        L0 = d(l[0]); L1 = d(l[1]); L2 = d(l[2]); L3 = d(l[3]); L4 = d(l[4]); L5 = d(l[5]); L6 = d(l[6]); L7 = d(l[7]); L8 = d(l[8]);
+        double[] e = new double[12];
+        e[0] = 1;
+        for (int j = 1; j < e.length; j++) e[j] = e[j - 1] * ln2 / j;
+        E0 = d(e[0]); E1 = d(e[1]); E2 = d(e[2]); E3 = d(e[3]); E4 = d(e[4]); E5 = d(e[5]); E6 = d(e[6]); E7 = d(e[7]); E8 = d(e[8]);
+        E9 = d(e[9]); E10 = d(e[10]); E11 = d(e[11]);
+    }
+
+    private static DoubleVector d(double v) {
+        return DoubleVector.broadcast(DS, v);
+    }
 
     static FloatVector pow(FloatVector x, FloatVector y) {
+        FloatVector a = x.abs();
+        if (!a.compare(VectorOperators.LT, INF_F).and(y.abs().compare(VectorOperators.LT, INF_F)).allTrue()) return strictPow(x, y);
+        FloatVector sign = signOf(x, y);
+        FloatVector yz = y.blend(y.mul(TWO100_F).mul(TWO100_F), a.compare(VectorOperators.EQ, 0f));
+
+        // The low half: log2 |x|, w = y log2 |x|, 2^w.
+        DoubleVector xd = (DoubleVector) a.convertShape(VectorOperators.F2D, DS, 0);
+        LongVector ix = xd.reinterpretAsLongs().add(SQRT_HALF_SHIFT_D);
+        DoubleVector k = ix.lanewise(VectorOperators.LSHR, 52).add(K_BIAS_D).reinterpretAsDoubles().sub(ROUND_D);
+        DoubleVector f = ix.and(MANTISSA_D).add(SQRT_HALF_BITS_D).reinterpretAsDoubles().sub(ONE_D);
+        DoubleVector s = f.div(f.add(TWO_D));
+        DoubleVector z = s.mul(s);
+        DoubleVector p = z.fma(L8, L7).fma(z, L6).fma(z, L5).fma(z, L4).fma(z, L3).fma(z, L2).fma(z, L1).fma(z, L0);
+        DoubleVector w = s.fma(p, k).mul((DoubleVector) yz.convertShape(VectorOperators.F2D, DS, 0)).max(W_LOW).min(W_HIGH);
+        DoubleVector t = w.add(ROUND_BIASED_D);
+        DoubleVector r = w.sub(t.sub(ROUND_BIASED_D));
+        DoubleVector e = r.fma(E11, E10).fma(r, E9).fma(r, E8).fma(r, E7).fma(r, E6).fma(r, E5).fma(r, E4).fma(r, E3).fma(r, E2)
+                .fma(r, E1).fma(r, E0).mul(t.reinterpretAsLongs().lanewise(VectorOperators.LSHL, 52).reinterpretAsDoubles());
+        FloatVector low = (FloatVector) e.convertShape(VectorOperators.D2F, FS, 0);
+
+        // The high half, the same steps.
+        xd = (DoubleVector) a.convertShape(VectorOperators.F2D, DS, 1);
+        ix = xd.reinterpretAsLongs().add(SQRT_HALF_SHIFT_D);
+        k = ix.lanewise(VectorOperators.LSHR, 52).add(K_BIAS_D).reinterpretAsDoubles().sub(ROUND_D);
+        f = ix.and(MANTISSA_D).add(SQRT_HALF_BITS_D).reinterpretAsDoubles().sub(ONE_D);
+        s = f.div(f.add(TWO_D));
+        z = s.mul(s);
+        p = z.fma(L8, L7).fma(z, L6).fma(z, L5).fma(z, L4).fma(z, L3).fma(z, L2).fma(z, L1).fma(z, L0);
+        w = s.fma(p, k).mul((DoubleVector) yz.convertShape(VectorOperators.F2D, DS, 1)).max(W_LOW).min(W_HIGH);
+        t = w.add(ROUND_BIASED_D);
+        r = w.sub(t.sub(ROUND_BIASED_D));
+        e = r.fma(E11, E10).fma(r, E9).fma(r, E8).fma(r, E7).fma(r, E6).fma(r, E5).fma(r, E4).fma(r, E3).fma(r, E2)
+                .fma(r, E1).fma(r, E0).mul(t.reinterpretAsLongs().lanewise(VectorOperators.LSHL, 52).reinterpretAsDoubles());
+        FloatVector high = (FloatVector) e.convertShape(VectorOperators.D2F, FS, -1);
+
+        // The halves' other lanes are +0, and the magnitudes are never -0: the sum is the two halves exactly.
+        return low.add(high).mul(sign);
+    }
+
+    /**
+     * 1, -1 where the result takes x's sign (x's sign bit set, -0 included, and y an odd integer), NaN where x is
+     * negative and y not an integer.
+     */
+    private static FloatVector signOf(FloatVector x, FloatVector y) {
+        FloatVector capped = y.abs().min(INT_CAP_F);
+        IntVector yi = (IntVector) capped.convert(VectorOperators.F2I, 0);
+        VectorMask<Float> integer = yi.convert(VectorOperators.I2F, 0).compare(VectorOperators.EQ, capped);
+        VectorMask<Float> odd = yi.and(1).compare(VectorOperators.NE, 0).cast(FS).and(integer);
+        VectorMask<Float> negative = x.reinterpretAsInts().compare(VectorOperators.LT, 0).cast(FS);
+        return ONE_F.blend(MINUS_ONE_F, negative.and(odd)).blend(NAN_F, x.compare(VectorOperators.LT, 0f).andNot(integer));
+    }
+
+    /** {@link StrictMath#pow} lane by lane, in double, rounded to float. */
+    private static FloatVector strictPow(FloatVector x, FloatVector y) {
         float[] xs = x.toArray(), ys = y.toArray();
         for (int i = 0; i < xs.length; i++) xs[i] = (float) StrictMath.pow(xs[i], ys[i]);
         return FloatVector.fromArray(FS, xs, 0);
