@@ -10,6 +10,7 @@ public final class BenchMain {
     public static void main(String[] args) {
         String what = args.length > 0 ? args[0] : "--help";
         boolean quick = Arrays.asList(args).contains("--quick");
+        Timing.balanceReport = Arrays.asList(args).contains("--balance");
         switch (what) {
             case "peak" -> print(PeakBench.run(quick));
             case "core" -> print(CoreBench.run(quick));
@@ -135,7 +136,15 @@ public final class BenchMain {
                                  --graphs: only that second table
                     Prints 'name value' lines; scripts/bench runs PyTorch side by side and writes a table.
                     --profile (cnn, training, examples): afterwards, each kernel's host time in a ResNet-20 step (cnn), in an
-                              MLP step in f32 and with bf16 autocast (training), or in each program's step (examples), to stderr.""");
+                              MLP step in f32 and with bf16 autocast (training), or in each program's step (examples), to stderr.
+                    --balance (with --profile): also how each kernel's CPU work split over the intra-op threads, per step
+                              (thread CPU time): all threads' ms; the kernel's ms had each thread its own core (its serial
+                              part, then its chunks as the threads take them) and that less an even split (what the split
+                              keeps from the other threads, whatever the load: the list's order); the caller's serial ms
+                              (outside parallel chunks; of it, regions of one chunk); as the threads ran, the busiest one's
+                              share, the caller's ms spinning for the others' chunks, the workers' ms. Run with
+                              JTORCH_NUM_THREADS=2 (or more); the pool reads the threads' CPU clocks around each chunk then, so
+                              kernel times grow a little.""");
             default -> {
                 System.err.println("jtorch bench: unknown suite '" + what + "'");
                 System.exit(2);

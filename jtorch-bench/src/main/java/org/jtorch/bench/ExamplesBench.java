@@ -90,6 +90,7 @@ final class ExamplesBench {
                     "--program", p.name(), "--launched-at", Long.toString(epochMicros())));
             if (quick) cmd.add("--quick");
             if (profile) cmd.add("--profile");
+            if (Timing.balanceReport) cmd.add("--balance");
             if (cpuTime) cmd.add("--cputime");
             try {
                 System.out.flush();

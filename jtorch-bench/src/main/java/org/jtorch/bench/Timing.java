@@ -43,6 +43,15 @@ final class Timing {
         }) / inner;
     }
 
+    /**
+     * {@code --balance}: the kernel profiles also list how each kernel's CPU work split over the intra-op threads
+     * ({@code KernelProfiler.balanceTable}).
+     */
+    static volatile boolean balanceReport;
+
+    /** Kernels the balance report lists: those with the most CPU time above an even split. */
+    private static final int BALANCE_ROWS = 40;
+
     /** Profiled steps run before the recorded ones (see {@link #kernelProfile(int, int, Runnable, boolean)}). */
     private static final int PROFILED_WARMUP_STEPS = 5;
 
@@ -61,7 +70,7 @@ final class Timing {
      */
     static String kernelProfile(int warmup, int steps, Runnable step, boolean threadCpuTime) {
         for (int i = 0; i < warmup; i++) step.run();
-        org.jtorch.backend.KernelProfiler.start(threadCpuTime);
+        org.jtorch.backend.KernelProfiler.start(threadCpuTime, balanceReport);
         try {
             for (int i = 0; i < PROFILED_WARMUP_STEPS; i++) step.run();
             org.jtorch.backend.KernelProfiler.reset();
@@ -69,6 +78,13 @@ final class Timing {
         } finally {
             org.jtorch.backend.KernelProfiler.stop();
         }
-        return org.jtorch.backend.KernelProfiler.table(steps);
+        String table = org.jtorch.backend.KernelProfiler.table(steps);
+        if (!balanceReport) return table;
+        int threads = org.jtorch.backend.cpu.Parallel.numThreads();
+        return table + "how the kernels' CPU work split over " + threads + " intra-op threads (thread CPU time, ms per step;"
+                + " best: the kernel's time had each thread its own core, its serial part then its chunks as the threads take"
+                + " them; uneven: best less an even split of the work; serial: the caller's ms outside parallel chunks, of which"
+                + " 1-chunk in regions of one chunk; as the threads ran at this load, max%: the busiest thread's share, wait:"
+                + " the caller spinning for the others' chunks, workers: the pool threads' chunks):\n" + org.jtorch.backend.KernelProfiler.balanceTable(steps, threads, BALANCE_ROWS);
     }
 }

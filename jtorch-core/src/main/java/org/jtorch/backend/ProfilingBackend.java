@@ -63,30 +63,30 @@ final class ProfilingBackend implements Backend {
 
     @Override
     public void copy(StridedView src, StridedView dst) {
-        long t0 = System.nanoTime();
+        long t0 = KernelProfiler.begin();
         b.copy(src, dst);
-        KernelProfiler.record("copy", new Object[] {dst}, System.nanoTime() - t0);
+        KernelProfiler.end("copy", new Object[] {dst}, t0);
     }
 
     @Override
     public void copy(StridedView src, StridedView dst, boolean nonBlocking) {
-        long t0 = System.nanoTime();
+        long t0 = KernelProfiler.begin();
         b.copy(src, dst, nonBlocking);
-        KernelProfiler.record("copy", new Object[] {dst}, System.nanoTime() - t0);
+        KernelProfiler.end("copy", new Object[] {dst}, t0);
     }
 
     @Override
     public void fill(StridedView dst, double value, long longValue) {
-        long t0 = System.nanoTime();
+        long t0 = KernelProfiler.begin();
         b.fill(dst, value, longValue);
-        KernelProfiler.record("fill", new Object[] {dst}, System.nanoTime() - t0);
+        KernelProfiler.end("fill", new Object[] {dst}, t0);
     }
 
     @Override
     public void where(StridedView cond, StridedView a, StridedView bt, StridedView out) {
-        long t0 = System.nanoTime();
+        long t0 = KernelProfiler.begin();
         b.where(cond, a, bt, out);
-        KernelProfiler.record("where", new Object[] {out}, System.nanoTime() - t0);
+        KernelProfiler.end("where", new Object[] {out}, t0);
     }
 
     @Override

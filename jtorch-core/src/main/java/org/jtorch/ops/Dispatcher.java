@@ -288,9 +288,9 @@ public final class Dispatcher {
         OpKernel.Multi k = KernelRegistry.kernels(op, device.type());
         double[] ks = op.isRandom() ? drawn(op, metas[0], views, scalars) : scalars;
         if (KernelProfiler.isActive()) {
-            long t0 = KernelProfiler.clock();
+            long t0 = KernelProfiler.begin();
             k.run(outViews, views, ks);
-            KernelProfiler.recordKernel(op.kernel(), outViews[0], KernelProfiler.clock() - t0);
+            KernelProfiler.end(op.kernel(), outViews[0], t0);
         } else {
             k.run(outViews, views, ks);
         }
@@ -595,9 +595,9 @@ public final class Dispatcher {
         Backends.hold(name, held);
         try {
             if (KernelProfiler.isActive()) {
-                long t0 = KernelProfiler.clock();
+                long t0 = KernelProfiler.begin();
                 k.run(listViews, tensorViews, scalars);
-                KernelProfiler.recordKernel(op.kernel(), held.length > 0 ? held[0] : null, KernelProfiler.clock() - t0);
+                KernelProfiler.end(op.kernel(), held.length > 0 ? held[0] : null, t0);
             } else {
                 k.run(listViews, tensorViews, scalars);
             }
@@ -664,9 +664,9 @@ public final class Dispatcher {
         Backends.of(op.pyName(), device);
         OpKernel k = KernelRegistry.kernel(op, device.type());
         if (KernelProfiler.isActive()) {
-            long t0 = KernelProfiler.clock();
+            long t0 = KernelProfiler.begin();
             k.run(out, views, scalars);
-            KernelProfiler.recordKernel(op.kernel(), out, KernelProfiler.clock() - t0);
+            KernelProfiler.end(op.kernel(), out, t0);
         } else {
             k.run(out, views, scalars);
         }
@@ -678,9 +678,9 @@ public final class Dispatcher {
         Backends.of(op.pyName(), device);
         OpKernel.WithCallback k = KernelRegistry.withCallback(op, device.type());
         if (KernelProfiler.isActive()) {
-            long t0 = KernelProfiler.clock();
+            long t0 = KernelProfiler.begin();
             k.run(out, views, scalars, callback);
-            KernelProfiler.recordKernel(op.kernel(), out, KernelProfiler.clock() - t0);
+            KernelProfiler.end(op.kernel(), out, t0);
         } else {
             k.run(out, views, scalars, callback);
         }
@@ -885,7 +885,7 @@ public final class Dispatcher {
         ReduceArgs args = new ReduceArgs(new int[] {d}, true);
         Tensor r = allocate(op.pyName(), x.shape(), x.dtype(), x.device());
         ReductionKernels kernels = Backends.of(x.device()).reductions();
-        long t0 = KernelProfiler.isActive() ? KernelProfiler.clock() : 0;
+        long t0 = KernelProfiler.isActive() ? KernelProfiler.begin() : 0;
         switch (op.kernel()) {
             case "softmax" -> kernels.softmax(view(x), view(r), d, false);
             case "log_softmax" -> kernels.softmax(view(x), view(r), d, true);
@@ -893,7 +893,7 @@ public final class Dispatcher {
             case "cumprod" -> kernels.scan(true, view(x), view(r), d);
             default -> throw new IllegalStateException(op.name() + ": no backend kernel along a dimension named " + op.kernel());
         }
-        if (KernelProfiler.isActive()) KernelProfiler.recordKernel(op.kernel(), view(r), KernelProfiler.clock() - t0);
+        if (KernelProfiler.isActive()) KernelProfiler.end(op.kernel(), view(r), t0);
         double[] scalars = {d};
         if (TRACING.get() != 0) traced(op, r, scalars, args, x);
         if (op.isDifferentiable() && Autograd.needsGrad(x)) {
@@ -912,9 +912,9 @@ public final class Dispatcher {
         try (Tensor k = r.asStrided(keep, Shapes.contiguousStrides(keep), r.storageOffset());
              Tensor out = k.broadcastTo(call.inputShape())) {
             if (KernelProfiler.isActive()) {
-                long t0 = KernelProfiler.clock();
+                long t0 = KernelProfiler.begin();
                 reductionKernel(op, kernels, view(x), view(out), p);
-                KernelProfiler.recordKernel(op.kernel(), view(r), KernelProfiler.clock() - t0);
+                KernelProfiler.end(op.kernel(), view(r), t0);
             } else {
                 reductionKernel(op, kernels, view(x), view(out), p);
             }
@@ -1002,9 +1002,9 @@ public final class Dispatcher {
             Backends.hold(op.pyName(), vo, va, vb);
             try {
                 if (KernelProfiler.isActive()) {
-                    long t0 = KernelProfiler.clock();
+                    long t0 = KernelProfiler.begin();
                     k.run(device.index(), compute, vo, va, vb, p0, p1);
-                    KernelProfiler.recordKernel(op.kernel(), vo, KernelProfiler.clock() - t0);
+                    KernelProfiler.end(op.kernel(), vo, t0);
                 } else {
                     k.run(device.index(), compute, vo, va, vb, p0, p1);
                 }

@@ -1,5 +1,8 @@
 package org.jtorch.backend.cpu;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
@@ -30,6 +33,9 @@ public final class Parallel {
     private static final class ThreadState {
         boolean inRegion;
         boolean serial;
+        /** While split accounting is on: this thread's regions' CPU nanoseconds, by where they went ({@link SplitCpu}). */
+        long chunkCpu, waitCpu, oneChunkCpu, spanCpu;
+        long[] workerCpu = new long[0];
 
         boolean runsInline() {
             return inRegion || serial;
@@ -40,6 +46,9 @@ public final class Parallel {
     private static final Object REGION_LOCK = new Object();
 
     private static volatile int numThreads = defaultThreads();
+    private static final ThreadMXBean THREAD_CPU = ManagementFactory.getThreadMXBean();
+    /** Whether regions record where their CPU time went ({@link #setSplitAccounting}); read once a region. */
+    private static volatile boolean splitAccounting;
     private static Worker[] workers = new Worker[0];
 
     /**
@@ -54,13 +63,20 @@ public final class Parallel {
         final AtomicInteger nextChunk = new AtomicInteger();
         final AtomicInteger pendingChunks;
         volatile Throwable error;
+        /** With split accounting on: each pool worker's CPU nanoseconds in this job's chunks (slot = worker index). */
+        final long[] workerCpu;
+        /** With split accounting on: each chunk's CPU nanoseconds, whichever thread ran it. */
+        final long[] chunkCpu;
 
-        Job(RangeBody body, long n, int chunks, Thread owner) {
+        Job(RangeBody body, long n, int chunks, Thread owner, boolean accounted) {
             this.body = body;
             this.n = n;
             this.chunks = chunks;
             this.owner = owner;
             this.pendingChunks = new AtomicInteger(chunks);
+            // Sized to every worker: one woken for an earlier job may take a chunk of this one.
+            this.workerCpu = accounted ? new long[workers.length] : null;
+            this.chunkCpu = accounted ? new long[chunks] : null;
         }
     }
 
@@ -129,7 +145,7 @@ public final class Parallel {
         long chunksWanted = Math.min(threads, Math.max(1, n / Math.max(1, grain)));
         ThreadState state = STATE.get();
         if (chunksWanted <= 1 || state.runsInline()) {
-            body.run(0, n);
+            runInline(n, body, state, threads);
             return;
         }
         synchronized (REGION_LOCK) {
@@ -152,7 +168,7 @@ public final class Parallel {
         ThreadState state = STATE.get();
         long pieces = Math.max(1, n / Math.max(1, grain));
         if (threads <= 1 || pieces <= 1 || state.runsInline()) {
-            body.run(0, n);
+            runInline(n, body, state, threads);
             return;
         }
         int chunks = (int) Math.min(pieces, (long) threads * CHUNKS_PER_THREAD);
@@ -177,23 +193,49 @@ public final class Parallel {
         forRange(chunks, 1, body);
     }
 
+    /**
+     * A region's body on the calling thread alone. With split accounting on, a top-level region that the pool could
+     * have shared (more than one thread) but that had one chunk counts as {@link SplitCpu#oneChunkCpu}.
+     */
+    private static void runInline(long n, RangeBody body, ThreadState state, int threads) {
+        if (!splitAccounting || threads <= 1 || state.runsInline()) {
+            body.run(0, n);
+            return;
+        }
+        long c0 = THREAD_CPU.getCurrentThreadCpuTime();
+        try {
+            body.run(0, n);
+        } finally {
+            state.oneChunkCpu += THREAD_CPU.getCurrentThreadCpuTime() - c0;
+        }
+    }
+
     private static void runJob(long n, int chunks, int helpers, RangeBody body, ThreadState state) {
-        Job job = new Job(body, n, chunks, Thread.currentThread());
+        boolean accounted = splitAccounting;
+        Job job = new Job(body, n, chunks, Thread.currentThread(), accounted);
         currentJob = job;
         for (int i = 0; i < helpers; i++) workers[i].wake();
         state.inRegion = true;
         try {
-            drainChunks(job);
+            long chunkCpu = drainChunks(job, -1);
+            if (accounted) state.chunkCpu += chunkCpu;
         } finally {
             state.inRegion = false;
         }
         // Wait for the chunks other threads took; spin first, they are short.
+        long waitStart = accounted ? THREAD_CPU.getCurrentThreadCpuTime() : 0;
         long spins = 0;
         while (job.pendingChunks.get() > 0) {
             if (++spins < 20_000) Thread.onSpinWait();
             else LockSupport.parkNanos(10_000);
         }
         currentJob = null;
+        if (accounted) {
+            state.waitCpu += THREAD_CPU.getCurrentThreadCpuTime() - waitStart;
+            if (state.workerCpu.length < job.workerCpu.length) state.workerCpu = Arrays.copyOf(state.workerCpu, job.workerCpu.length);
+            for (int i = 0; i < job.workerCpu.length; i++) state.workerCpu[i] += job.workerCpu[i];
+            state.spanCpu += span(job.chunkCpu, Math.min(chunks, helpers + 1));
+        }
         Throwable err = job.error;
         if (err != null) {
             if (err instanceof RuntimeException re) throw re;
@@ -202,8 +244,14 @@ public final class Parallel {
         }
     }
 
-    /** Takes chunks of {@code job} until none are left. */
-    private static void drainChunks(Job job) {
+    /**
+     * Takes chunks of {@code job} until none are left, on pool worker {@code worker} (-1: the region's caller). Returns
+     * the CPU nanoseconds its chunks took when the job is accounted (a worker's go to its slot of the job first), else 0.
+     */
+    private static long drainChunks(Job job, int worker) {
+        boolean accounted = job.workerCpu != null;
+        // One clock reading a chunk: each chunk's time runs from the previous reading (the clock costs about 0.6 µs).
+        long before = accounted ? THREAD_CPU.getCurrentThreadCpuTime() : 0, first = before;
         int c;
         while ((c = job.nextChunk.getAndIncrement()) < job.chunks) {
             long begin = job.n * c / job.chunks;
@@ -213,11 +261,76 @@ public final class Parallel {
             } catch (Throwable t) {
                 if (job.error == null) job.error = t;
             } finally {
+                if (accounted) {
+                    long after = THREAD_CPU.getCurrentThreadCpuTime();
+                    job.chunkCpu[c] = after - before;
+                    // Written before the count below drops: the caller reads the slot once the count is zero.
+                    if (worker >= 0) job.workerCpu[worker] += after - before;
+                    before = after;
+                }
                 if (job.pendingChunks.decrementAndGet() == 0 && job.owner != Thread.currentThread()) {
                     LockSupport.unpark(job.owner);
                 }
             }
         }
+        return before - first;
+    }
+
+    /**
+     * How long {@code threads} threads that each take the next chunk as they finish their last (as the pool's do) would take
+     * over chunks of these CPU times, had each its own core: the region's time if the load let every thread run.
+     */
+    static long span(long[] chunkCpu, int threads) {
+        long[] busyUntil = new long[threads];
+        for (long c : chunkCpu) {
+            int first = 0;
+            for (int t = 1; t < threads; t++) if (busyUntil[t] < busyUntil[first]) first = t;
+            busyUntil[first] += c;
+        }
+        long span = 0;
+        for (long b : busyUntil) span = Math.max(span, b);
+        return span;
+    }
+
+    /**
+     * Switches split accounting on or off for every thread's later regions: each region's caller then adds up the CPU
+     * time of its chunks, of waiting for the other threads' chunks, of the pool workers' chunks, and of regions that ran
+     * as one chunk ({@link #splitCpu}). The kernel profiler's balance report ({@code KernelProfiler.start(cpu, true)}); off,
+     * a region pays one volatile read for it.
+     */
+    public static void setSplitAccounting(boolean on) {
+        splitAccounting = on;
+    }
+
+    /**
+     * Where the calling thread's regions' CPU time went while split accounting was on, as running totals (take the
+     * difference of two readings): in the chunks it ran itself ({@code chunkCpu}), waiting for the chunks other threads
+     * took ({@code waitCpu}), in regions that had one chunk though the pool had more threads ({@code oneChunkCpu}), and in
+     * the chunks each pool worker took ({@code workerCpu[i]}, worker i), and the sum over its regions of the time their
+     * chunks would take on the region's threads had each its own core ({@code spanCpu}: the chunks' CPU times placed as
+     * the threads take them; unlike the workers' part, the machine's load hardly changes it). Nanoseconds of thread CPU time.
+     */
+    public record SplitCpu(long chunkCpu, long waitCpu, long oneChunkCpu, long spanCpu, long[] workerCpu) {
+        /** This reading less an earlier one. */
+        public SplitCpu minus(SplitCpu earlier) {
+            long[] w = Arrays.copyOf(workerCpu, workerCpu.length);
+            for (int i = 0; i < Math.min(w.length, earlier.workerCpu.length); i++) w[i] -= earlier.workerCpu[i];
+            return new SplitCpu(chunkCpu - earlier.chunkCpu, waitCpu - earlier.waitCpu, oneChunkCpu - earlier.oneChunkCpu,
+                    spanCpu - earlier.spanCpu, w);
+        }
+
+        /** The pool workers' CPU nanoseconds together. */
+        public long workersCpu() {
+            long sum = 0;
+            for (long w : workerCpu) sum += w;
+            return sum;
+        }
+    }
+
+    /** The calling thread's {@link SplitCpu} totals so far. */
+    public static SplitCpu splitCpu() {
+        ThreadState s = STATE.get();
+        return new SplitCpu(s.chunkCpu, s.waitCpu, s.oneChunkCpu, s.spanCpu, s.workerCpu.clone());
     }
 
     private static void ensureWorkers(int count) {
@@ -233,9 +346,11 @@ public final class Parallel {
 
     private static final class Worker implements Runnable {
         final Thread thread;
+        final int index;
         private final AtomicInteger signals = new AtomicInteger();
 
         Worker(int index) {
+            this.index = index;
             thread = new Thread(this, "jtorch-intraop-" + index);
             thread.setDaemon(true);
         }
@@ -256,7 +371,7 @@ public final class Parallel {
                 }
                 signals.decrementAndGet();
                 Job job = currentJob;
-                if (job != null) drainChunks(job);
+                if (job != null) drainChunks(job, index);
             }
         }
     }

@@ -129,4 +129,55 @@ class ConvThreadSplitsTest {
             }
         }
     }
+
+    /**
+     * {@link ConvF32#sumPartials}: each weight element is the chunks' partial sums added in chunk order, on whichever
+     * thread takes its output channel: bit for bit a scalar loop's sums at 1, 2 and 3 threads, on the 16-tap block path
+     * (4x4 kernels, 16-channel groups) and the general one (3x3), odd output-channel counts leaving a short last chunk.
+     * ResNet-20's 64 -> 64 3x3 layer (16 chunks) must split: its region ran as one chunk when the grain counted one
+     * chunk's row only.
+     */
+    @Test
+    void partialSumsSplitAndKeepTheirOrder() {
+        // {cout, cinG, kk, chunks}
+        int[][] shapes = {{64, 64, 9, 16}, {37, 16, 9, 5}, {64, 32, 16, 16}, {33, 16, 16, 3}, {5, 3, 9, 2}};
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(41);
+        for (int[] s : shapes) {
+            int cout = s[0], cinG = s[1], kk = s[2], kg = cinG * kk;
+            float[][] partial = new float[s[3]][cout * kg];
+            for (float[] p : partial) for (int e = 0; e < p.length; e++) p[e] = (float) ((rnd.nextDouble() - 0.5) * Math.pow(10, rnd.nextInt(5) - 2));
+            float[] expected = new float[cout * kg];
+            for (int co = 0; co < cout; co++) {
+                for (int ci = 0; ci < cinG; ci++) {
+                    for (int t = 0; t < kk; t++) {
+                        float v = partial[0][co * kg + t * cinG + ci];
+                        for (int c = 1; c < partial.length; c++) v += partial[c][co * kg + t * cinG + ci];
+                        expected[(co * cinG + ci) * kk + t] = v;
+                    }
+                }
+            }
+            for (int threads : new int[] {1, 2, 3}) {
+                Parallel.setNumThreads(threads);
+                try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+                    java.lang.foreign.MemorySegment gw = arena.allocate((long) (cout * kg + 3) * Float.BYTES, 64);
+                    ConvF32.sumPartials(partial, cout, cinG, kk, gw, 3);
+                    float[] got = gw.asSlice(3L * Float.BYTES).toArray(java.lang.foreign.ValueLayout.JAVA_FLOAT);
+                    assertSameBits(expected, got, new long[][] {{cout, cinG, kk, s[3]}, {}}, threads, 2);
+                }
+            }
+        }
+        // The split itself: at two threads ResNet-20's shape runs no region as one chunk.
+        Parallel.setNumThreads(2);
+        float[][] partial = new float[16][64 * 576];
+        Parallel.setSplitAccounting(true);
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            Parallel.SplitCpu before = Parallel.splitCpu();
+            ConvF32.sumPartials(partial, 64, 64, 9, arena.allocate(64 * 576 * Float.BYTES, 64), 0);
+            Parallel.SplitCpu used = Parallel.splitCpu().minus(before);
+            assertEquals(0, used.oneChunkCpu(), "one-chunk CPU ns: " + used);
+            assertTrue(used.chunkCpu() + used.workersCpu() > 0, used.toString());
+        } finally {
+            Parallel.setSplitAccounting(false);
+        }
+    }
 }

@@ -612,4 +612,36 @@ class GemmTest {
         assertThrows(IllegalArgumentException.class,
                 () -> Gemm.sgemm(false, false, -1, 1, 1, 1f, s, 0, 1, s, 0, 1, 0f, s, 0, 1));
     }
+
+    /**
+     * The packed product's threads split C by rows or by columns ({@link Gemm#splitsColumns}), at tile boundaries: each
+     * element is summed in the same order either way, so two and three threads give the one-thread bits. The word LM's
+     * 200 x 200 weight gradient (k 700) now splits rows; odd sizes leave a short last tile and chunk, beta 1 adds to C.
+     */
+    @Test
+    void packedSplitsGiveTheOneThreadBits() {
+        assertTrue(!Gemm.splitsColumns(200, 200, 25, 7, 2), "200 x 200: 13 and 12 row tiles, not 4 and 3 column tiles");
+        assertTrue(Gemm.splitsColumns(128, 512, 16, 16, 2), "a short wide C still splits its columns (A packed twice is small)");
+        assertTrue(!Gemm.splitsColumns(700, 200, 88, 7, 2), "a tall C splits its rows");
+        assertTrue(!Gemm.splitsColumns(200, 20, 25, 1, 2), "one column tile: rows");
+        assertTrue(Gemm.splitsColumns(4, 200, 1, 7, 2), "one row tile: columns");
+        SplittableRandom rnd = new SplittableRandom(21);
+        for (int[] s : new int[][] {{200, 200, 700, 0}, {203, 197, 61, 1}, {200, 200, 70, 1}, {130, 515, 40, 0}, {517, 90, 33, 0}}) {
+            int m = s[0], n = s[1], k = s[2];
+            float beta = s[3];
+            View a = randomMatrix(m, k, 1, rnd, false), b = randomMatrix(k, n, 0, rnd, false);
+            float[] start = new float[m * n];
+            for (int e = 0; e < start.length; e++) start[e] = (float) (rnd.nextDouble() - 0.5);
+            float[] one = null;
+            for (int threads : new int[] {1, 2, 3}) {
+                Parallel.setNumThreads(threads);
+                MemorySegment c = arena.allocate((long) m * n * 4);
+                MemorySegment.copy(start, 0, c, F, 0, start.length);
+                Gemm.sgemm(m, n, k, 1f, a.seg, a.offset, a.rowStride, a.colStride, b.seg, b.offset, b.rowStride, b.colStride, beta, c, 0, n);
+                float[] got = c.toArray(F);
+                if (one == null) one = got;
+                else assertArrayEquals(one, got, "m=" + m + " n=" + n + " k=" + k + " at " + threads + " threads");
+            }
+        }
+    }
 }
