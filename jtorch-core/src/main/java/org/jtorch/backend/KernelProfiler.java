@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import org.jtorch.backend.cpu.Parallel;
 import org.jtorch.op.StridedView;
 
 /**
@@ -21,7 +20,7 @@ import org.jtorch.op.StridedView;
  * On CUDA the times are those of enqueueing: kernels run asynchronously.
  *
  * <p>With the balance report on ({@link #start(boolean, boolean)}) each kernel call also records how its CPU work split
- * over the intra-op pool's threads ({@link Parallel#splitCpu}): the calling thread's CPU time, the part of it outside
+ * over the intra-op pool's threads ({@link SplitCpu#current}): the calling thread's CPU time, the part of it outside
  * the parallel chunks (serial), the pool workers' chunks, and the largest thread's part; {@link #balanceTable} lists
  * the kernels by the CPU time a perfect split would have taken off the largest thread.
  */
@@ -54,7 +53,7 @@ public final class KernelProfiler {
     }
 
     /** A kernel call in progress under the balance report: its start on the profiler's clock and the CPU counters then. */
-    private record Frame(long t0, long callerCpu, Parallel.SplitCpu split) {}
+    private record Frame(long t0, long callerCpu, SplitCpu split) {}
 
     /**
      * How one kernel's CPU work split over the intra-op threads, in ms summed over its calls (thread CPU time): the calling
@@ -62,7 +61,7 @@ public final class KernelProfiler {
      * ({@code serialMs}, of which {@code oneChunkMs} in regions that had one chunk though the pool had more threads), the
      * caller's spinning for the other threads' chunks ({@code waitMs}), the pool workers' chunks ({@code workersMs}), the
      * sum over calls of the busiest thread's CPU ({@code largestThreadMs}: as the machine's load let the threads run), and
-     * the time of the parallel regions' chunks had each thread its own core ({@code spanMs}, {@link Parallel.SplitCpu#spanCpu}).
+     * the time of the parallel regions' chunks had each thread its own core ({@code spanMs}, {@link SplitCpu#spanCpu}).
      */
     public record Balance(String kernel, long calls, double callerMs, double serialMs, double oneChunkMs, double waitMs,
                           double workersMs, double largestThreadMs, double spanMs) {
@@ -110,7 +109,7 @@ public final class KernelProfiler {
     public static void start(boolean threadCpuTime, boolean balance) {
         KernelProfiler.threadCpuTime = threadCpuTime;
         KernelProfiler.balance = balance;
-        Parallel.setSplitAccounting(balance);
+        SplitCpu.setAccounting(balance);
         active = true;
     }
 
@@ -123,7 +122,7 @@ public final class KernelProfiler {
     public static void stop() {
         active = false;
         balance = false;
-        Parallel.setSplitAccounting(false);
+        SplitCpu.setAccounting(false);
     }
 
     /**
@@ -133,7 +132,7 @@ public final class KernelProfiler {
     public static long begin() {
         if (!balance) return clock();
         // The counters first and the clock last, so the profiler's own work falls outside the call.
-        Parallel.SplitCpu split = Parallel.splitCpu();
+        SplitCpu split = SplitCpu.current();
         long callerCpu = THREADS.getCurrentThreadCpuTime();
         long t0 = clock();
         OPEN.get().push(new Frame(t0, callerCpu, split));
@@ -152,7 +151,7 @@ public final class KernelProfiler {
             return;
         }
         long callerCpu = THREADS.getCurrentThreadCpuTime();
-        Parallel.SplitCpu split = Parallel.splitCpu();
+        SplitCpu split = SplitCpu.current();
         Totals t = record(kernel, args, nanos);
         ArrayDeque<Frame> open = OPEN.get();
         // Frames above this call's are of calls that threw before recording: drop them.
@@ -161,7 +160,7 @@ public final class KernelProfiler {
             f = open.poll();
         } while (f != null && f.t0() != t0);
         if (f == null) return;
-        Parallel.SplitCpu d = split.minus(f.split());
+        SplitCpu d = split.minus(f.split());
         long caller = callerCpu - f.callerCpu();
         long callerBusy = caller - d.waitCpu();
         long largest = callerBusy;

@@ -5,6 +5,7 @@ import java.lang.management.ThreadMXBean;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import org.jtorch.backend.SplitCpu;
 
 /**
  * Intra-op parallelism over a fixed pool of worker threads, like ATen's {@code parallel_for}.
@@ -49,6 +50,21 @@ public final class Parallel {
     private static final ThreadMXBean THREAD_CPU = ManagementFactory.getThreadMXBean();
     /** Whether regions record where their CPU time went ({@link #setSplitAccounting}); read once a region. */
     private static volatile boolean splitAccounting;
+
+    static {
+        // The kernel profiler (backend) reaches this pool's accounting through SplitCpu's hook, naming no CPU class.
+        SplitCpu.install(new SplitCpu.Source() {
+            @Override
+            public void setAccounting(boolean on) {
+                splitAccounting = on;
+            }
+
+            @Override
+            public SplitCpu current() {
+                return splitCpu();
+            }
+        });
+    }
     private static Worker[] workers = new Worker[0];
 
     /**
@@ -300,31 +316,6 @@ public final class Parallel {
      */
     public static void setSplitAccounting(boolean on) {
         splitAccounting = on;
-    }
-
-    /**
-     * Where the calling thread's regions' CPU time went while split accounting was on, as running totals (take the
-     * difference of two readings): in the chunks it ran itself ({@code chunkCpu}), waiting for the chunks other threads
-     * took ({@code waitCpu}), in regions that had one chunk though the pool had more threads ({@code oneChunkCpu}), and in
-     * the chunks each pool worker took ({@code workerCpu[i]}, worker i), and the sum over its regions of the time their
-     * chunks would take on the region's threads had each its own core ({@code spanCpu}: the chunks' CPU times placed as
-     * the threads take them; unlike the workers' part, the machine's load hardly changes it). Nanoseconds of thread CPU time.
-     */
-    public record SplitCpu(long chunkCpu, long waitCpu, long oneChunkCpu, long spanCpu, long[] workerCpu) {
-        /** This reading less an earlier one. */
-        public SplitCpu minus(SplitCpu earlier) {
-            long[] w = Arrays.copyOf(workerCpu, workerCpu.length);
-            for (int i = 0; i < Math.min(w.length, earlier.workerCpu.length); i++) w[i] -= earlier.workerCpu[i];
-            return new SplitCpu(chunkCpu - earlier.chunkCpu, waitCpu - earlier.waitCpu, oneChunkCpu - earlier.oneChunkCpu,
-                    spanCpu - earlier.spanCpu, w);
-        }
-
-        /** The pool workers' CPU nanoseconds together. */
-        public long workersCpu() {
-            long sum = 0;
-            for (long w : workerCpu) sum += w;
-            return sum;
-        }
     }
 
     /** The calling thread's {@link SplitCpu} totals so far. */

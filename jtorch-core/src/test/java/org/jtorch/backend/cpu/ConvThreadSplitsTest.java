@@ -171,9 +171,9 @@ class ConvThreadSplitsTest {
         float[][] partial = new float[16][64 * 576];
         Parallel.setSplitAccounting(true);
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
-            Parallel.SplitCpu before = Parallel.splitCpu();
+            org.jtorch.backend.SplitCpu before = Parallel.splitCpu();
             ConvF32.sumPartials(partial, 64, 64, 9, arena.allocate(64 * 576 * Float.BYTES, 64), 0);
-            Parallel.SplitCpu used = Parallel.splitCpu().minus(before);
+            org.jtorch.backend.SplitCpu used = Parallel.splitCpu().minus(before);
             assertEquals(0, used.oneChunkCpu(), "one-chunk CPU ns: " + used);
             assertTrue(used.chunkCpu() + used.workersCpu() > 0, used.toString());
         } finally {
