@@ -64,10 +64,10 @@ public final class SyncBatchNormStep {
         Torch.manualSeed(5);
         Tensor global = Torch.randn(rows, 4, 3, 3).mul(1.5).add(offset);
         Tensor upstream = Torch.randn(rows, 4, 3, 3);
-        Tensor ref = global.to(org.jtorch.DType.FLOAT64).detach().requiresGrad_(true);
-        Tensor refVar = Torch.ones(new long[] {4}, org.jtorch.DType.FLOAT64, org.jtorch.Device.cpu());
+        Tensor ref = global.to(org.jtorch.types.DType.FLOAT64).detach().requiresGrad_(true);
+        Tensor refVar = Torch.ones(new long[] {4}, org.jtorch.types.DType.FLOAT64, org.jtorch.types.Device.cpu());
         Tensor refOut = org.jtorch.nn.F.batchNorm(ref, null, refVar, null, null, true, 0.1, 1e-5);
-        refOut.mul(upstream.to(org.jtorch.DType.FLOAT64)).sum().backward();
+        refOut.mul(upstream.to(org.jtorch.types.DType.FLOAT64)).sum().backward();
         Tensor x = global.narrow(0, from, n).detach().requiresGrad_(true);
         Tensor runVar = Torch.ones(4);
         Tensor out = SyncBatchNorm.syncBatchNorm(x, null, runVar, null, null, 0.1, 1e-5, pg);

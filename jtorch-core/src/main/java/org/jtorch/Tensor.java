@@ -17,7 +17,6 @@ import org.jtorch.memory.MemoryScope;
 import org.jtorch.memory.OutOfMemoryException;
 import org.jtorch.memory.Scoped;
 import org.jtorch.memory.Storage;
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Elementwise;
@@ -37,6 +36,10 @@ import org.jtorch.op.OpDef;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.ViewOps;
 import org.jtorch.ops.UnaryOp;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 
 /**
  * A strided n-dimensional array on one device, with PyTorch's semantics: views share storage,

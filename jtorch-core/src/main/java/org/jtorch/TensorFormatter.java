@@ -6,6 +6,7 @@ import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.List;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.DType;
 
 /**
  * Prints tensors as PyTorch's {@code repr} does (torch/_tensor_str.py, default print options):

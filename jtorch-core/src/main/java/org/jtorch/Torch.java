@@ -9,7 +9,6 @@ import java.util.List;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.cpu.Parallel;
 import org.jtorch.memory.MemoryStats;
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Einsum;
 import org.jtorch.ops.Elementwise;
@@ -19,6 +18,10 @@ import org.jtorch.ops.Linalg;
 import org.jtorch.ops.Reductions;
 import org.jtorch.ops.Sorting;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 
 /**
  * Static entry points, as the {@code torch} namespace: tensor factories, global settings (default

@@ -4,7 +4,7 @@ import java.util.List;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.Param;
 import org.jtorch.op.ReductionOps;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * The keywords of {@code torch.var} and {@code torch.std} for {@link Tensor#var(Variance)} and {@link Tensor#std(Variance)}:

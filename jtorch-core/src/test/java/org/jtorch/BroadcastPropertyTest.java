@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Random;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -26,6 +26,9 @@ import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -38,7 +41,7 @@ import org.junit.jupiter.api.Test;
  */
 class NullArgumentsTest {
     /** The packages of the public API. */
-    private static final List<String> PACKAGES = List.of("org.jtorch", "org.jtorch.nn", "org.jtorch.nn.utils", "org.jtorch.optim",
+    private static final List<String> PACKAGES = List.of("org.jtorch", "org.jtorch.types", "org.jtorch.nn", "org.jtorch.nn.utils", "org.jtorch.optim",
             "org.jtorch.optim.lr", "org.jtorch.data", "org.jtorch.io", "org.jtorch.amp", "org.jtorch.autograd", "org.jtorch.memory");
 
     /** Public for jtorch's own packages (plumbing between the front end, autograd and backends), not user API. */

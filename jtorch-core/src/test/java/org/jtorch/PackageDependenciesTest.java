@@ -123,8 +123,8 @@ class PackageDependenciesTest {
      * Classes counted in the package {@code scripts/dev/move-value-types} moves them to: the value types every layer
      * names. After the script has run these are the classes' own packages and the map changes nothing.
      */
-    static final Map<String, String> VALUE_TYPES = Map.of("org.jtorch.DType", "org.jtorch.types", "org.jtorch.Device",
-            "org.jtorch.types", "org.jtorch.Generator", "org.jtorch.types", "org.jtorch.ops.Arguments", "org.jtorch.types");
+    static final Map<String, String> VALUE_TYPES = Map.of("org.jtorch.types.DType", "org.jtorch.types", "org.jtorch.types.Device",
+            "org.jtorch.types", "org.jtorch.types.Generator", "org.jtorch.types", "org.jtorch.types.Arguments", "org.jtorch.types");
 
     private static final Pattern JDEPS_EDGE = Pattern.compile("^\\s+(org\\.jtorch\\.\\S+)\\s+->\\s+(org\\.jtorch\\.\\S+)", Pattern.MULTILINE);
 

@@ -2,8 +2,6 @@ package org.jtorch.bench;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.amp.Autocast;
@@ -12,6 +10,8 @@ import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.nn.Module;
 import org.jtorch.optim.SGD;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 import org.jtorch.vision.models.Models;
 
 /**

@@ -2,11 +2,11 @@ package org.jtorch.bench;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.nn.F;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Convolution measurements (float32, NCHW): the issue's 128x64x32x32 3x3 pad-1 convolution forward and

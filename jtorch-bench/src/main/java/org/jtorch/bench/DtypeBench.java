@@ -4,13 +4,13 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.LSTM;
 import org.jtorch.nn.LSTMCell;
 import org.jtorch.optim.LBFGS;
+import org.jtorch.types.DType;
 
 /**
  * float64 against float32, op by op: for each op the time in each dtype and {@code NAME_f64_vs_half_f32}, the

@@ -4,7 +4,6 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -22,6 +21,7 @@ import org.jtorch.nn.Module;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
 import org.jtorch.optim.SGD;
+import org.jtorch.types.Device;
 import org.jtorch.vision.models.CifarResNet;
 
 /**

@@ -2,10 +2,10 @@ package org.jtorch.bench;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.types.DType;
 
 /**
  * The generated kernels' integer and float64 rows and the integer casts: {@code add} and {@code mul} of two 1M-element

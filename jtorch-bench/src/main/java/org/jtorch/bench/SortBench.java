@@ -3,10 +3,10 @@ package org.jtorch.bench;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Supplier;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.types.Generator;
 
 /**
  * Sorting and sampling on the CPU, the same cases as {@code python/bench_sort.py}: sort along either dim of a
@@ -20,9 +20,9 @@ final class SortBench {
         Map<String, Double> r = new LinkedHashMap<>();
         int reps = quick ? 3 : 10;
         Generator g = new Generator(0);
-        try (Tensor x = Torch.randn(new long[] {1024, 1024}, org.jtorch.DType.FLOAT32, org.jtorch.Device.cpu(), g);
-             Tensor v = Torch.randn(new long[] {1 << 20}, org.jtorch.DType.FLOAT32, org.jtorch.Device.cpu(), g);
-             Tensor ints = Torch.randint(0, 1000, new long[] {1 << 20}, org.jtorch.DType.INT64, org.jtorch.Device.cpu(), g);
+        try (Tensor x = Torch.randn(new long[] {1024, 1024}, org.jtorch.types.DType.FLOAT32, org.jtorch.types.Device.cpu(), g);
+             Tensor v = Torch.randn(new long[] {1 << 20}, org.jtorch.types.DType.FLOAT32, org.jtorch.types.Device.cpu(), g);
+             Tensor ints = Torch.randint(0, 1000, new long[] {1 << 20}, org.jtorch.types.DType.INT64, org.jtorch.types.Device.cpu(), g);
              Tensor raw = Torch.randn(1000); Tensor q = Torch.randn(10000); Tensor probs = Torch.rand(1000);
              Tensor bounds = raw.sort(0).values()) {
             r.put("sort_1024x1024_dim1_ms", ms(reps, () -> x.sort(1)));

@@ -1,13 +1,13 @@
 package org.jtorch.bench;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.nn.F;
 import org.jtorch.ops.Reductions.ValuesIndices;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 
 /**
  * The pooling ops of a ResNet training step, float32 NCHW, forward and backward, in milliseconds (median);

@@ -2,8 +2,6 @@ package org.jtorch.bench;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.amp.Autocast;
@@ -13,6 +11,8 @@ import org.jtorch.nn.Linear;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
 import org.jtorch.optim.SGD;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Training-step measurements matching {@code python/bench_training.py}: the MLP 784-512-512-10 step

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.jtorch.Device;
+import org.jtorch.types.Device;
 import org.junit.jupiter.api.Test;
 
 /**

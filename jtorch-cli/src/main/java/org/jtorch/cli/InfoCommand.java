@@ -9,9 +9,9 @@ import java.util.Set;
 import java.util.TreeSet;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
-import org.jtorch.Device;
 import org.jtorch.Torch;
 import org.jtorch.backend.Backends;
+import org.jtorch.types.Device;
 
 /** {@code jtorch info}: what this machine and runtime give jtorch. */
 final class InfoCommand {

@@ -12,7 +12,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import org.jtorch.Device;
 import org.jtorch.backend.Backend;
 import org.jtorch.backend.Backends;
 import org.jtorch.distributed.LaunchEnvironment;
@@ -23,6 +22,7 @@ import org.jtorch.cli.report.Table;
 import org.jtorch.cli.train.TrainConfig;
 import org.jtorch.cli.train.Trainer;
 import org.jtorch.memory.MemoryStats;
+import org.jtorch.types.Device;
 
 /** {@code jtorch train}: trains an image classifier and reports its learning curves. */
 final class TrainCommand {

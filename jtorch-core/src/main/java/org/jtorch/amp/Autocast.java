@@ -4,14 +4,14 @@ import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Grad;
 import org.jtorch.op.CastPolicy;
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.AutocastLayer;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Automatic mixed precision, as {@code torch.autocast}: inside a scope, the ops of

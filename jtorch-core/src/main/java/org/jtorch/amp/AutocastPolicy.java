@@ -3,10 +3,10 @@ package org.jtorch.amp;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.Map;
-import org.jtorch.Device;
 import org.jtorch.op.CastPolicy;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
+import org.jtorch.types.Device;
 
 /**
  * What autocast does to each op's floating-point inputs, per device type: the tables of PyTorch

@@ -5,17 +5,17 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.io.StateReader;
 import org.jtorch.op.OptimizerOps;
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Dynamic loss scaling, as PyTorch 1.13's {@code torch.cuda.amp.GradScaler}: multiply the loss by a

@@ -9,7 +9,7 @@ final class AccumulateGrad extends Node {
 
     AccumulateGrad(Tensor variable) {
         super("AccumulateGrad", new Edge[0], 1, g -> new Tensor[0], List.of(), new long[][] {variable.shape()},
-                new org.jtorch.DType[] {variable.dtype()}, new org.jtorch.Device[] {variable.device()});
+                new org.jtorch.types.DType[] {variable.dtype()}, new org.jtorch.types.Device[] {variable.device()});
         this.variable = variable;
     }
 }

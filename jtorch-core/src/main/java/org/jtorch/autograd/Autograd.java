@@ -2,7 +2,7 @@ package org.jtorch.autograd;
 
 import java.util.List;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * The autograd entry points: recording of ops (for op implementations), {@link #grad} and anomaly
@@ -82,8 +82,8 @@ public final class Autograd {
             edges[i] = t.gradFn() != null ? new Edge(t.gradFn(), t.outputNr()) : new Edge(t.gradAccumulator(), 0);
         }
         long[][] shapes = new long[outputs.length][];
-        org.jtorch.DType[] types = new org.jtorch.DType[outputs.length];
-        org.jtorch.Device[] devices = new org.jtorch.Device[outputs.length];
+        org.jtorch.types.DType[] types = new org.jtorch.types.DType[outputs.length];
+        org.jtorch.types.Device[] devices = new org.jtorch.types.Device[outputs.length];
         for (int i = 0; i < outputs.length; i++) {
             shapes[i] = outputs[i].shape();
             types[i] = outputs[i].dtype();

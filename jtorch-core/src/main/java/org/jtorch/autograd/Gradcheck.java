@@ -1,11 +1,11 @@
 package org.jtorch.autograd;
 
 import java.util.function.Function;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.ops.Arguments;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
 
 /**
  * Finite-difference check of backward formulas, as {@code torch.autograd.gradcheck}: compares the

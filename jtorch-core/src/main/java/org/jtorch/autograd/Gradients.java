@@ -1,8 +1,8 @@
 package org.jtorch.autograd;
 
 import java.util.Arrays;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
+import org.jtorch.types.DType;
 
 /** Helpers shared by backward formulas. */
 public final class Gradients {

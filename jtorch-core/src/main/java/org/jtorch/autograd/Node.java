@@ -41,8 +41,8 @@ public class Node {
     private final BackwardFunction function;
     private final List<SavedTensor> saved;
     private final long[][] outputShapes;
-    private final org.jtorch.DType[] outputTypes;
-    private final org.jtorch.Device[] outputDevices;
+    private final org.jtorch.types.DType[] outputTypes;
+    private final org.jtorch.types.Device[] outputDevices;
     final StackTraceElement[] creationTrace;
     /** Hooks on this node's outputs' gradients (tensor hooks of non-leaf tensors), by output index. */
     List<UnaryOperator<Tensor>>[] preHooks;
@@ -53,7 +53,7 @@ public class Node {
     private final boolean counted;
 
     Node(String name, Edge[] next, int numOutputs, BackwardFunction function, List<SavedTensor> saved,
-         long[][] outputShapes, org.jtorch.DType[] outputTypes, org.jtorch.Device[] outputDevices) {
+         long[][] outputShapes, org.jtorch.types.DType[] outputTypes, org.jtorch.types.Device[] outputDevices) {
         this.name = name;
         this.next = next;
         this.numOutputs = numOutputs;
@@ -131,11 +131,11 @@ public class Node {
         return outputShapes[i];
     }
 
-    org.jtorch.DType outputType(int i) {
+    org.jtorch.types.DType outputType(int i) {
         return outputTypes[i];
     }
 
-    org.jtorch.Device outputDevice(int i) {
+    org.jtorch.types.Device outputDevice(int i) {
         return outputDevices[i];
     }
 

@@ -1,9 +1,9 @@
 package org.jtorch.backend;
 
-import org.jtorch.Device;
 import org.jtorch.op.AttentionOps;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.Device;
 
 /**
  * The kernels of the declared fused attention ({@link AttentionOps#FLASH_ATTENTION} and its backward) for one backend,

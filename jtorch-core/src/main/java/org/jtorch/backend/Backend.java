@@ -1,9 +1,9 @@
 package org.jtorch.backend;
 
-import org.jtorch.Device;
 import org.jtorch.memory.Allocator;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.Device;
 
 /**
  * The kernels of one device type. The front end ({@code org.jtorch.ops}) validates arguments,

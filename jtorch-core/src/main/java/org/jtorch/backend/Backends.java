@@ -5,9 +5,9 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
-import org.jtorch.Device;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.Device;
 
 /**
  * Finds the backend for a device. Every backend is found with {@link ServiceLoader} through {@link BackendProvider}:

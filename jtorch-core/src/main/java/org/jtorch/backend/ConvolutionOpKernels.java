@@ -2,8 +2,6 @@ package org.jtorch.backend;
 
 import java.util.ArrayList;
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.Callback;
@@ -11,6 +9,8 @@ import org.jtorch.op.ConvolutionOps;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The kernels of the convolution primitives ({@link ConvolutionOps}) for one backend, from its

@@ -1,8 +1,8 @@
 package org.jtorch.backend;
 
-import org.jtorch.Device;
 import org.jtorch.op.CopyOps;
 import org.jtorch.op.KernelRegistry;
+import org.jtorch.types.Device;
 
 /** The kernels of {@link CopyOps} for one backend: its strided copy (which converts dtypes, and moves data to or from its devices) and its fill. */
 public final class CopyOpKernels {

@@ -1,6 +1,6 @@
 package org.jtorch.backend;
 
-import org.jtorch.Device;
+import org.jtorch.types.Device;
 
 /**
  * A backend's way to record device work once and replay it with one launch (CUDA graphs), for

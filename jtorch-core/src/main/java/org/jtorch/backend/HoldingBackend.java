@@ -1,12 +1,12 @@
 package org.jtorch.backend;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.memory.Allocator;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.ReduceOp;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * A backend whose every kernel call holds a reference on each operand's {@link Storage} until the kernel
@@ -788,7 +788,7 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
-        public org.jtorch.DType layerNormBlockType(org.jtorch.DType input, org.jtorch.DType statistics) {
+        public org.jtorch.types.DType layerNormBlockType(org.jtorch.types.DType input, org.jtorch.types.DType statistics) {
             return k.layerNormBlockType(input, statistics);
         }
 

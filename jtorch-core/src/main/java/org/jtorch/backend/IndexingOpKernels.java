@@ -1,13 +1,13 @@
 package org.jtorch.backend;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.op.IndexingOps;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The kernels of the declared indexing ops ({@link IndexingOps}) for one backend, from its {@link IndexKernels}: the

@@ -1,9 +1,9 @@
 package org.jtorch.backend;
 
-import org.jtorch.Device;
 import org.jtorch.op.JoiningOps;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.Device;
 
 /**
  * The kernels of {@code cat}, {@code stack} and {@code constant_pad_nd} ({@link JoiningOps}) for one backend: each input copied by the backend's

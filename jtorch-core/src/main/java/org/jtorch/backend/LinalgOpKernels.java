@@ -1,7 +1,5 @@
 package org.jtorch.backend;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.Callback;
 import org.jtorch.op.KernelRegistry;
@@ -9,6 +7,8 @@ import org.jtorch.op.LinalgOps;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The kernels of the declared matrix products ({@link LinalgOps}) for one backend, from its batched GEMM

@@ -122,7 +122,7 @@ public interface NormalizationKernels {
      * dtype by default (the caller converts a float16 or bfloat16 block to float32 first, and the result back), or the
      * input's own where the kernels read and write 16-bit rows themselves, computing in float32 (CUDA's, as PyTorch's).
      */
-    default org.jtorch.DType layerNormBlockType(org.jtorch.DType input, org.jtorch.DType statistics) {
+    default org.jtorch.types.DType layerNormBlockType(org.jtorch.types.DType input, org.jtorch.types.DType statistics) {
         return statistics;
     }
 

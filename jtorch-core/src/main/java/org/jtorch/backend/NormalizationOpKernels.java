@@ -1,12 +1,12 @@
 package org.jtorch.backend;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.NormalizationOps;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The kernels of the declared batch norm ({@link NormalizationOps#NATIVE_BATCH_NORM}, its backward and its statistics) for one backend,

@@ -1,12 +1,12 @@
 package org.jtorch.backend;
 
 import java.util.function.BiConsumer;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.backend.SpatialKernels.Pool2d;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.PoolingOps;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The kernels of the declared poolings ({@link PoolingOps}: average, adaptive average, max with indices and their backwards) for one backend, from its {@link SpatialKernels},

@@ -1,9 +1,9 @@
 package org.jtorch.backend;
 
-import org.jtorch.Device;
 import org.jtorch.memory.Allocator;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.Device;
 
 /** A backend whose kernel calls are timed into {@link KernelProfiler}; everything else is the wrapped backend's. */
 final class ProfilingBackend implements Backend {

@@ -11,9 +11,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.memory.ScalarCells;
 import org.jtorch.memory.Storage;
@@ -24,6 +21,9 @@ import org.jtorch.op.Shapes;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.RandomOps;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 
 /**
  * The kernels of {@link RandomOps} for one backend, from its {@link RandomKernels} (Philox fills of contiguous memory)

@@ -1,7 +1,5 @@
 package org.jtorch.backend;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.LinalgOps;
 import org.jtorch.op.OpKernel;
@@ -9,6 +7,8 @@ import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.RecurrentOps;
 import org.jtorch.op.ReduceOp;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The kernels of the declared fused recurrent cells ({@link RecurrentOps}) for one backend, from its {@link RecurrentKernels}

@@ -1,10 +1,10 @@
 package org.jtorch.backend;
 
-import org.jtorch.Device;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.SelectingReductionOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.Device;
 
 /**
  * The kernels of the selecting reductions ({@link SelectingReductionOps}) for one backend, from its reduction kernel

@@ -1,9 +1,9 @@
 package org.jtorch.backend;
 
-import org.jtorch.Device;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.SortingOps;
+import org.jtorch.types.Device;
 
 /** The kernels of the sorting primitives ({@link SortingOps}) for one backend, from its {@link ReductionKernels}. */
 public final class SortingOpKernels {

@@ -3,11 +3,11 @@ package org.jtorch.backend;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongFunction;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.LossOps;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The kernels that refuse some values of their inputs, with the check inside the kernel: binary_cross_entropy's

@@ -3,7 +3,7 @@ package org.jtorch.data;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** Datasets one after another, as {@code torch.utils.data.ConcatDataset}. */
 public final class ConcatDataset<T> implements Dataset<T> {

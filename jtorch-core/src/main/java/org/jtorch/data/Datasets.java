@@ -3,8 +3,8 @@ package org.jtorch.data;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.Generator;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.Generator;
 
 /** Functions over datasets. */
 public final class Datasets {

@@ -4,8 +4,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.ServiceLoader;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
+import org.jtorch.types.Device;
 
 /**
  * The hook through which an accelerator backend pins batches for {@code DataLoader.pinMemory(true)} and

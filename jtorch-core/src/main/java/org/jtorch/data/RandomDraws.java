@@ -1,6 +1,6 @@
 package org.jtorch.data;
 
-import org.jtorch.Generator;
+import org.jtorch.types.Generator;
 
 /** Random 64-bit words and uniforms from a {@link Generator}'s Philox stream, for samplers. */
 final class RandomDraws {

@@ -2,8 +2,8 @@ package org.jtorch.data;
 
 import java.util.Arrays;
 import java.util.PrimitiveIterator;
-import org.jtorch.Generator;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.Generator;
 
 /**
  * Random indices into a dataset of {@code n} samples, as {@code torch.utils.data.RandomSampler}.

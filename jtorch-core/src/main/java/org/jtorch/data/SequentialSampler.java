@@ -2,7 +2,7 @@ package org.jtorch.data;
 
 import java.util.PrimitiveIterator;
 import java.util.stream.IntStream;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** Indices {@code 0..size-1} in order. */
 public final class SequentialSampler implements Sampler {

@@ -1,7 +1,7 @@
 package org.jtorch.data;
 
 import java.util.Objects;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** The samples of a dataset at the given indices, in that order, as {@code torch.utils.data.Subset}. */
 public final class Subset<T> implements Dataset<T> {

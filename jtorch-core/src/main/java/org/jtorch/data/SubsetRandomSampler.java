@@ -2,8 +2,8 @@ package org.jtorch.data;
 
 import java.util.Arrays;
 import java.util.PrimitiveIterator;
-import org.jtorch.Generator;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.Generator;
 
 /** The given indices in a random order per epoch, as {@code torch.utils.data.SubsetRandomSampler}. */
 public final class SubsetRandomSampler implements Sampler {

@@ -2,7 +2,7 @@ package org.jtorch.data;
 
 import java.util.Arrays;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * Tensors that share their first dimension, as {@code torch.utils.data.TensorDataset}: sample

@@ -1,6 +1,6 @@
 package org.jtorch.data;
 
-import org.jtorch.Generator;
+import org.jtorch.types.Generator;
 
 /**
  * Identity of a {@link DataLoader} worker thread, as {@code torch.utils.data.get_worker_info()}:

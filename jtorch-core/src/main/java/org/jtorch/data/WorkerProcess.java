@@ -21,7 +21,7 @@ import java.util.Map;
 import org.jtorch.Tensor;
 import org.jtorch.io.SafeTensors;
 import org.jtorch.memory.MemoryScope;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * A {@link DataLoader} worker in a child JVM ({@link WorkerMode#PROCESS}): the parent's side (start, request,

@@ -1,8 +1,8 @@
 package org.jtorch.distributed;
 
 import java.util.Arrays;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
+import org.jtorch.types.DType;
 
 /**
  * What a rank says about an operation before any data moves, so that ranks that disagree fail with a message

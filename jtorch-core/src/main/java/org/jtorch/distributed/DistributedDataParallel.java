@@ -8,8 +8,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Supplier;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
@@ -19,7 +17,9 @@ import org.jtorch.autograd.Node;
 import org.jtorch.nn.Module;
 import org.jtorch.nn.TensorTree;
 import org.jtorch.nn.TupleModule;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Data-parallel training, as {@code torch.nn.parallel.DistributedDataParallel}: each rank runs the wrapped

@@ -3,7 +3,7 @@ package org.jtorch.distributed;
 /**
  * PyTorch's CPU random engine ({@code at::mt19937}, the 32-bit Mersenne Twister), as seeded by
  * {@code torch.Generator().manual_seed(seed)}, and the {@code torch.randperm} that draws from it. jtorch's own
- * {@link org.jtorch.Generator} is counter-based (Philox) and produces other streams; this engine exists so that
+ * {@link org.jtorch.types.Generator} is counter-based (Philox) and produces other streams; this engine exists so that
  * {@link DistributedSampler} shuffles exactly as PyTorch's does for the same seed and epoch.
  *
  * <p>Not thread-safe.

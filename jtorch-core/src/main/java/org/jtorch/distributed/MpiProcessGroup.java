@@ -11,11 +11,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Grad;
 import org.jtorch.distributed.CollectiveHeader.Call;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The {@code mpi} backend: collectives on CPU tensors through Open MPI's {@code MPI_COMM_WORLD}, for processes

@@ -3,9 +3,9 @@ package org.jtorch.distributed;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.DType;
 
 /**
  * A group of processes (ranks {@code 0 .. size()-1}) that run collectives together, as PyTorch's

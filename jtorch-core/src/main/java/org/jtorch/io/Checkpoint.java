@@ -8,9 +8,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.Generator;
 
 /**
  * A training checkpoint: the state of a model, its optimizers, schedulers, random generators and any

@@ -3,12 +3,12 @@ package org.jtorch.jit;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.ReduceArgs;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * A traced function as typed nodes of the registry's ops: each node is one dispatched op, its inputs the function's

@@ -5,8 +5,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.amp.Autocast;
 import org.jtorch.Torch;
@@ -15,8 +13,10 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.backend.Backends;
 import org.jtorch.backend.GraphCapture;
 import org.jtorch.nn.Module;
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The JIT: traces a function of tensors through the dispatcher, fuses its chains of float32 pointwise ops into

@@ -5,7 +5,6 @@ import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
@@ -31,6 +30,7 @@ import org.jtorch.ops.Dispatcher;
 import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.Linalg;
 import org.jtorch.ops.Normalization;
+import org.jtorch.types.DType;
 
 /**
  * A traced graph compiled into steps: chains of float32 pointwise ops fused into one generated kernel each (their
@@ -948,7 +948,7 @@ final class Program {
      * the group that draws them. The dropout has no value of its own here.
      */
     private static Tensor reserve(Graph.Node n, long[] drawn) {
-        org.jtorch.Generator gen = org.jtorch.Generator.byId(n.op.pyName(), (long) n.scalars[n.op.generatorScalar()]);
+        org.jtorch.types.Generator gen = org.jtorch.types.Generator.byId(n.op.pyName(), (long) n.scalars[n.op.generatorScalar()]);
         long[] st = gen.reserve(n.op.draws().blocks(Shapes.numel(n.shape), n.dtype, new StridedView[1], n.scalars));
         drawn[2 * n.id] = st[0];
         drawn[2 * n.id + 1] = st[1];

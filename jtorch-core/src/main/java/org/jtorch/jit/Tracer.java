@@ -7,7 +7,6 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.Storage;
@@ -16,6 +15,7 @@ import org.jtorch.op.OpDef;
 import org.jtorch.op.ReduceArgs;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.TraceHook;
+import org.jtorch.types.Generator;
 
 /**
  * Records the ops a function dispatches into a {@link Graph}, and notes anything the graph could not replay:

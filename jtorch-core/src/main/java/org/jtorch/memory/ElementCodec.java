@@ -2,7 +2,7 @@ package org.jtorch.memory;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import org.jtorch.DType;
+import org.jtorch.types.DType;
 
 /**
  * One element of any dtype read from or written to memory, with PyTorch's conversions: bool stores nonzero as 1,

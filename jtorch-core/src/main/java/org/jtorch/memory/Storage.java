@@ -2,7 +2,7 @@ package org.jtorch.memory;
 
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.jtorch.Device;
+import org.jtorch.types.Device;
 
 /**
  * The bytes behind one or more tensors (a tensor and its views share one storage).

@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * Adaptive average pooling of {@code (N, C, D, H, W)} or {@code (C, D, H, W)} to a fixed output size, as

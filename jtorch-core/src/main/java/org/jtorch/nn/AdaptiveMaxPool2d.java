@@ -1,8 +1,8 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Reductions.ValuesIndices;
+import org.jtorch.types.Arguments;
 
 /**
  * Adaptive max pooling of {@code (N, C, H, W)} or {@code (C, H, W)} to a fixed output size, as

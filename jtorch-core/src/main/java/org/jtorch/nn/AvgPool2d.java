@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * 2-D average pooling over {@code (N, C, H, W)} or {@code (C, H, W)}, as {@code torch.nn.AvgPool2d}. Sizes are

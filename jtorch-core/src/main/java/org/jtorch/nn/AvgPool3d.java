@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * 3-D average pooling over {@code (N, C, D, H, W)} or {@code (C, D, H, W)}, as {@code torch.nn.AvgPool3d}. Sizes are

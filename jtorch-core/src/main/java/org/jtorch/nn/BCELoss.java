@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** Binary cross entropy of probabilities, as {@code torch.nn.BCELoss}; {@code weight} (may be null) becomes buffer {@code weight}, owned by the module; see {@link F#binaryCrossEntropy}. */
 public class BCELoss extends Loss {

@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** Sigmoid plus binary cross entropy, stably, as {@code torch.nn.BCEWithLogitsLoss}; {@code weight} and {@code posWeight} (may be null) become buffers {@code weight} and {@code pos_weight}, owned by the module; see {@link F#binaryCrossEntropyWithLogits}. */
 public class BCEWithLogitsLoss extends Loss {

@@ -1,11 +1,11 @@
 package org.jtorch.nn;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Grad;
 import org.jtorch.distributed.Distributed;
 import org.jtorch.distributed.ProcessGroup;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Batch normalisation over dimension 1, as PyTorch's {@code _BatchNorm}; {@link BatchNorm1d},

@@ -1,10 +1,10 @@
 package org.jtorch.nn;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /** {@code torch.nn.BatchNorm2d}: {@link BatchNorm} over inputs {@code [N, C, H, W]}. */
 public class BatchNorm2d extends BatchNorm {

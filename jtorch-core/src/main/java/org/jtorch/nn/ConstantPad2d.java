@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
+import org.jtorch.types.Arguments;
 
 /**
  * Pads the last two dimensions with a constant (negative pads crop), as {@code torch.nn.ConstantPad2d}. The padding is one int (every side) or 4 ints

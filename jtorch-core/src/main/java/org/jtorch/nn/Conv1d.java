@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * 1-D convolution over {@code [N, C, L]} (or unbatched {@code [C, L]}) inputs, as {@code torch.nn.Conv1d};

@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * 2-D convolution over {@code [N, C, H, W]} (or unbatched {@code [C, H, W]}) inputs, as

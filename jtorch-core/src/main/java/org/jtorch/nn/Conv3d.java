@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * 3-D convolution over {@code [N, C, D, H, W]} (or unbatched {@code [C, D, H, W]}) inputs, as {@code torch.nn.Conv3d};

@@ -76,11 +76,11 @@ abstract class ConvNd extends Module {
     }
 
     public void resetParameters() {
-        resetParameters(org.jtorch.Generator.defaultGenerator());
+        resetParameters(org.jtorch.types.Generator.defaultGenerator());
     }
 
     /** PyTorch's {@code reset_parameters}: fan_in is {@code weight.size(1) * prod(kernel_size)} (for transposed ones too). */
-    public void resetParameters(org.jtorch.Generator gen) {
+    public void resetParameters(org.jtorch.types.Generator gen) {
         Init.kaimingUniform_(weight(), Math.sqrt(5), Init.FanMode.FAN_IN, "leaky_relu", gen);
         if (bias() != null) {
             long fanIn = Init.calculateFanInAndFanOut(weight())[0];

@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * 3-D transposed convolution (the gradient of {@link Conv3d} with respect to its input), as

@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** Cross entropy of logits with class-index or class-probability targets, as {@code torch.nn.CrossEntropyLoss}; {@code weight} (may be null) becomes buffer {@code weight}, owned by the module; see {@link F#crossEntropy}. */
 public class CrossEntropyLoss extends Loss {

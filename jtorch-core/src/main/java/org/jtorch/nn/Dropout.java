@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
+import org.jtorch.types.Generator;
 
 /**
  * In training mode zeroes each element with probability {@code p} (default 0.5) and scales the rest

@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
+import org.jtorch.types.Generator;
 
 /**
  * Channel dropout of {@code (N, C, H, W)}, as {@code torch.nn.Dropout2d}: in training zeroes each whole channel with

@@ -1,6 +1,6 @@
 package org.jtorch.nn;
 
-import org.jtorch.Generator;
+import org.jtorch.types.Generator;
 
 /**
  * What the dropout modules share, as PyTorch's {@code _DropoutNd}: the probability {@code p}, checked

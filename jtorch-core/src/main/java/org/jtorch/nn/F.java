@@ -1,16 +1,12 @@
 package org.jtorch.nn;
 
 import java.util.Arrays;
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.memory.MemoryScope;
-import org.jtorch.ops.Arguments;
 import org.jtorch.op.AttentionOps;
 import org.jtorch.op.IndexingOps;
 import org.jtorch.op.LossOps;
@@ -24,6 +20,10 @@ import org.jtorch.ops.Pooling3d;
 import org.jtorch.ops.Resampling;
 import org.jtorch.ops.Reductions.ValuesIndices;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 
 /**
  * The functional forms of the layers and losses, as {@code torch.nn.functional}. Most are

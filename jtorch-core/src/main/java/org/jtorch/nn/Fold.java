@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * Combines sliding blocks into an image, summing overlaps (col2im), as {@code torch.nn.Fold}:

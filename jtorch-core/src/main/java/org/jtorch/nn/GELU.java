@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** GELU, exact ({@code "none"}, the default) or with the tanh approximation ({@code "tanh"}), as {@code torch.nn.GELU}. */
 public class GELU extends Module {

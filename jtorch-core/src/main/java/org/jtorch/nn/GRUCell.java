@@ -1,11 +1,11 @@
 package org.jtorch.nn;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.ops.Recurrent;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 
 /** One GRU step, as {@code torch.nn.GRUCell} (the formulas of {@link GRU}; the fused {@link Recurrent#gruCell}). */
 public class GRUCell extends RNNCellBase implements TupleModule<RNN.Input, Tensor> {
@@ -30,7 +30,7 @@ public class GRUCell extends RNNCellBase implements TupleModule<RNN.Input, Tenso
     /** The {@link TupleModule} form: PyTorch's {@code (input, hx) -> h'} ({@code h0} is {@code hx}; null: zeros). */
     @Override
     public Tensor forward(RNN.Input input) {
-        org.jtorch.ops.Arguments.nonNull("GRUCell.forward", "input", input);
+        org.jtorch.types.Arguments.nonNull("GRUCell.forward", "input", input);
         return forward(input.input(), input.h0());
     }
 

@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** Huber loss with threshold {@code delta} (default 1), as {@code torch.nn.HuberLoss}; see {@link F#huberLoss}. */
 public class HuberLoss extends Loss {

@@ -1,14 +1,14 @@
 package org.jtorch.nn;
 
-import org.jtorch.DType;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.op.RandomOps;
 import org.jtorch.op.SpecialFunctions;
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Generator;
 
 /**
  * In-place parameter initialisations, as {@code torch.nn.init}: each fills its tensor without
@@ -275,7 +275,7 @@ public final class Init {
         int rows = Math.toIntExact(t.size(0));
         int cols = Math.toIntExact(t.numel() / rows);
         double[] a;
-        try (Tensor r = Torch.randn(new long[] {rows, cols}, DType.FLOAT64, org.jtorch.Device.cpu(), gen)) {
+        try (Tensor r = Torch.randn(new long[] {rows, cols}, DType.FLOAT64, org.jtorch.types.Device.cpu(), gen)) {
             a = r.toDoubleArray();
         }
         boolean wide = rows < cols;

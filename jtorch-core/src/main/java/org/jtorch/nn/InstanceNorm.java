@@ -1,8 +1,8 @@
 package org.jtorch.nn;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Instance normalisation, as PyTorch's {@code _InstanceNorm}: every (sample, channel) plane is

@@ -1,9 +1,9 @@
 package org.jtorch.nn;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Torch;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /** {@code torch.nn.InstanceNorm1d}: {@link InstanceNorm} over inputs {@code [N, C, L]} (or {@code [C, L]}). */
 public class InstanceNorm1d extends InstanceNorm {

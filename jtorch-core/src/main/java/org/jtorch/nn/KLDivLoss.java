@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** Kullback-Leibler divergence, as {@code torch.nn.KLDivLoss}; see {@link F#klDiv}. */
 public class KLDivLoss extends Loss {

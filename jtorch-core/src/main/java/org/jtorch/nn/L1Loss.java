@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** Mean absolute error, as {@code torch.nn.L1Loss}; see {@link F#l1Loss}. */
 public class L1Loss extends Loss {

@@ -2,7 +2,7 @@ package org.jtorch.nn;
 
 import org.jtorch.Tensor;
 import org.jtorch.nn.utils.PackedSequence;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * A multi-layer long short-term memory, as {@code torch.nn.LSTM}: gates {@code i, f, o = sigmoid(...)}, {@code g =

@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** Mean squared error, as {@code torch.nn.MSELoss}; see {@link F#mseLoss}. */
 public class MSELoss extends Loss {

@@ -1,8 +1,8 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Reductions.ValuesIndices;
+import org.jtorch.types.Arguments;
 
 /**
  * 2-D max pooling over {@code (N, C, H, W)} or {@code (C, H, W)}, as {@code torch.nn.MaxPool2d}. Sizes are one

@@ -1,8 +1,8 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Reductions.ValuesIndices;
+import org.jtorch.types.Arguments;
 
 /**
  * 3-D max pooling over {@code (N, C, D, H, W)} or {@code (C, D, H, W)}, as {@code torch.nn.MaxPool3d}. Sizes are one

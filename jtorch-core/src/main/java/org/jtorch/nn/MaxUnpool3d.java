@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * The partial inverse of {@link MaxPool3d}, as {@code torch.nn.MaxUnpool3d}: {@link #forward(Tensor, Tensor)} places

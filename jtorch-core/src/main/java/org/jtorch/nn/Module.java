@@ -11,14 +11,14 @@ import java.util.Map;
 import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Grad;
 import org.jtorch.io.StateReader;
 import org.jtorch.io.TensorState;
-import org.jtorch.ops.Arguments;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Base class of neural-network layers, as {@code torch.nn.Module}: a tree of named parameters,

@@ -2,7 +2,7 @@ package org.jtorch.nn;
 
 import java.util.Map;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** Modules registered by name, in insertion order; no forward of its own, as PyTorch's {@code ModuleDict}. */
 public class ModuleDict extends Module {

@@ -2,7 +2,7 @@ package org.jtorch.nn;
 
 import java.util.Iterator;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** A list of registered modules (named {@code 0, 1, ...}); it has no forward of its own, as PyTorch's {@code ModuleList}. */
 public class ModuleList extends Module implements Iterable<Module> {

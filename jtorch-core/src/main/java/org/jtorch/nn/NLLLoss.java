@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** Negative log likelihood, as {@code torch.nn.NLLLoss}; {@code weight} (may be null) becomes buffer {@code weight}, owned by the module; see {@link F#nllLoss}. */
 public class NLLLoss extends Loss {

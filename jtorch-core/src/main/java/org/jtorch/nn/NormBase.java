@@ -1,10 +1,10 @@
 package org.jtorch.nn;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The state shared by batch and instance norm, as PyTorch's {@code _NormBase}: {@code weight} (ones)

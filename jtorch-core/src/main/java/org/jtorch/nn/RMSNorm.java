@@ -1,11 +1,11 @@
 package org.jtorch.nn;
 
 import java.util.Arrays;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * {@code x / sqrt(mean(x^2) + eps) * weight} over the trailing {@code normalizedShape} dimensions, as

@@ -2,7 +2,7 @@ package org.jtorch.nn;
 
 import org.jtorch.Tensor;
 import org.jtorch.nn.utils.PackedSequence;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * A multi-layer Elman RNN, as {@code torch.nn.RNN}: {@code h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)}

@@ -3,16 +3,16 @@ package org.jtorch.nn;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.amp.Autocast;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.utils.PackedSequence;
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Recurrent;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Generator;
 
 /**
  * The multi-layer recurrent layers {@link RNN}, {@link LSTM} and {@link GRU}, as PyTorch 1.13's {@code RNNBase}.

@@ -1,11 +1,11 @@
 package org.jtorch.nn;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 
 /**
  * One Elman RNN step, as {@code torch.nn.RNNCell}: {@code h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)} (or relu).
@@ -41,7 +41,7 @@ public class RNNCell extends RNNCellBase implements TupleModule<RNN.Input, Tenso
     /** The {@link TupleModule} form: PyTorch's {@code (input, hx) -> h'} ({@code h0} is {@code hx}; null: zeros). */
     @Override
     public Tensor forward(RNN.Input input) {
-        org.jtorch.ops.Arguments.nonNull("RNNCell.forward", "input", input);
+        org.jtorch.types.Arguments.nonNull("RNNCell.forward", "input", input);
         return forward(input.input(), input.h0());
     }
 

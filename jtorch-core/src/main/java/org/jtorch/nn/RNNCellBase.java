@@ -1,14 +1,14 @@
 package org.jtorch.nn;
 
 import java.util.function.BinaryOperator;
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
-import org.jtorch.ops.Arguments;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 
 /**
  * The single-step cells {@link RNNCell}, {@link LSTMCell} and {@link GRUCell}, as PyTorch 1.13's {@code RNNCellBase}:

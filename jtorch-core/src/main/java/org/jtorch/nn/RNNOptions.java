@@ -1,9 +1,9 @@
 package org.jtorch.nn;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Torch;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 
 /**
  * The keyword arguments of {@link RNN}, {@link LSTM} and {@link GRU} beyond the positional {@code (inputSize,

@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
+import org.jtorch.types.Arguments;
 
 /**
  * Reflection padding of the last two dimensions of {@code (N, C, H, W)} or {@code (C, H, W)}, as {@code torch.nn.ReflectionPad2d}. The padding is one int (every side) or 4 ints

@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
+import org.jtorch.types.Arguments;
 
 /**
  * Edge-replicating padding of the last dimension of {@code (N, C, L)} or {@code (C, L)}, as {@code torch.nn.ReplicationPad1d}. The padding is one int (every side) or 2 ints

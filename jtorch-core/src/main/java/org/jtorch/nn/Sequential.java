@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.function.Function;
 import org.jtorch.Tensor;
 import org.jtorch.memory.MemoryScope;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * Modules applied in order, each to the previous one's output; children are named {@code 0, 1, ...} as in PyTorch.

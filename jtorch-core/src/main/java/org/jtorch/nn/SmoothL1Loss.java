@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** Smooth L1 loss with threshold {@code beta} (default 1), as {@code torch.nn.SmoothL1Loss}; see {@link F#smoothL1Loss}. */
 public class SmoothL1Loss extends Loss {

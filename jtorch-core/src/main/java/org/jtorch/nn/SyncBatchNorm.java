@@ -1,7 +1,5 @@
 package org.jtorch.nn;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
@@ -10,8 +8,10 @@ import org.jtorch.autograd.SavedTensor;
 import org.jtorch.distributed.ProcessGroup;
 import org.jtorch.distributed.ReduceOp;
 import org.jtorch.op.NormalizationOps;
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * {@code torch.nn.SyncBatchNorm}: batch norm whose training statistics are those of the whole batch across a process

@@ -1,12 +1,12 @@
 package org.jtorch.nn;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
-import org.jtorch.ops.Arguments;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The encoder-decoder transformer of "Attention Is All You Need", as {@code torch.nn.Transformer}: a

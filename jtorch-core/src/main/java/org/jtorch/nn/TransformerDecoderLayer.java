@@ -2,7 +2,7 @@ package org.jtorch.nn;
 
 import org.jtorch.Tensor;
 import org.jtorch.memory.MemoryScope;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * One decoder layer, as {@code torch.nn.TransformerDecoderLayer}: masked self-attention over the target, attention from

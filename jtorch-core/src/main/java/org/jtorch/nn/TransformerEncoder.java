@@ -2,7 +2,7 @@ package org.jtorch.nn;
 
 import org.jtorch.Tensor;
 import org.jtorch.memory.MemoryScope;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * A stack of {@code numLayers} encoder layers and an optional final norm, as {@code torch.nn.TransformerEncoder}. The

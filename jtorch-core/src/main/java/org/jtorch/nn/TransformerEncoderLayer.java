@@ -2,7 +2,7 @@ package org.jtorch.nn;
 
 import org.jtorch.Tensor;
 import org.jtorch.memory.MemoryScope;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * One encoder layer of "Attention Is All You Need", as {@code torch.nn.TransformerEncoderLayer}: self-attention, then

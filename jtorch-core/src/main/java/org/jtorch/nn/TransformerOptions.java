@@ -1,12 +1,12 @@
 package org.jtorch.nn;
 
 import java.util.function.UnaryOperator;
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 
 /**
  * The keyword arguments of {@link TransformerEncoderLayer}, {@link TransformerDecoderLayer} and {@link Transformer}

@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** Splits dimension {@code dim} into {@code sizes}, as {@code torch.nn.Unflatten}. */
 public class Unflatten extends Module {

@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * Extracts sliding blocks (im2col), as {@code torch.nn.Unfold}: {@code [N, C, H, W] -> [N, C*kH*kW, L]}.

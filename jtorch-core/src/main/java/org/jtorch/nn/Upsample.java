@@ -2,7 +2,7 @@ package org.jtorch.nn;
 
 import java.util.Arrays;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * Upsampling by {@link F#interpolate} with a fixed size or scale factor, as {@code torch.nn.Upsample}: modes

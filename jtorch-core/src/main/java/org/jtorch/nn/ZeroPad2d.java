@@ -1,7 +1,7 @@
 package org.jtorch.nn;
 
-import org.jtorch.ops.Arguments;
 import org.jtorch.ops.Padding;
+import org.jtorch.types.Arguments;
 
 /**
  * Zero padding of the last two dimensions, as {@code torch.nn.ZeroPad2d}. The padding is one int (every side)

@@ -7,7 +7,7 @@
  * {@code weight_ih_l0_reverse}), registered in PyTorch's order, so that state dicts, safetensors files and checkpoints
  * move between the two. Keyword arguments beyond the positional ones come through an options object with PyTorch's
  * defaults ({@code new LSTM(10, 20, LSTM.options().numLayers(2).batchFirst(true))}); default initialisation is
- * PyTorch's, drawn from the options' {@link org.jtorch.Generator}.
+ * PyTorch's, drawn from the options' {@link org.jtorch.types.Generator}.
  *
  * <p><b>Keyword arguments of the functional ops</b> come as one immutable record per op, nested in {@link
  * org.jtorch.nn.F} ({@code F.crossEntropy(x, t, CrossEntropy.options().reduction(SUM).labelSmoothing(0.1))}): see F's

@@ -5,8 +5,8 @@ import static org.jtorch.op.Expr.in;
 import static org.jtorch.op.Expr.scalar;
 
 import java.util.Arrays;
-import org.jtorch.DType;
-import org.jtorch.Device;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Scaled dot-product attention, declared as PyTorch 2 splits it: the front end {@link #SCALED_DOT_PRODUCT_ATTENTION}

@@ -130,7 +130,7 @@ public final class ConvolutionOps {
         return OpDef.structured(op.name()).py("_" + op.name()).rule(DTypeRule.FLOAT32_ONLY).signature(params.toArray(Param[]::new))
                 .meta((in, g) -> {
                     for (int i = 0; i < in.length; i++) {
-                        if (in[i] != null && in[i].dtype() != org.jtorch.DType.FLOAT32) {
+                        if (in[i] != null && in[i].dtype() != org.jtorch.types.DType.FLOAT32) {
                             throw new IllegalArgumentException("_" + op.name() + ": expected float32 operands, got "
                                     + params.get(i).name() + " of " + in[i].dtype() + " (shape " + Shapes.format(in[i].shape()) + " on " + in[i].device() + ")");
                         }

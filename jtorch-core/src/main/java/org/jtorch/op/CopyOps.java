@@ -3,8 +3,8 @@ package org.jtorch.op;
 import static org.jtorch.op.Expr.GRAD;
 
 import java.util.Arrays;
-import org.jtorch.DType;
-import org.jtorch.Device;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The copies and fills of a tensor, within its device or across two, as structured ops ({@link OpDef.Kind#STRUCTURED}), so that the

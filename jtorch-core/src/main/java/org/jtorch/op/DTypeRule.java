@@ -1,6 +1,6 @@
 package org.jtorch.op;
 
-import org.jtorch.DType;
+import org.jtorch.types.DType;
 
 /**
  * How an op's compute and result dtypes follow from its (promoted) input dtype: the dtype half of the meta

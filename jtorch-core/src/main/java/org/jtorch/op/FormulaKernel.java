@@ -1,6 +1,6 @@
 package org.jtorch.op;
 
-import org.jtorch.DType;
+import org.jtorch.types.DType;
 
 /**
  * A backend's kernel for a pointwise formula over any number of inputs: a declared op's formula, or a group of
@@ -213,12 +213,12 @@ public interface FormulaKernel {
          * large runs slower than two kernels of its parts (on the CPU: past C2's inlining cutoff, every step boxes its
          * vectors); the JIT then splits the group.
          */
-        default boolean fitsOneKernel(Expr formula, org.jtorch.DType dtype) {
+        default boolean fitsOneKernel(Expr formula, org.jtorch.types.DType dtype) {
             return true;
         }
 
         /** {@code formula}'s size in one kernel, in this backend's units: where the JIT splits a group that does not fit. */
-        default int size(Expr formula, org.jtorch.DType dtype) {
+        default int size(Expr formula, org.jtorch.types.DType dtype) {
             return 0;
         }
 

@@ -3,7 +3,7 @@ package org.jtorch.op;
 import static org.jtorch.op.DTypeRule.SAME;
 import static org.jtorch.op.DTypeRule.SAME_NO_BOOL;
 
-import org.jtorch.Device;
+import org.jtorch.types.Device;
 
 /**
  * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): matmul

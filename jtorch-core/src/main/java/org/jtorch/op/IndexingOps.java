@@ -4,7 +4,7 @@ import static org.jtorch.op.Expr.GRAD;
 import static org.jtorch.op.Expr.call;
 
 import java.util.Arrays;
-import org.jtorch.DType;
+import org.jtorch.types.DType;
 
 /**
  * The indexing ops along one dimension, declared as structured ops ({@link OpDef.Kind#STRUCTURED}) with PyTorch's
@@ -81,7 +81,7 @@ public final class IndexingOps {
      */
     public static final OpDef SCATTER_ADD = OpDef.structured("scatter_add").rule(DTypeRule.SAME)
             .signature(Param.tensor("self"), Param.tensor("index"), Param.tensor("src"), Param.scalar("dim", "int", null))
-            .autocast(org.jtorch.Device.Type.CUDA, CastPolicy.PROMOTE)
+            .autocast(org.jtorch.types.Device.Type.CUDA, CastPolicy.PROMOTE)
             .meta((in, g) -> {
                 gatherMeta("scatter_add", in[0], in[1], in[2], g);
                 return new Meta.Output(in[0].shape(), in[0].dtype());
@@ -141,7 +141,7 @@ public final class IndexingOps {
      */
     public static final OpDef INDEX_COPY = OpDef.structured("index_copy").rule(DTypeRule.SAME)
             .signature(Param.tensor("self"), Param.tensor("index"), Param.tensor("source"), Param.scalar("dim", "int", null))
-            .autocast(org.jtorch.Device.Type.CPU, CastPolicy.PROMOTE)
+            .autocast(org.jtorch.types.Device.Type.CPU, CastPolicy.PROMOTE)
             .meta((in, g) -> indexAddMeta("index_copy", in, g, false))
             .derivatives(() -> Arrays.asList(call(IndexingOps.INDEX_FILL, GRAD, INDEX, DIM, Expr.c(0)), null,
                     call(IndexingOps.INDEX_SELECT, GRAD, INDEX, DIM)))
@@ -388,7 +388,7 @@ public final class IndexingOps {
     public static final OpDef INDEX_PUT = OpDef.structured("index_put").rule(DTypeRule.SAME)
             .signature(Param.tensor("self"), Param.tensor("values"), new Param("indices", "Tensor?[]", null),
                     Param.scalar("accumulate", "bool", "False"))
-            .autocast(org.jtorch.Device.Type.CUDA, CastPolicy.PROMOTE)
+            .autocast(org.jtorch.types.Device.Type.CUDA, CastPolicy.PROMOTE)
             .meta(IndexingOps::indexPutMeta)
             .derivatives(() -> Arrays.asList(
                     new Expr.IfScalar(0, 1, GRAD, call(IndexingOps.INDEX_PUT, GRAD, new Expr.ZerosLike(Expr.in(1, "values")), INDICES_FROM_2,

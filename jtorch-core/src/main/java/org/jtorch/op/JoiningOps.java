@@ -2,8 +2,8 @@ package org.jtorch.op;
 
 import java.util.ArrayList;
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * {@code cat} and {@code stack}, declared as variadic structured ops, and {@code constant_pad_nd} (a tensor placed into a

@@ -3,7 +3,7 @@ package org.jtorch.op;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import org.jtorch.Device;
+import org.jtorch.types.Device;
 
 /**
  * The kernels each backend registers, per op kernel name ({@link OpDef#kernel()}) and device type. A

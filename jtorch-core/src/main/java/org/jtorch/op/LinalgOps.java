@@ -8,8 +8,8 @@ import static org.jtorch.op.Expr.scalar;
 
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The matrix products that run as one backend GEMM ({@link OpDef.Kind#STRUCTURED}): {@code mm}, {@code bmm},

@@ -4,7 +4,7 @@ import static org.jtorch.op.Expr.call;
 import static org.jtorch.op.Expr.in;
 import static org.jtorch.op.Expr.scalar;
 
-import org.jtorch.Device;
+import org.jtorch.types.Device;
 
 /**
  * The elementwise losses, declared as compositions ({@link OpDef.Kind#COMPOSITE}, differentiated through
@@ -78,7 +78,7 @@ public final class LossOps {
      * {@link #BINARY_CROSS_ENTROPY}'s error for an input of {@code shape} and {@code dtype} whose element {@code flatIndex}
      * (row-major) is bad, naming the function ({@code nn.F.binaryCrossEntropy}) as its other errors do.
      */
-    public static IllegalArgumentException binaryCrossEntropyRangeError(long[] shape, org.jtorch.DType dtype, long flatIndex) {
+    public static IllegalArgumentException binaryCrossEntropyRangeError(long[] shape, org.jtorch.types.DType dtype, long flatIndex) {
         return new IllegalArgumentException("binaryCrossEntropy: " + BINARY_CROSS_ENTROPY_RANGE + " (input of shape "
                 + Shapes.format(shape) + ", " + dtype + ": element " + java.util.Arrays.toString(Shapes.unravel(flatIndex, shape))
                 + " is outside [0, 1] or NaN)");
@@ -90,10 +90,10 @@ public final class LossOps {
             throw new IllegalArgumentException(op + ": expected self and target of one shape, got " + Shapes.format(in[0].shape())
                     + " and " + Shapes.format(in[1].shape()));
         }
-        org.jtorch.DType dtype = org.jtorch.DType.promote(in[0].dtype(), in[1].dtype());
+        org.jtorch.types.DType dtype = org.jtorch.types.DType.promote(in[0].dtype(), in[1].dtype());
         if (in.length > 2 && in[2] != null) {
             in[2].expand(op, in[0].shape()); // a weight that does not broadcast to self is refused naming both shapes
-            dtype = org.jtorch.DType.promote(dtype, in[2].dtype());
+            dtype = org.jtorch.types.DType.promote(dtype, in[2].dtype());
         }
         if (!dtype.isFloatingPoint()) {
             throw new IllegalArgumentException(op + ": expected floating operands, got " + in[0].dtype() + " and " + in[1].dtype());
@@ -218,9 +218,9 @@ public final class LossOps {
      */
     public static boolean nllFusedForm(StridedView[] in, double[] scalars) {
         StridedView x = in[0], t = in[1], w = in[2];
-        org.jtorch.DType dt = x.dtype();
-        if (x.dim() < 2 || (dt != org.jtorch.DType.FLOAT32 && dt != org.jtorch.DType.FLOAT64)) return false;
-        if (t.dtype() != org.jtorch.DType.INT64 || !java.util.Arrays.equals(t.shape(), nllTargetShape(x)) || !t.device().equals(x.device())) {
+        org.jtorch.types.DType dt = x.dtype();
+        if (x.dim() < 2 || (dt != org.jtorch.types.DType.FLOAT32 && dt != org.jtorch.types.DType.FLOAT64)) return false;
+        if (t.dtype() != org.jtorch.types.DType.INT64 || !java.util.Arrays.equals(t.shape(), nllTargetShape(x)) || !t.device().equals(x.device())) {
             return false;
         }
         return w == null || (w.dim() == 1 && w.size(0) == x.size(1) && w.dtype() == dt && w.device().equals(x.device()));
@@ -315,17 +315,17 @@ public final class LossOps {
      */
     public static boolean crossEntropyFusedForm(StridedView[] in, double[] scalars) {
         StridedView x = in[0], t = in[1], w = in[2];
-        org.jtorch.DType dt = x.dtype();
-        if (x.dim() != 2 || (dt != org.jtorch.DType.FLOAT32 && dt != org.jtorch.DType.FLOAT64)) return false;
-        if (t.dtype() != org.jtorch.DType.INT64 || t.dim() != 1 || t.size(0) != x.size(0) || !t.device().equals(x.device())) return false;
+        org.jtorch.types.DType dt = x.dtype();
+        if (x.dim() != 2 || (dt != org.jtorch.types.DType.FLOAT32 && dt != org.jtorch.types.DType.FLOAT64)) return false;
+        if (t.dtype() != org.jtorch.types.DType.INT64 || t.dim() != 1 || t.size(0) != x.size(0) || !t.device().equals(x.device())) return false;
         return w == null || (w.dim() == 1 && w.size(0) == x.size(1) && w.dtype() == dt && w.device().equals(x.device()));
     }
 
     /** The argument forms of {@link #MSE_LOSS_FUSED}'s kernels: operands of one shape and dtype (float32 or float64), reduced. */
     public static boolean mseFusedForm(StridedView[] in, double[] scalars) {
         StridedView x = in[0], t = in[1];
-        org.jtorch.DType dt = x.dtype();
-        return (dt == org.jtorch.DType.FLOAT32 || dt == org.jtorch.DType.FLOAT64) && t.dtype() == dt
+        org.jtorch.types.DType dt = x.dtype();
+        return (dt == org.jtorch.types.DType.FLOAT32 || dt == org.jtorch.types.DType.FLOAT64) && t.dtype() == dt
                 && java.util.Arrays.equals(x.shape(), t.shape()) && t.device().equals(x.device()) && (int) scalars[0] != NONE;
     }
 
@@ -387,11 +387,11 @@ public final class LossOps {
 
     /** Checks the fused cross entropy's logits, targets and weight; returns the row count. */
     private static long checkCrossEntropy(String op, StridedView x, StridedView target, StridedView weight) {
-        if (x.dim() != 2 || (x.dtype() != org.jtorch.DType.FLOAT32 && x.dtype() != org.jtorch.DType.FLOAT64)) {
+        if (x.dim() != 2 || (x.dtype() != org.jtorch.types.DType.FLOAT32 && x.dtype() != org.jtorch.types.DType.FLOAT64)) {
             throw new IllegalArgumentException(op + ": expected [N, C] logits of float32 or float64, got " + Shapes.format(x.shape())
                     + " of " + x.dtype());
         }
-        if (target.dtype() != org.jtorch.DType.INT64 || target.dim() != 1 || target.size(0) != x.size(0)) {
+        if (target.dtype() != org.jtorch.types.DType.INT64 || target.dim() != 1 || target.size(0) != x.size(0)) {
             throw new IllegalArgumentException(op + ": expected int64 targets of shape [" + x.size(0) + "] for logits of shape "
                     + Shapes.format(x.shape()) + ", got " + Shapes.format(target.shape()) + " of " + target.dtype());
         }
@@ -456,7 +456,7 @@ public final class LossOps {
     }
 
     private static void checkMse(String op, StridedView x, StridedView t) {
-        boolean floating = x.dtype() == org.jtorch.DType.FLOAT32 || x.dtype() == org.jtorch.DType.FLOAT64;
+        boolean floating = x.dtype() == org.jtorch.types.DType.FLOAT32 || x.dtype() == org.jtorch.types.DType.FLOAT64;
         if (!floating || t.dtype() != x.dtype() || !java.util.Arrays.equals(x.shape(), t.shape()) || !x.isContiguous()
                 || !t.isContiguous() || !t.device().equals(x.device())) {
             throw new IllegalArgumentException(op + ": expected contiguous self and target of one shape and dtype (float32 or "

@@ -1,7 +1,7 @@
 package org.jtorch.op;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * A structured op's meta function ({@link OpDef.Kind#STRUCTURED}): checks the inputs and says the result's shape and

@@ -4,7 +4,7 @@ import static org.jtorch.op.Expr.call;
 import static org.jtorch.op.Expr.in;
 import static org.jtorch.op.Expr.scalar;
 
-import org.jtorch.Device;
+import org.jtorch.types.Device;
 
 /**
  * RMS norm and group norm, declared as compositions of ops ({@link OpDef.Kind#COMPOSITE}): every backend runs them
@@ -189,7 +189,7 @@ public final class NormalizationOps {
         checkChannels(op, "invstd", in[3], c, x);
         checkChannels(op, "weight", in[4], c, x);
         long[] shape = {c};
-        org.jtorch.DType sums = statsType(x), w = in[4] == null ? x.dtype() : in[4].dtype();
+        org.jtorch.types.DType sums = statsType(x), w = in[4] == null ? x.dtype() : in[4].dtype();
         return new Meta.Output[] {new Meta.Output(shape, sums), new Meta.Output(shape, sums), new Meta.Output(shape, w),
                 new Meta.Output(shape, w)};
     }
@@ -237,7 +237,7 @@ public final class NormalizationOps {
         if (scalars[0] == 0 && (in[3] == null || in[4] == null)) {
             throw new IllegalArgumentException(op + ": running_mean and running_var must be defined in evaluation mode");
         }
-        org.jtorch.DType stats = statsType(x);
+        org.jtorch.types.DType stats = statsType(x);
         return new Meta.Output[] {new Meta.Output(x.shape(), x.dtype()), new Meta.Output(new long[] {c}, stats),
                 new Meta.Output(new long[] {c}, stats)};
     }
@@ -246,7 +246,7 @@ public final class NormalizationOps {
         String op = "batch_norm_mean_var";
         StridedView x = in[0];
         checkBatch(op, x);
-        org.jtorch.DType stats = statsType(x);
+        org.jtorch.types.DType stats = statsType(x);
         long[] c = {x.size(1)};
         return new Meta.Output[] {new Meta.Output(c, stats), new Meta.Output(c, stats)};
     }
@@ -262,7 +262,7 @@ public final class NormalizationOps {
         checkChannels(op, "weight", in[2], c, x);
         checkChannels(op, "save_mean", in[3], c, x);
         checkChannels(op, "save_invstd", in[4], c, x);
-        org.jtorch.DType w = in[2] == null ? x.dtype() : in[2].dtype();
+        org.jtorch.types.DType w = in[2] == null ? x.dtype() : in[2].dtype();
         return new Meta.Output[] {new Meta.Output(x.shape(), x.dtype()), new Meta.Output(new long[] {c}, w),
                 new Meta.Output(new long[] {c}, w)};
     }
@@ -284,8 +284,8 @@ public final class NormalizationOps {
     }
 
     /** Batch norm's statistics dtype: float64 for a float64 input, else float32. */
-    private static org.jtorch.DType statsType(StridedView x) {
-        return x.dtype() == org.jtorch.DType.FLOAT64 ? org.jtorch.DType.FLOAT64 : org.jtorch.DType.FLOAT32;
+    private static org.jtorch.types.DType statsType(StridedView x) {
+        return x.dtype() == org.jtorch.types.DType.FLOAT64 ? org.jtorch.types.DType.FLOAT64 : org.jtorch.types.DType.FLOAT32;
     }
 
     private static void checkChannels(String op, String name, StridedView t, long c, StridedView x) {
@@ -394,15 +394,15 @@ public final class NormalizationOps {
         if (!x.dtype().isFloatingPoint()) throw new IllegalArgumentException(op + ": expected a floating point input, got " + x.dtype());
         layerNormRows(op, x, scalars[0]);
         long[] normalized = java.util.Arrays.copyOfRange(x.shape(), x.dim() - (int) scalars[0], x.dim());
-        org.jtorch.DType out = x.dtype();
+        org.jtorch.types.DType out = x.dtype();
         String[] names = {"input", "weight", "bias"};
         for (int j = 1; j < 3; j++) {
             StridedView t = in[j];
             if (t == null) continue;
             checkAffine(op, names[j], t, normalized, x);
-            out = org.jtorch.DType.promote(out, t.dtype());
+            out = org.jtorch.types.DType.promote(out, t.dtype());
         }
-        org.jtorch.DType stats = out == org.jtorch.DType.FLOAT64 ? org.jtorch.DType.FLOAT64 : org.jtorch.DType.FLOAT32;
+        org.jtorch.types.DType stats = out == org.jtorch.types.DType.FLOAT64 ? org.jtorch.types.DType.FLOAT64 : org.jtorch.types.DType.FLOAT32;
         long[] statsShape = layerNormStatsShape(x, scalars[0]);
         return new Meta.Output[] {new Meta.Output(x.shape(), out), new Meta.Output(statsShape, stats), new Meta.Output(statsShape, stats)};
     }
@@ -425,8 +425,8 @@ public final class NormalizationOps {
         long[] normalized = java.util.Arrays.copyOfRange(x.shape(), x.dim() - (int) scalars[0], x.dim());
         if (in[4] != null) checkAffine(op, "weight", in[4], normalized, x);
         if (in[5] != null) checkAffine(op, "bias", in[5], normalized, x);
-        org.jtorch.DType w = in[4] == null ? x.dtype() : in[4].dtype();
-        org.jtorch.DType b = in[5] == null ? w : in[5].dtype();
+        org.jtorch.types.DType w = in[4] == null ? x.dtype() : in[4].dtype();
+        org.jtorch.types.DType b = in[5] == null ? w : in[5].dtype();
         return new Meta.Output[] {new Meta.Output(x.shape(), x.dtype()), new Meta.Output(normalized, w), new Meta.Output(normalized, b)};
     }
 

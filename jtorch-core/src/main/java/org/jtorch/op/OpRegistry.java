@@ -7,7 +7,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.jtorch.Device;
+import org.jtorch.types.Device;
 
 /** Every declared op, by name: what jtorch can do, in one list (docs/OPS.md is printed from it). */
 public final class OpRegistry {

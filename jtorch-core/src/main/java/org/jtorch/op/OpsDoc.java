@@ -2,8 +2,8 @@ package org.jtorch.op;
 
 import java.util.ArrayList;
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /** Prints docs/OPS.md from the registry (a test fails when the committed file differs). */
 public final class OpsDoc {

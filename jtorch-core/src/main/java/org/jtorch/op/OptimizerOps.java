@@ -1,7 +1,7 @@
 package org.jtorch.op;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The ops that update lists of tensors in place ({@link OpDef.Kind#MUTATING}): the fused optimizer steps and

@@ -1,6 +1,6 @@
 package org.jtorch.op;
 
-import org.jtorch.DType;
+import org.jtorch.types.DType;
 
 /**
  * A backend's kernel for one pointwise op: {@code out = op(inputs)} elementwise, every view already of

@@ -8,7 +8,7 @@ import static org.jtorch.op.DTypeRule.SAME;
 import static org.jtorch.op.DTypeRule.SAME_NO_BOOL;
 
 import java.util.List;
-import org.jtorch.Device;
+import org.jtorch.types.Device;
 
 /**
  * The pointwise family, declared. Each op is one value: signature, dtype rule, autocast policy,

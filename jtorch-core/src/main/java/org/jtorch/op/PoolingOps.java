@@ -77,7 +77,7 @@ public final class PoolingOps {
         return b.rule(DTypeRule.FLOATING_ONLY)
                 .outputs((in, g) -> {
                     long[] shape = pooledShape(name, "self", geometry, in[0], g, false);
-                    return new Meta.Output[] {new Meta.Output(shape, in[0].dtype()), new Meta.Output(shape, org.jtorch.DType.INT64)};
+                    return new Meta.Output[] {new Meta.Output(shape, in[0].dtype()), new Meta.Output(shape, org.jtorch.types.DType.INT64)};
                 }, "output", "indices")
                 .signature(params("self", null, geometry))
                 .derivatives(() -> List.of(call(PoolingOps.MAX_POOL2D_WITH_INDICES_BACKWARD, indexedArgs(INDICES_OUTPUT))))
@@ -95,7 +95,7 @@ public final class PoolingOps {
                     long[] shape = pooledShape(name, tensor, ADAPTIVE_GEOMETRY, in[0], g, scatter);
                     StridedView idx = in[1];
                     long[] expected = scatter ? in[0].shape() : shape;
-                    if (idx == null || idx.dtype() != org.jtorch.DType.INT64 || !java.util.Arrays.equals(idx.shape(), expected)) {
+                    if (idx == null || idx.dtype() != org.jtorch.types.DType.INT64 || !java.util.Arrays.equals(idx.shape(), expected)) {
                         throw new IllegalArgumentException(name + ": expected int64 indices of shape " + Shapes.format(expected) + ", got "
                                 + (idx == null ? "none" : idx.dtype() + " of shape " + Shapes.format(idx.shape())));
                     }
@@ -138,7 +138,7 @@ public final class PoolingOps {
             throw new IllegalArgumentException(name + ": expected " + tensor + " of shape [*, " + (spatial == 2 ? h + ", " : "")
                     + w + "] for its geometry, got " + Shapes.format(x.shape()));
         }
-        if (x.dtype() == org.jtorch.DType.BOOL) throw new IllegalArgumentException(name + ": not implemented for bool tensors");
+        if (x.dtype() == org.jtorch.types.DType.BOOL) throw new IllegalArgumentException(name + ": not implemented for bool tensors");
         long[] shape = x.shape().clone();
         shape[shape.length - 1] = (long) g[backward ? IN_W : OUT_W];
         if (spatial == 2) shape[shape.length - 2] = (long) g[backward ? IN_H : OUT_H];

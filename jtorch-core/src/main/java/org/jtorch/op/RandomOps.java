@@ -4,7 +4,7 @@ import static org.jtorch.op.Expr.GRAD;
 
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.DType;
+import org.jtorch.types.DType;
 
 /**
  * The random ops ({@link OpDef#isRandom}), with PyTorch's names: the in-place fills {@code uniform_}, {@code normal_} and

@@ -5,8 +5,8 @@ import static org.jtorch.op.Expr.in;
 
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The fused recurrent cells, as ATen's {@code _thnn_fused_lstm_cell} and {@code _thnn_fused_gru_cell}: from the gate

@@ -3,8 +3,8 @@ package org.jtorch.op;
 import static org.jtorch.op.Expr.unreduce;
 
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The reductions and the ops along one dimension (softmax), declared: signature, dtype rule, autocast policy, and the derivative written

@@ -5,7 +5,7 @@ import static org.jtorch.op.Expr.call;
 
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.DType;
+import org.jtorch.types.DType;
 
 /**
  * The reductions along one dimension that select an element rather than combine them: {@code max(dim)} and

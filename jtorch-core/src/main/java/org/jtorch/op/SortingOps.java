@@ -1,6 +1,6 @@
 package org.jtorch.op;
 
-import org.jtorch.DType;
+import org.jtorch.types.DType;
 
 /**
  * The sorting primitives, as structured ops ({@link OpDef.Kind#STRUCTURED}) without derivatives (their results are

@@ -1,9 +1,9 @@
 package org.jtorch.op;
 
 import java.lang.foreign.MemorySegment;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.memory.Storage;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * What a kernel sees of a tensor: its memory (host memory on the CPU; on a device, a segment whose

@@ -1,10 +1,10 @@
 package org.jtorch.ops;
 
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.AttentionOps;
+import org.jtorch.types.DType;
 
 /**
  * Scaled dot-product attention written with ops: the weights {@code softmax(q @ k^T * scale + masks)}, the composition

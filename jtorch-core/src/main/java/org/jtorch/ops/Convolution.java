@@ -7,11 +7,11 @@ import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The convolution family, as {@code torch.nn.functional}: {@code conv1d}, {@code conv2d} (stride,

@@ -6,9 +6,7 @@ import org.jtorch.memory.ElementCodec;
 import org.jtorch.memory.ScalarCells;
 import org.jtorch.op.Shapes;
 import java.lang.foreign.MemorySegment;
-import org.jtorch.DType;
 import org.jtorch.op.IndexingOps;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
@@ -16,6 +14,8 @@ import org.jtorch.autograd.SavedTensor;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Front end of the elementwise ops: checks devices, broadcasts shapes, promotes dtypes, allocates the

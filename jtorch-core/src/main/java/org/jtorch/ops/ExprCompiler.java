@@ -3,12 +3,12 @@ package org.jtorch.ops;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.autograd.Gradients;
 import org.jtorch.op.Expr;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.ReduceArgs;
+import org.jtorch.types.DType;
 
 /**
  * Compiles a derivative or composition tree ({@link Expr} with {@link Expr.Op} nodes) once into nested

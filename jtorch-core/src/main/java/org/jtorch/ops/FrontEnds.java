@@ -1,13 +1,13 @@
 package org.jtorch.ops;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.RandomOps;
 import org.jtorch.op.ViewOps;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Calls of the ops declared with hand-written front ends ({@link FrontEndOps}, {@link ViewOps}) from a generic call: the op, its
@@ -95,7 +95,7 @@ public final class FrontEnds {
                     : Torch.full(shape, org.jtorch.op.CopyOps.fillExact(args), dtype, device);
         }
         if (op == RandomOps.RAND || op == RandomOps.RANDN || op == RandomOps.RANDINT) {
-            org.jtorch.Generator gen = org.jtorch.Generator.byId(op.pyName(), (long) args[0]);
+            org.jtorch.types.Generator gen = org.jtorch.types.Generator.byId(op.pyName(), (long) args[0]);
             DType dtype = DType.values()[(int) args[1]];
             Device device = Device.Type.values()[(int) args[2]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[3]);
             int sizeAt = op == RandomOps.RANDINT ? 8 : 4;
@@ -106,7 +106,7 @@ public final class FrontEnds {
         }
         if (op == RandomOps.RANDPERM) {
             Device device = Device.Type.values()[(int) args[2]] == Device.Type.CPU ? Device.cpu() : Device.cuda((int) args[3]);
-            return Torch.randperm((long) args[4], DType.values()[(int) args[1]], device, org.jtorch.Generator.byId(op.pyName(), (long) args[0]));
+            return Torch.randperm((long) args[4], DType.values()[(int) args[1]], device, org.jtorch.types.Generator.byId(op.pyName(), (long) args[0]));
         }
         if (op == FrontEndOps.CONV2D) {
             return Convolution.conv2d(in[0], in[1], in[2], ints(args, 0, 2), ints(args, 2, 4), ints(args, 4, 6), (int) args[6]);

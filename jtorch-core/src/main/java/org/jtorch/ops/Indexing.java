@@ -9,10 +9,11 @@ import org.jtorch.op.StridedView;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
 
 /**
  * Front end of the indexing ops, with PyTorch's semantics: {@code index_select}, {@code gather},

@@ -10,6 +10,7 @@ import java.util.Arrays;
 import org.jtorch.Tensor;
 import org.jtorch.backend.LinalgKernels;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.types.Arguments;
 
 /**
  * The matmul family: {@code mm}, {@code bmm}, {@code mv}, {@code dot}, {@code matmul} (NumPy rules with

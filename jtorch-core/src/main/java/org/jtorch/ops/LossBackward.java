@@ -1,10 +1,10 @@
 package org.jtorch.ops;
 
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.LossOps;
+import org.jtorch.types.DType;
 
 /** The fused losses' backwards written as differentiable tensor ops, for gradients of gradients. */
 final class LossBackward {

@@ -1,13 +1,13 @@
 package org.jtorch.ops;
 
 import java.util.Arrays;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.LossOps;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.DType;
 
 /**
  * The class-index losses written with ops: cross entropy as {@code log_softmax} then {@code nll_loss}

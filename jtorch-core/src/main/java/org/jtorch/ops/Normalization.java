@@ -5,12 +5,12 @@ import org.jtorch.op.NormalizationOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The normalisation family, as {@code torch.nn.functional}: {@code batchNorm} (the declared

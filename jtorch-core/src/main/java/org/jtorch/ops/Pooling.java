@@ -5,13 +5,13 @@ import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.PoolingOps;
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.backend.SpatialKernels.Pool2d;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.ops.Reductions.ValuesIndices;
+import org.jtorch.types.DType;
 
 /**
  * Pooling over the last one or two dimensions of {@code (N, C, L)} / {@code (C, L)} or {@code (N, C, H, W)} /

@@ -1,7 +1,6 @@
 package org.jtorch.ops;
 
 import java.util.Arrays;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -9,6 +8,8 @@ import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.ops.Reductions.ValuesIndices;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
 
 /**
  * Pooling over the last three dimensions of {@code (N, C, D, H, W)} or {@code (C, D, H, W)}, with PyTorch's checks

@@ -1,12 +1,13 @@
 package org.jtorch.ops;
 
 import java.util.Arrays;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
 
 /**
  * Ops that move, repeat or mask elements by their position, with PyTorch 1.13's semantics: {@code flip},

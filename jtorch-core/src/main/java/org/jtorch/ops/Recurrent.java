@@ -2,12 +2,13 @@ package org.jtorch.ops;
 
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.RecurrentOps;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
 
 /**
  * The front ends of the recurrent cells and layers, as ATen's {@code _thnn_fused_lstm_cell} and {@code _thnn_fused_gru_cell}:

@@ -1,7 +1,6 @@
 package org.jtorch.ops;
 
 import java.util.Arrays;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
@@ -10,6 +9,7 @@ import org.jtorch.op.ReduceArgs;
 import org.jtorch.op.ReductionOps;
 import org.jtorch.op.SelectingReductionOps;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.DType;
 
 /**
  * Front end of the reductions, scans and softmax, with PyTorch 1.13's semantics: validates dims

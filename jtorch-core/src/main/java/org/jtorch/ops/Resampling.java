@@ -2,11 +2,11 @@ package org.jtorch.ops;
 
 import org.jtorch.op.Shapes;
 import java.util.Arrays;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Resampling of {@code (N, C, spatial...)} images: {@code interpolate} (nearest, nearest-exact, linear, bilinear,

@@ -1,7 +1,5 @@
 package org.jtorch.ops;
 
-import org.jtorch.DType;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -10,6 +8,9 @@ import org.jtorch.op.RandomOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.SortingOps;
 import org.jtorch.ops.Reductions.ValuesIndices;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Generator;
 
 /**
  * Sorting, selection and sampling with PyTorch 1.13's semantics: {@code sort}, {@code argsort}, {@code msort},

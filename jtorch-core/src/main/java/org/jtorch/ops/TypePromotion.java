@@ -1,8 +1,8 @@
 package org.jtorch.ops;
 
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.types.DType;
 
 /**
  * PyTorch's {@code result_type}: operands with dimensions take precedence over zero-dimensional

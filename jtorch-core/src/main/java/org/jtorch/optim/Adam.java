@@ -3,7 +3,7 @@ package org.jtorch.optim;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * Adam, as {@code torch.optim.Adam} (PyTorch 1.13): weight decay is an L2 term added to the gradient.

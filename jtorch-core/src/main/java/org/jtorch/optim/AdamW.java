@@ -3,7 +3,7 @@ package org.jtorch.optim;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * AdamW, as {@code torch.optim.AdamW} (PyTorch 1.13): weight decay is decoupled, {@code p *= 1 - lr * weight_decay} before the Adam update (default 0.01).

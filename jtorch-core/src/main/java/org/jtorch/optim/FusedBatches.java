@@ -5,10 +5,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.op.OpDef;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.types.Device;
 
 /**
  * The parameters of one group that take a fused step, collected per (device, variant) so that each

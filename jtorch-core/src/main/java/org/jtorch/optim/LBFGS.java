@@ -8,15 +8,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Supplier;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.io.StateReader;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.op.Shapes;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * L-BFGS, as {@code torch.optim.LBFGS} (PyTorch 1.13, after minFunc): each {@link #step(Supplier)} runs up

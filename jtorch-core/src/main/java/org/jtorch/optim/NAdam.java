@@ -3,9 +3,9 @@ package org.jtorch.optim;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
 
 /**
  * NAdam, Adam with Nesterov momentum, as {@code torch.optim.NAdam} (PyTorch 1.13, which has neither

@@ -9,15 +9,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Supplier;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.io.StateReader;
 import org.jtorch.io.Stateful;
 import org.jtorch.memory.MemoryScope;
-import org.jtorch.ops.Arguments;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.Arguments;
+import org.jtorch.types.DType;
 
 /**
  * Base class of the optimizers, as {@code torch.optim.Optimizer}: parameter groups with per-group
@@ -193,7 +193,7 @@ public abstract class Optimizer implements AutoCloseable, Stateful {
 
     /** A 0-d float32 step counter, as PyTorch's {@code torch.tensor(0.)}. */
     protected static Tensor newStepCounter() {
-        return own(Torch.full(new long[0], 0.0, DType.FLOAT32, org.jtorch.Device.cpu()));
+        return own(Torch.full(new long[0], 0.0, DType.FLOAT32, org.jtorch.types.Device.cpu()));
     }
 
     /** A step whose update depends on its step count, captured in a CUDA graph, would replay that count's update forever. */
@@ -253,7 +253,7 @@ public abstract class Optimizer implements AutoCloseable, Stateful {
      */
     protected boolean fusable(org.jtorch.op.OpDef op, Tensor... tensors) {
         if (!fusedKernels || !groupAllowsFused) return false;
-        org.jtorch.Device device = null;
+        org.jtorch.types.Device device = null;
         for (Tensor t : tensors) {
             if (t == null) continue;
             if (t.dtype() != DType.FLOAT32 || !t.isContiguous()) return false;

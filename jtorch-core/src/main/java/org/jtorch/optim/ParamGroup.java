@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
 import org.jtorch.io.StateReader;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * A parameter group, as an entry of PyTorch's {@code optimizer.param_groups}: parameters and the

@@ -4,7 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * RAdam, Adam with a rectified adaptive learning rate, as {@code torch.optim.RAdam} (PyTorch 1.13,

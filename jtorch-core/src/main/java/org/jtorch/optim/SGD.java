@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
 import org.jtorch.op.OptimizerOps;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * Stochastic gradient descent with optional momentum, dampening, Nesterov momentum, weight decay and

@@ -4,7 +4,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * SparseAdam, as {@code torch.optim.SparseAdam} (PyTorch 1.13): Adam that updates only the rows a

@@ -168,9 +168,9 @@ class AsStridedBackwardTest {
 
     @Test
     void aSelfOfAnotherLayoutIsReadAsContiguous() {
-        try (MemoryScope scope = new MemoryScope(); Tensor x = Torch.arange(6).to(org.jtorch.DType.FLOAT64).reshape(2, 3)) {
+        try (MemoryScope scope = new MemoryScope(); Tensor x = Torch.arange(6).to(org.jtorch.types.DType.FLOAT64).reshape(2, 3)) {
             Tensor r = Dispatcher.call(ViewOps.AS_STRIDED_SCATTER, new Tensor[] {x.t(), Torch.full(new long[] {2}, -1.0,
-                    org.jtorch.DType.FLOAT64, x.device())}, scatterScalars(new long[] {2}, new long[] {1}, 1));
+                    org.jtorch.types.DType.FLOAT64, x.device())}, scatterScalars(new long[] {2}, new long[] {1}, 1));
             // x.t() is [[0, 3], [1, 4], [2, 5]]: contiguously its places 1 and 2 are 3 and 1
             assertEquals(List.of(0.0, -1.0, -1.0, 4.0, 2.0, 5.0), boxed(r.toDoubleArray()));
             assertTrue(r.isContiguous());

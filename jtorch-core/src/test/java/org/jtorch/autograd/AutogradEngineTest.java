@@ -14,11 +14,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.testing.Fixtures;
+import org.jtorch.types.Device;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
@@ -283,7 +283,7 @@ class AutogradEngineTest {
         try (Tensor x = input(64, 32); Tensor w = input(32)) {
             settleEarlierLeaks();
             long baseline = Torch.memoryStats(cpu).allocatedBytes();
-            try (Tensor index = Torch.zeros(new long[] {64, 4}, org.jtorch.DType.INT64, cpu); Tensor a = x.mul(w);
+            try (Tensor index = Torch.zeros(new long[] {64, 4}, org.jtorch.types.DType.INT64, cpu); Tensor a = x.mul(w);
                  Tensor b = a.relu(); Tensor c = b.sigmoid(); Tensor t = a.tanh(); Tensor d = c.mul(t);
                  Tensor e = d.gather(1, index); Tensor f = e.abs()) {
                 backwardWithOnes(f);

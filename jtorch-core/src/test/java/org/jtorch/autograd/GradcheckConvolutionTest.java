@@ -3,11 +3,11 @@ package org.jtorch.autograd;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.function.Function;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.nn.F;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -4,10 +4,10 @@ import static org.jtorch.autograd.GradcheckSupport.on;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.function.Function;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.testing.Fixtures;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /** Finite-difference checks (float64) of the matmul-family and reduction backward formulas. */

@@ -10,11 +10,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.Torch;
 import org.jtorch.testing.Fixtures;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**

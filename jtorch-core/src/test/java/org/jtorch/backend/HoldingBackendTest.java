@@ -12,8 +12,6 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.backend.cpu.CpuBackend;
@@ -22,6 +20,8 @@ import org.jtorch.memory.StorageCleaner;
 import org.jtorch.op.ReduceOp;
 import org.jtorch.op.StridedView;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 import org.junit.jupiter.api.Test;
 
 /**

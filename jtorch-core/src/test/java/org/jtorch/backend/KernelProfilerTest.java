@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.nn.F;
+import org.jtorch.types.Device;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 

@@ -11,9 +11,9 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.stream.IntStream;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Test;
 
 /** Map-style datasets and random_split, with the semantics of torch.utils.data in PyTorch 1.13. */

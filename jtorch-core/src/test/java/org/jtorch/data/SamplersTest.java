@@ -11,8 +11,8 @@ import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.stream.IntStream;
-import org.jtorch.Generator;
 import org.jtorch.Torch;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Test;
 
 /** The samplers of torch.utils.data (PyTorch 1.13 semantics; distributions checked statistically). */

@@ -6,10 +6,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * One rank of {@link CollectivesTest}'s MPI jobs, and of {@link NcclCollectivesTest}'s jobs on the CUDA simulator
@@ -337,7 +337,7 @@ public final class CollectivesWorker {
         // A receive whose shape disagrees with its send fails naming both; the matching op in the same batch still
         // arrives, and the group stays usable.
         try (Tensor wide = values(rank, 6, DType.FLOAT32); Tensor wideView = wide.view(2, 3); Tensor tall = on(Torch.zeros(3, 2));
-                Tensor small = values(rank, 5, DType.INT64); Tensor smallIn = on(Torch.zeros(new long[] {5}, DType.INT64, org.jtorch.Device.cpu()))) {
+                Tensor small = values(rank, 5, DType.INT64); Tensor smallIn = on(Torch.zeros(new long[] {5}, DType.INT64, org.jtorch.types.Device.cpu()))) {
             String m = expectThrows(DistributedException.class, () -> pg.batchIsendIrecv(List.of(P2POp.isend(wideView, next),
                     P2POp.isend(small, next), P2POp.irecv(tall, prev), P2POp.irecv(smallIn, prev))).waitFor(), "batchIsendIrecv on rank " + rank);
             System.out.println("rank " + rank + ": " + m);

@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -25,6 +24,7 @@ import org.jtorch.nn.Transformer;
 import org.jtorch.nn.TransformerEncoderLayer;
 import org.jtorch.nn.TupleModule;
 import org.jtorch.optim.SGD;
+import org.jtorch.types.Device;
 
 /**
  * One rank of {@link DistributedDataParallelTest}'s jobs, and of {@link NcclDistributedDataParallelTest}'s on the
@@ -242,20 +242,20 @@ public final class DdpWorker {
         Tensor full64;
         Tensor upstream;
         try (Tensor x = Torch.randn(13, 3, 2, 2); Tensor g = Torch.randn(13, 3, 2, 2)) {
-            full64 = x.to(org.jtorch.DType.FLOAT64).mul(1.5).add(0.5).to(DEVICE);
-            upstream = g.to(org.jtorch.DType.FLOAT64).to(DEVICE);
+            full64 = x.to(org.jtorch.types.DType.FLOAT64).mul(1.5).add(0.5).to(DEVICE);
+            upstream = g.to(org.jtorch.types.DType.FLOAT64).to(DEVICE);
         }
         double worst = 0;
         for (boolean largeMean : new boolean[] {false, true}) {
-            org.jtorch.DType dtype = largeMean ? org.jtorch.DType.FLOAT32 : org.jtorch.DType.FLOAT64;
+            org.jtorch.types.DType dtype = largeMean ? org.jtorch.types.DType.FLOAT32 : org.jtorch.types.DType.FLOAT64;
             double tolerance = largeMean ? 2e-3 : 1e-10;
             // The float32 rows are exactly representable around 1e4; the reference normalises those same values in float64.
             Tensor global = largeMean ? full64.add(1e4).to(dtype) : full64;
-            Tensor ref = global.to(org.jtorch.DType.FLOAT64).detach().requiresGrad_(true);
+            Tensor ref = global.to(org.jtorch.types.DType.FLOAT64).detach().requiresGrad_(true);
             Tensor refW = Torch.tensor(new double[] {0.5, -1.0, 2.0}).to(DEVICE).requiresGrad_(true);
             Tensor refB = Torch.tensor(new double[] {0.1, 0.2, -0.3}).to(DEVICE).requiresGrad_(true);
-            Tensor refMean = Torch.zeros(3).to(org.jtorch.DType.FLOAT64).to(DEVICE);
-            Tensor refVar = Torch.ones(3).to(org.jtorch.DType.FLOAT64).to(DEVICE);
+            Tensor refMean = Torch.zeros(3).to(org.jtorch.types.DType.FLOAT64).to(DEVICE);
+            Tensor refVar = Torch.ones(3).to(org.jtorch.types.DType.FLOAT64).to(DEVICE);
             Tensor refOut = F.batchNorm(ref, refMean, refVar, refW, refB, true, 0.1, 1e-5);
             refOut.mul(upstream).sum().backward();
 

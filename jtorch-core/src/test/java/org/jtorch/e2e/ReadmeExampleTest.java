@@ -2,7 +2,6 @@ package org.jtorch.e2e;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
@@ -11,6 +10,7 @@ import org.jtorch.nn.Linear;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
 import org.jtorch.optim.SGD;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /** The README's example, kept compiling and learning. */

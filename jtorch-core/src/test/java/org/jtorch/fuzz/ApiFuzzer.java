@@ -17,13 +17,13 @@ import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.OutOfMemoryException;
 import org.jtorch.nn.F;
 import org.jtorch.nn.Module;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The API fuzzer's child process: makes {@code calls} random calls across the public API (Tensor methods, Torch

@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.nn.AvgPool1d;
@@ -19,6 +17,8 @@ import org.jtorch.optim.Adam;
 import org.jtorch.optim.AdamW;
 import org.jtorch.optim.RMSprop;
 import org.jtorch.optim.SGD;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 

@@ -2,9 +2,9 @@ package org.jtorch.fuzz;
 
 import java.util.Arrays;
 import java.util.Random;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.nn.F;
+import org.jtorch.types.DType;
 
 /**
  * Convolution and pooling calls with generated geometry near the edge of what is possible (kernels larger than the

@@ -5,9 +5,9 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import java.time.Duration;
 import java.util.Map;
-import org.jtorch.Device;
 import org.jtorch.testing.ChildJvm;
 import org.jtorch.testing.Fixtures;
+import org.jtorch.types.Device;
 import org.junit.jupiter.api.Test;
 
 /**

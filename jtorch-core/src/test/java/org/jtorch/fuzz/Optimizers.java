@@ -5,7 +5,6 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.optim.Adadelta;
 import org.jtorch.optim.Adagrad;
@@ -19,6 +18,7 @@ import org.jtorch.optim.RAdam;
 import org.jtorch.optim.RMSprop;
 import org.jtorch.optim.SGD;
 import org.jtorch.optim.SparseAdam;
+import org.jtorch.types.DType;
 
 /**
  * Optimizer calls: an optimizer built over random parameters with random option values (negative, NaN, betas

@@ -191,7 +191,7 @@ final class Oracle {
     }
 
     private static boolean isFloat(Tensor t) {
-        return t.dtype() == org.jtorch.DType.FLOAT32 || t.dtype() == org.jtorch.DType.FLOAT64;
+        return t.dtype() == org.jtorch.types.DType.FLOAT32 || t.dtype() == org.jtorch.types.DType.FLOAT64;
     }
 
     /** The broadcast of two shapes, or null when they do not broadcast. */
@@ -210,8 +210,8 @@ final class Oracle {
             "le", "gt", "ge", "add_", "sub_", "mul_", "div_");
 
     /** The devices of a call's open tensor arguments, the receiver's included. */
-    static Set<org.jtorch.Device> devices(Tensor receiver, Map<String, Object> args) {
-        Set<org.jtorch.Device> out = new HashSet<>();
+    static Set<org.jtorch.types.Device> devices(Tensor receiver, Map<String, Object> args) {
+        Set<org.jtorch.types.Device> out = new HashSet<>();
         List<Object> all = new java.util.ArrayList<>(args.values());
         if (receiver != null) all.add(receiver);
         for (Object v : all) {
@@ -251,7 +251,7 @@ final class Oracle {
             return null;
         }
         for (Tensor t : List.of(receiver, other)) {
-            if (t.dtype() != org.jtorch.DType.FLOAT32 && t.dtype() != org.jtorch.DType.FLOAT64) return null;
+            if (t.dtype() != org.jtorch.types.DType.FLOAT32 && t.dtype() != org.jtorch.types.DType.FLOAT64) return null;
         }
         // an in-place result keeps the receiver's dtype: float64 into float32 casts, which PyTorch allows
         return receiver.dim() == 0 ? other.shape() : receiver.shape();
@@ -273,7 +273,7 @@ final class Oracle {
         }
         // uint8 indices are masks in PyTorch 1.13 (deprecated), not positions
         if (op.equals("Tensor.index") && args.get("indices") instanceof Tensor[] ix && ix.length > 0 && n > 0
-                && !ix[0].isClosed() && ix[0].dtype() != org.jtorch.DType.UINT8 && indexValues(ix[0]) instanceof long[] v && Arrays.stream(v).anyMatch(i -> i < -size || i >= size)) {
+                && !ix[0].isClosed() && ix[0].dtype() != org.jtorch.types.DType.UINT8 && indexValues(ix[0]) instanceof long[] v && Arrays.stream(v).anyMatch(i -> i < -size || i >= size)) {
             return "index out of bounds for size " + size;
         }
         if ((method.equals("nllLoss") || method.equals("crossEntropy")) && n >= 1 && indexValues(args.get("target")) instanceof long[] v) {
@@ -520,7 +520,7 @@ final class Oracle {
      * For a call whose tensors are on two devices: {@code "devices-unnamed"} when its error is about devices but does
      * not name both (the CPU and {@code other}), else null.
      */
-    static String deviceErrorKind(Throwable e, org.jtorch.Device other) {
+    static String deviceErrorKind(Throwable e, org.jtorch.types.Device other) {
         String message = e.getMessage() == null ? "" : e.getMessage();
         if (!message.toLowerCase(java.util.Locale.ROOT).contains("device")) return null;
         return message.contains("cpu") && message.contains(other.toString()) ? null : "devices-unnamed";

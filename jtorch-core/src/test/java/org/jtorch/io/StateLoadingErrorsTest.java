@@ -10,7 +10,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.amp.GradScaler;
@@ -23,6 +22,7 @@ import org.jtorch.optim.lr.MultiStepLR;
 import org.jtorch.optim.lr.ReduceLROnPlateau;
 import org.jtorch.optim.lr.SequentialLR;
 import org.jtorch.optim.lr.StepLR;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -10,7 +10,7 @@ import org.jtorch.autograd.Grad;
 /** What the JIT's tests share: the device they run on, and compiled against eager in values and gradients. */
 final class JitChecks {
     /** Where the tests run: the CPU, or cuda:0 in the simulator pass ({@code -Djtorch.test.device=cuda:0}). */
-    static final org.jtorch.Device DEVICE = org.jtorch.testing.Fixtures.device();
+    static final org.jtorch.types.Device DEVICE = org.jtorch.testing.Fixtures.device();
 
     private JitChecks() {}
 
@@ -34,19 +34,19 @@ final class JitChecks {
     }
 
     /** Standard normal float32 values on {@link #DEVICE} from {@code g}. */
-    static Tensor randn(org.jtorch.Generator g, long... shape) {
-        return Torch.randn(shape, org.jtorch.DType.FLOAT32, DEVICE, g);
+    static Tensor randn(org.jtorch.types.Generator g, long... shape) {
+        return Torch.randn(shape, org.jtorch.types.DType.FLOAT32, DEVICE, g);
     }
 
     /** {@code t}'s values, detached and copied to the CPU. */
     static float[] values(Tensor t) {
-        try (Tensor c = t.detach().to(org.jtorch.Device.cpu())) {
+        try (Tensor c = t.detach().to(org.jtorch.types.Device.cpu())) {
             return c.toFloatArray();
         }
     }
 
     /** {@link #trainingCall}'s output and gradients, copied to the CPU. */
-    static float[][] trainingValues(TensorFunction f, Tensor x, Tensor[] leaves, org.jtorch.Generator gen, Tensor weights) {
+    static float[][] trainingValues(TensorFunction f, Tensor x, Tensor[] leaves, org.jtorch.types.Generator gen, Tensor weights) {
         Tensor[] call = trainingCall(f, x, leaves, gen, weights);
         float[][] r = new float[call.length][];
         for (int i = 0; i < call.length; i++) r[i] = values(call[i]);
@@ -95,7 +95,7 @@ final class JitChecks {
      * A training call of {@code f} after {@code gen} is seeded: its output, then each leaf's gradient of the output
      * weighted by {@code weights} and summed (the leaves' gradients zeroed first).
      */
-    static Tensor[] trainingCall(TensorFunction f, Tensor x, Tensor[] leaves, org.jtorch.Generator gen, Tensor weights) {
+    static Tensor[] trainingCall(TensorFunction f, Tensor x, Tensor[] leaves, org.jtorch.types.Generator gen, Tensor weights) {
         for (Tensor t : leaves) if (t.grad() != null) t.grad().zero_();
         gen.manualSeed(42);
         Tensor out = f.apply(new Tensor[] {x});

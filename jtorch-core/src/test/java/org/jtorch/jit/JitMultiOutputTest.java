@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -19,6 +18,7 @@ import org.jtorch.nn.F;
 import org.jtorch.nn.Module;
 import org.jtorch.ops.Recurrent;
 import org.jtorch.optim.SGD;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -9,13 +9,13 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.function.UnaryOperator;
-import org.jtorch.DType;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Gradcheck;
 import org.jtorch.nn.F;
+import org.jtorch.types.DType;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -76,8 +76,8 @@ class JitStructuredOpsTest {
     void searchsortedIsTracedAsOneOpAndReplayedThroughItsFrontEnd() {
         try (MemoryScope scope = new MemoryScope()) {
             Torch.manualSeed(11);
-            Tensor boundaries = Torch.arange(-2, 2, 0.5, org.jtorch.DType.FLOAT32, JitChecks.DEVICE);
-            TensorFunction f = in -> Torch.searchsorted(boundaries, in[0].mul(2), false, true, null).to(org.jtorch.DType.FLOAT32)
+            Tensor boundaries = Torch.arange(-2, 2, 0.5, org.jtorch.types.DType.FLOAT32, JitChecks.DEVICE);
+            TensorFunction f = in -> Torch.searchsorted(boundaries, in[0].mul(2), false, true, null).to(org.jtorch.types.DType.FLOAT32)
                     .add(in[0]);
             Tensor x = randn(3, 5);
             String plan = Jit.explain(f, x);
@@ -95,8 +95,8 @@ class JitStructuredOpsTest {
     void copiesAndCastsAreTracedAndDifferentiated() {
         try (MemoryScope scope = new MemoryScope()) {
             Torch.manualSeed(10);
-            TensorFunction f = in -> in[0].to(org.jtorch.DType.FLOAT64).mul(3).to(org.jtorch.DType.BFLOAT16).t().clone()
-                    .to(org.jtorch.DType.FLOAT32).relu();
+            TensorFunction f = in -> in[0].to(org.jtorch.types.DType.FLOAT64).mul(3).to(org.jtorch.types.DType.BFLOAT16).t().clone()
+                    .to(org.jtorch.types.DType.FLOAT32).relu();
             Tensor x = randn(5, 4);
             String plan = Jit.explain(f, x);
             assertTrue(plan.contains("_to_copy(") && plan.contains("clone("), plan);
@@ -109,7 +109,7 @@ class JitStructuredOpsTest {
             assertClose(expected, out, 0f);
             out.sum().backward();
             expected.sum().backward();
-            assertTrue(y.grad().dtype() == org.jtorch.DType.FLOAT32, "the gradient comes back in the input's dtype");
+            assertTrue(y.grad().dtype() == org.jtorch.types.DType.FLOAT32, "the gradient comes back in the input's dtype");
             assertClose(yEager.grad(), y.grad(), 0f);
         }
     }

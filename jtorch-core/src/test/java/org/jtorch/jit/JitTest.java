@@ -10,13 +10,13 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.atomic.AtomicInteger;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.Module;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -170,7 +170,7 @@ class JitTest {
         assertTrue(!plan.contains("runs eagerly"), plan);
         TensorFunction compiled = Jit.trace(f, x);
         Tensor y = randn(5);
-        assertArrayEquals(f.apply(y).to(org.jtorch.Device.cpu()).toFloatArray(), compiled.apply(y).to(org.jtorch.Device.cpu()).toFloatArray());
+        assertArrayEquals(f.apply(y).to(org.jtorch.types.Device.cpu()).toFloatArray(), compiled.apply(y).to(org.jtorch.types.Device.cpu()).toFloatArray());
     }
 
     @Test
@@ -194,7 +194,7 @@ class JitTest {
         TensorFunction compiled = Jit.trace(f, x);
         for (int round = 0; round < 2; round++) {
             Tensor y = randn(5);
-            assertArrayEquals(f.apply(y).to(org.jtorch.Device.cpu()).toFloatArray(), compiled.apply(y).to(org.jtorch.Device.cpu()).toFloatArray());
+            assertArrayEquals(f.apply(y).to(org.jtorch.types.Device.cpu()).toFloatArray(), compiled.apply(y).to(org.jtorch.types.Device.cpu()).toFloatArray());
         }
         TensorFunction unwritten = in -> Torch.empty(new long[] {4}, DType.FLOAT32, DEVICE).mul(0.0).add(Torch.empty(new long[] {4}, DType.FLOAT32, DEVICE));
         String twice = Jit.explain(unwritten, x);
@@ -215,7 +215,7 @@ class JitTest {
         Tensor x = randn(6);
         TensorFunction compiled = Jit.trace(f, x);
         Tensor y = randn(6);
-        assertArrayEquals(f.apply(y).to(org.jtorch.Device.cpu()).toFloatArray(), compiled.apply(y).to(org.jtorch.Device.cpu()).toFloatArray());
+        assertArrayEquals(f.apply(y).to(org.jtorch.types.Device.cpu()).toFloatArray(), compiled.apply(y).to(org.jtorch.types.Device.cpu()).toFloatArray());
     }
 
     @Test
@@ -412,7 +412,7 @@ class JitTest {
             a.fill_(3.0);
             b.zero_();
             Tensor c = in[0].mul(5.0);
-            c.copy_(in[0].sin().to(org.jtorch.DType.FLOAT64));
+            c.copy_(in[0].sin().to(org.jtorch.types.DType.FLOAT64));
             return a.mul(in[0]).add(b).add(in[0].exp()).add(c);
         };
         Tensor x = randn(4, 3);

@@ -8,13 +8,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Map;
 import java.util.function.Function;
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Gradcheck;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -5,9 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Test;
 
 /** Dropout's train/eval behaviour: kept elements scaled by 1/(1-p), a fraction p zeroed (binomial bounds), identity in eval. */

@@ -404,8 +404,8 @@ class KeywordOptionsConformanceTest {
             Tensor x = Torch.ones(1000);
             assertEquals(1000.0, F.dropout(x, Dropout.options().training(false)).sum().item(), "evaluation: the identity");
             assertEquals(0.0, F.dropout(x, Dropout.options().p(1)).sum().item(), "p = 1 drops everything");
-            Tensor a = F.dropout(x, Dropout.options().p(0.3).generator(new org.jtorch.Generator(7)));
-            Tensor b = F.dropout(x, Dropout.options().p(0.3).generator(new org.jtorch.Generator(7)));
+            Tensor a = F.dropout(x, Dropout.options().p(0.3).generator(new org.jtorch.types.Generator(7)));
+            Tensor b = F.dropout(x, Dropout.options().p(0.3).generator(new org.jtorch.types.Generator(7)));
             Fixtures.assertClose(a, b, 0, 0, "the same seed draws the same mask");
             double kept = a.ne(0.0).sum().item();
             assertTrue(kept > 600 && kept < 800, "about 70% kept, got " + kept);
@@ -420,8 +420,8 @@ class KeywordOptionsConformanceTest {
             Tensor k = Torch.randn(2, 5, 3);
             Tensor v = Torch.randn(2, 5, 2);
             var dropped = ScaledDotProductAttention.options().dropoutP(0.5);
-            Tensor a = F.scaledDotProductAttention(q, k, v, dropped.generator(new org.jtorch.Generator(3)));
-            Tensor b = F.scaledDotProductAttention(q, k, v, dropped.generator(new org.jtorch.Generator(3)));
+            Tensor a = F.scaledDotProductAttention(q, k, v, dropped.generator(new org.jtorch.types.Generator(3)));
+            Tensor b = F.scaledDotProductAttention(q, k, v, dropped.generator(new org.jtorch.types.Generator(3)));
             Fixtures.assertClose(a, b, 0, 0, "the same seed drops the same weights");
             Tensor none = F.scaledDotProductAttention(q, k, v, ScaledDotProductAttention.options());
             assertTrue(!java.util.Arrays.equals(none.toDoubleArray(), a.toDoubleArray()), "dropoutP 0.5 changes the result");

@@ -76,7 +76,7 @@ class LossOverloadsConformanceTest {
                     ? loss.mul(org.jtorch.Torch.arange(1, 8, 1, x.dtype(), x.device())).sum() : loss;
             scalar.backward();
             JsonObject exp = c.expected().getAsJsonObject();
-            boolean f64 = x.dtype() == org.jtorch.DType.FLOAT64;
+            boolean f64 = x.dtype() == org.jtorch.types.DType.FLOAT64;
             Fixtures.assertMatches(exp.getAsJsonObject("loss"), loss, f64 ? 1e-12 : 1e-6, f64 ? 1e-12 : 1e-6, c + " loss");
             Fixtures.assertMatches(exp.getAsJsonObject("grad.input"), x.grad(), f64 ? 1e-12 : 1e-6, f64 ? 1e-12 : 1e-6, c + " grad");
         }

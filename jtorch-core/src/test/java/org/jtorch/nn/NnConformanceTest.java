@@ -13,11 +13,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.Fixtures.Case;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 
@@ -180,7 +180,7 @@ class NnConformanceTest {
         Module m = switch (c.op()) {
             case "linear" -> new Linear(c.longArg("in_features", 0), c.longArg("out_features", 0), c.boolArg("bias", true));
             case "bilinear" -> new Bilinear(c.longArg("in1", 0), c.longArg("in2", 0), c.longArg("out", 0), c.boolArg("bias", true),
-                    DType.FLOAT32, org.jtorch.Device.cpu(), org.jtorch.Generator.defaultGenerator());
+                    DType.FLOAT32, org.jtorch.types.Device.cpu(), org.jtorch.types.Generator.defaultGenerator());
             case "embedding" -> new Embedding(c.longArg("num", 0), c.longArg("dim", 0),
                     c.args().get("padding_idx").isJsonNull() ? null : c.longArg("padding_idx", 0));
             case "layer_norm" -> new LayerNorm(c.longsArg("shape"), c.doubleArg("eps", 1e-5), c.boolArg("affine", true));

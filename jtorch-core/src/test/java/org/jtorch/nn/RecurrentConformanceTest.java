@@ -11,7 +11,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
@@ -20,6 +19,7 @@ import org.jtorch.nn.utils.Rnn;
 import org.jtorch.optim.SGD;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.Fixtures.Case;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -163,10 +163,10 @@ class RecurrentConformanceTest {
         boolean bias = cfg.get("bias").getAsBoolean();
         DType dtype = dtypeOf(c);
         RNNCellBase m = switch (c.op()) {
-            case "LSTMCell" -> new LSTMCell(in, hidden, bias, dtype, org.jtorch.Device.cpu(), org.jtorch.Generator.defaultGenerator());
-            case "GRUCell" -> new GRUCell(in, hidden, bias, dtype, org.jtorch.Device.cpu(), org.jtorch.Generator.defaultGenerator());
-            default -> new RNNCell(in, hidden, bias, cfg.get("nonlinearity").getAsString(), dtype, org.jtorch.Device.cpu(),
-                    org.jtorch.Generator.defaultGenerator());
+            case "LSTMCell" -> new LSTMCell(in, hidden, bias, dtype, org.jtorch.types.Device.cpu(), org.jtorch.types.Generator.defaultGenerator());
+            case "GRUCell" -> new GRUCell(in, hidden, bias, dtype, org.jtorch.types.Device.cpu(), org.jtorch.types.Generator.defaultGenerator());
+            default -> new RNNCell(in, hidden, bias, cfg.get("nonlinearity").getAsString(), dtype, org.jtorch.types.Device.cpu(),
+                    org.jtorch.types.Generator.defaultGenerator());
         };
         try (MemoryScope scope = new MemoryScope(); m) {
             m.loadStateDict(params(c));

@@ -9,12 +9,12 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.Fixtures.Case;
+import org.jtorch.types.DType;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -67,7 +67,7 @@ class TransformerConformanceTest {
         TransformerOptions o = options(cfg, dtype);
         boolean finalNorm = cfg.has("final_norm") && cfg.get("final_norm").getAsBoolean();
         LayerNorm norm = finalNorm ? new LayerNorm(new long[] {dModel}, cfg.get("layer_norm_eps").getAsDouble(), true, dtype,
-                org.jtorch.Device.cpu()) : null;
+                org.jtorch.types.Device.cpu()) : null;
         return switch (c.op()) {
             case "TransformerEncoderLayer" -> new TransformerEncoderLayer(dModel, nhead, o);
             case "TransformerDecoderLayer" -> new TransformerDecoderLayer(dModel, nhead, o);

@@ -7,14 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Map;
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Gradcheck;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.testing.Fixtures;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Test;
 
 /** The transformer modules' behaviour beyond the PyTorch fixtures: gradcheck, initialisation, names, the causal hint, errors. */

@@ -8,8 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
@@ -17,6 +15,8 @@ import org.jtorch.autograd.Gradcheck;
 import org.jtorch.memory.StorageCleaner;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.testing.Fixtures;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 import org.junit.jupiter.api.Test;
 
 /**

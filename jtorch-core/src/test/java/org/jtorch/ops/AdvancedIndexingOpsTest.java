@@ -10,9 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.function.Function;
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.amp.AutocastPolicy;
@@ -27,6 +24,9 @@ import org.jtorch.op.OpRegistry;
 import org.jtorch.op.TraceHook;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.ScopePerTest;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 

@@ -12,7 +12,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.nn.Conv1d;
@@ -24,6 +23,7 @@ import org.jtorch.nn.Module;
 import org.jtorch.nn.Unfold;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.Fixtures.Case;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 

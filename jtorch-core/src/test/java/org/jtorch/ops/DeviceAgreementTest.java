@@ -8,8 +8,6 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import java.util.List;
 import java.util.function.Supplier;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
@@ -19,6 +17,8 @@ import org.jtorch.op.JoiningOps;
 import org.jtorch.op.LinalgOps;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.testing.Fixtures;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 import org.junit.jupiter.api.Test;
 
 /**

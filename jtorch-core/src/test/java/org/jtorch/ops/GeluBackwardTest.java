@@ -5,11 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.function.Function;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Gradcheck;
 import org.jtorch.nn.F;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -14,10 +14,10 @@ import java.util.List;
 import java.util.function.Predicate;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.ScalarCells;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**

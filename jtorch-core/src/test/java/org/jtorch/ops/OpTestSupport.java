@@ -3,8 +3,6 @@ package org.jtorch.ops;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
@@ -12,6 +10,8 @@ import org.jtorch.backend.KernelProfiler;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.ReduceArgs;
 import org.jtorch.op.TraceHook;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * What the tests of declared ops share: the ops a trace records, the first gradient as a function (for gradgradcheck), the

@@ -8,9 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Arrays;
 import java.util.function.DoubleUnaryOperator;
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.jit.Jit;
@@ -19,6 +16,9 @@ import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.Init;
 import org.jtorch.op.OpRegistry;
 import org.jtorch.testing.Fixtures;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -10,13 +10,13 @@ import com.google.gson.JsonObject;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.nn.F;
 import org.jtorch.ops.Reductions.ValuesIndices;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.Fixtures.Case;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -16,6 +15,7 @@ import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.ScopePerTest;
+import org.jtorch.types.Device;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 

@@ -6,13 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.stream.Stream;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.op.NormalizationOps;
 import org.jtorch.op.OpDef;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.Fixtures.Case;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;

@@ -10,10 +10,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.testing.Fixtures;
 import org.jtorch.testing.Fixtures.Case;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 

@@ -14,10 +14,10 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Reads the PyTorch reference fixtures written by {@code tools/fixtures/gen_*.py} (see

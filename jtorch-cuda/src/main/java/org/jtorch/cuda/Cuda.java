@@ -3,7 +3,7 @@ package org.jtorch.cuda;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import org.jtorch.Device;
+import org.jtorch.types.Device;
 
 /**
  * The {@code torch.cuda} of jtorch: availability, devices, synchronisation, the current stream and

@@ -1,8 +1,6 @@
 package org.jtorch.cuda;
 
 import java.lang.foreign.MemorySegment;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.backend.Backend;
 import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.IndexKernels;
@@ -22,6 +20,8 @@ import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The CUDA backend, found by {@link java.util.ServiceLoader} through {@link CudaBackendProvider}.

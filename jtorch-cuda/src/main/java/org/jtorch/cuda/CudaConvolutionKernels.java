@@ -21,8 +21,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.MatmulSettings;
 import org.jtorch.cuda.cudnn.Cudnn;
@@ -39,6 +37,8 @@ import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
 import org.jtorch.memory.MemoryBlock;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * {@link ConvolutionKernels} on a CUDA device. With cuDNN (found by {@link CudaLibraries}): the legacy

@@ -3,10 +3,10 @@ package org.jtorch.cuda;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
-import org.jtorch.Device;
 import org.jtorch.backend.GraphCapture;
 import org.jtorch.cuda.driver.CuConstants;
 import org.jtorch.cuda.driver.CudaDriver;
+import org.jtorch.types.Device;
 
 /**
  * A CUDA graph ({@code torch.cuda.CUDAGraph}): the work a region enqueues on a stream, captured once and

@@ -4,8 +4,6 @@ import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Supplier;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.backend.IndexKernels;
 import org.jtorch.cuda.kernels.ElementwisePlan;
 import org.jtorch.cuda.kernels.IndexPlan;
@@ -16,6 +14,8 @@ import org.jtorch.cuda.kernels.IndexPlan.Kernel;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * {@link IndexKernels} on a CUDA device: the gather, scatter, atomic scatter-add and row-major compaction

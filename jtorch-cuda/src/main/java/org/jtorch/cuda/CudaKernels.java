@@ -7,8 +7,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.backend.Backends;
 import org.jtorch.cuda.driver.CudaDriver;
 import org.jtorch.cuda.kernels.ElementwisePlan;
@@ -26,6 +24,8 @@ import org.jtorch.op.OpDef;
 import org.jtorch.op.PointwiseOps;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Runs the elementwise, fill and copy kernels on a device: compiles each kernel file with NVRTC for

@@ -37,8 +37,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.backend.LinalgKernels;
 import org.jtorch.backend.MatmulSettings;
 import org.jtorch.cuda.cublaslt.CublasLt;
@@ -47,6 +45,8 @@ import org.jtorch.cuda.kernels.MatmulPlan.Operand;
 import org.jtorch.cuda.kernels.MatmulPlan.Plan;
 import org.jtorch.memory.MemoryBlock;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * {@link LinalgKernels} on a CUDA device through cuBLASLt: one strided-batched {@code cublasLtMatmul} per

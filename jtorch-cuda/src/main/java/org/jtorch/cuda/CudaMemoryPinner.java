@@ -3,10 +3,10 @@ package org.jtorch.cuda;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.data.Collate;
 import org.jtorch.data.MemoryPinner;
+import org.jtorch.types.Device;
 
 /**
  * The CUDA {@link MemoryPinner}, registered in {@code META-INF/services}: pins batches in

@@ -2,8 +2,6 @@ package org.jtorch.cuda;
 
 import java.lang.foreign.Arena;
 import java.util.function.Supplier;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.backend.NormalizationKernels;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
@@ -12,6 +10,8 @@ import org.jtorch.cuda.kernels.NormPlan;
 import org.jtorch.cuda.kernels.NormPlan.Channel;
 import org.jtorch.cuda.kernels.NormPlan.Kernel;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * {@link NormalizationKernels} on a CUDA device: the batch-norm kernels of {@code norm.cu} (compiled whole,

@@ -4,11 +4,11 @@ import java.lang.foreign.Arena;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.Supplier;
-import org.jtorch.Device;
 import org.jtorch.backend.cpu.CpuOptimizerKernels;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OptimizerOps;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.Device;
 
 /**
  * The CUDA kernels of {@link OptimizerOps}' ops: the multi-tensor steps of {@code optim.cu} (SGD, Adam, AdamW, Adadelta), one launch per

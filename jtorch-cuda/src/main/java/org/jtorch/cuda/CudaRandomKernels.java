@@ -2,13 +2,13 @@ package org.jtorch.cuda;
 
 import java.lang.foreign.Arena;
 import java.util.function.Supplier;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.backend.RandomKernels;
 import org.jtorch.backend.RandomOpKernels;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.RandomPlan.Fill;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * {@link RandomKernels} on a CUDA device: the Philox fills of {@code random.cu}, in the CPU backend's

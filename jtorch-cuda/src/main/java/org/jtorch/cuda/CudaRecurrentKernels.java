@@ -2,12 +2,12 @@ package org.jtorch.cuda;
 
 import java.lang.foreign.Arena;
 import java.util.function.Supplier;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.backend.RecurrentKernels;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * {@link RecurrentKernels} on a CUDA device: the fused LSTM and GRU cell steps of {@code recurrent.cu} (compiled whole),

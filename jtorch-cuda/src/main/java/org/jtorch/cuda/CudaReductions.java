@@ -2,8 +2,6 @@ package org.jtorch.cuda;
 
 import java.lang.foreign.Arena;
 import java.util.function.Supplier;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.backend.ReductionKernels;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
@@ -11,6 +9,8 @@ import org.jtorch.cuda.kernels.ReductionPlan;
 import org.jtorch.cuda.kernels.ReductionPlan.Rows;
 import org.jtorch.op.ReduceOp;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The reduction family on CUDA: the row kernels of {@code reduce.cu} (sum, prod, amax/amin, p-norms,

@@ -10,13 +10,13 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import org.jtorch.Device;
 import org.jtorch.cuda.driver.CudaDriver;
 import org.jtorch.cuda.nvrtc.KernelCache;
 import org.jtorch.cuda.nvrtc.Nvrtc;
 import org.jtorch.memory.MemoryBlock;
 import org.jtorch.memory.MemoryStats;
 import org.jtorch.op.PointwiseOps;
+import org.jtorch.types.Device;
 
 /**
  * The GPU smoke test run by {@code scripts/gpu-check} on a machine with a device: initialises CUDA,

@@ -3,13 +3,13 @@ package org.jtorch.cuda;
 import java.lang.foreign.Arena;
 import java.util.function.Function;
 import java.util.function.Supplier;
-import org.jtorch.Device;
 import org.jtorch.backend.SpatialKernels;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
 import org.jtorch.cuda.kernels.PoolPlan;
 import org.jtorch.cuda.kernels.PoolPlan.Op;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.Device;
 
 /**
  * {@link SpatialKernels} on a CUDA device: the pooling kernels of {@code pool.cu} (compiled whole, as PTX

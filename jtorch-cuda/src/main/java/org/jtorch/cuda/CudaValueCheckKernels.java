@@ -3,11 +3,11 @@ package org.jtorch.cuda;
 import java.lang.foreign.Arena;
 import java.util.function.LongFunction;
 import java.util.function.Supplier;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.backend.ValueCheckKernels;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * {@link ValueCheckKernels}' loops on a CUDA device ({@code valuecheck.cu}): binary cross entropy with its range check in

@@ -1,7 +1,7 @@
 package org.jtorch.cuda;
 
-import org.jtorch.Device;
 import org.jtorch.cuda.driver.CuConstants;
+import org.jtorch.types.Device;
 
 /**
  * A CUDA event: a marker in a stream that completes when the work enqueued before it has. Used to

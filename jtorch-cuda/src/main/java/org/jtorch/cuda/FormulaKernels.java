@@ -1,10 +1,10 @@
 package org.jtorch.cuda;
 
-import org.jtorch.DType;
 import org.jtorch.cuda.kernels.ElementwisePlan;
 import org.jtorch.op.DTypeRule;
 import org.jtorch.op.Expr;
 import org.jtorch.op.OpDef;
+import org.jtorch.types.DType;
 
 /**
  * The CUDA C of an op declared with a pointwise formula ({@link OpDef#formula()}), generated from the

@@ -1,7 +1,7 @@
 package org.jtorch.cuda;
 
-import org.jtorch.DType;
 import org.jtorch.op.Expr;
+import org.jtorch.types.DType;
 
 /**
  * The CUDA C of a pointwise formula over any number of inputs (a group of ops the JIT fused, or a random fill's

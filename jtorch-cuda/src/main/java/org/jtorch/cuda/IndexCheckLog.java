@@ -6,11 +6,11 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import org.jtorch.Device;
 import org.jtorch.backend.IndexErrorContext;
 import org.jtorch.cuda.driver.CuConstants;
 import org.jtorch.cuda.kernels.IndexPlan;
 import org.jtorch.cuda.kernels.IndexPlan.Check;
+import org.jtorch.types.Device;
 
 /**
  * Where the index checks of one device's index ops (and other device-side checks: multinomial's rows) report, so that

@@ -2,8 +2,8 @@ package org.jtorch.cuda;
 
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
-import org.jtorch.Device;
 import org.jtorch.cuda.driver.CuConstants;
+import org.jtorch.types.Device;
 
 /**
  * A CUDA stream: work enqueued on one stream runs in order; different streams may overlap. Each device

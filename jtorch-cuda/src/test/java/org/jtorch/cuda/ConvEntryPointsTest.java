@@ -12,12 +12,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import org.jtorch.DType;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
 import org.jtorch.cuda.KernelEntryPointsTest.Compiler;
 import org.jtorch.cuda.kernels.ConvPlan;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.nvrtc.Nvrtc;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

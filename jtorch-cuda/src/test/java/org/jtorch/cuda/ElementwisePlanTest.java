@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import org.jtorch.DType;
 import org.jtorch.cuda.kernels.ElementwisePlan;
 import org.jtorch.cuda.kernels.ElementwisePlan.Launch;
 import org.jtorch.cuda.kernels.ElementwisePlan.Operand;
@@ -17,6 +16,7 @@ import org.jtorch.op.PointwiseOps;
 import org.jtorch.ops.BinaryOp;
 import org.jtorch.ops.Elementwise;
 import org.jtorch.ops.UnaryOp;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**

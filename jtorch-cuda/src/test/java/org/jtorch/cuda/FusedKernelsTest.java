@@ -109,11 +109,11 @@ class FusedKernelsTest {
         Expr withParameters = new Expr.Math(Fn.ADD, List.of(new Expr.Math(Fn.MUL, List.of(new Expr.In(0, "x0"), new Expr.Scalar(1, "p1", Double.NaN))),
                 new Expr.Scalar(0, "p0", 2.0)));
         assertEquals(2, FusedKernels.scalarParameters(withParameters));
-        String source = FusedKernels.source(withParameters, 1, org.jtorch.DType.FLOAT64);
+        String source = FusedKernels.source(withParameters, 1, org.jtorch.types.DType.FLOAT64);
         assertTrue(source.contains("double* __restrict__ out") && source.contains("typedef double A"), source);
         Map<String, long[]> entries = compile(nvcc.get(), dir, "parameters.cu", source);
         long[] sizes = {8, 8, 8, 8, 8, 8L * (1 + KernelStructs.MAX_DIMS * 2)};
         assertArrayEquals(sizes, entries.get(FusedKernels.ENTRY), entries.keySet().toString());
-        assertThrows(IllegalArgumentException.class, () -> FusedKernels.source(withParameters, 1, org.jtorch.DType.FLOAT16));
+        assertThrows(IllegalArgumentException.class, () -> FusedKernels.source(withParameters, 1, org.jtorch.types.DType.FLOAT16));
     }
 }

@@ -9,7 +9,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.cuda.kernels.IndexPlan;
 import org.jtorch.cuda.kernels.IndexPlan.Check;
@@ -18,6 +17,7 @@ import org.jtorch.cuda.kernels.IndexPlan.Geometry;
 import org.jtorch.cuda.kernels.IndexPlan.Kernel;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.io.TempDir;
@@ -39,9 +39,9 @@ class IndexEntryPointsTest {
 
     private static void check(Map<String, long[]> e) {
         Set<String> seen = new HashSet<>();
-        try (Arena arena = Arena.ofConfined(); Tensor self = Tensor.empty(new long[] {3, 4}, DType.FLOAT32, org.jtorch.Device.cpu());
-             Tensor index = Tensor.empty(new long[] {2}, DType.INT64, org.jtorch.Device.cpu());
-             Tensor out = Tensor.empty(new long[] {2, 4}, DType.FLOAT32, org.jtorch.Device.cpu())) {
+        try (Arena arena = Arena.ofConfined(); Tensor self = Tensor.empty(new long[] {3, 4}, DType.FLOAT32, org.jtorch.types.Device.cpu());
+             Tensor index = Tensor.empty(new long[] {2}, DType.INT64, org.jtorch.types.Device.cpu());
+             Tensor out = Tensor.empty(new long[] {2, 4}, DType.FLOAT32, org.jtorch.types.Device.cpu())) {
             Geometry g = IndexPlan.indexSelect(Dispatcher.view(self), 0, Dispatcher.view(index), Dispatcher.view(out));
             long[] one = {7};
             Compaction c = IndexPlan.compaction(12, 132);
@@ -58,7 +58,7 @@ class IndexEntryPointsTest {
                                 Dispatcher.view(self)), c, 3, 4, 5));
             }
             for (DType t : new DType[] {DType.INT32, DType.INT64}) {
-                try (Tensor idx = Tensor.empty(new long[] {5}, t, org.jtorch.Device.cpu())) {
+                try (Tensor idx = Tensor.empty(new long[] {5}, t, org.jtorch.types.Device.cpu())) {
                     Check ck = IndexPlan.check("gather", Dispatcher.view(idx), 0, 3, false);
                     expect(e, seen, IndexPlan.checkEntry(t), IndexPlan.checkArgs(arena, 1, ck, 2));
                     expect(e, seen, IndexPlan.checkValueEntry(t), IndexPlan.checkValueArgs(arena, 1, ck, 2));

@@ -10,7 +10,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.cuda.kernels.IndexPlan;
@@ -19,6 +18,7 @@ import org.jtorch.cuda.kernels.IndexPlan.Compaction;
 import org.jtorch.cuda.kernels.IndexPlan.Geometry;
 import org.jtorch.op.StridedView;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -85,7 +85,7 @@ class IndexPlanTest {
     private static Tensor values(long... shape) {
         long n = 1;
         for (long s : shape) n *= s;
-        Tensor r = Torch.arange(0, n, 1, DType.FLOAT32, org.jtorch.Device.cpu());
+        Tensor r = Torch.arange(0, n, 1, DType.FLOAT32, org.jtorch.types.Device.cpu());
         try (r) {
             return r.reshape(shape).mul(1.5).add(-7);
         }
@@ -105,7 +105,7 @@ class IndexPlanTest {
                 try (Tensor expected = self.indexSelect(dim, index.slice(0, 0, 4, 1).remainder(self.size(dim)))) {
                     // index values in range for every dim: use index % size, computed on the CPU
                     try (Tensor idx = index.remainder(self.size(dim)).to(DType.INT32);
-                         Tensor out = Tensor.empty(expected.shape(), DType.FLOAT32, org.jtorch.Device.cpu())) {
+                         Tensor out = Tensor.empty(expected.shape(), DType.FLOAT32, org.jtorch.types.Device.cpu())) {
                         Geometry g = IndexPlan.indexSelect(Dispatcher.view(self), dim, Dispatcher.view(idx),
                                 Dispatcher.view(out));
                         gather(g, out, self, idx);
@@ -123,7 +123,7 @@ class IndexPlanTest {
              Tensor idx = index.slice(0, 0, 3, 2)) {                                             // [2, 4], row stride 8
             for (int dim = 0; dim < 2; dim++) {
                 try (Tensor i = dim == 0 ? idx.alias() : idx.remainder(4); Tensor expected = self.gather(dim, i);
-                     Tensor outT = Tensor.empty(new long[] {4, 2}, DType.FLOAT32, org.jtorch.Device.cpu()); Tensor out = outT.t()) {
+                     Tensor outT = Tensor.empty(new long[] {4, 2}, DType.FLOAT32, org.jtorch.types.Device.cpu()); Tensor out = outT.t()) {
                     Geometry g = IndexPlan.gather(Dispatcher.view(self), dim, Dispatcher.view(i), Dispatcher.view(out));
                     gather(g, out, self, i);
                     assertArrayEquals(expected.toDoubleArray(), out.toDoubleArray(), "dim " + dim + ": " + g);
@@ -165,7 +165,7 @@ class IndexPlanTest {
         try (Tensor self = values(4, 5); Tensor rows = longs(new long[] {-1, 0, 2}, 3); Tensor cols = longs(new long[] {4, -5, -2}, 3);
              Tensor expected = self.index(rows, cols);
              Tensor src = self.asStrided(new long[] {3}, new long[] {0}, self.storageOffset());
-             Tensor out = Tensor.empty(new long[] {3}, DType.FLOAT32, org.jtorch.Device.cpu())) {
+             Tensor out = Tensor.empty(new long[] {3}, DType.FLOAT32, org.jtorch.types.Device.cpu())) {
             Geometry g = IndexPlan.advanced("index", Dispatcher.view(src), new StridedView[] {Dispatcher.view(rows),
                     Dispatcher.view(cols)}, new long[] {4, 5}, new long[] {5, 1}, Dispatcher.view(out));
             gather(g, out, src, rows, cols);
@@ -177,9 +177,9 @@ class IndexPlanTest {
 
     @Test
     void contiguousOperandsCoalesceAroundTheIndexedDimension() {
-        try (Tensor self = Tensor.empty(new long[] {2, 3, 4, 5}, DType.FLOAT32, org.jtorch.Device.cpu());
+        try (Tensor self = Tensor.empty(new long[] {2, 3, 4, 5}, DType.FLOAT32, org.jtorch.types.Device.cpu());
              Tensor index = longs(new long[] {0, 2}, 2);
-             Tensor out = Tensor.empty(new long[] {2, 2, 4, 5}, DType.FLOAT32, org.jtorch.Device.cpu())) {
+             Tensor out = Tensor.empty(new long[] {2, 2, 4, 5}, DType.FLOAT32, org.jtorch.types.Device.cpu())) {
             Geometry g = IndexPlan.indexSelect(Dispatcher.view(self), 1, Dispatcher.view(index), Dispatcher.view(out));
             assertArrayEquals(new long[] {2, 2, 20}, g.sizes(), g.toString());
             assertArrayEquals(new long[] {40, 20, 1}, g.denseStrides());
@@ -188,7 +188,7 @@ class IndexPlanTest {
             assertEquals(3, g.indexSizes()[0]);
             assertEquals(20, g.indexSteps()[0]);
             Geometry first = IndexPlan.indexSelect(Dispatcher.view(self), 0, Dispatcher.view(index),
-                    Dispatcher.view(Tensor.empty(new long[] {2, 3, 4, 5}, DType.FLOAT32, org.jtorch.Device.cpu())));
+                    Dispatcher.view(Tensor.empty(new long[] {2, 3, 4, 5}, DType.FLOAT32, org.jtorch.types.Device.cpu())));
             assertArrayEquals(new long[] {2, 60}, first.sizes(), "the dims after the indexed one merge: " + first);
         }
     }
@@ -196,8 +196,8 @@ class IndexPlanTest {
     @Test
     void moreThanEightDimensionsOrIndexTensorsAreRefusedNamingTheOp() {
         long[] shape = {2, 2, 2, 2, 2, 2, 2, 2, 2};
-        try (Tensor self = Tensor.empty(shape, DType.FLOAT32, org.jtorch.Device.cpu());
-             Tensor index = Torch.zeros(shape, DType.INT64, org.jtorch.Device.cpu())) {
+        try (Tensor self = Tensor.empty(shape, DType.FLOAT32, org.jtorch.types.Device.cpu());
+             Tensor index = Torch.zeros(shape, DType.INT64, org.jtorch.types.Device.cpu())) {
             long[] alternating = new long[9];
             for (int d = 0; d < 9; d++) alternating[d] = (d % 2 == 0 ? 1 : -1) * (1L << d);
             // self's strides alternate in sign, so no neighbours merge: 9 dims remain
@@ -222,7 +222,7 @@ class IndexPlanTest {
     void packedGeometryHasTheFieldsAtTheCOffsets() {
         try (Arena arena = Arena.ofConfined(); Tensor self = values(3, 4).t();
              Tensor index = Torch.tensor(new int[] {2, 0}, 2);
-             Tensor out = Tensor.empty(new long[] {4, 2}, DType.FLOAT32, org.jtorch.Device.cpu())) {
+             Tensor out = Tensor.empty(new long[] {4, 2}, DType.FLOAT32, org.jtorch.types.Device.cpu())) {
             Geometry g = IndexPlan.indexSelect(Dispatcher.view(self), 1, Dispatcher.view(index), Dispatcher.view(out));
             MemorySegment m = IndexPlan.packGeometry(arena, g, new long[] {0xABCDEF});
             assertEquals(912, IndexPlan.INDEX_GEOMETRY.byteSize());

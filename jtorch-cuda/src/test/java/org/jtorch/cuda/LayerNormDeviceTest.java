@@ -6,9 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.function.Function;
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Autograd;
@@ -23,6 +20,9 @@ import org.jtorch.nn.F;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.NormalizationOps;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 

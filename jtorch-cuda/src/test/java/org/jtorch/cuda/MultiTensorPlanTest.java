@@ -13,10 +13,10 @@ import java.lang.foreign.MemoryLayout.PathElement;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Random;
-import org.jtorch.DType;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.MultiTensorPlan;
 import org.jtorch.cuda.kernels.MultiTensorPlan.Launch;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /** Host-side chunking of multi-tensor optimizer launches and the packing of {@code jt::TensorChunks} (no GPU). */

@@ -9,13 +9,13 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import java.util.List;
 import java.util.ServiceLoader;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.data.DataLoader;
 import org.jtorch.data.MemoryPinner;
 import org.jtorch.data.Sample;
 import org.jtorch.data.TensorDataset;
+import org.jtorch.types.Device;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 

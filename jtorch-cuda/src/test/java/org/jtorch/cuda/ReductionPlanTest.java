@@ -10,8 +10,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.ReductionPlan;
@@ -20,6 +18,8 @@ import org.jtorch.memory.Storage;
 import org.jtorch.op.ReduceOp;
 import org.jtorch.op.Shapes;
 import org.jtorch.ops.Dispatcher;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -11,7 +11,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.jtorch.DType;
 import org.jtorch.backend.SpatialKernels.Pool2d;
 import org.jtorch.cuda.kernels.KernelArgs;
 import org.jtorch.cuda.kernels.LaunchGeometry;
@@ -20,6 +19,7 @@ import org.jtorch.cuda.kernels.NormPlan.Channel;
 import org.jtorch.cuda.kernels.NormPlan.Kernel;
 import org.jtorch.cuda.kernels.PoolPlan;
 import org.jtorch.cuda.kernels.PoolPlan.Op;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**

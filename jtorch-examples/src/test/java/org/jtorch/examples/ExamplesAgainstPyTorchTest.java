@@ -9,7 +9,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -20,6 +19,7 @@ import org.jtorch.io.PyTorchFile;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.nn.Module;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -12,10 +12,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.WeakHashMap;
 import javax.imageio.ImageIO;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Conversions between raw pixels and tensors. Images are uint8 tensors in HWC layout (height, width,

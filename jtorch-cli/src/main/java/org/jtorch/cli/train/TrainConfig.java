@@ -1,7 +1,7 @@
 package org.jtorch.cli.train;
 
 import java.nio.file.Path;
-import org.jtorch.Device;
+import org.jtorch.types.Device;
 
 /**
  * Everything {@code jtorch train} was asked to do.

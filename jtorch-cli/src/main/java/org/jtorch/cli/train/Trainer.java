@@ -7,9 +7,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.backend.SteadyState;
@@ -51,6 +48,9 @@ import org.jtorch.optim.lr.LRScheduler;
 import org.jtorch.optim.lr.MultiStepLR;
 import org.jtorch.optim.lr.OneCycleLR;
 import org.jtorch.optim.lr.StepLR;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 import org.jtorch.vision.models.Models;
 
 /**

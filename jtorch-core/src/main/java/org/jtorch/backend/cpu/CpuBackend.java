@@ -1,7 +1,6 @@
 package org.jtorch.backend.cpu;
 
 import jdk.incubator.vector.FloatVector;
-import org.jtorch.Device;
 import org.jtorch.backend.AttentionKernels;
 import org.jtorch.backend.Backend;
 import org.jtorch.backend.ConvolutionKernels;
@@ -20,6 +19,7 @@ import org.jtorch.op.OpDef;
 import org.jtorch.op.OpRegistry;
 import org.jtorch.op.PointwiseKernel;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.Device;
 
 /** The pure-Java CPU backend: Vector API kernels over off-heap memory, multi-threaded with {@link Parallel}. */
 public final class CpuBackend implements Backend {
@@ -84,13 +84,13 @@ public final class CpuBackend implements Backend {
             }
 
             @Override
-            public boolean fitsOneKernel(org.jtorch.op.Expr formula, org.jtorch.DType dtype) {
-                return C2NodeBudget.fits(formula, dtype == org.jtorch.DType.FLOAT64);
+            public boolean fitsOneKernel(org.jtorch.op.Expr formula, org.jtorch.types.DType dtype) {
+                return C2NodeBudget.fits(formula, dtype == org.jtorch.types.DType.FLOAT64);
             }
 
             @Override
-            public int size(org.jtorch.op.Expr formula, org.jtorch.DType dtype) {
-                return C2NodeBudget.nodes(formula, dtype == org.jtorch.DType.FLOAT64);
+            public int size(org.jtorch.op.Expr formula, org.jtorch.types.DType dtype) {
+                return C2NodeBudget.nodes(formula, dtype == org.jtorch.types.DType.FLOAT64);
             }
 
             @Override

@@ -5,8 +5,8 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 
 /**
  * The CPU's training-mode batch norm backward through the ReLU after it

@@ -8,10 +8,10 @@ import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
 import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.memory.Storage;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 
 /**
  * The CPU's {@link ConvolutionKernels}: per image, im2col into a reused per-thread buffer and one

@@ -6,11 +6,11 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
-import org.jtorch.DType;
 import org.jtorch.op.Expr;
 import org.jtorch.op.FormulaKernel;
 import org.jtorch.op.Shapes;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 
 /**
  * The CPU kernel of a pointwise formula over any number of inputs. Rows whose inputs are contiguous or broadcast run
@@ -487,7 +487,7 @@ final class CpuFormulaKernel implements FormulaKernel {
             long e = first + t * step;
             if (e / 4 != loaded) {
                 loaded = e / 4;
-                org.jtorch.Generator.philox(seed, firstBlock + loaded, w);
+                org.jtorch.types.Generator.philox(seed, firstBlock + loaded, w);
             }
             scratch.set(ElementIO.F32, at + 4L * t, (float) ((w[(int) (e & 3)] >>> 8) * TWO_POW_M24));
         }

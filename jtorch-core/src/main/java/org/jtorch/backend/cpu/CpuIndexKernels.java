@@ -4,10 +4,10 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
 import org.jtorch.backend.IndexKernels;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 
 /**
  * CPU implementation of {@link IndexKernels}.

@@ -4,8 +4,8 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 
 /**
  * The CPU's fused layer norm over the rows of a contiguous {@code [rows, cols]} block of float32 or float64 (every operand

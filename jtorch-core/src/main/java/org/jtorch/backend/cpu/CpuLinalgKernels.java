@@ -5,10 +5,10 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
 import org.jtorch.backend.LinalgKernels;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 
 /**
  * CPU matrix products: float32 and float64 through the packed {@link Gemm} kernels; float16 and

@@ -5,12 +5,12 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.LossOps;
 import org.jtorch.op.OpKernel;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The CPU's fused cross entropy ({@link LossOps#CROSS_ENTROPY_FUSED} and its backward) over the rows of {@code [N, C]} logits

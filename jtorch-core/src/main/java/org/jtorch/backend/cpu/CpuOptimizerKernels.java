@@ -5,12 +5,12 @@ import java.nio.ByteOrder;
 import java.util.List;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OptimizerOps;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * Fused optimizer updates for contiguous float32 CPU tensors: one pass over each parameter's memory,

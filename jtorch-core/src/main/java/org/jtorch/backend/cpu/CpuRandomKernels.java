@@ -1,11 +1,11 @@
 package org.jtorch.backend.cpu;
 
 import java.lang.foreign.MemorySegment;
-import org.jtorch.DType;
-import org.jtorch.Generator;
 import org.jtorch.backend.RandomKernels;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Generator;
 
 /** CPU implementation of {@link RandomKernels}: Philox blocks computed per chunk, in parallel. */
 final class CpuRandomKernels implements RandomKernels {

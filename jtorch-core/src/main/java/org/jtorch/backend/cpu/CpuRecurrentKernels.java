@@ -7,9 +7,9 @@ import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
 import org.jtorch.backend.RecurrentKernels;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 
 /**
  * The fused LSTM and GRU cell steps on the CPU: each batch row is one pass over its gates, reading every

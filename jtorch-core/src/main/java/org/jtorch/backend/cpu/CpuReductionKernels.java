@@ -4,11 +4,11 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
 import org.jtorch.backend.ReductionKernels;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.ReduceOp;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 
 /**
  * CPU implementation of {@link ReductionKernels}.

@@ -2,9 +2,9 @@ package org.jtorch.backend.cpu;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import org.jtorch.DType;
 import org.jtorch.backend.SpatialKernels;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 
 /**
  * The CPU's {@link SpatialKernels}, parallel over planes. The scalar loops serve float32 and float64

@@ -9,10 +9,10 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.backend.ValueCheckKernels;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The CPU's loops of {@link ValueCheckKernels}: binary cross entropy with its range check in the same pass (each vector

@@ -2,8 +2,8 @@ package org.jtorch.backend.cpu;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import org.jtorch.DType;
 import org.jtorch.memory.ElementCodec;
+import org.jtorch.types.DType;
 
 /**
  * Loads strided elements of any dtype into double or long buffers and stores them back with

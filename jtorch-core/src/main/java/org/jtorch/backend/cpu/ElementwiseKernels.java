@@ -5,9 +5,9 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 
 /**
  * CPU elementwise kernels that are not formulas: copy, fill and where over strided tensors of any dtype (the

@@ -6,9 +6,9 @@ import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
 import org.jtorch.backend.AttentionKernels;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 
 /**
  * Float32 flash attention on the CPU ({@link AttentionKernels}), in the manner of FlashAttention-2 and ATen's CPU

@@ -8,8 +8,8 @@ import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.LongVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
 import org.jtorch.memory.ElementCodec;
+import org.jtorch.types.DType;
 
 /**
  * The contiguous casts between float32, float64 and the 32- and 64-bit integers that {@link IntegerConversion} leaves

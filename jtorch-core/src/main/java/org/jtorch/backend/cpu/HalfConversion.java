@@ -10,8 +10,8 @@ import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
 import org.jtorch.memory.ElementCodec;
+import org.jtorch.types.DType;
 
 /**
  * Contiguous float32 &lt;-&gt; bfloat16/float16 conversion, the glue of half-precision compute (bf16

@@ -10,8 +10,8 @@ import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
 import org.jtorch.memory.ElementCodec;
+import org.jtorch.types.DType;
 
 /**
  * Matrix multiply of bfloat16/float16 operands with float32 accumulation: {@code C = alpha * op(A) op(B) + beta * C},

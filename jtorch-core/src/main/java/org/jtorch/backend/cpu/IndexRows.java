@@ -5,8 +5,8 @@ import java.nio.ByteOrder;
 import jdk.incubator.vector.LongVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 
 /**
  * The contiguous fast paths of {@code gather} and {@code scatter_add} along any dimension, and of the index check. With

@@ -8,8 +8,8 @@ import jdk.incubator.vector.LongVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
 import org.jtorch.memory.ElementCodec;
+import org.jtorch.types.DType;
 
 /**
  * The common contiguous casts from integers in the Vector API (images in uint8 to float32, masks in bool to float32, as

@@ -7,12 +7,12 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.op.KernelRegistry;
 import org.jtorch.op.OpKernel;
 import org.jtorch.op.ReductionOps;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The CPU's {@link ReductionOps#LOG_SOFTMAX_BACKWARD_DATA}: {@code out = g - exp(y) * sum(g)} along each line, in two

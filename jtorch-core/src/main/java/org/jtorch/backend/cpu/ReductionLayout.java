@@ -2,8 +2,8 @@ package org.jtorch.backend.cpu;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
-import org.jtorch.DType;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 
 /**
  * The geometry of a reduction, from an input and an output that has the input's shape with stride 0

@@ -11,7 +11,7 @@ import jdk.incubator.vector.LongVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
-import org.jtorch.Generator;
+import org.jtorch.types.Generator;
 
 /**
  * {@link Generator#philox} for many consecutive blocks at once, one block per vector lane, and the uniform floats

@@ -6,7 +6,7 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /** Gradient clipping, as {@code torch.nn.utils.clip_grad_norm_} and {@code clip_grad_value_} (PyTorch 1.13). */
 public final class ClipGrad {

@@ -1,7 +1,7 @@
 package org.jtorch.nn.utils;
 
 import org.jtorch.Tensor;
-import org.jtorch.ops.Arguments;
+import org.jtorch.types.Arguments;
 
 /**
  * A batch of variable-length sequences packed time step after time step, as {@code torch.nn.utils.rnn.PackedSequence}:

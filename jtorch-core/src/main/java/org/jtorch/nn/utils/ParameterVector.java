@@ -6,8 +6,8 @@ import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
-import org.jtorch.ops.Arguments;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.Arguments;
 
 /** Flattening of parameters into one vector and back, as {@code torch.nn.utils.parameters_to_vector} / {@code vector_to_parameters}. */
 public final class ParameterVector {

@@ -2,8 +2,8 @@ package org.jtorch.optim.lr;
 
 import java.util.Map;
 import org.jtorch.io.StateReader;
-import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
+import org.jtorch.types.Arguments;
 
 /**
  * Scales the learning rate by {@code factor} for the first {@code totalIters} epochs, then restores it,

@@ -3,9 +3,9 @@ package org.jtorch.optim.lr;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.io.StateReader;
-import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
+import org.jtorch.types.Arguments;
 
 /**
  * Cosine annealing from the initial learning rate to {@code etaMin} over {@code tMax} epochs (then back

@@ -5,9 +5,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.DoubleUnaryOperator;
 import org.jtorch.io.StateReader;
-import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
+import org.jtorch.types.Arguments;
 
 /**
  * The cyclical learning-rate policy, as {@code torch.optim.lr_scheduler.CyclicLR} (PyTorch 1.13): the

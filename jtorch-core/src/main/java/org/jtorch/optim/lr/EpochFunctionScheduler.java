@@ -5,8 +5,8 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.function.IntToDoubleFunction;
-import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
+import org.jtorch.types.Arguments;
 
 /**
  * The schedulers driven by a function of the epoch per group ({@link LambdaLR}, {@link MultiplicativeLR}).

@@ -6,9 +6,9 @@ import java.util.List;
 import java.util.Map;
 import org.jtorch.io.StateReader;
 import org.jtorch.io.Stateful;
-import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
+import org.jtorch.types.Arguments;
 
 /**
  * Base class of the epoch-based learning-rate schedulers, as PyTorch 1.13's {@code _LRScheduler}.

@@ -2,8 +2,8 @@ package org.jtorch.optim.lr;
 
 import java.util.Map;
 import org.jtorch.io.StateReader;
-import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
+import org.jtorch.types.Arguments;
 
 /**
  * Scales the learning rate by a factor moving linearly from {@code startFactor} to {@code endFactor}

@@ -4,9 +4,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.io.StateReader;
-import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
+import org.jtorch.types.Arguments;
 
 /**
  * The 1cycle policy, as {@code torch.optim.lr_scheduler.OneCycleLR} (PyTorch 1.13): the learning rate

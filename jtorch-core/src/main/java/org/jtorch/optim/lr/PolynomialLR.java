@@ -2,8 +2,8 @@ package org.jtorch.optim.lr;
 
 import java.util.Map;
 import org.jtorch.io.StateReader;
-import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
+import org.jtorch.types.Arguments;
 
 /**
  * Decays the learning rate to 0 over {@code totalIters} epochs as {@code (1 - epoch / totalIters)^power},

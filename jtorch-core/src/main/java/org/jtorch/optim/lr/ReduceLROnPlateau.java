@@ -6,9 +6,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.io.StateReader;
-import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
+import org.jtorch.types.Arguments;
 
 /**
  * Reduces the learning rate by {@code factor} when a metric has stopped improving for more than

@@ -5,9 +5,9 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import org.jtorch.io.StateReader;
-import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
 import org.jtorch.optim.ParamGroup;
+import org.jtorch.types.Arguments;
 
 /**
  * Runs schedulers one after another, switching at the milestone epochs, as

@@ -2,8 +2,8 @@ package org.jtorch.optim.lr;
 
 import java.util.Map;
 import org.jtorch.io.StateReader;
-import org.jtorch.ops.Arguments;
 import org.jtorch.optim.Optimizer;
+import org.jtorch.types.Arguments;
 
 /** Multiplies the learning rate by {@code gamma} every {@code stepSize} epochs, as {@code torch.optim.lr_scheduler.StepLR}. */
 public final class StepLR extends LRScheduler {

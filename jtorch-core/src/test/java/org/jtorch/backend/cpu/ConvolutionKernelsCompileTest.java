@@ -9,12 +9,12 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import jdk.incubator.vector.FloatVector;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.nn.F;
 import org.jtorch.testing.ChildJvm;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 import org.junit.jupiter.api.Test;
 
 /**

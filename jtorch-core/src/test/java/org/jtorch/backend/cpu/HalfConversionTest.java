@@ -3,10 +3,10 @@ package org.jtorch.backend.cpu;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.SplittableRandom;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.ElementCodec;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /** The vectorised half conversions give bit-for-bit the scalar reference ({@link ElementIO}, the JDK's float16 conversions). */
@@ -16,7 +16,7 @@ class HalfConversionTest {
     @Test
     void bfloat16MatchesTheScalarConversionBitForBit() {
         int n = 65536 + 13; // every 16-bit pattern, plus a tail shorter than a vector
-        try (Tensor h = Torch.empty(new long[] {n}, DType.BFLOAT16, org.jtorch.Device.cpu()); Tensor f = Torch.empty(new long[] {n}, DType.FLOAT32, org.jtorch.Device.cpu())) {
+        try (Tensor h = Torch.empty(new long[] {n}, DType.BFLOAT16, org.jtorch.types.Device.cpu()); Tensor f = Torch.empty(new long[] {n}, DType.FLOAT32, org.jtorch.types.Device.cpu())) {
             var hs = h.storage().segment();
             for (int i = 0; i < n; i++) hs.set(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED, i * 2L, (short) i);
             HalfConversion.bf16ToF32(hs, 0, f.storage().segment(), 0, n);

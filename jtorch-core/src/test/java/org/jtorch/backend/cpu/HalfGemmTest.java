@@ -9,10 +9,10 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.SplittableRandom;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.ElementCodec;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 

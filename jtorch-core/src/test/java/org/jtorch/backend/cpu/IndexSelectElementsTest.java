@@ -2,10 +2,10 @@ package org.jtorch.backend.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -75,7 +75,7 @@ class IndexSelectElementsTest {
         long[] picks = {4, 0, 6, 6, 1, 3, 2, 5, 0};
         for (DType t : types) {
             try (MemoryScope scope = new MemoryScope()) {
-                Tensor x = Torch.arange(0, 3 * 7, 1, DType.INT64, org.jtorch.Device.cpu()).remainder(t == DType.BOOL ? 2 : 100).to(t).view(3, 7);
+                Tensor x = Torch.arange(0, 3 * 7, 1, DType.INT64, org.jtorch.types.Device.cpu()).remainder(t == DType.BOOL ? 2 : 100).to(t).view(3, 7);
                 Tensor idx = Torch.tensor(picks, picks.length);
                 double[] got = x.indexSelect(1, idx).to(DType.FLOAT64).toDoubleArray();
                 double[] all = x.to(DType.FLOAT64).toDoubleArray();

@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Random;
-import org.jtorch.DType;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -12,11 +12,11 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
-import org.jtorch.DType;
 import org.jtorch.memory.ElementCodec;
 import org.jtorch.op.Expr;
 import org.jtorch.op.Fn;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**

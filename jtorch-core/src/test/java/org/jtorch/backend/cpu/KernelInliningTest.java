@@ -15,7 +15,6 @@ import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.jit.Jit;
@@ -23,6 +22,7 @@ import org.jtorch.jit.TensorFunction;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.testing.ChildJvm;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

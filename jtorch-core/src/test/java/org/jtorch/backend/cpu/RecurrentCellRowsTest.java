@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Random;
-import org.jtorch.DType;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -3,9 +3,6 @@ package org.jtorch.backend.cpu;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
@@ -15,6 +12,9 @@ import org.jtorch.nn.LSTMCell;
 import org.jtorch.nn.Linear;
 import org.jtorch.optim.SGD;
 import org.jtorch.testing.ChildJvm;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 

@@ -2,11 +2,11 @@ package org.jtorch.backend.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import org.jtorch.DType;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
+import org.jtorch.types.DType;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -19,7 +19,7 @@ class SelectRowsTest {
     private static final int[] LENGTHS = {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 1000, 1024, 1025, 2100}; // past 1024: rows run in pieces
 
     private static Tensor values(int n, DType t, Generator g) {
-        return Torch.randn(new long[] {n}, DType.FLOAT64, org.jtorch.Device.cpu(), g).mul(50.0).to(t);
+        return Torch.randn(new long[] {n}, DType.FLOAT64, org.jtorch.types.Device.cpu(), g).mul(50.0).to(t);
     }
 
     @Test
@@ -28,7 +28,7 @@ class SelectRowsTest {
         for (DType t : TYPES) {
             for (int n : LENGTHS) {
                 try (MemoryScope scope = new MemoryScope()) {
-                    Tensor cond = Torch.rand(new long[] {n}, DType.FLOAT32, org.jtorch.Device.cpu(), g).lt(0.5);
+                    Tensor cond = Torch.rand(new long[] {n}, DType.FLOAT32, org.jtorch.types.Device.cpu(), g).lt(0.5);
                     Tensor a = values(n, t, g), b = values(n, t, g);
                     double[] c = cond.to(DType.FLOAT64).toDoubleArray(), x = a.toDoubleArray(), y = b.toDoubleArray();
                     double[] got = Torch.where(cond, a, b).toDoubleArray();

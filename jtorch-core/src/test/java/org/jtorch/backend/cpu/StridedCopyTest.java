@@ -2,9 +2,9 @@ package org.jtorch.backend.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -55,7 +55,7 @@ class StridedCopyTest {
             for (int width : new int[] {1, 3, 16, 17, 63, 64, 65, 200, 257, 513, 1023, 1100}) {
                 try (org.jtorch.memory.MemoryScope scope = new org.jtorch.memory.MemoryScope()) {
                     Tensor src = Torch.arange(0, 3L * 5 * width, 1).remainder(251).to(dtype).reshape(3, 5, width);
-                    Tensor dst = Torch.full(new long[] {3, 7, width + 3}, 7.0, dtype, org.jtorch.Device.cpu());
+                    Tensor dst = Torch.full(new long[] {3, 7, width + 3}, 7.0, dtype, org.jtorch.types.Device.cpu());
                     dst.narrow(1, 1, 5).narrow(2, 2, width).copy_(src);
                     double[] got = dst.to(DType.FLOAT64).toDoubleArray();
                     double[] want = src.to(DType.FLOAT64).toDoubleArray();

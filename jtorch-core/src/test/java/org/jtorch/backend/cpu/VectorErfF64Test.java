@@ -7,10 +7,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import java.math.BigDecimal;
 import java.math.MathContext;
 import java.util.function.DoubleUnaryOperator;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.op.SpecialFunctions;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /**

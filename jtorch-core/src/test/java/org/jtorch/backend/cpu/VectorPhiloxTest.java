@@ -7,7 +7,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
-import org.jtorch.Generator;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 

@@ -9,11 +9,11 @@ import java.util.function.DoubleUnaryOperator;
 import java.util.function.UnaryOperator;
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
-import org.jtorch.DType;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.testing.ChildJvm;
+import org.jtorch.types.DType;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -194,8 +194,8 @@ class VectorTrigTest {
             long h = 17;
             for (DType dtype : new DType[] {DType.FLOAT32, DType.FLOAT64}) {
                 Generator gen = new Generator(5);
-                Tensor x = Torch.randn(new long[] {4099}, dtype, org.jtorch.Device.cpu(), gen).mul(30);
-                Tensor p = Torch.rand(new long[] {4099}, dtype, org.jtorch.Device.cpu(), gen).mul(3);
+                Tensor x = Torch.randn(new long[] {4099}, dtype, org.jtorch.types.Device.cpu(), gen).mul(30);
+                Tensor p = Torch.rand(new long[] {4099}, dtype, org.jtorch.types.Device.cpu(), gen).mul(3);
                 for (Tensor t : new Tensor[] {x.sin(), x.cos(), p.pow(x.div(10)), p.pow(2.5), x.softplus(), x.softplus(2, 20), x.mish(),
                     x.div(10).pow(x.div(10).round())}) {
                     for (double v : t.to(DType.FLOAT64).toDoubleArray()) h = h * 31 + Double.doubleToRawLongBits(v);

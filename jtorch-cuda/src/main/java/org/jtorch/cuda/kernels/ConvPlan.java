@@ -13,9 +13,9 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import org.jtorch.DType;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
 import org.jtorch.cuda.cudnn.Cudnn.Direction;
+import org.jtorch.types.DType;
 
 /**
  * Host-side planning of the CUDA convolution family ({@code CudaConvolutionKernels}): the cuDNN

@@ -1,10 +1,10 @@
 package org.jtorch.cuda.kernels;
 
 import java.util.Arrays;
-import org.jtorch.DType;
 import org.jtorch.cuda.KernelStructs;
 import org.jtorch.op.DTypeRule;
 import org.jtorch.op.OpDef;
+import org.jtorch.types.DType;
 
 /**
  * Host-side choices for an elementwise launch, with no GPU or driver involved (unit-tested on any

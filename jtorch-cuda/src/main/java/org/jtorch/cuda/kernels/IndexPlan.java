@@ -8,9 +8,9 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.util.Arrays;
-import org.jtorch.DType;
 import org.jtorch.cuda.KernelStructs;
 import org.jtorch.op.StridedView;
+import org.jtorch.types.DType;
 
 /**
  * The host-side choices of the indexing kernels of {@code index.cu} (no GPU needed; only tensor metadata

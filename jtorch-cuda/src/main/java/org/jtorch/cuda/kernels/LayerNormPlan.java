@@ -1,7 +1,7 @@
 package org.jtorch.cuda.kernels;
 
 import java.lang.foreign.Arena;
-import org.jtorch.DType;
+import org.jtorch.types.DType;
 
 /**
  * Host-side choices for the layer norm kernels of {@code layernorm.cu}, with no GPU involved: entry points per block dtype

@@ -11,7 +11,7 @@ import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUDA_R_32F;
 import static org.jtorch.cuda.cublaslt.CublasLtConstants.CUDA_R_64F;
 
 import java.util.Arrays;
-import org.jtorch.DType;
+import org.jtorch.types.DType;
 
 /**
  * Host-side planning of one cuBLASLt strided-batched matmul for the core's

@@ -3,8 +3,8 @@ package org.jtorch.cuda.kernels;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.DType;
 import org.jtorch.cuda.KernelStructs;
+import org.jtorch.types.DType;
 
 /**
  * How a list of tensors is split into multi-tensor launches of {@code optim.cu} (as apex's and PyTorch's

@@ -7,7 +7,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
-import org.jtorch.DType;
+import org.jtorch.types.DType;
 
 /**
  * Host-side choices for the batch-norm kernels of {@code norm.cu}, with no GPU involved: entry points per

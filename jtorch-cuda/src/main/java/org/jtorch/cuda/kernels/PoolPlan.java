@@ -8,8 +8,8 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.util.Locale;
-import org.jtorch.DType;
 import org.jtorch.backend.SpatialKernels.Pool2d;
+import org.jtorch.types.DType;
 
 /**
  * Host-side choices for the pooling kernels of {@code pool.cu}, with no GPU involved: the entry point for

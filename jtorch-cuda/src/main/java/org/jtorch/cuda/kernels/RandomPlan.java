@@ -1,6 +1,6 @@
 package org.jtorch.cuda.kernels;
 
-import org.jtorch.DType;
+import org.jtorch.types.DType;
 
 /**
  * Host-side choices for a launch of {@code random.cu}, with no GPU involved: the entry point for a fill

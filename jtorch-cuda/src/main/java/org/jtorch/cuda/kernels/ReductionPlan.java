@@ -2,8 +2,8 @@ package org.jtorch.cuda.kernels;
 
 import java.lang.foreign.Arena;
 import java.util.Arrays;
-import org.jtorch.DType;
 import org.jtorch.op.ReduceOp;
+import org.jtorch.types.DType;
 
 /**
  * The host-side choices of a reduction, scan or softmax launch of {@code reduce.cu} (no GPU needed).

@@ -11,8 +11,6 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -31,6 +29,8 @@ import org.jtorch.distributed.ReduceOp;
 import org.jtorch.distributed.TcpStore;
 import org.jtorch.distributed.Work;
 import org.jtorch.op.Shapes;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The {@code nccl} backend: collectives on CUDA tensors through NCCL, one communicator per process on one device

@@ -4,8 +4,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import org.jtorch.DType;
-import org.jtorch.Device;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.cuda.CudaLibraries;
@@ -20,6 +18,8 @@ import org.jtorch.nn.Module;
 import org.jtorch.nn.Sequential;
 import org.jtorch.nn.Tanh;
 import org.jtorch.optim.SGD;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
 
 /**
  * The NCCL smoke check of {@code scripts/gpu-check} on a machine with one GPU (and of the simulator pass): the

@@ -16,7 +16,7 @@ typedef long long jt_i64;
 typedef unsigned int jt_u32;
 typedef unsigned long long jt_u64;
 
-// Dtype codes: the ordinals of org.jtorch.DType (checked by KernelSourcesTest).
+// Dtype codes: the ordinals of org.jtorch.types.DType (checked by KernelSourcesTest).
 #define JT_DTYPE_BOOL 0
 #define JT_DTYPE_UINT8 1
 #define JT_DTYPE_INT8 2

@@ -5,7 +5,6 @@ import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -28,6 +27,7 @@ import org.jtorch.nn.Sequential;
 import org.jtorch.nn.Sigmoid;
 import org.jtorch.nn.Tanh;
 import org.jtorch.optim.Adam;
+import org.jtorch.types.Generator;
 import org.jtorch.vision.Images;
 import org.jtorch.vision.transforms.Normalize;
 

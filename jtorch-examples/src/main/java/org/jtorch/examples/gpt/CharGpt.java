@@ -8,7 +8,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -27,6 +26,7 @@ import org.jtorch.nn.ModuleList;
 import org.jtorch.nn.utils.ClipGrad;
 import org.jtorch.optim.AdamW;
 import org.jtorch.optim.ParamGroup;
+import org.jtorch.types.Generator;
 
 /**
  * A character-level GPT in the style of Karpathy's nanoGPT ({@code model.py}, {@code train.py} with

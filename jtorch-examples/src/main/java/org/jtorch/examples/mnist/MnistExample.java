@@ -3,7 +3,6 @@ package org.jtorch.examples.mnist;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.util.Locale;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -20,6 +19,7 @@ import org.jtorch.nn.Linear;
 import org.jtorch.nn.Module;
 import org.jtorch.optim.Adadelta;
 import org.jtorch.optim.lr.StepLR;
+import org.jtorch.types.Generator;
 import org.jtorch.vision.datasets.MNIST;
 
 /**

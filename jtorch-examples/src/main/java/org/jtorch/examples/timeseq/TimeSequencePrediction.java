@@ -4,7 +4,6 @@ import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -17,6 +16,7 @@ import org.jtorch.nn.Linear;
 import org.jtorch.nn.MSELoss;
 import org.jtorch.nn.Module;
 import org.jtorch.optim.LBFGS;
+import org.jtorch.types.DType;
 
 /**
  * pytorch/examples {@code time_sequence_prediction}: two stacked {@code LSTMCell}s (51 units) and a

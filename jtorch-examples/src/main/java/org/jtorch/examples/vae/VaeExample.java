@@ -5,7 +5,6 @@ import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -19,6 +18,7 @@ import org.jtorch.nn.F;
 import org.jtorch.nn.Linear;
 import org.jtorch.nn.Module;
 import org.jtorch.optim.Adam;
+import org.jtorch.types.Generator;
 import org.jtorch.vision.Images;
 
 /**

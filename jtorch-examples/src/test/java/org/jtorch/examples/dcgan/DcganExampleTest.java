@@ -3,13 +3,13 @@ package org.jtorch.examples.dcgan;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 
 import java.util.Arrays;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.data.DataLoader;
 import org.jtorch.data.Sample;
 import org.jtorch.examples.ImageData;
 import org.jtorch.examples.LossCurve;
+import org.jtorch.types.Generator;
 import org.jtorch.vision.transforms.Normalize;
 import org.junit.jupiter.api.Test;
 

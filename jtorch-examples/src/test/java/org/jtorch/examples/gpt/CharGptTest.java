@@ -47,7 +47,7 @@ class CharGptTest {
         Torch.manualSeed(3);
         var model = new CharGpt.GPT(new CharGpt.Config(8, 5, 1, 2, 16, 0.0));
         var chars = java.util.List.of('\n', 'a', 'b', 'c', 'd');
-        String text = CharGpt.sample(model, chars, 6, 0.8, 1, new org.jtorch.Generator(1));
+        String text = CharGpt.sample(model, chars, 6, 0.8, 1, new org.jtorch.types.Generator(1));
         long[] idx = new long[7];
         for (int i = 0; i < 6; i++) idx[i + 1] = chars.indexOf(text.charAt(i));
         for (int i = 0; i < 6; i++) {

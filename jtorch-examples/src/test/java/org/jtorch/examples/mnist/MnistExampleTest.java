@@ -14,7 +14,7 @@ class MnistExampleTest {
     void lossFallsOnTheBundledDigits() {
         Torch.manualSeed(1);
         ImageData.Split data = ImageData.load("digits", 28, MNIST.normalize(), 0, 0, System.out);
-        var loader = DataLoader.builder(data.train()).batchSize(32).shuffle(true).generator(new org.jtorch.Generator(1)).build();
+        var loader = DataLoader.builder(data.train()).batchSize(32).shuffle(true).generator(new org.jtorch.types.Generator(1)).build();
         var t = new MnistExample.Training(1.0);
         double[] losses = new double[24];
         int i = 0;

@@ -5,10 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.ArrayList;
 import java.util.List;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.examples.LossCurve;
+import org.jtorch.types.DType;
 import org.junit.jupiter.api.Test;
 
 /** The CI variant of time_sequence_prediction: two L-BFGS steps on 20 short waves. */

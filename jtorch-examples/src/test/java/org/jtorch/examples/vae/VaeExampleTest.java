@@ -2,13 +2,13 @@ package org.jtorch.examples.vae;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.data.DataLoader;
 import org.jtorch.data.Sample;
 import org.jtorch.examples.ImageData;
 import org.jtorch.examples.LossCurve;
+import org.jtorch.types.Generator;
 import org.junit.jupiter.api.Test;
 
 /** The CI variant of vae/main.py: 30 Adam steps on the bundled digits upsampled to 28x28. */

@@ -1,9 +1,9 @@
 package org.jtorch.vision.transforms;
 
 import java.util.Arrays;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.types.DType;
 
 /**
  * {@code torchvision.transforms.Pad} for tensor images {@code [..., H, W]} of any dtype. Padding is

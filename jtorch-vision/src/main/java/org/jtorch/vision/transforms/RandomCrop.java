@@ -1,11 +1,11 @@
 package org.jtorch.vision.transforms;
 
 import java.util.Arrays;
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 
 /**
  * {@code torchvision.transforms.RandomCrop}: optionally pads a tensor image {@code [..., H, W]}

@@ -1,10 +1,10 @@
 package org.jtorch.vision.transforms;
 
-import org.jtorch.DType;
-import org.jtorch.Device;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.types.DType;
+import org.jtorch.types.Device;
+import org.jtorch.types.Generator;
 
 /**
  * {@code torchvision.transforms.RandomHorizontalFlip}: with probability {@code p} reverses the last

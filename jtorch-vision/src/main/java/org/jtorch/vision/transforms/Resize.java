@@ -1,8 +1,8 @@
 package org.jtorch.vision.transforms;
 
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.types.DType;
 import org.jtorch.vision.Images;
 
 /**

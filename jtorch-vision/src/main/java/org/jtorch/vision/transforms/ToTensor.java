@@ -1,8 +1,8 @@
 package org.jtorch.vision.transforms;
 
 import java.awt.image.BufferedImage;
-import org.jtorch.DType;
 import org.jtorch.Tensor;
+import org.jtorch.types.DType;
 import org.jtorch.vision.Images;
 
 /**

@@ -18,7 +18,7 @@
  * ({@code ToTensor} first gives the same result here: zero padding, cropping and flipping commute with
  * scaling to [0, 1]; resizing does not, as Pillow resizes bytes and the tensor path floats.)
  *
- * <p>Random transforms draw from an {@link org.jtorch.Generator} (the default one unless given), whose
+ * <p>Random transforms draw from an {@link org.jtorch.types.Generator} (the default one unless given), whose
  * draws are synchronised, so one transform may serve several DataLoader workers.
  */
 package org.jtorch.vision.transforms;

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
-import org.jtorch.Generator;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
@@ -16,6 +15,7 @@ import org.jtorch.data.Subset;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
 import org.jtorch.optim.Adam;
+import org.jtorch.types.Generator;
 import org.jtorch.vision.datasets.Digits;
 import org.jtorch.vision.models.LeNet5;
 import org.jtorch.vision.transforms.Compose;

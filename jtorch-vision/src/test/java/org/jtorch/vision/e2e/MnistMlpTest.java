@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import org.jtorch.DType;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.memory.MemoryScope;
@@ -13,6 +12,7 @@ import org.jtorch.nn.Linear;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
 import org.jtorch.optim.Adam;
+import org.jtorch.types.DType;
 import org.jtorch.vision.datasets.DataRoot;
 import org.jtorch.vision.datasets.MNIST;
 import org.junit.jupiter.api.Test;

@@ -1,10 +1,9 @@
-package org.jtorch;
+package org.jtorch.types;
 
 import java.lang.ref.ReferenceQueue;
 import java.lang.ref.WeakReference;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import org.jtorch.ops.Arguments;
 /**
  * A seeded, counter-based random number generator (Philox4x32-10, as cuRAND and PyTorch's CUDA
  * generator use). The state is a 64-bit seed and a 64-bit offset counting consumed 128-bit blocks, so
@@ -74,7 +73,7 @@ public final class Generator {
         return NEXT_ID.get();
     }
 
-    /** The process-wide generator that {@link Torch#manualSeed} seeds. */
+    /** The process-wide generator that {@link org.jtorch.Torch#manualSeed} seeds. */
     public static Generator defaultGenerator() {
         return DEFAULT;
     }

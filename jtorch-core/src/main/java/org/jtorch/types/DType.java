@@ -1,6 +1,5 @@
-package org.jtorch;
+package org.jtorch.types;
 
-import org.jtorch.ops.Arguments;
 /**
  * Element types, with PyTorch's names and type-promotion lattice.
  *

@@ -1,7 +1,6 @@
-package org.jtorch;
+package org.jtorch.types;
 
 import java.util.Objects;
-import org.jtorch.ops.Arguments;
 
 /** Where a tensor's storage lives: {@code cpu} or {@code cuda:N}. Immutable. */
 public final class Device {

@@ -1,4 +1,4 @@
-package org.jtorch.ops;
+package org.jtorch.types;
 
 /**
  * Null checks for the public API's arguments, with messages naming the op and the parameter, as
