@@ -32,7 +32,7 @@ class ConvWeightGradSumsTest {
                 int cout = s[0], cin = s[1], kk = s[2], size = cout * cin * kk;
                 float[][] partial = new float[chunks][size + 5]; // longer than the sums, as kept buffers may be
                 for (float[] p : partial) for (int i = 0; i < p.length; i++) p[i] = (float) r.nextGaussian();
-                try (Arena arena = Arena.ofConfined()) {
+                try (Arena arena = Arena.ofShared()) { // shared: the sums run on the pool's threads
                     MemorySegment gw = arena.allocate((long) (size + 2) * Float.BYTES);
                     gw.fill((byte) 0x7f);
                     ConvF32.sumPartials(partial, cout, cin, kk, gw, 2);
