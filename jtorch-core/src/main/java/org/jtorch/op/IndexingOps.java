@@ -689,6 +689,12 @@ public final class IndexingOps {
                         + " apart from dimension " + d + (src == null ? "" : " and to be smaller than src " + Shapes.format(src.shape())));
             }
         }
+        if (s[d] == 0 && index.numel() > 0) {
+            // Every index is out of range for an empty dimension: said here, without data, on every device (CUDA's
+            // index checks run on the device and report later).
+            throw new IndexOutOfBoundsException(op + ": index out of range: dimension " + d + " of self " + Shapes.format(self.shape())
+                    + " is empty, but index " + Shapes.format(index.shape()) + " has elements");
+        }
         return index.shape();
     }
 

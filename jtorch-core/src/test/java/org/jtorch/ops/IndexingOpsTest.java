@@ -53,6 +53,27 @@ class IndexingOpsTest {
         return Torch.tensor(values).reshape(shape);
     }
 
+    /**
+     * Any index into an empty dimension is out of range, as PyTorch says: raised at the call on every device (CUDA's
+     * value checks report later, so the empty case is decided from the shapes; MixedDeviceFuzzTest found gather on
+     * simulated cuda:0 returning values).
+     */
+    @Test
+    void gatherAndScatterIntoAnEmptyDimensionRaise() {
+        Device device = Fixtures.device();
+        try (Tensor empty = Torch.zeros(new long[] {0}, DType.FLOAT32, device);
+             Tensor index = Torch.zeros(new long[] {2}, DType.INT64, device);
+             Tensor src = Torch.ones(new long[] {2}, DType.FLOAT32, device);
+             Tensor noIndex = Torch.zeros(new long[] {0}, DType.INT64, device)) {
+            IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class, () -> Indexing.gather(empty, 0, index).close());
+            assertTrue(e.getMessage().startsWith("gather"), e.getMessage());
+            assertThrows(IndexOutOfBoundsException.class, () -> Indexing.scatterInPlace(empty, 0, index, src, true));
+            try (Tensor none = Indexing.gather(empty, 0, noIndex)) {
+                assertEquals(0, none.numel());
+            }
+        }
+    }
+
     @Test
     void theOpsAreStructuredWithKernelsOnTheTestDevice() {
         Backends.of(DEVICE);
