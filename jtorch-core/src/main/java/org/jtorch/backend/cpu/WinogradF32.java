@@ -120,9 +120,9 @@ final class WinogradF32 {
      * Small maps of 32-64 channels each way (ResNet-20's 32 channels at 16 px and 64 at 8 px, 16 and 4 tiles an
      * image): with blocks of tiles across images and transformed weights of at most 590 KB (L2-resident), the forward
      * runs 1.5-1.9x faster than the direct path in one thread (docs/BENCHMARKS.md, issue 22, eighteenth session).
-     * Maps of 4 tiles or more; {@code -Djtorch.conv.winogradSmallMaps=false} leaves them direct. The input gradient
-     * gains as much but stays direct by default, as on larger maps ({@link #setting}: the same {@code ModelsTest}
-     * basic block fails with it on, its 32-channel 8 px conv2 now taking this path).
+     * Maps of 4 tiles or more; {@code -Djtorch.conv.winogradSmallMaps=false} leaves them direct. Their input gradients
+     * take F(2x2, 3x3) instead ({@link #paysInputGrad}): F(4x4, 3x3) there failed the {@code ModelsTest} basic block
+     * ({@link #setting}).
      */
     static boolean paysOnSmallMaps(Geometry g) {
         long tiles = (long) ((g.oh() + 3) / 4) * ((g.ow() + 3) / 4);
