@@ -149,10 +149,9 @@ public final class DistributedDataParallel extends Module {
 
     /** Wraps {@code module} (which stays owned by the caller's code through this wrapper: closing one closes the other's tensors). */
     public DistributedDataParallel(Module module, ProcessGroup group, Options options) {
-        if (module == null || group == null || options == null) throw new NullPointerException("DistributedDataParallel: module, group and options must not be null");
-        this.module = module;
-        this.group = group;
-        this.options = options;
+        this.module = Arguments.nonNull("DistributedDataParallel", "module", module);
+        this.group = Arguments.nonNull("DistributedDataParallel", "group", group);
+        this.options = Arguments.nonNull("DistributedDataParallel", "options", options);
         registerModule("module", module);
         Map<String, Tensor> named = new LinkedHashMap<>();
         for (Map.Entry<String, Tensor> e : module.namedParameters().entrySet()) {
