@@ -1,4 +1,4 @@
-package org.jtorch.distributed;
+package org.jtorch.nn.parallel;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -14,6 +14,10 @@ import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Edge;
 import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.Node;
+import org.jtorch.distributed.DistributedException;
+import org.jtorch.distributed.ProcessGroup;
+import org.jtorch.distributed.ReduceOp;
+import org.jtorch.distributed.Work;
 import org.jtorch.nn.Module;
 import org.jtorch.nn.TensorTree;
 import org.jtorch.nn.TupleModule;
