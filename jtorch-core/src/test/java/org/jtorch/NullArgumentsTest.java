@@ -41,7 +41,7 @@ import org.junit.jupiter.api.Test;
  */
 class NullArgumentsTest {
     /** The packages of the public API. */
-    private static final List<String> PACKAGES = List.of("org.jtorch", "org.jtorch.types", "org.jtorch.nn", "org.jtorch.nn.utils", "org.jtorch.optim",
+    private static final List<String> PACKAGES = List.of("org.jtorch", "org.jtorch.types", "org.jtorch.nn", "org.jtorch.nn.utils", "org.jtorch.nn.parallel", "org.jtorch.optim",
             "org.jtorch.optim.lr", "org.jtorch.data", "org.jtorch.io", "org.jtorch.amp", "org.jtorch.autograd", "org.jtorch.memory");
 
     /** Public for jtorch's own packages (plumbing between the front end, autograd and backends), not user API. */

@@ -8,7 +8,6 @@ import java.util.function.Function;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
 import org.jtorch.distributed.Distributed;
-import org.jtorch.distributed.DistributedDataParallel;
 import org.jtorch.distributed.ProcessGroup;
 import org.jtorch.distributed.ReduceOp;
 import org.jtorch.distributed.Work;
@@ -19,6 +18,7 @@ import org.jtorch.nn.Linear;
 import org.jtorch.nn.Module;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
+import org.jtorch.nn.parallel.DistributedDataParallel;
 import org.jtorch.optim.SGD;
 import org.jtorch.vision.models.CifarResNet;
 

@@ -36,7 +36,7 @@ public abstract class ProcessGroup implements AutoCloseable {
 
     /**
      * {@link #allReduce(Tensor, ReduceOp)} without the per-call comparison of the ranks' dtype and shape, for a caller
-     * that has established once that every rank issues the same sequence of such calls ({@link DistributedDataParallel}
+     * that has established once that every rank issues the same sequence of such calls ({@link org.jtorch.nn.parallel.DistributedDataParallel}
      * compares its bucket layout when it builds it, then reduces each bucket this way). The comparison costs a small
      * all-gather and a host round trip per call, which on a device backend sits between consecutive buckets. A
      * disagreement is then not detected, as in PyTorch. Backends without a cheaper path check anyway.

@@ -3,7 +3,7 @@
  * of ranks running collectives ({@link org.jtorch.distributed.MpiProcessGroup}: CPU tensors over Open MPI, bound
  * through FFM; jtorch-cuda's {@code NcclProcessGroup}: CUDA tensors over NCCL, found through a
  * {@link org.jtorch.distributed.ProcessGroupProvider}), started by {@link org.jtorch.distributed.Distributed#initProcessGroup} from the launcher's
- * {@link org.jtorch.distributed.LaunchEnvironment}; {@link org.jtorch.distributed.DistributedDataParallel}, which
+ * {@link org.jtorch.distributed.LaunchEnvironment}; {@link org.jtorch.nn.parallel.DistributedDataParallel}, which
  * averages gradients across ranks while backward runs ({@link org.jtorch.nn.SyncBatchNorm} for batch statistics over
  * every rank); {@link org.jtorch.distributed.DistributedSampler}, each
  * rank's share of a dataset with PyTorch's indices; a rendezvous {@link org.jtorch.distributed.TcpStore}; and

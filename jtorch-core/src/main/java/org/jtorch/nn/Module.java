@@ -420,7 +420,7 @@ public abstract class Module implements AutoCloseable, Cloneable, TensorState<Mo
      * through reflection is what JEP 500 takes away; declare such a field without {@code final}, or look the child up
      * with {@link #child(String)}); every other field value (options, sizes, functions) is shared with the original, so
      * such state must be immutable, and a lambda that captured the original module keeps calling it. Hooks are not
-     * copied: tensor hooks (such as those {@link org.jtorch.distributed.DistributedDataParallel} installs) belong to the
+     * copied: tensor hooks (such as those {@link org.jtorch.nn.parallel.DistributedDataParallel} installs) belong to the
      * original's tensors, and a module has no forward hooks.
      *
      * @throws UnsupportedOperationException for a module that cannot be meaningfully copied (DDP: copy its module)

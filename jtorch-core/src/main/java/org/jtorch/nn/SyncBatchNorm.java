@@ -7,6 +7,7 @@ import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.SavedTensor;
 import org.jtorch.distributed.ProcessGroup;
 import org.jtorch.distributed.ReduceOp;
+import org.jtorch.op.FrontEndOps;
 import org.jtorch.op.NormalizationOps;
 import org.jtorch.ops.Dispatcher;
 import org.jtorch.types.Arguments;
@@ -89,6 +90,8 @@ public class SyncBatchNorm extends BatchNorm {
         Arguments.nonNull("syncBatchNorm", "input", input);
         Arguments.nonNull("syncBatchNorm", "group", group);
         if (input.dim() < 2) throw new IllegalArgumentException("syncBatchNorm: expected at least 2D input, got " + input.dim() + "D");
+        // before the collectives and the running statistics' update in place, which a later op's own check would follow
+        Dispatcher.sameDevice(FrontEndOps.BATCH_NORM, input, runningMean, runningVar, weight, bias);
         long channels = input.size(1);
         Tensor out;
         Tensor mean;

@@ -14,7 +14,7 @@ import org.jtorch.nn.utils.PackedSequence;
  * components in declaration order, a list or array its elements, a map its values (in its iteration order), an
  * {@link Optional} its value, a {@link PackedSequence} its data; anything else (flags, strings, numbers, null) holds no
  * tensor. The values of {@link TupleModule}s are made of these, so generic code (typed {@link Sequential} chains,
- * {@link org.jtorch.distributed.DistributedDataParallel}, a JIT) reads their tensors without knowing the types.
+ * {@link org.jtorch.nn.parallel.DistributedDataParallel}, a JIT) reads their tensors without knowing the types.
  */
 public final class TensorTree {
     private TensorTree() {}

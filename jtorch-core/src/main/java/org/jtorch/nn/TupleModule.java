@@ -15,7 +15,7 @@ package org.jtorch.nn;
  * {@code None}. A typed {@code Module<I, O>} base class would have made every module generic for the few that need it.
  * What generic machinery needs from the values is their tensors, in a fixed order: {@link TensorTree#flatten} finds them
  * in any record, list, array or map (PyTorch's pytree), which is how {@link Sequential#of typed Sequential chains} keep
- * their result past their scope, how {@link org.jtorch.distributed.DistributedDataParallel#typed DDP} finds the
+ * their result past their scope, how {@link org.jtorch.nn.parallel.DistributedDataParallel#typed DDP} finds the
  * parameters an output does not reach, and how a tracing JIT can name a module's inputs and outputs.
  *
  * <p>For a {@link Module}, {@code I} is not {@code Tensor}: {@code Module} already declares {@code Tensor

@@ -24,7 +24,7 @@
  * {@code (src, mask)} is {@link org.jtorch.nn.AttentionEncoder.Input}, attention's keywords {@link
  * org.jtorch.nn.MultiheadAttention.Input}): the form generic code uses, since its values'
  * tensors are found by {@link org.jtorch.nn.TensorTree#flatten}. {@link org.jtorch.nn.Sequential#of} chains such
- * modules with types checked by the compiler, {@link org.jtorch.distributed.DistributedDataParallel#typed} runs them
+ * modules with types checked by the compiler, {@link org.jtorch.nn.parallel.DistributedDataParallel#typed} runs them
  * under DDP, and a tracing JIT is meant to take the same form (see {@link org.jtorch.nn.TupleModule} for why this design).
  * The single-tensor form returns the first output and closes the others, so
  * {@code new Sequential(lstm, head)} works where the other outputs are not needed. Output records are

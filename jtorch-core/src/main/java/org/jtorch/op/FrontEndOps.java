@@ -121,6 +121,15 @@ public final class FrontEndOps {
                     new Param("weight", "Tensor?", null), new Param("bias", "Tensor?", null), new Param("training", "bool", null),
                     new Param("momentum", "float", null), new Param("eps", "float", null))
             .doc("`ops.Normalization.batchNorm` (in training, updates the running statistics in place)").build();
+    /**
+     * Batch norm of each (sample, channel) plane, run as {@link #BATCH_NORM} over a {@code [1, N*C, *]} view: declared for its
+     * signature (the device layer's argument names); the trace sees the batch norm it runs, not this op.
+     */
+    public static final OpDef INSTANCE_NORM = OpDef.frontEnd("instance_norm", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("input"), new Param("running_mean", "Tensor?", null), new Param("running_var", "Tensor?", null),
+                    new Param("weight", "Tensor?", null), new Param("bias", "Tensor?", null), new Param("use_input_stats", "bool", null),
+                    new Param("momentum", "float", null), new Param("eps", "float", null))
+            .doc("`ops.Normalization.instanceNorm` (with `use_input_stats`, updates the running statistics in place)").build();
     public static final OpDef MAX_POOL2D = OpDef.frontEnd("max_pool2d", true).rule(SAME_NO_BOOL)
             .signature(SELF, new Param("kernel_size", "int[2]", null), new Param("stride", "int[2]", "[]"),
                     new Param("padding", "int[2]", "0"), new Param("dilation", "int[2]", "1"), new Param("ceil_mode", "bool", "False"))

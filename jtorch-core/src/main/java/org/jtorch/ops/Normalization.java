@@ -10,7 +10,6 @@ import org.jtorch.Torch;
 import org.jtorch.autograd.Grad;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.types.DType;
-import org.jtorch.types.Device;
 
 /**
  * The normalisation family, as {@code torch.nn.functional}: {@code batchNorm} (the declared
@@ -60,11 +59,11 @@ public final class Normalization {
         long c = input.size(1);
         long s = 1;
         for (int d = 2; d < input.dim(); d++) s *= input.size(d);
-        Device device = Dispatcher.sameDevice(FrontEndOps.BATCH_NORM, input, runningMean, runningVar, weight, bias);
-        checkChannels(op, "running_mean", runningMean, c, device);
-        checkChannels(op, "running_var", runningVar, c, device);
-        checkChannels(op, "weight", weight, c, device);
-        checkChannels(op, "bias", bias, c, device);
+        Dispatcher.sameDevice(FrontEndOps.BATCH_NORM, input, runningMean, runningVar, weight, bias);
+        checkChannels(op, "running_mean", runningMean, c);
+        checkChannels(op, "running_var", runningVar, c);
+        checkChannels(op, "weight", weight, c);
+        checkChannels(op, "bias", bias, c);
         if (training && n * s == 1) {
             throw new IllegalArgumentException(op + ": Expected more than 1 value per channel when training, got input size "
                     + Shapes.format(input.shape()));
@@ -139,10 +138,11 @@ public final class Normalization {
             throw new IllegalArgumentException(op + ": Expected more than 1 spatial element when training, got input size "
                     + Shapes.format(input.shape()));
         }
-        checkChannels(op, "running_mean", runningMean, c, input.device());
-        checkChannels(op, "running_var", runningVar, c, input.device());
-        checkChannels(op, "weight", weight, c, input.device());
-        checkChannels(op, "bias", bias, c, input.device());
+        Dispatcher.sameDevice(FrontEndOps.INSTANCE_NORM, input, runningMean, runningVar, weight, bias);
+        checkChannels(op, "running_mean", runningMean, c);
+        checkChannels(op, "running_var", runningVar, c);
+        checkChannels(op, "weight", weight, c);
+        checkChannels(op, "bias", bias, c);
         long[] flat = input.shape().clone();
         flat[0] = 1;
         flat[1] = n * c;
@@ -244,6 +244,8 @@ public final class Normalization {
      */
     public static Tensor rmsNorm(Tensor input, long[] normalizedShape, Tensor weight, Double eps) {
         int k = checkTrailing("rmsNorm", input, normalizedShape, weight, null);
+        // a composite op: the dispatcher runs its parts, which would name the first of them that meets the weight (mul)
+        Dispatcher.sameDevice(NormalizationOps.RMS_NORM, input, weight);
         double e = eps != null ? eps : machineEpsilon(input.dtype());
         return Dispatcher.call(NormalizationOps.RMS_NORM, new Tensor[] {input, weight}, k, e);
     }
@@ -310,8 +312,9 @@ public final class Normalization {
             throw new IllegalArgumentException(op + ": Expected more than 1 value per channel when training, got input size "
                     + Shapes.format(input.shape()) + " with num_groups=" + numGroups);
         }
-        checkChannels(op, "weight", weight, c, input.device());
-        checkChannels(op, "bias", bias, c, input.device());
+        Dispatcher.sameDevice(NormalizationOps.GROUP_NORM, input, weight, bias);
+        checkChannels(op, "weight", weight, c);
+        checkChannels(op, "bias", bias, c);
         if (input.numel() == 0) return emptyAffine(input, weight, bias);
         return Dispatcher.call(NormalizationOps.GROUP_NORM, new Tensor[] {input, weight, bias}, numGroups, eps);
     }
@@ -438,7 +441,7 @@ public final class Normalization {
         }
     }
 
-    private static void checkChannels(String op, String name, Tensor t, long c, Device device) {
+    private static void checkChannels(String op, String name, Tensor t, long c) {
         if (t == null) return;
         t.checkOpen(op);
         if (t.numel() != c) {
@@ -447,9 +450,6 @@ public final class Normalization {
         if (t.dim() != 1) {
             throw new IllegalArgumentException(op + ": " + name + " should be 1-D of " + c + " elements, got shape "
                     + Shapes.format(t.shape()));
-        }
-        if (!t.device().equals(device)) {
-            throw new IllegalArgumentException(op + ": " + name + " is on " + t.device() + " but the input is on " + device);
         }
         if (!t.dtype().isFloatingPoint()) {
             throw new IllegalArgumentException(op + ": " + name + " must have a floating point dtype, got " + t.dtype());

@@ -23,6 +23,7 @@ import org.jtorch.nn.Tanh;
 import org.jtorch.nn.Transformer;
 import org.jtorch.nn.TransformerEncoderLayer;
 import org.jtorch.nn.TupleModule;
+import org.jtorch.nn.parallel.DistributedDataParallel;
 import org.jtorch.optim.SGD;
 import org.jtorch.types.Device;
 

@@ -17,6 +17,7 @@ import org.jtorch.nn.Module;
 import org.jtorch.nn.ReLU;
 import org.jtorch.nn.Sequential;
 import org.jtorch.nn.TupleModule;
+import org.jtorch.nn.parallel.DistributedDataParallel;
 import org.junit.jupiter.api.Test;
 
 /** DDP's bookkeeping in one process ({@link WorldOfOne}): buckets, state dict, noSync, and the errors it raises. */

@@ -9,7 +9,7 @@ import org.jtorch.autograd.Grad;
 /**
  * A process group of one rank in the test JVM, with no MPI: every collective is the identity (what it is for one
  * rank), and it counts the all-reduces it was asked for. For the single-process behaviour of
- * {@link DistributedDataParallel} and SyncBatchNorm, and a plausible group for NullArgumentsTest; the multi-rank
+ * {@link org.jtorch.nn.parallel.DistributedDataParallel} and SyncBatchNorm, and a plausible group for NullArgumentsTest; the multi-rank
  * behaviour is tested under mpirun and on the CUDA simulator's NCCL.
  */
 public final class WorldOfOne extends ProcessGroup {

@@ -10,8 +10,10 @@ import java.util.List;
 import java.util.function.Supplier;
 import org.jtorch.Tensor;
 import org.jtorch.Torch;
+import org.jtorch.distributed.WorldOfOne;
 import org.jtorch.memory.MemoryScope;
 import org.jtorch.nn.F;
+import org.jtorch.nn.SyncBatchNorm;
 import org.jtorch.op.IndexingOps;
 import org.jtorch.op.JoiningOps;
 import org.jtorch.op.LinalgOps;
@@ -114,6 +116,41 @@ class DeviceAgreementTest {
             Tensor stat = Torch.ones(new long[] {2}, DType.FLOAT32, CPU);
             refused(dev, () -> F.batchNorm(x, stat, stat), "batch_norm", "input on " + dev, "running_mean on cpu (shape [2], torch.float32)",
                     "running_var on cpu");
+        }
+    }
+
+    /**
+     * Every normalisation, an input on one device and an affine parameter or a running statistic on the other (both ways):
+     * the dispatcher's message before anything is allocated, and the running statistics left as they were.
+     */
+    @Test
+    void everyNormRefusesAnArgumentOnTheOtherDevice() {
+        Device dev = device();
+        for (Device[] way : new Device[][] {{CPU, dev}, {dev, CPU}}) {
+            Device in = way[0];
+            Device other = way[1];
+            try (MemoryScope scope = new MemoryScope()) {
+                Tensor x = Torch.ones(new long[] {2, 4, 3}, DType.FLOAT32, in);
+                Tensor channels = Torch.ones(new long[] {4}, DType.FLOAT32, other);
+                Tensor stat = Torch.zeros(new long[] {4}, DType.FLOAT32, in);
+                String input = "input on " + in + " (shape [2, 4, 3], torch.float32)";
+                String elsewhere = " on " + other + " (shape [4], torch.float32)";
+                refused(dev, () -> F.batchNorm(x, stat, stat, channels, null, true, 0.1, 1e-5), "batch_norm", input, "weight" + elsewhere);
+                refused(dev, () -> F.instanceNorm(x, stat, stat, null, channels, true, 0.1, 1e-5), "instance_norm", input,
+                        "running_mean on " + in, "bias" + elsewhere);
+                refused(dev, () -> F.instanceNorm(x, channels, null, null, null, true, 0.1, 1e-5), "instance_norm", input,
+                        "running_mean" + elsewhere);
+                refused(dev, () -> F.groupNorm(x, 2, channels, null, 1e-5), "group_norm", input, "weight" + elsewhere);
+                refused(dev, () -> F.groupNorm(x, 2, null, channels, 1e-5), "group_norm", input, "bias" + elsewhere);
+                Tensor row = Torch.ones(new long[] {3}, DType.FLOAT32, other);
+                refused(dev, () -> F.layerNorm(x, new long[] {3}, row, null, 1e-5), "native_layer_norm", input,
+                        "weight on " + other + " (shape [3], torch.float32)");
+                refused(dev, () -> F.rmsNorm(x, new long[] {3}, row, null), "rms_norm", input,
+                        "weight on " + other + " (shape [3], torch.float32)");
+                refused(dev, () -> SyncBatchNorm.syncBatchNorm(x, stat, stat, channels, null, 0.1, 1e-5, new WorldOfOne()), "batch_norm",
+                        input, "weight" + elsewhere);
+                assertArrayEquals(new float[4], stat.to(CPU).toFloatArray(), "running statistics untouched");
+            }
         }
     }
 

@@ -87,6 +87,18 @@ class CrossDeviceTest {
                 + "[2, 8], torch.float32), hidden_gates on cpu (shape [2, 8], torch.float32) and cx on cuda:0 (shape [2, 2], torch.float32)",
                 assertThrows(IllegalArgumentException.class, () -> org.jtorch.ops.Recurrent.lstmCell(labelledCuda(f, 2, 8), host(f, 2, 8),
                         labelledCuda(f, 2, 2))).getMessage());
+        assertEquals("instance_norm: expected all tensors to be on the same device, but found input on cpu (shape [2, 4, 3], "
+                + "torch.float32), running_mean on cpu (shape [4], torch.float32) and weight on cuda:0 (shape [4], torch.float32)",
+                assertThrows(IllegalArgumentException.class, () -> F.instanceNorm(host(f, 2, 4, 3), host(f, 4), null, labelledCuda(f, 4),
+                        null, true, 0.1, 1e-5)).getMessage());
+        assertEquals("group_norm: expected all tensors to be on the same device, but found input on cuda:0 (shape [2, 4, 3], "
+                + "torch.float32), weight on cuda:0 (shape [4], torch.float32) and bias on cpu (shape [4], torch.float32)",
+                assertThrows(IllegalArgumentException.class, () -> F.groupNorm(labelledCuda(f, 2, 4, 3), 2, labelledCuda(f, 4), host(f, 4),
+                        1e-5)).getMessage());
+        assertEquals("rms_norm: expected all tensors to be on the same device, but found input on cpu (shape [2, 3], torch.float32) "
+                + "and weight on cuda:0 (shape [3], torch.float32)",
+                assertThrows(IllegalArgumentException.class, () -> F.rmsNorm(host(f, 2, 3), new long[] {3}, labelledCuda(f, 3), null))
+                        .getMessage());
         assertEquals("index: expected all tensors to be on the same device, but found self on cuda:0 (shape [4, 3], torch.float32), "
                 + "indices[0] on cuda:0 (shape [4], torch.bool) and indices[1] on cpu (shape [3], torch.bool)",
                 assertThrows(IllegalArgumentException.class, () -> labelledCuda(f, 4, 3).index(labelledCuda(DType.BOOL, 4),
@@ -118,7 +130,14 @@ class CrossDeviceTest {
         calls.put("nll_loss (nllLoss)", () -> F.nllLoss(labelledCuda(f, 2, 3), host(l, 2)));
         calls.put("embedding", () -> F.embedding(host(l, 2), labelledCuda(f, 4, 3)));
         calls.put("batch_norm (batchNorm)", () -> F.batchNorm(labelledCuda(f, 2, 3, 4), host(f, 3), host(f, 3)));
-        calls.put("groupNorm", () -> F.groupNorm(labelledCuda(f, 2, 4, 3), 2, host(f, 4), null, 1e-5));
+        calls.put("group_norm (groupNorm)", () -> F.groupNorm(labelledCuda(f, 2, 4, 3), 2, host(f, 4), null, 1e-5));
+        calls.put("group_norm (a CUDA bias)", () -> F.groupNorm(host(f, 2, 4, 3), 2, null, labelledCuda(f, 4), 1e-5));
+        calls.put("instance_norm (instanceNorm)", () -> F.instanceNorm(labelledCuda(f, 2, 4, 3), null, null, host(f, 4), null, true,
+                0.1, 1e-5));
+        calls.put("instance_norm (CUDA running statistics)", () -> F.instanceNorm(host(f, 2, 4, 3), labelledCuda(f, 4),
+                labelledCuda(f, 4), null, null, true, 0.1, 1e-5));
+        calls.put("native_layer_norm (layerNorm)", () -> F.layerNorm(host(f, 2, 4, 3), new long[] {3}, labelledCuda(f, 3), null, 1e-5));
+        calls.put("rms_norm (rmsNorm)", () -> F.rmsNorm(labelledCuda(f, 2, 4, 3), new long[] {3}, host(f, 3), null));
         calls.put("bmm (einsum)", () -> Torch.einsum("ij,jk->ik", labelledCuda(f, 2, 3), host(f, 3, 4)));
         calls.put("mv", () -> labelledCuda(f, 2, 3).mv(host(f, 3)));
         calls.put("dot", () -> Torch.dot(host(f, 3), labelledCuda(f, 3)));

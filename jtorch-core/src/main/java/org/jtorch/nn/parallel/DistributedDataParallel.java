@@ -1,4 +1,4 @@
-package org.jtorch.distributed;
+package org.jtorch.nn.parallel;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -14,6 +14,10 @@ import org.jtorch.autograd.Autograd;
 import org.jtorch.autograd.Edge;
 import org.jtorch.autograd.Grad;
 import org.jtorch.autograd.Node;
+import org.jtorch.distributed.DistributedException;
+import org.jtorch.distributed.ProcessGroup;
+import org.jtorch.distributed.ReduceOp;
+import org.jtorch.distributed.Work;
 import org.jtorch.nn.Module;
 import org.jtorch.nn.TensorTree;
 import org.jtorch.nn.TupleModule;
@@ -149,10 +153,9 @@ public final class DistributedDataParallel extends Module {
 
     /** Wraps {@code module} (which stays owned by the caller's code through this wrapper: closing one closes the other's tensors). */
     public DistributedDataParallel(Module module, ProcessGroup group, Options options) {
-        if (module == null || group == null || options == null) throw new NullPointerException("DistributedDataParallel: module, group and options must not be null");
-        this.module = module;
-        this.group = group;
-        this.options = options;
+        this.module = Arguments.nonNull("DistributedDataParallel", "module", module);
+        this.group = Arguments.nonNull("DistributedDataParallel", "group", group);
+        this.options = Arguments.nonNull("DistributedDataParallel", "options", options);
         registerModule("module", module);
         Map<String, Tensor> named = new LinkedHashMap<>();
         for (Map.Entry<String, Tensor> e : module.namedParameters().entrySet()) {
