@@ -31,7 +31,7 @@ public final class AutocastPolicy {
      */
     private static final Map<String, CastPolicy> CUDA = table(
             CastPolicy.LOWER_PRECISION, """
-                    _convolution conv3d conv_tbc conv_transpose1d conv_transpose3d
+                    _convolution conv_tbc
                     convolution cudnn_convolution cudnn_convolution_transpose prelu addmv addr
                     addbmm chain_matmul linalg_multi_dot _thnn_fused_lstm_cell _thnn_fused_gru_cell
                     lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell""",
@@ -49,9 +49,9 @@ public final class AutocastPolicy {
      */
     private static final Map<String, CastPolicy> CPU = table(
             CastPolicy.LOWER_PRECISION, """
-                    conv3d addbmm _convolution conv_tbc""",
+                    addbmm _convolution conv_tbc""",
             CastPolicy.FP32, """
-                    conv_transpose1d conv_transpose3d avg_pool3d grid_sampler polar
+                    avg_pool3d grid_sampler polar
                     quantile nanquantile stft cdist trace view_as_complex cholesky cholesky_inverse cholesky_solve
                     inverse lu_solve orgqr ormqr pinverse max_unpool3d
                     reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d replication_pad3d

@@ -923,84 +923,17 @@ public final class F {
 
     /**
      * {@code F.conv3d(input, weight, **options)} over {@code [N, C_in, D, H, W]} (or unbatched {@code [C_in, D, H, W]})
-     * with weight {@code [C_out, C_in / groups, kD, kH, kW]}; sizes as {@link Conv}'s (1 or 3 values). A composite: for
-     * each depth tap {@code kd}, the (zero-padded) input's depth slices {@code od * strideD + kd * dilationD} go through
-     * one batched {@code conv2d} with {@code weight[:, :, kd]}, and the taps are summed, so the gradients are conv2d's.
+     * with weight {@code [C_out, C_in / groups, kD, kH, kW]}; sizes as {@link Conv}'s (1 or 3 values). A composite of
+     * conv2d ({@link org.jtorch.ops.Convolution3d}): for each depth tap {@code kd}, the (zero-padded) input's depth slices
+     * {@code od * strideD + kd * dilationD} go through one batched {@code conv2d} with {@code weight[:, :, kd]}, and the
+     * taps are summed, so the gradients are conv2d's.
      */
     public static Tensor conv3d(Tensor input, Tensor weight, Conv options) {
         nonNullInputs("conv3d", input, weight);
         Arguments.nonNull("conv3d", "options", options);
-        if (input.dim() == 4) {
-            try (Tensor batched = input.unsqueeze(0); Tensor y = conv3d(batched, weight, options)) {
-                return y.squeeze(0);
-            }
-        }
-        if (input.dim() != 5 || weight.dim() != 5) {
-            throw new IllegalArgumentException("conv3d: expected a 4-D or 5-D input [N, C_in, D, H, W] and a 5-D weight "
-                    + "[C_out, C_in / groups, kD, kH, kW], got " + Shapes.format(input.shape()) + " and " + Shapes.format(weight.shape()));
-        }
-        int groups = options.groups();
-        if (groups < 1 || input.size(1) != weight.size(1) * groups) {
-            throw new IllegalArgumentException("conv3d: input " + Shapes.format(input.shape()) + " has " + input.size(1)
-                    + " channels, but weight " + Shapes.format(weight.shape()) + " with groups=" + groups + " expects " + weight.size(1) * groups);
-        }
-        int[] stride = triple("stride", options.stride());
-        int[] dilation = triple("dilation", options.dilation());
-        long[] kernel = {weight.size(2), weight.size(3), weight.size(4)};
-        long[] before = new long[3];
-        long[] after = new long[3];
-        if (options.paddingMode() != null) {
-            boolean same = switch (options.paddingMode()) {
-                case "same" -> true;
-                case "valid" -> false;
-                default -> throw new IllegalArgumentException("conv3d: padding must be \"valid\", \"same\" or sizes, got '"
-                        + options.paddingMode() + "'");
-            };
-            if (same && (stride[0] != 1 || stride[1] != 1 || stride[2] != 1)) {
-                throw new IllegalArgumentException("conv3d: padding='same' is not supported for strided convolutions");
-            }
-            for (int d = 0; d < 3 && same; d++) {
-                long total = dilation[d] * (kernel[d] - 1);
-                before[d] = total / 2;
-                after[d] = total - before[d];
-            }
-        } else {
-            int[] padding = triple("padding", options.padding());
-            for (int d = 0; d < 3; d++) before[d] = after[d] = padding[d];
-        }
-        Tensor bias = options.bias();
-        return MemoryScope.run(() -> {
-            Tensor x = Padding.pad(input, new long[] {before[2], after[2], before[1], after[1], before[0], after[0]}, Padding.Mode.CONSTANT, 0);
-            long depth = (x.size(2) - dilation[0] * (kernel[0] - 1) - 1) / stride[0] + 1;
-            if (depth < 1) {
-                throw new IllegalArgumentException("conv3d: the padded input depth " + x.size(2) + " is smaller than the dilated kernel "
-                        + (dilation[0] * (kernel[0] - 1) + 1));
-            }
-            long n = x.size(0);
-            long c = x.size(1);
-            Tensor sum = null;
-            for (int kd = 0; kd < kernel[0]; kd++) {
-                long start = (long) kd * dilation[0];
-                // Depth slices [N, C, oD, H, W] -> a batch of images [N * oD, C, H, W].
-                Tensor slices = x.slice(2, start, start + (depth - 1) * stride[0] + 1, stride[0]);
-                Tensor images = slices.permute(0, 2, 1, 3, 4).reshape(n * depth, c, x.size(3), x.size(4));
-                Tensor tap = conv2d(images, weight.select(2, kd), null, new int[] {stride[1], stride[2]},
-                        new int[] {0}, new int[] {dilation[1], dilation[2]}, groups);
-                sum = sum == null ? tap : sum.add(tap);
-            }
-            Tensor y = sum.reshape(n, depth, sum.size(1), sum.size(2), sum.size(3)).permute(0, 2, 1, 3, 4);
-            return bias == null ? y.contiguous() : y.add(bias.view(1, -1, 1, 1, 1));
-        });
-    }
-
-    private static int[] triple(String name, int[] sizes) {
-        return triple("conv3d", name, sizes);
-    }
-
-    private static int[] triple(String op, String name, int[] sizes) {
-        if (sizes.length == 1) return new int[] {sizes[0], sizes[0], sizes[0]};
-        if (sizes.length != 3) throw new IllegalArgumentException(op + ": expected " + name + " to be 1 or 3 ints, got " + Arrays.toString(sizes));
-        return sizes.clone();
+        return options.paddingMode() != null
+                ? org.jtorch.ops.Convolution3d.conv3d(input, weight, options.bias(), options.stride(), options.paddingMode(), options.dilation(), options.groups())
+                : org.jtorch.ops.Convolution3d.conv3d(input, weight, options.bias(), options.stride(), options.padding(), options.dilation(), options.groups());
     }
 
     /** {@code F.conv_transpose3d(input, weight)}: no bias, PyTorch's defaults. */
@@ -1011,86 +944,16 @@ public final class F {
     /**
      * {@code F.conv_transpose3d(input, weight, **options)} over {@code [N, C_in, D, H, W]} (or unbatched
      * {@code [C_in, D, H, W]}) with weight {@code [C_in, C_out / groups, kD, kH, kW]}; sizes as {@link ConvTranspose}'s
-     * (1 or 3 values). A composite as {@link #conv3d(Tensor, Tensor, Conv)}: for each depth tap {@code kd}, every input
+     * (1 or 3 values). A composite as {@link #conv3d(Tensor, Tensor, Conv)} ({@link org.jtorch.ops.Convolution3d}): for each depth tap {@code kd}, every input
      * depth slice goes through one batched {@code convTranspose2d} with {@code weight[:, :, kd]}, and slice {@code d}
      * lands at output depth {@code d * strideD + kd * dilationD - paddingD}; the taps are summed, so the gradients are
      * convTranspose2d's.
      */
     public static Tensor convTranspose3d(Tensor input, Tensor weight, ConvTranspose options) {
-        String op = "convTranspose3d";
-        nonNullInputs(op, input, weight);
-        Arguments.nonNull(op, "options", options);
-        if (input.dim() == 4) {
-            try (Tensor batched = input.unsqueeze(0); Tensor y = convTranspose3d(batched, weight, options)) {
-                return y.squeeze(0);
-            }
-        }
-        if (input.dim() != 5 || weight.dim() != 5 || weight.numel() == 0) {
-            throw new IllegalArgumentException(op + ": expected a 4-D or 5-D input [N, C_in, D, H, W] and a non-empty 5-D weight "
-                    + "[C_in, C_out / groups, kD, kH, kW], got " + Shapes.format(input.shape()) + " and " + Shapes.format(weight.shape()));
-        }
-        int groups = options.groups();
-        if (groups < 1 || weight.size(0) % groups != 0) {
-            throw new IllegalArgumentException(op + ": groups=" + groups + " must be positive and divide the weight's first dimension, "
-                    + "got weight " + Shapes.format(weight.shape()));
-        }
-        if (input.size(1) != weight.size(0)) {
-            throw new IllegalArgumentException(op + ": weight " + Shapes.format(weight.shape()) + " expects an input with "
-                    + weight.size(0) + " channels, got input " + Shapes.format(input.shape()));
-        }
-        int[] stride = triple(op, "stride", options.stride());
-        int[] padding = triple(op, "padding", options.padding());
-        int[] outputPadding = triple(op, "outputPadding", options.outputPadding());
-        int[] dilation = triple(op, "dilation", options.dilation());
-        for (int d = 0; d < 3; d++) {
-            if (stride[d] < 1 || dilation[d] < 1 || padding[d] < 0 || outputPadding[d] < 0) {
-                throw new IllegalArgumentException(op + ": expected positive stride " + Arrays.toString(stride) + " and dilation "
-                        + Arrays.toString(dilation) + ", and non-negative padding " + Arrays.toString(padding) + " and output padding "
-                        + Arrays.toString(outputPadding));
-            }
-            if (outputPadding[d] >= stride[d] && outputPadding[d] >= dilation[d]) {
-                throw new IllegalArgumentException(op + ": output padding must be smaller than either stride or dilation, but got "
-                        + "outputPadding " + Arrays.toString(outputPadding) + ", stride " + Arrays.toString(stride) + " and dilation "
-                        + Arrays.toString(dilation));
-            }
-        }
-        long n = input.size(0);
-        long depth = input.size(2);
-        long kernelD = weight.size(2);
-        long spread = (depth - 1) * stride[0] + 1;
-        long full = spread + dilation[0] * (kernelD - 1) + outputPadding[0];
-        long outDepth = full - 2L * padding[0];
-        long[] out = new long[3];
-        out[0] = outDepth;
-        for (int d = 1; d < 3; d++) {
-            out[d] = (input.size(d + 2) - 1) * stride[d] - 2L * padding[d] + (long) dilation[d] * (weight.size(d + 2) - 1) + outputPadding[d] + 1;
-        }
-        if (out[0] < 1 || out[1] < 1 || out[2] < 1) {
-            throw new IllegalArgumentException(op + ": input " + Shapes.format(input.shape()) + " with weight " + Shapes.format(weight.shape())
-                    + ", stride " + Arrays.toString(stride) + ", padding " + Arrays.toString(padding) + " and dilation "
-                    + Arrays.toString(dilation) + " gives output size " + Arrays.toString(out) + " per channel, which is too small");
-        }
-        Tensor bias = options.bias();
-        return MemoryScope.run(() -> {
-            Tensor images = input.permute(0, 2, 1, 3, 4).reshape(n * depth, input.size(1), input.size(3), input.size(4));
-            Tensor sum = null;
-            for (int kd = 0; kd < kernelD; kd++) {
-                Tensor tap = convTranspose2d(images, weight.select(2, kd), null, new int[] {stride[1], stride[2]},
-                        new int[] {padding[1], padding[2]}, new int[] {outputPadding[1], outputPadding[2]}, groups,
-                        new int[] {dilation[1], dilation[2]});
-                Tensor t = tap.reshape(n, depth, tap.size(1), tap.size(2), tap.size(3));
-                if (stride[0] > 1) {
-                    // stride - 1 zero slices after each input slice: [N, D, s, C, H, W] -> [N, D * s, C, H, W], trimmed.
-                    Tensor spaced = Padding.pad(t.unsqueeze(2), new long[] {0, 0, 0, 0, 0, 0, 0, stride[0] - 1}, Padding.Mode.CONSTANT, 0);
-                    t = spaced.reshape(n, depth * stride[0], tap.size(1), tap.size(2), tap.size(3)).narrow(1, 0, spread);
-                }
-                long before = (long) kd * dilation[0];
-                Tensor placed = Padding.pad(t, new long[] {0, 0, 0, 0, 0, 0, before, full - before - spread}, Padding.Mode.CONSTANT, 0);
-                sum = sum == null ? placed : sum.add(placed);
-            }
-            Tensor y = sum.narrow(1, padding[0], outDepth).permute(0, 2, 1, 3, 4);
-            return bias == null ? y.contiguous() : y.add(bias.view(1, -1, 1, 1, 1));
-        });
+        nonNullInputs("convTranspose3d", input, weight);
+        Arguments.nonNull("convTranspose3d", "options", options);
+        return org.jtorch.ops.Convolution3d.convTranspose3d(input, weight, options.bias(), options.stride(), options.padding(), options.outputPadding(),
+                options.groups(), options.dilation());
     }
 
     /** {@code F.conv_transpose2d(input, weight, **options)}; see {@link ConvTranspose}. */
@@ -1106,21 +969,11 @@ public final class F {
      * groups, k]}: the 2-d transposed convolution over a height of one.
      */
     public static Tensor convTranspose1d(Tensor input, Tensor weight, ConvTranspose options) {
-        Arguments.nonNull("convTranspose1d", "input", input);
-        Arguments.nonNull("convTranspose1d", "weight", weight);
+        nonNullInputs("convTranspose1d", input, weight);
         Arguments.nonNull("convTranspose1d", "options", options);
-        if (input.dim() != 3 || weight.dim() != 3) {
-            throw new IllegalArgumentException("convTranspose1d: expected a 3-D input [N, C_in, L] and a 3-D weight [C_in, C_out / groups, k], got "
-                    + Shapes.format(input.shape()) + " and " + Shapes.format(weight.shape()));
-        }
-        int[] stride = {1, single("convTranspose1d", "stride", options.stride())};
-        int[] padding = {0, single("convTranspose1d", "padding", options.padding())};
-        int[] outputPadding = {0, single("convTranspose1d", "outputPadding", options.outputPadding())};
-        int[] dilation = {1, single("convTranspose1d", "dilation", options.dilation())};
-        try (Tensor x = input.unsqueeze(2); Tensor w = weight.unsqueeze(2);
-             Tensor y = convTranspose2d(x, w, options.bias(), stride, padding, outputPadding, options.groups(), dilation)) {
-            return y.squeeze(2);
-        }
+        return org.jtorch.ops.Convolution.convTranspose1d(input, weight, options.bias(), single("convTranspose1d", "stride", options.stride()),
+                single("convTranspose1d", "padding", options.padding()), single("convTranspose1d", "outputPadding", options.outputPadding()),
+                options.groups(), single("convTranspose1d", "dilation", options.dilation()));
     }
 
     /** The first two tensor arguments of an options form, named as PyTorch names them when null. */

@@ -7,7 +7,7 @@ import org.jtorch.types.Device;
 
 /**
  * Ops whose front ends are still written by hand ({@link OpDef.Kind#FRONT_END}): matmul
- * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv2d, batch norm and max pooling (front ends over declared structured ops), max pooling and adaptive average pooling in 3-d, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
+ * (by rank, from the declared products of {@link LinalgOps}, as PyTorch's composite), conv1d/2d/3d and their transposes, batch norm and max pooling (front ends over declared structured ops, the 3-d convolutions composed of the 2-d ones), max pooling and adaptive average pooling in 3-d, and the factories (zeros, full, arange, empty). Declared so that the registry lists them with PyTorch's signatures and
  * autocast policies, and so that the trace sees each as one op (the JIT replays it through its front end). Their
  * meta functions, kernels on strided views and derivatives written with ops are the next step of the registry.
  * Integer arguments reach the trace and {@code Dispatcher.call} as the call's scalars, in signature order (a list
@@ -94,6 +94,26 @@ public final class FrontEndOps {
                     new Param("groups", "int", "1"), new Param("dilation", "int[2]", "1"))
             .autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
             .doc("`ops.Convolution.convTranspose2d` (the convolution's input gradient, plus the bias)").build();
+    public static final OpDef CONV3D = OpDef.frontEnd("conv3d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"),
+                    new Param("stride", "int[3]", "1"), new Param("padding", "int[3]", "0"), new Param("dilation", "int[3]", "1"),
+                    new Param("groups", "int", "1"))
+            .autocast(Device.Type.CPU, CastPolicy.LOWER_PRECISION).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("`ops.Convolution3d.conv3d` (one batched conv2d a depth tap, summed; `padding='same'` is traced as its parts)").build();
+    /** float32 under CPU autocast, as PyTorch's CPU list; lower precision on CUDA. */
+    public static final OpDef CONV_TRANSPOSE3D = OpDef.frontEnd("conv_transpose3d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"),
+                    new Param("stride", "int[3]", "1"), new Param("padding", "int[3]", "0"), new Param("output_padding", "int[3]", "0"),
+                    new Param("groups", "int", "1"), new Param("dilation", "int[3]", "1"))
+            .autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("`ops.Convolution3d.convTranspose3d` (one batched conv_transpose2d a depth tap, placed and summed)").build();
+    /** float32 under CPU autocast, as PyTorch's CPU list; lower precision on CUDA. */
+    public static final OpDef CONV_TRANSPOSE1D = OpDef.frontEnd("conv_transpose1d", true).rule(DTypeRule.FLOATING_ONLY)
+            .signature(Param.tensor("input"), Param.tensor("weight"), new Param("bias", "Tensor?", "None"),
+                    new Param("stride", "int[1]", "1"), new Param("padding", "int[1]", "0"), new Param("output_padding", "int[1]", "0"),
+                    new Param("groups", "int", "1"), new Param("dilation", "int[1]", "1"))
+            .autocast(Device.Type.CPU, CastPolicy.FP32).autocast(Device.Type.CUDA, CastPolicy.LOWER_PRECISION)
+            .doc("`ops.Convolution.convTranspose1d` (a conv_transpose2d of height 1)").build();
     /**
      * {@code y[..., o] = x1[..., :] @ weight[o] @ x2[..., :] + bias[o]}, as {@code torch.nn.functional.bilinear}. PyTorch
      * composes it from {@code _trilinear}, an op with its own kernel and derivative; here a declared composition (one GEMM

@@ -88,6 +88,35 @@ public final class Convolution {
         return convTranspose2d(op, input, weight, bias, s, p, op2, groups, d);
     }
 
+    /**
+     * {@code F.conv_transpose1d} for {@code [N, C_in, L]} and weight {@code [C_in, C_out / groups, k]}: the 2-d transposed
+     * convolution over a height of one.
+     */
+    public static Tensor convTranspose1d(Tensor input, Tensor weight, Tensor bias, int stride, int padding, int outputPadding, int groups,
+                                         int dilation) {
+        if (Dispatcher.wrapsFrontEnds()) {
+            return Dispatcher.frontEnd(FrontEndOps.CONV_TRANSPOSE1D, new Tensor[] {input, weight, bias},
+                    new double[] {stride, padding, outputPadding, groups, dilation},
+                    t -> convTranspose1dRow(t[0], t[1], t[2], stride, padding, outputPadding, groups, dilation));
+        }
+        return convTranspose1dRow(input, weight, bias, stride, padding, outputPadding, groups, dilation);
+    }
+
+    private static Tensor convTranspose1dRow(Tensor input, Tensor weight, Tensor bias, int stride, int padding, int outputPadding, int groups,
+                                             int dilation) {
+        input.checkOpen("convTranspose1d");
+        weight.checkOpen("convTranspose1d");
+        if (input.dim() != 3 || weight.dim() != 3) {
+            throw new IllegalArgumentException("convTranspose1d: expected a 3-D input [N, C_in, L] and a 3-D weight [C_in, C_out / groups, k], got "
+                    + Shapes.format(input.shape()) + " and " + Shapes.format(weight.shape()));
+        }
+        try (Tensor x = input.unsqueeze(2); Tensor w = weight.unsqueeze(2);
+             Tensor y = convTranspose2d(x, w, bias, new int[] {1, stride}, new int[] {0, padding}, new int[] {0, outputPadding}, groups,
+                     new int[] {1, dilation})) {
+            return y.squeeze(2);
+        }
+    }
+
     private static Tensor convTranspose2d(String op, Tensor input, Tensor weight, Tensor bias, int[] s, int[] p, int[] op2, int groups,
                                           int[] d) {
         checkOperands(op, 2, input, weight, bias, groups);
@@ -316,7 +345,8 @@ public final class Convolution {
         return new Planned(geo, outShape);
     }
 
-    private static void checkOperands(String op, int dims, Tensor input, Tensor weight, Tensor bias, int groups) {
+    /** The operands of a {@code dims}-d convolution named {@code op} (a declared op): ranks, devices, dtypes, sizes. */
+    static void checkOperands(String op, int dims, Tensor input, Tensor weight, Tensor bias, int groups) {
         input.checkOpen(op);
         weight.checkOpen(op);
         if (bias != null) bias.checkOpen(op);

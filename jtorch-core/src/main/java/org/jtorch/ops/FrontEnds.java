@@ -116,6 +116,16 @@ public final class FrontEnds {
             return Convolution.convTranspose2d(in[0], in[1], in[2], ints(args, 0, 2), ints(args, 2, 4), ints(args, 4, 6), (int) args[6],
                     ints(args, 7, 9));
         }
+        if (op == FrontEndOps.CONV_TRANSPOSE1D) {
+            return Convolution.convTranspose1d(in[0], in[1], in[2], (int) args[0], (int) args[1], (int) args[2], (int) args[3], (int) args[4]);
+        }
+        if (op == FrontEndOps.CONV3D) {
+            return Convolution3d.conv3d(in[0], in[1], in[2], ints(args, 0, 3), ints(args, 3, 6), ints(args, 6, 9), (int) args[9]);
+        }
+        if (op == FrontEndOps.CONV_TRANSPOSE3D) {
+            return Convolution3d.convTranspose3d(in[0], in[1], in[2], ints(args, 0, 3), ints(args, 3, 6), ints(args, 6, 9), (int) args[9],
+                    ints(args, 10, 13));
+        }
         if (op == org.jtorch.op.SortingOps.SEARCHSORTED) return Sorting.searchsorted(in[0], in[1], args[0] != 0, args[1] != 0, in[2]);
         if (op == FrontEndOps.BILINEAR) return Linalg.bilinear(in[0], in[1], in[2], in[3]);
         if (op == FrontEndOps.MAX_UNPOOL2D) return Pooling.maxUnpool2d(in[0], in[1], (long) args[0], (long) args[1]);

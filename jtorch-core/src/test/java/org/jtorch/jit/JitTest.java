@@ -58,6 +58,28 @@ class JitTest {
         assertClose(f.apply(y), compiled.apply(y), SAME_OPS);
     }
 
+    @Test
+    void volumeConvolutionsAndConvTranspose1dTraceAsOneOpEachAndDifferentiateAsEager() {
+        Torch.manualSeed(11);
+        Tensor w3 = randn(4, 3, 3, 2, 3).requiresGrad_(true), b3 = randn(4).requiresGrad_(true);
+        Tensor wt3 = randn(4, 2, 2, 3, 2).requiresGrad_(true);
+        TensorFunction volume = in -> org.jtorch.nn.F.convTranspose3d(
+                org.jtorch.nn.F.conv3d(in[0], w3, org.jtorch.nn.F.Conv.options().bias(b3).stride(1, 2, 1).padding(1)).relu(), wt3,
+                org.jtorch.nn.F.ConvTranspose.options().stride(2).padding(1, 0, 1));
+        Tensor x = randn(2, 3, 5, 6, 4);
+        String plan = Jit.explain(volume, x);
+        assertTrue(plan.contains("conv3d") && plan.contains("conv_transpose3d") && !plan.contains("conv2d"), plan);
+        assertCompiledMatchesEager(volume, x, new Tensor[] {w3, b3, wt3}, 1e-5f);
+
+        Tensor w1 = randn(3, 4, 3).requiresGrad_(true), b1 = randn(4).requiresGrad_(true);
+        TensorFunction line = in -> org.jtorch.nn.F.convTranspose1d(in[0].tanh(), w1,
+                org.jtorch.nn.F.ConvTranspose.options().bias(b1).stride(2).padding(1).outputPadding(1));
+        Tensor z = randn(2, 3, 7);
+        plan = Jit.explain(line, z);
+        assertTrue(plan.contains("conv_transpose1d") && !plan.contains("conv_transpose2d"), plan);
+        assertCompiledMatchesEager(line, z, new Tensor[] {w1, b1}, 1e-5f);
+    }
+
     /** The guide's module: a parameter captured by reference, compiled for inference. */
     static final class ScaledRelu extends Module {
         final Tensor scale = registerParameter("scale", Torch.rand(64).add(0.5).to(DEVICE));
