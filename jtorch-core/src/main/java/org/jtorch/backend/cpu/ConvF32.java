@@ -8,6 +8,7 @@ import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
+import org.jtorch.memory.ElementCodec;
 
 /**
  * float32 convolution as an implicit GEMM: {@code out[n] (cout x pixels) = W (cout x cin*kh*kw) @ col(x[n])}
@@ -879,8 +880,19 @@ final class ConvF32 {
      */
     static void padChannelsLast(MemorySegment x, long xOff, int channels, Geometry g, int hp, int wpad, float[] p,
                                         int base, float[] block) {
+        padChannelsLast(x, xOff, false, channels, g, hp, wpad, p, base, block);
+    }
+
+    /**
+     * {@link #padChannelsLast}, from a bfloat16 image when {@code bf16}: each 16 x 16 block is widened into an L1
+     * block, then transposed as the float32 one is, so a bf16 operand needs no float32 copy of its own (the same
+     * floats land in {@code p}: widening is exact).
+     */
+    static void padChannelsLast(MemorySegment x, long xOff, boolean bf16, int channels, Geometry g, int hp, int wpad,
+                                float[] p, int base, float[] block) {
         int h = g.h(), w = g.w(), ph = g.ph(), pw = g.pw();
         int size = hp * wpad * channels;
+        MemorySegment widened = bf16 ? WIDENED.get() : null;
         // Zero only the border: the rows above and below the image, and each image row's left and right margins.
         java.util.Arrays.fill(p, base, base + ph * wpad * channels, 0f);
         java.util.Arrays.fill(p, base + (ph + h) * wpad * channels, base + size, 0f);
@@ -899,13 +911,20 @@ final class ConvF32 {
             int q0 = 0;
             int y = 0, xq = 0; // q0's row and column
             for (; q0 + L <= hw; q0 += L) {
-                long src = (xOff + (long) c0 * hw + q0) * Float.BYTES;
+                long src = xOff + (long) c0 * hw + q0;
                 int dst = base + ((ph + y) * wpad + pw + xq) * channels + c0;
-                if (xq + L <= w) {
-                    Gemm.transposeBlock16(x, src, (long) hw * Float.BYTES, p, dst, channels);
+                boolean inRow = xq + L <= w;
+                if (bf16) {
+                    for (int c = 0; c < L; c++) HalfGemm.widenRow(x, src + (long) c * hw, widened, c);
+                    if (inRow) Gemm.transposeBlock16(widened, 0, 4L * L, p, dst, channels);
+                    else Gemm.transposeBlock16(widened, 0, 4L * L, block, 0, L);
+                } else {
+                    if (inRow) Gemm.transposeBlock16(x, src * Float.BYTES, (long) hw * Float.BYTES, p, dst, channels);
+                    else Gemm.transposeBlock16(x, src * Float.BYTES, (long) hw * Float.BYTES, block, 0, L);
+                }
+                if (inRow) {
                     xq += L;
                 } else {
-                    Gemm.transposeBlock16(x, src, (long) hw * Float.BYTES, block, 0, L);
                     for (int q = 0; q < L; q++) {
                         FloatVector.fromArray(FS, block, q * L).intoArray(p, base + ((ph + y) * wpad + pw + xq) * channels + c0);
                         if (++xq == w) {
@@ -921,18 +940,27 @@ final class ConvF32 {
             }
             for (int c = c0; c < c0 + L; c++) {
                 for (int pix = q0; pix < hw; pix++) {
-                    p[base + ((ph + pix / w) * wpad + pw + pix % w) * channels + c] = x.get(F32, (xOff + (long) c * hw + pix) * Float.BYTES);
+                    p[base + ((ph + pix / w) * wpad + pw + pix % w) * channels + c] = element(x, xOff + (long) c * hw + pix, bf16);
                 }
             }
         }
         for (int c = c0; c < channels; c++) {
             for (int y = 0; y < h; y++) {
-                long src = (xOff + ((long) c * h + y) * w) * Float.BYTES;
+                long src = xOff + ((long) c * h + y) * w;
                 int dst = base + ((ph + y) * wpad + pw) * channels + c;
-                for (int i = 0; i < w; i++) p[dst + i * channels] = x.get(F32, src + 4L * i);
+                for (int i = 0; i < w; i++) p[dst + i * channels] = element(x, src + i, bf16);
             }
         }
     }
+
+    /** Element {@code at} of a float32 or (widened) bfloat16 tensor. */
+    private static float element(MemorySegment x, long at, boolean bf16) {
+        return bf16 ? ElementCodec.bf16ToFloat(x.get(ValueLayout.JAVA_SHORT_UNALIGNED, at * 2)) : x.get(F32, at * Float.BYTES);
+    }
+
+    /** The calling thread's 16 x 16 floats of widened bfloat16 for {@link #padChannelsLast}: native, as the tensors the float32 transposes read. */
+    private static final ThreadLocal<MemorySegment> WIDENED = ThreadLocal.withInitial(
+            () -> java.lang.foreign.Arena.ofAuto().allocate(16 * 16 * Float.BYTES, 64));
 
     /**
      * Packs taps (columns) {@code [j0, j0 + nr)} in {@code (ki, kj, c)} order over output pixels
