@@ -80,6 +80,11 @@ public interface ConvolutionKernels {
         return false;
     }
 
+    /** As {@link #convReadsBf16Input}, for both gradOut and input of {@link #conv2dBackwardWeight}. */
+    default boolean weightGradReadsBf16(Geometry g) {
+        return false;
+    }
+
     /** {@code gradInput = conv^T(gradOut, weight)}: the input gradient, which is also the transposed convolution's forward. */
     void conv2dBackwardInput(StridedView gradOut, StridedView weight, StridedView gradInput, Geometry g);
 

@@ -87,8 +87,14 @@ public final class ConvolutionOpKernels {
                                 spread, 1, 0);
                     }
                 }
-                case WEIGHT_GRAD -> k.conv2dBackwardWeight(scratch.operand(in[0], compute, output),
-                        scratch.operand(in[1], compute, input), r.view(weight), g);
+                case WEIGHT_GRAD -> {
+                    if (readsBf16(in[0], k.weightGradReadsBf16(g)) && readsBf16(in[1], true)) {
+                        k.conv2dBackwardWeight(in[0].view(output), in[1].view(input), r.view(weight), g);
+                    } else {
+                        k.conv2dBackwardWeight(scratch.operand(in[0], compute, output), scratch.operand(in[1], compute, input),
+                                r.view(weight), g);
+                    }
+                }
                 case IM2COL -> k.im2col(scratch.operand(in[0], compute, input), r.view(columns), g);
                 case COL2IM -> k.col2im(scratch.operand(in[0], compute, columns), r.view(input), g);
             }

@@ -610,6 +610,11 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
+        public boolean weightGradReadsBf16(Geometry g) {
+            return k.weightGradReadsBf16(g);
+        }
+
+        @Override
         public void conv2dBackwardInput(StridedView gradOut, StridedView weight, StridedView gradInput, Geometry g) {
             hold("conv2d_backward", gradOut, weight, gradInput);
             try {

@@ -639,6 +639,11 @@ final class ConvF32 {
 
     // ------------------------------------------------------------------ weight gradient
 
+    /** Whether {@link #weightGrad} runs {@code g} on {@link ConvDirectF32}, which reads bfloat16 gy and x itself. */
+    static boolean weightGradReadsBf16(Geometry g) {
+        return !ConvFewChannelWeightGradF32.handles(g) && !ConvLaneWeightGradF32.handles(g) && ConvDirectF32.handlesWeightGrad(g);
+    }
+
     /** Whether {@link #weightGrad} applies: the forward path's conditions. */
     static boolean handlesWeightGrad(Geometry g) {
         return handles(g);
@@ -650,9 +655,16 @@ final class ConvF32 {
      * taps), packed straight from a channels-last zero-padded copy of the image with columns ordered
      * {@code (ki, kj, c)}: the 16 columns of one tap at one pixel are then one contiguous vector, so B
      * strips pack without transposes (the one transpose is the image's, 1/(kh*kw) of the column matrix).
-     * Each chunk of images accumulates into its own buffer; the partial sums are added in chunk order.
+     * Each chunk of images accumulates into its own buffer; the partial sums are added in chunk order. gy and x may be
+     * bfloat16 where {@link #weightGradReadsBf16} says so.
      */
-    static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, MemorySegment gw, long gwOff, Geometry g) {
+    static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, boolean bf16, MemorySegment gw, long gwOff,
+                           Geometry g) {
+        if (bf16) {
+            if (!weightGradReadsBf16(g)) throw new IllegalArgumentException("conv2d weight gradient: no bfloat16 kernel for " + g);
+            ConvDirectF32.weightGrad(gy, gyOff, x, xOff, true, gw, gwOff, g);
+            return;
+        }
         if (ConvFewChannelWeightGradF32.handles(g)) {
             ConvFewChannelWeightGradF32.weightGrad(gy, gyOff, x, xOff, gw, gwOff, g);
             return;
@@ -662,7 +674,7 @@ final class ConvF32 {
             return;
         }
         if (ConvDirectF32.handlesWeightGrad(g)) {
-            ConvDirectF32.weightGrad(gy, gyOff, x, xOff, gw, gwOff, g);
+            ConvDirectF32.weightGrad(gy, gyOff, x, xOff, false, gw, gwOff, g);
             return;
         }
         int kg = g.kg();
@@ -892,7 +904,6 @@ final class ConvF32 {
                                 float[] p, int base, float[] block) {
         int h = g.h(), w = g.w(), ph = g.ph(), pw = g.pw();
         int size = hp * wpad * channels;
-        MemorySegment widened = bf16 ? WIDENED.get() : null;
         // Zero only the border: the rows above and below the image, and each image row's left and right margins.
         java.util.Arrays.fill(p, base, base + ph * wpad * channels, 0f);
         java.util.Arrays.fill(p, base + (ph + h) * wpad * channels, base + size, 0f);
@@ -913,18 +924,11 @@ final class ConvF32 {
             for (; q0 + L <= hw; q0 += L) {
                 long src = xOff + (long) c0 * hw + q0;
                 int dst = base + ((ph + y) * wpad + pw + xq) * channels + c0;
-                boolean inRow = xq + L <= w;
-                if (bf16) {
-                    for (int c = 0; c < L; c++) HalfGemm.widenRow(x, src + (long) c * hw, widened, c);
-                    if (inRow) Gemm.transposeBlock16(widened, 0, 4L * L, p, dst, channels);
-                    else Gemm.transposeBlock16(widened, 0, 4L * L, block, 0, L);
-                } else {
-                    if (inRow) Gemm.transposeBlock16(x, src * Float.BYTES, (long) hw * Float.BYTES, p, dst, channels);
-                    else Gemm.transposeBlock16(x, src * Float.BYTES, (long) hw * Float.BYTES, block, 0, L);
-                }
-                if (inRow) {
+                if (xq + L <= w) {
+                    transposeBlock16(x, src, hw, bf16, p, dst, channels);
                     xq += L;
                 } else {
+                    transposeBlock16(x, src, hw, bf16, block, 0, L);
                     for (int q = 0; q < L; q++) {
                         FloatVector.fromArray(FS, block, q * L).intoArray(p, base + ((ph + y) * wpad + pw + xq) * channels + c0);
                         if (++xq == w) {
@@ -953,12 +957,26 @@ final class ConvF32 {
         }
     }
 
+    /**
+     * {@link Gemm#transposeBlock16} of 16 columns of 16 elements (column j from element {@code src + j * colStride}),
+     * float32 or bfloat16: bfloat16 columns are widened into an L1 block first, then transposed from there.
+     */
+    static void transposeBlock16(MemorySegment x, long src, long colStride, boolean bf16, float[] dst, int to, int dstStride) {
+        if (bf16) {
+            MemorySegment widened = WIDENED.get();
+            for (int j = 0; j < L; j++) HalfGemm.widenRow(x, src + j * colStride, widened, j);
+            Gemm.transposeBlock16(widened, 0, 4L * L, dst, to, dstStride);
+        } else {
+            Gemm.transposeBlock16(x, src * Float.BYTES, colStride * Float.BYTES, dst, to, dstStride);
+        }
+    }
+
     /** Element {@code at} of a float32 or (widened) bfloat16 tensor. */
-    private static float element(MemorySegment x, long at, boolean bf16) {
+    static float element(MemorySegment x, long at, boolean bf16) {
         return bf16 ? ElementCodec.bf16ToFloat(x.get(ValueLayout.JAVA_SHORT_UNALIGNED, at * 2)) : x.get(F32, at * Float.BYTES);
     }
 
-    /** The calling thread's 16 x 16 floats of widened bfloat16 for {@link #padChannelsLast}: native, as the tensors the float32 transposes read. */
+    /** The calling thread's 16 x 16 floats of widened bfloat16 for {@link #transposeBlock16}: native, as the tensors the float32 transposes read. */
     private static final ThreadLocal<MemorySegment> WIDENED = ThreadLocal.withInitial(
             () -> java.lang.foreign.Arena.ofAuto().allocate(16 * 16 * Float.BYTES, 64));
 

@@ -342,6 +342,30 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         return r;
     }
 
+    /** The float32 weight-gradient kernels, in the order {@link #weightGradKernel} tries them; {@code COLUMNS} is im2col and GEMM. */
+    private enum WeightGradKernel { WHOLE_IMAGE, SMALL_MAP, WIDE, SMALL_IMAGE_GEMM, POINTWISE, IMPLICIT_GEMM, COLUMNS }
+
+    private static WeightGradKernel weightGradKernel(Geometry g) {
+        if (ConvWholeImageF32.handles(g)) return WeightGradKernel.WHOLE_IMAGE;
+        if (SMALL_MAPS && ConvSmallMapF32.handles(g)) return WeightGradKernel.SMALL_MAP;
+        if (ConvWideWeightGradF32.handles(g)) return WeightGradKernel.WIDE;
+        // Where the forward runs on the raster tiles, the direct weight gradient beat the batch GEMM on DCGAN's 128 -> 256
+        // layer (median 14.5 against 15.6 ms, one thread, batch 64) and was level on ResNet-18's 4x4 layers.
+        if (ConvRasterTileF32.handles(g) && RASTER_TILES && ConvF32.handlesWeightGrad(g)) return WeightGradKernel.IMPLICIT_GEMM;
+        if (ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) return WeightGradKernel.SMALL_IMAGE_GEMM;
+        if (ConvPointwiseF32.handlesWeightGrad(g)) return WeightGradKernel.POINTWISE;
+        if (ConvF32.handlesWeightGrad(g)) return WeightGradKernel.IMPLICIT_GEMM;
+        return WeightGradKernel.COLUMNS;
+    }
+
+    /** The direct weight gradient transposes gy and pads x channels-last itself, widening bfloat16 ones as it goes. */
+    @Override
+    public boolean weightGradReadsBf16(Geometry g) {
+        if (!BF16_OPERANDS || g.n() == 0) return false;
+        return weightGradKernel(g) == WeightGradKernel.IMPLICIT_GEMM && ConvF32.weightGradReadsBf16(g);
+    }
+
+    /** gradOut and input may both be bfloat16 (with a float32 gradWeight) where {@link #weightGradReadsBf16} says so. */
     @Override
     public void conv2dBackwardWeight(StridedView gradOut, StridedView input, StridedView gradWeight, Geometry g) {
         boolean f32 = gradWeight.dtype() == DType.FLOAT32;
@@ -350,41 +374,47 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
             seg(gradWeight).asSlice(gradWeight.offset() * (f32 ? 4 : 8), (long) g.cout() * g.kg() * (f32 ? 4 : 8)).fill((byte) 0);
             return;
         }
-        if (f32 && ConvWholeImageF32.handles(g)) {
-            ConvWholeImageF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
-                    gradWeight.offset(), g);
+        WeightGradKernel kernel = f32 ? weightGradKernel(g) : WeightGradKernel.COLUMNS;
+        if (gradOut.dtype() != gradWeight.dtype() || input.dtype() != gradWeight.dtype()) {
+            if (!(f32 && gradOut.dtype() == DType.BFLOAT16 && input.dtype() == DType.BFLOAT16 && weightGradReadsBf16(g))) {
+                throw new IllegalArgumentException("conv2d weight gradient: the CPU kernel for " + g + " takes " + gradWeight.dtype()
+                        + " operands, got gradOut " + gradOut.dtype() + " and input " + input.dtype());
+            }
+            ConvF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), true, seg(gradWeight), gradWeight.offset(), g);
             return;
         }
-        if (f32 && SMALL_MAPS && ConvSmallMapF32.handles(g)) {
-            ConvSmallMapF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
-                    gradWeight.offset(), g);
-            return;
-        }
-        if (f32 && ConvWideWeightGradF32.handles(g)) {
-            ConvWideWeightGradF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
-                    gradWeight.offset(), g);
-            return;
-        }
-        // Where the forward runs on the raster tiles, the direct weight gradient beat the batch GEMM on DCGAN's 128 -> 256
-        // layer (median 14.5 against 15.6 ms, one thread, batch 64) and was level on ResNet-18's 4x4 layers.
-        if (f32 && ConvRasterTileF32.handles(g) && RASTER_TILES && ConvF32.handlesWeightGrad(g)) {
-            ConvF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight), gradWeight.offset(), g);
-            return;
-        }
-        if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
-            ConvGemmF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
-                    gradWeight.offset(), g);
-            return;
-        }
-        if (f32 && ConvPointwiseF32.handlesWeightGrad(g)) {
-            ConvPointwiseF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
-                    gradWeight.offset(), g);
-            return;
-        }
-        if (f32 && ConvF32.handlesWeightGrad(g)) {
-            ConvF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
-                    gradWeight.offset(), g);
-            return;
+        switch (kernel) {
+            case WHOLE_IMAGE -> {
+                ConvWholeImageF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                        gradWeight.offset(), g);
+                return;
+            }
+            case SMALL_MAP -> {
+                ConvSmallMapF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                        gradWeight.offset(), g);
+                return;
+            }
+            case WIDE -> {
+                ConvWideWeightGradF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                        gradWeight.offset(), g);
+                return;
+            }
+            case SMALL_IMAGE_GEMM -> {
+                ConvGemmF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                        gradWeight.offset(), g);
+                return;
+            }
+            case POINTWISE -> {
+                ConvPointwiseF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                        gradWeight.offset(), g);
+                return;
+            }
+            case IMPLICIT_GEMM -> {
+                ConvF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), false, seg(gradWeight),
+                        gradWeight.offset(), g);
+                return;
+            }
+            case COLUMNS -> { }
         }
         int esz = f32 ? 4 : 8;
         MemorySegment go = seg(gradOut), x = seg(input), gw = seg(gradWeight);

@@ -20,7 +20,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * bfloat16 convolutions (as autocast runs them) whose kernels read the bfloat16 input or gradOut themselves, widening
- * while they pad each image channels-last ({@link ConvF32#padChannelsLast}; Winograd's forward and input gradient),
+ * while they pad each image channels-last or transpose gy ({@link ConvF32#padChannelsLast}: Winograd's forward and input
+ * gradient, the direct weight gradient),
  * against the separate-conversion path: the same operands widened to float32, the float32 convolution and its
  * backward, and the results rounded to bfloat16 once. Bit for bit: the float32 kernels run on the same floats (widening
  * is exact). Odd map sizes (pixel blocks that cross image rows, channel blocks with a pixel tail), paddings 0-2, single
@@ -105,11 +106,29 @@ class ConvolutionBf16OperandsTest {
     }
 
     @Test
+    void directWeightGradReadingBf16EqualsSeparateConversionBitForBit() {
+        System.clearProperty("jtorch.conv.winograd");
+        // ResNet-20's 3x3 layers, its stride-2 transition, and odd shapes: pixel passes with tails, channels under a
+        // vector (element by element), output channels of one 8-row tile, several images a pass.
+        assertTrue(KERNELS.weightGradReadsBf16(geometry(2, 16, 32, 32, 16, 1, 1)));
+        assertTrue(KERNELS.weightGradReadsBf16(geometry(4, 16, 32, 32, 32, 2, 1)));
+        assertTrue(KERNELS.weightGradReadsBf16(geometry(3, 64, 8, 8, 64, 1, 1)));
+        assertTrue(KERNELS.weightGradReadsBf16(geometry(2, 21, 9, 7, 8, 1, 2)));
+        check(2, 16, 32, 32, 16, 1, 1);
+        check(4, 16, 32, 32, 32, 2, 1);
+        check(3, 64, 8, 8, 64, 1, 1);
+        check(2, 21, 9, 7, 8, 1, 2);
+        check(5, 32, 6, 5, 24, 1, 0);
+        check(1, 48, 19, 13, 16, 2, 1);
+    }
+
+    @Test
     void pathsThatDoNotReadBf16KeepTheFloat32Copy() {
         System.clearProperty("jtorch.conv.winograd");
         assertFalse(KERNELS.convReadsBf16Input(geometry(4, 16, 16, 16, 32, 2, 1)));
         assertFalse(KERNELS.inputGradReadsBf16GradOut(geometry(4, 16, 16, 16, 32, 2, 1)));
         assertFalse(KERNELS.convReadsBf16Input(geometry(2, 3, 32, 32, 16, 1, 1)));
+        assertFalse(KERNELS.weightGradReadsBf16(geometry(2, 3, 32, 32, 16, 1, 1)));
         check(4, 16, 16, 16, 32, 2, 1);
         check(2, 3, 32, 32, 16, 1, 1);
         check(3, 16, 11, 9, 16, 1, 1);
