@@ -6,7 +6,8 @@ import org.jtorch.op.StridedView;
  * Convolution kernels (conv1d/2d, transposed convolution, im2col/col2im): forward and the two backwards.
  *
  * <p>Every kernel works on contiguous NCHW tensors of one floating dtype (float32 or float64; the registered kernels of
- * {@link ConvolutionOpKernels} convert other dtypes first) described by one {@link Geometry}. The front end validates;
+ * {@link ConvolutionOpKernels} convert other dtypes first, except the bfloat16 operands a backend reads itself:
+ * {@link #convReadsBf16Input}) described by one {@link Geometry}. The front end validates;
  * kernels only compute, and write every element of their output.
  */
 public interface ConvolutionKernels {
@@ -63,6 +64,25 @@ public interface ConvolutionKernels {
                                     Epilogue epilogue) {
         conv2d(input, weight, bias, out, g);
         epilogue.block(0, g.n(), 0, g.cout(), 0, (long) g.oh() * g.ow());
+    }
+
+    /**
+     * Whether {@link #conv2d} of {@code g} takes a contiguous bfloat16 input (with float32 weight, bias and output) and
+     * widens it while it packs, so that the caller need not convert it into a float32 copy first. The results are
+     * those of the float32 kernel on the widened input, bit for bit (widening is exact).
+     */
+    default boolean convReadsBf16Input(Geometry g) {
+        return false;
+    }
+
+    /** As {@link #convReadsBf16Input}, for gradOut of {@link #conv2dBackwardInput}. */
+    default boolean inputGradReadsBf16GradOut(Geometry g) {
+        return false;
+    }
+
+    /** As {@link #convReadsBf16Input}, for both gradOut and input of {@link #conv2dBackwardWeight}. */
+    default boolean weightGradReadsBf16(Geometry g) {
+        return false;
     }
 
     /** {@code gradInput = conv^T(gradOut, weight)}: the input gradient, which is also the transposed convolution's forward. */

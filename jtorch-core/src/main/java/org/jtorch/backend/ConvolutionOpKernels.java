@@ -15,7 +15,9 @@ import org.jtorch.types.Device;
 /**
  * The kernels of the convolution primitives ({@link ConvolutionOps}) for one backend, from its
  * {@link ConvolutionKernels}, which take contiguous NCHW operands of float32 or float64: other dtypes and layouts
- * are copied into scratch first (float16/bfloat16 to float32, integers to float64) and the result rounded once.
+ * are copied into scratch first (float16/bfloat16 to float32, integers to float64) and the result rounded once; a
+ * contiguous bfloat16 input that the backend's kernel reads itself ({@link ConvolutionKernels#convReadsBf16Input}) is
+ * passed as it is.
  */
 public final class ConvolutionOpKernels {
     private ConvolutionOpKernels() {}
@@ -69,11 +71,14 @@ public final class ConvolutionOpKernels {
         try (Scratch scratch = new Scratch(backend)) {
             StridedView r = scratch.result(out, compute);
             switch (kind) {
-                case CONV -> k.conv2d(scratch.operand(in[0], compute, input), scratch.operand(in[1], compute, weight),
+                case CONV -> k.conv2d(readsBf16(in[0], k.convReadsBf16Input(g)) ? in[0].view(input) : scratch.operand(in[0], compute, input),
+                        scratch.operand(in[1], compute, weight),
                         in[2] == null ? null : scratch.operand(in[2], compute, in[2].shape()), r.view(output), g);
                 case CONV_T -> {
                     StridedView r4 = r.view(input);
-                    k.conv2dBackwardInput(scratch.operand(in[0], compute, output), scratch.operand(in[1], compute, weight), r4, g);
+                    StridedView gradOut = readsBf16(in[0], k.inputGradReadsBf16GradOut(g)) ? in[0].view(output)
+                            : scratch.operand(in[0], compute, output);
+                    k.conv2dBackwardInput(gradOut, scratch.operand(in[1], compute, weight), r4, g);
                     if (in[2] != null) {
                         // plus the bias of each channel, broadcast over the batch and the positions
                         StridedView b = scratch.operand(in[2], compute, in[2].shape());
@@ -82,13 +87,24 @@ public final class ConvolutionOpKernels {
                                 spread, 1, 0);
                     }
                 }
-                case WEIGHT_GRAD -> k.conv2dBackwardWeight(scratch.operand(in[0], compute, output),
-                        scratch.operand(in[1], compute, input), r.view(weight), g);
+                case WEIGHT_GRAD -> {
+                    if (readsBf16(in[0], k.weightGradReadsBf16(g)) && readsBf16(in[1], true)) {
+                        k.conv2dBackwardWeight(in[0].view(output), in[1].view(input), r.view(weight), g);
+                    } else {
+                        k.conv2dBackwardWeight(scratch.operand(in[0], compute, output), scratch.operand(in[1], compute, input),
+                                r.view(weight), g);
+                    }
+                }
                 case IM2COL -> k.im2col(scratch.operand(in[0], compute, input), r.view(columns), g);
                 case COL2IM -> k.col2im(scratch.operand(in[0], compute, columns), r.view(input), g);
             }
             scratch.finish(r, out);
         }
+    }
+
+    /** Whether {@code v} goes to the kernel as it is: contiguous bfloat16 that the kernel {@code reads} itself. */
+    private static boolean readsBf16(StridedView v, boolean reads) {
+        return reads && v.dtype() == DType.BFLOAT16 && v.isContiguous();
     }
 
     private static Geometry geometry(double[] s) {

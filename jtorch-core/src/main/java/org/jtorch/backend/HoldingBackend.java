@@ -600,6 +600,21 @@ final class HoldingBackend implements Backend {
         }
 
         @Override
+        public boolean convReadsBf16Input(Geometry g) {
+            return k.convReadsBf16Input(g);
+        }
+
+        @Override
+        public boolean inputGradReadsBf16GradOut(Geometry g) {
+            return k.inputGradReadsBf16GradOut(g);
+        }
+
+        @Override
+        public boolean weightGradReadsBf16(Geometry g) {
+            return k.weightGradReadsBf16(g);
+        }
+
+        @Override
         public void conv2dBackwardInput(StridedView gradOut, StridedView weight, StridedView gradInput, Geometry g) {
             hold("conv2d_backward", gradOut, weight, gradInput);
             try {

@@ -898,9 +898,11 @@ final class ConvDirectF32 {
      * 16-tap vectors ({@link #weightTileNarrow}). The tiles loop over the pass's (image, pixel) pairs as one
      * flat list: nested image and pixel loops made whole ResNet-20 steps 6-10% slower or not depending on
      * which shapes C2 first compiled the tile for. Each chunk of images accumulates into its own buffer; the
-     * partial sums are added in chunk order, so results do not depend on scheduling.
+     * partial sums are added in chunk order, so results do not depend on scheduling. With {@code bf16}, gy and x are
+     * bfloat16, widened as they are transposed and padded.
      */
-    static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, MemorySegment gw, long gwOff, Geometry g) {
+    static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, boolean bf16, MemorySegment gw, long gwOff,
+                           Geometry g) {
         int cin = g.cin(), cout = g.cout(), kh = g.kh(), kw = g.kw();
         int kwc = kw * cin, k = kh * kwc;
         int hp = ConvF32.paddedHeight(g), wpad = ConvF32.paddedWidth(g);
@@ -928,7 +930,8 @@ final class ConvDirectF32 {
                     // 16 floats of slack: a narrow tile's vector may read past the last window row (lanes it discards).
                     float[] images = wk.image = ConvF32.grow(wk.image, count * padSize + 16);
                     for (int i = 0; i < count; i++) {
-                        ConvF32.padChannelsLast(x, xOff + (n + i) * cin * g.h() * g.w(), cin, g, hp, wpad, images, i * padSize, wk.block);
+                        ConvF32.padChannelsLast(x, xOff + (n + i) * cin * g.h() * g.w(), bf16, cin, g, hp, wpad, images, i * padSize,
+                                wk.block);
                     }
                     for (int p0 = 0; p0 < pixels; p0 += sub) {
                         int p1 = Math.min(pixels, p0 + sub);
@@ -939,7 +942,7 @@ final class ConvDirectF32 {
                             for (int p = p0; p < p1; p++, t++) xo[t] = i * padSize + pixOff[p];
                         }
                         float[] gt = wk.gradOut = ConvF32.grow(wk.gradOut, groups16 * len * 16);
-                        transposeGradOut(gy, gyOff + n * cout * pixels, cout, pixels, count, p0, p1, gt);
+                        transposeGradOut(gy, gyOff + n * cout * pixels, bf16, cout, pixels, count, p0, p1, gt);
                         if (packed) {
                             // The kh window rows of each pixel as one row of k taps: the columns of acc in the same order.
                             int kp = ((kh - 1) * kwc + (kwc + 15) / 16 * 16 + 15) / 16 * 16;
@@ -1034,11 +1037,11 @@ final class ConvDirectF32 {
      * {@code gt[(grp * len + t) * 16 + c] = gy[image i][grp * 16 + c][p]} for the pass's flat list
      * {@code t = i * (p1 - p0) + p - p0} over images {@code i < count} (from {@code gyOff} on) and pixels
      * {@code [p0, p1)}; channels past {@code cout} in the last group are zero. 16x16 blocks go through vector
-     * transposes when whole; the rest element by element.
+     * transposes when whole; the rest element by element. With {@code bf16}, gy is bfloat16 (widened).
      */
-    private static void transposeGradOut(MemorySegment gy, long gyOff, int cout, int pixels, int count, int p0, int p1, float[] gt) {
+    private static void transposeGradOut(MemorySegment gy, long gyOff, boolean bf16, int cout, int pixels, int count, int p0, int p1,
+                                         float[] gt) {
         int span = p1 - p0, len = count * span;
-        long channelBytes = (long) pixels * Float.BYTES;
         for (int grp = 0; grp * 16 < cout; grp++) {
             int gBase = grp * len * 16;
             int channels = Math.min(16, cout - grp * 16);
@@ -1047,13 +1050,13 @@ final class ConvDirectF32 {
                 int q = 0;
                 if (channels == 16) {
                     for (; q + 16 <= span; q += 16) {
-                        Gemm.transposeBlock16(gy, (image + p0 + q) * Float.BYTES, channelBytes, gt, gBase + (i * span + q) * 16, 16);
+                        ConvF32.transposeBlock16(gy, image + p0 + q, pixels, bf16, gt, gBase + (i * span + q) * 16, 16);
                     }
                 }
                 for (; q < span; q++) {
                     int at = gBase + (i * span + q) * 16;
                     for (int ch = 0; ch < 16; ch++) {
-                        gt[at + ch] = ch < channels ? gy.get(F32, (image + (long) ch * pixels + p0 + q) * Float.BYTES) : 0f;
+                        gt[at + ch] = ch < channels ? ConvF32.element(gy, image + (long) ch * pixels + p0 + q, bf16) : 0f;
                     }
                 }
             }

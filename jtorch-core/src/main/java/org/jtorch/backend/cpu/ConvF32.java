@@ -8,6 +8,7 @@ import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
 import org.jtorch.backend.ConvolutionKernels;
 import org.jtorch.backend.ConvolutionKernels.Geometry;
+import org.jtorch.memory.ElementCodec;
 
 /**
  * float32 convolution as an implicit GEMM: {@code out[n] (cout x pixels) = W (cout x cin*kh*kw) @ col(x[n])}
@@ -638,6 +639,11 @@ final class ConvF32 {
 
     // ------------------------------------------------------------------ weight gradient
 
+    /** Whether {@link #weightGrad} runs {@code g} on {@link ConvDirectF32}, which reads bfloat16 gy and x itself. */
+    static boolean weightGradReadsBf16(Geometry g) {
+        return !ConvFewChannelWeightGradF32.handles(g) && !ConvLaneWeightGradF32.handles(g) && ConvDirectF32.handlesWeightGrad(g);
+    }
+
     /** Whether {@link #weightGrad} applies: the forward path's conditions. */
     static boolean handlesWeightGrad(Geometry g) {
         return handles(g);
@@ -649,9 +655,16 @@ final class ConvF32 {
      * taps), packed straight from a channels-last zero-padded copy of the image with columns ordered
      * {@code (ki, kj, c)}: the 16 columns of one tap at one pixel are then one contiguous vector, so B
      * strips pack without transposes (the one transpose is the image's, 1/(kh*kw) of the column matrix).
-     * Each chunk of images accumulates into its own buffer; the partial sums are added in chunk order.
+     * Each chunk of images accumulates into its own buffer; the partial sums are added in chunk order. gy and x may be
+     * bfloat16 where {@link #weightGradReadsBf16} says so.
      */
-    static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, MemorySegment gw, long gwOff, Geometry g) {
+    static void weightGrad(MemorySegment gy, long gyOff, MemorySegment x, long xOff, boolean bf16, MemorySegment gw, long gwOff,
+                           Geometry g) {
+        if (bf16) {
+            if (!weightGradReadsBf16(g)) throw new IllegalArgumentException("conv2d weight gradient: no bfloat16 kernel for " + g);
+            ConvDirectF32.weightGrad(gy, gyOff, x, xOff, true, gw, gwOff, g);
+            return;
+        }
         if (ConvFewChannelWeightGradF32.handles(g)) {
             ConvFewChannelWeightGradF32.weightGrad(gy, gyOff, x, xOff, gw, gwOff, g);
             return;
@@ -661,7 +674,7 @@ final class ConvF32 {
             return;
         }
         if (ConvDirectF32.handlesWeightGrad(g)) {
-            ConvDirectF32.weightGrad(gy, gyOff, x, xOff, gw, gwOff, g);
+            ConvDirectF32.weightGrad(gy, gyOff, x, xOff, false, gw, gwOff, g);
             return;
         }
         int kg = g.kg();
@@ -879,6 +892,16 @@ final class ConvF32 {
      */
     static void padChannelsLast(MemorySegment x, long xOff, int channels, Geometry g, int hp, int wpad, float[] p,
                                         int base, float[] block) {
+        padChannelsLast(x, xOff, false, channels, g, hp, wpad, p, base, block);
+    }
+
+    /**
+     * {@link #padChannelsLast}, from a bfloat16 image when {@code bf16}: each 16 x 16 block is widened into an L1
+     * block, then transposed as the float32 one is, so a bf16 operand needs no float32 copy of its own (the same
+     * floats land in {@code p}: widening is exact).
+     */
+    static void padChannelsLast(MemorySegment x, long xOff, boolean bf16, int channels, Geometry g, int hp, int wpad,
+                                float[] p, int base, float[] block) {
         int h = g.h(), w = g.w(), ph = g.ph(), pw = g.pw();
         int size = hp * wpad * channels;
         // Zero only the border: the rows above and below the image, and each image row's left and right margins.
@@ -899,13 +922,13 @@ final class ConvF32 {
             int q0 = 0;
             int y = 0, xq = 0; // q0's row and column
             for (; q0 + L <= hw; q0 += L) {
-                long src = (xOff + (long) c0 * hw + q0) * Float.BYTES;
+                long src = xOff + (long) c0 * hw + q0;
                 int dst = base + ((ph + y) * wpad + pw + xq) * channels + c0;
                 if (xq + L <= w) {
-                    Gemm.transposeBlock16(x, src, (long) hw * Float.BYTES, p, dst, channels);
+                    transposeBlock16(x, src, hw, bf16, p, dst, channels);
                     xq += L;
                 } else {
-                    Gemm.transposeBlock16(x, src, (long) hw * Float.BYTES, block, 0, L);
+                    transposeBlock16(x, src, hw, bf16, block, 0, L);
                     for (int q = 0; q < L; q++) {
                         FloatVector.fromArray(FS, block, q * L).intoArray(p, base + ((ph + y) * wpad + pw + xq) * channels + c0);
                         if (++xq == w) {
@@ -921,18 +944,41 @@ final class ConvF32 {
             }
             for (int c = c0; c < c0 + L; c++) {
                 for (int pix = q0; pix < hw; pix++) {
-                    p[base + ((ph + pix / w) * wpad + pw + pix % w) * channels + c] = x.get(F32, (xOff + (long) c * hw + pix) * Float.BYTES);
+                    p[base + ((ph + pix / w) * wpad + pw + pix % w) * channels + c] = element(x, xOff + (long) c * hw + pix, bf16);
                 }
             }
         }
         for (int c = c0; c < channels; c++) {
             for (int y = 0; y < h; y++) {
-                long src = (xOff + ((long) c * h + y) * w) * Float.BYTES;
+                long src = xOff + ((long) c * h + y) * w;
                 int dst = base + ((ph + y) * wpad + pw) * channels + c;
-                for (int i = 0; i < w; i++) p[dst + i * channels] = x.get(F32, src + 4L * i);
+                for (int i = 0; i < w; i++) p[dst + i * channels] = element(x, src + i, bf16);
             }
         }
     }
+
+    /**
+     * {@link Gemm#transposeBlock16} of 16 columns of 16 elements (column j from element {@code src + j * colStride}),
+     * float32 or bfloat16: bfloat16 columns are widened into an L1 block first, then transposed from there.
+     */
+    static void transposeBlock16(MemorySegment x, long src, long colStride, boolean bf16, float[] dst, int to, int dstStride) {
+        if (bf16) {
+            MemorySegment widened = WIDENED.get();
+            for (int j = 0; j < L; j++) HalfGemm.widenRow(x, src + j * colStride, widened, j);
+            Gemm.transposeBlock16(widened, 0, 4L * L, dst, to, dstStride);
+        } else {
+            Gemm.transposeBlock16(x, src * Float.BYTES, colStride * Float.BYTES, dst, to, dstStride);
+        }
+    }
+
+    /** Element {@code at} of a float32 or (widened) bfloat16 tensor. */
+    static float element(MemorySegment x, long at, boolean bf16) {
+        return bf16 ? ElementCodec.bf16ToFloat(x.get(ValueLayout.JAVA_SHORT_UNALIGNED, at * 2)) : x.get(F32, at * Float.BYTES);
+    }
+
+    /** The calling thread's 16 x 16 floats of widened bfloat16 for {@link #transposeBlock16}: native, as the tensors the float32 transposes read. */
+    private static final ThreadLocal<MemorySegment> WIDENED = ThreadLocal.withInitial(
+            () -> java.lang.foreign.Arena.ofAuto().allocate(16 * 16 * Float.BYTES, 64));
 
     /**
      * Packs taps (columns) {@code [j0, j0 + nr)} in {@code (ki, kj, c)} order over output pixels

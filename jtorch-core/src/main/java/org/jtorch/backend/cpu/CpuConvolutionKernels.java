@@ -60,61 +60,93 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         conv2dWithEpilogue(input, weight, bias, out, g, null);
     }
 
+    /** The float32 forward kernels, in the order {@link #forwardKernel} tries them; {@code COLUMNS} is im2col and GEMM. */
+    private enum ForwardKernel { WHOLE_IMAGE, ONE_CHANNEL, STEM, SMALL_MAP, RASTER_TILE, SMALL_IMAGE_GEMM, POINTWISE, WINOGRAD, IMPLICIT_GEMM, COLUMNS }
+
+    private static ForwardKernel forwardKernel(Geometry g) {
+        if (ConvWholeImageF32.handles(g)) return ForwardKernel.WHOLE_IMAGE;
+        if (ConvOneChannelF32.handles(g)) return ForwardKernel.ONE_CHANNEL;
+        if (ConvStemF32.handles(g)) return ForwardKernel.STEM;
+        if (SMALL_MAPS && ConvSmallMapF32.handles(g)) return ForwardKernel.SMALL_MAP;
+        if (ConvRasterTileF32.handles(g) && RASTER_TILES) return ForwardKernel.RASTER_TILE;
+        if (ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) return ForwardKernel.SMALL_IMAGE_GEMM;
+        if (ConvPointwiseF32.handles(g)) return ForwardKernel.POINTWISE;
+        if (WinogradF32.handles(g)) return ForwardKernel.WINOGRAD;
+        if (ConvF32.handles(g)) return ForwardKernel.IMPLICIT_GEMM;
+        return ForwardKernel.COLUMNS;
+    }
+
+    /** Winograd pads each image channels-last itself, widening a bfloat16 input as it goes. */
+    @Override
+    public boolean convReadsBf16Input(Geometry g) {
+        return BF16_OPERANDS && forwardKernel(g) == ForwardKernel.WINOGRAD;
+    }
+
     /**
      * Every path runs the epilogue (where given) on each block of the output as the thread that computed it finishes
      * it: an image's rows (direct kernels), a block of Winograd tiles, a block of columns (1x1), an image (the rest).
+     * The input may be bfloat16 (with a float32 output) where {@link #convReadsBf16Input} says so.
      */
     @Override
     public void conv2dWithEpilogue(StridedView input, StridedView weight, StridedView bias, StridedView out, Geometry g,
                                    Epilogue epilogue) {
         boolean f32 = out.dtype() == DType.FLOAT32;
-        if (f32 && ConvWholeImageF32.handles(g)) {
-            ConvWholeImageF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
-            // These two paths have no per-block hook yet: the epilogue runs once over the whole output.
-            if (epilogue != null) epilogue.block(0, g.n(), 0, g.cout(), 0, (long) g.oh() * g.ow());
-            return;
+        ForwardKernel kernel = f32 ? forwardKernel(g) : ForwardKernel.COLUMNS;
+        boolean xBf16 = input.dtype() == DType.BFLOAT16 && f32;
+        if (input.dtype() != out.dtype() && !(xBf16 && kernel == ForwardKernel.WINOGRAD)) {
+            throw new IllegalArgumentException("conv2d: the CPU kernel for " + g + " takes a " + out.dtype() + " input, got "
+                    + input.dtype());
         }
-        if (f32 && ConvOneChannelF32.handles(g)) {
-            ConvOneChannelF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
-            return;
-        }
-        if (f32 && ConvStemF32.handles(g)) {
-            ConvStemF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
-            return;
-        }
-        if (f32 && SMALL_MAPS && ConvSmallMapF32.handles(g)) {
-            ConvSmallMapF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
-            return;
-        }
-        if (f32 && ConvRasterTileF32.handles(g) && RASTER_TILES) {
-            ConvRasterTileF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
-            if (epilogue != null) epilogue.block(0, g.n(), 0, g.cout(), 0, (long) g.oh() * g.ow());
-            return;
-        }
-        if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
-            ConvGemmF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
-            return;
-        }
-        if (f32 && ConvPointwiseF32.handles(g)) {
-            ConvPointwiseF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
-            return;
-        }
-        if (f32 && WinogradF32.handles(g)) {
-            WinogradF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, false, epilogue);
-            return;
-        }
-        if (f32 && ConvF32.handles(g)) {
-            ConvF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
-                    bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
-            return;
+        switch (kernel) {
+            case WHOLE_IMAGE -> {
+                ConvWholeImageF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                        bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
+                // These two paths have no per-block hook yet: the epilogue runs once over the whole output.
+                if (epilogue != null) epilogue.block(0, g.n(), 0, g.cout(), 0, (long) g.oh() * g.ow());
+                return;
+            }
+            case ONE_CHANNEL -> {
+                ConvOneChannelF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                        bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
+                return;
+            }
+            case STEM -> {
+                ConvStemF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                        bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
+                return;
+            }
+            case SMALL_MAP -> {
+                ConvSmallMapF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                        bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
+                return;
+            }
+            case RASTER_TILE -> {
+                ConvRasterTileF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                        bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g);
+                if (epilogue != null) epilogue.block(0, g.n(), 0, g.cout(), 0, (long) g.oh() * g.ow());
+                return;
+            }
+            case SMALL_IMAGE_GEMM -> {
+                ConvGemmF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                        bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
+                return;
+            }
+            case POINTWISE -> {
+                ConvPointwiseF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                        bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
+                return;
+            }
+            case WINOGRAD -> {
+                WinogradF32.forward(seg(input), input.offset(), xBf16, seg(weight), weight.offset(),
+                        bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, false, epilogue);
+                return;
+            }
+            case IMPLICIT_GEMM -> {
+                ConvF32.forward(seg(input), input.offset(), seg(weight), weight.offset(),
+                        bias == null ? null : seg(bias), bias == null ? 0 : bias.offset(), seg(out), out.offset(), g, epilogue);
+                return;
+            }
+            case COLUMNS -> { }
         }
         int esz = f32 ? 4 : 8;
         MemorySegment x = seg(input), wt = seg(weight), o = seg(out);
@@ -157,9 +189,38 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         }
     }
 
+    /**
+     * Whether {@link #conv2dBackwardInput} of {@code g} runs on Winograd (the stride-1 input gradient as a convolution of
+     * gradOut), in the order that method tries its kernels.
+     */
+    private static boolean inputGradOnWinograd(Geometry g) {
+        return !ConvWholeImageF32.handles(g) && !(SMALL_MAPS && ConvSmallMapF32.handlesInputGrad(g))
+                && !(ConvRasterTileF32.handlesStride2InputGrad(g) && RASTER_TILES) && !(ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM)
+                && !ConvPointwiseF32.handles(g) && flipsToConvolution(g) && WinogradF32.handlesInputGrad(flippedGeometry(g));
+    }
+
+    /** Winograd pads each gradOut image channels-last itself, widening a bfloat16 one as it goes. */
+    @Override
+    public boolean inputGradReadsBf16GradOut(Geometry g) {
+        return BF16_OPERANDS && inputGradOnWinograd(g);
+    }
+
+    /** {@code -Djtorch.conv.bf16Operands=false}: bfloat16 operands widened into float32 copies first, as before, to compare. */
+    private static final boolean BF16_OPERANDS = !"false".equals(System.getProperty("jtorch.conv.bf16Operands"));
+
+    /** gradOut may be bfloat16 (with a float32 gradInput) where {@link #inputGradReadsBf16GradOut} says so. */
     @Override
     public void conv2dBackwardInput(StridedView gradOut, StridedView weight, StridedView gradInput, Geometry g) {
         boolean f32 = gradInput.dtype() == DType.FLOAT32;
+        if (gradOut.dtype() != gradInput.dtype()) {
+            if (!(f32 && gradOut.dtype() == DType.BFLOAT16 && inputGradOnWinograd(g))) {
+                throw new IllegalArgumentException("conv2d input gradient: the CPU kernel for " + g + " takes a " + gradInput.dtype()
+                        + " gradOut, got " + gradOut.dtype());
+            }
+            WinogradF32.inputGrad(seg(gradOut), gradOut.offset(), true, seg(weight), weight.offset(), seg(gradInput),
+                    gradInput.offset(), flippedGeometry(g));
+            return;
+        }
         if (f32 && ConvWholeImageF32.handles(g)) {
             ConvWholeImageF32.backwardInput(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), seg(gradInput),
                     gradInput.offset(), g);
@@ -192,7 +253,8 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
             // a vector access site (Gemm's packing) that sees heap segments too is compiled without the intrinsics.
             Geometry fg = flippedGeometry(g);
             if (WinogradF32.handlesInputGrad(fg)) {
-                WinogradF32.inputGrad(seg(gradOut), gradOut.offset(), seg(weight), weight.offset(), seg(gradInput), gradInput.offset(), fg);
+                WinogradF32.inputGrad(seg(gradOut), gradOut.offset(), false, seg(weight), weight.offset(), seg(gradInput),
+                        gradInput.offset(), fg);
                 return;
             }
             if (ConvDirectF32.handles(fg)) {
@@ -280,6 +342,30 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
         return r;
     }
 
+    /** The float32 weight-gradient kernels, in the order {@link #weightGradKernel} tries them; {@code COLUMNS} is im2col and GEMM. */
+    private enum WeightGradKernel { WHOLE_IMAGE, SMALL_MAP, WIDE, SMALL_IMAGE_GEMM, POINTWISE, IMPLICIT_GEMM, COLUMNS }
+
+    private static WeightGradKernel weightGradKernel(Geometry g) {
+        if (ConvWholeImageF32.handles(g)) return WeightGradKernel.WHOLE_IMAGE;
+        if (SMALL_MAPS && ConvSmallMapF32.handles(g)) return WeightGradKernel.SMALL_MAP;
+        if (ConvWideWeightGradF32.handles(g)) return WeightGradKernel.WIDE;
+        // Where the forward runs on the raster tiles, the direct weight gradient beat the batch GEMM on DCGAN's 128 -> 256
+        // layer (median 14.5 against 15.6 ms, one thread, batch 64) and was level on ResNet-18's 4x4 layers.
+        if (ConvRasterTileF32.handles(g) && RASTER_TILES && ConvF32.handlesWeightGrad(g)) return WeightGradKernel.IMPLICIT_GEMM;
+        if (ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) return WeightGradKernel.SMALL_IMAGE_GEMM;
+        if (ConvPointwiseF32.handlesWeightGrad(g)) return WeightGradKernel.POINTWISE;
+        if (ConvF32.handlesWeightGrad(g)) return WeightGradKernel.IMPLICIT_GEMM;
+        return WeightGradKernel.COLUMNS;
+    }
+
+    /** The direct weight gradient transposes gy and pads x channels-last itself, widening bfloat16 ones as it goes. */
+    @Override
+    public boolean weightGradReadsBf16(Geometry g) {
+        if (!BF16_OPERANDS || g.n() == 0) return false;
+        return weightGradKernel(g) == WeightGradKernel.IMPLICIT_GEMM && ConvF32.weightGradReadsBf16(g);
+    }
+
+    /** gradOut and input may both be bfloat16 (with a float32 gradWeight) where {@link #weightGradReadsBf16} says so. */
     @Override
     public void conv2dBackwardWeight(StridedView gradOut, StridedView input, StridedView gradWeight, Geometry g) {
         boolean f32 = gradWeight.dtype() == DType.FLOAT32;
@@ -288,41 +374,47 @@ final class CpuConvolutionKernels implements ConvolutionKernels {
             seg(gradWeight).asSlice(gradWeight.offset() * (f32 ? 4 : 8), (long) g.cout() * g.kg() * (f32 ? 4 : 8)).fill((byte) 0);
             return;
         }
-        if (f32 && ConvWholeImageF32.handles(g)) {
-            ConvWholeImageF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
-                    gradWeight.offset(), g);
+        WeightGradKernel kernel = f32 ? weightGradKernel(g) : WeightGradKernel.COLUMNS;
+        if (gradOut.dtype() != gradWeight.dtype() || input.dtype() != gradWeight.dtype()) {
+            if (!(f32 && gradOut.dtype() == DType.BFLOAT16 && input.dtype() == DType.BFLOAT16 && weightGradReadsBf16(g))) {
+                throw new IllegalArgumentException("conv2d weight gradient: the CPU kernel for " + g + " takes " + gradWeight.dtype()
+                        + " operands, got gradOut " + gradOut.dtype() + " and input " + input.dtype());
+            }
+            ConvF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), true, seg(gradWeight), gradWeight.offset(), g);
             return;
         }
-        if (f32 && SMALL_MAPS && ConvSmallMapF32.handles(g)) {
-            ConvSmallMapF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
-                    gradWeight.offset(), g);
-            return;
-        }
-        if (f32 && ConvWideWeightGradF32.handles(g)) {
-            ConvWideWeightGradF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
-                    gradWeight.offset(), g);
-            return;
-        }
-        // Where the forward runs on the raster tiles, the direct weight gradient beat the batch GEMM on DCGAN's 128 -> 256
-        // layer (median 14.5 against 15.6 ms, one thread, batch 64) and was level on ResNet-18's 4x4 layers.
-        if (f32 && ConvRasterTileF32.handles(g) && RASTER_TILES && ConvF32.handlesWeightGrad(g)) {
-            ConvF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight), gradWeight.offset(), g);
-            return;
-        }
-        if (f32 && ConvGemmF32.prefers(g) && SMALL_IMAGES_AS_GEMM) {
-            ConvGemmF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
-                    gradWeight.offset(), g);
-            return;
-        }
-        if (f32 && ConvPointwiseF32.handlesWeightGrad(g)) {
-            ConvPointwiseF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
-                    gradWeight.offset(), g);
-            return;
-        }
-        if (f32 && ConvF32.handlesWeightGrad(g)) {
-            ConvF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
-                    gradWeight.offset(), g);
-            return;
+        switch (kernel) {
+            case WHOLE_IMAGE -> {
+                ConvWholeImageF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                        gradWeight.offset(), g);
+                return;
+            }
+            case SMALL_MAP -> {
+                ConvSmallMapF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                        gradWeight.offset(), g);
+                return;
+            }
+            case WIDE -> {
+                ConvWideWeightGradF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                        gradWeight.offset(), g);
+                return;
+            }
+            case SMALL_IMAGE_GEMM -> {
+                ConvGemmF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                        gradWeight.offset(), g);
+                return;
+            }
+            case POINTWISE -> {
+                ConvPointwiseF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), seg(gradWeight),
+                        gradWeight.offset(), g);
+                return;
+            }
+            case IMPLICIT_GEMM -> {
+                ConvF32.weightGrad(seg(gradOut), gradOut.offset(), seg(input), input.offset(), false, seg(gradWeight),
+                        gradWeight.offset(), g);
+                return;
+            }
+            case COLUMNS -> { }
         }
         int esz = f32 ? 4 : 8;
         MemorySegment go = seg(gradOut), x = seg(input), gw = seg(gradWeight);

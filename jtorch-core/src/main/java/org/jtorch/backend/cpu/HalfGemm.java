@@ -295,7 +295,7 @@ final class HalfGemm {
     }
 
     /** L contiguous bfloat16 from element {@code at}, widened into row {@code row} (L floats) of {@code block}. */
-    private static void widenRow(MemorySegment s, long at, MemorySegment block, int row) {
+    static void widenRow(MemorySegment s, long at, MemorySegment block, int row) {
         HalfConversion.bf16ToFloat(ShortVector.fromMemorySegment(S_L, s, 2 * at, LE)).intoMemorySegment(block, 4L * L * row, LE);
     }
 

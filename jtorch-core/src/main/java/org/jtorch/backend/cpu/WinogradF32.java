@@ -166,9 +166,10 @@ final class WinogradF32 {
      * 3x3) with the switch fully on, whose larger error took a ResNet basic block's conv1 weight gradient, through
      * training-mode batch norm's backward, outside its PyTorch fixture's tolerance ({@code ModelsTest}).
      */
-    static void inputGrad(MemorySegment gradOut, long gOff, MemorySegment w, long wOff, MemorySegment gradInput, long iOff, Geometry fg) {
+    static void inputGrad(MemorySegment gradOut, long gOff, boolean gradOutBf16, MemorySegment w, long wOff, MemorySegment gradInput,
+                          long iOff, Geometry fg) {
         boolean twoByTwo = !fullyOn(setting()) && !sixteenChannelsInputGrad(fg);
-        forward(gradOut, gOff, w, wOff, null, 0, gradInput, iOff, fg, true, null, twoByTwo);
+        forward(gradOut, gOff, gradOutBf16, w, wOff, null, 0, gradInput, iOff, fg, true, null, twoByTwo);
     }
 
     /** Whether {@link #forward} can run {@code g}: 3x3, stride 1, no dilation or groups, channels in whole vectors. */
@@ -200,18 +201,19 @@ final class WinogradF32 {
 
     /**
      * {@code out = conv(x, w) + bias} ({@code bias} may be null). With {@code flipped}, {@code w} is the weight of
-     * the convolution whose input gradient {@code g} computes: {@code w[ic][oc][2 - ki][2 - kj]}.
+     * the convolution whose input gradient {@code g} computes: {@code w[ic][oc][2 - ki][2 - kj]}. With {@code xBf16},
+     * {@code x} is bfloat16, widened as its images are padded.
      */
-    static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment bias, long bOff,
+    static void forward(MemorySegment x, long xOff, boolean xBf16, MemorySegment w, long wOff, MemorySegment bias, long bOff,
                         MemorySegment out, long oOff, Geometry g, boolean flipped, ConvolutionKernels.Epilogue epilogue) {
-        forward(x, xOff, w, wOff, bias, bOff, out, oOff, g, flipped, epilogue, false);
+        forward(x, xOff, xBf16, w, wOff, bias, bOff, out, oOff, g, flipped, epilogue, false);
     }
 
     /**
      * As {@link #forward}, with {@code twoByTwo} on F(2x2, 3x3): 4x4 input tiles, 16 products per 2x2 output
      * pixels (the direct path does 36), an error near the direct path's (the input gradients, {@link #handlesInputGrad}).
      */
-    static void forward(MemorySegment x, long xOff, MemorySegment w, long wOff, MemorySegment bias, long bOff,
+    static void forward(MemorySegment x, long xOff, boolean xBf16, MemorySegment w, long wOff, MemorySegment bias, long bOff,
                         MemorySegment out, long oOff, Geometry g, boolean flipped, ConvolutionKernels.Epilogue epilogue,
                         boolean twoByTwo) {
         int cin = g.cin(), cout = g.cout(), oh = g.oh(), ow = g.ow();
@@ -250,7 +252,7 @@ final class WinogradF32 {
                 for (long t = first; t < end; t++) {
                     long n = t / tiles;
                     if (padded != n) {
-                        ConvF32.padChannelsLast(x, xOff + n * inImage, cin, g, hp, wpad, wk.image, 0, wk.block);
+                        ConvF32.padChannelsLast(x, xOff + n * inImage, xBf16, cin, g, hp, wpad, wk.image, 0, wk.block);
                         padded = n;
                     }
                     int ti = (int) (t - n * tiles);

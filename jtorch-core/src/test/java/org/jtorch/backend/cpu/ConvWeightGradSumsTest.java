@@ -77,7 +77,10 @@ class ConvWeightGradSumsTest {
         Geometry g = new Geometry(3, 128, 8, 8, 256, 4, 4, 2, 2, 1, 1, 1, 1, 1, 4, 4);
         assertTrue(ConvDirectF32.handlesWeightGrad(g));
         Random r = new Random(11);
-        for (int call = 0; call < 2; call++) checkAgainstDefinition(g, r, 5, 3, ConvDirectF32::weightGrad);
+        for (int call = 0; call < 2; call++) {
+            checkAgainstDefinition(g, r, 5, 3, (gy, gyOff, x, xOff, gw, gwOff, geometry) ->
+                    ConvDirectF32.weightGrad(gy, gyOff, x, xOff, false, gw, gwOff, geometry));
+        }
     }
 
     /**
