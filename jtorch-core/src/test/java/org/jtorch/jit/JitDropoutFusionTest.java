@@ -255,6 +255,26 @@ class JitDropoutFusionTest {
         assertBitIdenticalTraining(drl, x, new Tensor[] {x, r, gamma, b}, gen);
     }
 
+    /**
+     * The fused layer norm's backward over several chunks of rows, of unequal sizes, in parts of an odd number of rows
+     * (4352 rows: parts of 17, two chunks), and two dropouts whose masks both feed gradient kernels: each chunk's masks
+     * read at its own rows by the recompute and by the gradient kernels, and the parts' column sums, are eager's bits.
+     */
+    @Test
+    void dropoutResidualLayerNormTrainingOverChunksOfOddParts() {
+        Generator gen = new Generator(19);
+        Generator data = new Generator(190);
+        Tensor x = randn(data, 4352, 24).requiresGrad_(true);
+        Tensor r = randn(data, 4352, 24).requiresGrad_(true);
+        Tensor gamma = randn(data, 24).requiresGrad_(true), beta = randn(data, 24).requiresGrad_(true);
+        long[] norm = {24};
+        TensorFunction drl = in -> F.layerNorm(F.dropout(in[0], 0.1, true, gen).add(r), norm, gamma, beta, 1e-5);
+        assertTrue(Jit.explain(drl, x).contains(DEVICE.isCpu() ? "native_layer_norm of rows of 24, fused with 2 ops" : "= fused 2 ops"));
+        assertBitIdenticalTraining(drl, x, new Tensor[] {x, r, gamma, beta}, gen);
+        assertBitIdenticalTraining(in -> F.layerNorm(F.dropout(in[0], 0.1, true, gen).add(F.dropout(r, 0.3, true, gen)), norm, gamma, null, 1e-5),
+                x, new Tensor[] {x, r, gamma}, gen);
+    }
+
     @Test
     void trainingAtTheEdgesAndWithARandomOpBetween() {
         Generator gen = new Generator(15);
