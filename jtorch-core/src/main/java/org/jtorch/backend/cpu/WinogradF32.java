@@ -67,8 +67,11 @@ final class WinogradF32 {
      */
     private static String setting() {
         String property = System.getProperty("jtorch.conv.winograd");
-        return property != null ? property : System.getenv("JTORCH_CONV_WINOGRAD");
+        return property != null ? property : ENVIRONMENT_SETTING;
     }
+
+    /** {@code JTORCH_CONV_WINOGRAD}, read once: a process's environment does not change, and a lookup on every call showed in the balance report. */
+    private static final String ENVIRONMENT_SETTING = System.getenv("JTORCH_CONV_WINOGRAD");
 
     private static boolean off(String setting) {
         return "0".equals(setting) || "false".equals(setting);
